@@ -1,0 +1,165 @@
+/**
+ * The single HTTP choke point: every byte notarize sends to the service goes
+ * through `HttpTransport.send`. It sets the base URL, user agent, bearer
+ * token and timeout; always consumes the body (bounded in size); maps
+ * statuses and network failures to error classes; and logs requests with
+ * secrets left out (bodies and headers are never logged).
+ */
+import { performance } from 'node:perf_hooks';
+import { request, type Dispatcher } from 'undici';
+import { AuthError, ProtocolError, ServiceRefusedError, TransientError } from '../errors.js';
+
+/** Answers larger than this are cut off: no documented answer comes near it. */
+export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+
+export interface TransportOptions {
+  baseUrl: string;
+  timeoutMs: number;
+  userAgent: string;
+  dispatcher: Dispatcher;
+  /** Receives one line per request (method, URL, status, time); never secrets. */
+  log?: (line: string) => void;
+}
+
+export interface HttpRequest {
+  method: 'GET' | 'POST' | 'PUT';
+  /** Path and query below the base URL, starting with `/api/v2/`. */
+  path: string;
+  body?: string;
+  token?: string;
+}
+
+export interface HttpAnswer {
+  status: number;
+  /** The body exactly as received (UTF-8). */
+  text: string;
+}
+
+/** Network errors that prove the request never reached the service. */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** Sends requests to one service; see the module comment for what it guarantees. */
+export class HttpTransport {
+  readonly options: TransportOptions;
+
+  constructor(options: TransportOptions) {
+    this.options = options;
+  }
+
+  /** The absolute URL of a path on this service. */
+  url(path: string): string {
+    return `${this.options.baseUrl}${path}`;
+  }
+
+  /**
+   * Sends one request and returns the 2xx answer. Throws AuthError (401/403),
+   * TransientError (network, timeout, 429, 5xx), ServiceRefusedError (other
+   * 4xx) or ProtocolError (unexpected status, oversized answer).
+   */
+  async send(req: HttpRequest): Promise<HttpAnswer> {
+    const { method, path } = req;
+    const url = this.url(path);
+    const started = performance.now();
+    const headers: Record<string, string> = {
+      'user-agent': this.options.userAgent,
+      accept: 'application/json',
+    };
+    if (req.body !== undefined) headers['content-type'] = 'application/json';
+    if (req.token !== undefined) headers.authorization = `Bearer ${req.token}`;
+    const elapsed = () => `${Math.round(performance.now() - started)} ms`;
+    let status: number;
+    let text: string;
+    let retryAfter: string | undefined;
+    try {
+      const answer = await request(url, {
+        method,
+        headers,
+        body: req.body,
+        dispatcher: this.options.dispatcher,
+        headersTimeout: this.options.timeoutMs,
+        bodyTimeout: this.options.timeoutMs,
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+      status = answer.statusCode;
+      retryAfter = headerValue(answer.headers['retry-after']);
+      text = await readBounded(answer.body, MAX_ANSWER_BYTES);
+    } catch (error) {
+      this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);
+      throw networkError(method, url, error);
+    }
+    this.options.log?.(`${method} ${url} -> ${status} in ${elapsed()}`);
+    if (status >= 200 && status < 300) return { status, text };
+    throw statusError(method, url, status, text, retryAfter);
+  }
+}
+
+async function readBounded(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      body.destroy();
+      throw new ProtocolError(`the service's answer is larger than ${limit / 1024 / 1024} MiB; it was cut off`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Seconds from a Retry-After header (delta-seconds or HTTP date), if valid. */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000));
+}
+
+function networkError(method: string, url: string, error: unknown): Error {
+  if (error instanceof ProtocolError) return error;
+  const code = (error as { code?: string }).code ?? '';
+  const name = (error as { name?: string }).name ?? '';
+  const timedOut = name === 'TimeoutError' || code.endsWith('_TIMEOUT') || code === 'UND_ERR_ABORTED';
+  const reason = timedOut ? 'timed out' : code || (error as Error).message;
+  return new TransientError(`${method} ${url} failed: ${reason}`, {
+    hint: 'the service could not be reached; try again later',
+    notProcessed: NOT_SENT_CODES.has(code),
+    cause: error,
+  });
+}
+
+/** The service's own message from a JSON error body, if it sent one. */
+function serviceMessage(text: string): string | undefined {
+  try {
+    const body = JSON.parse(text) as Record<string, unknown>;
+    const message = body.message ?? body.error;
+    return typeof message === 'string' ? message.slice(0, 300) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function statusError(method: string, url: string, status: number, text: string, retryAfter: string | undefined): Error {
+  const said = serviceMessage(text);
+  const what = `${method} ${url} answered ${status}${said ? `: ${said}` : ''}`;
+  if (status === 401 || status === 403) {
+    return new AuthError(what, { status, hint: 'log in again with `notarize login` (or set NOTARIZE_API_KEY)' });
+  }
+  if (status === 429 || status >= 500) {
+    const retryAfterSeconds = parseRetryAfter(retryAfter);
+    return new TransientError(what, {
+      status,
+      retryAfterSeconds,
+      // A 429, or a 503 that says when to come back, means the service
+      // turned the request away without processing it.
+      notProcessed: status === 429 || (status === 503 && retryAfterSeconds !== undefined),
+      hint: 'the service is unavailable or busy; try again later',
+    });
+  }
+  if (status >= 400) return new ServiceRefusedError(status, what);
+  return new ProtocolError(`${what} (an unexpected status)`);
+}

@@ -1,0 +1,124 @@
+/**
+ * The wire shapes of the notarization service, as documented in
+ * shared/service-api.md. These schemas are the single source of the wire
+ * types: the client validates answers with them and the sandbox builds and
+ * checks its bodies with them, so the two cannot drift apart silently.
+ *
+ * Answers are validated but never re-serialised from the parsed copy: the
+ * client forwards the raw text it received (see api/client.ts), so `looseObject`
+ * here only decides what is *checked*, not what is kept.
+ */
+import { z } from 'zod';
+
+/** A SHA-256 digest as the service wants it: 64 lowercase hex characters. */
+export const hashSchema = z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex characters');
+
+/** The only blockchain the documentation lists. */
+export const BLOCKCHAIN_TYPES = ['ALGORAND'] as const;
+
+/** The docs' sample sends booleans as strings ("false"); the field is typed boolean. */
+const wireBoolean = z.union([z.boolean(), z.enum(['true', 'false']).transform((s) => s === 'true')]);
+
+/** Body of `POST /api/v2/registration/?subscription=true`. */
+export const registrationRequestSchema = z.looseObject({
+  blockchainType: z.enum(BLOCKCHAIN_TYPES),
+  custody: wireBoolean,
+  description: z.string(),
+  hash: hashSchema,
+  signed: wireBoolean,
+  status: z.enum(['registered', 'not_registered']),
+});
+export type RegistrationRequest = z.input<typeof registrationRequestSchema>;
+
+const nullableString = z.string().nullable();
+const unixSeconds = z.int().nonnegative();
+
+/**
+ * The subscription session: answer of the request step, body of forfait.
+ * `canceledAt` is documented boolean but sent as integer 0; `customer` is
+ * misspelt `custumer` in the field table. Both spellings and all three types
+ * are accepted.
+ */
+export const subscriptionSessionSchema = z.looseObject({
+  sessionId: z.string().min(1),
+  id: nullableString,
+  userId: z.int(),
+  planId: z.string(),
+  planNickname: z.string(),
+  status: z.string(),
+  created: unixSeconds,
+  currentPeriodStart: unixSeconds,
+  currentPeriodEnd: unixSeconds,
+  canceledAt: z.union([z.boolean(), z.int(), z.null()]).optional(),
+  customer: nullableString.optional(),
+  custumer: nullableString.optional(),
+  defaultPaymentMethod: nullableString.optional(),
+  latestInvoice: nullableString.optional(),
+});
+export type SubscriptionSession = z.infer<typeof subscriptionSessionSchema>;
+
+/**
+ * The notarization record: answer of forfait. The chain fields are null right
+ * after completion (the chain write happens later) and their types once
+ * filled are unknown, so they accept any JSON value.
+ */
+export const notarizationRecordSchema = z.looseObject({
+  hash: z.string().regex(/^[0-9a-fA-F]{64}$/, 'expected 64 hex characters'),
+  description: z.string(),
+  custody: z.boolean(),
+  signed: z.boolean(),
+  status: z.string(),
+  blockchainType: z.string(),
+  creationDate: z.int().nonnegative(),
+  userId: z.int(),
+  paymentId: nullableString.optional(),
+  tags: z.array(z.unknown()).optional(),
+  signer: z.unknown().optional(),
+  signature: z.unknown().optional(),
+  txHash: z.unknown().optional(),
+  holder: z.unknown().optional(),
+  txId: z.unknown().optional(),
+  assetId: z.unknown().optional(),
+  payload: z.unknown().optional(),
+});
+export type NotarizationRecord = z.infer<typeof notarizationRecordSchema>;
+
+/** Body of `POST /api/v2/auth/login`. */
+export const loginRequestSchema = z.looseObject({ apiKey: z.string().min(1) });
+
+/** Answer of `POST /api/v2/auth/login`. */
+export const loginResponseSchema = z.looseObject({ token: z.string().min(1) });
+
+/** Body of `PUT /api/v2/file/{hash}` (custody only). */
+export const fileMetadataSchema = z.looseObject({
+  hash: hashSchema,
+  name: z.string(),
+  type: z.string(),
+  size: z.int().nonnegative(),
+  lastModified: z.int().nonnegative(),
+  userId: z.int(),
+  walletName: z.string().nullable().optional(),
+});
+export type FileMetadata = z.infer<typeof fileMetadataSchema>;
+
+/** The claims notarize reads from the (HS256) JWT; the rest are kept but unused. */
+export const tokenClaimsSchema = z.looseObject({
+  userId: z.int().optional(),
+  email: z.string().optional(),
+  iat: z.number().optional(),
+  nbf: z.number().optional(),
+  exp: z.number().optional(),
+  iss: z.string().optional(),
+});
+export type TokenClaims = z.infer<typeof tokenClaimsSchema>;
+
+/**
+ * Describes the first problem zod found as `field: message`, the form used in
+ * exit-5 errors so a user can see which field of an answer was wrong.
+ */
+export function describeZodError(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return 'invalid value';
+  const path = issue.path.length > 0 ? issue.path.join('.') : '(body)';
+  return `${path}: ${issue.message}`;
+}

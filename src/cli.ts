@@ -1,0 +1,156 @@
+/**
+ * The commander program and `main()`, the one place where errors become exit
+ * codes and messages. Commands are loaded lazily from the registry, so
+ * `--version` and `--help` load almost nothing.
+ */
+import { Command, CommanderError } from 'commander';
+import { COMMANDS } from './commands/registry.js';
+import { Context, VERSION, type GlobalOptions } from './context.js';
+import { EXIT, EXIT_CODE_HELP, NotarizeError, type ExitCode } from './errors.js';
+import { IO, type IOOptions } from './output/io.js';
+
+const ENVIRONMENT_HELP = `Environment:
+  NOTARIZE_BASE_URL     service base URL (default https://app.dedit.io)
+  NOTARIZE_API_KEY      API key: used to log in on the fly when there is no usable token
+  NOTARIZE_TOKEN        bearer token to use instead of the stored one
+  NOTARIZE_CONFIG_DIR   store directory (settings, token, pending sessions, ledger)
+  NOTARIZE_TIMEOUT      milliseconds per request;  NOTARIZE_RETRIES  retries of retryable requests
+  NO_COLOR              disable colours`;
+
+export interface MainOptions {
+  argv?: string[];
+  env?: NodeJS.ProcessEnv;
+  io?: IO;
+}
+
+function colourWanted(env: NodeJS.ProcessEnv, isTTY: boolean): boolean {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
+  return isTTY && env.TERM !== 'dumb';
+}
+
+/** The IO object over this process's streams. */
+export function processIO(env: NodeJS.ProcessEnv): IO {
+  const options: IOOptions = {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    stdinIsTTY: Boolean(process.stdin.isTTY),
+    stderrIsTTY: Boolean(process.stderr.isTTY) && !env.CI,
+    colour: colourWanted(env, Boolean(process.stdout.isTTY)),
+    startSpinner: (text) => {
+      // ora is loaded only when a spinner is really shown, on a terminal.
+      let spinner: { text: string; stop(): void } | undefined;
+      let stopped = false;
+      void import('ora').then(({ default: ora }) => {
+        if (!stopped) spinner = ora({ text, stream: process.stderr }).start();
+      });
+      return {
+        update: (next) => {
+          if (spinner) spinner.text = next;
+        },
+        stop: () => {
+          stopped = true;
+          spinner?.stop();
+        },
+      };
+    },
+  };
+  return new IO(options);
+}
+
+function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: { context?: Context }): Command {
+  const program = new Command('notarize');
+  const context = () => {
+    if (!state.context) {
+      const globals = program.opts<GlobalOptions>();
+      io.quiet = globals.quiet ?? false;
+      io.verbose = globals.verbose ?? false;
+      io.addSecret(env.NOTARIZE_API_KEY);
+      io.addSecret(env.NOTARIZE_TOKEN);
+      state.context = new Context(io, env, globals);
+    }
+    return state.context;
+  };
+  program
+    .description('Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.')
+    .version(VERSION, '-V, --version')
+    .option('--base-url <url>', 'service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)')
+    .option('--json', 'print data as JSON (exactly what the service returned) and errors as JSON on stderr')
+    .option('-q, --quiet', 'no messages on stderr besides warnings and errors')
+    .option('--verbose', 'log each request (method, URL, status, time; never secrets) and show stack traces')
+    .option('--timeout <ms>', 'milliseconds each request may take (default 30000)')
+    .option('--retries <n>', 'retries of a retryable request (default 3)')
+    .addHelpText('after', `\n${EXIT_CODE_HELP}\n\n${ENVIRONMENT_HELP}\n`)
+    .showSuggestionAfterError()
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.data(text.replace(/\n$/, '')),
+      writeErr: (text) => io.error(text.replace(/\n$/, '')),
+      outputError: () => {
+        // main() prints commander's errors, like every other error.
+      },
+    });
+  for (const entry of COMMANDS) {
+    program.command(entry.name).description(entry.summary);
+  }
+  program.hook('preSubcommand', async (_program, subcommand) => {
+    const entry = COMMANDS.find((c) => c.name === subcommand.name());
+    if (entry) {
+      const module = await entry.load();
+      module.configure(subcommand, context);
+    }
+  });
+  return program;
+}
+
+function applyExitOverride(command: Command): void {
+  for (const sub of command.commands) {
+    sub.exitOverride();
+    applyExitOverride(sub);
+  }
+}
+
+/** Prints an error the documented way and returns its exit code. */
+function report(io: IO, error: unknown, json: boolean): ExitCode {
+  if (error instanceof CommanderError) {
+    if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') {
+      return EXIT.ok;
+    }
+    const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+    if (json) io.error(JSON.stringify({ error: { code: 'usage', exitCode: EXIT.usage, message } }));
+    else io.error(`notarize: ${message}\n(see \`notarize --help\`)`);
+    return EXIT.usage;
+  }
+  const known = error instanceof NotarizeError;
+  const exitCode = known ? error.exitCode : EXIT.refused;
+  const message = known ? error.message : `unexpected error: ${(error as Error)?.message ?? String(error)}`;
+  const hint = known ? error.hint : 'run again with --verbose for details';
+  if (json) {
+    io.error(JSON.stringify({ error: { code: known ? error.code : 'unexpected', exitCode, message, ...(hint ? { hint } : {}) } }));
+  } else {
+    io.error(`notarize: ${message}${hint ? ` (${hint})` : ''}`);
+  }
+  if (io.verbose && error instanceof Error && error.stack) io.error(error.stack);
+  return exitCode;
+}
+
+/** Runs the CLI and returns the exit code; never throws, never exits the process. */
+export async function main(options: MainOptions = {}): Promise<ExitCode> {
+  const env = options.env ?? process.env;
+  const io = options.io ?? processIO(env);
+  const argv = options.argv ?? process.argv.slice(2);
+  const state: { context?: Context } = {};
+  const program = buildProgram(io, env, state);
+  program.hook('preSubcommand', (_program, subcommand) => applyExitOverride(subcommand));
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return EXIT.ok;
+  } catch (error) {
+    const json = argv.includes('--json');
+    if (argv.includes('--verbose')) io.verbose = true;
+    return report(io, error, json);
+  } finally {
+    await state.context?.close();
+  }
+}

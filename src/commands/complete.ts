@@ -1,0 +1,80 @@
+/**
+ * `notarize complete <hash>`: forfait for a pending registration, with the
+ * session from the store, from --session, or the active subscription.
+ */
+import type { Command } from 'commander';
+import { readFile } from 'node:fs/promises';
+import { text } from 'node:stream/consumers';
+import { z } from 'zod';
+import { parseAnswer } from '../api/client.js';
+import { subscriptionSessionSchema } from '../api/schemas.js';
+import type { Context } from '../context.js';
+import { normalizeHash } from '../core/hash.js';
+import { complete, type SessionSource } from '../core/notarize.js';
+import { NotarizeError, UsageError } from '../errors.js';
+import { showOutcome } from '../output/outcome.js';
+import { examples, parseOptions } from './options.js';
+
+const optionsSchema = z.object({
+  session: z.string().optional(),
+  useActiveSubscription: z.boolean().default(false),
+  description: z.string().optional(),
+});
+type CompleteOptions = z.infer<typeof optionsSchema>;
+
+export function configure(command: Command, context: () => Context): void {
+  command
+    .argument('<hash>', 'SHA-256 digest of the registration to complete (64 hex digits)')
+    .option('--session <file|->', 'take the subscription session JSON from a file or standard input')
+    .option('--use-active-subscription', 'use the active subscription (GET /api/v2/payment/subscription/active) as the session')
+    .addHelpText(
+      'after',
+      `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
+${examples([
+  'notarize complete 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001',
+  'notarize complete <hash> --session session.json --json',
+  '# CI: finish every registration left pending by an earlier job',
+  "notarize pending --json | jq -r '.[].hash' | xargs -n1 notarize complete --quiet",
+])}`,
+    )
+    .action(async (hash: string, raw: unknown) => {
+      await runComplete(context(), hash, parseOptions(optionsSchema, raw));
+    });
+}
+
+async function readSession(ctx: Context, from: string): Promise<string> {
+  let json: string;
+  try {
+    json = from === '-' ? await text(ctx.io.stdin) : await readFile(from, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read the session from '${from}': ${(error as Error).message}`, { cause: error });
+  }
+  try {
+    parseAnswer(json, subscriptionSessionSchema, 'session');
+  } catch (error) {
+    // A session given by hand is local input: a bad one is a usage error.
+    if (error instanceof NotarizeError) throw new UsageError(`invalid --session: ${error.message}`, { cause: error });
+    throw error;
+  }
+  return json;
+}
+
+/** Runs `complete`; throws NotarizeError subclasses for main() to map. */
+export async function runComplete(ctx: Context, rawHash: string, options: CompleteOptions): Promise<void> {
+  const hash = normalizeHash(rawHash);
+  if (options.session !== undefined && options.useActiveSubscription) {
+    throw new UsageError('give either --session or --use-active-subscription, not both');
+  }
+  const baseUrl = ctx.baseUrl;
+  let source: SessionSource = { kind: 'store' };
+  if (options.session !== undefined) source = { kind: 'given', json: await readSession(ctx, options.session) };
+  else if (options.useActiveSubscription) source = { kind: 'active-subscription' };
+  const spinner = ctx.io.spinner('completing');
+  try {
+    const outcome = await complete({ api: await ctx.api(), store: ctx.ledger }, hash, source);
+    spinner.stop();
+    showOutcome(ctx.io, outcome, { json: ctx.globals.json ?? false, baseUrl });
+  } finally {
+    spinner.stop();
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * `notarize config get|set|unset|list|path`: the stored settings. `get` and
+ * `list` show the value in effect and where it comes from, following the
+ * one precedence rule: flag > environment > store > default.
+ */
+import type { Command } from 'commander';
+import type { Context } from '../context.js';
+import { renderTable } from '../output/render.js';
+import { SETTINGS, settingDefinition, type SettingDefinition } from '../settings.js';
+import { examples } from './options.js';
+
+type Source = 'flag' | 'env' | 'store' | 'default';
+
+function effective(ctx: Context, definition: SettingDefinition): { value: string; source: Source } {
+  const flag = ctx.globals[definition.key];
+  if (flag !== undefined) return { value: definition.parse(flag), source: 'flag' };
+  const fromEnv = ctx.env[definition.env];
+  if (fromEnv) return { value: definition.parse(fromEnv), source: 'env' };
+  const stored = ctx.store.getSetting(definition.key);
+  if (stored !== undefined) return { value: stored, source: 'store' };
+  return { value: definition.default, source: 'default' };
+}
+
+export function configure(command: Command, context: () => Context): void {
+  const keys = SETTINGS.map((s) => `${s.key} (${s.env})`).join(', ');
+  command.addHelpText(
+    'after',
+    `\nSettings: ${keys}.\n${examples(['notarize config set baseUrl http://127.0.0.1:8787', 'notarize config list', 'notarize config get baseUrl'])}`,
+  );
+  command
+    .command('get <key>')
+    .description('print the value in effect')
+    .action((key: string) => {
+      const ctx = context();
+      const { value, source } = effective(ctx, settingDefinition(key));
+      ctx.io.data(ctx.globals.json ? JSON.stringify({ key, value, source }) : value);
+    });
+  command
+    .command('set <key> <value>')
+    .description('store a value')
+    .action((key: string, value: string) => {
+      const ctx = context();
+      const normalized = settingDefinition(key).parse(value);
+      ctx.store.setSetting(key, normalized);
+      ctx.io.info(`${key} = ${normalized}`);
+    });
+  command
+    .command('unset <key>')
+    .description('remove a stored value (the default applies again)')
+    .action((key: string) => {
+      const ctx = context();
+      settingDefinition(key);
+      ctx.store.unsetSetting(key);
+      ctx.io.info(`${key} unset`);
+    });
+  command
+    .command('list')
+    .description('every setting with its value and where it comes from')
+    .action(() => {
+      const ctx = context();
+      const rows = SETTINGS.map((s) => ({ key: s.key, ...effective(ctx, s), env: s.env, description: s.description }));
+      if (ctx.globals.json) ctx.io.data(JSON.stringify(rows, null, 2));
+      else ctx.io.data(renderTable(['KEY', 'VALUE', 'SOURCE', 'ENV'], rows.map((r) => [r.key, r.value, r.source, r.env]), ctx.io.colour));
+    });
+  command
+    .command('path')
+    .description('print the store directory')
+    .action(() => {
+      const ctx = context();
+      ctx.io.data(ctx.store.dir);
+    });
+}

@@ -1,0 +1,29 @@
+/**
+ * Every command, with the one line `notarize --help` shows. A command's
+ * module (and what it imports: zod, undici, conf...) is loaded only when that
+ * command runs or its help is asked for, which keeps start-up fast.
+ */
+import type { Command } from 'commander';
+import type { Context } from '../context.js';
+
+/** What a command module exports. */
+export interface CommandModule {
+  /** Adds the command's arguments, options, help examples and action. */
+  configure(command: Command, context: () => Context): void;
+}
+
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  load: () => Promise<CommandModule>;
+}
+
+export const COMMANDS: readonly CommandEntry[] = [
+  { name: 'register', summary: 'hash a file and notarize it (request, then complete)', load: () => import('./register.js') },
+  { name: 'complete', summary: 'complete a pending registration', load: () => import('./complete.js') },
+  { name: 'pending', summary: 'list registrations saved but not yet completed', load: () => import('./pending.js') },
+  { name: 'login', summary: 'exchange an API key for a token and store it', load: () => import('./login.js') },
+  { name: 'logout', summary: 'forget the stored token', load: () => import('./logout.js') },
+  { name: 'config', summary: 'read and change settings', load: () => import('./config.js') },
+  { name: 'sandbox', summary: 'run a local emulator of the service', load: () => import('./sandbox.js') },
+];

@@ -1,0 +1,72 @@
+/**
+ * `notarize sandbox`: runs the local emulator of the service in the
+ * foreground until SIGINT/SIGTERM. It is how a newcomer tries notarize
+ * without an account, and the server the tests and the README demo use.
+ */
+import type { Command } from 'commander';
+import { once } from 'node:events';
+import { z } from 'zod';
+import type { Context } from '../context.js';
+import { UsageError } from '../errors.js';
+import { FAULT_SPEC_HELP, parseFaults } from '../sandbox/faults.js';
+import { startSandbox } from '../sandbox/server.js';
+import { examples, parseOptions } from './options.js';
+
+const optionsSchema = z.object({
+  port: z.coerce.number().int().min(0).max(65535).default(8787),
+  host: z.string().default('127.0.0.1'),
+  faults: z.string().optional(),
+});
+
+export function configure(command: Command, context: () => Context): void {
+  command
+    .option('-p, --port <n>', 'port to listen on (0 picks a free one)', '8787')
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--faults <rules>', 'inject faults (see below; also NOTARIZE_SANDBOX_FAULTS)')
+    .addHelpText(
+      'after',
+      `\nImplements every documented endpoint with the documented shapes and quirks, in memory.
+It prints its URL and an API key that works with it (NOTARIZE_SANDBOX_API_KEY sets the key);
+with --json, one JSON line {"url","apiKey"}.
+
+${FAULT_SPEC_HELP}
+${examples([
+  'notarize sandbox',
+  'notarize sandbox --port 0 --json',
+  "notarize sandbox --faults 'forfait:status=503@1*2,*:latency=100'",
+])}`,
+    )
+    .action(async (raw: unknown) => {
+      await runSandbox(context(), parseOptions(optionsSchema, raw));
+    });
+}
+
+/** Serves until a signal arrives, then closes cleanly. */
+export async function runSandbox(ctx: Context, options: z.infer<typeof optionsSchema>): Promise<void> {
+  const spec = options.faults ?? ctx.env.NOTARIZE_SANDBOX_FAULTS;
+  let faults;
+  try {
+    faults = spec ? parseFaults(spec) : [];
+  } catch (error) {
+    throw new UsageError((error as Error).message, { hint: 'see `notarize sandbox --help` for the fault syntax' });
+  }
+  const sandbox = await startSandbox({
+    host: options.host,
+    port: options.port,
+    faults,
+    ...(ctx.env.NOTARIZE_SANDBOX_API_KEY ? { apiKey: ctx.env.NOTARIZE_SANDBOX_API_KEY } : {}),
+  });
+  if (ctx.globals.json) ctx.io.data(JSON.stringify({ url: sandbox.url, apiKey: sandbox.apiKey }));
+  else {
+    ctx.io.data(`notarize sandbox listening on ${sandbox.url}`);
+    ctx.io.data(`API key: ${sandbox.apiKey}`);
+    ctx.io.info(`try: NOTARIZE_BASE_URL=${sandbox.url} NOTARIZE_API_KEY=<the key> notarize register <file>`);
+  }
+  if (faults.length > 0) ctx.io.info(`injecting ${faults.length} fault rule(s)`);
+  const stop = new AbortController();
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  await Promise.race(signals.map((signal) => once(process, signal, { signal: stop.signal }).catch(() => undefined)));
+  stop.abort();
+  await sandbox.close();
+  ctx.io.info('sandbox stopped');
+}

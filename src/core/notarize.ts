@@ -1,0 +1,235 @@
+/**
+ * The register -> complete flow. Its one rule: the service's answer to the
+ * request step is on disk before anything else happens, and a session leaves
+ * the pending store only once its record is in the ledger. So a crash, a
+ * timeout or a refusal at any point leaves the registration pending, to be
+ * finished by `notarize complete <hash>`. Returns data; never prints.
+ */
+import type { ApiClient } from '../api/client.js';
+import { BLOCKCHAIN_TYPES, subscriptionSessionSchema } from '../api/schemas.js';
+import { InvalidAnswerError, NotarizeError, ProtocolError, UsageError } from '../errors.js';
+import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
+import { withLock } from '../store/lock.js';
+import { mimeType } from './mime.js';
+
+export type Blockchain = (typeof BLOCKCHAIN_TYPES)[number];
+
+export interface RegisterInput {
+  hash: string;
+  description: string;
+  custody: boolean;
+  signed: boolean;
+  blockchain: Blockchain;
+  /** The local file, when the hash came from one (needed for custody metadata). */
+  file?: FileFacts;
+  /** False for --no-complete: stop once the session is saved. */
+  complete: boolean;
+  /** Register again even when the ledger already has the hash. */
+  force: boolean;
+  walletName?: string;
+}
+
+/** What a register or complete call did. */
+export type Outcome =
+  | { kind: 'already-registered'; entry: LedgerEntry }
+  | { kind: 'pending'; entry: PendingEntry; reused: boolean }
+  | { kind: 'completed'; entry: LedgerEntry; reusedSession: boolean; custody?: CustodyOutcome };
+
+/** Custody: the metadata was sent; the file bytes never are (the upload API is undocumented). */
+export interface CustodyOutcome {
+  metadataSent: boolean;
+  error?: NotarizeError;
+}
+
+export interface FlowDeps {
+  api: ApiClient;
+  store: ServiceStore;
+  /** Called as the flow moves on, for spinners; never needed for correctness. */
+  onStep?: (step: 'requesting' | 'completing' | 'metadata') => void;
+  /** How long to wait for another process working on the same hash. */
+  lockWaitMs?: number;
+  now?: () => Date;
+}
+
+const DEFAULT_LOCK_WAIT_MS = 60_000;
+
+/** Runs the register flow for one hash; see the module comment. */
+export async function register(deps: FlowDeps, input: RegisterInput): Promise<Outcome> {
+  const { store } = deps;
+  return withLock(store.lockFile(input.hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
+    const existing = await store.readRecord(input.hash);
+    if (existing && !input.force) return { kind: 'already-registered', entry: existing };
+    let pending = input.force ? undefined : await store.readPending(input.hash);
+    const reused = pending !== undefined;
+    pending ??= await requestStep(deps, input);
+    if (!input.complete) return { kind: 'pending', entry: pending, reused };
+    const entry = await completeStep(deps, pending);
+    const custody = input.custody ? await sendMetadata(deps, input, pending) : undefined;
+    return { kind: 'completed', entry, reusedSession: reused, ...(custody ? { custody } : {}) };
+  });
+}
+
+/** Where `complete` takes its session from. */
+export type SessionSource =
+  | { kind: 'store' }
+  /** Session JSON given by the user (--session), sent exactly as given. */
+  | { kind: 'given'; json: string; description?: string }
+  | { kind: 'active-subscription' };
+
+/** Completes the registration of `hash` (step 4); see the module comment. */
+export async function complete(deps: FlowDeps, hash: string, source: SessionSource): Promise<Outcome> {
+  const { store } = deps;
+  return withLock(store.lockFile(hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
+    const existing = await store.readRecord(hash);
+    if (existing) return { kind: 'already-registered', entry: existing };
+    const stored = await store.readPending(hash);
+    let pending: PendingEntry;
+    if (source.kind === 'store') {
+      if (!stored) {
+        throw new UsageError(`no pending session for ${hash}`, {
+          code: 'no_pending_session',
+          hint: 'register it first (`notarize register`), or pass the session with --session <file|->',
+        });
+      }
+      pending = stored;
+    } else {
+      const sessionJson = source.kind === 'given' ? source.json : (await deps.api.activeSubscription()).raw;
+      pending = {
+        schemaVersion: 1,
+        hash,
+        description: (source.kind === 'given' ? source.description : undefined) ?? stored?.description ?? '',
+        custody: false,
+        savedAt: now(deps).toISOString(),
+        sessionJson,
+      };
+      // A session given by hand is kept like one from the service, so that a
+      // failed completion can be finished later from the store.
+      store.savePending(pending);
+    }
+    return { kind: 'completed', entry: await completeStep(deps, pending), reusedSession: true };
+  });
+}
+
+function now(deps: FlowDeps): Date {
+  return deps.now?.() ?? new Date();
+}
+
+/** The request step; the answer is saved before this returns or throws. */
+async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<PendingEntry> {
+  deps.onStep?.('requesting');
+  const save = (sessionJson: string): PendingEntry => {
+    const entry: PendingEntry = {
+      schemaVersion: 1,
+      hash: input.hash,
+      description: input.description,
+      custody: input.custody,
+      savedAt: now(deps).toISOString(),
+      ...(input.file ? { file: input.file } : {}),
+      sessionJson,
+    };
+    deps.store.savePending(entry);
+    return entry;
+  };
+  try {
+    const answer = await deps.api.requestRegistration({
+      blockchainType: input.blockchain,
+      custody: input.custody,
+      description: input.description,
+      hash: input.hash,
+      signed: input.signed,
+      status: 'not_registered',
+    });
+    return save(answer.raw);
+  } catch (error) {
+    // An object of an unexpected shape may still be a session the service
+    // will accept back: keep it rather than lose the registration.
+    if (error instanceof InvalidAnswerError && isPlainObject(error.json)) {
+      save(error.raw);
+      throw new ProtocolError(`${error.message}; the answer was kept as pending`, {
+        hint: `inspect it with \`notarize pending\`; \`notarize complete ${input.hash}\` sends it back as received`,
+        cause: error,
+      });
+    }
+    throw error;
+  }
+}
+
+/** Forfait with the pending session; on success the record is in the ledger and the session gone. */
+async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
+  deps.onStep?.('completing');
+  const { store } = deps;
+  const save = (recordJson: string): LedgerEntry => {
+    const entry: LedgerEntry = {
+      schemaVersion: 1,
+      hash: pending.hash,
+      completedAt: now(deps).toISOString(),
+      ...(pending.file ? { file: pending.file } : {}),
+      recordJson,
+    };
+    store.saveRecord(entry);
+    store.removePending(pending.hash);
+    return entry;
+  };
+  let answer;
+  try {
+    answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson);
+  } catch (error) {
+    if (error instanceof InvalidAnswerError && isPlainObject(error.json)) {
+      // The service completed it (2xx); keep what it sent rather than risk a
+      // second completion from a session left pending.
+      save(error.raw);
+      throw error;
+    }
+    throw withCompleteHint(error, pending.hash);
+  }
+  if (answer.value.hash.toLowerCase() !== pending.hash) {
+    save(answer.raw);
+    throw new ProtocolError(`the service completed hash ${answer.value.hash}, not ${pending.hash}; the record was kept`);
+  }
+  return save(answer.raw);
+}
+
+/** Adds to a failed completion's hint that the session is kept and how to finish. */
+function withCompleteHint(error: unknown, hash: string): unknown {
+  if (error instanceof NotarizeError && !(error instanceof UsageError)) {
+    const finish = `the session is kept: finish with \`notarize complete ${hash}\``;
+    error.hint = error.hint ? `${error.hint}; ${finish}` : finish;
+  }
+  return error;
+}
+
+async function sendMetadata(deps: FlowDeps, input: RegisterInput, pending: PendingEntry): Promise<CustodyOutcome> {
+  const file = input.file ?? pending.file;
+  const session = subscriptionSessionSchema.safeParse(safeJson(pending.sessionJson));
+  if (!file || !session.success) {
+    return { metadataSent: false, error: new UsageError('custody metadata needs the local file and a valid session') };
+  }
+  deps.onStep?.('metadata');
+  try {
+    await deps.api.putFileMetadata({
+      hash: input.hash,
+      name: file.name,
+      type: mimeType(file.name),
+      size: file.size,
+      lastModified: file.lastModified,
+      userId: session.data.userId,
+      ...(input.walletName === undefined ? {} : { walletName: input.walletName }),
+    });
+    return { metadataSent: true };
+  } catch (error) {
+    if (error instanceof NotarizeError) return { metadataSent: false, error };
+    throw error;
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,36 @@
+/**
+ * Reading the service's JWT without verifying it: notarize only needs `exp`
+ * (not to send an expired token) and `email`/`userId` (to say who is logged
+ * in). The token itself is a secret and never leaves this module in output.
+ */
+import { tokenClaimsSchema, type TokenClaims } from '../api/schemas.js';
+
+/** Tokens this close to expiry count as expired, so a request does not race the clock. */
+const EXPIRY_MARGIN_SECONDS = 30;
+
+/** The claims of a JWT, or undefined when it is not a readable JWT. */
+export function readClaims(token: string): TokenClaims | undefined {
+  const payload = token.split('.')[1];
+  if (payload === undefined) return undefined;
+  try {
+    const parsed = tokenClaimsSchema.safeParse(JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when the token says it has expired (a token without `exp` is taken as valid). */
+export function isExpired(token: string, nowMs = Date.now()): boolean {
+  const exp = readClaims(token)?.exp;
+  return exp !== undefined && exp - EXPIRY_MARGIN_SECONDS <= nowMs / 1000;
+}
+
+/** "user@example (user 12), valid until <ISO>" for messages; never the token. */
+export function describeToken(token: string): string {
+  const claims = readClaims(token);
+  if (!claims) return 'an opaque token (no readable claims)';
+  const who = [claims.email, claims.userId === undefined ? undefined : `user ${claims.userId}`].filter(Boolean);
+  const until = claims.exp === undefined ? 'no expiry given' : `valid until ${new Date(claims.exp * 1000).toISOString()}`;
+  return `${who.length > 0 ? who.join(', ') : 'unknown user'}; ${until}`;
+}

@@ -1,0 +1,126 @@
+/**
+ * Error classes and the exit-code table. Code anywhere below the CLI throws
+ * one of these; only `main()` in cli.ts turns them into an exit code and a
+ * one-line message, so no helper ever calls `process.exit`.
+ */
+
+/** The documented exit codes (README, `notarize --help`). */
+export const EXIT = {
+  ok: 0,
+  /** The service refused the operation (a 4xx other than auth), or an unexpected error. */
+  refused: 1,
+  /** Usage or local input error; nothing was sent. */
+  usage: 2,
+  /** No credentials, or the service answered 401/403. */
+  auth: 3,
+  /** Network failure, timeout, 5xx, 429: safe to retry later; pending sessions are kept. */
+  transient: 4,
+  /** The service answered something that does not match the documented shape. */
+  protocol: 5,
+} as const;
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** One line per exit code, shown in `notarize --help` and mirrored in the README. */
+export const EXIT_CODE_HELP = `Exit codes:
+  0  success
+  1  the service refused the operation (4xx other than authentication), or an unexpected error
+  2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL); nothing was sent
+  3  authentication: no credentials, or the service answered 401/403
+  4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
+  5  the service answered something that does not match the documented shape`;
+
+export interface ErrorDetails {
+  /** What the user can do about it, in one line. */
+  hint?: string;
+  cause?: unknown;
+}
+
+/** Base of every error notarize expects; carries a stable code, an exit code and a hint. */
+export class NotarizeError extends Error {
+  readonly code: string;
+  readonly exitCode: ExitCode;
+  /** Mutable so a caller higher up can add what the user should do next. */
+  hint: string | undefined;
+
+  constructor(code: string, exitCode: ExitCode, message: string, details: ErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.exitCode = exitCode;
+    this.hint = details.hint;
+  }
+}
+
+/** Bad command line or local input (file, hash, setting, store file). Exit 2. */
+export class UsageError extends NotarizeError {
+  constructor(message: string, details: ErrorDetails & { code?: string } = {}) {
+    super(details.code ?? 'usage', EXIT.usage, message, details);
+  }
+}
+
+/** No credentials, or the service said 401/403. Exit 3. */
+export class AuthError extends NotarizeError {
+  readonly status: number | undefined;
+  constructor(message: string, details: ErrorDetails & { status?: number } = {}) {
+    super('auth', EXIT.auth, message, details);
+    this.status = details.status;
+  }
+}
+
+/** The service refused the operation with a 4xx (other than auth). Exit 1. */
+export class ServiceRefusedError extends NotarizeError {
+  readonly status: number;
+  constructor(status: number, message: string, details: ErrorDetails = {}) {
+    super('refused', EXIT.refused, message, details);
+    this.status = status;
+  }
+}
+
+/** A failure worth retrying later: network, timeout, 5xx, 429. Exit 4. */
+export class TransientError extends NotarizeError {
+  readonly status: number | undefined;
+  /** Seconds the service asked us to wait (Retry-After), when it said so. */
+  readonly retryAfterSeconds: number | undefined;
+  /** True when the failure proves the service never processed the request. */
+  readonly notProcessed: boolean;
+  constructor(
+    message: string,
+    details: ErrorDetails & { status?: number; retryAfterSeconds?: number; notProcessed?: boolean } = {},
+  ) {
+    super('transient', EXIT.transient, message, details);
+    this.status = details.status;
+    this.retryAfterSeconds = details.retryAfterSeconds;
+    this.notProcessed = details.notProcessed ?? false;
+  }
+}
+
+/** The service answered, but not in the documented shape. Exit 5. */
+export class ProtocolError extends NotarizeError {
+  constructor(message: string, details: ErrorDetails = {}) {
+    super('protocol', EXIT.protocol, message, details);
+  }
+}
+
+/** A local store file cannot be read or parsed. Exit 2: the user must fix the file. */
+export class StoreError extends UsageError {
+  readonly file: string;
+  constructor(file: string, message: string, details: ErrorDetails = {}) {
+    super(message, { ...details, code: 'store' });
+    this.file = file;
+  }
+}
+
+/**
+ * A 2xx answer whose body does not match the documented shape. Keeps the raw
+ * text so a caller can still save what the service sent (a registration must
+ * not be lost because one field was off). Exit 5.
+ */
+export class InvalidAnswerError extends ProtocolError {
+  readonly raw: string;
+  readonly json: unknown;
+  constructor(message: string, raw: string, json: unknown, details: ErrorDetails = {}) {
+    super(message, details);
+    this.raw = raw;
+    this.json = json;
+  }
+}

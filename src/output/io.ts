@@ -1,0 +1,104 @@
+/**
+ * The IO object: the one way commands reach the terminal. Data goes to
+ * stdout; messages, warnings, spinners and request logs go to stderr.
+ * Tests build one over string buffers (see `bufferIO`) and read them back.
+ */
+import type { Readable } from 'node:stream';
+
+export interface Sink {
+  write(text: string): unknown;
+}
+
+export interface Spinner {
+  /** Changes the text shown. */
+  update(text: string): void;
+  /** Stops and clears the spinner. */
+  stop(): void;
+}
+
+export interface IOOptions {
+  stdout: Sink;
+  stderr: Sink;
+  stdin: Readable;
+  stdinIsTTY: boolean;
+  stderrIsTTY: boolean;
+  colour: boolean;
+  quiet?: boolean;
+  verbose?: boolean;
+  /** Starts a spinner on stderr; only called when stderr is a terminal. */
+  startSpinner?: (text: string) => Spinner;
+}
+
+const NO_SPINNER: Spinner = { update() {}, stop() {} };
+
+/** Terminal access for commands; see the module comment. */
+export class IO {
+  readonly stdin: Readable;
+  readonly stdinIsTTY: boolean;
+  readonly stderrIsTTY: boolean;
+  readonly colour: boolean;
+  quiet: boolean;
+  verbose: boolean;
+  readonly #stdout: Sink;
+  readonly #stderr: Sink;
+  readonly #startSpinner: ((text: string) => Spinner) | undefined;
+  readonly #secrets = new Set<string>();
+
+  constructor(options: IOOptions) {
+    this.#stdout = options.stdout;
+    this.#stderr = options.stderr;
+    this.stdin = options.stdin;
+    this.stdinIsTTY = options.stdinIsTTY;
+    this.stderrIsTTY = options.stderrIsTTY;
+    this.colour = options.colour;
+    this.quiet = options.quiet ?? false;
+    this.verbose = options.verbose ?? false;
+    this.#startSpinner = options.startSpinner;
+  }
+
+  /**
+   * Registers a secret (token, API key) that must never be printed. Every
+   * line written is scrubbed of registered secrets, as a last line of defence
+   * behind code that never puts them in messages in the first place.
+   */
+  addSecret(secret: string | undefined): void {
+    if (secret !== undefined && secret.length >= 8) this.#secrets.add(secret);
+  }
+
+  /** Writes data (the command's result) to stdout. */
+  data(text: string): void {
+    this.#stdout.write(this.#scrub(text.endsWith('\n') ? text : `${text}\n`));
+  }
+
+  /** A message for the person at the terminal; silenced by --quiet. */
+  info(text: string): void {
+    if (!this.quiet) this.#stderr.write(this.#scrub(`${text}\n`));
+  }
+
+  /** A warning: shown even with --quiet, since it says something went wrong. */
+  warn(text: string): void {
+    this.#stderr.write(this.#scrub(`warning: ${text}\n`));
+  }
+
+  /** An error line, written by main() only. */
+  error(text: string): void {
+    this.#stderr.write(this.#scrub(`${text}\n`));
+  }
+
+  /** A --verbose diagnostic line. */
+  debug(text: string): void {
+    if (this.verbose) this.#stderr.write(this.#scrub(`[notarize] ${text}\n`));
+  }
+
+  #scrub(text: string): string {
+    let out = text;
+    for (const secret of this.#secrets) out = out.replaceAll(secret, '[redacted]');
+    return out;
+  }
+
+  /** A spinner on stderr, only on a terminal and not with --quiet/--verbose. */
+  spinner(text: string): Spinner {
+    if (this.quiet || this.verbose || !this.stderrIsTTY || !this.#startSpinner) return NO_SPINNER;
+    return this.#startSpinner(text);
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * Renderers: turn data into the text commands print. Pure functions of their
+ * input, so tests can assert on them without a terminal.
+ */
+import { Chalk } from 'chalk';
+
+/** A two-column "field  value" table of every field of a record, unknown ones included. */
+export function renderRecord(record: Record<string, unknown>, extra: Record<string, string>, colour: boolean): string {
+  const chalk = new Chalk({ level: colour ? 1 : 0 });
+  const rows: [string, string][] = Object.entries(record).map(([key, value]) => [key, formatValue(key, value)]);
+  for (const [key, value] of Object.entries(extra)) rows.push([key, value]);
+  const width = Math.max(...rows.map(([key]) => key.length));
+  return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join('\n');
+}
+
+function formatValue(key: string, value: unknown): string {
+  if (value === null) return '-';
+  if (key === 'creationDate' && typeof value === 'number') return `${value} (${isoOrRaw(value)})`;
+  if (typeof value === 'string') return value;
+  return JSON.stringify(value);
+}
+
+function isoOrRaw(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString();
+}
+
+/** A plain column table with a header row; no borders, easy to read and to grep. */
+export function renderTable(headers: string[], rows: string[][], colour: boolean): string {
+  const chalk = new Chalk({ level: colour ? 1 : 0 });
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [chalk.bold(line(headers)), ...rows.map(line)].join('\n');
+}
+
+/** The public verification page of a hash on a service. */
+export function verificationUrl(baseUrl: string, hash: string): string {
+  return `${baseUrl}/verification/${hash}`;
+}

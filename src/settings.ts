@@ -1,0 +1,99 @@
+/**
+ * The declared list of settings. Each has one precedence rule:
+ * command-line flag > environment variable > stored value > default.
+ * `notarize config` reads and writes the stored values of these keys only.
+ */
+import { UsageError } from './errors.js';
+
+export const DEFAULT_BASE_URL = 'https://app.dedit.io';
+
+export interface SettingDefinition {
+  key: SettingKey;
+  description: string;
+  env: string;
+  default: string;
+  /** Returns the normalised value, or throws UsageError naming the problem. */
+  parse(value: string): string;
+}
+
+export type SettingKey = 'baseUrl' | 'timeout' | 'retries';
+
+function positiveInteger(name: string, max: number) {
+  return (value: string): string => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0 || n > max) {
+      throw new UsageError(`invalid ${name} '${value}': expected a whole number from 0 to ${max}`);
+    }
+    return String(n);
+  };
+}
+
+/** The settings notarize knows, in the order `config list` shows them. */
+export const SETTINGS: readonly SettingDefinition[] = [
+  {
+    key: 'baseUrl',
+    description: 'base URL of the notarization service',
+    env: 'NOTARIZE_BASE_URL',
+    default: DEFAULT_BASE_URL,
+    parse: parseBaseUrl,
+  },
+  {
+    key: 'timeout',
+    description: 'milliseconds each request may take',
+    env: 'NOTARIZE_TIMEOUT',
+    default: '30000',
+    parse: positiveInteger('timeout', 3_600_000),
+  },
+  {
+    key: 'retries',
+    description: 'how many times a retryable request is tried again',
+    env: 'NOTARIZE_RETRIES',
+    default: '3',
+    parse: positiveInteger('retries', 20),
+  },
+];
+
+/** Finds a setting by key; throws UsageError listing the known keys otherwise. */
+export function settingDefinition(key: string): SettingDefinition {
+  const found = SETTINGS.find((s) => s.key === key);
+  if (!found) {
+    throw new UsageError(`unknown setting '${key}'`, { hint: `known settings: ${SETTINGS.map((s) => s.key).join(', ')}` });
+  }
+  return found;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/** True for hosts whose traffic never leaves the machine. */
+export function isLoopbackHost(hostname: string): boolean {
+  return LOOPBACK_HOSTS.has(hostname) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) || hostname.endsWith('.localhost');
+}
+
+/**
+ * Validates a base URL: http(s) only, and plain http only to a loopback
+ * address, so credentials are never sent in clear over a network.
+ * Returns it without a trailing slash.
+ */
+export function parseBaseUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`invalid base URL '${value}'`, { code: 'unsafe_base_url', hint: 'use e.g. https://app.dedit.io' });
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new UsageError(`invalid base URL '${value}': only http and https are supported`, { code: 'unsafe_base_url' });
+  }
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
+    throw new UsageError(`refusing to send credentials over plain http to '${url.host}'`, {
+      code: 'unsafe_base_url',
+      hint: 'use https, or http only to a loopback address such as 127.0.0.1',
+    });
+  }
+  if (url.username || url.password || url.search || url.hash) {
+    throw new UsageError(`invalid base URL '${value}': no credentials, query or fragment allowed`, {
+      code: 'unsafe_base_url',
+    });
+  }
+  return url.toString().replace(/\/+$/, '');
+}

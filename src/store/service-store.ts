@@ -1,0 +1,133 @@
+/**
+ * Pending sessions and completed records of one service, one file per hash.
+ * The service's answers are kept as the exact text received, so a session is
+ * sent back to forfait byte for byte and a record printed as the service sent
+ * it, unknown fields included.
+ */
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { hashSchema } from '../api/schemas.js';
+import { StoreError } from '../errors.js';
+import { ensurePrivateDir, readStoreFile, removeFile, writeFileAtomic } from './files.js';
+
+const fileFacts = z.object({
+  name: z.string(),
+  size: z.int().nonnegative(),
+  lastModified: z.int().nonnegative(),
+});
+export type FileFacts = z.infer<typeof fileFacts>;
+
+const pendingEntrySchema = z.object({
+  schemaVersion: z.literal(1),
+  hash: hashSchema,
+  description: z.string(),
+  custody: z.boolean(),
+  savedAt: z.string(),
+  file: fileFacts.optional(),
+  /** The request step's answer, exactly as received. */
+  sessionJson: z.string(),
+});
+export type PendingEntry = z.infer<typeof pendingEntrySchema>;
+
+const ledgerEntrySchema = z.object({
+  schemaVersion: z.literal(1),
+  hash: hashSchema,
+  completedAt: z.string(),
+  file: fileFacts.optional(),
+  /** The forfait answer, exactly as received. */
+  recordJson: z.string(),
+});
+export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
+
+/** Entries that could be read, and the files that could not (named in the errors). */
+export interface Listing<T> {
+  entries: T[];
+  problems: StoreError[];
+}
+
+/** The on-disk pending sessions and ledger of one service. */
+export class ServiceStore {
+  readonly dir: string;
+  readonly baseUrl: string;
+
+  constructor(dir: string, baseUrl: string) {
+    this.dir = dir;
+    this.baseUrl = baseUrl;
+  }
+
+  pendingFile(hash: string): string {
+    return join(this.dir, 'pending', `${hash}.json`);
+  }
+
+  ledgerFile(hash: string): string {
+    return join(this.dir, 'ledger', `${hash}.json`);
+  }
+
+  /** The lock file guarding the flow of one hash (see store/lock.ts); its directory is created. */
+  lockFile(hash: string): string {
+    const dir = join(this.dir, 'locks');
+    ensurePrivateDir(dir);
+    return join(dir, `${hash}.lock`);
+  }
+
+  /** The pending session for a hash; throws StoreError if its file is damaged. */
+  readPending(hash: string): Promise<PendingEntry | undefined> {
+    return readStoreFile(this.pendingFile(hash), pendingEntrySchema);
+  }
+
+  /** Saves a pending session atomically (replacing any earlier one for the hash). */
+  savePending(entry: Omit<PendingEntry, 'schemaVersion'>): void {
+    this.#write(this.pendingFile(entry.hash), { schemaVersion: 1, ...entry });
+  }
+
+  removePending(hash: string): void {
+    removeFile(this.pendingFile(hash));
+  }
+
+  /** The ledger record for a hash; throws StoreError if its file is damaged. */
+  readRecord(hash: string): Promise<LedgerEntry | undefined> {
+    return readStoreFile(this.ledgerFile(hash), ledgerEntrySchema);
+  }
+
+  /** Saves a completed record atomically. */
+  saveRecord(entry: Omit<LedgerEntry, 'schemaVersion'>): void {
+    this.#write(this.ledgerFile(entry.hash), { schemaVersion: 1, ...entry });
+  }
+
+  listPending(): Promise<Listing<PendingEntry>> {
+    return this.#list('pending', (hash) => this.readPending(hash));
+  }
+
+  listRecords(): Promise<Listing<LedgerEntry>> {
+    return this.#list('ledger', (hash) => this.readRecord(hash));
+  }
+
+  #write(file: string, value: unknown): void {
+    ensurePrivateDir(join(file, '..'));
+    writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`);
+  }
+
+  async #list<T>(kind: string, read: (hash: string) => Promise<T | undefined>): Promise<Listing<T>> {
+    let names: string[];
+    try {
+      names = await readdir(join(this.dir, kind));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], problems: [] };
+      throw error;
+    }
+    const entries: T[] = [];
+    const problems: StoreError[] = [];
+    // Temporary files of writes in progress start with a dot and are skipped.
+    for (const name of names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).sort()) {
+      try {
+        const entry = await read(name.slice(0, 64));
+        if (entry !== undefined) entries.push(entry);
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        problems.push(error);
+      }
+    }
+    return { entries, problems };
+  }
+}
