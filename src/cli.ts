@@ -73,9 +73,14 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: { context?: Context
     return state.context;
   };
   program
-    .description('Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.')
+    .description(
+      'Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.',
+    )
     .version(VERSION, '-V, --version')
-    .option('--base-url <url>', 'service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)')
+    .option(
+      '--base-url <url>',
+      'service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)',
+    )
     .option('--json', 'print data as JSON (exactly what the service returned) and errors as JSON on stderr')
     .option('-q, --quiet', 'no messages on stderr besides warnings and errors')
     .option('--verbose', 'log each request (method, URL, status, time; never secrets) and show stack traces')
@@ -114,7 +119,11 @@ function applyExitOverride(command: Command): void {
 /** Prints an error the documented way and returns its exit code. */
 function report(io: IO, error: unknown, json: boolean): ExitCode {
   if (error instanceof CommanderError) {
-    if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') {
+    if (
+      error.code === 'commander.helpDisplayed' ||
+      error.code === 'commander.version' ||
+      error.code === 'commander.help'
+    ) {
       return EXIT.ok;
     }
     const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
@@ -127,7 +136,11 @@ function report(io: IO, error: unknown, json: boolean): ExitCode {
   const message = known ? error.message : `unexpected error: ${(error as Error)?.message ?? String(error)}`;
   const hint = known ? error.hint : 'run again with --verbose for details';
   if (json) {
-    io.error(JSON.stringify({ error: { code: known ? error.code : 'unexpected', exitCode, message, ...(hint ? { hint } : {}) } }));
+    io.error(
+      JSON.stringify({
+        error: { code: known ? error.code : 'unexpected', exitCode, message, ...(hint ? { hint } : {}) },
+      }),
+    );
   } else {
     io.error(`notarize: ${message}${hint ? ` (${hint})` : ''}`);
   }

@@ -57,7 +57,9 @@ export const SETTINGS: readonly SettingDefinition[] = [
 export function settingDefinition(key: string): SettingDefinition {
   const found = SETTINGS.find((s) => s.key === key);
   if (!found) {
-    throw new UsageError(`unknown setting '${key}'`, { hint: `known settings: ${SETTINGS.map((s) => s.key).join(', ')}` });
+    throw new UsageError(`unknown setting '${key}'`, {
+      hint: `known settings: ${SETTINGS.map((s) => s.key).join(', ')}`,
+    });
   }
   return found;
 }
@@ -66,7 +68,9 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
 /** True for hosts whose traffic never leaves the machine. */
 export function isLoopbackHost(hostname: string): boolean {
-  return LOOPBACK_HOSTS.has(hostname) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) || hostname.endsWith('.localhost');
+  return (
+    LOOPBACK_HOSTS.has(hostname) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) || hostname.endsWith('.localhost')
+  );
 }
 
 /**
@@ -79,7 +83,10 @@ export function parseBaseUrl(value: string): string {
   try {
     url = new URL(value);
   } catch {
-    throw new UsageError(`invalid base URL '${value}'`, { code: 'unsafe_base_url', hint: 'use e.g. https://app.dedit.io' });
+    throw new UsageError(`invalid base URL '${value}'`, {
+      code: 'unsafe_base_url',
+      hint: 'use e.g. https://app.dedit.io',
+    });
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     throw new UsageError(`invalid base URL '${value}': only http and https are supported`, { code: 'unsafe_base_url' });

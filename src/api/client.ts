@@ -49,7 +49,11 @@ export function parseAnswer<S extends z.ZodType>(raw: string, schema: S, what: s
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
-    throw new InvalidAnswerError(`the ${what} does not match the documented shape: ${describeZodError(parsed.error)}`, raw, json);
+    throw new InvalidAnswerError(
+      `the ${what} does not match the documented shape: ${describeZodError(parsed.error)}`,
+      raw,
+      json,
+    );
   }
   return { value: parsed.data, raw };
 }
@@ -79,7 +83,10 @@ export class ApiClient {
   /** The request step: returns the subscription session to keep and send to forfait. */
   async requestRegistration(body: RegistrationRequest): Promise<Answer<SubscriptionSession>> {
     // The slash before `?` is part of the documented path.
-    const text = await this.#authed({ method: 'POST', path: '/api/v2/registration/?subscription=true', body: JSON.stringify(body) }, 'safe');
+    const text = await this.#authed(
+      { method: 'POST', path: '/api/v2/registration/?subscription=true', body: JSON.stringify(body) },
+      'safe',
+    );
     return parseAnswer(text, subscriptionSessionSchema, 'answer to the registration request');
   }
 
@@ -98,7 +105,10 @@ export class ApiClient {
 
   /** Custody only: sends the file's metadata (`PUT /api/v2/file/{hash}`). */
   async putFileMetadata(metadata: FileMetadata): Promise<void> {
-    await this.#authed({ method: 'PUT', path: `/api/v2/file/${metadata.hash}`, body: JSON.stringify(metadata) }, 'safe');
+    await this.#authed(
+      { method: 'PUT', path: `/api/v2/file/${metadata.hash}`, body: JSON.stringify(metadata) },
+      'safe',
+    );
   }
 
   /** The user's active subscription session. */

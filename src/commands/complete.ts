@@ -26,7 +26,10 @@ export function configure(command: Command, context: () => Context): void {
   command
     .argument('<hash>', 'SHA-256 digest of the registration to complete (64 hex digits)')
     .option('--session <file|->', 'take the subscription session JSON from a file or standard input')
-    .option('--use-active-subscription', 'use the active subscription (GET /api/v2/payment/subscription/active) as the session')
+    .option(
+      '--use-active-subscription',
+      'use the active subscription (GET /api/v2/payment/subscription/active) as the session',
+    )
     .addHelpText(
       'after',
       `\nThe session is sent to the service exactly as it was received (or given), byte for byte.

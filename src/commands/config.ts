@@ -60,7 +60,14 @@ export function configure(command: Command, context: () => Context): void {
       const ctx = context();
       const rows = SETTINGS.map((s) => ({ key: s.key, ...effective(ctx, s), env: s.env, description: s.description }));
       if (ctx.globals.json) ctx.io.data(JSON.stringify(rows, null, 2));
-      else ctx.io.data(renderTable(['KEY', 'VALUE', 'SOURCE', 'ENV'], rows.map((r) => [r.key, r.value, r.source, r.env]), ctx.io.colour));
+      else
+        ctx.io.data(
+          renderTable(
+            ['KEY', 'VALUE', 'SOURCE', 'ENV'],
+            rows.map((r) => [r.key, r.value, r.source, r.env]),
+            ctx.io.colour,
+          ),
+        );
     });
   command
     .command('path')

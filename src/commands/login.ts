@@ -31,7 +31,8 @@ ${examples(['notarize login', 'printf %s "$NOTARIZE_KEY" | notarize login --api-
 
 async function obtainKey(ctx: Context, fromStdin: boolean): Promise<string> {
   if (fromStdin) {
-    if (ctx.io.stdinIsTTY) throw new UsageError('--api-key-stdin reads standard input, but it is a terminal', { hint: 'pipe the key in' });
+    if (ctx.io.stdinIsTTY)
+      throw new UsageError('--api-key-stdin reads standard input, but it is a terminal', { hint: 'pipe the key in' });
     return (await text(ctx.io.stdin)).trim();
   }
   const fromEnv = ctx.env.NOTARIZE_API_KEY;

@@ -12,7 +12,9 @@ export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown): z.in
   const issue = parsed.error.issues[0];
   const option = issue?.path.map(String).join('.') ?? '';
   const flag = option ? `--${option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` : 'options';
-  throw new UsageError(`invalid ${flag}: ${issue?.message ?? 'invalid value'}`, { hint: 'see `notarize <command> --help`' });
+  throw new UsageError(`invalid ${flag}: ${issue?.message ?? 'invalid value'}`, {
+    hint: 'see `notarize <command> --help`',
+  });
 }
 
 /** Examples appended to a command's --help. */

@@ -33,7 +33,9 @@ export function configure(command: Command, context: () => Context): void {
     .option('-d, --description <text>', "description sent with the hash (default: the file's name)")
     .option('--custody', 'ask the service to keep the file (metadata only: see below)')
     .option('--signed', 'mark the document as signed')
-    .addOption(new Option('--blockchain <type>', 'blockchain to anchor on').choices(BLOCKCHAIN_TYPES).default('ALGORAND'))
+    .addOption(
+      new Option('--blockchain <type>', 'blockchain to anchor on').choices(BLOCKCHAIN_TYPES).default('ALGORAND'),
+    )
     .option('--no-complete', 'stop after saving the session; finish later with `notarize complete`')
     .option('--force', 'register again even if the ledger already has this hash')
     .option('--wallet-name <name>', 'with --custody: the wallet name sent with the file metadata')
@@ -66,10 +68,12 @@ async function resolveInput(ctx: Context, file: string | undefined, options: Reg
     if (options.description === undefined) throw new UsageError('--hash needs --description');
     return { hash: normalizeHash(options.hash), description: options.description, file: undefined };
   }
-  if (file === undefined) throw new UsageError('missing the file to register', { hint: "give a path, '-' for standard input, or --hash" });
+  if (file === undefined)
+    throw new UsageError('missing the file to register', { hint: "give a path, '-' for standard input, or --hash" });
   if (file === '-') {
     if (options.description === undefined) throw new UsageError("reading standard input ('-') needs --description");
-    if (ctx.io.stdinIsTTY) throw new UsageError("'-' reads standard input, but it is a terminal", { hint: 'pipe the document in' });
+    if (ctx.io.stdinIsTTY)
+      throw new UsageError("'-' reads standard input, but it is a terminal", { hint: 'pipe the document in' });
     return { hash: await hashStream(ctx.io.stdin), description: options.description, file: undefined };
   }
   const info = await statInput(file);

@@ -19,7 +19,11 @@ export interface CommandEntry {
 }
 
 export const COMMANDS: readonly CommandEntry[] = [
-  { name: 'register', summary: 'hash a file and notarize it (request, then complete)', load: () => import('./register.js') },
+  {
+    name: 'register',
+    summary: 'hash a file and notarize it (request, then complete)',
+    load: () => import('./register.js'),
+  },
   { name: 'complete', summary: 'complete a pending registration', load: () => import('./complete.js') },
   { name: 'pending', summary: 'list registrations saved but not yet completed', load: () => import('./pending.js') },
   { name: 'login', summary: 'exchange an API key for a token and store it', load: () => import('./login.js') },

@@ -41,15 +41,20 @@ export class TokenCredentials implements Credentials {
     if (envToken !== undefined && envToken !== '') {
       if (!isExpired(envToken)) return (this.#current = envToken);
       if (apiKey === undefined) {
-        throw new AuthError('the token in NOTARIZE_TOKEN has expired', { hint: 'get a new one with `notarize login`, or set NOTARIZE_API_KEY' });
+        throw new AuthError('the token in NOTARIZE_TOKEN has expired', {
+          hint: 'get a new one with `notarize login`, or set NOTARIZE_API_KEY',
+        });
       }
     } else {
       const stored = store.getToken(baseUrl);
       if (stored !== undefined && !isExpired(stored)) return (this.#current = stored);
       if (apiKey === undefined) {
-        throw new AuthError(stored === undefined ? `not logged in to ${baseUrl}` : `the stored token for ${baseUrl} has expired`, {
-          hint: 'run `notarize login`, or set NOTARIZE_API_KEY (or NOTARIZE_TOKEN)',
-        });
+        throw new AuthError(
+          stored === undefined ? `not logged in to ${baseUrl}` : `the stored token for ${baseUrl} has expired`,
+          {
+            hint: 'run `notarize login`, or set NOTARIZE_API_KEY (or NOTARIZE_TOKEN)',
+          },
+        );
       }
     }
     return this.#loginWithKey('no usable token');

@@ -6,7 +6,7 @@
  * finished by `notarize complete <hash>`. Returns data; never prints.
  */
 import type { ApiClient } from '../api/client.js';
-import { BLOCKCHAIN_TYPES, subscriptionSessionSchema } from '../api/schemas.js';
+import { subscriptionSessionSchema, type BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import { InvalidAnswerError, NotarizeError, ProtocolError, UsageError } from '../errors.js';
 import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
 import { withLock } from '../store/lock.js';
@@ -184,7 +184,9 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
   }
   if (answer.value.hash.toLowerCase() !== pending.hash) {
     save(answer.raw);
-    throw new ProtocolError(`the service completed hash ${answer.value.hash}, not ${pending.hash}; the record was kept`);
+    throw new ProtocolError(
+      `the service completed hash ${answer.value.hash}, not ${pending.hash}; the record was kept`,
+    );
   }
   return save(answer.raw);
 }

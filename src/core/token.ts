@@ -31,6 +31,7 @@ export function describeToken(token: string): string {
   const claims = readClaims(token);
   if (!claims) return 'an opaque token (no readable claims)';
   const who = [claims.email, claims.userId === undefined ? undefined : `user ${claims.userId}`].filter(Boolean);
-  const until = claims.exp === undefined ? 'no expiry given' : `valid until ${new Date(claims.exp * 1000).toISOString()}`;
+  const until =
+    claims.exp === undefined ? 'no expiry given' : `valid until ${new Date(claims.exp * 1000).toISOString()}`;
   return `${who.length > 0 ? who.join(', ') : 'unknown user'}; ${until}`;
 }

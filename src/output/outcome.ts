@@ -35,7 +35,9 @@ export function showRecord(io: IO, recordJson: string, hash: string, options: Sh
 export function showOutcome(io: IO, outcome: Outcome, options: ShowOptions): void {
   switch (outcome.kind) {
     case 'already-registered':
-      io.info(`${outcome.entry.hash} is already registered (completed ${outcome.entry.completedAt}); use --force to register it again`);
+      io.info(
+        `${outcome.entry.hash} is already registered (completed ${outcome.entry.completedAt}); use --force to register it again`,
+      );
       showRecord(io, outcome.entry.recordJson, outcome.entry.hash, options);
       return;
     case 'pending': {
@@ -47,7 +49,13 @@ export function showOutcome(io: IO, outcome: Outcome, options: ShowOptions): voi
       if (options.json) io.data(entry.sessionJson);
       else {
         const session = parsedObject(entry.sessionJson);
-        io.data(renderRecord({ hash: entry.hash, description: entry.description, savedAt: entry.savedAt, ...session }, {}, io.colour));
+        io.data(
+          renderRecord(
+            { hash: entry.hash, description: entry.description, savedAt: entry.savedAt, ...session },
+            {},
+            io.colour,
+          ),
+        );
       }
       return;
     }
