@@ -38,7 +38,7 @@ export class Context {
   }
 
   get store(): Store {
-    this.#store ??= new Store(defaultStoreDir(this.env));
+    this.#store ??= new Store(defaultStoreDir(this.env), (message) => this.io.warn(message));
     return this.#store;
   }
 

@@ -37,21 +37,22 @@ type ConfData = Record<string, unknown>;
 /** Entry point to everything notarize keeps on disk. Opens files lazily. */
 export class Store {
   readonly dir: string;
-  /** Things worth telling the user, e.g. a directory whose rights were tightened. */
-  readonly warnings: string[] = [];
+  /** Told things worth a warning, e.g. a directory whose rights were tightened. */
+  readonly #warn: (message: string) => void;
   #settings: Conf<ConfData> | undefined;
   #credentials: Conf<ConfData> | undefined;
   #prepared = false;
 
-  constructor(dir: string) {
+  constructor(dir: string, warn: (message: string) => void = () => {}) {
     this.dir = dir;
+    this.#warn = warn;
   }
 
   /** Creates the directory (0700) on first use, tightening it if it was wider. */
   prepare(): void {
     if (this.#prepared) return;
     if (ensurePrivateDir(this.dir)) {
-      this.warnings.push(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
+      this.#warn(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
     }
     this.#prepared = true;
   }
