@@ -98,7 +98,8 @@ export function parseBaseUrl(value: string): string {
     });
   }
   if (url.username || url.password || url.search || url.hash) {
-    throw new UsageError(`invalid base URL '${value}': no credentials, query or fragment allowed`, {
+    // Name the host only: the rejected URL may carry a password.
+    throw new UsageError(`invalid base URL for '${url.host}': no credentials, query or fragment allowed`, {
       code: 'unsafe_base_url',
     });
   }

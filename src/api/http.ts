@@ -121,8 +121,16 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 /** Seconds from a Retry-After header (delta-seconds or HTTP date), if valid. */
 export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
   if (value === undefined) return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim());
-  const date = Date.parse(value);
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  // Only an HTTP date (e.g. "Wed, 21 Oct 2015 07:28:00 GMT", or tolerated,
+  // an ISO 8601 date-time): Date.parse alone
+  // would read "1.5" or "-5" as dates, and a bogus Retry-After must not mark
+  // a failure as "not processed" (that allows retrying forfait).
+  const httpDate = /^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+  const isoDate = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+  if (!httpDate.test(trimmed) && !isoDate.test(trimmed)) return undefined;
+  const date = Date.parse(trimmed);
   return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000));
 }
 

@@ -92,8 +92,25 @@ export class IO {
 
   #scrub(text: string): string {
     let out = text;
-    for (const secret of this.#secrets) out = out.replaceAll(secret, '[redacted]');
+    // Longest first, so a secret containing another is removed whole.
+    for (const secret of [...this.#secrets].sort((a, b) => b.length - a.length))
+      out = out.replaceAll(secret, '[redacted]');
     return out;
+  }
+
+  /** Whether progress lines are shown: stderr is a terminal, not CI, not --quiet/--verbose. */
+  get showsProgress(): boolean {
+    return this.stderrIsTTY && !this.quiet && !this.verbose;
+  }
+
+  /** Replaces the progress line on stderr (terminal only; see showsProgress). */
+  progress(text: string): void {
+    if (this.showsProgress) this.#stderr.write(`\r\u001b[K${text}`);
+  }
+
+  /** Clears the progress line. */
+  clearProgress(): void {
+    if (this.showsProgress) this.#stderr.write('\r\u001b[K');
   }
 
   /** A spinner on stderr, only on a terminal and not with --quiet/--verbose. */

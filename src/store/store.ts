@@ -17,6 +17,7 @@
  * the real service's ledger or token.
  */
 import Conf from 'conf';
+import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { NotarizeError } from '../errors.js';
@@ -142,7 +143,15 @@ export class Store {
   }
 }
 
-/** A readable, file-system-safe directory name for a base URL. */
+/**
+ * A readable, file-system-safe directory name for a base URL. Replacing
+ * characters alone could map two URLs with paths to one name (`/a_b` and
+ * `/a/b`), so a URL with a path also gets a digest of the whole URL.
+ */
 export function serviceDirName(baseUrl: string): string {
-  return baseUrl.replace(/^https?:\/\//, (m) => (m === 'https://' ? '' : 'http_')).replace(/[^A-Za-z0-9.-]/g, '_');
+  const readable = baseUrl
+    .replace(/^https?:\/\//, (m) => (m === 'https://' ? '' : 'http_'))
+    .replace(/[^A-Za-z0-9.-]/g, '_');
+  if (new URL(baseUrl).pathname === '/') return readable;
+  return `${readable}-${createHash('sha256').update(baseUrl).digest('hex').slice(0, 12)}`;
 }

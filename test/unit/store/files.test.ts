@@ -1,0 +1,99 @@
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { StoreError } from '../../../src/errors.js';
+import { ensurePrivateDir, readStoreFile, removeFile, writeFileAtomic } from '../../../src/store/files.js';
+import { rejection, thrown } from '../helpers/catch.js';
+import { useTempDirs } from '../helpers/temp-dir.js';
+
+const posix = process.platform !== 'win32';
+const mode = (path: string) => statSync(path).mode & 0o777;
+
+describe('writeFileAtomic', () => {
+  const tempDir = useTempDirs();
+
+  it('writes the content and leaves no temporary file behind', () => {
+    const dir = tempDir();
+    const file = join(dir, 'entry.json');
+    writeFileAtomic(file, '{"a":1}\n');
+    writeFileAtomic(file, '{"a":2}\n');
+    expect(readFileSync(file, 'utf8')).toBe('{"a":2}\n');
+    expect(readdirSync(dir)).toEqual(['entry.json']);
+  });
+
+  it.runIf(posix)('creates the file with mode 0600, also when replacing a wider one', () => {
+    const dir = tempDir();
+    const file = join(dir, 'entry.json');
+    writeFileSync(file, 'old', { mode: 0o644 });
+    writeFileAtomic(file, 'new');
+    expect(mode(file)).toBe(0o600);
+  });
+
+  it('cleans up its temporary file when the rename fails', () => {
+    const dir = tempDir();
+    const target = join(dir, 'occupied');
+    mkdirSync(join(target, 'child'), { recursive: true });
+    expect(thrown(() => writeFileAtomic(target, 'x'))).toBeInstanceOf(Error);
+    expect(readdirSync(dir)).toEqual(['occupied']);
+  });
+});
+
+describe('ensurePrivateDir', () => {
+  const tempDir = useTempDirs();
+
+  it.runIf(posix)('returns false for a new directory and true when it tightened one', () => {
+    const dir = join(tempDir(), 'private');
+    expect(ensurePrivateDir(dir)).toBe(false);
+    expect(mode(dir)).toBe(0o700);
+    const wide = join(tempDir(), 'wide');
+    mkdirSync(wide, { mode: 0o755 });
+    expect(ensurePrivateDir(wide)).toBe(true);
+    expect(mode(wide)).toBe(0o700);
+    expect(ensurePrivateDir(wide)).toBe(false);
+  });
+});
+
+describe('readStoreFile', () => {
+  const tempDir = useTempDirs();
+  const schema = z.object({ n: z.int() });
+
+  it('returns undefined for a missing file', async () => {
+    expect(await readStoreFile(join(tempDir(), 'missing.json'), schema)).toBeUndefined();
+  });
+
+  it('reads a valid file', async () => {
+    const file = join(tempDir(), 'ok.json');
+    writeFileSync(file, '{"n": 3}');
+    expect(await readStoreFile(file, schema)).toEqual({ n: 3 });
+  });
+
+  it('names the file and the field when the shape is wrong', async () => {
+    const file = join(tempDir(), 'shape.json');
+    writeFileSync(file, '{"n": "3"}');
+    const error = await rejection(readStoreFile(file, schema));
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).message).toContain(file);
+    expect((error as StoreError).message).toContain('n:');
+    expect((error as StoreError).hint).toBeDefined();
+  });
+
+  it('names a directory in place of the file as unreadable', async () => {
+    const dir = tempDir();
+    const error = await rejection(readStoreFile(dir, schema));
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).file).toBe(dir);
+  });
+});
+
+describe('removeFile', () => {
+  const tempDir = useTempDirs();
+
+  it('removes a file and ignores one already gone', () => {
+    const file = join(tempDir(), 'x');
+    writeFileSync(file, '');
+    removeFile(file);
+    expect(readdirSync(join(file, '..'))).toEqual([]);
+    expect(() => removeFile(file)).not.toThrow();
+  });
+});
