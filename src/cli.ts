@@ -17,6 +17,14 @@ const ENVIRONMENT_HELP = `Environment:
   NOTARIZE_TIMEOUT      milliseconds per request;  NOTARIZE_RETRIES  retries of retryable requests
   NO_COLOR              disable colours`;
 
+const TOP_EXAMPLES = `Examples:
+  notarize sandbox &                                  # a local emulator, no account needed
+  notarize register contract.pdf                      # hash, register, complete, print the record
+  notarize verify contract.pdf                        # check against the local ledger, offline
+  # CI: register every artifact; exit 4 means "transient, run again later"
+  NOTARIZE_API_KEY=$KEY notarize register -r dist --json > notarizations.json
+`;
+
 export interface MainOptions {
   argv?: string[];
   env?: NodeJS.ProcessEnv;
@@ -86,7 +94,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: { context?: Context
     .option('--verbose', 'log each request (method, URL, status, time; never secrets) and show stack traces')
     .option('--timeout <ms>', 'milliseconds each request may take (default 30000)')
     .option('--retries <n>', 'retries of a retryable request (default 3)')
-    .addHelpText('after', `\n${EXIT_CODE_HELP}\n\n${ENVIRONMENT_HELP}\n`)
+    .addHelpText('after', `\n${EXIT_CODE_HELP}\n\n${ENVIRONMENT_HELP}\n\n${TOP_EXAMPLES}`)
     .showSuggestionAfterError()
     .exitOverride()
     .configureOutput({

@@ -17,6 +17,8 @@ export const EXIT = {
   transient: 4,
   /** The service answered something that does not match the documented shape. */
   protocol: 5,
+  /** verify/show: a document is not in the local ledger, or was modified since. */
+  notNotarized: 6,
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
@@ -27,7 +29,8 @@ export const EXIT_CODE_HELP = `Exit codes:
   2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL); nothing was sent
   3  authentication: no credentials, or the service answered 401/403
   4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
-  5  the service answered something that does not match the documented shape`;
+  5  the service answered something that does not match the documented shape
+  6  verify/show: a document is not in the local ledger, or was modified since it was notarized`;
 
 export interface ErrorDetails {
   /** What the user can do about it, in one line. */
@@ -122,5 +125,12 @@ export class InvalidAnswerError extends ProtocolError {
     super(message, details);
     this.raw = raw;
     this.json = json;
+  }
+}
+
+/** verify/show: a document is not in the ledger (or was modified). Exit 6. */
+export class NotNotarizedError extends NotarizeError {
+  constructor(message: string, details: ErrorDetails = {}) {
+    super('not_notarized', EXIT.notNotarized, message, details);
   }
 }

@@ -25,7 +25,12 @@ export function configure(command: Command, context: () => Context): void {
   const keys = SETTINGS.map((s) => `${s.key} (${s.env})`).join(', ');
   command.addHelpText(
     'after',
-    `\nSettings: ${keys}.\n${examples(['notarize config set baseUrl http://127.0.0.1:8787', 'notarize config list', 'notarize config get baseUrl'])}`,
+    `\nSettings: ${keys}.\n${examples([
+      'notarize config set baseUrl http://127.0.0.1:8787',
+      'notarize config list',
+      '# CI: settings come from the environment, no store needed',
+      'NOTARIZE_BASE_URL=https://app.dedit.io notarize config get baseUrl',
+    ])}`,
   );
   command
     .command('get <key>')

@@ -22,7 +22,11 @@ export function configure(command: Command, context: () => Context): void {
       `\nThe API key is read from NOTARIZE_API_KEY, from standard input (--api-key-stdin), or
 from a hidden prompt on a terminal; never from the command line. The token is stored in
 credentials.json (mode 0600) in the store directory (see \`notarize config path\`).
-${examples(['notarize login', 'printf %s "$NOTARIZE_KEY" | notarize login --api-key-stdin', 'NOTARIZE_API_KEY=... notarize login'])}`,
+${examples([
+  'notarize login',
+  '# CI: the key from a secret, on standard input (never as an argument)',
+  'printf %s "$NOTARIZE_KEY" | notarize login --api-key-stdin',
+])}`,
     )
     .action(async (raw: unknown) => {
       await runLogin(context(), parseOptions(optionsSchema, raw));

@@ -1,8 +1,13 @@
 /** `notarize logout`: forget the token stored for the current service. */
 import type { Command } from 'commander';
 import type { Context } from '../context.js';
+import { examples } from './options.js';
 
 export function configure(command: Command, context: () => Context): void {
+  command.addHelpText(
+    'after',
+    examples(['notarize logout', '# CI: leave no token behind on a shared runner', 'notarize logout --quiet']),
+  );
   command.action(() => {
     runLogout(context());
   });

@@ -7,7 +7,14 @@ import { examples } from './options.js';
 
 export function configure(command: Command, context: () => Context): void {
   command
-    .addHelpText('after', examples(['notarize pending', "notarize pending --json | jq -r '.[].hash'"]))
+    .addHelpText(
+      'after',
+      examples([
+        'notarize pending',
+        '# CI: finish what an earlier job left pending',
+        "notarize pending --json | jq -r '.[].hash' | xargs -r -n1 notarize complete --quiet",
+      ]),
+    )
     .action(async () => {
       await runPending(context());
     });

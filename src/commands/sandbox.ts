@@ -34,6 +34,8 @@ ${examples([
   'notarize sandbox',
   'notarize sandbox --port 0 --json',
   "notarize sandbox --faults 'forfait:status=503@1*2,*:latency=100'",
+  '# CI: rehearse the pipeline against a sandbox in the background',
+  'notarize sandbox --port 0 --json > sandbox.json & sleep 1',
 ])}`,
     )
     .action(async (raw: unknown) => {

@@ -29,10 +29,18 @@ export function normalizeHash(input: string): string {
   return trimmed.toLowerCase();
 }
 
+/** Told the running byte count while hashing (for progress on a terminal). */
+export type HashProgress = (bytes: number) => void;
+
 /** Hashes a readable stream to its lowercase hex SHA-256 digest. */
-export async function hashStream(stream: Readable): Promise<string> {
+export async function hashStream(stream: Readable, onProgress?: HashProgress): Promise<string> {
   const hash = createHash('sha256');
-  for await (const chunk of stream) hash.update(chunk as Buffer);
+  let bytes = 0;
+  for await (const chunk of stream) {
+    hash.update(chunk as Buffer);
+    bytes += (chunk as Buffer).length;
+    onProgress?.(bytes);
+  }
   return hash.digest('hex');
 }
 
@@ -52,7 +60,7 @@ export async function statInput(path: string): Promise<FileInfo> {
   try {
     info = await stat(path);
   } catch (error) {
-    throw fileError(path, error);
+    throw fileError(path, error as NodeJS.ErrnoException);
   }
   if (info.isDirectory()) {
     throw new UsageError(`'${path}' is a directory`, { code: 'is_directory', hint: 'give a file, not a directory' });
@@ -64,16 +72,17 @@ export async function statInput(path: string): Promise<FileInfo> {
 }
 
 /** Hashes a file by streaming it; throws UsageError for a missing or unreadable file. */
-export async function hashFile(path: string): Promise<string> {
+export async function hashFile(path: string, onProgress?: HashProgress): Promise<string> {
   try {
-    return await hashStream(createReadStream(path, { highWaterMark: READ_CHUNK_BYTES }));
+    return await hashStream(createReadStream(path, { highWaterMark: READ_CHUNK_BYTES }), onProgress);
   } catch (error) {
-    throw fileError(path, error);
+    throw fileError(path, error as NodeJS.ErrnoException);
   }
 }
 
-function fileError(path: string, error: unknown): UsageError {
-  const code = (error as NodeJS.ErrnoException).code;
+/** The usage error for a file that cannot be read, from an fs error (or its code and message). */
+export function fileError(path: string, error: { code?: string; message?: string }): UsageError {
+  const code = error.code;
   const reason =
     code === 'ENOENT'
       ? 'no such file'
@@ -81,7 +90,7 @@ function fileError(path: string, error: unknown): UsageError {
         ? 'permission denied'
         : code === 'EISDIR'
           ? 'is a directory'
-          : ((error as Error).message ?? String(error));
+          : (error.message ?? 'unreadable');
   return new UsageError(`cannot read '${path}': ${reason}`, { code: 'unreadable_file', cause: error });
 }
 

@@ -41,3 +41,15 @@ export function renderTable(headers: string[], rows: string[][], colour: boolean
 export function verificationUrl(baseUrl: string, hash: string): string {
   return `${baseUrl}/verification/${hash}`;
 }
+
+/** Bytes in binary units, for progress lines: "512.0 MiB". */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+}

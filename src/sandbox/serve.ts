@@ -26,6 +26,11 @@ export interface SandboxCall {
   body: string;
   /** The non-latency fault injected into this call, if any. */
   fault?: FaultKind;
+  /**
+   * Whether the request carried an Authorization header. Only its presence is
+   * kept, never its value: tests use it to prove that a token was not sent.
+   */
+  authorized: boolean;
 }
 
 /** What the pipeline shares across requests of one sandbox instance. */
@@ -76,6 +81,7 @@ export async function serve(ctx: ServeContext, req: IncomingMessage, res: Server
     path: target,
     status: 0,
     body: '',
+    authorized: req.headers.authorization !== undefined,
   };
   ctx.calls.push(call);
   // Faults are chosen on arrival so that counts are consumed in arrival order.

@@ -1,0 +1,57 @@
+/**
+ * GitHub Actions integration (GITHUB_ACTIONS=true): a markdown table appended
+ * to $GITHUB_STEP_SUMMARY, and `::error` annotations for failed items. The
+ * annotations go to stderr, which the runner reads for workflow commands as
+ * it does stdout, so stdout stays pure data (e.g. `--json > results.json`).
+ */
+import { appendFileSync } from 'node:fs';
+import type { IO } from './io.js';
+import type { ItemResult } from './results.js';
+
+/** True when running as a GitHub Actions step. */
+export function inGitHubActions(env: NodeJS.ProcessEnv): boolean {
+  return env.GITHUB_ACTIONS === 'true';
+}
+
+function escapeData(text: string): string {
+  return text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+}
+
+function escapeProperty(text: string): string {
+  return escapeData(text).replace(/:/g, '%3A').replace(/,/g, '%2C');
+}
+
+function cell(text: string): string {
+  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+}
+
+/** The markdown summary of a command's results. */
+export function markdownSummary(title: string, results: readonly ItemResult[]): string {
+  const rows = results.map(
+    (r) =>
+      `| ${cell(r.file ?? '-')} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : '-'} | ${
+        r.verificationUrl ? `[verify](${r.verificationUrl})` : cell(r.error?.message ?? r.reason ?? '')
+      } |`,
+  );
+  return (
+    [`### ${title}`, '', '| File | Status | SHA-256 | Detail |', '|---|---|---|---|', ...rows, ''].join('\n') + '\n'
+  );
+}
+
+/** Writes the summary and annotations when in GitHub Actions; does nothing elsewhere. */
+export function reportToGitHub(io: IO, env: NodeJS.ProcessEnv, title: string, results: readonly ItemResult[]): void {
+  if (!inGitHubActions(env)) return;
+  for (const r of results) {
+    if (r.status !== 'failed' && r.status !== 'modified' && r.status !== 'unknown') continue;
+    const file = r.file && r.file !== '-' ? `file=${escapeProperty(r.file)},` : '';
+    const message = r.error?.message ?? r.reason ?? r.status;
+    io.error(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`)}::${escapeData(message)}`);
+  }
+  const summaryFile = env.GITHUB_STEP_SUMMARY;
+  if (!summaryFile) return;
+  try {
+    appendFileSync(summaryFile, markdownSummary(title, results));
+  } catch (error) {
+    io.warn(`could not append to GITHUB_STEP_SUMMARY (${summaryFile}): ${(error as Error).message}`);
+  }
+}
