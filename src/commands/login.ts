@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { text } from 'node:stream/consumers';
 import { z } from 'zod';
 import type { Context } from '../context.js';
-import { describeToken, readClaims } from '../core/token.js';
+import { describeToken, isExpired, readClaims } from '../core/token.js';
 import { AuthError, UsageError } from '../errors.js';
 import { promptHidden } from '../output/prompt.js';
 import { examples, parseOptions } from './options.js';
@@ -56,13 +56,22 @@ async function obtainKey(ctx: Context, fromStdin: boolean): Promise<string> {
 /** Logs in and stores the token; prints who is logged in and until when. */
 export async function runLogin(ctx: Context, options: z.infer<typeof optionsSchema>): Promise<void> {
   const baseUrl = ctx.baseUrl;
+  // Open the credentials file first: a damaged one must stop us before the
+  // key is sent, not after (the token would be thrown away).
+  ctx.store.getToken(baseUrl);
   const apiKey = await obtainKey(ctx, options.apiKeyStdin);
   if (apiKey === '') throw new UsageError('the API key is empty');
   ctx.io.addSecret(apiKey);
   const token = await (await ctx.api()).login(apiKey);
   ctx.io.addSecret(token);
+  if (isExpired(token)) {
+    throw new AuthError('the service answered with a token that has already expired; it was not stored', {
+      hint: "check this machine's clock, then log in again",
+    });
+  }
   ctx.store.setToken(baseUrl, token);
   const claims = readClaims(token);
+
   if (ctx.globals.json) {
     ctx.io.data(
       JSON.stringify({
