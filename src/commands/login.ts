@@ -42,7 +42,8 @@ async function obtainKey(ctx: Context, fromStdin: boolean): Promise<string> {
   const fromEnv = ctx.env.NOTARIZE_API_KEY;
   if (fromEnv) return fromEnv.trim();
   if (!ctx.io.stdinIsTTY || ctx.env.CI) {
-    throw new AuthError('no API key: standard input is not a terminal, so notarize will not prompt', {
+    const why = ctx.io.stdinIsTTY ? 'CI is set' : 'standard input is not a terminal';
+    throw new AuthError(`no API key: ${why}, so notarize will not prompt`, {
       hint: 'set NOTARIZE_API_KEY, or pipe the key into `notarize login --api-key-stdin`',
     });
   }

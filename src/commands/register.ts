@@ -8,7 +8,7 @@ import { basename } from 'node:path';
 import { z } from 'zod';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
-import { BatchError, batchExitCode, runAll, type Settled } from '../core/batch.js';
+import { asNotarizeError, BatchError, batchExitCode, runAll, type Settled } from '../core/batch.js';
 import { hashFile, hashStream, normalizeHash } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, type InputItem } from '../core/inputs.js';
@@ -136,14 +136,26 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
     hashes.set(index, input.hash);
     const outcome = await register({ api, store, onStep: (step) => spinner.update(step) }, input);
     if (options.receiptDir === undefined || outcome.kind === 'pending') return { outcome };
-    const name = item.kind === 'file' ? basename(item.path) : input.hash;
+    const name = item.kind === 'file' ? (item.relative ?? basename(item.path)) : input.hash;
     return { outcome, receipt: await writeReceipt(options.receiptDir, name, outcome.entry.recordJson, options.force) };
   };
 
   try {
     if (single && format !== 'ndjson') {
-      const { outcome, receipt } = await registerOne(items[0]!);
+      const item = items[0]!;
+      let registered;
+      try {
+        registered = await registerOne(item);
+      } catch (error) {
+        const failed = toResult(item, hashes.get(0), { ok: false, error: asNotarizeError(error) }, baseUrl);
+        reportToGitHub(ctx.io, ctx.env, 'notarize register', [failed]);
+        throw error;
+      }
+      const { outcome, receipt } = registered;
       spinner.stop();
+      reportToGitHub(ctx.io, ctx.env, 'notarize register', [
+        toResult(item, hashes.get(0), { ok: true, value: registered }, baseUrl),
+      ]);
       showOutcome(ctx.io, outcome, { json: format === 'json', baseUrl });
       if (receipt) ctx.io.info(`receipt: ${receipt}`);
       if (outcome.kind === 'completed' && outcome.custody?.error) throw outcome.custody.error;

@@ -75,7 +75,14 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
   } finally {
     await pool.close();
   }
-  const results: ItemResult[] = settled.map((r, i) => {
+  const skipped: ItemResult[] = expansion.skipped.map((s) => ({
+    schemaVersion: 1,
+    file: s.path,
+    hash: null,
+    status: 'skipped',
+    reason: s.reason,
+  }));
+  const checked: ItemResult[] = settled.map((r, i) => {
     const file = name(items[i]!);
     if (!r.ok)
       return {
@@ -98,9 +105,11 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
       ...(reason ? { reason } : {}),
     };
   });
+  const results = [...checked, ...skipped];
   if (expansion.single && results[0]?.status === 'verified') {
     const only = settled[0];
     if (only?.ok && only.value.verdict.status === 'verified') {
+      reportToGitHub(ctx.io, ctx.env, 'notarize verify', results);
       ctx.io.info(`verified: ${results[0].file} is notarized`);
       showRecord(ctx.io, only.value.verdict.entry.recordJson, only.value.hash, {
         json: ctx.globals.json ?? false,
@@ -115,10 +124,10 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
   reportToGitHub(ctx.io, ctx.env, 'notarize verify', results);
   const unreadable = results.find((r) => r.status === 'failed');
   if (unreadable) throw new UsageError(unreadable.error?.message ?? 'a document could not be read');
-  const bad = results.filter((r) => r.status !== 'verified');
+  const bad = checked.filter((r) => r.status !== 'verified');
   if (bad.length > 0) {
     throw new NotNotarizedError(
-      `${bad.length} of ${results.length} document${results.length === 1 ? ' is' : 's are'} not notarized in the ledger of ${baseUrl}`,
+      `${bad.length} of ${checked.length} document${checked.length === 1 ? ' is' : 's are'} not notarized in the ledger of ${baseUrl}`,
       { hint: 'register them with `notarize register`, or check --base-url' },
     );
   }

@@ -7,7 +7,7 @@
  * special files met while walking a directory are reported, not followed.
  */
 import { lstat, readdir, readFile, stat } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import picomatch from 'picomatch';
@@ -24,10 +24,25 @@ export interface InputOptions {
 }
 
 /** One document to process: a file on disk, or standard input. */
-export type InputItem = { kind: 'file'; path: string; size: number; lastModified: number } | { kind: 'stdin' };
+export type InputItem =
+  | {
+      kind: 'file';
+      path: string;
+      size: number;
+      lastModified: number;
+      /** For a file found under a directory: its path below it, with '/' (e.g. `linux/app.tar.gz`). */
+      relative?: string;
+    }
+  | { kind: 'stdin' };
 
-function fileItem(path: string, info: { size: number; mtimeMs: number }): InputItem {
-  return { kind: 'file', path, size: info.size, lastModified: Math.floor(info.mtimeMs) };
+function fileItem(path: string, info: { size: number; mtimeMs: number }, relative?: string): InputItem {
+  return {
+    kind: 'file',
+    path,
+    size: info.size,
+    lastModified: Math.floor(info.mtimeMs),
+    ...(relative ? { relative } : {}),
+  };
 }
 
 /** A path passed over while walking a directory, and why. */
@@ -54,26 +69,43 @@ async function readList(source: string, nul: boolean, stdin: Readable): Promise<
   return names.filter((name) => name !== '');
 }
 
+/**
+ * The filter of --include/--exclude over paths relative to the walked
+ * directory: a glob with a slash matches that whole relative path, one
+ * without matches the file name (as in .gitignore).
+ */
 function matcher(include: string[], exclude: string[]): (relativePath: string) => boolean {
-  const options = { dot: true, basename: true } as const;
-  const included = include.length > 0 ? picomatch(include, options) : () => true;
-  const excluded = exclude.length > 0 ? picomatch(exclude, options) : () => false;
+  const compile = (globs: string[]) => {
+    const withSlash = globs.filter((g) => g.includes('/'));
+    const nameOnly = globs.filter((g) => !g.includes('/'));
+    const byPath = withSlash.length > 0 ? picomatch(withSlash, { dot: true }) : () => false;
+    const byName = nameOnly.length > 0 ? picomatch(nameOnly, { dot: true }) : () => false;
+    return (path: string) => byPath(path) || byName(path.slice(path.lastIndexOf('/') + 1));
+  };
+  const included = include.length > 0 ? compile(include) : () => true;
+  const excluded = exclude.length > 0 ? compile(exclude) : () => false;
   return (path) => included(path) && !excluded(path);
 }
 
-async function walk(root: string, accept: (relativePath: string) => boolean, out: Expansion): Promise<void> {
-  const entries = await readdir(root, { withFileTypes: true });
+async function walk(
+  dir: string,
+  below: string,
+  accept: (relativePath: string) => boolean,
+  out: Expansion,
+): Promise<void> {
+  const entries = await readdir(dir, { withFileTypes: true });
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const entry of entries) {
-    const path = join(root, entry.name);
+    const path = join(dir, entry.name);
+    const relativePath = below ? `${below}/${entry.name}` : entry.name;
     if (entry.isDirectory()) {
-      await walk(path, accept, out);
+      await walk(path, relativePath, accept, out);
     } else if (entry.isSymbolicLink()) {
       out.skipped.push({ path, reason: 'symbolic link (not followed)' });
     } else if (!entry.isFile()) {
       out.skipped.push({ path, reason: 'not a regular file' });
-    } else if (accept(path)) {
-      out.items.push(fileItem(path, await lstat(path)));
+    } else if (accept(relativePath)) {
+      out.items.push(fileItem(path, await lstat(path), relativePath));
     }
   }
 }
@@ -120,8 +152,7 @@ export async function expandInputs(paths: string[], options: InputOptions, stdin
         });
       }
       sawDirectory = true;
-      const accept = matcher(options.include ?? [], options.exclude ?? []);
-      await walk(path, (file) => accept(relative(path, file).split(sep).join('/')), out);
+      await walk(path, '', matcher(options.include ?? [], options.exclude ?? []), out);
     } else if (info.isFile()) {
       out.items.push(fileItem(path, info));
     } else {

@@ -1,0 +1,175 @@
+/**
+ * What a CI engineer meets around the batch commands: shell completion,
+ * never being prompted (exit 3 with a hint instead), and `--help` of every
+ * command showing examples, one of them for CI. Also checks that the test
+ * runner's own environment cannot leak into the spawned CLI.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Bed } from './helpers/bed.js';
+import { BIN, cleanEnv, describeRun, runNotarize, runProcess } from './helpers/cli.js';
+
+const COMMANDS = [
+  'register',
+  'complete',
+  'pending',
+  'hash',
+  'verify',
+  'list',
+  'show',
+  'login',
+  'logout',
+  'config',
+  'sandbox',
+  'completion',
+];
+
+let dir: string;
+let env: Record<string, string>;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'notarize-batch-cli-'));
+  env = { NOTARIZE_CONFIG_DIR: join(dir, 'store') };
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('the clean environment of spawned runs', () => {
+  it('passes only PATH, HOME, NO_COLOR and what the test sets', () => {
+    const saved = { ...process.env };
+    try {
+      Object.assign(process.env, {
+        NOTARIZE_BASE_URL: 'https://example.invalid',
+        NOTARIZE_API_KEY: 'leaked',
+        CI: 'true',
+        GITHUB_ACTIONS: 'true',
+        HTTPS_PROXY: 'http://10.0.0.1:3128',
+        no_proxy: '*',
+      });
+      const childEnv = cleanEnv({ NOTARIZE_CONFIG_DIR: '/tmp/x', GONE: undefined });
+      const expected = ['NOTARIZE_CONFIG_DIR', 'NO_COLOR', 'PATH', ...(saved.HOME === undefined ? [] : ['HOME'])];
+      expect(Object.keys(childEnv).sort()).toEqual(expected.sort());
+      expect(() => cleanEnv({ HTTP_PROXY: 'http://10.0.0.1:3128' })).toThrow(/127\.0\.0\.1 only/);
+    } finally {
+      for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+      Object.assign(process.env, saved);
+    }
+  });
+});
+
+describe('notarize completion', () => {
+  it('bash: a script that passes bash -n and completes commands and options', async () => {
+    const run = await runNotarize(['completion', 'bash'], { env });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).toBe('');
+    const script = join(dir, 'notarize.bash');
+    await writeFile(script, run.stdout);
+    const syntax = await runProcess('bash', ['-n', script]);
+    expect(syntax.code, syntax.stderr).toBe(0);
+    for (const command of COMMANDS) expect(run.stdout).toContain(command);
+    expect(run.stdout).toContain('--recursive');
+    expect(run.stdout).toContain('--files-from');
+
+    // Drive the completion function as bash would.
+    const complete = (words: string[]) =>
+      runProcess('bash', [
+        '-c',
+        `source "$1"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _notarize; printf '%s\\n' "\${COMPREPLY[@]}"`,
+        'complete',
+        script,
+      ]);
+    const commands = await complete(['notarize', 'reg']);
+    expect(commands.stdout).toBe('register\n');
+    const options = await complete(['notarize', 'register', '--recu']);
+    expect(options.stdout).toBe('--recursive\n');
+    const verify = await complete(['notarize', 'verify', '--files']);
+    expect(verify.stdout).toBe('--files-from\n');
+  });
+
+  it('zsh and fish: scripts naming every command and --recursive', async () => {
+    const zsh = await runNotarize(['completion', 'zsh'], { env });
+    expect(zsh.code, describeRun(zsh)).toBe(0);
+    expect(zsh.stdout.startsWith('#compdef notarize\n')).toBe(true);
+    for (const command of COMMANDS) expect(zsh.stdout).toMatch(new RegExp(`^ +'${command}:`, 'm'));
+    expect(zsh.stdout).toContain("'--recursive[");
+
+    const fish = await runNotarize(['completion', 'fish'], { env });
+    expect(fish.code, describeRun(fish)).toBe(0);
+    for (const command of COMMANDS) {
+      expect(fish.stdout).toContain(`complete -c notarize -n __fish_use_subcommand -a ${command} `);
+    }
+    expect(fish.stdout).toContain("complete -c notarize -n '__fish_seen_subcommand_from register' -l recursive -s r");
+  });
+
+  it('an unknown shell is a usage error (exit 2)', async () => {
+    const run = await runNotarize(['completion', 'tcsh'], { env });
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe("notarize: unknown shell 'tcsh' (use bash, zsh or fish)\n");
+  });
+});
+
+describe('never prompting', () => {
+  let bed: Bed | undefined;
+  afterEach(async () => {
+    await bed?.close();
+    bed = undefined;
+  });
+
+  it('login with standard input not a terminal and no key: exit 3 with a hint, nothing sent', async () => {
+    bed = await Bed.create();
+    const run = await bed.run(['login'], { env: { NOTARIZE_API_KEY: undefined } });
+    expect(run.code, describeRun(run)).toBe(3);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^notarize: .*will not prompt.*NOTARIZE_API_KEY.*--api-key-stdin/);
+    const json = await bed.run(['login', '--json'], { env: { NOTARIZE_API_KEY: undefined } });
+    expect(json.code).toBe(3);
+    const error = (JSON.parse(json.stderr) as { error: { code: string; exitCode: number; hint: string } }).error;
+    expect(error).toMatchObject({ code: 'auth', exitCode: 3 });
+    expect(error.hint).toMatch(/NOTARIZE_API_KEY/);
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('login with CI=true: exit 3 with a hint, even when standard input is a terminal', async () => {
+    bed = await Bed.create();
+    const piped = await bed.run(['login'], { env: { NOTARIZE_API_KEY: undefined, CI: 'true' } });
+    expect(piped.code, describeRun(piped)).toBe(3);
+    expect(piped.stderr).toMatch(/NOTARIZE_API_KEY/);
+
+    // script(1) gives the child a pseudo-terminal: without CI it would prompt
+    // (and this run would time out); with CI it must refuse at once.
+    const command = `'${process.execPath}' '${BIN}' login`;
+    const tty = await runProcess('script', ['-q', '-e', '-c', command, '/dev/null'], {
+      cwd: dir,
+      env: { ...bed.env({ NOTARIZE_API_KEY: undefined }), CI: 'true' },
+      timeoutMs: 15_000,
+    });
+    expect(tty.code, `${tty.stdout}${tty.stderr}`).toBe(3);
+    expect(tty.stdout).toMatch(/NOTARIZE_API_KEY/);
+    expect(tty.stdout).not.toMatch(/^API key: /m);
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+});
+
+describe('--help', () => {
+  it.each(COMMANDS)('notarize %s --help shows examples, one for CI', async (command) => {
+    const run = await runNotarize([command, '--help'], { env });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toMatch(new RegExp(`^Usage: notarize ${command}`, 'm'));
+    expect(run.stdout).toMatch(/^Examples:$/m);
+    const examples = run.stdout.slice(run.stdout.indexOf('Examples:'));
+    expect(examples).toMatch(/^.*\bCI\b.*$/m);
+  });
+
+  it('notarize --help lists the exit codes and a CI example', async () => {
+    const run = await runNotarize(['--help'], { env });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stdout).toMatch(/^Examples:$/m);
+    expect(run.stdout).toMatch(/^ +# CI: /m);
+    expect(run.stdout).toMatch(/^ +4 +transient/m);
+    expect(run.stdout).toMatch(/^ +6 +verify\/show/m);
+  });
+});

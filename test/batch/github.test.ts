@@ -1,0 +1,135 @@
+/**
+ * GitHub Actions (GITHUB_ACTIONS=true): a markdown table appended to
+ * $GITHUB_STEP_SUMMARY with a row per document, `::error` annotations on
+ * stderr for failed items, stdout left pure data; nothing outside Actions.
+ */
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Bed, parseResults } from './helpers/bed.js';
+import { describeRun } from './helpers/cli.js';
+
+let bed: Bed | undefined;
+afterEach(async () => {
+  await bed?.close();
+  bed = undefined;
+});
+
+async function documents(b: Bed): Promise<Record<string, string>> {
+  return {
+    'dist/a.txt': await b.write('dist/a.txt', 'actions a\n'),
+    'dist/b.txt': await b.write('dist/b.txt', 'actions b\n'),
+    'dist/c.txt': await b.write('dist/c.txt', 'actions c\n'),
+  };
+}
+
+describe('in GitHub Actions', () => {
+  it('appends a summary table with a row per document and annotates the failed one', async () => {
+    bed = await Bed.create();
+    const hashes = await documents(bed);
+    const summary = join(bed.root, 'step-summary.md');
+    await writeFile(summary, 'an earlier step wrote this\n');
+    // --concurrency 1: dist/a.txt is the first to reach forfait, and fails.
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, count: 1 }]);
+    const run = await bed.run(['register', '-r', 'dist', '-j', '1', '--retries', '0', '--json'], {
+      env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary },
+    });
+    expect(run.code, describeRun(run)).toBe(4);
+    // stdout is still exactly the JSON array.
+    expect(parseResults(run.stdout).map((r) => r.status)).toEqual(['failed', 'registered', 'registered']);
+
+    const text = await readFile(summary, 'utf8');
+    expect(text.startsWith('an earlier step wrote this\n')).toBe(true);
+    expect(text).toContain('### notarize register\n');
+    expect(text).toContain('| File | Status | SHA-256 | Detail |\n|---|---|---|---|\n');
+    const rows = text.split('\n').filter((line) => line.startsWith('| dist/'));
+    expect(rows).toHaveLength(3);
+    expect(rows[0]).toMatch(
+      new RegExp(`^\\| dist/a\\.txt \\| failed \\| \`${hashes['dist/a.txt']}\` \\| .*503.* \\|$`),
+    );
+    for (const [i, file] of ['dist/b.txt', 'dist/c.txt'].entries()) {
+      const hash = hashes[file]!;
+      expect(rows[i + 1]).toBe(`| ${file} | registered | \`${hash}\` | [verify](${bed.url}/verification/${hash}) |`);
+    }
+
+    const annotations = run.stderr.split('\n').filter((line) => line.startsWith('::'));
+    expect(annotations).toHaveLength(1);
+    expect(annotations[0]).toMatch(/^::error file=dist\/a\.txt,title=notarize%3A failed::.*503/);
+  });
+
+  it('verify: unknown documents are annotated and summarised', async () => {
+    bed = await Bed.create();
+    await documents(bed);
+    const registered = await bed.run(['register', 'dist/a.txt', '--quiet']);
+    expect(registered.code, describeRun(registered)).toBe(0);
+    const summary = join(bed.root, 'verify-summary.md');
+    const run = await bed.run(['verify', 'dist/a.txt', 'dist/b.txt'], {
+      env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary },
+    });
+    expect(run.code, describeRun(run)).toBe(6);
+    const text = await readFile(summary, 'utf8');
+    expect(text).toContain('### notarize verify\n');
+    expect(text).toMatch(
+      /^\| dist\/a\.txt \| verified \| `[0-9a-f]{64}` \| \[verify\]\(http:\/\/127\.0\.0\.1:\d+\/verification\/[0-9a-f]{64}\) \|$/m,
+    );
+    expect(text).toMatch(/^\| dist\/b\.txt \| unknown \| `[0-9a-f]{64}` \| {2}\|$/m);
+    expect(run.stderr.split('\n').filter((line) => line.startsWith('::'))).toEqual([
+      '::error file=dist/b.txt,title=notarize%3A unknown::unknown',
+    ]);
+  });
+
+  it('no failure: a summary, and no annotation', async () => {
+    bed = await Bed.create();
+    await documents(bed);
+    const summary = join(bed.root, 'ok-summary.md');
+    const run = await bed.run(['register', '-r', 'dist'], {
+      env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary },
+    });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).not.toMatch(/^::/m);
+    expect((await readFile(summary, 'utf8')).split('\n').filter((l) => / \| registered \| /.test(l))).toHaveLength(3);
+  });
+});
+
+describe('in GitHub Actions, with one document', () => {
+  it('summarises a single registration too, and annotates its failure', async () => {
+    bed = await Bed.create();
+    const hash = await bed.write('app.tar.gz', 'the one release artifact\n');
+    await bed.write('other.tar.gz', 'another artifact\n');
+    const summary = join(bed.root, 'single-summary.md');
+    const env = { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary };
+    const ok = await bed.run(['register', 'app.tar.gz', '--json'], { env });
+    expect(ok.code, describeRun(ok)).toBe(0);
+    // One input keeps printing the record itself on stdout...
+    expect(ok.stdout).toBe(`${JSON.stringify(bed.sandbox.records.get(hash))}\n`);
+    // ...and the step summary still gets its row.
+    expect(existsSync(summary)).toBe(true);
+    expect(await readFile(summary, 'utf8')).toContain(`| app.tar.gz | registered | \`${hash}\` |`);
+
+    bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 503, count: 1 }]);
+    const failed = await bed.run(['register', 'other.tar.gz', '--retries', '0'], { env });
+    expect(failed.code, describeRun(failed)).toBe(4);
+    expect(failed.stderr).toMatch(/^::error file=other\.tar\.gz,title=notarize%3A failed::/m);
+  });
+});
+
+describe('outside GitHub Actions', () => {
+  it('writes no summary and no annotation, even with GITHUB_STEP_SUMMARY set', async () => {
+    bed = await Bed.create();
+    await documents(bed);
+    const summary = join(bed.root, 'not-actions.md');
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, count: 1 }]);
+    const run = await bed.run(['register', '-r', 'dist', '--retries', '0', '--json'], {
+      env: { GITHUB_STEP_SUMMARY: summary },
+    });
+    expect(run.code, describeRun(run)).toBe(4);
+    expect(existsSync(summary)).toBe(false);
+    expect(run.stderr).not.toMatch(/^::/m);
+    const other = await bed.run(['register', '-r', 'dist', '--json'], {
+      env: { GITHUB_ACTIONS: 'false', GITHUB_STEP_SUMMARY: summary },
+    });
+    expect(other.code, describeRun(other)).toBe(0);
+    expect(existsSync(summary)).toBe(false);
+  });
+});

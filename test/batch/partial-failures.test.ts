@@ -1,0 +1,215 @@
+/**
+ * One failing item does not stop the others; the batch's exit code says
+ * whether running it again can help (src/core/batch.ts batchExitCode):
+ * 4 when every failure was transient, else the code of the first lasting
+ * failure in input order; --fail-fast skips the items not yet started.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Fault } from '../../src/sandbox/server.js';
+import { Bed, countStatuses, jsonError, parseResults } from './helpers/bed.js';
+import { describeRun } from './helpers/cli.js';
+
+let bed: Bed | undefined;
+afterEach(async () => {
+  await bed?.close();
+  bed = undefined;
+});
+
+/** Writes `count` documents named f0.txt... (tag makes contents distinct per test); returns [path, hash][]. */
+async function documents(b: Bed, count: number, tag: string): Promise<[string, string][]> {
+  const out: [string, string][] = [];
+  for (let i = 0; i < count; i++) out.push([`f${i}.txt`, await b.write(`f${i}.txt`, `${tag} document ${i}\n`)]);
+  return out;
+}
+
+describe('transient failures in a batch', () => {
+  it('reports 8 registered and 2 failed (exit 4), and a second run completes the 2', async () => {
+    bed = await Bed.create();
+    const docs = await documents(bed, 10, 'transient');
+    const hashOf = new Map(docs);
+    const args = ['register', ...docs.map(([path]) => path), '--retries', '0', '--json'];
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, count: 2 }]);
+
+    const first = await bed.run(args);
+    expect(first.code, describeRun(first)).toBe(4);
+    const results = parseResults(first.stdout);
+    expect(results.map((r) => r.file)).toEqual(docs.map(([path]) => path));
+    expect(countStatuses(results)).toEqual({ registered: 8, failed: 2 });
+    const failed = results.filter((r) => r.status === 'failed');
+    for (const r of failed) {
+      // A failed item still reports the digest it was registering.
+      expect(r.hash).toBe(hashOf.get(r.file!));
+      expect(r.error).toMatchObject({ code: 'transient', exitCode: 4 });
+      expect(r.error?.message).toMatch(/503/);
+      expect(r.record).toBeUndefined();
+    }
+    for (const r of results.filter((x) => x.status === 'registered')) expect(r.hash).toBe(hashOf.get(r.file!));
+    expect(jsonError(first.stderr)).toMatchObject({ code: 'batch_failed', exitCode: 4 });
+    expect(jsonError(first.stderr).hint).toMatch(/run the same command again/);
+    expect(bed.calls('request')).toBe(10);
+    expect(bed.calls('forfait')).toBe(10);
+    // The two sessions are kept for the next run; the others are in the ledger.
+    expect(bed.pendingHashes()).toEqual(failed.map((r) => r.hash).sort());
+    expect(bed.ledgerHashes()).toHaveLength(8);
+
+    const callsBefore = bed.sandbox.calls.length;
+    const second = await bed.run(args);
+    expect(second.code, describeRun(second)).toBe(0);
+    const again = parseResults(second.stdout);
+    expect(countStatuses(again)).toEqual({ 'already-registered': 8, registered: 2 });
+    for (const r of again) {
+      const before = results.find((x) => x.file === r.file)!;
+      expect(r.status).toBe(before.status === 'failed' ? 'registered' : 'already-registered');
+      expect(r.hash).toBe(hashOf.get(r.file!));
+    }
+    // The second run only completed the two pending sessions: no new request step.
+    const newCalls = bed.sandbox.calls.slice(callsBefore).filter((c) => c.route !== 'login');
+    expect(newCalls.map((c) => [c.route, c.status])).toEqual([
+      ['forfait', 200],
+      ['forfait', 200],
+    ]);
+    expect(bed.pendingHashes()).toEqual([]);
+    expect(bed.ledgerHashes()).toHaveLength(10);
+    // The summary line lists the statuses in the order they first appear.
+    const summary = /^10 items: (.*)$/m.exec(second.stderr)?.[1]?.split(', ').sort();
+    expect(summary).toEqual(['2 registered', '8 already-registered']);
+  });
+});
+
+describe('the exit code of a batch with lasting failures', () => {
+  // With --concurrency 1 the documents reach the sandbox in input order, so
+  // each request-step rule below hits a known document (rules apply in order,
+  // at most one non-latency rule per call).
+  const cases: { name: string; faults: Fault[]; statuses: string[]; codes: (number | undefined)[]; exit: number }[] = [
+    {
+      name: 'a wrong-shape answer (5) before a refusal (1) -> 5',
+      faults: [
+        { route: 'request', kind: 'wrong-shape', count: 1 },
+        { route: 'request', kind: 'status', value: 409, count: 1 },
+        { route: 'request', kind: 'status', value: 503, count: 1 },
+      ],
+      statuses: ['failed', 'failed', 'failed', 'registered', 'registered'],
+      codes: [5, 1, 4, undefined, undefined],
+      exit: 5,
+    },
+    {
+      name: 'a refusal (1) before a wrong-shape answer (5) -> 1',
+      faults: [
+        { route: 'request', kind: 'status', value: 409, count: 1 },
+        { route: 'request', kind: 'wrong-shape', count: 1 },
+      ],
+      statuses: ['failed', 'failed', 'registered', 'registered', 'registered'],
+      codes: [1, 5, undefined, undefined, undefined],
+      exit: 1,
+    },
+    {
+      name: 'a transient failure (4) before a refusal (1) -> 1, not 4',
+      faults: [
+        { route: 'request', kind: 'status', value: 503, count: 1 },
+        { route: 'request', kind: 'status', value: 409, count: 1 },
+      ],
+      statuses: ['failed', 'failed', 'registered', 'registered', 'registered'],
+      codes: [4, 1, undefined, undefined, undefined],
+      exit: 1,
+    },
+  ];
+
+  it.each(cases)('$name', async ({ faults, statuses, codes, exit }) => {
+    bed = await Bed.create();
+    const docs = await documents(bed, 5, `lasting ${exit}`);
+    bed.sandbox.addFaults(faults);
+    const run = await bed.run([
+      'register',
+      ...docs.map(([path]) => path),
+      '--concurrency',
+      '1',
+      '--retries',
+      '0',
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(exit);
+    const results = parseResults(run.stdout);
+    expect(results.map((r) => r.status)).toEqual(statuses);
+    expect(results.map((r) => r.error?.exitCode)).toEqual(codes);
+    // Every failure happened at or after the request step, so every hash is known.
+    expect(results.map((r) => r.hash)).toEqual(docs.map(([, hash]) => hash));
+    expect(jsonError(run.stderr)).toMatchObject({ code: 'batch_failed', exitCode: exit });
+    expect(jsonError(run.stderr).message).toBe(`${codes.filter(Boolean).length} of 5 items failed`);
+  });
+
+  it('a wrong-shape session is kept as pending (the registration is not lost)', async () => {
+    bed = await Bed.create();
+    const docs = await documents(bed, 3, 'wrong shape');
+    bed.sandbox.addFaults([{ route: 'request', kind: 'wrong-shape', count: 1 }]);
+    const run = await bed.run(['register', ...docs.map(([p]) => p), '-j', '1', '--retries', '0', '--json']);
+    expect(run.code, describeRun(run)).toBe(5);
+    const results = parseResults(run.stdout);
+    expect(results[0]).toMatchObject({ status: 'failed', hash: docs[0]![1], error: { code: 'protocol', exitCode: 5 } });
+    expect(results[0]!.error?.message).toMatch(/kept as pending/);
+    expect(bed.pendingHashes()).toEqual([docs[0]![1]]);
+    expect(bed.ledgerHashes()).toEqual([docs[1]![1], docs[2]![1]].sort());
+  });
+});
+
+describe('--fail-fast', () => {
+  it('reports the items not started as skipped, and sends nothing for them', async () => {
+    bed = await Bed.create();
+    const docs = await documents(bed, 5, 'fail fast');
+    bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 409, count: 1 }]);
+    const run = await bed.run([
+      'register',
+      ...docs.map(([p]) => p),
+      '--fail-fast',
+      '--concurrency',
+      '1',
+      '--retries',
+      '0',
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(1);
+    const results = parseResults(run.stdout);
+    expect(results).toHaveLength(5);
+    expect(results[0]).toMatchObject({ file: 'f0.txt', status: 'failed', hash: docs[0]![1], error: { exitCode: 1 } });
+    for (const r of results.slice(1)) {
+      expect(r).toEqual({
+        schemaVersion: 1,
+        file: r.file,
+        hash: null,
+        status: 'skipped',
+        reason: 'not started (--fail-fast)',
+      });
+    }
+    expect(results.map((r) => r.file)).toEqual(docs.map(([p]) => p));
+    expect(bed.calls('request')).toBe(1);
+    expect(bed.calls('forfait')).toBe(0);
+    expect(bed.ledgerHashes()).toEqual([]);
+  });
+
+  it('without --fail-fast the same failure does not stop the others', async () => {
+    bed = await Bed.create();
+    const docs = await documents(bed, 5, 'no fail fast');
+    bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 409, count: 1 }]);
+    const run = await bed.run(['register', ...docs.map(([p]) => p), '-j', '1', '--retries', '0', '--json']);
+    expect(run.code, describeRun(run)).toBe(1);
+    expect(parseResults(run.stdout).map((r) => r.status)).toEqual([
+      'failed',
+      'registered',
+      'registered',
+      'registered',
+      'registered',
+    ]);
+    expect(bed.calls('request')).toBe(5);
+  });
+});
+
+describe('one session for the whole batch', () => {
+  it('logs in once with NOTARIZE_API_KEY, however many documents are in flight', async () => {
+    bed = await Bed.create();
+    const docs = await documents(bed, 20, 'login once');
+    const run = await bed.run(['register', ...docs.map(([p]) => p), '--concurrency', '8', '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseResults(run.stdout)).toHaveLength(20);
+    // Eight lanes start without a token; they should share one login, not race to log in eight times.
+    expect(bed.calls('login')).toBe(1);
+  });
+});

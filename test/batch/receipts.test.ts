@@ -1,0 +1,129 @@
+/**
+ * --receipt-dir: `<file name>.notarization.json` holds the record exactly as
+ * the service sent it (the bytes of the forfait answer, captured by a proxy
+ * between notarize and the sandbox); an existing receipt with other content
+ * is never overwritten unless --force.
+ */
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Bed, jsonError, parseResults } from './helpers/bed.js';
+import { describeRun } from './helpers/cli.js';
+import { startForwardProxy, type ForwardProxy } from './helpers/forward-proxy.js';
+
+let bed: Bed | undefined;
+let proxy: ForwardProxy | undefined;
+afterEach(async () => {
+  await proxy?.close();
+  proxy = undefined;
+  await bed?.close();
+  bed = undefined;
+});
+
+/** The body of the forfait answer for `hash`, as it crossed the proxy. */
+function forfaitAnswer(p: ForwardProxy, hash: string): string {
+  const found = p.requests.filter((r) => r.url.endsWith(`/api/v2/registration/${hash}/forfait`) && r.status === 200);
+  expect(found).toHaveLength(1);
+  return found[0]!.responseBody;
+}
+
+function receipt(b: Bed, name: string): Promise<string> {
+  return readFile(join(b.workDir, 'receipts', `${name}.notarization.json`), 'utf8');
+}
+
+describe('--receipt-dir', () => {
+  it('writes <name>.notarization.json with the record exactly as the service sent it, keeping subfolders apart', async () => {
+    bed = await Bed.create();
+    proxy = await startForwardProxy();
+    const a = await bed.write('dist/a.tar.gz', 'receipt a\n');
+    const b = await bed.write('dist/sub/b.zip', 'receipt b\n');
+    const run = await bed.run(['register', '-r', 'dist', '--receipt-dir', 'receipts', '--json'], {
+      env: { HTTP_PROXY: proxy.url },
+    });
+    expect(run.code, describeRun(run)).toBe(0);
+    const results = parseResults(run.stdout);
+    expect(results.map((r) => [r.file, r.status, r.receipt])).toEqual([
+      ['dist/a.tar.gz', 'registered', 'receipts/a.tar.gz.notarization.json'],
+      ['dist/sub/b.zip', 'registered', 'receipts/sub/b.zip.notarization.json'],
+    ]);
+    // Byte for byte what the service answered, plus a final newline.
+    expect(await receipt(bed, 'a.tar.gz')).toBe(`${forfaitAnswer(proxy, a)}\n`);
+    expect(await receipt(bed, 'sub/b.zip')).toBe(`${forfaitAnswer(proxy, b)}\n`);
+    expect(JSON.parse(await receipt(bed, 'a.tar.gz'))).toEqual(bed.sandbox.records.get(a));
+
+    // Running again: already registered, the identical receipt is left as it is (not a failure).
+    const again = await bed.run(['register', '-r', 'dist', '--receipt-dir', 'receipts', '--json']);
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(parseResults(again.stdout).map((r) => [r.status, r.receipt])).toEqual([
+      ['already-registered', 'receipts/a.tar.gz.notarization.json'],
+      ['already-registered', 'receipts/sub/b.zip.notarization.json'],
+    ]);
+    expect(await receipt(bed, 'a.tar.gz')).toBe(`${forfaitAnswer(proxy, a)}\n`);
+  });
+
+  it('one document: the record on stdout, the receipt path on stderr', async () => {
+    bed = await Bed.create();
+    const hash = await bed.write('one.pdf', 'single receipt\n');
+    const run = await bed.run(['register', 'one.pdf', '--receipt-dir', 'receipts', '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stdout).toBe(`${JSON.stringify(bed.sandbox.records.get(hash))}\n`);
+    expect(run.stderr).toContain('receipt: receipts/one.pdf.notarization.json');
+    expect(await receipt(bed, 'one.pdf')).toBe(run.stdout);
+  });
+
+  it('does not overwrite an existing different receipt: the item fails, naming --force', async () => {
+    bed = await Bed.create();
+    const stale = '{"stale": true}\n';
+    await mkdir(join(bed.workDir, 'receipts'));
+    await writeFile(join(bed.workDir, 'receipts', 'c.txt.notarization.json'), stale);
+    const c = await bed.write('c.txt', 'receipt c\n');
+    const d = await bed.write('d.txt', 'receipt d\n');
+    const run = await bed.run(['register', 'c.txt', 'd.txt', '--receipt-dir', 'receipts', '--json']);
+    expect(run.code, describeRun(run)).toBe(2);
+    const [first, second] = parseResults(run.stdout);
+    expect(first).toMatchObject({
+      file: 'c.txt',
+      hash: c,
+      status: 'failed',
+      error: { code: 'receipt_exists', exitCode: 2 },
+    });
+    expect(`${first!.error!.message} ${first!.error!.hint}`).toMatch(/--force/);
+    expect(second).toMatchObject({ file: 'd.txt', hash: d, status: 'registered' });
+    expect(await receipt(bed, 'c.txt')).toBe(stale);
+    expect(jsonError(run.stderr)).toMatchObject({ code: 'batch_failed', exitCode: 2 });
+  });
+
+  it('--force overwrites an existing different receipt of a new document', async () => {
+    bed = await Bed.create();
+    await mkdir(join(bed.workDir, 'receipts'));
+    await writeFile(join(bed.workDir, 'receipts', 'e.txt.notarization.json'), 'stale\n');
+    const e = await bed.write('e.txt', 'receipt e\n');
+    const run = await bed.run(['register', 'e.txt', '--receipt-dir', 'receipts', '--force', '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(await receipt(bed, 'e.txt')).toBe(`${JSON.stringify(bed.sandbox.records.get(e))}\n`);
+  });
+
+  it('following the hint: removing the stale receipt lets a re-run write it, with nothing sent again', async () => {
+    bed = await Bed.create();
+    await mkdir(join(bed.workDir, 'receipts'));
+    const stale = join(bed.workDir, 'receipts', 'f.txt.notarization.json');
+    await writeFile(stale, 'stale\n');
+    const f = await bed.write('f.txt', 'receipt f\n');
+    const refused = await bed.run(['register', 'f.txt', '--receipt-dir', 'receipts', '--json']);
+    expect(refused.code, describeRun(refused)).toBe(2);
+    const hint = jsonError(refused.stderr).hint;
+    expect(hint).toMatch(/remove it/);
+    // The hint is honest about --force: it would register the document again.
+    expect(hint).toMatch(/--force overwrites it, but also registers the document again/);
+    // The document was registered before the receipt was refused.
+    expect(bed.ledgerHashes()).toEqual([f]);
+
+    await rm(stale);
+    const calls = bed.sandbox.calls.length;
+    const rerun = await bed.run(['register', 'f.txt', '--receipt-dir', 'receipts', '--json']);
+    expect(rerun.code, describeRun(rerun)).toBe(0);
+    expect(rerun.stderr).toMatch(/already registered/);
+    expect(bed.sandbox.calls.length).toBe(calls);
+    expect(await receipt(bed, 'f.txt')).toBe(`${JSON.stringify(bed.sandbox.records.get(f))}\n`);
+  });
+});
