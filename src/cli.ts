@@ -5,9 +5,10 @@
  */
 import { Command, CommanderError } from 'commander';
 import { COMMANDS } from './commands/registry.js';
-import { Context, VERSION, type GlobalOptions } from './context.js';
+import type { Context, GlobalOptions } from './context.js';
 import { EXIT, EXIT_CODE_HELP, NotarizeError, type ExitCode } from './errors.js';
 import { IO, type IOOptions } from './output/io.js';
+import { VERSION } from './version.js';
 
 const ENVIRONMENT_HELP = `Environment:
   NOTARIZE_BASE_URL     service base URL (default https://app.dedit.io)
@@ -67,16 +68,24 @@ export function processIO(env: NodeJS.ProcessEnv): IO {
   return new IO(options);
 }
 
-function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: { context?: Context }): Command {
+/** What main() keeps across the parse: the Context class once loaded, and the one context. */
+interface RunState {
+  ContextClass?: typeof Context;
+  context?: Context;
+}
+
+function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command {
   const program = new Command('notarize');
   const context = () => {
     if (!state.context) {
+      // Loaded by the preSubcommand hook below, before any action runs.
+      const ContextClass = state.ContextClass!;
       const globals = program.opts<GlobalOptions>();
       io.quiet = globals.quiet ?? false;
       io.verbose = globals.verbose ?? false;
       io.addSecret(env.NOTARIZE_API_KEY);
       io.addSecret(env.NOTARIZE_TOKEN);
-      state.context = new Context(io, env, globals);
+      state.context = new ContextClass(io, env, globals);
     }
     return state.context;
   };
@@ -110,7 +119,10 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: { context?: Context
   program.hook('preSubcommand', async (_program, subcommand) => {
     const entry = COMMANDS.find((c) => c.name === subcommand.name());
     if (entry) {
-      const module = await entry.load();
+      // The context (store, conf, settings) is loaded only for a command that
+      // runs, never for --version or --help.
+      const [module, { Context: ContextClass }] = await Promise.all([entry.load(), import('./context.js')]);
+      state.ContextClass = ContextClass;
       module.configure(subcommand, context);
     }
   });
@@ -161,7 +173,7 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   const env = options.env ?? process.env;
   const io = options.io ?? processIO(env);
   const argv = options.argv ?? process.argv.slice(2);
-  const state: { context?: Context } = {};
+  const state: RunState = {};
   const program = buildProgram(io, env, state);
   program.hook('preSubcommand', (_program, subcommand) => applyExitOverride(subcommand));
   try {

@@ -9,6 +9,7 @@ import type { IO } from './output/io.js';
 import { settingDefinition, type SettingKey } from './settings.js';
 import { defaultStoreDir, Store } from './store/store.js';
 import type { ServiceStore } from './store/service-store.js';
+import { VERSION } from './version.js';
 
 /** The options every command accepts. */
 export interface GlobalOptions {
@@ -19,8 +20,6 @@ export interface GlobalOptions {
   quiet?: boolean;
   verbose?: boolean;
 }
-
-export const VERSION = '0.1.0';
 
 /** Lazily built dependencies of a command run; see the module comment. */
 export class Context {
