@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { COMMANDS } from './commands/registry.js';
-import type { Context, GlobalOptions } from './context.js';
+import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { EXIT, EXIT_CODE_HELP, NotarizeError, type ExitCode } from './errors.js';
 import { IO, type IOOptions } from './output/io.js';
 import { VERSION } from './version.js';
@@ -71,6 +71,7 @@ export function processIO(env: NodeJS.ProcessEnv): IO {
 /** What main() keeps across the parse: the Context class once loaded, and the one context. */
 interface RunState {
   ContextClass?: typeof Context;
+  storeModule?: StoreModule | undefined;
   context?: Context;
 }
 
@@ -85,7 +86,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
       io.verbose = globals.verbose ?? false;
       io.addSecret(env.NOTARIZE_API_KEY);
       io.addSecret(env.NOTARIZE_TOKEN);
-      state.context = new ContextClass(io, env, globals);
+      state.context = new ContextClass(io, env, globals, state.storeModule);
     }
     return state.context;
   };
@@ -121,8 +122,13 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     if (entry) {
       // The context (store, conf, settings) is loaded only for a command that
       // runs, never for --version or --help.
-      const [module, { Context: ContextClass }] = await Promise.all([entry.load(), import('./context.js')]);
+      const [module, { Context: ContextClass }, storeModule] = await Promise.all([
+        entry.load(),
+        import('./context.js'),
+        entry.usesStore === false ? undefined : import('./store/store.js'),
+      ]);
       state.ContextClass = ContextClass;
+      state.storeModule = storeModule;
       module.configure(subcommand, context);
     }
   });

@@ -7,7 +7,8 @@ import type { ApiClient } from './api/client.js';
 import type { Dispatcher } from 'undici';
 import type { IO } from './output/io.js';
 import { settingDefinition, type SettingKey } from './settings.js';
-import { defaultStoreDir, Store } from './store/store.js';
+import type * as StoreModuleExports from './store/store.js';
+import type { Store } from './store/store.js';
 import type { ServiceStore } from './store/service-store.js';
 import { VERSION } from './version.js';
 
@@ -21,22 +22,33 @@ export interface GlobalOptions {
   verbose?: boolean;
 }
 
+/**
+ * The store module (conf and its schema validator: tens of milliseconds to
+ * load), passed in by cli.ts only for commands that use the store, so that
+ * e.g. `notarize hash` starts without it.
+ */
+export type StoreModule = typeof StoreModuleExports;
+
 /** Lazily built dependencies of a command run; see the module comment. */
 export class Context {
   readonly io: IO;
   readonly env: NodeJS.ProcessEnv;
   readonly globals: GlobalOptions;
+  readonly #storeModule: StoreModule | undefined;
   #store: Store | undefined;
   #api: ApiClient | undefined;
   #dispatcher: Dispatcher | undefined;
 
-  constructor(io: IO, env: NodeJS.ProcessEnv, globals: GlobalOptions) {
+  constructor(io: IO, env: NodeJS.ProcessEnv, globals: GlobalOptions, storeModule?: StoreModule) {
     this.io = io;
     this.env = env;
     this.globals = globals;
+    this.#storeModule = storeModule;
   }
 
   get store(): Store {
+    if (!this.#storeModule) throw new Error('internal: this command is registered with usesStore: false');
+    const { Store, defaultStoreDir } = this.#storeModule;
     this.#store ??= new Store(defaultStoreDir(this.env), (message) => this.io.warn(message));
     return this.#store;
   }

@@ -16,6 +16,8 @@ export interface CommandEntry {
   name: string;
   summary: string;
   load: () => Promise<CommandModule>;
+  /** False for commands that never open the store, which then start without loading it. */
+  usesStore?: false;
 }
 
 export const COMMANDS: readonly CommandEntry[] = [
@@ -30,6 +32,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: 'hash',
     summary: 'print SHA-256 digests in sha256sum format (nothing is sent)',
     load: () => import('./hash.js'),
+    usesStore: false,
   },
   {
     name: 'verify',
@@ -41,10 +44,16 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'login', summary: 'exchange an API key for a token and store it', load: () => import('./login.js') },
   { name: 'logout', summary: 'forget the stored token', load: () => import('./logout.js') },
   { name: 'config', summary: 'read and change settings', load: () => import('./config.js') },
-  { name: 'sandbox', summary: 'run a local emulator of the service', load: () => import('./sandbox.js') },
+  {
+    name: 'sandbox',
+    summary: 'run a local emulator of the service',
+    load: () => import('./sandbox.js'),
+    usesStore: false,
+  },
   {
     name: 'completion',
     summary: 'print a shell completion script (bash, zsh, fish)',
     load: () => import('./completion.js'),
+    usesStore: false,
   },
 ];
