@@ -97,6 +97,7 @@ export class Context {
       envToken: this.env.NOTARIZE_TOKEN,
       apiKey: this.env.NOTARIZE_API_KEY || undefined,
       onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
+      onToken: (token) => this.io.addSecret(token),
     });
     const baseDelayMs = Number(this.env.NOTARIZE_RETRY_DELAY_MS ?? 500);
     this.#api = new ApiClient(

@@ -7,7 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { request, type Dispatcher } from 'undici';
-import { AuthError, ProtocolError, ServiceRefusedError, TransientError } from '../errors.js';
+import { AuthError, ProtocolError, ServiceRefusedError, TransientError, UsageError } from '../errors.js';
 
 /** Answers larger than this are cut off: no documented answer comes near it. */
 export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
@@ -65,6 +65,7 @@ export class HttpTransport {
    */
   async send(req: HttpRequest): Promise<HttpAnswer> {
     const { method, path } = req;
+    assertSafePath(path);
     const url = this.url(path);
     const started = performance.now();
     const headers: Record<string, string> = {
@@ -96,8 +97,43 @@ export class HttpTransport {
     }
     this.options.log?.(`${method} ${url} -> ${status} in ${elapsed()}`);
     if (status >= 200 && status < 300) return { status, text };
-    throw statusError(method, url, status, text, retryAfter);
+    throw statusError(method, url, status, redact(text, secretsOf(req)), retryAfter);
   }
+}
+
+/**
+ * Paths are built from validated hashes (core/hash.ts, the store's schemas);
+ * this is the last check before a URL exists: only the documented path
+ * characters, and no `.` or `..` segment that could lead elsewhere.
+ */
+function assertSafePath(path: string): void {
+  const [pathname = ''] = path.split('?');
+  const safe =
+    /^\/api\/v2\/[A-Za-z0-9._~/-]*(\?[A-Za-z0-9=&._~-]*)?$/.test(path) &&
+    !pathname.split('/').some((segment) => segment === '.' || segment === '..');
+  if (!safe) {
+    throw new UsageError('refusing to send a request to an unexpected path', {
+      code: 'unsafe_path',
+      hint: 'a hash must be 64 hex digits',
+    });
+  }
+}
+
+/** The secrets a request carries (its token, an API key in its body), to keep out of error messages. */
+function secretsOf(req: HttpRequest): string[] {
+  const secrets = req.token === undefined ? [] : [req.token];
+  try {
+    const body = req.body === undefined ? undefined : (JSON.parse(req.body) as { apiKey?: unknown });
+    if (typeof body?.apiKey === 'string') secrets.push(body.apiKey);
+  } catch {
+    // Not JSON: no API key in it.
+  }
+  return secrets.filter((secret) => secret.length >= 8);
+}
+
+/** An error body with any secret the service echoed back replaced, before it can reach a message. */
+function redact(text: string, secrets: string[]): string {
+  return secrets.reduce((out, secret) => out.replaceAll(secret, '[redacted]'), text);
 }
 
 async function readBounded(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {

@@ -4,7 +4,7 @@
  * An expired token is never sent.
  */
 import type { ApiClient, Credentials } from '../api/client.js';
-import { AuthError } from '../errors.js';
+import { AuthError, InvalidAnswerError, ProtocolError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { isExpired } from './token.js';
 
@@ -17,6 +17,8 @@ export interface CredentialSources {
   apiKey: string | undefined;
   /** Told when a login happens on the fly (for --verbose). */
   onLogin?: (reason: string) => void;
+  /** Told every token about to be used, so output can be scrubbed of it (IO.addSecret). */
+  onToken?: (token: string) => void;
 }
 
 /** The Credentials the ApiClient uses; see the module comment. */
@@ -24,6 +26,11 @@ export class TokenCredentials implements Credentials {
   readonly #sources: CredentialSources;
   #client: ApiClient | undefined;
   #current: string | undefined;
+  /** A login in progress: concurrent callers (a batch's lanes) share it rather than each logging in. */
+  #loggingIn: Promise<string> | undefined;
+  /** The one re-login after a 401, shared by every caller that meets a 401. */
+  #renewal: Promise<string> | undefined;
+  /** Set when logging in again cannot help: the key was refused, or its tokens arrive expired. */
   #renewed = false;
 
   constructor(sources: CredentialSources) {
@@ -36,6 +43,12 @@ export class TokenCredentials implements Credentials {
   }
 
   async token(): Promise<string> {
+    const token = await this.#usable();
+    this.#sources.onToken?.(token);
+    return token;
+  }
+
+  async #usable(): Promise<string> {
     if (this.#current !== undefined && !isExpired(this.#current)) return this.#current;
     const { envToken, store, baseUrl, apiKey } = this.#sources;
     if (envToken !== undefined && envToken !== '') {
@@ -57,20 +70,50 @@ export class TokenCredentials implements Credentials {
         );
       }
     }
-    return this.#loginWithKey('no usable token');
+    this.#loggingIn ??= this.#loginWithKey('no usable token').finally(() => {
+      this.#loggingIn = undefined;
+    });
+    return this.#loggingIn;
   }
 
+  /**
+   * After a 401: one new login for the whole run. Callers that meet a 401
+   * later get the same fresh token (each retries once), never a second login.
+   */
   async renew(): Promise<string | undefined> {
-    if (this.#renewed || this.#sources.apiKey === undefined) return undefined;
-    this.#renewed = true;
-    return this.#loginWithKey('the service answered 401');
+    if (this.#sources.apiKey === undefined) return undefined;
+    if (this.#renewal === undefined) {
+      if (this.#renewed) return undefined;
+      this.#renewal = this.#loginWithKey('the service answered 401');
+    }
+    const token = await this.#renewal;
+    this.#sources.onToken?.(token);
+    return token;
   }
 
   async #loginWithKey(reason: string): Promise<string> {
     const { apiKey, store, baseUrl } = this.#sources;
     if (apiKey === undefined || this.#client === undefined) throw new AuthError('no credentials');
     this.#sources.onLogin?.(reason);
-    const token = await this.#client.login(apiKey);
+    let token: string;
+    try {
+      token = await this.#client.login(apiKey);
+    } catch (error) {
+      // The key itself was refused: logging in again with it cannot help, so
+      // the 401 that the caller sees must not lead to a renew().
+      if (error instanceof AuthError) this.#renewed = true;
+      // A malformed login answer surfaces inside the request step, which keeps
+      // any odd-shaped object it gets as a session; this one is not a session.
+      if (error instanceof InvalidAnswerError) throw new ProtocolError(error.message, { cause: error });
+      throw error;
+    }
+    if (isExpired(token)) {
+      // Sending it would only earn a 401; a clock far off is the usual cause.
+      this.#renewed = true;
+      throw new AuthError(`the service at ${baseUrl} issued a token that has already expired`, {
+        hint: "check this machine's clock (the token's exp is in the past or within 30 s)",
+      });
+    }
     store.setToken(baseUrl, token);
     return (this.#current = token);
   }

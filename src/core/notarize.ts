@@ -7,7 +7,7 @@
  */
 import type { ApiClient } from '../api/client.js';
 import { subscriptionSessionSchema, type BLOCKCHAIN_TYPES } from '../api/schemas.js';
-import { InvalidAnswerError, NotarizeError, ProtocolError, UsageError } from '../errors.js';
+import { EXIT, InvalidAnswerError, NotarizeError, ProtocolError, ServiceRefusedError, UsageError } from '../errors.js';
 import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
 import { withLock } from '../store/lock.js';
 import { mimeType } from './mime.js';
@@ -58,13 +58,18 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
   const { store } = deps;
   return withLock(store.lockFile(input.hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
     const existing = await store.readRecord(input.hash);
+    if (existing) await store.removeLeftoverPending(existing);
     if (existing && !input.force) return { kind: 'already-registered', entry: existing };
-    let pending = input.force ? undefined : await store.readPending(input.hash);
+    // Even with --force, a pending session is reused, never replaced: it may
+    // be the only copy of a paid checkout session. A damaged pending file
+    // stops the run here (StoreError naming it), so it is never overwritten.
+    let pending = await store.readPending(input.hash);
     const reused = pending !== undefined;
     pending ??= await requestStep(deps, input);
     if (!input.complete) return { kind: 'pending', entry: pending, reused };
     const entry = await completeStep(deps, pending);
-    const custody = input.custody ? await sendMetadata(deps, input, pending) : undefined;
+    // The request said whether the service keeps the file: a reused session decides, not this run's flags.
+    const custody = pending.custody ? await sendMetadata(deps, input, pending) : undefined;
     return { kind: 'completed', entry, reusedSession: reused, ...(custody ? { custody } : {}) };
   });
 }
@@ -81,7 +86,10 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
   const { store } = deps;
   return withLock(store.lockFile(hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
     const existing = await store.readRecord(hash);
-    if (existing) return { kind: 'already-registered', entry: existing };
+    if (existing) {
+      await store.removeLeftoverPending(existing);
+      return { kind: 'already-registered', entry: existing };
+    }
     const stored = await store.readPending(hash);
     let pending: PendingEntry;
     if (source.kind === 'store') {
@@ -103,10 +111,14 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
         sessionJson,
       };
       // A session given by hand is kept like one from the service, so that a
-      // failed completion can be finished later from the store.
-      store.savePending(pending);
+      // failed completion can be finished later from the store; but it never
+      // replaces a session already pending, which may be the good one.
+      if (!stored) savePendingOrExplain(deps, pending);
     }
-    return { kind: 'completed', entry: await completeStep(deps, pending), reusedSession: true };
+    const entry = await completeStep(deps, pending);
+    // A registration finished here must end as it would have in one `register` run.
+    const custody = pending.custody ? await sendMetadata(deps, { hash }, pending) : undefined;
+    return { kind: 'completed', entry, reusedSession: true, ...(custody ? { custody } : {}) };
   });
 }
 
@@ -127,7 +139,7 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
       ...(input.file ? { file: input.file } : {}),
       sessionJson,
     };
-    deps.store.savePending(entry);
+    savePendingOrExplain(deps, entry);
     return entry;
   };
   try {
@@ -166,7 +178,16 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
       ...(pending.file ? { file: pending.file } : {}),
       recordJson,
     };
-    store.saveRecord(entry);
+    try {
+      store.saveRecord(entry);
+    } catch (error) {
+      throw notSaved(`the registration of ${pending.hash} was completed, but its record could not be saved`, error, {
+        what: 'record',
+        text: recordJson,
+        next: `the session stays pending in ${store.pendingFile(pending.hash)}`,
+      });
+    }
+    // Only now that the record is on disk may the session go.
     store.removePending(pending.hash);
     return entry;
   };
@@ -180,7 +201,7 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
       save(error.raw);
       throw error;
     }
-    throw withCompleteHint(error, pending.hash);
+    throw withCompleteHint(deps, error, pending.hash);
   }
   if (answer.value.hash.toLowerCase() !== pending.hash) {
     save(answer.raw);
@@ -191,16 +212,70 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
   return save(answer.raw);
 }
 
-/** Adds to a failed completion's hint that the session is kept and how to finish. */
-function withCompleteHint(error: unknown, hash: string): unknown {
-  if (error instanceof NotarizeError && !(error instanceof UsageError)) {
-    const finish = `the session is kept: finish with \`notarize complete ${hash}\``;
-    error.hint = error.hint ? `${error.hint}; ${finish}` : finish;
+/**
+ * Adds to a failed completion's hint what happened to the session and what to
+ * do next. Only failures that prove the service did not complete it (network
+ * errors before an answer, 5xx, 429, 401) say to simply run `complete` again.
+ */
+function withCompleteHint(deps: FlowDeps, error: unknown, hash: string): unknown {
+  if (!(error instanceof NotarizeError) || error instanceof UsageError) return error;
+  const file = deps.store.pendingFile(hash);
+  const page = deps.api.transport.url(`/verification/${hash}`);
+  let next: string;
+  if (error instanceof ServiceRefusedError && error.status === 409) {
+    next =
+      `the service says ${hash} is already registered: an earlier completion may have gone through ` +
+      `without its answer reaching notarize (see ${page}); the session stays in ${file} until you move it aside`;
+  } else if (error instanceof ServiceRefusedError) {
+    next = `the session is kept in ${file}; if the service will never accept it, move that file aside and register again`;
+  } else if (error instanceof ProtocolError) {
+    next =
+      `the service may have completed it, but its answer could not be read (see ${page}); ` +
+      `the session is kept: \`notarize complete ${hash}\` sends it again`;
+  } else {
+    next = `the session is kept: finish with \`notarize complete ${hash}\``;
   }
+  error.hint = error.hint ? `${error.hint}; ${next}` : next;
   return error;
 }
 
-async function sendMetadata(deps: FlowDeps, input: RegisterInput, pending: PendingEntry): Promise<CustodyOutcome> {
+/** Saves a pending session; if the disk refuses, the error carries the session so it is not lost. */
+function savePendingOrExplain(deps: FlowDeps, entry: PendingEntry): void {
+  try {
+    deps.store.savePending(entry);
+  } catch (error) {
+    throw notSaved(`the session for ${entry.hash} could not be saved`, error, {
+      what: 'session',
+      text: entry.sessionJson,
+      next: `save it to a file and finish with \`notarize complete ${entry.hash} --session <file>\``,
+    });
+  }
+}
+
+/** Largest answer quoted in a hint; larger ones cannot be a documented session or record. */
+const MAX_QUOTED_CHARS = 4000;
+
+/**
+ * A store write that failed after the service answered: the message says
+ * why, and the hint quotes the answer so the user can keep it. Exit 1: this
+ * is not a usage error (something was sent) nor worth a blind retry.
+ */
+function notSaved(message: string, error: unknown, answer: { what: string; text: string; next: string }) {
+  const quoted =
+    answer.text.length <= MAX_QUOTED_CHARS
+      ? `the ${answer.what} the service sent: ${answer.text.trim()}`
+      : `the ${answer.what} the service sent is too long to show`;
+  return new NotarizeError('store_write', EXIT.refused, `${message}: ${(error as Error).message}`, {
+    hint: `${answer.next}; ${quoted}`,
+    cause: error,
+  });
+}
+
+async function sendMetadata(
+  deps: FlowDeps,
+  input: Pick<RegisterInput, 'hash' | 'file' | 'walletName'>,
+  pending: PendingEntry,
+): Promise<CustodyOutcome> {
   const file = input.file ?? pending.file;
   const session = subscriptionSessionSchema.safeParse(safeJson(pending.sessionJson));
   if (!file || !session.success) {

@@ -26,39 +26,109 @@ export const PRIVATE_FILE_MODE = 0o600;
 
 /**
  * Creates `dir` (and parents) readable by its owner alone. An existing
- * directory with wider rights is tightened; returns true when it had to be,
- * so the caller can warn.
+ * directory with wider rights is tightened to 0700; returns true when it had
+ * to be, so the caller can warn. Throws StoreError naming the directory when
+ * it cannot be created or tightened.
  */
 export function ensurePrivateDir(dir: string): boolean {
-  mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-  if (process.platform === 'win32') return false;
-  const mode = statSync(dir).mode & 0o777;
-  if ((mode & 0o077) !== 0) {
-    chmodSync(dir, mode & 0o700);
-    return true;
+  try {
+    mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    if (process.platform === 'win32') return false;
+    const info = statSync(dir);
+    if (!info.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
+    if ((info.mode & 0o077) !== 0) {
+      // Exactly 0700, not the old mode's owner bits: the owner needs all three.
+      chmodSync(dir, PRIVATE_DIR_MODE);
+      return true;
+    }
+    return false;
+  } catch (error) {
+    throw new StoreError(dir, `cannot use the store directory ${dir}: ${(error as Error).message}`, {
+      hint: 'make it a directory you own and can write, or point NOTARIZE_CONFIG_DIR elsewhere',
+      cause: error,
+    });
   }
-  return false;
+}
+
+/**
+ * Tightens an existing directory to 0700 when others have rights on it;
+ * returns true when it had to be. A missing directory is left missing.
+ */
+export function tightenDirIfExists(dir: string): boolean {
+  if (process.platform === 'win32') return false;
+  let mode: number;
+  try {
+    mode = statSync(dir).mode & 0o777;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+  if ((mode & 0o077) === 0) return false;
+  chmodSync(dir, PRIVATE_DIR_MODE);
+  return true;
+}
+
+/**
+ * Tightens an existing store file to 0600 when it is readable by others;
+ * returns true when it had to be, so the caller can warn.
+ */
+export function ensurePrivateFile(file: string): boolean {
+  if (process.platform === 'win32') return false;
+  let mode: number;
+  try {
+    mode = statSync(file).mode & 0o777;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+  if ((mode & 0o077) === 0) return false;
+  chmodSync(file, mode & 0o700);
+  return true;
 }
 
 /**
  * Writes `data` to `file` atomically: a private temporary file in the same
- * directory, flushed to disk, then renamed over the target. A reader (or a
- * process killed mid-write) sees the old file or the new one, never a mix.
+ * directory, flushed to disk, then renamed over the target, and the directory
+ * flushed too. A reader (or a process killed mid-write) sees the old file or
+ * the new one, never a mix. Temporary files start with a dot; a process
+ * killed before its rename leaves one behind, which listings skip.
  */
 export function writeFileAtomic(file: string, data: string): void {
-  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const dir = dirname(file);
+  const temp = join(dir, `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const bytes = Buffer.from(data, 'utf8');
   const fd = openSync(temp, 'wx', PRIVATE_FILE_MODE);
   try {
-    writeSync(fd, data);
+    // A write may be short (a full disk, a file size limit): loop until all
+    // bytes are down or the system says why not. Renaming a short temporary
+    // file would replace a good entry with a truncated one.
+    for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done);
     fsyncSync(fd);
-  } finally {
+  } catch (error) {
     closeSync(fd);
+    removeFile(temp);
+    throw error;
   }
+  closeSync(fd);
   try {
     renameSync(temp, file);
   } catch (error) {
-    unlinkSync(temp);
+    removeFile(temp);
     throw error;
+  }
+  syncDir(dir);
+}
+
+/** Flushes a directory's entries (the rename) to disk; best effort, as some platforms cannot. */
+function syncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    // Windows and some file systems cannot open or flush a directory.
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -97,8 +167,21 @@ export async function readStoreFile<T extends z.ZodType>(file: string, schema: T
 
 /** The error for a damaged store file: names it and says how to recover. */
 export function corrupt(file: string, reason: string, cause?: unknown): StoreError {
-  return new StoreError(file, `store file ${file} is damaged (${reason})`, {
-    hint: 'notarize leaves it untouched: repair it by hand, or move it aside to start that entry afresh',
-    cause,
-  });
+  return new StoreError(file, `store file ${file} is damaged (${reason})`, { hint: recoveryHint(file), cause });
+}
+
+/** What the user can do about a damaged file, by what it holds. */
+function recoveryHint(file: string): string {
+  const untouched = 'notarize leaves it untouched';
+  const name = basename(file);
+  if (name === 'credentials.json') {
+    return `${untouched}: repair it by hand, or move it aside and log in again (\`notarize login\`)`;
+  }
+  if (name === 'config.json') {
+    return `${untouched}: repair it by hand, or move it aside (settings go back to their defaults; \`notarize config set\` sets them again)`;
+  }
+  if (basename(dirname(file)) === 'ledger') {
+    return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
+  }
+  return `${untouched}: repair it by hand, or move it aside to start that registration afresh`;
 }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { hashSchema } from '../api/schemas.js';
 import { StoreError } from '../errors.js';
-import { ensurePrivateDir, readStoreFile, removeFile, writeFileAtomic } from './files.js';
+import { corrupt, ensurePrivateDir, readStoreFile, removeFile, tightenDirIfExists, writeFileAtomic } from './files.js';
 
 const fileFacts = z.object({
   name: z.string(),
@@ -17,6 +17,16 @@ const fileFacts = z.object({
   lastModified: z.int().nonnegative(),
 });
 export type FileFacts = z.infer<typeof fileFacts>;
+
+/** Text that parses as a JSON object: every answer the flow stores is one (see core/notarize.ts). */
+const jsonObjectText = z.string().refine((text) => {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}, 'expected the text of a JSON object');
 
 const pendingEntrySchema = z.object({
   schemaVersion: z.literal(1),
@@ -26,7 +36,7 @@ const pendingEntrySchema = z.object({
   savedAt: z.string(),
   file: fileFacts.optional(),
   /** The request step's answer, exactly as received. */
-  sessionJson: z.string(),
+  sessionJson: jsonObjectText,
 });
 export type PendingEntry = z.infer<typeof pendingEntrySchema>;
 
@@ -36,7 +46,7 @@ const ledgerEntrySchema = z.object({
   completedAt: z.string(),
   file: fileFacts.optional(),
   /** The forfait answer, exactly as received. */
-  recordJson: z.string(),
+  recordJson: jsonObjectText,
 });
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
 
@@ -46,14 +56,27 @@ export interface Listing<T> {
   problems: StoreError[];
 }
 
+/**
+ * An entry read from `<hash>.json` must be about that hash: a file renamed or
+ * edited by hand would otherwise complete or show another hash.
+ */
+function ofHash<T extends { hash: string }>(hash: string, file: string, entry: T | undefined): T | undefined {
+  if (entry !== undefined && entry.hash !== hash) {
+    throw corrupt(file, `it holds hash ${entry.hash}, not the ${hash} its name says`);
+  }
+  return entry;
+}
+
 /** The on-disk pending sessions and ledger of one service. */
 export class ServiceStore {
   readonly dir: string;
   readonly baseUrl: string;
+  readonly #warn: (message: string) => void;
 
-  constructor(dir: string, baseUrl: string) {
+  constructor(dir: string, baseUrl: string, warn: (message: string) => void = () => {}) {
     this.dir = dir;
     this.baseUrl = baseUrl;
+    this.#warn = warn;
   }
 
   pendingFile(hash: string): string {
@@ -67,13 +90,13 @@ export class ServiceStore {
   /** The lock file guarding the flow of one hash (see store/lock.ts); its directory is created. */
   lockFile(hash: string): string {
     const dir = join(this.dir, 'locks');
-    ensurePrivateDir(dir);
+    this.#privateDir(dir);
     return join(dir, `${hash}.lock`);
   }
 
   /** The pending session for a hash; throws StoreError if its file is damaged. */
-  readPending(hash: string): Promise<PendingEntry | undefined> {
-    return readStoreFile(this.pendingFile(hash), pendingEntrySchema);
+  async readPending(hash: string): Promise<PendingEntry | undefined> {
+    return ofHash(hash, this.pendingFile(hash), await readStoreFile(this.pendingFile(hash), pendingEntrySchema));
   }
 
   /** Saves a pending session atomically (replacing any earlier one for the hash). */
@@ -85,9 +108,24 @@ export class ServiceStore {
     removeFile(this.pendingFile(hash));
   }
 
+  /**
+   * Removes a pending session left beside the ledger record of its hash by a
+   * process stopped between saving the record and removing the session. Only
+   * a session saved before the record was completed goes; a damaged file stays.
+   */
+  async removeLeftoverPending(record: LedgerEntry): Promise<void> {
+    let pending: PendingEntry | undefined;
+    try {
+      pending = await this.readPending(record.hash);
+    } catch {
+      return;
+    }
+    if (pending && pending.savedAt <= record.completedAt) this.removePending(record.hash);
+  }
+
   /** The ledger record for a hash; throws StoreError if its file is damaged. */
-  readRecord(hash: string): Promise<LedgerEntry | undefined> {
-    return readStoreFile(this.ledgerFile(hash), ledgerEntrySchema);
+  async readRecord(hash: string): Promise<LedgerEntry | undefined> {
+    return ofHash(hash, this.ledgerFile(hash), await readStoreFile(this.ledgerFile(hash), ledgerEntrySchema));
   }
 
   /** Saves a completed record atomically. */
@@ -104,8 +142,23 @@ export class ServiceStore {
   }
 
   #write(file: string, value: unknown): void {
-    ensurePrivateDir(join(file, '..'));
+    this.#privateDir(join(file, '..'));
     writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`);
+  }
+
+  #privateDir(dir: string): void {
+    if (ensurePrivateDir(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
+  }
+
+  /** Tightens this service's existing directories (made by an older notarize, or by hand), warning for each. */
+  tightenExisting(): void {
+    for (const dir of [
+      join(this.dir, '..'),
+      this.dir,
+      ...['pending', 'ledger', 'locks'].map((d) => join(this.dir, d)),
+    ]) {
+      if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
+    }
   }
 
   async #list<T>(kind: string, read: (hash: string) => Promise<T | undefined>): Promise<Listing<T>> {

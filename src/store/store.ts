@@ -18,10 +18,12 @@
  */
 import Conf from 'conf';
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { NotarizeError } from '../errors.js';
-import { corrupt, ensurePrivateDir, PRIVATE_FILE_MODE } from './files.js';
+import { NotarizeError, StoreError } from '../errors.js';
+import { SETTINGS } from '../settings.js';
+import { corrupt, ensurePrivateDir, ensurePrivateFile, PRIVATE_FILE_MODE } from './files.js';
 import { ServiceStore } from './service-store.js';
 
 /** The store directory: NOTARIZE_CONFIG_DIR, else the platform's config directory. */
@@ -60,48 +62,61 @@ export class Store {
 
   /** The stored value of a setting, if any. */
   getSetting(key: string): string | undefined {
-    const value = this.#settingsConf().get(key);
-    return typeof value === 'string' ? value : undefined;
+    const value = this.#use('config', (conf) => conf.get(key));
+    if (value === undefined) return undefined;
+    // A hand-edited value is checked here, so that the error names the file it is in.
+    const definition = SETTINGS.find((s) => s.key === key);
+    if (typeof value !== 'string') {
+      if (definition) throw corrupt(this.#configPath, `setting '${key}' is not a string`);
+      return undefined;
+    }
+    try {
+      definition?.parse(value);
+    } catch (error) {
+      throw corrupt(this.#configPath, `setting '${key}': ${(error as Error).message}`, error);
+    }
+    return value;
   }
 
   /** All stored settings. */
   listSettings(): Record<string, string> {
     return Object.fromEntries(
-      Object.entries(this.#settingsConf().store).filter((e): e is [string, string] => typeof e[1] === 'string'),
+      Object.entries(this.#use('config', (conf) => conf.store)).filter(
+        (e): e is [string, string] => typeof e[1] === 'string',
+      ),
     );
   }
 
   setSetting(key: string, value: string): void {
-    this.#settingsConf().set(key, value);
+    this.#use('config', (conf) => conf.set(key, value));
   }
 
   unsetSetting(key: string): void {
-    this.#settingsConf().delete(key);
+    this.#use('config', (conf) => conf.delete(key));
   }
 
   /** The token stored for a service, if any. */
   getToken(baseUrl: string): string | undefined {
-    const tokens = this.#credentialsConf().get('tokens');
-    if (tokens === undefined || tokens === null) return undefined;
-    if (typeof tokens !== 'object') throw corrupt(this.#credentialsConf().path, "'tokens' is not an object");
-    const token = (tokens as Record<string, unknown>)[baseUrl];
+    const token = this.#tokens()[baseUrl];
     return typeof token === 'string' ? token : undefined;
   }
 
   setToken(baseUrl: string, token: string): void {
-    const conf = this.#credentialsConf();
-    const tokens = (conf.get('tokens') as Record<string, string> | undefined) ?? {};
-    conf.set('tokens', { ...tokens, [baseUrl]: token });
+    const tokens = this.#tokens();
+    this.#use('credentials', (conf) => conf.set('tokens', { ...tokens, [baseUrl]: token }));
   }
 
   /** Forgets the token of a service; returns whether there was one. */
   deleteToken(baseUrl: string): boolean {
-    const conf = this.#credentialsConf();
-    const tokens = { ...((conf.get('tokens') as Record<string, string> | undefined) ?? {}) };
+    const tokens = { ...this.#tokens() };
     if (!(baseUrl in tokens)) return false;
     delete tokens[baseUrl];
-    conf.set('tokens', tokens);
+    this.#use('credentials', (conf) => conf.set('tokens', tokens));
     return true;
+  }
+
+  get #configPath(): string {
+    return join(this.dir, 'config.json');
   }
 
   /** Path of the credentials file (for messages; never its content). */
@@ -112,22 +127,51 @@ export class Store {
   /** The pending sessions and ledger of one service. */
   service(baseUrl: string): ServiceStore {
     this.prepare();
-    return new ServiceStore(join(this.dir, 'services', serviceDirName(baseUrl)), baseUrl);
+    const service = new ServiceStore(join(this.dir, 'services', serviceDirName(baseUrl)), baseUrl, this.#warn);
+    try {
+      service.tightenExisting();
+    } catch (error) {
+      throw new StoreError(service.dir, `cannot use the store directory ${service.dir}: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+    return service;
   }
 
-  #settingsConf(): Conf<ConfData> {
-    this.#settings ??= this.#open('config');
-    return this.#settings;
+  /**
+   * The stored tokens by base URL. A `tokens` that is not an object makes the
+   * file damaged: it is reported, and never overwritten by a login or logout.
+   */
+  #tokens(): Record<string, unknown> {
+    const tokens = this.#use('credentials', (conf) => conf.get('tokens'));
+    if (tokens === undefined || tokens === null) return {};
+    if (typeof tokens !== 'object' || Array.isArray(tokens)) {
+      throw corrupt(this.credentialsPath, "'tokens' is not an object");
+    }
+    return tokens as Record<string, unknown>;
   }
 
-  #credentialsConf(): Conf<ConfData> {
-    this.#credentials ??= this.#open('credentials');
-    return this.#credentials;
+  /**
+   * Runs one conf operation. conf reads the file again on every access, so a
+   * damage found at any access is reported as a StoreError naming the file.
+   */
+  #use<T>(configName: 'config' | 'credentials', operation: (conf: Conf<ConfData>) => T): T {
+    const conf =
+      configName === 'config'
+        ? (this.#settings ??= this.#open('config'))
+        : (this.#credentials ??= this.#open('credentials'));
+    try {
+      return operation(conf);
+    } catch (error) {
+      throw confError(conf.path, error);
+    }
   }
 
   #open(configName: string): Conf<ConfData> {
     this.prepare();
     const file = join(this.dir, `${configName}.json`);
+    checkConfFile(file);
+    if (ensurePrivateFile(file)) this.#warn(`tightened the rights of ${file} to owner-only (0600)`);
     try {
       return new Conf<ConfData>({
         cwd: this.dir,
@@ -137,10 +181,43 @@ export class Store {
         clearInvalidConfig: false,
       });
     } catch (error) {
-      if (error instanceof NotarizeError) throw error;
-      throw corrupt(file, error instanceof SyntaxError ? 'not valid JSON' : (error as Error).message, error);
+      throw confError(file, error);
     }
   }
+}
+
+/**
+ * Checks that an existing settings or credentials file holds a JSON object.
+ * conf would read `[1]` or `"x"` as an object with numbered keys and then
+ * rewrite the file in that form on the next change; a hand-edited file like
+ * that is reported instead, and left as it is.
+ */
+function checkConfFile(file: string): void {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw confError(file, error);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw corrupt(file, 'not valid JSON', error);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw corrupt(file, 'expected a JSON object');
+  }
+}
+
+function confError(file: string, error: unknown): NotarizeError {
+  if (error instanceof NotarizeError) return error;
+  if (error instanceof SyntaxError) return corrupt(file, 'not valid JSON', error);
+  return new StoreError(file, `cannot use store file ${file}: ${(error as Error).message}`, {
+    hint: 'check that the store directory and its files belong to you and the disk is not full',
+    cause: error,
+  });
 }
 
 /**
