@@ -3,14 +3,13 @@
  * session from the store, from --session, or the active subscription.
  */
 import type { Command } from 'commander';
-import { readFile } from 'node:fs/promises';
-import { text } from 'node:stream/consumers';
 import { z } from 'zod';
 import { parseAnswer } from '../api/client.js';
 import { subscriptionSessionSchema } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
 import { complete, type SessionSource } from '../core/notarize.js';
+import { readTextInput } from '../core/read-input.js';
 import { NotarizeError, UsageError } from '../errors.js';
 import { showOutcome } from '../output/outcome.js';
 import { examples, parseOptions } from './options.js';
@@ -46,12 +45,8 @@ ${examples([
 }
 
 async function readSession(ctx: Context, from: string): Promise<string> {
-  let json: string;
-  try {
-    json = from === '-' ? await text(ctx.io.stdin) : await readFile(from, 'utf8');
-  } catch (error) {
-    throw new UsageError(`cannot read the session from '${from}': ${(error as Error).message}`, { cause: error });
-  }
+  // No session comes near 1 MiB; anything larger is not one.
+  const json = await readTextInput(from, ctx.io.stdin, 1024 * 1024, 'the session');
   try {
     parseAnswer(json, subscriptionSessionSchema, 'session');
   } catch (error) {

@@ -4,9 +4,9 @@
  * never from argv, where other users of the machine could read it.
  */
 import type { Command } from 'commander';
-import { text } from 'node:stream/consumers';
 import { z } from 'zod';
 import type { Context } from '../context.js';
+import { readTextInput } from '../core/read-input.js';
 import { describeToken, isExpired, readClaims } from '../core/token.js';
 import { AuthError, UsageError } from '../errors.js';
 import { promptHidden } from '../output/prompt.js';
@@ -37,7 +37,7 @@ async function obtainKey(ctx: Context, fromStdin: boolean): Promise<string> {
   if (fromStdin) {
     if (ctx.io.stdinIsTTY)
       throw new UsageError('--api-key-stdin reads standard input, but it is a terminal', { hint: 'pipe the key in' });
-    return (await text(ctx.io.stdin)).trim();
+    return (await readTextInput('-', ctx.io.stdin, 64 * 1024, 'the API key')).trim();
   }
   const fromEnv = ctx.env.NOTARIZE_API_KEY;
   if (fromEnv) return fromEnv.trim();

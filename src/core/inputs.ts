@@ -6,12 +6,12 @@
  * errors raised before anything is hashed or sent; symbolic links and
  * special files met while walking a directory are reported, not followed.
  */
-import { lstat, readdir, readFile, stat } from 'node:fs/promises';
+import { lstat, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { text } from 'node:stream/consumers';
 import picomatch from 'picomatch';
 import { UsageError } from '../errors.js';
+import { readTextInput } from './read-input.js';
 
 export interface InputOptions {
   recursive?: boolean;
@@ -58,13 +58,11 @@ export interface Expansion {
   single: boolean;
 }
 
+/** Lists of paths beyond this are a wrong argument (e.g. /dev/zero), not a list. */
+const MAX_LIST_BYTES = 256 * 1024 * 1024;
+
 async function readList(source: string, nul: boolean, stdin: Readable): Promise<string[]> {
-  let content: string;
-  try {
-    content = source === '-' ? await text(stdin) : await readFile(source, 'utf8');
-  } catch (error) {
-    throw new UsageError(`cannot read --files-from '${source}': ${(error as Error).message}`, { cause: error });
-  }
+  const content = await readTextInput(source, stdin, MAX_LIST_BYTES, 'the --files-from list');
   const names = nul ? content.split('\0') : content.split(/\r?\n/);
   return names.filter((name) => name !== '');
 }

@@ -211,7 +211,7 @@ describe('--files-from', () => {
     expect(run.stderr).toMatch(/cannot read 'gone.txt': no such file or directory/);
     const unreadableList = await bed.run(['register', '--files-from', 'no-such-list.txt']);
     expect(unreadableList.code).toBe(2);
-    expect(unreadableList.stderr).toMatch(/cannot read --files-from 'no-such-list.txt'/);
+    expect(unreadableList.stderr).toMatch(/cannot read the --files-from list from 'no-such-list.txt': no such file/);
     expect(bed.sandbox.calls).toEqual([]);
   });
 });

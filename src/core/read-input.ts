@@ -1,0 +1,46 @@
+/**
+ * Reading small text inputs (a session, an API key, a list of paths) from a
+ * file or standard input with a size bound, so that a wrong argument such as
+ * /dev/zero or a huge file fails at once instead of filling memory.
+ */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { UsageError } from '../errors.js';
+
+async function readBounded(input: AsyncIterable<Buffer | string>, limit: number): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of input) {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    size += bytes.length;
+    if (size > limit) return undefined;
+    chunks.push(bytes);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The text of `source` ('-' for standard input, else a regular file), at most
+ * `limit` bytes. Throws UsageError naming `what` when it cannot be read or is
+ * larger.
+ */
+export async function readTextInput(source: string, stdin: Readable, limit: number, what: string): Promise<string> {
+  let text: string | undefined;
+  try {
+    if (source === '-') text = await readBounded(stdin, limit);
+    else {
+      if (!(await stat(source)).isFile()) throw new Error('not a regular file');
+      text = await readBounded(createReadStream(source), limit);
+    }
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
+    throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
+  }
+  if (text === undefined) {
+    throw new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, {
+      hint: `check that '${source}' holds ${what}`,
+    });
+  }
+  return text;
+}
