@@ -1,37 +1,42 @@
 /**
  * Hashing many files on every core: SHA-256 runs on the thread that calls
  * `update`, so one thread hashes at one core's speed. The pool runs one
- * worker thread per core, each reading files in large blocks with a reused
- * buffer. A pool of one (or one file) hashes in this thread instead: starting
- * a worker costs more than it saves there.
+ * worker thread per core, each reading files in large blocks into a reused
+ * buffer. This thread opens each file and hands the worker its descriptor
+ * (descriptors are shared by the threads of a process), so a file is opened
+ * once. Small files are hashed here instead: a worker round trip costs more
+ * than hashing 64 KiB. A pool of one hashes everything here: starting a
+ * worker would cost more than it saves.
  */
-import type * as Crypto from 'node:crypto';
-import type * as Fs from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import type * as WorkerThreads from 'node:worker_threads';
 import { Worker } from 'node:worker_threads';
-import { fileError, hashFile } from './hash.js';
+import { fileError, hashFile, hashHandle } from './hash.js';
+
+/** Files up to this size are hashed on the calling thread (see the module comment and bench/). */
+export const INLINE_MAX_BYTES = 64 * 1024;
 
 /**
- * The worker's code. It runs as an `eval` worker (CommonJS), so it must be
- * self-contained and use `require`; being eval'd, it works the same from
- * dist/ and from the TypeScript sources under test.
+ * The worker's code. It runs as an `eval` worker, so it must be
+ * self-contained: it reaches modules through process.getBuiltinModule, not
+ * imports or `require` (which a bundler would rewrite into a helper the
+ * worker does not have), and works the same from dist/, from a bundle and
+ * from the TypeScript sources under test. It reads with explicit positions
+ * from 0 and never closes the descriptor: the pool owns it.
  */
 function workerMain(): void {
-  /* eslint-disable @typescript-eslint/no-require-imports */
-  const { parentPort } = require('node:worker_threads') as typeof WorkerThreads;
-  const { createHash } = require('node:crypto') as typeof Crypto;
-  const { openSync, readSync, closeSync } = require('node:fs') as typeof Fs;
-  /* eslint-enable @typescript-eslint/no-require-imports */
+  const { parentPort } = process.getBuiltinModule('node:worker_threads');
+  const { createHash } = process.getBuiltinModule('node:crypto');
+  const { readSync } = process.getBuiltinModule('node:fs');
   const buffer = Buffer.allocUnsafe(1024 * 1024);
-  parentPort!.on('message', (job: { id: number; path: string }) => {
+  parentPort!.on('message', (job: { id: number; fd: number }) => {
     try {
       const hash = createHash('sha256');
-      const fd = openSync(job.path, 'r');
-      try {
-        for (let n = readSync(fd, buffer); n > 0; n = readSync(fd, buffer)) hash.update(buffer.subarray(0, n));
-      } finally {
-        closeSync(fd);
+      let position = 0;
+      for (let n = readSync(job.fd, buffer, 0, buffer.length, 0); n > 0;) {
+        hash.update(buffer.subarray(0, n));
+        position += n;
+        n = readSync(job.fd, buffer, 0, buffer.length, position);
       }
       parentPort!.postMessage({ id: job.id, hash: hash.digest('hex') });
     } catch (error) {
@@ -43,9 +48,15 @@ function workerMain(): void {
 
 interface Job {
   id: number;
+  fd: number;
   path: string;
   resolve: (hash: string) => void;
   reject: (error: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  busy: Job | undefined;
 }
 
 type Reply = { id: number; hash: string } | { id: number; error: { code?: string; message: string } };
@@ -53,9 +64,10 @@ type Reply = { id: number; hash: string } | { id: number; error: { code?: string
 /** Hashes files on up to `size` threads; call `close()` when done. */
 export class HashPool {
   readonly size: number;
-  #workers: { worker: Worker; busy: Job | undefined }[] = [];
+  #workers: Slot[] = [];
   #queue: Job[] = [];
   #nextId = 0;
+  #closed = false;
 
   /** `size` defaults to the number of cores the process may use. */
   constructor(size = availableParallelism()) {
@@ -65,8 +77,35 @@ export class HashPool {
   /** The lowercase hex SHA-256 of a file; UsageError if it cannot be read. */
   hash(path: string): Promise<string> {
     if (this.size === 1) return hashFile(path);
+    return this.#hash(path);
+  }
+
+  async #hash(path: string): Promise<string> {
+    let file: FileHandle;
+    try {
+      file = await open(path, 'r');
+    } catch (error) {
+      throw fileError(path, error as NodeJS.ErrnoException);
+    }
+    try {
+      let size: number;
+      try {
+        // Not a regular file (a pipe...): size 0, hashed here by reading to the end.
+        size = (await file.stat()).size;
+        if (size <= INLINE_MAX_BYTES) return await hashHandle(file, size);
+      } catch (error) {
+        throw fileError(path, error as NodeJS.ErrnoException);
+      }
+      return await this.#inWorker(file.fd, path);
+    } finally {
+      await file.close();
+    }
+  }
+
+  #inWorker(fd: number, path: string): Promise<string> {
+    if (this.#closed) return Promise.reject(new Error('the hash pool is closed'));
     return new Promise((resolve, reject) => {
-      this.#queue.push({ id: this.#nextId++, path, resolve, reject });
+      this.#queue.push({ id: this.#nextId++, fd, path, resolve, reject });
       this.#dispatch();
     });
   }
@@ -80,13 +119,13 @@ export class HashPool {
       slot.busy = job;
       // A busy worker keeps the process alive; an idle one must not.
       slot.worker.ref();
-      slot.worker.postMessage({ id: job.id, path: job.path });
+      slot.worker.postMessage({ id: job.id, fd: job.fd });
     }
   }
 
-  #spawn(): { worker: Worker; busy: Job | undefined } {
+  #spawn(): Slot {
     const worker = new Worker(`(${workerMain.toString()})()`, { eval: true });
-    const slot: { worker: Worker; busy: Job | undefined } = { worker, busy: undefined };
+    const slot: Slot = { worker, busy: undefined };
     worker.on('message', (reply: Reply) => {
       const job = slot.busy;
       slot.busy = undefined;
@@ -107,10 +146,14 @@ export class HashPool {
     return slot;
   }
 
-  /** Stops the worker threads. */
+  /** Stops the worker threads; files still queued or being hashed are rejected. */
   async close(): Promise<void> {
+    this.#closed = true;
     const workers = this.#workers;
     this.#workers = [];
+    const abandoned = [...this.#queue, ...workers.flatMap((w) => (w.busy ? [w.busy] : []))];
+    this.#queue = [];
     await Promise.all(workers.map((w) => w.worker.terminate()));
+    for (const job of abandoned) job.reject(new Error('the hash pool was closed before the file was hashed'));
   }
 }

@@ -1,18 +1,25 @@
 /**
  * SHA-256 of local documents. The file never leaves the machine: only the
- * digest is sent. Hashing streams, so memory stays constant whatever the size.
+ * digest is sent. Files are read in blocks into at most two reused buffers,
+ * so memory stays constant whatever the size.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { open, stat, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { UsageError } from '../errors.js';
 
 /** 64 hex digits, any case, as accepted on the command line. */
 const HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
 
-/** Large reads cut the per-chunk overhead of the stream machinery (see bench/). */
-const READ_CHUNK_BYTES = 1024 * 1024;
+/**
+ * Bytes per read of a large file. Large enough that the cost of a read (a
+ * thread-pool round trip) is lost in the hashing time, small enough that two
+ * buffers stay a few MiB (docs/performance.md has the measurements).
+ */
+export const READ_BLOCK_BYTES = 2 * 1024 * 1024;
+
+/** Smallest read buffer: small files get one this size, not two large ones (allocating those dominated). */
+const MIN_BLOCK_BYTES = 64 * 1024;
 
 /**
  * Normalises a user-given SHA-256 digest to the lowercase form the service
@@ -71,12 +78,64 @@ export async function statInput(path: string): Promise<FileInfo> {
   return { path, size: info.size, lastModified: Math.floor(info.mtimeMs) };
 }
 
-/** Hashes a file by streaming it; throws UsageError for a missing or unreadable file. */
+/** Hashes a file; throws UsageError for a missing or unreadable file. */
 export async function hashFile(path: string, onProgress?: HashProgress): Promise<string> {
+  let file: FileHandle;
   try {
-    return await hashStream(createReadStream(path, { highWaterMark: READ_CHUNK_BYTES }), onProgress);
+    file = await open(path, 'r');
   } catch (error) {
     throw fileError(path, error as NodeJS.ErrnoException);
+  }
+  try {
+    return await hashHandle(file, (await file.stat()).size, onProgress);
+  } catch (error) {
+    throw fileError(path, error as NodeJS.ErrnoException);
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * Hashes an open file from its current position to its end; `size` (0 when
+ * unknown, e.g. a pipe) only picks the block size. Throws the fs error as is.
+ *
+ * Reads of full blocks are double-buffered: the next block is read on the
+ * thread pool while this thread hashes the previous one, so reading and
+ * hashing overlap (`openssl dgst` does one, then the other), and the event
+ * loop stays free between blocks for spinners and requests. Used by HashPool
+ * for files too small to be worth a worker.
+ */
+export async function hashHandle(file: FileHandle, size: number, onProgress?: HashProgress): Promise<string> {
+  const hash = createHash('sha256');
+  const block = Math.min(READ_BLOCK_BYTES, Math.max(MIN_BLOCK_BYTES, size));
+  const buffers: Buffer[] = [Buffer.allocUnsafe(block)];
+  // One read in flight at a time, from the current file position, so that
+  // pipes and character devices named as files work too.
+  const read = (index: number) => file.read(buffers[index]!, 0, block, null);
+  let current = 0;
+  let reading = read(current);
+  let bytes = 0;
+  try {
+    for (;;) {
+      const { bytesRead } = await reading;
+      if (bytesRead === 0) return hash.digest('hex');
+      const filled = buffers[current]!;
+      if (bytesRead === block) {
+        // A full block: more probably follows; read it into the other buffer meanwhile.
+        current = 1 - current;
+        buffers[current] ??= Buffer.allocUnsafe(block);
+        reading = read(current);
+        hash.update(filled.subarray(0, bytesRead));
+      } else {
+        hash.update(filled.subarray(0, bytesRead));
+        reading = read(current);
+      }
+      bytes += bytesRead;
+      onProgress?.(bytes);
+    }
+  } finally {
+    // If onProgress threw, a read is still in flight: let it settle before the file is closed.
+    await reading.catch(() => undefined);
   }
 }
 

@@ -1,0 +1,92 @@
+/**
+ * One registration run against a fresh sandbox (a child process on
+ * 127.0.0.1), so every run meets the same server state: notarize itself,
+ * the minimal undici script, or the shell loop. Each resolves with
+ * { wallMs, peakKB, registered } and checks that every file was registered.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BENCH, BIN } from './paths.js';
+import { measure } from './proc.js';
+import { startSandbox } from './sandbox.js';
+
+/** The environment of every client: nothing of the user's notarize setup, no proxy for 127.0.0.1. */
+function cleanEnv(extra) {
+  const env = { ...process.env, NO_COLOR: '1', NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+  for (const key of Object.keys(env)) {
+    if (/^NOTARIZE_/.test(key) || /^(https?|all)_proxy$/i.test(key) || key === 'GITHUB_ACTIONS') delete env[key];
+  }
+  return { ...env, ...extra };
+}
+
+let runNumber = 0;
+
+async function withSandbox(fn) {
+  const sandbox = await startSandbox();
+  try {
+    return await fn(sandbox);
+  } finally {
+    await sandbox.stop();
+  }
+}
+
+/** `notarize register --files-from <list> --json` with a fresh store; `bin` selects another build (A/B). */
+export function runNotarize(workDir, listFile, count, { bin = BIN, args = [] } = {}) {
+  return withSandbox(async (sandbox) => {
+    const run = join(workDir, `notarize-${++runNumber}`);
+    mkdirSync(run);
+    const out = join(run, 'out.json');
+    const env = cleanEnv({
+      NOTARIZE_API_KEY: sandbox.apiKey,
+      NOTARIZE_BASE_URL: sandbox.url,
+      NOTARIZE_CONFIG_DIR: join(run, 'store'),
+    });
+    const result = await measure(process.execPath, [bin, 'register', '--files-from', listFile, '--json', ...args], {
+      env,
+      stdout: out,
+      timeoutMs: 900_000,
+    });
+    const results = JSON.parse(readFileSync(out, 'utf8'));
+    const registered = results.filter((r) => r.status === 'registered').length;
+    if (registered !== count) throw new Error(`notarize registered ${registered} of ${count} files`);
+    return { ...result, registered };
+  });
+}
+
+/** bench/reference/minimal-undici.js over the same list, 8 in flight. */
+export function runMinimal(workDir, listFile, count, concurrency = 8) {
+  return withSandbox(async (sandbox) => {
+    const out = join(workDir, `minimal-${++runNumber}.out`);
+    const script = join(BENCH, 'reference', 'minimal-undici.js');
+    const result = await measure(
+      process.execPath,
+      [script, sandbox.url, sandbox.apiKey, listFile, String(concurrency)],
+      { env: cleanEnv(), stdout: out, timeoutMs: 900_000 },
+    );
+    const registered = Number(readFileSync(out, 'utf8').trim());
+    if (registered !== count) throw new Error(`the minimal script registered ${registered} of ${count} files`);
+    return { ...result, registered };
+  });
+}
+
+/** bench/reference/shell-loop.sh over the list (bash, sha256sum, curl). */
+export function runShellLoop(workDir, listFile, count) {
+  return withSandbox(async (sandbox) => {
+    const out = join(workDir, `shell-${++runNumber}.out`);
+    const script = join(BENCH, 'reference', 'shell-loop.sh');
+    const result = await measure('bash', [script, sandbox.url, sandbox.apiKey, listFile], {
+      env: cleanEnv(),
+      stdout: out,
+      timeoutMs: 900_000,
+    });
+    const registered = readFileSync(out, 'utf8').split('\n').filter(Boolean).length;
+    if (registered !== count) throw new Error(`the shell loop registered ${registered} of ${count} files`);
+    return { ...result, registered };
+  });
+}
+
+/** Writes the list of `paths` (one per line) and returns its path. */
+export function writeList(file, paths) {
+  writeFileSync(file, `${paths.join('\n')}\n`);
+  return file;
+}
