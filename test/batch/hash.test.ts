@@ -33,6 +33,16 @@ async function writeNamed(): Promise<Map<string, string>> {
 }
 
 describe('notarize hash and sha256sum', () => {
+  it('does not need the store: a damaged config.json does not stop it', async () => {
+    await mkdir(env.NOTARIZE_CONFIG_DIR!, { recursive: true });
+    await writeFile(join(env.NOTARIZE_CONFIG_DIR!, 'config.json'), '{ damaged');
+    await writeFile(join(dir, 'plain.txt'), 'plain\n');
+    const run = await runNotarize(['hash', 'plain.txt'], { cwd: dir, env });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stdout).toBe(`${sha256('plain\n')}  plain.txt\n`);
+    expect(run.stderr).toBe('');
+  });
+
   it("prints exactly sha256sum's output for the same files in the same order", async () => {
     await writeNamed();
     const ours = await runNotarize(['hash', ...NAMES], { cwd: dir, env });
