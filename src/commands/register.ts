@@ -127,6 +127,9 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
 
   // Hashes of items, known once hashed, so a failed item still reports its hash.
   const hashes = new Map<number, string>();
+  let done = 0;
+  let hashedBytes = 0;
+  const showProgress = () => ctx.io.progress(`registered ${done}/${items.length}, hashed ${formatBytes(hashedBytes)}`);
   const registerOne = async (item: Item, index = 0): Promise<{ outcome: Outcome; receipt?: string }> => {
     const input = await describe(ctx, item, options, pool, (bytes) => {
       if (item.kind === 'file' && item.size > 64 * 1024 * 1024) {
@@ -134,6 +137,10 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
       }
     });
     hashes.set(index, input.hash);
+    if (!single) {
+      hashedBytes += item.kind === 'file' ? item.size : 0;
+      showProgress();
+    }
     const outcome = await register({ api, store, onStep: (step) => spinner.update(step) }, input);
     if (options.receiptDir === undefined || outcome.kind === 'pending') return { outcome };
     const name = item.kind === 'file' ? (item.relative ?? basename(item.path)) : input.hash;
@@ -162,13 +169,12 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
       return;
     }
     if (format === 'ndjson') for (const result of skipped) ctx.io.data(JSON.stringify(result));
-    let done = 0;
     const results = await runAll(items, registerOne, {
       concurrency: options.concurrency,
       failFast: options.failFast,
       onSettled: (index, settled) => {
         done++;
-        ctx.io.progress(`registered ${done}/${items.length}`);
+        showProgress();
         if (format === 'ndjson')
           ctx.io.data(JSON.stringify(toResult(items[index]!, hashes.get(index), settled, baseUrl)));
       },

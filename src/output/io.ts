@@ -43,6 +43,7 @@ export class IO {
   readonly #stderr: Sink;
   readonly #startSpinner: ((text: string) => Spinner) | undefined;
   readonly #secrets = new Set<string>();
+  #progressShown = false;
 
   constructor(options: IOOptions) {
     this.#stdout = options.stdout;
@@ -67,21 +68,25 @@ export class IO {
 
   /** Writes data (the command's result) to stdout. */
   data(text: string): void {
+    this.clearProgress();
     this.#stdout.write(this.#scrub(text.endsWith('\n') ? text : `${text}\n`));
   }
 
   /** A message for the person at the terminal; silenced by --quiet. */
   info(text: string): void {
+    this.clearProgress();
     if (!this.quiet) this.#stderr.write(this.#scrub(`${text}\n`));
   }
 
   /** A warning: shown even with --quiet, since it says something went wrong. */
   warn(text: string): void {
+    this.clearProgress();
     this.#stderr.write(this.#scrub(`warning: ${text}\n`));
   }
 
   /** An error line, written by main() only. */
   error(text: string): void {
+    this.clearProgress();
     this.#stderr.write(this.#scrub(`${text}\n`));
   }
 
@@ -105,12 +110,16 @@ export class IO {
 
   /** Replaces the progress line on stderr (terminal only; see showsProgress). */
   progress(text: string): void {
-    if (this.showsProgress) this.#stderr.write(`\r\u001b[K${text}`);
+    if (!this.showsProgress) return;
+    this.#stderr.write(`\r\u001b[K${text}`);
+    this.#progressShown = true;
   }
 
-  /** Clears the progress line. */
+  /** Clears the progress line, if one is shown, so other lines never land after it. */
   clearProgress(): void {
-    if (this.showsProgress) this.#stderr.write('\r\u001b[K');
+    if (!this.#progressShown) return;
+    this.#stderr.write('\r\u001b[K');
+    this.#progressShown = false;
   }
 
   /** A spinner on stderr, only on a terminal and not with --quiet/--verbose. */
