@@ -4,12 +4,11 @@
  * command showing examples, one of them for CI. Also checks that the test
  * runner's own environment cannot leak into the spawned CLI.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Bed } from './helpers/bed.js';
-import { BIN, cleanEnv, describeRun, runNotarize, runProcess } from './helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { type Bed, useBed, useTempDir } from '../helpers/bed.js';
+import { BIN, cleanEnv, describeRun, runCli, runProcess } from '../helpers/cli.js';
 
 const COMMANDS = [
   'register',
@@ -28,12 +27,9 @@ const COMMANDS = [
 
 let dir: string;
 let env: Record<string, string>;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'notarize-batch-cli-'));
+useTempDir('notarize-batch-cli-', (created) => {
+  dir = created;
   env = { NOTARIZE_CONFIG_DIR: join(dir, 'store') };
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe('the clean environment of spawned runs', () => {
@@ -61,7 +57,7 @@ describe('the clean environment of spawned runs', () => {
 
 describe('notarize completion', () => {
   it('bash: a script that passes bash -n and completes commands and options', async () => {
-    const run = await runNotarize(['completion', 'bash'], { env });
+    const run = await runCli(['completion', 'bash'], { env, noBaseUrlCheck: true });
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stderr).toBe('');
     const script = join(dir, 'notarize.bash');
@@ -89,13 +85,13 @@ describe('notarize completion', () => {
   });
 
   it('zsh and fish: scripts naming every command and --recursive', async () => {
-    const zsh = await runNotarize(['completion', 'zsh'], { env });
+    const zsh = await runCli(['completion', 'zsh'], { env, noBaseUrlCheck: true });
     expect(zsh.code, describeRun(zsh)).toBe(0);
     expect(zsh.stdout.startsWith('#compdef notarize\n')).toBe(true);
     for (const command of COMMANDS) expect(zsh.stdout).toMatch(new RegExp(`^ +'${command}:`, 'm'));
     expect(zsh.stdout).toContain("'--recursive[");
 
-    const fish = await runNotarize(['completion', 'fish'], { env });
+    const fish = await runCli(['completion', 'fish'], { env, noBaseUrlCheck: true });
     expect(fish.code, describeRun(fish)).toBe(0);
     for (const command of COMMANDS) {
       expect(fish.stdout).toContain(`complete -c notarize -n __fish_use_subcommand -a ${command} `);
@@ -104,7 +100,7 @@ describe('notarize completion', () => {
   });
 
   it('an unknown shell is a usage error (exit 2)', async () => {
-    const run = await runNotarize(['completion', 'tcsh'], { env });
+    const run = await runCli(['completion', 'tcsh'], { env, noBaseUrlCheck: true });
     expect(run.code, describeRun(run)).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toBe("notarize: unknown shell 'tcsh' (use bash, zsh or fish)\n");
@@ -112,14 +108,10 @@ describe('notarize completion', () => {
 });
 
 describe('never prompting', () => {
-  let bed: Bed | undefined;
-  afterEach(async () => {
-    await bed?.close();
-    bed = undefined;
-  });
+  let bed: Bed;
+  useBed((created) => (bed = created), { keyInEnv: true });
 
   it('login with standard input not a terminal and no key: exit 3 with a hint, nothing sent', async () => {
-    bed = await Bed.create();
     const run = await bed.run(['login'], { env: { NOTARIZE_API_KEY: undefined } });
     expect(run.code, describeRun(run)).toBe(3);
     expect(run.stdout).toBe('');
@@ -133,7 +125,6 @@ describe('never prompting', () => {
   });
 
   it('login with CI=true: exit 3 with a hint, even when standard input is a terminal', async () => {
-    bed = await Bed.create();
     const piped = await bed.run(['login'], { env: { NOTARIZE_API_KEY: undefined, CI: 'true' } });
     expect(piped.code, describeRun(piped)).toBe(3);
     expect(piped.stderr).toMatch(/NOTARIZE_API_KEY/);
@@ -155,7 +146,7 @@ describe('never prompting', () => {
 
 describe('--help', () => {
   it.each(COMMANDS)('notarize %s --help shows examples, one for CI', async (command) => {
-    const run = await runNotarize([command, '--help'], { env });
+    const run = await runCli([command, '--help'], { env, noBaseUrlCheck: true });
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stderr).toBe('');
     expect(run.stdout).toMatch(new RegExp(`^Usage: notarize ${command}`, 'm'));
@@ -165,7 +156,7 @@ describe('--help', () => {
   });
 
   it('notarize --help lists the exit codes and a CI example', async () => {
-    const run = await runNotarize(['--help'], { env });
+    const run = await runCli(['--help'], { env, noBaseUrlCheck: true });
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stdout).toMatch(/^Examples:$/m);
     expect(run.stdout).toMatch(/^ +# CI: /m);

@@ -6,15 +6,13 @@
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { Bed, parseResults } from './helpers/bed.js';
-import { describeRun } from './helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { describeRun } from '../helpers/cli.js';
+import { parseResults } from '../helpers/results.js';
 
-let bed: Bed | undefined;
-afterEach(async () => {
-  await bed?.close();
-  bed = undefined;
-});
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
 
 async function documents(b: Bed): Promise<Record<string, string>> {
   return {
@@ -26,7 +24,6 @@ async function documents(b: Bed): Promise<Record<string, string>> {
 
 describe('in GitHub Actions', () => {
   it('appends a summary table with a row per document and annotates the failed one', async () => {
-    bed = await Bed.create();
     const hashes = await documents(bed);
     const summary = join(bed.root, 'step-summary.md');
     await writeFile(summary, 'an earlier step wrote this\n');
@@ -59,7 +56,6 @@ describe('in GitHub Actions', () => {
   });
 
   it('verify: unknown documents are annotated and summarised', async () => {
-    bed = await Bed.create();
     await documents(bed);
     const registered = await bed.run(['register', 'dist/a.txt', '--quiet']);
     expect(registered.code, describeRun(registered)).toBe(0);
@@ -80,7 +76,6 @@ describe('in GitHub Actions', () => {
   });
 
   it('no failure: a summary, and no annotation', async () => {
-    bed = await Bed.create();
     await documents(bed);
     const summary = join(bed.root, 'ok-summary.md');
     const run = await bed.run(['register', '-r', 'dist'], {
@@ -94,7 +89,6 @@ describe('in GitHub Actions', () => {
 
 describe('in GitHub Actions, with one document', () => {
   it('summarises a single registration too, and annotates its failure', async () => {
-    bed = await Bed.create();
     const hash = await bed.write('app.tar.gz', 'the one release artifact\n');
     await bed.write('other.tar.gz', 'another artifact\n');
     const summary = join(bed.root, 'single-summary.md');
@@ -116,7 +110,6 @@ describe('in GitHub Actions, with one document', () => {
 
 describe('outside GitHub Actions', () => {
   it('writes no summary and no annotation, even with GITHUB_STEP_SUMMARY set', async () => {
-    bed = await Bed.create();
     await documents(bed);
     const summary = join(bed.root, 'not-actions.md');
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, count: 1 }]);

@@ -3,21 +3,17 @@
  * backslash or a newline escaped, with a leading backslash), so `sha256sum -c`
  * accepts it; '-' reads standard input; --json is an array; nothing is sent.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sha256 } from './helpers/bed.js';
-import { describeRun, runNotarize, runProcess } from './helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { sha256, useTempDir } from '../helpers/bed.js';
+import { describeRun, runCli, runProcess } from '../helpers/cli.js';
 
 let dir: string;
 let env: Record<string, string>;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'notarize-batch-hash-'));
+useTempDir('notarize-batch-hash-', (created) => {
+  dir = created;
   env = { NOTARIZE_CONFIG_DIR: join(dir, '.store') };
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 const NAMES = ['plain.txt', 'with space.txt', 'back\\slash.txt', 'new\nline.txt', 'both\\and\nnewline.txt'];
@@ -37,7 +33,7 @@ describe('notarize hash and sha256sum', () => {
     await mkdir(env.NOTARIZE_CONFIG_DIR!, { recursive: true });
     await writeFile(join(env.NOTARIZE_CONFIG_DIR!, 'config.json'), '{ damaged');
     await writeFile(join(dir, 'plain.txt'), 'plain\n');
-    const run = await runNotarize(['hash', 'plain.txt'], { cwd: dir, env });
+    const run = await runCli(['hash', 'plain.txt'], { cwd: dir, env, noBaseUrlCheck: true });
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stdout).toBe(`${sha256('plain\n')}  plain.txt\n`);
     expect(run.stderr).toBe('');
@@ -45,7 +41,7 @@ describe('notarize hash and sha256sum', () => {
 
   it("prints exactly sha256sum's output for the same files in the same order", async () => {
     await writeNamed();
-    const ours = await runNotarize(['hash', ...NAMES], { cwd: dir, env });
+    const ours = await runCli(['hash', ...NAMES], { cwd: dir, env, noBaseUrlCheck: true });
     const theirs = await runProcess('sha256sum', NAMES, { cwd: dir });
     expect(theirs.code).toBe(0);
     expect(ours.code, describeRun(ours)).toBe(0);
@@ -58,7 +54,7 @@ describe('notarize hash and sha256sum', () => {
 
   it('is accepted by sha256sum -c, which also catches a changed file', async () => {
     await writeNamed();
-    const sums = await runNotarize(['hash', ...NAMES], { cwd: dir, env });
+    const sums = await runCli(['hash', ...NAMES], { cwd: dir, env, noBaseUrlCheck: true });
     expect(sums.code, describeRun(sums)).toBe(0);
     await writeFile(join(dir, 'SHA256SUMS'), sums.stdout);
 
@@ -89,7 +85,7 @@ describe('notarize hash and sha256sum', () => {
       await writeFile(join(dir, name), Buffer.alloc(1000 + i, i));
     }
     files.sort();
-    const ours = await runNotarize(['hash', '-r', 'tree'], { cwd: dir, env });
+    const ours = await runCli(['hash', '-r', 'tree'], { cwd: dir, env, noBaseUrlCheck: true });
     const theirs = await runProcess('sha256sum', files, { cwd: dir });
     expect(ours.code, describeRun(ours)).toBe(0);
     expect(ours.stdout.split('\n')).toHaveLength(61);
@@ -98,7 +94,7 @@ describe('notarize hash and sha256sum', () => {
 
   it("'-' reads standard input, as sha256sum does", async () => {
     const input = 'from standard input\n';
-    const ours = await runNotarize(['hash', '-'], { cwd: dir, env, input });
+    const ours = await runCli(['hash', '-'], { cwd: dir, env, input, noBaseUrlCheck: true });
     const theirs = await runProcess('sha256sum', ['-'], { cwd: dir, input });
     expect(ours.code, describeRun(ours)).toBe(0);
     expect(ours.stdout).toBe(theirs.stdout);
@@ -107,7 +103,12 @@ describe('notarize hash and sha256sum', () => {
 
   it('--json prints an array of {file, hash} in input order', async () => {
     const hashes = await writeNamed();
-    const run = await runNotarize(['hash', ...NAMES, '-', '--json'], { cwd: dir, env, input: 'stdin\n' });
+    const run = await runCli(['hash', ...NAMES, '-', '--json'], {
+      cwd: dir,
+      env,
+      input: 'stdin\n',
+      noBaseUrlCheck: true,
+    });
     expect(run.code, describeRun(run)).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual([
       ...NAMES.map((file) => ({ file, hash: hashes.get(file) })),
@@ -117,11 +118,11 @@ describe('notarize hash and sha256sum', () => {
 
   it('exits 2 for a missing file or a directory without --recursive, printing no digest', async () => {
     await writeNamed();
-    const missing = await runNotarize(['hash', 'plain.txt', 'nope.txt'], { cwd: dir, env });
+    const missing = await runCli(['hash', 'plain.txt', 'nope.txt'], { cwd: dir, env, noBaseUrlCheck: true });
     expect(missing.code).toBe(2);
     expect(missing.stdout).toBe('');
     expect(missing.stderr).toMatch(/cannot read 'nope.txt': no such file or directory/);
-    const directory = await runNotarize(['hash', '.'], { cwd: dir, env });
+    const directory = await runCli(['hash', '.'], { cwd: dir, env, noBaseUrlCheck: true });
     expect(directory.code).toBe(2);
     expect(directory.stderr).toMatch(/is a directory/);
   });
@@ -129,9 +130,10 @@ describe('notarize hash and sha256sum', () => {
   it('needs no service: it works with no base URL, key or network', async () => {
     await writeNamed();
     // No NOTARIZE_BASE_URL or key; a proxy variable pointing at a closed port would break any request.
-    const run = await runNotarize(['hash', 'plain.txt'], {
+    const run = await runCli(['hash', 'plain.txt'], {
       cwd: dir,
       env: { ...env, HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9' },
+      noBaseUrlCheck: true,
     });
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stdout).toMatch(/^[0-9a-f]{64} {2}plain\.txt\n$/);

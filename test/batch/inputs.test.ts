@@ -7,19 +7,16 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { Bed, parseResults } from './helpers/bed.js';
-import { describeRun } from './helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { describeRun } from '../helpers/cli.js';
+import { parseResults } from '../helpers/results.js';
 
-let bed: Bed | undefined;
-afterEach(async () => {
-  await bed?.close();
-  bed = undefined;
-});
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
 
 describe('usage errors: nothing is hashed or sent', () => {
   it('a directory without --recursive exits 2 and sends nothing', async () => {
-    bed = await Bed.create();
     await bed.write('dist/app.tar.gz', 'app\n');
     await bed.write('single.txt', 'single\n');
     const run = await bed.run(['register', 'single.txt', 'dist']);
@@ -42,7 +39,6 @@ describe('usage errors: nothing is hashed or sent', () => {
   });
 
   it('a missing file exits 2 and sends nothing, even among existing ones', async () => {
-    bed = await Bed.create();
     await bed.write('present.txt', 'present\n');
     const run = await bed.run(['register', 'present.txt', 'missing.txt', '--json']);
     expect(run.code, describeRun(run)).toBe(2);
@@ -51,11 +47,10 @@ describe('usage errors: nothing is hashed or sent', () => {
       error: { code: 'unreadable_file', exitCode: 2, message: "cannot read 'missing.txt': no such file or directory" },
     });
     expect(bed.sandbox.calls).toEqual([]);
-    expect(() => bed!.serviceDir()).toThrow();
+    expect(() => bed.onlyServiceDir()).toThrow();
   });
 
   it('-0 without --files-from, and no input at all, are usage errors', async () => {
-    bed = await Bed.create();
     await bed.write('a.txt', 'a\n');
     const nul = await bed.run(['register', 'a.txt', '-0']);
     expect(nul.code).toBe(2);
@@ -69,7 +64,6 @@ describe('usage errors: nothing is hashed or sent', () => {
 
 describe('--recursive', () => {
   it('walks directories in name order; --include/--exclude globs without a slash match the name', async () => {
-    bed = await Bed.create();
     const keep1 = await bed.write('dist/app.tar.gz', 'app tarball\n');
     const keep2 = await bed.write('dist/.hidden.tar.gz', 'hidden tarball\n');
     const keep3 = await bed.write('dist/deep/er/lib.tar.gz', 'deep tarball\n');
@@ -96,7 +90,6 @@ describe('--recursive', () => {
   });
 
   it('globs with a slash match the path relative to the walked directory', async () => {
-    bed = await Bed.create();
     const b = bed;
     const top = await b.write('dist/app.tar.gz', 'top\n');
     const deep = await b.write('dist/deep/lib.tar.gz', 'deep\n');
@@ -112,7 +105,6 @@ describe('--recursive', () => {
   });
 
   it('reports a symlink and a FIFO inside a walked directory as skipped, and follows neither', async () => {
-    bed = await Bed.create();
     const b = bed;
     const regular = await b.write('dir/regular.txt', 'regular\n');
     const outside = await b.write('elsewhere/target.txt', 'symlink target, outside the walked tree\n');
@@ -158,7 +150,6 @@ describe('--recursive', () => {
   });
 
   it('follows a symlink named directly on the command line (documented)', async () => {
-    bed = await Bed.create();
     const target = await bed.write('real.txt', 'named through a link\n');
     await symlink('real.txt', join(bed.workDir, 'named-link.txt'));
     const run = await bed.run(['hash', 'named-link.txt']);
@@ -169,7 +160,6 @@ describe('--recursive', () => {
 
 describe('--files-from', () => {
   it('reads paths from a file, one per line, blank lines ignored', async () => {
-    bed = await Bed.create();
     const one = await bed.write('docs/one.txt', 'one\n');
     const two = await bed.write('docs/two.txt', 'two\n');
     await bed.write('docs/not-listed.txt', 'not listed\n');
@@ -184,7 +174,6 @@ describe('--files-from', () => {
   });
 
   it("reads NUL-separated names from standard input with '-' and -0 (spaces and newlines in names)", async () => {
-    bed = await Bed.create();
     const names = ['with space.txt', 'new\nline.txt', 'sub dir/plain.txt'];
     const hashes: string[] = [];
     for (const [i, name] of names.entries()) hashes.push(await bed.write(name, `nul separated ${i}\n`));
@@ -203,7 +192,6 @@ describe('--files-from', () => {
   });
 
   it('a missing file in the list exits 2 and sends nothing', async () => {
-    bed = await Bed.create();
     await bed.write('here.txt', 'here\n');
     await writeFile(join(bed.workDir, 'list.txt'), 'here.txt\ngone.txt\n');
     const run = await bed.run(['register', '--files-from', 'list.txt']);
@@ -218,7 +206,6 @@ describe('--files-from', () => {
 
 describe('several inputs of one directory level', () => {
   it('an empty directory with --recursive gives an empty array', async () => {
-    bed = await Bed.create();
     await mkdir(join(bed.workDir, 'empty'));
     const run = await bed.run(['register', '-r', 'empty', '--json']);
     expect(run.code, describeRun(run)).toBe(0);

@@ -6,15 +6,16 @@
 import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Bed, jsonError, parseResults } from './helpers/bed.js';
-import { describeRun, type Run, type RunOptions } from './helpers/cli.js';
+import { Bed } from '../helpers/bed.js';
+import { describeRun, type Run, type RunOptions } from '../helpers/cli.js';
+import { jsonError, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
 const hashes: Record<string, string> = {};
 const records = new Map<string, unknown>();
 
 beforeAll(async () => {
-  bed = await Bed.create();
+  bed = await Bed.create({ keyInEnv: true });
   for (const name of ['a.txt', 'b.txt', 'c.txt']) hashes[name] = await bed.write(name, `ledger document ${name}\n`);
   // Same base name as b.txt, other content: "modified".
   hashes['moved/b.txt'] = await bed.write('moved/b.txt', 'b.txt, edited after notarization\n');
@@ -27,7 +28,7 @@ beforeAll(async () => {
   await bed.sandbox.close();
 });
 afterAll(async () => {
-  await bed?.close();
+  await bed?.finish();
 });
 
 // Each test gets its own copy of the registered store, so no test sees another's changes.

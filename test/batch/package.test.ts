@@ -12,8 +12,8 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sha256 } from './helpers/bed.js';
-import { REPO_ROOT, runProcess, type Run } from './helpers/cli.js';
+import { sha256 } from '../helpers/bed.js';
+import { REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
 
 const VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 // The Node running this suite comes first, so npm and the installed bin's `#!/usr/bin/env node` use it.

@@ -4,16 +4,14 @@
  * 4 when every failure was transient, else the code of the first lasting
  * failure in input order; --fail-fast skips the items not yet started.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Fault } from '../../src/sandbox/server.js';
-import { Bed, countStatuses, jsonError, parseResults } from './helpers/bed.js';
-import { describeRun } from './helpers/cli.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { describeRun } from '../helpers/cli.js';
+import { countStatuses, jsonError, parseResults } from '../helpers/results.js';
 
-let bed: Bed | undefined;
-afterEach(async () => {
-  await bed?.close();
-  bed = undefined;
-});
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
 
 /** Writes `count` documents named f0.txt... (tag makes contents distinct per test); returns [path, hash][]. */
 async function documents(b: Bed, count: number, tag: string): Promise<[string, string][]> {
@@ -24,7 +22,6 @@ async function documents(b: Bed, count: number, tag: string): Promise<[string, s
 
 describe('transient failures in a batch', () => {
   it('reports 8 registered and 2 failed (exit 4), and a second run completes the 2', async () => {
-    bed = await Bed.create();
     const docs = await documents(bed, 10, 'transient');
     const hashOf = new Map(docs);
     const args = ['register', ...docs.map(([path]) => path), '--retries', '0', '--json'];
@@ -115,7 +112,6 @@ describe('the exit code of a batch with lasting failures', () => {
   ];
 
   it.each(cases)('$name', async ({ faults, statuses, codes, exit }) => {
-    bed = await Bed.create();
     const docs = await documents(bed, 5, `lasting ${exit}`);
     bed.sandbox.addFaults(faults);
     const run = await bed.run([
@@ -138,7 +134,6 @@ describe('the exit code of a batch with lasting failures', () => {
   });
 
   it('a wrong-shape session is kept as pending (the registration is not lost)', async () => {
-    bed = await Bed.create();
     const docs = await documents(bed, 3, 'wrong shape');
     bed.sandbox.addFaults([{ route: 'request', kind: 'wrong-shape', count: 1 }]);
     const run = await bed.run(['register', ...docs.map(([p]) => p), '-j', '1', '--retries', '0', '--json']);
@@ -153,7 +148,6 @@ describe('the exit code of a batch with lasting failures', () => {
 
 describe('--fail-fast', () => {
   it('reports the items not started as skipped, and sends nothing for them', async () => {
-    bed = await Bed.create();
     const docs = await documents(bed, 5, 'fail fast');
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 409, count: 1 }]);
     const run = await bed.run([
@@ -186,7 +180,6 @@ describe('--fail-fast', () => {
   });
 
   it('without --fail-fast the same failure does not stop the others', async () => {
-    bed = await Bed.create();
     const docs = await documents(bed, 5, 'no fail fast');
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 409, count: 1 }]);
     const run = await bed.run(['register', ...docs.map(([p]) => p), '-j', '1', '--retries', '0', '--json']);
@@ -204,7 +197,6 @@ describe('--fail-fast', () => {
 
 describe('one session for the whole batch', () => {
   it('logs in once with NOTARIZE_API_KEY, however many documents are in flight', async () => {
-    bed = await Bed.create();
     const docs = await documents(bed, 20, 'login once');
     const run = await bed.run(['register', ...docs.map(([p]) => p), '--concurrency', '8', '--json']);
     expect(run.code, describeRun(run)).toBe(0);

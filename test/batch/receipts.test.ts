@@ -6,23 +6,18 @@
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { Bed, jsonError, parseResults } from './helpers/bed.js';
-import { describeRun } from './helpers/cli.js';
-import { startForwardProxy, type ForwardProxy } from './helpers/forward-proxy.js';
+import { describe, expect, it } from 'vitest';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { describeRun } from '../helpers/cli.js';
+import type { RecordingProxy } from '../helpers/proxy.js';
+import { jsonError, parseResults } from '../helpers/results.js';
 
-let bed: Bed | undefined;
-let proxy: ForwardProxy | undefined;
-afterEach(async () => {
-  await proxy?.close();
-  proxy = undefined;
-  await bed?.close();
-  bed = undefined;
-});
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
 
 /** The body of the forfait answer for `hash`, as it crossed the proxy. */
-function forfaitAnswer(p: ForwardProxy, hash: string): string {
-  const found = p.requests.filter((r) => r.url.endsWith(`/api/v2/registration/${hash}/forfait`) && r.status === 200);
+function forfaitAnswer(p: RecordingProxy, hash: string): string {
+  const found = p.exchanges.filter((r) => r.url.endsWith(`/api/v2/registration/${hash}/forfait`) && r.status === 200);
   expect(found).toHaveLength(1);
   return found[0]!.responseBody;
 }
@@ -33,8 +28,7 @@ function receipt(b: Bed, name: string): Promise<string> {
 
 describe('--receipt-dir', () => {
   it('writes <name>.notarization.json with the record exactly as the service sent it, keeping subfolders apart', async () => {
-    bed = await Bed.create();
-    proxy = await startForwardProxy();
+    const proxy = await bed.forwardProxy();
     const a = await bed.write('dist/a.tar.gz', 'receipt a\n');
     const b = await bed.write('dist/sub/b.zip', 'receipt b\n');
     const run = await bed.run(['register', '-r', 'dist', '--receipt-dir', 'receipts', '--json'], {
@@ -62,7 +56,6 @@ describe('--receipt-dir', () => {
   });
 
   it('one document: the record on stdout, the receipt path on stderr', async () => {
-    bed = await Bed.create();
     const hash = await bed.write('one.pdf', 'single receipt\n');
     const run = await bed.run(['register', 'one.pdf', '--receipt-dir', 'receipts', '--json']);
     expect(run.code, describeRun(run)).toBe(0);
@@ -72,7 +65,6 @@ describe('--receipt-dir', () => {
   });
 
   it('does not overwrite an existing different receipt: the item fails, naming --force', async () => {
-    bed = await Bed.create();
     const stale = '{"stale": true}\n';
     await mkdir(join(bed.workDir, 'receipts'));
     await writeFile(join(bed.workDir, 'receipts', 'c.txt.notarization.json'), stale);
@@ -94,7 +86,6 @@ describe('--receipt-dir', () => {
   });
 
   it('--force overwrites an existing different receipt of a new document', async () => {
-    bed = await Bed.create();
     await mkdir(join(bed.workDir, 'receipts'));
     await writeFile(join(bed.workDir, 'receipts', 'e.txt.notarization.json'), 'stale\n');
     const e = await bed.write('e.txt', 'receipt e\n');
@@ -104,7 +95,6 @@ describe('--receipt-dir', () => {
   });
 
   it('following the hint: removing the stale receipt lets a re-run write it, with nothing sent again', async () => {
-    bed = await Bed.create();
     await mkdir(join(bed.workDir, 'receipts'));
     const stale = join(bed.workDir, 'receipts', 'f.txt.notarization.json');
     await writeFile(stale, 'stale\n');

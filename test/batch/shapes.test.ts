@@ -6,15 +6,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { symlink } from 'node:fs/promises';
-import { afterEach, describe, expect, it } from 'vitest';
-import { Bed, parseNdjson, parseResults, type ItemResult } from './helpers/bed.js';
-import { describeRun, type Run } from './helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { describeRun, type Run } from '../helpers/cli.js';
+import { parseNdjson, parseResults, type ItemResult } from '../helpers/results.js';
 
-let bed: Bed | undefined;
-afterEach(async () => {
-  await bed?.close();
-  bed = undefined;
-});
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
 
 const KEYS = {
   registered: ['file', 'hash', 'record', 'schemaVersion', 'status', 'verificationUrl'],
@@ -34,7 +32,6 @@ function formatArgs(format: 'json' | 'ndjson'): string[] {
 
 describe.each(['json', 'ndjson'] as const)('the result shapes (%s)', (format) => {
   it('registered, already-registered, failed and skipped', async () => {
-    bed = await Bed.create();
     const b = bed;
     // Walked in name order; with --concurrency 1 the first new document meets the forfait fault.
     const already = await b.write('dir/a-already.txt', `already ${format}\n`);
@@ -111,7 +108,6 @@ describe.each(['json', 'ndjson'] as const)('the result shapes (%s)', (format) =>
   });
 
   it('pending (--no-complete)', async () => {
-    bed = await Bed.create();
     const b = bed;
     const one = await b.write('p1.txt', `pending one ${format}\n`);
     const two = await b.write('p2.txt', `pending two ${format}\n`);
@@ -123,7 +119,7 @@ describe.each(['json', 'ndjson'] as const)('the result shapes (%s)', (format) =>
       expect(Object.keys(r).sort()).toEqual([...KEYS.pending]);
       expect(r.hash).toBe(r.file === 'p1.txt' ? one : two);
       // The session exactly as the service sent it, as stored for `notarize complete`.
-      const stored = JSON.parse(readFileSync(`${b.serviceDir()}/pending/${r.hash}.json`, 'utf8')) as {
+      const stored = JSON.parse(readFileSync(`${b.onlyServiceDir()}/pending/${r.hash}.json`, 'utf8')) as {
         sessionJson: string;
       };
       expect(r.session).toEqual(JSON.parse(stored.sessionJson));

@@ -4,9 +4,10 @@
  * NDJSON, with exactly one request step and one forfait per document.
  */
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import { Bed, countStatuses, parseNdjson, parseResults } from './helpers/bed.js';
-import { describeRun } from './helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { describeRun } from '../helpers/cli.js';
+import { countStatuses, parseNdjson, parseResults } from '../helpers/results.js';
 
 const COUNT = 1000;
 
@@ -23,17 +24,13 @@ async function writeDocuments(bed: Bed): Promise<Map<string, string>> {
 }
 
 describe('register over 1,000 files in one call', () => {
-  let bed: Bed | undefined;
-  afterEach(async () => {
-    await bed?.close();
-    bed = undefined;
-  });
+  let bed: Bed;
+  useBed((created) => (bed = created), { keyInEnv: true });
 
   it(
     '--json prints an array of 1,000 registered results, one request and one forfait each',
     { timeout: 120_000 },
     async () => {
-      bed = await Bed.create();
       const expected = await writeDocuments(bed);
       const paths = [...expected.keys()];
       const run = await bed.run(['register', ...paths, '--json'], { timeoutMs: 90_000 });
@@ -71,7 +68,6 @@ describe('register over 1,000 files in one call', () => {
   );
 
   it('--output ndjson prints 1,000 lines, each a JSON result with schemaVersion 1', { timeout: 120_000 }, async () => {
-    bed = await Bed.create();
     const expected = await writeDocuments(bed);
     const run = await bed.run(['register', '--recursive', 'docs', '--output', 'ndjson'], { timeoutMs: 90_000 });
 

@@ -5,22 +5,15 @@
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_BASE_URL } from '../../src/settings.js';
-import { serviceDirName } from '../../src/store/store.js';
 import { expectFailure } from '../helpers/assert.js';
-import { Bed, findLeaks, routes, sha256, STACK_LINE } from '../helpers/bed.js';
+import { type Bed, findLeaks, routes, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
 import { spawnCli } from '../helpers/cli.js';
 
 let bed: Bed;
-beforeEach(async () => {
-  bed = await Bed.create();
-});
-afterEach(async () => {
-  await bed.finish();
-});
+useBed((created) => (bed = created));
 
-const withKey = () => ({ NOTARIZE_API_KEY: bed.sandbox.apiKey });
 const mode = (path: string) => statSync(path).mode & 0o777;
 
 describe('pending and logout', () => {
@@ -31,7 +24,7 @@ describe('pending and logout', () => {
     expect(empty.stderr).toMatch(/no pending registrations/);
 
     const a = await bed.file('alpha.txt', 'alpha');
-    const first = await bed.run(['register', a, '--no-complete', '--json'], { env: withKey() });
+    const first = await bed.run(['register', a, '--no-complete', '--json'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
     const b = await bed.file('beta.txt', 'beta');
     const second = await bed.run(['register', b, '--no-complete', '-d', 'the beta document']);
@@ -144,7 +137,7 @@ describe('config', () => {
     const storeSandbox = bed.sandbox;
     const envSandbox = await bed.extraSandbox({ apiKey: storeSandbox.apiKey });
     const flagSandbox = await bed.extraSandbox({ apiKey: storeSandbox.apiKey });
-    const fromStore = { env: { ...withKey(), NOTARIZE_BASE_URL: undefined }, noBaseUrlCheck: true };
+    const fromStore = { env: { ...bed.withKey(), NOTARIZE_BASE_URL: undefined }, noBaseUrlCheck: true };
     const set = await bed.run(['config', 'set', 'baseUrl', storeSandbox.url], fromStore);
     expect(set.code).toBe(0);
 
@@ -155,7 +148,7 @@ describe('config', () => {
     expect(routes(storeSandbox.calls)).toEqual(['login', 'request', 'forfait']);
 
     const d2 = await bed.file('env.txt', 'via env');
-    const fromEnv = { env: { ...withKey(), NOTARIZE_BASE_URL: envSandbox.url } };
+    const fromEnv = { env: { ...bed.withKey(), NOTARIZE_BASE_URL: envSandbox.url } };
     const viaEnv = await bed.run(['register', d2], fromEnv);
     expect(viaEnv.code, viaEnv.stderr).toBe(0);
     expect(routes(envSandbox.calls)).toEqual(['login', 'request', 'forfait']);
@@ -197,7 +190,7 @@ describe('secrets and file rights', () => {
 
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, count: 1 }]);
     const doc3 = await bed.file('secret3.txt', 'secret failure');
-    const failing = await bed.run(['register', doc3, '--verbose', '--retries', '0'], { env: withKey() });
+    const failing = await bed.run(['register', doc3, '--verbose', '--retries', '0'], { env: bed.withKey() });
     expect(failing.code).toBe(4);
     expect(failing.stderr).toMatch(STACK_LINE);
 
@@ -230,7 +223,7 @@ describe('secrets and file rights', () => {
     // The store: directory 0700, credentials and entries 0600.
     expect(mode(bed.storeDir)).toBe(0o700);
     expect(mode(bed.credentialsFile)).toBe(0o600);
-    const service = join(bed.storeDir, 'services', serviceDirName(bed.sandbox.url));
+    const service = bed.serviceDir();
     for (const dir of [join(bed.storeDir, 'services'), service, join(service, 'pending'), join(service, 'ledger')]) {
       expect(mode(dir), dir).toBe(0o700);
     }

@@ -6,33 +6,13 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/commands/registry.js';
-import { serviceDirName } from '../../src/store/store.js';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
-import { Bed, routes, sha256, STACK_LINE } from '../helpers/bed.js';
+import { type Bed, routes, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
 
 let bed: Bed;
-beforeEach(async () => {
-  bed = await Bed.create();
-});
-afterEach(async () => {
-  await bed.finish();
-});
-
-const withKey = () => ({ NOTARIZE_API_KEY: bed.sandbox.apiKey });
-
-function serviceDir(): string {
-  return join(bed.storeDir, 'services', serviceDirName(bed.sandbox.url));
-}
-
-function pendingFile(hash: string): string {
-  return join(serviceDir(), 'pending', `${hash}.json`);
-}
-
-function ledgerFile(hash: string): string {
-  return join(serviceDir(), 'ledger', `${hash}.json`);
-}
+useBed((created) => (bed = created));
 
 describe('exit 0', () => {
   it('--help lists the commands and the exit codes on stdout; --version prints the version', async () => {
@@ -52,7 +32,7 @@ describe('exit 1: the service refused the operation', () => {
   it('complete --session with a well-formed session the service did not issue (400); the issued session is kept', async () => {
     const doc = await bed.file('refused.txt', 'refused');
     const hash = sha256('refused');
-    const first = await bed.run(['register', doc, '--no-complete', '--json'], { env: withKey() });
+    const first = await bed.run(['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
     const issued = first.stdout.replace(/\n$/, '');
     const forged = { ...(JSON.parse(issued) as Record<string, unknown>), sessionId: '1683554257039' };
@@ -83,10 +63,10 @@ describe('exit 1: the service refused the operation', () => {
   it('an injected 409 on the request step', async () => {
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 409, count: 1 }]);
     const doc = await bed.file('conflict.txt', 'conflict');
-    const result = await bed.run(['register', doc], { env: withKey() });
+    const result = await bed.run(['register', doc], { env: bed.withKey() });
     expectFailure(result, 1, /answered 409/);
     expect(routes(bed.sandbox.calls)).toEqual(['login', 'request']);
-    expect(existsSync(pendingFile(sha256('conflict')))).toBe(false);
+    expect(existsSync(bed.pendingFile(sha256('conflict')))).toBe(false);
   });
 });
 
@@ -123,11 +103,11 @@ describe('exit 2: usage or local input error, nothing sent', () => {
 
   it.each(cases)('$name', async ({ args, message, setup }) => {
     await bed.file('doc.txt', 'the document');
-    const storeFiles = [bed.credentialsFile, ledgerFile(sha256('the document'))];
+    const storeFiles = [bed.credentialsFile, bed.ledgerFile(sha256('the document'))];
     await setup?.();
     const before = storeFiles.map((f) => (existsSync(f) ? readFileSync(f) : undefined));
     // With an API key at hand, anything sent by mistake would reach the sandbox and show in its log.
-    const result = await bed.run(args(bed.workDir), { env: withKey() });
+    const result = await bed.run(args(bed.workDir), { env: bed.withKey() });
     expectFailure(result, 2, message);
     expect(bed.sandbox.calls).toEqual([]);
     // A hint that names a command (e.g. `notarize hash <file>`) names one that exists.
@@ -142,7 +122,7 @@ describe('exit 2: usage or local input error, nothing sent', () => {
   it('NOTARIZE_BASE_URL with plain http to a non-loopback host, with --json', async () => {
     const doc = await bed.file('doc.txt', 'env url');
     const result = await bed.run(['register', doc, '--json'], {
-      env: { ...withKey(), NOTARIZE_BASE_URL: 'http://example.com' },
+      env: { ...bed.withKey(), NOTARIZE_BASE_URL: 'http://example.com' },
       noBaseUrlCheck: true,
     });
     const error = expectJsonError(result, 2);
@@ -152,7 +132,7 @@ describe('exit 2: usage or local input error, nothing sent', () => {
   });
 
   it('an unknown option with --json gives a JSON usage error', async () => {
-    const result = await bed.run(['register', '--json', '--bogus'], { env: withKey() });
+    const result = await bed.run(['register', '--json', '--bogus'], { env: bed.withKey() });
     const error = expectJsonError(result, 2);
     expect(error.code).toBe('usage');
     expect(error.message).toMatch(/unknown option '--bogus'/);
@@ -234,7 +214,7 @@ describe('exit 3: authentication', () => {
     expect(bed.sandbox.calls.map((c) => [c.route, c.status])).toEqual([['request', 401]]);
 
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 403, count: 1 }]);
-    const forbidden = await bed.run(['register', doc], { env: withKey() });
+    const forbidden = await bed.run(['register', doc], { env: bed.withKey() });
     expectFailure(forbidden, 3, /answered 403/);
   });
 });
@@ -253,10 +233,10 @@ describe('exit 4: transient, safe to retry', () => {
     const content = 'unavailable';
     const doc = await bed.file('unavailable.txt', content);
     const hash = sha256(content);
-    const result = await bed.run(['register', doc, '--retries', '0'], { env: withKey() });
+    const result = await bed.run(['register', doc, '--retries', '0'], { env: bed.withKey() });
     expectFailure(result, 4, /answered 503/);
     expect(result.stderr).toContain(`notarize complete ${hash}`);
-    expect(existsSync(pendingFile(hash))).toBe(true);
+    expect(existsSync(bed.pendingFile(hash))).toBe(true);
     const failedForfait = bed.sandbox.calls.find((c) => c.route === 'forfait')!;
     expect(failedForfait.status).toBe(503);
 
@@ -270,13 +250,13 @@ describe('exit 4: transient, safe to retry', () => {
     const calls = bed.callsSince(mark);
     expect(routes(calls)).toEqual(['forfait']);
     expect(calls[0]!.body).toBe(failedForfait.body);
-    expect(existsSync(pendingFile(hash))).toBe(false);
+    expect(existsSync(bed.pendingFile(hash))).toBe(false);
   });
 
   it('a 429 on the request step, and a request that times out, with --json', async () => {
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 429, count: 1 }]);
     const doc = await bed.file('busy.txt', 'busy');
-    const busy = await bed.run(['register', doc, '--json', '--retries', '0'], { env: withKey() });
+    const busy = await bed.run(['register', doc, '--json', '--retries', '0'], { env: bed.withKey() });
     const error = expectJsonError(busy, 4);
     expect(error.message).toMatch(/429/);
 
@@ -292,7 +272,7 @@ describe('exit 5: an answer of the wrong shape', () => {
     const content = 'wrong shape';
     const doc = await bed.file('shape.txt', content);
     const hash = sha256(content);
-    const result = await bed.run(['register', doc], { env: withKey() });
+    const result = await bed.run(['register', doc], { env: bed.withKey() });
     expectFailure(result, 5, /does not match the documented shape: creationDate/);
     expect(bed.sandbox.records.has(hash)).toBe(true);
     // The service did complete it: a re-run must not complete it a second time.
@@ -307,11 +287,11 @@ describe('exit 5: an answer of the wrong shape', () => {
     bed.sandbox.addFaults([{ route: 'request', kind: 'wrong-shape', count: 1 }]);
     const content = 'wrong shape request';
     const doc = await bed.file('shape-request.txt', content);
-    const result = await bed.run(['register', doc, '--json'], { env: withKey() });
+    const result = await bed.run(['register', doc, '--json'], { env: bed.withKey() });
     const error = expectJsonError(result, 5);
     expect(error.code).toBe('protocol');
     expect(error.message).toMatch(/userId/);
-    expect(existsSync(pendingFile(sha256(content)))).toBe(true);
+    expect(existsSync(bed.pendingFile(sha256(content)))).toBe(true);
     expect(routes(bed.sandbox.calls)).toEqual(['login', 'request']);
   });
 
@@ -320,16 +300,16 @@ describe('exit 5: an answer of the wrong shape', () => {
     const content = 'html answer';
     const doc = await bed.file('html.txt', content);
     const hash = sha256(content);
-    const result = await bed.run(['register', doc], { env: withKey() });
+    const result = await bed.run(['register', doc], { env: bed.withKey() });
     expectFailure(result, 5, /is not JSON/);
-    expect(existsSync(pendingFile(hash))).toBe(false);
+    expect(existsSync(bed.pendingFile(hash))).toBe(false);
 
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'html', count: 1 }]);
     const second = await bed.run(['register', doc, '--verbose']);
     expect(second.code).toBe(5);
     expect(second.stdout).toBe('');
     expect(second.stderr).toMatch(/is not JSON/);
-    expect(existsSync(pendingFile(hash))).toBe(true);
+    expect(existsSync(bed.pendingFile(hash))).toBe(true);
     // --verbose shows the stack trace that is otherwise hidden.
     expect(second.stderr).toMatch(STACK_LINE);
   });

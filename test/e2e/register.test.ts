@@ -5,16 +5,13 @@
 import { statSync, readdirSync } from 'node:fs';
 import { utimes } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Bed, routes, sha256, STACK_LINE } from '../helpers/bed.js';
+import { describe, expect, it } from 'vitest';
+import { type Bed, routes, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
 
 let bed: Bed;
-beforeEach(async () => {
-  bed = await Bed.create();
+useBed((created) => {
+  bed = created;
   auth = {};
-});
-afterEach(async () => {
-  await bed.finish();
 });
 
 /** The "field  value" row of a record table. */

@@ -2,7 +2,8 @@
  * Assertions shared by the e2e and integration tests.
  */
 import { expect } from 'vitest';
-import { STACK_LINE, type Output } from './bed.js';
+import { STACK_LINE } from './bed.js';
+import type { Output } from './cli.js';
 
 /** The `{"error": ...}` line notarize prints on stderr with --json. */
 export interface JsonError {

@@ -1,30 +1,37 @@
 /**
  * A test bed: a fresh temporary store directory, a work directory for the
- * documents, and a sandbox on 127.0.0.1 port 0, all torn down by `finish()`.
- * It also collects every output of the runs made through it, and every secret
- * (API keys, tokens) it saw, so `finish()` can prove no secret was printed.
+ * documents, and a sandbox on 127.0.0.1 port 0, all torn down by `finish()`
+ * with the sandboxes and proxies started through it. It also collects every
+ * output of the runs made through it, and every secret (API keys, tokens) it
+ * saw, so `finish()` can prove no secret was printed.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { request } from 'undici';
-import { startSandbox, type Sandbox, type SandboxCall, type SandboxOptions } from '../../src/sandbox/server.js';
-import { runCli, type CliResult, type RunOptions } from './cli.js';
-import { startRecordingProxy, type RecordingProxy, type Rewrite } from './proxy.js';
-
-/** Any output a run produced, whichever way it was run. */
-export interface Output {
-  args: string[];
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+import { afterEach, beforeEach } from 'vitest';
+import {
+  startSandbox,
+  type RouteName,
+  type Sandbox,
+  type SandboxCall,
+  type SandboxOptions,
+} from '../../src/sandbox/server.js';
+import { serviceDirName } from '../../src/store/store.js';
+import { runCli, type Output, type Run, type RunOptions } from './cli.js';
+import { startProxy, type ProxyOptions, type RecordingProxy, type Rewrite } from './proxy.js';
 
 export interface BedOptions {
   /** Options of the sandbox started for the bed. */
   sandbox?: SandboxOptions;
+  /**
+   * Every run gets the sandbox's key as NOTARIZE_API_KEY, so it logs in on the
+   * fly as a CI job does (default false: the run has no credentials unless the
+   * test logs in or passes them).
+   */
+  keyInEnv?: boolean;
 }
 
 export class Bed {
@@ -34,23 +41,35 @@ export class Bed {
   readonly workDir: string;
   sandbox: Sandbox;
   readonly outputs: Output[] = [];
+  readonly #keyInEnv: boolean;
   readonly #secrets = new Set<string>();
   readonly #extraSandboxes: Sandbox[] = [];
   readonly #proxies: RecordingProxy[] = [];
 
-  private constructor(root: string, sandbox: Sandbox) {
+  private constructor(root: string, sandbox: Sandbox, keyInEnv: boolean) {
     this.root = root;
     this.storeDir = join(root, 'store');
     this.workDir = join(root, 'work');
     this.sandbox = sandbox;
+    this.#keyInEnv = keyInEnv;
     this.addSecret(sandbox.apiKey);
   }
 
   static async create(options: BedOptions = {}): Promise<Bed> {
     const root = await mkdtemp(join(tmpdir(), 'notarize-test-'));
-    await mkdir(join(root, 'work'));
-    const sandbox = await startSandbox({ port: 0, ...options.sandbox });
-    return new Bed(root, sandbox);
+    try {
+      await mkdir(join(root, 'work'));
+      const sandbox = await startSandbox({ port: 0, ...options.sandbox });
+      return new Bed(root, sandbox, options.keyInEnv ?? false);
+    } catch (error) {
+      await rm(root, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /** The base URL of the bed's sandbox. */
+  get url(): string {
+    return this.sandbox.url;
   }
 
   /** Registers a value that must never appear in any output (and, for a JWT, its signature). */
@@ -69,9 +88,18 @@ export class Bed {
     return sandbox;
   }
 
-  /** A recording proxy in front of the bed's sandbox. */
-  async proxy(rewrite?: Rewrite): Promise<RecordingProxy> {
-    const proxy = await startRecordingProxy(this.sandbox.url, rewrite);
+  /** A recording reverse proxy in front of the bed's sandbox (point NOTARIZE_BASE_URL at it). */
+  proxy(rewrite?: Rewrite): Promise<RecordingProxy> {
+    return this.#startProxy({ target: this.sandbox.url, rewrite });
+  }
+
+  /** A recording forward proxy, as a CI runner's egress proxy (point HTTP_PROXY at it). */
+  forwardProxy(): Promise<RecordingProxy> {
+    return this.#startProxy({});
+  }
+
+  async #startProxy(options: ProxyOptions): Promise<RecordingProxy> {
+    const proxy = await startProxy(options);
     this.#proxies.push(proxy);
     return proxy;
   }
@@ -92,13 +120,23 @@ export class Bed {
     return this.sandbox;
   }
 
-  /** The environment of a run: this bed's store and sandbox, plus `extra`. */
-  env(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
-    return { NOTARIZE_CONFIG_DIR: this.storeDir, NOTARIZE_BASE_URL: this.sandbox.url, ...extra };
+  /** The sandbox's key as NOTARIZE_API_KEY, for a run that logs in on the fly. */
+  withKey(): { NOTARIZE_API_KEY: string } {
+    return { NOTARIZE_API_KEY: this.sandbox.apiKey };
   }
 
-  /** Runs the built bin with this bed's environment (plus `options.env`) and records its output. */
-  async run(args: string[], options: Partial<RunOptions> = {}): Promise<CliResult> {
+  /** The environment of a run: this bed's store and sandbox (and key, with `keyInEnv`), plus `extra`. */
+  env(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+    return {
+      NOTARIZE_CONFIG_DIR: this.storeDir,
+      NOTARIZE_BASE_URL: this.sandbox.url,
+      ...(this.#keyInEnv ? this.withKey() : {}),
+      ...extra,
+    };
+  }
+
+  /** Runs the built bin in the work directory with this bed's environment (plus `options.env`); records its output. */
+  async run(args: string[], options: RunOptions = {}): Promise<Run> {
     const result = await runCli(args, { cwd: this.workDir, ...options, env: this.env(options.env) });
     this.record(result);
     return result;
@@ -109,11 +147,18 @@ export class Bed {
     this.outputs.push(output);
   }
 
-  /** Writes a document in the work directory and returns its path. */
+  /** Writes a document under the work directory (parent directories created) and returns its path. */
   async file(name: string, content: string | Buffer = `content of ${name}, ${Math.random()}`): Promise<string> {
     const path = join(this.workDir, name);
+    await mkdir(dirname(path), { recursive: true });
     await writeFile(path, content);
     return path;
+  }
+
+  /** Writes a document under the work directory (parent directories created) and returns its SHA-256. */
+  async write(relativePath: string, content: string | Buffer): Promise<string> {
+    await this.file(relativePath, content);
+    return sha256(content);
   }
 
   /** Calls the sandbox received from `mark` on (see `mark()`). */
@@ -126,8 +171,70 @@ export class Bed {
     return this.sandbox.calls.length;
   }
 
+  /** How many calls the sandbox received for a route (every status). */
+  calls(route: RouteName): number {
+    return this.sandbox.calls.filter((c) => c.route === route).length;
+  }
+
+  /** The hashes sent to the request step, in arrival order. */
+  requestedHashes(): string[] {
+    return this.sandbox.calls
+      .filter((c) => c.route === 'request')
+      .map((c) => (JSON.parse(c.body) as { hash: string }).hash);
+  }
+
   get credentialsFile(): string {
     return join(this.storeDir, 'credentials.json');
+  }
+
+  /** Where the store keeps the files of the service at `url` (the bed's sandbox by default); it may not exist yet. */
+  serviceDir(url: string = this.sandbox.url): string {
+    return join(this.storeDir, 'services', serviceDirName(url));
+  }
+
+  /** The pending session file of `hash` in the sandbox's service directory. */
+  pendingFile(hash: string): string {
+    return join(this.serviceDir(), 'pending', `${hash}.json`);
+  }
+
+  /** The ledger file of `hash` in the sandbox's service directory. */
+  ledgerFile(hash: string): string {
+    return join(this.serviceDir(), 'ledger', `${hash}.json`);
+  }
+
+  /** The one service directory in the store; throws unless there is exactly one. */
+  onlyServiceDir(): string {
+    const services = join(this.storeDir, 'services');
+    const names = existsSync(services) ? readdirSync(services) : [];
+    if (names.length !== 1) throw new Error(`expected one service directory in the store, found ${names.join(', ')}`);
+    return join(services, names[0]!);
+  }
+
+  /** The hashes with a ledger file (`ledger/<hash>.json`) in the one service directory. */
+  ledgerHashes(): string[] {
+    return this.#entries('ledger');
+  }
+
+  /** The hashes with a pending session file in the one service directory. */
+  pendingHashes(): string[] {
+    return this.#entries('pending');
+  }
+
+  /** The stored ledger entry of a hash, parsed. */
+  ledgerEntry(hash: string): { hash: string; recordJson: string; file?: { name: string } } {
+    return JSON.parse(readFileSync(join(this.onlyServiceDir(), 'ledger', `${hash}.json`), 'utf8')) as {
+      hash: string;
+      recordJson: string;
+    };
+  }
+
+  #entries(kind: string): string[] {
+    const dir = join(this.onlyServiceDir(), kind);
+    if (!existsSync(dir)) return [];
+    return readdirSync(dir)
+      .filter((name) => !name.startsWith('.'))
+      .map((name) => name.replace(/\.json$/, ''))
+      .sort();
   }
 
   /** The tokens stored in credentials.json, by base URL ({} when there is no file). */
@@ -175,7 +282,10 @@ export class Bed {
     return findLeaks(this.outputs, this.secrets());
   }
 
-  /** Checks that no run printed a secret, then stops the servers and removes the directories. */
+  /**
+   * Checks that no run printed a secret, then stops the servers and removes the
+   * directories. Calling it again only repeats the (idempotent) cleanup.
+   */
   async finish(): Promise<void> {
     let leaks: string[] = [];
     try {
@@ -190,6 +300,42 @@ export class Bed {
     }
     if (leaks.length > 0) throw new Error(`secrets were printed:\n${leaks.join('\n')}`);
   }
+}
+
+/**
+ * Gives every test of the calling file (or describe block) a fresh bed,
+ * handed to `use` before the test, and finishes it after the test: the leak
+ * check, then the cleanup, whether the test passed or not.
+ */
+export function useBed(use: (bed: Bed) => void, options: BedOptions = {}): void {
+  let current: Bed | undefined;
+  beforeEach(async () => {
+    current = await Bed.create(options);
+    use(current);
+  });
+  afterEach(async () => {
+    const bed = current;
+    current = undefined;
+    await bed?.finish();
+  });
+}
+
+/**
+ * Gives every test of the calling file (or describe block) a fresh empty
+ * temporary directory named `prefix...`, handed to `use` before the test,
+ * and removes it after the test, for tests that need no sandbox.
+ */
+export function useTempDir(prefix: string, use: (dir: string) => void): void {
+  let current: string | undefined;
+  beforeEach(async () => {
+    current = await mkdtemp(join(tmpdir(), prefix));
+    use(current);
+  });
+  afterEach(async () => {
+    const dir = current;
+    current = undefined;
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
 }
 
 /** Says which outputs contain one of `secrets`, as "notarize <args>: <stream> holds a secret" lines. */

@@ -4,7 +4,8 @@
  * from the parent's NOTARIZE_* variables).
  */
 import { main } from '../../src/cli.js';
-import type { Bed, Output } from './bed.js';
+import type { Bed } from './bed.js';
+import type { Output } from './cli.js';
 import { bufferIO } from './io.js';
 
 export interface MainRun {

@@ -1,34 +1,63 @@
 /**
- * A recording reverse proxy in front of a sandbox, on 127.0.0.1 port 0. It
- * keeps the exact bytes of every request and answer that crossed it, so a
+ * A recording HTTP proxy on 127.0.0.1 port 0, in the three ways a client
+ * may reach a server through it:
+ *
+ * - as a reverse proxy in front of one `target` (requests in origin-form,
+ *   `POST /api/...`, with NOTARIZE_BASE_URL set to the proxy);
+ * - as a forward proxy, the way a CI runner's egress proxy is used with
+ *   HTTP_PROXY: absolute-form requests (`POST http://127.0.0.1:N/api/...`)
+ *   and CONNECT tunnels (undici's ProxyAgent tunnels by default). Tunnelled
+ *   connections are handed to an inner HTTP server, so every request inside
+ *   them is seen and recorded too.
+ *
+ * It keeps the exact bytes of every request and answer that crossed it, so a
  * test can compare what notarize sent with what the service answered, and it
  * can reformat an answer (same JSON value, different bytes) to prove that
  * notarize forwards what it received rather than a re-serialised copy.
+ *
+ * It forwards to 127.0.0.1 only: a reverse target elsewhere is refused at
+ * start, a forward request or a tunnel to anywhere else is answered 403.
  */
-import { createServer, request, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 
 /** One request and its answer, as they crossed the proxy. */
 export interface Exchange {
+  /** How the request reached the proxy. */
+  via: 'reverse' | 'absolute-form' | 'tunnel';
   method: string;
-  /** Request target, query included. */
+  /** The full URL the request was forwarded to. */
+  url: string;
+  /** The request target sent upstream (origin-form: path and query). */
   path: string;
   requestBody: string;
   status: number;
   /** The answer body exactly as the proxy passed it on (after any rewrite). */
   responseBody: string;
-  /** The body the upstream sandbox sent. */
+  /** The body the upstream server sent. */
   upstreamBody: string;
 }
 
 export interface RecordingProxy {
   url: string;
   exchanges: Exchange[];
+  /** Targets of CONNECT requests (host:port), refused ones included. */
+  tunnels: string[];
+  /** Stops the proxy and drops its connections, tunnels included; calling it again is harmless. */
   close(): Promise<void>;
 }
 
 /** Returns the text to answer instead of `body`, or undefined to pass it on unchanged. */
 export type Rewrite = (method: string, path: string, status: number, body: string) => string | undefined;
+
+export interface ProxyOptions {
+  /** Where origin-form requests go (a 127.0.0.1 URL); without it they are answered 400, as a forward proxy does. */
+  target?: string;
+  rewrite?: Rewrite;
+}
+
+// Hop-by-hop headers: they describe one connection, not the message, so a proxy does not pass them on.
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding'];
 
 function readAll(stream: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -39,51 +68,131 @@ function readAll(stream: IncomingMessage): Promise<Buffer> {
   });
 }
 
-/** Starts a proxy to `target` (which must be a 127.0.0.1 URL). */
-export async function startRecordingProxy(target: string, rewrite?: Rewrite): Promise<RecordingProxy> {
-  const upstream = new URL(target);
-  if (upstream.hostname !== '127.0.0.1' || upstream.protocol !== 'http:') {
-    throw new Error(`the recording proxy only forwards to a local sandbox, not ${target}`);
+function withoutHopByHop<T extends Record<string, unknown>>(headers: T): T {
+  const copy = { ...headers };
+  for (const name of HOP_BY_HOP) delete copy[name];
+  return copy;
+}
+
+function isLocalHttp(url: URL): boolean {
+  return url.protocol === 'http:' && url.hostname === '127.0.0.1';
+}
+
+/** Starts a proxy; see the file comment for what it serves. */
+export async function startProxy(options: ProxyOptions = {}): Promise<RecordingProxy> {
+  const upstream = options.target === undefined ? undefined : new URL(options.target);
+  if (upstream && !isLocalHttp(upstream)) {
+    throw new Error(`the proxy only forwards to a local server, not ${options.target}`);
   }
   const exchanges: Exchange[] = [];
-  const server = createServer((req, res) => {
-    void (async () => {
-      const body = await readAll(req);
-      const headers = { ...req.headers, host: upstream.host };
-      delete headers.connection;
-      const answer = await new Promise<IncomingMessage>((resolve, reject) => {
-        const out = request(
-          { host: '127.0.0.1', port: upstream.port, method: req.method, path: req.url, headers, agent: false },
-          resolve,
-        );
-        out.on('error', reject);
-        out.end(body);
-      });
-      const upstreamBody = (await readAll(answer)).toString('utf8');
-      const status = answer.statusCode ?? 502;
-      const method = req.method ?? '';
-      const path = req.url ?? '';
-      const responseBody = rewrite?.(method, path, status, upstreamBody) ?? upstreamBody;
-      exchanges.push({ method, path, requestBody: body.toString('utf8'), status, responseBody, upstreamBody });
-      res.writeHead(status, {
-        'content-type': answer.headers['content-type'] ?? 'application/json',
-        'content-length': String(Buffer.byteLength(responseBody)),
-      });
-      res.end(responseBody);
-    })().catch(() => res.destroy());
+  const tunnels: string[] = [];
+  const sockets = new Set<Socket>();
+  const tunnelTarget = new WeakMap<Socket, string>();
+
+  /** Forwards `req` to `origin` + `path` and answers `res` with the (possibly rewritten) answer. */
+  const forward = async (
+    via: Exchange['via'],
+    origin: URL,
+    path: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ) => {
+    if (!isLocalHttp(origin)) {
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('this proxy forwards to 127.0.0.1 only');
+      return;
+    }
+    const body = await readAll(req);
+    const headers = withoutHopByHop({ ...req.headers, host: origin.host });
+    const answer = await new Promise<IncomingMessage>((resolve, reject) => {
+      const out = request(
+        { host: '127.0.0.1', port: origin.port, method: req.method, path, headers, agent: false },
+        resolve,
+      );
+      out.on('error', reject);
+      out.end(body);
+    });
+    const upstreamBody = (await readAll(answer)).toString('utf8');
+    const status = answer.statusCode ?? 502;
+    const method = req.method ?? '';
+    const responseBody = options.rewrite?.(method, path, status, upstreamBody) ?? upstreamBody;
+    exchanges.push({
+      via,
+      method,
+      url: `${origin.origin}${path}`,
+      path,
+      requestBody: body.toString('utf8'),
+      status,
+      responseBody,
+      upstreamBody,
+    });
+    res.writeHead(status, {
+      ...withoutHopByHop(answer.headers),
+      'content-length': String(Buffer.byteLength(responseBody)),
+    });
+    res.end(responseBody);
+  };
+
+  // A request that cannot be forwarded (a malformed target, an upstream that went away) drops its connection.
+  const serve = (res: ServerResponse, handle: () => Promise<void>) => {
+    Promise.resolve()
+      .then(handle)
+      .catch(() => res.destroy());
+  };
+
+  // Requests that arrive inside a CONNECT tunnel are in origin-form, for the tunnel's target.
+  const inner = createServer((req, res) => {
+    serve(res, () =>
+      forward('tunnel', new URL(`http://${tunnelTarget.get(req.socket) ?? ''}`), req.url ?? '/', req, res),
+    );
   });
+
+  const outer = createServer((req, res) => {
+    const target = req.url ?? '';
+    if (/^http:\/\//i.test(target)) {
+      serve(res, () => {
+        const url = new URL(target);
+        return forward('absolute-form', url, `${url.pathname}${url.search}`, req, res);
+      });
+    } else if (upstream) {
+      serve(res, () => forward('reverse', upstream, target, req, res));
+    } else {
+      res.writeHead(400, { 'content-type': 'text/plain' }).end('a forward proxy expects absolute-form requests');
+    }
+  });
+  outer.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  outer.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    const authority = req.url ?? '';
+    tunnels.push(authority);
+    if (!/^127\.0\.0\.1:\d+$/.test(authority)) {
+      socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    tunnelTarget.set(socket, authority);
+    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length > 0) socket.unshift(head);
+    inner.emit('connection', socket);
+  });
+
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    outer.once('error', reject);
+    outer.listen(0, '127.0.0.1', () => resolve());
   });
-  const { port } = server.address() as AddressInfo;
+  const { port } = outer.address() as AddressInfo;
+  let closing: Promise<void> | undefined;
   return {
     url: `http://127.0.0.1:${port}`,
     exchanges,
+    tunnels,
     close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+      (closing ??= new Promise<void>((resolve) => {
+        // Tunnelled sockets left the outer server's books at CONNECT: destroy them by hand.
+        for (const socket of sockets) socket.destroy();
+        inner.close();
+        outer.close(() => resolve());
+        outer.closeAllConnections();
+      })),
   };
 }

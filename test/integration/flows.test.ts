@@ -5,23 +5,13 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { serviceDirName } from '../../src/store/store.js';
+import { describe, expect, it } from 'vitest';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
-import { Bed, routes, sha256, STACK_LINE } from '../helpers/bed.js';
+import { type Bed, routes, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
 import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
-beforeEach(async () => {
-  bed = await Bed.create();
-});
-afterEach(async () => {
-  await bed.finish();
-});
-
-const withKey = () => ({ NOTARIZE_API_KEY: bed.sandbox.apiKey });
-const pendingFile = (hash: string) =>
-  join(bed.storeDir, 'services', serviceDirName(bed.sandbox.url), 'pending', `${hash}.json`);
+useBed((created) => (bed = created));
 
 describe('flows', () => {
   it('login from standard input, register, and --json prints the service text exactly', async () => {
@@ -55,7 +45,7 @@ describe('flows', () => {
   it('--no-complete then complete: the forfait body is the request answer byte for byte', async () => {
     const doc = await bed.file('split.txt', 'split');
     const hash = sha256('split');
-    const first = await runMain(bed, ['register', doc, '--no-complete', '--json'], { env: withKey() });
+    const first = await runMain(bed, ['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
     const second = await runMain(bed, ['complete', hash, '--json']);
     expect(second.code, second.stderr).toBe(0);
@@ -75,7 +65,7 @@ describe('flows', () => {
   it('complete --session - sends the session read from standard input exactly as given', async () => {
     const doc = await bed.file('stdin-session.txt', 'stdin session');
     const hash = sha256('stdin session');
-    const first = await runMain(bed, ['register', doc, '--no-complete', '--json'], { env: withKey() });
+    const first = await runMain(bed, ['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
     // Same value, other bytes: what a user might paste after passing it through jq.
     const given = `${JSON.stringify(JSON.parse(first.stdout), null, 2)}\n`;
@@ -96,7 +86,7 @@ describe('flows', () => {
     // is refused with 400 and this documented option can never work there.
     const doc = await bed.file('active.txt', 'active');
     const hash = sha256('active');
-    const first = await runMain(bed, ['register', doc, '--no-complete'], { env: withKey() });
+    const first = await runMain(bed, ['register', doc, '--no-complete'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
     const result = await runMain(bed, ['complete', hash, '--use-active-subscription']);
     const active = bed.sandbox.calls.filter((c) => c.route === 'active');
@@ -113,7 +103,7 @@ describe('flows', () => {
     // `custody: true` and the file facts; the split flow silently drops it.
     const doc = await bed.file('split-custody.pdf', 'split custody');
     const hash = sha256('split custody');
-    const first = await runMain(bed, ['register', doc, '--custody', '--no-complete'], { env: withKey() });
+    const first = await runMain(bed, ['register', doc, '--custody', '--no-complete'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
     expect(JSON.parse(bed.sandbox.calls.find((c) => c.route === 'request')!.body)).toMatchObject({ custody: true });
     const second = await runMain(bed, ['complete', hash]);
@@ -129,7 +119,7 @@ describe('flows', () => {
 
   it('--quiet silences the chatter but not the data', async () => {
     const doc = await bed.file('quiet.txt', 'quiet');
-    const result = await runMain(bed, ['register', doc, '--quiet'], { env: withKey() });
+    const result = await runMain(bed, ['register', doc, '--quiet'], { env: bed.withKey() });
     expect(result.code).toBe(0);
     expect(result.stderr).toBe('');
     expect(result.stdout).toMatch(new RegExp(`^hash +${sha256('quiet')}$`, 'm'));
@@ -137,7 +127,7 @@ describe('flows', () => {
 
   it('pending, logout and config, quickly', async () => {
     const doc = await bed.file('p.txt', 'p');
-    expect((await runMain(bed, ['register', doc, '--no-complete'], { env: withKey() })).code).toBe(0);
+    expect((await runMain(bed, ['register', doc, '--no-complete'], { env: bed.withKey() })).code).toBe(0);
     const pending = await runMain(bed, ['pending', '--json']);
     expect(pending.code).toBe(0);
     expect(JSON.parse(pending.stdout)).toEqual([
@@ -148,7 +138,7 @@ describe('flows', () => {
     expect(logout.stderr).toBe(`logged out of ${bed.sandbox.url}\n`);
     const after = await runMain(bed, ['complete', sha256('p')]);
     expectFailure(after, 3, /not logged in/);
-    expect(existsSync(pendingFile(sha256('p')))).toBe(true);
+    expect(existsSync(bed.pendingFile(sha256('p')))).toBe(true);
 
     const path = await runMain(bed, ['config', 'path']);
     expect(path.stdout).toBe(`${bed.storeDir}\n`);
@@ -212,10 +202,10 @@ describe('usage errors send nothing', () => {
 
   it.each(cases)('$name', async ({ argv, env, message }) => {
     await bed.file('x.txt', 'x');
-    const result = await runMain(bed, argv(), { env: { ...withKey(), ...env } });
+    const result = await runMain(bed, argv(), { env: { ...bed.withKey(), ...env } });
     expectFailure(result, 2, message);
     expect(bed.sandbox.calls).toEqual([]);
-    const json = await runMain(bed, [...argv(), '--json'], { env: { ...withKey(), ...env } });
+    const json = await runMain(bed, [...argv(), '--json'], { env: { ...bed.withKey(), ...env } });
     expectJsonError(json, 2);
     expect(bed.sandbox.calls).toEqual([]);
   });
@@ -226,7 +216,7 @@ describe('retries', () => {
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 503, count: 2 }]);
     const doc = await bed.file('retry.txt', 'retry');
     const result = await runMain(bed, ['register', doc, '--retries', '3'], {
-      env: { ...withKey(), NOTARIZE_RETRY_DELAY_MS: '0' },
+      env: { ...bed.withKey(), NOTARIZE_RETRY_DELAY_MS: '0' },
     });
     expect(result.code, result.stderr).toBe(0);
     expect(bed.sandbox.calls.map((c) => [c.route, c.status])).toEqual([
@@ -243,18 +233,18 @@ describe('retries', () => {
     const doc = await bed.file('once.txt', 'once');
     const hash = sha256('once');
     const failed = await runMain(bed, ['register', doc, '--json'], {
-      env: { ...withKey(), NOTARIZE_RETRY_DELAY_MS: '0' },
+      env: { ...bed.withKey(), NOTARIZE_RETRY_DELAY_MS: '0' },
     });
     const error = expectJsonError(failed, 4);
     expect(error.hint).toContain(`notarize complete ${hash}`);
     expect(bed.sandbox.calls.filter((c) => c.route === 'forfait')).toHaveLength(1);
-    expect(existsSync(pendingFile(hash))).toBe(true);
+    expect(existsSync(bed.pendingFile(hash))).toBe(true);
 
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, retryAfter: 0, count: 1 }]);
     const finished = await runMain(bed, ['complete', hash], { env: { NOTARIZE_RETRY_DELAY_MS: '0' } });
     expect(finished.code, finished.stderr).toBe(0);
     expect(bed.sandbox.calls.filter((c) => c.route === 'forfait').map((c) => c.status)).toEqual([503, 503, 200]);
-    expect(existsSync(pendingFile(hash))).toBe(false);
+    expect(existsSync(bed.pendingFile(hash))).toBe(false);
   });
 });
 
@@ -262,7 +252,7 @@ describe('--verbose', () => {
   it('logs each request as "METHOD URL -> STATUS in N ms", never the token or the key', async () => {
     const doc = await bed.file('verbose.txt', 'verbose');
     const hash = sha256('verbose');
-    const result = await runMain(bed, ['register', doc, '--verbose'], { env: withKey() });
+    const result = await runMain(bed, ['register', doc, '--verbose'], { env: bed.withKey() });
     expect(result.code, result.stderr).toBe(0);
     const url = bed.sandbox.url.replace(/\./g, '\\.');
     const lines = result.stderr.split('\n').filter((line) => line.startsWith('[notarize] '));
@@ -295,7 +285,7 @@ describe('--verbose', () => {
   it('a failing run logs the status and shows the stack trace only with --verbose', async () => {
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 500, count: 2 }]);
     const doc = await bed.file('fail.txt', 'fail');
-    const quiet = await runMain(bed, ['register', doc, '--retries', '0'], { env: withKey() });
+    const quiet = await runMain(bed, ['register', doc, '--retries', '0'], { env: bed.withKey() });
     expectFailure(quiet, 4, /answered 500/);
     expect(quiet.stderr).not.toMatch(/\[notarize\]/);
     const verbose = await runMain(bed, ['register', doc, '--retries', '0', '--verbose']);

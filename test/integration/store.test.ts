@@ -4,25 +4,13 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { serviceDirName } from '../../src/store/store.js';
+import { describe, expect, it } from 'vitest';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
-import { Bed, routes, sha256 } from '../helpers/bed.js';
+import { type Bed, routes, sha256, useBed } from '../helpers/bed.js';
 import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
-beforeEach(async () => {
-  bed = await Bed.create();
-});
-afterEach(async () => {
-  await bed.finish();
-});
-
-const withKey = () => ({ NOTARIZE_API_KEY: bed.sandbox.apiKey });
-
-function serviceDir(): string {
-  return join(bed.storeDir, 'services', serviceDirName(bed.sandbox.url));
-}
+useBed((created) => (bed = created));
 
 /** Writes `bytes` at `path` (directories created 0700, file 0600). */
 function plant(path: string, bytes: string): Buffer {
@@ -43,17 +31,17 @@ describe('a corrupt store file', () => {
     { name: 'config.json, not JSON', file: () => join(bed.storeDir, 'config.json'), bytes: '{baseUrl: nope}' },
     {
       name: 'a ledger entry, not JSON',
-      file: () => join(serviceDir(), 'ledger', `${sha256(doc)}.json`),
+      file: () => join(bed.serviceDir(), 'ledger', `${sha256(doc)}.json`),
       bytes: '\u0000\u0001garbage',
     },
     {
       name: 'a ledger entry of the wrong shape',
-      file: () => join(serviceDir(), 'ledger', `${sha256(doc)}.json`),
+      file: () => join(bed.serviceDir(), 'ledger', `${sha256(doc)}.json`),
       bytes: '{"schemaVersion": 1, "hash": "nope"}',
     },
     {
       name: 'a pending entry, not JSON',
-      file: () => join(serviceDir(), 'pending', `${sha256(doc)}.json`),
+      file: () => join(bed.serviceDir(), 'pending', `${sha256(doc)}.json`),
       bytes: '{"schemaVersion":1,',
     },
   ];
@@ -62,13 +50,13 @@ describe('a corrupt store file', () => {
     const path = file();
     const before = plant(path, bytes);
     const target = await bed.file('doc.txt', doc);
-    const result = await runMain(bed, ['register', target], { env: withKey() });
+    const result = await runMain(bed, ['register', target], { env: bed.withKey() });
     expectFailure(result, 2, new RegExp(`store file ${escape(path)} is damaged`));
     expect(result.stderr).toMatch(/untouched/);
     expect(bed.sandbox.calls).toEqual([]);
     expect(readFileSync(path)).toEqual(before);
 
-    const json = await runMain(bed, ['register', target, '--json'], { env: withKey() });
+    const json = await runMain(bed, ['register', target, '--json'], { env: bed.withKey() });
     const error = expectJsonError(json, 2);
     expect(error.code).toBe('store');
     expect(error.message).toContain(path);
@@ -87,9 +75,9 @@ describe('a corrupt store file', () => {
 
   it('pending warns about a damaged entry, names it, and lists the others', async () => {
     const good = await bed.file('good.txt', 'good');
-    const saved = await runMain(bed, ['register', good, '--no-complete'], { env: withKey() });
+    const saved = await runMain(bed, ['register', good, '--no-complete'], { env: bed.withKey() });
     expect(saved.code, saved.stderr).toBe(0);
-    const path = join(serviceDir(), 'pending', `${sha256('bad')}.json`);
+    const path = join(bed.serviceDir(), 'pending', `${sha256('bad')}.json`);
     const before = plant(path, 'not json');
     const result = await runMain(bed, ['pending']);
     expect(result.code, result.stderr).toBe(0);
