@@ -113,7 +113,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
       // A session given by hand is kept like one from the service, so that a
       // failed completion can be finished later from the store; but it never
       // replaces a session already pending, which may be the good one.
-      if (!stored) savePendingOrExplain(deps, pending);
+      if (!stored) await savePendingOrExplain(deps, pending);
     }
     const entry = await completeStep(deps, pending);
     // A registration finished here must end as it would have in one `register` run.
@@ -129,7 +129,7 @@ function now(deps: FlowDeps): Date {
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<PendingEntry> {
   deps.onStep?.('requesting');
-  const save = (sessionJson: string): PendingEntry => {
+  const save = async (sessionJson: string): Promise<PendingEntry> => {
     const entry: PendingEntry = {
       schemaVersion: 1,
       hash: input.hash,
@@ -139,7 +139,7 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
       ...(input.file ? { file: input.file } : {}),
       sessionJson,
     };
-    savePendingOrExplain(deps, entry);
+    await savePendingOrExplain(deps, entry);
     return entry;
   };
   try {
@@ -151,12 +151,12 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
       signed: input.signed,
       status: 'not_registered',
     });
-    return save(answer.raw);
+    return await save(answer.raw);
   } catch (error) {
     // An object of an unexpected shape may still be a session the service
     // will accept back: keep it rather than lose the registration.
     if (error instanceof InvalidAnswerError && isPlainObject(error.json)) {
-      save(error.raw);
+      await save(error.raw);
       throw new ProtocolError(`${error.message}; the answer was kept as pending`, {
         hint: `inspect it with \`notarize pending\`; \`notarize complete ${input.hash}\` sends it back as received`,
         cause: error,
@@ -170,7 +170,7 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
 async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
   deps.onStep?.('completing');
   const { store } = deps;
-  const save = (recordJson: string): LedgerEntry => {
+  const save = async (recordJson: string): Promise<LedgerEntry> => {
     const entry: LedgerEntry = {
       schemaVersion: 1,
       hash: pending.hash,
@@ -179,7 +179,7 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
       recordJson,
     };
     try {
-      store.saveRecord(entry);
+      await store.saveRecord(entry);
     } catch (error) {
       throw notSaved(`the registration of ${pending.hash} was completed, but its record could not be saved`, error, {
         what: 'record',
@@ -188,7 +188,7 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
       });
     }
     // Only now that the record is on disk may the session go.
-    store.removePending(pending.hash);
+    await store.removePending(pending.hash);
     return entry;
   };
   let answer;
@@ -198,13 +198,13 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
     if (error instanceof InvalidAnswerError && isPlainObject(error.json)) {
       // The service completed it (2xx); keep what it sent rather than risk a
       // second completion from a session left pending.
-      save(error.raw);
+      await save(error.raw);
       throw error;
     }
     throw withCompleteHint(deps, error, pending.hash);
   }
   if (answer.value.hash.toLowerCase() !== pending.hash) {
-    save(answer.raw);
+    await save(answer.raw);
     throw new ProtocolError(
       `the service completed hash ${answer.value.hash}, not ${pending.hash}; the record was kept`,
     );
@@ -240,9 +240,9 @@ function withCompleteHint(deps: FlowDeps, error: unknown, hash: string): unknown
 }
 
 /** Saves a pending session; if the disk refuses, the error carries the session so it is not lost. */
-function savePendingOrExplain(deps: FlowDeps, entry: PendingEntry): void {
+async function savePendingOrExplain(deps: FlowDeps, entry: PendingEntry): Promise<void> {
   try {
-    deps.store.savePending(entry);
+    await deps.store.savePending(entry);
   } catch (error) {
     throw notSaved(`the session for ${entry.hash} could not be saved`, error, {
       what: 'session',

@@ -20,9 +20,28 @@ export function readClaims(token: string): TokenClaims | undefined {
   }
 }
 
+/**
+ * `exp` by token text (null: none readable). Every request asks whether its
+ * token has expired, and decoding and validating the same JWT for each of a
+ * batch's thousands of requests is CPU taken from the requests. A run sees
+ * one or two tokens, so the map stays tiny; it is bounded all the same.
+ */
+const expiries = new Map<string, number | null>();
+const MAX_CACHED_EXPIRIES = 16;
+
+function expiryOf(token: string): number | undefined {
+  let exp = expiries.get(token);
+  if (exp === undefined) {
+    exp = readClaims(token)?.exp ?? null;
+    if (expiries.size >= MAX_CACHED_EXPIRIES) expiries.clear();
+    expiries.set(token, exp);
+  }
+  return exp ?? undefined;
+}
+
 /** True when the token says it has expired (a token without `exp` is taken as valid). */
 export function isExpired(token: string, nowMs = Date.now()): boolean {
-  const exp = readClaims(token)?.exp;
+  const exp = expiryOf(token);
   return exp !== undefined && exp - EXPIRY_MARGIN_SECONDS <= nowMs / 1000;
 }
 

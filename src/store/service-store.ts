@@ -9,7 +9,14 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { hashSchema } from '../api/schemas.js';
 import { StoreError } from '../errors.js';
-import { corrupt, ensurePrivateDir, readStoreFile, removeFile, tightenDirIfExists, writeFileAtomic } from './files.js';
+import {
+  corrupt,
+  ensurePrivateDir,
+  readStoreFile,
+  removeFileAsync,
+  tightenDirIfExists,
+  writeFileAtomic,
+} from './files.js';
 
 const fileFacts = z.object({
   name: z.string(),
@@ -99,13 +106,17 @@ export class ServiceStore {
     return ofHash(hash, this.pendingFile(hash), await readStoreFile(this.pendingFile(hash), pendingEntrySchema));
   }
 
-  /** Saves a pending session atomically (replacing any earlier one for the hash). */
-  savePending(entry: Omit<PendingEntry, 'schemaVersion'>): void {
-    this.#write(this.pendingFile(entry.hash), { schemaVersion: 1, ...entry });
+  /**
+   * Saves a pending session atomically (replacing any earlier one for the
+   * hash); resolves once it is durably on disk, rejects if it could not be.
+   */
+  savePending(entry: Omit<PendingEntry, 'schemaVersion'>): Promise<void> {
+    return this.#write(this.pendingFile(entry.hash), { schemaVersion: 1, ...entry });
   }
 
-  removePending(hash: string): void {
-    removeFile(this.pendingFile(hash));
+  /** Removes the pending session of a hash; one already gone is not an error. */
+  removePending(hash: string): Promise<void> {
+    return removeFileAsync(this.pendingFile(hash));
   }
 
   /**
@@ -120,7 +131,7 @@ export class ServiceStore {
     } catch {
       return;
     }
-    if (pending && pending.savedAt <= record.completedAt) this.removePending(record.hash);
+    if (pending && pending.savedAt <= record.completedAt) await this.removePending(record.hash);
   }
 
   /** The ledger record for a hash; throws StoreError if its file is damaged. */
@@ -128,9 +139,9 @@ export class ServiceStore {
     return ofHash(hash, this.ledgerFile(hash), await readStoreFile(this.ledgerFile(hash), ledgerEntrySchema));
   }
 
-  /** Saves a completed record atomically. */
-  saveRecord(entry: Omit<LedgerEntry, 'schemaVersion'>): void {
-    this.#write(this.ledgerFile(entry.hash), { schemaVersion: 1, ...entry });
+  /** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
+  saveRecord(entry: Omit<LedgerEntry, 'schemaVersion'>): Promise<void> {
+    return this.#write(this.ledgerFile(entry.hash), { schemaVersion: 1, ...entry });
   }
 
   listPending(): Promise<Listing<PendingEntry>> {
@@ -141,9 +152,9 @@ export class ServiceStore {
     return this.#list('ledger', (hash) => this.readRecord(hash));
   }
 
-  #write(file: string, value: unknown): void {
+  async #write(file: string, value: unknown): Promise<void> {
     this.#privateDir(join(file, '..'));
-    writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`);
+    await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`);
   }
 
   #privateDir(dir: string): void {

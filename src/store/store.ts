@@ -23,7 +23,13 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { NotarizeError, StoreError } from '../errors.js';
 import { SETTINGS } from '../settings.js';
-import { corrupt, ensurePrivateDir, ensurePrivateFile, PRIVATE_FILE_MODE } from './files.js';
+import {
+  corrupt,
+  ensurePrivateDir,
+  ensurePrivateFile,
+  keepFileSizeSignalHarmless,
+  PRIVATE_FILE_MODE,
+} from './files.js';
 import { ServiceStore } from './service-store.js';
 
 /** The store directory: NOTARIZE_CONFIG_DIR, else the platform's config directory. */
@@ -49,6 +55,8 @@ export class Store {
   constructor(dir: string, warn: (message: string) => void = () => {}) {
     this.dir = dir;
     this.#warn = warn;
+    // conf, imported here, brings the SIGXFSZ listener that would make a full disk fatal (see files.ts).
+    keepFileSizeSignalHarmless();
   }
 
   /** Creates the directory (0700) on first use, tightening it if it was wider. */

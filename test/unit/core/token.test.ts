@@ -58,6 +58,21 @@ describe('isExpired', () => {
     expect(isExpired('garbage', NOW_MS)).toBe(false);
     expect(readClaims('garbage')).toBeUndefined();
   });
+
+  it('judges the same token against the time of each call (its expiry is remembered, not the verdict)', () => {
+    const token = jwt({ exp: NOW_S + 3600 });
+    expect(isExpired(token, NOW_MS)).toBe(false);
+    expect(isExpired(token, NOW_MS + 3600_000)).toBe(true);
+    expect(isExpired(token, NOW_MS)).toBe(false);
+    expect(isExpired(jwt({ userId: 1 }), NOW_MS + 3600_000)).toBe(false);
+  });
+
+  it('answers right for many distinct tokens in turn (the remembered expiries are bounded)', () => {
+    for (let i = 0; i < 50; i++) {
+      expect(isExpired(jwt({ exp: NOW_S + 3600, n: i }), NOW_MS)).toBe(false);
+      expect(isExpired(jwt({ exp: NOW_S - 1, n: i }), NOW_MS)).toBe(true);
+    }
+  });
 });
 
 describe('describeToken', () => {

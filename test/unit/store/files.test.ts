@@ -3,8 +3,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StoreError } from '../../../src/errors.js';
-import { ensurePrivateDir, readStoreFile, removeFile, writeFileAtomic } from '../../../src/store/files.js';
-import { rejection, thrown } from '../helpers/catch.js';
+import {
+  ensurePrivateDir,
+  readStoreFile,
+  removeFile,
+  removeFileAsync,
+  writeFileAtomic,
+} from '../../../src/store/files.js';
+import { rejection } from '../helpers/catch.js';
 import { useTempDirs } from '../helpers/temp-dir.js';
 
 const posix = process.platform !== 'win32';
@@ -13,28 +19,37 @@ const mode = (path: string) => statSync(path).mode & 0o777;
 describe('writeFileAtomic', () => {
   const tempDir = useTempDirs();
 
-  it('writes the content and leaves no temporary file behind', () => {
+  it('writes the content and leaves no temporary file behind', async () => {
     const dir = tempDir();
     const file = join(dir, 'entry.json');
-    writeFileAtomic(file, '{"a":1}\n');
-    writeFileAtomic(file, '{"a":2}\n');
+    await writeFileAtomic(file, '{"a":1}\n');
+    await writeFileAtomic(file, '{"a":2}\n');
     expect(readFileSync(file, 'utf8')).toBe('{"a":2}\n');
     expect(readdirSync(dir)).toEqual(['entry.json']);
   });
 
-  it.runIf(posix)('creates the file with mode 0600, also when replacing a wider one', () => {
+  it.runIf(posix)('creates the file with mode 0600, also when replacing a wider one', async () => {
     const dir = tempDir();
     const file = join(dir, 'entry.json');
     writeFileSync(file, 'old', { mode: 0o644 });
-    writeFileAtomic(file, 'new');
+    await writeFileAtomic(file, 'new');
     expect(mode(file)).toBe(0o600);
   });
 
-  it('cleans up its temporary file when the rename fails', () => {
+  it('keeps every file whole when many writes are in flight at once, several to the same file', async () => {
+    const dir = tempDir();
+    const texts = Array.from({ length: 40 }, (_, i) => `${JSON.stringify({ i, pad: 'x'.repeat(5000 + i) })}\n`);
+    await Promise.all(texts.map((text, i) => writeFileAtomic(join(dir, `f${i % 8}.json`), text)));
+    const names = readdirSync(dir).sort();
+    expect(names).toEqual(Array.from({ length: 8 }, (_, i) => `f${i}.json`).sort());
+    for (const name of names) expect(texts).toContain(readFileSync(join(dir, name), 'utf8'));
+  });
+
+  it('cleans up its temporary file when the rename fails', async () => {
     const dir = tempDir();
     const target = join(dir, 'occupied');
     mkdirSync(join(target, 'child'), { recursive: true });
-    expect(thrown(() => writeFileAtomic(target, 'x'))).toBeInstanceOf(Error);
+    expect(await rejection(writeFileAtomic(target, 'x'))).toBeInstanceOf(Error);
     expect(readdirSync(dir)).toEqual(['occupied']);
   });
 });
@@ -95,5 +110,20 @@ describe('removeFile', () => {
     removeFile(file);
     expect(readdirSync(join(file, '..'))).toEqual([]);
     expect(() => removeFile(file)).not.toThrow();
+  });
+});
+
+describe('removeFileAsync', () => {
+  const tempDir = useTempDirs();
+
+  it('removes a file and ignores one already gone, but not other errors', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'x');
+    writeFileSync(file, '');
+    await removeFileAsync(file);
+    expect(readdirSync(dir)).toEqual([]);
+    await removeFileAsync(file);
+    mkdirSync(join(dir, 'a-directory'));
+    expect(await rejection(removeFileAsync(join(dir, 'a-directory')))).toBeInstanceOf(Error);
   });
 });

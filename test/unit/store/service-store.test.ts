@@ -42,20 +42,20 @@ describe('ServiceStore', () => {
     const store = serviceStore();
     const hash = hashOf('a');
     expect(await store.readPending(hash)).toBeUndefined();
-    store.savePending(pending(hash));
+    await store.savePending(pending(hash));
     const read = await store.readPending(hash);
     expect(read).toEqual({ schemaVersion: 1, ...pending(hash) });
     expect(read?.sessionJson).toBe(readFixture('session-free-plan.json'));
-    store.removePending(hash);
+    await store.removePending(hash);
     expect(await store.readPending(hash)).toBeUndefined();
-    store.removePending(hash);
+    await store.removePending(hash);
   });
 
   it('replaces an earlier pending session of the same hash', async () => {
     const store = serviceStore();
     const hash = hashOf('a');
-    store.savePending(pending(hash, { description: 'first' }));
-    store.savePending(pending(hash, { description: 'second', sessionJson: readFixture('session-quirks.json') }));
+    await store.savePending(pending(hash, { description: 'first' }));
+    await store.savePending(pending(hash, { description: 'second', sessionJson: readFixture('session-quirks.json') }));
     expect(await store.readPending(hash)).toMatchObject({
       description: 'second',
       sessionJson: readFixture('session-quirks.json'),
@@ -66,7 +66,7 @@ describe('ServiceStore', () => {
     const store = serviceStore();
     const hash = hashOf('r');
     expect(await store.readRecord(hash)).toBeUndefined();
-    store.saveRecord(record(hash));
+    await store.saveRecord(record(hash));
     const read = await store.readRecord(hash);
     expect(read).toEqual({ schemaVersion: 1, ...record(hash) });
     expect(read?.recordJson).toBe(readFixture('record.json'));
@@ -75,8 +75,8 @@ describe('ServiceStore', () => {
   it('lists pending sessions and records sorted by hash, skipping other files', async () => {
     const store = serviceStore();
     const hashes = ['one', 'two', 'three', 'four'].map(hashOf);
-    for (const hash of hashes) store.savePending(pending(hash));
-    for (const hash of hashes.slice(0, 2)) store.saveRecord(record(hash));
+    for (const hash of hashes) await store.savePending(pending(hash));
+    for (const hash of hashes.slice(0, 2)) await store.saveRecord(record(hash));
     // A temporary file of a write in progress, and a stray file: neither is an entry.
     writeFileSync(join(store.dir, 'pending', `.${hashes[0]}.json.123.abcd.tmp`), '{');
     writeFileSync(join(store.dir, 'pending', 'notes.txt'), 'hello');
@@ -97,7 +97,7 @@ describe('ServiceStore', () => {
   it('reports a truncated pending file by name and leaves its bytes unchanged', async () => {
     const store = serviceStore();
     const hash = hashOf('damaged');
-    store.savePending(pending(hash));
+    await store.savePending(pending(hash));
     const file = store.pendingFile(hash);
     truncateSync(file, 40);
     const before = readFileSync(file);
@@ -113,7 +113,7 @@ describe('ServiceStore', () => {
     const store = serviceStore();
     const good = [hashOf('good-1'), hashOf('good-2')];
     const bad = hashOf('bad');
-    for (const hash of [...good, bad]) store.savePending(pending(hash));
+    for (const hash of [...good, bad]) await store.savePending(pending(hash));
     truncateSync(store.pendingFile(bad), 25);
     const before = readFileSync(store.pendingFile(bad));
 
@@ -128,7 +128,7 @@ describe('ServiceStore', () => {
   it('reports a pending file of valid JSON but the wrong shape, naming the field', async () => {
     const store = serviceStore();
     const hash = hashOf('shape');
-    store.savePending(pending(hash));
+    await store.savePending(pending(hash));
     const file = store.pendingFile(hash);
     const text = readFileSync(file, 'utf8').replace('"custody": false', '"custody": "no"');
     writeFileSync(file, text);
@@ -138,11 +138,11 @@ describe('ServiceStore', () => {
     expect(readFileSync(file, 'utf8')).toBe(text);
   });
 
-  it.runIf(posix)('creates its directories 0700 and its files 0600', () => {
+  it.runIf(posix)('creates its directories 0700 and its files 0600', async () => {
     const store = serviceStore();
     const hash = hashOf('modes');
-    store.savePending(pending(hash));
-    store.saveRecord(record(hash));
+    await store.savePending(pending(hash));
+    await store.saveRecord(record(hash));
     expect(mode(join(store.dir, 'pending'))).toBe(0o700);
     expect(mode(join(store.dir, 'ledger'))).toBe(0o700);
     expect(mode(store.pendingFile(hash))).toBe(0o600);
@@ -152,11 +152,11 @@ describe('ServiceStore', () => {
     expect(lock).toBe(join(store.dir, 'locks', `${hash}.lock`));
   });
 
-  it('leaves no temporary files behind after saving', () => {
+  it('leaves no temporary files behind after saving', async () => {
     const store = serviceStore();
     const hash = hashOf('tmp');
-    store.savePending(pending(hash));
-    store.savePending(pending(hash, { description: 'again' }));
+    await store.savePending(pending(hash));
+    await store.savePending(pending(hash, { description: 'again' }));
     expect(readdirSync(join(store.dir, 'pending'))).toEqual([`${hash}.json`]);
   });
 
@@ -165,7 +165,7 @@ describe('ServiceStore', () => {
     const a = new ServiceStore(join(dir, 'a'), 'https://a.example');
     const b = new ServiceStore(join(dir, 'b'), 'https://b.example');
     const hash = hashOf('shared');
-    a.savePending(pending(hash));
+    await a.savePending(pending(hash));
     expect(await b.readPending(hash)).toBeUndefined();
     expect(await a.readPending(hash)).toBeDefined();
   });
