@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { runAll } from '../core/batch.js';
-import { hashFile, hashStream } from '../core/hash.js';
+import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, type InputItem } from '../core/inputs.js';
 import { UsageError } from '../errors.js';
@@ -67,7 +67,8 @@ export async function runHash(ctx: Context, paths: string[], options: z.infer<ty
     await runAll(
       items,
       (item) =>
-        item.kind === 'stdin' ? hashStream(ctx.io.stdin) : pool.size === 1 ? hashFile(item.path) : pool.hash(item.path),
+        // HashPool.hash already hashes in this thread for a pool of one.
+        item.kind === 'stdin' ? hashStream(ctx.io.stdin) : pool.hash(item.path),
       {
         // Enough in flight to keep every worker busy while lines are printed.
         concurrency: pool.size * 4,

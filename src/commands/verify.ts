@@ -8,7 +8,7 @@ import { basename } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { runAll } from '../core/batch.js';
-import { hashFile, hashStream } from '../core/hash.js';
+import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, type InputItem } from '../core/inputs.js';
 import { LedgerIndex, type Verdict } from '../core/ledger.js';
@@ -62,12 +62,8 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
     settled = await runAll(
       items,
       async (item) => {
-        const hash =
-          item.kind === 'stdin'
-            ? await hashStream(ctx.io.stdin)
-            : pool.size === 1
-              ? await hashFile(item.path)
-              : await pool.hash(item.path);
+        // HashPool.hash already hashes in this thread for a pool of one.
+        const hash = item.kind === 'stdin' ? await hashStream(ctx.io.stdin) : await pool.hash(item.path);
         return { hash, verdict: index.verdict(hash, item.kind === 'file' ? basename(item.path) : undefined) };
       },
       { concurrency: pool.size * 4 },

@@ -8,10 +8,9 @@
  * than hashing 64 KiB. A pool of one hashes everything here: starting a
  * worker would cost more than it saves.
  */
-import { open, type FileHandle } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { fileError, hashFile, hashHandle } from './hash.js';
+import { fileError, hashFile, hashHandle, openDocument } from './hash.js';
 
 /** Files up to this size are hashed on the calling thread (see the module comment and bench/). */
 export const INLINE_MAX_BYTES = 64 * 1024;
@@ -81,12 +80,7 @@ export class HashPool {
   }
 
   async #hash(path: string): Promise<string> {
-    let file: FileHandle;
-    try {
-      file = await open(path, 'r');
-    } catch (error) {
-      throw fileError(path, error as NodeJS.ErrnoException);
-    }
+    const file = await openDocument(path);
     try {
       let size: number;
       try {

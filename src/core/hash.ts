@@ -78,14 +78,18 @@ export async function statInput(path: string): Promise<FileInfo> {
   return { path, size: info.size, lastModified: Math.floor(info.mtimeMs) };
 }
 
-/** Hashes a file; throws UsageError for a missing or unreadable file. */
-export async function hashFile(path: string, onProgress?: HashProgress): Promise<string> {
-  let file: FileHandle;
+/** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
+export async function openDocument(path: string): Promise<FileHandle> {
   try {
-    file = await open(path, 'r');
+    return await open(path, 'r');
   } catch (error) {
     throw fileError(path, error as NodeJS.ErrnoException);
   }
+}
+
+/** Hashes a file; throws UsageError for a missing or unreadable file. */
+export async function hashFile(path: string, onProgress?: HashProgress): Promise<string> {
+  const file = await openDocument(path);
   try {
     return await hashHandle(file, (await file.stat()).size, onProgress);
   } catch (error) {
