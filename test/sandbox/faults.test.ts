@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loginResponseSchema, notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.js';
-import { errorBody, hashOf, login, requestStep, send } from './helpers.js';
+import { errorBody, hashOf, login, requestStep, send, useLoggedInSandbox } from './helpers.js';
 
 const ACTIVE = '/api/v2/payment/subscription/active';
 const forfaitPath = (hash: string): string => `/api/v2/registration/${hash}/forfait`;
@@ -17,13 +17,9 @@ async function waitForCalls(sandbox: Sandbox, count: number): Promise<void> {
 describe('sandbox fault injection', () => {
   let sandbox: Sandbox;
   let token: string;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox();
-    token = await login(sandbox);
-  });
-  afterAll(async () => {
-    await sandbox.close();
+  useLoggedInSandbox((started, loggedIn) => {
+    sandbox = started;
+    token = loggedIn;
   });
 
   it('latency delays the answer, then answers normally', async () => {

@@ -4,10 +4,10 @@
  * hide in both the client and the emulator at once.
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/server.js';
-import { hashOf, login, requestStep, send } from './helpers.js';
+import { type Sandbox } from '../../src/sandbox/server.js';
+import { hashOf, requestStep, send, useLoggedInSandbox } from './helpers.js';
 
 function fixture(name: string): Record<string, unknown> {
   return JSON.parse(readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8')) as Record<string, unknown>;
@@ -36,13 +36,9 @@ describe('wire fixtures', () => {
 describe('sandbox answers against the fixtures', () => {
   let sandbox: Sandbox;
   let token: string;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox();
-    token = await login(sandbox);
-  });
-  afterAll(async () => {
-    await sandbox.close();
+  useLoggedInSandbox((started, loggedIn) => {
+    sandbox = started;
+    token = loggedIn;
   });
 
   it('a request-step session has exactly the sample session keys, in order, with the same types', async () => {

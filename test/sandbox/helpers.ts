@@ -4,7 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
-import type { Sandbox } from '../../src/sandbox/server.js';
+import { afterAll, beforeAll } from 'vitest';
+import { startSandbox, type Sandbox } from '../../src/sandbox/server.js';
 
 /** A complete answer from the sandbox. */
 export interface Reply {
@@ -83,4 +84,19 @@ export function errorBody(reply: Reply): { status: number; error: string; messag
   const contentType = String(reply.headers['content-type']);
   if (!contentType.startsWith('application/json')) throw new Error(`not JSON: ${contentType}`);
   return reply.json() as { status: number; error: string; message: string };
+}
+
+/**
+ * Starts one sandbox for the enclosing describe block, logs in once, hands
+ * both to `use`, and closes the sandbox after the block.
+ */
+export function useLoggedInSandbox(use: (sandbox: Sandbox, token: string) => void): void {
+  let sandbox: Sandbox | undefined;
+  beforeAll(async () => {
+    sandbox = await startSandbox();
+    use(sandbox, await login(sandbox));
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+  });
 }

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/server.js';
-import { errorBody, hashOf, login, REQUEST_PATH, requestStep, send } from './helpers.js';
+import { type Sandbox } from '../../src/sandbox/server.js';
+import { REQUEST_PATH, errorBody, hashOf, requestStep, send, useLoggedInSandbox } from './helpers.js';
 
 const RECORD_KEYS = [
   'hash',
@@ -28,13 +28,9 @@ const forfaitPath = (hash: string): string => `/api/v2/registration/${hash}/forf
 describe('sandbox registration flow', () => {
   let sandbox: Sandbox;
   let token: string;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox();
-    token = await login(sandbox);
-  });
-  afterAll(async () => {
-    await sandbox.close();
+  useLoggedInSandbox((started, loggedIn) => {
+    sandbox = started;
+    token = loggedIn;
   });
 
   it('answers the request step with a free-plan session that parses with the schema', async () => {
