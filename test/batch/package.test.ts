@@ -43,7 +43,9 @@ describe('the packed package', () => {
     const [packed] = JSON.parse(pack.stdout) as { filename: string; files: { path: string }[] }[];
     const files = packed!.files.map((f) => f.path);
     expect(files).toContain('bin/notarize.js');
-    expect(files).toContain('dist/cli.js');
+    expect(files).toContain('dist/bundle/cli.js');
+    // The bundle is what runs: tsc's per-module output (for tests) is not shipped.
+    expect(files.filter((f) => f.startsWith('dist/') && !f.startsWith('dist/bundle/'))).toEqual([]);
     expect(files).toContain('package.json');
     expect(files.filter((f) => f.startsWith('src/') || f.startsWith('test/'))).toEqual([]);
     const tarballs = (await readdir(dir)).filter((name) => /^notarize-.*\.tgz$/.test(name));

@@ -1,6 +1,6 @@
 /**
  * Spawning processes for the e2e and batch tests: the built `notarize` bin
- * (bin/notarize.js -> dist/cli.js) and the tools it is compared with or run
+ * (bin/notarize.js -> dist/bundle/cli.js) and the tools it is compared with or run
  * by (sha256sum, bash, script, npm).
  *
  * Every child gets a clean environment built from nothing: PATH, HOME,
@@ -195,8 +195,8 @@ export async function runProcess(command: string, args: string[], options: RunOp
 
 /** Spawns `notarize ...args` (the built bin under process.execPath); the caller must make it end. */
 export function spawnCli(args: string[], options: RunOptions): SpawnedProcess {
-  if (!existsSync(join(REPO_ROOT, 'dist', 'cli.js'))) {
-    throw new Error('dist/cli.js is missing: run `npm run build` first');
+  if (!existsSync(join(REPO_ROOT, 'dist', 'bundle', 'cli.js'))) {
+    throw new Error('dist/bundle/cli.js is missing: run `npm run build` first');
   }
   return spawnChild(process.execPath, [BIN, ...args], binEnv(options), options, 'notarize', args);
 }

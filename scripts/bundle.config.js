@@ -1,0 +1,16 @@
+/**
+ * The CLI as it runs: tsc's output (dist/) and the packages it imports,
+ * bundled into dist/bundle/ and split at the command registry's dynamic
+ * imports, so each command still loads only its own code.
+ *
+ * Why a bundle: most of a short command's start-up went to Node resolving,
+ * reading and compiling a few hundred small files of the packages (zod alone
+ * took ~100 ms on the bench machine). Measured in docs/performance.md.
+ */
+import { defineConfig } from 'rolldown';
+
+export default defineConfig({
+  input: 'dist/cli.js',
+  platform: 'node',
+  output: { dir: 'dist/bundle', format: 'esm', cleanDir: true },
+});
