@@ -37,7 +37,7 @@ export async function runShow(ctx: Context, target: string): Promise<void> {
   const baseUrl = ctx.baseUrl;
   const hash =
     /^[0-9a-fA-F]{64}$/.test(target) && !(await isFile(target)) ? normalizeHash(target) : await hashFile(target);
-  const entry = await ctx.ledger.readRecord(hash);
+  const entry = ctx.ledger.readRecord(hash);
   if (!entry) {
     throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, {
       hint: '`notarize list` shows what is; `notarize pending` what awaits completion',

@@ -57,13 +57,13 @@ const DEFAULT_LOCK_WAIT_MS = 60_000;
 export async function register(deps: FlowDeps, input: RegisterInput): Promise<Outcome> {
   const { store } = deps;
   return withLock(store.lockFile(input.hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
-    const existing = await store.readRecord(input.hash);
-    if (existing) await store.removeLeftoverPending(existing);
+    const existing = store.readRecord(input.hash);
+    if (existing) store.removeLeftoverPending(existing);
     if (existing && !input.force) return { kind: 'already-registered', entry: existing };
     // Even with --force, a pending session is reused, never replaced: it may
     // be the only copy of a paid checkout session. A damaged pending file
     // stops the run here (StoreError naming it), so it is never overwritten.
-    let pending = await store.readPending(input.hash);
+    let pending = store.readPending(input.hash);
     const reused = pending !== undefined;
     pending ??= await requestStep(deps, input);
     if (!input.complete) return { kind: 'pending', entry: pending, reused };
@@ -85,12 +85,12 @@ export type SessionSource =
 export async function complete(deps: FlowDeps, hash: string, source: SessionSource): Promise<Outcome> {
   const { store } = deps;
   return withLock(store.lockFile(hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
-    const existing = await store.readRecord(hash);
+    const existing = store.readRecord(hash);
     if (existing) {
-      await store.removeLeftoverPending(existing);
+      store.removeLeftoverPending(existing);
       return { kind: 'already-registered', entry: existing };
     }
-    const stored = await store.readPending(hash);
+    const stored = store.readPending(hash);
     let pending: PendingEntry;
     if (source.kind === 'store') {
       if (!stored) {
@@ -188,7 +188,7 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
       });
     }
     // Only now that the record is on disk may the session go.
-    await store.removePending(pending.hash);
+    store.removePending(pending.hash);
     return entry;
   };
   let answer;

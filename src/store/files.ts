@@ -4,8 +4,19 @@
  * never rewritten or wiped: it may hold the only copy of a registration.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
-import { open, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
+import {
+  chmodSync,
+  closeSync,
+  fdatasync,
+  fsync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { z } from 'zod';
 import { describeZodError } from '../api/schemas.js';
@@ -83,37 +94,60 @@ export function ensurePrivateFile(file: string): boolean {
  * the new one, never a mix. Temporary files start with a dot; a process
  * killed before its rename leaves one behind, which listings skip.
  *
- * Asynchronous on purpose: the fsyncs run on libuv's thread pool, so those of
- * a batch's documents overlap and the thread driving the requests never waits
- * for the disk (synchronous, they took half of its time in a batch: see
- * docs/performance.md). The promise settles only once the data is durable.
+ * Only the two flushes wait for the disk, and they run on libuv's thread
+ * pool, so those of a batch's documents overlap and this thread never waits
+ * for the disk. The other calls (open, write, close, rename) take
+ * microseconds on a store file of a few hundred bytes: made here, they cost
+ * less than a thread-pool round trip each, which in a batch was most of the
+ * store's CPU time (see docs/performance.md). The promise settles only once
+ * the data is durable.
  */
 export async function writeFileAtomic(file: string, data: string): Promise<void> {
   keepFileSizeSignalHarmless();
   const dir = dirname(file);
-  const temp = join(dir, `.${basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const temp = join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
   const bytes = Buffer.from(data, 'utf8');
-  let handle: FileHandle | undefined = await open(temp, 'wx', PRIVATE_FILE_MODE);
+  let fd: number | undefined = openSync(temp, 'wx', PRIVATE_FILE_MODE);
   try {
     // A write may be short (a full disk, a file size limit): loop until all
     // bytes are down or the system says why not. Renaming a short temporary
     // file would replace a good entry with a truncated one.
     for (let done = 0; done < bytes.length;) {
-      done += (await handle.write(bytes, done, bytes.length - done)).bytesWritten;
+      done += writeSync(fd, bytes, done, bytes.length - done);
     }
-    await handle.sync();
-    const written = handle;
-    handle = undefined;
-    await written.close();
-    await rename(temp, file);
+    await fdatasyncOnPool(fd);
+    const written = fd;
+    fd = undefined;
+    closeSync(written);
+    renameSync(temp, file);
   } catch (error) {
     // The write's own error is the one worth reporting, not a failed clean-up.
-    await handle?.close().catch(() => {});
-    await unlink(temp).catch(() => {});
+    if (fd !== undefined) ignoreErrors(() => closeSync(fd!));
+    ignoreErrors(() => unlinkSync(temp));
     throw error;
   }
-  await syncDir(dir);
+  await flushDirShared(dir);
 }
+
+function fdatasyncOnPool(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+}
+
+function ignoreErrors(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // See the caller.
+  }
+}
+
+/** A name part no other write of this host uses: the pid, a random tag (pids are reused), a counter. */
+export function uniqueSuffix(): string {
+  return `${process.pid}.${PROCESS_TAG}.${(writeCounter++).toString(36)}`;
+}
+
+const PROCESS_TAG = randomBytes(4).toString('hex');
+let writeCounter = 0;
 
 let fileSizeSignalCaught = false;
 
@@ -122,9 +156,9 @@ let fileSizeSignalCaught = false;
  * size limit (`ulimit -f`) fails with EFBIG and the answer being saved is
  * quoted in the error. conf's writer (atomically, through when-exit) listens
  * for SIGXFSZ once and raises it again, which kills the process without a
- * word as soon as the event loop turns after such a write; a write on the
- * thread pool always lets it turn. While a listener of ours remains, Node
- * keeps catching the signal (its handle is unref'd: it keeps nothing alive).
+ * word as soon as the event loop turns after such a write. While a listener
+ * of ours remains, Node keeps catching the signal (its handle is unref'd: it
+ * keeps nothing alive).
  */
 export function keepFileSizeSignalHarmless(): void {
   if (fileSizeSignalCaught || process.platform === 'win32') return;
@@ -132,16 +166,49 @@ export function keepFileSizeSignalHarmless(): void {
   process.on('SIGXFSZ', () => {});
 }
 
+/**
+ * Flushes of a directory's entries, shared: a caller needs a flush that
+ * started after its rename, so while one runs, every caller arriving joins
+ * the single next one. A batch's documents then share a few flushes per
+ * directory instead of making one each, with the same guarantee.
+ */
+const dirFlushes = new Map<string, { running?: Promise<void>; next?: Promise<void> }>();
+
+function flushDirShared(dir: string): Promise<void> {
+  let state = dirFlushes.get(dir);
+  if (state === undefined) {
+    state = {};
+    dirFlushes.set(dir, state);
+  }
+  const flushes = state;
+  const start = (): Promise<void> => {
+    const running = syncDir(dir).finally(() => {
+      if (flushes.running === running) flushes.running = undefined;
+    });
+    flushes.running = running;
+    return running;
+  };
+  if (flushes.running === undefined) return start();
+  flushes.next ??= flushes.running.then(() => {
+    flushes.next = undefined;
+    return start();
+  });
+  return flushes.next;
+}
+
 /** Flushes a directory's entries (the rename) to disk; best effort, as some platforms cannot. */
 async function syncDir(dir: string): Promise<void> {
-  let handle: FileHandle | undefined;
+  let fd: number;
   try {
-    handle = await open(dir, 'r');
-    await handle.sync();
+    fd = openSync(dir, 'r');
   } catch {
-    // Windows and some file systems cannot open or flush a directory.
+    // Windows and some file systems cannot open a directory.
+    return;
+  }
+  try {
+    await new Promise<void>((resolve) => fsync(fd, () => resolve()));
   } finally {
-    await handle?.close().catch(() => {});
+    ignoreErrors(() => closeSync(fd));
   }
 }
 
@@ -154,24 +221,16 @@ export function removeFile(file: string): void {
   }
 }
 
-/** Removes a file without blocking the thread; a file already gone is not an error. */
-export async function removeFileAsync(file: string): Promise<void> {
-  try {
-    await unlink(file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-}
-
 /**
  * Reads and validates a JSON store file. Returns undefined when it does not
  * exist; throws StoreError naming the file when it is unreadable, not JSON or
  * not of the expected shape.
  */
-export async function readStoreFile<T extends z.ZodType>(file: string, schema: T): Promise<z.infer<T> | undefined> {
+export function readStoreFile<T extends z.ZodType>(file: string, schema: T): z.infer<T> | undefined {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    // Synchronous: a store file is a few hundred bytes (see writeFileAtomic).
+    text = readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new StoreError(file, `cannot read store file ${file}: ${(error as Error).message}`, { cause: error });

@@ -9,14 +9,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { hashSchema } from '../api/schemas.js';
 import { StoreError } from '../errors.js';
-import {
-  corrupt,
-  ensurePrivateDir,
-  readStoreFile,
-  removeFileAsync,
-  tightenDirIfExists,
-  writeFileAtomic,
-} from './files.js';
+import { corrupt, ensurePrivateDir, readStoreFile, removeFile, tightenDirIfExists, writeFileAtomic } from './files.js';
 
 const fileFacts = z.object({
   name: z.string(),
@@ -102,8 +95,8 @@ export class ServiceStore {
   }
 
   /** The pending session for a hash; throws StoreError if its file is damaged. */
-  async readPending(hash: string): Promise<PendingEntry | undefined> {
-    return ofHash(hash, this.pendingFile(hash), await readStoreFile(this.pendingFile(hash), pendingEntrySchema));
+  readPending(hash: string): PendingEntry | undefined {
+    return ofHash(hash, this.pendingFile(hash), readStoreFile(this.pendingFile(hash), pendingEntrySchema));
   }
 
   /**
@@ -115,8 +108,8 @@ export class ServiceStore {
   }
 
   /** Removes the pending session of a hash; one already gone is not an error. */
-  removePending(hash: string): Promise<void> {
-    return removeFileAsync(this.pendingFile(hash));
+  removePending(hash: string): void {
+    removeFile(this.pendingFile(hash));
   }
 
   /**
@@ -124,19 +117,19 @@ export class ServiceStore {
    * process stopped between saving the record and removing the session. Only
    * a session saved before the record was completed goes; a damaged file stays.
    */
-  async removeLeftoverPending(record: LedgerEntry): Promise<void> {
+  removeLeftoverPending(record: LedgerEntry): void {
     let pending: PendingEntry | undefined;
     try {
-      pending = await this.readPending(record.hash);
+      pending = this.readPending(record.hash);
     } catch {
       return;
     }
-    if (pending && pending.savedAt <= record.completedAt) await this.removePending(record.hash);
+    if (pending && pending.savedAt <= record.completedAt) this.removePending(record.hash);
   }
 
   /** The ledger record for a hash; throws StoreError if its file is damaged. */
-  async readRecord(hash: string): Promise<LedgerEntry | undefined> {
-    return ofHash(hash, this.ledgerFile(hash), await readStoreFile(this.ledgerFile(hash), ledgerEntrySchema));
+  readRecord(hash: string): LedgerEntry | undefined {
+    return ofHash(hash, this.ledgerFile(hash), readStoreFile(this.ledgerFile(hash), ledgerEntrySchema));
   }
 
   /** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
@@ -157,8 +150,13 @@ export class ServiceStore {
     await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`);
   }
 
+  /** Directories this process has already made private: checked once, not on every write of a batch. */
+  readonly #readyDirs = new Set<string>();
+
   #privateDir(dir: string): void {
+    if (this.#readyDirs.has(dir)) return;
     if (ensurePrivateDir(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
+    this.#readyDirs.add(dir);
   }
 
   /** Tightens this service's existing directories (made by an older notarize, or by hand), warning for each. */
@@ -172,7 +170,7 @@ export class ServiceStore {
     }
   }
 
-  async #list<T>(kind: string, read: (hash: string) => Promise<T | undefined>): Promise<Listing<T>> {
+  async #list<T>(kind: string, read: (hash: string) => T | undefined): Promise<Listing<T>> {
     let names: string[];
     try {
       names = await readdir(join(this.dir, kind));
@@ -185,7 +183,7 @@ export class ServiceStore {
     // Temporary files of writes in progress start with a dot and are skipped.
     for (const name of names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).sort()) {
       try {
-        const entry = await read(name.slice(0, 64));
+        const entry = read(name.slice(0, 64));
         if (entry !== undefined) entries.push(entry);
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;

@@ -3,14 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StoreError } from '../../../src/errors.js';
-import {
-  ensurePrivateDir,
-  readStoreFile,
-  removeFile,
-  removeFileAsync,
-  writeFileAtomic,
-} from '../../../src/store/files.js';
-import { rejection } from '../helpers/catch.js';
+import { ensurePrivateDir, readStoreFile, removeFile, writeFileAtomic } from '../../../src/store/files.js';
+import { rejection, thrown } from '../helpers/catch.js';
 import { useTempDirs } from '../helpers/temp-dir.js';
 
 const posix = process.platform !== 'win32';
@@ -73,29 +67,29 @@ describe('readStoreFile', () => {
   const tempDir = useTempDirs();
   const schema = z.object({ n: z.int() });
 
-  it('returns undefined for a missing file', async () => {
-    expect(await readStoreFile(join(tempDir(), 'missing.json'), schema)).toBeUndefined();
+  it('returns undefined for a missing file', () => {
+    expect(readStoreFile(join(tempDir(), 'missing.json'), schema)).toBeUndefined();
   });
 
-  it('reads a valid file', async () => {
+  it('reads a valid file', () => {
     const file = join(tempDir(), 'ok.json');
     writeFileSync(file, '{"n": 3}');
-    expect(await readStoreFile(file, schema)).toEqual({ n: 3 });
+    expect(readStoreFile(file, schema)).toEqual({ n: 3 });
   });
 
-  it('names the file and the field when the shape is wrong', async () => {
+  it('names the file and the field when the shape is wrong', () => {
     const file = join(tempDir(), 'shape.json');
     writeFileSync(file, '{"n": "3"}');
-    const error = await rejection(readStoreFile(file, schema));
+    const error = thrown(() => readStoreFile(file, schema));
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).message).toContain(file);
     expect((error as StoreError).message).toContain('n:');
     expect((error as StoreError).hint).toBeDefined();
   });
 
-  it('names a directory in place of the file as unreadable', async () => {
+  it('names a directory in place of the file as unreadable', () => {
     const dir = tempDir();
-    const error = await rejection(readStoreFile(dir, schema));
+    const error = thrown(() => readStoreFile(dir, schema));
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).file).toBe(dir);
   });
@@ -111,19 +105,10 @@ describe('removeFile', () => {
     expect(readdirSync(join(file, '..'))).toEqual([]);
     expect(() => removeFile(file)).not.toThrow();
   });
-});
 
-describe('removeFileAsync', () => {
-  const tempDir = useTempDirs();
-
-  it('removes a file and ignores one already gone, but not other errors', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'x');
-    writeFileSync(file, '');
-    await removeFileAsync(file);
-    expect(readdirSync(dir)).toEqual([]);
-    await removeFileAsync(file);
-    mkdirSync(join(dir, 'a-directory'));
-    expect(await rejection(removeFileAsync(join(dir, 'a-directory')))).toBeInstanceOf(Error);
+  it('still reports other errors', () => {
+    const dir = join(tempDir(), 'a-directory');
+    mkdirSync(dir);
+    expect(() => removeFile(dir)).toThrow();
   });
 });

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/errors.js';
 import { ServiceStore, type LedgerEntry, type PendingEntry } from '../../../src/store/service-store.js';
 import { Store } from '../../../src/store/store.js';
-import { rejection } from '../helpers/catch.js';
+import { thrown } from '../helpers/catch.js';
 import { readFixture } from '../helpers/fixtures.js';
 import { useTempDirs } from '../helpers/temp-dir.js';
 
@@ -41,14 +41,14 @@ describe('ServiceStore', () => {
   it('saves, reads and removes a pending session, its session text kept exactly', async () => {
     const store = serviceStore();
     const hash = hashOf('a');
-    expect(await store.readPending(hash)).toBeUndefined();
+    expect(store.readPending(hash)).toBeUndefined();
     await store.savePending(pending(hash));
-    const read = await store.readPending(hash);
+    const read = store.readPending(hash);
     expect(read).toEqual({ schemaVersion: 1, ...pending(hash) });
     expect(read?.sessionJson).toBe(readFixture('session-free-plan.json'));
-    await store.removePending(hash);
-    expect(await store.readPending(hash)).toBeUndefined();
-    await store.removePending(hash);
+    store.removePending(hash);
+    expect(store.readPending(hash)).toBeUndefined();
+    store.removePending(hash);
   });
 
   it('replaces an earlier pending session of the same hash', async () => {
@@ -56,7 +56,7 @@ describe('ServiceStore', () => {
     const hash = hashOf('a');
     await store.savePending(pending(hash, { description: 'first' }));
     await store.savePending(pending(hash, { description: 'second', sessionJson: readFixture('session-quirks.json') }));
-    expect(await store.readPending(hash)).toMatchObject({
+    expect(store.readPending(hash)).toMatchObject({
       description: 'second',
       sessionJson: readFixture('session-quirks.json'),
     });
@@ -65,9 +65,9 @@ describe('ServiceStore', () => {
   it('saves and reads a record, its record text kept exactly', async () => {
     const store = serviceStore();
     const hash = hashOf('r');
-    expect(await store.readRecord(hash)).toBeUndefined();
+    expect(store.readRecord(hash)).toBeUndefined();
     await store.saveRecord(record(hash));
-    const read = await store.readRecord(hash);
+    const read = store.readRecord(hash);
     expect(read).toEqual({ schemaVersion: 1, ...record(hash) });
     expect(read?.recordJson).toBe(readFixture('record.json'));
   });
@@ -102,7 +102,7 @@ describe('ServiceStore', () => {
     truncateSync(file, 40);
     const before = readFileSync(file);
 
-    const error = await rejection(store.readPending(hash));
+    const error = thrown(() => store.readPending(hash));
     expect(error).toBeInstanceOf(StoreError);
     expect(error).toMatchObject({ exitCode: 2, file });
     expect((error as StoreError).message).toContain(file);
@@ -132,7 +132,7 @@ describe('ServiceStore', () => {
     const file = store.pendingFile(hash);
     const text = readFileSync(file, 'utf8').replace('"custody": false', '"custody": "no"');
     writeFileSync(file, text);
-    const error = await rejection(store.readPending(hash));
+    const error = thrown(() => store.readPending(hash));
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).message).toContain('custody');
     expect(readFileSync(file, 'utf8')).toBe(text);
@@ -166,7 +166,7 @@ describe('ServiceStore', () => {
     const b = new ServiceStore(join(dir, 'b'), 'https://b.example');
     const hash = hashOf('shared');
     await a.savePending(pending(hash));
-    expect(await b.readPending(hash)).toBeUndefined();
-    expect(await a.readPending(hash)).toBeDefined();
+    expect(b.readPending(hash)).toBeUndefined();
+    expect(a.readPending(hash)).toBeDefined();
   });
 });
