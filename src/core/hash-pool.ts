@@ -4,13 +4,15 @@
  * worker thread per core, each reading files in large blocks into a reused
  * buffer. This thread opens each file and hands the worker its descriptor
  * (descriptors are shared by the threads of a process), so a file is opened
- * once. Small files are hashed here instead: a worker round trip costs more
- * than hashing 64 KiB. A pool of one hashes everything here: starting a
- * worker would cost more than it saves.
+ * once. Small files are hashed here instead, with plain synchronous reads: a
+ * worker or thread-pool round trip costs more than hashing 64 KiB. A pool of
+ * one hashes everything here: starting a worker would cost more than it saves.
  */
+import { createHash } from 'node:crypto';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { fileError, hashFile, hashHandle, openDocument } from './hash.js';
+import { fileError, hashFile } from './hash.js';
 
 /** Files up to this size are hashed on the calling thread (see the module comment and bench/). */
 export const INLINE_MAX_BYTES = 64 * 1024;
@@ -43,6 +45,22 @@ function workerMain(): void {
       parentPort!.postMessage({ id: job.id, error: { code: e.code, message: e.message } });
     }
   });
+}
+
+/** Shared by every small file: hashing is synchronous, so one buffer serves them all in turn. */
+let smallFileBuffer: Buffer | undefined;
+
+/** Hashes an open regular file of at most about INLINE_MAX_BYTES from its start, on this thread. */
+function hashSmallFile(fd: number): string {
+  const buffer = (smallFileBuffer ??= Buffer.allocUnsafe(INLINE_MAX_BYTES));
+  const hash = createHash('sha256');
+  // To the end, not to the size seen by fstat: the file may have grown since.
+  for (let position = 0, n = readSync(fd, buffer, 0, buffer.length, 0); n > 0;) {
+    hash.update(buffer.subarray(0, n));
+    position += n;
+    n = readSync(fd, buffer, 0, buffer.length, position);
+  }
+  return hash.digest('hex');
 }
 
 interface Job {
@@ -80,20 +98,30 @@ export class HashPool {
   }
 
   async #hash(path: string): Promise<string> {
-    const file = await openDocument(path);
+    let fd: number;
+    let info: Stats;
     try {
-      let size: number;
+      // Non-blocking, so that a FIFO named by mistake cannot hang this thread in open().
+      fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+    } catch (error) {
+      throw fileError(path, error as NodeJS.ErrnoException);
+    }
+    try {
       try {
-        // Not a regular file (a pipe...): size 0, hashed here by reading to the end.
-        size = (await file.stat()).size;
-        if (size <= INLINE_MAX_BYTES) return await hashHandle(file, size);
+        info = fstatSync(fd);
+        // A small file costs a few system calls of microseconds here, less
+        // than a worker or thread-pool round trip (in a batch of small
+        // documents those round trips were most of the hashing time).
+        if (info.isFile() && info.size <= INLINE_MAX_BYTES) return hashSmallFile(fd);
       } catch (error) {
         throw fileError(path, error as NodeJS.ErrnoException);
       }
-      return await this.#inWorker(file.fd, path);
+      if (info.isFile()) return await this.#inWorker(fd, path);
     } finally {
-      await file.close();
+      closeSync(fd);
     }
+    // Not a regular file (a pipe, a device): read to its end, blocking reads kept off this thread.
+    return hashFile(path);
   }
 
   #inWorker(fd: number, path: string): Promise<string> {

@@ -4,8 +4,10 @@
  * several read blocks above), unreadable inputs as usage errors, and close()
  * rejecting work instead of leaving it hanging.
  */
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HashPool, INLINE_MAX_BYTES } from '../../../src/core/hash-pool.js';
@@ -95,4 +97,17 @@ describe('HashPool', () => {
     for (const s of settled) if ('hash' in s) expect(s.hash).toMatch(/^[0-9a-f]{64}$/);
     await expect(hashing.hash(path)).rejects.toThrow(/closed/);
   });
+
+  it.skipIf(process.platform === 'win32')(
+    'hashes a FIFO to its end without blocking this thread while no writer has opened it',
+    async () => {
+      const fifo = join(tempDir(), 'pipe');
+      execFileSync('mkfifo', [fifo]);
+      const hashing = pool(2).hash(fifo);
+      // Had the open blocked this thread, this line would never run and the test would time out.
+      const data = Buffer.from('through a pipe\n'.repeat(10_000));
+      await writeFile(fifo, data);
+      expect(await hashing).toBe(sha256(data));
+    },
+  );
 });
