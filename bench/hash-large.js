@@ -93,7 +93,7 @@ export async function hashLarge(ctx) {
   } else if (freeBytes() < needed) {
     ctx.log(`hash-large: 4 GiB case skipped: ${(freeBytes() / GiB).toFixed(1)} GiB free in the temp dir`);
   } else {
-    rows.push(...(await one(ctx, 4 * GiB, 2, false)));
+    rows.push(...(await one(ctx, 4 * GiB, Math.min(ctx.rounds, 3), false)));
   }
   return rows;
 }
