@@ -64,7 +64,7 @@ export function configure(command: Command, context: () => Context): void {
     .action(() => {
       const ctx = context();
       const rows = SETTINGS.map((s) => ({ key: s.key, ...effective(ctx, s), env: s.env, description: s.description }));
-      if (ctx.globals.json) ctx.io.data(JSON.stringify(rows, null, 2));
+      if (ctx.globals.json) ctx.io.dataJsonArray(rows);
       else
         ctx.io.data(
           renderTable(

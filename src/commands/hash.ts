@@ -86,6 +86,6 @@ export async function runHash(ctx: Context, paths: string[], options: z.infer<ty
   } finally {
     await pool.close();
   }
-  if (ctx.globals.json) ctx.io.data(JSON.stringify(json, null, 2));
+  if (ctx.globals.json) ctx.io.dataJsonArray(json);
   if (failures > 0) throw new UsageError(`${failures} of ${items.length} files could not be read`);
 }

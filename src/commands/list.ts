@@ -36,7 +36,7 @@ export async function runList(ctx: Context): Promise<void> {
     record: embed(e.recordJson),
   }));
   if (ctx.globals.json) {
-    ctx.io.data(JSON.stringify(rows, null, 2));
+    ctx.io.dataJsonArray(rows);
     return;
   }
   if (rows.length === 0) {

@@ -41,7 +41,7 @@ export async function runPending(ctx: Context): Promise<void> {
       plan: planOf(e),
       session: JSON.parse(e.sessionJson) as unknown,
     }));
-    ctx.io.data(JSON.stringify(rows, null, 2));
+    ctx.io.dataJsonArray(rows);
     return;
   }
   if (entries.length === 0) {

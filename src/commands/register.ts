@@ -181,7 +181,7 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
     });
     ctx.io.clearProgress();
     const printed = [...results.map((settled, i) => toResult(items[i]!, hashes.get(i), settled, baseUrl)), ...skipped];
-    if (format === 'json') ctx.io.data(JSON.stringify(printed, null, 2));
+    if (format === 'json') ctx.io.dataJsonArray(printed);
     else if (format === 'table') ctx.io.data(renderResults(printed, ctx.io.colour));
     ctx.io.info(summarize(printed));
     reportToGitHub(ctx.io, ctx.env, 'notarize register', printed);

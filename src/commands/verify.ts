@@ -114,7 +114,7 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
       return;
     }
   }
-  if (ctx.globals.json) ctx.io.data(JSON.stringify(results, null, 2));
+  if (ctx.globals.json) ctx.io.dataJsonArray(results);
   else ctx.io.data(renderResults(results, ctx.io.colour));
   ctx.io.info(summarize(results));
   reportToGitHub(ctx.io, ctx.env, 'notarize verify', results);

@@ -72,6 +72,24 @@ export class IO {
     this.#stdout.write(this.#scrub(text.endsWith('\n') ? text : `${text}\n`));
   }
 
+  /**
+   * Writes an array to stdout exactly as `data(JSON.stringify(items, null, 2))`
+   * would, one element at a time: a batch's results (kilobytes each, 10,000
+   * documents or more) then never become one string of tens of megabytes,
+   * nor its scrubbed copy. Writes to files, and to pipes on Linux, are
+   * synchronous, so nothing piles up behind them either.
+   */
+  dataJsonArray(items: readonly unknown[]): void {
+    if (items.length === 0) return this.data('[]');
+    this.clearProgress();
+    const last = items.length - 1;
+    items.forEach((item, index) => {
+      // JSON escapes newlines inside strings, so every newline here is layout: indent it one level.
+      const element = (JSON.stringify(item, null, 2) ?? 'null').replace(/\n/g, '\n  ');
+      this.#stdout.write(this.#scrub(`${index === 0 ? '[\n' : ''}  ${element}${index === last ? '\n]\n' : ',\n'}`));
+    });
+  }
+
   /** A message for the person at the terminal; silenced by --quiet. */
   info(text: string): void {
     this.clearProgress();

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { IO, type IOOptions, type Spinner } from '../../../src/output/io.js';
 
@@ -47,6 +48,37 @@ describe('IO streams', () => {
     const verbose = bufferIO({ verbose: true });
     verbose.io.debug('GET /x -> 200');
     expect(verbose.stderr()).toBe('[notarize] GET /x -> 200\n');
+  });
+});
+
+describe('IO.dataJsonArray', () => {
+  it('writes exactly what JSON.stringify(items, null, 2) gives, for any array of JSON values', () => {
+    fc.assert(
+      fc.property(fc.array(fc.jsonValue(), { maxLength: 6 }), (items) => {
+        const streamed = bufferIO();
+        streamed.io.dataJsonArray(items);
+        expect(streamed.stdout()).toBe(`${JSON.stringify(items, null, 2)}\n`);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('writes one element at a time and scrubs secrets in each', () => {
+    const chunks: string[] = [];
+    const io = new IO({
+      stdout: { write: (text: string) => chunks.push(text) },
+      stderr: { write: () => {} },
+      stdin: Readable.from([]),
+      stdinIsTTY: false,
+      stderrIsTTY: false,
+      colour: false,
+    });
+    io.addSecret('ak_live_0123456789abcdef');
+    io.dataJsonArray([{ file: 'a', note: 'ak_live_0123456789abcdef' }, { file: 'b\nc' }]);
+    expect(chunks).toEqual([
+      '[\n  {\n    "file": "a",\n    "note": "[redacted]"\n  },\n',
+      '  {\n    "file": "b\\nc"\n  }\n]\n',
+    ]);
   });
 });
 
