@@ -175,15 +175,14 @@ export function keepFileSizeSignalHarmless(): void {
 const dirFlushes = new Map<string, { running?: Promise<void>; next?: Promise<void> }>();
 
 function flushDirShared(dir: string): Promise<void> {
-  let state = dirFlushes.get(dir);
-  if (state === undefined) {
-    state = {};
-    dirFlushes.set(dir, state);
-  }
-  const flushes = state;
+  const flushes = dirFlushes.get(dir) ?? {};
+  dirFlushes.set(dir, flushes);
   const start = (): Promise<void> => {
     const running = syncDir(dir).finally(() => {
-      if (flushes.running === running) flushes.running = undefined;
+      if (flushes.running !== running) return;
+      flushes.running = undefined;
+      // Nobody waiting: forget the directory (a long-lived process writes to many).
+      if (flushes.next === undefined) dirFlushes.delete(dir);
     });
     flushes.running = running;
     return running;
