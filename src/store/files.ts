@@ -56,17 +56,7 @@ export function ensurePrivateDir(dir: string): boolean {
  * returns true when it had to be. A missing directory is left missing.
  */
 export function tightenDirIfExists(dir: string): boolean {
-  if (process.platform === 'win32') return false;
-  let mode: number;
-  try {
-    mode = statSync(dir).mode & 0o777;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
-  if ((mode & 0o077) === 0) return false;
-  chmodSync(dir, PRIVATE_DIR_MODE);
-  return true;
+  return tightenIfExists(dir, () => PRIVATE_DIR_MODE);
 }
 
 /**
@@ -74,16 +64,24 @@ export function tightenDirIfExists(dir: string): boolean {
  * returns true when it had to be, so the caller can warn.
  */
 export function ensurePrivateFile(file: string): boolean {
+  return tightenIfExists(file, (mode) => mode & 0o700);
+}
+
+/**
+ * Gives an existing path the mode `ownerOnly(mode)` when group or others have
+ * rights on it; returns true when it had to. A missing path is left missing.
+ */
+function tightenIfExists(path: string, ownerOnly: (mode: number) => number): boolean {
   if (process.platform === 'win32') return false;
   let mode: number;
   try {
-    mode = statSync(file).mode & 0o777;
+    mode = statSync(path).mode & 0o777;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw error;
   }
   if ((mode & 0o077) === 0) return false;
-  chmodSync(file, mode & 0o700);
+  chmodSync(path, ownerOnly(mode));
   return true;
 }
 
