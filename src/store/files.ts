@@ -139,7 +139,7 @@ function ignoreErrors(fn: () => void): void {
   }
 }
 
-/** A name part no other write of this host uses: the pid, a random tag (pids are reused), a counter. */
+/** A name part no other writer on this host uses: the pid, a random tag per module instance (pids are reused; threads load their own), a counter. */
 export function uniqueSuffix(): string {
   return `${process.pid}.${PROCESS_TAG}.${(writeCounter++).toString(36)}`;
 }

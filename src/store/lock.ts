@@ -24,7 +24,7 @@ import { linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'nod
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TransientError } from '../errors.js';
-import { PRIVATE_FILE_MODE, removeFile } from './files.js';
+import { PRIVATE_FILE_MODE, removeFile, uniqueSuffix } from './files.js';
 
 const POLL_MS = 25;
 /** A lock file whose text cannot be read as ours is left alone for this long (a foreign or old format). */
@@ -82,7 +82,7 @@ function isStale(seen: Seen): boolean {
 
 /** Creates `file` holding `text` only if it does not exist; false if it does. */
 function createExclusive(file: string, text: string): boolean {
-  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const temp = `${file}.${uniqueSuffix()}.tmp`;
   writeFileSync(temp, text, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
   try {
     linkSync(temp, file);
