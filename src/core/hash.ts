@@ -16,7 +16,7 @@ const HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
  * thread-pool round trip) is lost in the hashing time, small enough that two
  * buffers stay a few MiB (docs/performance.md has the measurements).
  */
-export const READ_BLOCK_BYTES = 2 * 1024 * 1024;
+const READ_BLOCK_BYTES = 2 * 1024 * 1024;
 
 /** Smallest read buffer: small files get one this size, not two large ones (allocating those dominated). */
 const MIN_BLOCK_BYTES = 64 * 1024;
@@ -79,7 +79,7 @@ export async function statInput(path: string): Promise<FileInfo> {
 }
 
 /** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
-export async function openDocument(path: string): Promise<FileHandle> {
+async function openDocument(path: string): Promise<FileHandle> {
   try {
     return await open(path, 'r');
   } catch (error) {
@@ -106,10 +106,9 @@ export async function hashFile(path: string, onProgress?: HashProgress): Promise
  * Reads of full blocks are double-buffered: the next block is read on the
  * thread pool while this thread hashes the previous one, so reading and
  * hashing overlap (`openssl dgst` does one, then the other), and the event
- * loop stays free between blocks for spinners and requests. Used by HashPool
- * for files too small to be worth a worker.
+ * loop stays free between blocks for spinners and requests.
  */
-export async function hashHandle(file: FileHandle, size: number, onProgress?: HashProgress): Promise<string> {
+async function hashHandle(file: FileHandle, size: number, onProgress?: HashProgress): Promise<string> {
   const hash = createHash('sha256');
   const block = Math.min(READ_BLOCK_BYTES, Math.max(MIN_BLOCK_BYTES, size));
   const buffers: Buffer[] = [Buffer.allocUnsafe(block)];
