@@ -4,26 +4,18 @@
  * on-disk store that do not go through notarize's own code.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll } from 'vitest';
 import { startSandbox, type Sandbox, type SandboxCall, type SandboxOptions } from '../../../src/sandbox/server.js';
 import { serviceDirName } from '../../../src/store/store.js';
+import { useTempDirs as useSharedTempDirs } from '../../helpers/temp-dirs.js';
 import { registerSecret } from './audit.js';
 
-/** Fresh temporary directories, removed when the test file ends. */
+/** Fresh temporary directories, removed when the test file ends (tests share what beforeAll made). */
 export function useTempDirs(prefix = 'notarize-rel-'): () => string {
-  const made: string[] = [];
-  afterAll(() => {
-    for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
-  });
-  return () => {
-    const dir = mkdtempSync(join(tmpdir(), prefix));
-    made.push(dir);
-    return dir;
-  };
+  return useSharedTempDirs(prefix, afterAll);
 }
 
 /** Writes a document with unique content and returns its path and SHA-256. */

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { HashPool, INLINE_MAX_BYTES } from '../../../src/core/hash-pool.js';
 import { UsageError } from '../../../src/errors.js';
 import { rejection } from '../helpers/catch.js';
-import { useTempDirs } from '../helpers/temp-dir.js';
+import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 const tempDir = useTempDirs('notarize-pool-');
 const pools: HashPool[] = [];

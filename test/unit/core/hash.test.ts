@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { hashFile, hashStream, normalizeHash, statInput } from '../../../src/core/hash.js';
 import { UsageError } from '../../../src/errors.js';
 import { rejection, thrown } from '../helpers/catch.js';
-import { useTempDirs } from '../helpers/temp-dir.js';
+import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 const EMPTY = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 const ABC = 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad';

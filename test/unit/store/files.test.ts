@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { StoreError } from '../../../src/errors.js';
 import { ensurePrivateDir, readStoreFile, removeFile, writeFileAtomic } from '../../../src/store/files.js';
 import { rejection, thrown } from '../helpers/catch.js';
-import { useTempDirs } from '../helpers/temp-dir.js';
+import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 const posix = process.platform !== 'win32';
 const mode = (path: string) => statSync(path).mode & 0o777;

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { TransientError } from '../../../src/errors.js';
 import { withLock } from '../../../src/store/lock.js';
 import { rejection } from '../helpers/catch.js';
-import { useTempDirs } from '../helpers/temp-dir.js';
+import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 /** The pid of a process that has exited (a `node -e 0` run to completion). */
 async function deadPid(): Promise<number> {

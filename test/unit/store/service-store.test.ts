@@ -7,7 +7,7 @@ import { ServiceStore, type LedgerEntry, type PendingEntry } from '../../../src/
 import { Store } from '../../../src/store/store.js';
 import { thrown } from '../helpers/catch.js';
 import { readFixture } from '../helpers/fixtures.js';
-import { useTempDirs } from '../helpers/temp-dir.js';
+import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 const BASE_URL = 'http://127.0.0.1:8080';
 const hashOf = (label: string) => createHash('sha256').update(label).digest('hex');

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/errors.js';
 import { serviceDirName, Store } from '../../../src/store/store.js';
 import { thrown } from '../helpers/catch.js';
-import { useTempDirs } from '../helpers/temp-dir.js';
+import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 const SANDBOX = 'http://127.0.0.1:8080';
 const REAL = 'https://app.dedit.io';
