@@ -18,7 +18,7 @@ import { UsageError } from '../errors.js';
 import { reportToGitHub } from '../output/github.js';
 import { showOutcome } from '../output/outcome.js';
 import { formatBytes } from '../output/render.js';
-import { embed, errorJson, renderResults, summarize, type ItemResult } from '../output/results.js';
+import { embed, errorJson, renderResults, skippedResult, summarize, type ItemResult } from '../output/results.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
@@ -109,13 +109,7 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
   } else {
     const expansion = await expandInputs(paths, toInputOptions(options), ctx.io.stdin);
     for (const s of expansion.skipped) ctx.io.warn(`skipped ${s.path}: ${s.reason}`);
-    skipped = expansion.skipped.map((s) => ({
-      schemaVersion: 1,
-      file: s.path,
-      hash: null,
-      status: 'skipped',
-      reason: s.reason,
-    }));
+    skipped = expansion.skipped.map((s) => skippedResult(s.path, s.reason));
     items = expansion.items;
     single = expansion.single;
   }
@@ -250,8 +244,7 @@ function toResult(
 ): ItemResult {
   const file = displayName(item);
   if (!settled.ok) {
-    if ('cancelled' in settled)
-      return { schemaVersion: 1, file, hash: null, status: 'skipped', reason: 'not started (--fail-fast)' };
+    if ('cancelled' in settled) return skippedResult(file, 'not started (--fail-fast)');
     return { schemaVersion: 1, file, hash: knownHash ?? null, status: 'failed', error: errorJson(settled.error) };
   }
   const { outcome, receipt } = settled.value;

@@ -16,7 +16,7 @@ import { NotNotarizedError, UsageError } from '../errors.js';
 import { reportToGitHub } from '../output/github.js';
 import { showRecord } from '../output/outcome.js';
 import { verificationUrl } from '../output/render.js';
-import { embed, errorJson, renderResults, summarize, type ItemResult } from '../output/results.js';
+import { embed, errorJson, renderResults, skippedResult, summarize, type ItemResult } from '../output/results.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
@@ -71,13 +71,7 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
   } finally {
     await pool.close();
   }
-  const skipped: ItemResult[] = expansion.skipped.map((s) => ({
-    schemaVersion: 1,
-    file: s.path,
-    hash: null,
-    status: 'skipped',
-    reason: s.reason,
-  }));
+  const skipped = expansion.skipped.map((s) => skippedResult(s.path, s.reason));
   const checked: ItemResult[] = settled.map((r, i) => {
     const file = name(items[i]!);
     if (!r.ok)

@@ -39,6 +39,11 @@ export interface ItemResult {
   error?: ErrorJson;
 }
 
+/** The result of an input that was not processed, and why (a symbolic link, --fail-fast...). */
+export function skippedResult(file: string | null, reason: string): ItemResult {
+  return { schemaVersion: RESULT_SCHEMA_VERSION, file, hash: null, status: 'skipped', reason };
+}
+
 /** The JSON form of an error. */
 export function errorJson(error: NotarizeError): ErrorJson {
   return {
