@@ -8,6 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { request, type Dispatcher } from 'undici';
 import { AuthError, ProtocolError, ServiceRefusedError, TransientError, UsageError } from '../errors.js';
+import { readBounded } from '../read-bounded.js';
 
 /** Answers larger than this are cut off: no documented answer comes near it. */
 export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
@@ -90,7 +91,14 @@ export class HttpTransport {
       });
       status = answer.statusCode;
       retryAfter = headerValue(answer.headers['retry-after']);
-      text = await readBounded(answer.body, MAX_ANSWER_BYTES);
+      const bounded = await readBounded(answer.body, MAX_ANSWER_BYTES);
+      if (bounded === undefined) {
+        answer.body.destroy();
+        throw new ProtocolError(
+          `the service's answer is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; it was cut off`,
+        );
+      }
+      text = bounded;
     } catch (error) {
       this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);
       throw networkError(method, url, error);
@@ -134,20 +142,6 @@ function secretsOf(req: HttpRequest): string[] {
 /** An error body with any secret the service echoed back replaced, before it can reach a message. */
 function redact(text: string, secrets: string[]): string {
   return secrets.reduce((out, secret) => out.replaceAll(secret, '[redacted]'), text);
-}
-
-async function readBounded(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      body.destroy();
-      throw new ProtocolError(`the service's answer is larger than ${limit / 1024 / 1024} MiB; it was cut off`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {

@@ -7,18 +7,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { UsageError } from '../errors.js';
-
-async function readBounded(input: AsyncIterable<Buffer | string>, limit: number): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of input) {
-    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    size += bytes.length;
-    if (size > limit) return undefined;
-    chunks.push(bytes);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
+import { readBounded } from '../read-bounded.js';
 
 /**
  * The text of `source` ('-' for standard input, else a regular file), at most

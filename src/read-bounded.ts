@@ -1,0 +1,19 @@
+/**
+ * Reading a stream to its end as UTF-8 text, up to a size bound: the
+ * service's answers (api/http.ts) and small user inputs such as a session or
+ * a list of paths (core/read-input.ts). Past the bound it stops reading, so
+ * a huge or endless source is never held in memory.
+ */
+
+/** The text of `input`, or undefined as soon as it exceeds `limit` bytes (the iteration is then ended). */
+export async function readBounded(input: AsyncIterable<Buffer | string>, limit: number): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of input) {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    size += bytes.length;
+    if (size > limit) return undefined;
+    chunks.push(bytes);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
