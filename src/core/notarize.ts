@@ -67,10 +67,7 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
     const reused = pending !== undefined;
     pending ??= await requestStep(deps, input);
     if (!input.complete) return { kind: 'pending', entry: pending, reused };
-    const entry = await completeStep(deps, pending);
-    // The request said whether the service keeps the file: a reused session decides, not this run's flags.
-    const custody = pending.custody ? await sendMetadata(deps, input, pending) : undefined;
-    return { kind: 'completed', entry, reusedSession: reused, ...(custody ? { custody } : {}) };
+    return finish(deps, pending, reused, input);
   });
 }
 
@@ -115,11 +112,24 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
       // replaces a session already pending, which may be the good one.
       if (!stored) await savePendingOrExplain(deps, pending);
     }
-    const entry = await completeStep(deps, pending);
-    // A registration finished here must end as it would have in one `register` run.
-    const custody = pending.custody ? await sendMetadata(deps, { hash }, pending) : undefined;
-    return { kind: 'completed', entry, reusedSession: true, ...(custody ? { custody } : {}) };
+    return finish(deps, pending, true, { hash });
   });
+}
+
+/**
+ * How every registration ends, in `register` or `complete`: forfait, then the
+ * custody metadata when the request asked for custody (the stored session
+ * decides, not this run's flags).
+ */
+async function finish(
+  deps: FlowDeps,
+  pending: PendingEntry,
+  reusedSession: boolean,
+  input: Pick<RegisterInput, 'hash' | 'file' | 'walletName'>,
+): Promise<Outcome> {
+  const entry = await completeStep(deps, pending);
+  const custody = pending.custody ? await sendMetadata(deps, input, pending) : undefined;
+  return { kind: 'completed', entry, reusedSession, ...(custody ? { custody } : {}) };
 }
 
 function now(deps: FlowDeps): Date {
