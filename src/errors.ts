@@ -7,29 +7,37 @@
 /** The documented exit codes (README, `notarize --help`). */
 export const EXIT = {
   ok: 0,
-  /** The service refused the operation (a 4xx other than auth), or an unexpected error. */
+  /**
+   * The service refused the operation (a 4xx other than 401/403/409); or
+   * something was sent but the run could not end well locally (a receipt or
+   * record not written, an item of a batch that failed locally); or an
+   * unexpected error.
+   */
   refused: 1,
   /** Usage or local input error; nothing was sent. */
   usage: 2,
-  /** No credentials, or the service answered 401/403. */
+  /** No usable credentials, or the service answered 401/403. */
   auth: 3,
   /** Network failure, timeout, 5xx, 429: safe to retry later; pending sessions are kept. */
   transient: 4,
-  /** The service answered something that does not match the documented shape. */
+  /** The service answered 2xx with something that cannot be read or does not match the documented shape. */
   protocol: 5,
   /** verify/show: a document is not in the local ledger, or was modified since. */
   notNotarized: 6,
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
-/** One line per exit code, shown in `notarize --help` and mirrored in the README. */
+/**
+ * One line per exit code, shown in `notarize --help`; README's "Exit codes"
+ * table says the same (a test compares them).
+ */
 export const EXIT_CODE_HELP = `Exit codes:
-  0  success
-  1  the service refused the operation (4xx other than authentication), or an unexpected error
-  2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL); nothing was sent
-  3  authentication: no credentials, or the service answered 401/403
+  0  success, including "already registered" (a 409 from the service is read as that: an assumption, its status codes are undocumented)
+  1  the service refused the operation (4xx other than 401/403/409); or something was sent but did not end well locally (a receipt or record not written, a batch item that failed locally); or an unexpected error
+  2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
+  3  authentication: no usable credentials, or the service answered 401/403
   4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
-  5  the service answered something that does not match the documented shape
+  5  the service answered 2xx with something unreadable or not of the documented shape; the session is kept (\`notarize complete <hash>\` sends it again)
   6  verify/show: a document is not in the local ledger, or was modified since it was notarized`;
 
 export interface ErrorDetails {
