@@ -81,9 +81,12 @@ export class AuthError extends NotarizeError {
 /** The service refused the operation with a 4xx (other than auth). Exit 1. */
 export class ServiceRefusedError extends NotarizeError {
   readonly status: number;
-  constructor(status: number, message: string, details: ErrorDetails = {}) {
+  /** The service's own `message` (or `error`) from its JSON error body, when it sent one. */
+  readonly serviceMessage: string | undefined;
+  constructor(status: number, message: string, details: ErrorDetails & { serviceMessage?: string } = {}) {
     super('refused', EXIT.refused, message, details);
     this.status = status;
+    this.serviceMessage = details.serviceMessage;
   }
 }
 
@@ -109,6 +112,18 @@ export class TransientError extends NotarizeError {
 export class ProtocolError extends NotarizeError {
   constructor(message: string, details: ErrorDetails = {}) {
     super('protocol', EXIT.protocol, message, details);
+  }
+}
+
+/**
+ * The service answered 2xx, but its body could not be read: it stalled,
+ * was cut off, was encoded in a way notarize did not ask for, or is not
+ * JSON. The service said yes to something, so this is never retried blindly:
+ * whoever catches it decides what may be sent again. Exit 5.
+ */
+export class UnreadableAnswerError extends ProtocolError {
+  constructor(message: string, details: ErrorDetails = {}) {
+    super(message, details);
   }
 }
 

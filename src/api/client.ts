@@ -5,7 +5,7 @@
  * forwarded: a parsed copy is never re-serialised.
  */
 import type { z } from 'zod';
-import { AuthError, InvalidAnswerError, ProtocolError } from '../errors.js';
+import { AuthError, InvalidAnswerError, UnreadableAnswerError } from '../errors.js';
 import type { HttpRequest, HttpTransport } from './http.js';
 import { withRetries, type RetryMode, type RetryPolicy } from './retry.js';
 import {
@@ -34,16 +34,18 @@ export interface Credentials {
 }
 
 /**
- * Parses and validates an answer body. Throws ProtocolError for non-JSON and
- * InvalidAnswerError (with the raw text) for JSON of the wrong shape.
+ * Parses and validates an answer body. Throws UnreadableAnswerError for
+ * non-JSON and InvalidAnswerError (with the raw text) for JSON of the wrong
+ * shape.
  */
 export function parseAnswer<S extends z.ZodType>(raw: string, schema: S, what: string): Answer<z.infer<S>> {
   let json: unknown;
   try {
     json = JSON.parse(raw);
   } catch {
-    const preview = raw.slice(0, 60).replace(/\s+/g, ' ');
-    throw new ProtocolError(`the ${what} is not JSON (it starts with '${preview}')`, {
+    // Never quoted: a body that is not JSON may be anything, a token included.
+    const looks = /^\s*</.test(raw) ? 'it looks like an HTML page' : `${Buffer.byteLength(raw)} bytes`;
+    throw new UnreadableAnswerError(`the ${what} is not JSON (${looks})`, {
       hint: 'the service may be down or behind a proxy; check the base URL',
     });
   }

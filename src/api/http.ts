@@ -7,7 +7,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import { request, type Dispatcher } from 'undici';
-import { AuthError, ProtocolError, ServiceRefusedError, TransientError, UsageError } from '../errors.js';
+import {
+  AuthError,
+  ProtocolError,
+  ServiceRefusedError,
+  TransientError,
+  UnreadableAnswerError,
+  UsageError,
+} from '../errors.js';
 import { readBounded } from '../read-bounded.js';
 
 /** Answers larger than this are cut off: no documented answer comes near it. */
@@ -76,11 +83,9 @@ export class HttpTransport {
     if (req.body !== undefined) headers['content-type'] = 'application/json';
     if (req.token !== undefined) headers.authorization = `Bearer ${req.token}`;
     const elapsed = () => `${Math.round(performance.now() - started)} ms`;
-    let status: number;
-    let text: string;
-    let retryAfter: string | undefined;
+    let answer: Dispatcher.ResponseData;
     try {
-      const answer = await request(url, {
+      answer = await request(url, {
         method,
         headers,
         body: req.body,
@@ -89,24 +94,72 @@ export class HttpTransport {
         bodyTimeout: this.options.timeoutMs,
         signal: AbortSignal.timeout(this.options.timeoutMs),
       });
-      status = answer.statusCode;
-      retryAfter = headerValue(answer.headers['retry-after']);
-      const bounded = await readBounded(answer.body, MAX_ANSWER_BYTES);
-      if (bounded === undefined) {
-        answer.body.destroy();
-        throw new ProtocolError(
-          `the service's answer is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; it was cut off`,
-        );
-      }
-      text = bounded;
     } catch (error) {
       this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);
       throw networkError(method, url, error);
     }
+    const status = answer.statusCode;
+    const ok = status >= 200 && status < 300;
+    let text: string;
+    try {
+      text = await readAnswerBody(answer, `${method} ${url} answered ${status}`);
+    } catch (error) {
+      this.options.log?.(`${method} ${url} -> ${status}, body unreadable after ${elapsed()}`);
+      // Once a 2xx status has arrived the service has said yes: a body that
+      // then stalls or cannot be decoded is an answer we could not read, not
+      // a network failure worth a blind retry (which could register twice).
+      if (ok) throw error;
+      // A refusal's status says enough on its own.
+      text = '';
+    }
+    const retryAfter = headerValue(answer.headers['retry-after']);
     this.options.log?.(`${method} ${url} -> ${status} in ${elapsed()}`);
-    if (status >= 200 && status < 300) return { status, text };
+    if (ok) return { status, text };
     throw statusError(method, url, status, redact(text, secretsOf(req)), retryAfter);
   }
+}
+
+/**
+ * The body of an answer as text, bounded in size. Throws UnreadableAnswerError
+ * when it stalls past the timeout, breaks off, is too large, or comes
+ * compressed although notarize never asks for compression.
+ */
+async function readAnswerBody(answer: Dispatcher.ResponseData, what: string): Promise<string> {
+  const encoding = headerValue(answer.headers['content-encoding'])?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
+    discard(answer);
+    throw new UnreadableAnswerError(
+      `${what}, but its body is encoded as '${encoding.slice(0, 40)}', which notarize did not ask for`,
+    );
+  }
+  let bounded: string | undefined;
+  try {
+    bounded = await readBounded(answer.body, MAX_ANSWER_BYTES);
+  } catch (error) {
+    const code = errorCode(error);
+    const stalled = code.endsWith('_TIMEOUT') || (error as Error).name === 'TimeoutError';
+    const reason = stalled ? 'it stalled' : 'it broke off';
+    throw new UnreadableAnswerError(`${what}, but its body could not be read (${reason})`, { cause: error });
+  }
+  if (bounded === undefined) {
+    discard(answer);
+    throw new UnreadableAnswerError(
+      `${what}, but its body is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; it was cut off`,
+    );
+  }
+  return bounded;
+}
+
+/** An error's `code` as a string (undici's are strings; some errors carry numbers). */
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' || typeof code === 'number' ? String(code) : '';
+}
+
+/** Stops receiving a body notarize will not read; the abort this causes is expected, not an error. */
+function discard(answer: Dispatcher.ResponseData): void {
+  answer.body.on('error', () => {});
+  answer.body.destroy();
 }
 
 /**
@@ -165,8 +218,7 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
 }
 
 function networkError(method: string, url: string, error: unknown): Error {
-  if (error instanceof ProtocolError) return error;
-  const code = (error as { code?: string }).code ?? '';
+  const code = errorCode(error);
   const name = (error as { name?: string }).name ?? '';
   const timedOut = name === 'TimeoutError' || code.endsWith('_TIMEOUT') || code === 'UND_ERR_ABORTED';
   const reason = timedOut ? 'timed out' : code || (error as Error).message;
@@ -205,6 +257,6 @@ function statusError(method: string, url: string, status: number, text: string, 
       hint: 'the service is unavailable or busy; try again later',
     });
   }
-  if (status >= 400) return new ServiceRefusedError(status, what);
+  if (status >= 400) return new ServiceRefusedError(status, what, said === undefined ? {} : { serviceMessage: said });
   return new ProtocolError(`${what} (an unexpected status)`);
 }

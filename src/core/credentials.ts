@@ -4,7 +4,7 @@
  * An expired token is never sent.
  */
 import type { ApiClient, Credentials } from '../api/client.js';
-import { AuthError, InvalidAnswerError, ProtocolError } from '../errors.js';
+import { AuthError, InvalidAnswerError, ProtocolError, ServiceRefusedError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { isExpired } from './token.js';
 
@@ -105,6 +105,16 @@ export class TokenCredentials implements Credentials {
       // A malformed login answer surfaces inside the request step, which keeps
       // any odd-shaped object it gets as a session; this one is not a session.
       if (error instanceof InvalidAnswerError) throw new ProtocolError(error.message, { cause: error });
+      // Any other refusal of the login is a credentials problem, and must not
+      // pass for the request's own answer (a 409 there means "already registered").
+      if (error instanceof ServiceRefusedError) {
+        this.#renewed = true;
+        throw new AuthError(`logging in with NOTARIZE_API_KEY failed: ${error.message}`, {
+          status: error.status,
+          hint: 'check NOTARIZE_API_KEY, or log in with `notarize login`',
+          cause: error,
+        });
+      }
       throw error;
     }
     if (isExpired(token)) {

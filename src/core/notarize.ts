@@ -1,13 +1,30 @@
 /**
  * The register -> complete flow. Its one rule: the service's answer to the
  * request step is on disk before anything else happens, and a session leaves
- * the pending store only once its record is in the ledger. So a crash, a
- * timeout or a refusal at any point leaves the registration pending, to be
- * finished by `notarize complete <hash>`. Returns data; never prints.
+ * the pending store only once its record is in the ledger, or once the
+ * service has said it already has the hash (then it is retired: kept aside,
+ * never sent again). So a crash, a timeout or a refusal at any point leaves
+ * the registration pending, to be finished by `notarize complete <hash>`,
+ * and no run leaves behind something only a person editing files can clear.
+ *
+ * A 409 from the request step or from forfait is read as "the service already
+ * has this hash". The service documents no status code, so this is an
+ * assumption (said in `--help`); it is what the sandbox answers, and what a
+ * forfait whose answer was lost leads to on the next try.
+ *
+ * Returns data; never prints.
  */
 import type { ApiClient } from '../api/client.js';
 import { subscriptionSessionSchema, type BLOCKCHAIN_TYPES } from '../api/schemas.js';
-import { EXIT, InvalidAnswerError, NotarizeError, ProtocolError, ServiceRefusedError, UsageError } from '../errors.js';
+import {
+  EXIT,
+  InvalidAnswerError,
+  NotarizeError,
+  ProtocolError,
+  ServiceRefusedError,
+  UnreadableAnswerError,
+  UsageError,
+} from '../errors.js';
 import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
 import { withLock } from '../store/lock.js';
 import { mimeType } from './mime.js';
@@ -31,9 +48,29 @@ export interface RegisterInput {
 
 /** What a register or complete call did. */
 export type Outcome =
-  | { kind: 'already-registered'; entry: LedgerEntry }
+  | {
+      kind: 'already-registered';
+      hash: string;
+      /** The ledger's record, when this store has one. */
+      entry: LedgerEntry | undefined;
+      /** Present when the service said so (a 409) rather than the ledger. */
+      service?: ServiceSaysRegistered;
+    }
   | { kind: 'pending'; entry: PendingEntry; reused: boolean }
   | { kind: 'completed'; entry: LedgerEntry; reusedSession: boolean; custody?: CustodyOutcome };
+
+/** The service answered 409 to the request step or to forfait: it already has the hash. */
+export interface ServiceSaysRegistered {
+  /** The service's own words, when its error body had a message. */
+  message: string | undefined;
+  /** Where the pending session was moved aside, when there was one. */
+  retiredSession: string | undefined;
+}
+
+/** Whether `error` is the 409 that says the service already has the hash (see the module comment). */
+function isAlreadyRegistered(error: unknown): error is ServiceRefusedError {
+  return error instanceof ServiceRefusedError && error.status === 409;
+}
 
 /** Custody: the metadata was sent; the file bytes never are (the upload API is undocumented). */
 export interface CustodyOutcome {
@@ -59,14 +96,25 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
   return withLock(store.lockFile(input.hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
     const existing = store.readRecord(input.hash);
     if (existing) store.removeLeftoverPending(existing);
-    if (existing && !input.force) return { kind: 'already-registered', entry: existing };
+    if (existing && !input.force) return { kind: 'already-registered', hash: input.hash, entry: existing };
     // Even with --force, a pending session is reused, never replaced: it may
     // be the only copy of a paid checkout session. A damaged pending file
     // stops the run here (StoreError naming it), so it is never overwritten.
     let pending = store.readPending(input.hash);
     const reused = pending !== undefined;
-    pending ??= await requestStep(deps, input);
+    if (pending === undefined) {
+      try {
+        pending = await requestStep(deps, input);
+      } catch (error) {
+        if (!isAlreadyRegistered(error)) throw error;
+        const service = { message: error.serviceMessage, retiredSession: undefined };
+        return { kind: 'already-registered', hash: input.hash, entry: existing, service };
+      }
+    }
     if (!input.complete) return { kind: 'pending', entry: pending, reused };
+    // Its last forfait was answered unreadably: it may have gone through, so
+    // only an explicit `complete` sends it again, never a re-run of register.
+    if (pending.forfaitUnreadAt !== undefined) throw answerUnread(deps, pending);
     return finish(deps, pending, reused, input);
   });
 }
@@ -85,7 +133,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
     const existing = store.readRecord(hash);
     if (existing) {
       store.removeLeftoverPending(existing);
-      return { kind: 'already-registered', entry: existing };
+      return { kind: 'already-registered', hash, entry: existing };
     }
     const stored = store.readPending(hash);
     let pending: PendingEntry;
@@ -110,16 +158,38 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
       // A session given by hand is kept like one from the service, so that a
       // failed completion can be finished later from the store; but it never
       // replaces a session already pending, which may be the good one.
-      if (!stored) await savePendingOrExplain(deps, pending);
+      if (!stored) {
+        await savePendingOrExplain(deps, pending);
+        return finishGiven(deps, pending);
+      }
     }
     return finish(deps, pending, true, { hash });
   });
 }
 
 /**
+ * Completes with a session given by hand and saved by this run. A 404 proves
+ * the service does not know the hash, so that session was never good for it:
+ * it is not kept (the user still has it where they gave it from).
+ */
+async function finishGiven(deps: FlowDeps, pending: PendingEntry): Promise<Outcome> {
+  try {
+    return await finish(deps, pending, true, { hash: pending.hash });
+  } catch (error) {
+    if (error instanceof ServiceRefusedError && error.status === 404) {
+      deps.store.removePending(pending.hash);
+      error.hint =
+        `the service does not know ${pending.hash}, so the session given was not kept; ` +
+        'register the document first (`notarize register`)';
+    }
+    throw error;
+  }
+}
+
+/**
  * How every registration ends, in `register` or `complete`: forfait, then the
  * custody metadata when the request asked for custody (the stored session
- * decides, not this run's flags).
+ * decides, not this run's flags). A 409 from forfait retires the session.
  */
 async function finish(
   deps: FlowDeps,
@@ -127,9 +197,46 @@ async function finish(
   reusedSession: boolean,
   input: Pick<RegisterInput, 'hash' | 'file' | 'walletName'>,
 ): Promise<Outcome> {
-  const entry = await completeStep(deps, pending);
+  let entry: LedgerEntry;
+  try {
+    entry = await completeStep(deps, pending);
+  } catch (error) {
+    if (!isAlreadyRegistered(error)) throw error;
+    const retiredSession = await retire(deps, pending.hash, `forfait answered 409: ${error.serviceMessage ?? ''}`);
+    const service = { message: error.serviceMessage, retiredSession };
+    return { kind: 'already-registered', hash: pending.hash, entry: undefined, service };
+  }
   const custody = pending.custody ? await sendMetadata(deps, input, pending) : undefined;
   return { kind: 'completed', entry, reusedSession, ...(custody ? { custody } : {}) };
+}
+
+/** Moves a pending session aside; if the disk refuses, says so with exit 1 (forfait was sent). */
+async function retire(deps: FlowDeps, hash: string, reason: string): Promise<string | undefined> {
+  try {
+    return await deps.store.retirePending(hash, reason, now(deps));
+  } catch (error) {
+    throw new NotarizeError(
+      'store_write',
+      EXIT.refused,
+      `the service says ${hash} is already registered, but its pending session could not be moved aside: ${(error as Error).message}`,
+      { hint: `retire it with \`notarize pending drop ${hash}\``, cause: error },
+    );
+  }
+}
+
+/** The refusal to send again a session whose last forfait was answered unreadably. */
+function answerUnread(deps: FlowDeps, pending: PendingEntry): ProtocolError {
+  const page = deps.api.transport.url(`/verification/${pending.hash}`);
+  return new ProtocolError(
+    `the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt ?? '?'} and answered, ` +
+      'but the answer could not be read; notarize does not send it again on its own',
+    {
+      hint:
+        `the service may have completed it (see ${page}); \`notarize complete ${pending.hash}\` sends the session again ` +
+        `(if it went through, the service answers 409 and the session is retired), ` +
+        `or \`notarize pending drop ${pending.hash}\` puts it aside`,
+    },
+  );
 }
 
 function now(deps: FlowDeps): Date {
@@ -172,6 +279,14 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
         cause: error,
       });
     }
+    if (error instanceof UnreadableAnswerError) {
+      // Never retried: the service said yes, and a second request could open
+      // a second subscription session. Nothing was saved, as nothing was read.
+      error.hint =
+        `the service accepted the registration request for ${input.hash}, but notarize could not read the ` +
+        `session it answered, so none was saved; \`notarize complete ${input.hash} --use-active-subscription\` ` +
+        'completes it with your active subscription, or run `notarize register` again to request a new session';
+    }
     throw error;
   }
 }
@@ -211,6 +326,16 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
       await save(error.raw);
       throw error;
     }
+    if (error instanceof UnreadableAnswerError) {
+      // A 2xx whose body could not be read: the service may have completed
+      // it. Marked so that only an explicit `complete` sends it again.
+      const marked = { ...pending, forfaitUnreadAt: now(deps).toISOString() };
+      // Should even this write fail, the hint below still says what to do.
+      await store.savePending(marked).catch(() => {});
+      error.hint = `${error.hint ? `${error.hint}; ` : ''}${answerUnread(deps, marked).hint ?? ''}`;
+      throw error;
+    }
+    if (isAlreadyRegistered(error)) throw error;
     throw withCompleteHint(deps, error, pending.hash);
   }
   if (answer.value.hash.toLowerCase() !== pending.hash) {
@@ -232,12 +357,10 @@ function withCompleteHint(deps: FlowDeps, error: unknown, hash: string): unknown
   const file = deps.store.pendingFile(hash);
   const page = deps.api.transport.url(`/verification/${hash}`);
   let next: string;
-  if (error instanceof ServiceRefusedError && error.status === 409) {
+  if (error instanceof ServiceRefusedError) {
     next =
-      `the service says ${hash} is already registered: an earlier completion may have gone through ` +
-      `without its answer reaching notarize (see ${page}); the session stays in ${file} until you move it aside`;
-  } else if (error instanceof ServiceRefusedError) {
-    next = `the session is kept in ${file}; if the service will never accept it, move that file aside and register again`;
+      `the session is kept in ${file}; if the service will never accept it, ` +
+      `\`notarize pending drop ${hash}\` puts it aside`;
   } else if (error instanceof ProtocolError) {
     next =
       `the service may have completed it, but its answer could not be read (see ${page}); ` +

@@ -31,14 +31,57 @@ export function showRecord(io: IO, recordJson: string, hash: string, options: Sh
   io.data(renderRecord(parsedObject(recordJson), { verification: verificationUrl(options.baseUrl, hash) }, io.colour));
 }
 
+/**
+ * A hash the ledger or the service (a 409) says is registered: the ledger's
+ * record when this store has one; otherwise the service's words, no record,
+ * and the public verification page.
+ */
+function showAlreadyRegistered(
+  io: IO,
+  outcome: Extract<Outcome, { kind: 'already-registered' }>,
+  options: ShowOptions,
+): void {
+  const { hash, entry, service } = outcome;
+  const said = service ? `the service says so (409${service.message ? `: ${service.message}` : ''})` : undefined;
+  if (service?.retiredSession) io.info(`its pending session was moved aside to ${service.retiredSession}`);
+  if (entry) {
+    io.info(
+      `${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ''}); use --force to register it again`,
+    );
+    showRecord(io, entry.recordJson, hash, options);
+    return;
+  }
+  const verification = verificationUrl(options.baseUrl, hash);
+  io.info(
+    `${hash} is already registered: ${said ?? 'the service says so'}; this store has no record of it, see ${verification}`,
+  );
+  const summary = {
+    hash,
+    status: 'already-registered',
+    record: null,
+    verificationUrl: verification,
+    message: service?.message ?? null,
+  };
+  if (options.json) io.data(JSON.stringify(summary, null, 2));
+  else
+    io.data(
+      renderRecord(
+        {
+          hash,
+          status: 'already registered (the service says so; no local record)',
+          message: service?.message ?? null,
+        },
+        { verification },
+        io.colour,
+      ),
+    );
+}
+
 /** Prints the outcome of register or complete; see the module comment. */
 export function showOutcome(io: IO, outcome: Outcome, options: ShowOptions): void {
   switch (outcome.kind) {
     case 'already-registered':
-      io.info(
-        `${outcome.entry.hash} is already registered (completed ${outcome.entry.completedAt}); use --force to register it again`,
-      );
-      showRecord(io, outcome.entry.recordJson, outcome.entry.hash, options);
+      showAlreadyRegistered(io, outcome, options);
       return;
     case 'pending': {
       const { entry } = outcome;

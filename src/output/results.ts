@@ -27,8 +27,13 @@ export interface ItemResult {
   file: string | null;
   hash: string | null;
   status: ItemStatus;
-  /** The notarization record, as the service sent it. */
+  /**
+   * The notarization record, as the service sent it; null for a hash the
+   * service says is registered (409) that this store has no record of.
+   */
   record?: unknown;
+  /** For `already-registered` on the service's word: what its answer said (null if nothing). */
+  message?: string | null;
   /** For `pending`: the subscription session, as the service sent it. */
   session?: unknown;
   verificationUrl?: string;

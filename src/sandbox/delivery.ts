@@ -3,6 +3,7 @@
  * and endless bodies.
  */
 import type { ServerResponse } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import type { Answer } from './http.js';
 import type { RouteName } from './routes.js';
 
@@ -33,6 +34,28 @@ export function wrongShape(route: RouteName, answer: Answer): Answer {
 }
 
 /** Cuts a body in half, the way a broken proxy might. */
+/**
+ * Sends the status, the headers (announcing the whole length) and half the
+ * body, then nothing more: the client's body timeout, or close(), ends it.
+ */
+export function stall(res: ServerResponse, status: number, contentType: string, text: string): void {
+  if (res.destroyed || res.headersSent) return;
+  res.writeHead(status, { 'content-type': contentType, 'content-length': String(Buffer.byteLength(text)) });
+  res.write(truncate(text));
+}
+
+/** Sends the body gzip-compressed with `Content-Encoding: gzip`, which the client never asked for. */
+export function gzipped(res: ServerResponse, status: number, contentType: string, text: string): void {
+  if (res.destroyed || res.headersSent) return;
+  const body = gzipSync(text);
+  res.writeHead(status, {
+    'content-type': contentType,
+    'content-encoding': 'gzip',
+    'content-length': String(body.length),
+  });
+  res.end(body);
+}
+
 export function truncate(text: string): string {
   return text.slice(0, Math.floor(text.length / 2));
 }

@@ -16,6 +16,8 @@ export const FAULT_KINDS = [
   'truncated',
   'wrong-shape',
   'huge',
+  'stall',
+  'gzip',
 ] as const;
 
 /** One kind of fault (see FAULT_SPEC_HELP for what each does). */
@@ -46,6 +48,8 @@ export const FAULT_SPEC_HELP = `Fault rules, comma-separated: route:kind[=value]
   truncated     process, then answer with the JSON body cut in half
   wrong-shape   process, then answer 200 with JSON of the wrong shape
   huge[=BYTES]  answer 200 with a JSON-looking body that never ends (capped at BYTES, default 1 GiB)
+  stall         process, then answer 200 with half the JSON body and never send the rest
+  gzip          process, then answer 200 with the JSON body gzip-compressed (Content-Encoding: gzip), unasked
   *N            apply the rule to the first N matching calls only (default: every call)
 Latency rules add up; besides them, at most one rule (the first that matches) applies to a call.
 Example: forfait:status=503@2*3,request:drop*1,*:latency=50`;

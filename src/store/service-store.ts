@@ -4,6 +4,7 @@
  * sent back to forfait byte for byte and a record printed as the service sent
  * it, unknown fields included.
  */
+import { renameSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -35,6 +36,12 @@ const pendingEntrySchema = z.object({
   custody: z.boolean(),
   savedAt: z.string(),
   file: fileFacts.optional(),
+  /**
+   * Set when forfait was sent with this session and answered 2xx with a body
+   * that could not be read: the service may have completed it, so only an
+   * explicit `notarize complete` sends the session again.
+   */
+  forfaitUnreadAt: z.string().optional(),
   /** The request step's answer, exactly as received. */
   sessionJson: jsonObjectText,
 });
@@ -83,6 +90,14 @@ export class ServiceStore {
     return join(this.dir, 'pending', `${hash}.json`);
   }
 
+  /**
+   * Where a retired session of `hash` is kept aside: never listed as pending,
+   * never sent again, never deleted by notarize. One file per retirement.
+   */
+  retiredFile(hash: string, at: Date): string {
+    return join(this.dir, 'retired', `${hash}.${at.toISOString().replace(/[:.]/g, '-')}.json`);
+  }
+
   ledgerFile(hash: string): string {
     return join(this.dir, 'ledger', `${hash}.json`);
   }
@@ -105,6 +120,30 @@ export class ServiceStore {
    */
   savePending(entry: Omit<PendingEntry, 'schemaVersion'>): Promise<void> {
     return this.#write(this.pendingFile(entry.hash), { schemaVersion: 1, ...entry });
+  }
+
+  /**
+   * Moves the pending session of `hash` aside into `retired/`, with when and
+   * why, and returns where it went (undefined when none was pending). The
+   * copy is durable before the pending file goes, so the session is never lost.
+   */
+  async retirePending(hash: string, reason: string, at: Date): Promise<string | undefined> {
+    let entry: PendingEntry | undefined;
+    try {
+      entry = this.readPending(hash);
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      // A damaged file is moved aside as it is, bytes untouched.
+      const file = this.retiredFile(hash, at).replace(/\.json$/, '.damaged.json');
+      this.#privateDir(join(file, '..'));
+      renameSync(this.pendingFile(hash), file);
+      return file;
+    }
+    if (entry === undefined) return undefined;
+    const file = this.retiredFile(hash, at);
+    await this.#write(file, { ...entry, retiredAt: at.toISOString(), retiredBecause: reason });
+    this.removePending(hash);
+    return file;
   }
 
   /** Removes the pending session of a hash; one already gone is not an error. */
@@ -164,7 +203,7 @@ export class ServiceStore {
     for (const dir of [
       join(this.dir, '..'),
       this.dir,
-      ...['pending', 'ledger', 'locks'].map((d) => join(this.dir, d)),
+      ...['pending', 'ledger', 'locks', 'retired'].map((d) => join(this.dir, d)),
     ]) {
       if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
     }

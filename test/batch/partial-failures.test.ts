@@ -82,7 +82,7 @@ describe('the exit code of a batch with lasting failures', () => {
       name: 'a wrong-shape answer (5) before a refusal (1) -> 5',
       faults: [
         { route: 'request', kind: 'wrong-shape', count: 1 },
-        { route: 'request', kind: 'status', value: 409, count: 1 },
+        { route: 'request', kind: 'status', value: 422, count: 1 },
         { route: 'request', kind: 'status', value: 503, count: 1 },
       ],
       statuses: ['failed', 'failed', 'failed', 'registered', 'registered'],
@@ -92,7 +92,7 @@ describe('the exit code of a batch with lasting failures', () => {
     {
       name: 'a refusal (1) before a wrong-shape answer (5) -> 1',
       faults: [
-        { route: 'request', kind: 'status', value: 409, count: 1 },
+        { route: 'request', kind: 'status', value: 422, count: 1 },
         { route: 'request', kind: 'wrong-shape', count: 1 },
       ],
       statuses: ['failed', 'failed', 'registered', 'registered', 'registered'],
@@ -103,7 +103,7 @@ describe('the exit code of a batch with lasting failures', () => {
       name: 'a transient failure (4) before a refusal (1) -> 1, not 4',
       faults: [
         { route: 'request', kind: 'status', value: 503, count: 1 },
-        { route: 'request', kind: 'status', value: 409, count: 1 },
+        { route: 'request', kind: 'status', value: 422, count: 1 },
       ],
       statuses: ['failed', 'failed', 'registered', 'registered', 'registered'],
       codes: [4, 1, undefined, undefined, undefined],
@@ -149,7 +149,7 @@ describe('the exit code of a batch with lasting failures', () => {
 describe('--fail-fast', () => {
   it('reports the items not started as skipped, and sends nothing for them', async () => {
     const docs = await documents(bed, 5, 'fail fast');
-    bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 409, count: 1 }]);
+    bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 422, count: 1 }]);
     const run = await bed.run([
       'register',
       ...docs.map(([p]) => p),
@@ -181,7 +181,7 @@ describe('--fail-fast', () => {
 
   it('without --fail-fast the same failure does not stop the others', async () => {
     const docs = await documents(bed, 5, 'no fail fast');
-    bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 409, count: 1 }]);
+    bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 422, count: 1 }]);
     const run = await bed.run(['register', ...docs.map(([p]) => p), '-j', '1', '--retries', '0', '--json']);
     expect(run.code, describeRun(run)).toBe(1);
     expect(parseResults(run.stdout).map((r) => r.status)).toEqual([

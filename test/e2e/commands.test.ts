@@ -33,11 +33,11 @@ describe('pending and logout', () => {
     const table = await bed.run(['pending']);
     expect(table.code, table.stderr).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^HASH +DESCRIPTION +PLAN +SAVED$/);
+    expect(lines[0]).toMatch(/^HASH +DESCRIPTION +PLAN +SAVED +STATE$/);
     expect(lines).toHaveLength(3);
     const rowOf = (hash: string) => lines.find((line) => line.startsWith(hash));
-    expect(rowOf(sha256('alpha'))).toMatch(/^[0-9a-f]{64} +alpha\.txt +FREE +\d{4}-\d\d-\d\dT[\d:.]+Z$/);
-    expect(rowOf(sha256('beta'))).toMatch(/^[0-9a-f]{64} +the beta document +FREE +\d{4}-\d\d-\d\dT[\d:.]+Z$/);
+    expect(rowOf(sha256('alpha'))).toMatch(/^[0-9a-f]{64} +alpha\.txt +FREE +\d{4}-\d\d-\d\dT[\d:.]+Z +ready$/);
+    expect(rowOf(sha256('beta'))).toMatch(/^[0-9a-f]{64} +the beta document +FREE +\d{4}-\d\d-\d\dT[\d:.]+Z +ready$/);
     expect(table.stdout).toContain(sha256('alpha'));
     expect(table.stdout).toContain(sha256('beta'));
 

@@ -60,11 +60,11 @@ describe('exit 1: the service refused the operation', () => {
     expect(bed.sandbox.records.has(hash)).toBe(true);
   });
 
-  it('an injected 409 on the request step', async () => {
-    bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 409, count: 1 }]);
+  it('an injected 422 on the request step', async () => {
+    bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 422, count: 1 }]);
     const doc = await bed.file('conflict.txt', 'conflict');
     const result = await bed.run(['register', doc], { env: bed.withKey() });
-    expectFailure(result, 1, /answered 409/);
+    expectFailure(result, 1, /answered 422/);
     expect(routes(bed.sandbox.calls)).toEqual(['login', 'request']);
     expect(existsSync(bed.pendingFile(sha256('conflict')))).toBe(false);
   });

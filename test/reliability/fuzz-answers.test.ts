@@ -114,7 +114,8 @@ describe('random service answers', () => {
         expectWellBehaved(result, argv);
 
         const paths = storePaths(dir, fake.url);
-        const kept = existsSync(paths.pending(s.hash)) || existsSync(paths.ledger(s.hash));
+        // Kept: pending, completed, or retired (kept aside) after the service said 409.
+        const kept = existsSync(paths.pending(s.hash)) || existsSync(paths.ledger(s.hash)) || paths.retired(s.hash);
         const session = served.find((x) => x.route === 'request' && x.answer.status >= 200 && x.answer.status < 300);
         if (session && isObjectText(session.answer.body)) {
           expect(kept, `the session ${session.answer.body} was not kept`).toBe(true);
@@ -134,7 +135,12 @@ describe('random service answers', () => {
         }
         expect(forfaits.filter((x) => x.answer.status === 401).length).toBeLessThanOrEqual(1);
         if (existsSync(paths.ledger(s.hash))) tally.completed += 1;
-        if (result.code === 0) expect(existsSync(paths.ledger(s.hash)) || existsSync(paths.pending(s.hash))).toBe(true);
+        // Exit 0 leaves a record or a pending session, unless the service said 409 (already registered).
+        const saidRegistered = served.some((x) => x.route !== 'login' && x.answer.status === 409);
+        if (result.code === 0 && !saidRegistered) {
+          expect(existsSync(paths.ledger(s.hash)) || existsSync(paths.pending(s.hash))).toBe(true);
+        }
+        if (paths.retired(s.hash)) expect(saidRegistered).toBe(true);
       }),
       settings(200),
     );

@@ -125,6 +125,9 @@ export function storePaths(configDir: string, baseUrl: string) {
     pendingDir: join(service, 'pending'),
     ledgerDir: join(service, 'ledger'),
     locksDir: join(service, 'locks'),
+    retiredDir: join(service, 'retired'),
+    /** Whether a session of `hash` was retired (kept aside after a 409 or `pending drop`). */
+    retired: (hash: string) => names(join(service, 'retired')).some((n) => n.startsWith(`${hash}.`)),
     pending: (hash: string) => join(service, 'pending', `${hash}.json`),
     ledger: (hash: string) => join(service, 'ledger', `${hash}.json`),
     lock: (hash: string) => join(service, 'locks', `${hash}.lock`),

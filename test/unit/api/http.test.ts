@@ -1,7 +1,14 @@
 import { Agent, MockAgent } from 'undici';
+import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HttpTransport, MAX_ANSWER_BYTES, parseRetryAfter, type TransportOptions } from '../../../src/api/http.js';
-import { AuthError, ProtocolError, ServiceRefusedError, TransientError } from '../../../src/errors.js';
+import {
+  AuthError,
+  ProtocolError,
+  ServiceRefusedError,
+  TransientError,
+  UnreadableAnswerError,
+} from '../../../src/errors.js';
 import { rejection } from '../helpers/catch.js';
 import { closedPort, startLocalServer, type LocalServer } from '../helpers/local-server.js';
 
@@ -219,15 +226,48 @@ describe('HttpTransport: network failures', () => {
     expect(server.received).toHaveLength(1);
   });
 
-  it('maps a connection cut in the middle of the answer to TransientError, not marked unprocessed', async () => {
+  it('maps a 200 whose body is cut in the middle to UnreadableAnswerError (exit 5): the service said yes', async () => {
     server.handle((_req, res) => {
       res.writeHead(200, { 'content-length': '1000' });
       res.write('{"hash":');
       setImmediate(() => res.destroy());
     });
     const error = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
-    expect(error).toBeInstanceOf(TransientError);
-    expect(error).toMatchObject({ notProcessed: false });
+    expect(error).toBeInstanceOf(UnreadableAnswerError);
+    expect(error).not.toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({ exitCode: 5 });
+    expect((error as Error).message).toMatch(/answered 200, but its body could not be read \(it broke off\)/);
+  });
+
+  it('maps a 200 whose body stalls past the timeout to UnreadableAnswerError, and one sent gzip-compressed unasked', async () => {
+    server.handle((_req, res) => {
+      res.writeHead(200, { 'content-length': '1000' });
+      res.write('{"hash":');
+    });
+    const stalled = await rejection(
+      transport({ timeoutMs: 300 }).send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }),
+    );
+    expect(stalled).toBeInstanceOf(UnreadableAnswerError);
+    expect((stalled as Error).message).toMatch(/\(it stalled\)/);
+    server.handle((_req, res) => {
+      const body = gzipSync('{"hash":"x"}');
+      res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': String(body.length) });
+      res.end(body);
+    });
+    const gzipped = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(gzipped).toBeInstanceOf(UnreadableAnswerError);
+    expect((gzipped as Error).message).toMatch(/encoded as 'gzip', which notarize did not ask for/);
+  });
+
+  it('a refusal whose body breaks off is still the refusal its status says', async () => {
+    server.handle((_req, res) => {
+      res.writeHead(422, { 'content-length': '1000' });
+      res.write('{"message":');
+      setImmediate(() => res.destroy());
+    });
+    const error = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(error).toBeInstanceOf(ServiceRefusedError);
+    expect(error).toMatchObject({ status: 422 });
   });
 
   it('cuts off an answer bigger than MAX_ANSWER_BYTES with a ProtocolError', async () => {

@@ -1,0 +1,238 @@
+/**
+ * Every CI re-run ends well (issue 9): a service that already knows the hash,
+ * a forfait whose answer was lost, a 2xx whose body cannot be read, a given
+ * session the service does not know. Each reproduction ends with its
+ * documented exit code and a store that needs no hand editing: `pending`
+ * lists only what `complete` can still finish.
+ *
+ * In process through main() against a sandbox on 127.0.0.1 port 0.
+ */
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { expectFailure } from '../helpers/assert.js';
+import { type Bed, routes, sha256, useBed } from '../helpers/bed.js';
+import { runMain } from '../helpers/main.js';
+
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
+
+/** What `pending --json` lists: hash and state of each pending session. */
+async function pending(): Promise<{ hash: string; state: string }[]> {
+  const listed = await runMain(bed, ['pending', '--json']);
+  expect(listed.code, listed.stderr).toBe(0);
+  return (JSON.parse(listed.stdout) as { hash: string; state: string }[]).map(({ hash, state }) => ({ hash, state }));
+}
+
+/** The files kept aside in `retired/` of the bed's service. */
+function retired(): string[] {
+  const dir = join(bed.serviceDir(), 'retired');
+  return existsSync(dir) ? readdirSync(dir).filter((name) => !name.startsWith('.')) : [];
+}
+
+describe('the service already has the hash (409)', () => {
+  it('a new empty store registering a document the service has: exit 0, already-registered, no record, the page', async () => {
+    const doc = await bed.file('known.txt', 'known to the service');
+    const hash = sha256('known to the service');
+    const first = await runMain(bed, ['register', doc]);
+    expect(first.code, first.stderr).toBe(0);
+
+    const mark = bed.mark();
+    const fresh = await runMain(bed, ['register', doc, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'another-empty-store') },
+    });
+    expect(fresh.code, fresh.stderr).toBe(0);
+    expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual(['request']);
+    expect(JSON.parse(fresh.stdout)).toEqual({
+      hash,
+      status: 'already-registered',
+      record: null,
+      verificationUrl: `${bed.url}/verification/${hash}`,
+      message: `the hash ${hash} is already registered`,
+    });
+    expect(fresh.stderr).toMatch(/already registered: the service says so \(409/);
+    expect(fresh.stderr).not.toMatch(/answered 409/);
+  });
+
+  it('in a batch, a document the service has is already-registered beside a new one; exit 0', async () => {
+    const known = await bed.file('a.txt', 'batch known');
+    const fresh = await bed.file('b.txt', 'batch new');
+    expect((await runMain(bed, ['register', known])).code).toBe(0);
+    const otherStore = { NOTARIZE_CONFIG_DIR: join(bed.root, 'second-store') };
+    const run = await runMain(bed, ['register', known, fresh, '--output', 'ndjson'], { env: otherStore });
+    expect(run.code, run.stderr).toBe(0);
+    const results = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { file: string; status: string; record: unknown; message?: string });
+    const byFile = new Map(results.map((r) => [r.file, r]));
+    expect(byFile.get(known)).toMatchObject({ status: 'already-registered', record: null });
+    expect(byFile.get(known)!.message).toMatch(/already registered/);
+    expect(byFile.get(fresh)).toMatchObject({ status: 'registered' });
+  });
+
+  it('--force on a hash the ledger and the service have: exit 0 with the ledger record, nothing new paid', async () => {
+    const doc = await bed.file('forced.txt', 'forced');
+    const first = await runMain(bed, ['register', doc, '--json']);
+    expect(first.code).toBe(0);
+    const forced = await runMain(bed, ['register', doc, '--force', '--json']);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.stdout).toBe(first.stdout);
+    expect(forced.stderr).toMatch(/already registered \(completed .*; the service says so \(409/);
+    expect(bed.calls('forfait')).toBe(1);
+  });
+});
+
+describe('a forfait whose answer was lost (drop-after)', () => {
+  it('the next complete ends with exit 0 and nothing pending; the session is kept aside, never re-sent', async () => {
+    const doc = await bed.file('lost.txt', 'lost answer');
+    const hash = sha256('lost answer');
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'drop-after', count: 1 }]);
+    const lost = await runMain(bed, ['register', doc]);
+    expectFailure(lost, 4, /forfait failed/);
+    expect(await pending()).toEqual([{ hash, state: 'ready' }]);
+
+    // The documented CI loop: `pending --json | jq -r '.[].hash' | xargs notarize complete`.
+    const completed = await runMain(bed, ['complete', hash]);
+    expect(completed.code, completed.stderr).toBe(0);
+    expect(completed.stdout).toMatch(/already registered \(the service says so/);
+    expect(completed.stderr).toMatch(/moved aside to .*retired/);
+    expect(await pending()).toEqual([]);
+    const kept = retired();
+    expect(kept).toHaveLength(1);
+    const aside = JSON.parse(readFileSync(join(bed.serviceDir(), 'retired', kept[0]!), 'utf8')) as {
+      hash: string;
+      sessionJson: string;
+      retiredBecause: string;
+    };
+    expect(aside.hash).toBe(hash);
+    expect(aside.retiredBecause).toMatch(/409/);
+    expect(JSON.parse(aside.sessionJson)).toMatchObject({ planNickname: 'FREE' });
+
+    // Nothing sends it again: register (plain or --force) asks anew and is told 409.
+    for (const args of [
+      ['register', doc],
+      ['register', doc, '--force'],
+    ]) {
+      const mark = bed.mark();
+      const again = await runMain(bed, args);
+      expect(again.code, again.stderr).toBe(0);
+      expect(routes(bed.callsSince(mark))).toEqual(['request']);
+      expect(await pending()).toEqual([]);
+    }
+    expect(bed.calls('forfait')).toBe(2);
+  });
+
+  it('register after a lost forfait answer also ends with exit 0 (it completes with the pending session)', async () => {
+    const doc = await bed.file('lost-register.txt', 'lost answer, then register');
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'drop-after', count: 1 }]);
+    expect((await runMain(bed, ['register', doc])).code).toBe(4);
+    const again = await runMain(bed, ['register', doc]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/already registered/);
+    expect(await pending()).toEqual([]);
+  });
+});
+
+describe('pending drop', () => {
+  it('retires a pending session by hand: kept aside, no longer listed, never sent', async () => {
+    const doc = await bed.file('dropped.txt', 'dropped');
+    const hash = sha256('dropped');
+    expect((await runMain(bed, ['register', doc, '--no-complete'])).code).toBe(0);
+    const pendingFile = bed.pendingFile(hash);
+    const before = readFileSync(pendingFile, 'utf8');
+
+    const dropped = await runMain(bed, ['pending', 'drop', hash.toUpperCase()]);
+    expect(dropped.code, dropped.stderr).toBe(0);
+    expect(dropped.stdout).toBe('');
+    expect(dropped.stderr).toMatch(new RegExp(`retired the pending session of ${hash}; kept in .*retired`));
+    expect(await pending()).toEqual([]);
+    expect(existsSync(pendingFile)).toBe(false);
+    const aside = JSON.parse(readFileSync(join(bed.serviceDir(), 'retired', retired()[0]!), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect(aside).toMatchObject(JSON.parse(before) as Record<string, unknown>);
+
+    const again = await runMain(bed, ['pending', 'drop', hash]);
+    expectFailure(again, 2, /no pending session for/);
+  });
+
+  it('retires a damaged pending file as it is, bytes untouched', async () => {
+    const doc = await bed.file('damaged.txt', 'damaged pending');
+    const hash = sha256('damaged pending');
+    expect((await runMain(bed, ['register', doc, '--no-complete'])).code).toBe(0);
+    writeFileSync(bed.pendingFile(hash), '{ not json');
+    const listed = await runMain(bed, ['pending']);
+    expect(listed.stderr).toMatch(new RegExp(`notarize pending drop ${hash}`));
+    const dropped = await runMain(bed, ['pending', 'drop', hash]);
+    expect(dropped.code, dropped.stderr).toBe(0);
+    const [name] = retired();
+    expect(name).toMatch(/\.damaged\.json$/);
+    expect(readFileSync(join(bed.serviceDir(), 'retired', name!), 'utf8')).toBe('{ not json');
+    expect((await runMain(bed, ['register', doc])).code).toBe(0);
+  });
+});
+
+describe('a given session the service does not know (404)', () => {
+  it.each([['--session'], ['--use-active-subscription']])(
+    'complete <new hash> %s: exit 1, and no pending file is left behind',
+    async (how) => {
+      const hash = sha256(`never requested ${how}`);
+      const args = ['complete', hash, how];
+      if (how === '--session') {
+        const issued = await runMain(bed, [
+          'register',
+          await bed.file('s.txt', 'session source'),
+          '--no-complete',
+          '--json',
+        ]);
+        args.push(await bed.file('session.json', issued.stdout));
+      }
+      const run = await runMain(bed, args);
+      expectFailure(run, 1, /answered 404/);
+      expect(run.stderr).toMatch(/the session given was not kept/);
+      expect((await pending()).map((p) => p.hash)).not.toContain(hash);
+      expect(existsSync(bed.pendingFile(hash))).toBe(false);
+    },
+  );
+});
+
+describe('a 2xx whose body cannot be read', () => {
+  it.each(['stall', 'gzip', 'html'] as const)(
+    'forfait answers 200 (%s): exit 5 with what to do; a re-run sends nothing; complete sends it again',
+    async (kind) => {
+      const doc = await bed.file(`${kind}.txt`, `unreadable ${kind}`);
+      const hash = sha256(`unreadable ${kind}`);
+      bed.sandbox.addFaults([{ route: 'forfait', kind, count: 1 }]);
+      const env = { NOTARIZE_TIMEOUT: '1500' };
+      const first = await runMain(bed, ['register', doc], { env });
+      expectFailure(first, 5, new RegExp(`notarize complete ${hash}\` sends the session again`));
+      expect(first.stderr.trim().split('\n')).toHaveLength(1);
+      expect(await pending()).toEqual([{ hash, state: 'answer-unread' }]);
+
+      const mark = bed.mark();
+      const rerun = await runMain(bed, ['register', doc], { env });
+      expectFailure(rerun, 5, /could not be read; notarize does not send it again on its own/);
+      expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual([]);
+
+      const completed = await runMain(bed, ['complete', hash], { env });
+      expect(completed.code, completed.stderr).toBe(0);
+      // stall and gzip were processed by the sandbox (409 now), html was not.
+      expect(completed.stderr).toMatch(kind === 'html' ? /^registered / : /already registered/m);
+      expect(await pending()).toEqual([]);
+    },
+  );
+
+  it('the request step answers 200 and stalls: exit 5 naming the hash, never retried', async () => {
+    const doc = await bed.file('stalled-request.txt', 'stalled request');
+    const hash = sha256('stalled request');
+    bed.sandbox.addFaults([{ route: 'request', kind: 'stall', count: 1 }]);
+    const mark = bed.mark();
+    const run = await runMain(bed, ['register', doc], { env: { NOTARIZE_TIMEOUT: '1000' } });
+    expectFailure(run, 5, /answered 200, but its body could not be read \(it stalled\)/);
+    expect(run.stderr).toContain(`notarize complete ${hash} --use-active-subscription`);
+    expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual(['request']);
+    expect(await pending()).toEqual([]);
+  });
+});
