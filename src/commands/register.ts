@@ -13,8 +13,8 @@ import { hashFile, hashStream, normalizeHash } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, type InputItem } from '../core/inputs.js';
 import { register, type Outcome, type RegisterInput } from '../core/notarize.js';
-import { writeReceipt } from '../core/receipts.js';
-import { UsageError } from '../errors.js';
+import { checkBeforeSending, planReceipts, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
+import { UsageError, type NotarizeError } from '../errors.js';
 import { reportToGitHub } from '../output/github.js';
 import { showOutcome } from '../output/outcome.js';
 import { formatBytes } from '../output/render.js';
@@ -114,6 +114,16 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
     single = expansion.single;
   }
   checkOptions(ctx, items, options);
+  // Receipts are checked before anything is sent (see core/receipts.ts).
+  const receipts =
+    options.receiptDir === undefined
+      ? undefined
+      : await planReceipts(
+          options.receiptDir,
+          items.map((item) =>
+            item.kind === 'file' ? { path: item.path, ...(item.relative ? { relative: item.relative } : {}) } : {},
+          ),
+        );
   const api = await ctx.api();
   const store = ctx.ledger;
   const pool = new HashPool(single ? 1 : undefined);
@@ -124,7 +134,7 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
   let done = 0;
   let hashedBytes = 0;
   const showProgress = () => ctx.io.progress(`registered ${done}/${items.length}, hashed ${formatBytes(hashedBytes)}`);
-  const registerOne = async (item: Item, index = 0): Promise<{ outcome: Outcome; receipt?: string }> => {
+  const registerOne = async (item: Item, index = 0): Promise<Registered> => {
     const input = await describe(ctx, item, options, pool, (bytes) => {
       if (item.kind === 'file' && item.size > 64 * 1024 * 1024) {
         spinner.update(`hashing ${formatBytes(bytes)} of ${formatBytes(item.size)}`);
@@ -135,10 +145,12 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
       hashedBytes += item.kind === 'file' ? item.size : 0;
       showProgress();
     }
+    if (receipts) {
+      const known = options.force ? undefined : store.readRecord(input.hash)?.recordJson;
+      await checkBeforeSending(receipts, index, input.hash, known, options.force);
+    }
     const outcome = await register({ api, store, onStep: (step) => spinner.update(step) }, input);
-    if (options.receiptDir === undefined || outcome.kind === 'pending') return { outcome };
-    const name = item.kind === 'file' ? (item.relative ?? basename(item.path)) : input.hash;
-    return { outcome, receipt: await writeReceipt(options.receiptDir, name, outcome.entry.recordJson, options.force) };
+    return { outcome, ...(receipts ? await receiptFor(ctx, receipts, index, outcome, options) : {}) };
   };
 
   try {
@@ -152,13 +164,15 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
         reportToGitHub(ctx.io, ctx.env, 'notarize register', [failed]);
         throw error;
       }
-      const { outcome, receipt } = registered;
+      const { outcome, receipt, receiptError } = registered;
       spinner.stop();
       reportToGitHub(ctx.io, ctx.env, 'notarize register', [
         toResult(item, hashes.get(0), { ok: true, value: registered }, baseUrl),
       ]);
       showOutcome(ctx.io, outcome, { json: format === 'json', baseUrl });
       if (receipt) ctx.io.info(`receipt: ${receipt}`);
+      // After the record is shown: the registration itself went through.
+      if (receiptError) throw receiptError;
       if (outcome.kind === 'completed' && outcome.custody?.error) throw outcome.custody.error;
       return;
     }
@@ -179,12 +193,47 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
     else if (format === 'table') ctx.io.data(renderResults(printed, ctx.io.colour));
     ctx.io.info(summarize(printed));
     reportToGitHub(ctx.io, ctx.env, 'notarize register', printed);
-    const errors = results.map((r) => (!r.ok && 'error' in r ? r.error : undefined));
+    const errors = results.map((r) => (r.ok ? r.value.receiptError : 'error' in r ? r.error : undefined));
     const code = batchExitCode(errors);
     if (code !== 0) throw new BatchError(errors.filter(Boolean).length, items.length, code);
   } finally {
     spinner.stop();
     await pool.close();
+  }
+}
+
+/** What registering one document gave: the flow's outcome, and its receipt or why it could not be written. */
+interface Registered {
+  outcome: Outcome;
+  receipt?: string;
+  /** The registration went through, but its receipt could not be written (exit 1). */
+  receiptError?: NotarizeError;
+}
+
+/**
+ * Writes the receipt of a registration that has a record; one without a
+ * record gets none, and a warning. A write failure is returned, not thrown:
+ * the registration's result must still be shown.
+ */
+async function receiptFor(
+  ctx: Context,
+  plan: ReceiptPlan,
+  index: number,
+  outcome: Outcome,
+  options: RegisterOptions,
+): Promise<Pick<Registered, 'receipt' | 'receiptError'>> {
+  if (outcome.kind === 'pending') return {};
+  const { entry } = outcome;
+  if (entry === undefined) {
+    ctx.io.warn(
+      `no receipt for ${outcomeHash(outcome)}: the service says it is registered, but this store has no record of it`,
+    );
+    return {};
+  }
+  try {
+    return { receipt: await writeReceipt(plan, index, entry.hash, entry.recordJson, options.force) };
+  } catch (error) {
+    return { receiptError: asNotarizeError(error) };
   }
 }
 
@@ -229,6 +278,10 @@ async function describe(
   };
 }
 
+function outcomeHash(outcome: Outcome): string {
+  return outcome.kind === 'already-registered' ? outcome.hash : outcome.entry.hash;
+}
+
 const STATUS_OF: Record<Outcome['kind'], ItemResult['status']> = {
   'already-registered': 'already-registered',
   pending: 'pending',
@@ -239,7 +292,7 @@ const STATUS_OF: Record<Outcome['kind'], ItemResult['status']> = {
 function toResult(
   item: Item,
   knownHash: string | undefined,
-  settled: Settled<{ outcome: Outcome; receipt?: string }>,
+  settled: Settled<Registered>,
   baseUrl: string,
 ): ItemResult {
   const file = displayName(item);
@@ -247,14 +300,18 @@ function toResult(
     if ('cancelled' in settled) return skippedResult(file, 'not started (--fail-fast)');
     return { schemaVersion: 1, file, hash: knownHash ?? null, status: 'failed', error: errorJson(settled.error) };
   }
-  const { outcome, receipt } = settled.value;
-  const hash = outcome.entry.hash;
+  const { outcome, receipt, receiptError } = settled.value;
+  const hash = outcomeHash(outcome);
   const base = { schemaVersion: 1 as const, file, hash, status: STATUS_OF[outcome.kind] };
   if (outcome.kind === 'pending') return { ...base, session: embed(outcome.entry.sessionJson) };
+  const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
   return {
     ...base,
-    record: embed(outcome.entry.recordJson),
+    record: outcome.entry ? embed(outcome.entry.recordJson) : null,
     verificationUrl: `${baseUrl}/verification/${hash}`,
+    ...(said ? { message: said.message ?? null } : {}),
     ...(receipt ? { receipt } : {}),
+    // Registered, but its receipt is missing: a failure for the run (exit 1).
+    ...(receiptError ? { status: 'failed' as const, error: errorJson(receiptError) } : {}),
   };
 }

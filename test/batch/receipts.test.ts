@@ -94,7 +94,7 @@ describe('--receipt-dir', () => {
     expect(await receipt(bed, 'e.txt')).toBe(`${JSON.stringify(bed.sandbox.records.get(e))}\n`);
   });
 
-  it('following the hint: removing the stale receipt lets a re-run write it, with nothing sent again', async () => {
+  it('an existing receipt with other content is refused before anything is sent; removing it lets a re-run register', async () => {
     await mkdir(join(bed.workDir, 'receipts'));
     const stale = join(bed.workDir, 'receipts', 'f.txt.notarization.json');
     await writeFile(stale, 'stale\n');
@@ -105,15 +105,14 @@ describe('--receipt-dir', () => {
     expect(hint).toMatch(/remove it/);
     // The hint is honest about --force: it would register the document again.
     expect(hint).toMatch(/--force overwrites it, but also registers the document again/);
-    // The document was registered before the receipt was refused.
-    expect(bed.ledgerHashes()).toEqual([f]);
+    // Exit 2 means nothing was sent: the receipt was checked before the request step.
+    expect(bed.requestedHashes()).toEqual([]);
+    expect(bed.sandbox.calls.filter((c) => c.route !== 'login')).toEqual([]);
 
     await rm(stale);
-    const calls = bed.sandbox.calls.length;
     const rerun = await bed.run(['register', 'f.txt', '--receipt-dir', 'receipts', '--json']);
     expect(rerun.code, describeRun(rerun)).toBe(0);
-    expect(rerun.stderr).toMatch(/already registered/);
-    expect(bed.sandbox.calls.length).toBe(calls);
+    expect(bed.requestedHashes()).toEqual([f]);
     expect(await receipt(bed, 'f.txt')).toBe(`${JSON.stringify(bed.sandbox.records.get(f))}\n`);
   });
 });

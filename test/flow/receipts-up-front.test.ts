@@ -1,0 +1,155 @@
+/**
+ * Receipts are checked before anything is sent (issue 9): a --receipt-dir
+ * that is not a writable directory, receipt names that collide or do not fit
+ * the filesystem, an existing receipt with other content: exit 2, and the
+ * sandbox saw no request. A receipt that still cannot be written after the
+ * completion is exit 1, with the record printed.
+ */
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { receiptNames } from '../../src/core/receipts.js';
+import type { SandboxCall } from '../../src/sandbox/server.js';
+import { expectFailure } from '../helpers/assert.js';
+import { type Bed, sha256, useBed } from '../helpers/bed.js';
+import { runMain } from '../helpers/main.js';
+
+let bed: Bed;
+/** Called with every sandbox call once answered (set by a test, reset before each). */
+let onCall: ((call: SandboxCall) => void) | undefined;
+useBed(
+  (created) => {
+    bed = created;
+    onCall = undefined;
+  },
+  { keyInEnv: true, sandbox: { onCall: (call) => onCall?.(call) } },
+);
+
+/** No request step nor forfait reached the sandbox (a login on the fly may have). */
+function nothingSent(): void {
+  expect(bed.sandbox.calls.filter((c) => c.route !== 'login')).toEqual([]);
+}
+
+describe('receipt names', () => {
+  it('keep the file name, and as many parent folders as tell equal names apart', () => {
+    expect(
+      receiptNames([
+        { path: 'ca/x.txt' },
+        { path: 'cb/x.txt' },
+        { path: '/abs/dist/y.txt' },
+        { path: 'dist/linux/app', relative: 'linux/app' },
+        {},
+      ]),
+    ).toEqual(['ca/x.txt', 'cb/x.txt', 'y.txt', 'linux/app', undefined]);
+    expect(receiptNames([{ path: '/a/one/x' }, { path: '/b/one/x' }, { path: 'x2' }])).toEqual([
+      'a/one/x',
+      'b/one/x',
+      'x2',
+    ]);
+    // The same path twice is one document, one receipt.
+    expect(receiptNames([{ path: 'd/x' }, { path: 'd/x' }])).toEqual(['x', 'x']);
+    expect(() => receiptNames([{ path: 'x' }, { path: '/x' }])).toThrow(/would both get the receipt x/);
+  });
+
+  it('register ca/x.txt cb/x.txt --receipt-dir R writes two receipts, named by their folders', async () => {
+    const a = await bed.file('ca/x.txt', 'same name a');
+    const b = await bed.file('cb/x.txt', 'same name b');
+    const dir = join(bed.root, 'R');
+    const run = await runMain(bed, ['register', a, b, '--receipt-dir', dir, '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const results = JSON.parse(run.stdout) as { file: string; receipt: string }[];
+    expect(results.map((r) => r.receipt)).toEqual([
+      join(dir, 'ca/x.txt.notarization.json'),
+      join(dir, 'cb/x.txt.notarization.json'),
+    ]);
+    expect(JSON.parse(readFileSync(results[0]!.receipt, 'utf8'))).toMatchObject({ hash: sha256('same name a') });
+    expect(JSON.parse(readFileSync(results[1]!.receipt, 'utf8'))).toMatchObject({ hash: sha256('same name b') });
+  });
+});
+
+describe('refused before anything is sent (exit 2)', () => {
+  it('--receipt-dir naming a regular file', async () => {
+    const doc = await bed.file('doc.txt', 'receipt dir is a file');
+    const notDir = await bed.file('R', 'a file, not a directory');
+    const run = await runMain(bed, ['register', doc, '--receipt-dir', notDir]);
+    expectFailure(run, 2, /--receipt-dir .*R is not a directory/);
+    expect(run.stderr).not.toMatch(/already exists/);
+    nothingSent();
+  });
+
+  it('--receipt-dir below a regular file', async () => {
+    const doc = await bed.file('doc.txt', 'below a file');
+    const file = await bed.file('plain', 'x');
+    const run = await runMain(bed, ['register', doc, '--receipt-dir', join(file, 'R')]);
+    expectFailure(run, 2, /--receipt-dir .* is not a directory/);
+    nothingSent();
+  });
+
+  it('a file name too long for a receipt', async () => {
+    const doc = await bed.file(`${'n'.repeat(250)}.txt`, 'long name');
+    const run = await runMain(bed, ['register', doc, '--receipt-dir', join(bed.root, 'R')]);
+    expectFailure(run, 2, /too long for the filesystem/);
+    nothingSent();
+  });
+
+  it('an existing receipt with other content, for one document and in a batch (where the others go on)', async () => {
+    const dir = join(bed.root, 'R');
+    const doc = await bed.file('one.txt', 'existing receipt');
+    const other = await bed.file('two.txt', 'no receipt yet');
+    const first = await runMain(bed, ['register', doc, '--receipt-dir', join(bed.root, 'elsewhere')]);
+    expect(first.code).toBe(0);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'one.txt.notarization.json'), 'other content\n');
+    const before = bed.sandbox.calls.length;
+    const single = await runMain(bed, ['register', doc, '--receipt-dir', dir]);
+    expectFailure(single, 2, /one\.txt\.notarization\.json already exists with other content/);
+    expect(bed.sandbox.calls.length).toBe(before);
+
+    const batch = await runMain(bed, ['register', doc, other, '--receipt-dir', dir, '--json']);
+    const results = JSON.parse(batch.stdout) as { file: string; status: string; error?: { exitCode: number } }[];
+    expect(results.map((r) => r.status)).toEqual(['failed', 'registered']);
+    expect(results[0]!.error?.exitCode).toBe(2);
+    // Something was sent in this run, so its exit code cannot be 2.
+    expect(batch.code).not.toBe(2);
+    expect(batch.code).not.toBe(0);
+    expect(readFileSync(join(dir, 'one.txt.notarization.json'), 'utf8')).toBe('other content\n');
+    expect(existsSync(join(dir, 'two.txt.notarization.json'))).toBe(true);
+  });
+
+  it('an identical existing receipt is accepted as it is', async () => {
+    const dir = join(bed.root, 'R');
+    const doc = await bed.file('same.txt', 'identical receipt');
+    expect((await runMain(bed, ['register', doc, '--receipt-dir', dir])).code).toBe(0);
+    const again = await runMain(bed, ['register', doc, '--receipt-dir', dir]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/already registered/);
+  });
+});
+
+describe('a receipt that cannot be written after the completion', () => {
+  it('exit 1 (something was sent), the record printed, and a re-run writes it without sending anything', async () => {
+    const dir = join(bed.root, 'R');
+    const doc = await bed.file('late.txt', 'late failure');
+    const hash = sha256('late failure');
+    // The directory passes the checks, then turns into a file while forfait is answered.
+    onCall = (call) => {
+      if (call.route !== 'forfait') return;
+      rmSync(dir, { recursive: true, force: true });
+      writeFileSync(dir, 'not a directory any more');
+    };
+    const run = await runMain(bed, ['register', doc, '--receipt-dir', dir, '--json']);
+    expect(run.code, run.stderr).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ hash, status: 'registered' });
+    expect(run.stderr).toMatch(/the receipt .* could not be written/);
+    expect(run.stderr).toMatch(/running the same command again writes the receipt/);
+    expect(bed.ledgerHashes()).toEqual([hash]);
+
+    onCall = undefined;
+    rmSync(dir);
+    const before = bed.sandbox.calls.length;
+    const rerun = await runMain(bed, ['register', doc, '--receipt-dir', dir]);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(bed.sandbox.calls.length).toBe(before);
+    expect(JSON.parse(readFileSync(join(dir, 'late.txt.notarization.json'), 'utf8'))).toMatchObject({ hash });
+  });
+});
