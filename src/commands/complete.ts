@@ -32,6 +32,10 @@ export function configure(command: Command, context: () => Context): void {
     .addHelpText(
       'after',
       `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
+A 409 is read as "the service already has this hash" (an assumption: its status codes are
+undocumented): exit 0, already-registered, and the pending session is retired (kept aside
+in the store's retired/ folder, never sent again). A session given with --session or
+--use-active-subscription is not kept when the service answers 404 (it does not know the hash).
 ${examples([
   'notarize complete 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001',
   'notarize complete <hash> --session session.json --json',

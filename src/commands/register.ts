@@ -58,12 +58,20 @@ export function configure(command: Command, context: () => Context): void {
         ['table', 'json', 'ndjson'],
       ),
     )
-    .option('--receipt-dir <dir>', 'write <file name>.notarization.json (the record) per document')
+    .option(
+      '--receipt-dir <dir>',
+      'write <file name>.notarization.json (the record) per document; checked before anything is sent',
+    )
     .addHelpText(
       'after',
       `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
 before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
 Re-running is safe: a hash already in the ledger is printed, not registered again.
+A 409 from the service is read as "it already has this hash": status already-registered,
+exit 0, the ledger's record if any, else the public verification page. The service does
+not document its status codes: this reading of 409 is an assumption.
+A 2xx whose body cannot be read (stalled, cut off, not JSON) is exit 5 and is never sent
+again on its own; \`notarize complete <hash>\` sends it again when you ask.
 
 Several documents: one result per document; one failure does not stop the others.
 Exit 0 when all succeeded, 4 when every failure was transient (run it again),
