@@ -12,9 +12,10 @@
 #   @@status ok | no completion | no line
 # The setup files print <<ready>>, mark the completion's output with <<begin>>
 # and <<end>>, and print the line as <<line:...:enil>>.
-# Every wait is bounded, and every shell started is ended (SIGHUP), so a broken
-# completion script shows as a failed case, never as a hang.
-zmodload zsh/zpty zsh/datetime zsh/zselect || exit 3
+# Every wait is bounded, and every shell started is ended (SIGHUP, then
+# SIGKILL: bash busy in a completion function outlives SIGHUP), so a broken
+# completion script shows as a failed case, never as a hang or a stray process.
+zmodload zsh/zpty zsh/datetime zsh/zselect zsh/system || exit 3
 setopt extended_glob no_unset
 
 shell=$1 setup=$2
@@ -53,7 +54,10 @@ for line in "$@"; do
   n=$(( n + 1 ))
   out=''
   deadline=$(( EPOCHREALTIME + ${NOTARIZE_PTY_SECONDS:-10} ))
-  zpty -b capture "$command"
+  # The shell's pid, printed before it starts (exec keeps it), to end it for sure.
+  zpty -b capture 'print -r -- "<<pid:$sysparams[pid]>>"; exec '$command
+  pid=''
+  read_until '*<<pid:<->>>*' && pid=${${out#*<<pid:}%%>>*}
   zpty -w capture "source ${(q)setup}"
   status_=ok
   if ! read_until '*<<ready>>*'; then
@@ -69,6 +73,10 @@ for line in "$@"; do
     fi
   fi
   zpty -d capture
+  if [[ -n $pid ]] && kill -0 $pid 2>/dev/null; then
+    zselect -t 10
+    kill -0 $pid 2>/dev/null && kill -KILL $pid 2>/dev/null
+  fi
   print -r -- "@@case $n"
   plain=${out//$'\r'/}
   if [[ $plain == *'<<begin>>'*'<<end>>'* ]]; then
