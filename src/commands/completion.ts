@@ -369,7 +369,12 @@ _notarize() {
   return 0
 }
 
-complete -F _notarize notarize
+# Associative arrays, mapfile and compopt came with bash 4 (macOS ships 3.2).
+if ((BASH_VERSINFO[0] >= 4)); then
+  complete -F _notarize notarize
+else
+  echo "notarize: completion needs bash 4 or later (this is $BASH_VERSION)" >&2
+fi
 `;
 }
 
