@@ -13,6 +13,7 @@
  * option of the real CLI (commander's tree, configured from the registry).
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command } from 'commander';
@@ -283,6 +284,10 @@ describe('the generated scripts', () => {
       const known = new Set(commands.map((c) => c.name()));
       for (const row of rows.filter((r) => r[0] === 'C' && r[1] === 'notarize')) expect(known).toContain(row[2]);
     }
+  });
+
+  it('are generated without opening the store (none is created)', () => {
+    expect(existsSync(join(dir, 'store'))).toBe(false);
   });
 
   it('an unknown shell is a usage error (exit 2)', async () => {
