@@ -14,7 +14,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -377,5 +377,25 @@ describeShell('bash', () => {
       [[], 'notarize config set timeout '],
       [['my file.txt'], 'notarize hash my\\ file.txt '],
     ]);
+  }, 60_000);
+});
+
+describeShell('fish', () => {
+  it('completes when autoloaded from ~/.config/fish/completions, the documented install', async () => {
+    const config = join(dir, 'fish-config');
+    await mkdir(join(config, 'fish', 'completions'), { recursive: true });
+    await writeFile(join(config, 'fish', 'completions', 'notarize.fish'), scripts.fish.text);
+    // fish autoloads completions only for a command it can find.
+    const bin = join(dir, 'bin');
+    await mkdir(bin, { recursive: true });
+    await writeFile(join(bin, 'notarize'), '#!/bin/sh\nexit 0\n');
+    await chmod(join(bin, 'notarize'), 0o755);
+    const run = await runProcess('fish', ['-c', 'complete -C "notarize --json config get "'], {
+      cwd: files,
+      env: { HOME: home, XDG_CONFIG_HOME: config, PATH: `${bin}:${process.env.PATH ?? ''}` },
+      timeoutMs: 30_000,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.split('\n').filter(Boolean).sort()).toEqual(['baseUrl', 'retries', 'timeout']);
   }, 60_000);
 });
