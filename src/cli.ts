@@ -129,7 +129,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
       ]);
       state.ContextClass = ContextClass;
       state.storeModule = storeModule;
-      module.configure(subcommand, context);
+      module.configure(subcommand, context, COMMANDS);
     }
   });
   return program;

@@ -3,11 +3,11 @@
  * `list` show the value in effect and where it comes from, following the
  * one precedence rule: flag > environment > store > default.
  */
-import type { Command } from 'commander';
+import { Argument, type Command } from 'commander';
 import type { Context } from '../context.js';
 import { renderTable } from '../output/render.js';
 import { SETTINGS, settingDefinition, type SettingDefinition } from '../settings.js';
-import { examples } from './options.js';
+import { examples, withValues } from './options.js';
 
 type Source = 'flag' | 'env' | 'store' | 'default';
 
@@ -19,6 +19,14 @@ function effective(ctx: Context, definition: SettingDefinition): { value: string
   const stored = ctx.store.getSetting(definition.key);
   if (stored !== undefined) return { value: stored, source: 'store' };
   return { value: definition.default, source: 'default' };
+}
+
+/** A `<key>` argument: one of the settings, which --help and shell completion list. */
+function keyArgument(): Argument {
+  return withValues(
+    new Argument('<key>', 'a setting'),
+    SETTINGS.map((s) => s.key),
+  );
 }
 
 export function configure(command: Command, context: () => Context): void {
@@ -33,7 +41,8 @@ export function configure(command: Command, context: () => Context): void {
     ])}`,
   );
   command
-    .command('get <key>')
+    .command('get')
+    .addArgument(keyArgument())
     .description('print the value in effect')
     .action((key: string) => {
       const ctx = context();
@@ -41,7 +50,9 @@ export function configure(command: Command, context: () => Context): void {
       ctx.io.data(ctx.globals.json ? JSON.stringify({ key, value, source }) : value);
     });
   command
-    .command('set <key> <value>')
+    .command('set')
+    .addArgument(keyArgument())
+    .argument('<value>', 'the value to store')
     .description('store a value')
     .action((key: string, value: string) => {
       const ctx = context();
@@ -50,7 +61,8 @@ export function configure(command: Command, context: () => Context): void {
       ctx.io.info(`${key} = ${normalized}`);
     });
   command
-    .command('unset <key>')
+    .command('unset')
+    .addArgument(keyArgument())
     .description('remove a stored value (the default applies again)')
     .action((key: string) => {
       const ctx = context();

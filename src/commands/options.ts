@@ -2,6 +2,7 @@
  * Parsing raw command-line options through a zod schema at the boundary, so
  * a bad value is a usage error (exit 2) naming the option, never a crash.
  */
+import type { Argument } from 'commander';
 import type { z } from 'zod';
 import { UsageError } from '../errors.js';
 
@@ -20,4 +21,14 @@ export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown): z.in
 /** Examples appended to a command's --help. */
 export function examples(lines: string[]): string {
   return `\nExamples:\n${lines.map((line) => `  ${line}`).join('\n')}\n`;
+}
+
+/**
+ * Declares the values an argument takes, for `--help` and shell completion.
+ * The action still checks the value, with its own message and hint:
+ * commander's .choices() would reject it first, with its own.
+ */
+export function withValues(argument: Argument, values: readonly string[]): Argument {
+  argument.argChoices = [...values];
+  return argument;
 }

@@ -8,8 +8,12 @@ import type { Context } from '../context.js';
 
 /** What a command module exports. */
 export interface CommandModule {
-  /** Adds the command's arguments, options, help examples and action. */
-  configure(command: Command, context: () => Context): void;
+  /**
+   * Adds the command's arguments, options, help examples and action.
+   * `commands` is this registry, for a command that describes the others
+   * (completion): handed in, so no command module imports the registry.
+   */
+  configure(command: Command, context: () => Context, commands: readonly CommandEntry[]): void;
 }
 
 export interface CommandEntry {

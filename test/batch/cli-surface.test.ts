@@ -1,10 +1,10 @@
 /**
- * What a CI engineer meets around the batch commands: shell completion,
- * never being prompted (exit 3 with a hint instead), and `--help` of every
- * command showing examples, one of them for CI. Also checks that the test
- * runner's own environment cannot leak into the spawned CLI.
+ * What a CI engineer meets around the batch commands: never being prompted
+ * (exit 3 with a hint instead), and `--help` of every command showing
+ * examples, one of them for CI. Also checks that the test runner's own
+ * environment cannot leak into the spawned CLI. Shell completion is tested in
+ * the real shells, in test/cli/completion.test.ts.
  */
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Bed, useBed, useTempDir } from '../helpers/bed.js';
@@ -52,58 +52,6 @@ describe('the clean environment of spawned runs', () => {
       for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
       Object.assign(process.env, saved);
     }
-  });
-});
-
-describe('notarize completion', () => {
-  it('bash: a script that passes bash -n and completes commands and options', async () => {
-    const run = await runCli(['completion', 'bash'], { env, noBaseUrlCheck: true });
-    expect(run.code, describeRun(run)).toBe(0);
-    expect(run.stderr).toBe('');
-    const script = join(dir, 'notarize.bash');
-    await writeFile(script, run.stdout);
-    const syntax = await runProcess('bash', ['-n', script]);
-    expect(syntax.code, syntax.stderr).toBe(0);
-    for (const command of COMMANDS) expect(run.stdout).toContain(command);
-    expect(run.stdout).toContain('--recursive');
-    expect(run.stdout).toContain('--files-from');
-
-    // Drive the completion function as bash would.
-    const complete = (words: string[]) =>
-      runProcess('bash', [
-        '-c',
-        `source "$1"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _notarize; printf '%s\\n' "\${COMPREPLY[@]}"`,
-        'complete',
-        script,
-      ]);
-    const commands = await complete(['notarize', 'reg']);
-    expect(commands.stdout).toBe('register\n');
-    const options = await complete(['notarize', 'register', '--recu']);
-    expect(options.stdout).toBe('--recursive\n');
-    const verify = await complete(['notarize', 'verify', '--files']);
-    expect(verify.stdout).toBe('--files-from\n');
-  });
-
-  it('zsh and fish: scripts naming every command and --recursive', async () => {
-    const zsh = await runCli(['completion', 'zsh'], { env, noBaseUrlCheck: true });
-    expect(zsh.code, describeRun(zsh)).toBe(0);
-    expect(zsh.stdout.startsWith('#compdef notarize\n')).toBe(true);
-    for (const command of COMMANDS) expect(zsh.stdout).toMatch(new RegExp(`^ +'${command}:`, 'm'));
-    expect(zsh.stdout).toContain("'--recursive[");
-
-    const fish = await runCli(['completion', 'fish'], { env, noBaseUrlCheck: true });
-    expect(fish.code, describeRun(fish)).toBe(0);
-    for (const command of COMMANDS) {
-      expect(fish.stdout).toContain(`complete -c notarize -n __fish_use_subcommand -a ${command} `);
-    }
-    expect(fish.stdout).toContain("complete -c notarize -n '__fish_seen_subcommand_from register' -l recursive -s r");
-  });
-
-  it('an unknown shell is a usage error (exit 2)', async () => {
-    const run = await runCli(['completion', 'tcsh'], { env, noBaseUrlCheck: true });
-    expect(run.code, describeRun(run)).toBe(2);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toBe("notarize: unknown shell 'tcsh' (use bash, zsh or fish)\n");
   });
 });
 
