@@ -38,11 +38,25 @@ function colourWanted(env: NodeJS.ProcessEnv, isTTY: boolean): boolean {
   return isTTY && env.TERM !== 'dumb';
 }
 
+/**
+ * A stream of this process that a reader may close early (`notarize hash -r .
+ * | head -1`): once the pipe is gone (EPIPE), further writes are dropped
+ * instead of crashing the process with an unhandled 'error' event. The run
+ * goes on, so a registration under way still ends and is saved.
+ */
+function closableSink(stream: NodeJS.WriteStream): { write(text: string): unknown } {
+  let gone = false;
+  stream.on('error', () => {
+    gone = true;
+  });
+  return { write: (text: string) => gone || stream.write(text) };
+}
+
 /** The IO object over this process's streams. */
 export function processIO(env: NodeJS.ProcessEnv): IO {
   const options: IOOptions = {
-    stdout: process.stdout,
-    stderr: process.stderr,
+    stdout: closableSink(process.stdout),
+    stderr: closableSink(process.stderr),
     stdin: process.stdin,
     stdinIsTTY: Boolean(process.stdin.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY) && !env.CI,
