@@ -84,10 +84,12 @@ export async function runHash(ctx: Context, paths: string[], options: z.infer<ty
     const concurrency = pool.size * 4;
     total = await runAll(
       expansion.items,
-      (item) => {
-        if (item.kind === 'unusable') return Promise.reject(item.error);
+      async (item) => {
+        // Start no more while stdout is backed up: lines would pile up in memory.
+        await ctx.io.drained();
+        if (item.kind === 'unusable') throw item.error;
         // HashPool.hash already hashes in this thread for a pool of one.
-        return item.kind === 'stdin' ? hashStream(ctx.io.stdin) : pool.hash(item.path);
+        return item.kind === 'stdin' ? await hashStream(ctx.io.stdin) : await pool.hash(item.path);
       },
       {
         concurrency,

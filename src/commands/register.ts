@@ -146,6 +146,8 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
   const showProgress = () => ctx.io.progress(`registered ${done}/${known}, hashed ${formatBytes(hashedBytes)}`);
   const registerOne = async (item: Item, index = 0): Promise<{ outcome: Outcome; receipt?: string }> => {
     known = Math.max(known, index + 1);
+    // With ndjson a line is printed per document: start no more while stdout is backed up.
+    await ctx.io.drained();
     if (item.kind === 'unusable') throw item.error;
     if (item.kind === 'stdin') checkOptions(ctx, 'stdin', options);
     const input = await describe(ctx, item, options, pool, (bytes) => {
