@@ -7,7 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { EXIT, EXIT_CODE_HELP, NotarizeError, type ExitCode } from './errors.js';
-import { IO, type IOOptions } from './output/io.js';
+import { IO, type IOOptions, type Sink } from './output/io.js';
 import { VERSION } from './version.js';
 
 const ENVIRONMENT_HELP = `Environment:
@@ -44,12 +44,16 @@ function colourWanted(env: NodeJS.ProcessEnv, isTTY: boolean): boolean {
  * instead of crashing the process with an unhandled 'error' event. The run
  * goes on, so a registration under way still ends and is saved.
  */
-function closableSink(stream: NodeJS.WriteStream): { write(text: string): unknown } {
+function closableSink(stream: NodeJS.WriteStream): Sink {
   let gone = false;
   stream.on('error', () => {
     gone = true;
   });
-  return { write: (text: string) => gone || stream.write(text) };
+  return {
+    write: (text: string) => gone || stream.write(text),
+    once: (event, listener) => stream.once(event, listener),
+    off: (event, listener) => stream.off(event, listener),
+  };
 }
 
 /** The IO object over this process's streams. */

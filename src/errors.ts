@@ -157,3 +157,20 @@ export class NotNotarizedError extends NotarizeError {
     super('not_notarized', EXIT.notNotarized, message, details);
   }
 }
+
+/**
+ * A named input that cannot be processed (missing, unreadable, a special
+ * file, a directory without --recursive). Keeps the path and the bare reason
+ * apart, so `hash` can print them the way sha256sum does. Exit 2 when alone;
+ * in a batch it fails its own item and the others go on.
+ */
+export class InputFileError extends UsageError {
+  readonly path: string;
+  readonly reason: string;
+  constructor(path: string, reason: string, details: ErrorDetails & { code?: string; message?: string } = {}) {
+    const { message, code, ...rest } = details;
+    super(message ?? `cannot read '${path}': ${reason}`, { ...rest, code: code ?? 'unreadable_file' });
+    this.path = path;
+    this.reason = reason;
+  }
+}

@@ -8,8 +8,8 @@ import type { Context } from '../context.js';
 import { runAll } from '../core/batch.js';
 import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
-import { expandInputs, type InputItem } from '../core/inputs.js';
-import { UsageError } from '../errors.js';
+import { expandInputs, itemName } from '../core/inputs.js';
+import { InputFileError, UsageError, type NotarizeError } from '../errors.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
@@ -21,6 +21,8 @@ export function configure(command: Command, context: () => Context): void {
       'after',
       `\nPrints "<sha256>  <path>" lines exactly like sha256sum (names with a backslash or a
 newline are escaped the same way), so \`sha256sum -c\` can check them. Nothing is sent.
+An input that cannot be read (missing, unreadable, not a regular file) is reported on
+stderr as "notarize: <path>: <reason>" and the others go on; exit 2 if any failed.
 With --json: an array of {"file","hash"}.
 ${examples([
   'notarize hash contract.pdf',
@@ -41,43 +43,63 @@ export function checksumLine(hash: string, name: string): string {
   return `\\${hash}  ${escaped}`;
 }
 
-/** Hashes every input, printing lines in input order as soon as they are ready. */
+/** How a failed item is reported on stderr: like sha256sum, `notarize: <path>: <reason>`. */
+function failureLine(name: string, error: NotarizeError): string {
+  return error instanceof InputFileError
+    ? `notarize: ${error.path}: ${error.reason}`
+    : `notarize: ${name}: ${error.message}`;
+}
+
+/**
+ * Hashes every input, printing lines in input order as soon as they are
+ * ready: digests on stdout, and each input that cannot be read on stderr (it
+ * does not stop the others), as sha256sum does. Exit 2 if any failed.
+ */
 export async function runHash(ctx: Context, paths: string[], options: z.infer<typeof optionsSchema>): Promise<void> {
-  const { items, skipped } = await expandInputs(paths, toInputOptions(options), ctx.io.stdin);
-  for (const s of skipped) ctx.io.warn(`skipped ${s.path}: ${s.reason}`);
-  const pool = new HashPool(items.length > 1 ? undefined : 1);
-  const name = (item: InputItem) => (item.kind === 'stdin' ? '-' : item.path);
-  const ready = new Map<number, string | undefined>();
+  const expansion = await expandInputs(paths, toInputOptions(options), ctx.io.stdin, (s) =>
+    ctx.io.warn(`skipped ${s.path}: ${s.reason}`),
+  );
+  const pool = new HashPool(expansion.single ? 1 : undefined);
+  // Results waiting for an earlier one to be printed (bounded by runAll's window).
+  const ready = new Map<number, { name: string; hash?: string; error?: NotarizeError }>();
   const json: { file: string; hash: string }[] = [];
   let printed = 0;
   let failures = 0;
+  // One file named alone: its failure is the command's one-line error.
+  let singleError: NotarizeError | undefined;
   const flush = () => {
-    while (ready.has(printed)) {
-      const hash = ready.get(printed);
+    for (let next = ready.get(printed); next !== undefined; next = ready.get(printed)) {
       ready.delete(printed);
-      const item = items[printed]!;
-      if (hash !== undefined) {
-        if (ctx.globals.json) json.push({ file: name(item), hash });
-        else ctx.io.data(checksumLine(hash, name(item)));
-      }
+      if (next.hash === undefined) {
+        if (expansion.single) singleError = next.error;
+        else ctx.io.error(failureLine(next.name, next.error!));
+      } else if (ctx.globals.json) json.push({ file: next.name, hash: next.hash });
+      else ctx.io.data(checksumLine(next.hash, next.name));
       printed++;
     }
   };
+  let total;
   try {
-    await runAll(
-      items,
-      (item) =>
+    // Enough in flight to keep every worker busy while lines are printed.
+    const concurrency = pool.size * 4;
+    total = await runAll(
+      expansion.items,
+      async (item) => {
+        // Start no more while stdout is backed up: lines would pile up in memory.
+        await ctx.io.drained();
+        if (item.kind === 'unusable') throw item.error;
         // HashPool.hash already hashes in this thread for a pool of one.
-        item.kind === 'stdin' ? hashStream(ctx.io.stdin) : pool.hash(item.path),
+        return item.kind === 'stdin' ? await hashStream(ctx.io.stdin) : await pool.hash(item.path);
+      },
       {
-        // Enough in flight to keep every worker busy while lines are printed.
-        concurrency: pool.size * 4,
-        onSettled: (index, result) => {
-          if (result.ok) ready.set(index, result.value);
+        concurrency,
+        window: concurrency * 64,
+        onSettled: (index, result, item) => {
+          if (result.ok) ready.set(index, { name: itemName(item), hash: result.value });
           else {
             failures++;
-            ready.set(index, undefined);
-            ctx.io.error(`notarize: ${'error' in result ? result.error.message : 'cancelled'}`);
+            const error = 'error' in result ? result.error : new UsageError('cancelled');
+            ready.set(index, { name: itemName(item), error });
           }
           flush();
         },
@@ -86,6 +108,11 @@ export async function runHash(ctx: Context, paths: string[], options: z.infer<ty
   } finally {
     await pool.close();
   }
+  if (singleError) throw singleError;
   if (ctx.globals.json) ctx.io.dataJsonArray(json);
-  if (failures > 0) throw new UsageError(`${failures} of ${items.length} files could not be read`);
+  if (failures > 0) {
+    throw new UsageError(`${failures} of ${total} file${total === 1 ? '' : 's'} could not be read`, {
+      code: 'batch_failed',
+    });
+  }
 }

@@ -8,17 +8,31 @@ import { basename } from 'node:path';
 import { z } from 'zod';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
-import { asNotarizeError, BatchError, batchExitCode, runAll, type Settled } from '../core/batch.js';
+import { asNotarizeError, BatchError, FailureTally, runAll, type Settled } from '../core/batch.js';
 import { hashFile, hashStream, normalizeHash } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, type InputItem } from '../core/inputs.js';
 import { register, type Outcome, type RegisterInput } from '../core/notarize.js';
-import { checkBeforeSending, planReceipts, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
+import {
+  checkBeforeSending,
+  planReceipts,
+  writeReceipt,
+  type ReceiptPlan,
+  type ReceiptSubject,
+} from '../core/receipts.js';
 import { UsageError, type NotarizeError } from '../errors.js';
-import { reportToGitHub } from '../output/github.js';
+import { inGitHubActions, reportToGitHub } from '../output/github.js';
 import { showOutcome } from '../output/outcome.js';
 import { formatBytes } from '../output/render.js';
-import { embed, errorJson, renderResults, skippedResult, summarize, type ItemResult } from '../output/results.js';
+import {
+  compact,
+  embed,
+  errorJson,
+  renderResults,
+  skippedResult,
+  summarize,
+  type ItemResult,
+} from '../output/results.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
@@ -73,9 +87,11 @@ not document its status codes: this reading of 409 is an assumption.
 A 2xx whose body cannot be read (stalled, cut off, not JSON) is exit 5 and is never sent
 again on its own; \`notarize complete <hash>\` sends it again when you ask.
 
-Several documents: one result per document; one failure does not stop the others.
-Exit 0 when all succeeded, 4 when every failure was transient (run it again),
-else the code of the first other failure. --json prints an array of results.
+Several documents: one result per document; one failure does not stop the others,
+even a document that cannot be read (it is a failed result). Exit 0 when all succeeded,
+4 when every failure was transient (run it again), else the code of the first other
+failure, except that once anything was sent a local failure gives 1, not 2 (2 means
+nothing was sent). --json prints an array of results.
 
 --custody sends the file's metadata (name, type, size, last modified). The service does
 not document how file bytes are uploaded, so notarize does NOT upload the file.
@@ -98,40 +114,46 @@ ${examples([
 type Item = InputItem | { kind: 'hash'; hash: string };
 
 function displayName(item: Item): string | null {
-  return item.kind === 'file' ? item.path : item.kind === 'stdin' ? '-' : null;
+  return item.kind === 'file' || item.kind === 'unusable' ? item.path : item.kind === 'stdin' ? '-' : null;
 }
 
 /** Runs `register`; throws NotarizeError subclasses for main() to map. */
 export async function runRegister(ctx: Context, paths: string[], options: RegisterOptions): Promise<void> {
   const baseUrl = ctx.baseUrl; // validated before anything is read or sent
   const format = options.output ?? (ctx.globals.json ? 'json' : 'table');
-  let items: Item[];
+  let items: Iterable<Item> | AsyncIterable<Item>;
   let single: boolean;
-  let skipped: ItemResult[] = [];
+  // Paths passed over while walking: printed as met with ndjson, else held for the end.
+  const skipped: ItemResult[] = [];
   if (options.hash !== undefined) {
     if (paths.length > 0 || options.filesFrom !== undefined)
       throw new UsageError('give either documents or --hash, not both');
     if (options.description === undefined) throw new UsageError('--hash needs --description');
     items = [{ kind: 'hash', hash: normalizeHash(options.hash) }];
     single = true;
+    checkOptions(ctx, 'hash', options);
   } else {
-    const expansion = await expandInputs(paths, toInputOptions(options), ctx.io.stdin);
-    for (const s of expansion.skipped) ctx.io.warn(`skipped ${s.path}: ${s.reason}`);
-    skipped = expansion.skipped.map((s) => skippedResult(s.path, s.reason));
+    const expansion = await expandInputs(paths, toInputOptions(options), ctx.io.stdin, (s) => {
+      ctx.io.warn(`skipped ${s.path}: ${s.reason}`);
+      const result = skippedResult(s.path, s.reason);
+      if (format === 'ndjson') ctx.io.data(JSON.stringify(result));
+      else skipped.push(result);
+    });
     items = expansion.items;
     single = expansion.single;
+    // Known up front for '-' on the command line; a '-' in a --files-from list is checked as it comes.
+    if (expansion.stdinNamed) checkOptions(ctx, 'stdin', options);
   }
-  checkOptions(ctx, items, options);
-  // Receipts are checked before anything is sent (see core/receipts.ts).
-  const receipts =
-    options.receiptDir === undefined
-      ? undefined
-      : await planReceipts(
-          options.receiptDir,
-          items.map((item) =>
-            item.kind === 'file' ? { path: item.path, ...(item.relative ? { relative: item.relative } : {}) } : {},
-          ),
-        );
+  // Receipts are checked before anything is sent (see core/receipts.ts). Their
+  // names are chosen over the whole run (equal names keep their folders), so
+  // the list is read first: a receipt per document is no list of millions.
+  let receipts: ReceiptPlan | undefined;
+  if (options.receiptDir !== undefined) {
+    const all: Item[] = [];
+    for await (const item of items) all.push(item);
+    items = all;
+    receipts = await planReceipts(options.receiptDir, all.map(receiptSubject));
+  }
   const api = await ctx.api();
   const store = ctx.ledger;
   const pool = new HashPool(single ? 1 : undefined);
@@ -140,9 +162,18 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
   // Hashes of items, known once hashed, so a failed item still reports its hash.
   const hashes = new Map<number, string>();
   let done = 0;
+  // Items known so far: a --files-from list is read as the batch goes.
+  let known = 0;
   let hashedBytes = 0;
-  const showProgress = () => ctx.io.progress(`registered ${done}/${items.length}, hashed ${formatBytes(hashedBytes)}`);
+  // Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie.
+  let sent = false;
+  const showProgress = () => ctx.io.progress(`registered ${done}/${known}, hashed ${formatBytes(hashedBytes)}`);
   const registerOne = async (item: Item, index = 0): Promise<Registered> => {
+    known = Math.max(known, index + 1);
+    // With ndjson a line is printed per document: start no more while stdout is backed up.
+    await ctx.io.drained();
+    if (item.kind === 'unusable') throw item.error;
+    if (item.kind === 'stdin') checkOptions(ctx, 'stdin', options);
     const input = await describe(ctx, item, options, pool, (bytes) => {
       if (item.kind === 'file' && item.size > 64 * 1024 * 1024) {
         spinner.update(`hashing ${formatBytes(bytes)} of ${formatBytes(item.size)}`);
@@ -153,17 +184,21 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
       hashedBytes += item.kind === 'file' ? item.size : 0;
       showProgress();
     }
+    const onStep = (step: string) => {
+      sent = true;
+      spinner.update(step);
+    };
     if (receipts) {
       const known = options.force ? undefined : store.readRecord(input.hash)?.recordJson;
       await checkBeforeSending(receipts, index, input.hash, known, options.force);
     }
-    const outcome = await register({ api, store, onStep: (step) => spinner.update(step) }, input);
+    const outcome = await register({ api, store, onStep }, input);
     return { outcome, ...(receipts ? await receiptFor(ctx, receipts, index, outcome, options) : {}) };
   };
 
   try {
     if (single && format !== 'ndjson') {
-      const item = items[0]!;
+      const item = await firstOf(items);
       let registered;
       try {
         registered = await registerOne(item);
@@ -184,30 +219,46 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
       if (outcome.kind === 'completed' && outcome.custody?.error) throw outcome.custody.error;
       return;
     }
-    if (format === 'ndjson') for (const result of skipped) ctx.io.data(JSON.stringify(result));
-    const results = await runAll(items, registerOne, {
+    // Results held for the end, in input order: whole for --json; for the table (and, with
+    // ndjson, only in GitHub Actions for its summary) without the records, so they stay small.
+    const held: ItemResult[] = [];
+    const hold = format !== 'ndjson' || inGitHubActions(ctx.env);
+    const counts = new Map<ItemResult['status'], number>();
+    const tally = new FailureTally();
+    const total = await runAll(items, registerOne, {
       concurrency: options.concurrency,
       failFast: options.failFast,
-      onSettled: (index, settled) => {
+      onSettled: (index, settled, item) => {
+        known = Math.max(known, index + 1);
         done++;
         showProgress();
-        if (format === 'ndjson')
-          ctx.io.data(JSON.stringify(toResult(items[index]!, hashes.get(index), settled, baseUrl)));
+        const result = toResult(item, hashes.get(index), settled, baseUrl);
+        hashes.delete(index);
+        counts.set(result.status, (counts.get(result.status) ?? 0) + 1);
+        tally.add(index, settled.ok ? settled.value.receiptError : 'error' in settled ? settled.error : undefined);
+        if (format === 'ndjson') ctx.io.data(JSON.stringify(result));
+        if (hold) held[index] = format === 'json' ? result : compact(result);
       },
     });
     ctx.io.clearProgress();
-    const printed = [...results.map((settled, i) => toResult(items[i]!, hashes.get(i), settled, baseUrl)), ...skipped];
+    const printed = [...held, ...skipped];
     if (format === 'json') ctx.io.dataJsonArray(printed);
     else if (format === 'table') ctx.io.data(renderResults(printed, ctx.io.colour));
-    ctx.io.info(summarize(printed));
-    reportToGitHub(ctx.io, ctx.env, 'notarize register', printed);
-    const errors = results.map((r) => (r.ok ? r.value.receiptError : 'error' in r ? r.error : undefined));
-    const code = batchExitCode(errors);
-    if (code !== 0) throw new BatchError(errors.filter(Boolean).length, items.length, code);
+    for (const result of skipped) counts.set(result.status, (counts.get(result.status) ?? 0) + 1);
+    // From the held results when there are, so the statuses are listed in input order.
+    ctx.io.info(summarize(hold ? printed : counts));
+    if (hold) reportToGitHub(ctx.io, ctx.env, 'notarize register', printed);
+    const code = tally.code(sent);
+    if (code !== 0) throw new BatchError(tally.failed, total, code);
   } finally {
     spinner.stop();
     await pool.close();
   }
+}
+
+function receiptSubject(item: Item): ReceiptSubject {
+  if (item.kind !== 'file' && item.kind !== 'unusable') return {};
+  return { path: item.path, ...(item.kind === 'file' && item.relative ? { relative: item.relative } : {}) };
 }
 
 /** What registering one document gave: the flow's outcome, and its receipt or why it could not be written. */
@@ -245,15 +296,21 @@ async function receiptFor(
   }
 }
 
-function checkOptions(ctx: Context, items: Item[], options: RegisterOptions): void {
-  const stdin = items.some((i) => i.kind === 'stdin');
-  if (stdin && options.description === undefined)
+/** Checks the options against an input that is not a file: up front when named, else as its item starts. */
+function checkOptions(ctx: Context, kind: 'stdin' | 'hash', options: RegisterOptions): void {
+  if (kind === 'stdin' && options.description === undefined)
     throw new UsageError("reading standard input ('-') needs --description");
-  if (stdin && ctx.io.stdinIsTTY)
+  if (kind === 'stdin' && ctx.io.stdinIsTTY)
     throw new UsageError("'-' reads standard input, but it is a terminal", { hint: 'pipe the document in' });
-  if (options.custody && items.some((i) => i.kind !== 'file')) {
+  if (options.custody) {
     throw new UsageError('--custody needs file paths (their metadata is sent), not --hash or standard input');
   }
+}
+
+/** The one item of a single-item run. */
+async function firstOf<T>(items: Iterable<T> | AsyncIterable<T>): Promise<T> {
+  for await (const item of items) return item;
+  throw new Error('no item');
 }
 
 /** Hashes one item and builds the flow's input for it. */
@@ -272,6 +329,7 @@ async function describe(
     force: options.force,
     ...(options.walletName === undefined ? {} : { walletName: options.walletName }),
   };
+  if (item.kind === 'unusable') throw item.error;
   if (item.kind === 'hash') return { ...common, hash: item.hash, description: options.description ?? '' };
   if (item.kind === 'stdin') {
     return { ...common, hash: await hashStream(ctx.io.stdin, onProgress), description: options.description ?? '' };

@@ -7,16 +7,24 @@ import type { Command } from 'commander';
 import { basename } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
-import { runAll } from '../core/batch.js';
+import { runAll, type Settled } from '../core/batch.js';
 import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
-import { expandInputs, type InputItem } from '../core/inputs.js';
+import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex, type Verdict } from '../core/ledger.js';
-import { NotNotarizedError, UsageError } from '../errors.js';
+import { NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
 import { reportToGitHub } from '../output/github.js';
 import { showRecord } from '../output/outcome.js';
 import { verificationUrl } from '../output/render.js';
-import { embed, errorJson, renderResults, skippedResult, summarize, type ItemResult } from '../output/results.js';
+import {
+  compact,
+  embed,
+  errorJson,
+  renderResults,
+  skippedResult,
+  summarize,
+  type ItemResult,
+} from '../output/results.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
@@ -29,7 +37,9 @@ export function configure(command: Command, context: () => Context): void {
       `\nNo network: the digest is looked up in the local ledger of the current service.
 verified: the digest is in the ledger (the record and its public verification page are printed);
 modified: a document of this name was notarized with another digest; unknown: not in the ledger.
-Exit 0 when every document is verified, 6 otherwise (2 for unreadable input).
+A document that cannot be read (missing, unreadable, not a regular file) is a failed
+result and the others go on. Exit 0 when every document is verified; 2 when one could not
+be read (nothing is ever sent); else 6.
 ${examples([
   'notarize verify contract.pdf',
   'notarize verify -r dist --json',
@@ -49,71 +59,65 @@ function describeVerdict(verdict: Verdict): string | undefined {
 
 /** Verifies every input against the ledger; see the module comment. */
 export async function runVerify(ctx: Context, paths: string[], options: z.infer<typeof optionsSchema>): Promise<void> {
-  const expansion = await expandInputs(paths, toInputOptions(options), ctx.io.stdin);
-  for (const s of expansion.skipped) ctx.io.warn(`skipped ${s.path}: ${s.reason}`);
+  const skipped: ItemResult[] = [];
+  const expansion = await expandInputs(paths, toInputOptions(options), ctx.io.stdin, (s) => {
+    ctx.io.warn(`skipped ${s.path}: ${s.reason}`);
+    skipped.push(skippedResult(s.path, s.reason));
+  });
   const baseUrl = ctx.baseUrl;
   const { index, problems } = await LedgerIndex.load(ctx.ledger);
   for (const problem of problems) ctx.io.warn(`${problem.message}; ${problem.hint ?? ''}`);
-  const items = expansion.items;
-  const pool = new HashPool(items.length > 1 ? undefined : 1);
-  const name = (item: InputItem) => (item.kind === 'stdin' ? '-' : item.path);
-  let settled;
+  const pool = new HashPool(expansion.single ? 1 : undefined);
+  const json = ctx.globals.json ?? false;
+  // Held for the final table or array, in input order; for the table without the records.
+  const checked: ItemResult[] = [];
+  let only: { hash: string; verdict: Verdict } | undefined;
+  let singleError: NotarizeError | undefined;
   try {
-    settled = await runAll(
-      items,
+    await runAll(
+      expansion.items,
       async (item) => {
+        if (item.kind === 'unusable') throw item.error;
         // HashPool.hash already hashes in this thread for a pool of one.
         const hash = item.kind === 'stdin' ? await hashStream(ctx.io.stdin) : await pool.hash(item.path);
         return { hash, verdict: index.verdict(hash, item.kind === 'file' ? basename(item.path) : undefined) };
       },
-      { concurrency: pool.size * 4 },
+      {
+        concurrency: pool.size * 4,
+        onSettled: (i, r, item) => {
+          if (expansion.single) {
+            if (r.ok) only = r.value;
+            else if ('error' in r) singleError = r.error;
+          }
+          const result = toResult(item, r, baseUrl);
+          checked[i] = json ? result : compact(result);
+        },
+      },
     );
   } finally {
     await pool.close();
   }
-  const skipped = expansion.skipped.map((s) => skippedResult(s.path, s.reason));
-  const checked: ItemResult[] = settled.map((r, i) => {
-    const file = name(items[i]!);
-    if (!r.ok)
-      return {
-        schemaVersion: 1,
-        file,
-        hash: null,
-        status: 'failed',
-        ...('error' in r ? { error: errorJson(r.error) } : {}),
-      };
-    const { hash, verdict } = r.value;
-    const reason = describeVerdict(verdict);
-    return {
-      schemaVersion: 1,
-      file,
-      hash,
-      status: verdict.status,
-      ...(verdict.status === 'verified'
-        ? { record: embed(verdict.entry.recordJson), verificationUrl: verificationUrl(baseUrl, hash) }
-        : {}),
-      ...(reason ? { reason } : {}),
-    };
-  });
+  // One document named alone that cannot be read: the command's one-line error, as for any usage error.
+  if (singleError) throw singleError;
   const results = [...checked, ...skipped];
-  if (expansion.single && results[0]?.status === 'verified') {
-    const only = settled[0];
-    if (only?.ok && only.value.verdict.status === 'verified') {
-      reportToGitHub(ctx.io, ctx.env, 'notarize verify', results);
-      ctx.io.info(`verified: ${results[0].file} is notarized`);
-      showRecord(ctx.io, only.value.verdict.entry.recordJson, only.value.hash, {
-        json: ctx.globals.json ?? false,
-        baseUrl,
-      });
-      return;
-    }
+  if (expansion.single && only?.verdict.status === 'verified') {
+    reportToGitHub(ctx.io, ctx.env, 'notarize verify', results);
+    ctx.io.info(`verified: ${results[0]!.file} is notarized`);
+    showRecord(ctx.io, only.verdict.entry.recordJson, only.hash, { json, baseUrl });
+    return;
   }
-  if (ctx.globals.json) ctx.io.dataJsonArray(results);
+  if (json) ctx.io.dataJsonArray(results);
   else ctx.io.data(renderResults(results, ctx.io.colour));
   ctx.io.info(summarize(results));
   reportToGitHub(ctx.io, ctx.env, 'notarize verify', results);
-  const unreadable = results.find((r) => r.status === 'failed');
-  if (unreadable) throw new UsageError(unreadable.error?.message ?? 'a document could not be read');
+  // Nothing is ever sent by verify, so a document that cannot be read is exit 2 (it comes before 6).
+  const unreadable = checked.filter((r) => r.status === 'failed');
+  if (unreadable.length > 0) {
+    throw new UsageError(
+      `${unreadable.length} of ${checked.length} document${checked.length === 1 ? '' : 's'} could not be read`,
+      { code: 'batch_failed' },
+    );
+  }
   const bad = checked.filter((r) => r.status !== 'verified');
   if (bad.length > 0) {
     throw new NotNotarizedError(
@@ -121,4 +125,30 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
       { hint: 'register them with `notarize register`, or check --base-url' },
     );
   }
+}
+
+/** The JSON result of one document. */
+function toResult(item: InputItem, r: Settled<{ hash: string; verdict: Verdict }>, baseUrl: string): ItemResult {
+  const file = itemName(item);
+  if (!r.ok) {
+    return {
+      schemaVersion: 1,
+      file,
+      hash: null,
+      status: 'failed',
+      ...('error' in r ? { error: errorJson(r.error) } : {}),
+    };
+  }
+  const { hash, verdict } = r.value;
+  const reason = describeVerdict(verdict);
+  return {
+    schemaVersion: 1,
+    file,
+    hash,
+    status: verdict.status,
+    ...(verdict.status === 'verified'
+      ? { record: embed(verdict.entry.recordJson), verificationUrl: verificationUrl(baseUrl, hash) }
+      : {}),
+    ...(reason ? { reason } : {}),
+  };
 }

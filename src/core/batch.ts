@@ -15,61 +15,141 @@ export function asNotarizeError(error: unknown): NotarizeError {
 
 export type Settled<R> = { ok: true; value: R } | { ok: false; error: NotarizeError } | { ok: false; cancelled: true };
 
-export interface RunOptions<R> {
+export interface RunOptions<T, R> {
   concurrency: number;
   failFast?: boolean;
-  /** Called as each item settles, in completion order (for NDJSON and progress). */
-  onSettled?: (index: number, result: Settled<R>) => void;
+  /**
+   * At most this many items between the oldest one not yet settled and the
+   * next one started, so a caller printing in input order holds a bounded
+   * number of results behind a slow item. Default: no limit.
+   */
+  window?: number;
+  /** Called as each item settles, in completion order (for in-order printing, NDJSON and progress). */
+  onSettled?: (index: number, result: Settled<R>, item: T) => void;
 }
 
 /**
- * Runs `operation` over `items` with at most `concurrency` in flight and
- * returns one result per item, in input order. With failFast, items not yet
- * started when one fails are reported as cancelled.
+ * Runs `operation` over `items` with at most `concurrency` in flight, and
+ * reports each result to `onSettled`; returns how many items there were.
+ * Items are pulled from the (possibly async) iterable only as lanes free up,
+ * so a source of millions is never held, and results are not kept here. With
+ * failFast, items not yet started when one fails are reported as cancelled.
+ * An error of the iterable itself ends the run (once the items in flight have
+ * settled) and is thrown.
  */
 export async function runAll<T, R>(
-  items: readonly T[],
+  items: Iterable<T> | AsyncIterable<T>,
   operation: (item: T, index: number) => Promise<R>,
-  options: RunOptions<R>,
-): Promise<Settled<R>[]> {
-  const results = new Array<Settled<R>>(items.length);
-  let next = 0;
+  options: RunOptions<T, R>,
+): Promise<number> {
+  const iterator: Iterator<T> | AsyncIterator<T> =
+    Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]();
+  let count = 0;
+  let requested = 0;
   let stop = false;
-  const settle = (index: number, result: Settled<R>) => {
-    results[index] = result;
-    options.onSettled?.(index, result);
+  let exhausted = false;
+  let sourceFailed: { error: unknown } | undefined;
+  // Pulls are chained: an iterator need not support overlapping next() calls,
+  // and items get their indexes in source order.
+  let pulls: Promise<unknown> = Promise.resolve();
+  const pull = (): Promise<{ item: T; index: number } | undefined> => {
+    const pulled = pulls.then(async () => {
+      if (sourceFailed) return undefined;
+      const next = await iterator.next();
+      if (next.done) {
+        exhausted = true;
+        return undefined;
+      }
+      return { item: next.value, index: count++ };
+    });
+    pulls = pulled.catch(() => undefined);
+    return pulled;
+  };
+  // The window: indexes settled above the oldest unsettled one, and lanes waiting for it to move.
+  let oldest = 0;
+  const settledAbove = new Set<number>();
+  let waiting: (() => void)[] = [];
+  const settle = (index: number, result: Settled<R>, item: T) => {
+    options.onSettled?.(index, result, item);
+    settledAbove.add(index);
+    while (settledAbove.delete(oldest)) oldest++;
+    const wake = waiting;
+    waiting = [];
+    for (const resolve of wake) resolve();
   };
   const lane = async () => {
-    while (next < items.length) {
-      const index = next++;
+    for (;;) {
+      while (!exhausted && options.window !== undefined && requested - oldest >= Math.max(1, options.window)) {
+        await new Promise<void>((resolve) => waiting.push(resolve));
+      }
+      requested++;
+      let next;
+      try {
+        next = await pull();
+      } catch (error) {
+        sourceFailed ??= { error };
+        exhausted = true;
+        return;
+      }
+      if (!next) return;
+      const { item, index } = next;
       if (stop) {
-        settle(index, { ok: false, cancelled: true });
+        settle(index, { ok: false, cancelled: true }, item);
         continue;
       }
       try {
-        settle(index, { ok: true, value: await operation(items[index] as T, index) });
+        settle(index, { ok: true, value: await operation(item, index) }, item);
       } catch (error) {
         if (options.failFast) stop = true;
-        settle(index, { ok: false, error: asNotarizeError(error) });
+        settle(index, { ok: false, error: asNotarizeError(error) }, item);
       }
     }
   };
-  const lanes = Math.max(1, Math.min(options.concurrency, items.length));
+  const lanes = Math.max(1, Array.isArray(items) ? Math.min(options.concurrency, items.length) : options.concurrency);
   await Promise.all(Array.from({ length: lanes }, lane));
-  return results;
+  if (sourceFailed) throw sourceFailed.error;
+  return count;
 }
 
 /**
- * The exit code of a batch: 0 when every item succeeded; 4 when every failure
- * was transient (running the same command again can help: finished items are
- * skipped as already registered); otherwise the code of the first other
- * failure in input order (1, 2, 3 or 5: a retry alone will not help).
+ * Tallies a batch's failures as items settle, to give its exit code without
+ * keeping every error (see `code`).
  */
-export function batchExitCode(errors: readonly (NotarizeError | undefined)[]): ExitCode {
-  const failures = errors.filter((e): e is NotarizeError => e !== undefined);
-  if (failures.length === 0) return EXIT.ok;
-  const lasting = failures.find((e) => e.exitCode !== EXIT.transient);
-  return lasting ? lasting.exitCode : EXIT.transient;
+export class FailureTally {
+  failed = 0;
+  /** The lasting (not transient) failure of the lowest index so far. */
+  #firstLasting: { index: number; code: ExitCode } | undefined;
+
+  /** Counts the item at `index` (input order; items may settle in any order) if it failed. */
+  add(index: number, error: NotarizeError | undefined): void {
+    if (error === undefined) return;
+    this.failed++;
+    if (error.exitCode !== EXIT.transient && (this.#firstLasting === undefined || index < this.#firstLasting.index)) {
+      this.#firstLasting = { index, code: error.exitCode };
+    }
+  }
+
+  /**
+   * The exit code of the batch: 0 when every item succeeded; 4 when every
+   * failure was transient (running the same command again can help:
+   * finished items are skipped as already registered); otherwise the code of
+   * the first other failure in input order (1, 2, 3 or 5: a retry alone will
+   * not help). Exit 2 promises that nothing was sent: once `sent` (some item
+   * reached the service), a local failure gives 1 instead.
+   */
+  code(sent: boolean): ExitCode {
+    if (this.failed === 0) return EXIT.ok;
+    if (this.#firstLasting === undefined) return EXIT.transient;
+    const { code } = this.#firstLasting;
+    return sent && code === EXIT.usage ? EXIT.refused : code;
+  }
+}
+
+/** The exit code of a batch from its items' errors in input order; see FailureTally.code. */
+export function batchExitCode(errors: readonly (NotarizeError | undefined)[], sent: boolean): ExitCode {
+  const tally = new FailureTally();
+  errors.forEach((error, index) => tally.add(index, error));
+  return tally.code(sent);
 }
 
 /** Thrown after a batch's results are printed, to set the exit code. */

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import { UsageError } from '../errors.js';
+import { InputFileError, UsageError } from '../errors.js';
 
 /** 64 hex digits, any case, as accepted on the command line. */
 const HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
@@ -142,18 +142,30 @@ async function hashHandle(file: FileHandle, size: number, onProgress?: HashProgr
   }
 }
 
+/** Why a file could not be read, in a few words, from an fs error (or its code and message). */
+export function fileErrorReason(error: { code?: string; message?: string }): string {
+  switch (error.code) {
+    case 'ENOENT':
+      return 'no such file or directory';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EISDIR':
+      return 'is a directory';
+    case 'ENOTDIR':
+      return 'not a directory';
+    case 'ELOOP':
+      return 'too many levels of symbolic links';
+    case 'ENAMETOOLONG':
+      return 'file name too long';
+    default:
+      return error.message ?? 'unreadable';
+  }
+}
+
 /** The usage error for a file that cannot be read, from an fs error (or its code and message). */
-export function fileError(path: string, error: { code?: string; message?: string }): UsageError {
-  const code = error.code;
-  const reason =
-    code === 'ENOENT'
-      ? 'no such file'
-      : code === 'EACCES' || code === 'EPERM'
-        ? 'permission denied'
-        : code === 'EISDIR'
-          ? 'is a directory'
-          : (error.message ?? 'unreadable');
-  return new UsageError(`cannot read '${path}': ${reason}`, { code: 'unreadable_file', cause: error });
+export function fileError(path: string, error: { code?: string; message?: string }): InputFileError {
+  return new InputFileError(path, fileErrorReason(error), { cause: error });
 }
 
 function truncate(text: string): string {

@@ -6,7 +6,11 @@
 import type { Readable } from 'node:stream';
 
 export interface Sink {
+  /** False when the text was only queued (a full pipe): see `IO.drained`. */
   write(text: string): unknown;
+  /** A stream's events, to wait for 'drain' (or 'close') after a write returned false. */
+  once?(event: 'drain' | 'close', listener: () => void): unknown;
+  off?(event: 'drain' | 'close', listener: () => void): unknown;
 }
 
 export interface Spinner {
@@ -44,6 +48,9 @@ export class IO {
   readonly #startSpinner: ((text: string) => Spinner) | undefined;
   readonly #secrets = new Set<string>();
   #progressShown = false;
+  /** Set while stdout holds queued data; resolved when it has drained. */
+  #draining: Promise<void> | undefined;
+  #backlogged = false;
 
   constructor(options: IOOptions) {
     this.#stdout = options.stdout;
@@ -69,7 +76,31 @@ export class IO {
   /** Writes data (the command's result) to stdout. */
   data(text: string): void {
     this.clearProgress();
-    this.#stdout.write(this.#scrub(text.endsWith('\n') ? text : `${text}\n`));
+    if (this.#stdout.write(this.#scrub(text.endsWith('\n') ? text : `${text}\n`)) === false) this.#backlogged = true;
+  }
+
+  /**
+   * Resolves once stdout has taken what was written: at once, unless a write
+   * was queued (a pipe whose reader is slower than us). A command printing a
+   * line per document awaits it before starting more, so the queue, and
+   * memory, stay bounded however many documents there are.
+   */
+  drained(): Promise<void> {
+    const sink = this.#stdout;
+    if (!this.#backlogged || !sink.once || !sink.off) return Promise.resolve();
+    this.#draining ??= new Promise<void>((resolve) => {
+      const done = () => {
+        sink.off!('drain', done);
+        sink.off!('close', done);
+        this.#backlogged = false;
+        this.#draining = undefined;
+        resolve();
+      };
+      // 'close' too: a stream that went away will never drain.
+      sink.once!('drain', done);
+      sink.once!('close', done);
+    });
+    return this.#draining;
   }
 
   /**

@@ -49,6 +49,18 @@ export function skippedResult(file: string | null, reason: string): ItemResult {
   return { schemaVersion: RESULT_SCHEMA_VERSION, file, hash: null, status: 'skipped', reason };
 }
 
+/**
+ * A result without the service's record or session, for batches that hold
+ * every result until the end only to print a table or a summary: kept small
+ * however many documents there are.
+ */
+export function compact(result: ItemResult): ItemResult {
+  const rest = { ...result };
+  delete rest.record;
+  delete rest.session;
+  return rest;
+}
+
 /** The JSON form of an error. */
 export function errorJson(error: NotarizeError): ErrorJson {
   return {
@@ -68,12 +80,22 @@ export function embed(text: string): unknown {
   }
 }
 
-/** A one-line summary of what happened to the items. */
-export function summarize(results: readonly ItemResult[]): string {
-  const counts = new Map<ItemStatus, number>();
-  for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+/**
+ * A one-line summary of what happened to the items, from the results or
+ * from counts by status (in the order statuses first appeared).
+ */
+export function summarize(results: readonly ItemResult[] | ReadonlyMap<ItemStatus, number>): string {
+  let counts: ReadonlyMap<ItemStatus, number>;
+  if (results instanceof Map) counts = results;
+  else {
+    const counted = new Map<ItemStatus, number>();
+    for (const r of results as readonly ItemResult[]) counted.set(r.status, (counted.get(r.status) ?? 0) + 1);
+    counts = counted;
+  }
+  let total = 0;
+  for (const n of counts.values()) total += n;
   const parts = [...counts].map(([status, n]) => `${n} ${status}`);
-  return `${results.length} item${results.length === 1 ? '' : 's'}: ${parts.join(', ')}`;
+  return `${total} item${total === 1 ? '' : 's'}: ${parts.join(', ')}`;
 }
 
 /** The table of results: file, status, hash, and the error message of failures. */

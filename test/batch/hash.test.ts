@@ -116,12 +116,15 @@ describe('notarize hash and sha256sum', () => {
     ]);
   });
 
-  it('exits 2 for a missing file or a directory without --recursive, printing no digest', async () => {
-    await writeNamed();
+  it('exits 2 for a missing file or a directory without --recursive, printing the digests of the others', async () => {
+    const hashes = await writeNamed();
+    // As sha256sum: the good lines on stdout, one line per bad input on stderr, and go on.
     const missing = await runCli(['hash', 'plain.txt', 'nope.txt'], { cwd: dir, env, noBaseUrlCheck: true });
     expect(missing.code).toBe(2);
-    expect(missing.stdout).toBe('');
-    expect(missing.stderr).toMatch(/cannot read 'nope.txt': no such file or directory/);
+    expect(missing.stdout).toBe(`${hashes.get('plain.txt')}  plain.txt\n`);
+    expect(missing.stderr).toMatch(/^notarize: nope.txt: no such file or directory$/m);
+    const theirs = await runProcess('sha256sum', ['plain.txt', 'nope.txt'], { cwd: dir });
+    expect(missing.stdout).toBe(theirs.stdout);
     const directory = await runCli(['hash', '.'], { cwd: dir, env, noBaseUrlCheck: true });
     expect(directory.code).toBe(2);
     expect(directory.stderr).toMatch(/is a directory/);

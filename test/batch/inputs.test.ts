@@ -1,8 +1,9 @@
 /**
  * How documents are named: several paths, directories with --recursive and
  * --include/--exclude globs, symlinks and special files met while walking
- * (reported, never followed), --files-from a file or '-' (with -0), and the
- * usage errors (exit 2) raised before anything is sent.
+ * (reported, never followed), --files-from a file or '-' (with -0), the
+ * usage errors (exit 2) raised before anything is sent, and named paths that
+ * cannot be processed, which fail on their own (more in failed-items.test.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
@@ -16,13 +17,13 @@ let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
 
 describe('usage errors: nothing is hashed or sent', () => {
-  it('a directory without --recursive exits 2 and sends nothing', async () => {
+  it('a directory without --recursive named alone exits 2 and sends nothing; in a batch it is a failed item', async () => {
     await bed.write('dist/app.tar.gz', 'app\n');
-    await bed.write('single.txt', 'single\n');
-    const run = await bed.run(['register', 'single.txt', 'dist']);
-    expect(run.code, describeRun(run)).toBe(2);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/^notarize: 'dist' is a directory \(add --recursive to process the files in it\)$/m);
+    const single = await bed.write('single.txt', 'single\n');
+    const alone = await bed.run(['register', 'dist']);
+    expect(alone.code, describeRun(alone)).toBe(2);
+    expect(alone.stdout).toBe('');
+    expect(alone.stderr).toMatch(/^notarize: 'dist' is a directory \(add --recursive to process the files in it\)$/m);
     expect(bed.sandbox.calls).toEqual([]);
 
     const json = await bed.run(['register', 'dist', '--json']);
@@ -36,18 +37,45 @@ describe('usage errors: nothing is hashed or sent', () => {
       },
     });
     expect(bed.sandbox.calls).toEqual([]);
+
+    // Among other documents it fails on its own; the others are sent, so the exit is 1, not 2.
+    const batch = await bed.run(['register', 'single.txt', 'dist', '--json']);
+    expect(batch.code, describeRun(batch)).toBe(1);
+    expect(parseResults(batch.stdout).map((r) => [r.file, r.status, r.error?.code])).toEqual([
+      ['single.txt', 'registered', undefined],
+      ['dist', 'failed', 'is_directory'],
+    ]);
+    expect(bed.requestedHashes()).toEqual([single]);
   });
 
-  it('a missing file exits 2 and sends nothing, even among existing ones', async () => {
-    await bed.write('present.txt', 'present\n');
-    const run = await bed.run(['register', 'present.txt', 'missing.txt', '--json']);
-    expect(run.code, describeRun(run)).toBe(2);
-    expect(run.stdout).toBe('');
-    expect(JSON.parse(run.stderr)).toMatchObject({
+  it('a missing file alone exits 2 and sends nothing; among existing ones it fails on its own', async () => {
+    const present = await bed.write('present.txt', 'present\n');
+    const alone = await bed.run(['register', 'missing.txt', '--json']);
+    expect(alone.code, describeRun(alone)).toBe(2);
+    expect(alone.stdout).toBe('');
+    expect(JSON.parse(alone.stderr)).toMatchObject({
       error: { code: 'unreadable_file', exitCode: 2, message: "cannot read 'missing.txt': no such file or directory" },
     });
     expect(bed.sandbox.calls).toEqual([]);
     expect(() => bed.onlyServiceDir()).toThrow();
+
+    const run = await bed.run(['register', 'present.txt', 'missing.txt', '--json']);
+    expect(run.code, describeRun(run)).toBe(1);
+    expect(parseResults(run.stdout)).toEqual([
+      expect.objectContaining({ file: 'present.txt', hash: present, status: 'registered' }),
+      {
+        schemaVersion: 1,
+        file: 'missing.txt',
+        hash: null,
+        status: 'failed',
+        error: {
+          code: 'unreadable_file',
+          exitCode: 2,
+          message: "cannot read 'missing.txt': no such file or directory",
+        },
+      },
+    ]);
+    expect(bed.requestedHashes()).toEqual([present]);
   });
 
   it('-0 without --files-from, and no input at all, are usage errors', async () => {
@@ -191,16 +219,18 @@ describe('--files-from', () => {
     expect(JSON.parse(hash.stdout)).toEqual(names.map((file, i) => ({ file, hash: hashes[i] })));
   });
 
-  it('a missing file in the list exits 2 and sends nothing', async () => {
-    await bed.write('here.txt', 'here\n');
+  it('a missing file in the list fails on its own; a list that cannot be read is a usage error', async () => {
+    const here = await bed.write('here.txt', 'here\n');
     await writeFile(join(bed.workDir, 'list.txt'), 'here.txt\ngone.txt\n');
     const run = await bed.run(['register', '--files-from', 'list.txt']);
-    expect(run.code, describeRun(run)).toBe(2);
-    expect(run.stderr).toMatch(/cannot read 'gone.txt': no such file or directory/);
+    expect(run.code, describeRun(run)).toBe(1);
+    expect(run.stdout).toMatch(/^failed +- +gone\.txt +cannot read 'gone.txt': no such file or directory$/m);
+    expect(bed.requestedHashes()).toEqual([here]);
+    const calls = bed.sandbox.calls.length;
     const unreadableList = await bed.run(['register', '--files-from', 'no-such-list.txt']);
     expect(unreadableList.code).toBe(2);
     expect(unreadableList.stderr).toMatch(/cannot read the --files-from list from 'no-such-list.txt': no such file/);
-    expect(bed.sandbox.calls).toEqual([]);
+    expect(bed.sandbox.calls.length).toBe(calls);
   });
 });
 

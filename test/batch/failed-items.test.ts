@@ -1,0 +1,254 @@
+/**
+ * Issue 9: a batch never aborts on one bad input. A named path that is
+ * missing, unreadable or not a regular file (a FIFO, a device, a directory
+ * without --recursive) is one failed item, with its path and a one-line
+ * reason, and the others go on. Exit codes never lie: 2 only when nothing was
+ * sent; a `register` batch that sent something and had a local failure exits 1.
+ * In-process through main() unless the process boundary is the point.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type Bed, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
+import { BIN, describeRun, runProcess } from '../helpers/cli.js';
+import { runMain } from '../helpers/main.js';
+import { jsonError, parseNdjson, parseResults } from '../helpers/results.js';
+
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
+
+const at = (name: string) => join(bed.workDir, name);
+
+/** Lines of `text` without the last empty one. */
+function lines(text: string): string[] {
+  return text.split('\n').slice(0, -1);
+}
+
+describe('hash: like sha256sum, good lines on stdout, each bad input on stderr', () => {
+  it('hash a missing b: both digests in input order, one line for the missing file, exit 2', async () => {
+    const a = await bed.write('a.txt', 'a\n');
+    const b = await bed.write('b.txt', 'b\n');
+    const run = await runMain(bed, ['hash', at('a.txt'), at('missing.txt'), at('b.txt')]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stdout).toBe(`${a}  ${at('a.txt')}\n${b}  ${at('b.txt')}\n`);
+    expect(lines(run.stderr)).toEqual([
+      `notarize: ${at('missing.txt')}: no such file or directory`,
+      'notarize: 1 of 3 files could not be read',
+    ]);
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('a FIFO, a character device and a directory without --recursive fail on their own, never hang', async () => {
+    const a = await bed.write('a.txt', 'a\n');
+    execFileSync('mkfifo', [at('pipe')]);
+    await mkdir(at('dir'));
+    // Had the FIFO been opened for reading, this run would wait for a writer forever.
+    const run = await runMain(bed, ['hash', at('pipe'), at('a.txt'), '/dev/null', at('dir')]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stdout).toBe(`${a}  ${at('a.txt')}\n`);
+    expect(lines(run.stderr)).toEqual([
+      `notarize: ${at('pipe')}: not a regular file`,
+      'notarize: /dev/null: not a regular file',
+      `notarize: ${at('dir')}: is a directory`,
+      'notarize: 3 of 4 files could not be read',
+    ]);
+  });
+
+  it('one file named alone that is missing is the usual one-line usage error', async () => {
+    const run = await runMain(bed, ['hash', at('missing.txt')]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(lines(run.stderr)).toEqual([`notarize: cannot read '${at('missing.txt')}': no such file or directory`]);
+  });
+
+  // Unreadable files are only found when opened for hashing (the stat before succeeds).
+  // root reads any file whatever its mode, so as root the CLI runs as nobody through setpriv.
+  const asRoot = process.getuid?.() === 0;
+  const canDrop =
+    asRoot &&
+    (() => {
+      try {
+        execFileSync('setpriv', ['--version'], { stdio: 'ignore' });
+        return true;
+      } catch {
+        return false;
+      }
+    })();
+  it.skipIf(process.platform === 'win32' || (asRoot && !canDrop))(
+    'a file without read permission (EACCES on open) is a failed item; the others are hashed',
+    async () => {
+      const a = await bed.write('a.txt', 'a\n');
+      const b = await bed.write('b.txt', 'b\n');
+      await bed.write('locked.txt', 'locked\n');
+      await chmod(at('locked.txt'), 0o000);
+      // nobody must reach the files: the bed's directories are private (mkdtemp's 0700).
+      await chmod(bed.root, 0o755);
+      await chmod(bed.workDir, 0o755);
+      const argv = [BIN, 'hash', 'a.txt', 'locked.txt', 'b.txt'];
+      const env = { NOTARIZE_CONFIG_DIR: join(bed.workDir, '.store') };
+      const run = asRoot
+        ? await runProcess('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, ...argv], {
+            cwd: bed.workDir,
+            env,
+            noBaseUrlCheck: true,
+          })
+        : await runProcess(process.execPath, argv, { cwd: bed.workDir, env, noBaseUrlCheck: true });
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(run.stdout).toBe(`${a}  a.txt\n${b}  b.txt\n`);
+      expect(lines(run.stderr)).toEqual([
+        'notarize: locked.txt: permission denied',
+        'notarize: 1 of 3 files could not be read',
+      ]);
+      expect(run.stderr).not.toMatch(STACK_LINE);
+    },
+  );
+});
+
+describe('verify: a document that cannot be read is a failed result', () => {
+  it('verifies the good ones, fails the missing one (json, table, annotation), exit 2', async () => {
+    await bed.write('a.txt', 'verify a\n');
+    await bed.write('b.txt', 'verify b\n');
+    const registered = await runMain(bed, ['register', at('a.txt'), at('b.txt'), '--json']);
+    expect(registered.code, describeRun(registered)).toBe(0);
+    const calls = bed.sandbox.calls.length;
+
+    const args = ['verify', at('a.txt'), at('missing.txt'), at('b.txt')];
+    const json = await runMain(bed, [...args, '--json'], { env: { GITHUB_ACTIONS: 'true' } });
+    expect(json.code, describeRun(json)).toBe(2);
+    const results = parseResults(json.stdout);
+    expect(results.map((r) => [r.file, r.status])).toEqual([
+      [at('a.txt'), 'verified'],
+      [at('missing.txt'), 'failed'],
+      [at('b.txt'), 'verified'],
+    ]);
+    expect(results[1]).toEqual({
+      schemaVersion: 1,
+      file: at('missing.txt'),
+      hash: null,
+      status: 'failed',
+      error: {
+        code: 'unreadable_file',
+        exitCode: 2,
+        message: `cannot read '${at('missing.txt')}': no such file or directory`,
+      },
+    });
+    expect(json.stderr).toMatch(/^::error file=.*missing\.txt,title=notarize%3A failed::cannot read .*no such file/m);
+    expect(jsonError(json.stderr)).toMatchObject({ exitCode: 2, message: '1 of 3 documents could not be read' });
+
+    const table = await runMain(bed, args);
+    expect(table.code).toBe(2);
+    expect(table.stdout).toMatch(
+      /^failed +- +\S*missing\.txt +cannot read '\S*missing\.txt': no such file or directory$/m,
+    );
+    expect(table.stdout.match(/^verified /gm)).toHaveLength(2);
+    expect(table.stderr).toContain('3 items: 2 verified, 1 failed');
+    expect(bed.sandbox.calls.length).toBe(calls);
+  });
+});
+
+describe('register: a local failure among sent items is exit 1; 2 only when nothing was sent', () => {
+  it('registers the good ones and fails the missing one: exit 1, since something was sent', async () => {
+    const a = await bed.write('a.txt', 'register a\n');
+    const b = await bed.write('b.txt', 'register b\n');
+    const run = await runMain(bed, ['register', at('a.txt'), at('missing.txt'), at('b.txt'), '--json'], {
+      env: { GITHUB_ACTIONS: 'true' },
+    });
+    expect(run.code, describeRun(run)).toBe(1);
+    const results = parseResults(run.stdout);
+    expect(results.map((r) => [r.file, r.hash, r.status])).toEqual([
+      [at('a.txt'), a, 'registered'],
+      [at('missing.txt'), null, 'failed'],
+      [at('b.txt'), b, 'registered'],
+    ]);
+    expect(results[1]!.error).toEqual({
+      code: 'unreadable_file',
+      exitCode: 2,
+      message: `cannot read '${at('missing.txt')}': no such file or directory`,
+    });
+    expect(run.stderr).toMatch(/^::error file=.*missing\.txt,title=notarize%3A failed::cannot read /m);
+    expect(jsonError(run.stderr)).toMatchObject({ code: 'batch_failed', exitCode: 1, message: '1 of 3 items failed' });
+    expect(bed.requestedHashes().sort()).toEqual([a, b].sort());
+  });
+
+  it('ndjson and a --files-from list: the same, one line per item', async () => {
+    const a = await bed.write('a.txt', 'ndjson a\n');
+    await writeFile(at('list.txt'), `${at('a.txt')}\r\n${at('gone.txt')}\r\n${at('dir')}\n`);
+    await mkdir(at('dir'));
+    const run = await runMain(bed, ['register', '--files-from', at('list.txt'), '--output', 'ndjson']);
+    expect(run.code, describeRun(run)).toBe(1);
+    const results = parseNdjson(run.stdout);
+    expect(results.map((r) => [r.file, r.status, r.error?.code]).sort()).toEqual(
+      [
+        [at('a.txt'), 'registered', undefined],
+        [at('dir'), 'failed', 'is_directory'],
+        [at('gone.txt'), 'failed', 'unreadable_file'],
+      ].sort(),
+    );
+    expect(bed.requestedHashes()).toEqual([a]);
+  });
+
+  it('every item missing: exit 2, and the sandbox saw no call at all', async () => {
+    const run = await runMain(bed, ['register', at('one.txt'), at('two.txt'), '--json']);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(parseResults(run.stdout).map((r) => [r.status, r.error?.exitCode])).toEqual([
+      ['failed', 2],
+      ['failed', 2],
+    ]);
+    expect(jsonError(run.stderr)).toMatchObject({ code: 'batch_failed', exitCode: 2 });
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('a missing file among already-registered ones: nothing sent, so still exit 2', async () => {
+    await bed.write('a.txt', 'already a\n');
+    expect((await runMain(bed, ['register', at('a.txt')])).code).toBe(0);
+    const calls = bed.sandbox.calls.length;
+    const run = await runMain(bed, ['register', at('a.txt'), at('missing.txt')]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stdout).toMatch(/^already-registered /m);
+    expect(run.stdout).toMatch(/^failed +- +\S*missing\.txt +cannot read/m);
+    expect(bed.sandbox.calls.length).toBe(calls);
+  });
+
+  it('one missing file named alone is a one-line usage error, exit 2, nothing sent', async () => {
+    const run = await runMain(bed, ['register', at('missing.pdf')]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(lines(run.stderr)).toEqual([`notarize: cannot read '${at('missing.pdf')}': no such file or directory`]);
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+});
+
+describe('--files-from: bounded, never a crash', () => {
+  it('a line too long for a path, and a list of NULs (e.g. /dev/zero), are failed items', async () => {
+    const a = await bed.write('a.txt', 'a\n');
+    await writeFile(at('list.txt'), `${at('a.txt')}\n${'x'.repeat(5000)}\n${at('a.txt')}\n`);
+    const long = await runMain(bed, ['hash', '--files-from', at('list.txt')]);
+    expect(long.code, describeRun(long)).toBe(2);
+    expect(long.stdout).toBe(`${a}  ${at('a.txt')}\n${a}  ${at('a.txt')}\n`);
+    expect(long.stderr).toMatch(/^notarize: x{60}\.\.\.: a line of 5000 bytes in the --files-from list: too long/m);
+
+    // Megabytes with no separator (or, with -0, only empty names): not a list, and not read to its end.
+    await writeFile(at('zeros'), Buffer.alloc(3 * 1024 * 1024));
+    for (const extra of [[], ['-0']]) {
+      const zeros = await runMain(bed, ['hash', '--files-from', at('zeros'), ...extra]);
+      expect(zeros.code, describeRun(zeros)).toBe(2);
+      expect(zeros.stdout).toBe('');
+      expect(zeros.stderr).toMatch(/: no path in \d+ bytes: not a list of paths; the rest is not read$/m);
+    }
+  });
+
+  it("an empty list is 'no input given'; '-' twice in a list fails the second", async () => {
+    await writeFile(at('empty.txt'), '\n\n');
+    const empty = await runMain(bed, ['hash', '--files-from', at('empty.txt')]);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/no input given/);
+
+    const a = await bed.write('a.txt', 'a\n');
+    await writeFile(at('list.txt'), `-\n${at('a.txt')}\n-\n`);
+    const twice = await runMain(bed, ['hash', '--files-from', at('list.txt')], { stdin: 'from stdin\n' });
+    expect(twice.code, describeRun(twice)).toBe(2);
+    expect(lines(twice.stdout)).toEqual([`${sha256('from stdin\n')}  -`, `${a}  ${at('a.txt')}`]);
+    expect(twice.stderr).toMatch(/^notarize: -: '-' \(standard input\) can be named only once$/m);
+  });
+});
