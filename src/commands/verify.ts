@@ -53,6 +53,8 @@ ${examples([
 }
 
 function describeVerdict(verdict: Verdict): string | undefined {
+  if (verdict.status === 'unknown')
+    return verdict.damaged && `its ledger entry is no proof: ${verdict.damaged.message}`;
   if (verdict.status !== 'modified') return undefined;
   return `'${verdict.entry.file?.name}' was notarized with digest ${verdict.entry.hash} (${verdict.entry.completedAt})`;
 }

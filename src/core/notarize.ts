@@ -320,18 +320,13 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
   try {
     answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson);
   } catch (error) {
-    if (error instanceof InvalidAnswerError && isPlainObject(error.json)) {
-      // The service completed it (2xx); keep what it sent rather than risk a
-      // second completion from a session left pending.
-      await save(error.raw);
-      throw error;
+    if (error instanceof InvalidAnswerError) {
+      throw await setAside(deps, pending, error.raw, error.message);
     }
     if (error instanceof UnreadableAnswerError) {
       // A 2xx whose body could not be read: the service may have completed
       // it. Marked so that only an explicit `complete` sends it again.
-      const marked = { ...pending, forfaitUnreadAt: now(deps).toISOString() };
-      // Should even this write fail, the hint below still says what to do.
-      await store.savePending(marked).catch(() => {});
+      const marked = await markAnswerUnread(deps, pending);
       error.hint = `${error.hint ? `${error.hint}; ` : ''}${answerUnread(deps, marked).hint ?? ''}`;
       throw error;
     }
@@ -339,12 +334,39 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
     throw withCompleteHint(deps, error, pending.hash);
   }
   if (answer.value.hash.toLowerCase() !== pending.hash) {
-    await save(answer.raw);
-    throw new ProtocolError(
-      `the service completed hash ${answer.value.hash}, not ${pending.hash}; the record was kept`,
-    );
+    throw await setAside(deps, pending, answer.raw, `the answer is a record of hash ${answer.value.hash}`);
   }
   return save(answer.raw);
+}
+
+/** Marks a session whose forfait was answered 2xx without a usable record (see answerUnread). */
+async function markAnswerUnread(deps: FlowDeps, pending: PendingEntry): Promise<PendingEntry> {
+  const marked = { ...pending, forfaitUnreadAt: now(deps).toISOString() };
+  // Should even this write fail, the error's hint still says what to do.
+  await deps.store.savePending(marked).catch(() => {});
+  return marked;
+}
+
+/**
+ * A 2xx forfait answer that is not a record of this hash (another hash, no
+ * hash, an error object...): it never enters the ledger, where `verify` would
+ * take it for proof. It is kept aside in quarantine/ for a person to read,
+ * and the session stays pending, marked so that only an explicit `complete`
+ * sends it again. Returns the exit-5 error to throw.
+ */
+async function setAside(deps: FlowDeps, pending: PendingEntry, raw: string, why: string): Promise<ProtocolError> {
+  const marked = await markAnswerUnread(deps, pending);
+  let kept: string;
+  try {
+    kept = `kept aside in ${await deps.store.quarantine(pending.hash, raw, why, now(deps))}`;
+  } catch {
+    kept = 'it could not even be kept aside';
+  }
+  return new ProtocolError(
+    `the service answered the completion of ${pending.hash} with something that is not its record (${why}); ` +
+      `it was not put in the ledger: ${kept}`,
+    { hint: answerUnread(deps, marked).hint },
+  );
 }
 
 /**

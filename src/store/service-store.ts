@@ -74,6 +74,12 @@ function ofHash<T extends { hash: string }>(hash: string, file: string, entry: T
   return entry;
 }
 
+/** The `hash` a stored record names, lowercase; undefined when it names none. */
+function recordHashOf(recordJson: string): string | undefined {
+  const record = JSON.parse(recordJson) as { hash?: unknown };
+  return typeof record.hash === 'string' ? record.hash.toLowerCase() : undefined;
+}
+
 /** The on-disk pending sessions and ledger of one service. */
 export class ServiceStore {
   readonly dir: string;
@@ -166,9 +172,29 @@ export class ServiceStore {
     if (pending && pending.savedAt <= record.completedAt) this.removePending(record.hash);
   }
 
-  /** The ledger record for a hash; throws StoreError if its file is damaged. */
+  /**
+   * The ledger record for a hash; throws StoreError if its file is damaged,
+   * including when the record inside is not a record of that hash: an entry
+   * is proof of a notarization only if the service's own record names it.
+   */
   readRecord(hash: string): LedgerEntry | undefined {
-    return ofHash(hash, this.ledgerFile(hash), readStoreFile(this.ledgerFile(hash), ledgerEntrySchema));
+    const file = this.ledgerFile(hash);
+    const entry = ofHash(hash, file, readStoreFile(file, ledgerEntrySchema));
+    if (entry !== undefined) {
+      const named = recordHashOf(entry.recordJson);
+      if (named !== hash) throw corrupt(file, `its record is of hash ${named ?? '(none)'}, not ${hash}`);
+    }
+    return entry;
+  }
+
+  /**
+   * Keeps aside a forfait answer that is not a record of `hash`, in
+   * `quarantine/`, and returns the file. It is never read back by notarize.
+   */
+  async quarantine(hash: string, answerText: string, reason: string, at: Date): Promise<string> {
+    const file = join(this.dir, 'quarantine', `${hash}.${at.toISOString().replace(/[:.]/g, '-')}.json`);
+    await this.#write(file, { hash, receivedAt: at.toISOString(), reason, answerText });
+    return file;
   }
 
   /** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
@@ -203,7 +229,7 @@ export class ServiceStore {
     for (const dir of [
       join(this.dir, '..'),
       this.dir,
-      ...['pending', 'ledger', 'locks', 'retired'].map((d) => join(this.dir, d)),
+      ...['pending', 'ledger', 'locks', 'retired', 'quarantine'].map((d) => join(this.dir, d)),
     ]) {
       if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
     }

@@ -267,20 +267,25 @@ describe('exit 4: transient, safe to retry', () => {
 });
 
 describe('exit 5: an answer of the wrong shape', () => {
-  it('wrong-shape forfait answer: exit 5, and the record the service sent is kept', async () => {
+  it('wrong-shape forfait answer: exit 5, kept aside (not in the ledger), never re-sent by a re-run', async () => {
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'wrong-shape', count: 1 }]);
     const content = 'wrong shape';
     const doc = await bed.file('shape.txt', content);
     const hash = sha256(content);
     const result = await bed.run(['register', doc], { env: bed.withKey() });
     expectFailure(result, 5, /does not match the documented shape: creationDate/);
+    expect(result.stderr).toMatch(/kept aside in .*quarantine/);
     expect(bed.sandbox.records.has(hash)).toBe(true);
+    expect(existsSync(bed.ledgerFile(hash))).toBe(false);
     // The service did complete it: a re-run must not complete it a second time.
     const mark = bed.mark();
     const again = await bed.run(['register', doc]);
-    expect(again.code).toBe(0);
-    expect(again.stderr).toMatch(/already registered/);
+    expectFailure(again, 5, /does not send it again on its own/);
     expect(bed.callsSince(mark)).toEqual([]);
+    // Asked explicitly, complete sends it; the service's 409 ends it well.
+    const completed = await bed.run(['complete', hash]);
+    expect(completed.code, completed.stderr).toBe(0);
+    expect(completed.stderr).toMatch(/already registered/);
   });
 
   it('wrong-shape request answer: exit 5, and the answer is kept as pending', async () => {

@@ -66,16 +66,16 @@ describe('malformed answers from the sandbox: exit 5, the field named, nothing l
     expect(callsTo(t.sandbox.calls, 'forfait')).toHaveLength(0);
   });
 
-  it('forfait: wrong-shape -> exit 5 naming creationDate; the service completed it, so the record is kept, once', async () => {
+  it('forfait: wrong-shape -> exit 5 naming creationDate; kept aside, never in the ledger, never re-sent on its own', async () => {
     const t = await withFaults([{ route: 'forfait', kind: 'wrong-shape', count: 1 }]);
     const result = await exec(['register', t.doc.path], t.env);
     expect(result.code, show(result)).toBe(5);
     expect(result.stderr).toMatch(/creationDate/);
-    expect(ledgerHashes(t.configDir, t.sandbox.url)).toEqual([t.doc.hash]);
-    expect(pendingHashes(t.configDir, t.sandbox.url)).toEqual([]);
+    expect(ledgerHashes(t.configDir, t.sandbox.url)).toEqual([]);
+    expect(pendingHashes(t.configDir, t.sandbox.url)).toEqual([t.doc.hash]);
     const again = await exec(['register', t.doc.path], t.env);
-    expect(again.code, show(again)).toBe(0);
-    expect(again.stderr).toMatch(/already registered/);
+    expect(again.code, show(again)).toBe(5);
+    expect(again.stderr).toMatch(/does not send it again on its own/);
     expect(callsTo(t.sandbox.calls, 'forfait')).toHaveLength(1);
   });
 

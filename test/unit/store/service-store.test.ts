@@ -26,11 +26,14 @@ function pending(hash: string, overrides: Partial<PendingEntry> = {}): Omit<Pend
   };
 }
 
+/** The fixture record, as the service would send it for `hash` (a ledger entry must be a record of its hash). */
 function record(hash: string): Omit<LedgerEntry, 'schemaVersion'> {
   return {
     hash,
     completedAt: '2024-01-01T12:01:00.000Z',
-    recordJson: readFixture('record.json'),
+    recordJson: readFixture('record.json').replace(/"hash": ?"[0-9a-f]{64}"/, (found) =>
+      found.replace(/[0-9a-f]{64}/, hash),
+    ),
   };
 }
 
@@ -69,7 +72,8 @@ describe('ServiceStore', () => {
     await store.saveRecord(record(hash));
     const read = store.readRecord(hash);
     expect(read).toEqual({ schemaVersion: 1, ...record(hash) });
-    expect(read?.recordJson).toBe(readFixture('record.json'));
+    expect(read?.recordJson).toBe(record(hash).recordJson);
+    expect(read?.recordJson).not.toBe(readFixture('record.json'));
   });
 
   it('lists pending sessions and records sorted by hash, skipping other files', async () => {
