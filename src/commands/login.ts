@@ -29,7 +29,7 @@ ${examples([
 ])}`,
     )
     .action(async (raw: unknown) => {
-      await runLogin(context(), parseOptions(optionsSchema, raw));
+      await runLogin(context(), parseOptions(optionsSchema, raw, command));
     });
 }
 

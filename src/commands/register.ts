@@ -82,7 +82,7 @@ ${examples([
 ])}`,
     )
     .action(async (paths: string[], raw: unknown) => {
-      await runRegister(context(), paths, parseOptions(optionsSchema, raw));
+      await runRegister(context(), paths, parseOptions(optionsSchema, raw, command));
     });
 }
 

@@ -39,7 +39,7 @@ ${examples([
 ])}`,
     )
     .action(async (raw: unknown) => {
-      await runSandbox(context(), parseOptions(optionsSchema, raw));
+      await runSandbox(context(), parseOptions(optionsSchema, raw, command));
     });
 }
 

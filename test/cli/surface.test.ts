@@ -1,0 +1,102 @@
+/**
+ * The CLI surface as a newcomer meets it: `help <command>`, hints that name
+ * the real command, --quiet, and the ranges of numeric options. In-process
+ * through `main()` with buffer IO.
+ */
+import { describe, expect, it } from 'vitest';
+import { COMMANDS } from '../../src/commands/registry.js';
+import { EXIT } from '../../src/errors.js';
+import { expectFailure, expectJsonError } from '../helpers/assert.js';
+import { type Bed, STACK_LINE, useBed } from '../helpers/bed.js';
+import { runMain } from '../helpers/main.js';
+
+let bed: Bed;
+useBed((created) => (bed = created));
+
+/** Asserts a usage error: exit 2, one `notarize: ...` line on stderr, nothing on stdout, no stack. */
+function expectOneLineUsage(output: Awaited<ReturnType<typeof runMain>>, message: RegExp): void {
+  expectFailure(output, EXIT.usage, message);
+  expect(output.stderr.trimEnd().split('\n'), output.stderr).toHaveLength(1);
+}
+
+describe('notarize help <command>', () => {
+  it('prints exactly what `<command> --help` prints, for every command', async () => {
+    for (const { name } of COMMANDS) {
+      const viaHelp = await runMain(bed, ['help', name]);
+      const viaFlag = await runMain(bed, [name, '--help']);
+      expect(viaHelp.code, viaHelp.stderr).toBe(0);
+      expect(viaFlag.code, viaFlag.stderr).toBe(0);
+      expect(viaHelp.stderr).toBe('');
+      expect(viaHelp.stdout, name).toBe(viaFlag.stdout);
+      // More than commander's bare -h of an unconfigured command.
+      expect(viaHelp.stdout, name).toMatch(/Examples:/);
+    }
+  });
+
+  it('walks nested subcommands: `help config set` is `config set --help`', async () => {
+    for (const sub of ['get', 'set', 'unset', 'list', 'path']) {
+      const viaHelp = await runMain(bed, ['help', 'config', sub]);
+      const viaFlag = await runMain(bed, ['config', sub, '--help']);
+      expect(viaHelp.code, viaHelp.stderr).toBe(0);
+      expect(viaHelp.stdout).toBe(viaFlag.stdout);
+      expect(viaHelp.stdout).toMatch(new RegExp(`^Usage: notarize config ${sub}\\b`));
+    }
+  });
+
+  it('`help` alone is `--help`', async () => {
+    const viaHelp = await runMain(bed, ['help']);
+    const viaFlag = await runMain(bed, ['--help']);
+    expect(viaHelp.code).toBe(0);
+    expect(viaHelp.stdout).toBe(viaFlag.stdout);
+    expect(viaHelp.stdout).toMatch(/^ {2}help \[command\.\.\.\]/m);
+  });
+
+  it('an unknown command is a one-line usage error naming it', async () => {
+    expectOneLineUsage(await runMain(bed, ['help', 'nosuch']), /unknown command 'nosuch' \(see `notarize --help`\)/);
+    expectOneLineUsage(
+      await runMain(bed, ['help', 'config', 'nope']),
+      /unknown command 'config nope' \(see `notarize config --help`\)/,
+    );
+  });
+
+  it('no command at all shows the help on stderr and exits 2 (nothing ran)', async () => {
+    for (const argv of [[], ['config']]) {
+      const run = await runMain(bed, argv);
+      expect(run.code, argv.join(' ')).toBe(EXIT.usage);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^Usage: notarize/);
+      expect(run.stderr).not.toMatch(STACK_LINE);
+    }
+  });
+});
+
+describe('hints name the real command', () => {
+  it('a bad option value of each command points at that command’s --help', async () => {
+    const cases: [string[], RegExp][] = [
+      [['register', '-j', '0', 'x.txt'], /invalid --concurrency '0': .* \(see `notarize register --help`\)$/m],
+      [['sandbox', '--port', '70000'], /invalid --port '70000': .* \(see `notarize sandbox --help`\)$/m],
+    ];
+    for (const [argv, message] of cases) expectOneLineUsage(await runMain(bed, argv), message);
+  });
+
+  it("commander's own errors (unknown option, missing argument) name the command too, on one line", async () => {
+    expectOneLineUsage(
+      await runMain(bed, ['register', '--bogus']),
+      /unknown option '--bogus' \(see `notarize register --help`\)$/m,
+    );
+    expectOneLineUsage(
+      await runMain(bed, ['config', 'set', 'timeout']),
+      /missing required argument 'value' \(see `notarize config set --help`\)$/m,
+    );
+    expectOneLineUsage(await runMain(bed, ['complete']), /\(see `notarize complete --help`\)$/m);
+    expectOneLineUsage(await runMain(bed, ['nosuch']), /unknown command 'nosuch' \(see `notarize --help`\)$/m);
+    expectOneLineUsage(await runMain(bed, ['--bogus', 'list']), /\(see `notarize --help`\)$/m);
+  });
+
+  it('with --json the hint is in the error object', async () => {
+    const error = expectJsonError(await runMain(bed, ['--json', 'hash', '--bogus']), EXIT.usage);
+    expect(error.hint).toBe('see `notarize hash --help`');
+    const invalid = expectJsonError(await runMain(bed, ['--json', 'register', '-j', '-1', 'x']), EXIT.usage);
+    expect(invalid.hint).toBe('see `notarize register --help`');
+  });
+});
