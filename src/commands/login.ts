@@ -84,5 +84,6 @@ export async function runLogin(ctx: Context, options: z.infer<typeof optionsSche
     );
     return;
   }
-  ctx.io.data(`logged in to ${baseUrl} as ${describeToken(token)}`);
+  // A message, not data: --quiet silences it (--json gives the same as data).
+  ctx.io.info(`logged in to ${baseUrl} as ${describeToken(token)}`);
 }

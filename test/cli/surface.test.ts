@@ -3,11 +3,12 @@
  * the real command, --quiet, and the ranges of numeric options. In-process
  * through `main()` with buffer IO.
  */
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/commands/registry.js';
 import { EXIT } from '../../src/errors.js';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
-import { type Bed, STACK_LINE, useBed } from '../helpers/bed.js';
+import { type Bed, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
 import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
@@ -98,5 +99,63 @@ describe('hints name the real command', () => {
     expect(error.hint).toBe('see `notarize hash --help`');
     const invalid = expectJsonError(await runMain(bed, ['--json', 'register', '-j', '-1', 'x']), EXIT.usage);
     expect(invalid.hint).toBe('see `notarize register --help`');
+  });
+});
+
+describe('--quiet', () => {
+  it('leaves only data on stdout and nothing on stderr, for every command with a success message', async () => {
+    const quiet = async (argv: string[], stdin?: string) => {
+      const run = await runMain(bed, ['--quiet', ...argv], stdin === undefined ? {} : { stdin });
+      expect(run.code, `${argv.join(' ')}: ${run.stderr}`).toBe(0);
+      expect(run.stderr, argv.join(' ')).toBe('');
+      return run;
+    };
+    const doc = await bed.file('quiet.txt', 'quiet');
+    const hash = sha256('quiet');
+    const dir = join(bed.workDir, 'batch');
+    await bed.file('batch/a.txt', 'quiet a');
+    await bed.file('batch/b.txt', 'quiet b');
+    const receipts = join(bed.workDir, 'receipts');
+
+    // Messages only: nothing at all on either stream.
+    expect((await quiet(['login', '--api-key-stdin'], bed.sandbox.apiKey)).stdout).toBe('');
+    expect((await quiet(['pending'])).stdout).toBe('');
+    expect((await quiet(['list'])).stdout).toBe('');
+    expect((await quiet(['config', 'set', 'retries', '2'])).stdout).toBe('');
+    expect((await quiet(['config', 'unset', 'retries'])).stdout).toBe('');
+
+    // Data stays: the session, the record, the results, the digests.
+    expect((await quiet(['register', doc, '--no-complete'])).stdout).toContain(hash);
+    expect((await quiet(['complete', hash])).stdout).toContain(hash);
+    expect((await quiet(['register', doc])).stdout).toContain(hash); // already registered
+    expect((await quiet(['register', '-r', dir, '--receipt-dir', receipts])).stdout).toContain(sha256('quiet a'));
+    const withReceipt = await bed.file('receipt.txt', 'quiet receipt');
+    expect((await quiet(['register', withReceipt, '--receipt-dir', receipts])).stdout).toContain(
+      sha256('quiet receipt'),
+    );
+    expect((await quiet(['verify', doc])).stdout).toContain(hash);
+    expect((await quiet(['verify', '-r', dir])).stdout).toContain(sha256('quiet b'));
+    expect((await quiet(['hash', doc])).stdout).toBe(`${hash}  ${doc}\n`);
+    expect((await quiet(['list'])).stdout).toContain(hash);
+    expect((await quiet(['show', hash])).stdout).toContain(hash);
+    expect((await quiet(['-q', 'logout'])).stdout).toBe('');
+  });
+
+  it('without --quiet the same messages are on stderr, never on stdout', async () => {
+    const login = await runMain(bed, ['login', '--api-key-stdin'], { stdin: bed.sandbox.apiKey });
+    expect(login.code, login.stderr).toBe(0);
+    expect(login.stdout).toBe('');
+    expect(login.stderr).toMatch(/^logged in to /);
+    const logout = await runMain(bed, ['logout']);
+    expect(logout.stdout).toBe('');
+    expect(logout.stderr).toMatch(/^logged out of /);
+  });
+
+  it('keeps warnings: logout with NOTARIZE_TOKEN set still warns that it is used', async () => {
+    const token = await bed.directLogin();
+    const run = await runMain(bed, ['-q', 'logout'], { env: { NOTARIZE_TOKEN: token } });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe('warning: NOTARIZE_TOKEN is set in the environment and is still used\n');
   });
 });
