@@ -58,6 +58,13 @@ export async function runSandbox(ctx: Context, options: z.infer<typeof optionsSc
     faults,
     ...(ctx.env.NOTARIZE_SANDBOX_API_KEY ? { apiKey: ctx.env.NOTARIZE_SANDBOX_API_KEY } : {}),
   });
+  // Listen for the signals before printing the URL: a supervisor may stop us
+  // as soon as it has read it, and must get a clean stop, not a killed process.
+  const stop = new AbortController();
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const signalled = Promise.race(
+    signals.map((signal) => once(process, signal, { signal: stop.signal }).catch(() => undefined)),
+  );
   if (ctx.globals.json) ctx.io.data(JSON.stringify({ url: sandbox.url, apiKey: sandbox.apiKey }));
   else {
     ctx.io.data(`notarize sandbox listening on ${sandbox.url}`);
@@ -65,9 +72,7 @@ export async function runSandbox(ctx: Context, options: z.infer<typeof optionsSc
     ctx.io.info(`try: NOTARIZE_BASE_URL=${sandbox.url} NOTARIZE_API_KEY=<the key> notarize register <file>`);
   }
   if (faults.length > 0) ctx.io.info(`injecting ${faults.length} fault rule(s)`);
-  const stop = new AbortController();
-  const signals = ['SIGINT', 'SIGTERM'] as const;
-  await Promise.race(signals.map((signal) => once(process, signal, { signal: stop.signal }).catch(() => undefined)));
+  await signalled;
   stop.abort();
   await sandbox.close();
   ctx.io.info('sandbox stopped');
