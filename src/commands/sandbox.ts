@@ -13,7 +13,13 @@ import { startSandbox } from '../sandbox/server.js';
 import { examples, parseOptions } from './options.js';
 
 const optionsSchema = z.object({
-  port: z.coerce.number().int().min(0).max(65535).default(8787),
+  // Plain digits only: coercion would read '' as 0 (a random port) and 0x50 as 80.
+  port: z
+    .string()
+    .trim()
+    .refine((v) => /^\d{1,5}$/.test(v) && Number(v) <= 65535, 'expected a port number from 0 to 65535 (0: a free one)')
+    .transform(Number)
+    .default(8787),
   host: z.string().default('127.0.0.1'),
   faults: z.string().optional(),
 });

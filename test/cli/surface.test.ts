@@ -9,6 +9,7 @@ import { COMMANDS } from '../../src/commands/registry.js';
 import { EXIT } from '../../src/errors.js';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
 import { type Bed, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
+import { spawnCli } from '../helpers/cli.js';
 import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
@@ -141,6 +142,21 @@ describe('--quiet', () => {
     expect((await quiet(['-q', 'logout'])).stdout).toBe('');
   });
 
+  it('sandbox --quiet prints its URL and key (data) and nothing on stderr, until it stops', async () => {
+    // The process boundary is the point: the sandbox serves until a signal.
+    const sandbox = spawnCli(['--quiet', 'sandbox', '--port', '0'], { env: bed.env(), cwd: bed.workDir });
+    try {
+      expect(await sandbox.firstLine).toMatch(/^notarize sandbox listening on http:\/\/127\.0\.0\.1:\d+$/);
+    } finally {
+      sandbox.child.kill('SIGTERM');
+    }
+    const exited = await sandbox.exited;
+    bed.record(exited);
+    expect(exited.code, exited.stderr).toBe(0);
+    expect(exited.stderr).toBe('');
+    expect(exited.stdout).toMatch(/^notarize sandbox listening on \S+\nAPI key: sandbox_[0-9a-f]+\n$/);
+  });
+
   it('without --quiet the same messages are on stderr, never on stdout', async () => {
     const login = await runMain(bed, ['login', '--api-key-stdin'], { stdin: bed.sandbox.apiKey });
     expect(login.code, login.stderr).toBe(0);
@@ -157,5 +173,63 @@ describe('--quiet', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toBe('');
     expect(run.stderr).toBe('warning: NOTARIZE_TOKEN is set in the environment and is still used\n');
+  });
+});
+
+describe('numeric options and settings have sensible ranges', () => {
+  const doc = () => bed.file('range.txt', 'range');
+
+  it('--timeout 0 is refused (exit 2, one line), whether from the flag, NOTARIZE_TIMEOUT or config set; nothing is sent', async () => {
+    const path = await doc();
+    const mark = bed.mark();
+    expectOneLineUsage(
+      await runMain(bed, ['--timeout', '0', 'register', path], { env: bed.withKey() }),
+      /invalid timeout '0': expected a whole number from 1 to 3600000 \(given with --timeout\)$/m,
+    );
+    expectOneLineUsage(
+      await runMain(bed, ['register', path], { env: { ...bed.withKey(), NOTARIZE_TIMEOUT: '0' } }),
+      /invalid timeout '0': .* \(set by NOTARIZE_TIMEOUT\)$/m,
+    );
+    expectOneLineUsage(await runMain(bed, ['config', 'set', 'timeout', '0']), /invalid timeout '0'/);
+    expect(bed.callsSince(mark)).toEqual([]);
+    // 1 ms is the least, and allowed.
+    const ok = await runMain(bed, ['config', 'set', 'timeout', '1']);
+    expect(ok.code, ok.stderr).toBe(0);
+  });
+
+  it('a bad global flag is refused by every command, also one that would not use it', async () => {
+    expectOneLineUsage(await runMain(bed, ['list', '--timeout', '0']), /invalid timeout '0'/);
+    expectOneLineUsage(await runMain(bed, ['pending', '--retries', '21']), /invalid retries '21'.* from 0 to 20/);
+  });
+
+  it.each([
+    [['--timeout', '1e3'], /invalid timeout '1e3'/],
+    [['--timeout', ''], /invalid timeout '': /],
+    [['--timeout', '-5'], /invalid timeout '-5'/],
+    [['--retries', '2.5'], /invalid retries '2.5'/],
+    [['--retries', '0x3'], /invalid retries '0x3'/],
+  ])('%j is refused: plain whole numbers only', async (flag, message) => {
+    expectOneLineUsage(await runMain(bed, [...flag, 'register', await doc()], { env: bed.withKey() }), message);
+  });
+
+  it('NOTARIZE_RETRY_DELAY_MS that is not a whole number is refused rather than ignored', async () => {
+    expectOneLineUsage(
+      await runMain(bed, ['register', await doc()], { env: { ...bed.withKey(), NOTARIZE_RETRY_DELAY_MS: 'soon' } }),
+      /invalid retry delay 'soon'.* \(set by NOTARIZE_RETRY_DELAY_MS\)$/m,
+    );
+  });
+
+  it.each([['0'], ['257'], ['-1'], ['x']])('-j %s is refused, naming register', async (value) => {
+    expectOneLineUsage(
+      await runMain(bed, ['register', '-j', value, await doc()], { env: bed.withKey() }),
+      /invalid --concurrency .*\(see `notarize register --help`\)$/m,
+    );
+  });
+
+  it.each([['65536'], [''], ['0x50'], ['-1'], ['1.5']])('sandbox --port %j is refused', async (value) => {
+    expectOneLineUsage(
+      await runMain(bed, ['sandbox', '--port', value]),
+      /invalid --port .*from 0 to 65535.*\(see `notarize sandbox --help`\)$/m,
+    );
   });
 });
