@@ -58,12 +58,17 @@ export async function runSandbox(ctx: Context, options: z.infer<typeof optionsSc
   } catch (error) {
     throw new UsageError((error as Error).message, { hint: 'see `notarize sandbox --help` for the fault syntax' });
   }
-  const sandbox = await startSandbox({
-    host: options.host,
-    port: options.port,
-    faults,
-    ...(ctx.env.NOTARIZE_SANDBOX_API_KEY ? { apiKey: ctx.env.NOTARIZE_SANDBOX_API_KEY } : {}),
-  });
+  let sandbox;
+  try {
+    sandbox = await startSandbox({
+      host: options.host,
+      port: options.port,
+      faults,
+      ...(ctx.env.NOTARIZE_SANDBOX_API_KEY ? { apiKey: ctx.env.NOTARIZE_SANDBOX_API_KEY } : {}),
+    });
+  } catch (error) {
+    throw listenError(error, options.host, options.port);
+  }
   // Listen for the signals before printing the URL: a supervisor may stop us
   // as soon as it has read it, and must get a clean stop, not a killed process.
   const stop = new AbortController();
@@ -82,4 +87,52 @@ export async function runSandbox(ctx: Context, options: z.infer<typeof optionsSc
   stop.abort();
   await sandbox.close();
   ctx.io.info('sandbox stopped');
+}
+
+/**
+ * What the user can do about a failure to listen: the address is the user's
+ * choice (--host, --port), so these are usage errors (exit 2), one line each.
+ */
+export function listenError(error: unknown, host: string, port: number): unknown {
+  const code = (error as { code?: unknown }).code;
+  const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const other = 'choose another with --port, or --port 0 for a free one';
+  switch (code) {
+    case 'EADDRINUSE':
+      return new UsageError(`cannot listen on ${address}: port ${port} is already in use`, {
+        code: 'listen',
+        hint: `another sandbox may be running; ${other}`,
+        cause: error,
+      });
+    case 'EACCES':
+    case 'EPERM':
+      return new UsageError(`cannot listen on ${address}: permission denied`, {
+        code: 'listen',
+        hint: `ports below 1024 usually need privileges; ${other}`,
+        cause: error,
+      });
+    case 'EADDRNOTAVAIL':
+      return new UsageError(`cannot listen on ${address}: ${host} is not an address of this machine`, {
+        code: 'listen',
+        hint: 'use --host 127.0.0.1 (the default)',
+        cause: error,
+      });
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+      return new UsageError(`cannot listen on ${address}: unknown host ${host}`, {
+        code: 'listen',
+        hint: 'use --host 127.0.0.1 (the default)',
+        cause: error,
+      });
+    default:
+      if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) {
+        return new UsageError(`cannot listen on ${address}: ${code}`, {
+          code: 'listen',
+          hint: `check --host and --port; ${other}`,
+          cause: error,
+        });
+      }
+      return error;
+  }
 }

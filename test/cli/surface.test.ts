@@ -6,7 +6,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/commands/registry.js';
-import { EXIT } from '../../src/errors.js';
+import { listenError } from '../../src/commands/sandbox.js';
+import { EXIT, UsageError } from '../../src/errors.js';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
 import { type Bed, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
 import { spawnCli } from '../helpers/cli.js';
@@ -231,5 +232,39 @@ describe('numeric options and settings have sensible ranges', () => {
       await runMain(bed, ['sandbox', '--port', value]),
       /invalid --port .*from 0 to 65535.*\(see `notarize sandbox --help`\)$/m,
     );
+  });
+});
+
+describe('notarize sandbox cannot listen', () => {
+  it('on a busy port: exit 2, one line naming the port and hinting --port 0', async () => {
+    const port = new URL(bed.url).port;
+    const run = await runMain(bed, ['sandbox', '--port', port]);
+    expectOneLineUsage(run, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: port ${port} is already in use`));
+    expect(run.stderr).toMatch(/--port 0 for a free one/);
+    expect(run.stderr).not.toMatch(/unexpected error|EADDRINUSE/);
+    const json = expectJsonError(await runMain(bed, ['--json', 'sandbox', '--port', port]), EXIT.usage);
+    expect(json).toMatchObject({ code: 'listen', hint: expect.stringContaining('--port 0') });
+  });
+
+  it('on an address that is not this machine’s, or an unknown host: a clear usage error', async () => {
+    // 192.0.2.0/24 is reserved for documentation: never an address of this machine.
+    expectOneLineUsage(
+      await runMain(bed, ['sandbox', '--port', '0', '--host', '192.0.2.1']),
+      /cannot listen on 192\.0\.2\.1:0: 192\.0\.2\.1 is not an address of this machine/,
+    );
+  });
+
+  it('without the right to a low port (EACCES): names the port and why', () => {
+    // Tests may run as root, where port 80 is allowed: the mapping is checked directly.
+    const denied = Object.assign(new Error('listen EACCES: permission denied 127.0.0.1:80'), { code: 'EACCES' });
+    const error = listenError(denied, '127.0.0.1', 80) as UsageError;
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.exitCode).toBe(EXIT.usage);
+    expect(error.message).toBe('cannot listen on 127.0.0.1:80: permission denied');
+    expect(error.hint).toMatch(/below 1024 .*--port 0/);
+    const unknown = Object.assign(new Error('listen EMFILE'), { code: 'EMFILE' });
+    expect((listenError(unknown, '::1', 9) as UsageError).message).toBe('cannot listen on [::1]:9: EMFILE');
+    const notNetwork = new TypeError('bad');
+    expect(listenError(notNetwork, '127.0.0.1', 9)).toBe(notNetwork);
   });
 });
