@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { commandPath } from './commands/options.js';
 import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
+import { cleanSecret } from './core/secrets.js';
 import { EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, type IOOptions } from './output/io.js';
 import { VERSION } from './version.js';
@@ -87,8 +88,10 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
       const globals = program.opts<GlobalOptions>();
       io.quiet = globals.quiet ?? false;
       io.verbose = globals.verbose ?? false;
-      io.addSecret(env.NOTARIZE_API_KEY);
-      io.addSecret(env.NOTARIZE_TOKEN);
+      for (const name of ['NOTARIZE_API_KEY', 'NOTARIZE_TOKEN', 'NOTARIZE_SANDBOX_API_KEY']) {
+        io.addSecret(env[name]);
+        io.addSecret(cleanSecret(env[name]));
+      }
       state.context = new ContextClass(io, env, globals, state.storeModule);
     }
     return state.context;

@@ -6,6 +6,7 @@
 import type { ApiClient } from './api/client.js';
 import type { Dispatcher } from 'undici';
 import type { IO } from './output/io.js';
+import { cleanSecret } from './core/secrets.js';
 import { UsageError } from './errors.js';
 import { settingDefinition, wholeNumber, type SettingDefinition, type SettingKey } from './settings.js';
 import type * as StoreModuleExports from './store/store.js';
@@ -118,8 +119,8 @@ export class Context {
     const credentials = new TokenCredentials({
       baseUrl,
       store: this.store,
-      envToken: this.env.NOTARIZE_TOKEN,
-      apiKey: this.env.NOTARIZE_API_KEY || undefined,
+      envToken: cleanSecret(this.env.NOTARIZE_TOKEN),
+      apiKey: cleanSecret(this.env.NOTARIZE_API_KEY),
       onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
       onToken: (token) => this.io.addSecret(token),
     });

@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { once } from 'node:events';
 import { z } from 'zod';
 import type { Context } from '../context.js';
+import { cleanSecret } from '../core/secrets.js';
 import { UsageError } from '../errors.js';
 import { FAULT_SPEC_HELP, parseFaults } from '../sandbox/faults.js';
 import { startSandbox } from '../sandbox/server.js';
@@ -58,13 +59,14 @@ export async function runSandbox(ctx: Context, options: z.infer<typeof optionsSc
   } catch (error) {
     throw new UsageError((error as Error).message, { hint: 'see `notarize sandbox --help` for the fault syntax' });
   }
+  const apiKey = cleanSecret(ctx.env.NOTARIZE_SANDBOX_API_KEY);
   let sandbox;
   try {
     sandbox = await startSandbox({
       host: options.host,
       port: options.port,
       faults,
-      ...(ctx.env.NOTARIZE_SANDBOX_API_KEY ? { apiKey: ctx.env.NOTARIZE_SANDBOX_API_KEY } : {}),
+      ...(apiKey === undefined ? {} : { apiKey }),
     });
   } catch (error) {
     throw listenError(error, options.host, options.port);
