@@ -42,8 +42,16 @@ function colourWanted(env: NodeJS.ProcessEnv, isTTY: boolean): boolean {
 
 /** The IO object over this process's streams. */
 export function processIO(env: NodeJS.ProcessEnv): IO {
+  // A reader that stops early (`notarize --help | head -1`) closes the pipe:
+  // that is the reader's choice, not an error, and must not end in a stack
+  // trace. Output to it stops; the command itself still finishes its work.
+  let stdoutClosed = false;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') stdoutClosed = true;
+    else process.stderr.write(`notarize: cannot write to standard output: ${error.code ?? error.message}\n`);
+  });
   const options: IOOptions = {
-    stdout: process.stdout,
+    stdout: { write: (text: string) => stdoutClosed || process.stdout.write(text) },
     stderr: process.stderr,
     stdin: process.stdin,
     stdinIsTTY: Boolean(process.stdin.isTTY),

@@ -3,6 +3,7 @@
  * the real command, --quiet, and the ranges of numeric options. In-process
  * through `main()` with buffer IO.
  */
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/commands/registry.js';
@@ -10,7 +11,7 @@ import { listenError } from '../../src/commands/sandbox.js';
 import { EXIT, UsageError } from '../../src/errors.js';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
 import { type Bed, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
-import { spawnCli } from '../helpers/cli.js';
+import { BIN, runProcess, spawnCli } from '../helpers/cli.js';
 import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
@@ -266,5 +267,23 @@ describe('notarize sandbox cannot listen', () => {
     expect((listenError(unknown, '::1', 9) as UsageError).message).toBe('cannot listen on [::1]:9: EMFILE');
     const notNetwork = new TypeError('bad');
     expect(listenError(notNetwork, '127.0.0.1', 9)).toBe(notNetwork);
+  });
+});
+
+describe('a reader that stops early', () => {
+  it('`notarize hash ... | head -1`: no EPIPE stack trace, exit 0', async () => {
+    // The process boundary is the point. Far more output than a pipe buffer
+    // (64 KiB) holds, so writes go on after head has exited.
+    const dir = join(bed.workDir, 'many');
+    await mkdir(dir);
+    const long = 'x'.repeat(150);
+    await Promise.all(Array.from({ length: 1000 }, (_, i) => writeFile(join(dir, `${long}-${i}.txt`), `${i}`)));
+    const script = '"$NODE" "$BIN" hash -r "$DIR" | head -1; echo "status=${PIPESTATUS[0]}" >&2';
+    const run = await runProcess('bash', ['-c', script], {
+      env: { NODE: process.execPath, BIN, DIR: dir, NOTARIZE_CONFIG_DIR: bed.storeDir },
+      cwd: bed.workDir,
+    });
+    expect(run.stdout).toMatch(/^[0-9a-f]{64} {2}\S+\n$/);
+    expect(run.stderr).toBe('status=0\n');
   });
 });
