@@ -14,6 +14,9 @@ import type { Store } from './store/store.js';
 import type { ServiceStore } from './store/service-store.js';
 import { VERSION } from './version.js';
 
+/** Where a setting's value comes from. */
+export type SettingSource = 'flag' | 'env' | 'store' | 'default';
+
 /** The options every command accepts. */
 export interface GlobalOptions {
   baseUrl?: string;
@@ -79,14 +82,22 @@ export class Context {
 
   /** A setting's value by the precedence rule; invalid values are usage errors. */
   setting(key: SettingKey): string {
+    return this.resolveSetting(key).value;
+  }
+
+  /** A setting's value and where it comes from (`config get`/`list` show both); invalid values are usage errors. */
+  resolveSetting(key: SettingKey): { value: string; source: SettingSource } {
     const definition = settingDefinition(key);
     const flag = this.globals[key];
-    if (flag !== undefined) return parseFrom(definition, flag, `given with --${kebab(key)}`);
+    if (flag !== undefined) return { value: parseFrom(definition, flag, `given with --${kebab(key)}`), source: 'flag' };
     const fromEnv = this.env[definition.env];
-    if (fromEnv !== undefined && fromEnv !== '') return parseFrom(definition, fromEnv, `set by ${definition.env}`);
+    if (fromEnv !== undefined && fromEnv !== '') {
+      return { value: parseFrom(definition, fromEnv, `set by ${definition.env}`), source: 'env' };
+    }
     // The store checks stored values with the same parse when it reads them.
     const stored = this.store.getSetting(key);
-    return definition.parse(stored ?? definition.default);
+    if (stored !== undefined) return { value: definition.parse(stored), source: 'store' };
+    return { value: definition.parse(definition.default), source: 'default' };
   }
 
   get baseUrl(): string {

@@ -193,6 +193,11 @@ describe('numeric options and settings have sensible ranges', () => {
       /invalid timeout '0': .* \(set by NOTARIZE_TIMEOUT\)$/m,
     );
     expectOneLineUsage(await runMain(bed, ['config', 'set', 'timeout', '0']), /invalid timeout '0'/);
+    // `config get` reads by the same rule, with the same message.
+    expectOneLineUsage(
+      await runMain(bed, ['config', 'get', 'timeout'], { env: { NOTARIZE_TIMEOUT: '0' } }),
+      /invalid timeout '0': .* \(set by NOTARIZE_TIMEOUT\)$/m,
+    );
     expect(bed.callsSince(mark)).toEqual([]);
     // 1 ms is the least, and allowed.
     const ok = await runMain(bed, ['config', 'set', 'timeout', '1']);
