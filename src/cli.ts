@@ -96,7 +96,9 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
       const globals = program.opts<GlobalOptions>();
       io.quiet = globals.quiet ?? false;
       io.verbose = globals.verbose ?? false;
-      for (const name of ['NOTARIZE_API_KEY', 'NOTARIZE_TOKEN', 'NOTARIZE_SANDBOX_API_KEY']) {
+      // Raw and trimmed: notarize uses them trimmed (see core/secrets.ts).
+      // (Not NOTARIZE_SANDBOX_API_KEY: the sandbox prints its key on purpose.)
+      for (const name of ['NOTARIZE_API_KEY', 'NOTARIZE_TOKEN']) {
         io.addSecret(env[name]);
         io.addSecret(cleanSecret(env[name]));
       }

@@ -16,6 +16,7 @@ import { cleanSecret } from '../../src/core/secrets.js';
 import { AuthError, EXIT, TransientError, UsageError } from '../../src/errors.js';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
 import { type Bed, routes, sha256, useBed } from '../helpers/bed.js';
+import { spawnCli } from '../helpers/cli.js';
 import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
@@ -116,6 +117,23 @@ describe('NOTARIZE_API_KEY and the key on standard input', () => {
     const run = await runMain(bed, ['login', '--api-key-stdin'], { stdin: ' \r\n' });
     expectFailure(run, EXIT.usage, /the API key is empty/);
     expect(bed.sandbox.calls).toEqual([]);
+  });
+});
+
+describe('NOTARIZE_SANDBOX_API_KEY', () => {
+  it('is trimmed the same way, and the sandbox still prints it (its own key, shown on purpose)', async () => {
+    const sandbox = spawnCli(['sandbox', '--port', '0', '--json'], {
+      env: { ...bed.env(), NOTARIZE_SANDBOX_API_KEY: 'sandbox_0123456789abcdef\r\n' },
+      cwd: bed.workDir,
+    });
+    let first: string;
+    try {
+      first = await sandbox.firstLine;
+    } finally {
+      sandbox.child.kill('SIGTERM');
+    }
+    bed.record(await sandbox.exited);
+    expect(JSON.parse(first)).toMatchObject({ apiKey: 'sandbox_0123456789abcdef' });
   });
 });
 
