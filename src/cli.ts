@@ -4,9 +4,11 @@
  * `--version` and `--help` load almost nothing.
  */
 import { Command, CommanderError } from 'commander';
+import { commandPath } from './commands/options.js';
 import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
-import { EXIT, EXIT_CODE_HELP, NotarizeError, type ExitCode } from './errors.js';
+import { cleanSecret } from './core/secrets.js';
+import { EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, type IOOptions, type Sink } from './output/io.js';
 import { VERSION } from './version.js';
 
@@ -91,6 +93,8 @@ interface RunState {
   ContextClass?: typeof Context;
   storeModule?: StoreModule | undefined;
   context?: Context;
+  /** The command whose parse failed (commander's errors do not say), so the hint can name it. */
+  failed?: Command;
 }
 
 function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command {
@@ -102,8 +106,12 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
       const globals = program.opts<GlobalOptions>();
       io.quiet = globals.quiet ?? false;
       io.verbose = globals.verbose ?? false;
-      io.addSecret(env.NOTARIZE_API_KEY);
-      io.addSecret(env.NOTARIZE_TOKEN);
+      // Raw and trimmed: notarize uses them trimmed (see core/secrets.ts).
+      // (Not NOTARIZE_SANDBOX_API_KEY: the sandbox prints its key on purpose.)
+      for (const name of ['NOTARIZE_API_KEY', 'NOTARIZE_TOKEN']) {
+        io.addSecret(env[name]);
+        io.addSecret(cleanSecret(env[name]));
+      }
       state.context = new ContextClass(io, env, globals, state.storeModule);
     }
     return state.context;
@@ -135,44 +143,77 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
   for (const entry of COMMANDS) {
     program.command(entry.name).description(entry.summary);
   }
+  const configured = new WeakSet<Command>();
+  /** Loads a command's module and lets it add its arguments, options and subcommands; once per command. */
+  const load = async (subcommand: Command): Promise<void> => {
+    // Only the program's own commands come from the registry (`config list` is not `list`).
+    const entry = subcommand.parent === program ? COMMANDS.find((c) => c.name === subcommand.name()) : undefined;
+    if (!entry || configured.has(subcommand)) return;
+    configured.add(subcommand);
+    // The context (store, conf, settings) is loaded only for a command that
+    // runs, never for --version or --help.
+    const [module, { Context: ContextClass }, storeModule] = await Promise.all([
+      entry.load(),
+      import('./context.js'),
+      entry.usesStore === false ? undefined : import('./store/store.js'),
+    ]);
+    state.ContextClass = ContextClass;
+    state.storeModule = storeModule;
+    module.configure(subcommand, context, COMMANDS);
+  };
+  // commander's own `help <command>` shows the command before its module has
+  // configured it (an empty command), and only one level deep; this one
+  // loads the command first and walks subcommands (`help config set`), so it
+  // prints exactly what `<command> --help` prints.
+  program.helpCommand(false);
+  program
+    .command('help [command...]')
+    .description('show the help of a command: `help <command>` is `<command> --help`')
+    .action(async (names: string[]) => {
+      let target: Command = program;
+      for (const name of names) {
+        const next = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
+        if (!next) {
+          throw new UsageError(`unknown command '${[...names.slice(0, names.indexOf(name)), name].join(' ')}'`, {
+            hint: `see \`${commandPath(target)} --help\``,
+          });
+        }
+        await load(next);
+        target = next;
+      }
+      target.outputHelp();
+    });
   program.hook('preSubcommand', async (_program, subcommand) => {
-    const entry = COMMANDS.find((c) => c.name === subcommand.name());
-    if (entry) {
-      // The context (store, conf, settings) is loaded only for a command that
-      // runs, never for --version or --help.
-      const [module, { Context: ContextClass }, storeModule] = await Promise.all([
-        entry.load(),
-        import('./context.js'),
-        entry.usesStore === false ? undefined : import('./store/store.js'),
-      ]);
-      state.ContextClass = ContextClass;
-      state.storeModule = storeModule;
-      module.configure(subcommand, context, COMMANDS);
-    }
+    await load(subcommand);
   });
   return program;
 }
 
-function applyExitOverride(command: Command): void {
+/**
+ * Makes every command below `command` throw its parse errors instead of
+ * exiting, noting which command failed so the hint can name it.
+ */
+function applyExitOverride(command: Command, state: RunState): void {
   for (const sub of command.commands) {
-    sub.exitOverride();
-    applyExitOverride(sub);
+    sub.exitOverride((error) => {
+      state.failed = sub;
+      throw error;
+    });
+    applyExitOverride(sub, state);
   }
 }
 
 /** Prints an error the documented way and returns its exit code. */
-function report(io: IO, error: unknown, json: boolean): ExitCode {
+function report(io: IO, error: unknown, json: boolean, failed: Command | undefined): ExitCode {
   if (error instanceof CommanderError) {
-    if (
-      error.code === 'commander.helpDisplayed' ||
-      error.code === 'commander.version' ||
-      error.code === 'commander.help'
-    ) {
-      return EXIT.ok;
-    }
+    if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return EXIT.ok;
+    // Help shown because no (sub)command was given (`notarize`, `notarize
+    // config`): it went to stderr and nothing ran, a usage error.
+    if (error.code === 'commander.help') return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
-    if (json) io.error(JSON.stringify({ error: { code: 'usage', exitCode: EXIT.usage, message } }));
-    else io.error(`notarize: ${message}\n(see \`notarize --help\`)`);
+    const hint = `see \`${failed ? commandPath(failed) : 'notarize'} --help\``;
+    if (json) io.error(JSON.stringify({ error: { code: 'usage', exitCode: EXIT.usage, message, hint } }));
+    else io.error(`notarize: ${message} (${hint})`);
     return EXIT.usage;
   }
   const known = error instanceof NotarizeError;
@@ -199,14 +240,14 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   const argv = options.argv ?? process.argv.slice(2);
   const state: RunState = {};
   const program = buildProgram(io, env, state);
-  program.hook('preSubcommand', (_program, subcommand) => applyExitOverride(subcommand));
+  program.hook('preSubcommand', () => applyExitOverride(program, state));
   try {
     await program.parseAsync(argv, { from: 'user' });
     return EXIT.ok;
   } catch (error) {
     const json = argv.includes('--json');
     if (argv.includes('--verbose')) io.verbose = true;
-    return report(io, error, json);
+    return report(io, error, json, state.failed);
   } finally {
     await state.context?.close();
   }

@@ -6,11 +6,16 @@
 import type { ApiClient } from './api/client.js';
 import type { Dispatcher } from 'undici';
 import type { IO } from './output/io.js';
-import { settingDefinition, type SettingKey } from './settings.js';
+import { cleanSecret } from './core/secrets.js';
+import { UsageError } from './errors.js';
+import { settingDefinition, wholeNumber, type SettingDefinition, type SettingKey } from './settings.js';
 import type * as StoreModuleExports from './store/store.js';
 import type { Store } from './store/store.js';
 import type { ServiceStore } from './store/service-store.js';
 import { VERSION } from './version.js';
+
+/** Where a setting's value comes from. */
+export type SettingSource = 'flag' | 'env' | 'store' | 'default';
 
 /** The options every command accepts. */
 export interface GlobalOptions {
@@ -29,6 +34,22 @@ export interface GlobalOptions {
  */
 export type StoreModule = typeof StoreModuleExports;
 
+const retryDelaySetting = { parse: wholeNumber('retry delay', 0, 60_000) };
+
+function kebab(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/** Parses a setting's value; a refusal's hint says where the value came from, the user's next question. */
+function parseFrom(definition: Pick<SettingDefinition, 'parse'>, value: string, source: string): string {
+  try {
+    return definition.parse(value);
+  } catch (error) {
+    if (error instanceof UsageError) error.hint = error.hint ? `${source}; ${error.hint}` : source;
+    throw error;
+  }
+}
+
 /** Lazily built dependencies of a command run; see the module comment. */
 export class Context {
   readonly io: IO;
@@ -44,6 +65,12 @@ export class Context {
     this.env = env;
     this.globals = globals;
     this.#storeModule = storeModule;
+    // A bad global flag is refused by every command, also those that would
+    // not use it, rather than accepted here and refused there.
+    for (const key of ['baseUrl', 'timeout', 'retries'] as const) {
+      const flag = globals[key];
+      if (flag !== undefined) parseFrom(settingDefinition(key), flag, `given with --${kebab(key)}`);
+    }
   }
 
   get store(): Store {
@@ -55,13 +82,22 @@ export class Context {
 
   /** A setting's value by the precedence rule; invalid values are usage errors. */
   setting(key: SettingKey): string {
+    return this.resolveSetting(key).value;
+  }
+
+  /** A setting's value and where it comes from (`config get`/`list` show both); invalid values are usage errors. */
+  resolveSetting(key: SettingKey): { value: string; source: SettingSource } {
     const definition = settingDefinition(key);
     const flag = this.globals[key];
-    if (flag !== undefined) return definition.parse(flag);
+    if (flag !== undefined) return { value: parseFrom(definition, flag, `given with --${kebab(key)}`), source: 'flag' };
     const fromEnv = this.env[definition.env];
-    if (fromEnv !== undefined && fromEnv !== '') return definition.parse(fromEnv);
+    if (fromEnv !== undefined && fromEnv !== '') {
+      return { value: parseFrom(definition, fromEnv, `set by ${definition.env}`), source: 'env' };
+    }
+    // The store checks stored values with the same parse when it reads them.
     const stored = this.store.getSetting(key);
-    return definition.parse(stored ?? definition.default);
+    if (stored !== undefined) return { value: definition.parse(stored), source: 'store' };
+    return { value: definition.parse(definition.default), source: 'default' };
   }
 
   get baseUrl(): string {
@@ -94,17 +130,23 @@ export class Context {
     const credentials = new TokenCredentials({
       baseUrl,
       store: this.store,
-      envToken: this.env.NOTARIZE_TOKEN,
-      apiKey: this.env.NOTARIZE_API_KEY || undefined,
+      envToken: cleanSecret(this.env.NOTARIZE_TOKEN),
+      apiKey: cleanSecret(this.env.NOTARIZE_API_KEY),
       onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
       onToken: (token) => this.io.addSecret(token),
     });
-    const baseDelayMs = Number(this.env.NOTARIZE_RETRY_DELAY_MS ?? 500);
+    // Not a declared setting (a knob for tests and impatient CI jobs), but
+    // refused the same way when it is not a sensible number.
+    const retryDelay = this.env.NOTARIZE_RETRY_DELAY_MS;
+    const baseDelayMs =
+      retryDelay === undefined || retryDelay === ''
+        ? 500
+        : Number(parseFrom(retryDelaySetting, retryDelay, 'set by NOTARIZE_RETRY_DELAY_MS'));
     this.#api = new ApiClient(
       transport,
       {
         retries: Number(this.setting('retries')),
-        baseDelayMs: Number.isFinite(baseDelayMs) && baseDelayMs >= 0 ? baseDelayMs : 500,
+        baseDelayMs,
         maxDelayMs: 30_000,
         onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
       },

@@ -18,14 +18,25 @@ export interface SettingDefinition {
 
 export type SettingKey = 'baseUrl' | 'timeout' | 'retries';
 
-function positiveInteger(name: string, max: number) {
+/**
+ * A parse function for a whole number from `min` to `max`, written in plain
+ * digits (no sign, fraction, exponent, hex or empty string, which Number()
+ * would take as 0 or something else than the user meant).
+ */
+export function wholeNumber(name: string, min: number, max: number) {
   return (value: string): string => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < 0 || n > max) {
-      throw new UsageError(`invalid ${name} '${value}': expected a whole number from 0 to ${max}`);
+    const digits = value.trim();
+    const n = /^\d{1,16}$/.test(digits) ? Number(digits) : Number.NaN;
+    if (!(n >= min && n <= max)) {
+      throw new UsageError(`invalid ${name}${quoted(value)}: expected a whole number from ${min} to ${max}`);
     }
     return String(n);
   };
+}
+
+/** " '<value>'" when the value fits on one short line, so a message stays one line. */
+function quoted(value: string): string {
+  return value.length <= 40 && !/\p{Cc}/u.test(value) ? ` '${value}'` : '';
 }
 
 /** The settings notarize knows, in the order `config list` shows them. */
@@ -42,14 +53,16 @@ export const SETTINGS: readonly SettingDefinition[] = [
     description: 'milliseconds each request may take',
     env: 'NOTARIZE_TIMEOUT',
     default: '30000',
-    parse: positiveInteger('timeout', 3_600_000),
+    // 0 ms would make every request time out at once, each failure then
+    // "transient" and retried: a request needs at least 1 ms.
+    parse: wholeNumber('timeout', 1, 3_600_000),
   },
   {
     key: 'retries',
     description: 'how many times a retryable request is tried again',
     env: 'NOTARIZE_RETRIES',
     default: '3',
-    parse: positiveInteger('retries', 20),
+    parse: wholeNumber('retries', 0, 20),
   },
 ];
 

@@ -15,6 +15,7 @@ import {
   UnreadableAnswerError,
   UsageError,
 } from '../errors.js';
+import { isSendableToken } from '../core/secrets.js';
 import { readBounded } from '../read-bounded.js';
 
 /** Answers larger than this are cut off: no documented answer comes near it. */
@@ -81,7 +82,16 @@ export class HttpTransport {
       accept: 'application/json',
     };
     if (req.body !== undefined) headers['content-type'] = 'application/json';
-    if (req.token !== undefined) headers.authorization = `Bearer ${req.token}`;
+    if (req.token !== undefined) {
+      // Credentials check where a token comes from; this is the last line:
+      // a token undici would refuse is an auth problem, not a network one.
+      if (!isSendableToken(req.token)) {
+        throw new AuthError('the bearer token holds characters an HTTP header cannot carry; nothing was sent', {
+          hint: 'log in again with `notarize login` (or check NOTARIZE_TOKEN)',
+        });
+      }
+      headers.authorization = `Bearer ${req.token}`;
+    }
     const elapsed = () => `${Math.round(performance.now() - started)} ms`;
     let answer: Dispatcher.ResponseData;
     try {
@@ -219,6 +229,19 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
 
 function networkError(method: string, url: string, error: unknown): Error {
   const code = errorCode(error);
+  if (code === 'UND_ERR_INVALID_ARG' || (error as { name?: string }).name === 'InvalidArgumentError') {
+    // undici refused an argument (a header value, an option) before sending
+    // anything: a local error, never a network failure to retry. Its own
+    // message is left out: it may quote a header.
+    return new UsageError(
+      `${method} ${url} was not sent: the request was refused locally (${code || 'invalid argument'})`,
+      {
+        code: 'invalid_request',
+        hint: 'check NOTARIZE_TOKEN, the stored token and the settings; if they are fine, report this as a bug',
+        cause: error,
+      },
+    );
+  }
   const name = (error as { name?: string }).name ?? '';
   const timedOut = name === 'TimeoutError' || code.endsWith('_TIMEOUT') || code === 'UND_ERR_ABORTED';
   const reason = timedOut ? 'timed out' : code || (error as Error).message;

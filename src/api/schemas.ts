@@ -9,6 +9,7 @@
  * here only decides what is *checked*, not what is kept.
  */
 import { z } from 'zod';
+import { isSendableToken } from '../core/secrets.js';
 
 /** A SHA-256 digest as the service wants it: 64 lowercase hex characters. */
 export const hashSchema = z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex characters');
@@ -87,7 +88,10 @@ export type NotarizationRecord = z.infer<typeof notarizationRecordSchema>;
 export const loginRequestSchema = z.looseObject({ apiKey: z.string().min(1) });
 
 /** Answer of `POST /api/v2/auth/login`. */
-export const loginResponseSchema = z.looseObject({ token: z.string().min(1) });
+export const loginResponseSchema = z.looseObject({
+  // A token we could not send back (control or non-ASCII characters) is not one.
+  token: z.string().min(1).refine(isSendableToken, 'the token holds characters an HTTP header cannot carry'),
+});
 
 /** Body of `PUT /api/v2/file/{hash}` (custody only). */
 export const fileMetadataSchema = z.looseObject({

@@ -44,7 +44,7 @@ ${examples([
 ])}`,
     )
     .action(async (hash: string, raw: unknown) => {
-      await runComplete(context(), hash, parseOptions(optionsSchema, raw));
+      await runComplete(context(), hash, parseOptions(optionsSchema, raw, command));
     });
 }
 

@@ -9,16 +9,9 @@ import { renderTable } from '../output/render.js';
 import { SETTINGS, settingDefinition, type SettingDefinition } from '../settings.js';
 import { examples, withValues } from './options.js';
 
-type Source = 'flag' | 'env' | 'store' | 'default';
-
-function effective(ctx: Context, definition: SettingDefinition): { value: string; source: Source } {
-  const flag = ctx.globals[definition.key];
-  if (flag !== undefined) return { value: definition.parse(flag), source: 'flag' };
-  const fromEnv = ctx.env[definition.env];
-  if (fromEnv) return { value: definition.parse(fromEnv), source: 'env' };
-  const stored = ctx.store.getSetting(definition.key);
-  if (stored !== undefined) return { value: stored, source: 'store' };
-  return { value: definition.default, source: 'default' };
+/** The value in effect, by the same rule (and with the same messages) as every command's. */
+function effective(ctx: Context, definition: SettingDefinition) {
+  return ctx.resolveSetting(definition.key);
 }
 
 /** A `<key>` argument: one of the settings, which --help and shell completion list. */

@@ -32,7 +32,7 @@ ${examples([
 ])}`,
     )
     .action(async (paths: string[], raw: unknown) => {
-      await runHash(context(), paths, parseOptions(optionsSchema, raw));
+      await runHash(context(), paths, parseOptions(optionsSchema, raw, command));
     });
 }
 

@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { readTextInput } from '../core/read-input.js';
+import { cleanSecret } from '../core/secrets.js';
 import { describeToken, isExpired, readClaims } from '../core/token.js';
 import { AuthError, UsageError } from '../errors.js';
 import { promptHidden } from '../output/prompt.js';
@@ -29,7 +30,7 @@ ${examples([
 ])}`,
     )
     .action(async (raw: unknown) => {
-      await runLogin(context(), parseOptions(optionsSchema, raw));
+      await runLogin(context(), parseOptions(optionsSchema, raw, command));
     });
 }
 
@@ -37,10 +38,10 @@ async function obtainKey(ctx: Context, fromStdin: boolean): Promise<string> {
   if (fromStdin) {
     if (ctx.io.stdinIsTTY)
       throw new UsageError('--api-key-stdin reads standard input, but it is a terminal', { hint: 'pipe the key in' });
-    return (await readTextInput('-', ctx.io.stdin, 64 * 1024, 'the API key')).trim();
+    return cleanSecret(await readTextInput('-', ctx.io.stdin, 64 * 1024, 'the API key')) ?? '';
   }
-  const fromEnv = ctx.env.NOTARIZE_API_KEY;
-  if (fromEnv) return fromEnv.trim();
+  const fromEnv = cleanSecret(ctx.env.NOTARIZE_API_KEY);
+  if (fromEnv !== undefined) return fromEnv;
   if (!ctx.io.stdinIsTTY || ctx.env.CI) {
     const why = ctx.io.stdinIsTTY ? 'CI is set' : 'standard input is not a terminal';
     throw new AuthError(`no API key: ${why}, so notarize will not prompt`, {
@@ -48,7 +49,7 @@ async function obtainKey(ctx: Context, fromStdin: boolean): Promise<string> {
     });
   }
   try {
-    return (await promptHidden('API key: ', ctx.io.stdin, process.stderr)).trim();
+    return cleanSecret(await promptHidden('API key: ', ctx.io.stdin, process.stderr)) ?? '';
   } catch {
     throw new UsageError('login cancelled');
   }
@@ -84,5 +85,6 @@ export async function runLogin(ctx: Context, options: z.infer<typeof optionsSche
     );
     return;
   }
-  ctx.io.data(`logged in to ${baseUrl} as ${describeToken(token)}`);
+  // A message, not data: --quiet silences it (--json gives the same as data).
+  ctx.io.info(`logged in to ${baseUrl} as ${describeToken(token)}`);
 }

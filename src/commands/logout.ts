@@ -1,6 +1,7 @@
 /** `notarize logout`: forget the token stored for the current service. */
 import type { Command } from 'commander';
 import type { Context } from '../context.js';
+import { cleanSecret } from '../core/secrets.js';
 import { examples } from './options.js';
 
 export function configure(command: Command, context: () => Context): void {
@@ -17,5 +18,6 @@ export function runLogout(ctx: Context): void {
   const baseUrl = ctx.baseUrl;
   const had = ctx.store.deleteToken(baseUrl);
   ctx.io.info(had ? `logged out of ${baseUrl}` : `no token was stored for ${baseUrl}`);
-  if (ctx.env.NOTARIZE_TOKEN) ctx.io.warn('NOTARIZE_TOKEN is set in the environment and is still used');
+  if (cleanSecret(ctx.env.NOTARIZE_TOKEN) !== undefined)
+    ctx.io.warn('NOTARIZE_TOKEN is set in the environment and is still used');
 }

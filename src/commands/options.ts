@@ -2,20 +2,37 @@
  * Parsing raw command-line options through a zod schema at the boundary, so
  * a bad value is a usage error (exit 2) naming the option, never a crash.
  */
-import type { Argument } from 'commander';
+import type { Argument, Command } from 'commander';
 import type { z } from 'zod';
 import { UsageError } from '../errors.js';
 
-/** Validates `raw` (commander's opts()) with `schema`; throws UsageError on failure. */
-export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
+/** The command line that names `command`, e.g. "notarize config set", for hints. */
+export function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = command; c; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/**
+ * Validates `raw` (commander's opts()) with `schema`; throws UsageError on
+ * failure, whose hint names `command`'s own --help.
+ */
+export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown, command: Command): z.infer<S> {
   const parsed = schema.safeParse(raw);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const option = issue?.path.map(String).join('.') ?? '';
   const flag = option ? `--${option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` : 'options';
-  throw new UsageError(`invalid ${flag}: ${issue?.message ?? 'invalid value'}`, {
-    hint: 'see `notarize <command> --help`',
+  throw new UsageError(`invalid ${flag}${given(raw, issue?.path[0])}: ${issue?.message ?? 'invalid value'}`, {
+    hint: `see \`${commandPath(command)} --help\``,
   });
+}
+
+/** " '<value>'" for a short one-line value the user typed, so the message shows what was refused. */
+function given(raw: unknown, key: PropertyKey | undefined): string {
+  if (key === undefined || typeof raw !== 'object' || raw === null) return '';
+  const value = (raw as Record<PropertyKey, unknown>)[key];
+  return typeof value === 'string' && value.length <= 40 && !/\p{Cc}/u.test(value) ? ` '${value}'` : '';
 }
 
 /** Examples appended to a command's --help. */

@@ -106,7 +106,7 @@ ${examples([
 ])}`,
     )
     .action(async (paths: string[], raw: unknown) => {
-      await runRegister(context(), paths, parseOptions(optionsSchema, raw));
+      await runRegister(context(), paths, parseOptions(optionsSchema, raw, command));
     });
 }
 

@@ -7,13 +7,20 @@ import type { Command } from 'commander';
 import { once } from 'node:events';
 import { z } from 'zod';
 import type { Context } from '../context.js';
+import { cleanSecret } from '../core/secrets.js';
 import { UsageError } from '../errors.js';
 import { FAULT_SPEC_HELP, parseFaults } from '../sandbox/faults.js';
 import { startSandbox } from '../sandbox/server.js';
 import { examples, parseOptions } from './options.js';
 
 const optionsSchema = z.object({
-  port: z.coerce.number().int().min(0).max(65535).default(8787),
+  // Plain digits only: coercion would read '' as 0 (a random port) and 0x50 as 80.
+  port: z
+    .string()
+    .trim()
+    .refine((v) => /^\d{1,5}$/.test(v) && Number(v) <= 65535, 'expected a port number from 0 to 65535 (0: a free one)')
+    .transform(Number)
+    .default(8787),
   host: z.string().default('127.0.0.1'),
   faults: z.string().optional(),
 });
@@ -39,7 +46,7 @@ ${examples([
 ])}`,
     )
     .action(async (raw: unknown) => {
-      await runSandbox(context(), parseOptions(optionsSchema, raw));
+      await runSandbox(context(), parseOptions(optionsSchema, raw, command));
     });
 }
 
@@ -52,12 +59,25 @@ export async function runSandbox(ctx: Context, options: z.infer<typeof optionsSc
   } catch (error) {
     throw new UsageError((error as Error).message, { hint: 'see `notarize sandbox --help` for the fault syntax' });
   }
-  const sandbox = await startSandbox({
-    host: options.host,
-    port: options.port,
-    faults,
-    ...(ctx.env.NOTARIZE_SANDBOX_API_KEY ? { apiKey: ctx.env.NOTARIZE_SANDBOX_API_KEY } : {}),
-  });
+  const apiKey = cleanSecret(ctx.env.NOTARIZE_SANDBOX_API_KEY);
+  let sandbox;
+  try {
+    sandbox = await startSandbox({
+      host: options.host,
+      port: options.port,
+      faults,
+      ...(apiKey === undefined ? {} : { apiKey }),
+    });
+  } catch (error) {
+    throw listenError(error, options.host, options.port);
+  }
+  // Listen for the signals before printing the URL: a supervisor may stop us
+  // as soon as it has read it, and must get a clean stop, not a killed process.
+  const stop = new AbortController();
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const signalled = Promise.race(
+    signals.map((signal) => once(process, signal, { signal: stop.signal }).catch(() => undefined)),
+  );
   if (ctx.globals.json) ctx.io.data(JSON.stringify({ url: sandbox.url, apiKey: sandbox.apiKey }));
   else {
     ctx.io.data(`notarize sandbox listening on ${sandbox.url}`);
@@ -65,10 +85,56 @@ export async function runSandbox(ctx: Context, options: z.infer<typeof optionsSc
     ctx.io.info(`try: NOTARIZE_BASE_URL=${sandbox.url} NOTARIZE_API_KEY=<the key> notarize register <file>`);
   }
   if (faults.length > 0) ctx.io.info(`injecting ${faults.length} fault rule(s)`);
-  const stop = new AbortController();
-  const signals = ['SIGINT', 'SIGTERM'] as const;
-  await Promise.race(signals.map((signal) => once(process, signal, { signal: stop.signal }).catch(() => undefined)));
+  await signalled;
   stop.abort();
   await sandbox.close();
   ctx.io.info('sandbox stopped');
+}
+
+/**
+ * What the user can do about a failure to listen: the address is the user's
+ * choice (--host, --port), so these are usage errors (exit 2), one line each.
+ */
+export function listenError(error: unknown, host: string, port: number): unknown {
+  const code = (error as { code?: unknown }).code;
+  const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const other = 'choose another with --port, or --port 0 for a free one';
+  switch (code) {
+    case 'EADDRINUSE':
+      return new UsageError(`cannot listen on ${address}: port ${port} is already in use`, {
+        code: 'listen',
+        hint: `another sandbox may be running; ${other}`,
+        cause: error,
+      });
+    case 'EACCES':
+    case 'EPERM':
+      return new UsageError(`cannot listen on ${address}: permission denied`, {
+        code: 'listen',
+        hint: `ports below 1024 usually need privileges; ${other}`,
+        cause: error,
+      });
+    case 'EADDRNOTAVAIL':
+      return new UsageError(`cannot listen on ${address}: ${host} is not an address of this machine`, {
+        code: 'listen',
+        hint: 'use --host 127.0.0.1 (the default)',
+        cause: error,
+      });
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+      return new UsageError(`cannot listen on ${address}: unknown host ${host}`, {
+        code: 'listen',
+        hint: 'use --host 127.0.0.1 (the default)',
+        cause: error,
+      });
+    default:
+      if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) {
+        return new UsageError(`cannot listen on ${address}: ${code}`, {
+          code: 'listen',
+          hint: `check --host and --port; ${other}`,
+          cause: error,
+        });
+      }
+      return error;
+  }
 }

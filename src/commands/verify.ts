@@ -48,7 +48,7 @@ ${examples([
 ])}`,
     )
     .action(async (paths: string[], raw: unknown) => {
-      await runVerify(context(), paths, parseOptions(optionsSchema, raw));
+      await runVerify(context(), paths, parseOptions(optionsSchema, raw, command));
     });
 }
 

@@ -6,14 +6,15 @@
 import type { ApiClient, Credentials } from '../api/client.js';
 import { AuthError, InvalidAnswerError, ProtocolError, ServiceRefusedError } from '../errors.js';
 import type { Store } from '../store/store.js';
+import { cleanSecret, isSendableToken, sendableToken } from './secrets.js';
 import { isExpired } from './token.js';
 
 export interface CredentialSources {
   baseUrl: string;
   store: Store;
-  /** NOTARIZE_TOKEN, if set. */
+  /** NOTARIZE_TOKEN, if set, through cleanSecret. */
   envToken: string | undefined;
-  /** NOTARIZE_API_KEY, if set. */
+  /** NOTARIZE_API_KEY, if set, through cleanSecret. */
   apiKey: string | undefined;
   /** Told when a login happens on the fly (for --verbose). */
   onLogin?: (reason: string) => void;
@@ -52,6 +53,9 @@ export class TokenCredentials implements Credentials {
     if (this.#current !== undefined && !isExpired(this.#current)) return this.#current;
     const { envToken, store, baseUrl, apiKey } = this.#sources;
     if (envToken !== undefined && envToken !== '') {
+      // Refused before anything is sent: undici would throw on the header,
+      // and that must never look like a network failure worth retrying.
+      sendableToken(envToken, 'NOTARIZE_TOKEN', 'set it to the token alone (a JWT: letters, digits, -, _ and dots)');
       if (!isExpired(envToken)) return (this.#current = envToken);
       if (apiKey === undefined) {
         throw new AuthError('the token in NOTARIZE_TOKEN has expired', {
@@ -59,8 +63,12 @@ export class TokenCredentials implements Credentials {
         });
       }
     } else {
-      const stored = store.getToken(baseUrl);
-      if (stored !== undefined && !isExpired(stored)) return (this.#current = stored);
+      const stored = cleanSecret(store.getToken(baseUrl));
+      // A damaged stored token is replaced by a login when a key is at hand.
+      if (stored !== undefined && apiKey === undefined) {
+        sendableToken(stored, `the store (credentials.json, for ${baseUrl})`, 'log in again with `notarize login`');
+      }
+      if (stored !== undefined && isSendableToken(stored) && !isExpired(stored)) return (this.#current = stored);
       if (apiKey === undefined) {
         throw new AuthError(
           stored === undefined ? `not logged in to ${baseUrl}` : `the stored token for ${baseUrl} has expired`,

@@ -277,7 +277,7 @@ describe('notarize sandbox', () => {
             env: { NOTARIZE_BASE_URL: first.url },
           });
           expect(login.code, login.stderr).toBe(0);
-          expect(login.stdout).toContain(`logged in to ${first.url}`);
+          expect(login.stderr).toContain(`logged in to ${first.url}`);
         }
       } finally {
         sandbox.child.kill(signal);

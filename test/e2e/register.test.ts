@@ -51,7 +51,8 @@ describe('e2e: register and complete', () => {
   it('logs in with the key on stdin, registers a file and prints the record with its verification URL', async () => {
     const loggedIn = await bed.run(['login', '--api-key-stdin'], { input: `${bed.sandbox.apiKey}\n` });
     expect(loggedIn.code, loggedIn.stderr).toBe(0);
-    expect(loggedIn.stdout).toMatch(
+    expect(loggedIn.stdout).toBe('');
+    expect(loggedIn.stderr).toMatch(
       new RegExp(
         `^logged in to ${bed.sandbox.url} as sandbox@example\\.invalid, user 1390; valid until \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\n$`,
       ),

@@ -72,12 +72,19 @@ export class Bed {
     return this.sandbox.url;
   }
 
-  /** Registers a value that must never appear in any output (and, for a JWT, its signature). */
+  /**
+   * Registers a value that must never appear in any output (and, for a JWT,
+   * its signature). A secret given with surrounding whitespace (as a test of
+   * untidy environment variables does) is searched for without it too, since
+   * notarize trims it before use.
+   */
   addSecret(secret: string | undefined): void {
-    if (!secret) return;
-    this.#secrets.add(secret);
-    const parts = secret.split('.');
-    if (parts.length === 3 && parts[2]) this.#secrets.add(parts[2]);
+    for (const value of new Set([secret, secret?.trim()])) {
+      if (!value) continue;
+      this.#secrets.add(value);
+      const parts = value.split('.');
+      if (parts.length === 3 && parts[2]) this.#secrets.add(parts[2]);
+    }
   }
 
   /** Another sandbox torn down with the bed (e.g. to prove which one a request went to). */

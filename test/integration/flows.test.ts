@@ -17,7 +17,9 @@ describe('flows', () => {
   it('login from standard input, register, and --json prints the service text exactly', async () => {
     const login = await runMain(bed, ['login', '--api-key-stdin'], { stdin: `${bed.sandbox.apiKey}\n` });
     expect(login.code, login.stderr).toBe(0);
-    expect(login.stdout).toMatch(
+    // A message on stderr (silenced by --quiet); no data without --json.
+    expect(login.stdout).toBe('');
+    expect(login.stderr).toMatch(
       /^logged in to http:\/\/127\.0\.0\.1:\d+ as sandbox@example\.invalid, user 1390; valid until /,
     );
     const loginJson = await runMain(bed, ['login', '--api-key-stdin', '--json'], { stdin: bed.sandbox.apiKey });
