@@ -6,6 +6,7 @@
 import type { ApiClient } from './api/client.js';
 import type { Dispatcher } from 'undici';
 import type { IO } from './output/io.js';
+import { proxySecrets } from './api/proxy-env.js';
 import { cleanSecret } from './core/secrets.js';
 import { UsageError } from './errors.js';
 import { settingDefinition, wholeNumber, type SettingDefinition, type SettingKey } from './settings.js';
@@ -71,6 +72,8 @@ export class Context {
       const flag = globals[key];
       if (flag !== undefined) parseFrom(settingDefinition(key), flag, `given with --${kebab(key)}`);
     }
+    // A proxy URL may carry a password; no message quotes one, and none may slip through.
+    for (const secret of proxySecrets(env)) io.addSecret(secret);
   }
 
   get store(): Store {
@@ -112,16 +115,20 @@ export class Context {
   /** The API client for the current service, with retries and credentials wired in. */
   async api(): Promise<ApiClient> {
     if (this.#api) return this.#api;
-    const [{ ApiClient }, { HttpTransport }, { TokenCredentials }, { createDispatcher }] = await Promise.all([
-      import('./api/client.js'),
-      import('./api/http.js'),
-      import('./core/credentials.js'),
-      import('./api/dispatcher.js'),
-    ]);
+    const [{ ApiClient }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }] =
+      await Promise.all([
+        import('./api/client.js'),
+        import('./api/http.js'),
+        import('./core/credentials.js'),
+        import('./api/dispatcher.js'),
+      ]);
     const baseUrl = this.baseUrl;
-    this.#dispatcher = createDispatcher(this.env);
+    // Throws UsageError naming a malformed proxy variable, before anything is sent.
+    const route = proxyRoute(this.env, baseUrl);
+    this.#dispatcher = createDispatcher(this.env, baseUrl);
     const transport = new HttpTransport({
       baseUrl,
+      ...(route === undefined ? {} : { proxyVariable: route.variable }),
       timeoutMs: Number(this.setting('timeout')),
       userAgent: `notarize/${VERSION} node/${process.versions.node}`,
       dispatcher: this.#dispatcher,

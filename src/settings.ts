@@ -77,12 +77,21 @@ export function settingDefinition(key: string): SettingDefinition {
   return found;
 }
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-
-/** True for hosts whose traffic never leaves the machine. */
+/**
+ * True for hosts whose traffic never leaves the machine: a literal loopback
+ * address (127.0.0.0/8, ::1) or `localhost` itself, as the URL parser gives
+ * them (lowercase, IPv4 in dotted decimal, IPv6 in brackets). Not
+ * `*.localhost`: such a name goes to the system resolver like any other, and
+ * a resolver (or a hosts file) may send it anywhere. Only these hosts may be
+ * spoken to over plain http, and they are never reached through a proxy.
+ */
 export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase();
   return (
-    LOOPBACK_HOSTS.has(hostname) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) || hostname.endsWith('.localhost')
+    host === 'localhost' ||
+    host === '[::1]' ||
+    host === '::1' ||
+    /^127\.(25[0-5]|2[0-4]\d|1?\d?\d)\.(25[0-5]|2[0-4]\d|1?\d?\d)\.(25[0-5]|2[0-4]\d|1?\d?\d)$/.test(host)
   );
 }
 
@@ -107,7 +116,7 @@ export function parseBaseUrl(value: string): string {
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
     throw new UsageError(`refusing to send credentials over plain http to '${url.host}'`, {
       code: 'unsafe_base_url',
-      hint: 'use https, or http only to a loopback address such as 127.0.0.1',
+      hint: 'use https, or http only to a loopback address: 127.0.0.1 (127.0.0.0/8), [::1] or localhost itself',
     });
   }
   if (url.username || url.password || url.search || url.hash) {

@@ -26,6 +26,11 @@ export interface TransportOptions {
   timeoutMs: number;
   userAgent: string;
   dispatcher: Dispatcher;
+  /**
+   * The variable naming the proxy the dispatcher goes through (`HTTPS_PROXY`...),
+   * when it goes through one: a proxy's own failures name it.
+   */
+  proxyVariable?: string;
   /** Receives one line per request (method, URL, status, time); never secrets. */
   log?: (line: string) => void;
 }
@@ -68,7 +73,8 @@ export class HttpTransport {
   }
 
   /**
-   * Sends one request and returns the 2xx answer. Throws AuthError (401/403),
+   * Sends one request and returns the 2xx answer. Throws AuthError (401/403,
+   * and 407 from a proxy),
    * TransientError (network, timeout, 429, 5xx), ServiceRefusedError (other
    * 4xx) or ProtocolError (unexpected status, oversized answer).
    */
@@ -106,7 +112,7 @@ export class HttpTransport {
       });
     } catch (error) {
       this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);
-      throw networkError(method, url, error);
+      throw networkError(method, url, error, this.options.proxyVariable);
     }
     const status = answer.statusCode;
     const ok = status >= 200 && status < 300;
@@ -125,6 +131,7 @@ export class HttpTransport {
     const retryAfter = headerValue(answer.headers['retry-after']);
     this.options.log?.(`${method} ${url} -> ${status} in ${elapsed()}`);
     if (ok) return { status, text };
+    if (status === 407) throw proxyAuthError(`${method} ${url} answered 407`, this.options.proxyVariable);
     throw statusError(method, url, status, redact(text, secretsOf(req)), retryAfter);
   }
 }
@@ -227,7 +234,10 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
   return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000));
 }
 
-function networkError(method: string, url: string, error: unknown): Error {
+/** What undici says when a proxy answers a CONNECT with anything but 200 (the tunnel never opened). */
+const TUNNEL_REFUSED = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/;
+
+function networkError(method: string, url: string, error: unknown, proxyVariable: string | undefined): Error {
   const code = errorCode(error);
   if (code === 'UND_ERR_INVALID_ARG' || (error as { name?: string }).name === 'InvalidArgumentError') {
     // undici refused an argument (a header value, an option) before sending
@@ -243,12 +253,63 @@ function networkError(method: string, url: string, error: unknown): Error {
     );
   }
   const name = (error as { name?: string }).name ?? '';
+  const tunnel = TUNNEL_REFUSED.exec((error as Error | undefined)?.message ?? '');
+  // Checked first: undici reports it as an aborted request, which is no timeout.
+  if (tunnel) return tunnelRefused(method, url, Number(tunnel[1]), proxyVariable, error);
   const timedOut = name === 'TimeoutError' || code.endsWith('_TIMEOUT') || code === 'UND_ERR_ABORTED';
   const reason = timedOut ? 'timed out' : code || (error as Error).message;
-  return new TransientError(`${method} ${url} failed: ${reason}`, {
-    hint: 'the service could not be reached; try again later',
+  const through = proxyVariable === undefined ? '' : ` through the proxy in ${proxyVariable}`;
+  return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
+    hint:
+      proxyVariable === undefined
+        ? 'the service could not be reached; try again later'
+        : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
     notProcessed: NOT_SENT_CODES.has(code),
     cause: error,
+  });
+}
+
+/**
+ * The proxy would not open a tunnel to the service: the request never
+ * reached it. A 407 wants credentials, which no retry brings; any other
+ * status (403 by policy, 502 upstream unreachable) is reported as the
+ * proxy's, and may be retried, since the service saw nothing.
+ */
+function tunnelRefused(
+  method: string,
+  url: string,
+  status: number,
+  proxyVariable: string | undefined,
+  cause: unknown,
+): Error {
+  const host = new URL(url).host;
+  const what = `the proxy in ${proxyVariable ?? 'the proxy variables'} answered ${status} to CONNECT ${host}`;
+  if (status === 407) return proxyAuthError(what, proxyVariable, cause);
+  return new TransientError(`${method} ${url} failed: ${what}`, {
+    hint: `the proxy would not open a connection to ${host}; check the proxy, or NO_PROXY`,
+    notProcessed: true,
+    cause,
+  });
+}
+
+/**
+ * A 407, to CONNECT or to a plain request: a proxy wants credentials. Exit 3
+ * and never retried (the same request would get the same answer), naming the
+ * variable to fix and never quoting it (it may already hold a password).
+ */
+function proxyAuthError(what: string, proxyVariable: string | undefined, cause?: unknown): AuthError {
+  const message = `${what} (proxy authentication required)`;
+  if (proxyVariable === undefined) {
+    return new AuthError(`${message}, though no proxy is set for this service`, {
+      status: 407,
+      hint: 'a proxy between here and the service wants credentials; set HTTPS_PROXY to it as http://user:password@host:port',
+      cause,
+    });
+  }
+  return new AuthError(message, {
+    status: 407,
+    hint: `give the proxy's user and password in ${proxyVariable} (http://user:password@host:port, URL-encoded); if it has them, the proxy refused them`,
+    cause,
   });
 }
 

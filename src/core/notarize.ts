@@ -26,6 +26,7 @@ import {
   UsageError,
 } from '../errors.js';
 import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
+import { diskRefusedBeforeSending } from '../store/disk.js';
 import { withLock } from '../store/lock.js';
 import { mimeType } from './mime.js';
 
@@ -93,7 +94,7 @@ const DEFAULT_LOCK_WAIT_MS = 60_000;
 /** Runs the register flow for one hash; see the module comment. */
 export async function register(deps: FlowDeps, input: RegisterInput): Promise<Outcome> {
   const { store } = deps;
-  return withLock(store.lockFile(input.hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
+  return locked(deps, input.hash, async () => {
     const existing = store.readRecord(input.hash);
     if (existing) store.removeLeftoverPending(existing);
     if (existing && !input.force) return { kind: 'already-registered', hash: input.hash, entry: existing };
@@ -119,6 +120,25 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
   });
 }
 
+/**
+ * Runs `fn` holding the lock of `hash`. Until `fn` starts, only the lock is
+ * being made and nothing has been sent, so a full (or read-only) disk is a
+ * usage error saying so (store/disk.ts); once it has started, its errors
+ * pass unchanged (a store write failing after an answer is `notSaved`'s).
+ */
+async function locked<T>(deps: FlowDeps, hash: string, fn: () => Promise<T>): Promise<T> {
+  let started = false;
+  try {
+    return await withLock(deps.store.lockFile(hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, () => {
+      started = true;
+      return fn();
+    });
+  } catch (error) {
+    if (started) throw error;
+    throw diskRefusedBeforeSending(error, deps.store.dir) ?? error;
+  }
+}
+
 /** Where `complete` takes its session from. */
 export type SessionSource =
   | { kind: 'store' }
@@ -129,7 +149,7 @@ export type SessionSource =
 /** Completes the registration of `hash` (step 4); see the module comment. */
 export async function complete(deps: FlowDeps, hash: string, source: SessionSource): Promise<Outcome> {
   const { store } = deps;
-  return withLock(store.lockFile(hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
+  return locked(deps, hash, async () => {
     const existing = store.readRecord(hash);
     if (existing) {
       store.removeLeftoverPending(existing);
@@ -159,7 +179,8 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
       // failed completion can be finished later from the store; but it never
       // replaces a session already pending, which may be the good one.
       if (!stored) {
-        await savePendingOrExplain(deps, pending);
+        // A session given by hand is saved before anything is sent; one from the active subscription after a read.
+        await savePendingOrExplain(deps, pending, { sentBefore: source.kind !== 'given' });
         return finishGiven(deps, pending);
       }
     }
@@ -394,11 +415,22 @@ function withCompleteHint(deps: FlowDeps, error: unknown, hash: string): unknown
   return error;
 }
 
-/** Saves a pending session; if the disk refuses, the error carries the session so it is not lost. */
-async function savePendingOrExplain(deps: FlowDeps, entry: PendingEntry): Promise<void> {
+/**
+ * Saves a pending session; if the disk refuses, the error carries the session
+ * so it is not lost. When nothing was sent before (`sentBefore: false`, a
+ * session given by hand), the user still has it: a full disk is then a usage
+ * error like any other met before sending.
+ */
+async function savePendingOrExplain(
+  deps: FlowDeps,
+  entry: PendingEntry,
+  { sentBefore }: { sentBefore: boolean } = { sentBefore: true },
+): Promise<void> {
   try {
     await deps.store.savePending(entry);
   } catch (error) {
+    const refused = sentBefore ? undefined : diskRefusedBeforeSending(error, deps.store.dir);
+    if (refused) throw refused;
     throw notSaved(`the session for ${entry.hash} could not be saved`, error, {
       what: 'session',
       text: entry.sessionJson,

@@ -8,6 +8,10 @@
  *   services/<service>/ledger/<hash>.json    completed notarization records
  *   services/<service>/locks/<hash>.lock     held while a process works on a hash
  *
+ * `<service>` is a readable part of the base URL and a digest of all of it
+ * (`serviceDirName`); a store of an older notarize, named without the
+ * digest, is moved to the new name on first use (`adoptLegacyServiceDir`).
+ *
  * Sessions and records live one file per hash, written atomically, rather
  * than in one shared JSON document: many notarize processes run at once in
  * CI, and a read-modify-write of one shared file would lose entries unless
@@ -18,7 +22,7 @@
  */
 import Conf from 'conf';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { lstatSync, readFileSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { NotarizeError, StoreError } from '../errors.js';
@@ -135,7 +139,11 @@ export class Store {
   /** The pending sessions and ledger of one service. */
   service(baseUrl: string): ServiceStore {
     this.prepare();
-    const service = new ServiceStore(join(this.dir, 'services', serviceDirName(baseUrl)), baseUrl, this.#warn);
+    const services = join(this.dir, 'services');
+    const dir = join(services, serviceDirName(baseUrl));
+    const moved = adoptLegacyServiceDir(services, baseUrl, dir);
+    if (moved !== undefined) this.#warn(moved);
+    const service = new ServiceStore(dir, baseUrl, this.#warn);
     try {
       service.tightenExisting();
     } catch (error) {
@@ -228,15 +236,75 @@ function confError(file: string, error: unknown): NotarizeError {
   });
 }
 
+/** The longest readable part of a service directory name; the digest after it tells URLs apart. */
+const MAX_READABLE_CHARS = 80;
+
 /**
- * A readable, file-system-safe directory name for a base URL. Replacing
- * characters alone could map two URLs with paths to one name (`/a_b` and
- * `/a/b`), so a URL with a path also gets a digest of the whole URL.
+ * The directory name of a base URL's store: a readable part (`http_` for
+ * plain http, the host, the port if given) and the first 16 hex digits of
+ * the SHA-256 of the normalised URL, e.g. `app.dedit.io-8443-1f0c...`.
+ * The digest alone tells URLs apart: a name built only by replacing
+ * characters let two URLs share one folder (`https://a.example:8443` and
+ * `https://a.example_8443` were both `a.example_8443`), and with it their
+ * pending sessions and ledger.
  */
 export function serviceDirName(baseUrl: string): string {
+  const url = new URL(baseUrl);
+  const normalised = url.toString().replace(/\/+$/, '');
+  const readable = `${url.protocol === 'http:' ? 'http_' : ''}${url.hostname}${url.port ? `-${url.port}` : ''}`
+    .replace(/[^A-Za-z0-9.-]/g, '_')
+    .slice(0, MAX_READABLE_CHARS);
+  return `${readable}-${createHash('sha256').update(normalised).digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * The name an older notarize gave the directory of a base URL (before
+ * `serviceDirName` added a digest to every name); only read, to move such a
+ * directory to its new name.
+ */
+export function legacyServiceDirName(baseUrl: string): string {
   const readable = baseUrl
     .replace(/^https?:\/\//, (m) => (m === 'https://' ? '' : 'http_'))
     .replace(/[^A-Za-z0-9.-]/g, '_');
   if (new URL(baseUrl).pathname === '/') return readable;
   return `${readable}-${createHash('sha256').update(baseUrl).digest('hex').slice(0, 12)}`;
+}
+
+/**
+ * Moves the directory an older notarize kept for `baseUrl` to its new name
+ * `dir`, once: when the old one exists and the new one does not. A rename
+ * within `services/` is atomic, so every pending session and record moves
+ * together or none does, and a process killed around it leaves one of the
+ * two layouts, each complete. Two processes migrating at once: one renames,
+ * the other finds the old name gone and uses the new one. Returns what to
+ * warn about, if anything.
+ *
+ * An old name shared by two URLs (the collision the new names end) goes to
+ * whichever of them is used first; its entries cannot be told apart.
+ */
+function adoptLegacyServiceDir(services: string, baseUrl: string, dir: string): string | undefined {
+  const legacy = join(services, legacyServiceDirName(baseUrl));
+  if (exists(dir) || !exists(legacy)) return undefined;
+  try {
+    renameSync(legacy, dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // Moved (or the new one made) by another process since we looked.
+    if (code === 'ENOENT' || code === 'EEXIST' || code === 'ENOTEMPTY') return undefined;
+    throw new StoreError(legacy, `cannot move ${legacy} to ${dir}: ${(error as Error).message}`, {
+      hint: `move it there by hand: it holds the pending sessions and ledger of ${baseUrl}`,
+      cause: error,
+    });
+  }
+  return `moved the store of ${baseUrl} from ${legacy} to ${dir} (store folders are now named with a digest of their URL)`;
+}
+
+function exists(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw new StoreError(path, `cannot use the store directory ${path}: ${(error as Error).message}`, { cause: error });
+  }
 }

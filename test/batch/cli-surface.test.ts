@@ -47,7 +47,7 @@ describe('the clean environment of spawned runs', () => {
       const childEnv = cleanEnv({ NOTARIZE_CONFIG_DIR: '/tmp/x', GONE: undefined });
       const expected = ['NOTARIZE_CONFIG_DIR', 'NO_COLOR', 'PATH', ...(saved.HOME === undefined ? [] : ['HOME'])];
       expect(Object.keys(childEnv).sort()).toEqual(expected.sort());
-      expect(() => cleanEnv({ HTTP_PROXY: 'http://10.0.0.1:3128' })).toThrow(/127\.0\.0\.1 only/);
+      expect(() => cleanEnv({ HTTP_PROXY: 'http://10.0.0.1:3128' })).toThrow(/127\.0\.0\.0\/8 only/);
     } finally {
       for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
       Object.assign(process.env, saved);

@@ -1,7 +1,8 @@
 /**
  * --receipt-dir: `<file name>.notarization.json` holds the record exactly as
- * the service sent it (the bytes of the forfait answer, captured by a proxy
- * between notarize and the sandbox); an existing receipt with other content
+ * the service sent it (the bytes of the forfait answer, captured by a reverse
+ * proxy in front of the sandbox: a loopback service is never reached through
+ * a forward proxy); an existing receipt with other content
  * is never overwritten unless --force.
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -28,11 +29,11 @@ function receipt(b: Bed, name: string): Promise<string> {
 
 describe('--receipt-dir', () => {
   it('writes <name>.notarization.json with the record exactly as the service sent it, keeping subfolders apart', async () => {
-    const proxy = await bed.forwardProxy();
+    const proxy = await bed.proxy();
     const a = await bed.write('dist/a.tar.gz', 'receipt a\n');
     const b = await bed.write('dist/sub/b.zip', 'receipt b\n');
     const run = await bed.run(['register', '-r', 'dist', '--receipt-dir', 'receipts', '--json'], {
-      env: { HTTP_PROXY: proxy.url },
+      env: { NOTARIZE_BASE_URL: proxy.url },
     });
     expect(run.code, describeRun(run)).toBe(0);
     const results = parseResults(run.stdout);
@@ -46,7 +47,9 @@ describe('--receipt-dir', () => {
     expect(JSON.parse(await receipt(bed, 'a.tar.gz'))).toEqual(bed.sandbox.records.get(a));
 
     // Running again: already registered, the identical receipt is left as it is (not a failure).
-    const again = await bed.run(['register', '-r', 'dist', '--receipt-dir', 'receipts', '--json']);
+    const again = await bed.run(['register', '-r', 'dist', '--receipt-dir', 'receipts', '--json'], {
+      env: { NOTARIZE_BASE_URL: proxy.url },
+    });
     expect(again.code, describeRun(again)).toBe(0);
     expect(parseResults(again.stdout).map((r) => [r.status, r.receipt])).toEqual([
       ['already-registered', 'receipts/a.tar.gz.notarization.json'],

@@ -101,8 +101,8 @@ export class Bed {
   }
 
   /** A recording forward proxy, as a CI runner's egress proxy (point HTTP_PROXY at it). */
-  forwardProxy(): Promise<RecordingProxy> {
-    return this.#startProxy({});
+  forwardProxy(options: Pick<ProxyOptions, 'host' | 'refuseWith'> = {}): Promise<RecordingProxy> {
+    return this.#startProxy(options);
   }
 
   async #startProxy(options: ProxyOptions): Promise<RecordingProxy> {

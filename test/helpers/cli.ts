@@ -60,14 +60,15 @@ export interface RunOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 20_000;
-const LOCAL_URL = /^http:\/\/127\.0\.0\.1:\d+\/?$/;
+// The loopback range: a proxy on 127.0.0.3 is told apart from the service on 127.0.0.1.
+const LOCAL_URL = /^http:\/\/127\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d+\/?$/;
 const PROXY_VARIABLES = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'];
 
 /**
  * The child's whole environment: PATH, HOME, NO_COLOR=1 and `extra`
  * (undefined values dropped). Nothing else is inherited. Throws when a URL
  * variable (NOTARIZE_BASE_URL, unless `noBaseUrlCheck`, and the proxy
- * variables) points anywhere but 127.0.0.1.
+ * variables) points anywhere but 127.0.0.0/8.
  */
 export function cleanEnv(
   extra: Record<string, string | undefined> = {},
@@ -81,7 +82,7 @@ export function cleanEnv(
   for (const key of urlVariables) {
     const value = env[key];
     if (value !== undefined && value !== '' && !LOCAL_URL.test(value)) {
-      throw new Error(`refusing ${key}=${value}: tests talk to servers on 127.0.0.1 only`);
+      throw new Error(`refusing ${key}=${value}: tests talk to servers on 127.0.0.0/8 only`);
     }
   }
   return env;

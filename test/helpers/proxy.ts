@@ -1,5 +1,5 @@
 /**
- * A recording HTTP proxy on 127.0.0.1 port 0, in the three ways a client
+ * A recording HTTP proxy on 127.0.0.1 (or another loopback address) port 0, in the three ways a client
  * may reach a server through it:
  *
  * - as a reverse proxy in front of one `target` (requests in origin-form,
@@ -43,6 +43,8 @@ export interface RecordingProxy {
   exchanges: Exchange[];
   /** Targets of CONNECT requests (host:port), refused ones included. */
   tunnels: string[];
+  /** Plain requests answered with `refuseWith` (method and target), not forwarded. */
+  refused: string[];
   /** Stops the proxy and drops its connections, tunnels included; calling it again is harmless. */
   close(): Promise<void>;
 }
@@ -54,7 +56,21 @@ export interface ProxyOptions {
   /** Where origin-form requests go (a 127.0.0.1 URL); without it they are answered 400, as a forward proxy does. */
   target?: string;
   rewrite?: Rewrite;
+  /** The loopback address to listen on (default 127.0.0.1), e.g. 127.0.0.3 to tell it apart from the service. */
+  host?: string;
+  /**
+   * Answer every request and every CONNECT with this status instead of
+   * forwarding (still recorded): 407 plays a proxy that wants credentials.
+   */
+  refuseWith?: number;
 }
+
+/** Reason phrases of the statuses a test may make the proxy refuse with. */
+const REFUSAL_REASONS: Record<number, string> = {
+  403: 'Forbidden',
+  407: 'Proxy Authentication Required',
+  502: 'Bad Gateway',
+};
 
 // Hop-by-hop headers: they describe one connection, not the message, so a proxy does not pass them on.
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding'];
@@ -80,12 +96,16 @@ function isLocalHttp(url: URL): boolean {
 
 /** Starts a proxy; see the file comment for what it serves. */
 export async function startProxy(options: ProxyOptions = {}): Promise<RecordingProxy> {
+  const host = options.host ?? '127.0.0.1';
+  if (!/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host))
+    throw new Error(`the proxy listens on loopback only, not ${host}`);
   const upstream = options.target === undefined ? undefined : new URL(options.target);
   if (upstream && !isLocalHttp(upstream)) {
     throw new Error(`the proxy only forwards to a local server, not ${options.target}`);
   }
   const exchanges: Exchange[] = [];
   const tunnels: string[] = [];
+  const refused: string[] = [];
   const sockets = new Set<Socket>();
   const tunnelTarget = new WeakMap<Socket, string>();
 
@@ -146,9 +166,15 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RecordingP
     );
   });
 
+  const refusal = options.refuseWith;
+  const refusalHeaders = refusal === 407 ? { 'proxy-authenticate': 'Basic realm="test proxy"' } : {};
+
   const outer = createServer((req, res) => {
     const target = req.url ?? '';
-    if (/^http:\/\//i.test(target)) {
+    if (refusal !== undefined) {
+      refused.push(`${req.method ?? ''} ${target}`);
+      res.writeHead(refusal, { 'content-type': 'text/plain', ...refusalHeaders }).end('refused by the test proxy');
+    } else if (/^http:\/\//i.test(target)) {
       serve(res, () => {
         const url = new URL(target);
         return forward('absolute-form', url, `${url.pathname}${url.search}`, req, res);
@@ -166,6 +192,13 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RecordingP
   outer.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const authority = req.url ?? '';
     tunnels.push(authority);
+    if (refusal !== undefined) {
+      const extra = Object.entries(refusalHeaders).map(([name, value]) => `${name}: ${value}\r\n`);
+      socket.end(
+        `HTTP/1.1 ${refusal} ${REFUSAL_REASONS[refusal] ?? 'Refused'}\r\n${extra.join('')}Content-Length: 0\r\n\r\n`,
+      );
+      return;
+    }
     if (!/^127\.0\.0\.1:\d+$/.test(authority)) {
       socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n');
       return;
@@ -178,14 +211,15 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RecordingP
 
   await new Promise<void>((resolve, reject) => {
     outer.once('error', reject);
-    outer.listen(0, '127.0.0.1', () => resolve());
+    outer.listen(0, host, () => resolve());
   });
   const { port } = outer.address() as AddressInfo;
   let closing: Promise<void> | undefined;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     exchanges,
     tunnels,
+    refused,
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         // Tunnelled sockets left the outer server's books at CONNECT: destroy them by hand.

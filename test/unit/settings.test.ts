@@ -34,12 +34,16 @@ describe('parseBaseUrl', () => {
     expect(error.message).toContain('example.com');
   });
 
-  it.each(['http://localhost.example.com', 'http://127.0.0.1.example.com', 'http://10.0.0.1'])(
-    'refuses plain http to %s, which only looks local',
-    (value) => {
-      refusal(value);
-    },
-  );
+  it.each([
+    'http://localhost.example.com',
+    'http://127.0.0.1.example.com',
+    'http://10.0.0.1',
+    // Resolved like any name (a resolver or hosts file may send it anywhere), not loopback by itself.
+    'http://foo.localhost',
+    'http://a.b.localhost:8080',
+  ])('refuses plain http to %s, which only looks local', (value) => {
+    refusal(value);
+  });
 
   it.each(['ftp://app.dedit.io', 'file:///etc/passwd', 'javascript:alert(1)'])('refuses the scheme of %s', (value) => {
     expect(refusal(value).code).toBe('unsafe_base_url');

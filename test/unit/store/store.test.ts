@@ -177,8 +177,8 @@ describe('Store.service', () => {
     const store = new Store(dir);
     const real = store.service(REAL);
     const sandbox = store.service(SANDBOX);
-    expect(real.dir).toBe(join(dir, 'services', 'app.dedit.io'));
-    expect(sandbox.dir).toBe(join(dir, 'services', 'http_127.0.0.1_8080'));
+    expect(real.dir).toMatch(new RegExp(`^${escape(join(dir, 'services', 'app.dedit.io-'))}[0-9a-f]{16}$`));
+    expect(sandbox.dir).toMatch(new RegExp(`^${escape(join(dir, 'services', 'http_127.0.0.1-8080-'))}[0-9a-f]{16}$`));
     expect(real.baseUrl).toBe(REAL);
     expect(readdirSync(dir)).toEqual([]);
   });
@@ -188,3 +188,7 @@ describe('Store.service', () => {
     expect(serviceDirName('https://host.example/a/b?c')).toMatch(/^[A-Za-z0-9._-]+$/);
   });
 });
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

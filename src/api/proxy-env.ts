@@ -1,0 +1,115 @@
+/**
+ * The proxy variables (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), read from the
+ * environment given, not process.env, so an in-process run sees the same as
+ * a spawned one; the route they give is used by api/dispatcher.ts (see its
+ * comment). No undici here: context.ts reads the proxy passwords, to keep
+ * them out of output, without loading the HTTP stack.
+ */
+import { UsageError } from '../errors.js';
+import { isLoopbackHost } from '../settings.js';
+
+/** A proxy that requests to the service go through. */
+export interface ProxyRoute {
+  /** The environment variable it came from, for messages (`HTTPS_PROXY`, `http_proxy`...). */
+  variable: string;
+  url: URL;
+}
+
+const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443 };
+
+/** The first set (non-empty) variable of `names`, with its value. */
+function firstSet(env: NodeJS.ProcessEnv, names: string[]): { name: string; value: string } | undefined {
+  for (const name of names) {
+    const value = env[name];
+    if (value !== undefined && value !== '') return { name, value };
+  }
+  return undefined;
+}
+
+/**
+ * Parses the value of a proxy variable. Throws UsageError naming the
+ * variable, never quoting its value: it may hold the proxy's password.
+ */
+export function parseProxyUrl(variable: string, value: string): URL {
+  const fail = (why: string) =>
+    new UsageError(`${variable} is not a valid proxy URL (${why})`, {
+      code: 'invalid_proxy',
+      hint: `write it as http://host:port or http://user:password@host:port (its value is not shown here: it may hold a password)`,
+    });
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw fail('it cannot be read as a URL');
+  }
+  // `proxy:3128` or `user:pw@proxy:3128` parse as URLs of scheme `proxy:` or
+  // `user:`: the scheme is not named, as it may be a user name.
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw fail('it must start with http:// or https://');
+  if (url.hostname === '') throw fail('it has no host');
+  return url;
+}
+
+/** Whether NO_PROXY (or no_proxy) exempts `url`; the same rules as undici's EnvHttpProxyAgent. */
+export function exemptByNoProxy(env: NodeJS.ProcessEnv, url: URL): boolean {
+  const value = env.no_proxy ?? env.NO_PROXY ?? '';
+  const entries = value.split(/[,\s]/).filter((entry) => entry !== '');
+  if (entries.length === 0) return false;
+  if (value === '*') return true;
+  // `host` keeps an IPv6 address's brackets, which is how NO_PROXY writes it.
+  const hostname = url.host.replace(/:\d*$/, '').toLowerCase();
+  const port = Number.parseInt(url.port, 10) || DEFAULT_PORTS[url.protocol] || 0;
+  return entries.some((entry) => {
+    const parsed = /^(.+):(\d+)$/.exec(entry);
+    const entryHost = (parsed ? parsed[1]! : entry).replace(/^\*?\./, '').toLowerCase();
+    const entryPort = parsed ? Number.parseInt(parsed[2]!, 10) : 0;
+    if (entryPort !== 0 && entryPort !== port) return false;
+    return hostname === entryHost || hostname.endsWith(`.${entryHost}`);
+  });
+}
+
+/**
+ * The proxy requests to `baseUrl` go through, or undefined for a direct
+ * connection (see the module comment). Throws UsageError naming the variable
+ * when the one that applies, or the other one of the pair, is malformed.
+ */
+export function proxyRoute(env: NodeJS.ProcessEnv, baseUrl: string): ProxyRoute | undefined {
+  const target = new URL(baseUrl);
+  if (isLoopbackHost(target.hostname)) return undefined;
+  const http = firstSet(env, ['http_proxy', 'HTTP_PROXY']);
+  const https = firstSet(env, ['https_proxy', 'HTTPS_PROXY']);
+  // Both are checked, whichever applies: a malformed one is a mistake worth
+  // hearing about before it bites a run against another service.
+  const parsed = [http, https].map((set) => set && { variable: set.name, url: parseProxyUrl(set.name, set.value) });
+  const [viaHttp, viaHttps] = parsed;
+  const route = target.protocol === 'https:' ? (viaHttps ?? viaHttp) : viaHttp;
+  if (route === undefined || exemptByNoProxy(env, target)) return undefined;
+  return route;
+}
+
+/**
+ * The proxy passwords in the proxy variables, raw and decoded, so output
+ * can be scrubbed of them. Unparsable values are given whole: they may
+ * hold a password in a form `new URL` cannot read.
+ */
+export function proxySecrets(env: NodeJS.ProcessEnv): string[] {
+  const secrets: string[] = [];
+  for (const name of ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY']) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    try {
+      const { password } = new URL(value);
+      if (password !== '') secrets.push(password, decodedOrSame(password));
+    } catch {
+      secrets.push(value);
+    }
+  }
+  return secrets;
+}
+
+function decodedOrSame(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * Disk refusals (full, over quota, read-only) met while preparing a store
+ * write before anything was sent, e.g. creating a hash's lock. They are the
+ * user's to fix, and nothing was lost: exit 2 (UsageError), saying which
+ * device, rather than "unexpected error: ENOSPC" with exit 1.
+ *
+ * Only for writes before sending. A write that fails after the service
+ * answered is exit 1 with the answer quoted (core/notarize.ts, `notSaved`):
+ * calling this there would wrongly say nothing was sent.
+ */
+import { UsageError } from '../errors.js';
+
+/** What each code says about the device, completed with "the device holding <dir>". */
+const REFUSALS: Record<string, (dir: string) => string> = {
+  ENOSPC: (dir) => `no space left on the device holding ${dir}`,
+  EDQUOT: (dir) => `the disk quota is exceeded on the device holding ${dir}`,
+  EROFS: (dir) => `the device holding ${dir} is read-only`,
+  EFBIG: (dir) => `a file size limit (ulimit -f) stops writes in ${dir}`,
+};
+
+/** The errno code of `error` or of an error it wraps (StoreError keeps the system's as its cause). */
+function errnoCode(error: unknown): string | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+    const code = (current as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && code in REFUSALS) return code;
+    current = current.cause;
+  }
+  return undefined;
+}
+
+/** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit. */
+export function isDiskRefusal(error: unknown): boolean {
+  return errnoCode(error) !== undefined;
+}
+
+/**
+ * The UsageError for a disk refusal met under `dir` before anything was
+ * sent, or undefined when `error` is no disk refusal (the caller rethrows it).
+ */
+export function diskRefusedBeforeSending(error: unknown, dir: string): UsageError | undefined {
+  const code = errnoCode(error);
+  if (code === undefined) return undefined;
+  return new UsageError(`${REFUSALS[code]!(dir)} (${code}); nothing was sent`, {
+    code: 'disk_refused',
+    hint: 'free some space there (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again',
+    cause: error,
+  });
+}
