@@ -10,6 +10,7 @@ import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { cleanSecret } from './core/secrets.js';
 import { EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, type IOOptions, type Sink } from './output/io.js';
+import { forTerminal } from './output/safe-text.js';
 import { VERSION } from './version.js';
 
 const ENVIRONMENT_HELP = `Environment:
@@ -227,7 +228,9 @@ function report(io: IO, error: unknown, json: boolean, failed: Command | undefin
       }),
     );
   } else {
-    io.error(`notarize: ${message}${hint ? ` (${hint})` : ''}`);
+    // Messages embed file names and the service's words: one line, nothing the terminal would act on.
+    // (With --json, JSON.stringify escapes line breaks and io.error the rest, as JSON escapes.)
+    io.error(`notarize: ${forTerminal(message)}${hint ? ` (${forTerminal(hint)})` : ''}`);
   }
   if (io.verbose && error instanceof Error && error.stack) io.error(error.stack);
   return exitCode;

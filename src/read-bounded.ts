@@ -7,6 +7,18 @@
 
 /** The text of `input`, or undefined as soon as it exceeds `limit` bytes (the iteration is then ended). */
 export async function readBounded(input: AsyncIterable<Buffer | string>, limit: number): Promise<string | undefined> {
+  return (await readBoundedBytes(input, limit))?.toString('utf8');
+}
+
+/**
+ * The bytes of `input`, or undefined as soon as it exceeds `limit` bytes: for
+ * a caller that decodes them itself (strictly, where a bad byte must be
+ * refused rather than become U+FFFD).
+ */
+export async function readBoundedBytes(
+  input: AsyncIterable<Buffer | string>,
+  limit: number,
+): Promise<Buffer | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of input) {
@@ -15,5 +27,5 @@ export async function readBounded(input: AsyncIterable<Buffer | string>, limit: 
     if (size > limit) return undefined;
     chunks.push(bytes);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }

@@ -10,6 +10,7 @@ import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName } from '../core/inputs.js';
 import { InputFileError, UsageError, type NotarizeError } from '../errors.js';
+import { forTerminal } from '../output/safe-text.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
@@ -21,6 +22,9 @@ export function configure(command: Command, context: () => Context): void {
       'after',
       `\nPrints "<sha256>  <path>" lines exactly like sha256sum (names with a backslash or a
 newline are escaped the same way), so \`sha256sum -c\` can check them. Nothing is sent.
+Other characters in names (escape sequences included) are printed as they are, as
+sha256sum does: escaping them would break \`sha256sum -c\`. Hash untrusted trees into a file,
+or use --json. Messages on stderr are escaped (see the README, "Terminal safety").
 An input that cannot be read (missing, unreadable, not a regular file) is reported on
 stderr as "notarize: <path>: <reason>" and the others go on; exit 2 if any failed.
 With --json: an array of {"file","hash"}.
@@ -43,11 +47,16 @@ export function checksumLine(hash: string, name: string): string {
   return `\\${hash}  ${escaped}`;
 }
 
-/** How a failed item is reported on stderr: like sha256sum, `notarize: <path>: <reason>`. */
+/**
+ * How a failed item is reported on stderr: like sha256sum, `notarize: <path>: <reason>`,
+ * on one line whatever the name holds (io.error keeps line feeds, for help and stack traces).
+ */
 function failureLine(name: string, error: NotarizeError): string {
-  return error instanceof InputFileError
-    ? `notarize: ${error.path}: ${error.reason}`
-    : `notarize: ${name}: ${error.message}`;
+  return forTerminal(
+    error instanceof InputFileError
+      ? `notarize: ${error.path}: ${error.reason}`
+      : `notarize: ${name}: ${error.message}`,
+  );
 }
 
 /**

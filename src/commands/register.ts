@@ -8,6 +8,7 @@ import { basename } from 'node:path';
 import { z } from 'zod';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
+import { checkArgvDescription, readDescriptionFile } from '../core/description.js';
 import { asNotarizeError, BatchError, FailureTally, runAll, type Settled } from '../core/batch.js';
 import { hashFile, hashStream, normalizeHash } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
@@ -40,6 +41,7 @@ const optionsSchema = z.object({
   ...inputOptionsShape,
   hash: z.string().optional(),
   description: z.string().optional(),
+  descriptionFile: z.string().optional(),
   custody: z.boolean().default(false),
   signed: z.boolean().default(false),
   blockchain: z.enum(BLOCKCHAIN_TYPES).default('ALGORAND'),
@@ -56,7 +58,14 @@ export type RegisterOptions = z.infer<typeof optionsSchema>;
 export function configure(command: Command, context: () => Context): void {
   addInputOptions(command.argument('[paths...]', "documents to notarize ('-' reads standard input)"))
     .option('--hash <hex>', 'register a precomputed SHA-256 digest instead of a file')
-    .option('-d, --description <text>', "description sent with the hash (default: the file's name)")
+    .option(
+      '-d, --description <text>',
+      "description sent with the hash (default: the file's name); UTF-8, no control characters but tab",
+    )
+    .option(
+      '--description-file <file|->',
+      'read the description from a file (or standard input), up to 64 KiB; one final line break is dropped',
+    )
     .option('--custody', 'ask the service to keep the file (metadata only: see below)')
     .option('--signed', 'mark the document as signed')
     .addOption(
@@ -93,12 +102,18 @@ even a document that cannot be read (it is a failed result). Exit 0 when all suc
 failure, except that once anything was sent a local failure gives 1, not 2 (2 means
 nothing was sent). --json prints an array of results.
 
+A description is stored on the record for good, so it is checked before anything is
+sent: it must be valid UTF-8 with no control characters but tab (no line breaks), else
+exit 2. A U+FFFD in -d is refused: it is what the bytes of a command line that are not
+UTF-8 become; --description-file decodes strictly, and takes a real U+FFFD.
+
 --custody sends the file's metadata (name, type, size, last modified). The service does
 not document how file bytes are uploaded, so notarize does NOT upload the file.
 ${examples([
   'notarize register contract.pdf',
   'notarize register contract.pdf --json > record.json',
   "cat report.pdf | notarize register - -d 'Q3 report'",
+  'notarize register contract.pdf --description-file summary.txt',
   'notarize register --recursive dist/ --include "*.tar.gz" --output ndjson',
   'find dist -name "*.zip" -print0 | notarize register --files-from - -0 --json',
   '# CI: register every artifact, keep receipts, fail only on lasting errors',
@@ -118,8 +133,9 @@ function displayName(item: Item): string | null {
 }
 
 /** Runs `register`; throws NotarizeError subclasses for main() to map. */
-export async function runRegister(ctx: Context, paths: string[], options: RegisterOptions): Promise<void> {
+export async function runRegister(ctx: Context, paths: string[], given: RegisterOptions): Promise<void> {
   const baseUrl = ctx.baseUrl; // validated before anything is read or sent
+  const options = await withDescription(ctx, paths, given);
   const format = options.output ?? (ctx.globals.json ? 'json' : 'table');
   let items: Iterable<Item> | AsyncIterable<Item>;
   let single: boolean;
@@ -128,7 +144,7 @@ export async function runRegister(ctx: Context, paths: string[], options: Regist
   if (options.hash !== undefined) {
     if (paths.length > 0 || options.filesFrom !== undefined)
       throw new UsageError('give either documents or --hash, not both');
-    if (options.description === undefined) throw new UsageError('--hash needs --description');
+    if (options.description === undefined) throw new UsageError('--hash needs --description or --description-file');
     items = [{ kind: 'hash', hash: normalizeHash(options.hash) }];
     single = true;
     checkOptions(ctx, 'hash', options);
@@ -296,10 +312,37 @@ async function receiptFor(
   }
 }
 
+/**
+ * The options with the description checked (core/description.ts), read from
+ * --description-file if given; before any input is read or anything sent.
+ */
+async function withDescription(ctx: Context, paths: string[], options: RegisterOptions): Promise<RegisterOptions> {
+  const { description, descriptionFile } = options;
+  if (descriptionFile === undefined) {
+    return description === undefined ? options : { ...options, description: checkArgvDescription(description) };
+  }
+  if (description !== undefined) throw new UsageError('give either --description or --description-file, not both');
+  if (descriptionFile === '-') {
+    // Standard input can be read once: for the description, or for a document or the list of paths.
+    if (paths.includes('-')) throw new UsageError(STDIN_TWICE);
+    if (options.filesFrom === '-') throw new UsageError("'-' cannot be both --files-from and --description-file");
+    if (ctx.io.stdinIsTTY) {
+      throw new UsageError("--description-file '-' reads standard input, but it is a terminal", {
+        hint: 'pipe the description in, or give a file',
+      });
+    }
+  }
+  return { ...options, description: await readDescriptionFile(descriptionFile, ctx.io.stdin) };
+}
+
+const STDIN_TWICE = "'-' cannot be both a document and --description-file";
+
 /** Checks the options against an input that is not a file: up front when named, else as its item starts. */
 function checkOptions(ctx: Context, kind: 'stdin' | 'hash', options: RegisterOptions): void {
+  // A '-' in a --files-from list, once standard input gave the description.
+  if (kind === 'stdin' && options.descriptionFile === '-') throw new UsageError(STDIN_TWICE);
   if (kind === 'stdin' && options.description === undefined)
-    throw new UsageError("reading standard input ('-') needs --description");
+    throw new UsageError("reading standard input ('-') needs --description or --description-file");
   if (kind === 'stdin' && ctx.io.stdinIsTTY)
     throw new UsageError("'-' reads standard input, but it is a terminal", { hint: 'pipe the document in' });
   if (options.custody) {

@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { UsageError } from '../errors.js';
-import { readBounded } from '../read-bounded.js';
+import { readBoundedBytes } from '../read-bounded.js';
 
 /**
  * The text of `source` ('-' for standard input, else a regular file), at most
@@ -15,21 +15,26 @@ import { readBounded } from '../read-bounded.js';
  * larger.
  */
 export async function readTextInput(source: string, stdin: Readable, limit: number, what: string): Promise<string> {
-  let text: string | undefined;
+  return (await readBytesInput(source, stdin, limit, what)).toString('utf8');
+}
+
+/** The bytes of `source`, as `readTextInput` reads them, for a caller that decodes them itself. */
+export async function readBytesInput(source: string, stdin: Readable, limit: number, what: string): Promise<Buffer> {
+  let bytes: Buffer | undefined;
   try {
-    if (source === '-') text = await readBounded(stdin, limit);
+    if (source === '-') bytes = await readBoundedBytes(stdin, limit);
     else {
       if (!(await stat(source)).isFile()) throw new Error('not a regular file');
-      text = await readBounded(createReadStream(source), limit);
+      bytes = await readBoundedBytes(createReadStream(source), limit);
     }
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
     throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
   }
-  if (text === undefined) {
+  if (bytes === undefined) {
     throw new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, {
       hint: `check that '${source}' holds ${what}`,
     });
   }
-  return text;
+  return bytes;
 }

@@ -7,22 +7,33 @@
 import { appendFileSync } from 'node:fs';
 import type { IO } from './io.js';
 import type { ItemResult } from './results.js';
+import { forTerminal } from './safe-text.js';
 
 /** True when running as a GitHub Actions step. */
 export function inGitHubActions(env: NodeJS.ProcessEnv): boolean {
   return env.GITHUB_ACTIONS === 'true';
 }
 
+/**
+ * A workflow command's message. The runner decodes only %25, %0D and %0A
+ * (and, in properties, %3A and %2C), and the log shows the rest as is, ANSI
+ * colours included: so outside text is first escaped as for a terminal
+ * (safe-text.ts), then %-encoded (forTerminal already leaves no CR or LF:
+ * their encoding is kept as the runner's rule, not relied on). A file name
+ * that had to be escaped names no file in the repository: its annotation
+ * is then shown without a link, which beats a forged one.
+ */
 function escapeData(text: string): string {
-  return text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+  return forTerminal(text).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
 }
 
 function escapeProperty(text: string): string {
   return escapeData(text).replace(/:/g, '%3A').replace(/,/g, '%2C');
 }
 
+/** A markdown table cell: escaped as for a terminal (no line breaks, no bidi overrides), and no bare '|'. */
 function cell(text: string): string {
-  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+  return forTerminal(text).replace(/\|/g, '\\|');
 }
 
 /** The markdown summary of a command's results. */

@@ -2,8 +2,16 @@
  * The IO object: the one way commands reach the terminal. Data goes to
  * stdout; messages, warnings, spinners and request logs go to stderr.
  * Tests build one over string buffers (see `bufferIO`) and read them back.
+ *
+ * Messages embed outside text (file names, the service's words), so every
+ * message is escaped for the terminal here (output/safe-text.ts), whatever
+ * its caller did: info, warn and debug are one line each, so a line break in
+ * them is escaped too; error keeps line feeds (help, stack traces). Data is
+ * written as given: JSON is exact, tables are escaped by their renderers,
+ * and `hash` lines keep sha256sum's format.
  */
 import type { Readable } from 'node:stream';
+import { forTerminal, forTerminalLines } from './safe-text.js';
 
 export interface Sink {
   /** False when the text was only queued (a full pipe): see `IO.drained`. */
@@ -124,26 +132,27 @@ export class IO {
   /** A message for the person at the terminal; silenced by --quiet. */
   info(text: string): void {
     this.clearProgress();
-    if (!this.quiet) this.#stderr.write(this.#scrub(`${text}\n`));
+    if (!this.quiet) this.#stderr.write(`${forTerminal(this.#scrub(text))}\n`);
   }
 
   /** A warning: shown even with --quiet, since it says something went wrong. */
   warn(text: string): void {
     this.clearProgress();
-    this.#stderr.write(this.#scrub(`warning: ${text}\n`));
+    this.#stderr.write(`warning: ${forTerminal(this.#scrub(text))}\n`);
   }
 
-  /** An error line, written by main() only. */
+  /** An error line, written by main() only (and help, and GitHub annotations); may be several lines. */
   error(text: string): void {
     this.clearProgress();
-    this.#stderr.write(this.#scrub(`${text}\n`));
+    this.#stderr.write(`${forTerminalLines(this.#scrub(text))}\n`);
   }
 
   /** A --verbose diagnostic line. */
   debug(text: string): void {
-    if (this.verbose) this.#stderr.write(this.#scrub(`[notarize] ${text}\n`));
+    if (this.verbose) this.#stderr.write(`[notarize] ${forTerminal(this.#scrub(text))}\n`);
   }
 
+  /** Scrubbed before escaping: a secret is searched for as it was, not as shown. */
   #scrub(text: string): string {
     let out = text;
     // Longest first, so a secret containing another is removed whole.

@@ -1,14 +1,20 @@
 /**
  * Renderers: turn data into the text commands print. Pure functions of their
- * input, so tests can assert on them without a terminal.
+ * input, so tests can assert on them without a terminal. Every cell is
+ * escaped with `forTerminal` (see safe-text.ts) before it is measured and
+ * styled: the data, never our own colours.
  */
 import { Chalk } from 'chalk';
+import { forTerminal } from './safe-text.js';
 
 /** A two-column "field  value" table of every field of a record, unknown ones included. */
 export function renderRecord(record: Record<string, unknown>, extra: Record<string, string>, colour: boolean): string {
   const chalk = new Chalk({ level: colour ? 1 : 0 });
-  const rows: [string, string][] = Object.entries(record).map(([key, value]) => [key, formatValue(key, value)]);
-  for (const [key, value] of Object.entries(extra)) rows.push([key, value]);
+  // The service names the fields too: keys are as untrusted as values.
+  const rows: [string, string][] = [
+    ...Object.entries(record).map(([key, value]): [string, string] => [key, formatValue(key, value)]),
+    ...Object.entries(extra),
+  ].map(([key, value]) => [forTerminal(key), forTerminal(value)]);
   const width = Math.max(...rows.map(([key]) => key.length));
   return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join('\n');
 }
@@ -28,13 +34,15 @@ function isoOrRaw(ms: number): string {
 /** A plain column table with a header row; no borders, easy to read and to grep. */
 export function renderTable(headers: string[], rows: string[][], colour: boolean): string {
   const chalk = new Chalk({ level: colour ? 1 : 0 });
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
+  // Escaped first, so a line break cannot split a row and widths count what is shown.
+  const shown = rows.map((row) => row.map(forTerminal));
+  const widths = headers.map((h, i) => Math.max(h.length, ...shown.map((row) => (row[i] ?? '').length)));
   const line = (cells: string[]) =>
     cells
       .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
       .join('  ')
       .trimEnd();
-  return [chalk.bold(line(headers)), ...rows.map(line)].join('\n');
+  return [chalk.bold(line(headers)), ...shown.map(line)].join('\n');
 }
 
 /** The public verification page of a hash on a service. */

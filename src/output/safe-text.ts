@@ -1,0 +1,56 @@
+/**
+ * Making text from outside (the service's answers, file names, descriptions)
+ * safe to show on a terminal. Such text may hold escape sequences that
+ * recolour, move the cursor, retitle the window or ring the bell; line breaks
+ * that forge lines or break a table; or bidirectional overrides that show
+ * text in another order than it is (U+202E "evil.exe" shown as "exe.live").
+ *
+ * The scheme, documented in the README ("Terminal safety"):
+ *
+ * - LF, CR and TAB are shown as `\n`, `\r`, `\t`;
+ * - every other character escaped is shown as `\uXXXX` (lowercase hex, one
+ *   per UTF-16 unit, so a character beyond U+FFFF is a surrogate pair);
+ * - a backslash is left as it is.
+ *
+ * Escaped: control characters (C0, DEL, C1: \p{Cc}); format characters
+ * (\p{Cf}: the bidi embeddings, overrides, isolates and marks, zero-width
+ * spaces, the BOM, soft hyphen, tag characters) except ZWNJ and ZWJ, which
+ * are needed to write Persian, Indic scripts and emoji and reorder nothing;
+ * the line and paragraph separators U+2028/U+2029; and lone surrogates.
+ *
+ * Why this form: every escape is also a JSON escape for the same character,
+ * so escaping a line of JSON (an error printed with --json) leaves it valid
+ * JSON of the same value. Why the backslash is left alone: Windows paths stay
+ * readable, and escaping is idempotent, so text escaped where it is embedded
+ * can go through the IO object's own escaping again unchanged. The price is
+ * that a name really spelled `a\u001bb` shows the same as `a<ESC>b`: the
+ * terminal form is for people; --json output is exact.
+ */
+
+// With the `u` flag a well-formed surrogate pair is one character, so \p{Cs} matches lone surrogates only.
+const UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/gu;
+
+const SHORT: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+function escapeOne(char: string): string {
+  const short = SHORT[char];
+  if (short !== undefined) return short;
+  let out = '';
+  for (let i = 0; i < char.length; i++) out += `\\u${char.charCodeAt(i).toString(16).padStart(4, '0')}`;
+  return out;
+}
+
+/** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
+export function forTerminal(text: string): string {
+  return text.replace(UNSAFE, escapeOne);
+}
+
+/**
+ * Like `forTerminal`, but line feeds are kept: for output that is several
+ * lines on purpose (help, a stack trace, pretty JSON) whose lines hold
+ * outside text that must not control the terminal. A CR is still escaped,
+ * since it would let the rest of a line overwrite its start.
+ */
+export function forTerminalLines(text: string): string {
+  return text.split('\n').map(forTerminal).join('\n');
+}

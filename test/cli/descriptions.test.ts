@@ -1,0 +1,172 @@
+/**
+ * Descriptions are stored on a permanent record: -d and --description-file
+ * must give valid UTF-8 without control characters but tab, or nothing is
+ * sent (exit 2). --description-file reads a long one, bounded and strictly
+ * decoded.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DESCRIPTION_FILE_LIMIT } from '../../src/core/description.js';
+import { useBed, type Bed } from '../helpers/bed.js';
+import { BIN, runProcess } from '../helpers/cli.js';
+import { runMain } from '../helpers/main.js';
+
+let bed: Bed;
+useBed((b) => (bed = b), { keyInEnv: true });
+
+/** The descriptions the sandbox's request step received, in order. */
+function sentDescriptions(): string[] {
+  return bed.sandbox.calls
+    .filter((c) => c.route === 'request')
+    .map((c) => (JSON.parse(c.body) as { description: string }).description);
+}
+
+/** Exit 2 with `message` on stderr, and the sandbox saw nothing at all (not even a login). */
+function expectRefused(run: { code: number | null; stderr: string }, message: RegExp): void {
+  expect(run.code, run.stderr).toBe(2);
+  expect(run.stderr).toMatch(message);
+  expect(bed.sandbox.calls).toEqual([]);
+}
+
+describe('-d, --description', () => {
+  it('bytes that are not UTF-8 on the command line: exit 2, nothing sent (the built bin, via bash)', async () => {
+    await bed.file('doc.txt', 'latin-1 description');
+    // Node's spawn() takes argv as strings; bash's $'...' puts the raw byte 0xE9 in it.
+    const run = await runProcess('bash', ['-c', `exec "$NODE" "$BIN" register doc.txt -d $'caf\\xe9 cr\\xe8me'`], {
+      cwd: bed.workDir,
+      env: { ...bed.env(), NODE: process.execPath, BIN },
+    });
+    bed.record(run);
+    expectRefused(run, /^notarize: --description is not valid UTF-8: byte\(s\) at character 4 could not be decoded/);
+    expect(run.stderr).toMatch(/--description-file/);
+  });
+
+  it('a U+FFFD (what Node makes of such bytes) is refused in-process too', async () => {
+    const doc = await bed.file('doc.txt', 'replacement');
+    expectRefused(await runMain(bed, ['register', doc, '-d', 'caf\ufffd']), /not valid UTF-8/);
+  });
+
+  it.each([
+    ['ESC', 'red \u001b[31m'],
+    ['BEL', 'bell\u0007'],
+    ['NUL', 'nul\u0000'],
+    ['DEL', 'del\u007f'],
+    ['a C1 control', 'nel\u0085'],
+    ['a line feed', 'two\nlines'],
+    ['a carriage return', 'over\rwrite'],
+  ])('a description holding %s: exit 2, nothing sent', async (_, description) => {
+    const doc = await bed.file('doc.txt', `control ${_}`);
+    expectRefused(
+      await runMain(bed, ['register', doc, '-d', description]),
+      /--description holds a control character \(U\+00[0-9A-F]{2} at character \d+\); only tab is allowed/,
+    );
+  });
+
+  it('a tab, and any other Unicode, is sent as given', async () => {
+    const doc = await bed.file('doc.txt', 'tab');
+    const description = 'Q3\treport — Überweisung 日本 😀';
+    const run = await runMain(bed, ['register', doc, '-d', description]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(sentDescriptions()).toEqual([description]);
+  });
+});
+
+describe('--description-file', () => {
+  it('sends a 10 KiB description exactly (one final line break dropped)', async () => {
+    const doc = await bed.file('doc.txt', 'long description');
+    const text = Array.from({ length: 200 }, (_, i) => `part ${i}: Überweisung\tüber 50 € — `)
+      .join('')
+      .slice(0, 10 * 1024);
+    const file = await bed.file('description.txt', `${text}\n`);
+    const run = await runMain(bed, ['register', doc, '--description-file', file, '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(sentDescriptions()).toEqual([text]);
+    expect((JSON.parse(run.stdout) as { description: string }).description).toBe(text);
+  });
+
+  it('drops one CRLF, takes a real U+FFFD, and reads a description piped into standard input', async () => {
+    const first = await bed.file('first.txt', 'first');
+    const file = await bed.file('crlf.txt', 'written on Windows \ufffd\r\n');
+    expect((await runMain(bed, ['register', first, '--description-file', file])).code).toBe(0);
+    const second = await bed.file('second.txt', 'second');
+    const piped = await runMain(bed, ['register', second, '--description-file', '-'], { stdin: 'from a pipe\n' });
+    expect(piped.code, piped.stderr).toBe(0);
+    expect(sentDescriptions()).toEqual(['written on Windows \ufffd', 'from a pipe']);
+  });
+
+  it('with --hash', async () => {
+    const file = await bed.file('d.txt', 'for a digest\n');
+    const run = await runMain(bed, ['register', '--hash', 'ab'.repeat(32), '--description-file', file]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(sentDescriptions()).toEqual(['for a digest']);
+  });
+
+  it('bytes that are not UTF-8: exit 2, nothing sent', async () => {
+    const doc = await bed.file('doc.txt', 'latin-1 file');
+    const file = await bed.file('latin1.txt', Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
+    expectRefused(
+      await runMain(bed, ['register', doc, '--description-file', file]),
+      /the description in '.*latin1\.txt' is not valid UTF-8/,
+    );
+  });
+
+  it('a line break inside, or more than one at the end: exit 2, nothing sent', async () => {
+    const doc = await bed.file('doc.txt', 'multi-line');
+    for (const content of ['one\ntwo', 'one\n\n', 'esc \u001b[2J\n']) {
+      const file = await bed.file('lines.txt', content);
+      expectRefused(
+        await runMain(bed, ['register', doc, '--description-file', file]),
+        /the description in '.*lines\.txt' holds a control character/,
+      );
+    }
+  });
+
+  it('larger than 64 KiB: exit 2, nothing sent; exactly 64 KiB is taken', async () => {
+    const doc = await bed.file('doc.txt', 'too long');
+    const big = await bed.file('big.txt', 'x'.repeat(DESCRIPTION_FILE_LIMIT + 1));
+    expectRefused(
+      await runMain(bed, ['register', doc, '--description-file', big]),
+      /the description from '.*big\.txt' is larger than 65536 bytes/,
+    );
+    await writeFile(big, 'y'.repeat(DESCRIPTION_FILE_LIMIT));
+    const run = await runMain(bed, ['register', doc, '--description-file', big]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(sentDescriptions()).toEqual(['y'.repeat(DESCRIPTION_FILE_LIMIT)]);
+  });
+
+  it.each([
+    ['with --description', ['doc.txt', '-d', 'x', '--description-file', 'd.txt'], /either --description or/],
+    ["'-' with '-' as a document", ['-', '--description-file', '-'], /'-' cannot be both a document and/],
+    ["'-' with --files-from -", ['--files-from', '-', '--description-file', '-'], /both --files-from and/],
+    ['a missing file', ['doc.txt', '--description-file', 'nope.txt'], /cannot read the description from .*nope/],
+  ])('%s: exit 2, nothing sent', async (_, args, message) => {
+    await bed.file('doc.txt', 'conflict');
+    await bed.file('d.txt', 'description');
+    const argv = args.map((a) => (a.endsWith('.txt') ? join(bed.workDir, a) : a));
+    expectRefused(await runMain(bed, ['register', ...argv], { stdin: 'stdin\n' }), message);
+  });
+
+  it("a '-' in a --files-from list, once standard input gave the description, is a failed item", async () => {
+    const doc = await bed.file('doc.txt', 'listed');
+    const list = await bed.file('list.txt', `${doc}\n-\n`);
+    const run = await runMain(bed, ['register', '--files-from', list, '--description-file', '-', '--json'], {
+      stdin: 'described\n',
+    });
+    expect(run.code).toBe(1);
+    const results = JSON.parse(run.stdout) as { file: string; status: string; error?: { message: string } }[];
+    expect(results.map((r) => [r.file, r.status])).toEqual([
+      [doc, 'registered'],
+      ['-', 'failed'],
+    ]);
+    expect(results[1]!.error!.message).toMatch(/'-' cannot be both a document and --description-file/);
+    expect(sentDescriptions()).toEqual(['described']);
+  });
+
+  it('is in register --help', async () => {
+    const run = await runMain(bed, ['register', '--help']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/--description-file <file\|->/);
+    expect(run.stdout).toMatch(/valid UTF-8 with no control characters but tab/);
+  });
+});
