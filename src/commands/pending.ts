@@ -8,12 +8,16 @@ import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
 import { UsageError } from '../errors.js';
 import { renderTable } from '../output/render.js';
-import { withLock } from '../store/lock.js';
+import { LEASE_MS, withLock } from '../store/lock.js';
 import type { PendingEntry } from '../store/service-store.js';
 import { examples } from './options.js';
 
-/** How long `drop` waits for a process completing the same hash. */
-const DROP_LOCK_WAIT_MS = 10_000;
+/**
+ * How long `drop` waits for a process completing the same hash: longer than
+ * a lease, so that the lock of an owner that died where its pid cannot be
+ * checked (another container or host) is taken over rather than reported.
+ */
+const DROP_LOCK_WAIT_MS = LEASE_MS + 5_000;
 
 export function configure(command: Command, context: () => Context): void {
   command

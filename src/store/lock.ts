@@ -3,12 +3,32 @@
  * request/forfait flow for the same hash at once (which could complete one
  * notarization twice).
  *
- * A lock is a file holding `<pid> <host> <nonce>`. It comes into existence
- * complete: its text is written to a private temporary file which is then
- * hard-linked to the lock's name, an atomic create-if-absent (an O_EXCL
- * create followed by a write would show other processes an empty lock).
+ * A lock is a file holding `<pid> <host> <nonce> lease=<ms> [ns=<id>]`. It
+ * comes into existence complete: its text is written to a private temporary
+ * file which is then hard-linked to the lock's name, an atomic
+ * create-if-absent (an O_EXCL create followed by a write would show other
+ * processes an empty lock).
  *
- * A lock whose owner has died (e.g. SIGKILL) is stale and is taken over.
+ * Liveness is a heartbeat lease, because a pid proves nothing about a process
+ * in another PID namespace (a container) or on another host sharing the
+ * store: there `kill(pid, 0)` says "no such process" about a live owner. The
+ * owner refreshes the lock's mtime every LEASE_MS / 3 through the descriptor
+ * of the file it created (so it can only ever touch its own lock), from an
+ * unref'd timer. A waiter judges a lock stale only once it has itself seen
+ * the lock unchanged (same text, inode, mtime and ctime) for LEASE_MS on its
+ * own monotonic clock: no clock of another machine is trusted, so skew
+ * between hosts cannot make a live lock look old. The one shortcut: a lock
+ * whose `ns=` (boot id + PID namespace inode) is ours was written in this
+ * very PID namespace of this very kernel, where `kill(pid, 0)` answering
+ * ESRCH does prove the owner gone; it is taken over at once. Any other answer
+ * (alive, EPERM, a reused pid) falls back to the lease.
+ *
+ * A lock without `lease=` was written by an older notarize, which never
+ * refreshes: it is judged by age (LEGACY_STALE_MS, longer than such a run
+ * could hold a lock). A lock whose text cannot be read as ours (empty while
+ * being written on a file system without hard links, or foreign) is stale
+ * once seen unchanged for UNREADABLE_GRACE_MS.
+ *
  * Deleting a stale lock is the classic race: two waiters both see the dead
  * owner, one deletes it and takes the lock, then the other deletes that *new*
  * lock. So a waiter may delete a stale lock only while it holds the claim
@@ -16,100 +36,259 @@
  * exclusive way, id = digest of the stale lock's text and inode), and only
  * after checking, under the claim, that the lock is still that instance.
  * Nobody else can delete that instance in between: its owner is dead and the
- * claim is unique. A claim whose holder died too is taken over by the same
- * rule one level up, so no file is ever deleted on a guess.
+ * claim is unique. A claim is held for a few system calls only, so it is not
+ * refreshed; it carries the same text, and a claim whose holder died is taken
+ * over by the same rules (namespace shortcut, else unchanged for LEASE_MS)
+ * one level up, so no file is ever deleted on a guess.
+ *
+ * What a lease cannot cover: an owner suspended (SIGSTOP, a paused VM) or
+ * whose event loop is blocked for longer than LEASE_MS * 2/3 stops
+ * refreshing and is then indistinguishable from a dead one. Nothing under
+ * the lock runs long synchronously (hashing is done before the lock is
+ * taken; store writes are single small files).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  futimesSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TransientError } from '../errors.js';
 import { PRIVATE_FILE_MODE, removeFile, uniqueSuffix } from './files.js';
 
 const POLL_MS = 25;
-/** A lock file whose text cannot be read as ours is left alone for this long (a foreign or old format). */
+/**
+ * L: a lock seen unchanged for this long is stale. 12 s leaves the owner's
+ * timer 8 s of slack (two missed refreshes) and keeps a dead owner's lock,
+ * in a namespace or host we cannot inspect, from blocking its hash for long.
+ */
+export const LEASE_MS = 12_000;
+/** The owner refreshes three times per lease. */
+const REFRESH_MS = LEASE_MS / 3;
+/**
+ * Locks of notarize before leases (no `lease=`) are never refreshed, so only
+ * age tells: a run of those versions held its lock for at most its requests
+ * (default 30 s timeout, 3 retries, Retry-After waits up to 30 s) twice over.
+ * Also the most any `lease=` written by another version is trusted with.
+ */
+const LEGACY_STALE_MS = 10 * 60_000;
+/** A lock file whose text cannot be read as ours is left alone this long (a foreign format, or being written). */
 const UNREADABLE_GRACE_MS = 5000;
 /** Claims of claims nest only when holders keep dying inside a few system calls; this bounds the depth. */
 const MAX_CLAIM_DEPTH = 4;
+/** The largest pid Linux can hand out (pid_max's ceiling); anything above is not a pid. */
+const MAX_PID = 4_194_304;
 const HOST = hostname();
+
+let namespaceMemo: string | null | undefined;
+
+/**
+ * This kernel's boot id and our PID namespace's inode: equal in two lock
+ * texts only when both processes see the same pids (see the module comment).
+ * Undefined where /proc does not tell (not Linux, /proc hidden).
+ */
+function pidNamespace(): string | undefined {
+  if (namespaceMemo === undefined) {
+    namespaceMemo = null;
+    if (process.platform === 'linux') {
+      try {
+        const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+        const ns = statSync('/proc/self/ns/pid');
+        if (/^[0-9a-f-]{32,36}$/.test(boot)) namespaceMemo = `${boot}/${ns.dev}/${ns.ino}`;
+      } catch {
+        // No shortcut then: every lock is judged by its lease.
+      }
+    }
+  }
+  return namespaceMemo ?? undefined;
+}
+
+/**
+ * The text of a lock or claim held by process `pid` of this PID namespace.
+ * Exported for tests, which plant the locks killed processes leave behind.
+ */
+export function lockText(pid: number, nonce: string): string {
+  const ns = pidNamespace();
+  return `${pid} ${HOST} ${nonce} lease=${LEASE_MS}${ns === undefined ? '' : ` ns=${ns}`}\n`;
+}
+
+function ownText(): string {
+  return lockText(process.pid, randomBytes(8).toString('hex'));
+}
 
 /** One instance of a lock file, as seen at one moment. */
 interface Seen {
   /** Text and inode: a new lock at the same path is always a different instance (its nonce differs). */
   id: string;
+  /** The instance and its times: changes at every refresh. */
+  version: string;
   pid: number | undefined;
   host: string | undefined;
+  /** Undefined for a lock of a notarize without leases. */
+  leaseMs: number | undefined;
+  ns: string | undefined;
+  /** By this machine's clock against the file's mtime: only for locks without a lease. */
   ageMs: number;
 }
 
+function parse(text: string): Pick<Seen, 'pid' | 'host' | 'leaseMs' | 'ns'> {
+  const [pid, host, , ...rest] = text.trim().split(' ');
+  const field = (name: string) => rest.find((f) => f.startsWith(`${name}=`))?.slice(name.length + 1);
+  const lease = field('lease');
+  const valid = pid !== undefined && /^\d{1,7}$/.test(pid) && Number(pid) > 0 && Number(pid) <= MAX_PID;
+  return {
+    pid: valid ? Number(pid) : undefined,
+    host,
+    leaseMs: lease !== undefined && /^\d{1,9}$/.test(lease) ? Number(lease) : undefined,
+    ns: field('ns'),
+  };
+}
+
 function inspect(file: string): Seen | undefined {
+  let fd: number;
   try {
-    const text = readFileSync(file, 'utf8');
-    const info = statSync(file);
-    const [pid, host] = text.trim().split(' ');
-    return {
-      id: `${text}\u0000${info.ino}`,
-      pid: pid !== undefined && /^\d+$/.test(pid) ? Number(pid) : undefined,
-      host,
-      ageMs: Date.now() - info.mtimeMs,
-    };
+    // Opened, then fstat'd: on NFS the open revalidates the attributes, so
+    // a refresh made on another client is seen (a bare stat may be cached).
+    fd = openSync(file, 'r');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
+  try {
+    const info = fstatSync(fd);
+    const text = readFileSync(fd, 'utf8');
+    const id = `${text}\u0000${info.dev}:${info.ino}`;
+    return {
+      id,
+      version: `${id}\u0000${info.mtimeMs}:${info.ctimeMs}:${info.size}`,
+      ...parse(text),
+      ageMs: Date.now() - info.mtimeMs,
+    };
+  } finally {
+    closeSync(fd);
+  }
 }
 
-function processAlive(pid: number): boolean {
+/** False only when `kill(pid, 0)` says there is no such process (ESRCH). */
+function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 
 /**
- * True when the owner is provably gone: a process of this host that no
- * longer exists. A lock from another host (a shared store) is never judged
- * stale from here, since its pid means nothing on this machine.
+ * What one waiter has seen of the files it waits on: since when (its own
+ * monotonic clock) each has been the same version.
  */
-function isStale(seen: Seen): boolean {
-  if (seen.pid === undefined) return seen.ageMs > UNREADABLE_GRACE_MS;
-  // A bare pid is a lock written by an earlier notarize, on this host.
-  const host = seen.host ?? HOST;
-  return host === HOST && seen.pid !== process.pid && !processAlive(seen.pid);
+class Watch {
+  readonly #since = new Map<string, { version: string; at: number }>();
+
+  /** How long `file` has been seen unchanged as `seen`, by this waiter; 0 the first time. */
+  quietMs(file: string, seen: Seen): number {
+    const now = performance.now();
+    const known = this.#since.get(file);
+    if (known?.version === seen.version) return now - known.at;
+    this.#since.set(file, { version: seen.version, at: now });
+    return 0;
+  }
 }
 
-/** Creates `file` holding `text` only if it does not exist; false if it does. */
-function createExclusive(file: string, text: string): boolean {
-  const temp = `${file}.${uniqueSuffix()}.tmp`;
-  writeFileSync(temp, text, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
-  try {
-    linkSync(temp, file);
+/** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
+function isStale(file: string, seen: Seen, watch: Watch): boolean {
+  const ours = pidNamespace();
+  if (
+    seen.pid !== undefined &&
+    ours !== undefined &&
+    seen.ns === ours &&
+    seen.pid !== process.pid &&
+    !processExists(seen.pid)
+  ) {
     return true;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return false;
-    if (code === 'EPERM' || code === 'ENOTSUP' || code === 'ENOSYS') return createWithoutLink(file, text);
-    throw error;
+  }
+  // Observed even when age decides, so a lock that turns readable or gains a lease is judged afresh.
+  const quiet = watch.quietMs(file, seen);
+  if (seen.pid === undefined) return quiet >= UNREADABLE_GRACE_MS;
+  if (seen.leaseMs === undefined) return seen.ageMs >= LEGACY_STALE_MS;
+  return quiet >= Math.min(Math.max(LEASE_MS, seen.leaseMs), LEGACY_STALE_MS);
+}
+
+/**
+ * Creates `file` holding `text` only if it does not exist. Returns an open
+ * descriptor of the new file (the owner refreshes its lease through it), or
+ * undefined when the file exists.
+ */
+function createExclusive(file: string, text: string): number | undefined {
+  const temp = `${file}.${uniqueSuffix()}.tmp`;
+  const fd = openSync(temp, 'wx', PRIVATE_FILE_MODE);
+  let keep = false;
+  try {
+    writeFileSync(fd, text);
+    try {
+      linkSync(temp, file);
+      keep = true;
+      return fd;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return undefined;
+      if (code === 'EPERM' || code === 'ENOTSUP' || code === 'ENOSYS') return createWithoutLink(file, text);
+      throw error;
+    }
   } finally {
+    if (!keep) closeSync(fd);
     removeFile(temp);
   }
 }
 
 /** For file systems without hard links: O_EXCL; a reader may briefly see it empty (the grace above covers it). */
-function createWithoutLink(file: string, text: string): boolean {
+function createWithoutLink(file: string, text: string): number | undefined {
+  let fd: number;
   try {
-    writeFileSync(file, text, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
-    return true;
+    fd = openSync(file, 'wx', PRIVATE_FILE_MODE);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
+    throw error;
+  }
+  try {
+    writeFileSync(fd, text);
+    return fd;
+  } catch (error) {
+    closeSync(fd);
+    removeFile(file);
     throw error;
   }
 }
 
-function ownText(): string {
-  return `${process.pid} ${HOST} ${randomBytes(8).toString('hex')}\n`;
+/**
+ * Keeps the lease of the lock open as `fd` alive until the returned function
+ * is called, which also closes `fd`. The timer is unref'd: it never keeps the
+ * process alive, and a signal that ends the process ends it too.
+ */
+function keepFresh(fd: number): () => void {
+  const timer = setInterval(() => {
+    try {
+      const now = new Date();
+      futimesSync(fd, now, now);
+    } catch {
+      // A failed refresh (e.g. a store on a network file system briefly
+      // gone) is retried at the next tick; the lease allows two misses.
+    }
+  }, REFRESH_MS);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    closeSync(fd);
+  };
 }
 
 /**
@@ -117,15 +296,17 @@ function ownText(): string {
  * module comment). Returns without deleting when another waiter holds the
  * claim or the lock has changed; the caller just looks again.
  */
-function takeOver(file: string, seen: Seen, depth = 0): void {
+function takeOver(file: string, seen: Seen, watch: Watch, depth = 0): void {
   const digest = createHash('sha256').update(seen.id).digest('hex').slice(0, 16);
   const claim = `${file}.${digest}.claim`;
   const mine = ownText();
-  if (!createExclusive(claim, mine)) {
+  const fd = createExclusive(claim, mine);
+  if (fd === undefined) {
     const holder = inspect(claim);
-    if (holder && depth < MAX_CLAIM_DEPTH && isStale(holder)) takeOver(claim, holder, depth + 1);
+    if (holder && depth < MAX_CLAIM_DEPTH && isStale(claim, holder, watch)) takeOver(claim, holder, watch, depth + 1);
     return;
   }
+  closeSync(fd);
   try {
     if (inspect(file)?.id === seen.id) unlinkSync(file);
   } finally {
@@ -144,34 +325,43 @@ function release(file: string, mine: string): void {
 }
 
 /**
- * Runs `fn` holding the lock file `file`; waits up to `waitMs` for a live
- * owner, taking over a dead owner's lock, then throws TransientError (exit 4:
- * try again later).
+ * Runs `fn` holding the lock file `file`, refreshing its lease meanwhile;
+ * waits up to `waitMs` for a live owner, taking over a dead owner's lock
+ * (at once when it provably died in our PID namespace, otherwise once its
+ * lease has gone unrefreshed for LEASE_MS), then throws TransientError
+ * (exit 4: try again later).
  */
 export async function withLock<T>(file: string, waitMs: number, fn: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + waitMs;
   const mine = ownText();
-  while (!createExclusive(file, mine)) {
+  const watch = new Watch();
+  let fd: number | undefined;
+  while ((fd = createExclusive(file, mine)) === undefined) {
     const seen = inspect(file);
     if (seen === undefined) continue;
-    if (isStale(seen)) {
-      takeOver(file, seen);
+    if (isStale(file, seen, watch)) {
+      takeOver(file, seen, watch);
       continue;
     }
     if (Date.now() >= deadline) {
+      const legacy = seen.pid !== undefined && seen.leaseMs === undefined;
       throw new TransientError(
         `another notarize process (pid ${seen.pid ?? '?'}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ''}) is working on the same hash`,
         {
-          hint: `wait for it to finish, then run the command again; if no notarize process is running, delete ${file}`,
+          hint: legacy
+            ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 60_000} minutes old (${file})`
+            : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${LEASE_MS / 1000} s without a refresh`,
           notProcessed: true,
         },
       );
     }
     await sleep(POLL_MS);
   }
+  const stop = keepFresh(fd);
   try {
     return await fn();
   } finally {
     release(file, mine);
+    stop();
   }
 }

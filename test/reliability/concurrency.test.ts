@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { lockText } from '../../src/store/lock.js';
 import { auditSecrets } from './helpers/audit.js';
 import { cliEnv, run, runMain, show, type RunResult } from './helpers/cli.js';
 import {
@@ -115,12 +116,13 @@ describe('many processes on the same file at once', () => {
     const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
     const paths = storePaths(configDir, sandbox.url);
     if (plantStaleLock) {
-      // A lock left by a process that died (SIGKILL): its pid is no longer alive.
+      // A lock left by a process of this PID namespace that died (SIGKILL):
+      // its pid is no longer alive, which here proves it dead.
       const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], {
         encoding: 'utf8',
       });
       mkdirSync(paths.locksDir, { recursive: true, mode: 0o700 });
-      writeFileSync(paths.lock(doc.hash), dead.stdout, { mode: 0o600 });
+      writeFileSync(paths.lock(doc.hash), lockText(Number(dead.stdout), 'killed'), { mode: 0o600 });
     }
     const results = await Promise.all(
       Array.from({ length: SAME }, () => run(['register', doc.path, '--json'], env, { timeoutMs: 60_000 })),

@@ -214,6 +214,7 @@ describe(`${KILLS} notarize processes killed with SIGKILL at many points`, () =>
         `killed in: ${JSON.stringify(Object.fromEntries(phases))}; ` +
         `answered but not yet saved when killed: ${inFlightLost.length} (killed ${JSON.stringify(inFlightLost)} ms after the answer); ` +
         `locks left by killed processes: ${locksLeft}; ` +
+        `slowest recovery run: ${Math.round(Math.max(...recoveries.map((r) => r.result.ms)))} ms; ` +
         `completed by the service, record never received (retired after the 409 on complete): ${alreadyRegistered}`,
     );
     expect(killed).toBeGreaterThanOrEqual(KILLS * 0.75);

@@ -5,11 +5,11 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
+import { lockText } from '../../src/store/lock.js';
 import { DIST } from './helpers/cli.js';
 import { LOCK_PROCESS, RACE_THREAD } from './helpers/lock-programs.js';
 import { useTempDirs } from './helpers/world.js';
@@ -47,7 +47,7 @@ describe('the per-hash lock across processes', () => {
     const common = [DIST, lock, counter, holder, violations, String(ITERATIONS)];
     const results = await Promise.all([
       ...Array.from({ length: WORKERS }, () => runWorker([...common, 'worker'])),
-      runWorker([DIST, lock, counter, holder, violations, String(ITERATIONS * 2), 'poisoner', deadPid(), hostname()]),
+      runWorker([DIST, lock, counter, holder, violations, String(ITERATIONS * 2), 'poisoner', deadPid()]),
     ]);
     for (const result of results) expect(result.code, result.stderr).toBe(0);
     expect(existsSync(violations) ? readFileSync(violations, 'utf8').length : 0).toBe(0);
@@ -80,7 +80,7 @@ describe('the stale-lock takeover race', () => {
     );
     const dead = deadPid();
     for (let round = 1; round <= ROUNDS; round += 1) {
-      writeFileSync(lockFile, `${dead} ${hostname()} dead-${round}\n`);
+      writeFileSync(lockFile, lockText(Number(dead), `dead-${round}`));
       Atomics.store(state, 0, round);
       Atomics.notify(state, 0);
       while (Atomics.load(state, 3) < round * THREADS) await sleep(1);

@@ -10,22 +10,23 @@
  * itself as the holder: two holders at once show up as a lost increment or a
  * violation mark. As a "poisoner" it plays processes killed while holding the
  * lock: whenever the lock is free it leaves one that belongs to a dead pid,
- * which the workers must take over.
- * argv: distDir lockFile counterFile holderFile violationsFile iterations role [deadPid host]
+ * which the workers must take over (written as a notarize of this PID
+ * namespace writes it, so its death is provable and it is taken over at once).
+ * argv: distDir lockFile counterFile holderFile violationsFile iterations role [deadPid]
  */
 export const LOCK_PROCESS = `
 import { appendFileSync, closeSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 
-const [distDir, lockFile, counterFile, holderFile, violationsFile, iterations, role, deadPid, host] =
+const [distDir, lockFile, counterFile, holderFile, violationsFile, iterations, role, deadPid] =
   process.argv.slice(1);
-const { withLock } = await import(pathToFileURL(distDir + '/store/lock.js').href);
+const { lockText, withLock } = await import(pathToFileURL(distDir + '/store/lock.js').href);
 
 if (role === 'poisoner') {
   for (let i = 0; i < Number(iterations); i += 1) {
     try {
-      writeFileSync(lockFile, deadPid + ' ' + host + ' dead' + i + '\\n', { flag: 'wx' });
+      writeFileSync(lockFile, lockText(Number(deadPid), 'dead' + i), { flag: 'wx' });
     } catch {
       // Held right now: try again shortly.
     }
