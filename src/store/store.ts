@@ -32,7 +32,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { StoreError, TransientError } from '../errors.js';
 import { SETTINGS } from '../settings.js';
-import { corrupt, ensurePrivateDir, readPrivateFile, writeFileAtomic } from './files.js';
+import { corrupt, ensurePrivateDir, readPrivateFile, tightenDirIfExists, writeFileAtomic } from './files.js';
 import { withLock } from './lock.js';
 import { ServiceStore } from './service-store.js';
 
@@ -75,6 +75,11 @@ export class Store {
     if (this.#prepared) return;
     if (ensurePrivateDir(this.dir)) {
       this.#warn(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
+    }
+    // Its folders too, now: a planted link there must stop the run before
+    // anything is sent (a login on the fly stores its token under locks/).
+    for (const sub of ['locks', 'services'].map((name) => join(this.dir, name))) {
+      if (tightenDirIfExists(sub)) this.#warn(`tightened the rights of ${sub} to owner-only (0700)`);
     }
     this.#prepared = true;
   }
