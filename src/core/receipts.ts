@@ -115,7 +115,7 @@ function foldersOf(dir: string, name: string): string[] {
 function linkRefused(path: string, what: string): UsageError {
   return new UsageError(`${what} ${path} is a symbolic link; notarize never writes a receipt through a link`, {
     code: 'receipt_link',
-    hint: 'remove the link and run again, or choose another --receipt-dir (--force does not replace links)',
+    hint: 'remove the link and run again, or choose another --receipt-dir; --force does not replace links',
   });
 }
 

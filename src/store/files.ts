@@ -48,7 +48,7 @@ const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW;
 
-const HINT_DIR = 'use a directory of your own (NOTARIZE_CONFIG_DIR, given as its real path), or fix this one';
+const HINT_DIR = 'use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR';
 
 /** This process's user id; undefined where the platform has none (Windows: no owner checks). */
 function myUid(): number | undefined {
