@@ -29,9 +29,9 @@ export interface GlobalOptions {
 }
 
 /**
- * The store module (conf and its schema validator: tens of milliseconds to
- * load), passed in by cli.ts only for commands that use the store, so that
- * e.g. `notarize hash` starts without it.
+ * The store module (with zod and the answer schemas it validates files
+ * against), passed in by cli.ts only for commands that use the store, so
+ * that e.g. `notarize hash` starts without it.
  */
 export type StoreModule = typeof StoreModuleExports;
 

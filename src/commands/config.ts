@@ -47,20 +47,20 @@ export function configure(command: Command, context: () => Context): void {
     .addArgument(keyArgument())
     .argument('<value>', 'the value to store')
     .description('store a value')
-    .action((key: string, value: string) => {
+    .action(async (key: string, value: string) => {
       const ctx = context();
       const normalized = settingDefinition(key).parse(value);
-      ctx.store.setSetting(key, normalized);
+      await ctx.store.setSetting(key, normalized);
       ctx.io.info(`${key} = ${normalized}`);
     });
   command
     .command('unset')
     .addArgument(keyArgument())
     .description('remove a stored value (the default applies again)')
-    .action((key: string) => {
+    .action(async (key: string) => {
       const ctx = context();
       settingDefinition(key);
-      ctx.store.unsetSetting(key);
+      await ctx.store.unsetSetting(key);
       ctx.io.info(`${key} unset`);
     });
   command

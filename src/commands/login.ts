@@ -71,7 +71,7 @@ export async function runLogin(ctx: Context, options: z.infer<typeof optionsSche
       hint: "check this machine's clock, then log in again",
     });
   }
-  ctx.store.setToken(baseUrl, token);
+  await ctx.store.setToken(baseUrl, token);
   const claims = readClaims(token);
 
   if (ctx.globals.json) {

@@ -9,14 +9,14 @@ export function configure(command: Command, context: () => Context): void {
     'after',
     examples(['notarize logout', '# CI: leave no token behind on a shared runner', 'notarize logout --quiet']),
   );
-  command.action(() => {
-    runLogout(context());
+  command.action(async () => {
+    await runLogout(context());
   });
 }
 
-export function runLogout(ctx: Context): void {
+export async function runLogout(ctx: Context): Promise<void> {
   const baseUrl = ctx.baseUrl;
-  const had = ctx.store.deleteToken(baseUrl);
+  const had = await ctx.store.deleteToken(baseUrl);
   ctx.io.info(had ? `logged out of ${baseUrl}` : `no token was stored for ${baseUrl}`);
   if (cleanSecret(ctx.env.NOTARIZE_TOKEN) !== undefined)
     ctx.io.warn('NOTARIZE_TOKEN is set in the environment and is still used');

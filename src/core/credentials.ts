@@ -132,7 +132,7 @@ export class TokenCredentials implements Credentials {
         hint: "check this machine's clock (the token's exp is in the past or within 30 s)",
       });
     }
-    store.setToken(baseUrl, token);
+    await store.setToken(baseUrl, token);
     return (this.#current = token);
   }
 }

@@ -14,11 +14,25 @@
  * input and --hash get the digest. When documents of one run would get the
  * same name, each keeps as many of its parent folders as tell them apart
  * (`register ca/x.txt cb/x.txt` gives `ca/x.txt` and `cb/x.txt`).
+ *
+ * Links: the receipt directory itself may be anything the user names (a
+ * link to their output folder included), but nothing below it is reached
+ * through a link. A link where a receipt or one of its folders would be
+ * (`R/doc.notarization.json -> /etc/x`, `R/linux -> /elsewhere`) is refused
+ * before anything is sent, even with --force: --force replaces receipts, and
+ * a link is not one. Folders are created one at a time and each is checked;
+ * the receipt itself is written to a new file (O_EXCL|O_NOFOLLOW) that is
+ * then renamed (--force) or hard-linked (no --force) to its name, so a link
+ * that appears after the check is replaced or refused, never written through.
+ * Someone able to write in the receipt directory could still swap a checked
+ * folder for a link in the microseconds before the file is created: Node has
+ * no openat(); keep the receipt directory your own.
  */
-import { lstat, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname, join, normalize } from 'node:path';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
+import { join, normalize } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
-import { uniqueSuffix } from '../store/files.js';
+import { uniqueSuffix, writeFileAtomic } from '../store/files.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
 
@@ -92,6 +106,69 @@ export function receiptNames(subjects: readonly ReceiptSubject[]): (string | und
   return names;
 }
 
+/** The folders between the receipt directory and `name`'s receipt: `a/b/x` gives `dir/a`, `dir/a/b`. */
+function foldersOf(dir: string, name: string): string[] {
+  const parts = name.split('/').slice(0, -1);
+  return parts.map((_, i) => join(dir, ...parts.slice(0, i + 1)));
+}
+
+function linkRefused(path: string, what: string): UsageError {
+  return new UsageError(`${what} ${path} is a symbolic link; notarize never writes a receipt through a link`, {
+    code: 'receipt_link',
+    hint: 'remove the link and run again, or choose another --receipt-dir; --force does not replace links',
+  });
+}
+
+/** Throws UsageError when a folder of `name`'s receipt exists as a link or as something other than a folder. */
+async function checkFolders(dir: string, name: string): Promise<void> {
+  for (const folder of foldersOf(dir, name)) {
+    let info;
+    try {
+      info = await lstat(folder);
+    } catch {
+      return; // Missing: created when the receipt is written, and nothing below it can exist yet.
+    }
+    if (info.isSymbolicLink()) throw linkRefused(folder, 'receipt folder');
+    if (!info.isDirectory()) {
+      throw new UsageError(`receipt folder ${folder} exists and is not a directory`, {
+        code: 'receipt_exists',
+        hint: 'remove it and run again, or choose another --receipt-dir',
+      });
+    }
+  }
+}
+
+/**
+ * Creates the folders of `name`'s receipt one at a time, none through a
+ * link: an existing one must be a real directory (see the module comment).
+ */
+async function makeFolders(dir: string, name: string): Promise<void> {
+  for (const folder of foldersOf(dir, name)) {
+    try {
+      await mkdir(folder);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const info = await lstat(folder);
+      if (info.isSymbolicLink()) throw linkRefused(folder, 'receipt folder');
+      if (!info.isDirectory()) throw new Error(`${folder} exists and is not a directory`);
+    }
+  }
+}
+
+/** The content of an existing receipt, read without following a link; undefined if unreadable. */
+async function readNoFollow(path: string): Promise<string | undefined> {
+  try {
+    const handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+    try {
+      return (await handle.stat()).isFile() ? await handle.readFile('utf8') : undefined;
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
+
 /** Throws UsageError when `name`'s receipt cannot exist on a usual filesystem. */
 function checkFits(dir: string, name: string): void {
   const path = join(dir, `${name}${RECEIPT_SUFFIX}`);
@@ -134,7 +211,11 @@ export async function planReceipts(dir: string, subjects: readonly ReceiptSubjec
   }
   await rm(probe, { force: true });
   const names = receiptNames(subjects);
-  for (const name of names) if (name !== undefined) checkFits(dir, name);
+  for (const name of names) {
+    if (name === undefined) continue;
+    checkFits(dir, name);
+    await checkFolders(dir, name);
+  }
   return { dir, names };
 }
 
@@ -150,7 +231,8 @@ function contentOf(recordJson: string): string {
 /**
  * Before document `index` is sent: an existing receipt is refused (UsageError,
  * nothing sent) unless it is exactly what would be written (`recordJson`, the
- * ledger's record when there is one) or `overwrite` allows replacing it.
+ * ledger's record when there is one) or `overwrite` allows replacing it. A
+ * link at the receipt or one of its folders is refused whatever `overwrite`.
  */
 export async function checkBeforeSending(
   plan: ReceiptPlan,
@@ -160,13 +242,16 @@ export async function checkBeforeSending(
   overwrite: boolean,
 ): Promise<void> {
   const path = receiptPath(plan, index, hash);
-  checkFits(plan.dir, plan.names[index] ?? hash);
+  const name = plan.names[index] ?? hash;
+  checkFits(plan.dir, name);
+  await checkFolders(plan.dir, name);
   let info;
   try {
     info = await lstat(path);
   } catch {
     return; // None yet: the usual case.
   }
+  if (info.isSymbolicLink()) throw linkRefused(path, 'receipt');
   if (!info.isFile()) {
     throw new UsageError(`receipt ${path} exists and is not a regular file`, {
       code: 'receipt_exists',
@@ -174,7 +259,7 @@ export async function checkBeforeSending(
     });
   }
   if (overwrite) return;
-  const existing = await readFile(path, 'utf8').catch(() => undefined);
+  const existing = await readNoFollow(path);
   if (recordJson !== undefined && existing === contentOf(recordJson)) return;
   throw new UsageError(`receipt ${path} already exists with other content`, {
     code: 'receipt_exists',
@@ -202,12 +287,17 @@ export async function writeReceipt(
       cause,
     });
   try {
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, content, { flag: overwrite ? 'w' : 'wx' });
+    await makeFolders(plan.dir, plan.names[index] ?? hash);
+    if ((await lstat(path).catch(() => undefined))?.isSymbolicLink()) throw linkRefused(path, 'receipt');
+    // Never through a link, even one planted since the check (see the module comment).
+    await writeFileAtomic(path, content, { mode: 0o666, replace: overwrite });
     return path;
   } catch (error) {
+    if (error instanceof UsageError) {
+      throw failed(error.message, error);
+    }
     const code = (error as NodeJS.ErrnoException).code;
-    const existing = code === 'EEXIST' ? await readFile(path, 'utf8').catch(() => undefined) : undefined;
+    const existing = code === 'EEXIST' ? await readNoFollow(path) : undefined;
     if (existing === content) return path;
     // EEXIST from the write itself (a receipt that appeared since the check), not from mkdir.
     if (code === 'EEXIST' && existing !== undefined) {

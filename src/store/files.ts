@@ -2,20 +2,36 @@
  * File primitives of the local store: private directories, atomic writes and
  * reads that name the file when it is damaged. A damaged file is reported,
  * never rewritten or wiped: it may hold the only copy of a registration.
+ *
+ * The store may sit where others could plant links (a CI checkout that
+ * earlier build steps touched, a shared /tmp), and notarize may run as root.
+ * So no store file is ever opened through a symbolic link: writes create a
+ * new file with O_EXCL|O_NOFOLLOW beside the target and rename it over the
+ * target (a rename replaces a link itself, never what it points to), reads
+ * open with O_NOFOLLOW and refuse a link. A store directory that is a link,
+ * is not ours, or is writable by everyone (a sticky /tmp) is refused, never
+ * chmod'ed: its content cannot be trusted, and changing its rights would
+ * change them for everyone who shares it. Rights are only ever changed on an
+ * open descriptor of the very directory or file that was checked.
  */
 import { randomBytes } from 'node:crypto';
 import {
-  chmodSync,
   closeSync,
+  constants,
+  fchmodSync,
   fdatasync,
+  fstatSync,
   fsync,
+  fsyncSync,
+  linkSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readFileSync,
   renameSync,
-  statSync,
   unlinkSync,
   writeSync,
+  type Stats,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { z } from 'zod';
@@ -25,72 +41,179 @@ import { StoreError } from '../errors.js';
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
 
+/** 0 where the platform has no such flag (Windows): the checks below then rest on lstat alone. */
+const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
+/** A FIFO planted in place of a store file would block a plain open forever. */
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
+const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW;
+
+const HINT_DIR = 'use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR';
+
+/** This process's user id; undefined where the platform has none (Windows: no owner checks). */
+function myUid(): number | undefined {
+  return process.getuid?.();
+}
+
+/**
+ * Why `info` (from lstat, or fstat of a descriptor opened without following
+ * links) cannot be a store directory, or undefined when it can.
+ */
+function unsafeDirReason(info: Stats): string | undefined {
+  if (info.isSymbolicLink()) return 'it is a symbolic link, which notarize does not follow';
+  if (!info.isDirectory()) return 'it is not a directory';
+  const uid = myUid();
+  if (uid !== undefined && info.uid !== uid) return `it belongs to another user (uid ${info.uid}, you are ${uid})`;
+  // Sticky or world-writable: others may have put anything in it, and it is
+  // not ours alone to tighten (this is /tmp's 1777, even for root).
+  if (process.platform !== 'win32' && (info.mode & 0o1002) !== 0) {
+    return `it is shared with every user (mode ${(info.mode & 0o7777).toString(8)})`;
+  }
+  return undefined;
+}
+
+function dirError(dir: string, reason: string, cause?: unknown): StoreError {
+  return new StoreError(dir, `cannot use the store directory ${dir}: ${reason}`, {
+    hint: HINT_DIR,
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
 /**
  * Creates `dir` (and parents) readable by its owner alone. An existing
- * directory with wider rights is tightened to 0700; returns true when it had
- * to be, so the caller can warn. Throws StoreError naming the directory when
- * it cannot be created or tightened.
+ * directory of ours with group rights is tightened to 0700; returns true when
+ * it had to be, so the caller can warn. Throws StoreError naming the
+ * directory when it is a link, not a directory, not ours or shared with
+ * everyone (see the module comment), or cannot be created.
  */
 export function ensurePrivateDir(dir: string): boolean {
   try {
     mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-    if (process.platform === 'win32') return false;
-    const info = statSync(dir);
-    if (!info.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
-    if ((info.mode & 0o077) !== 0) {
-      // Exactly 0700, not the old mode's owner bits: the owner needs all three.
-      chmodSync(dir, PRIVATE_DIR_MODE);
-      return true;
-    }
-    return false;
   } catch (error) {
-    throw new StoreError(dir, `cannot use the store directory ${dir}: ${(error as Error).message}`, {
-      hint: 'make it a directory you own and can write, or point NOTARIZE_CONFIG_DIR elsewhere',
-      cause: error,
-    });
+    const code = (error as NodeJS.ErrnoException).code;
+    if (isLink(dir)) throw dirError(dir, 'it is a symbolic link, which notarize does not follow', error);
+    if (code === 'EEXIST' || code === 'ENOTDIR') throw dirError(dir, 'it is not a directory', error);
+    throw dirError(dir, (error as Error).message, error);
   }
+  const tightened = tightenDirIfExists(dir);
+  if (tightened === undefined) throw dirError(dir, 'it disappeared while being prepared');
+  return tightened;
 }
 
 /**
- * Tightens an existing directory to 0700 when others have rights on it;
- * returns true when it had to be. A missing directory is left missing.
+ * Checks an existing store directory as ensurePrivateDir does, without
+ * creating it: true when it had to be tightened, false when it was already
+ * private, undefined when it does not exist.
  */
-export function tightenDirIfExists(dir: string): boolean {
-  return tightenIfExists(dir, () => PRIVATE_DIR_MODE);
-}
-
-/**
- * Tightens an existing store file to 0600 when it is readable by others;
- * returns true when it had to be, so the caller can warn.
- */
-export function ensurePrivateFile(file: string): boolean {
-  return tightenIfExists(file, (mode) => mode & 0o700);
-}
-
-/**
- * Gives an existing path the mode `ownerOnly(mode)` when group or others have
- * rights on it; returns true when it had to. A missing path is left missing.
- */
-function tightenIfExists(path: string, ownerOnly: (mode: number) => number): boolean {
-  if (process.platform === 'win32') return false;
-  let mode: number;
+export function tightenDirIfExists(dir: string): boolean | undefined {
+  let seen: Stats;
   try {
-    mode = statSync(path).mode & 0o777;
+    seen = lstatSync(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw dirError(dir, (error as Error).message, error);
   }
-  if ((mode & 0o077) === 0) return false;
-  chmodSync(path, ownerOnly(mode));
-  return true;
+  const reason = unsafeDirReason(seen);
+  if (reason !== undefined) throw dirError(dir, reason);
+  if (process.platform === 'win32' || (seen.mode & 0o077) === 0) return false;
+  // Tightened through a descriptor of the directory just checked: a link
+  // swapped in meanwhile fails to open instead of being chmod'ed.
+  let fd: number;
+  try {
+    fd = openSync(dir, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  } catch (error) {
+    throw dirError(dir, `it changed while being checked (${(error as NodeJS.ErrnoException).code})`, error);
+  }
+  try {
+    const info = fstatSync(fd);
+    if (info.ino !== seen.ino || info.dev !== seen.dev) throw dirError(dir, 'it changed while being checked');
+    // Exactly 0700, not the old mode's owner bits: the owner needs all three.
+    fchmodSync(fd, PRIVATE_DIR_MODE);
+    return true;
+  } catch (error) {
+    if (error instanceof StoreError) throw error;
+    throw dirError(dir, (error as Error).message, error);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
- * Writes `data` to `file` atomically: a private temporary file in the same
+ * Reads a store file without following a link. Returns undefined when it
+ * does not exist; throws StoreError naming the file when it is a link, not a
+ * regular file, another user's, or unreadable. Given `onTightened`, a file
+ * of ours readable by others is tightened to 0600 (its owner bits kept) and
+ * `onTightened` told.
+ */
+export function readPrivateFile(file: string, onTightened?: () => void): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    // ELOOP (Linux, macOS) or EMLINK (FreeBSD): the name is a link.
+    if ((code === 'ELOOP' || code === 'EMLINK') && isLink(file)) throw fileError(file, 'it is a symbolic link');
+    throw fileError(file, (error as Error).message, error);
+  }
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile()) throw fileError(file, 'it is not a regular file');
+    const uid = myUid();
+    if (uid !== undefined && info.uid !== uid) {
+      throw fileError(file, `it belongs to another user (uid ${info.uid}, you are ${uid})`);
+    }
+    if (onTightened !== undefined && process.platform !== 'win32' && (info.mode & 0o077) !== 0) {
+      fchmodSync(fd, info.mode & 0o700);
+      onTightened?.();
+    }
+    // Synchronous: a store file is a few hundred bytes (see writeFileAtomic).
+    return readFileSync(fd, 'utf8');
+  } catch (error) {
+    if (error instanceof StoreError) throw error;
+    throw fileError(file, (error as Error).message, error);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+function fileError(file: string, reason: string, cause?: unknown): StoreError {
+  return new StoreError(file, `cannot read store file ${file}: ${reason}`, {
+    hint: 'notarize never reads or writes a store file through a link or owned by someone else: move it aside, or use a store of your own',
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+export interface WriteOptions {
+  /** Mode of a new file (before the umask); store files are 0600. */
+  mode?: number;
+  /**
+   * false: fail with EEXIST when `file` exists (a link included) rather
+   * than replace it; the new file still appears whole, never half-written.
+   */
+  replace?: boolean;
+}
+
+/**
+ * Writes `data` to `file` atomically: a new temporary file in the same
  * directory, flushed to disk, then renamed over the target, and the directory
  * flushed too. A reader (or a process killed mid-write) sees the old file or
  * the new one, never a mix. Temporary files start with a dot; a process
  * killed before its rename leaves one behind, which listings skip.
+ *
+ * No link is ever followed: the temporary file is created with
+ * O_EXCL|O_NOFOLLOW (a link planted at its name makes the create fail), and
+ * a rename over a link replaces the link itself. With `replace: false` the
+ * temporary file is hard-linked to the target instead, which fails when
+ * anything (a link included) is there.
  *
  * Only the two flushes wait for the disk, and they run on libuv's thread
  * pool, so those of a batch's documents overlap and this thread never waits
@@ -100,12 +223,12 @@ function tightenIfExists(path: string, ownerOnly: (mode: number) => number): boo
  * store's CPU time (see docs/performance.md). The promise settles only once
  * the data is durable.
  */
-export async function writeFileAtomic(file: string, data: string): Promise<void> {
+export async function writeFileAtomic(file: string, data: string, options: WriteOptions = {}): Promise<void> {
   keepFileSizeSignalHarmless();
   const dir = dirname(file);
   const temp = join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
   const bytes = Buffer.from(data, 'utf8');
-  let fd: number | undefined = openSync(temp, 'wx', PRIVATE_FILE_MODE);
+  let fd: number | undefined = openSync(temp, CREATE_NEW, options.mode ?? PRIVATE_FILE_MODE);
   try {
     // A write may be short (a full disk, a file size limit): loop until all
     // bytes are down or the system says why not. Renaming a short temporary
@@ -117,7 +240,12 @@ export async function writeFileAtomic(file: string, data: string): Promise<void>
     const written = fd;
     fd = undefined;
     closeSync(written);
-    renameSync(temp, file);
+    if (options.replace === false) {
+      linkOrCreate(temp, file, bytes, options.mode ?? PRIVATE_FILE_MODE);
+      ignoreErrors(() => unlinkSync(temp));
+    } else {
+      renameSync(temp, file);
+    }
   } catch (error) {
     // The write's own error is the one worth reporting, not a failed clean-up.
     if (fd !== undefined) ignoreErrors(() => closeSync(fd!));
@@ -125,6 +253,28 @@ export async function writeFileAtomic(file: string, data: string): Promise<void>
     throw error;
   }
   await flushDirShared(dir);
+}
+
+/**
+ * Gives the complete file `temp` the name `file` only if that name is free.
+ * Where hard links are not supported, creates `file` with O_EXCL|O_NOFOLLOW
+ * and writes it (a reader may then briefly see it incomplete).
+ */
+function linkOrCreate(temp: string, file: string, bytes: Buffer, mode: number): void {
+  try {
+    linkSync(temp, file);
+    return;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS') throw error;
+  }
+  const fd = openSync(file, CREATE_NEW, mode);
+  try {
+    for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function fdatasyncOnPool(fd: number): Promise<void> {
@@ -152,8 +302,9 @@ let fileSizeSignalCaught = false;
 /**
  * Keeps SIGXFSZ harmless, as Node makes it, so that a write beyond a file
  * size limit (`ulimit -f`) fails with EFBIG and the answer being saved is
- * quoted in the error. conf's writer (atomically, through when-exit) listens
- * for SIGXFSZ once and raises it again, which kills the process without a
+ * quoted in the error. signal-exit, which ora loads (through restore-cursor)
+ * once a spinner is shown on a terminal, listens for SIGXFSZ and raises it
+ * again when it is the only listener, which would kill the process without a
  * word as soon as the event loop turns after such a write. While a listener
  * of ours remains, Node keeps catching the signal (its handle is unref'd: it
  * keeps nothing alive).
@@ -224,14 +375,8 @@ export function removeFile(file: string): void {
  * not of the expected shape.
  */
 export function readStoreFile<T extends z.ZodType>(file: string, schema: T): z.infer<T> | undefined {
-  let text: string;
-  try {
-    // Synchronous: a store file is a few hundred bytes (see writeFileAtomic).
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new StoreError(file, `cannot read store file ${file}: ${(error as Error).message}`, { cause: error });
-  }
+  const text = readPrivateFile(file);
+  if (text === undefined) return undefined;
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -224,7 +224,11 @@ export class ServiceStore {
     this.#readyDirs.add(dir);
   }
 
-  /** Tightens this service's existing directories (made by an older notarize, or by hand), warning for each. */
+  /**
+   * Checks this service's existing directories (made by an older notarize, or
+   * by hand): tightens ours, warning for each; refuses a link, another user's
+   * or one shared with everyone (see files.ts), before anything is sent.
+   */
   tightenExisting(): void {
     for (const dir of [
       join(this.dir, '..'),

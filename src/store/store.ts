@@ -2,8 +2,9 @@
  * The local store, in one private directory (NOTARIZE_CONFIG_DIR, or the
  * platform's config directory):
  *
- *   config.json                         settings (conf)
- *   credentials.json                    tokens, one per service (conf, 0600)
+ *   config.json                         settings
+ *   credentials.json                    tokens, one per service (0600)
+ *   locks/config.lock, credentials.lock held while a process changes that file
  *   services/<service>/pending/<hash>.json   sessions not yet completed
  *   services/<service>/ledger/<hash>.json    completed notarization records
  *   services/<service>/locks/<hash>.lock     held while a process works on a hash
@@ -19,21 +20,25 @@
  * never touch the same file, and a damaged file costs one entry, not all.
  * Everything is kept per service (base URL), so a sandbox run never shadows
  * the real service's ledger or token.
+ *
+ * config.json and credentials.json are small JSON objects read and written
+ * here with the store's own primitives (files.ts), not with conf: conf's
+ * writer resolves symbolic links and then chmods and chowns what they point
+ * to, so a link planted in the store made `notarize login` write the token
+ * into a file of the planter's choosing. A change of either file is a
+ * read-modify-write under that file's lock (store/lock.ts), so processes
+ * changing settings, or logging in to different services, at once never
+ * lose each other's change; readers take no lock, since every write is an
+ * atomic rename.
  */
-import Conf from 'conf';
 import { createHash } from 'node:crypto';
-import { lstatSync, readFileSync, renameSync } from 'node:fs';
+import { lstatSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { NotarizeError, StoreError } from '../errors.js';
+import { NotarizeError, StoreError, TransientError } from '../errors.js';
 import { SETTINGS } from '../settings.js';
-import {
-  corrupt,
-  ensurePrivateDir,
-  ensurePrivateFile,
-  keepFileSizeSignalHarmless,
-  PRIVATE_FILE_MODE,
-} from './files.js';
+import { corrupt, ensurePrivateDir, readPrivateFile, tightenDirIfExists, writeFileAtomic } from './files.js';
+import { withLock } from './lock.js';
 import { ServiceStore } from './service-store.js';
 
 /** The store directory: NOTARIZE_CONFIG_DIR, else the platform's config directory. */
@@ -45,47 +50,59 @@ export function defaultStoreDir(env: NodeJS.ProcessEnv): string {
   return join(env.XDG_CONFIG_HOME ?? join(home, '.config'), 'notarize');
 }
 
-type ConfData = Record<string, unknown>;
+type JsonObject = Record<string, unknown>;
+type StoreFileName = 'config' | 'credentials';
+
+/**
+ * How long a change of config.json or credentials.json waits for another
+ * process changing it: each holds the lock for one read and one atomic
+ * write, milliseconds, so this is only reached when something is wrong.
+ */
+const CHANGE_LOCK_WAIT_MS = 15_000;
 
 /** Entry point to everything notarize keeps on disk. Opens files lazily. */
 export class Store {
   readonly dir: string;
   /** Told things worth a warning, e.g. a directory whose rights were tightened. */
   readonly #warn: (message: string) => void;
-  #settings: Conf<ConfData> | undefined;
-  #credentials: Conf<ConfData> | undefined;
   #prepared = false;
 
   constructor(dir: string, warn: (message: string) => void = () => {}) {
     this.dir = dir;
     this.#warn = warn;
-    // conf, imported here, brings the SIGXFSZ listener that would make a full disk fatal (see files.ts).
-    keepFileSizeSignalHarmless();
   }
 
-  /** Creates the directory (0700) on first use, tightening it if it was wider. */
+  /**
+   * Creates the directory (0700) on first use, tightening it if it was wider;
+   * refuses one that is a link, not ours, or shared with every user (files.ts).
+   */
   prepare(): void {
     if (this.#prepared) return;
     if (ensurePrivateDir(this.dir)) {
       this.#warn(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
+    }
+    // Its folders too, now: a planted link there must stop the run before
+    // anything is sent (a login on the fly stores its token under locks/).
+    for (const sub of ['locks', 'services'].map((name) => join(this.dir, name))) {
+      if (tightenDirIfExists(sub)) this.#warn(`tightened the rights of ${sub} to owner-only (0700)`);
     }
     this.#prepared = true;
   }
 
   /** The stored value of a setting, if any. */
   getSetting(key: string): string | undefined {
-    const value = this.#use('config', (conf) => conf.get(key));
+    const value = this.#read('config')[key];
     if (value === undefined) return undefined;
     // A hand-edited value is checked here, so that the error names the file it is in.
     const definition = SETTINGS.find((s) => s.key === key);
     if (typeof value !== 'string') {
-      if (definition) throw corrupt(this.#configPath, `setting '${key}' is not a string`);
+      if (definition) throw corrupt(this.#path('config'), `setting '${key}' is not a string`);
       return undefined;
     }
     try {
       definition?.parse(value);
     } catch (error) {
-      throw corrupt(this.#configPath, `setting '${key}': ${(error as Error).message}`, error);
+      throw corrupt(this.#path('config'), `setting '${key}': ${(error as Error).message}`, error);
     }
     return value;
   }
@@ -93,47 +110,60 @@ export class Store {
   /** All stored settings. */
   listSettings(): Record<string, string> {
     return Object.fromEntries(
-      Object.entries(this.#use('config', (conf) => conf.store)).filter(
-        (e): e is [string, string] => typeof e[1] === 'string',
-      ),
+      Object.entries(this.#read('config')).filter((e): e is [string, string] => typeof e[1] === 'string'),
     );
   }
 
-  setSetting(key: string, value: string): void {
-    this.#use('config', (conf) => conf.set(key, value));
+  async setSetting(key: string, value: string): Promise<void> {
+    await this.#change('config', (data) => {
+      data[key] = value;
+      return true;
+    });
   }
 
-  unsetSetting(key: string): void {
-    this.#use('config', (conf) => conf.delete(key));
+  async unsetSetting(key: string): Promise<void> {
+    await this.#change('config', (data) => {
+      if (!(key in data)) return false;
+      delete data[key];
+      return true;
+    });
   }
 
   /** The token stored for a service, if any. */
   getToken(baseUrl: string): string | undefined {
-    const token = this.#tokens()[baseUrl];
+    const token = this.#tokens(this.#read('credentials'))[baseUrl];
     return typeof token === 'string' ? token : undefined;
   }
 
-  setToken(baseUrl: string, token: string): void {
-    const tokens = this.#tokens();
-    this.#use('credentials', (conf) => conf.set('tokens', { ...tokens, [baseUrl]: token }));
+  /** Stores the token of a service; the tokens of other services, even ones stored meanwhile, are kept. */
+  async setToken(baseUrl: string, token: string): Promise<void> {
+    await this.#change('credentials', (data) => {
+      data.tokens = { ...this.#tokens(data), [baseUrl]: token };
+      return true;
+    });
   }
 
-  /** Forgets the token of a service; returns whether there was one. */
-  deleteToken(baseUrl: string): boolean {
-    const tokens = { ...this.#tokens() };
-    if (!(baseUrl in tokens)) return false;
-    delete tokens[baseUrl];
-    this.#use('credentials', (conf) => conf.set('tokens', tokens));
-    return true;
+  /** Forgets the token of a service; resolves to whether there was one. */
+  async deleteToken(baseUrl: string): Promise<boolean> {
+    let had = false;
+    await this.#change('credentials', (data) => {
+      const tokens = { ...this.#tokens(data) };
+      had = baseUrl in tokens;
+      if (!had) return false;
+      delete tokens[baseUrl];
+      data.tokens = tokens;
+      return true;
+    });
+    return had;
   }
 
-  get #configPath(): string {
-    return join(this.dir, 'config.json');
+  #path(name: StoreFileName): string {
+    return join(this.dir, `${name}.json`);
   }
 
   /** Path of the credentials file (for messages; never its content). */
   get credentialsPath(): string {
-    return join(this.dir, 'credentials.json');
+    return this.#path('credentials');
   }
 
   /** The pending sessions and ledger of one service. */
@@ -147,6 +177,7 @@ export class Store {
     try {
       service.tightenExisting();
     } catch (error) {
+      if (error instanceof NotarizeError) throw error;
       throw new StoreError(service.dir, `cannot use the store directory ${service.dir}: ${(error as Error).message}`, {
         cause: error,
       });
@@ -158,82 +189,83 @@ export class Store {
    * The stored tokens by base URL. A `tokens` that is not an object makes the
    * file damaged: it is reported, and never overwritten by a login or logout.
    */
-  #tokens(): Record<string, unknown> {
-    const tokens = this.#use('credentials', (conf) => conf.get('tokens'));
+  #tokens(data: JsonObject): JsonObject {
+    const tokens = data.tokens;
     if (tokens === undefined || tokens === null) return {};
     if (typeof tokens !== 'object' || Array.isArray(tokens)) {
       throw corrupt(this.credentialsPath, "'tokens' is not an object");
     }
-    return tokens as Record<string, unknown>;
+    return tokens as JsonObject;
+  }
+
+  /** Files already checked for wider rights by this process: one warning each. */
+  readonly #checked = new Set<StoreFileName>();
+
+  /**
+   * The content of config.json or credentials.json, {} when it does not
+   * exist. Read afresh on every call (other processes change it). A file that
+   * is not a JSON object is reported as damaged and left as it is: a `[1]`
+   * or `"x"` must not be rewritten as an object with numbered keys.
+   */
+  #read(name: StoreFileName): JsonObject {
+    this.prepare();
+    const file = this.#path(name);
+    const tighten = this.#checked.has(name)
+      ? undefined
+      : () => this.#warn(`tightened the rights of ${file} to owner-only (0600)`);
+    const text = readPrivateFile(file, tighten);
+    this.#checked.add(name);
+    if (text === undefined) return {};
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      throw corrupt(file, 'not valid JSON', error);
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw corrupt(file, 'expected a JSON object');
+    }
+    return value as JsonObject;
   }
 
   /**
-   * Runs one conf operation. conf reads the file again on every access, so a
-   * damage found at any access is reported as a StoreError naming the file.
+   * Reads `name`, lets `edit` change the object (it returns false when it
+   * changed nothing), and writes it back atomically, all under the file's
+   * lock so that a concurrent change by another process is never lost.
    */
-  #use<T>(configName: 'config' | 'credentials', operation: (conf: Conf<ConfData>) => T): T {
-    const conf =
-      configName === 'config'
-        ? (this.#settings ??= this.#open('config'))
-        : (this.#credentials ??= this.#open('credentials'));
-    try {
-      return operation(conf);
-    } catch (error) {
-      throw confError(conf.path, error);
-    }
-  }
-
-  #open(configName: string): Conf<ConfData> {
+  async #change(name: StoreFileName, edit: (data: JsonObject) => boolean): Promise<void> {
     this.prepare();
-    const file = join(this.dir, `${configName}.json`);
-    checkConfFile(file);
-    if (ensurePrivateFile(file)) this.#warn(`tightened the rights of ${file} to owner-only (0600)`);
+    const file = this.#path(name);
+    const locks = join(this.dir, 'locks');
+    if (ensurePrivateDir(locks)) this.#warn(`tightened the rights of ${locks} to owner-only (0700)`);
+    const lock = join(locks, `${name}.lock`);
+    let locked = false;
     try {
-      return new Conf<ConfData>({
-        cwd: this.dir,
-        configName,
-        configFileMode: PRIVATE_FILE_MODE,
-        accessPropertiesByDotNotation: false,
-        clearInvalidConfig: false,
+      await withLock(lock, CHANGE_LOCK_WAIT_MS, async () => {
+        locked = true;
+        const data = this.#read(name);
+        if (!edit(data)) return;
+        try {
+          await writeFileAtomic(file, `${JSON.stringify(data, undefined, '\t')}\n`);
+        } catch (error) {
+          throw new StoreError(file, `cannot write store file ${file}: ${(error as Error).message}`, {
+            hint: 'check that the store directory belongs to you and the disk is not full',
+            cause: error,
+          });
+        }
       });
     } catch (error) {
-      throw confError(file, error);
+      // withLock's own wait ran out (its message speaks of a hash): say which file.
+      if (!locked && error instanceof TransientError) {
+        throw new TransientError(`another notarize process is changing ${file}`, {
+          hint: `run the command again; if no notarize process is running, delete ${lock}`,
+          notProcessed: true,
+          cause: error,
+        });
+      }
+      throw error;
     }
   }
-}
-
-/**
- * Checks that an existing settings or credentials file holds a JSON object.
- * conf would read `[1]` or `"x"` as an object with numbered keys and then
- * rewrite the file in that form on the next change; a hand-edited file like
- * that is reported instead, and left as it is.
- */
-function checkConfFile(file: string): void {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw confError(file, error);
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw corrupt(file, 'not valid JSON', error);
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw corrupt(file, 'expected a JSON object');
-  }
-}
-
-function confError(file: string, error: unknown): NotarizeError {
-  if (error instanceof NotarizeError) return error;
-  if (error instanceof SyntaxError) return corrupt(file, 'not valid JSON', error);
-  return new StoreError(file, `cannot use store file ${file}: ${(error as Error).message}`, {
-    hint: 'check that the store directory and its files belong to you and the disk is not full',
-    cause: error,
-  });
 }
 
 /** The longest readable part of a service directory name; the digest after it tells URLs apart. */

@@ -1,9 +1,16 @@
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StoreError } from '../../../src/errors.js';
-import { ensurePrivateDir, readStoreFile, removeFile, writeFileAtomic } from '../../../src/store/files.js';
+import {
+  ensurePrivateDir,
+  readPrivateFile,
+  readStoreFile,
+  removeFile,
+  writeFileAtomic,
+} from '../../../src/store/files.js';
 import { rejection, thrown } from '../helpers/catch.js';
 import { useTempDirs } from '../../helpers/temp-dirs.js';
 
@@ -60,6 +67,51 @@ describe('ensurePrivateDir', () => {
     expect(ensurePrivateDir(wide)).toBe(true);
     expect(mode(wide)).toBe(0o700);
     expect(ensurePrivateDir(wide)).toBe(false);
+  });
+
+  it.runIf(posix)('refuses a link, a file and a shared directory, naming it, and changes no mode', () => {
+    const real = join(tempDir(), 'real');
+    mkdirSync(real, { mode: 0o755 });
+    const link = join(tempDir(), 'link');
+    symlinkSync(real, link);
+    const file = join(tempDir(), 'file');
+    writeFileSync(file, '');
+    const shared = join(tempDir(), 'shared');
+    mkdirSync(shared);
+    chmodSync(shared, 0o1777);
+    for (const [dir, why] of [
+      [link, /symbolic link/],
+      [file, /not a directory/],
+      [shared, /shared with every user \(mode 1777\)/],
+    ] as const) {
+      const error = thrown(() => ensurePrivateDir(dir));
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).message).toContain(dir);
+      expect((error as StoreError).message).toMatch(why);
+    }
+    expect(mode(real)).toBe(0o755);
+    expect(statSync(shared).mode & 0o7777).toBe(0o1777);
+  });
+});
+
+describe('readPrivateFile', () => {
+  const tempDir = useTempDirs();
+
+  it.runIf(posix)('refuses a link and a FIFO without blocking; tightens only when asked', () => {
+    const dir = tempDir();
+    const target = join(dir, 'target.json');
+    writeFileSync(target, '{}', { mode: 0o644 });
+    const link = join(dir, 'link.json');
+    symlinkSync(target, link);
+    expect((thrown(() => readPrivateFile(link)) as StoreError).message).toMatch(/link\.json: it is a symbolic link/);
+    const fifo = join(dir, 'fifo.json');
+    execFileSync('mkfifo', [fifo]);
+    expect((thrown(() => readPrivateFile(fifo)) as StoreError).message).toMatch(/not a regular file/);
+    expect(readPrivateFile(target)).toBe('{}');
+    expect(mode(target)).toBe(0o644);
+    let told = 0;
+    expect(readPrivateFile(target, () => told++)).toBe('{}');
+    expect([mode(target), told]).toEqual([0o600, 1]);
   });
 });
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/errors.js';
 import { serviceDirName, Store } from '../../../src/store/store.js';
-import { thrown } from '../helpers/catch.js';
+import { rejection, thrown } from '../helpers/catch.js';
 import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 const SANDBOX = 'http://127.0.0.1:8080';
@@ -41,22 +41,22 @@ describe('Store directory', () => {
     expect(warnings[0]).toContain('0700');
   });
 
-  it.runIf(posix)('warns only once however often it is prepared', () => {
+  it.runIf(posix)('warns only once however often it is prepared', async () => {
     const dir = join(tempDir(), 'notarize');
     mkdirSync(dir);
-    chmodSync(dir, 0o777);
+    chmodSync(dir, 0o775);
     const { store, warnings } = warnedStore(dir);
     store.prepare();
     store.service(REAL);
-    store.setToken(REAL, 'token-value-1234');
+    await store.setToken(REAL, 'token-value-1234');
     expect(warnings).toHaveLength(1);
   });
 
-  it.runIf(posix)('does not warn about a directory already private', () => {
+  it.runIf(posix)('does not warn about a directory already private', async () => {
     const dir = join(tempDir(), 'notarize');
     mkdirSync(dir, { mode: 0o700 });
     const { store, warnings } = warnedStore(dir);
-    store.setToken(REAL, 'token-value-1234');
+    await store.setToken(REAL, 'token-value-1234');
     expect(warnings).toEqual([]);
   });
 
@@ -70,50 +70,50 @@ describe('Store directory', () => {
 describe('Store tokens', () => {
   const tempDir = useTempDirs();
 
-  it('keeps one token per base URL and deletes them one by one', () => {
+  it('keeps one token per base URL and deletes them one by one', async () => {
     const store = new Store(tempDir());
     expect(store.getToken(REAL)).toBeUndefined();
-    store.setToken(REAL, 'real-token-aaaaaaaa');
-    store.setToken(SANDBOX, 'sandbox-token-bbbbbbbb');
+    await store.setToken(REAL, 'real-token-aaaaaaaa');
+    await store.setToken(SANDBOX, 'sandbox-token-bbbbbbbb');
     expect(store.getToken(REAL)).toBe('real-token-aaaaaaaa');
     expect(store.getToken(SANDBOX)).toBe('sandbox-token-bbbbbbbb');
 
-    expect(store.deleteToken(SANDBOX)).toBe(true);
+    expect(await store.deleteToken(SANDBOX)).toBe(true);
     expect(store.getToken(SANDBOX)).toBeUndefined();
     expect(store.getToken(REAL)).toBe('real-token-aaaaaaaa');
-    expect(store.deleteToken(SANDBOX)).toBe(false);
+    expect(await store.deleteToken(SANDBOX)).toBe(false);
   });
 
-  it('persists tokens across Store instances, in credentials.json only', () => {
+  it('persists tokens across Store instances, in credentials.json only', async () => {
     const dir = tempDir();
-    new Store(dir).setToken(REAL, 'persisted-token-cccccccc');
+    await new Store(dir).setToken(REAL, 'persisted-token-cccccccc');
     const again = new Store(dir);
     expect(again.getToken(REAL)).toBe('persisted-token-cccccccc');
     expect(again.credentialsPath).toBe(join(dir, 'credentials.json'));
     expect(readFileSync(again.credentialsPath, 'utf8')).toContain('persisted-token-cccccccc');
-    again.setSetting('timeout', '1000');
+    await again.setSetting('timeout', '1000');
     expect(readFileSync(join(dir, 'config.json'), 'utf8')).not.toContain('persisted-token-cccccccc');
   });
 
-  it('keeps a base URL containing dots as one key (no dot-notation nesting)', () => {
+  it('keeps a base URL containing dots as one key (no dot-notation nesting)', async () => {
     const store = new Store(tempDir());
-    store.setToken(REAL, 'dotted-token-dddddddd');
+    await store.setToken(REAL, 'dotted-token-dddddddd');
     const saved = JSON.parse(readFileSync(store.credentialsPath, 'utf8')) as { tokens: Record<string, string> };
     expect(saved.tokens[REAL]).toBe('dotted-token-dddddddd');
   });
 
-  it.runIf(posix)('writes credentials.json with mode 0600', () => {
+  it.runIf(posix)('writes credentials.json with mode 0600', async () => {
     const store = new Store(tempDir());
-    store.setToken(REAL, 'mode-token-eeeeeeee');
+    await store.setToken(REAL, 'mode-token-eeeeeeee');
     expect(mode(store.credentialsPath)).toBe(0o600);
   });
 
-  it.runIf(posix)('leaves credentials.json 0600 after updating one that was world-readable', () => {
+  it.runIf(posix)('leaves credentials.json 0600 after updating one that was world-readable', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'credentials.json'), '{"tokens":{}}', { mode: 0o644 });
     chmodSync(join(dir, 'credentials.json'), 0o644);
     const store = new Store(dir);
-    store.setToken(REAL, 'fresh-token-ffffffff');
+    await store.setToken(REAL, 'fresh-token-ffffffff');
     expect(mode(store.credentialsPath)).toBe(0o600);
   });
 
@@ -131,14 +131,14 @@ describe('Store tokens', () => {
 describe('Store settings', () => {
   const tempDir = useTempDirs();
 
-  it('sets, lists and unsets settings, persisted in config.json', () => {
+  it('sets, lists and unsets settings, persisted in config.json', async () => {
     const dir = tempDir();
     const store = new Store(dir);
-    store.setSetting('baseUrl', SANDBOX);
-    store.setSetting('timeout', '5000');
+    await store.setSetting('baseUrl', SANDBOX);
+    await store.setSetting('timeout', '5000');
     expect(new Store(dir).getSetting('baseUrl')).toBe(SANDBOX);
     expect(new Store(dir).listSettings()).toEqual({ baseUrl: SANDBOX, timeout: '5000' });
-    store.unsetSetting('timeout');
+    await store.unsetSetting('timeout');
     expect(new Store(dir).getSetting('timeout')).toBeUndefined();
   });
 
@@ -154,7 +154,7 @@ describe('Store settings', () => {
     expect(readFileSync(file, 'utf8')).toBe(damaged);
   });
 
-  it('throws a StoreError naming a corrupt credentials.json and leaves its bytes unchanged', () => {
+  it('throws a StoreError naming a corrupt credentials.json and leaves its bytes unchanged', async () => {
     const dir = tempDir();
     const file = join(dir, 'credentials.json');
     const damaged = '{"tokens": {"https://app.dedit.io": "eyJ';
@@ -164,7 +164,7 @@ describe('Store settings', () => {
     expect((error as StoreError).file).toBe(file);
     expect(readFileSync(file, 'utf8')).toBe(damaged);
     // Setting a token must not wipe the damaged file either.
-    expect(thrown(() => new Store(dir).setToken(REAL, 'new-token-gggggggg'))).toBeInstanceOf(StoreError);
+    expect(await rejection(new Store(dir).setToken(REAL, 'new-token-gggggggg'))).toBeInstanceOf(StoreError);
     expect(readFileSync(file, 'utf8')).toBe(damaged);
   });
 });
