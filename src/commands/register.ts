@@ -4,7 +4,7 @@
  * core/notarize.ts; batching is core/batch.ts; inputs are core/inputs.ts.
  */
 import { Option, type Command } from 'commander';
-import { basename } from 'node:path';
+import { basename, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
@@ -12,7 +12,7 @@ import { checkArgvDescription, readDescriptionFile } from '../core/description.j
 import { asNotarizeError, BatchError, FailureTally, runAll, type Settled } from '../core/batch.js';
 import { hashFile, hashStream, normalizeHash } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
-import { expandInputs, type InputItem } from '../core/inputs.js';
+import { expandInputs, type InputItem, type SkippedPath } from '../core/inputs.js';
 import { register, type Outcome, type RegisterInput } from '../core/notarize.js';
 import {
   checkBeforeSending,
@@ -138,6 +138,12 @@ export async function runRegister(ctx: Context, paths: string[], given: Register
   const options = await withDescription(ctx, paths, given);
   const format = options.output ?? (ctx.globals.json ? 'json' : 'table');
   let items: Iterable<Item> | AsyncIterable<Item>;
+  const skip = (s: SkippedPath) => {
+    ctx.io.warn(`skipped ${s.path}: ${s.reason}`);
+    const result = skippedResult(s.path, s.reason);
+    if (format === 'ndjson') ctx.io.data(JSON.stringify(result));
+    else skipped.push(result);
+  };
   let single: boolean;
   // Paths passed over while walking: printed as met with ndjson, else held for the end.
   const skipped: ItemResult[] = [];
@@ -149,12 +155,7 @@ export async function runRegister(ctx: Context, paths: string[], given: Register
     single = true;
     checkOptions(ctx, 'hash', options);
   } else {
-    const expansion = await expandInputs(paths, toInputOptions(options), ctx.io.stdin, (s) => {
-      ctx.io.warn(`skipped ${s.path}: ${s.reason}`);
-      const result = skippedResult(s.path, s.reason);
-      if (format === 'ndjson') ctx.io.data(JSON.stringify(result));
-      else skipped.push(result);
-    });
+    const expansion = await expandInputs(paths, toInputOptions(options), ctx.io.stdin, skip);
     items = expansion.items;
     single = expansion.single;
     // Known up front for '-' on the command line; a '-' in a --files-from list is checked as it comes.
@@ -165,8 +166,22 @@ export async function runRegister(ctx: Context, paths: string[], given: Register
   // the list is read first: a receipt per document is no list of millions.
   let receipts: ReceiptPlan | undefined;
   if (options.receiptDir !== undefined) {
+    // The receipts of an earlier run are outputs, never documents: `register
+    // -r dist --receipt-dir dist/receipts` run twice must not register them.
+    const receiptDir = resolve(options.receiptDir);
     const all: Item[] = [];
-    for await (const item of items) all.push(item);
+    for await (const item of items) {
+      if (item.kind === 'file' && resolve(item.path).startsWith(receiptDir + sep)) {
+        skip({ path: item.path, reason: 'inside --receipt-dir (receipts are not registered)' });
+      } else {
+        all.push(item);
+      }
+    }
+    if (single && all.length === 0) {
+      throw new UsageError('nothing to register: the document named is inside --receipt-dir', {
+        hint: 'receipts are outputs; name the document itself',
+      });
+    }
     items = all;
     receipts = await planReceipts(options.receiptDir, all.map(receiptSubject));
   }

@@ -124,7 +124,11 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
   if (bad.length > 0) {
     throw new NotNotarizedError(
       `${bad.length} of ${checked.length} document${checked.length === 1 ? ' is' : 's are'} not notarized in the ledger of ${baseUrl}`,
-      { hint: 'register them with `notarize register`, or check --base-url' },
+      {
+        hint:
+          'register them with `notarize register`, or check --base-url; a document the service already had ' +
+          '(409) has no record in this store: verify with the store that registered it',
+      },
     );
   }
 }

@@ -104,6 +104,10 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
     let pending = store.readPending(input.hash);
     const reused = pending !== undefined;
     if (pending === undefined) {
+      // A request step answered unreadably before: the service may hold a
+      // session notarize never saw, so only an explicit choice requests again.
+      const unanswered = input.force ? undefined : store.readUnanswered(input.hash);
+      if (unanswered !== undefined) throw requestUnread(input.hash, unanswered.requestedAt);
       try {
         pending = await requestStep(deps, input);
       } catch (error) {
@@ -181,7 +185,10 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
       if (!stored) {
         // A session given by hand is saved before anything is sent; one from the active subscription after a read.
         await savePendingOrExplain(deps, pending, { sentBefore: source.kind !== 'given' });
-        return finishGiven(deps, pending);
+        const outcome = await finishGiven(deps, pending);
+        // A session given by hand finished what an unread request step began.
+        store.clearUnanswered(hash);
+        return outcome;
       }
     }
     return finish(deps, pending, true, { hash });
@@ -245,6 +252,19 @@ async function retire(deps: FlowDeps, hash: string, reason: string): Promise<str
   }
 }
 
+/** The refusal to request again a hash whose last request step was answered unreadably. */
+function requestUnread(hash: string, requestedAt: string): ProtocolError {
+  return new ProtocolError(
+    `the registration request for ${hash} was answered 2xx at ${requestedAt}, but the answer could not be read; ` +
+      'notarize does not request it again on its own',
+    {
+      hint:
+        `the service may hold a subscription session for it: \`notarize complete ${hash} --use-active-subscription\` ` +
+        `completes it with your active subscription; \`notarize pending drop ${hash}\` (or register --force) requests anew`,
+    },
+  );
+}
+
 /** The refusal to send again a session whose last forfait was answered unreadably. */
 function answerUnread(deps: FlowDeps, pending: PendingEntry): ProtocolError {
   const page = deps.api.transport.url(`/verification/${pending.hash}`);
@@ -289,7 +309,9 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
       signed: input.signed,
       status: 'not_registered',
     });
-    return await save(answer.raw);
+    const saved = await save(answer.raw);
+    deps.store.clearUnanswered(input.hash);
+    return saved;
   } catch (error) {
     // An object of an unexpected shape may still be a session the service
     // will accept back: keep it rather than lose the registration.
@@ -301,12 +323,13 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
       });
     }
     if (error instanceof UnreadableAnswerError) {
-      // Never retried: the service said yes, and a second request could open
-      // a second subscription session. Nothing was saved, as nothing was read.
-      error.hint =
-        `the service accepted the registration request for ${input.hash}, but notarize could not read the ` +
-        `session it answered, so none was saved; \`notarize complete ${input.hash} --use-active-subscription\` ` +
-        'completes it with your active subscription, or run `notarize register` again to request a new session';
+      // Never retried, nor re-sent by a plain re-run: the service said yes,
+      // and a second request could open a second subscription session.
+      const requestedAt = now(deps).toISOString();
+      await deps.store
+        .markUnanswered({ hash: input.hash, description: input.description, requestedAt })
+        .catch(() => {});
+      error.hint = requestUnread(input.hash, requestedAt).hint;
     }
     throw error;
   }

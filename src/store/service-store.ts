@@ -47,6 +47,19 @@ const pendingEntrySchema = z.object({
 });
 export type PendingEntry = z.infer<typeof pendingEntrySchema>;
 
+/**
+ * A request step that the service answered 2xx with a body notarize could not
+ * read: the service may hold a subscription session for the hash that
+ * notarize never saw. Kept so that a re-run does not request again on its own.
+ */
+const unansweredEntrySchema = z.object({
+  schemaVersion: z.literal(1),
+  hash: hashSchema,
+  description: z.string(),
+  requestedAt: z.string(),
+});
+export type UnansweredEntry = z.infer<typeof unansweredEntrySchema>;
+
 const ledgerEntrySchema = z.object({
   schemaVersion: z.literal(1),
   hash: hashSchema,
@@ -202,6 +215,29 @@ export class ServiceStore {
     return this.#write(this.ledgerFile(entry.hash), { schemaVersion: 1, ...entry });
   }
 
+  unansweredFile(hash: string): string {
+    return join(this.dir, 'unanswered', `${hash}.json`);
+  }
+
+  /** The unread request step of a hash, if any; throws StoreError if its file is damaged. */
+  readUnanswered(hash: string): UnansweredEntry | undefined {
+    return ofHash(hash, this.unansweredFile(hash), readStoreFile(this.unansweredFile(hash), unansweredEntrySchema));
+  }
+
+  /** Records a request step answered 2xx unreadably (see UnansweredEntry). */
+  markUnanswered(entry: Omit<UnansweredEntry, 'schemaVersion'>): Promise<void> {
+    return this.#write(this.unansweredFile(entry.hash), { schemaVersion: 1, ...entry });
+  }
+
+  /** Forgets an unread request step: it was completed, dropped by hand, or requested again. */
+  clearUnanswered(hash: string): void {
+    removeFile(this.unansweredFile(hash));
+  }
+
+  listUnanswered(): Promise<Listing<UnansweredEntry>> {
+    return this.#list('unanswered', (hash) => this.readUnanswered(hash));
+  }
+
   listPending(): Promise<Listing<PendingEntry>> {
     return this.#list('pending', (hash) => this.readPending(hash));
   }
@@ -233,7 +269,7 @@ export class ServiceStore {
     for (const dir of [
       join(this.dir, '..'),
       this.dir,
-      ...['pending', 'ledger', 'locks', 'retired', 'quarantine'].map((d) => join(this.dir, d)),
+      ...['pending', 'ledger', 'locks', 'retired', 'quarantine', 'unanswered'].map((d) => join(this.dir, d)),
     ]) {
       if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
     }

@@ -233,6 +233,31 @@ describe('a 2xx whose body cannot be read', () => {
     expectFailure(run, 5, /answered 200, but its body could not be read \(it stalled\)/);
     expect(run.stderr).toContain(`notarize complete ${hash} --use-active-subscription`);
     expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual(['request']);
+    expect(await pending()).toEqual([{ hash, state: 'request-unread' }]);
+
+    // A plain re-run does not request again (a second subscription session).
+    const again = bed.mark();
+    const rerun = await runMain(bed, ['register', doc]);
+    expectFailure(rerun, 5, /notarize does not request it again on its own/);
+    expect(routes(bed.callsSince(again)).filter((r) => r !== 'login')).toEqual([]);
+
+    // Completing it with the active subscription clears it.
+    const completed = await runMain(bed, ['complete', hash, '--use-active-subscription']);
+    expect(completed.code, completed.stderr).toBe(0);
     expect(await pending()).toEqual([]);
+    expect((await runMain(bed, ['register', doc])).stderr).toMatch(/already registered/);
+  });
+
+  it('pending drop forgets an unread request step, and register then requests anew', async () => {
+    const doc = await bed.file('dropped-request.txt', 'dropped request');
+    const hash = sha256('dropped request');
+    bed.sandbox.addFaults([{ route: 'request', kind: 'gzip', count: 1 }]);
+    expect((await runMain(bed, ['register', doc])).code).toBe(5);
+    const dropped = await runMain(bed, ['pending', 'drop', hash]);
+    expect(dropped.code, dropped.stderr).toBe(0);
+    expect(dropped.stderr).toMatch(/forgot the unread request step/);
+    expect(await pending()).toEqual([]);
+    const registered = await runMain(bed, ['register', doc]);
+    expect(registered.code, registered.stderr).toBe(0);
   });
 });

@@ -153,3 +153,36 @@ describe('a receipt that cannot be written after the completion', () => {
     expect(JSON.parse(readFileSync(join(dir, 'late.txt.notarization.json'), 'utf8'))).toMatchObject({ hash });
   });
 });
+
+describe('re-runs with receipts', () => {
+  it('register -r dist --receipt-dir dist/receipts twice: the receipts are never registered', async () => {
+    await bed.file('dist/app.tar.gz', 'app');
+    await bed.file('dist/b.zip', 'b');
+    const dist = join(bed.workDir, 'dist');
+    const receipts = join(dist, 'receipts');
+    for (let run = 0; run < 2; run++) {
+      const result = await runMain(bed, ['register', '-r', dist, '--receipt-dir', receipts, '--json']);
+      expect(result.code, result.stderr).toBe(0);
+      const files = (JSON.parse(result.stdout) as { file: string; status: string }[]).map((r) => [r.file, r.status]);
+      expect(files.filter(([, status]) => status !== 'skipped').map(([file]) => file)).toEqual([
+        join(dist, 'app.tar.gz'),
+        join(dist, 'b.zip'),
+      ]);
+    }
+    expect(bed.calls('forfait')).toBe(2);
+    expect(existsSync(join(receipts, 'receipts'))).toBe(false);
+  });
+
+  it('a cold store keeps an existing receipt that is a record of the document (the service answers 409)', async () => {
+    const dir = join(bed.root, 'R');
+    const doc = await bed.file('cold.txt', 'cold receipt');
+    expect((await runMain(bed, ['register', doc, '--receipt-dir', dir])).code).toBe(0);
+    const receipt = readFileSync(join(dir, 'cold.txt.notarization.json'), 'utf8');
+    const cold = await runMain(bed, ['register', doc, '--receipt-dir', dir], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'cold-store') },
+    });
+    expect(cold.code, cold.stderr).toBe(0);
+    expect(cold.stderr).toMatch(/already registered/);
+    expect(readFileSync(join(dir, 'cold.txt.notarization.json'), 'utf8')).toBe(receipt);
+  });
+});
