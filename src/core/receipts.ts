@@ -15,9 +15,10 @@
  * same name, each keeps as many of its parent folders as tell them apart
  * (`register ca/x.txt cb/x.txt` gives `ca/x.txt` and `cb/x.txt`).
  */
-import { lstat, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
+import { makeDirs } from '../mkdirs.js';
 import { uniqueSuffix } from '../store/files.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
@@ -117,7 +118,8 @@ export async function planReceipts(dir: string, subjects: readonly ReceiptSubjec
       ...(cause === undefined ? {} : { cause }),
     });
   try {
-    await mkdir(dir, { recursive: true });
+    // Not mkdir's recursive mode: under /proc it never returns (see mkdirs.ts).
+    makeDirs(dir, 0o777);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     throw notUsable(
@@ -202,7 +204,7 @@ export async function writeReceipt(
       cause,
     });
   try {
-    await mkdir(dirname(path), { recursive: true });
+    makeDirs(dirname(path), 0o777);
     await writeFile(path, content, { flag: overwrite ? 'w' : 'wx' });
     return path;
   } catch (error) {

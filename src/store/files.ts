@@ -4,23 +4,13 @@
  * never rewritten or wiped: it may hold the only copy of a registration.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  closeSync,
-  fdatasync,
-  fsync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
+import { chmodSync, closeSync, fdatasync, fsync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { z } from 'zod';
 import { describeZodError } from '../api/schemas.js';
 import { StoreError } from '../errors.js';
+import { makeDirs } from '../mkdirs.js';
+import { readRegularFileSync } from './read-safe.js';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
@@ -33,7 +23,7 @@ export const PRIVATE_FILE_MODE = 0o600;
  */
 export function ensurePrivateDir(dir: string): boolean {
   try {
-    mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    makeDirs(dir, PRIVATE_DIR_MODE); // not mkdirSync's recursive mode: it can loop forever (src/mkdirs.ts)
     if (process.platform === 'win32') return false;
     const info = statSync(dir);
     if (!info.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
@@ -227,7 +217,8 @@ export function readStoreFile<T extends z.ZodType>(file: string, schema: T): z.i
   let text: string;
   try {
     // Synchronous: a store file is a few hundred bytes (see writeFileAtomic).
-    text = readFileSync(file, 'utf8');
+    // Never waits: a FIFO or device at the path is refused (see read-safe.ts).
+    text = readRegularFileSync(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new StoreError(file, `cannot read store file ${file}: ${(error as Error).message}`, { cause: error });

@@ -18,7 +18,7 @@
  */
 import Conf from 'conf';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { NotarizeError, StoreError } from '../errors.js';
@@ -30,6 +30,7 @@ import {
   keepFileSizeSignalHarmless,
   PRIVATE_FILE_MODE,
 } from './files.js';
+import { readRegularFileSync } from './read-safe.js';
 import { ServiceStore } from './service-store.js';
 
 /** The store directory: NOTARIZE_CONFIG_DIR, else the platform's config directory. */
@@ -169,6 +170,9 @@ export class Store {
         ? (this.#settings ??= this.#open('config'))
         : (this.#credentials ??= this.#open('credentials'));
     try {
+      // conf reads the file itself, blocking, on every access: a path swapped for
+      // a FIFO since it was opened would hang it, so look before each access.
+      checkRegularIfExists(conf.path);
       return operation(conf);
     } catch (error) {
       throw confError(conf.path, error);
@@ -203,7 +207,8 @@ export class Store {
 function checkConfFile(file: string): void {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    // Never waits: a FIFO at config.json hung here, beyond the reach of signals (see read-safe.ts).
+    text = readRegularFileSync(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw confError(file, error);
@@ -216,6 +221,17 @@ function checkConfFile(file: string): void {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw corrupt(file, 'expected a JSON object');
+  }
+}
+
+/** Throws unless `file` is absent or a regular file (not followed if a link): see #use. */
+function checkRegularIfExists(file: string): void {
+  const info = lstatSync(file, { throwIfNoEntry: false });
+  if (info !== undefined && !info.isFile()) {
+    const what = info.isSymbolicLink()
+      ? 'it is a symbolic link, which the store does not follow'
+      : 'not a regular file';
+    throw Object.assign(new Error(what), { code: 'ENOTREG' });
   }
 }
 
