@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hashFile } from '../../src/core/hash.js';
-import { Bed, sha256, useBed, useTempDir } from '../helpers/bed.js';
+import type { Bed } from '../helpers/bed.js';
+import { sha256, useBed, useTempDir } from '../helpers/bed.js';
 import { describeRun, runCli } from '../helpers/cli.js';
 
 const BIG_BYTES = 400 * 1024 * 1024;
@@ -43,7 +44,7 @@ async function startWriter(file: string, how: 'append' | 'patch'): Promise<void>
   const writer = spawn(process.execPath, ['-e', script, file], { stdio: ['ignore', 'pipe', 'inherit'] });
   writers.push(writer);
   await new Promise<void>((resolve, reject) => {
-    writer.stdout!.once('data', () => resolve());
+    writer.stdout.once('data', () => resolve());
     writer.once('exit', (code) => reject(new Error(`the writer exited (${code}) before writing`)));
   });
 }
