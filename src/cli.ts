@@ -10,6 +10,7 @@ import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { cleanSecret } from './core/secrets.js';
 import { EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, type IOOptions, type Sink } from './output/io.js';
+export { exitOnSignals } from './interrupt.js';
 import { VERSION } from './version.js';
 
 const ENVIRONMENT_HELP = `Environment:

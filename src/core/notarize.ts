@@ -26,7 +26,9 @@ import {
   UsageError,
 } from '../errors.js';
 import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
+import { track, type Tracked } from '../interrupt.js';
 import { withLock } from '../store/lock.js';
+import { releaseOwnLock } from '../store/lock-release.js';
 import { mimeType } from './mime.js';
 
 export type Blockchain = (typeof BLOCKCHAIN_TYPES)[number];
@@ -90,10 +92,27 @@ export interface FlowDeps {
 
 const DEFAULT_LOCK_WAIT_MS = 60_000;
 
+/**
+ * Runs `fn` holding the lock of `hash`, known to interrupt.ts meanwhile: a
+ * signal then releases the lock, and its line names the session once `fn`
+ * says it is saved.
+ */
+function locked<T>(deps: FlowDeps, hash: string, fn: (tracked: Tracked) => Promise<T>): Promise<T> {
+  const file = deps.store.lockFile(hash);
+  return withLock(file, deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
+    const tracked = track(hash, () => releaseOwnLock(file));
+    try {
+      return await fn(tracked);
+    } finally {
+      tracked.done();
+    }
+  });
+}
+
 /** Runs the register flow for one hash; see the module comment. */
 export async function register(deps: FlowDeps, input: RegisterInput): Promise<Outcome> {
   const { store } = deps;
-  return withLock(store.lockFile(input.hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
+  return locked(deps, input.hash, async (tracked) => {
     const existing = store.readRecord(input.hash);
     if (existing) store.removeLeftoverPending(existing);
     if (existing && !input.force) return { kind: 'already-registered', hash: input.hash, entry: existing };
@@ -111,6 +130,7 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
         return { kind: 'already-registered', hash: input.hash, entry: existing, service };
       }
     }
+    tracked.sessionSaved();
     if (!input.complete) return { kind: 'pending', entry: pending, reused };
     // Its last forfait was answered unreadably: it may have gone through, so
     // only an explicit `complete` sends it again, never a re-run of register.
@@ -129,13 +149,14 @@ export type SessionSource =
 /** Completes the registration of `hash` (step 4); see the module comment. */
 export async function complete(deps: FlowDeps, hash: string, source: SessionSource): Promise<Outcome> {
   const { store } = deps;
-  return withLock(store.lockFile(hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
+  return locked(deps, hash, async (tracked) => {
     const existing = store.readRecord(hash);
     if (existing) {
       store.removeLeftoverPending(existing);
       return { kind: 'already-registered', hash, entry: existing };
     }
     const stored = store.readPending(hash);
+    if (stored) tracked.sessionSaved();
     let pending: PendingEntry;
     if (source.kind === 'store') {
       if (!stored) {
@@ -160,6 +181,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
       // replaces a session already pending, which may be the good one.
       if (!stored) {
         await savePendingOrExplain(deps, pending);
+        tracked.sessionSaved();
         return finishGiven(deps, pending);
       }
     }
