@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 // The `notarize` command: runs main() and sets the exit code. main() never
 // throws and never calls process.exit, so pending output is always flushed.
-import { main } from '../dist/bundle/cli.js';
+// SIGINT and SIGTERM are the exception: they end the process at once, with
+// one line and exit 130 or 143 (src/interrupt.ts); installed first, before
+// any module adds listeners of its own.
+import { exitOnSignals, main } from '../dist/bundle/cli.js';
 
+exitOnSignals({ json: process.argv.includes('--json') });
 process.exitCode = await main();

@@ -98,7 +98,7 @@ export async function runHash(ctx: Context, paths: string[], options: z.infer<ty
         await ctx.io.drained();
         if (item.kind === 'unusable') throw item.error;
         // HashPool.hash already hashes in this thread for a pool of one.
-        return item.kind === 'stdin' ? await hashStream(ctx.io.stdin) : await pool.hash(item.path);
+        return item.kind === 'stdin' ? await hashStream(ctx.io.stdin) : (await pool.hash(item.path)).hash;
       },
       {
         concurrency,

@@ -392,13 +392,16 @@ async function describe(
   if (item.kind === 'stdin') {
     return { ...common, hash: await hashStream(ctx.io.stdin, onProgress), description: options.description ?? '' };
   }
-  const hash = pool.size === 1 ? await hashFile(item.path, onProgress) : await pool.hash(item.path);
+  // Size and mtime from the fstat the digest was checked against, not the
+  // earlier stat of the walk: custody metadata describes the hashed bytes.
+  const { hash, size, lastModified } =
+    pool.size === 1 ? await hashFile(item.path, onProgress) : await pool.hash(item.path);
   const name = basename(item.path);
   return {
     ...common,
     hash,
     description: options.description ?? name,
-    file: { name, size: item.size, lastModified: item.lastModified },
+    file: { name, size, lastModified },
   };
 }
 

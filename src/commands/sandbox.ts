@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { Context } from '../context.js';
 import { cleanSecret } from '../core/secrets.js';
 import { UsageError } from '../errors.js';
+import { handleSignalsInCommand } from '../interrupt.js';
 import { FAULT_SPEC_HELP, parseFaults } from '../sandbox/faults.js';
 import { startSandbox } from '../sandbox/server.js';
 import { examples, parseOptions } from './options.js';
@@ -74,6 +75,8 @@ export async function runSandbox(ctx: Context, options: z.infer<typeof optionsSc
   // Listen for the signals before printing the URL: a supervisor may stop us
   // as soon as it has read it, and must get a clean stop, not a killed process.
   const stop = new AbortController();
+  // The entry point's handlers would end the process at once (interrupt.ts): this command stops itself.
+  handleSignalsInCommand();
   const signals = ['SIGINT', 'SIGTERM'] as const;
   const signalled = Promise.race(
     signals.map((signal) => once(process, signal, { signal: stop.signal }).catch(() => undefined)),

@@ -36,7 +36,7 @@ async function isFile(path: string): Promise<boolean> {
 export async function runShow(ctx: Context, target: string): Promise<void> {
   const baseUrl = ctx.baseUrl;
   const hash =
-    /^[0-9a-fA-F]{64}$/.test(target) && !(await isFile(target)) ? normalizeHash(target) : await hashFile(target);
+    /^[0-9a-fA-F]{64}$/.test(target) && !(await isFile(target)) ? normalizeHash(target) : (await hashFile(target)).hash;
   const entry = ctx.ledger.readRecord(hash);
   if (!entry) {
     throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, {

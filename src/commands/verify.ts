@@ -81,7 +81,7 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
       async (item) => {
         if (item.kind === 'unusable') throw item.error;
         // HashPool.hash already hashes in this thread for a pool of one.
-        const hash = item.kind === 'stdin' ? await hashStream(ctx.io.stdin) : await pool.hash(item.path);
+        const hash = item.kind === 'stdin' ? await hashStream(ctx.io.stdin) : (await pool.hash(item.path)).hash;
         return { hash, verdict: index.verdict(hash, item.kind === 'file' ? basename(item.path) : undefined) };
       },
       {

@@ -4,7 +4,7 @@
  * An expired token is never sent.
  */
 import type { ApiClient, Credentials } from '../api/client.js';
-import { AuthError, InvalidAnswerError, ProtocolError, ServiceRefusedError } from '../errors.js';
+import { AuthError, InvalidAnswerError, ProtocolError, ServiceRefusedError, UnreadableAnswerError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { cleanSecret, isSendableToken, sendableToken } from './secrets.js';
 import { isExpired } from './token.js';
@@ -112,7 +112,10 @@ export class TokenCredentials implements Credentials {
       if (error instanceof AuthError) this.#renewed = true;
       // A malformed login answer surfaces inside the request step, which keeps
       // any odd-shaped object it gets as a session; this one is not a session.
-      if (error instanceof InvalidAnswerError) throw new ProtocolError(error.message, { cause: error });
+      // (Nor, when it is not JSON at all, an unread answer of the request step.)
+      if (error instanceof InvalidAnswerError || error instanceof UnreadableAnswerError) {
+        throw new ProtocolError(error.message, { ...(error.hint ? { hint: error.hint } : {}), cause: error });
+      }
       // Any other refusal of the login is a credentials problem, and must not
       // pass for the request's own answer (a 409 there means "already registered").
       if (error instanceof ServiceRefusedError) {

@@ -7,12 +7,26 @@
  * once. Small files are hashed here instead, with plain synchronous reads: a
  * worker or thread-pool round trip costs more than hashing 64 KiB. A pool of
  * one hashes everything here: starting a worker would cost more than it saves.
+ *
+ * The guarantees of hash.ts hold here too: the open is non-blocking, what is
+ * not a regular file is refused (never read "to its end" somewhere else: a
+ * FIFO or device could block that read forever), exactly the fstat's size is
+ * read, and the fstat after the reads must match (`checkVersion`).
  */
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, type BigIntStats } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { fileError, hashFile } from './hash.js';
+import {
+  asInputError,
+  checkRegular,
+  checkVersion,
+  fileError,
+  hashFile,
+  OPEN_FLAGS,
+  type HashedFile,
+  type ReadResult,
+} from './hash.js';
 
 /** Files up to this size are hashed on the calling thread (see the module comment and bench/). */
 export const INLINE_MAX_BYTES = 64 * 1024;
@@ -22,24 +36,27 @@ export const INLINE_MAX_BYTES = 64 * 1024;
  * self-contained: it reaches modules through process.getBuiltinModule, not
  * imports or `require` (which a bundler would rewrite into a helper the
  * worker does not have), and works the same from dist/, from a bundle and
- * from the TypeScript sources under test. It reads with explicit positions
- * from 0 and never closes the descriptor: the pool owns it.
+ * from the TypeScript sources under test. It reads `size` bytes with explicit
+ * positions from 0, then probes for one more (as hashPrefix does), and never
+ * closes the descriptor: the pool owns it.
  */
 function workerMain(): void {
   const { parentPort } = process.getBuiltinModule('node:worker_threads');
   const { createHash } = process.getBuiltinModule('node:crypto');
   const { readSync } = process.getBuiltinModule('node:fs');
   const buffer = Buffer.allocUnsafe(1024 * 1024);
-  parentPort!.on('message', (job: { id: number; fd: number }) => {
+  parentPort!.on('message', (job: { id: number; fd: number; size: number }) => {
     try {
       const hash = createHash('sha256');
-      let position = 0;
-      for (let n = readSync(job.fd, buffer, 0, buffer.length, 0); n > 0;) {
+      let bytes = 0;
+      while (bytes < job.size) {
+        const n = readSync(job.fd, buffer, 0, Math.min(buffer.length, job.size - bytes), bytes);
+        if (n === 0) break;
         hash.update(buffer.subarray(0, n));
-        position += n;
-        n = readSync(job.fd, buffer, 0, buffer.length, position);
+        bytes += n;
       }
-      parentPort!.postMessage({ id: job.id, hash: hash.digest('hex') });
+      const grown = readSync(job.fd, buffer, 0, 1, bytes) > 0;
+      parentPort!.postMessage({ id: job.id, digest: hash.digest('hex'), bytes, grown });
     } catch (error) {
       const e = error as NodeJS.ErrnoException;
       parentPort!.postMessage({ id: job.id, error: { code: e.code, message: e.message } });
@@ -50,24 +67,38 @@ function workerMain(): void {
 /** Shared by every small file: hashing is synchronous, so one buffer serves them all in turn. */
 let smallFileBuffer: Buffer | undefined;
 
-/** Hashes an open regular file of at most about INLINE_MAX_BYTES from its start, on this thread. */
-function hashSmallFile(fd: number): string {
-  const buffer = (smallFileBuffer ??= Buffer.allocUnsafe(INLINE_MAX_BYTES));
+/**
+ * Hashes the first `size` (at most about INLINE_MAX_BYTES) bytes of an open
+ * regular file on this thread. Each read asks for one byte more than is
+ * left, so the read that ends the file also proves there is nothing after
+ * it (no separate probe: a system call per file counts in a batch of
+ * millions).
+ */
+function hashSmallFile(fd: number, size: number): ReadResult {
+  const buffer = (smallFileBuffer ??= Buffer.allocUnsafe(INLINE_MAX_BYTES + 1));
   const hash = createHash('sha256');
-  // To the end, not to the size seen by fstat: the file may have grown since.
-  for (let position = 0, n = readSync(fd, buffer, 0, buffer.length, 0); n > 0;) {
+  let bytes = 0;
+  for (;;) {
+    const wanted = Math.min(buffer.length, size + 1 - bytes);
+    const n = readSync(fd, buffer, 0, wanted, bytes);
+    if (n === 0) return { digest: hash.digest('hex'), bytes, grown: false };
+    if (bytes + n > size) {
+      hash.update(buffer.subarray(0, size - bytes));
+      return { digest: hash.digest('hex'), bytes: size, grown: true };
+    }
     hash.update(buffer.subarray(0, n));
-    position += n;
-    n = readSync(fd, buffer, 0, buffer.length, position);
+    bytes += n;
+    // Short of what was asked, with the size reached: that was the end of the file.
+    if (n < wanted && bytes === size) return { digest: hash.digest('hex'), bytes, grown: false };
   }
-  return hash.digest('hex');
 }
 
 interface Job {
   id: number;
   fd: number;
+  size: number;
   path: string;
-  resolve: (hash: string) => void;
+  resolve: (read: ReadResult) => void;
   reject: (error: Error) => void;
 }
 
@@ -76,7 +107,7 @@ interface Slot {
   busy: Job | undefined;
 }
 
-type Reply = { id: number; hash: string } | { id: number; error: { code?: string; message: string } };
+type Reply = ({ id: number } & ReadResult) | { id: number; error: { code?: string; message: string } };
 
 /** Hashes files on up to `size` threads; call `close()` when done. */
 export class HashPool {
@@ -91,43 +122,44 @@ export class HashPool {
     this.size = Math.max(1, size);
   }
 
-  /** The lowercase hex SHA-256 of a file; UsageError if it cannot be read. */
-  hash(path: string): Promise<string> {
+  /** The lowercase hex SHA-256 of a file and the facts of that version; UsageError if it cannot be read. */
+  hash(path: string): Promise<HashedFile> {
     if (this.size === 1) return hashFile(path);
     return this.#hash(path);
   }
 
-  async #hash(path: string): Promise<string> {
+  async #hash(path: string): Promise<HashedFile> {
     let fd: number;
-    let info: Stats;
     try {
-      // Non-blocking, so that a FIFO named by mistake cannot hang this thread in open().
-      fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+      // Non-blocking, so that a FIFO (named by mistake, or swapped in after the walk) cannot hang this thread in open().
+      fd = openSync(path, OPEN_FLAGS);
     } catch (error) {
       throw fileError(path, error as NodeJS.ErrnoException);
     }
     try {
+      let before: BigIntStats;
+      let read: ReadResult;
       try {
-        info = fstatSync(fd);
+        before = fstatSync(fd, { bigint: true });
+        checkRegular(path, before);
+        const size = Number(before.size);
         // A small file costs a few system calls of microseconds here, less
         // than a worker or thread-pool round trip (in a batch of small
         // documents those round trips were most of the hashing time).
-        if (info.isFile() && info.size <= INLINE_MAX_BYTES) return hashSmallFile(fd);
+        read = size <= INLINE_MAX_BYTES ? hashSmallFile(fd, size) : await this.#inWorker(fd, path, size);
+        return checkVersion(path, before, fstatSync(fd, { bigint: true }), read);
       } catch (error) {
-        throw fileError(path, error as NodeJS.ErrnoException);
+        throw asInputError(path, error);
       }
-      if (info.isFile()) return await this.#inWorker(fd, path);
     } finally {
       closeSync(fd);
     }
-    // Not a regular file (a pipe, a device): read to its end, blocking reads kept off this thread.
-    return hashFile(path);
   }
 
-  #inWorker(fd: number, path: string): Promise<string> {
+  #inWorker(fd: number, path: string, size: number): Promise<ReadResult> {
     if (this.#closed) return Promise.reject(new Error('the hash pool is closed'));
     return new Promise((resolve, reject) => {
-      this.#queue.push({ id: this.#nextId++, fd, path, resolve, reject });
+      this.#queue.push({ id: this.#nextId++, fd, size, path, resolve, reject });
       this.#dispatch();
     });
   }
@@ -141,7 +173,7 @@ export class HashPool {
       slot.busy = job;
       // A busy worker keeps the process alive; an idle one must not.
       slot.worker.ref();
-      slot.worker.postMessage({ id: job.id, fd: job.fd });
+      slot.worker.postMessage({ id: job.id, fd: job.fd, size: job.size });
     }
   }
 
@@ -153,8 +185,8 @@ export class HashPool {
       slot.busy = undefined;
       slot.worker.unref();
       if (job) {
-        if ('hash' in reply) job.resolve(reply.hash);
-        else job.reject(fileError(job.path, reply.error));
+        if ('error' in reply) job.reject(fileError(job.path, reply.error));
+        else job.resolve({ digest: reply.digest, bytes: reply.bytes, grown: reply.grown });
       }
       this.#dispatch();
     });

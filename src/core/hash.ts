@@ -2,8 +2,23 @@
  * SHA-256 of local documents. The file never leaves the machine: only the
  * digest is sent. Files are read in blocks into at most two reused buffers,
  * so memory stays constant whatever the size.
+ *
+ * A digest is of one version of a file, never a mix of two: the file is
+ * opened once, its metadata taken from that descriptor before the first
+ * read, exactly that many bytes hashed, and the metadata taken again after
+ * (see `checkVersion`). A file written to meanwhile fails with
+ * `changed_while_hashed` (exit 2: nothing was sent for it). The size and
+ * mtime returned with the digest come from that same fstat, so custody
+ * metadata describes the bytes that were hashed.
+ *
+ * Nothing here can block forever: files are opened O_NONBLOCK (a FIFO's
+ * open() would otherwise wait for a writer), and whatever is not a regular
+ * file after opening is refused, as are the kernel's pseudo-files (/proc,
+ * /sys), whose size says nothing of their content and whose reads may wait
+ * (/proc/kmsg) or consume what they return.
  */
 import { createHash } from 'node:crypto';
+import { constants, statfsSync, statSync, type BigIntStats } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { InputFileError, UsageError } from '../errors.js';
@@ -20,6 +35,13 @@ const READ_BLOCK_BYTES = 2 * 1024 * 1024;
 
 /** Smallest read buffer: small files get one this size, not two large ones (allocating those dominated). */
 const MIN_BLOCK_BYTES = 64 * 1024;
+
+/**
+ * Flags of every open of a document. O_NONBLOCK: an open of a FIFO returns at
+ * once instead of waiting for a writer (regular files ignore the flag), so a
+ * path swapped for a FIFO after it was listed cannot hang this thread.
+ */
+export const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
 
 /**
  * Normalises a user-given SHA-256 digest to the lowercase form the service
@@ -49,6 +71,14 @@ export async function hashStream(stream: Readable, onProgress?: HashProgress): P
     onProgress?.(bytes);
   }
   return hash.digest('hex');
+}
+
+/** A file's digest and the facts of the version that was hashed (one fstat for all three). */
+export interface HashedFile {
+  hash: string;
+  size: number;
+  /** Unix milliseconds. */
+  lastModified: number;
 }
 
 export interface FileInfo {
@@ -81,65 +111,192 @@ export async function statInput(path: string): Promise<FileInfo> {
 /** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
 async function openDocument(path: string): Promise<FileHandle> {
   try {
-    return await open(path, 'r');
+    return await open(path, OPEN_FLAGS);
   } catch (error) {
     throw fileError(path, error as NodeJS.ErrnoException);
   }
 }
 
-/** Hashes a file; throws UsageError for a missing or unreadable file. */
-export async function hashFile(path: string, onProgress?: HashProgress): Promise<string> {
+/** What reading a file of `size` bytes found: the digest of what was read, and whether there was more. */
+export interface ReadResult {
+  digest: string;
+  /** Bytes read and hashed; fewer than the size when the file was cut short meanwhile. */
+  bytes: number;
+  /** A byte could be read at the size's offset: the file is longer than its size said. */
+  grown: boolean;
+}
+
+/**
+ * Hashes one version of a file; throws InputFileError (exit 2) for a missing
+ * or unreadable file, one that is not a regular file, or one that changed
+ * while it was read (see the module comment).
+ */
+export async function hashFile(path: string, onProgress?: HashProgress): Promise<HashedFile> {
   const file = await openDocument(path);
   try {
-    return await hashHandle(file, (await file.stat()).size, onProgress);
-  } catch (error) {
-    throw fileError(path, error as NodeJS.ErrnoException);
+    let before: BigIntStats;
+    let read: ReadResult;
+    try {
+      before = await file.stat({ bigint: true });
+      checkRegular(path, before);
+      read = await hashHandle(file, Number(before.size), onProgress);
+    } catch (error) {
+      throw asInputError(path, error);
+    }
+    return checkVersion(path, before, await fstatAfter(path, file), read);
   } finally {
     await file.close();
   }
 }
 
+async function fstatAfter(path: string, file: FileHandle): Promise<BigIntStats> {
+  try {
+    return await file.stat({ bigint: true });
+  } catch (error) {
+    throw fileError(path, error as NodeJS.ErrnoException);
+  }
+}
+
 /**
- * Hashes an open file from its current position to its end; `size` (0 when
- * unknown, e.g. a pipe) only picks the block size. Throws the fs error as is.
+ * Hashes the first `size` bytes of an open regular file, then tries to read
+ * one byte more (which must find none). Reads are at explicit offsets, never
+ * past `size`: a file appended to without end still ends its hashing.
+ * Throws the fs error as is.
  *
  * Reads of full blocks are double-buffered: the next block is read on the
  * thread pool while this thread hashes the previous one, so reading and
  * hashing overlap (`openssl dgst` does one, then the other), and the event
- * loop stays free between blocks for spinners and requests.
+ * loop stays free between blocks for spinners, requests and signals.
  */
-async function hashHandle(file: FileHandle, size: number, onProgress?: HashProgress): Promise<string> {
+async function hashHandle(file: FileHandle, size: number, onProgress?: HashProgress): Promise<ReadResult> {
   const hash = createHash('sha256');
   const block = Math.min(READ_BLOCK_BYTES, Math.max(MIN_BLOCK_BYTES, size));
   const buffers: Buffer[] = [Buffer.allocUnsafe(block)];
-  // One read in flight at a time, from the current file position, so that
-  // pipes and character devices named as files work too.
-  const read = (index: number) => file.read(buffers[index]!, 0, block, null);
+  const read = (index: number, position: number) =>
+    file.read(buffers[index]!, 0, Math.min(block, size - position), position);
   let current = 0;
-  let reading = read(current);
   let bytes = 0;
+  let reading = size > 0 ? read(current, 0) : undefined;
   try {
-    for (;;) {
+    while (reading) {
       const { bytesRead } = await reading;
-      if (bytesRead === 0) return hash.digest('hex');
+      reading = undefined;
+      if (bytesRead === 0) break; // cut short: the caller sees bytes < size
       const filled = buffers[current]!;
-      if (bytesRead === block) {
-        // A full block: more probably follows; read it into the other buffer meanwhile.
+      bytes += bytesRead;
+      if (bytes < size) {
+        // More follows: read it into the other buffer while this one is hashed.
         current = 1 - current;
         buffers[current] ??= Buffer.allocUnsafe(block);
-        reading = read(current);
-        hash.update(filled.subarray(0, bytesRead));
-      } else {
-        hash.update(filled.subarray(0, bytesRead));
-        reading = read(current);
+        reading = read(current, bytes);
       }
-      bytes += bytesRead;
+      hash.update(filled.subarray(0, bytesRead));
       onProgress?.(bytes);
     }
   } finally {
     // If onProgress threw, a read is still in flight: let it settle before the file is closed.
-    await reading.catch(() => undefined);
+    await reading?.catch(() => undefined);
   }
+  const probe = await file.read(buffers[0]!, 0, 1, bytes);
+  return { digest: hash.digest('hex'), bytes, grown: probe.bytesRead > 0 };
+}
+
+/**
+ * Throws unless `info` (an fstat of the opened path) is a regular file of a
+ * real file system; see the module comment.
+ */
+export function checkRegular(path: string, info: BigIntStats): void {
+  if (info.isDirectory()) {
+    throw new InputFileError(path, 'is a directory', {
+      code: 'is_directory',
+      message: `'${path}' is a directory`,
+      hint: 'add --recursive to process the files in it',
+    });
+  }
+  if (!info.isFile()) throw notRegular(path);
+  if (onPseudoFileSystem(path, info.dev)) throw notRegular(path, 'a pseudo-file of the kernel, as in /proc or /sys');
+}
+
+function notRegular(path: string, what?: string): InputFileError {
+  const reason = what ? `not a regular file (${what})` : 'not a regular file';
+  return new InputFileError(path, reason, { code: 'not_a_file', message: `'${path}' is ${reason}` });
+}
+
+/**
+ * statfs(2) magic numbers of Linux's pseudo file systems: their files look
+ * regular but are generated by the kernel (size 0 or 4096 whatever they
+ * hold), and reading some waits for events or consumes them (/proc/kmsg).
+ */
+const PSEUDO_FILE_SYSTEMS = new Set([
+  0x9fa0, // proc
+  0x62656572, // sysfs
+  0x64626720, // debugfs
+  0x74726163, // tracefs
+  0x73636673, // securityfs
+  0x27e0eb, // cgroup
+  0x63677270, // cgroup2
+  0x62656570, // configfs
+  0xcafe4a11, // bpf
+  0x6165676c, // pstore
+]);
+
+/** Whether each device holds a pseudo file system; one statfs per device, not per file. */
+const pseudoByDevice = new Map<bigint, boolean>();
+
+function onPseudoFileSystem(path: string, dev: bigint): boolean {
+  if (process.platform !== 'linux') return false;
+  let known = pseudoByDevice.get(dev);
+  if (known === undefined) {
+    try {
+      known = PSEUDO_FILE_SYSTEMS.has(statfsSync(path).type);
+    } catch {
+      // Unknown: the reads and the checks after them still guard the digest.
+      return false;
+    }
+    // statfs takes a path: cache its answer only if the path is still on that device.
+    if (statSync(path, { bigint: true, throwIfNoEntry: false })?.dev === dev) pseudoByDevice.set(dev, known);
+  }
+  return known;
+}
+
+/**
+ * The facts of the hashed version, once sure there was one: `before` and
+ * `after` (fstats of the descriptor around the reads) must agree on device,
+ * inode, size, mtime and ctime (ns), and all `size` bytes must have been
+ * read and none after them. Otherwise the digest may mix two versions:
+ * throws `changed_while_hashed` (exit 2) naming the file. (A file renamed
+ * over the path meanwhile, as editors save, is not a change of the open one:
+ * its digest is of one version, the one opened, and the facts returned are
+ * that version's. The path is not stat'ed again: on a batch of small files
+ * that stat was a tenth of the time.)
+ */
+export function checkVersion(path: string, before: BigIntStats, after: BigIntStats, read: ReadResult): HashedFile {
+  const same =
+    before.dev === after.dev &&
+    before.ino === after.ino &&
+    before.size === after.size &&
+    before.mtimeNs === after.mtimeNs &&
+    before.ctimeNs === after.ctimeNs;
+  if (same && read.bytes === Number(before.size) && read.grown) {
+    // More bytes than the size, with metadata that never moved: no regular file reads like that.
+    throw notRegular(path, 'it reads past its size');
+  }
+  if (!same || read.bytes !== Number(before.size)) {
+    throw new InputFileError(path, 'changed while it was being hashed; hash it again when it is stable', {
+      code: 'changed_while_hashed',
+      message: `'${path}' changed while it was being hashed; hash it again when it is stable`,
+    });
+  }
+  return { hash: read.digest, size: Number(before.size), lastModified: Number(before.mtimeMs) };
+}
+
+/** An error of hashing `path` as it is reported: an fs error becomes the InputFileError naming the file; others pass. */
+export function asInputError(path: string, error: unknown): unknown {
+  if (error instanceof InputFileError) return error;
+  if (typeof (error as NodeJS.ErrnoException | undefined)?.code === 'string') {
+    return fileError(path, error as NodeJS.ErrnoException);
+  }
+  return error;
 }
 
 /** Why a file could not be read, in a few words, from an fs error (or its code and message). */
@@ -158,6 +315,12 @@ export function fileErrorReason(error: { code?: string; message?: string }): str
       return 'too many levels of symbolic links';
     case 'ENAMETOOLONG':
       return 'file name too long';
+    case 'EAGAIN':
+    case 'EWOULDBLOCK':
+      // A non-blocking read found nothing yet: waiting could be forever, so it is not retried.
+      return 'not readable without waiting (a device or pseudo-file?)';
+    case 'ESPIPE':
+      return 'not a regular file';
     default:
       return error.message ?? 'unreadable';
   }

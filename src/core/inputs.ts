@@ -37,8 +37,12 @@ export type InputItem =
   | {
       kind: 'file';
       path: string;
+      /**
+       * From the stat of the walk, for progress only: the size and mtime sent
+       * as custody metadata come from the fstat that the digest was checked
+       * against (hash.ts), since the file may change in between.
+       */
       size: number;
-      lastModified: number;
       /** For a file found under a directory: its path below it, with '/' (e.g. `linux/app.tar.gz`). */
       relative?: string;
     }
@@ -46,12 +50,11 @@ export type InputItem =
   /** Fails on its own when processed (see the module comment). */
   | { kind: 'unusable'; path: string; error: InputFileError };
 
-function fileItem(path: string, info: { size: number; mtimeMs: number }, relative?: string): InputItem {
+function fileItem(path: string, info: { size: number }, relative?: string): InputItem {
   return {
     kind: 'file',
     path,
     size: info.size,
-    lastModified: Math.floor(info.mtimeMs),
     ...(relative ? { relative } : {}),
   };
 }

@@ -27,7 +27,9 @@ import {
 } from '../errors.js';
 import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
+import { track, type Tracked } from '../interrupt.js';
 import { withLock } from '../store/lock.js';
+import { releaseOwnLock } from '../store/lock-release.js';
 import { mimeType } from './mime.js';
 
 export type Blockchain = (typeof BLOCKCHAIN_TYPES)[number];
@@ -94,7 +96,7 @@ const DEFAULT_LOCK_WAIT_MS = 60_000;
 /** Runs the register flow for one hash; see the module comment. */
 export async function register(deps: FlowDeps, input: RegisterInput): Promise<Outcome> {
   const { store } = deps;
-  return locked(deps, input.hash, async () => {
+  return locked(deps, input.hash, async (tracked) => {
     const existing = store.readRecord(input.hash);
     if (existing) store.removeLeftoverPending(existing);
     if (existing && !input.force) return { kind: 'already-registered', hash: input.hash, entry: existing };
@@ -116,6 +118,7 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
         return { kind: 'already-registered', hash: input.hash, entry: existing, service };
       }
     }
+    tracked.sessionSaved();
     if (!input.complete) return { kind: 'pending', entry: pending, reused };
     // Its last forfait was answered unreadably: it may have gone through, so
     // only an explicit `complete` sends it again, never a re-run of register.
@@ -125,17 +128,26 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
 }
 
 /**
- * Runs `fn` holding the lock of `hash`. Until `fn` starts, only the lock is
- * being made and nothing has been sent, so a full (or read-only) disk is a
- * usage error saying so (store/disk.ts); once it has started, its errors
- * pass unchanged (a store write failing after an answer is `notSaved`'s).
+ * Runs `fn` holding the lock of `hash`, known to interrupt.ts meanwhile: a
+ * signal then releases the lock, and its line names the session once `fn`
+ * says it is saved. Until `fn` starts, only the lock is being made and
+ * nothing has been sent, so a full (or read-only) disk is a usage error
+ * saying so (store/disk.ts); once it has started, its errors pass unchanged
+ * (a store write failing after an answer is `notSaved`'s).
  */
-async function locked<T>(deps: FlowDeps, hash: string, fn: () => Promise<T>): Promise<T> {
+async function locked<T>(deps: FlowDeps, hash: string, fn: (tracked: Tracked) => Promise<T>): Promise<T> {
   let started = false;
   try {
-    return await withLock(deps.store.lockFile(hash), deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, () => {
+    // Inside the try: making the locks directory is a store write before sending too.
+    const file = deps.store.lockFile(hash);
+    return await withLock(file, deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
       started = true;
-      return fn();
+      const tracked = track(hash, () => releaseOwnLock(file));
+      try {
+        return await fn(tracked);
+      } finally {
+        tracked.done();
+      }
     });
   } catch (error) {
     if (started) throw error;
@@ -153,13 +165,14 @@ export type SessionSource =
 /** Completes the registration of `hash` (step 4); see the module comment. */
 export async function complete(deps: FlowDeps, hash: string, source: SessionSource): Promise<Outcome> {
   const { store } = deps;
-  return locked(deps, hash, async () => {
+  return locked(deps, hash, async (tracked) => {
     const existing = store.readRecord(hash);
     if (existing) {
       store.removeLeftoverPending(existing);
       return { kind: 'already-registered', hash, entry: existing };
     }
     const stored = store.readPending(hash);
+    if (stored) tracked.sessionSaved();
     let pending: PendingEntry;
     if (source.kind === 'store') {
       if (!stored) {
@@ -185,6 +198,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
       if (!stored) {
         // A session given by hand is saved before anything is sent; one from the active subscription after a read.
         await savePendingOrExplain(deps, pending, { sentBefore: source.kind !== 'given' });
+        tracked.sessionSaved();
         const outcome = await finishGiven(deps, pending);
         // A session given by hand finished what an unread request step began.
         store.clearUnanswered(hash);

@@ -32,6 +32,7 @@ import { constants } from 'node:fs';
 import { lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
+import { makeDirs } from '../mkdirs.js';
 import { uniqueSuffix, writeFileAtomic } from '../store/files.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
@@ -194,7 +195,8 @@ export async function planReceipts(dir: string, subjects: readonly ReceiptSubjec
       ...(cause === undefined ? {} : { cause }),
     });
   try {
-    await mkdir(dir, { recursive: true });
+    // Not mkdir's recursive mode: under /proc it never returns (see mkdirs.ts).
+    makeDirs(dir, 0o777);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     throw notUsable(

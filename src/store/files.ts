@@ -25,7 +25,6 @@ import {
   fsyncSync,
   linkSync,
   lstatSync,
-  mkdirSync,
   openSync,
   readFileSync,
   renameSync,
@@ -37,6 +36,7 @@ import { basename, dirname, join } from 'node:path';
 import type { z } from 'zod';
 import { describeZodError } from '../api/schemas.js';
 import { StoreError } from '../errors.js';
+import { makeDirs } from '../mkdirs.js';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
@@ -88,7 +88,7 @@ function dirError(dir: string, reason: string, cause?: unknown): StoreError {
  */
 export function ensurePrivateDir(dir: string): boolean {
   try {
-    mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    makeDirs(dir, PRIVATE_DIR_MODE); // not mkdirSync's recursive mode: it can loop forever (src/mkdirs.ts)
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (isLink(dir)) throw dirError(dir, 'it is a symbolic link, which notarize does not follow', error);

@@ -38,6 +38,7 @@ import { join } from 'node:path';
 import { NotarizeError, StoreError, TransientError } from '../errors.js';
 import { SETTINGS } from '../settings.js';
 import { corrupt, ensurePrivateDir, readPrivateFile, tightenDirIfExists, writeFileAtomic } from './files.js';
+import { diskRefusedBeforeSending } from './disk.js';
 import { withLock } from './lock.js';
 import { ServiceStore } from './service-store.js';
 
@@ -177,6 +178,9 @@ export class Store {
     try {
       service.tightenExisting();
     } catch (error) {
+      // Nothing is sent before the store is opened: a full disk says so.
+      const disk = diskRefusedBeforeSending(error, service.dir);
+      if (disk !== undefined) throw disk;
       if (error instanceof NotarizeError) throw error;
       throw new StoreError(service.dir, `cannot use the store directory ${service.dir}: ${(error as Error).message}`, {
         cause: error,

@@ -29,20 +29,20 @@ describe('hashFile', () => {
   it('hashes an empty file', async () => {
     const file = join(tempDir(), 'empty.bin');
     writeFileSync(file, '');
-    expect(await hashFile(file)).toBe(EMPTY);
+    expect((await hashFile(file)).hash).toBe(EMPTY);
   });
 
   it("hashes a file holding 'abc'", async () => {
     const file = join(tempDir(), 'abc.txt');
     writeFileSync(file, 'abc');
-    expect(await hashFile(file)).toBe(ABC);
+    expect(await hashFile(file)).toMatchObject({ hash: ABC, size: 3 });
   });
 
   it('hashes a file larger than the read chunk exactly like a one-shot hash of its bytes', async () => {
     const data = randomBytes(3 * 1024 * 1024 + 7);
     const file = join(tempDir(), 'large.bin');
     writeFileSync(file, data);
-    expect(await hashFile(file)).toBe(createHash('sha256').update(data).digest('hex'));
+    expect((await hashFile(file)).hash).toBe(createHash('sha256').update(data).digest('hex'));
   });
 
   it('rejects a missing file with a UsageError (exit 2) naming the path', async () => {

@@ -1,0 +1,113 @@
+/**
+ * What SIGINT and SIGTERM do: end the process at once, in whatever state,
+ * with one line on stderr and exit 130 (SIGINT) or 143 (SIGTERM), as a shell
+ * reports a process killed by them.
+ *
+ * Node's default (no listener) would end it too, but silently, and only
+ * while no listener exists: conf's writer (atomically, through when-exit)
+ * adds one as soon as the store is loaded, after which a signal does nothing
+ * until the event loop turns. So the entry point (bin/notarize.js) installs
+ * these handlers first, and they exit themselves. They can run only while
+ * the main thread is free, which is why every open and read of an input or
+ * store file is non-blocking (core/hash.ts, store/read-safe.ts): a blocking
+ * read of a FIFO could never be interrupted.
+ *
+ * The flow (core/notarize.ts) tells this module what is under way, so that
+ * the line can say which session is kept and how to finish it, and so that
+ * its lock is released rather than left for the next run to find stale.
+ * process.exit() then ends everything else: worker threads, sockets, timers.
+ * Store writes are atomic (temporary file, then rename), so a write cut off
+ * by the exit leaves the old file or the new one, never a torn one.
+ */
+import { writeSync } from 'node:fs';
+
+const EXIT_ON: Record<'SIGINT' | 'SIGTERM', number> = { SIGINT: 130, SIGTERM: 143 };
+
+/** A registration under way: its hash, whether its session is on disk, and how to release its lock. */
+interface Underway {
+  hash: string;
+  sessionSaved: boolean;
+  release: () => void;
+}
+
+const underway = new Set<Underway>();
+/** A command that stops on signals itself (the sandbox) takes them over. */
+let takenOver = false;
+
+/** What the flow holds while it works on a hash; call `done()` when it lets go. */
+export interface Tracked {
+  /** The session of this hash is saved in the store (an interruption keeps it). */
+  sessionSaved(): void;
+  done(): void;
+}
+
+/** Tells this module that a registration of `hash` is under way, its lock released by `release`. */
+export function track(hash: string, release: () => void): Tracked {
+  const entry: Underway = { hash, sessionSaved: false, release };
+  underway.add(entry);
+  return {
+    sessionSaved: () => {
+      entry.sessionSaved = true;
+    },
+    done: () => {
+      underway.delete(entry);
+    },
+  };
+}
+
+/** For a command that handles SIGINT and SIGTERM itself, to stop cleanly (the sandbox). */
+export function handleSignalsInCommand(): void {
+  takenOver = true;
+}
+
+/** The line printed on an interruption, by what is under way. */
+export function interruptionMessage(signal: string): string {
+  const kept = [...underway].filter((u) => u.sessionSaved).map((u) => u.hash);
+  const head = `interrupted (${signal})`;
+  if (kept.length === 1)
+    return `${head}; the session of ${kept[0]} is kept: finish it with \`notarize complete ${kept[0]}\``;
+  if (kept.length > 1) {
+    return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one`;
+  }
+  if (underway.size > 0) return `${head}; any saved session is kept: see \`notarize pending\``;
+  return head;
+}
+
+export interface SignalOptions {
+  /** Print the line as the JSON error object, as --json does for every error. */
+  json?: boolean;
+}
+
+/**
+ * Makes SIGINT and SIGTERM end the process (see the module comment). A
+ * second signal while the first is being handled exits at once.
+ */
+export function exitOnSignals(options: SignalOptions = {}): void {
+  let interrupted = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (takenOver) return;
+      const code = EXIT_ON[signal];
+      if (interrupted) process.exit(code);
+      interrupted = true;
+      const message = interruptionMessage(signal);
+      const line = options.json
+        ? JSON.stringify({ error: { code: 'interrupted', exitCode: code, message } })
+        : `notarize: ${message}`;
+      try {
+        // Synchronous: the process exits right after. On a terminal, off the line a spinner or ^C is on.
+        writeSync(2, `${process.stderr.isTTY ? '\n' : ''}${line}\n`);
+      } catch {
+        // stderr closed: exiting is all that is left.
+      }
+      for (const u of underway) {
+        try {
+          u.release();
+        } catch {
+          // A lock left behind is found stale by the next run (its pid is gone).
+        }
+      }
+      process.exit(code);
+    });
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * Issue 10, finding 9: SIGINT and SIGTERM end notarize promptly in every
+ * state, with one line on stderr and exit 130 / 143 (the codes a shell
+ * reports for them), a registration's pending session kept and its lock
+ * released. The signal is sent only once the process is provably in the
+ * state under test (the document open, the session on disk and forfait
+ * sent), never after a guessed delay.
+ */
+import { readdirSync, readlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import type { Bed } from '../helpers/bed.js';
+import { useBed } from '../helpers/bed.js';
+import { describeRun, spawnCli, type SpawnedProcess } from '../helpers/cli.js';
+
+/** The time a signalled process may take to exit (the issue's bound). */
+const EXIT_WITHIN_MS = 2000;
+const CODE = { SIGINT: 130, SIGTERM: 143 } as const;
+
+/** Polls `condition` every 10 ms for up to 15 s. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await sleep(10);
+  }
+}
+
+/** Whether process `pid` has `file` open (Linux: /proc/<pid>/fd). */
+function hasOpen(pid: number, file: string): boolean {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`) === file;
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
+}
+
+/** Sends `signal` and returns the run and how long the process took to exit after it. */
+async function interrupt(spawned: SpawnedProcess, signal: 'SIGINT' | 'SIGTERM') {
+  const sent = Date.now();
+  spawned.child.kill(signal);
+  const run = await spawned.exited;
+  return { run, ms: Date.now() - sent };
+}
+
+let bed: Bed;
+useBed((b) => (bed = b), { keyInEnv: true });
+
+describe.skipIf(process.platform !== 'linux')('signals', () => {
+  function bigFile(name: string, bytes = 3 * 1024 ** 3): string {
+    const path = join(bed.workDir, name);
+    writeFileSync(path, '');
+    truncateSync(path, bytes);
+    return path;
+  }
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`${signal} while hashing a 3 GiB file: exit ${CODE[signal]} within 2 s, one line`, async () => {
+      const big = bigFile('big.bin');
+      const spawned = spawnCli(['hash', big], { env: bed.env(), cwd: bed.workDir, noBaseUrlCheck: true });
+      await until(() => hasOpen(spawned.child.pid!, big), 'the file is open');
+      const { run, ms } = await interrupt(spawned, signal);
+      expect(run.code, describeRun(run)).toBe(CODE[signal]);
+      expect(run.signal).toBeNull();
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toBe(`notarize: interrupted (${signal})\n`);
+      expect(ms).toBeLessThan(EXIT_WITHIN_MS);
+    });
+  }
+
+  it('SIGINT while the worker pool hashes several large files: exit 130 within 2 s, no worker keeps it alive', async () => {
+    const files = ['a.bin', 'b.bin', 'c.bin', 'd.bin'].map((name) => bigFile(name, 1024 ** 3));
+    const spawned = spawnCli(['hash', ...files], { env: bed.env(), cwd: bed.workDir, noBaseUrlCheck: true });
+    await until(() => hasOpen(spawned.child.pid!, files[0]!), 'a file is open');
+    const { run, ms } = await interrupt(spawned, 'SIGINT');
+    expect(run.code, describeRun(run)).toBe(130);
+    expect(run.stderr).toBe('notarize: interrupted (SIGINT)\n');
+    expect(ms).toBeLessThan(EXIT_WITHIN_MS);
+  });
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`${signal} while register waits on a forfait that never answers: exit ${CODE[signal]}, session kept, lock released`, async () => {
+      bed.sandbox.addFaults([{ route: 'forfait', kind: 'hang', count: 1 }]);
+      const doc = join(bed.workDir, 'deed.txt');
+      writeFileSync(doc, 'a deed\n');
+      const spawned = spawnCli(['register', doc], { env: bed.env(), cwd: bed.workDir });
+      await until(() => bed.calls('forfait') > 0, 'forfait is sent');
+      const [hash] = bed.pendingHashes();
+      expect(hash).toMatch(/^[0-9a-f]{64}$/);
+      const { run, ms } = await interrupt(spawned, signal);
+      bed.record(run);
+      expect(run.code, describeRun(run)).toBe(CODE[signal]);
+      expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
+        `notarize: interrupted (${signal}); the session of ${hash} is kept: finish it with \`notarize complete ${hash}\``,
+      );
+      expect(ms).toBeLessThan(EXIT_WITHIN_MS);
+      expect(bed.pendingHashes()).toEqual([hash]);
+      expect(readdirSync(join(bed.onlyServiceDir(), 'locks')).filter((n) => n.endsWith('.lock'))).toEqual([]);
+      // The session finishes as the line says.
+      const finished = await bed.run(['complete', hash!]);
+      expect(finished.code, describeRun(finished)).toBe(0);
+      expect(bed.ledgerHashes()).toEqual([hash]);
+    });
+  }
+
+  it('with --json, the line is the JSON error object', async () => {
+    const big = bigFile('big.bin');
+    const spawned = spawnCli(['hash', big, '--json'], { env: bed.env(), cwd: bed.workDir, noBaseUrlCheck: true });
+    await until(() => hasOpen(spawned.child.pid!, big), 'the file is open');
+    const { run } = await interrupt(spawned, 'SIGTERM');
+    expect(run.code, describeRun(run)).toBe(143);
+    expect(JSON.parse(run.stderr)).toEqual({
+      error: { code: 'interrupted', exitCode: 143, message: 'interrupted (SIGTERM)' },
+    });
+  });
+});
