@@ -50,6 +50,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
   closeSync,
+  constants,
   fstatSync,
   futimesSync,
   linkSync,
@@ -61,10 +62,19 @@ import {
 } from 'node:fs';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TransientError } from '../errors.js';
+import { StoreError, TransientError } from '../errors.js';
 import { PRIVATE_FILE_MODE, removeFile, uniqueSuffix } from './files.js';
+import { readRegularFileSync } from './read-safe.js';
 
 const POLL_MS = 25;
+const LOCK_READ_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
+
+/** A lock path holding something no notarize wrote there: refused, never waited on. */
+function notALock(file: string, why: string): StoreError {
+  return new StoreError(file, `lock file ${file} is not a lock: ${why}`, {
+    hint: 'notarize never makes one like it: remove it, or use a store of your own',
+  });
+}
 /**
  * L: a lock seen unchanged for this long is stale. 12 s leaves the owner's
  * timer 8 s of slack (two missed refreshes) and keeps a dead owner's lock,
@@ -157,13 +167,17 @@ function inspect(file: string): Seen | undefined {
   try {
     // Opened, then fstat'd: on NFS the open revalidates the attributes, so
     // a refresh made on another client is seen (a bare stat may be cached).
-    fd = openSync(file, 'r');
+    // Non-blocking and never through a link: a FIFO planted at a lock's
+    // path would otherwise hang every waiter where no signal can stop it.
+    fd = openSync(file, LOCK_READ_FLAGS);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw notALock(file, 'it is a symbolic link');
     throw error;
   }
   try {
     const info = fstatSync(fd);
+    if (!info.isFile()) throw notALock(file, 'it is not a regular file');
     const text = readFileSync(fd, 'utf8');
     const id = `${text}\u0000${info.dev}:${info.ino}`;
     return {
@@ -317,7 +331,7 @@ function takeOver(file: string, seen: Seen, watch: Watch, depth = 0): void {
 /** Removes a lock or claim we hold, unless (impossibly, but cheaply checked) it is no longer ours. */
 function release(file: string, mine: string): void {
   try {
-    if (readFileSync(file, 'utf8') !== mine) return;
+    if (readRegularFileSync(file, 4096) !== mine) return;
   } catch {
     return;
   }

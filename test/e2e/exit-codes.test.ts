@@ -310,7 +310,8 @@ describe('exit 5: an answer of the wrong shape', () => {
     expect(existsSync(bed.pendingFile(hash))).toBe(false);
 
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'html', count: 1 }]);
-    const second = await bed.run(['register', doc, '--verbose']);
+    // --force: after an unread request step, only an explicit choice requests again.
+    const second = await bed.run(['register', doc, '--force', '--verbose']);
     expect(second.code).toBe(5);
     expect(second.stdout).toBe('');
     expect(second.stderr).toMatch(/is not JSON/);

@@ -123,6 +123,16 @@ describe.skipIf(!unix)('a FIFO where a document was', () => {
     // A listing warns about an entry it cannot read and goes on (as for a damaged one).
     expect(run.stderr, describeRun(run)).toMatch(/^warning: cannot read store file .*\.json: it is not a regular file/);
   });
+
+  it('a FIFO at a lock file: `pending drop` ends at once with exit 2 naming it, never waits on it', async () => {
+    const hash = 'b'.repeat(64);
+    const service = join(dir, 'store', 'services', serviceDirName('http://127.0.0.1:9'));
+    mkdirSync(join(service, 'locks'), { recursive: true, mode: 0o700 });
+    mkfifo(join(service, 'locks', `${hash}.lock`));
+    const run = await promptly(['pending', 'drop', hash]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(oneLine(run)).toContain(`${hash}.lock is not a lock: it is not a regular file`);
+  });
 });
 
 describe.skipIf(!linux)('kernel pseudo-files', () => {

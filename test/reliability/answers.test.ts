@@ -42,17 +42,27 @@ describe('malformed answers from the sandbox: exit 5, the field named, nothing l
     { route: 'login', kind: 'truncated', field: /not JSON/ },
     { route: 'request', kind: 'html', field: /not JSON/ },
     { route: 'request', kind: 'truncated', field: /not JSON/ },
-  ])('$route: $kind -> exit 5 ($field), no session saved, a re-run succeeds', async ({ route, kind, field }) => {
-    const t = await withFaults([{ route, kind, count: 1 } as Fault]);
-    const result = await exec(['register', t.doc.path], t.env);
-    expect(result.code, show(result)).toBe(5);
-    expect(result.stderr).toMatch(field);
-    expect(pendingHashes(t.configDir, t.sandbox.url)).toEqual([]);
-    expect(callsTo(t.sandbox.calls, 'forfait')).toHaveLength(0);
-    const again = await exec(['register', t.doc.path], t.env);
-    expect(again.code, show(again)).toBe(0);
-    expect(ledgerHashes(t.configDir, t.sandbox.url)).toEqual([t.doc.hash]);
-  });
+  ])(
+    '$route: $kind -> exit 5 ($field), no session saved, a re-run succeeds (after an unread request step: asked with --force)',
+    async ({ route, kind, field }) => {
+      const t = await withFaults([{ route, kind, count: 1 } as Fault]);
+      const result = await exec(['register', t.doc.path], t.env);
+      expect(result.code, show(result)).toBe(5);
+      expect(result.stderr).toMatch(field);
+      expect(pendingHashes(t.configDir, t.sandbox.url)).toEqual([]);
+      expect(callsTo(t.sandbox.calls, 'forfait')).toHaveLength(0);
+      if (route === 'request') {
+        // The service said 2xx: a plain re-run does not request again on its own.
+        const refused = await exec(['register', t.doc.path], t.env);
+        expect(refused.code, show(refused)).toBe(5);
+        expect(refused.stderr).toMatch(/does not request it again on its own/);
+        expect(callsTo(t.sandbox.calls, 'request')).toHaveLength(1);
+      }
+      const again = await exec(['register', t.doc.path, ...(route === 'request' ? ['--force'] : [])], t.env);
+      expect(again.code, show(again)).toBe(0);
+      expect(ledgerHashes(t.configDir, t.sandbox.url)).toEqual([t.doc.hash]);
+    },
+  );
 
   it('request: wrong-shape -> exit 5 naming userId; the object is kept as pending, exactly as sent', async () => {
     const t = await withFaults([{ route: 'request', kind: 'wrong-shape', count: 1 }]);
