@@ -8,7 +8,7 @@ import { basename, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
-import { checkArgvDescription, readDescriptionFile } from '../core/description.js';
+import { checkArgvDescription, checkNameAsDescription, readDescriptionFile } from '../core/description.js';
 import { asNotarizeError, BatchError, FailureTally, runAll, type Settled } from '../core/batch.js';
 import { hashFile, hashStream, normalizeHash } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
@@ -392,15 +392,17 @@ async function describe(
   if (item.kind === 'stdin') {
     return { ...common, hash: await hashStream(ctx.io.stdin, onProgress), description: options.description ?? '' };
   }
+  const name = basename(item.path);
+  // Checked before hashing: a name that cannot be a description fails this document alone, with nothing sent.
+  const description = options.description ?? checkNameAsDescription(name);
   // Size and mtime from the fstat the digest was checked against, not the
   // earlier stat of the walk: custody metadata describes the hashed bytes.
   const { hash, size, lastModified } =
     pool.size === 1 ? await hashFile(item.path, onProgress) : await pool.hash(item.path);
-  const name = basename(item.path);
   return {
     ...common,
     hash,
-    description: options.description ?? name,
+    description,
     file: { name, size, lastModified },
   };
 }

@@ -60,6 +60,21 @@ export function checkArgvDescription(text: string): string {
 }
 
 /**
+ * Checks a file name about to become a document's description (no -d given):
+ * the same rule, so a name with a control character is not stored on a
+ * permanent record; returns it unchanged.
+ */
+export function checkNameAsDescription(name: string): string {
+  checkControls(name, `the file name used as description`);
+  if (name.includes('\ufffd')) {
+    throw new UsageError('the file name used as description is not valid UTF-8', {
+      hint: 'give a description with -d or --description-file',
+    });
+  }
+  return name;
+}
+
+/**
  * Reads --description-file (a file, or '-' for standard input): at most
  * DESCRIPTION_FILE_LIMIT bytes, strict UTF-8, one final LF or CRLF dropped
  * (editors add one), then checked like -d.

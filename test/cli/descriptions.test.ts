@@ -170,3 +170,22 @@ describe('--description-file', () => {
     expect(run.stdout).toMatch(/valid UTF-8 with no control characters but tab/);
   });
 });
+
+describe('the file name as default description', () => {
+  it('a name with a control character fails that document alone (exit 2 when alone), nothing sent for it', async () => {
+    const odd = await bed.file('bell\u0007name.txt', 'odd name');
+    const plain = await bed.file('plain.txt', 'plain name');
+    const alone = await runMain(bed, ['register', odd]);
+    expect(alone.code, alone.stderr).toBe(2);
+    expect(alone.stderr).toMatch(/the file name used as description holds a control character \(U\+0007/);
+    expect(bed.calls('request')).toBe(0);
+
+    const batch = await runMain(bed, ['register', odd, plain, '--json']);
+    const results = JSON.parse(batch.stdout) as { status: string }[];
+    expect(results.map((r) => r.status)).toEqual(['failed', 'registered']);
+    expect(bed.calls('request')).toBe(1);
+
+    const named = await runMain(bed, ['register', odd, '-d', 'a good description']);
+    expect(named.code, named.stderr).toBe(0);
+  });
+});
