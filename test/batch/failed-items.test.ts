@@ -7,11 +7,11 @@
  * In-process through main() unless the process boundary is the point.
  */
 import { execFileSync } from 'node:child_process';
-import { chmod, cp, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Bed, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
-import { describeRun, REPO_ROOT, runProcess } from '../helpers/cli.js';
+import { cliCopyForOtherUsers, describeRun, runProcess } from '../helpers/cli.js';
 import { runMain } from '../helpers/main.js';
 import { jsonError, parseNdjson, parseResults } from '../helpers/results.js';
 
@@ -85,15 +85,8 @@ describe('hash: like sha256sum, good lines on stdout, each bad input on stderr',
       // nobody must reach the files: the bed's directories are private (mkdtemp's 0700).
       await chmod(bed.root, 0o755);
       await chmod(bed.workDir, 0o755);
-      // The checkout itself may sit below a private directory (a fresh clone under
-      // mktemp -d, as in CI): nobody runs a copy of the built CLI (the bundle is self-contained).
-      const app = join(bed.root, 'app');
-      await mkdir(join(app, 'dist'), { recursive: true });
-      await cp(join(REPO_ROOT, 'bin'), join(app, 'bin'), { recursive: true });
-      await cp(join(REPO_ROOT, 'dist', 'bundle'), join(app, 'dist', 'bundle'), { recursive: true });
-      await cp(join(REPO_ROOT, 'package.json'), join(app, 'package.json'));
-      await chmod(app, 0o755);
-      const argv = [join(app, 'bin', 'notarize.js'), 'hash', 'a.txt', 'locked.txt', 'b.txt'];
+      // The checkout may sit below a private directory (CI's fresh clone): nobody runs a copy.
+      const argv = [cliCopyForOtherUsers(bed.root), 'hash', 'a.txt', 'locked.txt', 'b.txt'];
       const env = { NOTARIZE_CONFIG_DIR: join(bed.workDir, '.store') };
       const run = asRoot
         ? await runProcess('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, ...argv], {

@@ -14,7 +14,7 @@
  * the suite can be run under another Node binary.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -215,4 +215,22 @@ export async function runCli(args: string[], options: RunOptions): Promise<Run> 
 /** A message for expect(): the run's output, so a failed assertion shows what happened. */
 export function describeRun(run: Output): string {
   return `notarize ${run.args.join(' ')} exited ${run.code}\nstdout: ${run.stdout.slice(0, 4000)}\nstderr: ${run.stderr.slice(0, 4000)}`;
+}
+
+/**
+ * A copy of the built CLI (bin/, dist/bundle/, package.json) under `dir`,
+ * made readable by every user, for tests that run notarize as another user:
+ * the checkout itself may sit below a private directory (a fresh clone under
+ * `mktemp -d`, as in CI) that such a user cannot traverse. The bundle is
+ * self-contained, so the copy runs on its own. Returns the copy's bin path.
+ */
+export function cliCopyForOtherUsers(dir: string): string {
+  const app = join(dir, 'notarize-cli');
+  mkdirSync(join(app, 'dist'), { recursive: true });
+  cpSync(join(REPO_ROOT, 'bin'), join(app, 'bin'), { recursive: true });
+  cpSync(join(REPO_ROOT, 'dist', 'bundle'), join(app, 'dist', 'bundle'), { recursive: true });
+  cpSync(join(REPO_ROOT, 'package.json'), join(app, 'package.json'));
+  chmodSync(dir, 0o755);
+  chmodSync(app, 0o755);
+  return join(app, 'bin', 'notarize.js');
 }

@@ -35,7 +35,7 @@ import { checkBeforeSending, planReceipts, writeReceipt } from '../../src/core/r
 import { NotarizeError, UsageError } from '../../src/errors.js';
 import { writeFileAtomic } from '../../src/store/files.js';
 import { type Bed, useBed } from '../helpers/bed.js';
-import { BIN, describeRun, REPO_ROOT, runProcess, spawnCli, type Run } from '../helpers/cli.js';
+import { cliCopyForOtherUsers, describeRun, REPO_ROOT, runProcess, spawnCli, type Run } from '../helpers/cli.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -261,9 +261,11 @@ describe('finding 8: store directories', () => {
     }
 
     function runAsNobody(storeDir: string, args: string[]): Promise<Run> {
+      // A copy uid 65534 can reach: the checkout may be below a private directory (CI's fresh clone).
+      const bin = cliCopyForOtherUsers(mkdtempSync(join(shared ?? sharedRoot(), 'cli-')));
       return runProcess(
         'setpriv',
-        [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, BIN, ...args],
+        [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, bin, ...args],
         { env: { NOTARIZE_CONFIG_DIR: storeDir, NOTARIZE_BASE_URL: bed.url }, cwd: '/' },
       );
     }
