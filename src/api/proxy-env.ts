@@ -46,6 +46,19 @@ export function parseProxyUrl(variable: string, value: string): URL {
   // `user:`: the scheme is not named, as it may be a user name.
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw fail('it must start with http:// or https://');
   if (url.hostname === '') throw fail('it has no host');
+  // undici decodes these when it builds its agent, and a bad %-escape there
+  // was "unexpected error: URI malformed", exit 1: refuse it here instead.
+  for (const [part, text] of [
+    ['user name', url.username],
+    ['password', url.password],
+    ['path', url.pathname],
+  ] as const) {
+    try {
+      decodeURIComponent(text);
+    } catch {
+      throw fail(`its ${part} holds a %-escape that is not valid`);
+    }
+  }
   return url;
 }
 

@@ -8,7 +8,7 @@ import { basename, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
-import { checkArgvDescription, checkNameAsDescription, readDescriptionFile } from '../core/description.js';
+import { checkArgvDescription, readDescriptionFile } from '../core/description.js';
 import { asNotarizeError, BatchError, FailureTally, runAll, type Settled } from '../core/batch.js';
 import { hashFile, hashStream, normalizeHash } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
@@ -24,6 +24,7 @@ import {
 import { UsageError, type NotarizeError } from '../errors.js';
 import { inGitHubActions, reportToGitHub } from '../output/github.js';
 import { showOutcome } from '../output/outcome.js';
+import { forTerminal } from '../output/safe-text.js';
 import { formatBytes } from '../output/render.js';
 import {
   compact,
@@ -393,8 +394,9 @@ async function describe(
     return { ...common, hash: await hashStream(ctx.io.stdin, onProgress), description: options.description ?? '' };
   }
   const name = basename(item.path);
-  // Checked before hashing: a name that cannot be a description fails this document alone, with nothing sent.
-  const description = options.description ?? checkNameAsDescription(name);
+  // A name is not chosen as a description is: one holding controls (a line
+  // break, an escape sequence) is sent escaped, never raw onto a permanent record.
+  const description = options.description ?? forTerminal(name);
   // Size and mtime from the fstat the digest was checked against, not the
   // earlier stat of the walk: custody metadata describes the hashed bytes.
   const { hash, size, lastModified } =

@@ -20,9 +20,14 @@ import { readBytesInput } from './read-input.js';
 /** The most --description-file reads: far more than a description needs, far less than a mistake can hold. */
 export const DESCRIPTION_FILE_LIMIT = 64 * 1024;
 
-/** Control characters (C0, DEL, C1) other than tab. */
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/u;
+/**
+ * Control characters (C0, DEL, C1) other than tab, and the characters that
+ * act like them: line and paragraph separators (U+2028/U+2029) and invisible
+ * format characters (bidi overrides and isolates, zero-width spaces, BOM;
+ * not the joiners U+200C/U+200D that scripts and emoji need), the same set
+ * output/safe-text.ts escapes. None belongs on a permanent record.
+ */
+const CONTROL = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
 
 function codePoint(char: string): string {
   return `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
@@ -30,10 +35,14 @@ function codePoint(char: string): string {
 
 /** Refuses a description holding a control character other than tab; `what` names where it came from. */
 function checkControls(text: string, what: string): void {
-  const match = CONTROL.exec(text);
+  if (text.trim() === '') {
+    throw new UsageError(`${what} is empty`, { hint: 'give a description with words in it, or leave it out' });
+  }
+  // Tab is the one control allowed; replaced by a space of the same length so that positions hold.
+  const match = CONTROL.exec(text.replaceAll('\t', ' '));
   if (!match) return;
   const position = [...text.slice(0, match.index)].length + 1;
-  const lineBreak = match[0] === '\n' || match[0] === '\r';
+  const lineBreak = ['\n', '\r', '\u2028', '\u2029'].includes(match[0]);
   throw new UsageError(
     `${what} holds a control character (${codePoint(match[0])} at character ${position}); only tab is allowed`,
     {
@@ -57,21 +66,6 @@ export function checkArgvDescription(text: string): string {
   }
   checkControls(text, '--description');
   return text;
-}
-
-/**
- * Checks a file name about to become a document's description (no -d given):
- * the same rule, so a name with a control character is not stored on a
- * permanent record; returns it unchanged.
- */
-export function checkNameAsDescription(name: string): string {
-  checkControls(name, `the file name used as description`);
-  if (name.includes('\ufffd')) {
-    throw new UsageError('the file name used as description is not valid UTF-8', {
-      hint: 'give a description with -d or --description-file',
-    });
-  }
-  return name;
 }
 
 /**

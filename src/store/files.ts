@@ -67,7 +67,7 @@ function unsafeDirReason(info: Stats): string | undefined {
   // Sticky or world-writable: others may have put anything in it, and it is
   // not ours alone to tighten (this is /tmp's 1777, even for root).
   if (process.platform !== 'win32' && (info.mode & 0o1002) !== 0) {
-    return `it is shared with every user (mode ${(info.mode & 0o7777).toString(8)})`;
+    return `it is world-writable or sticky, as shared directories are (mode ${(info.mode & 0o7777).toString(8)})`;
   }
   return undefined;
 }

@@ -75,7 +75,7 @@ export class Store {
 
   /**
    * Creates the directory (0700) on first use, tightening it if it was wider;
-   * refuses one that is a link, not ours, or shared with every user (files.ts).
+   * refuses one that is a link, not ours, or world-writable or sticky (files.ts).
    */
   prepare(): void {
     if (this.#prepared) return;

@@ -172,20 +172,34 @@ describe('--description-file', () => {
 });
 
 describe('the file name as default description', () => {
-  it('a name with a control character fails that document alone (exit 2 when alone), nothing sent for it', async () => {
+  it('a name holding a control character is sent escaped, never raw', async () => {
     const odd = await bed.file('bell\u0007name.txt', 'odd name');
-    const plain = await bed.file('plain.txt', 'plain name');
-    const alone = await runMain(bed, ['register', odd]);
-    expect(alone.code, alone.stderr).toBe(2);
-    expect(alone.stderr).toMatch(/the file name used as description holds a control character \(U\+0007/);
+    const run = await runMain(bed, ['register', odd]);
+    expect(run.code, run.stderr).toBe(0);
+    const request = bed.sandbox.calls.find((c) => c.route === 'request')!;
+    expect((JSON.parse(request.body) as { description: string }).description).toBe('bell\\u0007name.txt');
+  });
+});
+
+describe('characters that act like controls', () => {
+  it.each([
+    ['a line separator', 'a\u2028b', /U\+2028/],
+    ['a bidi override', 'a\u202eb', /U\+202E/],
+    ['a zero-width space', 'a\u200bb', /U\+200B/],
+    ['a BOM', '\ufeffbom', /U\+FEFF/],
+    ['nothing', '', /is empty/],
+    ['a tab alone', '\t', /is empty/],
+  ])('-d with %s: exit 2, nothing sent', async (_, description, message) => {
+    const doc = await bed.file('d.txt', `description ${JSON.stringify(description)}`);
+    const run = await runMain(bed, ['register', doc, '-d', description]);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(message);
     expect(bed.calls('request')).toBe(0);
+  });
 
-    const batch = await runMain(bed, ['register', odd, plain, '--json']);
-    const results = JSON.parse(batch.stdout) as { status: string }[];
-    expect(results.map((r) => r.status)).toEqual(['failed', 'registered']);
-    expect(bed.calls('request')).toBe(1);
-
-    const named = await runMain(bed, ['register', odd, '-d', 'a good description']);
-    expect(named.code, named.stderr).toBe(0);
+  it('joiners that scripts and emoji need are kept', async () => {
+    const doc = await bed.file('z.txt', 'joiners');
+    const run = await runMain(bed, ['register', doc, '-d', 'family \u{1F468}\u200d\u{1F469} می\u200cخواهم']);
+    expect(run.code, run.stderr).toBe(0);
   });
 });

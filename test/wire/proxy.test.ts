@@ -176,6 +176,10 @@ describe('a malformed proxy URL', () => {
     ['HTTP_PROXY', 'http://ci-user:s3cret-proxy-pw@[not-an-address'],
     ['http_proxy', 'socks4://proxy.internal:1080'],
     ['HTTPS_PROXY', 'http://'],
+    // Bad %-escapes, which undici's own decoding turned into "unexpected error", exit 1.
+    ['HTTPS_PROXY', 'http://ci-user:s3cret-proxy-pw%ZZ@127.0.0.1:18407'],
+    ['HTTPS_PROXY', 'http://ci-user%ZZ:s3cret-proxy-pw@127.0.0.1:18407'],
+    ['HTTPS_PROXY', 'http://127.0.0.1:18502/%zz'],
   ])('%s=%s: exit 2 naming the variable, never its value; nothing sent', async (variable, value) => {
     // The whole value is audited unless it is a bare scheme (the hint says how to write one).
     if (value !== 'http://') bed.addSecret(value);

@@ -82,7 +82,7 @@ describe('ensurePrivateDir', () => {
     for (const [dir, why] of [
       [link, /symbolic link/],
       [file, /not a directory/],
-      [shared, /shared with every user \(mode 1777\)/],
+      [shared, /world-writable or sticky, as shared directories are \(mode 1777\)/],
     ] as const) {
       const error = thrown(() => ensurePrivateDir(dir));
       expect(error).toBeInstanceOf(StoreError);
