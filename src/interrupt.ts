@@ -9,7 +9,7 @@
  * until the event loop turns. So the entry point (bin/notarize.js) installs
  * these handlers first, and they exit themselves. They can run only while
  * the main thread is free, which is why every open and read of an input or
- * store file is non-blocking (core/hash.ts, store/read-safe.ts): a blocking
+ * store file is non-blocking (core/hash.ts, store/files.ts readPrivateFile): a blocking
  * read of a FIFO could never be interrupted.
  *
  * The flow (core/notarize.ts) tells this module what is under way, so that

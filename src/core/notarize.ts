@@ -28,8 +28,7 @@ import {
 import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
 import { track, type Tracked } from '../interrupt.js';
-import { withLock } from '../store/lock.js';
-import { releaseOwnLock } from '../store/lock-release.js';
+import { releaseOwnLock, withLock } from '../store/lock.js';
 import { mimeType } from './mime.js';
 
 export type Blockchain = (typeof BLOCKCHAIN_TYPES)[number];

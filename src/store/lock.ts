@@ -63,8 +63,7 @@ import {
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError, TransientError } from '../errors.js';
-import { PRIVATE_FILE_MODE, removeFile, uniqueSuffix } from './files.js';
-import { readRegularFileSync } from './read-safe.js';
+import { PRIVATE_FILE_MODE, readPrivateFile, removeFile, uniqueSuffix } from './files.js';
 
 const POLL_MS = 25;
 const LOCK_READ_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
@@ -328,10 +327,26 @@ function takeOver(file: string, seen: Seen, watch: Watch, depth = 0): void {
   }
 }
 
+/**
+ * Releases the lock `file` from a signal handler, where withLock's `finally`
+ * never runs because the process exits: removed only when it names this
+ * process on this host (only this process writes its own pid here). Left in
+ * place it would be found stale by the next run anyway; removing it saves
+ * that run the takeover. Never throws.
+ */
+export function releaseOwnLock(file: string): void {
+  try {
+    const seen = inspect(file);
+    if (seen?.pid === process.pid && (seen.host === undefined || seen.host === HOST)) removeFile(file);
+  } catch {
+    // Gone already, or not a lock of ours: nothing to remove.
+  }
+}
+
 /** Removes a lock or claim we hold, unless (impossibly, but cheaply checked) it is no longer ours. */
 function release(file: string, mine: string): void {
   try {
-    if (readRegularFileSync(file, 4096) !== mine) return;
+    if (readPrivateFile(file) !== mine) return;
   } catch {
     return;
   }
