@@ -34,6 +34,7 @@ import { join, normalize } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
 import { uniqueSuffix, writeFileAtomic } from '../store/files.js';
+import { recordHashOf } from '../store/service-store.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
 
@@ -276,8 +277,7 @@ export async function checkBeforeSending(
 /** Whether `text` is a JSON object whose `hash` is `hash` (any case). */
 function isRecordOf(text: string | undefined, hash: string): boolean {
   try {
-    const value = JSON.parse(text ?? '') as { hash?: unknown } | null;
-    return typeof value?.hash === 'string' && value.hash.toLowerCase() === hash;
+    return text !== undefined && recordHashOf(text) === hash;
   } catch {
     return false;
   }

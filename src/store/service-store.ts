@@ -87,8 +87,11 @@ function ofHash<T extends { hash: string }>(hash: string, file: string, entry: T
   return entry;
 }
 
-/** The `hash` a stored record names, lowercase; undefined when it names none. */
-function recordHashOf(recordJson: string): string | undefined {
+/**
+ * The `hash` a record names, lowercase; undefined when it names none. Throws
+ * when the text is not a JSON object (a stored record always is).
+ */
+export function recordHashOf(recordJson: string): string | undefined {
   const record = JSON.parse(recordJson) as { hash?: unknown };
   return typeof record.hash === 'string' ? record.hash.toLowerCase() : undefined;
 }
