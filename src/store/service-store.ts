@@ -117,7 +117,7 @@ export class ServiceStore {
    * never sent again, never deleted by notarize. One file per retirement.
    */
   retiredFile(hash: string, at: Date): string {
-    return join(this.dir, 'retired', `${hash}.${at.toISOString().replace(/[:.]/g, '-')}.json`);
+    return this.#asideFile('retired', hash, at);
   }
 
   ledgerFile(hash: string): string {
@@ -208,7 +208,7 @@ export class ServiceStore {
    * `quarantine/`, and returns the file. It is never read back by notarize.
    */
   async quarantine(hash: string, answerText: string, reason: string, at: Date): Promise<string> {
-    const file = join(this.dir, 'quarantine', `${hash}.${at.toISOString().replace(/[:.]/g, '-')}.json`);
+    const file = this.#asideFile('quarantine', hash, at);
     await this.#write(file, { hash, receivedAt: at.toISOString(), reason, answerText });
     return file;
   }
@@ -247,6 +247,14 @@ export class ServiceStore {
 
   listRecords(): Promise<Listing<LedgerEntry>> {
     return this.#list('ledger', (hash) => this.readRecord(hash));
+  }
+
+  /**
+   * A file kept aside (retired/, quarantine/), one per event: the time in its
+   * name, with no ':' (not allowed in Windows file names).
+   */
+  #asideFile(folder: 'retired' | 'quarantine', hash: string, at: Date): string {
+    return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, '-')}.json`);
   }
 
   async #write(file: string, value: unknown): Promise<void> {
