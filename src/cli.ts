@@ -8,19 +8,12 @@ import { commandPath } from './commands/options.js';
 import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { cleanSecret } from './core/secrets.js';
+import { environmentHelp, SECRET_VARIABLES } from './environment.js';
 import { EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, type IOOptions, type Sink } from './output/io.js';
 import { forTerminal } from './output/safe-text.js';
 export { exitOnSignals } from './interrupt.js';
 import { VERSION } from './version.js';
-
-const ENVIRONMENT_HELP = `Environment:
-  NOTARIZE_BASE_URL     service base URL (default https://app.dedit.io)
-  NOTARIZE_API_KEY      API key: used to log in on the fly when there is no usable token
-  NOTARIZE_TOKEN        bearer token to use instead of the stored one
-  NOTARIZE_CONFIG_DIR   store directory (settings, token, pending sessions, ledger)
-  NOTARIZE_TIMEOUT      milliseconds per request;  NOTARIZE_RETRIES  retries of retryable requests
-  NO_COLOR              disable colours`;
 
 const TOP_EXAMPLES = `Examples:
   notarize sandbox &                                  # a local emulator, no account needed
@@ -109,8 +102,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
       io.quiet = globals.quiet ?? false;
       io.verbose = globals.verbose ?? false;
       // Raw and trimmed: notarize uses them trimmed (see core/secrets.ts).
-      // (Not NOTARIZE_SANDBOX_API_KEY: the sandbox prints its key on purpose.)
-      for (const name of ['NOTARIZE_API_KEY', 'NOTARIZE_TOKEN']) {
+      for (const name of SECRET_VARIABLES) {
         io.addSecret(env[name]);
         io.addSecret(cleanSecret(env[name]));
       }
@@ -132,7 +124,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     .option('--verbose', 'log each request (method, URL, status, time; never secrets) and show stack traces')
     .option('--timeout <ms>', 'milliseconds each request may take (default 30000)')
     .option('--retries <n>', 'retries of a retryable request (default 3)')
-    .addHelpText('after', `\n${EXIT_CODE_HELP}\n\n${ENVIRONMENT_HELP}\n\n${TOP_EXAMPLES}`)
+    .addHelpText('after', `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`)
     .showSuggestionAfterError()
     .exitOverride()
     .configureOutput({

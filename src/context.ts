@@ -1,22 +1,19 @@
 /**
  * The factory: everything a command needs (IO, settings, store, API client),
  * built lazily on first use so a command pays only for what it touches.
- * Settings follow one rule: flag > environment > store > default.
+ * Settings follow one rule, flag > environment > store > default, applied by
+ * the resolver in settings.ts over this context's flags, environment and store.
  */
 import type { ApiClient } from './api/client.js';
 import type { Dispatcher } from 'undici';
 import type { IO } from './output/io.js';
 import { proxySecrets } from './api/proxy-env.js';
 import { cleanSecret } from './core/secrets.js';
-import { UsageError } from './errors.js';
-import { settingDefinition, wholeNumber, type SettingDefinition, type SettingKey } from './settings.js';
+import { checkSettingFlags, resolveSetting, type ResolvedSetting, type SettingKey } from './settings.js';
 import type * as StoreModuleExports from './store/store.js';
 import type { Store } from './store/store.js';
 import type { ServiceStore } from './store/service-store.js';
 import { VERSION } from './version.js';
-
-/** Where a setting's value comes from. */
-export type SettingSource = 'flag' | 'env' | 'store' | 'default';
 
 /** The options every command accepts. */
 export interface GlobalOptions {
@@ -35,22 +32,6 @@ export interface GlobalOptions {
  */
 export type StoreModule = typeof StoreModuleExports;
 
-const retryDelaySetting = { parse: wholeNumber('retry delay', 0, 60_000) };
-
-function kebab(key: string): string {
-  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-}
-
-/** Parses a setting's value; a refusal's hint says where the value came from, the user's next question. */
-function parseFrom(definition: Pick<SettingDefinition, 'parse'>, value: string, source: string): string {
-  try {
-    return definition.parse(value);
-  } catch (error) {
-    if (error instanceof UsageError) error.hint = error.hint ? `${source}; ${error.hint}` : source;
-    throw error;
-  }
-}
-
 /** Lazily built dependencies of a command run; see the module comment. */
 export class Context {
   readonly io: IO;
@@ -66,12 +47,7 @@ export class Context {
     this.env = env;
     this.globals = globals;
     this.#storeModule = storeModule;
-    // A bad global flag is refused by every command, also those that would
-    // not use it, rather than accepted here and refused there.
-    for (const key of ['baseUrl', 'timeout', 'retries'] as const) {
-      const flag = globals[key];
-      if (flag !== undefined) parseFrom(settingDefinition(key), flag, `given with --${kebab(key)}`);
-    }
+    checkSettingFlags(globals);
     // A proxy URL may carry a password; no message quotes one, and none may slip through.
     for (const secret of proxySecrets(env)) io.addSecret(secret);
   }
@@ -89,18 +65,12 @@ export class Context {
   }
 
   /** A setting's value and where it comes from (`config get`/`list` show both); invalid values are usage errors. */
-  resolveSetting(key: SettingKey): { value: string; source: SettingSource } {
-    const definition = settingDefinition(key);
-    const flag = this.globals[key];
-    if (flag !== undefined) return { value: parseFrom(definition, flag, `given with --${kebab(key)}`), source: 'flag' };
-    const fromEnv = this.env[definition.env];
-    if (fromEnv !== undefined && fromEnv !== '') {
-      return { value: parseFrom(definition, fromEnv, `set by ${definition.env}`), source: 'env' };
-    }
-    // The store checks stored values with the same parse when it reads them.
-    const stored = this.store.getSetting(key);
-    if (stored !== undefined) return { value: definition.parse(stored), source: 'store' };
-    return { value: definition.parse(definition.default), source: 'default' };
+  resolveSetting(key: SettingKey): ResolvedSetting {
+    return resolveSetting(key, {
+      flags: this.globals,
+      env: this.env,
+      stored: (stored) => this.store.getSetting(stored),
+    });
   }
 
   get baseUrl(): string {
@@ -142,13 +112,7 @@ export class Context {
       onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
       onToken: (token) => this.io.addSecret(token),
     });
-    // Not a declared setting (a knob for tests and impatient CI jobs), but
-    // refused the same way when it is not a sensible number.
-    const retryDelay = this.env.NOTARIZE_RETRY_DELAY_MS;
-    const baseDelayMs =
-      retryDelay === undefined || retryDelay === ''
-        ? 500
-        : Number(parseFrom(retryDelaySetting, retryDelay, 'set by NOTARIZE_RETRY_DELAY_MS'));
+    const baseDelayMs = Number(this.setting('retryDelay'));
     this.#api = new ApiClient(
       transport,
       {

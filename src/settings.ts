@@ -1,11 +1,27 @@
 /**
- * The declared list of settings. Each has one precedence rule:
+ * The declared settings and the one rule that resolves them:
  * command-line flag > environment variable > stored value > default.
- * `notarize config` reads and writes the stored values of these keys only.
+ * An environment variable set to the empty string counts as unset
+ * (`NOTARIZE_TIMEOUT= notarize ...` is how a shell unsets one for a command);
+ * an empty flag is a value, and refused like any bad one.
+ * `notarize config` reads and writes the stored values of the storable
+ * settings only (`SETTINGS`); the others come from the environment alone.
+ * Every environment variable notarize reads is declared in environment.ts.
  */
 import { UsageError } from './errors.js';
 
 export const DEFAULT_BASE_URL = 'https://app.dedit.io';
+
+export type SettingKey = 'baseUrl' | 'timeout' | 'retries' | 'retryDelay';
+
+/** Where a setting's value comes from. */
+export type SettingSource = 'flag' | 'env' | 'store' | 'default';
+
+/** A setting's value in effect and where it comes from (`config get`/`list` show both). */
+export interface ResolvedSetting {
+  value: string;
+  source: SettingSource;
+}
 
 export interface SettingDefinition {
   key: SettingKey;
@@ -14,9 +30,13 @@ export interface SettingDefinition {
   default: string;
   /** Returns the normalised value, or throws UsageError naming the problem. */
   parse(value: string): string;
+  /**
+   * Whether it is one of the `notarize config` keys, with a stored value and
+   * a global flag (`--base-url` for baseUrl); false for a setting read from
+   * the environment only.
+   */
+  storable: boolean;
 }
-
-export type SettingKey = 'baseUrl' | 'timeout' | 'retries';
 
 /**
  * A parse function for a whole number from `min` to `max`, written in plain
@@ -39,14 +59,15 @@ function quoted(value: string): string {
   return value.length <= 40 && !/\p{Cc}/u.test(value) ? ` '${value}'` : '';
 }
 
-/** The settings notarize knows, in the order `config list` shows them. */
-export const SETTINGS: readonly SettingDefinition[] = [
+/** Every setting, storable ones first, in the order `config list` shows them. */
+export const ALL_SETTINGS: readonly SettingDefinition[] = [
   {
     key: 'baseUrl',
     description: 'base URL of the notarization service',
     env: 'NOTARIZE_BASE_URL',
     default: DEFAULT_BASE_URL,
     parse: parseBaseUrl,
+    storable: true,
   },
   {
     key: 'timeout',
@@ -56,6 +77,7 @@ export const SETTINGS: readonly SettingDefinition[] = [
     // 0 ms would make every request time out at once, each failure then
     // "transient" and retried: a request needs at least 1 ms.
     parse: wholeNumber('timeout', 1, 3_600_000),
+    storable: true,
   },
   {
     key: 'retries',
@@ -63,10 +85,85 @@ export const SETTINGS: readonly SettingDefinition[] = [
     env: 'NOTARIZE_RETRIES',
     default: '3',
     parse: wholeNumber('retries', 0, 20),
+    storable: true,
+  },
+  {
+    // A knob for tests and impatient CI jobs, not worth a flag or a stored value.
+    key: 'retryDelay',
+    description: 'milliseconds before the first retry; doubles, with jitter',
+    env: 'NOTARIZE_RETRY_DELAY_MS',
+    default: '500',
+    parse: wholeNumber('retry delay', 0, 60_000),
+    storable: false,
   },
 ];
 
-/** Finds a setting by key; throws UsageError listing the known keys otherwise. */
+/** The `notarize config` keys: the settings with a stored value and a global flag. */
+export const SETTINGS: readonly SettingDefinition[] = ALL_SETTINGS.filter((s) => s.storable);
+
+/** The global flag that gives a storable setting: `--base-url` for baseUrl. */
+export function settingFlag(definition: SettingDefinition): string {
+  return `--${definition.key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
+
+/** What the resolver reads a setting from. */
+export interface SettingInputs {
+  /** The global options given on the command line, by setting key. */
+  flags: Readonly<Partial<Record<SettingKey, string>>>;
+  env: NodeJS.ProcessEnv;
+  /**
+   * The stored value of a storable setting, if any. Called only when no flag
+   * or variable gives one, so that a run given everything opens no store.
+   */
+  stored: (key: SettingKey) => string | undefined;
+}
+
+/** Parses a setting's value; a refusal's hint says where the value came from, the user's next question. */
+function parseFrom(definition: SettingDefinition, value: string, source: string): string {
+  try {
+    return definition.parse(value);
+  } catch (error) {
+    if (error instanceof UsageError) error.hint = error.hint ? `${source}; ${error.hint}` : source;
+    throw error;
+  }
+}
+
+function parseFlag(definition: SettingDefinition, value: string): string {
+  return parseFrom(definition, value, `given with ${settingFlag(definition)}`);
+}
+
+/**
+ * A setting's value by the precedence rule, and where it comes from.
+ * Throws UsageError when the value in effect is invalid, naming the flag or
+ * variable that gave it (the store names its file itself).
+ */
+export function resolveSetting(key: SettingKey, inputs: SettingInputs): ResolvedSetting {
+  const definition = ALL_SETTINGS.find((s) => s.key === key)!;
+  const flag = definition.storable ? inputs.flags[key] : undefined;
+  if (flag !== undefined) return { value: parseFlag(definition, flag), source: 'flag' };
+  const fromEnv = inputs.env[definition.env];
+  if (fromEnv !== undefined && fromEnv !== '') {
+    return { value: parseFrom(definition, fromEnv, `set by ${definition.env}`), source: 'env' };
+  }
+  // The store checks stored values with the same parse when it reads them.
+  const stored = definition.storable ? inputs.stored(key) : undefined;
+  if (stored !== undefined) return { value: definition.parse(stored), source: 'store' };
+  return { value: definition.parse(definition.default), source: 'default' };
+}
+
+/**
+ * Refuses a bad global flag up front, so that every command refuses it,
+ * also those that would not use it, rather than one accepting it and
+ * another refusing it.
+ */
+export function checkSettingFlags(flags: SettingInputs['flags']): void {
+  for (const definition of SETTINGS) {
+    const flag = flags[definition.key];
+    if (flag !== undefined) parseFlag(definition, flag);
+  }
+}
+
+/** Finds a `notarize config` setting by key; throws UsageError listing the known keys otherwise. */
 export function settingDefinition(key: string): SettingDefinition {
   const found = SETTINGS.find((s) => s.key === key);
   if (!found) {
