@@ -42,13 +42,18 @@ import { diskRefusedBeforeSending } from './disk.js';
 import { withLock } from './lock.js';
 import { ServiceStore } from './service-store.js';
 
-/** The store directory: NOTARIZE_CONFIG_DIR, else the platform's config directory. */
+/**
+ * The store directory: NOTARIZE_CONFIG_DIR, else the platform's config
+ * directory. A variable set to the empty string counts as unset, as for
+ * every setting (and as the XDG spec says of XDG_CONFIG_HOME): an empty
+ * XDG_CONFIG_HOME made the store `./notarize`, credentials in the current directory.
+ */
 export function defaultStoreDir(env: NodeJS.ProcessEnv): string {
   if (env.NOTARIZE_CONFIG_DIR) return env.NOTARIZE_CONFIG_DIR;
   const home = homedir();
-  if (process.platform === 'win32') return join(env.APPDATA ?? join(home, 'AppData', 'Roaming'), 'notarize');
+  if (process.platform === 'win32') return join(env.APPDATA || join(home, 'AppData', 'Roaming'), 'notarize');
   if (process.platform === 'darwin') return join(home, 'Library', 'Preferences', 'notarize');
-  return join(env.XDG_CONFIG_HOME ?? join(home, '.config'), 'notarize');
+  return join(env.XDG_CONFIG_HOME || join(home, '.config'), 'notarize');
 }
 
 type JsonObject = Record<string, unknown>;

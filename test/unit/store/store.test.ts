@@ -1,8 +1,9 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/errors.js';
-import { serviceDirName, Store } from '../../../src/store/store.js';
+import { defaultStoreDir, serviceDirName, Store } from '../../../src/store/store.js';
 import { rejection, thrown } from '../helpers/catch.js';
 import { useTempDirs } from '../../helpers/temp-dirs.js';
 
@@ -187,6 +188,23 @@ describe('Store.service', () => {
     expect(serviceDirName('https://localhost:8080')).not.toBe(serviceDirName('http://localhost:8080'));
     expect(serviceDirName('https://host.example/a/b?c')).toMatch(/^[A-Za-z0-9._-]+$/);
   });
+});
+
+describe('defaultStoreDir', () => {
+  it('is NOTARIZE_CONFIG_DIR when set', () => {
+    expect(defaultStoreDir({ NOTARIZE_CONFIG_DIR: '/srv/notarize', XDG_CONFIG_HOME: '/x' })).toBe('/srv/notarize');
+  });
+
+  it.runIf(process.platform === 'linux')(
+    'is under XDG_CONFIG_HOME, else ~/.config; an empty variable counts as unset',
+    () => {
+      expect(defaultStoreDir({ XDG_CONFIG_HOME: '/cfg' })).toBe(join('/cfg', 'notarize'));
+      const fallback = join(homedir(), '.config', 'notarize');
+      expect(defaultStoreDir({})).toBe(fallback);
+      // Not `notarize` relative to the current directory.
+      expect(defaultStoreDir({ NOTARIZE_CONFIG_DIR: '', XDG_CONFIG_HOME: '' })).toBe(fallback);
+    },
+  );
 });
 
 function escape(text: string): string {
