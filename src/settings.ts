@@ -102,7 +102,7 @@ export const ALL_SETTINGS: readonly SettingDefinition[] = [
 export const SETTINGS: readonly SettingDefinition[] = ALL_SETTINGS.filter((s) => s.storable);
 
 /** The global flag that gives a storable setting: `--base-url` for baseUrl. */
-export function settingFlag(definition: SettingDefinition): string {
+function settingFlag(definition: SettingDefinition): string {
   return `--${definition.key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
 
