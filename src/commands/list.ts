@@ -1,7 +1,8 @@
 /** `notarize list`: the local ledger of completed notarizations of the current service. */
 import type { Command } from 'commander';
 import type { Context } from '../context.js';
-import { renderTable, verificationUrl } from '../output/render.js';
+import { verificationUrl } from '../api/pages.js';
+import { renderTable } from '../output/render.js';
 import { embed } from '../output/results.js';
 import { examples } from './options.js';
 

@@ -21,7 +21,7 @@ import {
   type ReceiptPlan,
   type ReceiptSubject,
 } from '../core/receipts.js';
-import { UsageError, type NotarizeError } from '../errors.js';
+import { errorJson, UsageError, type NotarizeError } from '../errors.js';
 import { inGitHubActions, reportToGitHub } from '../output/github.js';
 import { showOutcome } from '../output/outcome.js';
 import { forTerminal } from '../output/safe-text.js';
@@ -29,7 +29,9 @@ import { formatBytes } from '../output/render.js';
 import {
   compact,
   embed,
-  errorJson,
+  failedResult,
+  itemResult,
+  proofOf,
   renderResults,
   skippedResult,
   summarize,
@@ -429,20 +431,18 @@ function toResult(
   const file = displayName(item);
   if (!settled.ok) {
     if ('cancelled' in settled) return skippedResult(file, 'not started (--fail-fast)');
-    return { schemaVersion: 1, file, hash: knownHash ?? null, status: 'failed', error: errorJson(settled.error) };
+    return failedResult(file, knownHash ?? null, settled.error);
   }
   const { outcome, receipt, receiptError } = settled.value;
   const hash = outcomeHash(outcome);
-  const base = { schemaVersion: 1 as const, file, hash, status: STATUS_OF[outcome.kind] };
-  if (outcome.kind === 'pending') return { ...base, session: embed(outcome.entry.sessionJson) };
+  if (outcome.kind === 'pending')
+    return itemResult(file, hash, 'pending', { session: embed(outcome.entry.sessionJson) });
   const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
-  return {
-    ...base,
-    record: outcome.entry ? embed(outcome.entry.recordJson) : null,
-    verificationUrl: `${baseUrl}/verification/${hash}`,
+  // Registered, but its receipt is missing: a failure for the run (exit 1).
+  return itemResult(file, hash, receiptError ? 'failed' : STATUS_OF[outcome.kind], {
+    ...proofOf(baseUrl, hash, outcome.entry?.recordJson),
     ...(said ? { message: said.message ?? null } : {}),
     ...(receipt ? { receipt } : {}),
-    // Registered, but its receipt is missing: a failure for the run (exit 1).
-    ...(receiptError ? { status: 'failed' as const, error: errorJson(receiptError) } : {}),
-  };
+    ...(receiptError ? { error: errorJson(receiptError) } : {}),
+  });
 }

@@ -15,11 +15,11 @@ import { LedgerIndex, type Verdict } from '../core/ledger.js';
 import { NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
 import { reportToGitHub } from '../output/github.js';
 import { showRecord } from '../output/outcome.js';
-import { verificationUrl } from '../output/render.js';
 import {
   compact,
-  embed,
-  errorJson,
+  failedResult,
+  itemResult,
+  proofOf,
   renderResults,
   skippedResult,
   summarize,
@@ -136,25 +136,11 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
 /** The JSON result of one document. */
 function toResult(item: InputItem, r: Settled<{ hash: string; verdict: Verdict }>, baseUrl: string): ItemResult {
   const file = itemName(item);
-  if (!r.ok) {
-    return {
-      schemaVersion: 1,
-      file,
-      hash: null,
-      status: 'failed',
-      ...('error' in r ? { error: errorJson(r.error) } : {}),
-    };
-  }
+  if (!r.ok) return 'error' in r ? failedResult(file, null, r.error) : itemResult(file, null, 'failed');
   const { hash, verdict } = r.value;
   const reason = describeVerdict(verdict);
-  return {
-    schemaVersion: 1,
-    file,
-    hash,
-    status: verdict.status,
-    ...(verdict.status === 'verified'
-      ? { record: embed(verdict.entry.recordJson), verificationUrl: verificationUrl(baseUrl, hash) }
-      : {}),
+  return itemResult(file, hash, verdict.status, {
+    ...(verdict.status === 'verified' ? proofOf(baseUrl, hash, verdict.entry.recordJson) : {}),
     ...(reason ? { reason } : {}),
-  };
+  });
 }

@@ -5,7 +5,8 @@
  */
 import type { Outcome } from '../core/notarize.js';
 import type { IO } from './io.js';
-import { renderRecord, verificationUrl } from './render.js';
+import { verificationUrl } from '../api/pages.js';
+import { renderRecord } from './render.js';
 
 export interface ShowOptions {
   json: boolean;

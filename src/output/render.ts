@@ -45,11 +45,6 @@ export function renderTable(headers: string[], rows: string[][], colour: boolean
   return [chalk.bold(line(headers)), ...shown.map(line)].join('\n');
 }
 
-/** The public verification page of a hash on a service. */
-export function verificationUrl(baseUrl: string, hash: string): string {
-  return `${baseUrl}/verification/${hash}`;
-}
-
 /** Bytes in binary units, for progress lines: "512.0 MiB". */
 export function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];

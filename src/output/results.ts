@@ -5,20 +5,14 @@
  * is documented in the README under "Batch output"; bump
  * RESULT_SCHEMA_VERSION on any incompatible change.
  */
-import type { NotarizeError } from '../errors.js';
+import { verificationUrl } from '../api/pages.js';
+import { errorJson, type ErrorJson, type NotarizeError } from '../errors.js';
 import { renderTable } from './render.js';
 
 export const RESULT_SCHEMA_VERSION = 1;
 
 export type ItemStatus =
   'registered' | 'already-registered' | 'pending' | 'verified' | 'modified' | 'unknown' | 'failed' | 'skipped';
-
-export interface ErrorJson {
-  code: string;
-  exitCode: number;
-  message: string;
-  hint?: string;
-}
 
 /** One input's result, as printed in JSON. */
 export interface ItemResult {
@@ -44,9 +38,38 @@ export interface ItemResult {
   error?: ErrorJson;
 }
 
+/** What an item's result says besides its file, hash and status. */
+export type ItemDetails = Omit<ItemResult, 'schemaVersion' | 'file' | 'hash' | 'status'>;
+
+/** The one builder of an item's result: every result of every batch command is made here. */
+export function itemResult(
+  file: string | null,
+  hash: string | null,
+  status: ItemStatus,
+  details: ItemDetails = {},
+): ItemResult {
+  return { schemaVersion: RESULT_SCHEMA_VERSION, file, hash, status, ...details };
+}
+
 /** The result of an input that was not processed, and why (a symbolic link, --fail-fast...). */
 export function skippedResult(file: string | null, reason: string): ItemResult {
-  return { schemaVersion: RESULT_SCHEMA_VERSION, file, hash: null, status: 'skipped', reason };
+  return itemResult(file, null, 'skipped', { reason });
+}
+
+/** The result of an input that failed, with the hash when it was known before the failure. */
+export function failedResult(file: string | null, hash: string | null, error: NotarizeError): ItemResult {
+  return itemResult(file, hash, 'failed', { error: errorJson(error) });
+}
+
+/**
+ * What a result says of a hash the ledger (or the service) holds: the record
+ * as the service sent it (null when this store has none) and its public page.
+ */
+export function proofOf(baseUrl: string, hash: string, recordJson: string | undefined): ItemDetails {
+  return {
+    record: recordJson === undefined ? null : embed(recordJson),
+    verificationUrl: verificationUrl(baseUrl, hash),
+  };
 }
 
 /**
@@ -59,16 +82,6 @@ export function compact(result: ItemResult): ItemResult {
   delete rest.record;
   delete rest.session;
   return rest;
-}
-
-/** The JSON form of an error. */
-export function errorJson(error: NotarizeError): ErrorJson {
-  return {
-    code: error.code,
-    exitCode: error.exitCode,
-    message: error.message,
-    ...(error.hint ? { hint: error.hint } : {}),
-  };
 }
 
 /** Parses stored service text for embedding; text that is not JSON is embedded as a string. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderRecord, renderTable, verificationUrl } from '../../../src/output/render.js';
+import { renderRecord, renderTable } from '../../../src/output/render.js';
 import { fixtureObject } from '../helpers/fixtures.js';
 
 // eslint-disable-next-line no-control-regex
@@ -92,11 +92,5 @@ describe('renderTable', () => {
     const [header, row] = coloured.split('\n');
     expect(header).toBe('\u001b[1mH1  H2\u001b[22m');
     expect(row).toBe('x   y');
-  });
-});
-
-describe('verificationUrl', () => {
-  it('is the public verification page of the hash on the service', () => {
-    expect(verificationUrl('https://app.dedit.io', 'abc')).toBe('https://app.dedit.io/verification/abc');
   });
 });
