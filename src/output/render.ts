@@ -45,6 +45,13 @@ export function renderTable(headers: string[], rows: string[][], colour: boolean
   return [chalk.bold(line(headers)), ...shown.map(line)].join('\n');
 }
 
+/** A `sha256sum` line: names with a backslash or newline get GNU's escaping and a leading backslash. */
+export function checksumLine(hash: string, name: string): string {
+  if (!/[\\\n\r]/.test(name)) return `${hash}  ${name}`;
+  const escaped = name.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
+  return `\\${hash}  ${escaped}`;
+}
+
 /** Bytes in binary units, for progress lines: "512.0 MiB". */
 export function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
