@@ -18,7 +18,7 @@ import type { ServiceStore } from '../store/service-store.js';
 import { finish, viewOf } from './action.js';
 import { examples, parseOptions } from './options.js';
 
-const optionsSchema = z.object({
+export const optionsSchema = z.object({
   session: z.string().optional(),
   useActiveSubscription: z.boolean().default(false),
   description: z.string().optional(),

@@ -17,7 +17,7 @@ import { finish, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
-const optionsSchema = z.object({ ...inputOptionsShape });
+export const optionsSchema = z.object({ ...inputOptionsShape });
 
 /** What `hash` uses: the inputs named, and standard input. Nothing else: no store, no network. */
 export interface HashOptions extends z.infer<typeof optionsSchema> {

@@ -41,7 +41,7 @@ import { finish, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
-const optionsSchema = z.object({
+export const optionsSchema = z.object({
   ...inputOptionsShape,
   hash: z.string().optional(),
   description: z.string().optional(),

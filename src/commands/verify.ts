@@ -29,7 +29,7 @@ import { finish, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
-const optionsSchema = z.object({ ...inputOptionsShape });
+export const optionsSchema = z.object({ ...inputOptionsShape });
 
 /** What `verify` uses: the documents named, standard input, and the ledger (no network). */
 export interface VerifyOptions extends z.infer<typeof optionsSchema> {
