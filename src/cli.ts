@@ -9,7 +9,7 @@ import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { cleanSecret } from './core/secrets.js';
 import { environmentHelp, SECRET_VARIABLES } from './environment.js';
-import { EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
+import { errorJson, EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, type IOOptions, type Sink } from './output/io.js';
 import { forTerminal } from './output/safe-text.js';
 export { exitOnSignals } from './interrupt.js';
@@ -197,6 +197,20 @@ function applyExitOverride(command: Command, state: RunState): void {
   }
 }
 
+/**
+ * The error main() reports for what was thrown: commander's parse errors are
+ * usage errors naming the command's help; anything unknown is "unexpected".
+ */
+function asReported(error: unknown, failed: Command | undefined): NotarizeError {
+  if (error instanceof NotarizeError) return error;
+  if (error instanceof CommanderError) {
+    const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+    return new UsageError(message, { hint: `see \`${failed ? commandPath(failed) : 'notarize'} --help\`` });
+  }
+  const message = `unexpected error: ${(error as Error)?.message ?? String(error)}`;
+  return new NotarizeError('unexpected', EXIT.refused, message, { hint: 'run again with --verbose for details' });
+}
+
 /** Prints an error the documented way and returns its exit code. */
 function report(io: IO, error: unknown, json: boolean, failed: Command | undefined): ExitCode {
   if (error instanceof CommanderError) {
@@ -204,29 +218,19 @@ function report(io: IO, error: unknown, json: boolean, failed: Command | undefin
     // Help shown because no (sub)command was given (`notarize`, `notarize
     // config`): it went to stderr and nothing ran, a usage error.
     if (error.code === 'commander.help') return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
-    const hint = `see \`${failed ? commandPath(failed) : 'notarize'} --help\``;
-    if (json) io.error(JSON.stringify({ error: { code: 'usage', exitCode: EXIT.usage, message, hint } }));
-    else io.error(`notarize: ${message} (${hint})`);
-    return EXIT.usage;
   }
-  const known = error instanceof NotarizeError;
-  const exitCode = known ? error.exitCode : EXIT.refused;
-  const message = known ? error.message : `unexpected error: ${(error as Error)?.message ?? String(error)}`;
-  const hint = known ? error.hint : 'run again with --verbose for details';
+  const reported = asReported(error, failed);
+  const { message, hint } = reported;
   if (json) {
-    io.error(
-      JSON.stringify({
-        error: { code: known ? error.code : 'unexpected', exitCode, message, ...(hint ? { hint } : {}) },
-      }),
-    );
+    io.error(JSON.stringify({ error: errorJson(reported) }));
   } else {
     // Messages embed file names and the service's words: one line, nothing the terminal would act on.
     // (With --json, JSON.stringify escapes line breaks and io.error the rest, as JSON escapes.)
     io.error(`notarize: ${forTerminal(message)}${hint ? ` (${forTerminal(hint)})` : ''}`);
   }
-  if (io.verbose && error instanceof Error && error.stack) io.error(error.stack);
-  return exitCode;
+  // A parse error's stack says nothing about the user's problem.
+  if (io.verbose && !(error instanceof CommanderError) && error instanceof Error && error.stack) io.error(error.stack);
+  return reported.exitCode;
 }
 
 /** Runs the CLI and returns the exit code; never throws, never exits the process. */

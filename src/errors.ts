@@ -62,6 +62,24 @@ export class NotarizeError extends Error {
   }
 }
 
+/** The JSON form of an error: in a batch item's result, and on stderr with --json. */
+export interface ErrorJson {
+  code: string;
+  exitCode: number;
+  message: string;
+  hint?: string;
+}
+
+/** The one way an error becomes JSON (`{ code, exitCode, message, hint? }`), wherever it is printed. */
+export function errorJson(error: NotarizeError): ErrorJson {
+  return {
+    code: error.code,
+    exitCode: error.exitCode,
+    message: error.message,
+    ...(error.hint ? { hint: error.hint } : {}),
+  };
+}
+
 /** Bad command line or local input (file, hash, setting, store file). Exit 2. */
 export class UsageError extends NotarizeError {
   constructor(message: string, details: ErrorDetails & { code?: string } = {}) {

@@ -3,23 +3,37 @@
  * session from the store, from --session, or the active subscription.
  */
 import type { Command } from 'commander';
+import type { Readable } from 'node:stream';
 import { z } from 'zod';
-import { parseAnswer } from '../api/client.js';
+import { parseAnswer, type ApiClient } from '../api/client.js';
 import { subscriptionSessionSchema } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
 import { complete, type SessionSource } from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
 import { NotarizeError, UsageError } from '../errors.js';
-import { showOutcome } from '../output/outcome.js';
+import type { IO } from '../output/io.js';
+import type { OutcomeResult } from '../output/present.js';
+import type { ServiceStore } from '../store/service-store.js';
+import { finish, viewOf } from './action.js';
 import { examples, parseOptions } from './options.js';
 
-const optionsSchema = z.object({
+export const optionsSchema = z.object({
   session: z.string().optional(),
   useActiveSubscription: z.boolean().default(false),
   description: z.string().optional(),
 });
-type CompleteOptions = z.infer<typeof optionsSchema>;
+
+/** What `complete` uses: the hash, where the session comes from, and the service. */
+export interface CompleteOptions extends z.infer<typeof optionsSchema> {
+  /** The digest as given (checked by the run). */
+  hash: string;
+  /** Standard input (--session -), and the spinner. */
+  io: IO;
+  baseUrl: () => string;
+  api: () => Promise<ApiClient>;
+  ledger: () => ServiceStore;
+}
 
 export function configure(command: Command, context: () => Context): void {
   command
@@ -44,13 +58,23 @@ ${examples([
 ])}`,
     )
     .action(async (hash: string, raw: unknown) => {
-      await runComplete(context(), hash, parseOptions(optionsSchema, raw, command));
+      const ctx = context();
+      const flags = parseOptions(optionsSchema, raw, command);
+      const result = await runComplete({
+        ...flags,
+        hash,
+        io: ctx.io,
+        baseUrl: () => ctx.baseUrl,
+        api: () => ctx.api(),
+        ledger: () => ctx.ledger,
+      });
+      finish(viewOf(ctx), result);
     });
 }
 
-async function readSession(ctx: Context, from: string): Promise<string> {
+async function readSession(from: string, stdin: Readable): Promise<string> {
   // No session comes near 1 MiB; anything larger is not one.
-  const json = await readTextInput(from, ctx.io.stdin, 1024 * 1024, 'the session');
+  const json = await readTextInput(from, stdin, 1024 * 1024, 'the session');
   try {
     parseAnswer(json, subscriptionSessionSchema, 'session');
   } catch (error) {
@@ -61,21 +85,21 @@ async function readSession(ctx: Context, from: string): Promise<string> {
   return json;
 }
 
-/** Runs `complete`; throws NotarizeError subclasses for main() to map. */
-export async function runComplete(ctx: Context, rawHash: string, options: CompleteOptions): Promise<void> {
-  const hash = normalizeHash(rawHash);
+/** Completes a pending registration and returns what the flow did; throws NotarizeError subclasses for main() to map. */
+export async function runComplete(options: CompleteOptions): Promise<OutcomeResult> {
+  const hash = normalizeHash(options.hash);
   if (options.session !== undefined && options.useActiveSubscription) {
     throw new UsageError('give either --session or --use-active-subscription, not both');
   }
-  const baseUrl = ctx.baseUrl;
+  const baseUrl = options.baseUrl();
   let source: SessionSource = { kind: 'store' };
-  if (options.session !== undefined) source = { kind: 'given', json: await readSession(ctx, options.session) };
+  if (options.session !== undefined)
+    source = { kind: 'given', json: await readSession(options.session, options.io.stdin) };
   else if (options.useActiveSubscription) source = { kind: 'active-subscription' };
-  const spinner = ctx.io.spinner('completing');
+  const spinner = options.io.spinner('completing');
   try {
-    const outcome = await complete({ api: await ctx.api(), store: ctx.ledger }, hash, source);
-    spinner.stop();
-    showOutcome(ctx.io, outcome, { json: ctx.globals.json ?? false, baseUrl });
+    const outcome = await complete({ api: await options.api(), store: options.ledger() }, hash, source);
+    return { kind: 'outcome', outcome, baseUrl };
   } finally {
     spinner.stop();
   }

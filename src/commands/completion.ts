@@ -13,6 +13,8 @@
 import { Argument, Command, type Option } from 'commander';
 import type { Context } from '../context.js';
 import { UsageError } from '../errors.js';
+import type { ValueResult } from '../output/present.js';
+import { finish, viewOf } from './action.js';
 import { examples, withValues } from './options.js';
 // Type only: the registry hands its list in (see configure), so this module
 // never imports the registry, which loads it.
@@ -712,10 +714,22 @@ export function configure(command: Command, context: () => Context, commands: re
       ]),
     )
     .action(async (shell: string) => {
-      const generate = (GENERATORS as Record<string, ((table: string) => string) | undefined>)[shell];
-      if (!generate) throw new UsageError(`unknown shell '${shell}'`, { hint: 'use bash, zsh or fish' });
       // The program (the parent) holds the global options.
-      const program = command.parent ?? command;
-      context().io.data(generate(completionTable(await completionSpec(program, commands))));
+      const result = await runCompletion({ shell, program: command.parent ?? command, commands });
+      finish(viewOf(context()), result);
     });
+}
+
+/** The completion script of `shell` for `program` and every command of the registry, as data. */
+export async function runCompletion(options: {
+  shell: string;
+  program: Command;
+  commands: readonly CommandEntry[];
+}): Promise<ValueResult> {
+  const generate = (GENERATORS as Record<string, ((table: string) => string) | undefined>)[options.shell];
+  if (!generate) throw new UsageError(`unknown shell '${options.shell}'`, { hint: 'use bash, zsh or fish' });
+  return {
+    kind: 'value',
+    text: { data: generate(completionTable(await completionSpec(options.program, options.commands))) },
+  };
 }

@@ -4,15 +4,15 @@
  * one precedence rule: flag > environment > store > default.
  */
 import { Argument, type Command } from 'commander';
-import type { Context } from '../context.js';
-import { renderTable } from '../output/render.js';
-import { SETTINGS, settingDefinition, type SettingDefinition } from '../settings.js';
+import type { Context, SettingSource } from '../context.js';
+import type { RowsResult, ValueResult } from '../output/present.js';
+import { SETTINGS, settingDefinition, type SettingKey } from '../settings.js';
+import type { Store } from '../store/store.js';
+import { finish, viewOf } from './action.js';
 import { examples, withValues } from './options.js';
 
-/** The value in effect, by the same rule (and with the same messages) as every command's. */
-function effective(ctx: Context, definition: SettingDefinition) {
-  return ctx.resolveSetting(definition.key);
-}
+/** A setting's value in effect and where it comes from, by the same rule (and messages) as every command's. */
+export type ResolveSetting = (key: SettingKey) => { value: string; source: SettingSource };
 
 /** A `<key>` argument: one of the settings, which --help and shell completion list. */
 function keyArgument(): Argument {
@@ -33,14 +33,17 @@ export function configure(command: Command, context: () => Context): void {
       'NOTARIZE_BASE_URL=https://app.dedit.io notarize config get baseUrl',
     ])}`,
   );
+  const resolver =
+    (ctx: Context): ResolveSetting =>
+    (key) =>
+      ctx.resolveSetting(key);
   command
     .command('get')
     .addArgument(keyArgument())
     .description('print the value in effect')
     .action((key: string) => {
       const ctx = context();
-      const { value, source } = effective(ctx, settingDefinition(key));
-      ctx.io.data(ctx.globals.json ? JSON.stringify({ key, value, source }) : value);
+      finish(viewOf(ctx), runConfigGet({ key, resolve: resolver(ctx) }));
     });
   command
     .command('set')
@@ -49,9 +52,7 @@ export function configure(command: Command, context: () => Context): void {
     .description('store a value')
     .action(async (key: string, value: string) => {
       const ctx = context();
-      const normalized = settingDefinition(key).parse(value);
-      await ctx.store.setSetting(key, normalized);
-      ctx.io.info(`${key} = ${normalized}`);
+      finish(viewOf(ctx), await runConfigSet({ key, value, store: () => ctx.store }));
     });
   command
     .command('unset')
@@ -59,31 +60,67 @@ export function configure(command: Command, context: () => Context): void {
     .description('remove a stored value (the default applies again)')
     .action(async (key: string) => {
       const ctx = context();
-      settingDefinition(key);
-      await ctx.store.unsetSetting(key);
-      ctx.io.info(`${key} unset`);
+      finish(viewOf(ctx), await runConfigUnset({ key, store: () => ctx.store }));
     });
   command
     .command('list')
     .description('every setting with its value and where it comes from')
     .action(() => {
       const ctx = context();
-      const rows = SETTINGS.map((s) => ({ key: s.key, ...effective(ctx, s), env: s.env, description: s.description }));
-      if (ctx.globals.json) ctx.io.dataJsonArray(rows);
-      else
-        ctx.io.data(
-          renderTable(
-            ['KEY', 'VALUE', 'SOURCE', 'ENV'],
-            rows.map((r) => [r.key, r.value, r.source, r.env]),
-            ctx.io.colour,
-          ),
-        );
+      finish(viewOf(ctx), runConfigList({ resolve: resolver(ctx) }));
     });
   command
     .command('path')
     .description('print the store directory')
     .action(() => {
       const ctx = context();
-      ctx.io.data(ctx.store.dir);
+      finish(viewOf(ctx), runConfigPath({ store: () => ctx.store }));
     });
+}
+
+/** The value in effect of a setting named by the user, and where it comes from. */
+export function runConfigGet(options: { key: string; resolve: ResolveSetting }): ValueResult {
+  const { key } = options;
+  const { value, source } = options.resolve(settingDefinition(key).key);
+  return { kind: 'value', json: { key, value, source }, text: { data: value } };
+}
+
+/** Stores a setting's value, checked and normalized as when it is used. */
+export async function runConfigSet(options: { key: string; value: string; store: () => Store }): Promise<ValueResult> {
+  const { key } = options;
+  const normalized = settingDefinition(key).parse(options.value);
+  await options.store().setSetting(key, normalized);
+  return { kind: 'value', info: [`${key} = ${normalized}`] };
+}
+
+/** Removes a setting's stored value. */
+export async function runConfigUnset(options: { key: string; store: () => Store }): Promise<ValueResult> {
+  const { key } = options;
+  settingDefinition(key);
+  await options.store().unsetSetting(key);
+  return { kind: 'value', info: [`${key} unset`] };
+}
+
+/** One row of `config list`. */
+export interface SettingRow {
+  key: SettingKey;
+  value: string;
+  source: SettingSource;
+  env: string;
+  description: string;
+}
+
+/** Every setting with its value in effect and where it comes from. */
+export function runConfigList(options: { resolve: ResolveSetting }): RowsResult<SettingRow> {
+  return {
+    kind: 'rows',
+    rows: SETTINGS.map((s) => ({ key: s.key, ...options.resolve(s.key), env: s.env, description: s.description })),
+    headers: ['KEY', 'VALUE', 'SOURCE', 'ENV'],
+    cells: (r) => [r.key, r.value, r.source, r.env],
+  };
+}
+
+/** The store directory: printed as is, with or without --json. */
+export function runConfigPath(options: { store: () => Store }): ValueResult {
+  return { kind: 'value', text: { data: options.store().dir } };
 }

@@ -9,12 +9,22 @@ import { runAll } from '../core/batch.js';
 import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName } from '../core/inputs.js';
-import { InputFileError, UsageError, type NotarizeError } from '../errors.js';
-import { forTerminal } from '../output/safe-text.js';
+import { UsageError, type NotarizeError } from '../errors.js';
+import type { IO } from '../output/io.js';
+import { checksumsFor, type ChecksumsResult } from '../output/present.js';
+import { Checksums, type Checksum } from '../output/results.js';
+import { finish, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
-const optionsSchema = z.object({ ...inputOptionsShape });
+export const optionsSchema = z.object({ ...inputOptionsShape });
+
+/** What `hash` uses: the inputs named, and standard input. Nothing else: no store, no network. */
+export interface HashOptions extends z.infer<typeof optionsSchema> {
+  paths: string[];
+  /** Standard input, and warnings as they happen. */
+  io: IO;
+}
 
 export function configure(command: Command, context: () => Context): void {
   addInputOptions(command.argument('[paths...]', "files to hash ('-' reads standard input)"))
@@ -36,55 +46,38 @@ ${examples([
 ])}`,
     )
     .action(async (paths: string[], raw: unknown) => {
-      await runHash(context(), paths, parseOptions(optionsSchema, raw, command));
+      const ctx = context();
+      const flags = parseOptions(optionsSchema, raw, command);
+      const view = viewOf(ctx);
+      finish(view, await runHash({ ...flags, paths, io: ctx.io }, checksumsFor(view)));
     });
 }
 
-/** A `sha256sum` line: names with a backslash or newline get GNU's escaping and a leading backslash. */
-export function checksumLine(hash: string, name: string): string {
-  if (!/[\\\n\r]/.test(name)) return `${hash}  ${name}`;
-  const escaped = name.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
-  return `\\${hash}  ${escaped}`;
-}
-
 /**
- * How a failed item is reported on stderr: like sha256sum, `notarize: <path>: <reason>`,
- * on one line whatever the name holds (io.error keeps line feeds, for help and stack traces).
+ * Hashes every input, handing each checksum to `checksums` in input order as
+ * soon as it is ready, so lines are printed as they come; an input that
+ * cannot be read does not stop the others, as with sha256sum. One input
+ * named alone that fails is the run's error; otherwise the run fails
+ * (exit 2) once all are done if any failed.
  */
-function failureLine(name: string, error: NotarizeError): string {
-  return forTerminal(
-    error instanceof InputFileError
-      ? `notarize: ${error.path}: ${error.reason}`
-      : `notarize: ${name}: ${error.message}`,
-  );
-}
-
-/**
- * Hashes every input, printing lines in input order as soon as they are
- * ready: digests on stdout, and each input that cannot be read on stderr (it
- * does not stop the others), as sha256sum does. Exit 2 if any failed.
- */
-export async function runHash(ctx: Context, paths: string[], options: z.infer<typeof optionsSchema>): Promise<void> {
-  const expansion = await expandInputs(paths, toInputOptions(options), ctx.io.stdin, (s) =>
-    ctx.io.warn(`skipped ${s.path}: ${s.reason}`),
+export async function runHash(options: HashOptions, checksums = new Checksums()): Promise<ChecksumsResult> {
+  const { io } = options;
+  const expansion = await expandInputs(options.paths, toInputOptions(options), io.stdin, (s) =>
+    io.warn(`skipped ${s.path}: ${s.reason}`),
   );
   const pool = new HashPool(expansion.single ? 1 : undefined);
-  // Results waiting for an earlier one to be printed (bounded by runAll's window).
-  const ready = new Map<number, { name: string; hash?: string; error?: NotarizeError }>();
-  const json: { file: string; hash: string }[] = [];
-  let printed = 0;
+  // Checksums waiting for an earlier one to be handed on (bounded by runAll's window).
+  const ready = new Map<number, Checksum>();
+  let handed = 0;
   let failures = 0;
   // One file named alone: its failure is the command's one-line error.
   let singleError: NotarizeError | undefined;
   const flush = () => {
-    for (let next = ready.get(printed); next !== undefined; next = ready.get(printed)) {
-      ready.delete(printed);
-      if (next.hash === undefined) {
-        if (expansion.single) singleError = next.error;
-        else ctx.io.error(failureLine(next.name, next.error!));
-      } else if (ctx.globals.json) json.push({ file: next.name, hash: next.hash });
-      else ctx.io.data(checksumLine(next.hash, next.name));
-      printed++;
+    for (let next = ready.get(handed); next !== undefined; next = ready.get(handed)) {
+      ready.delete(handed);
+      if ('error' in next && expansion.single) singleError = next.error;
+      else checksums.add(next);
+      handed++;
     }
   };
   let total;
@@ -95,20 +88,20 @@ export async function runHash(ctx: Context, paths: string[], options: z.infer<ty
       expansion.items,
       async (item) => {
         // Start no more while stdout is backed up: lines would pile up in memory.
-        await ctx.io.drained();
+        await checksums.ready();
         if (item.kind === 'unusable') throw item.error;
         // HashPool.hash already hashes in this thread for a pool of one.
-        return item.kind === 'stdin' ? await hashStream(ctx.io.stdin) : (await pool.hash(item.path)).hash;
+        return item.kind === 'stdin' ? await hashStream(io.stdin) : (await pool.hash(item.path)).hash;
       },
       {
         concurrency,
         window: concurrency * 64,
         onSettled: (index, result, item) => {
-          if (result.ok) ready.set(index, { name: itemName(item), hash: result.value });
+          const file = itemName(item);
+          if (result.ok) ready.set(index, { file, hash: result.value });
           else {
             failures++;
-            const error = 'error' in result ? result.error : new UsageError('cancelled');
-            ready.set(index, { name: itemName(item), error });
+            ready.set(index, { file, error: 'error' in result ? result.error : new UsageError('cancelled') });
           }
           flush();
         },
@@ -118,10 +111,9 @@ export async function runHash(ctx: Context, paths: string[], options: z.infer<ty
     await pool.close();
   }
   if (singleError) throw singleError;
-  if (ctx.globals.json) ctx.io.dataJsonArray(json);
-  if (failures > 0) {
-    throw new UsageError(`${failures} of ${total} file${total === 1 ? '' : 's'} could not be read`, {
-      code: 'batch_failed',
-    });
-  }
+  if (failures === 0) return { kind: 'checksums', checksums };
+  const failure = new UsageError(`${failures} of ${total} file${total === 1 ? '' : 's'} could not be read`, {
+    code: 'batch_failed',
+  });
+  return { kind: 'checksums', checksums, failure };
 }

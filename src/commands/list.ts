@@ -1,9 +1,18 @@
 /** `notarize list`: the local ledger of completed notarizations of the current service. */
 import type { Command } from 'commander';
+import { verificationUrl } from '../api/pages.js';
 import type { Context } from '../context.js';
-import { renderTable, verificationUrl } from '../output/render.js';
+import type { RowsResult } from '../output/present.js';
 import { embed } from '../output/results.js';
+import type { ServiceStore } from '../store/service-store.js';
+import { finish, viewOf } from './action.js';
 import { examples } from './options.js';
+
+/** What `list` uses: the ledger of the service. */
+export interface ListOptions {
+  baseUrl: () => string;
+  ledger: () => ServiceStore;
+}
 
 export function configure(command: Command, context: () => Context): void {
   command
@@ -14,7 +23,8 @@ export function configure(command: Command, context: () => Context): void {
 ${examples(['notarize list', '# CI: keep the ledger as a build artifact', 'notarize list --json > notarizations.json'])}`,
     )
     .action(async () => {
-      await runList(context());
+      const ctx = context();
+      finish(viewOf(ctx), await runList({ baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger }));
     });
 }
 
@@ -23,31 +33,33 @@ function describe(record: unknown): string {
   return typeof description === 'string' ? description : '';
 }
 
-export async function runList(ctx: Context): Promise<void> {
-  const baseUrl = ctx.baseUrl;
-  const { entries, problems } = await ctx.ledger.listRecords();
-  for (const problem of problems) ctx.io.warn(`${problem.message}; ${problem.hint ?? ''}`);
+/** One row of `list --json`. */
+export interface ListRow {
+  hash: string;
+  file: string | null;
+  completedAt: string;
+  verificationUrl: string;
+  /** The record as the service sent it. */
+  record: unknown;
+}
+
+/** The completed notarizations of the ledger, oldest first; a damaged file is a warning and is passed over. */
+export async function runList(options: ListOptions): Promise<RowsResult<ListRow>> {
+  const baseUrl = options.baseUrl();
+  const { entries, problems } = await options.ledger().listRecords();
   entries.sort((a, b) => (a.completedAt < b.completedAt ? -1 : a.completedAt > b.completedAt ? 1 : 0));
-  const rows = entries.map((e) => ({
-    hash: e.hash,
-    file: e.file?.name ?? null,
-    completedAt: e.completedAt,
-    verificationUrl: verificationUrl(baseUrl, e.hash),
-    record: embed(e.recordJson),
-  }));
-  if (ctx.globals.json) {
-    ctx.io.dataJsonArray(rows);
-    return;
-  }
-  if (rows.length === 0) {
-    ctx.io.info(`the ledger of ${baseUrl} is empty`);
-    return;
-  }
-  ctx.io.data(
-    renderTable(
-      ['HASH', 'COMPLETED', 'FILE', 'DESCRIPTION'],
-      rows.map((r) => [r.hash, r.completedAt, r.file ?? '-', describe(r.record)]),
-      ctx.io.colour,
-    ),
-  );
+  return {
+    kind: 'rows',
+    warnings: problems.map((problem) => `${problem.message}; ${problem.hint ?? ''}`),
+    rows: entries.map((e) => ({
+      hash: e.hash,
+      file: e.file?.name ?? null,
+      completedAt: e.completedAt,
+      verificationUrl: verificationUrl(baseUrl, e.hash),
+      record: embed(e.recordJson),
+    })),
+    headers: ['HASH', 'COMPLETED', 'FILE', 'DESCRIPTION'],
+    cells: (r) => [r.hash, r.completedAt, r.file ?? '-', describe(r.record)],
+    empty: `the ledger of ${baseUrl} is empty`,
+  };
 }

@@ -5,15 +5,33 @@
  */
 import type { Command } from 'commander';
 import { z } from 'zod';
+import type { ApiClient } from '../api/client.js';
 import type { Context } from '../context.js';
 import { readTextInput } from '../core/read-input.js';
 import { cleanSecret } from '../core/secrets.js';
 import { describeToken, isExpired, readClaims } from '../core/token.js';
 import { AuthError, UsageError } from '../errors.js';
+import type { IO } from '../output/io.js';
+import type { ValueResult } from '../output/present.js';
 import { promptHidden } from '../output/prompt.js';
+import type { Store } from '../store/store.js';
+import { finish, viewOf } from './action.js';
 import { examples, parseOptions } from './options.js';
 
 const optionsSchema = z.object({ apiKeyStdin: z.boolean().default(false) });
+
+/** What `login` uses: where the key may come from, and the service and store the token is for. */
+export interface LoginOptions extends z.infer<typeof optionsSchema> {
+  /** Standard input and the prompt, and the secrets never to print. */
+  io: IO;
+  /** NOTARIZE_API_KEY, raw. */
+  envApiKey: string | undefined;
+  /** Whether CI is set: no prompt then, even on a terminal. */
+  ci: boolean;
+  baseUrl: () => string;
+  store: () => Store;
+  api: () => Promise<ApiClient>;
+}
 
 export function configure(command: Command, context: () => Context): void {
   command
@@ -30,61 +48,72 @@ ${examples([
 ])}`,
     )
     .action(async (raw: unknown) => {
-      await runLogin(context(), parseOptions(optionsSchema, raw, command));
+      const ctx = context();
+      const flags = parseOptions(optionsSchema, raw, command);
+      const result = await runLogin({
+        ...flags,
+        io: ctx.io,
+        envApiKey: ctx.env.NOTARIZE_API_KEY,
+        ci: Boolean(ctx.env.CI),
+        baseUrl: () => ctx.baseUrl,
+        store: () => ctx.store,
+        api: () => ctx.api(),
+      });
+      finish(viewOf(ctx), result);
     });
 }
 
-async function obtainKey(ctx: Context, fromStdin: boolean): Promise<string> {
-  if (fromStdin) {
-    if (ctx.io.stdinIsTTY)
+async function obtainKey(options: LoginOptions): Promise<string> {
+  const { io } = options;
+  if (options.apiKeyStdin) {
+    if (io.stdinIsTTY)
       throw new UsageError('--api-key-stdin reads standard input, but it is a terminal', { hint: 'pipe the key in' });
-    return cleanSecret(await readTextInput('-', ctx.io.stdin, 64 * 1024, 'the API key')) ?? '';
+    return cleanSecret(await readTextInput('-', io.stdin, 64 * 1024, 'the API key')) ?? '';
   }
-  const fromEnv = cleanSecret(ctx.env.NOTARIZE_API_KEY);
+  const fromEnv = cleanSecret(options.envApiKey);
   if (fromEnv !== undefined) return fromEnv;
-  if (!ctx.io.stdinIsTTY || ctx.env.CI) {
-    const why = ctx.io.stdinIsTTY ? 'CI is set' : 'standard input is not a terminal';
+  if (!io.stdinIsTTY || options.ci) {
+    const why = io.stdinIsTTY ? 'CI is set' : 'standard input is not a terminal';
     throw new AuthError(`no API key: ${why}, so notarize will not prompt`, {
       hint: 'set NOTARIZE_API_KEY, or pipe the key into `notarize login --api-key-stdin`',
     });
   }
   try {
-    return cleanSecret(await promptHidden('API key: ', ctx.io.stdin, process.stderr)) ?? '';
+    return cleanSecret(await promptHidden('API key: ', io.stdin, process.stderr)) ?? '';
   } catch {
     throw new UsageError('login cancelled');
   }
 }
 
-/** Logs in and stores the token; prints who is logged in and until when. */
-export async function runLogin(ctx: Context, options: z.infer<typeof optionsSchema>): Promise<void> {
-  const baseUrl = ctx.baseUrl;
+/** Logs in and stores the token; returns who is logged in and until when. */
+export async function runLogin(options: LoginOptions): Promise<ValueResult> {
+  const { io } = options;
+  const baseUrl = options.baseUrl();
+  const store = options.store();
   // Open the credentials file first: a damaged one must stop us before the
   // key is sent, not after (the token would be thrown away).
-  ctx.store.getToken(baseUrl);
-  const apiKey = await obtainKey(ctx, options.apiKeyStdin);
+  store.getToken(baseUrl);
+  const apiKey = await obtainKey(options);
   if (apiKey === '') throw new UsageError('the API key is empty');
-  ctx.io.addSecret(apiKey);
-  const token = await (await ctx.api()).login(apiKey);
-  ctx.io.addSecret(token);
+  io.addSecret(apiKey);
+  const token = await (await options.api()).login(apiKey);
+  io.addSecret(token);
   if (isExpired(token)) {
     throw new AuthError('the service answered with a token that has already expired; it was not stored', {
       hint: "check this machine's clock, then log in again",
     });
   }
-  await ctx.store.setToken(baseUrl, token);
+  await store.setToken(baseUrl, token);
   const claims = readClaims(token);
-
-  if (ctx.globals.json) {
-    ctx.io.data(
-      JSON.stringify({
-        baseUrl,
-        email: claims?.email ?? null,
-        userId: claims?.userId ?? null,
-        expiresAt: claims?.exp === undefined ? null : new Date(claims.exp * 1000).toISOString(),
-      }),
-    );
-    return;
-  }
-  // A message, not data: --quiet silences it (--json gives the same as data).
-  ctx.io.info(`logged in to ${baseUrl} as ${describeToken(token)}`);
+  return {
+    kind: 'value',
+    json: {
+      baseUrl,
+      email: claims?.email ?? null,
+      userId: claims?.userId ?? null,
+      expiresAt: claims?.exp === undefined ? null : new Date(claims.exp * 1000).toISOString(),
+    },
+    // A message, not data: --quiet silences it (--json gives the same as data).
+    text: { info: [`logged in to ${baseUrl} as ${describeToken(token)}`] },
+  };
 }

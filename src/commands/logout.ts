@@ -2,7 +2,18 @@
 import type { Command } from 'commander';
 import type { Context } from '../context.js';
 import { cleanSecret } from '../core/secrets.js';
+import type { ValueResult } from '../output/present.js';
+import type { Store } from '../store/store.js';
+import { finish, viewOf } from './action.js';
 import { examples } from './options.js';
+
+/** What `logout` uses: the store and the service the token is for, and NOTARIZE_TOKEN (still used when set). */
+export interface LogoutOptions {
+  baseUrl: () => string;
+  store: () => Store;
+  /** NOTARIZE_TOKEN, raw. */
+  envToken: string | undefined;
+}
 
 export function configure(command: Command, context: () => Context): void {
   command.addHelpText(
@@ -10,14 +21,21 @@ export function configure(command: Command, context: () => Context): void {
     examples(['notarize logout', '# CI: leave no token behind on a shared runner', 'notarize logout --quiet']),
   );
   command.action(async () => {
-    await runLogout(context());
+    const ctx = context();
+    const options = { baseUrl: () => ctx.baseUrl, store: () => ctx.store, envToken: ctx.env.NOTARIZE_TOKEN };
+    finish(viewOf(ctx), await runLogout(options));
   });
 }
 
-export async function runLogout(ctx: Context): Promise<void> {
-  const baseUrl = ctx.baseUrl;
-  const had = await ctx.store.deleteToken(baseUrl);
-  ctx.io.info(had ? `logged out of ${baseUrl}` : `no token was stored for ${baseUrl}`);
-  if (cleanSecret(ctx.env.NOTARIZE_TOKEN) !== undefined)
-    ctx.io.warn('NOTARIZE_TOKEN is set in the environment and is still used');
+/** Forgets the stored token of the service, and says whether there was one. */
+export async function runLogout(options: LogoutOptions): Promise<ValueResult> {
+  const baseUrl = options.baseUrl();
+  const had = await options.store().deleteToken(baseUrl);
+  return {
+    kind: 'value',
+    info: [had ? `logged out of ${baseUrl}` : `no token was stored for ${baseUrl}`],
+    ...(cleanSecret(options.envToken) === undefined
+      ? {}
+      : { warnings: ['NOTARIZE_TOKEN is set in the environment and is still used'] }),
+  };
 }

@@ -7,9 +7,10 @@ import type { Command } from 'commander';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
 import { UsageError } from '../errors.js';
-import { renderTable } from '../output/render.js';
+import type { RowsResult, ValueResult } from '../output/present.js';
 import { LEASE_MS, withLock } from '../store/lock.js';
-import type { PendingEntry } from '../store/service-store.js';
+import type { PendingEntry, ServiceStore } from '../store/service-store.js';
+import { finish, viewOf } from './action.js';
 import { examples } from './options.js';
 
 /**
@@ -36,19 +37,15 @@ ${examples([
 ])}`,
     )
     .action(async () => {
-      await runPending(context());
+      const ctx = context();
+      finish(viewOf(ctx), await runPending({ ledger: () => ctx.ledger }));
     });
   command
     .command('drop <hash>')
     .description('retire a pending session: move it aside (kept, never sent again, no longer listed)')
     .action(async (hash: string) => {
       const ctx = context();
-      const retired = await runPendingDrop(ctx, hash);
-      ctx.io.info(
-        retired === undefined
-          ? `forgot the unread request step of ${normalizeHash(hash)}; \`notarize register\` requests it anew`
-          : `retired the pending session of ${normalizeHash(hash)}; kept in ${retired}`,
-      );
+      finish(viewOf(ctx), await runPendingDrop({ hash, ledger: () => ctx.ledger }));
     });
 }
 
@@ -65,8 +62,13 @@ function stateOf(entry: PendingEntry): 'ready' | 'answer-unread' {
   return entry.forfaitUnreadAt === undefined ? 'ready' : 'answer-unread';
 }
 
+/** What `pending` and `pending drop` use: the pending sessions of the service. */
+export interface PendingOptions {
+  ledger: () => ServiceStore;
+}
+
 /** One row of the listing: a saved session, or a request step answered unreadably (no session). */
-interface Row {
+export interface PendingRow {
   hash: string;
   description: string;
   savedAt: string;
@@ -75,13 +77,11 @@ interface Row {
   session: unknown;
 }
 
-/** Lists pending sessions and unread request steps; a damaged file is reported on stderr and skipped. */
-export async function runPending(ctx: Context): Promise<void> {
-  const [pending, unanswered] = await Promise.all([ctx.ledger.listPending(), ctx.ledger.listUnanswered()]);
-  for (const problem of [...pending.problems, ...unanswered.problems]) {
-    ctx.io.warn(`${problem.message}; ${problem.hint ?? ''}`);
-  }
-  const rows: Row[] = [
+/** Lists pending sessions and unread request steps; a damaged file is a warning and is passed over. */
+export async function runPending(options: PendingOptions): Promise<RowsResult<PendingRow>> {
+  const ledger = options.ledger();
+  const [pending, unanswered] = await Promise.all([ledger.listPending(), ledger.listUnanswered()]);
+  const rows: PendingRow[] = [
     ...pending.entries.map((e) => ({
       hash: e.hash,
       description: e.description,
@@ -101,32 +101,24 @@ export async function runPending(ctx: Context): Promise<void> {
         session: null,
       })),
   ].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
-  if (ctx.globals.json) {
-    ctx.io.dataJsonArray(rows);
-    return;
-  }
-  if (rows.length === 0) {
-    ctx.io.info('no pending registrations');
-    return;
-  }
-  ctx.io.data(
-    renderTable(
-      ['HASH', 'DESCRIPTION', 'PLAN', 'SAVED', 'STATE'],
-      rows.map((r) => [r.hash, r.description, r.plan, r.savedAt, r.state]),
-      ctx.io.colour,
-    ),
-  );
+  return {
+    kind: 'rows',
+    warnings: [...pending.problems, ...unanswered.problems].map((p) => `${p.message}; ${p.hint ?? ''}`),
+    rows,
+    headers: ['HASH', 'DESCRIPTION', 'PLAN', 'SAVED', 'STATE'],
+    cells: (r) => [r.hash, r.description, r.plan, r.savedAt, r.state],
+    empty: 'no pending registrations',
+  };
 }
 
 /**
- * Retires the pending session of a hash and returns where it was kept
- * (undefined when there was only an unread request step, now forgotten).
- * Waits for a process completing the same hash. Throws UsageError when
- * nothing is pending for it.
+ * Retires the pending session of a hash (or forgets its unread request
+ * step) and says where it was kept. Waits for a process completing the same
+ * hash. Throws UsageError when nothing is pending for it.
  */
-export async function runPendingDrop(ctx: Context, rawHash: string): Promise<string | undefined> {
-  const hash = normalizeHash(rawHash);
-  const store = ctx.ledger;
+export async function runPendingDrop(options: PendingOptions & { hash: string }): Promise<ValueResult> {
+  const hash = normalizeHash(options.hash);
+  const store = options.ledger();
   const { retired, unanswered } = await withLock(store.lockFile(hash), DROP_LOCK_WAIT_MS, async () => {
     const unanswered = store.readUnanswered(hash) !== undefined;
     store.clearUnanswered(hash);
@@ -135,12 +127,17 @@ export async function runPendingDrop(ctx: Context, rawHash: string): Promise<str
       unanswered,
     };
   });
-  if (retired === undefined && unanswered) return undefined;
+  if (retired === undefined && unanswered) {
+    return {
+      kind: 'value',
+      info: [`forgot the unread request step of ${hash}; \`notarize register\` requests it anew`],
+    };
+  }
   if (retired === undefined) {
     throw new UsageError(`no pending session for ${hash}`, {
       code: 'no_pending_session',
       hint: 'see `notarize pending` for what is pending',
     });
   }
-  return retired;
+  return { kind: 'value', info: [`retired the pending session of ${hash}; kept in ${retired}`] };
 }

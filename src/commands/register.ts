@@ -6,6 +6,7 @@
 import { Option, type Command } from 'commander';
 import { basename, resolve, sep } from 'node:path';
 import { z } from 'zod';
+import type { ApiClient } from '../api/client.js';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { checkArgvDescription, readDescriptionFile } from '../core/description.js';
@@ -13,7 +14,7 @@ import { asNotarizeError, BatchError, FailureTally, runAll, type Settled } from 
 import { hashFile, hashStream, normalizeHash } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, type InputItem, type SkippedPath } from '../core/inputs.js';
-import { register, type Outcome, type RegisterInput } from '../core/notarize.js';
+import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
 import {
   checkBeforeSending,
   planReceipts,
@@ -21,24 +22,26 @@ import {
   type ReceiptPlan,
   type ReceiptSubject,
 } from '../core/receipts.js';
-import { UsageError, type NotarizeError } from '../errors.js';
-import { inGitHubActions, reportToGitHub } from '../output/github.js';
-import { showOutcome } from '../output/outcome.js';
-import { forTerminal } from '../output/safe-text.js';
+import { errorJson, UsageError, type NotarizeError } from '../errors.js';
+import type { IO, Spinner } from '../output/io.js';
+import { itemResultsFor, type ItemsResult, type OutcomeResult } from '../output/present.js';
 import { formatBytes } from '../output/render.js';
 import {
-  compact,
   embed,
-  errorJson,
-  renderResults,
+  failedResult,
+  itemResult,
+  ItemResults,
+  proofOf,
   skippedResult,
-  summarize,
   type ItemResult,
 } from '../output/results.js';
+import { forTerminal } from '../output/safe-text.js';
+import type { ServiceStore } from '../store/service-store.js';
+import { finish, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
-const optionsSchema = z.object({
+export const optionsSchema = z.object({
   ...inputOptionsShape,
   hash: z.string().optional(),
   description: z.string().optional(),
@@ -54,7 +57,19 @@ const optionsSchema = z.object({
   output: z.enum(['table', 'json', 'ndjson']).optional(),
   receiptDir: z.string().optional(),
 });
-export type RegisterOptions = z.infer<typeof optionsSchema>;
+/** The flags of `register`, parsed. */
+export type RegisterFlags = z.infer<typeof optionsSchema>;
+
+/** What `register` uses: its arguments and flags, the terminal (standard input, prompts' checks, progress), and the service. */
+export interface RegisterOptions extends RegisterFlags {
+  paths: string[];
+  io: IO;
+  /** The service's base URL, resolved (and checked) when the run first needs it. */
+  baseUrl: () => string;
+  api: () => Promise<ApiClient>;
+  /** The pending sessions and ledger of the service. */
+  ledger: () => ServiceStore;
+}
 
 export function configure(command: Command, context: () => Context): void {
   addInputOptions(command.argument('[paths...]', "documents to notarize ('-' reads standard input)"))
@@ -122,7 +137,14 @@ ${examples([
 ])}`,
     )
     .action(async (paths: string[], raw: unknown) => {
-      await runRegister(context(), paths, parseOptions(optionsSchema, raw, command));
+      const ctx = context();
+      const flags = parseOptions(optionsSchema, raw, command);
+      const view = viewOf(ctx, flags.output);
+      const result = await runRegister(
+        { ...flags, paths, io: ctx.io, baseUrl: () => ctx.baseUrl, api: () => ctx.api(), ledger: () => ctx.ledger },
+        itemResultsFor(view),
+      );
+      finish(view, result);
     });
 }
 
@@ -133,164 +155,76 @@ function displayName(item: Item): string | null {
   return item.kind === 'file' || item.kind === 'unusable' ? item.path : item.kind === 'stdin' ? '-' : null;
 }
 
-/** Runs `register`; throws NotarizeError subclasses for main() to map. */
-export async function runRegister(ctx: Context, paths: string[], given: RegisterOptions): Promise<void> {
-  const baseUrl = ctx.baseUrl; // validated before anything is read or sent
-  const options = await withDescription(ctx, paths, given);
-  const format = options.output ?? (ctx.globals.json ? 'json' : 'table');
-  let items: Iterable<Item> | AsyncIterable<Item>;
+const TITLE = 'notarize register';
+
+/**
+ * Registers the documents named: one document alone gives its outcome;
+ * several are a batch whose results go to `items` as they settle (with
+ * NDJSON, one document alone too). Throws NotarizeError subclasses for a
+ * problem found before anything is registered.
+ */
+export async function runRegister(
+  options: RegisterOptions,
+  items = new ItemResults(),
+): Promise<OutcomeResult | ItemsResult> {
+  const baseUrl = options.baseUrl(); // validated before anything is read or sent
+  const flags = await withDescription(options);
   const skip = (s: SkippedPath) => {
-    ctx.io.warn(`skipped ${s.path}: ${s.reason}`);
-    const result = skippedResult(s.path, s.reason);
-    if (format === 'ndjson') ctx.io.data(JSON.stringify(result));
-    else skipped.push(result);
+    options.io.warn(`skipped ${s.path}: ${s.reason}`);
+    items.skip(skippedResult(s.path, s.reason));
   };
-  let single: boolean;
-  // Paths passed over while walking: printed as met with ndjson, else held for the end.
-  const skipped: ItemResult[] = [];
-  if (options.hash !== undefined) {
-    if (paths.length > 0 || options.filesFrom !== undefined)
-      throw new UsageError('give either documents or --hash, not both');
-    if (options.description === undefined) throw new UsageError('--hash needs --description or --description-file');
-    items = [{ kind: 'hash', hash: normalizeHash(options.hash) }];
-    single = true;
-    checkOptions(ctx, 'hash', options);
-  } else {
-    const expansion = await expandInputs(paths, toInputOptions(options), ctx.io.stdin, skip);
-    items = expansion.items;
-    single = expansion.single;
-    // Known up front for '-' on the command line; a '-' in a --files-from list is checked as it comes.
-    if (expansion.stdinNamed) checkOptions(ctx, 'stdin', options);
-  }
-  // Receipts are checked before anything is sent (see core/receipts.ts). Their
-  // names are chosen over the whole run (equal names keep their folders), so
-  // the list is read first: a receipt per document is no list of millions.
-  let receipts: ReceiptPlan | undefined;
-  if (options.receiptDir !== undefined) {
-    // The receipts of an earlier run are outputs, never documents: `register
-    // -r dist --receipt-dir dist/receipts` run twice must not register them.
-    const receiptDir = resolve(options.receiptDir);
-    const all: Item[] = [];
-    for await (const item of items) {
-      if (item.kind === 'file' && resolve(item.path).startsWith(receiptDir + sep)) {
-        skip({ path: item.path, reason: 'inside --receipt-dir (receipts are not registered)' });
-      } else {
-        all.push(item);
-      }
-    }
-    if (single && all.length === 0) {
-      throw new UsageError('nothing to register: the document named is inside --receipt-dir', {
-        hint: 'receipts are outputs; name the document itself',
-      });
-    }
-    items = all;
-    receipts = await planReceipts(options.receiptDir, all.map(receiptSubject));
-  }
-  const api = await ctx.api();
-  const store = ctx.ledger;
-  const pool = new HashPool(single ? 1 : undefined);
-  const spinner = single ? ctx.io.spinner('hashing') : { update() {}, stop() {} };
-
-  // Hashes of items, known once hashed, so a failed item still reports its hash.
-  const hashes = new Map<number, string>();
-  let done = 0;
-  // Items known so far: a --files-from list is read as the batch goes.
-  let known = 0;
-  let hashedBytes = 0;
-  // Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie.
-  let sent = false;
-  const showProgress = () => ctx.io.progress(`registered ${done}/${known}, hashed ${formatBytes(hashedBytes)}`);
-  const registerOne = async (item: Item, index = 0): Promise<Registered> => {
-    known = Math.max(known, index + 1);
-    // With ndjson a line is printed per document: start no more while stdout is backed up.
-    await ctx.io.drained();
-    if (item.kind === 'unusable') throw item.error;
-    if (item.kind === 'stdin') checkOptions(ctx, 'stdin', options);
-    const input = await describe(ctx, item, options, pool, (bytes) => {
-      if (item.kind === 'file' && item.size > 64 * 1024 * 1024) {
-        spinner.update(`hashing ${formatBytes(bytes)} of ${formatBytes(item.size)}`);
-      }
-    });
-    hashes.set(index, input.hash);
-    if (!single) {
-      hashedBytes += item.kind === 'file' ? item.size : 0;
-      showProgress();
-    }
-    const onStep = (step: string) => {
-      sent = true;
-      spinner.update(step);
-    };
-    if (receipts) {
-      const known = options.force ? undefined : store.readRecord(input.hash)?.recordJson;
-      await checkBeforeSending(receipts, index, input.hash, known, options.force);
-    }
-    const outcome = await register({ api, store, onStep }, input);
-    return { outcome, ...(receipts ? await receiptFor(ctx, receipts, index, outcome, options) : {}) };
-  };
-
+  const documents = await listDocuments(flags, skip);
+  const registrar = new Registrar(flags, documents, items, baseUrl, await options.api(), options.ledger());
   try {
-    if (single && format !== 'ndjson') {
-      const item = await firstOf(items);
-      let registered;
-      try {
-        registered = await registerOne(item);
-      } catch (error) {
-        const failed = toResult(item, hashes.get(0), { ok: false, error: asNotarizeError(error) }, baseUrl);
-        reportToGitHub(ctx.io, ctx.env, 'notarize register', [failed]);
-        throw error;
-      }
-      const { outcome, receipt, receiptError } = registered;
-      spinner.stop();
-      reportToGitHub(ctx.io, ctx.env, 'notarize register', [
-        toResult(item, hashes.get(0), { ok: true, value: registered }, baseUrl),
-      ]);
-      showOutcome(ctx.io, outcome, { json: format === 'json', baseUrl });
-      if (receipt) ctx.io.info(`receipt: ${receipt}`);
-      // After the record is shown: the registration itself went through.
-      if (receiptError) throw receiptError;
-      if (outcome.kind === 'completed' && outcome.custody?.error) throw outcome.custody.error;
-      return;
-    }
-    // Results held for the end, in input order: whole for --json; for the table (and, with
-    // ndjson, only in GitHub Actions for its summary) without the records, so they stay small.
-    const held: ItemResult[] = [];
-    const hold = format !== 'ndjson' || inGitHubActions(ctx.env);
-    const counts = new Map<ItemResult['status'], number>();
-    const tally = new FailureTally();
-    const total = await runAll(items, registerOne, {
-      concurrency: options.concurrency,
-      failFast: options.failFast,
-      onSettled: (index, settled, item) => {
-        known = Math.max(known, index + 1);
-        done++;
-        showProgress();
-        const result = toResult(item, hashes.get(index), settled, baseUrl);
-        hashes.delete(index);
-        counts.set(result.status, (counts.get(result.status) ?? 0) + 1);
-        tally.add(index, settled.ok ? settled.value.receiptError : 'error' in settled ? settled.error : undefined);
-        if (format === 'ndjson') ctx.io.data(JSON.stringify(result));
-        if (hold) held[index] = format === 'json' ? result : compact(result);
-      },
-    });
-    ctx.io.clearProgress();
-    const printed = [...held, ...skipped];
-    if (format === 'json') ctx.io.dataJsonArray(printed);
-    else if (format === 'table') ctx.io.data(renderResults(printed, ctx.io.colour));
-    for (const result of skipped) counts.set(result.status, (counts.get(result.status) ?? 0) + 1);
-    // From the held results when there are, so the statuses are listed in input order.
-    ctx.io.info(summarize(hold ? printed : counts));
-    if (hold) reportToGitHub(ctx.io, ctx.env, 'notarize register', printed);
-    const code = tally.code(sent);
-    if (code !== 0) throw new BatchError(tally.failed, total, code);
+    return documents.single && !items.streams ? await registrar.single() : await registrar.batch();
   } finally {
-    spinner.stop();
-    await pool.close();
+    await registrar.close();
   }
 }
 
-function receiptSubject(item: Item): ReceiptSubject {
-  if (item.kind !== 'file' && item.kind !== 'unusable') return {};
-  return { path: item.path, ...(item.kind === 'file' && item.relative ? { relative: item.relative } : {}) };
+/** The documents of a run, whether one was named alone, and the receipts to write (--receipt-dir). */
+interface Documents {
+  items: Iterable<Item> | AsyncIterable<Item>;
+  single: boolean;
+  receipts?: ReceiptPlan;
+}
+
+/** The documents named (or the digest given), with their receipts planned; nothing is hashed yet. */
+async function listDocuments(options: RegisterOptions, skip: (s: SkippedPath) => void): Promise<Documents> {
+  let documents: Documents;
+  if (options.hash !== undefined) {
+    if (options.paths.length > 0 || options.filesFrom !== undefined)
+      throw new UsageError('give either documents or --hash, not both');
+    if (options.description === undefined) throw new UsageError('--hash needs --description or --description-file');
+    documents = { items: [{ kind: 'hash', hash: normalizeHash(options.hash) }], single: true };
+    checkOptions(options, 'hash');
+  } else {
+    const expansion = await expandInputs(options.paths, toInputOptions(options), options.io.stdin, skip);
+    documents = { items: expansion.items, single: expansion.single };
+    // Known up front for '-' on the command line; a '-' in a --files-from list is checked as it comes.
+    if (expansion.stdinNamed) checkOptions(options, 'stdin');
+  }
+  if (options.receiptDir === undefined) return documents;
+  // Receipts are checked before anything is sent (see core/receipts.ts). Their
+  // names are chosen over the whole run (equal names keep their folders), so
+  // the list is read first: a receipt per document is no list of millions.
+  // The receipts of an earlier run are outputs, never documents: `register
+  // -r dist --receipt-dir dist/receipts` run twice must not register them.
+  const receiptDir = resolve(options.receiptDir);
+  const all: Item[] = [];
+  for await (const item of documents.items) {
+    if (item.kind === 'file' && resolve(item.path).startsWith(receiptDir + sep)) {
+      skip({ path: item.path, reason: 'inside --receipt-dir (receipts are not registered)' });
+    } else {
+      all.push(item);
+    }
+  }
+  if (documents.single && all.length === 0) {
+    throw new UsageError('nothing to register: the document named is inside --receipt-dir', {
+      hint: 'receipts are outputs; name the document itself',
+    });
+  }
+  return { ...documents, items: all, receipts: await planReceipts(options.receiptDir, all.map(receiptSubject)) };
 }
 
 /** What registering one document gave: the flow's outcome, and its receipt or why it could not be written. */
@@ -301,22 +235,159 @@ interface Registered {
   receiptError?: NotarizeError;
 }
 
+/** Registers the documents of one run, one alone or as a batch, keeping what the results and exit code need. */
+class Registrar {
+  readonly #options: RegisterOptions;
+  readonly #documents: Documents;
+  readonly #items: ItemResults;
+  readonly #baseUrl: string;
+  readonly #deps: Pick<FlowDeps, 'api' | 'store'>;
+  readonly #pool: HashPool;
+  readonly #spinner: Spinner;
+  /** Hashes of items, known once hashed, so a failed item still reports its hash. */
+  readonly #hashes = new Map<number, string>();
+  #done = 0;
+  /** Items known so far: a --files-from list is read as the batch goes. */
+  #known = 0;
+  #hashedBytes = 0;
+  /** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
+  #sent = false;
+
+  constructor(
+    options: RegisterOptions,
+    documents: Documents,
+    items: ItemResults,
+    baseUrl: string,
+    api: ApiClient,
+    store: ServiceStore,
+  ) {
+    this.#options = options;
+    this.#documents = documents;
+    this.#items = items;
+    this.#baseUrl = baseUrl;
+    this.#deps = { api, store };
+    this.#pool = new HashPool(documents.single ? 1 : undefined);
+    this.#spinner = documents.single ? options.io.spinner('hashing') : { update() {}, stop() {} };
+  }
+
+  /** The one document's outcome; its failure is the run's, after its GitHub summary. */
+  async single(): Promise<OutcomeResult> {
+    const item = await firstOf(this.#documents.items);
+    const github = (result: ItemResult) => ({ title: TITLE, results: [result] });
+    let registered: Registered;
+    try {
+      registered = await this.#one(item);
+    } catch (error) {
+      const failed = this.#result(item, 0, { ok: false, error: asNotarizeError(error) });
+      // The run ends with the error as it came: main() reports an unexpected one with its own hint.
+      const failure = error instanceof Error ? error : asNotarizeError(error);
+      return { kind: 'outcome', baseUrl: this.#baseUrl, github: github(failed), failure };
+    }
+    this.#spinner.stop();
+    const { outcome, receipt, receiptError } = registered;
+    // Shown after the record: the registration itself went through.
+    const failure = receiptError ?? (outcome.kind === 'completed' ? outcome.custody?.error : undefined);
+    return {
+      kind: 'outcome',
+      outcome,
+      baseUrl: this.#baseUrl,
+      github: github(this.#result(item, 0, { ok: true, value: registered })),
+      ...(receipt ? { receipt } : {}),
+      ...(failure ? { failure } : {}),
+    };
+  }
+
+  /** Every document, a bounded number at once; each result goes to the items as it settles. */
+  async batch(): Promise<ItemsResult> {
+    const tally = new FailureTally();
+    const total = await runAll(this.#documents.items, (item, index) => this.#one(item, index), {
+      concurrency: this.#options.concurrency,
+      failFast: this.#options.failFast,
+      onSettled: (index, settled, item) => {
+        this.#known = Math.max(this.#known, index + 1);
+        this.#done++;
+        this.#showProgress();
+        this.#items.add(index, this.#result(item, index, settled));
+        tally.add(index, settled.ok ? settled.value.receiptError : 'error' in settled ? settled.error : undefined);
+      },
+    });
+    this.#options.io.clearProgress();
+    const code = tally.code(this.#sent);
+    return {
+      kind: 'items',
+      title: TITLE,
+      items: this.#items,
+      ...(code === 0 ? {} : { failure: new BatchError(tally.failed, total, code) }),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.#spinner.stop();
+    await this.#pool.close();
+  }
+
+  #showProgress(): void {
+    this.#options.io.progress(`registered ${this.#done}/${this.#known}, hashed ${formatBytes(this.#hashedBytes)}`);
+  }
+
+  async #one(item: Item, index = 0): Promise<Registered> {
+    const options = this.#options;
+    this.#known = Math.max(this.#known, index + 1);
+    // With ndjson a line is printed per document: start no more while stdout is backed up.
+    await this.#items.ready();
+    if (item.kind === 'unusable') throw item.error;
+    if (item.kind === 'stdin') checkOptions(options, 'stdin');
+    const input = await describe(options, item, this.#pool, (bytes) => {
+      if (item.kind === 'file' && item.size > 64 * 1024 * 1024) {
+        this.#spinner.update(`hashing ${formatBytes(bytes)} of ${formatBytes(item.size)}`);
+      }
+    });
+    this.#hashes.set(index, input.hash);
+    if (!this.#documents.single) {
+      this.#hashedBytes += item.kind === 'file' ? item.size : 0;
+      this.#showProgress();
+    }
+    const onStep = (step: string) => {
+      this.#sent = true;
+      this.#spinner.update(step);
+    };
+    const { receipts } = this.#documents;
+    if (receipts) {
+      const known = options.force ? undefined : this.#deps.store.readRecord(input.hash)?.recordJson;
+      await checkBeforeSending(receipts, index, input.hash, known, options.force);
+    }
+    const outcome = await register({ ...this.#deps, onStep }, input);
+    return { outcome, ...(receipts ? await receiptFor(options, receipts, index, outcome) : {}) };
+  }
+
+  /** The item's result, with its hash if it was hashed before it failed. */
+  #result(item: Item, index: number, settled: Settled<Registered>): ItemResult {
+    const result = toResult(item, this.#hashes.get(index), settled, this.#baseUrl);
+    this.#hashes.delete(index);
+    return result;
+  }
+}
+
+function receiptSubject(item: Item): ReceiptSubject {
+  if (item.kind !== 'file' && item.kind !== 'unusable') return {};
+  return { path: item.path, ...(item.kind === 'file' && item.relative ? { relative: item.relative } : {}) };
+}
+
 /**
  * Writes the receipt of a registration that has a record; one without a
  * record gets none, and a warning. A write failure is returned, not thrown:
  * the registration's result must still be shown.
  */
 async function receiptFor(
-  ctx: Context,
+  options: Pick<RegisterOptions, 'io' | 'force'>,
   plan: ReceiptPlan,
   index: number,
   outcome: Outcome,
-  options: RegisterOptions,
 ): Promise<Pick<Registered, 'receipt' | 'receiptError'>> {
   if (outcome.kind === 'pending') return {};
   const { entry } = outcome;
   if (entry === undefined) {
-    ctx.io.warn(
+    options.io.warn(
       `no receipt for ${outcomeHash(outcome)}: the service says it is registered, but this store has no record of it`,
     );
     return {};
@@ -332,7 +403,7 @@ async function receiptFor(
  * The options with the description checked (core/description.ts), read from
  * --description-file if given; before any input is read or anything sent.
  */
-async function withDescription(ctx: Context, paths: string[], options: RegisterOptions): Promise<RegisterOptions> {
+async function withDescription(options: RegisterOptions): Promise<RegisterOptions> {
   const { description, descriptionFile } = options;
   if (descriptionFile === undefined) {
     return description === undefined ? options : { ...options, description: checkArgvDescription(description) };
@@ -340,26 +411,26 @@ async function withDescription(ctx: Context, paths: string[], options: RegisterO
   if (description !== undefined) throw new UsageError('give either --description or --description-file, not both');
   if (descriptionFile === '-') {
     // Standard input can be read once: for the description, or for a document or the list of paths.
-    if (paths.includes('-')) throw new UsageError(STDIN_TWICE);
+    if (options.paths.includes('-')) throw new UsageError(STDIN_TWICE);
     if (options.filesFrom === '-') throw new UsageError("'-' cannot be both --files-from and --description-file");
-    if (ctx.io.stdinIsTTY) {
+    if (options.io.stdinIsTTY) {
       throw new UsageError("--description-file '-' reads standard input, but it is a terminal", {
         hint: 'pipe the description in, or give a file',
       });
     }
   }
-  return { ...options, description: await readDescriptionFile(descriptionFile, ctx.io.stdin) };
+  return { ...options, description: await readDescriptionFile(descriptionFile, options.io.stdin) };
 }
 
 const STDIN_TWICE = "'-' cannot be both a document and --description-file";
 
 /** Checks the options against an input that is not a file: up front when named, else as its item starts. */
-function checkOptions(ctx: Context, kind: 'stdin' | 'hash', options: RegisterOptions): void {
+function checkOptions(options: RegisterOptions, kind: 'stdin' | 'hash'): void {
   // A '-' in a --files-from list, once standard input gave the description.
   if (kind === 'stdin' && options.descriptionFile === '-') throw new UsageError(STDIN_TWICE);
   if (kind === 'stdin' && options.description === undefined)
     throw new UsageError("reading standard input ('-') needs --description or --description-file");
-  if (kind === 'stdin' && ctx.io.stdinIsTTY)
+  if (kind === 'stdin' && options.io.stdinIsTTY)
     throw new UsageError("'-' reads standard input, but it is a terminal", { hint: 'pipe the document in' });
   if (options.custody) {
     throw new UsageError('--custody needs file paths (their metadata is sent), not --hash or standard input');
@@ -374,9 +445,8 @@ async function firstOf<T>(items: Iterable<T> | AsyncIterable<T>): Promise<T> {
 
 /** Hashes one item and builds the flow's input for it. */
 async function describe(
-  ctx: Context,
-  item: Item,
   options: RegisterOptions,
+  item: Item,
   pool: HashPool,
   onProgress: (bytes: number) => void,
 ): Promise<RegisterInput> {
@@ -391,7 +461,7 @@ async function describe(
   if (item.kind === 'unusable') throw item.error;
   if (item.kind === 'hash') return { ...common, hash: item.hash, description: options.description ?? '' };
   if (item.kind === 'stdin') {
-    return { ...common, hash: await hashStream(ctx.io.stdin, onProgress), description: options.description ?? '' };
+    return { ...common, hash: await hashStream(options.io.stdin, onProgress), description: options.description ?? '' };
   }
   const name = basename(item.path);
   // A name is not chosen as a description is: one holding controls (a line
@@ -429,20 +499,18 @@ function toResult(
   const file = displayName(item);
   if (!settled.ok) {
     if ('cancelled' in settled) return skippedResult(file, 'not started (--fail-fast)');
-    return { schemaVersion: 1, file, hash: knownHash ?? null, status: 'failed', error: errorJson(settled.error) };
+    return failedResult(file, knownHash ?? null, settled.error);
   }
   const { outcome, receipt, receiptError } = settled.value;
   const hash = outcomeHash(outcome);
-  const base = { schemaVersion: 1 as const, file, hash, status: STATUS_OF[outcome.kind] };
-  if (outcome.kind === 'pending') return { ...base, session: embed(outcome.entry.sessionJson) };
+  if (outcome.kind === 'pending')
+    return itemResult(file, hash, 'pending', { session: embed(outcome.entry.sessionJson) });
   const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
-  return {
-    ...base,
-    record: outcome.entry ? embed(outcome.entry.recordJson) : null,
-    verificationUrl: `${baseUrl}/verification/${hash}`,
+  // Registered, but its receipt is missing: a failure for the run (exit 1).
+  return itemResult(file, hash, receiptError ? 'failed' : STATUS_OF[outcome.kind], {
+    ...proofOf(baseUrl, hash, outcome.entry?.recordJson),
     ...(said ? { message: said.message ?? null } : {}),
     ...(receipt ? { receipt } : {}),
-    // Registered, but its receipt is missing: a failure for the run (exit 1).
-    ...(receiptError ? { status: 'failed' as const, error: errorJson(receiptError) } : {}),
-  };
+    ...(receiptError ? { error: errorJson(receiptError) } : {}),
+  });
 }

@@ -10,8 +10,10 @@ import type { Context } from '../context.js';
 import { cleanSecret } from '../core/secrets.js';
 import { UsageError } from '../errors.js';
 import { handleSignalsInCommand } from '../interrupt.js';
+import { present, type ValueResult } from '../output/present.js';
 import { FAULT_SPEC_HELP, parseFaults } from '../sandbox/faults.js';
 import { startSandbox } from '../sandbox/server.js';
+import { finish, viewOf } from './action.js';
 import { examples, parseOptions } from './options.js';
 
 const optionsSchema = z.object({
@@ -25,6 +27,18 @@ const optionsSchema = z.object({
   host: z.string().default('127.0.0.1'),
   faults: z.string().optional(),
 });
+
+/** What `sandbox` uses: where to listen, the faults to inject, and the key to accept. */
+export interface SandboxOptions extends z.infer<typeof optionsSchema> {
+  /** NOTARIZE_SANDBOX_FAULTS: the faults when --faults is not given. */
+  envFaults: string | undefined;
+  /** NOTARIZE_SANDBOX_API_KEY, raw: the key to accept (default: a random one). */
+  envApiKey: string | undefined;
+  /** Called once the sandbox listens, with its URL and key: shown while it runs. */
+  onListening: (result: ValueResult) => void;
+  /** Resolves when the sandbox should stop; default: SIGINT or SIGTERM. */
+  stopped?: Promise<unknown>;
+}
 
 export function configure(command: Command, context: () => Context): void {
   command
@@ -47,20 +61,29 @@ ${examples([
 ])}`,
     )
     .action(async (raw: unknown) => {
-      await runSandbox(context(), parseOptions(optionsSchema, raw, command));
+      const ctx = context();
+      const flags = parseOptions(optionsSchema, raw, command);
+      const view = viewOf(ctx);
+      const result = await runSandbox({
+        ...flags,
+        envFaults: ctx.env.NOTARIZE_SANDBOX_FAULTS,
+        envApiKey: ctx.env.NOTARIZE_SANDBOX_API_KEY,
+        onListening: (listening) => present(view, listening),
+      });
+      finish(view, result);
     });
 }
 
-/** Serves until a signal arrives, then closes cleanly. */
-export async function runSandbox(ctx: Context, options: z.infer<typeof optionsSchema>): Promise<void> {
-  const spec = options.faults ?? ctx.env.NOTARIZE_SANDBOX_FAULTS;
+/** Serves until a signal arrives (or `stopped` resolves), then closes cleanly. */
+export async function runSandbox(options: SandboxOptions): Promise<ValueResult> {
+  const spec = options.faults ?? options.envFaults;
   let faults;
   try {
     faults = spec ? parseFaults(spec) : [];
   } catch (error) {
     throw new UsageError((error as Error).message, { hint: 'see `notarize sandbox --help` for the fault syntax' });
   }
-  const apiKey = cleanSecret(ctx.env.NOTARIZE_SANDBOX_API_KEY);
+  const apiKey = cleanSecret(options.envApiKey);
   let sandbox;
   try {
     sandbox = await startSandbox({
@@ -75,23 +98,29 @@ export async function runSandbox(ctx: Context, options: z.infer<typeof optionsSc
   // Listen for the signals before printing the URL: a supervisor may stop us
   // as soon as it has read it, and must get a clean stop, not a killed process.
   const stop = new AbortController();
+  const stopped = options.stopped ?? signalled(stop.signal);
+  const { url } = sandbox;
+  options.onListening({
+    kind: 'value',
+    json: { url, apiKey: sandbox.apiKey },
+    text: {
+      data: `notarize sandbox listening on ${url}\nAPI key: ${sandbox.apiKey}`,
+      info: [`try: NOTARIZE_BASE_URL=${url} NOTARIZE_API_KEY=<the key> notarize register <file>`],
+    },
+    ...(faults.length > 0 ? { info: [`injecting ${faults.length} fault rule(s)`] } : {}),
+  });
+  await stopped;
+  stop.abort();
+  await sandbox.close();
+  return { kind: 'value', info: ['sandbox stopped'] };
+}
+
+/** Resolves on the first SIGINT or SIGTERM, handled by this command instead of the entry point. */
+function signalled(abort: AbortSignal): Promise<unknown> {
   // The entry point's handlers would end the process at once (interrupt.ts): this command stops itself.
   handleSignalsInCommand();
   const signals = ['SIGINT', 'SIGTERM'] as const;
-  const signalled = Promise.race(
-    signals.map((signal) => once(process, signal, { signal: stop.signal }).catch(() => undefined)),
-  );
-  if (ctx.globals.json) ctx.io.data(JSON.stringify({ url: sandbox.url, apiKey: sandbox.apiKey }));
-  else {
-    ctx.io.data(`notarize sandbox listening on ${sandbox.url}`);
-    ctx.io.data(`API key: ${sandbox.apiKey}`);
-    ctx.io.info(`try: NOTARIZE_BASE_URL=${sandbox.url} NOTARIZE_API_KEY=<the key> notarize register <file>`);
-  }
-  if (faults.length > 0) ctx.io.info(`injecting ${faults.length} fault rule(s)`);
-  await signalled;
-  stop.abort();
-  await sandbox.close();
-  ctx.io.info('sandbox stopped');
+  return Promise.race(signals.map((signal) => once(process, signal, { signal: abort }).catch(() => undefined)));
 }
 
 /**

@@ -4,8 +4,17 @@ import { stat } from 'node:fs/promises';
 import type { Context } from '../context.js';
 import { hashFile, normalizeHash } from '../core/hash.js';
 import { NotNotarizedError } from '../errors.js';
-import { showRecord } from '../output/outcome.js';
+import type { RecordResult } from '../output/present.js';
+import type { ServiceStore } from '../store/service-store.js';
+import { finish, viewOf } from './action.js';
 import { examples } from './options.js';
+
+/** What `show` uses: the digest or file named, and the ledger. */
+export interface ShowOptions {
+  target: string;
+  baseUrl: () => string;
+  ledger: () => ServiceStore;
+}
 
 export function configure(command: Command, context: () => Context): void {
   command
@@ -21,7 +30,8 @@ ${examples([
 ])}`,
     )
     .action(async (target: string) => {
-      await runShow(context(), target);
+      const ctx = context();
+      finish(viewOf(ctx), await runShow({ target, baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger }));
     });
 }
 
@@ -32,16 +42,17 @@ async function isFile(path: string): Promise<boolean> {
   );
 }
 
-/** A digest is taken as such unless a file of that name exists. */
-export async function runShow(ctx: Context, target: string): Promise<void> {
-  const baseUrl = ctx.baseUrl;
+/** The record of a digest, or of a file's; a digest is taken as such unless a file of that name exists. */
+export async function runShow(options: ShowOptions): Promise<RecordResult> {
+  const { target } = options;
+  const baseUrl = options.baseUrl();
   const hash =
     /^[0-9a-fA-F]{64}$/.test(target) && !(await isFile(target)) ? normalizeHash(target) : (await hashFile(target)).hash;
-  const entry = ctx.ledger.readRecord(hash);
+  const entry = options.ledger().readRecord(hash);
   if (!entry) {
     throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, {
       hint: '`notarize list` shows what is; `notarize pending` what awaits completion',
     });
   }
-  showRecord(ctx.io, entry.recordJson, hash, { json: ctx.globals.json ?? false, baseUrl });
+  return { kind: 'record', hash, recordJson: entry.recordJson, baseUrl };
 }

@@ -13,22 +13,32 @@ import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex, type Verdict } from '../core/ledger.js';
 import { NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
-import { reportToGitHub } from '../output/github.js';
-import { showRecord } from '../output/outcome.js';
-import { verificationUrl } from '../output/render.js';
+import type { IO } from '../output/io.js';
+import { itemResultsFor, type ItemsResult, type RecordResult } from '../output/present.js';
 import {
-  compact,
-  embed,
-  errorJson,
-  renderResults,
+  failedResult,
+  itemResult,
+  ItemResults,
+  proofOf,
   skippedResult,
-  summarize,
   type ItemResult,
+  type ItemStatus,
 } from '../output/results.js';
+import type { ServiceStore } from '../store/service-store.js';
+import { finish, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
-const optionsSchema = z.object({ ...inputOptionsShape });
+export const optionsSchema = z.object({ ...inputOptionsShape });
+
+/** What `verify` uses: the documents named, standard input, and the ledger (no network). */
+export interface VerifyOptions extends z.infer<typeof optionsSchema> {
+  paths: string[];
+  /** Standard input, and warnings as they happen. */
+  io: IO;
+  baseUrl: () => string;
+  ledger: () => ServiceStore;
+}
 
 export function configure(command: Command, context: () => Context): void {
   addInputOptions(command.argument('[paths...]', "documents to check ('-' reads standard input)"))
@@ -48,7 +58,14 @@ ${examples([
 ])}`,
     )
     .action(async (paths: string[], raw: unknown) => {
-      await runVerify(context(), paths, parseOptions(optionsSchema, raw, command));
+      const ctx = context();
+      const flags = parseOptions(optionsSchema, raw, command);
+      const view = viewOf(ctx);
+      const result = await runVerify(
+        { ...flags, paths, io: ctx.io, baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger },
+        itemResultsFor(view),
+      );
+      finish(view, result);
     });
 }
 
@@ -59,20 +76,26 @@ function describeVerdict(verdict: Verdict): string | undefined {
   return `'${verdict.entry.file?.name}' was notarized with digest ${verdict.entry.hash} (${verdict.entry.completedAt})`;
 }
 
-/** Verifies every input against the ledger; see the module comment. */
-export async function runVerify(ctx: Context, paths: string[], options: z.infer<typeof optionsSchema>): Promise<void> {
-  const skipped: ItemResult[] = [];
-  const expansion = await expandInputs(paths, toInputOptions(options), ctx.io.stdin, (s) => {
-    ctx.io.warn(`skipped ${s.path}: ${s.reason}`);
-    skipped.push(skippedResult(s.path, s.reason));
+const TITLE = 'notarize verify';
+
+/**
+ * Verifies every input against the ledger; see the module comment. One
+ * document named alone and verified gives its record; otherwise each result
+ * goes to `items` as it settles.
+ */
+export async function runVerify(
+  options: VerifyOptions,
+  items = new ItemResults(),
+): Promise<RecordResult | ItemsResult> {
+  const { io } = options;
+  const expansion = await expandInputs(options.paths, toInputOptions(options), io.stdin, (s) => {
+    io.warn(`skipped ${s.path}: ${s.reason}`);
+    items.skip(skippedResult(s.path, s.reason));
   });
-  const baseUrl = ctx.baseUrl;
-  const { index, problems } = await LedgerIndex.load(ctx.ledger);
-  for (const problem of problems) ctx.io.warn(`${problem.message}; ${problem.hint ?? ''}`);
+  const baseUrl = options.baseUrl();
+  const { index, problems } = await LedgerIndex.load(options.ledger());
+  for (const problem of problems) io.warn(`${problem.message}; ${problem.hint ?? ''}`);
   const pool = new HashPool(expansion.single ? 1 : undefined);
-  const json = ctx.globals.json ?? false;
-  // Held for the final table or array, in input order; for the table without the records.
-  const checked: ItemResult[] = [];
   let only: { hash: string; verdict: Verdict } | undefined;
   let singleError: NotarizeError | undefined;
   try {
@@ -81,7 +104,7 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
       async (item) => {
         if (item.kind === 'unusable') throw item.error;
         // HashPool.hash already hashes in this thread for a pool of one.
-        const hash = item.kind === 'stdin' ? await hashStream(ctx.io.stdin) : (await pool.hash(item.path)).hash;
+        const hash = item.kind === 'stdin' ? await hashStream(io.stdin) : (await pool.hash(item.path)).hash;
         return { hash, verdict: index.verdict(hash, item.kind === 'file' ? basename(item.path) : undefined) };
       },
       {
@@ -91,8 +114,7 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
             if (r.ok) only = r.value;
             else if ('error' in r) singleError = r.error;
           }
-          const result = toResult(item, r, baseUrl);
-          checked[i] = json ? result : compact(result);
+          items.add(i, toResult(item, r, baseUrl));
         },
       },
     );
@@ -101,60 +123,54 @@ export async function runVerify(ctx: Context, paths: string[], options: z.infer<
   }
   // One document named alone that cannot be read: the command's one-line error, as for any usage error.
   if (singleError) throw singleError;
-  const results = [...checked, ...skipped];
   if (expansion.single && only?.verdict.status === 'verified') {
-    reportToGitHub(ctx.io, ctx.env, 'notarize verify', results);
-    ctx.io.info(`verified: ${results[0]!.file} is notarized`);
-    showRecord(ctx.io, only.verdict.entry.recordJson, only.hash, { json, baseUrl });
-    return;
+    const results = items.list();
+    return {
+      kind: 'record',
+      hash: only.hash,
+      recordJson: only.verdict.entry.recordJson,
+      baseUrl,
+      note: `verified: ${results[0]!.file} is notarized`,
+      github: { title: TITLE, results },
+    };
   }
-  if (json) ctx.io.dataJsonArray(results);
-  else ctx.io.data(renderResults(results, ctx.io.colour));
-  ctx.io.info(summarize(results));
-  reportToGitHub(ctx.io, ctx.env, 'notarize verify', results);
-  // Nothing is ever sent by verify, so a document that cannot be read is exit 2 (it comes before 6).
-  const unreadable = checked.filter((r) => r.status === 'failed');
-  if (unreadable.length > 0) {
-    throw new UsageError(
-      `${unreadable.length} of ${checked.length} document${checked.length === 1 ? '' : 's'} could not be read`,
-      { code: 'batch_failed' },
-    );
+  const failure = verifyFailure(items.counts, baseUrl);
+  return { kind: 'items', title: TITLE, items, ...(failure ? { failure } : {}) };
+}
+
+/**
+ * What ends a run whose documents are not all verified. Nothing is ever sent
+ * by verify, so a document that cannot be read is exit 2 (it comes before 6).
+ */
+function verifyFailure(counts: ReadonlyMap<ItemStatus, number>, baseUrl: string): NotarizeError | undefined {
+  let checked = 0;
+  for (const n of counts.values()) checked += n;
+  const unreadable = counts.get('failed') ?? 0;
+  if (unreadable > 0) {
+    return new UsageError(`${unreadable} of ${checked} document${checked === 1 ? '' : 's'} could not be read`, {
+      code: 'batch_failed',
+    });
   }
-  const bad = checked.filter((r) => r.status !== 'verified');
-  if (bad.length > 0) {
-    throw new NotNotarizedError(
-      `${bad.length} of ${checked.length} document${checked.length === 1 ? ' is' : 's are'} not notarized in the ledger of ${baseUrl}`,
-      {
-        hint:
-          'register them with `notarize register`, or check --base-url; a document the service already had ' +
-          '(409) has no record in this store: verify with the store that registered it',
-      },
-    );
-  }
+  const bad = checked - (counts.get('verified') ?? 0);
+  if (bad === 0) return undefined;
+  return new NotNotarizedError(
+    `${bad} of ${checked} document${checked === 1 ? ' is' : 's are'} not notarized in the ledger of ${baseUrl}`,
+    {
+      hint:
+        'register them with `notarize register`, or check --base-url; a document the service already had ' +
+        '(409) has no record in this store: verify with the store that registered it',
+    },
+  );
 }
 
 /** The JSON result of one document. */
 function toResult(item: InputItem, r: Settled<{ hash: string; verdict: Verdict }>, baseUrl: string): ItemResult {
   const file = itemName(item);
-  if (!r.ok) {
-    return {
-      schemaVersion: 1,
-      file,
-      hash: null,
-      status: 'failed',
-      ...('error' in r ? { error: errorJson(r.error) } : {}),
-    };
-  }
+  if (!r.ok) return 'error' in r ? failedResult(file, null, r.error) : itemResult(file, null, 'failed');
   const { hash, verdict } = r.value;
   const reason = describeVerdict(verdict);
-  return {
-    schemaVersion: 1,
-    file,
-    hash,
-    status: verdict.status,
-    ...(verdict.status === 'verified'
-      ? { record: embed(verdict.entry.recordJson), verificationUrl: verificationUrl(baseUrl, hash) }
-      : {}),
+  return itemResult(file, hash, verdict.status, {
+    ...(verdict.status === 'verified' ? proofOf(baseUrl, hash, verdict.entry.recordJson) : {}),
     ...(reason ? { reason } : {}),
-  };
+  });
 }

@@ -15,6 +15,7 @@
  * Returns data; never prints.
  */
 import type { ApiClient } from '../api/client.js';
+import { verificationPath } from '../api/pages.js';
 import { subscriptionSessionSchema, type BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import {
   EXIT,
@@ -280,7 +281,7 @@ function requestUnread(hash: string, requestedAt: string): ProtocolError {
 
 /** The refusal to send again a session whose last forfait was answered unreadably. */
 function answerUnread(deps: FlowDeps, pending: PendingEntry): ProtocolError {
-  const page = deps.api.transport.url(`/verification/${pending.hash}`);
+  const page = deps.api.transport.url(verificationPath(pending.hash));
   return new ProtocolError(
     `the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt ?? '?'} and answered, ` +
       'but the answer could not be read; notarize does not send it again on its own',
@@ -434,7 +435,7 @@ async function setAside(deps: FlowDeps, pending: PendingEntry, raw: string, why:
 function withCompleteHint(deps: FlowDeps, error: unknown, hash: string): unknown {
   if (!(error instanceof NotarizeError) || error instanceof UsageError) return error;
   const file = deps.store.pendingFile(hash);
-  const page = deps.api.transport.url(`/verification/${hash}`);
+  const page = deps.api.transport.url(verificationPath(hash));
   let next: string;
   if (error instanceof ServiceRefusedError) {
     next =

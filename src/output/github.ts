@@ -1,11 +1,10 @@
 /**
- * GitHub Actions integration (GITHUB_ACTIONS=true): a markdown table appended
- * to $GITHUB_STEP_SUMMARY, and `::error` annotations for failed items. The
- * annotations go to stderr, which the runner reads for workflow commands as
- * it does stdout, so stdout stays pure data (e.g. `--json > results.json`).
+ * GitHub Actions integration (GITHUB_ACTIONS=true), as text: the markdown
+ * table present.ts appends to $GITHUB_STEP_SUMMARY, and the `::error`
+ * annotations of failed items it writes to stderr (which the runner reads
+ * for workflow commands as it does stdout, so stdout stays pure data, e.g.
+ * `--json > results.json`).
  */
-import { appendFileSync } from 'node:fs';
-import type { IO } from './io.js';
 import type { ItemResult } from './results.js';
 import { forTerminal } from './safe-text.js';
 
@@ -49,20 +48,14 @@ export function markdownSummary(title: string, results: readonly ItemResult[]): 
   );
 }
 
-/** Writes the summary and annotations when in GitHub Actions; does nothing elsewhere. */
-export function reportToGitHub(io: IO, env: NodeJS.ProcessEnv, title: string, results: readonly ItemResult[]): void {
-  if (!inGitHubActions(env)) return;
+/** The `::error` annotations of the results that failed or do not match the ledger, one line each. */
+export function annotations(results: readonly ItemResult[]): string[] {
+  const lines: string[] = [];
   for (const r of results) {
     if (r.status !== 'failed' && r.status !== 'modified' && r.status !== 'unknown') continue;
     const file = r.file && r.file !== '-' ? `file=${escapeProperty(r.file)},` : '';
     const message = r.error?.message ?? r.reason ?? r.status;
-    io.error(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`)}::${escapeData(message)}`);
+    lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`)}::${escapeData(message)}`);
   }
-  const summaryFile = env.GITHUB_STEP_SUMMARY;
-  if (!summaryFile) return;
-  try {
-    appendFileSync(summaryFile, markdownSummary(title, results));
-  } catch (error) {
-    io.warn(`could not append to GITHUB_STEP_SUMMARY (${summaryFile}): ${(error as Error).message}`);
-  }
+  return lines;
 }

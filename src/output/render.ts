@@ -45,9 +45,11 @@ export function renderTable(headers: string[], rows: string[][], colour: boolean
   return [chalk.bold(line(headers)), ...shown.map(line)].join('\n');
 }
 
-/** The public verification page of a hash on a service. */
-export function verificationUrl(baseUrl: string, hash: string): string {
-  return `${baseUrl}/verification/${hash}`;
+/** A `sha256sum` line: names with a backslash or newline get GNU's escaping and a leading backslash. */
+export function checksumLine(hash: string, name: string): string {
+  if (!/[\\\n\r]/.test(name)) return `${hash}  ${name}`;
+  const escaped = name.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
+  return `\\${hash}  ${escaped}`;
 }
 
 /** Bytes in binary units, for progress lines: "512.0 MiB". */

@@ -1,24 +1,18 @@
 /**
- * The per-item result objects of batch commands (`register`, `verify` over
- * several inputs) and their three renderings: a JSON array (--json), one
- * object per line as items finish (--output ndjson), and a table. The shape
- * is documented in the README under "Batch output"; bump
+ * The per-item results of batch commands (`register`, `verify` over several
+ * inputs): the one builder of a result, and the collection a batch hands
+ * each result to as it settles (present.ts decides what it prints and
+ * keeps). The shape is documented in the README under "Batch output"; bump
  * RESULT_SCHEMA_VERSION on any incompatible change.
  */
-import type { NotarizeError } from '../errors.js';
+import { verificationUrl } from '../api/pages.js';
+import { errorJson, type ErrorJson, type NotarizeError } from '../errors.js';
 import { renderTable } from './render.js';
 
 export const RESULT_SCHEMA_VERSION = 1;
 
 export type ItemStatus =
   'registered' | 'already-registered' | 'pending' | 'verified' | 'modified' | 'unknown' | 'failed' | 'skipped';
-
-export interface ErrorJson {
-  code: string;
-  exitCode: number;
-  message: string;
-  hint?: string;
-}
 
 /** One input's result, as printed in JSON. */
 export interface ItemResult {
@@ -44,9 +38,38 @@ export interface ItemResult {
   error?: ErrorJson;
 }
 
+/** What an item's result says besides its file, hash and status. */
+export type ItemDetails = Omit<ItemResult, 'schemaVersion' | 'file' | 'hash' | 'status'>;
+
+/** The one builder of an item's result: every result of every batch command is made here. */
+export function itemResult(
+  file: string | null,
+  hash: string | null,
+  status: ItemStatus,
+  details: ItemDetails = {},
+): ItemResult {
+  return { schemaVersion: RESULT_SCHEMA_VERSION, file, hash, status, ...details };
+}
+
 /** The result of an input that was not processed, and why (a symbolic link, --fail-fast...). */
 export function skippedResult(file: string | null, reason: string): ItemResult {
-  return { schemaVersion: RESULT_SCHEMA_VERSION, file, hash: null, status: 'skipped', reason };
+  return itemResult(file, null, 'skipped', { reason });
+}
+
+/** The result of an input that failed, with the hash when it was known before the failure. */
+export function failedResult(file: string | null, hash: string | null, error: NotarizeError): ItemResult {
+  return itemResult(file, hash, 'failed', { error: errorJson(error) });
+}
+
+/**
+ * What a result says of a hash the ledger (or the service) holds: the record
+ * as the service sent it (null when this store has none) and its public page.
+ */
+export function proofOf(baseUrl: string, hash: string, recordJson: string | undefined): ItemDetails {
+  return {
+    record: recordJson === undefined ? null : embed(recordJson),
+    verificationUrl: verificationUrl(baseUrl, hash),
+  };
 }
 
 /**
@@ -61,16 +84,6 @@ export function compact(result: ItemResult): ItemResult {
   return rest;
 }
 
-/** The JSON form of an error. */
-export function errorJson(error: NotarizeError): ErrorJson {
-  return {
-    code: error.code,
-    exitCode: error.exitCode,
-    message: error.message,
-    ...(error.hint ? { hint: error.hint } : {}),
-  };
-}
-
 /** Parses stored service text for embedding; text that is not JSON is embedded as a string. */
 export function embed(text: string): unknown {
   try {
@@ -80,22 +93,131 @@ export function embed(text: string): unknown {
   }
 }
 
+/** How much of each result a batch keeps until its end: all of it (--json), a compact copy (a table), or none. */
+export type Keep = 'whole' | 'compact' | 'none';
+
+export interface ItemResultsOptions {
+  /** Default 'whole': everything a test or a JSON array needs. */
+  keep?: Keep;
+  /** Called with each result as it settles (and each path skipped as met): an NDJSON stream. */
+  onResult?: (result: ItemResult) => void;
+  /** Resolves when the output can take more; a batch awaits it before starting each item. */
+  ready?: () => Promise<void>;
+}
+
 /**
- * A one-line summary of what happened to the items, from the results or
- * from counts by status (in the order statuses first appeared).
+ * The results of a batch's items, handed in as they settle (in any order)
+ * and kept in input order for the end, with the paths skipped while the
+ * inputs were walked after them. Only what `keep` says is held, so a
+ * streamed batch of millions holds nothing but counts.
  */
-export function summarize(results: readonly ItemResult[] | ReadonlyMap<ItemStatus, number>): string {
-  let counts: ReadonlyMap<ItemStatus, number>;
-  if (results instanceof Map) counts = results;
-  else {
-    const counted = new Map<ItemStatus, number>();
-    for (const r of results as readonly ItemResult[]) counted.set(r.status, (counted.get(r.status) ?? 0) + 1);
-    counts = counted;
+export class ItemResults {
+  readonly keep: Keep;
+  readonly #onResult: ((result: ItemResult) => void) | undefined;
+  readonly #ready: () => Promise<void>;
+  readonly #held: ItemResult[] = [];
+  readonly #skipped: ItemResult[] = [];
+  /** By status, in the order statuses first settled: the summary of a batch that keeps nothing. */
+  readonly #counts = new Map<ItemStatus, number>();
+
+  constructor(options: ItemResultsOptions = {}) {
+    this.keep = options.keep ?? 'whole';
+    this.#onResult = options.onResult;
+    this.#ready = options.ready ?? (() => Promise.resolve());
   }
-  let total = 0;
-  for (const n of counts.values()) total += n;
-  const parts = [...counts].map(([status, n]) => `${n} ${status}`);
-  return `${total} item${total === 1 ? '' : 's'}: ${parts.join(', ')}`;
+
+  /** True when each result is passed on as it settles. */
+  get streams(): boolean {
+    return this.#onResult !== undefined;
+  }
+
+  /** Takes the result of the item at `index` (input order). */
+  add(index: number, result: ItemResult): void {
+    this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
+    this.#onResult?.(result);
+    if (this.keep !== 'none') this.#held[index] = this.keep === 'whole' ? result : compact(result);
+  }
+
+  /**
+   * Takes a path passed over while walking: streamed as met, else listed
+   * after the items. (A streamed one is not counted in the summary.)
+   */
+  skip(result: ItemResult): void {
+    if (this.#onResult) this.#onResult(result);
+    else this.#skipped.push(result);
+  }
+
+  /** How many items settled with each status (the paths skipped while walking are not items). */
+  get counts(): ReadonlyMap<ItemStatus, number> {
+    return this.#counts;
+  }
+
+  /** See ItemResultsOptions.ready. */
+  ready(): Promise<void> {
+    return this.#ready();
+  }
+
+  /** What was kept: the items in input order, then the paths skipped. */
+  list(): ItemResult[] {
+    return [...this.#held, ...this.#skipped];
+  }
+
+  /** One line: how many items, how many of each status (in input order when kept, else as they settled). */
+  summary(): string {
+    const counts = this.keep === 'none' ? this.#counts : countStatuses(this.list());
+    let total = 0;
+    for (const n of counts.values()) total += n;
+    const parts = [...counts].map(([status, n]) => `${n} ${status}`);
+    return `${total} item${total === 1 ? '' : 's'}: ${parts.join(', ')}`;
+  }
+}
+
+function countStatuses(results: readonly ItemResult[]): Map<ItemStatus, number> {
+  const counts = new Map<ItemStatus, number>();
+  for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+  return counts;
+}
+
+/** A digest of `hash`, or why its input could not be hashed. */
+export type Checksum = { file: string; hash: string } | { file: string; error: NotarizeError };
+
+export interface ChecksumsOptions {
+  /** Default true: every checksum is kept for the end (a JSON array, a test). */
+  keep?: boolean;
+  /** Called with each checksum as it comes, in input order: sha256sum lines. */
+  onChecksum?: (checksum: Checksum) => void;
+  /** Resolves when the output can take more; `hash` awaits it before starting each input. */
+  ready?: () => Promise<void>;
+}
+
+/** The checksums of `hash`, handed in input order: passed on as they come, and kept if asked. */
+export class Checksums {
+  readonly #keep: boolean;
+  readonly #onChecksum: ((checksum: Checksum) => void) | undefined;
+  readonly #ready: () => Promise<void>;
+  readonly #kept: Checksum[] = [];
+
+  constructor(options: ChecksumsOptions = {}) {
+    this.#keep = options.keep ?? true;
+    this.#onChecksum = options.onChecksum;
+    this.#ready = options.ready ?? (() => Promise.resolve());
+  }
+
+  /** Takes the next checksum in input order. */
+  add(checksum: Checksum): void {
+    this.#onChecksum?.(checksum);
+    if (this.#keep) this.#kept.push(checksum);
+  }
+
+  /** See ChecksumsOptions.ready. */
+  ready(): Promise<void> {
+    return this.#ready();
+  }
+
+  /** What was kept, in input order. */
+  list(): readonly Checksum[] {
+    return this.#kept;
+  }
 }
 
 /** The table of results: file, status, hash, and the error message of failures. */

@@ -2,6 +2,7 @@
  * The sandbox's route table: which request targets exist, under which name
  * (the name fault rules and the call log use) and with which method.
  */
+import { VERIFICATION_PAGE } from '../api/pages.js';
 
 /** The names of the sandbox's endpoints, in the order of the registration flow. */
 export const ROUTE_NAMES = ['login', 'request', 'forfait', 'file', 'active', 'subscription', 'verification'] as const;
@@ -32,7 +33,7 @@ const ROUTES: readonly RouteEntry[] = [
   { route: 'file', method: 'PUT', pattern: /^\/api\/v2\/file\/([^/]+)$/ },
   { route: 'active', method: 'GET', pattern: /^\/api\/v2\/payment\/subscription\/active$/ },
   { route: 'subscription', method: 'GET', pattern: /^\/api\/v2\/subscription\/([^/]+)$/ },
-  { route: 'verification', method: 'GET', pattern: /^\/verification\/([^/]+)$/ },
+  { route: 'verification', method: 'GET', pattern: new RegExp(`^${VERIFICATION_PAGE}([^/]+)$`) },
 ];
 
 /** Finds the route a path (without its query string) belongs to, whatever the method; undefined when none does. */

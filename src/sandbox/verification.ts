@@ -1,6 +1,6 @@
 /**
- * The sandbox's public verification page, the stand-in for the service's
- * `/verification/{hash}` web page (HTML for people, not an API).
+ * The sandbox's public verification page of a hash, the stand-in for the
+ * service's (api/pages.ts: HTML for people, not an API).
  */
 import type { NotarizationRecord } from '../api/schemas.js';
 

@@ -1,0 +1,19 @@
+/**
+ * What every command's action does around its run function: choose the view
+ * of the output the command line asked for, and hand the run's result to
+ * the one renderer (output/present.ts), then end with the run's failure, for
+ * main() to turn into the exit code.
+ */
+import type { Context } from '../context.js';
+import { present, type CommandResult, type Format, type View } from '../output/present.js';
+
+/** The view this run asked for: `format` when a command has its own option (--output), else --json or a table. */
+export function viewOf(ctx: Context, format?: Format): View {
+  return { io: ctx.io, env: ctx.env, format: format ?? (ctx.globals.json ? 'json' : 'table') };
+}
+
+/** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
+export function finish(view: View, result: CommandResult): void {
+  present(view, result);
+  if (result.failure !== undefined) throw result.failure;
+}

@@ -1,0 +1,327 @@
+/**
+ * The one renderer of command results. A run function returns data (and
+ * hands a batch's items over as they settle); this module alone turns it
+ * into output: data on stdout (a table, JSON exactly as the service sent
+ * it, a JSON array, an NDJSON stream, sha256sum lines), messages on stderr,
+ * and in GitHub Actions a step summary and `::error` annotations.
+ */
+import { appendFileSync } from 'node:fs';
+import { verificationUrl } from '../api/pages.js';
+import type { Outcome } from '../core/notarize.js';
+import { InputFileError } from '../errors.js';
+import { annotations, inGitHubActions, markdownSummary } from './github.js';
+import type { IO } from './io.js';
+import { checksumLine, renderRecord, renderTable } from './render.js';
+import { Checksums, ItemResults, renderResults, type Checksum, type ItemResult } from './results.js';
+import { forTerminal } from './safe-text.js';
+
+/** How data is printed: --json (or --output json), --output ndjson, or the default table. */
+export type Format = 'table' | 'json' | 'ndjson';
+
+/** Where and how a run's results are shown. */
+export interface View {
+  io: IO;
+  /** For GitHub Actions (GITHUB_ACTIONS, GITHUB_STEP_SUMMARY). */
+  env: NodeJS.ProcessEnv;
+  format: Format;
+}
+
+/** A GitHub Actions step summary: a command's item results under a title. */
+export interface GitHubReport {
+  title: string;
+  results: readonly ItemResult[];
+}
+
+interface Ending {
+  /**
+   * What the run ends with once its output is shown: an error (a batch's
+   * BatchError, a receipt not written...) whose exit code is the run's.
+   * Thrown to main(), which maps it; absent when the run succeeded.
+   */
+  failure?: Error;
+}
+
+/** register (one document) and complete: what the flow did, or only the failure of the one document. */
+export interface OutcomeResult extends Ending {
+  kind: 'outcome';
+  outcome?: Outcome;
+  /** The service's, for the verification page of the hash. */
+  baseUrl: string;
+  /** Where the receipt was written (--receipt-dir). */
+  receipt?: string;
+  github?: GitHubReport;
+}
+
+/** show, and verify of one document: a record of the ledger. */
+export interface RecordResult extends Ending {
+  kind: 'record';
+  hash: string;
+  recordJson: string;
+  /** The service's, for the verification page of the hash. */
+  baseUrl: string;
+  /** A message shown before the record. */
+  note?: string;
+  github?: GitHubReport;
+}
+
+/** register and verify of several documents. */
+export interface ItemsResult extends Ending {
+  kind: 'items';
+  /** The GitHub step summary's title, e.g. 'notarize register'. */
+  title: string;
+  items: ItemResults;
+}
+
+/** hash: its checksums were printed as they came; with --json, the array. */
+export interface ChecksumsResult extends Ending {
+  kind: 'checksums';
+  checksums: Checksums;
+}
+
+/** list, pending, config list: rows, as a JSON array or a table. */
+export interface RowsResult<R = unknown> extends Ending {
+  kind: 'rows';
+  rows: readonly R[];
+  headers: readonly string[];
+  /** A row's table cells (a method: a list of any rows is a RowsResult). */
+  cells(row: R): string[];
+  /** The message instead of an empty table (an empty JSON array is still printed). */
+  empty?: string;
+  /** Shown before the rows (damaged files passed over). */
+  warnings?: readonly string[];
+}
+
+/** Everything else: a value as one line of JSON with --json, else text; and messages. */
+export interface ValueResult extends Ending {
+  kind: 'value';
+  /** With --json: printed as one line of JSON, in place of `text`. */
+  json?: unknown;
+  /** Without --json (or with it when there is no `json`): data on stdout, then messages. */
+  text?: { data?: string; info?: readonly string[] };
+  /** Messages shown in every format. */
+  info?: readonly string[];
+  warnings?: readonly string[];
+}
+
+export type CommandResult = OutcomeResult | RecordResult | ItemsResult | ChecksumsResult | RowsResult | ValueResult;
+
+/**
+ * Where a batch hands its item results: with NDJSON each is printed as it
+ * settles; the rest is kept in input order for the end (whole for a JSON
+ * array, compact for a table or a GitHub summary, nothing else).
+ */
+export function itemResultsFor(view: View): ItemResults {
+  const { io, format } = view;
+  return new ItemResults({
+    keep: format === 'json' ? 'whole' : format === 'table' || inGitHubActions(view.env) ? 'compact' : 'none',
+    ready: () => io.drained(),
+    ...(format === 'ndjson' ? { onResult: (result: ItemResult) => io.data(JSON.stringify(result)) } : {}),
+  });
+}
+
+/**
+ * Where `hash` hands its checksums, in input order: a digest is printed at
+ * once as a sha256sum line (or kept for the JSON array), an input that could
+ * not be hashed is reported on stderr at once, as sha256sum does.
+ */
+export function checksumsFor(view: View): Checksums {
+  const { io } = view;
+  const json = view.format === 'json';
+  return new Checksums({
+    keep: json,
+    ready: () => io.drained(),
+    onChecksum: (checksum) => {
+      if ('error' in checksum) io.error(failureLine(checksum));
+      else if (!json) io.data(checksumLine(checksum.hash, checksum.file));
+    },
+  });
+}
+
+/**
+ * How an input `hash` could not read is reported: like sha256sum,
+ * `notarize: <path>: <reason>`, on one line whatever the name holds
+ * (io.error keeps line feeds, for help and stack traces).
+ */
+function failureLine({ file, error }: Extract<Checksum, { error: unknown }>): string {
+  return forTerminal(
+    error instanceof InputFileError
+      ? `notarize: ${error.path}: ${error.reason}`
+      : `notarize: ${file}: ${error.message}`,
+  );
+}
+
+/** Shows a run's result; see the module comment. Its failure is the caller's to throw. */
+export function present(view: View, result: CommandResult): void {
+  const { io } = view;
+  const json = view.format === 'json';
+  switch (result.kind) {
+    case 'outcome':
+      if (result.github) reportToGitHub(view, result.github);
+      if (result.outcome) showOutcome(io, result.outcome, result.baseUrl, json);
+      if (result.receipt) io.info(`receipt: ${result.receipt}`);
+      return;
+    case 'record':
+      if (result.github) reportToGitHub(view, result.github);
+      if (result.note) io.info(result.note);
+      showRecord(io, result.recordJson, verificationUrl(result.baseUrl, result.hash), json);
+      return;
+    case 'items': {
+      const { items } = result;
+      const results = items.list();
+      if (view.format === 'json') io.dataJsonArray(results);
+      else if (view.format === 'table') io.data(renderResults(results, io.colour));
+      io.info(items.summary());
+      if (items.keep !== 'none') reportToGitHub(view, { title: result.title, results });
+      return;
+    }
+    case 'checksums':
+      if (json) {
+        const digests = result.checksums.list().flatMap((c) => ('hash' in c ? [{ file: c.file, hash: c.hash }] : []));
+        io.dataJsonArray(digests);
+      }
+      return;
+    case 'rows':
+      for (const warning of result.warnings ?? []) io.warn(warning);
+      if (json) io.dataJsonArray(result.rows);
+      else if (result.rows.length === 0 && result.empty !== undefined) io.info(result.empty);
+      else
+        io.data(
+          renderTable(
+            [...result.headers],
+            result.rows.map((row) => result.cells(row)),
+            io.colour,
+          ),
+        );
+      return;
+    case 'value':
+      if (json && result.json !== undefined) io.data(JSON.stringify(result.json));
+      else {
+        if (result.text?.data !== undefined) io.data(result.text.data);
+        for (const line of result.text?.info ?? []) io.info(line);
+      }
+      for (const line of result.info ?? []) io.info(line);
+      for (const warning of result.warnings ?? []) io.warn(warning);
+      return;
+  }
+}
+
+/** Writes the step summary and the annotations when in GitHub Actions; does nothing elsewhere. */
+function reportToGitHub(view: View, report: GitHubReport): void {
+  const { io, env } = view;
+  if (!inGitHubActions(env)) return;
+  for (const line of annotations(report.results)) io.error(line);
+  const summaryFile = env.GITHUB_STEP_SUMMARY;
+  if (!summaryFile) return;
+  try {
+    appendFileSync(summaryFile, markdownSummary(report.title, report.results));
+  } catch (error) {
+    io.warn(`could not append to GITHUB_STEP_SUMMARY (${summaryFile}): ${(error as Error).message}`);
+  }
+}
+
+function parsedObject(text: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // Stored text that is not an object is shown raw below.
+  }
+  return { answer: text };
+}
+
+/** A completed record; with --json, the service's exact text. */
+function showRecord(io: IO, recordJson: string, verification: string, json: boolean): void {
+  if (json) io.data(recordJson);
+  else io.data(renderRecord(parsedObject(recordJson), { verification }, io.colour));
+}
+
+/**
+ * The outcome of register or complete: the record (or, for a registration
+ * left pending, the session) on stdout, exactly as the service sent it with
+ * --json, as a table otherwise; what happened on stderr.
+ */
+function showOutcome(io: IO, outcome: Outcome, baseUrl: string, json: boolean): void {
+  switch (outcome.kind) {
+    case 'already-registered':
+      showAlreadyRegistered(io, outcome, verificationUrl(baseUrl, outcome.hash), json);
+      return;
+    case 'pending': {
+      const { entry } = outcome;
+      io.info(
+        `${outcome.reused ? 'a session was already pending' : 'session saved'} for ${entry.hash}; ` +
+          `complete it with: notarize complete ${entry.hash}`,
+      );
+      if (json) io.data(entry.sessionJson);
+      else {
+        const session = parsedObject(entry.sessionJson);
+        io.data(
+          renderRecord(
+            { hash: entry.hash, description: entry.description, savedAt: entry.savedAt, ...session },
+            {},
+            io.colour,
+          ),
+        );
+      }
+      return;
+    }
+    case 'completed':
+      io.info(`registered ${outcome.entry.hash}${outcome.reusedSession ? ' (with the pending session)' : ''}`);
+      showRecord(io, outcome.entry.recordJson, verificationUrl(baseUrl, outcome.entry.hash), json);
+      if (outcome.custody) {
+        io.info(
+          outcome.custody.metadataSent
+            ? 'custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes.'
+            : 'custody: the file metadata could not be sent, and the file itself was NOT uploaded.',
+        );
+      }
+      return;
+  }
+}
+
+/**
+ * A hash the ledger or the service (a 409) says is registered: the ledger's
+ * record when this store has one; otherwise the service's words, no record,
+ * and the public verification page.
+ */
+function showAlreadyRegistered(
+  io: IO,
+  outcome: Extract<Outcome, { kind: 'already-registered' }>,
+  verification: string,
+  json: boolean,
+): void {
+  const { hash, entry, service } = outcome;
+  const said = service ? `the service says so (409${service.message ? `: ${service.message}` : ''})` : undefined;
+  if (service?.retiredSession) io.info(`its pending session was moved aside to ${service.retiredSession}`);
+  if (entry) {
+    io.info(
+      `${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ''}); use --force to register it again`,
+    );
+    showRecord(io, entry.recordJson, verification, json);
+    return;
+  }
+  io.info(
+    `${hash} is already registered: ${said ?? 'the service says so'}; this store has no record of it, see ${verification}`,
+  );
+  if (json) {
+    const summary = {
+      hash,
+      status: 'already-registered',
+      record: null,
+      verificationUrl: verification,
+      message: service?.message ?? null,
+    };
+    io.data(JSON.stringify(summary, null, 2));
+  } else {
+    io.data(
+      renderRecord(
+        {
+          hash,
+          status: 'already registered (the service says so; no local record)',
+          message: service?.message ?? null,
+        },
+        { verification },
+        io.colour,
+      ),
+    );
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The run functions of `config get|set|unset|list|path`, called in process
+ * with a real Context over a temporary store: values in effect and where
+ * they come from, values stored (checked and normalized) and removed, and
+ * through the renderer, what `notarize config ...` prints.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  runConfigGet,
+  runConfigList,
+  runConfigPath,
+  runConfigSet,
+  runConfigUnset,
+  type ResolveSetting,
+} from '../../src/commands/config.js';
+import { Context } from '../../src/context.js';
+import { present } from '../../src/output/present.js';
+import * as storeModule from '../../src/store/store.js';
+import { SETTINGS } from '../../src/settings.js';
+import { bufferIO, type BufferIO } from '../helpers/io.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
+
+const tempDir = useTempDirs('notarize-config-');
+
+interface Setup extends BufferIO {
+  ctx: Context;
+  resolve: ResolveSetting;
+  store: () => storeModule.Store;
+}
+
+/** A context over a fresh store, with `env` and the global flags given. */
+function setup(
+  env: NodeJS.ProcessEnv = {},
+  globals: { timeout?: string; json?: boolean } = {},
+  dir = tempDir(),
+): Setup {
+  const out = bufferIO();
+  const ctx = new Context(out.io, { NOTARIZE_CONFIG_DIR: dir, ...env }, globals, storeModule);
+  return { ...out, ctx, resolve: (key) => ctx.resolveSetting(key), store: () => ctx.store };
+}
+
+describe('config run functions', () => {
+  it('get: the value in effect and its source, by flag > environment > store > default', async () => {
+    const dir = tempDir();
+    expect(runConfigGet({ key: 'timeout', resolve: setup({}, {}, dir).resolve })).toEqual({
+      kind: 'value',
+      json: { key: 'timeout', value: '30000', source: 'default' },
+      text: { data: '30000' },
+    });
+    await runConfigSet({ key: 'timeout', value: '4000', store: setup({}, {}, dir).store });
+    expect(runConfigGet({ key: 'timeout', resolve: setup({}, {}, dir).resolve }).json).toMatchObject({
+      value: '4000',
+      source: 'store',
+    });
+    const fromEnv = setup({ NOTARIZE_TIMEOUT: '5000' }, {}, dir);
+    expect(runConfigGet({ key: 'timeout', resolve: fromEnv.resolve }).json).toMatchObject({
+      value: '5000',
+      source: 'env',
+    });
+    const fromFlag = setup({ NOTARIZE_TIMEOUT: '5000' }, { timeout: '6000' }, dir);
+    expect(runConfigGet({ key: 'timeout', resolve: fromFlag.resolve }).json).toMatchObject({
+      value: '6000',
+      source: 'flag',
+    });
+  });
+
+  it('get: an unknown key is a usage error naming the known ones', () => {
+    expect(() => runConfigGet({ key: 'colour', resolve: setup().resolve })).toThrow(
+      expect.objectContaining({ exitCode: 2, message: "unknown setting 'colour'" }),
+    );
+  });
+
+  it('set: stores the normalized value and says so; refuses an invalid one, storing nothing', async () => {
+    const s = setup();
+    const result = await runConfigSet({ key: 'baseUrl', value: 'http://127.0.0.1:8787/', store: s.store });
+    expect(result).toEqual({ kind: 'value', info: ['baseUrl = http://127.0.0.1:8787'] });
+    expect(s.store().getSetting('baseUrl')).toBe('http://127.0.0.1:8787');
+    await expect(runConfigSet({ key: 'retries', value: 'many', store: s.store })).rejects.toMatchObject({
+      exitCode: 2,
+    });
+    expect(s.store().getSetting('retries')).toBeUndefined();
+  });
+
+  it('unset: removes the stored value; the default applies again', async () => {
+    const s = setup();
+    await runConfigSet({ key: 'retries', value: '5', store: s.store });
+    expect(await runConfigUnset({ key: 'retries', store: s.store })).toEqual({
+      kind: 'value',
+      info: ['retries unset'],
+    });
+    expect(runConfigGet({ key: 'retries', resolve: s.resolve }).json).toMatchObject({ source: 'default' });
+  });
+
+  it('list: every declared setting, in order, with its value, source and variable', () => {
+    const s = setup({ NOTARIZE_RETRIES: '1' });
+    const result = runConfigList({ resolve: s.resolve });
+    expect(result.rows.map((r) => [r.key, r.source, r.env])).toEqual(
+      SETTINGS.map((d) => [d.key, d.key === 'retries' ? 'env' : 'default', d.env]),
+    );
+    present({ io: s.io, env: {}, format: 'table' }, result);
+    const lines = s.stdout().trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^KEY +VALUE +SOURCE +ENV$/);
+    expect(lines).toContainEqual(expect.stringMatching(/^retries +1 +env +NOTARIZE_RETRIES$/));
+    expect(lines).toHaveLength(SETTINGS.length + 1);
+  });
+
+  it('path: the store directory, printed as is with or without --json', () => {
+    const dir = tempDir();
+    for (const format of ['table', 'json'] as const) {
+      const s = setup({}, {}, dir);
+      const result = runConfigPath({ store: s.store });
+      expect(result).toEqual({ kind: 'value', text: { data: dir } });
+      present({ io: s.io, env: {}, format }, result);
+      expect(s.stdout()).toBe(`${dir}\n`);
+    }
+  });
+
+  it('get through the renderer: the bare value, or one line of JSON with --json', () => {
+    const s = setup({ NOTARIZE_RETRIES: '2' });
+    const result = runConfigGet({ key: 'retries', resolve: s.resolve });
+    present({ io: s.io, env: {}, format: 'table' }, result);
+    present({ io: s.io, env: {}, format: 'json' }, result);
+    expect(s.stdout()).toBe('2\n{"key":"retries","value":"2","source":"env"}\n');
+  });
+});

@@ -1,0 +1,63 @@
+/** runList and runShow in process: the ledger's records as data, oldest first, and one record by digest or file. */
+import { describe, expect, it } from 'vitest';
+import { runList } from '../../src/commands/list.js';
+import { runShow } from '../../src/commands/show.js';
+import { present } from '../../src/output/present.js';
+import { type Bed, sha256, useBed } from '../helpers/bed.js';
+import { contextFor, type TestContext } from '../helpers/context.js';
+import { runMain } from '../helpers/main.js';
+
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
+
+const ledgerOf = (t: TestContext) => ({ baseUrl: () => t.ctx.baseUrl, ledger: () => t.ctx.ledger });
+
+async function registered(name: string, content: string): Promise<string> {
+  const path = await bed.file(name, content);
+  const run = await runMain(bed, ['register', path, '--quiet', '-d', `about ${name}`]);
+  expect(run.code, run.stderr).toBe(0);
+  return sha256(content);
+}
+
+describe('runList', () => {
+  it('an empty ledger: no rows, and the message for a table', async () => {
+    const t = contextFor(bed);
+    const result = await runList(ledgerOf(t));
+    expect(result.rows).toEqual([]);
+    present({ io: t.io, env: {}, format: 'table' }, result);
+    expect([t.stdout(), t.stderr()]).toEqual(['', `the ledger of ${bed.url} is empty\n`]);
+  });
+
+  it('rows oldest first, with the record as the service sent it; what `notarize list --json` prints', async () => {
+    const first = await registered('a.txt', 'a\n');
+    const second = await registered('b.txt', 'b\n');
+    const t = contextFor(bed);
+    const result = await runList(ledgerOf(t));
+    expect(result.rows.map((r) => [r.hash, r.file, r.verificationUrl])).toEqual([
+      [first, 'a.txt', `${bed.url}/verification/${first}`],
+      [second, 'b.txt', `${bed.url}/verification/${second}`],
+    ]);
+    expect(result.rows[0]?.record).toEqual(JSON.parse(bed.ledgerEntry(first).recordJson));
+    expect(result.cells(result.rows[0]!)).toEqual([first, result.rows[0]!.completedAt, 'a.txt', 'about a.txt']);
+    present({ io: t.io, env: {}, format: 'json' }, result);
+    expect(t.stdout()).toBe((await runMain(bed, ['list', '--json'])).stdout);
+  });
+});
+
+describe('runShow', () => {
+  it('one record, by digest or by file', async () => {
+    const hash = await registered('a.txt', 'a\n');
+    const t = contextFor(bed);
+    const byHash = await runShow({ target: hash.toUpperCase(), ...ledgerOf(t) });
+    expect(byHash).toEqual({ kind: 'record', hash, recordJson: bed.ledgerEntry(hash).recordJson, baseUrl: bed.url });
+    expect(await runShow({ target: await bed.file('copy.txt', 'a\n'), ...ledgerOf(t) })).toEqual(byHash);
+  });
+
+  it('a digest not in the ledger: exit 6, naming the service', async () => {
+    const hash = sha256('never');
+    await expect(runShow({ target: hash, ...ledgerOf(contextFor(bed)) })).rejects.toMatchObject({
+      exitCode: 6,
+      message: `${hash} is not in the ledger of ${bed.url}`,
+    });
+  });
+});

@@ -1,0 +1,65 @@
+/** runLogin and runLogout in process against a sandbox on port 0: the token stored and forgotten, as data. */
+import { describe, expect, it } from 'vitest';
+import { runLogin, type LoginOptions } from '../../src/commands/login.js';
+import { runLogout } from '../../src/commands/logout.js';
+import { SANDBOX_USER } from '../../src/sandbox/server.js';
+import { present } from '../../src/output/present.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { contextFor, type TestContext } from '../helpers/context.js';
+
+let bed: Bed;
+useBed((created) => (bed = created));
+
+function options(t: TestContext, overrides: Partial<LoginOptions> = {}): LoginOptions {
+  const { ctx } = t;
+  return {
+    apiKeyStdin: false,
+    io: ctx.io,
+    envApiKey: undefined,
+    ci: false,
+    baseUrl: () => ctx.baseUrl,
+    store: () => ctx.store,
+    api: () => ctx.api(),
+    ...overrides,
+  };
+}
+
+describe('runLogin and runLogout', () => {
+  it('logs in with the key on standard input: the token stored, who and until when as data', async () => {
+    const t = contextFor(bed, { stdin: `${bed.sandbox.apiKey}\n` });
+    const result = await runLogin(options(t, { apiKeyStdin: true }));
+    const tokens = bed.storedTokens();
+    expect(Object.keys(tokens)).toEqual([bed.url]);
+    expect(result.json).toEqual({
+      baseUrl: bed.url,
+      email: SANDBOX_USER.email,
+      userId: SANDBOX_USER.userId,
+      expiresAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    expect(result.text?.info).toEqual([expect.stringMatching(new RegExp(`^logged in to ${bed.url} as `))]);
+    present({ io: t.io, env: {}, format: 'json' }, result);
+    expect(JSON.parse(t.stdout())).toEqual(result.json);
+    expect(t.stderr()).toBe('');
+  });
+
+  it('no key and standard input not a terminal: exit 3, nothing sent', async () => {
+    await expect(runLogin(options(contextFor(bed)))).rejects.toMatchObject({ exitCode: 3 });
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('logout forgets the token; says so, and warns while NOTARIZE_TOKEN is still set', async () => {
+    const t = contextFor(bed);
+    await runLogin(options(t, { envApiKey: bed.sandbox.apiKey }));
+    const logout = { baseUrl: () => t.ctx.baseUrl, store: () => t.ctx.store };
+    expect(await runLogout({ ...logout, envToken: undefined })).toEqual({
+      kind: 'value',
+      info: [`logged out of ${bed.url}`],
+    });
+    expect(bed.storedTokens()).toEqual({});
+    expect(await runLogout({ ...logout, envToken: 'a-token-from-ci' })).toEqual({
+      kind: 'value',
+      info: [`no token was stored for ${bed.url}`],
+      warnings: ['NOTARIZE_TOKEN is set in the environment and is still used'],
+    });
+  });
+});

@@ -1,0 +1,55 @@
+/** runPending and runPendingDrop in process: the sessions left pending as rows, and one retired by hand. */
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { runPending, runPendingDrop } from '../../src/commands/pending.js';
+import { present } from '../../src/output/present.js';
+import { type Bed, sha256, useBed } from '../helpers/bed.js';
+import { contextFor } from '../helpers/context.js';
+import { runMain } from '../helpers/main.js';
+
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
+
+describe('runPending', () => {
+  it('none: no rows, and the message for a table', async () => {
+    const t = contextFor(bed);
+    const result = await runPending({ ledger: () => t.ctx.ledger });
+    expect(result.rows).toEqual([]);
+    present({ io: t.io, env: {}, format: 'table' }, result);
+    expect([t.stdout(), t.stderr()]).toEqual(['', 'no pending registrations\n']);
+  });
+
+  it('a registration left pending: its row, ready, with the session; then dropped, kept aside', async () => {
+    const path = await bed.file('draft.txt', 'draft\n');
+    const hash = sha256('draft\n');
+    expect((await runMain(bed, ['register', path, '--no-complete', '--quiet'])).code).toBe(0);
+    const t = contextFor(bed);
+    const ledger = () => t.ctx.ledger;
+    const listed = await runPending({ ledger });
+    expect(listed.rows).toEqual([
+      {
+        hash,
+        description: 'draft.txt',
+        savedAt: expect.any(String),
+        plan: expect.any(String),
+        state: 'ready',
+        session: expect.any(Object),
+      },
+    ]);
+    expect(listed.cells(listed.rows[0]!)).toEqual([
+      hash,
+      'draft.txt',
+      listed.rows[0]!.plan,
+      listed.rows[0]!.savedAt,
+      'ready',
+    ]);
+
+    const dropped = await runPendingDrop({ hash, ledger });
+    expect(dropped.kind).toBe('value');
+    const [message] = dropped.info ?? [];
+    const kept = /^retired the pending session of [0-9a-f]{64}; kept in (.+)$/.exec(message ?? '')?.[1];
+    expect(kept && existsSync(kept)).toBe(true);
+    expect(bed.pendingHashes()).toEqual([]);
+    await expect(runPendingDrop({ hash, ledger })).rejects.toMatchObject({ code: 'no_pending_session', exitCode: 2 });
+  });
+});

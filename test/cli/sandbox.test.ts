@@ -1,0 +1,63 @@
+/**
+ * runSandbox in process, stopped by a promise instead of a signal: what it
+ * hands over once it listens (its URL and key, as data), that it serves,
+ * and what it says when it stops. (Signals: test/cli/signals.test.ts.)
+ */
+import { describe, expect, it } from 'vitest';
+import { runSandbox } from '../../src/commands/sandbox.js';
+import { present, type ValueResult } from '../../src/output/present.js';
+import { bufferIO } from '../helpers/io.js';
+
+describe('runSandbox', () => {
+  it('listens, hands over its URL and key, serves, and stops when told', async () => {
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    let listening: ValueResult | undefined;
+    let status: number | undefined;
+    const run = runSandbox({
+      port: 0,
+      host: '127.0.0.1',
+      faults: 'active:status=503',
+      envFaults: undefined,
+      envApiKey: 'sandbox_key_for_this_test',
+      stopped,
+      onListening: (result) => {
+        listening = result;
+        const { url } = result.json as { url: string };
+        void fetch(`${url}/api/v2/payment/subscription/active`).then((answer) => {
+          status = answer.status;
+          stop();
+        });
+      },
+    });
+    const result = await run;
+    expect(status).toBe(503);
+    const { url, apiKey } = listening?.json as { url: string; apiKey: string };
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(apiKey).toBe('sandbox_key_for_this_test');
+    expect(result).toEqual({ kind: 'value', info: ['sandbox stopped'] });
+
+    const out = bufferIO();
+    present({ io: out.io, env: {}, format: 'table' }, listening!);
+    expect(out.stdout()).toBe(`notarize sandbox listening on ${url}\nAPI key: ${apiKey}\n`);
+    expect(out.stderr()).toBe(
+      `try: NOTARIZE_BASE_URL=${url} NOTARIZE_API_KEY=<the key> notarize register <file>\ninjecting 1 fault rule(s)\n`,
+    );
+  });
+
+  it('an invalid fault rule is a usage error before anything listens', async () => {
+    const run = runSandbox({
+      port: 0,
+      host: '127.0.0.1',
+      envFaults: 'nonsense',
+      envApiKey: undefined,
+      onListening: () => {
+        throw new Error('must not listen');
+      },
+    });
+    await expect(run).rejects.toMatchObject({
+      exitCode: 2,
+      hint: 'see `notarize sandbox --help` for the fault syntax',
+    });
+  });
+});

@@ -1,0 +1,136 @@
+/**
+ * runVerify called in process, against a ledger filled by registering with
+ * the sandbox on port 0: one document's record, a batch's results in input
+ * order and the failure they imply (2 before 6), and nothing sent, ever.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { optionsSchema, runVerify, type VerifyOptions } from '../../src/commands/verify.js';
+import { itemResultsFor, present, type CommandResult } from '../../src/output/present.js';
+import { ItemResults } from '../../src/output/results.js';
+import { type Bed, sha256, useBed } from '../helpers/bed.js';
+import { contextFor, type TestContext } from '../helpers/context.js';
+import { runMain } from '../helpers/main.js';
+
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
+
+function options(t: TestContext, paths: string[]): VerifyOptions {
+  const { ctx } = t;
+  return { ...optionsSchema.parse({}), paths, io: ctx.io, baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger };
+}
+
+function expectKind<K extends CommandResult['kind']>(
+  result: CommandResult,
+  kind: K,
+): asserts result is Extract<CommandResult, { kind: K }> {
+  expect(result.kind).toBe(kind);
+}
+
+/** Writes and registers `name` (through main(), as a user would have). */
+async function registered(name: string, content: string): Promise<string> {
+  const path = await bed.file(name, content);
+  const run = await runMain(bed, ['register', path, '--quiet']);
+  expect(run.code, run.stderr).toBe(0);
+  return path;
+}
+
+describe('runVerify', () => {
+  it('one verified document: its record from the ledger, a note, and its result for GitHub', async () => {
+    const path = await registered('contract.pdf', 'contract\n');
+    const hash = sha256('contract\n');
+    const mark = bed.mark();
+    const t = contextFor(bed);
+    const result = await runVerify(options(t, [path]));
+    expect(bed.callsSince(mark)).toEqual([]);
+    expect(t.stdout()).toBe('');
+    expectKind(result, 'record');
+    const { recordJson } = bed.ledgerEntry(hash);
+    expect(result).toMatchObject({
+      hash,
+      recordJson,
+      baseUrl: bed.url,
+      note: `verified: ${path} is notarized`,
+      github: { title: 'notarize verify', results: [{ file: path, hash, status: 'verified' }] },
+    });
+    expect(result.failure).toBeUndefined();
+    present({ io: t.io, env: {}, format: 'json' }, result);
+    expect(t.stdout()).toBe(`${recordJson}\n`);
+    expect(t.stderr()).toBe(`verified: ${path} is notarized\n`);
+  });
+
+  it('verified, modified and unknown documents in input order; the run fails with exit 6', async () => {
+    const good = await registered('a.txt', 'a\n');
+    const goodHash = sha256('a\n');
+    // Another document of the same name, with other bytes: "modified".
+    await mkdir(join(bed.workDir, 'later'));
+    const modified = join(bed.workDir, 'later', 'a.txt');
+    await writeFile(modified, 'a, changed\n');
+    const unknown = await bed.file('new.txt', 'never registered\n');
+    const items = new ItemResults();
+    const result = await runVerify(options(contextFor(bed), [good, modified, unknown]), items);
+    expectKind(result, 'items');
+    expect(result.items).toBe(items);
+    const list = items.list();
+    expect(list.map((r) => [r.file, r.hash, r.status])).toEqual([
+      [good, goodHash, 'verified'],
+      [modified, sha256('a, changed\n'), 'modified'],
+      [unknown, sha256('never registered\n'), 'unknown'],
+    ]);
+    const { completedAt } = bed.ledgerEntry(goodHash) as unknown as { completedAt: string };
+    expect(list[1]?.reason).toBe(`'a.txt' was notarized with digest ${goodHash} (${completedAt})`);
+    expect(list[0]).toMatchObject({ verificationUrl: `${bed.url}/verification/${goodHash}` });
+    expect(result.failure).toMatchObject({
+      code: 'not_notarized',
+      exitCode: 6,
+      message: `2 of 3 documents are not notarized in the ledger of ${bed.url}`,
+    });
+    expect(items.summary()).toBe('3 items: 1 verified, 1 modified, 1 unknown');
+  });
+
+  it('a document that cannot be read among others: a failed result, and exit 2 before 6', async () => {
+    const good = await registered('a.txt', 'a\n');
+    const missing = join(bed.workDir, 'missing.txt');
+    const unknown = await bed.file('new.txt', 'never registered\n');
+    const result = await runVerify(options(contextFor(bed), [good, missing, unknown]));
+    expectKind(result, 'items');
+    expect(result.items.list().map((r) => r.status)).toEqual(['verified', 'failed', 'unknown']);
+    expect(result.failure).toMatchObject({
+      code: 'batch_failed',
+      exitCode: 2,
+      message: '1 of 3 documents could not be read',
+    });
+  });
+
+  it('one document alone that cannot be read is thrown: the one-line error of any usage error', async () => {
+    const t = contextFor(bed);
+    const missing = join(bed.workDir, 'missing.txt');
+    const run = runVerify(options(t, [missing]));
+    await expect(run).rejects.toMatchObject({ code: 'unreadable_file', exitCode: 2, path: missing });
+    expect(t.stdout()).toBe('');
+  });
+
+  it('through the renderer, prints what `notarize verify` prints, table and JSON', async () => {
+    const good = await registered('a.txt', 'a\n');
+    const unknown = await bed.file('new.txt', 'never registered\n');
+    for (const json of [false, true]) {
+      const t = contextFor(bed, { json });
+      const view = { io: t.io, env: {}, format: json ? ('json' as const) : ('table' as const) };
+      const result = await runVerify(options(t, [good, unknown]), itemResultsFor(view));
+      present(view, result);
+      const viaMain = await runMain(bed, ['verify', good, unknown, ...(json ? ['--json'] : [])]);
+      expect(viaMain.code).toBe(6);
+      expect(t.stdout()).toBe(viaMain.stdout);
+      // main() adds one line, the failure the action throws after present().
+      expect(viaMain.stderr).toBe(`${t.stderr()}${lastLine(viaMain.stderr)}`);
+      expect(lastLine(viaMain.stderr)).toContain('1 of 2 documents are not notarized');
+    }
+  });
+});
+
+/** The last line of `text` (with its newline). */
+function lastLine(text: string): string {
+  const lines = text.trimEnd().split('\n');
+  return `${lines[lines.length - 1]}\n`;
+}

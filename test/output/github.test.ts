@@ -1,0 +1,65 @@
+/**
+ * GitHub Actions text (output/github.ts): the step summary's markdown and
+ * the `::error` annotations, with outside text escaped so that it can
+ * neither forge a workflow command nor break the table. (Writing them is
+ * present.ts's; see test/output/present.test.ts and test/batch/github.test.ts.)
+ */
+import { describe, expect, it } from 'vitest';
+import { annotations, inGitHubActions, markdownSummary } from '../../src/output/github.js';
+import { itemResult, skippedResult } from '../../src/output/results.js';
+
+const HASH = 'cd'.repeat(32);
+
+describe('GitHub Actions text', () => {
+  it('is on only when GITHUB_ACTIONS is exactly "true"', () => {
+    expect(inGitHubActions({ GITHUB_ACTIONS: 'true' })).toBe(true);
+    expect(inGitHubActions({ GITHUB_ACTIONS: '1' })).toBe(false);
+    expect(inGitHubActions({})).toBe(false);
+  });
+
+  it('annotates failed, modified and unknown results only, with the message, reason or status', () => {
+    const lines = annotations([
+      itemResult('ok.txt', HASH, 'verified'),
+      itemResult('bad.txt', null, 'failed', { error: { code: 'x', exitCode: 2, message: 'cannot read' } }),
+      itemResult('m.txt', HASH, 'modified', { reason: 'other digest' }),
+      itemResult('-', HASH, 'unknown'),
+      skippedResult('link', 'a symbolic link'),
+    ]);
+    expect(lines).toEqual([
+      '::error file=bad.txt,title=notarize%3A failed::cannot read',
+      '::error file=m.txt,title=notarize%3A modified::other digest',
+      // Standard input names no file of the repository.
+      '::error title=notarize%3A unknown::unknown',
+    ]);
+  });
+
+  it('escapes what could forge a command or a property: %, line breaks, colons and commas, controls', () => {
+    const [line] = annotations([
+      itemResult('a,b:c%.txt', null, 'failed', {
+        error: { code: 'x', exitCode: 1, message: '50%\n::warning::forged\u001b[31m' },
+      }),
+    ]);
+    expect(line).toBe('::error file=a%2Cb%3Ac%25.txt,title=notarize%3A failed::50%25\\n::warning::forged\\u001b[31m');
+  });
+
+  it('summarises results as a markdown table: a link for a verification page, else the detail', () => {
+    const text = markdownSummary('notarize verify', [
+      itemResult('a|b.txt', HASH, 'verified', { verificationUrl: `https://s/verification/${HASH}` }),
+      itemResult(null, null, 'failed', { error: { code: 'x', exitCode: 1, message: 'no\nway' } }),
+      skippedResult('link', 'a symbolic link'),
+    ]);
+    expect(text).toBe(
+      [
+        '### notarize verify',
+        '',
+        '| File | Status | SHA-256 | Detail |',
+        '|---|---|---|---|',
+        `| a\\|b.txt | verified | \`${HASH}\` | [verify](https://s/verification/${HASH}) |`,
+        '| - | failed | - | no\\nway |',
+        '| link | skipped | - | a symbolic link |',
+        '',
+        '',
+      ].join('\n'),
+    );
+  });
+});
