@@ -4,9 +4,9 @@
  * one precedence rule: flag > environment > store > default.
  */
 import { Argument, type Command } from 'commander';
-import type { Context, SettingSource } from '../context.js';
+import type { Context } from '../context.js';
 import type { RowsResult, ValueResult } from '../output/present.js';
-import { SETTINGS, settingDefinition, type SettingKey } from '../settings.js';
+import { SETTINGS, settingDefinition, type SettingKey, type SettingSource } from '../settings.js';
 import type { Store } from '../store/store.js';
 import { finish, viewOf } from './action.js';
 import { examples, withValues } from './options.js';
