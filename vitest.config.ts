@@ -9,5 +9,16 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Two cores: more workers only make the process-spawning tests contend.
     maxWorkers: 2,
+    // `npm run coverage` (the whole suite), or cheaply for the flow alone:
+    // `npx vitest run --coverage --coverage.include=src/core/notarize.ts test/core/notarize`.
+    // Only the register/complete flow has a threshold: its unit tests
+    // (test/core/notarize*.test.ts) take every branch of it on their own.
+    coverage: {
+      provider: 'v8',
+      include: ['src/**'],
+      thresholds: {
+        'src/core/notarize.ts': { statements: 100, branches: 100, functions: 100, lines: 100 },
+      },
+    },
   },
 });
