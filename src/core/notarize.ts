@@ -184,7 +184,6 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
     } else {
       const sessionJson = source.kind === 'given' ? source.json : (await deps.api.activeSubscription()).raw;
       pending = {
-        schemaVersion: 1,
         hash,
         description: (source.kind === 'given' ? source.description : undefined) ?? stored?.description ?? '',
         custody: false,
@@ -302,7 +301,6 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
   deps.onStep?.('requesting');
   const save = async (sessionJson: string): Promise<PendingEntry> => {
     const entry: PendingEntry = {
-      schemaVersion: 1,
       hash: input.hash,
       description: input.description,
       custody: input.custody,
@@ -354,7 +352,6 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
   const { store } = deps;
   const save = async (recordJson: string): Promise<LedgerEntry> => {
     const entry: LedgerEntry = {
-      schemaVersion: 1,
       hash: pending.hash,
       completedAt: now(deps).toISOString(),
       ...(pending.file ? { file: pending.file } : {}),

@@ -12,6 +12,14 @@ import { hashSchema } from '../api/schemas.js';
 import { StoreError } from '../errors.js';
 import { corrupt, ensurePrivateDir, readStoreFile, removeFile, tightenDirIfExists, writeFileAtomic } from './files.js';
 
+/**
+ * The version every pending, retired, ledger and unanswered file starts
+ * with. Written by this store alone (the entry types leave it out), and its
+ * readers refuse any other.
+ */
+const STORE_VERSION = { schemaVersion: 1 } as const;
+const storeVersion = z.literal(STORE_VERSION.schemaVersion);
+
 const fileFacts = z.object({
   name: z.string(),
   size: z.int().nonnegative(),
@@ -30,7 +38,7 @@ const jsonObjectText = z.string().refine((text) => {
 }, 'expected the text of a JSON object');
 
 const pendingEntrySchema = z.object({
-  schemaVersion: z.literal(1),
+  schemaVersion: storeVersion,
   hash: hashSchema,
   description: z.string(),
   custody: z.boolean(),
@@ -45,7 +53,7 @@ const pendingEntrySchema = z.object({
   /** The request step's answer, exactly as received. */
   sessionJson: jsonObjectText,
 });
-export type PendingEntry = z.infer<typeof pendingEntrySchema>;
+export type PendingEntry = Omit<z.infer<typeof pendingEntrySchema>, 'schemaVersion'>;
 
 /**
  * A request step that the service answered 2xx with a body notarize could not
@@ -53,22 +61,22 @@ export type PendingEntry = z.infer<typeof pendingEntrySchema>;
  * notarize never saw. Kept so that a re-run does not request again on its own.
  */
 const unansweredEntrySchema = z.object({
-  schemaVersion: z.literal(1),
+  schemaVersion: storeVersion,
   hash: hashSchema,
   description: z.string(),
   requestedAt: z.string(),
 });
-export type UnansweredEntry = z.infer<typeof unansweredEntrySchema>;
+export type UnansweredEntry = Omit<z.infer<typeof unansweredEntrySchema>, 'schemaVersion'>;
 
 const ledgerEntrySchema = z.object({
-  schemaVersion: z.literal(1),
+  schemaVersion: storeVersion,
   hash: hashSchema,
   completedAt: z.string(),
   file: fileFacts.optional(),
   /** The forfait answer, exactly as received. */
   recordJson: jsonObjectText,
 });
-export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
+export type LedgerEntry = Omit<z.infer<typeof ledgerEntrySchema>, 'schemaVersion'>;
 
 /** Entries that could be read, and the files that could not (named in the errors). */
 export interface Listing<T> {
@@ -140,8 +148,8 @@ export class ServiceStore {
    * Saves a pending session atomically (replacing any earlier one for the
    * hash); resolves once it is durably on disk, rejects if it could not be.
    */
-  savePending(entry: Omit<PendingEntry, 'schemaVersion'>): Promise<void> {
-    return this.#write(this.pendingFile(entry.hash), { schemaVersion: 1, ...entry });
+  savePending(entry: PendingEntry): Promise<void> {
+    return this.#writeEntry(this.pendingFile(entry.hash), entry);
   }
 
   /**
@@ -163,7 +171,7 @@ export class ServiceStore {
     }
     if (entry === undefined) return undefined;
     const file = this.retiredFile(hash, at);
-    await this.#write(file, { ...entry, retiredAt: at.toISOString(), retiredBecause: reason });
+    await this.#writeEntry(file, { ...entry, retiredAt: at.toISOString(), retiredBecause: reason });
     this.removePending(hash);
     return file;
   }
@@ -214,8 +222,8 @@ export class ServiceStore {
   }
 
   /** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
-  saveRecord(entry: Omit<LedgerEntry, 'schemaVersion'>): Promise<void> {
-    return this.#write(this.ledgerFile(entry.hash), { schemaVersion: 1, ...entry });
+  saveRecord(entry: LedgerEntry): Promise<void> {
+    return this.#writeEntry(this.ledgerFile(entry.hash), entry);
   }
 
   unansweredFile(hash: string): string {
@@ -228,8 +236,8 @@ export class ServiceStore {
   }
 
   /** Records a request step answered 2xx unreadably (see UnansweredEntry). */
-  markUnanswered(entry: Omit<UnansweredEntry, 'schemaVersion'>): Promise<void> {
-    return this.#write(this.unansweredFile(entry.hash), { schemaVersion: 1, ...entry });
+  markUnanswered(entry: UnansweredEntry): Promise<void> {
+    return this.#writeEntry(this.unansweredFile(entry.hash), entry);
   }
 
   /** Forgets an unread request step: it was completed, dropped by hand, or requested again. */
@@ -255,6 +263,11 @@ export class ServiceStore {
    */
   #asideFile(folder: 'retired' | 'quarantine', hash: string, at: Date): string {
     return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, '-')}.json`);
+  }
+
+  /** Writes an entry with the store's version first (an entry read back holds the same one). */
+  #writeEntry(file: string, entry: object): Promise<void> {
+    return this.#write(file, { ...STORE_VERSION, ...entry });
   }
 
   async #write(file: string, value: unknown): Promise<void> {

@@ -164,6 +164,41 @@ describe('ServiceStore', () => {
     expect(readdirSync(join(store.dir, 'pending'))).toEqual([`${hash}.json`]);
   });
 
+  it("writes every versioned file with the store's schemaVersion first, the entry after it unchanged", async () => {
+    const store = serviceStore();
+    const hash = hashOf('versioned');
+    const at = new Date('2024-01-02T03:04:05.678Z');
+    const text = (value: object) => `${JSON.stringify(value, null, 2)}\n`;
+    await store.savePending(pending(hash));
+    expect(readFileSync(store.pendingFile(hash), 'utf8')).toBe(text({ schemaVersion: 1, ...pending(hash) }));
+    await store.saveRecord(record(hash));
+    expect(readFileSync(store.ledgerFile(hash), 'utf8')).toBe(text({ schemaVersion: 1, ...record(hash) }));
+    const unanswered = { hash, description: 'asked', requestedAt: at.toISOString() };
+    await store.markUnanswered(unanswered);
+    expect(readFileSync(store.unansweredFile(hash), 'utf8')).toBe(text({ schemaVersion: 1, ...unanswered }));
+    // An entry read back (it holds the version) is written the same way.
+    await store.savePending(store.readPending(hash)!);
+    expect(readFileSync(store.pendingFile(hash), 'utf8')).toBe(text({ schemaVersion: 1, ...pending(hash) }));
+    const retired = await store.retirePending(hash, 'why', at);
+    expect(retired).toBe(store.retiredFile(hash, at));
+    expect(readFileSync(retired!, 'utf8')).toBe(
+      text({ schemaVersion: 1, ...pending(hash), retiredAt: at.toISOString(), retiredBecause: 'why' }),
+    );
+  });
+
+  it('refuses a file of another schemaVersion as damaged, leaving it unchanged', async () => {
+    const store = serviceStore();
+    const hash = hashOf('v2');
+    await store.saveRecord(record(hash));
+    const file = store.ledgerFile(hash);
+    const text = readFileSync(file, 'utf8').replace('"schemaVersion": 1', '"schemaVersion": 2');
+    writeFileSync(file, text);
+    const error = thrown(() => store.readRecord(hash));
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).message).toContain('schemaVersion');
+    expect(readFileSync(file, 'utf8')).toBe(text);
+  });
+
   it('can be built directly on a directory, keeping two services apart', async () => {
     const dir = tempDir();
     const a = new ServiceStore(join(dir, 'a'), 'https://a.example');
