@@ -277,11 +277,11 @@ function requestUnread(hash: string, requestedAt: string): ProtocolError {
   );
 }
 
-/** The refusal to send again a session whose last forfait was answered unreadably. */
+/** The refusal to send again a session whose last forfait was answered unreadably (`forfaitUnreadAt` set). */
 function answerUnread(deps: FlowDeps, pending: PendingEntry): ProtocolError {
   const page = deps.api.transport.url(`/verification/${pending.hash}`);
   return new ProtocolError(
-    `the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt ?? '?'} and answered, ` +
+    `the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt!} and answered, ` +
       'but the answer could not be read; notarize does not send it again on its own',
     {
       hint:
@@ -381,7 +381,7 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
       // A 2xx whose body could not be read: the service may have completed
       // it. Marked so that only an explicit `complete` sends it again.
       const marked = await markAnswerUnread(deps, pending);
-      error.hint = `${error.hint ? `${error.hint}; ` : ''}${answerUnread(deps, marked).hint ?? ''}`;
+      error.hint = [error.hint, answerUnread(deps, marked).hint].filter(Boolean).join('; ');
       throw error;
     }
     if (isAlreadyRegistered(error)) throw error;
@@ -497,7 +497,8 @@ async function sendMetadata(
   pending: PendingEntry,
 ): Promise<CustodyOutcome> {
   const file = input.file ?? pending.file;
-  const session = subscriptionSessionSchema.safeParse(safeJson(pending.sessionJson));
+  // A session reaching here is the text of a JSON object: the store's schema, or the request step's parse, says so.
+  const session = subscriptionSessionSchema.safeParse(JSON.parse(pending.sessionJson));
   if (!file || !session.success) {
     return { metadataSent: false, error: new UsageError('custody metadata needs the local file and a valid session') };
   }
@@ -516,14 +517,6 @@ async function sendMetadata(
   } catch (error) {
     if (error instanceof NotarizeError) return { metadataSent: false, error };
     throw error;
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }
 

@@ -14,11 +14,17 @@ import { corrupt, ensurePrivateDir, readStoreFile, removeFile, tightenDirIfExist
 
 /**
  * The version every pending, retired, ledger and unanswered file starts
- * with. Written by this store alone (the entry types leave it out), and its
- * readers refuse any other.
+ * with. The store alone deals with it: its write path puts it first, its
+ * readers refuse any other and hand entries out without it.
  */
 const STORE_VERSION = { schemaVersion: 1 } as const;
+
 const storeVersion = z.literal(STORE_VERSION.schemaVersion);
+
+/** An entry as the store hands it out: its file's content without the version. */
+function withoutVersion<T extends { schemaVersion: number }>({ schemaVersion: _version, ...entry }: T) {
+  return entry;
+}
 
 const fileFacts = z.object({
   name: z.string(),
@@ -37,46 +43,52 @@ const jsonObjectText = z.string().refine((text) => {
   }
 }, 'expected the text of a JSON object');
 
-const pendingEntrySchema = z.object({
-  schemaVersion: storeVersion,
-  hash: hashSchema,
-  description: z.string(),
-  custody: z.boolean(),
-  savedAt: z.string(),
-  file: fileFacts.optional(),
-  /**
-   * Set when forfait was sent with this session and answered 2xx with a body
-   * that could not be read: the service may have completed it, so only an
-   * explicit `notarize complete` sends the session again.
-   */
-  forfaitUnreadAt: z.string().optional(),
-  /** The request step's answer, exactly as received. */
-  sessionJson: jsonObjectText,
-});
-export type PendingEntry = Omit<z.infer<typeof pendingEntrySchema>, 'schemaVersion'>;
+const pendingEntrySchema = z
+  .object({
+    schemaVersion: storeVersion,
+    hash: hashSchema,
+    description: z.string(),
+    custody: z.boolean(),
+    savedAt: z.string(),
+    file: fileFacts.optional(),
+    /**
+     * Set when forfait was sent with this session and answered 2xx with a body
+     * that could not be read: the service may have completed it, so only an
+     * explicit `notarize complete` sends the session again.
+     */
+    forfaitUnreadAt: z.string().optional(),
+    /** The request step's answer, exactly as received. */
+    sessionJson: jsonObjectText,
+  })
+  .transform(withoutVersion);
+export type PendingEntry = z.infer<typeof pendingEntrySchema>;
 
 /**
  * A request step that the service answered 2xx with a body notarize could not
  * read: the service may hold a subscription session for the hash that
  * notarize never saw. Kept so that a re-run does not request again on its own.
  */
-const unansweredEntrySchema = z.object({
-  schemaVersion: storeVersion,
-  hash: hashSchema,
-  description: z.string(),
-  requestedAt: z.string(),
-});
-export type UnansweredEntry = Omit<z.infer<typeof unansweredEntrySchema>, 'schemaVersion'>;
+const unansweredEntrySchema = z
+  .object({
+    schemaVersion: storeVersion,
+    hash: hashSchema,
+    description: z.string(),
+    requestedAt: z.string(),
+  })
+  .transform(withoutVersion);
+export type UnansweredEntry = z.infer<typeof unansweredEntrySchema>;
 
-const ledgerEntrySchema = z.object({
-  schemaVersion: storeVersion,
-  hash: hashSchema,
-  completedAt: z.string(),
-  file: fileFacts.optional(),
-  /** The forfait answer, exactly as received. */
-  recordJson: jsonObjectText,
-});
-export type LedgerEntry = Omit<z.infer<typeof ledgerEntrySchema>, 'schemaVersion'>;
+const ledgerEntrySchema = z
+  .object({
+    schemaVersion: storeVersion,
+    hash: hashSchema,
+    completedAt: z.string(),
+    file: fileFacts.optional(),
+    /** The forfait answer, exactly as received. */
+    recordJson: jsonObjectText,
+  })
+  .transform(withoutVersion);
+export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
 
 /** Entries that could be read, and the files that could not (named in the errors). */
 export interface Listing<T> {
@@ -265,7 +277,7 @@ export class ServiceStore {
     return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, '-')}.json`);
   }
 
-  /** Writes an entry with the store's version first (an entry read back holds the same one). */
+  /** Writes an entry with the store's version first. */
   #writeEntry(file: string, entry: object): Promise<void> {
     return this.#write(file, { ...STORE_VERSION, ...entry });
   }

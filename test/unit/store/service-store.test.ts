@@ -14,7 +14,7 @@ const hashOf = (label: string) => createHash('sha256').update(label).digest('hex
 const mode = (path: string) => statSync(path).mode & 0o777;
 const posix = process.platform !== 'win32';
 
-function pending(hash: string, overrides: Partial<PendingEntry> = {}): Omit<PendingEntry, 'schemaVersion'> {
+function pending(hash: string, overrides: Partial<PendingEntry> = {}): PendingEntry {
   return {
     hash,
     description: `document ${hash.slice(0, 6)}`,
@@ -27,7 +27,7 @@ function pending(hash: string, overrides: Partial<PendingEntry> = {}): Omit<Pend
 }
 
 /** The fixture record, as the service would send it for `hash` (a ledger entry must be a record of its hash). */
-function record(hash: string): Omit<LedgerEntry, 'schemaVersion'> {
+function record(hash: string): LedgerEntry {
   return {
     hash,
     completedAt: '2024-01-01T12:01:00.000Z',
@@ -47,7 +47,7 @@ describe('ServiceStore', () => {
     expect(store.readPending(hash)).toBeUndefined();
     await store.savePending(pending(hash));
     const read = store.readPending(hash);
-    expect(read).toEqual({ schemaVersion: 1, ...pending(hash) });
+    expect(read).toEqual(pending(hash));
     expect(read?.sessionJson).toBe(readFixture('session-free-plan.json'));
     store.removePending(hash);
     expect(store.readPending(hash)).toBeUndefined();
@@ -71,7 +71,7 @@ describe('ServiceStore', () => {
     expect(store.readRecord(hash)).toBeUndefined();
     await store.saveRecord(record(hash));
     const read = store.readRecord(hash);
-    expect(read).toEqual({ schemaVersion: 1, ...record(hash) });
+    expect(read).toEqual(record(hash));
     expect(read?.recordJson).toBe(record(hash).recordJson);
     expect(read?.recordJson).not.toBe(readFixture('record.json'));
   });
@@ -164,7 +164,7 @@ describe('ServiceStore', () => {
     expect(readdirSync(join(store.dir, 'pending'))).toEqual([`${hash}.json`]);
   });
 
-  it("writes every versioned file with the store's schemaVersion first, the entry after it unchanged", async () => {
+  it("writes every versioned file with the store's schemaVersion first, and hands entries out without it", async () => {
     const store = serviceStore();
     const hash = hashOf('versioned');
     const at = new Date('2024-01-02T03:04:05.678Z');
@@ -176,9 +176,11 @@ describe('ServiceStore', () => {
     const unanswered = { hash, description: 'asked', requestedAt: at.toISOString() };
     await store.markUnanswered(unanswered);
     expect(readFileSync(store.unansweredFile(hash), 'utf8')).toBe(text({ schemaVersion: 1, ...unanswered }));
-    // An entry read back (it holds the version) is written the same way.
+    // Entries are handed out without the version, and saved again the same.
+    expect(store.readPending(hash)).toEqual(pending(hash));
     await store.savePending(store.readPending(hash)!);
     expect(readFileSync(store.pendingFile(hash), 'utf8')).toBe(text({ schemaVersion: 1, ...pending(hash) }));
+    expect(store.readUnanswered(hash)).toEqual(unanswered);
     const retired = await store.retirePending(hash, 'why', at);
     expect(retired).toBe(store.retiredFile(hash, at));
     expect(readFileSync(retired!, 'utf8')).toBe(
