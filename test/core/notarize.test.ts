@@ -49,17 +49,20 @@ function transport(userAgent = 'notarize-unit-test'): HttpTransport {
 }
 
 /**
- * The real client of the bed's sandbox, logged in with its key on first use
- * (or given `token`). No retries: a fault rule is met exactly once.
+ * The real client of the bed's sandbox, with a token got once (or `token`).
+ * No retries: a fault rule is met exactly once.
  */
 function sandboxApi(options: { userAgent?: string; token?: string } = {}): ApiClient {
-  let token: Promise<string> | undefined = options.token === undefined ? undefined : Promise.resolve(options.token);
-  const api: ApiClient = new ApiClient(
-    transport(options.userAgent),
-    { retries: 0, baseDelayMs: 1, maxDelayMs: 1 },
-    { token: () => (token ??= api.login(bed.sandbox.apiKey)), renew: () => Promise.resolve(undefined) },
-  );
-  return api;
+  let token: Promise<string> | undefined;
+  const get = () => (token ??= options.token === undefined ? bed.directLogin() : Promise.resolve(options.token));
+  // Declared apart, so it fits the client's credentials (token/renew) and an
+  // authorizer (authorize) alike: the "layers" change of the client merges without a change here.
+  const credentials = {
+    token: get,
+    renew: () => Promise.resolve(undefined),
+    authorize: <T>(send: (token: string) => Promise<T>) => get().then(send),
+  };
+  return new ApiClient(transport(options.userAgent), { retries: 0, baseDelayMs: 1, maxDelayMs: 1 }, credentials);
 }
 
 type Planned = Partial<
