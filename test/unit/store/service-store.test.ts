@@ -210,4 +210,90 @@ describe('ServiceStore', () => {
     expect(b.readPending(hash)).toBeUndefined();
     expect(a.readPending(hash)).toBeDefined();
   });
+
+  it('refuses an entry whose file names another hash, or whose record is of another hash', async () => {
+    const store = serviceStore();
+    const [a, b] = [hashOf('a'), hashOf('b')];
+    await store.savePending(pending(a));
+    writeFileSync(store.pendingFile(b), readFileSync(store.pendingFile(a)));
+    expect((thrown(() => store.readPending(b)) as StoreError).message).toContain(
+      `it holds hash ${a}, not the ${b} its name says`,
+    );
+    await store.saveRecord({ ...record(a), recordJson: record(b).recordJson });
+    expect((thrown(() => store.readRecord(a)) as StoreError).message).toContain(`its record is of hash ${b}, not ${a}`);
+    await store.saveRecord({ ...record(a), recordJson: '{"status":"registered"}' });
+    expect((thrown(() => store.readRecord(a)) as StoreError).message).toContain('its record is of hash (none)');
+  });
+
+  it('refuses a pending file whose session is not the text of a JSON object', async () => {
+    const store = serviceStore();
+    const hash = hashOf('text');
+    for (const sessionJson of ['not json', '[1]', 'null']) {
+      await store.savePending(pending(hash, { sessionJson }));
+      expect((thrown(() => store.readPending(hash)) as StoreError).message).toContain(
+        'expected the text of a JSON object',
+      );
+    }
+  });
+
+  it('removes a session left beside its record only when it was saved before the completion', async () => {
+    const store = serviceStore();
+    const hash = hashOf('leftover');
+    await store.saveRecord(record(hash)); // completed at 12:01
+    await store.savePending(pending(hash, { savedAt: '2024-01-01T12:02:00.000Z' }));
+    store.removeLeftoverPending(store.readRecord(hash)!);
+    expect(store.readPending(hash)).toBeDefined();
+    await store.savePending(pending(hash)); // saved at 12:00
+    store.removeLeftoverPending(store.readRecord(hash)!);
+    expect(store.readPending(hash)).toBeUndefined();
+    // A damaged one stays, for a person to look at.
+    writeFileSync(store.pendingFile(hash), '{');
+    store.removeLeftoverPending(store.readRecord(hash)!);
+    expect(readFileSync(store.pendingFile(hash), 'utf8')).toBe('{');
+  });
+
+  it('retires a damaged pending file as it is, bytes untouched, and nothing when none is pending', async () => {
+    const store = serviceStore();
+    const hash = hashOf('retire damaged');
+    const at = new Date('2024-05-06T07:08:09.010Z');
+    expect(await store.retirePending(hash, 'why', at)).toBeUndefined();
+    await store.savePending(pending(hash));
+    writeFileSync(store.pendingFile(hash), '{"torn"');
+    const retired = await store.retirePending(hash, 'why', at);
+    expect(retired).toBe(join(store.dir, 'retired', `${hash}.2024-05-06T07-08-09-010Z.damaged.json`));
+    expect(readFileSync(retired!, 'utf8')).toBe('{"torn"');
+    expect(store.readPending(hash)).toBeUndefined();
+  });
+
+  it('keeps a forfait answer aside in quarantine/, one file per event', async () => {
+    const store = serviceStore();
+    const hash = hashOf('quarantine');
+    const at = new Date('2024-05-06T07:08:09.010Z');
+    const file = await store.quarantine(hash, '{"hash":"other"}', 'not its record', at);
+    expect(file).toBe(join(store.dir, 'quarantine', `${hash}.2024-05-06T07-08-09-010Z.json`));
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
+      hash,
+      receivedAt: at.toISOString(),
+      reason: 'not its record',
+      answerText: '{"hash":"other"}',
+    });
+  });
+
+  it('keeps, lists and forgets unread request steps', async () => {
+    const store = serviceStore();
+    const hashes = [hashOf('u2'), hashOf('u1')];
+    for (const hash of hashes) await store.markUnanswered({ hash, description: 'd', requestedAt: 'then' });
+    const listed = await store.listUnanswered();
+    expect(listed.entries.map((e) => e.hash)).toEqual([...hashes].sort());
+    store.clearUnanswered(hashes[0]!);
+    store.clearUnanswered(hashes[0]!);
+    expect(store.readUnanswered(hashes[0]!)).toBeUndefined();
+  });
+
+  it('a kind of entry that cannot be listed is an error, not an empty list', async () => {
+    const store = serviceStore();
+    await store.saveRecord(record(hashOf('x')));
+    writeFileSync(join(store.dir, 'pending'), 'a file where the directory should be');
+    await expect(store.listPending()).rejects.toMatchObject({ code: 'ENOTDIR' });
+  });
 });
