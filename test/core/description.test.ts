@@ -10,19 +10,16 @@ import { describe, expect, it } from 'vitest';
 import { checkArgvDescription, DESCRIPTION_FILE_LIMIT, readDescriptionFile } from '../../src/core/description.js';
 import { UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
+import { rejectionOf, thrownOf } from '../unit/helpers/catch.js';
 
 const tempDir = useTempDirs('notarize-description-');
 const noStdin = Readable.from([]);
 
+/** The usage error (exit 2) `fn` throws. */
 function refusal(fn: () => unknown): UsageError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(UsageError);
-    expect((error as UsageError).exitCode).toBe(2);
-    return error as UsageError;
-  }
-  throw new Error('expected a refusal');
+  const error = thrownOf(fn, UsageError);
+  expect(error.exitCode).toBe(2);
+  return error;
 }
 
 /** The description read from a file holding `bytes`. */
@@ -85,10 +82,9 @@ describe('readDescriptionFile (--description-file)', () => {
   it('refuses bytes that are not UTF-8 instead of replacing them', async () => {
     const file = join(tempDir(), 'latin1.txt');
     writeFileSync(file, Buffer.from([0x56, 0x65, 0x72, 0x74, 0x72, 0x61, 0x67, 0x20, 0xfc]));
-    const error = await readDescriptionFile(file, noStdin).catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(UsageError);
-    expect((error as UsageError).message).toBe(`the description in '${file}' is not valid UTF-8`);
-    expect((error as UsageError).hint).toContain('iconv');
+    const error = await rejectionOf(readDescriptionFile(file, noStdin), UsageError);
+    expect(error.message).toBe(`the description in '${file}' is not valid UTF-8`);
+    expect(error.hint).toContain('iconv');
   });
 
   it('names the file in the refusal of a control character', async () => {

@@ -20,6 +20,7 @@ import {
 } from '../../src/core/inputs.js';
 import { InputFileError, UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
+import { rejectionOf } from '../unit/helpers/catch.js';
 
 const tempDir = useTempDirs('notarize-inputs-');
 const posix = process.platform !== 'win32';
@@ -58,9 +59,8 @@ describe('expandInputs: the arguments as a whole', () => {
     ["'-' as a document and as the list", ['-'], { filesFrom: '-' }, "'-' cannot be both a document and --files-from"],
     ['-0 without a list', ['a'], { nul: true }, '-0 goes with --files-from'],
   ])('%s is a usage error before anything runs', async (_, paths, options, message) => {
-    const error = await expandInputs(paths, options, noStdin()).catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(UsageError);
-    expect((error as UsageError).message).toBe(message);
+    const error = await rejectionOf(expandInputs(paths, options, noStdin()), UsageError);
+    expect(error.message).toBe(message);
   });
 
   it('a --files-from list that cannot be opened is a usage error up front', async () => {
@@ -69,9 +69,8 @@ describe('expandInputs: the arguments as a whole', () => {
       [join(dir, 'missing.txt'), 'no such file or directory'],
       [dir, 'is a directory'],
     ] as const) {
-      const error = await expandInputs([], { filesFrom: source }, noStdin()).catch((caught: unknown) => caught);
-      expect(error).toBeInstanceOf(UsageError);
-      expect((error as UsageError).message).toBe(`cannot read the --files-from list from '${source}': ${reason}`);
+      const error = await rejectionOf(expandInputs([], { filesFrom: source }, noStdin()), UsageError);
+      expect(error.message).toBe(`cannot read the --files-from list from '${source}': ${reason}`);
     }
   });
 

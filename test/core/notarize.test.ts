@@ -28,6 +28,7 @@ import {
 import { parseFaults } from '../../src/sandbox/server.js';
 import { ServiceStore, type PendingEntry } from '../../src/store/service-store.js';
 import { type Bed, sha256, useBed } from '../helpers/bed.js';
+import { rejection, rejectionOf } from '../unit/helpers/catch.js';
 import { readFixture } from '../unit/helpers/fixtures.js';
 
 let bed: Bed;
@@ -132,13 +133,6 @@ const fault = (spec: string) => bed.sandbox.addFaults(parseFaults(spec));
 /** The routes called since the sandbox started, logins left out. */
 const called = () => bed.sandbox.calls.map((call) => call.route).filter((route) => route !== 'login');
 const forfaitBodies = () => bed.sandbox.calls.filter((call) => call.route === 'forfait').map((call) => call.body);
-const failure = (promise: Promise<unknown>) =>
-  promise.then(
-    () => {
-      throw new Error('expected the flow to fail');
-    },
-    (error: unknown) => error,
-  );
 const page = (hash: string) => `${bed.url}/verification/${hash}`;
 
 /**
@@ -286,8 +280,7 @@ describe('register', () => {
     const hash = sha256('refused');
     fault('request:status=400*1');
     const { store, deps } = world();
-    const error = await failure(register(deps, input(hash)));
-    expect(error).toBeInstanceOf(ServiceRefusedError);
+    const error = await rejectionOf(register(deps, input(hash)), ServiceRefusedError);
     expect(error).toMatchObject({ status: 400, serviceMessage: 'injected fault: HTTP 400', hint: undefined });
     expect(store.readPending(hash)).toBeUndefined();
     expect(store.readUnanswered(hash)).toBeUndefined();
@@ -326,22 +319,20 @@ describe('register', () => {
     const hash = sha256('unread request');
     fault('request:html*1');
     const { store, deps } = world();
-    const error = await failure(register(deps, input(hash)));
-    expect(error).toBeInstanceOf(UnreadableAnswerError);
-    expect((error as UnreadableAnswerError).hint).toContain(`\`notarize complete ${hash} --use-active-subscription\``);
+    const error = await rejectionOf(register(deps, input(hash)), UnreadableAnswerError);
+    expect(error.hint).toContain(`\`notarize complete ${hash} --use-active-subscription\``);
     expect(store.readUnanswered(hash)).toEqual({
       hash,
       description: `document ${hash.slice(0, 8)}`,
       requestedAt: NOW.toISOString(),
     });
 
-    const again = await failure(register(deps, input(hash)));
-    expect(again).toBeInstanceOf(ProtocolError);
-    expect((again as ProtocolError).message).toBe(
+    const again = await rejectionOf(register(deps, input(hash)), ProtocolError);
+    expect(again.message).toBe(
       `the registration request for ${hash} was answered 2xx at ${NOW.toISOString()}, but the answer could not be read; ` +
         'notarize does not request it again on its own',
     );
-    expect((again as ProtocolError).hint).toBe((error as UnreadableAnswerError).hint);
+    expect(again.hint).toBe(error.hint);
     expect(called()).toEqual(['request']);
 
     expect(await register(deps, input(hash, { force: true }))).toMatchObject({ kind: 'completed' });
@@ -352,9 +343,8 @@ describe('register', () => {
     const hash = sha256('unmarked');
     fault('request:html*1');
     const store = plantLink(newStore(), 'unanswered');
-    const error = await failure(register(world({ store }).deps, input(hash)));
-    expect(error).toBeInstanceOf(UnreadableAnswerError);
-    expect((error as UnreadableAnswerError).hint).toContain(`\`notarize pending drop ${hash}\` (or register --force)`);
+    const error = await rejectionOf(register(world({ store }).deps, input(hash)), UnreadableAnswerError);
+    expect(error.hint).toContain(`\`notarize pending drop ${hash}\` (or register --force)`);
     expect(readdirSync(join(store.dir, 'unanswered'))).toEqual([]);
   });
 
@@ -362,14 +352,13 @@ describe('register', () => {
     const hash = sha256('odd session');
     fault('request:wrong-shape*1');
     const { store, deps } = world();
-    const error = await failure(register(deps, input(hash)));
-    expect(error).toBeInstanceOf(ProtocolError);
+    const error = await rejectionOf(register(deps, input(hash)), ProtocolError);
     expect(error).not.toBeInstanceOf(InvalidAnswerError);
-    expect((error as ProtocolError).message).toMatch(/userId.*; the answer was kept as pending$/);
-    expect((error as ProtocolError).hint).toContain(`\`notarize complete ${hash}\` sends it back as received`);
-    expect((error as ProtocolError).cause).toBeInstanceOf(InvalidAnswerError);
+    expect(error.message).toMatch(/userId.*; the answer was kept as pending$/);
+    expect(error.hint).toContain(`\`notarize complete ${hash}\` sends it back as received`);
+    expect(error.cause).toBeInstanceOf(InvalidAnswerError);
     const kept = store.readPending(hash);
-    expect(kept?.sessionJson).toBe(((error as ProtocolError).cause as InvalidAnswerError).raw);
+    expect(kept?.sessionJson).toBe((error.cause as InvalidAnswerError).raw);
     expect(JSON.parse(kept!.sessionJson)).toMatchObject({ userId: '1390' });
     expect(called()).toEqual(['request']);
   });
@@ -387,10 +376,9 @@ describe('register', () => {
           ),
       });
       const { store, deps } = world({ api });
-      const error = await failure(register(deps, input(hash)));
-      expect(error).toBeInstanceOf(InvalidAnswerError);
-      expect((error as InvalidAnswerError).raw).toBe(raw);
-      expect((error as InvalidAnswerError).hint).toBeUndefined();
+      const error = await rejectionOf(register(deps, input(hash)), InvalidAnswerError);
+      expect(error.raw).toBe(raw);
+      expect(error.hint).toBeUndefined();
       expect(store.readPending(hash)).toBeUndefined();
     },
   );
@@ -398,29 +386,27 @@ describe('register', () => {
   it('a session that cannot be saved after the request step: exit 1, the session quoted so it is not lost', async () => {
     const hash = sha256('unsaved session');
     const store = plantLink(newStore(), 'pending');
-    const error = await failure(register(world({ store }).deps, input(hash)));
-    expect(error).toBeInstanceOf(NotarizeError);
+    const error = await rejectionOf(register(world({ store }).deps, input(hash)), NotarizeError);
     expect(error).not.toBeInstanceOf(UsageError);
     expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
-    expect((error as NotarizeError).message).toMatch(
+    expect(error.message).toMatch(
       new RegExp(`^the session for ${hash} could not be saved: cannot use the store directory .*symbolic link`),
     );
-    expect((error as NotarizeError).hint).toMatch(
+    expect(error.hint).toMatch(
       new RegExp(
         `^save it to a file and finish with \`notarize complete ${hash} --session <file>\`; the session the service sent: \\{.*"userId":1390`,
       ),
     );
-    expect((error as NotarizeError).cause).toBeInstanceOf(StoreError);
+    expect(error.cause).toBeInstanceOf(StoreError);
   });
 
   it('a completion answered unreadably marks the session: register never sends it again, complete does', async () => {
     const hash = sha256('unread forfait');
     fault('forfait:html*1');
     const { store, deps } = world();
-    const error = await failure(register(deps, input(hash)));
-    expect(error).toBeInstanceOf(UnreadableAnswerError);
+    const error = await rejectionOf(register(deps, input(hash)), UnreadableAnswerError);
     // Its own hint first, then what to do about the session.
-    expect((error as UnreadableAnswerError).hint).toBe(
+    expect(error.hint).toBe(
       'the service may be down or behind a proxy; check the base URL; ' +
         `the service may have completed it (see ${page(hash)}); \`notarize complete ${hash}\` sends the session again ` +
         '(if it went through, the service answers 409 and the session is retired), ' +
@@ -428,9 +414,8 @@ describe('register', () => {
     );
     expect(store.readPending(hash)?.forfaitUnreadAt).toBe(NOW.toISOString());
 
-    const again = await failure(register(deps, input(hash)));
-    expect(again).toBeInstanceOf(ProtocolError);
-    expect((again as ProtocolError).message).toBe(
+    const again = await rejectionOf(register(deps, input(hash)), ProtocolError);
+    expect(again.message).toBe(
       `the completion of ${hash} was sent at ${NOW.toISOString()} and answered, ` +
         'but the answer could not be read; notarize does not send it again on its own',
     );
@@ -443,9 +428,8 @@ describe('register', () => {
   it('an unreadable completion with no hint of its own gets only what to do about the session', async () => {
     const hash = sha256('gzip forfait');
     fault('forfait:gzip*1');
-    const error = await failure(register(world().deps, input(hash)));
-    expect(error).toBeInstanceOf(UnreadableAnswerError);
-    expect((error as UnreadableAnswerError).hint).toMatch(/^the service may have completed it \(see /);
+    const error = await rejectionOf(register(world().deps, input(hash)), UnreadableAnswerError);
+    expect(error.hint).toMatch(/^the service may have completed it \(see /);
   });
 
   it('an unreadable completion whose mark cannot be saved still says what to do; the session is kept as it was', async () => {
@@ -453,9 +437,8 @@ describe('register', () => {
     const { store: first, entry } = await requestOnly(hash);
     const store = plantLink(first, 'pending');
     fault('forfait:html*1');
-    const error = await failure(complete(world({ store }).deps, hash, { kind: 'store' }));
-    expect(error).toBeInstanceOf(UnreadableAnswerError);
-    expect((error as UnreadableAnswerError).hint).toContain(`\`notarize complete ${hash}\` sends the session again`);
+    const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), UnreadableAnswerError);
+    expect(error.hint).toContain(`\`notarize complete ${hash}\` sends the session again`);
     expect(store.readPending(hash)).toEqual(entry);
   });
 });
@@ -464,31 +447,25 @@ describe('the lock', () => {
   it('a full disk met while making it: a usage error saying so and that nothing was sent', async () => {
     const hash = sha256('full at lock');
     const store = new FullDiskStore(join(bed.root, 'full'), 'lock');
-    const error = await failure(register(world({ store }).deps, input(hash)));
-    expect(error).toBeInstanceOf(UsageError);
+    const error = await rejectionOf(register(world({ store }).deps, input(hash)), UsageError);
     expect(error).toMatchObject({ code: 'disk_refused', exitCode: 2 });
-    expect((error as UsageError).message).toBe(
-      `no space left on the device holding ${store.dir} (ENOSPC); nothing was sent`,
-    );
+    expect(error.message).toBe(`no space left on the device holding ${store.dir} (ENOSPC); nothing was sent`);
     expect(bed.sandbox.calls).toEqual([]);
   });
 
   it('any other failure while making it passes unchanged', async () => {
     const hash = sha256('linked locks');
     const store = plantLink(newStore(), 'locks');
-    const error = await failure(complete(world({ store }).deps, hash, { kind: 'store' }));
-    expect(error).toBeInstanceOf(StoreError);
-    expect((error as StoreError).message).toContain(`${join(store.dir, 'locks')}: it is a symbolic link`);
+    const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), StoreError);
+    expect(error.message).toContain(`${join(store.dir, 'locks')}: it is a symbolic link`);
   });
 
   it('once it is held, even a full disk is exit 1 with the answer quoted: something was sent', async () => {
     const hash = sha256('full at session');
     const store = new FullDiskStore(join(bed.root, 'full'), 'pending');
-    const error = await failure(register(world({ store }).deps, input(hash)));
+    const error = await rejectionOf(register(world({ store }).deps, input(hash)), NotarizeError);
     expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
-    expect((error as NotarizeError).message).toBe(
-      `the session for ${hash} could not be saved: ENOSPC: no space left on device, open`,
-    );
+    expect(error.message).toBe(`the session for ${hash} could not be saved: ENOSPC: no space left on device, open`);
     expect(called()).toEqual(['request']);
   });
 });
@@ -519,10 +496,9 @@ describe('complete', () => {
 
   it('from the store without a pending session: a usage error saying how to give one', async () => {
     const hash = sha256('nothing pending');
-    const error = await failure(complete(world().deps, hash, { kind: 'store' }));
-    expect(error).toBeInstanceOf(UsageError);
+    const error = await rejectionOf(complete(world().deps, hash, { kind: 'store' }), UsageError);
     expect(error).toMatchObject({ code: 'no_pending_session', exitCode: 2 });
-    expect((error as UsageError).hint).toContain('--session <file|->');
+    expect(error.hint).toContain('--session <file|->');
   });
 
   it('from the store: forfait with the stored session, the record in the ledger', async () => {
@@ -541,7 +517,7 @@ describe('complete', () => {
     // The request step went through, but its answer was cut: the sandbox holds a session notarize never saw.
     fault('request:truncated*1');
     const { store, deps } = world();
-    expect(await failure(register(deps, input(hash)))).toBeInstanceOf(UnreadableAnswerError);
+    expect(await rejection(register(deps, input(hash)))).toBeInstanceOf(UnreadableAnswerError);
     expect(store.readUnanswered(hash)).toBeDefined();
     const given = `${JSON.stringify(JSON.parse((await sandboxApi().activeSubscription()).raw), null, 2)}\n`;
 
@@ -556,10 +532,9 @@ describe('complete', () => {
     const hash = sha256('unknown to the service');
     const { store, deps } = world();
     const given = (await sandboxApi().activeSubscription()).raw;
-    const error = await failure(complete(deps, hash, { kind: 'given', json: given }));
-    expect(error).toBeInstanceOf(ServiceRefusedError);
+    const error = await rejectionOf(complete(deps, hash, { kind: 'given', json: given }), ServiceRefusedError);
     expect(error).toMatchObject({ status: 404 });
-    expect((error as ServiceRefusedError).hint).toBe(
+    expect(error.hint).toBe(
       `the service does not know ${hash}, so the session given was not kept; register the document first (\`notarize register\`)`,
     );
     expect(store.readPending(hash)).toBeUndefined();
@@ -570,11 +545,10 @@ describe('complete', () => {
     await requestOnly(hash);
     const { store, deps } = world();
     const given = '{"sessionId":"not the one","userId":1390}';
-    const error = await failure(complete(deps, hash, { kind: 'given', json: given }));
-    expect(error).toBeInstanceOf(ServiceRefusedError);
+    const error = await rejectionOf(complete(deps, hash, { kind: 'given', json: given }), ServiceRefusedError);
     expect(error).toMatchObject({ status: 400 });
     // No hint of its own: only what to do about the session.
-    expect((error as ServiceRefusedError).hint).toBe(
+    expect(error.hint).toBe(
       `the session is kept in ${store.pendingFile(hash)}; if the service will never accept it, ` +
         `\`notarize pending drop ${hash}\` puts it aside`,
     );
@@ -592,9 +566,8 @@ describe('complete', () => {
     const { entry } = await requestOnly(hash);
     fault('forfait:status=503*1');
     const { store, deps } = world();
-    const error = await failure(complete(deps, hash, { kind: 'given', json: entry.sessionJson }));
-    expect(error).toBeInstanceOf(TransientError);
-    expect((error as TransientError).hint).toBe(
+    const error = await rejectionOf(complete(deps, hash, { kind: 'given', json: entry.sessionJson }), TransientError);
+    expect(error.hint).toBe(
       `the service is unavailable or busy; try again later; the session is kept: finish with \`notarize complete ${hash}\``,
     );
     expect(store.readPending(hash)?.sessionJson).toBe(entry.sessionJson);
@@ -606,7 +579,7 @@ describe('complete', () => {
     const given = (await sandboxApi().activeSubscription()).raw;
     const { deps } = world({ store });
     fault('forfait:status=400*1');
-    expect(await failure(complete(deps, hash, { kind: 'given', json: given }))).toBeInstanceOf(ServiceRefusedError);
+    expect(await rejection(complete(deps, hash, { kind: 'given', json: given }))).toBeInstanceOf(ServiceRefusedError);
     expect(store.readPending(hash)).toEqual(entry);
 
     expect(await complete(deps, hash, { kind: 'given', json: given })).toMatchObject({ kind: 'completed' });
@@ -636,7 +609,7 @@ describe('complete', () => {
   it('a given session that cannot be saved: on a full disk, a usage error (nothing was sent)', async () => {
     const hash = sha256('given on a full disk');
     const store = new FullDiskStore(join(bed.root, 'full'), 'pending');
-    const error = await failure(complete(world({ store }).deps, hash, { kind: 'given', json: '{}' }));
+    const error = await rejection(complete(world({ store }).deps, hash, { kind: 'given', json: '{}' }));
     expect(error).toMatchObject({ code: 'disk_refused', exitCode: 2 });
     expect(called()).toEqual([]);
   });
@@ -645,9 +618,12 @@ describe('complete', () => {
     const hash = sha256('given, too long');
     const store = plantLink(newStore(), 'pending');
     const given = JSON.stringify({ sessionId: 'x'.repeat(5000) });
-    const error = await failure(complete(world({ store }).deps, hash, { kind: 'given', json: given }));
+    const error = await rejectionOf(
+      complete(world({ store }).deps, hash, { kind: 'given', json: given }),
+      NotarizeError,
+    );
     expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
-    expect((error as NotarizeError).hint).toBe(
+    expect(error.hint).toBe(
       `save it to a file and finish with \`notarize complete ${hash} --session <file>\`; ` +
         'the session the service sent is too long to show',
     );
@@ -698,12 +674,12 @@ describe('the end of a registration', () => {
   it('a session that cannot be retired after a 409: exit 1, saying how to retire it', async () => {
     const { hash, store: first, entry } = await completedElsewhere('unretirable');
     const store = plantLink(first, 'retired');
-    const error = await failure(complete(world({ store }).deps, hash, { kind: 'store' }));
+    const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), NotarizeError);
     expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
-    expect((error as NotarizeError).message).toMatch(
+    expect(error.message).toMatch(
       new RegExp(`^the service says ${hash} is already registered, but its pending session could not be moved aside: `),
     );
-    expect((error as NotarizeError).hint).toBe(`retire it with \`notarize pending drop ${hash}\``);
+    expect(error.hint).toBe(`retire it with \`notarize pending drop ${hash}\``);
     expect(store.readPending(hash)).toEqual(entry);
   });
 
@@ -788,7 +764,7 @@ describe('the end of a registration', () => {
         completeRegistration: (h, session) => real.completeRegistration(h, session),
         putFileMetadata: () => Promise.reject(bug),
       });
-      expect(await failure(complete(world({ api, store }).deps, hash, { kind: 'store' }))).toBe(bug);
+      expect(await rejection(complete(world({ api, store }).deps, hash, { kind: 'store' }))).toBe(bug);
       expect(store.readRecord(hash)).toBeDefined();
     });
   });
@@ -798,12 +774,12 @@ describe('the end of a registration', () => {
       const hash = sha256('unsaved record');
       const { store: first, entry } = await requestOnly(hash);
       const store = plantLink(first, 'ledger');
-      const error = await failure(complete(world({ store }).deps, hash, { kind: 'store' }));
+      const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), NotarizeError);
       expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
-      expect((error as NotarizeError).message).toMatch(
+      expect(error.message).toMatch(
         new RegExp(`^the registration of ${hash} was completed, but its record could not be saved: `),
       );
-      expect((error as NotarizeError).hint).toMatch(
+      expect(error.hint).toMatch(
         new RegExp(
           `^the session stays pending in ${store.pendingFile(hash)}; the record the service sent: \\{"hash":"${hash}"`,
         ),
@@ -815,18 +791,17 @@ describe('the end of a registration', () => {
       const hash = sha256('quarantined');
       const { store, entry } = await requestOnly(hash);
       fault('forfait:wrong-shape*1');
-      const error = await failure(complete(world({ store }).deps, hash, { kind: 'store' }));
-      expect(error).toBeInstanceOf(ProtocolError);
+      const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), ProtocolError);
       const [kept] = readdirSync(join(store.dir, 'quarantine'));
       const file = join(store.dir, 'quarantine', kept!);
-      expect((error as ProtocolError).message).toMatch(
+      expect(error.message).toMatch(
         new RegExp(
           `^the service answered the completion of ${hash} with something that is not its record ` +
             `\\(the answer to the completion \\(forfait\\) does not match the documented shape: .*creationDate.*\\); ` +
             `it was not put in the ledger: kept aside in ${file}$`,
         ),
       );
-      expect((error as ProtocolError).hint).toContain(`\`notarize complete ${hash}\` sends the session again`);
+      expect(error.hint).toContain(`\`notarize complete ${hash}\` sends the session again`);
       const quarantined = JSON.parse(readFileSync(file, 'utf8')) as { hash: string; answerText: string };
       expect(quarantined).toMatchObject({ hash, receivedAt: NOW.toISOString() });
       expect(JSON.parse(quarantined.answerText)).toMatchObject({ hash, creationDate: expect.any(String) });
@@ -839,10 +814,8 @@ describe('the end of a registration', () => {
       const { store: first } = await requestOnly(hash);
       const store = plantLink(first, 'quarantine');
       fault('forfait:wrong-shape*1');
-      const error = await failure(complete(world({ store }).deps, hash, { kind: 'store' }));
-      expect((error as ProtocolError).message).toMatch(
-        /; it was not put in the ledger: it could not even be kept aside$/,
-      );
+      const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), ProtocolError);
+      expect(error.message).toMatch(/; it was not put in the ledger: it could not even be kept aside$/);
       expect(store.readRecord(hash)).toBeUndefined();
     });
 
@@ -862,14 +835,15 @@ describe('the end of a registration', () => {
         expect(await done).toMatchObject({ kind: 'completed', entry: { recordJson: text } });
         return;
       }
-      const error = await failure(done);
-      expect((error as ProtocolError).message).toContain(`(the answer is a record of hash ${named})`);
+      const error = await rejectionOf(done, ProtocolError);
+      expect(error.message).toContain(`(the answer is a record of hash ${named})`);
       expect(store.readRecord(hash)).toBeUndefined();
       expect(store.readPending(hash)?.forfaitUnreadAt).toBe(NOW.toISOString());
     });
 
+    type ErrorClass = abstract new (...args: never[]) => NotarizeError;
     const sessionKept = (hash: string) => `the session is kept: finish with \`notarize complete ${hash}\``;
-    it.each([
+    it.each<{ what: string; spec: string; kind: ErrorClass; hint: (hash: string, store: ServiceStore) => string }>([
       {
         what: 'a 5xx (its own hint first)',
         spec: 'forfait:status=503*1',
@@ -888,9 +862,8 @@ describe('the end of a registration', () => {
       const hash = sha256(`failing forfait ${spec}`);
       const { store, entry } = await requestOnly(hash);
       fault(spec);
-      const error = await failure(complete(world({ store }).deps, hash, { kind: 'store' }));
-      expect(error).toBeInstanceOf(kind);
-      expect((error as NotarizeError).hint).toBe(hint(hash, store));
+      const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), kind);
+      expect(error.hint).toBe(hint(hash, store));
       expect(store.readPending(hash)).toEqual(entry);
     });
 
@@ -902,7 +875,7 @@ describe('the end of a registration', () => {
         `POST ${bed.url}/api/v2/registration/${hash}/forfait answered 302 (an unexpected status)`,
       );
       const api = fakeApi({ completeRegistration: () => Promise.reject(odd) });
-      const error = await failure(complete(world({ api, store }).deps, hash, { kind: 'store' }));
+      const error = await rejection(complete(world({ api, store }).deps, hash, { kind: 'store' }));
       expect(error).toBe(odd);
       expect(odd.hint).toBe(
         `the service may have completed it, but its answer could not be read (see ${page(hash)}); ` +
@@ -916,10 +889,9 @@ describe('the end of a registration', () => {
       const { store } = await requestOnly(hash);
       // A user agent undici will not send: the request is refused before it leaves.
       const api = sandboxApi({ userAgent: 'bad\nagent', token: 't'.repeat(20) });
-      const error = await failure(complete(world({ api, store }).deps, hash, { kind: 'store' }));
-      expect(error).toBeInstanceOf(UsageError);
+      const error = await rejectionOf(complete(world({ api, store }).deps, hash, { kind: 'store' }), UsageError);
       expect(error).toMatchObject({ code: 'invalid_request' });
-      expect((error as UsageError).hint).toBe(
+      expect(error.hint).toBe(
         'check NOTARIZE_TOKEN, the stored token and the settings; if they are fine, report this as a bug',
       );
       expect(forfaitBodies()).toEqual([]);
@@ -931,7 +903,7 @@ describe('the end of a registration', () => {
       const { store } = await requestOnly(hash);
       const bug = new TypeError('a bug');
       const api = fakeApi({ completeRegistration: () => Promise.reject(bug) });
-      expect(await failure(complete(world({ api, store }).deps, hash, { kind: 'store' }))).toBe(bug);
+      expect(await rejection(complete(world({ api, store }).deps, hash, { kind: 'store' }))).toBe(bug);
       expect(bug).not.toHaveProperty('hint');
       expect(store.readPending(hash)).toBeDefined();
     });

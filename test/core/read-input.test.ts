@@ -11,18 +11,10 @@ import { describe, expect, it } from 'vitest';
 import { readBytesInput, readTextInput } from '../../src/core/read-input.js';
 import { UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
+import { rejectionOf } from '../unit/helpers/catch.js';
 
 const tempDir = useTempDirs('notarize-read-input-');
 const noStdin = Readable.from([]);
-
-async function refusal(promise: Promise<unknown>): Promise<UsageError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(UsageError);
-  return error as UsageError;
-}
 
 describe('readTextInput', () => {
   it('reads a file exactly, up to and including the limit', async () => {
@@ -34,34 +26,34 @@ describe('readTextInput', () => {
   it('refuses a file one byte over the limit, naming what it should hold', async () => {
     const file = join(tempDir(), 'big.json');
     writeFileSync(file, 'x'.repeat(10));
-    const error = await refusal(readTextInput(file, noStdin, 9, 'the session'));
+    const error = await rejectionOf(readTextInput(file, noStdin, 9, 'the session'), UsageError);
     expect(error.message).toBe(`the session from '${file}' is larger than 9 bytes`);
     expect(error.hint).toBe(`check that '${file}' holds the session`);
   });
 
   it('reads standard input for -, in chunks', async () => {
     expect(await readTextInput('-', Readable.from(['ab', Buffer.from('cd')]), 10, 'the key')).toBe('abcd');
-    const error = await refusal(readTextInput('-', Readable.from(['abc', 'def']), 5, 'the key'));
+    const error = await rejectionOf(readTextInput('-', Readable.from(['abc', 'def']), 5, 'the key'), UsageError);
     expect(error.message).toBe(`the key from '-' is larger than 5 bytes`);
   });
 
   it('says "no such file" for a missing one', async () => {
     const missing = join(tempDir(), 'missing.json');
-    const error = await refusal(readTextInput(missing, noStdin, 10, 'the session'));
+    const error = await rejectionOf(readTextInput(missing, noStdin, 10, 'the session'), UsageError);
     expect(error.message).toBe(`cannot read the session from '${missing}': no such file`);
   });
 
   it('refuses a directory as not a regular file', async () => {
     const dir = join(tempDir(), 'folder');
     mkdirSync(dir);
-    const error = await refusal(readTextInput(dir, noStdin, 10, 'the session'));
+    const error = await rejectionOf(readTextInput(dir, noStdin, 10, 'the session'), UsageError);
     expect(error.message).toBe(`cannot read the session from '${dir}': not a regular file`);
   });
 
   it.runIf(process.platform !== 'win32')('refuses a FIFO without opening it (which would block)', async () => {
     const fifo = join(tempDir(), 'pipe');
     execFileSync('mkfifo', [fifo]);
-    const error = await refusal(readTextInput(fifo, noStdin, 10, 'the list'));
+    const error = await rejectionOf(readTextInput(fifo, noStdin, 10, 'the list'), UsageError);
     expect(error.message).toBe(`cannot read the list from '${fifo}': not a regular file`);
   });
 });

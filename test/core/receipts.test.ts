@@ -18,20 +18,12 @@ import {
 } from '../../src/core/receipts.js';
 import { NotarizeError, UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
+import { rejectionOf, thrownOf } from '../unit/helpers/catch.js';
 
 const tempDir = useTempDirs('notarize-receipts-');
 const posix = process.platform !== 'win32';
 const hashOf = (label: string) => createHash('sha256').update(label).digest('hex');
 const recordOf = (hash: string) => `{"hash":"${hash}","status":"registered"}`;
-
-async function failure(promise: Promise<unknown>): Promise<NotarizeError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(NotarizeError);
-  return error as NotarizeError;
-}
 
 /** A plan for one document named `name` in a fresh receipt directory. */
 async function planFor(name: string | undefined): Promise<ReceiptPlan> {
@@ -68,17 +60,9 @@ describe('receiptNames', () => {
   });
 
   it('refuses names no folder can tell apart, before anything is sent', () => {
-    let error: unknown;
-    try {
-      receiptNames([{ path: 'x.txt' }, { path: './x.txt' }]);
-    } catch (caught) {
-      error = caught;
-    }
-    expect(error).toBeInstanceOf(UsageError);
+    const error = thrownOf(() => receiptNames([{ path: 'x.txt' }, { path: './x.txt' }]), UsageError);
     expect(error).toMatchObject({ code: 'receipt_collision' });
-    expect((error as UsageError).message).toBe(
-      `'x.txt' and './x.txt' would both get the receipt x.txt${RECEIPT_SUFFIX}`,
-    );
+    expect(error.message).toBe(`'x.txt' and './x.txt' would both get the receipt x.txt${RECEIPT_SUFFIX}`);
   });
 });
 
@@ -96,7 +80,7 @@ describe('planReceipts', () => {
     const file = join(tempDir(), 'file');
     writeFileSync(file, '');
     for (const dir of [file, join(file, 'below')]) {
-      const error = await failure(planReceipts(dir, []));
+      const error = await rejectionOf(planReceipts(dir, []), UsageError);
       expect(error).toMatchObject({ code: 'receipt_dir', exitCode: 2 });
       expect(error.message).toBe(`--receipt-dir ${dir} is not a directory`);
     }
@@ -106,14 +90,16 @@ describe('planReceipts', () => {
     const dir = tempDir();
     chmodSync(dir, 0o500);
     try {
-      expect((await failure(planReceipts(dir, []))).message).toBe(`--receipt-dir ${dir} is not writable (EACCES)`);
+      expect((await rejectionOf(planReceipts(dir, []), UsageError)).message).toBe(
+        `--receipt-dir ${dir} is not writable (EACCES)`,
+      );
     } finally {
       chmodSync(dir, 0o700);
     }
   });
 
   it('refuses a name too long for the filesystem', async () => {
-    const error = await failure(planFor(`${'n'.repeat(250)}.txt`));
+    const error = await rejectionOf(planFor(`${'n'.repeat(250)}.txt`), UsageError);
     expect(error).toMatchObject({ code: 'receipt_name_too_long' });
   });
 
@@ -121,12 +107,15 @@ describe('planReceipts', () => {
     const dir = tempDir();
     symlinkSync(tempDir(), join(dir, 'linux'));
     writeFileSync(join(dir, 'mac'), '');
-    const linked = await failure(planReceipts(dir, [{ path: 'dist/linux/app', relative: 'linux/app' }]));
+    const linked = await rejectionOf(
+      planReceipts(dir, [{ path: 'dist/linux/app', relative: 'linux/app' }]),
+      UsageError,
+    );
     expect(linked).toMatchObject({ code: 'receipt_link' });
     expect(linked.message).toBe(
       `receipt folder ${join(dir, 'linux')} is a symbolic link; notarize never writes a receipt through a link`,
     );
-    const file = await failure(planReceipts(dir, [{ path: 'dist/mac/app', relative: 'mac/app' }]));
+    const file = await rejectionOf(planReceipts(dir, [{ path: 'dist/mac/app', relative: 'mac/app' }]), UsageError);
     expect(file).toMatchObject({ code: 'receipt_exists' });
   });
 });
@@ -144,7 +133,7 @@ describe('checkBeforeSending', () => {
   it('refuses an existing receipt with other content, unless --force replaces it', async () => {
     const plan = await planFor('doc.txt');
     writeFileSync(receiptPath(plan, 0, hash), 'something else\n');
-    const error = await failure(checkBeforeSending(plan, 0, hash, recordOf(hash), false));
+    const error = await rejectionOf(checkBeforeSending(plan, 0, hash, recordOf(hash), false), UsageError);
     expect(error).toMatchObject({ code: 'receipt_exists', exitCode: 2 });
     expect(error.message).toBe(`receipt ${receiptPath(plan, 0, hash)} already exists with other content`);
     await checkBeforeSending(plan, 0, hash, recordOf(hash), true);
@@ -157,14 +146,16 @@ describe('checkBeforeSending', () => {
     await checkBeforeSending(plan, 0, hash, undefined, false);
     for (const other of [recordOf(hashOf('other')), 'not json', '[]']) {
       writeFileSync(path, other);
-      expect((await failure(checkBeforeSending(plan, 0, hash, undefined, false))).code).toBe('receipt_exists');
+      expect((await rejectionOf(checkBeforeSending(plan, 0, hash, undefined, false), UsageError)).code).toBe(
+        'receipt_exists',
+      );
     }
   });
 
   it('refuses a receipt that is not a regular file, even with --force', async () => {
     const plan = await planFor('doc.txt');
     mkdirSync(receiptPath(plan, 0, hash));
-    expect((await failure(checkBeforeSending(plan, 0, hash, recordOf(hash), true))).message).toBe(
+    expect((await rejectionOf(checkBeforeSending(plan, 0, hash, recordOf(hash), true), UsageError)).message).toBe(
       `receipt ${receiptPath(plan, 0, hash)} exists and is not a regular file`,
     );
   });
@@ -176,7 +167,7 @@ describe('checkBeforeSending', () => {
       const target = join(tempDir(), 'target');
       writeFileSync(target, `${recordOf(hash)}\n`);
       symlinkSync(target, receiptPath(plan, 0, hash));
-      const error = await failure(checkBeforeSending(plan, 0, hash, recordOf(hash), true));
+      const error = await rejectionOf(checkBeforeSending(plan, 0, hash, recordOf(hash), true), UsageError);
       expect(error).toMatchObject({ code: 'receipt_link' });
     },
   );
@@ -200,7 +191,7 @@ describe('writeReceipt', () => {
     const plan = await planFor('doc.txt');
     const path = receiptPath(plan, 0, hash);
     writeFileSync(path, 'written meanwhile\n');
-    const error = await failure(writeReceipt(plan, 0, hash, recordOf(hash), false));
+    const error = await rejectionOf(writeReceipt(plan, 0, hash, recordOf(hash), false), NotarizeError);
     expect(error).not.toBeInstanceOf(UsageError);
     expect(error).toMatchObject({ code: 'receipt_write', exitCode: 1 });
     expect(error.message).toBe(`receipt ${path} appeared with other content while ${hash} was being registered`);
@@ -216,7 +207,7 @@ describe('writeReceipt', () => {
     const target = join(tempDir(), 'target');
     writeFileSync(target, 'precious');
     symlinkSync(target, receiptPath(plan, 0, hash));
-    const error = await failure(writeReceipt(plan, 0, hash, recordOf(hash), true));
+    const error = await rejectionOf(writeReceipt(plan, 0, hash, recordOf(hash), true), NotarizeError);
     expect(error).toMatchObject({ code: 'receipt_write', exitCode: 1 });
     expect(error.message).toContain('is a symbolic link');
     expect(readFileSync(target, 'utf8')).toBe('precious');
@@ -226,7 +217,7 @@ describe('writeReceipt', () => {
     const dir = join(tempDir(), 'receipts');
     const plan = await planReceipts(dir, [{ path: 'dist/linux/app', relative: 'linux/app' }]);
     writeFileSync(join(dir, 'linux'), '');
-    const error = await failure(writeReceipt(plan, 0, hash, recordOf(hash), false));
+    const error = await rejectionOf(writeReceipt(plan, 0, hash, recordOf(hash), false), NotarizeError);
     expect(error).toMatchObject({ code: 'receipt_write', exitCode: 1 });
     expect(error.message).toMatch(new RegExp(`^the receipt ${join(dir, 'linux', 'app')}\\S* could not be written: `));
   });

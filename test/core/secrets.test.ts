@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { cleanSecret, isSendableToken, sendableToken } from '../../src/core/secrets.js';
 import { AuthError } from '../../src/errors.js';
+import { thrownOf } from '../unit/helpers/catch.js';
 
 const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjEzOTB9.c2lnbmF0dXJl-_';
 
@@ -41,15 +42,9 @@ describe('sendableToken', () => {
 
   it('refuses another with exit 3, naming where it came from and never quoting it', () => {
     const token = 'secret value with spaces';
-    let error: unknown;
-    try {
-      sendableToken(token, 'NOTARIZE_TOKEN', 'set it again');
-    } catch (caught) {
-      error = caught;
-    }
-    expect(error).toBeInstanceOf(AuthError);
+    const error = thrownOf(() => sendableToken(token, 'NOTARIZE_TOKEN', 'set it again'), AuthError);
     expect(error).toMatchObject({ exitCode: 3, hint: 'set it again' });
-    expect((error as AuthError).message).toMatch(/^the token in NOTARIZE_TOKEN cannot be used: /);
-    expect((error as AuthError).message).not.toContain('secret');
+    expect(error.message).toMatch(/^the token in NOTARIZE_TOKEN cannot be used: /);
+    expect(error.message).not.toContain('secret');
   });
 });

@@ -129,18 +129,24 @@ describe('ServiceStore', () => {
     expect(readFileSync(store.pendingFile(bad)).equals(before)).toBe(true);
   });
 
-  it('reports a pending file of valid JSON but the wrong shape, naming the field', async () => {
-    const store = serviceStore();
-    const hash = hashOf('shape');
-    await store.savePending(pending(hash));
-    const file = store.pendingFile(hash);
-    const text = readFileSync(file, 'utf8').replace('"custody": false', '"custody": "no"');
-    writeFileSync(file, text);
-    const error = thrown(() => store.readPending(hash));
-    expect(error).toBeInstanceOf(StoreError);
-    expect((error as StoreError).message).toContain('custody');
-    expect(readFileSync(file, 'utf8')).toBe(text);
-  });
+  it.each([
+    ['a pending file', 'pending', '"custody": false', '"custody": "no"', 'custody'],
+    ['a ledger file of another schemaVersion', 'ledger', '"schemaVersion": 1', '"schemaVersion": 2', 'schemaVersion'],
+  ] as const)(
+    'reports %s (valid JSON, wrong shape) as damaged, naming the field, leaving it unchanged',
+    async (_, kind, from, to, field) => {
+      const store = serviceStore();
+      const hash = hashOf('shape');
+      await (kind === 'pending' ? store.savePending(pending(hash)) : store.saveRecord(record(hash)));
+      const file = kind === 'pending' ? store.pendingFile(hash) : store.ledgerFile(hash);
+      const text = readFileSync(file, 'utf8').replace(from, to);
+      writeFileSync(file, text);
+      const error = thrown(() => (kind === 'pending' ? store.readPending(hash) : store.readRecord(hash)));
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).message).toContain(field);
+      expect(readFileSync(file, 'utf8')).toBe(text);
+    },
+  );
 
   it.runIf(posix)('creates its directories 0700 and its files 0600', async () => {
     const store = serviceStore();
@@ -186,19 +192,6 @@ describe('ServiceStore', () => {
     expect(readFileSync(retired!, 'utf8')).toBe(
       text({ schemaVersion: 1, ...pending(hash), retiredAt: at.toISOString(), retiredBecause: 'why' }),
     );
-  });
-
-  it('refuses a file of another schemaVersion as damaged, leaving it unchanged', async () => {
-    const store = serviceStore();
-    const hash = hashOf('v2');
-    await store.saveRecord(record(hash));
-    const file = store.ledgerFile(hash);
-    const text = readFileSync(file, 'utf8').replace('"schemaVersion": 1', '"schemaVersion": 2');
-    writeFileSync(file, text);
-    const error = thrown(() => store.readRecord(hash));
-    expect(error).toBeInstanceOf(StoreError);
-    expect((error as StoreError).message).toContain('schemaVersion');
-    expect(readFileSync(file, 'utf8')).toBe(text);
   });
 
   it('can be built directly on a directory, keeping two services apart', async () => {
