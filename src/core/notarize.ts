@@ -185,7 +185,6 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
     } else {
       const sessionJson = source.kind === 'given' ? source.json : (await deps.api.activeSubscription()).raw;
       pending = {
-        schemaVersion: 1,
         hash,
         description: (source.kind === 'given' ? source.description : undefined) ?? stored?.description ?? '',
         custody: false,
@@ -279,11 +278,11 @@ function requestUnread(hash: string, requestedAt: string): ProtocolError {
   );
 }
 
-/** The refusal to send again a session whose last forfait was answered unreadably. */
+/** The refusal to send again a session whose last forfait was answered unreadably (`forfaitUnreadAt` set). */
 function answerUnread(deps: FlowDeps, pending: PendingEntry): ProtocolError {
   const page = deps.api.transport.url(verificationPath(pending.hash));
   return new ProtocolError(
-    `the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt ?? '?'} and answered, ` +
+    `the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt!} and answered, ` +
       'but the answer could not be read; notarize does not send it again on its own',
     {
       hint:
@@ -303,7 +302,6 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
   deps.onStep?.('requesting');
   const save = async (sessionJson: string): Promise<PendingEntry> => {
     const entry: PendingEntry = {
-      schemaVersion: 1,
       hash: input.hash,
       description: input.description,
       custody: input.custody,
@@ -355,7 +353,6 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
   const { store } = deps;
   const save = async (recordJson: string): Promise<LedgerEntry> => {
     const entry: LedgerEntry = {
-      schemaVersion: 1,
       hash: pending.hash,
       completedAt: now(deps).toISOString(),
       ...(pending.file ? { file: pending.file } : {}),
@@ -385,7 +382,7 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
       // A 2xx whose body could not be read: the service may have completed
       // it. Marked so that only an explicit `complete` sends it again.
       const marked = await markAnswerUnread(deps, pending);
-      error.hint = `${error.hint ? `${error.hint}; ` : ''}${answerUnread(deps, marked).hint ?? ''}`;
+      error.hint = [error.hint, answerUnread(deps, marked).hint].filter(Boolean).join('; ');
       throw error;
     }
     if (isAlreadyRegistered(error)) throw error;
@@ -501,7 +498,8 @@ async function sendMetadata(
   pending: PendingEntry,
 ): Promise<CustodyOutcome> {
   const file = input.file ?? pending.file;
-  const session = subscriptionSessionSchema.safeParse(safeJson(pending.sessionJson));
+  // A session reaching here is the text of a JSON object: the store's schema, or the request step's parse, says so.
+  const session = subscriptionSessionSchema.safeParse(JSON.parse(pending.sessionJson));
   if (!file || !session.success) {
     return { metadataSent: false, error: new UsageError('custody metadata needs the local file and a valid session') };
   }
@@ -520,14 +518,6 @@ async function sendMetadata(
   } catch (error) {
     if (error instanceof NotarizeError) return { metadataSent: false, error };
     throw error;
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }
 

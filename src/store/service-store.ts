@@ -12,6 +12,20 @@ import { hashSchema } from '../api/schemas.js';
 import { StoreError } from '../errors.js';
 import { corrupt, ensurePrivateDir, readStoreFile, removeFile, tightenDirIfExists, writeFileAtomic } from './files.js';
 
+/**
+ * The version every pending, retired, ledger and unanswered file starts
+ * with. The store alone deals with it: its write path puts it first, its
+ * readers refuse any other and hand entries out without it.
+ */
+const STORE_VERSION = { schemaVersion: 1 } as const;
+
+const storeVersion = z.literal(STORE_VERSION.schemaVersion);
+
+/** An entry as the store hands it out: its file's content without the version. */
+function withoutVersion<T extends { schemaVersion: number }>({ schemaVersion: _version, ...entry }: T) {
+  return entry;
+}
+
 const fileFacts = z.object({
   name: z.string(),
   size: z.int().nonnegative(),
@@ -29,22 +43,24 @@ const jsonObjectText = z.string().refine((text) => {
   }
 }, 'expected the text of a JSON object');
 
-const pendingEntrySchema = z.object({
-  schemaVersion: z.literal(1),
-  hash: hashSchema,
-  description: z.string(),
-  custody: z.boolean(),
-  savedAt: z.string(),
-  file: fileFacts.optional(),
-  /**
-   * Set when forfait was sent with this session and answered 2xx with a body
-   * that could not be read: the service may have completed it, so only an
-   * explicit `notarize complete` sends the session again.
-   */
-  forfaitUnreadAt: z.string().optional(),
-  /** The request step's answer, exactly as received. */
-  sessionJson: jsonObjectText,
-});
+const pendingEntrySchema = z
+  .object({
+    schemaVersion: storeVersion,
+    hash: hashSchema,
+    description: z.string(),
+    custody: z.boolean(),
+    savedAt: z.string(),
+    file: fileFacts.optional(),
+    /**
+     * Set when forfait was sent with this session and answered 2xx with a body
+     * that could not be read: the service may have completed it, so only an
+     * explicit `notarize complete` sends the session again.
+     */
+    forfaitUnreadAt: z.string().optional(),
+    /** The request step's answer, exactly as received. */
+    sessionJson: jsonObjectText,
+  })
+  .transform(withoutVersion);
 export type PendingEntry = z.infer<typeof pendingEntrySchema>;
 
 /**
@@ -52,22 +68,26 @@ export type PendingEntry = z.infer<typeof pendingEntrySchema>;
  * read: the service may hold a subscription session for the hash that
  * notarize never saw. Kept so that a re-run does not request again on its own.
  */
-const unansweredEntrySchema = z.object({
-  schemaVersion: z.literal(1),
-  hash: hashSchema,
-  description: z.string(),
-  requestedAt: z.string(),
-});
+const unansweredEntrySchema = z
+  .object({
+    schemaVersion: storeVersion,
+    hash: hashSchema,
+    description: z.string(),
+    requestedAt: z.string(),
+  })
+  .transform(withoutVersion);
 export type UnansweredEntry = z.infer<typeof unansweredEntrySchema>;
 
-const ledgerEntrySchema = z.object({
-  schemaVersion: z.literal(1),
-  hash: hashSchema,
-  completedAt: z.string(),
-  file: fileFacts.optional(),
-  /** The forfait answer, exactly as received. */
-  recordJson: jsonObjectText,
-});
+const ledgerEntrySchema = z
+  .object({
+    schemaVersion: storeVersion,
+    hash: hashSchema,
+    completedAt: z.string(),
+    file: fileFacts.optional(),
+    /** The forfait answer, exactly as received. */
+    recordJson: jsonObjectText,
+  })
+  .transform(withoutVersion);
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
 
 /** Entries that could be read, and the files that could not (named in the errors). */
@@ -140,8 +160,8 @@ export class ServiceStore {
    * Saves a pending session atomically (replacing any earlier one for the
    * hash); resolves once it is durably on disk, rejects if it could not be.
    */
-  savePending(entry: Omit<PendingEntry, 'schemaVersion'>): Promise<void> {
-    return this.#write(this.pendingFile(entry.hash), { schemaVersion: 1, ...entry });
+  savePending(entry: PendingEntry): Promise<void> {
+    return this.#writeEntry(this.pendingFile(entry.hash), entry);
   }
 
   /**
@@ -163,7 +183,7 @@ export class ServiceStore {
     }
     if (entry === undefined) return undefined;
     const file = this.retiredFile(hash, at);
-    await this.#write(file, { ...entry, retiredAt: at.toISOString(), retiredBecause: reason });
+    await this.#writeEntry(file, { ...entry, retiredAt: at.toISOString(), retiredBecause: reason });
     this.removePending(hash);
     return file;
   }
@@ -214,8 +234,8 @@ export class ServiceStore {
   }
 
   /** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
-  saveRecord(entry: Omit<LedgerEntry, 'schemaVersion'>): Promise<void> {
-    return this.#write(this.ledgerFile(entry.hash), { schemaVersion: 1, ...entry });
+  saveRecord(entry: LedgerEntry): Promise<void> {
+    return this.#writeEntry(this.ledgerFile(entry.hash), entry);
   }
 
   unansweredFile(hash: string): string {
@@ -228,8 +248,8 @@ export class ServiceStore {
   }
 
   /** Records a request step answered 2xx unreadably (see UnansweredEntry). */
-  markUnanswered(entry: Omit<UnansweredEntry, 'schemaVersion'>): Promise<void> {
-    return this.#write(this.unansweredFile(entry.hash), { schemaVersion: 1, ...entry });
+  markUnanswered(entry: UnansweredEntry): Promise<void> {
+    return this.#writeEntry(this.unansweredFile(entry.hash), entry);
   }
 
   /** Forgets an unread request step: it was completed, dropped by hand, or requested again. */
@@ -255,6 +275,11 @@ export class ServiceStore {
    */
   #asideFile(folder: 'retired' | 'quarantine', hash: string, at: Date): string {
     return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, '-')}.json`);
+  }
+
+  /** Writes an entry with the store's version first. */
+  #writeEntry(file: string, entry: object): Promise<void> {
+    return this.#write(file, { ...STORE_VERSION, ...entry });
   }
 
   async #write(file: string, value: unknown): Promise<void> {

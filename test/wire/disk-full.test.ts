@@ -2,7 +2,8 @@
  * A full (over quota, read-only) disk met before anything was sent is exit 2
  * saying so (src/store/disk.ts, applied around the lock in core/notarize.ts);
  * after something was sent it stays exit 1 with the answer quoted
- * (`notSaved`). The disk is made full by a stand-in for node:fs that fails
+ * (`notSaved`); the mapping alone is unit-tested in test/store/disk.test.ts.
+ * The disk is made full by a stand-in for node:fs that fails
  * writes under one store directory with ENOSPC, in-process: a real full file
  * system would need a mount.
  */
@@ -10,8 +11,6 @@ import type * as NodeFs from 'node:fs';
 import { readFileSync } from 'node:fs';
 import { sep } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { StoreError } from '../../src/errors.js';
-import { diskRefusedBeforeSending, isDiskRefusal } from '../../src/store/disk.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
 import { runMain } from '../helpers/main.js';
@@ -57,39 +56,6 @@ useBed((created) => (bed = created), { keyInEnv: true });
 afterEach(() => {
   full.dir = undefined;
   full.code = 'ENOSPC';
-});
-
-describe('the mapping (store/disk.ts)', () => {
-  const errno = (code: string) => Object.assign(new Error(`${code}: whatever`), { code });
-
-  it.each([
-    ['ENOSPC', 'no space left on the device holding /store'],
-    ['EDQUOT', 'the disk quota is exceeded on the device holding /store'],
-    ['EROFS', 'the device holding /store is read-only'],
-  ])('%s is a usage error (exit 2) saying so, and that nothing was sent', (code, says) => {
-    const error = diskRefusedBeforeSending(errno(code), '/store');
-    expect(error?.exitCode).toBe(2);
-    expect(error?.message).toBe(`${says} (${code}); nothing was sent`);
-    expect(error?.hint).toContain('free some space');
-  });
-
-  it('finds the code in a StoreError that wraps it (ensurePrivateDir, conf)', () => {
-    const wrapped = new StoreError('/store/x', 'cannot use the store directory /store/x', { cause: errno('ENOSPC') });
-    expect(isDiskRefusal(wrapped)).toBe(true);
-    expect(diskRefusedBeforeSending(wrapped, '/store')?.code).toBe('disk_refused');
-  });
-
-  it('leaves other errors to the caller', () => {
-    for (const error of [
-      errno('EACCES'),
-      errno('ENOENT'),
-      new Error('ENOSPC in a message only'),
-      'ENOSPC',
-      undefined,
-    ]) {
-      expect(diskRefusedBeforeSending(error, '/store')).toBeUndefined();
-    }
-  });
 });
 
 describe('a full disk in a run', () => {

@@ -14,7 +14,7 @@ const hashOf = (label: string) => createHash('sha256').update(label).digest('hex
 const mode = (path: string) => statSync(path).mode & 0o777;
 const posix = process.platform !== 'win32';
 
-function pending(hash: string, overrides: Partial<PendingEntry> = {}): Omit<PendingEntry, 'schemaVersion'> {
+function pending(hash: string, overrides: Partial<PendingEntry> = {}): PendingEntry {
   return {
     hash,
     description: `document ${hash.slice(0, 6)}`,
@@ -27,7 +27,7 @@ function pending(hash: string, overrides: Partial<PendingEntry> = {}): Omit<Pend
 }
 
 /** The fixture record, as the service would send it for `hash` (a ledger entry must be a record of its hash). */
-function record(hash: string): Omit<LedgerEntry, 'schemaVersion'> {
+function record(hash: string): LedgerEntry {
   return {
     hash,
     completedAt: '2024-01-01T12:01:00.000Z',
@@ -47,7 +47,7 @@ describe('ServiceStore', () => {
     expect(store.readPending(hash)).toBeUndefined();
     await store.savePending(pending(hash));
     const read = store.readPending(hash);
-    expect(read).toEqual({ schemaVersion: 1, ...pending(hash) });
+    expect(read).toEqual(pending(hash));
     expect(read?.sessionJson).toBe(readFixture('session-free-plan.json'));
     store.removePending(hash);
     expect(store.readPending(hash)).toBeUndefined();
@@ -71,7 +71,7 @@ describe('ServiceStore', () => {
     expect(store.readRecord(hash)).toBeUndefined();
     await store.saveRecord(record(hash));
     const read = store.readRecord(hash);
-    expect(read).toEqual({ schemaVersion: 1, ...record(hash) });
+    expect(read).toEqual(record(hash));
     expect(read?.recordJson).toBe(record(hash).recordJson);
     expect(read?.recordJson).not.toBe(readFixture('record.json'));
   });
@@ -129,18 +129,24 @@ describe('ServiceStore', () => {
     expect(readFileSync(store.pendingFile(bad)).equals(before)).toBe(true);
   });
 
-  it('reports a pending file of valid JSON but the wrong shape, naming the field', async () => {
-    const store = serviceStore();
-    const hash = hashOf('shape');
-    await store.savePending(pending(hash));
-    const file = store.pendingFile(hash);
-    const text = readFileSync(file, 'utf8').replace('"custody": false', '"custody": "no"');
-    writeFileSync(file, text);
-    const error = thrown(() => store.readPending(hash));
-    expect(error).toBeInstanceOf(StoreError);
-    expect((error as StoreError).message).toContain('custody');
-    expect(readFileSync(file, 'utf8')).toBe(text);
-  });
+  it.each([
+    ['a pending file', 'pending', '"custody": false', '"custody": "no"', 'custody'],
+    ['a ledger file of another schemaVersion', 'ledger', '"schemaVersion": 1', '"schemaVersion": 2', 'schemaVersion'],
+  ] as const)(
+    'reports %s (valid JSON, wrong shape) as damaged, naming the field, leaving it unchanged',
+    async (_, kind, from, to, field) => {
+      const store = serviceStore();
+      const hash = hashOf('shape');
+      await (kind === 'pending' ? store.savePending(pending(hash)) : store.saveRecord(record(hash)));
+      const file = kind === 'pending' ? store.pendingFile(hash) : store.ledgerFile(hash);
+      const text = readFileSync(file, 'utf8').replace(from, to);
+      writeFileSync(file, text);
+      const error = thrown(() => (kind === 'pending' ? store.readPending(hash) : store.readRecord(hash)));
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).message).toContain(field);
+      expect(readFileSync(file, 'utf8')).toBe(text);
+    },
+  );
 
   it.runIf(posix)('creates its directories 0700 and its files 0600', async () => {
     const store = serviceStore();
@@ -164,6 +170,30 @@ describe('ServiceStore', () => {
     expect(readdirSync(join(store.dir, 'pending'))).toEqual([`${hash}.json`]);
   });
 
+  it("writes every versioned file with the store's schemaVersion first, and hands entries out without it", async () => {
+    const store = serviceStore();
+    const hash = hashOf('versioned');
+    const at = new Date('2024-01-02T03:04:05.678Z');
+    const text = (value: object) => `${JSON.stringify(value, null, 2)}\n`;
+    await store.savePending(pending(hash));
+    expect(readFileSync(store.pendingFile(hash), 'utf8')).toBe(text({ schemaVersion: 1, ...pending(hash) }));
+    await store.saveRecord(record(hash));
+    expect(readFileSync(store.ledgerFile(hash), 'utf8')).toBe(text({ schemaVersion: 1, ...record(hash) }));
+    const unanswered = { hash, description: 'asked', requestedAt: at.toISOString() };
+    await store.markUnanswered(unanswered);
+    expect(readFileSync(store.unansweredFile(hash), 'utf8')).toBe(text({ schemaVersion: 1, ...unanswered }));
+    // Entries are handed out without the version, and saved again the same.
+    expect(store.readPending(hash)).toEqual(pending(hash));
+    await store.savePending(store.readPending(hash)!);
+    expect(readFileSync(store.pendingFile(hash), 'utf8')).toBe(text({ schemaVersion: 1, ...pending(hash) }));
+    expect(store.readUnanswered(hash)).toEqual(unanswered);
+    const retired = await store.retirePending(hash, 'why', at);
+    expect(retired).toBe(store.retiredFile(hash, at));
+    expect(readFileSync(retired!, 'utf8')).toBe(
+      text({ schemaVersion: 1, ...pending(hash), retiredAt: at.toISOString(), retiredBecause: 'why' }),
+    );
+  });
+
   it('can be built directly on a directory, keeping two services apart', async () => {
     const dir = tempDir();
     const a = new ServiceStore(join(dir, 'a'), 'https://a.example');
@@ -172,5 +202,91 @@ describe('ServiceStore', () => {
     await a.savePending(pending(hash));
     expect(b.readPending(hash)).toBeUndefined();
     expect(a.readPending(hash)).toBeDefined();
+  });
+
+  it('refuses an entry whose file names another hash, or whose record is of another hash', async () => {
+    const store = serviceStore();
+    const [a, b] = [hashOf('a'), hashOf('b')];
+    await store.savePending(pending(a));
+    writeFileSync(store.pendingFile(b), readFileSync(store.pendingFile(a)));
+    expect((thrown(() => store.readPending(b)) as StoreError).message).toContain(
+      `it holds hash ${a}, not the ${b} its name says`,
+    );
+    await store.saveRecord({ ...record(a), recordJson: record(b).recordJson });
+    expect((thrown(() => store.readRecord(a)) as StoreError).message).toContain(`its record is of hash ${b}, not ${a}`);
+    await store.saveRecord({ ...record(a), recordJson: '{"status":"registered"}' });
+    expect((thrown(() => store.readRecord(a)) as StoreError).message).toContain('its record is of hash (none)');
+  });
+
+  it('refuses a pending file whose session is not the text of a JSON object', async () => {
+    const store = serviceStore();
+    const hash = hashOf('text');
+    for (const sessionJson of ['not json', '[1]', 'null']) {
+      await store.savePending(pending(hash, { sessionJson }));
+      expect((thrown(() => store.readPending(hash)) as StoreError).message).toContain(
+        'expected the text of a JSON object',
+      );
+    }
+  });
+
+  it('removes a session left beside its record only when it was saved before the completion', async () => {
+    const store = serviceStore();
+    const hash = hashOf('leftover');
+    await store.saveRecord(record(hash)); // completed at 12:01
+    await store.savePending(pending(hash, { savedAt: '2024-01-01T12:02:00.000Z' }));
+    store.removeLeftoverPending(store.readRecord(hash)!);
+    expect(store.readPending(hash)).toBeDefined();
+    await store.savePending(pending(hash)); // saved at 12:00
+    store.removeLeftoverPending(store.readRecord(hash)!);
+    expect(store.readPending(hash)).toBeUndefined();
+    // A damaged one stays, for a person to look at.
+    writeFileSync(store.pendingFile(hash), '{');
+    store.removeLeftoverPending(store.readRecord(hash)!);
+    expect(readFileSync(store.pendingFile(hash), 'utf8')).toBe('{');
+  });
+
+  it('retires a damaged pending file as it is, bytes untouched, and nothing when none is pending', async () => {
+    const store = serviceStore();
+    const hash = hashOf('retire damaged');
+    const at = new Date('2024-05-06T07:08:09.010Z');
+    expect(await store.retirePending(hash, 'why', at)).toBeUndefined();
+    await store.savePending(pending(hash));
+    writeFileSync(store.pendingFile(hash), '{"torn"');
+    const retired = await store.retirePending(hash, 'why', at);
+    expect(retired).toBe(join(store.dir, 'retired', `${hash}.2024-05-06T07-08-09-010Z.damaged.json`));
+    expect(readFileSync(retired!, 'utf8')).toBe('{"torn"');
+    expect(store.readPending(hash)).toBeUndefined();
+  });
+
+  it('keeps a forfait answer aside in quarantine/, one file per event', async () => {
+    const store = serviceStore();
+    const hash = hashOf('quarantine');
+    const at = new Date('2024-05-06T07:08:09.010Z');
+    const file = await store.quarantine(hash, '{"hash":"other"}', 'not its record', at);
+    expect(file).toBe(join(store.dir, 'quarantine', `${hash}.2024-05-06T07-08-09-010Z.json`));
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
+      hash,
+      receivedAt: at.toISOString(),
+      reason: 'not its record',
+      answerText: '{"hash":"other"}',
+    });
+  });
+
+  it('keeps, lists and forgets unread request steps', async () => {
+    const store = serviceStore();
+    const hashes = [hashOf('u2'), hashOf('u1')];
+    for (const hash of hashes) await store.markUnanswered({ hash, description: 'd', requestedAt: 'then' });
+    const listed = await store.listUnanswered();
+    expect(listed.entries.map((e) => e.hash)).toEqual([...hashes].sort());
+    store.clearUnanswered(hashes[0]!);
+    store.clearUnanswered(hashes[0]!);
+    expect(store.readUnanswered(hashes[0]!)).toBeUndefined();
+  });
+
+  it('a kind of entry that cannot be listed is an error, not an empty list', async () => {
+    const store = serviceStore();
+    await store.saveRecord(record(hashOf('x')));
+    writeFileSync(join(store.dir, 'pending'), 'a file where the directory should be');
+    await expect(store.listPending()).rejects.toMatchObject({ code: 'ENOTDIR' });
   });
 });

@@ -1,0 +1,60 @@
+/**
+ * The test layout holds: every source file of src/core, src/output and
+ * src/store has a unit test file, test/<layer>/<name>.test.ts, or
+ * test/<layer>/<name>.<aspect>.test.ts when it has several.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const LAYERS = ['core', 'output', 'store'] as const;
+
+/**
+ * Source files whose unit test is being written on another branch
+ * (core/credentials.ts: the "layers" change; output/: the commands-return-data
+ * change). Each fails the second test below once it has a test, so the list
+ * can only shrink; it goes when it is empty.
+ */
+const AWAITING = new Set([
+  'core/credentials.ts',
+  'output/github.ts',
+  'output/outcome.ts',
+  'output/prompt.ts',
+  'output/results.ts',
+]);
+
+/** Every source file of the layers, as `<layer>/<name>.ts`. */
+function sources(): string[] {
+  return LAYERS.flatMap((layer) =>
+    readdirSync(join(ROOT, 'src', layer), { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.ts'))
+      .map((file) => `${layer}/${file.replaceAll('\\', '/')}`),
+  );
+}
+
+/** The unit test files of `source` (`core/x.ts`): test/core/x.test.ts and test/core/x.<aspect>.test.ts. */
+function testsOf(source: string): string[] {
+  const layer = source.slice(0, source.indexOf('/'));
+  const name = source.slice(layer.length + 1).replace(/\.ts$/, '');
+  const dir = join('test', layer, dirname(name));
+  const own = new RegExp(`^${basename(name).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(\\.[a-z0-9-]+)?\\.test\\.ts$`);
+  const found = existsSync(join(ROOT, dir)) ? readdirSync(join(ROOT, dir)).filter((file) => own.test(file)) : [];
+  // Until the move of test/unit/<layer>/ to test/<layer>/ lands, the old place counts too. (Integrator: remove.)
+  const old = join('test', 'unit', layer, `${name}.test.ts`);
+  return [...found.map((file) => join(dir, file)), ...(existsSync(join(ROOT, old)) ? [old] : [])];
+}
+
+describe('the test layout', () => {
+  it('every source file of core/, output/ and store/ has a unit test file', () => {
+    const untested = sources().filter((source) => !AWAITING.has(source) && testsOf(source).length === 0);
+    expect(untested, 'add test/<layer>/<name>.test.ts for each').toEqual([]);
+  });
+
+  it('the files awaiting a unit test still exist and still lack one (else take them off the list)', () => {
+    const all = new Set(sources());
+    const stale = [...AWAITING].filter((source) => !all.has(source) || testsOf(source).length > 0);
+    expect(stale).toEqual([]);
+  });
+});

@@ -1,0 +1,228 @@
+/**
+ * What the user named becoming the documents to process
+ * (src/core/inputs.ts), on real directories: usage errors up front, items
+ * that fail on their own, walking, filters and --files-from lists. (The
+ * splitting of a list into names is in test/unit/core/list.test.ts.)
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import {
+  expandInputs,
+  itemName,
+  MAX_LIST_GAP_BYTES,
+  MAX_LIST_PATH_BYTES,
+  type InputItem,
+  type InputOptions,
+  type SkippedPath,
+} from '../../src/core/inputs.js';
+import { InputFileError, UsageError } from '../../src/errors.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
+import { rejectionOf } from '../unit/helpers/catch.js';
+
+const tempDir = useTempDirs('notarize-inputs-');
+const posix = process.platform !== 'win32';
+const noStdin = () => Readable.from([]);
+
+/** A directory holding `files` (relative path -> content), made for the test. */
+function tree(files: Record<string, string>): string {
+  const root = tempDir();
+  for (const [path, content] of Object.entries(files)) {
+    const file = join(root, path);
+    mkdirSync(join(file, '..'), { recursive: true });
+    writeFileSync(file, content);
+  }
+  return root;
+}
+
+async function expanded(paths: string[], options: InputOptions = {}, stdin: Readable = noStdin()) {
+  const skipped: SkippedPath[] = [];
+  const expansion = await expandInputs(paths, options, stdin, (s) => skipped.push(s));
+  const items: InputItem[] = [];
+  for await (const item of expansion.items) items.push(item);
+  return { ...expansion, items, skipped };
+}
+
+/** The item as a short comparable value: a file's relative path (or path), '-', or the failure's code and path. */
+function summary(item: InputItem): string {
+  if (item.kind === 'file') return item.relative ?? item.path;
+  if (item.kind === 'stdin') return '-';
+  return `${item.error.code} ${item.path}`;
+}
+
+describe('expandInputs: the arguments as a whole', () => {
+  it.each<[string, string[], InputOptions, string]>([
+    ['nothing named', [], {}, 'no input given'],
+    ["'-' twice", ['-', '-'], {}, "'-' (standard input) can be named only once"],
+    ["'-' as a document and as the list", ['-'], { filesFrom: '-' }, "'-' cannot be both a document and --files-from"],
+    ['-0 without a list', ['a'], { nul: true }, '-0 goes with --files-from'],
+  ])('%s is a usage error before anything runs', async (_, paths, options, message) => {
+    const error = await rejectionOf(expandInputs(paths, options, noStdin()), UsageError);
+    expect(error.message).toBe(message);
+  });
+
+  it('a --files-from list that cannot be opened is a usage error up front', async () => {
+    const dir = tempDir();
+    for (const [source, reason] of [
+      [join(dir, 'missing.txt'), 'no such file or directory'],
+      [dir, 'is a directory'],
+    ] as const) {
+      const error = await rejectionOf(expandInputs([], { filesFrom: source }, noStdin()), UsageError);
+      expect(error.message).toBe(`cannot read the --files-from list from '${source}': ${reason}`);
+    }
+  });
+
+  it('an empty --files-from list, with nothing else named, is "no input given" when read', async () => {
+    const list = join(tree({ 'list.txt': '\n\n' }), 'list.txt');
+    await expect(expanded([], { filesFrom: list })).rejects.toThrow('no input given');
+    // With a document named, an empty list adds nothing.
+    const doc = join(tree({ 'a.txt': 'a' }), 'a.txt');
+    expect((await expanded([doc], { filesFrom: list })).items.map(summary)).toEqual([doc]);
+  });
+});
+
+describe('expandInputs: named paths', () => {
+  it('one file is the single form, with its size; one directory walked is a batch', async () => {
+    const root = tree({ 'a.txt': 'abc', 'sub/b.txt': 'b' });
+    const one = await expanded([join(root, 'a.txt')]);
+    expect(one).toMatchObject({ single: true, stdinNamed: false });
+    expect(one.items).toEqual([{ kind: 'file', path: join(root, 'a.txt'), size: 3 }]);
+    expect((await expanded([root], { recursive: true })).single).toBe(false);
+    // A missing path named alone with --recursive stays single: it fails as itself.
+    expect((await expanded([join(root, 'missing')], { recursive: true })).single).toBe(true);
+    expect((await expanded(['-'], { recursive: true })).single).toBe(true);
+  });
+
+  it('a missing path, a directory without --recursive and a special file each fail on their own', async () => {
+    const root = tree({ 'a.txt': 'a' });
+    const paths = [join(root, 'missing'), root, join(root, 'a.txt')];
+    if (posix) {
+      execFileSync('mkfifo', [join(root, 'fifo')]);
+      paths.push(join(root, 'fifo'));
+    }
+    const { items, single } = await expanded(paths);
+    expect(single).toBe(false);
+    expect(items.map(summary)).toEqual([
+      `unreadable_file ${join(root, 'missing')}`,
+      `is_directory ${root}`,
+      join(root, 'a.txt'),
+      ...(posix ? [`not_a_file ${join(root, 'fifo')}`] : []),
+    ]);
+    const [missing, directory] = items as [InputItem & { kind: 'unusable' }, InputItem & { kind: 'unusable' }];
+    expect(missing.error).toBeInstanceOf(InputFileError);
+    expect(missing.error.reason).toBe('no such file or directory');
+    expect(directory.error.hint).toBe('add --recursive to process the files in it');
+  });
+
+  it("'-' is standard input, named once, and flagged", async () => {
+    const { items, stdinNamed } = await expanded(['-']);
+    expect(items).toEqual([{ kind: 'stdin' }]);
+    expect(stdinNamed).toBe(true);
+    expect(itemName(items[0]!)).toBe('-');
+  });
+});
+
+describe('expandInputs: walking a directory', () => {
+  it('goes depth first in name order, with paths below it, reporting links and special files instead of following them', async () => {
+    const root = tree({ 'b.txt': 'b', 'a/z.txt': 'z', 'a/c/d.txt': 'd', '.hidden': 'h', 'C.txt': 'C' });
+    if (posix) {
+      symlinkSync(join(root, 'b.txt'), join(root, 'link.txt'));
+      execFileSync('mkfifo', [join(root, 'a', 'fifo')]);
+    }
+    const { items, skipped } = await expanded([root], { recursive: true });
+    expect(items.map(summary)).toEqual(['.hidden', 'C.txt', 'a/c/d.txt', 'a/z.txt', 'b.txt']);
+    expect(items.map(itemName)).toEqual(items.map((item) => (item as { path: string }).path));
+    expect(items.find((item) => summary(item) === 'a/z.txt')).toEqual({
+      kind: 'file',
+      path: join(root, 'a', 'z.txt'),
+      size: 1,
+      relative: 'a/z.txt',
+    });
+    if (posix) {
+      expect(skipped).toEqual([
+        { path: join(root, 'a', 'fifo'), reason: 'not a regular file' },
+        { path: join(root, 'link.txt'), reason: 'symbolic link (not followed)' },
+      ]);
+    }
+  });
+
+  it.runIf(posix && process.getuid?.() !== 0)('a subdirectory that cannot be listed fails on its own', async () => {
+    const root = tree({ 'a.txt': 'a', 'closed/x.txt': 'x' });
+    execFileSync('chmod', ['000', join(root, 'closed')]);
+    try {
+      const { items } = await expanded([root], { recursive: true });
+      expect(items.map(summary)).toEqual(['a.txt', `unreadable_file ${join(root, 'closed')}`]);
+    } finally {
+      execFileSync('chmod', ['700', join(root, 'closed')]);
+    }
+  });
+
+  it.each<[string, InputOptions, string[]]>([
+    ['no filter', {}, ['a/keep.md', 'a/skip.log', 'b/keep.md', 'top.md']],
+    ['--include by name, at any depth', { include: ['*.md'] }, ['a/keep.md', 'b/keep.md', 'top.md']],
+    ['--include by path', { include: ['a/*'] }, ['a/keep.md', 'a/skip.log']],
+    ['--exclude by name', { exclude: ['*.log'] }, ['a/keep.md', 'b/keep.md', 'top.md']],
+    ['--exclude by path', { exclude: ['b/**'] }, ['a/keep.md', 'a/skip.log', 'top.md']],
+    ['both: the exclusion wins', { include: ['*.md'], exclude: ['a/keep.md'] }, ['b/keep.md', 'top.md']],
+  ])('%s', async (_, filter, expected) => {
+    const root = tree({ 'a/keep.md': '', 'a/skip.log': '', 'b/keep.md': '', 'top.md': '' });
+    const { items } = await expanded([root], { recursive: true, ...filter });
+    expect(items.map(summary)).toEqual(expected);
+  });
+
+  it('filters only what is walked: a file named on the command line is always taken', async () => {
+    const root = tree({ 'named.log': '' });
+    const { items } = await expanded([join(root, 'named.log')], { exclude: ['*.log'] });
+    expect(items.map(summary)).toEqual([join(root, 'named.log')]);
+  });
+});
+
+describe('expandInputs: --files-from', () => {
+  it('reads the list after the named paths: CRLF, blank lines, directories with --recursive, and - once', async () => {
+    const root = tree({ 'a.txt': 'a', 'b.txt': 'b', 'dir/c.txt': 'c' });
+    const list = `${join(root, 'b.txt')}\r\n\n${join(root, 'dir')}\n-\n-\n`;
+    const { items, single } = await expanded(
+      [join(root, 'a.txt')],
+      { filesFrom: '-', recursive: true },
+      Readable.from([list]),
+    );
+    expect(single).toBe(false);
+    expect(items.map(summary)).toEqual([join(root, 'a.txt'), join(root, 'b.txt'), 'c.txt', 'usage -', 'usage -']);
+  });
+
+  it("takes '-' in a list file as standard input, once", async () => {
+    const root = tree({ 'list.txt': '-\n-\n' });
+    const { items } = await expanded([], { filesFrom: join(root, 'list.txt') });
+    expect(items).toMatchObject([{ kind: 'stdin' }, { kind: 'unusable', path: '-' }]);
+    expect((items[1] as { error: InputFileError }).error.message).toBe("'-' (standard input) can be named only once");
+  });
+
+  it('splits at NUL with -0, keeping newlines in names', async () => {
+    const root = tree({ 'odd\nname.txt': 'x' });
+    const list = join(root, 'list');
+    writeFileSync(list, `${join(root, 'odd\nname.txt')}\0`);
+    const { items } = await expanded([], { filesFrom: list, nul: true });
+    expect(items.map(summary)).toEqual([join(root, 'odd\nname.txt')]);
+  });
+
+  it('a line too long for a path fails on its own, named by its beginning', async () => {
+    const long = 'p'.repeat(MAX_LIST_PATH_BYTES + 1);
+    const { items } = await expanded([], { filesFrom: '-' }, Readable.from([`${long}\n`]));
+    expect(items.map(summary)).toEqual([`path_too_long ${'p'.repeat(60)}...`]);
+  });
+
+  it.each([
+    [false, 'for a NUL-separated list (find -print0), add -0'],
+    [true, undefined],
+  ])('a list with no name in its first MiB is not a list (-0: %s); the rest is not read', async (nul, hint) => {
+    const garbage = Buffer.alloc(MAX_LIST_GAP_BYTES + 10, 'x');
+    const { items } = await expanded([], { filesFrom: '-', nul }, Readable.from([garbage]));
+    expect(items).toHaveLength(1);
+    const [item] = items as [InputItem & { kind: 'unusable' }];
+    expect(item.error.code).toBe('not_a_list');
+    expect(item.error.hint).toBe(hint);
+    expect(item.error.message).toMatch(/^the --files-from list '-' holds no path in \d+ bytes/);
+  });
+});

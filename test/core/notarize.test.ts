@@ -1,0 +1,911 @@
+/**
+ * The register/complete flow (src/core/notarize.ts) branch by branch, its
+ * dependencies injected: a real ServiceStore in the bed's temporary
+ * directory, and the real ApiClient against the bed's sandbox (127.0.0.1,
+ * port 0), whose fault book spoils the answers. A fake api stands in only
+ * where the sandbox never answers so; each use says why. These tests alone
+ * take every branch of the flow (see vitest.config.ts):
+ *   npx vitest run --coverage --coverage.include=src/core/notarize.ts test/core/notarize
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { Agent } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApiClient, parseAnswer } from '../../src/api/client.js';
+import { HttpTransport } from '../../src/api/http.js';
+import { notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
+import { complete, register, type FlowDeps, type RegisterInput, type SessionSource } from '../../src/core/notarize.js';
+import {
+  InvalidAnswerError,
+  NotarizeError,
+  ProtocolError,
+  ServiceRefusedError,
+  StoreError,
+  TransientError,
+  UnreadableAnswerError,
+  UsageError,
+} from '../../src/errors.js';
+import { parseFaults } from '../../src/sandbox/server.js';
+import { ServiceStore, type PendingEntry } from '../../src/store/service-store.js';
+import { type Bed, sha256, useBed } from '../helpers/bed.js';
+import { rejection, rejectionOf } from '../unit/helpers/catch.js';
+import { readFixture } from '../unit/helpers/fixtures.js';
+
+let bed: Bed;
+useBed((created) => (bed = created));
+
+/** The flow's clock in these tests, so that saved times can be asserted exactly. */
+const NOW = new Date('2030-01-02T03:04:05.678Z');
+const FILE = { name: 'contract.pdf', size: 1234, lastModified: 1_700_000_000_000 };
+
+const agents: Agent[] = [];
+afterEach(async () => {
+  await Promise.all(agents.splice(0).map((agent) => agent.close()));
+});
+
+function transport(userAgent = 'notarize-unit-test'): HttpTransport {
+  const dispatcher = new Agent();
+  agents.push(dispatcher);
+  return new HttpTransport({ baseUrl: bed.url, timeoutMs: 5000, userAgent, dispatcher });
+}
+
+/**
+ * The real client of the bed's sandbox, with a token got once (or `token`).
+ * No retries: a fault rule is met exactly once.
+ */
+function sandboxApi(options: { userAgent?: string; token?: string } = {}): ApiClient {
+  let token: Promise<string> | undefined;
+  const get = () => (token ??= options.token === undefined ? bed.directLogin() : Promise.resolve(options.token));
+  // Declared apart, so it fits the client's credentials (token/renew) and an
+  // authorizer (authorize) alike: the "layers" change of the client merges without a change here.
+  const credentials = {
+    token: get,
+    renew: () => Promise.resolve(undefined),
+    authorize: <T>(send: (token: string) => Promise<T>) => get().then(send),
+  };
+  return new ApiClient(transport(options.userAgent), { retries: 0, baseDelayMs: 1, maxDelayMs: 1 }, credentials);
+}
+
+type Planned = Partial<
+  Pick<ApiClient, 'requestRegistration' | 'completeRegistration' | 'putFileMetadata' | 'activeSubscription'>
+>;
+
+/**
+ * An api giving answers the sandbox never gives (each caller says which),
+ * with the real transport for the URLs of hints. A call not planned fails.
+ */
+function fakeApi(planned: Planned): ApiClient {
+  const unplanned = (name: string) => () => Promise.reject(new Error(`unplanned call to ${name}`));
+  return {
+    transport: transport(),
+    requestRegistration: planned.requestRegistration ?? unplanned('requestRegistration'),
+    completeRegistration: planned.completeRegistration ?? unplanned('completeRegistration'),
+    putFileMetadata: planned.putFileMetadata ?? unplanned('putFileMetadata'),
+    activeSubscription: planned.activeSubscription ?? unplanned('activeSubscription'),
+  } as unknown as ApiClient;
+}
+
+let stores = 0;
+/** A fresh store of the bed's sandbox, in its own directory. */
+function newStore(): ServiceStore {
+  stores += 1;
+  return new ServiceStore(join(bed.root, `service-${stores}`), bed.url);
+}
+
+/** A second handle on the same directory, which checks its directories afresh. */
+function reopen(store: ServiceStore): ServiceStore {
+  return new ServiceStore(store.dir, store.baseUrl);
+}
+
+interface World {
+  store: ServiceStore;
+  deps: FlowDeps;
+  steps: string[];
+}
+
+function world(options: { api?: ApiClient; store?: ServiceStore } = {}): World {
+  const steps: string[] = [];
+  const store = options.store ?? newStore();
+  const deps: FlowDeps = {
+    api: options.api ?? sandboxApi(),
+    store,
+    onStep: (step) => steps.push(step),
+    lockWaitMs: 5000,
+    now: () => NOW,
+  };
+  return { store, deps, steps };
+}
+
+function input(hash: string, overrides: Partial<RegisterInput> = {}): RegisterInput {
+  return {
+    hash,
+    description: `document ${hash.slice(0, 8)}`,
+    custody: false,
+    signed: false,
+    blockchain: 'ALGORAND',
+    complete: true,
+    force: false,
+    ...overrides,
+  };
+}
+
+const fault = (spec: string) => bed.sandbox.addFaults(parseFaults(spec));
+/** The routes called since the sandbox started, logins left out. */
+const called = () => bed.sandbox.calls.map((call) => call.route).filter((route) => route !== 'login');
+const forfaitBodies = () => bed.sandbox.calls.filter((call) => call.route === 'forfait').map((call) => call.body);
+const page = (hash: string) => `${bed.url}/verification/${hash}`;
+
+/**
+ * Puts a link to a directory elsewhere where `store` keeps `sub` (pending,
+ * ledger...), moving what was there into it: reads through the link still
+ * work, every write there is refused (the store never writes through a
+ * link), as in a hostile workspace. Returns a store that has not yet
+ * checked that directory.
+ */
+function plantLink(store: ServiceStore, sub: string): ServiceStore {
+  const there = join(store.dir, sub);
+  const elsewhere = join(bed.root, `elsewhere-${stores}-${sub}`);
+  mkdirSync(store.dir, { recursive: true, mode: 0o700 });
+  if (existsSync(there)) renameSync(there, elsewhere);
+  else mkdirSync(elsewhere, { mode: 0o700 });
+  symlinkSync(elsewhere, there);
+  return reopen(store);
+}
+
+/** An errno error as node:fs throws it on a full disk. */
+const diskFull = () => Object.assign(new Error('ENOSPC: no space left on device, open'), { code: 'ENOSPC' });
+
+/**
+ * A real store whose disk is full for one thing (making a lock, or saving a
+ * session). Fake because a really full disk needs a mount;
+ * test/wire/disk-full.test.ts fills one for node:fs and goes through main().
+ */
+class FullDiskStore extends ServiceStore {
+  readonly #full: 'lock' | 'pending';
+  constructor(dir: string, full: 'lock' | 'pending') {
+    super(dir, bed.url);
+    this.#full = full;
+  }
+  override lockFile(hash: string): string {
+    if (this.#full === 'lock') throw diskFull();
+    return super.lockFile(hash);
+  }
+  override savePending(entry: PendingEntry): Promise<void> {
+    return this.#full === 'pending' ? Promise.reject(diskFull()) : super.savePending(entry);
+  }
+}
+
+/** A record of `hash` as the service sends it (the documentation's sample, its hash replaced). */
+function recordText(hash: string): string {
+  return readFixture('record.json').replace(/[0-9a-f]{64}/, hash);
+}
+
+/** Registers `hash` up to its saved session, in a store of its own unless given one. */
+async function requestOnly(hash: string, store = newStore(), overrides: Partial<RegisterInput> = {}) {
+  const outcome = await register(world({ store }).deps, input(hash, { ...overrides, complete: false }));
+  if (outcome.kind !== 'pending') throw new Error(`expected a pending session, got ${outcome.kind}`);
+  return { store, entry: outcome.entry };
+}
+
+describe('register', () => {
+  it('a new hash: session saved, forfait sent with it byte for byte, the record in the ledger, the session gone', async () => {
+    const hash = sha256('new');
+    const { store, deps, steps } = world();
+    const outcome = await register(deps, input(hash, { file: FILE }));
+
+    expect(steps).toEqual(['requesting', 'completing']);
+    expect(called()).toEqual(['request', 'forfait']);
+    expect(outcome).toEqual({
+      kind: 'completed',
+      reusedSession: false,
+      entry: { hash, completedAt: NOW.toISOString(), file: FILE, recordJson: expect.any(String) },
+    });
+    if (outcome.kind !== 'completed') return;
+    expect(JSON.parse(outcome.entry.recordJson)).toEqual(bed.sandbox.records.get(hash));
+    expect(store.readRecord(hash)).toEqual(outcome.entry);
+    expect(store.readPending(hash)).toBeUndefined();
+    // What forfait sent is the request step's answer, which the sandbox compares exactly.
+    expect(JSON.parse(forfaitBodies()[0]!)).toMatchObject({ userId: 1390 });
+  });
+
+  it('with only the api and the store given: no steps told, the real clock, the default lock wait', async () => {
+    const hash = sha256('defaults');
+    const store = newStore();
+    const before = Date.now();
+    const outcome = await register({ api: sandboxApi(), store }, input(hash));
+    expect(outcome.kind).toBe('completed');
+    if (outcome.kind !== 'completed') return;
+    const completedAt = Date.parse(outcome.entry.completedAt);
+    expect(completedAt).toBeGreaterThanOrEqual(before);
+    expect(completedAt).toBeLessThanOrEqual(Date.now());
+    expect(outcome.entry).not.toHaveProperty('file');
+  });
+
+  it('a hash in the ledger: already registered from the ledger, nothing sent, a session left beside it removed', async () => {
+    const hash = sha256('in the ledger');
+    const { store, deps } = world();
+    await register(deps, input(hash));
+    const entry = store.readRecord(hash);
+    // A process stopped between saving the record and removing its session.
+    await store.savePending({
+      hash,
+      description: 'left',
+      custody: false,
+      savedAt: '2000-01-01T00:00:00.000Z',
+      sessionJson: '{}',
+    });
+    const sent = bed.sandbox.calls.length;
+
+    const outcome = await register(deps, input(hash));
+    expect(outcome).toEqual({ kind: 'already-registered', hash, entry });
+    expect(outcome).not.toHaveProperty('service');
+    expect(store.readPending(hash)).toBeUndefined();
+    expect(bed.sandbox.calls).toHaveLength(sent);
+  });
+
+  it("--force asks the service again; its 409 is already-registered with the ledger's entry", async () => {
+    const hash = sha256('forced');
+    const { store, deps } = world();
+    await register(deps, input(hash));
+    const entry = store.readRecord(hash);
+
+    const outcome = await register(deps, input(hash, { force: true }));
+    expect(outcome).toEqual({
+      kind: 'already-registered',
+      hash,
+      entry,
+      service: { message: `the hash ${hash} is already registered`, retiredSession: undefined },
+    });
+    expect(called()).toEqual(['request', 'forfait', 'request']);
+    expect(store.readPending(hash)).toBeUndefined();
+  });
+
+  it('a 409 to the request step for a hash this store never completed: already registered, without an entry', async () => {
+    const hash = sha256('registered elsewhere');
+    await register(world().deps, input(hash));
+    const { store, deps } = world();
+
+    const outcome = await register(deps, input(hash));
+    expect(outcome).toEqual({
+      kind: 'already-registered',
+      hash,
+      entry: undefined,
+      service: { message: `the hash ${hash} is already registered`, retiredSession: undefined },
+    });
+    expect(store.readPending(hash)).toBeUndefined();
+    expect(store.readRecord(hash)).toBeUndefined();
+  });
+
+  it('a refusal of the request step other than 409 passes unchanged, and nothing is saved', async () => {
+    const hash = sha256('refused');
+    fault('request:status=400*1');
+    const { store, deps } = world();
+    const error = await rejectionOf(register(deps, input(hash)), ServiceRefusedError);
+    expect(error).toMatchObject({ status: 400, serviceMessage: 'injected fault: HTTP 400', hint: undefined });
+    expect(store.readPending(hash)).toBeUndefined();
+    expect(store.readUnanswered(hash)).toBeUndefined();
+  });
+
+  it('--no-complete stops at the saved session; a re-run reuses it without asking, and completes with it', async () => {
+    const hash = sha256('split');
+    const { store, deps, steps } = world();
+    const first = await register(deps, input(hash, { complete: false, file: FILE }));
+    expect(first).toEqual({
+      kind: 'pending',
+      reused: false,
+      entry: {
+        hash,
+        description: `document ${hash.slice(0, 8)}`,
+        custody: false,
+        savedAt: NOW.toISOString(),
+        file: FILE,
+        sessionJson: expect.any(String),
+      },
+    });
+    if (first.kind !== 'pending') return;
+    expect(store.readPending(hash)).toEqual(first.entry);
+    expect(steps).toEqual(['requesting']);
+
+    expect(await register(deps, input(hash, { complete: false }))).toEqual({ ...first, reused: true });
+    expect(called()).toEqual(['request']);
+
+    const done = await register(deps, input(hash));
+    expect(done).toMatchObject({ kind: 'completed', reusedSession: true, entry: { file: FILE } });
+    expect(called()).toEqual(['request', 'forfait']);
+    expect(forfaitBodies()).toEqual([first.entry.sessionJson]);
+  });
+
+  it('an unread answer to the request step is marked: a re-run refuses to ask again; --force asks anew and clears it', async () => {
+    const hash = sha256('unread request');
+    fault('request:html*1');
+    const { store, deps } = world();
+    const error = await rejectionOf(register(deps, input(hash)), UnreadableAnswerError);
+    expect(error.hint).toContain(`\`notarize complete ${hash} --use-active-subscription\``);
+    expect(store.readUnanswered(hash)).toEqual({
+      hash,
+      description: `document ${hash.slice(0, 8)}`,
+      requestedAt: NOW.toISOString(),
+    });
+
+    const again = await rejectionOf(register(deps, input(hash)), ProtocolError);
+    expect(again.message).toBe(
+      `the registration request for ${hash} was answered 2xx at ${NOW.toISOString()}, but the answer could not be read; ` +
+        'notarize does not request it again on its own',
+    );
+    expect(again.hint).toBe(error.hint);
+    expect(called()).toEqual(['request']);
+
+    expect(await register(deps, input(hash, { force: true }))).toMatchObject({ kind: 'completed' });
+    expect(store.readUnanswered(hash)).toBeUndefined();
+  });
+
+  it('an unread answer to the request step whose mark cannot be saved is still reported with what to do', async () => {
+    const hash = sha256('unmarked');
+    fault('request:html*1');
+    const store = plantLink(newStore(), 'unanswered');
+    const error = await rejectionOf(register(world({ store }).deps, input(hash)), UnreadableAnswerError);
+    expect(error.hint).toContain(`\`notarize pending drop ${hash}\` (or register --force)`);
+    expect(readdirSync(join(store.dir, 'unanswered'))).toEqual([]);
+  });
+
+  it('a request answer of the wrong shape that is a JSON object is kept as pending, exactly as received', async () => {
+    const hash = sha256('odd session');
+    fault('request:wrong-shape*1');
+    const { store, deps } = world();
+    const error = await rejectionOf(register(deps, input(hash)), ProtocolError);
+    expect(error).not.toBeInstanceOf(InvalidAnswerError);
+    expect(error.message).toMatch(/userId.*; the answer was kept as pending$/);
+    expect(error.hint).toContain(`\`notarize complete ${hash}\` sends it back as received`);
+    expect(error.cause).toBeInstanceOf(InvalidAnswerError);
+    const kept = store.readPending(hash);
+    expect(kept?.sessionJson).toBe((error.cause as InvalidAnswerError).raw);
+    expect(JSON.parse(kept!.sessionJson)).toMatchObject({ userId: '1390' });
+    expect(called()).toEqual(['request']);
+  });
+
+  // Fake: the sandbox's wrong-shape fault keeps a request answer a JSON object.
+  it.each(['[]', 'null', '5', '"a string"'])(
+    'a request answer of the wrong shape that is no object (%s) passes unchanged, and nothing is kept',
+    async (raw) => {
+      const hash = sha256(`not an object ${raw}`);
+      // What the real client does with such a body.
+      const api = fakeApi({
+        requestRegistration: () =>
+          Promise.resolve().then(() =>
+            parseAnswer(raw, subscriptionSessionSchema, 'answer to the registration request'),
+          ),
+      });
+      const { store, deps } = world({ api });
+      const error = await rejectionOf(register(deps, input(hash)), InvalidAnswerError);
+      expect(error.raw).toBe(raw);
+      expect(error.hint).toBeUndefined();
+      expect(store.readPending(hash)).toBeUndefined();
+    },
+  );
+
+  it('a session that cannot be saved after the request step: exit 1, the session quoted so it is not lost', async () => {
+    const hash = sha256('unsaved session');
+    const store = plantLink(newStore(), 'pending');
+    const error = await rejectionOf(register(world({ store }).deps, input(hash)), NotarizeError);
+    expect(error).not.toBeInstanceOf(UsageError);
+    expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
+    expect(error.message).toMatch(
+      new RegExp(`^the session for ${hash} could not be saved: cannot use the store directory .*symbolic link`),
+    );
+    expect(error.hint).toMatch(
+      new RegExp(
+        `^save it to a file and finish with \`notarize complete ${hash} --session <file>\`; the session the service sent: \\{.*"userId":1390`,
+      ),
+    );
+    expect(error.cause).toBeInstanceOf(StoreError);
+  });
+
+  it('a completion answered unreadably marks the session: register never sends it again, complete does', async () => {
+    const hash = sha256('unread forfait');
+    fault('forfait:html*1');
+    const { store, deps } = world();
+    const error = await rejectionOf(register(deps, input(hash)), UnreadableAnswerError);
+    // Its own hint first, then what to do about the session.
+    expect(error.hint).toBe(
+      'the service may be down or behind a proxy; check the base URL; ' +
+        `the service may have completed it (see ${page(hash)}); \`notarize complete ${hash}\` sends the session again ` +
+        '(if it went through, the service answers 409 and the session is retired), ' +
+        `or \`notarize pending drop ${hash}\` puts it aside`,
+    );
+    expect(store.readPending(hash)?.forfaitUnreadAt).toBe(NOW.toISOString());
+
+    const again = await rejectionOf(register(deps, input(hash)), ProtocolError);
+    expect(again.message).toBe(
+      `the completion of ${hash} was sent at ${NOW.toISOString()} and answered, ` +
+        'but the answer could not be read; notarize does not send it again on its own',
+    );
+    expect(called()).toEqual(['request', 'forfait']);
+
+    expect(await complete(deps, hash, { kind: 'store' })).toMatchObject({ kind: 'completed', reusedSession: true });
+    expect(store.readPending(hash)).toBeUndefined();
+  });
+
+  it('an unreadable completion with no hint of its own gets only what to do about the session', async () => {
+    const hash = sha256('gzip forfait');
+    fault('forfait:gzip*1');
+    const error = await rejectionOf(register(world().deps, input(hash)), UnreadableAnswerError);
+    expect(error.hint).toMatch(/^the service may have completed it \(see /);
+  });
+
+  it('an unreadable completion whose mark cannot be saved still says what to do; the session is kept as it was', async () => {
+    const hash = sha256('unmarkable');
+    const { store: first, entry } = await requestOnly(hash);
+    const store = plantLink(first, 'pending');
+    fault('forfait:html*1');
+    const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), UnreadableAnswerError);
+    expect(error.hint).toContain(`\`notarize complete ${hash}\` sends the session again`);
+    expect(store.readPending(hash)).toEqual(entry);
+  });
+});
+
+describe('the lock', () => {
+  it('a full disk met while making it: a usage error saying so and that nothing was sent', async () => {
+    const hash = sha256('full at lock');
+    const store = new FullDiskStore(join(bed.root, 'full'), 'lock');
+    const error = await rejectionOf(register(world({ store }).deps, input(hash)), UsageError);
+    expect(error).toMatchObject({ code: 'disk_refused', exitCode: 2 });
+    expect(error.message).toBe(`no space left on the device holding ${store.dir} (ENOSPC); nothing was sent`);
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('any other failure while making it passes unchanged', async () => {
+    const hash = sha256('linked locks');
+    const store = plantLink(newStore(), 'locks');
+    const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), StoreError);
+    expect(error.message).toContain(`${join(store.dir, 'locks')}: it is a symbolic link`);
+  });
+
+  it('once it is held, even a full disk is exit 1 with the answer quoted: something was sent', async () => {
+    const hash = sha256('full at session');
+    const store = new FullDiskStore(join(bed.root, 'full'), 'pending');
+    const error = await rejectionOf(register(world({ store }).deps, input(hash)), NotarizeError);
+    expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
+    expect(error.message).toBe(`the session for ${hash} could not be saved: ENOSPC: no space left on device, open`);
+    expect(called()).toEqual(['request']);
+  });
+});
+
+describe('complete', () => {
+  it('a hash in the ledger: already registered, a session left beside it removed, nothing sent', async () => {
+    const hash = sha256('complete done');
+    const { store, deps } = world();
+    await register(deps, input(hash));
+    await store.savePending({
+      hash,
+      description: '',
+      custody: false,
+      savedAt: '2000-01-01T00:00:00.000Z',
+      sessionJson: '{}',
+    });
+    const sent = bed.sandbox.calls.length;
+    for (const source of [{ kind: 'store' }, { kind: 'given', json: '{}' }] as SessionSource[]) {
+      expect(await complete(deps, hash, source)).toEqual({
+        kind: 'already-registered',
+        hash,
+        entry: store.readRecord(hash),
+      });
+    }
+    expect(store.readPending(hash)).toBeUndefined();
+    expect(bed.sandbox.calls).toHaveLength(sent);
+  });
+
+  it('from the store without a pending session: a usage error saying how to give one', async () => {
+    const hash = sha256('nothing pending');
+    const error = await rejectionOf(complete(world().deps, hash, { kind: 'store' }), UsageError);
+    expect(error).toMatchObject({ code: 'no_pending_session', exitCode: 2 });
+    expect(error.hint).toContain('--session <file|->');
+  });
+
+  it('from the store: forfait with the stored session, the record in the ledger', async () => {
+    const hash = sha256('from the store');
+    const { store, entry } = await requestOnly(hash);
+    const { deps, steps } = world({ store });
+    const outcome = await complete(deps, hash, { kind: 'store' });
+    expect(outcome).toMatchObject({ kind: 'completed', reusedSession: true, entry: { hash } });
+    expect(outcome).not.toHaveProperty('custody');
+    expect(forfaitBodies()).toEqual([entry.sessionJson]);
+    expect(steps).toEqual(['completing']);
+  });
+
+  it('a session given by hand is kept, sent exactly as given, and completing clears an unread request step', async () => {
+    const hash = sha256('given');
+    // The request step went through, but its answer was cut: the sandbox holds a session notarize never saw.
+    fault('request:truncated*1');
+    const { store, deps } = world();
+    expect(await rejection(register(deps, input(hash)))).toBeInstanceOf(UnreadableAnswerError);
+    expect(store.readUnanswered(hash)).toBeDefined();
+    const given = `${JSON.stringify(JSON.parse((await sandboxApi().activeSubscription()).raw), null, 2)}\n`;
+
+    const outcome = await complete(deps, hash, { kind: 'given', json: given, description: 'by hand' });
+    expect(outcome).toMatchObject({ kind: 'completed', reusedSession: true, entry: { hash } });
+    expect(forfaitBodies()).toEqual([given]);
+    expect(store.readUnanswered(hash)).toBeUndefined();
+    expect(store.readPending(hash)).toBeUndefined();
+  });
+
+  it('a session given by hand for a hash the service does not know (404) is not kept', async () => {
+    const hash = sha256('unknown to the service');
+    const { store, deps } = world();
+    const given = (await sandboxApi().activeSubscription()).raw;
+    const error = await rejectionOf(complete(deps, hash, { kind: 'given', json: given }), ServiceRefusedError);
+    expect(error).toMatchObject({ status: 404 });
+    expect(error.hint).toBe(
+      `the service does not know ${hash}, so the session given was not kept; register the document first (\`notarize register\`)`,
+    );
+    expect(store.readPending(hash)).toBeUndefined();
+  });
+
+  it('a session given by hand that the service refuses otherwise is kept, to finish later', async () => {
+    const hash = sha256('refused given');
+    await requestOnly(hash);
+    const { store, deps } = world();
+    const given = '{"sessionId":"not the one","userId":1390}';
+    const error = await rejectionOf(complete(deps, hash, { kind: 'given', json: given }), ServiceRefusedError);
+    expect(error).toMatchObject({ status: 400 });
+    // No hint of its own: only what to do about the session.
+    expect(error.hint).toBe(
+      `the session is kept in ${store.pendingFile(hash)}; if the service will never accept it, ` +
+        `\`notarize pending drop ${hash}\` puts it aside`,
+    );
+    expect(store.readPending(hash)).toEqual({
+      hash,
+      description: '',
+      custody: false,
+      savedAt: NOW.toISOString(),
+      sessionJson: given,
+    });
+  });
+
+  it('a session given by hand that meets a failure other than a refusal is kept too', async () => {
+    const hash = sha256('busy given');
+    const { entry } = await requestOnly(hash);
+    fault('forfait:status=503*1');
+    const { store, deps } = world();
+    const error = await rejectionOf(complete(deps, hash, { kind: 'given', json: entry.sessionJson }), TransientError);
+    expect(error.hint).toBe(
+      `the service is unavailable or busy; try again later; the session is kept: finish with \`notarize complete ${hash}\``,
+    );
+    expect(store.readPending(hash)?.sessionJson).toBe(entry.sessionJson);
+  });
+
+  it('a session given by hand never replaces a pending one, which stays until the record is in', async () => {
+    const hash = sha256('given beside pending');
+    const { store, entry } = await requestOnly(hash);
+    const given = (await sandboxApi().activeSubscription()).raw;
+    const { deps } = world({ store });
+    fault('forfait:status=400*1');
+    expect(await rejection(complete(deps, hash, { kind: 'given', json: given }))).toBeInstanceOf(ServiceRefusedError);
+    expect(store.readPending(hash)).toEqual(entry);
+
+    expect(await complete(deps, hash, { kind: 'given', json: given })).toMatchObject({ kind: 'completed' });
+    expect(forfaitBodies()).toEqual([given, given]);
+    expect(store.readPending(hash)).toBeUndefined();
+  });
+
+  it('with the active subscription: read, kept, then sent, for a hash requested elsewhere', async () => {
+    const hash = sha256('active');
+    await requestOnly(hash);
+    const { store, deps } = world();
+    const outcome = await complete(deps, hash, { kind: 'active-subscription' });
+    expect(outcome).toMatchObject({ kind: 'completed', reusedSession: true });
+    expect(called()).toEqual(['request', 'active', 'forfait']);
+    expect(JSON.parse(forfaitBodies()[0]!)).toEqual(JSON.parse((await sandboxApi().activeSubscription()).raw));
+    expect(store.readRecord(hash)).toBeDefined();
+  });
+
+  it('with the active subscription beside a pending session: sent, the pending one left to the record', async () => {
+    const hash = sha256('active beside pending');
+    const { store } = await requestOnly(hash);
+    const outcome = await complete(world({ store }).deps, hash, { kind: 'active-subscription' });
+    expect(outcome).toMatchObject({ kind: 'completed' });
+    expect(store.readPending(hash)).toBeUndefined();
+  });
+
+  it('a given session that cannot be saved: on a full disk, a usage error (nothing was sent)', async () => {
+    const hash = sha256('given on a full disk');
+    const store = new FullDiskStore(join(bed.root, 'full'), 'pending');
+    const error = await rejection(complete(world({ store }).deps, hash, { kind: 'given', json: '{}' }));
+    expect(error).toMatchObject({ code: 'disk_refused', exitCode: 2 });
+    expect(called()).toEqual([]);
+  });
+
+  it('a given session that cannot be saved otherwise: exit 1, saying one too long to quote is too long', async () => {
+    const hash = sha256('given, too long');
+    const store = plantLink(newStore(), 'pending');
+    const given = JSON.stringify({ sessionId: 'x'.repeat(5000) });
+    const error = await rejectionOf(
+      complete(world({ store }).deps, hash, { kind: 'given', json: given }),
+      NotarizeError,
+    );
+    expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
+    expect(error.hint).toBe(
+      `save it to a file and finish with \`notarize complete ${hash} --session <file>\`; ` +
+        'the session the service sent is too long to show',
+    );
+    expect(called()).toEqual([]);
+  });
+});
+
+describe('the end of a registration', () => {
+  /** A session pending in `store` whose hash the service completed meanwhile (with another session). */
+  async function completedElsewhere(label: string) {
+    const hash = sha256(label);
+    const { store, entry } = await requestOnly(hash);
+    await register(world().deps, input(hash));
+    return { hash, store, entry };
+  }
+
+  it('a 409 from forfait retires the session: already registered, the session kept aside with why', async () => {
+    const { hash, store, entry } = await completedElsewhere('forfait 409');
+    const outcome = await complete(world({ store }).deps, hash, { kind: 'store' });
+    const message = `the hash ${hash} is already registered`;
+    expect(outcome).toEqual({
+      kind: 'already-registered',
+      hash,
+      entry: undefined,
+      service: { message, retiredSession: store.retiredFile(hash, NOW) },
+    });
+    expect(store.readPending(hash)).toBeUndefined();
+    expect(JSON.parse(readFileSync(store.retiredFile(hash, NOW), 'utf8'))).toEqual({
+      schemaVersion: 1,
+      ...entry,
+      retiredAt: NOW.toISOString(),
+      retiredBecause: `forfait answered 409: ${message}`,
+    });
+  });
+
+  // Fake: the sandbox's 409 always carries a message.
+  it('a 409 from forfait without a message retires the session all the same', async () => {
+    const hash = sha256('silent 409');
+    const { store } = await requestOnly(hash);
+    const refusal = new ServiceRefusedError(409, `POST ${bed.url}/api/v2/registration/${hash}/forfait answered 409`);
+    const api = fakeApi({ completeRegistration: () => Promise.reject(refusal) });
+    const outcome = await complete(world({ api, store }).deps, hash, { kind: 'store' });
+    expect(outcome).toMatchObject({ kind: 'already-registered', service: { message: undefined } });
+    const retired = JSON.parse(readFileSync(store.retiredFile(hash, NOW), 'utf8')) as { retiredBecause: string };
+    expect(retired.retiredBecause).toBe('forfait answered 409: ');
+  });
+
+  it('a session that cannot be retired after a 409: exit 1, saying how to retire it', async () => {
+    const { hash, store: first, entry } = await completedElsewhere('unretirable');
+    const store = plantLink(first, 'retired');
+    const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), NotarizeError);
+    expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
+    expect(error.message).toMatch(
+      new RegExp(`^the service says ${hash} is already registered, but its pending session could not be moved aside: `),
+    );
+    expect(error.hint).toBe(`retire it with \`notarize pending drop ${hash}\``);
+    expect(store.readPending(hash)).toEqual(entry);
+  });
+
+  describe('custody', () => {
+    it.each([
+      ['with a wallet name', { walletName: 'my wallet' }],
+      ['without a wallet name', {}],
+    ])('the metadata of the local file is sent after forfait, %s', async (_, wallet) => {
+      const hash = sha256(`custody ${JSON.stringify(wallet)}`);
+      const { deps, steps } = world();
+      const outcome = await register(deps, input(hash, { custody: true, file: FILE, ...wallet }));
+      expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: true } });
+      expect(steps).toEqual(['requesting', 'completing', 'metadata']);
+      expect(bed.sandbox.files.get(hash)).toEqual({
+        hash,
+        name: FILE.name,
+        type: 'application/pdf',
+        size: FILE.size,
+        lastModified: FILE.lastModified,
+        userId: 1390,
+        ...wallet,
+      });
+    });
+
+    it('completing later, the file facts come from the pending session', async () => {
+      const hash = sha256('custody later');
+      const { store } = await requestOnly(hash, newStore(), { custody: true, file: FILE });
+      const outcome = await complete(world({ store }).deps, hash, { kind: 'store' });
+      expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: true } });
+      expect(bed.sandbox.files.get(hash)).toMatchObject({ name: FILE.name, size: FILE.size });
+    });
+
+    it('without a local file, no metadata is sent, and the outcome says why', async () => {
+      const hash = sha256('custody without file');
+      const outcome = await register(world().deps, input(hash, { custody: true }));
+      expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: false } });
+      if (outcome.kind !== 'completed') return;
+      expect(outcome.custody?.error).toBeInstanceOf(UsageError);
+      expect(outcome.custody?.error?.message).toBe('custody metadata needs the local file and a valid session');
+      expect(called()).toEqual(['request', 'forfait']);
+    });
+
+    it('a refused metadata call leaves the registration completed, the error in the outcome', async () => {
+      const hash = sha256('custody refused');
+      fault('file:status=500*1');
+      const { store, deps } = world();
+      const outcome = await register(deps, input(hash, { custody: true, file: FILE }));
+      expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: false } });
+      if (outcome.kind !== 'completed') return;
+      expect(outcome.custody?.error).toBeInstanceOf(TransientError);
+      expect(store.readRecord(hash)).toBeDefined();
+    });
+
+    // Fake: the sandbox completes only with sessions it issued, and all of those are valid.
+    it('a pending session that is not a subscription session: completed, but no metadata sent', async () => {
+      const hash = sha256('custody odd session');
+      const store = newStore();
+      await store.savePending({
+        hash,
+        description: '',
+        custody: true,
+        savedAt: NOW.toISOString(),
+        file: FILE,
+        sessionJson: '{"sessionId":5}',
+      });
+      const api = fakeApi({
+        completeRegistration: () => Promise.resolve(parseAnswer(recordText(hash), notarizationRecordSchema, 'record')),
+      });
+      const outcome = await complete(world({ api, store }).deps, hash, { kind: 'store' });
+      expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: false } });
+      if (outcome.kind !== 'completed') return;
+      expect(outcome.custody?.error?.message).toBe('custody metadata needs the local file and a valid session');
+    });
+
+    // Fake: the real client turns every failure into a NotarizeError; this is what a bug in it would throw.
+    it('an unexpected failure of the metadata call (a bug) passes unchanged, the record already in the ledger', async () => {
+      const hash = sha256('custody bug');
+      const { store } = await requestOnly(hash, newStore(), { custody: true, file: FILE });
+      const bug = new TypeError('a bug');
+      const real = sandboxApi();
+      const api = fakeApi({
+        completeRegistration: (h, session) => real.completeRegistration(h, session),
+        putFileMetadata: () => Promise.reject(bug),
+      });
+      expect(await rejection(complete(world({ api, store }).deps, hash, { kind: 'store' }))).toBe(bug);
+      expect(store.readRecord(hash)).toBeDefined();
+    });
+  });
+
+  describe('a completion that fails', () => {
+    it('a record that cannot be saved: exit 1, the record quoted, the session still pending', async () => {
+      const hash = sha256('unsaved record');
+      const { store: first, entry } = await requestOnly(hash);
+      const store = plantLink(first, 'ledger');
+      const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), NotarizeError);
+      expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
+      expect(error.message).toMatch(
+        new RegExp(`^the registration of ${hash} was completed, but its record could not be saved: `),
+      );
+      expect(error.hint).toMatch(
+        new RegExp(
+          `^the session stays pending in ${store.pendingFile(hash)}; the record the service sent: \\{"hash":"${hash}"`,
+        ),
+      );
+      expect(store.readPending(hash)).toEqual(entry);
+    });
+
+    it('an answer of the wrong shape is kept aside in quarantine, not in the ledger; the session is marked', async () => {
+      const hash = sha256('quarantined');
+      const { store, entry } = await requestOnly(hash);
+      fault('forfait:wrong-shape*1');
+      const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), ProtocolError);
+      const [kept] = readdirSync(join(store.dir, 'quarantine'));
+      const file = join(store.dir, 'quarantine', kept!);
+      expect(error.message).toMatch(
+        new RegExp(
+          `^the service answered the completion of ${hash} with something that is not its record ` +
+            `\\(the answer to the completion \\(forfait\\) does not match the documented shape: .*creationDate.*\\); ` +
+            `it was not put in the ledger: kept aside in ${file}$`,
+        ),
+      );
+      expect(error.hint).toContain(`\`notarize complete ${hash}\` sends the session again`);
+      const quarantined = JSON.parse(readFileSync(file, 'utf8')) as { hash: string; answerText: string };
+      expect(quarantined).toMatchObject({ hash, receivedAt: NOW.toISOString() });
+      expect(JSON.parse(quarantined.answerText)).toMatchObject({ hash, creationDate: expect.any(String) });
+      expect(store.readRecord(hash)).toBeUndefined();
+      expect(store.readPending(hash)).toEqual({ ...entry, forfaitUnreadAt: NOW.toISOString() });
+    });
+
+    it('an answer that cannot even be kept aside is still kept out of the ledger, and says so', async () => {
+      const hash = sha256('not even quarantined');
+      const { store: first } = await requestOnly(hash);
+      const store = plantLink(first, 'quarantine');
+      fault('forfait:wrong-shape*1');
+      const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), ProtocolError);
+      expect(error.message).toMatch(/; it was not put in the ledger: it could not even be kept aside$/);
+      expect(store.readRecord(hash)).toBeUndefined();
+    });
+
+    // Fake: the sandbox always answers forfait with the record of the hash asked, in lowercase.
+    it.each([
+      ['a record of another hash is quarantined', sha256('another'), false],
+      ['a record naming the hash in capitals is the record', undefined, true],
+    ])('%s', async (_, named, accepted) => {
+      const hash = sha256(`named ${String(named)}`);
+      const { store } = await requestOnly(hash);
+      const text = recordText(named ?? hash.toUpperCase());
+      const api = fakeApi({
+        completeRegistration: () => Promise.resolve(parseAnswer(text, notarizationRecordSchema, 'record')),
+      });
+      const done = complete(world({ api, store }).deps, hash, { kind: 'store' });
+      if (accepted) {
+        expect(await done).toMatchObject({ kind: 'completed', entry: { recordJson: text } });
+        return;
+      }
+      const error = await rejectionOf(done, ProtocolError);
+      expect(error.message).toContain(`(the answer is a record of hash ${named})`);
+      expect(store.readRecord(hash)).toBeUndefined();
+      expect(store.readPending(hash)?.forfaitUnreadAt).toBe(NOW.toISOString());
+    });
+
+    type ErrorClass = abstract new (...args: never[]) => NotarizeError;
+    const sessionKept = (hash: string) => `the session is kept: finish with \`notarize complete ${hash}\``;
+    it.each<{ what: string; spec: string; kind: ErrorClass; hint: (hash: string, store: ServiceStore) => string }>([
+      {
+        what: 'a 5xx (its own hint first)',
+        spec: 'forfait:status=503*1',
+        kind: TransientError,
+        hint: (hash: string) => `the service is unavailable or busy; try again later; ${sessionKept(hash)}`,
+      },
+      {
+        what: 'a refusal',
+        spec: 'forfait:status=400*1',
+        kind: ServiceRefusedError,
+        hint: (hash: string, store: ServiceStore) =>
+          `the session is kept in ${store.pendingFile(hash)}; if the service will never accept it, ` +
+          `\`notarize pending drop ${hash}\` puts it aside`,
+      },
+    ])('$what: the session is kept, the hint says what to do next', async ({ spec, kind, hint }) => {
+      const hash = sha256(`failing forfait ${spec}`);
+      const { store, entry } = await requestOnly(hash);
+      fault(spec);
+      const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), kind);
+      expect(error.hint).toBe(hint(hash, store));
+      expect(store.readPending(hash)).toEqual(entry);
+    });
+
+    // Fake: the sandbox answers only 2xx or 4xx/5xx, never an unexpected status (a 3xx).
+    it('an answer of an unexpected status: the service may have completed it, the hint says where to look', async () => {
+      const hash = sha256('unexpected status');
+      const { store } = await requestOnly(hash);
+      const odd = new ProtocolError(
+        `POST ${bed.url}/api/v2/registration/${hash}/forfait answered 302 (an unexpected status)`,
+      );
+      const api = fakeApi({ completeRegistration: () => Promise.reject(odd) });
+      const error = await rejection(complete(world({ api, store }).deps, hash, { kind: 'store' }));
+      expect(error).toBe(odd);
+      expect(odd.hint).toBe(
+        `the service may have completed it, but its answer could not be read (see ${page(hash)}); ` +
+          `the session is kept: \`notarize complete ${hash}\` sends it again`,
+      );
+      expect(store.readPending(hash)?.forfaitUnreadAt).toBeUndefined();
+    });
+
+    it('a request refused locally (a usage error) passes unchanged, its own hint kept', async () => {
+      const hash = sha256('refused locally');
+      const { store } = await requestOnly(hash);
+      // A user agent undici will not send: the request is refused before it leaves.
+      const api = sandboxApi({ userAgent: 'bad\nagent', token: 't'.repeat(20) });
+      const error = await rejectionOf(complete(world({ api, store }).deps, hash, { kind: 'store' }), UsageError);
+      expect(error).toMatchObject({ code: 'invalid_request' });
+      expect(error.hint).toBe(
+        'check NOTARIZE_TOKEN, the stored token and the settings; if they are fine, report this as a bug',
+      );
+      expect(forfaitBodies()).toEqual([]);
+    });
+
+    // Fake: the real client turns every failure into a NotarizeError; this is what a bug in it would throw.
+    it('an unexpected failure (a bug) passes unchanged, without a hint added', async () => {
+      const hash = sha256('bug in forfait');
+      const { store } = await requestOnly(hash);
+      const bug = new TypeError('a bug');
+      const api = fakeApi({ completeRegistration: () => Promise.reject(bug) });
+      expect(await rejection(complete(world({ api, store }).deps, hash, { kind: 'store' }))).toBe(bug);
+      expect(bug).not.toHaveProperty('hint');
+      expect(store.readPending(hash)).toBeDefined();
+    });
+  });
+});

@@ -1,0 +1,224 @@
+/**
+ * Receipts for CI artifacts (src/core/receipts.ts) on real directories:
+ * their names, every refusal made before anything is sent, and the write
+ * after the registration, never through a link.
+ */
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  checkBeforeSending,
+  planReceipts,
+  receiptNames,
+  receiptPath,
+  RECEIPT_SUFFIX,
+  writeReceipt,
+  type ReceiptPlan,
+} from '../../src/core/receipts.js';
+import { NotarizeError, UsageError } from '../../src/errors.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
+import { rejectionOf, thrownOf } from '../unit/helpers/catch.js';
+
+const tempDir = useTempDirs('notarize-receipts-');
+const posix = process.platform !== 'win32';
+const hashOf = (label: string) => createHash('sha256').update(label).digest('hex');
+const recordOf = (hash: string) => `{"hash":"${hash}","status":"registered"}`;
+
+/** A plan for one document named `name` in a fresh receipt directory. */
+async function planFor(name: string | undefined): Promise<ReceiptPlan> {
+  return planReceipts(join(tempDir(), 'receipts'), [name === undefined ? {} : { path: `docs/${name}` }]);
+}
+
+describe('receiptNames', () => {
+  it('names a file by its name, a walked file by its place below the directory, stdin and --hash not at all', () => {
+    expect(
+      receiptNames([
+        { path: 'out/app.tar.gz' },
+        { path: 'dist/linux/app', relative: 'linux/app' },
+        {},
+        { path: './x.txt' },
+      ]),
+    ).toEqual(['app.tar.gz', 'linux/app', undefined, 'x.txt']);
+  });
+
+  it('tells colliding names apart with as many parent folders as it takes, the same for the group', () => {
+    expect(receiptNames([{ path: 'ca/x.txt' }, { path: 'cb/x.txt' }, { path: 'y.txt' }])).toEqual([
+      'ca/x.txt',
+      'cb/x.txt',
+      'y.txt',
+    ]);
+    expect(receiptNames([{ path: 'a/same/x.txt' }, { path: 'b/same/x.txt' }, { path: 'c/other/x.txt' }])).toEqual([
+      'a/same/x.txt',
+      'b/same/x.txt',
+      'c/other/x.txt',
+    ]);
+  });
+
+  it('lets the same path named twice share its receipt', () => {
+    expect(receiptNames([{ path: 'x.txt' }, { path: 'x.txt' }])).toEqual(['x.txt', 'x.txt']);
+  });
+
+  it('refuses names no folder can tell apart, before anything is sent', () => {
+    const error = thrownOf(() => receiptNames([{ path: 'x.txt' }, { path: './x.txt' }]), UsageError);
+    expect(error).toMatchObject({ code: 'receipt_collision' });
+    expect(error.message).toBe(`'x.txt' and './x.txt' would both get the receipt x.txt${RECEIPT_SUFFIX}`);
+  });
+});
+
+describe('planReceipts', () => {
+  it('creates the directory, proves it writable without leaving a trace, and names the receipts', async () => {
+    const dir = join(tempDir(), 'new', 'receipts');
+    const plan = await planReceipts(dir, [{ path: 'a.txt' }, {}]);
+    expect(plan).toEqual({ dir, names: ['a.txt', undefined] });
+    expect(readdirSync(dir)).toEqual([]);
+    expect(receiptPath(plan, 0, hashOf('a'))).toBe(join(dir, `a.txt${RECEIPT_SUFFIX}`));
+    expect(receiptPath(plan, 1, hashOf('b'))).toBe(join(dir, `${hashOf('b')}${RECEIPT_SUFFIX}`));
+  });
+
+  it('refuses a --receipt-dir that is a file', async () => {
+    const file = join(tempDir(), 'file');
+    writeFileSync(file, '');
+    for (const dir of [file, join(file, 'below')]) {
+      const error = await rejectionOf(planReceipts(dir, []), UsageError);
+      expect(error).toMatchObject({ code: 'receipt_dir', exitCode: 2 });
+      expect(error.message).toBe(`--receipt-dir ${dir} is not a directory`);
+    }
+  });
+
+  it.runIf(posix && process.getuid?.() !== 0)('refuses a --receipt-dir it cannot write in', async () => {
+    const dir = tempDir();
+    chmodSync(dir, 0o500);
+    try {
+      expect((await rejectionOf(planReceipts(dir, []), UsageError)).message).toBe(
+        `--receipt-dir ${dir} is not writable (EACCES)`,
+      );
+    } finally {
+      chmodSync(dir, 0o700);
+    }
+  });
+
+  it('refuses a name too long for the filesystem', async () => {
+    const error = await rejectionOf(planFor(`${'n'.repeat(250)}.txt`), UsageError);
+    expect(error).toMatchObject({ code: 'receipt_name_too_long' });
+  });
+
+  it.runIf(posix)('refuses a receipt folder that is a link, or not a folder', async () => {
+    const dir = tempDir();
+    symlinkSync(tempDir(), join(dir, 'linux'));
+    writeFileSync(join(dir, 'mac'), '');
+    const linked = await rejectionOf(
+      planReceipts(dir, [{ path: 'dist/linux/app', relative: 'linux/app' }]),
+      UsageError,
+    );
+    expect(linked).toMatchObject({ code: 'receipt_link' });
+    expect(linked.message).toBe(
+      `receipt folder ${join(dir, 'linux')} is a symbolic link; notarize never writes a receipt through a link`,
+    );
+    const file = await rejectionOf(planReceipts(dir, [{ path: 'dist/mac/app', relative: 'mac/app' }]), UsageError);
+    expect(file).toMatchObject({ code: 'receipt_exists' });
+  });
+});
+
+describe('checkBeforeSending', () => {
+  const hash = hashOf('doc');
+
+  it('lets a document through when no receipt exists, or one with exactly what would be written', async () => {
+    const plan = await planFor('doc.txt');
+    await checkBeforeSending(plan, 0, hash, recordOf(hash), false);
+    writeFileSync(receiptPath(plan, 0, hash), `${recordOf(hash)}\n`);
+    await checkBeforeSending(plan, 0, hash, recordOf(hash), false);
+  });
+
+  it('refuses an existing receipt with other content, unless --force replaces it', async () => {
+    const plan = await planFor('doc.txt');
+    writeFileSync(receiptPath(plan, 0, hash), 'something else\n');
+    const error = await rejectionOf(checkBeforeSending(plan, 0, hash, recordOf(hash), false), UsageError);
+    expect(error).toMatchObject({ code: 'receipt_exists', exitCode: 2 });
+    expect(error.message).toBe(`receipt ${receiptPath(plan, 0, hash)} already exists with other content`);
+    await checkBeforeSending(plan, 0, hash, recordOf(hash), true);
+  });
+
+  it('without a record to compare (a cold store), keeps a receipt that is a record of this hash, and only that', async () => {
+    const plan = await planFor(undefined);
+    const path = receiptPath(plan, 0, hash);
+    writeFileSync(path, recordOf(hash.toUpperCase()));
+    await checkBeforeSending(plan, 0, hash, undefined, false);
+    for (const other of [recordOf(hashOf('other')), 'not json', '[]']) {
+      writeFileSync(path, other);
+      expect((await rejectionOf(checkBeforeSending(plan, 0, hash, undefined, false), UsageError)).code).toBe(
+        'receipt_exists',
+      );
+    }
+  });
+
+  it('refuses a receipt that is not a regular file, even with --force', async () => {
+    const plan = await planFor('doc.txt');
+    mkdirSync(receiptPath(plan, 0, hash));
+    expect((await rejectionOf(checkBeforeSending(plan, 0, hash, recordOf(hash), true), UsageError)).message).toBe(
+      `receipt ${receiptPath(plan, 0, hash)} exists and is not a regular file`,
+    );
+  });
+
+  it.runIf(posix)(
+    'refuses a link in place of the receipt, even with --force and the right content behind it',
+    async () => {
+      const plan = await planFor('doc.txt');
+      const target = join(tempDir(), 'target');
+      writeFileSync(target, `${recordOf(hash)}\n`);
+      symlinkSync(target, receiptPath(plan, 0, hash));
+      const error = await rejectionOf(checkBeforeSending(plan, 0, hash, recordOf(hash), true), UsageError);
+      expect(error).toMatchObject({ code: 'receipt_link' });
+    },
+  );
+});
+
+describe('writeReceipt', () => {
+  const hash = hashOf('written');
+
+  it('writes the record as received plus one final newline, creating its folders', async () => {
+    const dir = join(tempDir(), 'receipts');
+    const plan = await planReceipts(dir, [{ path: 'dist/linux/app', relative: 'linux/app' }]);
+    const path = await writeReceipt(plan, 0, hash, recordOf(hash), false);
+    expect(path).toBe(join(dir, 'linux', `app${RECEIPT_SUFFIX}`));
+    expect(readFileSync(path, 'utf8')).toBe(`${recordOf(hash)}\n`);
+    // A record that already ends with a newline gets no second one; the same content again is left as is.
+    expect(await writeReceipt(plan, 0, hash, `${recordOf(hash)}\n`, false)).toBe(path);
+    expect(readFileSync(path, 'utf8')).toBe(`${recordOf(hash)}\n`);
+  });
+
+  it('refuses with exit 1 a receipt that appeared with other content since the check, or replaces it with --force', async () => {
+    const plan = await planFor('doc.txt');
+    const path = receiptPath(plan, 0, hash);
+    writeFileSync(path, 'written meanwhile\n');
+    const error = await rejectionOf(writeReceipt(plan, 0, hash, recordOf(hash), false), NotarizeError);
+    expect(error).not.toBeInstanceOf(UsageError);
+    expect(error).toMatchObject({ code: 'receipt_write', exitCode: 1 });
+    expect(error.message).toBe(`receipt ${path} appeared with other content while ${hash} was being registered`);
+    expect(error.hint).toContain(`\`notarize show ${hash}\``);
+    expect(readFileSync(path, 'utf8')).toBe('written meanwhile\n');
+
+    await writeReceipt(plan, 0, hash, recordOf(hash), true);
+    expect(readFileSync(path, 'utf8')).toBe(`${recordOf(hash)}\n`);
+  });
+
+  it.runIf(posix)('never writes through a link planted since the check: exit 1, the target untouched', async () => {
+    const plan = await planFor('doc.txt');
+    const target = join(tempDir(), 'target');
+    writeFileSync(target, 'precious');
+    symlinkSync(target, receiptPath(plan, 0, hash));
+    const error = await rejectionOf(writeReceipt(plan, 0, hash, recordOf(hash), true), NotarizeError);
+    expect(error).toMatchObject({ code: 'receipt_write', exitCode: 1 });
+    expect(error.message).toContain('is a symbolic link');
+    expect(readFileSync(target, 'utf8')).toBe('precious');
+  });
+
+  it('a folder that became a file since the check: exit 1, saying it could not be written', async () => {
+    const dir = join(tempDir(), 'receipts');
+    const plan = await planReceipts(dir, [{ path: 'dist/linux/app', relative: 'linux/app' }]);
+    writeFileSync(join(dir, 'linux'), '');
+    const error = await rejectionOf(writeReceipt(plan, 0, hash, recordOf(hash), false), NotarizeError);
+    expect(error).toMatchObject({ code: 'receipt_write', exitCode: 1 });
+    expect(error.message).toMatch(new RegExp(`^the receipt ${join(dir, 'linux', 'app')}\\S* could not be written: `));
+  });
+});

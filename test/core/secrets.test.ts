@@ -1,0 +1,50 @@
+/** Secrets as they arrive from outside (src/core/secrets.ts): one way to clean them, one test of what a header can carry. */
+import { describe, expect, it } from 'vitest';
+import { cleanSecret, isSendableToken, sendableToken } from '../../src/core/secrets.js';
+import { AuthError } from '../../src/errors.js';
+import { thrownOf } from '../unit/helpers/catch.js';
+
+const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjEzOTB9.c2lnbmF0dXJl-_';
+
+describe('cleanSecret', () => {
+  it.each([
+    ['a trailing LF', `${JWT}\n`],
+    ['a trailing CRLF', `${JWT}\r\n`],
+    ['a BOM and spaces', `\ufeff  ${JWT}\t`],
+  ])('drops %s', (_, raw) => {
+    expect(cleanSecret(raw)).toBe(JWT);
+  });
+
+  it('keeps what is inside unchanged', () => {
+    expect(cleanSecret(' a b ')).toBe('a b');
+  });
+
+  it.each([undefined, '', ' \r\n', '\ufeff'])('is undefined when nothing is left (%j)', (raw) => {
+    expect(cleanSecret(raw)).toBeUndefined();
+  });
+});
+
+describe('isSendableToken', () => {
+  it('is true for visible ASCII, as every JWT is', () => {
+    expect(isSendableToken(JWT)).toBe(true);
+    expect(isSendableToken('!~')).toBe(true);
+  });
+
+  it.each(['', 'a b', 'a\tb', 'tok\u00e9n', 'a\u007f', 'a\nb', 'emoji😀'])('is false for %j', (token) => {
+    expect(isSendableToken(token)).toBe(false);
+  });
+});
+
+describe('sendableToken', () => {
+  it('returns a sendable token', () => {
+    expect(sendableToken(JWT, 'NOTARIZE_TOKEN', 'hint')).toBe(JWT);
+  });
+
+  it('refuses another with exit 3, naming where it came from and never quoting it', () => {
+    const token = 'secret value with spaces';
+    const error = thrownOf(() => sendableToken(token, 'NOTARIZE_TOKEN', 'set it again'), AuthError);
+    expect(error).toMatchObject({ exitCode: 3, hint: 'set it again' });
+    expect(error.message).toMatch(/^the token in NOTARIZE_TOKEN cannot be used: /);
+    expect(error.message).not.toContain('secret');
+  });
+});

@@ -1,0 +1,57 @@
+/**
+ * Disk refusals met before anything was sent (src/store/disk.ts): which
+ * errors they are, and the usage error (exit 2) each becomes. A full disk in
+ * a whole run is test/wire/disk-full.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { StoreError } from '../../src/errors.js';
+import { diskRefusedBeforeSending, isDiskRefusal } from '../../src/store/disk.js';
+
+const errno = (code: string) => Object.assign(new Error(`${code}: whatever`), { code });
+
+describe('diskRefusedBeforeSending', () => {
+  it.each([
+    ['ENOSPC', 'no space left on the device holding /store'],
+    ['EDQUOT', 'the disk quota is exceeded on the device holding /store'],
+    ['EROFS', 'the device holding /store is read-only'],
+    ['EFBIG', 'a file size limit (ulimit -f) stops writes in /store'],
+  ])('%s is a usage error (exit 2) saying so, and that nothing was sent', (code, says) => {
+    const error = diskRefusedBeforeSending(errno(code), '/store');
+    expect(error?.exitCode).toBe(2);
+    expect(error?.code).toBe('disk_refused');
+    expect(error?.message).toBe(`${says} (${code}); nothing was sent`);
+    expect(error?.hint).toContain('free some space');
+    expect(error?.cause).toBeInstanceOf(Error);
+  });
+
+  it('finds the code in a StoreError that wraps it (ensurePrivateDir, conf)', () => {
+    const wrapped = new StoreError('/store/x', 'cannot use the store directory /store/x', { cause: errno('ENOSPC') });
+    expect(isDiskRefusal(wrapped)).toBe(true);
+    expect(diskRefusedBeforeSending(wrapped, '/store')?.code).toBe('disk_refused');
+  });
+
+  it('looks a few causes deep, not forever (a cycle of causes ends)', () => {
+    const wrap = (cause: unknown, depth: number): Error =>
+      depth === 0 ? (cause as Error) : wrap(new Error('wrapper', { cause }), depth - 1);
+    expect(isDiskRefusal(wrap(errno('EROFS'), 4))).toBe(true);
+    expect(isDiskRefusal(wrap(errno('EROFS'), 5))).toBe(false);
+    const cycle: Error = new Error('a');
+    cycle.cause = new Error('b', { cause: cycle });
+    expect(isDiskRefusal(cycle)).toBe(false);
+  });
+
+  it('leaves other errors to the caller', () => {
+    for (const error of [
+      errno('EACCES'),
+      errno('ENOENT'),
+      Object.assign(new Error('numeric'), { code: 28 }),
+      new Error('ENOSPC in a message only'),
+      'ENOSPC',
+      { code: 'ENOSPC' },
+      undefined,
+    ]) {
+      expect(isDiskRefusal(error)).toBe(false);
+      expect(diskRefusedBeforeSending(error, '/store')).toBeUndefined();
+    }
+  });
+});
