@@ -17,13 +17,7 @@ const LAYERS = ['core', 'output', 'store'] as const;
  * change). Each fails the second test below once it has a test, so the list
  * can only shrink; it goes when it is empty.
  */
-const AWAITING = new Set([
-  'core/credentials.ts',
-  'output/github.ts',
-  'output/outcome.ts',
-  'output/prompt.ts',
-  'output/results.ts',
-]);
+const AWAITING = new Set(['core/credentials.ts']);
 
 /** Every source file of the layers, as `<layer>/<name>.ts`. */
 function sources(): string[] {
