@@ -14,9 +14,8 @@ import { Argument, Command, type Option } from 'commander';
 import type { Context } from '../context.js';
 import { UsageError } from '../errors.js';
 import { examples, withValues } from './options.js';
-// Type only: the registry hands its list in (see configure), so this module
-// never imports the registry, which loads it.
-import type { CommandEntry } from './registry.js';
+// Not from the registry, which loads this module: it hands its list in (see configure).
+import type { CommandEntry } from './command.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 
