@@ -8,8 +8,8 @@ import type { z } from 'zod';
 import { AuthError, InvalidAnswerError, UnreadableAnswerError } from '../errors.js';
 import type { HttpRequest, HttpTransport } from './http.js';
 import { withRetries, type RetryMode, type RetryPolicy } from './retry.js';
+import { describeZodError } from '../validation.js';
 import {
-  describeZodError,
   loginResponseSchema,
   notarizationRecordSchema,
   subscriptionSessionSchema,

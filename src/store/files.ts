@@ -34,9 +34,9 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { z } from 'zod';
-import { describeZodError } from '../api/schemas.js';
 import { StoreError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
+import { describeZodError } from '../validation.js';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;

@@ -8,8 +8,8 @@ import { renameSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { hashSchema } from '../api/schemas.js';
 import { StoreError } from '../errors.js';
+import { hashSchema } from '../validation.js';
 import { corrupt, ensurePrivateDir, readStoreFile, removeFile, tightenDirIfExists, writeFileAtomic } from './files.js';
 
 const fileFacts = z.object({
