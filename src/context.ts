@@ -4,6 +4,7 @@
  * Settings follow one rule: flag > environment > store > default.
  */
 import type { ApiClient } from './api/client.js';
+import type { RetryPolicy } from './api/retry.js';
 import type { Dispatcher } from 'undici';
 import type { IO } from './output/io.js';
 import { proxySecrets } from './api/proxy-env.js';
@@ -115,7 +116,7 @@ export class Context {
   /** The API client for the current service, with retries and credentials wired in. */
   async api(): Promise<ApiClient> {
     if (this.#api) return this.#api;
-    const [{ ApiClient }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }] =
+    const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }] =
       await Promise.all([
         import('./api/client.js'),
         import('./api/http.js'),
@@ -134,14 +135,6 @@ export class Context {
       dispatcher: this.#dispatcher,
       log: (line) => this.io.debug(line),
     });
-    const credentials = new TokenCredentials({
-      baseUrl,
-      store: this.store,
-      envToken: cleanSecret(this.env.NOTARIZE_TOKEN),
-      apiKey: cleanSecret(this.env.NOTARIZE_API_KEY),
-      onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
-      onToken: (token) => this.io.addSecret(token),
-    });
     // Not a declared setting (a knob for tests and impatient CI jobs), but
     // refused the same way when it is not a sensible number.
     const retryDelay = this.env.NOTARIZE_RETRY_DELAY_MS;
@@ -149,17 +142,24 @@ export class Context {
       retryDelay === undefined || retryDelay === ''
         ? 500
         : Number(parseFrom(retryDelaySetting, retryDelay, 'set by NOTARIZE_RETRY_DELAY_MS'));
-    this.#api = new ApiClient(
-      transport,
-      {
-        retries: Number(this.setting('retries')),
-        baseDelayMs,
-        maxDelayMs: 30_000,
-        onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
-      },
-      credentials,
-    );
-    credentials.attach(this.#api);
+    const retry: RetryPolicy = {
+      retries: Number(this.setting('retries')),
+      baseDelayMs,
+      maxDelayMs: 30_000,
+      onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
+    };
+    // The credentials own the token (login on the fly, renewal after a 401)
+    // and log in over the transport; the client asks them for tokens.
+    const credentials = new TokenCredentials({
+      baseUrl,
+      store: this.store,
+      envToken: cleanSecret(this.env.NOTARIZE_TOKEN),
+      apiKey: cleanSecret(this.env.NOTARIZE_API_KEY),
+      login: (apiKey) => logIn(transport, retry, apiKey),
+      onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
+      onToken: (token) => this.io.addSecret(token),
+    });
+    this.#api = new ApiClient(transport, retry, credentials);
     return this.#api;
   }
 
