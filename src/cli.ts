@@ -11,7 +11,7 @@ import { cleanSecret } from './core/secrets.js';
 import { EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, type IOOptions, type Sink } from './output/io.js';
 import { forTerminal } from './output/safe-text.js';
-export { exitOnSignals } from './interrupt.js';
+export { exitOnSignals, keepFileSizeSignalHarmless } from './interrupt.js';
 import { VERSION } from './version.js';
 
 const ENVIRONMENT_HELP = `Environment:

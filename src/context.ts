@@ -61,6 +61,8 @@ export class Context {
   #store: Store | undefined;
   #api: ApiClient | undefined;
   #dispatcher: Dispatcher | undefined;
+  /** The service stores opened in this run, by base URL: their directories are checked once, not on every read. */
+  readonly #ledgers = new Map<string, ServiceStore>();
 
   constructor(io: IO, env: NodeJS.ProcessEnv, globals: GlobalOptions, storeModule?: StoreModule) {
     this.io = io;
@@ -110,7 +112,13 @@ export class Context {
 
   /** The pending sessions and ledger of the current service. */
   get ledger(): ServiceStore {
-    return this.store.service(this.baseUrl);
+    const baseUrl = this.baseUrl;
+    let ledger = this.#ledgers.get(baseUrl);
+    if (ledger === undefined) {
+      ledger = this.store.service(baseUrl);
+      this.#ledgers.set(baseUrl, ledger);
+    }
+    return ledger;
   }
 
   /** The API client for the current service, with retries and credentials wired in. */
