@@ -21,19 +21,19 @@ describe('Context.ledger', () => {
     const service = join(dir, 'services', serviceDirName(BASE_URL));
     mkdirSync(join(service, 'pending'), { recursive: true, mode: 0o755 });
     chmodSync(dir, 0o700);
-    const { io, stderr } = bufferIO();
-    const ctx = new Context(io, { NOTARIZE_CONFIG_DIR: dir, NOTARIZE_BASE_URL: BASE_URL }, {}, storeModule);
+    const output = bufferIO();
+    const ctx = new Context(output.io, { NOTARIZE_CONFIG_DIR: dir, NOTARIZE_BASE_URL: BASE_URL }, {}, storeModule);
 
     const first = ctx.ledger;
     expect(first.dir).toBe(service);
     expect(statSync(service).mode & 0o777).toBe(0o700);
-    const warnings = stderr();
+    const warnings = output.stderr();
     expect(warnings).toContain(`tightened the rights of ${join(service, 'pending')}`);
 
     // Widened again behind the run's back: the run does not look again.
     chmodSync(join(service, 'pending'), 0o755);
     expect(ctx.ledger).toBe(first);
     expect(ctx.ledger).toBe(first);
-    expect(stderr()).toBe(warnings);
+    expect(output.stderr()).toBe(warnings);
   });
 });
