@@ -143,6 +143,18 @@ export class Context {
       dispatcher: this.#dispatcher,
       log: (line) => this.io.debug(line),
     });
+    // The credentials own the token (login on the fly, renewal after a 401)
+    // and log in over the transport with the client's retries (`retry`, below):
+    // the client asks them for tokens, they never call the client.
+    const credentials = new TokenCredentials({
+      baseUrl,
+      store: this.store,
+      envToken: cleanSecret(this.env.NOTARIZE_TOKEN),
+      apiKey: cleanSecret(this.env.NOTARIZE_API_KEY),
+      login: (apiKey) => logIn(transport, retry, apiKey),
+      onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
+      onToken: (token) => this.io.addSecret(token),
+    });
     // Not a declared setting (a knob for tests and impatient CI jobs), but
     // refused the same way when it is not a sensible number.
     const retryDelay = this.env.NOTARIZE_RETRY_DELAY_MS;
@@ -156,17 +168,6 @@ export class Context {
       maxDelayMs: 30_000,
       onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
     };
-    // The credentials own the token (login on the fly, renewal after a 401)
-    // and log in over the transport; the client asks them for tokens.
-    const credentials = new TokenCredentials({
-      baseUrl,
-      store: this.store,
-      envToken: cleanSecret(this.env.NOTARIZE_TOKEN),
-      apiKey: cleanSecret(this.env.NOTARIZE_API_KEY),
-      login: (apiKey) => logIn(transport, retry, apiKey),
-      onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
-      onToken: (token) => this.io.addSecret(token),
-    });
     this.#api = new ApiClient(transport, retry, credentials);
     return this.#api;
   }
