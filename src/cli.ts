@@ -12,7 +12,7 @@ import { environmentHelp, SECRET_VARIABLES } from './environment.js';
 import { errorJson, EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, type IOOptions, type Sink } from './output/io.js';
 import { forTerminal } from './output/safe-text.js';
-export { exitOnSignals } from './interrupt.js';
+export { exitOnSignals, keepFileSizeSignalHarmless } from './interrupt.js';
 import { VERSION } from './version.js';
 
 const TOP_EXAMPLES = `Examples:

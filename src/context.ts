@@ -5,6 +5,7 @@
  * the resolver in settings.ts over this context's flags, environment and store.
  */
 import type { ApiClient } from './api/client.js';
+import type { RetryPolicy } from './api/retry.js';
 import type { Dispatcher } from 'undici';
 import type { IO } from './output/io.js';
 import { proxySecrets } from './api/proxy-env.js';
@@ -41,6 +42,8 @@ export class Context {
   #store: Store | undefined;
   #api: ApiClient | undefined;
   #dispatcher: Dispatcher | undefined;
+  /** The service stores opened in this run, by base URL: their directories are checked once, not on every read. */
+  readonly #ledgers = new Map<string, ServiceStore>();
 
   constructor(io: IO, env: NodeJS.ProcessEnv, globals: GlobalOptions, storeModule?: StoreModule) {
     this.io = io;
@@ -79,13 +82,19 @@ export class Context {
 
   /** The pending sessions and ledger of the current service. */
   get ledger(): ServiceStore {
-    return this.store.service(this.baseUrl);
+    const baseUrl = this.baseUrl;
+    let ledger = this.#ledgers.get(baseUrl);
+    if (ledger === undefined) {
+      ledger = this.store.service(baseUrl);
+      this.#ledgers.set(baseUrl, ledger);
+    }
+    return ledger;
   }
 
   /** The API client for the current service, with retries and credentials wired in. */
   async api(): Promise<ApiClient> {
     if (this.#api) return this.#api;
-    const [{ ApiClient }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }] =
+    const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }] =
       await Promise.all([
         import('./api/client.js'),
         import('./api/http.js'),
@@ -104,26 +113,26 @@ export class Context {
       dispatcher: this.#dispatcher,
       log: (line) => this.io.debug(line),
     });
+    // Resolved when the client is built, as before: only commands that send check it.
+    const retry: RetryPolicy = {
+      retries: Number(this.setting('retries')),
+      baseDelayMs: Number(this.setting('retryDelay')),
+      maxDelayMs: 30_000,
+      onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
+    };
+    // The credentials own the token (login on the fly, renewal after a 401)
+    // and log in over the transport with the client's retries (`retry`):
+    // the client asks them for tokens, they never call the client.
     const credentials = new TokenCredentials({
       baseUrl,
       store: this.store,
       envToken: cleanSecret(this.env.NOTARIZE_TOKEN),
       apiKey: cleanSecret(this.env.NOTARIZE_API_KEY),
+      login: (apiKey) => logIn(transport, retry, apiKey),
       onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
       onToken: (token) => this.io.addSecret(token),
     });
-    const baseDelayMs = Number(this.setting('retryDelay'));
-    this.#api = new ApiClient(
-      transport,
-      {
-        retries: Number(this.setting('retries')),
-        baseDelayMs,
-        maxDelayMs: 30_000,
-        onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
-      },
-      credentials,
-    );
-    credentials.attach(this.#api);
+    this.#api = new ApiClient(transport, retry, credentials);
     return this.#api;
   }
 

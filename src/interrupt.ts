@@ -73,6 +73,22 @@ export function interruptionMessage(signal: string): string {
   return head;
 }
 
+/**
+ * Keeps SIGXFSZ harmless, as Node makes it, so that a write beyond a file
+ * size limit (`ulimit -f`) fails with EFBIG and the answer being saved is
+ * quoted in the error. signal-exit, which ora loads (through restore-cursor)
+ * once a spinner is shown on a terminal, listens for SIGXFSZ and raises it
+ * again when it is the only listener, which would kill the process without a
+ * word as soon as the event loop turns after such a write. While a listener
+ * of ours remains, Node keeps catching the signal (its handle is unref'd: it
+ * keeps nothing alive). Installed once by the entry point, like exitOnSignals:
+ * a process-wide listener is the process's business, not the store's.
+ */
+export function keepFileSizeSignalHarmless(): void {
+  if (process.platform === 'win32') return;
+  process.on('SIGXFSZ', () => {});
+}
+
 export interface SignalOptions {
   /** Print the line as the JSON error object, as --json does for every error. */
   json?: boolean;

@@ -3,13 +3,19 @@
  * HttpTransport choke point. Answers are validated with the zod schemas and
  * returned with the exact text received, which is what gets stored and
  * forwarded: a parsed copy is never re-serialised.
+ *
+ * Tokens are not this module's business: an authenticated request is handed
+ * to an Authorizer (core/credentials.ts), which owns where a token comes
+ * from, logging in on the fly and what a 401 means. The Authorizer logs in
+ * with `logIn` over the same transport, never through an ApiClient, so
+ * neither holds a reference to the other.
  */
 import type { z } from 'zod';
-import { AuthError, InvalidAnswerError, UnreadableAnswerError } from '../errors.js';
+import { InvalidAnswerError, UnreadableAnswerError } from '../errors.js';
 import type { HttpRequest, HttpTransport } from './http.js';
 import { withRetries, type RetryMode, type RetryPolicy } from './retry.js';
+import { describeZodError } from '../validation.js';
 import {
-  describeZodError,
   loginResponseSchema,
   notarizationRecordSchema,
   subscriptionSessionSchema,
@@ -25,12 +31,27 @@ export interface Answer<T> {
   raw: string;
 }
 
-/** Where the client gets its bearer token. */
-export interface Credentials {
-  /** A token usable now; throws AuthError when there is none. */
-  token(): Promise<string>;
-  /** After a 401: a fresh token if one can be had (an API key is at hand), else undefined. Called once. */
-  renew(): Promise<string | undefined>;
+/** What gives an authenticated request its bearer token: see the module comment. */
+export interface Authorizer {
+  /**
+   * Calls `send` with a usable token and returns what it returns; after a 401
+   * from `send`, at most once more with a renewed token. Throws AuthError
+   * when no token can be had.
+   */
+  authorize<T>(send: (token: string) => Promise<T>): Promise<T>;
+}
+
+/**
+ * Exchanges an API key for a token (`POST /api/v2/auth/login`), with the
+ * retries of a safe request. The key is never logged.
+ */
+export async function logIn(transport: HttpTransport, retry: RetryPolicy, apiKey: string): Promise<string> {
+  const answer = await withRetries(
+    () => transport.send({ method: 'POST', path: '/api/v2/auth/login', body: JSON.stringify({ apiKey }) }),
+    'safe',
+    retry,
+  );
+  return parseAnswer(answer.text, loginResponseSchema, 'login answer').value.token;
 }
 
 /**
@@ -60,26 +81,21 @@ export function parseAnswer<S extends z.ZodType>(raw: string, schema: S, what: s
   return { value: parsed.data, raw };
 }
 
-/** Calls the service; see the module comment. Knows nothing of the store or output. */
+/** Calls the service; see the module comment. Knows nothing of the store, output or token lifecycle. */
 export class ApiClient {
   readonly transport: HttpTransport;
   readonly #retry: RetryPolicy;
-  readonly #credentials: Credentials;
+  readonly #authorizer: Authorizer;
 
-  constructor(transport: HttpTransport, retry: RetryPolicy, credentials: Credentials) {
+  constructor(transport: HttpTransport, retry: RetryPolicy, authorizer: Authorizer) {
     this.transport = transport;
     this.#retry = retry;
-    this.#credentials = credentials;
+    this.#authorizer = authorizer;
   }
 
-  /** Exchanges an API key for a token (`POST /api/v2/auth/login`). The key is never logged. */
-  async login(apiKey: string): Promise<string> {
-    const answer = await withRetries(
-      () => this.transport.send({ method: 'POST', path: '/api/v2/auth/login', body: JSON.stringify({ apiKey }) }),
-      'safe',
-      this.#retry,
-    );
-    return parseAnswer(answer.text, loginResponseSchema, 'login answer').value.token;
+  /** `logIn` with this client's transport and retries (`notarize login`). */
+  login(apiKey: string): Promise<string> {
+    return logIn(this.transport, this.#retry, apiKey);
   }
 
   /** The request step: returns the subscription session to keep and send to forfait. */
@@ -119,16 +135,11 @@ export class ApiClient {
     return parseAnswer(text, subscriptionSessionSchema, 'active subscription');
   }
 
-  /** Sends an authenticated request; on a 401, renews the token once and tries once more. */
+  /** Sends an authenticated request, with retries, under the token the Authorizer gives. */
   async #authed(req: HttpRequest, mode: RetryMode): Promise<string> {
-    const attempt = (token: string) => withRetries(() => this.transport.send({ ...req, token }), mode, this.#retry);
-    try {
-      return (await attempt(await this.#credentials.token())).text;
-    } catch (error) {
-      if (!(error instanceof AuthError) || error.status !== 401) throw error;
-      const fresh = await this.#credentials.renew();
-      if (fresh === undefined) throw error;
-      return (await attempt(fresh)).text;
-    }
+    const answer = await this.#authorizer.authorize((token) =>
+      withRetries(() => this.transport.send({ ...req, token }), mode, this.#retry),
+    );
+    return answer.text;
   }
 }

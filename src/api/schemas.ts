@@ -10,9 +10,7 @@
  */
 import { z } from 'zod';
 import { isSendableToken } from '../core/secrets.js';
-
-/** A SHA-256 digest as the service wants it: 64 lowercase hex characters. */
-export const hashSchema = z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex characters');
+import { hashSchema } from '../validation.js';
 
 /** The only blockchain the documentation lists. */
 export const BLOCKCHAIN_TYPES = ['ALGORAND'] as const;
@@ -115,14 +113,3 @@ export const tokenClaimsSchema = z.looseObject({
   iss: z.string().optional(),
 });
 export type TokenClaims = z.infer<typeof tokenClaimsSchema>;
-
-/**
- * Describes the first problem zod found as `field: message`, the form used in
- * exit-5 errors so a user can see which field of an answer was wrong.
- */
-export function describeZodError(error: z.ZodError): string {
-  const issue = error.issues[0];
-  if (!issue) return 'invalid value';
-  const path = issue.path.length > 0 ? issue.path.join('.') : '(body)';
-  return `${path}: ${issue.message}`;
-}

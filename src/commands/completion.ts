@@ -16,9 +16,8 @@ import { UsageError } from '../errors.js';
 import type { ValueResult } from '../output/present.js';
 import { finish, viewOf } from './action.js';
 import { examples, withValues } from './options.js';
-// Type only: the registry hands its list in (see configure), so this module
-// never imports the registry, which loads it.
-import type { CommandEntry } from './registry.js';
+// Not from the registry, which loads this module: it hands its list in (see configure).
+import type { CommandEntry } from './command.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 

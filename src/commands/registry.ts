@@ -3,26 +3,7 @@
  * module (and what it imports: zod, undici, conf...) is loaded only when that
  * command runs or its help is asked for, which keeps start-up fast.
  */
-import type { Command } from 'commander';
-import type { Context } from '../context.js';
-
-/** What a command module exports. */
-export interface CommandModule {
-  /**
-   * Adds the command's arguments, options, help examples and action.
-   * `commands` is this registry, for a command that describes the others
-   * (completion): handed in, so no command module imports the registry.
-   */
-  configure(command: Command, context: () => Context, commands: readonly CommandEntry[]): void;
-}
-
-export interface CommandEntry {
-  name: string;
-  summary: string;
-  load: () => Promise<CommandModule>;
-  /** False for commands that never open the store, which then start without loading it. */
-  usesStore?: false;
-}
+import type { CommandEntry } from './command.js';
 
 export const COMMANDS: readonly CommandEntry[] = [
   {

@@ -1,13 +1,23 @@
 /**
- * Where the bearer token comes from, in order: NOTARIZE_TOKEN, the token
- * stored for this service, or a login on the fly with NOTARIZE_API_KEY.
- * An expired token is never sent.
+ * The one owner of the bearer token's lifecycle. A token comes, in order,
+ * from NOTARIZE_TOKEN, the token stored for this service, or a login on the
+ * fly with NOTARIZE_API_KEY; an expired token is never sent. After a 401 to
+ * a request, the key logs in once more for the whole run and the request is
+ * sent again, once.
+ *
+ * A 401 to the login itself is told from a 401 to the request by where it
+ * happens: the token is fetched before the request is sent, outside the
+ * part that answers a 401 with a renewal, so a refused key is reported as it
+ * is and never tried a second time. The login goes over the wire through
+ * the `login` function it is given (api/client.ts logIn), not through an
+ * ApiClient: the client asks this object for tokens, and this object holds
+ * no reference back to the client.
  */
-import type { ApiClient, Credentials } from '../api/client.js';
+import type { Authorizer } from '../api/client.js';
 import { AuthError, InvalidAnswerError, ProtocolError, ServiceRefusedError, UnreadableAnswerError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { cleanSecret, isSendableToken, sendableToken } from './secrets.js';
-import { isExpired } from './token.js';
+import { expiryOf, hasExpired, isExpired } from './token.js';
 
 export interface CredentialSources {
   baseUrl: string;
@@ -16,33 +26,53 @@ export interface CredentialSources {
   envToken: string | undefined;
   /** NOTARIZE_API_KEY, if set, through cleanSecret. */
   apiKey: string | undefined;
+  /** Exchanges an API key for a token with the service (api/client.ts logIn). */
+  login: (apiKey: string) => Promise<string>;
   /** Told when a login happens on the fly (for --verbose). */
   onLogin?: (reason: string) => void;
   /** Told every token about to be used, so output can be scrubbed of it (IO.addSecret). */
   onToken?: (token: string) => void;
 }
 
-/** The Credentials the ApiClient uses; see the module comment. */
-export class TokenCredentials implements Credentials {
+/** The Authorizer the ApiClient uses; see the module comment. */
+export class TokenCredentials implements Authorizer {
   readonly #sources: CredentialSources;
-  #client: ApiClient | undefined;
-  #current: string | undefined;
+  /** The token in use and its `exp`, read once: every request of a batch asks whether it has expired. */
+  #current: { token: string; exp: number | undefined } | undefined;
   /** A login in progress: concurrent callers (a batch's lanes) share it rather than each logging in. */
   #loggingIn: Promise<string> | undefined;
   /** The one re-login after a 401, shared by every caller that meets a 401. */
   #renewal: Promise<string> | undefined;
-  /** Set when logging in again cannot help: the key was refused, or its tokens arrive expired. */
-  #renewed = false;
+  /**
+   * Set when logging in again cannot help: the key was refused, or its
+   * tokens arrive expired. A request that another caller's token met with a
+   * 401 then fails with that 401 rather than try the key once more.
+   */
+  #loginCannotHelp = false;
 
   constructor(sources: CredentialSources) {
     this.#sources = sources;
   }
 
-  /** The client to log in with (set once the client exists: they refer to each other). */
-  attach(client: ApiClient): void {
-    this.#client = client;
+  /**
+   * Calls `send` with a usable token; when `send` fails with a 401, renews the
+   * token once for the run (an API key is at hand) and calls it once more.
+   * A failure to get a token, a refused login included, is thrown as it is,
+   * without a call to `send`.
+   */
+  async authorize<T>(send: (token: string) => Promise<T>): Promise<T> {
+    const token = await this.token();
+    try {
+      return await send(token);
+    } catch (error) {
+      if (!(error instanceof AuthError) || error.status !== 401) throw error;
+      const fresh = await this.#renew();
+      if (fresh === undefined) throw error;
+      return await send(fresh);
+    }
   }
 
+  /** A token usable now, logging in with the API key if need be; throws AuthError when there is none. */
   async token(): Promise<string> {
     const token = await this.#usable();
     this.#sources.onToken?.(token);
@@ -50,13 +80,13 @@ export class TokenCredentials implements Credentials {
   }
 
   async #usable(): Promise<string> {
-    if (this.#current !== undefined && !isExpired(this.#current)) return this.#current;
+    if (this.#current !== undefined && !hasExpired(this.#current.exp)) return this.#current.token;
     const { envToken, store, baseUrl, apiKey } = this.#sources;
     if (envToken !== undefined && envToken !== '') {
       // Refused before anything is sent: undici would throw on the header,
       // and that must never look like a network failure worth retrying.
       sendableToken(envToken, 'NOTARIZE_TOKEN', 'set it to the token alone (a JWT: letters, digits, -, _ and dots)');
-      if (!isExpired(envToken)) return (this.#current = envToken);
+      if (!isExpired(envToken)) return this.#use(envToken);
       if (apiKey === undefined) {
         throw new AuthError('the token in NOTARIZE_TOKEN has expired', {
           hint: 'get a new one with `notarize login`, or set NOTARIZE_API_KEY',
@@ -68,7 +98,7 @@ export class TokenCredentials implements Credentials {
       if (stored !== undefined && apiKey === undefined) {
         sendableToken(stored, `the store (credentials.json, for ${baseUrl})`, 'log in again with `notarize login`');
       }
-      if (stored !== undefined && isSendableToken(stored) && !isExpired(stored)) return (this.#current = stored);
+      if (stored !== undefined && isSendableToken(stored) && !isExpired(stored)) return this.#use(stored);
       if (apiKey === undefined) {
         throw new AuthError(
           stored === undefined ? `not logged in to ${baseUrl}` : `the stored token for ${baseUrl} has expired`,
@@ -85,13 +115,14 @@ export class TokenCredentials implements Credentials {
   }
 
   /**
-   * After a 401: one new login for the whole run. Callers that meet a 401
-   * later get the same fresh token (each retries once), never a second login.
+   * After a 401: one new login for the whole run, or undefined when none can
+   * help. Callers that meet a 401 later get the same fresh token (each
+   * retries once), never a second login.
    */
-  async renew(): Promise<string | undefined> {
+  async #renew(): Promise<string | undefined> {
     if (this.#sources.apiKey === undefined) return undefined;
     if (this.#renewal === undefined) {
-      if (this.#renewed) return undefined;
+      if (this.#loginCannotHelp) return undefined;
       this.#renewal = this.#loginWithKey('the service answered 401');
     }
     const token = await this.#renewal;
@@ -99,17 +130,21 @@ export class TokenCredentials implements Credentials {
     return token;
   }
 
+  #use(token: string): string {
+    this.#current = { token, exp: expiryOf(token) };
+    return token;
+  }
+
   async #loginWithKey(reason: string): Promise<string> {
-    const { apiKey, store, baseUrl } = this.#sources;
-    if (apiKey === undefined || this.#client === undefined) throw new AuthError('no credentials');
+    const { apiKey, store, baseUrl, login } = this.#sources;
+    if (apiKey === undefined) throw new AuthError('no credentials');
     this.#sources.onLogin?.(reason);
     let token: string;
     try {
-      token = await this.#client.login(apiKey);
+      token = await login(apiKey);
     } catch (error) {
-      // The key itself was refused: logging in again with it cannot help, so
-      // the 401 that the caller sees must not lead to a renew().
-      if (error instanceof AuthError) this.#renewed = true;
+      // The key itself was refused: logging in again with it cannot help.
+      if (error instanceof AuthError) this.#loginCannotHelp = true;
       // A malformed login answer surfaces inside the request step, which keeps
       // any odd-shaped object it gets as a session; this one is not a session.
       // (Nor, when it is not JSON at all, an unread answer of the request step.)
@@ -119,7 +154,7 @@ export class TokenCredentials implements Credentials {
       // Any other refusal of the login is a credentials problem, and must not
       // pass for the request's own answer (a 409 there means "already registered").
       if (error instanceof ServiceRefusedError) {
-        this.#renewed = true;
+        this.#loginCannotHelp = true;
         throw new AuthError(`logging in with NOTARIZE_API_KEY failed: ${error.message}`, {
           status: error.status,
           hint: 'check NOTARIZE_API_KEY, or log in with `notarize login`',
@@ -130,12 +165,12 @@ export class TokenCredentials implements Credentials {
     }
     if (isExpired(token)) {
       // Sending it would only earn a 401; a clock far off is the usual cause.
-      this.#renewed = true;
+      this.#loginCannotHelp = true;
       throw new AuthError(`the service at ${baseUrl} issued a token that has already expired`, {
         hint: "check this machine's clock (the token's exp is in the past or within 30 s)",
       });
     }
     await store.setToken(baseUrl, token);
-    return (this.#current = token);
+    return this.#use(token);
   }
 }

@@ -33,7 +33,7 @@ import { lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
-import { uniqueSuffix, writeFileAtomic } from '../store/files.js';
+import { DirFlushes, uniqueSuffix, writeFileAtomic } from '../store/files.js';
 import { recordHashOf } from '../store/service-store.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
@@ -54,6 +54,8 @@ export interface ReceiptSubject {
 export interface ReceiptPlan {
   dir: string;
   names: (string | undefined)[];
+  /** The run's receipts share their directories' flushes (a batch writes many into one). */
+  flushes: DirFlushes;
 }
 
 /** The folders and name of a path as given, without `.`, `..` or empty segments. */
@@ -219,7 +221,7 @@ export async function planReceipts(dir: string, subjects: readonly ReceiptSubjec
     checkFits(dir, name);
     await checkFolders(dir, name);
   }
-  return { dir, names };
+  return { dir, names, flushes: new DirFlushes() };
 }
 
 /** The receipt path of document `index`, whose digest is `hash`. */
@@ -306,7 +308,7 @@ export async function writeReceipt(
     await makeFolders(plan.dir, plan.names[index] ?? hash);
     if ((await lstat(path).catch(() => undefined))?.isSymbolicLink()) throw linkRefused(path, 'receipt');
     // Never through a link, even one planted since the check (see the module comment).
-    await writeFileAtomic(path, content, { mode: 0o666, replace: overwrite });
+    await writeFileAtomic(path, content, { mode: 0o666, replace: overwrite, flushes: plan.flushes });
     return path;
   } catch (error) {
     if (error instanceof UsageError) {

@@ -21,28 +21,23 @@ export function readClaims(token: string): TokenClaims | undefined {
 }
 
 /**
- * `exp` by token text (null: none readable). Every request asks whether its
- * token has expired, and decoding and validating the same JWT for each of a
- * batch's thousands of requests is CPU taken from the requests. A run sees
- * one or two tokens, so the map stays tiny; it is bounded all the same.
+ * The `exp` claim of a token (seconds since the epoch), or undefined when it
+ * has none or is no readable JWT. Decoded afresh on each call: the one that
+ * asks for every request (core/credentials.ts) keeps its current token's
+ * expiry beside the token instead.
  */
-const expiries = new Map<string, number | null>();
-const MAX_CACHED_EXPIRIES = 16;
+export function expiryOf(token: string): number | undefined {
+  return readClaims(token)?.exp;
+}
 
-function expiryOf(token: string): number | undefined {
-  let exp = expiries.get(token);
-  if (exp === undefined) {
-    exp = readClaims(token)?.exp ?? null;
-    if (expiries.size >= MAX_CACHED_EXPIRIES) expiries.clear();
-    expiries.set(token, exp);
-  }
-  return exp ?? undefined;
+/** True when a token whose `exp` is `exp` counts as expired at `nowMs` (no `exp`: never). */
+export function hasExpired(exp: number | undefined, nowMs = Date.now()): boolean {
+  return exp !== undefined && exp - EXPIRY_MARGIN_SECONDS <= nowMs / 1000;
 }
 
 /** True when the token says it has expired (a token without `exp` is taken as valid). */
 export function isExpired(token: string, nowMs = Date.now()): boolean {
-  const exp = expiryOf(token);
-  return exp !== undefined && exp - EXPIRY_MARGIN_SECONDS <= nowMs / 1000;
+  return hasExpired(expiryOf(token), nowMs);
 }
 
 /** "user@example (user 12), valid until <ISO>" for messages; never the token. */

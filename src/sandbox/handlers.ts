@@ -5,12 +5,12 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import {
-  describeZodError,
   fileMetadataSchema,
   loginRequestSchema,
   loginResponseSchema,
   registrationRequestSchema,
 } from '../api/schemas.js';
+import { describeZodError } from '../validation.js';
 import { SandboxHttpError, type Answer } from './http.js';
 import { signJwt, verifyJwt } from './jwt.js';
 import type { RouteName } from './routes.js';

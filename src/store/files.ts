@@ -34,9 +34,9 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { z } from 'zod';
-import { describeZodError } from '../api/schemas.js';
 import { StoreError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
+import { describeZodError } from '../validation.js';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
@@ -200,6 +200,8 @@ export interface WriteOptions {
    * than replace it; the new file still appears whole, never half-written.
    */
   replace?: boolean;
+  /** Shares the directory's flush with the owner's other writes; without it, this write flushes alone. */
+  flushes?: DirFlushes;
 }
 
 /**
@@ -224,7 +226,6 @@ export interface WriteOptions {
  * the data is durable.
  */
 export async function writeFileAtomic(file: string, data: string, options: WriteOptions = {}): Promise<void> {
-  keepFileSizeSignalHarmless();
   const dir = dirname(file);
   const temp = join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
   const bytes = Buffer.from(data, 'utf8');
@@ -252,7 +253,7 @@ export async function writeFileAtomic(file: string, data: string, options: Write
     ignoreErrors(() => unlinkSync(temp));
     throw error;
   }
-  await flushDirShared(dir);
+  await (options.flushes ? options.flushes.flush(dir) : syncDir(dir));
 }
 
 /**
@@ -289,7 +290,12 @@ function ignoreErrors(fn: () => void): void {
   }
 }
 
-/** A name part no other writer on this host uses: the pid, a random tag per module instance (pids are reused; threads load their own), a counter. */
+/**
+ * A name part no other writer on this host uses: the pid, a random tag per
+ * module instance (pids are reused; threads load their own), a counter. The
+ * tag and counter stay module-level on purpose: they name this instance of
+ * the code, whoever writes (the store, locks, receipts), and hold nothing else.
+ */
 export function uniqueSuffix(): string {
   return `${process.pid}.${PROCESS_TAG}.${(writeCounter++).toString(36)}`;
 }
@@ -297,51 +303,38 @@ export function uniqueSuffix(): string {
 const PROCESS_TAG = randomBytes(4).toString('hex');
 let writeCounter = 0;
 
-let fileSizeSignalCaught = false;
-
 /**
- * Keeps SIGXFSZ harmless, as Node makes it, so that a write beyond a file
- * size limit (`ulimit -f`) fails with EFBIG and the answer being saved is
- * quoted in the error. signal-exit, which ora loads (through restore-cursor)
- * once a spinner is shown on a terminal, listens for SIGXFSZ and raises it
- * again when it is the only listener, which would kill the process without a
- * word as soon as the event loop turns after such a write. While a listener
- * of ours remains, Node keeps catching the signal (its handle is unref'd: it
- * keeps nothing alive).
- */
-export function keepFileSizeSignalHarmless(): void {
-  if (fileSizeSignalCaught || process.platform === 'win32') return;
-  fileSizeSignalCaught = true;
-  process.on('SIGXFSZ', () => {});
-}
-
-/**
- * Flushes of a directory's entries, shared: a caller needs a flush that
+ * Flushes of directories' entries, shared: a caller needs a flush that
  * started after its rename, so while one runs, every caller arriving joins
  * the single next one. A batch's documents then share a few flushes per
- * directory instead of making one each, with the same guarantee.
+ * directory instead of making one each, with the same guarantee. Owned by
+ * whoever writes a run's files (the Store, a receipt plan) and handed to
+ * writeFileAtomic; it holds only flushes in progress.
  */
-const dirFlushes = new Map<string, { running?: Promise<void>; next?: Promise<void> }>();
+export class DirFlushes {
+  readonly #byDir = new Map<string, { running?: Promise<void>; next?: Promise<void> }>();
 
-function flushDirShared(dir: string): Promise<void> {
-  const flushes = dirFlushes.get(dir) ?? {};
-  dirFlushes.set(dir, flushes);
-  const start = (): Promise<void> => {
-    const running = syncDir(dir).finally(() => {
-      if (flushes.running !== running) return;
-      flushes.running = undefined;
-      // Nobody waiting: forget the directory (a long-lived process writes to many).
-      if (flushes.next === undefined) dirFlushes.delete(dir);
+  /** Resolves once a flush of `dir` that started after this call has ended. */
+  flush(dir: string): Promise<void> {
+    const flushes = this.#byDir.get(dir) ?? {};
+    this.#byDir.set(dir, flushes);
+    const start = (): Promise<void> => {
+      const running = syncDir(dir).finally(() => {
+        if (flushes.running !== running) return;
+        flushes.running = undefined;
+        // Nobody waiting: forget the directory (a long-lived process writes to many).
+        if (flushes.next === undefined) this.#byDir.delete(dir);
+      });
+      flushes.running = running;
+      return running;
+    };
+    if (flushes.running === undefined) return start();
+    flushes.next ??= flushes.running.then(() => {
+      flushes.next = undefined;
+      return start();
     });
-    flushes.running = running;
-    return running;
-  };
-  if (flushes.running === undefined) return start();
-  flushes.next ??= flushes.running.then(() => {
-    flushes.next = undefined;
-    return start();
-  });
-  return flushes.next;
+    return flushes.next;
+  }
 }
 
 /** Flushes a directory's entries (the rename) to disk; best effort, as some platforms cannot. */

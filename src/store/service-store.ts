@@ -8,9 +8,17 @@ import { renameSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { hashSchema } from '../api/schemas.js';
 import { StoreError } from '../errors.js';
-import { corrupt, ensurePrivateDir, readStoreFile, removeFile, tightenDirIfExists, writeFileAtomic } from './files.js';
+import { hashSchema } from '../validation.js';
+import {
+  corrupt,
+  DirFlushes,
+  ensurePrivateDir,
+  readStoreFile,
+  removeFile,
+  tightenDirIfExists,
+  writeFileAtomic,
+} from './files.js';
 
 /**
  * The version every pending, retired, ledger and unanswered file starts
@@ -121,11 +129,14 @@ export class ServiceStore {
   readonly dir: string;
   readonly baseUrl: string;
   readonly #warn: (message: string) => void;
+  readonly #flushes: DirFlushes;
 
-  constructor(dir: string, baseUrl: string, warn: (message: string) => void = () => {}) {
+  /** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
+  constructor(dir: string, baseUrl: string, warn: (message: string) => void = () => {}, flushes = new DirFlushes()) {
     this.dir = dir;
     this.baseUrl = baseUrl;
     this.#warn = warn;
+    this.#flushes = flushes;
   }
 
   pendingFile(hash: string): string {
@@ -284,7 +295,7 @@ export class ServiceStore {
 
   async #write(file: string, value: unknown): Promise<void> {
     this.#privateDir(join(file, '..'));
-    await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`);
+    await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
   }
 
   /** Directories this process has already made private: checked once, not on every write of a batch. */

@@ -37,7 +37,14 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { NotarizeError, StoreError, TransientError } from '../errors.js';
 import { SETTINGS } from '../settings.js';
-import { corrupt, ensurePrivateDir, readPrivateFile, tightenDirIfExists, writeFileAtomic } from './files.js';
+import {
+  corrupt,
+  DirFlushes,
+  ensurePrivateDir,
+  readPrivateFile,
+  tightenDirIfExists,
+  writeFileAtomic,
+} from './files.js';
 import { diskRefusedBeforeSending } from './disk.js';
 import { withLock } from './lock.js';
 import { ServiceStore } from './service-store.js';
@@ -71,6 +78,8 @@ export class Store {
   readonly dir: string;
   /** Told things worth a warning, e.g. a directory whose rights were tightened. */
   readonly #warn: (message: string) => void;
+  /** The directory flushes shared by every write of this store, its services' included. */
+  readonly #flushes = new DirFlushes();
   #prepared = false;
 
   constructor(dir: string, warn: (message: string) => void = () => {}) {
@@ -179,7 +188,7 @@ export class Store {
     const dir = join(services, serviceDirName(baseUrl));
     const moved = adoptLegacyServiceDir(services, baseUrl, dir);
     if (moved !== undefined) this.#warn(moved);
-    const service = new ServiceStore(dir, baseUrl, this.#warn);
+    const service = new ServiceStore(dir, baseUrl, this.#warn, this.#flushes);
     try {
       service.tightenExisting();
     } catch (error) {
@@ -255,7 +264,7 @@ export class Store {
         const data = this.#read(name);
         if (!edit(data)) return;
         try {
-          await writeFileAtomic(file, `${JSON.stringify(data, undefined, '\t')}\n`);
+          await writeFileAtomic(file, `${JSON.stringify(data, undefined, '\t')}\n`, { flushes: this.#flushes });
         } catch (error) {
           throw new StoreError(file, `cannot write store file ${file}: ${(error as Error).message}`, {
             hint: 'check that the store directory belongs to you and the disk is not full',

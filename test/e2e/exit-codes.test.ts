@@ -167,9 +167,8 @@ describe('exit 3: authentication', () => {
   });
 
   it('a wrong NOTARIZE_API_KEY is tried once, not twice', async () => {
-    // BUG (src/api/client.ts, ApiClient.#authed): the 401 of the on-the-fly
-    // login made inside credentials.token() is caught as if the authenticated
-    // request had been refused, so renew() logs in again with the same key.
+    // The 401 of the on-the-fly login must not pass for a 401 to the request,
+    // which would log in again with the same key (core/credentials.ts).
     const wrongKey = 'sandbox_fedcba9876543210fedcba9876543210';
     bed.addSecret(wrongKey);
     const doc = await bed.file('wrongkey.txt', 'wrong key once');

@@ -76,7 +76,7 @@ describe('a 407 to a plain request', () => {
     const api = new ApiClient(
       transport(service, 'HTTP_PROXY'),
       { retries: 3, baseDelayMs: 1, maxDelayMs: 10 },
-      { token: () => Promise.resolve('t'.repeat(20)), renew: () => Promise.resolve(undefined) },
+      { authorize: (send) => send('t'.repeat(20)) },
     );
     const error = await api.login('k'.repeat(20)).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(AuthError);

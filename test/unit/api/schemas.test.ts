@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
-  describeZodError,
   fileMetadataSchema,
   notarizationRecordSchema,
   registrationRequestSchema,
   subscriptionSessionSchema,
 } from '../../../src/api/schemas.js';
+import { describeZodError } from '../../../src/validation.js';
 import { fixtureObject } from '../helpers/fixtures.js';
 
 const HASH = '905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001';

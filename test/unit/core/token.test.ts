@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeToken, isExpired, readClaims } from '../../../src/core/token.js';
+import { describeToken, expiryOf, hasExpired, isExpired, readClaims } from '../../../src/core/token.js';
 
 /** An unsigned JWT-shaped token with the given claims (the client never verifies the signature). */
 function jwt(claims: unknown): string {
@@ -59,7 +59,7 @@ describe('isExpired', () => {
     expect(readClaims('garbage')).toBeUndefined();
   });
 
-  it('judges the same token against the time of each call (its expiry is remembered, not the verdict)', () => {
+  it('judges the same token against the time of each call', () => {
     const token = jwt({ exp: NOW_S + 3600 });
     expect(isExpired(token, NOW_MS)).toBe(false);
     expect(isExpired(token, NOW_MS + 3600_000)).toBe(true);
@@ -67,11 +67,26 @@ describe('isExpired', () => {
     expect(isExpired(jwt({ userId: 1 }), NOW_MS + 3600_000)).toBe(false);
   });
 
-  it('answers right for many distinct tokens in turn (the remembered expiries are bounded)', () => {
+  it('answers right for many distinct tokens in turn', () => {
     for (let i = 0; i < 50; i++) {
       expect(isExpired(jwt({ exp: NOW_S + 3600, n: i }), NOW_MS)).toBe(false);
       expect(isExpired(jwt({ exp: NOW_S - 1, n: i }), NOW_MS)).toBe(true);
     }
+  });
+});
+
+describe('expiryOf and hasExpired', () => {
+  it('read exp in seconds, and judge it with the same 30-second margin as isExpired', () => {
+    expect(expiryOf(jwt({ exp: NOW_S + 31 }))).toBe(NOW_S + 31);
+    expect(hasExpired(NOW_S + 31, NOW_MS)).toBe(false);
+    expect(hasExpired(NOW_S + 30, NOW_MS)).toBe(true);
+    expect(hasExpired(NOW_S - 1, NOW_MS)).toBe(true);
+  });
+
+  it('no exp, or no readable token: no expiry, never expired', () => {
+    expect(expiryOf(jwt({ userId: 1 }))).toBeUndefined();
+    expect(expiryOf('opaque')).toBeUndefined();
+    expect(hasExpired(undefined, NOW_MS)).toBe(false);
   });
 });
 

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StoreError } from '../../../src/errors.js';
 import {
+  DirFlushes,
   ensurePrivateDir,
   readPrivateFile,
   readStoreFile,
@@ -44,6 +45,16 @@ describe('writeFileAtomic', () => {
     const names = readdirSync(dir).sort();
     expect(names).toEqual(Array.from({ length: 8 }, (_, i) => `f${i}.json`).sort());
     for (const name of names) expect(texts).toContain(readFileSync(join(dir, name), 'utf8'));
+  });
+
+  it("settles every write of an owner sharing its directories' flushes, and flushes again later", async () => {
+    const dirs = [tempDir(), tempDir()];
+    const flushes = new DirFlushes();
+    const write = (i: number) => writeFileAtomic(join(dirs[i % 2]!, `f${i}.json`), `${i}\n`, { flushes });
+    await Promise.all(Array.from({ length: 30 }, (_, i) => write(i)));
+    // Writes after the first wave are not kept waiting by a flush that ended.
+    await Promise.all([write(30), write(31), flushes.flush(dirs[0]!)]);
+    for (let i = 0; i < 32; i++) expect(readFileSync(join(dirs[i % 2]!, `f${i}.json`), 'utf8')).toBe(`${i}\n`);
   });
 
   it('cleans up its temporary file when the rename fails', async () => {

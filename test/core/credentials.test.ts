@@ -1,0 +1,334 @@
+/**
+ * core/credentials.ts, the one owner of the token: where a token comes from
+ * (NOTARIZE_TOKEN, the store, a login on the fly with the key), a 401 to a
+ * request renewed once for the run, a 401 to the login told apart from a 401
+ * to the request. Against the real sandbox on 127.0.0.1 and a real store in a
+ * temporary directory; the request sent under the token is the sandbox's
+ * `GET /api/v2/payment/subscription/active`, which checks the token.
+ */
+import { Agent } from 'undici';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { logIn } from '../../src/api/client.js';
+import { HttpTransport } from '../../src/api/http.js';
+import type { RetryPolicy } from '../../src/api/retry.js';
+import { TokenCredentials, type CredentialSources } from '../../src/core/credentials.js';
+import { AuthError, ProtocolError } from '../../src/errors.js';
+import { startSandbox, type Fault, type Sandbox, type SandboxOptions } from '../../src/sandbox/server.js';
+import { Store } from '../../src/store/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
+
+/** An unsigned JWT-shaped token with the given claims: never accepted by the sandbox, read fine by notarize. */
+function jwt(claims: Record<string, unknown>): string {
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${part({ alg: 'HS256', typ: 'JWT' })}.${part(claims)}.c2lnbmF0dXJl`;
+}
+
+const EXPIRED = jwt({ userId: 1, exp: Math.floor(Date.now() / 1000) - 3600 });
+const NO_RETRIES: RetryPolicy = { retries: 0, baseDelayMs: 1, maxDelayMs: 1 };
+
+const tempDir = useTempDirs('notarize-credentials-');
+let sandbox: Sandbox;
+let agent: Agent;
+let store: Store;
+let transport: HttpTransport;
+/** What the credentials told (on the fly logins, tokens to scrub), in order. */
+let told: string[];
+
+async function useSandbox(options: SandboxOptions = {}): Promise<void> {
+  await sandbox?.close();
+  sandbox = await startSandbox(options);
+  transport = new HttpTransport({ baseUrl: sandbox.url, timeoutMs: 5000, userAgent: 'test', dispatcher: agent });
+}
+
+beforeEach(async () => {
+  agent = new Agent();
+  store = new Store(tempDir());
+  told = [];
+  await useSandbox();
+});
+
+afterEach(async () => {
+  vi.useRealTimers();
+  await sandbox.close();
+  await agent.close();
+});
+
+function credentials(sources: Partial<CredentialSources> = {}): TokenCredentials {
+  return new TokenCredentials({
+    baseUrl: sandbox.url,
+    store,
+    envToken: undefined,
+    apiKey: undefined,
+    login: (apiKey) => logIn(transport, NO_RETRIES, apiKey),
+    onLogin: (reason) => told.push(`login: ${reason}`),
+    onToken: (token) => told.push(`token: ${token === EXPIRED ? 'expired' : token.slice(-6)}`),
+    ...sources,
+  });
+}
+
+/** The tokens `send` was called with. */
+let sent: string[];
+beforeEach(() => {
+  sent = [];
+});
+
+/** The request made under the token: the sandbox answers 401 to a token it did not issue. */
+async function send(token: string): Promise<string> {
+  sent.push(token);
+  return (await transport.send({ method: 'GET', path: '/api/v2/payment/subscription/active', token })).text;
+}
+
+/** A token issued by the sandbox, as `notarize login` would get. */
+function issuedToken(): Promise<string> {
+  return logIn(transport, NO_RETRIES, sandbox.apiKey);
+}
+
+/** The sandbox's calls as `route status`, without the ones made to set the test up. */
+function calls(since = 0): string[] {
+  return sandbox.calls.slice(since).map((c) => `${c.route} ${c.status}`);
+}
+
+async function failure(promise: Promise<unknown>): Promise<AuthError> {
+  const error = await promise.catch((caught: unknown) => caught);
+  expect(error).toBeInstanceOf(AuthError);
+  return error as AuthError;
+}
+
+describe('where the token comes from', () => {
+  it('the stored token of this service, read once for the run', async () => {
+    const token = await issuedToken();
+    await store.setToken(sandbox.url, `${token}\n`);
+    const owner = credentials();
+    await owner.authorize(send);
+    // Another process changing the store meanwhile does not change the token of this run.
+    await store.setToken(sandbox.url, EXPIRED);
+    await owner.authorize(send);
+    expect(sent).toEqual([token, token]);
+    expect(calls(1)).toEqual(['active 200', 'active 200']);
+  });
+
+  it("judges the run's token against the clock at each request", async () => {
+    // Unsigned, so the sandbox refuses it; only its expiry matters here.
+    const token = jwt({ userId: 1, exp: Math.floor(Date.now() / 1000) + 3600 });
+    await store.setToken(sandbox.url, token);
+    const owner = credentials();
+    await failure(owner.authorize(send));
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 2 * 3600_000);
+    const error = await failure(owner.authorize(send));
+    expect(error.message).toBe(`the stored token for ${sandbox.url} has expired`);
+    expect(sent).toEqual([token]);
+  });
+
+  it('NOTARIZE_TOKEN before the stored token', async () => {
+    const token = await issuedToken();
+    await store.setToken(sandbox.url, EXPIRED);
+    await credentials({ envToken: token }).authorize(send);
+    expect(sent).toEqual([token]);
+  });
+
+  it('neither, and no key: not logged in, nothing sent', async () => {
+    const error = await failure(credentials().authorize(send));
+    expect(error.message).toBe(`not logged in to ${sandbox.url}`);
+    expect(error.hint).toBe('run `notarize login`, or set NOTARIZE_API_KEY (or NOTARIZE_TOKEN)');
+    expect(sent).toEqual([]);
+    expect(sandbox.calls).toEqual([]);
+  });
+
+  it('an expired stored token is never sent', async () => {
+    await store.setToken(sandbox.url, EXPIRED);
+    const error = await failure(credentials().authorize(send));
+    expect(error.message).toBe(`the stored token for ${sandbox.url} has expired`);
+    expect(sent).toEqual([]);
+  });
+
+  it('an expired NOTARIZE_TOKEN is never sent, and says where it came from', async () => {
+    const error = await failure(credentials({ envToken: EXPIRED }).authorize(send));
+    expect(error.message).toBe('the token in NOTARIZE_TOKEN has expired');
+    expect(error.hint).toBe('get a new one with `notarize login`, or set NOTARIZE_API_KEY');
+    expect(sent).toEqual([]);
+  });
+
+  it('a NOTARIZE_TOKEN no header can carry is refused before anything is sent, and not quoted', async () => {
+    const error = await failure(credentials({ envToken: 'two words', apiKey: sandbox.apiKey }).authorize(send));
+    expect(error.message).toContain('the token in NOTARIZE_TOKEN cannot be used');
+    expect(error.message).not.toContain('two words');
+    expect(sandbox.calls).toEqual([]);
+  });
+
+  it('a damaged stored token: refused without a key, replaced by a login with one', async () => {
+    await store.setToken(sandbox.url, 'two words');
+    const error = await failure(credentials().authorize(send));
+    expect(error.message).toContain(`the token in the store (credentials.json, for ${sandbox.url}) cannot be used`);
+    expect(sandbox.calls).toEqual([]);
+
+    await credentials({ apiKey: sandbox.apiKey }).authorize(send);
+    expect(calls()).toEqual(['login 200', 'active 200']);
+    expect(store.getToken(sandbox.url)).toBe(sent[0]);
+  });
+});
+
+describe('a login on the fly with the API key', () => {
+  it('happens when no token is usable, is stored, and is told', async () => {
+    await store.setToken(sandbox.url, EXPIRED);
+    const owner = credentials({ apiKey: sandbox.apiKey });
+    expect(await owner.authorize(send)).toContain('sessionId');
+    const [token] = sent;
+    expect(store.getToken(sandbox.url)).toBe(token);
+    expect(calls()).toEqual(['login 200', 'active 200']);
+    expect(told).toEqual(['login: no usable token', `token: ${token!.slice(-6)}`]);
+  });
+
+  it('is shared by concurrent requests: one login for all of them', async () => {
+    const owner = credentials({ apiKey: sandbox.apiKey });
+    await Promise.all([1, 2, 3, 4].map(() => owner.authorize(send)));
+    expect(calls().filter((c) => c.startsWith('login'))).toEqual(['login 200']);
+    expect(new Set(sent).size).toBe(1);
+  });
+
+  it('with a refused key: the login 401 is reported, the key tried once, nothing sent', async () => {
+    const owner = credentials({ apiKey: 'sandbox_0123456789abcdef0123456789abcdef' });
+    const error = await failure(owner.authorize(send));
+    expect(error.status).toBe(401);
+    expect(error.message).toContain('answered 401');
+    expect(sent).toEqual([]);
+    expect(calls()).toEqual(['login 401']);
+    expect(told).toEqual(['login: no usable token']);
+    expect(store.getToken(sandbox.url)).toBeUndefined();
+  });
+
+  it('answered by a refusal other than 401: a credentials problem, not the request answering', async () => {
+    sandbox.addFaults([{ route: 'login', kind: 'status', value: 409 } satisfies Fault]);
+    const error = await failure(credentials({ apiKey: sandbox.apiKey }).authorize(send));
+    expect(error.message).toMatch(/^logging in with NOTARIZE_API_KEY failed: .*409/);
+    expect(error.status).toBe(409);
+    expect(error.hint).toBe('check NOTARIZE_API_KEY, or log in with `notarize login`');
+    expect(sent).toEqual([]);
+  });
+
+  it.each(['html', 'wrong-shape'] as const)('answered with %s: a protocol error (exit 5)', async (kind) => {
+    sandbox.addFaults([{ route: 'login', kind }]);
+    const error = await credentials({ apiKey: sandbox.apiKey })
+      .authorize(send)
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect((error as ProtocolError).exitCode).toBe(5);
+    expect((error as ProtocolError).message).toContain('login answer');
+    expect(sent).toEqual([]);
+  });
+
+  it('that issues an already expired token: said so, not stored, not sent', async () => {
+    await useSandbox({ tokenTtlSeconds: -100 });
+    const error = await failure(credentials({ apiKey: sandbox.apiKey }).authorize(send));
+    expect(error.message).toBe(`the service at ${sandbox.url} issued a token that has already expired`);
+    expect(error.hint).toContain("check this machine's clock");
+    expect(sent).toEqual([]);
+    expect(store.getToken(sandbox.url)).toBeUndefined();
+  });
+});
+
+describe('a 401 to the request', () => {
+  /** A token the sandbox did not issue (another instance's), stored as if from an earlier login. */
+  async function storeForeignToken(): Promise<string> {
+    const other = await startSandbox();
+    try {
+      const foreign = await logIn(
+        new HttpTransport({ baseUrl: other.url, timeoutMs: 5000, userAgent: 'test', dispatcher: agent }),
+        NO_RETRIES,
+        other.apiKey,
+      );
+      await store.setToken(sandbox.url, foreign);
+      return foreign;
+    } finally {
+      await other.close();
+    }
+  }
+
+  it('without a key: the request’s own 401, sent once', async () => {
+    await storeForeignToken();
+    const error = await failure(credentials().authorize(send));
+    expect(error.status).toBe(401);
+    expect(sent).toHaveLength(1);
+    expect(calls()).toEqual(['active 401']);
+  });
+
+  it('with a key: one login for the run, the request sent again once, the new token stored', async () => {
+    const foreign = await storeForeignToken();
+    const owner = credentials({ apiKey: sandbox.apiKey });
+    await owner.authorize(send);
+    const fresh = sent[1]!;
+    expect(sent).toEqual([foreign, fresh]);
+    expect(calls()).toEqual(['active 401', 'login 200', 'active 200']);
+    expect(store.getToken(sandbox.url)).toBe(fresh);
+    expect(told).toEqual([
+      `token: ${foreign.slice(-6)}`,
+      'login: the service answered 401',
+      `token: ${fresh.slice(-6)}`,
+    ]);
+    // The renewed token is the one of the run from now on.
+    await owner.authorize(send);
+    expect(sent[2]).toBe(fresh);
+  });
+
+  it('met by concurrent requests: one renewal shared by all', async () => {
+    await storeForeignToken();
+    const owner = credentials({ apiKey: sandbox.apiKey });
+    await Promise.all([1, 2, 3].map(() => owner.authorize(send)));
+    expect(calls().filter((c) => c.startsWith('login'))).toEqual(['login 200']);
+    expect(calls().filter((c) => c === 'active 401')).toHaveLength(3);
+  });
+
+  it('again after the renewal: that 401 is final, no second login', async () => {
+    await storeForeignToken();
+    sandbox.addFaults([{ route: 'active', kind: 'status', value: 401 }]);
+    const owner = credentials({ apiKey: sandbox.apiKey });
+    const error = await failure(owner.authorize(send));
+    expect(error.status).toBe(401);
+    expect(calls()).toEqual(['active 401', 'login 200', 'active 401']);
+    // A later request meeting a 401 gets the same renewed token, and no new login.
+    await failure(owner.authorize(send));
+    expect(calls().filter((c) => c.startsWith('login'))).toEqual(['login 200']);
+  });
+
+  it('when the renewal itself is refused: the login’s 401, not the request’s', async () => {
+    await storeForeignToken();
+    const owner = credentials({ apiKey: 'sandbox_fedcba9876543210fedcba9876543210' });
+    const error = await failure(owner.authorize(send));
+    expect(error.message).toContain('answered 401');
+    expect(calls()).toEqual(['active 401', 'login 401']);
+    expect(sent).toHaveLength(1);
+  });
+
+  it('after a refused login on the fly, met by a request sent earlier: final, the key not tried again', async () => {
+    // The first request goes with the stored token; before its answer, that
+    // token expires and a second request logs in on the fly, refused.
+    const token = jwt({ userId: 1, exp: Math.floor(Date.now() / 1000) + 3600 });
+    await store.setToken(sandbox.url, token);
+    const owner = credentials({ apiKey: 'sandbox_0123456789abcdef0123456789abcdef' });
+    let started!: () => void;
+    let answer!: () => void;
+    const startedSending = new Promise<void>((resolve) => (started = resolve));
+    const mayAnswer = new Promise<void>((resolve) => (answer = resolve));
+    const first = owner.authorize(async (sending) => {
+      started();
+      await mayAnswer;
+      return send(sending);
+    });
+    await startedSending;
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 2 * 3600_000);
+    expect((await failure(owner.authorize(send))).message).toContain('answered 401');
+    answer();
+    const error = await failure(first);
+    expect(error.message).not.toContain('API key');
+    expect(calls()).toEqual(['login 401', 'active 401']);
+  });
+
+  it('other refusals of the request are passed on untouched, without a login', async () => {
+    await store.setToken(sandbox.url, await issuedToken());
+    sandbox.addFaults([{ route: 'active', kind: 'status', value: 403, count: 1 }]);
+    const error = await failure(credentials({ apiKey: sandbox.apiKey }).authorize(send));
+    expect(error.status).toBe(403);
+    expect(calls(1)).toEqual(['active 403']);
+  });
+});
