@@ -70,7 +70,7 @@ describe('planReceipts', () => {
   it('creates the directory, proves it writable without leaving a trace, and names the receipts', async () => {
     const dir = join(tempDir(), 'new', 'receipts');
     const plan = await planReceipts(dir, [{ path: 'a.txt' }, {}]);
-    expect(plan).toEqual({ dir, names: ['a.txt', undefined] });
+    expect(plan).toMatchObject({ dir, names: ['a.txt', undefined] });
     expect(readdirSync(dir)).toEqual([]);
     expect(receiptPath(plan, 0, hashOf('a'))).toBe(join(dir, `a.txt${RECEIPT_SUFFIX}`));
     expect(receiptPath(plan, 1, hashOf('b'))).toBe(join(dir, `${hashOf('b')}${RECEIPT_SUFFIX}`));
