@@ -7,8 +7,10 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type Bed, useBed, useTempDir } from '../helpers/bed.js';
-import { BIN, cleanEnv, describeRun, runCli, runProcess } from '../helpers/cli.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { useTempDir } from '../helpers/temp-dirs.js';
+import { BIN, describeRun, runCli, runProcess } from '../helpers/cli.js';
+import { cleanEnv } from '../helpers/env.js';
 
 const COMMANDS = [
   'register',
@@ -80,11 +82,12 @@ describe('never prompting', () => {
     // script(1) gives the child a pseudo-terminal: without CI it would prompt
     // (and this run would time out); with CI it must refuse at once.
     const command = `'${process.execPath}' '${BIN}' login`;
-    const tty = await runProcess('script', ['-q', '-e', '-c', command, '/dev/null'], {
-      cwd: dir,
-      env: { ...bed.env({ NOTARIZE_API_KEY: undefined }), CI: 'true' },
-      timeoutMs: 15_000,
-    });
+    const tty = await runProcess(
+      'script',
+      ['-q', '-e', '-c', command, '/dev/null'],
+      { ...bed.env({ NOTARIZE_API_KEY: undefined }), CI: 'true' },
+      { cwd: dir, timeoutMs: 15_000 },
+    );
     expect(tty.code, `${tty.stdout}${tty.stderr}`).toBe(3);
     expect(tty.stdout).toMatch(/NOTARIZE_API_KEY/);
     expect(tty.stdout).not.toMatch(/^API key: /m);
@@ -94,7 +97,7 @@ describe('never prompting', () => {
 
 describe('--help', () => {
   it.each(COMMANDS)('notarize %s --help shows examples, one for CI', async (command) => {
-    const run = await runCli([command, '--help'], { env, noBaseUrlCheck: true });
+    const run = await runCli([command, '--help'], env, { noBaseUrlCheck: true });
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stderr).toBe('');
     expect(run.stdout).toMatch(new RegExp(`^Usage: notarize ${command}`, 'm'));
@@ -104,7 +107,7 @@ describe('--help', () => {
   });
 
   it('notarize --help lists the exit codes and a CI example', async () => {
-    const run = await runCli(['--help'], { env, noBaseUrlCheck: true });
+    const run = await runCli(['--help'], env, { noBaseUrlCheck: true });
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stdout).toMatch(/^Examples:$/m);
     expect(run.stdout).toMatch(/^ +# CI: /m);

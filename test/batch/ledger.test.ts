@@ -6,8 +6,8 @@
 import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Bed } from '../helpers/bed.js';
-import { describeRun, type Run, type RunOptions } from '../helpers/cli.js';
+import { Bed, type BedRunOptions } from '../helpers/bed.js';
+import { describeRun, type Run } from '../helpers/cli.js';
 import { jsonError, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
@@ -39,7 +39,7 @@ beforeEach(async () => {
   await cp(bed.storeDir, store, { recursive: true });
 });
 
-function offline(args: string[], options: RunOptions = {}): Promise<Run> {
+function offline(args: string[], options: BedRunOptions = {}): Promise<Run> {
   return bed.run(args, { ...options, env: { ...options.env, NOTARIZE_CONFIG_DIR: store } });
 }
 

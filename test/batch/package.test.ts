@@ -14,7 +14,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sha256 } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
 import { startSandbox } from '../../src/sandbox/server.js';
 import { REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
 
@@ -45,9 +45,8 @@ describe('the packed package', () => {
         dependencies?: Record<string, string>;
       };
       expect(manifest.dependencies ?? {}).toEqual({});
-      const pack = await runProcess('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], {
+      const pack = await runProcess('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], npmEnv, {
         cwd: REPO_ROOT,
-        env: npmEnv,
         timeoutMs: 60_000,
       });
       expect(pack.code, show(pack)).toBe(0);
@@ -66,7 +65,8 @@ describe('the packed package', () => {
       const install = await runProcess(
         'npm',
         ['install', '-g', '--prefix', prefix, '--offline', '--no-audit', '--no-fund', join(dir, tarballs[0]!)],
-        { cwd: dir, env: npmEnv, timeoutMs: 100_000 },
+        npmEnv,
+        { cwd: dir, timeoutMs: 100_000 },
       );
       expect(install.code, `npm install --offline with an empty cache failed\n${show(install)}`).toBe(0);
       // Zero dependencies installed: the package's folder holds only what it ships.
@@ -75,24 +75,26 @@ describe('the packed package', () => {
       expect((await readdir(join(installed, 'notarize'))).sort()).toEqual(['README.md', 'bin', 'dist', 'package.json']);
 
       const bin = join(prefix, 'bin', 'notarize');
-      const version = await runProcess(bin, ['--version'], { cwd: dir, env: npmEnv });
+      const version = await runProcess(bin, ['--version'], npmEnv, { cwd: dir });
       expect(version.code, show(version)).toBe(0);
       expect(version.stdout).toBe(`${VERSION}\n`);
       expect(version.stderr).toBe('');
 
       const document = join(dir, 'artifact.bin');
       await writeFile(document, 'an artifact hashed by the installed package\n');
-      const hash = await runProcess(bin, ['hash', 'artifact.bin'], { cwd: dir, env: npmEnv });
+      const hash = await runProcess(bin, ['hash', 'artifact.bin'], npmEnv, { cwd: dir });
       expect(hash.code, show(hash)).toBe(0);
       expect(hash.stdout).toBe(`${sha256('an artifact hashed by the installed package\n')}  artifact.bin\n`);
 
       // The whole flow (conf, undici, zod, commander all inside the bundle) on a sandbox.
       const sandbox = await startSandbox({ port: 0 });
       try {
-        const register = await runProcess(bin, ['register', 'artifact.bin', '--json'], {
-          cwd: dir,
-          env: { ...npmEnv, NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey },
-        });
+        const register = await runProcess(
+          bin,
+          ['register', 'artifact.bin', '--json'],
+          { ...npmEnv, NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey },
+          { cwd: dir },
+        );
         expect(register.code, show(register)).toBe(0);
         expect((JSON.parse(register.stdout) as { hash: string }).hash).toBe(
           sha256('an artifact hashed by the installed package\n'),

@@ -8,8 +8,11 @@ import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_BASE_URL } from '../../src/settings.js';
 import { expectFailure } from '../helpers/assert.js';
-import { type Bed, findLeaks, routes, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
-import { spawnCli } from '../helpers/cli.js';
+import { SecretAudit } from '../helpers/audit.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { routes } from '../helpers/sandbox.js';
+import { sha256 } from '../helpers/documents.js';
+import { STACK_LINE, spawnCli } from '../helpers/cli.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
@@ -208,17 +211,18 @@ describe('secrets and file rights', () => {
     // Every run of this test (and of every other e2e test, in Bed.finish) is
     // searched for every secret seen: the sandboxes' keys, the wrong key, the
     // stored and direct tokens and their signatures.
-    expect(bed.outputs.length).toBeGreaterThanOrEqual(6);
+    expect(bed.audit.size().outputs).toBeGreaterThanOrEqual(6);
     expect(bed.secrets()).toEqual(
       expect.arrayContaining([bed.sandbox.apiKey, token, envToken, foreignToken, wrongKey]),
     );
     expect(bed.leaks()).toEqual([]);
     // The detector itself finds a token, or only its signature, when one is printed.
-    const planted = [
-      { args: ['planted'], code: 0, stdout: `token: ${token}`, stderr: '' },
-      { args: ['planted'], code: 0, stdout: '', stderr: `sig ${token.split('.')[2]!}` },
-    ];
-    expect(findLeaks(planted, bed.secrets())).toHaveLength(3);
+    const planted = new SecretAudit();
+    for (const secret of bed.secrets()) planted.add(secret);
+    const printed = { args: ['planted'], code: 0, signal: null, ms: 0 };
+    planted.record({ ...printed, stdout: `token: ${token}`, stderr: '' });
+    planted.record({ ...printed, stdout: '', stderr: `sig ${token.split('.')[2]!}` });
+    expect(planted.leaks()).toHaveLength(3);
 
     // The store: directory 0700, credentials and entries 0600.
     expect(mode(bed.storeDir)).toBe(0o700);
@@ -247,11 +251,11 @@ describe('secrets and file rights', () => {
 describe('notarize sandbox', () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`prints {"url","apiKey"} on its first line, serves a login, and exits 0 on ${signal}`, async () => {
-      const sandbox = spawnCli(['sandbox', '--port', '0', '--json'], {
-        env: { NOTARIZE_CONFIG_DIR: bed.storeDir },
-        noBaseUrlCheck: true,
-        timeoutMs: 15_000,
-      });
+      const sandbox = spawnCli(
+        ['sandbox', '--port', '0', '--json'],
+        { NOTARIZE_CONFIG_DIR: bed.storeDir },
+        { noBaseUrlCheck: true, timeoutMs: 15_000 },
+      );
       try {
         const first = JSON.parse(await sandbox.firstLine) as { url: string; apiKey: string };
         expect(Object.keys(first).sort()).toEqual(['apiKey', 'url']);
@@ -282,7 +286,7 @@ describe('notarize sandbox', () => {
       } finally {
         sandbox.child.kill(signal);
       }
-      const exited = await sandbox.exited;
+      const exited = await sandbox.done;
       expect(exited.signal).toBeNull();
       expect(exited.code, exited.stderr).toBe(0);
       expect(exited.stdout.trimEnd().split('\n')).toHaveLength(1);

@@ -9,7 +9,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/commands/registry.js';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
-import { type Bed, routes, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { routes } from '../helpers/sandbox.js';
+import { sha256 } from '../helpers/documents.js';
+import { STACK_LINE } from '../helpers/cli.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
@@ -167,9 +170,7 @@ describe('exit 3: authentication', () => {
   });
 
   it('a wrong NOTARIZE_API_KEY is tried once, not twice', async () => {
-    // BUG (src/api/client.ts, ApiClient.#authed): the 401 of the on-the-fly
-    // login made inside credentials.token() is caught as if the authenticated
-    // request had been refused, so renew() logs in again with the same key.
+    // The 401 of the on-the-fly login refuses the key, not a request: logging in again with it cannot help.
     const wrongKey = 'sandbox_fedcba9876543210fedcba9876543210';
     bed.addSecret(wrongKey);
     const doc = await bed.file('wrongkey.txt', 'wrong key once');

@@ -15,9 +15,8 @@ describe('progress', () => {
   it('shows items done/total and bytes hashed on a terminal, then clears the line', async () => {
     for (const name of ['a.txt', 'b.txt', 'c.txt']) await bed.file(`docs/${name}`);
     const command = `'${process.execPath}' '${BIN}' register -r docs`;
-    const run = await runProcess('script', ['-q', '-e', '-c', command, '/dev/null'], {
+    const run = await runProcess('script', ['-q', '-e', '-c', command, '/dev/null'], bed.env(), {
       cwd: bed.workDir,
-      env: bed.env(),
       timeoutMs: 20_000,
     });
     bed.record(run);
@@ -38,11 +37,12 @@ describe('progress', () => {
 
     for (const name of ['a.txt', 'b.txt', 'c.txt']) await bed.file(`ci/${name}`);
     const command = `'${process.execPath}' '${BIN}' register -r ci`;
-    const underCi = await runProcess('script', ['-q', '-e', '-c', command, '/dev/null'], {
-      cwd: bed.workDir,
-      env: { ...bed.env(), CI: 'true' },
-      timeoutMs: 20_000,
-    });
+    const underCi = await runProcess(
+      'script',
+      ['-q', '-e', '-c', command, '/dev/null'],
+      { ...bed.env(), CI: 'true' },
+      { cwd: bed.workDir, timeoutMs: 20_000 },
+    );
     bed.record(underCi);
     expect(underCi.code, describeRun(underCi)).toBe(0);
     expect(underCi.stdout).toMatch(/3 items: 3 registered/);

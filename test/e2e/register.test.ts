@@ -6,7 +6,10 @@ import { statSync, readdirSync } from 'node:fs';
 import { utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type Bed, routes, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { routes } from '../helpers/sandbox.js';
+import { sha256 } from '../helpers/documents.js';
+import { STACK_LINE } from '../helpers/cli.js';
 
 let bed: Bed;
 useBed((created) => {

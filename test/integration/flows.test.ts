@@ -7,22 +7,24 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
-import { type Bed, routes, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
-import { runMain } from '../helpers/main.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { routes } from '../helpers/sandbox.js';
+import { sha256 } from '../helpers/documents.js';
+import { STACK_LINE } from '../helpers/cli.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
 
 describe('flows', () => {
   it('login from standard input, register, and --json prints the service text exactly', async () => {
-    const login = await runMain(bed, ['login', '--api-key-stdin'], { stdin: `${bed.sandbox.apiKey}\n` });
+    const login = await bed.main(['login', '--api-key-stdin'], { input: `${bed.sandbox.apiKey}\n` });
     expect(login.code, login.stderr).toBe(0);
     // A message on stderr (silenced by --quiet); no data without --json.
     expect(login.stdout).toBe('');
     expect(login.stderr).toMatch(
       /^logged in to http:\/\/127\.0\.0\.1:\d+ as sandbox@example\.invalid, user 1390; valid until /,
     );
-    const loginJson = await runMain(bed, ['login', '--api-key-stdin', '--json'], { stdin: bed.sandbox.apiKey });
+    const loginJson = await bed.main(['login', '--api-key-stdin', '--json'], { input: bed.sandbox.apiKey });
     expect(loginJson.code).toBe(0);
     expect(JSON.parse(loginJson.stdout)).toEqual({
       baseUrl: bed.sandbox.url,
@@ -33,12 +35,12 @@ describe('flows', () => {
 
     const doc = await bed.file('in-process.txt', 'in process');
     const hash = sha256('in process');
-    const result = await runMain(bed, ['register', doc, '--json']);
+    const result = await bed.main(['register', doc, '--json']);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toBe(`${JSON.stringify(bed.sandbox.records.get(hash))}\n`);
     expect(result.stderr).toBe(`registered ${hash}\n`);
 
-    const table = await runMain(bed, ['register', doc]);
+    const table = await bed.main(['register', doc]);
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(new RegExp(`^verification +${bed.sandbox.url}/verification/${hash}$`, 'm'));
     expect(table.stderr).toMatch(/already registered/);
@@ -47,9 +49,9 @@ describe('flows', () => {
   it('--no-complete then complete: the forfait body is the request answer byte for byte', async () => {
     const doc = await bed.file('split.txt', 'split');
     const hash = sha256('split');
-    const first = await runMain(bed, ['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
+    const first = await bed.main(['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
-    const second = await runMain(bed, ['complete', hash, '--json']);
+    const second = await bed.main(['complete', hash, '--json']);
     expect(second.code, second.stderr).toBe(0);
     const forfait = bed.sandbox.calls.filter((c) => c.route === 'forfait');
     expect(forfait).toHaveLength(1);
@@ -58,7 +60,7 @@ describe('flows', () => {
 
     // Completing a completed hash says so and sends nothing.
     const mark = bed.mark();
-    const again = await runMain(bed, ['complete', hash]);
+    const again = await bed.main(['complete', hash]);
     expect(again.code).toBe(0);
     expect(again.stderr).toMatch(/already registered/);
     expect(bed.callsSince(mark)).toEqual([]);
@@ -67,30 +69,27 @@ describe('flows', () => {
   it('complete --session - sends the session read from standard input exactly as given', async () => {
     const doc = await bed.file('stdin-session.txt', 'stdin session');
     const hash = sha256('stdin session');
-    const first = await runMain(bed, ['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
+    const first = await bed.main(['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
     // Same value, other bytes: what a user might paste after passing it through jq.
     const given = `${JSON.stringify(JSON.parse(first.stdout), null, 2)}\n`;
-    const result = await runMain(bed, ['complete', hash, '--session', '-'], { stdin: given });
+    const result = await bed.main(['complete', hash, '--session', '-'], { input: given });
     expect(result.code, result.stderr).toBe(0);
     const forfait = bed.sandbox.calls.filter((c) => c.route === 'forfait');
     expect(forfait.map((c) => c.body)).toEqual([given]);
     expect(result.stdout).toMatch(new RegExp(`^hash +${hash}$`, 'm'));
 
-    const invalid = await runMain(bed, ['complete', sha256('other'), '--session', '-'], { stdin: '{"sessionId": 5}' });
+    const invalid = await bed.main(['complete', sha256('other'), '--session', '-'], { input: '{"sessionId": 5}' });
     expectFailure(invalid, 2, /invalid --session/);
     expect(bed.sandbox.calls.filter((c) => c.route === 'forfait')).toHaveLength(1);
   });
 
   it('complete --use-active-subscription completes a pending registration with the active subscription', async () => {
-    // FAILS against the sandbox (src/sandbox/handlers.ts, forfait): it accepts
-    // only the exact session issued for the hash, so the active subscription
-    // is refused with 400 and this documented option can never work there.
     const doc = await bed.file('active.txt', 'active');
     const hash = sha256('active');
-    const first = await runMain(bed, ['register', doc, '--no-complete'], { env: bed.withKey() });
+    const first = await bed.main(['register', doc, '--no-complete'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
-    const result = await runMain(bed, ['complete', hash, '--use-active-subscription']);
+    const result = await bed.main(['complete', hash, '--use-active-subscription']);
     const active = bed.sandbox.calls.filter((c) => c.route === 'active');
     expect(active).toHaveLength(1);
     expect(active[0]!.method).toBe('GET');
@@ -100,15 +99,13 @@ describe('flows', () => {
   });
 
   it('register --custody --no-complete, then complete: the file metadata is still sent', async () => {
-    // FAILS: core/notarize.ts complete() never sends the custody metadata that
-    // register() sends after forfait, although the pending entry keeps
-    // `custody: true` and the file facts; the split flow silently drops it.
+    // The pending entry keeps `custody: true` and the file facts, so the split flow sends what register would.
     const doc = await bed.file('split-custody.pdf', 'split custody');
     const hash = sha256('split custody');
-    const first = await runMain(bed, ['register', doc, '--custody', '--no-complete'], { env: bed.withKey() });
+    const first = await bed.main(['register', doc, '--custody', '--no-complete'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
     expect(JSON.parse(bed.sandbox.calls.find((c) => c.route === 'request')!.body)).toMatchObject({ custody: true });
-    const second = await runMain(bed, ['complete', hash]);
+    const second = await bed.main(['complete', hash]);
     expect(second.code, second.stderr).toBe(0);
     expect(routes(bed.sandbox.calls)).toEqual(['login', 'request', 'forfait', 'file']);
     expect(bed.sandbox.files.get(hash)).toMatchObject({
@@ -121,7 +118,7 @@ describe('flows', () => {
 
   it('--quiet silences the chatter but not the data', async () => {
     const doc = await bed.file('quiet.txt', 'quiet');
-    const result = await runMain(bed, ['register', doc, '--quiet'], { env: bed.withKey() });
+    const result = await bed.main(['register', doc, '--quiet'], { env: bed.withKey() });
     expect(result.code).toBe(0);
     expect(result.stderr).toBe('');
     expect(result.stdout).toMatch(new RegExp(`^hash +${sha256('quiet')}$`, 'm'));
@@ -129,24 +126,24 @@ describe('flows', () => {
 
   it('pending, logout and config, quickly', async () => {
     const doc = await bed.file('p.txt', 'p');
-    expect((await runMain(bed, ['register', doc, '--no-complete'], { env: bed.withKey() })).code).toBe(0);
-    const pending = await runMain(bed, ['pending', '--json']);
+    expect((await bed.main(['register', doc, '--no-complete'], { env: bed.withKey() })).code).toBe(0);
+    const pending = await bed.main(['pending', '--json']);
     expect(pending.code).toBe(0);
     expect(JSON.parse(pending.stdout)).toEqual([
       expect.objectContaining({ hash: sha256('p'), description: 'p.txt', plan: 'FREE' }),
     ]);
-    const logout = await runMain(bed, ['logout']);
+    const logout = await bed.main(['logout']);
     expect(logout.code).toBe(0);
     expect(logout.stderr).toBe(`logged out of ${bed.sandbox.url}\n`);
-    const after = await runMain(bed, ['complete', sha256('p')]);
+    const after = await bed.main(['complete', sha256('p')]);
     expectFailure(after, 3, /not logged in/);
     expect(existsSync(bed.pendingFile(sha256('p')))).toBe(true);
 
-    const path = await runMain(bed, ['config', 'path']);
+    const path = await bed.main(['config', 'path']);
     expect(path.stdout).toBe(`${bed.storeDir}\n`);
-    const get = await runMain(bed, ['config', 'get', 'retries', '--json'], { env: { NOTARIZE_RETRIES: '7' } });
+    const get = await bed.main(['config', 'get', 'retries', '--json'], { env: { NOTARIZE_RETRIES: '7' } });
     expect(JSON.parse(get.stdout)).toEqual({ key: 'retries', value: '7', source: 'env' });
-    const flag = await runMain(bed, ['config', 'get', 'retries', '--retries', '2'], { env: { NOTARIZE_RETRIES: '7' } });
+    const flag = await bed.main(['config', 'get', 'retries', '--retries', '2'], { env: { NOTARIZE_RETRIES: '7' } });
     expect(flag.stdout).toBe('2\n');
   });
 });
@@ -204,10 +201,10 @@ describe('usage errors send nothing', () => {
 
   it.each(cases)('$name', async ({ argv, env, message }) => {
     await bed.file('x.txt', 'x');
-    const result = await runMain(bed, argv(), { env: { ...bed.withKey(), ...env } });
+    const result = await bed.main(argv(), { env: { ...bed.withKey(), ...env } });
     expectFailure(result, 2, message);
     expect(bed.sandbox.calls).toEqual([]);
-    const json = await runMain(bed, [...argv(), '--json'], { env: { ...bed.withKey(), ...env } });
+    const json = await bed.main([...argv(), '--json'], { env: { ...bed.withKey(), ...env } });
     expectJsonError(json, 2);
     expect(bed.sandbox.calls).toEqual([]);
   });
@@ -217,7 +214,7 @@ describe('retries', () => {
   it('the request step is retried after 503s and then succeeds', async () => {
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 503, count: 2 }]);
     const doc = await bed.file('retry.txt', 'retry');
-    const result = await runMain(bed, ['register', doc, '--retries', '3'], {
+    const result = await bed.main(['register', doc, '--retries', '3'], {
       env: { ...bed.withKey(), NOTARIZE_RETRY_DELAY_MS: '0' },
     });
     expect(result.code, result.stderr).toBe(0);
@@ -234,7 +231,7 @@ describe('retries', () => {
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, count: 1 }]);
     const doc = await bed.file('once.txt', 'once');
     const hash = sha256('once');
-    const failed = await runMain(bed, ['register', doc, '--json'], {
+    const failed = await bed.main(['register', doc, '--json'], {
       env: { ...bed.withKey(), NOTARIZE_RETRY_DELAY_MS: '0' },
     });
     const error = expectJsonError(failed, 4);
@@ -243,7 +240,7 @@ describe('retries', () => {
     expect(existsSync(bed.pendingFile(hash))).toBe(true);
 
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, retryAfter: 0, count: 1 }]);
-    const finished = await runMain(bed, ['complete', hash], { env: { NOTARIZE_RETRY_DELAY_MS: '0' } });
+    const finished = await bed.main(['complete', hash], { env: { NOTARIZE_RETRY_DELAY_MS: '0' } });
     expect(finished.code, finished.stderr).toBe(0);
     expect(bed.sandbox.calls.filter((c) => c.route === 'forfait').map((c) => c.status)).toEqual([503, 503, 200]);
     expect(existsSync(bed.pendingFile(hash))).toBe(false);
@@ -254,7 +251,7 @@ describe('--verbose', () => {
   it('logs each request as "METHOD URL -> STATUS in N ms", never the token or the key', async () => {
     const doc = await bed.file('verbose.txt', 'verbose');
     const hash = sha256('verbose');
-    const result = await runMain(bed, ['register', doc, '--verbose'], { env: bed.withKey() });
+    const result = await bed.main(['register', doc, '--verbose'], { env: bed.withKey() });
     expect(result.code, result.stderr).toBe(0);
     const url = bed.sandbox.url.replace(/\./g, '\\.');
     const lines = result.stderr.split('\n').filter((line) => line.startsWith('[notarize] '));
@@ -277,7 +274,7 @@ describe('--verbose', () => {
 
     // With the stored token only (no key in the environment to redact).
     const second = await bed.file('verbose2.txt', 'verbose 2');
-    const stored = await runMain(bed, ['register', second, '--verbose', '--json']);
+    const stored = await bed.main(['register', second, '--verbose', '--json']);
     expect(stored.code, stored.stderr).toBe(0);
     expect(stored.stderr).toMatch(/-> 200 in \d+ ms/);
     expect(stored.stderr).not.toContain(token);
@@ -287,10 +284,10 @@ describe('--verbose', () => {
   it('a failing run logs the status and shows the stack trace only with --verbose', async () => {
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 500, count: 2 }]);
     const doc = await bed.file('fail.txt', 'fail');
-    const quiet = await runMain(bed, ['register', doc, '--retries', '0'], { env: bed.withKey() });
+    const quiet = await bed.main(['register', doc, '--retries', '0'], { env: bed.withKey() });
     expectFailure(quiet, 4, /answered 500/);
     expect(quiet.stderr).not.toMatch(/\[notarize\]/);
-    const verbose = await runMain(bed, ['register', doc, '--retries', '0', '--verbose']);
+    const verbose = await bed.main(['register', doc, '--retries', '0', '--verbose']);
     expect(verbose.code).toBe(4);
     expect(verbose.stderr).toMatch(/\[notarize\] POST .*\/api\/v2\/registration\/\?subscription=true -> 500 in \d+ ms/);
     expect(verbose.stderr).toMatch(STACK_LINE);

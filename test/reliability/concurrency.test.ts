@@ -7,19 +7,14 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { lockText } from '../../src/store/lock.js';
-import { auditSecrets } from './helpers/audit.js';
-import { cliEnv, run, runMain, show, type RunResult } from './helpers/cli.js';
-import {
-  callsTo,
-  ledgerHashes,
-  listTree,
-  makeDocument,
-  pendingHashes,
-  readJson,
-  storePaths,
-  useSandboxes,
-  useTempDirs,
-} from './helpers/world.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { describeRun as show, runCli as run, type Run as RunResult } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv } from '../helpers/env.js';
+import { runMain } from '../helpers/main.js';
+import { callsTo, useSandboxes } from '../helpers/sandbox.js';
+import { ledgerHashes, listTree, pendingHashes, readJson, storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
 auditSecrets();
 const tempDir = useTempDirs();

@@ -6,19 +6,14 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { auditSecrets } from './helpers/audit.js';
-import { cliEnv, NO_REMOTE_TRAFFIC, run, runMain, show, STACK_TRACE, type RunResult } from './helpers/cli.js';
-import {
-  callsTo,
-  ledgerHashes,
-  listTree,
-  makeDocument,
-  pendingHashes,
-  storePaths,
-  useSandboxes,
-  useTempDirs,
-  type TestSandbox,
-} from './helpers/world.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { runCli, describeRun, STACK_LINE, type Run } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv, NO_REMOTE_TRAFFIC } from '../helpers/env.js';
+import { runMain } from '../helpers/main.js';
+import { callsTo, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
+import { ledgerHashes, listTree, pendingHashes, storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
 auditSecrets();
 const tempDir = useTempDirs();
@@ -44,7 +39,7 @@ async function store() {
     ['register', l.path],
   ]) {
     const result = await runMain(args, env);
-    expect(result.code, show(result)).toBe(0);
+    expect(result.code, describeRun(result)).toBe(0);
   }
   return { configDir, env, p, l, n, q, paths: storePaths(configDir, sandbox.url) };
 }
@@ -79,11 +74,11 @@ function damaged(file: string, damage: (valid: string) => string): Buffer {
   return bytes;
 }
 
-function expectNamed(result: RunResult, file: string): void {
-  expect(result.code, show(result)).toBe(2);
+function expectNamed(result: Run, file: string): void {
+  expect(result.code, describeRun(result)).toBe(2);
   expect(result.stderr).toContain(`store file ${file} is damaged`);
   expect(result.stderr).toMatch(/leaves it untouched: repair it by hand/);
-  expect(result.stderr).not.toMatch(STACK_TRACE);
+  expect(result.stderr).not.toMatch(STACK_LINE);
 }
 
 describe.each(DAMAGES)('a pending session file: $name', ({ damage }) => {
@@ -102,7 +97,7 @@ describe.each(DAMAGES)('a pending session file: $name', ({ damage }) => {
     ]) {
       const otherSession = (JSON.parse(readFileSync(s.paths.pending(s.q.hash), 'utf8')) as { sessionJson: string })
         .sessionJson;
-      const result = await runMain(args, s.env, otherSession);
+      const result = await runMain(args, s.env, { input: otherSession });
       expectNamed(result, file);
       expect(readFileSync(file)).toEqual(bytes);
     }
@@ -111,7 +106,7 @@ describe.each(DAMAGES)('a pending session file: $name', ({ damage }) => {
 
     // `pending` lists the good one and warns about the damaged one, naming it.
     const listing = await runMain(['pending', '--json'], s.env);
-    expect(listing.code, show(listing)).toBe(0);
+    expect(listing.code, describeRun(listing)).toBe(0);
     expect((JSON.parse(listing.stdout) as { hash: string }[]).map((e) => e.hash)).toEqual([s.q.hash]);
     expect(listing.stderr).toContain(`warning: store file ${file} is damaged`);
     // Other hashes register and complete as usual.
@@ -121,7 +116,7 @@ describe.each(DAMAGES)('a pending session file: $name', ({ damage }) => {
       ['register', s.l.path],
     ]) {
       const result = await runMain(args, s.env);
-      expect(result.code, show(result)).toBe(0);
+      expect(result.code, describeRun(result)).toBe(0);
     }
     expect(readFileSync(file)).toEqual(bytes);
     expect(ledgerHashes(s.configDir, sandbox.url).sort()).toEqual([s.l.hash, s.n.hash, s.q.hash].sort());
@@ -145,7 +140,7 @@ describe.each(DAMAGES)('a ledger record file: $name', ({ damage }) => {
     expect(sandbox.calls.length).toBe(before);
     for (const args of [['pending'], ['register', s.n.path], ['complete', s.p.hash]]) {
       const result = await runMain(args, s.env);
-      expect(result.code, show(result)).toBe(0);
+      expect(result.code, describeRun(result)).toBe(0);
     }
     expect(readFileSync(file)).toEqual(bytes);
   });
@@ -206,11 +201,12 @@ describe('the settings file (config.json)', () => {
     const text = c.text(sandbox.url);
     writeFileSync(file, text);
     const env = { ...s.env, ...NO_REMOTE_TRAFFIC, NOTARIZE_BASE_URL: undefined };
+    const options = { noBaseUrlCheck: true };
     const expand = (args: string[]) => args.map((a) => (a === 'N' ? s.n.path : a === 'URL' ? sandbox.url : a));
-    for (const args of c.failing) expectNamed(await runMain(expand(args), env), file);
+    for (const args of c.failing) expectNamed(await runMain(expand(args), env, options), file);
     for (const args of c.working) {
-      const result = await runMain(expand(args), env);
-      expect(result.code, show(result)).toBe(0);
+      const result = await runMain(expand(args), env, options);
+      expect(result.code, describeRun(result)).toBe(0);
     }
     expect(readFileSync(file, 'utf8')).toBe(text);
   });
@@ -235,7 +231,7 @@ describe('the credentials file (credentials.json)', () => {
       expect(sandbox.calls.length).toBe(before);
       for (const args of [['pending'], ['pending', '--json'], ['config', 'list']]) {
         const result = await runMain(args, s.env);
-        expect(result.code, show(result)).toBe(0);
+        expect(result.code, describeRun(result)).toBe(0);
       }
       expect(readFileSync(file, 'utf8')).toBe(text);
     },
@@ -249,8 +245,8 @@ describe('the credentials file (credentials.json)', () => {
     const file = join(s.configDir, 'credentials.json');
     writeFileSync(file, '{"tokens": {');
     const env = { ...s.env, NOTARIZE_API_KEY: undefined, NOTARIZE_TOKEN: tokens.tokens[sandbox.url]! };
-    const result = await run(['register', s.n.path], env);
-    expect(result.code, show(result)).toBe(0);
+    const result = await runCli(['register', s.n.path], env);
+    expect(result.code, describeRun(result)).toBe(0);
     expect(readFileSync(file, 'utf8')).toBe('{"tokens": {');
   });
 });
@@ -260,14 +256,14 @@ describe('a damaged store seen by real processes', () => {
     const s = await store();
     const file = s.paths.pending(s.p.hash);
     const bytes = damaged(file, (valid) => valid.slice(0, 40));
-    const blocked = await run(['register', s.p.path], s.env);
+    const blocked = await runCli(['register', s.p.path], s.env);
     expectNamed(blocked, file);
-    const listing = await run(['pending'], s.env);
-    expect(listing.code, show(listing)).toBe(0);
+    const listing = await runCli(['pending'], s.env);
+    expect(listing.code, describeRun(listing)).toBe(0);
     expect(listing.stdout).toContain(s.q.hash);
     expect(listing.stderr).toContain(`warning: store file ${file} is damaged`);
-    const other = await run(['register', s.n.path], s.env);
-    expect(other.code, show(other)).toBe(0);
+    const other = await runCli(['register', s.n.path], s.env);
+    expect(other.code, describeRun(other)).toBe(0);
     expect(readFileSync(file)).toEqual(bytes);
     expect(pendingHashes(s.configDir, sandbox.url).sort()).toEqual([s.p.hash, s.q.hash].sort());
   });
@@ -285,10 +281,10 @@ describe('a full disk (a file size limit) when an answer must be saved', () => {
       ['login', '--json'],
       cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey }),
     );
-    expect(token.code, show(token)).toBe(0);
+    expect(token.code, describeRun(token)).toBe(0);
     const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url });
-    const result = await run(['register', doc.path, '-d', description], env, { shell: 'ulimit -f 2' });
-    expect(result.code, show(result)).toBe(1);
+    const result = await runCli(['register', doc.path, '-d', description], env, { shell: 'ulimit -f 2' });
+    expect(result.code, describeRun(result)).toBe(1);
     expect(result.stderr).toContain(`the session for ${doc.hash} could not be saved`);
     expect(result.stderr).toContain(`notarize complete ${doc.hash} --session <file>`);
     expect(pendingHashes(configDir, sandbox.url)).toEqual([]);
@@ -297,8 +293,8 @@ describe('a full disk (a file size limit) when an answer must be saved', () => {
     // The session quoted in the message is all it takes to finish.
     const quoted = /the session the service sent: (\{.*\})\)\s*$/.exec(result.stderr)?.[1];
     expect(quoted).toBeDefined();
-    const finish = await run(['complete', doc.hash, '--session', '-'], env, { stdin: quoted! });
-    expect(finish.code, show(finish)).toBe(0);
+    const finish = await runCli(['complete', doc.hash, '--session', '-'], env, { input: quoted! });
+    expect(finish.code, describeRun(finish)).toBe(0);
     expect(ledgerHashes(configDir, sandbox.url)).toEqual([doc.hash]);
   });
 
@@ -307,9 +303,9 @@ describe('a full disk (a file size limit) when an answer must be saved', () => {
     const doc = makeDocument(tempDir(), 'full2.txt');
     const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
     const login = await runMain(['login'], env);
-    expect(login.code, show(login)).toBe(0);
-    const result = await run(['register', doc.path, '-d', description], env, { shell: 'ulimit -f 5' });
-    expect(result.code, show(result)).toBe(1);
+    expect(login.code, describeRun(login)).toBe(0);
+    const result = await runCli(['register', doc.path, '-d', description], env, { shell: 'ulimit -f 5' });
+    expect(result.code, describeRun(result)).toBe(1);
     expect(result.stderr).toContain(`the registration of ${doc.hash} was completed, but its record could not be saved`);
     expect(result.stderr).toContain('"status":"registered"');
     expect(pendingHashes(configDir, sandbox.url)).toEqual([doc.hash]);

@@ -11,20 +11,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { SandboxCall } from '../../src/sandbox/server.js';
-import { auditSecrets } from './helpers/audit.js';
-import { cliEnv, mapLimit, run, runMain, show, start } from './helpers/cli.js';
-import {
-  callsTo,
-  forfaitHash,
-  ledgerHashes,
-  makeDocument,
-  pendingHashes,
-  requestedHash,
-  storePaths,
-  useSandboxes,
-  useTempDirs,
-  type TestSandbox,
-} from './helpers/world.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { describeRun as show, mapLimit, runCli as run, spawnCli as start } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv } from '../helpers/env.js';
+import { runMain } from '../helpers/main.js';
+import { callsTo, forfaitHash, requestedHash, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
+import { ledgerHashes, pendingHashes, storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
 auditSecrets();
 const tempDir = useTempDirs();

@@ -9,11 +9,22 @@
 import fc from 'fast-check';
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditSecrets } from './helpers/audit.js';
-import { cliEnv, runMain } from './helpers/cli.js';
-import { startFakeService, type FakeRoute, type FakeService } from './helpers/fake-service.js';
-import { bytesText, expectWellBehaved, hex64, jsonText, mutatedObject, sessionLike, settings } from './helpers/fuzz.js';
-import { handMadeJwt, storePaths, useTempDirs } from './helpers/world.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { cliEnv } from '../helpers/env.js';
+import {
+  bytesText,
+  expectWellBehaved,
+  hex64,
+  jsonText,
+  mutatedObject,
+  sessionLike,
+  settings,
+} from '../helpers/fuzz.js';
+import { startFakeService, type ServiceRoute, type FakeService } from '../helpers/local-server.js';
+import { runMain } from '../helpers/main.js';
+import { handMadeJwt } from '../helpers/sandbox.js';
+import { storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
 auditSecrets();
 const tempDir = useTempDirs();
@@ -63,15 +74,15 @@ const scenario = fc.record({
 });
 
 let fake: FakeService;
-let plan: Record<FakeRoute, Served[]>;
-let served: { route: FakeRoute; answer: Served }[];
+let plan: Record<ServiceRoute, Served[]>;
+let served: { route: ServiceRoute; answer: Served }[];
 
 beforeAll(async () => {
   fake = await startFakeService((route, req) => {
     const next = plan[route]?.shift() ?? { status: 404, body: '{}' };
     // A record for the hash asked, when the body is the valid sample.
     const text =
-      route === 'forfait' && next.body === RECORD ? RECORD.replace(/[0-9a-f]{64}/, req.path.split('/')[4]!) : next.body;
+      route === 'forfait' && next.body === RECORD ? RECORD.replace(/[0-9a-f]{64}/, req.url.split('/')[4]!) : next.body;
     // A 204 has no body on the wire, whatever the handler writes.
     served.push({ route, answer: { ...next, body: next.status === 204 ? '' : text } });
     const headers: Record<string, string> = next.retryAfter === undefined ? {} : { 'retry-after': next.retryAfter };

@@ -8,10 +8,15 @@
 import fc from 'fast-check';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditSecrets } from './helpers/audit.js';
-import { cliEnv, runMain, show } from './helpers/cli.js';
-import { anyText, expectWellBehaved, hex64, jsonText, settings } from './helpers/fuzz.js';
-import { makeDocument, storePaths, useSandboxes, useTempDirs, type TestSandbox } from './helpers/world.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { describeRun } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv } from '../helpers/env.js';
+import { anyText, expectWellBehaved, hex64, jsonText, settings } from '../helpers/fuzz.js';
+import { runMain } from '../helpers/main.js';
+import { useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
+import { storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
 auditSecrets();
 const tempDir = useTempDirs();
@@ -103,7 +108,7 @@ beforeAll(async () => {
   const doc = makeDocument(docs, 'doc.txt');
   const recorded = makeDocument(docs, 'recorded.txt');
   const done = await runMain(['register', recorded.path], env);
-  expect(done.code, show(done)).toBe(0);
+  expect(done.code, describeRun(done)).toBe(0);
   // A pending session the sandbox never issued: completing it is refused, so it must stay.
   pendingHash = 'f'.repeat(64);
   const paths = storePaths(configDir, sandbox.url);
@@ -265,7 +270,7 @@ describe('random command lines', () => {
         // Each run starts from the same files, so that a failure shrinks to the run that caused it.
         writeFileSync(pendingFile, pendingBytes);
         writeFileSync(ledgerFile, ledgerBytes);
-        const result = await runMain(argv, env, stdin);
+        const result = await runMain(argv, env, { input: stdin });
         ran += 1;
         codes.set(result.code ?? -1, (codes.get(result.code ?? -1) ?? 0) + 1);
         expectWellBehaved(result, argv);

@@ -8,8 +8,10 @@
 import fc from 'fast-check';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { auditSecrets } from './helpers/audit.js';
-import { cliEnv, runMain, show } from './helpers/cli.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { describeRun } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv } from '../helpers/env.js';
 import {
   bytesText,
   expectWellBehaved,
@@ -18,18 +20,11 @@ import {
   sessionLike,
   settings,
   validSession,
-} from './helpers/fuzz.js';
-import {
-  callsTo,
-  ledgerHashes,
-  makeDocument,
-  pendingHashes,
-  readJson,
-  storePaths,
-  useSandboxes,
-  useTempDirs,
-  type TestSandbox,
-} from './helpers/world.js';
+} from '../helpers/fuzz.js';
+import { runMain } from '../helpers/main.js';
+import { callsTo, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
+import { ledgerHashes, pendingHashes, readJson, storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
 auditSecrets();
 const tempDir = useTempDirs();
@@ -52,7 +47,7 @@ beforeAll(async () => {
   });
   const doc = makeDocument(tempDir(), 'issued.txt');
   const saved = await runMain(['register', doc.path, '--no-complete'], env);
-  expect(saved.code, show(saved)).toBe(0);
+  expect(saved.code, describeRun(saved)).toBe(0);
   const file = storePaths(configDir, sandbox.url).pending(doc.hash);
   issued = {
     hash: doc.hash,
@@ -82,20 +77,20 @@ describe('random sessions given to `complete --session -`', () => {
         const argv = ['complete', forIssued ? issued.hash : fresh, '--session', '-', ...(json ? ['--json'] : [])];
         // Each run starts from the issued session, so that a failure shrinks to the run that caused it.
         writeFileSync(issued.file, issued.bytes);
-        const result = await runMain(argv, env, session);
+        const result = await runMain(argv, env, { input: session });
         ran += 1;
         codes[result.code ?? -1] = (codes[result.code ?? -1] ?? 0) + 1;
         expectWellBehaved(result, argv);
         // A session that is not the issued one is refused by the service; the
         // issued one, already pending, is never replaced by it.
-        expect(result.code, show(result)).not.toBe(0);
+        expect(result.code, describeRun(result)).not.toBe(0);
         expect(readFileSync(issued.file)).toEqual(issued.bytes);
       }),
       settings(200),
     );
     console.log(`session fuzz: ${ran} sessions, exit codes ${JSON.stringify(codes)}`);
     const done = await runMain(['complete', issued.hash], env);
-    expect(done.code, show(done)).toBe(0);
+    expect(done.code, describeRun(done)).toBe(0);
     expect(ledgerHashes(configDir, sandbox.url)).toEqual([issued.hash]);
     expect(pendingHashes(configDir, sandbox.url)).not.toContain(issued.hash);
     expect(callsTo(sandbox.calls, 'forfait', issued.hash).filter((c) => c.status === 200)).toHaveLength(1);

@@ -10,10 +10,15 @@ import fc from 'fast-check';
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { auditSecrets } from './helpers/audit.js';
-import { cliEnv, runMain, show } from './helpers/cli.js';
-import { bytesText, expectWellBehaved, jsonText, mutatedObject, settings } from './helpers/fuzz.js';
-import { makeDocument, storePaths, useSandboxes, useTempDirs, type TestSandbox } from './helpers/world.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { describeRun } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv } from '../helpers/env.js';
+import { bytesText, expectWellBehaved, jsonText, mutatedObject, settings } from '../helpers/fuzz.js';
+import { runMain } from '../helpers/main.js';
+import { useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
+import { storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
 auditSecrets();
 const tempDir = useTempDirs();
@@ -61,7 +66,7 @@ beforeAll(async () => {
     ['register', p.path, '--no-complete'],
   ]) {
     const result = await runMain(args, env);
-    expect(result.code, show(result)).toBe(0);
+    expect(result.code, describeRun(result)).toBe(0);
   }
   valid = Object.fromEntries(TARGETS.map((t) => [t, readFileSync(fileOf(template, t), 'utf8')])) as Record<
     Target,
@@ -139,9 +144,9 @@ describe('random store file contents', () => {
           if (!existsSync(file)) {
             // Only a pending session goes away: into the ledger, or kept aside
             // in retired/ when the service said it already has the hash (409).
-            expect(target, show(result)).toBe('pending');
+            expect(target, describeRun(result)).toBe('pending');
             const paths = storePaths(dir, sandbox.url);
-            expect(existsSync(paths.ledger(hashes.p)) || paths.retired(hashes.p), show(result)).toBe(true);
+            expect(existsSync(paths.ledger(hashes.p)) || paths.retired(hashes.p), describeRun(result)).toBe(true);
             tally.changedAsMeant += 1;
             return;
           }
@@ -152,7 +157,7 @@ describe('random store file contents', () => {
           }
           // Only the token file is rewritten (a login, a logout), from a readable
           // one, keeping every other service's token.
-          expect(target, show(result)).toBe('credentials');
+          expect(target, describeRun(result)).toBe('credentials');
           const old = tokensOf(before.toString());
           expect(old, `rewrote ${before.toString()}`).toBeDefined();
           const now = tokensOf(after.toString())!;

@@ -16,9 +16,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { TransientError } from '../../src/errors.js';
 import { LEASE_MS, withLock } from '../../src/store/lock.js';
-import { auditSecrets } from './helpers/audit.js';
-import { cliEnv, DIST, ROOT, run, show, start } from './helpers/cli.js';
-import { callsTo, makeDocument, storePaths, useSandboxes, useTempDirs } from './helpers/world.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { DIST, REPO_ROOT as ROOT, describeRun as show, runCli as run, spawnCli as start } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv } from '../helpers/env.js';
+import { callsTo, useSandboxes } from '../helpers/sandbox.js';
+import { storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
 auditSecrets();
 const tempDir = useTempDirs();

@@ -10,9 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { lockText } from '../../src/store/lock.js';
-import { DIST } from './helpers/cli.js';
-import { LOCK_PROCESS, RACE_THREAD } from './helpers/lock-programs.js';
-import { useTempDirs } from './helpers/world.js';
+import { DIST } from '../helpers/cli.js';
+import { LOCK_PROCESS, RACE_THREAD } from '../helpers/lock-programs.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
 const tempDir = useTempDirs();
 const RACE_THREAD_URL = new URL(`data:text/javascript,${encodeURIComponent(RACE_THREAD)}`);

@@ -11,12 +11,17 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HttpTransport } from '../../src/api/http.js';
 import { createDispatcher } from '../../src/api/dispatcher.js';
-import { auditSecrets, auditSize } from './helpers/audit.js';
-import { cliEnv, mapLimit, NO_REMOTE_TRAFFIC, run, runMain, show } from './helpers/cli.js';
-import { startFakeService } from './helpers/fake-service.js';
-import { handMadeJwt, listTree, makeDocument, storePaths, useSandboxes, useTempDirs } from './helpers/world.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { mapLimit, runCli, describeRun } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv, NO_REMOTE_TRAFFIC } from '../helpers/env.js';
+import { startFakeService } from '../helpers/local-server.js';
+import { runMain } from '../helpers/main.js';
+import { handMadeJwt, useSandboxes } from '../helpers/sandbox.js';
+import { listTree, storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
-auditSecrets();
+const audit = auditSecrets();
 const tempDir = useTempDirs();
 const newSandbox = useSandboxes();
 const HEX = 'ab'.repeat(32);
@@ -71,19 +76,19 @@ describe('secrets never appear in any output', () => {
     // Real processes for plain and --json --verbose runs, in-process for the others: the same code prints both.
     const results = await mapLimit(runs, 4, ([args, env, stdin]) => {
       const spawn = !args.includes('--verbose') === !args.includes('--json');
-      const options = stdin === undefined ? {} : { stdin };
-      return spawn ? run(args, cliEnv(configDir, env), options) : runMain(args, cliEnv(configDir, env), stdin ?? '');
+      const options = stdin === undefined ? {} : { input: stdin };
+      return spawn ? runCli(args, cliEnv(configDir, env), options) : runMain(args, cliEnv(configDir, env), options);
     });
     expect(new Set(results.map((r) => r.code))).toEqual(new Set([0, 1, 2, 3, 4, 5]));
     expect(results).toHaveLength(runs.length);
-    expect(auditSize().secrets).toBeGreaterThanOrEqual(4);
+    expect(audit.size().secrets).toBeGreaterThanOrEqual(4);
   }, 120_000);
 
   it('a service that echoes the token and the API key in its error bodies: they are not repeated', async () => {
     const apiKey = 'sandbox_0123456789abcdef0123456789abcdef';
     const stored = handMadeJwt(Date.now() / 1000 + 3600);
     const fake = await startFakeService((route, req) => {
-      const echo = `you sent ${req.body} with ${req.path}`;
+      const echo = `you sent ${req.body} with ${req.url}`;
       if (route === 'login') return { status: 400, body: JSON.stringify({ message: echo }) };
       return { status: 401, body: JSON.stringify({ message: `token ${stored} is not valid; ${echo}` }) };
     });
@@ -93,17 +98,17 @@ describe('secrets never appear in any output', () => {
       writeFileSync(join(configDir, 'credentials.json'), JSON.stringify({ tokens: { [fake.url]: stored } }));
       const doc = makeDocument(tempDir(), 'echo.txt');
       // The stored token is not in the environment: only the transport can keep it out of the message.
-      const viaStore = await run(
+      const viaStore = await runCli(
         ['register', doc.path, '--verbose'],
         cliEnv(configDir, { NOTARIZE_BASE_URL: fake.url }),
       );
-      expect(viaStore.code, show(viaStore)).toBe(3);
+      expect(viaStore.code, describeRun(viaStore)).toBe(3);
       expect(viaStore.stderr).toContain('[redacted]');
       const viaKey = await runMain(
         ['login', '--json'],
         cliEnv(tempDir(), { NOTARIZE_BASE_URL: fake.url, NOTARIZE_API_KEY: apiKey }),
       );
-      expect(viaKey.code, show(viaKey)).toBe(1);
+      expect(viaKey.code, describeRun(viaKey)).toBe(1);
       expect(viaKey.stderr).toContain('[redacted]');
     } finally {
       await fake.close();
@@ -126,7 +131,7 @@ describe('the hash in a path is validated before any URL is built', () => {
       args,
       cliEnv(tempDir(), { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey }),
     );
-    expect(result.code, show(result)).toBe(2);
+    expect(result.code, describeRun(result)).toBe(2);
     expect(result.stderr).toMatch(/invalid hash/);
     expect(sandbox.calls).toEqual([]);
   });
@@ -151,7 +156,7 @@ describe('the hash in a path is validated before any URL is built', () => {
       ['complete', HEX],
       cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey }),
     );
-    expect(result.code, show(result)).toBe(2);
+    expect(result.code, describeRun(result)).toBe(2);
     expect(result.stderr).toContain('is damaged');
     expect(sandbox.calls).toEqual([]);
   });
@@ -207,8 +212,9 @@ describe('the base URL must be http(s), and plain http only to loopback', () => 
           ...NO_REMOTE_TRAFFIC,
           NOTARIZE_API_KEY: 'sandbox_00000000000000000000000000000000',
         }),
+        { noBaseUrlCheck: true },
       );
-      expect(result.code, show(result)).toBe(2);
+      expect(result.code, describeRun(result)).toBe(2);
       expect(result.stderr).toMatch(message);
       expect(result.stderr).not.toContain('s3cr3t-passw0rd');
     }
@@ -222,7 +228,7 @@ describe('the base URL must be http(s), and plain http only to loopback', () => 
       ['register', doc.path, '--base-url', `${host}:${port}`],
       cliEnv(tempDir(), { NOTARIZE_API_KEY: sandbox.apiKey }),
     );
-    expect(result.code, show(result)).toBe(0);
+    expect(result.code, describeRun(result)).toBe(0);
   });
 });
 
@@ -245,8 +251,8 @@ describe('store directories and files are private', () => {
       ['register', makeDocument(docs, 'p.txt').path, '--no-complete'],
       ['register', makeDocument(docs, 'q.txt').path],
     ]) {
-      const result = await run(args, env, { shell: 'umask 000' });
-      expect(result.code, show(result)).toBe(0);
+      const result = await runCli(args, env, { shell: 'umask 000' });
+      expect(result.code, describeRun(result)).toBe(0);
     }
     const names = listTree(configDir).map((e) => e.path);
     expect(names).toEqual(
@@ -265,14 +271,14 @@ describe('store directories and files are private', () => {
     const configDir = tempDir();
     const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
     const doc = makeDocument(tempDir(), 'w.txt');
-    const first = await run(['register', doc.path, '--no-complete'], env);
-    expect(first.code, show(first)).toBe(0);
+    const first = await runCli(['register', doc.path, '--no-complete'], env);
+    expect(first.code, describeRun(first)).toBe(0);
     const paths = storePaths(configDir, sandbox.url);
     chmodSync(configDir, 0o755);
     chmodSync(paths.pendingDir, 0o775);
     chmodSync(join(configDir, 'credentials.json'), 0o644);
-    const result = await run(['complete', doc.hash, '--quiet'], env);
-    expect(result.code, show(result)).toBe(0);
+    const result = await runCli(['complete', doc.hash, '--quiet'], env);
+    expect(result.code, describeRun(result)).toBe(0);
     expect(result.stderr).toContain(`warning: tightened the rights of ${configDir} to owner-only (0700)`);
     expect(result.stderr).toContain(`warning: tightened the rights of ${paths.pendingDir} to owner-only (0700)`);
     expect(result.stderr).toContain(
@@ -280,7 +286,7 @@ describe('store directories and files are private', () => {
     );
     expectPrivate(configDir);
     // Once tight, no more warnings.
-    const again = await run(['pending'], env);
+    const again = await runCli(['pending'], env);
     expect(again.stderr).not.toMatch(/tightened/);
   });
 });

@@ -7,20 +7,16 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { auditSecrets, registerSecret } from './helpers/audit.js';
-import { cliEnv, exec, run, show } from './helpers/cli.js';
-import {
-  handMadeJwt,
-  ledgerHashes,
-  makeDocument,
-  readJson,
-  sandbox as startTestSandbox,
-  useSandboxes,
-  useTempDirs,
-  type TestSandbox,
-} from './helpers/world.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { runCli, describeRun } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv } from '../helpers/env.js';
+import { runMain } from '../helpers/main.js';
+import { handMadeJwt, startTestSandbox, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
+import { ledgerHashes, readJson } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
-auditSecrets();
+const audit = auditSecrets();
 const tempDir = useTempDirs();
 const newSandbox = useSandboxes();
 const PAST = Math.floor(Date.now() / 1000) - 3600;
@@ -46,8 +42,8 @@ describe('an expired token is never sent', () => {
     const configDir = tempDir();
     const doc = makeDocument(tempDir(), 'a.txt');
     const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
-    const result = await exec(['register', doc.path, '--verbose'], env);
-    expect(result.code, show(result)).toBe(3);
+    const result = await runMain(['register', doc.path, '--verbose'], env);
+    expect(result.code, describeRun(result)).toBe(3);
     expect(result.stderr).toMatch(/already expired/);
     expect(routes(sandbox)).toEqual(['login:200']);
     expect(sandbox.calls.filter((c) => c.authorized)).toEqual([]);
@@ -62,8 +58,8 @@ describe('an expired token is never sent', () => {
       ['register', doc.path],
       ['register', doc.path, '--json', '--verbose'],
     ]) {
-      const result = await exec(args, env);
-      expect(result.code, show(result)).toBe(3);
+      const result = await runMain(args, env);
+      expect(result.code, describeRun(result)).toBe(3);
       expect(result.stderr).toMatch(/NOTARIZE_TOKEN has expired/);
     }
     expect(sandbox.calls).toEqual([]);
@@ -78,8 +74,8 @@ describe('an expired token is never sent', () => {
       NOTARIZE_TOKEN: handMadeJwt(PAST),
       NOTARIZE_API_KEY: sandbox.apiKey,
     });
-    const result = await exec(['register', doc.path, '--verbose'], env);
-    expect(result.code, show(result)).toBe(0);
+    const result = await runMain(['register', doc.path, '--verbose'], env);
+    expect(result.code, describeRun(result)).toBe(0);
     // The hand-made token is signed with a key the sandbox does not know: had it
     // been sent, the sandbox would have answered 401.
     expect(routes(sandbox)).toEqual(['login:200', 'request:200', 'forfait:200']);
@@ -92,14 +88,14 @@ describe('an expired token is never sent', () => {
     const doc = makeDocument(tempDir(), 'd.txt');
     const expired = handMadeJwt(PAST);
     storeToken(configDir, sandbox.url, expired);
-    const without = await exec(['register', doc.path], cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url }));
-    expect(without.code, show(without)).toBe(3);
+    const without = await runMain(['register', doc.path], cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url }));
+    expect(without.code, describeRun(without)).toBe(3);
     expect(without.stderr).toMatch(/stored token for .* has expired/);
     expect(sandbox.calls).toEqual([]);
 
     const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
-    const withKey = await exec(['register', doc.path], env);
-    expect(withKey.code, show(withKey)).toBe(0);
+    const withKey = await runMain(['register', doc.path], env);
+    expect(withKey.code, describeRun(withKey)).toBe(0);
     expect(routes(sandbox)).toEqual(['login:200', 'request:200', 'forfait:200']);
     expect(storedTokens(configDir)[sandbox.url]).not.toBe(expired);
   });
@@ -110,8 +106,11 @@ describe('a 401 with NOTARIZE_API_KEY: one new login, one retry', () => {
     const first = await startTestSandbox();
     const configDir = tempDir();
     const url = first.url;
-    const login = await run(['login'], cliEnv(configDir, { NOTARIZE_BASE_URL: url, NOTARIZE_API_KEY: first.apiKey }));
-    expect(login.code, show(login)).toBe(0);
+    const login = await runCli(
+      ['login'],
+      cliEnv(configDir, { NOTARIZE_BASE_URL: url, NOTARIZE_API_KEY: first.apiKey }),
+    );
+    expect(login.code, describeRun(login)).toBe(0);
     const oldToken = storedTokens(configDir)[url]!;
     await first.close();
     // Same address and key, new signing secret: the stored token is now refused.
@@ -119,14 +118,14 @@ describe('a 401 with NOTARIZE_API_KEY: one new login, one retry', () => {
     expect(second.url).toBe(url);
 
     const doc = makeDocument(tempDir(), 'e.txt');
-    const noKey = await run(['register', doc.path], cliEnv(configDir, { NOTARIZE_BASE_URL: url }));
-    expect(noKey.code, show(noKey)).toBe(3);
+    const noKey = await runCli(['register', doc.path], cliEnv(configDir, { NOTARIZE_BASE_URL: url }));
+    expect(noKey.code, describeRun(noKey)).toBe(3);
     expect(noKey.stderr).toMatch(/401/);
     expect(routes(second)).toEqual(['request:401']);
 
     const env = cliEnv(configDir, { NOTARIZE_BASE_URL: url, NOTARIZE_API_KEY: first.apiKey });
-    const result = await run(['register', doc.path, '--verbose'], env);
-    expect(result.code, show(result)).toBe(0);
+    const result = await runCli(['register', doc.path, '--verbose'], env);
+    expect(result.code, describeRun(result)).toBe(0);
     expect(routes(second)).toEqual(['request:401', 'request:401', 'login:200', 'request:200', 'forfait:200']);
     expect(storedTokens(configDir)[url]).not.toBe(oldToken);
     expect(ledgerHashes(configDir, url)).toEqual([doc.hash]);
@@ -136,8 +135,8 @@ describe('a 401 with NOTARIZE_API_KEY: one new login, one retry', () => {
     const sandbox = await newSandbox({ faults: [{ route: 'request', kind: 'status', value: 401 }] });
     const doc = makeDocument(tempDir(), 'f.txt');
     const env = cliEnv(tempDir(), { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
-    const result = await exec(['register', doc.path, '--retries', '5'], env);
-    expect(result.code, show(result)).toBe(3);
+    const result = await runMain(['register', doc.path, '--retries', '5'], env);
+    expect(result.code, describeRun(result)).toBe(3);
     expect(routes(sandbox)).toEqual(['login:200', 'request:401', 'login:200', 'request:401']);
   });
 
@@ -146,19 +145,19 @@ describe('a 401 with NOTARIZE_API_KEY: one new login, one retry', () => {
     const configDir = tempDir();
     const doc = makeDocument(tempDir(), 'g.txt');
     const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
-    const result = await exec(['register', doc.path], env);
-    expect(result.code, show(result)).toBe(0);
+    const result = await runMain(['register', doc.path], env);
+    expect(result.code, describeRun(result)).toBe(0);
     expect(routes(sandbox)).toEqual(['login:200', 'request:200', 'forfait:401', 'login:200', 'forfait:200']);
   });
 
   it('a wrong API key is tried once: one login call, exit 3', async () => {
     const sandbox = await newSandbox();
     const wrongKey = 'sandbox_0123456789abcdef0123456789abcdef';
-    registerSecret(wrongKey);
+    audit.add(wrongKey);
     const doc = makeDocument(tempDir(), 'h.txt');
     const env = cliEnv(tempDir(), { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: wrongKey });
-    const result = await exec(['register', doc.path, '--verbose'], env);
-    expect(result.code, show(result)).toBe(3);
+    const result = await runMain(['register', doc.path, '--verbose'], env);
+    expect(result.code, describeRun(result)).toBe(3);
     expect(routes(sandbox)).toEqual(['login:401']);
   });
 });

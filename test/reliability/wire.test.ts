@@ -8,18 +8,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Fault } from '../../src/sandbox/server.js';
-import { auditSecrets } from './helpers/audit.js';
-import { cliEnv, exec, run, show, type RunResult } from './helpers/cli.js';
-import { startRelay } from './helpers/proxy.js';
-import {
-  callsTo,
-  ledgerHashes,
-  makeDocument,
-  pendingHashes,
-  useSandboxes,
-  useTempDirs,
-  type TestSandbox,
-} from './helpers/world.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { describeRun as show, runCli as run, type Run as RunResult } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv } from '../helpers/env.js';
+import { runMain as exec } from '../helpers/main.js';
+import { startRelay } from '../helpers/relay.js';
+import { callsTo, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
+import { ledgerHashes, pendingHashes } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
 
 auditSecrets();
 const tempDir = useTempDirs();

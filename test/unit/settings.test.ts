@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
 import { parseBaseUrl, settingDefinition } from '../../src/settings.js';
-import { thrown } from './helpers/catch.js';
+import { thrown } from '../helpers/catch.js';
 
 function refusal(value: string): UsageError {
   const error = thrown(() => parseBaseUrl(value));

@@ -14,7 +14,6 @@ import { StoreError } from '../../src/errors.js';
 import { diskRefusedBeforeSending, isDiskRefusal } from '../../src/store/disk.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
-import { runMain } from '../helpers/main.js';
 
 /** The store directory (`locks`, `pending`...) whose writes fail, if any. */
 const full = vi.hoisted(() => ({ dir: undefined as string | undefined, code: 'ENOSPC' }));
@@ -99,7 +98,7 @@ describe('a full disk in a run', () => {
       full.dir = 'locks';
       full.code = code;
       const doc = await bed.file('a.txt');
-      const run = await runMain(bed, ['register', doc]);
+      const run = await bed.main(['register', doc]);
       expect(run.code, describeRun(run)).toBe(2);
       expect(run.stderr).toContain(code === 'ENOSPC' ? 'no space left on the device holding' : 'disk quota');
       expect(run.stderr).toContain('nothing was sent');
@@ -109,11 +108,11 @@ describe('a full disk in a run', () => {
   );
 
   it('creating the lock file itself (the directory exists): exit 2, nothing sent for it', async () => {
-    const first = await runMain(bed, ['register', await bed.file('first.txt')]);
+    const first = await bed.main(['register', await bed.file('first.txt')]);
     expect(first.code, describeRun(first)).toBe(0);
     const mark = bed.mark();
     full.dir = 'locks';
-    const run = await runMain(bed, ['register', await bed.file('second.txt')]);
+    const run = await bed.main(['register', await bed.file('second.txt')]);
     expect(run.code, describeRun(run)).toBe(2);
     expect(run.stderr).toMatch(/^notarize: no space left on the device holding .+ \(ENOSPC\); nothing was sent/);
     expect(bed.callsSince(mark)).toEqual([]);
@@ -122,7 +121,7 @@ describe('a full disk in a run', () => {
   it('complete --session given by hand, on a full disk: exit 2, nothing sent', async () => {
     const session = readFileSync(new URL('../fixtures/session-free-plan.json', import.meta.url), 'utf8');
     full.dir = 'pending';
-    const run = await runMain(bed, ['complete', 'a'.repeat(64), '--session', '-'], { stdin: session });
+    const run = await bed.main(['complete', 'a'.repeat(64), '--session', '-'], { input: session });
     expect(run.code, describeRun(run)).toBe(2);
     expect(run.stderr).toContain('no space left on the device holding');
     expect(bed.sandbox.calls).toEqual([]);
@@ -130,7 +129,7 @@ describe('a full disk in a run', () => {
 
   it('after the request step was answered: still exit 1 with the session quoted (it exists nowhere else)', async () => {
     full.dir = 'pending';
-    const run = await runMain(bed, ['register', await bed.file('late.txt')]);
+    const run = await bed.main(['register', await bed.file('late.txt')]);
     expect(run.code, describeRun(run)).toBe(1);
     expect(run.stderr).toContain('could not be saved');
     expect(run.stderr).toContain('the session the service sent: {');

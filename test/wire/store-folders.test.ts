@@ -10,7 +10,6 @@ import { describe, expect, it } from 'vitest';
 import { legacyServiceDirName, serviceDirName, Store } from '../../src/store/store.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
-import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -54,7 +53,7 @@ describe('service folder names', () => {
 describe('a store of the old layout', () => {
   it('is moved to the new name once; its pending session is completed; nothing is left under the old name', async () => {
     const doc = await bed.file('old.txt', 'registered by an older notarize\n');
-    const pending = await runMain(bed, ['register', doc, '--no-complete']);
+    const pending = await bed.main(['register', doc, '--no-complete']);
     expect(pending.code, describeRun(pending)).toBe(0);
     // Make it look like an older notarize's store: the same folder under the old name.
     const services = join(bed.storeDir, 'services');
@@ -62,19 +61,19 @@ describe('a store of the old layout', () => {
     renameSync(bed.serviceDir(), legacy);
     expect(readdirSync(services)).toEqual([legacyServiceDirName(bed.url)]);
 
-    const listed = await runMain(bed, ['pending', '--json']);
+    const listed = await bed.main(['pending', '--json']);
     expect(listed.code, describeRun(listed)).toBe(0);
     expect(listed.stdout).toContain(bed.pendingHashes()[0]);
     expect(listed.stderr).toContain(`moved the store of ${bed.url}`);
     expect(readdirSync(services)).toEqual([serviceDirName(bed.url)]);
 
     const [hash] = bed.pendingHashes();
-    const completed = await runMain(bed, ['complete', hash!]);
+    const completed = await bed.main(['complete', hash!]);
     expect(completed.code, describeRun(completed)).toBe(0);
     expect(bed.ledgerHashes()).toEqual([hash]);
     expect(bed.pendingHashes()).toEqual([]);
     // Said once: the next run finds the new folder.
-    const again = await runMain(bed, ['pending']);
+    const again = await bed.main(['pending']);
     expect(again.stderr).not.toContain('moved the store');
     expect(existsSync(legacy)).toBe(false);
   });

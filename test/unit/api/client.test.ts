@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { parseAnswer } from '../../../src/api/client.js';
 import { notarizationRecordSchema, subscriptionSessionSchema } from '../../../src/api/schemas.js';
 import { InvalidAnswerError, ProtocolError } from '../../../src/errors.js';
-import { thrown } from '../helpers/catch.js';
-import { readFixture } from '../helpers/fixtures.js';
+import { thrown } from '../../helpers/catch.js';
+import { readFixture } from '../../helpers/fixtures.js';
 
 describe('parseAnswer', () => {
   it("rejects non-JSON (e.g. a proxy's HTML page) with a ProtocolError, exit 5", () => {

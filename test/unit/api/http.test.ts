@@ -9,8 +9,8 @@ import {
   TransientError,
   UnreadableAnswerError,
 } from '../../../src/errors.js';
-import { rejection } from '../helpers/catch.js';
-import { closedPort, startLocalServer, type LocalServer } from '../helpers/local-server.js';
+import { rejection } from '../../helpers/catch.js';
+import { closedPort, startLocalServer, type LocalServer } from '../../helpers/local-server.js';
 
 const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjF9.secret-signature-part';
 const USER_AGENT = 'notarize/0.1.0 (unit test)';

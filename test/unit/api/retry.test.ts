@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { backoffDelay, isRetryable, withRetries, type RetryPolicy } from '../../../src/api/retry.js';
 import { AuthError, ProtocolError, ServiceRefusedError, TransientError } from '../../../src/errors.js';
-import { rejection } from '../helpers/catch.js';
+import { rejection } from '../../helpers/catch.js';
 
 /** A policy whose waits are recorded instead of slept, with jitter pinned to its ceiling. */
 function recordingPolicy(overrides: Partial<RetryPolicy> = {}): RetryPolicy & { delays: number[] } {

@@ -7,7 +7,7 @@ import {
   registrationRequestSchema,
   subscriptionSessionSchema,
 } from '../../../src/api/schemas.js';
-import { fixtureObject } from '../helpers/fixtures.js';
+import { fixtureObject } from '../../helpers/fixtures.js';
 
 const HASH = '905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001';
 

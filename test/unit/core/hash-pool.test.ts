@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HashPool, INLINE_MAX_BYTES } from '../../../src/core/hash-pool.js';
 import { UsageError } from '../../../src/errors.js';
-import { rejection } from '../helpers/catch.js';
+import { rejection } from '../../helpers/catch.js';
 import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 const tempDir = useTempDirs('notarize-pool-');

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { hashFile, hashStream, normalizeHash, statInput } from '../../../src/core/hash.js';
 import { UsageError } from '../../../src/errors.js';
-import { rejection, thrown } from '../helpers/catch.js';
+import { rejection, thrown } from '../../helpers/catch.js';
 import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 const EMPTY = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';

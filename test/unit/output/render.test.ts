@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { renderRecord, renderTable, verificationUrl } from '../../../src/output/render.js';
-import { fixtureObject } from '../helpers/fixtures.js';
+import { fixtureObject } from '../../helpers/fixtures.js';
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[/;

@@ -11,7 +11,7 @@ import {
   removeFile,
   writeFileAtomic,
 } from '../../../src/store/files.js';
-import { rejection, thrown } from '../helpers/catch.js';
+import { rejection, thrown } from '../../helpers/catch.js';
 import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 const posix = process.platform !== 'win32';

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { TransientError } from '../../../src/errors.js';
 import { LEASE_MS, lockText, withLock } from '../../../src/store/lock.js';
-import { rejection } from '../helpers/catch.js';
+import { rejection } from '../../helpers/catch.js';
 import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 /** The pid of a process that has exited (a `node -e 0` run to completion). */

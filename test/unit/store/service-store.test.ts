@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/errors.js';
 import { ServiceStore, type LedgerEntry, type PendingEntry } from '../../../src/store/service-store.js';
 import { Store } from '../../../src/store/store.js';
-import { thrown } from '../helpers/catch.js';
-import { readFixture } from '../helpers/fixtures.js';
+import { thrown } from '../../helpers/catch.js';
+import { readFixture } from '../../helpers/fixtures.js';
 import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 const BASE_URL = 'http://127.0.0.1:8080';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/errors.js';
 import { serviceDirName, Store } from '../../../src/store/store.js';
-import { rejection, thrown } from '../helpers/catch.js';
+import { rejection, thrown } from '../../helpers/catch.js';
 import { useTempDirs } from '../../helpers/temp-dirs.js';
 
 const SANDBOX = 'http://127.0.0.1:8080';

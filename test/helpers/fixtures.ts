@@ -5,7 +5,7 @@ export type FixtureName = 'session-free-plan.json' | 'record.json' | 'session-qu
 
 /** The exact text of a fixture file. */
 export function readFixture(name: FixtureName): string {
-  return readFileSync(new URL(`../../fixtures/${name}`, import.meta.url), 'utf8');
+  return readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8');
 }
 
 /** A fixture parsed as a JSON object. */

@@ -4,11 +4,11 @@
  */
 import fc from 'fast-check';
 import { expect } from 'vitest';
-import { EXIT } from '../../../src/errors.js';
-import { show, STACK_TRACE, type RunResult } from './cli.js';
+import { EXIT } from '../../src/errors.js';
+import { describeRun, STACK_LINE, type Run } from './cli.js';
 
 /** Every exit code the CLI documents (src/errors.ts, `notarize --help`). */
-export const DOCUMENTED = Object.values(EXIT) as number[];
+const DOCUMENTED = Object.values(EXIT) as number[];
 
 /** Fuzz runs per property; FUZZ_RUNS overrides (e.g. for a longer local soak). */
 export function runs(defaultRuns: number): number {
@@ -22,10 +22,10 @@ export function settings(defaultRuns: number): { numRuns: number; seed?: number 
 }
 
 /** What every run must show: a documented exit code, no crash, no stack trace (unless asked with --verbose). */
-export function expectWellBehaved(result: RunResult, argv: readonly string[]): void {
-  expect(DOCUMENTED, show(result)).toContain(result.code);
-  expect(result.stderr, show(result)).not.toMatch(/notarize: unexpected error|"code":"unexpected"/);
-  if (!argv.includes('--verbose')) expect(result.stderr, show(result)).not.toMatch(STACK_TRACE);
+export function expectWellBehaved(result: Run, argv: readonly string[]): void {
+  expect(DOCUMENTED, describeRun(result)).toContain(result.code);
+  expect(result.stderr, describeRun(result)).not.toMatch(/notarize: unexpected error|"code":"unexpected"/);
+  if (!argv.includes('--verbose')) expect(result.stderr, describeRun(result)).not.toMatch(STACK_LINE);
 }
 
 /** 64 hex digits. */
