@@ -1,5 +1,5 @@
 /**
- * The programs of the lock tests (lock.test.ts), as source text: each runs in
+ * The programs of the lock tests (test/store/lock.processes.test.ts), as source text: each runs in
  * its own process or thread and drives src/store/lock.ts from the build
  * (dist/), the code that notarize processes really run.
  */

@@ -3,20 +3,16 @@
  * the schemas and against the sandbox's answers: a schema bug cannot then
  * hide in both the client and the emulator at once.
  */
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
 import { type Sandbox } from '../../src/sandbox/server.js';
 import { sha256 } from '../helpers/documents.js';
 import { requestStep, send, useLoggedInSandbox } from '../helpers/sandbox.js';
+import { fixtureObject } from '../helpers/fixtures.js';
 
-function fixture(name: string): Record<string, unknown> {
-  return JSON.parse(readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8')) as Record<string, unknown>;
-}
-
-const freePlan = fixture('session-free-plan.json');
-const quirks = fixture('session-quirks.json');
-const record = fixture('record.json');
+const freePlan = fixtureObject('session-free-plan.json');
+const quirks = fixtureObject('session-quirks.json');
+const record = fixtureObject('record.json');
 
 describe('wire fixtures', () => {
   it('the free-plan session sample parses with the session schema', () => {
