@@ -1,7 +1,9 @@
 /**
- * e2e: every documented exit code, produced by the spawned bin against a
- * sandbox on 127.0.0.1 port 0, with the message on stderr, nothing on stdout,
- * no stack trace (unless --verbose) and, for --json, one JSON error line.
+ * Every documented exit code against a sandbox on 127.0.0.1 port 0, with the
+ * message on stderr, nothing on stdout, no stack trace (unless --verbose)
+ * and, for --json, one JSON error line. One case per code runs the built bin
+ * (`bed.run`), so the code is seen as a parent process sees it; the others
+ * call `main()`.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -35,20 +37,20 @@ describe('exit 1: the service refused the operation', () => {
   it('complete --session with a well-formed session the service did not issue (400); the issued session is kept', async () => {
     const doc = await bed.file('refused.txt', 'refused');
     const hash = sha256('refused');
-    const first = await bed.run(['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
+    const first = await bed.main(['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
     const issued = first.stdout.replace(/\n$/, '');
     const forged = { ...(JSON.parse(issued) as Record<string, unknown>), sessionId: '1683554257039' };
     const sessionFile = await bed.file('forged-session.json', JSON.stringify(forged));
 
     const mark = bed.mark();
-    const result = await bed.run(['complete', hash, '--session', sessionFile]);
+    const result = await bed.main(['complete', hash, '--session', sessionFile]);
     expectFailure(result, 1, /answered 400/);
     expect(routes(bed.callsSince(mark))).toEqual(['forfait']);
     expect(bed.callsSince(mark)[0]!.body).toBe(JSON.stringify(forged));
     expect(bed.sandbox.records.has(hash)).toBe(false);
 
-    const json = await bed.run(['complete', hash, '--session', sessionFile, '--json']);
+    const json = await bed.main(['complete', hash, '--session', sessionFile, '--json']);
     const error = expectJsonError(json, 1);
     expect(error.code).toBe('refused');
     expect(error.message).toMatch(/400/);
@@ -57,7 +59,7 @@ describe('exit 1: the service refused the operation', () => {
     // (it did in src/core/notarize.ts complete() at the time of writing: the
     // given session was saved over the pending one, and lost it for good).
     const retryMark = bed.mark();
-    const retried = await bed.run(['complete', hash]);
+    const retried = await bed.main(['complete', hash]);
     expect(bed.callsSince(retryMark).map((c) => c.body)).toEqual([issued]);
     expect(retried.code, retried.stderr).toBe(0);
     expect(bed.sandbox.records.has(hash)).toBe(true);
@@ -110,7 +112,7 @@ describe('exit 2: usage or local input error, nothing sent', () => {
     await setup?.();
     const before = storeFiles.map((f) => (existsSync(f) ? readFileSync(f) : undefined));
     // With an API key at hand, anything sent by mistake would reach the sandbox and show in its log.
-    const result = await bed.run(args(bed.workDir), { env: bed.withKey() });
+    const result = await bed.main(args(bed.workDir), { env: bed.withKey() });
     expectFailure(result, 2, message);
     expect(bed.sandbox.calls).toEqual([]);
     // A hint that names a command (e.g. `notarize hash <file>`) names one that exists.
@@ -124,7 +126,7 @@ describe('exit 2: usage or local input error, nothing sent', () => {
 
   it('NOTARIZE_BASE_URL with plain http to a non-loopback host, with --json', async () => {
     const doc = await bed.file('doc.txt', 'env url');
-    const result = await bed.run(['register', doc, '--json'], {
+    const result = await bed.main(['register', doc, '--json'], {
       env: { ...bed.withKey(), NOTARIZE_BASE_URL: 'http://example.com' },
       noBaseUrlCheck: true,
     });
@@ -155,7 +157,7 @@ describe('exit 3: authentication', () => {
   it('a wrong API key, given to login or in NOTARIZE_API_KEY', async () => {
     const wrongKey = 'sandbox_0123456789abcdef0123456789abcdef';
     bed.addSecret(wrongKey);
-    const login = await bed.run(['login', '--api-key-stdin'], { input: wrongKey });
+    const login = await bed.main(['login', '--api-key-stdin'], { input: wrongKey });
     expectFailure(login, 3, /answered 401/);
     expect(routes(bed.sandbox.calls)).toEqual(['login']);
     expect(bed.sandbox.calls[0]!.status).toBe(401);
@@ -163,7 +165,7 @@ describe('exit 3: authentication', () => {
 
     const doc = await bed.file('wrongkey.txt', 'wrong key');
     const mark = bed.mark();
-    const register = await bed.run(['register', doc], { env: { NOTARIZE_API_KEY: wrongKey } });
+    const register = await bed.main(['register', doc], { env: { NOTARIZE_API_KEY: wrongKey } });
     expectFailure(register, 3, /answered 401/);
     expect(new Set(routes(bed.callsSince(mark)))).toEqual(new Set(['login']));
     expect(bed.storedTokens()).toEqual({});
@@ -174,7 +176,7 @@ describe('exit 3: authentication', () => {
     const wrongKey = 'sandbox_fedcba9876543210fedcba9876543210';
     bed.addSecret(wrongKey);
     const doc = await bed.file('wrongkey.txt', 'wrong key once');
-    const register = await bed.run(['register', doc], { env: { NOTARIZE_API_KEY: wrongKey } });
+    const register = await bed.main(['register', doc], { env: { NOTARIZE_API_KEY: wrongKey } });
     expectFailure(register, 3, /answered 401/);
     expect(bed.sandbox.calls.map((c) => [c.route, c.status])).toEqual([['login', 401]]);
   });
@@ -182,7 +184,7 @@ describe('exit 3: authentication', () => {
   it('an expired stored token is not sent', async () => {
     await bed.replaceSandbox({ tokenTtlSeconds: -100 });
     // login refuses to store a token that is already expired (exit 3)...
-    const login = await bed.run(['login', '--api-key-stdin'], { input: bed.sandbox.apiKey });
+    const login = await bed.main(['login', '--api-key-stdin'], { input: bed.sandbox.apiKey });
     expectFailure(login, 3, /already expired; it was not stored/);
     expect(bed.storedTokens()).toEqual({});
     // ...so plant one, as a token stored yesterday would be.
@@ -194,13 +196,13 @@ describe('exit 3: authentication', () => {
 
     const doc = await bed.file('expired.txt', 'expired');
     const mark = bed.mark();
-    const result = await bed.run(['register', doc]);
+    const result = await bed.main(['register', doc]);
     expectFailure(result, 3, /the stored token for .* has expired/);
     expect(bed.callsSince(mark)).toEqual([]);
 
     const envToken = await bed.directLogin();
     const afterLogin = bed.mark();
-    const viaEnv = await bed.run(['register', doc, '--json'], { env: { NOTARIZE_TOKEN: envToken } });
+    const viaEnv = await bed.main(['register', doc, '--json'], { env: { NOTARIZE_TOKEN: envToken } });
     const error = expectJsonError(viaEnv, 3);
     expect(error.message).toMatch(/NOTARIZE_TOKEN has expired/);
     expect(bed.callsSince(afterLogin)).toEqual([]);
@@ -210,12 +212,12 @@ describe('exit 3: authentication', () => {
     const foreign = await bed.extraSandbox();
     const foreignToken = await bed.directLogin(foreign);
     const doc = await bed.file('foreign.txt', 'foreign token');
-    const result = await bed.run(['register', doc], { env: { NOTARIZE_TOKEN: foreignToken } });
+    const result = await bed.main(['register', doc], { env: { NOTARIZE_TOKEN: foreignToken } });
     expectFailure(result, 3, /answered 401/);
     expect(bed.sandbox.calls.map((c) => [c.route, c.status])).toEqual([['request', 401]]);
 
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 403, count: 1 }]);
-    const forbidden = await bed.run(['register', doc], { env: bed.withKey() });
+    const forbidden = await bed.main(['register', doc], { env: bed.withKey() });
     expectFailure(forbidden, 3, /answered 403/);
   });
 });
@@ -234,19 +236,19 @@ describe('exit 4: transient, safe to retry', () => {
     const content = 'unavailable';
     const doc = await bed.file('unavailable.txt', content);
     const hash = sha256(content);
-    const result = await bed.run(['register', doc, '--retries', '0'], { env: bed.withKey() });
+    const result = await bed.main(['register', doc, '--retries', '0'], { env: bed.withKey() });
     expectFailure(result, 4, /answered 503/);
     expect(result.stderr).toContain(`notarize complete ${hash}`);
     expect(existsSync(bed.pendingFile(hash))).toBe(true);
     const failedForfait = bed.sandbox.calls.find((c) => c.route === 'forfait')!;
     expect(failedForfait.status).toBe(503);
 
-    const pending = await bed.run(['pending', '--json']);
+    const pending = await bed.main(['pending', '--json']);
     expect(pending.code).toBe(0);
     expect((JSON.parse(pending.stdout) as { hash: string }[]).map((p) => p.hash)).toEqual([hash]);
 
     const mark = bed.mark();
-    const finished = await bed.run(['complete', hash]);
+    const finished = await bed.main(['complete', hash]);
     expect(finished.code, finished.stderr).toBe(0);
     const calls = bed.callsSince(mark);
     expect(routes(calls)).toEqual(['forfait']);
@@ -257,12 +259,12 @@ describe('exit 4: transient, safe to retry', () => {
   it('a 429 on the request step, and a request that times out, with --json', async () => {
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 429, count: 1 }]);
     const doc = await bed.file('busy.txt', 'busy');
-    const busy = await bed.run(['register', doc, '--json', '--retries', '0'], { env: bed.withKey() });
+    const busy = await bed.main(['register', doc, '--json', '--retries', '0'], { env: bed.withKey() });
     const error = expectJsonError(busy, 4);
     expect(error.message).toMatch(/429/);
 
     bed.sandbox.addFaults([{ route: 'request', kind: 'hang', count: 1 }]);
-    const slow = await bed.run(['register', doc, '--timeout', '300', '--retries', '0']);
+    const slow = await bed.main(['register', doc, '--timeout', '300', '--retries', '0']);
     expectFailure(slow, 4, /timed out/);
   });
 });
@@ -273,18 +275,18 @@ describe('exit 5: an answer of the wrong shape', () => {
     const content = 'wrong shape';
     const doc = await bed.file('shape.txt', content);
     const hash = sha256(content);
-    const result = await bed.run(['register', doc], { env: bed.withKey() });
+    const result = await bed.main(['register', doc], { env: bed.withKey() });
     expectFailure(result, 5, /does not match the documented shape: creationDate/);
     expect(result.stderr).toMatch(/kept aside in .*quarantine/);
     expect(bed.sandbox.records.has(hash)).toBe(true);
     expect(existsSync(bed.ledgerFile(hash))).toBe(false);
     // The service did complete it: a re-run must not complete it a second time.
     const mark = bed.mark();
-    const again = await bed.run(['register', doc]);
+    const again = await bed.main(['register', doc]);
     expectFailure(again, 5, /does not send it again on its own/);
     expect(bed.callsSince(mark)).toEqual([]);
     // Asked explicitly, complete sends it; the service's 409 ends it well.
-    const completed = await bed.run(['complete', hash]);
+    const completed = await bed.main(['complete', hash]);
     expect(completed.code, completed.stderr).toBe(0);
     expect(completed.stderr).toMatch(/already registered/);
   });
@@ -306,13 +308,13 @@ describe('exit 5: an answer of the wrong shape', () => {
     const content = 'html answer';
     const doc = await bed.file('html.txt', content);
     const hash = sha256(content);
-    const result = await bed.run(['register', doc], { env: bed.withKey() });
+    const result = await bed.main(['register', doc], { env: bed.withKey() });
     expectFailure(result, 5, /is not JSON/);
     expect(existsSync(bed.pendingFile(hash))).toBe(false);
 
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'html', count: 1 }]);
     // --force: after an unread request step, only an explicit choice requests again.
-    const second = await bed.run(['register', doc, '--force', '--verbose']);
+    const second = await bed.main(['register', doc, '--force', '--verbose']);
     expect(second.code).toBe(5);
     expect(second.stdout).toBe('');
     expect(second.stderr).toMatch(/is not JSON/);

@@ -298,19 +298,19 @@ describe('--verbose', () => {
 
 describe('pending and logout', () => {
   it('pending lists the sessions saved and not completed, as a table and as JSON', async () => {
-    const empty = await bed.run(['pending']);
+    const empty = await bed.main(['pending']);
     expect(empty.code).toBe(0);
     expect(empty.stdout).toBe('');
     expect(empty.stderr).toMatch(/no pending registrations/);
 
     const a = await bed.file('alpha.txt', 'alpha');
-    const first = await bed.run(['register', a, '--no-complete', '--json'], { env: bed.withKey() });
+    const first = await bed.main(['register', a, '--no-complete', '--json'], { env: bed.withKey() });
     expect(first.code, first.stderr).toBe(0);
     const b = await bed.file('beta.txt', 'beta');
-    const second = await bed.run(['register', b, '--no-complete', '-d', 'the beta document']);
+    const second = await bed.main(['register', b, '--no-complete', '-d', 'the beta document']);
     expect(second.code, second.stderr).toBe(0);
 
-    const table = await bed.run(['pending']);
+    const table = await bed.main(['pending']);
     expect(table.code, table.stderr).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^HASH +DESCRIPTION +PLAN +SAVED +STATE$/);
@@ -321,7 +321,7 @@ describe('pending and logout', () => {
     expect(table.stdout).toContain(sha256('alpha'));
     expect(table.stdout).toContain(sha256('beta'));
 
-    const json = await bed.run(['pending', '--json']);
+    const json = await bed.main(['pending', '--json']);
     expect(json.code).toBe(0);
     const rows = JSON.parse(json.stdout) as {
       hash: string;
@@ -338,11 +338,11 @@ describe('pending and logout', () => {
   });
 
   it('logout forgets the token: the next register exits 3 without sending anything', async () => {
-    const login = await bed.run(['login', '--api-key-stdin'], { input: bed.sandbox.apiKey });
+    const login = await bed.main(['login', '--api-key-stdin'], { input: bed.sandbox.apiKey });
     expect(login.code, login.stderr).toBe(0);
     expect(Object.keys(bed.storedTokens())).toEqual([bed.sandbox.url]);
 
-    const logout = await bed.run(['logout']);
+    const logout = await bed.main(['logout']);
     expect(logout.code, logout.stderr).toBe(0);
     expect(logout.stdout).toBe('');
     expect(logout.stderr).toContain(`logged out of ${bed.sandbox.url}`);
@@ -350,11 +350,11 @@ describe('pending and logout', () => {
 
     const doc = await bed.file('after-logout.txt', 'after logout');
     const mark = bed.mark();
-    const register = await bed.run(['register', doc]);
+    const register = await bed.main(['register', doc]);
     expectFailure(register, 3, /not logged in/);
     expect(bed.callsSince(mark)).toEqual([]);
 
-    const again = await bed.run(['logout']);
+    const again = await bed.main(['logout']);
     expect(again.code).toBe(0);
     expect(again.stderr).toMatch(/no token was stored/);
   });

@@ -1,12 +1,13 @@
 /**
- * e2e: the built `notarize` bin, spawned, against a sandbox on 127.0.0.1
- * port 0. The register -> complete flow of issue 2, as a user runs it.
+ * The register -> complete flow of issue 2, as a user runs it, against a
+ * sandbox on 127.0.0.1 port 0: through `main()`, and once through the built
+ * bin, spawned, from login to the printed record.
  */
 import { statSync, readdirSync } from 'node:fs';
 import { utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type Bed, useBed } from '../helpers/bed.js';
+import { type Bed, type BedMainOptions, useBed } from '../helpers/bed.js';
 import { routes } from '../helpers/sandbox.js';
 import { sha256 } from '../helpers/documents.js';
 import { STACK_LINE } from '../helpers/cli.js';
@@ -25,18 +26,17 @@ function row(field: string, value: string): RegExp {
 
 /**
  * Credentials for tests that are not about logging in: a token fetched over
- * HTTP and passed as NOTARIZE_TOKEN, which saves a process per test. The
- * login command itself is tested below, and the stored-token path by the
- * tests that log in with the bin.
+ * HTTP and passed as NOTARIZE_TOKEN. The login command itself is tested
+ * below, and the stored-token path by the tests that log in on the fly.
  */
 let auth: Record<string, string> = {};
 async function login(): Promise<void> {
   auth = { NOTARIZE_TOKEN: await bed.directLogin() };
 }
 
-/** bed.run with this test's credentials. */
-function run(args: string[], options: { env?: Record<string, string | undefined>; input?: string | Buffer } = {}) {
-  return bed.run(args, { ...options, env: { ...auth, ...options.env } });
+/** bed.main with this test's credentials. */
+function run(args: string[], options: BedMainOptions = {}) {
+  return bed.main(args, { ...options, env: { ...auth, ...options.env } });
 }
 
 function pendingFiles(): string[] {
@@ -50,7 +50,7 @@ function pendingFiles(): string[] {
   });
 }
 
-describe('e2e: register and complete', () => {
+describe('register and complete', () => {
   it('logs in with the key on stdin, registers a file and prints the record with its verification URL', async () => {
     const loggedIn = await bed.run(['login', '--api-key-stdin'], { input: `${bed.sandbox.apiKey}\n` });
     expect(loggedIn.code, loggedIn.stderr).toBe(0);
@@ -103,8 +103,8 @@ describe('e2e: register and complete', () => {
     expect(result.stderr).not.toMatch(STACK_LINE);
   });
 
-  it('register --no-complete in one process and complete <hash> in another: the forfait body is the request answer, byte for byte', async () => {
-    // The first process logs in on the fly and stores the token; the second uses the stored token.
+  it('register --no-complete in one run and complete <hash> in another: the forfait body is the request answer, byte for byte', async () => {
+    // The first run logs in on the fly and stores the token; the second uses the stored token.
     const content = 'two processes';
     const doc = await bed.file('two.txt', content);
     const hash = sha256(content);
@@ -151,7 +151,7 @@ describe('e2e: register and complete', () => {
     const doc = await bed.file('reformatted.txt', content);
     const hash = sha256(content);
 
-    const first = await bed.run(['register', doc, '--no-complete', '--json'], {
+    const first = await bed.main(['register', doc, '--no-complete', '--json'], {
       env: { ...env, NOTARIZE_API_KEY: bed.sandbox.apiKey },
     });
     expect(first.code, first.stderr).toBe(0);
@@ -159,7 +159,7 @@ describe('e2e: register and complete', () => {
     expect(answered).toContain('\\u0046REE');
     expect(first.stdout).toBe(answered);
 
-    const second = await bed.run(['complete', hash, '--json'], { env });
+    const second = await bed.main(['complete', hash, '--json'], { env });
     expect(second.code, second.stderr).toBe(0);
     const forfait = proxy.exchanges.filter((e) => e.path === `/api/v2/registration/${hash}/forfait`);
     expect(forfait).toHaveLength(1);
@@ -316,7 +316,7 @@ describe('e2e: register and complete', () => {
     const content = 'on the fly';
     const doc = await bed.file('fly.txt', content);
     expect(bed.storedTokens()).toEqual({});
-    const result = await bed.run(['register', doc], { env: { NOTARIZE_API_KEY: bed.sandbox.apiKey } });
+    const result = await bed.main(['register', doc], { env: { NOTARIZE_API_KEY: bed.sandbox.apiKey } });
     expect(result.code, result.stderr).toBe(0);
     expect(routes(bed.sandbox.calls)).toEqual(['login', 'request', 'forfait']);
     expect(JSON.parse(bed.sandbox.calls[0]!.body)).toEqual({ apiKey: bed.sandbox.apiKey });
@@ -326,7 +326,7 @@ describe('e2e: register and complete', () => {
     // The token it stored is used next time: no second login.
     const other = await bed.file('fly2.txt', 'second document');
     const mark = bed.mark();
-    const next = await bed.run(['register', other]);
+    const next = await bed.main(['register', other]);
     expect(next.code, next.stderr).toBe(0);
     expect(routes(bed.callsSince(mark))).toEqual(['request', 'forfait']);
   });

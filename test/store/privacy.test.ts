@@ -2,7 +2,8 @@
  * The store keeps secrets, so it is private: directories 0700 and files 0600
  * however they were made (umask 000 included), an existing wider store
  * tightened with a warning, and no secret in any output on the way, with
- * --verbose or when failing.
+ * --verbose or when failing. Spawned only under `umask 000`: a umask is the
+ * process's.
  */
 import { chmodSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { auditSecrets, SecretAudit } from '../helpers/audit.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun, runCli, STACK_LINE } from '../helpers/cli.js';
+import { runMain } from '../helpers/main.js';
 import { makeDocument } from '../helpers/documents.js';
 import { cliEnv } from '../helpers/env.js';
 import { useSandboxes } from '../helpers/sandbox.js';
@@ -26,37 +28,39 @@ describe('secrets and file rights', () => {
   useBed((created) => (bed = created));
 
   it('never prints the API key or a token, even with --verbose or when failing; credentials 0600, store 0700', async () => {
-    const login = await bed.run(['login', '--api-key-stdin', '--verbose'], { input: bed.sandbox.apiKey });
+    const login = await bed.main(['login', '--api-key-stdin', '--verbose'], { input: bed.sandbox.apiKey });
     expect(login.code, login.stderr).toBe(0);
     expect(login.stderr).toMatch(/\[notarize\] POST .*\/api\/v2\/auth\/login -> 200 in \d+ ms/);
     const token = Object.values(bed.storedTokens())[0]!;
     expect(token.split('.')).toHaveLength(3);
 
     const doc = await bed.file('secret.txt', 'secret test');
-    const verbose = await bed.run(['register', doc, '--verbose', '--json']);
+    const verbose = await bed.main(['register', doc, '--verbose', '--json']);
     expect(verbose.code, verbose.stderr).toBe(0);
     expect(verbose.stderr).toMatch(/\[notarize\] POST .*\/forfait -> 200 in \d+ ms/);
 
     const envToken = await bed.directLogin();
     const doc2 = await bed.file('secret2.txt', 'secret env token');
-    const viaEnv = await bed.run(['register', doc2, '--verbose'], { env: { NOTARIZE_TOKEN: envToken } });
+    const viaEnv = await bed.main(['register', doc2, '--verbose'], { env: { NOTARIZE_TOKEN: envToken } });
     expect(viaEnv.code, viaEnv.stderr).toBe(0);
 
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, count: 1 }]);
     const doc3 = await bed.file('secret3.txt', 'secret failure');
-    const failing = await bed.run(['register', doc3, '--verbose', '--retries', '0'], { env: bed.withKey() });
+    const failing = await bed.main(['register', doc3, '--verbose', '--retries', '0'], { env: bed.withKey() });
     expect(failing.code).toBe(4);
     expect(failing.stderr).toMatch(STACK_LINE);
 
     const foreign = await bed.extraSandbox();
     const foreignToken = await bed.directLogin(foreign);
-    const refused = await bed.run(['register', doc3, '--verbose', '--json'], { env: { NOTARIZE_TOKEN: foreignToken } });
+    const refused = await bed.main(['register', doc3, '--verbose', '--json'], {
+      env: { NOTARIZE_TOKEN: foreignToken },
+    });
     expect(refused.code).toBe(3);
     expect(refused.stderr).toMatch(/\/forfait -> 401 in \d+ ms/);
 
     const wrongKey = 'sandbox_00112233445566778899aabbccddeeff';
     bed.addSecret(wrongKey);
-    const badLogin = await bed.run(['login', '--api-key-stdin', '--verbose'], { input: wrongKey });
+    const badLogin = await bed.main(['login', '--api-key-stdin', '--verbose'], { input: wrongKey });
     expect(badLogin.code).toBe(3);
 
     // Every run of this test (and of every other e2e test, in Bed.finish) is
@@ -92,7 +96,7 @@ describe('secrets and file rights', () => {
   it('tightens a store directory readable by others to 0700 before writing the token', async () => {
     mkdirSync(bed.storeDir, { mode: 0o755 });
     expect(mode(bed.storeDir)).toBe(0o755);
-    const login = await bed.run(['login', '--api-key-stdin'], { input: bed.sandbox.apiKey });
+    const login = await bed.main(['login', '--api-key-stdin'], { input: bed.sandbox.apiKey });
     expect(login.code, login.stderr).toBe(0);
     expect(mode(bed.storeDir)).toBe(0o700);
     expect(mode(bed.credentialsFile)).toBe(0o600);
@@ -138,13 +142,13 @@ describe('store directories and files are private', () => {
     const configDir = tempDir();
     const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
     const doc = makeDocument(tempDir(), 'w.txt');
-    const first = await runCli(['register', doc.path, '--no-complete'], env);
+    const first = await runMain(['register', doc.path, '--no-complete'], env);
     expect(first.code, describeRun(first)).toBe(0);
     const paths = storePaths(configDir, sandbox.url);
     chmodSync(configDir, 0o755);
     chmodSync(paths.pendingDir, 0o775);
     chmodSync(join(configDir, 'credentials.json'), 0o644);
-    const result = await runCli(['complete', doc.hash, '--quiet'], env);
+    const result = await runMain(['complete', doc.hash, '--quiet'], env);
     expect(result.code, describeRun(result)).toBe(0);
     expect(result.stderr).toContain(`warning: tightened the rights of ${configDir} to owner-only (0700)`);
     expect(result.stderr).toContain(`warning: tightened the rights of ${paths.pendingDir} to owner-only (0700)`);
@@ -153,7 +157,7 @@ describe('store directories and files are private', () => {
     );
     expectPrivate(configDir);
     // Once tight, no more warnings.
-    const again = await runCli(['pending'], env);
+    const again = await runMain(['pending'], env);
     expect(again.stderr).not.toMatch(/tightened/);
   });
 });
