@@ -163,9 +163,18 @@ export class Bed {
     this.audit.record(output);
   }
 
+  /**
+   * The absolute path of `name` under the work directory: what in-process
+   * runs are given, since they resolve relative paths against this process's
+   * directory, not the work directory.
+   */
+  path(name: string): string {
+    return join(this.workDir, name);
+  }
+
   /** Writes a document under the work directory (parent directories created) and returns its path. */
   async file(name: string, content: string | Buffer = `content of ${name}, ${Math.random()}`): Promise<string> {
-    const path = join(this.workDir, name);
+    const path = this.path(name);
     await mkdir(dirname(path), { recursive: true });
     await writeFile(path, content);
     return path;
