@@ -6,7 +6,7 @@
 import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Bed, type BedRunOptions } from '../helpers/bed.js';
+import { Bed, type BedMainOptions } from '../helpers/bed.js';
 import { describeRun, type Run } from '../helpers/cli.js';
 import { jsonError, parseResults } from '../helpers/results.js';
 
@@ -20,7 +20,7 @@ beforeAll(async () => {
   // Same base name as b.txt, other content: "modified".
   hashes['moved/b.txt'] = await bed.write('moved/b.txt', 'b.txt, edited after notarization\n');
   hashes['unknown.txt'] = await bed.write('unknown.txt', 'never notarized\n');
-  const run = await bed.run(['register', 'a.txt', 'b.txt', 'c.txt', '--json']);
+  const run = await bed.main(['register', ...['a.txt', 'b.txt', 'c.txt'].map((name) => bed.path(name)), '--json']);
   expect(run.code, describeRun(run)).toBe(0);
   for (const [hash, record] of bed.sandbox.records) records.set(hash, record);
   expect(records.size).toBe(3);
@@ -39,33 +39,34 @@ beforeEach(async () => {
   await cp(bed.storeDir, store, { recursive: true });
 });
 
-function offline(args: string[], options: BedRunOptions = {}): Promise<Run> {
-  return bed.run(args, { ...options, env: { ...options.env, NOTARIZE_CONFIG_DIR: store } });
+/** Runs notarize on this test's copy of the store, in-process (documents named by absolute path). */
+function offline(args: string[], options: BedMainOptions = {}): Promise<Run> {
+  return bed.main(args, { ...options, env: { ...options.env, NOTARIZE_CONFIG_DIR: store } });
 }
 
 describe('verify, with no network', () => {
   it('a registered file: exit 0, the record and its /verification/<hash> URL', async () => {
     const hash = hashes['a.txt']!;
-    const run = await offline(['verify', 'a.txt']);
+    const run = await offline(['verify', bed.path('a.txt')]);
     expect(run.code, describeRun(run)).toBe(0);
-    expect(run.stderr).toBe('verified: a.txt is notarized\n');
+    expect(run.stderr).toBe(`verified: ${bed.path('a.txt')} is notarized\n`);
     expect(run.stdout).toMatch(new RegExp(`^hash +${hash}$`, 'm'));
     expect(run.stdout).toMatch(/^description +a\.txt$/m);
     expect(run.stdout).toMatch(new RegExp(`^verification +${bed.url}/verification/${hash}$`, 'm'));
 
-    const json = await offline(['verify', 'a.txt', '--json']);
+    const json = await offline(['verify', bed.path('a.txt'), '--json']);
     expect(json.code, describeRun(json)).toBe(0);
     // The record exactly as the service sent it.
     expect(json.stdout).toBe(`${JSON.stringify(records.get(hash))}\n`);
   });
 
   it('several registered files: a --json array with record and verificationUrl', async () => {
-    const run = await offline(['verify', 'a.txt', 'b.txt', 'c.txt', '--json']);
+    const run = await offline(['verify', bed.path('a.txt'), bed.path('b.txt'), bed.path('c.txt'), '--json']);
     expect(run.code, describeRun(run)).toBe(0);
     expect(parseResults(run.stdout)).toEqual(
       ['a.txt', 'b.txt', 'c.txt'].map((file) => ({
         schemaVersion: 1,
-        file,
+        file: bed.path(file),
         hash: hashes[file],
         status: 'verified',
         record: records.get(hashes[file]!),
@@ -76,19 +77,25 @@ describe('verify, with no network', () => {
   });
 
   it('a modified file (same name, other content) and an unknown file: exit 6', async () => {
-    const run = await offline(['verify', 'a.txt', 'moved/b.txt', 'unknown.txt', '--json']);
+    const run = await offline([
+      'verify',
+      bed.path('a.txt'),
+      bed.path('moved/b.txt'),
+      bed.path('unknown.txt'),
+      '--json',
+    ]);
     expect(run.code, describeRun(run)).toBe(6);
     const results = parseResults(run.stdout);
     expect(results.map((r) => [r.file, r.hash, r.status])).toEqual([
-      ['a.txt', hashes['a.txt'], 'verified'],
-      ['moved/b.txt', hashes['moved/b.txt'], 'modified'],
-      ['unknown.txt', hashes['unknown.txt'], 'unknown'],
+      [bed.path('a.txt'), hashes['a.txt'], 'verified'],
+      [bed.path('moved/b.txt'), hashes['moved/b.txt'], 'modified'],
+      [bed.path('unknown.txt'), hashes['unknown.txt'], 'unknown'],
     ]);
     expect(results[1]!.reason).toContain(`'b.txt' was notarized with digest ${hashes['b.txt']}`);
     expect(results[1]!.record).toBeUndefined();
     expect(results[2]).toEqual({
       schemaVersion: 1,
-      file: 'unknown.txt',
+      file: bed.path('unknown.txt'),
       hash: hashes['unknown.txt'],
       status: 'unknown',
     });
@@ -96,15 +103,17 @@ describe('verify, with no network', () => {
   });
 
   it('one modified file, one unknown file: exit 6 each, with a table on stdout', async () => {
-    const modified = await offline(['verify', 'moved/b.txt']);
+    const modified = await offline(['verify', bed.path('moved/b.txt')]);
     expect(modified.code, describeRun(modified)).toBe(6);
-    expect(modified.stdout).toMatch(/^modified +[0-9a-f]{64} +moved\/b\.txt +'b\.txt' was notarized with digest/m);
+    expect(modified.stdout).toMatch(
+      new RegExp(`^modified +[0-9a-f]{64} +${bed.path('moved/b.txt')} +'b\\.txt' was notarized with digest`, 'm'),
+    );
     expect(modified.stderr).toMatch(
       /^notarize: 1 of 1 document is not notarized in the ledger of http:\/\/127\.0\.0\.1:\d+/m,
     );
-    const unknown = await offline(['verify', 'unknown.txt']);
+    const unknown = await offline(['verify', bed.path('unknown.txt')]);
     expect(unknown.code, describeRun(unknown)).toBe(6);
-    expect(unknown.stdout).toMatch(/^unknown +[0-9a-f]{64} +unknown\.txt$/m);
+    expect(unknown.stdout).toMatch(new RegExp(`^unknown +[0-9a-f]{64} +${bed.path('unknown.txt')}$`, 'm'));
   });
 
   it('reads a document from standard input', async () => {
@@ -158,7 +167,7 @@ describe('list and show, with no network', () => {
     const byUpperHash = await offline(['show', hash.toUpperCase(), '--json']);
     expect(byUpperHash.code, describeRun(byUpperHash)).toBe(0);
     expect(byUpperHash.stdout).toBe(`${JSON.stringify(records.get(hash))}\n`);
-    const byFile = await offline(['show', 'b.txt', '--json']);
+    const byFile = await offline(['show', bed.path('b.txt'), '--json']);
     expect(byFile.code, describeRun(byFile)).toBe(0);
     expect(byFile.stdout).toBe(`${JSON.stringify(records.get(hash))}\n`);
   });
@@ -169,14 +178,14 @@ describe('list and show, with no network', () => {
     expect(byHash.code, describeRun(byHash)).toBe(6);
     expect(byHash.stdout).toBe('');
     expect(byHash.stderr).toMatch(new RegExp(`^notarize: ${absent} is not in the ledger of ${bed.url}`, 'm'));
-    const byFile = await offline(['show', 'moved/b.txt', '--json']);
+    const byFile = await offline(['show', bed.path('moved/b.txt'), '--json']);
     expect(byFile.code, describeRun(byFile)).toBe(6);
     expect(JSON.parse(byFile.stderr)).toMatchObject({ error: { code: 'not_notarized', exitCode: 6 } });
   });
 
   it('a command that needs the network fails with exit 4 here, so the runs above truly used none', async () => {
     await bed.write('new.txt', 'needs the service\n');
-    const run = await offline(['register', 'new.txt', '--retries', '0']);
+    const run = await offline(['register', bed.path('new.txt'), '--retries', '0']);
     expect(run.code, describeRun(run)).toBe(4);
   });
 });

@@ -20,58 +20,67 @@ describe('usage errors: nothing is hashed or sent', () => {
   it('a directory without --recursive named alone exits 2 and sends nothing; in a batch it is a failed item', async () => {
     await bed.write('dist/app.tar.gz', 'app\n');
     const single = await bed.write('single.txt', 'single\n');
-    const alone = await bed.run(['register', 'dist']);
+    const alone = await bed.main(['register', bed.path('dist')]);
     expect(alone.code, describeRun(alone)).toBe(2);
     expect(alone.stdout).toBe('');
-    expect(alone.stderr).toMatch(/^notarize: 'dist' is a directory \(add --recursive to process the files in it\)$/m);
+    expect(alone.stderr).toMatch(
+      new RegExp(
+        `^notarize: '${bed.path('dist')}' is a directory \\(add --recursive to process the files in it\\)$`,
+        'm',
+      ),
+    );
     expect(bed.sandbox.calls).toEqual([]);
 
-    const json = await bed.run(['register', 'dist', '--json']);
+    const json = await bed.main(['register', bed.path('dist'), '--json']);
     expect(json.code).toBe(2);
     expect(JSON.parse(json.stderr)).toEqual({
       error: {
         code: 'is_directory',
         exitCode: 2,
-        message: "'dist' is a directory",
+        message: `'${bed.path('dist')}' is a directory`,
         hint: 'add --recursive to process the files in it',
       },
     });
     expect(bed.sandbox.calls).toEqual([]);
 
     // Among other documents it fails on its own; the others are sent, so the exit is 1, not 2.
-    const batch = await bed.run(['register', 'single.txt', 'dist', '--json']);
+    const batch = await bed.main(['register', bed.path('single.txt'), bed.path('dist'), '--json']);
     expect(batch.code, describeRun(batch)).toBe(1);
     expect(parseResults(batch.stdout).map((r) => [r.file, r.status, r.error?.code])).toEqual([
-      ['single.txt', 'registered', undefined],
-      ['dist', 'failed', 'is_directory'],
+      [bed.path('single.txt'), 'registered', undefined],
+      [bed.path('dist'), 'failed', 'is_directory'],
     ]);
     expect(bed.requestedHashes()).toEqual([single]);
   });
 
   it('a missing file alone exits 2 and sends nothing; among existing ones it fails on its own', async () => {
     const present = await bed.write('present.txt', 'present\n');
-    const alone = await bed.run(['register', 'missing.txt', '--json']);
+    const alone = await bed.main(['register', bed.path('missing.txt'), '--json']);
     expect(alone.code, describeRun(alone)).toBe(2);
     expect(alone.stdout).toBe('');
     expect(JSON.parse(alone.stderr)).toMatchObject({
-      error: { code: 'unreadable_file', exitCode: 2, message: "cannot read 'missing.txt': no such file or directory" },
+      error: {
+        code: 'unreadable_file',
+        exitCode: 2,
+        message: `cannot read '${bed.path('missing.txt')}': no such file or directory`,
+      },
     });
     expect(bed.sandbox.calls).toEqual([]);
     expect(() => bed.onlyServiceDir()).toThrow();
 
-    const run = await bed.run(['register', 'present.txt', 'missing.txt', '--json']);
+    const run = await bed.main(['register', bed.path('present.txt'), bed.path('missing.txt'), '--json']);
     expect(run.code, describeRun(run)).toBe(1);
     expect(parseResults(run.stdout)).toEqual([
-      expect.objectContaining({ file: 'present.txt', hash: present, status: 'registered' }),
+      expect.objectContaining({ file: bed.path('present.txt'), hash: present, status: 'registered' }),
       {
         schemaVersion: 1,
-        file: 'missing.txt',
+        file: bed.path('missing.txt'),
         hash: null,
         status: 'failed',
         error: {
           code: 'unreadable_file',
           exitCode: 2,
-          message: "cannot read 'missing.txt': no such file or directory",
+          message: `cannot read '${bed.path('missing.txt')}': no such file or directory`,
         },
       },
     ]);
@@ -80,10 +89,10 @@ describe('usage errors: nothing is hashed or sent', () => {
 
   it('-0 without --files-from, and no input at all, are usage errors', async () => {
     await bed.write('a.txt', 'a\n');
-    const nul = await bed.run(['register', 'a.txt', '-0']);
+    const nul = await bed.main(['register', bed.path('a.txt'), '-0']);
     expect(nul.code).toBe(2);
     expect(nul.stderr).toMatch(/-0 goes with --files-from/);
-    const none = await bed.run(['register']);
+    const none = await bed.main(['register']);
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/no input given/);
     expect(bed.sandbox.calls).toEqual([]);
@@ -98,22 +107,23 @@ describe('--recursive', () => {
     await bed.write('dist/app.zip', 'zip\n');
     await bed.write('dist/notes.txt', 'notes\n');
     await bed.write('dist/deep/er/debug.tar.gz', 'excluded by name\n');
-    const args = ['-r', 'dist', '--include', '*.tar.gz', '--include', '*.none', '--exclude', 'debug*'];
-    const run = await bed.run(['register', ...args, '--json']);
+    const args = ['-r', bed.path('dist'), '--include', '*.tar.gz', '--include', '*.none', '--exclude', 'debug*'];
+    const run = await bed.main(['register', ...args, '--json']);
     expect(run.code, describeRun(run)).toBe(0);
     const results = parseResults(run.stdout);
     expect(results.map((r) => [r.file, r.hash, r.status])).toEqual([
-      ['dist/.hidden.tar.gz', keep2, 'registered'],
-      ['dist/app.tar.gz', keep1, 'registered'],
-      ['dist/deep/er/lib.tar.gz', keep3, 'registered'],
+      [bed.path('dist/.hidden.tar.gz'), keep2, 'registered'],
+      [bed.path('dist/app.tar.gz'), keep1, 'registered'],
+      [bed.path('dist/deep/er/lib.tar.gz'), keep3, 'registered'],
     ]);
     expect(bed.requestedHashes().sort()).toEqual([keep1, keep2, keep3].sort());
 
     // `hash` takes the same inputs the same way.
-    const hash = await bed.run(['hash', ...args]);
+    const hash = await bed.main(['hash', ...args]);
     expect(hash.code, describeRun(hash)).toBe(0);
     expect(hash.stdout).toBe(
-      `${keep2}  dist/.hidden.tar.gz\n${keep1}  dist/app.tar.gz\n${keep3}  dist/deep/er/lib.tar.gz\n`,
+      `${keep2}  ${bed.path('dist/.hidden.tar.gz')}\n${keep1}  ${bed.path('dist/app.tar.gz')}\n` +
+        `${keep3}  ${bed.path('dist/deep/er/lib.tar.gz')}\n`,
     );
   });
 
@@ -123,12 +133,12 @@ describe('--recursive', () => {
     const deep = await b.write('dist/deep/lib.tar.gz', 'deep\n');
     const skipped = await b.write('dist/skip/other.tar.gz', 'in an excluded directory\n');
     // --include 'deep/*': only the file under deep/; --exclude 'skip/**': everything but skip/.
-    const include = await b.run(['hash', '-r', 'dist', '--include', 'deep/*']);
-    const exclude = await b.run(['hash', '-r', 'dist', '--exclude', 'skip/**']);
+    const include = await b.main(['hash', '-r', bed.path('dist'), '--include', 'deep/*']);
+    const exclude = await b.main(['hash', '-r', bed.path('dist'), '--exclude', 'skip/**']);
     expect(include.code, describeRun(include)).toBe(0);
     expect(exclude.code, describeRun(exclude)).toBe(0);
-    expect(include.stdout).toBe(`${deep}  dist/deep/lib.tar.gz\n`);
-    expect(exclude.stdout).toBe(`${top}  dist/app.tar.gz\n${deep}  dist/deep/lib.tar.gz\n`);
+    expect(include.stdout).toBe(`${deep}  ${b.path('dist/deep/lib.tar.gz')}\n`);
+    expect(exclude.stdout).toBe(`${top}  ${b.path('dist/app.tar.gz')}\n${deep}  ${b.path('dist/deep/lib.tar.gz')}\n`);
     expect(exclude.stdout).not.toContain(skipped);
   });
 
@@ -141,7 +151,7 @@ describe('--recursive', () => {
     await symlink('../elsewhere/sub', join(b.workDir, 'dir/link-to-dir'));
     execFileSync('mkfifo', [join(b.workDir, 'dir/pipe')]);
 
-    // A FIFO that were opened would block the run until the timeout.
+    // Spawned: a FIFO that were opened would block the run, and a process can be killed at the timeout.
     const run = await b.run(['register', '-r', 'dir', '--json'], { timeoutMs: 20_000 });
     expect(run.code, describeRun(run)).toBe(0);
     expect(parseResults(run.stdout)).toEqual([
@@ -180,9 +190,9 @@ describe('--recursive', () => {
   it('follows a symlink named directly on the command line (documented)', async () => {
     const target = await bed.write('real.txt', 'named through a link\n');
     await symlink('real.txt', join(bed.workDir, 'named-link.txt'));
-    const run = await bed.run(['hash', 'named-link.txt']);
+    const run = await bed.main(['hash', bed.path('named-link.txt')]);
     expect(run.code, describeRun(run)).toBe(0);
-    expect(run.stdout).toBe(`${target}  named-link.txt\n`);
+    expect(run.stdout).toBe(`${target}  ${bed.path('named-link.txt')}\n`);
   });
 });
 
@@ -191,12 +201,12 @@ describe('--files-from', () => {
     const one = await bed.write('docs/one.txt', 'one\n');
     const two = await bed.write('docs/two.txt', 'two\n');
     await bed.write('docs/not-listed.txt', 'not listed\n');
-    await writeFile(join(bed.workDir, 'list.txt'), 'docs/one.txt\n\ndocs/two.txt\n');
-    const run = await bed.run(['register', '--files-from', 'list.txt', '--json']);
+    await writeFile(join(bed.workDir, 'list.txt'), `${bed.path('docs/one.txt')}\n\n${bed.path('docs/two.txt')}\n`);
+    const run = await bed.main(['register', '--files-from', bed.path('list.txt'), '--json']);
     expect(run.code, describeRun(run)).toBe(0);
     expect(parseResults(run.stdout).map((r) => [r.file, r.hash, r.status])).toEqual([
-      ['docs/one.txt', one, 'registered'],
-      ['docs/two.txt', two, 'registered'],
+      [bed.path('docs/one.txt'), one, 'registered'],
+      [bed.path('docs/two.txt'), two, 'registered'],
     ]);
     expect(bed.calls('request')).toBe(2);
   });
@@ -205,31 +215,37 @@ describe('--files-from', () => {
     const names = ['with space.txt', 'new\nline.txt', 'sub dir/plain.txt'];
     const hashes: string[] = [];
     for (const [i, name] of names.entries()) hashes.push(await bed.write(name, `nul separated ${i}\n`));
-    const input = `${names.join('\0')}\0`;
+    const paths = names.map((name) => bed.path(name));
+    const input = `${paths.join('\0')}\0`;
 
-    const run = await bed.run(['register', '--files-from', '-', '-0', '--json'], { input });
+    const run = await bed.main(['register', '--files-from', '-', '-0', '--json'], { input });
     expect(run.code, describeRun(run)).toBe(0);
     expect(parseResults(run.stdout).map((r) => [r.file, r.hash, r.status])).toEqual(
-      names.map((name, i) => [name, hashes[i], 'registered']),
+      paths.map((path, i) => [path, hashes[i], 'registered']),
     );
     expect(bed.requestedHashes().sort()).toEqual([...hashes].sort());
 
-    const hash = await bed.run(['hash', '--files-from', '-', '-0', '--json'], { input });
+    const hash = await bed.main(['hash', '--files-from', '-', '-0', '--json'], { input });
     expect(hash.code, describeRun(hash)).toBe(0);
-    expect(JSON.parse(hash.stdout)).toEqual(names.map((file, i) => ({ file, hash: hashes[i] })));
+    expect(JSON.parse(hash.stdout)).toEqual(paths.map((file, i) => ({ file, hash: hashes[i] })));
   });
 
   it('a missing file in the list fails on its own; a list that cannot be read is a usage error', async () => {
     const here = await bed.write('here.txt', 'here\n');
-    await writeFile(join(bed.workDir, 'list.txt'), 'here.txt\ngone.txt\n');
-    const run = await bed.run(['register', '--files-from', 'list.txt']);
+    await writeFile(join(bed.workDir, 'list.txt'), `${bed.path('here.txt')}\n${bed.path('gone.txt')}\n`);
+    const run = await bed.main(['register', '--files-from', bed.path('list.txt')]);
     expect(run.code, describeRun(run)).toBe(1);
-    expect(run.stdout).toMatch(/^failed +- +gone\.txt +cannot read 'gone.txt': no such file or directory$/m);
+    const gone = bed.path('gone.txt');
+    expect(run.stdout).toMatch(
+      new RegExp(`^failed +- +${gone} +cannot read '${gone}': no such file or directory$`, 'm'),
+    );
     expect(bed.requestedHashes()).toEqual([here]);
     const calls = bed.sandbox.calls.length;
-    const unreadableList = await bed.run(['register', '--files-from', 'no-such-list.txt']);
+    const unreadableList = await bed.main(['register', '--files-from', bed.path('no-such-list.txt')]);
     expect(unreadableList.code).toBe(2);
-    expect(unreadableList.stderr).toMatch(/cannot read the --files-from list from 'no-such-list.txt': no such file/);
+    expect(unreadableList.stderr).toContain(
+      `cannot read the --files-from list from '${bed.path('no-such-list.txt')}': no such file`,
+    );
     expect(bed.sandbox.calls.length).toBe(calls);
   });
 });
@@ -237,7 +253,7 @@ describe('--files-from', () => {
 describe('several inputs of one directory level', () => {
   it('an empty directory with --recursive gives an empty array', async () => {
     await mkdir(join(bed.workDir, 'empty'));
-    const run = await bed.run(['register', '-r', 'empty', '--json']);
+    const run = await bed.main(['register', '-r', bed.path('empty'), '--json']);
     expect(run.code, describeRun(run)).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual([]);
     expect(bed.sandbox.calls.filter((c) => c.route !== 'login')).toEqual([]);
