@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { useTempDir } from '../helpers/temp-dirs.js';
-import { BIN, describeRun, runCli, runProcess } from '../helpers/cli.js';
+import { BIN, describeRun, runProcess } from '../helpers/cli.js';
+import { runMain } from '../helpers/main.js';
 import { cleanEnv } from '../helpers/env.js';
 
 const COMMANDS = [
@@ -62,11 +63,11 @@ describe('never prompting', () => {
   useBed((created) => (bed = created), { keyInEnv: true });
 
   it('login with standard input not a terminal and no key: exit 3 with a hint, nothing sent', async () => {
-    const run = await bed.run(['login'], { env: { NOTARIZE_API_KEY: undefined } });
+    const run = await bed.main(['login'], { env: { NOTARIZE_API_KEY: undefined } });
     expect(run.code, describeRun(run)).toBe(3);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/^notarize: .*will not prompt.*NOTARIZE_API_KEY.*--api-key-stdin/);
-    const json = await bed.run(['login', '--json'], { env: { NOTARIZE_API_KEY: undefined } });
+    const json = await bed.main(['login', '--json'], { env: { NOTARIZE_API_KEY: undefined } });
     expect(json.code).toBe(3);
     const error = (JSON.parse(json.stderr) as { error: { code: string; exitCode: number; hint: string } }).error;
     expect(error).toMatchObject({ code: 'auth', exitCode: 3 });
@@ -75,7 +76,7 @@ describe('never prompting', () => {
   });
 
   it('login with CI=true: exit 3 with a hint, even when standard input is a terminal', async () => {
-    const piped = await bed.run(['login'], { env: { NOTARIZE_API_KEY: undefined, CI: 'true' } });
+    const piped = await bed.main(['login'], { env: { NOTARIZE_API_KEY: undefined, CI: 'true' } });
     expect(piped.code, describeRun(piped)).toBe(3);
     expect(piped.stderr).toMatch(/NOTARIZE_API_KEY/);
 
@@ -97,7 +98,7 @@ describe('never prompting', () => {
 
 describe('--help', () => {
   it.each(COMMANDS)('notarize %s --help shows examples, one for CI', async (command) => {
-    const run = await runCli([command, '--help'], env, { noBaseUrlCheck: true });
+    const run = await runMain([command, '--help'], env, { noBaseUrlCheck: true });
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stderr).toBe('');
     expect(run.stdout).toMatch(new RegExp(`^Usage: notarize ${command}`, 'm'));
@@ -107,7 +108,7 @@ describe('--help', () => {
   });
 
   it('notarize --help lists the exit codes and a CI example', async () => {
-    const run = await runCli(['--help'], env, { noBaseUrlCheck: true });
+    const run = await runMain(['--help'], env, { noBaseUrlCheck: true });
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stdout).toMatch(/^Examples:$/m);
     expect(run.stdout).toMatch(/^ +# CI: /m);

@@ -245,7 +245,7 @@ describe('the credentials file (credentials.json)', () => {
     const file = join(s.configDir, 'credentials.json');
     writeFileSync(file, '{"tokens": {');
     const env = { ...s.env, NOTARIZE_API_KEY: undefined, NOTARIZE_TOKEN: tokens.tokens[sandbox.url]! };
-    const result = await runCli(['register', s.n.path], env);
+    const result = await runMain(['register', s.n.path], env);
     expect(result.code, describeRun(result)).toBe(0);
     expect(readFileSync(file, 'utf8')).toBe('{"tokens": {');
   });
@@ -293,7 +293,7 @@ describe('a full disk (a file size limit) when an answer must be saved', () => {
     // The session quoted in the message is all it takes to finish.
     const quoted = /the session the service sent: (\{.*\})\)\s*$/.exec(result.stderr)?.[1];
     expect(quoted).toBeDefined();
-    const finish = await runCli(['complete', doc.hash, '--session', '-'], env, { input: quoted! });
+    const finish = await runMain(['complete', doc.hash, '--session', '-'], env, { input: quoted! });
     expect(finish.code, describeRun(finish)).toBe(0);
     expect(ledgerHashes(configDir, sandbox.url)).toEqual([doc.hash]);
   });

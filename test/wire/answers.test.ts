@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Fault } from '../../src/sandbox/server.js';
 import { auditSecrets } from '../helpers/audit.js';
-import { runCli, describeRun } from '../helpers/cli.js';
+import { describeRun } from '../helpers/cli.js';
 import { makeDocument } from '../helpers/documents.js';
 import { cliEnv } from '../helpers/env.js';
 import { startFakeService } from '../helpers/local-server.js';
@@ -110,10 +110,10 @@ describe('malformed answers from the sandbox: exit 5, the field named, nothing l
     async (route) => {
       const t = await withFaults([{ route, kind: 'huge', count: 1 } as Fault]);
       if (route === 'forfait') {
-        const saved = await runCli(['register', t.doc.path, '--no-complete'], t.env);
+        const saved = await runMain(['register', t.doc.path, '--no-complete'], t.env);
         expect(saved.code, describeRun(saved)).toBe(0);
       }
-      const result = await runCli(route === 'forfait' ? ['complete', t.doc.hash] : ['register', t.doc.path], t.env);
+      const result = await runMain(route === 'forfait' ? ['complete', t.doc.hash] : ['register', t.doc.path], t.env);
       expect(result.code, describeRun(result)).toBe(5);
       expect(result.stderr).toMatch(/larger than 4 MiB/);
       // Reading 1 GiB through the sandbox takes far longer than this.
@@ -177,7 +177,7 @@ describe('answers from a stand-in service', () => {
         NOTARIZE_BASE_URL: fake.url,
         NOTARIZE_TOKEN: handMadeJwt(Date.now() / 1000 + 3600),
       });
-      const result = await runCli(['register', doc.path, '--timeout', '1000', '--retries', '1'], env);
+      const result = await runMain(['register', doc.path, '--timeout', '1000', '--retries', '1'], env);
       // A 2xx is an answer: retrying the request step could open a second session.
       expect(result.code, describeRun(result)).toBe(5);
       expect(result.stderr).toMatch(/answered 200, but its body could not be read/);

@@ -98,7 +98,7 @@ describe('secrets never appear in any output', () => {
       writeFileSync(join(configDir, 'credentials.json'), JSON.stringify({ tokens: { [fake.url]: stored } }));
       const doc = makeDocument(tempDir(), 'echo.txt');
       // The stored token is not in the environment: only the transport can keep it out of the message.
-      const viaStore = await runCli(
+      const viaStore = await runMain(
         ['register', doc.path, '--verbose'],
         cliEnv(configDir, { NOTARIZE_BASE_URL: fake.url }),
       );

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { auditSecrets } from '../helpers/audit.js';
-import { runCli, describeRun } from '../helpers/cli.js';
+import { describeRun } from '../helpers/cli.js';
 import { makeDocument } from '../helpers/documents.js';
 import { cliEnv } from '../helpers/env.js';
 import { runMain } from '../helpers/main.js';
@@ -106,7 +106,7 @@ describe('a 401 with NOTARIZE_API_KEY: one new login, one retry', () => {
     const first = await startTestSandbox();
     const configDir = tempDir();
     const url = first.url;
-    const login = await runCli(
+    const login = await runMain(
       ['login'],
       cliEnv(configDir, { NOTARIZE_BASE_URL: url, NOTARIZE_API_KEY: first.apiKey }),
     );
@@ -118,13 +118,13 @@ describe('a 401 with NOTARIZE_API_KEY: one new login, one retry', () => {
     expect(second.url).toBe(url);
 
     const doc = makeDocument(tempDir(), 'e.txt');
-    const noKey = await runCli(['register', doc.path], cliEnv(configDir, { NOTARIZE_BASE_URL: url }));
+    const noKey = await runMain(['register', doc.path], cliEnv(configDir, { NOTARIZE_BASE_URL: url }));
     expect(noKey.code, describeRun(noKey)).toBe(3);
     expect(noKey.stderr).toMatch(/401/);
     expect(routes(second)).toEqual(['request:401']);
 
     const env = cliEnv(configDir, { NOTARIZE_BASE_URL: url, NOTARIZE_API_KEY: first.apiKey });
-    const result = await runCli(['register', doc.path, '--verbose'], env);
+    const result = await runMain(['register', doc.path, '--verbose'], env);
     expect(result.code, describeRun(result)).toBe(0);
     expect(routes(second)).toEqual(['request:401', 'request:401', 'login:200', 'request:200', 'forfait:200']);
     expect(storedTokens(configDir)[url]).not.toBe(oldToken);
