@@ -19,7 +19,8 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/commands/registry.js';
-import { describeRun, REPO_ROOT, runCli, runProcess } from '../helpers/cli.js';
+import { describeRun, REPO_ROOT, runProcess } from '../helpers/cli.js';
+import { runMain } from '../helpers/main.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
 type Shell = 'bash' | 'zsh' | 'fish';
@@ -65,7 +66,7 @@ beforeAll(async () => {
   await writeFile(join(files, 'notes.md'), 'x');
   await mkdir(join(dir, 'fpath'));
   for (const shell of ['bash', 'zsh', 'fish'] as const) {
-    const run = await runCli(
+    const run = await runMain(
       ['completion', shell],
       { NOTARIZE_CONFIG_DIR: join(dir, 'store') },
       { noBaseUrlCheck: true },
@@ -290,7 +291,7 @@ describe('the generated scripts', () => {
   });
 
   it('an unknown shell is a usage error (exit 2)', async () => {
-    const run = await runCli(
+    const run = await runMain(
       ['completion', 'tcsh'],
       { NOTARIZE_CONFIG_DIR: join(dir, 'store') },
       { noBaseUrlCheck: true },
