@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
-// e2e tests spawn the built bin/ (npm test builds first); unit and
-// integration tests import src/ directly.
+// Tests are grouped by subject (test/README.md). Most call main() in-process
+// and import src/ directly; the ones where the process boundary is the point
+// spawn the built bin/ (npm test builds first).
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],

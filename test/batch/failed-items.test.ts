@@ -10,15 +10,13 @@ import { execFileSync } from 'node:child_process';
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type Bed, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
-import { cliCopyForOtherUsers, describeRun, runProcess } from '../helpers/cli.js';
-import { runMain } from '../helpers/main.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
+import { STACK_LINE, cliCopyForOtherUsers, describeRun, runProcess } from '../helpers/cli.js';
 import { jsonError, parseNdjson, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
-
-const at = (name: string) => join(bed.workDir, name);
 
 /** Lines of `text` without the last empty one. */
 function lines(text: string): string[] {
@@ -29,11 +27,11 @@ describe('hash: like sha256sum, good lines on stdout, each bad input on stderr',
   it('hash a missing b: both digests in input order, one line for the missing file, exit 2', async () => {
     const a = await bed.write('a.txt', 'a\n');
     const b = await bed.write('b.txt', 'b\n');
-    const run = await runMain(bed, ['hash', at('a.txt'), at('missing.txt'), at('b.txt')]);
+    const run = await bed.main(['hash', bed.path('a.txt'), bed.path('missing.txt'), bed.path('b.txt')]);
     expect(run.code, describeRun(run)).toBe(2);
-    expect(run.stdout).toBe(`${a}  ${at('a.txt')}\n${b}  ${at('b.txt')}\n`);
+    expect(run.stdout).toBe(`${a}  ${bed.path('a.txt')}\n${b}  ${bed.path('b.txt')}\n`);
     expect(lines(run.stderr)).toEqual([
-      `notarize: ${at('missing.txt')}: no such file or directory`,
+      `notarize: ${bed.path('missing.txt')}: no such file or directory`,
       'notarize: 1 of 3 files could not be read',
     ]);
     expect(bed.sandbox.calls).toEqual([]);
@@ -41,25 +39,27 @@ describe('hash: like sha256sum, good lines on stdout, each bad input on stderr',
 
   it('a FIFO, a character device and a directory without --recursive fail on their own, never hang', async () => {
     const a = await bed.write('a.txt', 'a\n');
-    execFileSync('mkfifo', [at('pipe')]);
-    await mkdir(at('dir'));
+    execFileSync('mkfifo', [bed.path('pipe')]);
+    await mkdir(bed.path('dir'));
     // Had the FIFO been opened for reading, this run would wait for a writer forever.
-    const run = await runMain(bed, ['hash', at('pipe'), at('a.txt'), '/dev/null', at('dir')]);
+    const run = await bed.main(['hash', bed.path('pipe'), bed.path('a.txt'), '/dev/null', bed.path('dir')]);
     expect(run.code, describeRun(run)).toBe(2);
-    expect(run.stdout).toBe(`${a}  ${at('a.txt')}\n`);
+    expect(run.stdout).toBe(`${a}  ${bed.path('a.txt')}\n`);
     expect(lines(run.stderr)).toEqual([
-      `notarize: ${at('pipe')}: not a regular file`,
+      `notarize: ${bed.path('pipe')}: not a regular file`,
       'notarize: /dev/null: not a regular file',
-      `notarize: ${at('dir')}: is a directory`,
+      `notarize: ${bed.path('dir')}: is a directory`,
       'notarize: 3 of 4 files could not be read',
     ]);
   });
 
   it('one file named alone that is missing is the usual one-line usage error', async () => {
-    const run = await runMain(bed, ['hash', at('missing.txt')]);
+    const run = await bed.main(['hash', bed.path('missing.txt')]);
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
-    expect(lines(run.stderr)).toEqual([`notarize: cannot read '${at('missing.txt')}': no such file or directory`]);
+    expect(lines(run.stderr)).toEqual([
+      `notarize: cannot read '${bed.path('missing.txt')}': no such file or directory`,
+    ]);
   });
 
   // Unreadable files are only found when opened for hashing (the stat before succeeds).
@@ -81,7 +81,7 @@ describe('hash: like sha256sum, good lines on stdout, each bad input on stderr',
       const a = await bed.write('a.txt', 'a\n');
       const b = await bed.write('b.txt', 'b\n');
       await bed.write('locked.txt', 'locked\n');
-      await chmod(at('locked.txt'), 0o000);
+      await chmod(bed.path('locked.txt'), 0o000);
       // nobody must reach the files: the bed's directories are private (mkdtemp's 0700).
       await chmod(bed.root, 0o755);
       await chmod(bed.workDir, 0o755);
@@ -89,12 +89,13 @@ describe('hash: like sha256sum, good lines on stdout, each bad input on stderr',
       const argv = [cliCopyForOtherUsers(bed.root), 'hash', 'a.txt', 'locked.txt', 'b.txt'];
       const env = { NOTARIZE_CONFIG_DIR: join(bed.workDir, '.store') };
       const run = asRoot
-        ? await runProcess('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, ...argv], {
-            cwd: bed.workDir,
+        ? await runProcess(
+            'setpriv',
+            ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, ...argv],
             env,
-            noBaseUrlCheck: true,
-          })
-        : await runProcess(process.execPath, argv, { cwd: bed.workDir, env, noBaseUrlCheck: true });
+            { cwd: bed.workDir, noBaseUrlCheck: true },
+          )
+        : await runProcess(process.execPath, argv, env, { cwd: bed.workDir, noBaseUrlCheck: true });
       expect(run.code, describeRun(run)).toBe(2);
       expect(run.stdout).toBe(`${a}  a.txt\n${b}  b.txt\n`);
       expect(lines(run.stderr)).toEqual([
@@ -110,34 +111,34 @@ describe('verify: a document that cannot be read is a failed result', () => {
   it('verifies the good ones, fails the missing one (json, table, annotation), exit 2', async () => {
     await bed.write('a.txt', 'verify a\n');
     await bed.write('b.txt', 'verify b\n');
-    const registered = await runMain(bed, ['register', at('a.txt'), at('b.txt'), '--json']);
+    const registered = await bed.main(['register', bed.path('a.txt'), bed.path('b.txt'), '--json']);
     expect(registered.code, describeRun(registered)).toBe(0);
     const calls = bed.sandbox.calls.length;
 
-    const args = ['verify', at('a.txt'), at('missing.txt'), at('b.txt')];
-    const json = await runMain(bed, [...args, '--json'], { env: { GITHUB_ACTIONS: 'true' } });
+    const args = ['verify', bed.path('a.txt'), bed.path('missing.txt'), bed.path('b.txt')];
+    const json = await bed.main([...args, '--json'], { env: { GITHUB_ACTIONS: 'true' } });
     expect(json.code, describeRun(json)).toBe(2);
     const results = parseResults(json.stdout);
     expect(results.map((r) => [r.file, r.status])).toEqual([
-      [at('a.txt'), 'verified'],
-      [at('missing.txt'), 'failed'],
-      [at('b.txt'), 'verified'],
+      [bed.path('a.txt'), 'verified'],
+      [bed.path('missing.txt'), 'failed'],
+      [bed.path('b.txt'), 'verified'],
     ]);
     expect(results[1]).toEqual({
       schemaVersion: 1,
-      file: at('missing.txt'),
+      file: bed.path('missing.txt'),
       hash: null,
       status: 'failed',
       error: {
         code: 'unreadable_file',
         exitCode: 2,
-        message: `cannot read '${at('missing.txt')}': no such file or directory`,
+        message: `cannot read '${bed.path('missing.txt')}': no such file or directory`,
       },
     });
     expect(json.stderr).toMatch(/^::error file=.*missing\.txt,title=notarize%3A failed::cannot read .*no such file/m);
     expect(jsonError(json.stderr)).toMatchObject({ exitCode: 2, message: '1 of 3 documents could not be read' });
 
-    const table = await runMain(bed, args);
+    const table = await bed.main(args);
     expect(table.code).toBe(2);
     expect(table.stdout).toMatch(
       /^failed +- +\S*missing\.txt +cannot read '\S*missing\.txt': no such file or directory$/m,
@@ -152,20 +153,20 @@ describe('register: a local failure among sent items is exit 1; 2 only when noth
   it('registers the good ones and fails the missing one: exit 1, since something was sent', async () => {
     const a = await bed.write('a.txt', 'register a\n');
     const b = await bed.write('b.txt', 'register b\n');
-    const run = await runMain(bed, ['register', at('a.txt'), at('missing.txt'), at('b.txt'), '--json'], {
+    const run = await bed.main(['register', bed.path('a.txt'), bed.path('missing.txt'), bed.path('b.txt'), '--json'], {
       env: { GITHUB_ACTIONS: 'true' },
     });
     expect(run.code, describeRun(run)).toBe(1);
     const results = parseResults(run.stdout);
     expect(results.map((r) => [r.file, r.hash, r.status])).toEqual([
-      [at('a.txt'), a, 'registered'],
-      [at('missing.txt'), null, 'failed'],
-      [at('b.txt'), b, 'registered'],
+      [bed.path('a.txt'), a, 'registered'],
+      [bed.path('missing.txt'), null, 'failed'],
+      [bed.path('b.txt'), b, 'registered'],
     ]);
     expect(results[1]!.error).toEqual({
       code: 'unreadable_file',
       exitCode: 2,
-      message: `cannot read '${at('missing.txt')}': no such file or directory`,
+      message: `cannot read '${bed.path('missing.txt')}': no such file or directory`,
     });
     expect(run.stderr).toMatch(/^::error file=.*missing\.txt,title=notarize%3A failed::cannot read /m);
     expect(jsonError(run.stderr)).toMatchObject({ code: 'batch_failed', exitCode: 1, message: '1 of 3 items failed' });
@@ -174,23 +175,23 @@ describe('register: a local failure among sent items is exit 1; 2 only when noth
 
   it('ndjson and a --files-from list: the same, one line per item', async () => {
     const a = await bed.write('a.txt', 'ndjson a\n');
-    await writeFile(at('list.txt'), `${at('a.txt')}\r\n${at('gone.txt')}\r\n${at('dir')}\n`);
-    await mkdir(at('dir'));
-    const run = await runMain(bed, ['register', '--files-from', at('list.txt'), '--output', 'ndjson']);
+    await writeFile(bed.path('list.txt'), `${bed.path('a.txt')}\r\n${bed.path('gone.txt')}\r\n${bed.path('dir')}\n`);
+    await mkdir(bed.path('dir'));
+    const run = await bed.main(['register', '--files-from', bed.path('list.txt'), '--output', 'ndjson']);
     expect(run.code, describeRun(run)).toBe(1);
     const results = parseNdjson(run.stdout);
     expect(results.map((r) => [r.file, r.status, r.error?.code]).sort()).toEqual(
       [
-        [at('a.txt'), 'registered', undefined],
-        [at('dir'), 'failed', 'is_directory'],
-        [at('gone.txt'), 'failed', 'unreadable_file'],
+        [bed.path('a.txt'), 'registered', undefined],
+        [bed.path('dir'), 'failed', 'is_directory'],
+        [bed.path('gone.txt'), 'failed', 'unreadable_file'],
       ].sort(),
     );
     expect(bed.requestedHashes()).toEqual([a]);
   });
 
   it('every item missing: exit 2, and the sandbox saw no call at all', async () => {
-    const run = await runMain(bed, ['register', at('one.txt'), at('two.txt'), '--json']);
+    const run = await bed.main(['register', bed.path('one.txt'), bed.path('two.txt'), '--json']);
     expect(run.code, describeRun(run)).toBe(2);
     expect(parseResults(run.stdout).map((r) => [r.status, r.error?.exitCode])).toEqual([
       ['failed', 2],
@@ -202,9 +203,9 @@ describe('register: a local failure among sent items is exit 1; 2 only when noth
 
   it('a missing file among already-registered ones: nothing sent, so still exit 2', async () => {
     await bed.write('a.txt', 'already a\n');
-    expect((await runMain(bed, ['register', at('a.txt')])).code).toBe(0);
+    expect((await bed.main(['register', bed.path('a.txt')])).code).toBe(0);
     const calls = bed.sandbox.calls.length;
-    const run = await runMain(bed, ['register', at('a.txt'), at('missing.txt')]);
+    const run = await bed.main(['register', bed.path('a.txt'), bed.path('missing.txt')]);
     expect(run.code, describeRun(run)).toBe(2);
     expect(run.stdout).toMatch(/^already-registered /m);
     expect(run.stdout).toMatch(/^failed +- +\S*missing\.txt +cannot read/m);
@@ -212,10 +213,12 @@ describe('register: a local failure among sent items is exit 1; 2 only when noth
   });
 
   it('one missing file named alone is a one-line usage error, exit 2, nothing sent', async () => {
-    const run = await runMain(bed, ['register', at('missing.pdf')]);
+    const run = await bed.main(['register', bed.path('missing.pdf')]);
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
-    expect(lines(run.stderr)).toEqual([`notarize: cannot read '${at('missing.pdf')}': no such file or directory`]);
+    expect(lines(run.stderr)).toEqual([
+      `notarize: cannot read '${bed.path('missing.pdf')}': no such file or directory`,
+    ]);
     expect(bed.sandbox.calls).toEqual([]);
   });
 });
@@ -223,16 +226,16 @@ describe('register: a local failure among sent items is exit 1; 2 only when noth
 describe('--files-from: bounded, never a crash', () => {
   it('a line too long for a path, and a list of NULs (e.g. /dev/zero), are failed items', async () => {
     const a = await bed.write('a.txt', 'a\n');
-    await writeFile(at('list.txt'), `${at('a.txt')}\n${'x'.repeat(5000)}\n${at('a.txt')}\n`);
-    const long = await runMain(bed, ['hash', '--files-from', at('list.txt')]);
+    await writeFile(bed.path('list.txt'), `${bed.path('a.txt')}\n${'x'.repeat(5000)}\n${bed.path('a.txt')}\n`);
+    const long = await bed.main(['hash', '--files-from', bed.path('list.txt')]);
     expect(long.code, describeRun(long)).toBe(2);
-    expect(long.stdout).toBe(`${a}  ${at('a.txt')}\n${a}  ${at('a.txt')}\n`);
+    expect(long.stdout).toBe(`${a}  ${bed.path('a.txt')}\n${a}  ${bed.path('a.txt')}\n`);
     expect(long.stderr).toMatch(/^notarize: x{60}\.\.\.: a line of 5000 bytes in the --files-from list: too long/m);
 
     // Megabytes with no separator (or, with -0, only empty names): not a list, and not read to its end.
-    await writeFile(at('zeros'), Buffer.alloc(3 * 1024 * 1024));
+    await writeFile(bed.path('zeros'), Buffer.alloc(3 * 1024 * 1024));
     for (const extra of [[], ['-0']]) {
-      const zeros = await runMain(bed, ['hash', '--files-from', at('zeros'), ...extra]);
+      const zeros = await bed.main(['hash', '--files-from', bed.path('zeros'), ...extra]);
       expect(zeros.code, describeRun(zeros)).toBe(2);
       expect(zeros.stdout).toBe('');
       expect(zeros.stderr).toMatch(/: no path in \d+ bytes: not a list of paths; the rest is not read$/m);
@@ -240,16 +243,16 @@ describe('--files-from: bounded, never a crash', () => {
   });
 
   it("an empty list is 'no input given'; '-' twice in a list fails the second", async () => {
-    await writeFile(at('empty.txt'), '\n\n');
-    const empty = await runMain(bed, ['hash', '--files-from', at('empty.txt')]);
+    await writeFile(bed.path('empty.txt'), '\n\n');
+    const empty = await bed.main(['hash', '--files-from', bed.path('empty.txt')]);
     expect(empty.code).toBe(2);
     expect(empty.stderr).toMatch(/no input given/);
 
     const a = await bed.write('a.txt', 'a\n');
-    await writeFile(at('list.txt'), `-\n${at('a.txt')}\n-\n`);
-    const twice = await runMain(bed, ['hash', '--files-from', at('list.txt')], { stdin: 'from stdin\n' });
+    await writeFile(bed.path('list.txt'), `-\n${bed.path('a.txt')}\n-\n`);
+    const twice = await bed.main(['hash', '--files-from', bed.path('list.txt')], { input: 'from stdin\n' });
     expect(twice.code, describeRun(twice)).toBe(2);
-    expect(lines(twice.stdout)).toEqual([`${sha256('from stdin\n')}  -`, `${a}  ${at('a.txt')}`]);
+    expect(lines(twice.stdout)).toEqual([`${sha256('from stdin\n')}  -`, `${a}  ${bed.path('a.txt')}`]);
     expect(twice.stderr).toMatch(/^notarize: -: '-' \(standard input\) can be named only once$/m);
   });
 });

@@ -14,6 +14,11 @@ import { parseResults } from '../helpers/results.js';
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
 
+/** `text` as a regular expression that matches it literally. */
+function literal(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
 async function documents(b: Bed): Promise<Record<string, string>> {
   return {
     'dist/a.txt': await b.write('dist/a.txt', 'actions a\n'),
@@ -29,7 +34,7 @@ describe('in GitHub Actions', () => {
     await writeFile(summary, 'an earlier step wrote this\n');
     // --concurrency 1: dist/a.txt is the first to reach forfait, and fails.
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, count: 1 }]);
-    const run = await bed.run(['register', '-r', 'dist', '-j', '1', '--retries', '0', '--json'], {
+    const run = await bed.main(['register', '-r', bed.path('dist'), '-j', '1', '--retries', '0', '--json'], {
       env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary },
     });
     expect(run.code, describeRun(run)).toBe(4);
@@ -40,45 +45,54 @@ describe('in GitHub Actions', () => {
     expect(text.startsWith('an earlier step wrote this\n')).toBe(true);
     expect(text).toContain('### notarize register\n');
     expect(text).toContain('| File | Status | SHA-256 | Detail |\n|---|---|---|---|\n');
-    const rows = text.split('\n').filter((line) => line.startsWith('| dist/'));
+    const rows = text.split('\n').filter((line) => line.startsWith(`| ${bed.path('dist/')}`));
     expect(rows).toHaveLength(3);
     expect(rows[0]).toMatch(
-      new RegExp(`^\\| dist/a\\.txt \\| failed \\| \`${hashes['dist/a.txt']}\` \\| .*503.* \\|$`),
+      new RegExp(`^\\| ${literal(bed.path('dist/a.txt'))} \\| failed \\| \`${hashes['dist/a.txt']}\` \\| .*503.* \\|$`),
     );
     for (const [i, file] of ['dist/b.txt', 'dist/c.txt'].entries()) {
       const hash = hashes[file]!;
-      expect(rows[i + 1]).toBe(`| ${file} | registered | \`${hash}\` | [verify](${bed.url}/verification/${hash}) |`);
+      expect(rows[i + 1]).toBe(
+        `| ${bed.path(file)} | registered | \`${hash}\` | [verify](${bed.url}/verification/${hash}) |`,
+      );
     }
 
     const annotations = run.stderr.split('\n').filter((line) => line.startsWith('::'));
     expect(annotations).toHaveLength(1);
-    expect(annotations[0]).toMatch(/^::error file=dist\/a\.txt,title=notarize%3A failed::.*503/);
+    expect(annotations[0]).toMatch(
+      new RegExp(`^::error file=${literal(bed.path('dist/a.txt'))},title=notarize%3A failed::.*503`),
+    );
   });
 
   it('verify: unknown documents are annotated and summarised', async () => {
     await documents(bed);
-    const registered = await bed.run(['register', 'dist/a.txt', '--quiet']);
+    const registered = await bed.main(['register', bed.path('dist/a.txt'), '--quiet']);
     expect(registered.code, describeRun(registered)).toBe(0);
     const summary = join(bed.root, 'verify-summary.md');
-    const run = await bed.run(['verify', 'dist/a.txt', 'dist/b.txt'], {
+    const run = await bed.main(['verify', bed.path('dist/a.txt'), bed.path('dist/b.txt')], {
       env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary },
     });
     expect(run.code, describeRun(run)).toBe(6);
     const text = await readFile(summary, 'utf8');
     expect(text).toContain('### notarize verify\n');
     expect(text).toMatch(
-      /^\| dist\/a\.txt \| verified \| `[0-9a-f]{64}` \| \[verify\]\(http:\/\/127\.0\.0\.1:\d+\/verification\/[0-9a-f]{64}\) \|$/m,
+      new RegExp(
+        `^\\| ${literal(bed.path('dist/a.txt'))} \\| verified \\| \`[0-9a-f]{64}\` \\| \\[verify\\]\\(http://127\\.0\\.0\\.1:\\d+/verification/[0-9a-f]{64}\\) \\|$`,
+        'm',
+      ),
     );
-    expect(text).toMatch(/^\| dist\/b\.txt \| unknown \| `[0-9a-f]{64}` \| {2}\|$/m);
+    expect(text).toMatch(
+      new RegExp(`^\\| ${literal(bed.path('dist/b.txt'))} \\| unknown \\| \`[0-9a-f]{64}\` \\| {2}\\|$`, 'm'),
+    );
     expect(run.stderr.split('\n').filter((line) => line.startsWith('::'))).toEqual([
-      '::error file=dist/b.txt,title=notarize%3A unknown::unknown',
+      `::error file=${bed.path('dist/b.txt')},title=notarize%3A unknown::unknown`,
     ]);
   });
 
   it('no failure: a summary, and no annotation', async () => {
     await documents(bed);
     const summary = join(bed.root, 'ok-summary.md');
-    const run = await bed.run(['register', '-r', 'dist'], {
+    const run = await bed.main(['register', '-r', bed.path('dist')], {
       env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary },
     });
     expect(run.code, describeRun(run)).toBe(0);
@@ -93,18 +107,20 @@ describe('in GitHub Actions, with one document', () => {
     await bed.write('other.tar.gz', 'another artifact\n');
     const summary = join(bed.root, 'single-summary.md');
     const env = { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary };
-    const ok = await bed.run(['register', 'app.tar.gz', '--json'], { env });
+    const ok = await bed.main(['register', bed.path('app.tar.gz'), '--json'], { env });
     expect(ok.code, describeRun(ok)).toBe(0);
     // One input keeps printing the record itself on stdout...
     expect(ok.stdout).toBe(`${JSON.stringify(bed.sandbox.records.get(hash))}\n`);
     // ...and the step summary still gets its row.
     expect(existsSync(summary)).toBe(true);
-    expect(await readFile(summary, 'utf8')).toContain(`| app.tar.gz | registered | \`${hash}\` |`);
+    expect(await readFile(summary, 'utf8')).toContain(`| ${bed.path('app.tar.gz')} | registered | \`${hash}\` |`);
 
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 503, count: 1 }]);
-    const failed = await bed.run(['register', 'other.tar.gz', '--retries', '0'], { env });
+    const failed = await bed.main(['register', bed.path('other.tar.gz'), '--retries', '0'], { env });
     expect(failed.code, describeRun(failed)).toBe(4);
-    expect(failed.stderr).toMatch(/^::error file=other\.tar\.gz,title=notarize%3A failed::/m);
+    expect(failed.stderr).toMatch(
+      new RegExp(`^::error file=${literal(bed.path('other.tar.gz'))},title=notarize%3A failed::`, 'm'),
+    );
   });
 });
 
@@ -113,13 +129,13 @@ describe('outside GitHub Actions', () => {
     await documents(bed);
     const summary = join(bed.root, 'not-actions.md');
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, count: 1 }]);
-    const run = await bed.run(['register', '-r', 'dist', '--retries', '0', '--json'], {
+    const run = await bed.main(['register', '-r', bed.path('dist'), '--retries', '0', '--json'], {
       env: { GITHUB_STEP_SUMMARY: summary },
     });
     expect(run.code, describeRun(run)).toBe(4);
     expect(existsSync(summary)).toBe(false);
     expect(run.stderr).not.toMatch(/^::/m);
-    const other = await bed.run(['register', '-r', 'dist', '--json'], {
+    const other = await bed.main(['register', '-r', bed.path('dist'), '--json'], {
       env: { GITHUB_ACTIONS: 'false', GITHUB_STEP_SUMMARY: summary },
     });
     expect(other.code, describeRun(other)).toBe(0);

@@ -6,7 +6,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { sha256, useTempDir } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
+import { useTempDir } from '../helpers/temp-dirs.js';
 import { describeRun, runCli, runProcess } from '../helpers/cli.js';
 
 let dir: string;
@@ -33,7 +34,7 @@ describe('notarize hash and sha256sum', () => {
     await mkdir(env.NOTARIZE_CONFIG_DIR!, { recursive: true });
     await writeFile(join(env.NOTARIZE_CONFIG_DIR!, 'config.json'), '{ damaged');
     await writeFile(join(dir, 'plain.txt'), 'plain\n');
-    const run = await runCli(['hash', 'plain.txt'], { cwd: dir, env, noBaseUrlCheck: true });
+    const run = await runCli(['hash', 'plain.txt'], env, { cwd: dir, noBaseUrlCheck: true });
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stdout).toBe(`${sha256('plain\n')}  plain.txt\n`);
     expect(run.stderr).toBe('');
@@ -41,8 +42,8 @@ describe('notarize hash and sha256sum', () => {
 
   it("prints exactly sha256sum's output for the same files in the same order", async () => {
     await writeNamed();
-    const ours = await runCli(['hash', ...NAMES], { cwd: dir, env, noBaseUrlCheck: true });
-    const theirs = await runProcess('sha256sum', NAMES, { cwd: dir });
+    const ours = await runCli(['hash', ...NAMES], env, { cwd: dir, noBaseUrlCheck: true });
+    const theirs = await runProcess('sha256sum', NAMES, {}, { cwd: dir });
     expect(theirs.code).toBe(0);
     expect(ours.code, describeRun(ours)).toBe(0);
     expect(ours.stderr).toBe('');
@@ -54,11 +55,11 @@ describe('notarize hash and sha256sum', () => {
 
   it('is accepted by sha256sum -c, which also catches a changed file', async () => {
     await writeNamed();
-    const sums = await runCli(['hash', ...NAMES], { cwd: dir, env, noBaseUrlCheck: true });
+    const sums = await runCli(['hash', ...NAMES], env, { cwd: dir, noBaseUrlCheck: true });
     expect(sums.code, describeRun(sums)).toBe(0);
     await writeFile(join(dir, 'SHA256SUMS'), sums.stdout);
 
-    const check = await runProcess('sha256sum', ['-c', '--strict', 'SHA256SUMS'], { cwd: dir });
+    const check = await runProcess('sha256sum', ['-c', '--strict', 'SHA256SUMS'], {}, { cwd: dir });
     expect(check.code, `${check.stdout}${check.stderr}`).toBe(0);
     const lines = check.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(NAMES.length);
@@ -69,7 +70,7 @@ describe('notarize hash and sha256sum', () => {
     expect(check.stderr).toBe('');
 
     await writeFile(join(dir, 'with space.txt'), 'changed\n');
-    const changed = await runProcess('sha256sum', ['-c', 'SHA256SUMS'], { cwd: dir });
+    const changed = await runProcess('sha256sum', ['-c', 'SHA256SUMS'], {}, { cwd: dir });
     expect(changed.code).toBe(1);
     expect(changed.stdout).toContain('with space.txt: FAILED');
   });
@@ -85,8 +86,8 @@ describe('notarize hash and sha256sum', () => {
       await writeFile(join(dir, name), Buffer.alloc(1000 + i, i));
     }
     files.sort();
-    const ours = await runCli(['hash', '-r', 'tree'], { cwd: dir, env, noBaseUrlCheck: true });
-    const theirs = await runProcess('sha256sum', files, { cwd: dir });
+    const ours = await runCli(['hash', '-r', 'tree'], env, { cwd: dir, noBaseUrlCheck: true });
+    const theirs = await runProcess('sha256sum', files, {}, { cwd: dir });
     expect(ours.code, describeRun(ours)).toBe(0);
     expect(ours.stdout.split('\n')).toHaveLength(61);
     expect(ours.stdout).toBe(theirs.stdout);
@@ -94,8 +95,8 @@ describe('notarize hash and sha256sum', () => {
 
   it("'-' reads standard input, as sha256sum does", async () => {
     const input = 'from standard input\n';
-    const ours = await runCli(['hash', '-'], { cwd: dir, env, input, noBaseUrlCheck: true });
-    const theirs = await runProcess('sha256sum', ['-'], { cwd: dir, input });
+    const ours = await runCli(['hash', '-'], env, { cwd: dir, input, noBaseUrlCheck: true });
+    const theirs = await runProcess('sha256sum', ['-'], {}, { cwd: dir, input });
     expect(ours.code, describeRun(ours)).toBe(0);
     expect(ours.stdout).toBe(theirs.stdout);
     expect(ours.stdout).toBe(`${sha256(input)}  -\n`);
@@ -103,9 +104,8 @@ describe('notarize hash and sha256sum', () => {
 
   it('--json prints an array of {file, hash} in input order', async () => {
     const hashes = await writeNamed();
-    const run = await runCli(['hash', ...NAMES, '-', '--json'], {
+    const run = await runCli(['hash', ...NAMES, '-', '--json'], env, {
       cwd: dir,
-      env,
       input: 'stdin\n',
       noBaseUrlCheck: true,
     });
@@ -119,13 +119,13 @@ describe('notarize hash and sha256sum', () => {
   it('exits 2 for a missing file or a directory without --recursive, printing the digests of the others', async () => {
     const hashes = await writeNamed();
     // As sha256sum: the good lines on stdout, one line per bad input on stderr, and go on.
-    const missing = await runCli(['hash', 'plain.txt', 'nope.txt'], { cwd: dir, env, noBaseUrlCheck: true });
+    const missing = await runCli(['hash', 'plain.txt', 'nope.txt'], env, { cwd: dir, noBaseUrlCheck: true });
     expect(missing.code).toBe(2);
     expect(missing.stdout).toBe(`${hashes.get('plain.txt')}  plain.txt\n`);
     expect(missing.stderr).toMatch(/^notarize: nope.txt: no such file or directory$/m);
-    const theirs = await runProcess('sha256sum', ['plain.txt', 'nope.txt'], { cwd: dir });
+    const theirs = await runProcess('sha256sum', ['plain.txt', 'nope.txt'], {}, { cwd: dir });
     expect(missing.stdout).toBe(theirs.stdout);
-    const directory = await runCli(['hash', '.'], { cwd: dir, env, noBaseUrlCheck: true });
+    const directory = await runCli(['hash', '.'], env, { cwd: dir, noBaseUrlCheck: true });
     expect(directory.code).toBe(2);
     expect(directory.stderr).toMatch(/is a directory/);
   });
@@ -133,11 +133,11 @@ describe('notarize hash and sha256sum', () => {
   it('needs no service: it works with no base URL, key or network', async () => {
     await writeNamed();
     // No NOTARIZE_BASE_URL or key; a proxy variable pointing at a closed port would break any request.
-    const run = await runCli(['hash', 'plain.txt'], {
-      cwd: dir,
-      env: { ...env, HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9' },
-      noBaseUrlCheck: true,
-    });
+    const run = await runCli(
+      ['hash', 'plain.txt'],
+      { ...env, HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9' },
+      { cwd: dir, noBaseUrlCheck: true },
+    );
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stdout).toMatch(/^[0-9a-f]{64} {2}plain\.txt\n$/);
   });

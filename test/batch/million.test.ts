@@ -12,8 +12,10 @@ import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { sha256, useTempDir } from '../helpers/bed.js';
-import { BIN, cleanEnv } from '../helpers/cli.js';
+import { sha256 } from '../helpers/documents.js';
+import { useTempDir } from '../helpers/temp-dirs.js';
+import { BIN } from '../helpers/cli.js';
+import { cleanEnv } from '../helpers/env.js';
 
 const LINES = 1_000_000;
 /** Every this many lines, a path that does not exist: a failed item, reported and passed over. */

@@ -8,15 +8,19 @@ import { describe, expect, it } from 'vitest';
 import type { Fault } from '../../src/sandbox/server.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
+import { sha256 } from '../helpers/documents.js';
 import { countStatuses, jsonError, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
 
-/** Writes `count` documents named f0.txt... (tag makes contents distinct per test); returns [path, hash][]. */
+/** Writes `count` documents named f0.txt... (tag makes contents distinct per test); returns [absolute path, hash][]. */
 async function documents(b: Bed, count: number, tag: string): Promise<[string, string][]> {
   const out: [string, string][] = [];
-  for (let i = 0; i < count; i++) out.push([`f${i}.txt`, await b.write(`f${i}.txt`, `${tag} document ${i}\n`)]);
+  for (let i = 0; i < count; i++) {
+    const content = `${tag} document ${i}\n`;
+    out.push([await b.file(`f${i}.txt`, content), sha256(content)]);
+  }
   return out;
 }
 
@@ -27,7 +31,7 @@ describe('transient failures in a batch', () => {
     const args = ['register', ...docs.map(([path]) => path), '--retries', '0', '--json'];
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, count: 2 }]);
 
-    const first = await bed.run(args);
+    const first = await bed.main(args);
     expect(first.code, describeRun(first)).toBe(4);
     const results = parseResults(first.stdout);
     expect(results.map((r) => r.file)).toEqual(docs.map(([path]) => path));
@@ -50,7 +54,7 @@ describe('transient failures in a batch', () => {
     expect(bed.ledgerHashes()).toHaveLength(8);
 
     const callsBefore = bed.sandbox.calls.length;
-    const second = await bed.run(args);
+    const second = await bed.main(args);
     expect(second.code, describeRun(second)).toBe(0);
     const again = parseResults(second.stdout);
     expect(countStatuses(again)).toEqual({ 'already-registered': 8, registered: 2 });
@@ -114,7 +118,7 @@ describe('the exit code of a batch with lasting failures', () => {
   it.each(cases)('$name', async ({ faults, statuses, codes, exit }) => {
     const docs = await documents(bed, 5, `lasting ${exit}`);
     bed.sandbox.addFaults(faults);
-    const run = await bed.run([
+    const run = await bed.main([
       'register',
       ...docs.map(([path]) => path),
       '--concurrency',
@@ -136,7 +140,7 @@ describe('the exit code of a batch with lasting failures', () => {
   it('a wrong-shape session is kept as pending (the registration is not lost)', async () => {
     const docs = await documents(bed, 3, 'wrong shape');
     bed.sandbox.addFaults([{ route: 'request', kind: 'wrong-shape', count: 1 }]);
-    const run = await bed.run(['register', ...docs.map(([p]) => p), '-j', '1', '--retries', '0', '--json']);
+    const run = await bed.main(['register', ...docs.map(([p]) => p), '-j', '1', '--retries', '0', '--json']);
     expect(run.code, describeRun(run)).toBe(5);
     const results = parseResults(run.stdout);
     expect(results[0]).toMatchObject({ status: 'failed', hash: docs[0]![1], error: { code: 'protocol', exitCode: 5 } });
@@ -150,7 +154,7 @@ describe('--fail-fast', () => {
   it('reports the items not started as skipped, and sends nothing for them', async () => {
     const docs = await documents(bed, 5, 'fail fast');
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 422, count: 1 }]);
-    const run = await bed.run([
+    const run = await bed.main([
       'register',
       ...docs.map(([p]) => p),
       '--fail-fast',
@@ -163,7 +167,12 @@ describe('--fail-fast', () => {
     expect(run.code, describeRun(run)).toBe(1);
     const results = parseResults(run.stdout);
     expect(results).toHaveLength(5);
-    expect(results[0]).toMatchObject({ file: 'f0.txt', status: 'failed', hash: docs[0]![1], error: { exitCode: 1 } });
+    expect(results[0]).toMatchObject({
+      file: docs[0]![0],
+      status: 'failed',
+      hash: docs[0]![1],
+      error: { exitCode: 1 },
+    });
     for (const r of results.slice(1)) {
       expect(r).toEqual({
         schemaVersion: 1,
@@ -182,7 +191,7 @@ describe('--fail-fast', () => {
   it('without --fail-fast the same failure does not stop the others', async () => {
     const docs = await documents(bed, 5, 'no fail fast');
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 422, count: 1 }]);
-    const run = await bed.run(['register', ...docs.map(([p]) => p), '-j', '1', '--retries', '0', '--json']);
+    const run = await bed.main(['register', ...docs.map(([p]) => p), '-j', '1', '--retries', '0', '--json']);
     expect(run.code, describeRun(run)).toBe(1);
     expect(parseResults(run.stdout).map((r) => r.status)).toEqual([
       'failed',
@@ -198,7 +207,7 @@ describe('--fail-fast', () => {
 describe('one session for the whole batch', () => {
   it('logs in once with NOTARIZE_API_KEY, however many documents are in flight', async () => {
     const docs = await documents(bed, 20, 'login once');
-    const run = await bed.run(['register', ...docs.map(([p]) => p), '--concurrency', '8', '--json']);
+    const run = await bed.main(['register', ...docs.map(([p]) => p), '--concurrency', '8', '--json']);
     expect(run.code, describeRun(run)).toBe(0);
     expect(parseResults(run.stdout)).toHaveLength(20);
     // Eight lanes start without a token; they should share one login, not race to log in eight times.

@@ -32,14 +32,14 @@ describe('--receipt-dir', () => {
     const proxy = await bed.proxy();
     const a = await bed.write('dist/a.tar.gz', 'receipt a\n');
     const b = await bed.write('dist/sub/b.zip', 'receipt b\n');
-    const run = await bed.run(['register', '-r', 'dist', '--receipt-dir', 'receipts', '--json'], {
+    const run = await bed.main(['register', '-r', bed.path('dist'), '--receipt-dir', bed.path('receipts'), '--json'], {
       env: { NOTARIZE_BASE_URL: proxy.url },
     });
     expect(run.code, describeRun(run)).toBe(0);
     const results = parseResults(run.stdout);
     expect(results.map((r) => [r.file, r.status, r.receipt])).toEqual([
-      ['dist/a.tar.gz', 'registered', 'receipts/a.tar.gz.notarization.json'],
-      ['dist/sub/b.zip', 'registered', 'receipts/sub/b.zip.notarization.json'],
+      [bed.path('dist/a.tar.gz'), 'registered', bed.path('receipts/a.tar.gz.notarization.json')],
+      [bed.path('dist/sub/b.zip'), 'registered', bed.path('receipts/sub/b.zip.notarization.json')],
     ]);
     // Byte for byte what the service answered, plus a final newline.
     expect(await receipt(bed, 'a.tar.gz')).toBe(`${forfaitAnswer(proxy, a)}\n`);
@@ -47,23 +47,26 @@ describe('--receipt-dir', () => {
     expect(JSON.parse(await receipt(bed, 'a.tar.gz'))).toEqual(bed.sandbox.records.get(a));
 
     // Running again: already registered, the identical receipt is left as it is (not a failure).
-    const again = await bed.run(['register', '-r', 'dist', '--receipt-dir', 'receipts', '--json'], {
-      env: { NOTARIZE_BASE_URL: proxy.url },
-    });
+    const again = await bed.main(
+      ['register', '-r', bed.path('dist'), '--receipt-dir', bed.path('receipts'), '--json'],
+      {
+        env: { NOTARIZE_BASE_URL: proxy.url },
+      },
+    );
     expect(again.code, describeRun(again)).toBe(0);
     expect(parseResults(again.stdout).map((r) => [r.status, r.receipt])).toEqual([
-      ['already-registered', 'receipts/a.tar.gz.notarization.json'],
-      ['already-registered', 'receipts/sub/b.zip.notarization.json'],
+      ['already-registered', bed.path('receipts/a.tar.gz.notarization.json')],
+      ['already-registered', bed.path('receipts/sub/b.zip.notarization.json')],
     ]);
     expect(await receipt(bed, 'a.tar.gz')).toBe(`${forfaitAnswer(proxy, a)}\n`);
   });
 
   it('one document: the record on stdout, the receipt path on stderr', async () => {
     const hash = await bed.write('one.pdf', 'single receipt\n');
-    const run = await bed.run(['register', 'one.pdf', '--receipt-dir', 'receipts', '--json']);
+    const run = await bed.main(['register', bed.path('one.pdf'), '--receipt-dir', bed.path('receipts'), '--json']);
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stdout).toBe(`${JSON.stringify(bed.sandbox.records.get(hash))}\n`);
-    expect(run.stderr).toContain('receipt: receipts/one.pdf.notarization.json');
+    expect(run.stderr).toContain(`receipt: ${bed.path('receipts/one.pdf.notarization.json')}`);
     expect(await receipt(bed, 'one.pdf')).toBe(run.stdout);
   });
 
@@ -73,18 +76,25 @@ describe('--receipt-dir', () => {
     await writeFile(join(bed.workDir, 'receipts', 'c.txt.notarization.json'), stale);
     const c = await bed.write('c.txt', 'receipt c\n');
     const d = await bed.write('d.txt', 'receipt d\n');
-    const run = await bed.run(['register', 'c.txt', 'd.txt', '--receipt-dir', 'receipts', '--json']);
+    const run = await bed.main([
+      'register',
+      bed.path('c.txt'),
+      bed.path('d.txt'),
+      '--receipt-dir',
+      bed.path('receipts'),
+      '--json',
+    ]);
     // The item's own failure is local (2), but the batch sent requests, so it exits 1.
     expect(run.code, describeRun(run)).toBe(1);
     const [first, second] = parseResults(run.stdout);
     expect(first).toMatchObject({
-      file: 'c.txt',
+      file: bed.path('c.txt'),
       hash: c,
       status: 'failed',
       error: { code: 'receipt_exists', exitCode: 2 },
     });
     expect(`${first!.error!.message} ${first!.error!.hint}`).toMatch(/--force/);
-    expect(second).toMatchObject({ file: 'd.txt', hash: d, status: 'registered' });
+    expect(second).toMatchObject({ file: bed.path('d.txt'), hash: d, status: 'registered' });
     expect(await receipt(bed, 'c.txt')).toBe(stale);
     expect(jsonError(run.stderr)).toMatchObject({ code: 'batch_failed', exitCode: 1 });
   });
@@ -93,7 +103,14 @@ describe('--receipt-dir', () => {
     await mkdir(join(bed.workDir, 'receipts'));
     await writeFile(join(bed.workDir, 'receipts', 'e.txt.notarization.json'), 'stale\n');
     const e = await bed.write('e.txt', 'receipt e\n');
-    const run = await bed.run(['register', 'e.txt', '--receipt-dir', 'receipts', '--force', '--json']);
+    const run = await bed.main([
+      'register',
+      bed.path('e.txt'),
+      '--receipt-dir',
+      bed.path('receipts'),
+      '--force',
+      '--json',
+    ]);
     expect(run.code, describeRun(run)).toBe(0);
     expect(await receipt(bed, 'e.txt')).toBe(`${JSON.stringify(bed.sandbox.records.get(e))}\n`);
   });
@@ -103,7 +120,7 @@ describe('--receipt-dir', () => {
     const stale = join(bed.workDir, 'receipts', 'f.txt.notarization.json');
     await writeFile(stale, 'stale\n');
     const f = await bed.write('f.txt', 'receipt f\n');
-    const refused = await bed.run(['register', 'f.txt', '--receipt-dir', 'receipts', '--json']);
+    const refused = await bed.main(['register', bed.path('f.txt'), '--receipt-dir', bed.path('receipts'), '--json']);
     expect(refused.code, describeRun(refused)).toBe(2);
     const hint = jsonError(refused.stderr).hint;
     expect(hint).toMatch(/remove it/);
@@ -114,7 +131,7 @@ describe('--receipt-dir', () => {
     expect(bed.sandbox.calls.filter((c) => c.route !== 'login')).toEqual([]);
 
     await rm(stale);
-    const rerun = await bed.run(['register', 'f.txt', '--receipt-dir', 'receipts', '--json']);
+    const rerun = await bed.main(['register', bed.path('f.txt'), '--receipt-dir', bed.path('receipts'), '--json']);
     expect(rerun.code, describeRun(rerun)).toBe(0);
     expect(bed.requestedHashes()).toEqual([f]);
     expect(await receipt(bed, 'f.txt')).toBe(`${JSON.stringify(bed.sandbox.records.get(f))}\n`);

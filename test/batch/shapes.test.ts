@@ -40,13 +40,13 @@ describe.each(['json', 'ndjson'] as const)('the result shapes (%s)', (format) =>
     await b.write('outside.txt', 'outside the walked directory\n');
     await symlink('../outside.txt', `${b.workDir}/dir/d-link.txt`);
 
-    const first = await b.run(['register', 'dir/a-already.txt', '--json']);
+    const first = await b.main(['register', bed.path('dir/a-already.txt'), '--json']);
     expect(first.code, describeRun(first)).toBe(0);
     // One input: the record itself, exactly as the service sent it (the sandbox sends JSON.stringify).
     expect(first.stdout).toBe(`${JSON.stringify(b.sandbox.records.get(already))}\n`);
 
     b.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 503, count: 1 }]);
-    const run = await b.run(['register', '-r', 'dir', '-j', '1', '--retries', '0', ...formatArgs(format)]);
+    const run = await b.main(['register', '-r', bed.path('dir'), '-j', '1', '--retries', '0', ...formatArgs(format)]);
     expect(run.code, describeRun(run)).toBe(4);
     const results = parse(format, run);
     const byFile = new Map(results.map((r) => [r.file, r]));
@@ -56,35 +56,35 @@ describe.each(['json', 'ndjson'] as const)('the result shapes (%s)', (format) =>
       expect(Object.keys(r).sort()).toEqual([...KEYS[r.status as keyof typeof KEYS]]);
       expect(r.schemaVersion).toBe(1);
     }
-    expect(byFile.get('dir/a-already.txt')).toEqual({
+    expect(byFile.get(bed.path('dir/a-already.txt'))).toEqual({
       schemaVersion: 1,
-      file: 'dir/a-already.txt',
+      file: bed.path('dir/a-already.txt'),
       hash: already,
       status: 'already-registered',
       record: b.sandbox.records.get(already),
       verificationUrl: `${b.url}/verification/${already}`,
     });
-    expect(byFile.get('dir/c-new.txt')).toEqual({
+    expect(byFile.get(bed.path('dir/c-new.txt'))).toEqual({
       schemaVersion: 1,
-      file: 'dir/c-new.txt',
+      file: bed.path('dir/c-new.txt'),
       hash: fresh,
       status: 'registered',
       record: b.sandbox.records.get(fresh),
       verificationUrl: `${b.url}/verification/${fresh}`,
     });
-    const failed = byFile.get('dir/b-failing.txt')!;
+    const failed = byFile.get(bed.path('dir/b-failing.txt'))!;
     expect(failed).toMatchObject({
       schemaVersion: 1,
-      file: 'dir/b-failing.txt',
+      file: bed.path('dir/b-failing.txt'),
       hash: failing,
       status: 'failed',
       error: { code: 'transient', exitCode: 4, message: expect.stringMatching(/503/) },
     });
     expect(Object.keys(failed.error!).sort()).toEqual(['code', 'exitCode', 'hint', 'message']);
     expect(failed.error!.hint).toContain(`notarize complete ${failing}`);
-    expect(byFile.get('dir/d-link.txt')).toEqual({
+    expect(byFile.get(bed.path('dir/d-link.txt'))).toEqual({
       schemaVersion: 1,
-      file: 'dir/d-link.txt',
+      file: bed.path('dir/d-link.txt'),
       hash: null,
       status: 'skipped',
       reason: 'symbolic link (not followed)',
@@ -93,36 +93,42 @@ describe.each(['json', 'ndjson'] as const)('the result shapes (%s)', (format) =>
     if (format === 'json') {
       // The array: processed items in input order, then the skipped ones.
       expect(results.map((r) => r.file)).toEqual([
-        'dir/a-already.txt',
-        'dir/b-failing.txt',
-        'dir/c-new.txt',
-        'dir/d-link.txt',
+        bed.path('dir/a-already.txt'),
+        bed.path('dir/b-failing.txt'),
+        bed.path('dir/c-new.txt'),
+        bed.path('dir/d-link.txt'),
       ]);
       expect(run.stdout).toBe(`${JSON.stringify(results, null, 2)}\n`);
     } else {
       // NDJSON: one compact object per line; a skipped input as the walk meets it (last here, with -j 1).
       expect(results.map((r) => r.file)).toEqual([
-        'dir/a-already.txt',
-        'dir/b-failing.txt',
-        'dir/c-new.txt',
-        'dir/d-link.txt',
+        bed.path('dir/a-already.txt'),
+        bed.path('dir/b-failing.txt'),
+        bed.path('dir/c-new.txt'),
+        bed.path('dir/d-link.txt'),
       ]);
       expect(run.stdout).toBe(results.map((r) => `${JSON.stringify(r)}\n`).join(''));
     }
-    expect(run.stderr).toContain('warning: skipped dir/d-link.txt: symbolic link (not followed)');
+    expect(run.stderr).toContain(`warning: skipped ${bed.path('dir/d-link.txt')}: symbolic link (not followed)`);
   });
 
   it('pending (--no-complete)', async () => {
     const b = bed;
     const one = await b.write('p1.txt', `pending one ${format}\n`);
     const two = await b.write('p2.txt', `pending two ${format}\n`);
-    const run = await b.run(['register', 'p1.txt', 'p2.txt', '--no-complete', ...formatArgs(format)]);
+    const run = await b.main([
+      'register',
+      bed.path('p1.txt'),
+      bed.path('p2.txt'),
+      '--no-complete',
+      ...formatArgs(format),
+    ]);
     expect(run.code, describeRun(run)).toBe(0);
     const results = parse(format, run);
     expect(results.map((r) => r.status)).toEqual(['pending', 'pending']);
     for (const r of results) {
       expect(Object.keys(r).sort()).toEqual([...KEYS.pending]);
-      expect(r.hash).toBe(r.file === 'p1.txt' ? one : two);
+      expect(r.hash).toBe(r.file === bed.path('p1.txt') ? one : two);
       // The session exactly as the service sent it, as stored for `notarize complete`.
       const stored = JSON.parse(readFileSync(`${b.onlyServiceDir()}/pending/${r.hash}.json`, 'utf8')) as {
         sessionJson: string;

@@ -7,9 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { optionsSchema, runComplete, type CompleteOptions } from '../../src/commands/complete.js';
 import { present } from '../../src/output/present.js';
-import { type Bed, sha256, useBed } from '../helpers/bed.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
 import { contextFor, type TestContext } from '../helpers/context.js';
-import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -29,7 +29,7 @@ function options(t: TestContext, hash: string, flags: Record<string, unknown> = 
 /** A registration left pending (`register --no-complete`); returns its hash. */
 async function pending(content: string): Promise<string> {
   const path = await bed.file('draft.txt', content);
-  const run = await runMain(bed, ['register', path, '--no-complete', '--quiet']);
+  const run = await bed.main(['register', path, '--no-complete', '--quiet']);
   expect(run.code, run.stderr).toBe(0);
   return sha256(content);
 }

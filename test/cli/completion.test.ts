@@ -19,7 +19,8 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/commands/registry.js';
-import { describeRun, REPO_ROOT, runCli, runProcess } from '../helpers/cli.js';
+import { describeRun, REPO_ROOT, runProcess } from '../helpers/cli.js';
+import { runMain } from '../helpers/main.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
 type Shell = 'bash' | 'zsh' | 'fish';
@@ -65,10 +66,11 @@ beforeAll(async () => {
   await writeFile(join(files, 'notes.md'), 'x');
   await mkdir(join(dir, 'fpath'));
   for (const shell of ['bash', 'zsh', 'fish'] as const) {
-    const run = await runCli(['completion', shell], {
-      env: { NOTARIZE_CONFIG_DIR: join(dir, 'store') },
-      noBaseUrlCheck: true,
-    });
+    const run = await runMain(
+      ['completion', shell],
+      { NOTARIZE_CONFIG_DIR: join(dir, 'store') },
+      { noBaseUrlCheck: true },
+    );
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stderr).toBe('');
     const path = join(dir, `notarize.${shell}`);
@@ -112,17 +114,14 @@ async function completeInPty(shell: 'bash' | 'zsh', lines: string[], mode = 'eva
     'zsh',
     ['-f', join(SHELL_DIR, 'pty-complete.zsh'), shell, join(SHELL_DIR, `setup.${shell}`), ...lines],
     {
-      cwd: files,
-      env: {
-        HOME: home,
-        TERM: 'xterm',
-        NOTARIZE_MODE: mode,
-        NOTARIZE_SCRIPT: scripts[shell].path,
-        NOTARIZE_FPATH: join(dir, 'fpath'),
-        NOTARIZE_PTY_SECONDS: String(PTY_SECONDS),
-      },
-      timeoutMs: (PTY_SECONDS * lines.length + 10) * 1000,
+      HOME: home,
+      TERM: 'xterm',
+      NOTARIZE_MODE: mode,
+      NOTARIZE_SCRIPT: scripts[shell].path,
+      NOTARIZE_FPATH: join(dir, 'fpath'),
+      NOTARIZE_PTY_SECONDS: String(PTY_SECONDS),
     },
+    { cwd: files, timeoutMs: (PTY_SECONDS * lines.length + 10) * 1000 },
   );
   expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
   return parseCases(lines, run.stdout);
@@ -139,7 +138,8 @@ async function completeInFish(lines: string[]): Promise<Completed[]> {
       scripts.fish.path,
       ...lines,
     ],
-    { cwd: files, env: { HOME: home }, timeoutMs: 30_000 },
+    { HOME: home },
+    { cwd: files, timeoutMs: 30_000 },
   );
   expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
   const cases = parseCases(
@@ -259,7 +259,7 @@ describe('the generated scripts', () => {
     ];
     for (const [shell, args] of checks) {
       if (missingShell(shell) && process.env.NOTARIZE_SKIP_SHELLS) continue;
-      const run = await runProcess(shell, args, { timeoutMs: 10_000 });
+      const run = await runProcess(shell, args, {}, { timeoutMs: 10_000 });
       expect(run.code, `${shell}: ${run.stderr}`).toBe(0);
     }
   });
@@ -291,10 +291,11 @@ describe('the generated scripts', () => {
   });
 
   it('an unknown shell is a usage error (exit 2)', async () => {
-    const run = await runCli(['completion', 'tcsh'], {
-      env: { NOTARIZE_CONFIG_DIR: join(dir, 'store') },
-      noBaseUrlCheck: true,
-    });
+    const run = await runMain(
+      ['completion', 'tcsh'],
+      { NOTARIZE_CONFIG_DIR: join(dir, 'store') },
+      { noBaseUrlCheck: true },
+    );
     expect(run.code, describeRun(run)).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toBe("notarize: unknown shell 'tcsh' (use bash, zsh or fish)\n");
@@ -365,9 +366,8 @@ describeShell('bash', () => {
     const run = await runProcess(
       'bash',
       ['--norc', '-c', 'source "$1" && complete -p notarize', 'x', scripts.bash.path],
-      {
-        timeoutMs: 10_000,
-      },
+      {},
+      { timeoutMs: 10_000 },
     );
     expect(run.code, run.stderr).toBe(0);
     // -o default or bashdefault would offer file names where none belong.
@@ -390,11 +390,12 @@ describeShell('fish', () => {
     await mkdir(bin, { recursive: true });
     await writeFile(join(bin, 'notarize'), '#!/bin/sh\nexit 0\n');
     await chmod(join(bin, 'notarize'), 0o755);
-    const run = await runProcess('fish', ['-c', 'complete -C "notarize --json config get "'], {
-      cwd: files,
-      env: { HOME: home, XDG_CONFIG_HOME: config, PATH: `${bin}:${process.env.PATH ?? ''}` },
-      timeoutMs: 30_000,
-    });
+    const run = await runProcess(
+      'fish',
+      ['-c', 'complete -C "notarize --json config get "'],
+      { HOME: home, XDG_CONFIG_HOME: config, PATH: `${bin}:${process.env.PATH ?? ''}` },
+      { cwd: files, timeoutMs: 30_000 },
+    );
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.split('\n').filter(Boolean).sort()).toEqual(['baseUrl', 'retries', 'timeout']);
   }, 60_000);

@@ -10,7 +10,6 @@ import { describe, expect, it } from 'vitest';
 import { DESCRIPTION_FILE_LIMIT } from '../../src/core/description.js';
 import { useBed, type Bed } from '../helpers/bed.js';
 import { BIN, runProcess } from '../helpers/cli.js';
-import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
 useBed((b) => (bed = b), { keyInEnv: true });
@@ -33,10 +32,12 @@ describe('-d, --description', () => {
   it('bytes that are not UTF-8 on the command line: exit 2, nothing sent (the built bin, via bash)', async () => {
     await bed.file('doc.txt', 'latin-1 description');
     // Node's spawn() takes argv as strings; bash's $'...' puts the raw byte 0xE9 in it.
-    const run = await runProcess('bash', ['-c', `exec "$NODE" "$BIN" register doc.txt -d $'caf\\xe9 cr\\xe8me'`], {
-      cwd: bed.workDir,
-      env: { ...bed.env(), NODE: process.execPath, BIN },
-    });
+    const run = await runProcess(
+      'bash',
+      ['-c', `exec "$NODE" "$BIN" register doc.txt -d $'caf\\xe9 cr\\xe8me'`],
+      { ...bed.env(), NODE: process.execPath, BIN },
+      { cwd: bed.workDir },
+    );
     bed.record(run);
     expectRefused(run, /^notarize: --description is not valid UTF-8: byte\(s\) at character 4 could not be decoded/);
     expect(run.stderr).toMatch(/--description-file/);
@@ -44,7 +45,7 @@ describe('-d, --description', () => {
 
   it('a U+FFFD (what Node makes of such bytes) is refused in-process too', async () => {
     const doc = await bed.file('doc.txt', 'replacement');
-    expectRefused(await runMain(bed, ['register', doc, '-d', 'caf\ufffd']), /not valid UTF-8/);
+    expectRefused(await bed.main(['register', doc, '-d', 'caf\ufffd']), /not valid UTF-8/);
   });
 
   it.each([
@@ -58,7 +59,7 @@ describe('-d, --description', () => {
   ])('a description holding %s: exit 2, nothing sent', async (_, description) => {
     const doc = await bed.file('doc.txt', `control ${_}`);
     expectRefused(
-      await runMain(bed, ['register', doc, '-d', description]),
+      await bed.main(['register', doc, '-d', description]),
       /--description holds a control character \(U\+00[0-9A-F]{2} at character \d+\); only tab is allowed/,
     );
   });
@@ -66,7 +67,7 @@ describe('-d, --description', () => {
   it('a tab, and any other Unicode, is sent as given', async () => {
     const doc = await bed.file('doc.txt', 'tab');
     const description = 'Q3\treport — Überweisung 日本 😀';
-    const run = await runMain(bed, ['register', doc, '-d', description]);
+    const run = await bed.main(['register', doc, '-d', description]);
     expect(run.code, run.stderr).toBe(0);
     expect(sentDescriptions()).toEqual([description]);
   });
@@ -79,7 +80,7 @@ describe('--description-file', () => {
       .join('')
       .slice(0, 10 * 1024);
     const file = await bed.file('description.txt', `${text}\n`);
-    const run = await runMain(bed, ['register', doc, '--description-file', file, '--json']);
+    const run = await bed.main(['register', doc, '--description-file', file, '--json']);
     expect(run.code, run.stderr).toBe(0);
     expect(sentDescriptions()).toEqual([text]);
     expect((JSON.parse(run.stdout) as { description: string }).description).toBe(text);
@@ -88,16 +89,16 @@ describe('--description-file', () => {
   it('drops one CRLF, takes a real U+FFFD, and reads a description piped into standard input', async () => {
     const first = await bed.file('first.txt', 'first');
     const file = await bed.file('crlf.txt', 'written on Windows \ufffd\r\n');
-    expect((await runMain(bed, ['register', first, '--description-file', file])).code).toBe(0);
+    expect((await bed.main(['register', first, '--description-file', file])).code).toBe(0);
     const second = await bed.file('second.txt', 'second');
-    const piped = await runMain(bed, ['register', second, '--description-file', '-'], { stdin: 'from a pipe\n' });
+    const piped = await bed.main(['register', second, '--description-file', '-'], { input: 'from a pipe\n' });
     expect(piped.code, piped.stderr).toBe(0);
     expect(sentDescriptions()).toEqual(['written on Windows \ufffd', 'from a pipe']);
   });
 
   it('with --hash', async () => {
     const file = await bed.file('d.txt', 'for a digest\n');
-    const run = await runMain(bed, ['register', '--hash', 'ab'.repeat(32), '--description-file', file]);
+    const run = await bed.main(['register', '--hash', 'ab'.repeat(32), '--description-file', file]);
     expect(run.code, run.stderr).toBe(0);
     expect(sentDescriptions()).toEqual(['for a digest']);
   });
@@ -106,7 +107,7 @@ describe('--description-file', () => {
     const doc = await bed.file('doc.txt', 'latin-1 file');
     const file = await bed.file('latin1.txt', Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
     expectRefused(
-      await runMain(bed, ['register', doc, '--description-file', file]),
+      await bed.main(['register', doc, '--description-file', file]),
       /the description in '.*latin1\.txt' is not valid UTF-8/,
     );
   });
@@ -116,7 +117,7 @@ describe('--description-file', () => {
     for (const content of ['one\ntwo', 'one\n\n', 'esc \u001b[2J\n']) {
       const file = await bed.file('lines.txt', content);
       expectRefused(
-        await runMain(bed, ['register', doc, '--description-file', file]),
+        await bed.main(['register', doc, '--description-file', file]),
         /the description in '.*lines\.txt' holds a control character/,
       );
     }
@@ -126,11 +127,11 @@ describe('--description-file', () => {
     const doc = await bed.file('doc.txt', 'too long');
     const big = await bed.file('big.txt', 'x'.repeat(DESCRIPTION_FILE_LIMIT + 1));
     expectRefused(
-      await runMain(bed, ['register', doc, '--description-file', big]),
+      await bed.main(['register', doc, '--description-file', big]),
       /the description from '.*big\.txt' is larger than 65536 bytes/,
     );
     await writeFile(big, 'y'.repeat(DESCRIPTION_FILE_LIMIT));
-    const run = await runMain(bed, ['register', doc, '--description-file', big]);
+    const run = await bed.main(['register', doc, '--description-file', big]);
     expect(run.code, run.stderr).toBe(0);
     expect(sentDescriptions()).toEqual(['y'.repeat(DESCRIPTION_FILE_LIMIT)]);
   });
@@ -144,14 +145,14 @@ describe('--description-file', () => {
     await bed.file('doc.txt', 'conflict');
     await bed.file('d.txt', 'description');
     const argv = args.map((a) => (a.endsWith('.txt') ? join(bed.workDir, a) : a));
-    expectRefused(await runMain(bed, ['register', ...argv], { stdin: 'stdin\n' }), message);
+    expectRefused(await bed.main(['register', ...argv], { input: 'stdin\n' }), message);
   });
 
   it("a '-' in a --files-from list, once standard input gave the description, is a failed item", async () => {
     const doc = await bed.file('doc.txt', 'listed');
     const list = await bed.file('list.txt', `${doc}\n-\n`);
-    const run = await runMain(bed, ['register', '--files-from', list, '--description-file', '-', '--json'], {
-      stdin: 'described\n',
+    const run = await bed.main(['register', '--files-from', list, '--description-file', '-', '--json'], {
+      input: 'described\n',
     });
     expect(run.code).toBe(1);
     const results = JSON.parse(run.stdout) as { file: string; status: string; error?: { message: string } }[];
@@ -164,7 +165,7 @@ describe('--description-file', () => {
   });
 
   it('is in register --help', async () => {
-    const run = await runMain(bed, ['register', '--help']);
+    const run = await bed.main(['register', '--help']);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/--description-file <file\|->/);
     expect(run.stdout).toMatch(/valid UTF-8 with no control characters but tab/);
@@ -174,7 +175,7 @@ describe('--description-file', () => {
 describe('the file name as default description', () => {
   it('a name holding a control character is sent escaped, never raw', async () => {
     const odd = await bed.file('bell\u0007name.txt', 'odd name');
-    const run = await runMain(bed, ['register', odd]);
+    const run = await bed.main(['register', odd]);
     expect(run.code, run.stderr).toBe(0);
     const request = bed.sandbox.calls.find((c) => c.route === 'request')!;
     expect((JSON.parse(request.body) as { description: string }).description).toBe('bell\\u0007name.txt');
@@ -191,7 +192,7 @@ describe('characters that act like controls', () => {
     ['a tab alone', '\t', /is empty/],
   ])('-d with %s: exit 2, nothing sent', async (_, description, message) => {
     const doc = await bed.file('d.txt', `description ${JSON.stringify(description)}`);
-    const run = await runMain(bed, ['register', doc, '-d', description]);
+    const run = await bed.main(['register', doc, '-d', description]);
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toMatch(message);
     expect(bed.calls('request')).toBe(0);
@@ -199,7 +200,7 @@ describe('characters that act like controls', () => {
 
   it('joiners that scripts and emoji need are kept', async () => {
     const doc = await bed.file('z.txt', 'joiners');
-    const run = await runMain(bed, ['register', doc, '-d', 'family \u{1F468}\u200d\u{1F469} می\u200cخواهم']);
+    const run = await bed.main(['register', doc, '-d', 'family \u{1F468}\u200d\u{1F469} می\u200cخواهم']);
     expect(run.code, run.stderr).toBe(0);
   });
 });

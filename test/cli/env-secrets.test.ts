@@ -15,9 +15,10 @@ import { loginResponseSchema } from '../../src/api/schemas.js';
 import { cleanSecret } from '../../src/core/secrets.js';
 import { AuthError, EXIT, TransientError, UsageError } from '../../src/errors.js';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
-import { type Bed, routes, sha256, useBed } from '../helpers/bed.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { routes } from '../helpers/sandbox.js';
+import { sha256 } from '../helpers/documents.js';
 import { spawnCli } from '../helpers/cli.js';
-import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
@@ -52,7 +53,7 @@ describe('NOTARIZE_TOKEN', () => {
   it.each(WRAPPINGS)('with %s is trimmed: register succeeds', async (_what, wrap) => {
     const token = await bed.directLogin();
     const doc = await document('token.txt');
-    const run = await runMain(bed, ['register', doc.path], { env: { ...FAST, NOTARIZE_TOKEN: wrap(token) } });
+    const run = await bed.main(['register', doc.path], { env: { ...FAST, NOTARIZE_TOKEN: wrap(token) } });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain(doc.hash);
     expect(routes(bed.sandbox.calls)).toEqual(['login', 'request', 'forfait']); // the login is directLogin's
@@ -69,14 +70,14 @@ describe('NOTARIZE_TOKEN', () => {
     bed.addSecret(token);
     const doc = await document('bad-token.txt');
     const mark = bed.mark();
-    const run = await runMain(bed, ['register', doc.path], { env: { ...FAST, NOTARIZE_TOKEN: token } });
+    const run = await bed.main(['register', doc.path], { env: { ...FAST, NOTARIZE_TOKEN: token } });
     expectFailure(run, EXIT.auth, /the token in NOTARIZE_TOKEN cannot be used/);
     expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(run.stderr).not.toMatch(/UND_ERR|try again later|redacted/);
     expect(bed.callsSince(mark)).toEqual([]);
 
     const json = expectJsonError(
-      await runMain(bed, ['--json', 'register', doc.path], { env: { ...FAST, NOTARIZE_TOKEN: token } }),
+      await bed.main(['--json', 'register', doc.path], { env: { ...FAST, NOTARIZE_TOKEN: token } }),
       EXIT.auth,
     );
     expect(json.code).toBe('auth');
@@ -85,9 +86,9 @@ describe('NOTARIZE_TOKEN', () => {
 
   it('a blank NOTARIZE_TOKEN counts as unset, for register and for logout', async () => {
     const doc = await document('blank.txt');
-    const run = await runMain(bed, ['register', doc.path], { env: { NOTARIZE_TOKEN: ' \r\n' } });
+    const run = await bed.main(['register', doc.path], { env: { NOTARIZE_TOKEN: ' \r\n' } });
     expectFailure(run, EXIT.auth, /not logged in/);
-    const logout = await runMain(bed, ['logout'], { env: { NOTARIZE_TOKEN: '\n' } });
+    const logout = await bed.main(['logout'], { env: { NOTARIZE_TOKEN: '\n' } });
     expect(logout.code).toBe(0);
     expect(logout.stderr).not.toMatch(/warning/);
   });
@@ -96,7 +97,7 @@ describe('NOTARIZE_TOKEN', () => {
 describe('NOTARIZE_API_KEY and the key on standard input', () => {
   it.each(WRAPPINGS)('with %s: register logs in on the fly with the trimmed key', async (_what, wrap) => {
     const doc = await document('key.txt');
-    const run = await runMain(bed, ['register', doc.path], {
+    const run = await bed.main(['register', doc.path], {
       env: { ...FAST, NOTARIZE_API_KEY: wrap(bed.sandbox.apiKey) },
     });
     expect(run.code, run.stderr).toBe(0);
@@ -105,16 +106,16 @@ describe('NOTARIZE_API_KEY and the key on standard input', () => {
   });
 
   it('login reads the key the same way from NOTARIZE_API_KEY and from --api-key-stdin', async () => {
-    const fromEnv = await runMain(bed, ['login'], { env: { NOTARIZE_API_KEY: `${bed.sandbox.apiKey}\r\n` } });
+    const fromEnv = await bed.main(['login'], { env: { NOTARIZE_API_KEY: `${bed.sandbox.apiKey}\r\n` } });
     expect(fromEnv.code, fromEnv.stderr).toBe(0);
-    const fromStdin = await runMain(bed, ['login', '--api-key-stdin'], { stdin: `\uFEFF${bed.sandbox.apiKey}\r\n` });
+    const fromStdin = await bed.main(['login', '--api-key-stdin'], { input: `\uFEFF${bed.sandbox.apiKey}\r\n` });
     expect(fromStdin.code, fromStdin.stderr).toBe(0);
     const sent = bed.sandbox.calls.map((c) => (JSON.parse(c.body) as { apiKey: string }).apiKey);
     expect(sent).toEqual([bed.sandbox.apiKey, bed.sandbox.apiKey]);
   });
 
   it('a blank key on standard input is refused as empty (exit 2), nothing sent', async () => {
-    const run = await runMain(bed, ['login', '--api-key-stdin'], { stdin: ' \r\n' });
+    const run = await bed.main(['login', '--api-key-stdin'], { input: ' \r\n' });
     expectFailure(run, EXIT.usage, /the API key is empty/);
     expect(bed.sandbox.calls).toEqual([]);
   });
@@ -122,17 +123,18 @@ describe('NOTARIZE_API_KEY and the key on standard input', () => {
 
 describe('NOTARIZE_SANDBOX_API_KEY', () => {
   it('is trimmed the same way, and the sandbox still prints it (its own key, shown on purpose)', async () => {
-    const sandbox = spawnCli(['sandbox', '--port', '0', '--json'], {
-      env: { ...bed.env(), NOTARIZE_SANDBOX_API_KEY: 'sandbox_0123456789abcdef\r\n' },
-      cwd: bed.workDir,
-    });
+    const sandbox = spawnCli(
+      ['sandbox', '--port', '0', '--json'],
+      { ...bed.env(), NOTARIZE_SANDBOX_API_KEY: 'sandbox_0123456789abcdef\r\n' },
+      { cwd: bed.workDir },
+    );
     let first: string;
     try {
       first = await sandbox.firstLine;
     } finally {
       sandbox.child.kill('SIGTERM');
     }
-    bed.record(await sandbox.exited);
+    bed.record(await sandbox.done);
     expect(JSON.parse(first)).toMatchObject({ apiKey: 'sandbox_0123456789abcdef' });
   });
 });
@@ -146,7 +148,7 @@ describe('the stored token', () => {
   it('with a trailing newline (a hand-edited credentials.json) is trimmed', async () => {
     await storeToken(`${await bed.directLogin()}\r\n`);
     const doc = await document('stored.txt');
-    const run = await runMain(bed, ['register', doc.path], { env: FAST });
+    const run = await bed.main(['register', doc.path], { env: FAST });
     expect(run.code, run.stderr).toBe(0);
   });
 
@@ -157,7 +159,7 @@ describe('the stored token', () => {
     await storeToken(spoiled);
     const doc = await document('stored-bad.txt');
     const mark = bed.mark();
-    const run = await runMain(bed, ['register', doc.path], { env: FAST });
+    const run = await bed.main(['register', doc.path], { env: FAST });
     expectFailure(
       run,
       EXIT.auth,
@@ -166,7 +168,7 @@ describe('the stored token', () => {
     expect(run.stderr).toMatch(/notarize login/);
     expect(bed.callsSince(mark)).toEqual([]);
 
-    const withKey = await runMain(bed, ['register', doc.path], { env: { ...FAST, ...bed.withKey() } });
+    const withKey = await bed.main(['register', doc.path], { env: { ...FAST, ...bed.withKey() } });
     expect(withKey.code, withKey.stderr).toBe(0);
     expect(routes(bed.callsSince(mark))).toEqual(['login', 'request', 'forfait']);
   });

@@ -9,7 +9,6 @@ import { describe, expect, it } from 'vitest';
 import { EXIT, EXIT_CODE_HELP } from '../../src/errors.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { REPO_ROOT } from '../helpers/cli.js';
-import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
@@ -51,7 +50,7 @@ describe('the exit-code table', () => {
   });
 
   it('--help shows the table', async () => {
-    const run = await runMain(bed, ['--help']);
+    const run = await bed.main(['--help']);
     expect(run.stdout).toContain(`\n${EXIT_CODE_HELP}\n`);
   });
 

@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { runList } from '../../src/commands/list.js';
 import { runShow } from '../../src/commands/show.js';
 import { present } from '../../src/output/present.js';
-import { type Bed, sha256, useBed } from '../helpers/bed.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
 import { contextFor, type TestContext } from '../helpers/context.js';
-import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -14,7 +14,7 @@ const ledgerOf = (t: TestContext) => ({ baseUrl: () => t.ctx.baseUrl, ledger: ()
 
 async function registered(name: string, content: string): Promise<string> {
   const path = await bed.file(name, content);
-  const run = await runMain(bed, ['register', path, '--quiet', '-d', `about ${name}`]);
+  const run = await bed.main(['register', path, '--quiet', '-d', `about ${name}`]);
   expect(run.code, run.stderr).toBe(0);
   return sha256(content);
 }
@@ -40,7 +40,7 @@ describe('runList', () => {
     expect(result.rows[0]?.record).toEqual(JSON.parse(bed.ledgerEntry(first).recordJson));
     expect(result.cells(result.rows[0]!)).toEqual([first, result.rows[0]!.completedAt, 'a.txt', 'about a.txt']);
     present({ io: t.io, env: {}, format: 'json' }, result);
-    expect(t.stdout()).toBe((await runMain(bed, ['list', '--json'])).stdout);
+    expect(t.stdout()).toBe((await bed.main(['list', '--json'])).stdout);
   });
 });
 

@@ -3,9 +3,9 @@ import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runPending, runPendingDrop } from '../../src/commands/pending.js';
 import { present } from '../../src/output/present.js';
-import { type Bed, sha256, useBed } from '../helpers/bed.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
 import { contextFor } from '../helpers/context.js';
-import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -22,7 +22,7 @@ describe('runPending', () => {
   it('a registration left pending: its row, ready, with the session; then dropped, kept aside', async () => {
     const path = await bed.file('draft.txt', 'draft\n');
     const hash = sha256('draft\n');
-    expect((await runMain(bed, ['register', path, '--no-complete', '--quiet'])).code).toBe(0);
+    expect((await bed.main(['register', path, '--no-complete', '--quiet'])).code).toBe(0);
     const t = contextFor(bed);
     const ledger = () => t.ctx.ledger;
     const listed = await runPending({ ledger });

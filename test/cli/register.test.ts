@@ -12,9 +12,9 @@ import { BatchError } from '../../src/core/batch.js';
 import { errorJson, TransientError, type NotarizeError } from '../../src/errors.js';
 import { itemResultsFor, present, type CommandResult } from '../../src/output/present.js';
 import { ItemResults, type ItemResult } from '../../src/output/results.js';
-import { type Bed, sha256, useBed } from '../helpers/bed.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
 import { contextFor, type TestContext } from '../helpers/context.js';
-import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -207,7 +207,7 @@ describe('runRegister, several documents', () => {
     const again = contextFor(bed);
     const againView = { io: again.io, env: {}, format: 'json' as const };
     present(againView, await runRegister(options(again, paths), itemResultsFor(againView)));
-    const viaMain = await runMain(bed, ['register', ...paths, '--json']);
+    const viaMain = await bed.main(['register', ...paths, '--json']);
     expect(viaMain.code).toBe(0);
     expect(again.stdout()).toBe(viaMain.stdout);
     expect(again.stderr()).toBe(viaMain.stderr);

@@ -46,7 +46,7 @@ function hasOpen(pid: number, file: string): boolean {
 async function interrupt(spawned: SpawnedProcess, signal: 'SIGINT' | 'SIGTERM') {
   const sent = Date.now();
   spawned.child.kill(signal);
-  const run = await spawned.exited;
+  const run = await spawned.done;
   return { run, ms: Date.now() - sent };
 }
 
@@ -64,7 +64,7 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`${signal} while hashing a 3 GiB file: exit ${CODE[signal]} within 2 s, one line`, async () => {
       const big = bigFile('big.bin');
-      const spawned = spawnCli(['hash', big], { env: bed.env(), cwd: bed.workDir, noBaseUrlCheck: true });
+      const spawned = spawnCli(['hash', big], bed.env(), { cwd: bed.workDir, noBaseUrlCheck: true });
       await until(() => hasOpen(spawned.child.pid!, big), 'the file is open');
       const { run, ms } = await interrupt(spawned, signal);
       expect(run.code, describeRun(run)).toBe(CODE[signal]);
@@ -77,7 +77,7 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
 
   it('SIGINT while the worker pool hashes several large files: exit 130 within 2 s, no worker keeps it alive', async () => {
     const files = ['a.bin', 'b.bin', 'c.bin', 'd.bin'].map((name) => bigFile(name, 1024 ** 3));
-    const spawned = spawnCli(['hash', ...files], { env: bed.env(), cwd: bed.workDir, noBaseUrlCheck: true });
+    const spawned = spawnCli(['hash', ...files], bed.env(), { cwd: bed.workDir, noBaseUrlCheck: true });
     await until(() => hasOpen(spawned.child.pid!, files[0]!), 'a file is open');
     const { run, ms } = await interrupt(spawned, 'SIGINT');
     expect(run.code, describeRun(run)).toBe(130);
@@ -90,7 +90,7 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
       bed.sandbox.addFaults([{ route: 'forfait', kind: 'hang', count: 1 }]);
       const doc = join(bed.workDir, 'deed.txt');
       writeFileSync(doc, 'a deed\n');
-      const spawned = spawnCli(['register', doc], { env: bed.env(), cwd: bed.workDir });
+      const spawned = spawnCli(['register', doc], bed.env(), { cwd: bed.workDir });
       await until(() => bed.calls('forfait') > 0, 'forfait is sent');
       const [hash] = bed.pendingHashes();
       expect(hash).toMatch(/^[0-9a-f]{64}$/);
@@ -112,7 +112,7 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
 
   it('with --json, the line is the JSON error object', async () => {
     const big = bigFile('big.bin');
-    const spawned = spawnCli(['hash', big, '--json'], { env: bed.env(), cwd: bed.workDir, noBaseUrlCheck: true });
+    const spawned = spawnCli(['hash', big, '--json'], bed.env(), { cwd: bed.workDir, noBaseUrlCheck: true });
     await until(() => hasOpen(spawned.child.pid!, big), 'the file is open');
     const { run } = await interrupt(spawned, 'SIGTERM');
     expect(run.code, describeRun(run)).toBe(143);

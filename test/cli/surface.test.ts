@@ -10,15 +10,15 @@ import { COMMANDS } from '../../src/commands/registry.js';
 import { listenError } from '../../src/commands/sandbox.js';
 import { EXIT, UsageError } from '../../src/errors.js';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
-import { type Bed, sha256, STACK_LINE, useBed } from '../helpers/bed.js';
-import { BIN, runProcess, spawnCli } from '../helpers/cli.js';
-import { runMain } from '../helpers/main.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
+import { STACK_LINE, BIN, runProcess, spawnCli, type Run } from '../helpers/cli.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
 
 /** Asserts a usage error: exit 2, one `notarize: ...` line on stderr, nothing on stdout, no stack. */
-function expectOneLineUsage(output: Awaited<ReturnType<typeof runMain>>, message: RegExp): void {
+function expectOneLineUsage(output: Run, message: RegExp): void {
   expectFailure(output, EXIT.usage, message);
   expect(output.stderr.trimEnd().split('\n'), output.stderr).toHaveLength(1);
 }
@@ -26,8 +26,8 @@ function expectOneLineUsage(output: Awaited<ReturnType<typeof runMain>>, message
 describe('notarize help <command>', () => {
   it('prints exactly what `<command> --help` prints, for every command', async () => {
     for (const { name } of COMMANDS) {
-      const viaHelp = await runMain(bed, ['help', name]);
-      const viaFlag = await runMain(bed, [name, '--help']);
+      const viaHelp = await bed.main(['help', name]);
+      const viaFlag = await bed.main([name, '--help']);
       expect(viaHelp.code, viaHelp.stderr).toBe(0);
       expect(viaFlag.code, viaFlag.stderr).toBe(0);
       expect(viaHelp.stderr).toBe('');
@@ -39,8 +39,8 @@ describe('notarize help <command>', () => {
 
   it('walks nested subcommands: `help config set` is `config set --help`', async () => {
     for (const sub of ['get', 'set', 'unset', 'list', 'path']) {
-      const viaHelp = await runMain(bed, ['help', 'config', sub]);
-      const viaFlag = await runMain(bed, ['config', sub, '--help']);
+      const viaHelp = await bed.main(['help', 'config', sub]);
+      const viaFlag = await bed.main(['config', sub, '--help']);
       expect(viaHelp.code, viaHelp.stderr).toBe(0);
       expect(viaHelp.stdout).toBe(viaFlag.stdout);
       expect(viaHelp.stdout).toMatch(new RegExp(`^Usage: notarize config ${sub}\\b`));
@@ -48,24 +48,24 @@ describe('notarize help <command>', () => {
   });
 
   it('`help` alone is `--help`', async () => {
-    const viaHelp = await runMain(bed, ['help']);
-    const viaFlag = await runMain(bed, ['--help']);
+    const viaHelp = await bed.main(['help']);
+    const viaFlag = await bed.main(['--help']);
     expect(viaHelp.code).toBe(0);
     expect(viaHelp.stdout).toBe(viaFlag.stdout);
     expect(viaHelp.stdout).toMatch(/^ {2}help \[command\.\.\.\]/m);
   });
 
   it('an unknown command is a one-line usage error naming it', async () => {
-    expectOneLineUsage(await runMain(bed, ['help', 'nosuch']), /unknown command 'nosuch' \(see `notarize --help`\)/);
+    expectOneLineUsage(await bed.main(['help', 'nosuch']), /unknown command 'nosuch' \(see `notarize --help`\)/);
     expectOneLineUsage(
-      await runMain(bed, ['help', 'config', 'nope']),
+      await bed.main(['help', 'config', 'nope']),
       /unknown command 'config nope' \(see `notarize config --help`\)/,
     );
   });
 
   it('no command at all shows the help on stderr and exits 2 (nothing ran)', async () => {
     for (const argv of [[], ['config']]) {
-      const run = await runMain(bed, argv);
+      const run = await bed.main(argv);
       expect(run.code, argv.join(' ')).toBe(EXIT.usage);
       expect(run.stdout).toBe('');
       expect(run.stderr).toMatch(/^Usage: notarize/);
@@ -80,27 +80,27 @@ describe('hints name the real command', () => {
       [['register', '-j', '0', 'x.txt'], /invalid --concurrency '0': .* \(see `notarize register --help`\)$/m],
       [['sandbox', '--port', '70000'], /invalid --port '70000': .* \(see `notarize sandbox --help`\)$/m],
     ];
-    for (const [argv, message] of cases) expectOneLineUsage(await runMain(bed, argv), message);
+    for (const [argv, message] of cases) expectOneLineUsage(await bed.main(argv), message);
   });
 
   it("commander's own errors (unknown option, missing argument) name the command too, on one line", async () => {
     expectOneLineUsage(
-      await runMain(bed, ['register', '--bogus']),
+      await bed.main(['register', '--bogus']),
       /unknown option '--bogus' \(see `notarize register --help`\)$/m,
     );
     expectOneLineUsage(
-      await runMain(bed, ['config', 'set', 'timeout']),
+      await bed.main(['config', 'set', 'timeout']),
       /missing required argument 'value' \(see `notarize config set --help`\)$/m,
     );
-    expectOneLineUsage(await runMain(bed, ['complete']), /\(see `notarize complete --help`\)$/m);
-    expectOneLineUsage(await runMain(bed, ['nosuch']), /unknown command 'nosuch' \(see `notarize --help`\)$/m);
-    expectOneLineUsage(await runMain(bed, ['--bogus', 'list']), /\(see `notarize --help`\)$/m);
+    expectOneLineUsage(await bed.main(['complete']), /\(see `notarize complete --help`\)$/m);
+    expectOneLineUsage(await bed.main(['nosuch']), /unknown command 'nosuch' \(see `notarize --help`\)$/m);
+    expectOneLineUsage(await bed.main(['--bogus', 'list']), /\(see `notarize --help`\)$/m);
   });
 
   it('with --json the hint is in the error object', async () => {
-    const error = expectJsonError(await runMain(bed, ['--json', 'hash', '--bogus']), EXIT.usage);
+    const error = expectJsonError(await bed.main(['--json', 'hash', '--bogus']), EXIT.usage);
     expect(error.hint).toBe('see `notarize hash --help`');
-    const invalid = expectJsonError(await runMain(bed, ['--json', 'register', '-j', '-1', 'x']), EXIT.usage);
+    const invalid = expectJsonError(await bed.main(['--json', 'register', '-j', '-1', 'x']), EXIT.usage);
     expect(invalid.hint).toBe('see `notarize register --help`');
   });
 });
@@ -108,7 +108,7 @@ describe('hints name the real command', () => {
 describe('--quiet', () => {
   it('leaves only data on stdout and nothing on stderr, for every command with a success message', async () => {
     const quiet = async (argv: string[], stdin?: string) => {
-      const run = await runMain(bed, ['--quiet', ...argv], stdin === undefined ? {} : { stdin });
+      const run = await bed.main(['--quiet', ...argv], stdin === undefined ? {} : { input: stdin });
       expect(run.code, `${argv.join(' ')}: ${run.stderr}`).toBe(0);
       expect(run.stderr, argv.join(' ')).toBe('');
       return run;
@@ -146,13 +146,13 @@ describe('--quiet', () => {
 
   it('sandbox --quiet prints its URL and key (data) and nothing on stderr, until it stops', async () => {
     // The process boundary is the point: the sandbox serves until a signal.
-    const sandbox = spawnCli(['--quiet', 'sandbox', '--port', '0'], { env: bed.env(), cwd: bed.workDir });
+    const sandbox = spawnCli(['--quiet', 'sandbox', '--port', '0'], bed.env(), { cwd: bed.workDir });
     try {
       expect(await sandbox.firstLine).toMatch(/^notarize sandbox listening on http:\/\/127\.0\.0\.1:\d+$/);
     } finally {
       sandbox.child.kill('SIGTERM');
     }
-    const exited = await sandbox.exited;
+    const exited = await sandbox.done;
     bed.record(exited);
     expect(exited.code, exited.stderr).toBe(0);
     expect(exited.stderr).toBe('');
@@ -160,18 +160,18 @@ describe('--quiet', () => {
   });
 
   it('without --quiet the same messages are on stderr, never on stdout', async () => {
-    const login = await runMain(bed, ['login', '--api-key-stdin'], { stdin: bed.sandbox.apiKey });
+    const login = await bed.main(['login', '--api-key-stdin'], { input: bed.sandbox.apiKey });
     expect(login.code, login.stderr).toBe(0);
     expect(login.stdout).toBe('');
     expect(login.stderr).toMatch(/^logged in to /);
-    const logout = await runMain(bed, ['logout']);
+    const logout = await bed.main(['logout']);
     expect(logout.stdout).toBe('');
     expect(logout.stderr).toMatch(/^logged out of /);
   });
 
   it('keeps warnings: logout with NOTARIZE_TOKEN set still warns that it is used', async () => {
     const token = await bed.directLogin();
-    const run = await runMain(bed, ['-q', 'logout'], { env: { NOTARIZE_TOKEN: token } });
+    const run = await bed.main(['-q', 'logout'], { env: { NOTARIZE_TOKEN: token } });
     expect(run.code).toBe(0);
     expect(run.stdout).toBe('');
     expect(run.stderr).toBe('warning: NOTARIZE_TOKEN is set in the environment and is still used\n');
@@ -185,28 +185,28 @@ describe('numeric options and settings have sensible ranges', () => {
     const path = await doc();
     const mark = bed.mark();
     expectOneLineUsage(
-      await runMain(bed, ['--timeout', '0', 'register', path], { env: bed.withKey() }),
+      await bed.main(['--timeout', '0', 'register', path], { env: bed.withKey() }),
       /invalid timeout '0': expected a whole number from 1 to 3600000 \(given with --timeout\)$/m,
     );
     expectOneLineUsage(
-      await runMain(bed, ['register', path], { env: { ...bed.withKey(), NOTARIZE_TIMEOUT: '0' } }),
+      await bed.main(['register', path], { env: { ...bed.withKey(), NOTARIZE_TIMEOUT: '0' } }),
       /invalid timeout '0': .* \(set by NOTARIZE_TIMEOUT\)$/m,
     );
-    expectOneLineUsage(await runMain(bed, ['config', 'set', 'timeout', '0']), /invalid timeout '0'/);
+    expectOneLineUsage(await bed.main(['config', 'set', 'timeout', '0']), /invalid timeout '0'/);
     // `config get` reads by the same rule, with the same message.
     expectOneLineUsage(
-      await runMain(bed, ['config', 'get', 'timeout'], { env: { NOTARIZE_TIMEOUT: '0' } }),
+      await bed.main(['config', 'get', 'timeout'], { env: { NOTARIZE_TIMEOUT: '0' } }),
       /invalid timeout '0': .* \(set by NOTARIZE_TIMEOUT\)$/m,
     );
     expect(bed.callsSince(mark)).toEqual([]);
     // 1 ms is the least, and allowed.
-    const ok = await runMain(bed, ['config', 'set', 'timeout', '1']);
+    const ok = await bed.main(['config', 'set', 'timeout', '1']);
     expect(ok.code, ok.stderr).toBe(0);
   });
 
   it('a bad global flag is refused by every command, also one that would not use it', async () => {
-    expectOneLineUsage(await runMain(bed, ['list', '--timeout', '0']), /invalid timeout '0'/);
-    expectOneLineUsage(await runMain(bed, ['pending', '--retries', '21']), /invalid retries '21'.* from 0 to 20/);
+    expectOneLineUsage(await bed.main(['list', '--timeout', '0']), /invalid timeout '0'/);
+    expectOneLineUsage(await bed.main(['pending', '--retries', '21']), /invalid retries '21'.* from 0 to 20/);
   });
 
   it.each([
@@ -216,26 +216,26 @@ describe('numeric options and settings have sensible ranges', () => {
     [['--retries', '2.5'], /invalid retries '2.5'/],
     [['--retries', '0x3'], /invalid retries '0x3'/],
   ])('%j is refused: plain whole numbers only', async (flag, message) => {
-    expectOneLineUsage(await runMain(bed, [...flag, 'register', await doc()], { env: bed.withKey() }), message);
+    expectOneLineUsage(await bed.main([...flag, 'register', await doc()], { env: bed.withKey() }), message);
   });
 
   it('NOTARIZE_RETRY_DELAY_MS that is not a whole number is refused rather than ignored', async () => {
     expectOneLineUsage(
-      await runMain(bed, ['register', await doc()], { env: { ...bed.withKey(), NOTARIZE_RETRY_DELAY_MS: 'soon' } }),
+      await bed.main(['register', await doc()], { env: { ...bed.withKey(), NOTARIZE_RETRY_DELAY_MS: 'soon' } }),
       /invalid retry delay 'soon'.* \(set by NOTARIZE_RETRY_DELAY_MS\)$/m,
     );
   });
 
   it.each([['0'], ['257'], ['-1'], ['x']])('-j %s is refused, naming register', async (value) => {
     expectOneLineUsage(
-      await runMain(bed, ['register', '-j', value, await doc()], { env: bed.withKey() }),
+      await bed.main(['register', '-j', value, await doc()], { env: bed.withKey() }),
       /invalid --concurrency .*\(see `notarize register --help`\)$/m,
     );
   });
 
   it.each([['65536'], [''], ['0x50'], ['-1'], ['1.5']])('sandbox --port %j is refused', async (value) => {
     expectOneLineUsage(
-      await runMain(bed, ['sandbox', '--port', value]),
+      await bed.main(['sandbox', '--port', value]),
       /invalid --port .*from 0 to 65535.*\(see `notarize sandbox --help`\)$/m,
     );
   });
@@ -244,18 +244,18 @@ describe('numeric options and settings have sensible ranges', () => {
 describe('notarize sandbox cannot listen', () => {
   it('on a busy port: exit 2, one line naming the port and hinting --port 0', async () => {
     const port = new URL(bed.url).port;
-    const run = await runMain(bed, ['sandbox', '--port', port]);
+    const run = await bed.main(['sandbox', '--port', port]);
     expectOneLineUsage(run, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: port ${port} is already in use`));
     expect(run.stderr).toMatch(/--port 0 for a free one/);
     expect(run.stderr).not.toMatch(/unexpected error|EADDRINUSE/);
-    const json = expectJsonError(await runMain(bed, ['--json', 'sandbox', '--port', port]), EXIT.usage);
+    const json = expectJsonError(await bed.main(['--json', 'sandbox', '--port', port]), EXIT.usage);
     expect(json).toMatchObject({ code: 'listen', hint: expect.stringContaining('--port 0') });
   });
 
   it('on an address that is not this machine’s, or an unknown host: a clear usage error', async () => {
     // 192.0.2.0/24 is reserved for documentation: never an address of this machine.
     expectOneLineUsage(
-      await runMain(bed, ['sandbox', '--port', '0', '--host', '192.0.2.1']),
+      await bed.main(['sandbox', '--port', '0', '--host', '192.0.2.1']),
       /cannot listen on 192\.0\.2\.1:0: 192\.0\.2\.1 is not an address of this machine/,
     );
   });
@@ -284,10 +284,12 @@ describe('a reader that stops early', () => {
     const long = 'x'.repeat(150);
     await Promise.all(Array.from({ length: 1000 }, (_, i) => writeFile(join(dir, `${long}-${i}.txt`), `${i}`)));
     const script = '"$NODE" "$BIN" hash -r "$DIR" | head -1; echo "status=${PIPESTATUS[0]}" >&2';
-    const run = await runProcess('bash', ['-c', script], {
-      env: { NODE: process.execPath, BIN, DIR: dir, NOTARIZE_CONFIG_DIR: bed.storeDir },
-      cwd: bed.workDir,
-    });
+    const run = await runProcess(
+      'bash',
+      ['-c', script],
+      { NODE: process.execPath, BIN, DIR: dir, NOTARIZE_CONFIG_DIR: bed.storeDir },
+      { cwd: bed.workDir },
+    );
     expect(run.stdout).toMatch(/^[0-9a-f]{64} {2}\S+\n$/);
     expect(run.stderr).toBe('status=0\n');
   });

@@ -27,9 +27,7 @@ function testsOf(source: string): string[] {
   const dir = join('test', layer, dirname(name));
   const own = new RegExp(`^${basename(name).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(\\.[a-z0-9-]+)?\\.test\\.ts$`);
   const found = existsSync(join(ROOT, dir)) ? readdirSync(join(ROOT, dir)).filter((file) => own.test(file)) : [];
-  // Until the move of test/unit/<layer>/ to test/<layer>/ lands, the old place counts too. (Integrator: remove.)
-  const old = join('test', 'unit', layer, `${name}.test.ts`);
-  return [...found.map((file) => join(dir, file)), ...(existsSync(join(ROOT, old)) ? [old] : [])];
+  return found.map((file) => join(dir, file));
 }
 
 describe('the test layout', () => {

@@ -9,9 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { optionsSchema, runVerify, type VerifyOptions } from '../../src/commands/verify.js';
 import { itemResultsFor, present, type CommandResult } from '../../src/output/present.js';
 import { ItemResults } from '../../src/output/results.js';
-import { type Bed, sha256, useBed } from '../helpers/bed.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
 import { contextFor, type TestContext } from '../helpers/context.js';
-import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -31,7 +31,7 @@ function expectKind<K extends CommandResult['kind']>(
 /** Writes and registers `name` (through main(), as a user would have). */
 async function registered(name: string, content: string): Promise<string> {
   const path = await bed.file(name, content);
-  const run = await runMain(bed, ['register', path, '--quiet']);
+  const run = await bed.main(['register', path, '--quiet']);
   expect(run.code, run.stderr).toBe(0);
   return path;
 }
@@ -119,7 +119,7 @@ describe('runVerify', () => {
       const view = { io: t.io, env: {}, format: json ? ('json' as const) : ('table' as const) };
       const result = await runVerify(options(t, [good, unknown]), itemResultsFor(view));
       present(view, result);
-      const viaMain = await runMain(bed, ['verify', good, unknown, ...(json ? ['--json'] : [])]);
+      const viaMain = await bed.main(['verify', good, unknown, ...(json ? ['--json'] : [])]);
       expect(viaMain.code).toBe(6);
       expect(t.stdout()).toBe(viaMain.stdout);
       // main() adds one line, the failure the action throws after present().

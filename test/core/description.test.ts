@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { checkArgvDescription, DESCRIPTION_FILE_LIMIT, readDescriptionFile } from '../../src/core/description.js';
 import { UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
-import { rejectionOf, thrownOf } from '../unit/helpers/catch.js';
+import { rejectionOf, thrownOf } from '../helpers/catch.js';
 
 const tempDir = useTempDirs('notarize-description-');
 const noStdin = Readable.from([]);

@@ -20,7 +20,7 @@ import {
 } from '../../src/core/inputs.js';
 import { InputFileError, UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
-import { rejectionOf } from '../unit/helpers/catch.js';
+import { rejectionOf } from '../helpers/catch.js';
 
 const tempDir = useTempDirs('notarize-inputs-');
 const posix = process.platform !== 'win32';

@@ -27,9 +27,10 @@ import {
 } from '../../src/errors.js';
 import { parseFaults } from '../../src/sandbox/server.js';
 import { ServiceStore, type PendingEntry } from '../../src/store/service-store.js';
-import { type Bed, sha256, useBed } from '../helpers/bed.js';
-import { rejection, rejectionOf } from '../unit/helpers/catch.js';
-import { readFixture } from '../unit/helpers/fixtures.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
+import { rejection, rejectionOf } from '../helpers/catch.js';
+import { readFixture } from '../helpers/fixtures.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));

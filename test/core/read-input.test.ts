@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { readBytesInput, readTextInput } from '../../src/core/read-input.js';
 import { UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
-import { rejectionOf } from '../unit/helpers/catch.js';
+import { rejectionOf } from '../helpers/catch.js';
 
 const tempDir = useTempDirs('notarize-read-input-');
 const noStdin = Readable.from([]);

@@ -18,7 +18,7 @@ import {
 } from '../../src/core/receipts.js';
 import { NotarizeError, UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
-import { rejectionOf, thrownOf } from '../unit/helpers/catch.js';
+import { rejectionOf, thrownOf } from '../helpers/catch.js';
 
 const tempDir = useTempDirs('notarize-receipts-');
 const posix = process.platform !== 'win32';

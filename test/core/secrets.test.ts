@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { cleanSecret, isSendableToken, sendableToken } from '../../src/core/secrets.js';
 import { AuthError } from '../../src/errors.js';
-import { thrownOf } from '../unit/helpers/catch.js';
+import { thrownOf } from '../helpers/catch.js';
 
 const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjEzOTB9.c2lnbmF0dXJl-_';
 

@@ -12,8 +12,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expectFailure } from '../helpers/assert.js';
-import { type Bed, sha256, useBed } from '../helpers/bed.js';
-import { runMain } from '../helpers/main.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -39,7 +39,7 @@ describe('a forfait answer that is not a record of the hash', () => {
     const doc = await bed.file('doc.txt', `not a record ${_}`);
     const hash = sha256(`not a record ${_}`);
 
-    const first = await runMain(bed, ['register', doc], { env });
+    const first = await bed.main(['register', doc], { env });
     expectFailure(first, 5, /is not its record/);
     expect(first.stderr).toMatch(/kept aside in .*quarantine/);
     const service = bed.serviceDir(proxy.url);
@@ -52,16 +52,16 @@ describe('a forfait answer that is not a record of the hash', () => {
     expect(quarantined.hash).toBe(hash);
     expect(quarantined.answerText).not.toBe('');
 
-    const verify = await runMain(bed, ['verify', doc], { env });
+    const verify = await bed.main(['verify', doc], { env });
     expect(verify.code, verify.stderr).toBe(6);
     expect(verify.stdout).not.toMatch(/verified/);
 
     // The session stays recoverable, and a re-run neither sends it again nor writes a receipt.
-    const pending = await runMain(bed, ['pending', '--json'], { env });
+    const pending = await bed.main(['pending', '--json'], { env });
     expect(JSON.parse(pending.stdout)).toMatchObject([{ hash, state: 'answer-unread' }]);
     const receipts = join(bed.root, 'R');
     const forfaits = bed.calls('forfait');
-    const rerun = await runMain(bed, ['register', doc, '--receipt-dir', receipts], { env });
+    const rerun = await bed.main(['register', doc, '--receipt-dir', receipts], { env });
     expectFailure(rerun, 5, /notarize does not send it again on its own/);
     expect(bed.calls('forfait')).toBe(forfaits);
     expect(existsSync(join(receipts, 'doc.txt.notarization.json'))).toBe(false);
@@ -72,23 +72,23 @@ describe('a ledger entry whose record names another hash', () => {
   it('verify exits 6 naming the damaged entry; show and register refuse it', async () => {
     const doc = await bed.file('tampered.txt', 'tampered ledger');
     const hash = sha256('tampered ledger');
-    expect((await runMain(bed, ['register', doc])).code).toBe(0);
+    expect((await bed.main(['register', doc])).code).toBe(0);
     const file = bed.ledgerFile(hash);
     const entry = JSON.parse(readFileSync(file, 'utf8')) as { recordJson: string };
     const record = JSON.parse(entry.recordJson) as Record<string, unknown>;
     entry.recordJson = JSON.stringify({ ...record, hash: OTHER_HASH });
     writeFileSync(file, JSON.stringify(entry));
 
-    const verify = await runMain(bed, ['verify', doc, '--json']);
+    const verify = await bed.main(['verify', doc, '--json']);
     expect(verify.code).toBe(6);
     expect(verify.stderr).toContain(file);
     const [result] = JSON.parse(verify.stdout) as { status: string; reason: string }[];
     expect(result).toMatchObject({ status: 'unknown' });
     expect(result!.reason).toMatch(/its record is of hash (ab)+, not/);
 
-    const show = await runMain(bed, ['show', hash]);
+    const show = await bed.main(['show', hash]);
     expectFailure(show, 2, new RegExp(`${file}.*is damaged \\(its record is of hash`));
-    const register = await runMain(bed, ['register', doc]);
+    const register = await bed.main(['register', doc]);
     expectFailure(register, 2, /is damaged/);
   });
 });

@@ -11,15 +11,16 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expectFailure } from '../helpers/assert.js';
-import { type Bed, routes, sha256, useBed } from '../helpers/bed.js';
-import { runMain } from '../helpers/main.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { routes } from '../helpers/sandbox.js';
+import { sha256 } from '../helpers/documents.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
 
 /** What `pending --json` lists: hash and state of each pending session. */
 async function pending(): Promise<{ hash: string; state: string }[]> {
-  const listed = await runMain(bed, ['pending', '--json']);
+  const listed = await bed.main(['pending', '--json']);
   expect(listed.code, listed.stderr).toBe(0);
   return (JSON.parse(listed.stdout) as { hash: string; state: string }[]).map(({ hash, state }) => ({ hash, state }));
 }
@@ -34,11 +35,11 @@ describe('the service already has the hash (409)', () => {
   it('a new empty store registering a document the service has: exit 0, already-registered, no record, the page', async () => {
     const doc = await bed.file('known.txt', 'known to the service');
     const hash = sha256('known to the service');
-    const first = await runMain(bed, ['register', doc]);
+    const first = await bed.main(['register', doc]);
     expect(first.code, first.stderr).toBe(0);
 
     const mark = bed.mark();
-    const fresh = await runMain(bed, ['register', doc, '--json'], {
+    const fresh = await bed.main(['register', doc, '--json'], {
       env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'another-empty-store') },
     });
     expect(fresh.code, fresh.stderr).toBe(0);
@@ -57,9 +58,9 @@ describe('the service already has the hash (409)', () => {
   it('in a batch, a document the service has is already-registered beside a new one; exit 0', async () => {
     const known = await bed.file('a.txt', 'batch known');
     const fresh = await bed.file('b.txt', 'batch new');
-    expect((await runMain(bed, ['register', known])).code).toBe(0);
+    expect((await bed.main(['register', known])).code).toBe(0);
     const otherStore = { NOTARIZE_CONFIG_DIR: join(bed.root, 'second-store') };
-    const run = await runMain(bed, ['register', known, fresh, '--output', 'ndjson'], { env: otherStore });
+    const run = await bed.main(['register', known, fresh, '--output', 'ndjson'], { env: otherStore });
     expect(run.code, run.stderr).toBe(0);
     const results = run.stdout
       .trim()
@@ -73,9 +74,9 @@ describe('the service already has the hash (409)', () => {
 
   it('--force on a hash the ledger and the service have: exit 0 with the ledger record, nothing new paid', async () => {
     const doc = await bed.file('forced.txt', 'forced');
-    const first = await runMain(bed, ['register', doc, '--json']);
+    const first = await bed.main(['register', doc, '--json']);
     expect(first.code).toBe(0);
-    const forced = await runMain(bed, ['register', doc, '--force', '--json']);
+    const forced = await bed.main(['register', doc, '--force', '--json']);
     expect(forced.code, forced.stderr).toBe(0);
     expect(forced.stdout).toBe(first.stdout);
     expect(forced.stderr).toMatch(/already registered \(completed .*; the service says so \(409/);
@@ -88,12 +89,12 @@ describe('a forfait whose answer was lost (drop-after)', () => {
     const doc = await bed.file('lost.txt', 'lost answer');
     const hash = sha256('lost answer');
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'drop-after', count: 1 }]);
-    const lost = await runMain(bed, ['register', doc]);
+    const lost = await bed.main(['register', doc]);
     expectFailure(lost, 4, /forfait failed/);
     expect(await pending()).toEqual([{ hash, state: 'ready' }]);
 
     // The documented CI loop: `pending --json | jq -r '.[].hash' | xargs notarize complete`.
-    const completed = await runMain(bed, ['complete', hash]);
+    const completed = await bed.main(['complete', hash]);
     expect(completed.code, completed.stderr).toBe(0);
     expect(completed.stdout).toMatch(/already registered \(the service says so/);
     expect(completed.stderr).toMatch(/moved aside to .*retired/);
@@ -115,7 +116,7 @@ describe('a forfait whose answer was lost (drop-after)', () => {
       ['register', doc, '--force'],
     ]) {
       const mark = bed.mark();
-      const again = await runMain(bed, args);
+      const again = await bed.main(args);
       expect(again.code, again.stderr).toBe(0);
       expect(routes(bed.callsSince(mark))).toEqual(['request']);
       expect(await pending()).toEqual([]);
@@ -126,8 +127,8 @@ describe('a forfait whose answer was lost (drop-after)', () => {
   it('register after a lost forfait answer also ends with exit 0 (it completes with the pending session)', async () => {
     const doc = await bed.file('lost-register.txt', 'lost answer, then register');
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'drop-after', count: 1 }]);
-    expect((await runMain(bed, ['register', doc])).code).toBe(4);
-    const again = await runMain(bed, ['register', doc]);
+    expect((await bed.main(['register', doc])).code).toBe(4);
+    const again = await bed.main(['register', doc]);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toMatch(/already registered/);
     expect(await pending()).toEqual([]);
@@ -138,11 +139,11 @@ describe('pending drop', () => {
   it('retires a pending session by hand: kept aside, no longer listed, never sent', async () => {
     const doc = await bed.file('dropped.txt', 'dropped');
     const hash = sha256('dropped');
-    expect((await runMain(bed, ['register', doc, '--no-complete'])).code).toBe(0);
+    expect((await bed.main(['register', doc, '--no-complete'])).code).toBe(0);
     const pendingFile = bed.pendingFile(hash);
     const before = readFileSync(pendingFile, 'utf8');
 
-    const dropped = await runMain(bed, ['pending', 'drop', hash.toUpperCase()]);
+    const dropped = await bed.main(['pending', 'drop', hash.toUpperCase()]);
     expect(dropped.code, dropped.stderr).toBe(0);
     expect(dropped.stdout).toBe('');
     expect(dropped.stderr).toMatch(new RegExp(`retired the pending session of ${hash}; kept in .*retired`));
@@ -154,23 +155,23 @@ describe('pending drop', () => {
     >;
     expect(aside).toMatchObject(JSON.parse(before) as Record<string, unknown>);
 
-    const again = await runMain(bed, ['pending', 'drop', hash]);
+    const again = await bed.main(['pending', 'drop', hash]);
     expectFailure(again, 2, /no pending session for/);
   });
 
   it('retires a damaged pending file as it is, bytes untouched', async () => {
     const doc = await bed.file('damaged.txt', 'damaged pending');
     const hash = sha256('damaged pending');
-    expect((await runMain(bed, ['register', doc, '--no-complete'])).code).toBe(0);
+    expect((await bed.main(['register', doc, '--no-complete'])).code).toBe(0);
     writeFileSync(bed.pendingFile(hash), '{ not json');
-    const listed = await runMain(bed, ['pending']);
+    const listed = await bed.main(['pending']);
     expect(listed.stderr).toMatch(new RegExp(`notarize pending drop ${hash}`));
-    const dropped = await runMain(bed, ['pending', 'drop', hash]);
+    const dropped = await bed.main(['pending', 'drop', hash]);
     expect(dropped.code, dropped.stderr).toBe(0);
     const [name] = retired();
     expect(name).toMatch(/\.damaged\.json$/);
     expect(readFileSync(join(bed.serviceDir(), 'retired', name!), 'utf8')).toBe('{ not json');
-    expect((await runMain(bed, ['register', doc])).code).toBe(0);
+    expect((await bed.main(['register', doc])).code).toBe(0);
   });
 });
 
@@ -181,7 +182,7 @@ describe('a given session the service does not know (404)', () => {
       const hash = sha256(`never requested ${how}`);
       const args = ['complete', hash, how];
       if (how === '--session') {
-        const issued = await runMain(bed, [
+        const issued = await bed.main([
           'register',
           await bed.file('s.txt', 'session source'),
           '--no-complete',
@@ -189,7 +190,7 @@ describe('a given session the service does not know (404)', () => {
         ]);
         args.push(await bed.file('session.json', issued.stdout));
       }
-      const run = await runMain(bed, args);
+      const run = await bed.main(args);
       expectFailure(run, 1, /answered 404/);
       expect(run.stderr).toMatch(/the session given was not kept/);
       expect((await pending()).map((p) => p.hash)).not.toContain(hash);
@@ -206,17 +207,17 @@ describe('a 2xx whose body cannot be read', () => {
       const hash = sha256(`unreadable ${kind}`);
       bed.sandbox.addFaults([{ route: 'forfait', kind, count: 1 }]);
       const env = { NOTARIZE_TIMEOUT: '1500' };
-      const first = await runMain(bed, ['register', doc], { env });
+      const first = await bed.main(['register', doc], { env });
       expectFailure(first, 5, new RegExp(`notarize complete ${hash}\` sends the session again`));
       expect(first.stderr.trim().split('\n')).toHaveLength(1);
       expect(await pending()).toEqual([{ hash, state: 'answer-unread' }]);
 
       const mark = bed.mark();
-      const rerun = await runMain(bed, ['register', doc], { env });
+      const rerun = await bed.main(['register', doc], { env });
       expectFailure(rerun, 5, /could not be read; notarize does not send it again on its own/);
       expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual([]);
 
-      const completed = await runMain(bed, ['complete', hash], { env });
+      const completed = await bed.main(['complete', hash], { env });
       expect(completed.code, completed.stderr).toBe(0);
       // stall and gzip were processed by the sandbox (409 now), html was not.
       expect(completed.stderr).toMatch(kind === 'html' ? /^registered / : /already registered/m);
@@ -229,7 +230,7 @@ describe('a 2xx whose body cannot be read', () => {
     const hash = sha256('stalled request');
     bed.sandbox.addFaults([{ route: 'request', kind: 'stall', count: 1 }]);
     const mark = bed.mark();
-    const run = await runMain(bed, ['register', doc], { env: { NOTARIZE_TIMEOUT: '1000' } });
+    const run = await bed.main(['register', doc], { env: { NOTARIZE_TIMEOUT: '1000' } });
     expectFailure(run, 5, /answered 200, but its body could not be read \(it stalled\)/);
     expect(run.stderr).toContain(`notarize complete ${hash} --use-active-subscription`);
     expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual(['request']);
@@ -237,27 +238,27 @@ describe('a 2xx whose body cannot be read', () => {
 
     // A plain re-run does not request again (a second subscription session).
     const again = bed.mark();
-    const rerun = await runMain(bed, ['register', doc]);
+    const rerun = await bed.main(['register', doc]);
     expectFailure(rerun, 5, /notarize does not request it again on its own/);
     expect(routes(bed.callsSince(again)).filter((r) => r !== 'login')).toEqual([]);
 
     // Completing it with the active subscription clears it.
-    const completed = await runMain(bed, ['complete', hash, '--use-active-subscription']);
+    const completed = await bed.main(['complete', hash, '--use-active-subscription']);
     expect(completed.code, completed.stderr).toBe(0);
     expect(await pending()).toEqual([]);
-    expect((await runMain(bed, ['register', doc])).stderr).toMatch(/already registered/);
+    expect((await bed.main(['register', doc])).stderr).toMatch(/already registered/);
   });
 
   it('pending drop forgets an unread request step, and register then requests anew', async () => {
     const doc = await bed.file('dropped-request.txt', 'dropped request');
     const hash = sha256('dropped request');
     bed.sandbox.addFaults([{ route: 'request', kind: 'gzip', count: 1 }]);
-    expect((await runMain(bed, ['register', doc])).code).toBe(5);
-    const dropped = await runMain(bed, ['pending', 'drop', hash]);
+    expect((await bed.main(['register', doc])).code).toBe(5);
+    const dropped = await bed.main(['pending', 'drop', hash]);
     expect(dropped.code, dropped.stderr).toBe(0);
     expect(dropped.stderr).toMatch(/forgot the unread request step/);
     expect(await pending()).toEqual([]);
-    const registered = await runMain(bed, ['register', doc]);
+    const registered = await bed.main(['register', doc]);
     expect(registered.code, registered.stderr).toBe(0);
   });
 });

@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { receiptNames } from '../../src/core/receipts.js';
 import type { SandboxCall } from '../../src/sandbox/server.js';
 import { expectFailure } from '../helpers/assert.js';
-import { type Bed, sha256, useBed } from '../helpers/bed.js';
-import { runMain } from '../helpers/main.js';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
 
 let bed: Bed;
 /** Called with every sandbox call once answered (set by a test, reset before each). */
@@ -55,7 +55,7 @@ describe('receipt names', () => {
     const a = await bed.file('ca/x.txt', 'same name a');
     const b = await bed.file('cb/x.txt', 'same name b');
     const dir = join(bed.root, 'R');
-    const run = await runMain(bed, ['register', a, b, '--receipt-dir', dir, '--json']);
+    const run = await bed.main(['register', a, b, '--receipt-dir', dir, '--json']);
     expect(run.code, run.stderr).toBe(0);
     const results = JSON.parse(run.stdout) as { file: string; receipt: string }[];
     expect(results.map((r) => r.receipt)).toEqual([
@@ -71,7 +71,7 @@ describe('refused before anything is sent (exit 2)', () => {
   it('--receipt-dir naming a regular file', async () => {
     const doc = await bed.file('doc.txt', 'receipt dir is a file');
     const notDir = await bed.file('R', 'a file, not a directory');
-    const run = await runMain(bed, ['register', doc, '--receipt-dir', notDir]);
+    const run = await bed.main(['register', doc, '--receipt-dir', notDir]);
     expectFailure(run, 2, /--receipt-dir .*R is not a directory/);
     expect(run.stderr).not.toMatch(/already exists/);
     nothingSent();
@@ -80,14 +80,14 @@ describe('refused before anything is sent (exit 2)', () => {
   it('--receipt-dir below a regular file', async () => {
     const doc = await bed.file('doc.txt', 'below a file');
     const file = await bed.file('plain', 'x');
-    const run = await runMain(bed, ['register', doc, '--receipt-dir', join(file, 'R')]);
+    const run = await bed.main(['register', doc, '--receipt-dir', join(file, 'R')]);
     expectFailure(run, 2, /--receipt-dir .* is not a directory/);
     nothingSent();
   });
 
   it('a file name too long for a receipt', async () => {
     const doc = await bed.file(`${'n'.repeat(250)}.txt`, 'long name');
-    const run = await runMain(bed, ['register', doc, '--receipt-dir', join(bed.root, 'R')]);
+    const run = await bed.main(['register', doc, '--receipt-dir', join(bed.root, 'R')]);
     expectFailure(run, 2, /too long for the filesystem/);
     nothingSent();
   });
@@ -96,16 +96,16 @@ describe('refused before anything is sent (exit 2)', () => {
     const dir = join(bed.root, 'R');
     const doc = await bed.file('one.txt', 'existing receipt');
     const other = await bed.file('two.txt', 'no receipt yet');
-    const first = await runMain(bed, ['register', doc, '--receipt-dir', join(bed.root, 'elsewhere')]);
+    const first = await bed.main(['register', doc, '--receipt-dir', join(bed.root, 'elsewhere')]);
     expect(first.code).toBe(0);
     mkdirSync(dir);
     writeFileSync(join(dir, 'one.txt.notarization.json'), 'other content\n');
     const before = bed.sandbox.calls.length;
-    const single = await runMain(bed, ['register', doc, '--receipt-dir', dir]);
+    const single = await bed.main(['register', doc, '--receipt-dir', dir]);
     expectFailure(single, 2, /one\.txt\.notarization\.json already exists with other content/);
     expect(bed.sandbox.calls.length).toBe(before);
 
-    const batch = await runMain(bed, ['register', doc, other, '--receipt-dir', dir, '--json']);
+    const batch = await bed.main(['register', doc, other, '--receipt-dir', dir, '--json']);
     const results = JSON.parse(batch.stdout) as { file: string; status: string; error?: { exitCode: number } }[];
     expect(results.map((r) => r.status)).toEqual(['failed', 'registered']);
     expect(results[0]!.error?.exitCode).toBe(2);
@@ -119,8 +119,8 @@ describe('refused before anything is sent (exit 2)', () => {
   it('an identical existing receipt is accepted as it is', async () => {
     const dir = join(bed.root, 'R');
     const doc = await bed.file('same.txt', 'identical receipt');
-    expect((await runMain(bed, ['register', doc, '--receipt-dir', dir])).code).toBe(0);
-    const again = await runMain(bed, ['register', doc, '--receipt-dir', dir]);
+    expect((await bed.main(['register', doc, '--receipt-dir', dir])).code).toBe(0);
+    const again = await bed.main(['register', doc, '--receipt-dir', dir]);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toMatch(/already registered/);
   });
@@ -137,7 +137,7 @@ describe('a receipt that cannot be written after the completion', () => {
       rmSync(dir, { recursive: true, force: true });
       writeFileSync(dir, 'not a directory any more');
     };
-    const run = await runMain(bed, ['register', doc, '--receipt-dir', dir, '--json']);
+    const run = await bed.main(['register', doc, '--receipt-dir', dir, '--json']);
     expect(run.code, run.stderr).toBe(1);
     expect(JSON.parse(run.stdout)).toMatchObject({ hash, status: 'registered' });
     expect(run.stderr).toMatch(/the receipt .* could not be written/);
@@ -147,7 +147,7 @@ describe('a receipt that cannot be written after the completion', () => {
     onCall = undefined;
     rmSync(dir);
     const before = bed.sandbox.calls.length;
-    const rerun = await runMain(bed, ['register', doc, '--receipt-dir', dir]);
+    const rerun = await bed.main(['register', doc, '--receipt-dir', dir]);
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(bed.sandbox.calls.length).toBe(before);
     expect(JSON.parse(readFileSync(join(dir, 'late.txt.notarization.json'), 'utf8'))).toMatchObject({ hash });
@@ -161,7 +161,7 @@ describe('re-runs with receipts', () => {
     const dist = join(bed.workDir, 'dist');
     const receipts = join(dist, 'receipts');
     for (let run = 0; run < 2; run++) {
-      const result = await runMain(bed, ['register', '-r', dist, '--receipt-dir', receipts, '--json']);
+      const result = await bed.main(['register', '-r', dist, '--receipt-dir', receipts, '--json']);
       expect(result.code, result.stderr).toBe(0);
       const files = (JSON.parse(result.stdout) as { file: string; status: string }[]).map((r) => [r.file, r.status]);
       expect(files.filter(([, status]) => status !== 'skipped').map(([file]) => file)).toEqual([
@@ -176,9 +176,9 @@ describe('re-runs with receipts', () => {
   it('a cold store keeps an existing receipt that is a record of the document (the service answers 409)', async () => {
     const dir = join(bed.root, 'R');
     const doc = await bed.file('cold.txt', 'cold receipt');
-    expect((await runMain(bed, ['register', doc, '--receipt-dir', dir])).code).toBe(0);
+    expect((await bed.main(['register', doc, '--receipt-dir', dir])).code).toBe(0);
     const receipt = readFileSync(join(dir, 'cold.txt.notarization.json'), 'utf8');
-    const cold = await runMain(bed, ['register', doc, '--receipt-dir', dir], {
+    const cold = await bed.main(['register', doc, '--receipt-dir', dir], {
       env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'cold-store') },
     });
     expect(cold.code, cold.stderr).toBe(0);

@@ -1,9 +1,8 @@
 /**
- * Assertions shared by the e2e and integration tests.
+ * Assertions on how a run of notarize failed.
  */
 import { expect } from 'vitest';
-import { STACK_LINE } from './bed.js';
-import type { Output } from './cli.js';
+import { STACK_LINE, type Run } from './cli.js';
 
 /** The `{"error": ...}` line notarize prints on stderr with --json. */
 export interface JsonError {
@@ -15,7 +14,7 @@ export interface JsonError {
  * line of JSON `{"error":{"code","exitCode","message",...}}` whose exitCode is
  * the process's. Returns the parsed error.
  */
-export function expectJsonError(output: Output, exitCode: number): JsonError['error'] {
+export function expectJsonError(output: Run, exitCode: number): JsonError['error'] {
   expect(output.code, output.stderr).toBe(exitCode);
   expect(output.stdout).toBe('');
   expect(output.stderr.endsWith('\n')).toBe(true);
@@ -33,7 +32,7 @@ export function expectJsonError(output: Output, exitCode: number): JsonError['er
  * Asserts a failed plain run: the exit code, nothing on stdout, one
  * `notarize: ...` message matching `message` on stderr, and no stack trace.
  */
-export function expectFailure(output: Output, exitCode: number, message: RegExp): void {
+export function expectFailure(output: Run, exitCode: number, message: RegExp): void {
   expect(output.code, `stdout: ${output.stdout}\nstderr: ${output.stderr}`).toBe(exitCode);
   expect(output.stdout).toBe('');
   expect(output.stderr).toMatch(/^notarize: /m);

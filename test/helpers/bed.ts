@@ -1,16 +1,15 @@
 /**
  * A test bed: a fresh temporary store directory, a work directory for the
  * documents, and a sandbox on 127.0.0.1 port 0, all torn down by `finish()`
- * with the sandboxes and proxies started through it. It also collects every
- * output of the runs made through it, and every secret (API keys, tokens) it
- * saw, so `finish()` can prove no secret was printed.
+ * with the sandboxes and proxies started through it. Its runs (in-process
+ * with `main`, spawned with `run`) get its store and sandbox in their
+ * environment, and its secret audit keeps every output and every secret
+ * (API keys, tokens) it saw, so `finish()` can prove no secret was printed.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { request } from 'undici';
 import { afterEach, beforeEach } from 'vitest';
 import {
   startSandbox,
@@ -19,9 +18,18 @@ import {
   type SandboxCall,
   type SandboxOptions,
 } from '../../src/sandbox/server.js';
-import { serviceDirName } from '../../src/store/store.js';
-import { runCli, type Output, type Run, type RunOptions } from './cli.js';
+import { SecretAudit } from './audit.js';
+import { runCli, type Run, type RunOptions } from './cli.js';
+import { sha256 } from './documents.js';
+import type { EnvVars } from './env.js';
+import { runMain, type MainOptions } from './main.js';
 import { startProxy, type ProxyOptions, type RecordingProxy, type Rewrite } from './proxy.js';
+import { login, requestedHash } from './sandbox.js';
+import { hashesIn, readJson, storedTokens, storePaths } from './store.js';
+
+/** Options of a bed's run: what the runner takes, and variables on top of the bed's environment. */
+export type BedRunOptions = RunOptions & { env?: EnvVars };
+export type BedMainOptions = MainOptions & { env?: EnvVars };
 
 export interface BedOptions {
   /** Options of the sandbox started for the bed. */
@@ -40,9 +48,9 @@ export class Bed {
   readonly storeDir: string;
   readonly workDir: string;
   sandbox: Sandbox;
-  readonly outputs: Output[] = [];
+  /** Every output of this bed's runs, and every secret it saw. */
+  readonly audit = new SecretAudit();
   readonly #keyInEnv: boolean;
-  readonly #secrets = new Set<string>();
   readonly #extraSandboxes: Sandbox[] = [];
   readonly #proxies: RecordingProxy[] = [];
 
@@ -72,19 +80,9 @@ export class Bed {
     return this.sandbox.url;
   }
 
-  /**
-   * Registers a value that must never appear in any output (and, for a JWT,
-   * its signature). A secret given with surrounding whitespace (as a test of
-   * untidy environment variables does) is searched for without it too, since
-   * notarize trims it before use.
-   */
+  /** Registers a value that must never appear in any output (see `SecretAudit.add`). */
   addSecret(secret: string | undefined): void {
-    for (const value of new Set([secret, secret?.trim()])) {
-      if (!value) continue;
-      this.#secrets.add(value);
-      const parts = value.split('.');
-      if (parts.length === 3 && parts[2]) this.#secrets.add(parts[2]);
-    }
+    this.audit.add(secret);
   }
 
   /** Another sandbox torn down with the bed (e.g. to prove which one a request went to). */
@@ -132,8 +130,8 @@ export class Bed {
     return { NOTARIZE_API_KEY: this.sandbox.apiKey };
   }
 
-  /** The environment of a run: this bed's store and sandbox (and key, with `keyInEnv`), plus `extra`. */
-  env(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  /** The variables of a run: this bed's store and sandbox (and key, with `keyInEnv`), plus `extra`. */
+  env(extra: EnvVars = {}): EnvVars {
     return {
       NOTARIZE_CONFIG_DIR: this.storeDir,
       NOTARIZE_BASE_URL: this.sandbox.url,
@@ -142,21 +140,41 @@ export class Bed {
     };
   }
 
-  /** Runs the built bin in the work directory with this bed's environment (plus `options.env`); records its output. */
-  async run(args: string[], options: RunOptions = {}): Promise<Run> {
-    const result = await runCli(args, { cwd: this.workDir, ...options, env: this.env(options.env) });
+  /** Runs `notarize ...args` in this process (`main()`) with this bed's environment (plus `options.env`); records its output. */
+  async main(args: string[], options: BedMainOptions = {}): Promise<Run> {
+    const result = await runMain(args, this.env(options.env), options);
+    this.record(result);
+    return result;
+  }
+
+  /**
+   * Runs the built bin as a process, in the work directory, with this bed's
+   * environment (plus `options.env`); records its output. Only where the
+   * process boundary is the point: otherwise `main`.
+   */
+  async run(args: string[], options: BedRunOptions = {}): Promise<Run> {
+    const result = await runCli(args, this.env(options.env), { cwd: this.workDir, ...options });
     this.record(result);
     return result;
   }
 
   /** Keeps an output for the secret check of `finish()`. */
-  record(output: Output): void {
-    this.outputs.push(output);
+  record(output: Run): void {
+    this.audit.record(output);
+  }
+
+  /**
+   * The absolute path of `name` under the work directory: what in-process
+   * runs are given, since they resolve relative paths against this process's
+   * directory, not the work directory.
+   */
+  path(name: string): string {
+    return join(this.workDir, name);
   }
 
   /** Writes a document under the work directory (parent directories created) and returns its path. */
   async file(name: string, content: string | Buffer = `content of ${name}, ${Math.random()}`): Promise<string> {
-    const path = join(this.workDir, name);
+    const path = this.path(name);
     await mkdir(dirname(path), { recursive: true });
     await writeFile(path, content);
     return path;
@@ -185,9 +203,7 @@ export class Bed {
 
   /** The hashes sent to the request step, in arrival order. */
   requestedHashes(): string[] {
-    return this.sandbox.calls
-      .filter((c) => c.route === 'request')
-      .map((c) => (JSON.parse(c.body) as { hash: string }).hash);
+    return this.sandbox.calls.filter((c) => c.route === 'request').map(requestedHash);
   }
 
   get credentialsFile(): string {
@@ -196,17 +212,17 @@ export class Bed {
 
   /** Where the store keeps the files of the service at `url` (the bed's sandbox by default); it may not exist yet. */
   serviceDir(url: string = this.sandbox.url): string {
-    return join(this.storeDir, 'services', serviceDirName(url));
+    return storePaths(this.storeDir, url).service;
   }
 
   /** The pending session file of `hash` in the sandbox's service directory. */
   pendingFile(hash: string): string {
-    return join(this.serviceDir(), 'pending', `${hash}.json`);
+    return storePaths(this.storeDir, this.sandbox.url).pending(hash);
   }
 
   /** The ledger file of `hash` in the sandbox's service directory. */
   ledgerFile(hash: string): string {
-    return join(this.serviceDir(), 'ledger', `${hash}.json`);
+    return storePaths(this.storeDir, this.sandbox.url).ledger(hash);
   }
 
   /** The one service directory in the store; throws unless there is exactly one. */
@@ -219,61 +235,29 @@ export class Bed {
 
   /** The hashes with a ledger file (`ledger/<hash>.json`) in the one service directory. */
   ledgerHashes(): string[] {
-    return this.#entries('ledger');
+    return hashesIn(join(this.onlyServiceDir(), 'ledger'));
   }
 
   /** The hashes with a pending session file in the one service directory. */
   pendingHashes(): string[] {
-    return this.#entries('pending');
+    return hashesIn(join(this.onlyServiceDir(), 'pending'));
   }
 
   /** The stored ledger entry of a hash, parsed. */
   ledgerEntry(hash: string): { hash: string; recordJson: string; file?: { name: string } } {
-    return JSON.parse(readFileSync(join(this.onlyServiceDir(), 'ledger', `${hash}.json`), 'utf8')) as {
-      hash: string;
-      recordJson: string;
-    };
+    return readJson(join(this.onlyServiceDir(), 'ledger', `${hash}.json`)) as { hash: string; recordJson: string };
   }
 
-  #entries(kind: string): string[] {
-    const dir = join(this.onlyServiceDir(), kind);
-    if (!existsSync(dir)) return [];
-    return readdirSync(dir)
-      .filter((name) => !name.startsWith('.'))
-      .map((name) => name.replace(/\.json$/, ''))
-      .sort();
-  }
-
-  /** The tokens stored in credentials.json, by base URL ({} when there is no file). */
+  /** The tokens stored in credentials.json, by base URL ({} when there is no file); they join the audit's secrets. */
   storedTokens(): Record<string, string> {
-    if (!existsSync(this.credentialsFile)) return {};
-    let data: unknown;
-    try {
-      data = JSON.parse(readFileSync(this.credentialsFile, 'utf8'));
-    } catch {
-      return {}; // a test that damages the file on purpose
-    }
-    const tokens = (data as { tokens?: unknown } | null)?.tokens;
-    if (typeof tokens !== 'object' || tokens === null) return {};
-    const found = Object.fromEntries(
-      Object.entries(tokens).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1].length >= 8),
-    );
-    for (const token of Object.values(found)) this.addSecret(token);
-    return found;
+    const tokens = storedTokens(this.storeDir);
+    for (const token of Object.values(tokens)) this.addSecret(token);
+    return tokens;
   }
 
   /** Logs in to `sandbox` directly over HTTP (not through notarize) and returns the token. */
   async directLogin(sandbox: Sandbox = this.sandbox): Promise<string> {
-    if (!sandbox.url.startsWith('http://127.0.0.1:')) throw new Error(`refusing to talk to ${sandbox.url}`);
-    const answer = await request(`${sandbox.url}/api/v2/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ apiKey: sandbox.apiKey }),
-      signal: AbortSignal.timeout(5000),
-    });
-    const text = await answer.body.text();
-    if (answer.statusCode !== 200) throw new Error(`login failed: ${answer.statusCode} ${text}`);
-    const { token } = JSON.parse(text) as { token: string };
+    const token = await login(sandbox);
     this.addSecret(token);
     return token;
   }
@@ -281,12 +265,13 @@ export class Bed {
   /** Every secret seen so far (sandbox keys, stored and direct tokens, added ones). */
   secrets(): string[] {
     this.storedTokens();
-    return [...this.#secrets];
+    return this.audit.secrets();
   }
 
   /** The outputs of this bed's runs that contain a secret (empty when none). */
   leaks(): string[] {
-    return findLeaks(this.outputs, this.secrets());
+    this.storedTokens();
+    return this.audit.leaks();
   }
 
   /**
@@ -326,46 +311,3 @@ export function useBed(use: (bed: Bed) => void, options: BedOptions = {}): void 
     await bed?.finish();
   });
 }
-
-/**
- * Gives every test of the calling file (or describe block) a fresh empty
- * temporary directory named `prefix...`, handed to `use` before the test,
- * and removes it after the test, for tests that need no sandbox.
- */
-export function useTempDir(prefix: string, use: (dir: string) => void): void {
-  let current: string | undefined;
-  beforeEach(async () => {
-    current = await mkdtemp(join(tmpdir(), prefix));
-    use(current);
-  });
-  afterEach(async () => {
-    const dir = current;
-    current = undefined;
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-  });
-}
-
-/** Says which outputs contain one of `secrets`, as "notarize <args>: <stream> holds a secret" lines. */
-export function findLeaks(outputs: readonly Output[], secrets: readonly string[]): string[] {
-  const found: string[] = [];
-  for (const output of outputs) {
-    for (const secret of secrets) {
-      if (output.stdout.includes(secret)) found.push(`notarize ${output.args.join(' ')}: stdout holds a secret`);
-      if (output.stderr.includes(secret)) found.push(`notarize ${output.args.join(' ')}: stderr holds a secret`);
-    }
-  }
-  return found;
-}
-
-/** The lowercase hex SHA-256 of `content`. */
-export function sha256(content: string | Buffer): string {
-  return createHash('sha256').update(content).digest('hex');
-}
-
-/** The route names of some sandbox calls, in order. */
-export function routes(calls: SandboxCall[]): (string | null)[] {
-  return calls.map((call) => call.route);
-}
-
-/** A stack trace line as Node prints them ("\n    at fn (file:line:col)"). */
-export const STACK_LINE = /\n\s+at /;

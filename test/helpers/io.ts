@@ -1,6 +1,7 @@
 /**
  * An IO over string buffers, for calling `main()` in-process: stdout and
- * stderr are collected, standard input is a given string (never a terminal).
+ * stderr are collected, standard input is a given string (never a terminal
+ * unless asked).
  */
 import { Readable } from 'node:stream';
 import { IO } from '../../src/output/io.js';
@@ -10,6 +11,8 @@ export interface BufferIOOptions {
   stdin?: string | Buffer;
   /** Pretend standard input is a terminal (default false). */
   stdinIsTTY?: boolean;
+  /** Called with each piece of stderr as it is written. */
+  onStderr?: (text: string) => void;
 }
 
 export interface BufferIO {
@@ -22,7 +25,7 @@ export interface BufferIO {
 export function bufferIO(options: BufferIOOptions = {}): BufferIO {
   let out = '';
   let err = '';
-  const input = options.stdin === undefined ? [] : [Buffer.from(options.stdin)];
+  const input = options.stdin === undefined || options.stdin.length === 0 ? [] : [Buffer.from(options.stdin)];
   const io = new IO({
     stdout: {
       write: (text: string) => {
@@ -33,6 +36,7 @@ export function bufferIO(options: BufferIOOptions = {}): BufferIO {
     stderr: {
       write: (text: string) => {
         err += text;
+        options.onStderr?.(text);
         return true;
       },
     },

@@ -1,25 +1,38 @@
 /**
- * Calling `main()` from src/cli.ts in-process, with a buffer IO and a clean
- * environment (this bed's store and sandbox plus what the test adds; nothing
- * from the parent's NOTARIZE_* variables).
+ * Calling `main()` from src/cli.ts in this process, with a buffer IO: the
+ * default way to run a command in a test. It gives the same `Run` as a
+ * spawned run (cli.ts), so switching between the two is one word.
+ *
+ * The run shares this process: its environment is the one given (built by
+ * env.ts, never process.env, which no test may change), its standard input
+ * is `options.input`, and relative paths resolve against the repository root,
+ * so tests hand it absolute paths.
  */
 import { main } from '../../src/cli.js';
-import type { Bed } from './bed.js';
-import type { Output } from './cli.js';
+import { auditRun, type Run, type RunOptions } from './cli.js';
+import { notarizeEnv, type EnvVars } from './env.js';
 import { bufferIO } from './io.js';
 
-export interface MainRun {
-  env?: Record<string, string | undefined>;
-  stdin?: string | Buffer;
-}
+/** What an in-process run can be given (no cwd, no timeout, no shell: those need a process). */
+export type MainOptions = Pick<RunOptions, 'input' | 'onStderr' | 'noBaseUrlCheck' | 'noProxyCheck'> & {
+  /** Pretend standard input is a terminal (default false). */
+  stdinIsTTY?: boolean;
+};
 
-/** Runs `notarize ...argv` in this process and returns its exit code and output (also recorded in the bed). */
-export async function runMain(bed: Bed, argv: string[], options: MainRun = {}): Promise<Output> {
-  const buffers = bufferIO(options.stdin === undefined ? {} : { stdin: options.stdin });
-  const env: NodeJS.ProcessEnv = { NO_COLOR: '1' };
-  for (const [key, value] of Object.entries(bed.env(options.env))) if (value !== undefined) env[key] = value;
-  const code = await main({ argv, env, io: buffers.io });
-  const output = { args: argv, code, stdout: buffers.stdout(), stderr: buffers.stderr() };
-  bed.record(output);
-  return output;
+/** Runs `notarize ...args` through `main()` with `notarizeEnv(env)`; recorded for the file's secret audit, when there is one. */
+export async function runMain(args: string[], env: EnvVars, options: MainOptions = {}): Promise<Run> {
+  const childEnv = notarizeEnv(env, options);
+  const buffers = bufferIO({ stdin: options.input, stdinIsTTY: options.stdinIsTTY, onStderr: options.onStderr });
+  const started = performance.now();
+  const code = await main({ argv: [...args], env: childEnv, io: buffers.io });
+  const run: Run = {
+    args,
+    code,
+    signal: null,
+    stdout: buffers.stdout(),
+    stderr: buffers.stderr(),
+    ms: performance.now() - started,
+  };
+  auditRun(run, childEnv);
+  return run;
 }

@@ -1,18 +1,18 @@
 /**
  * Real temporary directories for tests, under the OS temp dir, removed
- * whatever happened: after each test (unit tests) or when the file ends
- * (suites whose tests share a store set up once).
+ * whatever happened: after each test, or when the file ends for suites whose
+ * tests share what `beforeAll` made.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach } from 'vitest';
+import { afterEach, beforeEach } from 'vitest';
 
 /**
  * Registers the clean-up with `cleanUp` (vitest's afterEach by default, or
  * afterAll) and returns a factory of fresh temporary directories.
  */
-export function useTempDirs(prefix = 'notarize-unit-', cleanUp: (fn: () => void) => void = afterEach): () => string {
+export function useTempDirs(prefix = 'notarize-test-', cleanUp: (fn: () => void) => void = afterEach): () => string {
   const made: string[] = [];
   cleanUp(() => {
     for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
@@ -22,4 +22,13 @@ export function useTempDirs(prefix = 'notarize-unit-', cleanUp: (fn: () => void)
     made.push(dir);
     return dir;
   };
+}
+
+/**
+ * Gives every test of the calling file (or describe block) one fresh empty
+ * temporary directory, handed to `use` before the test and removed after it.
+ */
+export function useTempDir(prefix: string, use: (dir: string) => void): void {
+  const newDir = useTempDirs(prefix);
+  beforeEach(() => use(newDir()));
 }

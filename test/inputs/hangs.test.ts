@@ -17,8 +17,8 @@ import { HashPool } from '../../src/core/hash-pool.js';
 import { expandInputs, type InputItem } from '../../src/core/inputs.js';
 import { InputFileError } from '../../src/errors.js';
 import { serviceDirName } from '../../src/store/store.js';
-import { useTempDir } from '../helpers/bed.js';
-import { describeRun, runCli, type Run } from '../helpers/cli.js';
+import { useTempDir } from '../helpers/temp-dirs.js';
+import { describeRun, runCli, STACK_LINE, type Run } from '../helpers/cli.js';
 import { Readable } from 'node:stream';
 
 /** What "promptly" means here: a cold start of the bin is a few hundred ms, even on a loaded machine. */
@@ -38,11 +38,11 @@ afterEach(async () => {
 /** Runs the bin with its own store (unless `env` names one), and checks it ended within PROMPT_MS. */
 async function promptly(args: string[], env: Record<string, string> = {}): Promise<Run> {
   const started = Date.now();
-  const run = await runCli(args, {
-    env: { NOTARIZE_CONFIG_DIR: join(dir, 'store'), NOTARIZE_BASE_URL: 'http://127.0.0.1:9', ...env },
-    cwd: dir,
-    timeoutMs: 15_000,
-  });
+  const run = await runCli(
+    args,
+    { NOTARIZE_CONFIG_DIR: join(dir, 'store'), NOTARIZE_BASE_URL: 'http://127.0.0.1:9', ...env },
+    { cwd: dir, timeoutMs: 15_000 },
+  );
   expect(Date.now() - started, describeRun(run)).toBeLessThan(PROMPT_MS);
   return run;
 }
@@ -51,7 +51,7 @@ async function promptly(args: string[], env: Record<string, string> = {}): Promi
 function oneLine(run: Run): string {
   const lines = run.stderr.trimEnd().split('\n');
   expect(lines, describeRun(run)).toHaveLength(1);
-  expect(run.stderr).not.toMatch(/\n\s+at /);
+  expect(run.stderr).not.toMatch(STACK_LINE);
   return lines[0]!;
 }
 

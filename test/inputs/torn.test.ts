@@ -17,7 +17,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hashFile } from '../../src/core/hash.js';
 import type { Bed } from '../helpers/bed.js';
-import { sha256, useBed, useTempDir } from '../helpers/bed.js';
+import { useBed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
+import { useTempDir } from '../helpers/temp-dirs.js';
 import { describeRun, runCli } from '../helpers/cli.js';
 
 const BIG_BYTES = 400 * 1024 * 1024;
@@ -68,7 +70,7 @@ describe('hash: a file written to while it is hashed', () => {
       async () => {
         const big = bigSparseFile(dir);
         await startWriter(big, how);
-        const run = await runCli(['hash', big], { env: env(), noBaseUrlCheck: true });
+        const run = await runCli(['hash', big], env(), { noBaseUrlCheck: true });
         expect(run.code, describeRun(run)).toBe(2);
         expect(run.stdout).toBe('');
         expect(run.stderr.trimEnd().split('\n')).toEqual([
@@ -86,7 +88,7 @@ describe('hash: a file written to while it is hashed', () => {
       const stable = join(dir, 'b-stable.txt');
       writeFileSync(stable, 'stable\n');
       await startWriter(big, 'append');
-      const run = await runCli(['hash', big, stable], { env: env(), noBaseUrlCheck: true });
+      const run = await runCli(['hash', big, stable], env(), { noBaseUrlCheck: true });
       expect(run.code, describeRun(run)).toBe(2);
       expect(run.stdout).toBe(`${sha256('stable\n')}  ${stable}\n`);
       expect(run.stderr).toMatch(new RegExp(`^notarize: ${big}: ${CHANGED.source}\n`));

@@ -22,7 +22,7 @@ import { failedResult, ItemResults, itemResult, skippedResult } from '../../src/
 import type { LedgerEntry, PendingEntry } from '../../src/store/service-store.js';
 import { bufferIO, type BufferIO } from '../helpers/io.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
-import { readFixture } from '../unit/helpers/fixtures.js';
+import { readFixture } from '../helpers/fixtures.js';
 
 const tempDir = useTempDirs('notarize-present-');
 

@@ -8,8 +8,8 @@ import { symlinkSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { parseFaults } from '../../src/sandbox/server.js';
-import { sha256, useBed, type Bed } from '../helpers/bed.js';
-import { runMain } from '../helpers/main.js';
+import { useBed, type Bed } from '../helpers/bed.js';
+import { sha256 } from '../helpers/documents.js';
 
 let bed: Bed;
 useBed((b) => (bed = b), { keyInEnv: true });
@@ -44,14 +44,14 @@ describe('a record whose description holds controls', () => {
     const env = { NOTARIZE_BASE_URL: proxy.url };
     const doc = await bed.file('doc.txt', 'hostile description');
 
-    const registered = await runMain(bed, ['register', doc], { env });
+    const registered = await bed.main(['register', doc], { env });
     expect(registered.code, registered.stderr).toBe(0);
     const answer = proxy.exchanges.find((e) => e.path.endsWith('/forfait'))!.responseBody;
     const record = JSON.parse(answer) as Record<string, unknown>;
     expect(record.description).toBe(HOSTILE);
 
-    const show = await runMain(bed, ['show', doc], { env });
-    const showJson = await runMain(bed, ['show', doc, '--json'], { env });
+    const show = await bed.main(['show', doc], { env });
+    const showJson = await bed.main(['show', doc, '--json'], { env });
     for (const run of [registered, show]) {
       expectTerminalSafe(run.stdout);
       expectTerminalSafe(run.stderr);
@@ -69,7 +69,7 @@ describe('a record whose description holds controls', () => {
   it('register --json prints exactly the text the service answered', async () => {
     const proxy = await hostileRecords();
     const doc = await bed.file('doc.txt', 'hostile, as JSON');
-    const run = await runMain(bed, ['register', doc, '--json'], { env: { NOTARIZE_BASE_URL: proxy.url } });
+    const run = await bed.main(['register', doc, '--json'], { env: { NOTARIZE_BASE_URL: proxy.url } });
     expect(run.code, run.stderr).toBe(0);
     const answer = proxy.exchanges.find((e) => e.path.endsWith('/forfait'))!.responseBody;
     // JSON.stringify wrote the proxy's answer: U+202E, DEL and U+0085 are raw in it, and stay raw.
@@ -81,12 +81,12 @@ describe('a record whose description holds controls', () => {
     const proxy = await hostileRecords();
     const env = { NOTARIZE_BASE_URL: proxy.url };
     const done = await bed.file('done.txt', 'listed');
-    expect((await runMain(bed, ['register', done], { env })).code).toBe(0);
+    expect((await bed.main(['register', done], { env })).code).toBe(0);
     const later = await bed.file('later.txt', 'left pending');
-    expect((await runMain(bed, ['register', later, '--no-complete', '-d', 'tab\there'], { env })).code).toBe(0);
+    expect((await bed.main(['register', later, '--no-complete', '-d', 'tab\there'], { env })).code).toBe(0);
 
-    const list = await runMain(bed, ['list'], { env });
-    const pending = await runMain(bed, ['pending'], { env });
+    const list = await bed.main(['list'], { env });
+    const pending = await bed.main(['pending'], { env });
     for (const run of [list, pending]) {
       expect(run.code, run.stderr).toBe(0);
       expectTerminalSafe(run.stdout);
@@ -104,7 +104,7 @@ describe('file names that hold controls', () => {
     symlinkSync(colour, join(dir, 'link\u001b]0;pwned\u0007'));
     const missing = join(bed.workDir, 'gone\u001b[2J\r.txt');
 
-    const run = await runMain(bed, ['register', '-r', dir, missing]);
+    const run = await bed.main(['register', '-r', dir, missing]);
     // A local failure once something was sent is exit 1.
     expect(run.code, run.stderr).toBe(1);
     expectTerminalSafe(run.stdout);
@@ -122,7 +122,7 @@ describe('file names that hold controls', () => {
   });
 
   it('the error of a single unreadable file is one escaped line (report)', async () => {
-    const run = await runMain(bed, ['register', join(bed.workDir, 'x\u001b[31m\nnotarize: forged\u202e.pdf')]);
+    const run = await bed.main(['register', join(bed.workDir, 'x\u001b[31m\nnotarize: forged\u202e.pdf')]);
     expect(run.code).toBe(2);
     expectTerminalSafe(run.stderr);
     expect(run.stderr).toMatch(/^notarize: .*x\\u001b\[31m\\nnotarize: forged\\u202e\.pdf.*\n$/);
@@ -130,7 +130,7 @@ describe('file names that hold controls', () => {
 
   it('hash: failure lines are escaped; digest lines keep sha256sum format, other controls raw', async () => {
     const raw = await bed.file('raw\u001b.txt', 'raw');
-    const run = await runMain(bed, ['hash', raw, join(bed.workDir, 'miss\u001b[1m\n.txt')]);
+    const run = await bed.main(['hash', raw, join(bed.workDir, 'miss\u001b[1m\n.txt')]);
     expect(run.code).toBe(2);
     expect(run.stdout).toBe(`${sha256('raw')}  ${raw}\n`);
     expectTerminalSafe(run.stderr);
@@ -141,12 +141,12 @@ describe('file names that hold controls', () => {
 describe("the service's words", () => {
   it('a 409 message with controls is escaped in the message and the table', async () => {
     const doc = await bed.file('twice.txt', 'registered elsewhere');
-    expect((await runMain(bed, ['register', doc])).code).toBe(0);
+    expect((await bed.main(['register', doc])).code).toBe(0);
     const proxy = await bed.proxy((_method, _path, status) =>
       status === 409 ? JSON.stringify({ message: `already\u001b[32m OK\nnotarize: forged\u202e` }) : undefined,
     );
     // Another store: only the service knows the hash.
-    const run = await runMain(bed, ['register', doc], {
+    const run = await bed.main(['register', doc], {
       env: { NOTARIZE_BASE_URL: proxy.url, NOTARIZE_CONFIG_DIR: join(bed.root, 'other-store') },
     });
     expect(run.code, run.stderr).toBe(0);
@@ -165,14 +165,14 @@ describe("the service's words", () => {
     );
     const doc = await bed.file('refused.txt', 'refused');
     const env = { NOTARIZE_BASE_URL: proxy.url };
-    const run = await runMain(bed, ['register', doc], { env });
+    const run = await bed.main(['register', doc], { env });
     expect(run.code).toBe(1);
     expectTerminalSafe(run.stderr);
     expect(run.stderr).toContain('bad\\u001b[31m\\r\\nnotarize: all good\\u2066');
     expect(run.stderr.replace(/\n$/, '').split('\n')).toHaveLength(1);
 
     bed.sandbox.addFaults(parseFaults('request:status=400'));
-    const json = await runMain(bed, ['register', doc, '--json'], { env });
+    const json = await bed.main(['register', doc, '--json'], { env });
     expect(json.code).toBe(1);
     expectTerminalSafe(json.stderr);
     const error = (JSON.parse(json.stderr) as { error: { message: string } }).error;
@@ -190,7 +190,7 @@ describe('GitHub Actions', () => {
   it('annotations and the summary escape file names and messages by their rules', async () => {
     const good = await bed.file('ok.txt', 'fine');
     const missing = join(bed.workDir, 'bad\u001b[31m 100%\n::warning::forged,a:b.txt');
-    const run = await runMain(bed, ['register', good, missing], {
+    const run = await bed.main(['register', good, missing], {
       env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary },
     });
     expect(run.code).toBe(1);

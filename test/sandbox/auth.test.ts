@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loginResponseSchema, tokenClaimsSchema } from '../../src/api/schemas.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.js';
-import { errorBody, login, send } from './helpers.js';
+import { errorBody, login, send } from '../helpers/sandbox.js';
 
 const ACTIVE = '/api/v2/payment/subscription/active';
 

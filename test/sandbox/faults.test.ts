@@ -3,7 +3,8 @@ import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { loginResponseSchema, notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/server.js';
-import { errorBody, hashOf, login, requestStep, send, useLoggedInSandbox } from './helpers.js';
+import { sha256 } from '../helpers/documents.js';
+import { errorBody, login, requestStep, send, useLoggedInSandbox } from '../helpers/sandbox.js';
 
 const ACTIVE = '/api/v2/payment/subscription/active';
 const forfaitPath = (hash: string): string => `/api/v2/registration/${hash}/forfait`;
@@ -32,7 +33,7 @@ describe('sandbox fault injection', () => {
   });
 
   it('status answers the given code with a JSON error and Retry-After, without processing', async () => {
-    const hash = hashOf('status-fault');
+    const hash = sha256('status-fault');
     sandbox.addFaults([{ route: 'request', kind: 'status', value: 429, retryAfter: 2, count: 1 }]);
     const reply = await requestStep(sandbox, token, hash);
     expect(reply.status).toBe(429);
@@ -59,12 +60,12 @@ describe('sandbox fault injection', () => {
   it('a * rule matches every route', async () => {
     sandbox.addFaults([{ route: '*', kind: 'status', value: 503, count: 2 }]);
     expect((await send(sandbox, 'POST', '/api/v2/auth/login', { body: { apiKey: sandbox.apiKey } })).status).toBe(503);
-    expect((await send(sandbox, 'GET', `/verification/${hashOf('x')}`)).status).toBe(503);
+    expect((await send(sandbox, 'GET', `/verification/${sha256('x')}`)).status).toBe(503);
     expect((await send(sandbox, 'GET', ACTIVE, { token })).status).toBe(200);
   });
 
   it('drop closes the connection without answering or processing', async () => {
-    const hash = hashOf('drop');
+    const hash = sha256('drop');
     sandbox.addFaults([{ route: 'request', kind: 'drop', count: 1 }]);
     await expect(requestStep(sandbox, token, hash)).rejects.toThrow();
     const call = sandbox.calls.at(-1);
@@ -73,7 +74,7 @@ describe('sandbox fault injection', () => {
   });
 
   it('drop-after completes the forfait, then loses the answer', async () => {
-    const hash = hashOf('drop-after');
+    const hash = sha256('drop-after');
     const session = await requestStep(sandbox, token, hash);
     sandbox.addFaults([{ route: 'forfait', kind: 'drop-after', count: 1 }]);
     await expect(send(sandbox, 'POST', forfaitPath(hash), { token, body: session.text })).rejects.toThrow();
@@ -83,7 +84,7 @@ describe('sandbox fault injection', () => {
   });
 
   it('html answers 200 with an HTML page, without processing', async () => {
-    const hash = hashOf('html');
+    const hash = sha256('html');
     sandbox.addFaults([{ route: 'request', kind: 'html', count: 1 }]);
     const reply = await requestStep(sandbox, token, hash);
     expect(reply.status).toBe(200);
@@ -95,7 +96,7 @@ describe('sandbox fault injection', () => {
 
   it('truncated processes the request, then answers half of the JSON body', async () => {
     sandbox.addFaults([{ route: 'request', kind: 'truncated', count: 1 }]);
-    const reply = await requestStep(sandbox, token, hashOf('truncated'));
+    const reply = await requestStep(sandbox, token, sha256('truncated'));
     expect(reply.status).toBe(200);
     expect(reply.headers['content-type']).toBe('application/json');
     expect(() => reply.json()).toThrow(SyntaxError);
@@ -115,7 +116,7 @@ describe('sandbox fault injection', () => {
     expect(loginReply.status).toBe(200);
     expect(loginResponseSchema.safeParse(loginReply.json()).success).toBe(false);
 
-    const hash = hashOf('wrong-shape');
+    const hash = sha256('wrong-shape');
     const requested = await requestStep(sandbox, token, hash);
     const session = requested.json() as Record<string, unknown>;
     expect(typeof session.userId).toBe('string');
@@ -217,7 +218,7 @@ describe('sandbox hang fault and close()', () => {
     const slow = send(sandbox, 'POST', '/api/v2/auth/login', { body: { apiKey: sandbox.apiKey } }).catch(
       () => 'failed',
     );
-    const endless = await request(`${sandbox.url}/verification/${hashOf('x')}`);
+    const endless = await request(`${sandbox.url}/verification/${sha256('x')}`);
     await waitForCalls(sandbox, 2);
     const started = performance.now();
     await sandbox.close();

@@ -3,19 +3,16 @@
  * the schemas and against the sandbox's answers: a schema bug cannot then
  * hide in both the client and the emulator at once.
  */
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
 import { type Sandbox } from '../../src/sandbox/server.js';
-import { hashOf, requestStep, send, useLoggedInSandbox } from './helpers.js';
+import { sha256 } from '../helpers/documents.js';
+import { requestStep, send, useLoggedInSandbox } from '../helpers/sandbox.js';
+import { fixtureObject } from '../helpers/fixtures.js';
 
-function fixture(name: string): Record<string, unknown> {
-  return JSON.parse(readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8')) as Record<string, unknown>;
-}
-
-const freePlan = fixture('session-free-plan.json');
-const quirks = fixture('session-quirks.json');
-const record = fixture('record.json');
+const freePlan = fixtureObject('session-free-plan.json');
+const quirks = fixtureObject('session-quirks.json');
+const record = fixtureObject('record.json');
 
 describe('wire fixtures', () => {
   it('the free-plan session sample parses with the session schema', () => {
@@ -42,7 +39,7 @@ describe('sandbox answers against the fixtures', () => {
   });
 
   it('a request-step session has exactly the sample session keys, in order, with the same types', async () => {
-    const session = (await requestStep(sandbox, token, hashOf('fixture-session'))).json() as Record<string, unknown>;
+    const session = (await requestStep(sandbox, token, sha256('fixture-session'))).json() as Record<string, unknown>;
     expect(Object.keys(session)).toEqual(Object.keys(freePlan));
     for (const [key, value] of Object.entries(freePlan)) expect(typeof session[key], key).toBe(typeof value);
   });
@@ -53,7 +50,7 @@ describe('sandbox answers against the fixtures', () => {
   });
 
   it('a forfait record has exactly the sample record keys, in order, with the same types', async () => {
-    const hash = hashOf('fixture-record');
+    const hash = sha256('fixture-record');
     const session = await requestStep(sandbox, token, hash);
     const reply = await send(sandbox, 'POST', `/api/v2/registration/${hash}/forfait`, { token, body: session.text });
     const answer = reply.json() as Record<string, unknown>;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
 import { type Sandbox } from '../../src/sandbox/server.js';
-import { REQUEST_PATH, errorBody, hashOf, requestStep, send, useLoggedInSandbox } from './helpers.js';
+import { sha256 } from '../helpers/documents.js';
+import { REQUEST_PATH, errorBody, requestStep, send, useLoggedInSandbox } from '../helpers/sandbox.js';
 
 const RECORD_KEYS = [
   'hash',
@@ -34,7 +35,7 @@ describe('sandbox registration flow', () => {
   });
 
   it('answers the request step with a free-plan session that parses with the schema', async () => {
-    const reply = await requestStep(sandbox, token, hashOf('request-step'));
+    const reply = await requestStep(sandbox, token, sha256('request-step'));
     expect(reply.status).toBe(200);
     expect(reply.headers['content-type']).toBe('application/json');
     const session = subscriptionSessionSchema.parse(reply.json());
@@ -49,16 +50,16 @@ describe('sandbox registration flow', () => {
   it('issues a unique sessionId per request', async () => {
     const ids = new Set<string>();
     for (let i = 0; i < 5; i += 1) {
-      const reply = await requestStep(sandbox, token, hashOf(`unique-${i}`));
+      const reply = await requestStep(sandbox, token, sha256(`unique-${i}`));
       ids.add((reply.json() as { sessionId: string }).sessionId);
     }
     expect(ids.size).toBe(5);
   });
 
   it('accepts real booleans as well as the strings "true"/"false"', async () => {
-    const asBooleans = await requestStep(sandbox, token, hashOf('booleans'), { custody: false, signed: true });
+    const asBooleans = await requestStep(sandbox, token, sha256('booleans'), { custody: false, signed: true });
     expect(asBooleans.status).toBe(200);
-    const asStrings = await requestStep(sandbox, token, hashOf('strings'), { custody: 'true', signed: 'false' });
+    const asStrings = await requestStep(sandbox, token, sha256('strings'), { custody: 'true', signed: 'false' });
     expect(asStrings.status).toBe(200);
   });
 
@@ -69,14 +70,14 @@ describe('sandbox registration flow', () => {
     const badHash = await requestStep(sandbox, token, 'ABC');
     expect(badHash.status).toBe(400);
     expect(errorBody(badHash).message).toMatch(/hash/);
-    const badBool = await requestStep(sandbox, token, hashOf('bad-bool'), { custody: 'no' });
+    const badBool = await requestStep(sandbox, token, sha256('bad-bool'), { custody: 'no' });
     expect(badBool.status).toBe(400);
-    const badChain = await requestStep(sandbox, token, hashOf('bad-chain'), { blockchainType: 'ETHEREUM' });
+    const badChain = await requestStep(sandbox, token, sha256('bad-chain'), { blockchainType: 'ETHEREUM' });
     expect(badChain.status).toBe(400);
   });
 
   it('requires the documented path: trailing slash and ?subscription=true', async () => {
-    const body = { blockchainType: 'ALGORAND', custody: false, description: 'x', hash: hashOf('path'), signed: false };
+    const body = { blockchainType: 'ALGORAND', custody: false, description: 'x', hash: sha256('path'), signed: false };
     const noSlash = await send(sandbox, 'POST', '/api/v2/registration?subscription=true', { token, body });
     expect(noSlash.status).toBe(404);
     const noQuery = await send(sandbox, 'POST', '/api/v2/registration/', { token, body });
@@ -84,7 +85,7 @@ describe('sandbox registration flow', () => {
   });
 
   it('answers 404 for forfait of a hash that was never requested, 400 for a bad hash', async () => {
-    const unknown = await send(sandbox, 'POST', forfaitPath(hashOf('never')), { token, body: {} });
+    const unknown = await send(sandbox, 'POST', forfaitPath(sha256('never')), { token, body: {} });
     expect(unknown.status).toBe(404);
     expect(errorBody(unknown)).toMatchObject({ status: 404, error: 'not_found' });
     const bad = await send(sandbox, 'POST', forfaitPath('xyz'), { token, body: {} });
@@ -92,7 +93,7 @@ describe('sandbox registration flow', () => {
   });
 
   it('refuses a forfait whose session differs from the one issued', async () => {
-    const hash = hashOf('modified');
+    const hash = sha256('modified');
     const session = (await requestStep(sandbox, token, hash)).json() as Record<string, unknown>;
     const changes: Record<string, unknown>[] = [
       { ...session, canceledAt: false },
@@ -112,7 +113,7 @@ describe('sandbox registration flow', () => {
   });
 
   it('completes a registration with the session sent back as received', async () => {
-    const hash = hashOf('happy');
+    const hash = sha256('happy');
     const requested = await requestStep(sandbox, token, hash, { description: 'TEST happy', custody: 'true' });
     const reply = await send(sandbox, 'POST', forfaitPath(hash), { token, body: requested.text });
     expect(reply.status).toBe(200);
@@ -140,14 +141,14 @@ describe('sandbox registration flow', () => {
   });
 
   it('accepts a session whose key order differs from the issued one', async () => {
-    const hash = hashOf('reordered');
+    const hash = sha256('reordered');
     const session = (await requestStep(sandbox, token, hash)).json() as object;
     const reordered = JSON.stringify(Object.fromEntries(Object.entries(session).reverse()));
     expect((await send(sandbox, 'POST', forfaitPath(hash), { token, body: reordered })).status).toBe(200);
   });
 
   it('answers 409 to a second forfait and to a new request for a completed hash', async () => {
-    const hash = hashOf('twice');
+    const hash = sha256('twice');
     const session = await requestStep(sandbox, token, hash);
     expect((await send(sandbox, 'POST', forfaitPath(hash), { token, body: session.text })).status).toBe(200);
     const second = await send(sandbox, 'POST', forfaitPath(hash), { token, body: session.text });
@@ -158,7 +159,7 @@ describe('sandbox registration flow', () => {
   });
 
   it('replaces the session of a pending hash on a repeated request', async () => {
-    const hash = hashOf('repeated');
+    const hash = sha256('repeated');
     const first = await requestStep(sandbox, token, hash);
     const second = await requestStep(sandbox, token, hash);
     expect(second.status).toBe(200);
@@ -168,7 +169,7 @@ describe('sandbox registration flow', () => {
   });
 
   it('stores file metadata for a requested hash', async () => {
-    const hash = hashOf('file');
+    const hash = sha256('file');
     await requestStep(sandbox, token, hash, { custody: true });
     const metadata = {
       hash,
@@ -177,7 +178,7 @@ describe('sandbox registration flow', () => {
       size: 1234,
       lastModified: 1_700_000_000_000,
       userId: 1390,
-      walletName: `label--2024-01-01T00:00:00.000Z--${hashOf('wallet')}`,
+      walletName: `label--2024-01-01T00:00:00.000Z--${sha256('wallet')}`,
     };
     const reply = await send(sandbox, 'PUT', `/api/v2/file/${hash}`, { token, body: metadata });
     expect(reply.status).toBe(200);
@@ -186,10 +187,10 @@ describe('sandbox registration flow', () => {
   });
 
   it('refuses file metadata for an unknown hash or of the wrong shape', async () => {
-    const unknown = hashOf('file-unknown');
+    const unknown = sha256('file-unknown');
     const base = { hash: unknown, name: 'a', type: 'text/plain', size: 1, lastModified: 1, userId: 1390 };
     expect((await send(sandbox, 'PUT', `/api/v2/file/${unknown}`, { token, body: base })).status).toBe(404);
-    const hash = hashOf('file-shape');
+    const hash = sha256('file-shape');
     await requestStep(sandbox, token, hash);
     const wrongSize = await send(sandbox, 'PUT', `/api/v2/file/${hash}`, { token, body: { ...base, hash, size: '1' } });
     expect(wrongSize.status).toBe(400);
@@ -208,7 +209,7 @@ describe('sandbox registration flow', () => {
   });
 
   it('returns any issued session by id, and 404 for others', async () => {
-    const session = (await requestStep(sandbox, token, hashOf('by-id'))).json() as { sessionId: string };
+    const session = (await requestStep(sandbox, token, sha256('by-id'))).json() as { sessionId: string };
     const found = await send(sandbox, 'GET', `/api/v2/subscription/${session.sessionId}`, { token });
     expect(found.status).toBe(200);
     expect(found.json()).toEqual(session);
@@ -218,7 +219,7 @@ describe('sandbox registration flow', () => {
   });
 
   it('serves an HTML verification page: 200 once registered, 404 before', async () => {
-    const hash = hashOf('verify');
+    const hash = sha256('verify');
     const session = await requestStep(sandbox, token, hash, { description: '<b>tag</b>' });
     const pending = await send(sandbox, 'GET', `/verification/${hash}`);
     expect(pending.status).toBe(404);

@@ -35,7 +35,15 @@ import { checkBeforeSending, planReceipts, writeReceipt } from '../../src/core/r
 import { NotarizeError, UsageError } from '../../src/errors.js';
 import { writeFileAtomic } from '../../src/store/files.js';
 import { type Bed, useBed } from '../helpers/bed.js';
-import { cliCopyForOtherUsers, describeRun, REPO_ROOT, runProcess, spawnCli, type Run } from '../helpers/cli.js';
+import {
+  cliCopyForOtherUsers,
+  describeRun,
+  REPO_ROOT,
+  runProcess,
+  spawnCli,
+  STACK_LINE as STACK_TRACE,
+  type Run,
+} from '../helpers/cli.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -43,7 +51,6 @@ useBed((created) => (bed = created), { keyInEnv: true });
 const isRoot = process.getuid?.() === 0;
 const hasSetpriv = isRoot && spawnSync('setpriv', ['--version']).status === 0;
 const NOBODY = 65534;
-const STACK_TRACE = /\n\s+at /;
 
 /** What must not change about a link's target: its bytes, mode and owner. */
 function snapshot(path: string): { text: string; mode: number; uid: number; gid: number } {
@@ -266,7 +273,8 @@ describe('finding 8: store directories', () => {
       return runProcess(
         'setpriv',
         [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, bin, ...args],
-        { env: { NOTARIZE_CONFIG_DIR: storeDir, NOTARIZE_BASE_URL: bed.url }, cwd: '/' },
+        { NOTARIZE_CONFIG_DIR: storeDir, NOTARIZE_BASE_URL: bed.url },
+        { cwd: '/' },
       );
     }
 
@@ -425,8 +433,7 @@ describe('finding 7: concurrent changes of config.json and credentials.json lose
     const results = await Promise.all(
       runs.map(
         ({ args, env, input }) =>
-          spawnCli(args, { cwd: bed.workDir, env: bed.env(env), timeoutMs: 60_000, ...(input ? { input } : {}) })
-            .exited,
+          spawnCli(args, bed.env(env), { cwd: bed.workDir, timeoutMs: 60_000, ...(input ? { input } : {}) }).done,
       ),
     );
     for (const result of results) bed.record(result);

@@ -9,10 +9,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/api/client.js';
 import { HttpTransport } from '../../src/api/http.js';
 import { AuthError } from '../../src/errors.js';
-import { startFakeService, type FakeService } from '../reliability/helpers/fake-service.js';
+import { startFakeService, type FakeService } from '../helpers/local-server.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
-import { runMain } from '../helpers/main.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
@@ -41,7 +40,7 @@ describe('a login answer that is not JSON is never quoted', () => {
     bed.addSecret(KEY);
     const service = await fake(() => ({ status: 200, body: PLAIN_TOKEN, headers: { 'content-type': 'text/plain' } }));
     for (const json of [false, true]) {
-      const run = await runMain(bed, [...argv, ...(json ? ['--json'] : [])], {
+      const run = await bed.main([...argv, ...(json ? ['--json'] : [])], {
         env: { NOTARIZE_BASE_URL: service.url, NOTARIZE_API_KEY: KEY },
       });
       expect(run.code, describeRun(run)).toBe(5);

@@ -14,7 +14,6 @@ import { describe, expect, it } from 'vitest';
 import { exemptByNoProxy, proxyRoute } from '../../src/api/proxy-env.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
-import { runMain } from '../helpers/main.js';
 import { parseResults } from '../helpers/results.js';
 
 let bed: Bed;
@@ -34,7 +33,7 @@ describe('a loopback base URL is never reached through a proxy', () => {
     async (variable) => {
       const proxy = await bed.forwardProxy({ host: PROXY_HOST });
       const names = await twoDocuments(variable);
-      const run = await runMain(bed, ['register', ...names, '--json'], { env: { [variable]: proxy.url } });
+      const run = await bed.main(['register', ...names, '--json'], { env: { [variable]: proxy.url } });
       expect(run.code, describeRun(run)).toBe(0);
       expect(parseResults(run.stdout).map((r) => r.status)).toEqual(['registered', 'registered']);
       expect(proxy.exchanges).toEqual([]);
@@ -63,7 +62,7 @@ describe('a loopback base URL is never reached through a proxy', () => {
     await down.close();
     const wanting = await bed.forwardProxy({ host: PROXY_HOST, refuseWith: 407 });
     const names = await twoDocuments('down');
-    const run = await runMain(bed, ['register', ...names, '--retries', '0'], {
+    const run = await bed.main(['register', ...names, '--retries', '0'], {
       env: { HTTP_PROXY: downUrl, HTTPS_PROXY: wanting.url },
     });
     expect(run.code, describeRun(run)).toBe(0);
@@ -75,7 +74,7 @@ describe('a loopback base URL is never reached through a proxy', () => {
     const port = new URL(bed.url).port;
     for (const base of [`http://foo.localhost:${port}`, `http://127.0.0.1.localhost:${port}`]) {
       const names = await twoDocuments(base);
-      const run = await runMain(bed, ['register', ...names], { env: { NOTARIZE_BASE_URL: base } });
+      const run = await bed.main(['register', ...names], { env: { NOTARIZE_BASE_URL: base }, noBaseUrlCheck: true });
       expect(run.code, describeRun(run)).toBe(2);
       expect(run.stderr).toContain('refusing to send credentials over plain http');
     }
@@ -92,8 +91,9 @@ describe('a non-loopback base URL goes through the proxy', () => {
   ])('%s: a CONNECT for notarize.test:443 reaches the proxy; its refusal is named, not a timeout', async (variable) => {
     const proxy = await bed.forwardProxy({ host: PROXY_HOST });
     const names = await twoDocuments(variable);
-    const run = await runMain(bed, ['register', names[0]!, '--retries', '0'], {
+    const run = await bed.main(['register', names[0]!, '--retries', '0'], {
       env: { NOTARIZE_BASE_URL: ELSEWHERE, [variable]: proxy.url },
+      noBaseUrlCheck: true,
     });
     expect(run.code, describeRun(run)).toBe(4);
     expect(proxy.tunnels).toEqual(['notarize.test:443']);
@@ -106,8 +106,9 @@ describe('a non-loopback base URL goes through the proxy', () => {
     const used = await bed.forwardProxy({ host: PROXY_HOST });
     const ignored = await bed.forwardProxy({ host: '127.0.0.2' });
     const names = await twoDocuments('case');
-    const run = await runMain(bed, ['register', names[0]!, '--retries', '0'], {
+    const run = await bed.main(['register', names[0]!, '--retries', '0'], {
       env: { NOTARIZE_BASE_URL: ELSEWHERE, https_proxy: used.url, HTTPS_PROXY: ignored.url },
+      noBaseUrlCheck: true,
     });
     expect(run.code, describeRun(run)).toBe(4);
     expect(used.tunnels).toEqual(['notarize.test:443']);
@@ -140,8 +141,9 @@ describe('a proxy answering 407', () => {
   it('to CONNECT: exit 3 naming HTTPS_PROXY, one proxy request (no retry), never "timed out"', async () => {
     const proxy = await bed.forwardProxy({ host: PROXY_HOST, refuseWith: 407 });
     const names = await twoDocuments('407');
-    const run = await runMain(bed, ['register', names[0]!, '--retries', '3'], {
+    const run = await bed.main(['register', names[0]!, '--retries', '3'], {
       env: { NOTARIZE_BASE_URL: ELSEWHERE, HTTPS_PROXY: proxy.url, NOTARIZE_RETRY_DELAY_MS: '1' },
+      noBaseUrlCheck: true,
     });
     expect(run.code, describeRun(run)).toBe(3);
     expect(proxy.tunnels).toEqual(['notarize.test:443']);
@@ -158,8 +160,10 @@ describe('a proxy answering 407', () => {
     const withCredentials = proxy.url.replace('http://', `http://ci-user:${password}@`);
     const names = await twoDocuments('407 http');
     for (const json of [false, true]) {
-      const run = await runMain(bed, ['register', names[0]!, ...(json ? ['--json'] : []), '--verbose'], {
+      const run = await bed.main(['register', names[0]!, ...(json ? ['--json'] : []), '--verbose'], {
         env: { NOTARIZE_BASE_URL: ELSEWHERE, HTTP_PROXY: withCredentials, NOTARIZE_RETRY_DELAY_MS: '1' },
+        noBaseUrlCheck: true,
+        noProxyCheck: true,
       });
       expect(run.code, describeRun(run)).toBe(3);
       expect(run.stderr).toContain('HTTP_PROXY');
@@ -186,8 +190,10 @@ describe('a malformed proxy URL', () => {
     bed.addSecret('s3cret-proxy-pw');
     bed.addSecret('proxy.internal');
     const names = await twoDocuments(variable);
-    const run = await runMain(bed, ['register', names[0]!], {
+    const run = await bed.main(['register', names[0]!], {
       env: { NOTARIZE_BASE_URL: ELSEWHERE, [variable]: value },
+      noBaseUrlCheck: true,
+      noProxyCheck: true,
     });
     expect(run.code, describeRun(run)).toBe(2);
     expect(run.stderr).toContain(`${variable} is not a valid proxy URL`);
@@ -199,8 +205,10 @@ describe('a malformed proxy URL', () => {
   it('the variable not used for this service is checked too (a good HTTPS_PROXY, a bad HTTP_PROXY)', async () => {
     const proxy = await bed.forwardProxy({ host: PROXY_HOST });
     const names = await twoDocuments('pair');
-    const run = await runMain(bed, ['register', names[0]!], {
+    const run = await bed.main(['register', names[0]!], {
       env: { NOTARIZE_BASE_URL: ELSEWHERE, HTTPS_PROXY: proxy.url, HTTP_PROXY: 'not a url' },
+      noBaseUrlCheck: true,
+      noProxyCheck: true,
     });
     expect(run.code, describeRun(run)).toBe(2);
     expect(run.stderr).toContain('HTTP_PROXY is not a valid proxy URL');

@@ -1,0 +1,99 @@
+/**
+ * runAll over an async source (pulled as lanes free up, results reported,
+ * not kept), its window for in-order printing, and the exit code of a batch
+ * (2 only when nothing was sent).
+ */
+import { describe, expect, it } from 'vitest';
+import { batchExitCode, runAll, type Settled } from '../../src/core/batch.js';
+import { AuthError, TransientError, UsageError } from '../../src/errors.js';
+
+async function* numbers(count: number, pulled: { n: number }): AsyncGenerator<number> {
+  for (let i = 0; i < count; i++) {
+    // A source that really is asynchronous, as a file being read.
+    await Promise.resolve();
+    pulled.n = i + 1;
+    yield i;
+  }
+}
+
+describe('runAll', () => {
+  it('pulls an async source only as lanes free up, reporting every item with its index', async () => {
+    const pulled = { n: 0 };
+    let inFlight = 0;
+    let maxInFlight = 0;
+    let maxAhead = 0;
+    const seen: [number, number][] = [];
+    const total = await runAll(
+      numbers(500, pulled),
+      async (item) => {
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        maxAhead = Math.max(maxAhead, pulled.n - seen.length);
+        await new Promise((resolve) => setTimeout(resolve, item % 7));
+        inFlight--;
+        if (item % 10 === 3) throw new UsageError(`bad ${item}`);
+        return item * 2;
+      },
+      {
+        concurrency: 4,
+        onSettled: (index, result: Settled<number>, item) => {
+          expect(index).toBe(item);
+          seen.push([index, result.ok ? result.value : -1]);
+        },
+      },
+    );
+    expect(total).toBe(500);
+    expect(maxInFlight).toBe(4);
+    // The source is never read far ahead of what has settled.
+    expect(maxAhead).toBeLessThanOrEqual(5);
+    expect(seen.sort((a, b) => a[0] - b[0])).toEqual(
+      Array.from({ length: 500 }, (_, i) => [i, i % 10 === 3 ? -1 : i * 2]),
+    );
+  });
+
+  it('keeps the started items within `window` of the oldest one not settled', async () => {
+    let release!: () => void;
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    const started: number[] = [];
+    const run = runAll(
+      Array.from({ length: 100 }, (_, i) => i),
+      async (item) => {
+        started.push(item);
+        if (item === 0) await slow;
+      },
+      { concurrency: 4, window: 10 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Item 0 holds the window: nothing past index 9 has started.
+    expect(Math.max(...started)).toBe(9);
+    release();
+    expect(await run).toBe(100);
+    expect(started).toHaveLength(100);
+  });
+
+  it('throws an error of the source once the items in flight have settled', async () => {
+    async function* failing(): AsyncGenerator<number> {
+      yield await Promise.resolve(1);
+      throw new UsageError('no input given');
+    }
+    const settled: number[] = [];
+    await expect(
+      runAll(failing(), (n) => Promise.resolve(n), { concurrency: 3, onSettled: (i) => settled.push(i) }),
+    ).rejects.toThrow('no input given');
+    expect(settled).toEqual([0]);
+  });
+});
+
+describe('batchExitCode', () => {
+  const usage = new UsageError('cannot read');
+  const transient = new TransientError('503');
+  it('2 for a local failure only when nothing was sent; else 1', () => {
+    expect(batchExitCode([undefined, usage], false)).toBe(2);
+    expect(batchExitCode([undefined, usage], true)).toBe(1);
+  });
+  it('4 when every failure was transient; else the first lasting failure in input order', () => {
+    expect(batchExitCode([transient, undefined, transient], true)).toBe(4);
+    expect(batchExitCode([transient, new AuthError('401'), usage], true)).toBe(3);
+    expect(batchExitCode([undefined, undefined], true)).toBe(0);
+  });
+});

@@ -1,0 +1,191 @@
+/**
+ * The local ledger, with no network: documents are registered against a
+ * sandbox which is then closed (same base URL, so the same ledger, but any
+ * request would now fail), and verify/list/show answer from the ledger alone.
+ */
+import { cp } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Bed, type BedMainOptions } from '../helpers/bed.js';
+import { describeRun, type Run } from '../helpers/cli.js';
+import { jsonError, parseResults } from '../helpers/results.js';
+
+let bed: Bed;
+const hashes: Record<string, string> = {};
+const records = new Map<string, unknown>();
+
+beforeAll(async () => {
+  bed = await Bed.create({ keyInEnv: true });
+  for (const name of ['a.txt', 'b.txt', 'c.txt']) hashes[name] = await bed.write(name, `ledger document ${name}\n`);
+  // Same base name as b.txt, other content: "modified".
+  hashes['moved/b.txt'] = await bed.write('moved/b.txt', 'b.txt, edited after notarization\n');
+  hashes['unknown.txt'] = await bed.write('unknown.txt', 'never notarized\n');
+  const run = await bed.main(['register', ...['a.txt', 'b.txt', 'c.txt'].map((name) => bed.path(name)), '--json']);
+  expect(run.code, describeRun(run)).toBe(0);
+  for (const [hash, record] of bed.sandbox.records) records.set(hash, record);
+  expect(records.size).toBe(3);
+  // From here on nothing listens at the base URL: a request would fail with exit 4.
+  await bed.sandbox.close();
+});
+afterAll(async () => {
+  await bed?.finish();
+});
+
+// Each test gets its own copy of the registered store, so no test sees another's changes.
+let store = '';
+let copies = 0;
+beforeEach(async () => {
+  store = join(bed.root, `store-copy-${++copies}`);
+  await cp(bed.storeDir, store, { recursive: true });
+});
+
+/** Runs notarize on this test's copy of the store, in-process (documents named by absolute path). */
+function offline(args: string[], options: BedMainOptions = {}): Promise<Run> {
+  return bed.main(args, { ...options, env: { ...options.env, NOTARIZE_CONFIG_DIR: store } });
+}
+
+describe('verify, with no network', () => {
+  it('a registered file: exit 0, the record and its /verification/<hash> URL', async () => {
+    const hash = hashes['a.txt']!;
+    const run = await offline(['verify', bed.path('a.txt')]);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).toBe(`verified: ${bed.path('a.txt')} is notarized\n`);
+    expect(run.stdout).toMatch(new RegExp(`^hash +${hash}$`, 'm'));
+    expect(run.stdout).toMatch(/^description +a\.txt$/m);
+    expect(run.stdout).toMatch(new RegExp(`^verification +${bed.url}/verification/${hash}$`, 'm'));
+
+    const json = await offline(['verify', bed.path('a.txt'), '--json']);
+    expect(json.code, describeRun(json)).toBe(0);
+    // The record exactly as the service sent it.
+    expect(json.stdout).toBe(`${JSON.stringify(records.get(hash))}\n`);
+  });
+
+  it('several registered files: a --json array with record and verificationUrl', async () => {
+    const run = await offline(['verify', bed.path('a.txt'), bed.path('b.txt'), bed.path('c.txt'), '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseResults(run.stdout)).toEqual(
+      ['a.txt', 'b.txt', 'c.txt'].map((file) => ({
+        schemaVersion: 1,
+        file: bed.path(file),
+        hash: hashes[file],
+        status: 'verified',
+        record: records.get(hashes[file]!),
+        verificationUrl: `${bed.url}/verification/${hashes[file]}`,
+      })),
+    );
+    expect(run.stderr).toContain('3 items: 3 verified');
+  });
+
+  it('a modified file (same name, other content) and an unknown file: exit 6', async () => {
+    const run = await offline([
+      'verify',
+      bed.path('a.txt'),
+      bed.path('moved/b.txt'),
+      bed.path('unknown.txt'),
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(6);
+    const results = parseResults(run.stdout);
+    expect(results.map((r) => [r.file, r.hash, r.status])).toEqual([
+      [bed.path('a.txt'), hashes['a.txt'], 'verified'],
+      [bed.path('moved/b.txt'), hashes['moved/b.txt'], 'modified'],
+      [bed.path('unknown.txt'), hashes['unknown.txt'], 'unknown'],
+    ]);
+    expect(results[1]!.reason).toContain(`'b.txt' was notarized with digest ${hashes['b.txt']}`);
+    expect(results[1]!.record).toBeUndefined();
+    expect(results[2]).toEqual({
+      schemaVersion: 1,
+      file: bed.path('unknown.txt'),
+      hash: hashes['unknown.txt'],
+      status: 'unknown',
+    });
+    expect(jsonError(run.stderr)).toMatchObject({ code: 'not_notarized', exitCode: 6 });
+  });
+
+  it('one modified file, one unknown file: exit 6 each, with a table on stdout', async () => {
+    const modified = await offline(['verify', bed.path('moved/b.txt')]);
+    expect(modified.code, describeRun(modified)).toBe(6);
+    expect(modified.stdout).toMatch(
+      new RegExp(`^modified +[0-9a-f]{64} +${bed.path('moved/b.txt')} +'b\\.txt' was notarized with digest`, 'm'),
+    );
+    expect(modified.stderr).toMatch(
+      /^notarize: 1 of 1 document is not notarized in the ledger of http:\/\/127\.0\.0\.1:\d+/m,
+    );
+    const unknown = await offline(['verify', bed.path('unknown.txt')]);
+    expect(unknown.code, describeRun(unknown)).toBe(6);
+    expect(unknown.stdout).toMatch(new RegExp(`^unknown +[0-9a-f]{64} +${bed.path('unknown.txt')}$`, 'm'));
+  });
+
+  it('reads a document from standard input', async () => {
+    const run = await offline(['verify', '-', '--json'], { input: 'ledger document c.txt\n' });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stdout).toBe(`${JSON.stringify(records.get(hashes['c.txt']!))}\n`);
+  });
+});
+
+describe('list and show, with no network', () => {
+  it('list prints a table of the ledger', async () => {
+    const run = await offline(['list']);
+    expect(run.code, describeRun(run)).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^HASH +COMPLETED +FILE +DESCRIPTION$/);
+    expect(lines).toHaveLength(4);
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) {
+      expect(run.stdout).toMatch(
+        new RegExp(`^${hashes[name]} +\\S+ +${name.replace('.', '\\.')} +${name.replace('.', '\\.')}$`, 'm'),
+      );
+    }
+  });
+
+  it('list --json prints an array with the records as the service sent them', async () => {
+    const run = await offline(['list', '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    const rows = JSON.parse(run.stdout) as {
+      hash: string;
+      file: string;
+      completedAt: string;
+      verificationUrl: string;
+      record: unknown;
+    }[];
+    expect(Array.isArray(rows)).toBe(true);
+    expect(rows).toHaveLength(3);
+    expect(rows.map((r) => r.hash).sort()).toEqual([hashes['a.txt'], hashes['b.txt'], hashes['c.txt']].sort());
+    for (const row of rows) {
+      expect(Object.keys(row).sort()).toEqual(['completedAt', 'file', 'hash', 'record', 'verificationUrl']);
+      expect(row.record).toEqual(records.get(row.hash));
+      expect(row.verificationUrl).toBe(`${bed.url}/verification/${row.hash}`);
+      expect(hashes[row.file]).toBe(row.hash);
+      expect(Number.isNaN(Date.parse(row.completedAt))).toBe(false);
+    }
+  });
+
+  it('show <hash> and show <file> print the record; --json prints it exactly', async () => {
+    const hash = hashes['b.txt']!;
+    const byHash = await offline(['show', hash]);
+    expect(byHash.code, describeRun(byHash)).toBe(0);
+    expect(byHash.stdout).toMatch(new RegExp(`^verification +${bed.url}/verification/${hash}$`, 'm'));
+    const byUpperHash = await offline(['show', hash.toUpperCase(), '--json']);
+    expect(byUpperHash.code, describeRun(byUpperHash)).toBe(0);
+    expect(byUpperHash.stdout).toBe(`${JSON.stringify(records.get(hash))}\n`);
+    const byFile = await offline(['show', bed.path('b.txt'), '--json']);
+    expect(byFile.code, describeRun(byFile)).toBe(0);
+    expect(byFile.stdout).toBe(`${JSON.stringify(records.get(hash))}\n`);
+  });
+
+  it('show exits 6 for a hash or a file that is not in the ledger', async () => {
+    const absent = 'f'.repeat(64);
+    const byHash = await offline(['show', absent]);
+    expect(byHash.code, describeRun(byHash)).toBe(6);
+    expect(byHash.stdout).toBe('');
+    expect(byHash.stderr).toMatch(new RegExp(`^notarize: ${absent} is not in the ledger of ${bed.url}`, 'm'));
+    const byFile = await offline(['show', bed.path('moved/b.txt'), '--json']);
+    expect(byFile.code, describeRun(byFile)).toBe(6);
+    expect(JSON.parse(byFile.stderr)).toMatchObject({ error: { code: 'not_notarized', exitCode: 6 } });
+  });
+
+  it('a command that needs the network fails with exit 4 here, so the runs above truly used none', async () => {
+    await bed.write('new.txt', 'needs the service\n');
+    const run = await offline(['register', bed.path('new.txt'), '--retries', '0']);
+    expect(run.code, describeRun(run)).toBe(4);
+  });
+});

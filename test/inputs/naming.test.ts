@@ -1,0 +1,261 @@
+/**
+ * How documents are named: several paths, directories with --recursive and
+ * --include/--exclude globs, symlinks and special files met while walking
+ * (reported, never followed), --files-from a file or '-' (with -0), the
+ * usage errors (exit 2) raised before anything is sent, and named paths that
+ * cannot be processed, which fail on their own (more in test/batch/failed-items.test.ts).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { describeRun } from '../helpers/cli.js';
+import { parseResults } from '../helpers/results.js';
+
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
+
+describe('usage errors: nothing is hashed or sent', () => {
+  it('a directory without --recursive named alone exits 2 and sends nothing; in a batch it is a failed item', async () => {
+    await bed.write('dist/app.tar.gz', 'app\n');
+    const single = await bed.write('single.txt', 'single\n');
+    const alone = await bed.main(['register', bed.path('dist')]);
+    expect(alone.code, describeRun(alone)).toBe(2);
+    expect(alone.stdout).toBe('');
+    expect(alone.stderr).toMatch(
+      new RegExp(
+        `^notarize: '${bed.path('dist')}' is a directory \\(add --recursive to process the files in it\\)$`,
+        'm',
+      ),
+    );
+    expect(bed.sandbox.calls).toEqual([]);
+
+    const json = await bed.main(['register', bed.path('dist'), '--json']);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stderr)).toEqual({
+      error: {
+        code: 'is_directory',
+        exitCode: 2,
+        message: `'${bed.path('dist')}' is a directory`,
+        hint: 'add --recursive to process the files in it',
+      },
+    });
+    expect(bed.sandbox.calls).toEqual([]);
+
+    // Among other documents it fails on its own; the others are sent, so the exit is 1, not 2.
+    const batch = await bed.main(['register', bed.path('single.txt'), bed.path('dist'), '--json']);
+    expect(batch.code, describeRun(batch)).toBe(1);
+    expect(parseResults(batch.stdout).map((r) => [r.file, r.status, r.error?.code])).toEqual([
+      [bed.path('single.txt'), 'registered', undefined],
+      [bed.path('dist'), 'failed', 'is_directory'],
+    ]);
+    expect(bed.requestedHashes()).toEqual([single]);
+  });
+
+  it('a missing file alone exits 2 and sends nothing; among existing ones it fails on its own', async () => {
+    const present = await bed.write('present.txt', 'present\n');
+    const alone = await bed.main(['register', bed.path('missing.txt'), '--json']);
+    expect(alone.code, describeRun(alone)).toBe(2);
+    expect(alone.stdout).toBe('');
+    expect(JSON.parse(alone.stderr)).toMatchObject({
+      error: {
+        code: 'unreadable_file',
+        exitCode: 2,
+        message: `cannot read '${bed.path('missing.txt')}': no such file or directory`,
+      },
+    });
+    expect(bed.sandbox.calls).toEqual([]);
+    expect(() => bed.onlyServiceDir()).toThrow();
+
+    const run = await bed.main(['register', bed.path('present.txt'), bed.path('missing.txt'), '--json']);
+    expect(run.code, describeRun(run)).toBe(1);
+    expect(parseResults(run.stdout)).toEqual([
+      expect.objectContaining({ file: bed.path('present.txt'), hash: present, status: 'registered' }),
+      {
+        schemaVersion: 1,
+        file: bed.path('missing.txt'),
+        hash: null,
+        status: 'failed',
+        error: {
+          code: 'unreadable_file',
+          exitCode: 2,
+          message: `cannot read '${bed.path('missing.txt')}': no such file or directory`,
+        },
+      },
+    ]);
+    expect(bed.requestedHashes()).toEqual([present]);
+  });
+
+  it('-0 without --files-from, and no input at all, are usage errors', async () => {
+    await bed.write('a.txt', 'a\n');
+    const nul = await bed.main(['register', bed.path('a.txt'), '-0']);
+    expect(nul.code).toBe(2);
+    expect(nul.stderr).toMatch(/-0 goes with --files-from/);
+    const none = await bed.main(['register']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/no input given/);
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+});
+
+describe('--recursive', () => {
+  it('walks directories in name order; --include/--exclude globs without a slash match the name', async () => {
+    const keep1 = await bed.write('dist/app.tar.gz', 'app tarball\n');
+    const keep2 = await bed.write('dist/.hidden.tar.gz', 'hidden tarball\n');
+    const keep3 = await bed.write('dist/deep/er/lib.tar.gz', 'deep tarball\n');
+    await bed.write('dist/app.zip', 'zip\n');
+    await bed.write('dist/notes.txt', 'notes\n');
+    await bed.write('dist/deep/er/debug.tar.gz', 'excluded by name\n');
+    const args = ['-r', bed.path('dist'), '--include', '*.tar.gz', '--include', '*.none', '--exclude', 'debug*'];
+    const run = await bed.main(['register', ...args, '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    const results = parseResults(run.stdout);
+    expect(results.map((r) => [r.file, r.hash, r.status])).toEqual([
+      [bed.path('dist/.hidden.tar.gz'), keep2, 'registered'],
+      [bed.path('dist/app.tar.gz'), keep1, 'registered'],
+      [bed.path('dist/deep/er/lib.tar.gz'), keep3, 'registered'],
+    ]);
+    expect(bed.requestedHashes().sort()).toEqual([keep1, keep2, keep3].sort());
+
+    // `hash` takes the same inputs the same way.
+    const hash = await bed.main(['hash', ...args]);
+    expect(hash.code, describeRun(hash)).toBe(0);
+    expect(hash.stdout).toBe(
+      `${keep2}  ${bed.path('dist/.hidden.tar.gz')}\n${keep1}  ${bed.path('dist/app.tar.gz')}\n` +
+        `${keep3}  ${bed.path('dist/deep/er/lib.tar.gz')}\n`,
+    );
+  });
+
+  it('globs with a slash match the path relative to the walked directory', async () => {
+    const b = bed;
+    const top = await b.write('dist/app.tar.gz', 'top\n');
+    const deep = await b.write('dist/deep/lib.tar.gz', 'deep\n');
+    const skipped = await b.write('dist/skip/other.tar.gz', 'in an excluded directory\n');
+    // --include 'deep/*': only the file under deep/; --exclude 'skip/**': everything but skip/.
+    const include = await b.main(['hash', '-r', bed.path('dist'), '--include', 'deep/*']);
+    const exclude = await b.main(['hash', '-r', bed.path('dist'), '--exclude', 'skip/**']);
+    expect(include.code, describeRun(include)).toBe(0);
+    expect(exclude.code, describeRun(exclude)).toBe(0);
+    expect(include.stdout).toBe(`${deep}  ${b.path('dist/deep/lib.tar.gz')}\n`);
+    expect(exclude.stdout).toBe(`${top}  ${b.path('dist/app.tar.gz')}\n${deep}  ${b.path('dist/deep/lib.tar.gz')}\n`);
+    expect(exclude.stdout).not.toContain(skipped);
+  });
+
+  it('reports a symlink and a FIFO inside a walked directory as skipped, and follows neither', async () => {
+    const b = bed;
+    const regular = await b.write('dir/regular.txt', 'regular\n');
+    const outside = await b.write('elsewhere/target.txt', 'symlink target, outside the walked tree\n');
+    const inLinkedDir = await b.write('elsewhere/sub/inner.txt', 'inside a linked directory\n');
+    await symlink('../elsewhere/target.txt', join(b.workDir, 'dir/link-to-file'));
+    await symlink('../elsewhere/sub', join(b.workDir, 'dir/link-to-dir'));
+    execFileSync('mkfifo', [join(b.workDir, 'dir/pipe')]);
+
+    // Spawned: a FIFO that were opened would block the run, and a process can be killed at the timeout.
+    const run = await b.run(['register', '-r', 'dir', '--json'], { timeoutMs: 20_000 });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseResults(run.stdout)).toEqual([
+      expect.objectContaining({ file: 'dir/regular.txt', hash: regular, status: 'registered' }),
+      {
+        schemaVersion: 1,
+        file: 'dir/link-to-dir',
+        hash: null,
+        status: 'skipped',
+        reason: 'symbolic link (not followed)',
+      },
+      {
+        schemaVersion: 1,
+        file: 'dir/link-to-file',
+        hash: null,
+        status: 'skipped',
+        reason: 'symbolic link (not followed)',
+      },
+      { schemaVersion: 1, file: 'dir/pipe', hash: null, status: 'skipped', reason: 'not a regular file' },
+    ]);
+    expect(run.stderr).toContain('warning: skipped dir/link-to-file: symbolic link (not followed)');
+    expect(run.stderr).toContain('warning: skipped dir/link-to-dir: symbolic link (not followed)');
+    expect(run.stderr).toContain('warning: skipped dir/pipe: not a regular file');
+    expect(run.stderr).toContain('4 items: 1 registered, 3 skipped');
+    expect(b.requestedHashes()).toEqual([regular]);
+    expect(b.requestedHashes()).not.toContain(outside);
+    expect(b.requestedHashes()).not.toContain(inLinkedDir);
+
+    // The table says the same, and a skipped input is not a failure (exit 0).
+    const table = await b.run(['register', '-r', 'dir']);
+    expect(table.code, describeRun(table)).toBe(0);
+    expect(table.stdout).toMatch(/^skipped +- +dir\/pipe +not a regular file$/m);
+    expect(table.stdout).toMatch(/^already-registered +[0-9a-f]{64} +dir\/regular.txt$/m);
+  });
+
+  it('follows a symlink named directly on the command line (documented)', async () => {
+    const target = await bed.write('real.txt', 'named through a link\n');
+    await symlink('real.txt', join(bed.workDir, 'named-link.txt'));
+    const run = await bed.main(['hash', bed.path('named-link.txt')]);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stdout).toBe(`${target}  ${bed.path('named-link.txt')}\n`);
+  });
+});
+
+describe('--files-from', () => {
+  it('reads paths from a file, one per line, blank lines ignored', async () => {
+    const one = await bed.write('docs/one.txt', 'one\n');
+    const two = await bed.write('docs/two.txt', 'two\n');
+    await bed.write('docs/not-listed.txt', 'not listed\n');
+    await writeFile(join(bed.workDir, 'list.txt'), `${bed.path('docs/one.txt')}\n\n${bed.path('docs/two.txt')}\n`);
+    const run = await bed.main(['register', '--files-from', bed.path('list.txt'), '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseResults(run.stdout).map((r) => [r.file, r.hash, r.status])).toEqual([
+      [bed.path('docs/one.txt'), one, 'registered'],
+      [bed.path('docs/two.txt'), two, 'registered'],
+    ]);
+    expect(bed.calls('request')).toBe(2);
+  });
+
+  it("reads NUL-separated names from standard input with '-' and -0 (spaces and newlines in names)", async () => {
+    const names = ['with space.txt', 'new\nline.txt', 'sub dir/plain.txt'];
+    const hashes: string[] = [];
+    for (const [i, name] of names.entries()) hashes.push(await bed.write(name, `nul separated ${i}\n`));
+    const paths = names.map((name) => bed.path(name));
+    const input = `${paths.join('\0')}\0`;
+
+    const run = await bed.main(['register', '--files-from', '-', '-0', '--json'], { input });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseResults(run.stdout).map((r) => [r.file, r.hash, r.status])).toEqual(
+      paths.map((path, i) => [path, hashes[i], 'registered']),
+    );
+    expect(bed.requestedHashes().sort()).toEqual([...hashes].sort());
+
+    const hash = await bed.main(['hash', '--files-from', '-', '-0', '--json'], { input });
+    expect(hash.code, describeRun(hash)).toBe(0);
+    expect(JSON.parse(hash.stdout)).toEqual(paths.map((file, i) => ({ file, hash: hashes[i] })));
+  });
+
+  it('a missing file in the list fails on its own; a list that cannot be read is a usage error', async () => {
+    const here = await bed.write('here.txt', 'here\n');
+    await writeFile(join(bed.workDir, 'list.txt'), `${bed.path('here.txt')}\n${bed.path('gone.txt')}\n`);
+    const run = await bed.main(['register', '--files-from', bed.path('list.txt')]);
+    expect(run.code, describeRun(run)).toBe(1);
+    const gone = bed.path('gone.txt');
+    expect(run.stdout).toMatch(
+      new RegExp(`^failed +- +${gone} +cannot read '${gone}': no such file or directory$`, 'm'),
+    );
+    expect(bed.requestedHashes()).toEqual([here]);
+    const calls = bed.sandbox.calls.length;
+    const unreadableList = await bed.main(['register', '--files-from', bed.path('no-such-list.txt')]);
+    expect(unreadableList.code).toBe(2);
+    expect(unreadableList.stderr).toContain(
+      `cannot read the --files-from list from '${bed.path('no-such-list.txt')}': no such file`,
+    );
+    expect(bed.sandbox.calls.length).toBe(calls);
+  });
+});
+
+describe('several inputs of one directory level', () => {
+  it('an empty directory with --recursive gives an empty array', async () => {
+    await mkdir(join(bed.workDir, 'empty'));
+    const run = await bed.main(['register', '-r', bed.path('empty'), '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual([]);
+    expect(bed.sandbox.calls.filter((c) => c.route !== 'login')).toEqual([]);
+  });
+});

@@ -1,0 +1,161 @@
+import { Readable } from 'node:stream';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { IO, type IOOptions, type Spinner } from '../../src/output/io.js';
+
+/** An IO over string buffers, as commands' tests use it. */
+function bufferIO(options: Partial<IOOptions> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io = new IO({
+    stdout: { write: (text: string) => out.push(text) },
+    stderr: { write: (text: string) => err.push(text) },
+    stdin: Readable.from([]),
+    stdinIsTTY: false,
+    stderrIsTTY: false,
+    colour: false,
+    ...options,
+  });
+  return { io, stdout: () => out.join(''), stderr: () => err.join('') };
+}
+
+describe('IO streams', () => {
+  it('writes data on stdout and messages on stderr, one line each', () => {
+    const { io, stdout, stderr } = bufferIO();
+    io.data('{"hash":"abc"}');
+    io.data('already ended\n');
+    io.info('registered');
+    io.warn('store tightened');
+    io.error('error: refused');
+    expect(stdout()).toBe('{"hash":"abc"}\nalready ended\n');
+    expect(stderr()).toBe('registered\nwarning: store tightened\nerror: refused\n');
+  });
+
+  it('quiet silences info but not warnings, errors or data', () => {
+    const { io, stdout, stderr } = bufferIO({ quiet: true });
+    io.info('chatter');
+    io.warn('something went wrong');
+    io.error('failed');
+    io.data('result');
+    expect(stderr()).toBe('warning: something went wrong\nfailed\n');
+    expect(stdout()).toBe('result\n');
+  });
+
+  it('debug lines appear only with verbose', () => {
+    const quiet = bufferIO();
+    quiet.io.debug('GET /x -> 200');
+    expect(quiet.stderr()).toBe('');
+    const verbose = bufferIO({ verbose: true });
+    verbose.io.debug('GET /x -> 200');
+    expect(verbose.stderr()).toBe('[notarize] GET /x -> 200\n');
+  });
+});
+
+describe('IO.dataJsonArray', () => {
+  it('writes exactly what JSON.stringify(items, null, 2) gives, for any array of JSON values', () => {
+    fc.assert(
+      fc.property(fc.array(fc.jsonValue(), { maxLength: 6 }), (items) => {
+        const streamed = bufferIO();
+        streamed.io.dataJsonArray(items);
+        expect(streamed.stdout()).toBe(`${JSON.stringify(items, null, 2)}\n`);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('writes one element at a time and scrubs secrets in each', () => {
+    const chunks: string[] = [];
+    const io = new IO({
+      stdout: { write: (text: string) => chunks.push(text) },
+      stderr: { write: () => {} },
+      stdin: Readable.from([]),
+      stdinIsTTY: false,
+      stderrIsTTY: false,
+      colour: false,
+    });
+    io.addSecret('ak_live_0123456789abcdef');
+    io.dataJsonArray([{ file: 'a', note: 'ak_live_0123456789abcdef' }, { file: 'b\nc' }]);
+    expect(chunks).toEqual([
+      '[\n  {\n    "file": "a",\n    "note": "[redacted]"\n  },\n',
+      '  {\n    "file": "b\\nc"\n  }\n]\n',
+    ]);
+  });
+});
+
+describe('IO.addSecret', () => {
+  const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjF9.c2lnbmF0dXJl';
+  const API_KEY = 'ak_live_0123456789abcdef';
+
+  it('scrubs registered secrets from every stream, every occurrence', () => {
+    const { io, stdout, stderr } = bufferIO({ verbose: true });
+    io.addSecret(TOKEN);
+    io.addSecret(API_KEY);
+    io.data(`token=${TOKEN} again ${TOKEN}`);
+    io.info(`key ${API_KEY}`);
+    io.warn(`bearer ${TOKEN}`);
+    io.error(`failed with ${API_KEY}`);
+    io.debug(`Authorization: Bearer ${TOKEN}`);
+    const all = stdout() + stderr();
+    expect(all).not.toContain(TOKEN);
+    expect(all).not.toContain(API_KEY);
+    expect(stdout()).toBe('token=[redacted] again [redacted]\n');
+    expect(stderr()).toBe(
+      'key [redacted]\nwarning: bearer [redacted]\nfailed with [redacted]\n[notarize] Authorization: Bearer [redacted]\n',
+    );
+  });
+
+  it('ignores undefined and secrets too short to scrub safely', () => {
+    const { io, stdout } = bufferIO();
+    io.addSecret(undefined);
+    io.addSecret('abc');
+    io.data('abc def');
+    expect(stdout()).toBe('abc def\n');
+  });
+
+  it('leaves no part of a secret that contains another registered secret', () => {
+    // Secrets are replaced one after the other in the order they were added:
+    // replacing the shorter first must not leave the tail of the longer one.
+    const { io, stdout } = bufferIO();
+    const short = 'secret-1234';
+    const long = `${short}-and-more-5678`;
+    io.addSecret(short);
+    io.addSecret(long);
+    io.data(`value: ${long}`);
+    expect(stdout()).not.toContain('-and-more-5678');
+    expect(stdout()).toBe('value: [redacted]\n');
+  });
+});
+
+describe('IO.spinner', () => {
+  function spinnerIO(options: Partial<IOOptions>) {
+    const started: string[] = [];
+    const spinner: Spinner = { update() {}, stop() {} };
+    const { io } = bufferIO({
+      stderrIsTTY: true,
+      startSpinner: (text) => {
+        started.push(text);
+        return spinner;
+      },
+      ...options,
+    });
+    return { io, started };
+  }
+
+  it('starts a spinner on a terminal', () => {
+    const { io, started } = spinnerIO({});
+    io.spinner('hashing').stop();
+    expect(started).toEqual(['hashing']);
+  });
+
+  it.each([
+    ['quiet', { quiet: true }],
+    ['verbose', { verbose: true }],
+    ['stderr not a terminal', { stderrIsTTY: false }],
+  ])('starts none when %s', (_label, options: Partial<IOOptions>) => {
+    const { io, started } = spinnerIO(options);
+    const spinner = io.spinner('hashing');
+    spinner.update('still hashing');
+    spinner.stop();
+    expect(started).toEqual([]);
+  });
+});

@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import { checksumLine, formatBytes, renderRecord, renderTable } from '../../src/output/render.js';
+import { fixtureObject } from '../helpers/fixtures.js';
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[/;
+
+/** The lines of an uncoloured record as [field, value] pairs (the field, the gutter, the value). */
+function rows(text: string): [string, string][] {
+  return text.split('\n').map((line) => {
+    const match = /^(\S+) {2,}(.*)$/.exec(line);
+    if (!match) throw new Error(`unexpected line ${JSON.stringify(line)}`);
+    return [match[1]!, match[2]!];
+  });
+}
+
+describe('renderRecord', () => {
+  const record = fixtureObject('record.json');
+
+  it('prints every field of the record in order, then the extra rows', () => {
+    const text = renderRecord(record, { verification: 'https://app.dedit.io/verification/905d' }, false);
+    const fields = rows(text).map(([field]) => field);
+    expect(fields).toEqual([...Object.keys(record), 'verification']);
+  });
+
+  it('prints null as -, strings as they are, arrays and booleans as JSON', () => {
+    const values = Object.fromEntries(rows(renderRecord(record, {}, false)));
+    expect(values.txId).toBe('-');
+    expect(values.payload).toBe('-');
+    expect(values.description).toBe('TEST 13-04-2022');
+    expect(values.custody).toBe('false');
+    expect(values.tags).toBe('[]');
+    expect(values.userId).toBe('1098');
+  });
+
+  it('prints creationDate with its ISO form', () => {
+    const values = Object.fromEntries(rows(renderRecord(record, {}, false)));
+    expect(values.creationDate).toBe('1649855665000 (2022-04-13T13:14:25.000Z)');
+  });
+
+  it('prints fields it does not know, including nested values', () => {
+    const text = renderRecord({ ...record, receipt: { url: 'https://r.example/1' }, anchoredAt: 12 }, {}, false);
+    const values = Object.fromEntries(rows(text));
+    expect(values.receipt).toBe('{"url":"https://r.example/1"}');
+    expect(values.anchoredAt).toBe('12');
+  });
+
+  it('aligns the values in one column', () => {
+    const lines = renderRecord({ a: 1, longFieldName: 2 }, { mid: 'x' }, false).split('\n');
+    expect(lines).toEqual(['a              1', 'longFieldName  2', 'mid            x']);
+  });
+
+  it('has no ANSI codes without colour, and bold field names with it', () => {
+    expect(renderRecord(record, { extra: 'x' }, false)).not.toMatch(ANSI);
+    const coloured = renderRecord({ a: 1 }, {}, true);
+    expect(coloured).toMatch(ANSI);
+    expect(coloured).toBe('\u001b[1ma\u001b[22m  1');
+  });
+});
+
+describe('renderTable', () => {
+  it('aligns columns to the widest cell, header included, without trailing spaces', () => {
+    const text = renderTable(
+      ['HASH', 'DESCRIPTION', 'SAVED'],
+      [
+        ['905d4f33', 'contract', '2024-01-01'],
+        ['ab', 'a much longer description', '2024-01-02'],
+      ],
+      false,
+    );
+    expect(text.split('\n')).toEqual([
+      'HASH      DESCRIPTION                SAVED',
+      '905d4f33  contract                   2024-01-01',
+      'ab        a much longer description  2024-01-02',
+    ]);
+  });
+
+  it('fills missing cells with blanks and trims the line end', () => {
+    const text = renderTable(['A', 'B', 'C'], [['1'], ['22', '333']], false);
+    expect(text.split('\n')).toEqual(['A   B    C', '1', '22  333']);
+  });
+
+  it('prints only the header for no rows', () => {
+    expect(renderTable(['HASH', 'STATUS'], [], false)).toBe('HASH  STATUS');
+  });
+
+  it('has no ANSI codes without colour; with colour only the header is bold and alignment is kept', () => {
+    const rowsIn = [['x', 'y']];
+    const plain = renderTable(['H1', 'H2'], rowsIn, false);
+    expect(plain).not.toMatch(ANSI);
+    const coloured = renderTable(['H1', 'H2'], rowsIn, true);
+    const [header, row] = coloured.split('\n');
+    expect(header).toBe('\u001b[1mH1  H2\u001b[22m');
+    expect(row).toBe('x   y');
+  });
+});
+
+describe('checksumLine', () => {
+  const hash = 'ef'.repeat(32);
+
+  it('is "<hash>  <name>", as sha256sum prints it', () => {
+    expect(checksumLine(hash, 'dist/app.tar.gz')).toBe(`${hash}  dist/app.tar.gz`);
+  });
+
+  it('escapes a backslash, newline or CR in the name the GNU way, with a leading backslash', () => {
+    expect(checksumLine(hash, 'a\\b\nc\rd')).toBe(`\\${hash}  a\\\\b\\nc\\rd`);
+  });
+
+  it('leaves other characters as they are, so `sha256sum -c` finds the file', () => {
+    expect(checksumLine(hash, 'caf\u00e9 \u001b.txt')).toBe(`${hash}  caf\u00e9 \u001b.txt`);
+  });
+});
+
+describe('formatBytes', () => {
+  it('uses binary units with one decimal, bytes as they are', () => {
+    expect(formatBytes(512)).toBe('512 B');
+    expect(formatBytes(1536)).toBe('1.5 KiB');
+    expect(formatBytes(512 * 1024 * 1024)).toBe('512.0 MiB');
+    expect(formatBytes(3 * 1024 ** 5)).toBe('3072.0 TiB');
+  });
+});

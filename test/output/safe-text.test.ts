@@ -1,0 +1,123 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { renderRecord, renderTable } from '../../src/output/render.js';
+import { forTerminal, forTerminalLines } from '../../src/output/safe-text.js';
+import { bufferIO } from '../helpers/io.js';
+
+/** Characters a terminal acts on or that reorder what is shown; none may survive forTerminal. */
+// eslint-disable-next-line no-control-regex
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff]/;
+
+describe('forTerminal', () => {
+  it('shows LF, CR and TAB as \\n, \\r, \\t and other controls as \\uXXXX', () => {
+    expect(forTerminal('a\nb\rc\td')).toBe('a\\nb\\rc\\td');
+    expect(forTerminal('\u001b[31mred\u0007')).toBe('\\u001b[31mred\\u0007');
+    expect(forTerminal('\u0000\u007f\u0085\u009f')).toBe('\\u0000\\u007f\\u0085\\u009f');
+  });
+
+  it('escapes bidi overrides, isolates and marks, line separators, BOM and zero-width spaces', () => {
+    expect(forTerminal('\u202egnp.exe')).toBe('\\u202egnp.exe');
+    expect(forTerminal('\u2066\u2067\u2068\u2069\u200e\u200f\u061c')).toBe(
+      '\\u2066\\u2067\\u2068\\u2069\\u200e\\u200f\\u061c',
+    );
+    expect(forTerminal('a\u2028b\u2029c\ufeffd\u200be')).toBe('a\\u2028b\\u2029c\\ufeffd\\u200be');
+  });
+
+  it('escapes lone surrogates and astral format characters (as a surrogate pair), not emoji', () => {
+    expect(forTerminal('x\ud800y\udc00')).toBe('x\\ud800y\\udc00');
+    expect(forTerminal('\u{e0067}')).toBe('\\udb40\\udc67');
+    expect(forTerminal('😀 👨\u200d👩 می\u200cخواهم')).toBe('😀 👨\u200d👩 می\u200cخواهم');
+  });
+
+  it('leaves text without such characters (backslashes and U+FFFD included) as it is', () => {
+    for (const text of ['contract.pdf', 'C:\\docs\\a.pdf', 'Überweisung €5', '日本語', '\ufffd', '']) {
+      expect(forTerminal(text)).toBe(text);
+    }
+  });
+
+  it('is idempotent, and its output is one line with nothing unsafe', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (text) => {
+        const once = forTerminal(text);
+        expect(forTerminal(once)).toBe(once);
+        expect(once).not.toMatch(UNSAFE);
+      }),
+    );
+  });
+
+  it('uses JSON escapes: an escaped JSON text is the same JSON value', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.string({ unit: 'binary' }), (value, extra) => {
+        const json = JSON.stringify({ value, extra });
+        expect(JSON.parse(forTerminal(json))).toEqual(JSON.parse(json));
+      }),
+    );
+  });
+});
+
+describe('forTerminalLines', () => {
+  it('keeps line feeds and escapes the rest, CR included', () => {
+    expect(forTerminalLines('one\ntwo\u001b[2J\r\nthree')).toBe('one\ntwo\\u001b[2J\\r\nthree');
+  });
+});
+
+describe('renderers escape the data, not their own styling', () => {
+  it('renderTable keeps one line per row and aligns on the escaped text', () => {
+    const text = renderTable(
+      ['A', 'B'],
+      [
+        ['x\ny', '1'],
+        ['\u001b[31m', '2'],
+      ],
+      false,
+    );
+    expect(text.split('\n')).toEqual(['A           B', 'x\\ny        1', '\\u001b[31m  2']);
+  });
+
+  it('renderRecord escapes keys, values (nested ones too) and extras; colour still works', () => {
+    const text = renderRecord(
+      { 'k\u001b': 'v\r\nw', nested: { note: '\u202e\u0085' } },
+      { verification: 'u\u0007' },
+      true,
+    );
+    expect(text).toBe(
+      [
+        '\u001b[1mk\\u001b     \u001b[22m  v\\r\\nw',
+        '\u001b[1mnested      \u001b[22m  {"note":"\\u202e\\u0085"}',
+        '\u001b[1mverification\u001b[22m  u\\u0007',
+      ].join('\n'),
+    );
+  });
+});
+
+describe('the IO object escapes every message', () => {
+  it('info, warn and debug are one line; error keeps line feeds; data is written as given', () => {
+    const buffers = bufferIO();
+    const { io } = buffers;
+    io.verbose = true;
+    io.info('registered a\nb\u001b[31m');
+    io.warn('skipped x\ry: \u202e');
+    io.debug('GET /\u0007');
+    io.error('first\u001b]0;title\u0007\nsecond');
+    io.data('{"description":"\u202e"}');
+    expect(buffers.stderr()).toBe(
+      [
+        'registered a\\nb\\u001b[31m',
+        'warning: skipped x\\ry: \\u202e',
+        '[notarize] GET /\\u0007',
+        'first\\u001b]0;title\\u0007',
+        'second',
+        '',
+      ].join('\n'),
+    );
+    expect(buffers.stdout()).toBe('{"description":"\u202e"}\n');
+  });
+
+  it('scrubs a secret before escaping, so one holding a control character is still removed', () => {
+    const buffers = bufferIO();
+    const { io } = buffers;
+    io.addSecret('secret\u0007value');
+    io.info('token secret\u0007value');
+    expect(buffers.stderr()).toBe('token [redacted]\n');
+  });
+});

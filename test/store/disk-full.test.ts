@@ -1,0 +1,105 @@
+/**
+ * A full (over quota, read-only) disk met before anything was sent is exit 2
+ * saying so (src/store/disk.ts, applied around the lock in core/notarize.ts);
+ * after something was sent it stays exit 1 with the answer quoted
+ * (`notSaved`); the mapping alone is unit-tested in test/store/disk.test.ts.
+ * The disk is made full by a stand-in for node:fs that fails
+ * writes under one store directory with ENOSPC, in-process: a real full file
+ * system would need a mount.
+ */
+import type * as NodeFs from 'node:fs';
+import { sep } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { type Bed, useBed } from '../helpers/bed.js';
+import { describeRun } from '../helpers/cli.js';
+import { readFixture } from '../helpers/fixtures.js';
+
+/** The store directory (`locks`, `pending`...) whose writes fail, if any. */
+const full = vi.hoisted(() => ({ dir: undefined as string | undefined, code: 'ENOSPC' }));
+
+vi.mock('node:fs', async (importOriginal) => {
+  const real = await importOriginal<typeof NodeFs>();
+  const refuse = (path: unknown): void => {
+    if (full.dir === undefined || typeof path !== 'string') return;
+    if (!path.includes(`${sep}${full.dir}${sep}`) && !path.endsWith(`${sep}${full.dir}`)) return;
+    throw Object.assign(new Error(`${full.code}: no space left on device, open '${path}'`), {
+      code: full.code,
+      path,
+    });
+  };
+  const writing = (flags: unknown) => typeof flags === 'string' && /[wax+]/.test(flags);
+  const stub = {
+    ...real,
+    mkdirSync: ((path: string, options?: unknown) => {
+      if (!real.existsSync(path)) refuse(path);
+      return real.mkdirSync(path, options as never);
+    }) as typeof real.mkdirSync,
+    openSync: ((path: string, flags?: unknown, mode?: unknown) => {
+      if (writing(flags)) refuse(path);
+      return real.openSync(path, flags as never, mode as never);
+    }) as typeof real.openSync,
+    writeFileSync: ((path: unknown, data: unknown, options?: unknown) => {
+      refuse(path);
+      return real.writeFileSync(path as never, data as never, options as never);
+    }) as typeof real.writeFileSync,
+    linkSync: ((existing: string, link: string) => {
+      refuse(link);
+      return real.linkSync(existing, link);
+    }) as typeof real.linkSync,
+  };
+  return { ...stub, default: stub };
+});
+
+let bed: Bed;
+useBed((created) => (bed = created), { keyInEnv: true });
+afterEach(() => {
+  full.dir = undefined;
+  full.code = 'ENOSPC';
+});
+
+describe('a full disk in a run', () => {
+  it.each(['ENOSPC', 'EDQUOT'])(
+    'making the locks directory (%s): exit 2, "no space left...", nothing sent',
+    async (code) => {
+      full.dir = 'locks';
+      full.code = code;
+      const doc = await bed.file('a.txt');
+      const run = await bed.main(['register', doc]);
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(run.stderr).toContain(code === 'ENOSPC' ? 'no space left on the device holding' : 'disk quota');
+      expect(run.stderr).toContain('nothing was sent');
+      expect(run.stderr).not.toContain('unexpected error');
+      expect(bed.sandbox.calls).toEqual([]);
+    },
+  );
+
+  it('creating the lock file itself (the directory exists): exit 2, nothing sent for it', async () => {
+    const first = await bed.main(['register', await bed.file('first.txt')]);
+    expect(first.code, describeRun(first)).toBe(0);
+    const mark = bed.mark();
+    full.dir = 'locks';
+    const run = await bed.main(['register', await bed.file('second.txt')]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toMatch(/^notarize: no space left on the device holding .+ \(ENOSPC\); nothing was sent/);
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
+  it('complete --session given by hand, on a full disk: exit 2, nothing sent', async () => {
+    const session = readFixture('session-free-plan.json');
+    full.dir = 'pending';
+    const run = await bed.main(['complete', 'a'.repeat(64), '--session', '-'], { input: session });
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toContain('no space left on the device holding');
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('after the request step was answered: still exit 1 with the session quoted (it exists nowhere else)', async () => {
+    full.dir = 'pending';
+    const run = await bed.main(['register', await bed.file('late.txt')]);
+    expect(run.code, describeRun(run)).toBe(1);
+    expect(run.stderr).toContain('could not be saved');
+    expect(run.stderr).toContain('the session the service sent: {');
+    expect(run.stderr).not.toContain('nothing was sent');
+    expect(bed.calls('request')).toBe(1);
+  });
+});

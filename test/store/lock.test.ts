@@ -1,0 +1,218 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { TransientError } from '../../src/errors.js';
+import { LEASE_MS, lockText, withLock } from '../../src/store/lock.js';
+import { rejection } from '../helpers/catch.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
+
+/** The pid of a process that has exited (a `node -e 0` run to completion). */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('could not spawn node');
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', () => resolve());
+  });
+  return pid;
+}
+
+/** A promise with its resolve function, to hold a lock until the test says so. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+describe('withLock', () => {
+  const tempDir = useTempDirs();
+
+  it("holds a lock file with our pid while fn runs, removes it after, and returns fn's value", async () => {
+    const file = join(tempDir(), 'h.lock');
+    const result = await withLock(file, 1000, () => {
+      expect(readFileSync(file, 'utf8').split(' ')[0]).toBe(String(process.pid));
+      return Promise.resolve(42);
+    });
+    expect(result).toBe(42);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('releases the lock when fn throws', async () => {
+    const file = join(tempDir(), 'h.lock');
+    const failure = new Error('flow failed');
+    expect(await rejection(withLock(file, 1000, () => Promise.reject(failure)))).toBe(failure);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('makes a second withLock on the same file wait until the first releases', async () => {
+    const file = join(tempDir(), 'h.lock');
+    const events: string[] = [];
+    const first = gate();
+    const firstDone = withLock(file, 10_000, async () => {
+      events.push('first start');
+      await first.opened;
+      events.push('first end');
+    });
+    const secondDone = withLock(file, 10_000, () => {
+      events.push('second');
+      return Promise.resolve();
+    });
+    // Let the second poll a few times while the first still holds the lock.
+    await sleep(100);
+    expect(events).toEqual(['first start']);
+    expect(existsSync(file)).toBe(true);
+    first.open();
+    await Promise.all([firstDone, secondDone]);
+    expect(events).toEqual(['first start', 'first end', 'second']);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('does not make locks on different files wait for each other', async () => {
+    const dir = tempDir();
+    const events: string[] = [];
+    const first = gate();
+    const firstDone = withLock(join(dir, 'a.lock'), 10_000, async () => {
+      await first.opened;
+      events.push('a');
+    });
+    await withLock(join(dir, 'b.lock'), 0, () => {
+      events.push('b');
+      return Promise.resolve();
+    });
+    first.open();
+    await firstDone;
+    expect(events).toEqual(['b', 'a']);
+  });
+
+  it('takes over at once a lock whose owner died in this PID namespace', async () => {
+    const file = join(tempDir(), 'h.lock');
+    const pid = await deadPid();
+    writeFileSync(file, lockText(pid, 'killed'));
+    let ran = false;
+    const started = performance.now();
+    await withLock(file, 1000, () => {
+      ran = true;
+      expect(readFileSync(file, 'utf8').split(' ')[0]).toBe(String(process.pid));
+      return Promise.resolve();
+    });
+    expect(ran).toBe(true);
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('never takes over on a dead pid alone: a lease lock of another namespace or host waits for its lease', async () => {
+    const dir = tempDir();
+    const pid = await deadPid();
+    // The pid is dead here, but the lock says it lives in another PID
+    // namespace (a container), and another one from another host: there the
+    // pid means nothing, so only the lease can tell.
+    const texts = [
+      `${pid} ${hostname()} n1 lease=${LEASE_MS} ns=00000000-0000-0000-0000-000000000000/1/1\n`,
+      `${pid} other-host n2 lease=${LEASE_MS}\n`,
+    ];
+    for (const [i, text] of texts.entries()) {
+      const file = join(dir, `${i}.lock`);
+      writeFileSync(file, text);
+      expect(await rejection(withLock(file, 300, () => Promise.resolve()))).toBeInstanceOf(TransientError);
+      expect(readFileSync(file, 'utf8')).toBe(text);
+    }
+  });
+
+  it('judges a lock of an older notarize (no lease) by its age: kept while recent, taken over once 10 min old', async () => {
+    const dir = tempDir();
+    const pid = await deadPid();
+    const recent = join(dir, 'recent.lock');
+    writeFileSync(recent, `${pid} ${hostname()} oldnonce\n`);
+    const error = await rejection(withLock(recent, 100, () => Promise.resolve()));
+    expect(error).toBeInstanceOf(TransientError);
+    expect((error as TransientError).hint).toMatch(/older notarize/);
+    expect(existsSync(recent)).toBe(true);
+
+    for (const text of [String(pid), `${pid} ${hostname()} oldnonce\n`]) {
+      const old = join(dir, 'old.lock');
+      writeFileSync(old, text);
+      const longAgo = new Date(Date.now() - 11 * 60_000);
+      utimesSync(old, longAgo, longAgo);
+      let ran = false;
+      await withLock(old, 1000, () => {
+        ran = true;
+        return Promise.resolve();
+      });
+      expect(ran).toBe(true);
+    }
+  });
+
+  it('refreshes the lease (mtime) while fn runs, and leaves no timer behind', async () => {
+    const file = join(tempDir(), 'h.lock');
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    const mtimes: number[] = [];
+    let during = 0;
+    await withLock(file, 1000, async () => {
+      during = timers();
+      mtimes.push(statSync(file).mtimeMs);
+      await sleep(LEASE_MS / 3 + 600);
+      mtimes.push(statSync(file).mtimeMs);
+    });
+    expect(mtimes[1]! - mtimes[0]!).toBeGreaterThanOrEqual(LEASE_MS / 3 - 100);
+    // The refresh timer existed while the lock was held, and is gone after.
+    expect(during).toBeGreaterThan(timers());
+    expect(timers()).toBeLessThanOrEqual(before);
+  }, 15_000);
+
+  it('throws TransientError (exit 4) naming the owner once waitMs passes while a live owner holds it', async () => {
+    const file = join(tempDir(), 'h.lock');
+    const first = gate();
+    const holder = withLock(file, 1000, () => first.opened);
+    let ran = false;
+    const error = await rejection(
+      withLock(file, 100, () => {
+        ran = true;
+        return Promise.resolve();
+      }),
+    );
+    expect(ran).toBe(false);
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({ exitCode: 4 });
+    expect((error as Error).message).toContain(String(process.pid));
+    // The waiter must not have removed the live owner's lock.
+    expect(readFileSync(file, 'utf8').split(' ')[0]).toBe(String(process.pid));
+    first.open();
+    await holder;
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('treats a lock file of another live process (pid 1) as held', async () => {
+    const file = join(tempDir(), 'h.lock');
+    writeFileSync(file, '1');
+    expect(await rejection(withLock(file, 50, () => Promise.resolve()))).toBeInstanceOf(TransientError);
+    expect(readFileSync(file, 'utf8')).toBe('1');
+  });
+
+  it('waits on a fresh empty lock file (its creator is writing the pid) but takes over one seen empty for 5 s', async () => {
+    const dir = tempDir();
+    const fresh = join(dir, 'fresh.lock');
+    writeFileSync(fresh, '');
+    expect(await rejection(withLock(fresh, 50, () => Promise.resolve()))).toBeInstanceOf(TransientError);
+    expect(existsSync(fresh)).toBe(true);
+
+    // Its mtime says nothing (another host's clock may be ahead or behind):
+    // the waiter's own observation decides.
+    const old = join(dir, 'old.lock');
+    writeFileSync(old, '');
+    const started = performance.now();
+    let ran = false;
+    await withLock(old, 8000, () => {
+      ran = true;
+      return Promise.resolve();
+    });
+    expect(ran).toBe(true);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(4900);
+  }, 15_000);
+});

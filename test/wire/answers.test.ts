@@ -1,0 +1,190 @@
+/**
+ * Issue 3, "Answers the client cannot trust": wrong shapes, HTML and
+ * truncated bodies give exit 5 naming the field where there is one; unknown
+ * extra fields are kept in what is stored, sent back and printed; a huge or
+ * endless body is cut off without being read to its end.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Fault } from '../../src/sandbox/server.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { describeRun } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv } from '../helpers/env.js';
+import { startFakeService } from '../helpers/local-server.js';
+import { runMain } from '../helpers/main.js';
+import { callsTo, handMadeJwt, useSandboxes } from '../helpers/sandbox.js';
+import { ledgerHashes, pendingHashes, readJson, storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
+import { readFixture } from '../helpers/fixtures.js';
+
+auditSecrets();
+const tempDir = useTempDirs();
+const newSandbox = useSandboxes();
+
+async function withFaults(faults: Fault[]) {
+  const sandbox = await newSandbox({ faults });
+  const configDir = tempDir();
+  const doc = makeDocument(tempDir(), 'doc.txt');
+  const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
+  return { sandbox, configDir, doc, env };
+}
+
+describe('malformed answers from the sandbox: exit 5, the field named, nothing lost', () => {
+  it.each([
+    { route: 'login', kind: 'wrong-shape', field: /token/ },
+    { route: 'login', kind: 'html', field: /not JSON/ },
+    { route: 'login', kind: 'truncated', field: /not JSON/ },
+    { route: 'request', kind: 'html', field: /not JSON/ },
+    { route: 'request', kind: 'truncated', field: /not JSON/ },
+  ])(
+    '$route: $kind -> exit 5 ($field), no session saved, a re-run succeeds (after an unread request step: asked with --force)',
+    async ({ route, kind, field }) => {
+      const t = await withFaults([{ route, kind, count: 1 } as Fault]);
+      const result = await runMain(['register', t.doc.path], t.env);
+      expect(result.code, describeRun(result)).toBe(5);
+      expect(result.stderr).toMatch(field);
+      expect(pendingHashes(t.configDir, t.sandbox.url)).toEqual([]);
+      expect(callsTo(t.sandbox.calls, 'forfait')).toHaveLength(0);
+      if (route === 'request') {
+        // The service said 2xx: a plain re-run does not request again on its own.
+        const refused = await runMain(['register', t.doc.path], t.env);
+        expect(refused.code, describeRun(refused)).toBe(5);
+        expect(refused.stderr).toMatch(/does not request it again on its own/);
+        expect(callsTo(t.sandbox.calls, 'request')).toHaveLength(1);
+      }
+      const again = await runMain(['register', t.doc.path, ...(route === 'request' ? ['--force'] : [])], t.env);
+      expect(again.code, describeRun(again)).toBe(0);
+      expect(ledgerHashes(t.configDir, t.sandbox.url)).toEqual([t.doc.hash]);
+    },
+  );
+
+  it('request: wrong-shape -> exit 5 naming userId; the object is kept as pending, exactly as sent', async () => {
+    const t = await withFaults([{ route: 'request', kind: 'wrong-shape', count: 1 }]);
+    const result = await runMain(['register', t.doc.path], t.env);
+    expect(result.code, describeRun(result)).toBe(5);
+    expect(result.stderr).toMatch(/userId/);
+    expect(result.stderr).toMatch(/kept as pending/);
+    expect(pendingHashes(t.configDir, t.sandbox.url)).toEqual([t.doc.hash]);
+    const kept = readJson(storePaths(t.configDir, t.sandbox.url).pending(t.doc.hash)) as { sessionJson: string };
+    expect(JSON.parse(kept.sessionJson)).toMatchObject({ userId: '1390' });
+    expect(callsTo(t.sandbox.calls, 'forfait')).toHaveLength(0);
+  });
+
+  it('forfait: wrong-shape -> exit 5 naming creationDate; kept aside, never in the ledger, never re-sent on its own', async () => {
+    const t = await withFaults([{ route: 'forfait', kind: 'wrong-shape', count: 1 }]);
+    const result = await runMain(['register', t.doc.path], t.env);
+    expect(result.code, describeRun(result)).toBe(5);
+    expect(result.stderr).toMatch(/creationDate/);
+    expect(ledgerHashes(t.configDir, t.sandbox.url)).toEqual([]);
+    expect(pendingHashes(t.configDir, t.sandbox.url)).toEqual([t.doc.hash]);
+    const again = await runMain(['register', t.doc.path], t.env);
+    expect(again.code, describeRun(again)).toBe(5);
+    expect(again.stderr).toMatch(/does not send it again on its own/);
+    expect(callsTo(t.sandbox.calls, 'forfait')).toHaveLength(1);
+  });
+
+  it('forfait: html (not processed) -> exit 5, session pending, `complete` finishes it', async () => {
+    const t = await withFaults([{ route: 'forfait', kind: 'html', count: 1 }]);
+    const result = await runMain(['register', t.doc.path], t.env);
+    expect(result.code, describeRun(result)).toBe(5);
+    expect(result.stderr).toMatch(/not JSON/);
+    expect(result.stderr).toContain(`notarize complete ${t.doc.hash}`);
+    expect(pendingHashes(t.configDir, t.sandbox.url)).toEqual([t.doc.hash]);
+    const again = await runMain(['complete', t.doc.hash], t.env);
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(ledgerHashes(t.configDir, t.sandbox.url)).toEqual([t.doc.hash]);
+  });
+
+  it('forfait: truncated (processed) -> exit 5, session pending, the message says it may be completed', async () => {
+    const t = await withFaults([{ route: 'forfait', kind: 'truncated', count: 1 }]);
+    const result = await runMain(['register', t.doc.path], t.env);
+    expect(result.code, describeRun(result)).toBe(5);
+    expect(result.stderr).toMatch(/may have completed it/);
+    expect(result.stderr).toContain(`/verification/${t.doc.hash}`);
+    expect(pendingHashes(t.configDir, t.sandbox.url)).toEqual([t.doc.hash]);
+    expect(callsTo(t.sandbox.calls, 'forfait')).toHaveLength(1);
+  });
+
+  it.each(['login', 'request', 'forfait'])(
+    '%s: a 1 GiB answer is cut off at 4 MiB (exit 5) without being read to its end',
+    async (route) => {
+      const t = await withFaults([{ route, kind: 'huge', count: 1 } as Fault]);
+      if (route === 'forfait') {
+        const saved = await runMain(['register', t.doc.path, '--no-complete'], t.env);
+        expect(saved.code, describeRun(saved)).toBe(0);
+      }
+      const result = await runMain(route === 'forfait' ? ['complete', t.doc.hash] : ['register', t.doc.path], t.env);
+      expect(result.code, describeRun(result)).toBe(5);
+      expect(result.stderr).toMatch(/larger than 4 MiB/);
+      // Reading 1 GiB through the sandbox takes far longer than this.
+      expect(result.ms).toBeLessThan(30_000);
+      if (route === 'forfait') expect(pendingHashes(t.configDir, t.sandbox.url)).toEqual([t.doc.hash]);
+    },
+  );
+});
+
+describe('answers from a stand-in service', () => {
+  const session = readFixture('session-quirks.json');
+  const record = (hash: string) =>
+    readFixture('record.json')
+      .replace(/"hash": "[0-9a-f]{64}"/, `"hash": "${hash}"`)
+      .replace(/\}\s*$/, ',\n  "zzUnknown": {"kept": [1, "two", null]}\n}\n');
+
+  it('unknown fields are kept: stored, sent back to forfait byte for byte, stored in the ledger and printed', async () => {
+    const fake = await startFakeService((route, req) => {
+      if (route === 'request') return { status: 200, body: session };
+      if (route === 'forfait') return { status: 200, body: record(req.url.split('/')[4]!) };
+      return { status: 404, body: '{}' };
+    });
+    try {
+      const configDir = tempDir();
+      const doc = makeDocument(tempDir(), 'extra.txt');
+      const env = cliEnv(configDir, {
+        NOTARIZE_BASE_URL: fake.url,
+        NOTARIZE_TOKEN: handMadeJwt(Date.now() / 1000 + 3600),
+      });
+      const saved = await runMain(['register', doc.path, '--no-complete', '--json'], env);
+      expect(saved.code, describeRun(saved)).toBe(0);
+      expect(saved.stdout.trim()).toBe(session.trim());
+      const pending = readJson(storePaths(configDir, fake.url).pending(doc.hash)) as { sessionJson: string };
+      expect(pending.sessionJson).toBe(session);
+
+      const done = await runMain(['complete', doc.hash, '--json'], env);
+      expect(done.code, describeRun(done)).toBe(0);
+      expect(fake.received.filter((r) => r.route === 'forfait').map((r) => r.body)).toEqual([session]);
+      expect(JSON.parse(done.stdout)).toMatchObject({ zzUnknown: { kept: [1, 'two', null] } });
+      const ledger = readJson(storePaths(configDir, fake.url).ledger(doc.hash)) as { recordJson: string };
+      expect(ledger.recordJson).toBe(record(doc.hash));
+
+      const shown = await runMain(['register', doc.path], env);
+      expect(shown.code, describeRun(shown)).toBe(0);
+      expect(shown.stdout).toMatch(/zzUnknown\s+\{"kept":\[1,"two",null\]\}/);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('a 200 whose endless body trickles in (one byte every 50 ms) is cut off by --timeout: exit 5, never retried, promptly', async () => {
+    const fake = await startFakeService(() => (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"padding":"');
+      const timer = setInterval(() => res.write('a'), 50);
+      res.once('close', () => clearInterval(timer));
+    });
+    try {
+      const doc = makeDocument(tempDir(), 'trickle.txt');
+      const env = cliEnv(tempDir(), {
+        NOTARIZE_BASE_URL: fake.url,
+        NOTARIZE_TOKEN: handMadeJwt(Date.now() / 1000 + 3600),
+      });
+      const result = await runMain(['register', doc.path, '--timeout', '1000', '--retries', '1'], env);
+      // A 2xx is an answer: retrying the request step could open a second session.
+      expect(result.code, describeRun(result)).toBe(5);
+      expect(result.stderr).toMatch(/answered 200, but its body could not be read/);
+      expect(fake.received.filter((r) => r.route === 'request')).toHaveLength(1);
+      expect(result.ms).toBeLessThan(30_000);
+    } finally {
+      await fake.close();
+    }
+  });
+});

@@ -1,0 +1,360 @@
+import { Agent, MockAgent } from 'undici';
+import { gzipSync } from 'node:zlib';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { HttpTransport, MAX_ANSWER_BYTES, parseRetryAfter, type TransportOptions } from '../../src/api/http.js';
+import {
+  AuthError,
+  ProtocolError,
+  ServiceRefusedError,
+  TransientError,
+  UnreadableAnswerError,
+} from '../../src/errors.js';
+import { rejection } from '../helpers/catch.js';
+import { closedPort, startLocalServer, type LocalServer } from '../helpers/local-server.js';
+
+const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjF9.secret-signature-part';
+const USER_AGENT = 'notarize/0.1.0 (unit test)';
+
+let server: LocalServer;
+let agent: Agent;
+let logged: string[];
+
+beforeAll(async () => {
+  server = await startLocalServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+beforeEach(() => {
+  agent = new Agent();
+  logged = [];
+  server.received.length = 0;
+});
+afterEach(async () => {
+  await agent.destroy();
+});
+
+function transport(overrides: Partial<TransportOptions> = {}): HttpTransport {
+  return new HttpTransport({
+    baseUrl: server.url,
+    timeoutMs: 5000,
+    userAgent: USER_AGENT,
+    dispatcher: agent,
+    log: (line) => logged.push(line),
+    ...overrides,
+  });
+}
+
+/** Makes the server answer every request with this status, body and headers. */
+function answerWith(status: number, body: string, headers: Record<string, string> = {}): void {
+  server.handle((_req, res) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(body);
+  });
+}
+
+describe('HttpTransport: 2xx', () => {
+  it('returns the exact text of the answer, spacing and non-ASCII included', async () => {
+    const body = ' {"b": 2,  "a": "é ✓"}\n';
+    answerWith(200, body);
+    const answer = await transport().send({ method: 'GET', path: '/api/v2/payment/subscription/active', token: TOKEN });
+    expect(answer).toEqual({ status: 200, text: body });
+  });
+
+  it('returns an empty text for a 204', async () => {
+    server.handle((_req, res) => res.writeHead(204).end());
+    expect(await transport().send({ method: 'PUT', path: '/api/v2/file/x', body: '{}', token: TOKEN })).toEqual({
+      status: 204,
+      text: '',
+    });
+  });
+
+  it('sends the body byte for byte with bearer token, JSON content type and user agent', async () => {
+    answerWith(200, '{}');
+    const body = '{ "sessionId":"1683554257039",\n "custumer":null }';
+    await transport().send({ method: 'POST', path: '/api/v2/registration/abc/forfait', body, token: TOKEN });
+    expect(server.received).toHaveLength(1);
+    const [seen] = server.received;
+    expect(seen?.method).toBe('POST');
+    expect(seen?.url).toBe('/api/v2/registration/abc/forfait');
+    expect(seen?.body).toBe(body);
+    expect(seen?.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    expect(seen?.headers['content-type']).toBe('application/json');
+    expect(seen?.headers['user-agent']).toBe(USER_AGENT);
+  });
+
+  it('keeps the slash before the query in the request step path', async () => {
+    answerWith(200, '{}');
+    await transport().send({
+      method: 'POST',
+      path: '/api/v2/registration/?subscription=true',
+      body: '{}',
+      token: TOKEN,
+    });
+    expect(server.received[0]?.url).toBe('/api/v2/registration/?subscription=true');
+  });
+
+  it('sends no authorization header without a token (login)', async () => {
+    answerWith(200, '{"token":"t"}');
+    await transport().send({ method: 'POST', path: '/api/v2/auth/login', body: '{"apiKey":"k"}' });
+    expect(server.received[0]?.headers).not.toHaveProperty('authorization');
+    expect(server.received[0]?.headers['user-agent']).toBe(USER_AGENT);
+  });
+});
+
+describe('HttpTransport: error statuses', () => {
+  it.each([401, 403])('maps %i to AuthError, exit 3, with the status', async (status) => {
+    answerWith(status, '{"message":"bad token"}');
+    const error = await rejection(transport().send({ method: 'GET', path: '/api/v2/x', token: TOKEN }));
+    expect(error).toBeInstanceOf(AuthError);
+    expect(error).toMatchObject({ exitCode: 3, status });
+  });
+
+  it.each([
+    [400, '{"message":"description is required"}', 'description is required'],
+    [404, '{"message":"no such registration"}', 'no such registration'],
+    [409, '{"error":"hash already registered"}', 'hash already registered'],
+  ])("maps %i to ServiceRefusedError, exit 1, with the service's message", async (status, body, said) => {
+    answerWith(status, body);
+    const error = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(error).toBeInstanceOf(ServiceRefusedError);
+    expect(error).toMatchObject({ exitCode: 1, status });
+    expect((error as ServiceRefusedError).message).toContain(said);
+    expect((error as ServiceRefusedError).message).toContain(String(status));
+  });
+
+  it('maps a 4xx with a non-JSON body to ServiceRefusedError without quoting the body', async () => {
+    answerWith(404, '<html>Not Found</html>', { 'content-type': 'text/html' });
+    const error = await rejection(transport().send({ method: 'GET', path: '/api/v2/x', token: TOKEN }));
+    expect(error).toBeInstanceOf(ServiceRefusedError);
+    expect((error as Error).message).not.toContain('<html>');
+  });
+
+  it.each([500, 502, 429])('maps %i to TransientError, exit 4', async (status) => {
+    answerWith(status, '{"message":"busy"}');
+    const error = await rejection(transport().send({ method: 'GET', path: '/api/v2/x', token: TOKEN }));
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({ exitCode: 4, status });
+  });
+
+  it('marks a 429 as not processed, and reads its Retry-After', async () => {
+    answerWith(429, '{}', { 'retry-after': '7' });
+    const error = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({ notProcessed: true, retryAfterSeconds: 7 });
+  });
+
+  it('marks a 429 without Retry-After as not processed too', async () => {
+    answerWith(429, '{}');
+    const error = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(error).toMatchObject({ notProcessed: true, retryAfterSeconds: undefined });
+  });
+
+  it('marks a 503 with Retry-After as not processed', async () => {
+    answerWith(503, '', { 'retry-after': '2' });
+    const error = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({ status: 503, notProcessed: true, retryAfterSeconds: 2 });
+  });
+
+  it('does not mark a 503 with an invalid Retry-After as not processed', async () => {
+    answerWith(503, '', { 'retry-after': '1.5' });
+    const error = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({ status: 503, notProcessed: false, retryAfterSeconds: undefined });
+  });
+
+  it('does not mark a 503 without Retry-After, nor a 500, as not processed: the service may have acted', async () => {
+    answerWith(503, '');
+    const e503 = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(e503).toMatchObject({ status: 503, notProcessed: false });
+    answerWith(500, '{"message":"oops"}', { 'retry-after': '1' });
+    const e500 = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(e500).toBeInstanceOf(TransientError);
+    expect(e500).toMatchObject({ status: 500, notProcessed: false });
+  });
+
+  it('maps an unexpected status (a redirect, not followed) to ProtocolError, exit 5', async () => {
+    answerWith(302, '', { location: 'http://127.0.0.1:1/elsewhere' });
+    const error = await rejection(transport().send({ method: 'GET', path: '/api/v2/x', token: TOKEN }));
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect(error).toMatchObject({ exitCode: 5 });
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('maps an odd 4xx (418, via MockAgent) to ServiceRefusedError', async () => {
+    const mock = new MockAgent();
+    mock.disableNetConnect();
+    mock
+      .get('http://127.0.0.1:9')
+      .intercept({ path: '/api/v2/x', method: 'GET' })
+      .reply(418, '{"message":"I am a teapot"}');
+    try {
+      const error = await rejection(
+        transport({ baseUrl: 'http://127.0.0.1:9', dispatcher: mock }).send({ method: 'GET', path: '/api/v2/x' }),
+      );
+      expect(error).toBeInstanceOf(ServiceRefusedError);
+      expect(error).toMatchObject({ status: 418, exitCode: 1 });
+      expect((error as Error).message).toContain('I am a teapot');
+      mock.assertNoPendingInterceptors();
+    } finally {
+      await mock.close();
+    }
+  });
+});
+
+describe('HttpTransport: network failures', () => {
+  it('maps a refused connection to TransientError, notProcessed (the request never left)', async () => {
+    const port = await closedPort();
+    const error = await rejection(
+      transport({ baseUrl: `http://127.0.0.1:${port}` }).send({ method: 'POST', path: '/api/v2/x', body: '{}' }),
+    );
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({ exitCode: 4, notProcessed: true });
+    expect((error as Error).message).toContain('ECONNREFUSED');
+  });
+
+  it('maps a server that never answers to a TransientError once timeoutMs passes', async () => {
+    server.handle(() => {
+      // never answer
+    });
+    const error = await rejection(
+      transport({ timeoutMs: 200 }).send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }),
+    );
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({ exitCode: 4, notProcessed: false });
+    expect((error as Error).message).toContain('timed out');
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('maps a 200 whose body is cut in the middle to UnreadableAnswerError (exit 5): the service said yes', async () => {
+    server.handle((_req, res) => {
+      res.writeHead(200, { 'content-length': '1000' });
+      res.write('{"hash":');
+      setImmediate(() => res.destroy());
+    });
+    const error = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(error).toBeInstanceOf(UnreadableAnswerError);
+    expect(error).not.toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({ exitCode: 5 });
+    expect((error as Error).message).toMatch(/answered 200, but its body could not be read \(it broke off\)/);
+  });
+
+  it('maps a 200 whose body stalls past the timeout to UnreadableAnswerError, and one sent gzip-compressed unasked', async () => {
+    server.handle((_req, res) => {
+      res.writeHead(200, { 'content-length': '1000' });
+      res.write('{"hash":');
+    });
+    const stalled = await rejection(
+      transport({ timeoutMs: 300 }).send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }),
+    );
+    expect(stalled).toBeInstanceOf(UnreadableAnswerError);
+    expect((stalled as Error).message).toMatch(/\(it stalled\)/);
+    server.handle((_req, res) => {
+      const body = gzipSync('{"hash":"x"}');
+      res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': String(body.length) });
+      res.end(body);
+    });
+    const gzipped = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(gzipped).toBeInstanceOf(UnreadableAnswerError);
+    expect((gzipped as Error).message).toMatch(/encoded as 'gzip', which notarize did not ask for/);
+  });
+
+  it('a refusal whose body breaks off is still the refusal its status says', async () => {
+    server.handle((_req, res) => {
+      res.writeHead(422, { 'content-length': '1000' });
+      res.write('{"message":');
+      setImmediate(() => res.destroy());
+    });
+    const error = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
+    expect(error).toBeInstanceOf(ServiceRefusedError);
+    expect(error).toMatchObject({ status: 422 });
+  });
+
+  it('cuts off an answer bigger than MAX_ANSWER_BYTES with a ProtocolError', async () => {
+    server.handle((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(Buffer.alloc(MAX_ANSWER_BYTES + 1, 0x20));
+    });
+    const error = await rejection(transport().send({ method: 'GET', path: '/api/v2/x', token: TOKEN }));
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect(error).toMatchObject({ exitCode: 5 });
+    expect((error as Error).message).toContain('larger than');
+  });
+
+  it('accepts an answer of exactly MAX_ANSWER_BYTES', async () => {
+    server.handle((_req, res) => {
+      res.writeHead(200).end(Buffer.alloc(MAX_ANSWER_BYTES, 0x20));
+    });
+    const answer = await transport().send({ method: 'GET', path: '/api/v2/x', token: TOKEN });
+    expect(answer.text.length).toBe(MAX_ANSWER_BYTES);
+  });
+});
+
+describe('HttpTransport: log', () => {
+  it('logs method, URL and status, never the token or the body', async () => {
+    answerWith(201, '{"token":"answer-secret-value"}');
+    const body = '{"apiKey":"api-key-secret-value"}';
+    await transport().send({ method: 'POST', path: '/api/v2/auth/login', body, token: TOKEN });
+    expect(logged).toHaveLength(1);
+    const [line] = logged;
+    expect(line).toContain('POST');
+    expect(line).toContain(`${server.url}/api/v2/auth/login`);
+    expect(line).toContain('201');
+    expect(line).not.toContain(TOKEN);
+    expect(line).not.toContain('secret-signature-part');
+    expect(line).not.toContain('api-key-secret-value');
+    expect(line).not.toContain('answer-secret-value');
+  });
+
+  it('logs an error status the same way', async () => {
+    answerWith(401, `{"message":"token ${TOKEN} rejected"}`);
+    await rejection(transport().send({ method: 'GET', path: '/api/v2/x', token: TOKEN }));
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toContain('GET');
+    expect(logged[0]).toContain('401');
+    expect(logged[0]).not.toContain(TOKEN);
+  });
+
+  it('logs a network failure without the token', async () => {
+    const port = await closedPort();
+    await rejection(
+      transport({ baseUrl: `http://127.0.0.1:${port}` }).send({ method: 'GET', path: '/api/v2/y', token: TOKEN }),
+    );
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toContain(`http://127.0.0.1:${port}/api/v2/y`);
+    expect(logged[0]).toContain('failed');
+    expect(logged[0]).not.toContain(TOKEN);
+  });
+});
+
+describe('parseRetryAfter', () => {
+  const now = Date.UTC(2024, 0, 1, 12, 0, 0);
+
+  it('reads delta-seconds', () => {
+    expect(parseRetryAfter('120', now)).toBe(120);
+    expect(parseRetryAfter('0', now)).toBe(0);
+    expect(parseRetryAfter(' 5 ', now)).toBe(5);
+  });
+
+  it('reads an HTTP date as seconds from now, rounded up', () => {
+    expect(parseRetryAfter(new Date(now + 90_000).toUTCString(), now)).toBe(90);
+    expect(parseRetryAfter('Mon, 01 Jan 2024 12:01:00 GMT', now)).toBe(60);
+    expect(parseRetryAfter(new Date(now + 1500).toISOString(), now)).toBe(2);
+  });
+
+  it('gives 0 for a date already past', () => {
+    expect(parseRetryAfter('Mon, 01 Jan 2024 11:00:00 GMT', now)).toBe(0);
+  });
+
+  it('gives undefined when absent or unreadable', () => {
+    expect(parseRetryAfter(undefined, now)).toBeUndefined();
+    expect(parseRetryAfter('soon', now)).toBeUndefined();
+    expect(parseRetryAfter('', now)).toBeUndefined();
+  });
+
+  it.each(['1.5', '-5', '5s'])('gives undefined for %j, which is neither delta-seconds nor an HTTP date', (value) => {
+    // V8's lenient Date.parse reads '1.5' or '-5' as dates in 2001; taken as
+    // "0 s", a 503 would then count as not processed and forfait be retried.
+    expect(parseRetryAfter(value, now)).toBeUndefined();
+  });
+});

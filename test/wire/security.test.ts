@@ -1,0 +1,233 @@
+/**
+ * Issue 3, "Security": the token and the API key never appear in any output
+ * (every run of this file is audited, failures, --verbose and --json
+ * included); the hash in a path is validated before any URL is built; the
+ * base URL must be http(s), plain http only to loopback. (The store's own
+ * privacy is in test/store/privacy.test.ts.)
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { HttpTransport } from '../../src/api/http.js';
+import { createDispatcher } from '../../src/api/dispatcher.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { mapLimit, runCli, describeRun } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv, NO_REMOTE_TRAFFIC } from '../helpers/env.js';
+import { startFakeService } from '../helpers/local-server.js';
+import { runMain } from '../helpers/main.js';
+import { handMadeJwt, useSandboxes } from '../helpers/sandbox.js';
+import { storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
+import { readFixture } from '../helpers/fixtures.js';
+
+const audit = auditSecrets();
+const tempDir = useTempDirs();
+const newSandbox = useSandboxes();
+const HEX = 'ab'.repeat(32);
+const SESSION = readFixture('session-free-plan.json');
+
+describe('secrets never appear in any output', () => {
+  it('a battery of commands, successes and failures, --verbose and --json: all audited at the end of the file', async () => {
+    const sandbox = await newSandbox();
+    const faulty = await newSandbox({
+      faults: [
+        { route: 'request', kind: 'status', value: 401, count: 2 },
+        { route: 'forfait', kind: 'status', value: 503, count: 1 },
+        { route: 'forfait', kind: 'html', count: 1 },
+        { route: 'login', kind: 'status', value: 500, count: 1 },
+      ],
+    });
+    const configDir = tempDir();
+    const docs = tempDir();
+    const a = makeDocument(docs, 'a.txt');
+    const b = makeDocument(docs, 'b.txt');
+    const key = { NOTARIZE_API_KEY: sandbox.apiKey };
+    const runs: [string[], Record<string, string | undefined>, string?][] = [];
+    for (const flags of [[], ['--verbose'], ['--json'], ['--json', '--verbose']]) {
+      runs.push(
+        [['login', ...flags], { NOTARIZE_BASE_URL: sandbox.url, ...key }],
+        [['login', '--api-key-stdin', ...flags], { NOTARIZE_BASE_URL: sandbox.url }, sandbox.apiKey],
+        [
+          ['login', '--api-key-stdin', ...flags],
+          { NOTARIZE_BASE_URL: sandbox.url },
+          'sandbox_ffffffffffffffffffffffffffffffff',
+        ],
+        [['register', a.path, ...flags], { NOTARIZE_BASE_URL: sandbox.url, ...key }],
+        [
+          ['register', b.path, '--no-complete', ...flags],
+          { NOTARIZE_BASE_URL: faulty.url, NOTARIZE_API_KEY: faulty.apiKey },
+        ],
+        [['complete', b.hash, ...flags], { NOTARIZE_BASE_URL: faulty.url, NOTARIZE_API_KEY: faulty.apiKey }],
+        [['register', a.path, ...flags], { NOTARIZE_BASE_URL: 'http://127.0.0.1:9', ...key }],
+        [
+          ['register', a.path, ...flags],
+          { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_TOKEN: handMadeJwt(Date.now() / 1000 + 3600) },
+        ],
+        [['register', a.path, '--force', ...flags], { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_TOKEN: handMadeJwt(1) }],
+        [['pending', ...flags], { NOTARIZE_BASE_URL: faulty.url }],
+        [['config', 'list', ...flags], { NOTARIZE_BASE_URL: sandbox.url, ...key }],
+        [['logout', ...flags], { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_TOKEN: handMadeJwt(1) }],
+        [['complete', 'nothex', ...flags], { NOTARIZE_BASE_URL: sandbox.url, ...key }],
+        // A session for a hash the service never saw: refused (exit 1).
+        [['complete', HEX, '--session', '-', ...flags], { NOTARIZE_BASE_URL: sandbox.url, ...key }, SESSION],
+      );
+    }
+    // Real processes for plain and --json --verbose runs, in-process for the others: the same code prints both.
+    const results = await mapLimit(runs, 4, ([args, env, stdin]) => {
+      const spawn = !args.includes('--verbose') === !args.includes('--json');
+      const options = stdin === undefined ? {} : { input: stdin };
+      return spawn ? runCli(args, cliEnv(configDir, env), options) : runMain(args, cliEnv(configDir, env), options);
+    });
+    expect(new Set(results.map((r) => r.code))).toEqual(new Set([0, 1, 2, 3, 4, 5]));
+    expect(results).toHaveLength(runs.length);
+    expect(audit.size().secrets).toBeGreaterThanOrEqual(4);
+  }, 120_000);
+
+  it('a service that echoes the token and the API key in its error bodies: they are not repeated', async () => {
+    const apiKey = 'sandbox_0123456789abcdef0123456789abcdef';
+    const stored = handMadeJwt(Date.now() / 1000 + 3600);
+    const fake = await startFakeService((route, req) => {
+      const echo = `you sent ${req.body} with ${req.url}`;
+      if (route === 'login') return { status: 400, body: JSON.stringify({ message: echo }) };
+      return { status: 401, body: JSON.stringify({ message: `token ${stored} is not valid; ${echo}` }) };
+    });
+    try {
+      const configDir = tempDir();
+      mkdirSync(configDir, { recursive: true, mode: 0o700 });
+      writeFileSync(join(configDir, 'credentials.json'), JSON.stringify({ tokens: { [fake.url]: stored } }));
+      const doc = makeDocument(tempDir(), 'echo.txt');
+      // The stored token is not in the environment: only the transport can keep it out of the message.
+      const viaStore = await runMain(
+        ['register', doc.path, '--verbose'],
+        cliEnv(configDir, { NOTARIZE_BASE_URL: fake.url }),
+      );
+      expect(viaStore.code, describeRun(viaStore)).toBe(3);
+      expect(viaStore.stderr).toContain('[redacted]');
+      const viaKey = await runMain(
+        ['login', '--json'],
+        cliEnv(tempDir(), { NOTARIZE_BASE_URL: fake.url, NOTARIZE_API_KEY: apiKey }),
+      );
+      expect(viaKey.code, describeRun(viaKey)).toBe(1);
+      expect(viaKey.stderr).toContain('[redacted]');
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
+describe('the hash in a path is validated before any URL is built', () => {
+  it.each([
+    ['complete', '../../x'],
+    ['complete', `${HEX}/../../auth/login`],
+    ['complete', HEX.slice(0, 63)],
+    ['complete', `${HEX}0`],
+    ['complete', `${HEX.slice(0, 62)}zz`],
+    ['register', '--hash', '../../../etc/passwd', '-d', 'x'],
+    ['register', '--hash', `${HEX}%2f..`, '-d', 'x'],
+  ])('%s %s: exit 2, nothing sent', async (...args) => {
+    const sandbox = await newSandbox();
+    const result = await runMain(
+      args,
+      cliEnv(tempDir(), { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey }),
+    );
+    expect(result.code, describeRun(result)).toBe(2);
+    expect(result.stderr).toMatch(/invalid hash/);
+    expect(sandbox.calls).toEqual([]);
+  });
+
+  it('a pending file whose hash field is not a hash is damaged: exit 2, nothing sent', async () => {
+    const sandbox = await newSandbox();
+    const configDir = tempDir();
+    const paths = storePaths(configDir, sandbox.url);
+    mkdirSync(paths.pendingDir, { recursive: true, mode: 0o700 });
+    writeFileSync(
+      paths.pending(HEX),
+      JSON.stringify({
+        schemaVersion: 1,
+        hash: '../../x',
+        description: '',
+        custody: false,
+        savedAt: '',
+        sessionJson: '{}',
+      }),
+    );
+    const result = await runMain(
+      ['complete', HEX],
+      cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey }),
+    );
+    expect(result.code, describeRun(result)).toBe(2);
+    expect(result.stderr).toContain('is damaged');
+    expect(sandbox.calls).toEqual([]);
+  });
+
+  it('the transport itself refuses a path with a dot segment or odd characters, before connecting', async () => {
+    const fake = await startFakeService(() => ({ status: 200, body: '{}' }));
+    const dispatcher = createDispatcher({});
+    try {
+      const transport = new HttpTransport({ baseUrl: fake.url, timeoutMs: 2000, userAgent: 'test', dispatcher });
+      for (const path of [
+        '/api/v2/registration/../auth/login',
+        '/api/v2/file/./x',
+        '/api/v2/file/a b',
+        '/api/v2/x\r\nHost: evil',
+        '/etc/passwd',
+      ]) {
+        await expect(transport.send({ method: 'POST', path, body: '{}' })).rejects.toMatchObject({
+          exitCode: 2,
+          code: 'unsafe_path',
+        });
+      }
+      expect(fake.received).toEqual([]);
+      expect(
+        (await transport.send({ method: 'POST', path: '/api/v2/registration/?subscription=true', body: '{}' })).status,
+      ).toBe(200);
+    } finally {
+      await dispatcher.destroy();
+      await fake.close();
+    }
+  });
+});
+
+describe('the base URL must be http(s), and plain http only to loopback', () => {
+  it.each([
+    ['ftp://127.0.0.1/', /only http and https/],
+    ['file:///etc/passwd', /only http and https/],
+    ['http://example.com', /plain http/],
+    ['http://10.1.2.3:8787', /plain http/],
+    ['http://127.0.0.1.example.com', /plain http/],
+    ['https://user:s3cr3t-passw0rd@app.dedit.io', /no credentials/],
+    ['not a url', /invalid base URL/],
+  ])('%s: exit 2, by flag and by environment', async (url, message) => {
+    const doc = makeDocument(tempDir(), 'u.txt');
+    for (const [args, env] of [
+      [['register', doc.path, '--base-url', url], {}],
+      [['register', doc.path], { NOTARIZE_BASE_URL: url }],
+      [['complete', HEX, '--json'], { NOTARIZE_BASE_URL: url }],
+    ] as const) {
+      const result = await runMain(
+        [...args],
+        cliEnv(tempDir(), {
+          ...env,
+          ...NO_REMOTE_TRAFFIC,
+          NOTARIZE_API_KEY: 'sandbox_00000000000000000000000000000000',
+        }),
+        { noBaseUrlCheck: true },
+      );
+      expect(result.code, describeRun(result)).toBe(2);
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr).not.toContain('s3cr3t-passw0rd');
+    }
+  });
+
+  it.each(['http://127.0.0.1', 'http://localhost'])('%s:<port> is accepted (loopback)', async (host) => {
+    const sandbox = await newSandbox();
+    const port = new URL(sandbox.url).port;
+    const doc = makeDocument(tempDir(), 'l.txt');
+    const result = await runMain(
+      ['register', doc.path, '--base-url', `${host}:${port}`],
+      cliEnv(tempDir(), { NOTARIZE_API_KEY: sandbox.apiKey }),
+    );
+    expect(result.code, describeRun(result)).toBe(0);
+  });
+});
