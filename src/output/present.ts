@@ -156,30 +156,27 @@ export function present(view: View, result: CommandResult): void {
   const json = view.format === 'json';
   switch (result.kind) {
     case 'outcome':
-      if (result.github) reportToGitHub(view, result.github);
       if (result.outcome) showOutcome(io, result.outcome, result.baseUrl, json);
       if (result.receipt) io.info(`receipt: ${result.receipt}`);
-      return;
+      break;
     case 'record':
-      if (result.github) reportToGitHub(view, result.github);
       if (result.note) io.info(result.note);
       showRecord(io, result.recordJson, verificationUrl(result.baseUrl, result.hash), json);
-      return;
+      break;
     case 'items': {
       const { items } = result;
       const results = items.list();
       if (view.format === 'json') io.dataJsonArray(results);
       else if (view.format === 'table') io.data(renderResults(results, io.colour));
       io.info(items.summary());
-      if (items.keep !== 'none') reportToGitHub(view, { title: result.title, results });
-      return;
+      break;
     }
     case 'checksums':
       if (json) {
         const digests = result.checksums.list().flatMap((c) => ('hash' in c ? [{ file: c.file, hash: c.hash }] : []));
         io.dataJsonArray(digests);
       }
-      return;
+      break;
     case 'rows':
       for (const warning of result.warnings ?? []) io.warn(warning);
       if (json) io.dataJsonArray(result.rows);
@@ -192,7 +189,7 @@ export function present(view: View, result: CommandResult): void {
             io.colour,
           ),
         );
-      return;
+      break;
     case 'value':
       if (json && result.json !== undefined) io.data(JSON.stringify(result.json));
       else {
@@ -201,8 +198,18 @@ export function present(view: View, result: CommandResult): void {
       }
       for (const line of result.info ?? []) io.info(line);
       for (const warning of result.warnings ?? []) io.warn(warning);
-      return;
+      break;
   }
+  const github = githubReportOf(result);
+  if (github) reportToGitHub(view, github);
+}
+
+/** What a result tells GitHub Actions, if anything: one registration or lookup, or a batch's held results. */
+function githubReportOf(result: CommandResult): GitHubReport | undefined {
+  if (result.kind === 'outcome' || result.kind === 'record') return result.github;
+  if (result.kind === 'items' && result.items.keep !== 'none')
+    return { title: result.title, results: result.items.list() };
+  return undefined;
 }
 
 /** Writes the step summary and the annotations when in GitHub Actions; does nothing elsewhere. */
