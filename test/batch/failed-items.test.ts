@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { sha256 } from '../helpers/documents.js';
-import { STACK_LINE, cliCopyForOtherUsers, describeRun, runProcess } from '../helpers/cli.js';
-import { jsonError, parseNdjson, parseResults } from '../helpers/results.js';
+import { STACK_LINE, cliCopyForOtherUsers, describeRun, runProcess, type Run } from '../helpers/cli.js';
+import { jsonError, missingFileResult, parseNdjson, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -21,6 +21,13 @@ useBed((created) => (bed = created), { keyInEnv: true });
 /** Lines of `text` without the last empty one. */
 function lines(text: string): string[] {
   return text.split('\n').slice(0, -1);
+}
+
+/** A single named document that does not exist: the one-line usage error, exit 2, nothing on stdout. */
+function expectAloneMissing(run: Run, path: string): void {
+  expect(run.code).toBe(2);
+  expect(run.stdout).toBe('');
+  expect(lines(run.stderr)).toEqual([`notarize: cannot read '${path}': no such file or directory`]);
 }
 
 describe('hash: like sha256sum, good lines on stdout, each bad input on stderr', () => {
@@ -55,11 +62,7 @@ describe('hash: like sha256sum, good lines on stdout, each bad input on stderr',
 
   it('one file named alone that is missing is the usual one-line usage error', async () => {
     const run = await bed.main(['hash', bed.path('missing.txt')]);
-    expect(run.code).toBe(2);
-    expect(run.stdout).toBe('');
-    expect(lines(run.stderr)).toEqual([
-      `notarize: cannot read '${bed.path('missing.txt')}': no such file or directory`,
-    ]);
+    expectAloneMissing(run, bed.path('missing.txt'));
   });
 
   // Unreadable files are only found when opened for hashing (the stat before succeeds).
@@ -124,17 +127,7 @@ describe('verify: a document that cannot be read is a failed result', () => {
       [bed.path('missing.txt'), 'failed'],
       [bed.path('b.txt'), 'verified'],
     ]);
-    expect(results[1]).toEqual({
-      schemaVersion: 1,
-      file: bed.path('missing.txt'),
-      hash: null,
-      status: 'failed',
-      error: {
-        code: 'unreadable_file',
-        exitCode: 2,
-        message: `cannot read '${bed.path('missing.txt')}': no such file or directory`,
-      },
-    });
+    expect(results[1]).toEqual(missingFileResult(bed.path('missing.txt')));
     expect(json.stderr).toMatch(/^::error file=.*missing\.txt,title=notarize%3A failed::cannot read .*no such file/m);
     expect(jsonError(json.stderr)).toMatchObject({ exitCode: 2, message: '1 of 3 documents could not be read' });
 
@@ -214,11 +207,7 @@ describe('register: a local failure among sent items is exit 1; 2 only when noth
 
   it('one missing file named alone is a one-line usage error, exit 2, nothing sent', async () => {
     const run = await bed.main(['register', bed.path('missing.pdf')]);
-    expect(run.code).toBe(2);
-    expect(run.stdout).toBe('');
-    expect(lines(run.stderr)).toEqual([
-      `notarize: cannot read '${bed.path('missing.pdf')}': no such file or directory`,
-    ]);
+    expectAloneMissing(run, bed.path('missing.pdf'));
     expect(bed.sandbox.calls).toEqual([]);
   });
 });

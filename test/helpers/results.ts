@@ -46,3 +46,18 @@ export function countStatuses(results: readonly ItemResult[]): Record<string, nu
   for (const r of results) counts[r.status] = (counts[r.status] ?? 0) + 1;
   return counts;
 }
+
+/** The exact result of a named document that does not exist: failed, no hash, exit code 2 ("nothing sent") of its own. */
+export function missingFileResult(path: string): ItemResult {
+  return {
+    schemaVersion: 1,
+    file: path,
+    hash: null,
+    status: 'failed',
+    error: {
+      code: 'unreadable_file',
+      exitCode: 2,
+      message: `cannot read '${path}': no such file or directory`,
+    },
+  };
+}

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
-import { parseResults } from '../helpers/results.js';
+import { missingFileResult, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -72,17 +72,7 @@ describe('usage errors: nothing is hashed or sent', () => {
     expect(run.code, describeRun(run)).toBe(1);
     expect(parseResults(run.stdout)).toEqual([
       expect.objectContaining({ file: bed.path('present.txt'), hash: present, status: 'registered' }),
-      {
-        schemaVersion: 1,
-        file: bed.path('missing.txt'),
-        hash: null,
-        status: 'failed',
-        error: {
-          code: 'unreadable_file',
-          exitCode: 2,
-          message: `cannot read '${bed.path('missing.txt')}': no such file or directory`,
-        },
-      },
+      missingFileResult(bed.path('missing.txt')),
     ]);
     expect(bed.requestedHashes()).toEqual([present]);
   });
