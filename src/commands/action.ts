@@ -5,7 +5,8 @@
  * main() to turn into the exit code.
  */
 import type { Context } from '../context.js';
-import { present, type CommandResult, type Format, type View } from '../output/present.js';
+import { itemResultsFor, present, type CommandResult, type Format, type View } from '../output/present.js';
+import type { ItemResults } from '../output/results.js';
 
 /** The view this run asked for: `format` when a command has its own option (--output), else --json or a table. */
 export function viewOf(ctx: Context, format?: Format): View {
@@ -16,4 +17,13 @@ export function viewOf(ctx: Context, format?: Format): View {
 export function finish(view: View, result: CommandResult): void {
   present(view, result);
   if (result.failure !== undefined) throw result.failure;
+}
+
+/**
+ * For a command over documents (register, verify): runs it with the item
+ * results this view shows as they settle (NDJSON) or at the end, then
+ * finishes as above.
+ */
+export async function finishItems(view: View, run: (items: ItemResults) => Promise<CommandResult>): Promise<void> {
+  finish(view, await run(itemResultsFor(view)));
 }

@@ -24,7 +24,7 @@ import {
 } from '../core/receipts.js';
 import { errorJson, UsageError, type NotarizeError } from '../errors.js';
 import type { IO, Spinner } from '../output/io.js';
-import { itemResultsFor, type ItemsResult, type OutcomeResult } from '../output/present.js';
+import type { ItemsResult, OutcomeResult } from '../output/present.js';
 import { formatBytes } from '../output/render.js';
 import {
   embed,
@@ -37,7 +37,7 @@ import {
 } from '../output/results.js';
 import { forTerminal } from '../output/safe-text.js';
 import type { ServiceStore } from '../store/service-store.js';
-import { finish, viewOf } from './action.js';
+import { finishItems, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
@@ -139,12 +139,8 @@ ${examples([
     .action(async (paths: string[], raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      const view = viewOf(ctx, flags.output);
-      const result = await runRegister(
-        { ...flags, paths, io: ctx.io, baseUrl: () => ctx.baseUrl, api: () => ctx.api(), ledger: () => ctx.ledger },
-        itemResultsFor(view),
-      );
-      finish(view, result);
+      const services = { io: ctx.io, baseUrl: () => ctx.baseUrl, api: () => ctx.api(), ledger: () => ctx.ledger };
+      await finishItems(viewOf(ctx, flags.output), (items) => runRegister({ ...flags, paths, ...services }, items));
     });
 }
 

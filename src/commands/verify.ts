@@ -14,7 +14,7 @@ import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex, type Verdict } from '../core/ledger.js';
 import { NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
 import type { IO } from '../output/io.js';
-import { itemResultsFor, type ItemsResult, type RecordResult } from '../output/present.js';
+import type { ItemsResult, RecordResult } from '../output/present.js';
 import {
   failedResult,
   itemResult,
@@ -25,7 +25,7 @@ import {
   type ItemStatus,
 } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
-import { finish, viewOf } from './action.js';
+import { finishItems, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
@@ -60,12 +60,8 @@ ${examples([
     .action(async (paths: string[], raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      const view = viewOf(ctx);
-      const result = await runVerify(
-        { ...flags, paths, io: ctx.io, baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger },
-        itemResultsFor(view),
-      );
-      finish(view, result);
+      const services = { io: ctx.io, baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger };
+      await finishItems(viewOf(ctx), (items) => runVerify({ ...flags, paths, ...services }, items));
     });
 }
 
