@@ -77,3 +77,29 @@ for (let round = 1; round <= rounds; round += 1) {
   Atomics.add(state, 3, 1);
 }
 `;
+
+/**
+ * A process running notarize's `complete` flow (core/notarize.ts, from the
+ * build) on one hash with the session from the store, as `notarize complete
+ * <hash>` does, but with a lock lease of `leaseMs` instead of LEASE_MS, so a
+ * test can outlast the lease in seconds. Its environment is the CLI's (base
+ * URL, API key, config directory). Exits 0 once completed; a failure leaves
+ * a stack on stderr and exit 1. argv: distDir hash leaseMs
+ */
+export const COMPLETE_PROCESS = `
+import { pathToFileURL } from 'node:url';
+
+const [distDir, hash, leaseMs] = process.argv.slice(1);
+const load = (module) => import(pathToFileURL(distDir + '/' + module).href);
+const { Context } = await load('context.js');
+const { processIO } = await load('cli.js');
+const { complete } = await load('core/notarize.js');
+const storeModule = await load('store/store.js');
+
+const ctx = new Context(processIO(process.env), process.env, {}, storeModule);
+try {
+  await complete({ api: await ctx.api(), store: ctx.ledger, lockTiming: { leaseMs: Number(leaseMs) } }, hash, { kind: 'store' });
+} finally {
+  await ctx.close();
+}
+`;
