@@ -29,7 +29,7 @@ import {
 import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
 import { track, type Tracked } from '../interrupt.js';
-import { releaseOwnLock, withLock } from '../store/lock.js';
+import { releaseOwnLock, withLock, type LockTiming } from '../store/lock.js';
 import { mimeType } from './mime.js';
 
 export type Blockchain = (typeof BLOCKCHAIN_TYPES)[number];
@@ -88,6 +88,8 @@ export interface FlowDeps {
   onStep?: (step: 'requesting' | 'completing' | 'metadata') => void;
   /** How long to wait for another process working on the same hash. */
   lockWaitMs?: number;
+  /** The lock's lease and polling; tests only, notarize runs with withLock's defaults. */
+  lockTiming?: LockTiming;
   now?: () => Date;
 }
 
@@ -140,15 +142,20 @@ async function locked<T>(deps: FlowDeps, hash: string, fn: (tracked: Tracked) =>
   try {
     // Inside the try: making the locks directory is a store write before sending too.
     const file = deps.store.lockFile(hash);
-    return await withLock(file, deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
-      started = true;
-      const tracked = track(hash, () => releaseOwnLock(file));
-      try {
-        return await fn(tracked);
-      } finally {
-        tracked.done();
-      }
-    });
+    return await withLock(
+      file,
+      deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS,
+      async () => {
+        started = true;
+        const tracked = track(hash, () => releaseOwnLock(file));
+        try {
+          return await fn(tracked);
+        } finally {
+          tracked.done();
+        }
+      },
+      deps.lockTiming,
+    );
   } catch (error) {
     if (started) throw error;
     throw diskRefusedBeforeSending(error, deps.store.dir) ?? error;

@@ -65,6 +65,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError, TransientError } from '../errors.js';
 import { PRIVATE_FILE_MODE, readPrivateFile, removeFile, uniqueSuffix } from './files.js';
 
+/** How often a waiter looks at the lock again. */
 const POLL_MS = 25;
 const LOCK_READ_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
 
@@ -81,7 +82,7 @@ function notALock(file: string, why: string): StoreError {
  */
 export const LEASE_MS = 12_000;
 /** The owner refreshes three times per lease. */
-const REFRESH_MS = LEASE_MS / 3;
+const REFRESHES_PER_LEASE = 3;
 /**
  * Locks of notarize before leases (no `lease=`) are never refreshed, so only
  * age tells: a run of those versions held its lock for at most its requests
@@ -91,6 +92,30 @@ const REFRESH_MS = LEASE_MS / 3;
 const LEGACY_STALE_MS = 10 * 60_000;
 /** A lock file whose text cannot be read as ours is left alone this long (a foreign format, or being written). */
 const UNREADABLE_GRACE_MS = 5000;
+
+/**
+ * The timings of one withLock. Only tests change them, to see a lease run
+ * out without waiting the real one; notarize always runs with the defaults.
+ */
+export interface LockTiming {
+  /** The lease this process writes, refreshes (three times per lease) and allows others' locks at least; default LEASE_MS. */
+  leaseMs?: number;
+  /** How often a waiter looks at the lock again; default 25 ms. */
+  pollMs?: number;
+  /** How long a lock whose text cannot be read as ours is left alone; default 5 s. */
+  unreadableGraceMs?: number;
+}
+
+/** LockTiming with every default filled in. */
+type Timing = Required<LockTiming>;
+
+function fullTiming(timing: LockTiming): Timing {
+  return {
+    leaseMs: timing.leaseMs ?? LEASE_MS,
+    pollMs: timing.pollMs ?? POLL_MS,
+    unreadableGraceMs: timing.unreadableGraceMs ?? UNREADABLE_GRACE_MS,
+  };
+}
 /** Claims of claims nest only when holders keep dying inside a few system calls; this bounds the depth. */
 const MAX_CLAIM_DEPTH = 4;
 /** The largest pid Linux can hand out (pid_max's ceiling); anything above is not a pid. */
@@ -124,13 +149,13 @@ function pidNamespace(): string | undefined {
  * The text of a lock or claim held by process `pid` of this PID namespace.
  * Exported for tests, which plant the locks killed processes leave behind.
  */
-export function lockText(pid: number, nonce: string): string {
+export function lockText(pid: number, nonce: string, leaseMs = LEASE_MS): string {
   const ns = pidNamespace();
-  return `${pid} ${HOST} ${nonce} lease=${LEASE_MS}${ns === undefined ? '' : ` ns=${ns}`}\n`;
+  return `${pid} ${HOST} ${nonce} lease=${leaseMs}${ns === undefined ? '' : ` ns=${ns}`}\n`;
 }
 
-function ownText(): string {
-  return lockText(process.pid, randomBytes(8).toString('hex'));
+function ownText(leaseMs: number): string {
+  return lockText(process.pid, randomBytes(8).toString('hex'), leaseMs);
 }
 
 /** One instance of a lock file, as seen at one moment. */
@@ -218,7 +243,7 @@ class Watch {
 }
 
 /** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
-function isStale(file: string, seen: Seen, watch: Watch): boolean {
+function isStale(file: string, seen: Seen, watch: Watch, timing: Timing): boolean {
   const ours = pidNamespace();
   if (
     seen.pid !== undefined &&
@@ -231,9 +256,9 @@ function isStale(file: string, seen: Seen, watch: Watch): boolean {
   }
   // Observed even when age decides, so a lock that turns readable or gains a lease is judged afresh.
   const quiet = watch.quietMs(file, seen);
-  if (seen.pid === undefined) return quiet >= UNREADABLE_GRACE_MS;
+  if (seen.pid === undefined) return quiet >= timing.unreadableGraceMs;
   if (seen.leaseMs === undefined) return seen.ageMs >= LEGACY_STALE_MS;
-  return quiet >= Math.min(Math.max(LEASE_MS, seen.leaseMs), LEGACY_STALE_MS);
+  return quiet >= Math.min(Math.max(timing.leaseMs, seen.leaseMs), LEGACY_STALE_MS);
 }
 
 /**
@@ -287,7 +312,7 @@ function createWithoutLink(file: string, text: string): number | undefined {
  * is called, which also closes `fd`. The timer is unref'd: it never keeps the
  * process alive, and a signal that ends the process ends it too.
  */
-function keepFresh(fd: number): () => void {
+function keepFresh(fd: number, leaseMs: number): () => void {
   const timer = setInterval(() => {
     try {
       const now = new Date();
@@ -296,7 +321,7 @@ function keepFresh(fd: number): () => void {
       // A failed refresh (e.g. a store on a network file system briefly
       // gone) is retried at the next tick; the lease allows two misses.
     }
-  }, REFRESH_MS);
+  }, leaseMs / REFRESHES_PER_LEASE);
   timer.unref();
   return () => {
     clearInterval(timer);
@@ -309,14 +334,16 @@ function keepFresh(fd: number): () => void {
  * module comment). Returns without deleting when another waiter holds the
  * claim or the lock has changed; the caller just looks again.
  */
-function takeOver(file: string, seen: Seen, watch: Watch, depth = 0): void {
+function takeOver(file: string, seen: Seen, watch: Watch, timing: Timing, depth = 0): void {
   const digest = createHash('sha256').update(seen.id).digest('hex').slice(0, 16);
   const claim = `${file}.${digest}.claim`;
-  const mine = ownText();
+  const mine = ownText(timing.leaseMs);
   const fd = createExclusive(claim, mine);
   if (fd === undefined) {
     const holder = inspect(claim);
-    if (holder && depth < MAX_CLAIM_DEPTH && isStale(claim, holder, watch)) takeOver(claim, holder, watch, depth + 1);
+    if (holder && depth < MAX_CLAIM_DEPTH && isStale(claim, holder, watch, timing)) {
+      takeOver(claim, holder, watch, timing, depth + 1);
+    }
     return;
   }
   closeSync(fd);
@@ -358,18 +385,25 @@ function release(file: string, mine: string): void {
  * waits up to `waitMs` for a live owner, taking over a dead owner's lock
  * (at once when it provably died in our PID namespace, otherwise once its
  * lease has gone unrefreshed for LEASE_MS), then throws TransientError
- * (exit 4: try again later).
+ * (exit 4: try again later). `timing` is for tests (see LockTiming).
  */
-export async function withLock<T>(file: string, waitMs: number, fn: () => Promise<T>): Promise<T> {
+export async function withLock<T>(
+  file: string,
+  waitMs: number,
+  fn: () => Promise<T>,
+  timing: LockTiming = {},
+): Promise<T> {
+  const full = fullTiming(timing);
+  const { leaseMs, pollMs } = full;
   const deadline = Date.now() + waitMs;
-  const mine = ownText();
+  const mine = ownText(leaseMs);
   const watch = new Watch();
   let fd: number | undefined;
   while ((fd = createExclusive(file, mine)) === undefined) {
     const seen = inspect(file);
     if (seen === undefined) continue;
-    if (isStale(file, seen, watch)) {
-      takeOver(file, seen, watch);
+    if (isStale(file, seen, watch, full)) {
+      takeOver(file, seen, watch, full);
       continue;
     }
     if (Date.now() >= deadline) {
@@ -379,14 +413,14 @@ export async function withLock<T>(file: string, waitMs: number, fn: () => Promis
         {
           hint: legacy
             ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 60_000} minutes old (${file})`
-            : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${LEASE_MS / 1000} s without a refresh`,
+            : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1000} s without a refresh`,
           notProcessed: true,
         },
       );
     }
-    await sleep(POLL_MS);
+    await sleep(pollMs);
   }
-  const stop = keepFresh(fd);
+  const stop = keepFresh(fd, leaseMs);
   try {
     return await fn();
   } finally {

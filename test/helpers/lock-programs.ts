@@ -34,6 +34,7 @@ if (role === 'poisoner') {
   }
 } else {
   for (let i = 0; i < Number(iterations); i += 1) {
+    // Waiters look again every 2 ms, not 25: the same race, more often, and sooner done.
     await withLock(lockFile, 60_000, async () => {
       let mine = true;
       try {
@@ -46,7 +47,7 @@ if (role === 'poisoner') {
       await new Promise((resolve) => setImmediate(resolve));
       writeFileSync(counterFile, String(n + 1));
       if (mine) unlinkSync(holderFile);
-    });
+    }, { pollMs: 2 });
   }
 }
 `;
@@ -69,11 +70,38 @@ const state = new Int32Array(shared); // [round, holders, violations, done]
 
 for (let round = 1; round <= rounds; round += 1) {
   while (Atomics.load(state, 0) < round) Atomics.wait(state, 0, round - 1, 1000);
+  // Waiters look again every 2 ms, not 25: the same race, sooner done.
   await withLock(lockFile, 30_000, async () => {
     if (Atomics.add(state, 1, 1) > 0) Atomics.add(state, 2, 1);
     await sleep(1);
     Atomics.sub(state, 1, 1);
-  });
+  }, { pollMs: 2 });
   Atomics.add(state, 3, 1);
+}
+`;
+
+/**
+ * A process running notarize's `complete` flow (core/notarize.ts, from the
+ * build) on one hash with the session from the store, as `notarize complete
+ * <hash>` does, but with a lock lease of `leaseMs` instead of LEASE_MS, so a
+ * test can outlast the lease in seconds. Its environment is the CLI's (base
+ * URL, API key, config directory). Exits 0 once completed; a failure leaves
+ * a stack on stderr and exit 1. argv: distDir hash leaseMs
+ */
+export const COMPLETE_PROCESS = `
+import { pathToFileURL } from 'node:url';
+
+const [distDir, hash, leaseMs] = process.argv.slice(1);
+const load = (module) => import(pathToFileURL(distDir + '/' + module).href);
+const { Context } = await load('context.js');
+const { processIO } = await load('cli.js');
+const { complete } = await load('core/notarize.js');
+const storeModule = await load('store/store.js');
+
+const ctx = new Context(processIO(process.env), process.env, {}, storeModule);
+try {
+  await complete({ api: await ctx.api(), store: ctx.ledger, lockTiming: { leaseMs: Number(leaseMs) } }, hash, { kind: 'store' });
+} finally {
+  await ctx.close();
 }
 `;

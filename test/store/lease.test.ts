@@ -14,12 +14,18 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
+import { Context } from '../../src/context.js';
+import { complete } from '../../src/core/notarize.js';
 import { TransientError } from '../../src/errors.js';
-import { LEASE_MS, withLock } from '../../src/store/lock.js';
+import { withLock } from '../../src/store/lock.js';
+import * as storeModule from '../../src/store/store.js';
 import { auditSecrets } from '../helpers/audit.js';
-import { DIST, REPO_ROOT as ROOT, describeRun as show, runCli as run, spawnCli as start } from '../helpers/cli.js';
+import { DIST, REPO_ROOT as ROOT, describeRun as show } from '../helpers/cli.js';
 import { makeDocument } from '../helpers/documents.js';
-import { cliEnv } from '../helpers/env.js';
+import { cliEnv, notarizeEnv } from '../helpers/env.js';
+import { bufferIO } from '../helpers/io.js';
+import { COMPLETE_PROCESS } from '../helpers/lock-programs.js';
+import { runMain } from '../helpers/main.js';
 import { callsTo, useSandboxes } from '../helpers/sandbox.js';
 import { storePaths } from '../helpers/store.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
@@ -27,7 +33,6 @@ import { useTempDirs } from '../helpers/temp-dirs.js';
 auditSecrets();
 const tempDir = useTempDirs();
 const newSandbox = useSandboxes();
-const BIN = join(DIST, '..', 'bin', 'notarize.js');
 
 /** The pid of a process that has exited. */
 function deadPid(): number {
@@ -82,22 +87,30 @@ function refresher(file: string, everyMs: number) {
 
 const epochNow = () => performance.timeOrigin + performance.now();
 
+/**
+ * The lease of the simulated owner and its waiters: shorter than notarize's
+ * (LEASE_MS) so that waiting out 1.5 leases takes seconds, with the same
+ * rule (three refreshes per lease, stale once unrefreshed for one lease).
+ */
+const LEASE = 2000;
+const timing = { leaseMs: LEASE };
+
 describe('the lease: liveness that kill(pid, 0) cannot see', () => {
-  it(`a lock naming a dead pid of another namespace is never taken over while refreshed, and is within ${LEASE_MS / 1000} s of its last refresh once refreshing stops`, async () => {
+  it(`a lock naming a dead pid of another namespace is never taken over while refreshed, and is within one lease (${LEASE / 1000} s here) of its last refresh once refreshing stops`, async () => {
     const file = join(tempDir(), 'h.lock');
     const pid = deadPid();
     expect(visible(pid)).toBe(false);
     // What an owner in another container writes: its pid (dead here), and a
     // namespace id that is not ours.
-    const text = `${pid} ${hostname()} owner lease=${LEASE_MS} ns=00000000-0000-0000-0000-000000000000/1/1\n`;
+    const text = `${pid} ${hostname()} owner lease=${LEASE} ns=00000000-0000-0000-0000-000000000000/1/1\n`;
     writeFileSync(file, text);
-    const owner = refresher(file, LEASE_MS / 3);
+    const owner = refresher(file, LEASE / 3);
     try {
       // 1.5 leases of waiting while it is refreshed: never taken.
       const waited = epochNow();
-      const error = await withLock(file, LEASE_MS * 1.5, () => Promise.resolve('taken')).catch((e: unknown) => e);
+      const error = await withLock(file, LEASE * 1.5, () => Promise.resolve('taken'), timing).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(TransientError);
-      expect(epochNow() - waited).toBeGreaterThanOrEqual(LEASE_MS * 1.5);
+      expect(epochNow() - waited).toBeGreaterThanOrEqual(LEASE * 1.5);
       expect(readFileSync(file, 'utf8')).toBe(text);
 
       // A waiter is waiting when refreshing stops, right after a refresh it
@@ -105,10 +118,15 @@ describe('the lease: liveness that kill(pid, 0) cannot see', () => {
       // the last refresh counts the lease from its first look instead).
       let takenAt = 0;
       const waiterStarted = epochNow();
-      const waiter = withLock(file, LEASE_MS * 3, () => {
-        takenAt = epochNow();
-        return Promise.resolve();
-      });
+      const waiter = withLock(
+        file,
+        LEASE * 3,
+        () => {
+          takenAt = epochNow();
+          return Promise.resolve();
+        },
+        timing,
+      );
       while (owner.lastRefresh() < waiterStarted + 200) await sleep(20);
       await owner.stop();
       const stoppedAt = epochNow();
@@ -116,15 +134,15 @@ describe('the lease: liveness that kill(pid, 0) cannot see', () => {
       const sinceLastRefresh = takenAt - owner.lastRefresh();
       console.log(
         `lease: taken over ${Math.round(sinceLastRefresh)} ms after the last refresh ` +
-          `(${Math.round(takenAt - stoppedAt)} ms after the refresher was killed); lease ${LEASE_MS} ms`,
+          `(${Math.round(takenAt - stoppedAt)} ms after the refresher was killed); lease ${LEASE} ms`,
       );
-      expect(sinceLastRefresh).toBeGreaterThanOrEqual(LEASE_MS - 100);
-      expect(sinceLastRefresh).toBeLessThan(LEASE_MS + 1000);
+      expect(sinceLastRefresh).toBeGreaterThanOrEqual(LEASE - 100);
+      expect(sinceLastRefresh).toBeLessThan(LEASE + 1000);
       expect(existsSync(file)).toBe(false);
     } finally {
       await owner.stop();
     }
-  }, 60_000);
+  }, 20_000);
 });
 
 /** Whether this machine can make a PID namespace (Linux, root or user namespaces allowed). */
@@ -143,15 +161,17 @@ function freePid(): number {
 describe.skipIf(!canUnshare())('two notarize processes in different PID namespaces on one store', () => {
   // Skipped where `unshare --pid --fork --mount-proc` fails (not Linux, no
   // root and no unprivileged user namespaces): the simulated test above
-  // covers the same rule.
+  // covers the same rule. Both sides run notarize's complete flow with the
+  // short lease (LEASE), so outlasting it takes seconds: the inside one as a
+  // process of the build (COMPLETE_PROCESS), the outside one in this process.
   it('the one outside waits for the one inside (whose pid means nothing outside): exactly one forfait', async () => {
-    const forfaitMs = LEASE_MS + 4000;
+    const forfaitMs = LEASE + 3500;
     const sandbox = await newSandbox({ faults: [{ route: 'forfait', kind: 'latency', value: forfaitMs, count: 1 }] });
     const configDir = tempDir();
     const doc = makeDocument(tempDir(), 'doc.txt');
     const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
     const paths = storePaths(configDir, sandbox.url);
-    const registered = await run(['register', doc.path, '--no-complete', '--quiet'], env);
+    const registered = await runMain(['register', doc.path, '--no-complete', '--quiet'], env);
     expect(registered.code, show(registered)).toBe(0);
 
     // Inside: a new PID namespace whose next pid is one that is free out
@@ -170,10 +190,13 @@ describe.skipIf(!canUnshare())('two notarize processes in different PID namespac
         'echo $(( $0 - 1 )) > /proc/sys/kernel/ns_last_pid && "$@"; exit $?',
         String(pid),
         process.execPath,
-        BIN,
-        'complete',
+        '--input-type=module',
+        '-e',
+        COMPLETE_PROCESS,
+        '--',
+        DIST,
         doc.hash,
-        '--quiet',
+        String(LEASE),
       ],
       { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -181,6 +204,7 @@ describe.skipIf(!canUnshare())('two notarize processes in different PID namespac
     inside.stderr.setEncoding('utf8').on('data', (t: string) => (insideErr += t));
     inside.stdout.resume();
     const insideDone = new Promise<number | null>((resolve) => inside.once('close', (code) => resolve(code)));
+    const outsideContext = new Context(bufferIO().io, notarizeEnv(env), {}, storeModule);
     try {
       // Wait until the inside process holds the lock and its forfait is in flight.
       const lock = paths.lock(doc.hash);
@@ -188,27 +212,30 @@ describe.skipIf(!canUnshare())('two notarize processes in different PID namespac
       expect(existsSync(lock), insideErr).toBe(true);
       const owner = readFileSync(lock, 'utf8');
       expect(owner.split(' ')[0]).toBe(String(pid));
+      expect(owner).toContain(`lease=${LEASE} `);
       expect(visible(pid)).toBe(false);
       const firstMtime = statSync(lock).mtimeMs;
 
-      const outside = start(['complete', doc.hash, '--quiet'], env, { timeoutMs: 90_000 });
+      const deps = { api: await outsideContext.api(), store: outsideContext.ledger, lockTiming: timing };
+      const outsideStarted = performance.now();
+      const outside = complete(deps, doc.hash, { kind: 'store' }).then(() => performance.now() - outsideStarted);
       // Past the lease, the inside process still holds its lock, refreshed.
-      await sleep(LEASE_MS + 1000);
+      await sleep(LEASE + 1000);
       expect(readFileSync(lock, 'utf8')).toBe(owner);
       expect(statSync(lock).mtimeMs).toBeGreaterThan(firstMtime);
 
       const insideCode = await insideDone;
-      const result = await outside.done;
+      const outsideMs = await outside;
       expect(insideCode, insideErr).toBe(0);
-      expect(result.code, show(result)).toBe(0);
       // The outside one ran only after the inside one had finished.
-      expect(result.ms).toBeGreaterThan(forfaitMs - 3000);
+      expect(outsideMs).toBeGreaterThan(forfaitMs - 3000);
       expect(callsTo(sandbox.calls, 'forfait', doc.hash)).toHaveLength(1);
       expect(existsSync(paths.ledger(doc.hash))).toBe(true);
       expect(existsSync(lock)).toBe(false);
     } finally {
       inside.kill('SIGKILL');
       await insideDone;
+      await outsideContext.close();
     }
-  }, 90_000);
+  }, 30_000);
 });

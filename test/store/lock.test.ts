@@ -150,21 +150,28 @@ describe('withLock', () => {
 
   it('refreshes the lease (mtime) while fn runs, and leaves no timer behind', async () => {
     const file = join(tempDir(), 'h.lock');
+    // A short lease (LEASE_MS's rule, three refreshes per lease), so a refresh comes within a second.
+    const leaseMs = 600;
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     const before = timers();
     const mtimes: number[] = [];
     let during = 0;
-    await withLock(file, 1000, async () => {
-      during = timers();
-      mtimes.push(statSync(file).mtimeMs);
-      await sleep(LEASE_MS / 3 + 600);
-      mtimes.push(statSync(file).mtimeMs);
-    });
-    expect(mtimes[1]! - mtimes[0]!).toBeGreaterThanOrEqual(LEASE_MS / 3 - 100);
+    await withLock(
+      file,
+      1000,
+      async () => {
+        during = timers();
+        mtimes.push(statSync(file).mtimeMs);
+        await sleep(leaseMs / 3 + 600);
+        mtimes.push(statSync(file).mtimeMs);
+      },
+      { leaseMs },
+    );
+    expect(mtimes[1]! - mtimes[0]!).toBeGreaterThanOrEqual(leaseMs / 3 - 100);
     // The refresh timer existed while the lock was held, and is gone after.
     expect(during).toBeGreaterThan(timers());
     expect(timers()).toBeLessThanOrEqual(before);
-  }, 15_000);
+  });
 
   it('throws TransientError (exit 4) naming the owner once waitMs passes while a live owner holds it', async () => {
     const file = join(tempDir(), 'h.lock');
@@ -195,11 +202,14 @@ describe('withLock', () => {
     expect(readFileSync(file, 'utf8')).toBe('1');
   });
 
-  it('waits on a fresh empty lock file (its creator is writing the pid) but takes over one seen empty for 5 s', async () => {
+  it('waits on a fresh empty lock file (its creator is writing the pid) but takes over one seen empty for the grace (5 s; 0.5 s here)', async () => {
+    const unreadableGraceMs = 500;
     const dir = tempDir();
     const fresh = join(dir, 'fresh.lock');
     writeFileSync(fresh, '');
-    expect(await rejection(withLock(fresh, 50, () => Promise.resolve()))).toBeInstanceOf(TransientError);
+    expect(await rejection(withLock(fresh, 50, () => Promise.resolve(), { unreadableGraceMs }))).toBeInstanceOf(
+      TransientError,
+    );
     expect(existsSync(fresh)).toBe(true);
 
     // Its mtime says nothing (another host's clock may be ahead or behind):
@@ -208,11 +218,16 @@ describe('withLock', () => {
     writeFileSync(old, '');
     const started = performance.now();
     let ran = false;
-    await withLock(old, 8000, () => {
-      ran = true;
-      return Promise.resolve();
-    });
+    await withLock(
+      old,
+      unreadableGraceMs * 4,
+      () => {
+        ran = true;
+        return Promise.resolve();
+      },
+      { unreadableGraceMs },
+    );
     expect(ran).toBe(true);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(4900);
-  }, 15_000);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(unreadableGraceMs - 100);
+  });
 });
