@@ -6,7 +6,7 @@
  * it, otherwise exit 4 with the session pending and `notarize complete
  * <hash>` in the message. All against the sandbox's injected faults.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { Fault } from '../../src/sandbox/server.js';
 import { auditSecrets } from '../helpers/audit.js';
 import { describeRun as show, runCli as run, type Run as RunResult } from '../helpers/cli.js';
@@ -19,7 +19,10 @@ import { ledgerHashes, pendingHashes } from '../helpers/store.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
 auditSecrets();
-const tempDir = useTempDirs();
+// The cases wait (Retry-After seconds, hung steps, backoff) far more than
+// they compute, and each has its own sandbox and directories: they run
+// concurrently, so the directories go when the file ends, not after each case.
+const tempDir = useTempDirs('notarize-test-', afterAll);
 const newSandbox = useSandboxes();
 
 interface Setup {
@@ -55,7 +58,7 @@ function expectPendingKept(s: Setup, result: RunResult): void {
   expect(result.stderr).toContain(`notarize complete ${s.hash}`);
 }
 
-describe('login and the request step are retried on network errors, 5xx and 429, then succeed', () => {
+describe.concurrent('login and the request step are retried on network errors, 5xx and 429, then succeed', () => {
   it.each([
     {
       name: 'login: drop, 502, 429 (with Retry-After), 500',
@@ -124,7 +127,7 @@ describe('login and the request step are retried on network errors, 5xx and 429,
   });
 });
 
-describe('retries are bounded by --retries and --timeout, and their environment variables', () => {
+describe.concurrent('retries are bounded by --retries and --timeout, and their environment variables', () => {
   it.each([
     { how: '--retries 2', args: ['--retries', '2'], env: {}, calls: 3 },
     { how: 'NOTARIZE_RETRIES=1', args: [], env: { NOTARIZE_RETRIES: '1' }, calls: 2 },
@@ -150,7 +153,7 @@ describe('retries are bounded by --retries and --timeout, and their environment 
   });
 });
 
-describe('forfait is retried only when the service provably did not process it', () => {
+describe.concurrent('forfait is retried only when the service provably did not process it', () => {
   it.each([500, 502, 503, 504])(
     'forfait %i without Retry-After: not retried, exit 4, session pending, told to run `notarize complete <hash>`',
     async (status) => {
@@ -245,7 +248,7 @@ describe('forfait is retried only when the service provably did not process it',
   });
 });
 
-describe('one client run never completes a registration twice', () => {
+describe.concurrent('one client run never completes a registration twice', () => {
   it('a mix of faults on every route: at most one processed forfait per run, and none after a processed one', async () => {
     const s = await setup([
       { route: 'login', kind: 'status', value: 502, count: 1 },
