@@ -249,6 +249,8 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
     if (argv.includes('--verbose')) io.verbose = true;
     return report(io, error, json, state.failed);
   } finally {
+    // Lines queued by io.dataSoon: written before the exit code is known to the caller.
+    io.flush();
     await state.context?.close();
   }
 }

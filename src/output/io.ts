@@ -41,6 +41,9 @@ export interface IOOptions {
   startSpinner?: (text: string) => Spinner;
 }
 
+/** Characters `dataSoon` queues at most before writing them (a few hundred lines of `hash`). */
+const QUEUED_MAX_CHARS = 64 * 1024;
+
 const NO_SPINNER: Spinner = { update() {}, stop() {} };
 
 /** Terminal access for commands; see the module comment. */
@@ -59,6 +62,9 @@ export class IO {
   /** Set while stdout holds queued data; resolved when it has drained. */
   #draining: Promise<void> | undefined;
   #backlogged = false;
+  /** Data lines taken by `dataSoon`, not written yet. */
+  #queued = '';
+  #queuedFlush: NodeJS.Immediate | undefined;
 
   constructor(options: IOOptions) {
     this.#stdout = options.stdout;
@@ -84,7 +90,39 @@ export class IO {
   /** Writes data (the command's result) to stdout. */
   data(text: string): void {
     this.clearProgress();
-    if (this.#stdout.write(this.#scrub(text.endsWith('\n') ? text : `${text}\n`)) === false) this.#backlogged = true;
+    this.flush();
+    this.#writeOut(this.#scrub(text.endsWith('\n') ? text : `${text}\n`));
+  }
+
+  /**
+   * Writes data like `data`, for one line of thousands in a row (`hash`
+   * over a long list): lines are queued and written together at the end of
+   * this turn of the event loop, or once QUEUED_MAX_CHARS pile up. One write
+   * for many lines instead of one each: a system call per line, and a read
+   * per line for whoever reads the pipe, were most of the cost of hashing a
+   * list of small files. Any other output writes the queue first, so
+   * everything still comes out in the order it was written.
+   */
+  dataSoon(text: string): void {
+    this.clearProgress();
+    this.#queued += this.#scrub(text.endsWith('\n') ? text : `${text}\n`);
+    if (this.#queued.length >= QUEUED_MAX_CHARS) this.flush();
+    else this.#queuedFlush ??= setImmediate(() => this.flush());
+  }
+
+  /** Writes what `dataSoon` queued, now; main() calls it before it returns. */
+  flush(): void {
+    if (this.#queuedFlush !== undefined) clearImmediate(this.#queuedFlush);
+    this.#queuedFlush = undefined;
+    if (this.#queued === '') return;
+    const text = this.#queued;
+    this.#queued = '';
+    this.#writeOut(text);
+  }
+
+  /** Writes scrubbed data. */
+  #writeOut(text: string): void {
+    if (this.#stdout.write(text) === false) this.#backlogged = true;
   }
 
   /**
@@ -121,6 +159,7 @@ export class IO {
   dataJsonArray(items: readonly unknown[]): void {
     if (items.length === 0) return this.data('[]');
     this.clearProgress();
+    this.flush();
     const last = items.length - 1;
     items.forEach((item, index) => {
       // JSON escapes newlines inside strings, so every newline here is layout: indent it one level.
@@ -132,24 +171,30 @@ export class IO {
   /** A message for the person at the terminal; silenced by --quiet. */
   info(text: string): void {
     this.clearProgress();
-    if (!this.quiet) this.#stderr.write(`${forTerminal(this.#scrub(text))}\n`);
+    if (!this.quiet) this.#writeErr(`${forTerminal(this.#scrub(text))}\n`);
   }
 
   /** A warning: shown even with --quiet, since it says something went wrong. */
   warn(text: string): void {
     this.clearProgress();
-    this.#stderr.write(`warning: ${forTerminal(this.#scrub(text))}\n`);
+    this.#writeErr(`warning: ${forTerminal(this.#scrub(text))}\n`);
   }
 
   /** An error line, written by main() only (and help, and GitHub annotations); may be several lines. */
   error(text: string): void {
     this.clearProgress();
-    this.#stderr.write(`${forTerminalLines(this.#scrub(text))}\n`);
+    this.#writeErr(`${forTerminalLines(this.#scrub(text))}\n`);
   }
 
   /** A --verbose diagnostic line. */
   debug(text: string): void {
-    if (this.verbose) this.#stderr.write(`[notarize] ${forTerminal(this.#scrub(text))}\n`);
+    if (this.verbose) this.#writeErr(`[notarize] ${forTerminal(this.#scrub(text))}\n`);
+  }
+
+  /** Writes to stderr after the data queued before it, so the two streams keep their order. */
+  #writeErr(text: string): void {
+    this.flush();
+    this.#stderr.write(text);
   }
 
   /** Scrubbed before escaping: a secret is searched for as it was, not as shown. */
@@ -169,14 +214,14 @@ export class IO {
   /** Replaces the progress line on stderr (terminal only; see showsProgress). */
   progress(text: string): void {
     if (!this.showsProgress) return;
-    this.#stderr.write(`\r\u001b[K${text}`);
+    this.#writeErr(`\r\u001b[K${text}`);
     this.#progressShown = true;
   }
 
   /** Clears the progress line, if one is shown, so other lines never land after it. */
   clearProgress(): void {
     if (!this.#progressShown) return;
-    this.#stderr.write('\r\u001b[K');
+    this.#writeErr('\r\u001b[K');
     this.#progressShown = false;
   }
 

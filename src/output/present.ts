@@ -121,7 +121,8 @@ export function itemResultsFor(view: View): ItemResults {
 
 /**
  * Where `hash` hands its checksums, in input order: a digest is printed at
- * once as a sha256sum line (or kept for the JSON array), an input that could
+ * as a sha256sum line (queued, written with the lines of the same turn; or
+ * kept for the JSON array), an input that could
  * not be hashed is reported on stderr at once, as sha256sum does.
  */
 export function checksumsFor(view: View): Checksums {
@@ -132,7 +133,7 @@ export function checksumsFor(view: View): Checksums {
     ready: () => io.drained(),
     onChecksum: (checksum) => {
       if ('error' in checksum) io.error(failureLine(checksum));
-      else if (!json) io.data(checksumLine(checksum.hash, checksum.file));
+      else if (!json) io.dataSoon(checksumLine(checksum.hash, checksum.file));
     },
   });
 }
@@ -172,6 +173,8 @@ export function present(view: View, result: CommandResult): void {
       break;
     }
     case 'checksums':
+      // The last sha256sum lines, queued as they came (checksumsFor), are written before anything else.
+      io.flush();
       if (json) {
         const digests = result.checksums.list().flatMap((c) => ('hash' in c ? [{ file: c.file, hash: c.hash }] : []));
         io.dataJsonArray(digests);
