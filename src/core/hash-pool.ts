@@ -37,25 +37,30 @@ export const INLINE_MAX_BYTES = 64 * 1024;
  * imports or `require` (which a bundler would rewrite into a helper the
  * worker does not have), and works the same from dist/, from a bundle and
  * from the TypeScript sources under test. It reads `size` bytes with explicit
- * positions from 0, then probes for one more (as hashPrefix does), and never
- * closes the descriptor: the pool owns it.
+ * positions from 0, then probes for one more (as hashPrefix does); it stops
+ * early when the file is written to meanwhile (see changedSince in hash.ts),
+ * and never closes the descriptor: the pool owns it.
  */
 function workerMain(): void {
   const { parentPort } = process.getBuiltinModule('node:worker_threads');
   const { createHash } = process.getBuiltinModule('node:crypto');
-  const { readSync } = process.getBuiltinModule('node:fs');
+  const { fstatSync, readSync } = process.getBuiltinModule('node:fs');
   const buffer = Buffer.allocUnsafe(1024 * 1024);
   parentPort!.on('message', (job: { id: number; fd: number; size: number }) => {
     try {
       const hash = createHash('sha256');
+      const start = fstatSync(job.fd, { bigint: true });
       let bytes = 0;
       while (bytes < job.size) {
         const n = readSync(job.fd, buffer, 0, Math.min(buffer.length, job.size - bytes), bytes);
         if (n === 0) break;
         hash.update(buffer.subarray(0, n));
         bytes += n;
+        // Written to already (as changedSince in hash.ts): stop, bytes < size, and checkVersion refuses it.
+        const now = fstatSync(job.fd, { bigint: true });
+        if (now.size !== start.size || now.mtimeNs !== start.mtimeNs || now.ctimeNs !== start.ctimeNs) break;
       }
-      const grown = readSync(job.fd, buffer, 0, 1, bytes) > 0;
+      const grown = bytes === job.size && readSync(job.fd, buffer, 0, 1, bytes) > 0;
       parentPort!.postMessage({ id: job.id, digest: hash.digest('hex'), bytes, grown });
     } catch (error) {
       const e = error as NodeJS.ErrnoException;

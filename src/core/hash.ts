@@ -18,7 +18,7 @@
  * (/proc/kmsg) or consume what they return.
  */
 import { createHash } from 'node:crypto';
-import { constants, statfsSync, statSync, type BigIntStats } from 'node:fs';
+import { constants, fstatSync, statfsSync, statSync, type BigIntStats } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { InputFileError, UsageError } from '../errors.js';
@@ -139,7 +139,7 @@ export async function hashFile(path: string, onProgress?: HashProgress): Promise
     try {
       before = await file.stat({ bigint: true });
       checkRegular(path, before);
-      read = await hashHandle(file, Number(before.size), onProgress);
+      read = await hashHandle(file, before, onProgress);
     } catch (error) {
       throw asInputError(path, error);
     }
@@ -160,7 +160,9 @@ async function fstatAfter(path: string, file: FileHandle): Promise<BigIntStats> 
 /**
  * Hashes the first `size` bytes of an open regular file, then tries to read
  * one byte more (which must find none). Reads are at explicit offsets, never
- * past `size`: a file appended to without end still ends its hashing.
+ * past `size`: a file appended to without end still ends its hashing. A file
+ * whose fstat moves from `before` between blocks is read no further (see
+ * changedSince): fewer bytes than its size are returned.
  * Throws the fs error as is.
  *
  * Reads of full blocks are double-buffered: the next block is read on the
@@ -168,7 +170,8 @@ async function fstatAfter(path: string, file: FileHandle): Promise<BigIntStats> 
  * hashing overlap (`openssl dgst` does one, then the other), and the event
  * loop stays free between blocks for spinners, requests and signals.
  */
-async function hashHandle(file: FileHandle, size: number, onProgress?: HashProgress): Promise<ReadResult> {
+async function hashHandle(file: FileHandle, before: BigIntStats, onProgress?: HashProgress): Promise<ReadResult> {
+  const size = Number(before.size);
   const hash = createHash('sha256');
   const block = Math.min(READ_BLOCK_BYTES, Math.max(MIN_BLOCK_BYTES, size));
   const buffers: Buffer[] = [Buffer.allocUnsafe(block)];
@@ -184,6 +187,8 @@ async function hashHandle(file: FileHandle, size: number, onProgress?: HashProgr
       if (bytesRead === 0) break; // cut short: the caller sees bytes < size
       const filled = buffers[current]!;
       bytes += bytesRead;
+      // Changed already: the rest would be read for a digest checkVersion refuses (bytes < size).
+      if (bytes < size && changedSince(before, fstatSync(file.fd, { bigint: true }))) break;
       if (bytes < size) {
         // More follows: read it into the other buffer while this one is hashed.
         current = 1 - current;
@@ -197,6 +202,7 @@ async function hashHandle(file: FileHandle, size: number, onProgress?: HashProgr
     // If onProgress threw, a read is still in flight: let it settle before the file is closed.
     await reading?.catch(() => undefined);
   }
+  if (bytes < size) return { digest: hash.digest('hex'), bytes, grown: false };
   const probe = await file.read(buffers[0]!, 0, 1, bytes);
   return { digest: hash.digest('hex'), bytes, grown: probe.bytesRead > 0 };
 }
@@ -271,12 +277,7 @@ function onPseudoFileSystem(path: string, dev: bigint): boolean {
  * that stat was a tenth of the time.)
  */
 export function checkVersion(path: string, before: BigIntStats, after: BigIntStats, read: ReadResult): HashedFile {
-  const same =
-    before.dev === after.dev &&
-    before.ino === after.ino &&
-    before.size === after.size &&
-    before.mtimeNs === after.mtimeNs &&
-    before.ctimeNs === after.ctimeNs;
+  const same = !changedSince(before, after);
   if (same && read.bytes === Number(before.size) && read.grown) {
     // More bytes than the size, with metadata that never moved: no regular file reads like that.
     throw notRegular(path, 'it reads past its size');
@@ -288,6 +289,24 @@ export function checkVersion(path: string, before: BigIntStats, after: BigIntSta
     });
   }
   return { hash: read.digest, size: Number(before.size), lastModified: Number(before.mtimeMs) };
+}
+
+/**
+ * Whether two fstats of one descriptor disagree on device, inode, size,
+ * mtime or ctime (ns): the file was written to in between. Also checked
+ * between the blocks of a large file, so a file being written to stops
+ * being read at once instead of at its end (a 400 MB file appended to took
+ * its whole hashing time to be refused); ctime never moves back, so what
+ * differs there still differs in checkVersion.
+ */
+export function changedSince(before: BigIntStats, now: BigIntStats): boolean {
+  return (
+    before.dev !== now.dev ||
+    before.ino !== now.ino ||
+    before.size !== now.size ||
+    before.mtimeNs !== now.mtimeNs ||
+    before.ctimeNs !== now.ctimeNs
+  );
 }
 
 /** An error of hashing `path` as it is reported: an fs error becomes the InputFileError naming the file; others pass. */
