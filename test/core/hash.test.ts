@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { hashFile, hashStream, normalizeHash, statInput } from '../../src/core/hash.js';
+import { changedSince, hashFile, hashStream, normalizeHash, statInput } from '../../src/core/hash.js';
 import { UsageError } from '../../src/errors.js';
 import { rejection, thrown } from '../helpers/catch.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
@@ -120,5 +120,28 @@ describe('normalizeHash', () => {
     const caught = thrown(() => normalizeHash('x'.repeat(10_000)));
     expect(caught).toBeInstanceOf(UsageError);
     expect((caught as UsageError).message.length).toBeLessThan(200);
+  });
+});
+
+describe('changedSince', () => {
+  const tempDir = useTempDirs();
+
+  it('is false for two stats of an untouched file, true once it is written to', () => {
+    const path = join(tempDir(), 'doc.txt');
+    writeFileSync(path, 'one\n');
+    const before = statSync(path, { bigint: true });
+    expect(changedSince(before, statSync(path, { bigint: true }))).toBe(false);
+    appendFileSync(path, 'two\n');
+    expect(changedSince(before, statSync(path, { bigint: true }))).toBe(true);
+  });
+
+  it('sees a write that keeps the size (a patch in place) through mtime and ctime', () => {
+    const path = join(tempDir(), 'doc.txt');
+    writeFileSync(path, 'aaaa');
+    const before = statSync(path, { bigint: true });
+    const patched = { ...before, mtimeNs: before.mtimeNs + 1n };
+    expect(changedSince(before, patched)).toBe(true);
+    expect(changedSince(before, { ...before, ctimeNs: before.ctimeNs + 1n })).toBe(true);
+    expect(changedSince(before, { ...before, ino: before.ino + 1n })).toBe(true);
   });
 });
