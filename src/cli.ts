@@ -13,6 +13,7 @@ import { errorJson, EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCo
 import { IO, type IOOptions, type Sink } from './output/io.js';
 import { forTerminal } from './output/safe-text.js';
 export { exitOnSignals, keepFileSizeSignalHarmless } from './interrupt.js';
+import { flushOnInterrupt } from './interrupt.js';
 import { VERSION } from './version.js';
 
 const TOP_EXAMPLES = `Examples:
@@ -241,6 +242,7 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   const state: RunState = {};
   const program = buildProgram(io, env, state);
   program.hook('preSubcommand', () => applyExitOverride(program, state));
+  const forgetFlush = flushOnInterrupt(() => io.flush());
   try {
     await program.parseAsync(argv, { from: 'user' });
     return EXIT.ok;
@@ -250,6 +252,7 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
     return report(io, error, json, state.failed);
   } finally {
     // Lines queued by io.dataSoon: written before the exit code is known to the caller.
+    forgetFlush();
     io.flush();
     await state.context?.close();
   }

@@ -31,6 +31,8 @@ interface Underway {
 }
 
 const underway = new Set<Underway>();
+/** Output held back to be written in one go (IO.dataSoon): written before the interruption's line. */
+const pendingOutput = new Set<() => void>();
 /** A command that stops on signals itself (the sandbox) takes them over. */
 let takenOver = false;
 
@@ -53,6 +55,17 @@ export function track(hash: string, release: () => void): Tracked {
       underway.delete(entry);
     },
   };
+}
+
+/**
+ * Registers `flush`, which writes output held back for a moment (a `hash`
+ * line queued until the end of this event-loop turn), to run before an
+ * interruption exits: what was computed is printed, not lost. Returns the
+ * function that unregisters it.
+ */
+export function flushOnInterrupt(flush: () => void): () => void {
+  pendingOutput.add(flush);
+  return () => pendingOutput.delete(flush);
 }
 
 /** For a command that handles SIGINT and SIGTERM itself, to stop cleanly (the sandbox). */
@@ -106,6 +119,13 @@ export function exitOnSignals(options: SignalOptions = {}): void {
       const code = EXIT_ON[signal];
       if (interrupted) process.exit(code);
       interrupted = true;
+      for (const flush of pendingOutput) {
+        try {
+          flush();
+        } catch {
+          // stdout closed: the line below and the exit are all that is left.
+        }
+      }
       const message = interruptionMessage(signal);
       const line = options.json
         ? JSON.stringify({ error: { code: 'interrupted', exitCode: code, message } })

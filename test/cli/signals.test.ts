@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { Bed } from '../helpers/bed.js';
 import { useBed } from '../helpers/bed.js';
-import { describeRun, spawnCli, type SpawnedProcess } from '../helpers/cli.js';
+import { DIST, describeRun, runProcess, spawnCli, type SpawnedProcess } from '../helpers/cli.js';
 
 /** The time a signalled process may take to exit (the issue's bound). */
 const EXIT_WITHIN_MS = 2000;
@@ -119,5 +119,38 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     expect(JSON.parse(run.stderr)).toEqual({
       error: { code: 'interrupted', exitCode: 143, message: 'interrupted (SIGTERM)' },
     });
+  });
+
+  it('lines queued for one write (IO.dataSoon) in the turn a signal arrives are printed before the exit', async () => {
+    // The process drives the build's IO and signal handling as main() does:
+    // a stat's callback queues two lines while the SIGINT is already pending,
+    // so both are handled in the same poll of the event loop, before the turn
+    // whose end would write the lines (without flushOnInterrupt they are lost).
+    const program = `
+      import { stat } from 'node:fs';
+      import { pathToFileURL } from 'node:url';
+      const dist = process.argv[1];
+      const { IO } = await import(pathToFileURL(dist + '/output/io.js').href);
+      const { exitOnSignals, flushOnInterrupt } = await import(pathToFileURL(dist + '/interrupt.js').href);
+      exitOnSignals();
+      const io = new IO({ stdout: process.stdout, stderr: process.stderr, stdin: process.stdin,
+                          stdinIsTTY: false, stderrIsTTY: false, colour: false });
+      flushOnInterrupt(() => io.flush());
+      const spin = (ms) => { const until = Date.now() + ms; while (Date.now() < until); };
+      stat(dist, () => { io.dataSoon('line one'); io.dataSoon('line two'); });
+      spin(100); // the stat completes meanwhile
+      process.kill(process.pid, 'SIGINT');
+      spin(50);
+      setTimeout(() => {}, 5000);
+    `;
+    const run = await runProcess(
+      process.execPath,
+      ['--input-type=module', '-e', program, DIST],
+      {},
+      { noBaseUrlCheck: true },
+    );
+    expect(run.code, describeRun(run)).toBe(130);
+    expect(run.stdout).toBe('line one\nline two\n');
+    expect(run.stderr).toBe('notarize: interrupted (SIGINT)\n');
   });
 });
