@@ -22,6 +22,7 @@ import {
   type ReceiptPlan,
   type ReceiptSubject,
 } from '../core/receipts.js';
+import { receiptText } from '../core/receipt-format.js';
 import { errorJson, UsageError, type NotarizeError } from '../errors.js';
 import type { IO, Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult } from '../output/present.js';
@@ -348,12 +349,9 @@ class Registrar {
       this.#spinner.update(step);
     };
     const { receipts } = this.#documents;
-    if (receipts) {
-      const known = options.force ? undefined : this.#deps.store.readRecord(input.hash)?.recordJson;
-      await checkBeforeSending(receipts, index, input.hash, known, options.force);
-    }
+    if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);
     const outcome = await register({ ...this.#deps, onStep }, input);
-    return { outcome, ...(receipts ? await receiptFor(options, receipts, index, outcome) : {}) };
+    return { outcome, ...(receipts ? await receiptFor(options, receipts, index, outcome, this.#baseUrl) : {}) };
   }
 
   /** The item's result, with its hash if it was hashed before it failed. */
@@ -379,6 +377,7 @@ async function receiptFor(
   plan: ReceiptPlan,
   index: number,
   outcome: Outcome,
+  baseUrl: string,
 ): Promise<Pick<Registered, 'receipt' | 'receiptError'>> {
   if (outcome.kind === 'pending') return {};
   const { entry } = outcome;
@@ -389,7 +388,13 @@ async function receiptFor(
     return {};
   }
   try {
-    return { receipt: await writeReceipt(plan, index, entry.hash, entry.recordJson, options.force) };
+    const text = receiptText({
+      document: { name: plan.names[index] ?? null, sha256: entry.hash, size: entry.file?.size ?? null },
+      recordJson: entry.recordJson,
+      baseUrl,
+      registeredAt: entry.completedAt,
+    });
+    return { receipt: await writeReceipt(plan, index, entry.hash, text, options.force) };
   } catch (error) {
     return { receiptError: asNotarizeError(error) };
   }

@@ -21,11 +21,16 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: 'verify',
-    summary: 'check documents against the local ledger (no network)',
+    summary: 'check documents against their receipts or the local ledger (no network)',
     load: () => import('./verify.js'),
   },
   { name: 'list', summary: 'list the local ledger of completed notarizations', load: () => import('./list.js') },
   { name: 'show', summary: 'show one record of the local ledger', load: () => import('./show.js') },
+  {
+    name: 'receipt',
+    summary: 'print the receipt of a ledger entry (to verify anywhere)',
+    load: () => import('./receipt.js'),
+  },
   { name: 'login', summary: 'exchange an API key for a token and store it', load: () => import('./login.js') },
   { name: 'logout', summary: 'forget the stored token', load: () => import('./logout.js') },
   { name: 'config', summary: 'read and change settings', load: () => import('./config.js') },

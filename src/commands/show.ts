@@ -1,8 +1,7 @@
 /** `notarize show <hash|file>`: one record from the local ledger. */
 import type { Command } from 'commander';
-import { stat } from 'node:fs/promises';
 import type { Context } from '../context.js';
-import { hashFile, normalizeHash } from '../core/hash.js';
+import { hashFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
 import { NotNotarizedError } from '../errors.js';
 import type { RecordResult } from '../output/present.js';
 import type { ServiceStore } from '../store/service-store.js';
@@ -25,8 +24,8 @@ export function configure(command: Command, context: () => Context): void {
 ${examples([
   'notarize show contract.pdf',
   'notarize show 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001 --json',
-  '# CI: attach the record of the release tarball',
-  'notarize show dist/app.tar.gz --json > dist/app.tar.gz.notarization.json',
+  '# the record of the release tarball, as JSON',
+  'notarize show dist/app.tar.gz --json',
 ])}`,
     )
     .action(async (target: string) => {
@@ -35,19 +34,11 @@ ${examples([
     });
 }
 
-async function isFile(path: string): Promise<boolean> {
-  return stat(path).then(
-    (info) => info.isFile(),
-    () => false,
-  );
-}
-
 /** The record of a digest, or of a file's; a digest is taken as such unless a file of that name exists. */
 export async function runShow(options: ShowOptions): Promise<RecordResult> {
   const { target } = options;
   const baseUrl = options.baseUrl();
-  const hash =
-    /^[0-9a-fA-F]{64}$/.test(target) && !(await isFile(target)) ? normalizeHash(target) : (await hashFile(target)).hash;
+  const hash = (await isDigestNotFile(target)) ? normalizeHash(target) : (await hashFile(target)).hash;
   const entry = options.ledger().readRecord(hash);
   if (!entry) {
     throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, {

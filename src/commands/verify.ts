@@ -1,17 +1,21 @@
 /**
- * `notarize verify <file...>`: re-hash documents and look the digests up in
- * the local ledger, with no network at all. Exit 6 when a document is
- * unknown or was modified since it was notarized.
+ * `notarize verify <file...>`: re-hash documents and check each digest
+ * against its receipt, or else the local ledger (core/evidence.ts says in
+ * which order), with no network, no credentials and no store needed. Exit 6
+ * when a document is not verified.
  */
 import type { Command } from 'commander';
-import { basename } from 'node:path';
+import { resolve, sep } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { runAll, type Settled } from '../core/batch.js';
+import { Evidence, MAX_RECEIPT_BYTES, type Finding, type ReceiptSources } from '../core/evidence.js';
 import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
-import { LedgerIndex, type Verdict } from '../core/ledger.js';
+import { LedgerIndex } from '../core/ledger.js';
+import { readTextInput } from '../core/read-input.js';
+import { RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
 import { NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, RecordResult } from '../output/present.js';
@@ -29,9 +33,13 @@ import { finishItems, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
-export const optionsSchema = z.object({ ...inputOptionsShape });
+export const optionsSchema = z.object({
+  ...inputOptionsShape,
+  receipt: z.string().optional(),
+  receiptDir: z.string().optional(),
+});
 
-/** What `verify` uses: the documents named, standard input, and the ledger (no network). */
+/** What `verify` uses: the documents named, standard input, their receipts and the ledger (no network). */
 export interface VerifyOptions extends z.infer<typeof optionsSchema> {
   paths: string[];
   /** Standard input, and warnings as they happen. */
@@ -42,19 +50,31 @@ export interface VerifyOptions extends z.infer<typeof optionsSchema> {
 
 export function configure(command: Command, context: () => Context): void {
   addInputOptions(command.argument('[paths...]', "documents to check ('-' reads standard input)"))
+    .option('--receipt <file>', 'check the one document named against this receipt')
+    .option('--receipt-dir <dir>', 'look for receipts where `register --receipt-dir <dir>` wrote them')
     .addHelpText(
       'after',
-      `\nNo network: the digest is looked up in the local ledger of the current service.
-verified: the digest is in the ledger (the record and its public verification page are printed);
-modified: a document of this name was notarized with another digest; unknown: not in the ledger.
-A document that cannot be read (missing, unreadable, not a regular file) is a failed
-result and the others go on. Exit 0 when every document is verified; 2 when one could not
-be read (nothing is ever sent); else 6.
+      `
+No network, no credentials, no store needed. Each document's digest is checked against the first of:
+--receipt <file>; its receipt under --receipt-dir (named as register names them); <document>${RECEIPT_SUFFIX}
+beside it; else the local ledger of the current service.
+verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
+modified: its receipt, or a ledger entry of this name, is of another digest.
+unknown: no receipt found and nothing in the ledger.
+invalid: the receipt contradicts itself (its record is of another hash, its verification URL
+names another hash, or it is malformed).
+A receipt is evidence, not a signature: anyone can write one that holds together. It tells
+which digest was registered and where the service shows it: open its verification URL to
+confirm the registration itself. Receipts written before format v1 (the bare record) are read.
+A document that cannot be read (missing, unreadable, not a regular file), or a receipt found
+that cannot be, is a failed result and the others go on. Exit 0 when every document is verified;
+2 when one could not be read (nothing is ever sent); else 6.
 ${examples([
   'notarize verify contract.pdf',
-  'notarize verify -r dist --json',
-  '# CI: before release, refuse artifacts that were not notarized at build time',
-  'notarize verify -r dist --quiet || { echo "unnotarized artifacts"; exit 1; }',
+  'notarize verify app.tar.gz --receipt app.tar.gz.notarization.json',
+  'notarize verify -r dist --receipt-dir receipts --json',
+  '# CI: before release, refuse artifacts whose receipts do not match',
+  'notarize verify -r dist --receipt-dir receipts --quiet || { echo "unnotarized artifacts"; exit 1; }',
 ])}`,
     )
     .action(async (paths: string[], raw: unknown) => {
@@ -65,19 +85,12 @@ ${examples([
     });
 }
 
-function describeVerdict(verdict: Verdict): string | undefined {
-  if (verdict.status === 'unknown')
-    return verdict.damaged && `its ledger entry is no proof: ${verdict.damaged.message}`;
-  if (verdict.status !== 'modified') return undefined;
-  return `'${verdict.entry.file?.name}' was notarized with digest ${verdict.entry.hash} (${verdict.entry.completedAt})`;
-}
-
 const TITLE = 'notarize verify';
 
 /**
- * Verifies every input against the ledger; see the module comment. One
- * document named alone and verified gives its record; otherwise each result
- * goes to `items` as it settles.
+ * Verifies every input against its receipt or the ledger; see the module
+ * comment. One document named alone and verified gives its record;
+ * otherwise each result goes to `items` as it settles.
  */
 export async function runVerify(
   options: VerifyOptions,
@@ -88,20 +101,25 @@ export async function runVerify(
     io.warn(`skipped ${s.path}: ${s.reason}`);
     items.skip(skippedResult(s.path, s.reason));
   });
+  const { documents, sources } = await receiptSources(options, expansion, (path, reason) => {
+    io.warn(`skipped ${path}: ${reason}`);
+    items.skip(skippedResult(path, reason));
+  });
   const baseUrl = options.baseUrl();
   const { index, problems } = await LedgerIndex.load(options.ledger());
   for (const problem of problems) io.warn(`${problem.message}; ${problem.hint ?? ''}`);
+  const evidence = new Evidence(sources, index);
   const pool = new HashPool(expansion.single ? 1 : undefined);
-  let only: { hash: string; verdict: Verdict } | undefined;
+  let only: Checked | undefined;
   let singleError: NotarizeError | undefined;
   try {
     await runAll(
-      expansion.items,
-      async (item) => {
+      documents,
+      async (item, i): Promise<Checked> => {
         if (item.kind === 'unusable') throw item.error;
         // HashPool.hash already hashes in this thread for a pool of one.
         const hash = item.kind === 'stdin' ? await hashStream(io.stdin) : (await pool.hash(item.path)).hash;
-        return { hash, verdict: index.verdict(hash, item.kind === 'file' ? basename(item.path) : undefined) };
+        return { hash, finding: await evidence.judge(item, i, hash) };
       },
       {
         concurrency: pool.size * 4,
@@ -119,19 +137,82 @@ export async function runVerify(
   }
   // One document named alone that cannot be read: the command's one-line error, as for any usage error.
   if (singleError) throw singleError;
-  if (expansion.single && only?.verdict.status === 'verified') {
+  if (expansion.single && only?.finding.status === 'verified') {
     const results = items.list();
+    const { file, verificationUrl } = results[0]!;
     return {
       kind: 'record',
       hash: only.hash,
-      recordJson: only.verdict.entry.recordJson,
-      baseUrl,
-      note: `verified: ${results[0]!.file} is notarized`,
+      recordJson: only.finding.recordJson!,
+      baseUrl: only.finding.baseUrl ?? baseUrl,
+      note:
+        only.finding.source === 'receipt'
+          ? `verified: ${file} matches its receipt; the receipt's record can be confirmed at ${verificationUrl}`
+          : `verified: ${file} is notarized`,
       github: { title: TITLE, results },
     };
   }
   const failure = verifyFailure(items.counts, baseUrl);
   return { kind: 'items', title: TITLE, items, ...(failure ? { failure } : {}) };
+}
+
+/** A document's digest and what it was found to be. */
+interface Checked {
+  hash: string;
+  finding: Finding;
+}
+
+/**
+ * The documents to check, and where their receipts are looked for. With
+ * --receipt-dir the list is read first, as register does, so that each
+ * document gets the receipt name register gave it (names are chosen over
+ * the whole run); receipts found walking a directory are outputs, not
+ * documents, and are passed over.
+ */
+async function receiptSources(
+  options: VerifyOptions,
+  expansion: Awaited<ReturnType<typeof expandInputs>>,
+  skip: (path: string, reason: string) => void,
+): Promise<{ documents: Iterable<InputItem> | AsyncIterable<InputItem>; sources: ReceiptSources }> {
+  if (options.receipt !== undefined) {
+    if (!expansion.single) {
+      throw new UsageError('--receipt checks one document: name exactly one', {
+        hint: 'for several documents use --receipt-dir, or keep each receipt beside its document',
+      });
+    }
+    const text = await readTextInput(options.receipt, options.io.stdin, MAX_RECEIPT_BYTES, 'the receipt');
+    return { documents: expansion.items, sources: { receipt: { path: options.receipt, text } } };
+  }
+  const receiptDir = options.receiptDir === undefined ? undefined : resolve(options.receiptDir);
+  const walked = expansion.single ? expansion.items : withoutReceipts(expansion.items, receiptDir, skip);
+  if (options.receiptDir === undefined) return { documents: walked, sources: {} };
+  const all: InputItem[] = [];
+  for await (const item of walked) all.push(item);
+  const names = receiptNames(
+    all.map((item) =>
+      item.kind === 'stdin'
+        ? {}
+        : { path: item.path, ...(item.kind === 'file' && item.relative ? { relative: item.relative } : {}) },
+    ),
+  );
+  return { documents: all, sources: { receiptDir: { dir: options.receiptDir, names } } };
+}
+
+/** The items of a walk without the receipts in it: those under --receipt-dir, and any `*.notarization.json`. */
+async function* withoutReceipts(
+  items: Iterable<InputItem> | AsyncIterable<InputItem>,
+  receiptDir: string | undefined,
+  skip: (path: string, reason: string) => void,
+): AsyncGenerator<InputItem> {
+  for await (const item of items) {
+    if (item.kind === 'file' && item.relative !== undefined && item.path.endsWith(RECEIPT_SUFFIX)) {
+      skip(item.path, 'a receipt (receipts are not documents)');
+    } else if (item.kind === 'file' && receiptDir !== undefined && resolve(item.path).startsWith(receiptDir + sep)) {
+      skip(item.path, 'inside --receipt-dir (receipts are not documents)');
+    } else {
+      yield item;
+    }
+  }
 }
 
 /**
@@ -149,24 +230,39 @@ function verifyFailure(counts: ReadonlyMap<ItemStatus, number>, baseUrl: string)
   }
   const bad = checked - (counts.get('verified') ?? 0);
   if (bad === 0) return undefined;
+  const what = (['modified', 'invalid', 'unknown'] as const)
+    .filter((status) => counts.has(status))
+    .map((status) => `${counts.get(status)} ${status}`)
+    .join(', ');
+  const hints = [
+    ...(counts.has('unknown')
+      ? [
+          `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), ` +
+            `or check --base-url (the ledger of ${baseUrl} was searched)`,
+        ]
+      : []),
+    ...(counts.has('modified') || counts.has('invalid')
+      ? ['modified or invalid: the document, or its receipt, is not what was registered']
+      : []),
+  ];
   return new NotNotarizedError(
-    `${bad} of ${checked} document${checked === 1 ? ' is' : 's are'} not notarized in the ledger of ${baseUrl}`,
+    `${bad} of ${checked} document${checked === 1 ? ' is' : 's are'} not verified (${what})`,
     {
-      hint:
-        'register them with `notarize register`, or check --base-url; a document the service already had ' +
-        '(409) has no record in this store: verify with the store that registered it',
+      hint: hints.join('; '),
     },
   );
 }
 
 /** The JSON result of one document. */
-function toResult(item: InputItem, r: Settled<{ hash: string; verdict: Verdict }>, baseUrl: string): ItemResult {
+function toResult(item: InputItem, r: Settled<Checked>, baseUrl: string): ItemResult {
   const file = itemName(item);
   if (!r.ok) return 'error' in r ? failedResult(file, null, r.error) : itemResult(file, null, 'failed');
-  const { hash, verdict } = r.value;
-  const reason = describeVerdict(verdict);
-  return itemResult(file, hash, verdict.status, {
-    ...(verdict.status === 'verified' ? proofOf(baseUrl, hash, verdict.entry.recordJson) : {}),
+  const { hash, finding } = r.value;
+  const { status, source, receipt, reason, recordJson } = finding;
+  return itemResult(file, hash, status, {
+    ...(source ? { source } : {}),
+    ...(status === 'verified' ? proofOf(finding.baseUrl ?? baseUrl, hash, recordJson) : {}),
+    ...(receipt ? { receipt } : {}),
     ...(reason ? { reason } : {}),
   });
 }

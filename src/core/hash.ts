@@ -309,6 +309,19 @@ export function changedSince(before: BigIntStats, now: BigIntStats): boolean {
   );
 }
 
+/**
+ * Whether a command argument that may be a digest or a file (`show`,
+ * `receipt`) is a digest: 64 hex digits, unless a regular file of that name
+ * exists.
+ */
+export async function isDigestNotFile(target: string): Promise<boolean> {
+  if (!/^[0-9a-fA-F]{64}$/.test(target)) return false;
+  return stat(target).then(
+    (info) => !info.isFile(),
+    () => true,
+  );
+}
+
 /** An error of hashing `path` as it is reported: an fs error becomes the InputFileError naming the file; others pass. */
 export function asInputError(path: string, error: unknown): unknown {
   if (error instanceof InputFileError) return error;

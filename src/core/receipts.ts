@@ -1,12 +1,13 @@
 /**
- * Receipts for CI artifacts (--receipt-dir): `<name>.notarization.json`
- * holding the record exactly as the service sent it.
+ * Receipt files for CI artifacts (--receipt-dir): `<name>.notarization.json`,
+ * a v1 receipt (receipt-format.ts) that travels with the artifact.
  *
  * Everything that can be checked before a registration is sent is checked
  * then (`planReceipts`, `checkBeforeSending`), so that a receipt problem
  * never shows up after a paid completion: the directory is a writable
  * directory, names do not collide within the run and fit the filesystem, and
- * an existing receipt with other content is refused. A write that still fails
+ * an existing file that is not a receipt of the same digest is refused (one
+ * of the same digest, such as a receipt written before v1, is replaced). A write that still fails
  * after the completion (a full disk) is exit 1: something was sent.
  *
  * Names: a file named on the command line gets its file name; a file found
@@ -34,7 +35,7 @@ import { join, normalize } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
 import { DirFlushes, uniqueSuffix, writeFileAtomic } from '../store/files.js';
-import { recordHashOf } from '../store/service-store.js';
+import { readReceipt } from './receipt-format.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
 
@@ -229,21 +230,18 @@ export function receiptPath(plan: ReceiptPlan, index: number, hash: string): str
   return join(plan.dir, `${plan.names[index] ?? hash}${RECEIPT_SUFFIX}`);
 }
 
-function contentOf(recordJson: string): string {
-  return recordJson.endsWith('\n') ? recordJson : `${recordJson}\n`;
-}
-
 /**
  * Before document `index` is sent: an existing receipt is refused (UsageError,
- * nothing sent) unless it is exactly what would be written (`recordJson`, the
- * ledger's record when there is one) or `overwrite` allows replacing it. A
- * link at the receipt or one of its folders is refused whatever `overwrite`.
+ * nothing sent) unless it is a receipt of this very digest (which the new one
+ * replaces) or `overwrite` allows replacing it. A store with no record of the
+ * hash (a cold CI runner) cannot write a new one if the service answers 409:
+ * the receipt already there then stays the document's evidence. A link at
+ * the receipt or one of its folders is refused whatever `overwrite`.
  */
 export async function checkBeforeSending(
   plan: ReceiptPlan,
   index: number,
   hash: string,
-  recordJson: string | undefined,
   overwrite: boolean,
 ): Promise<void> {
   const path = receiptPath(plan, index, hash);
@@ -263,52 +261,47 @@ export async function checkBeforeSending(
       hint: 'remove it and run again, or choose another --receipt-dir',
     });
   }
-  if (overwrite) return;
-  const existing = await readNoFollow(path);
-  if (recordJson !== undefined && existing === contentOf(recordJson)) return;
-  // A store with no record of the hash (a cold CI runner) cannot compare: a
-  // receipt that is a record of this very hash is kept, not refused (the
-  // service will answer 409, and that receipt stays the document's evidence).
-  if (recordJson === undefined && isRecordOf(existing, hash)) return;
-  throw new UsageError(`receipt ${path} already exists with other content`, {
+  if (overwrite || isReceiptOf(await readNoFollow(path), hash)) return;
+  throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
     code: 'receipt_exists',
     hint: 'remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)',
   });
 }
 
-/** Whether `text` is a JSON object whose `hash` is `hash` (any case). */
-function isRecordOf(text: string | undefined, hash: string): boolean {
-  try {
-    return text !== undefined && recordHashOf(text) === hash;
-  } catch {
-    return false;
-  }
+/** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
+function isReceiptOf(text: string | undefined, hash: string): boolean {
+  if (text === undefined) return false;
+  const receipt = readReceipt(text);
+  return receipt.consistent && receipt.sha256 === hash.toLowerCase();
 }
 
 /**
- * Writes the receipt of document `index` after its registration ended and
- * returns its path. Identical content already there is left as is. A failure
+ * Writes `text`, the receipt of document `index` (digest `hash`), after its
+ * registration ended, and returns its path. Identical content already there
+ * is left as is; another receipt of the same digest is replaced. A failure
  * here comes after something was sent: exit 1, never 2.
  */
 export async function writeReceipt(
   plan: ReceiptPlan,
   index: number,
   hash: string,
-  recordJson: string,
+  text: string,
   overwrite: boolean,
 ): Promise<string> {
   const path = receiptPath(plan, index, hash);
-  const content = contentOf(recordJson);
   const failed = (message: string, cause: unknown) =>
     new NotarizeError('receipt_write', EXIT.refused, message, {
-      hint: `the registration itself is done and in the ledger; \`notarize show ${hash}\` prints the record, and running the same command again writes the receipt`,
+      hint: `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`,
       cause,
     });
   try {
     await makeFolders(plan.dir, plan.names[index] ?? hash);
+    const existing = await readNoFollow(path);
+    if (existing === text) return path;
     if ((await lstat(path).catch(() => undefined))?.isSymbolicLink()) throw linkRefused(path, 'receipt');
     // Never through a link, even one planted since the check (see the module comment).
-    await writeFileAtomic(path, content, { mode: 0o666, replace: overwrite, flushes: plan.flushes });
+    const replace = overwrite || isReceiptOf(existing, hash);
+    await writeFileAtomic(path, text, { mode: 0o666, replace, flushes: plan.flushes });
     return path;
   } catch (error) {
     if (error instanceof UsageError) {
@@ -316,7 +309,7 @@ export async function writeReceipt(
     }
     const code = (error as NodeJS.ErrnoException).code;
     const existing = code === 'EEXIST' ? await readNoFollow(path) : undefined;
-    if (existing === content) return path;
+    if (existing === text) return path;
     // EEXIST from the write itself (a receipt that appeared since the check), not from mkdir.
     if (code === 'EEXIST' && existing !== undefined) {
       throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);

@@ -12,7 +12,15 @@ import { renderTable } from './render.js';
 export const RESULT_SCHEMA_VERSION = 1;
 
 export type ItemStatus =
-  'registered' | 'already-registered' | 'pending' | 'verified' | 'modified' | 'unknown' | 'failed' | 'skipped';
+  | 'registered'
+  | 'already-registered'
+  | 'pending'
+  | 'verified'
+  | 'modified'
+  | 'unknown'
+  | 'invalid'
+  | 'failed'
+  | 'skipped';
 
 /** One input's result, as printed in JSON. */
 export interface ItemResult {
@@ -31,9 +39,11 @@ export interface ItemResult {
   /** For `pending`: the subscription session, as the service sent it. */
   session?: unknown;
   verificationUrl?: string;
-  /** Where a receipt was written (--receipt-dir). */
+  /** For `verify`: what decided, a receipt or the ledger. */
+  source?: 'receipt' | 'ledger';
+  /** Where a receipt was written (register --receipt-dir), or the receipt `verify` checked against. */
   receipt?: string;
-  /** Why an item was skipped, or what differs for `modified`. */
+  /** Why an item was skipped, or what is wrong for `modified`, `invalid` (and a damaged ledger entry for `unknown`). */
   reason?: string;
   error?: ErrorJson;
 }

@@ -1,9 +1,9 @@
 /**
- * --receipt-dir: `<file name>.notarization.json` holds the record exactly as
- * the service sent it (the bytes of the forfait answer, captured by a reverse
- * proxy in front of the sandbox: a loopback service is never reached through
- * a forward proxy); an existing receipt with other content
- * is never overwritten unless --force.
+ * --receipt-dir: `<file name>.notarization.json` is a v1 receipt holding the
+ * record exactly as the service sent it (the bytes of the forfait answer,
+ * captured by a reverse proxy in front of the sandbox: a loopback service is
+ * never reached through a forward proxy); an existing file that is not a
+ * receipt of the same document is never overwritten unless --force.
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
 import type { RecordingProxy } from '../helpers/proxy.js';
+import { expectReceipt } from '../helpers/receipts.js';
 import { jsonError, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
@@ -28,7 +29,7 @@ function receipt(b: Bed, name: string): Promise<string> {
 }
 
 describe('--receipt-dir', () => {
-  it('writes <name>.notarization.json with the record exactly as the service sent it, keeping subfolders apart', async () => {
+  it('writes <name>.notarization.json, a v1 receipt with the record exactly as the service sent it, keeping subfolders apart', async () => {
     const proxy = await bed.proxy();
     const a = await bed.write('dist/a.tar.gz', 'receipt a\n');
     const b = await bed.write('dist/sub/b.zip', 'receipt b\n');
@@ -41,10 +42,23 @@ describe('--receipt-dir', () => {
       [bed.path('dist/a.tar.gz'), 'registered', bed.path('receipts/a.tar.gz.notarization.json')],
       [bed.path('dist/sub/b.zip'), 'registered', bed.path('receipts/sub/b.zip.notarization.json')],
     ]);
-    // Byte for byte what the service answered, plus a final newline.
-    expect(await receipt(bed, 'a.tar.gz')).toBe(`${forfaitAnswer(proxy, a)}\n`);
-    expect(await receipt(bed, 'sub/b.zip')).toBe(`${forfaitAnswer(proxy, b)}\n`);
-    expect(JSON.parse(await receipt(bed, 'a.tar.gz'))).toEqual(bed.sandbox.records.get(a));
+    // The record byte for byte as the service answered.
+    const written = { baseUrl: proxy.url, size: 10 };
+    const textA = await receipt(bed, 'a.tar.gz');
+    expectReceipt(textA, {
+      ...written,
+      name: 'a.tar.gz',
+      sha256: a,
+      record: bed.sandbox.records.get(a),
+      recordText: forfaitAnswer(proxy, a),
+    });
+    expectReceipt(await receipt(bed, 'sub/b.zip'), {
+      ...written,
+      name: 'sub/b.zip',
+      sha256: b,
+      record: bed.sandbox.records.get(b),
+      recordText: forfaitAnswer(proxy, b),
+    });
 
     // Running again: already registered, the identical receipt is left as it is (not a failure).
     const again = await bed.main(
@@ -58,7 +72,7 @@ describe('--receipt-dir', () => {
       ['already-registered', bed.path('receipts/a.tar.gz.notarization.json')],
       ['already-registered', bed.path('receipts/sub/b.zip.notarization.json')],
     ]);
-    expect(await receipt(bed, 'a.tar.gz')).toBe(`${forfaitAnswer(proxy, a)}\n`);
+    expect(await receipt(bed, 'a.tar.gz')).toBe(textA);
   });
 
   it('one document: the record on stdout, the receipt path on stderr', async () => {
@@ -67,7 +81,14 @@ describe('--receipt-dir', () => {
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stdout).toBe(`${JSON.stringify(bed.sandbox.records.get(hash))}\n`);
     expect(run.stderr).toContain(`receipt: ${bed.path('receipts/one.pdf.notarization.json')}`);
-    expect(await receipt(bed, 'one.pdf')).toBe(run.stdout);
+    expectReceipt(await receipt(bed, 'one.pdf'), {
+      name: 'one.pdf',
+      sha256: hash,
+      size: 15,
+      baseUrl: bed.sandbox.url,
+      record: JSON.parse(run.stdout),
+      recordText: run.stdout.trimEnd(),
+    });
   });
 
   it('does not overwrite an existing different receipt: the item fails, naming --force', async () => {
@@ -112,7 +133,7 @@ describe('--receipt-dir', () => {
       '--json',
     ]);
     expect(run.code, describeRun(run)).toBe(0);
-    expect(await receipt(bed, 'e.txt')).toBe(`${JSON.stringify(bed.sandbox.records.get(e))}\n`);
+    expect(JSON.parse(await receipt(bed, 'e.txt'))).toMatchObject({ record: bed.sandbox.records.get(e) });
   });
 
   it('an existing receipt with other content is refused before anything is sent; removing it lets a re-run register', async () => {
@@ -134,6 +155,6 @@ describe('--receipt-dir', () => {
     const rerun = await bed.main(['register', bed.path('f.txt'), '--receipt-dir', bed.path('receipts'), '--json']);
     expect(rerun.code, describeRun(rerun)).toBe(0);
     expect(bed.requestedHashes()).toEqual([f]);
-    expect(await receipt(bed, 'f.txt')).toBe(`${JSON.stringify(bed.sandbox.records.get(f))}\n`);
+    expect(JSON.parse(await receipt(bed, 'f.txt'))).toMatchObject({ record: bed.sandbox.records.get(f) });
   });
 });

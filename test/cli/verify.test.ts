@@ -7,6 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { optionsSchema, runVerify, type VerifyOptions } from '../../src/commands/verify.js';
+import type { NotarizeError } from '../../src/errors.js';
 import { itemResultsFor, present, type CommandResult } from '../../src/output/present.js';
 import { ItemResults } from '../../src/output/results.js';
 import { type Bed, useBed } from '../helpers/bed.js';
@@ -84,8 +85,9 @@ describe('runVerify', () => {
     expect(result.failure).toMatchObject({
       code: 'not_notarized',
       exitCode: 6,
-      message: `2 of 3 documents are not notarized in the ledger of ${bed.url}`,
+      message: '2 of 3 documents are not verified (1 modified, 1 unknown)',
     });
+    expect((result.failure as NotarizeError).hint).toContain(`the ledger of ${bed.url} was searched`);
     expect(items.summary()).toBe('3 items: 1 verified, 1 modified, 1 unknown');
   });
 
@@ -124,7 +126,7 @@ describe('runVerify', () => {
       expect(t.stdout()).toBe(viaMain.stdout);
       // main() adds one line, the failure the action throws after present().
       expect(viaMain.stderr).toBe(`${t.stderr()}${lastLine(viaMain.stderr)}`);
-      expect(lastLine(viaMain.stderr)).toContain('1 of 2 documents are not notarized');
+      expect(lastLine(viaMain.stderr)).toContain('1 of 2 documents are not verified (1 unknown)');
     }
   });
 });

@@ -16,6 +16,7 @@ import {
   writeReceipt,
   type ReceiptPlan,
 } from '../../src/core/receipts.js';
+import { receiptText } from '../../src/core/receipt-format.js';
 import { NotarizeError, UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 import { rejectionOf, thrownOf } from '../helpers/catch.js';
@@ -24,6 +25,14 @@ const tempDir = useTempDirs('notarize-receipts-');
 const posix = process.platform !== 'win32';
 const hashOf = (label: string) => createHash('sha256').update(label).digest('hex');
 const recordOf = (hash: string) => `{"hash":"${hash}","status":"registered"}`;
+/** The v1 receipt of `hash`, as register writes it. */
+const receiptOf = (hash: string) =>
+  receiptText({
+    document: { name: 'doc.txt', sha256: hash, size: 3 },
+    recordJson: recordOf(hash),
+    baseUrl: 'https://notary.example',
+    registeredAt: '2026-11-24T01:02:03.456Z',
+  });
 
 /** A plan for one document named `name` in a fresh receipt directory. */
 async function planFor(name: string | undefined): Promise<ReceiptPlan> {
@@ -123,39 +132,31 @@ describe('planReceipts', () => {
 describe('checkBeforeSending', () => {
   const hash = hashOf('doc');
 
-  it('lets a document through when no receipt exists, or one with exactly what would be written', async () => {
+  it('lets a document through when no receipt exists, or one that is a receipt of its digest (v1, or a bare record of any case)', async () => {
     const plan = await planFor('doc.txt');
-    await checkBeforeSending(plan, 0, hash, recordOf(hash), false);
-    writeFileSync(receiptPath(plan, 0, hash), `${recordOf(hash)}\n`);
-    await checkBeforeSending(plan, 0, hash, recordOf(hash), false);
+    await checkBeforeSending(plan, 0, hash, false);
+    for (const receipt of [receiptOf(hash), `${recordOf(hash)}\n`, recordOf(hash.toUpperCase())]) {
+      writeFileSync(receiptPath(plan, 0, hash), receipt);
+      await checkBeforeSending(plan, 0, hash, false);
+    }
   });
 
-  it('refuses an existing receipt with other content, unless --force replaces it', async () => {
-    const plan = await planFor('doc.txt');
-    writeFileSync(receiptPath(plan, 0, hash), 'something else\n');
-    const error = await rejectionOf(checkBeforeSending(plan, 0, hash, recordOf(hash), false), UsageError);
-    expect(error).toMatchObject({ code: 'receipt_exists', exitCode: 2 });
-    expect(error.message).toBe(`receipt ${receiptPath(plan, 0, hash)} already exists with other content`);
-    await checkBeforeSending(plan, 0, hash, recordOf(hash), true);
-  });
-
-  it('without a record to compare (a cold store), keeps a receipt that is a record of this hash, and only that', async () => {
+  it('refuses an existing file that is not a receipt of this digest (a cold store has nothing else to go by), unless --force replaces it', async () => {
     const plan = await planFor(undefined);
     const path = receiptPath(plan, 0, hash);
-    writeFileSync(path, recordOf(hash.toUpperCase()));
-    await checkBeforeSending(plan, 0, hash, undefined, false);
-    for (const other of [recordOf(hashOf('other')), 'not json', '[]']) {
+    for (const other of [receiptOf(hashOf('other')), recordOf(hashOf('other')), 'something else\n', '[]']) {
       writeFileSync(path, other);
-      expect((await rejectionOf(checkBeforeSending(plan, 0, hash, undefined, false), UsageError)).code).toBe(
-        'receipt_exists',
-      );
+      const error = await rejectionOf(checkBeforeSending(plan, 0, hash, false), UsageError);
+      expect(error).toMatchObject({ code: 'receipt_exists', exitCode: 2 });
+      expect(error.message).toBe(`receipt ${path} already exists and is not a receipt of ${hash}`);
+      await checkBeforeSending(plan, 0, hash, true);
     }
   });
 
   it('refuses a receipt that is not a regular file, even with --force', async () => {
     const plan = await planFor('doc.txt');
     mkdirSync(receiptPath(plan, 0, hash));
-    expect((await rejectionOf(checkBeforeSending(plan, 0, hash, recordOf(hash), true), UsageError)).message).toBe(
+    expect((await rejectionOf(checkBeforeSending(plan, 0, hash, true), UsageError)).message).toBe(
       `receipt ${receiptPath(plan, 0, hash)} exists and is not a regular file`,
     );
   });
@@ -165,9 +166,9 @@ describe('checkBeforeSending', () => {
     async () => {
       const plan = await planFor('doc.txt');
       const target = join(tempDir(), 'target');
-      writeFileSync(target, `${recordOf(hash)}\n`);
+      writeFileSync(target, receiptOf(hash));
       symlinkSync(target, receiptPath(plan, 0, hash));
-      const error = await rejectionOf(checkBeforeSending(plan, 0, hash, recordOf(hash), true), UsageError);
+      const error = await rejectionOf(checkBeforeSending(plan, 0, hash, true), UsageError);
       expect(error).toMatchObject({ code: 'receipt_link' });
     },
   );
@@ -176,30 +177,37 @@ describe('checkBeforeSending', () => {
 describe('writeReceipt', () => {
   const hash = hashOf('written');
 
-  it('writes the record as received plus one final newline, creating its folders', async () => {
+  it('writes the receipt text as given, creating its folders; the same text again is left as is', async () => {
     const dir = join(tempDir(), 'receipts');
     const plan = await planReceipts(dir, [{ path: 'dist/linux/app', relative: 'linux/app' }]);
-    const path = await writeReceipt(plan, 0, hash, recordOf(hash), false);
+    const path = await writeReceipt(plan, 0, hash, receiptOf(hash), false);
     expect(path).toBe(join(dir, 'linux', `app${RECEIPT_SUFFIX}`));
-    expect(readFileSync(path, 'utf8')).toBe(`${recordOf(hash)}\n`);
-    // A record that already ends with a newline gets no second one; the same content again is left as is.
-    expect(await writeReceipt(plan, 0, hash, `${recordOf(hash)}\n`, false)).toBe(path);
-    expect(readFileSync(path, 'utf8')).toBe(`${recordOf(hash)}\n`);
+    expect(readFileSync(path, 'utf8')).toBe(receiptOf(hash));
+    expect(await writeReceipt(plan, 0, hash, receiptOf(hash), false)).toBe(path);
+    expect(readFileSync(path, 'utf8')).toBe(receiptOf(hash));
+  });
+
+  it('replaces a receipt of the same digest without --force (a bare record written before v1)', async () => {
+    const plan = await planFor('doc.txt');
+    const path = receiptPath(plan, 0, hash);
+    writeFileSync(path, `${recordOf(hash)}\n`);
+    expect(await writeReceipt(plan, 0, hash, receiptOf(hash), false)).toBe(path);
+    expect(readFileSync(path, 'utf8')).toBe(receiptOf(hash));
   });
 
   it('refuses with exit 1 a receipt that appeared with other content since the check, or replaces it with --force', async () => {
     const plan = await planFor('doc.txt');
     const path = receiptPath(plan, 0, hash);
     writeFileSync(path, 'written meanwhile\n');
-    const error = await rejectionOf(writeReceipt(plan, 0, hash, recordOf(hash), false), NotarizeError);
+    const error = await rejectionOf(writeReceipt(plan, 0, hash, receiptOf(hash), false), NotarizeError);
     expect(error).not.toBeInstanceOf(UsageError);
     expect(error).toMatchObject({ code: 'receipt_write', exitCode: 1 });
     expect(error.message).toBe(`receipt ${path} appeared with other content while ${hash} was being registered`);
-    expect(error.hint).toContain(`\`notarize show ${hash}\``);
+    expect(error.hint).toContain(`\`notarize receipt ${hash}\``);
     expect(readFileSync(path, 'utf8')).toBe('written meanwhile\n');
 
-    await writeReceipt(plan, 0, hash, recordOf(hash), true);
-    expect(readFileSync(path, 'utf8')).toBe(`${recordOf(hash)}\n`);
+    await writeReceipt(plan, 0, hash, receiptOf(hash), true);
+    expect(readFileSync(path, 'utf8')).toBe(receiptOf(hash));
   });
 
   it.runIf(posix)('never writes through a link planted since the check: exit 1, the target untouched', async () => {
@@ -207,7 +215,7 @@ describe('writeReceipt', () => {
     const target = join(tempDir(), 'target');
     writeFileSync(target, 'precious');
     symlinkSync(target, receiptPath(plan, 0, hash));
-    const error = await rejectionOf(writeReceipt(plan, 0, hash, recordOf(hash), true), NotarizeError);
+    const error = await rejectionOf(writeReceipt(plan, 0, hash, receiptOf(hash), true), NotarizeError);
     expect(error).toMatchObject({ code: 'receipt_write', exitCode: 1 });
     expect(error.message).toContain('is a symbolic link');
     expect(readFileSync(target, 'utf8')).toBe('precious');
@@ -217,7 +225,7 @@ describe('writeReceipt', () => {
     const dir = join(tempDir(), 'receipts');
     const plan = await planReceipts(dir, [{ path: 'dist/linux/app', relative: 'linux/app' }]);
     writeFileSync(join(dir, 'linux'), '');
-    const error = await rejectionOf(writeReceipt(plan, 0, hash, recordOf(hash), false), NotarizeError);
+    const error = await rejectionOf(writeReceipt(plan, 0, hash, receiptOf(hash), false), NotarizeError);
     expect(error).toMatchObject({ code: 'receipt_write', exitCode: 1 });
     expect(error.message).toMatch(new RegExp(`^the receipt ${join(dir, 'linux', 'app')}\\S* could not be written: `));
   });

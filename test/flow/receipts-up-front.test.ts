@@ -62,8 +62,15 @@ describe('receipt names', () => {
       join(dir, 'ca/x.txt.notarization.json'),
       join(dir, 'cb/x.txt.notarization.json'),
     ]);
-    expect(JSON.parse(readFileSync(results[0]!.receipt, 'utf8'))).toMatchObject({ hash: sha256('same name a') });
-    expect(JSON.parse(readFileSync(results[1]!.receipt, 'utf8'))).toMatchObject({ hash: sha256('same name b') });
+    // Each receipt names its document as it names the receipt, and is of its digest.
+    expect(JSON.parse(readFileSync(results[0]!.receipt, 'utf8'))).toMatchObject({
+      document: { name: 'ca/x.txt', sha256: sha256('same name a') },
+      record: { hash: sha256('same name a') },
+    });
+    expect(JSON.parse(readFileSync(results[1]!.receipt, 'utf8'))).toMatchObject({
+      document: { name: 'cb/x.txt', sha256: sha256('same name b') },
+      record: { hash: sha256('same name b') },
+    });
   });
 });
 
@@ -102,7 +109,7 @@ describe('refused before anything is sent (exit 2)', () => {
     writeFileSync(join(dir, 'one.txt.notarization.json'), 'other content\n');
     const before = bed.sandbox.calls.length;
     const single = await bed.main(['register', doc, '--receipt-dir', dir]);
-    expectFailure(single, 2, /one\.txt\.notarization\.json already exists with other content/);
+    expectFailure(single, 2, /one\.txt\.notarization\.json already exists and is not a receipt of [0-9a-f]{64}/);
     expect(bed.sandbox.calls.length).toBe(before);
 
     const batch = await bed.main(['register', doc, other, '--receipt-dir', dir, '--json']);
@@ -141,7 +148,7 @@ describe('a receipt that cannot be written after the completion', () => {
     expect(run.code, run.stderr).toBe(1);
     expect(JSON.parse(run.stdout)).toMatchObject({ hash, status: 'registered' });
     expect(run.stderr).toMatch(/the receipt .* could not be written/);
-    expect(run.stderr).toMatch(/running the same command again writes the receipt/);
+    expect(run.stderr).toMatch(/running the same command again writes it/);
     expect(bed.ledgerHashes()).toEqual([hash]);
 
     onCall = undefined;
@@ -150,7 +157,10 @@ describe('a receipt that cannot be written after the completion', () => {
     const rerun = await bed.main(['register', doc, '--receipt-dir', dir]);
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(bed.sandbox.calls.length).toBe(before);
-    expect(JSON.parse(readFileSync(join(dir, 'late.txt.notarization.json'), 'utf8'))).toMatchObject({ hash });
+    expect(JSON.parse(readFileSync(join(dir, 'late.txt.notarization.json'), 'utf8'))).toMatchObject({
+      document: { sha256: hash },
+      record: { hash },
+    });
   });
 });
 

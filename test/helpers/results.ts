@@ -13,6 +13,7 @@ export interface ItemResult {
   record?: Record<string, unknown>;
   session?: Record<string, unknown>;
   verificationUrl?: string;
+  source?: 'receipt' | 'ledger';
   receipt?: string;
   reason?: string;
   error?: JsonError['error'];

@@ -1,0 +1,86 @@
+/**
+ * `notarize receipt <file|hash> [-o <file>]`: the v1 receipt
+ * (core/receipt-format.ts) of a ledger entry, made after the fact, for a
+ * document registered without --receipt-dir or whose receipt was lost.
+ */
+import type { Command } from 'commander';
+import { basename } from 'node:path';
+import { z } from 'zod';
+import type { Context } from '../context.js';
+import { hashFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
+import { receiptText } from '../core/receipt-format.js';
+import { RECEIPT_SUFFIX } from '../core/receipts.js';
+import { NotNotarizedError, UsageError } from '../errors.js';
+import type { ValueResult } from '../output/present.js';
+import { writeFileAtomic } from '../store/files.js';
+import type { ServiceStore } from '../store/service-store.js';
+import { finish, viewOf } from './action.js';
+import { examples, parseOptions } from './options.js';
+
+export const optionsSchema = z.object({ output: z.string().optional() });
+
+/** What `receipt` uses: the digest or file named, where to write, and the ledger. */
+export interface ReceiptOptions extends z.infer<typeof optionsSchema> {
+  target: string;
+  baseUrl: () => string;
+  ledger: () => ServiceStore;
+}
+
+export function configure(command: Command, context: () => Context): void {
+  command
+    .argument('<file|hash>', 'a document, or its SHA-256 digest')
+    .option('-o, --output <file>', 'write the receipt to this file instead of standard output')
+    .addHelpText(
+      'after',
+      `
+Reads the local ledger only (no network). Exit 6 when the document is not in it.
+The receipt holds the document's name, digest and size, the record as the service sent
+it, and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
+see docs/verify-by-hand.md) checks a document against it without an account or a store.
+-o replaces the file named (never writing through a link there).
+${examples([
+  `notarize receipt dist/app.tar.gz -o dist/app.tar.gz${RECEIPT_SUFFIX}`,
+  'notarize receipt 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001',
+])}`,
+    )
+    .action(async (target: string, raw: unknown) => {
+      const ctx = context();
+      const flags = parseOptions(optionsSchema, raw, command);
+      finish(viewOf(ctx), await runReceipt({ ...flags, target, baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger }));
+    });
+}
+
+/** The receipt of a digest or of a file's, printed or written (see the module comment). */
+export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> {
+  const { target } = options;
+  const baseUrl = options.baseUrl();
+  const file = (await isDigestNotFile(target)) ? undefined : await hashFile(target);
+  const hash = file?.hash ?? normalizeHash(target);
+  const entry = options.ledger().readRecord(hash);
+  if (!entry) {
+    throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, {
+      hint: 'a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url',
+    });
+  }
+  const text = receiptText({
+    document: {
+      name: file ? basename(target) : (entry.file?.name ?? null),
+      sha256: hash,
+      size: file ? file.size : (entry.file?.size ?? null),
+    },
+    recordJson: entry.recordJson,
+    baseUrl,
+    registeredAt: entry.completedAt,
+  });
+  if (options.output === undefined) return { kind: 'value', text: { data: text } };
+  try {
+    // A new file renamed over the name: a link there is replaced, never written through.
+    await writeFileAtomic(options.output, text, { mode: 0o666, replace: true });
+  } catch (error) {
+    throw new UsageError(`cannot write the receipt to ${options.output}: ${(error as Error).message}`, {
+      code: 'receipt_write',
+      cause: error,
+    });
+  }
+  return { kind: 'value', info: [`wrote the receipt of ${hash} to ${options.output}`] };
+}

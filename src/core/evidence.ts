@@ -1,0 +1,136 @@
+/**
+ * What `verify` checks a document's digest against, with no network: its
+ * receipt if one is found, else the local ledger. For each document the
+ * first source found decides, in this order:
+ *   1. `--receipt <file>` (one document only),
+ *   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
+ *      written for it there (same names: receipts.ts receiptNames),
+ *   3. `<path>.notarization.json` beside the document,
+ *   4. the ledger of the current service.
+ * A receipt found is never passed over for a later source: the receipt the
+ * user points at, or keeps with the artifact, is what is checked.
+ */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { UsageError } from '../errors.js';
+import { readBoundedBytes } from '../read-bounded.js';
+import type { InputItem } from './inputs.js';
+import type { LedgerIndex } from './ledger.js';
+import { readReceipt } from './receipt-format.js';
+import { RECEIPT_SUFFIX } from './receipts.js';
+
+/** Receipts are a few kilobytes; a file far larger is no receipt, and is not read whole. */
+export const MAX_RECEIPT_BYTES = 1024 * 1024;
+
+export type FindingStatus = 'verified' | 'modified' | 'unknown' | 'invalid';
+
+/** What was found for one document, and what it says. */
+export interface Finding {
+  status: FindingStatus;
+  /** What decided: a receipt or the ledger (none for `unknown`). */
+  source?: 'receipt' | 'ledger';
+  /** The receipt's path, when one decided. */
+  receipt?: string;
+  /** Why a document is not verified (or, for `unknown`, why a ledger entry was no proof). */
+  reason?: string;
+  /** For `verified`: the record, as JSON text. */
+  recordJson?: string;
+  /** For `verified` by a v1 receipt: the service it names (else the current service is meant). */
+  baseUrl?: string;
+}
+
+/** Where receipts are looked for, besides beside each document. */
+export interface ReceiptSources {
+  /** `--receipt`: the one document's receipt, already read. */
+  receipt?: { path: string; text: string };
+  /** `--receipt-dir`, with the receipt name of each document by index (undefined: named by its digest). */
+  receiptDir?: { dir: string; names: readonly (string | undefined)[] };
+}
+
+/**
+ * The text of the receipt at `path`, or undefined when there is none (no
+ * such file, or a folder on the way is not one). Throws UsageError when one
+ * is there but cannot be read as a receipt file: not a regular file (a FIFO
+ * is never opened), unreadable, or larger than MAX_RECEIPT_BYTES.
+ */
+export async function readReceiptFile(path: string): Promise<string | undefined> {
+  let bytes: Buffer | undefined;
+  try {
+    if (!(await stat(path)).isFile()) throw new Error('not a regular file');
+    bytes = await readBoundedBytes(createReadStream(path), MAX_RECEIPT_BYTES);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    throw new UsageError(`cannot read the receipt ${path}: ${code ?? (error as Error).message}`, {
+      code: 'receipt_unreadable',
+      cause: error,
+    });
+  }
+  if (bytes === undefined) {
+    throw new UsageError(`the receipt ${path} is larger than ${MAX_RECEIPT_BYTES} bytes`, {
+      code: 'receipt_unreadable',
+      hint: 'a receipt is a small JSON file: check that this file is one',
+    });
+  }
+  return bytes.toString('utf8');
+}
+
+/** The verdict of a digest against a receipt's text. */
+export function judgeByReceipt(hash: string, path: string, text: string): Finding {
+  const receipt = readReceipt(text);
+  const found = { source: 'receipt', receipt: path } as const;
+  if (!receipt.consistent) return { status: 'invalid', ...found, reason: `the receipt ${receipt.reason}` };
+  if (receipt.sha256 !== hash) {
+    return { status: 'modified', ...found, reason: `its receipt is of another digest, ${receipt.sha256}` };
+  }
+  return {
+    status: 'verified',
+    ...found,
+    recordJson: receipt.recordJson,
+    ...(receipt.baseUrl === undefined ? {} : { baseUrl: receipt.baseUrl }),
+  };
+}
+
+/** The verdict of a digest against the ledger (see ledger.ts). */
+function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefined): Finding {
+  const verdict = ledger.verdict(hash, name);
+  if (verdict.status === 'verified')
+    return { status: 'verified', source: 'ledger', recordJson: verdict.entry.recordJson };
+  if (verdict.status === 'modified') {
+    const { entry } = verdict;
+    return {
+      status: 'modified',
+      source: 'ledger',
+      reason: `'${entry.file?.name}' was notarized with digest ${entry.hash} (${entry.completedAt})`,
+    };
+  }
+  return verdict.damaged
+    ? { status: 'unknown', reason: `its ledger entry is no proof: ${verdict.damaged.message}` }
+    : { status: 'unknown' };
+}
+
+/** The sources of a run, asked document by document (see the module comment). */
+export class Evidence {
+  readonly #sources: ReceiptSources;
+  readonly #ledger: LedgerIndex;
+
+  constructor(sources: ReceiptSources, ledger: LedgerIndex) {
+    this.#sources = sources;
+    this.#ledger = ledger;
+  }
+
+  /** The finding for document `index` (`item`) of digest `hash`. Throws UsageError for a receipt that cannot be read. */
+  async judge(item: InputItem, index: number, hash: string): Promise<Finding> {
+    const { receipt, receiptDir } = this.#sources;
+    if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
+    const candidates: string[] = [];
+    if (receiptDir) candidates.push(join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`));
+    if (item.kind === 'file') candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
+    for (const path of candidates) {
+      const text = await readReceiptFile(path);
+      if (text !== undefined) return judgeByReceipt(hash, path, text);
+    }
+    return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The receipt, version 1: what `register --receipt-dir` and `notarize
+ * receipt` write, and what `verify` (and contrib/verify-receipt.py, and
+ * anyone following docs/verify-by-hand.md) checks a document against, with
+ * no network, no account and no store. schemas/receipt-v1.schema.json
+ * describes the same format for other tools.
+ *
+ *   { "type": "notarize-receipt", "version": 1,
+ *     "document": { "name", "sha256", "size" },
+ *     "record": { ...the notarization record, exactly as the service sent it },
+ *     "service": { "baseUrl", "verificationUrl" },
+ *     "registeredAt": "<ISO 8601>",
+ *     "proof": null }
+ *
+ * A receipt is evidence, not a signature: anyone can write one that holds
+ * together. What it gives is the digest to compare and where the service
+ * shows the registration (verificationUrl). So reading one checks only that
+ * it is consistent (`readReceipt`): its record is of its document's digest,
+ * its verification URL is of that digest, its proof (none until aggregate
+ * registrations) leads there. Receipts written before version 1 were the
+ * bare record; they are still read.
+ */
+import { z } from 'zod';
+import { verificationUrl } from '../api/pages.js';
+
+export const RECEIPT_TYPE = 'notarize-receipt';
+export const RECEIPT_VERSION = 1;
+
+/** The document a receipt is of: its name (null for standard input or a bare digest) and size (null if unknown). */
+export interface ReceiptDocument {
+  name: string | null;
+  sha256: string;
+  size: number | null;
+}
+
+/** What a receipt is made of. */
+export interface ReceiptContent {
+  document: ReceiptDocument;
+  /** The record exactly as the service sent it (the ledger keeps that text). */
+  recordJson: string;
+  /** The service's base URL, without a trailing slash. */
+  baseUrl: string;
+  /** When the registration was completed (ISO 8601). */
+  registeredAt: string;
+}
+
+/** Stands for the record while the rest is serialised; no JSON text of ours can contain it (see receiptText). */
+const RECORD_SLOT = '\u0000record\u0000';
+
+/**
+ * The text of a v1 receipt: two-space indented, keys in the documented
+ * order, a final line feed, and the record spliced in as the exact text the
+ * service sent (unknown fields, number spellings and all). The slot's JSON
+ * spelling, `"\u0000record\u0000"`, cannot come out of any other string:
+ * JSON.stringify writes a backslash in a name as `\\`.
+ */
+export function receiptText(content: ReceiptContent): string {
+  const { document, baseUrl, registeredAt } = content;
+  const receipt = {
+    type: RECEIPT_TYPE,
+    version: RECEIPT_VERSION,
+    document: { name: document.name, sha256: document.sha256, size: document.size },
+    record: RECORD_SLOT,
+    service: { baseUrl, verificationUrl: verificationUrl(baseUrl, document.sha256) },
+    registeredAt,
+    proof: null,
+  };
+  const text = JSON.stringify(receipt, null, 2);
+  return `${text.replace(JSON.stringify(RECORD_SLOT), () => content.recordJson.trim())}\n`;
+}
+
+/** A receipt that holds together: the digest it vouches for, and what it says about it. */
+export interface ConsistentReceipt {
+  consistent: true;
+  /** 'v1', or 'record' for a receipt written before v1 (the bare record). */
+  format: 'v1' | 'record';
+  /** The digest of the document it is of (lowercase). */
+  sha256: string;
+  /** The document's name, when the receipt says. */
+  name: string | null;
+  /** The record, as JSON text. */
+  recordJson: string;
+  /** The service it names (its verification page is of `sha256`); undefined for a bare record, which does not say. */
+  baseUrl: string | undefined;
+}
+
+/** A receipt that contradicts itself or cannot be read as one, and why. */
+export interface InvalidReceipt {
+  consistent: false;
+  reason: string;
+}
+
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits');
+
+const receiptSchema = z.object({
+  type: z.literal(RECEIPT_TYPE),
+  version: z.literal(RECEIPT_VERSION),
+  document: z.object({
+    name: z.string().nullable(),
+    sha256: sha256Hex,
+    size: z.int().nonnegative().nullable(),
+  }),
+  record: z.looseObject({ hash: z.string() }),
+  service: z.object({ baseUrl: z.string(), verificationUrl: z.string() }),
+  registeredAt: z.iso.datetime({ offset: true }),
+  proof: z.null(),
+});
+
+/** The first problem zod found, as "field: message". */
+function firstIssue(error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  const where = issue.path.join('.');
+  return where ? `${where}: ${issue.message}` : issue.message;
+}
+
+/**
+ * Reads a receipt's text and checks that it holds together (see the module
+ * comment). Never throws: anything wrong is an InvalidReceipt saying what.
+ */
+export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
+  const invalid = (reason: string): InvalidReceipt => ({ consistent: false, reason });
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return invalid('it is not JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return invalid('it is not a JSON object');
+  if (!('type' in value)) return readBareRecord(value);
+  const { type, version } = value as { type: unknown; version: unknown };
+  if (type !== RECEIPT_TYPE) return invalid(`its type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
+  if (version !== RECEIPT_VERSION) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
+  const parsed = receiptSchema.safeParse(value);
+  if (!parsed.success) return invalid(`malformed: ${firstIssue(parsed.error)}`);
+  const { document, record, service } = parsed.data;
+  if (record.hash.toLowerCase() !== document.sha256) {
+    return invalid(`its record is of ${record.hash}, not of its document's digest ${document.sha256}`);
+  }
+  const baseUrl = service.baseUrl.replace(/\/$/, '');
+  const expectedUrl = verificationUrl(baseUrl, document.sha256);
+  if (service.verificationUrl !== expectedUrl) {
+    return invalid(`its verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
+  }
+  return {
+    consistent: true,
+    format: 'v1',
+    sha256: document.sha256,
+    name: document.name,
+    recordJson: JSON.stringify(record),
+    baseUrl,
+  };
+}
+
+/** A receipt written before v1: the record alone, whose `hash` is the document's digest. */
+function readBareRecord(value: object): ConsistentReceipt | InvalidReceipt {
+  const hash = (value as { hash?: unknown }).hash;
+  if (typeof hash !== 'string' || !/^[0-9a-fA-F]{64}$/.test(hash)) {
+    return { consistent: false, reason: 'it is neither a notarize receipt nor a notarization record' };
+  }
+  return {
+    consistent: true,
+    format: 'record',
+    sha256: hash.toLowerCase(),
+    name: null,
+    recordJson: JSON.stringify(value),
+    baseUrl: undefined,
+  };
+}
