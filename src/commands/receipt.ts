@@ -39,6 +39,7 @@ it, and where the service shows the registration; \`notarize verify --receipt\` 
 see docs/verify-by-hand.md) checks a document against it without an account or a store.
 -o replaces the file named (never writing through a link there).
 ${examples([
+  '# CI: a receipt to publish with the release tarball',
   `notarize receipt dist/app.tar.gz -o dist/app.tar.gz${RECEIPT_SUFFIX}`,
   'notarize receipt 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001',
 ])}`,

@@ -24,8 +24,8 @@ export function configure(command: Command, context: () => Context): void {
 ${examples([
   'notarize show contract.pdf',
   'notarize show 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001 --json',
-  '# the record of the release tarball, as JSON',
-  'notarize show dist/app.tar.gz --json',
+  '# CI: keep the record of the release tarball as a build output',
+  'notarize show dist/app.tar.gz --json > record.json',
 ])}`,
     )
     .action(async (target: string) => {

@@ -80,7 +80,7 @@ export async function readReceiptFile(path: string): Promise<string | undefined>
 export function judgeByReceipt(hash: string, path: string, text: string): Finding {
   const receipt = readReceipt(text);
   const found = { source: 'receipt', receipt: path } as const;
-  if (!receipt.consistent) return { status: 'invalid', ...found, reason: `the receipt ${receipt.reason}` };
+  if (!receipt.consistent) return { status: 'invalid', ...found, reason: receipt.reason };
   if (receipt.sha256 !== hash) {
     return { status: 'modified', ...found, reason: `its receipt is of another digest, ${receipt.sha256}` };
   }

@@ -123,23 +123,24 @@ export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
   try {
     value = JSON.parse(text);
   } catch {
-    return invalid('it is not JSON');
+    return invalid('the receipt is not JSON');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return invalid('it is not a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return invalid('the receipt is not a JSON object');
   if (!('type' in value)) return readBareRecord(value);
   const { type, version } = value as { type: unknown; version: unknown };
-  if (type !== RECEIPT_TYPE) return invalid(`its type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
+  if (type !== RECEIPT_TYPE) return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
   if (version !== RECEIPT_VERSION) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
   const parsed = receiptSchema.safeParse(value);
-  if (!parsed.success) return invalid(`malformed: ${firstIssue(parsed.error)}`);
+  if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
   const { document, record, service } = parsed.data;
   if (record.hash.toLowerCase() !== document.sha256) {
-    return invalid(`its record is of ${record.hash}, not of its document's digest ${document.sha256}`);
+    return invalid(`the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`);
   }
   const baseUrl = service.baseUrl.replace(/\/$/, '');
   const expectedUrl = verificationUrl(baseUrl, document.sha256);
   if (service.verificationUrl !== expectedUrl) {
-    return invalid(`its verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
+    return invalid(`the receipt's verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
   }
   return {
     consistent: true,
@@ -155,7 +156,7 @@ export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
 function readBareRecord(value: object): ConsistentReceipt | InvalidReceipt {
   const hash = (value as { hash?: unknown }).hash;
   if (typeof hash !== 'string' || !/^[0-9a-fA-F]{64}$/.test(hash)) {
-    return { consistent: false, reason: 'it is neither a notarize receipt nor a notarization record' };
+    return { consistent: false, reason: 'the receipt is neither a notarize receipt nor a notarization record' };
   }
   return {
     consistent: true,

@@ -21,6 +21,7 @@ const COMMANDS = [
   'verify',
   'list',
   'show',
+  'receipt',
   'login',
   'logout',
   'config',

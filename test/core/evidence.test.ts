@@ -1,0 +1,149 @@
+/**
+ * Where verify finds a document's evidence (src/core/evidence.ts), on real
+ * files: the order of the sources, the first found deciding, and receipts
+ * that cannot be read.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Evidence, judgeByReceipt, MAX_RECEIPT_BYTES, readReceiptFile } from '../../src/core/evidence.js';
+import type { InputItem } from '../../src/core/inputs.js';
+import { LedgerIndex } from '../../src/core/ledger.js';
+import { receiptText } from '../../src/core/receipt-format.js';
+import { UsageError } from '../../src/errors.js';
+import { rejectionOf } from '../helpers/catch.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
+
+const tempDir = useTempDirs('notarize-evidence-');
+const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+const HASH = sha('doc');
+const OTHER = sha('other');
+
+/** The v1 receipt of `hash`. */
+function receiptOf(hash: string, name = 'doc.txt'): string {
+  return receiptText({
+    document: { name, sha256: hash, size: 3 },
+    recordJson: `{"hash":"${hash}"}`,
+    baseUrl: 'https://notary.example',
+    registeredAt: '2026-11-24T00:00:00.000Z',
+  });
+}
+
+const ledgerWith = (hash: string, name: string) =>
+  new LedgerIndex([
+    {
+      hash,
+      completedAt: '2026-01-01T00:00:00.000Z',
+      file: { name, size: 3, lastModified: 0 },
+      recordJson: `{"hash":"${hash}"}`,
+    },
+  ]);
+
+const fileItem = (path: string): InputItem => ({ kind: 'file', path, size: 3 });
+
+describe('judgeByReceipt', () => {
+  it("verified with the receipt's record and service; modified for another digest; invalid when it contradicts itself", () => {
+    expect(judgeByReceipt(HASH, 'r.json', receiptOf(HASH))).toEqual({
+      status: 'verified',
+      source: 'receipt',
+      receipt: 'r.json',
+      recordJson: `{"hash":"${HASH}"}`,
+      baseUrl: 'https://notary.example',
+    });
+    expect(judgeByReceipt(HASH, 'r.json', receiptOf(OTHER))).toEqual({
+      status: 'modified',
+      source: 'receipt',
+      receipt: 'r.json',
+      reason: `its receipt is of another digest, ${OTHER}`,
+    });
+    expect(judgeByReceipt(HASH, 'r.json', 'nonsense')).toEqual({
+      status: 'invalid',
+      source: 'receipt',
+      receipt: 'r.json',
+      reason: 'the receipt is not JSON',
+    });
+  });
+});
+
+describe('readReceiptFile', () => {
+  it('undefined when there is none (no file, or a folder on the way that is a file)', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'plain'), 'x');
+    expect(await readReceiptFile(join(dir, 'missing.json'))).toBeUndefined();
+    expect(await readReceiptFile(join(dir, 'plain', 'r.json'))).toBeUndefined();
+  });
+
+  it('refuses what is there but no receipt file: a directory, or more than MAX_RECEIPT_BYTES', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'folder.json'));
+    writeFileSync(join(dir, 'huge.json'), Buffer.alloc(MAX_RECEIPT_BYTES + 1, 0x20));
+    expect((await rejectionOf(readReceiptFile(join(dir, 'folder.json')), UsageError)).message).toBe(
+      `cannot read the receipt ${join(dir, 'folder.json')}: not a regular file`,
+    );
+    expect((await rejectionOf(readReceiptFile(join(dir, 'huge.json')), UsageError)).code).toBe('receipt_unreadable');
+  });
+});
+
+describe('Evidence.judge: the first source found decides', () => {
+  it('--receipt, then --receipt-dir, then beside the document, then the ledger', async () => {
+    const dir = tempDir();
+    const doc = join(dir, 'doc.txt');
+    writeFileSync(doc, 'doc');
+    const receipts = join(dir, 'receipts');
+    mkdirSync(receipts);
+    const ledger = ledgerWith(HASH, 'doc.txt');
+    const inDir = join(receipts, 'doc.txt.notarization.json');
+    const beside = `${doc}.notarization.json`;
+
+    // Nothing but the ledger.
+    const sources = { receiptDir: { dir: receipts, names: ['doc.txt'] } };
+    expect(await new Evidence(sources, ledger).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'verified',
+      source: 'ledger',
+    });
+    // Beside it, of another digest: it decides (modified), the ledger is not asked.
+    writeFileSync(beside, receiptOf(OTHER));
+    expect(await new Evidence(sources, ledger).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'modified',
+      receipt: beside,
+    });
+    // In --receipt-dir: before the one beside it.
+    writeFileSync(inDir, receiptOf(HASH));
+    expect(await new Evidence(sources, ledger).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'verified',
+      receipt: inDir,
+    });
+    // --receipt: before everything.
+    const named = { receipt: { path: 'named.json', text: 'not json' } };
+    expect(await new Evidence(named, ledger).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'invalid',
+      receipt: 'named.json',
+    });
+  });
+
+  it('standard input: its receipt in --receipt-dir is named by its digest; else the ledger, which knows no name', async () => {
+    const receipts = tempDir();
+    const sources = { receiptDir: { dir: receipts, names: [undefined] } };
+    const ledger = ledgerWith(OTHER, 'doc.txt');
+    expect(await new Evidence(sources, ledger).judge({ kind: 'stdin' }, 0, HASH)).toEqual({ status: 'unknown' });
+    writeFileSync(join(receipts, `${HASH}.notarization.json`), receiptOf(HASH, '-'));
+    expect(await new Evidence(sources, ledger).judge({ kind: 'stdin' }, 0, HASH)).toMatchObject({
+      status: 'verified',
+      source: 'receipt',
+    });
+  });
+
+  it('the ledger: modified for a name notarized with another digest, unknown otherwise', async () => {
+    const dir = tempDir();
+    const ledger = ledgerWith(OTHER, 'doc.txt');
+    expect(await new Evidence({}, ledger).judge(fileItem(join(dir, 'doc.txt')), 0, HASH)).toEqual({
+      status: 'modified',
+      source: 'ledger',
+      reason: `'doc.txt' was notarized with digest ${OTHER} (2026-01-01T00:00:00.000Z)`,
+    });
+    expect(await new Evidence({}, ledger).judge(fileItem(join(dir, 'new.txt')), 0, HASH)).toEqual({
+      status: 'unknown',
+    });
+  });
+});

@@ -1,0 +1,155 @@
+/**
+ * The v1 receipt (src/core/receipt-format.ts): the exact text written, and
+ * every way a receipt can fail to hold together.
+ */
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { readReceipt, receiptText, type ReceiptContent } from '../../src/core/receipt-format.js';
+
+const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+const HASH = sha('document');
+/** A record as a service sends it: compact, with a field notarize does not know and a big number. */
+const RECORD = `{"hash":"${HASH}","status":"registered","future":{"x":[1,2]},"assetId":12345678901234567890}`;
+const CONTENT: ReceiptContent = {
+  document: { name: 'app.tar.gz', sha256: HASH, size: 1234 },
+  recordJson: RECORD,
+  baseUrl: 'https://notary.example',
+  registeredAt: '2026-11-24T01:02:03.456Z',
+};
+
+/** The receipt of CONTENT, parsed, changed by `edit`, and serialised again. */
+function edited(edit: (receipt: Record<string, any>) => void): string {
+  const receipt = JSON.parse(receiptText(CONTENT)) as Record<string, any>;
+  edit(receipt);
+  return JSON.stringify(receipt);
+}
+
+describe('receiptText', () => {
+  it('writes the documented layout, with the record spliced in byte for byte', () => {
+    expect(receiptText(CONTENT)).toBe(
+      [
+        '{',
+        '  "type": "notarize-receipt",',
+        '  "version": 1,',
+        '  "document": {',
+        '    "name": "app.tar.gz",',
+        `    "sha256": "${HASH}",`,
+        '    "size": 1234',
+        '  },',
+        `  "record": ${RECORD},`,
+        '  "service": {',
+        '    "baseUrl": "https://notary.example",',
+        `    "verificationUrl": "https://notary.example/verification/${HASH}"`,
+        '  },',
+        '  "registeredAt": "2026-11-24T01:02:03.456Z",',
+        '  "proof": null',
+        '}',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('keeps nulls for a document with no name or size (standard input, --hash)', () => {
+    const text = receiptText({ ...CONTENT, document: { name: null, sha256: HASH, size: null } });
+    expect(JSON.parse(text)).toMatchObject({ document: { name: null, sha256: HASH, size: null } });
+    expect(readReceipt(text)).toMatchObject({ consistent: true, name: null });
+  });
+
+  it('whatever the document name, the record lands in its slot only and the receipt reads back', () => {
+    // A name may hold anything a file name can, the slot's own spelling included.
+    const names = fc.oneof(fc.string(), fc.constant('\\u0000record\\u0000'), fc.constant('"record": x'));
+    fc.assert(
+      fc.property(names, (name) => {
+        const text = receiptText({ ...CONTENT, document: { ...CONTENT.document, name } });
+        const parsed = JSON.parse(text) as { document: { name: string }; record: unknown };
+        expect(parsed.document.name).toBe(name);
+        expect(text).toContain(`"record": ${RECORD},`);
+        expect(readReceipt(text)).toMatchObject({ consistent: true, sha256: HASH, name });
+      }),
+    );
+  });
+});
+
+describe('readReceipt', () => {
+  it('a consistent v1 receipt: its digest, name, record and service', () => {
+    expect(readReceipt(receiptText(CONTENT))).toEqual({
+      consistent: true,
+      format: 'v1',
+      sha256: HASH,
+      name: 'app.tar.gz',
+      recordJson: JSON.stringify(JSON.parse(RECORD)),
+      baseUrl: 'https://notary.example',
+    });
+  });
+
+  it('a bare record (receipts before v1) is read as one, of any case', () => {
+    expect(readReceipt(`{"hash":"${HASH.toUpperCase()}","status":"registered"}\n`)).toMatchObject({
+      consistent: true,
+      format: 'record',
+      sha256: HASH,
+      baseUrl: undefined,
+    });
+  });
+
+  it('a record with a hash of any case is of its document', () => {
+    const text = edited((r) => (r.record.hash = HASH.toUpperCase()));
+    expect(readReceipt(text)).toMatchObject({ consistent: true, sha256: HASH });
+  });
+
+  it('a trailing slash on the base URL is not a contradiction', () => {
+    const text = edited((r) => (r.service.baseUrl = 'https://notary.example/'));
+    expect(readReceipt(text)).toMatchObject({ consistent: true, baseUrl: 'https://notary.example' });
+  });
+
+  const other = sha('other');
+  it.each([
+    ['not JSON', '{"type": ', 'the receipt is not JSON'],
+    ['a JSON array', '[]', 'the receipt is not a JSON object'],
+    [
+      'an object that is neither',
+      '{"hash": "abc"}',
+      'the receipt is neither a notarize receipt nor a notarization record',
+    ],
+    [
+      'another type',
+      edited((r) => (r.type = 'sigstore-bundle')),
+      'the receipt\'s type is "sigstore-bundle", not "notarize-receipt"',
+    ],
+    ['another version', edited((r) => (r.version = 2)), 'unsupported receipt version 2'],
+    [
+      'a changed document digest',
+      edited((r) => (r.document.sha256 = other)),
+      `the receipt's record is of ${HASH}, not of its document's digest ${other}`,
+    ],
+    [
+      'a changed record hash',
+      edited((r) => (r.record.hash = other)),
+      `the receipt's record is of ${other}, not of its document's digest ${HASH}`,
+    ],
+    [
+      'a verification URL of another hash',
+      edited((r) => (r.service.verificationUrl = `https://notary.example/verification/${other}`)),
+      `the receipt's verificationUrl https://notary.example/verification/${other} is not https://notary.example/verification/${HASH}`,
+    ],
+    [
+      'a digest in capitals',
+      edited((r) => (r.document.sha256 = HASH.toUpperCase())),
+      'the receipt is malformed: document.sha256: expected 64 lowercase hex digits',
+    ],
+    ['no record', edited((r) => delete r.record), 'the receipt is malformed: record: '],
+    ['a negative size', edited((r) => (r.document.size = -1)), 'the receipt is malformed: document.size: '],
+    ['a date that is none', edited((r) => (r.registeredAt = 'yesterday')), 'the receipt is malformed: registeredAt: '],
+    [
+      'a proof (none can be checked yet)',
+      edited((r) => (r.proof = { type: 'x' })),
+      'the receipt is malformed: proof: ',
+    ],
+  ])('%s is invalid, saying why', (_, text, reason) => {
+    const read = readReceipt(text);
+    expect(read.consistent).toBe(false);
+    expect(read.consistent === false && read.reason).toMatch(
+      new RegExp(`^${reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+    );
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * Issue 12's done-when: receipts travel. Documents are registered with
+ * --receipt-dir against a sandbox which is then closed; every check below
+ * runs on an EMPTY store, with no API key, and nothing listening at the base
+ * URL, so nothing but the receipts can speak for the documents.
+ */
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Bed, type BedMainOptions } from '../helpers/bed.js';
+import { describeRun, type Run } from '../helpers/cli.js';
+import { jsonError, parseResults } from '../helpers/results.js';
+
+let bed: Bed;
+const hashes: Record<string, string> = {};
+const NAMES = ['a.txt', 'b.txt', 'c.txt'];
+
+beforeAll(async () => {
+  bed = await Bed.create({ keyInEnv: true });
+  for (const name of NAMES) hashes[name] = await bed.write(`dist/${name}`, `travelling document ${name}\n`);
+  const run = await bed.main(['register', '-r', bed.path('dist'), '--receipt-dir', bed.path('receipts'), '--json']);
+  expect(run.code, describeRun(run)).toBe(0);
+  await bed.sandbox.close();
+});
+afterAll(async () => {
+  await bed?.finish();
+});
+
+/** A fresh copy of the documents and receipts, as a downloader has them, and an empty store. */
+let here = '';
+let emptyStore = '';
+beforeEach(() => {
+  here = mkdtempSync(join(bed.root, 'download-'));
+  cpSync(bed.path('dist'), join(here, 'dist'), { recursive: true });
+  cpSync(bed.path('receipts'), join(here, 'receipts'), { recursive: true });
+  emptyStore = mkdtempSync(join(bed.root, 'empty-store-'));
+});
+
+/** notarize in-process with an empty store and no credentials. */
+function downloader(args: string[], options: BedMainOptions = {}): Promise<Run> {
+  return bed.main(args, {
+    ...options,
+    env: { ...options.env, NOTARIZE_CONFIG_DIR: emptyStore, NOTARIZE_API_KEY: '', NOTARIZE_TOKEN: '' },
+  });
+}
+
+const doc = (name: string) => join(here, 'dist', name);
+const receipt = (name: string) => join(here, 'receipts', `${name}.notarization.json`);
+
+function editReceipt(name: string, edit: (r: Record<string, any>) => void): void {
+  const parsed = JSON.parse(readFileSync(receipt(name), 'utf8')) as Record<string, any>;
+  edit(parsed);
+  writeFileSync(receipt(name), JSON.stringify(parsed, null, 2));
+}
+
+describe('verify with receipts: empty store, service stopped, no credentials', () => {
+  it('--receipt-dir: every document verified from its receipt, exit 0', async () => {
+    const run = await downloader([
+      'verify',
+      '-r',
+      join(here, 'dist'),
+      '--receipt-dir',
+      join(here, 'receipts'),
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseResults(run.stdout).map((r) => [r.file, r.hash, r.status, r.source, r.receipt])).toEqual(
+      NAMES.map((name) => [doc(name), hashes[name], 'verified', 'receipt', receipt(name)]),
+    );
+  });
+
+  it('--receipt: one document, exit 0, saying what was checked and where to confirm it', async () => {
+    const run = await downloader(['verify', doc('a.txt'), '--receipt', receipt('a.txt')]);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).toBe(
+      `verified: ${doc('a.txt')} matches its receipt; the receipt's record can be confirmed at ` +
+        `${bed.url}/verification/${hashes['a.txt']}\n`,
+    );
+    expect(run.stdout).toMatch(new RegExp(`^hash +${hashes['a.txt']}$`, 'm'));
+  });
+
+  it('beside the document (<doc>.notarization.json): exit 0; a walk passes the receipts over', async () => {
+    for (const name of NAMES) cpSync(receipt(name), `${doc(name)}.notarization.json`);
+    const one = await downloader(['verify', doc('b.txt'), '--json']);
+    expect(one.code, describeRun(one)).toBe(0);
+    const walk = await downloader(['verify', '-r', join(here, 'dist'), '--json']);
+    expect(walk.code, describeRun(walk)).toBe(0);
+    const results = parseResults(walk.stdout);
+    expect(results.filter((r) => r.status === 'verified').map((r) => r.receipt)).toEqual(
+      NAMES.map((name) => `${doc(name)}.notarization.json`),
+    );
+    expect(results.filter((r) => r.status === 'skipped')).toHaveLength(3);
+  });
+
+  it('one byte of a document changed: 6, that one modified, the others verified', async () => {
+    const bytes = readFileSync(doc('b.txt'));
+    bytes[0] ^= 1;
+    writeFileSync(doc('b.txt'), bytes);
+    const run = await downloader([
+      'verify',
+      '-r',
+      join(here, 'dist'),
+      '--receipt-dir',
+      join(here, 'receipts'),
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(6);
+    expect(parseResults(run.stdout).map((r) => r.status)).toEqual(['verified', 'modified', 'verified']);
+    expect(jsonError(run.stderr)).toMatchObject({
+      code: 'not_notarized',
+      message: '1 of 3 documents are not verified (1 modified)',
+    });
+  });
+
+  it.each([
+    ["the receipt's document.sha256", (r: Record<string, any>) => (r.document.sha256 = 'f'.repeat(64))],
+    ["its record's hash", (r: Record<string, any>) => (r.record.hash = 'f'.repeat(64))],
+  ])('%s changed: 6, invalid', async (_, edit) => {
+    editReceipt('c.txt', edit);
+    const run = await downloader(['verify', doc('c.txt'), '--receipt', receipt('c.txt'), '--json']);
+    expect(run.code, describeRun(run)).toBe(6);
+    const [result] = parseResults(run.stdout);
+    expect(result).toMatchObject({ status: 'invalid', source: 'receipt', receipt: receipt('c.txt') });
+    expect(result!.reason).toMatch(
+      /^the receipt's record is of [0-9a-f]{64}, not of its document's digest [0-9a-f]{64}$/,
+    );
+  });
+
+  it('a document with no receipt and nothing in the ledger: 6, unknown', async () => {
+    writeFileSync(join(here, 'new.txt'), 'never registered\n');
+    const run = await downloader(['verify', join(here, 'new.txt'), '--receipt-dir', join(here, 'receipts'), '--json']);
+    expect(run.code, describeRun(run)).toBe(6);
+    expect(parseResults(run.stdout)).toMatchObject([{ status: 'unknown' }]);
+  });
+
+  it('--receipt with several documents is a usage error (exit 2), nothing read', async () => {
+    const run = await downloader(['verify', doc('a.txt'), doc('b.txt'), '--receipt', receipt('a.txt')]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toMatch(/^notarize: --receipt checks one document: name exactly one/);
+  });
+
+  it('a receipt named by --receipt that does not exist: exit 2', async () => {
+    const run = await downloader(['verify', doc('a.txt'), '--receipt', join(here, 'nope.json')]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toMatch(/cannot read the receipt from '.*nope\.json': no such file/);
+  });
+});
