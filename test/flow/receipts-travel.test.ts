@@ -94,7 +94,7 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
 
   it('one byte of a document changed: 6, that one modified, the others verified', async () => {
     const bytes = readFileSync(doc('b.txt'));
-    bytes[0] ^= 1;
+    bytes[0] = bytes[0]! ^ 1;
     writeFileSync(doc('b.txt'), bytes);
     const run = await downloader([
       'verify',
