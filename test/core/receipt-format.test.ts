@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { readReceipt, receiptText, type ReceiptContent } from '../../src/core/receipt-format.js';
+import type { ReceiptFields } from '../helpers/receipts.js';
 
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 const HASH = sha('document');
@@ -19,8 +20,8 @@ const CONTENT: ReceiptContent = {
 };
 
 /** The receipt of CONTENT, parsed, changed by `edit`, and serialised again. */
-function edited(edit: (receipt: Record<string, any>) => void): string {
-  const receipt = JSON.parse(receiptText(CONTENT)) as Record<string, any>;
+function edited(edit: (receipt: ReceiptFields) => void): string {
+  const receipt = JSON.parse(receiptText(CONTENT)) as ReceiptFields;
   edit(receipt);
   return JSON.stringify(receipt);
 }
@@ -137,7 +138,7 @@ describe('readReceipt', () => {
       edited((r) => (r.document.sha256 = HASH.toUpperCase())),
       'the receipt is malformed: document.sha256: expected 64 lowercase hex digits',
     ],
-    ['no record', edited((r) => delete r.record), 'the receipt is malformed: record: '],
+    ['no record', edited((r) => delete (r as { record?: unknown }).record), 'the receipt is malformed: record: '],
     ['a negative size', edited((r) => (r.document.size = -1)), 'the receipt is malformed: document.size: '],
     ['a date that is none', edited((r) => (r.registeredAt = 'yesterday')), 'the receipt is malformed: registeredAt: '],
     [

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Bed, type BedMainOptions } from '../helpers/bed.js';
 import { describeRun, type Run } from '../helpers/cli.js';
+import type { ReceiptFields } from '../helpers/receipts.js';
 import { jsonError, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
@@ -47,8 +48,8 @@ function downloader(args: string[], options: BedMainOptions = {}): Promise<Run> 
 const doc = (name: string) => join(here, 'dist', name);
 const receipt = (name: string) => join(here, 'receipts', `${name}.notarization.json`);
 
-function editReceipt(name: string, edit: (r: Record<string, any>) => void): void {
-  const parsed = JSON.parse(readFileSync(receipt(name), 'utf8')) as Record<string, any>;
+function editReceipt(name: string, edit: (r: ReceiptFields) => void): void {
+  const parsed = JSON.parse(readFileSync(receipt(name), 'utf8')) as ReceiptFields;
   edit(parsed);
   writeFileSync(receipt(name), JSON.stringify(parsed, null, 2));
 }
@@ -113,8 +114,8 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
   });
 
   it.each([
-    ["the receipt's document.sha256", (r: Record<string, any>) => (r.document.sha256 = 'f'.repeat(64))],
-    ["its record's hash", (r: Record<string, any>) => (r.record.hash = 'f'.repeat(64))],
+    ["the receipt's document.sha256", (r: ReceiptFields) => (r.document.sha256 = 'f'.repeat(64))],
+    ["its record's hash", (r: ReceiptFields) => (r.record.hash = 'f'.repeat(64))],
   ])('%s changed: 6, invalid', async (_, edit) => {
     editReceipt('c.txt', edit);
     const run = await downloader(['verify', doc('c.txt'), '--receipt', receipt('c.txt'), '--json']);

@@ -34,3 +34,11 @@ export function expectReceipt(text: string, expected: ExpectedReceipt): Record<s
   if (expected.recordText !== undefined) expect(text).toContain(`\n  "record": ${expected.recordText},\n`);
   return receipt;
 }
+
+/** A receipt parsed for a test to edit field by field. */
+export interface ReceiptFields {
+  [key: string]: unknown;
+  document: Record<string, unknown>;
+  record: Record<string, unknown>;
+  service: Record<string, unknown>;
+}
