@@ -2,8 +2,8 @@
  * Parsing raw command-line options through a zod schema at the boundary, so
  * a bad value is a usage error (exit 2) naming the option, never a crash.
  */
-import type { Argument, Command } from 'commander';
-import type { z } from 'zod';
+import { Option, type Argument, type Command } from 'commander';
+import { z } from 'zod';
 import { UsageError } from '../errors.js';
 
 /** The command line that names `command`, e.g. "notarize config set", for hints. */
@@ -48,4 +48,15 @@ export function examples(lines: string[]): string {
 export function withValues(argument: Argument, values: readonly string[]): Argument {
   argument.argChoices = [...values];
   return argument;
+}
+
+/** The formats of a batch command's results (register, verify): `--output`, where --json gives `json`. */
+export const outputSchema = z.enum(['table', 'json', 'ndjson']).optional();
+
+/** `--output <format>` of the batch commands. */
+export function outputOption(): Option {
+  return new Option(
+    '--output <format>',
+    'table, json (one array) or ndjson (a line per document as it finishes)',
+  ).choices(outputSchema.unwrap().options);
 }

@@ -40,7 +40,7 @@ import { forTerminal } from '../output/safe-text.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
-import { examples, parseOptions } from './options.js';
+import { examples, outputOption, outputSchema, parseOptions } from './options.js';
 
 export const optionsSchema = z.object({
   ...inputOptionsShape,
@@ -55,7 +55,7 @@ export const optionsSchema = z.object({
   walletName: z.string().optional(),
   concurrency: z.coerce.number().int().min(1).max(256).default(8),
   failFast: z.boolean().default(false),
-  output: z.enum(['table', 'json', 'ndjson']).optional(),
+  output: outputSchema,
   receiptDir: z.string().optional(),
 });
 /** The flags of `register`, parsed. */
@@ -93,11 +93,7 @@ export function configure(command: Command, context: () => Context): void {
     .option('--wallet-name <name>', 'with --custody: the wallet name sent with the file metadata')
     .option('-j, --concurrency <n>', 'documents in flight at once', '8')
     .option('--fail-fast', 'stop starting new documents after the first failure')
-    .addOption(
-      new Option('--output <format>', 'table, json (one array) or ndjson (a line per document as it finishes)').choices(
-        ['table', 'json', 'ndjson'],
-      ),
-    )
+    .addOption(outputOption())
     .option(
       '--receipt-dir <dir>',
       'write <file name>.notarization.json (the record) per document; checked before anything is sent',

@@ -31,12 +31,13 @@ import {
 import type { ServiceStore } from '../store/service-store.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
-import { examples, parseOptions } from './options.js';
+import { examples, outputOption, outputSchema, parseOptions } from './options.js';
 
 export const optionsSchema = z.object({
   ...inputOptionsShape,
   receipt: z.string().optional(),
   receiptDir: z.string().optional(),
+  output: outputSchema,
 });
 
 /** What `verify` uses: the documents named, standard input, their receipts and the ledger (no network). */
@@ -52,6 +53,7 @@ export function configure(command: Command, context: () => Context): void {
   addInputOptions(command.argument('[paths...]', "documents to check ('-' reads standard input)"))
     .option('--receipt <file>', 'check the one document named against this receipt')
     .option('--receipt-dir <dir>', 'look for receipts where `register --receipt-dir <dir>` wrote them')
+    .addOption(outputOption())
     .addHelpText(
       'after',
       `
@@ -81,7 +83,7 @@ ${examples([
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
       const services = { io: ctx.io, baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger };
-      await finishItems(viewOf(ctx), (items) => runVerify({ ...flags, paths, ...services }, items));
+      await finishItems(viewOf(ctx, flags.output), (items) => runVerify({ ...flags, paths, ...services }, items));
     });
 }
 
@@ -137,7 +139,8 @@ export async function runVerify(
   }
   // One document named alone that cannot be read: the command's one-line error, as for any usage error.
   if (singleError) throw singleError;
-  if (expansion.single && only?.finding.status === 'verified') {
+  // One document verified prints its record, unless results stream (NDJSON): then its line.
+  if (expansion.single && !items.streams && only?.finding.status === 'verified') {
     const results = items.list();
     const { file, verificationUrl } = results[0]!;
     return {

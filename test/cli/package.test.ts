@@ -57,6 +57,10 @@ describe('the packed package', () => {
       // The bundle is what runs: tsc's per-module output (for tests) is not shipped.
       expect(files.filter((f) => f.startsWith('dist/') && !f.startsWith('dist/bundle/'))).toEqual([]);
       expect(files).toContain('package.json');
+      // The JSON Schemas of the receipt and result formats ship with the package.
+      expect(files).toEqual(
+        expect.arrayContaining(['schemas/receipt-v1.schema.json', 'schemas/result-v1.schema.json']),
+      );
       expect(files.filter((f) => f.startsWith('src/') || f.startsWith('test/'))).toEqual([]);
       const tarballs = (await readdir(dir)).filter((name) => /^notarize-.*\.tgz$/.test(name));
       expect(tarballs).toEqual([`notarize-${VERSION}.tgz`]);
@@ -72,7 +76,13 @@ describe('the packed package', () => {
       // Zero dependencies installed: the package's folder holds only what it ships.
       const installed = join(prefix, 'lib', 'node_modules');
       expect(await readdir(installed)).toEqual(['notarize']);
-      expect((await readdir(join(installed, 'notarize'))).sort()).toEqual(['README.md', 'bin', 'dist', 'package.json']);
+      expect((await readdir(join(installed, 'notarize'))).sort()).toEqual([
+        'README.md',
+        'bin',
+        'dist',
+        'package.json',
+        'schemas',
+      ]);
 
       const bin = join(prefix, 'bin', 'notarize');
       const version = await runProcess(bin, ['--version'], npmEnv, { cwd: dir });

@@ -33,7 +33,12 @@ describe("the README's layout section", () => {
     const src = readdirSync(join(ROOT, 'src'), { withFileTypes: true })
       .filter((entry) => entry.isDirectory() || entry.name.endsWith('.ts'))
       .map((entry) => `src/${entry.name}${entry.isDirectory() ? '/' : ''}`);
-    const top = ['bin/', 'test/', 'scripts/', 'bench/', 'docs/'];
+    // Every folder of the checkout but the hidden ones and what is built or installed (.gitignore).
+    const generated = new Set(['node_modules', 'dist', 'coverage']);
+    const top = readdirSync(ROOT, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.') && !generated.has(entry.name))
+      .map((entry) => `${entry.name}/`);
+    expect(top).toEqual(expect.arrayContaining(['bin/', 'src/', 'test/']));
     const missing = [...src, ...top].filter(
       (path) => !listed.some((entry) => entry === path || entry.startsWith(path)),
     );
