@@ -45,6 +45,11 @@ function downloader(args: string[], options: BedMainOptions = {}): Promise<Run> 
   });
 }
 
+/** `verify -r dist --receipt-dir receipts --json` on the downloaded copy. */
+function verifyAllWithReceiptDir(): Promise<Run> {
+  return downloader(['verify', '-r', join(here, 'dist'), '--receipt-dir', join(here, 'receipts'), '--json']);
+}
+
 const doc = (name: string) => join(here, 'dist', name);
 const receipt = (name: string) => join(here, 'receipts', `${name}.notarization.json`);
 
@@ -56,14 +61,7 @@ function editReceipt(name: string, edit: (r: ReceiptFields) => void): void {
 
 describe('verify with receipts: empty store, service stopped, no credentials', () => {
   it('--receipt-dir: every document verified from its receipt, exit 0', async () => {
-    const run = await downloader([
-      'verify',
-      '-r',
-      join(here, 'dist'),
-      '--receipt-dir',
-      join(here, 'receipts'),
-      '--json',
-    ]);
+    const run = await verifyAllWithReceiptDir();
     expect(run.code, describeRun(run)).toBe(0);
     expect(parseResults(run.stdout).map((r) => [r.file, r.hash, r.status, r.source, r.receipt])).toEqual(
       NAMES.map((name) => [doc(name), hashes[name], 'verified', 'receipt', receipt(name)]),
@@ -97,14 +95,7 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     const bytes = readFileSync(doc('b.txt'));
     bytes[0] = bytes[0]! ^ 1;
     writeFileSync(doc('b.txt'), bytes);
-    const run = await downloader([
-      'verify',
-      '-r',
-      join(here, 'dist'),
-      '--receipt-dir',
-      join(here, 'receipts'),
-      '--json',
-    ]);
+    const run = await verifyAllWithReceiptDir();
     expect(run.code, describeRun(run)).toBe(6);
     expect(parseResults(run.stdout).map((r) => r.status)).toEqual(['verified', 'modified', 'verified']);
     expect(jsonError(run.stderr)).toMatchObject({
