@@ -38,7 +38,7 @@ export const EXIT_CODE_HELP = `Exit codes:
   3  authentication: no usable credentials, or the service answered 401/403
   4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
   5  the service answered 2xx with something unreadable or not of the documented shape; the session is kept (\`notarize complete <hash>\` sends it again)
-  6  verify/show: a document is not in the local ledger, or was modified since it was notarized`;
+  6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
 
 export interface ErrorDetails {
   /** What the user can do about it, in one line. */
