@@ -76,9 +76,10 @@ export class SecretAudit {
 let fileAudit: SecretAudit | undefined;
 
 /**
- * The audit of the current test file once `auditSecrets()` has turned it on
- * (vitest gives every test file its own copy of this module), else undefined:
- * the runners record into it.
+ * The audit of the current test file once `auditSecrets()` has turned it on,
+ * else undefined: the runners record into it. Files that share a module
+ * graph (vitest's isolate: false) run one after the other in a worker, so
+ * each file's audit is dropped when the file ends.
  */
 export function currentFileAudit(): SecretAudit | undefined {
   return fileAudit;
@@ -91,8 +92,10 @@ export function currentFileAudit(): SecretAudit | undefined {
  * Returns the audit, for adding secrets the runs cannot see.
  */
 export function auditSecrets(): SecretAudit {
-  const audit = (fileAudit ??= new SecretAudit());
+  const audit = new SecretAudit();
+  fileAudit = audit;
   afterAll(() => {
+    if (fileAudit === audit) fileAudit = undefined;
     expect(audit.leaks()).toEqual([]);
     const { outputs, secrets } = audit.size();
     expect(outputs).toBeGreaterThan(0);

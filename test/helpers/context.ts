@@ -4,7 +4,7 @@
  * and store: tests build the run's small options object from it, as the
  * command's action does, and read what was printed from the buffers.
  */
-import { afterEach } from 'vitest';
+import { onTestFinished } from 'vitest';
 import { Context } from '../../src/context.js';
 import * as storeModule from '../../src/store/store.js';
 import type { Bed } from './bed.js';
@@ -13,11 +13,6 @@ import { bufferIO, type BufferIO, type BufferIOOptions } from './io.js';
 export interface TestContext extends BufferIO {
   ctx: Context;
 }
-
-const open: Context[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((ctx) => ctx.close()));
-});
 
 /**
  * A context for the bed's store and sandbox (plus `env`), closed after the
@@ -31,6 +26,8 @@ export function contextFor(
   const env: NodeJS.ProcessEnv = { NO_COLOR: '1' };
   for (const [key, value] of Object.entries(bed.env(options.env))) if (value !== undefined) env[key] = value;
   const ctx = new Context(buffers.io, env, options.json ? { json: true } : {}, storeModule);
-  open.push(ctx);
+  // Closed by the test that made it: a hook at this module's top level would
+  // belong only to the first file that loads it when files share modules.
+  onTestFinished(() => ctx.close());
   return { ...buffers, ctx };
 }

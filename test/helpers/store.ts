@@ -3,7 +3,7 @@
  * where a service's files are, which hashes are pending or in the ledger,
  * the stored tokens, a directory tree with its modes.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { serviceDirName } from '../../src/store/store.js';
 
@@ -49,13 +49,29 @@ export function ledgerHashes(configDir: string, baseUrl: string): string[] {
 export function storedTokens(configDir: string): Record<string, string> {
   let data: unknown;
   try {
-    data = JSON.parse(readFileSync(join(configDir, 'credentials.json'), 'utf8'));
+    data = JSON.parse(readRegularFile(join(configDir, 'credentials.json')));
   } catch {
-    return {}; // no credentials, or a file a test damaged on purpose
+    return {}; // no credentials, a file a test damaged on purpose, or a FIFO a test put there
   }
   const tokens = (data as { tokens?: unknown } | null)?.tokens;
   if (typeof tokens !== 'object' || tokens === null) return {};
   return Object.fromEntries(Object.entries(tokens).filter((e): e is [string, string] => typeof e[1] === 'string'));
+}
+
+/**
+ * The text of `path` if it is a regular file; throws otherwise. Opened
+ * non-blocking and checked before reading, as notarize reads its own store:
+ * a test may put a FIFO where a store file goes, and a blocking read of it
+ * would hang the test process for good.
+ */
+export function readRegularFile(path: string): string {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Every file under `dir`, relative, with its mode, recursively. */
