@@ -109,7 +109,7 @@ function layerRules({ name, modules, forbidden }) {
 }
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench/', 'bin/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench/', 'bin/', 'action/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -6,11 +6,23 @@
  * Why a bundle: most of a short command's start-up went to Node resolving,
  * reading and compiling a few hundred small files of the packages (zod alone
  * took ~100 ms on the bench machine). Measured in docs/performance.md.
+ *
+ * The GitHub Action (action.yml) runs action/index.mjs: the same code in one
+ * file, committed, because a workflow that `uses:` this repository gets its
+ * files as they are, with no install and no build (.ci/run checks that the
+ * committed file is what the sources build).
  */
 import { defineConfig } from 'rolldown';
 
-export default defineConfig({
-  input: 'dist/cli.js',
-  platform: 'node',
-  output: { dir: 'dist/bundle', format: 'esm', cleanDir: true },
-});
+export default defineConfig([
+  {
+    input: 'dist/cli.js',
+    platform: 'node',
+    output: { dir: 'dist/bundle', format: 'esm', cleanDir: true },
+  },
+  {
+    input: 'dist/github-action-main.js',
+    platform: 'node',
+    output: { file: 'action/index.mjs', format: 'esm', inlineDynamicImports: true },
+  },
+]);

@@ -55,9 +55,9 @@ function closableSink(stream: NodeJS.WriteStream): Sink {
 }
 
 /** The IO object over this process's streams. */
-export function processIO(env: NodeJS.ProcessEnv): IO {
+export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {}): IO {
   const options: IOOptions = {
-    stdout: closableSink(process.stdout),
+    stdout: streams.stdout ?? closableSink(process.stdout),
     stderr: closableSink(process.stderr),
     stdin: process.stdin,
     stdinIsTTY: Boolean(process.stdin.isTTY),

@@ -84,6 +84,10 @@ export const ENVIRONMENT: readonly EnvironmentGroup[] = [
       { names: ['CI'], description: 'never prompt; no spinners or progress lines' },
       { names: ['GITHUB_ACTIONS'], description: 'true: ::error annotations for failed documents, and a summary' },
       { names: ['GITHUB_STEP_SUMMARY'], description: 'the file the summary table is appended to' },
+      {
+        names: ['GITHUB_OUTPUT', 'RUNNER_TEMP'],
+        description: 'the GitHub Action only (action.yml): where its outputs go, and its results file',
+      },
     ],
   },
 ];

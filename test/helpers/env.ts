@@ -29,7 +29,7 @@ export interface EnvOptions {
 }
 
 // The loopback range: a proxy on 127.0.0.3 is told apart from the service on 127.0.0.1.
-const LOCAL_URL = /^http:\/\/127\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d+\/?$/;
+export const LOCAL_URL = /^http:\/\/127\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d+\/?$/;
 const PROXY_VARIABLES = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'];
 
 /**

@@ -1,0 +1,98 @@
+/**
+ * The GitHub Action (action.yml at the repository root): the runner's
+ * inputs become a notarize command line, run in this process by main(), and
+ * its results become the step's outputs. Bundled into action/index.mjs,
+ * which is committed, so that a workflow runs it with the runner's own Node
+ * and no install or build step (.ci/run checks that it matches the sources).
+ *
+ * The API key goes from the `api-key` input to main()'s environment
+ * (NOTARIZE_API_KEY), never onto a command line (there is no child
+ * process); given from a secret, the runner masks it in the log. Results
+ * are written as NDJSON to a file named by the `results` output; the job
+ * summary and the annotations of failed documents are notarize's own
+ * (GITHUB_ACTIONS=true, output/github.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { main, processIO } from './cli.js';
+import { EXIT, type ExitCode } from './errors.js';
+
+export const ACTION_COMMANDS = ['register', 'verify'] as const;
+
+/** An input as the runner passes it: INPUT_<NAME>, upper-cased, spaces as '_', hyphens kept; trimmed. */
+export function input(env: NodeJS.ProcessEnv, name: string): string {
+  return (env[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] ?? '').trim();
+}
+
+/** The notarize arguments for the action's inputs; throws Error with a one-line message for bad inputs. */
+export function actionArgv(env: NodeJS.ProcessEnv): string[] {
+  const command = input(env, 'command');
+  if (!(ACTION_COMMANDS as readonly string[]).includes(command)) {
+    throw new Error(`input command must be register or verify, not '${command}'`);
+  }
+  // One path a line, so that names with spaces need no quoting.
+  const paths = input(env, 'paths')
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  if (paths.length === 0) throw new Error('input paths names no document: give one path a line');
+  const argv = [command, '--recursive', '--output', 'ndjson'];
+  const description = input(env, 'description');
+  if (description !== '' && command === 'register') argv.push('--description', description);
+  const receiptDir = input(env, 'receipt-dir');
+  if (receiptDir !== '') argv.push('--receipt-dir', receiptDir);
+  const baseUrl = input(env, 'base-url');
+  if (baseUrl !== '') argv.push('--base-url', baseUrl);
+  // Split on white space, never through a shell: nothing in it is expanded or run.
+  const extra = input(env, 'args');
+  if (extra !== '') argv.push(...extra.split(/\s+/));
+  return [...argv, '--', ...paths];
+}
+
+/** The step's outputs from the NDJSON results. */
+export function actionOutputs(ndjson: string, resultsPath: string): Record<string, string> {
+  const results = ndjson
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as { status: string; verificationUrl?: string });
+  const documents = results.filter((r) => r.status !== 'skipped');
+  const count = (...statuses: string[]) => String(documents.filter((r) => statuses.includes(r.status)).length);
+  const one = documents.length === 1 ? documents[0]!.verificationUrl : undefined;
+  return {
+    results: resultsPath,
+    registered: count('registered', 'already-registered'),
+    verified: count('verified'),
+    failed: count('failed', 'modified', 'unknown', 'invalid'),
+    'verification-url': one ?? '',
+  };
+}
+
+/** Appends outputs to $GITHUB_OUTPUT in the runner's multi-line form, with a delimiter no value contains. */
+export function writeOutputs(file: string, outputs: Record<string, string>): void {
+  for (const [name, value] of Object.entries(outputs)) {
+    const delimiter = `notarize_${randomBytes(16).toString('hex')}`;
+    appendFileSync(file, `${name}<<${delimiter}\n${value}\n${delimiter}\n`);
+  }
+}
+
+/** Runs the action: the exit code is notarize's (2 for inputs it cannot use). */
+export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {
+  let argv: string[];
+  try {
+    argv = actionArgv(env);
+  } catch (error) {
+    process.stderr.write(`::error::notarize action: ${(error as Error).message}\n`);
+    return EXIT.usage;
+  }
+  const apiKey = input(env, 'api-key');
+  const notarizeEnv = { ...env, ...(apiKey !== '' ? { NOTARIZE_API_KEY: apiKey } : {}) };
+  const resultsPath = join(mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), 'notarize-')), 'results.ndjson');
+  const results = openSync(resultsPath, 'w', 0o600);
+  const io = processIO(notarizeEnv, { stdout: { write: (text: string) => writeSync(results, text) } });
+  const code = await main({ argv, env: notarizeEnv, io });
+  closeSync(results);
+  if (env.GITHUB_OUTPUT) writeOutputs(env.GITHUB_OUTPUT, actionOutputs(readFileSync(resultsPath, 'utf8'), resultsPath));
+  return code;
+}

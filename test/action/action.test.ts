@@ -1,0 +1,153 @@
+/**
+ * The GitHub Action (action.yml, src/github-action.ts, the committed
+ * action/index.mjs) run as the runner runs it (test/action/runner.ts):
+ * register then verify against the sandbox through the action's own steps,
+ * its outputs and job summary, and the API key nowhere but in its input.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ACTION_COMMANDS, actionArgv, actionOutputs } from '../../src/github-action.js';
+import { Bed } from '../helpers/bed.js';
+import { describeRun, REPO_ROOT } from '../helpers/cli.js';
+import { parseNdjson } from '../helpers/results.js';
+import { ACTION, runActionStep, type StepRun } from './runner.js';
+
+let bed: Bed;
+let url = '';
+let apiKey = '';
+const hashes: Record<string, string> = {};
+let registered: StepRun;
+
+beforeAll(async () => {
+  bed = await Bed.create();
+  url = bed.sandbox.url;
+  apiKey = bed.sandbox.apiKey;
+  for (const name of ['app.tar.gz', 'notes.txt']) hashes[name] = await bed.write(`dist/${name}`, `artifact ${name}\n`);
+  registered = await runActionStep(
+    bed.workDir,
+    { command: 'register', paths: 'dist', 'receipt-dir': 'receipts', 'base-url': url, 'api-key': apiKey },
+    { NOTARIZE_CONFIG_DIR: bed.path('build-store') },
+  );
+});
+afterAll(async () => {
+  await bed?.finish();
+});
+
+/** Everything a step left that someone could read: its output streams, outputs, summary and results. */
+function everythingPrinted(step: StepRun): string {
+  const results =
+    step.outputs.results && existsSync(step.outputs.results) ? readFileSync(step.outputs.results, 'utf8') : '';
+  return [step.run.stdout, step.run.stderr, JSON.stringify(step.outputs), step.summary, results].join('\n');
+}
+
+describe('action.yml', () => {
+  it('is a JavaScript action on Node 24 whose main file is committed, with the inputs and outputs its code uses', () => {
+    expect(ACTION.runs.using).toBe('node24');
+    expect(existsSync(join(REPO_ROOT, ACTION.runs.main))).toBe(true);
+    const source = readFileSync(join(REPO_ROOT, 'src', 'github-action.ts'), 'utf8');
+    const read = [...source.matchAll(/input\(env, '([a-z-]+)'\)/g)].map((m) => m[1]);
+    expect([...new Set(read)].sort()).toEqual(Object.keys(ACTION.inputs).sort());
+    expect(Object.keys(actionOutputs('', 'r')).sort()).toEqual(Object.keys(ACTION.outputs).sort());
+    expect(ACTION.inputs.command!.default).toBe('register');
+    expect(ACTION_COMMANDS).toEqual(['register', 'verify']);
+  });
+
+  it('turns inputs into one notarize command line, never through a shell', () => {
+    const env = {
+      INPUT_COMMAND: 'register',
+      INPUT_PATHS: ' dist \n\n my file.pdf\n',
+      INPUT_DESCRIPTION: 'release 1.2',
+      'INPUT_RECEIPT-DIR': 'receipts',
+      'INPUT_BASE-URL': 'http://127.0.0.1:9',
+      INPUT_ARGS: '--concurrency 4  $(rm -rf ~)',
+      'INPUT_API-KEY': 'never-in-argv',
+    };
+    expect(actionArgv(env)).toEqual([
+      'register',
+      '--recursive',
+      '--output',
+      'ndjson',
+      '--description',
+      'release 1.2',
+      '--receipt-dir',
+      'receipts',
+      '--base-url',
+      'http://127.0.0.1:9',
+      '--concurrency',
+      '4',
+      '$(rm',
+      '-rf',
+      '~)',
+      '--',
+      'dist',
+      'my file.pdf',
+    ]);
+    expect(() => actionArgv({ ...env, INPUT_COMMAND: 'deploy' })).toThrow(
+      "input command must be register or verify, not 'deploy'",
+    );
+    expect(() => actionArgv({ ...env, INPUT_PATHS: '\n' })).toThrow('input paths names no document');
+  });
+});
+
+describe('the action against the sandbox', () => {
+  it('register: exit 0, receipts written, outputs counted, the summary table, the key nowhere', () => {
+    const { run, outputs, summary } = registered;
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(outputs).toMatchObject({ registered: '2', verified: '0', failed: '0', 'verification-url': '' });
+    const results = parseNdjson(readFileSync(outputs.results!, 'utf8'));
+    expect(results.map((r) => [r.file, r.status, r.hash])).toEqual([
+      ['dist/app.tar.gz', 'registered', hashes['app.tar.gz']],
+      ['dist/notes.txt', 'registered', hashes['notes.txt']],
+    ]);
+    expect(existsSync(bed.path('receipts/app.tar.gz.notarization.json'))).toBe(true);
+    expect(summary).toContain('notarize register');
+    expect(summary).toContain('dist/app.tar.gz');
+    expect(everythingPrinted(registered)).not.toContain(apiKey);
+  });
+
+  it('verify with the receipts on an empty store, no key, the service stopped: exit 0, all verified', async () => {
+    await bed.sandbox.close();
+    const step = await runActionStep(
+      bed.workDir,
+      { command: 'verify', paths: 'dist', 'receipt-dir': 'receipts', 'base-url': url },
+      { NOTARIZE_CONFIG_DIR: bed.path('release-store') },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(0);
+    expect(step.outputs).toMatchObject({ verified: '2', failed: '0', registered: '0' });
+    expect(parseNdjson(readFileSync(step.outputs.results!, 'utf8')).map((r) => r.source)).toEqual([
+      'receipt',
+      'receipt',
+    ]);
+    expect(step.summary).toContain('notarize verify');
+
+    const one = await runActionStep(
+      bed.workDir,
+      { command: 'verify', paths: 'dist/app.tar.gz', 'receipt-dir': 'receipts', 'base-url': url },
+      { NOTARIZE_CONFIG_DIR: bed.path('release-store') },
+    );
+    expect(one.run.code, describeRun(one.run)).toBe(0);
+    expect(one.outputs['verification-url']).toBe(`${url}/verification/${hashes['app.tar.gz']}`);
+
+    writeFileSync(bed.path('dist/notes.txt'), 'changed after the build\n');
+    const changed = await runActionStep(
+      bed.workDir,
+      { command: 'verify', paths: 'dist', 'receipt-dir': 'receipts', 'base-url': url },
+      { NOTARIZE_CONFIG_DIR: bed.path('release-store') },
+    );
+    expect(changed.run.code, describeRun(changed.run)).toBe(6);
+    expect(changed.outputs).toMatchObject({ verified: '1', failed: '1' });
+    expect(changed.run.stderr).toMatch(/^::error .*dist\/notes\.txt/m);
+  });
+
+  it('an input it cannot use: exit 2 with one ::error:: line, nothing run', async () => {
+    const step = await runActionStep(
+      bed.workDir,
+      { command: 'publish', paths: 'dist', 'base-url': url },
+      { NOTARIZE_CONFIG_DIR: bed.path('bad-store') },
+    );
+    expect(step.run.code).toBe(2);
+    expect(step.run.stderr).toBe("::error::notarize action: input command must be register or verify, not 'publish'\n");
+    expect(step.outputs).toEqual({});
+  });
+});
