@@ -1,0 +1,162 @@
+/**
+ * The workflow of docs/ci.md, run step by step as a runner would, against
+ * the sandbox standing in for the service: every `run:` step with bash -e
+ * exactly as written (`npm` and `make` are stubs on PATH: installing and
+ * building are the reader's; `notarize` is this build), the artifact
+ * actions as copies between jobs. Each job has its own workspace, HOME and
+ * RUNNER_TEMP: no store is shared, and the release job verifies with the
+ * receipts alone after the service has stopped.
+ */
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error: a plain JavaScript script without types; it lends only this function.
+import { workflowBlocks } from '../../scripts/check-workflows.js';
+import { Bed } from '../helpers/bed.js';
+import { BIN, describeRun, REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
+import { listTree } from '../helpers/store.js';
+
+interface Step {
+  name?: string;
+  uses?: string;
+  run?: string;
+  env?: Record<string, string>;
+  with?: Record<string, string | number>;
+}
+interface Workflow {
+  jobs: Record<string, { needs?: string; steps: Step[] }>;
+}
+
+const markdown = readFileSync(join(REPO_ROOT, 'docs', 'ci.md'), 'utf8');
+const blocks = (workflowBlocks as (text: string) => { text: string }[])(markdown);
+const workflow = parse(blocks[0]!.text) as Workflow;
+
+let bed: Bed;
+let stubs = '';
+let artifacts = '';
+
+beforeAll(async () => {
+  bed = await Bed.create();
+  stubs = join(bed.root, 'stubs');
+  mkdirSync(stubs);
+  const stub = (name: string, body: string) => {
+    writeFileSync(join(stubs, name), `#!/bin/sh\n${body}\n`);
+    chmodSync(join(stubs, name), 0o755);
+  };
+  stub('notarize', `exec "${process.execPath}" "${BIN}" "$@"`);
+  stub('npm', 'echo "npm $*" >> "$RUNNER_TEMP/npm.log"');
+  stub('make', 'mkdir -p dist && echo "app of $GITHUB_WORKSPACE" > dist/app.tar.gz && echo notes > dist/notes.txt');
+  artifacts = join(bed.root, 'artifacts');
+  mkdirSync(artifacts);
+});
+afterAll(async () => {
+  await bed?.finish();
+});
+
+/** A job's runner: a fresh workspace, HOME and RUNNER_TEMP. */
+function newRunner(job: string) {
+  const root = mkdtempSync(join(bed.root, `${job}-`));
+  const dirs = { workspace: join(root, 'workspace'), home: join(root, 'home'), temp: join(root, 'temp') };
+  for (const dir of Object.values(dirs)) mkdirSync(dir);
+  return dirs;
+}
+
+/** `${{ ... }}` in a step, for the contexts the workflow uses; anything else is a test failure. */
+function expand(text: string, runner: ReturnType<typeof newRunner>): string {
+  return text.replace(/\$\{\{\s*([^}]+?)\s*\}\}/g, (_, expression: string) => {
+    if (expression === 'secrets.NOTARIZE_API_KEY') return bed.sandbox.apiKey;
+    if (expression === 'runner.temp') return runner.temp;
+    throw new Error(`the test does not know the expression ${expression}`);
+  });
+}
+
+/** Runs every step of `job`; returns the runs of its `run:` steps. */
+async function runJob(job: string, runner = newRunner(job)): Promise<{ runs: Run[]; runner: typeof runner }> {
+  const runs: Run[] = [];
+  for (const step of workflow.jobs[job]!.steps) {
+    const action = step.uses?.split('@')[0];
+    if (action === 'actions/checkout' || action === 'actions/setup-node') continue;
+    if (action === 'actions/upload-artifact') {
+      const into = join(artifacts, String(step.with!.name));
+      for (const path of String(step.with!.path).split('\n').filter(Boolean)) {
+        cpSync(join(runner.workspace, path), join(into, path), { recursive: true });
+      }
+      continue;
+    }
+    if (action === 'actions/download-artifact') {
+      cpSync(join(artifacts, String(step.with!.name)), runner.workspace, { recursive: true });
+      continue;
+    }
+    if (step.uses !== undefined) throw new Error(`the test does not run ${step.uses}`);
+    const env: Record<string, string> = {
+      PATH: `${stubs}:${process.env.PATH}`,
+      HOME: runner.home,
+      RUNNER_TEMP: runner.temp,
+      GITHUB_WORKSPACE: runner.workspace,
+      GITHUB_ACTIONS: 'true',
+      GITHUB_STEP_SUMMARY: join(runner.temp, 'summary.md'),
+      CI: 'true',
+      // The service: the sandbox stands in for it.
+      NOTARIZE_BASE_URL: bed.sandbox.url,
+    };
+    for (const [key, value] of Object.entries(step.env ?? {})) env[key] = expand(value, runner);
+    // GitHub's default for bash steps: bash --noprofile --norc -eo pipefail {0}.
+    const run = await runProcess('bash', ['--noprofile', '--norc', '-eo', 'pipefail', '-c', expand(step.run!, runner)], env, {
+      cwd: runner.workspace,
+      timeoutMs: 60_000,
+    });
+    expect(run.code, `${job}: ${step.name ?? step.run}\n${describeRun(run)}`).toBe(0);
+    runs.push(run);
+  }
+  return { runs, runner };
+}
+
+describe('docs/ci.md: the workflow', () => {
+  it('build registers with receipts in its own store outside the checkout; release verifies with the receipts alone', async () => {
+    const build = await runJob('build');
+    const registrations = readFileSync(join(build.runner.workspace, 'registrations.ndjson'), 'utf8');
+    expect(registrations.trim().split('\n').map((l) => (JSON.parse(l) as { status: string }).status)).toEqual([
+      'registered',
+      'registered',
+    ]);
+    // The store is the job's own, under RUNNER_TEMP: nothing of it in the checkout or the artifact.
+    expect(existsSync(join(build.runner.temp, 'notarize-store', 'credentials.json'))).toBe(true);
+    const uploaded = listTree(join(artifacts, 'release')).filter((f) => !f.isDir);
+    expect(uploaded.map((f) => f.path).sort()).toEqual([
+      'dist/app.tar.gz',
+      'dist/notes.txt',
+      'receipts/app.tar.gz.notarization.json',
+      'receipts/notes.txt.notarization.json',
+    ]);
+    expect(listTree(build.runner.workspace).map((f) => f.path)).not.toContain('credentials.json');
+    expect(readFileSync(join(build.runner.temp, 'npm.log'), 'utf8')).toContain('install -g');
+
+    // The release job: no secret, no store given, and the service is gone.
+    await bed.sandbox.close();
+    const releaseSteps = workflow.jobs.release!.steps;
+    expect(JSON.stringify(releaseSteps)).not.toMatch(/secrets\.|NOTARIZE_CONFIG_DIR/);
+    const release = await runJob('release');
+    const verify = release.runs.at(-1)!;
+    expect(verify.stderr).toContain('2 items: 2 verified');
+    expect(readFileSync(join(release.runner.temp, 'summary.md'), 'utf8')).toContain('notarize verify');
+
+    // The gate holds: one changed artifact fails the verify step (exit 6).
+    writeFileSync(join(release.runner.workspace, 'dist', 'app.tar.gz'), 'tampered\n');
+    const gate = await runProcess('bash', ['-eo', 'pipefail', '-c', releaseSteps.at(-1)!.run!], {
+      PATH: `${stubs}:${process.env.PATH}`,
+      HOME: release.runner.home,
+      NOTARIZE_BASE_URL: bed.sandbox.url,
+    }, { cwd: release.runner.workspace });
+    expect(gate.code, describeRun(gate)).toBe(6);
+  });
+
+  it('no documentation puts the store inside the checkout or hands it between jobs', () => {
+    for (const doc of ['README.md', 'docs/ci.md', 'docs/verify-by-hand.md']) {
+      const text = readFileSync(join(REPO_ROOT, doc), 'utf8');
+      expect(text, doc).not.toMatch(/NOTARIZE_CONFIG_DIR:?\s*=?\s*\$\{\{\s*github\.workspace/);
+      expect(text, doc).not.toMatch(/\.notarize\/services/);
+    }
+    expect(readdirSync(join(REPO_ROOT, 'docs'))).toContain('verify-by-hand.md');
+  });
+});
