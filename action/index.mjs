@@ -17965,6 +17965,10 @@ const ENVIRONMENT = [
 			{
 				names: ["GITHUB_STEP_SUMMARY"],
 				description: "the file the summary table is appended to"
+			},
+			{
+				names: ["GITHUB_OUTPUT", "RUNNER_TEMP"],
+				description: "the GitHub Action only (action.yml): where its outputs go, and its results file"
 			}
 		]
 	}

@@ -96,7 +96,8 @@ describe('the action against the sandbox', () => {
     expect(run.code, describeRun(run)).toBe(0);
     expect(outputs).toMatchObject({ registered: '2', verified: '0', failed: '0', 'verification-url': '' });
     const results = parseNdjson(readFileSync(outputs.results!, 'utf8'));
-    expect(results.map((r) => [r.file, r.status, r.hash])).toEqual([
+    // NDJSON lines come as documents finish, in any order.
+    expect(results.map((r) => [r.file, r.status, r.hash]).sort()).toEqual([
       ['dist/app.tar.gz', 'registered', hashes['app.tar.gz']],
       ['dist/notes.txt', 'registered', hashes['notes.txt']],
     ]);
