@@ -15098,14 +15098,21 @@ var init_hash = __esmMin((() => {
 /**
 * The text of the receipt at `path`, or undefined when there is none (no
 * such file, or a folder on the way is not one). Throws UsageError when one
-* is there but cannot be read as a receipt file: not a regular file (a FIFO
-* is never opened), unreadable, or larger than MAX_RECEIPT_BYTES.
+* is there but cannot be read as a receipt file: not a regular file,
+* unreadable, or larger than MAX_RECEIPT_BYTES. Opened non-blocking and
+* checked before any read, as every input is (core/hash.ts): a FIFO put
+* where a receipt is looked for is refused, never waited on.
 */
 async function readReceiptFile(path) {
 	let bytes;
 	try {
-		if (!(await stat(path)).isFile()) throw new Error("not a regular file");
-		bytes = await readBoundedBytes(createReadStream(path), MAX_RECEIPT_BYTES);
+		const file = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+		try {
+			if (!(await file.stat()).isFile()) throw new Error("not a regular file");
+			bytes = await readBoundedBytes(file.createReadStream({ autoClose: false }), MAX_RECEIPT_BYTES);
+		} finally {
+			await file.close();
+		}
 	} catch (error) {
 		const code = error.code;
 		if (code === "ENOENT" || code === "ENOTDIR") return void 0;

@@ -10,8 +10,8 @@
  * A receipt found is never passed over for a later source: the receipt the
  * user points at, or keeps with the artifact, is what is checked.
  */
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { UsageError } from '../errors.js';
 import { readBoundedBytes } from '../read-bounded.js';
@@ -51,14 +51,21 @@ export interface ReceiptSources {
 /**
  * The text of the receipt at `path`, or undefined when there is none (no
  * such file, or a folder on the way is not one). Throws UsageError when one
- * is there but cannot be read as a receipt file: not a regular file (a FIFO
- * is never opened), unreadable, or larger than MAX_RECEIPT_BYTES.
+ * is there but cannot be read as a receipt file: not a regular file,
+ * unreadable, or larger than MAX_RECEIPT_BYTES. Opened non-blocking and
+ * checked before any read, as every input is (core/hash.ts): a FIFO put
+ * where a receipt is looked for is refused, never waited on.
  */
 export async function readReceiptFile(path: string): Promise<string | undefined> {
   let bytes: Buffer | undefined;
   try {
-    if (!(await stat(path)).isFile()) throw new Error('not a regular file');
-    bytes = await readBoundedBytes(createReadStream(path), MAX_RECEIPT_BYTES);
+    const file = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+    try {
+      if (!(await file.stat()).isFile()) throw new Error('not a regular file');
+      bytes = await readBoundedBytes(file.createReadStream({ autoClose: false }), MAX_RECEIPT_BYTES);
+    } finally {
+      await file.close();
+    }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;

@@ -3,6 +3,7 @@
  * files: the order of the sources, the first found deciding, and receipts
  * that cannot be read.
  */
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -72,6 +73,14 @@ describe('readReceiptFile', () => {
     writeFileSync(join(dir, 'plain'), 'x');
     expect(await readReceiptFile(join(dir, 'missing.json'))).toBeUndefined();
     expect(await readReceiptFile(join(dir, 'plain', 'r.json'))).toBeUndefined();
+  });
+
+  it.runIf(process.platform !== 'win32')('refuses a FIFO at once, never waiting for a writer', async () => {
+    const dir = tempDir();
+    execFileSync('mkfifo', [join(dir, 'pipe.json')]);
+    expect((await rejectionOf(readReceiptFile(join(dir, 'pipe.json')), UsageError)).message).toBe(
+      `cannot read the receipt ${join(dir, 'pipe.json')}: not a regular file`,
+    );
   });
 
   it('refuses what is there but no receipt file: a directory, or more than MAX_RECEIPT_BYTES', async () => {
