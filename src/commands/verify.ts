@@ -183,6 +183,11 @@ async function receiptSources(
         hint: 'for several documents use --receipt-dir, or keep each receipt beside its document',
       });
     }
+    if (options.receipt === '-' && expansion.stdinNamed) {
+      throw new UsageError('standard input cannot be both the document and its receipt', {
+        hint: 'name the receipt file, or give the document as a file',
+      });
+    }
     const text = await readTextInput(options.receipt, options.io.stdin, MAX_RECEIPT_BYTES, 'the receipt');
     return { documents: expansion.items, sources: { receipt: { path: options.receipt, text } } };
   }

@@ -131,6 +131,15 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     expect(run.stderr).toMatch(/^notarize: --receipt checks one document: name exactly one/);
   });
 
+  it('--receipt - reads the receipt from standard input, which then cannot also be the document (exit 2)', async () => {
+    const input = readFileSync(receipt('a.txt'));
+    const run = await downloader(['verify', doc('a.txt'), '--receipt', '-'], { input });
+    expect(run.code, describeRun(run)).toBe(0);
+    const both = await downloader(['verify', '-', '--receipt', '-'], { input });
+    expect(both.code, describeRun(both)).toBe(2);
+    expect(both.stderr).toMatch(/^notarize: standard input cannot be both the document and its receipt/);
+  });
+
   it('a receipt named by --receipt that does not exist: exit 2', async () => {
     const run = await downloader(['verify', doc('a.txt'), '--receipt', join(here, 'nope.json')]);
     expect(run.code, describeRun(run)).toBe(2);
