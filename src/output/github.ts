@@ -48,11 +48,14 @@ export function markdownSummary(title: string, results: readonly ItemResult[]): 
   );
 }
 
-/** The `::error` annotations of the results that failed or do not match the ledger, one line each. */
+/** Statuses that fail a run: a document not processed, or not verified. */
+const ANNOTATED = new Set<ItemResult['status']>(['failed', 'modified', 'unknown', 'invalid']);
+
+/** The `::error` annotations of the results that failed or were not verified, one line each. */
 export function annotations(results: readonly ItemResult[]): string[] {
   const lines: string[] = [];
   for (const r of results) {
-    if (r.status !== 'failed' && r.status !== 'modified' && r.status !== 'unknown') continue;
+    if (!ANNOTATED.has(r.status)) continue;
     const file = r.file && r.file !== '-' ? `file=${escapeProperty(r.file)},` : '';
     const message = r.error?.message ?? r.reason ?? r.status;
     lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`)}::${escapeData(message)}`);

@@ -17,12 +17,13 @@ describe('GitHub Actions text', () => {
     expect(inGitHubActions({})).toBe(false);
   });
 
-  it('annotates failed, modified and unknown results only, with the message, reason or status', () => {
+  it('annotates failed, modified, unknown and invalid results only, with the message, reason or status', () => {
     const lines = annotations([
       itemResult('ok.txt', HASH, 'verified'),
       itemResult('bad.txt', null, 'failed', { error: { code: 'x', exitCode: 2, message: 'cannot read' } }),
       itemResult('m.txt', HASH, 'modified', { reason: 'other digest' }),
       itemResult('-', HASH, 'unknown'),
+      itemResult('r.txt', HASH, 'invalid', { reason: 'the receipt is not JSON' }),
       skippedResult('link', 'a symbolic link'),
     ]);
     expect(lines).toEqual([
@@ -30,6 +31,7 @@ describe('GitHub Actions text', () => {
       '::error file=m.txt,title=notarize%3A modified::other digest',
       // Standard input names no file of the repository.
       '::error title=notarize%3A unknown::unknown',
+      '::error file=r.txt,title=notarize%3A invalid::the receipt is not JSON',
     ]);
   });
 
