@@ -13952,19 +13952,26 @@ function markdownSummary(title, results) {
 		""
 	].join("\n") + "\n";
 }
-/** The `::error` annotations of the results that failed or do not match the ledger, one line each. */
+/** The `::error` annotations of the results that failed or were not verified, one line each. */
 function annotations(results) {
 	const lines = [];
 	for (const r of results) {
-		if (r.status !== "failed" && r.status !== "modified" && r.status !== "unknown") continue;
+		if (!ANNOTATED.has(r.status)) continue;
 		const file = r.file && r.file !== "-" ? `file=${escapeProperty(r.file)},` : "";
 		const message = r.error?.message ?? r.reason ?? r.status;
 		lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`)}::${escapeData(message)}`);
 	}
 	return lines;
 }
+var ANNOTATED;
 var init_github = __esmMin((() => {
 	init_safe_text();
+	ANNOTATED = /* @__PURE__ */ new Set([
+		"failed",
+		"modified",
+		"unknown",
+		"invalid"
+	]);
 }));
 // dist/output/present.js
 /**
@@ -15370,6 +15377,7 @@ async function runVerify(options, items = new ItemResults()) {
 async function receiptSources(options, expansion, skip) {
 	if (options.receipt !== void 0) {
 		if (!expansion.single) throw new UsageError("--receipt checks one document: name exactly one", { hint: "for several documents use --receipt-dir, or keep each receipt beside its document" });
+		if (options.receipt === "-" && expansion.stdinNamed) throw new UsageError("standard input cannot be both the document and its receipt", { hint: "name the receipt file, or give the document as a file" });
 		const text = await readTextInput(options.receipt, options.io.stdin, MAX_RECEIPT_BYTES, "the receipt");
 		return {
 			documents: expansion.items,
