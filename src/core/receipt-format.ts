@@ -10,18 +10,24 @@
  *     "record": { ...the notarization record, exactly as the service sent it },
  *     "service": { "baseUrl", "verificationUrl" },
  *     "registeredAt": "<ISO 8601>",
- *     "proof": null }
+ *     "proof": null | { "type": "rfc9162-sha256-salted-leaf", "leafSalt",
+ *                       "leafIndex", "treeSize", "path": [...], "root" } }
+ *
+ * `proof` is null when the document's own digest was registered. When many
+ * documents were registered under one Merkle root (aggregate registration),
+ * it leads from the document to that root, the record's hash (merkle.ts).
  *
  * A receipt is evidence, not a signature: anyone can write one that holds
  * together. What it gives is the digest to compare and where the service
  * shows the registration (verificationUrl). So reading one checks only that
- * it is consistent (`readReceipt`): its record is of its document's digest,
- * its verification URL is of that digest, its proof (none until aggregate
- * registrations) leads there. Receipts written before version 1 were the
- * bare record; they are still read.
+ * it is consistent (`readReceipt`): its record is of the registered digest
+ * (its document's, or its proof's root), its verification URL is of that
+ * digest, and its proof, if any, leads from its document there. Receipts
+ * written before version 1 were the bare record; they are still read.
  */
 import { z } from 'zod';
 import { verificationUrl } from '../api/pages.js';
+import { leafHash, rootFromPath } from './merkle.js';
 
 export const RECEIPT_TYPE = 'notarize-receipt';
 export const RECEIPT_VERSION = 1;
@@ -42,6 +48,8 @@ export interface ReceiptContent {
   baseUrl: string;
   /** When the registration was completed (ISO 8601). */
   registeredAt: string;
+  /** From the document to the registered root, when many were registered under one (absent: the document itself). */
+  proof?: InclusionProof;
 }
 
 /** Stands for the record while the rest is serialised; no JSON text of ours can contain it (see receiptText). */
@@ -55,15 +63,15 @@ const RECORD_SLOT = '\u0000record\u0000';
  * JSON.stringify writes a backslash in a name as `\\`.
  */
 export function receiptText(content: ReceiptContent): string {
-  const { document, baseUrl, registeredAt } = content;
+  const { document, baseUrl, registeredAt, proof } = content;
   const receipt = {
     type: RECEIPT_TYPE,
     version: RECEIPT_VERSION,
     document: { name: document.name, sha256: document.sha256, size: document.size },
     record: RECORD_SLOT,
-    service: { baseUrl, verificationUrl: verificationUrl(baseUrl, document.sha256) },
+    service: { baseUrl, verificationUrl: verificationUrl(baseUrl, proof?.root ?? document.sha256) },
     registeredAt,
-    proof: null,
+    proof: proof ?? null,
   };
   const text = JSON.stringify(receipt, null, 2);
   return `${text.replace(JSON.stringify(RECORD_SLOT), () => content.recordJson.trim())}\n`;
@@ -92,6 +100,20 @@ export interface InvalidReceipt {
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits');
 
+export const PROOF_TYPE = 'rfc9162-sha256-salted-leaf';
+
+/** An RFC 9162 inclusion proof of a salted leaf (merkle.ts): from the document to the registered root. */
+const proofSchema = z.object({
+  type: z.literal(PROOF_TYPE),
+  leafSalt: sha256Hex,
+  leafIndex: z.int().nonnegative(),
+  treeSize: z.int().positive(),
+  // A tree of 2^64 leaves has paths of 64 hashes: no proof is longer.
+  path: z.array(sha256Hex).max(64),
+  root: sha256Hex,
+});
+export type InclusionProof = z.infer<typeof proofSchema>;
+
 const receiptSchema = z.object({
   type: z.literal(RECEIPT_TYPE),
   version: z.literal(RECEIPT_VERSION),
@@ -103,7 +125,7 @@ const receiptSchema = z.object({
   record: z.looseObject({ hash: z.string() }),
   service: z.object({ baseUrl: z.string(), verificationUrl: z.string() }),
   registeredAt: z.iso.datetime({ offset: true }),
-  proof: z.null(),
+  proof: proofSchema.nullable(),
 });
 
 /** The first problem zod found, as "field: message". */
@@ -133,12 +155,22 @@ export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
   if (version !== RECEIPT_VERSION) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
   const parsed = receiptSchema.safeParse(value);
   if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
-  const { document, record, service } = parsed.data;
-  if (record.hash.toLowerCase() !== document.sha256) {
-    return invalid(`the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`);
+  const { document, record, service, proof } = parsed.data;
+  // What was registered: the document's own digest, or the root its proof leads to.
+  const registered = proof?.root ?? document.sha256;
+  if (record.hash.toLowerCase() !== registered) {
+    return invalid(
+      proof
+        ? `the receipt's record is of ${record.hash}, not of its proof's root ${registered}`
+        : `the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`,
+    );
+  }
+  if (proof) {
+    const problem = proofProblem(document.sha256, proof);
+    if (problem) return invalid(problem);
   }
   const baseUrl = service.baseUrl.replace(/\/$/, '');
-  const expectedUrl = verificationUrl(baseUrl, document.sha256);
+  const expectedUrl = verificationUrl(baseUrl, registered);
   if (service.verificationUrl !== expectedUrl) {
     return invalid(`the receipt's verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
   }
@@ -150,6 +182,24 @@ export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
     recordJson: JSON.stringify(record),
     baseUrl,
   };
+}
+
+/** Why `proof` does not lead from the document of digest `sha256` to its root; undefined when it does. */
+export function proofProblem(sha256: string, proof: InclusionProof): string | undefined {
+  const leaf = leafHash(Buffer.from(sha256, 'hex'), Buffer.from(proof.leafSalt, 'hex'));
+  const root = rootFromPath(
+    proof.leafIndex,
+    proof.treeSize,
+    leaf,
+    proof.path.map((hash) => Buffer.from(hash, 'hex')),
+  );
+  if (root === undefined) {
+    return `the receipt's proof is no proof for leaf ${proof.leafIndex} of a tree of ${proof.treeSize} (index out of range, or a path of the wrong length)`;
+  }
+  if (root.toString('hex') !== proof.root) {
+    return `the receipt's proof does not lead from its document to its root ${proof.root} (a wrong salt, index or path)`;
+  }
+  return undefined;
 }
 
 /** A receipt written before v1: the record alone, whose `hash` is the document's digest. */

@@ -3,9 +3,18 @@
  * every way a receipt can fail to hold together.
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readReceipt, receiptText, type ReceiptContent } from '../../src/core/receipt-format.js';
+import {
+  PROOF_TYPE,
+  readReceipt,
+  receiptText,
+  type InclusionProof,
+  type ReceiptContent,
+} from '../../src/core/receipt-format.js';
+import { REPO_ROOT } from '../helpers/cli.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
 
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -141,16 +150,68 @@ describe('readReceipt', () => {
     ['no record', edited((r) => delete (r as { record?: unknown }).record), 'the receipt is malformed: record: '],
     ['a negative size', edited((r) => (r.document.size = -1)), 'the receipt is malformed: document.size: '],
     ['a date that is none', edited((r) => (r.registeredAt = 'yesterday')), 'the receipt is malformed: registeredAt: '],
-    [
-      'a proof (none can be checked yet)',
-      edited((r) => (r.proof = { type: 'x' })),
-      'the receipt is malformed: proof: ',
-    ],
+    ['a proof of an unknown type', edited((r) => (r.proof = { type: 'x' })), 'the receipt is malformed: proof.type: '],
   ])('%s is invalid, saying why', (_, text, reason) => {
     const read = readReceipt(text);
     expect(read.consistent).toBe(false);
     expect(read.consistent === false && read.reason).toMatch(
       new RegExp(`^${reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
     );
+  });
+});
+
+describe('receipts with an inclusion proof (aggregate registrations)', () => {
+  // Leaf 2 of the tree of 5 of test/fixtures/merkle/vectors.json.
+  const vectors = JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'merkle', 'vectors.json'), 'utf8')) as {
+    trees: { size: number; root: string; leaves: { document: string; salt: string; path: string[] }[] }[];
+  };
+  const tree = vectors.trees[4]!;
+  const leaf = tree.leaves[2]!;
+  const proof: InclusionProof = {
+    type: PROOF_TYPE,
+    leafSalt: leaf.salt,
+    leafIndex: 2,
+    treeSize: 5,
+    path: leaf.path,
+    root: tree.root,
+  };
+  const content: ReceiptContent = {
+    document: { name: 'c.txt', sha256: leaf.document, size: 10 },
+    recordJson: `{"hash":"${tree.root}","status":"registered"}`,
+    baseUrl: 'https://notary.example',
+    registeredAt: '2026-11-24T01:02:03.456Z',
+    proof,
+  };
+  const withProof = (change: (p: typeof proof) => void) => {
+    const receipt = JSON.parse(receiptText(content)) as ReceiptFields & { proof: typeof proof };
+    change(receipt.proof);
+    return JSON.stringify(receipt);
+  };
+
+  it('is consistent when its proof leads from its document to its record hash, the root its URL names', () => {
+    const text = receiptText(content);
+    expect(JSON.parse(text)).toMatchObject({
+      proof,
+      service: { verificationUrl: `https://notary.example/verification/${tree.root}` },
+    });
+    expect(readReceipt(text)).toMatchObject({ consistent: true, sha256: leaf.document });
+  });
+
+  it.each([
+    ['a wrong salt', (p: typeof proof) => (p.leafSalt = 'a'.repeat(64)), 'does not lead from its document to its root'],
+    ['a wrong index', (p: typeof proof) => (p.leafIndex = 3), 'does not lead from its document to its root'],
+    ['a path element changed', (p: typeof proof) => (p.path = ['b'.repeat(64), ...p.path.slice(1)]), 'does not lead'],
+    ['a path too short', (p: typeof proof) => (p.path = p.path.slice(1)), 'is no proof for leaf 2 of a tree of 5'],
+    [
+      'a path too long',
+      (p: typeof proof) => (p.path = [...p.path, 'c'.repeat(64)]),
+      'is no proof for leaf 2 of a tree of 5',
+    ],
+    ['an index out of the tree', (p: typeof proof) => (p.leafIndex = 5), 'is no proof for leaf 5 of a tree of 5'],
+    ['a root that is not the record hash', (p: typeof proof) => (p.root = 'd'.repeat(64)), "not of its proof's root"],
+  ])('%s: invalid', (_, change, reason) => {
+    const read = readReceipt(withProof(change));
+    expect(read.consistent).toBe(false);
+    expect(read.consistent === false && read.reason).toContain(reason);
   });
 });

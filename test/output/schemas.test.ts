@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formatsPlugin from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
+import { PROOF_TYPE, receiptText } from '../../src/core/receipt-format.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun, REPO_ROOT } from '../helpers/cli.js';
 import { parseNdjson, parseResults } from '../helpers/results.js';
@@ -144,6 +145,27 @@ describe('schemas/receipt-v1.schema.json', () => {
     const nameless = JSON.parse((await bed.main(['receipt', 'e'.repeat(64)])).stdout) as { document: unknown };
     expect(nameless.document).toMatchObject({ name: null, size: null });
     expectValid(validateReceipt, nameless);
+
+    // A receipt of an aggregate registration: its proof validates too (leaf 0 of the vectors' tree of 3).
+    const vectors = JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'merkle', 'vectors.json'), 'utf8')) as {
+      trees: { root: string; leaves: { document: string; salt: string; path: string[] }[] }[];
+    };
+    const [tree] = vectors.trees.slice(2, 3);
+    const proofReceipt = receiptText({
+      document: { name: 'a', sha256: tree!.leaves[0]!.document, size: 1 },
+      recordJson: `{"hash":"${tree!.root}"}`,
+      baseUrl: 'https://notary.example',
+      registeredAt: '2026-11-24T00:00:00.000Z',
+      proof: {
+        type: PROOF_TYPE,
+        leafSalt: tree!.leaves[0]!.salt,
+        leafIndex: 0,
+        treeSize: 3,
+        path: tree!.leaves[0]!.path,
+        root: tree!.root,
+      },
+    });
+    expectValid(validateReceipt, JSON.parse(proofReceipt));
 
     expect(validateReceipt({ ...written, version: 2 })).toBe(false);
     expect(validateReceipt({ ...written, proof: {} })).toBe(false);

@@ -1,0 +1,73 @@
+/**
+ * Merkle trees as RFC 9162 (Certificate Transparency 2.0) defines them, over
+ * SHA-256, with salted leaves: what an aggregate registration's receipt
+ * proves (one registered root, a proof per document leading to it).
+ *
+ * - Leaf hash (a salted form of RFC 9162 section 2.1.1's leaf input): the
+ *   document's SHA-256 followed by a 32-byte random salt, so that a proof
+ *   given out for one document says nothing about the others:
+ *   leaf = SHA-256(0x00 || SHA-256(document) || salt).
+ * - Node hash (2.1.1): SHA-256(0x01 || left || right); the tree is
+ *   left-balanced: n leaves split at k, the largest power of two below n;
+ *   an odd node is never duplicated.
+ * - An inclusion proof is the audit path of 2.1.3.1 (PATH(m, D[n]): the
+ *   sibling hashes from leaf m up), checked by `rootFromPath`, the fn/sn
+ *   algorithm of 2.1.3.2, as written there.
+ *
+ * Verification only, for now: building trees comes with aggregate
+ * registration. test/fixtures/merkle/ holds trees built by the RFC's
+ * definitions, which the tests fold with this code.
+ */
+import { createHash } from 'node:crypto';
+
+/** A SHA-256 digest as bytes. */
+export type Digest = Buffer;
+
+const LEAF_PREFIX = Buffer.from([0x00]);
+const NODE_PREFIX = Buffer.from([0x01]);
+
+/** RFC 9162's leaf hash of a salted document digest: SHA-256(0x00 || documentSha256 || salt). */
+export function leafHash(documentSha256: Digest, salt: Digest): Digest {
+  return createHash('sha256').update(LEAF_PREFIX).update(documentSha256).update(salt).digest();
+}
+
+/** RFC 9162's interior node hash: SHA-256(0x01 || left || right). */
+export function nodeHash(left: Digest, right: Digest): Digest {
+  return createHash('sha256').update(NODE_PREFIX).update(left).update(right).digest();
+}
+
+/**
+ * The root an inclusion proof leads to, by RFC 9162 section 2.1.3.2, or
+ * undefined when the proof cannot be one for (leafIndex, treeSize): an index
+ * out of range, or a path of the wrong length.
+ */
+export function rootFromPath(
+  leafIndex: number,
+  treeSize: number,
+  leaf: Digest,
+  path: readonly Digest[],
+): Digest | undefined {
+  if (leafIndex >= treeSize) return undefined; // step 1
+  let fn = leafIndex; // step 2
+  let sn = treeSize - 1;
+  let r = leaf; // step 3
+  for (const p of path) {
+    // step 4
+    if (sn === 0) return undefined; // 4a: a path longer than the tree is tall
+    if (fn % 2 === 1 || fn === sn) {
+      r = nodeHash(p, r); // 4b.i
+      if (fn % 2 === 0) {
+        // 4b.ii: a right-most node with no sibling at this level: skip levels
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      r = nodeHash(r, p); // 4b, otherwise
+    }
+    fn = Math.floor(fn / 2); // 4c
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 ? r : undefined; // step 5: a path too short leaves sn above 0
+}

@@ -1,0 +1,122 @@
+/**
+ * RFC 9162 inclusion proofs (src/core/merkle.ts) against test vectors built
+ * from the RFC's definitions (test/fixtures/merkle/, made by
+ * scripts/merkle-vectors.js: trees of 1 to 17 leaves and of 1,000), against
+ * the RFC's own example tree, and under tampering.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { leafHash, nodeHash, rootFromPath } from '../../src/core/merkle.js';
+import { REPO_ROOT } from '../helpers/cli.js';
+// @ts-expect-error: a plain JavaScript script without types; it lends only this function.
+import { vectors as makeVectors } from '../../scripts/merkle-vectors.js';
+
+interface Vectors {
+  trees: {
+    size: number;
+    root: string;
+    leaves: { index: number; document: string; salt: string; leaf: string; path: string[] }[];
+  }[];
+}
+const VECTORS = JSON.parse(
+  readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'merkle', 'vectors.json'), 'utf8'),
+) as Vectors;
+const hex = (text: string) => Buffer.from(text, 'hex');
+const sha = (text: string) => createHash('sha256').update(text).digest();
+
+/** MTH of RFC 9162 2.1.1, written again here from the definition, for an independent check. */
+function mth(leaves: Buffer[]): Buffer {
+  if (leaves.length === 1) return leaves[0]!;
+  let k = 1;
+  while (k * 2 < leaves.length) k *= 2;
+  return createHash('sha256')
+    .update(Buffer.from([1]))
+    .update(mth(leaves.slice(0, k)))
+    .update(mth(leaves.slice(k)))
+    .digest();
+}
+
+describe('the test vectors', () => {
+  it('are what scripts/merkle-vectors.js makes from the RFC definitions: sizes 1 to 17 and 1,000', () => {
+    expect(VECTORS).toEqual((makeVectors as () => Vectors)());
+    expect(VECTORS.trees.map((t) => t.size)).toEqual([...Array.from({ length: 17 }, (_, i) => i + 1), 1000]);
+  });
+
+  it('leaves are SHA-256(0x00 || document || salt), and every root is the independent MTH of them', () => {
+    for (const tree of VECTORS.trees) {
+      for (const leaf of tree.leaves) {
+        expect(leafHash(hex(leaf.document), hex(leaf.salt)).toString('hex')).toBe(leaf.leaf);
+        expect(leaf.document).toBe(sha(`document ${leaf.index}`).toString('hex'));
+      }
+      expect(mth(tree.leaves.map((l) => hex(l.leaf))).toString('hex')).toBe(tree.root);
+    }
+  });
+
+  it('every audit path of every tree folds to its root (RFC 9162 2.1.3.2)', () => {
+    let proofs = 0;
+    for (const tree of VECTORS.trees) {
+      for (const leaf of tree.leaves) {
+        const root = rootFromPath(leaf.index, tree.size, hex(leaf.leaf), leaf.path.map(hex));
+        expect(root?.toString('hex'), `leaf ${leaf.index} of ${tree.size}`).toBe(tree.root);
+        proofs += 1;
+      }
+    }
+    expect(proofs).toBe(1000 + (17 * 18) / 2);
+  });
+});
+
+describe("RFC 9162's example tree of seven leaves (section 2.1.5)", () => {
+  // d0..d6 with a = leaf(d0) ... ; the RFC's figure: k = hash(i,j), l = hash(k... ), audit paths listed there.
+  const leaves = Array.from({ length: 7 }, (_, i) => leafHash(sha(`d${i}`), sha(`s${i}`)));
+  const [a, b, c, d, e, f, j] = leaves as [Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer];
+  const g = nodeHash(a, b);
+  const h = nodeHash(c, d);
+  const i = nodeHash(e, f);
+  const k = nodeHash(g, h);
+  const l = nodeHash(i, j);
+  const root = nodeHash(k, l);
+
+  it.each([
+    ['d0', 0, [b, h, l]],
+    ['d3', 3, [c, g, l]],
+    ['d4', 4, [f, j, k]],
+    ['d6', 6, [i, k]],
+  ] as const)('the audit path of %s is the one the RFC lists, and folds to the root', (_, index, path) => {
+    expect(rootFromPath(index, 7, leaves[index]!, path)?.equals(root)).toBe(true);
+    expect(mth(leaves).equals(root)).toBe(true);
+  });
+});
+
+describe('tampering makes a proof fail', () => {
+  // Not the tree size: RFC 9162's proofs leave it unbound where two sizes give a leaf the same path (leaf 0 of 5 and
+  // of 6 leaves); in Certificate Transparency a signed tree head fixes it. The receipt's root is the record's hash.
+  it('a wrong leaf (a wrong salt), index, path element, or a path one too long or short never folds to the root', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 17 }), fc.nat(), fc.nat(), (t, pick, byte) => {
+        const tree = VECTORS.trees[t]!;
+        const leaf = tree.leaves[pick % tree.size]!;
+        const root = hex(tree.root);
+        const path = leaf.path.map(hex);
+        const folds = (index: number, size: number, l: Buffer, p: Buffer[]) =>
+          rootFromPath(index, size, l, p)?.equals(root) === true;
+        expect(folds(leaf.index, tree.size, hex(leaf.leaf), path)).toBe(true);
+        const flipped = hex(leaf.leaf);
+        flipped[byte % 32] = flipped[byte % 32]! ^ 1;
+        expect(folds(leaf.index, tree.size, flipped, path)).toBe(false);
+        if (tree.size > 1) {
+          expect(folds((leaf.index + 1) % tree.size, tree.size, hex(leaf.leaf), path)).toBe(false);
+          const bent = path.map((p) => Buffer.from(p));
+          bent[byte % bent.length]![0] = bent[byte % bent.length]![0]! ^ 1;
+          expect(folds(leaf.index, tree.size, hex(leaf.leaf), bent)).toBe(false);
+          expect(folds(leaf.index, tree.size, hex(leaf.leaf), path.slice(1))).toBe(false);
+        }
+        expect(folds(leaf.index, tree.size, hex(leaf.leaf), [...path, root])).toBe(false);
+        expect(rootFromPath(tree.size, tree.size, hex(leaf.leaf), path)).toBeUndefined();
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
