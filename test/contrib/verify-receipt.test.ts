@@ -8,8 +8,9 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROOF_TYPE, receiptText, type InclusionProof } from '../../src/core/receipt-format.js';
+import { receiptText } from '../../src/core/receipt-format.js';
 import { Bed } from '../helpers/bed.js';
+import { vectorLeaf } from '../helpers/merkle.js';
 import { describeRun, REPO_ROOT, runProcess } from '../helpers/cli.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
 import { parseResults } from '../helpers/results.js';
@@ -137,19 +138,7 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
 
   describe('receipts with an inclusion proof (an aggregate registration)', () => {
     // Leaf 2 of the tree of 5 of test/fixtures/merkle/vectors.json, whose document is the text "document 2".
-    const vectors = JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'merkle', 'vectors.json'), 'utf8')) as {
-      trees: { root: string; leaves: { document: string; salt: string; path: string[] }[] }[];
-    };
-    const tree = vectors.trees[4]!;
-    const leaf = tree.leaves[2]!;
-    const proof: InclusionProof = {
-      type: PROOF_TYPE,
-      leafSalt: leaf.salt,
-      leafIndex: 2,
-      treeSize: 5,
-      path: leaf.path,
-      root: tree.root,
-    };
+    const { text, sha256, root, proof } = vectorLeaf(5, 2);
 
     const proofCases: [string, (p: typeof proof) => void, 'verified' | 'invalid'][] = [
       ['a proof that leads to the registered root', () => undefined, 'verified'],
@@ -162,15 +151,15 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
     it.each(proofCases)('%s: python says %s, as notarize verify does', async (_, change, verdict) => {
       const dir = mkdtempSync(join(bed.root, 'proof-'));
       const doc = join(dir, 'c.txt');
-      writeFileSync(doc, 'document 2');
+      writeFileSync(doc, text);
       const changed = { ...proof, path: [...proof.path] };
       change(changed);
       const receipt = join(dir, 'c.txt.notarization.json');
       writeFileSync(
         receipt,
         receiptText({
-          document: { name: 'c.txt', sha256: leaf.document, size: 10 },
-          recordJson: `{"hash":"${tree.root}","status":"registered"}`,
+          document: { name: 'c.txt', sha256, size: 10 },
+          recordJson: `{"hash":"${root}","status":"registered"}`,
           baseUrl: bed.url,
           registeredAt: '2026-11-24T01:02:03.456Z',
           proof: changed,
@@ -180,7 +169,7 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
       expect(pythonVerdict, describeRun(python)).toBe(verdict);
       expect(status, describeRun(notarize)).toBe(verdict);
       expect(notarize.code).toBe(python.code);
-      if (verdict === 'verified') expect(python.stdout).toContain(`${bed.url}/verification/${tree.root}`);
+      if (verdict === 'verified') expect(python.stdout).toContain(`${bed.url}/verification/${root}`);
     });
   });
 
@@ -190,12 +179,6 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
     expect(script).toBeDefined();
     const run = await runProcess('bash', ['-c', script!], {}, { noBaseUrlCheck: true });
     expect(run.code, describeRun(run)).toBe(0);
-    expect(run.stdout.trim()).toBe(
-      (
-        JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'merkle', 'vectors.json'), 'utf8')) as {
-          trees: { root: string }[];
-        }
-      ).trees[4]!.root,
-    );
+    expect(run.stdout.trim()).toBe(vectorLeaf(5, 2).root);
   });
 });

@@ -5,25 +5,14 @@
  * the RFC's own example tree, and under tampering.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { leafHash, nodeHash, rootFromPath } from '../../src/core/merkle.js';
-import { REPO_ROOT } from '../helpers/cli.js';
+import { MERKLE_VECTORS, type MerkleVectors } from '../helpers/merkle.js';
 // @ts-expect-error: a plain JavaScript script without types; it lends only this function.
 import { vectors as makeVectors } from '../../scripts/merkle-vectors.js';
 
-interface Vectors {
-  trees: {
-    size: number;
-    root: string;
-    leaves: { index: number; document: string; salt: string; leaf: string; path: string[] }[];
-  }[];
-}
-const VECTORS = JSON.parse(
-  readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'merkle', 'vectors.json'), 'utf8'),
-) as Vectors;
+const VECTORS = MERKLE_VECTORS;
 const hex = (text: string) => Buffer.from(text, 'hex');
 const sha = (text: string) => createHash('sha256').update(text).digest();
 
@@ -41,7 +30,7 @@ function mth(leaves: Buffer[]): Buffer {
 
 describe('the test vectors', () => {
   it('are what scripts/merkle-vectors.js makes from the RFC definitions: sizes 1 to 17 and 1,000', () => {
-    expect(VECTORS).toEqual((makeVectors as () => Vectors)());
+    expect(VECTORS).toEqual((makeVectors as () => MerkleVectors)());
     expect(VECTORS.trees.map((t) => t.size)).toEqual([...Array.from({ length: 17 }, (_, i) => i + 1), 1000]);
   });
 

@@ -3,18 +3,10 @@
  * every way a receipt can fail to hold together.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  PROOF_TYPE,
-  readReceipt,
-  receiptText,
-  type InclusionProof,
-  type ReceiptContent,
-} from '../../src/core/receipt-format.js';
-import { REPO_ROOT } from '../helpers/cli.js';
+import { readReceipt, receiptText, type ReceiptContent } from '../../src/core/receipt-format.js';
+import { vectorLeaf } from '../helpers/merkle.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
 
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -162,22 +154,10 @@ describe('readReceipt', () => {
 
 describe('receipts with an inclusion proof (aggregate registrations)', () => {
   // Leaf 2 of the tree of 5 of test/fixtures/merkle/vectors.json.
-  const vectors = JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'merkle', 'vectors.json'), 'utf8')) as {
-    trees: { size: number; root: string; leaves: { document: string; salt: string; path: string[] }[] }[];
-  };
-  const tree = vectors.trees[4]!;
-  const leaf = tree.leaves[2]!;
-  const proof: InclusionProof = {
-    type: PROOF_TYPE,
-    leafSalt: leaf.salt,
-    leafIndex: 2,
-    treeSize: 5,
-    path: leaf.path,
-    root: tree.root,
-  };
+  const { sha256, root, proof } = vectorLeaf(5, 2);
   const content: ReceiptContent = {
-    document: { name: 'c.txt', sha256: leaf.document, size: 10 },
-    recordJson: `{"hash":"${tree.root}","status":"registered"}`,
+    document: { name: 'c.txt', sha256, size: 10 },
+    recordJson: `{"hash":"${root}","status":"registered"}`,
     baseUrl: 'https://notary.example',
     registeredAt: '2026-11-24T01:02:03.456Z',
     proof,
@@ -192,9 +172,9 @@ describe('receipts with an inclusion proof (aggregate registrations)', () => {
     const text = receiptText(content);
     expect(JSON.parse(text)).toMatchObject({
       proof,
-      service: { verificationUrl: `https://notary.example/verification/${tree.root}` },
+      service: { verificationUrl: `https://notary.example/verification/${root}` },
     });
-    expect(readReceipt(text)).toMatchObject({ consistent: true, sha256: leaf.document });
+    expect(readReceipt(text)).toMatchObject({ consistent: true, sha256 });
   });
 
   it.each([

@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formatsPlugin from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
-import { PROOF_TYPE, receiptText } from '../../src/core/receipt-format.js';
+import { receiptText } from '../../src/core/receipt-format.js';
 import { type Bed, useBed } from '../helpers/bed.js';
+import { vectorLeaf } from '../helpers/merkle.js';
 import { describeRun, REPO_ROOT } from '../helpers/cli.js';
 import { parseNdjson, parseResults } from '../helpers/results.js';
 
@@ -147,23 +148,13 @@ describe('schemas/receipt-v1.schema.json', () => {
     expectValid(validateReceipt, nameless);
 
     // A receipt of an aggregate registration: its proof validates too (leaf 0 of the vectors' tree of 3).
-    const vectors = JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'merkle', 'vectors.json'), 'utf8')) as {
-      trees: { root: string; leaves: { document: string; salt: string; path: string[] }[] }[];
-    };
-    const [tree] = vectors.trees.slice(2, 3);
+    const { sha256, root, proof } = vectorLeaf(3, 0);
     const proofReceipt = receiptText({
-      document: { name: 'a', sha256: tree!.leaves[0]!.document, size: 1 },
-      recordJson: `{"hash":"${tree!.root}"}`,
+      document: { name: 'a', sha256, size: 1 },
+      recordJson: `{"hash":"${root}"}`,
       baseUrl: 'https://notary.example',
       registeredAt: '2026-11-24T00:00:00.000Z',
-      proof: {
-        type: PROOF_TYPE,
-        leafSalt: tree!.leaves[0]!.salt,
-        leafIndex: 0,
-        treeSize: 3,
-        path: tree!.leaves[0]!.path,
-        root: tree!.root,
-      },
+      proof,
     });
     expectValid(validateReceipt, JSON.parse(proofReceipt));
 
