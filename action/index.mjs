@@ -12904,6 +12904,64 @@ var init_notarize = __esmMin((() => {
 	DEFAULT_LOCK_WAIT_MS = 6e4;
 	MAX_QUOTED_CHARS = 4e3;
 }));
+// dist/core/merkle.js
+/**
+* Merkle trees as RFC 9162 (Certificate Transparency 2.0) defines them, over
+* SHA-256, with salted leaves: what an aggregate registration's receipt
+* proves (one registered root, a proof per document leading to it).
+*
+* - Leaf hash (a salted form of RFC 9162 section 2.1.1's leaf input): the
+*   document's SHA-256 followed by a 32-byte random salt, so that a proof
+*   given out for one document says nothing about the others:
+*   leaf = SHA-256(0x00 || SHA-256(document) || salt).
+* - Node hash (2.1.1): SHA-256(0x01 || left || right); the tree is
+*   left-balanced: n leaves split at k, the largest power of two below n;
+*   an odd node is never duplicated.
+* - An inclusion proof is the audit path of 2.1.3.1 (PATH(m, D[n]): the
+*   sibling hashes from leaf m up), checked by `rootFromPath`, the fn/sn
+*   algorithm of 2.1.3.2, as written there.
+*
+* Verification only, for now: building trees comes with aggregate
+* registration. test/fixtures/merkle/ holds trees built by the RFC's
+* definitions, which the tests fold with this code.
+*/
+/** RFC 9162's leaf hash of a salted document digest: SHA-256(0x00 || documentSha256 || salt). */
+function leafHash(documentSha256, salt) {
+	return createHash("sha256").update(LEAF_PREFIX).update(documentSha256).update(salt).digest();
+}
+/** RFC 9162's interior node hash: SHA-256(0x01 || left || right). */
+function nodeHash(left, right) {
+	return createHash("sha256").update(NODE_PREFIX).update(left).update(right).digest();
+}
+/**
+* The root an inclusion proof leads to, by RFC 9162 section 2.1.3.2, or
+* undefined when the proof cannot be one for (leafIndex, treeSize): an index
+* out of range, or a path of the wrong length.
+*/
+function rootFromPath(leafIndex, treeSize, leaf, path) {
+	if (leafIndex >= treeSize) return void 0;
+	let fn = leafIndex;
+	let sn = treeSize - 1;
+	let r = leaf;
+	for (const p of path) {
+		if (sn === 0) return void 0;
+		if (fn % 2 === 1 || fn === sn) {
+			r = nodeHash(p, r);
+			if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) {
+				fn = Math.floor(fn / 2);
+				sn = Math.floor(sn / 2);
+			}
+		} else r = nodeHash(r, p);
+		fn = Math.floor(fn / 2);
+		sn = Math.floor(sn / 2);
+	}
+	return sn === 0 ? r : void 0;
+}
+var LEAF_PREFIX, NODE_PREFIX;
+var init_merkle = __esmMin((() => {
+	LEAF_PREFIX = Buffer.from([0]);
+	NODE_PREFIX = Buffer.from([1]);
+}));
 // dist/core/receipt-format.js
 /**
 * The text of a v1 receipt: two-space indented, keys in the documented
@@ -12913,7 +12971,7 @@ var init_notarize = __esmMin((() => {
 * JSON.stringify writes a backslash in a name as `\\`.
 */
 function receiptText(content) {
-	const { document, baseUrl, registeredAt } = content;
+	const { document, baseUrl, registeredAt, proof } = content;
 	const receipt = {
 		type: RECEIPT_TYPE,
 		version: 1,
@@ -12925,10 +12983,10 @@ function receiptText(content) {
 		record: RECORD_SLOT,
 		service: {
 			baseUrl,
-			verificationUrl: verificationUrl(baseUrl, document.sha256)
+			verificationUrl: verificationUrl(baseUrl, proof?.root ?? document.sha256)
 		},
 		registeredAt,
-		proof: null
+		proof: proof ?? null
 	};
 	return `${JSON.stringify(receipt, null, 2).replace(JSON.stringify(RECORD_SLOT), () => content.recordJson.trim())}\n`;
 }
@@ -12960,10 +13018,15 @@ function readReceipt(text) {
 	if (version !== 1) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
 	const parsed = receiptSchema.safeParse(value);
 	if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
-	const { document, record, service } = parsed.data;
-	if (record.hash.toLowerCase() !== document.sha256) return invalid(`the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`);
+	const { document, record, service, proof } = parsed.data;
+	const registered = proof?.root ?? document.sha256;
+	if (record.hash.toLowerCase() !== registered) return invalid(proof ? `the receipt's record is of ${record.hash}, not of its proof's root ${registered}` : `the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`);
+	if (proof) {
+		const problem = proofProblem(document.sha256, proof);
+		if (problem) return invalid(problem);
+	}
 	const baseUrl = service.baseUrl.replace(/\/$/, "");
-	const expectedUrl = verificationUrl(baseUrl, document.sha256);
+	const expectedUrl = verificationUrl(baseUrl, registered);
 	if (service.verificationUrl !== expectedUrl) return invalid(`the receipt's verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
 	return {
 		consistent: true,
@@ -12973,6 +13036,13 @@ function readReceipt(text) {
 		recordJson: JSON.stringify(record),
 		baseUrl
 	};
+}
+/** Why `proof` does not lead from the document of digest `sha256` to its root; undefined when it does. */
+function proofProblem(sha256, proof) {
+	const leaf = leafHash(Buffer.from(sha256, "hex"), Buffer.from(proof.leafSalt, "hex"));
+	const root = rootFromPath(proof.leafIndex, proof.treeSize, leaf, proof.path.map((hash) => Buffer.from(hash, "hex")));
+	if (root === void 0) return `the receipt's proof is no proof for leaf ${proof.leafIndex} of a tree of ${proof.treeSize} (index out of range, or a path of the wrong length)`;
+	if (root.toString("hex") !== proof.root) return `the receipt's proof does not lead from its document to its root ${proof.root} (a wrong salt, index or path)`;
 }
 /** A receipt written before v1: the record alone, whose `hash` is the document's digest. */
 function readBareRecord(value) {
@@ -12990,13 +13060,23 @@ function readBareRecord(value) {
 		baseUrl: void 0
 	};
 }
-var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, receiptSchema;
+var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema;
 var init_receipt_format = __esmMin((() => {
 	init_zod();
 	init_pages();
+	init_merkle();
 	RECEIPT_TYPE = "notarize-receipt";
 	RECORD_SLOT = "\0record\0";
 	sha256Hex = string().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits");
+	PROOF_TYPE = "rfc9162-sha256-salted-leaf";
+	proofSchema = object({
+		type: literal(PROOF_TYPE),
+		leafSalt: sha256Hex,
+		leafIndex: int().nonnegative(),
+		treeSize: int().positive(),
+		path: array(sha256Hex).max(64),
+		root: sha256Hex
+	});
 	receiptSchema = object({
 		type: literal(RECEIPT_TYPE),
 		version: literal(1),
@@ -13011,7 +13091,7 @@ var init_receipt_format = __esmMin((() => {
 			verificationUrl: string()
 		}),
 		registeredAt: datetime({ offset: true }),
-		proof: _null()
+		proof: proofSchema.nullable()
 	});
 }));
 // dist/core/receipts.js
