@@ -8895,120 +8895,6 @@ var init_schemas = __esmMin((() => {
 		iss: string().optional()
 	});
 }));
-// dist/read-bounded.js
-/**
-* Reading a stream to its end as UTF-8 text, up to a size bound: the
-* service's answers (api/http.ts) and small user inputs such as a session or
-* a list of paths (core/read-input.ts). Past the bound it stops reading, so
-* a huge or endless source is never held in memory.
-*/
-/** The text of `input`, or undefined as soon as it exceeds `limit` bytes (the iteration is then ended). */
-async function readBounded(input, limit) {
-	return (await readBoundedBytes(input, limit))?.toString("utf8");
-}
-/**
-* The bytes of `input`, or undefined as soon as it exceeds `limit` bytes: for
-* a caller that decodes them itself (strictly, where a bad byte must be
-* refused rather than become U+FFFD).
-*/
-async function readBoundedBytes(input, limit) {
-	const chunks = [];
-	let size = 0;
-	for await (const chunk of input) {
-		const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-		size += bytes.length;
-		if (size > limit) return void 0;
-		chunks.push(bytes);
-	}
-	return Buffer.concat(chunks);
-}
-var init_read_bounded = __esmMin((() => {}));
-// dist/core/read-input.js
-/**
-* Reading small text inputs (a session, an API key, a list of paths) from a
-* file or standard input with a size bound, so that a wrong argument such as
-* /dev/zero or a huge file fails at once instead of filling memory.
-*/
-/**
-* The text of `source` ('-' for standard input, else a regular file), at most
-* `limit` bytes. Throws UsageError naming `what` when it cannot be read or is
-* larger.
-*/
-async function readTextInput(source, stdin, limit, what) {
-	return (await readBytesInput(source, stdin, limit, what)).toString("utf8");
-}
-/** The bytes of `source`, as `readTextInput` reads them, for a caller that decodes them itself. */
-async function readBytesInput(source, stdin, limit, what) {
-	let bytes;
-	try {
-		if (source === "-") bytes = await readBoundedBytes(stdin, limit);
-		else {
-			if (!(await stat(source)).isFile()) throw new Error("not a regular file");
-			bytes = await readBoundedBytes(createReadStream(source), limit);
-		}
-	} catch (error) {
-		const reason = error.code === "ENOENT" ? "no such file" : error.message;
-		throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
-	}
-	if (bytes === void 0) throw new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, { hint: `check that '${source}' holds ${what}` });
-	return bytes;
-}
-var init_read_input = __esmMin((() => {
-	init_errors();
-	init_read_bounded();
-}));
-// dist/core/description.js
-function codePoint(char) {
-	return `U+${char.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
-}
-/** Refuses a description holding a control character other than tab; `what` names where it came from. */
-function checkControls(text, what) {
-	if (text.trim() === "") throw new UsageError(`${what} is empty`, { hint: "give a description with words in it, or leave it out" });
-	const match = CONTROL.exec(text.replaceAll("	", " "));
-	if (!match) return;
-	const position = [...text.slice(0, match.index)].length + 1;
-	const lineBreak = [
-		"\n",
-		"\r",
-		"\u2028",
-		"\u2029"
-	].includes(match[0]);
-	throw new UsageError(`${what} holds a control character (${codePoint(match[0])} at character ${position}); only tab is allowed`, { hint: lineBreak ? "a description is one line: put the text on one line (a file may end with one line break)" : "remove it: it would be stored on the record for good" });
-}
-/** Checks a description given with -d/--description; returns it unchanged. */
-function checkArgvDescription(text) {
-	const bad = text.indexOf("�");
-	if (bad !== -1) throw new UsageError(`--description is not valid UTF-8: byte(s) at character ${[...text.slice(0, bad)].length + 1} could not be decoded`, { hint: "give it in UTF-8 (check the locale of the shell), or with --description-file (which also takes a real U+FFFD)" });
-	checkControls(text, "--description");
-	return text;
-}
-/**
-* Reads --description-file (a file, or '-' for standard input): at most
-* DESCRIPTION_FILE_LIMIT bytes, strict UTF-8, one final LF or CRLF dropped
-* (editors add one), then checked like -d.
-*/
-async function readDescriptionFile(source, stdin) {
-	const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, "the description");
-	let text;
-	try {
-		text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-	} catch (error) {
-		throw new UsageError(`the description in '${source}' is not valid UTF-8`, {
-			hint: "convert it, e.g. iconv -f LATIN1 -t UTF-8",
-			cause: error
-		});
-	}
-	text = text.replace(/\r?\n$/, "");
-	checkControls(text, `the description in '${source}'`);
-	return text;
-}
-var DESCRIPTION_FILE_LIMIT, CONTROL;
-var init_description = __esmMin((() => {
-	init_errors();
-	init_read_input();
-	DESCRIPTION_FILE_LIMIT = 65536;
-	CONTROL = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
-}));
 // dist/core/batch.js
 /** An item's failure, normalised so unexpected errors have a code too. */
 function asNotarizeError(error) {
@@ -9609,6 +9495,2951 @@ var init_hash_pool = __esmMin((() => {
 			for (const job of abandoned) job.reject(/* @__PURE__ */ new Error("the hash pool was closed before the file was hashed"));
 		}
 	};
+}));
+// dist/api/pages.js
+/** The path of the public verification page of `hash`, for a client that adds its own base URL. */
+function verificationPath(hash) {
+	return `${VERIFICATION_PAGE}${hash}`;
+}
+/** The public verification page of `hash` on the service at `baseUrl` (no trailing slash). */
+function verificationUrl(baseUrl, hash) {
+	return `${baseUrl}${verificationPath(hash)}`;
+}
+var VERIFICATION_PAGE;
+var init_pages = __esmMin((() => {
+	VERIFICATION_PAGE = "/verification/";
+}));
+// dist/store/disk.js
+/** The errno code of `error` or of an error it wraps (StoreError keeps the system's as its cause). */
+function errnoCode(error) {
+	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+		const code = current.code;
+		if (typeof code === "string" && code in REFUSALS) return code;
+		current = current.cause;
+	}
+}
+/**
+* The UsageError for a disk refusal met under `dir` before anything was
+* sent, or undefined when `error` is no disk refusal (the caller rethrows it).
+*/
+function diskRefusedBeforeSending(error, dir) {
+	const code = errnoCode(error);
+	if (code === void 0) return void 0;
+	return new UsageError(`${REFUSALS[code](dir)} (${code}); nothing was sent`, {
+		code: "disk_refused",
+		hint: "free some space there (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again",
+		cause: error
+	});
+}
+var REFUSALS;
+var init_disk = __esmMin((() => {
+	init_errors();
+	REFUSALS = {
+		ENOSPC: (dir) => `no space left on the device holding ${dir}`,
+		EDQUOT: (dir) => `the disk quota is exceeded on the device holding ${dir}`,
+		EROFS: (dir) => `the device holding ${dir} is read-only`,
+		EFBIG: (dir) => `a file size limit (ulimit -f) stops writes in ${dir}`
+	};
+}));
+// dist/mkdirs.js
+/**
+* `mkdir -p` that always ends. Node's own recursive mkdirSync (20.x) loops
+* forever, at 100 % CPU and deaf to signals (the loop is in C++ on the main
+* thread), when mkdir(2) answers ENOENT for a path whose parent exists, as
+* it does anywhere under /proc: NOTARIZE_CONFIG_DIR=/proc/x hung `notarize
+* pending`. Here each missing component is created once, from the top, and
+* the first failure is thrown as is (ENOTDIR, as mkdir -p, when `dir` exists
+* and is not a directory).
+*
+* Used for the store and for --receipt-dir (the promise form loops the same
+* way, on a thread-pool thread).
+*/
+/** Creates `dir` and its missing parents with `mode`; throws the fs error of the first that cannot be made. */
+function makeDirs(dir, mode) {
+	const missing = [];
+	for (let path = dir; statSync(path, { throwIfNoEntry: false }) === void 0;) {
+		missing.push(path);
+		const parent = dirname(path);
+		if (parent === path) break;
+		path = parent;
+	}
+	for (const path of missing.reverse()) try {
+		mkdirSync(path, { mode });
+	} catch (error) {
+		if (error.code !== "EEXIST") throw error;
+	}
+	if (!statSync(dir).isDirectory()) throw Object.assign(/* @__PURE__ */ new Error(`not a directory: '${dir}'`), { code: "ENOTDIR" });
+}
+var init_mkdirs = __esmMin((() => {}));
+// dist/store/files.js
+/**
+* File primitives of the local store: private directories, atomic writes and
+* reads that name the file when it is damaged. A damaged file is reported,
+* never rewritten or wiped: it may hold the only copy of a registration.
+*
+* The store may sit where others could plant links (a CI checkout that
+* earlier build steps touched, a shared /tmp), and notarize may run as root.
+* So no store file is ever opened through a symbolic link: writes create a
+* new file with O_EXCL|O_NOFOLLOW beside the target and rename it over the
+* target (a rename replaces a link itself, never what it points to), reads
+* open with O_NOFOLLOW and refuse a link. A store directory that is a link,
+* is not ours, or is writable by everyone (a sticky /tmp) is refused, never
+* chmod'ed: its content cannot be trusted, and changing its rights would
+* change them for everyone who shares it. Rights are only ever changed on an
+* open descriptor of the very directory or file that was checked.
+*/
+/** This process's user id; undefined where the platform has none (Windows: no owner checks). */
+function myUid() {
+	return process.getuid?.();
+}
+/**
+* Why `info` (from lstat, or fstat of a descriptor opened without following
+* links) cannot be a store directory, or undefined when it can.
+*/
+function unsafeDirReason(info) {
+	if (info.isSymbolicLink()) return "it is a symbolic link, which notarize does not follow";
+	if (!info.isDirectory()) return "it is not a directory";
+	const uid = myUid();
+	if (uid !== void 0 && info.uid !== uid) return `it belongs to another user (uid ${info.uid}, you are ${uid})`;
+	if (process.platform !== "win32" && (info.mode & 514) !== 0) return `it is world-writable or sticky, as shared directories are (mode ${(info.mode & 4095).toString(8)})`;
+}
+function dirError(dir, reason, cause) {
+	return new StoreError(dir, `cannot use the store directory ${dir}: ${reason}`, {
+		hint: HINT_DIR,
+		...cause === void 0 ? {} : { cause }
+	});
+}
+/**
+* Creates `dir` (and parents) readable by its owner alone. An existing
+* directory of ours with group rights is tightened to 0700; returns true when
+* it had to be, so the caller can warn. Throws StoreError naming the
+* directory when it is a link, not a directory, not ours or shared with
+* everyone (see the module comment), or cannot be created.
+*/
+function ensurePrivateDir(dir) {
+	try {
+		makeDirs(dir, 448);
+	} catch (error) {
+		const code = error.code;
+		if (isLink(dir)) throw dirError(dir, "it is a symbolic link, which notarize does not follow", error);
+		if (code === "EEXIST" || code === "ENOTDIR") throw dirError(dir, "it is not a directory", error);
+		throw dirError(dir, error.message, error);
+	}
+	const tightened = tightenDirIfExists(dir);
+	if (tightened === void 0) throw dirError(dir, "it disappeared while being prepared");
+	return tightened;
+}
+/**
+* Checks an existing store directory as ensurePrivateDir does, without
+* creating it: true when it had to be tightened, false when it was already
+* private, undefined when it does not exist.
+*/
+function tightenDirIfExists(dir) {
+	let seen;
+	try {
+		seen = lstatSync(dir);
+	} catch (error) {
+		if (error.code === "ENOENT") return void 0;
+		throw dirError(dir, error.message, error);
+	}
+	const reason = unsafeDirReason(seen);
+	if (reason !== void 0) throw dirError(dir, reason);
+	if (process.platform === "win32" || (seen.mode & 63) === 0) return false;
+	let fd;
+	try {
+		fd = openSync(dir, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	} catch (error) {
+		throw dirError(dir, `it changed while being checked (${error.code})`, error);
+	}
+	try {
+		const info = fstatSync(fd);
+		if (info.ino !== seen.ino || info.dev !== seen.dev) throw dirError(dir, "it changed while being checked");
+		fchmodSync(fd, 448);
+		return true;
+	} catch (error) {
+		if (error instanceof StoreError) throw error;
+		throw dirError(dir, error.message, error);
+	} finally {
+		closeSync(fd);
+	}
+}
+/**
+* Reads a store file without following a link. Returns undefined when it
+* does not exist; throws StoreError naming the file when it is a link, not a
+* regular file, another user's, or unreadable. Given `onTightened`, a file
+* of ours readable by others is tightened to 0600 (its owner bits kept) and
+* `onTightened` told.
+*/
+function readPrivateFile(file, onTightened) {
+	let fd;
+	try {
+		fd = openSync(file, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+	} catch (error) {
+		const code = error.code;
+		if (code === "ENOENT") return void 0;
+		if ((code === "ELOOP" || code === "EMLINK") && isLink(file)) throw fileError(file, "it is a symbolic link");
+		throw fileError(file, error.message, error);
+	}
+	try {
+		const info = fstatSync(fd);
+		if (!info.isFile()) throw fileError(file, "it is not a regular file");
+		const uid = myUid();
+		if (uid !== void 0 && info.uid !== uid) throw fileError(file, `it belongs to another user (uid ${info.uid}, you are ${uid})`);
+		if (onTightened !== void 0 && process.platform !== "win32" && (info.mode & 63) !== 0) {
+			fchmodSync(fd, info.mode & 448);
+			onTightened?.();
+		}
+		return readFileSync(fd, "utf8");
+	} catch (error) {
+		if (error instanceof StoreError) throw error;
+		throw fileError(file, error.message, error);
+	} finally {
+		closeSync(fd);
+	}
+}
+function isLink(path) {
+	try {
+		return lstatSync(path).isSymbolicLink();
+	} catch {
+		return false;
+	}
+}
+function fileError(file, reason, cause) {
+	return new StoreError(file, `cannot read store file ${file}: ${reason}`, {
+		hint: "notarize never reads or writes a store file through a link or owned by someone else: move it aside, or use a store of your own",
+		...cause === void 0 ? {} : { cause }
+	});
+}
+/**
+* Writes `data` to `file` atomically: a new temporary file in the same
+* directory, flushed to disk, then renamed over the target, and the directory
+* flushed too. A reader (or a process killed mid-write) sees the old file or
+* the new one, never a mix. Temporary files start with a dot; a process
+* killed before its rename leaves one behind, which listings skip.
+*
+* No link is ever followed: the temporary file is created with
+* O_EXCL|O_NOFOLLOW (a link planted at its name makes the create fail), and
+* a rename over a link replaces the link itself. With `replace: false` the
+* temporary file is hard-linked to the target instead, which fails when
+* anything (a link included) is there.
+*
+* Only the two flushes wait for the disk, and they run on libuv's thread
+* pool, so those of a batch's documents overlap and this thread never waits
+* for the disk. The other calls (open, write, close, rename) take
+* microseconds on a store file of a few hundred bytes: made here, they cost
+* less than a thread-pool round trip each, which in a batch was most of the
+* store's CPU time (see docs/performance.md). The promise settles only once
+* the data is durable.
+*/
+async function writeFileAtomic(file, data, options = {}) {
+	const dir = dirname(file);
+	const temp = join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
+	const bytes = Buffer.from(data, "utf8");
+	let fd = openSync(temp, CREATE_NEW, options.mode ?? 384);
+	try {
+		for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done);
+		await fdatasyncOnPool(fd);
+		const written = fd;
+		fd = void 0;
+		closeSync(written);
+		if (options.replace === false) {
+			linkOrCreate(temp, file, bytes, options.mode ?? 384);
+			ignoreErrors(() => unlinkSync(temp));
+		} else renameSync(temp, file);
+	} catch (error) {
+		if (fd !== void 0) ignoreErrors(() => closeSync(fd));
+		ignoreErrors(() => unlinkSync(temp));
+		throw error;
+	}
+	await (options.flushes ? options.flushes.flush(dir) : syncDir(dir));
+}
+/**
+* Gives the complete file `temp` the name `file` only if that name is free.
+* Where hard links are not supported, creates `file` with O_EXCL|O_NOFOLLOW
+* and writes it (a reader may then briefly see it incomplete).
+*/
+function linkOrCreate(temp, file, bytes, mode) {
+	try {
+		linkSync(temp, file);
+		return;
+	} catch (error) {
+		const code = error.code;
+		if (code !== "EPERM" && code !== "ENOTSUP" && code !== "ENOSYS") throw error;
+	}
+	const fd = openSync(file, CREATE_NEW, mode);
+	try {
+		for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done);
+		fsyncSync(fd);
+	} finally {
+		closeSync(fd);
+	}
+}
+function fdatasyncOnPool(fd) {
+	return new Promise((resolve, reject) => fdatasync(fd, (error) => error ? reject(error) : resolve()));
+}
+function ignoreErrors(fn) {
+	try {
+		fn();
+	} catch {}
+}
+/**
+* A name part no other writer on this host uses: the pid, a random tag per
+* module instance (pids are reused; threads load their own), a counter. The
+* tag and counter stay module-level on purpose: they name this instance of
+* the code, whoever writes (the store, locks, receipts), and hold nothing else.
+*/
+function uniqueSuffix() {
+	return `${process.pid}.${PROCESS_TAG}.${(writeCounter++).toString(36)}`;
+}
+/** Flushes a directory's entries (the rename) to disk; best effort, as some platforms cannot. */
+async function syncDir(dir) {
+	let fd;
+	try {
+		fd = openSync(dir, "r");
+	} catch {
+		return;
+	}
+	try {
+		await new Promise((resolve) => fsync(fd, () => resolve()));
+	} finally {
+		ignoreErrors(() => closeSync(fd));
+	}
+}
+/** Removes a file; a file already gone is not an error. */
+function removeFile(file) {
+	try {
+		unlinkSync(file);
+	} catch (error) {
+		if (error.code !== "ENOENT") throw error;
+	}
+}
+/**
+* Reads and validates a JSON store file. Returns undefined when it does not
+* exist; throws StoreError naming the file when it is unreadable, not JSON or
+* not of the expected shape.
+*/
+function readStoreFile(file, schema) {
+	const text = readPrivateFile(file);
+	if (text === void 0) return void 0;
+	let value;
+	try {
+		value = JSON.parse(text);
+	} catch (error) {
+		throw corrupt(file, "not valid JSON", error);
+	}
+	const parsed = schema.safeParse(value);
+	if (!parsed.success) throw corrupt(file, describeZodError(parsed.error), parsed.error);
+	return parsed.data;
+}
+/** The error for a damaged store file: names it and says how to recover. */
+function corrupt(file, reason, cause) {
+	return new StoreError(file, `store file ${file} is damaged (${reason})`, {
+		hint: recoveryHint(file),
+		cause
+	});
+}
+/** What the user can do about a damaged file, by what it holds. */
+function recoveryHint(file) {
+	const untouched = "notarize leaves it untouched";
+	const name = basename(file);
+	if (name === "credentials.json") return `${untouched}: repair it by hand, or move it aside and log in again (\`notarize login\`)`;
+	if (name === "config.json") return `${untouched}: repair it by hand, or move it aside (settings go back to their defaults; \`notarize config set\` sets them again)`;
+	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
+	return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${basename(file, ".json")}\` (kept aside) to start that registration afresh`;
+}
+var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, PROCESS_TAG, writeCounter, DirFlushes;
+var init_files = __esmMin((() => {
+	init_errors();
+	init_mkdirs();
+	init_validation();
+	O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+	O_DIRECTORY = constants.O_DIRECTORY ?? 0;
+	O_NONBLOCK = constants.O_NONBLOCK ?? 0;
+	CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW;
+	HINT_DIR = "use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR";
+	PROCESS_TAG = randomBytes(4).toString("hex");
+	writeCounter = 0;
+	DirFlushes = class {
+		#byDir = /* @__PURE__ */ new Map();
+		/** Resolves once a flush of `dir` that started after this call has ended. */
+		flush(dir) {
+			const flushes = this.#byDir.get(dir) ?? {};
+			this.#byDir.set(dir, flushes);
+			const start = () => {
+				const running = syncDir(dir).finally(() => {
+					if (flushes.running !== running) return;
+					flushes.running = void 0;
+					if (flushes.next === void 0) this.#byDir.delete(dir);
+				});
+				flushes.running = running;
+				return running;
+			};
+			if (flushes.running === void 0) return start();
+			flushes.next ??= flushes.running.then(() => {
+				flushes.next = void 0;
+				return start();
+			});
+			return flushes.next;
+		}
+	};
+}));
+// dist/store/lock.js
+/**
+* A per-hash lock between notarize processes, so two processes never run the
+* request/forfait flow for the same hash at once (which could complete one
+* notarization twice).
+*
+* A lock is a file holding `<pid> <host> <nonce> lease=<ms> [ns=<id>]`. It
+* comes into existence complete: its text is written to a private temporary
+* file which is then hard-linked to the lock's name, an atomic
+* create-if-absent (an O_EXCL create followed by a write would show other
+* processes an empty lock).
+*
+* Liveness is a heartbeat lease, because a pid proves nothing about a process
+* in another PID namespace (a container) or on another host sharing the
+* store: there `kill(pid, 0)` says "no such process" about a live owner. The
+* owner refreshes the lock's mtime every LEASE_MS / 3 through the descriptor
+* of the file it created (so it can only ever touch its own lock), from an
+* unref'd timer. A waiter judges a lock stale only once it has itself seen
+* the lock unchanged (same text, inode, mtime and ctime) for LEASE_MS on its
+* own monotonic clock: no clock of another machine is trusted, so skew
+* between hosts cannot make a live lock look old. The one shortcut: a lock
+* whose `ns=` (boot id + PID namespace inode) is ours was written in this
+* very PID namespace of this very kernel, where `kill(pid, 0)` answering
+* ESRCH does prove the owner gone; it is taken over at once. Any other answer
+* (alive, EPERM, a reused pid) falls back to the lease.
+*
+* A lock without `lease=` was written by an older notarize, which never
+* refreshes: it is judged by age (LEGACY_STALE_MS, longer than such a run
+* could hold a lock). A lock whose text cannot be read as ours (empty while
+* being written on a file system without hard links, or foreign) is stale
+* once seen unchanged for UNREADABLE_GRACE_MS.
+*
+* Deleting a stale lock is the classic race: two waiters both see the dead
+* owner, one deletes it and takes the lock, then the other deletes that *new*
+* lock. So a waiter may delete a stale lock only while it holds the claim
+* for that very lock instance (`<lock>.<id>.claim`, created the same
+* exclusive way, id = digest of the stale lock's text and inode), and only
+* after checking, under the claim, that the lock is still that instance.
+* Nobody else can delete that instance in between: its owner is dead and the
+* claim is unique. A claim is held for a few system calls only, so it is not
+* refreshed; it carries the same text, and a claim whose holder died is taken
+* over by the same rules (namespace shortcut, else unchanged for LEASE_MS)
+* one level up, so no file is ever deleted on a guess.
+*
+* What a lease cannot cover: an owner suspended (SIGSTOP, a paused VM) or
+* whose event loop is blocked for longer than LEASE_MS * 2/3 stops
+* refreshing and is then indistinguishable from a dead one. Nothing under
+* the lock runs long synchronously (hashing is done before the lock is
+* taken; store writes are single small files).
+*/
+/** A lock path holding something no notarize wrote there: refused, never waited on. */
+function notALock(file, why) {
+	return new StoreError(file, `lock file ${file} is not a lock: ${why}`, { hint: "notarize never makes one like it: remove it, or use a store of your own" });
+}
+function fullTiming(timing) {
+	return {
+		leaseMs: timing.leaseMs ?? 12e3,
+		pollMs: timing.pollMs ?? POLL_MS,
+		unreadableGraceMs: timing.unreadableGraceMs ?? UNREADABLE_GRACE_MS
+	};
+}
+/**
+* This kernel's boot id and our PID namespace's inode: equal in two lock
+* texts only when both processes see the same pids (see the module comment).
+* Undefined where /proc does not tell (not Linux, /proc hidden).
+*/
+function pidNamespace() {
+	if (namespaceMemo === void 0) {
+		namespaceMemo = null;
+		if (process.platform === "linux") try {
+			const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+			const ns = statSync("/proc/self/ns/pid");
+			if (/^[0-9a-f-]{32,36}$/.test(boot)) namespaceMemo = `${boot}/${ns.dev}/${ns.ino}`;
+		} catch {}
+	}
+	return namespaceMemo ?? void 0;
+}
+/**
+* The text of a lock or claim held by process `pid` of this PID namespace.
+* Exported for tests, which plant the locks killed processes leave behind.
+*/
+function lockText(pid, nonce, leaseMs = LEASE_MS) {
+	const ns = pidNamespace();
+	return `${pid} ${HOST} ${nonce} lease=${leaseMs}${ns === void 0 ? "" : ` ns=${ns}`}\n`;
+}
+function ownText(leaseMs) {
+	return lockText(process.pid, randomBytes(8).toString("hex"), leaseMs);
+}
+function parse(text) {
+	const [pid, host, , ...rest] = text.trim().split(" ");
+	const field = (name) => rest.find((f) => f.startsWith(`${name}=`))?.slice(name.length + 1);
+	const lease = field("lease");
+	return {
+		pid: pid !== void 0 && /^\d{1,7}$/.test(pid) && Number(pid) > 0 && Number(pid) <= MAX_PID ? Number(pid) : void 0,
+		host,
+		leaseMs: lease !== void 0 && /^\d{1,9}$/.test(lease) ? Number(lease) : void 0,
+		ns: field("ns")
+	};
+}
+function inspect(file) {
+	let fd;
+	try {
+		fd = openSync(file, LOCK_READ_FLAGS);
+	} catch (error) {
+		if (error.code === "ENOENT") return void 0;
+		if (error.code === "ELOOP") throw notALock(file, "it is a symbolic link");
+		throw error;
+	}
+	try {
+		const info = fstatSync(fd);
+		if (!info.isFile()) throw notALock(file, "it is not a regular file");
+		const text = readFileSync(fd, "utf8");
+		const id = `${text}\u0000${info.dev}:${info.ino}`;
+		return {
+			id,
+			version: `${id}\u0000${info.mtimeMs}:${info.ctimeMs}:${info.size}`,
+			...parse(text),
+			ageMs: Date.now() - info.mtimeMs
+		};
+	} finally {
+		closeSync(fd);
+	}
+}
+/** False only when `kill(pid, 0)` says there is no such process (ESRCH). */
+function processExists(pid) {
+	try {
+		process.kill(pid, 0);
+		return true;
+	} catch (error) {
+		return error.code !== "ESRCH";
+	}
+}
+/** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
+function isStale(file, seen, watch, timing) {
+	const ours = pidNamespace();
+	if (seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid)) return true;
+	const quiet = watch.quietMs(file, seen);
+	if (seen.pid === void 0) return quiet >= timing.unreadableGraceMs;
+	if (seen.leaseMs === void 0) return seen.ageMs >= LEGACY_STALE_MS;
+	return quiet >= Math.min(Math.max(timing.leaseMs, seen.leaseMs), LEGACY_STALE_MS);
+}
+/**
+* Creates `file` holding `text` only if it does not exist. Returns an open
+* descriptor of the new file (the owner refreshes its lease through it), or
+* undefined when the file exists.
+*/
+function createExclusive(file, text) {
+	const temp = `${file}.${uniqueSuffix()}.tmp`;
+	const fd = openSync(temp, "wx", 384);
+	let keep = false;
+	try {
+		writeFileSync(fd, text);
+		try {
+			linkSync(temp, file);
+			keep = true;
+			return fd;
+		} catch (error) {
+			const code = error.code;
+			if (code === "EEXIST") return void 0;
+			if (code === "EPERM" || code === "ENOTSUP" || code === "ENOSYS") return createWithoutLink(file, text);
+			throw error;
+		}
+	} finally {
+		if (!keep) closeSync(fd);
+		removeFile(temp);
+	}
+}
+/** For file systems without hard links: O_EXCL; a reader may briefly see it empty (the grace above covers it). */
+function createWithoutLink(file, text) {
+	let fd;
+	try {
+		fd = openSync(file, "wx", 384);
+	} catch (error) {
+		if (error.code === "EEXIST") return void 0;
+		throw error;
+	}
+	try {
+		writeFileSync(fd, text);
+		return fd;
+	} catch (error) {
+		closeSync(fd);
+		removeFile(file);
+		throw error;
+	}
+}
+/**
+* Keeps the lease of the lock open as `fd` alive until the returned function
+* is called, which also closes `fd`. The timer is unref'd: it never keeps the
+* process alive, and a signal that ends the process ends it too.
+*/
+function keepFresh(fd, leaseMs) {
+	const timer = setInterval(() => {
+		try {
+			const now = /* @__PURE__ */ new Date();
+			futimesSync(fd, now, now);
+		} catch {}
+	}, leaseMs / REFRESHES_PER_LEASE);
+	timer.unref();
+	return () => {
+		clearInterval(timer);
+		closeSync(fd);
+	};
+}
+/**
+* Deletes the stale lock instance `seen` at `file`, under its claim (see the
+* module comment). Returns without deleting when another waiter holds the
+* claim or the lock has changed; the caller just looks again.
+*/
+function takeOver(file, seen, watch, timing, depth = 0) {
+	const claim = `${file}.${createHash("sha256").update(seen.id).digest("hex").slice(0, 16)}.claim`;
+	const mine = ownText(timing.leaseMs);
+	const fd = createExclusive(claim, mine);
+	if (fd === void 0) {
+		const holder = inspect(claim);
+		if (holder && depth < MAX_CLAIM_DEPTH && isStale(claim, holder, watch, timing)) takeOver(claim, holder, watch, timing, depth + 1);
+		return;
+	}
+	closeSync(fd);
+	try {
+		if (inspect(file)?.id === seen.id) unlinkSync(file);
+	} finally {
+		release(claim, mine);
+	}
+}
+/**
+* Releases the lock `file` from a signal handler, where withLock's `finally`
+* never runs because the process exits: removed only when it names this
+* process on this host (only this process writes its own pid here). Left in
+* place it would be found stale by the next run anyway; removing it saves
+* that run the takeover. Never throws.
+*/
+function releaseOwnLock(file) {
+	try {
+		const seen = inspect(file);
+		if (seen?.pid === process.pid && (seen.host === void 0 || seen.host === HOST)) removeFile(file);
+	} catch {}
+}
+/** Removes a lock or claim we hold, unless (impossibly, but cheaply checked) it is no longer ours. */
+function release(file, mine) {
+	try {
+		if (readPrivateFile(file) !== mine) return;
+	} catch {
+		return;
+	}
+	removeFile(file);
+}
+/**
+* Runs `fn` holding the lock file `file`, refreshing its lease meanwhile;
+* waits up to `waitMs` for a live owner, taking over a dead owner's lock
+* (at once when it provably died in our PID namespace, otherwise once its
+* lease has gone unrefreshed for LEASE_MS), then throws TransientError
+* (exit 4: try again later). `timing` is for tests (see LockTiming).
+*/
+async function withLock(file, waitMs, fn, timing = {}) {
+	const full = fullTiming(timing);
+	const { leaseMs, pollMs } = full;
+	const deadline = Date.now() + waitMs;
+	const mine = ownText(leaseMs);
+	const watch = new Watch();
+	let fd;
+	while ((fd = createExclusive(file, mine)) === void 0) {
+		const seen = inspect(file);
+		if (seen === void 0) continue;
+		if (isStale(file, seen, watch, full)) {
+			takeOver(file, seen, watch, full);
+			continue;
+		}
+		if (Date.now() >= deadline) {
+			const legacy = seen.pid !== void 0 && seen.leaseMs === void 0;
+			throw new TransientError(`another notarize process (pid ${seen.pid ?? "?"}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ""}) is working on the same hash`, {
+				hint: legacy ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 6e4} minutes old (${file})` : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1e3} s without a refresh`,
+				notProcessed: true
+			});
+		}
+		await setTimeout$1(pollMs);
+	}
+	const stop = keepFresh(fd, leaseMs);
+	try {
+		return await fn();
+	} finally {
+		release(file, mine);
+		stop();
+	}
+}
+var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch;
+var init_lock = __esmMin((() => {
+	init_errors();
+	init_files();
+	POLL_MS = 25;
+	LOCK_READ_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
+	LEASE_MS = 12e3;
+	REFRESHES_PER_LEASE = 3;
+	LEGACY_STALE_MS = 6e5;
+	UNREADABLE_GRACE_MS = 5e3;
+	MAX_CLAIM_DEPTH = 4;
+	MAX_PID = 4194304;
+	HOST = hostname();
+	Watch = class {
+		#since = /* @__PURE__ */ new Map();
+		/** How long `file` has been seen unchanged as `seen`, by this waiter; 0 the first time. */
+		quietMs(file, seen) {
+			const now = performance.now();
+			const known = this.#since.get(file);
+			if (known?.version === seen.version) return now - known.at;
+			this.#since.set(file, {
+				version: seen.version,
+				at: now
+			});
+			return 0;
+		}
+	};
+}));
+// dist/core/mime.js
+/**
+* MIME types for the custody metadata's `type` field, by file extension.
+* A short table of the documents people notarize; anything else is sent as
+* application/octet-stream, which is always true.
+*/
+/** The MIME type for a file name; application/octet-stream when unknown. */
+function mimeType(fileName) {
+	return TYPES[extname(fileName).toLowerCase()] ?? "application/octet-stream";
+}
+var TYPES;
+var init_mime = __esmMin((() => {
+	TYPES = {
+		".pdf": "application/pdf",
+		".txt": "text/plain",
+		".md": "text/markdown",
+		".json": "application/json",
+		".xml": "application/xml",
+		".csv": "text/csv",
+		".html": "text/html",
+		".htm": "text/html",
+		".png": "image/png",
+		".jpg": "image/jpeg",
+		".jpeg": "image/jpeg",
+		".gif": "image/gif",
+		".svg": "image/svg+xml",
+		".zip": "application/zip",
+		".gz": "application/gzip",
+		".tar": "application/x-tar",
+		".doc": "application/msword",
+		".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+		".xls": "application/vnd.ms-excel",
+		".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+		".odt": "application/vnd.oasis.opendocument.text"
+	};
+}));
+// dist/core/notarize.js
+/** Whether `error` is the 409 that says the service already has the hash (see the module comment). */
+function isAlreadyRegistered(error) {
+	return error instanceof ServiceRefusedError && error.status === 409;
+}
+/** Runs the register flow for one hash; see the module comment. */
+async function register(deps, input) {
+	const { store } = deps;
+	return locked(deps, input.hash, async (tracked) => {
+		const existing = store.readRecord(input.hash);
+		if (existing) store.removeLeftoverPending(existing);
+		if (existing && !input.force) return {
+			kind: "already-registered",
+			hash: input.hash,
+			entry: existing
+		};
+		let pending = store.readPending(input.hash);
+		const reused = pending !== void 0;
+		if (pending === void 0) {
+			const unanswered = input.force ? void 0 : store.readUnanswered(input.hash);
+			if (unanswered !== void 0) throw requestUnread(input.hash, unanswered.requestedAt);
+			try {
+				pending = await requestStep(deps, input);
+			} catch (error) {
+				if (!isAlreadyRegistered(error)) throw error;
+				const service = {
+					message: error.serviceMessage,
+					retiredSession: void 0
+				};
+				return {
+					kind: "already-registered",
+					hash: input.hash,
+					entry: existing,
+					service
+				};
+			}
+		}
+		tracked.sessionSaved();
+		if (!input.complete) return {
+			kind: "pending",
+			entry: pending,
+			reused
+		};
+		if (pending.forfaitUnreadAt !== void 0) throw answerUnread(deps, pending);
+		return finish$1(deps, pending, reused, input);
+	});
+}
+/**
+* Runs `fn` holding the lock of `hash`, known to interrupt.ts meanwhile: a
+* signal then releases the lock, and its line names the session once `fn`
+* says it is saved. Until `fn` starts, only the lock is being made and
+* nothing has been sent, so a full (or read-only) disk is a usage error
+* saying so (store/disk.ts); once it has started, its errors pass unchanged
+* (a store write failing after an answer is `notSaved`'s). `hash` may also
+* name another step under its own lock (aggregate.ts: `aggregate`).
+*/
+async function locked(deps, hash, fn) {
+	let started = false;
+	try {
+		const file = deps.store.lockFile(hash);
+		return await withLock(file, deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
+			started = true;
+			const tracked = track(hash, () => releaseOwnLock(file));
+			try {
+				return await fn(tracked);
+			} finally {
+				tracked.done();
+			}
+		}, deps.lockTiming);
+	} catch (error) {
+		if (started) throw error;
+		throw diskRefusedBeforeSending(error, deps.store.dir) ?? error;
+	}
+}
+/** Completes the registration of `hash` (step 4); see the module comment. */
+async function complete(deps, hash, source) {
+	const { store } = deps;
+	return locked(deps, hash, async (tracked) => {
+		const existing = store.readRecord(hash);
+		if (existing) {
+			store.removeLeftoverPending(existing);
+			return {
+				kind: "already-registered",
+				hash,
+				entry: existing
+			};
+		}
+		const stored = store.readPending(hash);
+		if (stored) tracked.sessionSaved();
+		let pending;
+		if (source.kind === "store") {
+			if (!stored) throw new UsageError(`no pending session for ${hash}`, {
+				code: "no_pending_session",
+				hint: "register it first (`notarize register`), or pass the session with --session <file|->"
+			});
+			pending = stored;
+		} else {
+			const sessionJson = source.kind === "given" ? source.json : (await deps.api.activeSubscription()).raw;
+			pending = {
+				hash,
+				description: (source.kind === "given" ? source.description : void 0) ?? stored?.description ?? "",
+				custody: false,
+				savedAt: now(deps).toISOString(),
+				sessionJson
+			};
+			if (!stored) {
+				await savePendingOrExplain(deps, pending, { sentBefore: source.kind !== "given" });
+				tracked.sessionSaved();
+				const outcome = await finishGiven(deps, pending);
+				store.clearUnanswered(hash);
+				return outcome;
+			}
+		}
+		return finish$1(deps, pending, true, { hash });
+	});
+}
+/**
+* Completes with a session given by hand and saved by this run. A 404 proves
+* the service does not know the hash, so that session was never good for it:
+* it is not kept (the user still has it where they gave it from).
+*/
+async function finishGiven(deps, pending) {
+	try {
+		return await finish$1(deps, pending, true, { hash: pending.hash });
+	} catch (error) {
+		if (error instanceof ServiceRefusedError && error.status === 404) {
+			deps.store.removePending(pending.hash);
+			error.hint = `the service does not know ${pending.hash}, so the session given was not kept; register the document first (\`notarize register\`)`;
+		}
+		throw error;
+	}
+}
+/**
+* How every registration ends, in `register` or `complete`: forfait, then the
+* custody metadata when the request asked for custody (the stored session
+* decides, not this run's flags). A 409 from forfait retires the session.
+*/
+async function finish$1(deps, pending, reusedSession, input) {
+	let entry;
+	try {
+		entry = await completeStep(deps, pending);
+	} catch (error) {
+		if (!isAlreadyRegistered(error)) throw error;
+		const retiredSession = await retire(deps, pending.hash, `forfait answered 409: ${error.serviceMessage ?? ""}`);
+		const service = {
+			message: error.serviceMessage,
+			retiredSession
+		};
+		return {
+			kind: "already-registered",
+			hash: pending.hash,
+			entry: void 0,
+			service
+		};
+	}
+	const custody = pending.custody ? await sendMetadata(deps, input, pending) : void 0;
+	return {
+		kind: "completed",
+		entry,
+		reusedSession,
+		...custody ? { custody } : {}
+	};
+}
+/** Moves a pending session aside; if the disk refuses, says so with exit 1 (forfait was sent). */
+async function retire(deps, hash, reason) {
+	try {
+		return await deps.store.retirePending(hash, reason, now(deps));
+	} catch (error) {
+		throw new NotarizeError("store_write", EXIT.refused, `the service says ${hash} is already registered, but its pending session could not be moved aside: ${error.message}`, {
+			hint: `retire it with \`notarize pending drop ${hash}\``,
+			cause: error
+		});
+	}
+}
+/** The refusal to request again a hash whose last request step was answered unreadably. */
+function requestUnread(hash, requestedAt) {
+	return new ProtocolError(`the registration request for ${hash} was answered 2xx at ${requestedAt}, but the answer could not be read; notarize does not request it again on its own`, { hint: `the service may hold a subscription session for it: \`notarize complete ${hash} --use-active-subscription\` completes it with your active subscription; \`notarize pending drop ${hash}\` (or register --force) requests anew` });
+}
+/** The refusal to send again a session whose last forfait was answered unreadably (`forfaitUnreadAt` set). */
+function answerUnread(deps, pending) {
+	const page = deps.api.transport.url(verificationPath(pending.hash));
+	return new ProtocolError(`the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt} and answered, but the answer could not be read; notarize does not send it again on its own`, { hint: `the service may have completed it (see ${page}); \`notarize complete ${pending.hash}\` sends the session again (if it went through, the service answers 409 and the session is retired), or \`notarize pending drop ${pending.hash}\` puts it aside` });
+}
+function now(deps) {
+	return deps.now?.() ?? /* @__PURE__ */ new Date();
+}
+/** The request step; the answer is saved before this returns or throws. */
+async function requestStep(deps, input) {
+	deps.onStep?.("requesting");
+	const save = async (sessionJson) => {
+		const entry = {
+			hash: input.hash,
+			description: input.description,
+			custody: input.custody,
+			savedAt: now(deps).toISOString(),
+			...input.file ? { file: input.file } : {},
+			sessionJson
+		};
+		await savePendingOrExplain(deps, entry);
+		return entry;
+	};
+	try {
+		const saved = await save((await deps.api.requestRegistration({
+			blockchainType: input.blockchain,
+			custody: input.custody,
+			description: input.description,
+			hash: input.hash,
+			signed: input.signed,
+			status: "not_registered"
+		})).raw);
+		deps.store.clearUnanswered(input.hash);
+		return saved;
+	} catch (error) {
+		if (error instanceof InvalidAnswerError && isPlainObject(error.json)) {
+			await save(error.raw);
+			throw new ProtocolError(`${error.message}; the answer was kept as pending`, {
+				hint: `inspect it with \`notarize pending\`; \`notarize complete ${input.hash}\` sends it back as received`,
+				cause: error
+			});
+		}
+		if (error instanceof UnreadableAnswerError) {
+			const requestedAt = now(deps).toISOString();
+			await deps.store.markUnanswered({
+				hash: input.hash,
+				description: input.description,
+				requestedAt
+			}).catch(() => {});
+			error.hint = requestUnread(input.hash, requestedAt).hint;
+		}
+		throw error;
+	}
+}
+/** Forfait with the pending session; on success the record is in the ledger and the session gone. */
+async function completeStep(deps, pending) {
+	deps.onStep?.("completing");
+	const { store } = deps;
+	const save = async (recordJson) => {
+		const entry = {
+			hash: pending.hash,
+			completedAt: now(deps).toISOString(),
+			...pending.file ? { file: pending.file } : {},
+			recordJson
+		};
+		try {
+			await store.saveRecord(entry);
+		} catch (error) {
+			throw notSaved(`the registration of ${pending.hash} was completed, but its record could not be saved`, error, {
+				what: "record",
+				text: recordJson,
+				next: `the session stays pending in ${store.pendingFile(pending.hash)}`
+			});
+		}
+		store.removePending(pending.hash);
+		return entry;
+	};
+	let answer;
+	try {
+		answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson);
+	} catch (error) {
+		if (error instanceof InvalidAnswerError) throw await setAside(deps, pending, error.raw, error.message);
+		if (error instanceof UnreadableAnswerError) {
+			const marked = await markAnswerUnread(deps, pending);
+			error.hint = [error.hint, answerUnread(deps, marked).hint].filter(Boolean).join("; ");
+			throw error;
+		}
+		if (isAlreadyRegistered(error)) throw error;
+		throw withCompleteHint(deps, error, pending.hash);
+	}
+	if (answer.value.hash.toLowerCase() !== pending.hash) throw await setAside(deps, pending, answer.raw, `the answer is a record of hash ${answer.value.hash}`);
+	return save(answer.raw);
+}
+/** Marks a session whose forfait was answered 2xx without a usable record (see answerUnread). */
+async function markAnswerUnread(deps, pending) {
+	const marked = {
+		...pending,
+		forfaitUnreadAt: now(deps).toISOString()
+	};
+	await deps.store.savePending(marked).catch(() => {});
+	return marked;
+}
+/**
+* A 2xx forfait answer that is not a record of this hash (another hash, no
+* hash, an error object...): it never enters the ledger, where `verify` would
+* take it for proof. It is kept aside in quarantine/ for a person to read,
+* and the session stays pending, marked so that only an explicit `complete`
+* sends it again. Returns the exit-5 error to throw.
+*/
+async function setAside(deps, pending, raw, why) {
+	const marked = await markAnswerUnread(deps, pending);
+	let kept;
+	try {
+		kept = `kept aside in ${await deps.store.quarantine(pending.hash, raw, why, now(deps))}`;
+	} catch {
+		kept = "it could not even be kept aside";
+	}
+	return new ProtocolError(`the service answered the completion of ${pending.hash} with something that is not its record (${why}); it was not put in the ledger: ${kept}`, { hint: answerUnread(deps, marked).hint });
+}
+/**
+* Adds to a failed completion's hint what happened to the session and what to
+* do next. Only failures that prove the service did not complete it (network
+* errors before an answer, 5xx, 429, 401) say to simply run `complete` again.
+*/
+function withCompleteHint(deps, error, hash) {
+	if (!(error instanceof NotarizeError) || error instanceof UsageError) return error;
+	const file = deps.store.pendingFile(hash);
+	const page = deps.api.transport.url(verificationPath(hash));
+	let next;
+	if (error instanceof ServiceRefusedError) next = `the session is kept in ${file}; if the service will never accept it, \`notarize pending drop ${hash}\` puts it aside`;
+	else if (error instanceof ProtocolError) next = `the service may have completed it, but its answer could not be read (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again`;
+	else next = `the session is kept: finish with \`notarize complete ${hash}\``;
+	error.hint = error.hint ? `${error.hint}; ${next}` : next;
+	return error;
+}
+/**
+* Saves a pending session; if the disk refuses, the error carries the session
+* so it is not lost. When nothing was sent before (`sentBefore: false`, a
+* session given by hand), the user still has it: a full disk is then a usage
+* error like any other met before sending.
+*/
+async function savePendingOrExplain(deps, entry, { sentBefore } = { sentBefore: true }) {
+	try {
+		await deps.store.savePending(entry);
+	} catch (error) {
+		const refused = sentBefore ? void 0 : diskRefusedBeforeSending(error, deps.store.dir);
+		if (refused) throw refused;
+		throw notSaved(`the session for ${entry.hash} could not be saved`, error, {
+			what: "session",
+			text: entry.sessionJson,
+			next: `save it to a file and finish with \`notarize complete ${entry.hash} --session <file>\``
+		});
+	}
+}
+/**
+* A store write that failed after the service answered: the message says
+* why, and the hint quotes the answer so the user can keep it. Exit 1: this
+* is not a usage error (something was sent) nor worth a blind retry.
+*/
+function notSaved(message, error, answer) {
+	const quoted = answer.text.length <= MAX_QUOTED_CHARS ? `the ${answer.what} the service sent: ${answer.text.trim()}` : `the ${answer.what} the service sent is too long to show`;
+	return new NotarizeError("store_write", EXIT.refused, `${message}: ${error.message}`, {
+		hint: `${answer.next}; ${quoted}`,
+		cause: error
+	});
+}
+async function sendMetadata(deps, input, pending) {
+	const file = input.file ?? pending.file;
+	const session = subscriptionSessionSchema.safeParse(JSON.parse(pending.sessionJson));
+	if (!file || !session.success) return {
+		metadataSent: false,
+		error: new UsageError("custody metadata needs the local file and a valid session")
+	};
+	deps.onStep?.("metadata");
+	try {
+		await deps.api.putFileMetadata({
+			hash: input.hash,
+			name: file.name,
+			type: mimeType(file.name),
+			size: file.size,
+			lastModified: file.lastModified,
+			userId: session.data.userId,
+			...input.walletName === void 0 ? {} : { walletName: input.walletName }
+		});
+		return { metadataSent: true };
+	} catch (error) {
+		if (error instanceof NotarizeError) return {
+			metadataSent: false,
+			error
+		};
+		throw error;
+	}
+}
+function isPlainObject(value) {
+	return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+var DEFAULT_LOCK_WAIT_MS, MAX_QUOTED_CHARS;
+var init_notarize = __esmMin((() => {
+	init_pages();
+	init_schemas();
+	init_errors();
+	init_disk();
+	init_interrupt();
+	init_lock();
+	init_mime();
+	DEFAULT_LOCK_WAIT_MS = 6e4;
+	MAX_QUOTED_CHARS = 4e3;
+}));
+// dist/core/merkle.js
+/**
+* Merkle trees as RFC 9162 (Certificate Transparency 2.0) defines them, over
+* SHA-256, with salted leaves: what an aggregate registration's receipt
+* proves (one registered root, a proof per document leading to it).
+*
+* - Leaf hash (a salted form of RFC 9162 section 2.1.1's leaf input): the
+*   document's SHA-256 followed by a 32-byte random salt, so that a proof
+*   given out for one document says nothing about the others:
+*   leaf = SHA-256(0x00 || SHA-256(document) || salt).
+* - Node hash (2.1.1): SHA-256(0x01 || left || right); the tree is
+*   left-balanced: n leaves split at k, the largest power of two below n;
+*   an odd node is never duplicated.
+* - An inclusion proof is the audit path of 2.1.3.1 (PATH(m, D[n]): the
+*   sibling hashes from leaf m up), checked by `rootFromPath`, the fn/sn
+*   algorithm of 2.1.3.2, as written there.
+*
+* `MerkleTree` builds a tree and gives every leaf's audit path; it builds
+* it bottom up, pairing neighbours level by level and carrying a level's odd
+* last node up unchanged, which gives exactly the RFC's recursive MTH and
+* PATH (test/fixtures/merkle/ holds trees built by the RFC's definitions
+* literally, which the tests compare with this code and fold with
+* `rootFromPath`). Each level is one contiguous buffer: a tree of 100,000
+* leaves holds about 6.4 MB of hashes, not 200,000 objects.
+*/
+/** RFC 9162's leaf hash of a salted document digest: SHA-256(0x00 || documentSha256 || salt). */
+function leafHash(documentSha256, salt) {
+	return createHash("sha256").update(LEAF_PREFIX).update(documentSha256).update(salt).digest();
+}
+/** RFC 9162's interior node hash: SHA-256(0x01 || left || right). */
+function nodeHash(left, right) {
+	return createHash("sha256").update(NODE_PREFIX).update(left).update(right).digest();
+}
+/**
+* The root an inclusion proof leads to, by RFC 9162 section 2.1.3.2, or
+* undefined when the proof cannot be one for (leafIndex, treeSize): an index
+* out of range, or a path of the wrong length.
+*/
+function rootFromPath(leafIndex, treeSize, leaf, path) {
+	if (leafIndex >= treeSize) return void 0;
+	let fn = leafIndex;
+	let sn = treeSize - 1;
+	let r = leaf;
+	for (const p of path) {
+		if (sn === 0) return void 0;
+		if (fn % 2 === 1 || fn === sn) {
+			r = nodeHash(p, r);
+			if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) {
+				fn = Math.floor(fn / 2);
+				sn = Math.floor(sn / 2);
+			}
+		} else r = nodeHash(r, p);
+		fn = Math.floor(fn / 2);
+		sn = Math.floor(sn / 2);
+	}
+	return sn === 0 ? r : void 0;
+}
+/** The `index`th 32-byte digest of a level, as a view (no copy). */
+function digestAt(level, index) {
+	return level.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
+}
+var DIGEST_BYTES, LEAF_PREFIX, NODE_PREFIX, MerkleTree;
+var init_merkle = __esmMin((() => {
+	DIGEST_BYTES = 32;
+	LEAF_PREFIX = Buffer.from([0]);
+	NODE_PREFIX = Buffer.from([1]);
+	MerkleTree = class {
+		/** levels[0] holds the leaf hashes; each next level the nodes above; the last, the root alone. */
+		#levels;
+		/** `leaves`: the leaf hashes, 32 bytes each, in leaf order; at least one. */
+		constructor(leaves) {
+			if (leaves.length === 0 || leaves.length % DIGEST_BYTES !== 0) throw new RangeError("a Merkle tree needs at least one 32-byte leaf hash");
+			this.#levels = [leaves];
+			for (let level = leaves; level.length > DIGEST_BYTES;) {
+				const count = level.length / DIGEST_BYTES;
+				const above = Buffer.allocUnsafe(Math.ceil(count / 2) * DIGEST_BYTES);
+				for (let i = 0; i + 1 < count; i += 2) nodeHash(digestAt(level, i), digestAt(level, i + 1)).copy(above, i / 2 * DIGEST_BYTES);
+				if (count % 2 === 1) digestAt(level, count - 1).copy(above, (count - 1) / 2 * DIGEST_BYTES);
+				this.#levels.push(above);
+				level = above;
+			}
+		}
+		get size() {
+			return this.#levels[0].length / DIGEST_BYTES;
+		}
+		get root() {
+			return digestAt(this.#levels.at(-1), 0);
+		}
+		/** The audit path of leaf `index` (RFC 9162 section 2.1.3.1), from the leaf's sibling up. */
+		path(index) {
+			if (!Number.isInteger(index) || index < 0 || index >= this.size) throw new RangeError(`no leaf ${index}`);
+			const path = [];
+			let i = index;
+			for (const level of this.#levels.slice(0, -1)) {
+				const sibling = i ^ 1;
+				if (sibling * DIGEST_BYTES < level.length) path.push(digestAt(level, sibling));
+				i >>= 1;
+			}
+			return path;
+		}
+	};
+}));
+// dist/core/receipt-format.js
+/**
+* The text of a v1 receipt: two-space indented, keys in the documented
+* order, a final line feed, and the record spliced in as the exact text the
+* service sent (unknown fields, number spellings and all). The slot's JSON
+* spelling, `"\u0000record\u0000"`, cannot come out of any other string:
+* JSON.stringify writes a backslash in a name as `\\`.
+*/
+function receiptText(content) {
+	const { document, baseUrl, registeredAt, proof } = content;
+	const receipt = {
+		type: RECEIPT_TYPE,
+		version: 1,
+		document: {
+			name: document.name,
+			sha256: document.sha256,
+			size: document.size
+		},
+		record: RECORD_SLOT,
+		service: {
+			baseUrl,
+			verificationUrl: verificationUrl(baseUrl, proof?.root ?? document.sha256)
+		},
+		registeredAt,
+		proof: proof ?? null
+	};
+	return `${JSON.stringify(receipt, null, 2).replace(JSON.stringify(RECORD_SLOT), () => content.recordJson.trim())}\n`;
+}
+/** The first problem zod found, as "field: message". */
+function firstIssue(error) {
+	const issue = error.issues[0];
+	const where = issue.path.join(".");
+	return where ? `${where}: ${issue.message}` : issue.message;
+}
+/**
+* Reads a receipt's text and checks that it holds together (see the module
+* comment). Never throws: anything wrong is an InvalidReceipt saying what.
+*/
+function readReceipt(text) {
+	const invalid = (reason) => ({
+		consistent: false,
+		reason
+	});
+	let value;
+	try {
+		value = JSON.parse(text);
+	} catch {
+		return invalid("the receipt is not JSON");
+	}
+	if (typeof value !== "object" || value === null || Array.isArray(value)) return invalid("the receipt is not a JSON object");
+	if (!("type" in value)) return readBareRecord(value);
+	const { type, version } = value;
+	if (type !== "notarize-receipt") return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
+	if (version !== 1) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
+	const parsed = receiptSchema.safeParse(value);
+	if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
+	const { document, record, service, proof } = parsed.data;
+	const registered = proof?.root ?? document.sha256;
+	if (record.hash.toLowerCase() !== registered) return invalid(proof ? `the receipt's record is of ${record.hash}, not of its proof's root ${registered}` : `the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`);
+	if (proof) {
+		const problem = proofProblem(document.sha256, proof);
+		if (problem) return invalid(problem);
+	}
+	const baseUrl = service.baseUrl.replace(/\/$/, "");
+	const expectedUrl = verificationUrl(baseUrl, registered);
+	if (service.verificationUrl !== expectedUrl) return invalid(`the receipt's verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
+	return {
+		consistent: true,
+		format: "v1",
+		sha256: document.sha256,
+		name: document.name,
+		recordJson: JSON.stringify(record),
+		baseUrl,
+		proof
+	};
+}
+/** Why `proof` does not lead from the document of digest `sha256` to its root; undefined when it does. */
+function proofProblem(sha256, proof) {
+	const leaf = leafHash(Buffer.from(sha256, "hex"), Buffer.from(proof.leafSalt, "hex"));
+	const root = rootFromPath(proof.leafIndex, proof.treeSize, leaf, proof.path.map((hash) => Buffer.from(hash, "hex")));
+	if (root === void 0) return `the receipt's proof is no proof for leaf ${proof.leafIndex} of a tree of ${proof.treeSize} (index out of range, or a path of the wrong length)`;
+	if (root.toString("hex") !== proof.root) return `the receipt's proof does not lead from its document to its root ${proof.root} (a wrong salt, index or path)`;
+}
+/** A receipt written before v1: the record alone, whose `hash` is the document's digest. */
+function readBareRecord(value) {
+	const hash = value.hash;
+	if (typeof hash !== "string" || !/^[0-9a-fA-F]{64}$/.test(hash)) return {
+		consistent: false,
+		reason: "the receipt is neither a notarize receipt nor a notarization record"
+	};
+	return {
+		consistent: true,
+		format: "record",
+		sha256: hash.toLowerCase(),
+		name: null,
+		recordJson: JSON.stringify(value),
+		baseUrl: void 0,
+		proof: null
+	};
+}
+var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema;
+var init_receipt_format = __esmMin((() => {
+	init_zod();
+	init_pages();
+	init_merkle();
+	RECEIPT_TYPE = "notarize-receipt";
+	RECORD_SLOT = "\0record\0";
+	sha256Hex = string().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits");
+	PROOF_TYPE = "rfc9162-sha256-salted-leaf";
+	proofSchema = object({
+		type: literal(PROOF_TYPE),
+		leafSalt: sha256Hex,
+		leafIndex: int().nonnegative(),
+		treeSize: int().positive(),
+		path: array(sha256Hex).max(64),
+		root: sha256Hex
+	});
+	receiptSchema = object({
+		type: literal(RECEIPT_TYPE),
+		version: literal(1),
+		document: object({
+			name: string().nullable(),
+			sha256: sha256Hex,
+			size: int().nonnegative().nullable()
+		}),
+		record: looseObject({ hash: string() }),
+		service: object({
+			baseUrl: string(),
+			verificationUrl: string()
+		}),
+		registeredAt: datetime({ offset: true }),
+		proof: proofSchema.nullable()
+	});
+}));
+// dist/core/receipts.js
+/**
+* Receipt files for CI artifacts (--receipt-dir): `<name>.notarization.json`,
+* a v1 receipt (receipt-format.ts) that travels with the artifact.
+*
+* Everything that can be checked before a registration is sent is checked
+* then (`planReceipts`, `checkBeforeSending`), so that a receipt problem
+* never shows up after a paid completion: the directory is a writable
+* directory, names do not collide within the run and fit the filesystem, and
+* an existing file that is not a receipt of the same digest is refused (one
+* of the same digest, such as a receipt written before v1, is replaced). A write that still fails
+* after the completion (a full disk) is exit 1: something was sent.
+*
+* Names: a file named on the command line gets its file name; a file found
+* under a directory keeps its place below it (`linux/app.tar.gz`); standard
+* input and --hash get the digest. When documents of one run would get the
+* same name, each keeps as many of its parent folders as tell them apart
+* (`register ca/x.txt cb/x.txt` gives `ca/x.txt` and `cb/x.txt`).
+*
+* Links: the receipt directory itself may be anything the user names (a
+* link to their output folder included), but nothing below it is reached
+* through a link. A link where a receipt or one of its folders would be
+* (`R/doc.notarization.json -> /etc/x`, `R/linux -> /elsewhere`) is refused
+* before anything is sent, even with --force: --force replaces receipts, and
+* a link is not one. Folders are created one at a time and each is checked;
+* the receipt itself is written to a new file (O_EXCL|O_NOFOLLOW) that is
+* then renamed (--force) or hard-linked (no --force) to its name, so a link
+* that appears after the check is replaced or refused, never written through.
+* Someone able to write in the receipt directory could still swap a checked
+* folder for a link in the microseconds before the file is created: Node has
+* no openat(); keep the receipt directory your own.
+*/
+/** The folders and name of a path as given, without `.`, `..` or empty segments. */
+function segments(path) {
+	return normalize(path).split(/[/\\]+/).filter((part) => part !== "" && part !== "." && part !== "..");
+}
+/**
+* The names of documents whose first choice collided: each keeps as many of
+* its parent folders as it takes to tell them all apart (`ca/x.txt`,
+* `cb/x.txt`), the same number for the whole group.
+*/
+function distinguish(paths) {
+	const split = new Map(paths.map((path) => [path, segments(path)]));
+	const longest = Math.max(...[...split.values()].map((parts) => parts.length));
+	let names = /* @__PURE__ */ new Map();
+	for (let keep = 2; keep <= longest; keep++) {
+		names = new Map([...split].map(([path, parts]) => [path, parts.slice(-keep).join("/")]));
+		if (new Set(names.values()).size === paths.length) break;
+	}
+	return names;
+}
+/** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
+function receiptNames(subjects) {
+	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
+	const pathsByName = /* @__PURE__ */ new Map();
+	subjects.forEach((s, i) => {
+		const name = first[i];
+		if (name !== void 0) pathsByName.set(name, (pathsByName.get(name) ?? /* @__PURE__ */ new Set()).add(s.path));
+	});
+	const renamed = /* @__PURE__ */ new Map();
+	for (const paths of pathsByName.values()) if (paths.size > 1) for (const [path, name] of distinguish([...paths])) renamed.set(path, name);
+	const names = first.map((name, i) => name === void 0 ? void 0 : renamed.get(subjects[i].path) ?? name);
+	const owner = /* @__PURE__ */ new Map();
+	names.forEach((name, i) => {
+		if (name === void 0) return;
+		const path = subjects[i].path;
+		const other = owner.get(name);
+		if (other !== void 0 && other !== path) throw new UsageError(`'${other}' and '${path}' would both get the receipt ${name}${RECEIPT_SUFFIX}`, {
+			code: "receipt_collision",
+			hint: "register them in separate runs, or with separate --receipt-dir directories"
+		});
+		owner.set(name, path);
+	});
+	return names;
+}
+/** The folders between the receipt directory and `name`'s receipt: `a/b/x` gives `dir/a`, `dir/a/b`. */
+function foldersOf(dir, name) {
+	const parts = name.split("/").slice(0, -1);
+	return parts.map((_, i) => join(dir, ...parts.slice(0, i + 1)));
+}
+function linkRefused(path, what) {
+	return new UsageError(`${what} ${path} is a symbolic link; notarize never writes a receipt through a link`, {
+		code: "receipt_link",
+		hint: "remove the link and run again, or choose another --receipt-dir; --force does not replace links"
+	});
+}
+/** Throws UsageError when a folder of `name`'s receipt exists as a link or as something other than a folder. */
+async function checkFolders(dir, name) {
+	for (const folder of foldersOf(dir, name)) {
+		let info;
+		try {
+			info = await lstat(folder);
+		} catch {
+			return;
+		}
+		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
+		if (!info.isDirectory()) throw new UsageError(`receipt folder ${folder} exists and is not a directory`, {
+			code: "receipt_exists",
+			hint: "remove it and run again, or choose another --receipt-dir"
+		});
+	}
+}
+/**
+* Creates the folders of `name`'s receipt one at a time, none through a
+* link: an existing one must be a real directory (see the module comment).
+*/
+async function makeFolders(dir, name) {
+	for (const folder of foldersOf(dir, name)) try {
+		await mkdir(folder);
+	} catch (error) {
+		if (error.code !== "EEXIST") throw error;
+		const info = await lstat(folder);
+		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
+		if (!info.isDirectory()) throw new Error(`${folder} exists and is not a directory`);
+	}
+}
+/** The content of an existing receipt, read without following a link; undefined if unreadable. */
+async function readNoFollow(path) {
+	try {
+		const handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+		try {
+			return (await handle.stat()).isFile() ? await handle.readFile("utf8") : void 0;
+		} finally {
+			await handle.close();
+		}
+	} catch {
+		return;
+	}
+}
+/** Throws UsageError when `name`'s receipt cannot exist on a usual filesystem. */
+function checkFits(dir, name) {
+	const path = join(dir, `${name}${RECEIPT_SUFFIX}`);
+	if (Math.max(...path.split("/").map((part) => Buffer.byteLength(part))) > MAX_NAME_BYTES || Buffer.byteLength(path) > MAX_PATH_BYTES) throw new UsageError(`the receipt name for '${name}' is too long for the filesystem`, {
+		code: "receipt_name_too_long",
+		hint: `file names may have at most ${MAX_NAME_BYTES} bytes: rename the document or register it without --receipt-dir`
+	});
+}
+/**
+* Creates the receipt directory if needed and proves it is a directory this
+* process can write in (by creating and removing a file there), then names
+* every document's receipt. Throws UsageError (nothing was sent yet).
+*/
+async function planReceipts(dir, subjects) {
+	const notUsable = (why, cause) => new UsageError(`--receipt-dir ${dir} ${why}`, {
+		code: "receipt_dir",
+		hint: "name a directory you can write in (it is created if missing)",
+		...cause === void 0 ? {} : { cause }
+	});
+	try {
+		makeDirs(dir, 511);
+	} catch (error) {
+		const code = error.code;
+		throw notUsable(code === "EEXIST" || code === "ENOTDIR" ? "is not a directory" : `cannot be created (${code})`, error);
+	}
+	if (!(await stat(dir)).isDirectory()) throw notUsable("is not a directory");
+	const probe = join(dir, `.notarize-probe-${uniqueSuffix()}`);
+	try {
+		await writeFile(probe, "", { flag: "wx" });
+	} catch (error) {
+		throw notUsable(`is not writable (${error.code})`, error);
+	}
+	await rm(probe, { force: true });
+	const names = receiptNames(subjects);
+	for (const name of names) {
+		if (name === void 0) continue;
+		checkFits(dir, name);
+		await checkFolders(dir, name);
+	}
+	return {
+		dir,
+		names,
+		flushes: new DirFlushes()
+	};
+}
+/** The receipt path of document `index`, whose digest is `hash`. */
+function receiptPath(plan, index, hash) {
+	return join(plan.dir, `${plan.names[index] ?? hash}${RECEIPT_SUFFIX}`);
+}
+/**
+* Before document `index` is sent: an existing receipt is refused (UsageError,
+* nothing sent) unless it is a receipt of this very digest (which the new one
+* replaces) or `overwrite` allows replacing it. A store with no record of the
+* hash (a cold CI runner) cannot write a new one if the service answers 409:
+* the receipt already there then stays the document's evidence. A link at
+* the receipt or one of its folders is refused whatever `overwrite`.
+*/
+async function checkBeforeSending(plan, index, hash, overwrite) {
+	const path = receiptPath(plan, index, hash);
+	const name = plan.names[index] ?? hash;
+	checkFits(plan.dir, name);
+	await checkFolders(plan.dir, name);
+	let info;
+	try {
+		info = await lstat(path);
+	} catch {
+		return;
+	}
+	if (info.isSymbolicLink()) throw linkRefused(path, "receipt");
+	if (!info.isFile()) throw new UsageError(`receipt ${path} exists and is not a regular file`, {
+		code: "receipt_exists",
+		hint: "remove it and run again, or choose another --receipt-dir"
+	});
+	if (overwrite || isReceiptOf(await readNoFollow(path), hash)) return;
+	throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
+		code: "receipt_exists",
+		hint: "remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)"
+	});
+}
+/** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
+function isReceiptOf(text, hash) {
+	if (text === void 0) return false;
+	const receipt = readReceipt(text);
+	return receipt.consistent && receipt.sha256 === hash.toLowerCase();
+}
+/**
+* Writes `text`, the receipt of document `index` (digest `hash`), after its
+* registration ended, and returns its path. Identical content already there
+* is left as is; another receipt of the same digest is replaced. A failure
+* here comes after something was sent: exit 1, never 2.
+*/
+async function writeReceipt(plan, index, hash, text, overwrite) {
+	const path = receiptPath(plan, index, hash);
+	const failed = (message, cause) => new NotarizeError("receipt_write", EXIT.refused, message, {
+		hint: `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`,
+		cause
+	});
+	try {
+		await makeFolders(plan.dir, plan.names[index] ?? hash);
+		const existing = await readNoFollow(path);
+		if (existing === text) return path;
+		if ((await lstat(path).catch(() => void 0))?.isSymbolicLink()) throw linkRefused(path, "receipt");
+		await writeFileAtomic(path, text, {
+			mode: 438,
+			replace: overwrite || isReceiptOf(existing, hash),
+			flushes: plan.flushes
+		});
+		return path;
+	} catch (error) {
+		if (error instanceof UsageError) throw failed(error.message, error);
+		const code = error.code;
+		const existing = code === "EEXIST" ? await readNoFollow(path) : void 0;
+		if (existing === text) return path;
+		if (code === "EEXIST" && existing !== void 0) throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
+		throw failed(`the receipt ${path} could not be written: ${error.message}`, error);
+	}
+}
+var RECEIPT_SUFFIX, MAX_NAME_BYTES, MAX_PATH_BYTES;
+var init_receipts = __esmMin((() => {
+	init_errors();
+	init_mkdirs();
+	init_files();
+	init_receipt_format();
+	RECEIPT_SUFFIX = ".notarization.json";
+	MAX_NAME_BYTES = 255;
+	MAX_PATH_BYTES = 4095;
+}));
+// node_modules/chalk/source/vendor/ansi-styles/index.js
+function assembleStyles() {
+	const codes = /* @__PURE__ */ new Map();
+	for (const [groupName, group] of Object.entries(styles$1)) {
+		for (const [styleName, style] of Object.entries(group)) {
+			styles$1[styleName] = {
+				open: `\u001B[${style[0]}m`,
+				close: `\u001B[${style[1]}m`
+			};
+			group[styleName] = styles$1[styleName];
+			codes.set(style[0], style[1]);
+		}
+		Object.defineProperty(styles$1, groupName, {
+			value: group,
+			enumerable: false
+		});
+	}
+	Object.defineProperty(styles$1, "codes", {
+		value: codes,
+		enumerable: false
+	});
+	styles$1.color.close = "\x1B[39m";
+	styles$1.bgColor.close = "\x1B[49m";
+	styles$1.color.ansi = wrapAnsi16();
+	styles$1.color.ansi256 = wrapAnsi256();
+	styles$1.color.ansi16m = wrapAnsi16m();
+	styles$1.bgColor.ansi = wrapAnsi16(ANSI_BACKGROUND_OFFSET);
+	styles$1.bgColor.ansi256 = wrapAnsi256(ANSI_BACKGROUND_OFFSET);
+	styles$1.bgColor.ansi16m = wrapAnsi16m(ANSI_BACKGROUND_OFFSET);
+	Object.defineProperties(styles$1, {
+		rgbToAnsi256: {
+			value(red, green, blue) {
+				if (red === green && green === blue) {
+					if (red < 8) return 16;
+					if (red > 248) return 231;
+					return Math.round((red - 8) / 247 * 24) + 232;
+				}
+				return 16 + 36 * Math.round(red / 255 * 5) + 6 * Math.round(green / 255 * 5) + Math.round(blue / 255 * 5);
+			},
+			enumerable: false
+		},
+		hexToRgb: {
+			value(hex) {
+				const matches = /[a-f\d]{6}|[a-f\d]{3}/i.exec(hex.toString(16));
+				if (!matches) return [
+					0,
+					0,
+					0
+				];
+				let [colorString] = matches;
+				if (colorString.length === 3) colorString = [...colorString].map((character) => character + character).join("");
+				const integer = Number.parseInt(colorString, 16);
+				return [
+					integer >> 16 & 255,
+					integer >> 8 & 255,
+					integer & 255
+				];
+			},
+			enumerable: false
+		},
+		hexToAnsi256: {
+			value: (hex) => styles$1.rgbToAnsi256(...styles$1.hexToRgb(hex)),
+			enumerable: false
+		},
+		ansi256ToAnsi: {
+			value(code) {
+				if (code < 8) return 30 + code;
+				if (code < 16) return 90 + (code - 8);
+				let red;
+				let green;
+				let blue;
+				if (code >= 232) {
+					red = ((code - 232) * 10 + 8) / 255;
+					green = red;
+					blue = red;
+				} else {
+					code -= 16;
+					const remainder = code % 36;
+					red = Math.floor(code / 36) / 5;
+					green = Math.floor(remainder / 6) / 5;
+					blue = remainder % 6 / 5;
+				}
+				const value = Math.max(red, green, blue) * 2;
+				if (value === 0) return 30;
+				let result = 30 + (Math.round(blue) << 2 | Math.round(green) << 1 | Math.round(red));
+				if (value === 2) result += 60;
+				return result;
+			},
+			enumerable: false
+		},
+		rgbToAnsi: {
+			value: (red, green, blue) => styles$1.ansi256ToAnsi(styles$1.rgbToAnsi256(red, green, blue)),
+			enumerable: false
+		},
+		hexToAnsi: {
+			value: (hex) => styles$1.ansi256ToAnsi(styles$1.hexToAnsi256(hex)),
+			enumerable: false
+		}
+	});
+	return styles$1;
+}
+var ANSI_BACKGROUND_OFFSET, wrapAnsi16, wrapAnsi256, wrapAnsi16m, styles$1, foregroundColorNames, backgroundColorNames, ansiStyles;
+var init_ansi_styles = __esmMin((() => {
+	ANSI_BACKGROUND_OFFSET = 10;
+	wrapAnsi16 = (offset = 0) => (code) => `\u001B[${code + offset}m`;
+	wrapAnsi256 = (offset = 0) => (code) => `\u001B[${38 + offset};5;${code}m`;
+	wrapAnsi16m = (offset = 0) => (red, green, blue) => `\u001B[${38 + offset};2;${red};${green};${blue}m`;
+	styles$1 = {
+		modifier: {
+			reset: [0, 0],
+			bold: [1, 22],
+			dim: [2, 22],
+			italic: [3, 23],
+			underline: [4, 24],
+			overline: [53, 55],
+			inverse: [7, 27],
+			hidden: [8, 28],
+			strikethrough: [9, 29]
+		},
+		color: {
+			black: [30, 39],
+			red: [31, 39],
+			green: [32, 39],
+			yellow: [33, 39],
+			blue: [34, 39],
+			magenta: [35, 39],
+			cyan: [36, 39],
+			white: [37, 39],
+			blackBright: [90, 39],
+			gray: [90, 39],
+			grey: [90, 39],
+			redBright: [91, 39],
+			greenBright: [92, 39],
+			yellowBright: [93, 39],
+			blueBright: [94, 39],
+			magentaBright: [95, 39],
+			cyanBright: [96, 39],
+			whiteBright: [97, 39]
+		},
+		bgColor: {
+			bgBlack: [40, 49],
+			bgRed: [41, 49],
+			bgGreen: [42, 49],
+			bgYellow: [43, 49],
+			bgBlue: [44, 49],
+			bgMagenta: [45, 49],
+			bgCyan: [46, 49],
+			bgWhite: [47, 49],
+			bgBlackBright: [100, 49],
+			bgGray: [100, 49],
+			bgGrey: [100, 49],
+			bgRedBright: [101, 49],
+			bgGreenBright: [102, 49],
+			bgYellowBright: [103, 49],
+			bgBlueBright: [104, 49],
+			bgMagentaBright: [105, 49],
+			bgCyanBright: [106, 49],
+			bgWhiteBright: [107, 49]
+		}
+	};
+	Object.keys(styles$1.modifier);
+	foregroundColorNames = Object.keys(styles$1.color);
+	backgroundColorNames = Object.keys(styles$1.bgColor);
+	[...foregroundColorNames, ...backgroundColorNames];
+	ansiStyles = assembleStyles();
+}));
+// node_modules/chalk/source/vendor/supports-color/index.js
+function hasFlag(flag, argv = globalThis.Deno ? globalThis.Deno.args : process$1.argv) {
+	const prefix = flag.startsWith("-") ? "" : flag.length === 1 ? "-" : "--";
+	const position = argv.indexOf(prefix + flag);
+	const terminatorPosition = argv.indexOf("--");
+	return position !== -1 && (terminatorPosition === -1 || position < terminatorPosition);
+}
+function envForceColor() {
+	if ("FORCE_COLOR" in env) {
+		if (env.FORCE_COLOR === "true") return 1;
+		if (env.FORCE_COLOR === "false") return 0;
+		return env.FORCE_COLOR.length === 0 ? 1 : Math.min(Number.parseInt(env.FORCE_COLOR, 10), 3);
+	}
+}
+function translateLevel(level) {
+	if (level === 0) return false;
+	return {
+		level,
+		hasBasic: true,
+		has256: level >= 2,
+		has16m: level >= 3
+	};
+}
+function _supportsColor(haveStream, { streamIsTTY, sniffFlags = true } = {}) {
+	const noFlagForceColor = envForceColor();
+	if (noFlagForceColor !== void 0) flagForceColor = noFlagForceColor;
+	const forceColor = sniffFlags ? flagForceColor : noFlagForceColor;
+	if (forceColor === 0) return 0;
+	if (sniffFlags) {
+		if (hasFlag("color=16m") || hasFlag("color=full") || hasFlag("color=truecolor")) return 3;
+		if (hasFlag("color=256")) return 2;
+	}
+	if ("TF_BUILD" in env && "AGENT_NAME" in env) return 1;
+	if (haveStream && !streamIsTTY && forceColor === void 0) return 0;
+	const min = forceColor || 0;
+	if (env.TERM === "dumb") return min;
+	if (process$1.platform === "win32") {
+		const osRelease = os.release().split(".");
+		if (Number(osRelease[0]) >= 10 && Number(osRelease[2]) >= 10586) return Number(osRelease[2]) >= 14931 ? 3 : 2;
+		return 1;
+	}
+	if ("CI" in env) {
+		if ([
+			"GITHUB_ACTIONS",
+			"GITEA_ACTIONS",
+			"CIRCLECI"
+		].some((key) => key in env)) return 3;
+		if ([
+			"TRAVIS",
+			"APPVEYOR",
+			"GITLAB_CI",
+			"BUILDKITE",
+			"DRONE"
+		].some((sign) => sign in env) || env.CI_NAME === "codeship") return 1;
+		return min;
+	}
+	if ("TEAMCITY_VERSION" in env) return /^(9\.(0*[1-9]\d*)\.|\d{2,}\.)/.test(env.TEAMCITY_VERSION) ? 1 : 0;
+	if (env.COLORTERM === "truecolor") return 3;
+	if (env.TERM === "xterm-kitty") return 3;
+	if (env.TERM === "xterm-ghostty") return 3;
+	if (env.TERM === "wezterm") return 3;
+	if ("TERM_PROGRAM" in env) {
+		const version = Number.parseInt((env.TERM_PROGRAM_VERSION || "").split(".")[0], 10);
+		switch (env.TERM_PROGRAM) {
+			case "iTerm.app": return version >= 3 ? 3 : 2;
+			case "Apple_Terminal": return 2;
+		}
+	}
+	if (/-256(color)?$/i.test(env.TERM)) return 2;
+	if (/^screen|^xterm|^vt100|^vt220|^rxvt|color|ansi|cygwin|linux/i.test(env.TERM)) return 1;
+	if ("COLORTERM" in env) return 1;
+	return min;
+}
+function createSupportsColor(stream, options = {}) {
+	return translateLevel(_supportsColor(stream, {
+		streamIsTTY: stream && stream.isTTY,
+		...options
+	}));
+}
+var env, flagForceColor, supportsColor;
+var init_supports_color = __esmMin((() => {
+	({env} = process$1);
+	if (hasFlag("no-color") || hasFlag("no-colors") || hasFlag("color=false") || hasFlag("color=never")) flagForceColor = 0;
+	else if (hasFlag("color") || hasFlag("colors") || hasFlag("color=true") || hasFlag("color=always")) flagForceColor = 1;
+	supportsColor = {
+		stdout: createSupportsColor({ isTTY: tty.isatty(1) }),
+		stderr: createSupportsColor({ isTTY: tty.isatty(2) })
+	};
+}));
+// node_modules/chalk/source/utilities.js
+function stringReplaceAll(string, substring, replacer) {
+	let index = string.indexOf(substring);
+	if (index === -1) return string;
+	const substringLength = substring.length;
+	let endIndex = 0;
+	let returnValue = "";
+	do {
+		returnValue += string.slice(endIndex, index) + substring + replacer;
+		endIndex = index + substringLength;
+		index = string.indexOf(substring, endIndex);
+	} while (index !== -1);
+	returnValue += string.slice(endIndex);
+	return returnValue;
+}
+function stringEncaseCRLFWithFirstIndex(string, prefix, postfix, index) {
+	let endIndex = 0;
+	let returnValue = "";
+	do {
+		const gotCR = string[index - 1] === "\r";
+		returnValue += string.slice(endIndex, gotCR ? index - 1 : index) + prefix + (gotCR ? "\r\n" : "\n") + postfix;
+		endIndex = index + 1;
+		index = string.indexOf("\n", endIndex);
+	} while (index !== -1);
+	returnValue += string.slice(endIndex);
+	return returnValue;
+}
+var init_utilities$1 = __esmMin((() => {}));
+// node_modules/chalk/source/index.js
+function createChalk(options) {
+	return chalkFactory(options);
+}
+var stdoutColor, stderrColor, GENERATOR, STYLER, IS_EMPTY, levelMapping, styles, applyOptions, Chalk, chalkFactory, getModelAnsi, proto, createStyler, createBuilder, applyStyle, chalk;
+var init_source = __esmMin((() => {
+	init_ansi_styles();
+	init_supports_color();
+	init_utilities$1();
+	({stdout: stdoutColor, stderr: stderrColor} = supportsColor);
+	GENERATOR = Symbol("GENERATOR");
+	STYLER = Symbol("STYLER");
+	IS_EMPTY = Symbol("IS_EMPTY");
+	levelMapping = [
+		"ansi",
+		"ansi",
+		"ansi256",
+		"ansi16m"
+	];
+	styles = Object.create(null);
+	applyOptions = (object, options = {}) => {
+		if (options.level && !(Number.isInteger(options.level) && options.level >= 0 && options.level <= 3)) throw new Error("The `level` option should be an integer from 0 to 3");
+		const colorLevel = stdoutColor ? stdoutColor.level : 0;
+		object.level = options.level === void 0 ? colorLevel : options.level;
+	};
+	Chalk = class {
+		constructor(options) {
+			return chalkFactory(options);
+		}
+	};
+	chalkFactory = (options) => {
+		const chalk = (...strings) => strings.join(" ");
+		applyOptions(chalk, options);
+		Object.setPrototypeOf(chalk, createChalk.prototype);
+		return chalk;
+	};
+	Object.setPrototypeOf(createChalk.prototype, Function.prototype);
+	for (const [styleName, style] of Object.entries(ansiStyles)) styles[styleName] = { get() {
+		const builder = createBuilder(this, createStyler(style.open, style.close, this[STYLER]), this[IS_EMPTY]);
+		Object.defineProperty(this, styleName, { value: builder });
+		return builder;
+	} };
+	styles.visible = { get() {
+		const builder = createBuilder(this, this[STYLER], true);
+		Object.defineProperty(this, "visible", { value: builder });
+		return builder;
+	} };
+	getModelAnsi = (model, level, type, ...arguments_) => {
+		if (model === "rgb") {
+			if (level === "ansi16m") return ansiStyles[type].ansi16m(...arguments_);
+			if (level === "ansi256") return ansiStyles[type].ansi256(ansiStyles.rgbToAnsi256(...arguments_));
+			return ansiStyles[type].ansi(ansiStyles.rgbToAnsi(...arguments_));
+		}
+		if (model === "hex") return getModelAnsi("rgb", level, type, ...ansiStyles.hexToRgb(...arguments_));
+		return ansiStyles[type][model](...arguments_);
+	};
+	for (const model of [
+		"rgb",
+		"hex",
+		"ansi256"
+	]) {
+		styles[model] = { get() {
+			const { level } = this;
+			return function(...arguments_) {
+				const styler = createStyler(getModelAnsi(model, levelMapping[level], "color", ...arguments_), ansiStyles.color.close, this[STYLER]);
+				return createBuilder(this, styler, this[IS_EMPTY]);
+			};
+		} };
+		const bgModel = "bg" + model[0].toUpperCase() + model.slice(1);
+		styles[bgModel] = { get() {
+			const { level } = this;
+			return function(...arguments_) {
+				const styler = createStyler(getModelAnsi(model, levelMapping[level], "bgColor", ...arguments_), ansiStyles.bgColor.close, this[STYLER]);
+				return createBuilder(this, styler, this[IS_EMPTY]);
+			};
+		} };
+	}
+	proto = Object.defineProperties(() => {}, {
+		...styles,
+		level: {
+			enumerable: true,
+			get() {
+				return this[GENERATOR].level;
+			},
+			set(level) {
+				this[GENERATOR].level = level;
+			}
+		}
+	});
+	createStyler = (open, close, parent) => {
+		let openAll;
+		let closeAll;
+		if (parent === void 0) {
+			openAll = open;
+			closeAll = close;
+		} else {
+			openAll = parent.openAll + open;
+			closeAll = close + parent.closeAll;
+		}
+		return {
+			open,
+			close,
+			openAll,
+			closeAll,
+			parent
+		};
+	};
+	createBuilder = (self, _styler, _isEmpty) => {
+		const builder = (...arguments_) => applyStyle(builder, arguments_.length === 1 ? "" + arguments_[0] : arguments_.join(" "));
+		Object.setPrototypeOf(builder, proto);
+		builder[GENERATOR] = self;
+		builder[STYLER] = _styler;
+		builder[IS_EMPTY] = _isEmpty;
+		return builder;
+	};
+	applyStyle = (self, string) => {
+		if (self.level <= 0 || !string) return self[IS_EMPTY] ? "" : string;
+		let styler = self[STYLER];
+		if (styler === void 0) return string;
+		const { openAll, closeAll } = styler;
+		if (string.includes("\x1B")) while (styler !== void 0) {
+			string = stringReplaceAll(string, styler.close, styler.open);
+			styler = styler.parent;
+		}
+		const lfIndex = string.indexOf("\n");
+		if (lfIndex !== -1) string = stringEncaseCRLFWithFirstIndex(string, closeAll, openAll, lfIndex);
+		return openAll + string + closeAll;
+	};
+	Object.defineProperties(createChalk.prototype, styles);
+	chalk = createChalk();
+	createChalk({ level: stderrColor ? stderrColor.level : 0 });
+}));
+// dist/output/safe-text.js
+function escapeOne(char) {
+	const short = SHORT[char];
+	if (short !== void 0) return short;
+	let out = "";
+	for (let i = 0; i < char.length; i++) out += `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`;
+	return out;
+}
+/** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
+function forTerminal(text) {
+	return text.replace(UNSAFE, escapeOne);
+}
+/**
+* Like `forTerminal`, but line feeds are kept: for output that is several
+* lines on purpose (help, a stack trace, pretty JSON) whose lines hold
+* outside text that must not control the terminal. A CR is still escaped,
+* since it would let the rest of a line overwrite its start.
+*/
+function forTerminalLines(text) {
+	return text.split("\n").map(forTerminal).join("\n");
+}
+var UNSAFE, SHORT;
+var init_safe_text = __esmMin((() => {
+	UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/gu;
+	SHORT = {
+		"\n": "\\n",
+		"\r": "\\r",
+		"	": "\\t"
+	};
+}));
+// dist/output/render.js
+/** A two-column "field  value" table of every field of a record, unknown ones included. */
+function renderRecord(record, extra, colour) {
+	const chalk = new Chalk({ level: colour ? 1 : 0 });
+	const rows = [...Object.entries(record).map(([key, value]) => [key, formatValue(key, value)]), ...Object.entries(extra)].map(([key, value]) => [forTerminal(key), forTerminal(value)]);
+	const width = Math.max(...rows.map(([key]) => key.length));
+	return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join("\n");
+}
+function formatValue(key, value) {
+	if (value === null) return "-";
+	if (key === "creationDate" && typeof value === "number") return `${value} (${isoOrRaw(value)})`;
+	if (typeof value === "string") return value;
+	return JSON.stringify(value);
+}
+function isoOrRaw(ms) {
+	const date = new Date(ms);
+	return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString();
+}
+/** A plain column table with a header row; no borders, easy to read and to grep. */
+function renderTable(headers, rows, colour) {
+	const chalk = new Chalk({ level: colour ? 1 : 0 });
+	const shown = rows.map((row) => row.map(forTerminal));
+	const widths = headers.map((h, i) => Math.max(h.length, ...shown.map((row) => (row[i] ?? "").length)));
+	const line = (cells) => cells.map((cell, i) => i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
+	return [chalk.bold(line(headers)), ...shown.map(line)].join("\n");
+}
+/** A `sha256sum` line: names with a backslash or newline get GNU's escaping and a leading backslash. */
+function checksumLine(hash, name) {
+	if (!/[\\\n\r]/.test(name)) return `${hash}  ${name}`;
+	return `\\${hash}  ${name.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r")}`;
+}
+/** Bytes in binary units, for progress lines: "512.0 MiB". */
+function formatBytes(bytes) {
+	const units = [
+		"B",
+		"KiB",
+		"MiB",
+		"GiB",
+		"TiB"
+	];
+	let value = bytes;
+	let unit = 0;
+	while (value >= 1024 && unit < units.length - 1) {
+		value /= 1024;
+		unit++;
+	}
+	return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+var init_render = __esmMin((() => {
+	init_source();
+	init_safe_text();
+}));
+// dist/output/results.js
+/** The one builder of an item's result: every result of every batch command is made here. */
+function itemResult(file, hash, status, details = {}) {
+	return {
+		schemaVersion: 1,
+		file,
+		hash,
+		status,
+		...details
+	};
+}
+/** The result of an input that was not processed, and why (a symbolic link, --fail-fast...). */
+function skippedResult(file, reason) {
+	return itemResult(file, null, "skipped", { reason });
+}
+/** The result of an input that failed, with the hash when it was known before the failure. */
+function failedResult(file, hash, error) {
+	return itemResult(file, hash, "failed", { error: errorJson(error) });
+}
+/**
+* What a result says of a hash the ledger (or the service) holds: the record
+* as the service sent it (null when this store has none) and its public page;
+* for a document under a Merkle root, the root's page and the proof to it.
+*/
+function proofOf(baseUrl, hash, recordJson, inclusion) {
+	return {
+		record: recordJson === void 0 ? null : embed(recordJson),
+		verificationUrl: verificationUrl(baseUrl, inclusion?.root ?? hash),
+		...inclusion ? { proof: inclusion } : {}
+	};
+}
+/**
+* A result without the service's record or session, for batches that hold
+* every result until the end only to print a table or a summary: kept small
+* however many documents there are.
+*/
+function compact(result) {
+	const rest = { ...result };
+	delete rest.record;
+	delete rest.session;
+	return rest;
+}
+/** Parses stored service text for embedding; text that is not JSON is embedded as a string. */
+function embed(text) {
+	try {
+		return JSON.parse(text);
+	} catch {
+		return text;
+	}
+}
+function countStatuses(results) {
+	const counts = /* @__PURE__ */ new Map();
+	for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+	return counts;
+}
+/** The table of results: file, status, hash, and the error message of failures. */
+function renderResults(results, colour) {
+	return renderTable([
+		"STATUS",
+		"HASH",
+		"FILE",
+		"DETAIL"
+	], results.map((r) => [
+		r.status,
+		r.hash ?? "-",
+		r.file ?? "-",
+		r.error?.message ?? r.reason ?? r.receipt ?? ""
+	]), colour);
+}
+var ItemResults, Checksums;
+var init_results = __esmMin((() => {
+	init_pages();
+	init_errors();
+	init_render();
+	ItemResults = class {
+		keep;
+		#onResult;
+		#ready;
+		#held = [];
+		#skipped = [];
+		/** By status, in the order statuses first settled: the summary of a batch that keeps nothing. */
+		#counts = /* @__PURE__ */ new Map();
+		constructor(options = {}) {
+			this.keep = options.keep ?? "whole";
+			this.#onResult = options.onResult;
+			this.#ready = options.ready ?? (() => Promise.resolve());
+		}
+		/** True when each result is passed on as it settles. */
+		get streams() {
+			return this.#onResult !== void 0;
+		}
+		/** Takes the result of the item at `index` (input order). */
+		add(index, result) {
+			this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
+			this.#onResult?.(result);
+			if (this.keep !== "none") this.#held[index] = this.keep === "whole" ? result : compact(result);
+		}
+		/**
+		* Takes a path passed over while walking: streamed as met, else listed
+		* after the items. (A streamed one is not counted in the summary.)
+		*/
+		skip(result) {
+			if (this.#onResult) this.#onResult(result);
+			else this.#skipped.push(result);
+		}
+		/** How many items settled with each status (the paths skipped while walking are not items). */
+		get counts() {
+			return this.#counts;
+		}
+		/** See ItemResultsOptions.ready. */
+		ready() {
+			return this.#ready();
+		}
+		/** What was kept: the items in input order, then the paths skipped. */
+		list() {
+			return [...this.#held, ...this.#skipped];
+		}
+		/** One line: how many items, how many of each status (in input order when kept, else as they settled). */
+		summary() {
+			const counts = this.keep === "none" ? this.#counts : countStatuses(this.list());
+			let total = 0;
+			for (const n of counts.values()) total += n;
+			const parts = [...counts].map(([status, n]) => `${n} ${status}`);
+			return `${total} item${total === 1 ? "" : "s"}: ${parts.join(", ")}`;
+		}
+	};
+	Checksums = class {
+		#keep;
+		#onChecksum;
+		#ready;
+		#kept = [];
+		constructor(options = {}) {
+			this.#keep = options.keep ?? true;
+			this.#onChecksum = options.onChecksum;
+			this.#ready = options.ready ?? (() => Promise.resolve());
+		}
+		/** Takes the next checksum in input order. */
+		add(checksum) {
+			this.#onChecksum?.(checksum);
+			if (this.#keep) this.#kept.push(checksum);
+		}
+		/** See ChecksumsOptions.ready. */
+		ready() {
+			return this.#ready();
+		}
+		/** What was kept, in input order. */
+		list() {
+			return this.#kept;
+		}
+	};
+}));
+// dist/output/github.js
+/** True when running as a GitHub Actions step. */
+function inGitHubActions(env) {
+	return env.GITHUB_ACTIONS === "true";
+}
+/**
+* A workflow command's message. The runner decodes only %25, %0D and %0A
+* (and, in properties, %3A and %2C), and the log shows the rest as is, ANSI
+* colours included: so outside text is first escaped as for a terminal
+* (safe-text.ts), then %-encoded (forTerminal already leaves no CR or LF:
+* their encoding is kept as the runner's rule, not relied on). A file name
+* that had to be escaped names no file in the repository: its annotation
+* is then shown without a link, which beats a forged one.
+*/
+function escapeData(text) {
+	return forTerminal(text).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+}
+function escapeProperty(text) {
+	return escapeData(text).replace(/:/g, "%3A").replace(/,/g, "%2C");
+}
+/** A markdown table cell: escaped as for a terminal (no line breaks, no bidi overrides), and no bare '|'. */
+function cell$1(text) {
+	return forTerminal(text).replace(/\|/g, "\\|");
+}
+/** The markdown summary of a command's results. */
+function markdownSummary(title, results) {
+	const rows = results.map((r) => `| ${cell$1(r.file ?? "-")} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${r.verificationUrl ? `[verify](${r.verificationUrl})` : cell$1(r.error?.message ?? r.reason ?? "")} |`);
+	return [
+		`### ${title}`,
+		"",
+		"| File | Status | SHA-256 | Detail |",
+		"|---|---|---|---|",
+		...rows,
+		""
+	].join("\n") + "\n";
+}
+/** The `::error` annotations of the results that failed or were not verified, one line each. */
+function annotations(results) {
+	const lines = [];
+	for (const r of results) {
+		if (!ANNOTATED.has(r.status)) continue;
+		const file = r.file && r.file !== "-" ? `file=${escapeProperty(r.file)},` : "";
+		const message = r.error?.message ?? r.reason ?? r.status;
+		lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`)}::${escapeData(message)}`);
+	}
+	return lines;
+}
+var ANNOTATED;
+var init_github = __esmMin((() => {
+	init_safe_text();
+	ANNOTATED = /* @__PURE__ */ new Set([
+		"failed",
+		"modified",
+		"unknown",
+		"invalid"
+	]);
+}));
+// dist/output/present.js
+/**
+* The one renderer of command results. A run function returns data (and
+* hands a batch's items over as they settle); this module alone turns it
+* into output: data on stdout (a table, JSON exactly as the service sent
+* it, a JSON array, an NDJSON stream, sha256sum lines), messages on stderr,
+* and in GitHub Actions a step summary and `::error` annotations.
+*/
+/**
+* Where a batch hands its item results: with NDJSON each is printed as it
+* settles; the rest is kept in input order for the end (whole for a JSON
+* array, compact for a table or a GitHub summary, nothing else).
+*/
+function itemResultsFor(view) {
+	const { io, format } = view;
+	return new ItemResults({
+		keep: format === "json" ? "whole" : format === "table" || inGitHubActions(view.env) ? "compact" : "none",
+		ready: () => io.drained(),
+		...format === "ndjson" ? { onResult: (result) => io.data(JSON.stringify(result)) } : {}
+	});
+}
+/**
+* Where `hash` hands its checksums, in input order: a digest is printed at
+* as a sha256sum line (queued, written with the lines of the same turn; or
+* kept for the JSON array), an input that could
+* not be hashed is reported on stderr at once, as sha256sum does.
+*/
+function checksumsFor(view) {
+	const { io } = view;
+	const json = view.format === "json";
+	return new Checksums({
+		keep: json,
+		ready: () => io.drained(),
+		onChecksum: (checksum) => {
+			if ("error" in checksum) io.error(failureLine(checksum));
+			else if (!json) io.dataSoon(checksumLine(checksum.hash, checksum.file));
+		}
+	});
+}
+/**
+* How an input `hash` could not read is reported: like sha256sum,
+* `notarize: <path>: <reason>`, on one line whatever the name holds
+* (io.error keeps line feeds, for help and stack traces).
+*/
+function failureLine({ file, error }) {
+	return forTerminal(error instanceof InputFileError ? `notarize: ${error.path}: ${error.reason}` : `notarize: ${file}: ${error.message}`);
+}
+/** Shows a run's result; see the module comment. Its failure is the caller's to throw. */
+function present(view, result) {
+	const { io } = view;
+	const json = view.format === "json";
+	switch (result.kind) {
+		case "outcome":
+			if (result.outcome) showOutcome(io, result.outcome, result.baseUrl, json);
+			if (result.receipt) io.info(`receipt: ${result.receipt}`);
+			break;
+		case "record":
+			if (result.note) io.info(result.note);
+			showRecord(io, result.recordJson, verificationUrl(result.baseUrl, result.hash), json);
+			break;
+		case "items": {
+			const { items } = result;
+			const results = items.list();
+			if (view.format === "json") io.dataJsonArray(results);
+			else if (view.format === "table") io.data(renderResults(results, io.colour));
+			io.info(items.summary());
+			break;
+		}
+		case "checksums":
+			io.flush();
+			if (json) {
+				const digests = result.checksums.list().flatMap((c) => "hash" in c ? [{
+					file: c.file,
+					hash: c.hash
+				}] : []);
+				io.dataJsonArray(digests);
+			}
+			break;
+		case "rows":
+			for (const warning of result.warnings ?? []) io.warn(warning);
+			if (json) io.dataJsonArray(result.rows);
+			else if (result.rows.length === 0 && result.empty !== void 0) io.info(result.empty);
+			else io.data(renderTable([...result.headers], result.rows.map((row) => result.cells(row)), io.colour));
+			break;
+		case "value":
+			if (json && result.json !== void 0) io.data(JSON.stringify(result.json));
+			else {
+				if (result.text?.data !== void 0) io.data(result.text.data);
+				for (const line of result.text?.info ?? []) io.info(line);
+			}
+			for (const line of result.info ?? []) io.info(line);
+			for (const warning of result.warnings ?? []) io.warn(warning);
+	}
+	const github = githubReportOf(result);
+	if (github) reportToGitHub(view, github);
+}
+/** What a result tells GitHub Actions, if anything: one registration or lookup, or a batch's held results. */
+function githubReportOf(result) {
+	if (result.kind === "outcome" || result.kind === "record") return result.github;
+	if (result.kind === "items" && result.items.keep !== "none") return {
+		title: result.title,
+		results: result.items.list()
+	};
+}
+/** Writes the step summary and the annotations when in GitHub Actions; does nothing elsewhere. */
+function reportToGitHub(view, report) {
+	const { io, env } = view;
+	if (!inGitHubActions(env)) return;
+	for (const line of annotations(report.results)) io.error(line);
+	const summaryFile = env.GITHUB_STEP_SUMMARY;
+	if (!summaryFile) return;
+	try {
+		appendFileSync(summaryFile, markdownSummary(report.title, report.results));
+	} catch (error) {
+		io.warn(`could not append to GITHUB_STEP_SUMMARY (${summaryFile}): ${error.message}`);
+	}
+}
+function parsedObject(text) {
+	try {
+		const value = JSON.parse(text);
+		if (typeof value === "object" && value !== null && !Array.isArray(value)) return value;
+	} catch {}
+	return { answer: text };
+}
+/** A completed record; with --json, the service's exact text. */
+function showRecord(io, recordJson, verification, json) {
+	if (json) io.data(recordJson);
+	else io.data(renderRecord(parsedObject(recordJson), { verification }, io.colour));
+}
+/**
+* The outcome of register or complete: the record (or, for a registration
+* left pending, the session) on stdout, exactly as the service sent it with
+* --json, as a table otherwise; what happened on stderr.
+*/
+function showOutcome(io, outcome, baseUrl, json) {
+	switch (outcome.kind) {
+		case "already-registered":
+			showAlreadyRegistered(io, outcome, verificationUrl(baseUrl, outcome.hash), json);
+			return;
+		case "pending": {
+			const { entry } = outcome;
+			io.info(`${outcome.reused ? "a session was already pending" : "session saved"} for ${entry.hash}; complete it with: notarize complete ${entry.hash}`);
+			if (json) io.data(entry.sessionJson);
+			else {
+				const session = parsedObject(entry.sessionJson);
+				io.data(renderRecord({
+					hash: entry.hash,
+					description: entry.description,
+					savedAt: entry.savedAt,
+					...session
+				}, {}, io.colour));
+			}
+			return;
+		}
+		case "completed":
+			io.info(`registered ${outcome.entry.hash}${outcome.reusedSession ? " (with the pending session)" : ""}`);
+			showRecord(io, outcome.entry.recordJson, verificationUrl(baseUrl, outcome.entry.hash), json);
+			if (outcome.custody) io.info(outcome.custody.metadataSent ? "custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes." : "custody: the file metadata could not be sent, and the file itself was NOT uploaded.");
+			return;
+	}
+}
+/**
+* A hash the ledger or the service (a 409) says is registered: the ledger's
+* record when this store has one; otherwise the service's words, no record,
+* and the public verification page.
+*/
+function showAlreadyRegistered(io, outcome, verification, json) {
+	const { hash, entry, service } = outcome;
+	const said = service ? `the service says so (409${service.message ? `: ${service.message}` : ""})` : void 0;
+	if (service?.retiredSession) io.info(`its pending session was moved aside to ${service.retiredSession}`);
+	if (entry) {
+		io.info(`${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ""}); use --force to register it again`);
+		showRecord(io, entry.recordJson, verification, json);
+		return;
+	}
+	io.info(`${hash} is already registered: ${said ?? "the service says so"}; this store has no record of it, see ${verification}`);
+	if (json) {
+		const summary = {
+			hash,
+			status: "already-registered",
+			record: null,
+			verificationUrl: verification,
+			message: service?.message ?? null
+		};
+		io.data(JSON.stringify(summary, null, 2));
+	} else io.data(renderRecord({
+		hash,
+		status: "already registered (the service says so; no local record)",
+		message: service?.message ?? null
+	}, { verification }, io.colour));
+}
+var init_present = __esmMin((() => {
+	init_pages();
+	init_errors();
+	init_github();
+	init_render();
+	init_results();
+	init_safe_text();
+}));
+// dist/commands/action.js
+/** The view this run asked for: `format` when a command has its own option (--output), else --json or a table. */
+function viewOf(ctx, format) {
+	return {
+		io: ctx.io,
+		env: ctx.env,
+		format: format ?? (ctx.globals.json ? "json" : "table")
+	};
+}
+/** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
+function finish(view, result) {
+	present(view, result);
+	if (result.failure !== void 0) throw result.failure;
+}
+/**
+* For a command over documents (register, verify): runs it with the item
+* results this view shows as they settle (NDJSON) or at the end, then
+* finishes as above.
+*/
+async function finishItems(view, run) {
+	finish(view, await run(itemResultsFor(view)));
+}
+var init_action = __esmMin((() => {
+	init_present();
+}));
+// dist/commands/input-options.js
+function collect(value, previous = []) {
+	return [...previous, value];
+}
+/** Adds --recursive, --include, --exclude, --files-from and -0 to a command. */
+function addInputOptions(command) {
+	return command.option("-r, --recursive", "process the files under directories").option("--include <glob>", "with --recursive: only files matching (repeatable; no slash: matches the name)", collect).option("--exclude <glob>", "with --recursive: skip files matching (repeatable)", collect).option("--files-from <file|->", "read the paths to process from a file, one per line").addOption(new Option("-0, --null", "with --files-from: paths are separated by NUL (find -print0)"));
+}
+/** Converts parsed input options to core/inputs.ts's form. */
+function toInputOptions(o) {
+	return {
+		recursive: o.recursive,
+		include: o.include,
+		exclude: o.exclude,
+		nul: o.null,
+		...o.filesFrom === void 0 ? {} : { filesFrom: o.filesFrom }
+	};
+}
+var inputOptionsShape;
+var init_input_options = __esmMin((() => {
+	init_esm();
+	init_zod();
+	inputOptionsShape = {
+		recursive: boolean().default(false),
+		include: array(string()).default([]),
+		exclude: array(string()).default([]),
+		filesFrom: string().optional(),
+		null: boolean().default(false)
+	};
+}));
+// dist/core/aggregate.js
+/**
+* Aggregate registration (`register --aggregate`): many documents, one
+* registration. Their digests become the salted leaves of one RFC 9162
+* Merkle tree (merkle.ts), whose root is registered by the ordinary flow
+* (notarize.ts: one request step, one forfait, the session saved first), and
+* each document's receipt carries its inclusion proof to that root.
+*
+* The tree is saved in the store (`trees/<root>.json`) before its root is
+* sent, and the store says where each tree stands by the root's own files: a
+* record in the ledger (registered), a pending session, or neither (planned:
+* the run that made it stopped before the service answered). So every kill
+* point is covered by the flow's own guarantees, and a re-run over the same
+* documents, choosing their trees again, sends:
+*   - nothing for a document under a registered root;
+*   - the pending session of its root, completed (never a new request);
+*   - for a planned root, the request again, for that same root (the service
+*     knows no record of it: a request it may have seen made no payment);
+*   - a new tree only for documents under none.
+* Choosing trees and saving a new one happen under one store-wide lock
+* (`locks/aggregate.lock`), so two processes aggregating the same documents
+* agree on one tree, and the root's own lock then keeps them from
+* registering it twice.
+*
+* Returns data; never prints.
+*/
+/** The default description of an aggregate root: what it is, for anyone reading the record. */
+function rootDescription(treeSize) {
+	return `Merkle root of ${treeSize} document${treeSize === 1 ? "" : "s"} (RFC 9162, SHA-256, salted leaves)`;
+}
+/** Registers `input.documents` under Merkle roots (see the module comment). */
+async function registerAggregate(deps, input) {
+	const { store } = deps;
+	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
+	const placements = await locked(deps, "aggregate", async () => {
+		const known = input.force ? new Trees([]) : await Trees.load(store);
+		const placed = input.documents.map((doc) => known.place(doc.sha256));
+		const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
+			doc,
+			i
+		}]);
+		if (newcomers.length > 0) {
+			const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
+			await store.saveTree(tree.entry);
+			newcomers.forEach(({ i }, leafIndex) => placed[i] = {
+				tree,
+				leafIndex
+			});
+		}
+		return placed;
+	});
+	const roots = /* @__PURE__ */ new Map();
+	for (const { tree } of placements) {
+		const root = tree.entry.root;
+		if (roots.has(root)) continue;
+		if (tree.state === "registered") {
+			const entry = store.readRecord(root);
+			roots.set(root, {
+				ok: true,
+				sent: false,
+				outcome: {
+					kind: "already-registered",
+					hash: root,
+					entry
+				}
+			});
+			continue;
+		}
+		let sent = false;
+		const onStep = (step) => {
+			sent = true;
+			deps.onStep?.(step);
+		};
+		try {
+			const outcome = await register({
+				...deps,
+				onStep
+			}, {
+				hash: root,
+				description: tree.entry.description,
+				custody: false,
+				signed: input.signed,
+				blockchain: input.blockchain,
+				complete: input.complete,
+				force: false
+			});
+			roots.set(root, {
+				ok: true,
+				outcome,
+				sent
+			});
+		} catch (error) {
+			roots.set(root, {
+				ok: false,
+				error
+			});
+		}
+	}
+	return {
+		placements,
+		roots
+	};
+}
+function merkleOf(leaves) {
+	const hashes = Buffer.allocUnsafe(leaves.length * 32);
+	leaves.forEach((leaf, i) => {
+		leafHash(Buffer.from(leaf.sha256, "hex"), Buffer.from(leaf.salt, "hex")).copy(hashes, i * 32);
+	});
+	return new MerkleTree(hashes);
+}
+/** A new tree over `documents`, in their order, each leaf with a fresh 32-byte random salt. */
+function plantTree(documents, description, at) {
+	const salts = randomBytes(documents.length * 32);
+	const leaves = documents.map((doc, index) => ({
+		index,
+		name: doc.name,
+		sha256: doc.sha256,
+		size: doc.size,
+		salt: salts.toString("hex", index * 32, (index + 1) * 32)
+	}));
+	const merkle = merkleOf(leaves);
+	const entry = {
+		root: merkle.root.toString("hex"),
+		treeSize: leaves.length,
+		description: description ?? rootDescription(leaves.length),
+		createdAt: at.toISOString(),
+		leaves
+	};
+	return new LoadedTree(entry, "planned", merkle);
+}
+function better(a, b) {
+	if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
+	return a.entry.createdAt > b.entry.createdAt;
+}
+/** Where the tree of `root` stands: its root's record, pending session, or neither. */
+function stateOf$1(store, root) {
+	if (store.readRecord(root)) return "registered";
+	if (store.readPending(root)) return "pending";
+	return "planned";
+}
+/**
+* The registered tree holding the document of digest `sha256`, if any (for
+* `show` and `receipt`, once the ledger has no record of the digest itself).
+* Throws StoreError for a tree whose leaves do not fold to its root.
+*/
+async function findLeaf(store, sha256) {
+	const place = (await Trees.load(store, { registeredOnly: true })).place(sha256);
+	if (!place) return void 0;
+	const { root } = place.tree.entry;
+	const entry = store.readRecord(root);
+	if (!entry) return void 0;
+	const proof = place.tree.proof(place.leafIndex, store.treeFile(root));
+	return {
+		entry,
+		leaf: place.tree.entry.leaves[place.leafIndex],
+		proof
+	};
+}
+/**
+* The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
+* every leaf (name, digest, size, salt, index) under its root, one per line,
+* from which any document's proof can be made again (see
+* docs/verify-by-hand.md). It holds every salt: it is the owner's copy, not
+* something to hand out with one document (its receipt is).
+*/
+function treeManifestText(entry) {
+	const { leaves, ...rest } = entry;
+	const head = {
+		type: TREE_TYPE,
+		version: 1,
+		proofType: PROOF_TYPE,
+		...rest
+	};
+	return `${JSON.stringify(head, null, 2).slice(0, -2)},\n  "leaves": [\n${leaves.map((leaf) => `    ${JSON.stringify(leaf)}`).join(",\n")}\n  ]\n}\n`;
+}
+var LoadedTree, RANK, Trees, TREE_TYPE;
+var init_aggregate = __esmMin((() => {
+	init_errors();
+	init_merkle();
+	init_notarize();
+	init_receipt_format();
+	LoadedTree = class {
+		entry;
+		state;
+		#merkle;
+		constructor(entry, state, merkle) {
+			this.entry = entry;
+			this.state = state;
+			this.#merkle = merkle;
+		}
+		/**
+		* The Merkle tree of the leaves; throws StoreError when they do not fold
+		* to the root the file names (`file`: the tree's file, for the message).
+		*/
+		merkle(file) {
+			if (this.#merkle === void 0) {
+				const merkle = merkleOf(this.entry.leaves);
+				if (merkle.root.toString("hex") !== this.entry.root) throw new StoreError(file, `${file} is damaged: its leaves make root ${merkle.root.toString("hex")}, not ${this.entry.root}`, { hint: "it is no proof for its documents; move it aside for inspection" });
+				this.#merkle = merkle;
+			}
+			return this.#merkle;
+		}
+		/** The inclusion proof of leaf `leafIndex`, as a v1 receipt carries it; throws StoreError as `merkle` does. */
+		proof(leafIndex, file) {
+			return {
+				type: PROOF_TYPE,
+				leafSalt: this.entry.leaves[leafIndex].salt,
+				leafIndex,
+				treeSize: this.entry.treeSize,
+				path: this.merkle(file).path(leafIndex).map((hash) => hash.toString("hex")),
+				root: this.entry.root
+			};
+		}
+	};
+	RANK = {
+		registered: 0,
+		pending: 1,
+		planned: 2
+	};
+	Trees = class Trees {
+		#byDigest = /* @__PURE__ */ new Map();
+		all;
+		problems;
+		constructor(trees, problems = []) {
+			this.all = trees;
+			this.problems = problems;
+			for (const tree of trees) for (const leaf of tree.entry.leaves) {
+				const known = this.#byDigest.get(leaf.sha256);
+				if (known === void 0 || better(tree, known.tree)) this.#byDigest.set(leaf.sha256, {
+					tree,
+					leafIndex: leaf.index
+				});
+			}
+		}
+		/** Every tree of the store, with its state; `registeredOnly` leaves out those not in the ledger. */
+		static async load(store, { registeredOnly = false } = {}) {
+			const { entries, problems } = await store.listTrees();
+			const trees = [];
+			for (const entry of entries) {
+				let state;
+				try {
+					state = stateOf$1(store, entry.root);
+				} catch (error) {
+					if (!(error instanceof StoreError)) throw error;
+					problems.push(error);
+					continue;
+				}
+				if (registeredOnly && state !== "registered") continue;
+				trees.push(new LoadedTree(entry, state));
+			}
+			return new Trees(trees, problems);
+		}
+		/** The place of the document of digest `sha256`, if a tree holds it. */
+		place(sha256) {
+			return this.#byDigest.get(sha256);
+		}
+	};
+	TREE_TYPE = "notarize-tree";
+}));
+// dist/read-bounded.js
+/**
+* Reading a stream to its end as UTF-8 text, up to a size bound: the
+* service's answers (api/http.ts) and small user inputs such as a session or
+* a list of paths (core/read-input.ts). Past the bound it stops reading, so
+* a huge or endless source is never held in memory.
+*/
+/** The text of `input`, or undefined as soon as it exceeds `limit` bytes (the iteration is then ended). */
+async function readBounded(input, limit) {
+	return (await readBoundedBytes(input, limit))?.toString("utf8");
+}
+/**
+* The bytes of `input`, or undefined as soon as it exceeds `limit` bytes: for
+* a caller that decodes them itself (strictly, where a bad byte must be
+* refused rather than become U+FFFD).
+*/
+async function readBoundedBytes(input, limit) {
+	const chunks = [];
+	let size = 0;
+	for await (const chunk of input) {
+		const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+		size += bytes.length;
+		if (size > limit) return void 0;
+		chunks.push(bytes);
+	}
+	return Buffer.concat(chunks);
+}
+var init_read_bounded = __esmMin((() => {}));
+// dist/core/read-input.js
+/**
+* Reading small text inputs (a session, an API key, a list of paths) from a
+* file or standard input with a size bound, so that a wrong argument such as
+* /dev/zero or a huge file fails at once instead of filling memory.
+*/
+/**
+* The text of `source` ('-' for standard input, else a regular file), at most
+* `limit` bytes. Throws UsageError naming `what` when it cannot be read or is
+* larger.
+*/
+async function readTextInput(source, stdin, limit, what) {
+	return (await readBytesInput(source, stdin, limit, what)).toString("utf8");
+}
+/** The bytes of `source`, as `readTextInput` reads them, for a caller that decodes them itself. */
+async function readBytesInput(source, stdin, limit, what) {
+	let bytes;
+	try {
+		if (source === "-") bytes = await readBoundedBytes(stdin, limit);
+		else {
+			if (!(await stat(source)).isFile()) throw new Error("not a regular file");
+			bytes = await readBoundedBytes(createReadStream(source), limit);
+		}
+	} catch (error) {
+		const reason = error.code === "ENOENT" ? "no such file" : error.message;
+		throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
+	}
+	if (bytes === void 0) throw new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, { hint: `check that '${source}' holds ${what}` });
+	return bytes;
+}
+var init_read_input = __esmMin((() => {
+	init_errors();
+	init_read_bounded();
+}));
+// dist/core/description.js
+function codePoint(char) {
+	return `U+${char.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+}
+/** Refuses a description holding a control character other than tab; `what` names where it came from. */
+function checkControls(text, what) {
+	if (text.trim() === "") throw new UsageError(`${what} is empty`, { hint: "give a description with words in it, or leave it out" });
+	const match = CONTROL.exec(text.replaceAll("	", " "));
+	if (!match) return;
+	const position = [...text.slice(0, match.index)].length + 1;
+	const lineBreak = [
+		"\n",
+		"\r",
+		"\u2028",
+		"\u2029"
+	].includes(match[0]);
+	throw new UsageError(`${what} holds a control character (${codePoint(match[0])} at character ${position}); only tab is allowed`, { hint: lineBreak ? "a description is one line: put the text on one line (a file may end with one line break)" : "remove it: it would be stored on the record for good" });
+}
+/** Checks a description given with -d/--description; returns it unchanged. */
+function checkArgvDescription(text) {
+	const bad = text.indexOf("�");
+	if (bad !== -1) throw new UsageError(`--description is not valid UTF-8: byte(s) at character ${[...text.slice(0, bad)].length + 1} could not be decoded`, { hint: "give it in UTF-8 (check the locale of the shell), or with --description-file (which also takes a real U+FFFD)" });
+	checkControls(text, "--description");
+	return text;
+}
+/**
+* Reads --description-file (a file, or '-' for standard input): at most
+* DESCRIPTION_FILE_LIMIT bytes, strict UTF-8, one final LF or CRLF dropped
+* (editors add one), then checked like -d.
+*/
+async function readDescriptionFile(source, stdin) {
+	const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, "the description");
+	let text;
+	try {
+		text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+	} catch (error) {
+		throw new UsageError(`the description in '${source}' is not valid UTF-8`, {
+			hint: "convert it, e.g. iconv -f LATIN1 -t UTF-8",
+			cause: error
+		});
+	}
+	text = text.replace(/\r?\n$/, "");
+	checkControls(text, `the description in '${source}'`);
+	return text;
+}
+var DESCRIPTION_FILE_LIMIT, CONTROL;
+var init_description = __esmMin((() => {
+	init_errors();
+	init_read_input();
+	DESCRIPTION_FILE_LIMIT = 65536;
+	CONTROL = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
 }));
 // node_modules/picomatch/lib/constants.js
 var require_constants$5 = /* @__PURE__ */ __commonJSMin(((exports, module) => {
@@ -11784,2606 +14615,14 @@ var init_inputs = __esmMin((() => {
 	init_errors();
 	init_hash$1();
 }));
-// dist/api/pages.js
-/** The path of the public verification page of `hash`, for a client that adds its own base URL. */
-function verificationPath(hash) {
-	return `${VERIFICATION_PAGE}${hash}`;
-}
-/** The public verification page of `hash` on the service at `baseUrl` (no trailing slash). */
-function verificationUrl(baseUrl, hash) {
-	return `${baseUrl}${verificationPath(hash)}`;
-}
-var VERIFICATION_PAGE;
-var init_pages = __esmMin((() => {
-	VERIFICATION_PAGE = "/verification/";
-}));
-// dist/store/disk.js
-/** The errno code of `error` or of an error it wraps (StoreError keeps the system's as its cause). */
-function errnoCode(error) {
-	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
-		const code = current.code;
-		if (typeof code === "string" && code in REFUSALS) return code;
-		current = current.cause;
-	}
-}
+// dist/commands/register-inputs.js
 /**
-* The UsageError for a disk refusal met under `dir` before anything was
-* sent, or undefined when `error` is no disk refusal (the caller rethrows it).
+* What `register` is given, and the documents it makes of it, shared by its
+* two ways of registering: one registration per document (register.ts) and
+* one for all of them (register-aggregate.ts, --aggregate).
 */
-function diskRefusedBeforeSending(error, dir) {
-	const code = errnoCode(error);
-	if (code === void 0) return void 0;
-	return new UsageError(`${REFUSALS[code](dir)} (${code}); nothing was sent`, {
-		code: "disk_refused",
-		hint: "free some space there (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again",
-		cause: error
-	});
-}
-var REFUSALS;
-var init_disk = __esmMin((() => {
-	init_errors();
-	REFUSALS = {
-		ENOSPC: (dir) => `no space left on the device holding ${dir}`,
-		EDQUOT: (dir) => `the disk quota is exceeded on the device holding ${dir}`,
-		EROFS: (dir) => `the device holding ${dir} is read-only`,
-		EFBIG: (dir) => `a file size limit (ulimit -f) stops writes in ${dir}`
-	};
-}));
-// dist/mkdirs.js
-/**
-* `mkdir -p` that always ends. Node's own recursive mkdirSync (20.x) loops
-* forever, at 100 % CPU and deaf to signals (the loop is in C++ on the main
-* thread), when mkdir(2) answers ENOENT for a path whose parent exists, as
-* it does anywhere under /proc: NOTARIZE_CONFIG_DIR=/proc/x hung `notarize
-* pending`. Here each missing component is created once, from the top, and
-* the first failure is thrown as is (ENOTDIR, as mkdir -p, when `dir` exists
-* and is not a directory).
-*
-* Used for the store and for --receipt-dir (the promise form loops the same
-* way, on a thread-pool thread).
-*/
-/** Creates `dir` and its missing parents with `mode`; throws the fs error of the first that cannot be made. */
-function makeDirs(dir, mode) {
-	const missing = [];
-	for (let path = dir; statSync(path, { throwIfNoEntry: false }) === void 0;) {
-		missing.push(path);
-		const parent = dirname(path);
-		if (parent === path) break;
-		path = parent;
-	}
-	for (const path of missing.reverse()) try {
-		mkdirSync(path, { mode });
-	} catch (error) {
-		if (error.code !== "EEXIST") throw error;
-	}
-	if (!statSync(dir).isDirectory()) throw Object.assign(/* @__PURE__ */ new Error(`not a directory: '${dir}'`), { code: "ENOTDIR" });
-}
-var init_mkdirs = __esmMin((() => {}));
-// dist/store/files.js
-/**
-* File primitives of the local store: private directories, atomic writes and
-* reads that name the file when it is damaged. A damaged file is reported,
-* never rewritten or wiped: it may hold the only copy of a registration.
-*
-* The store may sit where others could plant links (a CI checkout that
-* earlier build steps touched, a shared /tmp), and notarize may run as root.
-* So no store file is ever opened through a symbolic link: writes create a
-* new file with O_EXCL|O_NOFOLLOW beside the target and rename it over the
-* target (a rename replaces a link itself, never what it points to), reads
-* open with O_NOFOLLOW and refuse a link. A store directory that is a link,
-* is not ours, or is writable by everyone (a sticky /tmp) is refused, never
-* chmod'ed: its content cannot be trusted, and changing its rights would
-* change them for everyone who shares it. Rights are only ever changed on an
-* open descriptor of the very directory or file that was checked.
-*/
-/** This process's user id; undefined where the platform has none (Windows: no owner checks). */
-function myUid() {
-	return process.getuid?.();
-}
-/**
-* Why `info` (from lstat, or fstat of a descriptor opened without following
-* links) cannot be a store directory, or undefined when it can.
-*/
-function unsafeDirReason(info) {
-	if (info.isSymbolicLink()) return "it is a symbolic link, which notarize does not follow";
-	if (!info.isDirectory()) return "it is not a directory";
-	const uid = myUid();
-	if (uid !== void 0 && info.uid !== uid) return `it belongs to another user (uid ${info.uid}, you are ${uid})`;
-	if (process.platform !== "win32" && (info.mode & 514) !== 0) return `it is world-writable or sticky, as shared directories are (mode ${(info.mode & 4095).toString(8)})`;
-}
-function dirError(dir, reason, cause) {
-	return new StoreError(dir, `cannot use the store directory ${dir}: ${reason}`, {
-		hint: HINT_DIR,
-		...cause === void 0 ? {} : { cause }
-	});
-}
-/**
-* Creates `dir` (and parents) readable by its owner alone. An existing
-* directory of ours with group rights is tightened to 0700; returns true when
-* it had to be, so the caller can warn. Throws StoreError naming the
-* directory when it is a link, not a directory, not ours or shared with
-* everyone (see the module comment), or cannot be created.
-*/
-function ensurePrivateDir(dir) {
-	try {
-		makeDirs(dir, 448);
-	} catch (error) {
-		const code = error.code;
-		if (isLink(dir)) throw dirError(dir, "it is a symbolic link, which notarize does not follow", error);
-		if (code === "EEXIST" || code === "ENOTDIR") throw dirError(dir, "it is not a directory", error);
-		throw dirError(dir, error.message, error);
-	}
-	const tightened = tightenDirIfExists(dir);
-	if (tightened === void 0) throw dirError(dir, "it disappeared while being prepared");
-	return tightened;
-}
-/**
-* Checks an existing store directory as ensurePrivateDir does, without
-* creating it: true when it had to be tightened, false when it was already
-* private, undefined when it does not exist.
-*/
-function tightenDirIfExists(dir) {
-	let seen;
-	try {
-		seen = lstatSync(dir);
-	} catch (error) {
-		if (error.code === "ENOENT") return void 0;
-		throw dirError(dir, error.message, error);
-	}
-	const reason = unsafeDirReason(seen);
-	if (reason !== void 0) throw dirError(dir, reason);
-	if (process.platform === "win32" || (seen.mode & 63) === 0) return false;
-	let fd;
-	try {
-		fd = openSync(dir, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-	} catch (error) {
-		throw dirError(dir, `it changed while being checked (${error.code})`, error);
-	}
-	try {
-		const info = fstatSync(fd);
-		if (info.ino !== seen.ino || info.dev !== seen.dev) throw dirError(dir, "it changed while being checked");
-		fchmodSync(fd, 448);
-		return true;
-	} catch (error) {
-		if (error instanceof StoreError) throw error;
-		throw dirError(dir, error.message, error);
-	} finally {
-		closeSync(fd);
-	}
-}
-/**
-* Reads a store file without following a link. Returns undefined when it
-* does not exist; throws StoreError naming the file when it is a link, not a
-* regular file, another user's, or unreadable. Given `onTightened`, a file
-* of ours readable by others is tightened to 0600 (its owner bits kept) and
-* `onTightened` told.
-*/
-function readPrivateFile(file, onTightened) {
-	let fd;
-	try {
-		fd = openSync(file, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-	} catch (error) {
-		const code = error.code;
-		if (code === "ENOENT") return void 0;
-		if ((code === "ELOOP" || code === "EMLINK") && isLink(file)) throw fileError(file, "it is a symbolic link");
-		throw fileError(file, error.message, error);
-	}
-	try {
-		const info = fstatSync(fd);
-		if (!info.isFile()) throw fileError(file, "it is not a regular file");
-		const uid = myUid();
-		if (uid !== void 0 && info.uid !== uid) throw fileError(file, `it belongs to another user (uid ${info.uid}, you are ${uid})`);
-		if (onTightened !== void 0 && process.platform !== "win32" && (info.mode & 63) !== 0) {
-			fchmodSync(fd, info.mode & 448);
-			onTightened?.();
-		}
-		return readFileSync(fd, "utf8");
-	} catch (error) {
-		if (error instanceof StoreError) throw error;
-		throw fileError(file, error.message, error);
-	} finally {
-		closeSync(fd);
-	}
-}
-function isLink(path) {
-	try {
-		return lstatSync(path).isSymbolicLink();
-	} catch {
-		return false;
-	}
-}
-function fileError(file, reason, cause) {
-	return new StoreError(file, `cannot read store file ${file}: ${reason}`, {
-		hint: "notarize never reads or writes a store file through a link or owned by someone else: move it aside, or use a store of your own",
-		...cause === void 0 ? {} : { cause }
-	});
-}
-/**
-* Writes `data` to `file` atomically: a new temporary file in the same
-* directory, flushed to disk, then renamed over the target, and the directory
-* flushed too. A reader (or a process killed mid-write) sees the old file or
-* the new one, never a mix. Temporary files start with a dot; a process
-* killed before its rename leaves one behind, which listings skip.
-*
-* No link is ever followed: the temporary file is created with
-* O_EXCL|O_NOFOLLOW (a link planted at its name makes the create fail), and
-* a rename over a link replaces the link itself. With `replace: false` the
-* temporary file is hard-linked to the target instead, which fails when
-* anything (a link included) is there.
-*
-* Only the two flushes wait for the disk, and they run on libuv's thread
-* pool, so those of a batch's documents overlap and this thread never waits
-* for the disk. The other calls (open, write, close, rename) take
-* microseconds on a store file of a few hundred bytes: made here, they cost
-* less than a thread-pool round trip each, which in a batch was most of the
-* store's CPU time (see docs/performance.md). The promise settles only once
-* the data is durable.
-*/
-async function writeFileAtomic(file, data, options = {}) {
-	const dir = dirname(file);
-	const temp = join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
-	const bytes = Buffer.from(data, "utf8");
-	let fd = openSync(temp, CREATE_NEW, options.mode ?? 384);
-	try {
-		for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done);
-		await fdatasyncOnPool(fd);
-		const written = fd;
-		fd = void 0;
-		closeSync(written);
-		if (options.replace === false) {
-			linkOrCreate(temp, file, bytes, options.mode ?? 384);
-			ignoreErrors(() => unlinkSync(temp));
-		} else renameSync(temp, file);
-	} catch (error) {
-		if (fd !== void 0) ignoreErrors(() => closeSync(fd));
-		ignoreErrors(() => unlinkSync(temp));
-		throw error;
-	}
-	await (options.flushes ? options.flushes.flush(dir) : syncDir(dir));
-}
-/**
-* Gives the complete file `temp` the name `file` only if that name is free.
-* Where hard links are not supported, creates `file` with O_EXCL|O_NOFOLLOW
-* and writes it (a reader may then briefly see it incomplete).
-*/
-function linkOrCreate(temp, file, bytes, mode) {
-	try {
-		linkSync(temp, file);
-		return;
-	} catch (error) {
-		const code = error.code;
-		if (code !== "EPERM" && code !== "ENOTSUP" && code !== "ENOSYS") throw error;
-	}
-	const fd = openSync(file, CREATE_NEW, mode);
-	try {
-		for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done);
-		fsyncSync(fd);
-	} finally {
-		closeSync(fd);
-	}
-}
-function fdatasyncOnPool(fd) {
-	return new Promise((resolve, reject) => fdatasync(fd, (error) => error ? reject(error) : resolve()));
-}
-function ignoreErrors(fn) {
-	try {
-		fn();
-	} catch {}
-}
-/**
-* A name part no other writer on this host uses: the pid, a random tag per
-* module instance (pids are reused; threads load their own), a counter. The
-* tag and counter stay module-level on purpose: they name this instance of
-* the code, whoever writes (the store, locks, receipts), and hold nothing else.
-*/
-function uniqueSuffix() {
-	return `${process.pid}.${PROCESS_TAG}.${(writeCounter++).toString(36)}`;
-}
-/** Flushes a directory's entries (the rename) to disk; best effort, as some platforms cannot. */
-async function syncDir(dir) {
-	let fd;
-	try {
-		fd = openSync(dir, "r");
-	} catch {
-		return;
-	}
-	try {
-		await new Promise((resolve) => fsync(fd, () => resolve()));
-	} finally {
-		ignoreErrors(() => closeSync(fd));
-	}
-}
-/** Removes a file; a file already gone is not an error. */
-function removeFile(file) {
-	try {
-		unlinkSync(file);
-	} catch (error) {
-		if (error.code !== "ENOENT") throw error;
-	}
-}
-/**
-* Reads and validates a JSON store file. Returns undefined when it does not
-* exist; throws StoreError naming the file when it is unreadable, not JSON or
-* not of the expected shape.
-*/
-function readStoreFile(file, schema) {
-	const text = readPrivateFile(file);
-	if (text === void 0) return void 0;
-	let value;
-	try {
-		value = JSON.parse(text);
-	} catch (error) {
-		throw corrupt(file, "not valid JSON", error);
-	}
-	const parsed = schema.safeParse(value);
-	if (!parsed.success) throw corrupt(file, describeZodError(parsed.error), parsed.error);
-	return parsed.data;
-}
-/** The error for a damaged store file: names it and says how to recover. */
-function corrupt(file, reason, cause) {
-	return new StoreError(file, `store file ${file} is damaged (${reason})`, {
-		hint: recoveryHint(file),
-		cause
-	});
-}
-/** What the user can do about a damaged file, by what it holds. */
-function recoveryHint(file) {
-	const untouched = "notarize leaves it untouched";
-	const name = basename(file);
-	if (name === "credentials.json") return `${untouched}: repair it by hand, or move it aside and log in again (\`notarize login\`)`;
-	if (name === "config.json") return `${untouched}: repair it by hand, or move it aside (settings go back to their defaults; \`notarize config set\` sets them again)`;
-	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
-	return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${basename(file, ".json")}\` (kept aside) to start that registration afresh`;
-}
-var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, PROCESS_TAG, writeCounter, DirFlushes;
-var init_files = __esmMin((() => {
-	init_errors();
-	init_mkdirs();
-	init_validation();
-	O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
-	O_DIRECTORY = constants.O_DIRECTORY ?? 0;
-	O_NONBLOCK = constants.O_NONBLOCK ?? 0;
-	CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW;
-	HINT_DIR = "use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR";
-	PROCESS_TAG = randomBytes(4).toString("hex");
-	writeCounter = 0;
-	DirFlushes = class {
-		#byDir = /* @__PURE__ */ new Map();
-		/** Resolves once a flush of `dir` that started after this call has ended. */
-		flush(dir) {
-			const flushes = this.#byDir.get(dir) ?? {};
-			this.#byDir.set(dir, flushes);
-			const start = () => {
-				const running = syncDir(dir).finally(() => {
-					if (flushes.running !== running) return;
-					flushes.running = void 0;
-					if (flushes.next === void 0) this.#byDir.delete(dir);
-				});
-				flushes.running = running;
-				return running;
-			};
-			if (flushes.running === void 0) return start();
-			flushes.next ??= flushes.running.then(() => {
-				flushes.next = void 0;
-				return start();
-			});
-			return flushes.next;
-		}
-	};
-}));
-// dist/store/lock.js
-/**
-* A per-hash lock between notarize processes, so two processes never run the
-* request/forfait flow for the same hash at once (which could complete one
-* notarization twice).
-*
-* A lock is a file holding `<pid> <host> <nonce> lease=<ms> [ns=<id>]`. It
-* comes into existence complete: its text is written to a private temporary
-* file which is then hard-linked to the lock's name, an atomic
-* create-if-absent (an O_EXCL create followed by a write would show other
-* processes an empty lock).
-*
-* Liveness is a heartbeat lease, because a pid proves nothing about a process
-* in another PID namespace (a container) or on another host sharing the
-* store: there `kill(pid, 0)` says "no such process" about a live owner. The
-* owner refreshes the lock's mtime every LEASE_MS / 3 through the descriptor
-* of the file it created (so it can only ever touch its own lock), from an
-* unref'd timer. A waiter judges a lock stale only once it has itself seen
-* the lock unchanged (same text, inode, mtime and ctime) for LEASE_MS on its
-* own monotonic clock: no clock of another machine is trusted, so skew
-* between hosts cannot make a live lock look old. The one shortcut: a lock
-* whose `ns=` (boot id + PID namespace inode) is ours was written in this
-* very PID namespace of this very kernel, where `kill(pid, 0)` answering
-* ESRCH does prove the owner gone; it is taken over at once. Any other answer
-* (alive, EPERM, a reused pid) falls back to the lease.
-*
-* A lock without `lease=` was written by an older notarize, which never
-* refreshes: it is judged by age (LEGACY_STALE_MS, longer than such a run
-* could hold a lock). A lock whose text cannot be read as ours (empty while
-* being written on a file system without hard links, or foreign) is stale
-* once seen unchanged for UNREADABLE_GRACE_MS.
-*
-* Deleting a stale lock is the classic race: two waiters both see the dead
-* owner, one deletes it and takes the lock, then the other deletes that *new*
-* lock. So a waiter may delete a stale lock only while it holds the claim
-* for that very lock instance (`<lock>.<id>.claim`, created the same
-* exclusive way, id = digest of the stale lock's text and inode), and only
-* after checking, under the claim, that the lock is still that instance.
-* Nobody else can delete that instance in between: its owner is dead and the
-* claim is unique. A claim is held for a few system calls only, so it is not
-* refreshed; it carries the same text, and a claim whose holder died is taken
-* over by the same rules (namespace shortcut, else unchanged for LEASE_MS)
-* one level up, so no file is ever deleted on a guess.
-*
-* What a lease cannot cover: an owner suspended (SIGSTOP, a paused VM) or
-* whose event loop is blocked for longer than LEASE_MS * 2/3 stops
-* refreshing and is then indistinguishable from a dead one. Nothing under
-* the lock runs long synchronously (hashing is done before the lock is
-* taken; store writes are single small files).
-*/
-/** A lock path holding something no notarize wrote there: refused, never waited on. */
-function notALock(file, why) {
-	return new StoreError(file, `lock file ${file} is not a lock: ${why}`, { hint: "notarize never makes one like it: remove it, or use a store of your own" });
-}
-function fullTiming(timing) {
-	return {
-		leaseMs: timing.leaseMs ?? 12e3,
-		pollMs: timing.pollMs ?? POLL_MS,
-		unreadableGraceMs: timing.unreadableGraceMs ?? UNREADABLE_GRACE_MS
-	};
-}
-/**
-* This kernel's boot id and our PID namespace's inode: equal in two lock
-* texts only when both processes see the same pids (see the module comment).
-* Undefined where /proc does not tell (not Linux, /proc hidden).
-*/
-function pidNamespace() {
-	if (namespaceMemo === void 0) {
-		namespaceMemo = null;
-		if (process.platform === "linux") try {
-			const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-			const ns = statSync("/proc/self/ns/pid");
-			if (/^[0-9a-f-]{32,36}$/.test(boot)) namespaceMemo = `${boot}/${ns.dev}/${ns.ino}`;
-		} catch {}
-	}
-	return namespaceMemo ?? void 0;
-}
-/**
-* The text of a lock or claim held by process `pid` of this PID namespace.
-* Exported for tests, which plant the locks killed processes leave behind.
-*/
-function lockText(pid, nonce, leaseMs = LEASE_MS) {
-	const ns = pidNamespace();
-	return `${pid} ${HOST} ${nonce} lease=${leaseMs}${ns === void 0 ? "" : ` ns=${ns}`}\n`;
-}
-function ownText(leaseMs) {
-	return lockText(process.pid, randomBytes(8).toString("hex"), leaseMs);
-}
-function parse(text) {
-	const [pid, host, , ...rest] = text.trim().split(" ");
-	const field = (name) => rest.find((f) => f.startsWith(`${name}=`))?.slice(name.length + 1);
-	const lease = field("lease");
-	return {
-		pid: pid !== void 0 && /^\d{1,7}$/.test(pid) && Number(pid) > 0 && Number(pid) <= MAX_PID ? Number(pid) : void 0,
-		host,
-		leaseMs: lease !== void 0 && /^\d{1,9}$/.test(lease) ? Number(lease) : void 0,
-		ns: field("ns")
-	};
-}
-function inspect(file) {
-	let fd;
-	try {
-		fd = openSync(file, LOCK_READ_FLAGS);
-	} catch (error) {
-		if (error.code === "ENOENT") return void 0;
-		if (error.code === "ELOOP") throw notALock(file, "it is a symbolic link");
-		throw error;
-	}
-	try {
-		const info = fstatSync(fd);
-		if (!info.isFile()) throw notALock(file, "it is not a regular file");
-		const text = readFileSync(fd, "utf8");
-		const id = `${text}\u0000${info.dev}:${info.ino}`;
-		return {
-			id,
-			version: `${id}\u0000${info.mtimeMs}:${info.ctimeMs}:${info.size}`,
-			...parse(text),
-			ageMs: Date.now() - info.mtimeMs
-		};
-	} finally {
-		closeSync(fd);
-	}
-}
-/** False only when `kill(pid, 0)` says there is no such process (ESRCH). */
-function processExists(pid) {
-	try {
-		process.kill(pid, 0);
-		return true;
-	} catch (error) {
-		return error.code !== "ESRCH";
-	}
-}
-/** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
-function isStale(file, seen, watch, timing) {
-	const ours = pidNamespace();
-	if (seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid)) return true;
-	const quiet = watch.quietMs(file, seen);
-	if (seen.pid === void 0) return quiet >= timing.unreadableGraceMs;
-	if (seen.leaseMs === void 0) return seen.ageMs >= LEGACY_STALE_MS;
-	return quiet >= Math.min(Math.max(timing.leaseMs, seen.leaseMs), LEGACY_STALE_MS);
-}
-/**
-* Creates `file` holding `text` only if it does not exist. Returns an open
-* descriptor of the new file (the owner refreshes its lease through it), or
-* undefined when the file exists.
-*/
-function createExclusive(file, text) {
-	const temp = `${file}.${uniqueSuffix()}.tmp`;
-	const fd = openSync(temp, "wx", 384);
-	let keep = false;
-	try {
-		writeFileSync(fd, text);
-		try {
-			linkSync(temp, file);
-			keep = true;
-			return fd;
-		} catch (error) {
-			const code = error.code;
-			if (code === "EEXIST") return void 0;
-			if (code === "EPERM" || code === "ENOTSUP" || code === "ENOSYS") return createWithoutLink(file, text);
-			throw error;
-		}
-	} finally {
-		if (!keep) closeSync(fd);
-		removeFile(temp);
-	}
-}
-/** For file systems without hard links: O_EXCL; a reader may briefly see it empty (the grace above covers it). */
-function createWithoutLink(file, text) {
-	let fd;
-	try {
-		fd = openSync(file, "wx", 384);
-	} catch (error) {
-		if (error.code === "EEXIST") return void 0;
-		throw error;
-	}
-	try {
-		writeFileSync(fd, text);
-		return fd;
-	} catch (error) {
-		closeSync(fd);
-		removeFile(file);
-		throw error;
-	}
-}
-/**
-* Keeps the lease of the lock open as `fd` alive until the returned function
-* is called, which also closes `fd`. The timer is unref'd: it never keeps the
-* process alive, and a signal that ends the process ends it too.
-*/
-function keepFresh(fd, leaseMs) {
-	const timer = setInterval(() => {
-		try {
-			const now = /* @__PURE__ */ new Date();
-			futimesSync(fd, now, now);
-		} catch {}
-	}, leaseMs / REFRESHES_PER_LEASE);
-	timer.unref();
-	return () => {
-		clearInterval(timer);
-		closeSync(fd);
-	};
-}
-/**
-* Deletes the stale lock instance `seen` at `file`, under its claim (see the
-* module comment). Returns without deleting when another waiter holds the
-* claim or the lock has changed; the caller just looks again.
-*/
-function takeOver(file, seen, watch, timing, depth = 0) {
-	const claim = `${file}.${createHash("sha256").update(seen.id).digest("hex").slice(0, 16)}.claim`;
-	const mine = ownText(timing.leaseMs);
-	const fd = createExclusive(claim, mine);
-	if (fd === void 0) {
-		const holder = inspect(claim);
-		if (holder && depth < MAX_CLAIM_DEPTH && isStale(claim, holder, watch, timing)) takeOver(claim, holder, watch, timing, depth + 1);
-		return;
-	}
-	closeSync(fd);
-	try {
-		if (inspect(file)?.id === seen.id) unlinkSync(file);
-	} finally {
-		release(claim, mine);
-	}
-}
-/**
-* Releases the lock `file` from a signal handler, where withLock's `finally`
-* never runs because the process exits: removed only when it names this
-* process on this host (only this process writes its own pid here). Left in
-* place it would be found stale by the next run anyway; removing it saves
-* that run the takeover. Never throws.
-*/
-function releaseOwnLock(file) {
-	try {
-		const seen = inspect(file);
-		if (seen?.pid === process.pid && (seen.host === void 0 || seen.host === HOST)) removeFile(file);
-	} catch {}
-}
-/** Removes a lock or claim we hold, unless (impossibly, but cheaply checked) it is no longer ours. */
-function release(file, mine) {
-	try {
-		if (readPrivateFile(file) !== mine) return;
-	} catch {
-		return;
-	}
-	removeFile(file);
-}
-/**
-* Runs `fn` holding the lock file `file`, refreshing its lease meanwhile;
-* waits up to `waitMs` for a live owner, taking over a dead owner's lock
-* (at once when it provably died in our PID namespace, otherwise once its
-* lease has gone unrefreshed for LEASE_MS), then throws TransientError
-* (exit 4: try again later). `timing` is for tests (see LockTiming).
-*/
-async function withLock(file, waitMs, fn, timing = {}) {
-	const full = fullTiming(timing);
-	const { leaseMs, pollMs } = full;
-	const deadline = Date.now() + waitMs;
-	const mine = ownText(leaseMs);
-	const watch = new Watch();
-	let fd;
-	while ((fd = createExclusive(file, mine)) === void 0) {
-		const seen = inspect(file);
-		if (seen === void 0) continue;
-		if (isStale(file, seen, watch, full)) {
-			takeOver(file, seen, watch, full);
-			continue;
-		}
-		if (Date.now() >= deadline) {
-			const legacy = seen.pid !== void 0 && seen.leaseMs === void 0;
-			throw new TransientError(`another notarize process (pid ${seen.pid ?? "?"}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ""}) is working on the same hash`, {
-				hint: legacy ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 6e4} minutes old (${file})` : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1e3} s without a refresh`,
-				notProcessed: true
-			});
-		}
-		await setTimeout$1(pollMs);
-	}
-	const stop = keepFresh(fd, leaseMs);
-	try {
-		return await fn();
-	} finally {
-		release(file, mine);
-		stop();
-	}
-}
-var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch;
-var init_lock = __esmMin((() => {
-	init_errors();
-	init_files();
-	POLL_MS = 25;
-	LOCK_READ_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
-	LEASE_MS = 12e3;
-	REFRESHES_PER_LEASE = 3;
-	LEGACY_STALE_MS = 6e5;
-	UNREADABLE_GRACE_MS = 5e3;
-	MAX_CLAIM_DEPTH = 4;
-	MAX_PID = 4194304;
-	HOST = hostname();
-	Watch = class {
-		#since = /* @__PURE__ */ new Map();
-		/** How long `file` has been seen unchanged as `seen`, by this waiter; 0 the first time. */
-		quietMs(file, seen) {
-			const now = performance.now();
-			const known = this.#since.get(file);
-			if (known?.version === seen.version) return now - known.at;
-			this.#since.set(file, {
-				version: seen.version,
-				at: now
-			});
-			return 0;
-		}
-	};
-}));
-// dist/core/mime.js
-/**
-* MIME types for the custody metadata's `type` field, by file extension.
-* A short table of the documents people notarize; anything else is sent as
-* application/octet-stream, which is always true.
-*/
-/** The MIME type for a file name; application/octet-stream when unknown. */
-function mimeType(fileName) {
-	return TYPES[extname(fileName).toLowerCase()] ?? "application/octet-stream";
-}
-var TYPES;
-var init_mime = __esmMin((() => {
-	TYPES = {
-		".pdf": "application/pdf",
-		".txt": "text/plain",
-		".md": "text/markdown",
-		".json": "application/json",
-		".xml": "application/xml",
-		".csv": "text/csv",
-		".html": "text/html",
-		".htm": "text/html",
-		".png": "image/png",
-		".jpg": "image/jpeg",
-		".jpeg": "image/jpeg",
-		".gif": "image/gif",
-		".svg": "image/svg+xml",
-		".zip": "application/zip",
-		".gz": "application/gzip",
-		".tar": "application/x-tar",
-		".doc": "application/msword",
-		".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-		".xls": "application/vnd.ms-excel",
-		".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-		".odt": "application/vnd.oasis.opendocument.text"
-	};
-}));
-// dist/core/notarize.js
-/** Whether `error` is the 409 that says the service already has the hash (see the module comment). */
-function isAlreadyRegistered(error) {
-	return error instanceof ServiceRefusedError && error.status === 409;
-}
-/** Runs the register flow for one hash; see the module comment. */
-async function register(deps, input) {
-	const { store } = deps;
-	return locked(deps, input.hash, async (tracked) => {
-		const existing = store.readRecord(input.hash);
-		if (existing) store.removeLeftoverPending(existing);
-		if (existing && !input.force) return {
-			kind: "already-registered",
-			hash: input.hash,
-			entry: existing
-		};
-		let pending = store.readPending(input.hash);
-		const reused = pending !== void 0;
-		if (pending === void 0) {
-			const unanswered = input.force ? void 0 : store.readUnanswered(input.hash);
-			if (unanswered !== void 0) throw requestUnread(input.hash, unanswered.requestedAt);
-			try {
-				pending = await requestStep(deps, input);
-			} catch (error) {
-				if (!isAlreadyRegistered(error)) throw error;
-				const service = {
-					message: error.serviceMessage,
-					retiredSession: void 0
-				};
-				return {
-					kind: "already-registered",
-					hash: input.hash,
-					entry: existing,
-					service
-				};
-			}
-		}
-		tracked.sessionSaved();
-		if (!input.complete) return {
-			kind: "pending",
-			entry: pending,
-			reused
-		};
-		if (pending.forfaitUnreadAt !== void 0) throw answerUnread(deps, pending);
-		return finish$1(deps, pending, reused, input);
-	});
-}
-/**
-* Runs `fn` holding the lock of `hash`, known to interrupt.ts meanwhile: a
-* signal then releases the lock, and its line names the session once `fn`
-* says it is saved. Until `fn` starts, only the lock is being made and
-* nothing has been sent, so a full (or read-only) disk is a usage error
-* saying so (store/disk.ts); once it has started, its errors pass unchanged
-* (a store write failing after an answer is `notSaved`'s).
-*/
-async function locked(deps, hash, fn) {
-	let started = false;
-	try {
-		const file = deps.store.lockFile(hash);
-		return await withLock(file, deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
-			started = true;
-			const tracked = track(hash, () => releaseOwnLock(file));
-			try {
-				return await fn(tracked);
-			} finally {
-				tracked.done();
-			}
-		}, deps.lockTiming);
-	} catch (error) {
-		if (started) throw error;
-		throw diskRefusedBeforeSending(error, deps.store.dir) ?? error;
-	}
-}
-/** Completes the registration of `hash` (step 4); see the module comment. */
-async function complete(deps, hash, source) {
-	const { store } = deps;
-	return locked(deps, hash, async (tracked) => {
-		const existing = store.readRecord(hash);
-		if (existing) {
-			store.removeLeftoverPending(existing);
-			return {
-				kind: "already-registered",
-				hash,
-				entry: existing
-			};
-		}
-		const stored = store.readPending(hash);
-		if (stored) tracked.sessionSaved();
-		let pending;
-		if (source.kind === "store") {
-			if (!stored) throw new UsageError(`no pending session for ${hash}`, {
-				code: "no_pending_session",
-				hint: "register it first (`notarize register`), or pass the session with --session <file|->"
-			});
-			pending = stored;
-		} else {
-			const sessionJson = source.kind === "given" ? source.json : (await deps.api.activeSubscription()).raw;
-			pending = {
-				hash,
-				description: (source.kind === "given" ? source.description : void 0) ?? stored?.description ?? "",
-				custody: false,
-				savedAt: now(deps).toISOString(),
-				sessionJson
-			};
-			if (!stored) {
-				await savePendingOrExplain(deps, pending, { sentBefore: source.kind !== "given" });
-				tracked.sessionSaved();
-				const outcome = await finishGiven(deps, pending);
-				store.clearUnanswered(hash);
-				return outcome;
-			}
-		}
-		return finish$1(deps, pending, true, { hash });
-	});
-}
-/**
-* Completes with a session given by hand and saved by this run. A 404 proves
-* the service does not know the hash, so that session was never good for it:
-* it is not kept (the user still has it where they gave it from).
-*/
-async function finishGiven(deps, pending) {
-	try {
-		return await finish$1(deps, pending, true, { hash: pending.hash });
-	} catch (error) {
-		if (error instanceof ServiceRefusedError && error.status === 404) {
-			deps.store.removePending(pending.hash);
-			error.hint = `the service does not know ${pending.hash}, so the session given was not kept; register the document first (\`notarize register\`)`;
-		}
-		throw error;
-	}
-}
-/**
-* How every registration ends, in `register` or `complete`: forfait, then the
-* custody metadata when the request asked for custody (the stored session
-* decides, not this run's flags). A 409 from forfait retires the session.
-*/
-async function finish$1(deps, pending, reusedSession, input) {
-	let entry;
-	try {
-		entry = await completeStep(deps, pending);
-	} catch (error) {
-		if (!isAlreadyRegistered(error)) throw error;
-		const retiredSession = await retire(deps, pending.hash, `forfait answered 409: ${error.serviceMessage ?? ""}`);
-		const service = {
-			message: error.serviceMessage,
-			retiredSession
-		};
-		return {
-			kind: "already-registered",
-			hash: pending.hash,
-			entry: void 0,
-			service
-		};
-	}
-	const custody = pending.custody ? await sendMetadata(deps, input, pending) : void 0;
-	return {
-		kind: "completed",
-		entry,
-		reusedSession,
-		...custody ? { custody } : {}
-	};
-}
-/** Moves a pending session aside; if the disk refuses, says so with exit 1 (forfait was sent). */
-async function retire(deps, hash, reason) {
-	try {
-		return await deps.store.retirePending(hash, reason, now(deps));
-	} catch (error) {
-		throw new NotarizeError("store_write", EXIT.refused, `the service says ${hash} is already registered, but its pending session could not be moved aside: ${error.message}`, {
-			hint: `retire it with \`notarize pending drop ${hash}\``,
-			cause: error
-		});
-	}
-}
-/** The refusal to request again a hash whose last request step was answered unreadably. */
-function requestUnread(hash, requestedAt) {
-	return new ProtocolError(`the registration request for ${hash} was answered 2xx at ${requestedAt}, but the answer could not be read; notarize does not request it again on its own`, { hint: `the service may hold a subscription session for it: \`notarize complete ${hash} --use-active-subscription\` completes it with your active subscription; \`notarize pending drop ${hash}\` (or register --force) requests anew` });
-}
-/** The refusal to send again a session whose last forfait was answered unreadably (`forfaitUnreadAt` set). */
-function answerUnread(deps, pending) {
-	const page = deps.api.transport.url(verificationPath(pending.hash));
-	return new ProtocolError(`the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt} and answered, but the answer could not be read; notarize does not send it again on its own`, { hint: `the service may have completed it (see ${page}); \`notarize complete ${pending.hash}\` sends the session again (if it went through, the service answers 409 and the session is retired), or \`notarize pending drop ${pending.hash}\` puts it aside` });
-}
-function now(deps) {
-	return deps.now?.() ?? /* @__PURE__ */ new Date();
-}
-/** The request step; the answer is saved before this returns or throws. */
-async function requestStep(deps, input) {
-	deps.onStep?.("requesting");
-	const save = async (sessionJson) => {
-		const entry = {
-			hash: input.hash,
-			description: input.description,
-			custody: input.custody,
-			savedAt: now(deps).toISOString(),
-			...input.file ? { file: input.file } : {},
-			sessionJson
-		};
-		await savePendingOrExplain(deps, entry);
-		return entry;
-	};
-	try {
-		const saved = await save((await deps.api.requestRegistration({
-			blockchainType: input.blockchain,
-			custody: input.custody,
-			description: input.description,
-			hash: input.hash,
-			signed: input.signed,
-			status: "not_registered"
-		})).raw);
-		deps.store.clearUnanswered(input.hash);
-		return saved;
-	} catch (error) {
-		if (error instanceof InvalidAnswerError && isPlainObject(error.json)) {
-			await save(error.raw);
-			throw new ProtocolError(`${error.message}; the answer was kept as pending`, {
-				hint: `inspect it with \`notarize pending\`; \`notarize complete ${input.hash}\` sends it back as received`,
-				cause: error
-			});
-		}
-		if (error instanceof UnreadableAnswerError) {
-			const requestedAt = now(deps).toISOString();
-			await deps.store.markUnanswered({
-				hash: input.hash,
-				description: input.description,
-				requestedAt
-			}).catch(() => {});
-			error.hint = requestUnread(input.hash, requestedAt).hint;
-		}
-		throw error;
-	}
-}
-/** Forfait with the pending session; on success the record is in the ledger and the session gone. */
-async function completeStep(deps, pending) {
-	deps.onStep?.("completing");
-	const { store } = deps;
-	const save = async (recordJson) => {
-		const entry = {
-			hash: pending.hash,
-			completedAt: now(deps).toISOString(),
-			...pending.file ? { file: pending.file } : {},
-			recordJson
-		};
-		try {
-			await store.saveRecord(entry);
-		} catch (error) {
-			throw notSaved(`the registration of ${pending.hash} was completed, but its record could not be saved`, error, {
-				what: "record",
-				text: recordJson,
-				next: `the session stays pending in ${store.pendingFile(pending.hash)}`
-			});
-		}
-		store.removePending(pending.hash);
-		return entry;
-	};
-	let answer;
-	try {
-		answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson);
-	} catch (error) {
-		if (error instanceof InvalidAnswerError) throw await setAside(deps, pending, error.raw, error.message);
-		if (error instanceof UnreadableAnswerError) {
-			const marked = await markAnswerUnread(deps, pending);
-			error.hint = [error.hint, answerUnread(deps, marked).hint].filter(Boolean).join("; ");
-			throw error;
-		}
-		if (isAlreadyRegistered(error)) throw error;
-		throw withCompleteHint(deps, error, pending.hash);
-	}
-	if (answer.value.hash.toLowerCase() !== pending.hash) throw await setAside(deps, pending, answer.raw, `the answer is a record of hash ${answer.value.hash}`);
-	return save(answer.raw);
-}
-/** Marks a session whose forfait was answered 2xx without a usable record (see answerUnread). */
-async function markAnswerUnread(deps, pending) {
-	const marked = {
-		...pending,
-		forfaitUnreadAt: now(deps).toISOString()
-	};
-	await deps.store.savePending(marked).catch(() => {});
-	return marked;
-}
-/**
-* A 2xx forfait answer that is not a record of this hash (another hash, no
-* hash, an error object...): it never enters the ledger, where `verify` would
-* take it for proof. It is kept aside in quarantine/ for a person to read,
-* and the session stays pending, marked so that only an explicit `complete`
-* sends it again. Returns the exit-5 error to throw.
-*/
-async function setAside(deps, pending, raw, why) {
-	const marked = await markAnswerUnread(deps, pending);
-	let kept;
-	try {
-		kept = `kept aside in ${await deps.store.quarantine(pending.hash, raw, why, now(deps))}`;
-	} catch {
-		kept = "it could not even be kept aside";
-	}
-	return new ProtocolError(`the service answered the completion of ${pending.hash} with something that is not its record (${why}); it was not put in the ledger: ${kept}`, { hint: answerUnread(deps, marked).hint });
-}
-/**
-* Adds to a failed completion's hint what happened to the session and what to
-* do next. Only failures that prove the service did not complete it (network
-* errors before an answer, 5xx, 429, 401) say to simply run `complete` again.
-*/
-function withCompleteHint(deps, error, hash) {
-	if (!(error instanceof NotarizeError) || error instanceof UsageError) return error;
-	const file = deps.store.pendingFile(hash);
-	const page = deps.api.transport.url(verificationPath(hash));
-	let next;
-	if (error instanceof ServiceRefusedError) next = `the session is kept in ${file}; if the service will never accept it, \`notarize pending drop ${hash}\` puts it aside`;
-	else if (error instanceof ProtocolError) next = `the service may have completed it, but its answer could not be read (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again`;
-	else next = `the session is kept: finish with \`notarize complete ${hash}\``;
-	error.hint = error.hint ? `${error.hint}; ${next}` : next;
-	return error;
-}
-/**
-* Saves a pending session; if the disk refuses, the error carries the session
-* so it is not lost. When nothing was sent before (`sentBefore: false`, a
-* session given by hand), the user still has it: a full disk is then a usage
-* error like any other met before sending.
-*/
-async function savePendingOrExplain(deps, entry, { sentBefore } = { sentBefore: true }) {
-	try {
-		await deps.store.savePending(entry);
-	} catch (error) {
-		const refused = sentBefore ? void 0 : diskRefusedBeforeSending(error, deps.store.dir);
-		if (refused) throw refused;
-		throw notSaved(`the session for ${entry.hash} could not be saved`, error, {
-			what: "session",
-			text: entry.sessionJson,
-			next: `save it to a file and finish with \`notarize complete ${entry.hash} --session <file>\``
-		});
-	}
-}
-/**
-* A store write that failed after the service answered: the message says
-* why, and the hint quotes the answer so the user can keep it. Exit 1: this
-* is not a usage error (something was sent) nor worth a blind retry.
-*/
-function notSaved(message, error, answer) {
-	const quoted = answer.text.length <= MAX_QUOTED_CHARS ? `the ${answer.what} the service sent: ${answer.text.trim()}` : `the ${answer.what} the service sent is too long to show`;
-	return new NotarizeError("store_write", EXIT.refused, `${message}: ${error.message}`, {
-		hint: `${answer.next}; ${quoted}`,
-		cause: error
-	});
-}
-async function sendMetadata(deps, input, pending) {
-	const file = input.file ?? pending.file;
-	const session = subscriptionSessionSchema.safeParse(JSON.parse(pending.sessionJson));
-	if (!file || !session.success) return {
-		metadataSent: false,
-		error: new UsageError("custody metadata needs the local file and a valid session")
-	};
-	deps.onStep?.("metadata");
-	try {
-		await deps.api.putFileMetadata({
-			hash: input.hash,
-			name: file.name,
-			type: mimeType(file.name),
-			size: file.size,
-			lastModified: file.lastModified,
-			userId: session.data.userId,
-			...input.walletName === void 0 ? {} : { walletName: input.walletName }
-		});
-		return { metadataSent: true };
-	} catch (error) {
-		if (error instanceof NotarizeError) return {
-			metadataSent: false,
-			error
-		};
-		throw error;
-	}
-}
-function isPlainObject(value) {
-	return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-var DEFAULT_LOCK_WAIT_MS, MAX_QUOTED_CHARS;
-var init_notarize = __esmMin((() => {
-	init_pages();
-	init_schemas();
-	init_errors();
-	init_disk();
-	init_interrupt();
-	init_lock();
-	init_mime();
-	DEFAULT_LOCK_WAIT_MS = 6e4;
-	MAX_QUOTED_CHARS = 4e3;
-}));
-// dist/core/merkle.js
-/**
-* Merkle trees as RFC 9162 (Certificate Transparency 2.0) defines them, over
-* SHA-256, with salted leaves: what an aggregate registration's receipt
-* proves (one registered root, a proof per document leading to it).
-*
-* - Leaf hash (a salted form of RFC 9162 section 2.1.1's leaf input): the
-*   document's SHA-256 followed by a 32-byte random salt, so that a proof
-*   given out for one document says nothing about the others:
-*   leaf = SHA-256(0x00 || SHA-256(document) || salt).
-* - Node hash (2.1.1): SHA-256(0x01 || left || right); the tree is
-*   left-balanced: n leaves split at k, the largest power of two below n;
-*   an odd node is never duplicated.
-* - An inclusion proof is the audit path of 2.1.3.1 (PATH(m, D[n]): the
-*   sibling hashes from leaf m up), checked by `rootFromPath`, the fn/sn
-*   algorithm of 2.1.3.2, as written there.
-*
-* Verification only, for now: building trees comes with aggregate
-* registration. test/fixtures/merkle/ holds trees built by the RFC's
-* definitions, which the tests fold with this code.
-*/
-/** RFC 9162's leaf hash of a salted document digest: SHA-256(0x00 || documentSha256 || salt). */
-function leafHash(documentSha256, salt) {
-	return createHash("sha256").update(LEAF_PREFIX).update(documentSha256).update(salt).digest();
-}
-/** RFC 9162's interior node hash: SHA-256(0x01 || left || right). */
-function nodeHash(left, right) {
-	return createHash("sha256").update(NODE_PREFIX).update(left).update(right).digest();
-}
-/**
-* The root an inclusion proof leads to, by RFC 9162 section 2.1.3.2, or
-* undefined when the proof cannot be one for (leafIndex, treeSize): an index
-* out of range, or a path of the wrong length.
-*/
-function rootFromPath(leafIndex, treeSize, leaf, path) {
-	if (leafIndex >= treeSize) return void 0;
-	let fn = leafIndex;
-	let sn = treeSize - 1;
-	let r = leaf;
-	for (const p of path) {
-		if (sn === 0) return void 0;
-		if (fn % 2 === 1 || fn === sn) {
-			r = nodeHash(p, r);
-			if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) {
-				fn = Math.floor(fn / 2);
-				sn = Math.floor(sn / 2);
-			}
-		} else r = nodeHash(r, p);
-		fn = Math.floor(fn / 2);
-		sn = Math.floor(sn / 2);
-	}
-	return sn === 0 ? r : void 0;
-}
-var LEAF_PREFIX, NODE_PREFIX;
-var init_merkle = __esmMin((() => {
-	LEAF_PREFIX = Buffer.from([0]);
-	NODE_PREFIX = Buffer.from([1]);
-}));
-// dist/core/receipt-format.js
-/**
-* The text of a v1 receipt: two-space indented, keys in the documented
-* order, a final line feed, and the record spliced in as the exact text the
-* service sent (unknown fields, number spellings and all). The slot's JSON
-* spelling, `"\u0000record\u0000"`, cannot come out of any other string:
-* JSON.stringify writes a backslash in a name as `\\`.
-*/
-function receiptText(content) {
-	const { document, baseUrl, registeredAt, proof } = content;
-	const receipt = {
-		type: RECEIPT_TYPE,
-		version: 1,
-		document: {
-			name: document.name,
-			sha256: document.sha256,
-			size: document.size
-		},
-		record: RECORD_SLOT,
-		service: {
-			baseUrl,
-			verificationUrl: verificationUrl(baseUrl, proof?.root ?? document.sha256)
-		},
-		registeredAt,
-		proof: proof ?? null
-	};
-	return `${JSON.stringify(receipt, null, 2).replace(JSON.stringify(RECORD_SLOT), () => content.recordJson.trim())}\n`;
-}
-/** The first problem zod found, as "field: message". */
-function firstIssue(error) {
-	const issue = error.issues[0];
-	const where = issue.path.join(".");
-	return where ? `${where}: ${issue.message}` : issue.message;
-}
-/**
-* Reads a receipt's text and checks that it holds together (see the module
-* comment). Never throws: anything wrong is an InvalidReceipt saying what.
-*/
-function readReceipt(text) {
-	const invalid = (reason) => ({
-		consistent: false,
-		reason
-	});
-	let value;
-	try {
-		value = JSON.parse(text);
-	} catch {
-		return invalid("the receipt is not JSON");
-	}
-	if (typeof value !== "object" || value === null || Array.isArray(value)) return invalid("the receipt is not a JSON object");
-	if (!("type" in value)) return readBareRecord(value);
-	const { type, version } = value;
-	if (type !== "notarize-receipt") return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
-	if (version !== 1) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
-	const parsed = receiptSchema.safeParse(value);
-	if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
-	const { document, record, service, proof } = parsed.data;
-	const registered = proof?.root ?? document.sha256;
-	if (record.hash.toLowerCase() !== registered) return invalid(proof ? `the receipt's record is of ${record.hash}, not of its proof's root ${registered}` : `the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`);
-	if (proof) {
-		const problem = proofProblem(document.sha256, proof);
-		if (problem) return invalid(problem);
-	}
-	const baseUrl = service.baseUrl.replace(/\/$/, "");
-	const expectedUrl = verificationUrl(baseUrl, registered);
-	if (service.verificationUrl !== expectedUrl) return invalid(`the receipt's verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
-	return {
-		consistent: true,
-		format: "v1",
-		sha256: document.sha256,
-		name: document.name,
-		recordJson: JSON.stringify(record),
-		baseUrl
-	};
-}
-/** Why `proof` does not lead from the document of digest `sha256` to its root; undefined when it does. */
-function proofProblem(sha256, proof) {
-	const leaf = leafHash(Buffer.from(sha256, "hex"), Buffer.from(proof.leafSalt, "hex"));
-	const root = rootFromPath(proof.leafIndex, proof.treeSize, leaf, proof.path.map((hash) => Buffer.from(hash, "hex")));
-	if (root === void 0) return `the receipt's proof is no proof for leaf ${proof.leafIndex} of a tree of ${proof.treeSize} (index out of range, or a path of the wrong length)`;
-	if (root.toString("hex") !== proof.root) return `the receipt's proof does not lead from its document to its root ${proof.root} (a wrong salt, index or path)`;
-}
-/** A receipt written before v1: the record alone, whose `hash` is the document's digest. */
-function readBareRecord(value) {
-	const hash = value.hash;
-	if (typeof hash !== "string" || !/^[0-9a-fA-F]{64}$/.test(hash)) return {
-		consistent: false,
-		reason: "the receipt is neither a notarize receipt nor a notarization record"
-	};
-	return {
-		consistent: true,
-		format: "record",
-		sha256: hash.toLowerCase(),
-		name: null,
-		recordJson: JSON.stringify(value),
-		baseUrl: void 0
-	};
-}
-var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema;
-var init_receipt_format = __esmMin((() => {
-	init_zod();
-	init_pages();
-	init_merkle();
-	RECEIPT_TYPE = "notarize-receipt";
-	RECORD_SLOT = "\0record\0";
-	sha256Hex = string().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits");
-	PROOF_TYPE = "rfc9162-sha256-salted-leaf";
-	proofSchema = object({
-		type: literal(PROOF_TYPE),
-		leafSalt: sha256Hex,
-		leafIndex: int().nonnegative(),
-		treeSize: int().positive(),
-		path: array(sha256Hex).max(64),
-		root: sha256Hex
-	});
-	receiptSchema = object({
-		type: literal(RECEIPT_TYPE),
-		version: literal(1),
-		document: object({
-			name: string().nullable(),
-			sha256: sha256Hex,
-			size: int().nonnegative().nullable()
-		}),
-		record: looseObject({ hash: string() }),
-		service: object({
-			baseUrl: string(),
-			verificationUrl: string()
-		}),
-		registeredAt: datetime({ offset: true }),
-		proof: proofSchema.nullable()
-	});
-}));
-// dist/core/receipts.js
-/**
-* Receipt files for CI artifacts (--receipt-dir): `<name>.notarization.json`,
-* a v1 receipt (receipt-format.ts) that travels with the artifact.
-*
-* Everything that can be checked before a registration is sent is checked
-* then (`planReceipts`, `checkBeforeSending`), so that a receipt problem
-* never shows up after a paid completion: the directory is a writable
-* directory, names do not collide within the run and fit the filesystem, and
-* an existing file that is not a receipt of the same digest is refused (one
-* of the same digest, such as a receipt written before v1, is replaced). A write that still fails
-* after the completion (a full disk) is exit 1: something was sent.
-*
-* Names: a file named on the command line gets its file name; a file found
-* under a directory keeps its place below it (`linux/app.tar.gz`); standard
-* input and --hash get the digest. When documents of one run would get the
-* same name, each keeps as many of its parent folders as tell them apart
-* (`register ca/x.txt cb/x.txt` gives `ca/x.txt` and `cb/x.txt`).
-*
-* Links: the receipt directory itself may be anything the user names (a
-* link to their output folder included), but nothing below it is reached
-* through a link. A link where a receipt or one of its folders would be
-* (`R/doc.notarization.json -> /etc/x`, `R/linux -> /elsewhere`) is refused
-* before anything is sent, even with --force: --force replaces receipts, and
-* a link is not one. Folders are created one at a time and each is checked;
-* the receipt itself is written to a new file (O_EXCL|O_NOFOLLOW) that is
-* then renamed (--force) or hard-linked (no --force) to its name, so a link
-* that appears after the check is replaced or refused, never written through.
-* Someone able to write in the receipt directory could still swap a checked
-* folder for a link in the microseconds before the file is created: Node has
-* no openat(); keep the receipt directory your own.
-*/
-/** The folders and name of a path as given, without `.`, `..` or empty segments. */
-function segments(path) {
-	return normalize(path).split(/[/\\]+/).filter((part) => part !== "" && part !== "." && part !== "..");
-}
-/**
-* The names of documents whose first choice collided: each keeps as many of
-* its parent folders as it takes to tell them all apart (`ca/x.txt`,
-* `cb/x.txt`), the same number for the whole group.
-*/
-function distinguish(paths) {
-	const split = new Map(paths.map((path) => [path, segments(path)]));
-	const longest = Math.max(...[...split.values()].map((parts) => parts.length));
-	let names = /* @__PURE__ */ new Map();
-	for (let keep = 2; keep <= longest; keep++) {
-		names = new Map([...split].map(([path, parts]) => [path, parts.slice(-keep).join("/")]));
-		if (new Set(names.values()).size === paths.length) break;
-	}
-	return names;
-}
-/** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
-function receiptNames(subjects) {
-	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
-	const pathsByName = /* @__PURE__ */ new Map();
-	subjects.forEach((s, i) => {
-		const name = first[i];
-		if (name !== void 0) pathsByName.set(name, (pathsByName.get(name) ?? /* @__PURE__ */ new Set()).add(s.path));
-	});
-	const renamed = /* @__PURE__ */ new Map();
-	for (const paths of pathsByName.values()) if (paths.size > 1) for (const [path, name] of distinguish([...paths])) renamed.set(path, name);
-	const names = first.map((name, i) => name === void 0 ? void 0 : renamed.get(subjects[i].path) ?? name);
-	const owner = /* @__PURE__ */ new Map();
-	names.forEach((name, i) => {
-		if (name === void 0) return;
-		const path = subjects[i].path;
-		const other = owner.get(name);
-		if (other !== void 0 && other !== path) throw new UsageError(`'${other}' and '${path}' would both get the receipt ${name}${RECEIPT_SUFFIX}`, {
-			code: "receipt_collision",
-			hint: "register them in separate runs, or with separate --receipt-dir directories"
-		});
-		owner.set(name, path);
-	});
-	return names;
-}
-/** The folders between the receipt directory and `name`'s receipt: `a/b/x` gives `dir/a`, `dir/a/b`. */
-function foldersOf(dir, name) {
-	const parts = name.split("/").slice(0, -1);
-	return parts.map((_, i) => join(dir, ...parts.slice(0, i + 1)));
-}
-function linkRefused(path, what) {
-	return new UsageError(`${what} ${path} is a symbolic link; notarize never writes a receipt through a link`, {
-		code: "receipt_link",
-		hint: "remove the link and run again, or choose another --receipt-dir; --force does not replace links"
-	});
-}
-/** Throws UsageError when a folder of `name`'s receipt exists as a link or as something other than a folder. */
-async function checkFolders(dir, name) {
-	for (const folder of foldersOf(dir, name)) {
-		let info;
-		try {
-			info = await lstat(folder);
-		} catch {
-			return;
-		}
-		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
-		if (!info.isDirectory()) throw new UsageError(`receipt folder ${folder} exists and is not a directory`, {
-			code: "receipt_exists",
-			hint: "remove it and run again, or choose another --receipt-dir"
-		});
-	}
-}
-/**
-* Creates the folders of `name`'s receipt one at a time, none through a
-* link: an existing one must be a real directory (see the module comment).
-*/
-async function makeFolders(dir, name) {
-	for (const folder of foldersOf(dir, name)) try {
-		await mkdir(folder);
-	} catch (error) {
-		if (error.code !== "EEXIST") throw error;
-		const info = await lstat(folder);
-		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
-		if (!info.isDirectory()) throw new Error(`${folder} exists and is not a directory`);
-	}
-}
-/** The content of an existing receipt, read without following a link; undefined if unreadable. */
-async function readNoFollow(path) {
-	try {
-		const handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
-		try {
-			return (await handle.stat()).isFile() ? await handle.readFile("utf8") : void 0;
-		} finally {
-			await handle.close();
-		}
-	} catch {
-		return;
-	}
-}
-/** Throws UsageError when `name`'s receipt cannot exist on a usual filesystem. */
-function checkFits(dir, name) {
-	const path = join(dir, `${name}${RECEIPT_SUFFIX}`);
-	if (Math.max(...path.split("/").map((part) => Buffer.byteLength(part))) > MAX_NAME_BYTES || Buffer.byteLength(path) > MAX_PATH_BYTES) throw new UsageError(`the receipt name for '${name}' is too long for the filesystem`, {
-		code: "receipt_name_too_long",
-		hint: `file names may have at most ${MAX_NAME_BYTES} bytes: rename the document or register it without --receipt-dir`
-	});
-}
-/**
-* Creates the receipt directory if needed and proves it is a directory this
-* process can write in (by creating and removing a file there), then names
-* every document's receipt. Throws UsageError (nothing was sent yet).
-*/
-async function planReceipts(dir, subjects) {
-	const notUsable = (why, cause) => new UsageError(`--receipt-dir ${dir} ${why}`, {
-		code: "receipt_dir",
-		hint: "name a directory you can write in (it is created if missing)",
-		...cause === void 0 ? {} : { cause }
-	});
-	try {
-		makeDirs(dir, 511);
-	} catch (error) {
-		const code = error.code;
-		throw notUsable(code === "EEXIST" || code === "ENOTDIR" ? "is not a directory" : `cannot be created (${code})`, error);
-	}
-	if (!(await stat(dir)).isDirectory()) throw notUsable("is not a directory");
-	const probe = join(dir, `.notarize-probe-${uniqueSuffix()}`);
-	try {
-		await writeFile(probe, "", { flag: "wx" });
-	} catch (error) {
-		throw notUsable(`is not writable (${error.code})`, error);
-	}
-	await rm(probe, { force: true });
-	const names = receiptNames(subjects);
-	for (const name of names) {
-		if (name === void 0) continue;
-		checkFits(dir, name);
-		await checkFolders(dir, name);
-	}
-	return {
-		dir,
-		names,
-		flushes: new DirFlushes()
-	};
-}
-/** The receipt path of document `index`, whose digest is `hash`. */
-function receiptPath(plan, index, hash) {
-	return join(plan.dir, `${plan.names[index] ?? hash}${RECEIPT_SUFFIX}`);
-}
-/**
-* Before document `index` is sent: an existing receipt is refused (UsageError,
-* nothing sent) unless it is a receipt of this very digest (which the new one
-* replaces) or `overwrite` allows replacing it. A store with no record of the
-* hash (a cold CI runner) cannot write a new one if the service answers 409:
-* the receipt already there then stays the document's evidence. A link at
-* the receipt or one of its folders is refused whatever `overwrite`.
-*/
-async function checkBeforeSending(plan, index, hash, overwrite) {
-	const path = receiptPath(plan, index, hash);
-	const name = plan.names[index] ?? hash;
-	checkFits(plan.dir, name);
-	await checkFolders(plan.dir, name);
-	let info;
-	try {
-		info = await lstat(path);
-	} catch {
-		return;
-	}
-	if (info.isSymbolicLink()) throw linkRefused(path, "receipt");
-	if (!info.isFile()) throw new UsageError(`receipt ${path} exists and is not a regular file`, {
-		code: "receipt_exists",
-		hint: "remove it and run again, or choose another --receipt-dir"
-	});
-	if (overwrite || isReceiptOf(await readNoFollow(path), hash)) return;
-	throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
-		code: "receipt_exists",
-		hint: "remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)"
-	});
-}
-/** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
-function isReceiptOf(text, hash) {
-	if (text === void 0) return false;
-	const receipt = readReceipt(text);
-	return receipt.consistent && receipt.sha256 === hash.toLowerCase();
-}
-/**
-* Writes `text`, the receipt of document `index` (digest `hash`), after its
-* registration ended, and returns its path. Identical content already there
-* is left as is; another receipt of the same digest is replaced. A failure
-* here comes after something was sent: exit 1, never 2.
-*/
-async function writeReceipt(plan, index, hash, text, overwrite) {
-	const path = receiptPath(plan, index, hash);
-	const failed = (message, cause) => new NotarizeError("receipt_write", EXIT.refused, message, {
-		hint: `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`,
-		cause
-	});
-	try {
-		await makeFolders(plan.dir, plan.names[index] ?? hash);
-		const existing = await readNoFollow(path);
-		if (existing === text) return path;
-		if ((await lstat(path).catch(() => void 0))?.isSymbolicLink()) throw linkRefused(path, "receipt");
-		await writeFileAtomic(path, text, {
-			mode: 438,
-			replace: overwrite || isReceiptOf(existing, hash),
-			flushes: plan.flushes
-		});
-		return path;
-	} catch (error) {
-		if (error instanceof UsageError) throw failed(error.message, error);
-		const code = error.code;
-		const existing = code === "EEXIST" ? await readNoFollow(path) : void 0;
-		if (existing === text) return path;
-		if (code === "EEXIST" && existing !== void 0) throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
-		throw failed(`the receipt ${path} could not be written: ${error.message}`, error);
-	}
-}
-var RECEIPT_SUFFIX, MAX_NAME_BYTES, MAX_PATH_BYTES;
-var init_receipts = __esmMin((() => {
-	init_errors();
-	init_mkdirs();
-	init_files();
-	init_receipt_format();
-	RECEIPT_SUFFIX = ".notarization.json";
-	MAX_NAME_BYTES = 255;
-	MAX_PATH_BYTES = 4095;
-}));
-// node_modules/chalk/source/vendor/ansi-styles/index.js
-function assembleStyles() {
-	const codes = /* @__PURE__ */ new Map();
-	for (const [groupName, group] of Object.entries(styles$1)) {
-		for (const [styleName, style] of Object.entries(group)) {
-			styles$1[styleName] = {
-				open: `\u001B[${style[0]}m`,
-				close: `\u001B[${style[1]}m`
-			};
-			group[styleName] = styles$1[styleName];
-			codes.set(style[0], style[1]);
-		}
-		Object.defineProperty(styles$1, groupName, {
-			value: group,
-			enumerable: false
-		});
-	}
-	Object.defineProperty(styles$1, "codes", {
-		value: codes,
-		enumerable: false
-	});
-	styles$1.color.close = "\x1B[39m";
-	styles$1.bgColor.close = "\x1B[49m";
-	styles$1.color.ansi = wrapAnsi16();
-	styles$1.color.ansi256 = wrapAnsi256();
-	styles$1.color.ansi16m = wrapAnsi16m();
-	styles$1.bgColor.ansi = wrapAnsi16(ANSI_BACKGROUND_OFFSET);
-	styles$1.bgColor.ansi256 = wrapAnsi256(ANSI_BACKGROUND_OFFSET);
-	styles$1.bgColor.ansi16m = wrapAnsi16m(ANSI_BACKGROUND_OFFSET);
-	Object.defineProperties(styles$1, {
-		rgbToAnsi256: {
-			value(red, green, blue) {
-				if (red === green && green === blue) {
-					if (red < 8) return 16;
-					if (red > 248) return 231;
-					return Math.round((red - 8) / 247 * 24) + 232;
-				}
-				return 16 + 36 * Math.round(red / 255 * 5) + 6 * Math.round(green / 255 * 5) + Math.round(blue / 255 * 5);
-			},
-			enumerable: false
-		},
-		hexToRgb: {
-			value(hex) {
-				const matches = /[a-f\d]{6}|[a-f\d]{3}/i.exec(hex.toString(16));
-				if (!matches) return [
-					0,
-					0,
-					0
-				];
-				let [colorString] = matches;
-				if (colorString.length === 3) colorString = [...colorString].map((character) => character + character).join("");
-				const integer = Number.parseInt(colorString, 16);
-				return [
-					integer >> 16 & 255,
-					integer >> 8 & 255,
-					integer & 255
-				];
-			},
-			enumerable: false
-		},
-		hexToAnsi256: {
-			value: (hex) => styles$1.rgbToAnsi256(...styles$1.hexToRgb(hex)),
-			enumerable: false
-		},
-		ansi256ToAnsi: {
-			value(code) {
-				if (code < 8) return 30 + code;
-				if (code < 16) return 90 + (code - 8);
-				let red;
-				let green;
-				let blue;
-				if (code >= 232) {
-					red = ((code - 232) * 10 + 8) / 255;
-					green = red;
-					blue = red;
-				} else {
-					code -= 16;
-					const remainder = code % 36;
-					red = Math.floor(code / 36) / 5;
-					green = Math.floor(remainder / 6) / 5;
-					blue = remainder % 6 / 5;
-				}
-				const value = Math.max(red, green, blue) * 2;
-				if (value === 0) return 30;
-				let result = 30 + (Math.round(blue) << 2 | Math.round(green) << 1 | Math.round(red));
-				if (value === 2) result += 60;
-				return result;
-			},
-			enumerable: false
-		},
-		rgbToAnsi: {
-			value: (red, green, blue) => styles$1.ansi256ToAnsi(styles$1.rgbToAnsi256(red, green, blue)),
-			enumerable: false
-		},
-		hexToAnsi: {
-			value: (hex) => styles$1.ansi256ToAnsi(styles$1.hexToAnsi256(hex)),
-			enumerable: false
-		}
-	});
-	return styles$1;
-}
-var ANSI_BACKGROUND_OFFSET, wrapAnsi16, wrapAnsi256, wrapAnsi16m, styles$1, foregroundColorNames, backgroundColorNames, ansiStyles;
-var init_ansi_styles = __esmMin((() => {
-	ANSI_BACKGROUND_OFFSET = 10;
-	wrapAnsi16 = (offset = 0) => (code) => `\u001B[${code + offset}m`;
-	wrapAnsi256 = (offset = 0) => (code) => `\u001B[${38 + offset};5;${code}m`;
-	wrapAnsi16m = (offset = 0) => (red, green, blue) => `\u001B[${38 + offset};2;${red};${green};${blue}m`;
-	styles$1 = {
-		modifier: {
-			reset: [0, 0],
-			bold: [1, 22],
-			dim: [2, 22],
-			italic: [3, 23],
-			underline: [4, 24],
-			overline: [53, 55],
-			inverse: [7, 27],
-			hidden: [8, 28],
-			strikethrough: [9, 29]
-		},
-		color: {
-			black: [30, 39],
-			red: [31, 39],
-			green: [32, 39],
-			yellow: [33, 39],
-			blue: [34, 39],
-			magenta: [35, 39],
-			cyan: [36, 39],
-			white: [37, 39],
-			blackBright: [90, 39],
-			gray: [90, 39],
-			grey: [90, 39],
-			redBright: [91, 39],
-			greenBright: [92, 39],
-			yellowBright: [93, 39],
-			blueBright: [94, 39],
-			magentaBright: [95, 39],
-			cyanBright: [96, 39],
-			whiteBright: [97, 39]
-		},
-		bgColor: {
-			bgBlack: [40, 49],
-			bgRed: [41, 49],
-			bgGreen: [42, 49],
-			bgYellow: [43, 49],
-			bgBlue: [44, 49],
-			bgMagenta: [45, 49],
-			bgCyan: [46, 49],
-			bgWhite: [47, 49],
-			bgBlackBright: [100, 49],
-			bgGray: [100, 49],
-			bgGrey: [100, 49],
-			bgRedBright: [101, 49],
-			bgGreenBright: [102, 49],
-			bgYellowBright: [103, 49],
-			bgBlueBright: [104, 49],
-			bgMagentaBright: [105, 49],
-			bgCyanBright: [106, 49],
-			bgWhiteBright: [107, 49]
-		}
-	};
-	Object.keys(styles$1.modifier);
-	foregroundColorNames = Object.keys(styles$1.color);
-	backgroundColorNames = Object.keys(styles$1.bgColor);
-	[...foregroundColorNames, ...backgroundColorNames];
-	ansiStyles = assembleStyles();
-}));
-// node_modules/chalk/source/vendor/supports-color/index.js
-function hasFlag(flag, argv = globalThis.Deno ? globalThis.Deno.args : process$1.argv) {
-	const prefix = flag.startsWith("-") ? "" : flag.length === 1 ? "-" : "--";
-	const position = argv.indexOf(prefix + flag);
-	const terminatorPosition = argv.indexOf("--");
-	return position !== -1 && (terminatorPosition === -1 || position < terminatorPosition);
-}
-function envForceColor() {
-	if ("FORCE_COLOR" in env) {
-		if (env.FORCE_COLOR === "true") return 1;
-		if (env.FORCE_COLOR === "false") return 0;
-		return env.FORCE_COLOR.length === 0 ? 1 : Math.min(Number.parseInt(env.FORCE_COLOR, 10), 3);
-	}
-}
-function translateLevel(level) {
-	if (level === 0) return false;
-	return {
-		level,
-		hasBasic: true,
-		has256: level >= 2,
-		has16m: level >= 3
-	};
-}
-function _supportsColor(haveStream, { streamIsTTY, sniffFlags = true } = {}) {
-	const noFlagForceColor = envForceColor();
-	if (noFlagForceColor !== void 0) flagForceColor = noFlagForceColor;
-	const forceColor = sniffFlags ? flagForceColor : noFlagForceColor;
-	if (forceColor === 0) return 0;
-	if (sniffFlags) {
-		if (hasFlag("color=16m") || hasFlag("color=full") || hasFlag("color=truecolor")) return 3;
-		if (hasFlag("color=256")) return 2;
-	}
-	if ("TF_BUILD" in env && "AGENT_NAME" in env) return 1;
-	if (haveStream && !streamIsTTY && forceColor === void 0) return 0;
-	const min = forceColor || 0;
-	if (env.TERM === "dumb") return min;
-	if (process$1.platform === "win32") {
-		const osRelease = os.release().split(".");
-		if (Number(osRelease[0]) >= 10 && Number(osRelease[2]) >= 10586) return Number(osRelease[2]) >= 14931 ? 3 : 2;
-		return 1;
-	}
-	if ("CI" in env) {
-		if ([
-			"GITHUB_ACTIONS",
-			"GITEA_ACTIONS",
-			"CIRCLECI"
-		].some((key) => key in env)) return 3;
-		if ([
-			"TRAVIS",
-			"APPVEYOR",
-			"GITLAB_CI",
-			"BUILDKITE",
-			"DRONE"
-		].some((sign) => sign in env) || env.CI_NAME === "codeship") return 1;
-		return min;
-	}
-	if ("TEAMCITY_VERSION" in env) return /^(9\.(0*[1-9]\d*)\.|\d{2,}\.)/.test(env.TEAMCITY_VERSION) ? 1 : 0;
-	if (env.COLORTERM === "truecolor") return 3;
-	if (env.TERM === "xterm-kitty") return 3;
-	if (env.TERM === "xterm-ghostty") return 3;
-	if (env.TERM === "wezterm") return 3;
-	if ("TERM_PROGRAM" in env) {
-		const version = Number.parseInt((env.TERM_PROGRAM_VERSION || "").split(".")[0], 10);
-		switch (env.TERM_PROGRAM) {
-			case "iTerm.app": return version >= 3 ? 3 : 2;
-			case "Apple_Terminal": return 2;
-		}
-	}
-	if (/-256(color)?$/i.test(env.TERM)) return 2;
-	if (/^screen|^xterm|^vt100|^vt220|^rxvt|color|ansi|cygwin|linux/i.test(env.TERM)) return 1;
-	if ("COLORTERM" in env) return 1;
-	return min;
-}
-function createSupportsColor(stream, options = {}) {
-	return translateLevel(_supportsColor(stream, {
-		streamIsTTY: stream && stream.isTTY,
-		...options
-	}));
-}
-var env, flagForceColor, supportsColor;
-var init_supports_color = __esmMin((() => {
-	({env} = process$1);
-	if (hasFlag("no-color") || hasFlag("no-colors") || hasFlag("color=false") || hasFlag("color=never")) flagForceColor = 0;
-	else if (hasFlag("color") || hasFlag("colors") || hasFlag("color=true") || hasFlag("color=always")) flagForceColor = 1;
-	supportsColor = {
-		stdout: createSupportsColor({ isTTY: tty.isatty(1) }),
-		stderr: createSupportsColor({ isTTY: tty.isatty(2) })
-	};
-}));
-// node_modules/chalk/source/utilities.js
-function stringReplaceAll(string, substring, replacer) {
-	let index = string.indexOf(substring);
-	if (index === -1) return string;
-	const substringLength = substring.length;
-	let endIndex = 0;
-	let returnValue = "";
-	do {
-		returnValue += string.slice(endIndex, index) + substring + replacer;
-		endIndex = index + substringLength;
-		index = string.indexOf(substring, endIndex);
-	} while (index !== -1);
-	returnValue += string.slice(endIndex);
-	return returnValue;
-}
-function stringEncaseCRLFWithFirstIndex(string, prefix, postfix, index) {
-	let endIndex = 0;
-	let returnValue = "";
-	do {
-		const gotCR = string[index - 1] === "\r";
-		returnValue += string.slice(endIndex, gotCR ? index - 1 : index) + prefix + (gotCR ? "\r\n" : "\n") + postfix;
-		endIndex = index + 1;
-		index = string.indexOf("\n", endIndex);
-	} while (index !== -1);
-	returnValue += string.slice(endIndex);
-	return returnValue;
-}
-var init_utilities$1 = __esmMin((() => {}));
-// node_modules/chalk/source/index.js
-function createChalk(options) {
-	return chalkFactory(options);
-}
-var stdoutColor, stderrColor, GENERATOR, STYLER, IS_EMPTY, levelMapping, styles, applyOptions, Chalk, chalkFactory, getModelAnsi, proto, createStyler, createBuilder, applyStyle, chalk;
-var init_source = __esmMin((() => {
-	init_ansi_styles();
-	init_supports_color();
-	init_utilities$1();
-	({stdout: stdoutColor, stderr: stderrColor} = supportsColor);
-	GENERATOR = Symbol("GENERATOR");
-	STYLER = Symbol("STYLER");
-	IS_EMPTY = Symbol("IS_EMPTY");
-	levelMapping = [
-		"ansi",
-		"ansi",
-		"ansi256",
-		"ansi16m"
-	];
-	styles = Object.create(null);
-	applyOptions = (object, options = {}) => {
-		if (options.level && !(Number.isInteger(options.level) && options.level >= 0 && options.level <= 3)) throw new Error("The `level` option should be an integer from 0 to 3");
-		const colorLevel = stdoutColor ? stdoutColor.level : 0;
-		object.level = options.level === void 0 ? colorLevel : options.level;
-	};
-	Chalk = class {
-		constructor(options) {
-			return chalkFactory(options);
-		}
-	};
-	chalkFactory = (options) => {
-		const chalk = (...strings) => strings.join(" ");
-		applyOptions(chalk, options);
-		Object.setPrototypeOf(chalk, createChalk.prototype);
-		return chalk;
-	};
-	Object.setPrototypeOf(createChalk.prototype, Function.prototype);
-	for (const [styleName, style] of Object.entries(ansiStyles)) styles[styleName] = { get() {
-		const builder = createBuilder(this, createStyler(style.open, style.close, this[STYLER]), this[IS_EMPTY]);
-		Object.defineProperty(this, styleName, { value: builder });
-		return builder;
-	} };
-	styles.visible = { get() {
-		const builder = createBuilder(this, this[STYLER], true);
-		Object.defineProperty(this, "visible", { value: builder });
-		return builder;
-	} };
-	getModelAnsi = (model, level, type, ...arguments_) => {
-		if (model === "rgb") {
-			if (level === "ansi16m") return ansiStyles[type].ansi16m(...arguments_);
-			if (level === "ansi256") return ansiStyles[type].ansi256(ansiStyles.rgbToAnsi256(...arguments_));
-			return ansiStyles[type].ansi(ansiStyles.rgbToAnsi(...arguments_));
-		}
-		if (model === "hex") return getModelAnsi("rgb", level, type, ...ansiStyles.hexToRgb(...arguments_));
-		return ansiStyles[type][model](...arguments_);
-	};
-	for (const model of [
-		"rgb",
-		"hex",
-		"ansi256"
-	]) {
-		styles[model] = { get() {
-			const { level } = this;
-			return function(...arguments_) {
-				const styler = createStyler(getModelAnsi(model, levelMapping[level], "color", ...arguments_), ansiStyles.color.close, this[STYLER]);
-				return createBuilder(this, styler, this[IS_EMPTY]);
-			};
-		} };
-		const bgModel = "bg" + model[0].toUpperCase() + model.slice(1);
-		styles[bgModel] = { get() {
-			const { level } = this;
-			return function(...arguments_) {
-				const styler = createStyler(getModelAnsi(model, levelMapping[level], "bgColor", ...arguments_), ansiStyles.bgColor.close, this[STYLER]);
-				return createBuilder(this, styler, this[IS_EMPTY]);
-			};
-		} };
-	}
-	proto = Object.defineProperties(() => {}, {
-		...styles,
-		level: {
-			enumerable: true,
-			get() {
-				return this[GENERATOR].level;
-			},
-			set(level) {
-				this[GENERATOR].level = level;
-			}
-		}
-	});
-	createStyler = (open, close, parent) => {
-		let openAll;
-		let closeAll;
-		if (parent === void 0) {
-			openAll = open;
-			closeAll = close;
-		} else {
-			openAll = parent.openAll + open;
-			closeAll = close + parent.closeAll;
-		}
-		return {
-			open,
-			close,
-			openAll,
-			closeAll,
-			parent
-		};
-	};
-	createBuilder = (self, _styler, _isEmpty) => {
-		const builder = (...arguments_) => applyStyle(builder, arguments_.length === 1 ? "" + arguments_[0] : arguments_.join(" "));
-		Object.setPrototypeOf(builder, proto);
-		builder[GENERATOR] = self;
-		builder[STYLER] = _styler;
-		builder[IS_EMPTY] = _isEmpty;
-		return builder;
-	};
-	applyStyle = (self, string) => {
-		if (self.level <= 0 || !string) return self[IS_EMPTY] ? "" : string;
-		let styler = self[STYLER];
-		if (styler === void 0) return string;
-		const { openAll, closeAll } = styler;
-		if (string.includes("\x1B")) while (styler !== void 0) {
-			string = stringReplaceAll(string, styler.close, styler.open);
-			styler = styler.parent;
-		}
-		const lfIndex = string.indexOf("\n");
-		if (lfIndex !== -1) string = stringEncaseCRLFWithFirstIndex(string, closeAll, openAll, lfIndex);
-		return openAll + string + closeAll;
-	};
-	Object.defineProperties(createChalk.prototype, styles);
-	chalk = createChalk();
-	createChalk({ level: stderrColor ? stderrColor.level : 0 });
-}));
-// dist/output/safe-text.js
-function escapeOne(char) {
-	const short = SHORT[char];
-	if (short !== void 0) return short;
-	let out = "";
-	for (let i = 0; i < char.length; i++) out += `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`;
-	return out;
-}
-/** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
-function forTerminal(text) {
-	return text.replace(UNSAFE, escapeOne);
-}
-/**
-* Like `forTerminal`, but line feeds are kept: for output that is several
-* lines on purpose (help, a stack trace, pretty JSON) whose lines hold
-* outside text that must not control the terminal. A CR is still escaped,
-* since it would let the rest of a line overwrite its start.
-*/
-function forTerminalLines(text) {
-	return text.split("\n").map(forTerminal).join("\n");
-}
-var UNSAFE, SHORT;
-var init_safe_text = __esmMin((() => {
-	UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/gu;
-	SHORT = {
-		"\n": "\\n",
-		"\r": "\\r",
-		"	": "\\t"
-	};
-}));
-// dist/output/render.js
-/** A two-column "field  value" table of every field of a record, unknown ones included. */
-function renderRecord(record, extra, colour) {
-	const chalk = new Chalk({ level: colour ? 1 : 0 });
-	const rows = [...Object.entries(record).map(([key, value]) => [key, formatValue(key, value)]), ...Object.entries(extra)].map(([key, value]) => [forTerminal(key), forTerminal(value)]);
-	const width = Math.max(...rows.map(([key]) => key.length));
-	return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join("\n");
-}
-function formatValue(key, value) {
-	if (value === null) return "-";
-	if (key === "creationDate" && typeof value === "number") return `${value} (${isoOrRaw(value)})`;
-	if (typeof value === "string") return value;
-	return JSON.stringify(value);
-}
-function isoOrRaw(ms) {
-	const date = new Date(ms);
-	return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString();
-}
-/** A plain column table with a header row; no borders, easy to read and to grep. */
-function renderTable(headers, rows, colour) {
-	const chalk = new Chalk({ level: colour ? 1 : 0 });
-	const shown = rows.map((row) => row.map(forTerminal));
-	const widths = headers.map((h, i) => Math.max(h.length, ...shown.map((row) => (row[i] ?? "").length)));
-	const line = (cells) => cells.map((cell, i) => i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
-	return [chalk.bold(line(headers)), ...shown.map(line)].join("\n");
-}
-/** A `sha256sum` line: names with a backslash or newline get GNU's escaping and a leading backslash. */
-function checksumLine(hash, name) {
-	if (!/[\\\n\r]/.test(name)) return `${hash}  ${name}`;
-	return `\\${hash}  ${name.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r")}`;
-}
-/** Bytes in binary units, for progress lines: "512.0 MiB". */
-function formatBytes(bytes) {
-	const units = [
-		"B",
-		"KiB",
-		"MiB",
-		"GiB",
-		"TiB"
-	];
-	let value = bytes;
-	let unit = 0;
-	while (value >= 1024 && unit < units.length - 1) {
-		value /= 1024;
-		unit++;
-	}
-	return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
-}
-var init_render = __esmMin((() => {
-	init_source();
-	init_safe_text();
-}));
-// dist/output/results.js
-/** The one builder of an item's result: every result of every batch command is made here. */
-function itemResult(file, hash, status, details = {}) {
-	return {
-		schemaVersion: 1,
-		file,
-		hash,
-		status,
-		...details
-	};
-}
-/** The result of an input that was not processed, and why (a symbolic link, --fail-fast...). */
-function skippedResult(file, reason) {
-	return itemResult(file, null, "skipped", { reason });
-}
-/** The result of an input that failed, with the hash when it was known before the failure. */
-function failedResult(file, hash, error) {
-	return itemResult(file, hash, "failed", { error: errorJson(error) });
-}
-/**
-* What a result says of a hash the ledger (or the service) holds: the record
-* as the service sent it (null when this store has none) and its public page.
-*/
-function proofOf(baseUrl, hash, recordJson) {
-	return {
-		record: recordJson === void 0 ? null : embed(recordJson),
-		verificationUrl: verificationUrl(baseUrl, hash)
-	};
-}
-/**
-* A result without the service's record or session, for batches that hold
-* every result until the end only to print a table or a summary: kept small
-* however many documents there are.
-*/
-function compact(result) {
-	const rest = { ...result };
-	delete rest.record;
-	delete rest.session;
-	return rest;
-}
-/** Parses stored service text for embedding; text that is not JSON is embedded as a string. */
-function embed(text) {
-	try {
-		return JSON.parse(text);
-	} catch {
-		return text;
-	}
-}
-function countStatuses(results) {
-	const counts = /* @__PURE__ */ new Map();
-	for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
-	return counts;
-}
-/** The table of results: file, status, hash, and the error message of failures. */
-function renderResults(results, colour) {
-	return renderTable([
-		"STATUS",
-		"HASH",
-		"FILE",
-		"DETAIL"
-	], results.map((r) => [
-		r.status,
-		r.hash ?? "-",
-		r.file ?? "-",
-		r.error?.message ?? r.reason ?? r.receipt ?? ""
-	]), colour);
-}
-var ItemResults, Checksums;
-var init_results = __esmMin((() => {
-	init_pages();
-	init_errors();
-	init_render();
-	ItemResults = class {
-		keep;
-		#onResult;
-		#ready;
-		#held = [];
-		#skipped = [];
-		/** By status, in the order statuses first settled: the summary of a batch that keeps nothing. */
-		#counts = /* @__PURE__ */ new Map();
-		constructor(options = {}) {
-			this.keep = options.keep ?? "whole";
-			this.#onResult = options.onResult;
-			this.#ready = options.ready ?? (() => Promise.resolve());
-		}
-		/** True when each result is passed on as it settles. */
-		get streams() {
-			return this.#onResult !== void 0;
-		}
-		/** Takes the result of the item at `index` (input order). */
-		add(index, result) {
-			this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
-			this.#onResult?.(result);
-			if (this.keep !== "none") this.#held[index] = this.keep === "whole" ? result : compact(result);
-		}
-		/**
-		* Takes a path passed over while walking: streamed as met, else listed
-		* after the items. (A streamed one is not counted in the summary.)
-		*/
-		skip(result) {
-			if (this.#onResult) this.#onResult(result);
-			else this.#skipped.push(result);
-		}
-		/** How many items settled with each status (the paths skipped while walking are not items). */
-		get counts() {
-			return this.#counts;
-		}
-		/** See ItemResultsOptions.ready. */
-		ready() {
-			return this.#ready();
-		}
-		/** What was kept: the items in input order, then the paths skipped. */
-		list() {
-			return [...this.#held, ...this.#skipped];
-		}
-		/** One line: how many items, how many of each status (in input order when kept, else as they settled). */
-		summary() {
-			const counts = this.keep === "none" ? this.#counts : countStatuses(this.list());
-			let total = 0;
-			for (const n of counts.values()) total += n;
-			const parts = [...counts].map(([status, n]) => `${n} ${status}`);
-			return `${total} item${total === 1 ? "" : "s"}: ${parts.join(", ")}`;
-		}
-	};
-	Checksums = class {
-		#keep;
-		#onChecksum;
-		#ready;
-		#kept = [];
-		constructor(options = {}) {
-			this.#keep = options.keep ?? true;
-			this.#onChecksum = options.onChecksum;
-			this.#ready = options.ready ?? (() => Promise.resolve());
-		}
-		/** Takes the next checksum in input order. */
-		add(checksum) {
-			this.#onChecksum?.(checksum);
-			if (this.#keep) this.#kept.push(checksum);
-		}
-		/** See ChecksumsOptions.ready. */
-		ready() {
-			return this.#ready();
-		}
-		/** What was kept, in input order. */
-		list() {
-			return this.#kept;
-		}
-	};
-}));
-// dist/output/github.js
-/** True when running as a GitHub Actions step. */
-function inGitHubActions(env) {
-	return env.GITHUB_ACTIONS === "true";
-}
-/**
-* A workflow command's message. The runner decodes only %25, %0D and %0A
-* (and, in properties, %3A and %2C), and the log shows the rest as is, ANSI
-* colours included: so outside text is first escaped as for a terminal
-* (safe-text.ts), then %-encoded (forTerminal already leaves no CR or LF:
-* their encoding is kept as the runner's rule, not relied on). A file name
-* that had to be escaped names no file in the repository: its annotation
-* is then shown without a link, which beats a forged one.
-*/
-function escapeData(text) {
-	return forTerminal(text).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
-}
-function escapeProperty(text) {
-	return escapeData(text).replace(/:/g, "%3A").replace(/,/g, "%2C");
-}
-/** A markdown table cell: escaped as for a terminal (no line breaks, no bidi overrides), and no bare '|'. */
-function cell$1(text) {
-	return forTerminal(text).replace(/\|/g, "\\|");
-}
-/** The markdown summary of a command's results. */
-function markdownSummary(title, results) {
-	const rows = results.map((r) => `| ${cell$1(r.file ?? "-")} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${r.verificationUrl ? `[verify](${r.verificationUrl})` : cell$1(r.error?.message ?? r.reason ?? "")} |`);
-	return [
-		`### ${title}`,
-		"",
-		"| File | Status | SHA-256 | Detail |",
-		"|---|---|---|---|",
-		...rows,
-		""
-	].join("\n") + "\n";
-}
-/** The `::error` annotations of the results that failed or were not verified, one line each. */
-function annotations(results) {
-	const lines = [];
-	for (const r of results) {
-		if (!ANNOTATED.has(r.status)) continue;
-		const file = r.file && r.file !== "-" ? `file=${escapeProperty(r.file)},` : "";
-		const message = r.error?.message ?? r.reason ?? r.status;
-		lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`)}::${escapeData(message)}`);
-	}
-	return lines;
-}
-var ANNOTATED;
-var init_github = __esmMin((() => {
-	init_safe_text();
-	ANNOTATED = /* @__PURE__ */ new Set([
-		"failed",
-		"modified",
-		"unknown",
-		"invalid"
-	]);
-}));
-// dist/output/present.js
-/**
-* The one renderer of command results. A run function returns data (and
-* hands a batch's items over as they settle); this module alone turns it
-* into output: data on stdout (a table, JSON exactly as the service sent
-* it, a JSON array, an NDJSON stream, sha256sum lines), messages on stderr,
-* and in GitHub Actions a step summary and `::error` annotations.
-*/
-/**
-* Where a batch hands its item results: with NDJSON each is printed as it
-* settles; the rest is kept in input order for the end (whole for a JSON
-* array, compact for a table or a GitHub summary, nothing else).
-*/
-function itemResultsFor(view) {
-	const { io, format } = view;
-	return new ItemResults({
-		keep: format === "json" ? "whole" : format === "table" || inGitHubActions(view.env) ? "compact" : "none",
-		ready: () => io.drained(),
-		...format === "ndjson" ? { onResult: (result) => io.data(JSON.stringify(result)) } : {}
-	});
-}
-/**
-* Where `hash` hands its checksums, in input order: a digest is printed at
-* as a sha256sum line (queued, written with the lines of the same turn; or
-* kept for the JSON array), an input that could
-* not be hashed is reported on stderr at once, as sha256sum does.
-*/
-function checksumsFor(view) {
-	const { io } = view;
-	const json = view.format === "json";
-	return new Checksums({
-		keep: json,
-		ready: () => io.drained(),
-		onChecksum: (checksum) => {
-			if ("error" in checksum) io.error(failureLine(checksum));
-			else if (!json) io.dataSoon(checksumLine(checksum.hash, checksum.file));
-		}
-	});
-}
-/**
-* How an input `hash` could not read is reported: like sha256sum,
-* `notarize: <path>: <reason>`, on one line whatever the name holds
-* (io.error keeps line feeds, for help and stack traces).
-*/
-function failureLine({ file, error }) {
-	return forTerminal(error instanceof InputFileError ? `notarize: ${error.path}: ${error.reason}` : `notarize: ${file}: ${error.message}`);
-}
-/** Shows a run's result; see the module comment. Its failure is the caller's to throw. */
-function present(view, result) {
-	const { io } = view;
-	const json = view.format === "json";
-	switch (result.kind) {
-		case "outcome":
-			if (result.outcome) showOutcome(io, result.outcome, result.baseUrl, json);
-			if (result.receipt) io.info(`receipt: ${result.receipt}`);
-			break;
-		case "record":
-			if (result.note) io.info(result.note);
-			showRecord(io, result.recordJson, verificationUrl(result.baseUrl, result.hash), json);
-			break;
-		case "items": {
-			const { items } = result;
-			const results = items.list();
-			if (view.format === "json") io.dataJsonArray(results);
-			else if (view.format === "table") io.data(renderResults(results, io.colour));
-			io.info(items.summary());
-			break;
-		}
-		case "checksums":
-			io.flush();
-			if (json) {
-				const digests = result.checksums.list().flatMap((c) => "hash" in c ? [{
-					file: c.file,
-					hash: c.hash
-				}] : []);
-				io.dataJsonArray(digests);
-			}
-			break;
-		case "rows":
-			for (const warning of result.warnings ?? []) io.warn(warning);
-			if (json) io.dataJsonArray(result.rows);
-			else if (result.rows.length === 0 && result.empty !== void 0) io.info(result.empty);
-			else io.data(renderTable([...result.headers], result.rows.map((row) => result.cells(row)), io.colour));
-			break;
-		case "value":
-			if (json && result.json !== void 0) io.data(JSON.stringify(result.json));
-			else {
-				if (result.text?.data !== void 0) io.data(result.text.data);
-				for (const line of result.text?.info ?? []) io.info(line);
-			}
-			for (const line of result.info ?? []) io.info(line);
-			for (const warning of result.warnings ?? []) io.warn(warning);
-	}
-	const github = githubReportOf(result);
-	if (github) reportToGitHub(view, github);
-}
-/** What a result tells GitHub Actions, if anything: one registration or lookup, or a batch's held results. */
-function githubReportOf(result) {
-	if (result.kind === "outcome" || result.kind === "record") return result.github;
-	if (result.kind === "items" && result.items.keep !== "none") return {
-		title: result.title,
-		results: result.items.list()
-	};
-}
-/** Writes the step summary and the annotations when in GitHub Actions; does nothing elsewhere. */
-function reportToGitHub(view, report) {
-	const { io, env } = view;
-	if (!inGitHubActions(env)) return;
-	for (const line of annotations(report.results)) io.error(line);
-	const summaryFile = env.GITHUB_STEP_SUMMARY;
-	if (!summaryFile) return;
-	try {
-		appendFileSync(summaryFile, markdownSummary(report.title, report.results));
-	} catch (error) {
-		io.warn(`could not append to GITHUB_STEP_SUMMARY (${summaryFile}): ${error.message}`);
-	}
-}
-function parsedObject(text) {
-	try {
-		const value = JSON.parse(text);
-		if (typeof value === "object" && value !== null && !Array.isArray(value)) return value;
-	} catch {}
-	return { answer: text };
-}
-/** A completed record; with --json, the service's exact text. */
-function showRecord(io, recordJson, verification, json) {
-	if (json) io.data(recordJson);
-	else io.data(renderRecord(parsedObject(recordJson), { verification }, io.colour));
-}
-/**
-* The outcome of register or complete: the record (or, for a registration
-* left pending, the session) on stdout, exactly as the service sent it with
-* --json, as a table otherwise; what happened on stderr.
-*/
-function showOutcome(io, outcome, baseUrl, json) {
-	switch (outcome.kind) {
-		case "already-registered":
-			showAlreadyRegistered(io, outcome, verificationUrl(baseUrl, outcome.hash), json);
-			return;
-		case "pending": {
-			const { entry } = outcome;
-			io.info(`${outcome.reused ? "a session was already pending" : "session saved"} for ${entry.hash}; complete it with: notarize complete ${entry.hash}`);
-			if (json) io.data(entry.sessionJson);
-			else {
-				const session = parsedObject(entry.sessionJson);
-				io.data(renderRecord({
-					hash: entry.hash,
-					description: entry.description,
-					savedAt: entry.savedAt,
-					...session
-				}, {}, io.colour));
-			}
-			return;
-		}
-		case "completed":
-			io.info(`registered ${outcome.entry.hash}${outcome.reusedSession ? " (with the pending session)" : ""}`);
-			showRecord(io, outcome.entry.recordJson, verificationUrl(baseUrl, outcome.entry.hash), json);
-			if (outcome.custody) io.info(outcome.custody.metadataSent ? "custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes." : "custody: the file metadata could not be sent, and the file itself was NOT uploaded.");
-			return;
-	}
-}
-/**
-* A hash the ledger or the service (a 409) says is registered: the ledger's
-* record when this store has one; otherwise the service's words, no record,
-* and the public verification page.
-*/
-function showAlreadyRegistered(io, outcome, verification, json) {
-	const { hash, entry, service } = outcome;
-	const said = service ? `the service says so (409${service.message ? `: ${service.message}` : ""})` : void 0;
-	if (service?.retiredSession) io.info(`its pending session was moved aside to ${service.retiredSession}`);
-	if (entry) {
-		io.info(`${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ""}); use --force to register it again`);
-		showRecord(io, entry.recordJson, verification, json);
-		return;
-	}
-	io.info(`${hash} is already registered: ${said ?? "the service says so"}; this store has no record of it, see ${verification}`);
-	if (json) {
-		const summary = {
-			hash,
-			status: "already-registered",
-			record: null,
-			verificationUrl: verification,
-			message: service?.message ?? null
-		};
-		io.data(JSON.stringify(summary, null, 2));
-	} else io.data(renderRecord({
-		hash,
-		status: "already registered (the service says so; no local record)",
-		message: service?.message ?? null
-	}, { verification }, io.colour));
-}
-var init_present = __esmMin((() => {
-	init_pages();
-	init_errors();
-	init_github();
-	init_render();
-	init_results();
-	init_safe_text();
-}));
-// dist/commands/action.js
-/** The view this run asked for: `format` when a command has its own option (--output), else --json or a table. */
-function viewOf(ctx, format) {
-	return {
-		io: ctx.io,
-		env: ctx.env,
-		format: format ?? (ctx.globals.json ? "json" : "table")
-	};
-}
-/** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
-function finish(view, result) {
-	present(view, result);
-	if (result.failure !== void 0) throw result.failure;
-}
-/**
-* For a command over documents (register, verify): runs it with the item
-* results this view shows as they settle (NDJSON) or at the end, then
-* finishes as above.
-*/
-async function finishItems(view, run) {
-	finish(view, await run(itemResultsFor(view)));
-}
-var init_action = __esmMin((() => {
-	init_present();
-}));
-// dist/commands/input-options.js
-function collect(value, previous = []) {
-	return [...previous, value];
-}
-/** Adds --recursive, --include, --exclude, --files-from and -0 to a command. */
-function addInputOptions(command) {
-	return command.option("-r, --recursive", "process the files under directories").option("--include <glob>", "with --recursive: only files matching (repeatable; no slash: matches the name)", collect).option("--exclude <glob>", "with --recursive: skip files matching (repeatable)", collect).option("--files-from <file|->", "read the paths to process from a file, one per line").addOption(new Option("-0, --null", "with --files-from: paths are separated by NUL (find -print0)"));
-}
-/** Converts parsed input options to core/inputs.ts's form. */
-function toInputOptions(o) {
-	return {
-		recursive: o.recursive,
-		include: o.include,
-		exclude: o.exclude,
-		nul: o.null,
-		...o.filesFrom === void 0 ? {} : { filesFrom: o.filesFrom }
-	};
-}
-var inputOptionsShape;
-var init_input_options = __esmMin((() => {
-	init_esm();
-	init_zod();
-	inputOptionsShape = {
-		recursive: boolean().default(false),
-		include: array(string()).default([]),
-		exclude: array(string()).default([]),
-		filesFrom: string().optional(),
-		null: boolean().default(false)
-	};
-}));
-// dist/commands/register.js
-var register_exports = /* @__PURE__ */ __exportAll({
-	configure: () => configure$12,
-	optionsSchema: () => optionsSchema$6,
-	runRegister: () => runRegister
-});
-function configure$12(command, context) {
-	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "documents in flight at once", "8").option("--fail-fast", "stop starting new documents after the first failure").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (the record) per document; checked before anything is sent").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
-before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
-Re-running is safe: a hash already in the ledger is printed, not registered again.
-A 409 from the service is read as "it already has this hash": status already-registered,
-exit 0, the ledger's record if any, else the public verification page. The service does
-not document its status codes: this reading of 409 is an assumption.
-A 2xx whose body cannot be read (stalled, cut off, not JSON) is exit 5 and is never sent
-again on its own; \`notarize complete <hash>\` sends it again when you ask.
-
-Several documents: one result per document; one failure does not stop the others,
-even a document that cannot be read (it is a failed result). Exit 0 when all succeeded,
-4 when every failure was transient (run it again), else the code of the first other
-failure, except that once anything was sent a local failure gives 1, not 2 (2 means
-nothing was sent). --json prints an array of results.
-
-A description is stored on the record for good, so it is checked before anything is
-sent: it must be valid UTF-8 with no control characters but tab (no line breaks), else
-exit 2. A U+FFFD in -d is refused: it is what the bytes of a command line that are not
-UTF-8 become; --description-file decodes strictly, and takes a real U+FFFD.
-
---custody sends the file's metadata (name, type, size, last modified). The service does
-not document how file bytes are uploaded, so notarize does NOT upload the file.
-${examples([
-		"notarize register contract.pdf",
-		"notarize register contract.pdf --json > record.json",
-		"cat report.pdf | notarize register - -d 'Q3 report'",
-		"notarize register contract.pdf --description-file summary.txt",
-		"notarize register --recursive dist/ --include \"*.tar.gz\" --output ndjson",
-		"find dist -name \"*.zip\" -print0 | notarize register --files-from - -0 --json",
-		"# CI: register every artifact, keep receipts, fail only on lasting errors",
-		"NOTARIZE_API_KEY=$KEY notarize register -r dist --receipt-dir receipts --quiet || [ $? -eq 4 ]"
-	])}`).action(async (paths, raw) => {
-		const ctx = context();
-		const flags = parseOptions(optionsSchema$6, raw, command);
-		const services = {
-			io: ctx.io,
-			baseUrl: () => ctx.baseUrl,
-			api: () => ctx.api(),
-			ledger: () => ctx.ledger
-		};
-		await finishItems(viewOf(ctx, flags.output), (items) => runRegister({
-			...flags,
-			paths,
-			...services
-		}, items));
-	});
-}
 function displayName(item) {
 	return item.kind === "file" || item.kind === "unusable" ? item.path : item.kind === "stdin" ? "-" : null;
-}
-/**
-* Registers the documents named: one document alone gives its outcome;
-* several are a batch whose results go to `items` as they settle (with
-* NDJSON, one document alone too). Throws NotarizeError subclasses for a
-* problem found before anything is registered.
-*/
-async function runRegister(options, items = new ItemResults()) {
-	const baseUrl = options.baseUrl();
-	const flags = await withDescription(options);
-	const skip = (s) => {
-		options.io.warn(`skipped ${s.path}: ${s.reason}`);
-		items.skip(skippedResult(s.path, s.reason));
-	};
-	const documents = await listDocuments(flags, skip);
-	const registrar = new Registrar(flags, documents, items, baseUrl, await options.api(), options.ledger());
-	try {
-		return documents.single && !items.streams ? await registrar.single() : await registrar.batch();
-	} finally {
-		await registrar.close();
-	}
 }
 /** The documents named (or the digest given), with their receipts planned; nothing is hashed yet. */
 async function listDocuments(options, skip) {
@@ -14430,34 +14669,6 @@ function receiptSubject(item) {
 	};
 }
 /**
-* Writes the receipt of a registration that has a record; one without a
-* record gets none, and a warning. A write failure is returned, not thrown:
-* the registration's result must still be shown.
-*/
-async function receiptFor(options, plan, index, outcome, baseUrl) {
-	if (outcome.kind === "pending") return {};
-	const { entry } = outcome;
-	if (entry === void 0) {
-		options.io.warn(`no receipt for ${outcomeHash(outcome)}: the service says it is registered, but this store has no record of it`);
-		return {};
-	}
-	try {
-		const text = receiptText({
-			document: {
-				name: plan.names[index] ?? null,
-				sha256: entry.hash,
-				size: entry.file?.size ?? null
-			},
-			recordJson: entry.recordJson,
-			baseUrl,
-			registeredAt: entry.completedAt
-		});
-		return { receipt: await writeReceipt(plan, index, entry.hash, text, options.force) };
-	} catch (error) {
-		return { receiptError: asNotarizeError(error) };
-	}
-}
-/**
 * The options with the description checked (core/description.ts), read from
 * --description-file if given; before any input is read or anything sent.
 */
@@ -14489,6 +14700,349 @@ function checkOptions(options, kind) {
 async function firstOf(items) {
 	for await (const item of items) return item;
 	throw new Error("no item");
+}
+var TITLE$1, optionsSchema$6, STDIN_TWICE;
+var init_register_inputs = __esmMin((() => {
+	init_zod();
+	init_schemas();
+	init_description();
+	init_hash$1();
+	init_inputs();
+	init_receipts();
+	init_errors();
+	init_input_options();
+	init_options();
+	TITLE$1 = "notarize register";
+	optionsSchema$6 = object({
+		...inputOptionsShape,
+		hash: string().optional(),
+		description: string().optional(),
+		descriptionFile: string().optional(),
+		custody: boolean().default(false),
+		signed: boolean().default(false),
+		blockchain: _enum(BLOCKCHAIN_TYPES).default("ALGORAND"),
+		complete: boolean().default(true),
+		force: boolean().default(false),
+		walletName: string().optional(),
+		concurrency: number().int().min(1).max(256).default(8),
+		failFast: boolean().default(false),
+		output: outputSchema,
+		receiptDir: string().optional(),
+		aggregate: boolean().default(false)
+	});
+	STDIN_TWICE = "'-' cannot be both a document and --description-file";
+}));
+// dist/commands/register-aggregate.js
+/**
+* `notarize register --aggregate <paths...>`: every document hashed, one
+* Merkle root registered for all of them (core/aggregate.ts), and a result
+* and a receipt per document carrying its proof to that root.
+*/
+/** The flags --aggregate cannot go with, refused before anything is read or sent. */
+function checkAggregate(options) {
+	const refuse = (what, why) => new UsageError(`--aggregate cannot be used with ${what}: ${why}`, { hint: "name the documents as files" });
+	if (options.hash !== void 0) throw refuse("--hash", "its leaves are documents hashed here");
+	if (options.custody) throw refuse("--custody", "the registered root is no file whose metadata could be sent");
+	if (options.paths.includes("-")) throw refuse("'-'", "each leaf is a file, kept by its name");
+}
+function hasRecord(result) {
+	return result?.ok === true && result.outcome.kind !== "pending" && result.outcome.entry !== void 0;
+}
+var Aggregator;
+var init_register_aggregate = __esmMin((() => {
+	init_aggregate();
+	init_batch();
+	init_hash_pool();
+	init_receipts();
+	init_receipt_format();
+	init_errors();
+	init_results();
+	init_files();
+	init_register_inputs();
+	Aggregator = class {
+		#options;
+		#documents;
+		#items;
+		#baseUrl;
+		#api;
+		#store;
+		#tally = new FailureTally();
+		#total = 0;
+		/** Per root with a record: its manifest's write failure, if any (its documents then fail: exit 1). */
+		#manifestErrors = /* @__PURE__ */ new Map();
+		/** Per root with a record: its manifest's write failure, if any (its documents then fail: exit 1). */
+		constructor(options, documents, items, baseUrl, api, store) {
+			this.#options = options;
+			this.#documents = documents;
+			this.#items = items;
+			this.#baseUrl = baseUrl;
+			this.#api = api;
+			this.#store = store;
+		}
+		async run() {
+			const hashed = await this.#hashAll();
+			let sent = false;
+			if (hashed.length > 0) {
+				const { io } = this.#options;
+				io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
+				const { placements, roots } = await registerAggregate({
+					api: this.#api,
+					store: this.#store
+				}, {
+					documents: hashed,
+					...this.#options.description === void 0 ? {} : { description: this.#options.description },
+					signed: this.#options.signed,
+					blockchain: this.#options.blockchain,
+					complete: this.#options.complete,
+					force: this.#options.force
+				});
+				io.clearProgress();
+				sent = [...roots.values()].some((r) => !r.ok || r.sent);
+				await this.#manifests(placements, roots);
+				for (const [i, doc] of hashed.entries()) {
+					const placement = placements[i];
+					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
+				}
+			}
+			const code = this.#tally.code(sent);
+			return {
+				kind: "items",
+				title: TITLE$1,
+				items: this.#items,
+				...code === 0 ? {} : { failure: new BatchError(this.#tally.failed, this.#total, code) }
+			};
+		}
+		/** Hashes every document (and checks its receipt can be written); those that fail get their result now. */
+		async #hashAll() {
+			const options = this.#options;
+			const pool = new HashPool();
+			const hashed = [];
+			try {
+				this.#total = await runAll(this.#documents.items, async (item, index) => {
+					if (item.kind === "unusable") throw item.error;
+					if (item.kind !== "file") throw new UsageError("--aggregate takes files only, not '-' or a digest");
+					const { hash, size } = await pool.hash(item.path);
+					const { receipts } = this.#documents;
+					if (receipts) await checkBeforeSending(receipts, index, hash, options.force);
+					return {
+						index,
+						file: item.path,
+						name: basename(item.path),
+						sha256: hash,
+						size
+					};
+				}, {
+					concurrency: pool.size * 4,
+					onSettled: (index, settled, item) => {
+						if (settled.ok) {
+							hashed[index] = settled.value;
+							return;
+						}
+						const error = "error" in settled ? settled.error : asNotarizeError(/* @__PURE__ */ new Error("not started"));
+						this.#fail(index, displayName(item), null, error);
+					}
+				});
+			} finally {
+				await pool.close();
+			}
+			return hashed.filter((doc) => doc !== void 0);
+		}
+		#fail(index, file, hash, error) {
+			this.#items.add(index, failedResult(file, hash, error));
+			this.#tally.add(index, error);
+		}
+		/** `<root>.tree.json` in --receipt-dir for every root with a record; a failure is the documents' (exit 1). */
+		async #manifests(placements, roots) {
+			const plan = this.#documents.receipts;
+			if (!plan) return;
+			for (const tree of new Set(placements.map((p) => p.tree))) {
+				const { root } = tree.entry;
+				if (!hasRecord(roots.get(root))) continue;
+				const path = join(plan.dir, `${root}.tree.json`);
+				try {
+					await writeFileAtomic(path, treeManifestText(tree.entry), {
+						mode: 438,
+						replace: true,
+						flushes: plan.flushes
+					});
+					this.#manifestErrors.set(root, void 0);
+				} catch (error) {
+					this.#manifestErrors.set(root, new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${path} could not be written: ${error.message}`, {
+						hint: "the registration itself is done and in the ledger; running the same command again writes it",
+						cause: error
+					}));
+				}
+			}
+		}
+		/** The result of one document, from its root's; its receipt written when the root has a record. */
+		async #settle(doc, placement, rootResult) {
+			const { tree, leafIndex } = placement;
+			const { root } = tree.entry;
+			if (!rootResult.ok) {
+				this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(rootResult.error));
+				return;
+			}
+			const proof = tree.proof(leafIndex, this.#store.treeFile(root));
+			const { outcome } = rootResult;
+			if (outcome.kind === "pending") {
+				this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "pending", {
+					session: embed(outcome.entry.sessionJson),
+					proof
+				}));
+				return;
+			}
+			const status = outcome.kind === "completed" ? "registered" : "already-registered";
+			const entry = outcome.entry;
+			if (entry === void 0 && this.#documents.receipts !== void 0) this.#options.io.warn(`no receipt for ${doc.file}: the service says root ${root} is registered, but this store has no record of it`);
+			const said = outcome.kind === "already-registered" ? outcome.service : void 0;
+			let receipt;
+			let receiptError = this.#manifestErrors.get(root);
+			const plan = this.#documents.receipts;
+			if (plan && entry && !receiptError) ({receipt, receiptError} = await this.#receipt(plan, doc, entry, proof));
+			const result = itemResult(doc.file, doc.sha256, receiptError ? "failed" : status, {
+				...proofOf(this.#baseUrl, doc.sha256, entry?.recordJson, proof),
+				...said ? { message: said.message ?? null } : {},
+				...receipt ? { receipt } : {},
+				...receiptError ? { error: errorJson(receiptError) } : {}
+			});
+			this.#items.add(doc.index, result);
+			this.#tally.add(doc.index, receiptError);
+		}
+		async #receipt(plan, doc, entry, proof) {
+			try {
+				const text = receiptText({
+					document: {
+						name: plan.names[doc.index] ?? null,
+						sha256: doc.sha256,
+						size: doc.size
+					},
+					recordJson: entry.recordJson,
+					baseUrl: this.#baseUrl,
+					registeredAt: entry.completedAt,
+					proof
+				});
+				return { receipt: await writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force) };
+			} catch (error) {
+				return { receiptError: asNotarizeError(error) };
+			}
+		}
+	};
+}));
+// dist/commands/register.js
+var register_exports = /* @__PURE__ */ __exportAll({
+	configure: () => configure$12,
+	optionsSchema: () => optionsSchema$6,
+	runRegister: () => runRegister
+});
+function configure$12(command, context) {
+	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "documents in flight at once", "8").option("--fail-fast", "stop starting new documents after the first failure").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (the record) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
+before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
+Re-running is safe: a hash already in the ledger is printed, not registered again.
+A 409 from the service is read as "it already has this hash": status already-registered,
+exit 0, the ledger's record if any, else the public verification page. The service does
+not document its status codes: this reading of 409 is an assumption.
+A 2xx whose body cannot be read (stalled, cut off, not JSON) is exit 5 and is never sent
+again on its own; \`notarize complete <hash>\` sends it again when you ask.
+
+Several documents: one result per document; one failure does not stop the others,
+even a document that cannot be read (it is a failed result). Exit 0 when all succeeded,
+4 when every failure was transient (run it again), else the code of the first other
+failure, except that once anything was sent a local failure gives 1, not 2 (2 means
+nothing was sent). --json prints an array of results.
+
+A description is stored on the record for good, so it is checked before anything is
+sent: it must be valid UTF-8 with no control characters but tab (no line breaks), else
+exit 2. A U+FFFD in -d is refused: it is what the bytes of a command line that are not
+UTF-8 become; --description-file decodes strictly, and takes a real U+FFFD.
+
+--aggregate registers one hash for all the documents: the root of an RFC 9162 Merkle tree
+whose leaves are SHA-256(0x00 || document digest || random salt), in the order given. One
+request step, one completion, whatever the number of documents. Each document's result and
+receipt carry its inclusion proof (salt, index, audit path) to the registered root, and the
+record is the root's; --receipt-dir also gets <root>.tree.json, the tree's manifest. The
+tree is saved in the store before the root is sent; a re-run sends nothing for documents
+under a registered root, completes a pending root, and puts only new documents in a new tree.
+The root's description is -d, else "Merkle root of N documents ...". Files only.
+
+--custody sends the file's metadata (name, type, size, last modified). The service does
+not document how file bytes are uploaded, so notarize does NOT upload the file.
+${examples([
+		"notarize register contract.pdf",
+		"notarize register contract.pdf --json > record.json",
+		"cat report.pdf | notarize register - -d 'Q3 report'",
+		"notarize register contract.pdf --description-file summary.txt",
+		"notarize register --recursive dist/ --include \"*.tar.gz\" --output ndjson",
+		"find dist -name \"*.zip\" -print0 | notarize register --files-from - -0 --json",
+		"# CI: register every artifact, keep receipts, fail only on lasting errors",
+		"NOTARIZE_API_KEY=$KEY notarize register -r dist --receipt-dir receipts --quiet || [ $? -eq 4 ]",
+		"# one registration for a whole release, a receipt with its proof per artifact",
+		"notarize register --aggregate -r dist --receipt-dir receipts"
+	])}`).action(async (paths, raw) => {
+		const ctx = context();
+		const flags = parseOptions(optionsSchema$6, raw, command);
+		const services = {
+			io: ctx.io,
+			baseUrl: () => ctx.baseUrl,
+			api: () => ctx.api(),
+			ledger: () => ctx.ledger
+		};
+		await finishItems(viewOf(ctx, flags.output), (items) => runRegister({
+			...flags,
+			paths,
+			...services
+		}, items));
+	});
+}
+/**
+* Registers the documents named: one document alone gives its outcome;
+* several are a batch whose results go to `items` as they settle (with
+* NDJSON, one document alone too). Throws NotarizeError subclasses for a
+* problem found before anything is registered.
+*/
+async function runRegister(options, items = new ItemResults()) {
+	const baseUrl = options.baseUrl();
+	const flags = await withDescription(options);
+	const skip = (s) => {
+		options.io.warn(`skipped ${s.path}: ${s.reason}`);
+		items.skip(skippedResult(s.path, s.reason));
+	};
+	if (flags.aggregate) checkAggregate(flags);
+	const documents = await listDocuments(flags, skip);
+	if (flags.aggregate) return new Aggregator(flags, documents, items, baseUrl, await options.api(), options.ledger()).run();
+	const registrar = new Registrar(flags, documents, items, baseUrl, await options.api(), options.ledger());
+	try {
+		return documents.single && !items.streams ? await registrar.single() : await registrar.batch();
+	} finally {
+		await registrar.close();
+	}
+}
+/**
+* Writes the receipt of a registration that has a record; one without a
+* record gets none, and a warning. A write failure is returned, not thrown:
+* the registration's result must still be shown.
+*/
+async function receiptFor(options, plan, index, outcome, baseUrl) {
+	if (outcome.kind === "pending") return {};
+	const { entry } = outcome;
+	if (entry === void 0) {
+		options.io.warn(`no receipt for ${outcomeHash(outcome)}: the service says it is registered, but this store has no record of it`);
+		return {};
+	}
+	try {
+		const text = receiptText({
+			document: {
+				name: plan.names[index] ?? null,
+				sha256: entry.hash,
+				size: entry.file?.size ?? null
+			},
+			recordJson: entry.recordJson,
+			baseUrl,
+			registeredAt: entry.completedAt
+		});
+		return { receipt: await writeReceipt(plan, index, entry.hash, text, options.force) };
+	} catch (error) {
+		return { receiptError: asNotarizeError(error) };
+	}
 }
 /** Hashes one item and builds the flow's input for it. */
 async function describe$1(options, item, pool, onProgress) {
@@ -14546,16 +15100,13 @@ function toResult$1(item, knownHash, settled, baseUrl) {
 		...receiptError ? { error: errorJson(receiptError) } : {}
 	});
 }
-var optionsSchema$6, TITLE$1, Registrar, STDIN_TWICE, STATUS_OF;
+var Registrar, STATUS_OF;
 var init_register = __esmMin((() => {
 	init_esm();
-	init_zod();
 	init_schemas();
-	init_description();
 	init_batch();
 	init_hash$1();
 	init_hash_pool();
-	init_inputs();
 	init_notarize();
 	init_receipts();
 	init_receipt_format();
@@ -14566,23 +15117,8 @@ var init_register = __esmMin((() => {
 	init_action();
 	init_input_options();
 	init_options();
-	optionsSchema$6 = object({
-		...inputOptionsShape,
-		hash: string().optional(),
-		description: string().optional(),
-		descriptionFile: string().optional(),
-		custody: boolean().default(false),
-		signed: boolean().default(false),
-		blockchain: _enum(BLOCKCHAIN_TYPES).default("ALGORAND"),
-		complete: boolean().default(true),
-		force: boolean().default(false),
-		walletName: string().optional(),
-		concurrency: number().int().min(1).max(256).default(8),
-		failFast: boolean().default(false),
-		output: outputSchema,
-		receiptDir: string().optional()
-	});
-	TITLE$1 = "notarize register";
+	init_register_aggregate();
+	init_register_inputs();
 	Registrar = class {
 		#options;
 		#documents;
@@ -14718,7 +15254,6 @@ var init_register = __esmMin((() => {
 			return result;
 		}
 	};
-	STDIN_TWICE = "'-' cannot be both a document and --description-file";
 	STATUS_OF = {
 		"already-registered": "already-registered",
 		pending: "pending",
@@ -15235,25 +15770,27 @@ function judgeByReceipt(hash, path, text) {
 		status: "verified",
 		...found,
 		recordJson: receipt.recordJson,
-		...receipt.baseUrl === void 0 ? {} : { baseUrl: receipt.baseUrl }
+		...receipt.baseUrl === void 0 ? {} : { baseUrl: receipt.baseUrl },
+		...receipt.proof ? { proof: receipt.proof } : {}
 	};
 }
 /** The verdict of a digest against the ledger (see ledger.ts). */
 function judgeByLedger(ledger, hash, name) {
 	const verdict = ledger.verdict(hash, name);
-	if (verdict.status === "verified") return {
-		status: "verified",
-		source: "ledger",
-		recordJson: verdict.entry.recordJson
-	};
-	if (verdict.status === "modified") {
-		const { entry } = verdict;
+	if (verdict.status === "verified") {
+		const { entry, proof } = verdict;
 		return {
-			status: "modified",
+			status: "verified",
 			source: "ledger",
-			reason: `'${entry.file?.name}' was notarized with digest ${entry.hash} (${entry.completedAt})`
+			recordJson: entry.recordJson,
+			...proof ? { proof } : {}
 		};
 	}
+	if (verdict.status === "modified") return {
+		status: "modified",
+		source: "ledger",
+		reason: `'${verdict.name}' was notarized with digest ${verdict.sha256} (${verdict.completedAt})`
+	};
 	return verdict.damaged ? {
 		status: "unknown",
 		reason: `its ledger entry is no proof: ${verdict.damaged.message}`
@@ -15291,30 +15828,58 @@ var init_evidence = __esmMin((() => {
 // dist/core/ledger.js
 /**
 * Questions answered from the local ledger alone, with no network: is this
-* digest notarized, and was a file of this name notarized with another
-* digest (a modified document)?
+* digest notarized, by its own record or as a document under a registered
+* Merkle root (aggregate.ts), and was a file of this name notarized with
+* another digest (a modified document)?
 */
 var LedgerIndex;
 var init_ledger = __esmMin((() => {
+	init_errors();
+	init_aggregate();
 	LedgerIndex = class LedgerIndex {
 		#byHash = /* @__PURE__ */ new Map();
 		#byName = /* @__PURE__ */ new Map();
 		#damaged = /* @__PURE__ */ new Map();
-		constructor(entries, problems = []) {
+		#leaves = /* @__PURE__ */ new Map();
+		constructor(entries, problems = [], trees = []) {
 			for (const problem of problems) this.#damaged.set(basename(problem.file, ".json"), problem);
 			for (const entry of entries) {
 				this.#byHash.set(entry.hash, entry);
-				const name = entry.file?.name;
-				const known = name === void 0 ? void 0 : this.#byName.get(name);
-				if (name !== void 0 && (!known || known.completedAt < entry.completedAt)) this.#byName.set(name, entry);
+				if (entry.file?.name !== void 0) this.#name(entry.file.name, entry.hash, entry.completedAt);
+			}
+			for (const registered of trees) for (const leaf of registered.tree.entry.leaves) {
+				this.#leaves.set(leaf.sha256, {
+					registered,
+					leafIndex: leaf.index
+				});
+				if (leaf.name !== null) this.#name(leaf.name, leaf.sha256, registered.entry.completedAt);
 			}
 		}
-		/** Reads the whole ledger of a service; damaged files are returned as problems. */
+		/** For a name notarized several times, the latest completion speaks for it. */
+		#name(name, sha256, completedAt) {
+			const known = this.#byName.get(name);
+			if (!known || known.completedAt < completedAt) this.#byName.set(name, {
+				sha256,
+				completedAt
+			});
+		}
+		/** Reads the whole ledger of a service and its registered trees; damaged files are returned as problems. */
 		static async load(store) {
 			const { entries, problems } = await store.listRecords();
+			const byHash = new Map(entries.map((entry) => [entry.hash, entry]));
+			const trees = await Trees.load(store, { registeredOnly: true });
+			const registered = trees.all.flatMap((tree) => {
+				const entry = byHash.get(tree.entry.root);
+				return entry ? [{
+					tree,
+					entry,
+					file: store.treeFile(tree.entry.root)
+				}] : [];
+			});
+			const all = [...problems, ...trees.problems];
 			return {
-				index: new LedgerIndex(entries, problems),
-				problems
+				index: new LedgerIndex(entries, all, registered),
+				problems: all
 			};
 		}
 		/** The verdict for a document of digest `hash` named `name` (its base name). */
@@ -15324,15 +15889,33 @@ var init_ledger = __esmMin((() => {
 				status: "verified",
 				entry
 			};
+			const leaf = this.#leaves.get(hash);
+			if (leaf) {
+				const { tree, entry: rootEntry, file } = leaf.registered;
+				try {
+					return {
+						status: "verified",
+						entry: rootEntry,
+						proof: tree.proof(leaf.leafIndex, file)
+					};
+				} catch (error) {
+					if (!(error instanceof StoreError)) throw error;
+					return {
+						status: "unknown",
+						damaged: error
+					};
+				}
+			}
 			const damaged = this.#damaged.get(hash);
 			if (damaged) return {
 				status: "unknown",
 				damaged
 			};
 			const sameName = name === void 0 ? void 0 : this.#byName.get(name);
-			return sameName ? {
+			return sameName && name !== void 0 ? {
 				status: "modified",
-				entry: sameName
+				name,
+				...sameName
 			} : { status: "unknown" };
 		}
 	};
@@ -15341,7 +15924,8 @@ var init_ledger = __esmMin((() => {
 var verify_exports = /* @__PURE__ */ __exportAll({
 	configure: () => configure$8,
 	optionsSchema: () => optionsSchema$3,
-	runVerify: () => runVerify
+	runVerify: () => runVerify,
+	underRoot: () => underRoot
 });
 function configure$8(command, context) {
 	addInputOptions(command.argument("[paths...]", "documents to check ('-' reads standard input)")).option("--receipt <file>", "check the one document named against this receipt").option("--receipt-dir <dir>", "look for receipts where `register --receipt-dir <dir>` wrote them").addOption(outputOption()).addHelpText("after", `
@@ -15429,10 +16013,10 @@ async function runVerify(options, items = new ItemResults()) {
 		const { file, verificationUrl } = results[0];
 		return {
 			kind: "record",
-			hash: only.hash,
+			hash: only.finding.proof?.root ?? only.hash,
 			recordJson: only.finding.recordJson,
 			baseUrl: only.finding.baseUrl ?? baseUrl,
-			note: only.finding.source === "receipt" ? `verified: ${file} matches its receipt; the receipt's record can be confirmed at ${verificationUrl}` : `verified: ${file} is notarized`,
+			note: (only.finding.source === "receipt" ? `verified: ${file} matches its receipt; the receipt's record can be confirmed at ${verificationUrl}` : `verified: ${file} is notarized`) + underRoot(only.finding.proof),
 			github: {
 				title: TITLE,
 				results
@@ -15512,6 +16096,10 @@ function verifyFailure(counts, baseUrl) {
 	const hints = [...counts.has("unknown") ? [`unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url (the ledger of ${baseUrl} was searched)`] : [], ...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []];
 	return new NotNotarizedError(`${bad} of ${checked} document${checked === 1 ? " is" : "s are"} not verified (${what})`, { hint: hints.join("; ") });
 }
+/** What a note adds for a document verified as a leaf of a registered Merkle root. */
+function underRoot(proof) {
+	return proof ? ` (leaf ${proof.leafIndex} of ${proof.treeSize} under the registered Merkle root ${proof.root})` : "";
+}
 /** The JSON result of one document. */
 function toResult(item, r, baseUrl) {
 	const file = itemName(item);
@@ -15520,7 +16108,7 @@ function toResult(item, r, baseUrl) {
 	const { status, source, receipt, reason, recordJson } = finding;
 	return itemResult(file, hash, status, {
 		...source ? { source } : {},
-		...status === "verified" ? proofOf(finding.baseUrl ?? baseUrl, hash, recordJson) : {},
+		...status === "verified" ? proofOf(finding.baseUrl ?? baseUrl, hash, recordJson, finding.proof) : {},
 		...receipt ? { receipt } : {},
 		...reason ? { reason } : {}
 	});
@@ -15635,16 +16223,27 @@ async function runShow(options) {
 	const { target } = options;
 	const baseUrl = options.baseUrl();
 	const hash = await isDigestNotFile(target) ? normalizeHash(target) : (await hashFile(target)).hash;
-	const entry = options.ledger().readRecord(hash);
-	if (!entry) throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, { hint: "`notarize list` shows what is; `notarize pending` what awaits completion" });
-	return {
+	const store = options.ledger();
+	const entry = store.readRecord(hash);
+	if (entry) return {
 		kind: "record",
 		hash,
 		recordJson: entry.recordJson,
 		baseUrl
 	};
+	const found = await findLeaf(store, hash);
+	if (!found) throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, { hint: "`notarize list` shows what is; `notarize pending` what awaits completion" });
+	const { proof } = found;
+	return {
+		kind: "record",
+		hash: proof.root,
+		recordJson: found.entry.recordJson,
+		baseUrl,
+		note: `${hash} is leaf ${proof.leafIndex} of ${proof.treeSize} under the registered Merkle root ${proof.root}; \`notarize receipt ${hash}\` gives its proof`
+	};
 }
 var init_show = __esmMin((() => {
+	init_aggregate();
 	init_hash$1();
 	init_errors();
 	init_action();
@@ -15684,17 +16283,21 @@ async function runReceipt(options) {
 	const baseUrl = options.baseUrl();
 	const file = await isDigestNotFile(target) ? void 0 : await hashFile(target);
 	const hash = file?.hash ?? normalizeHash(target);
-	const entry = options.ledger().readRecord(hash);
+	const store = options.ledger();
+	const own = store.readRecord(hash);
+	const found = own ? void 0 : await findLeaf(store, hash);
+	const entry = own ?? found?.entry;
 	if (!entry) throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, { hint: "a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url" });
 	const text = receiptText({
 		document: {
-			name: file ? basename(target) : entry.file?.name ?? null,
+			name: file ? basename(target) : (found ? found.leaf.name : entry.file?.name) ?? null,
 			sha256: hash,
-			size: file ? file.size : entry.file?.size ?? null
+			size: file ? file.size : (found ? found.leaf.size : entry.file?.size) ?? null
 		},
 		recordJson: entry.recordJson,
 		baseUrl,
-		registeredAt: entry.completedAt
+		registeredAt: entry.completedAt,
+		...found ? { proof: found.proof } : {}
 	});
 	if (options.output === void 0) return {
 		kind: "value",
@@ -15719,6 +16322,7 @@ async function runReceipt(options) {
 var optionsSchema$2;
 var init_receipt = __esmMin((() => {
 	init_zod();
+	init_aggregate();
 	init_hash$1();
 	init_receipt_format();
 	init_receipts();
@@ -45357,7 +45961,7 @@ function recordHashOf(recordJson) {
 	const record = JSON.parse(recordJson);
 	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
 }
-var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, ServiceStore;
+var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, treeEntrySchema, ServiceStore;
 var init_service_store = __esmMin((() => {
 	init_zod();
 	init_errors();
@@ -45408,6 +46012,23 @@ var init_service_store = __esmMin((() => {
 		/** The forfait answer, exactly as received. */
 		recordJson: jsonObjectText
 	}).transform(withoutVersion);
+	treeLeafSchema = object({
+		index: int().nonnegative(),
+		/** The document's file name (its base name), as `file.name` in the ledger; null when it has none. */
+		name: string().nullable(),
+		sha256: hashSchema,
+		size: int().nonnegative().nullable(),
+		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
+		salt: hashSchema
+	});
+	treeEntrySchema = object({
+		schemaVersion: storeVersion,
+		root: hashSchema,
+		treeSize: int().positive(),
+		description: string(),
+		createdAt: string(),
+		leaves: array(treeLeafSchema)
+	}).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
 	ServiceStore = class {
 		dir;
 		baseUrl;
@@ -45433,7 +46054,11 @@ var init_service_store = __esmMin((() => {
 		ledgerFile(hash) {
 			return join(this.dir, "ledger", `${hash}.json`);
 		}
-		/** The lock file guarding the flow of one hash (see store/lock.ts); its directory is created. */
+		/**
+		* The lock file guarding the flow of one hash (see store/lock.ts), or of
+		* another named step (`aggregate`: choosing the trees of a run); its
+		* directory is created.
+		*/
 		lockFile(hash) {
 			const dir = join(this.dir, "locks");
 			this.#privateDir(dir);
@@ -45526,6 +46151,35 @@ var init_service_store = __esmMin((() => {
 		saveRecord(entry) {
 			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
 		}
+		treeFile(root) {
+			return join(this.dir, "trees", `${root}.json`);
+		}
+		/**
+		* The tree whose root is `root`; throws StoreError if its file is damaged
+		* (including a tree of another root). That its leaves fold to its root is
+		* for the reader to check (core/aggregate.ts), as the store knows no hashing.
+		*/
+		readTree(root) {
+			const file = this.treeFile(root);
+			const entry = readStoreFile(file, treeEntrySchema);
+			if (entry !== void 0 && entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+			return entry;
+		}
+		/** Saves a tree atomically, one leaf per line (a tree may have 100,000); resolves once it is durably on disk. */
+		async saveTree(entry) {
+			const { leaves, ...head } = {
+				...STORE_VERSION,
+				...entry
+			};
+			const opening = JSON.stringify(head, null, 2).slice(0, -2);
+			const lines = leaves.map((leaf) => `    ${JSON.stringify(leaf)}`).join(",\n");
+			const file = this.treeFile(entry.root);
+			this.#privateDir(join(file, ".."));
+			await writeFileAtomic(file, `${opening},\n  "leaves": [\n${lines}\n  ]\n}\n`, { flushes: this.#flushes });
+		}
+		listTrees() {
+			return this.#list("trees", (root) => this.readTree(root));
+		}
 		unansweredFile(hash) {
 			return join(this.dir, "unanswered", `${hash}.json`);
 		}
@@ -45590,7 +46244,8 @@ var init_service_store = __esmMin((() => {
 					"locks",
 					"retired",
 					"quarantine",
-					"unanswered"
+					"unanswered",
+					"trees"
 				].map((d) => join(this.dir, d))
 			]) if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
 		}

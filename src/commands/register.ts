@@ -4,27 +4,19 @@
  * core/notarize.ts; batching is core/batch.ts; inputs are core/inputs.ts.
  */
 import { Option, type Command } from 'commander';
-import { basename, resolve, sep } from 'node:path';
-import { z } from 'zod';
+import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
-import { checkArgvDescription, readDescriptionFile } from '../core/description.js';
 import { asNotarizeError, BatchError, FailureTally, runAll, type Settled } from '../core/batch.js';
-import { hashFile, hashStream, normalizeHash } from '../core/hash.js';
+import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
-import { expandInputs, type InputItem, type SkippedPath } from '../core/inputs.js';
+import type { SkippedPath } from '../core/inputs.js';
 import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
-import {
-  checkBeforeSending,
-  planReceipts,
-  writeReceipt,
-  type ReceiptPlan,
-  type ReceiptSubject,
-} from '../core/receipts.js';
+import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText } from '../core/receipt-format.js';
-import { errorJson, UsageError, type NotarizeError } from '../errors.js';
-import type { IO, Spinner } from '../output/io.js';
+import { errorJson, type NotarizeError } from '../errors.js';
+import type { Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult } from '../output/present.js';
 import { formatBytes } from '../output/render.js';
 import {
@@ -39,38 +31,23 @@ import {
 import { forTerminal } from '../output/safe-text.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finishItems, viewOf } from './action.js';
-import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
-import { examples, outputOption, outputSchema, parseOptions } from './options.js';
+import { addInputOptions } from './input-options.js';
+import { examples, outputOption, parseOptions } from './options.js';
+import { Aggregator, checkAggregate } from './register-aggregate.js';
+import {
+  checkOptions,
+  displayName,
+  firstOf,
+  listDocuments,
+  optionsSchema,
+  TITLE,
+  withDescription,
+  type Documents,
+  type Item,
+  type RegisterOptions,
+} from './register-inputs.js';
 
-export const optionsSchema = z.object({
-  ...inputOptionsShape,
-  hash: z.string().optional(),
-  description: z.string().optional(),
-  descriptionFile: z.string().optional(),
-  custody: z.boolean().default(false),
-  signed: z.boolean().default(false),
-  blockchain: z.enum(BLOCKCHAIN_TYPES).default('ALGORAND'),
-  complete: z.boolean().default(true),
-  force: z.boolean().default(false),
-  walletName: z.string().optional(),
-  concurrency: z.coerce.number().int().min(1).max(256).default(8),
-  failFast: z.boolean().default(false),
-  output: outputSchema,
-  receiptDir: z.string().optional(),
-});
-/** The flags of `register`, parsed. */
-export type RegisterFlags = z.infer<typeof optionsSchema>;
-
-/** What `register` uses: its arguments and flags, the terminal (standard input, prompts' checks, progress), and the service. */
-export interface RegisterOptions extends RegisterFlags {
-  paths: string[];
-  io: IO;
-  /** The service's base URL, resolved (and checked) when the run first needs it. */
-  baseUrl: () => string;
-  api: () => Promise<ApiClient>;
-  /** The pending sessions and ledger of the service. */
-  ledger: () => ServiceStore;
-}
+export { optionsSchema, type RegisterFlags, type RegisterOptions } from './register-inputs.js';
 
 export function configure(command: Command, context: () => Context): void {
   addInputOptions(command.argument('[paths...]', "documents to notarize ('-' reads standard input)"))
@@ -98,6 +75,7 @@ export function configure(command: Command, context: () => Context): void {
       '--receipt-dir <dir>',
       'write <file name>.notarization.json (the record) per document; checked before anything is sent',
     )
+    .option('--aggregate', 'register all the documents as one: the root of a Merkle tree over them (see below)')
     .addHelpText(
       'after',
       `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
@@ -120,6 +98,15 @@ sent: it must be valid UTF-8 with no control characters but tab (no line breaks)
 exit 2. A U+FFFD in -d is refused: it is what the bytes of a command line that are not
 UTF-8 become; --description-file decodes strictly, and takes a real U+FFFD.
 
+--aggregate registers one hash for all the documents: the root of an RFC 9162 Merkle tree
+whose leaves are SHA-256(0x00 || document digest || random salt), in the order given. One
+request step, one completion, whatever the number of documents. Each document's result and
+receipt carry its inclusion proof (salt, index, audit path) to the registered root, and the
+record is the root's; --receipt-dir also gets <root>.tree.json, the tree's manifest. The
+tree is saved in the store before the root is sent; a re-run sends nothing for documents
+under a registered root, completes a pending root, and puts only new documents in a new tree.
+The root's description is -d, else "Merkle root of N documents ...". Files only.
+
 --custody sends the file's metadata (name, type, size, last modified). The service does
 not document how file bytes are uploaded, so notarize does NOT upload the file.
 ${examples([
@@ -131,6 +118,8 @@ ${examples([
   'find dist -name "*.zip" -print0 | notarize register --files-from - -0 --json',
   '# CI: register every artifact, keep receipts, fail only on lasting errors',
   'NOTARIZE_API_KEY=$KEY notarize register -r dist --receipt-dir receipts --quiet || [ $? -eq 4 ]',
+  '# one registration for a whole release, a receipt with its proof per artifact',
+  'notarize register --aggregate -r dist --receipt-dir receipts',
 ])}`,
     )
     .action(async (paths: string[], raw: unknown) => {
@@ -140,15 +129,6 @@ ${examples([
       await finishItems(viewOf(ctx, flags.output), (items) => runRegister({ ...flags, paths, ...services }, items));
     });
 }
-
-/** A document to register: an input, or a digest given with --hash. */
-type Item = InputItem | { kind: 'hash'; hash: string };
-
-function displayName(item: Item): string | null {
-  return item.kind === 'file' || item.kind === 'unusable' ? item.path : item.kind === 'stdin' ? '-' : null;
-}
-
-const TITLE = 'notarize register';
 
 /**
  * Registers the documents named: one document alone gives its outcome;
@@ -166,58 +146,17 @@ export async function runRegister(
     options.io.warn(`skipped ${s.path}: ${s.reason}`);
     items.skip(skippedResult(s.path, s.reason));
   };
+  if (flags.aggregate) checkAggregate(flags);
   const documents = await listDocuments(flags, skip);
+  if (flags.aggregate) {
+    return new Aggregator(flags, documents, items, baseUrl, await options.api(), options.ledger()).run();
+  }
   const registrar = new Registrar(flags, documents, items, baseUrl, await options.api(), options.ledger());
   try {
     return documents.single && !items.streams ? await registrar.single() : await registrar.batch();
   } finally {
     await registrar.close();
   }
-}
-
-/** The documents of a run, whether one was named alone, and the receipts to write (--receipt-dir). */
-interface Documents {
-  items: Iterable<Item> | AsyncIterable<Item>;
-  single: boolean;
-  receipts?: ReceiptPlan;
-}
-
-/** The documents named (or the digest given), with their receipts planned; nothing is hashed yet. */
-async function listDocuments(options: RegisterOptions, skip: (s: SkippedPath) => void): Promise<Documents> {
-  let documents: Documents;
-  if (options.hash !== undefined) {
-    if (options.paths.length > 0 || options.filesFrom !== undefined)
-      throw new UsageError('give either documents or --hash, not both');
-    if (options.description === undefined) throw new UsageError('--hash needs --description or --description-file');
-    documents = { items: [{ kind: 'hash', hash: normalizeHash(options.hash) }], single: true };
-    checkOptions(options, 'hash');
-  } else {
-    const expansion = await expandInputs(options.paths, toInputOptions(options), options.io.stdin, skip);
-    documents = { items: expansion.items, single: expansion.single };
-    // Known up front for '-' on the command line; a '-' in a --files-from list is checked as it comes.
-    if (expansion.stdinNamed) checkOptions(options, 'stdin');
-  }
-  if (options.receiptDir === undefined) return documents;
-  // Receipts are checked before anything is sent (see core/receipts.ts). Their
-  // names are chosen over the whole run (equal names keep their folders), so
-  // the list is read first: a receipt per document is no list of millions.
-  // The receipts of an earlier run are outputs, never documents: `register
-  // -r dist --receipt-dir dist/receipts` run twice must not register them.
-  const receiptDir = resolve(options.receiptDir);
-  const all: Item[] = [];
-  for await (const item of documents.items) {
-    if (item.kind === 'file' && resolve(item.path).startsWith(receiptDir + sep)) {
-      skip({ path: item.path, reason: 'inside --receipt-dir (receipts are not registered)' });
-    } else {
-      all.push(item);
-    }
-  }
-  if (documents.single && all.length === 0) {
-    throw new UsageError('nothing to register: the document named is inside --receipt-dir', {
-      hint: 'receipts are outputs; name the document itself',
-    });
-  }
-  return { ...documents, items: all, receipts: await planReceipts(options.receiptDir, all.map(receiptSubject)) };
 }
 
 /** What registering one document gave: the flow's outcome, and its receipt or why it could not be written. */
@@ -358,11 +297,6 @@ class Registrar {
   }
 }
 
-function receiptSubject(item: Item): ReceiptSubject {
-  if (item.kind !== 'file' && item.kind !== 'unusable') return {};
-  return { path: item.path, ...(item.kind === 'file' && item.relative ? { relative: item.relative } : {}) };
-}
-
 /**
  * Writes the receipt of a registration that has a record; one without a
  * record gets none, and a warning. A write failure is returned, not thrown:
@@ -394,50 +328,6 @@ async function receiptFor(
   } catch (error) {
     return { receiptError: asNotarizeError(error) };
   }
-}
-
-/**
- * The options with the description checked (core/description.ts), read from
- * --description-file if given; before any input is read or anything sent.
- */
-async function withDescription(options: RegisterOptions): Promise<RegisterOptions> {
-  const { description, descriptionFile } = options;
-  if (descriptionFile === undefined) {
-    return description === undefined ? options : { ...options, description: checkArgvDescription(description) };
-  }
-  if (description !== undefined) throw new UsageError('give either --description or --description-file, not both');
-  if (descriptionFile === '-') {
-    // Standard input can be read once: for the description, or for a document or the list of paths.
-    if (options.paths.includes('-')) throw new UsageError(STDIN_TWICE);
-    if (options.filesFrom === '-') throw new UsageError("'-' cannot be both --files-from and --description-file");
-    if (options.io.stdinIsTTY) {
-      throw new UsageError("--description-file '-' reads standard input, but it is a terminal", {
-        hint: 'pipe the description in, or give a file',
-      });
-    }
-  }
-  return { ...options, description: await readDescriptionFile(descriptionFile, options.io.stdin) };
-}
-
-const STDIN_TWICE = "'-' cannot be both a document and --description-file";
-
-/** Checks the options against an input that is not a file: up front when named, else as its item starts. */
-function checkOptions(options: RegisterOptions, kind: 'stdin' | 'hash'): void {
-  // A '-' in a --files-from list, once standard input gave the description.
-  if (kind === 'stdin' && options.descriptionFile === '-') throw new UsageError(STDIN_TWICE);
-  if (kind === 'stdin' && options.description === undefined)
-    throw new UsageError("reading standard input ('-') needs --description or --description-file");
-  if (kind === 'stdin' && options.io.stdinIsTTY)
-    throw new UsageError("'-' reads standard input, but it is a terminal", { hint: 'pipe the document in' });
-  if (options.custody) {
-    throw new UsageError('--custody needs file paths (their metadata is sent), not --hash or standard input');
-  }
-}
-
-/** The one item of a single-item run. */
-async function firstOf<T>(items: Iterable<T> | AsyncIterable<T>): Promise<T> {
-  for await (const item of items) return item;
-  throw new Error('no item');
 }
 
 /** Hashes one item and builds the flow's input for it. */

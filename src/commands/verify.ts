@@ -9,6 +9,7 @@ import { resolve, sep } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { runAll, type Settled } from '../core/batch.js';
+import type { InclusionProof } from '../core/receipt-format.js';
 import { Evidence, MAX_RECEIPT_BYTES, type Finding, type ReceiptSources } from '../core/evidence.js';
 import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
@@ -145,13 +146,14 @@ export async function runVerify(
     const { file, verificationUrl } = results[0]!;
     return {
       kind: 'record',
-      hash: only.hash,
+      // The registered digest: the document's, or the Merkle root's it is a leaf of.
+      hash: only.finding.proof?.root ?? only.hash,
       recordJson: only.finding.recordJson!,
       baseUrl: only.finding.baseUrl ?? baseUrl,
       note:
-        only.finding.source === 'receipt'
+        (only.finding.source === 'receipt'
           ? `verified: ${file} matches its receipt; the receipt's record can be confirmed at ${verificationUrl}`
-          : `verified: ${file} is notarized`,
+          : `verified: ${file} is notarized`) + underRoot(only.finding.proof),
       github: { title: TITLE, results },
     };
   }
@@ -261,6 +263,11 @@ function verifyFailure(counts: ReadonlyMap<ItemStatus, number>, baseUrl: string)
   );
 }
 
+/** What a note adds for a document verified as a leaf of a registered Merkle root. */
+export function underRoot(proof: InclusionProof | undefined): string {
+  return proof ? ` (leaf ${proof.leafIndex} of ${proof.treeSize} under the registered Merkle root ${proof.root})` : '';
+}
+
 /** The JSON result of one document. */
 function toResult(item: InputItem, r: Settled<Checked>, baseUrl: string): ItemResult {
   const file = itemName(item);
@@ -269,7 +276,7 @@ function toResult(item: InputItem, r: Settled<Checked>, baseUrl: string): ItemRe
   const { status, source, receipt, reason, recordJson } = finding;
   return itemResult(file, hash, status, {
     ...(source ? { source } : {}),
-    ...(status === 'verified' ? proofOf(finding.baseUrl ?? baseUrl, hash, recordJson) : {}),
+    ...(status === 'verified' ? proofOf(finding.baseUrl ?? baseUrl, hash, recordJson, finding.proof) : {}),
     ...(receipt ? { receipt } : {}),
     ...(reason ? { reason } : {}),
   });

@@ -17,7 +17,7 @@ import { UsageError } from '../errors.js';
 import { readBoundedBytes } from '../read-bounded.js';
 import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
-import { readReceipt } from './receipt-format.js';
+import { readReceipt, type InclusionProof } from './receipt-format.js';
 import { RECEIPT_SUFFIX } from './receipts.js';
 
 /** Receipts are a few kilobytes; a file far larger is no receipt, and is not read whole. */
@@ -38,6 +38,8 @@ export interface Finding {
   recordJson?: string;
   /** For `verified` by a v1 receipt: the service it names (else the current service is meant). */
   baseUrl?: string;
+  /** For `verified` under a Merkle root (an aggregate registration): the proof from the document to the root. */
+  proof?: InclusionProof;
 }
 
 /** Where receipts are looked for, besides beside each document. */
@@ -96,20 +98,22 @@ export function judgeByReceipt(hash: string, path: string, text: string): Findin
     ...found,
     recordJson: receipt.recordJson,
     ...(receipt.baseUrl === undefined ? {} : { baseUrl: receipt.baseUrl }),
+    ...(receipt.proof ? { proof: receipt.proof } : {}),
   };
 }
 
 /** The verdict of a digest against the ledger (see ledger.ts). */
 function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefined): Finding {
   const verdict = ledger.verdict(hash, name);
-  if (verdict.status === 'verified')
-    return { status: 'verified', source: 'ledger', recordJson: verdict.entry.recordJson };
+  if (verdict.status === 'verified') {
+    const { entry, proof } = verdict;
+    return { status: 'verified', source: 'ledger', recordJson: entry.recordJson, ...(proof ? { proof } : {}) };
+  }
   if (verdict.status === 'modified') {
-    const { entry } = verdict;
     return {
       status: 'modified',
       source: 'ledger',
-      reason: `'${entry.file?.name}' was notarized with digest ${entry.hash} (${entry.completedAt})`,
+      reason: `'${verdict.name}' was notarized with digest ${verdict.sha256} (${verdict.completedAt})`,
     };
   }
   return verdict.damaged

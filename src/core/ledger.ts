@@ -1,48 +1,97 @@
 /**
  * Questions answered from the local ledger alone, with no network: is this
- * digest notarized, and was a file of this name notarized with another
- * digest (a modified document)?
+ * digest notarized, by its own record or as a document under a registered
+ * Merkle root (aggregate.ts), and was a file of this name notarized with
+ * another digest (a modified document)?
  */
 import { basename } from 'node:path';
-import type { StoreError } from '../errors.js';
+import { StoreError } from '../errors.js';
 import type { LedgerEntry, ServiceStore } from '../store/service-store.js';
+import { Trees, type LoadedTree } from './aggregate.js';
+import type { InclusionProof } from './receipt-format.js';
 
 export type Verdict =
-  | { status: 'verified'; entry: LedgerEntry }
-  | { status: 'modified'; entry: LedgerEntry }
+  /** `proof`: the document is a leaf of the registered root `entry` is the record of. */
+  | { status: 'verified'; entry: LedgerEntry; proof?: InclusionProof }
+  /** A file of this name was notarized with digest `sha256`, completed at `completedAt`. */
+  | { status: 'modified'; name: string; sha256: string; completedAt: string }
   /** `damaged`: the ledger has a file for this digest, but it is no proof (unreadable, or a record of another hash). */
   | { status: 'unknown'; damaged?: StoreError };
 
-/** The ledger read once, indexed by digest and by file name. */
+/** What the ledger knows of a file name: the digest it was last notarized with, and when. */
+interface NamedDigest {
+  sha256: string;
+  completedAt: string;
+}
+
+/** A registered tree, its root's record, and where its file is (named in a damaged tree's error). */
+interface RegisteredTree {
+  tree: LoadedTree;
+  entry: LedgerEntry;
+  file: string;
+}
+
+/** The ledger read once (with its registered trees), indexed by digest and by file name. */
 export class LedgerIndex {
   readonly #byHash = new Map<string, LedgerEntry>();
-  readonly #byName = new Map<string, LedgerEntry>();
+  readonly #byName = new Map<string, NamedDigest>();
   readonly #damaged = new Map<string, StoreError>();
+  readonly #leaves = new Map<string, { registered: RegisteredTree; leafIndex: number }>();
 
-  constructor(entries: readonly LedgerEntry[], problems: readonly StoreError[] = []) {
+  constructor(
+    entries: readonly LedgerEntry[],
+    problems: readonly StoreError[] = [],
+    trees: readonly RegisteredTree[] = [],
+  ) {
     for (const problem of problems) this.#damaged.set(basename(problem.file, '.json'), problem);
     for (const entry of entries) {
       this.#byHash.set(entry.hash, entry);
-      const name = entry.file?.name;
-      const known = name === undefined ? undefined : this.#byName.get(name);
-      // For a name notarized several times, the latest completion speaks for it.
-      if (name !== undefined && (!known || known.completedAt < entry.completedAt)) this.#byName.set(name, entry);
+      if (entry.file?.name !== undefined) this.#name(entry.file.name, entry.hash, entry.completedAt);
+    }
+    for (const registered of trees) {
+      for (const leaf of registered.tree.entry.leaves) {
+        this.#leaves.set(leaf.sha256, { registered, leafIndex: leaf.index });
+        if (leaf.name !== null) this.#name(leaf.name, leaf.sha256, registered.entry.completedAt);
+      }
     }
   }
 
-  /** Reads the whole ledger of a service; damaged files are returned as problems. */
+  /** For a name notarized several times, the latest completion speaks for it. */
+  #name(name: string, sha256: string, completedAt: string): void {
+    const known = this.#byName.get(name);
+    if (!known || known.completedAt < completedAt) this.#byName.set(name, { sha256, completedAt });
+  }
+
+  /** Reads the whole ledger of a service and its registered trees; damaged files are returned as problems. */
   static async load(store: ServiceStore) {
     const { entries, problems } = await store.listRecords();
-    return { index: new LedgerIndex(entries, problems), problems };
+    const byHash = new Map(entries.map((entry) => [entry.hash, entry]));
+    const trees = await Trees.load(store, { registeredOnly: true });
+    const registered = trees.all.flatMap((tree) => {
+      const entry = byHash.get(tree.entry.root);
+      return entry ? [{ tree, entry, file: store.treeFile(tree.entry.root) }] : [];
+    });
+    const all = [...problems, ...trees.problems];
+    return { index: new LedgerIndex(entries, all, registered), problems: all };
   }
 
   /** The verdict for a document of digest `hash` named `name` (its base name). */
   verdict(hash: string, name: string | undefined): Verdict {
     const entry = this.#byHash.get(hash);
     if (entry) return { status: 'verified', entry };
+    const leaf = this.#leaves.get(hash);
+    if (leaf) {
+      const { tree, entry: rootEntry, file } = leaf.registered;
+      try {
+        return { status: 'verified', entry: rootEntry, proof: tree.proof(leaf.leafIndex, file) };
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        return { status: 'unknown', damaged: error };
+      }
+    }
     const damaged = this.#damaged.get(hash);
     if (damaged) return { status: 'unknown', damaged };
     const sameName = name === undefined ? undefined : this.#byName.get(name);
-    return sameName ? { status: 'modified', entry: sameName } : { status: 'unknown' };
+    return sameName && name !== undefined ? { status: 'modified', name, ...sameName } : { status: 'unknown' };
   }
 }

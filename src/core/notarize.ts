@@ -135,9 +135,10 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
  * says it is saved. Until `fn` starts, only the lock is being made and
  * nothing has been sent, so a full (or read-only) disk is a usage error
  * saying so (store/disk.ts); once it has started, its errors pass unchanged
- * (a store write failing after an answer is `notSaved`'s).
+ * (a store write failing after an answer is `notSaved`'s). `hash` may also
+ * name another step under its own lock (aggregate.ts: `aggregate`).
  */
-async function locked<T>(deps: FlowDeps, hash: string, fn: (tracked: Tracked) => Promise<T>): Promise<T> {
+export async function locked<T>(deps: FlowDeps, hash: string, fn: (tracked: Tracked) => Promise<T>): Promise<T> {
   let started = false;
   try {
     // Inside the try: making the locks directory is a store write before sending too.

@@ -88,8 +88,10 @@ export interface ConsistentReceipt {
   name: string | null;
   /** The record, as JSON text. */
   recordJson: string;
-  /** The service it names (its verification page is of `sha256`); undefined for a bare record, which does not say. */
+  /** The service it names (its verification page is of the registered digest); undefined for a bare record, which does not say. */
   baseUrl: string | undefined;
+  /** For a document registered under a Merkle root: its proof, checked, leading to the record's hash. */
+  proof: InclusionProof | null;
 }
 
 /** A receipt that contradicts itself or cannot be read as one, and why. */
@@ -181,6 +183,7 @@ export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
     name: document.name,
     recordJson: JSON.stringify(record),
     baseUrl,
+    proof,
   };
 }
 
@@ -215,5 +218,6 @@ function readBareRecord(value: object): ConsistentReceipt | InvalidReceipt {
     name: null,
     recordJson: JSON.stringify(value),
     baseUrl: undefined,
+    proof: null,
   };
 }

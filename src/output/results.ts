@@ -6,6 +6,7 @@
  * RESULT_SCHEMA_VERSION on any incompatible change.
  */
 import { verificationUrl } from '../api/pages.js';
+import type { InclusionProof } from '../core/receipt-format.js';
 import { errorJson, type ErrorJson, type NotarizeError } from '../errors.js';
 import { renderTable } from './render.js';
 
@@ -38,7 +39,13 @@ export interface ItemResult {
   message?: string | null;
   /** For `pending`: the subscription session, as the service sent it. */
   session?: unknown;
+  /** The public page of the registered digest: the document's, or the Merkle root's it is under. */
   verificationUrl?: string;
+  /**
+   * For a document registered under a Merkle root (register --aggregate):
+   * its inclusion proof, as its receipt carries it; the record is the root's.
+   */
+  proof?: InclusionProof;
   /** For `verify`: what decided, a receipt or the ledger. */
   source?: 'receipt' | 'ledger';
   /** Where a receipt was written (register --receipt-dir), or the receipt `verify` checked against. */
@@ -73,12 +80,19 @@ export function failedResult(file: string | null, hash: string | null, error: No
 
 /**
  * What a result says of a hash the ledger (or the service) holds: the record
- * as the service sent it (null when this store has none) and its public page.
+ * as the service sent it (null when this store has none) and its public page;
+ * for a document under a Merkle root, the root's page and the proof to it.
  */
-export function proofOf(baseUrl: string, hash: string, recordJson: string | undefined): ItemDetails {
+export function proofOf(
+  baseUrl: string,
+  hash: string,
+  recordJson: string | undefined,
+  inclusion?: InclusionProof,
+): ItemDetails {
   return {
     record: recordJson === undefined ? null : embed(recordJson),
-    verificationUrl: verificationUrl(baseUrl, hash),
+    verificationUrl: verificationUrl(baseUrl, inclusion?.root ?? hash),
+    ...(inclusion ? { proof: inclusion } : {}),
   };
 }
 

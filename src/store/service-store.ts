@@ -98,6 +98,38 @@ const ledgerEntrySchema = z
   .transform(withoutVersion);
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
 
+/** One document of an aggregate registration's tree: which leaf it is, and what its leaf hash is made of. */
+const treeLeafSchema = z.object({
+  index: z.int().nonnegative(),
+  /** The document's file name (its base name), as `file.name` in the ledger; null when it has none. */
+  name: z.string().nullable(),
+  sha256: hashSchema,
+  size: z.int().nonnegative().nullable(),
+  /** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
+  salt: hashSchema,
+});
+export type TreeLeaf = z.infer<typeof treeLeafSchema>;
+
+/**
+ * The Merkle tree of an aggregate registration (core/aggregate.ts), saved
+ * before its root is sent: its leaves in order, enough to give any of its
+ * documents its proof. Whether it is registered is the ledger's to say, by
+ * a record of `root`; the tree file itself only says what the root is made of.
+ */
+const treeEntrySchema = z
+  .object({
+    schemaVersion: storeVersion,
+    root: hashSchema,
+    treeSize: z.int().positive(),
+    description: z.string(),
+    createdAt: z.string(),
+    leaves: z.array(treeLeafSchema),
+  })
+  .refine((tree) => tree.leaves.length === tree.treeSize, 'its treeSize is not its number of leaves')
+  .refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), 'its leaves are not numbered in order')
+  .transform(withoutVersion);
+export type TreeEntry = z.infer<typeof treeEntrySchema>;
+
 /** Entries that could be read, and the files that could not (named in the errors). */
 export interface Listing<T> {
   entries: T[];
@@ -155,7 +187,11 @@ export class ServiceStore {
     return join(this.dir, 'ledger', `${hash}.json`);
   }
 
-  /** The lock file guarding the flow of one hash (see store/lock.ts); its directory is created. */
+  /**
+   * The lock file guarding the flow of one hash (see store/lock.ts), or of
+   * another named step (`aggregate`: choosing the trees of a run); its
+   * directory is created.
+   */
   lockFile(hash: string): string {
     const dir = join(this.dir, 'locks');
     this.#privateDir(dir);
@@ -249,6 +285,36 @@ export class ServiceStore {
     return this.#writeEntry(this.ledgerFile(entry.hash), entry);
   }
 
+  treeFile(root: string): string {
+    return join(this.dir, 'trees', `${root}.json`);
+  }
+
+  /**
+   * The tree whose root is `root`; throws StoreError if its file is damaged
+   * (including a tree of another root). That its leaves fold to its root is
+   * for the reader to check (core/aggregate.ts), as the store knows no hashing.
+   */
+  readTree(root: string): TreeEntry | undefined {
+    const file = this.treeFile(root);
+    const entry = readStoreFile(file, treeEntrySchema);
+    if (entry !== undefined && entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+    return entry;
+  }
+
+  /** Saves a tree atomically, one leaf per line (a tree may have 100,000); resolves once it is durably on disk. */
+  async saveTree(entry: TreeEntry): Promise<void> {
+    const { leaves, ...head } = { ...STORE_VERSION, ...entry };
+    const opening = JSON.stringify(head, null, 2).slice(0, -2); // without its closing "\n}"
+    const lines = leaves.map((leaf) => `    ${JSON.stringify(leaf)}`).join(',\n');
+    const file = this.treeFile(entry.root);
+    this.#privateDir(join(file, '..'));
+    await writeFileAtomic(file, `${opening},\n  "leaves": [\n${lines}\n  ]\n}\n`, { flushes: this.#flushes });
+  }
+
+  listTrees(): Promise<Listing<TreeEntry>> {
+    return this.#list('trees', (root) => this.readTree(root));
+  }
+
   unansweredFile(hash: string): string {
     return join(this.dir, 'unanswered', `${hash}.json`);
   }
@@ -316,7 +382,7 @@ export class ServiceStore {
     for (const dir of [
       join(this.dir, '..'),
       this.dir,
-      ...['pending', 'ledger', 'locks', 'retired', 'quarantine', 'unanswered'].map((d) => join(this.dir, d)),
+      ...['pending', 'ledger', 'locks', 'retired', 'quarantine', 'unanswered', 'trees'].map((d) => join(this.dir, d)),
     ]) {
       if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
     }

@@ -42,7 +42,12 @@ describe('LedgerIndex', () => {
       [v2, v1],
     ]) {
       const index = new LedgerIndex(entries);
-      expect(index.verdict(hashOf('edited'), 'contract.pdf')).toEqual({ status: 'modified', entry: v2 });
+      expect(index.verdict(hashOf('edited'), 'contract.pdf')).toEqual({
+        status: 'modified',
+        name: 'contract.pdf',
+        sha256: v2.hash,
+        completedAt: v2.completedAt,
+      });
     }
   });
 

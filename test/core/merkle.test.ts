@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { leafHash, nodeHash, rootFromPath } from '../../src/core/merkle.js';
+import { leafHash, MerkleTree, nodeHash, rootFromPath } from '../../src/core/merkle.js';
 import { MERKLE_VECTORS, type MerkleVectors } from '../helpers/merkle.js';
 // @ts-expect-error: a plain JavaScript script without types; it lends only this function.
 import { vectors as makeVectors } from '../../scripts/merkle-vectors.js';
@@ -54,6 +54,45 @@ describe('the test vectors', () => {
       }
     }
     expect(proofs).toBe(1000 + (17 * 18) / 2);
+  });
+});
+
+describe('MerkleTree: building a tree', () => {
+  it('gives every vector tree its root and every leaf its audit path, exactly', () => {
+    for (const tree of VECTORS.trees) {
+      const built = new MerkleTree(Buffer.concat(tree.leaves.map((l) => hex(l.leaf))));
+      expect(built.size).toBe(tree.size);
+      expect(built.root.toString('hex')).toBe(tree.root);
+      for (const leaf of tree.leaves) {
+        expect(
+          built.path(leaf.index).map((h) => h.toString('hex')),
+          `leaf ${leaf.index} of ${tree.size}`,
+        ).toEqual(leaf.path);
+      }
+    }
+  });
+
+  it('of any size: the root is the independent MTH, and every path folds to it', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 0, max: 1e6 }), (size, seed) => {
+        const leaves = Array.from({ length: size }, (_, i) => sha(`leaf ${seed} ${i}`));
+        const tree = new MerkleTree(Buffer.concat(leaves));
+        expect(tree.root).toEqual(mth(leaves));
+        for (let i = 0; i < size; i++) {
+          expect(rootFromPath(i, size, leaves[i]!, tree.path(i))).toEqual(tree.root);
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('refuses no leaves, a leaf that is not 32 bytes, and a leaf index out of range', () => {
+    expect(() => new MerkleTree(Buffer.alloc(0))).toThrow(RangeError);
+    expect(() => new MerkleTree(Buffer.alloc(33))).toThrow(RangeError);
+    const tree = new MerkleTree(Buffer.alloc(64));
+    expect(() => tree.path(2)).toThrow(RangeError);
+    expect(() => tree.path(-1)).toThrow(RangeError);
+    expect(tree.path(1)).toEqual([Buffer.alloc(32)]);
   });
 });
 

@@ -82,6 +82,7 @@ describe('readReceipt', () => {
       name: 'app.tar.gz',
       recordJson: JSON.stringify(JSON.parse(RECORD)),
       baseUrl: 'https://notary.example',
+      proof: null,
     });
   });
 
@@ -91,6 +92,7 @@ describe('readReceipt', () => {
       format: 'record',
       sha256: HASH,
       baseUrl: undefined,
+      proof: null,
     });
   });
 

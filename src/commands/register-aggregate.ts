@@ -1,0 +1,240 @@
+/**
+ * `notarize register --aggregate <paths...>`: every document hashed, one
+ * Merkle root registered for all of them (core/aggregate.ts), and a result
+ * and a receipt per document carrying its proof to that root.
+ */
+import { basename, join } from 'node:path';
+import type { ApiClient } from '../api/client.js';
+import {
+  registerAggregate,
+  treeManifestText,
+  type AggregateDocument,
+  type Placement,
+  type RootResult,
+} from '../core/aggregate.js';
+import { asNotarizeError, BatchError, FailureTally, runAll } from '../core/batch.js';
+import { HashPool } from '../core/hash-pool.js';
+import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
+import { receiptText } from '../core/receipt-format.js';
+import { errorJson, EXIT, NotarizeError, UsageError } from '../errors.js';
+import type { ItemsResult } from '../output/present.js';
+import { embed, failedResult, itemResult, proofOf, type ItemResult, type ItemResults } from '../output/results.js';
+import { writeFileAtomic } from '../store/files.js';
+import type { ServiceStore } from '../store/service-store.js';
+import { displayName, TITLE, type Documents, type Item, type RegisterOptions } from './register-inputs.js';
+
+/** The flags --aggregate cannot go with, refused before anything is read or sent. */
+export function checkAggregate(options: RegisterOptions): void {
+  const refuse = (what: string, why: string) =>
+    new UsageError(`--aggregate cannot be used with ${what}: ${why}`, { hint: 'name the documents as files' });
+  if (options.hash !== undefined) throw refuse('--hash', 'its leaves are documents hashed here');
+  if (options.custody) throw refuse('--custody', 'the registered root is no file whose metadata could be sent');
+  if (options.paths.includes('-')) throw refuse("'-'", 'each leaf is a file, kept by its name');
+}
+
+/** A document hashed for the tree: its index in the run, and what its leaf keeps. */
+interface Hashed extends AggregateDocument {
+  index: number;
+  file: string | null;
+}
+
+/** One aggregate run: hash, check receipts, register the roots, then one result per document. */
+export class Aggregator {
+  readonly #options: RegisterOptions;
+  readonly #documents: Documents;
+  readonly #items: ItemResults;
+  readonly #baseUrl: string;
+  readonly #api: ApiClient;
+  readonly #store: ServiceStore;
+  readonly #tally = new FailureTally();
+  #total = 0;
+  /** Per root with a record: its manifest's write failure, if any (its documents then fail: exit 1). */
+  readonly #manifestErrors = new Map<string, NotarizeError | undefined>();
+  /** Per root with a record: its manifest's write failure, if any (its documents then fail: exit 1). */
+  constructor(
+    options: RegisterOptions,
+    documents: Documents,
+    items: ItemResults,
+    baseUrl: string,
+    api: ApiClient,
+    store: ServiceStore,
+  ) {
+    this.#options = options;
+    this.#documents = documents;
+    this.#items = items;
+    this.#baseUrl = baseUrl;
+    this.#api = api;
+    this.#store = store;
+  }
+
+  async run(): Promise<ItemsResult> {
+    const hashed = await this.#hashAll();
+    let sent = false;
+    if (hashed.length > 0) {
+      const { io } = this.#options;
+      io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? '' : 's'}`);
+      const { placements, roots } = await registerAggregate(
+        { api: this.#api, store: this.#store },
+        {
+          documents: hashed,
+          ...(this.#options.description === undefined ? {} : { description: this.#options.description }),
+          signed: this.#options.signed,
+          blockchain: this.#options.blockchain,
+          complete: this.#options.complete,
+          force: this.#options.force,
+        },
+      );
+      io.clearProgress();
+      sent = [...roots.values()].some((r) => !r.ok || r.sent);
+      await this.#manifests(placements, roots);
+      for (const [i, doc] of hashed.entries()) {
+        const placement = placements[i]!;
+        await this.#settle(doc, placement, roots.get(placement.tree.entry.root)!);
+      }
+    }
+    const code = this.#tally.code(sent);
+    return {
+      kind: 'items',
+      title: TITLE,
+      items: this.#items,
+      ...(code === 0 ? {} : { failure: new BatchError(this.#tally.failed, this.#total, code) }),
+    };
+  }
+
+  /** Hashes every document (and checks its receipt can be written); those that fail get their result now. */
+  async #hashAll(): Promise<Hashed[]> {
+    const options = this.#options;
+    const pool = new HashPool();
+    const hashed: (Hashed | undefined)[] = [];
+    try {
+      this.#total = await runAll(
+        this.#documents.items,
+        async (item: Item, index): Promise<Hashed> => {
+          if (item.kind === 'unusable') throw item.error;
+          if (item.kind !== 'file') throw new UsageError("--aggregate takes files only, not '-' or a digest");
+          const { hash, size } = await pool.hash(item.path);
+          const { receipts } = this.#documents;
+          if (receipts) await checkBeforeSending(receipts, index, hash, options.force);
+          return { index, file: item.path, name: basename(item.path), sha256: hash, size };
+        },
+        {
+          concurrency: pool.size * 4,
+          onSettled: (index, settled, item) => {
+            if (settled.ok) {
+              hashed[index] = settled.value;
+              return;
+            }
+            const error = 'error' in settled ? settled.error : asNotarizeError(new Error('not started'));
+            this.#fail(index, displayName(item), null, error);
+          },
+        },
+      );
+    } finally {
+      await pool.close();
+    }
+    // Leaves in the order the documents were given.
+    return hashed.filter((doc): doc is Hashed => doc !== undefined);
+  }
+
+  #fail(index: number, file: string | null, hash: string | null, error: NotarizeError): void {
+    this.#items.add(index, failedResult(file, hash, error));
+    this.#tally.add(index, error);
+  }
+
+  /** `<root>.tree.json` in --receipt-dir for every root with a record; a failure is the documents' (exit 1). */
+  async #manifests(placements: Placement[], roots: Map<string, RootResult>): Promise<void> {
+    const plan = this.#documents.receipts;
+    if (!plan) return;
+    for (const tree of new Set(placements.map((p) => p.tree))) {
+      const { root } = tree.entry;
+      if (!hasRecord(roots.get(root))) continue;
+      const path = join(plan.dir, `${root}.tree.json`);
+      try {
+        await writeFileAtomic(path, treeManifestText(tree.entry), {
+          mode: 0o666,
+          replace: true,
+          flushes: plan.flushes,
+        });
+        this.#manifestErrors.set(root, undefined);
+      } catch (error) {
+        this.#manifestErrors.set(
+          root,
+          new NotarizeError(
+            'receipt_write',
+            EXIT.refused,
+            `the tree manifest ${path} could not be written: ${(error as Error).message}`,
+            {
+              hint: 'the registration itself is done and in the ledger; running the same command again writes it',
+              cause: error,
+            },
+          ),
+        );
+      }
+    }
+  }
+
+  /** The result of one document, from its root's; its receipt written when the root has a record. */
+  async #settle(doc: Hashed, placement: Placement, rootResult: RootResult): Promise<void> {
+    const { tree, leafIndex } = placement;
+    const { root } = tree.entry;
+    if (!rootResult.ok) {
+      this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(rootResult.error));
+      return;
+    }
+    const proof = tree.proof(leafIndex, this.#store.treeFile(root));
+    const { outcome } = rootResult;
+    if (outcome.kind === 'pending') {
+      this.#items.add(
+        doc.index,
+        itemResult(doc.file, doc.sha256, 'pending', { session: embed(outcome.entry.sessionJson), proof }),
+      );
+      return;
+    }
+    const status = outcome.kind === 'completed' ? 'registered' : 'already-registered';
+    const entry = outcome.entry;
+    if (entry === undefined && this.#documents.receipts !== undefined) {
+      this.#options.io.warn(
+        `no receipt for ${doc.file}: the service says root ${root} is registered, but this store has no record of it`,
+      );
+    }
+    const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
+    let receipt: string | undefined;
+    let receiptError = this.#manifestErrors.get(root);
+    const plan = this.#documents.receipts;
+    if (plan && entry && !receiptError) {
+      ({ receipt, receiptError } = await this.#receipt(plan, doc, entry, proof));
+    }
+    const result: ItemResult = itemResult(doc.file, doc.sha256, receiptError ? 'failed' : status, {
+      ...proofOf(this.#baseUrl, doc.sha256, entry?.recordJson, proof),
+      ...(said ? { message: said.message ?? null } : {}),
+      ...(receipt ? { receipt } : {}),
+      ...(receiptError ? { error: errorJson(receiptError) } : {}),
+    });
+    this.#items.add(doc.index, result);
+    this.#tally.add(doc.index, receiptError);
+  }
+
+  async #receipt(
+    plan: ReceiptPlan,
+    doc: Hashed,
+    entry: { recordJson: string; completedAt: string },
+    proof: ReturnType<Placement['tree']['proof']>,
+  ): Promise<{ receipt?: string; receiptError?: NotarizeError }> {
+    try {
+      const text = receiptText({
+        document: { name: plan.names[doc.index] ?? null, sha256: doc.sha256, size: doc.size },
+        recordJson: entry.recordJson,
+        baseUrl: this.#baseUrl,
+        registeredAt: entry.completedAt,
+        proof,
+      });
+      return { receipt: await writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force) };
+    } catch (error) {
+      return { receiptError: asNotarizeError(error) };
+    }
+  }
+}
+
+function hasRecord(result: RootResult | undefined): boolean {
+  return result?.ok === true && result.outcome.kind !== 'pending' && result.outcome.entry !== undefined;
+}

@@ -1,0 +1,152 @@
+/**
+ * What `register` is given, and the documents it makes of it, shared by its
+ * two ways of registering: one registration per document (register.ts) and
+ * one for all of them (register-aggregate.ts, --aggregate).
+ */
+import { resolve, sep } from 'node:path';
+import { z } from 'zod';
+import type { ApiClient } from '../api/client.js';
+import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
+import { checkArgvDescription, readDescriptionFile } from '../core/description.js';
+import { normalizeHash } from '../core/hash.js';
+import { expandInputs, type InputItem, type SkippedPath } from '../core/inputs.js';
+import { planReceipts, type ReceiptPlan, type ReceiptSubject } from '../core/receipts.js';
+import { UsageError } from '../errors.js';
+import type { IO } from '../output/io.js';
+import type { ServiceStore } from '../store/service-store.js';
+import { inputOptionsShape, toInputOptions } from './input-options.js';
+import { outputSchema } from './options.js';
+
+export const TITLE = 'notarize register';
+
+export const optionsSchema = z.object({
+  ...inputOptionsShape,
+  hash: z.string().optional(),
+  description: z.string().optional(),
+  descriptionFile: z.string().optional(),
+  custody: z.boolean().default(false),
+  signed: z.boolean().default(false),
+  blockchain: z.enum(BLOCKCHAIN_TYPES).default('ALGORAND'),
+  complete: z.boolean().default(true),
+  force: z.boolean().default(false),
+  walletName: z.string().optional(),
+  concurrency: z.coerce.number().int().min(1).max(256).default(8),
+  failFast: z.boolean().default(false),
+  output: outputSchema,
+  receiptDir: z.string().optional(),
+  aggregate: z.boolean().default(false),
+});
+/** The flags of `register`, parsed. */
+export type RegisterFlags = z.infer<typeof optionsSchema>;
+
+/** What `register` uses: its arguments and flags, the terminal (standard input, prompts' checks, progress), and the service. */
+export interface RegisterOptions extends RegisterFlags {
+  paths: string[];
+  io: IO;
+  /** The service's base URL, resolved (and checked) when the run first needs it. */
+  baseUrl: () => string;
+  api: () => Promise<ApiClient>;
+  /** The pending sessions and ledger of the service. */
+  ledger: () => ServiceStore;
+}
+
+/** A document to register: an input, or a digest given with --hash. */
+export type Item = InputItem | { kind: 'hash'; hash: string };
+
+export function displayName(item: Item): string | null {
+  return item.kind === 'file' || item.kind === 'unusable' ? item.path : item.kind === 'stdin' ? '-' : null;
+}
+
+/** The documents of a run, whether one was named alone, and the receipts to write (--receipt-dir). */
+export interface Documents {
+  items: Iterable<Item> | AsyncIterable<Item>;
+  single: boolean;
+  receipts?: ReceiptPlan;
+}
+
+/** The documents named (or the digest given), with their receipts planned; nothing is hashed yet. */
+export async function listDocuments(options: RegisterOptions, skip: (s: SkippedPath) => void): Promise<Documents> {
+  let documents: Documents;
+  if (options.hash !== undefined) {
+    if (options.paths.length > 0 || options.filesFrom !== undefined)
+      throw new UsageError('give either documents or --hash, not both');
+    if (options.description === undefined) throw new UsageError('--hash needs --description or --description-file');
+    documents = { items: [{ kind: 'hash', hash: normalizeHash(options.hash) }], single: true };
+    checkOptions(options, 'hash');
+  } else {
+    const expansion = await expandInputs(options.paths, toInputOptions(options), options.io.stdin, skip);
+    documents = { items: expansion.items, single: expansion.single };
+    // Known up front for '-' on the command line; a '-' in a --files-from list is checked as it comes.
+    if (expansion.stdinNamed) checkOptions(options, 'stdin');
+  }
+  if (options.receiptDir === undefined) return documents;
+  // Receipts are checked before anything is sent (see core/receipts.ts). Their
+  // names are chosen over the whole run (equal names keep their folders), so
+  // the list is read first: a receipt per document is no list of millions.
+  // The receipts of an earlier run are outputs, never documents: `register
+  // -r dist --receipt-dir dist/receipts` run twice must not register them.
+  const receiptDir = resolve(options.receiptDir);
+  const all: Item[] = [];
+  for await (const item of documents.items) {
+    if (item.kind === 'file' && resolve(item.path).startsWith(receiptDir + sep)) {
+      skip({ path: item.path, reason: 'inside --receipt-dir (receipts are not registered)' });
+    } else {
+      all.push(item);
+    }
+  }
+  if (documents.single && all.length === 0) {
+    throw new UsageError('nothing to register: the document named is inside --receipt-dir', {
+      hint: 'receipts are outputs; name the document itself',
+    });
+  }
+  return { ...documents, items: all, receipts: await planReceipts(options.receiptDir, all.map(receiptSubject)) };
+}
+
+export function receiptSubject(item: Item): ReceiptSubject {
+  if (item.kind !== 'file' && item.kind !== 'unusable') return {};
+  return { path: item.path, ...(item.kind === 'file' && item.relative ? { relative: item.relative } : {}) };
+}
+
+/**
+ * The options with the description checked (core/description.ts), read from
+ * --description-file if given; before any input is read or anything sent.
+ */
+export async function withDescription(options: RegisterOptions): Promise<RegisterOptions> {
+  const { description, descriptionFile } = options;
+  if (descriptionFile === undefined) {
+    return description === undefined ? options : { ...options, description: checkArgvDescription(description) };
+  }
+  if (description !== undefined) throw new UsageError('give either --description or --description-file, not both');
+  if (descriptionFile === '-') {
+    // Standard input can be read once: for the description, or for a document or the list of paths.
+    if (options.paths.includes('-')) throw new UsageError(STDIN_TWICE);
+    if (options.filesFrom === '-') throw new UsageError("'-' cannot be both --files-from and --description-file");
+    if (options.io.stdinIsTTY) {
+      throw new UsageError("--description-file '-' reads standard input, but it is a terminal", {
+        hint: 'pipe the description in, or give a file',
+      });
+    }
+  }
+  return { ...options, description: await readDescriptionFile(descriptionFile, options.io.stdin) };
+}
+
+const STDIN_TWICE = "'-' cannot be both a document and --description-file";
+
+/** Checks the options against an input that is not a file: up front when named, else as its item starts. */
+export function checkOptions(options: RegisterOptions, kind: 'stdin' | 'hash'): void {
+  // A '-' in a --files-from list, once standard input gave the description.
+  if (kind === 'stdin' && options.descriptionFile === '-') throw new UsageError(STDIN_TWICE);
+  if (kind === 'stdin' && options.description === undefined)
+    throw new UsageError("reading standard input ('-') needs --description or --description-file");
+  if (kind === 'stdin' && options.io.stdinIsTTY)
+    throw new UsageError("'-' reads standard input, but it is a terminal", { hint: 'pipe the document in' });
+  if (options.custody) {
+    throw new UsageError('--custody needs file paths (their metadata is sent), not --hash or standard input');
+  }
+}
+
+/** The one item of a single-item run. */
+export async function firstOf<T>(items: Iterable<T> | AsyncIterable<T>): Promise<T> {
+  for await (const item of items) return item;
+  throw new Error('no item');
+}

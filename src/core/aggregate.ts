@@ -1,0 +1,310 @@
+/**
+ * Aggregate registration (`register --aggregate`): many documents, one
+ * registration. Their digests become the salted leaves of one RFC 9162
+ * Merkle tree (merkle.ts), whose root is registered by the ordinary flow
+ * (notarize.ts: one request step, one forfait, the session saved first), and
+ * each document's receipt carries its inclusion proof to that root.
+ *
+ * The tree is saved in the store (`trees/<root>.json`) before its root is
+ * sent, and the store says where each tree stands by the root's own files: a
+ * record in the ledger (registered), a pending session, or neither (planned:
+ * the run that made it stopped before the service answered). So every kill
+ * point is covered by the flow's own guarantees, and a re-run over the same
+ * documents, choosing their trees again, sends:
+ *   - nothing for a document under a registered root;
+ *   - the pending session of its root, completed (never a new request);
+ *   - for a planned root, the request again, for that same root (the service
+ *     knows no record of it: a request it may have seen made no payment);
+ *   - a new tree only for documents under none.
+ * Choosing trees and saving a new one happen under one store-wide lock
+ * (`locks/aggregate.lock`), so two processes aggregating the same documents
+ * agree on one tree, and the root's own lock then keeps them from
+ * registering it twice.
+ *
+ * Returns data; never prints.
+ */
+import { randomBytes } from 'node:crypto';
+import { StoreError } from '../errors.js';
+import type { LedgerEntry, ServiceStore, TreeEntry, TreeLeaf } from '../store/service-store.js';
+import { leafHash, MerkleTree } from './merkle.js';
+import { locked, register, type Blockchain, type FlowDeps, type Outcome } from './notarize.js';
+import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
+
+/** A document of an aggregate run, hashed. */
+export interface AggregateDocument {
+  /** Its base name, kept with its leaf (as `file.name` in the ledger). */
+  name: string | null;
+  sha256: string;
+  size: number | null;
+}
+
+export interface AggregateInput {
+  documents: readonly AggregateDocument[];
+  /** The root registration's description; by default it says what the root is. */
+  description?: string;
+  signed: boolean;
+  blockchain: Blockchain;
+  /** False for --no-complete: stop once the root's session is saved. */
+  complete: boolean;
+  /** Put every document under a new tree, whatever trees already hold it. */
+  force: boolean;
+}
+
+/** Where a tree stands, by its root's files in the store. */
+export type TreeState = 'registered' | 'pending' | 'planned';
+
+/** A document's place: its tree, its leaf, and what became of the tree's root in this run. */
+export interface Placement {
+  tree: LoadedTree;
+  leafIndex: number;
+}
+
+/** What registering one root gave: the flow's outcome, or the error that stopped it. */
+export type RootResult = { ok: true; outcome: Outcome; sent: boolean } | { ok: false; error: unknown };
+
+export interface AggregateResult {
+  /** Each document's place, by the index of the document in the input. */
+  placements: Placement[];
+  /** Each root this run dealt with, and what happened to it. */
+  roots: Map<string, RootResult>;
+}
+
+/** The default description of an aggregate root: what it is, for anyone reading the record. */
+export function rootDescription(treeSize: number): string {
+  return `Merkle root of ${treeSize} document${treeSize === 1 ? '' : 's'} (RFC 9162, SHA-256, salted leaves)`;
+}
+
+/** Registers `input.documents` under Merkle roots (see the module comment). */
+export async function registerAggregate(deps: FlowDeps, input: AggregateInput): Promise<AggregateResult> {
+  const { store } = deps;
+  if (input.documents.length === 0) throw new RangeError('an aggregate needs at least one document');
+  const placements = await locked(deps, 'aggregate', async () => {
+    const known = input.force ? new Trees([]) : await Trees.load(store);
+    const placed: (Placement | undefined)[] = input.documents.map((doc) => known.place(doc.sha256));
+    const newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
+    if (newcomers.length > 0) {
+      const tree = plantTree(
+        newcomers.map(({ doc }) => doc),
+        input.description,
+        deps.now?.() ?? new Date(),
+      );
+      // On disk before the root is sent: a run killed after the request step
+      // finds its pending session, and the documents find their tree.
+      await store.saveTree(tree.entry);
+      newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
+    }
+    return placed as Placement[];
+  });
+
+  const roots = new Map<string, RootResult>();
+  for (const { tree } of placements) {
+    const root = tree.entry.root;
+    if (roots.has(root)) continue;
+    if (tree.state === 'registered') {
+      const entry = store.readRecord(root);
+      roots.set(root, { ok: true, sent: false, outcome: { kind: 'already-registered', hash: root, entry } });
+      continue;
+    }
+    let sent = false;
+    const onStep: FlowDeps['onStep'] = (step) => {
+      sent = true;
+      deps.onStep?.(step);
+    };
+    try {
+      const outcome = await register(
+        { ...deps, onStep },
+        {
+          hash: root,
+          description: tree.entry.description,
+          custody: false,
+          signed: input.signed,
+          blockchain: input.blockchain,
+          complete: input.complete,
+          force: false,
+        },
+      );
+      roots.set(root, { ok: true, outcome, sent });
+    } catch (error) {
+      roots.set(root, { ok: false, error });
+    }
+  }
+  return { placements, roots };
+}
+
+/** A tree read from (or just saved to) the store, with its Merkle tree built when first needed. */
+export class LoadedTree {
+  readonly entry: TreeEntry;
+  readonly state: TreeState;
+  #merkle: MerkleTree | undefined;
+
+  constructor(entry: TreeEntry, state: TreeState, merkle?: MerkleTree) {
+    this.entry = entry;
+    this.state = state;
+    this.#merkle = merkle;
+  }
+
+  /**
+   * The Merkle tree of the leaves; throws StoreError when they do not fold
+   * to the root the file names (`file`: the tree's file, for the message).
+   */
+  merkle(file: string): MerkleTree {
+    if (this.#merkle === undefined) {
+      const merkle = merkleOf(this.entry.leaves);
+      if (merkle.root.toString('hex') !== this.entry.root) {
+        throw new StoreError(
+          file,
+          `${file} is damaged: its leaves make root ${merkle.root.toString('hex')}, not ${this.entry.root}`,
+          { hint: 'it is no proof for its documents; move it aside for inspection' },
+        );
+      }
+      this.#merkle = merkle;
+    }
+    return this.#merkle;
+  }
+
+  /** The inclusion proof of leaf `leafIndex`, as a v1 receipt carries it; throws StoreError as `merkle` does. */
+  proof(leafIndex: number, file: string): InclusionProof {
+    return {
+      type: PROOF_TYPE,
+      leafSalt: this.entry.leaves[leafIndex]!.salt,
+      leafIndex,
+      treeSize: this.entry.treeSize,
+      path: this.merkle(file)
+        .path(leafIndex)
+        .map((hash) => hash.toString('hex')),
+      root: this.entry.root,
+    };
+  }
+}
+
+function merkleOf(leaves: readonly TreeLeaf[]): MerkleTree {
+  const hashes = Buffer.allocUnsafe(leaves.length * 32);
+  leaves.forEach((leaf, i) => {
+    leafHash(Buffer.from(leaf.sha256, 'hex'), Buffer.from(leaf.salt, 'hex')).copy(hashes, i * 32);
+  });
+  return new MerkleTree(hashes);
+}
+
+/** A new tree over `documents`, in their order, each leaf with a fresh 32-byte random salt. */
+function plantTree(documents: readonly AggregateDocument[], description: string | undefined, at: Date): LoadedTree {
+  const salts = randomBytes(documents.length * 32);
+  const leaves: TreeLeaf[] = documents.map((doc, index) => ({
+    index,
+    name: doc.name,
+    sha256: doc.sha256,
+    size: doc.size,
+    salt: salts.toString('hex', index * 32, (index + 1) * 32),
+  }));
+  const merkle = merkleOf(leaves);
+  const entry: TreeEntry = {
+    root: merkle.root.toString('hex'),
+    treeSize: leaves.length,
+    description: description ?? rootDescription(leaves.length),
+    createdAt: at.toISOString(),
+    leaves,
+  };
+  return new LoadedTree(entry, 'planned', merkle);
+}
+
+const RANK: Record<TreeState, number> = { registered: 0, pending: 1, planned: 2 };
+
+/**
+ * The trees of a store, indexed by document digest: for each, the tree that
+ * best proves it (registered before pending before planned; the latest
+ * among equals). A damaged tree file holds no document: it is skipped here,
+ * and `problems` names it.
+ */
+export class Trees {
+  readonly #byDigest = new Map<string, Placement>();
+  readonly all: readonly LoadedTree[];
+  readonly problems: StoreError[];
+
+  constructor(trees: readonly LoadedTree[], problems: StoreError[] = []) {
+    this.all = trees;
+    this.problems = problems;
+    for (const tree of trees) {
+      for (const leaf of tree.entry.leaves) {
+        const known = this.#byDigest.get(leaf.sha256);
+        if (known === undefined || better(tree, known.tree)) {
+          this.#byDigest.set(leaf.sha256, { tree, leafIndex: leaf.index });
+        }
+      }
+    }
+  }
+
+  /** Every tree of the store, with its state; `registeredOnly` leaves out those not in the ledger. */
+  static async load(store: ServiceStore, { registeredOnly = false } = {}): Promise<Trees> {
+    const { entries, problems } = await store.listTrees();
+    const trees: LoadedTree[] = [];
+    for (const entry of entries) {
+      let state: TreeState;
+      try {
+        state = stateOf(store, entry.root);
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        problems.push(error);
+        continue;
+      }
+      if (registeredOnly && state !== 'registered') continue;
+      trees.push(new LoadedTree(entry, state));
+    }
+    return new Trees(trees, problems);
+  }
+
+  /** The place of the document of digest `sha256`, if a tree holds it. */
+  place(sha256: string): Placement | undefined {
+    return this.#byDigest.get(sha256);
+  }
+}
+
+function better(a: LoadedTree, b: LoadedTree): boolean {
+  if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
+  return a.entry.createdAt > b.entry.createdAt;
+}
+
+/** Where the tree of `root` stands: its root's record, pending session, or neither. */
+function stateOf(store: ServiceStore, root: string): TreeState {
+  if (store.readRecord(root)) return 'registered';
+  if (store.readPending(root)) return 'pending';
+  return 'planned';
+}
+
+/** A document found under a registered root: the root's record, the document's leaf, and its proof. */
+export interface FoundLeaf {
+  entry: LedgerEntry;
+  leaf: TreeLeaf;
+  proof: InclusionProof;
+}
+
+/**
+ * The registered tree holding the document of digest `sha256`, if any (for
+ * `show` and `receipt`, once the ledger has no record of the digest itself).
+ * Throws StoreError for a tree whose leaves do not fold to its root.
+ */
+export async function findLeaf(store: ServiceStore, sha256: string): Promise<FoundLeaf | undefined> {
+  const place = (await Trees.load(store, { registeredOnly: true })).place(sha256);
+  if (!place) return undefined;
+  const { root } = place.tree.entry;
+  const entry = store.readRecord(root);
+  if (!entry) return undefined;
+  const proof = place.tree.proof(place.leafIndex, store.treeFile(root));
+  return { entry, leaf: place.tree.entry.leaves[place.leafIndex]!, proof };
+}
+
+/** What a tree's manifest (`<root>.tree.json`, beside its receipts) says it is. */
+export const TREE_TYPE = 'notarize-tree';
+
+/**
+ * The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
+ * every leaf (name, digest, size, salt, index) under its root, one per line,
+ * from which any document's proof can be made again (see
+ * docs/verify-by-hand.md). It holds every salt: it is the owner's copy, not
+ * something to hand out with one document (its receipt is).
+ */
+export function treeManifestText(entry: TreeEntry): string {
+  const { leaves, ...rest } = entry;
+  const head = { type: TREE_TYPE, version: 1, proofType: PROOF_TYPE, ...rest };
+  const opening = JSON.stringify(head, null, 2).slice(0, -2); // without its closing "\n}"
+  const lines = leaves.map((leaf) => `    ${JSON.stringify(leaf)}`).join(',\n');
+  return `${opening},\n  "leaves": [\n${lines}\n  ]\n}\n`;
+}
