@@ -103,7 +103,11 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
     ],
     ['another version', (_, r) => edit(r, (x) => (x.version = 2)), 'invalid'],
     ['a date that is none', (_, r) => edit(r, (x) => (x.registeredAt = 'yesterday')), 'invalid'],
-    ['a proof it cannot check', (_, r) => edit(r, (x) => (x.proof = { type: 'other' })), 'invalid'],
+    [
+      'a proof it cannot check',
+      (_, r) => edit(r, (x) => (x.proof = { type: 'other' } as unknown as ReceiptFields['proof'])),
+      'invalid',
+    ],
     ['not JSON', (_, r) => writeFileSync(r, '{"type": "notarize-receipt",'), 'invalid'],
   ];
 

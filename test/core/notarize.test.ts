@@ -9,10 +9,9 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { Agent } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
-import { ApiClient, parseAnswer } from '../../src/api/client.js';
-import { HttpTransport } from '../../src/api/http.js';
+import { describe, expect, it } from 'vitest';
+import type { ApiClient } from '../../src/api/client.js';
+import { parseAnswer } from '../../src/api/client.js';
 import { notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
 import { complete, register, type FlowDeps, type RegisterInput, type SessionSource } from '../../src/core/notarize.js';
 import {
@@ -28,6 +27,7 @@ import {
 import { parseFaults } from '../../src/sandbox/server.js';
 import { ServiceStore, type PendingEntry } from '../../src/store/service-store.js';
 import { type Bed, useBed } from '../helpers/bed.js';
+import { sandboxApi as sandboxApiOf, sandboxTransport } from '../helpers/sandbox-api.js';
 import { sha256 } from '../helpers/documents.js';
 import { rejection, rejectionOf } from '../helpers/catch.js';
 import { readFixture } from '../helpers/fixtures.js';
@@ -39,33 +39,8 @@ useBed((created) => (bed = created));
 const NOW = new Date('2030-01-02T03:04:05.678Z');
 const FILE = { name: 'contract.pdf', size: 1234, lastModified: 1_700_000_000_000 };
 
-const agents: Agent[] = [];
-afterEach(async () => {
-  await Promise.all(agents.splice(0).map((agent) => agent.close()));
-});
-
-function transport(userAgent = 'notarize-unit-test'): HttpTransport {
-  const dispatcher = new Agent();
-  agents.push(dispatcher);
-  return new HttpTransport({ baseUrl: bed.url, timeoutMs: 5000, userAgent, dispatcher });
-}
-
-/**
- * The real client of the bed's sandbox, with a token got once (or `token`).
- * No retries: a fault rule is met exactly once.
- */
-function sandboxApi(options: { userAgent?: string; token?: string } = {}): ApiClient {
-  let token: Promise<string> | undefined;
-  const get = () => (token ??= options.token === undefined ? bed.directLogin() : Promise.resolve(options.token));
-  // Declared apart, so it fits the client's credentials (token/renew) and an
-  // authorizer (authorize) alike: the "layers" change of the client merges without a change here.
-  const credentials = {
-    token: get,
-    renew: () => Promise.resolve(undefined),
-    authorize: <T>(send: (token: string) => Promise<T>) => get().then(send),
-  };
-  return new ApiClient(transport(options.userAgent), { retries: 0, baseDelayMs: 1, maxDelayMs: 1 }, credentials);
-}
+const transport = (userAgent?: string) => sandboxTransport(bed, userAgent);
+const sandboxApi = (options: { userAgent?: string; token?: string } = {}) => sandboxApiOf(bed, options);
 
 type Planned = Partial<
   Pick<ApiClient, 'requestRegistration' | 'completeRegistration' | 'putFileMetadata' | 'activeSubscription'>

@@ -144,7 +144,11 @@ describe('readReceipt', () => {
     ['no record', edited((r) => delete (r as { record?: unknown }).record), 'the receipt is malformed: record: '],
     ['a negative size', edited((r) => (r.document.size = -1)), 'the receipt is malformed: document.size: '],
     ['a date that is none', edited((r) => (r.registeredAt = 'yesterday')), 'the receipt is malformed: registeredAt: '],
-    ['a proof of an unknown type', edited((r) => (r.proof = { type: 'x' })), 'the receipt is malformed: proof.type: '],
+    [
+      'a proof of an unknown type',
+      edited((r) => (r.proof = { type: 'x' } as unknown as ReceiptFields['proof'])),
+      'the receipt is malformed: proof.type: ',
+    ],
   ])('%s is invalid, saying why', (_, text, reason) => {
     const read = readReceipt(text);
     expect(read.consistent).toBe(false);

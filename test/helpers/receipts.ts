@@ -41,4 +41,13 @@ export interface ReceiptFields {
   document: Record<string, unknown>;
   record: Record<string, unknown>;
   service: Record<string, unknown>;
+  /** The inclusion proof, as a test may spoil it. */
+  proof: {
+    leafSalt: string;
+    leafIndex: number;
+    treeSize: number;
+    path: string[];
+    root: string;
+    [key: string]: unknown;
+  };
 }

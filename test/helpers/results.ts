@@ -2,6 +2,7 @@
  * Parsing what the batch commands print with --json and --output ndjson: the
  * per-item results on stdout and the one JSON error line on stderr.
  */
+import type { InclusionProof } from '../../src/core/receipt-format.js';
 import type { JsonError } from './assert.js';
 
 /** The JSON result of one item, as register/verify print it. */
@@ -13,6 +14,7 @@ export interface ItemResult {
   record?: Record<string, unknown>;
   session?: Record<string, unknown>;
   verificationUrl?: string;
+  proof?: InclusionProof;
   source?: 'receipt' | 'ledger';
   receipt?: string;
   reason?: string;

@@ -1,0 +1,311 @@
+/**
+ * `register --aggregate` against the sandbox (issue 13): one request step and
+ * one forfait for 50 documents, a receipt with an RFC 9162 proof per
+ * document that `verify` (empty store, service closed) and
+ * contrib/verify-receipt.py accept, a changed document `modified`, a
+ * tampered proof `invalid`; re-runs that send nothing for documents under a
+ * registered root, complete a pending root, and put only new documents in a
+ * new tree; show, receipt and verify per document from the ledger.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { leafHash, rootFromPath } from '../../src/core/merkle.js';
+import { Bed } from '../helpers/bed.js';
+import { describeRun, REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
+import type { ReceiptFields } from '../helpers/receipts.js';
+import { countStatuses, parseNdjson, parseResults } from '../helpers/results.js';
+
+const COUNT = 50;
+const NAMES = Array.from({ length: COUNT }, (_, i) => `doc-${String(i).padStart(2, '0')}.txt`);
+const SCRIPT = join(REPO_ROOT, 'contrib', 'verify-receipt.py');
+const hasPython = spawnSync('python3', ['--version']).status === 0;
+const hex = (text: string) => Buffer.from(text, 'hex');
+
+let bed: Bed;
+let firstRun: Run;
+let root = '';
+const digests: Record<string, string> = {};
+
+beforeAll(async () => {
+  bed = await Bed.create({ keyInEnv: true });
+  for (const name of NAMES) digests[name] = await bed.write(`dist/${name}`, `aggregated document ${name}\n`);
+  const mark = bed.mark();
+  firstRun = await bed.main([
+    'register',
+    '--aggregate',
+    '-r',
+    bed.path('dist'),
+    '--receipt-dir',
+    bed.path('receipts'),
+    '--json',
+  ]);
+  expect(firstRun.code, describeRun(firstRun)).toBe(0);
+  expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['login', 'request', 'forfait']);
+  root = bed.requestedHashes()[0]!;
+});
+afterAll(async () => {
+  await bed?.finish();
+});
+
+function receiptOf(name: string, dir = bed.path('receipts')): ReceiptFields {
+  return JSON.parse(readFileSync(join(dir, `${name}.notarization.json`), 'utf8')) as ReceiptFields;
+}
+
+/** A copy of the documents and receipts, as a downloader has them, and an empty store for it. */
+function download() {
+  const here = mkdtempSync(join(bed.root, 'download-'));
+  cpSync(bed.path('dist'), join(here, 'dist'), { recursive: true });
+  cpSync(bed.path('receipts'), join(here, 'receipts'), { recursive: true });
+  const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'empty-store-')), NOTARIZE_API_KEY: '' };
+  return {
+    doc: (name: string) => join(here, 'dist', name),
+    receipt: (name: string) => join(here, 'receipts', `${name}.notarization.json`),
+    receipts: join(here, 'receipts'),
+    dist: join(here, 'dist'),
+    verify: (args: string[]) => bed.main(['verify', ...args, '--json'], { env }),
+  };
+}
+
+describe('register --aggregate over 50 documents', () => {
+  it('registers one root, the Merkle root of the 50 salted leaves in the order given, with a default description', () => {
+    const results = parseResults(firstRun.stdout);
+    expect(results.map((r) => r.status)).toEqual(NAMES.map(() => 'registered'));
+    expect(results.map((r) => r.hash)).toEqual(NAMES.map((n) => digests[n]));
+    const record = bed.ledgerEntry(root);
+    expect(JSON.parse(record.recordJson)).toMatchObject({
+      hash: root,
+      description: 'Merkle root of 50 documents (RFC 9162, SHA-256, salted leaves)',
+    });
+    // The ledger has the root alone; no document's digest was sent.
+    expect(bed.ledgerHashes()).toEqual([root]);
+    expect(bed.requestedHashes()).toEqual([root]);
+    for (const [i, result] of results.entries()) {
+      const proof = result.proof!;
+      expect(proof).toMatchObject({ type: 'rfc9162-sha256-salted-leaf', leafIndex: i, treeSize: COUNT, root });
+      // 50 = 32 + 16 + 2: the last two leaves sit high, their pair carried up past two levels
+      expect(proof.path).toHaveLength(i >= 48 ? 3 : 6);
+      expect(result.verificationUrl).toBe(`${bed.url}/verification/${root}`);
+      const leaf = leafHash(hex(result.hash!), hex(proof.leafSalt));
+      expect(rootFromPath(i, COUNT, leaf, proof.path.map(hex))?.toString('hex')).toBe(root);
+    }
+    // Salts are random, one per leaf.
+    expect(new Set(results.map((r) => r.proof!.leafSalt)).size).toBe(COUNT);
+  });
+
+  it('writes a receipt per document with its proof, and <root>.tree.json, the manifest of the tree', () => {
+    const files = readdirSync(bed.path('receipts')).sort();
+    expect(files).toEqual([...NAMES.map((n) => `${n}.notarization.json`), `${root}.tree.json`].sort());
+    const manifest = JSON.parse(readFileSync(bed.path(`receipts/${root}.tree.json`), 'utf8')) as ReceiptFields;
+    expect(manifest).toMatchObject({ type: 'notarize-tree', version: 1, root, treeSize: COUNT });
+    const leaves = manifest.leaves as { index: number; name: string; sha256: string; salt: string }[];
+    expect(leaves.map((l) => [l.index, l.name, l.sha256])).toEqual(NAMES.map((n, i) => [i, n, digests[n]]));
+    for (const [i, name] of NAMES.entries()) {
+      const receipt = receiptOf(name);
+      expect(receipt.document).toEqual({ name, sha256: digests[name], size: `aggregated document ${name}\n`.length });
+      expect(receipt.record.hash).toBe(root);
+      expect(receipt.service.verificationUrl).toBe(`${bed.url}/verification/${root}`);
+      expect(receipt.proof).toMatchObject({ leafIndex: i, leafSalt: leaves[i]!.salt, root });
+    }
+  });
+
+  it('every receipt verifies with verify on an empty store, with nothing listening at the base URL', async () => {
+    const extra = await Bed.create({ keyInEnv: true });
+    try {
+      // The bed's own sandbox stays up for the tests below: a closed one stands in for it here.
+      const { dist, receipts, verify } = download();
+      await extra.sandbox.close();
+      const run = await verify(['-r', dist, '--receipt-dir', receipts, '--base-url', extra.url]);
+      expect(run.code, describeRun(run)).toBe(0);
+      const results = parseResults(run.stdout);
+      expect(countStatuses(results)).toEqual({ verified: COUNT });
+      expect(results.every((r) => r.source === 'receipt' && r.proof!.root === root)).toBe(true);
+    } finally {
+      await extra.finish();
+    }
+  });
+
+  it('changing one document makes only that one modified', async () => {
+    const { doc, dist, receipts, verify } = download();
+    writeFileSync(doc(NAMES[7]!), 'changed\n');
+    const run = await verify(['-r', dist, '--receipt-dir', receipts]);
+    expect(run.code).toBe(6);
+    const results = parseResults(run.stdout);
+    expect(countStatuses(results)).toEqual({ verified: COUNT - 1, modified: 1 });
+    expect(results.find((r) => r.status === 'modified')!.file).toBe(doc(NAMES[7]!));
+  });
+
+  /** What to change, and in the receipt of which leaf (5 unless said). */
+  type Tamper = [string, (r: ReceiptFields) => void, number?];
+  const tampers: Tamper[] = [
+    ['a wrong salt', (r) => (r.proof.leafSalt = 'a'.repeat(64))],
+    ['a wrong index', (r) => (r.proof.leafIndex = 4)],
+    ['an index out of the tree', (r) => (r.proof.leafIndex = COUNT)],
+    ['a wrong path element', (r) => (r.proof.path[2] = 'b'.repeat(64))],
+    ['a path one hash short', (r) => r.proof.path.pop()],
+    ['a path one hash long', (r) => r.proof.path.push('c'.repeat(64))],
+    // A tree size is not in the root: only one that changes the shape of the leaf's path shows.
+    ['a wrong tree size', (r) => (r.proof.treeSize = 64), COUNT - 1],
+  ];
+
+  it.each(tampers)('a receipt with %s is invalid, for verify and for verify-receipt.py', async (_, tamper, leaf) => {
+    const { doc, receipt, verify } = download();
+    const name = NAMES[leaf ?? 5]!;
+    const parsed = receiptOf(name);
+    tamper(parsed);
+    writeFileSync(receipt(name), JSON.stringify(parsed, null, 2));
+    const run = await verify([doc(name), '--receipt', receipt(name)]);
+    expect(run.code, describeRun(run)).toBe(6);
+    expect(parseResults(run.stdout)[0]).toMatchObject({ status: 'invalid', source: 'receipt' });
+    if (hasPython) {
+      const python = await runProcess('python3', [SCRIPT, doc(name), receipt(name)], {}, { noBaseUrlCheck: true });
+      expect(python.stdout.split(':')[0], describeRun(python)).toBe('invalid');
+      expect(python.code).toBe(6);
+    }
+  });
+
+  it.skipIf(!hasPython)('every receipt verifies with contrib/verify-receipt.py', async () => {
+    const { doc, receipt } = download();
+    // The script's main() for each document in one python process: 50 interpreters would cost seconds.
+    const each = `import importlib.util, sys
+spec = importlib.util.spec_from_file_location("verify_receipt", sys.argv[1])
+script = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(script)
+pairs = sys.argv[2:]
+print(sum(script.main(["verify-receipt", pairs[i], pairs[i + 1]]) == 0 for i in range(0, len(pairs), 2)))`;
+    const args = NAMES.flatMap((name) => [doc(name), receipt(name)]);
+    const python = await runProcess('python3', ['-c', each, SCRIPT, ...args], {}, { noBaseUrlCheck: true });
+    expect(python.code, describeRun(python)).toBe(0);
+    const lines = python.stdout.trim().split('\n');
+    expect(lines.at(-1)).toBe(String(COUNT));
+    expect(lines.filter((l) => l.startsWith('verified: ') && l.endsWith(`/verification/${root}`))).toHaveLength(COUNT);
+  });
+
+  it('verify, show and receipt find each document in the ledger, under its root', async () => {
+    const name = NAMES[12]!;
+    const verify = await bed.main(['verify', bed.path(`dist/${name}`), '--output', 'ndjson']);
+    expect(verify.code, describeRun(verify)).toBe(0);
+    expect(parseNdjson(verify.stdout)[0]).toMatchObject({
+      status: 'verified',
+      source: 'ledger',
+      verificationUrl: `${bed.url}/verification/${root}`,
+      proof: receiptOf(name).proof,
+    });
+    const show = await bed.main(['show', digests[name]!]);
+    expect(show.code, describeRun(show)).toBe(0);
+    expect(show.stderr).toContain(`is leaf 12 of ${COUNT} under the registered Merkle root ${root}`);
+    expect(show.stdout).toContain(`/verification/${root}`);
+    const receipt = await bed.main(['receipt', bed.path(`dist/${name}`)]);
+    expect(receipt.code, describeRun(receipt)).toBe(0);
+    const made = JSON.parse(receipt.stdout) as ReceiptFields;
+    const written = receiptOf(name);
+    expect(made.proof).toEqual(written.proof);
+    expect(made.document).toEqual(written.document);
+    expect(made.record).toEqual(written.record);
+  });
+
+  it('a re-run sends nothing: every document is already registered, its receipt unchanged', async () => {
+    const before = readFileSync(bed.path(`receipts/${NAMES[0]}.notarization.json`), 'utf8');
+    const mark = bed.mark();
+    const run = await bed.main([
+      'register',
+      '--aggregate',
+      '-r',
+      bed.path('dist'),
+      '--receipt-dir',
+      bed.path('receipts'),
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(countStatuses(parseResults(run.stdout))).toEqual({ 'already-registered': COUNT });
+    expect(bed.callsSince(mark)).toEqual([]);
+    expect(readFileSync(bed.path(`receipts/${NAMES[0]}.notarization.json`), 'utf8')).toBe(before);
+  });
+});
+
+describe('register --aggregate re-runs', () => {
+  it('a new document joins a new tree of its own; the others send nothing', async () => {
+    const extra = await bed.write('more/new.txt', 'a newcomer\n');
+    const mark = bed.mark();
+    const run = await bed.main([
+      'register',
+      '--aggregate',
+      bed.path(`dist/${NAMES[0]}`),
+      bed.path('more/new.txt'),
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(0);
+    const [old, added] = parseResults(run.stdout);
+    expect(old).toMatchObject({ status: 'already-registered', hash: digests[NAMES[0]!] });
+    expect(added).toMatchObject({ status: 'registered', hash: extra });
+    const proof = added!.proof!;
+    expect(proof).toMatchObject({ leafIndex: 0, treeSize: 1, path: [] });
+    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
+  });
+
+  it('a pending root (--no-complete) is completed by the next run, with no second request', async () => {
+    const a = await bed.write('pend/a.txt', 'pending a\n');
+    await bed.write('pend/b.txt', 'pending b\n');
+    const mark = bed.mark();
+    const first = await bed.main(['register', '--aggregate', '--no-complete', '-r', bed.path('pend'), '--json']);
+    expect(first.code, describeRun(first)).toBe(0);
+    expect(countStatuses(parseResults(first.stdout))).toEqual({ pending: 2 });
+    const pendingRoot = parseResults(first.stdout)[0]!.proof!.root;
+    expect(bed.pendingHashes()).toContain(pendingRoot);
+    const second = await bed.main(['register', '--aggregate', '-r', bed.path('pend'), '--output', 'ndjson']);
+    expect(second.code, describeRun(second)).toBe(0);
+    expect(countStatuses(parseNdjson(second.stdout))).toEqual({ registered: 2 });
+    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
+    expect(bed.ledgerHashes()).toContain(pendingRoot);
+    const verify = await bed.main(['verify', bed.path('pend/a.txt'), '--output', 'ndjson']);
+    expect(parseNdjson(verify.stdout)[0]).toMatchObject({ status: 'verified', hash: a });
+  });
+
+  it('with -d the root carries that description', async () => {
+    await bed.write('described/x.txt', 'described x\n');
+    const run = await bed.main([
+      'register',
+      '--aggregate',
+      bed.path('described/x.txt'),
+      '-d',
+      'release 1.2.3',
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(0);
+    const rootOf = parseResults(run.stdout)[0]!.proof!.root;
+    expect(JSON.parse(bed.ledgerEntry(rootOf).recordJson)).toMatchObject({ description: 'release 1.2.3' });
+  });
+});
+
+describe('register --aggregate refuses, before anything is sent', () => {
+  it.each([
+    ['--hash', ['--hash', 'a'.repeat(64), '-d', 'x']],
+    ['--custody', ['--custody', 'FILE']],
+    ["'-'", ['-', '-d', 'x']],
+  ])('%s: exit 2, one line saying so, no call', async (what, extra) => {
+    const file = await bed.file('refused.txt');
+    const mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', ...extra.map((a) => (a === 'FILE' ? file : a))], {
+      input: 'x',
+    });
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toContain(`--aggregate cannot be used with ${what}`);
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
+  it('a document that cannot be read fails alone; the others are registered under one root (exit 1: something was sent)', async () => {
+    await bed.write('partial/ok.txt', 'readable\n');
+    const mark = bed.mark();
+    const run = await bed.main([
+      'register',
+      '--aggregate',
+      bed.path('partial/ok.txt'),
+      bed.path('partial/missing.txt'),
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(1);
+    expect(parseResults(run.stdout).map((r) => r.status)).toEqual(['registered', 'failed']);
+    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
+  });
+});
