@@ -104,6 +104,18 @@ describe('schemas/result-v1.schema.json', () => {
     writeFileSync(bed.path('unknown.txt'), 'unknown\n');
     check(parseResults((await bed.main(['verify', bed.path('unknown.txt'), receiptOfA, '--json'])).stdout));
 
+    // --aggregate: pending and registered results with a proof, and verify of a document under a root.
+    await bed.write('tree/x.txt', 'schema x\n');
+    await bed.write('tree/y.txt', 'schema y\n');
+    const withProof = (results: ReturnType<typeof parseResults>) => {
+      expect(results.every((r) => r.proof !== undefined)).toBe(true);
+      return results;
+    };
+    const aggregate = (extra: string[]) => bed.main(['register', '--aggregate', '-r', bed.path('tree'), ...extra]);
+    check(withProof(parseResults((await aggregate(['--no-complete', '--json'])).stdout)));
+    check(withProof(parseResults((await aggregate(['--json'])).stdout)));
+    check(withProof(parseResults((await bed.main(['verify', '-r', bed.path('tree'), '--json'])).stdout)));
+
     expect([...seen].sort()).toEqual(
       [
         'already-registered',
