@@ -1,0 +1,167 @@
+/**
+ * Issue 13: an aggregate run (`register --aggregate`) killed with SIGKILL at
+ * any point (hashing, the tree being saved, the request step in flight or
+ * just answered, forfait in flight or just answered) leaves a store from
+ * which `register --aggregate` over the same documents, or `complete <root>`,
+ * finishes without a second paid registration: across every root of a
+ * victim's documents, the service completes exactly one.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import type { SandboxCall } from '../../src/sandbox/server.js';
+import { auditSecrets } from '../helpers/audit.js';
+import { describeRun as show, mapLimit, runCli as run, spawnCli as start } from '../helpers/cli.js';
+import { makeDocument } from '../helpers/documents.js';
+import { cliEnv } from '../helpers/env.js';
+import { runMain } from '../helpers/main.js';
+import { forfaitHash, requestedHash, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
+import { ledgerHashes, pendingHashes, storePaths } from '../helpers/store.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
+
+auditSecrets();
+const tempDir = useTempDirs();
+const newSandbox = useSandboxes();
+
+const VICTIMS = Number(process.env.CRASH_AGGREGATE_KILLS ?? 18);
+const PARALLEL = 6;
+const DOCUMENTS = 12;
+const LATENCY_MS = 150;
+
+const TARGETS = [
+  'start-up, hashing, saving the tree (0-400 ms after spawn)',
+  'request step in flight',
+  'just after the request step was answered (0-30 ms)',
+  'forfait in flight',
+  'just after forfait was answered: writing the store (0-30 ms)',
+] as const;
+type Target = (typeof TARGETS)[number];
+
+/** The description each victim gives its root, by which its calls are told apart. */
+const label = (n: number) => `victim ${n}`;
+
+function descriptionOf(call: SandboxCall): string | undefined {
+  try {
+    return (JSON.parse(call.body) as { description?: string }).description;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Waits for the moment a kill aimed at `target` should happen for victim `n`. */
+async function moment(sandbox: TestSandbox, target: Target, n: number, signal: AbortSignal): Promise<void> {
+  const isRequest = (c: SandboxCall) => c.route === 'request' && descriptionOf(c) === label(n);
+  const rootOf = () => requestedHash(sandbox.calls.find(isRequest)!);
+  const random = (max: number) => sleep(Math.random() * max, undefined, { signal });
+  switch (target) {
+    case 'start-up, hashing, saving the tree (0-400 ms after spawn)':
+      return random(400);
+    case 'request step in flight':
+      await sandbox.arrival(isRequest, signal);
+      return random(LATENCY_MS - 10);
+    case 'just after the request step was answered (0-30 ms)':
+      await sandbox.answer(isRequest, signal);
+      return random(30);
+    case 'forfait in flight':
+      await sandbox.arrival(isRequest, signal);
+      await sandbox.arrival((c) => c.route === 'forfait' && forfaitHash(c) === rootOf(), signal);
+      return random(LATENCY_MS - 10);
+    case 'just after forfait was answered: writing the store (0-30 ms)':
+      await sandbox.arrival(isRequest, signal);
+      await sandbox.answer((c) => c.route === 'forfait' && forfaitHash(c) === rootOf(), signal);
+      return random(30);
+  }
+}
+
+describe(`${VICTIMS} aggregate runs killed with SIGKILL at any point`, () => {
+  it('leave a store from which register --aggregate or complete finishes, with one paid registration each', async () => {
+    const sandbox = await newSandbox({
+      faults: [
+        { route: 'request', kind: 'latency', value: LATENCY_MS },
+        { route: 'forfait', kind: 'latency', value: LATENCY_MS },
+      ],
+    });
+    const configDir = tempDir();
+    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
+    const paths = storePaths(configDir, sandbox.url);
+    const login = await run(['login'], env);
+    expect(login.code, show(login)).toBe(0);
+
+    const victims = Array.from({ length: VICTIMS }, (_, n) => {
+      const dir = tempDir();
+      // One document of 2 MiB: hashing is one of the windows of the first target.
+      const docs = Array.from({ length: DOCUMENTS }, (_, i) =>
+        makeDocument(dir, `doc-${i}.bin`, i === 0 ? 2 * 1024 * 1024 : 100),
+      );
+      return { n, dir, docs, target: TARGETS[n % TARGETS.length]! };
+    });
+    const killed = new Map<Target, number>();
+    await mapLimit(victims, PARALLEL, async (v) => {
+      const running = start(['register', '--aggregate', '-r', v.dir, '-d', label(v.n), '--quiet'], env);
+      const stop = new AbortController();
+      void moment(sandbox, v.target, v.n, stop.signal).then(
+        () => running.child.kill('SIGKILL'),
+        () => {},
+      );
+      const result = await running.done;
+      stop.abort();
+      if (result.signal === 'SIGKILL') killed.set(v.target, (killed.get(v.target) ?? 0) + 1);
+      else expect(result.code, show(result)).toBe(0);
+    });
+
+    // The store loads with nothing damaged.
+    const listing = await runMain(['pending', '--json'], env);
+    expect(listing.code, show(listing)).toBe(0);
+    expect(listing.stderr).not.toMatch(/damaged/);
+
+    // Recovery: a pending root of an even victim by `complete <root>`, everything else by running the same command again.
+    const pendingRoots = new Set(pendingHashes(configDir, sandbox.url));
+    const byComplete: number[] = [];
+    for (const v of victims) {
+      const request = sandbox.calls.find((c) => c.route === 'request' && descriptionOf(c) === label(v.n));
+      const first = request ? requestedHash(request) : undefined;
+      if (first && pendingRoots.has(first) && v.n % 2 === 0) {
+        const completed = await runMain(['complete', first, '--quiet'], env);
+        expect(completed.code, show(completed)).toBe(0);
+        byComplete.push(v.n);
+      }
+      const again = await runMain(['register', '--aggregate', '-r', v.dir, '-d', label(v.n), '--json'], env);
+      expect(again.code, show(again)).toBe(0);
+      const results = JSON.parse(again.stdout) as { status: string; record: unknown; proof: { root: string } }[];
+      expect(results).toHaveLength(DOCUMENTS);
+      expect(new Set(results.map((r) => r.proof.root)).size).toBe(1);
+      expect(results.every((r) => r.status === 'already-registered' || r.status === 'registered')).toBe(true);
+
+      // Exactly one completion reached the service among every root this victim's documents were put under.
+      const roots = sandbox.calls
+        .filter((c) => c.route === 'request' && descriptionOf(c) === label(v.n))
+        .map(requestedHash);
+      // A forfait cut off by the kill may have been processed (its status unanswered): the service's records tell.
+      const paid = [...new Set(roots)].filter((r) => sandbox.records.has(r));
+      expect(paid, `victim ${v.n} (${v.target})`).toHaveLength(1);
+      const root = results[0]!.proof.root;
+      if (ledgerHashes(configDir, sandbox.url).includes(root)) {
+        // Every document verifies from the ledger.
+        const verify = await runMain(['verify', '-r', v.dir, '--quiet'], env);
+        expect(verify.code, show(verify)).toBe(0);
+      } else {
+        // The service completed it but the killed process never got the record: the 409 on the next
+        // forfait retired the session; no document has a record here, and none was paid twice.
+        expect(results.every((r) => r.status === 'already-registered' && r.record === null)).toBe(true);
+        expect(readdirSync(join(paths.pending(root), '..', '..', 'retired')).some((f) => f.startsWith(root))).toBe(
+          true,
+        );
+      }
+      expect(existsSync(paths.pending(root))).toBe(false);
+    }
+    const lockNames = existsSync(paths.locksDir) ? readdirSync(paths.locksDir) : [];
+    expect(lockNames.filter((n) => n.endsWith('.lock') || n.endsWith('.claim'))).toEqual([]);
+    const total = [...killed.values()].reduce((a, b) => a + b, 0);
+    console.log(
+      `aggregate crash test: ${VICTIMS} runs of ${DOCUMENTS} documents, ${total} killed with SIGKILL: ` +
+        `${JSON.stringify(Object.fromEntries(killed))}; pending roots finished by complete: ${byComplete.length}`,
+    );
+    expect(total).toBeGreaterThanOrEqual(VICTIMS * 0.6);
+  }, 120_000);
+});
