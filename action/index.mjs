@@ -11638,14 +11638,15 @@ function proofOf(baseUrl, hash, recordJson, inclusion) {
 	};
 }
 /**
-* A result without the service's record or session, for batches that hold
-* every result until the end only to print a table or a summary: kept small
-* however many documents there are.
+* A result without the service's record or session, nor a Merkle proof, for
+* batches that hold every result until the end only to print a table or a
+* summary: kept small however many documents there are.
 */
 function compact(result) {
 	const rest = { ...result };
 	delete rest.record;
 	delete rest.session;
+	delete rest.proof;
 	return rest;
 }
 /** Parses stored service text for embedding; text that is not JSON is embedded as a string. */
@@ -14800,6 +14801,7 @@ var init_register_aggregate = __esmMin((() => {
 				sent = [...roots.values()].some((r) => !r.ok || r.sent);
 				await this.#manifests(placements, roots);
 				for (const [i, doc] of hashed.entries()) {
+					await this.#items.ready();
 					const placement = placements[i];
 					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
 				}

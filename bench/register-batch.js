@@ -4,13 +4,19 @@
  * a CI author would write (sha256sum + curl per step; timed over a subset of
  * the files and scaled, because it is slow) and (b) a minimal undici script
  * doing the same 2,000 requests with the same concurrency (8). Targets:
- * ≥ 10 × faster than the shell loop, ≤ 1.3 × the minimal script.
+ * ≥ 10 × faster than the shell loop, ≤ 1.3 × the minimal script; and, with
+ * 20 ms of latency injected on every call (`--faults '*:latency=20'`), where
+ * the wire's limit is 2,000 × 20 ms / 8 = 5.0 s, ≤ 1.05 × the minimal script
+ * (issue 13).
  */
 import { join } from 'node:path';
 import { removeDir, tempDir, writeRandomFiles } from './lib/files.js';
 import { runMinimal, runNotarize, runShellLoop, writeList } from './lib/register.js';
 import { best, interleave, max, mb, ms } from './lib/stats.js';
 import { infoRow, ratioRow } from './lib/table.js';
+
+/** The sandbox's fault book for the runs with latency: 20 ms before every answer. */
+const LATENCY = '*:latency=20';
 
 export async function registerBatch(ctx) {
   const count = ctx.quick ? 200 : 1000;
@@ -27,6 +33,8 @@ export async function registerBatch(ctx) {
       [
         { name: 'notarize', run: () => runNotarize(dir, list, count) },
         { name: 'minimal', run: () => runMinimal(dir, list, count) },
+        { name: 'notarizeLatency', run: () => runNotarize(dir, list, count, { faults: LATENCY }) },
+        { name: 'minimalLatency', run: () => runMinimal(dir, list, count, { faults: LATENCY }) },
         {
           name: 'shell',
           rounds: ctx.full ? 1 : Math.min(ctx.rounds, 3),
@@ -63,6 +71,13 @@ export async function registerBatch(ctx) {
         `minimal ${ms(wall('minimal'))}`,
         wall('notarize') / wall('minimal'),
         1.3,
+      ),
+      ratioRow(
+        `${label}, 20 ms latency per call: wall vs minimal undici (8 in flight)`,
+        ms(wall('notarizeLatency')),
+        `minimal ${ms(wall('minimalLatency'))}; the wire's limit ${ms((requests * 20) / 8)}`,
+        wall('notarizeLatency') / wall('minimalLatency'),
+        1.05,
       ),
       infoRow(`${label}: throughput`, rps('notarize'), `minimal ${rps('minimal')}`, undefined),
       infoRow(`${label}: CPU time (user + system)`, cpu('notarize'), `minimal ${cpu('minimal')}`, cpuRatio()),

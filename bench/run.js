@@ -8,7 +8,7 @@
 //   --quick     smaller sizes, for a fast look (not the figures)
 //   --full      the 4 GiB case even with --no-4g (disk space allowing), and the shell loop over all 1,000 files
 //   --rounds N  rounds of the interleaved comparisons (default 5)
-//   --only      some of: hash-large, hash-many, startup, register-batch, register-scale
+//   --only      some of: hash-large, hash-many, startup, register-batch, register-scale, register-aggregate
 //   --no-4g     skip the 4 GiB case of hash-large (it runs when 6 GiB are free in the temp dir)
 //   --markdown  print the table in Markdown too (for docs/performance.md)
 //   --json FILE write the rows and the machine info as JSON
@@ -25,6 +25,7 @@ import { removeAll } from './lib/files.js';
 import { ROOT } from './lib/paths.js';
 import { capture, killAll, MEMORY_METHOD } from './lib/proc.js';
 import { markdownTable, textTable } from './lib/table.js';
+import { registerAggregate } from './register-aggregate.js';
 import { registerBatch } from './register-batch.js';
 import { registerScale } from './register-scale.js';
 import { startup } from './startup.js';
@@ -35,6 +36,7 @@ const BENCHMARKS = {
   startup: { fn: startup, needs: [] },
   'register-batch': { fn: registerBatch, needs: ['bash', 'curl', 'sha256sum'] },
   'register-scale': { fn: registerScale, needs: [] },
+  'register-aggregate': { fn: registerAggregate, needs: ['openssl'] },
 };
 
 const { values } = parseArgs({

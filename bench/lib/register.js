@@ -21,8 +21,8 @@ function cleanEnv(extra) {
 
 let runNumber = 0;
 
-async function withSandbox(fn) {
-  const sandbox = await startSandbox();
+async function withSandbox(fn, faults) {
+  const sandbox = await startSandbox({ faults });
   try {
     return await fn(sandbox);
   } finally {
@@ -30,8 +30,12 @@ async function withSandbox(fn) {
   }
 }
 
-/** `notarize register --files-from <list> --json` with a fresh store; `bin` selects another build (A/B). */
-export function runNotarize(workDir, listFile, count, { bin = BIN, args = [] } = {}) {
+/**
+ * `notarize register --files-from <list>` with a fresh store, its results as
+ * NDJSON (a JSON array would hold every result until the end); `bin` selects
+ * another build (A/B), `args` adds flags (--aggregate), `faults` is the sandbox's.
+ */
+export function runNotarize(workDir, listFile, count, { bin = BIN, args = [], faults } = {}) {
   return withSandbox(async (sandbox) => {
     const run = join(workDir, `notarize-${++runNumber}`);
     mkdirSync(run);
@@ -41,20 +45,17 @@ export function runNotarize(workDir, listFile, count, { bin = BIN, args = [] } =
       NOTARIZE_BASE_URL: sandbox.url,
       NOTARIZE_CONFIG_DIR: join(run, 'store'),
     });
-    const result = await measure(process.execPath, [bin, 'register', '--files-from', listFile, '--json', ...args], {
-      env,
-      stdout: out,
-      timeoutMs: 900_000,
-    });
-    const results = JSON.parse(readFileSync(out, 'utf8'));
-    const registered = results.filter((r) => r.status === 'registered').length;
+    const argv = [bin, 'register', '--files-from', listFile, '--output', 'ndjson', ...args];
+    const result = await measure(process.execPath, argv, { env, stdout: out, timeoutMs: 900_000 });
+    const lines = readFileSync(out, 'utf8').split('\n').filter(Boolean);
+    const registered = lines.filter((line) => JSON.parse(line).status === 'registered').length;
     if (registered !== count) throw new Error(`notarize registered ${registered} of ${count} files`);
     return { ...result, registered };
-  });
+  }, faults);
 }
 
 /** bench/reference/minimal-undici.js over the same list, 8 in flight. */
-export function runMinimal(workDir, listFile, count, concurrency = 8) {
+export function runMinimal(workDir, listFile, count, { concurrency = 8, faults } = {}) {
   return withSandbox(async (sandbox) => {
     const out = join(workDir, `minimal-${++runNumber}.out`);
     const script = join(BENCH, 'reference', 'minimal-undici.js');
@@ -66,7 +67,7 @@ export function runMinimal(workDir, listFile, count, concurrency = 8) {
     const registered = Number(readFileSync(out, 'utf8').trim());
     if (registered !== count) throw new Error(`the minimal script registered ${registered} of ${count} files`);
     return { ...result, registered };
-  });
+  }, faults);
 }
 
 /** bench/reference/shell-loop.sh over the list (bash, sha256sum, curl). */

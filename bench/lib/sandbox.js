@@ -10,11 +10,14 @@ import { createInterface } from 'node:readline';
 import { BIN } from './paths.js';
 import { track } from './proc.js';
 
-/** Starts a sandbox and resolves with { url, apiKey, pid, stop() }. */
-export async function startSandbox() {
+/**
+ * Starts a sandbox and resolves with { url, apiKey, pid, stop() }; `faults`
+ * is its fault book (`notarize sandbox --faults`, e.g. '*:latency=20').
+ */
+export async function startSandbox({ faults = '' } = {}) {
   const apiKey = `bench_${randomBytes(12).toString('hex')}`;
   const child = spawn(process.execPath, [BIN, 'sandbox', '--port', '0', '--host', '127.0.0.1', '--json'], {
-    env: { ...process.env, NOTARIZE_SANDBOX_API_KEY: apiKey, NOTARIZE_SANDBOX_FAULTS: '' },
+    env: { ...process.env, NOTARIZE_SANDBOX_API_KEY: apiKey, NOTARIZE_SANDBOX_FAULTS: faults },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   track(child);

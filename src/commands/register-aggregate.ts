@@ -88,6 +88,8 @@ export class Aggregator {
       sent = [...roots.values()].some((r) => !r.ok || r.sent);
       await this.#manifests(placements, roots);
       for (const [i, doc] of hashed.entries()) {
+        // With NDJSON a line per document: write no more while stdout is backed up.
+        await this.#items.ready();
         const placement = placements[i]!;
         await this.#settle(doc, placement, roots.get(placement.tree.entry.root)!);
       }

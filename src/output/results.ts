@@ -97,14 +97,15 @@ export function proofOf(
 }
 
 /**
- * A result without the service's record or session, for batches that hold
- * every result until the end only to print a table or a summary: kept small
- * however many documents there are.
+ * A result without the service's record or session, nor a Merkle proof, for
+ * batches that hold every result until the end only to print a table or a
+ * summary: kept small however many documents there are.
  */
 export function compact(result: ItemResult): ItemResult {
   const rest = { ...result };
   delete rest.record;
   delete rest.session;
+  delete rest.proof;
   return rest;
 }
 

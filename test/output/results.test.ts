@@ -4,6 +4,7 @@
  * results and checksums to (what they keep, stream, count and summarise).
  */
 import { describe, expect, it } from 'vitest';
+import { PROOF_TYPE, type InclusionProof } from '../../src/core/receipt-format.js';
 import { InputFileError, ServiceRefusedError } from '../../src/errors.js';
 import {
   Checksums,
@@ -77,8 +78,9 @@ describe('building an item result', () => {
     expect(embed('not json')).toBe('not json');
   });
 
-  it('compact: without the record and session, the rest untouched', () => {
-    const whole = itemResult('a', HASH, 'pending', { session: { id: 1 }, record: {}, verificationUrl: 'u' });
+  it('compact: without the record, session and proof, the rest untouched', () => {
+    const proof: InclusionProof = { type: PROOF_TYPE, leafSalt: HASH, leafIndex: 0, treeSize: 1, path: [], root: HASH };
+    const whole = itemResult('a', HASH, 'pending', { session: { id: 1 }, record: {}, verificationUrl: 'u', proof });
     expect(compact(whole)).toEqual({
       schemaVersion: 1,
       file: 'a',
