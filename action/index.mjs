@@ -9844,6 +9844,7 @@ function recoveryHint(file) {
 	const name = basename(file);
 	if (name === "credentials.json") return `${untouched}: repair it by hand, or move it aside and log in again (\`notarize login\`)`;
 	if (name === "config.json") return `${untouched}: repair it by hand, or move it aside (settings go back to their defaults; \`notarize config set\` sets them again)`;
+	if (basename(dirname(file)) === "trees") return `${untouched}: repair it by hand or restore it from a backup; it is the only list of the documents under that Merkle root, so until then register --aggregate stops rather than register them again`;
 	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
 	return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${basename(file, ".json")}\` (kept aside) to start that registration afresh`;
 }
@@ -10374,7 +10375,7 @@ async function finish$1(deps, pending, reusedSession, input) {
 		entry = await completeStep(deps, pending);
 	} catch (error) {
 		if (!isAlreadyRegistered(error)) throw error;
-		const retiredSession = await retire(deps, pending.hash, `forfait answered 409: ${error.serviceMessage ?? ""}`);
+		const retiredSession = await retire(deps, pending.hash, `${ANSWERED_409}: ${error.serviceMessage ?? ""}`);
 		const service = {
 			message: error.serviceMessage,
 			retiredSession
@@ -10605,7 +10606,7 @@ async function sendMetadata(deps, input, pending) {
 function isPlainObject(value) {
 	return typeof value === "object" && value !== null && !Array.isArray(value);
 }
-var DEFAULT_LOCK_WAIT_MS, MAX_QUOTED_CHARS;
+var ANSWERED_409, DEFAULT_LOCK_WAIT_MS, MAX_QUOTED_CHARS;
 var init_notarize = __esmMin((() => {
 	init_pages();
 	init_schemas();
@@ -10614,6 +10615,7 @@ var init_notarize = __esmMin((() => {
 	init_interrupt();
 	init_lock();
 	init_mime();
+	ANSWERED_409 = "forfait answered 409";
 	DEFAULT_LOCK_WAIT_MS = 6e4;
 	MAX_QUOTED_CHARS = 4e3;
 }));
@@ -12099,13 +12101,19 @@ var init_input_options = __esmMin((() => {
 function rootDescription(treeSize) {
 	return `Merkle root of ${treeSize} document${treeSize === 1 ? "" : "s"} (RFC 9162, SHA-256, salted leaves)`;
 }
-/** Registers `input.documents` under Merkle roots (see the module comment). */
-async function registerAggregate(deps, input) {
+/**
+* Chooses each document's tree, planting (and saving) a new one for those
+* under none; sends nothing. Throws StoreError (exit 2) when a tree of the
+* store cannot be read, or one this run relies on does not make its root.
+*/
+async function placeDocuments(deps, input) {
 	const { store } = deps;
 	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
-	const placements = await locked(deps, "aggregate", async () => {
-		const known = input.force ? new Trees([]) : await Trees.load(store);
+	return locked(deps, "aggregate", async () => {
+		const known = await Trees.load(store, { skipRegistered: input.force });
+		if (known.problems.length > 0) throw known.problems[0];
 		const placed = input.documents.map((doc) => known.place(doc.sha256));
+		for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
 		const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 			doc,
 			i
@@ -12120,20 +12128,30 @@ async function registerAggregate(deps, input) {
 		}
 		return placed;
 	});
+}
+/** Registers the root of every tree the documents were placed under, once each, in order. */
+async function registerRoots(deps, input, placements) {
+	const { store } = deps;
 	const roots = /* @__PURE__ */ new Map();
 	for (const { tree } of placements) {
 		const root = tree.entry.root;
 		if (roots.has(root)) continue;
-		if (tree.state === "registered") {
-			const entry = store.readRecord(root);
+		if (tree.state === "registered" || tree.state === "confirmed") {
+			const entry = tree.state === "registered" ? store.readRecord(root) : void 0;
+			const service = entry ? void 0 : {
+				message: CONFIRMED_MESSAGE,
+				retiredSession: void 0
+			};
+			const outcome = {
+				kind: "already-registered",
+				hash: root,
+				entry,
+				...service ? { service } : {}
+			};
 			roots.set(root, {
 				ok: true,
 				sent: false,
-				outcome: {
-					kind: "already-registered",
-					hash: root,
-					entry
-				}
+				outcome
 			});
 			continue;
 		}
@@ -12167,10 +12185,7 @@ async function registerAggregate(deps, input) {
 			});
 		}
 	}
-	return {
-		placements,
-		roots
-	};
+	return roots;
 }
 function merkleOf(leaves) {
 	const hashes = Buffer.allocUnsafe(leaves.length * 32);
@@ -12203,11 +12218,17 @@ function better(a, b) {
 	if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
 	return a.entry.createdAt > b.entry.createdAt;
 }
-/** Where the tree of `root` stands: its root's record, pending session, or neither. */
-function stateOf$1(store, root) {
+/** The hashes whose session was retired because the service answered forfait 409: it has them. */
+async function confirmedRoots(store) {
+	const confirmed = /* @__PURE__ */ new Set();
+	for (const [hash, reasons] of await store.retirements()) if (reasons.some((reason) => reason.startsWith("forfait answered 409"))) confirmed.add(hash);
+	return confirmed;
+}
+/** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
+function stateOf$1(store, root, retired) {
 	if (store.readRecord(root)) return "registered";
 	if (store.readPending(root)) return "pending";
-	return "planned";
+	return retired.has(root) ? "confirmed" : "planned";
 }
 /**
 * The registered tree holding the document of digest `sha256`, if any (for
@@ -12244,12 +12265,13 @@ function treeManifestText(entry) {
 	};
 	return `${JSON.stringify(head, null, 2).slice(0, -2)},\n  "leaves": [\n${leaves.map((leaf) => `    ${JSON.stringify(leaf)}`).join(",\n")}\n  ]\n}\n`;
 }
-var LoadedTree, RANK, Trees, TREE_TYPE;
+var CONFIRMED_MESSAGE, LoadedTree, RANK, Trees, TREE_TYPE;
 var init_aggregate = __esmMin((() => {
 	init_errors();
 	init_merkle();
 	init_notarize();
 	init_receipt_format();
+	CONFIRMED_MESSAGE = "the service answered 409 to an earlier completion of this root (its record was never received); nothing sent";
 	LoadedTree = class {
 		entry;
 		state;
@@ -12285,8 +12307,9 @@ var init_aggregate = __esmMin((() => {
 	};
 	RANK = {
 		registered: 0,
-		pending: 1,
-		planned: 2
+		confirmed: 1,
+		pending: 2,
+		planned: 3
 	};
 	Trees = class Trees {
 		#byDigest = /* @__PURE__ */ new Map();
@@ -12303,20 +12326,26 @@ var init_aggregate = __esmMin((() => {
 				});
 			}
 		}
-		/** Every tree of the store, with its state; `registeredOnly` leaves out those not in the ledger. */
-		static async load(store, { registeredOnly = false } = {}) {
+		/**
+		* Every tree of the store, with its state; `registeredOnly` keeps only
+		* those in the ledger, `skipRegistered` (--force) leaves them and the
+		* confirmed ones out.
+		*/
+		static async load(store, { registeredOnly = false, skipRegistered = false } = {}) {
 			const { entries, problems } = await store.listTrees();
+			const retired = entries.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(store);
 			const trees = [];
 			for (const entry of entries) {
 				let state;
 				try {
-					state = stateOf$1(store, entry.root);
+					state = stateOf$1(store, entry.root, retired);
 				} catch (error) {
 					if (!(error instanceof StoreError)) throw error;
 					problems.push(error);
 					continue;
 				}
 				if (registeredOnly && state !== "registered") continue;
+				if (skipRegistered && (state === "registered" || state === "confirmed")) continue;
 				trees.push(new LoadedTree(entry, state));
 			}
 			return new Trees(trees, problems);
@@ -14770,8 +14799,6 @@ var init_register_aggregate = __esmMin((() => {
 		#tally = new FailureTally();
 		#total = 0;
 		/** Per root with a record: its manifest's write failure, if any (its documents then fail: exit 1). */
-		#manifestErrors = /* @__PURE__ */ new Map();
-		/** Per root with a record: its manifest's write failure, if any (its documents then fail: exit 1). */
 		constructor(options, documents, items, baseUrl, api, store) {
 			this.#options = options;
 			this.#documents = documents;
@@ -14783,35 +14810,44 @@ var init_register_aggregate = __esmMin((() => {
 		async run() {
 			const hashed = await this.#hashAll();
 			let sent = false;
-			if (hashed.length > 0) {
+			let manifestFailure;
+			if (this.#options.failFast && this.#tally.failed > 0) for (const doc of hashed) this.#items.add(doc.index, skippedResult(doc.file, "not registered: another document failed (--fail-fast)"));
+			else if (hashed.length > 0) {
 				const { io } = this.#options;
-				io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
-				const { placements, roots } = await registerAggregate({
+				const deps = {
 					api: this.#api,
 					store: this.#store
-				}, {
+				};
+				const input = {
 					documents: hashed,
 					...this.#options.description === void 0 ? {} : { description: this.#options.description },
 					signed: this.#options.signed,
 					blockchain: this.#options.blockchain,
 					complete: this.#options.complete,
 					force: this.#options.force
-				});
+				};
+				const placements = await placeDocuments(deps, input);
+				await this.#checkManifests(placements);
+				io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
+				const roots = await registerRoots(deps, input, placements);
 				io.clearProgress();
 				sent = [...roots.values()].some((r) => !r.ok || r.sent);
-				await this.#manifests(placements, roots);
-				for (const [i, doc] of hashed.entries()) {
+				manifestFailure = await this.#manifests(placements, roots);
+				await runAll(hashed.map((doc, i) => ({
+					doc,
+					placement: placements[i]
+				})), async ({ doc, placement }) => {
 					await this.#items.ready();
-					const placement = placements[i];
 					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
-				}
+				}, { concurrency: 16 });
 			}
 			const code = this.#tally.code(sent);
+			const failure = code === 0 ? manifestFailure : new BatchError(this.#tally.failed, this.#total, code);
 			return {
 				kind: "items",
 				title: TITLE$1,
 				items: this.#items,
-				...code === 0 ? {} : { failure: new BatchError(this.#tally.failed, this.#total, code) }
+				...failure ? { failure } : {}
 			};
 		}
 		/** Hashes every document (and checks its receipt can be written); those that fail get their result now. */
@@ -14853,28 +14889,54 @@ var init_register_aggregate = __esmMin((() => {
 			this.#items.add(index, failedResult(file, hash, error));
 			this.#tally.add(index, error);
 		}
-		/** `<root>.tree.json` in --receipt-dir for every root with a record; a failure is the documents' (exit 1). */
-		async #manifests(placements, roots) {
+		/** Where the manifest of `root` goes (--receipt-dir). */
+		#manifestPath(plan, root) {
+			return join(plan.dir, `${root}.tree.json`);
+		}
+		/**
+		* Before anything is sent: the manifest of each root this run may write
+		* must be free, or a regular file (replaced); a link or a folder there is
+		* refused (exit 2), as for receipts.
+		*/
+		async #checkManifests(placements) {
 			const plan = this.#documents.receipts;
 			if (!plan) return;
 			for (const tree of new Set(placements.map((p) => p.tree))) {
+				const path = this.#manifestPath(plan, tree.entry.root);
+				const info = await lstat(path).catch(() => void 0);
+				if (info && !info.isFile()) throw new UsageError(`the tree manifest ${path} exists and is not a regular file`, {
+					code: "receipt_exists",
+					hint: "remove it and run again, or choose another --receipt-dir"
+				});
+			}
+		}
+		/**
+		* Writes `<root>.tree.json` in --receipt-dir for every root with a record.
+		* A failure does not stop the receipts: it is returned, for exit 1.
+		*/
+		async #manifests(placements, roots) {
+			const plan = this.#documents.receipts;
+			if (!plan) return void 0;
+			let failure;
+			for (const tree of new Set(placements.map((p) => p.tree))) {
 				const { root } = tree.entry;
 				if (!hasRecord(roots.get(root))) continue;
-				const path = join(plan.dir, `${root}.tree.json`);
+				const path = this.#manifestPath(plan, root);
 				try {
 					await writeFileAtomic(path, treeManifestText(tree.entry), {
 						mode: 438,
 						replace: true,
 						flushes: plan.flushes
 					});
-					this.#manifestErrors.set(root, void 0);
 				} catch (error) {
-					this.#manifestErrors.set(root, new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${path} could not be written: ${error.message}`, {
+					failure ??= new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${path} could not be written: ${error.message}`, {
 						hint: "the registration itself is done and in the ledger; running the same command again writes it",
 						cause: error
-					}));
+					});
+					this.#options.io.warn(failure.message);
 				}
 			}
+			return failure;
 		}
 		/** The result of one document, from its root's; its receipt written when the root has a record. */
 		async #settle(doc, placement, rootResult) {
@@ -14884,7 +14946,13 @@ var init_register_aggregate = __esmMin((() => {
 				this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(rootResult.error));
 				return;
 			}
-			const proof = tree.proof(leafIndex, this.#store.treeFile(root));
+			let proof;
+			try {
+				proof = tree.proof(leafIndex, this.#store.treeFile(root));
+			} catch (error) {
+				this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+				return;
+			}
 			const { outcome } = rootResult;
 			if (outcome.kind === "pending") {
 				this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "pending", {
@@ -14898,9 +14966,9 @@ var init_register_aggregate = __esmMin((() => {
 			if (entry === void 0 && this.#documents.receipts !== void 0) this.#options.io.warn(`no receipt for ${doc.file}: the service says root ${root} is registered, but this store has no record of it`);
 			const said = outcome.kind === "already-registered" ? outcome.service : void 0;
 			let receipt;
-			let receiptError = this.#manifestErrors.get(root);
+			let receiptError;
 			const plan = this.#documents.receipts;
-			if (plan && entry && !receiptError) ({receipt, receiptError} = await this.#receipt(plan, doc, entry, proof));
+			if (plan && entry) ({receipt, receiptError} = await this.#receipt(plan, doc, entry, proof));
 			const result = itemResult(doc.file, doc.sha256, receiptError ? "failed" : status, {
 				...proofOf(this.#baseUrl, doc.sha256, entry?.recordJson, proof),
 				...said ? { message: said.message ?? null } : {},
@@ -15850,6 +15918,8 @@ var init_ledger = __esmMin((() => {
 				if (entry.file?.name !== void 0) this.#name(entry.file.name, entry.hash, entry.completedAt);
 			}
 			for (const registered of trees) for (const leaf of registered.tree.entry.leaves) {
+				const known = this.#leaves.get(leaf.sha256);
+				if (known && known.registered.entry.completedAt >= registered.entry.completedAt) continue;
 				this.#leaves.set(leaf.sha256, {
 					registered,
 					leafIndex: leaf.index
@@ -16100,7 +16170,7 @@ function verifyFailure(counts, baseUrl) {
 }
 /** What a note adds for a document verified as a leaf of a registered Merkle root. */
 function underRoot(proof) {
-	return proof ? ` (leaf ${proof.leafIndex} of ${proof.treeSize} under the registered Merkle root ${proof.root})` : "";
+	return proof ? ` (leaf ${proof.leafIndex} under the registered Merkle root ${proof.root})` : "";
 }
 /** The JSON result of one document. */
 function toResult(item, r, baseUrl) {
@@ -46102,6 +46172,28 @@ var init_service_store = __esmMin((() => {
 			});
 			this.removePending(hash);
 			return file;
+		}
+		/**
+		* Why each retired session was put aside (`retiredBecause`), by hash. A
+		* file that cannot be read is left out: it says nothing either way.
+		*/
+		async retirements() {
+			const reasons = /* @__PURE__ */ new Map();
+			let names;
+			try {
+				names = await readdir(join(this.dir, "retired"));
+			} catch {
+				return reasons;
+			}
+			for (const name of names) {
+				if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue;
+				const hash = name.slice(0, 64);
+				try {
+					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, "retired", name)) ?? "{}");
+					if (typeof retiredBecause === "string") reasons.set(hash, [...reasons.get(hash) ?? [], retiredBecause]);
+				} catch {}
+			}
+			return reasons;
 		}
 		/** Removes the pending session of a hash; one already gone is not an error. */
 		removePending(hash) {

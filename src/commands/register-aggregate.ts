@@ -3,10 +3,12 @@
  * Merkle root registered for all of them (core/aggregate.ts), and a result
  * and a receipt per document carrying its proof to that root.
  */
+import { lstat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import {
-  registerAggregate,
+  placeDocuments,
+  registerRoots,
   treeManifestText,
   type AggregateDocument,
   type Placement,
@@ -18,7 +20,15 @@ import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/rece
 import { receiptText } from '../core/receipt-format.js';
 import { errorJson, EXIT, NotarizeError, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
-import { embed, failedResult, itemResult, proofOf, type ItemResult, type ItemResults } from '../output/results.js';
+import {
+  embed,
+  failedResult,
+  itemResult,
+  proofOf,
+  skippedResult,
+  type ItemResult,
+  type ItemResults,
+} from '../output/results.js';
 import { writeFileAtomic } from '../store/files.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { displayName, TITLE, type Documents, type Item, type RegisterOptions } from './register-inputs.js';
@@ -49,8 +59,6 @@ export class Aggregator {
   readonly #tally = new FailureTally();
   #total = 0;
   /** Per root with a record: its manifest's write failure, if any (its documents then fail: exit 1). */
-  readonly #manifestErrors = new Map<string, NotarizeError | undefined>();
-  /** Per root with a record: its manifest's write failure, if any (its documents then fail: exit 1). */
   constructor(
     options: RegisterOptions,
     documents: Documents,
@@ -70,37 +78,46 @@ export class Aggregator {
   async run(): Promise<ItemsResult> {
     const hashed = await this.#hashAll();
     let sent = false;
-    if (hashed.length > 0) {
+    let manifestFailure: NotarizeError | undefined;
+    // --fail-fast: one document that cannot be hashed stops the run before anything is sent.
+    const stopped = this.#options.failFast && this.#tally.failed > 0;
+    if (stopped) {
+      for (const doc of hashed) {
+        this.#items.add(doc.index, skippedResult(doc.file, 'not registered: another document failed (--fail-fast)'));
+      }
+    } else if (hashed.length > 0) {
       const { io } = this.#options;
+      const deps = { api: this.#api, store: this.#store };
+      const input = {
+        documents: hashed,
+        ...(this.#options.description === undefined ? {} : { description: this.#options.description }),
+        signed: this.#options.signed,
+        blockchain: this.#options.blockchain,
+        complete: this.#options.complete,
+        force: this.#options.force,
+      };
+      const placements = await placeDocuments(deps, input);
+      await this.#checkManifests(placements);
       io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? '' : 's'}`);
-      const { placements, roots } = await registerAggregate(
-        { api: this.#api, store: this.#store },
-        {
-          documents: hashed,
-          ...(this.#options.description === undefined ? {} : { description: this.#options.description }),
-          signed: this.#options.signed,
-          blockchain: this.#options.blockchain,
-          complete: this.#options.complete,
-          force: this.#options.force,
-        },
-      );
+      const roots = await registerRoots(deps, input, placements);
       io.clearProgress();
       sent = [...roots.values()].some((r) => !r.ok || r.sent);
-      await this.#manifests(placements, roots);
-      for (const [i, doc] of hashed.entries()) {
-        // With NDJSON a line per document: write no more while stdout is backed up.
-        await this.#items.ready();
-        const placement = placements[i]!;
-        await this.#settle(doc, placement, roots.get(placement.tree.entry.root)!);
-      }
+      manifestFailure = await this.#manifests(placements, roots);
+      await runAll(
+        hashed.map((doc, i) => ({ doc, placement: placements[i]! })),
+        async ({ doc, placement }) => {
+          // With NDJSON a line per document: write no more while stdout is backed up.
+          await this.#items.ready();
+          await this.#settle(doc, placement, roots.get(placement.tree.entry.root)!);
+        },
+        // Receipts are written several at once: each waits for its own flush.
+        { concurrency: 16 },
+      );
     }
     const code = this.#tally.code(sent);
-    return {
-      kind: 'items',
-      title: TITLE,
-      items: this.#items,
-      ...(code === 0 ? {} : { failure: new BatchError(this.#tally.failed, this.#total, code) }),
-    };
+    // A manifest that could not be written fails the run (exit 1) even when every document succeeded.
+    const failure = code === 0 ? manifestFailure : new BatchError(this.#tally.failed, this.#total, code);
+    return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 
   /** Hashes every document (and checks its receipt can be written); those that fail get their result now. */
@@ -143,36 +160,66 @@ export class Aggregator {
     this.#tally.add(index, error);
   }
 
-  /** `<root>.tree.json` in --receipt-dir for every root with a record; a failure is the documents' (exit 1). */
-  async #manifests(placements: Placement[], roots: Map<string, RootResult>): Promise<void> {
+  /** Where the manifest of `root` goes (--receipt-dir). */
+  #manifestPath(plan: ReceiptPlan, root: string): string {
+    return join(plan.dir, `${root}.tree.json`);
+  }
+
+  /**
+   * Before anything is sent: the manifest of each root this run may write
+   * must be free, or a regular file (replaced); a link or a folder there is
+   * refused (exit 2), as for receipts.
+   */
+  async #checkManifests(placements: readonly Placement[]): Promise<void> {
     const plan = this.#documents.receipts;
     if (!plan) return;
     for (const tree of new Set(placements.map((p) => p.tree))) {
+      const path = this.#manifestPath(plan, tree.entry.root);
+      const info = await lstat(path).catch(() => undefined);
+      if (info && !info.isFile()) {
+        throw new UsageError(`the tree manifest ${path} exists and is not a regular file`, {
+          code: 'receipt_exists',
+          hint: 'remove it and run again, or choose another --receipt-dir',
+        });
+      }
+    }
+  }
+
+  /**
+   * Writes `<root>.tree.json` in --receipt-dir for every root with a record.
+   * A failure does not stop the receipts: it is returned, for exit 1.
+   */
+  async #manifests(
+    placements: readonly Placement[],
+    roots: Map<string, RootResult>,
+  ): Promise<NotarizeError | undefined> {
+    const plan = this.#documents.receipts;
+    if (!plan) return undefined;
+    let failure: NotarizeError | undefined;
+    for (const tree of new Set(placements.map((p) => p.tree))) {
       const { root } = tree.entry;
       if (!hasRecord(roots.get(root))) continue;
-      const path = join(plan.dir, `${root}.tree.json`);
+      const path = this.#manifestPath(plan, root);
       try {
         await writeFileAtomic(path, treeManifestText(tree.entry), {
           mode: 0o666,
           replace: true,
           flushes: plan.flushes,
         });
-        this.#manifestErrors.set(root, undefined);
       } catch (error) {
-        this.#manifestErrors.set(
-          root,
-          new NotarizeError(
-            'receipt_write',
-            EXIT.refused,
-            `the tree manifest ${path} could not be written: ${(error as Error).message}`,
-            {
-              hint: 'the registration itself is done and in the ledger; running the same command again writes it',
-              cause: error,
-            },
-          ),
+        failure ??= new NotarizeError(
+          'receipt_write',
+          EXIT.refused,
+          `the tree manifest ${path} could not be written: ${(error as Error).message}`,
+          {
+            hint: 'the registration itself is done and in the ledger; running the same command again writes it',
+            cause: error,
+          },
         );
+        this.#options.io.warn(failure.message);
       }
     }
+    return failure;
   }
 
   /** The result of one document, from its root's; its receipt written when the root has a record. */
@@ -183,7 +230,14 @@ export class Aggregator {
       this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(rootResult.error));
       return;
     }
-    const proof = tree.proof(leafIndex, this.#store.treeFile(root));
+    let proof;
+    try {
+      proof = tree.proof(leafIndex, this.#store.treeFile(root));
+    } catch (error) {
+      // Checked before its root was sent (placeDocuments): only a tree changed since gets here.
+      this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+      return;
+    }
     const { outcome } = rootResult;
     if (outcome.kind === 'pending') {
       this.#items.add(
@@ -201,9 +255,9 @@ export class Aggregator {
     }
     const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
     let receipt: string | undefined;
-    let receiptError = this.#manifestErrors.get(root);
+    let receiptError: NotarizeError | undefined;
     const plan = this.#documents.receipts;
-    if (plan && entry && !receiptError) {
+    if (plan && entry) {
       ({ receipt, receiptError } = await this.#receipt(plan, doc, entry, proof));
     }
     const result: ItemResult = itemResult(doc.file, doc.sha256, receiptError ? 'failed' : status, {

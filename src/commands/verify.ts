@@ -265,7 +265,8 @@ function verifyFailure(counts: ReadonlyMap<ItemStatus, number>, baseUrl: string)
 
 /** What a note adds for a document verified as a leaf of a registered Merkle root. */
 export function underRoot(proof: InclusionProof | undefined): string {
-  return proof ? ` (leaf ${proof.leafIndex} of ${proof.treeSize} under the registered Merkle root ${proof.root})` : '';
+  // Not the tree's size: a receipt's treeSize is not in the root, so only its index and root were checked.
+  return proof ? ` (leaf ${proof.leafIndex} under the registered Merkle root ${proof.root})` : '';
 }
 
 /** The JSON result of one document. */

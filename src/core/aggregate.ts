@@ -27,7 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { StoreError } from '../errors.js';
 import type { LedgerEntry, ServiceStore, TreeEntry, TreeLeaf } from '../store/service-store.js';
 import { leafHash, MerkleTree } from './merkle.js';
-import { locked, register, type Blockchain, type FlowDeps, type Outcome } from './notarize.js';
+import { ANSWERED_409, locked, register, type Blockchain, type FlowDeps, type Outcome } from './notarize.js';
 import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
 
 /** A document of an aggregate run, hashed. */
@@ -50,8 +50,13 @@ export interface AggregateInput {
   force: boolean;
 }
 
-/** Where a tree stands, by its root's files in the store. */
-export type TreeState = 'registered' | 'pending' | 'planned';
+/**
+ * Where a tree stands, by its root's files in the store: its record in the
+ * ledger, its pending session, its session retired after the service said
+ * it already had the root (a forfait whose answer was lost: `confirmed`,
+ * never requested again), or none of these (`planned`).
+ */
+export type TreeState = 'registered' | 'pending' | 'confirmed' | 'planned';
 
 /** A document's place: its tree, its leaf, and what became of the tree's root in this run. */
 export interface Placement {
@@ -74,13 +79,31 @@ export function rootDescription(treeSize: number): string {
   return `Merkle root of ${treeSize} document${treeSize === 1 ? '' : 's'} (RFC 9162, SHA-256, salted leaves)`;
 }
 
-/** Registers `input.documents` under Merkle roots (see the module comment). */
+/** Registers `input.documents` under Merkle roots (see the module comment): `placeDocuments`, then `registerRoots`. */
 export async function registerAggregate(deps: FlowDeps, input: AggregateInput): Promise<AggregateResult> {
+  const placements = await placeDocuments(deps, input);
+  return { placements, roots: await registerRoots(deps, input, placements) };
+}
+
+/**
+ * Chooses each document's tree, planting (and saving) a new one for those
+ * under none; sends nothing. Throws StoreError (exit 2) when a tree of the
+ * store cannot be read, or one this run relies on does not make its root.
+ */
+export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Promise<Placement[]> {
   const { store } = deps;
   if (input.documents.length === 0) throw new RangeError('an aggregate needs at least one document');
-  const placements = await locked(deps, 'aggregate', async () => {
-    const known = input.force ? new Trees([]) : await Trees.load(store);
+  return locked(deps, 'aggregate', async () => {
+    // --force registers again what a registered root holds, but never
+    // replaces a pending or planned root: its session may be paid for.
+    const known = await Trees.load(store, { skipRegistered: input.force });
+    // A tree that cannot be read may hold these documents: going on could
+    // register them a second time. Nothing has been sent: stop here (exit 2).
+    if (known.problems.length > 0) throw known.problems[0]!;
     const placed: (Placement | undefined)[] = input.documents.map((doc) => known.place(doc.sha256));
+    // A root is sent, and a proof given, only from a tree whose leaves make that root.
+    for (const tree of new Set(placed.flatMap((p) => (p ? [p.tree] : []))))
+      tree.merkle(store.treeFile(tree.entry.root));
     const newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
     if (newcomers.length > 0) {
       const tree = plantTree(
@@ -95,14 +118,25 @@ export async function registerAggregate(deps: FlowDeps, input: AggregateInput): 
     }
     return placed as Placement[];
   });
+}
 
+/** Registers the root of every tree the documents were placed under, once each, in order. */
+export async function registerRoots(
+  deps: FlowDeps,
+  input: Omit<AggregateInput, 'documents' | 'description'>,
+  placements: readonly Placement[],
+): Promise<Map<string, RootResult>> {
+  const { store } = deps;
   const roots = new Map<string, RootResult>();
   for (const { tree } of placements) {
     const root = tree.entry.root;
     if (roots.has(root)) continue;
-    if (tree.state === 'registered') {
-      const entry = store.readRecord(root);
-      roots.set(root, { ok: true, sent: false, outcome: { kind: 'already-registered', hash: root, entry } });
+    if (tree.state === 'registered' || tree.state === 'confirmed') {
+      // `confirmed`: the service said it has the root (a 409), but its record never reached this store.
+      const entry = tree.state === 'registered' ? store.readRecord(root) : undefined;
+      const service = entry ? undefined : { message: CONFIRMED_MESSAGE, retiredSession: undefined };
+      const outcome = { kind: 'already-registered', hash: root, entry, ...(service ? { service } : {}) } as const;
+      roots.set(root, { ok: true, sent: false, outcome });
       continue;
     }
     let sent = false;
@@ -128,8 +162,12 @@ export async function registerAggregate(deps: FlowDeps, input: AggregateInput): 
       roots.set(root, { ok: false, error });
     }
   }
-  return { placements, roots };
+  return roots;
 }
+
+/** What an already-registered result says of a root the service confirmed, whose record this store never got. */
+const CONFIRMED_MESSAGE =
+  'the service answered 409 to an earlier completion of this root (its record was never received); nothing sent';
 
 /** A tree read from (or just saved to) the store, with its Merkle tree built when first needed. */
 export class LoadedTree {
@@ -206,7 +244,7 @@ function plantTree(documents: readonly AggregateDocument[], description: string 
   return new LoadedTree(entry, 'planned', merkle);
 }
 
-const RANK: Record<TreeState, number> = { registered: 0, pending: 1, planned: 2 };
+const RANK: Record<TreeState, number> = { registered: 0, confirmed: 1, pending: 2, planned: 3 };
 
 /**
  * The trees of a store, indexed by document digest: for each, the tree that
@@ -232,20 +270,26 @@ export class Trees {
     }
   }
 
-  /** Every tree of the store, with its state; `registeredOnly` leaves out those not in the ledger. */
-  static async load(store: ServiceStore, { registeredOnly = false } = {}): Promise<Trees> {
+  /**
+   * Every tree of the store, with its state; `registeredOnly` keeps only
+   * those in the ledger, `skipRegistered` (--force) leaves them and the
+   * confirmed ones out.
+   */
+  static async load(store: ServiceStore, { registeredOnly = false, skipRegistered = false } = {}): Promise<Trees> {
     const { entries, problems } = await store.listTrees();
+    const retired = entries.length === 0 ? new Set<string>() : await confirmedRoots(store);
     const trees: LoadedTree[] = [];
     for (const entry of entries) {
       let state: TreeState;
       try {
-        state = stateOf(store, entry.root);
+        state = stateOf(store, entry.root, retired);
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
         problems.push(error);
         continue;
       }
       if (registeredOnly && state !== 'registered') continue;
+      if (skipRegistered && (state === 'registered' || state === 'confirmed')) continue;
       trees.push(new LoadedTree(entry, state));
     }
     return new Trees(trees, problems);
@@ -262,11 +306,20 @@ function better(a: LoadedTree, b: LoadedTree): boolean {
   return a.entry.createdAt > b.entry.createdAt;
 }
 
-/** Where the tree of `root` stands: its root's record, pending session, or neither. */
-function stateOf(store: ServiceStore, root: string): TreeState {
+/** The hashes whose session was retired because the service answered forfait 409: it has them. */
+async function confirmedRoots(store: ServiceStore): Promise<Set<string>> {
+  const confirmed = new Set<string>();
+  for (const [hash, reasons] of await store.retirements()) {
+    if (reasons.some((reason) => reason.startsWith(ANSWERED_409))) confirmed.add(hash);
+  }
+  return confirmed;
+}
+
+/** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
+function stateOf(store: ServiceStore, root: string, retired: ReadonlySet<string>): TreeState {
   if (store.readRecord(root)) return 'registered';
   if (store.readPending(root)) return 'pending';
-  return 'planned';
+  return retired.has(root) ? 'confirmed' : 'planned';
 }
 
 /** A document found under a registered root: the root's record, the document's leaf, and its proof. */

@@ -50,6 +50,9 @@ export class LedgerIndex {
     }
     for (const registered of trees) {
       for (const leaf of registered.tree.entry.leaves) {
+        // Under several registered roots, the latest completion speaks for a document.
+        const known = this.#leaves.get(leaf.sha256);
+        if (known && known.registered.entry.completedAt >= registered.entry.completedAt) continue;
         this.#leaves.set(leaf.sha256, { registered, leafIndex: leaf.index });
         if (leaf.name !== null) this.#name(leaf.name, leaf.sha256, registered.entry.completedAt);
       }

@@ -70,6 +70,13 @@ export interface ServiceSaysRegistered {
   retiredSession: string | undefined;
 }
 
+/**
+ * How a session retired because forfait was answered 409 says why (its
+ * `retiredBecause` starts so): the service has the hash, whose record this
+ * store may never have received (aggregate.ts reads it).
+ */
+export const ANSWERED_409 = 'forfait answered 409';
+
 /** Whether `error` is the 409 that says the service already has the hash (see the module comment). */
 function isAlreadyRegistered(error: unknown): error is ServiceRefusedError {
   return error instanceof ServiceRefusedError && error.status === 409;
@@ -251,7 +258,7 @@ async function finish(
     entry = await completeStep(deps, pending);
   } catch (error) {
     if (!isAlreadyRegistered(error)) throw error;
-    const retiredSession = await retire(deps, pending.hash, `forfait answered 409: ${error.serviceMessage ?? ''}`);
+    const retiredSession = await retire(deps, pending.hash, `${ANSWERED_409}: ${error.serviceMessage ?? ''}`);
     const service = { message: error.serviceMessage, retiredSession };
     return { kind: 'already-registered', hash: pending.hash, entry: undefined, service };
   }

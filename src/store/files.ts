@@ -396,6 +396,12 @@ function recoveryHint(file: string): string {
   if (name === 'config.json') {
     return `${untouched}: repair it by hand, or move it aside (settings go back to their defaults; \`notarize config set\` sets them again)`;
   }
+  if (basename(dirname(file)) === 'trees') {
+    return (
+      `${untouched}: repair it by hand or restore it from a backup; it is the only list of the documents under ` +
+      `that Merkle root, so until then register --aggregate stops rather than register them again`
+    );
+  }
   if (basename(dirname(file)) === 'ledger') {
     return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
   }

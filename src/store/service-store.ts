@@ -14,6 +14,7 @@ import {
   corrupt,
   DirFlushes,
   ensurePrivateDir,
+  readPrivateFile,
   readStoreFile,
   removeFile,
   tightenDirIfExists,
@@ -233,6 +234,33 @@ export class ServiceStore {
     await this.#writeEntry(file, { ...entry, retiredAt: at.toISOString(), retiredBecause: reason });
     this.removePending(hash);
     return file;
+  }
+
+  /**
+   * Why each retired session was put aside (`retiredBecause`), by hash. A
+   * file that cannot be read is left out: it says nothing either way.
+   */
+  async retirements(): Promise<Map<string, string[]>> {
+    const reasons = new Map<string, string[]>();
+    let names: string[];
+    try {
+      names = await readdir(join(this.dir, 'retired'));
+    } catch {
+      return reasons;
+    }
+    for (const name of names) {
+      if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue; // not .damaged.json, not a temporary file
+      const hash = name.slice(0, 64);
+      try {
+        const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, 'retired', name)) ?? '{}') as {
+          retiredBecause?: unknown;
+        };
+        if (typeof retiredBecause === 'string') reasons.set(hash, [...(reasons.get(hash) ?? []), retiredBecause]);
+      } catch {
+        // Unreadable: no reason known.
+      }
+    }
+    return reasons;
   }
 
   /** Removes the pending session of a hash; one already gone is not an error. */

@@ -149,6 +149,37 @@ describe('registerAggregate', () => {
     expect(kinds).toEqual(['already-registered', 'completed']);
   });
 
+  it('a root the service confirmed with a 409 (its record lost) is never sent again; --force keeps a pending root', async () => {
+    const d = deps();
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    const first = await registerAggregate(d, input(docs('lost')));
+    const root = first.placements[0]!.tree.entry.root;
+    expect(first.roots.get(root)).toMatchObject({ ok: false });
+    const second = await registerAggregate(d, input(docs('lost')));
+    expect(second.roots.get(root)).toMatchObject({
+      ok: true,
+      outcome: { kind: 'already-registered', entry: undefined, service: { retiredSession: expect.any(String) } },
+    });
+    expect([...(await d.store.retirements()).get(root)!]).toEqual([expect.stringMatching(/^forfait answered 409/)]);
+    expect((await Trees.load(d.store)).place(sha256('lost'))?.tree.state).toBe('confirmed');
+    let mark = bed.mark();
+    const third = await registerAggregate(d, input(docs('lost')));
+    expect(routes(mark)).toEqual([]);
+    expect(third.roots.get(root)).toMatchObject({
+      ok: true,
+      sent: false,
+      outcome: { kind: 'already-registered', service: { message: expect.stringContaining('409') } },
+    });
+    // --force registers the confirmed documents anew (a new tree), but completes a pending root as it is.
+    const pending = await registerAggregate(d, input(docs('held'), { complete: false }));
+    const pendingRoot = pending.placements[0]!.tree.entry.root;
+    mark = bed.mark();
+    const forced = await registerAggregate(d, input(docs('lost', 'held'), { force: true }));
+    expect(forced.placements[1]!.tree.entry.root).toBe(pendingRoot);
+    expect(forced.placements[0]!.tree.entry.root).not.toBe(root);
+    expect(routes(mark)).toEqual(['request:200', 'forfait:200', 'forfait:200']);
+  });
+
   it('uses the description given for the root', async () => {
     const d = deps();
     const { placements } = await registerAggregate(d, input(docs('desc'), { description: 'release 2' }));

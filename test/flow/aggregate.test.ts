@@ -8,10 +8,11 @@
  * new tree; show, receipt and verify per document from the ledger.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leafHash, rootFromPath } from '../../src/core/merkle.js';
+import { parseFaults } from '../../src/sandbox/server.js';
 import { Bed } from '../helpers/bed.js';
 import { describeRun, REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
@@ -307,5 +308,117 @@ describe('register --aggregate refuses, before anything is sent', () => {
     expect(run.code, describeRun(run)).toBe(1);
     expect(parseResults(run.stdout).map((r) => r.status)).toEqual(['registered', 'failed']);
     expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
+  });
+});
+
+describe('register --aggregate never pays twice, nor lies, when the store or the receipt folder is not as it left them', () => {
+  /** Registers `names` (new files under `folder`) with --aggregate and returns the root and the tree's file. */
+  async function aggregated(folder: string, names: string[], extra: string[] = []) {
+    for (const name of names) await bed.write(`${folder}/${name}`, `${folder} ${name}\n`);
+    const run = await bed.main(['register', '--aggregate', '-r', bed.path(folder), '--json', ...extra]);
+    expect(run.code, describeRun(run)).toBe(0);
+    const rootOf = parseResults(run.stdout)[0]!.proof!.root;
+    return { root: rootOf, treeFile: join(bed.serviceDir(), 'trees', `${rootOf}.json`) };
+  }
+
+  it('a tree whose leaves no longer make its root: exit 2, nothing sent, the file named', async () => {
+    const { treeFile } = await aggregated('salted', ['a.txt', 'b.txt']);
+    const text = readFileSync(treeFile, 'utf8');
+    const salt = /"salt":"([0-9a-f]{64})"/.exec(text)![1]!;
+    writeFileSync(treeFile, text.replace(salt, 'e'.repeat(64)));
+    await bed.write('salted/c.txt', 'a newcomer beside a damaged tree\n');
+    const mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', '-r', bed.path('salted'), '--json']);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toContain(`${treeFile} is damaged: its leaves make root`);
+    expect(bed.callsSince(mark)).toEqual([]);
+    // verify says so too, and the documents are no longer verified by that tree.
+    const verify = await bed.main(['verify', bed.path('salted/a.txt'), '--output', 'ndjson']);
+    expect(parseNdjson(verify.stdout)[0]).toMatchObject({ status: 'unknown' });
+  });
+
+  it('a tree file cut short, or its root record damaged: exit 2, nothing sent, never a second root', async () => {
+    const first = await aggregated('cut', ['a.txt', 'b.txt'], ['--no-complete']);
+    writeFileSync(first.treeFile, readFileSync(first.treeFile, 'utf8').slice(0, 200));
+    let mark = bed.mark();
+    let run = await bed.main(['register', '--aggregate', '-r', bed.path('cut'), '--json']);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toContain(`store file ${first.treeFile} is damaged`);
+    expect(run.stderr).toContain('register --aggregate stops rather than register them again');
+    expect(bed.callsSince(mark)).toEqual([]);
+    // An unreadable tree may hold any document: until it is repaired (here: removed), every aggregate run stops.
+    rmSync(first.treeFile);
+
+    const second = await aggregated('broken-record', ['x.txt']);
+    writeFileSync(join(bed.serviceDir(), 'ledger', `${second.root}.json`), '{"broken');
+    mark = bed.mark();
+    run = await bed.main(['register', '--aggregate', '-r', bed.path('broken-record'), '--json']);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toContain(`${second.root}.json is damaged`);
+    expect(bed.callsSince(mark)).toEqual([]);
+    rmSync(join(bed.serviceDir(), 'ledger', `${second.root}.json`));
+    rmSync(second.treeFile);
+  });
+
+  it('a forfait whose answer was lost: the 409 of the next run is final, and later runs send nothing', async () => {
+    await bed.write('lost/a.txt', 'lost answer a\n');
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    const first = await bed.main(['register', '--aggregate', '-r', bed.path('lost'), '--json']);
+    expect(first.code, describeRun(first)).toBe(4);
+    const second = await bed.main(['register', '--aggregate', '-r', bed.path('lost'), '--json']);
+    expect(second.code, describeRun(second)).toBe(0);
+    expect(parseResults(second.stdout)[0]).toMatchObject({ status: 'already-registered', record: null });
+    const mark = bed.mark();
+    const third = await bed.main(['register', '--aggregate', '-r', bed.path('lost'), '--json']);
+    expect(third.code, describeRun(third)).toBe(0);
+    expect(parseResults(third.stdout)[0]).toMatchObject({
+      status: 'already-registered',
+      record: null,
+      message: expect.stringContaining('answered 409 to an earlier completion'),
+    });
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
+  it('--fail-fast: a document that cannot be hashed stops the run before anything is sent', async () => {
+    await bed.write('fast/a.txt', 'fail fast a\n');
+    const mark = bed.mark();
+    const run = await bed.main([
+      'register',
+      '--aggregate',
+      '--fail-fast',
+      bed.path('fast/a.txt'),
+      bed.path('fast/missing.txt'),
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(parseResults(run.stdout).map((r) => r.status)).toEqual(['skipped', 'failed']);
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
+  it('a folder where the tree manifest goes is refused before the pending root is completed', async () => {
+    const { root } = await aggregated('manifest', ['a.txt'], ['--no-complete']);
+    mkdirSync(bed.path(`manifest-receipts/${root}.tree.json`), { recursive: true });
+    const mark = bed.mark();
+    const args = [
+      'register',
+      '--aggregate',
+      '-r',
+      bed.path('manifest'),
+      '--receipt-dir',
+      bed.path('manifest-receipts'),
+    ];
+    const run = await bed.main([...args, '--json']);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toContain('exists and is not a regular file');
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
+  it('--force never replaces a pending root: it is completed, not requested anew', async () => {
+    const { root } = await aggregated('forced', ['a.txt', 'b.txt'], ['--no-complete']);
+    const mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', '--force', '-r', bed.path('forced'), '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['forfait']);
+    expect(parseResults(run.stdout).every((r) => r.status === 'registered' && r.proof!.root === root)).toBe(true);
   });
 });
