@@ -9734,10 +9734,14 @@ function fileError(file, reason, cause) {
 async function writeFileAtomic(file, data, options = {}) {
 	const dir = dirname(file);
 	const temp = join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
-	const bytes = Buffer.from(data, "utf8");
+	const pieces = typeof data === "string" ? [data] : options.replace === false ? [[...data].join("")] : data;
 	let fd = openSync(temp, CREATE_NEW, options.mode ?? 384);
+	let bytes = Buffer.alloc(0);
 	try {
-		for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done);
+		for (const piece of pieces) {
+			bytes = Buffer.from(piece, "utf8");
+			for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done);
+		}
 		await fdatasyncOnPool(fd);
 		const written = fd;
 		fd = void 0;
@@ -12071,6 +12075,379 @@ var init_input_options = __esmMin((() => {
 		null: boolean().default(false)
 	};
 }));
+// dist/store/service-store.js
+/**
+* Pending sessions and completed records of one service, one file per hash.
+* The service's answers are kept as the exact text received, so a session is
+* sent back to forfait byte for byte and a record printed as the service sent
+* it, unknown fields included.
+*/
+/** An entry as the store hands it out: its file's content without the version. */
+function withoutVersion({ schemaVersion: _version, ...entry }) {
+	return entry;
+}
+/**
+* The text of `value` as two-space indented JSON, piece by piece, except that
+* the array under `key` (its last field) has one element per line: a file of
+* 100,000 rows is readable and never built as one string.
+*/
+function* jsonWithRows(value, key) {
+	const { [key]: rows, ...head } = value;
+	yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`;
+	const list = rows;
+	for (const [i, row] of list.entries()) yield `    ${JSON.stringify(row)}${i < list.length - 1 ? "," : ""}\n`;
+	yield "  ]\n}\n";
+}
+/**
+* An entry read from `<hash>.json` must be about that hash: a file renamed or
+* edited by hand would otherwise complete or show another hash.
+*/
+function ofHash(hash, file, entry) {
+	if (entry !== void 0 && entry.hash !== hash) throw corrupt(file, `it holds hash ${entry.hash}, not the ${hash} its name says`);
+	return entry;
+}
+/**
+* The `hash` a record names, lowercase; undefined when it names none. Throws
+* when the text is not a JSON object (a stored record always is).
+*/
+function recordHashOf(recordJson) {
+	const record = JSON.parse(recordJson);
+	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
+}
+var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, treeEntrySchema, ServiceStore;
+var init_service_store = __esmMin((() => {
+	init_zod();
+	init_errors();
+	init_validation();
+	init_files();
+	STORE_VERSION = { schemaVersion: 1 };
+	storeVersion = literal(STORE_VERSION.schemaVersion);
+	fileFacts = object({
+		name: string(),
+		size: int().nonnegative(),
+		lastModified: int().nonnegative()
+	});
+	jsonObjectText = string().refine((text) => {
+		try {
+			const value = JSON.parse(text);
+			return typeof value === "object" && value !== null && !Array.isArray(value);
+		} catch {
+			return false;
+		}
+	}, "expected the text of a JSON object");
+	pendingEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		description: string(),
+		custody: boolean(),
+		savedAt: string(),
+		file: fileFacts.optional(),
+		/**
+		* Set when forfait was sent with this session and answered 2xx with a body
+		* that could not be read: the service may have completed it, so only an
+		* explicit `notarize complete` sends the session again.
+		*/
+		forfaitUnreadAt: string().optional(),
+		/** The request step's answer, exactly as received. */
+		sessionJson: jsonObjectText
+	}).transform(withoutVersion);
+	unansweredEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		description: string(),
+		requestedAt: string()
+	}).transform(withoutVersion);
+	ledgerEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		completedAt: string(),
+		file: fileFacts.optional(),
+		/** The forfait answer, exactly as received. */
+		recordJson: jsonObjectText
+	}).transform(withoutVersion);
+	treeLeafSchema = object({
+		index: int().nonnegative(),
+		/** The document's file name (its base name), as `file.name` in the ledger; null when it has none. */
+		name: string().nullable(),
+		sha256: hashSchema,
+		size: int().nonnegative().nullable(),
+		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
+		salt: hashSchema
+	});
+	treeEntrySchema = object({
+		schemaVersion: storeVersion,
+		root: hashSchema,
+		treeSize: int().positive(),
+		description: string(),
+		createdAt: string(),
+		leaves: array(treeLeafSchema)
+	}).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
+	ServiceStore = class {
+		dir;
+		baseUrl;
+		#warn;
+		#flushes;
+		/** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
+		constructor(dir, baseUrl, warn = () => {}, flushes = new DirFlushes()) {
+			this.dir = dir;
+			this.baseUrl = baseUrl;
+			this.#warn = warn;
+			this.#flushes = flushes;
+		}
+		pendingFile(hash) {
+			return join(this.dir, "pending", `${hash}.json`);
+		}
+		/**
+		* Where a retired session of `hash` is kept aside: never listed as pending,
+		* never sent again, never deleted by notarize. One file per retirement.
+		*/
+		retiredFile(hash, at) {
+			return this.#asideFile("retired", hash, at);
+		}
+		ledgerFile(hash) {
+			return join(this.dir, "ledger", `${hash}.json`);
+		}
+		/**
+		* The lock file guarding the flow of one hash (see store/lock.ts), or of
+		* another named step (`aggregate`: choosing the trees of a run); its
+		* directory is created.
+		*/
+		lockFile(hash) {
+			const dir = join(this.dir, "locks");
+			this.#privateDir(dir);
+			return join(dir, `${hash}.lock`);
+		}
+		/** The pending session for a hash; throws StoreError if its file is damaged. */
+		readPending(hash) {
+			return ofHash(hash, this.pendingFile(hash), readStoreFile(this.pendingFile(hash), pendingEntrySchema));
+		}
+		/**
+		* Saves a pending session atomically (replacing any earlier one for the
+		* hash); resolves once it is durably on disk, rejects if it could not be.
+		*/
+		savePending(entry) {
+			return this.#writeEntry(this.pendingFile(entry.hash), entry);
+		}
+		/**
+		* Moves the pending session of `hash` aside into `retired/`, with when and
+		* why, and returns where it went (undefined when none was pending). The
+		* copy is durable before the pending file goes, so the session is never lost.
+		*/
+		async retirePending(hash, reason, at) {
+			let entry;
+			try {
+				entry = this.readPending(hash);
+			} catch (error) {
+				if (!(error instanceof StoreError)) throw error;
+				const file = this.retiredFile(hash, at).replace(/\.json$/, ".damaged.json");
+				this.#privateDir(join(file, ".."));
+				renameSync(this.pendingFile(hash), file);
+				return file;
+			}
+			if (entry === void 0) return void 0;
+			const file = this.retiredFile(hash, at);
+			await this.#writeEntry(file, {
+				...entry,
+				retiredAt: at.toISOString(),
+				retiredBecause: reason
+			});
+			this.removePending(hash);
+			return file;
+		}
+		/**
+		* Why each retired session was put aside (`retiredBecause`), by hash. A
+		* file that cannot be read is left out: it says nothing either way.
+		*/
+		async retirements() {
+			const reasons = /* @__PURE__ */ new Map();
+			let names;
+			try {
+				names = await readdir(join(this.dir, "retired"));
+			} catch {
+				return reasons;
+			}
+			for (const name of names) {
+				if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue;
+				const hash = name.slice(0, 64);
+				try {
+					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, "retired", name)) ?? "{}");
+					if (typeof retiredBecause === "string") reasons.set(hash, [...reasons.get(hash) ?? [], retiredBecause]);
+				} catch {}
+			}
+			return reasons;
+		}
+		/** Removes the pending session of a hash; one already gone is not an error. */
+		removePending(hash) {
+			removeFile(this.pendingFile(hash));
+		}
+		/**
+		* Removes a pending session left beside the ledger record of its hash by a
+		* process stopped between saving the record and removing the session. Only
+		* a session saved before the record was completed goes; a damaged file stays.
+		*/
+		removeLeftoverPending(record) {
+			let pending;
+			try {
+				pending = this.readPending(record.hash);
+			} catch {
+				return;
+			}
+			if (pending && pending.savedAt <= record.completedAt) this.removePending(record.hash);
+		}
+		/**
+		* The ledger record for a hash; throws StoreError if its file is damaged,
+		* including when the record inside is not a record of that hash: an entry
+		* is proof of a notarization only if the service's own record names it.
+		*/
+		readRecord(hash) {
+			const file = this.ledgerFile(hash);
+			const entry = ofHash(hash, file, readStoreFile(file, ledgerEntrySchema));
+			if (entry !== void 0) {
+				const named = recordHashOf(entry.recordJson);
+				if (named !== hash) throw corrupt(file, `its record is of hash ${named ?? "(none)"}, not ${hash}`);
+			}
+			return entry;
+		}
+		/**
+		* Keeps aside a forfait answer that is not a record of `hash`, in
+		* `quarantine/`, and returns the file. It is never read back by notarize.
+		*/
+		async quarantine(hash, answerText, reason, at) {
+			const file = this.#asideFile("quarantine", hash, at);
+			await this.#write(file, {
+				hash,
+				receivedAt: at.toISOString(),
+				reason,
+				answerText
+			});
+			return file;
+		}
+		/** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
+		saveRecord(entry) {
+			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
+		}
+		treeFile(root) {
+			return join(this.dir, "trees", `${root}.json`);
+		}
+		/**
+		* The tree whose root is `root`; throws StoreError if its file is damaged
+		* (including a tree of another root). That its leaves fold to its root is
+		* for the reader to check (core/aggregate.ts), as the store knows no hashing.
+		*/
+		readTree(root) {
+			const file = this.treeFile(root);
+			const entry = readStoreFile(file, treeEntrySchema);
+			if (entry !== void 0 && entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+			return entry;
+		}
+		/** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */
+		async saveTree(entry) {
+			const file = this.treeFile(entry.root);
+			this.#privateDir(join(file, ".."));
+			await writeFileAtomic(file, jsonWithRows({
+				...STORE_VERSION,
+				...entry
+			}, "leaves"), { flushes: this.#flushes });
+		}
+		listTrees() {
+			return this.#list("trees", (root) => this.readTree(root));
+		}
+		unansweredFile(hash) {
+			return join(this.dir, "unanswered", `${hash}.json`);
+		}
+		/** The unread request step of a hash, if any; throws StoreError if its file is damaged. */
+		readUnanswered(hash) {
+			return ofHash(hash, this.unansweredFile(hash), readStoreFile(this.unansweredFile(hash), unansweredEntrySchema));
+		}
+		/** Records a request step answered 2xx unreadably (see UnansweredEntry). */
+		markUnanswered(entry) {
+			return this.#writeEntry(this.unansweredFile(entry.hash), entry);
+		}
+		/** Forgets an unread request step: it was completed, dropped by hand, or requested again. */
+		clearUnanswered(hash) {
+			removeFile(this.unansweredFile(hash));
+		}
+		listUnanswered() {
+			return this.#list("unanswered", (hash) => this.readUnanswered(hash));
+		}
+		listPending() {
+			return this.#list("pending", (hash) => this.readPending(hash));
+		}
+		listRecords() {
+			return this.#list("ledger", (hash) => this.readRecord(hash));
+		}
+		/**
+		* A file kept aside (retired/, quarantine/), one per event: the time in its
+		* name, with no ':' (not allowed in Windows file names).
+		*/
+		#asideFile(folder, hash, at) {
+			return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, "-")}.json`);
+		}
+		/** Writes an entry with the store's version first. */
+		#writeEntry(file, entry) {
+			return this.#write(file, {
+				...STORE_VERSION,
+				...entry
+			});
+		}
+		async #write(file, value) {
+			this.#privateDir(join(file, ".."));
+			await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
+		}
+		/** Directories this process has already made private: checked once, not on every write of a batch. */
+		#readyDirs = /* @__PURE__ */ new Set();
+		#privateDir(dir) {
+			if (this.#readyDirs.has(dir)) return;
+			if (ensurePrivateDir(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
+			this.#readyDirs.add(dir);
+		}
+		/**
+		* Checks this service's existing directories (made by an older notarize, or
+		* by hand): tightens ours, warning for each; refuses a link, another user's
+		* or one shared with everyone (see files.ts), before anything is sent.
+		*/
+		tightenExisting() {
+			for (const dir of [
+				join(this.dir, ".."),
+				this.dir,
+				...[
+					"pending",
+					"ledger",
+					"locks",
+					"retired",
+					"quarantine",
+					"unanswered",
+					"trees"
+				].map((d) => join(this.dir, d))
+			]) if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
+		}
+		async #list(kind, read) {
+			let names;
+			try {
+				names = await readdir(join(this.dir, kind));
+			} catch (error) {
+				if (error.code === "ENOENT") return {
+					entries: [],
+					problems: []
+				};
+				throw error;
+			}
+			const entries = [];
+			const problems = [];
+			for (const name of names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).sort()) try {
+				const entry = read(name.slice(0, 64));
+				if (entry !== void 0) entries.push(entry);
+			} catch (error) {
+				if (!(error instanceof StoreError)) throw error;
+				problems.push(error);
+			}
+			return {
+				entries,
+				problems
+			};
+		}
+	};
+}));
 // dist/core/aggregate.js
 /**
 * Aggregate registration (`register --aggregate`): many documents, one
@@ -12256,18 +12633,17 @@ async function findLeaf(store, sha256) {
 * something to hand out with one document (its receipt is).
 */
 function treeManifestText(entry) {
-	const { leaves, ...rest } = entry;
-	const head = {
+	return jsonWithRows({
 		type: TREE_TYPE,
 		version: 1,
 		proofType: PROOF_TYPE,
-		...rest
-	};
-	return `${JSON.stringify(head, null, 2).slice(0, -2)},\n  "leaves": [\n${leaves.map((leaf) => `    ${JSON.stringify(leaf)}`).join(",\n")}\n  ]\n}\n`;
+		...entry
+	}, "leaves");
 }
 var CONFIRMED_MESSAGE, LoadedTree, RANK, Trees, TREE_TYPE;
 var init_aggregate = __esmMin((() => {
 	init_errors();
+	init_service_store();
 	init_merkle();
 	init_notarize();
 	init_receipt_format();
@@ -46003,370 +46379,6 @@ var init_context = __esmMin((() => {
 		/** Releases network resources so the process can exit promptly. */
 		async close() {
 			await this.#dispatcher?.destroy();
-		}
-	};
-}));
-// dist/store/service-store.js
-/**
-* Pending sessions and completed records of one service, one file per hash.
-* The service's answers are kept as the exact text received, so a session is
-* sent back to forfait byte for byte and a record printed as the service sent
-* it, unknown fields included.
-*/
-/** An entry as the store hands it out: its file's content without the version. */
-function withoutVersion({ schemaVersion: _version, ...entry }) {
-	return entry;
-}
-/**
-* An entry read from `<hash>.json` must be about that hash: a file renamed or
-* edited by hand would otherwise complete or show another hash.
-*/
-function ofHash(hash, file, entry) {
-	if (entry !== void 0 && entry.hash !== hash) throw corrupt(file, `it holds hash ${entry.hash}, not the ${hash} its name says`);
-	return entry;
-}
-/**
-* The `hash` a record names, lowercase; undefined when it names none. Throws
-* when the text is not a JSON object (a stored record always is).
-*/
-function recordHashOf(recordJson) {
-	const record = JSON.parse(recordJson);
-	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
-}
-var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, treeEntrySchema, ServiceStore;
-var init_service_store = __esmMin((() => {
-	init_zod();
-	init_errors();
-	init_validation();
-	init_files();
-	STORE_VERSION = { schemaVersion: 1 };
-	storeVersion = literal(STORE_VERSION.schemaVersion);
-	fileFacts = object({
-		name: string(),
-		size: int().nonnegative(),
-		lastModified: int().nonnegative()
-	});
-	jsonObjectText = string().refine((text) => {
-		try {
-			const value = JSON.parse(text);
-			return typeof value === "object" && value !== null && !Array.isArray(value);
-		} catch {
-			return false;
-		}
-	}, "expected the text of a JSON object");
-	pendingEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		description: string(),
-		custody: boolean(),
-		savedAt: string(),
-		file: fileFacts.optional(),
-		/**
-		* Set when forfait was sent with this session and answered 2xx with a body
-		* that could not be read: the service may have completed it, so only an
-		* explicit `notarize complete` sends the session again.
-		*/
-		forfaitUnreadAt: string().optional(),
-		/** The request step's answer, exactly as received. */
-		sessionJson: jsonObjectText
-	}).transform(withoutVersion);
-	unansweredEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		description: string(),
-		requestedAt: string()
-	}).transform(withoutVersion);
-	ledgerEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		completedAt: string(),
-		file: fileFacts.optional(),
-		/** The forfait answer, exactly as received. */
-		recordJson: jsonObjectText
-	}).transform(withoutVersion);
-	treeLeafSchema = object({
-		index: int().nonnegative(),
-		/** The document's file name (its base name), as `file.name` in the ledger; null when it has none. */
-		name: string().nullable(),
-		sha256: hashSchema,
-		size: int().nonnegative().nullable(),
-		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
-		salt: hashSchema
-	});
-	treeEntrySchema = object({
-		schemaVersion: storeVersion,
-		root: hashSchema,
-		treeSize: int().positive(),
-		description: string(),
-		createdAt: string(),
-		leaves: array(treeLeafSchema)
-	}).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
-	ServiceStore = class {
-		dir;
-		baseUrl;
-		#warn;
-		#flushes;
-		/** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
-		constructor(dir, baseUrl, warn = () => {}, flushes = new DirFlushes()) {
-			this.dir = dir;
-			this.baseUrl = baseUrl;
-			this.#warn = warn;
-			this.#flushes = flushes;
-		}
-		pendingFile(hash) {
-			return join(this.dir, "pending", `${hash}.json`);
-		}
-		/**
-		* Where a retired session of `hash` is kept aside: never listed as pending,
-		* never sent again, never deleted by notarize. One file per retirement.
-		*/
-		retiredFile(hash, at) {
-			return this.#asideFile("retired", hash, at);
-		}
-		ledgerFile(hash) {
-			return join(this.dir, "ledger", `${hash}.json`);
-		}
-		/**
-		* The lock file guarding the flow of one hash (see store/lock.ts), or of
-		* another named step (`aggregate`: choosing the trees of a run); its
-		* directory is created.
-		*/
-		lockFile(hash) {
-			const dir = join(this.dir, "locks");
-			this.#privateDir(dir);
-			return join(dir, `${hash}.lock`);
-		}
-		/** The pending session for a hash; throws StoreError if its file is damaged. */
-		readPending(hash) {
-			return ofHash(hash, this.pendingFile(hash), readStoreFile(this.pendingFile(hash), pendingEntrySchema));
-		}
-		/**
-		* Saves a pending session atomically (replacing any earlier one for the
-		* hash); resolves once it is durably on disk, rejects if it could not be.
-		*/
-		savePending(entry) {
-			return this.#writeEntry(this.pendingFile(entry.hash), entry);
-		}
-		/**
-		* Moves the pending session of `hash` aside into `retired/`, with when and
-		* why, and returns where it went (undefined when none was pending). The
-		* copy is durable before the pending file goes, so the session is never lost.
-		*/
-		async retirePending(hash, reason, at) {
-			let entry;
-			try {
-				entry = this.readPending(hash);
-			} catch (error) {
-				if (!(error instanceof StoreError)) throw error;
-				const file = this.retiredFile(hash, at).replace(/\.json$/, ".damaged.json");
-				this.#privateDir(join(file, ".."));
-				renameSync(this.pendingFile(hash), file);
-				return file;
-			}
-			if (entry === void 0) return void 0;
-			const file = this.retiredFile(hash, at);
-			await this.#writeEntry(file, {
-				...entry,
-				retiredAt: at.toISOString(),
-				retiredBecause: reason
-			});
-			this.removePending(hash);
-			return file;
-		}
-		/**
-		* Why each retired session was put aside (`retiredBecause`), by hash. A
-		* file that cannot be read is left out: it says nothing either way.
-		*/
-		async retirements() {
-			const reasons = /* @__PURE__ */ new Map();
-			let names;
-			try {
-				names = await readdir(join(this.dir, "retired"));
-			} catch {
-				return reasons;
-			}
-			for (const name of names) {
-				if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue;
-				const hash = name.slice(0, 64);
-				try {
-					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, "retired", name)) ?? "{}");
-					if (typeof retiredBecause === "string") reasons.set(hash, [...reasons.get(hash) ?? [], retiredBecause]);
-				} catch {}
-			}
-			return reasons;
-		}
-		/** Removes the pending session of a hash; one already gone is not an error. */
-		removePending(hash) {
-			removeFile(this.pendingFile(hash));
-		}
-		/**
-		* Removes a pending session left beside the ledger record of its hash by a
-		* process stopped between saving the record and removing the session. Only
-		* a session saved before the record was completed goes; a damaged file stays.
-		*/
-		removeLeftoverPending(record) {
-			let pending;
-			try {
-				pending = this.readPending(record.hash);
-			} catch {
-				return;
-			}
-			if (pending && pending.savedAt <= record.completedAt) this.removePending(record.hash);
-		}
-		/**
-		* The ledger record for a hash; throws StoreError if its file is damaged,
-		* including when the record inside is not a record of that hash: an entry
-		* is proof of a notarization only if the service's own record names it.
-		*/
-		readRecord(hash) {
-			const file = this.ledgerFile(hash);
-			const entry = ofHash(hash, file, readStoreFile(file, ledgerEntrySchema));
-			if (entry !== void 0) {
-				const named = recordHashOf(entry.recordJson);
-				if (named !== hash) throw corrupt(file, `its record is of hash ${named ?? "(none)"}, not ${hash}`);
-			}
-			return entry;
-		}
-		/**
-		* Keeps aside a forfait answer that is not a record of `hash`, in
-		* `quarantine/`, and returns the file. It is never read back by notarize.
-		*/
-		async quarantine(hash, answerText, reason, at) {
-			const file = this.#asideFile("quarantine", hash, at);
-			await this.#write(file, {
-				hash,
-				receivedAt: at.toISOString(),
-				reason,
-				answerText
-			});
-			return file;
-		}
-		/** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
-		saveRecord(entry) {
-			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
-		}
-		treeFile(root) {
-			return join(this.dir, "trees", `${root}.json`);
-		}
-		/**
-		* The tree whose root is `root`; throws StoreError if its file is damaged
-		* (including a tree of another root). That its leaves fold to its root is
-		* for the reader to check (core/aggregate.ts), as the store knows no hashing.
-		*/
-		readTree(root) {
-			const file = this.treeFile(root);
-			const entry = readStoreFile(file, treeEntrySchema);
-			if (entry !== void 0 && entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
-			return entry;
-		}
-		/** Saves a tree atomically, one leaf per line (a tree may have 100,000); resolves once it is durably on disk. */
-		async saveTree(entry) {
-			const { leaves, ...head } = {
-				...STORE_VERSION,
-				...entry
-			};
-			const opening = JSON.stringify(head, null, 2).slice(0, -2);
-			const lines = leaves.map((leaf) => `    ${JSON.stringify(leaf)}`).join(",\n");
-			const file = this.treeFile(entry.root);
-			this.#privateDir(join(file, ".."));
-			await writeFileAtomic(file, `${opening},\n  "leaves": [\n${lines}\n  ]\n}\n`, { flushes: this.#flushes });
-		}
-		listTrees() {
-			return this.#list("trees", (root) => this.readTree(root));
-		}
-		unansweredFile(hash) {
-			return join(this.dir, "unanswered", `${hash}.json`);
-		}
-		/** The unread request step of a hash, if any; throws StoreError if its file is damaged. */
-		readUnanswered(hash) {
-			return ofHash(hash, this.unansweredFile(hash), readStoreFile(this.unansweredFile(hash), unansweredEntrySchema));
-		}
-		/** Records a request step answered 2xx unreadably (see UnansweredEntry). */
-		markUnanswered(entry) {
-			return this.#writeEntry(this.unansweredFile(entry.hash), entry);
-		}
-		/** Forgets an unread request step: it was completed, dropped by hand, or requested again. */
-		clearUnanswered(hash) {
-			removeFile(this.unansweredFile(hash));
-		}
-		listUnanswered() {
-			return this.#list("unanswered", (hash) => this.readUnanswered(hash));
-		}
-		listPending() {
-			return this.#list("pending", (hash) => this.readPending(hash));
-		}
-		listRecords() {
-			return this.#list("ledger", (hash) => this.readRecord(hash));
-		}
-		/**
-		* A file kept aside (retired/, quarantine/), one per event: the time in its
-		* name, with no ':' (not allowed in Windows file names).
-		*/
-		#asideFile(folder, hash, at) {
-			return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, "-")}.json`);
-		}
-		/** Writes an entry with the store's version first. */
-		#writeEntry(file, entry) {
-			return this.#write(file, {
-				...STORE_VERSION,
-				...entry
-			});
-		}
-		async #write(file, value) {
-			this.#privateDir(join(file, ".."));
-			await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
-		}
-		/** Directories this process has already made private: checked once, not on every write of a batch. */
-		#readyDirs = /* @__PURE__ */ new Set();
-		#privateDir(dir) {
-			if (this.#readyDirs.has(dir)) return;
-			if (ensurePrivateDir(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
-			this.#readyDirs.add(dir);
-		}
-		/**
-		* Checks this service's existing directories (made by an older notarize, or
-		* by hand): tightens ours, warning for each; refuses a link, another user's
-		* or one shared with everyone (see files.ts), before anything is sent.
-		*/
-		tightenExisting() {
-			for (const dir of [
-				join(this.dir, ".."),
-				this.dir,
-				...[
-					"pending",
-					"ledger",
-					"locks",
-					"retired",
-					"quarantine",
-					"unanswered",
-					"trees"
-				].map((d) => join(this.dir, d))
-			]) if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
-		}
-		async #list(kind, read) {
-			let names;
-			try {
-				names = await readdir(join(this.dir, kind));
-			} catch (error) {
-				if (error.code === "ENOENT") return {
-					entries: [],
-					problems: []
-				};
-				throw error;
-			}
-			const entries = [];
-			const problems = [];
-			for (const name of names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).sort()) try {
-				const entry = read(name.slice(0, 64));
-				if (entry !== void 0) entries.push(entry);
-			} catch (error) {
-				if (!(error instanceof StoreError)) throw error;
-				problems.push(error);
-			}
-			return {
-				entries,
-				problems
-			};
 		}
 	};
 }));

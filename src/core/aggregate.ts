@@ -25,7 +25,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { StoreError } from '../errors.js';
-import type { LedgerEntry, ServiceStore, TreeEntry, TreeLeaf } from '../store/service-store.js';
+import {
+  jsonWithRows,
+  type LedgerEntry,
+  type ServiceStore,
+  type TreeEntry,
+  type TreeLeaf,
+} from '../store/service-store.js';
 import { leafHash, MerkleTree } from './merkle.js';
 import { ANSWERED_409, locked, register, type Blockchain, type FlowDeps, type Outcome } from './notarize.js';
 import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
@@ -354,10 +360,6 @@ export const TREE_TYPE = 'notarize-tree';
  * docs/verify-by-hand.md). It holds every salt: it is the owner's copy, not
  * something to hand out with one document (its receipt is).
  */
-export function treeManifestText(entry: TreeEntry): string {
-  const { leaves, ...rest } = entry;
-  const head = { type: TREE_TYPE, version: 1, proofType: PROOF_TYPE, ...rest };
-  const opening = JSON.stringify(head, null, 2).slice(0, -2); // without its closing "\n}"
-  const lines = leaves.map((leaf) => `    ${JSON.stringify(leaf)}`).join(',\n');
-  return `${opening},\n  "leaves": [\n${lines}\n  ]\n}\n`;
+export function treeManifestText(entry: TreeEntry): Generator<string> {
+  return jsonWithRows({ type: TREE_TYPE, version: 1, proofType: PROOF_TYPE, ...entry }, 'leaves');
 }

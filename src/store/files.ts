@@ -225,23 +225,34 @@ export interface WriteOptions {
  * store's CPU time (see docs/performance.md). The promise settles only once
  * the data is durable.
  */
-export async function writeFileAtomic(file: string, data: string, options: WriteOptions = {}): Promise<void> {
+export async function writeFileAtomic(
+  file: string,
+  data: string | Iterable<string>,
+  options: WriteOptions = {},
+): Promise<void> {
   const dir = dirname(file);
   const temp = join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
-  const bytes = Buffer.from(data, 'utf8');
+  // Pieces are written one by one: a tree of 100,000 leaves never becomes one
+  // string (store/service-store.ts). Only linkOrCreate's fallback needs the whole.
+  const pieces = typeof data === 'string' ? [data] : options.replace === false ? [[...data].join('')] : data;
   let fd: number | undefined = openSync(temp, CREATE_NEW, options.mode ?? PRIVATE_FILE_MODE);
+  let bytes = Buffer.alloc(0);
   try {
     // A write may be short (a full disk, a file size limit): loop until all
     // bytes are down or the system says why not. Renaming a short temporary
     // file would replace a good entry with a truncated one.
-    for (let done = 0; done < bytes.length;) {
-      done += writeSync(fd, bytes, done, bytes.length - done);
+    for (const piece of pieces) {
+      bytes = Buffer.from(piece, 'utf8');
+      for (let done = 0; done < bytes.length;) {
+        done += writeSync(fd, bytes, done, bytes.length - done);
+      }
     }
     await fdatasyncOnPool(fd);
     const written = fd;
     fd = undefined;
     closeSync(written);
     if (options.replace === false) {
+      // `bytes`: the one piece, the whole content (see above).
       linkOrCreate(temp, file, bytes, options.mode ?? PRIVATE_FILE_MODE);
       ignoreErrors(() => unlinkSync(temp));
     } else {

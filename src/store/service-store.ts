@@ -138,6 +138,19 @@ export interface Listing<T> {
 }
 
 /**
+ * The text of `value` as two-space indented JSON, piece by piece, except that
+ * the array under `key` (its last field) has one element per line: a file of
+ * 100,000 rows is readable and never built as one string.
+ */
+export function* jsonWithRows(value: Record<string, unknown>, key: string): Generator<string> {
+  const { [key]: rows, ...head } = value;
+  yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`; // the head without its "\n}"
+  const list = rows as readonly unknown[];
+  for (const [i, row] of list.entries()) yield `    ${JSON.stringify(row)}${i < list.length - 1 ? ',' : ''}\n`;
+  yield '  ]\n}\n';
+}
+
+/**
  * An entry read from `<hash>.json` must be about that hash: a file renamed or
  * edited by hand would otherwise complete or show another hash.
  */
@@ -329,14 +342,11 @@ export class ServiceStore {
     return entry;
   }
 
-  /** Saves a tree atomically, one leaf per line (a tree may have 100,000); resolves once it is durably on disk. */
+  /** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */
   async saveTree(entry: TreeEntry): Promise<void> {
-    const { leaves, ...head } = { ...STORE_VERSION, ...entry };
-    const opening = JSON.stringify(head, null, 2).slice(0, -2); // without its closing "\n}"
-    const lines = leaves.map((leaf) => `    ${JSON.stringify(leaf)}`).join(',\n');
     const file = this.treeFile(entry.root);
     this.#privateDir(join(file, '..'));
-    await writeFileAtomic(file, `${opening},\n  "leaves": [\n${lines}\n  ]\n}\n`, { flushes: this.#flushes });
+    await writeFileAtomic(file, jsonWithRows({ ...STORE_VERSION, ...entry }, 'leaves'), { flushes: this.#flushes });
   }
 
   listTrees(): Promise<Listing<TreeEntry>> {

@@ -248,7 +248,7 @@ describe('trees in the store', () => {
         salt: 'b'.repeat(64),
       })),
     };
-    const text = treeManifestText(entry);
+    const text = [...treeManifestText(entry)].join('');
     expect(JSON.parse(text)).toEqual({
       type: 'notarize-tree',
       version: 1,

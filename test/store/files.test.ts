@@ -30,6 +30,20 @@ describe('writeFileAtomic', () => {
     expect(readdirSync(dir)).toEqual(['entry.json']);
   });
 
+  it('writes content given in pieces, as replace and as a new name (which needs the whole at once)', async () => {
+    const dir = tempDir();
+    const pieces = function* () {
+      yield '{"rows": [\n';
+      yield 'é€😀,\n';
+      yield ']}\n';
+    };
+    await writeFileAtomic(join(dir, 'a.json'), pieces());
+    await writeFileAtomic(join(dir, 'b.json'), pieces(), { replace: false });
+    for (const name of ['a.json', 'b.json'])
+      expect(readFileSync(join(dir, name), 'utf8')).toBe('{"rows": [\né€😀,\n]}\n');
+    expect(readdirSync(dir).sort()).toEqual(['a.json', 'b.json']);
+  });
+
   it.runIf(posix)('creates the file with mode 0600, also when replacing a wider one', async () => {
     const dir = tempDir();
     const file = join(dir, 'entry.json');

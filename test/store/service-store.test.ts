@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/errors.js';
-import { ServiceStore, type LedgerEntry, type PendingEntry } from '../../src/store/service-store.js';
+import { jsonWithRows, ServiceStore, type LedgerEntry, type PendingEntry } from '../../src/store/service-store.js';
 import { Store } from '../../src/store/store.js';
 import { thrown } from '../helpers/catch.js';
 import { readFixture } from '../helpers/fixtures.js';
@@ -288,5 +288,17 @@ describe('ServiceStore', () => {
     await store.saveRecord(record(hashOf('x')));
     writeFileSync(join(store.dir, 'pending'), 'a file where the directory should be');
     await expect(store.listPending()).rejects.toMatchObject({ code: 'ENOTDIR' });
+  });
+});
+
+describe('jsonWithRows', () => {
+  it('is the value as JSON, its rows one per line, with any number of rows', () => {
+    for (const rows of [[], [{ a: 1 }], [{ a: 1 }, { b: 'two\nlines' }, [3]]]) {
+      const value = { schemaVersion: 1, name: 'x', rows };
+      const text = [...jsonWithRows(value, 'rows')].join('');
+      expect(JSON.parse(text)).toEqual(value);
+      expect(text.split('\n').filter((line) => line.startsWith('    '))).toHaveLength(rows.length);
+      expect(text.endsWith('}\n')).toBe(true);
+    }
   });
 });
