@@ -5,9 +5,12 @@
  * the RFC's own example tree, and under tampering.
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { leafHash, MerkleTree, nodeHash, rootFromPath } from '../../src/core/merkle.js';
+import { REPO_ROOT } from '../helpers/cli.js';
 import { MERKLE_VECTORS, type MerkleVectors } from '../helpers/merkle.js';
 // @ts-expect-error: a plain JavaScript script without types; it lends only this function.
 import { vectors as makeVectors } from '../../scripts/merkle-vectors.js';
@@ -93,6 +96,62 @@ describe('MerkleTree: building a tree', () => {
     expect(() => tree.path(2)).toThrow(RangeError);
     expect(() => tree.path(-1)).toThrow(RangeError);
     expect(tree.path(1)).toEqual([Buffer.alloc(32)]);
+  });
+});
+
+/** Test data of another implementation: github.com/transparency-dev/merkle (Go), see test/fixtures/merkle/README.md. */
+const GO = JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'merkle', 'transparency-dev.json'), 'utf8')) as {
+  leafInputs: string[];
+  rootHashes: string[];
+  inclusion: {
+    path: string;
+    leafIdx: number;
+    treeSize: number;
+    root: string | null;
+    leafHash: string | null;
+    proof: string[] | null;
+    wantErr: boolean;
+  }[];
+};
+const b64 = (text: string | null) => Buffer.from(text ?? '', 'base64');
+
+describe('cross-checked with transparency-dev/merkle (an RFC 6962 implementation in Go)', () => {
+  const leaves = GO.leafInputs.map((input) =>
+    createHash('sha256')
+      .update(Buffer.concat([Buffer.from([0]), hex(input)]))
+      .digest(),
+  );
+
+  it('MerkleTree gives its roots of every tree of 1 to 8 of its leaves', () => {
+    expect(GO.rootHashes).toHaveLength(8);
+    for (let size = 1; size <= 8; size++) {
+      expect(new MerkleTree(Buffer.concat(leaves.slice(0, size))).root.toString('hex')).toBe(GO.rootHashes[size - 1]);
+    }
+  });
+
+  it('its inclusion cases: every valid proof folds to its root and MerkleTree makes it; every mutated one fails', () => {
+    let valid = 0;
+    for (const c of GO.inclusion) {
+      const parts = [b64(c.leafHash), b64(c.root), ...(c.proof ?? []).map(b64)];
+      const shaped = Number.isSafeInteger(c.leafIdx) && c.leafIdx >= 0 && parts.every((p) => p.length === 32);
+      const folded = shaped
+        ? rootFromPath(c.leafIdx, c.treeSize, b64(c.leafHash), (c.proof ?? []).map(b64))
+        : undefined;
+      const ok = folded !== undefined && folded.equals(b64(c.root));
+      expect(ok, c.path).toBe(!c.wantErr);
+      if (!c.wantErr) valid += 1;
+      // The numbered folders are proofs in the trees of LeafInputs(); the others, of single or other leaves.
+      if (!c.wantErr && /^testdata\/inclusion\/\d+\//.test(c.path)) {
+        expect(b64(c.leafHash).equals(leaves[c.leafIdx]!), c.path).toBe(true);
+        const built = new MerkleTree(Buffer.concat(leaves.slice(0, c.treeSize)));
+        expect(
+          built.path(c.leafIdx).map((h) => h.toString('base64')),
+          c.path,
+        ).toEqual(c.proof ?? []);
+      }
+    }
+    expect(valid).toBe(6);
+    expect(GO.inclusion.length - valid).toBeGreaterThan(80);
   });
 });
 
