@@ -15174,8 +15174,7 @@ var init_register_aggregate = __esmMin((() => {
 		#store;
 		#tally = new FailureTally();
 		#total = 0;
-		/** Per root with a record: its manifest's write failure, if any (its documents then fail: exit 1). */
-		constructor(options, documents, items, baseUrl, api, store) {
+		constructor({ options, documents, items, baseUrl, api, store }) {
 			this.#options = options;
 			this.#documents = documents;
 			this.#items = items;
@@ -15454,8 +15453,16 @@ async function runRegister(options, items = new ItemResults()) {
 	};
 	if (flags.aggregate) checkAggregate(flags);
 	const documents = await listDocuments(flags, skip);
-	if (flags.aggregate) return new Aggregator(flags, documents, items, baseUrl, await options.api(), options.ledger()).run();
-	const registrar = new Registrar(flags, documents, items, baseUrl, await options.api(), options.ledger());
+	const run = {
+		options: flags,
+		documents,
+		items,
+		baseUrl,
+		api: await options.api(),
+		store: options.ledger()
+	};
+	if (flags.aggregate) return new Aggregator(run).run();
+	const registrar = new Registrar(run);
 	try {
 		return documents.single && !items.streams ? await registrar.single() : await registrar.batch();
 	} finally {
@@ -15581,7 +15588,7 @@ var init_register = __esmMin((() => {
 		#hashedBytes = 0;
 		/** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
 		#sent = false;
-		constructor(options, documents, items, baseUrl, api, store) {
+		constructor({ options, documents, items, baseUrl, api, store }) {
 			this.#options = options;
 			this.#documents = documents;
 			this.#items = items;

@@ -31,7 +31,14 @@ import {
 } from '../output/results.js';
 import { writeFileAtomic } from '../store/files.js';
 import type { ServiceStore } from '../store/service-store.js';
-import { displayName, TITLE, type Documents, type Item, type RegisterOptions } from './register-inputs.js';
+import {
+  displayName,
+  TITLE,
+  type Documents,
+  type Item,
+  type RegisterOptions,
+  type RegisterRun,
+} from './register-inputs.js';
 
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
 export function checkAggregate(options: RegisterOptions): void {
@@ -58,15 +65,7 @@ export class Aggregator {
   readonly #store: ServiceStore;
   readonly #tally = new FailureTally();
   #total = 0;
-  /** Per root with a record: its manifest's write failure, if any (its documents then fail: exit 1). */
-  constructor(
-    options: RegisterOptions,
-    documents: Documents,
-    items: ItemResults,
-    baseUrl: string,
-    api: ApiClient,
-    store: ServiceStore,
-  ) {
+  constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
     this.#options = options;
     this.#documents = documents;
     this.#items = items;

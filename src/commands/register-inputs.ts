@@ -13,11 +13,22 @@ import { expandInputs, type InputItem, type SkippedPath } from '../core/inputs.j
 import { planReceipts, type ReceiptPlan, type ReceiptSubject } from '../core/receipts.js';
 import { UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
+import type { ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { inputOptionsShape, toInputOptions } from './input-options.js';
 import { outputSchema } from './options.js';
 
 export const TITLE = 'notarize register';
+
+/** What either way of registering works with: the options, the documents, where results go, the service and its store. */
+export interface RegisterRun {
+  options: RegisterOptions;
+  documents: Documents;
+  items: ItemResults;
+  baseUrl: string;
+  api: ApiClient;
+  store: ServiceStore;
+}
 
 export const optionsSchema = z.object({
   ...inputOptionsShape,

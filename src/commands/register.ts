@@ -5,7 +5,6 @@
  */
 import { Option, type Command } from 'commander';
 import { basename } from 'node:path';
-import type { ApiClient } from '../api/client.js';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { asNotarizeError, BatchError, FailureTally, runAll, type Settled } from '../core/batch.js';
@@ -29,7 +28,6 @@ import {
   type ItemResult,
 } from '../output/results.js';
 import { forTerminal } from '../output/safe-text.js';
-import type { ServiceStore } from '../store/service-store.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions } from './input-options.js';
 import { examples, outputOption, parseOptions } from './options.js';
@@ -45,6 +43,7 @@ import {
   type Documents,
   type Item,
   type RegisterOptions,
+  type RegisterRun,
 } from './register-inputs.js';
 
 export { optionsSchema, type RegisterFlags, type RegisterOptions } from './register-inputs.js';
@@ -148,10 +147,9 @@ export async function runRegister(
   };
   if (flags.aggregate) checkAggregate(flags);
   const documents = await listDocuments(flags, skip);
-  if (flags.aggregate) {
-    return new Aggregator(flags, documents, items, baseUrl, await options.api(), options.ledger()).run();
-  }
-  const registrar = new Registrar(flags, documents, items, baseUrl, await options.api(), options.ledger());
+  const run = { options: flags, documents, items, baseUrl, api: await options.api(), store: options.ledger() };
+  if (flags.aggregate) return new Aggregator(run).run();
+  const registrar = new Registrar(run);
   try {
     return documents.single && !items.streams ? await registrar.single() : await registrar.batch();
   } finally {
@@ -185,14 +183,7 @@ class Registrar {
   /** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
   #sent = false;
 
-  constructor(
-    options: RegisterOptions,
-    documents: Documents,
-    items: ItemResults,
-    baseUrl: string,
-    api: ApiClient,
-    store: ServiceStore,
-  ) {
+  constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
     this.#options = options;
     this.#documents = documents;
     this.#items = items;

@@ -12,13 +12,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { SandboxCall } from '../../src/sandbox/server.js';
 import { auditSecrets } from '../helpers/audit.js';
-import { describeRun as show, mapLimit, runCli as run, spawnCli as start } from '../helpers/cli.js';
+import { describeRun as show, mapLimit, spawnCli as start } from '../helpers/cli.js';
 import { makeDocument } from '../helpers/documents.js';
-import { cliEnv } from '../helpers/env.js';
 import { runMain } from '../helpers/main.js';
 import { forfaitHash, requestedHash, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
-import { ledgerHashes, pendingHashes, storePaths } from '../helpers/store.js';
+import { ledgerHashes, pendingHashes } from '../helpers/store.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
+import { slowSandboxAndStore } from '../helpers/crash.js';
 
 auditSecrets();
 const tempDir = useTempDirs();
@@ -76,17 +76,8 @@ async function moment(sandbox: TestSandbox, target: Target, n: number, signal: A
 
 describe(`${VICTIMS} aggregate runs killed with SIGKILL at any point`, () => {
   it('leave a store from which register --aggregate or complete finishes, with one paid registration each', async () => {
-    const sandbox = await newSandbox({
-      faults: [
-        { route: 'request', kind: 'latency', value: LATENCY_MS },
-        { route: 'forfait', kind: 'latency', value: LATENCY_MS },
-      ],
-    });
     const configDir = tempDir();
-    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
-    const paths = storePaths(configDir, sandbox.url);
-    const login = await run(['login'], env);
-    expect(login.code, show(login)).toBe(0);
+    const { sandbox, env, paths } = await slowSandboxAndStore(newSandbox, configDir, LATENCY_MS);
 
     const victims = Array.from({ length: VICTIMS }, (_, n) => {
       const dir = tempDir();

@@ -12,13 +12,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { SandboxCall } from '../../src/sandbox/server.js';
 import { auditSecrets } from '../helpers/audit.js';
-import { describeRun as show, mapLimit, runCli as run, spawnCli as start } from '../helpers/cli.js';
+import { describeRun as show, mapLimit, spawnCli as start } from '../helpers/cli.js';
 import { makeDocument } from '../helpers/documents.js';
-import { cliEnv } from '../helpers/env.js';
 import { runMain } from '../helpers/main.js';
 import { callsTo, forfaitHash, requestedHash, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
-import { ledgerHashes, pendingHashes, storePaths } from '../helpers/store.js';
+import { ledgerHashes, pendingHashes } from '../helpers/store.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
+import { slowSandboxAndStore } from '../helpers/crash.js';
 
 auditSecrets();
 const tempDir = useTempDirs();
@@ -76,18 +76,9 @@ type Phase =
 
 describe(`${KILLS} notarize processes killed with SIGKILL at many points`, () => {
   it('leave a store that loads, lose no answered session, and are finished by complete/register', async () => {
-    const sandbox = await newSandbox({
-      faults: [
-        { route: 'request', kind: 'latency', value: LATENCY_MS },
-        { route: 'forfait', kind: 'latency', value: LATENCY_MS },
-      ],
-    });
     const configDir = tempDir();
     const docs = tempDir();
-    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
-    const paths = storePaths(configDir, sandbox.url);
-    const login = await run(['login'], env);
-    expect(login.code, show(login)).toBe(0);
+    const { sandbox, env, paths } = await slowSandboxAndStore(newSandbox, configDir, LATENCY_MS);
 
     const phases = new Map<Phase, number>();
     const aimed = new Map<Target, number>();
