@@ -4947,7 +4947,7 @@ function handleRefineResult(result, payload, input, inst) {
 		payload.issues.push(issue(_iss));
 	}
 }
-var $ZodType, toStandardResult, $ZodString, $ZodStringFormat, $ZodGUID, $ZodUUID, $ZodEmail, asciiTabOrNewline, $ZodURL, $ZodEmoji, $ZodNanoID, $ZodCUID, $ZodCUID2, $ZodULID, $ZodXID, $ZodKSUID, $ZodISODateTime, $ZodISODate, $ZodISOTime, $ZodISODuration, $ZodIPv4, ipv6Alphabet, $ZodIPv6, $ZodCIDRv4, $ZodCIDRv6, base64Charset, $ZodBase64, base64urlCharset, $ZodBase64URL, $ZodE164, $ZodJWT, $ZodNumber, $ZodNumberFormat, $ZodBoolean, $ZodNull, $ZodUnknown, $ZodNever, arraySize, $ZodArray, NO_SYMBOL_KEYS, $ZodObject, $ZodObjectJIT, $ZodUnion, $ZodIntersection, $ZodEnum, $ZodLiteral, $ZodTransform, $ZodOptional, $ZodExactOptional, $ZodNullable, $ZodDefault, $ZodPrefault, $ZodNonOptional, $ZodCatch, $ZodPipe, $ZodReadonly, $ZodCustom;
+var $ZodType, toStandardResult, $ZodString, $ZodStringFormat, $ZodGUID, $ZodUUID, $ZodEmail, asciiTabOrNewline, $ZodURL, $ZodEmoji, $ZodNanoID, $ZodCUID, $ZodCUID2, $ZodULID, $ZodXID, $ZodKSUID, $ZodISODateTime, $ZodISODate, $ZodISOTime, $ZodISODuration, $ZodIPv4, ipv6Alphabet, $ZodIPv6, $ZodCIDRv4, $ZodCIDRv6, base64Charset, $ZodBase64, base64urlCharset, $ZodBase64URL, $ZodE164, $ZodJWT, $ZodNumber, $ZodNumberFormat, $ZodBoolean, $ZodNull, $ZodUnknown, $ZodNever, arraySize, $ZodArray, NO_SYMBOL_KEYS, $ZodObject, $ZodObjectJIT, $ZodUnion, $ZodIntersection, $ZodEnum, $ZodLiteral, $ZodTransform, $ZodOptional, $ZodExactOptional, $ZodNullable, $ZodDefault, $ZodPrefault, $ZodNonOptional, $ZodCatch, $ZodPipe, $ZodPreprocess, $ZodReadonly, $ZodCustom;
 var init_schemas$2 = __esmMin((() => {
 	init_checks$1();
 	init_core$1();
@@ -5814,6 +5814,9 @@ var init_schemas$2 = __esmMin((() => {
 			if (left instanceof Promise) return left.then((left) => handlePipeResult(left, def.out, ctx));
 			return handlePipeResult(left, def.out, ctx);
 		};
+	});
+	$ZodPreprocess = /*@__PURE__*/ $constructor("$ZodPreprocess", (inst, def) => {
+		$ZodPipe.init(inst, def);
 	});
 	$ZodReadonly = /*@__PURE__*/ $constructor("$ZodReadonly", (inst, def) => {
 		$ZodType.init(inst, def);
@@ -7830,7 +7833,14 @@ function refine(fn, _params = {}) {
 function superRefine(fn, params) {
 	return /* @__PURE__ */ _superRefine(fn, params);
 }
-var ZodType, _ZodString, ZodString, ZodStringFormat, ZodISODateTime, ZodISODate, ZodISOTime, ZodISODuration, ZodEmail, ZodGUID, ZodUUID, ZodURL, ZodEmoji, ZodNanoID, ZodCUID, ZodCUID2, ZodULID, ZodXID, ZodKSUID, ZodIPv4, ZodIPv6, ZodCIDRv4, ZodCIDRv6, ZodBase64, ZodBase64URL, ZodE164, ZodJWT, ZodNumber, ZodNumberFormat, ZodBoolean, ZodNull, ZodUnknown, ZodNever, ZodArray, ZodObject, ZodUnion, ZodIntersection, ZodEnum, ZodLiteral, ZodTransform, ZodOptional, ZodExactOptional, ZodNullable, ZodDefault, ZodPrefault, ZodNonOptional, ZodCatch, ZodPipe, ZodReadonly, ZodCustom;
+function preprocess(fn, schema) {
+	return new ZodPreprocess({
+		type: "pipe",
+		in: transform(fn),
+		out: schema
+	});
+}
+var ZodType, _ZodString, ZodString, ZodStringFormat, ZodISODateTime, ZodISODate, ZodISOTime, ZodISODuration, ZodEmail, ZodGUID, ZodUUID, ZodURL, ZodEmoji, ZodNanoID, ZodCUID, ZodCUID2, ZodULID, ZodXID, ZodKSUID, ZodIPv4, ZodIPv6, ZodCIDRv4, ZodCIDRv6, ZodBase64, ZodBase64URL, ZodE164, ZodJWT, ZodNumber, ZodNumberFormat, ZodBoolean, ZodNull, ZodUnknown, ZodNever, ZodArray, ZodObject, ZodUnion, ZodIntersection, ZodEnum, ZodLiteral, ZodTransform, ZodOptional, ZodExactOptional, ZodNullable, ZodDefault, ZodPrefault, ZodNonOptional, ZodCatch, ZodPipe, ZodPreprocess, ZodReadonly, ZodCustom;
 var init_schemas$1 = __esmMin((() => {
 	init_core();
 	init_json_schema_processors();
@@ -8532,6 +8542,10 @@ var init_schemas$1 = __esmMin((() => {
 		inst._zod.processJSONSchema = (ctx, json, params) => pipeProcessor(inst, ctx, json, params);
 		inst.in = def.in;
 		inst.out = def.out;
+	});
+	ZodPreprocess = /*@__PURE__*/ $constructor("ZodPreprocess", (inst, def) => {
+		ZodPipe.init(inst, def);
+		$ZodPreprocess.init(inst, def);
 	});
 	ZodReadonly = /*@__PURE__*/ $constructor("ZodReadonly", (inst, def) => {
 		$ZodReadonly.init(inst, def);
@@ -9848,7 +9862,7 @@ function recoveryHint(file) {
 	const name = basename(file);
 	if (name === "credentials.json") return `${untouched}: repair it by hand, or move it aside and log in again (\`notarize login\`)`;
 	if (name === "config.json") return `${untouched}: repair it by hand, or move it aside (settings go back to their defaults; \`notarize config set\` sets them again)`;
-	if (basename(dirname(file)) === "trees") return `${untouched}: repair it by hand or restore it from a backup; it is the only list of the documents under that Merkle root, so until then register --aggregate stops rather than register them again`;
+	if (basename(dirname(file)) === "trees") return `${untouched}: restore it from a backup, or from ${basename(file, ".json")}.tree.json of the --receipt-dir of its run (copied in as it is); it lists the documents under that Merkle root, so until then register --aggregate stops rather than register them again`;
 	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
 	return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${basename(file, ".json")}\` (kept aside) to start that registration afresh`;
 }
@@ -10412,7 +10426,7 @@ async function retire(deps, hash, reason) {
 }
 /** The refusal to request again a hash whose last request step was answered unreadably. */
 function requestUnread(hash, requestedAt) {
-	return new ProtocolError(`the registration request for ${hash} was answered 2xx at ${requestedAt}, but the answer could not be read; notarize does not request it again on its own`, { hint: `the service may hold a subscription session for it: \`notarize complete ${hash} --use-active-subscription\` completes it with your active subscription; \`notarize pending drop ${hash}\` (or register --force) requests anew` });
+	return new ProtocolError(`the registration request for ${hash} was answered 2xx at ${requestedAt}, but the answer could not be read; notarize does not request it again on its own`, { hint: `the service may hold a subscription session for it: \`notarize complete ${hash} --use-active-subscription\` completes it with your active subscription; \`notarize pending drop ${hash}\` (or, for a document, register --force) requests anew` });
 }
 /** The refusal to send again a session whose last forfait was answered unreadably (`forfaitUnreadAt` set). */
 function answerUnread(deps, pending) {
@@ -12087,6 +12101,22 @@ function withoutVersion({ schemaVersion: _version, ...entry }) {
 	return entry;
 }
 /**
+* A tree's manifest (`<root>.tree.json`, written beside the receipts: its
+* own type and version instead of the store's) read as the store's tree
+* file, so that a damaged or lost tree file is restored by copying the
+* manifest in. Anything else passes unchanged.
+*/
+function fromManifest(value) {
+	if (typeof value !== "object" || value === null || "schemaVersion" in value) return value;
+	const { type, version, ...tree } = value;
+	if (type !== "notarize-tree" || version !== 1) return value;
+	delete tree.proofType;
+	return {
+		schemaVersion: STORE_VERSION.schemaVersion,
+		...tree
+	};
+}
+/**
 * The text of `value` as two-space indented JSON, piece by piece, except that
 * the array under `key` (its last field) has one element per line: a file of
 * 100,000 rows is readable and never built as one string.
@@ -12174,14 +12204,14 @@ var init_service_store = __esmMin((() => {
 		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
 		salt: hashSchema
 	});
-	treeEntrySchema = object({
+	treeEntrySchema = preprocess(fromManifest, object({
 		schemaVersion: storeVersion,
 		root: hashSchema,
 		treeSize: int().positive(),
 		description: string(),
 		createdAt: string(),
 		leaves: array(treeLeafSchema)
-	}).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
+	})).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
 	ServiceStore = class {
 		dir;
 		baseUrl;
@@ -12497,7 +12527,11 @@ async function placeDocuments(deps, input) {
 		}]);
 		if (newcomers.length > 0) {
 			const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
-			await store.saveTree(tree.entry);
+			try {
+				await store.saveTree(tree.entry);
+			} catch (error) {
+				throw diskRefusedBeforeSending(error, store.dir) ?? error;
+			}
 			newcomers.forEach(({ i }, leafIndex) => placed[i] = {
 				tree,
 				leafIndex
@@ -12510,9 +12544,17 @@ async function placeDocuments(deps, input) {
 async function registerRoots(deps, input, placements) {
 	const { store } = deps;
 	const roots = /* @__PURE__ */ new Map();
+	let failed = false;
 	for (const { tree } of placements) {
 		const root = tree.entry.root;
 		if (roots.has(root)) continue;
+		if (failed && input.failFast) {
+			roots.set(root, {
+				ok: false,
+				cancelled: true
+			});
+			continue;
+		}
 		if (tree.state === "registered" || tree.state === "confirmed") {
 			const entry = tree.state === "registered" ? store.readRecord(root) : void 0;
 			const service = entry ? void 0 : {
@@ -12556,6 +12598,7 @@ async function registerRoots(deps, input, placements) {
 				sent
 			});
 		} catch (error) {
+			failed = true;
 			roots.set(root, {
 				ok: false,
 				error
@@ -12644,6 +12687,7 @@ var CONFIRMED_MESSAGE, LoadedTree, RANK, Trees, TREE_TYPE;
 var init_aggregate = __esmMin((() => {
 	init_errors();
 	init_service_store();
+	init_disk();
 	init_merkle();
 	init_notarize();
 	init_receipt_format();
@@ -12664,7 +12708,7 @@ var init_aggregate = __esmMin((() => {
 		merkle(file) {
 			if (this.#merkle === void 0) {
 				const merkle = merkleOf(this.entry.leaves);
-				if (merkle.root.toString("hex") !== this.entry.root) throw new StoreError(file, `${file} is damaged: its leaves make root ${merkle.root.toString("hex")}, not ${this.entry.root}`, { hint: "it is no proof for its documents; move it aside for inspection" });
+				if (merkle.root.toString("hex") !== this.entry.root) throw new StoreError(file, `${file} is damaged: its leaves make root ${merkle.root.toString("hex")}, not ${this.entry.root}`, { hint: `it is no proof for its documents: restore it from a backup, or from ${this.entry.root}.tree.json of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again` });
 				this.#merkle = merkle;
 			}
 			return this.#merkle;
@@ -15151,10 +15195,11 @@ function checkAggregate(options) {
 	if (options.custody) throw refuse("--custody", "the registered root is no file whose metadata could be sent");
 	if (options.paths.includes("-")) throw refuse("'-'", "each leaf is a file, kept by its name");
 }
-function hasRecord(result) {
-	return result?.ok === true && result.outcome.kind !== "pending" && result.outcome.entry !== void 0;
+/** Whether the service has the root: its record is in the ledger, or the service said so (a 409). */
+function isRegistered(result) {
+	return result?.ok === true && result.outcome.kind !== "pending";
 }
-var Aggregator;
+var FAIL_FAST_REASON, Aggregator;
 var init_register_aggregate = __esmMin((() => {
 	init_aggregate();
 	init_batch();
@@ -15165,6 +15210,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_results();
 	init_files();
 	init_register_inputs();
+	FAIL_FAST_REASON = "not registered: another document or root failed (--fail-fast)";
 	Aggregator = class {
 		#options;
 		#documents;
@@ -15174,6 +15220,10 @@ var init_register_aggregate = __esmMin((() => {
 		#store;
 		#tally = new FailureTally();
 		#total = 0;
+		/** Roots whose missing record was already reported. */
+		#warnedRoots = /* @__PURE__ */ new Set();
+		/** The last write of each receipt path (see #receipt). */
+		#writing = /* @__PURE__ */ new Map();
 		constructor({ options, documents, items, baseUrl, api, store }) {
 			this.#options = options;
 			this.#documents = documents;
@@ -15186,7 +15236,7 @@ var init_register_aggregate = __esmMin((() => {
 			const hashed = await this.#hashAll();
 			let sent = false;
 			let manifestFailure;
-			if (this.#options.failFast && this.#tally.failed > 0) for (const doc of hashed) this.#items.add(doc.index, skippedResult(doc.file, "not registered: another document failed (--fail-fast)"));
+			if (this.#options.failFast && this.#tally.failed > 0) for (const doc of hashed) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
 			else if (hashed.length > 0) {
 				const { io } = this.#options;
 				const deps = {
@@ -15199,7 +15249,8 @@ var init_register_aggregate = __esmMin((() => {
 					signed: this.#options.signed,
 					blockchain: this.#options.blockchain,
 					complete: this.#options.complete,
-					force: this.#options.force
+					force: this.#options.force,
+					failFast: this.#options.failFast
 				};
 				const placements = await placeDocuments(deps, input);
 				await this.#checkManifests(placements);
@@ -15295,7 +15346,7 @@ var init_register_aggregate = __esmMin((() => {
 			let failure;
 			for (const tree of new Set(placements.map((p) => p.tree))) {
 				const { root } = tree.entry;
-				if (!hasRecord(roots.get(root))) continue;
+				if (!isRegistered(roots.get(root))) continue;
 				const path = this.#manifestPath(plan, root);
 				try {
 					await writeFileAtomic(path, treeManifestText(tree.entry), {
@@ -15318,6 +15369,10 @@ var init_register_aggregate = __esmMin((() => {
 			const { tree, leafIndex } = placement;
 			const { root } = tree.entry;
 			if (!rootResult.ok) {
+				if ("cancelled" in rootResult) {
+					this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
+					return;
+				}
 				this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(rootResult.error));
 				return;
 			}
@@ -15338,7 +15393,10 @@ var init_register_aggregate = __esmMin((() => {
 			}
 			const status = outcome.kind === "completed" ? "registered" : "already-registered";
 			const entry = outcome.entry;
-			if (entry === void 0 && this.#documents.receipts !== void 0) this.#options.io.warn(`no receipt for ${doc.file}: the service says root ${root} is registered, but this store has no record of it`);
+			if (entry === void 0 && this.#documents.receipts !== void 0 && !this.#warnedRoots.has(root)) {
+				this.#warnedRoots.add(root);
+				this.#options.io.warn(`no receipts for the documents under root ${root}: the service says it is registered, but this store has no record of it`);
+			}
 			const said = outcome.kind === "already-registered" ? outcome.service : void 0;
 			let receipt;
 			let receiptError;
@@ -15366,7 +15424,10 @@ var init_register_aggregate = __esmMin((() => {
 					registeredAt: entry.completedAt,
 					proof
 				});
-				return { receipt: await writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force) };
+				const path = receiptPath(plan, doc.index, doc.sha256);
+				const write = (this.#writing.get(path) ?? Promise.resolve()).then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force));
+				this.#writing.set(path, write.then(() => {}, () => {}));
+				return { receipt: await write };
 			} catch (error) {
 				return { receiptError: asNotarizeError(error) };
 			}

@@ -16,19 +16,11 @@ import {
 } from '../core/aggregate.js';
 import { asNotarizeError, BatchError, FailureTally, runAll } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
-import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
+import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText } from '../core/receipt-format.js';
 import { errorJson, EXIT, NotarizeError, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
-import {
-  embed,
-  failedResult,
-  itemResult,
-  proofOf,
-  skippedResult,
-  type ItemResult,
-  type ItemResults,
-} from '../output/results.js';
+import { embed, failedResult, itemResult, proofOf, type ItemResult, type ItemResults } from '../output/results.js';
 import { writeFileAtomic } from '../store/files.js';
 import type { ServiceStore } from '../store/service-store.js';
 import {
@@ -39,6 +31,8 @@ import {
   type RegisterOptions,
   type RegisterRun,
 } from './register-inputs.js';
+
+const FAIL_FAST_REASON = 'not registered: another document or root failed (--fail-fast)';
 
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
 export function checkAggregate(options: RegisterOptions): void {
@@ -65,6 +59,10 @@ export class Aggregator {
   readonly #store: ServiceStore;
   readonly #tally = new FailureTally();
   #total = 0;
+  /** Roots whose missing record was already reported. */
+  readonly #warnedRoots = new Set<string>();
+  /** The last write of each receipt path (see #receipt). */
+  readonly #writing = new Map<string, Promise<void>>();
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
     this.#options = options;
     this.#documents = documents;
@@ -82,7 +80,7 @@ export class Aggregator {
     const stopped = this.#options.failFast && this.#tally.failed > 0;
     if (stopped) {
       for (const doc of hashed) {
-        this.#items.add(doc.index, skippedResult(doc.file, 'not registered: another document failed (--fail-fast)'));
+        this.#items.add(doc.index, itemResult(doc.file, doc.sha256, 'skipped', { reason: FAIL_FAST_REASON }));
       }
     } else if (hashed.length > 0) {
       const { io } = this.#options;
@@ -94,6 +92,7 @@ export class Aggregator {
         blockchain: this.#options.blockchain,
         complete: this.#options.complete,
         force: this.#options.force,
+        failFast: this.#options.failFast,
       };
       const placements = await placeDocuments(deps, input);
       await this.#checkManifests(placements);
@@ -197,7 +196,8 @@ export class Aggregator {
     let failure: NotarizeError | undefined;
     for (const tree of new Set(placements.map((p) => p.tree))) {
       const { root } = tree.entry;
-      if (!hasRecord(roots.get(root))) continue;
+      // Also without a record (the service's 409): the tree is what proves each document's place under the root.
+      if (!isRegistered(roots.get(root))) continue;
       const path = this.#manifestPath(plan, root);
       try {
         await writeFileAtomic(path, treeManifestText(tree.entry), {
@@ -226,6 +226,10 @@ export class Aggregator {
     const { tree, leafIndex } = placement;
     const { root } = tree.entry;
     if (!rootResult.ok) {
+      if ('cancelled' in rootResult) {
+        this.#items.add(doc.index, itemResult(doc.file, doc.sha256, 'skipped', { reason: FAIL_FAST_REASON }));
+        return;
+      }
       this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(rootResult.error));
       return;
     }
@@ -247,9 +251,11 @@ export class Aggregator {
     }
     const status = outcome.kind === 'completed' ? 'registered' : 'already-registered';
     const entry = outcome.entry;
-    if (entry === undefined && this.#documents.receipts !== undefined) {
+    if (entry === undefined && this.#documents.receipts !== undefined && !this.#warnedRoots.has(root)) {
+      // One line per root, not per document (there may be 100,000).
+      this.#warnedRoots.add(root);
       this.#options.io.warn(
-        `no receipt for ${doc.file}: the service says root ${root} is registered, but this store has no record of it`,
+        `no receipts for the documents under root ${root}: the service says it is registered, but this store has no record of it`,
       );
     }
     const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
@@ -283,13 +289,25 @@ export class Aggregator {
         registeredAt: entry.completedAt,
         proof,
       });
-      return { receipt: await writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force) };
+      // Receipts are written several at once; a document named twice has one receipt path: its writes take turns.
+      const path = receiptPath(plan, doc.index, doc.sha256);
+      const before = this.#writing.get(path) ?? Promise.resolve();
+      const write = before.then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force));
+      this.#writing.set(
+        path,
+        write.then(
+          () => {},
+          () => {},
+        ),
+      );
+      return { receipt: await write };
     } catch (error) {
       return { receiptError: asNotarizeError(error) };
     }
   }
 }
 
-function hasRecord(result: RootResult | undefined): boolean {
-  return result?.ok === true && result.outcome.kind !== 'pending' && result.outcome.entry !== undefined;
+/** Whether the service has the root: its record is in the ledger, or the service said so (a 409). */
+function isRegistered(result: RootResult | undefined): boolean {
+  return result?.ok === true && result.outcome.kind !== 'pending';
 }

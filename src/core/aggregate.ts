@@ -32,6 +32,7 @@ import {
   type TreeEntry,
   type TreeLeaf,
 } from '../store/service-store.js';
+import { diskRefusedBeforeSending } from '../store/disk.js';
 import { leafHash, MerkleTree } from './merkle.js';
 import { ANSWERED_409, locked, register, type Blockchain, type FlowDeps, type Outcome } from './notarize.js';
 import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
@@ -54,6 +55,8 @@ export interface AggregateInput {
   complete: boolean;
   /** Put every document under a new tree, whatever trees already hold it. */
   force: boolean;
+  /** Once a root fails, attempt no other. */
+  failFast?: boolean;
 }
 
 /**
@@ -71,7 +74,11 @@ export interface Placement {
 }
 
 /** What registering one root gave: the flow's outcome, or the error that stopped it. */
-export type RootResult = { ok: true; outcome: Outcome; sent: boolean } | { ok: false; error: unknown };
+export type RootResult =
+  | { ok: true; outcome: Outcome; sent: boolean }
+  | { ok: false; error: unknown }
+  /** Not attempted: an earlier root of the run failed, with --fail-fast. */
+  | { ok: false; cancelled: true };
 
 export interface AggregateResult {
   /** Each document's place, by the index of the document in the input. */
@@ -118,8 +125,13 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
         deps.now?.() ?? new Date(),
       );
       // On disk before the root is sent: a run killed after the request step
-      // finds its pending session, and the documents find their tree.
-      await store.saveTree(tree.entry);
+      // finds its pending session, and the documents find their tree. A disk
+      // that refuses it (full, a file size limit) is exit 2: nothing was sent.
+      try {
+        await store.saveTree(tree.entry);
+      } catch (error) {
+        throw diskRefusedBeforeSending(error, store.dir) ?? error;
+      }
       newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
     }
     return placed as Placement[];
@@ -134,9 +146,14 @@ export async function registerRoots(
 ): Promise<Map<string, RootResult>> {
   const { store } = deps;
   const roots = new Map<string, RootResult>();
+  let failed = false;
   for (const { tree } of placements) {
     const root = tree.entry.root;
     if (roots.has(root)) continue;
+    if (failed && input.failFast) {
+      roots.set(root, { ok: false, cancelled: true });
+      continue;
+    }
     if (tree.state === 'registered' || tree.state === 'confirmed') {
       // `confirmed`: the service said it has the root (a 409), but its record never reached this store.
       const entry = tree.state === 'registered' ? store.readRecord(root) : undefined;
@@ -165,6 +182,7 @@ export async function registerRoots(
       );
       roots.set(root, { ok: true, outcome, sent });
     } catch (error) {
+      failed = true;
       roots.set(root, { ok: false, error });
     }
   }
@@ -198,7 +216,11 @@ export class LoadedTree {
         throw new StoreError(
           file,
           `${file} is damaged: its leaves make root ${merkle.root.toString('hex')}, not ${this.entry.root}`,
-          { hint: 'it is no proof for its documents; move it aside for inspection' },
+          {
+            hint:
+              `it is no proof for its documents: restore it from a backup, or from ${this.entry.root}.tree.json ` +
+              'of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again',
+          },
         );
       }
       this.#merkle = merkle;

@@ -288,7 +288,7 @@ function requestUnread(hash: string, requestedAt: string): ProtocolError {
     {
       hint:
         `the service may hold a subscription session for it: \`notarize complete ${hash} --use-active-subscription\` ` +
-        `completes it with your active subscription; \`notarize pending drop ${hash}\` (or register --force) requests anew`,
+        `completes it with your active subscription; \`notarize pending drop ${hash}\` (or, for a document, register --force) requests anew`,
     },
   );
 }

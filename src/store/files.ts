@@ -409,8 +409,9 @@ function recoveryHint(file: string): string {
   }
   if (basename(dirname(file)) === 'trees') {
     return (
-      `${untouched}: repair it by hand or restore it from a backup; it is the only list of the documents under ` +
-      `that Merkle root, so until then register --aggregate stops rather than register them again`
+      `${untouched}: restore it from a backup, or from ${basename(file, '.json')}.tree.json of the --receipt-dir ` +
+      `of its run (copied in as it is); it lists the documents under that Merkle root, so until then ` +
+      `register --aggregate stops rather than register them again`
     );
   }
   if (basename(dirname(file)) === 'ledger') {

@@ -112,20 +112,37 @@ const treeLeafSchema = z.object({
 export type TreeLeaf = z.infer<typeof treeLeafSchema>;
 
 /**
+ * A tree's manifest (`<root>.tree.json`, written beside the receipts: its
+ * own type and version instead of the store's) read as the store's tree
+ * file, so that a damaged or lost tree file is restored by copying the
+ * manifest in. Anything else passes unchanged.
+ */
+function fromManifest(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || 'schemaVersion' in value) return value;
+  const { type, version, ...tree } = value as Record<string, unknown>;
+  if (type !== 'notarize-tree' || version !== 1) return value;
+  delete tree.proofType;
+  return { schemaVersion: STORE_VERSION.schemaVersion, ...tree };
+}
+
+/**
  * The Merkle tree of an aggregate registration (core/aggregate.ts), saved
  * before its root is sent: its leaves in order, enough to give any of its
  * documents its proof. Whether it is registered is the ledger's to say, by
  * a record of `root`; the tree file itself only says what the root is made of.
  */
 const treeEntrySchema = z
-  .object({
-    schemaVersion: storeVersion,
-    root: hashSchema,
-    treeSize: z.int().positive(),
-    description: z.string(),
-    createdAt: z.string(),
-    leaves: z.array(treeLeafSchema),
-  })
+  .preprocess(
+    fromManifest,
+    z.object({
+      schemaVersion: storeVersion,
+      root: hashSchema,
+      treeSize: z.int().positive(),
+      description: z.string(),
+      createdAt: z.string(),
+      leaves: z.array(treeLeafSchema),
+    }),
+  )
   .refine((tree) => tree.leaves.length === tree.treeSize, 'its treeSize is not its number of leaves')
   .refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), 'its leaves are not numbered in order')
   .transform(withoutVersion);

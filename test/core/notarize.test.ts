@@ -320,7 +320,7 @@ describe('register', () => {
     fault('request:html*1');
     const store = plantLink(newStore(), 'unanswered');
     const error = await rejectionOf(register(world({ store }).deps, input(hash)), UnreadableAnswerError);
-    expect(error.hint).toContain(`\`notarize pending drop ${hash}\` (or register --force)`);
+    expect(error.hint).toContain(`\`notarize pending drop ${hash}\` (or, for a document, register --force)`);
     expect(readdirSync(join(store.dir, 'unanswered'))).toEqual([]);
   });
 

@@ -422,3 +422,93 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
     expect(parseResults(run.stdout).every((r) => r.status === 'registered' && r.proof!.root === root)).toBe(true);
   });
 });
+
+describe('register --aggregate, second review', () => {
+  it('--fail-fast: once a root fails, no later root is sent; the skipped documents keep their hashes', async () => {
+    await bed.write('ff/a.txt', 'fail fast root a\n');
+    await bed.write('ff/b.txt', 'fail fast root b\n');
+    const held = await bed.main(['register', '--aggregate', '--no-complete', '-r', bed.path('ff'), '--json']);
+    expect(held.code, describeRun(held)).toBe(0);
+    const c = await bed.write('ff-new/c.txt', 'a newcomer after a failing root\n');
+    bed.sandbox.addFaults(parseFaults('forfait:status=400*1'));
+    const mark = bed.mark();
+    const args = ['register', '--aggregate', '--fail-fast', '-r', bed.path('ff'), bed.path('ff-new/c.txt')];
+    const run = await bed.main([...args, '--json']);
+    expect(bed.callsSince(mark).map((call) => `${call.route}:${call.status}`)).toEqual(['forfait:400']);
+    const results = parseResults(run.stdout);
+    expect(results.map((r) => r.status)).toEqual(['failed', 'failed', 'skipped']);
+    expect(results[2]).toMatchObject({ hash: c, reason: expect.stringContaining('--fail-fast') });
+    expect(run.code).not.toBe(0);
+  });
+
+  it('a document named twice with --receipt-dir: one receipt, exit 0', async () => {
+    await bed.write('twice/a.txt', 'named twice\n');
+    await bed.write('twice/b.txt', 'named once\n');
+    const a = bed.path('twice/a.txt');
+    const run = await bed.main([
+      'register',
+      '--aggregate',
+      a,
+      a,
+      bed.path('twice/b.txt'),
+      '--receipt-dir',
+      bed.path('twice-receipts'),
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseResults(run.stdout).map((r) => r.status)).toEqual(['registered', 'registered', 'registered']);
+    expect(
+      readdirSync(bed.path('twice-receipts'))
+        .filter((n) => n.endsWith('.notarization.json'))
+        .sort(),
+    ).toEqual(['a.txt.notarization.json', 'b.txt.notarization.json']);
+  });
+
+  it('a tree the disk refuses (ulimit -f) is exit 2 with nothing sent', async () => {
+    for (let i = 0; i < 60; i++)
+      await bed.write(`big-tree/doc-${i}.txt`, `document ${i} of a tree too large to save\n`);
+    const mark = bed.mark();
+    const run = await bed.run(['register', '--aggregate', '-r', bed.path('big-tree')], { shell: 'ulimit -f 8' });
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).not.toMatch(/unexpected error/);
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
+  it('a damaged tree file is restored by copying in the manifest from --receipt-dir', async () => {
+    await bed.write('restore/a.txt', 'restore a\n');
+    const first = await bed.main([
+      'register',
+      '--aggregate',
+      '-r',
+      bed.path('restore'),
+      '--receipt-dir',
+      bed.path('restore-receipts'),
+      '--json',
+    ]);
+    const root = parseResults(first.stdout)[0]!.proof!.root;
+    const treeFile = join(bed.serviceDir(), 'trees', `${root}.json`);
+    writeFileSync(treeFile, '{');
+    const refused = await bed.main(['register', '--aggregate', '-r', bed.path('restore'), '--json']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`${root}.tree.json of the --receipt-dir`);
+    cpSync(bed.path(`restore-receipts/${root}.tree.json`), treeFile);
+    const mark = bed.mark();
+    const again = await bed.main(['register', '--aggregate', '-r', bed.path('restore'), '--json']);
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(parseResults(again.stdout)[0]).toMatchObject({ status: 'already-registered', proof: { root } });
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
+  it('a root the service confirmed without a record still gets its manifest, and one warning for all its documents', async () => {
+    await bed.write('confirmed/a.txt', 'confirmed a\n');
+    await bed.write('confirmed/b.txt', 'confirmed b\n');
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    const args = ['register', '--aggregate', '-r', bed.path('confirmed'), '--receipt-dir', bed.path('confirmed-rc')];
+    expect((await bed.main([...args, '--json'])).code).toBe(4);
+    const second = await bed.main([...args, '--json']);
+    expect(second.code, describeRun(second)).toBe(0);
+    const root = parseResults(second.stdout)[0]!.proof!.root;
+    expect(second.stderr.match(/no receipts for the documents under root/g)).toHaveLength(1);
+    expect(readdirSync(bed.path('confirmed-rc'))).toEqual([`${root}.tree.json`]);
+  });
+});
