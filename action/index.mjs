@@ -9838,7 +9838,10 @@ function removeFile(file) {
 */
 function readStoreFile(file, schema) {
 	const text = readPrivateFile(file);
-	if (text === void 0) return void 0;
+	return text === void 0 ? void 0 : parseStoreText(file, text, schema);
+}
+/** Parses and validates the text of the store file `file`, read by the caller; throws StoreError as readStoreFile. */
+function parseStoreText(file, text, schema) {
 	let value;
 	try {
 		value = JSON.parse(text);
@@ -12129,6 +12132,23 @@ function* jsonWithRows(value, key) {
 	yield "  ]\n}\n";
 }
 /**
+* Whether a tree file's text is laid out as jsonWithRows writes it and
+* complete: its closing lines, and one leaf line for each of its treeSize
+* leaves. Anything else (cut short, edited by hand) is parsed in full.
+*/
+function isWholeTree(text) {
+	const size = /\n {2}"treeSize": (\d+),\n/.exec(text)?.[1];
+	if (size === void 0 || !text.endsWith("\n  ]\n}\n")) return false;
+	let lines = 0;
+	for (let at = text.indexOf("\n    {\"index\":"); at !== -1; at = text.indexOf("\n    {\"index\":", at + 1)) lines++;
+	return lines === Number(size);
+}
+/** Whether the text names one of `digests` as a leaf's sha256. */
+function namesAny(text, digests) {
+	for (const match of text.matchAll(/"sha256":"([0-9a-f]{64})"/g)) if (digests.has(match[1])) return true;
+	return false;
+}
+/**
 * An entry read from `<hash>.json` must be about that hash: a file renamed or
 * edited by hand would otherwise complete or show another hash.
 */
@@ -12363,11 +12383,17 @@ var init_service_store = __esmMin((() => {
 		* The tree whose root is `root`; throws StoreError if its file is damaged
 		* (including a tree of another root). That its leaves fold to its root is
 		* for the reader to check (core/aggregate.ts), as the store knows no hashing.
+		* With `holding`, a file written whole by notarize that names none of
+		* those digests is passed over unparsed (undefined): a store of many large
+		* trees is searched without building them all.
 		*/
-		readTree(root) {
+		readTree(root, holding) {
 			const file = this.treeFile(root);
-			const entry = readStoreFile(file, treeEntrySchema);
-			if (entry !== void 0 && entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+			const text = readPrivateFile(file);
+			if (text === void 0) return void 0;
+			if (holding && isWholeTree(text) && !namesAny(text, holding)) return void 0;
+			const entry = parseStoreText(file, text, treeEntrySchema);
+			if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
 			return entry;
 		}
 		/** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */
@@ -12379,8 +12405,12 @@ var init_service_store = __esmMin((() => {
 				...entry
 			}, "leaves"), { flushes: this.#flushes });
 		}
-		listTrees() {
-			return this.#list("trees", (root) => this.readTree(root));
+		/**
+		* Every tree, or with `holding` those that may hold one of these digests
+		* (see readTree); with `roots`, only the trees of those roots are read.
+		*/
+		listTrees(holding, roots) {
+			return this.#list("trees", (root) => roots && !roots.has(root) ? void 0 : this.readTree(root, holding));
 		}
 		unansweredFile(hash) {
 			return join(this.dir, "unanswered", `${hash}.json`);
@@ -12517,7 +12547,11 @@ async function placeDocuments(deps, input) {
 	const { store } = deps;
 	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
 	return locked(deps, "aggregate", async () => {
-		const known = await Trees.load(store, { skipRegistered: input.force });
+		const holding = new Set(input.documents.map((doc) => doc.sha256));
+		const known = await Trees.load(store, {
+			skipRegistered: input.force,
+			holding
+		});
 		if (known.problems.length > 0) throw known.problems[0];
 		const placed = input.documents.map((doc) => known.place(doc.sha256));
 		for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
@@ -12656,7 +12690,10 @@ function stateOf$1(store, root, retired) {
 * Throws StoreError for a tree whose leaves do not fold to its root.
 */
 async function findLeaf(store, sha256) {
-	const place = (await Trees.load(store, { registeredOnly: true })).place(sha256);
+	const place = (await Trees.load(store, {
+		registeredOnly: true,
+		holding: /* @__PURE__ */ new Set([sha256])
+	})).place(sha256);
 	if (!place) return void 0;
 	const { root } = place.tree.entry;
 	const entry = store.readRecord(root);
@@ -12751,8 +12788,8 @@ var init_aggregate = __esmMin((() => {
 		* those in the ledger, `skipRegistered` (--force) leaves them and the
 		* confirmed ones out.
 		*/
-		static async load(store, { registeredOnly = false, skipRegistered = false } = {}) {
-			const { entries, problems } = await store.listTrees();
+		static async load(store, { registeredOnly = false, skipRegistered = false, holding, roots } = {}) {
+			const { entries, problems } = await store.listTrees(holding, roots);
 			const retired = entries.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(store);
 			const trees = [];
 			for (const entry of entries) {
@@ -16383,7 +16420,10 @@ var init_ledger = __esmMin((() => {
 		static async load(store) {
 			const { entries, problems } = await store.listRecords();
 			const byHash = new Map(entries.map((entry) => [entry.hash, entry]));
-			const trees = await Trees.load(store, { registeredOnly: true });
+			const trees = await Trees.load(store, {
+				registeredOnly: true,
+				roots: new Set(byHash.keys())
+			});
 			const registered = trees.all.flatMap((tree) => {
 				const entry = byHash.get(tree.entry.root);
 				return entry ? [{

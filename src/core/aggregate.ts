@@ -109,7 +109,8 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
   return locked(deps, 'aggregate', async () => {
     // --force registers again what a registered root holds, but never
     // replaces a pending or planned root: its session may be paid for.
-    const known = await Trees.load(store, { skipRegistered: input.force });
+    const holding = new Set(input.documents.map((doc) => doc.sha256));
+    const known = await Trees.load(store, { skipRegistered: input.force, holding });
     // A tree that cannot be read may hold these documents: going on could
     // register them a second time. Nothing has been sent: stop here (exit 2).
     if (known.problems.length > 0) throw known.problems[0]!;
@@ -272,6 +273,17 @@ function plantTree(documents: readonly AggregateDocument[], description: string 
   return new LoadedTree(entry, 'planned', merkle);
 }
 
+interface TreesOptions {
+  /** Only the trees in the ledger. */
+  registeredOnly?: boolean;
+  /** Leave out registered and confirmed trees (--force). */
+  skipRegistered?: boolean;
+  /** Only the trees that may hold one of these digests: the others are not built (ServiceStore.readTree). */
+  holding?: ReadonlySet<string>;
+  /** Only the trees of these roots (the others are not even read). */
+  roots?: ReadonlySet<string>;
+}
+
 const RANK: Record<TreeState, number> = { registered: 0, confirmed: 1, pending: 2, planned: 3 };
 
 /**
@@ -303,8 +315,11 @@ export class Trees {
    * those in the ledger, `skipRegistered` (--force) leaves them and the
    * confirmed ones out.
    */
-  static async load(store: ServiceStore, { registeredOnly = false, skipRegistered = false } = {}): Promise<Trees> {
-    const { entries, problems } = await store.listTrees();
+  static async load(
+    store: ServiceStore,
+    { registeredOnly = false, skipRegistered = false, holding, roots }: TreesOptions = {},
+  ): Promise<Trees> {
+    const { entries, problems } = await store.listTrees(holding, roots);
     const retired = entries.length === 0 ? new Set<string>() : await confirmedRoots(store);
     const trees: LoadedTree[] = [];
     for (const entry of entries) {
@@ -363,7 +378,7 @@ export interface FoundLeaf {
  * Throws StoreError for a tree whose leaves do not fold to its root.
  */
 export async function findLeaf(store: ServiceStore, sha256: string): Promise<FoundLeaf | undefined> {
-  const place = (await Trees.load(store, { registeredOnly: true })).place(sha256);
+  const place = (await Trees.load(store, { registeredOnly: true, holding: new Set([sha256]) })).place(sha256);
   if (!place) return undefined;
   const { root } = place.tree.entry;
   const entry = store.readRecord(root);

@@ -69,7 +69,8 @@ export class LedgerIndex {
   static async load(store: ServiceStore) {
     const { entries, problems } = await store.listRecords();
     const byHash = new Map(entries.map((entry) => [entry.hash, entry]));
-    const trees = await Trees.load(store, { registeredOnly: true });
+    // Only the trees whose root has a record are read: the others prove nothing yet.
+    const trees = await Trees.load(store, { registeredOnly: true, roots: new Set(byHash.keys()) });
     const registered = trees.all.flatMap((tree) => {
       const entry = byHash.get(tree.entry.root);
       return entry ? [{ tree, entry, file: store.treeFile(tree.entry.root) }] : [];

@@ -380,7 +380,11 @@ export function removeFile(file: string): void {
  */
 export function readStoreFile<T extends z.ZodType>(file: string, schema: T): z.infer<T> | undefined {
   const text = readPrivateFile(file);
-  if (text === undefined) return undefined;
+  return text === undefined ? undefined : parseStoreText(file, text, schema);
+}
+
+/** Parses and validates the text of the store file `file`, read by the caller; throws StoreError as readStoreFile. */
+export function parseStoreText<T extends z.ZodType>(file: string, text: string, schema: T): z.infer<T> {
   let value: unknown;
   try {
     value = JSON.parse(text);

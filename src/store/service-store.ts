@@ -14,6 +14,7 @@ import {
   corrupt,
   DirFlushes,
   ensurePrivateDir,
+  parseStoreText,
   readPrivateFile,
   readStoreFile,
   removeFile,
@@ -165,6 +166,25 @@ export function* jsonWithRows(value: Record<string, unknown>, key: string): Gene
   const list = rows as readonly unknown[];
   for (const [i, row] of list.entries()) yield `    ${JSON.stringify(row)}${i < list.length - 1 ? ',' : ''}\n`;
   yield '  ]\n}\n';
+}
+
+/**
+ * Whether a tree file's text is laid out as jsonWithRows writes it and
+ * complete: its closing lines, and one leaf line for each of its treeSize
+ * leaves. Anything else (cut short, edited by hand) is parsed in full.
+ */
+function isWholeTree(text: string): boolean {
+  const size = /\n {2}"treeSize": (\d+),\n/.exec(text)?.[1];
+  if (size === undefined || !text.endsWith('\n  ]\n}\n')) return false;
+  let lines = 0;
+  for (let at = text.indexOf('\n    {"index":'); at !== -1; at = text.indexOf('\n    {"index":', at + 1)) lines++;
+  return lines === Number(size);
+}
+
+/** Whether the text names one of `digests` as a leaf's sha256. */
+function namesAny(text: string, digests: ReadonlySet<string>): boolean {
+  for (const match of text.matchAll(/"sha256":"([0-9a-f]{64})"/g)) if (digests.has(match[1]!)) return true;
+  return false;
 }
 
 /**
@@ -351,11 +371,17 @@ export class ServiceStore {
    * The tree whose root is `root`; throws StoreError if its file is damaged
    * (including a tree of another root). That its leaves fold to its root is
    * for the reader to check (core/aggregate.ts), as the store knows no hashing.
+   * With `holding`, a file written whole by notarize that names none of
+   * those digests is passed over unparsed (undefined): a store of many large
+   * trees is searched without building them all.
    */
-  readTree(root: string): TreeEntry | undefined {
+  readTree(root: string, holding?: ReadonlySet<string>): TreeEntry | undefined {
     const file = this.treeFile(root);
-    const entry = readStoreFile(file, treeEntrySchema);
-    if (entry !== undefined && entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+    const text = readPrivateFile(file);
+    if (text === undefined) return undefined;
+    if (holding && isWholeTree(text) && !namesAny(text, holding)) return undefined;
+    const entry = parseStoreText(file, text, treeEntrySchema);
+    if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
     return entry;
   }
 
@@ -366,8 +392,12 @@ export class ServiceStore {
     await writeFileAtomic(file, jsonWithRows({ ...STORE_VERSION, ...entry }, 'leaves'), { flushes: this.#flushes });
   }
 
-  listTrees(): Promise<Listing<TreeEntry>> {
-    return this.#list('trees', (root) => this.readTree(root));
+  /**
+   * Every tree, or with `holding` those that may hold one of these digests
+   * (see readTree); with `roots`, only the trees of those roots are read.
+   */
+  listTrees(holding?: ReadonlySet<string>, roots?: ReadonlySet<string>): Promise<Listing<TreeEntry>> {
+    return this.#list('trees', (root) => (roots && !roots.has(root) ? undefined : this.readTree(root, holding)));
   }
 
   unansweredFile(hash: string): string {
