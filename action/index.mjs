@@ -12122,31 +12122,53 @@ function fromManifest(value) {
 /**
 * The text of `value` as two-space indented JSON, piece by piece, except that
 * the array under `key` (its last field) has one element per line: a file of
-* 100,000 rows is readable and never built as one string.
+* 100,000 rows is readable and never built as one string. With `digestKey`,
+* a last field of that name holds the SHA-256 of the rows (rowsDigest), so
+* that a reader can tell the rows are as written without parsing them.
 */
-function* jsonWithRows(value, key) {
-	const { [key]: rows, ...head } = value;
+function* jsonWithRows(value, key, digestKey) {
+	const head = { ...value };
+	const rows = head[key];
+	delete head[key];
+	if (digestKey !== void 0) delete head[digestKey];
 	yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`;
-	const list = rows;
-	for (const [i, row] of list.entries()) yield `    ${JSON.stringify(row)}${i < list.length - 1 ? "," : ""}\n`;
-	yield "  ]\n}\n";
+	const digest = createHash("sha256");
+	for (const [i, row] of rows.entries()) {
+		const json = JSON.stringify(row);
+		digest.update(`${json}\n`);
+		yield `    ${json}${i < rows.length - 1 ? "," : ""}\n`;
+	}
+	yield digestKey === void 0 ? "  ]\n}\n" : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.digest("hex")}"\n}\n`;
+}
+/** The SHA-256 of rows as jsonWithRows writes them: each row's JSON and a line feed. */
+function rowsDigest(rows) {
+	const digest = createHash("sha256");
+	for (const row of rows) digest.update(`${JSON.stringify(row)}\n`);
+	return digest.digest("hex");
 }
 /**
-* Whether a tree file's text is laid out as jsonWithRows writes it and
-* complete: its closing lines, and one leaf line for each of its treeSize
-* leaves. Anything else (cut short, edited by hand) is parsed in full.
+* The leaves' digests of a tree file's text, read without parsing it, when
+* the file is exactly as notarize wrote it: its layout, one well-formed line
+* per leaf numbered in order, as many as its treeSize, and the digest of
+* those lines in its last field. Undefined for anything else (cut short,
+* edited, damaged, written before the digest): then it is parsed in full.
 */
-function isWholeTree(text) {
+function leafDigestsOfWholeTree(text) {
 	const size = /\n {2}"treeSize": (\d+),\n/.exec(text)?.[1];
-	if (size === void 0 || !text.endsWith("\n  ]\n}\n")) return false;
-	let lines = 0;
-	for (let at = text.indexOf("\n    {\"index\":"); at !== -1; at = text.indexOf("\n    {\"index\":", at + 1)) lines++;
-	return lines === Number(size);
-}
-/** Whether the text names one of `digests` as a leaf's sha256. */
-function namesAny(text, digests) {
-	for (const match of text.matchAll(/"sha256":"([0-9a-f]{64})"/g)) if (digests.has(match[1])) return true;
-	return false;
+	const start = text.indexOf("\n  \"leaves\": [\n");
+	const end = new RegExp(`\\n {2}\\],\\n {2}"${LEAVES_DIGEST}": "([0-9a-f]{64})"\\n\\}\\n$`).exec(text);
+	if (size === void 0 || start === -1 || !end) return void 0;
+	const lines = text.slice(start + 15, end.index).split("\n");
+	if (lines.length !== Number(size)) return void 0;
+	const digest = createHash("sha256");
+	const digests = [];
+	for (const [i, line] of lines.entries()) {
+		const match = LEAF_LINE.exec(line);
+		if (!match || Number(match[2]) !== i || line.endsWith(",") !== i < lines.length - 1) return void 0;
+		digest.update(`${match[1]}\n`);
+		digests.push(match[3]);
+	}
+	return digest.digest("hex") === end[1] ? digests : void 0;
 }
 /**
 * An entry read from `<hash>.json` must be about that hash: a file renamed or
@@ -12164,7 +12186,7 @@ function recordHashOf(recordJson) {
 	const record = JSON.parse(recordJson);
 	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
 }
-var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, treeEntrySchema, ServiceStore;
+var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, treeEntrySchema, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
 var init_service_store = __esmMin((() => {
 	init_zod();
 	init_errors();
@@ -12230,8 +12252,12 @@ var init_service_store = __esmMin((() => {
 		treeSize: int().positive(),
 		description: string(),
 		createdAt: string(),
-		leaves: array(treeLeafSchema)
+		leaves: array(treeLeafSchema),
+		/** The SHA-256 of the leaf lines as written (jsonWithRows); absent in a file written without it. */
+		leavesSha256: hashSchema.optional()
 	})).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
+	LEAVES_DIGEST = "leavesSha256";
+	LEAF_LINE = /^ {4}(\{"index":(\d+),"name":(?:null|"(?:[^"\\]|\\.)*"),"sha256":"([0-9a-f]{64})","size":(?:\d+|null),"salt":"[0-9a-f]{64}"\}),?$/;
 	ServiceStore = class {
 		dir;
 		baseUrl;
@@ -12391,9 +12417,13 @@ var init_service_store = __esmMin((() => {
 			const file = this.treeFile(root);
 			const text = readPrivateFile(file);
 			if (text === void 0) return void 0;
-			if (holding && isWholeTree(text) && !namesAny(text, holding)) return void 0;
+			if (holding) {
+				const digests = leafDigestsOfWholeTree(text);
+				if (digests && !digests.some((digest) => holding.has(digest))) return void 0;
+			}
 			const entry = parseStoreText(file, text, treeEntrySchema);
 			if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+			if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== rowsDigest(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
 			return entry;
 		}
 		/** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */
@@ -12403,7 +12433,7 @@ var init_service_store = __esmMin((() => {
 			await writeFileAtomic(file, jsonWithRows({
 				...STORE_VERSION,
 				...entry
-			}, "leaves"), { flushes: this.#flushes });
+			}, "leaves", LEAVES_DIGEST), { flushes: this.#flushes });
 		}
 		/**
 		* Every tree, or with `holding` those that may hold one of these digests
@@ -12687,13 +12717,16 @@ function stateOf$1(store, root, retired) {
 /**
 * The registered tree holding the document of digest `sha256`, if any (for
 * `show` and `receipt`, once the ledger has no record of the digest itself).
-* Throws StoreError for a tree whose leaves do not fold to its root.
+* Throws StoreError for a tree whose leaves do not fold to its root, and,
+* when no readable tree holds it, for a tree file that cannot be read.
 */
 async function findLeaf(store, sha256) {
-	const place = (await Trees.load(store, {
+	const trees = await Trees.load(store, {
 		registeredOnly: true,
 		holding: /* @__PURE__ */ new Set([sha256])
-	})).place(sha256);
+	});
+	const place = trees.place(sha256);
+	if (!place && trees.problems.length > 0) throw trees.problems[0];
 	if (!place) return void 0;
 	const { root } = place.tree.entry;
 	const entry = store.readRecord(root);
@@ -12718,7 +12751,7 @@ function treeManifestText(entry) {
 		version: 1,
 		proofType: PROOF_TYPE,
 		...entry
-	}, "leaves");
+	}, "leaves", "leavesSha256");
 }
 var CONFIRMED_MESSAGE, LoadedTree, RANK, Trees, TREE_TYPE;
 var init_aggregate = __esmMin((() => {

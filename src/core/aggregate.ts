@@ -375,10 +375,14 @@ export interface FoundLeaf {
 /**
  * The registered tree holding the document of digest `sha256`, if any (for
  * `show` and `receipt`, once the ledger has no record of the digest itself).
- * Throws StoreError for a tree whose leaves do not fold to its root.
+ * Throws StoreError for a tree whose leaves do not fold to its root, and,
+ * when no readable tree holds it, for a tree file that cannot be read.
  */
 export async function findLeaf(store: ServiceStore, sha256: string): Promise<FoundLeaf | undefined> {
-  const place = (await Trees.load(store, { registeredOnly: true, holding: new Set([sha256]) })).place(sha256);
+  const trees = await Trees.load(store, { registeredOnly: true, holding: new Set([sha256]) });
+  const place = trees.place(sha256);
+  // A tree that cannot be read may be the one holding it: say so rather than "not in the ledger".
+  if (!place && trees.problems.length > 0) throw trees.problems[0]!;
   if (!place) return undefined;
   const { root } = place.tree.entry;
   const entry = store.readRecord(root);
@@ -398,5 +402,5 @@ export const TREE_TYPE = 'notarize-tree';
  * something to hand out with one document (its receipt is).
  */
 export function treeManifestText(entry: TreeEntry): Generator<string> {
-  return jsonWithRows({ type: TREE_TYPE, version: 1, proofType: PROOF_TYPE, ...entry }, 'leaves');
+  return jsonWithRows({ type: TREE_TYPE, version: 1, proofType: PROOF_TYPE, ...entry }, 'leaves', 'leavesSha256');
 }

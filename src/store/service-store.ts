@@ -4,6 +4,7 @@
  * sent back to forfait byte for byte and a record printed as the service sent
  * it, unknown fields included.
  */
+import { createHash } from 'node:crypto';
 import { renameSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -142,6 +143,8 @@ const treeEntrySchema = z
       description: z.string(),
       createdAt: z.string(),
       leaves: z.array(treeLeafSchema),
+      /** The SHA-256 of the leaf lines as written (jsonWithRows); absent in a file written without it. */
+      leavesSha256: hashSchema.optional(),
     }),
   )
   .refine((tree) => tree.leaves.length === tree.treeSize, 'its treeSize is not its number of leaves')
@@ -158,33 +161,63 @@ export interface Listing<T> {
 /**
  * The text of `value` as two-space indented JSON, piece by piece, except that
  * the array under `key` (its last field) has one element per line: a file of
- * 100,000 rows is readable and never built as one string.
+ * 100,000 rows is readable and never built as one string. With `digestKey`,
+ * a last field of that name holds the SHA-256 of the rows (rowsDigest), so
+ * that a reader can tell the rows are as written without parsing them.
  */
-export function* jsonWithRows(value: Record<string, unknown>, key: string): Generator<string> {
-  const { [key]: rows, ...head } = value;
+export function* jsonWithRows(value: Record<string, unknown>, key: string, digestKey?: string): Generator<string> {
+  const head = { ...value };
+  const rows = head[key] as readonly unknown[];
+  delete head[key];
+  if (digestKey !== undefined) delete head[digestKey];
   yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`; // the head without its "\n}"
-  const list = rows as readonly unknown[];
-  for (const [i, row] of list.entries()) yield `    ${JSON.stringify(row)}${i < list.length - 1 ? ',' : ''}\n`;
-  yield '  ]\n}\n';
+  const digest = createHash('sha256');
+  for (const [i, row] of rows.entries()) {
+    const json = JSON.stringify(row);
+    digest.update(`${json}\n`);
+    yield `    ${json}${i < rows.length - 1 ? ',' : ''}\n`;
+  }
+  yield digestKey === undefined ? '  ]\n}\n' : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.digest('hex')}"\n}\n`;
 }
+
+/** The SHA-256 of rows as jsonWithRows writes them: each row's JSON and a line feed. */
+function rowsDigest(rows: readonly unknown[]): string {
+  const digest = createHash('sha256');
+  for (const row of rows) digest.update(`${JSON.stringify(row)}\n`);
+  return digest.digest('hex');
+}
+
+/** Where a tree file keeps the SHA-256 of its leaf lines. */
+const LEAVES_DIGEST = 'leavesSha256';
+
+/** A leaf line exactly as jsonWithRows writes it: its index and digest are read from it without parsing. */
+const LEAF_LINE =
+  /^ {4}(\{"index":(\d+),"name":(?:null|"(?:[^"\\]|\\.)*"),"sha256":"([0-9a-f]{64})","size":(?:\d+|null),"salt":"[0-9a-f]{64}"\}),?$/;
 
 /**
- * Whether a tree file's text is laid out as jsonWithRows writes it and
- * complete: its closing lines, and one leaf line for each of its treeSize
- * leaves. Anything else (cut short, edited by hand) is parsed in full.
+ * The leaves' digests of a tree file's text, read without parsing it, when
+ * the file is exactly as notarize wrote it: its layout, one well-formed line
+ * per leaf numbered in order, as many as its treeSize, and the digest of
+ * those lines in its last field. Undefined for anything else (cut short,
+ * edited, damaged, written before the digest): then it is parsed in full.
  */
-function isWholeTree(text: string): boolean {
+function leafDigestsOfWholeTree(text: string): string[] | undefined {
   const size = /\n {2}"treeSize": (\d+),\n/.exec(text)?.[1];
-  if (size === undefined || !text.endsWith('\n  ]\n}\n')) return false;
-  let lines = 0;
-  for (let at = text.indexOf('\n    {"index":'); at !== -1; at = text.indexOf('\n    {"index":', at + 1)) lines++;
-  return lines === Number(size);
-}
-
-/** Whether the text names one of `digests` as a leaf's sha256. */
-function namesAny(text: string, digests: ReadonlySet<string>): boolean {
-  for (const match of text.matchAll(/"sha256":"([0-9a-f]{64})"/g)) if (digests.has(match[1]!)) return true;
-  return false;
+  const opening = '\n  "leaves": [\n';
+  const start = text.indexOf(opening);
+  const end = new RegExp(`\\n {2}\\],\\n {2}"${LEAVES_DIGEST}": "([0-9a-f]{64})"\\n\\}\\n$`).exec(text);
+  if (size === undefined || start === -1 || !end) return undefined;
+  const lines = text.slice(start + opening.length, end.index).split('\n');
+  if (lines.length !== Number(size)) return undefined;
+  const digest = createHash('sha256');
+  const digests: string[] = [];
+  for (const [i, line] of lines.entries()) {
+    const match = LEAF_LINE.exec(line);
+    if (!match || Number(match[2]) !== i || line.endsWith(',') !== i < lines.length - 1) return undefined;
+    digest.update(`${match[1]}\n`);
+    digests.push(match[3]!);
+  }
+  return digest.digest('hex') === end[1] ? digests : undefined;
 }
 
 /**
@@ -379,9 +412,16 @@ export class ServiceStore {
     const file = this.treeFile(root);
     const text = readPrivateFile(file);
     if (text === undefined) return undefined;
-    if (holding && isWholeTree(text) && !namesAny(text, holding)) return undefined;
+    if (holding) {
+      const digests = leafDigestsOfWholeTree(text);
+      if (digests && !digests.some((digest) => holding.has(digest))) return undefined;
+    }
     const entry = parseStoreText(file, text, treeEntrySchema);
     if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+    // Leaves changed since notarize wrote them (a digit, a line) could drop a document from its tree.
+    if (entry.leavesSha256 !== undefined && entry.leavesSha256 !== rowsDigest(entry.leaves)) {
+      throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
+    }
     return entry;
   }
 
@@ -389,7 +429,9 @@ export class ServiceStore {
   async saveTree(entry: TreeEntry): Promise<void> {
     const file = this.treeFile(entry.root);
     this.#privateDir(join(file, '..'));
-    await writeFileAtomic(file, jsonWithRows({ ...STORE_VERSION, ...entry }, 'leaves'), { flushes: this.#flushes });
+    await writeFileAtomic(file, jsonWithRows({ ...STORE_VERSION, ...entry }, 'leaves', LEAVES_DIGEST), {
+      flushes: this.#flushes,
+    });
   }
 
   /**

@@ -5,6 +5,7 @@
  * re-runs choose trees by where their roots stand; the store-wide lock makes
  * concurrent runs agree on one tree; a damaged tree proves nothing.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -213,13 +214,43 @@ describe('trees in the store', () => {
     expect(await findLeaf(d.store, sha256('planned'))).toBeUndefined();
   });
 
-  it('a tree whose leaves were changed is damaged: its proofs are refused with a StoreError naming the file', async () => {
+  it('a tree whose leaves were changed is damaged: by its leaves digest, and else by its root', async () => {
     const { d, root } = await registered();
     const file = d.store.treeFile(root);
-    writeFileSync(file, readFileSync(file, 'utf8').replace(sha256('k3'), sha256('forged')));
-    const error = await rejectionOf(findLeaf(d.store, sha256('forged')), StoreError);
+    const forged = readFileSync(file, 'utf8').replace(sha256('k3'), sha256('forged'));
+    writeFileSync(file, forged);
+    let error = await rejectionOf(findLeaf(d.store, sha256('forged')), StoreError);
     expect(error.file).toBe(file);
+    expect(error.message).toContain('its leaves are not those it was written with (leavesSha256 does not match)');
+    // Without the digest (a file written by hand, or the digest removed too), the root still tells.
+    writeFileSync(file, forged.replace(/,\n {2}"leavesSha256": "[0-9a-f]{64}"\n/, '\n'));
+    error = await rejectionOf(findLeaf(d.store, sha256('forged')), StoreError);
     expect(error.message).toContain(`${file} is damaged: its leaves make root`);
+  });
+
+  it('a search passes over a tree only when it is exactly as written: any damage inside a leaf line makes it parsed, and refused', async () => {
+    const { d, root } = await registered();
+    const file = d.store.treeFile(root);
+    const text = readFileSync(file, 'utf8');
+    const k1 = sha256('k1');
+    const wanted = new Set([k1]);
+    const damaged = [
+      text.replace(`"sha256":"${k1}"`, `"sha256":"${k1.toUpperCase()}"`), // upper case
+      text.replace(`"sha256":"${k1}"`, `"sha256";"${k1}"`), // not JSON
+      text.replace(/ {4}\{"index":0,[^\n]*\n/, (line) => line.replace(k1, sha256('k2'))), // another digest
+      text.replace(k1, `${k1.slice(0, -1)}${k1.endsWith('0') ? '1' : '0'}`), // one digit
+    ];
+    for (const [i, version] of damaged.entries()) {
+      writeFileSync(file, version);
+      expect(() => d.store.readTree(root, wanted), `damage ${i}`).toThrow(StoreError);
+    }
+    // Valid JSON laid out otherwise (a space after a colon): parsed in full, and found.
+    writeFileSync(file, text.replace(`"sha256":"${k1}"`, `"sha256": "${k1}"`));
+    expect(d.store.readTree(root, wanted)?.root).toBe(root);
+    // Exactly as written: passed over when it names none of the digests sought.
+    writeFileSync(file, text);
+    expect(d.store.readTree(root, new Set([sha256('elsewhere')]))).toBeUndefined();
+    expect(d.store.readTree(root, wanted)?.root).toBe(root);
   });
 
   it('a tree file that is not JSON, or is of another root, is a problem of the listing, not a tree', async () => {
@@ -269,6 +300,9 @@ describe('trees in the store', () => {
       version: 1,
       proofType: 'rfc9162-sha256-salted-leaf',
       ...entry,
+      leavesSha256: createHash('sha256')
+        .update(entry.leaves.map((leaf) => `${JSON.stringify(leaf)}\n`).join(''))
+        .digest('hex'),
     });
     expect(text.split('\n').filter((line) => line.startsWith('    {"index":'))).toHaveLength(2);
     expect(new LoadedTree(entry, 'planned').entry).toBe(entry);

@@ -321,7 +321,7 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
     return { root: rootOf, treeFile: join(bed.serviceDir(), 'trees', `${rootOf}.json`) };
   }
 
-  it('a tree whose leaves no longer make its root: exit 2, nothing sent, the file named', async () => {
+  it('a tree whose leaves changed: exit 2, nothing sent, the file named; every aggregate run stops until it is restored', async () => {
     const { treeFile } = await aggregated('salted', ['a.txt', 'b.txt']);
     const text = readFileSync(treeFile, 'utf8');
     const salt = /"salt":"([0-9a-f]{64})"/.exec(text)![1]!;
@@ -330,11 +330,16 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
     const mark = bed.mark();
     const run = await bed.main(['register', '--aggregate', '-r', bed.path('salted'), '--json']);
     expect(run.code, describeRun(run)).toBe(2);
-    expect(run.stderr).toContain(`${treeFile} is damaged: its leaves make root`);
+    expect(run.stderr).toContain(`${treeFile} is damaged (its leaves are not those it was written with`);
     expect(bed.callsSince(mark)).toEqual([]);
-    // verify says so too, and the documents are no longer verified by that tree.
+    // verify warns of it, and the documents are no longer verified by that tree.
     const verify = await bed.main(['verify', bed.path('salted/a.txt'), '--output', 'ndjson']);
-    expect(parseNdjson(verify.stdout)[0]).toMatchObject({ status: 'unknown' });
+    expect(verify.stderr).toContain(`${treeFile} is damaged`);
+    expect(parseNdjson(verify.stdout)[0]!.status).not.toBe('verified');
+    // A tree that may have lost a leaf could hold any document: other runs stop too, until it is restored.
+    const other = await bed.main(['register', '--aggregate', bed.path('salted/c.txt'), '--json']);
+    expect(other.code).toBe(2);
+    writeFileSync(treeFile, text);
   });
 
   it('a tree file cut short, or its root record damaged: exit 2, nothing sent, never a second root', async () => {
