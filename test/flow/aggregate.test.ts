@@ -169,6 +169,7 @@ describe('register --aggregate over 50 documents', () => {
   it.skipIf(!hasPython)('every receipt verifies with contrib/verify-receipt.py', async () => {
     const { doc, receipt } = download();
     // The script's main() for each document in one python process: 50 interpreters would cost seconds.
+    // -B: importing it must not write contrib/__pycache__ into the checkout.
     const each = `import importlib.util, sys
 spec = importlib.util.spec_from_file_location("verify_receipt", sys.argv[1])
 script = importlib.util.module_from_spec(spec)
@@ -176,7 +177,7 @@ spec.loader.exec_module(script)
 pairs = sys.argv[2:]
 print(sum(script.main(["verify-receipt", pairs[i], pairs[i + 1]]) == 0 for i in range(0, len(pairs), 2)))`;
     const args = NAMES.flatMap((name) => [doc(name), receipt(name)]);
-    const python = await runProcess('python3', ['-c', each, SCRIPT, ...args], {}, { noBaseUrlCheck: true });
+    const python = await runProcess('python3', ['-B', '-c', each, SCRIPT, ...args], {}, { noBaseUrlCheck: true });
     expect(python.code, describeRun(python)).toBe(0);
     const lines = python.stdout.trim().split('\n');
     expect(lines.at(-1)).toBe(String(COUNT));
