@@ -61,7 +61,7 @@ export class Aggregator {
   #total = 0;
   /** Roots whose missing record was already reported. */
   readonly #warnedRoots = new Set<string>();
-  /** The last write of each receipt path (see #receipt). */
+  /** The last write of each receipt path still under way (see #receipt). */
   readonly #writing = new Map<string, Promise<void>>();
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
     this.#options = options;
@@ -293,13 +293,15 @@ export class Aggregator {
       const path = receiptPath(plan, doc.index, doc.sha256);
       const before = this.#writing.get(path) ?? Promise.resolve();
       const write = before.then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force));
-      this.#writing.set(
-        path,
-        write.then(
-          () => {},
-          () => {},
-        ),
+      const settled = write.then(
+        () => {},
+        () => {},
       );
+      this.#writing.set(path, settled);
+      // Forgotten once written, unless a later write of the path queued behind it: 100,000 receipts hold no map.
+      void settled.then(() => {
+        if (this.#writing.get(path) === settled) this.#writing.delete(path);
+      });
       return { receipt: await write };
     } catch (error) {
       return { receiptError: asNotarizeError(error) };
