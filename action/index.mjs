@@ -12606,7 +12606,6 @@ async function placeDocuments(deps, input) {
 }
 /** Registers the root of every tree the documents were placed under, once each, in order. */
 async function registerRoots(deps, input, placements) {
-	const { store } = deps;
 	const roots = /* @__PURE__ */ new Map();
 	let failed = false;
 	for (const { tree } of placements) {
@@ -12620,7 +12619,7 @@ async function registerRoots(deps, input, placements) {
 			continue;
 		}
 		if (tree.state === "registered" || tree.state === "confirmed") {
-			const entry = tree.state === "registered" ? store.readRecord(root) : void 0;
+			const entry = tree.record;
 			const service = entry ? void 0 : {
 				message: CONFIRMED_MESSAGE,
 				retiredSession: void 0
@@ -12696,7 +12695,7 @@ function plantTree(documents, description, at) {
 		createdAt: at.toISOString(),
 		leaves
 	};
-	return new LoadedTree(entry, "planned", merkle);
+	return new LoadedTree(entry, { state: "planned" }, merkle);
 }
 function better(a, b) {
 	if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
@@ -12709,10 +12708,14 @@ async function confirmedRoots(store) {
 	return confirmed;
 }
 /** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
-function stateOf$1(store, root, retired) {
-	if (store.readRecord(root)) return "registered";
-	if (store.readPending(root)) return "pending";
-	return retired.has(root) ? "confirmed" : "planned";
+function standingOf(store, root, retired) {
+	const record = store.readRecord(root);
+	if (record) return {
+		state: "registered",
+		record
+	};
+	if (store.readPending(root)) return { state: "pending" };
+	return { state: retired.has(root) ? "confirmed" : "planned" };
 }
 /**
 * The registered tree holding the document of digest `sha256`, if any (for
@@ -12729,8 +12732,7 @@ async function findLeaf(store, sha256) {
 	if (!place && trees.problems.length > 0) throw trees.problems[0];
 	if (!place) return void 0;
 	const { root } = place.tree.entry;
-	const entry = store.readRecord(root);
-	if (!entry) return void 0;
+	const entry = place.tree.record;
 	const proof = place.tree.proof(place.leafIndex, store.treeFile(root));
 	return {
 		entry,
@@ -12765,10 +12767,12 @@ var init_aggregate = __esmMin((() => {
 	LoadedTree = class {
 		entry;
 		state;
+		record;
 		#merkle;
-		constructor(entry, state, merkle) {
+		constructor(entry, { state, record }, merkle) {
 			this.entry = entry;
 			this.state = state;
+			this.record = record;
 			this.#merkle = merkle;
 		}
 		/**
@@ -12826,17 +12830,18 @@ var init_aggregate = __esmMin((() => {
 			const retired = entries.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(store);
 			const trees = [];
 			for (const entry of entries) {
-				let state;
+				let standing;
 				try {
-					state = stateOf$1(store, entry.root, retired);
+					standing = standingOf(store, entry.root, retired);
 				} catch (error) {
 					if (!(error instanceof StoreError)) throw error;
 					problems.push(error);
 					continue;
 				}
+				const { state } = standing;
 				if (registeredOnly && state !== "registered") continue;
 				if (skipRegistered && (state === "registered" || state === "confirmed")) continue;
-				trees.push(new LoadedTree(entry, state));
+				trees.push(new LoadedTree(entry, standing));
 			}
 			return new Trees(trees, problems);
 		}
@@ -15292,7 +15297,7 @@ var init_register_aggregate = __esmMin((() => {
 		#total = 0;
 		/** Roots whose missing record was already reported. */
 		#warnedRoots = /* @__PURE__ */ new Set();
-		/** The last write of each receipt path (see #receipt). */
+		/** The last write of each receipt path still under way (see #receipt). */
 		#writing = /* @__PURE__ */ new Map();
 		constructor({ options, documents, items, baseUrl, api, store }) {
 			this.#options = options;
@@ -15496,7 +15501,11 @@ var init_register_aggregate = __esmMin((() => {
 				});
 				const path = receiptPath(plan, doc.index, doc.sha256);
 				const write = (this.#writing.get(path) ?? Promise.resolve()).then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force));
-				this.#writing.set(path, write.then(() => {}, () => {}));
+				const settled = write.then(() => {}, () => {});
+				this.#writing.set(path, settled);
+				settled.then(() => {
+					if (this.#writing.get(path) === settled) this.#writing.delete(path);
+				});
 				return { receipt: await write };
 			} catch (error) {
 				return { receiptError: asNotarizeError(error) };
@@ -16452,19 +16461,16 @@ var init_ledger = __esmMin((() => {
 		/** Reads the whole ledger of a service and its registered trees; damaged files are returned as problems. */
 		static async load(store) {
 			const { entries, problems } = await store.listRecords();
-			const byHash = new Map(entries.map((entry) => [entry.hash, entry]));
+			const roots = new Set(entries.map((entry) => entry.hash));
 			const trees = await Trees.load(store, {
 				registeredOnly: true,
-				roots: new Set(byHash.keys())
+				roots
 			});
-			const registered = trees.all.flatMap((tree) => {
-				const entry = byHash.get(tree.entry.root);
-				return entry ? [{
-					tree,
-					entry,
-					file: store.treeFile(tree.entry.root)
-				}] : [];
-			});
+			const registered = trees.all.map((tree) => ({
+				tree,
+				entry: tree.record,
+				file: store.treeFile(tree.entry.root)
+			}));
 			const all = [...problems, ...trees.problems];
 			return {
 				index: new LedgerIndex(entries, all, registered),

@@ -145,7 +145,6 @@ export async function registerRoots(
   input: Omit<AggregateInput, 'documents' | 'description'>,
   placements: readonly Placement[],
 ): Promise<Map<string, RootResult>> {
-  const { store } = deps;
   const roots = new Map<string, RootResult>();
   let failed = false;
   for (const { tree } of placements) {
@@ -157,7 +156,7 @@ export async function registerRoots(
     }
     if (tree.state === 'registered' || tree.state === 'confirmed') {
       // `confirmed`: the service said it has the root (a 409), but its record never reached this store.
-      const entry = tree.state === 'registered' ? store.readRecord(root) : undefined;
+      const entry = tree.record;
       const service = entry ? undefined : { message: CONFIRMED_MESSAGE, retiredSession: undefined };
       const outcome = { kind: 'already-registered', hash: root, entry, ...(service ? { service } : {}) } as const;
       roots.set(root, { ok: true, sent: false, outcome });
@@ -194,15 +193,21 @@ export async function registerRoots(
 const CONFIRMED_MESSAGE =
   'the service answered 409 to an earlier completion of this root (its record was never received); nothing sent';
 
-/** A tree read from (or just saved to) the store, with its Merkle tree built when first needed. */
+/**
+ * A tree read from (or just saved to) the store, with its root's record when
+ * it is registered (read once, by `stateOf`), and its Merkle tree built when
+ * first needed.
+ */
 export class LoadedTree {
   readonly entry: TreeEntry;
   readonly state: TreeState;
+  readonly record: LedgerEntry | undefined;
   #merkle: MerkleTree | undefined;
 
-  constructor(entry: TreeEntry, state: TreeState, merkle?: MerkleTree) {
+  constructor(entry: TreeEntry, { state, record }: Standing, merkle?: MerkleTree) {
     this.entry = entry;
     this.state = state;
+    this.record = record;
     this.#merkle = merkle;
   }
 
@@ -270,7 +275,7 @@ function plantTree(documents: readonly AggregateDocument[], description: string 
     createdAt: at.toISOString(),
     leaves,
   };
-  return new LoadedTree(entry, 'planned', merkle);
+  return new LoadedTree(entry, { state: 'planned' }, merkle);
 }
 
 interface TreesOptions {
@@ -323,17 +328,18 @@ export class Trees {
     const retired = entries.length === 0 ? new Set<string>() : await confirmedRoots(store);
     const trees: LoadedTree[] = [];
     for (const entry of entries) {
-      let state: TreeState;
+      let standing: Standing;
       try {
-        state = stateOf(store, entry.root, retired);
+        standing = standingOf(store, entry.root, retired);
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
         problems.push(error);
         continue;
       }
+      const { state } = standing;
       if (registeredOnly && state !== 'registered') continue;
       if (skipRegistered && (state === 'registered' || state === 'confirmed')) continue;
-      trees.push(new LoadedTree(entry, state));
+      trees.push(new LoadedTree(entry, standing));
     }
     return new Trees(trees, problems);
   }
@@ -358,11 +364,18 @@ async function confirmedRoots(store: ServiceStore): Promise<Set<string>> {
   return confirmed;
 }
 
+/** Where a tree stands, and its root's record when it is registered. */
+export interface Standing {
+  state: TreeState;
+  record?: LedgerEntry;
+}
+
 /** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
-function stateOf(store: ServiceStore, root: string, retired: ReadonlySet<string>): TreeState {
-  if (store.readRecord(root)) return 'registered';
-  if (store.readPending(root)) return 'pending';
-  return retired.has(root) ? 'confirmed' : 'planned';
+function standingOf(store: ServiceStore, root: string, retired: ReadonlySet<string>): Standing {
+  const record = store.readRecord(root);
+  if (record) return { state: 'registered', record };
+  if (store.readPending(root)) return { state: 'pending' };
+  return { state: retired.has(root) ? 'confirmed' : 'planned' };
 }
 
 /** A document found under a registered root: the root's record, the document's leaf, and its proof. */
@@ -385,8 +398,7 @@ export async function findLeaf(store: ServiceStore, sha256: string): Promise<Fou
   if (!place && trees.problems.length > 0) throw trees.problems[0]!;
   if (!place) return undefined;
   const { root } = place.tree.entry;
-  const entry = store.readRecord(root);
-  if (!entry) return undefined;
+  const entry = place.tree.record!; // registeredOnly: every tree loaded has its root's record
   const proof = place.tree.proof(place.leafIndex, store.treeFile(root));
   return { entry, leaf: place.tree.entry.leaves[place.leafIndex]!, proof };
 }

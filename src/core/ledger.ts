@@ -68,13 +68,14 @@ export class LedgerIndex {
   /** Reads the whole ledger of a service and its registered trees; damaged files are returned as problems. */
   static async load(store: ServiceStore) {
     const { entries, problems } = await store.listRecords();
-    const byHash = new Map(entries.map((entry) => [entry.hash, entry]));
     // Only the trees whose root has a record are read: the others prove nothing yet.
-    const trees = await Trees.load(store, { registeredOnly: true, roots: new Set(byHash.keys()) });
-    const registered = trees.all.flatMap((tree) => {
-      const entry = byHash.get(tree.entry.root);
-      return entry ? [{ tree, entry, file: store.treeFile(tree.entry.root) }] : [];
-    });
+    const roots = new Set(entries.map((entry) => entry.hash));
+    const trees = await Trees.load(store, { registeredOnly: true, roots });
+    const registered = trees.all.map((tree) => ({
+      tree,
+      entry: tree.record!, // registeredOnly: every tree loaded has its root's record
+      file: store.treeFile(tree.entry.root),
+    }));
     const all = [...problems, ...trees.problems];
     return { index: new LedgerIndex(entries, all, registered), problems: all };
   }

@@ -305,6 +305,6 @@ describe('trees in the store', () => {
         .digest('hex'),
     });
     expect(text.split('\n').filter((line) => line.startsWith('    {"index":'))).toHaveLength(2);
-    expect(new LoadedTree(entry, 'planned').entry).toBe(entry);
+    expect(new LoadedTree(entry, { state: 'planned' }).entry).toBe(entry);
   });
 });
