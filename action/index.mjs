@@ -12753,7 +12753,7 @@ function treeManifestText(entry) {
 		version: 1,
 		proofType: PROOF_TYPE,
 		...entry
-	}, "leaves", "leavesSha256");
+	}, "leaves", LEAVES_DIGEST);
 }
 var CONFIRMED_MESSAGE, LoadedTree, RANK, Trees, TREE_TYPE;
 var init_aggregate = __esmMin((() => {

@@ -27,6 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { StoreError } from '../errors.js';
 import {
   jsonWithRows,
+  LEAVES_DIGEST,
   type LedgerEntry,
   type ServiceStore,
   type TreeEntry,
@@ -414,5 +415,5 @@ export const TREE_TYPE = 'notarize-tree';
  * something to hand out with one document (its receipt is).
  */
 export function treeManifestText(entry: TreeEntry): Generator<string> {
-  return jsonWithRows({ type: TREE_TYPE, version: 1, proofType: PROOF_TYPE, ...entry }, 'leaves', 'leavesSha256');
+  return jsonWithRows({ type: TREE_TYPE, version: 1, proofType: PROOF_TYPE, ...entry }, 'leaves', LEAVES_DIGEST);
 }

@@ -188,7 +188,7 @@ function rowsDigest(rows: readonly unknown[]): string {
 }
 
 /** Where a tree file keeps the SHA-256 of its leaf lines. */
-const LEAVES_DIGEST = 'leavesSha256';
+export const LEAVES_DIGEST = 'leavesSha256';
 
 /** A leaf line exactly as jsonWithRows writes it: its index and digest are read from it without parsing. */
 const LEAF_LINE =
