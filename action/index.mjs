@@ -12741,6 +12741,20 @@ async function findLeaf(store, sha256) {
 	};
 }
 /**
+* What the ledger holds for a digest (`show`, `receipt`): its own record, or
+* the record of the registered root it is a leaf of, with that leaf and its
+* proof; undefined when neither. Throws StoreError as findLeaf does.
+*/
+async function recordOf(store, sha256) {
+	const own = store.readRecord(sha256);
+	if (own) return { entry: own };
+	const found = await findLeaf(store, sha256);
+	return found && {
+		entry: found.entry,
+		underRoot: found
+	};
+}
+/**
 * The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
 * every leaf (name, digest, size, salt, index) under its root, one per line,
 * from which any document's proof can be made again (see
@@ -16818,21 +16832,19 @@ async function runShow(options) {
 	const { target } = options;
 	const baseUrl = options.baseUrl();
 	const hash = await isDigestNotFile(target) ? normalizeHash(target) : (await hashFile(target)).hash;
-	const store = options.ledger();
-	const entry = store.readRecord(hash);
-	if (entry) return {
+	const held = await recordOf(options.ledger(), hash);
+	if (!held) throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, { hint: "`notarize list` shows what is; `notarize pending` what awaits completion" });
+	if (!held.underRoot) return {
 		kind: "record",
 		hash,
-		recordJson: entry.recordJson,
+		recordJson: held.entry.recordJson,
 		baseUrl
 	};
-	const found = await findLeaf(store, hash);
-	if (!found) throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, { hint: "`notarize list` shows what is; `notarize pending` what awaits completion" });
-	const { proof } = found;
+	const { proof } = held.underRoot;
 	return {
 		kind: "record",
 		hash: proof.root,
-		recordJson: found.entry.recordJson,
+		recordJson: held.entry.recordJson,
 		baseUrl,
 		note: `${hash} is leaf ${proof.leafIndex} of ${proof.treeSize} under the registered Merkle root ${proof.root}; \`notarize receipt ${hash}\` gives its proof`
 	};
@@ -16878,11 +16890,9 @@ async function runReceipt(options) {
 	const baseUrl = options.baseUrl();
 	const file = await isDigestNotFile(target) ? void 0 : await hashFile(target);
 	const hash = file?.hash ?? normalizeHash(target);
-	const store = options.ledger();
-	const own = store.readRecord(hash);
-	const found = own ? void 0 : await findLeaf(store, hash);
-	const entry = own ?? found?.entry;
-	if (!entry) throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, { hint: "a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url" });
+	const held = await recordOf(options.ledger(), hash);
+	if (!held) throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, { hint: "a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url" });
+	const { entry, underRoot: found } = held;
 	const text = receiptText({
 		document: {
 			name: file ? basename(target) : (found ? found.leaf.name : entry.file?.name) ?? null,

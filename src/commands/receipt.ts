@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { basename } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
-import { findLeaf } from '../core/aggregate.js';
+import { recordOf } from '../core/aggregate.js';
 import { hashFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
 import { receiptText } from '../core/receipt-format.js';
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
@@ -58,16 +58,14 @@ export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> 
   const baseUrl = options.baseUrl();
   const file = (await isDigestNotFile(target)) ? undefined : await hashFile(target);
   const hash = file?.hash ?? normalizeHash(target);
-  const store = options.ledger();
   // The digest's own record, or the record of the Merkle root it was registered under (register --aggregate).
-  const own = store.readRecord(hash);
-  const found = own ? undefined : await findLeaf(store, hash);
-  const entry = own ?? found?.entry;
-  if (!entry) {
+  const held = await recordOf(options.ledger(), hash);
+  if (!held) {
     throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, {
       hint: 'a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url',
     });
   }
+  const { entry, underRoot: found } = held;
   const text = receiptText({
     document: {
       name: file ? basename(target) : ((found ? found.leaf.name : entry.file?.name) ?? null),

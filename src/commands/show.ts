@@ -1,6 +1,6 @@
 /** `notarize show <hash|file>`: one record from the local ledger. */
 import type { Command } from 'commander';
-import { findLeaf } from '../core/aggregate.js';
+import { recordOf } from '../core/aggregate.js';
 import type { Context } from '../context.js';
 import { hashFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
 import { NotNotarizedError } from '../errors.js';
@@ -40,21 +40,19 @@ export async function runShow(options: ShowOptions): Promise<RecordResult> {
   const { target } = options;
   const baseUrl = options.baseUrl();
   const hash = (await isDigestNotFile(target)) ? normalizeHash(target) : (await hashFile(target)).hash;
-  const store = options.ledger();
-  const entry = store.readRecord(hash);
-  if (entry) return { kind: 'record', hash, recordJson: entry.recordJson, baseUrl };
-  const found = await findLeaf(store, hash);
-  if (!found) {
+  const held = await recordOf(options.ledger(), hash);
+  if (!held) {
     throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, {
       hint: '`notarize list` shows what is; `notarize pending` what awaits completion',
     });
   }
+  if (!held.underRoot) return { kind: 'record', hash, recordJson: held.entry.recordJson, baseUrl };
   // Registered under a Merkle root (register --aggregate): the root's record is the document's.
-  const { proof } = found;
+  const { proof } = held.underRoot;
   return {
     kind: 'record',
     hash: proof.root,
-    recordJson: found.entry.recordJson,
+    recordJson: held.entry.recordJson,
     baseUrl,
     note: `${hash} is leaf ${proof.leafIndex} of ${proof.treeSize} under the registered Merkle root ${proof.root}; \`notarize receipt ${hash}\` gives its proof`,
   };

@@ -404,6 +404,21 @@ export async function findLeaf(store: ServiceStore, sha256: string): Promise<Fou
   return { entry, leaf: place.tree.entry.leaves[place.leafIndex]!, proof };
 }
 
+/**
+ * What the ledger holds for a digest (`show`, `receipt`): its own record, or
+ * the record of the registered root it is a leaf of, with that leaf and its
+ * proof; undefined when neither. Throws StoreError as findLeaf does.
+ */
+export async function recordOf(
+  store: ServiceStore,
+  sha256: string,
+): Promise<{ entry: LedgerEntry; underRoot?: FoundLeaf } | undefined> {
+  const own = store.readRecord(sha256);
+  if (own) return { entry: own };
+  const found = await findLeaf(store, sha256);
+  return found && { entry: found.entry, underRoot: found };
+}
+
 /** What a tree's manifest (`<root>.tree.json`, beside its receipts) says it is. */
 export const TREE_TYPE = 'notarize-tree';
 

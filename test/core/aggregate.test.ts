@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   findLeaf,
+  recordOf,
   LoadedTree,
   registerAggregate,
   rootDescription,
@@ -212,6 +213,15 @@ describe('trees in the store', () => {
     bed.sandbox.addFaults(parseFaults('request:status=503*1'));
     await registerAggregate(d, input(docs('planned')));
     expect(await findLeaf(d.store, sha256('planned'))).toBeUndefined();
+  });
+
+  it("recordOf: a root's own record alone, a leaf's the root's record with its proof, else nothing", async () => {
+    const { d, root } = await registered();
+    expect(await recordOf(d.store, root)).toEqual({ entry: d.store.readRecord(root) });
+    const leaf = await recordOf(d.store, sha256('k3'));
+    expect(leaf?.entry.hash).toBe(root);
+    expect(leaf?.underRoot).toEqual(await findLeaf(d.store, sha256('k3')));
+    expect(await recordOf(d.store, sha256('nowhere'))).toBeUndefined();
   });
 
   it('a tree whose leaves were changed is damaged: by its leaves digest, and else by its root', async () => {
