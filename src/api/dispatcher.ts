@@ -16,7 +16,7 @@
  * malformed proxy URL is a usage error naming its variable, not undici's bare
  * "Invalid URL". The variables are read in api/proxy-env.ts.
  */
-import { Agent, ProxyAgent, type Dispatcher } from 'undici';
+import { Agent, ProxyAgent, type Dispatcher } from './undici.js';
 import { proxyRoute } from './proxy-env.js';
 
 export { proxyRoute, type ProxyRoute } from './proxy-env.js';

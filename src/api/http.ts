@@ -6,7 +6,7 @@
  * secrets left out (bodies and headers are never logged).
  */
 import { performance } from 'node:perf_hooks';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from './undici.js';
 import {
   AuthError,
   ProtocolError,
@@ -101,11 +101,13 @@ export class HttpTransport {
     const elapsed = () => `${Math.round(performance.now() - started)} ms`;
     let answer: Dispatcher.ResponseData;
     try {
-      answer = await request(url, {
+      const target = new URL(url);
+      answer = await this.options.dispatcher.request({
+        origin: target.origin,
+        path: `${target.pathname}${target.search}`,
         method,
         headers,
         body: req.body,
-        dispatcher: this.options.dispatcher,
         headersTimeout: this.options.timeoutMs,
         bodyTimeout: this.options.timeoutMs,
         signal: AbortSignal.timeout(this.options.timeoutMs),
