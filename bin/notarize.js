@@ -5,8 +5,10 @@
 // one line and exit 130 or 143 (src/interrupt.ts); installed first, before
 // any module adds listeners of its own, as is the listener that keeps
 // SIGXFSZ harmless (a write past `ulimit -f` fails with EFBIG instead).
-import { exitOnSignals, keepFileSizeSignalHarmless, main } from '../dist/bundle/cli.js';
+// V8 flags are set before any WebAssembly is compiled (src/v8-flags.ts).
+import { deferWasmTierUp, exitOnSignals, keepFileSizeSignalHarmless, main } from '../dist/bundle/cli.js';
 
+deferWasmTierUp();
 exitOnSignals({ json: process.argv.includes('--json') });
 keepFileSizeSignalHarmless();
 process.exitCode = await main();

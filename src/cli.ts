@@ -13,6 +13,7 @@ import { errorJson, EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCo
 import { IO, type IOOptions, type Sink } from './output/io.js';
 import { forTerminal } from './output/safe-text.js';
 export { exitOnSignals, keepFileSizeSignalHarmless } from './interrupt.js';
+export { deferWasmTierUp } from './v8-flags.js';
 import { flushOnInterrupt } from './interrupt.js';
 import { VERSION } from './version.js';
 
