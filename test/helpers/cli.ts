@@ -11,7 +11,7 @@
  * under another Node binary.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { currentFileAudit } from './audit.js';
@@ -26,6 +26,19 @@ export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BIN = process.env.NOTARIZE_TEST_BIN ?? join(REPO_ROOT, 'bin', 'notarize.js');
 /** The build the executable runs (dist/ beside bin/), for tests that drive one module across processes. */
 export const DIST = join(dirname(BIN), '..', 'dist');
+
+/**
+ * The bundle's chunk of one module (`store` -> dist/bundle/store-<hash>.js),
+ * for a test program that drives that module across processes: the code the
+ * bin runs, loaded as fast as the bin loads it (tsc's dist/store/store.js
+ * loads zod as a few hundred files: 110 ms a process against 70).
+ */
+export function bundleChunk(name: string): string {
+  const dir = join(DIST, 'bundle');
+  const found = readdirSync(dir).filter((file) => file.startsWith(`${name}-`) && /^[\w]+-[\w-]{8}\.js$/.test(file));
+  if (found.length !== 1) throw new Error(`expected one ${name}-<hash>.js in ${dir}, found ${JSON.stringify(found)}`);
+  return join(dir, found[0]!);
+}
 
 /** A stack trace line as Node prints them ("\n    at fn (file:line:col)"). */
 export const STACK_LINE = /\n\s+at /;

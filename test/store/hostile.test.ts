@@ -1,7 +1,9 @@
 /**
  * Issue 10, findings 1, 2, 7 and 8: a store or receipt directory others
  * could have prepared (a CI checkout touched by earlier steps, a shared
- * /tmp, a directory of another user), against real files and the built bin.
+ * /tmp, a directory of another user), against real files: in process
+ * (`bed.main`), except where another user or concurrent processes are the
+ * point, which run the built bin.
  *
  * - no store file or receipt is ever read or written through a symbolic
  *   link: the link's target keeps its bytes, mode and owner, and the run
@@ -36,9 +38,9 @@ import { NotarizeError, UsageError } from '../../src/errors.js';
 import { writeFileAtomic } from '../../src/store/files.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import {
+  bundleChunk,
   cliCopyForOtherUsers,
   describeRun,
-  REPO_ROOT,
   runProcess,
   spawnCli,
   STACK_LINE as STACK_TRACE,
@@ -90,7 +92,7 @@ describe('finding 1: config.json and credentials.json are never used through a l
     const before = snapshot(target);
     symlinkSync(target, join(makeStore(), 'credentials.json'));
     await bed.write('doc.txt', 'a document\n');
-    const run = await bed.run(['register', 'doc.txt']);
+    const run = await bed.main(['register', bed.path('doc.txt')]);
     expectRefused(run, bed.credentialsFile, /symbolic link/);
     expect(snapshot(target)).toEqual(before);
     expect(bed.sandbox.calls).toEqual([]);
@@ -101,7 +103,7 @@ describe('finding 1: config.json and credentials.json are never used through a l
     const target = victim();
     const before = snapshot(target);
     symlinkSync(target, join(makeStore(), 'credentials.json'));
-    const run = await bed.run(['login', '--api-key-stdin'], {
+    const run = await bed.main(['login', '--api-key-stdin'], {
       input: bed.sandbox.apiKey,
       env: { NOTARIZE_API_KEY: '' },
     });
@@ -114,7 +116,7 @@ describe('finding 1: config.json and credentials.json are never used through a l
     const target = victim('tokens.json', `${JSON.stringify({ tokens: { [bed.url]: 'not-a-real-token-123' } })}\n`);
     const before = snapshot(target);
     symlinkSync(target, join(makeStore(), 'credentials.json'));
-    const run = await bed.run(['logout']);
+    const run = await bed.main(['logout']);
     expectRefused(run, bed.credentialsFile, /symbolic link/);
     expect(snapshot(target)).toEqual(before);
   });
@@ -128,7 +130,7 @@ describe('finding 1: config.json and credentials.json are never used through a l
     const before = snapshot(target);
     const config = join(makeStore(), 'config.json');
     symlinkSync(target, config);
-    const run = await bed.run(args);
+    const run = await bed.main(args);
     expectRefused(run, config, /symbolic link/);
     expect(snapshot(target)).toEqual(before);
   });
@@ -136,7 +138,7 @@ describe('finding 1: config.json and credentials.json are never used through a l
   it('a dangling credentials.json link is refused too, and nothing is created at its target', async () => {
     const target = join(bed.root, 'dist', 'created-by-notarize.json');
     symlinkSync(target, join(makeStore(), 'credentials.json'));
-    const run = await bed.run(['login', '--api-key-stdin'], {
+    const run = await bed.main(['login', '--api-key-stdin'], {
       input: bed.sandbox.apiKey,
       env: { NOTARIZE_API_KEY: '' },
     });
@@ -149,7 +151,7 @@ describe('finding 1: config.json and credentials.json are never used through a l
     writeFileSync(bed.credentialsFile, '{"tokens":{}}\n', { mode: 0o600 });
     chownSync(bed.credentialsFile, NOBODY, NOBODY);
     const before = snapshot(bed.credentialsFile);
-    const run = await bed.run(['login', '--api-key-stdin'], {
+    const run = await bed.main(['login', '--api-key-stdin'], {
       input: bed.sandbox.apiKey,
       env: { NOTARIZE_API_KEY: '' },
     });
@@ -165,12 +167,12 @@ describe('finding 8: store directories', () => {
     mkdirSync(real, { mode: 0o755 });
     const link = join(bed.root, 'store-link');
     symlinkSync(real, link);
-    const run = await bed.run(['config', 'set', 'timeout', '5000'], { env: { NOTARIZE_CONFIG_DIR: link } });
+    const run = await bed.main(['config', 'set', 'timeout', '5000'], { env: { NOTARIZE_CONFIG_DIR: link } });
     expectRefused(run, link, /symbolic link/);
     expect(readdirSync(real)).toEqual([]);
     expect(statSync(real).mode & 0o7777).toBe(0o755);
 
-    const direct = await bed.run(['config', 'set', 'timeout', '5000'], { env: { NOTARIZE_CONFIG_DIR: real } });
+    const direct = await bed.main(['config', 'set', 'timeout', '5000'], { env: { NOTARIZE_CONFIG_DIR: real } });
     expect(direct.code, describeRun(direct)).toBe(0);
     expect(direct.stderr).toContain(`tightened the rights of ${real}`);
     expect(statSync(real).mode & 0o777).toBe(0o700);
@@ -179,7 +181,7 @@ describe('finding 8: store directories', () => {
   it('NOTARIZE_CONFIG_DIR naming a file is refused', async () => {
     const file = join(bed.root, 'a-file');
     writeFileSync(file, 'x');
-    const run = await bed.run(['config', 'set', 'timeout', '5000'], { env: { NOTARIZE_CONFIG_DIR: file } });
+    const run = await bed.main(['config', 'set', 'timeout', '5000'], { env: { NOTARIZE_CONFIG_DIR: file } });
     expectRefused(run, file, /not a directory/);
     expect(readFileSync(file, 'utf8')).toBe('x');
   });
@@ -204,7 +206,7 @@ describe('finding 8: store directories', () => {
       symlinkSync(elsewhere, folder);
       await bed.write('doc.txt', 'a document\n');
       // A run that logs in (credentials.json, locks/) and registers (services/...).
-      const run = await bed.run(['register', 'doc.txt']);
+      const run = await bed.main(['register', bed.path('doc.txt')]);
       expectRefused(run, folder, /symbolic link/);
       expect(readdirSync(elsewhere)).toEqual([]);
       expect(statSync(elsewhere).mode & 0o7777).toBe(0o755);
@@ -217,7 +219,7 @@ describe('finding 8: store directories', () => {
     async (mode) => {
       const dir = makeStore();
       chmodSync(dir, mode);
-      const run = await bed.run(['config', 'set', 'timeout', '5000']);
+      const run = await bed.main(['config', 'set', 'timeout', '5000']);
       expectRefused(run, dir, /world-writable or sticky/);
       expect(statSync(dir).mode & 0o7777).toBe(mode);
       expect(readdirSync(dir)).toEqual([]);
@@ -229,7 +231,7 @@ describe('finding 8: store directories', () => {
     const pending = join(bed.serviceDir(), 'pending');
     mkdirSync(pending, { recursive: true, mode: 0o700 });
     chmodSync(pending, 0o1777);
-    const run = await bed.run(['register', 'doc.txt']);
+    const run = await bed.main(['register', bed.path('doc.txt')]);
     expectRefused(run, pending, /world-writable or sticky/);
     expect(statSync(pending).mode & 0o7777).toBe(0o1777);
     expect(bed.calls('request')).toBe(0);
@@ -242,9 +244,9 @@ describe('finding 8: store directories', () => {
     await bed.write('doc.txt', 'a document\n');
     for (const args of [
       ['config', 'set', 'timeout', '5000'],
-      ['register', 'doc.txt'],
+      ['register', bed.path('doc.txt')],
     ]) {
-      const run = await bed.run(args);
+      const run = await bed.main(args);
       expectRefused(run, dir, /belongs to another user \(uid 65534/);
     }
     const info = statSync(dir);
@@ -333,7 +335,7 @@ describe('finding 2: receipts are never written through a link', () => {
 
   it.each([[[]], [['--force']]])('a link at the receipt path (%j): refused up front, nothing sent', async (extra) => {
     const { target, before, link } = await plantReceiptLink();
-    const run = await bed.run(['register', 'doc.txt', '--receipt-dir', 'R', ...extra]);
+    const run = await bed.main(['register', bed.path('doc.txt'), '--receipt-dir', bed.path('R'), ...extra]);
     expectRefused(run, 'R/doc.txt.notarization.json', /symbolic link/);
     expect(snapshot(target)).toEqual(before);
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
@@ -349,7 +351,7 @@ describe('finding 2: receipts are never written through a link', () => {
       mkdirSync(elsewhere, { mode: 0o755 });
       mkdirSync(join(bed.workDir, 'R'));
       symlinkSync(elsewhere, join(bed.workDir, 'R', 'linux'));
-      const run = await bed.run(['register', '-r', 'dist', '--receipt-dir', 'R', ...extra]);
+      const run = await bed.main(['register', '-r', bed.path('dist'), '--receipt-dir', bed.path('R'), ...extra]);
       expectRefused(run, 'R/linux', /receipt folder .*symbolic link/);
       expect(readdirSync(elsewhere)).toEqual([]);
       expect(bed.sandbox.calls).toEqual([]);
@@ -361,7 +363,7 @@ describe('finding 2: receipts are never written through a link', () => {
     const out = join(bed.root, 'out');
     mkdirSync(out);
     symlinkSync(out, join(bed.workDir, 'R'));
-    const run = await bed.run(['register', 'doc.txt', '--receipt-dir', 'R']);
+    const run = await bed.main(['register', bed.path('doc.txt'), '--receipt-dir', bed.path('R')]);
     expect(run.code, describeRun(run)).toBe(0);
     expect(readdirSync(out)).toEqual(['doc.txt.notarization.json']);
   });
@@ -473,7 +475,7 @@ describe('finding 7: concurrent changes of config.json and credentials.json lose
    * built Store.setSetting, the code `config set` runs, from 20 processes.
    */
   it(`20 processes at once each storing its own key k<N>=v<N> keep all 20, ${ROUNDS} rounds`, async () => {
-    const storeModule = join(REPO_ROOT, 'dist', 'store', 'store.js');
+    const storeModule = bundleChunk('store');
     const setKey = (i: number): Promise<{ code: number | null; stderr: string }> =>
       new Promise((resolve) => {
         const code = `const { Store } = await import(${JSON.stringify(storeModule)});
