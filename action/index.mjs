@@ -10037,10 +10037,14 @@ function processExists(pid) {
 		return error.code !== "ESRCH";
 	}
 }
+/** True when the lock's owner provably died: it wrote our PID namespace of this kernel, and its pid is gone. */
+function diedHere(seen) {
+	const ours = pidNamespace();
+	return seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid);
+}
 /** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
 function isStale(file, seen, watch, timing) {
-	const ours = pidNamespace();
-	if (seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid)) return true;
+	if (diedHere(seen)) return true;
 	const quiet = watch.quietMs(file, seen);
 	if (seen.pid === void 0) return quiet >= timing.unreadableGraceMs;
 	if (seen.leaseMs === void 0) return seen.ageMs >= LEGACY_STALE_MS;
@@ -10140,6 +10144,21 @@ function releaseOwnLock(file) {
 	try {
 		const seen = inspect(file);
 		if (seen?.pid === process.pid && (seen.host === void 0 || seen.host === HOST)) removeFile(file);
+	} catch {}
+}
+/**
+* Removes the lock at `file` when its owner provably died in this PID
+* namespace (a notarize of this machine that was killed), the way a waiter
+* takes it over (under its claim), but without waiting; any other lock is
+* left as it is. For a hash whose work is done and that no run locks again
+* (aggregate.ts: a root already in the ledger, which a re-run only reads), so
+* that a run killed before its release leaves no lock behind for good.
+* Never throws: a lock left there is harmless, only untidy.
+*/
+function clearDeadLock(file) {
+	try {
+		const seen = inspect(file);
+		if (seen !== void 0 && diedHere(seen)) takeOver(file, seen, new Watch(), fullTiming({}));
 	} catch {}
 }
 /** Removes a lock or claim we hold, unless (impossibly, but cheaply checked) it is no longer ours. */
@@ -12619,6 +12638,7 @@ async function registerRoots(deps, input, placements) {
 			continue;
 		}
 		if (tree.state === "registered" || tree.state === "confirmed") {
+			clearDeadLock(deps.store.lockFile(root));
 			const entry = tree.record;
 			const service = entry ? void 0 : {
 				message: CONFIRMED_MESSAGE,
@@ -12774,6 +12794,7 @@ var init_aggregate = __esmMin((() => {
 	init_errors();
 	init_service_store();
 	init_disk();
+	init_lock();
 	init_merkle();
 	init_notarize();
 	init_receipt_format();

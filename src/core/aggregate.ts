@@ -34,6 +34,7 @@ import {
   type TreeLeaf,
 } from '../store/service-store.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
+import { clearDeadLock } from '../store/lock.js';
 import { leafHash, MerkleTree } from './merkle.js';
 import { ANSWERED_409, locked, register, type Blockchain, type FlowDeps, type Outcome } from './notarize.js';
 import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
@@ -156,6 +157,9 @@ export async function registerRoots(
       continue;
     }
     if (tree.state === 'registered' || tree.state === 'confirmed') {
+      // Nothing is sent, so the root's lock is not taken again: one left by
+      // a run killed before its release is removed here, if its owner died.
+      clearDeadLock(deps.store.lockFile(root));
       // `confirmed`: the service said it has the root (a 409), but its record never reached this store.
       const entry = tree.record;
       const service = entry ? undefined : { message: CONFIRMED_MESSAGE, retiredSession: undefined };

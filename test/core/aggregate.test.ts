@@ -6,7 +6,8 @@
  * concurrent runs agree on one tree; a damaged tree proves nothing.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -24,6 +25,7 @@ import { leafHash, rootFromPath } from '../../src/core/merkle.js';
 import type { FlowDeps } from '../../src/core/notarize.js';
 import { StoreError } from '../../src/errors.js';
 import { parseFaults } from '../../src/sandbox/server.js';
+import { lockText } from '../../src/store/lock.js';
 import { ServiceStore, type TreeEntry } from '../../src/store/service-store.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { rejectionOf } from '../helpers/catch.js';
@@ -119,6 +121,25 @@ describe('registerAggregate', () => {
     const third = await registerAggregate(d, input(docs('y', 'x')));
     expect(routes(mark)).toEqual([]);
     expect(third.roots.get(root)).toMatchObject({ ok: true, sent: false, outcome: { kind: 'already-registered' } });
+  });
+
+  it("a registered root's lock left by a killed run is removed by the re-run that sends nothing; a live owner's stays", async () => {
+    const d = deps();
+    const first = await registerAggregate(d, input(docs('k1', 'k2')));
+    const root = first.placements[0]!.tree.entry.root;
+    const lock = d.store.lockFile(root);
+    // What a run killed between saving the record and releasing the lock leaves.
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    writeFileSync(lock, lockText(Number(dead.stdout), 'killed'));
+    const mark = bed.mark();
+    const again = await registerAggregate(d, input(docs('k1', 'k2')));
+    expect(routes(mark)).toEqual([]);
+    expect(again.roots.get(root)).toMatchObject({ ok: true, sent: false, outcome: { kind: 'already-registered' } });
+    expect(readdirSync(join(lock, '..')).filter((name) => name.startsWith(root))).toEqual([]);
+    // A lock of a live process (pid 1) is never touched.
+    writeFileSync(lock, lockText(1, 'alive'));
+    await registerAggregate(d, input(docs('k1')));
+    expect(readFileSync(lock, 'utf8')).toBe(lockText(1, 'alive'));
   });
 
   it('new documents beside registered ones get a tree of their own; --force puts all under a new tree', async () => {
