@@ -2,8 +2,8 @@
  * Issue 10, findings 1, 2, 7 and 8: a store or receipt directory others
  * could have prepared (a CI checkout touched by earlier steps, a shared
  * /tmp, a directory of another user), against real files: in process
- * (`bed.main`), except where another user or concurrent processes are the
- * point, which run the built bin.
+ * (`bed.main`), except where another user, concurrent processes or a path
+ * relative to the working directory are the point, which run the built bin.
  *
  * - no store file or receipt is ever read or written through a symbolic
  *   link: the link's target keeps its bytes, mode and owner, and the run
@@ -335,7 +335,8 @@ describe('finding 2: receipts are never written through a link', () => {
 
   it.each([[[]], [['--force']]])('a link at the receipt path (%j): refused up front, nothing sent', async (extra) => {
     const { target, before, link } = await plantReceiptLink();
-    const run = await bed.main(['register', bed.path('doc.txt'), '--receipt-dir', bed.path('R'), ...extra]);
+    // Spawned in the work directory: the error names the receipt path as given (relative).
+    const run = await bed.run(['register', 'doc.txt', '--receipt-dir', 'R', ...extra]);
     expectRefused(run, 'R/doc.txt.notarization.json', /symbolic link/);
     expect(snapshot(target)).toEqual(before);
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
@@ -351,7 +352,7 @@ describe('finding 2: receipts are never written through a link', () => {
       mkdirSync(elsewhere, { mode: 0o755 });
       mkdirSync(join(bed.workDir, 'R'));
       symlinkSync(elsewhere, join(bed.workDir, 'R', 'linux'));
-      const run = await bed.main(['register', '-r', bed.path('dist'), '--receipt-dir', bed.path('R'), ...extra]);
+      const run = await bed.run(['register', '-r', 'dist', '--receipt-dir', 'R', ...extra]);
       expectRefused(run, 'R/linux', /receipt folder .*symbolic link/);
       expect(readdirSync(elsewhere)).toEqual([]);
       expect(bed.sandbox.calls).toEqual([]);
