@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { appendFileSync, closeSync, constants, createReadStream, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
 import { basename, dirname, extname, join, normalize, resolve, sep } from "node:path";
@@ -10038,14 +10038,10 @@ function processExists(pid) {
 		return error.code !== "ESRCH";
 	}
 }
-/** True when the lock's owner provably died: it wrote our PID namespace of this kernel, and its pid is gone. */
-function diedHere(seen) {
-	const ours = pidNamespace();
-	return seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid);
-}
 /** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
 function isStale(file, seen, watch, timing) {
-	if (diedHere(seen)) return true;
+	const ours = pidNamespace();
+	if (seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid)) return true;
 	const quiet = watch.quietMs(file, seen);
 	if (seen.pid === void 0) return quiet >= timing.unreadableGraceMs;
 	if (seen.leaseMs === void 0) return seen.ageMs >= LEGACY_STALE_MS;
@@ -10145,21 +10141,6 @@ function releaseOwnLock(file) {
 	try {
 		const seen = inspect(file);
 		if (seen?.pid === process.pid && (seen.host === void 0 || seen.host === HOST)) removeFile(file);
-	} catch {}
-}
-/**
-* Removes the lock at `file` when its owner provably died in this PID
-* namespace (a notarize of this machine that was killed), the way a waiter
-* takes it over (under its claim), but without waiting; any other lock is
-* left as it is. For a hash whose work is done and that no run locks again
-* (aggregate.ts: a root already in the ledger, which a re-run only reads), so
-* that a run killed before its release leaves no lock behind for good.
-* Never throws: a lock left there is harmless, only untidy.
-*/
-function clearDeadLock(file) {
-	try {
-		const seen = inspect(file);
-		if (seen !== void 0 && diedHere(seen)) takeOver(file, seen, new Watch(), fullTiming({}));
 	} catch {}
 }
 /** Removes a lock or claim we hold, unless (impossibly, but cheaply checked) it is no longer ours. */
@@ -12639,7 +12620,7 @@ async function registerRoots(deps, input, placements) {
 			continue;
 		}
 		if (tree.state === "registered" || tree.state === "confirmed") {
-			clearDeadLock(deps.store.lockFile(root));
+			await tidyFinishedRoot(deps, root);
 			const entry = tree.record;
 			const service = entry ? void 0 : {
 				message: CONFIRMED_MESSAGE,
@@ -12690,6 +12671,31 @@ async function registerRoots(deps, input, placements) {
 		}
 	}
 	return roots;
+}
+/**
+* What a run killed after its root was done may have left: the root's lock
+* (killed before releasing it) and its session (killed between saving the
+* record and removing the session). The per-document flow tidies both when
+* it takes a hash's lock again; a re-run sends nothing for such a root, so it
+* tidies them here, under the root's lock, taken only when free or when its
+* owner provably died (never waiting: a live owner tidies them itself). The
+* common case, nothing left, costs two existence checks.
+*/
+async function tidyFinishedRoot(deps, root) {
+	const { store } = deps;
+	if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;
+	try {
+		await locked({
+			...deps,
+			lockWaitMs: 0
+		}, root, () => {
+			const record = store.readRecord(root);
+			if (record) store.removeLeftoverPending(record);
+			return Promise.resolve();
+		});
+	} catch (error) {
+		if (!(error instanceof TransientError)) throw error;
+	}
 }
 function merkleOf(leaves) {
 	const hashes = Buffer.allocUnsafe(leaves.length * 32);
@@ -12795,7 +12801,6 @@ var init_aggregate = __esmMin((() => {
 	init_errors();
 	init_service_store();
 	init_disk();
-	init_lock();
 	init_merkle();
 	init_notarize();
 	init_receipt_format();

@@ -24,7 +24,8 @@
  * Returns data; never prints.
  */
 import { randomBytes } from 'node:crypto';
-import { StoreError } from '../errors.js';
+import { existsSync } from 'node:fs';
+import { StoreError, TransientError } from '../errors.js';
 import {
   jsonWithRows,
   LEAVES_DIGEST,
@@ -34,7 +35,6 @@ import {
   type TreeLeaf,
 } from '../store/service-store.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
-import { clearDeadLock } from '../store/lock.js';
 import { leafHash, MerkleTree } from './merkle.js';
 import { ANSWERED_409, locked, register, type Blockchain, type FlowDeps, type Outcome } from './notarize.js';
 import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
@@ -157,9 +157,7 @@ export async function registerRoots(
       continue;
     }
     if (tree.state === 'registered' || tree.state === 'confirmed') {
-      // Nothing is sent, so the root's lock is not taken again: one left by
-      // a run killed before its release is removed here, if its owner died.
-      clearDeadLock(deps.store.lockFile(root));
+      await tidyFinishedRoot(deps, root);
       // `confirmed`: the service said it has the root (a 409), but its record never reached this store.
       const entry = tree.record;
       const service = entry ? undefined : { message: CONFIRMED_MESSAGE, retiredSession: undefined };
@@ -192,6 +190,30 @@ export async function registerRoots(
     }
   }
   return roots;
+}
+
+/**
+ * What a run killed after its root was done may have left: the root's lock
+ * (killed before releasing it) and its session (killed between saving the
+ * record and removing the session). The per-document flow tidies both when
+ * it takes a hash's lock again; a re-run sends nothing for such a root, so it
+ * tidies them here, under the root's lock, taken only when free or when its
+ * owner provably died (never waiting: a live owner tidies them itself). The
+ * common case, nothing left, costs two existence checks.
+ */
+async function tidyFinishedRoot(deps: FlowDeps, root: string): Promise<void> {
+  const { store } = deps;
+  if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;
+  try {
+    await locked({ ...deps, lockWaitMs: 0 }, root, () => {
+      const record = store.readRecord(root);
+      if (record) store.removeLeftoverPending(record);
+      return Promise.resolve();
+    });
+  } catch (error) {
+    // Held by a live run: it tidies under the lock. Nothing is lost either way.
+    if (!(error instanceof TransientError)) throw error;
+  }
 }
 
 /** What an already-registered result says of a root the service confirmed, whose record this store never got. */

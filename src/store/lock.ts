@@ -242,21 +242,18 @@ class Watch {
   }
 }
 
-/** True when the lock's owner provably died: it wrote our PID namespace of this kernel, and its pid is gone. */
-function diedHere(seen: Seen): boolean {
+/** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
+function isStale(file: string, seen: Seen, watch: Watch, timing: Timing): boolean {
   const ours = pidNamespace();
-  return (
+  if (
     seen.pid !== undefined &&
     ours !== undefined &&
     seen.ns === ours &&
     seen.pid !== process.pid &&
     !processExists(seen.pid)
-  );
-}
-
-/** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
-function isStale(file: string, seen: Seen, watch: Watch, timing: Timing): boolean {
-  if (diedHere(seen)) return true;
+  ) {
+    return true;
+  }
   // Observed even when age decides, so a lock that turns readable or gains a lease is judged afresh.
   const quiet = watch.quietMs(file, seen);
   if (seen.pid === undefined) return quiet >= timing.unreadableGraceMs;
@@ -370,24 +367,6 @@ export function releaseOwnLock(file: string): void {
     if (seen?.pid === process.pid && (seen.host === undefined || seen.host === HOST)) removeFile(file);
   } catch {
     // Gone already, or not a lock of ours: nothing to remove.
-  }
-}
-
-/**
- * Removes the lock at `file` when its owner provably died in this PID
- * namespace (a notarize of this machine that was killed), the way a waiter
- * takes it over (under its claim), but without waiting; any other lock is
- * left as it is. For a hash whose work is done and that no run locks again
- * (aggregate.ts: a root already in the ledger, which a re-run only reads), so
- * that a run killed before its release leaves no lock behind for good.
- * Never throws: a lock left there is harmless, only untidy.
- */
-export function clearDeadLock(file: string): void {
-  try {
-    const seen = inspect(file);
-    if (seen !== undefined && diedHere(seen)) takeOver(file, seen, new Watch(), fullTiming({}));
-  } catch {
-    // Unreadable, or not a lock: the next run that takes it judges it.
   }
 }
 

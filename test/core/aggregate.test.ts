@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -123,23 +123,34 @@ describe('registerAggregate', () => {
     expect(third.roots.get(root)).toMatchObject({ ok: true, sent: false, outcome: { kind: 'already-registered' } });
   });
 
-  it("a registered root's lock left by a killed run is removed by the re-run that sends nothing; a live owner's stays", async () => {
+  it("what a run killed after its root's record left (its lock, its session) is tidied by the re-run that sends nothing", async () => {
     const d = deps();
-    const first = await registerAggregate(d, input(docs('k1', 'k2')));
+    const first = await registerAggregate(d, input(docs('k1', 'k2'), { complete: false }));
     const root = first.placements[0]!.tree.entry.root;
+    const session = readFileSync(d.store.pendingFile(root), 'utf8');
+    await registerAggregate(d, input(docs('k1', 'k2')));
+    // Killed between saving the record and removing the session, before releasing the lock.
+    writeFileSync(d.store.pendingFile(root), session);
     const lock = d.store.lockFile(root);
-    // What a run killed between saving the record and releasing the lock leaves.
     const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
     writeFileSync(lock, lockText(Number(dead.stdout), 'killed'));
     const mark = bed.mark();
     const again = await registerAggregate(d, input(docs('k1', 'k2')));
     expect(routes(mark)).toEqual([]);
     expect(again.roots.get(root)).toMatchObject({ ok: true, sent: false, outcome: { kind: 'already-registered' } });
+    expect(existsSync(d.store.pendingFile(root))).toBe(false);
     expect(readdirSync(join(lock, '..')).filter((name) => name.startsWith(root))).toEqual([]);
-    // A lock of a live process (pid 1) is never touched.
+
+    // A live owner's lock (pid 1) is neither waited for nor touched, nor is the session it may be using.
+    writeFileSync(d.store.pendingFile(root), session);
     writeFileSync(lock, lockText(1, 'alive'));
-    await registerAggregate(d, input(docs('k1')));
+    const started = performance.now();
+    const held = await registerAggregate(d, input(docs('k1')));
+    // Waiting for it would take the flow's lock wait (then give up): not waited.
+    expect(performance.now() - started).toBeLessThan(d.lockWaitMs!);
+    expect(held.roots.get(root)).toMatchObject({ ok: true, sent: false, outcome: { kind: 'already-registered' } });
     expect(readFileSync(lock, 'utf8')).toBe(lockText(1, 'alive'));
+    expect(readFileSync(d.store.pendingFile(root), 'utf8')).toBe(session);
   });
 
   it('new documents beside registered ones get a tree of their own; --force puts all under a new tree', async () => {

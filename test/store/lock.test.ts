@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { TransientError } from '../../src/errors.js';
-import { clearDeadLock, LEASE_MS, lockText, withLock } from '../../src/store/lock.js';
+import { LEASE_MS, lockText, withLock } from '../../src/store/lock.js';
 import { rejection } from '../helpers/catch.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
@@ -229,39 +229,5 @@ describe('withLock', () => {
     );
     expect(ran).toBe(true);
     expect(performance.now() - started).toBeGreaterThanOrEqual(unreadableGraceMs - 100);
-  });
-});
-
-describe('clearDeadLock', () => {
-  const tempDir = useTempDirs();
-
-  it('removes a lock whose owner died in this PID namespace, and only such a lock', async () => {
-    const dir = tempDir();
-    const pid = await deadPid();
-    const dead = join(dir, 'dead.lock');
-    writeFileSync(dead, lockText(pid, 'killed'));
-    clearDeadLock(dead);
-    expect(existsSync(dead)).toBe(false);
-    expect(readdirSync(dir)).toEqual([]); // its claim is gone too
-
-    // Left alone: a live owner (pid 1, and this process), a dead pid of
-    // another namespace or host (only its lease could tell), unreadable text.
-    const kept = [
-      lockText(1, 'init'),
-      lockText(process.pid, 'us'),
-      `${pid} ${hostname()} n1 lease=${LEASE_MS} ns=00000000-0000-0000-0000-000000000000/1/1\n`,
-      `${pid} other-host n2 lease=${LEASE_MS}\n`,
-      'not a lock\n',
-    ];
-    for (const [i, text] of kept.entries()) {
-      const file = join(dir, `${i}.lock`);
-      writeFileSync(file, text);
-      clearDeadLock(file);
-      expect(readFileSync(file, 'utf8')).toBe(text);
-    }
-    // No file, or a directory where the lock goes: nothing to do, no throw.
-    expect(() => clearDeadLock(join(dir, 'none.lock'))).not.toThrow();
-    mkdirSync(join(dir, 'dir.lock'));
-    expect(() => clearDeadLock(join(dir, 'dir.lock'))).not.toThrow();
   });
 });
