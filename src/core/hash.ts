@@ -360,6 +360,8 @@ export function fileErrorReason(error: { code?: string; message?: string }): str
 
 /** The usage error for a file that cannot be read, from an fs error (or its code and message). */
 export function fileError(path: string, error: { code?: string; message?: string }): InputFileError {
+  // A socket (or a device without its driver) cannot be opened: what a stat calls not a regular file.
+  if (error.code === 'ENXIO') return notRegular(path);
   return new InputFileError(path, fileErrorReason(error), { cause: error });
 }
 

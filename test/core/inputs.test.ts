@@ -8,7 +8,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { createServer } from 'node:net';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { hashFile } from '../../src/core/hash.js';
+import { HashPool } from '../../src/core/hash-pool.js';
 import {
   expandInputs,
   itemName,
@@ -190,6 +193,37 @@ describe('expandInputs: --files-from', () => {
     );
     expect(single).toBe(false);
     expect(items.map(summary)).toEqual([join(root, 'a.txt'), join(root, 'b.txt'), 'c.txt', 'usage -', 'usage -']);
+  });
+
+  it("without --recursive, listed paths are not stat'ed: hashing fails each as naming it does, a FIFO and a socket included", async () => {
+    const root = tree({ 'a.txt': 'a' });
+    const paths = [join(root, 'missing'), root, join(root, 'a.txt')];
+    if (posix) {
+      execFileSync('mkfifo', [join(root, 'fifo')]);
+      paths.push(join(root, 'fifo'));
+      const server = createServer();
+      await new Promise<void>((resolve) => server.listen(join(root, 'socket'), resolve));
+      onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+      paths.push(join(root, 'socket'));
+    }
+    const listed = await expanded([], { filesFrom: '-' }, Readable.from([`${paths.join('\n')}\n`]));
+    expect(listed.items.map((item) => [item.kind, itemName(item), 'size' in item])).toEqual(
+      paths.map((path) => ['file', path, false]),
+    );
+    // Named, each is stat'ed during the expansion; listed, the hashing's own open and fstat say the same.
+    const named = await expanded(paths);
+    const pool = new HashPool(2);
+    onTestFinished(() => pool.close());
+    for (const [i, path] of paths.entries()) {
+      const item = named.items[i]!;
+      const outcome = await Promise.all([hashFile(path), pool.hash(path)]).then(
+        () => 'hashed',
+        (error: InputFileError) => `${error.code} ${error.message} ${error.hint ?? ''}`,
+      );
+      const expected =
+        item.kind === 'unusable' ? `${item.error.code} ${item.error.message} ${item.error.hint ?? ''}` : 'hashed';
+      expect(outcome, path).toBe(expected);
+    }
   });
 
   it("takes '-' in a list file as standard input, once", async () => {
