@@ -40,6 +40,17 @@ function tree(files: Record<string, string>): string {
   return root;
 }
 
+/** A missing path, a directory, a file and (on POSIX) a FIFO, in a new directory `root`. */
+function oddPaths(): { root: string; paths: string[] } {
+  const root = tree({ 'a.txt': 'a' });
+  const paths = [join(root, 'missing'), root, join(root, 'a.txt')];
+  if (posix) {
+    execFileSync('mkfifo', [join(root, 'fifo')]);
+    paths.push(join(root, 'fifo'));
+  }
+  return { root, paths };
+}
+
 async function expanded(paths: string[], options: InputOptions = {}, stdin: Readable = noStdin()) {
   const skipped: SkippedPath[] = [];
   const expansion = await expandInputs(paths, options, stdin, (s) => skipped.push(s));
@@ -99,12 +110,7 @@ describe('expandInputs: named paths', () => {
   });
 
   it('a missing path, a directory without --recursive and a special file each fail on their own', async () => {
-    const root = tree({ 'a.txt': 'a' });
-    const paths = [join(root, 'missing'), root, join(root, 'a.txt')];
-    if (posix) {
-      execFileSync('mkfifo', [join(root, 'fifo')]);
-      paths.push(join(root, 'fifo'));
-    }
+    const { root, paths } = oddPaths();
     const { items, single } = await expanded(paths);
     expect(single).toBe(false);
     expect(items.map(summary)).toEqual([
@@ -196,11 +202,8 @@ describe('expandInputs: --files-from', () => {
   });
 
   it("without --recursive, listed paths are not stat'ed: hashing fails each as naming it does, a FIFO and a socket included", async () => {
-    const root = tree({ 'a.txt': 'a' });
-    const paths = [join(root, 'missing'), root, join(root, 'a.txt')];
+    const { root, paths } = oddPaths();
     if (posix) {
-      execFileSync('mkfifo', [join(root, 'fifo')]);
-      paths.push(join(root, 'fifo'));
       const server = createServer();
       await new Promise<void>((resolve) => server.listen(join(root, 'socket'), resolve));
       onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
