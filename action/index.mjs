@@ -10112,8 +10112,9 @@ function keepFresh(fd, leaseMs) {
 }
 /**
 * Deletes the stale lock instance `seen` at `file`, under its claim (see the
-* module comment). Returns without deleting when another waiter holds the
-* claim or the lock has changed; the caller just looks again.
+* module comment); returns whether it did. Returns false without deleting
+* when another waiter holds the claim or the lock has changed: the caller
+* waits its poll and looks again.
 */
 function takeOver(file, seen, watch, timing, depth = 0) {
 	const claim = `${file}.${createHash("sha256").update(seen.id).digest("hex").slice(0, 16)}.claim`;
@@ -10122,11 +10123,13 @@ function takeOver(file, seen, watch, timing, depth = 0) {
 	if (fd === void 0) {
 		const holder = inspect(claim);
 		if (holder && depth < MAX_CLAIM_DEPTH && isStale(claim, holder, watch, timing)) takeOver(claim, holder, watch, timing, depth + 1);
-		return;
+		return false;
 	}
 	closeSync(fd);
 	try {
-		if (inspect(file)?.id === seen.id) unlinkSync(file);
+		if (inspect(file)?.id !== seen.id) return false;
+		unlinkSync(file);
+		return true;
 	} finally {
 		release(claim, mine);
 	}
@@ -10170,10 +10173,7 @@ async function withLock(file, waitMs, fn, timing = {}) {
 	while ((fd = createExclusive(file, mine)) === void 0) {
 		const seen = inspect(file);
 		if (seen === void 0) continue;
-		if (isStale(file, seen, watch, full)) {
-			takeOver(file, seen, watch, full);
-			continue;
-		}
+		if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
 		if (Date.now() >= deadline) {
 			const legacy = seen.pid !== void 0 && seen.leaseMs === void 0;
 			throw new TransientError(`another notarize process (pid ${seen.pid ?? "?"}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ""}) is working on the same hash`, {
@@ -12684,8 +12684,8 @@ async function registerRoots(deps, input, placements) {
 */
 async function tidyFinishedRoot(deps, root) {
 	const { store } = deps;
-	if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;
 	try {
+		if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;
 		await locked({
 			...deps,
 			lockWaitMs: 0
@@ -12694,9 +12694,7 @@ async function tidyFinishedRoot(deps, root) {
 			if (record) store.removeLeftoverPending(record);
 			return Promise.resolve();
 		});
-	} catch (error) {
-		if (!(error instanceof TransientError)) throw error;
-	}
+	} catch {}
 }
 function merkleOf(leaves) {
 	const hashes = Buffer.allocUnsafe(leaves.length * 32);

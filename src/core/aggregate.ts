@@ -25,7 +25,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { StoreError, TransientError } from '../errors.js';
+import { StoreError } from '../errors.js';
 import {
   jsonWithRows,
   LEAVES_DIGEST,
@@ -203,16 +203,19 @@ export async function registerRoots(
  */
 async function tidyFinishedRoot(deps: FlowDeps, root: string): Promise<void> {
   const { store } = deps;
-  if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;
   try {
+    if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;
     await locked({ ...deps, lockWaitMs: 0 }, root, () => {
       const record = store.readRecord(root);
       if (record) store.removeLeftoverPending(record);
       return Promise.resolve();
     });
-  } catch (error) {
-    // Held by a live run: it tidies under the lock. Nothing is lost either way.
-    if (!(error instanceof TransientError)) throw error;
+  } catch {
+    // Tidying is optional: the root is registered whatever happens here. A
+    // live owner of the lock tidies under it; a lock that is not a lock, a
+    // full or read-only disk, is left for a run that can (and is not this
+    // run's failure: an error here would end a run that registered other
+    // roots, with exit 2 saying nothing was sent).
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -151,6 +151,14 @@ describe('registerAggregate', () => {
     expect(held.roots.get(root)).toMatchObject({ ok: true, sent: false, outcome: { kind: 'already-registered' } });
     expect(readFileSync(lock, 'utf8')).toBe(lockText(1, 'alive'));
     expect(readFileSync(d.store.pendingFile(root), 'utf8')).toBe(session);
+
+    // Tidying is optional: a lock path that is not a lock fails no run, not even one that registers a new root too.
+    rmSync(lock);
+    mkdirSync(lock);
+    const mixed = await registerAggregate(d, input(docs('k1', 'k3')));
+    expect(mixed.roots.get(root)).toMatchObject({ ok: true, sent: false, outcome: { kind: 'already-registered' } });
+    const newRoot = mixed.placements[1]!.tree.entry.root;
+    expect(mixed.roots.get(newRoot)).toMatchObject({ ok: true, sent: true, outcome: { kind: 'completed' } });
   });
 
   it('new documents beside registered ones get a tree of their own; --force puts all under a new tree', async () => {
