@@ -331,10 +331,11 @@ function keepFresh(fd: number, leaseMs: number): () => void {
 
 /**
  * Deletes the stale lock instance `seen` at `file`, under its claim (see the
- * module comment). Returns without deleting when another waiter holds the
- * claim or the lock has changed; the caller just looks again.
+ * module comment); returns whether it did. Returns false without deleting
+ * when another waiter holds the claim or the lock has changed: the caller
+ * waits its poll and looks again.
  */
-function takeOver(file: string, seen: Seen, watch: Watch, timing: Timing, depth = 0): void {
+function takeOver(file: string, seen: Seen, watch: Watch, timing: Timing, depth = 0): boolean {
   const digest = createHash('sha256').update(seen.id).digest('hex').slice(0, 16);
   const claim = `${file}.${digest}.claim`;
   const mine = ownText(timing.leaseMs);
@@ -344,11 +345,13 @@ function takeOver(file: string, seen: Seen, watch: Watch, timing: Timing, depth 
     if (holder && depth < MAX_CLAIM_DEPTH && isStale(claim, holder, watch, timing)) {
       takeOver(claim, holder, watch, timing, depth + 1);
     }
-    return;
+    return false;
   }
   closeSync(fd);
   try {
-    if (inspect(file)?.id === seen.id) unlinkSync(file);
+    if (inspect(file)?.id !== seen.id) return false;
+    unlinkSync(file);
+    return true;
   } finally {
     release(claim, mine);
   }
@@ -402,10 +405,10 @@ export async function withLock<T>(
   while ((fd = createExclusive(file, mine)) === undefined) {
     const seen = inspect(file);
     if (seen === undefined) continue;
-    if (isStale(file, seen, watch, full)) {
-      takeOver(file, seen, watch, full);
-      continue;
-    }
+    // Taken over: create it at once. Not (its claim is held by another
+    // waiter, maybe one that died): wait like any waiter, never spin here,
+    // which blocked this thread, signals included, until the claim went stale.
+    if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
     if (Date.now() >= deadline) {
       const legacy = seen.pid !== undefined && seen.leaseMs === undefined;
       throw new TransientError(

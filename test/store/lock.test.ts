@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -122,6 +123,30 @@ describe('withLock', () => {
       expect(await rejection(withLock(file, 300, () => Promise.resolve()))).toBeInstanceOf(TransientError);
       expect(readFileSync(file, 'utf8')).toBe(text);
     }
+  });
+
+  it("waits, without blocking its thread, while another waiter holds a dead owner's lock's claim", async () => {
+    const file = join(tempDir(), 'claimed.lock');
+    const text = lockText(await deadPid(), 'killed');
+    writeFileSync(file, text);
+    // The claim of that lock instance (named by its text and inode, as lock.ts names it), held by a live process.
+    const { dev, ino } = statSync(file);
+    const digest = createHash('sha256').update(`${text}\u0000${dev}:${ino}`).digest('hex').slice(0, 16);
+    const claim = `${file}.${digest}.claim`;
+    writeFileSync(claim, lockText(1, 'claimer'));
+    let ticks = 0;
+    const ticker = setInterval(() => (ticks += 1), 20);
+    try {
+      const started = performance.now();
+      expect(await rejection(withLock(file, 400, () => Promise.resolve()))).toBeInstanceOf(TransientError);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(400);
+      // The wait polled: timers of this thread kept running (the old loop spun synchronously until the claim went stale).
+      expect(ticks).toBeGreaterThanOrEqual(5);
+    } finally {
+      clearInterval(ticker);
+    }
+    expect(readFileSync(file, 'utf8')).toBe(text);
+    expect(readFileSync(claim, 'utf8')).toBe(lockText(1, 'claimer'));
   });
 
   it('judges a lock of an older notarize (no lease) by its age: kept while recent, taken over once 10 min old', async () => {
