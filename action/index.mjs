@@ -14941,7 +14941,7 @@ function fileItem(path, info, relative) {
 	return {
 		kind: "file",
 		path,
-		...info ? { size: info.size } : {},
+		size: info.size,
 		...relative ? { relative } : {}
 	};
 }
@@ -15094,20 +15094,6 @@ async function* expandPath(path, state) {
 		})
 	};
 }
-/**
-* The item of a path read from the --files-from list. Without --recursive it
-* is not stat'ed: whatever it is gets opened (non-blocking) and fstat'ed when
-* it is hashed, which refuses a directory, a FIFO or a device with the same
-* errors as expandPath. A list may hold a million paths, and that stat was a
-* sixth of the system calls of hashing each (one of six: statx, open, two
-* fstat, read, close; `hash --files-from` over a million small files took
-* 12.4 s of CPU with it, 9.9 s without). Named paths keep theirs: their size
-* feeds the progress of a large file.
-*/
-async function* listedPath(path, state) {
-	if (state.options.recursive) yield* expandPath(path, state);
-	else yield fileItem(path);
-}
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
 async function openList(source, stdin) {
 	if (source === "-") return stdin;
@@ -15158,7 +15144,7 @@ async function* expand(paths, list, state) {
 				state.stdinTaken = true;
 				yield { kind: "stdin" };
 			}
-		} else yield* listedPath(entry.name, state);
+		} else yield* expandPath(entry.name, state);
 	}
 	if (names === 0 && paths.length === 0) throw new UsageError("no input given", { hint: "name files, '-' for standard input, or use --files-from" });
 }
@@ -15872,7 +15858,7 @@ var init_register = __esmMin((() => {
 			if (item.kind === "unusable") throw item.error;
 			if (item.kind === "stdin") checkOptions(options, "stdin");
 			const input = await describe$1(options, item, this.#pool, (bytes) => {
-				if (item.kind === "file" && item.size !== void 0 && item.size > 67108864) this.#spinner.update(`hashing ${formatBytes(bytes)} of ${formatBytes(item.size)}`);
+				if (item.kind === "file" && item.size > 67108864) this.#spinner.update(`hashing ${formatBytes(bytes)} of ${formatBytes(item.size)}`);
 			});
 			this.#hashes.set(index, input.hash);
 			if (!this.#documents.single) {

@@ -261,7 +261,7 @@ class Registrar {
     if (item.kind === 'unusable') throw item.error;
     if (item.kind === 'stdin') checkOptions(options, 'stdin');
     const input = await describe(options, item, this.#pool, (bytes) => {
-      if (item.kind === 'file' && item.size !== undefined && item.size > 64 * 1024 * 1024) {
+      if (item.kind === 'file' && item.size > 64 * 1024 * 1024) {
         this.#spinner.update(`hashing ${formatBytes(bytes)} of ${formatBytes(item.size)}`);
       }
     });

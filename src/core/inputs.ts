@@ -40,10 +40,9 @@ export type InputItem =
       /**
        * From the stat of the walk, for progress only: the size and mtime sent
        * as custody metadata come from the fstat that the digest was checked
-       * against (hash.ts), since the file may change in between. Absent for
-       * a path of a --files-from list, which is not stat'ed (see listedPath).
+       * against (hash.ts), since the file may change in between.
        */
-      size?: number;
+      size: number;
       /** For a file found under a directory: its path below it, with '/' (e.g. `linux/app.tar.gz`). */
       relative?: string;
     }
@@ -51,11 +50,11 @@ export type InputItem =
   /** Fails on its own when processed (see the module comment). */
   | { kind: 'unusable'; path: string; error: InputFileError };
 
-function fileItem(path: string, info?: { size: number }, relative?: string): InputItem {
+function fileItem(path: string, info: { size: number }, relative?: string): InputItem {
   return {
     kind: 'file',
     path,
-    ...(info ? { size: info.size } : {}),
+    size: info.size,
     ...(relative ? { relative } : {}),
   };
 }
@@ -229,7 +228,10 @@ interface ExpandState {
 async function* expandPath(path: string, state: ExpandState): AsyncGenerator<InputItem> {
   let info;
   try {
-    // stat, never open: a FIFO or device is recognised here without ever blocking on it.
+    // stat, never open: a FIFO or device is recognised here without ever blocking on it,
+    // and without the side effects of an open (a watchdog armed, a tty's DTR toggled, a
+    // FIFO's writer unblocked and its data dropped). So a --files-from list's paths are
+    // stat'ed too, though that is one system call of six per small file (docs/performance.md).
     // Synchronous: a stat takes microseconds, while the thread-pool round trip of the
     // promise form made a list of a million small files 4 times slower (13.2 s against
     // 3.5 s for 200,000 paths); the hash pool opens files synchronously for the same reason.
@@ -257,21 +259,6 @@ async function* expandPath(path: string, state: ExpandState): AsyncGenerator<Inp
     });
     yield { kind: 'unusable', path, error };
   }
-}
-
-/**
- * The item of a path read from the --files-from list. Without --recursive it
- * is not stat'ed: whatever it is gets opened (non-blocking) and fstat'ed when
- * it is hashed, which refuses a directory, a FIFO or a device with the same
- * errors as expandPath. A list may hold a million paths, and that stat was a
- * sixth of the system calls of hashing each (one of six: statx, open, two
- * fstat, read, close; `hash --files-from` over a million small files took
- * 12.4 s of CPU with it, 9.9 s without). Named paths keep theirs: their size
- * feeds the progress of a large file.
- */
-async function* listedPath(path: string, state: ExpandState): AsyncGenerator<InputItem> {
-  if (state.options.recursive) yield* expandPath(path, state);
-  else yield fileItem(path);
 }
 
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
@@ -341,7 +328,7 @@ async function* expand(
         state.stdinTaken = true;
         yield { kind: 'stdin' };
       }
-    } else yield* listedPath(entry.name, state);
+    } else yield* expandPath(entry.name, state);
   }
   if (names === 0 && paths.length === 0) {
     // Nothing has run yet: an empty list is the same usage error as no argument at all.
