@@ -57,7 +57,8 @@ function parent(env: NodeJS.ProcessEnv): string {
 const MARK = 'NOTARIZE_TEST_SUITE_DIR';
 
 export default function setup(): () => void {
-  if (process.env[MARK] !== undefined) return () => {};
+  // Made by this setup for an earlier project of this run (not a variable left in the caller's shell).
+  if (process.env[MARK] !== undefined && process.env[MARK] === process.env.TMPDIR) return () => {};
   const dir = mkdtempSync(join(parent(process.env), 'notarize-suite-'));
   // As /tmp is: tests run notarize as another user (uid 65534) in directories made here.
   chmodSync(dir, 0o1777);
