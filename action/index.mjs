@@ -19099,7 +19099,7 @@ function configure(command, context, commands) {
 }
 /** The completion script of `shell` for `program` and every command of the registry, as data. */
 async function runCompletion(options) {
-	const generate = GENERATORS[options.shell];
+	const generate = GENERATORS.get(options.shell);
 	if (!generate) throw new UsageError(`unknown shell '${options.shell}'`, { hint: "use bash, zsh or fish" });
 	return {
 		kind: "value",
@@ -19117,11 +19117,11 @@ var init_completion = __esmMin((() => {
 		"zsh",
 		"fish"
 	];
-	GENERATORS = {
-		bash,
-		zsh,
-		fish: fish$1
-	};
+	GENERATORS = /* @__PURE__ */ new Map([
+		["bash", bash],
+		["zsh", zsh],
+		["fish", fish$1]
+	]);
 }));
 // dist/commands/registry.js
 const COMMANDS = [

@@ -693,7 +693,12 @@ complete -c notarize -f -a '(__notarize_complete)'
 `;
 }
 
-const GENERATORS: Record<(typeof SHELLS)[number], (table: string) => string> = { bash, zsh, fish };
+/** A Map, not an object: a shell named `valueOf` or `__proto__` must be unknown, not an inherited property. */
+const GENERATORS = new Map<string, (table: string) => string>([
+  ['bash', bash],
+  ['zsh', zsh],
+  ['fish', fish],
+]);
 
 /**
  * `commands` is the registry, handed in by the CLI: the script describes
@@ -725,7 +730,7 @@ export async function runCompletion(options: {
   program: Command;
   commands: readonly CommandEntry[];
 }): Promise<ValueResult> {
-  const generate = (GENERATORS as Record<string, ((table: string) => string) | undefined>)[options.shell];
+  const generate = GENERATORS.get(options.shell);
   if (!generate) throw new UsageError(`unknown shell '${options.shell}'`, { hint: 'use bash, zsh or fish' });
   return {
     kind: 'value',

@@ -290,16 +290,20 @@ describe('the generated scripts', () => {
     expect(existsSync(join(dir, 'store'))).toBe(false);
   });
 
-  it('an unknown shell is a usage error (exit 2)', async () => {
-    const run = await runMain(
-      ['completion', 'tcsh'],
-      { NOTARIZE_CONFIG_DIR: join(dir, 'store') },
-      { noBaseUrlCheck: true },
-    );
-    expect(run.code, describeRun(run)).toBe(2);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toBe("notarize: unknown shell 'tcsh' (use bash, zsh or fish)\n");
-  });
+  // The names of Object.prototype too (the fuzzer found `completion valueOf`: an unexpected error, exit 1).
+  it.each(['tcsh', 'valueOf', 'toString', '__proto__', 'constructor', 'hasOwnProperty'])(
+    'an unknown shell (%s) is a usage error (exit 2)',
+    async (shell) => {
+      const run = await runMain(
+        ['completion', shell],
+        { NOTARIZE_CONFIG_DIR: join(dir, 'store') },
+        { noBaseUrlCheck: true },
+      );
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toBe(`notarize: unknown shell '${shell}' (use bash, zsh or fish)\n`);
+    },
+  );
 });
 
 /**
