@@ -33,15 +33,7 @@ beforeAll(async () => {
   bed = await Bed.create({ keyInEnv: true });
   for (const name of NAMES) digests[name] = await bed.write(`dist/${name}`, `aggregated document ${name}\n`);
   const mark = bed.mark();
-  firstRun = await bed.main([
-    'register',
-    '--aggregate',
-    '-r',
-    bed.path('dist'),
-    '--receipt-dir',
-    bed.path('receipts'),
-    '--json',
-  ]);
+  firstRun = await registerDist();
   expect(firstRun.code, describeRun(firstRun)).toBe(0);
   expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['login', 'request', 'forfait']);
   root = bed.requestedHashes()[0]!;
@@ -50,8 +42,28 @@ afterAll(async () => {
   await bed?.finish();
 });
 
+/** The run of the 50 documents of dist/: every receipt in receipts/, results as JSON. */
+function registerDist(): Promise<Run> {
+  return bed.main(['register', '--aggregate', '-r', bed.path('dist'), '--receipt-dir', bed.path('receipts'), '--json']);
+}
+
 function receiptOf(name: string, dir = bed.path('receipts')): ReceiptFields {
   return JSON.parse(readFileSync(join(dir, `${name}.notarization.json`), 'utf8')) as ReceiptFields;
+}
+
+/** `register --aggregate` over a readable document of `folder` and a missing one, with `flags`; and the calls it made. */
+async function withOneMissing(folder: string, flags: string[]) {
+  await bed.write(`${folder}/ok.txt`, `readable in ${folder}\n`);
+  const mark = bed.mark();
+  const run = await bed.main([
+    'register',
+    '--aggregate',
+    ...flags,
+    bed.path(`${folder}/ok.txt`),
+    bed.path(`${folder}/missing.txt`),
+    '--json',
+  ]);
+  return { run, routes: bed.callsSince(mark).map((c) => c.route) };
 }
 
 /** A copy of the documents and receipts, as a downloader has them, and an empty store for it. */
@@ -210,15 +222,7 @@ print(sum(script.main(["verify-receipt", pairs[i], pairs[i + 1]]) == 0 for i in 
   it('a re-run sends nothing: every document is already registered, its receipt unchanged', async () => {
     const before = readFileSync(bed.path(`receipts/${NAMES[0]}.notarization.json`), 'utf8');
     const mark = bed.mark();
-    const run = await bed.main([
-      'register',
-      '--aggregate',
-      '-r',
-      bed.path('dist'),
-      '--receipt-dir',
-      bed.path('receipts'),
-      '--json',
-    ]);
+    const run = await registerDist();
     expect(run.code, describeRun(run)).toBe(0);
     expect(countStatuses(parseResults(run.stdout))).toEqual({ 'already-registered': COUNT });
     expect(bed.callsSince(mark)).toEqual([]);
@@ -297,18 +301,10 @@ describe('register --aggregate refuses, before anything is sent', () => {
   });
 
   it('a document that cannot be read fails alone; the others are registered under one root (exit 1: something was sent)', async () => {
-    await bed.write('partial/ok.txt', 'readable\n');
-    const mark = bed.mark();
-    const run = await bed.main([
-      'register',
-      '--aggregate',
-      bed.path('partial/ok.txt'),
-      bed.path('partial/missing.txt'),
-      '--json',
-    ]);
+    const { run, routes } = await withOneMissing('partial', []);
     expect(run.code, describeRun(run)).toBe(1);
     expect(parseResults(run.stdout).map((r) => r.status)).toEqual(['registered', 'failed']);
-    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
+    expect(routes).toEqual(['request', 'forfait']);
   });
 });
 
@@ -386,19 +382,10 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
   });
 
   it('--fail-fast: a document that cannot be hashed stops the run before anything is sent', async () => {
-    await bed.write('fast/a.txt', 'fail fast a\n');
-    const mark = bed.mark();
-    const run = await bed.main([
-      'register',
-      '--aggregate',
-      '--fail-fast',
-      bed.path('fast/a.txt'),
-      bed.path('fast/missing.txt'),
-      '--json',
-    ]);
+    const { run, routes } = await withOneMissing('fast', ['--fail-fast']);
     expect(run.code, describeRun(run)).toBe(2);
     expect(parseResults(run.stdout).map((r) => r.status)).toEqual(['skipped', 'failed']);
-    expect(bed.callsSince(mark)).toEqual([]);
+    expect(routes).toEqual([]);
   });
 
   it('a folder where the tree manifest goes is refused before the pending root is completed', async () => {
