@@ -1,14 +1,62 @@
 /**
- * What the crash tests (store/crash*.test.ts) start from: a sandbox that
- * answers the request step and forfait after `latencyMs` (the windows the
- * kills aim at), and a store logged in to it by a real notarize process.
+ * What the crash tests (store/crash*.test.ts) share: a sandbox that answers
+ * the request step and forfait after `latencyMs` (the windows the kills aim
+ * at), a store logged in to it by a real notarize process, and where and
+ * when a kill is aimed.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
-import type { SandboxOptions } from '../../src/sandbox/server.js';
+import type { SandboxCall, SandboxOptions } from '../../src/sandbox/server.js';
 import { describeRun, runCli } from './cli.js';
 import { cliEnv } from './env.js';
 import type { TestSandbox } from './sandbox.js';
 import { storePaths } from './store.js';
+
+/** Where a kill is aimed; each kill is timed at random inside its window. */
+export const KILL_TARGETS = [
+  'start-up and hashing (0-400 ms after spawn)',
+  'request step in flight',
+  'just after the request step was answered (0-30 ms)',
+  'forfait in flight',
+  'just after forfait was answered: writing the store (0-30 ms)',
+] as const;
+export type KillTarget = (typeof KILL_TARGETS)[number];
+
+/** How the calls of one victim are told apart from the others'. */
+export interface VictimCalls {
+  isRequest: (call: SandboxCall) => boolean;
+  isForfait: (call: SandboxCall) => boolean;
+}
+
+/**
+ * Waits for the moment a kill aimed at `target` should happen for the victim
+ * whose calls `calls` recognises, against a sandbox answering after `latencyMs`.
+ */
+export async function killMoment(
+  sandbox: TestSandbox,
+  target: KillTarget,
+  calls: VictimCalls,
+  latencyMs: number,
+  signal: AbortSignal,
+): Promise<void> {
+  const random = (maxMs: number) => sleep(Math.random() * maxMs, undefined, { signal });
+  switch (target) {
+    case 'start-up and hashing (0-400 ms after spawn)':
+      return random(400);
+    case 'request step in flight':
+      await sandbox.arrival(calls.isRequest, signal);
+      return random(latencyMs - 10);
+    case 'just after the request step was answered (0-30 ms)':
+      await sandbox.answer(calls.isRequest, signal);
+      return random(30);
+    case 'forfait in flight':
+      await sandbox.arrival(calls.isForfait, signal);
+      return random(latencyMs - 10);
+    case 'just after forfait was answered: writing the store (0-30 ms)':
+      await sandbox.answer(calls.isForfait, signal);
+      return random(30);
+  }
+}
 
 export async function slowSandboxAndStore(
   newSandbox: (options?: SandboxOptions) => Promise<TestSandbox>,

@@ -8,7 +8,6 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { SandboxCall } from '../../src/sandbox/server.js';
 import { auditSecrets } from '../helpers/audit.js';
@@ -18,7 +17,7 @@ import { runMain } from '../helpers/main.js';
 import { forfaitHash, requestedHash, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
 import { ledgerHashes, pendingHashes } from '../helpers/store.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
-import { slowSandboxAndStore } from '../helpers/crash.js';
+import { KILL_TARGETS, killMoment, slowSandboxAndStore, type KillTarget, type VictimCalls } from '../helpers/crash.js';
 
 auditSecrets();
 const tempDir = useTempDirs();
@@ -28,15 +27,6 @@ const VICTIMS = Number(process.env.CRASH_AGGREGATE_KILLS ?? 18);
 const PARALLEL = 6;
 const DOCUMENTS = 12;
 const LATENCY_MS = 150;
-
-const TARGETS = [
-  'start-up, hashing, saving the tree (0-400 ms after spawn)',
-  'request step in flight',
-  'just after the request step was answered (0-30 ms)',
-  'forfait in flight',
-  'just after forfait was answered: writing the store (0-30 ms)',
-] as const;
-type Target = (typeof TARGETS)[number];
 
 /** The description each victim gives its root, by which its calls are told apart. */
 const label = (n: number) => `victim ${n}`;
@@ -49,29 +39,17 @@ function descriptionOf(call: SandboxCall): string | undefined {
   }
 }
 
-/** Waits for the moment a kill aimed at `target` should happen for victim `n`. */
-async function moment(sandbox: TestSandbox, target: Target, n: number, signal: AbortSignal): Promise<void> {
+/** The calls of victim `n`: its request step by its description, its forfait by the root requested. */
+function callsOf(sandbox: TestSandbox, n: number): VictimCalls {
   const isRequest = (c: SandboxCall) => c.route === 'request' && descriptionOf(c) === label(n);
-  const rootOf = () => requestedHash(sandbox.calls.find(isRequest)!);
-  const random = (max: number) => sleep(Math.random() * max, undefined, { signal });
-  switch (target) {
-    case 'start-up, hashing, saving the tree (0-400 ms after spawn)':
-      return random(400);
-    case 'request step in flight':
-      await sandbox.arrival(isRequest, signal);
-      return random(LATENCY_MS - 10);
-    case 'just after the request step was answered (0-30 ms)':
-      await sandbox.answer(isRequest, signal);
-      return random(30);
-    case 'forfait in flight':
-      await sandbox.arrival(isRequest, signal);
-      await sandbox.arrival((c) => c.route === 'forfait' && forfaitHash(c) === rootOf(), signal);
-      return random(LATENCY_MS - 10);
-    case 'just after forfait was answered: writing the store (0-30 ms)':
-      await sandbox.arrival(isRequest, signal);
-      await sandbox.answer((c) => c.route === 'forfait' && forfaitHash(c) === rootOf(), signal);
-      return random(30);
-  }
+  return {
+    isRequest,
+    isForfait: (c) => {
+      // A forfait comes after its request: once one of the root is seen, the request is in the log.
+      const request = sandbox.calls.find(isRequest);
+      return c.route === 'forfait' && request !== undefined && forfaitHash(c) === requestedHash(request);
+    },
+  };
 }
 
 describe(`${VICTIMS} aggregate runs killed with SIGKILL at any point`, () => {
@@ -85,13 +63,13 @@ describe(`${VICTIMS} aggregate runs killed with SIGKILL at any point`, () => {
       const docs = Array.from({ length: DOCUMENTS }, (_, i) =>
         makeDocument(dir, `doc-${i}.bin`, i === 0 ? 2 * 1024 * 1024 : 100),
       );
-      return { n, dir, docs, target: TARGETS[n % TARGETS.length]! };
+      return { n, dir, docs, target: KILL_TARGETS[n % KILL_TARGETS.length]! };
     });
-    const killed = new Map<Target, number>();
+    const killed = new Map<KillTarget, number>();
     await mapLimit(victims, PARALLEL, async (v) => {
       const running = start(['register', '--aggregate', '-r', v.dir, '-d', label(v.n), '--quiet'], env);
       const stop = new AbortController();
-      void moment(sandbox, v.target, v.n, stop.signal).then(
+      void killMoment(sandbox, v.target, callsOf(sandbox, v.n), LATENCY_MS, stop.signal).then(
         () => running.child.kill('SIGKILL'),
         () => {},
       );

@@ -7,18 +7,16 @@
  * killed processes left behind.
  */
 import { existsSync, readdirSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { SandboxCall } from '../../src/sandbox/server.js';
 import { auditSecrets } from '../helpers/audit.js';
 import { describeRun as show, mapLimit, spawnCli as start } from '../helpers/cli.js';
 import { makeDocument } from '../helpers/documents.js';
 import { runMain } from '../helpers/main.js';
-import { callsTo, forfaitHash, requestedHash, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
+import { callsTo, forfaitHash, requestedHash, useSandboxes } from '../helpers/sandbox.js';
 import { ledgerHashes, pendingHashes } from '../helpers/store.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
-import { slowSandboxAndStore } from '../helpers/crash.js';
+import { KILL_TARGETS, killMoment, slowSandboxAndStore, type KillTarget, type VictimCalls } from '../helpers/crash.js';
 
 auditSecrets();
 const tempDir = useTempDirs();
@@ -32,38 +30,12 @@ const LATENCY_MS = 150;
 /** Past this long after the service answered, a living process has certainly saved the session. */
 const SAVE_GRACE_MS = 1000;
 
-/** Where a kill is aimed; each kill is timed at random inside its window. */
-const TARGETS = [
-  'start-up and hashing (0-400 ms after spawn)',
-  'request step in flight',
-  'just after the request step was answered (0-30 ms)',
-  'forfait in flight',
-  'just after forfait was answered: writing the store (0-30 ms)',
-] as const;
-type Target = (typeof TARGETS)[number];
-
-const randomMs = (max: number): number => Math.random() * max;
-
-/** Waits for the moment a kill aimed at `target` should happen for `hash`. */
-async function moment(sandbox: TestSandbox, target: Target, hash: string, signal: AbortSignal): Promise<void> {
-  const isRequest = (c: SandboxCall): boolean => c.route === 'request' && requestedHash(c) === hash;
-  const isForfait = (c: SandboxCall): boolean => c.route === 'forfait' && forfaitHash(c) === hash;
-  switch (target) {
-    case 'start-up and hashing (0-400 ms after spawn)':
-      return sleep(randomMs(400), undefined, { signal });
-    case 'request step in flight':
-      await sandbox.arrival(isRequest, signal);
-      return sleep(randomMs(LATENCY_MS - 10), undefined, { signal });
-    case 'just after the request step was answered (0-30 ms)':
-      await sandbox.answer(isRequest, signal);
-      return sleep(randomMs(30), undefined, { signal });
-    case 'forfait in flight':
-      await sandbox.arrival(isForfait, signal);
-      return sleep(randomMs(LATENCY_MS - 10), undefined, { signal });
-    case 'just after forfait was answered: writing the store (0-30 ms)':
-      await sandbox.answer(isForfait, signal);
-      return sleep(randomMs(30), undefined, { signal });
-  }
+/** The calls of the victim registering `hash`. */
+function callsOf(hash: string): VictimCalls {
+  return {
+    isRequest: (c) => c.route === 'request' && requestedHash(c) === hash,
+    isForfait: (c) => c.route === 'forfait' && forfaitHash(c) === hash,
+  };
 }
 
 type Phase =
@@ -81,7 +53,7 @@ describe(`${KILLS} notarize processes killed with SIGKILL at many points`, () =>
     const { sandbox, env, paths } = await slowSandboxAndStore(newSandbox, configDir, LATENCY_MS);
 
     const phases = new Map<Phase, number>();
-    const aimed = new Map<Target, number>();
+    const aimed = new Map<KillTarget, number>();
     const victims: { path: string; hash: string; complete: boolean }[] = [];
     const inFlightLost: number[] = [];
     let locksLeft = 0;
@@ -91,7 +63,7 @@ describe(`${KILLS} notarize processes killed with SIGKILL at many points`, () =>
       const outcomes = await Promise.all(
         Array.from({ length: size }, async (_, i) => {
           const n = batch * PARALLEL + i;
-          const target = TARGETS[n % TARGETS.length]!;
+          const target = KILL_TARGETS[n % KILL_TARGETS.length]!;
           aimed.set(target, (aimed.get(target) ?? 0) + 1);
           // A 2 MiB document: hashing it is one of the windows of the first target.
           const doc = makeDocument(docs, `victim-${n}.bin`, 2 * 1024 * 1024);
@@ -101,7 +73,7 @@ describe(`${KILLS} notarize processes killed with SIGKILL at many points`, () =>
           const running = start(['register', doc.path, '--quiet', ...(complete ? [] : ['--no-complete'])], env);
           const stop = new AbortController();
           let killedAt = Infinity;
-          void moment(sandbox, target, doc.hash, stop.signal).then(
+          void killMoment(sandbox, target, callsOf(doc.hash), LATENCY_MS, stop.signal).then(
             () => {
               killedAt = performance.now();
               running.child.kill('SIGKILL');
