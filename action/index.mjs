@@ -12114,7 +12114,7 @@ function withoutVersion({ schemaVersion: _version, ...entry }) {
 function fromManifest(value) {
 	if (typeof value !== "object" || value === null || "schemaVersion" in value) return value;
 	const { type, version, ...tree } = value;
-	if (type !== "notarize-tree" || version !== 1) return value;
+	if (type !== TREE_MANIFEST.type || version !== TREE_MANIFEST.version) return value;
 	delete tree.proofType;
 	return {
 		schemaVersion: STORE_VERSION.schemaVersion,
@@ -12188,7 +12188,7 @@ function recordHashOf(recordJson) {
 	const record = JSON.parse(recordJson);
 	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
 }
-var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, treeEntrySchema, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
+var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
 var init_service_store = __esmMin((() => {
 	init_zod();
 	init_errors();
@@ -12248,6 +12248,10 @@ var init_service_store = __esmMin((() => {
 		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
 		salt: hashSchema
 	});
+	TREE_MANIFEST = {
+		type: "notarize-tree",
+		version: 1
+	};
 	treeEntrySchema = preprocess(fromManifest, object({
 		schemaVersion: storeVersion,
 		root: hashSchema,
@@ -12789,13 +12793,12 @@ async function recordOf(store, sha256) {
 */
 function treeManifestText(entry) {
 	return jsonWithRows({
-		type: TREE_TYPE,
-		version: 1,
+		...TREE_MANIFEST,
 		proofType: PROOF_TYPE,
 		...entry
 	}, "leaves", LEAVES_DIGEST);
 }
-var CONFIRMED_MESSAGE, LoadedTree, RANK, Trees, TREE_TYPE;
+var CONFIRMED_MESSAGE, LoadedTree, RANK, Trees;
 var init_aggregate = __esmMin((() => {
 	init_errors();
 	init_service_store();
@@ -12890,7 +12893,6 @@ var init_aggregate = __esmMin((() => {
 			return this.#byDigest.get(sha256);
 		}
 	};
-	TREE_TYPE = "notarize-tree";
 }));
 // dist/read-bounded.js
 /**

@@ -17,7 +17,7 @@ import {
 import { asNotarizeError, BatchError, FailureTally, runAll } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
-import { receiptText } from '../core/receipt-format.js';
+import { receiptText, type InclusionProof } from '../core/receipt-format.js';
 import { errorJson, EXIT, NotarizeError, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { embed, failedResult, itemResult, proofOf, type ItemResult, type ItemResults } from '../output/results.js';
@@ -279,7 +279,7 @@ export class Aggregator {
     plan: ReceiptPlan,
     doc: Hashed,
     entry: { recordJson: string; completedAt: string },
-    proof: ReturnType<Placement['tree']['proof']>,
+    proof: InclusionProof,
   ): Promise<{ receipt?: string; receiptError?: NotarizeError }> {
     try {
       const text = receiptText({

@@ -29,6 +29,7 @@ import { StoreError } from '../errors.js';
 import {
   jsonWithRows,
   LEAVES_DIGEST,
+  TREE_MANIFEST,
   type LedgerEntry,
   type ServiceStore,
   type TreeEntry,
@@ -448,9 +449,6 @@ export async function recordOf(
   return found && { entry: found.entry, underRoot: found };
 }
 
-/** What a tree's manifest (`<root>.tree.json`, beside its receipts) says it is. */
-export const TREE_TYPE = 'notarize-tree';
-
 /**
  * The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
  * every leaf (name, digest, size, salt, index) under its root, one per line,
@@ -459,5 +457,5 @@ export const TREE_TYPE = 'notarize-tree';
  * something to hand out with one document (its receipt is).
  */
 export function treeManifestText(entry: TreeEntry): Generator<string> {
-  return jsonWithRows({ type: TREE_TYPE, version: 1, proofType: PROOF_TYPE, ...entry }, 'leaves', LEAVES_DIGEST);
+  return jsonWithRows({ ...TREE_MANIFEST, proofType: PROOF_TYPE, ...entry }, 'leaves', LEAVES_DIGEST);
 }

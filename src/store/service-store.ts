@@ -113,6 +113,9 @@ const treeLeafSchema = z.object({
 });
 export type TreeLeaf = z.infer<typeof treeLeafSchema>;
 
+/** What a tree's manifest says it is (core/aggregate.ts writes it; a tree file may be restored from one). */
+export const TREE_MANIFEST = { type: 'notarize-tree', version: 1 } as const;
+
 /**
  * A tree's manifest (`<root>.tree.json`, written beside the receipts: its
  * own type and version instead of the store's) read as the store's tree
@@ -122,7 +125,7 @@ export type TreeLeaf = z.infer<typeof treeLeafSchema>;
 function fromManifest(value: unknown): unknown {
   if (typeof value !== 'object' || value === null || 'schemaVersion' in value) return value;
   const { type, version, ...tree } = value as Record<string, unknown>;
-  if (type !== 'notarize-tree' || version !== 1) return value;
+  if (type !== TREE_MANIFEST.type || version !== TREE_MANIFEST.version) return value;
   delete tree.proofType;
   return { schemaVersion: STORE_VERSION.schemaVersion, ...tree };
 }
