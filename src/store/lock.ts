@@ -4,10 +4,15 @@
  * notarization twice).
  *
  * A lock is a file holding `<pid> <host> <nonce> lease=<ms> [ns=<id>]`. It
- * comes into existence complete: its text is written to a private temporary
- * file which is then hard-linked to the lock's name, an atomic
- * create-if-absent (an O_EXCL create followed by a write would show other
- * processes an empty lock).
+ * comes into existence complete: its text is written once per process (and
+ * lease) to a private run file in the locks directory, which is then
+ * hard-linked to each lock's name, an atomic create-if-absent (an O_EXCL
+ * create followed by a write would show other processes an empty lock). So
+ * every lock a process holds in one directory is one inode: a batch makes no
+ * new file per document (on ext4 a create costs a scan of the recently freed
+ * inodes, the largest part of a batch's store work: docs/performance.md), and
+ * one refresh keeps all of them alive. The run file goes when the last of its
+ * locks is released, or when the process exits.
  *
  * Liveness is a heartbeat lease, because a pid proves nothing about a process
  * in another PID namespace (a container) or on another host sharing the
@@ -15,10 +20,13 @@
  * owner refreshes the lock's mtime every LEASE_MS / 3 through the descriptor
  * of the file it created (so it can only ever touch its own lock), from an
  * unref'd timer. A waiter judges a lock stale only once it has itself seen
- * the lock unchanged (same text, inode, mtime and ctime) for LEASE_MS on its
+ * the lock unchanged (same text, inode and mtime) for LEASE_MS on its
  * own monotonic clock: no clock of another machine is trusted, so skew
- * between hosts cannot make a live lock look old. The one shortcut: a lock
- * whose `ns=` (boot id + PID namespace inode) is ours was written in this
+ * between hosts cannot make a live lock look old. (Not its ctime: the links
+ * of one run share an inode, whose ctime changes whenever another of them is
+ * made or removed, also by a waiter taking over a dead run's other locks.)
+ * The one shortcut: a lock whose `ns=` (boot id + PID namespace inode) is
+ * ours was written in this
  * very PID namespace of this very kernel, where `kill(pid, 0)` answering
  * ESRCH does prove the owner gone; it is taken over at once. Any other answer
  * (alive, EPERM, a reused pid) falls back to the lease.
@@ -54,13 +62,16 @@ import {
   fstatSync,
   futimesSync,
   linkSync,
+  lstatSync,
   openSync,
+  readdirSync,
   readFileSync,
   statSync,
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { hostname } from 'node:os';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError, TransientError } from '../errors.js';
 import { PRIVATE_FILE_MODE, readPrivateFile, removeFile, uniqueSuffix } from './files.js';
@@ -171,6 +182,8 @@ interface Seen {
   ns: string | undefined;
   /** By this machine's clock against the file's mtime: only for locks without a lease. */
   ageMs: number;
+  /** Its hard links: more than one for a lock that is a link to its owner's run file. */
+  links: number;
 }
 
 function parse(text: string): Pick<Seen, 'pid' | 'host' | 'leaseMs' | 'ns'> {
@@ -206,9 +219,10 @@ function inspect(file: string): Seen | undefined {
     const id = `${text}\u0000${info.dev}:${info.ino}`;
     return {
       id,
-      version: `${id}\u0000${info.mtimeMs}:${info.ctimeMs}:${info.size}`,
+      version: `${id}\u0000${info.mtimeMs}:${info.size}`,
       ...parse(text),
       ageMs: Date.now() - info.mtimeMs,
+      links: info.nlink,
     };
   } finally {
     closeSync(fd);
@@ -330,6 +344,152 @@ function keepFresh(fd: number, leaseMs: number): () => void {
 }
 
 /**
+ * This process's run file in one locks directory, for one lease: the one
+ * inode every lock it holds there is a link to (see the module comment).
+ */
+interface RunFile {
+  path: string;
+  text: string;
+  dev: number;
+  ino: number;
+  /** Locks linked to it and not yet released. */
+  holds: number;
+  /** Stops the refreshes and closes the descriptor they go through. */
+  stopRefreshing: () => void;
+}
+
+/**
+ * The run files of this module instance (a worker thread has its own), by
+ * directory and lease. Module-level: they stand for this process, whoever
+ * in it takes a lock.
+ */
+const runFiles = new Map<string, RunFile>();
+
+/** Run files are dot files, so nothing that lists locks (`*.lock`, `*.claim`) takes them for one. */
+const RUN_FILE = /^\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.run$/;
+
+/** Removes what is left of this process's run files when it exits, a signal's exit included. */
+function removeRunFilesAtExit(): void {
+  for (const run of runFiles.values()) {
+    try {
+      unlinkSync(run.path);
+    } catch {
+      // Gone already: nothing to remove.
+    }
+  }
+  runFiles.clear();
+}
+
+/**
+ * The run file of `dir` and `leaseMs`, made (and its refreshes started) when
+ * this process holds no lock there yet; counts one more hold.
+ */
+function holdRunFile(dir: string, leaseMs: number): RunFile {
+  const key = `${dir}\u0000${leaseMs}`;
+  let run = runFiles.get(key);
+  if (run === undefined) {
+    removeDeadRunFiles(dir);
+    const path = join(dir, `.${uniqueSuffix()}.run`);
+    const text = ownText(leaseMs);
+    const fd = openSync(
+      path,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0),
+      PRIVATE_FILE_MODE,
+    );
+    let info;
+    try {
+      writeFileSync(fd, text);
+      info = fstatSync(fd);
+    } catch (error) {
+      closeSync(fd);
+      removeFile(path);
+      throw error;
+    }
+    if (runFiles.size === 0) process.once('exit', removeRunFilesAtExit);
+    run = { path, text, dev: info.dev, ino: info.ino, holds: 0, stopRefreshing: keepFresh(fd, leaseMs) };
+    runFiles.set(key, run);
+  }
+  run.holds++;
+  return run;
+}
+
+/** Counts one hold of `run` less; with none left, stops its refreshes and removes it. */
+function letGoRunFile(run: RunFile): void {
+  if (--run.holds > 0) return;
+  for (const [key, value] of runFiles) if (value === run) runFiles.delete(key);
+  if (runFiles.size === 0) process.removeListener('exit', removeRunFilesAtExit);
+  run.stopRefreshing();
+  removeFile(run.path);
+}
+
+/**
+ * Removes the run files that processes killed in this PID namespace left in
+ * `dir` with no lock linked to them any more (their locks are taken over one
+ * by one, by the usual rules). Best effort: anything unclear is left alone.
+ */
+function removeDeadRunFiles(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  const ours = pidNamespace();
+  for (const name of names) {
+    if (!RUN_FILE.test(name)) continue;
+    const path = join(dir, name);
+    try {
+      const seen = inspect(path);
+      if (seen?.pid === undefined || seen.ns !== ours || seen.pid === process.pid || processExists(seen.pid)) continue;
+      if (lstatSync(path).nlink === 1) unlinkSync(path);
+    } catch {
+      // Gone, or not ours to judge: left alone.
+    }
+  }
+}
+
+/** A lock this process holds: released once, by withLock. */
+interface Held {
+  release(): void;
+}
+
+/**
+ * Makes the lock `file`, a link to the run file `run`, only if it does not
+ * exist; undefined when it does. Where the file system has no hard links, a
+ * lock file of its own (createWithoutLink), refreshed on its own.
+ */
+function createLock(file: string, run: RunFile, leaseMs: number): Held | undefined {
+  try {
+    linkSync(run.path, file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return undefined;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS') throw error;
+    const text = ownText(leaseMs);
+    const fd = createWithoutLink(file, text);
+    if (fd === undefined) return undefined;
+    const stop = keepFresh(fd, leaseMs);
+    return {
+      release() {
+        release(file, text);
+        stop();
+      },
+    };
+  }
+  return {
+    release() {
+      try {
+        // Ours while it is our run file's inode: no one takes over the lock of a live run.
+        const info = lstatSync(file);
+        if (info.ino === run.ino && info.dev === run.dev) removeFile(file);
+      } catch {
+        // Gone already.
+      }
+    },
+  };
+}
+
+/**
  * Deletes the stale lock instance `seen` at `file`, under its claim (see the
  * module comment); returns whether it did. Returns false without deleting
  * when another waiter holds the claim or the lock has changed: the caller
@@ -351,6 +511,8 @@ function takeOver(file: string, seen: Seen, watch: Watch, timing: Timing, depth 
   try {
     if (inspect(file)?.id !== seen.id) return false;
     unlinkSync(file);
+    // The last lock of a dead run taken over: its run file can go too.
+    if (seen.links > 1) removeDeadRunFiles(dirname(file));
     return true;
   } finally {
     release(claim, mine);
@@ -397,12 +559,30 @@ export async function withLock<T>(
   timing: LockTiming = {},
 ): Promise<T> {
   const full = fullTiming(timing);
+  // Held while waiting too: a waiter polling for a lock makes no file per poll.
+  const run = holdRunFile(dirname(file), full.leaseMs);
+  let held: Held;
+  try {
+    held = await acquire(file, run, waitMs, full);
+  } catch (error) {
+    letGoRunFile(run);
+    throw error;
+  }
+  try {
+    return await fn();
+  } finally {
+    held.release();
+    letGoRunFile(run);
+  }
+}
+
+/** Waits for the lock `file` as withLock says, and returns it held. */
+async function acquire(file: string, run: RunFile, waitMs: number, full: Timing): Promise<Held> {
   const { leaseMs, pollMs } = full;
   const deadline = Date.now() + waitMs;
-  const mine = ownText(leaseMs);
   const watch = new Watch();
-  let fd: number | undefined;
-  while ((fd = createExclusive(file, mine)) === undefined) {
+  let held: Held | undefined;
+  while ((held = createLock(file, run, leaseMs)) === undefined) {
     const seen = inspect(file);
     if (seen === undefined) continue;
     // Taken over: create it at once. Not (its claim is held by another
@@ -423,11 +603,5 @@ export async function withLock<T>(
     }
     await sleep(pollMs);
   }
-  const stop = keepFresh(fd, leaseMs);
-  try {
-    return await fn();
-  } finally {
-    release(file, mine);
-    stop();
-  }
+  return held;
 }

@@ -125,7 +125,7 @@ describe(`${VICTIMS} aggregate runs killed with SIGKILL at any point`, () => {
       expect(existsSync(paths.pending(root))).toBe(false);
     }
     const lockNames = existsSync(paths.locksDir) ? readdirSync(paths.locksDir) : [];
-    expect(lockNames.filter((n) => n.endsWith('.lock') || n.endsWith('.claim'))).toEqual([]);
+    expect(lockNames.filter((n) => /\.(lock|claim|run)$/.test(n))).toEqual([]);
     const total = [...killed.values()].reduce((a, b) => a + b, 0);
     console.log(
       `aggregate crash test: ${VICTIMS} runs of ${DOCUMENTS} documents, ${total} killed with SIGKILL: ` +

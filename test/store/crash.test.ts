@@ -167,7 +167,7 @@ describe(`${KILLS} notarize processes killed with SIGKILL at many points`, () =>
       expect(callsTo(sandbox.calls, 'forfait', v.hash).filter((c) => c.status === 200).length).toBeLessThanOrEqual(1);
     }
     const lockNames = existsSync(paths.locksDir) ? readdirSync(paths.locksDir) : [];
-    expect(lockNames.filter((n) => n.endsWith('.lock') || n.endsWith('.claim'))).toEqual([]);
+    expect(lockNames.filter((n) => /\.(lock|claim|run)$/.test(n))).toEqual([]);
 
     const killed = victims.length - (phases.get('exited before the kill') ?? 0);
     console.log(

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,6 +21,9 @@ async function deadPid(): Promise<number> {
   });
   return pid;
 }
+
+/** The name of a process's run file, which its locks are links to (store/lock.ts). */
+const RUN_FILE_NAME = /^\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.run$/;
 
 /** A promise with its resolve function, to hold a lock until the test says so. */
 function gate(): { opened: Promise<void>; open: () => void } {
@@ -89,6 +92,64 @@ describe('withLock', () => {
     first.open();
     await firstDone;
     expect(events).toEqual(['b', 'a']);
+  });
+
+  it('makes every lock a process holds in one directory a link to one run file, a dot file that goes with the last of them', async () => {
+    const dir = tempDir();
+    const [a, b] = [join(dir, 'a.lock'), join(dir, 'b.lock')];
+    let seen: { names: string[]; inodes: number[]; links: number } | undefined;
+    await withLock(a, 1000, () =>
+      withLock(b, 1000, () => {
+        const names = readdirSync(dir).sort();
+        const inodes = names.map((name) => statSync(join(dir, name)).ino);
+        seen = { names, inodes, links: statSync(a).nlink };
+        return Promise.resolve();
+      }),
+    );
+    expect(seen!.names).toHaveLength(3);
+    expect(seen!.names[0]).toMatch(RUN_FILE_NAME);
+    expect(seen!.names.slice(1)).toEqual(['a.lock', 'b.lock']);
+    expect(new Set(seen!.inodes).size).toBe(1);
+    expect(seen!.links).toBe(3);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('makes no file per poll while it waits, and leaves none when its wait runs out', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'h.lock');
+    writeFileSync(file, lockText(1, 'init')); // pid 1 is alive: a lock held
+    const runNames = new Set<string>();
+    const sampler = setInterval(() => {
+      for (const name of readdirSync(dir)) if (name !== 'h.lock') runNames.add(name);
+    }, 5);
+    const error = await rejection(withLock(file, 400, () => Promise.resolve(), { pollMs: 10 }));
+    clearInterval(sampler);
+    expect(error).toBeInstanceOf(TransientError);
+    expect([...runNames]).toHaveLength(1);
+    expect([...runNames][0]).toMatch(RUN_FILE_NAME);
+    expect(readdirSync(dir)).toEqual(['h.lock']);
+  });
+
+  it('removes the run file a killed process left once no lock links to it, and only that', async () => {
+    const dir = tempDir();
+    const pid = await deadPid();
+    const lone = `.${pid}.deadbeef.0.run`;
+    const linked = `.${pid}.deadbeef.1.run`;
+    const alive = '.1.deadbeef.2.run'; // pid 1 lives
+    const foreign = `.${pid}.deadbeef.3.run`; // another PID namespace: a dead pid there proves nothing here
+    writeFileSync(join(dir, lone), lockText(pid, 'killed'));
+    writeFileSync(join(dir, linked), lockText(pid, 'killed'));
+    linkSync(join(dir, linked), join(dir, 'x.lock'));
+    writeFileSync(join(dir, alive), lockText(1, 'init'));
+    writeFileSync(
+      join(dir, foreign),
+      `${pid} ${hostname()} n1 lease=${LEASE_MS} ns=00000000-0000-0000-0000-000000000000/1/1\n`,
+    );
+    await withLock(join(dir, 'c.lock'), 1000, () => Promise.resolve());
+    expect(readdirSync(dir).sort()).toEqual([lone, linked, alive, foreign, 'x.lock'].filter((n) => n !== lone).sort());
+    // Its last lock taken over (its owner provably dead), the run file goes too.
+    await withLock(join(dir, 'x.lock'), 1000, () => Promise.resolve());
+    expect(readdirSync(dir).sort()).toEqual([alive, foreign].sort());
   });
 
   it('takes over at once a lock whose owner died in this PID namespace', async () => {
