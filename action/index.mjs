@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
 import { basename, dirname, extname, join, normalize, resolve, sep } from "node:path";
@@ -8920,6 +8920,9 @@ function asNotarizeError(error) {
 /**
 * Runs `operation` over `items` with at most `concurrency` in flight, and
 * reports each result to `onSettled`; returns how many items there were.
+* An operation that frees its lane (FreeLane) goes on beside the next one:
+* at most `concurrency` operations before freeing their lanes and as many
+* after, and every one has settled when this returns.
 * Items are pulled from the (possibly async) iterable only as lanes free up,
 * so a source of millions is never held, and results are not kept here. With
 * failFast, items not yet started when one fails are reported as cancelled.
@@ -8961,6 +8964,7 @@ async function runAll(items, operation, options) {
 		waiting = [];
 		for (const resolve of wake) resolve();
 	};
+	const finishing = /* @__PURE__ */ new Set();
 	const lane = async () => {
 		for (;;) {
 			while (!exhausted && options.window !== void 0 && requested - oldest >= Math.max(1, options.window)) await new Promise((resolve) => waiting.push(resolve));
@@ -8982,22 +8986,35 @@ async function runAll(items, operation, options) {
 				}, item);
 				continue;
 			}
-			try {
-				settle(index, {
-					ok: true,
-					value: await operation(item, index)
-				}, item);
-			} catch (error) {
-				if (options.failFast) stop = true;
-				settle(index, {
-					ok: false,
-					error: asNotarizeError(error)
-				}, item);
+			let freeLane = () => {};
+			const freed = new Promise((resolve) => freeLane = resolve);
+			let done = false;
+			const settled = (async () => {
+				try {
+					settle(index, {
+						ok: true,
+						value: await operation(item, index, freeLane)
+					}, item);
+				} catch (error) {
+					if (options.failFast) stop = true;
+					settle(index, {
+						ok: false,
+						error: asNotarizeError(error)
+					}, item);
+				}
+				done = true;
+			})();
+			await Promise.race([settled, freed]);
+			while (!done && finishing.size >= options.concurrency) await Promise.race([settled, ...finishing]);
+			if (!done) {
+				finishing.add(settled);
+				settled.then(() => finishing.delete(settled));
 			}
 		}
 	};
 	const lanes = Math.max(1, Array.isArray(items) ? Math.min(options.concurrency, items.length) : options.concurrency);
 	await Promise.all(Array.from({ length: lanes }, lane));
+	await Promise.all(finishing);
 	if (sourceFailed) throw sourceFailed.error;
 	return count;
 }
@@ -9914,10 +9931,15 @@ var init_files = __esmMin((() => {
 * notarization twice).
 *
 * A lock is a file holding `<pid> <host> <nonce> lease=<ms> [ns=<id>]`. It
-* comes into existence complete: its text is written to a private temporary
-* file which is then hard-linked to the lock's name, an atomic
-* create-if-absent (an O_EXCL create followed by a write would show other
-* processes an empty lock).
+* comes into existence complete: its text is written once per process (and
+* lease) to a private run file in the locks directory, which is then
+* hard-linked to each lock's name, an atomic create-if-absent (an O_EXCL
+* create followed by a write would show other processes an empty lock). So
+* every lock a process holds in one directory is one inode: a batch makes no
+* new file per document (on ext4 a create costs a scan of the recently freed
+* inodes, the largest part of a batch's store work: docs/performance.md), and
+* one refresh keeps all of them alive. The run file goes when the last of its
+* locks is released, or when the process exits.
 *
 * Liveness is a heartbeat lease, because a pid proves nothing about a process
 * in another PID namespace (a container) or on another host sharing the
@@ -9925,10 +9947,13 @@ var init_files = __esmMin((() => {
 * owner refreshes the lock's mtime every LEASE_MS / 3 through the descriptor
 * of the file it created (so it can only ever touch its own lock), from an
 * unref'd timer. A waiter judges a lock stale only once it has itself seen
-* the lock unchanged (same text, inode, mtime and ctime) for LEASE_MS on its
+* the lock unchanged (same text, inode and mtime) for LEASE_MS on its
 * own monotonic clock: no clock of another machine is trusted, so skew
-* between hosts cannot make a live lock look old. The one shortcut: a lock
-* whose `ns=` (boot id + PID namespace inode) is ours was written in this
+* between hosts cannot make a live lock look old. (Not its ctime: the links
+* of one run share an inode, whose ctime changes whenever another of them is
+* made or removed, also by a waiter taking over a dead run's other locks.)
+* The one shortcut: a lock whose `ns=` (boot id + PID namespace inode) is
+* ours was written in this
 * very PID namespace of this very kernel, where `kill(pid, 0)` answering
 * ESRCH does prove the owner gone; it is taken over at once. Any other answer
 * (alive, EPERM, a reused pid) falls back to the lease.
@@ -10022,9 +10047,10 @@ function inspect(file) {
 		const id = `${text}\u0000${info.dev}:${info.ino}`;
 		return {
 			id,
-			version: `${id}\u0000${info.mtimeMs}:${info.ctimeMs}:${info.size}`,
+			version: `${id}\u0000${info.mtimeMs}:${info.size}`,
 			...parse(text),
-			ageMs: Date.now() - info.mtimeMs
+			ageMs: Date.now() - info.mtimeMs,
+			links: info.nlink
 		};
 	} finally {
 		closeSync(fd);
@@ -10110,6 +10136,107 @@ function keepFresh(fd, leaseMs) {
 		closeSync(fd);
 	};
 }
+/** Removes what is left of this process's run files when it exits, a signal's exit included. */
+function removeRunFilesAtExit() {
+	for (const run of runFiles.values()) try {
+		unlinkSync(run.path);
+	} catch {}
+	runFiles.clear();
+}
+/**
+* The run file of `dir` and `leaseMs`, made (and its refreshes started) when
+* this process holds no lock there yet; counts one more hold.
+*/
+function holdRunFile(dir, leaseMs) {
+	const key = `${dir}\u0000${leaseMs}`;
+	let run = runFiles.get(key);
+	if (run === void 0) {
+		removeDeadRunFiles(dir);
+		const path = join(dir, `.${uniqueSuffix()}.run`);
+		const text = ownText(leaseMs);
+		const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 384);
+		let info;
+		try {
+			writeFileSync(fd, text);
+			info = fstatSync(fd);
+		} catch (error) {
+			closeSync(fd);
+			removeFile(path);
+			throw error;
+		}
+		if (runFiles.size === 0) process.once("exit", removeRunFilesAtExit);
+		run = {
+			path,
+			text,
+			dev: info.dev,
+			ino: info.ino,
+			holds: 0,
+			stopRefreshing: keepFresh(fd, leaseMs)
+		};
+		runFiles.set(key, run);
+	}
+	run.holds++;
+	return run;
+}
+/** Counts one hold of `run` less; with none left, stops its refreshes and removes it. */
+function letGoRunFile(run) {
+	if (--run.holds > 0) return;
+	for (const [key, value] of runFiles) if (value === run) runFiles.delete(key);
+	if (runFiles.size === 0) process.removeListener("exit", removeRunFilesAtExit);
+	run.stopRefreshing();
+	removeFile(run.path);
+}
+/**
+* Removes the run files that processes killed in this PID namespace left in
+* `dir` with no lock linked to them any more (their locks are taken over one
+* by one, by the usual rules). Best effort: anything unclear is left alone.
+*/
+function removeDeadRunFiles(dir) {
+	let names;
+	try {
+		names = readdirSync(dir);
+	} catch {
+		return;
+	}
+	const ours = pidNamespace();
+	for (const name of names) {
+		if (!RUN_FILE.test(name)) continue;
+		const path = join(dir, name);
+		try {
+			const seen = inspect(path);
+			if (seen?.pid === void 0 || seen.ns !== ours || seen.pid === process.pid || processExists(seen.pid)) continue;
+			if (lstatSync(path).nlink === 1) unlinkSync(path);
+		} catch {}
+	}
+}
+/**
+* Makes the lock `file`, a link to the run file `run`, only if it does not
+* exist; undefined when it does. Where the file system has no hard links, a
+* lock file of its own (createWithoutLink), refreshed on its own.
+*/
+function createLock(file, run, leaseMs) {
+	try {
+		linkSync(run.path, file);
+	} catch (error) {
+		const code = error.code;
+		if (code === "EEXIST") return void 0;
+		if (code !== "EPERM" && code !== "ENOTSUP" && code !== "ENOSYS") throw error;
+		const text = ownText(leaseMs);
+		const fd = createWithoutLink(file, text);
+		if (fd === void 0) return void 0;
+		const stop = keepFresh(fd, leaseMs);
+		return { release() {
+			release(file, text);
+			stop();
+		} };
+	}
+	return { release() {
+		try {
+			const info = lstatSync(file);
+			if (info.ino === run.ino && info.dev === run.dev) removeFile(file);
+		} catch {}
+	} };
+}
 /**
 * Deletes the stale lock instance `seen` at `file`, under its claim (see the
 * module comment); returns whether it did. Returns false without deleting
@@ -10129,6 +10256,7 @@ function takeOver(file, seen, watch, timing, depth = 0) {
 	try {
 		if (inspect(file)?.id !== seen.id) return false;
 		unlinkSync(file);
+		if (seen.links > 1) removeDeadRunFiles(dirname(file));
 		return true;
 	} finally {
 		release(claim, mine);
@@ -10165,12 +10293,28 @@ function release(file, mine) {
 */
 async function withLock(file, waitMs, fn, timing = {}) {
 	const full = fullTiming(timing);
+	const run = holdRunFile(dirname(file), full.leaseMs);
+	let held;
+	try {
+		held = await acquire(file, run, waitMs, full);
+	} catch (error) {
+		letGoRunFile(run);
+		throw error;
+	}
+	try {
+		return await fn();
+	} finally {
+		held.release();
+		letGoRunFile(run);
+	}
+}
+/** Waits for the lock `file` as withLock says, and returns it held. */
+async function acquire(file, run, waitMs, full) {
 	const { leaseMs, pollMs } = full;
 	const deadline = Date.now() + waitMs;
-	const mine = ownText(leaseMs);
 	const watch = new Watch();
-	let fd;
-	while ((fd = createExclusive(file, mine)) === void 0) {
+	let held;
+	while ((held = createLock(file, run, leaseMs)) === void 0) {
 		const seen = inspect(file);
 		if (seen === void 0) continue;
 		if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
@@ -10183,15 +10327,9 @@ async function withLock(file, waitMs, fn, timing = {}) {
 		}
 		await setTimeout$1(pollMs);
 	}
-	const stop = keepFresh(fd, leaseMs);
-	try {
-		return await fn();
-	} finally {
-		release(file, mine);
-		stop();
-	}
+	return held;
 }
-var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch;
+var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch, runFiles, RUN_FILE;
 var init_lock = __esmMin((() => {
 	init_errors();
 	init_files();
@@ -10218,6 +10356,8 @@ var init_lock = __esmMin((() => {
 			return 0;
 		}
 	};
+	runFiles = /* @__PURE__ */ new Map();
+	RUN_FILE = /^\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.run$/;
 }));
 // dist/core/mime.js
 /**
@@ -10524,6 +10664,7 @@ async function completeStep(deps, pending) {
 		throw withCompleteHint(deps, error, pending.hash);
 	}
 	if (answer.value.hash.toLowerCase() !== pending.hash) throw await setAside(deps, pending, answer.raw, `the answer is a record of hash ${answer.value.hash}`);
+	if (!pending.custody) deps.onStep?.("saving");
 	return save(answer.raw);
 }
 /** Marks a session whose forfait was answered 2xx without a usable record (see answerUnread). */
@@ -15826,7 +15967,8 @@ var init_register = __esmMin((() => {
 		/** Every document, a bounded number at once; each result goes to the items as it settles. */
 		async batch() {
 			const tally = new FailureTally();
-			const total = await runAll(this.#documents.items, (item, index) => this.#one(item, index), {
+			const overlap = this.#options.concurrency > 1;
+			const total = await runAll(this.#documents.items, (item, index, freeLane) => this.#one(item, index, overlap ? freeLane : void 0), {
 				concurrency: this.#options.concurrency,
 				failFast: this.#options.failFast,
 				onSettled: (index, settled, item) => {
@@ -15853,7 +15995,8 @@ var init_register = __esmMin((() => {
 		#showProgress() {
 			this.#options.io.progress(`registered ${this.#done}/${this.#known}, hashed ${formatBytes(this.#hashedBytes)}`);
 		}
-		async #one(item, index = 0) {
+		/** `freeLane`: the batch's, called once this document's requests are over (see runAll). */
+		async #one(item, index = 0, freeLane) {
 			const options = this.#options;
 			this.#known = Math.max(this.#known, index + 1);
 			await this.#items.ready();
@@ -15870,6 +16013,7 @@ var init_register = __esmMin((() => {
 			const onStep = (step) => {
 				this.#sent = true;
 				this.#spinner.update(step);
+				if (step === "saving") freeLane?.();
 			};
 			const { receipts } = this.#documents;
 			if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);

@@ -7,7 +7,7 @@ import { Option, type Command } from 'commander';
 import { basename } from 'node:path';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
-import { asNotarizeError, BatchError, FailureTally, runAll, type Settled } from '../core/batch.js';
+import { asNotarizeError, BatchError, FailureTally, runAll, type FreeLane, type Settled } from '../core/batch.js';
 import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
@@ -223,17 +223,23 @@ class Registrar {
   /** Every document, a bounded number at once; each result goes to the items as it settles. */
   async batch(): Promise<ItemsResult> {
     const tally = new FailureTally();
-    const total = await runAll(this.#documents.items, (item, index) => this.#one(item, index), {
-      concurrency: this.#options.concurrency,
-      failFast: this.#options.failFast,
-      onSettled: (index, settled, item) => {
-        this.#known = Math.max(this.#known, index + 1);
-        this.#done++;
-        this.#showProgress();
-        this.#items.add(index, this.#result(item, index, settled));
-        tally.add(index, settled.ok ? settled.value.receiptError : 'error' in settled ? settled.error : undefined);
+    // -j 1 stays one document at a time from start to end, so its NDJSON lines come in input order.
+    const overlap = this.#options.concurrency > 1;
+    const total = await runAll(
+      this.#documents.items,
+      (item, index, freeLane) => this.#one(item, index, overlap ? freeLane : undefined),
+      {
+        concurrency: this.#options.concurrency,
+        failFast: this.#options.failFast,
+        onSettled: (index, settled, item) => {
+          this.#known = Math.max(this.#known, index + 1);
+          this.#done++;
+          this.#showProgress();
+          this.#items.add(index, this.#result(item, index, settled));
+          tally.add(index, settled.ok ? settled.value.receiptError : 'error' in settled ? settled.error : undefined);
+        },
       },
-    });
+    );
     this.#options.io.clearProgress();
     const code = tally.code(this.#sent);
     return {
@@ -253,7 +259,8 @@ class Registrar {
     this.#options.io.progress(`registered ${this.#done}/${this.#known}, hashed ${formatBytes(this.#hashedBytes)}`);
   }
 
-  async #one(item: Item, index = 0): Promise<Registered> {
+  /** `freeLane`: the batch's, called once this document's requests are over (see runAll). */
+  async #one(item: Item, index = 0, freeLane?: FreeLane): Promise<Registered> {
     const options = this.#options;
     this.#known = Math.max(this.#known, index + 1);
     // With ndjson a line is printed per document: start no more while stdout is backed up.
@@ -273,6 +280,8 @@ class Registrar {
     const onStep = (step: string) => {
       this.#sent = true;
       this.#spinner.update(step);
+      // Its record and receipt are written while the next document's requests go out.
+      if (step === 'saving') freeLane?.();
     };
     const { receipts } = this.#documents;
     if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);

@@ -29,8 +29,19 @@ export interface RunOptions<T, R> {
 }
 
 /**
+ * Given to each operation: called once its part that counts against the
+ * concurrency is over (its requests), it lets its lane start the next item
+ * while it finishes (its store writes). Calling it is optional; calling it
+ * again does nothing.
+ */
+export type FreeLane = () => void;
+
+/**
  * Runs `operation` over `items` with at most `concurrency` in flight, and
  * reports each result to `onSettled`; returns how many items there were.
+ * An operation that frees its lane (FreeLane) goes on beside the next one:
+ * at most `concurrency` operations before freeing their lanes and as many
+ * after, and every one has settled when this returns.
  * Items are pulled from the (possibly async) iterable only as lanes free up,
  * so a source of millions is never held, and results are not kept here. With
  * failFast, items not yet started when one fails are reported as cancelled.
@@ -39,7 +50,7 @@ export interface RunOptions<T, R> {
  */
 export async function runAll<T, R>(
   items: Iterable<T> | AsyncIterable<T>,
-  operation: (item: T, index: number) => Promise<R>,
+  operation: (item: T, index: number, freeLane: FreeLane) => Promise<R>,
   options: RunOptions<T, R>,
 ): Promise<number> {
   const iterator: Iterator<T> | AsyncIterator<T> =
@@ -77,6 +88,8 @@ export async function runAll<T, R>(
     waiting = [];
     for (const resolve of wake) resolve();
   };
+  // Operations whose lanes moved on: they still count for the window, and are awaited at the end.
+  const finishing = new Set<Promise<void>>();
   const lane = async () => {
     for (;;) {
       while (!exhausted && options.window !== undefined && requested - oldest >= Math.max(1, options.window)) {
@@ -97,16 +110,30 @@ export async function runAll<T, R>(
         settle(index, { ok: false, cancelled: true }, item);
         continue;
       }
-      try {
-        settle(index, { ok: true, value: await operation(item, index) }, item);
-      } catch (error) {
-        if (options.failFast) stop = true;
-        settle(index, { ok: false, error: asNotarizeError(error) }, item);
+      let freeLane = () => {};
+      const freed = new Promise<void>((resolve) => (freeLane = resolve));
+      let done = false;
+      const settled = (async () => {
+        try {
+          settle(index, { ok: true, value: await operation(item, index, freeLane) }, item);
+        } catch (error) {
+          if (options.failFast) stop = true;
+          settle(index, { ok: false, error: asNotarizeError(error) }, item);
+        }
+        done = true;
+      })();
+      await Promise.race([settled, freed]);
+      // Freed: the lane moves on once there is room among the finishing operations (or it has settled).
+      while (!done && finishing.size >= options.concurrency) await Promise.race([settled, ...finishing]);
+      if (!done) {
+        finishing.add(settled);
+        void settled.then(() => finishing.delete(settled));
       }
     }
   };
   const lanes = Math.max(1, Array.isArray(items) ? Math.min(options.concurrency, items.length) : options.concurrency);
   await Promise.all(Array.from({ length: lanes }, lane));
+  await Promise.all(finishing);
   if (sourceFailed) throw sourceFailed.error;
   return count;
 }

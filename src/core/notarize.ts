@@ -91,8 +91,13 @@ export interface CustodyOutcome {
 export interface FlowDeps {
   api: ApiClient;
   store: ServiceStore;
-  /** Called as the flow moves on, for spinners; never needed for correctness. */
-  onStep?: (step: 'requesting' | 'completing' | 'metadata') => void;
+  /**
+   * Called as the flow moves on, for spinners and batches; never needed for
+   * correctness. `saving`: the service has answered the last call this
+   * registration makes, and only its record is left to save (a batch may
+   * start its next document meanwhile).
+   */
+  onStep?: (step: 'requesting' | 'completing' | 'saving' | 'metadata') => void;
   /** How long to wait for another process working on the same hash. */
   lockWaitMs?: number;
   /** The lock's lease and polling; tests only, notarize runs with withLock's defaults. */
@@ -406,6 +411,8 @@ async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<Ledg
   if (answer.value.hash.toLowerCase() !== pending.hash) {
     throw await setAside(deps, pending, answer.raw, `the answer is a record of hash ${answer.value.hash}`);
   }
+  // With custody, the file's metadata is sent after the record is saved.
+  if (!pending.custody) deps.onStep?.('saving');
   return save(answer.raw);
 }
 

@@ -71,6 +71,70 @@ describe('runAll', () => {
     expect(started).toHaveLength(100);
   });
 
+  it('starts the next item once an operation frees its lane: at most `concurrency` before freeing it and `concurrency` more after; all settled before returning', async () => {
+    let started = 0;
+    let busy = 0; // operations before freeing their lane: the ones the concurrency is about
+    let maxBusy = 0;
+    let finishing = 0; // operations after freeing it
+    let maxFinishing = 0;
+    const settled: number[] = [];
+    const gates: (() => void)[] = [];
+    const run = runAll(
+      Array.from({ length: 40 }, (_, i) => i),
+      async (item, _index, freeLane) => {
+        started++;
+        busy++;
+        maxBusy = Math.max(maxBusy, busy);
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        busy--;
+        finishing++;
+        maxFinishing = Math.max(maxFinishing, finishing);
+        freeLane();
+        freeLane(); // a second call changes nothing
+        await new Promise<void>((resolve) => gates.push(resolve));
+        finishing--;
+        return item;
+      },
+      { concurrency: 3, onSettled: (index) => settled.push(index) },
+    );
+    // Nothing can finish until a gate opens: 3 operations finishing, 3 more freed
+    // their lanes, whose lanes wait for room; no 7th started.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(started).toBe(6);
+    expect(finishing).toBe(6);
+    expect(settled).toEqual([]);
+    // Open the gates as they come: every item runs within the same bounds.
+    const opener = setInterval(() => gates.splice(0).forEach((open) => open()), 2);
+    expect(await run).toBe(40);
+    clearInterval(opener);
+    expect(settled.sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    expect(maxBusy).toBe(3);
+    expect(maxFinishing).toBe(6);
+    expect(finishing).toBe(0);
+  });
+
+  it('with failFast, a failure after the lane was freed still cancels the items not started', async () => {
+    const results: string[] = [];
+    await runAll(
+      Array.from({ length: 20 }, (_, i) => i),
+      async (item, _index, freeLane) => {
+        freeLane();
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        if (item === 0) throw new UsageError('bad 0');
+        return item;
+      },
+      {
+        concurrency: 2,
+        failFast: true,
+        onSettled: (_index, result) => results.push(result.ok ? 'ok' : 'cancelled' in result ? 'cancelled' : 'failed'),
+      },
+    );
+    expect(results).toHaveLength(20);
+    expect(results.filter((r) => r === 'failed')).toHaveLength(1);
+    // Item 0 failed within 5 ms, while the lanes were still starting items: most never ran.
+    expect(results.filter((r) => r === 'cancelled').length).toBeGreaterThan(10);
+  });
+
   it('throws an error of the source once the items in flight have settled', async () => {
     async function* failing(): AsyncGenerator<number> {
       yield await Promise.resolve(1);

@@ -169,7 +169,7 @@ describe('register', () => {
     const { store, deps, steps } = world();
     const outcome = await register(deps, input(hash, { file: FILE }));
 
-    expect(steps).toEqual(['requesting', 'completing']);
+    expect(steps).toEqual(['requesting', 'completing', 'saving']);
     expect(called()).toEqual(['request', 'forfait']);
     expect(outcome).toEqual({
       kind: 'completed',
@@ -485,7 +485,7 @@ describe('complete', () => {
     expect(outcome).toMatchObject({ kind: 'completed', reusedSession: true, entry: { hash } });
     expect(outcome).not.toHaveProperty('custody');
     expect(forfaitBodies()).toEqual([entry.sessionJson]);
-    expect(steps).toEqual(['completing']);
+    expect(steps).toEqual(['completing', 'saving']);
   });
 
   it('a session given by hand is kept, sent exactly as given, and completing clears an unread request step', async () => {
@@ -657,6 +657,22 @@ describe('the end of a registration', () => {
     );
     expect(error.hint).toBe(`retire it with \`notarize pending drop ${hash}\``);
     expect(store.readPending(hash)).toEqual(entry);
+  });
+
+  it("says 'saving' once forfait is answered and before the record is written: what is left is local", async () => {
+    const hash = sha256('saving step');
+    const { store, deps } = world();
+    const seen: { step: string; calls: (string | null)[]; record: boolean; pending: boolean }[] = [];
+    deps.onStep = (step) =>
+      seen.push({
+        step,
+        calls: called(),
+        record: existsSync(store.ledgerFile(hash)),
+        pending: existsSync(store.pendingFile(hash)),
+      });
+    await register(deps, input(hash));
+    expect(seen.at(-1)).toEqual({ step: 'saving', calls: ['request', 'forfait'], record: false, pending: true });
+    expect(existsSync(store.ledgerFile(hash))).toBe(true);
   });
 
   describe('custody', () => {
