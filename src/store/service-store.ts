@@ -19,6 +19,7 @@ import {
   readPrivateFile,
   readStoreFile,
   removeFile,
+  Spares,
   tightenDirIfExists,
   writeFileAtomic,
 } from './files.js';
@@ -249,6 +250,8 @@ export class ServiceStore {
   readonly baseUrl: string;
   readonly #warn: (message: string) => void;
   readonly #flushes: DirFlushes;
+  /** Removed pending files, written into for the next sessions (see Spares). */
+  readonly #spares = new Spares();
 
   /** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
   constructor(dir: string, baseUrl: string, warn: (message: string) => void = () => {}, flushes = new DirFlushes()) {
@@ -351,7 +354,7 @@ export class ServiceStore {
 
   /** Removes the pending session of a hash; one already gone is not an error. */
   removePending(hash: string): void {
-    removeFile(this.pendingFile(hash));
+    this.#spares.remove(this.pendingFile(hash));
   }
 
   /**
@@ -491,7 +494,10 @@ export class ServiceStore {
 
   async #write(file: string, value: unknown): Promise<void> {
     this.#privateDir(join(file, '..'));
-    await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
+    await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, {
+      flushes: this.#flushes,
+      spares: this.#spares,
+    });
   }
 
   /** Directories this process has already made private: checked once, not on every write of a batch. */
