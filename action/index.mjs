@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, ftruncateSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
 import { basename, dirname, extname, join, normalize, resolve, sep } from "node:path";
@@ -9766,19 +9766,15 @@ function fileError(file, reason, cause) {
 */
 async function writeFileAtomic(file, data, options = {}) {
 	const dir = dirname(file);
-	const spare = options.replace !== false && typeof data === "string" ? options.spares?.take(dir) : void 0;
-	const temp = spare?.path ?? join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
+	const temp = join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
 	const pieces = typeof data === "string" ? [data] : options.replace === false ? [[...data].join("")] : data;
-	let fd = spare?.fd ?? openSync(temp, CREATE_NEW, options.mode ?? 384);
+	let fd = openSync(temp, CREATE_NEW, options.mode ?? 384);
 	let bytes = Buffer.alloc(0);
 	try {
-		let length = 0;
 		for (const piece of pieces) {
 			bytes = Buffer.from(piece, "utf8");
 			for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done);
-			length += bytes.length;
 		}
-		if (spare) ftruncateSync(fd, length);
 		await fdatasyncOnPool(fd);
 		const written = fd;
 		fd = void 0;
@@ -9790,10 +9786,6 @@ async function writeFileAtomic(file, data, options = {}) {
 	} catch (error) {
 		if (fd !== void 0) ignoreErrors(() => closeSync(fd));
 		ignoreErrors(() => unlinkSync(temp));
-		if (spare && error.code === "ENOENT") return writeFileAtomic(file, data, {
-			...options,
-			spares: void 0
-		});
 		throw error;
 	}
 	await (options.flushes ? options.flushes.flush(dir) : syncDir(dir));
@@ -9835,26 +9827,6 @@ function ignoreErrors(fn) {
 */
 function uniqueSuffix() {
 	return `${process.pid}.${PROCESS_TAG}.${(writeCounter++).toString(36)}`;
-}
-function removeSparesAtExit() {
-	for (const path of allSpares) ignoreErrors(() => unlinkSync(path));
-	allSpares.clear();
-}
-/** Counts `path` in (kept) or out of allSpares, with the exit listener there while it holds any. */
-function keptSpares(path, kept) {
-	if (kept) {
-		if (allSpares.size === 0) process.once("exit", removeSparesAtExit);
-		allSpares.add(path);
-	} else if (allSpares.delete(path) && allSpares.size === 0) process.removeListener("exit", removeSparesAtExit);
-}
-/** False only when `kill(pid, 0)` says there is no such process (ESRCH). */
-function processExists(pid) {
-	try {
-		process.kill(pid, 0);
-		return true;
-	} catch (error) {
-		return error.code !== "ESRCH";
-	}
 }
 /** Flushes a directory's entries (the rename) to disk; best effort, as some platforms cannot. */
 async function syncDir(dir) {
@@ -9916,7 +9888,7 @@ function recoveryHint(file) {
 	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
 	return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${basename(file, ".json")}\` (kept aside) to start that registration afresh`;
 }
-var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, PROCESS_TAG, writeCounter, DirFlushes, MAX_SPARES, SPARE_NAME, Spares, allSpares;
+var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, PROCESS_TAG, writeCounter, DirFlushes;
 var init_files = __esmMin((() => {
 	init_errors();
 	init_mkdirs();
@@ -9951,78 +9923,6 @@ var init_files = __esmMin((() => {
 			return flushes.next;
 		}
 	};
-	MAX_SPARES = 64;
-	SPARE_NAME = /^\.(\d+)\.[0-9a-f]{8}\.[0-9a-z]+\.spare$/;
-	Spares = class {
-		#byDir = /* @__PURE__ */ new Map();
-		#tidied = /* @__PURE__ */ new Set();
-		#count = 0;
-		/** Removes the store file `file`, keeping it as a spare when there is room; a file already gone is not an error. */
-		remove(file) {
-			if (this.#count >= MAX_SPARES) return removeFile(file);
-			const dir = dirname(file);
-			this.#tidy(dir);
-			const spare = join(dir, `.${uniqueSuffix()}.spare`);
-			try {
-				renameSync(file, spare);
-			} catch (error) {
-				if (error.code === "ENOENT") return;
-				return removeFile(file);
-			}
-			this.#count++;
-			keptSpares(spare, true);
-			const paths = this.#byDir.get(dir) ?? [];
-			paths.push(spare);
-			this.#byDir.set(dir, paths);
-		}
-		/**
-		* A spare of `dir` opened for writing (at its start), or undefined when
-		* there is none fit for it; one that is not a private regular file with
-		* this one name is dropped.
-		*/
-		take(dir) {
-			const paths = this.#byDir.get(dir);
-			for (let path = paths?.pop(); path !== void 0; path = paths?.pop()) {
-				this.#count--;
-				keptSpares(path, false);
-				let fd;
-				try {
-					fd = openSync(path, constants.O_WRONLY | O_NOFOLLOW | O_NONBLOCK);
-				} catch {
-					ignoreErrors(() => unlinkSync(path));
-					continue;
-				}
-				let fit = false;
-				try {
-					const info = fstatSync(fd);
-					const uid = myUid();
-					fit = info.isFile() && info.nlink === 1 && (uid === void 0 || info.uid === uid) && (info.mode & 63) === 0;
-				} catch {}
-				if (fit) return {
-					path,
-					fd
-				};
-				closeSync(fd);
-				ignoreErrors(() => unlinkSync(path));
-			}
-		}
-		/** Once per directory: removes the spares of processes gone from this PID namespace. */
-		#tidy(dir) {
-			if (this.#tidied.has(dir)) return;
-			this.#tidied.add(dir);
-			let names;
-			try {
-				names = readdirSync(dir);
-			} catch {
-				return;
-			}
-			for (const name of names) {
-				const pid = SPARE_NAME.exec(name)?.[1];
-				if (pid !== void 0 && Number(pid) !== process.pid && !processExists(Number(pid))) ignoreErrors(() => unlinkSync(join(dir, name)));
-			}
-		}
-	};
-	allSpares = /* @__PURE__ */ new Set();
 }));
 // dist/store/lock.js
 /**
@@ -10154,6 +10054,15 @@ function inspect(file) {
 		};
 	} finally {
 		closeSync(fd);
+	}
+}
+/** False only when `kill(pid, 0)` says there is no such process (ESRCH). */
+function processExists(pid) {
+	try {
+		process.kill(pid, 0);
+		return true;
+	} catch (error) {
+		return error.code !== "ESRCH";
 	}
 }
 /** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
@@ -12501,8 +12410,6 @@ var init_service_store = __esmMin((() => {
 		baseUrl;
 		#warn;
 		#flushes;
-		/** Removed pending files, written into for the next sessions (see Spares). */
-		#spares = new Spares();
 		/** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
 		constructor(dir, baseUrl, warn = () => {}, flushes = new DirFlushes()) {
 			this.dir = dir;
@@ -12594,7 +12501,7 @@ var init_service_store = __esmMin((() => {
 		}
 		/** Removes the pending session of a hash; one already gone is not an error. */
 		removePending(hash) {
-			this.#spares.remove(this.pendingFile(hash));
+			removeFile(this.pendingFile(hash));
 		}
 		/**
 		* Removes a pending session left beside the ledger record of its hash by a
@@ -12722,10 +12629,7 @@ var init_service_store = __esmMin((() => {
 		}
 		async #write(file, value) {
 			this.#privateDir(join(file, ".."));
-			await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, {
-				flushes: this.#flushes,
-				spares: this.#spares
-			});
+			await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
 		}
 		/** Directories this process has already made private: checked once, not on every write of a batch. */
 		#readyDirs = /* @__PURE__ */ new Set();

@@ -23,11 +23,9 @@ import {
   fstatSync,
   fsync,
   fsyncSync,
-  ftruncateSync,
   linkSync,
   lstatSync,
   openSync,
-  readdirSync,
   readFileSync,
   renameSync,
   unlinkSync,
@@ -204,8 +202,6 @@ export interface WriteOptions {
   replace?: boolean;
   /** Shares the directory's flush with the owner's other writes; without it, this write flushes alone. */
   flushes?: DirFlushes;
-  /** Writes into a spare file of the directory, when there is one, instead of a new temporary file. */
-  spares?: Spares;
 }
 
 /**
@@ -235,28 +231,22 @@ export async function writeFileAtomic(
   options: WriteOptions = {},
 ): Promise<void> {
   const dir = dirname(file);
-  // A spare only for a string: a retry without it must be able to write the same data again.
-  const spare = options.replace !== false && typeof data === 'string' ? options.spares?.take(dir) : undefined;
-  const temp = spare?.path ?? join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
+  const temp = join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
   // Pieces are written one by one: a tree of 100,000 leaves never becomes one
   // string (store/service-store.ts). Only linkOrCreate's fallback needs the whole.
   const pieces = typeof data === 'string' ? [data] : options.replace === false ? [[...data].join('')] : data;
-  let fd: number | undefined = spare?.fd ?? openSync(temp, CREATE_NEW, options.mode ?? PRIVATE_FILE_MODE);
+  let fd: number | undefined = openSync(temp, CREATE_NEW, options.mode ?? PRIVATE_FILE_MODE);
   let bytes = Buffer.alloc(0);
   try {
     // A write may be short (a full disk, a file size limit): loop until all
     // bytes are down or the system says why not. Renaming a short temporary
     // file would replace a good entry with a truncated one.
-    let length = 0;
     for (const piece of pieces) {
       bytes = Buffer.from(piece, 'utf8');
       for (let done = 0; done < bytes.length;) {
         done += writeSync(fd, bytes, done, bytes.length - done);
       }
-      length += bytes.length;
     }
-    // A spare held a longer entry: its tail goes.
-    if (spare) ftruncateSync(fd, length);
     await fdatasyncOnPool(fd);
     const written = fd;
     fd = undefined;
@@ -272,10 +262,6 @@ export async function writeFileAtomic(
     // The write's own error is the one worth reporting, not a failed clean-up.
     if (fd !== undefined) ignoreErrors(() => closeSync(fd!));
     ignoreErrors(() => unlinkSync(temp));
-    // A spare removed meanwhile (by hand, or as a dead process's): written again, the usual way.
-    if (spare && (error as NodeJS.ErrnoException).code === 'ENOENT') {
-      return writeFileAtomic(file, data, { ...options, spares: undefined });
-    }
     throw error;
   }
   await (options.flushes ? options.flushes.flush(dir) : syncDir(dir));
@@ -359,127 +345,6 @@ export class DirFlushes {
       return start();
     });
     return flushes.next;
-  }
-}
-
-/** At most this many spare files per owner: a batch keeps about as many as it has documents in flight. */
-const MAX_SPARES = 64;
-/** A spare file's name: the pid of the process it belongs to, then uniqueSuffix's other parts. */
-const SPARE_NAME = /^\.(\d+)\.[0-9a-f]{8}\.[0-9a-z]+\.spare$/;
-
-/**
- * Store files this process removed, kept under a private dot name in their
- * directory and written into for the next entry there instead of a new
- * temporary file. On ext4 a new file costs a scan of the recently freed
- * inodes, which every freed one lengthens (docs/performance.md, section 6):
- * a batch whose pending sessions come and go then makes and frees no file
- * for them. A spare is only ever written when it is still a private regular
- * file of ours with no other name; listings skip it (a dot file). Spares
- * left at exit are removed; a killed process's are removed by the next one
- * that keeps a spare in that directory, once its pid is gone. Removing
- * another process's spare is harmless: a write whose spare is gone is made
- * again the usual way.
- */
-export class Spares {
-  readonly #byDir = new Map<string, string[]>();
-  readonly #tidied = new Set<string>();
-  #count = 0;
-
-  /** Removes the store file `file`, keeping it as a spare when there is room; a file already gone is not an error. */
-  remove(file: string): void {
-    if (this.#count >= MAX_SPARES) return removeFile(file);
-    const dir = dirname(file);
-    this.#tidy(dir);
-    const spare = join(dir, `.${uniqueSuffix()}.spare`);
-    try {
-      renameSync(file, spare);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      return removeFile(file);
-    }
-    this.#count++;
-    keptSpares(spare, true);
-    const paths = this.#byDir.get(dir) ?? [];
-    paths.push(spare);
-    this.#byDir.set(dir, paths);
-  }
-
-  /**
-   * A spare of `dir` opened for writing (at its start), or undefined when
-   * there is none fit for it; one that is not a private regular file with
-   * this one name is dropped.
-   */
-  take(dir: string): { path: string; fd: number } | undefined {
-    const paths = this.#byDir.get(dir);
-    for (let path = paths?.pop(); path !== undefined; path = paths?.pop()) {
-      this.#count--;
-      keptSpares(path, false);
-      let fd: number;
-      try {
-        fd = openSync(path, constants.O_WRONLY | O_NOFOLLOW | O_NONBLOCK);
-      } catch {
-        ignoreErrors(() => unlinkSync(path)); // a link planted there goes, never what it names
-        continue;
-      }
-      let fit = false;
-      try {
-        const info = fstatSync(fd);
-        const uid = myUid();
-        fit = info.isFile() && info.nlink === 1 && (uid === undefined || info.uid === uid) && (info.mode & 0o077) === 0;
-      } catch {
-        // Not fit.
-      }
-      if (fit) return { path, fd };
-      closeSync(fd);
-      ignoreErrors(() => unlinkSync(path));
-    }
-    return undefined;
-  }
-
-  /** Once per directory: removes the spares of processes gone from this PID namespace. */
-  #tidy(dir: string): void {
-    if (this.#tidied.has(dir)) return;
-    this.#tidied.add(dir);
-    let names: string[];
-    try {
-      names = readdirSync(dir);
-    } catch {
-      return;
-    }
-    for (const name of names) {
-      const pid = SPARE_NAME.exec(name)?.[1];
-      if (pid !== undefined && Number(pid) !== process.pid && !processExists(Number(pid))) {
-        ignoreErrors(() => unlinkSync(join(dir, name)));
-      }
-    }
-  }
-}
-
-/** Every spare this process keeps, whoever keeps it: removed at exit by one listener. */
-const allSpares = new Set<string>();
-
-function removeSparesAtExit(): void {
-  for (const path of allSpares) ignoreErrors(() => unlinkSync(path));
-  allSpares.clear();
-}
-
-/** Counts `path` in (kept) or out of allSpares, with the exit listener there while it holds any. */
-function keptSpares(path: string, kept: boolean): void {
-  if (kept) {
-    if (allSpares.size === 0) process.once('exit', removeSparesAtExit);
-    allSpares.add(path);
-  } else if (allSpares.delete(path) && allSpares.size === 0) {
-    process.removeListener('exit', removeSparesAtExit);
-  }
-}
-
-/** False only when `kill(pid, 0)` says there is no such process (ESRCH). */
-export function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 

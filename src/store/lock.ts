@@ -74,7 +74,7 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError, TransientError } from '../errors.js';
-import { PRIVATE_FILE_MODE, processExists, readPrivateFile, removeFile, uniqueSuffix } from './files.js';
+import { PRIVATE_FILE_MODE, readPrivateFile, removeFile, uniqueSuffix } from './files.js';
 
 /** How often a waiter looks at the lock again. */
 const POLL_MS = 25;
@@ -226,6 +226,16 @@ function inspect(file: string): Seen | undefined {
     };
   } finally {
     closeSync(fd);
+  }
+}
+
+/** False only when `kill(pid, 0)` says there is no such process (ESRCH). */
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 

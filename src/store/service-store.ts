@@ -19,7 +19,6 @@ import {
   readPrivateFile,
   readStoreFile,
   removeFile,
-  Spares,
   tightenDirIfExists,
   writeFileAtomic,
 } from './files.js';
@@ -250,8 +249,6 @@ export class ServiceStore {
   readonly baseUrl: string;
   readonly #warn: (message: string) => void;
   readonly #flushes: DirFlushes;
-  /** Removed pending files, written into for the next sessions (see Spares). */
-  readonly #spares = new Spares();
 
   /** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
   constructor(dir: string, baseUrl: string, warn: (message: string) => void = () => {}, flushes = new DirFlushes()) {
@@ -354,7 +351,7 @@ export class ServiceStore {
 
   /** Removes the pending session of a hash; one already gone is not an error. */
   removePending(hash: string): void {
-    this.#spares.remove(this.pendingFile(hash));
+    removeFile(this.pendingFile(hash));
   }
 
   /**
@@ -494,10 +491,7 @@ export class ServiceStore {
 
   async #write(file: string, value: unknown): Promise<void> {
     this.#privateDir(join(file, '..'));
-    await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, {
-      flushes: this.#flushes,
-      spares: this.#spares,
-    });
+    await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
   }
 
   /** Directories this process has already made private: checked once, not on every write of a batch. */

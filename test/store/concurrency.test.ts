@@ -133,22 +133,6 @@ describe('many processes on the same file at once', () => {
     expect(leftovers(configDir)).toEqual([]);
   }
 
-  it('one batch process, 8 documents in flight: every record, and no spare, run file or temporary file left', async () => {
-    const sandbox = await newSandbox();
-    const configDir = tempDir();
-    const docs = tempDir();
-    const files = Array.from({ length: 40 }, (_, i) => makeDocument(docs, `batch-${i}.txt`));
-    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
-    const result = await run(['register', ...files.map((f) => f.path), '--quiet', '-j', '8'], env, {
-      timeoutMs: 60_000,
-    });
-    expect(result.code, show(result)).toBe(0);
-    expect(ledgerHashes(configDir, sandbox.url)).toEqual(files.map((f) => f.hash).sort());
-    expect(pendingHashes(configDir, sandbox.url)).toEqual([]);
-    // Its pending files were kept as spares and written into again (store/files.ts): gone at exit.
-    expect(leftovers(configDir)).toEqual([]);
-  });
-
   it(`${SAME} processes: exactly one forfait reaches the service, all exit 0`, () => sameFile(false), 60_000);
 
   it.each([1, 2])(

@@ -1,14 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import {
-  chmodSync,
-  linkSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -19,7 +10,6 @@ import {
   readPrivateFile,
   readStoreFile,
   removeFile,
-  Spares,
   writeFileAtomic,
 } from '../../src/store/files.js';
 import { rejection, thrown } from '../helpers/catch.js';
@@ -197,100 +187,5 @@ describe('removeFile', () => {
     const dir = join(tempDir(), 'a-directory');
     mkdirSync(dir);
     expect(() => removeFile(dir)).toThrow();
-  });
-});
-
-describe('Spares', () => {
-  const tempDir = useTempDirs();
-  const SPARE = /^\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.spare$/;
-
-  /** A directory holding one removed entry as a spare; returns the spare's path and inode. */
-  function withSpare(text = `${'x'.repeat(300)}\n`) {
-    const dir = tempDir();
-    const spares = new Spares();
-    const removed = join(dir, 'old.json');
-    writeFileSync(removed, text, { mode: 0o600 });
-    const inode = statSync(removed).ino;
-    spares.remove(removed);
-    const names = readdirSync(dir);
-    expect(names).toHaveLength(1);
-    expect(names[0]).toMatch(SPARE);
-    return { dir, spares, spare: join(dir, names[0]!), inode };
-  }
-
-  it('keeps a removed file as a dot file and writes the next entry of its directory into it, whole and no longer', async () => {
-    const { dir, spares, inode } = withSpare();
-    const file = join(dir, 'new.json');
-    await writeFileAtomic(file, '{"a":1}\n', { spares });
-    expect(readFileSync(file, 'utf8')).toBe('{"a":1}\n');
-    expect(statSync(file).ino).toBe(inode);
-    if (posix) expect(mode(file)).toBe(0o600);
-    expect(readdirSync(dir)).toEqual(['new.json']);
-    // None left: the next write makes a new file as before.
-    await writeFileAtomic(join(dir, 'third.json'), '{"b":2}\n', { spares });
-    expect(statSync(join(dir, 'third.json')).ino).not.toBe(inode);
-  });
-
-  it('never writes through a spare that became a link, gained another name or wider rights: a new file instead', async () => {
-    const cases: [string, (spare: string, dir: string) => string][] = [
-      [
-        'a symbolic link',
-        (spare, dir) => {
-          const victim = join(dir, 'victim');
-          writeFileSync(victim, 'victim\n');
-          removeFile(spare);
-          symlinkSync(victim, spare);
-          return victim;
-        },
-      ],
-      [
-        'a second name',
-        (spare, dir) => {
-          const victim = join(dir, 'victim');
-          linkSync(spare, victim);
-          return victim;
-        },
-      ],
-      [
-        'readable by others',
-        (spare) => {
-          chmodSync(spare, 0o644);
-          return spare;
-        },
-      ],
-    ];
-    for (const [what, plant] of cases) {
-      const { dir, spares, spare } = withSpare();
-      const victim = plant(spare, dir);
-      const before = readFileSync(victim, 'utf8');
-      await writeFileAtomic(join(dir, 'new.json'), '{"a":1}\n', { spares });
-      expect(readFileSync(join(dir, 'new.json'), 'utf8'), what).toBe('{"a":1}\n');
-      if (victim !== spare) expect(readFileSync(victim, 'utf8'), what).toBe(before);
-      // The unfit spare's name is gone; the file it named (the victim) stays.
-      expect(
-        readdirSync(dir).filter((n) => SPARE.test(n)),
-        what,
-      ).toEqual([]);
-    }
-  });
-
-  it('writes a new file when the spare has gone meanwhile', async () => {
-    const { dir, spares, spare } = withSpare();
-    removeFile(spare);
-    await writeFileAtomic(join(dir, 'new.json'), '{"a":1}\n', { spares });
-    expect(readdirSync(dir)).toEqual(['new.json']);
-  });
-
-  it("removes the spares of processes gone from this PID namespace, once per directory, and no one else's", () => {
-    const dir = tempDir();
-    const dead = `.${2 ** 22 + 1}.deadbeef.0.spare`; // above pid_max: no such process
-    const live = '.1.deadbeef.1.spare'; // pid 1 lives
-    for (const name of [dead, live]) writeFileSync(join(dir, name), 'old\n');
-    writeFileSync(join(dir, 'a.json'), 'a\n');
-    new Spares().remove(join(dir, 'a.json'));
-    const names = readdirSync(dir);
-    expect(names).not.toContain(dead);
-    expect(names).toContain(live);
-    expect(names.filter((n) => SPARE.test(n))).toHaveLength(2); // pid 1's and the new one
   });
 });
