@@ -440,12 +440,45 @@ function removeDeadRunFiles(dir: string): void {
     const path = join(dir, name);
     try {
       const seen = inspect(path);
-      if (seen?.pid === undefined || seen.ns !== ours || seen.pid === process.pid || processExists(seen.pid)) continue;
-      if (lstatSync(path).nlink === 1) unlinkSync(path);
+      if (seen === undefined || seen.links !== 1) continue;
+      // Its writer was killed before writing its text (a run file is written before any lock links to it).
+      const empty = seen.pid === undefined && seen.ageMs >= LEGACY_STALE_MS;
+      // Only where a dead pid proves something: our own PID namespace, known (see isStale).
+      const dead =
+        seen.pid !== undefined &&
+        ours !== undefined &&
+        seen.ns === ours &&
+        seen.pid !== process.pid &&
+        !processExists(seen.pid);
+      if (empty || dead) unlinkSync(path);
     } catch {
       // Gone, or not ours to judge: left alone.
     }
   }
+}
+
+/** What createLock says when the run file's name is gone (removed by hand, say): link needs it. */
+const RUN_FILE_GONE = Symbol('run file gone');
+
+function exists(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A new run file in place of `run`, whose name is gone: its current
+ * holders keep it (and its refreshes) until they release their locks.
+ */
+function renewRunFile(run: RunFile, dir: string, leaseMs: number): RunFile {
+  for (const [key, value] of runFiles) if (value === run) runFiles.delete(key);
+  // The new one first: should making it fail, `run` is still held, and let go once, by the caller.
+  const renewed = holdRunFile(dir, leaseMs);
+  letGoRunFile(run);
+  return renewed;
 }
 
 /** A lock this process holds: released once, by withLock. */
@@ -458,12 +491,13 @@ interface Held {
  * exist; undefined when it does. Where the file system has no hard links, a
  * lock file of its own (createWithoutLink), refreshed on its own.
  */
-function createLock(file: string, run: RunFile, leaseMs: number): Held | undefined {
+function createLock(file: string, run: RunFile, leaseMs: number): Held | typeof RUN_FILE_GONE | undefined {
   try {
     linkSync(run.path, file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') return undefined;
+    if (code === 'ENOENT' && !exists(run.path)) return RUN_FILE_GONE;
     if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS') throw error;
     const text = ownText(leaseMs);
     const fd = createWithoutLink(file, text);
@@ -558,16 +592,7 @@ export async function withLock<T>(
   fn: () => Promise<T>,
   timing: LockTiming = {},
 ): Promise<T> {
-  const full = fullTiming(timing);
-  // Held while waiting too: a waiter polling for a lock makes no file per poll.
-  const run = holdRunFile(dirname(file), full.leaseMs);
-  let held: Held;
-  try {
-    held = await acquire(file, run, waitMs, full);
-  } catch (error) {
-    letGoRunFile(run);
-    throw error;
-  }
+  const { held, run } = await acquire(file, waitMs, fullTiming(timing));
   try {
     return await fn();
   } finally {
@@ -576,13 +601,42 @@ export async function withLock<T>(
   }
 }
 
-/** Waits for the lock `file` as withLock says, and returns it held. */
-async function acquire(file: string, run: RunFile, waitMs: number, full: Timing): Promise<Held> {
+/**
+ * Waits for the lock `file` as withLock says, and returns it held, with the
+ * run file it holds (held while waiting too: a waiter makes no file per poll).
+ */
+async function acquire(file: string, waitMs: number, full: Timing): Promise<{ held: Held; run: RunFile }> {
+  const dir = dirname(file);
+  let run = holdRunFile(dir, full.leaseMs);
+  try {
+    const held = await poll(file, waitMs, full, {
+      get: () => run,
+      renew: () => (run = renewRunFile(run, dir, full.leaseMs)),
+    });
+    return { held, run };
+  } catch (error) {
+    letGoRunFile(run);
+    throw error;
+  }
+}
+
+/** acquire's loop: link, else judge the lock in place, take it over or wait, until the deadline. */
+async function poll(
+  file: string,
+  waitMs: number,
+  full: Timing,
+  run: { get: () => RunFile; renew: () => void },
+): Promise<Held> {
   const { leaseMs, pollMs } = full;
   const deadline = Date.now() + waitMs;
   const watch = new Watch();
-  let held: Held | undefined;
-  while ((held = createLock(file, run, leaseMs)) === undefined) {
+  for (;;) {
+    const made = createLock(file, run.get(), leaseMs);
+    if (made === RUN_FILE_GONE) {
+      run.renew();
+      continue;
+    }
+    if (made !== undefined) return made;
     const seen = inspect(file);
     if (seen === undefined) continue;
     // Taken over: create it at once. Not (its claim is held by another
@@ -603,5 +657,4 @@ async function acquire(file: string, run: RunFile, waitMs: number, full: Timing)
     }
     await sleep(pollMs);
   }
-  return held;
 }

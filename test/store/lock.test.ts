@@ -1,6 +1,15 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, linkSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -150,6 +159,33 @@ describe('withLock', () => {
     // Its last lock taken over (its owner provably dead), the run file goes too.
     await withLock(join(dir, 'x.lock'), 1000, () => Promise.resolve());
     expect(readdirSync(dir).sort()).toEqual([alive, foreign].sort());
+  });
+
+  it('makes a new run file when its own has been removed (by hand), and keeps the locks linked to the old one', async () => {
+    const dir = tempDir();
+    const [a, b] = [join(dir, 'a.lock'), join(dir, 'b.lock')];
+    let inodes: number[] = [];
+    await withLock(a, 1000, async () => {
+      for (const name of readdirSync(dir)) if (RUN_FILE_NAME.test(name)) unlinkSync(join(dir, name));
+      await withLock(b, 1000, () => {
+        inodes = [statSync(a).ino, statSync(b).ino];
+        expect(readdirSync(dir).filter((n) => RUN_FILE_NAME.test(n))).toHaveLength(1);
+        return Promise.resolve();
+      });
+      expect(existsSync(a)).toBe(true);
+    });
+    expect(inodes[0]).not.toBe(inodes[1]);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('removes a run file left empty (its writer killed before writing) once 10 minutes old', async () => {
+    const dir = tempDir();
+    const [old, fresh] = ['.4194305.deadbeef.0.run', '.4194305.deadbeef.1.run'];
+    for (const name of [old, fresh]) writeFileSync(join(dir, name), '');
+    const elevenMinutesAgo = new Date(Date.now() - 11 * 60_000);
+    utimesSync(join(dir, old), elevenMinutesAgo, elevenMinutesAgo);
+    await withLock(join(dir, 'c.lock'), 1000, () => Promise.resolve());
+    expect(readdirSync(dir)).toEqual([fresh]);
   });
 
   it('takes over at once a lock whose owner died in this PID namespace', async () => {
