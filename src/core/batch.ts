@@ -127,7 +127,8 @@ export async function runAll<T, R>(
       while (!done && finishing.size >= options.concurrency) await Promise.race([settled, ...finishing]);
       if (!done) {
         finishing.add(settled);
-        void settled.then(() => finishing.delete(settled));
+        // Its failure (onSettled's own) reaches the caller through the Promise.all below, not as unhandled.
+        void settled.finally(() => finishing.delete(settled)).catch(() => {});
       }
     }
   };

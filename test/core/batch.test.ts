@@ -113,6 +113,33 @@ describe('runAll', () => {
     expect(finishing).toBe(0);
   });
 
+  it("rejects with onSettled's own error for an item whose lane was freed, and leaves no rejection unhandled", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const run = runAll(
+        [0, 1, 2, 3],
+        async (item, _index, freeLane) => {
+          freeLane();
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          return item;
+        },
+        {
+          concurrency: 2,
+          onSettled: (index) => {
+            if (index === 0) throw new Error('onSettled failed for item 0');
+          },
+        },
+      );
+      await expect(run).rejects.toThrow('onSettled failed for item 0');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('with failFast, a failure after the lane was freed still cancels the items not started', async () => {
     const results: string[] = [];
     await runAll(
