@@ -9008,7 +9008,7 @@ async function runAll(items, operation, options) {
 			while (!done && finishing.size >= options.concurrency) await Promise.race([settled, ...finishing]);
 			if (!done) {
 				finishing.add(settled);
-				settled.then(() => finishing.delete(settled));
+				settled.finally(() => finishing.delete(settled)).catch(() => {});
 			}
 		}
 	};
@@ -10204,10 +10204,30 @@ function removeDeadRunFiles(dir) {
 		const path = join(dir, name);
 		try {
 			const seen = inspect(path);
-			if (seen?.pid === void 0 || seen.ns !== ours || seen.pid === process.pid || processExists(seen.pid)) continue;
-			if (lstatSync(path).nlink === 1) unlinkSync(path);
+			if (seen === void 0 || seen.links !== 1) continue;
+			const empty = seen.pid === void 0 && seen.ageMs >= LEGACY_STALE_MS;
+			const dead = seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid);
+			if (empty || dead) unlinkSync(path);
 		} catch {}
 	}
+}
+function exists$1(path) {
+	try {
+		lstatSync(path);
+		return true;
+	} catch {
+		return false;
+	}
+}
+/**
+* A new run file in place of `run`, whose name is gone: its current
+* holders keep it (and its refreshes) until they release their locks.
+*/
+function renewRunFile(run, dir, leaseMs) {
+	for (const [key, value] of runFiles) if (value === run) runFiles.delete(key);
+	const renewed = holdRunFile(dir, leaseMs);
+	letGoRunFile(run);
+	return renewed;
 }
 /**
 * Makes the lock `file`, a link to the run file `run`, only if it does not
@@ -10220,6 +10240,7 @@ function createLock(file, run, leaseMs) {
 	} catch (error) {
 		const code = error.code;
 		if (code === "EEXIST") return void 0;
+		if (code === "ENOENT" && !exists$1(run.path)) return RUN_FILE_GONE;
 		if (code !== "EPERM" && code !== "ENOTSUP" && code !== "ENOSYS") throw error;
 		const text = ownText(leaseMs);
 		const fd = createWithoutLink(file, text);
@@ -10292,15 +10313,7 @@ function release(file, mine) {
 * (exit 4: try again later). `timing` is for tests (see LockTiming).
 */
 async function withLock(file, waitMs, fn, timing = {}) {
-	const full = fullTiming(timing);
-	const run = holdRunFile(dirname(file), full.leaseMs);
-	let held;
-	try {
-		held = await acquire(file, run, waitMs, full);
-	} catch (error) {
-		letGoRunFile(run);
-		throw error;
-	}
+	const { held, run } = await acquire(file, waitMs, fullTiming(timing));
 	try {
 		return await fn();
 	} finally {
@@ -10308,13 +10321,38 @@ async function withLock(file, waitMs, fn, timing = {}) {
 		letGoRunFile(run);
 	}
 }
-/** Waits for the lock `file` as withLock says, and returns it held. */
-async function acquire(file, run, waitMs, full) {
+/**
+* Waits for the lock `file` as withLock says, and returns it held, with the
+* run file it holds (held while waiting too: a waiter makes no file per poll).
+*/
+async function acquire(file, waitMs, full) {
+	const dir = dirname(file);
+	let run = holdRunFile(dir, full.leaseMs);
+	try {
+		return {
+			held: await poll(file, waitMs, full, {
+				get: () => run,
+				renew: () => run = renewRunFile(run, dir, full.leaseMs)
+			}),
+			run
+		};
+	} catch (error) {
+		letGoRunFile(run);
+		throw error;
+	}
+}
+/** acquire's loop: link, else judge the lock in place, take it over or wait, until the deadline. */
+async function poll(file, waitMs, full, run) {
 	const { leaseMs, pollMs } = full;
 	const deadline = Date.now() + waitMs;
 	const watch = new Watch();
-	let held;
-	while ((held = createLock(file, run, leaseMs)) === void 0) {
+	for (;;) {
+		const made = createLock(file, run.get(), leaseMs);
+		if (made === RUN_FILE_GONE) {
+			run.renew();
+			continue;
+		}
+		if (made !== void 0) return made;
 		const seen = inspect(file);
 		if (seen === void 0) continue;
 		if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
@@ -10327,9 +10365,8 @@ async function acquire(file, run, waitMs, full) {
 		}
 		await setTimeout$1(pollMs);
 	}
-	return held;
 }
-var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch, runFiles, RUN_FILE;
+var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch, runFiles, RUN_FILE, RUN_FILE_GONE;
 var init_lock = __esmMin((() => {
 	init_errors();
 	init_files();
@@ -10358,6 +10395,7 @@ var init_lock = __esmMin((() => {
 	};
 	runFiles = /* @__PURE__ */ new Map();
 	RUN_FILE = /^\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.run$/;
+	RUN_FILE_GONE = Symbol("run file gone");
 }));
 // dist/core/mime.js
 /**
