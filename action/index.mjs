@@ -12304,7 +12304,7 @@ function fromManifest(value) {
 * The text of `value` as two-space indented JSON, piece by piece, except that
 * the array under `key` (its last field) has one element per line: a file of
 * 100,000 rows is readable and never built as one string. With `digestKey`,
-* a last field of that name holds the SHA-256 of the rows (rowsDigest), so
+* a last field of that name holds the SHA-256 of the rows (RowsDigest), so
 * that a reader can tell the rows are as written without parsing them.
 */
 function* jsonWithRows(value, key, digestKey) {
@@ -12313,19 +12313,13 @@ function* jsonWithRows(value, key, digestKey) {
 	delete head[key];
 	if (digestKey !== void 0) delete head[digestKey];
 	yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`;
-	const digest = createHash("sha256");
+	const digest = new RowsDigest();
 	for (const [i, row] of rows.entries()) {
 		const json = JSON.stringify(row);
-		digest.update(`${json}\n`);
+		digest.add(json);
 		yield `    ${json}${i < rows.length - 1 ? "," : ""}\n`;
 	}
-	yield digestKey === void 0 ? "  ]\n}\n" : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.digest("hex")}"\n}\n`;
-}
-/** The SHA-256 of rows as jsonWithRows writes them: each row's JSON and a line feed. */
-function rowsDigest(rows) {
-	const digest = createHash("sha256");
-	for (const row of rows) digest.update(`${JSON.stringify(row)}\n`);
-	return digest.digest("hex");
+	yield digestKey === void 0 ? "  ]\n}\n" : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.hex()}"\n}\n`;
 }
 /**
 * The leaves' digests of a tree file's text, read without parsing it, when
@@ -12341,15 +12335,15 @@ function leafDigestsOfWholeTree(text) {
 	if (size === void 0 || start === -1 || !end) return void 0;
 	const lines = text.slice(start + 15, end.index).split("\n");
 	if (lines.length !== Number(size)) return void 0;
-	const digest = createHash("sha256");
+	const digest = new RowsDigest();
 	const digests = [];
 	for (const [i, line] of lines.entries()) {
 		const match = LEAF_LINE.exec(line);
 		if (!match || Number(match[2]) !== i || line.endsWith(",") !== i < lines.length - 1) return void 0;
-		digest.update(`${match[1]}\n`);
+		digest.add(match[1]);
 		digests.push(match[3]);
 	}
-	return digest.digest("hex") === end[1] ? digests : void 0;
+	return digest.hex() === end[1] ? digests : void 0;
 }
 /**
 * An entry read from `<hash>.json` must be about that hash: a file renamed or
@@ -12367,7 +12361,7 @@ function recordHashOf(recordJson) {
 	const record = JSON.parse(recordJson);
 	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
 }
-var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
+var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
 var init_service_store = __esmMin((() => {
 	init_zod();
 	init_errors();
@@ -12441,6 +12435,20 @@ var init_service_store = __esmMin((() => {
 		/** The SHA-256 of the leaf lines as written (jsonWithRows); absent in a file written without it. */
 		leavesSha256: hashSchema.optional()
 	})).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
+	RowsDigest = class RowsDigest {
+		#hash = createHash("sha256");
+		add(rowJson) {
+			this.#hash.update(`${rowJson}\n`);
+		}
+		hex() {
+			return this.#hash.digest("hex");
+		}
+		static of(rows) {
+			const digest = new RowsDigest();
+			for (const row of rows) digest.add(JSON.stringify(row));
+			return digest.hex();
+		}
+	};
 	LEAVES_DIGEST = "leavesSha256";
 	LEAF_LINE = /^ {4}(\{"index":(\d+),"name":(?:null|"(?:[^"\\]|\\.)*"),"sha256":"([0-9a-f]{64})","size":(?:\d+|null),"salt":"[0-9a-f]{64}"\}),?$/;
 	ServiceStore = class {
@@ -12608,7 +12616,7 @@ var init_service_store = __esmMin((() => {
 			}
 			const entry = parseStoreText(file, text, treeEntrySchema);
 			if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
-			if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== rowsDigest(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
+			if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
 			return entry;
 		}
 		/** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */

@@ -165,7 +165,7 @@ export interface Listing<T> {
  * The text of `value` as two-space indented JSON, piece by piece, except that
  * the array under `key` (its last field) has one element per line: a file of
  * 100,000 rows is readable and never built as one string. With `digestKey`,
- * a last field of that name holds the SHA-256 of the rows (rowsDigest), so
+ * a last field of that name holds the SHA-256 of the rows (RowsDigest), so
  * that a reader can tell the rows are as written without parsing them.
  */
 export function* jsonWithRows(value: Record<string, unknown>, key: string, digestKey?: string): Generator<string> {
@@ -174,20 +174,36 @@ export function* jsonWithRows(value: Record<string, unknown>, key: string, diges
   delete head[key];
   if (digestKey !== undefined) delete head[digestKey];
   yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`; // the head without its "\n}"
-  const digest = createHash('sha256');
+  const digest = new RowsDigest();
   for (const [i, row] of rows.entries()) {
     const json = JSON.stringify(row);
-    digest.update(`${json}\n`);
+    digest.add(json);
     yield `    ${json}${i < rows.length - 1 ? ',' : ''}\n`;
   }
-  yield digestKey === undefined ? '  ]\n}\n' : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.digest('hex')}"\n}\n`;
+  yield digestKey === undefined ? '  ]\n}\n' : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.hex()}"\n}\n`;
 }
 
-/** The SHA-256 of rows as jsonWithRows writes them: each row's JSON and a line feed. */
-function rowsDigest(rows: readonly unknown[]): string {
-  const digest = createHash('sha256');
-  for (const row of rows) digest.update(`${JSON.stringify(row)}\n`);
-  return digest.digest('hex');
+/**
+ * The SHA-256 of rows as a file's last field records it (jsonWithRows): each
+ * row's JSON text followed by a line feed, in order. Written, checked after a
+ * parse and checked on a scan of the text, always by this one definition.
+ */
+class RowsDigest {
+  readonly #hash = createHash('sha256');
+
+  add(rowJson: string): void {
+    this.#hash.update(`${rowJson}\n`);
+  }
+
+  hex(): string {
+    return this.#hash.digest('hex');
+  }
+
+  static of(rows: readonly unknown[]): string {
+    const digest = new RowsDigest();
+    for (const row of rows) digest.add(JSON.stringify(row));
+    return digest.hex();
+  }
 }
 
 /** Where a tree file keeps the SHA-256 of its leaf lines. */
@@ -212,15 +228,15 @@ function leafDigestsOfWholeTree(text: string): string[] | undefined {
   if (size === undefined || start === -1 || !end) return undefined;
   const lines = text.slice(start + opening.length, end.index).split('\n');
   if (lines.length !== Number(size)) return undefined;
-  const digest = createHash('sha256');
+  const digest = new RowsDigest();
   const digests: string[] = [];
   for (const [i, line] of lines.entries()) {
     const match = LEAF_LINE.exec(line);
     if (!match || Number(match[2]) !== i || line.endsWith(',') !== i < lines.length - 1) return undefined;
-    digest.update(`${match[1]}\n`);
+    digest.add(match[1]!);
     digests.push(match[3]!);
   }
-  return digest.digest('hex') === end[1] ? digests : undefined;
+  return digest.hex() === end[1] ? digests : undefined;
 }
 
 /**
@@ -422,7 +438,7 @@ export class ServiceStore {
     const entry = parseStoreText(file, text, treeEntrySchema);
     if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
     // Leaves changed since notarize wrote them (a digit, a line) could drop a document from its tree.
-    if (entry.leavesSha256 !== undefined && entry.leavesSha256 !== rowsDigest(entry.leaves)) {
+    if (entry.leavesSha256 !== undefined && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) {
       throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
     }
     return entry;
