@@ -12,7 +12,11 @@
  * new file per document (on ext4 a create costs a scan of the recently freed
  * inodes, the largest part of a batch's store work: docs/performance.md), and
  * one refresh keeps all of them alive. The run file goes when the last of its
- * locks is released, or when the process exits.
+ * locks is released, or when the process exits; one a killed process left
+ * goes once nothing links to it and its owner is provably dead or it has not
+ * been refreshed for LEGACY_STALE_MS (removeDeadRunFiles). Since all of a
+ * process's locks share an inode, which lock a holder released is told by
+ * this module's own record of its holders (heldHere), not by the file.
  *
  * Liveness is a heartbeat lease, because a pid proves nothing about a process
  * in another PID namespace (a container) or on another host sharing the
@@ -368,6 +372,8 @@ const runFiles = new Map<string, RunFile>();
 /** Run files are dot files, so nothing that lists locks (`*.lock`, `*.claim`) takes them for one. */
 const RUN_FILE = /^\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.run$/;
 
+let exitHooked = false;
+
 /** Removes what is left of this process's run files when it exits, a signal's exit included. */
 function removeRunFilesAtExit(): void {
   for (const run of runFiles.values()) {
@@ -405,7 +411,11 @@ function holdRunFile(dir: string, leaseMs: number): RunFile {
       removeFile(path);
       throw error;
     }
-    if (runFiles.size === 0) process.once('exit', removeRunFilesAtExit);
+    if (!exitHooked) {
+      // Once per module instance: whatever run files it has at exit go.
+      exitHooked = true;
+      process.once('exit', removeRunFilesAtExit);
+    }
     run = { path, text, dev: info.dev, ino: info.ino, holds: 0, stopRefreshing: keepFresh(fd, leaseMs) };
     runFiles.set(key, run);
   }
@@ -417,9 +427,17 @@ function holdRunFile(dir: string, leaseMs: number): RunFile {
 function letGoRunFile(run: RunFile): void {
   if (--run.holds > 0) return;
   for (const [key, value] of runFiles) if (value === run) runFiles.delete(key);
-  if (runFiles.size === 0) process.removeListener('exit', removeRunFilesAtExit);
-  run.stopRefreshing();
-  removeFile(run.path);
+  // Never throws: it runs after the work under the lock is done, whose outcome stands.
+  try {
+    run.stopRefreshing();
+  } catch {
+    // Its descriptor already closed: nothing to stop.
+  }
+  try {
+    removeFile(run.path);
+  } catch {
+    // Left for the next process (removeDeadRunFiles).
+  }
 }
 
 /**
@@ -441,8 +459,10 @@ function removeDeadRunFiles(dir: string): void {
     try {
       const seen = inspect(path);
       if (seen === undefined || seen.links !== 1) continue;
-      // Its writer was killed before writing its text (a run file is written before any lock links to it).
-      const empty = seen.pid === undefined && seen.ageMs >= LEGACY_STALE_MS;
+      // Not refreshed for 10 minutes: a live owner refreshes it every few
+      // seconds (and one whose file is removed anyway makes a new one,
+      // RUN_FILE_GONE). Also a file whose writer was killed before writing it.
+      const old = seen.ageMs >= LEGACY_STALE_MS;
       // Only where a dead pid proves something: our own PID namespace, known (see isStale).
       const dead =
         seen.pid !== undefined &&
@@ -450,7 +470,7 @@ function removeDeadRunFiles(dir: string): void {
         seen.ns === ours &&
         seen.pid !== process.pid &&
         !processExists(seen.pid);
-      if (empty || dead) unlinkSync(path);
+      if (old || dead) unlinkSync(path);
     } catch {
       // Gone, or not ours to judge: left alone.
     }
@@ -498,7 +518,8 @@ function createLock(file: string, run: RunFile, leaseMs: number): Held | typeof 
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') return undefined;
     if (code === 'ENOENT' && !exists(run.path)) return RUN_FILE_GONE;
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS') throw error;
+    // No hard links here, or no more for this inode (EMLINK: a file system with a low limit).
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS' && code !== 'EMLINK') throw error;
     const text = ownText(leaseMs);
     const fd = createWithoutLink(file, text);
     if (fd === undefined) return undefined;
@@ -510,8 +531,11 @@ function createLock(file: string, run: RunFile, leaseMs: number): Held | typeof 
       },
     };
   }
-  return {
+  const held: Held = {
     release() {
+      // Another holder in this process since (this link removed by hand, say) has its own lock there now.
+      if (heldHere.get(file) !== held) return;
+      heldHere.delete(file);
       try {
         // Ours while it is our run file's inode: no one takes over the lock of a live run.
         const info = lstatSync(file);
@@ -521,7 +545,15 @@ function createLock(file: string, run: RunFile, leaseMs: number): Held | typeof 
       }
     },
   };
+  heldHere.set(file, held);
+  return held;
 }
+
+/**
+ * The locks this module instance holds as links, by path: all are links to
+ * one inode, so only this tells two holders of one path in one process apart.
+ */
+const heldHere = new Map<string, Held>();
 
 /**
  * Deletes the stale lock instance `seen` at `file`, under its claim (see the

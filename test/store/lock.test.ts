@@ -139,23 +139,28 @@ describe('withLock', () => {
     expect(readdirSync(dir)).toEqual(['h.lock']);
   });
 
-  it('removes the run file a killed process left once no lock links to it, and only that', async () => {
+  it('removes the run file a killed process left once no lock links to it, and one not refreshed for 10 minutes, and only those', async () => {
     const dir = tempDir();
     const pid = await deadPid();
     const lone = `.${pid}.deadbeef.0.run`;
     const linked = `.${pid}.deadbeef.1.run`;
     const alive = '.1.deadbeef.2.run'; // pid 1 lives
     const foreign = `.${pid}.deadbeef.3.run`; // another PID namespace: a dead pid there proves nothing here
+    const foreignOld = `.${pid}.deadbeef.4.run`; // ... but 10 minutes without a refresh does
     writeFileSync(join(dir, lone), lockText(pid, 'killed'));
     writeFileSync(join(dir, linked), lockText(pid, 'killed'));
     linkSync(join(dir, linked), join(dir, 'x.lock'));
     writeFileSync(join(dir, alive), lockText(1, 'init'));
-    writeFileSync(
-      join(dir, foreign),
-      `${pid} ${hostname()} n1 lease=${LEASE_MS} ns=00000000-0000-0000-0000-000000000000/1/1\n`,
-    );
+    for (const name of [foreign, foreignOld]) {
+      writeFileSync(
+        join(dir, name),
+        `${pid} ${hostname()} n1 lease=${LEASE_MS} ns=00000000-0000-0000-0000-000000000000/1/1\n`,
+      );
+    }
+    const elevenMinutesAgo = new Date(Date.now() - 11 * 60_000);
+    utimesSync(join(dir, foreignOld), elevenMinutesAgo, elevenMinutesAgo);
     await withLock(join(dir, 'c.lock'), 1000, () => Promise.resolve());
-    expect(readdirSync(dir).sort()).toEqual([lone, linked, alive, foreign, 'x.lock'].filter((n) => n !== lone).sort());
+    expect(readdirSync(dir).sort()).toEqual([linked, alive, foreign, 'x.lock'].sort());
     // Its last lock taken over (its owner provably dead), the run file goes too.
     await withLock(join(dir, 'x.lock'), 1000, () => Promise.resolve());
     expect(readdirSync(dir).sort()).toEqual([alive, foreign].sort());
@@ -176,6 +181,53 @@ describe('withLock', () => {
     });
     expect(inodes[0]).not.toBe(inodes[1]);
     expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('keeps one exit listener however often its run file is made again', async () => {
+    const dir = tempDir();
+    const listeners = () => process.listenerCount('exit');
+    await withLock(join(dir, 'warm.lock'), 1000, () => Promise.resolve());
+    const before = listeners();
+    for (let round = 0; round < 12; round++) {
+      const [a, b] = [join(dir, 'a.lock'), join(dir, 'b.lock')];
+      const releaseB = gate();
+      let bHeld!: Promise<void>;
+      await withLock(a, 1000, async () => {
+        for (const name of readdirSync(dir)) if (RUN_FILE_NAME.test(name)) unlinkSync(join(dir, name));
+        const taken = gate();
+        bHeld = withLock(b, 1000, async () => {
+          taken.open();
+          await releaseB.opened;
+        });
+        await taken.opened;
+      });
+      // a released while b (on the new run file) is still held, then b.
+      releaseB.open();
+      await bHeld;
+    }
+    expect(listeners()).toBe(before);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('never removes a lock of another holder in this process at the same path', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'h.lock');
+    const second = gate();
+    let secondDone!: Promise<void>;
+    await withLock(file, 1000, async () => {
+      unlinkSync(file); // removed by hand: a second holder in this process can take it
+      const taken = gate();
+      secondDone = withLock(file, 1000, async () => {
+        taken.open();
+        await second.opened;
+      });
+      await taken.opened;
+    });
+    // The first holder is done; the second still holds its lock.
+    expect(existsSync(file)).toBe(true);
+    second.open();
+    await secondDone;
+    expect(existsSync(file)).toBe(false);
   });
 
   it('removes a run file left empty (its writer killed before writing) once 10 minutes old', async () => {
