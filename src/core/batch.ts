@@ -81,15 +81,29 @@ export async function runAll<T, R>(
   const settledAbove = new Set<number>();
   let waiting: (() => void)[] = [];
   const settle = (index: number, result: Settled<R>, item: T) => {
-    options.onSettled?.(index, result, item);
-    settledAbove.add(index);
-    while (settledAbove.delete(oldest)) oldest++;
-    const wake = waiting;
-    waiting = [];
-    for (const resolve of wake) resolve();
+    try {
+      options.onSettled?.(index, result, item);
+    } finally {
+      // Even when onSettled throws: lanes waiting on the window must not wait forever.
+      settledAbove.add(index);
+      while (settledAbove.delete(oldest)) oldest++;
+      const wake = waiting;
+      waiting = [];
+      for (const resolve of wake) resolve();
+    }
   };
   // Operations whose lanes moved on: they still count for the window, and are awaited at the end.
   const finishing = new Set<Promise<void>>();
+  // onSettled's own failure (a defect of the caller): no item is started after it, and it ends the run.
+  let reportFailed: { error: unknown } | undefined;
+  const report = (index: number, result: Settled<R>, item: T) => {
+    try {
+      settle(index, result, item);
+    } catch (error) {
+      reportFailed ??= { error };
+      stop = true;
+    }
+  };
   const lane = async () => {
     for (;;) {
       while (!exhausted && options.window !== undefined && requested - oldest >= Math.max(1, options.window)) {
@@ -107,34 +121,36 @@ export async function runAll<T, R>(
       if (!next) return;
       const { item, index } = next;
       if (stop) {
-        settle(index, { ok: false, cancelled: true }, item);
+        report(index, { ok: false, cancelled: true }, item);
         continue;
       }
       let freeLane = () => {};
       const freed = new Promise<void>((resolve) => (freeLane = resolve));
       let done = false;
       const settled = (async () => {
+        let result: Settled<R>;
         try {
-          settle(index, { ok: true, value: await operation(item, index, freeLane) }, item);
+          result = { ok: true, value: await operation(item, index, freeLane) };
         } catch (error) {
           if (options.failFast) stop = true;
-          settle(index, { ok: false, error: asNotarizeError(error) }, item);
+          result = { ok: false, error: asNotarizeError(error) };
         }
         done = true;
+        report(index, result, item);
       })();
       await Promise.race([settled, freed]);
       // Freed: the lane moves on once there is room among the finishing operations (or it has settled).
       while (!done && finishing.size >= options.concurrency) await Promise.race([settled, ...finishing]);
       if (!done) {
         finishing.add(settled);
-        // Its failure (onSettled's own) reaches the caller through the Promise.all below, not as unhandled.
-        void settled.finally(() => finishing.delete(settled)).catch(() => {});
+        void settled.then(() => finishing.delete(settled));
       }
     }
   };
   const lanes = Math.max(1, Array.isArray(items) ? Math.min(options.concurrency, items.length) : options.concurrency);
   await Promise.all(Array.from({ length: lanes }, lane));
   await Promise.all(finishing);
+  if (reportFailed) throw reportFailed.error;
   if (sourceFailed) throw sourceFailed.error;
   return count;
 }

@@ -118,16 +118,20 @@ describe('runAll', () => {
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
     try {
+      const calls: number[] = [];
       const run = runAll(
         [0, 1, 2, 3],
         async (item, _index, freeLane) => {
           freeLane();
-          await new Promise((resolve) => setTimeout(resolve, 5));
+          // Item 0 is done long before the others: it is no longer among those awaited at the end.
+          await new Promise((resolve) => setTimeout(resolve, item === 0 ? 1 : 30));
           return item;
         },
         {
           concurrency: 2,
+          window: 2, // item 0's failing report must still move the window on
           onSettled: (index) => {
+            calls.push(index);
             if (index === 0) throw new Error('onSettled failed for item 0');
           },
         },
@@ -135,6 +139,8 @@ describe('runAll', () => {
       await expect(run).rejects.toThrow('onSettled failed for item 0');
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(unhandled).toEqual([]);
+      // Once per item, the failing one included.
+      expect(calls.sort()).toEqual([0, 1, 2, 3]);
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
