@@ -8957,14 +8957,26 @@ async function runAll(items, operation, options) {
 	const settledAbove = /* @__PURE__ */ new Set();
 	let waiting = [];
 	const settle = (index, result, item) => {
-		options.onSettled?.(index, result, item);
-		settledAbove.add(index);
-		while (settledAbove.delete(oldest)) oldest++;
-		const wake = waiting;
-		waiting = [];
-		for (const resolve of wake) resolve();
+		try {
+			options.onSettled?.(index, result, item);
+		} finally {
+			settledAbove.add(index);
+			while (settledAbove.delete(oldest)) oldest++;
+			const wake = waiting;
+			waiting = [];
+			for (const resolve of wake) resolve();
+		}
 	};
 	const finishing = /* @__PURE__ */ new Set();
+	let reportFailed;
+	const report = (index, result, item) => {
+		try {
+			settle(index, result, item);
+		} catch (error) {
+			reportFailed ??= { error };
+			stop = true;
+		}
+	};
 	const lane = async () => {
 		for (;;) {
 			while (!exhausted && options.window !== void 0 && requested - oldest >= Math.max(1, options.window)) await new Promise((resolve) => waiting.push(resolve));
@@ -8980,7 +8992,7 @@ async function runAll(items, operation, options) {
 			if (!next) return;
 			const { item, index } = next;
 			if (stop) {
-				settle(index, {
+				report(index, {
 					ok: false,
 					cancelled: true
 				}, item);
@@ -8990,31 +9002,34 @@ async function runAll(items, operation, options) {
 			const freed = new Promise((resolve) => freeLane = resolve);
 			let done = false;
 			const settled = (async () => {
+				let result;
 				try {
-					settle(index, {
+					result = {
 						ok: true,
 						value: await operation(item, index, freeLane)
-					}, item);
+					};
 				} catch (error) {
 					if (options.failFast) stop = true;
-					settle(index, {
+					result = {
 						ok: false,
 						error: asNotarizeError(error)
-					}, item);
+					};
 				}
 				done = true;
+				report(index, result, item);
 			})();
 			await Promise.race([settled, freed]);
 			while (!done && finishing.size >= options.concurrency) await Promise.race([settled, ...finishing]);
 			if (!done) {
 				finishing.add(settled);
-				settled.finally(() => finishing.delete(settled)).catch(() => {});
+				settled.then(() => finishing.delete(settled));
 			}
 		}
 	};
 	const lanes = Math.max(1, Array.isArray(items) ? Math.min(options.concurrency, items.length) : options.concurrency);
 	await Promise.all(Array.from({ length: lanes }, lane));
 	await Promise.all(finishing);
+	if (reportFailed) throw reportFailed.error;
 	if (sourceFailed) throw sourceFailed.error;
 	return count;
 }
@@ -9939,7 +9954,11 @@ var init_files = __esmMin((() => {
 * new file per document (on ext4 a create costs a scan of the recently freed
 * inodes, the largest part of a batch's store work: docs/performance.md), and
 * one refresh keeps all of them alive. The run file goes when the last of its
-* locks is released, or when the process exits.
+* locks is released, or when the process exits; one a killed process left
+* goes once nothing links to it and its owner is provably dead or it has not
+* been refreshed for LEGACY_STALE_MS (removeDeadRunFiles). Since all of a
+* process's locks share an inode, which lock a holder released is told by
+* this module's own record of its holders (heldHere), not by the file.
 *
 * Liveness is a heartbeat lease, because a pid proves nothing about a process
 * in another PID namespace (a container) or on another host sharing the
@@ -10164,7 +10183,10 @@ function holdRunFile(dir, leaseMs) {
 			removeFile(path);
 			throw error;
 		}
-		if (runFiles.size === 0) process.once("exit", removeRunFilesAtExit);
+		if (!exitHooked) {
+			exitHooked = true;
+			process.once("exit", removeRunFilesAtExit);
+		}
 		run = {
 			path,
 			text,
@@ -10182,9 +10204,12 @@ function holdRunFile(dir, leaseMs) {
 function letGoRunFile(run) {
 	if (--run.holds > 0) return;
 	for (const [key, value] of runFiles) if (value === run) runFiles.delete(key);
-	if (runFiles.size === 0) process.removeListener("exit", removeRunFilesAtExit);
-	run.stopRefreshing();
-	removeFile(run.path);
+	try {
+		run.stopRefreshing();
+	} catch {}
+	try {
+		removeFile(run.path);
+	} catch {}
 }
 /**
 * Removes the run files that processes killed in this PID namespace left in
@@ -10205,9 +10230,9 @@ function removeDeadRunFiles(dir) {
 		try {
 			const seen = inspect(path);
 			if (seen === void 0 || seen.links !== 1) continue;
-			const empty = seen.pid === void 0 && seen.ageMs >= LEGACY_STALE_MS;
+			const old = seen.ageMs >= LEGACY_STALE_MS;
 			const dead = seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid);
-			if (empty || dead) unlinkSync(path);
+			if (old || dead) unlinkSync(path);
 		} catch {}
 	}
 }
@@ -10241,7 +10266,7 @@ function createLock(file, run, leaseMs) {
 		const code = error.code;
 		if (code === "EEXIST") return void 0;
 		if (code === "ENOENT" && !exists$1(run.path)) return RUN_FILE_GONE;
-		if (code !== "EPERM" && code !== "ENOTSUP" && code !== "ENOSYS") throw error;
+		if (code !== "EPERM" && code !== "ENOTSUP" && code !== "ENOSYS" && code !== "EMLINK") throw error;
 		const text = ownText(leaseMs);
 		const fd = createWithoutLink(file, text);
 		if (fd === void 0) return void 0;
@@ -10251,12 +10276,16 @@ function createLock(file, run, leaseMs) {
 			stop();
 		} };
 	}
-	return { release() {
+	const held = { release() {
+		if (heldHere.get(file) !== held) return;
+		heldHere.delete(file);
 		try {
 			const info = lstatSync(file);
 			if (info.ino === run.ino && info.dev === run.dev) removeFile(file);
 		} catch {}
 	} };
+	heldHere.set(file, held);
+	return held;
 }
 /**
 * Deletes the stale lock instance `seen` at `file`, under its claim (see the
@@ -10366,7 +10395,7 @@ async function poll(file, waitMs, full, run) {
 		await setTimeout$1(pollMs);
 	}
 }
-var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch, runFiles, RUN_FILE, RUN_FILE_GONE;
+var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch, runFiles, RUN_FILE, exitHooked, RUN_FILE_GONE, heldHere;
 var init_lock = __esmMin((() => {
 	init_errors();
 	init_files();
@@ -10395,7 +10424,9 @@ var init_lock = __esmMin((() => {
 	};
 	runFiles = /* @__PURE__ */ new Map();
 	RUN_FILE = /^\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.run$/;
+	exitHooked = false;
 	RUN_FILE_GONE = Symbol("run file gone");
+	heldHere = /* @__PURE__ */ new Map();
 }));
 // dist/core/mime.js
 /**

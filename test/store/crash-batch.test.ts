@@ -1,13 +1,14 @@
 /**
- * Batches killed with SIGKILL while their documents overlap: one `register`
- * process over 12 documents, 4 in flight, against a sandbox answering after
- * 150 ms, killed 0-30 ms after the service answered its k-th forfait (k at
- * random), when a document's record is being flushed while the next
- * documents' requests are out (a lane moves on once only the record is left
- * to save: core/batch.ts). The store loads with nothing damaged, no session
- * the service answered is lost, and `register` of the same documents again
- * finishes every one with at most one paid completion each, leaving no lock
- * or run file.
+ * Batches killed with SIGKILL after forfait answers: one `register` process
+ * over 12 documents, 4 in flight, against a sandbox answering after 150 ms,
+ * killed 0-30 ms after the service answered its k-th forfait (k at random).
+ * That is the moment a lane may have moved on to its next document while
+ * the record is flushed (core/batch.ts); not every kill lands there (a
+ * record takes a few milliseconds), and the test does not tell which did.
+ * What it checks holds for every kill: the store loads with nothing
+ * damaged, no session the service answered is lost, and `register` of the
+ * same documents again finishes every one with exactly one paid completion
+ * each, leaving no lock or run file.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -31,7 +32,7 @@ const LATENCY_MS = 150;
 /** Past this long after the service answered, a living process has certainly saved the session. */
 const SAVE_GRACE_MS = 1000;
 
-describe(`${RUNS} batches of ${DOCUMENTS} documents killed with SIGKILL while records are saved`, () => {
+describe(`${RUNS} batches of ${DOCUMENTS} documents killed with SIGKILL after forfait answers`, () => {
   it('leave a store that loads and loses no answered session; register again finishes them, each paid once', async () => {
     const configDir = tempDir();
     const docs = tempDir();
