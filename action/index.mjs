@@ -12947,6 +12947,8 @@ function plantTree(documents, description, at) {
 }
 function better(a, b) {
 	if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
+	const [completedA, completedB] = [a.record?.completedAt, b.record?.completedAt];
+	if (completedA !== void 0 && completedB !== void 0 && completedA !== completedB) return completedA > completedB;
 	return a.entry.createdAt > b.entry.createdAt;
 }
 /** The hashes whose session was retired because the service answered forfait 409: it has them. */
@@ -16688,6 +16690,11 @@ var init_evidence = __esmMin((() => {
 * Merkle root (aggregate.ts), and was a file of this name notarized with
 * another digest (a modified document)?
 */
+/** The record of a registered tree's root: every tree LedgerIndex is given has one (Trees.load, registeredOnly). */
+function registeredRecord(tree) {
+	if (tree.record === void 0) throw new Error(`tree ${tree.entry.root} is not registered`);
+	return tree.record;
+}
 var LedgerIndex;
 var init_ledger = __esmMin((() => {
 	init_errors();
@@ -16696,21 +16703,17 @@ var init_ledger = __esmMin((() => {
 		#byHash = /* @__PURE__ */ new Map();
 		#byName = /* @__PURE__ */ new Map();
 		#damaged = /* @__PURE__ */ new Map();
-		#leaves = /* @__PURE__ */ new Map();
-		constructor(entries, problems = [], trees = []) {
+		#registered;
+		constructor(entries, problems = [], registered) {
+			this.#registered = registered;
 			for (const problem of problems) this.#damaged.set(basename(problem.file, ".json"), problem);
 			for (const entry of entries) {
 				this.#byHash.set(entry.hash, entry);
 				if (entry.file?.name !== void 0) this.#name(entry.file.name, entry.hash, entry.completedAt);
 			}
-			for (const registered of trees) for (const leaf of registered.tree.entry.leaves) {
-				const known = this.#leaves.get(leaf.sha256);
-				if (known && known.registered.entry.completedAt >= registered.entry.completedAt) continue;
-				this.#leaves.set(leaf.sha256, {
-					registered,
-					leafIndex: leaf.index
-				});
-				if (leaf.name !== null) this.#name(leaf.name, leaf.sha256, registered.entry.completedAt);
+			for (const tree of registered?.trees.all ?? []) {
+				const { completedAt } = registeredRecord(tree);
+				for (const leaf of tree.entry.leaves) if (leaf.name !== null) this.#name(leaf.name, leaf.sha256, completedAt);
 			}
 		}
 		/** For a name notarized several times, the latest completion speaks for it. */
@@ -16729,14 +16732,13 @@ var init_ledger = __esmMin((() => {
 				registeredOnly: true,
 				roots
 			});
-			const registered = trees.all.map((tree) => ({
-				tree,
-				entry: tree.record,
-				file: store.treeFile(tree.entry.root)
-			}));
 			const all = [...problems, ...trees.problems];
+			const treeFile = (root) => store.treeFile(root);
 			return {
-				index: new LedgerIndex(entries, all, registered),
+				index: new LedgerIndex(entries, all, {
+					trees,
+					treeFile
+				}),
 				problems: all
 			};
 		}
@@ -16747,14 +16749,15 @@ var init_ledger = __esmMin((() => {
 				status: "verified",
 				entry
 			};
-			const leaf = this.#leaves.get(hash);
-			if (leaf) {
-				const { tree, entry: rootEntry, file } = leaf.registered;
+			const placed = this.#registered?.trees.place(hash);
+			if (placed) {
+				const { tree, leafIndex } = placed;
 				try {
+					const proof = tree.proof(leafIndex, this.#registered.treeFile(tree.entry.root));
 					return {
 						status: "verified",
-						entry: rootEntry,
-						proof: tree.proof(leaf.leafIndex, file)
+						entry: registeredRecord(tree),
+						proof
 					};
 				} catch (error) {
 					if (!(error instanceof StoreError)) throw error;

@@ -324,9 +324,10 @@ const RANK: Record<TreeState, number> = { registered: 0, confirmed: 1, pending: 
 
 /**
  * The trees of a store, indexed by document digest: for each, the tree that
- * best proves it (registered before pending before planned; the latest
- * among equals). A damaged tree file holds no document: it is skipped here,
- * and `problems` names it.
+ * best proves it (registered before pending before planned; among registered
+ * ones the latest completion, as the ledger answers for a hash; else the
+ * latest made). `verify` (core/ledger.ts) asks the same index. A damaged tree
+ * file holds no document: it is skipped here, and `problems` names it.
  */
 export class Trees {
   readonly #byDigest = new Map<string, Placement>();
@@ -383,6 +384,8 @@ export class Trees {
 
 function better(a: LoadedTree, b: LoadedTree): boolean {
   if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
+  const [completedA, completedB] = [a.record?.completedAt, b.record?.completedAt];
+  if (completedA !== undefined && completedB !== undefined && completedA !== completedB) return completedA > completedB;
   return a.entry.createdAt > b.entry.createdAt;
 }
 

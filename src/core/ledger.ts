@@ -18,17 +18,22 @@ export type Verdict =
   /** `damaged`: the ledger has a file for this digest, but it is no proof (unreadable, or a record of another hash). */
   | { status: 'unknown'; damaged?: StoreError };
 
+/** The record of a registered tree's root: every tree LedgerIndex is given has one (Trees.load, registeredOnly). */
+function registeredRecord(tree: LoadedTree): LedgerEntry {
+  if (tree.record === undefined) throw new Error(`tree ${tree.entry.root} is not registered`);
+  return tree.record;
+}
+
 /** What the ledger knows of a file name: the digest it was last notarized with, and when. */
 interface NamedDigest {
   sha256: string;
   completedAt: string;
 }
 
-/** A registered tree, its root's record, and where its file is (named in a damaged tree's error). */
-interface RegisteredTree {
-  tree: LoadedTree;
-  entry: LedgerEntry;
-  file: string;
+/** The registered trees (aggregate.ts indexes them by document), and where a tree's file is, for its errors. */
+interface RegisteredTrees {
+  trees: Trees;
+  treeFile: (root: string) => string;
 }
 
 /** The ledger read once (with its registered trees), indexed by digest and by file name. */
@@ -36,26 +41,18 @@ export class LedgerIndex {
   readonly #byHash = new Map<string, LedgerEntry>();
   readonly #byName = new Map<string, NamedDigest>();
   readonly #damaged = new Map<string, StoreError>();
-  readonly #leaves = new Map<string, { registered: RegisteredTree; leafIndex: number }>();
+  readonly #registered: RegisteredTrees | undefined;
 
-  constructor(
-    entries: readonly LedgerEntry[],
-    problems: readonly StoreError[] = [],
-    trees: readonly RegisteredTree[] = [],
-  ) {
+  constructor(entries: readonly LedgerEntry[], problems: readonly StoreError[] = [], registered?: RegisteredTrees) {
+    this.#registered = registered;
     for (const problem of problems) this.#damaged.set(basename(problem.file, '.json'), problem);
     for (const entry of entries) {
       this.#byHash.set(entry.hash, entry);
       if (entry.file?.name !== undefined) this.#name(entry.file.name, entry.hash, entry.completedAt);
     }
-    for (const registered of trees) {
-      for (const leaf of registered.tree.entry.leaves) {
-        // Under several registered roots, the latest completion speaks for a document.
-        const known = this.#leaves.get(leaf.sha256);
-        if (known && known.registered.entry.completedAt >= registered.entry.completedAt) continue;
-        this.#leaves.set(leaf.sha256, { registered, leafIndex: leaf.index });
-        if (leaf.name !== null) this.#name(leaf.name, leaf.sha256, registered.entry.completedAt);
-      }
+    for (const tree of registered?.trees.all ?? []) {
+      const { completedAt } = registeredRecord(tree);
+      for (const leaf of tree.entry.leaves) if (leaf.name !== null) this.#name(leaf.name, leaf.sha256, completedAt);
     }
   }
 
@@ -71,24 +68,21 @@ export class LedgerIndex {
     // Only the trees whose root has a record are read: the others prove nothing yet.
     const roots = new Set(entries.map((entry) => entry.hash));
     const trees = await Trees.load(store, { registeredOnly: true, roots });
-    const registered = trees.all.map((tree) => ({
-      tree,
-      entry: tree.record!, // registeredOnly: every tree loaded has its root's record
-      file: store.treeFile(tree.entry.root),
-    }));
     const all = [...problems, ...trees.problems];
-    return { index: new LedgerIndex(entries, all, registered), problems: all };
+    const treeFile = (root: string) => store.treeFile(root);
+    return { index: new LedgerIndex(entries, all, { trees, treeFile }), problems: all };
   }
 
   /** The verdict for a document of digest `hash` named `name` (its base name). */
   verdict(hash: string, name: string | undefined): Verdict {
     const entry = this.#byHash.get(hash);
     if (entry) return { status: 'verified', entry };
-    const leaf = this.#leaves.get(hash);
-    if (leaf) {
-      const { tree, entry: rootEntry, file } = leaf.registered;
+    const placed = this.#registered?.trees.place(hash);
+    if (placed) {
+      const { tree, leafIndex } = placed;
       try {
-        return { status: 'verified', entry: rootEntry, proof: tree.proof(leaf.leafIndex, file) };
+        const proof = tree.proof(leafIndex, this.#registered!.treeFile(tree.entry.root));
+        return { status: 'verified', entry: registeredRecord(tree), proof };
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
         return { status: 'unknown', damaged: error };

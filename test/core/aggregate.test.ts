@@ -21,6 +21,7 @@ import {
   type AggregateDocument,
   type AggregateInput,
 } from '../../src/core/aggregate.js';
+import { LedgerIndex } from '../../src/core/ledger.js';
 import { leafHash, rootFromPath } from '../../src/core/merkle.js';
 import type { FlowDeps } from '../../src/core/notarize.js';
 import { StoreError } from '../../src/errors.js';
@@ -253,6 +254,32 @@ describe('trees in the store', () => {
     bed.sandbox.addFaults(parseFaults('request:status=503*1'));
     await registerAggregate(d, input(docs('planned')));
     expect(await findLeaf(d.store, sha256('planned'))).toBeUndefined();
+  });
+
+  it('among registered trees holding a document, its latest completion speaks for it, in aggregate and verify alike', async () => {
+    const d = deps();
+    /** A run whose tree is made at `made` and whose root is completed at `completed` (the first clock read makes the tree). */
+    const at = (made: string, completed: string) => {
+      let reads = 0;
+      return { ...d, now: () => new Date(reads++ === 0 ? made : completed) };
+    };
+    const first = await registerAggregate(
+      at('2030-01-02T00:00:00.000Z', '2030-01-03T00:00:00.000Z'),
+      input(docs('p', 'q')),
+    );
+    // Made before the first, completed after it.
+    const second = await registerAggregate(
+      at('2030-01-01T00:00:00.000Z', '2030-01-05T00:00:00.000Z'),
+      input(docs('p', 'r'), { force: true }),
+    );
+    const [early, late] = [first, second].map((run) => run.placements[0]!.tree.entry.root);
+    expect(early).not.toBe(late);
+    expect((await Trees.load(d.store)).place(sha256('p'))?.tree.entry.root).toBe(late);
+    const { index } = await LedgerIndex.load(d.store);
+    expect(index.verdict(sha256('p'), 'p')).toMatchObject({ status: 'verified', entry: { hash: late } });
+    expect(index.verdict(sha256('q'), 'q')).toMatchObject({ status: 'verified', entry: { hash: early } });
+    // Every registered tree's names count, in any order: q under its own name, modified.
+    expect(index.verdict(sha256('q, edited'), 'q')).toMatchObject({ status: 'modified', sha256: sha256('q') });
   });
 
   it("recordOf: a root's own record alone, a leaf's the root's record with its proof, else nothing", async () => {
