@@ -9972,9 +9972,9 @@ var init_files = __esmMin((() => {
 * of one run share an inode, whose ctime changes whenever another of them is
 * made or removed, also by a waiter taking over a dead run's other locks.)
 * The one shortcut: a lock whose `ns=` (boot id + PID namespace inode) is
-* ours was written in this
-* very PID namespace of this very kernel, where `kill(pid, 0)` answering
-* ESRCH does prove the owner gone; it is taken over at once. Any other answer
+* ours was written in this very PID namespace of this very kernel, where
+* `kill(pid, 0)` answering ESRCH does prove the owner gone; it is taken over
+* at once. Any other answer
 * (alive, EPERM, a reused pid) falls back to the lease.
 *
 * A lock without `lease=` was written by an older notarize, which never
@@ -10084,10 +10084,17 @@ function processExists(pid) {
 		return error.code !== "ESRCH";
 	}
 }
+/**
+* Whether the writer of `seen` is provably gone: it wrote in our own, known
+* PID namespace (see the module comment), is not us, and its pid is free.
+*/
+function provablyDead(seen) {
+	const ours = pidNamespace();
+	return seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid);
+}
 /** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
 function isStale(file, seen, watch, timing) {
-	const ours = pidNamespace();
-	if (seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid)) return true;
+	if (provablyDead(seen)) return true;
 	const quiet = watch.quietMs(file, seen);
 	if (seen.pid === void 0) return quiet >= timing.unreadableGraceMs;
 	if (seen.leaseMs === void 0) return seen.ageMs >= LEGACY_STALE_MS;
@@ -10172,11 +10179,10 @@ function holdRunFile(dir, leaseMs) {
 	if (run === void 0) {
 		removeDeadRunFiles(dir);
 		const path = join(dir, `.${uniqueSuffix()}.run`);
-		const text = ownText(leaseMs);
-		const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 384);
+		const fd = openSync(path, CREATE_NEW, 384);
 		let info;
 		try {
-			writeFileSync(fd, text);
+			writeFileSync(fd, ownText(leaseMs));
 			info = fstatSync(fd);
 		} catch (error) {
 			closeSync(fd);
@@ -10188,8 +10194,8 @@ function holdRunFile(dir, leaseMs) {
 			process.once("exit", removeRunFilesAtExit);
 		}
 		run = {
+			key,
 			path,
-			text,
 			dev: info.dev,
 			ino: info.ino,
 			holds: 0,
@@ -10200,10 +10206,14 @@ function holdRunFile(dir, leaseMs) {
 	run.holds++;
 	return run;
 }
+/** Takes `run` out of runFiles, if it is still there: the next lock in its directory makes a new one. */
+function forget(run) {
+	if (runFiles.get(run.key) === run) runFiles.delete(run.key);
+}
 /** Counts one hold of `run` less; with none left, stops its refreshes and removes it. */
 function letGoRunFile(run) {
 	if (--run.holds > 0) return;
-	for (const [key, value] of runFiles) if (value === run) runFiles.delete(key);
+	forget(run);
 	try {
 		run.stopRefreshing();
 	} catch {}
@@ -10223,16 +10233,13 @@ function removeDeadRunFiles(dir) {
 	} catch {
 		return;
 	}
-	const ours = pidNamespace();
 	for (const name of names) {
 		if (!RUN_FILE.test(name)) continue;
 		const path = join(dir, name);
 		try {
 			const seen = inspect(path);
 			if (seen === void 0 || seen.links !== 1) continue;
-			const old = seen.ageMs >= LEGACY_STALE_MS;
-			const dead = seen.pid !== void 0 && ours !== void 0 && seen.ns === ours && seen.pid !== process.pid && !processExists(seen.pid);
-			if (old || dead) unlinkSync(path);
+			if (seen.ageMs >= LEGACY_STALE_MS || provablyDead(seen)) unlinkSync(path);
 		} catch {}
 	}
 }
@@ -10249,7 +10256,7 @@ function exists$1(path) {
 * holders keep it (and its refreshes) until they release their locks.
 */
 function renewRunFile(run, dir, leaseMs) {
-	for (const [key, value] of runFiles) if (value === run) runFiles.delete(key);
+	forget(run);
 	const renewed = holdRunFile(dir, leaseMs);
 	letGoRunFile(run);
 	return renewed;
@@ -10355,45 +10362,40 @@ async function withLock(file, waitMs, fn, timing = {}) {
 * run file it holds (held while waiting too: a waiter makes no file per poll).
 */
 async function acquire(file, waitMs, full) {
+	const { leaseMs, pollMs } = full;
 	const dir = dirname(file);
-	let run = holdRunFile(dir, full.leaseMs);
+	const deadline = Date.now() + waitMs;
+	const watch = new Watch();
+	let run = holdRunFile(dir, leaseMs);
 	try {
-		return {
-			held: await poll(file, waitMs, full, {
-				get: () => run,
-				renew: () => run = renewRunFile(run, dir, full.leaseMs)
-			}),
-			run
-		};
+		for (;;) {
+			const made = createLock(file, run, leaseMs);
+			if (made === RUN_FILE_GONE) {
+				run = renewRunFile(run, dir, leaseMs);
+				continue;
+			}
+			if (made !== void 0) return {
+				held: made,
+				run
+			};
+			const seen = inspect(file);
+			if (seen === void 0) continue;
+			if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
+			if (Date.now() >= deadline) throw stillHeld(file, seen, leaseMs);
+			await setTimeout$1(pollMs);
+		}
 	} catch (error) {
 		letGoRunFile(run);
 		throw error;
 	}
 }
-/** acquire's loop: link, else judge the lock in place, take it over or wait, until the deadline. */
-async function poll(file, waitMs, full, run) {
-	const { leaseMs, pollMs } = full;
-	const deadline = Date.now() + waitMs;
-	const watch = new Watch();
-	for (;;) {
-		const made = createLock(file, run.get(), leaseMs);
-		if (made === RUN_FILE_GONE) {
-			run.renew();
-			continue;
-		}
-		if (made !== void 0) return made;
-		const seen = inspect(file);
-		if (seen === void 0) continue;
-		if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
-		if (Date.now() >= deadline) {
-			const legacy = seen.pid !== void 0 && seen.leaseMs === void 0;
-			throw new TransientError(`another notarize process (pid ${seen.pid ?? "?"}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ""}) is working on the same hash`, {
-				hint: legacy ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 6e4} minutes old (${file})` : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1e3} s without a refresh`,
-				notProcessed: true
-			});
-		}
-		await setTimeout$1(pollMs);
-	}
+/** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */
+function stillHeld(file, seen, leaseMs) {
+	const legacy = seen.pid !== void 0 && seen.leaseMs === void 0;
+	return new TransientError(`another notarize process (pid ${seen.pid ?? "?"}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ""}) is working on the same hash`, {
+		hint: legacy ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 6e4} minutes old (${file})` : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1e3} s without a refresh`,
+		notProcessed: true
+	});
 }
 var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch, runFiles, RUN_FILE, exitHooked, RUN_FILE_GONE, heldHere;
 var init_lock = __esmMin((() => {

@@ -46,7 +46,8 @@ const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
 /** A FIFO planted in place of a store file would block a plain open forever. */
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
-const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW;
+/** A new file only, never through a link: every store file and lock is made so. */
+export const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW;
 
 const HINT_DIR = 'use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR';
 

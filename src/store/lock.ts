@@ -30,9 +30,9 @@
  * of one run share an inode, whose ctime changes whenever another of them is
  * made or removed, also by a waiter taking over a dead run's other locks.)
  * The one shortcut: a lock whose `ns=` (boot id + PID namespace inode) is
- * ours was written in this
- * very PID namespace of this very kernel, where `kill(pid, 0)` answering
- * ESRCH does prove the owner gone; it is taken over at once. Any other answer
+ * ours was written in this very PID namespace of this very kernel, where
+ * `kill(pid, 0)` answering ESRCH does prove the owner gone; it is taken over
+ * at once. Any other answer
  * (alive, EPERM, a reused pid) falls back to the lease.
  *
  * A lock without `lease=` was written by an older notarize, which never
@@ -78,7 +78,7 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError, TransientError } from '../errors.js';
-import { PRIVATE_FILE_MODE, readPrivateFile, removeFile, uniqueSuffix } from './files.js';
+import { CREATE_NEW, PRIVATE_FILE_MODE, readPrivateFile, removeFile, uniqueSuffix } from './files.js';
 
 /** How often a waiter looks at the lock again. */
 const POLL_MS = 25;
@@ -260,18 +260,24 @@ class Watch {
   }
 }
 
-/** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
-function isStale(file: string, seen: Seen, watch: Watch, timing: Timing): boolean {
+/**
+ * Whether the writer of `seen` is provably gone: it wrote in our own, known
+ * PID namespace (see the module comment), is not us, and its pid is free.
+ */
+function provablyDead(seen: Seen): boolean {
   const ours = pidNamespace();
-  if (
+  return (
     seen.pid !== undefined &&
     ours !== undefined &&
     seen.ns === ours &&
     seen.pid !== process.pid &&
     !processExists(seen.pid)
-  ) {
-    return true;
-  }
+  );
+}
+
+/** True when the owner is provably gone, or has not refreshed its lease for LEASE_MS (see the module comment). */
+function isStale(file: string, seen: Seen, watch: Watch, timing: Timing): boolean {
+  if (provablyDead(seen)) return true;
   // Observed even when age decides, so a lock that turns readable or gains a lease is judged afresh.
   const quiet = watch.quietMs(file, seen);
   if (seen.pid === undefined) return quiet >= timing.unreadableGraceMs;
@@ -352,8 +358,9 @@ function keepFresh(fd: number, leaseMs: number): () => void {
  * inode every lock it holds there is a link to (see the module comment).
  */
 interface RunFile {
+  /** Its entry in runFiles. */
+  key: string;
   path: string;
-  text: string;
   dev: number;
   ino: number;
   /** Locks linked to it and not yet released. */
@@ -396,15 +403,10 @@ function holdRunFile(dir: string, leaseMs: number): RunFile {
   if (run === undefined) {
     removeDeadRunFiles(dir);
     const path = join(dir, `.${uniqueSuffix()}.run`);
-    const text = ownText(leaseMs);
-    const fd = openSync(
-      path,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0),
-      PRIVATE_FILE_MODE,
-    );
+    const fd = openSync(path, CREATE_NEW, PRIVATE_FILE_MODE);
     let info;
     try {
-      writeFileSync(fd, text);
+      writeFileSync(fd, ownText(leaseMs));
       info = fstatSync(fd);
     } catch (error) {
       closeSync(fd);
@@ -416,17 +418,22 @@ function holdRunFile(dir: string, leaseMs: number): RunFile {
       exitHooked = true;
       process.once('exit', removeRunFilesAtExit);
     }
-    run = { path, text, dev: info.dev, ino: info.ino, holds: 0, stopRefreshing: keepFresh(fd, leaseMs) };
+    run = { key, path, dev: info.dev, ino: info.ino, holds: 0, stopRefreshing: keepFresh(fd, leaseMs) };
     runFiles.set(key, run);
   }
   run.holds++;
   return run;
 }
 
+/** Takes `run` out of runFiles, if it is still there: the next lock in its directory makes a new one. */
+function forget(run: RunFile): void {
+  if (runFiles.get(run.key) === run) runFiles.delete(run.key);
+}
+
 /** Counts one hold of `run` less; with none left, stops its refreshes and removes it. */
 function letGoRunFile(run: RunFile): void {
   if (--run.holds > 0) return;
-  for (const [key, value] of runFiles) if (value === run) runFiles.delete(key);
+  forget(run);
   // Never throws: it runs after the work under the lock is done, whose outcome stands.
   try {
     run.stopRefreshing();
@@ -452,7 +459,6 @@ function removeDeadRunFiles(dir: string): void {
   } catch {
     return;
   }
-  const ours = pidNamespace();
   for (const name of names) {
     if (!RUN_FILE.test(name)) continue;
     const path = join(dir, name);
@@ -462,15 +468,7 @@ function removeDeadRunFiles(dir: string): void {
       // Not refreshed for 10 minutes: a live owner refreshes it every few
       // seconds (and one whose file is removed anyway makes a new one,
       // RUN_FILE_GONE). Also a file whose writer was killed before writing it.
-      const old = seen.ageMs >= LEGACY_STALE_MS;
-      // Only where a dead pid proves something: our own PID namespace, known (see isStale).
-      const dead =
-        seen.pid !== undefined &&
-        ours !== undefined &&
-        seen.ns === ours &&
-        seen.pid !== process.pid &&
-        !processExists(seen.pid);
-      if (old || dead) unlinkSync(path);
+      if (seen.ageMs >= LEGACY_STALE_MS || provablyDead(seen)) unlinkSync(path);
     } catch {
       // Gone, or not ours to judge: left alone.
     }
@@ -494,7 +492,7 @@ function exists(path: string): boolean {
  * holders keep it (and its refreshes) until they release their locks.
  */
 function renewRunFile(run: RunFile, dir: string, leaseMs: number): RunFile {
-  for (const [key, value] of runFiles) if (value === run) runFiles.delete(key);
+  forget(run);
   // The new one first: should making it fail, `run` is still held, and let go once, by the caller.
   const renewed = holdRunFile(dir, leaseMs);
   letGoRunFile(run);
@@ -638,55 +636,44 @@ export async function withLock<T>(
  * run file it holds (held while waiting too: a waiter makes no file per poll).
  */
 async function acquire(file: string, waitMs: number, full: Timing): Promise<{ held: Held; run: RunFile }> {
+  const { leaseMs, pollMs } = full;
   const dir = dirname(file);
-  let run = holdRunFile(dir, full.leaseMs);
+  const deadline = Date.now() + waitMs;
+  const watch = new Watch();
+  let run = holdRunFile(dir, leaseMs);
   try {
-    const held = await poll(file, waitMs, full, {
-      get: () => run,
-      renew: () => (run = renewRunFile(run, dir, full.leaseMs)),
-    });
-    return { held, run };
+    for (;;) {
+      const made = createLock(file, run, leaseMs);
+      if (made === RUN_FILE_GONE) {
+        run = renewRunFile(run, dir, leaseMs);
+        continue;
+      }
+      if (made !== undefined) return { held: made, run };
+      const seen = inspect(file);
+      if (seen === undefined) continue;
+      // Taken over: create it at once. Not (its claim is held by another
+      // waiter, maybe one that died): wait like any waiter, never spin here,
+      // which blocked this thread, signals included, until the claim went stale.
+      if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
+      if (Date.now() >= deadline) throw stillHeld(file, seen, leaseMs);
+      await sleep(pollMs);
+    }
   } catch (error) {
     letGoRunFile(run);
     throw error;
   }
 }
 
-/** acquire's loop: link, else judge the lock in place, take it over or wait, until the deadline. */
-async function poll(
-  file: string,
-  waitMs: number,
-  full: Timing,
-  run: { get: () => RunFile; renew: () => void },
-): Promise<Held> {
-  const { leaseMs, pollMs } = full;
-  const deadline = Date.now() + waitMs;
-  const watch = new Watch();
-  for (;;) {
-    const made = createLock(file, run.get(), leaseMs);
-    if (made === RUN_FILE_GONE) {
-      run.renew();
-      continue;
-    }
-    if (made !== undefined) return made;
-    const seen = inspect(file);
-    if (seen === undefined) continue;
-    // Taken over: create it at once. Not (its claim is held by another
-    // waiter, maybe one that died): wait like any waiter, never spin here,
-    // which blocked this thread, signals included, until the claim went stale.
-    if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
-    if (Date.now() >= deadline) {
-      const legacy = seen.pid !== undefined && seen.leaseMs === undefined;
-      throw new TransientError(
-        `another notarize process (pid ${seen.pid ?? '?'}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ''}) is working on the same hash`,
-        {
-          hint: legacy
-            ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 60_000} minutes old (${file})`
-            : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1000} s without a refresh`,
-          notProcessed: true,
-        },
-      );
-    }
-    await sleep(pollMs);
-  }
+/** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */
+function stillHeld(file: string, seen: Seen, leaseMs: number): TransientError {
+  const legacy = seen.pid !== undefined && seen.leaseMs === undefined;
+  return new TransientError(
+    `another notarize process (pid ${seen.pid ?? '?'}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ''}) is working on the same hash`,
+    {
+      hint: legacy
+        ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 60_000} minutes old (${file})`
+        : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1000} s without a refresh`,
+      notProcessed: true,
+    },
+  );
 }
