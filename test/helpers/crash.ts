@@ -4,13 +4,21 @@
  * at), a store logged in to it by a real notarize process, and where and
  * when a kill is aimed.
  */
+import { existsSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
 import type { SandboxCall, SandboxOptions } from '../../src/sandbox/server.js';
 import { describeRun, runCli } from './cli.js';
-import { cliEnv } from './env.js';
+import { cliEnv, type EnvVars } from './env.js';
+import { runMain } from './main.js';
 import type { TestSandbox } from './sandbox.js';
 import { storePaths } from './store.js';
+
+/** How long the crash tests' sandbox waits before answering the request step and forfait: the windows kills aim at. */
+export const LATENCY_MS = 150;
+
+/** Past this long after the service answered, a living process has certainly saved the session. */
+export const SAVE_GRACE_MS = 1000;
 
 /** Where a kill is aimed; each kill is timed at random inside its window. */
 export const KILL_TARGETS = [
@@ -73,4 +81,18 @@ export async function slowSandboxAndStore(
   const login = await runCli(['login'], env);
   expect(login.code, describeRun(login)).toBe(0);
   return { sandbox, env, paths: storePaths(configDir, sandbox.url) };
+}
+
+/** After kills: the store loads (`pending --json` gives a list), with no file reported damaged. */
+export async function expectStoreLoads(env: EnvVars): Promise<void> {
+  const listing = await runMain(['pending', '--json'], env);
+  expect(listing.code, describeRun(listing)).toBe(0);
+  expect(Array.isArray(JSON.parse(listing.stdout))).toBe(true);
+  expect(listing.stderr).not.toMatch(/damaged/);
+}
+
+/** After recovery: no lock, claim or run file is left in `locksDir` (store/lock.ts). */
+export function expectNoLocksLeft(locksDir: string): void {
+  const names = existsSync(locksDir) ? readdirSync(locksDir) : [];
+  expect(names.filter((n) => /\.(lock|claim|run)$/.test(n))).toEqual([]);
 }

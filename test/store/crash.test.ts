@@ -16,7 +16,17 @@ import { runMain } from '../helpers/main.js';
 import { callsTo, forfaitHash, requestedHash, useSandboxes } from '../helpers/sandbox.js';
 import { ledgerHashes, pendingHashes } from '../helpers/store.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
-import { KILL_TARGETS, killMoment, slowSandboxAndStore, type KillTarget, type VictimCalls } from '../helpers/crash.js';
+import {
+  expectNoLocksLeft,
+  expectStoreLoads,
+  KILL_TARGETS,
+  killMoment,
+  LATENCY_MS,
+  SAVE_GRACE_MS,
+  slowSandboxAndStore,
+  type KillTarget,
+  type VictimCalls,
+} from '../helpers/crash.js';
 
 auditSecrets();
 const tempDir = useTempDirs();
@@ -26,9 +36,6 @@ const KILLS = Number(process.env.CRASH_KILLS ?? 40);
 const PARALLEL = 8;
 /** Recoveries mostly wait on the sandbox's latency: more of them at once cost no CPU. */
 const RECOVERY_PARALLEL = 10;
-const LATENCY_MS = 150;
-/** Past this long after the service answered, a living process has certainly saved the session. */
-const SAVE_GRACE_MS = 1000;
 
 /** The calls of the victim registering `hash`. */
 function callsOf(hash: string): VictimCalls {
@@ -87,10 +94,7 @@ describe(`${KILLS} notarize processes killed with SIGKILL at many points`, () =>
       );
 
       // After every batch of kills the store loads, with no damaged file.
-      const listing = await runMain(['pending', '--json'], env);
-      expect(listing.code, show(listing)).toBe(0);
-      expect(Array.isArray(JSON.parse(listing.stdout))).toBe(true);
-      expect(listing.stderr).not.toMatch(/damaged/);
+      await expectStoreLoads(env);
 
       const pending = new Set(pendingHashes(configDir, sandbox.url));
       const ledger = new Set(ledgerHashes(configDir, sandbox.url));
@@ -166,8 +170,7 @@ describe(`${KILLS} notarize processes killed with SIGKILL at many points`, () =>
     for (const v of victims) {
       expect(callsTo(sandbox.calls, 'forfait', v.hash).filter((c) => c.status === 200).length).toBeLessThanOrEqual(1);
     }
-    const lockNames = existsSync(paths.locksDir) ? readdirSync(paths.locksDir) : [];
-    expect(lockNames.filter((n) => /\.(lock|claim|run)$/.test(n))).toEqual([]);
+    expectNoLocksLeft(paths.locksDir);
 
     const killed = victims.length - (phases.get('exited before the kill') ?? 0);
     console.log(
