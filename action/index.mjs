@@ -16127,6 +16127,12 @@ var init_register = __esmMin((() => {
 * retrying forfait after the service may have processed it could complete a
 * notarization twice.
 */
+var retry_exports = /* @__PURE__ */ __exportAll({
+	Outage: () => Outage,
+	backoffDelay: () => backoffDelay,
+	isRetryable: () => isRetryable,
+	withRetries: () => withRetries
+});
 /** Whether `error` may be retried under `mode`. */
 function isRetryable(error, mode) {
 	return error instanceof TransientError && (mode === "safe" || error.notProcessed);
@@ -16140,20 +16146,43 @@ function backoffDelay(error, attempt, policy) {
 	const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
 	return Math.round((policy.random ?? Math.random)() * ceiling);
 }
-/** Runs `operation`, retrying it under `mode` and `policy`; rethrows the last error. */
+/**
+* Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
+* error. With `policy.outage`, an attempt is not made once the run has met one.
+*/
 async function withRetries(operation, mode, policy) {
-	for (let attempt = 1;; attempt++) try {
-		return await operation();
-	} catch (error) {
-		if (attempt > policy.retries || !isRetryable(error, mode)) throw error;
-		const delay = backoffDelay(error, attempt, policy);
-		if (delay === void 0) throw error;
-		policy.onRetry?.(error, attempt, delay);
-		await (policy.wait ?? setTimeout$1)(delay);
+	for (let attempt = 1;; attempt++) {
+		policy.outage?.check();
+		try {
+			return await operation();
+		} catch (error) {
+			if (attempt > policy.retries) policy.outage?.saw(error, policy.retries);
+			if (attempt > policy.retries || !isRetryable(error, mode)) throw error;
+			const delay = backoffDelay(error, attempt, policy);
+			if (delay === void 0) throw error;
+			policy.onRetry?.(error, attempt, delay);
+			await (policy.wait ?? setTimeout$1)(delay);
+		}
 	}
 }
+var Outage;
 var init_retry = __esmMin((() => {
 	init_errors();
+	Outage = class {
+		#seen;
+		/** Notes the last failure of a call whose retries are spent. */
+		saw(error, retries) {
+			if (this.#seen === void 0 && error instanceof TransientError && error.status === void 0) this.#seen = new TransientError(`not sent: the service did not answer an earlier call of this run${retries > 0 ? ` (tried ${retries + 1} times)` : ""}: ${error.message}`, {
+				...error.hint === void 0 ? {} : { hint: error.hint },
+				notProcessed: true,
+				cause: error
+			});
+		}
+		/** Throws the outage's error when one was seen. */
+		check() {
+			if (this.#seen !== void 0) throw this.#seen;
+		}
+	};
 }));
 // dist/api/client.js
 var client_exports = /* @__PURE__ */ __exportAll({
@@ -23463,7 +23492,10 @@ var init_credentials = __esmMin((() => {
 		#sources;
 		/** The token in use and its `exp`, read once: every request of a batch asks whether it has expired. */
 		#current;
-		/** A login in progress: concurrent callers (a batch's lanes) share it rather than each logging in. */
+		/**
+		* A login in progress: concurrent callers (a batch's lanes) share it rather
+		* than each logging in. Kept once it has failed (see #usable).
+		*/
 		#loggingIn;
 		/** The one re-login after a 401, shared by every caller that meets a 401. */
 		#renewal;
@@ -23512,8 +23544,9 @@ var init_credentials = __esmMin((() => {
 				if (stored !== void 0 && isSendableToken(stored) && !isExpired(stored)) return this.#use(stored);
 				if (apiKey === void 0) throw new AuthError(stored === void 0 ? `not logged in to ${baseUrl}` : `the stored token for ${baseUrl} has expired`, { hint: "run `notarize login`, or set NOTARIZE_API_KEY (or NOTARIZE_TOKEN)" });
 			}
-			this.#loggingIn ??= this.#loginWithKey("no usable token").finally(() => {
+			this.#loggingIn ??= this.#loginWithKey("no usable token").then((token) => {
 				this.#loggingIn = void 0;
+				return token;
 			});
 			return this.#loggingIn;
 		}
@@ -34187,11 +34220,12 @@ var init_context = __esmMin((() => {
 		/** The API client for the current service, with retries and credentials wired in. */
 		async api() {
 			if (this.#api) return this.#api;
-			const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }] = await Promise.all([
+			const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }, { Outage }] = await Promise.all([
 				Promise.resolve().then(() => (init_client(), client_exports)),
 				Promise.resolve().then(() => (init_http(), http_exports)),
 				Promise.resolve().then(() => (init_credentials(), credentials_exports)),
-				Promise.resolve().then(() => (init_dispatcher(), dispatcher_exports))
+				Promise.resolve().then(() => (init_dispatcher(), dispatcher_exports)),
+				Promise.resolve().then(() => (init_retry(), retry_exports))
 			]);
 			const baseUrl = this.baseUrl;
 			const route = proxyRoute(this.env, baseUrl);
@@ -34208,7 +34242,8 @@ var init_context = __esmMin((() => {
 				retries: Number(this.setting("retries")),
 				baseDelayMs: Number(this.setting("retryDelay")),
 				maxDelayMs: 3e4,
-				onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`)
+				onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
+				outage: new Outage()
 			};
 			const credentials = new TokenCredentials({
 				baseUrl,
@@ -34611,7 +34646,7 @@ function buildProgram(io, env, state) {
 		}
 		return state.context;
 	};
-	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3)").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
+	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3); once one has had no answer through all of them, the run sends nothing more").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
 		writeOut: (text) => io.data(text.replace(/\n$/, "")),
 		writeErr: (text) => io.error(text.replace(/\n$/, "")),
 		outputError: () => {}

@@ -125,7 +125,10 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     .option('-q, --quiet', 'no messages on stderr besides warnings and errors')
     .option('--verbose', 'log each request (method, URL, status, time; never secrets) and show stack traces')
     .option('--timeout <ms>', 'milliseconds each request may take (default 30000)')
-    .option('--retries <n>', 'retries of a retryable request (default 3)')
+    .option(
+      '--retries <n>',
+      'retries of a retryable request (default 3); once one has had no answer through all of them, the run sends nothing more',
+    )
     .addHelpText('after', `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`)
     .showSuggestionAfterError()
     .exitOverride()

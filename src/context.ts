@@ -94,13 +94,19 @@ export class Context {
   /** The API client for the current service, with retries and credentials wired in. */
   async api(): Promise<ApiClient> {
     if (this.#api) return this.#api;
-    const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }] =
-      await Promise.all([
-        import('./api/client.js'),
-        import('./api/http.js'),
-        import('./core/credentials.js'),
-        import('./api/dispatcher.js'),
-      ]);
+    const [
+      { ApiClient, logIn },
+      { HttpTransport },
+      { TokenCredentials },
+      { createDispatcher, proxyRoute },
+      { Outage },
+    ] = await Promise.all([
+      import('./api/client.js'),
+      import('./api/http.js'),
+      import('./core/credentials.js'),
+      import('./api/dispatcher.js'),
+      import('./api/retry.js'),
+    ]);
     const baseUrl = this.baseUrl;
     // Throws UsageError naming a malformed proxy variable, before anything is sent.
     const route = proxyRoute(this.env, baseUrl);
@@ -119,6 +125,8 @@ export class Context {
       baseDelayMs: Number(this.setting('retryDelay')),
       maxDelayMs: 30_000,
       onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
+      // One for the run: a service that did not answer one call is not waited for again by every other.
+      outage: new Outage(),
     };
     // The credentials own the token (login on the fly, renewal after a 401)
     // and log in over the transport with the client's retries (`retry`):

@@ -25,6 +25,37 @@ export interface RetryPolicy {
   wait?: (ms: number) => Promise<unknown>;
   /** Told about each retry before its wait (for --verbose). */
   onRetry?: (error: TransientError, attempt: number, delayMs: number) => void;
+  /** Shared by a run's calls: once the service has not answered one of them through all its retries, the others are not sent. */
+  outage?: Outage;
+}
+
+/**
+ * What a run has learnt about the service: once a call has had no answer at
+ * all (no connection, a timeout, a connection closed before any answer) on
+ * its last attempt, with every retry spent, the run's later attempts are not
+ * sent; each fails at once, as transient and provably not processed, with
+ * the message of that call. Without it, a batch of 1,000 documents against a
+ * service that is down waited out every document's own retries: 3.5 minutes
+ * with the default policy, and hours with a service that hangs. An answer,
+ * even a 5xx, is not an outage: it may be about one document alone.
+ */
+export class Outage {
+  #seen: TransientError | undefined;
+
+  /** Notes the last failure of a call whose retries are spent. */
+  saw(error: unknown, retries: number): void {
+    if (this.#seen === undefined && error instanceof TransientError && error.status === undefined) {
+      this.#seen = new TransientError(
+        `not sent: the service did not answer an earlier call of this run${retries > 0 ? ` (tried ${retries + 1} times)` : ''}: ${error.message}`,
+        { ...(error.hint === undefined ? {} : { hint: error.hint }), notProcessed: true, cause: error },
+      );
+    }
+  }
+
+  /** Throws the outage's error when one was seen. */
+  check(): void {
+    if (this.#seen !== undefined) throw this.#seen;
+  }
 }
 
 /** Whether `error` may be retried under `mode`. */
@@ -42,12 +73,17 @@ export function backoffDelay(error: TransientError, attempt: number, policy: Ret
   return Math.round((policy.random ?? Math.random)() * ceiling);
 }
 
-/** Runs `operation`, retrying it under `mode` and `policy`; rethrows the last error. */
+/**
+ * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
+ * error. With `policy.outage`, an attempt is not made once the run has met one.
+ */
 export async function withRetries<T>(operation: () => Promise<T>, mode: RetryMode, policy: RetryPolicy): Promise<T> {
   for (let attempt = 1; ; attempt++) {
+    policy.outage?.check();
     try {
       return await operation();
     } catch (error) {
+      if (attempt > policy.retries) policy.outage?.saw(error, policy.retries);
       if (attempt > policy.retries || !isRetryable(error, mode)) throw error;
       const delay = backoffDelay(error, attempt, policy);
       if (delay === undefined) throw error;

@@ -39,7 +39,10 @@ export class TokenCredentials implements Authorizer {
   readonly #sources: CredentialSources;
   /** The token in use and its `exp`, read once: every request of a batch asks whether it has expired. */
   #current: { token: string; exp: number | undefined } | undefined;
-  /** A login in progress: concurrent callers (a batch's lanes) share it rather than each logging in. */
+  /**
+   * A login in progress: concurrent callers (a batch's lanes) share it rather
+   * than each logging in. Kept once it has failed (see #usable).
+   */
   #loggingIn: Promise<string> | undefined;
   /** The one re-login after a 401, shared by every caller that meets a 401. */
   #renewal: Promise<string> | undefined;
@@ -108,8 +111,14 @@ export class TokenCredentials implements Authorizer {
         );
       }
     }
-    this.#loggingIn ??= this.#loginWithKey('no usable token').finally(() => {
+    // A login that failed stays the run's answer: it is the same for every
+    // document and has had its retries, so trying it again per document
+    // would only send a refused key once more each time, or wait for an
+    // unreachable service once more each time. One that succeeded is
+    // forgotten, so a token that expires later in a long run is renewed.
+    this.#loggingIn ??= this.#loginWithKey('no usable token').then((token) => {
       this.#loggingIn = undefined;
+      return token;
     });
     return this.#loggingIn;
   }

@@ -214,3 +214,49 @@ describe('one session for the whole batch', () => {
     expect(bed.calls('login')).toBe(1);
   });
 });
+
+describe('a service that does not answer', () => {
+  // Each document waiting out its own retries made 1,000 documents take 3.5
+  // minutes against a service that was down (src/api/retry.ts, Outage).
+  const quickRetries = { env: { NOTARIZE_RETRY_DELAY_MS: '1' } };
+
+  it('to the login: one login and its retries for the whole batch, not one per document', async () => {
+    const docs = await documents(bed, 24, 'login down');
+    bed.sandbox.addFaults([{ route: 'login', kind: 'drop' }]);
+    const run = await bed.main(['register', ...docs.map(([p]) => p), '--retries', '2', '--json'], quickRetries);
+    expect(run.code, describeRun(run)).toBe(4);
+    const results = parseResults(run.stdout);
+    expect(countStatuses(results)).toEqual({ failed: 24 });
+    for (const r of results) expect(r.error).toMatchObject({ code: 'transient', exitCode: 4 });
+    expect(bed.calls('login')).toBe(3);
+    expect(bed.calls('request')).toBe(0);
+  });
+
+  it('to the request step: the documents not yet sent are not, once one has spent its retries', async () => {
+    const docs = await documents(bed, 24, 'request down');
+    bed.sandbox.addFaults([{ route: 'request', kind: 'drop' }]);
+    const args = ['register', ...docs.map(([p]) => p), '--retries', '1', '--concurrency', '8', '--json'];
+    const run = await bed.main(args, quickRetries);
+    expect(run.code, describeRun(run)).toBe(4);
+    const results = parseResults(run.stdout);
+    expect(countStatuses(results)).toEqual({ failed: 24 });
+    const notSent = results.filter((r) =>
+      /^not sent: the service did not answer an earlier call of this run \(tried 2 times\): POST /.test(
+        r.error?.message ?? '',
+      ),
+    );
+    // At most the eight in flight tried; every other document was failed at once.
+    expect(bed.calls('request')).toBeLessThanOrEqual(16);
+    expect(notSent.length).toBeGreaterThanOrEqual(24 - 8);
+    for (const r of results) {
+      expect(r.error).toMatchObject({
+        code: 'transient',
+        exitCode: 4,
+        hint: 'the service could not be reached; try again later',
+      });
+    }
+    // No session was ever given, so none is pending: a second run starts them afresh.
+    expect(bed.pendingHashes()).toEqual([]);
+    expect(jsonError(run.stderr).hint).toMatch(/run the same command again/);
+  });
+});

@@ -197,6 +197,20 @@ describe('a login on the fly with the API key', () => {
     expect(store.getToken(sandbox.url)).toBeUndefined();
   });
 
+  it.each([
+    { failure: 'a refused key', key: () => 'sandbox_0123456789abcdef0123456789abcdef', faults: [] },
+    { failure: 'no answer', key: () => sandbox.apiKey, faults: [{ route: 'login', kind: 'drop' } satisfies Fault] },
+  ])('that failed ($failure) is the run’s answer: later requests get that error, no second login', async (c) => {
+    sandbox.addFaults(c.faults);
+    const owner = credentials({ apiKey: c.key() });
+    const first = await owner.authorize(send).catch((caught: unknown) => caught);
+    expect(first).toBeInstanceOf(Error);
+    const later = await Promise.all([1, 2, 3].map(() => owner.authorize(send).catch((caught: unknown) => caught)));
+    expect(later).toEqual([first, first, first]);
+    expect(sandbox.calls.filter((call) => call.route === 'login')).toHaveLength(1);
+    expect(sent).toEqual([]);
+  });
+
   it('answered by a refusal other than 401: a credentials problem, not the request answering', async () => {
     sandbox.addFaults([{ route: 'login', kind: 'status', value: 409 } satisfies Fault]);
     const error = await failure(credentials({ apiKey: sandbox.apiKey }).authorize(send));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, isRetryable, withRetries, type RetryPolicy } from '../../src/api/retry.js';
+import { backoffDelay, isRetryable, Outage, withRetries, type RetryPolicy } from '../../src/api/retry.js';
 import { AuthError, ProtocolError, ServiceRefusedError, TransientError } from '../../src/errors.js';
 import { rejection } from '../helpers/catch.js';
 
@@ -148,6 +148,74 @@ describe("withRetries in 'unprocessed-only' mode", () => {
     const op = failing(transient({ notProcessed: true }), maybeDone);
     expect(await rejection(withRetries(op.run, 'unprocessed-only', policy))).toBe(maybeDone);
     expect(op.calls).toBe(2);
+  });
+});
+
+describe('an outage: a call the service never answered, its retries spent', () => {
+  const refused = () => transient({ notProcessed: true, hint: 'the service could not be reached; try again later' });
+
+  it("is not sent again by the run's later calls: each fails at once, not processed, saying why", async () => {
+    const outage = new Outage();
+    const first = failing(refused(), refused(), refused());
+    const last = await rejection(withRetries(first.run, 'safe', recordingPolicy({ retries: 2, outage })));
+    expect(first.calls).toBe(3);
+
+    const later = failing();
+    const error = await rejection(withRetries(later.run, 'safe', recordingPolicy({ outage })));
+    expect(later.calls).toBe(0);
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({
+      message:
+        'not sent: the service did not answer an earlier call of this run (tried 3 times): GET x failed: ECONNRESET',
+      hint: 'the service could not be reached; try again later',
+      notProcessed: true,
+      exitCode: 4,
+      cause: last,
+    });
+    // Forfait too: nothing was sent, which is what lets its session wait for `complete`.
+    expect(await rejection(withRetries(later.run, 'unprocessed-only', recordingPolicy({ outage })))).toBe(error);
+  });
+
+  it('stops a call waiting to retry at its next attempt', async () => {
+    const outage = new Outage();
+    const waiting = failing(refused(), refused());
+    let tripped = false;
+    const policy = recordingPolicy({
+      outage,
+      // While this call waits, another spends its retries on no answer.
+      wait: async () => {
+        if (tripped) return;
+        tripped = true;
+        await rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage })));
+      },
+    });
+    const error = await rejection(withRetries(waiting.run, 'safe', policy));
+    expect(waiting.calls).toBe(1);
+    expect((error as Error).message).toMatch(/^not sent: the service did not answer an earlier call of this run: /);
+  });
+
+  it.each([
+    [
+      'an answer, even a 5xx, which may be about this call alone',
+      [transient({ status: 503 }), transient({ status: 503 })],
+    ],
+    ['no answer, then an answer on the last attempt', [refused(), transient({ status: 500 })]],
+    ['an error that is not transient', [new ServiceRefusedError(409, 'conflict')]],
+  ])('is not %s', async (_label, errors) => {
+    const outage = new Outage();
+    await rejection(
+      withRetries(failing(...errors).run, 'safe', recordingPolicy({ retries: errors.length - 1, outage })),
+    );
+    const later = failing();
+    expect(await withRetries(later.run, 'safe', recordingPolicy({ outage }))).toBe('done');
+    expect(later.calls).toBe(1);
+  });
+
+  it('is not a call that got no answer but has retries left when it succeeds', async () => {
+    const outage = new Outage();
+    expect(await withRetries(failing(refused(), refused()).run, 'safe', recordingPolicy({ outage }))).toBe('done');
+    const later = failing();
+    expect(await withRetries(later.run, 'safe', recordingPolicy({ outage }))).toBe('done');
   });
 });
 
