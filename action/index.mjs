@@ -12070,7 +12070,7 @@ function itemResultsFor(view) {
 	return new ItemResults({
 		keep: format === "json" ? "whole" : format === "table" || inGitHubActions(view.env) ? "compact" : "none",
 		ready: () => io.drained(),
-		...format === "ndjson" ? { onResult: (result) => io.data(JSON.stringify(result)) } : {}
+		...format === "ndjson" ? { onResult: (result) => io.dataSoon(JSON.stringify(result)) } : {}
 	});
 }
 /**
