@@ -8604,6 +8604,16 @@ var init_zod = __esmMin((() => {
 	init_external();
 }));
 // dist/errors.js
+/**
+* A copy of `error` for one more caller. An error met once for many
+* documents (a run's failed login, an outage) is handed to each as its own:
+* a document's flow adds to its hint (`notarize complete <hash>`), which
+* must not show up in another document's result.
+*/
+function ownCopy(error) {
+	if (!(error instanceof Error)) return error;
+	return Object.create(Object.getPrototypeOf(error), Object.getOwnPropertyDescriptors(error));
+}
 /** The one way an error becomes JSON (`{ code, exitCode, message, hint? }`), wherever it is printed. */
 function errorJson(error) {
 	return {
@@ -8684,11 +8694,14 @@ var init_errors = __esmMin((() => {
 		retryAfterSeconds;
 		/** True when the failure proves the service never processed the request. */
 		notProcessed;
+		/** True when no answer came within the timeout (as opposed to a connection refused or closed). */
+		timedOut;
 		constructor(message, details = {}) {
 			super("transient", EXIT.transient, message, details);
 			this.status = details.status;
 			this.retryAfterSeconds = details.retryAfterSeconds;
 			this.notProcessed = details.notProcessed ?? false;
+			this.timedOut = details.timedOut ?? false;
 		}
 	};
 	ProtocolError = class extends NotarizeError {
@@ -16128,6 +16141,7 @@ var init_register = __esmMin((() => {
 * notarization twice.
 */
 var retry_exports = /* @__PURE__ */ __exportAll({
+	OUTAGE_HOLD_MS: () => OUTAGE_HOLD_MS,
 	Outage: () => Outage,
 	backoffDelay: () => backoffDelay,
 	isRetryable: () => isRetryable,
@@ -16148,39 +16162,82 @@ function backoffDelay(error, attempt, policy) {
 }
 /**
 * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
-* error. With `policy.outage`, an attempt is not made once the run has met one.
+* error. With `policy.outage`, a call is not sent while the run holds an
+* outage (and a call waiting to retry is not tried again, rethrowing its own
+* last error: its first attempt may have been processed). `optional`: the
+* call's failure fails nothing, so it never starts an outage (custody
+* metadata).
 */
-async function withRetries(operation, mode, policy) {
+async function withRetries(operation, mode, policy, { optional = false } = {}) {
+	const { outage } = policy;
+	outage?.check();
 	for (let attempt = 1;; attempt++) {
-		policy.outage?.check();
+		let failure;
 		try {
-			return await operation();
+			const value = await operation();
+			outage?.heard(void 0, {
+				attempts: attempt,
+				retriesSpent: false,
+				final: true
+			});
+			return value;
 		} catch (error) {
-			if (attempt > policy.retries) policy.outage?.saw(error, policy.retries);
-			if (attempt > policy.retries || !isRetryable(error, mode)) throw error;
-			const delay = backoffDelay(error, attempt, policy);
-			if (delay === void 0) throw error;
-			policy.onRetry?.(error, attempt, delay);
-			await (policy.wait ?? setTimeout$1)(delay);
+			failure = error;
 		}
+		const retriesSpent = attempt > policy.retries;
+		const delay = !retriesSpent && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : void 0;
+		outage?.heard(failure, {
+			attempts: attempt,
+			retriesSpent,
+			final: delay === void 0 && !optional
+		});
+		if (delay === void 0) throw failure;
+		policy.onRetry?.(failure, attempt, delay);
+		await (policy.wait ?? setTimeout$1)(delay);
+		if (outage?.holding) throw failure;
 	}
 }
-var Outage;
+var OUTAGE_HOLD_MS, Outage;
 var init_retry = __esmMin((() => {
 	init_errors();
+	OUTAGE_HOLD_MS = 3e4;
 	Outage = class {
 		#seen;
-		/** Notes the last failure of a call whose retries are spent. */
-		saw(error, retries) {
-			if (this.#seen === void 0 && error instanceof TransientError && error.status === void 0) this.#seen = new TransientError(`not sent: the service did not answer an earlier call of this run${retries > 0 ? ` (tried ${retries + 1} times)` : ""}: ${error.message}`, {
+		#holdMs;
+		#now;
+		constructor({ holdMs = OUTAGE_HOLD_MS, now = Date.now } = {}) {
+			this.#holdMs = holdMs;
+			this.#now = now;
+		}
+		/** Whether calls not yet sent are held back now. */
+		get holding() {
+			if (this.#seen !== void 0 && this.#now() - this.#seen.at >= this.#holdMs) this.#seen = void 0;
+			return this.#seen !== void 0;
+		}
+		/**
+		* Learns from how a call ended: an answer (`undefined`: a success) ends
+		* the outage; a final failure without one starts it (see the class).
+		*/
+		heard(error, ending) {
+			if (!(error instanceof TransientError) || error.status !== void 0) {
+				if (!(error instanceof UsageError)) this.#seen = void 0;
+				return;
+			}
+			if (!ending.final || !ending.retriesSpent && !error.timedOut) return;
+			const tries = ending.attempts > 1 ? ` (tried ${ending.attempts} times)` : "";
+			const noAnswer = new TransientError(`not sent: the service did not answer an earlier call of this run${tries}: ${error.message}`, {
 				...error.hint === void 0 ? {} : { hint: error.hint },
 				notProcessed: true,
 				cause: error
 			});
+			this.#seen = {
+				error: noAnswer,
+				at: this.#now()
+			};
 		}
-		/** Throws the outage's error when one was seen. */
+		/** Throws (a copy of) the outage's error while it holds. */
 		check() {
-			if (this.#seen !== void 0) throw this.#seen;
+			if (this.holding) throw ownCopy(this.#seen.error);
 		}
 	};
 }));
@@ -16260,13 +16317,17 @@ var init_client = __esmMin((() => {
 				body: sessionJson
 			}, "unprocessed-only"), notarizationRecordSchema, "answer to the completion (forfait)");
 		}
-		/** Custody only: sends the file's metadata (`PUT /api/v2/file/{hash}`). */
+		/**
+		* Custody only: sends the file's metadata (`PUT /api/v2/file/{hash}`). Its
+		* failure fails nothing (the registration stands), so it is `optional`
+		* for the run's outage (api/retry.ts).
+		*/
 		async putFileMetadata(metadata) {
 			await this.#authed({
 				method: "PUT",
 				path: `/api/v2/file/${metadata.hash}`,
 				body: JSON.stringify(metadata)
-			}, "safe");
+			}, "safe", { optional: true });
 		}
 		/** The user's active subscription session. */
 		async activeSubscription() {
@@ -16276,11 +16337,11 @@ var init_client = __esmMin((() => {
 			}, "safe"), subscriptionSessionSchema, "active subscription");
 		}
 		/** Sends an authenticated request, with retries, under the token the Authorizer gives. */
-		async #authed(req, mode) {
+		async #authed(req, mode, options = {}) {
 			return (await this.#authorizer.authorize((token) => withRetries(() => this.transport.send({
 				...req,
 				token
-			}), mode, this.#retry))).text;
+			}), mode, this.#retry, options))).text;
 		}
 	};
 }));
@@ -23327,11 +23388,13 @@ function networkError(method, url, error, proxyVariable) {
 	const name = error.name ?? "";
 	const tunnel = TUNNEL_REFUSED.exec(error?.message ?? "");
 	if (tunnel) return tunnelRefused(method, url, Number(tunnel[1]), proxyVariable, error);
-	const reason = name === "TimeoutError" || code.endsWith("_TIMEOUT") || code === "UND_ERR_ABORTED" ? "timed out" : code || error.message;
+	const timedOut = name === "TimeoutError" || code.endsWith("_TIMEOUT") || code === "UND_ERR_ABORTED";
+	const reason = timedOut ? "timed out" : code || error.message;
 	const through = proxyVariable === void 0 ? "" : ` through the proxy in ${proxyVariable}`;
 	return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
 		hint: proxyVariable === void 0 ? "the service could not be reached; try again later" : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
 		notProcessed: NOT_SENT_CODES.has(code),
+		timedOut,
 		cause: error
 	});
 }
@@ -23485,6 +23548,7 @@ var init_http = __esmMin((() => {
 var credentials_exports = /* @__PURE__ */ __exportAll({ TokenCredentials: () => TokenCredentials });
 var TokenCredentials;
 var init_credentials = __esmMin((() => {
+	init_retry();
 	init_errors();
 	init_secrets();
 	init_token();
@@ -23492,11 +23556,10 @@ var init_credentials = __esmMin((() => {
 		#sources;
 		/** The token in use and its `exp`, read once: every request of a batch asks whether it has expired. */
 		#current;
-		/**
-		* A login in progress: concurrent callers (a batch's lanes) share it rather
-		* than each logging in. Kept once it has failed (see #usable).
-		*/
+		/** A login in progress: concurrent callers (a batch's lanes) share it rather than each logging in. */
 		#loggingIn;
+		/** The last login's failure, given to callers until `until` instead of logging in again (see #usable). */
+		#loginFailed;
 		/** The one re-login after a 401, shared by every caller that meets a 401. */
 		#renewal;
 		/**
@@ -23505,8 +23568,10 @@ var init_credentials = __esmMin((() => {
 		* 401 then fails with that 401 rather than try the key once more.
 		*/
 		#loginCannotHelp = false;
+		#now;
 		constructor(sources) {
 			this.#sources = sources;
+			this.#now = sources.now ?? Date.now;
 		}
 		/**
 		* Calls `send` with a usable token; when `send` fails with a 401, renews the
@@ -23544,11 +23609,20 @@ var init_credentials = __esmMin((() => {
 				if (stored !== void 0 && isSendableToken(stored) && !isExpired(stored)) return this.#use(stored);
 				if (apiKey === void 0) throw new AuthError(stored === void 0 ? `not logged in to ${baseUrl}` : `the stored token for ${baseUrl} has expired`, { hint: "run `notarize login`, or set NOTARIZE_API_KEY (or NOTARIZE_TOKEN)" });
 			}
-			this.#loggingIn ??= this.#loginWithKey("no usable token").then((token) => {
+			if (this.#loginFailed !== void 0 && this.#now() < this.#loginFailed.until) throw ownCopy(this.#loginFailed.error);
+			this.#loggingIn ??= this.#loginWithKey("no usable token").catch((error) => {
+				const until = this.#loginCannotHelp ? Infinity : this.#now() + OUTAGE_HOLD_MS;
+				this.#loginFailed = {
+					error,
+					until
+				};
+				throw error;
+			}).finally(() => {
 				this.#loggingIn = void 0;
-				return token;
 			});
-			return this.#loggingIn;
+			return this.#loggingIn.catch((error) => {
+				throw ownCopy(error);
+			});
 		}
 		/**
 		* After a 401: one new login for the whole run, or undefined when none can
@@ -23561,7 +23635,9 @@ var init_credentials = __esmMin((() => {
 				if (this.#loginCannotHelp) return void 0;
 				this.#renewal = this.#loginWithKey("the service answered 401");
 			}
-			const token = await this.#renewal;
+			const token = await this.#renewal.catch((error) => {
+				throw ownCopy(error);
+			});
 			this.#sources.onToken?.(token);
 			return token;
 		}
@@ -34646,7 +34722,7 @@ function buildProgram(io, env, state) {
 		}
 		return state.context;
 	};
-	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3); once one has had no answer through all of them, the run sends nothing more").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
+	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3); a request with no answer through all of them holds back the run's other requests for 30 s, or until an answer comes").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
 		writeOut: (text) => io.data(text.replace(/\n$/, "")),
 		writeErr: (text) => io.error(text.replace(/\n$/, "")),
 		outputError: () => {}

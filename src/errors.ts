@@ -62,6 +62,17 @@ export class NotarizeError extends Error {
   }
 }
 
+/**
+ * A copy of `error` for one more caller. An error met once for many
+ * documents (a run's failed login, an outage) is handed to each as its own:
+ * a document's flow adds to its hint (`notarize complete <hash>`), which
+ * must not show up in another document's result.
+ */
+export function ownCopy<T>(error: T): T {
+  if (!(error instanceof Error)) return error;
+  return Object.create(Object.getPrototypeOf(error) as object, Object.getOwnPropertyDescriptors(error)) as T;
+}
+
 /** The JSON form of an error: in a batch item's result, and on stderr with --json. */
 export interface ErrorJson {
   code: string;
@@ -115,14 +126,22 @@ export class TransientError extends NotarizeError {
   readonly retryAfterSeconds: number | undefined;
   /** True when the failure proves the service never processed the request. */
   readonly notProcessed: boolean;
+  /** True when no answer came within the timeout (as opposed to a connection refused or closed). */
+  readonly timedOut: boolean;
   constructor(
     message: string,
-    details: ErrorDetails & { status?: number; retryAfterSeconds?: number; notProcessed?: boolean } = {},
+    details: ErrorDetails & {
+      status?: number;
+      retryAfterSeconds?: number;
+      notProcessed?: boolean;
+      timedOut?: boolean;
+    } = {},
   ) {
     super('transient', EXIT.transient, message, details);
     this.status = details.status;
     this.retryAfterSeconds = details.retryAfterSeconds;
     this.notProcessed = details.notProcessed ?? false;
+    this.timedOut = details.timedOut ?? false;
   }
 }
 

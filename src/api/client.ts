@@ -121,11 +121,16 @@ export class ApiClient {
     return parseAnswer(text, notarizationRecordSchema, 'answer to the completion (forfait)');
   }
 
-  /** Custody only: sends the file's metadata (`PUT /api/v2/file/{hash}`). */
+  /**
+   * Custody only: sends the file's metadata (`PUT /api/v2/file/{hash}`). Its
+   * failure fails nothing (the registration stands), so it is `optional`
+   * for the run's outage (api/retry.ts).
+   */
   async putFileMetadata(metadata: FileMetadata): Promise<void> {
     await this.#authed(
       { method: 'PUT', path: `/api/v2/file/${metadata.hash}`, body: JSON.stringify(metadata) },
       'safe',
+      { optional: true },
     );
   }
 
@@ -136,9 +141,9 @@ export class ApiClient {
   }
 
   /** Sends an authenticated request, with retries, under the token the Authorizer gives. */
-  async #authed(req: HttpRequest, mode: RetryMode): Promise<string> {
+  async #authed(req: HttpRequest, mode: RetryMode, options: { optional?: boolean } = {}): Promise<string> {
     const answer = await this.#authorizer.authorize((token) =>
-      withRetries(() => this.transport.send({ ...req, token }), mode, this.#retry),
+      withRetries(() => this.transport.send({ ...req, token }), mode, this.#retry, options),
     );
     return answer.text;
   }

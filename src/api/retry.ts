@@ -5,7 +5,7 @@
  * notarization twice.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TransientError } from '../errors.js';
+import { ownCopy, TransientError, UsageError } from '../errors.js';
 
 /**
  * `safe`: the call may be repeated whatever happened (login, request step, reads).
@@ -25,36 +25,68 @@ export interface RetryPolicy {
   wait?: (ms: number) => Promise<unknown>;
   /** Told about each retry before its wait (for --verbose). */
   onRetry?: (error: TransientError, attempt: number, delayMs: number) => void;
-  /** Shared by a run's calls: once the service has not answered one of them through all its retries, the others are not sent. */
+  /** Shared by a run's calls: while the service is known not to answer, calls are not sent (see Outage). */
   outage?: Outage;
 }
 
+/** How long an outage holds back a run's calls before they are tried again. */
+export const OUTAGE_HOLD_MS = 30_000;
+
 /**
- * What a run has learnt about the service: once a call has had no answer at
- * all (no connection, a timeout, a connection closed before any answer) on
- * its last attempt, with every retry spent, the run's later attempts are not
- * sent; each fails at once, as transient and provably not processed, with
- * the message of that call. Without it, a batch of 1,000 documents against a
- * service that is down waited out every document's own retries: 3.5 minutes
- * with the default policy, and hours with a service that hangs. An answer,
- * even a 5xx, is not an outage: it may be about one document alone.
+ * What a run has learnt about the service: once a call has ended with no
+ * answer at all (no connection, a timeout, a connection closed before any
+ * answer) with its retries spent, or a call that may not be retried timed
+ * out, the run's calls not yet sent are not sent for a while
+ * (OUTAGE_HOLD_MS): each fails at once, as transient and provably not
+ * processed, with the message of that call. Without it, a batch of 1,000
+ * documents against a service that was down waited out every document's own
+ * retries: 3.5 minutes with the default policy, and hours with a service
+ * that hangs.
+ *
+ * An answer, even a 5xx, ends it at once: the service is there, and a 5xx
+ * may be about one document alone. So does the end of the hold, after which
+ * calls are sent again (a run reading its list from a pipe may last hours).
+ * A connection closed on a call that may not be retried (forfait) does not
+ * start one: that may be one reused connection closing at the wrong moment.
  */
 export class Outage {
-  #seen: TransientError | undefined;
+  #seen: { error: TransientError; at: number } | undefined;
+  readonly #holdMs: number;
+  readonly #now: () => number;
 
-  /** Notes the last failure of a call whose retries are spent. */
-  saw(error: unknown, retries: number): void {
-    if (this.#seen === undefined && error instanceof TransientError && error.status === undefined) {
-      this.#seen = new TransientError(
-        `not sent: the service did not answer an earlier call of this run${retries > 0 ? ` (tried ${retries + 1} times)` : ''}: ${error.message}`,
-        { ...(error.hint === undefined ? {} : { hint: error.hint }), notProcessed: true, cause: error },
-      );
-    }
+  constructor({ holdMs = OUTAGE_HOLD_MS, now = Date.now }: { holdMs?: number; now?: () => number } = {}) {
+    this.#holdMs = holdMs;
+    this.#now = now;
   }
 
-  /** Throws the outage's error when one was seen. */
+  /** Whether calls not yet sent are held back now. */
+  get holding(): boolean {
+    if (this.#seen !== undefined && this.#now() - this.#seen.at >= this.#holdMs) this.#seen = undefined;
+    return this.#seen !== undefined;
+  }
+
+  /**
+   * Learns from how a call ended: an answer (`undefined`: a success) ends
+   * the outage; a final failure without one starts it (see the class).
+   */
+  heard(error: unknown, ending: { attempts: number; retriesSpent: boolean; final: boolean }): void {
+    if (!(error instanceof TransientError) || error.status !== undefined) {
+      // A refusal decided here, before anything went out, says nothing of the service.
+      if (!(error instanceof UsageError)) this.#seen = undefined;
+      return;
+    }
+    if (!ending.final || (!ending.retriesSpent && !error.timedOut)) return;
+    const tries = ending.attempts > 1 ? ` (tried ${ending.attempts} times)` : '';
+    const noAnswer = new TransientError(
+      `not sent: the service did not answer an earlier call of this run${tries}: ${error.message}`,
+      { ...(error.hint === undefined ? {} : { hint: error.hint }), notProcessed: true, cause: error },
+    );
+    this.#seen = { error: noAnswer, at: this.#now() };
+  }
+
+  /** Throws (a copy of) the outage's error while it holds. */
   check(): void {
-    if (this.#seen !== undefined) throw this.#seen;
+    if (this.holding) throw ownCopy(this.#seen!.error);
   }
 }
 
@@ -75,20 +107,36 @@ export function backoffDelay(error: TransientError, attempt: number, policy: Ret
 
 /**
  * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
- * error. With `policy.outage`, an attempt is not made once the run has met one.
+ * error. With `policy.outage`, a call is not sent while the run holds an
+ * outage (and a call waiting to retry is not tried again, rethrowing its own
+ * last error: its first attempt may have been processed). `optional`: the
+ * call's failure fails nothing, so it never starts an outage (custody
+ * metadata).
  */
-export async function withRetries<T>(operation: () => Promise<T>, mode: RetryMode, policy: RetryPolicy): Promise<T> {
+export async function withRetries<T>(
+  operation: () => Promise<T>,
+  mode: RetryMode,
+  policy: RetryPolicy,
+  { optional = false }: { optional?: boolean } = {},
+): Promise<T> {
+  const { outage } = policy;
+  outage?.check();
   for (let attempt = 1; ; attempt++) {
-    policy.outage?.check();
+    let failure: unknown;
     try {
-      return await operation();
+      const value = await operation();
+      outage?.heard(undefined, { attempts: attempt, retriesSpent: false, final: true });
+      return value;
     } catch (error) {
-      if (attempt > policy.retries) policy.outage?.saw(error, policy.retries);
-      if (attempt > policy.retries || !isRetryable(error, mode)) throw error;
-      const delay = backoffDelay(error, attempt, policy);
-      if (delay === undefined) throw error;
-      policy.onRetry?.(error, attempt, delay);
-      await (policy.wait ?? sleep)(delay);
+      failure = error;
     }
+    const retriesSpent = attempt > policy.retries;
+    const delay = !retriesSpent && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : undefined;
+    // An optional call's answer tells the service is there, but its failure starts nothing.
+    outage?.heard(failure, { attempts: attempt, retriesSpent, final: delay === undefined && !optional });
+    if (delay === undefined) throw failure;
+    policy.onRetry?.(failure as TransientError, attempt, delay);
+    await (policy.wait ?? sleep)(delay);
+    if (outage?.holding) throw failure;
   }
 }

@@ -14,7 +14,15 @@
  * no reference back to the client.
  */
 import type { Authorizer } from '../api/client.js';
-import { AuthError, InvalidAnswerError, ProtocolError, ServiceRefusedError, UnreadableAnswerError } from '../errors.js';
+import { OUTAGE_HOLD_MS } from '../api/retry.js';
+import {
+  AuthError,
+  InvalidAnswerError,
+  ownCopy,
+  ProtocolError,
+  ServiceRefusedError,
+  UnreadableAnswerError,
+} from '../errors.js';
 import type { Store } from '../store/store.js';
 import { cleanSecret, isSendableToken, sendableToken } from './secrets.js';
 import { expiryOf, hasExpired, isExpired } from './token.js';
@@ -32,6 +40,8 @@ export interface CredentialSources {
   onLogin?: (reason: string) => void;
   /** Told every token about to be used, so output can be scrubbed of it (IO.addSecret). */
   onToken?: (token: string) => void;
+  /** The clock that ends how long a failed login is kept (tests). */
+  now?: () => number;
 }
 
 /** The Authorizer the ApiClient uses; see the module comment. */
@@ -39,11 +49,10 @@ export class TokenCredentials implements Authorizer {
   readonly #sources: CredentialSources;
   /** The token in use and its `exp`, read once: every request of a batch asks whether it has expired. */
   #current: { token: string; exp: number | undefined } | undefined;
-  /**
-   * A login in progress: concurrent callers (a batch's lanes) share it rather
-   * than each logging in. Kept once it has failed (see #usable).
-   */
+  /** A login in progress: concurrent callers (a batch's lanes) share it rather than each logging in. */
   #loggingIn: Promise<string> | undefined;
+  /** The last login's failure, given to callers until `until` instead of logging in again (see #usable). */
+  #loginFailed: { error: unknown; until: number } | undefined;
   /** The one re-login after a 401, shared by every caller that meets a 401. */
   #renewal: Promise<string> | undefined;
   /**
@@ -53,8 +62,11 @@ export class TokenCredentials implements Authorizer {
    */
   #loginCannotHelp = false;
 
+  readonly #now: () => number;
+
   constructor(sources: CredentialSources) {
     this.#sources = sources;
+    this.#now = sources.now ?? Date.now;
   }
 
   /**
@@ -111,16 +123,27 @@ export class TokenCredentials implements Authorizer {
         );
       }
     }
-    // A login that failed stays the run's answer: it is the same for every
-    // document and has had its retries, so trying it again per document
-    // would only send a refused key once more each time, or wait for an
-    // unreachable service once more each time. One that succeeded is
-    // forgotten, so a token that expires later in a long run is renewed.
-    this.#loggingIn ??= this.#loginWithKey('no usable token').then((token) => {
-      this.#loggingIn = undefined;
-      return token;
+    if (this.#loginFailed !== undefined && this.#now() < this.#loginFailed.until) {
+      throw ownCopy(this.#loginFailed.error);
+    }
+    this.#loggingIn ??= this.#loginWithKey('no usable token')
+      .catch((error: unknown) => {
+        // The login is the same for every document and has had its retries:
+        // trying it again per document would send a refused key once more
+        // each time, or wait for a failing service once more each time. Kept
+        // for the run when the key cannot help, for a while otherwise (a run
+        // reading its list from a pipe may last hours).
+        const until = this.#loginCannotHelp ? Infinity : this.#now() + OUTAGE_HOLD_MS;
+        this.#loginFailed = { error, until };
+        throw error;
+      })
+      .finally(() => {
+        this.#loggingIn = undefined;
+      });
+    // Each caller gets its own copy of a failure: a document's flow adds to its hint.
+    return this.#loggingIn.catch((error: unknown) => {
+      throw ownCopy(error);
     });
-    return this.#loggingIn;
   }
 
   /**
@@ -134,7 +157,10 @@ export class TokenCredentials implements Authorizer {
       if (this.#loginCannotHelp) return undefined;
       this.#renewal = this.#loginWithKey('the service answered 401');
     }
-    const token = await this.#renewal;
+    // Its failure is every such caller's, each with its own copy (see #usable).
+    const token = await this.#renewal.catch((error: unknown) => {
+      throw ownCopy(error);
+    });
     this.#sources.onToken?.(token);
     return token;
   }

@@ -220,6 +220,18 @@ describe('a service that does not answer', () => {
   // minutes against a service that was down (src/api/retry.ts, Outage).
   const quickRetries = { env: { NOTARIZE_RETRY_DELAY_MS: '1' } };
 
+  it('with a refused key: the key is sent once for the whole batch', async () => {
+    const docs = await documents(bed, 24, 'refused key');
+    const key = { NOTARIZE_API_KEY: 'sandbox_0123456789abcdef0123456789abcdef' };
+    const run = await bed.main(['register', ...docs.map(([p]) => p), '--json'], { env: key });
+    expect(run.code, describeRun(run)).toBe(3);
+    const results = parseResults(run.stdout);
+    expect(countStatuses(results)).toEqual({ failed: 24 });
+    for (const r of results) expect(r.error).toMatchObject({ code: 'auth', exitCode: 3 });
+    expect(bed.calls('login')).toBe(1);
+    expect(bed.calls('request')).toBe(0);
+  });
+
   it('to the login: one login and its retries for the whole batch, not one per document', async () => {
     const docs = await documents(bed, 24, 'login down');
     bed.sandbox.addFaults([{ route: 'login', kind: 'drop' }]);
@@ -258,5 +270,36 @@ describe('a service that does not answer', () => {
     // No session was ever given, so none is pending: a second run starts them afresh.
     expect(bed.pendingHashes()).toEqual([]);
     expect(jsonError(run.stderr).hint).toMatch(/run the same command again/);
+  });
+
+  it('to forfait: each document stopped keeps its session, with its own `notarize complete` and no other', async () => {
+    const docs = await documents(bed, 6, 'forfait down');
+    const paths = docs.map(([p]) => p);
+    const first = await bed.main(['register', ...paths, '--no-complete', '--json']);
+    expect(first.code, describeRun(first)).toBe(0);
+    // The first forfait hangs past --timeout: no answer, and forfait may not be retried.
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'hang' }]);
+    const run = await bed.main(['register', ...paths, '-j', '2', '--timeout', '300', '--json']);
+    expect(run.code, describeRun(run)).toBe(4);
+    const results = parseResults(run.stdout);
+    expect(countStatuses(results)).toEqual({ failed: 6 });
+    expect(bed.calls('forfait')).toBeLessThanOrEqual(2);
+    for (const r of results) {
+      const hashes = r.error?.hint?.match(/[0-9a-f]{64}/g) ?? [];
+      expect(new Set(hashes), r.error?.hint).toEqual(new Set([r.hash]));
+      expect(r.error?.hint).toContain(`notarize complete ${r.hash}`);
+    }
+    expect(results.filter((r) => r.error?.message.startsWith('not sent: ')).length).toBeGreaterThanOrEqual(4);
+    expect(bed.pendingHashes()).toEqual(docs.map(([, hash]) => hash).sort());
+  });
+
+  it('to the optional custody metadata: nothing else is stopped', async () => {
+    const docs = await documents(bed, 4, 'metadata down');
+    bed.sandbox.addFaults([{ route: 'file', kind: 'drop' }]);
+    const args = ['register', ...docs.map(([p]) => p), '--custody', '-j', '1', '--retries', '0', '--json'];
+    const run = await bed.main(args);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(countStatuses(parseResults(run.stdout))).toEqual({ registered: 4 });
+    expect(bed.calls('file')).toBe(4);
   });
 });

@@ -10,11 +10,12 @@ import { Agent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { logIn } from '../../src/api/client.js';
 import { HttpTransport } from '../../src/api/http.js';
-import type { RetryPolicy } from '../../src/api/retry.js';
+import { OUTAGE_HOLD_MS, type RetryPolicy } from '../../src/api/retry.js';
 import { TokenCredentials, type CredentialSources } from '../../src/core/credentials.js';
 import { AuthError, ProtocolError } from '../../src/errors.js';
 import { startSandbox, type Fault, type Sandbox, type SandboxOptions } from '../../src/sandbox/server.js';
 import { Store } from '../../src/store/store.js';
+import { rejection } from '../helpers/catch.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
 /** An unsigned JWT-shaped token with the given claims: never accepted by the sandbox, read fine by notarize. */
@@ -200,6 +201,11 @@ describe('a login on the fly with the API key', () => {
   it.each([
     { failure: 'a refused key', key: () => 'sandbox_0123456789abcdef0123456789abcdef', faults: [] },
     { failure: 'no answer', key: () => sandbox.apiKey, faults: [{ route: 'login', kind: 'drop' } satisfies Fault] },
+    {
+      failure: 'a 503',
+      key: () => sandbox.apiKey,
+      faults: [{ route: 'login', kind: 'status', value: 503 } satisfies Fault],
+    },
   ])('that failed ($failure) is the run’s answer: later requests get that error, no second login', async (c) => {
     sandbox.addFaults(c.faults);
     const owner = credentials({ apiKey: c.key() });
@@ -207,8 +213,32 @@ describe('a login on the fly with the API key', () => {
     expect(first).toBeInstanceOf(Error);
     const later = await Promise.all([1, 2, 3].map(() => owner.authorize(send).catch((caught: unknown) => caught)));
     expect(later).toEqual([first, first, first]);
+    // Each its own copy: a document's flow adds its `notarize complete <hash>` to the hint.
+    expect(new Set([first, ...later]).size).toBe(4);
     expect(sandbox.calls.filter((call) => call.route === 'login')).toHaveLength(1);
     expect(sent).toEqual([]);
+  });
+
+  it('that failed for a reason a later login may not meet: tried again after OUTAGE_HOLD_MS', async () => {
+    const clock = { now: 1_000_000 };
+    sandbox.addFaults([{ route: 'login', kind: 'status', value: 503, count: 1 } satisfies Fault]);
+    const owner = credentials({ apiKey: sandbox.apiKey, now: () => clock.now });
+    await rejection(owner.authorize(send));
+    clock.now += OUTAGE_HOLD_MS - 1;
+    await rejection(owner.authorize(send));
+    expect(sandbox.calls.filter((call) => call.route === 'login')).toHaveLength(1);
+    clock.now += 1;
+    expect(await owner.authorize(send)).toContain('sessionId');
+    expect(calls().filter((call) => call.startsWith('login'))).toEqual(['login 503', 'login 200']);
+  });
+
+  it('with a refused key: kept for the whole run, however long', async () => {
+    const clock = { now: 1_000_000 };
+    const owner = credentials({ apiKey: 'sandbox_0123456789abcdef0123456789abcdef', now: () => clock.now });
+    await failure(owner.authorize(send));
+    clock.now += 24 * 3600_000;
+    await failure(owner.authorize(send));
+    expect(calls()).toEqual(['login 401']);
   });
 
   it('answered by a refusal other than 401: a credentials problem, not the request answering', async () => {

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, isRetryable, Outage, withRetries, type RetryPolicy } from '../../src/api/retry.js';
+import {
+  backoffDelay,
+  isRetryable,
+  Outage,
+  OUTAGE_HOLD_MS,
+  withRetries,
+  type RetryPolicy,
+} from '../../src/api/retry.js';
 import { AuthError, ProtocolError, ServiceRefusedError, TransientError } from '../../src/errors.js';
 import { rejection } from '../helpers/catch.js';
 
@@ -151,71 +158,134 @@ describe("withRetries in 'unprocessed-only' mode", () => {
   });
 });
 
-describe('an outage: a call the service never answered, its retries spent', () => {
+describe('an outage: the service did not answer a call that will not be tried again', () => {
   const refused = () => transient({ notProcessed: true, hint: 'the service could not be reached; try again later' });
+  const timedOut = () => new TransientError('POST x failed: timed out', { timedOut: true });
+  /** An Outage on a clock the test moves. */
+  const clocked = () => {
+    const clock = { now: 1_000_000 };
+    return { clock, outage: new Outage({ holdMs: 30_000, now: () => clock.now }) };
+  };
 
-  it("is not sent again by the run's later calls: each fails at once, not processed, saying why", async () => {
+  it("holds back the run's calls not yet sent: each fails at once, not processed, with its own copy", async () => {
     const outage = new Outage();
     const first = failing(refused(), refused(), refused());
     const last = await rejection(withRetries(first.run, 'safe', recordingPolicy({ retries: 2, outage })));
     expect(first.calls).toBe(3);
 
     const later = failing();
-    const error = await rejection(withRetries(later.run, 'safe', recordingPolicy({ outage })));
+    const errors = [
+      await rejection(withRetries(later.run, 'safe', recordingPolicy({ outage }))),
+      // Forfait too: nothing was sent, which is what lets its session wait for `complete`.
+      await rejection(withRetries(later.run, 'unprocessed-only', recordingPolicy({ outage }))),
+    ];
     expect(later.calls).toBe(0);
-    expect(error).toBeInstanceOf(TransientError);
-    expect(error).toMatchObject({
-      message:
-        'not sent: the service did not answer an earlier call of this run (tried 3 times): GET x failed: ECONNRESET',
-      hint: 'the service could not be reached; try again later',
-      notProcessed: true,
-      exitCode: 4,
-      cause: last,
-    });
-    // Forfait too: nothing was sent, which is what lets its session wait for `complete`.
-    expect(await rejection(withRetries(later.run, 'unprocessed-only', recordingPolicy({ outage })))).toBe(error);
+    for (const error of errors) {
+      expect(error).toBeInstanceOf(TransientError);
+      expect(error).toMatchObject({
+        message:
+          'not sent: the service did not answer an earlier call of this run (tried 3 times): GET x failed: ECONNRESET',
+        hint: 'the service could not be reached; try again later',
+        notProcessed: true,
+        exitCode: 4,
+        cause: last,
+      });
+    }
+    // A document's flow adds its own `notarize complete <hash>` to the hint: never to another's.
+    expect(errors[0]).not.toBe(errors[1]);
   });
 
-  it('stops a call waiting to retry at its next attempt', async () => {
+  it('does not stop a call waiting to retry with "not sent": it ends with its own last error', async () => {
     const outage = new Outage();
-    const waiting = failing(refused(), refused());
-    let tripped = false;
+    const own = refused();
+    const waiting = failing(own, refused());
     const policy = recordingPolicy({
       outage,
       // While this call waits, another spends its retries on no answer.
-      wait: async () => {
-        if (tripped) return;
-        tripped = true;
-        await rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage })));
-      },
+      wait: () => rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage }))),
     });
-    const error = await rejection(withRetries(waiting.run, 'safe', policy));
+    // Its first attempt may have been processed (a request step's answer lost): "not sent" would be false.
+    expect(await rejection(withRetries(waiting.run, 'safe', policy))).toBe(own);
     expect(waiting.calls).toBe(1);
-    expect((error as Error).message).toMatch(/^not sent: the service did not answer an earlier call of this run: /);
+    expect(outage.holding).toBe(true);
+  });
+
+  it('is started by a call that may not be retried (forfait) when it timed out, not when its connection closed', async () => {
+    const closed = new Outage();
+    await rejection(withRetries(failing(transient()).run, 'unprocessed-only', recordingPolicy({ outage: closed })));
+    expect(closed.holding).toBe(false);
+
+    const hung = new Outage();
+    await rejection(withRetries(failing(timedOut()).run, 'unprocessed-only', recordingPolicy({ outage: hung })));
+    expect(hung.holding).toBe(true);
+    const error = await rejection(withRetries(failing().run, 'safe', recordingPolicy({ outage: hung })));
+    expect((error as Error).message).toBe(
+      'not sent: the service did not answer an earlier call of this run: POST x failed: timed out',
+    );
   });
 
   it.each([
-    [
-      'an answer, even a 5xx, which may be about this call alone',
-      [transient({ status: 503 }), transient({ status: 503 })],
-    ],
-    ['no answer, then an answer on the last attempt', [refused(), transient({ status: 500 })]],
-    ['an error that is not transient', [new ServiceRefusedError(409, 'conflict')]],
-  ])('is not %s', async (_label, errors) => {
+    { label: 'an answer, even a 5xx, which may be about this call alone', errors: [transient({ status: 503 })] },
+    { label: 'no answer, then an answer on the last attempt', errors: [refused(), transient({ status: 500 })] },
+    { label: 'an error that is not transient', errors: [new ServiceRefusedError(409, 'conflict')] },
+    { label: 'no answer with retries left, then a success', errors: [refused(), refused()], succeeds: true },
+  ])('is not started by $label', async ({ errors, succeeds }) => {
     const outage = new Outage();
-    await rejection(
-      withRetries(failing(...errors).run, 'safe', recordingPolicy({ retries: errors.length - 1, outage })),
-    );
+    const retries = succeeds ? errors.length : errors.length - 1;
+    const call = withRetries(failing(...errors).run, 'safe', recordingPolicy({ retries, outage }));
+    if (succeeds) expect(await call).toBe('done');
+    else await rejection(call);
+    expect(outage.holding).toBe(false);
     const later = failing();
     expect(await withRetries(later.run, 'safe', recordingPolicy({ outage }))).toBe('done');
     expect(later.calls).toBe(1);
   });
 
-  it('is not a call that got no answer but has retries left when it succeeds', async () => {
+  it('is not started by an optional call (custody metadata), whose answer still ends one', async () => {
     const outage = new Outage();
-    expect(await withRetries(failing(refused(), refused()).run, 'safe', recordingPolicy({ outage }))).toBe('done');
+    const optional = { optional: true };
+    await rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage }), optional));
+    expect(outage.holding).toBe(false);
+
+    await rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage })));
+    expect(outage.holding).toBe(true);
+    // Held back like any call while it holds...
+    await rejection(withRetries(failing().run, 'safe', recordingPolicy({ outage }), optional));
+    // ...but one already in flight that gets an answer tells the service is there.
+    outage.heard(undefined, { attempts: 1, retriesSpent: false, final: true });
+    expect(outage.holding).toBe(false);
+  });
+
+  it('ends with any answer to a call in flight, a 4xx or 5xx included', async () => {
+    for (const answer of [transient({ status: 502 }), new ServiceRefusedError(409, 'conflict'), undefined]) {
+      const outage = new Outage();
+      let answerNow = (): void => {};
+      const inFlight = withRetries(
+        () =>
+          new Promise<string>((resolve, reject) => {
+            answerNow = () => (answer === undefined ? resolve('done') : reject(answer));
+          }),
+        'safe',
+        recordingPolicy({ retries: 0, outage }),
+      ).catch(() => undefined);
+      await rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage })));
+      expect(outage.holding).toBe(true);
+      answerNow();
+      await inFlight;
+      expect(outage.holding).toBe(false);
+    }
+  });
+
+  it('ends after OUTAGE_HOLD_MS: calls are sent again (a list read from a pipe may last hours)', async () => {
+    const { clock, outage } = clocked();
+    await rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage })));
+    clock.now += 29_999;
+    expect(outage.holding).toBe(true);
+    clock.now += 1;
     const later = failing();
     expect(await withRetries(later.run, 'safe', recordingPolicy({ outage }))).toBe('done');
+    expect(later.calls).toBe(1);
+    expect(OUTAGE_HOLD_MS).toBe(30_000);
   });
 });
 
