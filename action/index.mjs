@@ -8612,7 +8612,8 @@ var init_zod = __esmMin((() => {
 */
 function ownCopy(error) {
 	if (!(error instanceof Error)) return error;
-	return Object.create(Object.getPrototypeOf(error), Object.getOwnPropertyDescriptors(error));
+	const copy = Reflect.construct(Error, [], error.constructor);
+	return Object.defineProperties(copy, Object.getOwnPropertyDescriptors(error));
 }
 /** The one way an error becomes JSON (`{ code, exitCode, message, hint? }`), wherever it is printed. */
 function errorJson(error) {
@@ -8623,7 +8624,7 @@ function errorJson(error) {
 		...error.hint ? { hint: error.hint } : {}
 	};
 }
-var EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, AuthError, ServiceRefusedError, TransientError, ProtocolError, UnreadableAnswerError, StoreError, InvalidAnswerError, NotNotarizedError, InputFileError;
+var EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, AuthError, ServiceRefusedError, TransientError, HeldBackError, ProtocolError, UnreadableAnswerError, StoreError, InvalidAnswerError, NotNotarizedError, InputFileError;
 var init_errors = __esmMin((() => {
 	EXIT = {
 		ok: 0,
@@ -8702,6 +8703,14 @@ var init_errors = __esmMin((() => {
 			this.retryAfterSeconds = details.retryAfterSeconds;
 			this.notProcessed = details.notProcessed ?? false;
 			this.timedOut = details.timedOut ?? false;
+		}
+	};
+	HeldBackError = class extends TransientError {
+		constructor(message, details = {}) {
+			super(message, {
+				...details,
+				notProcessed: true
+			});
 		}
 	};
 	ProtocolError = class extends NotarizeError {
@@ -16147,6 +16156,23 @@ var retry_exports = /* @__PURE__ */ __exportAll({
 	isRetryable: () => isRetryable,
 	withRetries: () => withRetries
 });
+/** Whether the service (not this client, nor a proxy on the way) answered. */
+function isAnswer(error) {
+	if (error === void 0) return true;
+	if (error instanceof TransientError || error instanceof AuthError) return error.status !== void 0 && error.status !== 407;
+	return error instanceof ServiceRefusedError || error instanceof ProtocolError && !(error instanceof HeldBackError);
+}
+function startsOutage(error, ending) {
+	return error instanceof TransientError && !(error instanceof HeldBackError) && error.status === void 0 && ending.final && (ending.retriesSpent || error.timedOut);
+}
+function heldBack(error, attempts) {
+	const tries = attempts > 1 ? ` (tried ${attempts} times)` : "";
+	const what = error.message.replace(/[0-9a-f]{64}/g, "<hash>");
+	return new HeldBackError(`not sent: the service did not answer an earlier call of this run${tries}: ${what}`, {
+		...error.hint === void 0 ? {} : { hint: error.hint },
+		cause: error
+	});
+}
 /** Whether `error` may be retried under `mode`. */
 function isRetryable(error, mode) {
 	return error instanceof TransientError && (mode === "safe" || error.notProcessed);
@@ -16162,20 +16188,19 @@ function backoffDelay(error, attempt, policy) {
 }
 /**
 * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
-* error. With `policy.outage`, a call is not sent while the run holds an
-* outage (and a call waiting to retry is not tried again, rethrowing its own
-* last error: its first attempt may have been processed). `optional`: the
-* call's failure fails nothing, so it never starts an outage (custody
-* metadata).
+* error. With `policy.outage`, a call waits for the run's outage to end, or
+* fails with a HeldBackError (see Outage). `optional`: the call's failure
+* fails nothing, so it never starts an outage (custody metadata).
 */
 async function withRetries(operation, mode, policy, { optional = false } = {}) {
 	const { outage } = policy;
-	outage?.check();
+	await outage?.admit();
 	for (let attempt = 1;; attempt++) {
+		const sentAt = outage?.sending() ?? 0;
 		let failure;
 		try {
 			const value = await operation();
-			outage?.heard(void 0, {
+			outage?.settled(sentAt, void 0, {
 				attempts: attempt,
 				retriesSpent: false,
 				final: true
@@ -16186,7 +16211,7 @@ async function withRetries(operation, mode, policy, { optional = false } = {}) {
 		}
 		const retriesSpent = attempt > policy.retries;
 		const delay = !retriesSpent && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : void 0;
-		outage?.heard(failure, {
+		outage?.settled(sentAt, failure, {
 			attempts: attempt,
 			retriesSpent,
 			final: delay === void 0 && !optional
@@ -16194,7 +16219,7 @@ async function withRetries(operation, mode, policy, { optional = false } = {}) {
 		if (delay === void 0) throw failure;
 		policy.onRetry?.(failure, attempt, delay);
 		await (policy.wait ?? setTimeout$1)(delay);
-		if (outage?.holding) throw failure;
+		if (outage && !await outage.mayProceed()) throw failure;
 	}
 }
 var OUTAGE_HOLD_MS, Outage;
@@ -16203,6 +16228,10 @@ var init_retry = __esmMin((() => {
 	OUTAGE_HOLD_MS = 3e4;
 	Outage = class {
 		#seen;
+		/** How many answers (any status) came so far: an attempt notes it when sent. */
+		#answers = 0;
+		#inFlight = 0;
+		#waiting = [];
 		#holdMs;
 		#now;
 		constructor({ holdMs = OUTAGE_HOLD_MS, now = Date.now } = {}) {
@@ -16215,29 +16244,45 @@ var init_retry = __esmMin((() => {
 			return this.#seen !== void 0;
 		}
 		/**
-		* Learns from how a call ended: an answer (`undefined`: a success) ends
-		* the outage; a final failure without one starts it (see the class).
+		* Resolves when a call may be sent: at once unless an outage holds; then
+		* once an answer ends it, or throws (a copy of) its error once no call is
+		* left in flight to bring one.
 		*/
-		heard(error, ending) {
-			if (!(error instanceof TransientError) || error.status !== void 0) {
-				if (!(error instanceof UsageError)) this.#seen = void 0;
-				return;
+		async admit() {
+			if (!await this.mayProceed()) throw ownCopy(this.#seen.error);
+		}
+		/**
+		* True at once unless an outage holds; then true once an answer ends it,
+		* false once no call is left in flight to bring one.
+		*/
+		async mayProceed() {
+			while (this.holding) {
+				if (this.#inFlight === 0) return false;
+				await new Promise((resolve) => this.#waiting.push(resolve));
 			}
-			if (!ending.final || !ending.retriesSpent && !error.timedOut) return;
-			const tries = ending.attempts > 1 ? ` (tried ${ending.attempts} times)` : "";
-			const noAnswer = new TransientError(`not sent: the service did not answer an earlier call of this run${tries}: ${error.message}`, {
-				...error.hint === void 0 ? {} : { hint: error.hint },
-				notProcessed: true,
-				cause: error
-			});
-			this.#seen = {
-				error: noAnswer,
+			return true;
+		}
+		/** An attempt goes out; returns what `settled` needs to know whether an answer came since. */
+		sending() {
+			this.#inFlight++;
+			return this.#answers;
+		}
+		/**
+		* The attempt sent at `sentAt` (what `sending` returned) ended (`error` undefined: a success).
+		* `final`: it will not be tried again; `attempts`: how many it had.
+		*/
+		settled(sentAt, error, ending) {
+			this.#inFlight--;
+			if (isAnswer(error)) {
+				this.#answers++;
+				this.#seen = void 0;
+			} else if (startsOutage(error, ending) && this.#answers === sentAt) this.#seen ??= {
+				error: heldBack(error, ending.attempts),
 				at: this.#now()
 			};
-		}
-		/** Throws (a copy of) the outage's error while it holds. */
-		check() {
-			if (this.holding) throw ownCopy(this.#seen.error);
+			const waiting = this.#waiting;
+			this.#waiting = [];
+			for (const wake of waiting) wake();
 		}
 	};
 }));
@@ -23558,7 +23603,7 @@ var init_credentials = __esmMin((() => {
 		#current;
 		/** A login in progress: concurrent callers (a batch's lanes) share it rather than each logging in. */
 		#loggingIn;
-		/** The last login's failure, given to callers until `until` instead of logging in again (see #usable). */
+		/** The last login's failure, given to callers instead of logging in again (see #loginWithKey). */
 		#loginFailed;
 		/** The one re-login after a 401, shared by every caller that meets a 401. */
 		#renewal;
@@ -23609,15 +23654,7 @@ var init_credentials = __esmMin((() => {
 				if (stored !== void 0 && isSendableToken(stored) && !isExpired(stored)) return this.#use(stored);
 				if (apiKey === void 0) throw new AuthError(stored === void 0 ? `not logged in to ${baseUrl}` : `the stored token for ${baseUrl} has expired`, { hint: "run `notarize login`, or set NOTARIZE_API_KEY (or NOTARIZE_TOKEN)" });
 			}
-			if (this.#loginFailed !== void 0 && this.#now() < this.#loginFailed.until) throw ownCopy(this.#loginFailed.error);
-			this.#loggingIn ??= this.#loginWithKey("no usable token").catch((error) => {
-				const until = this.#loginCannotHelp ? Infinity : this.#now() + OUTAGE_HOLD_MS;
-				this.#loginFailed = {
-					error,
-					until
-				};
-				throw error;
-			}).finally(() => {
+			this.#loggingIn ??= this.#loginWithKey("no usable token").finally(() => {
 				this.#loggingIn = void 0;
 			});
 			return this.#loggingIn.catch((error) => {
@@ -23633,7 +23670,11 @@ var init_credentials = __esmMin((() => {
 			if (this.#sources.apiKey === void 0) return void 0;
 			if (this.#renewal === void 0) {
 				if (this.#loginCannotHelp) return void 0;
-				this.#renewal = this.#loginWithKey("the service answered 401");
+				const renewal = this.#loginWithKey("the service answered 401");
+				this.#renewal = renewal;
+				renewal.catch(() => {
+					if (!this.#loginCannotHelp && this.#renewal === renewal) this.#renewal = void 0;
+				});
 			}
 			const token = await this.#renewal.catch((error) => {
 				throw ownCopy(error);
@@ -23648,7 +23689,29 @@ var init_credentials = __esmMin((() => {
 			};
 			return token;
 		}
+		/**
+		* Logs in with the key, unless the last login failed and that failure is
+		* still kept: the login is the same for every document and has had its
+		* retries, so trying it again per document would send a refused key once
+		* more each time, or wait for a failing service once more each time. A
+		* failure is kept for the run when the key cannot help, for
+		* OUTAGE_HOLD_MS otherwise (a run reading its list from a pipe may last
+		* hours); a login held back by the run's outage is the outage's to end.
+		*/
 		async #loginWithKey(reason) {
+			const kept = this.#loginFailed;
+			if (kept !== void 0 && (this.#loginCannotHelp || this.#now() < kept.until)) throw ownCopy(kept.error);
+			try {
+				return await this.#logIn(reason);
+			} catch (error) {
+				if (!(error instanceof HeldBackError)) this.#loginFailed = {
+					error,
+					until: this.#now() + OUTAGE_HOLD_MS
+				};
+				throw error;
+			}
+		}
+		async #logIn(reason) {
 			const { apiKey, store, baseUrl, login } = this.#sources;
 			if (apiKey === void 0) throw new AuthError("no credentials");
 			this.#sources.onLogin?.(reason);
@@ -34722,7 +34785,7 @@ function buildProgram(io, env, state) {
 		}
 		return state.context;
 	};
-	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3); a request with no answer through all of them holds back the run's other requests for 30 s, or until an answer comes").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
+	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3); once one has had no answer through all of them (or a forfait timed out) and no request in flight is answered, the run's requests not yet sent fail at once, for 30 s or until an answer comes").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
 		writeOut: (text) => io.data(text.replace(/\n$/, "")),
 		writeErr: (text) => io.error(text.replace(/\n$/, "")),
 		outputError: () => {}

@@ -127,7 +127,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     .option('--timeout <ms>', 'milliseconds each request may take (default 30000)')
     .option(
       '--retries <n>',
-      "retries of a retryable request (default 3); a request with no answer through all of them holds back the run's other requests for 30 s, or until an answer comes",
+      "retries of a retryable request (default 3); once one has had no answer through all of them (or a forfait timed out) and no request in flight is answered, the run's requests not yet sent fail at once, for 30 s or until an answer comes",
     )
     .addHelpText('after', `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`)
     .showSuggestionAfterError()

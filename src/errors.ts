@@ -70,7 +70,9 @@ export class NotarizeError extends Error {
  */
 export function ownCopy<T>(error: T): T {
   if (!(error instanceof Error)) return error;
-  return Object.create(Object.getPrototypeOf(error) as object, Object.getOwnPropertyDescriptors(error)) as T;
+  // A native error (as util.types.isNativeError sees it) of the same class, with the same own fields.
+  const copy = Reflect.construct(Error, [], error.constructor) as T & Error;
+  return Object.defineProperties(copy, Object.getOwnPropertyDescriptors(error));
 }
 
 /** The JSON form of an error: in a batch item's result, and on stderr with --json. */
@@ -142,6 +144,17 @@ export class TransientError extends NotarizeError {
     this.retryAfterSeconds = details.retryAfterSeconds;
     this.notProcessed = details.notProcessed ?? false;
     this.timedOut = details.timedOut ?? false;
+  }
+}
+
+/**
+ * Not sent: the service did not answer an earlier call of this run, and no
+ * answer has come since (api/retry.ts, Outage). Transient, and provably not
+ * processed, since it never left.
+ */
+export class HeldBackError extends TransientError {
+  constructor(message: string, details: ErrorDetails = {}) {
+    super(message, { ...details, notProcessed: true });
   }
 }
 

@@ -5,7 +5,7 @@
  * notarization twice.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ownCopy, TransientError, UsageError } from '../errors.js';
+import { AuthError, HeldBackError, ownCopy, ProtocolError, ServiceRefusedError, TransientError } from '../errors.js';
 
 /**
  * `safe`: the call may be repeated whatever happened (login, request step, reads).
@@ -33,24 +33,31 @@ export interface RetryPolicy {
 export const OUTAGE_HOLD_MS = 30_000;
 
 /**
- * What a run has learnt about the service: once a call has ended with no
- * answer at all (no connection, a timeout, a connection closed before any
- * answer) with its retries spent, or a call that may not be retried timed
- * out, the run's calls not yet sent are not sent for a while
- * (OUTAGE_HOLD_MS): each fails at once, as transient and provably not
- * processed, with the message of that call. Without it, a batch of 1,000
+ * What a run has learnt about the service. Without it, a batch of 1,000
  * documents against a service that was down waited out every document's own
- * retries: 3.5 minutes with the default policy, and hours with a service
- * that hangs.
+ * retries: 3.5 minutes with the default policy, and hours with one that hangs.
  *
- * An answer, even a 5xx, ends it at once: the service is there, and a 5xx
- * may be about one document alone. So does the end of the hold, after which
- * calls are sent again (a run reading its list from a pipe may last hours).
- * A connection closed on a call that may not be retried (forfait) does not
- * start one: that may be one reused connection closing at the wrong moment.
+ * An outage starts when a call ends with no answer at all (no connection, a
+ * timeout, a connection closed before any answer) with its retries spent,
+ * or when a call that may not be retried (forfait) timed out, and no answer
+ * to any call came since that attempt was sent. While it holds, a call not
+ * yet sent waits for the calls in flight: the first answer to one of them
+ * (even a 5xx, which may concern one document alone) ends the outage and
+ * the call goes out; once none is left in flight, it fails at once with a
+ * HeldBackError (transient, provably not processed). A call about to
+ * retry waits the same way, but if the outage stands, it ends with its own
+ * last error, since its first attempt may have been processed. The outage ends by itself after
+ * OUTAGE_HOLD_MS (a run reading its list from a pipe may last hours).
+ *
+ * A forfait whose connection closed does not start one (a reused connection
+ * may close at the wrong moment), nor does an optional call.
  */
 export class Outage {
-  #seen: { error: TransientError; at: number } | undefined;
+  #seen: { error: HeldBackError; at: number } | undefined;
+  /** How many answers (any status) came so far: an attempt notes it when sent. */
+  #answers = 0;
+  #inFlight = 0;
+  #waiting: (() => void)[] = [];
   readonly #holdMs: number;
   readonly #now: () => number;
 
@@ -66,28 +73,77 @@ export class Outage {
   }
 
   /**
-   * Learns from how a call ended: an answer (`undefined`: a success) ends
-   * the outage; a final failure without one starts it (see the class).
+   * Resolves when a call may be sent: at once unless an outage holds; then
+   * once an answer ends it, or throws (a copy of) its error once no call is
+   * left in flight to bring one.
    */
-  heard(error: unknown, ending: { attempts: number; retriesSpent: boolean; final: boolean }): void {
-    if (!(error instanceof TransientError) || error.status !== undefined) {
-      // A refusal decided here, before anything went out, says nothing of the service.
-      if (!(error instanceof UsageError)) this.#seen = undefined;
-      return;
-    }
-    if (!ending.final || (!ending.retriesSpent && !error.timedOut)) return;
-    const tries = ending.attempts > 1 ? ` (tried ${ending.attempts} times)` : '';
-    const noAnswer = new TransientError(
-      `not sent: the service did not answer an earlier call of this run${tries}: ${error.message}`,
-      { ...(error.hint === undefined ? {} : { hint: error.hint }), notProcessed: true, cause: error },
-    );
-    this.#seen = { error: noAnswer, at: this.#now() };
+  async admit(): Promise<void> {
+    if (!(await this.mayProceed())) throw ownCopy(this.#seen!.error);
   }
 
-  /** Throws (a copy of) the outage's error while it holds. */
-  check(): void {
-    if (this.holding) throw ownCopy(this.#seen!.error);
+  /**
+   * True at once unless an outage holds; then true once an answer ends it,
+   * false once no call is left in flight to bring one.
+   */
+  async mayProceed(): Promise<boolean> {
+    while (this.holding) {
+      if (this.#inFlight === 0) return false;
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    }
+    return true;
   }
+
+  /** An attempt goes out; returns what `settled` needs to know whether an answer came since. */
+  sending(): number {
+    this.#inFlight++;
+    return this.#answers;
+  }
+
+  /**
+   * The attempt sent at `sentAt` (what `sending` returned) ended (`error` undefined: a success).
+   * `final`: it will not be tried again; `attempts`: how many it had.
+   */
+  settled(sentAt: number, error: unknown, ending: { attempts: number; retriesSpent: boolean; final: boolean }): void {
+    this.#inFlight--;
+    if (isAnswer(error)) {
+      this.#answers++;
+      this.#seen = undefined;
+    } else if (startsOutage(error, ending) && this.#answers === sentAt) {
+      this.#seen ??= { error: heldBack(error, ending.attempts), at: this.#now() };
+    }
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const wake of waiting) wake();
+  }
+}
+
+/** Whether the service (not this client, nor a proxy on the way) answered. */
+function isAnswer(error: unknown): boolean {
+  if (error === undefined) return true;
+  if (error instanceof TransientError || error instanceof AuthError) {
+    return error.status !== undefined && error.status !== 407;
+  }
+  return error instanceof ServiceRefusedError || (error instanceof ProtocolError && !(error instanceof HeldBackError));
+}
+
+function startsOutage(error: unknown, ending: { retriesSpent: boolean; final: boolean }): error is TransientError {
+  return (
+    error instanceof TransientError &&
+    !(error instanceof HeldBackError) &&
+    error.status === undefined &&
+    ending.final &&
+    (ending.retriesSpent || error.timedOut)
+  );
+}
+
+function heldBack(error: TransientError, attempts: number): HeldBackError {
+  const tries = attempts > 1 ? ` (tried ${attempts} times)` : '';
+  // The call may have been another document's: its hash is not this one's to show.
+  const what = error.message.replace(/[0-9a-f]{64}/g, '<hash>');
+  return new HeldBackError(`not sent: the service did not answer an earlier call of this run${tries}: ${what}`, {
+    ...(error.hint === undefined ? {} : { hint: error.hint }),
+    cause: error,
+  });
 }
 
 /** Whether `error` may be retried under `mode`. */
@@ -107,11 +163,9 @@ export function backoffDelay(error: TransientError, attempt: number, policy: Ret
 
 /**
  * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
- * error. With `policy.outage`, a call is not sent while the run holds an
- * outage (and a call waiting to retry is not tried again, rethrowing its own
- * last error: its first attempt may have been processed). `optional`: the
- * call's failure fails nothing, so it never starts an outage (custody
- * metadata).
+ * error. With `policy.outage`, a call waits for the run's outage to end, or
+ * fails with a HeldBackError (see Outage). `optional`: the call's failure
+ * fails nothing, so it never starts an outage (custody metadata).
  */
 export async function withRetries<T>(
   operation: () => Promise<T>,
@@ -120,12 +174,13 @@ export async function withRetries<T>(
   { optional = false }: { optional?: boolean } = {},
 ): Promise<T> {
   const { outage } = policy;
-  outage?.check();
+  await outage?.admit();
   for (let attempt = 1; ; attempt++) {
+    const sentAt = outage?.sending() ?? 0;
     let failure: unknown;
     try {
       const value = await operation();
-      outage?.heard(undefined, { attempts: attempt, retriesSpent: false, final: true });
+      outage?.settled(sentAt, undefined, { attempts: attempt, retriesSpent: false, final: true });
       return value;
     } catch (error) {
       failure = error;
@@ -133,10 +188,11 @@ export async function withRetries<T>(
     const retriesSpent = attempt > policy.retries;
     const delay = !retriesSpent && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : undefined;
     // An optional call's answer tells the service is there, but its failure starts nothing.
-    outage?.heard(failure, { attempts: attempt, retriesSpent, final: delay === undefined && !optional });
+    outage?.settled(sentAt, failure, { attempts: attempt, retriesSpent, final: delay === undefined && !optional });
     if (delay === undefined) throw failure;
     policy.onRetry?.(failure as TransientError, attempt, delay);
     await (policy.wait ?? sleep)(delay);
-    if (outage?.holding) throw failure;
+    // Not "not sent": this call's first attempt may have been processed.
+    if (outage && !(await outage.mayProceed())) throw failure;
   }
 }

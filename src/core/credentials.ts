@@ -17,6 +17,7 @@ import type { Authorizer } from '../api/client.js';
 import { OUTAGE_HOLD_MS } from '../api/retry.js';
 import {
   AuthError,
+  HeldBackError,
   InvalidAnswerError,
   ownCopy,
   ProtocolError,
@@ -51,7 +52,7 @@ export class TokenCredentials implements Authorizer {
   #current: { token: string; exp: number | undefined } | undefined;
   /** A login in progress: concurrent callers (a batch's lanes) share it rather than each logging in. */
   #loggingIn: Promise<string> | undefined;
-  /** The last login's failure, given to callers until `until` instead of logging in again (see #usable). */
+  /** The last login's failure, given to callers instead of logging in again (see #loginWithKey). */
   #loginFailed: { error: unknown; until: number } | undefined;
   /** The one re-login after a 401, shared by every caller that meets a 401. */
   #renewal: Promise<string> | undefined;
@@ -123,23 +124,9 @@ export class TokenCredentials implements Authorizer {
         );
       }
     }
-    if (this.#loginFailed !== undefined && this.#now() < this.#loginFailed.until) {
-      throw ownCopy(this.#loginFailed.error);
-    }
-    this.#loggingIn ??= this.#loginWithKey('no usable token')
-      .catch((error: unknown) => {
-        // The login is the same for every document and has had its retries:
-        // trying it again per document would send a refused key once more
-        // each time, or wait for a failing service once more each time. Kept
-        // for the run when the key cannot help, for a while otherwise (a run
-        // reading its list from a pipe may last hours).
-        const until = this.#loginCannotHelp ? Infinity : this.#now() + OUTAGE_HOLD_MS;
-        this.#loginFailed = { error, until };
-        throw error;
-      })
-      .finally(() => {
-        this.#loggingIn = undefined;
-      });
+    this.#loggingIn ??= this.#loginWithKey('no usable token').finally(() => {
+      this.#loggingIn = undefined;
+    });
     // Each caller gets its own copy of a failure: a document's flow adds to its hint.
     return this.#loggingIn.catch((error: unknown) => {
       throw ownCopy(error);
@@ -155,7 +142,13 @@ export class TokenCredentials implements Authorizer {
     if (this.#sources.apiKey === undefined) return undefined;
     if (this.#renewal === undefined) {
       if (this.#loginCannotHelp) return undefined;
-      this.#renewal = this.#loginWithKey('the service answered 401');
+      const renewal = this.#loginWithKey('the service answered 401');
+      this.#renewal = renewal;
+      // One that failed for a reason a later login may not meet is tried
+      // again by a later 401 (after the failure's hold, see #loginWithKey).
+      renewal.catch(() => {
+        if (!this.#loginCannotHelp && this.#renewal === renewal) this.#renewal = undefined;
+      });
     }
     // Its failure is every such caller's, each with its own copy (see #usable).
     const token = await this.#renewal.catch((error: unknown) => {
@@ -170,7 +163,27 @@ export class TokenCredentials implements Authorizer {
     return token;
   }
 
+  /**
+   * Logs in with the key, unless the last login failed and that failure is
+   * still kept: the login is the same for every document and has had its
+   * retries, so trying it again per document would send a refused key once
+   * more each time, or wait for a failing service once more each time. A
+   * failure is kept for the run when the key cannot help, for
+   * OUTAGE_HOLD_MS otherwise (a run reading its list from a pipe may last
+   * hours); a login held back by the run's outage is the outage's to end.
+   */
   async #loginWithKey(reason: string): Promise<string> {
+    const kept = this.#loginFailed;
+    if (kept !== undefined && (this.#loginCannotHelp || this.#now() < kept.until)) throw ownCopy(kept.error);
+    try {
+      return await this.#logIn(reason);
+    } catch (error) {
+      if (!(error instanceof HeldBackError)) this.#loginFailed = { error, until: this.#now() + OUTAGE_HOLD_MS };
+      throw error;
+    }
+  }
+
+  async #logIn(reason: string): Promise<string> {
     const { apiKey, store, baseUrl, login } = this.#sources;
     if (apiKey === undefined) throw new AuthError('no credentials');
     this.#sources.onLogin?.(reason);

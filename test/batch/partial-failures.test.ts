@@ -293,6 +293,19 @@ describe('a service that does not answer', () => {
     expect(bed.pendingHashes()).toEqual(docs.map(([, hash]) => hash).sort());
   });
 
+  it.each([
+    { call: 'a request step (no retry)', fault: { route: 'request', kind: 'drop', count: 1 } satisfies Fault },
+    { call: 'a forfait (timed out)', fault: { route: 'forfait', kind: 'hang', count: 1 } satisfies Fault },
+  ])('to $call while it answers the others: only that document fails', async ({ fault }) => {
+    // Enough documents that many start after the unanswered call has ended (--timeout 500).
+    const docs = await documents(bed, 200, `one unanswered ${fault.route}`);
+    bed.sandbox.addFaults([fault, { route: '*', kind: 'latency', value: 20 }]);
+    const args = ['register', ...docs.map(([p]) => p), '--retries', '0', '--timeout', '500', '--json'];
+    const run = await bed.main(args);
+    expect(run.code, describeRun(run)).toBe(4);
+    expect(countStatuses(parseResults(run.stdout))).toEqual({ registered: 199, failed: 1 });
+  });
+
   it('to the optional custody metadata: nothing else is stopped', async () => {
     const docs = await documents(bed, 4, 'metadata down');
     bed.sandbox.addFaults([{ route: 'file', kind: 'drop' }]);

@@ -10,9 +10,9 @@ import { Agent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { logIn } from '../../src/api/client.js';
 import { HttpTransport } from '../../src/api/http.js';
-import { OUTAGE_HOLD_MS, type RetryPolicy } from '../../src/api/retry.js';
+import { Outage, OUTAGE_HOLD_MS, withRetries, type RetryPolicy } from '../../src/api/retry.js';
 import { TokenCredentials, type CredentialSources } from '../../src/core/credentials.js';
-import { AuthError, ProtocolError } from '../../src/errors.js';
+import { AuthError, HeldBackError, ProtocolError, TransientError } from '../../src/errors.js';
 import { startSandbox, type Fault, type Sandbox, type SandboxOptions } from '../../src/sandbox/server.js';
 import { Store } from '../../src/store/store.js';
 import { rejection } from '../helpers/catch.js';
@@ -241,6 +241,20 @@ describe('a login on the fly with the API key', () => {
     expect(calls()).toEqual(['login 401']);
   });
 
+  it('held back by the run’s outage: not kept, so the login goes out as soon as the outage ends', async () => {
+    const outage = new Outage();
+    const policy: RetryPolicy = { ...NO_RETRIES, outage };
+    const owner = credentials({ apiKey: sandbox.apiKey, login: (apiKey) => logIn(transport, policy, apiKey) });
+    // Another call of the run got no answer: the outage holds, and nothing is in flight.
+    await rejection(withRetries(() => Promise.reject(new TransientError('x failed: ECONNREFUSED')), 'safe', policy));
+    expect(await rejection(owner.authorize(send))).toBeInstanceOf(HeldBackError);
+    expect(calls()).toEqual([]);
+    // An answer to a call of the run ends the outage: the next request logs in at once.
+    outage.settled(outage.sending(), undefined, { attempts: 1, retriesSpent: false, final: true });
+    expect(await owner.authorize(send)).toContain('sessionId');
+    expect(calls()).toEqual(['login 200', 'active 200']);
+  });
+
   it('answered by a refusal other than 401: a credentials problem, not the request answering', async () => {
     sandbox.addFaults([{ route: 'login', kind: 'status', value: 409 } satisfies Fault]);
     const error = await failure(credentials({ apiKey: sandbox.apiKey }).authorize(send));
@@ -294,6 +308,22 @@ describe('a 401 to the request', () => {
     expect(error.status).toBe(401);
     expect(sent).toHaveLength(1);
     expect(calls()).toEqual(['active 401']);
+  });
+
+  it('with a key, when the renewal fails for a reason a later login may not meet: kept OUTAGE_HOLD_MS, then tried again', async () => {
+    await storeForeignToken();
+    const clock = { now: 1_000_000 };
+    sandbox.addFaults([{ route: 'login', kind: 'status', value: 503, count: 1 } satisfies Fault]);
+    const owner = credentials({ apiKey: sandbox.apiKey, now: () => clock.now });
+    const first = await rejection(owner.authorize(send));
+    expect((first as Error).message).toMatch(/answered 503/);
+    const second = await rejection(owner.authorize(send));
+    expect(second).toEqual(first);
+    expect(second).not.toBe(first);
+    expect(calls().filter((c) => c.startsWith('login'))).toEqual(['login 503']);
+    clock.now += OUTAGE_HOLD_MS;
+    expect(await owner.authorize(send)).toContain('sessionId');
+    expect(calls().filter((c) => c.startsWith('login'))).toEqual(['login 503', 'login 200']);
   });
 
   it('with a key: one login for the run, the request sent again once, the new token stored', async () => {

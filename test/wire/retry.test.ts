@@ -5,9 +5,17 @@ import {
   Outage,
   OUTAGE_HOLD_MS,
   withRetries,
+  type RetryMode,
   type RetryPolicy,
 } from '../../src/api/retry.js';
-import { AuthError, ProtocolError, ServiceRefusedError, TransientError } from '../../src/errors.js';
+import {
+  AuthError,
+  HeldBackError,
+  ProtocolError,
+  ServiceRefusedError,
+  TransientError,
+  UsageError,
+} from '../../src/errors.js';
 import { rejection } from '../helpers/catch.js';
 
 /** A policy whose waits are recorded instead of slept, with jitter pinned to its ceiling. */
@@ -161,13 +169,33 @@ describe("withRetries in 'unprocessed-only' mode", () => {
 describe('an outage: the service did not answer a call that will not be tried again', () => {
   const refused = () => transient({ notProcessed: true, hint: 'the service could not be reached; try again later' });
   const timedOut = () => new TransientError('POST x failed: timed out', { timedOut: true });
-  /** An Outage on a clock the test moves. */
-  const clocked = () => {
-    const clock = { now: 1_000_000 };
-    return { clock, outage: new Outage({ holdMs: 30_000, now: () => clock.now }) };
-  };
+  /** A call in flight until the test settles it: with `answer` (a value or an error) or with `noAnswer`. */
+  function inFlight(outage: Outage, mode: RetryMode = 'safe') {
+    let settle: (outcome: { value?: string; error?: Error }) => void = () => {};
+    const call = withRetries(
+      () =>
+        new Promise<string>((resolve, reject) => {
+          settle = ({ value, error }) => (error ? reject(error) : resolve(value!));
+        }),
+      mode,
+      recordingPolicy({ retries: 0, outage }),
+    );
+    const outcome = call.then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+    return { settle: (o: { value?: string; error?: Error }) => settle(o), outcome };
+  }
+  /** A call of its own that gets no answer, with no retry: starts an outage. */
+  const unanswered = (outage: Outage) =>
+    rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage })));
+  /** Whether `promise` is still unsettled after the pending jobs have run. */
+  async function stillPending(promise: Promise<unknown>): Promise<boolean> {
+    const marker = Symbol('pending');
+    return (await Promise.race([promise, new Promise((resolve) => setImmediate(() => resolve(marker)))])) === marker;
+  }
 
-  it("holds back the run's calls not yet sent: each fails at once, not processed, with its own copy", async () => {
+  it('holds back the calls not yet sent once none is in flight: each fails at once, not processed, with its own copy', async () => {
     const outage = new Outage();
     const first = failing(refused(), refused(), refused());
     const last = await rejection(withRetries(first.run, 'safe', recordingPolicy({ retries: 2, outage })));
@@ -181,7 +209,7 @@ describe('an outage: the service did not answer a call that will not be tried ag
     ];
     expect(later.calls).toBe(0);
     for (const error of errors) {
-      expect(error).toBeInstanceOf(TransientError);
+      expect(error).toBeInstanceOf(HeldBackError);
       expect(error).toMatchObject({
         message:
           'not sent: the service did not answer an earlier call of this run (tried 3 times): GET x failed: ECONNRESET',
@@ -195,15 +223,60 @@ describe('an outage: the service did not answer a call that will not be tried ag
     expect(errors[0]).not.toBe(errors[1]);
   });
 
-  it('does not stop a call waiting to retry with "not sent": it ends with its own last error', async () => {
+  it("quotes the call's failure without its document's hash, which is another document's", async () => {
+    const outage = new Outage();
+    const hash = 'ab'.repeat(32);
+    const other = new TransientError(`POST http://127.0.0.1:1/api/v2/registration/${hash}/forfait failed: timed out`, {
+      timedOut: true,
+    });
+    await rejection(withRetries(failing(other).run, 'unprocessed-only', recordingPolicy({ outage })));
+    expect(((await rejection(withRetries(failing().run, 'safe', recordingPolicy({ outage })))) as Error).message).toBe(
+      'not sent: the service did not answer an earlier call of this run: ' +
+        'POST http://127.0.0.1:1/api/v2/registration/<hash>/forfait failed: timed out',
+    );
+  });
+
+  it('makes a new call wait while others are in flight: sent once one of them is answered', async () => {
+    const outage = new Outage();
+    const a = inFlight(outage);
+    await unanswered(outage);
+    expect(outage.holding).toBe(true);
+    const later = failing();
+    const call = withRetries(later.run, 'safe', recordingPolicy({ outage }));
+    expect(await stillPending(call)).toBe(true);
+    expect(later.calls).toBe(0);
+    a.settle({ error: new ServiceRefusedError(409, 'conflict') });
+    expect(await call).toBe('done');
+    expect(later.calls).toBe(1);
+  });
+
+  it('makes a new call wait while others are in flight: held back once none is left to answer', async () => {
+    const outage = new Outage();
+    const a = inFlight(outage);
+    await unanswered(outage);
+    const later = failing();
+    const call = rejection(withRetries(later.run, 'safe', recordingPolicy({ outage })));
+    expect(await stillPending(call)).toBe(true);
+    a.settle({ error: refused() });
+    expect(await call).toBeInstanceOf(HeldBackError);
+    expect(later.calls).toBe(0);
+  });
+
+  it('is not started by a call sent before an answer came: the service answered since', async () => {
+    const outage = new Outage();
+    const a = inFlight(outage, 'unprocessed-only');
+    expect(await withRetries(failing().run, 'safe', recordingPolicy({ outage }))).toBe('done');
+    a.settle({ error: timedOut() });
+    await a.outcome;
+    expect(outage.holding).toBe(false);
+  });
+
+  it('does not retry a call whose outage stands, and does not say "not sent": it ends with its own last error', async () => {
     const outage = new Outage();
     const own = refused();
     const waiting = failing(own, refused());
-    const policy = recordingPolicy({
-      outage,
-      // While this call waits, another spends its retries on no answer.
-      wait: () => rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage }))),
-    });
+    // While this call waits to retry, another spends its retries on no answer.
+    const policy = recordingPolicy({ outage, wait: () => unanswered(outage) });
     // Its first attempt may have been processed (a request step's answer lost): "not sent" would be false.
     expect(await rejection(withRetries(waiting.run, 'safe', policy))).toBe(own);
     expect(waiting.calls).toBe(1);
@@ -218,10 +291,6 @@ describe('an outage: the service did not answer a call that will not be tried ag
     const hung = new Outage();
     await rejection(withRetries(failing(timedOut()).run, 'unprocessed-only', recordingPolicy({ outage: hung })));
     expect(hung.holding).toBe(true);
-    const error = await rejection(withRetries(failing().run, 'safe', recordingPolicy({ outage: hung })));
-    expect((error as Error).message).toBe(
-      'not sent: the service did not answer an earlier call of this run: POST x failed: timed out',
-    );
   });
 
   it.each([
@@ -236,9 +305,6 @@ describe('an outage: the service did not answer a call that will not be tried ag
     if (succeeds) expect(await call).toBe('done');
     else await rejection(call);
     expect(outage.holding).toBe(false);
-    const later = failing();
-    expect(await withRetries(later.run, 'safe', recordingPolicy({ outage }))).toBe('done');
-    expect(later.calls).toBe(1);
   });
 
   it('is not started by an optional call (custody metadata), whose answer still ends one', async () => {
@@ -247,39 +313,53 @@ describe('an outage: the service did not answer a call that will not be tried ag
     await rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage }), optional));
     expect(outage.holding).toBe(false);
 
-    await rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage })));
+    let answer = (): void => {};
+    const metadata = withRetries(
+      () => new Promise<string>((resolve) => (answer = () => resolve('done'))),
+      'safe',
+      recordingPolicy({ outage }),
+      optional,
+    );
+    await unanswered(outage);
     expect(outage.holding).toBe(true);
-    // Held back like any call while it holds...
-    await rejection(withRetries(failing().run, 'safe', recordingPolicy({ outage }), optional));
-    // ...but one already in flight that gets an answer tells the service is there.
-    outage.heard(undefined, { attempts: 1, retriesSpent: false, final: true });
+    answer();
+    expect(await metadata).toBe('done');
     expect(outage.holding).toBe(false);
   });
 
-  it('ends with any answer to a call in flight, a 4xx or 5xx included', async () => {
-    for (const answer of [transient({ status: 502 }), new ServiceRefusedError(409, 'conflict'), undefined]) {
-      const outage = new Outage();
-      let answerNow = (): void => {};
-      const inFlight = withRetries(
-        () =>
-          new Promise<string>((resolve, reject) => {
-            answerNow = () => (answer === undefined ? resolve('done') : reject(answer));
-          }),
-        'safe',
-        recordingPolicy({ retries: 0, outage }),
-      ).catch(() => undefined);
-      await rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage })));
-      expect(outage.holding).toBe(true);
-      answerNow();
-      await inFlight;
-      expect(outage.holding).toBe(false);
-    }
+  it.each<[string, { error?: Error }]>([
+    ['a success', {}],
+    ['a 5xx', { error: transient({ status: 502 }) }],
+    ['a 4xx', { error: new ServiceRefusedError(409, 'conflict') }],
+    ['a 401 from the service', { error: new AuthError('401', { status: 401 }) }],
+  ])('ends with an answer to a call in flight: %s', async (_label, answer) => {
+    const outage = new Outage();
+    const a = inFlight(outage);
+    await unanswered(outage);
+    expect(outage.holding).toBe(true);
+    a.settle(answer.error ? answer : { value: 'done' });
+    await a.outcome;
+    expect(outage.holding).toBe(false);
+  });
+
+  it.each([
+    ['a 407 from a proxy', new AuthError('407', { status: 407 })],
+    ['a refusal decided here (no status)', new AuthError('the bearer token holds characters...; nothing was sent')],
+    ['a usage error', new UsageError('bad argument')],
+  ])('does not end with what the service did not say: %s', async (_label, error) => {
+    const outage = new Outage();
+    const a = inFlight(outage);
+    await unanswered(outage);
+    a.settle({ error });
+    await a.outcome;
+    expect(outage.holding).toBe(true);
   });
 
   it('ends after OUTAGE_HOLD_MS: calls are sent again (a list read from a pipe may last hours)', async () => {
-    const { clock, outage } = clocked();
-    await rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage })));
-    clock.now += 29_999;
+    const clock = { now: 1_000_000 };
+    const outage = new Outage({ holdMs: OUTAGE_HOLD_MS, now: () => clock.now });
+    await unanswered(outage);
+    clock.now += OUTAGE_HOLD_MS - 1;
     expect(outage.holding).toBe(true);
     clock.now += 1;
     const later = failing();
