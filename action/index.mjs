@@ -8695,14 +8695,11 @@ var init_errors = __esmMin((() => {
 		retryAfterSeconds;
 		/** True when the failure proves the service never processed the request. */
 		notProcessed;
-		/** True when no answer came within the timeout (as opposed to a connection refused or closed). */
-		timedOut;
 		constructor(message, details = {}) {
 			super("transient", EXIT.transient, message, details);
 			this.status = details.status;
 			this.retryAfterSeconds = details.retryAfterSeconds;
 			this.notProcessed = details.notProcessed ?? false;
-			this.timedOut = details.timedOut ?? false;
 		}
 	};
 	HeldBackError = class extends TransientError {
@@ -16156,20 +16153,19 @@ var retry_exports = /* @__PURE__ */ __exportAll({
 	isRetryable: () => isRetryable,
 	withRetries: () => withRetries
 });
-/** Whether the service (not this client, nor a proxy on the way) answered. */
-function isAnswer(error) {
-	if (error === void 0) return true;
-	if (error instanceof TransientError || error instanceof AuthError) return error.status !== void 0 && error.status !== 407;
-	return error instanceof ServiceRefusedError || error instanceof ProtocolError && !(error instanceof HeldBackError);
+/** Answered and processed: a success, or the service's refusal (not a proxy's, nor one decided here). */
+function endedWell(error) {
+	if (error === void 0 || error instanceof ServiceRefusedError) return true;
+	return error instanceof AuthError && error.status !== void 0 && error.status !== 407;
 }
-function startsOutage(error, ending) {
-	return error instanceof TransientError && !(error instanceof HeldBackError) && error.status === void 0 && ending.final && (ending.retriesSpent || error.timedOut);
+/** No answer, a 5xx or 429, or an answer that could not be read. */
+function endedBadly(error) {
+	return (error instanceof TransientError || error instanceof ProtocolError) && !(error instanceof HeldBackError);
 }
-function heldBack(error, attempts) {
-	const tries = attempts > 1 ? ` (tried ${attempts} times)` : "";
+function heldBack(error) {
 	const what = error.message.replace(/[0-9a-f]{64}/g, "<hash>");
-	return new HeldBackError(`not sent: the service did not answer an earlier call of this run${tries}: ${what}`, {
-		...error.hint === void 0 ? {} : { hint: error.hint },
+	return new HeldBackError(`not sent: the service failed two calls of this run in a row, the last with: ${what}`, {
+		hint: "the service is down or failing; try again later",
 		cause: error
 	});
 }
@@ -16189,33 +16185,26 @@ function backoffDelay(error, attempt, policy) {
 /**
 * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
 * error. With `policy.outage`, a call waits for the run's outage to end, or
-* fails with a HeldBackError (see Outage). `optional`: the call's failure
-* fails nothing, so it never starts an outage (custody metadata).
+* fails with a HeldBackError (see Outage); `route` names its kind of call
+* there, and `optional` says its failure fails nothing, so it never counts
+* towards an outage (custody metadata).
 */
-async function withRetries(operation, mode, policy, { optional = false } = {}) {
+async function withRetries(operation, mode, policy, { route = "", optional = false } = {}) {
 	const { outage } = policy;
 	await outage?.admit();
+	const began = outage?.begin(route) ?? 0;
 	for (let attempt = 1;; attempt++) {
-		const sentAt = outage?.sending() ?? 0;
+		outage?.sending();
 		let failure;
 		try {
 			const value = await operation();
-			outage?.settled(sentAt, void 0, {
-				attempts: attempt,
-				retriesSpent: false,
-				final: true
-			});
+			outage?.attemptEnded(route, began, void 0, true);
 			return value;
 		} catch (error) {
 			failure = error;
 		}
-		const retriesSpent = attempt > policy.retries;
-		const delay = !retriesSpent && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : void 0;
-		outage?.settled(sentAt, failure, {
-			attempts: attempt,
-			retriesSpent,
-			final: delay === void 0 && !optional
-		});
+		const delay = !(attempt > policy.retries) && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : void 0;
+		outage?.attemptEnded(route, began, failure, delay === void 0 && !optional);
 		if (delay === void 0) throw failure;
 		policy.onRetry?.(failure, attempt, delay);
 		await (policy.wait ?? setTimeout$1)(delay);
@@ -16228,8 +16217,10 @@ var init_retry = __esmMin((() => {
 	OUTAGE_HOLD_MS = 3e4;
 	Outage = class {
 		#seen;
-		/** How many answers (any status) came so far: an attempt notes it when sent. */
-		#answers = 0;
+		/** Per route, how many calls ended well so far: a call notes it when it begins. */
+		#wellEnded = /* @__PURE__ */ new Map();
+		/** Per route, the count above when the last call ended badly, if none has ended well since. */
+		#strike = /* @__PURE__ */ new Map();
 		#inFlight = 0;
 		#waiting = [];
 		#holdMs;
@@ -16245,16 +16236,13 @@ var init_retry = __esmMin((() => {
 		}
 		/**
 		* Resolves when a call may be sent: at once unless an outage holds; then
-		* once an answer ends it, or throws (a copy of) its error once no call is
-		* left in flight to bring one.
+		* once the outage ends, or throws (a copy of) its error once no call is
+		* left in flight to end it.
 		*/
 		async admit() {
 			if (!await this.mayProceed()) throw ownCopy(this.#seen.error);
 		}
-		/**
-		* True at once unless an outage holds; then true once an answer ends it,
-		* false once no call is left in flight to bring one.
-		*/
+		/** True at once unless an outage holds; then true once it ends, false once no call is left in flight. */
 		async mayProceed() {
 			while (this.holding) {
 				if (this.#inFlight === 0) return false;
@@ -16262,24 +16250,33 @@ var init_retry = __esmMin((() => {
 			}
 			return true;
 		}
-		/** An attempt goes out; returns what `settled` needs to know whether an answer came since. */
+		/** A call on `route` begins; returns what `ended` needs to know whether one ended well since. */
+		begin(route) {
+			return this.#wellEnded.get(route) ?? 0;
+		}
+		/** An attempt goes out. */
 		sending() {
 			this.#inFlight++;
-			return this.#answers;
 		}
 		/**
-		* The attempt sent at `sentAt` (what `sending` returned) ended (`error` undefined: a success).
-		* `final`: it will not be tried again; `attempts`: how many it had.
+		* The attempt just sent ended (`error` undefined: a success); `final`: the
+		* call will not be tried again (and, for an optional call, counts for nothing).
 		*/
-		settled(sentAt, error, ending) {
+		attemptEnded(route, began, error, final) {
 			this.#inFlight--;
-			if (isAnswer(error)) {
-				this.#answers++;
-				this.#seen = void 0;
-			} else if (startsOutage(error, ending) && this.#answers === sentAt) this.#seen ??= {
-				error: heldBack(error, ending.attempts),
-				at: this.#now()
-			};
+			const wellEnded = this.#wellEnded.get(route) ?? 0;
+			if (endedWell(error)) {
+				this.#wellEnded.set(route, wellEnded + 1);
+				this.#strike.delete(route);
+				if (this.#seen?.route === route) this.#seen = void 0;
+			} else if (final && endedBadly(error) && began === wellEnded) {
+				if (this.#strike.get(route) === wellEnded) this.#seen ??= {
+					error: heldBack(error),
+					route,
+					at: this.#now()
+				};
+				else this.#strike.set(route, wellEnded);
+			}
 			const waiting = this.#waiting;
 			this.#waiting = [];
 			for (const wake of waiting) wake();
@@ -16297,11 +16294,14 @@ var client_exports = /* @__PURE__ */ __exportAll({
 * retries of a safe request. The key is never logged.
 */
 async function logIn(transport, retry, apiKey) {
-	return parseAnswer((await withRetries(() => transport.send({
-		method: "POST",
-		path: "/api/v2/auth/login",
-		body: JSON.stringify({ apiKey })
-	}), "safe", retry)).text, loginResponseSchema, "login answer").value.token;
+	return (await withRetries(async () => {
+		const { text } = await transport.send({
+			method: "POST",
+			path: "/api/v2/auth/login",
+			body: JSON.stringify({ apiKey })
+		});
+		return parseAnswer(text, loginResponseSchema, "login answer");
+	}, "safe", retry, { route: "login" })).value.token;
 }
 /**
 * Parses and validates an answer body. Throws UnreadableAnswerError for
@@ -16343,24 +16343,30 @@ var init_client = __esmMin((() => {
 			return logIn(this.transport, this.#retry, apiKey);
 		}
 		/** The request step: returns the subscription session to keep and send to forfait. */
-		async requestRegistration(body) {
-			return parseAnswer(await this.#authed({
+		requestRegistration(body) {
+			return this.#authed({
 				method: "POST",
 				path: "/api/v2/registration/?subscription=true",
 				body: JSON.stringify(body)
-			}, "safe"), subscriptionSessionSchema, "answer to the registration request");
+			}, {
+				route: "request",
+				mode: "safe"
+			}, (text) => parseAnswer(text, subscriptionSessionSchema, "answer to the registration request"));
 		}
 		/**
 		* Forfait: completes the registration of `hash` with `sessionJson`, sent
 		* exactly as given. Retried only when the service provably did not process
 		* it, so a notarization is never completed twice by this client.
 		*/
-		async completeRegistration(hash, sessionJson) {
-			return parseAnswer(await this.#authed({
+		completeRegistration(hash, sessionJson) {
+			return this.#authed({
 				method: "POST",
 				path: `/api/v2/registration/${hash}/forfait`,
 				body: sessionJson
-			}, "unprocessed-only"), notarizationRecordSchema, "answer to the completion (forfait)");
+			}, {
+				route: "forfait",
+				mode: "unprocessed-only"
+			}, (text) => parseAnswer(text, notarizationRecordSchema, "answer to the completion (forfait)"));
 		}
 		/**
 		* Custody only: sends the file's metadata (`PUT /api/v2/file/{hash}`). Its
@@ -16372,21 +16378,36 @@ var init_client = __esmMin((() => {
 				method: "PUT",
 				path: `/api/v2/file/${metadata.hash}`,
 				body: JSON.stringify(metadata)
-			}, "safe", { optional: true });
+			}, {
+				route: "file",
+				mode: "safe",
+				optional: true
+			}, () => void 0);
 		}
 		/** The user's active subscription session. */
-		async activeSubscription() {
-			return parseAnswer(await this.#authed({
+		activeSubscription() {
+			return this.#authed({
 				method: "GET",
 				path: "/api/v2/payment/subscription/active"
-			}, "safe"), subscriptionSessionSchema, "active subscription");
+			}, {
+				route: "active",
+				mode: "safe"
+			}, (text) => parseAnswer(text, subscriptionSessionSchema, "active subscription"));
 		}
-		/** Sends an authenticated request, with retries, under the token the Authorizer gives. */
-		async #authed(req, mode, options = {}) {
-			return (await this.#authorizer.authorize((token) => withRetries(() => this.transport.send({
+		/**
+		* Sends an authenticated request, with retries, under the token the
+		* Authorizer gives, and reads its answer with `read`: inside the retried
+		* call, so that an answer that cannot be read counts against the service
+		* in the run's outage (read errors are never retried).
+		*/
+		#authed(req, { route, mode, optional = false }, read) {
+			return this.#authorizer.authorize((token) => withRetries(async () => read((await this.transport.send({
 				...req,
 				token
-			}), mode, this.#retry, options))).text;
+			})).text), mode, this.#retry, {
+				route,
+				optional
+			}));
 		}
 	};
 }));
@@ -23433,13 +23454,11 @@ function networkError(method, url, error, proxyVariable) {
 	const name = error.name ?? "";
 	const tunnel = TUNNEL_REFUSED.exec(error?.message ?? "");
 	if (tunnel) return tunnelRefused(method, url, Number(tunnel[1]), proxyVariable, error);
-	const timedOut = name === "TimeoutError" || code.endsWith("_TIMEOUT") || code === "UND_ERR_ABORTED";
-	const reason = timedOut ? "timed out" : code || error.message;
+	const reason = name === "TimeoutError" || code.endsWith("_TIMEOUT") || code === "UND_ERR_ABORTED" ? "timed out" : code || error.message;
 	const through = proxyVariable === void 0 ? "" : ` through the proxy in ${proxyVariable}`;
 	return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
 		hint: proxyVariable === void 0 ? "the service could not be reached; try again later" : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
 		notProcessed: NOT_SENT_CODES.has(code),
-		timedOut,
 		cause: error
 	});
 }
@@ -34785,7 +34804,7 @@ function buildProgram(io, env, state) {
 		}
 		return state.context;
 	};
-	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3); once one has had no answer through all of them (or a forfait timed out) and no request in flight is answered, the run's requests not yet sent fail at once, for 30 s or until an answer comes").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
+	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind fail for good (no answer, 5xx, 429 or unreadable), the run sends no more of any kind for 30 s, or until a request of that kind in flight works").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
 		writeOut: (text) => io.data(text.replace(/\n$/, "")),
 		writeErr: (text) => io.error(text.replace(/\n$/, "")),
 		outputError: () => {}

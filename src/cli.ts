@@ -127,7 +127,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     .option('--timeout <ms>', 'milliseconds each request may take (default 30000)')
     .option(
       '--retries <n>',
-      "retries of a retryable request (default 3); once one has had no answer through all of them (or a forfait timed out) and no request in flight is answered, the run's requests not yet sent fail at once, for 30 s or until an answer comes",
+      'retries of a retryable request (default 3); after two requests in a row of one kind fail for good (no answer, 5xx, 429 or unreadable), the run sends no more of any kind for 30 s, or until a request of that kind in flight works',
     )
     .addHelpText('after', `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`)
     .showSuggestionAfterError()

@@ -128,28 +128,20 @@ export class TransientError extends NotarizeError {
   readonly retryAfterSeconds: number | undefined;
   /** True when the failure proves the service never processed the request. */
   readonly notProcessed: boolean;
-  /** True when no answer came within the timeout (as opposed to a connection refused or closed). */
-  readonly timedOut: boolean;
   constructor(
     message: string,
-    details: ErrorDetails & {
-      status?: number;
-      retryAfterSeconds?: number;
-      notProcessed?: boolean;
-      timedOut?: boolean;
-    } = {},
+    details: ErrorDetails & { status?: number; retryAfterSeconds?: number; notProcessed?: boolean } = {},
   ) {
     super('transient', EXIT.transient, message, details);
     this.status = details.status;
     this.retryAfterSeconds = details.retryAfterSeconds;
     this.notProcessed = details.notProcessed ?? false;
-    this.timedOut = details.timedOut ?? false;
   }
 }
 
 /**
- * Not sent: the service did not answer an earlier call of this run, and no
- * answer has come since (api/retry.ts, Outage). Transient, and provably not
+ * Not sent: the service failed earlier calls of this run, and none has
+ * worked since (api/retry.ts, Outage). Transient, and provably not
  * processed, since it never left.
  */
 export class HeldBackError extends TransientError {

@@ -47,11 +47,19 @@ export interface Authorizer {
  */
 export async function logIn(transport: HttpTransport, retry: RetryPolicy, apiKey: string): Promise<string> {
   const answer = await withRetries(
-    () => transport.send({ method: 'POST', path: '/api/v2/auth/login', body: JSON.stringify({ apiKey }) }),
+    async () => {
+      const { text } = await transport.send({
+        method: 'POST',
+        path: '/api/v2/auth/login',
+        body: JSON.stringify({ apiKey }),
+      });
+      return parseAnswer(text, loginResponseSchema, 'login answer');
+    },
     'safe',
     retry,
+    { route: 'login' },
   );
-  return parseAnswer(answer.text, loginResponseSchema, 'login answer').value.token;
+  return answer.value.token;
 }
 
 /**
@@ -99,13 +107,13 @@ export class ApiClient {
   }
 
   /** The request step: returns the subscription session to keep and send to forfait. */
-  async requestRegistration(body: RegistrationRequest): Promise<Answer<SubscriptionSession>> {
+  requestRegistration(body: RegistrationRequest): Promise<Answer<SubscriptionSession>> {
     // The slash before `?` is part of the documented path.
-    const text = await this.#authed(
+    return this.#authed(
       { method: 'POST', path: '/api/v2/registration/?subscription=true', body: JSON.stringify(body) },
-      'safe',
+      { route: 'request', mode: 'safe' },
+      (text) => parseAnswer(text, subscriptionSessionSchema, 'answer to the registration request'),
     );
-    return parseAnswer(text, subscriptionSessionSchema, 'answer to the registration request');
   }
 
   /**
@@ -113,12 +121,12 @@ export class ApiClient {
    * exactly as given. Retried only when the service provably did not process
    * it, so a notarization is never completed twice by this client.
    */
-  async completeRegistration(hash: string, sessionJson: string): Promise<Answer<NotarizationRecord>> {
-    const text = await this.#authed(
+  completeRegistration(hash: string, sessionJson: string): Promise<Answer<NotarizationRecord>> {
+    return this.#authed(
       { method: 'POST', path: `/api/v2/registration/${hash}/forfait`, body: sessionJson },
-      'unprocessed-only',
+      { route: 'forfait', mode: 'unprocessed-only' },
+      (text) => parseAnswer(text, notarizationRecordSchema, 'answer to the completion (forfait)'),
     );
-    return parseAnswer(text, notarizationRecordSchema, 'answer to the completion (forfait)');
   }
 
   /**
@@ -129,22 +137,36 @@ export class ApiClient {
   async putFileMetadata(metadata: FileMetadata): Promise<void> {
     await this.#authed(
       { method: 'PUT', path: `/api/v2/file/${metadata.hash}`, body: JSON.stringify(metadata) },
-      'safe',
-      { optional: true },
+      { route: 'file', mode: 'safe', optional: true },
+      () => undefined,
     );
   }
 
   /** The user's active subscription session. */
-  async activeSubscription(): Promise<Answer<SubscriptionSession>> {
-    const text = await this.#authed({ method: 'GET', path: '/api/v2/payment/subscription/active' }, 'safe');
-    return parseAnswer(text, subscriptionSessionSchema, 'active subscription');
+  activeSubscription(): Promise<Answer<SubscriptionSession>> {
+    return this.#authed(
+      { method: 'GET', path: '/api/v2/payment/subscription/active' },
+      { route: 'active', mode: 'safe' },
+      (text) => parseAnswer(text, subscriptionSessionSchema, 'active subscription'),
+    );
   }
 
-  /** Sends an authenticated request, with retries, under the token the Authorizer gives. */
-  async #authed(req: HttpRequest, mode: RetryMode, options: { optional?: boolean } = {}): Promise<string> {
-    const answer = await this.#authorizer.authorize((token) =>
-      withRetries(() => this.transport.send({ ...req, token }), mode, this.#retry, options),
+  /**
+   * Sends an authenticated request, with retries, under the token the
+   * Authorizer gives, and reads its answer with `read`: inside the retried
+   * call, so that an answer that cannot be read counts against the service
+   * in the run's outage (read errors are never retried).
+   */
+  #authed<T>(
+    req: HttpRequest,
+    { route, mode, optional = false }: { route: string; mode: RetryMode; optional?: boolean },
+    read: (text: string) => T,
+  ): Promise<T> {
+    return this.#authorizer.authorize((token) =>
+      withRetries(async () => read((await this.transport.send({ ...req, token })).text), mode, this.#retry, {
+        route,
+        optional,
+      }),
     );
-    return answer.text;
   }
 }

@@ -267,7 +267,6 @@ function networkError(method: string, url: string, error: unknown, proxyVariable
         ? 'the service could not be reached; try again later'
         : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
     notProcessed: NOT_SENT_CODES.has(code),
-    timedOut,
     cause: error,
   });
 }

@@ -34,28 +34,36 @@ export const OUTAGE_HOLD_MS = 30_000;
 
 /**
  * What a run has learnt about the service. Without it, a batch of 1,000
- * documents against a service that was down waited out every document's own
- * retries: 3.5 minutes with the default policy, and hours with one that hangs.
+ * documents against a service that was down, or answered 503 to everything,
+ * waited out every document's own retries (3.5 minutes), one that hung on
+ * forfait cost a full timeout per document, and one whose forfait answers
+ * could not be read was paid for every document with no record kept.
  *
- * An outage starts when a call ends with no answer at all (no connection, a
- * timeout, a connection closed before any answer) with its retries spent,
- * or when a call that may not be retried (forfait) timed out, and no answer
- * to any call came since that attempt was sent. While it holds, a call not
- * yet sent waits for the calls in flight: the first answer to one of them
- * (even a 5xx, which may concern one document alone) ends the outage and
- * the call goes out; once none is left in flight, it fails at once with a
- * HeldBackError (transient, provably not processed). A call about to
- * retry waits the same way, but if the outage stands, it ends with its own
- * last error, since its first attempt may have been processed. The outage ends by itself after
- * OUTAGE_HOLD_MS (a run reading its list from a pipe may last hours).
+ * Calls are told apart by route (login, request, forfait...). A call ends
+ * badly when its last attempt, not to be tried again, got no answer (no
+ * connection, a timeout, a connection closed), a 5xx or 429, or an answer
+ * that could not be read; well when it was answered and processed (a
+ * success, or a refusal such as a 409). An outage starts when two calls in
+ * a row on one route end badly with no call on that route ending well since
+ * either began: one bad call may be about its document alone (a 500 for
+ * that input, a reused connection closing at the wrong moment), two in a
+ * row are about the service.
  *
- * A forfait whose connection closed does not start one (a reused connection
- * may close at the wrong moment), nor does an optional call.
+ * While it holds, a call not yet sent waits for the calls in flight: one on
+ * the outage's route ending well ends the outage and the call goes out; once
+ * none is left in flight, it fails at once with a HeldBackError (transient,
+ * provably not processed). A call about to retry waits the same way, but if
+ * the outage stands it ends with its own last error, since its first attempt
+ * may have been processed. The outage ends by itself after OUTAGE_HOLD_MS (a
+ * run reading its list from a pipe may last hours). Optional calls (custody
+ * metadata) never start one.
  */
 export class Outage {
-  #seen: { error: HeldBackError; at: number } | undefined;
-  /** How many answers (any status) came so far: an attempt notes it when sent. */
-  #answers = 0;
+  #seen: { error: HeldBackError; route: string; at: number } | undefined;
+  /** Per route, how many calls ended well so far: a call notes it when it begins. */
+  readonly #wellEnded = new Map<string, number>();
+  /** Per route, the count above when the last call ended badly, if none has ended well since. */
+  readonly #strike = new Map<string, number>();
   #inFlight = 0;
   #waiting: (() => void)[] = [];
   readonly #holdMs: number;
@@ -74,17 +82,14 @@ export class Outage {
 
   /**
    * Resolves when a call may be sent: at once unless an outage holds; then
-   * once an answer ends it, or throws (a copy of) its error once no call is
-   * left in flight to bring one.
+   * once the outage ends, or throws (a copy of) its error once no call is
+   * left in flight to end it.
    */
   async admit(): Promise<void> {
     if (!(await this.mayProceed())) throw ownCopy(this.#seen!.error);
   }
 
-  /**
-   * True at once unless an outage holds; then true once an answer ends it,
-   * false once no call is left in flight to bring one.
-   */
+  /** True at once unless an outage holds; then true once it ends, false once no call is left in flight. */
   async mayProceed(): Promise<boolean> {
     while (this.holding) {
       if (this.#inFlight === 0) return false;
@@ -93,23 +98,33 @@ export class Outage {
     return true;
   }
 
-  /** An attempt goes out; returns what `settled` needs to know whether an answer came since. */
-  sending(): number {
+  /** A call on `route` begins; returns what `ended` needs to know whether one ended well since. */
+  begin(route: string): number {
+    return this.#wellEnded.get(route) ?? 0;
+  }
+
+  /** An attempt goes out. */
+  sending(): void {
     this.#inFlight++;
-    return this.#answers;
   }
 
   /**
-   * The attempt sent at `sentAt` (what `sending` returned) ended (`error` undefined: a success).
-   * `final`: it will not be tried again; `attempts`: how many it had.
+   * The attempt just sent ended (`error` undefined: a success); `final`: the
+   * call will not be tried again (and, for an optional call, counts for nothing).
    */
-  settled(sentAt: number, error: unknown, ending: { attempts: number; retriesSpent: boolean; final: boolean }): void {
+  attemptEnded(route: string, began: number, error: unknown, final: boolean): void {
     this.#inFlight--;
-    if (isAnswer(error)) {
-      this.#answers++;
-      this.#seen = undefined;
-    } else if (startsOutage(error, ending) && this.#answers === sentAt) {
-      this.#seen ??= { error: heldBack(error, ending.attempts), at: this.#now() };
+    const wellEnded = this.#wellEnded.get(route) ?? 0;
+    if (endedWell(error)) {
+      this.#wellEnded.set(route, wellEnded + 1);
+      this.#strike.delete(route);
+      if (this.#seen?.route === route) this.#seen = undefined;
+    } else if (final && endedBadly(error) && began === wellEnded) {
+      if (this.#strike.get(route) === wellEnded) {
+        this.#seen ??= { error: heldBack(error), route, at: this.#now() };
+      } else {
+        this.#strike.set(route, wellEnded);
+      }
     }
     const waiting = this.#waiting;
     this.#waiting = [];
@@ -117,31 +132,22 @@ export class Outage {
   }
 }
 
-/** Whether the service (not this client, nor a proxy on the way) answered. */
-function isAnswer(error: unknown): boolean {
-  if (error === undefined) return true;
-  if (error instanceof TransientError || error instanceof AuthError) {
-    return error.status !== undefined && error.status !== 407;
-  }
-  return error instanceof ServiceRefusedError || (error instanceof ProtocolError && !(error instanceof HeldBackError));
+/** Answered and processed: a success, or the service's refusal (not a proxy's, nor one decided here). */
+function endedWell(error: unknown): boolean {
+  if (error === undefined || error instanceof ServiceRefusedError) return true;
+  return error instanceof AuthError && error.status !== undefined && error.status !== 407;
 }
 
-function startsOutage(error: unknown, ending: { retriesSpent: boolean; final: boolean }): error is TransientError {
-  return (
-    error instanceof TransientError &&
-    !(error instanceof HeldBackError) &&
-    error.status === undefined &&
-    ending.final &&
-    (ending.retriesSpent || error.timedOut)
-  );
+/** No answer, a 5xx or 429, or an answer that could not be read. */
+function endedBadly(error: unknown): error is TransientError | ProtocolError {
+  return (error instanceof TransientError || error instanceof ProtocolError) && !(error instanceof HeldBackError);
 }
 
-function heldBack(error: TransientError, attempts: number): HeldBackError {
-  const tries = attempts > 1 ? ` (tried ${attempts} times)` : '';
-  // The call may have been another document's: its hash is not this one's to show.
+function heldBack(error: TransientError | ProtocolError): HeldBackError {
+  // The call was another document's: its hash is not this one's to show.
   const what = error.message.replace(/[0-9a-f]{64}/g, '<hash>');
-  return new HeldBackError(`not sent: the service did not answer an earlier call of this run${tries}: ${what}`, {
-    ...(error.hint === undefined ? {} : { hint: error.hint }),
+  return new HeldBackError(`not sent: the service failed two calls of this run in a row, the last with: ${what}`, {
+    hint: 'the service is down or failing; try again later',
     cause: error,
   });
 }
@@ -164,31 +170,32 @@ export function backoffDelay(error: TransientError, attempt: number, policy: Ret
 /**
  * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
  * error. With `policy.outage`, a call waits for the run's outage to end, or
- * fails with a HeldBackError (see Outage). `optional`: the call's failure
- * fails nothing, so it never starts an outage (custody metadata).
+ * fails with a HeldBackError (see Outage); `route` names its kind of call
+ * there, and `optional` says its failure fails nothing, so it never counts
+ * towards an outage (custody metadata).
  */
 export async function withRetries<T>(
   operation: () => Promise<T>,
   mode: RetryMode,
   policy: RetryPolicy,
-  { optional = false }: { optional?: boolean } = {},
+  { route = '', optional = false }: { route?: string; optional?: boolean } = {},
 ): Promise<T> {
   const { outage } = policy;
   await outage?.admit();
+  const began = outage?.begin(route) ?? 0;
   for (let attempt = 1; ; attempt++) {
-    const sentAt = outage?.sending() ?? 0;
+    outage?.sending();
     let failure: unknown;
     try {
       const value = await operation();
-      outage?.settled(sentAt, undefined, { attempts: attempt, retriesSpent: false, final: true });
+      outage?.attemptEnded(route, began, undefined, true);
       return value;
     } catch (error) {
       failure = error;
     }
     const retriesSpent = attempt > policy.retries;
     const delay = !retriesSpent && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : undefined;
-    // An optional call's answer tells the service is there, but its failure starts nothing.
-    outage?.settled(sentAt, failure, { attempts: attempt, retriesSpent, final: delay === undefined && !optional });
+    outage?.attemptEnded(route, began, failure, delay === undefined && !optional);
     if (delay === undefined) throw failure;
     policy.onRetry?.(failure as TransientError, attempt, delay);
     await (policy.wait ?? sleep)(delay);

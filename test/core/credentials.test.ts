@@ -245,12 +245,15 @@ describe('a login on the fly with the API key', () => {
     const outage = new Outage();
     const policy: RetryPolicy = { ...NO_RETRIES, outage };
     const owner = credentials({ apiKey: sandbox.apiKey, login: (apiKey) => logIn(transport, policy, apiKey) });
-    // Another call of the run got no answer: the outage holds, and nothing is in flight.
-    await rejection(withRetries(() => Promise.reject(new TransientError('x failed: ECONNREFUSED')), 'safe', policy));
+    // Two calls of the run in a row got no answer: the outage holds, and nothing is in flight.
+    const noAnswer = () => Promise.reject(new TransientError('x failed: ECONNREFUSED'));
+    await rejection(withRetries(noAnswer, 'safe', policy, { route: 'request' }));
+    await rejection(withRetries(noAnswer, 'safe', policy, { route: 'request' }));
     expect(await rejection(owner.authorize(send))).toBeInstanceOf(HeldBackError);
     expect(calls()).toEqual([]);
-    // An answer to a call of the run ends the outage: the next request logs in at once.
-    outage.settled(outage.sending(), undefined, { attempts: 1, retriesSpent: false, final: true });
+    // A call on that route that worked ends the outage: the next request logs in at once.
+    outage.sending();
+    outage.attemptEnded('request', outage.begin('request'), undefined, true);
     expect(await owner.authorize(send)).toContain('sessionId');
     expect(calls()).toEqual(['login 200', 'active 200']);
   });

@@ -5,7 +5,6 @@ import {
   Outage,
   OUTAGE_HOLD_MS,
   withRetries,
-  type RetryMode,
   type RetryPolicy,
 } from '../../src/api/retry.js';
 import {
@@ -166,190 +165,175 @@ describe("withRetries in 'unprocessed-only' mode", () => {
   });
 });
 
-describe('an outage: the service did not answer a call that will not be tried again', () => {
-  const refused = () => transient({ notProcessed: true, hint: 'the service could not be reached; try again later' });
-  const timedOut = () => new TransientError('POST x failed: timed out', { timedOut: true });
-  /** A call in flight until the test settles it: with `answer` (a value or an error) or with `noAnswer`. */
-  function inFlight(outage: Outage, mode: RetryMode = 'safe') {
+describe('an outage: two calls in a row on one route ended badly', () => {
+  const refused = () => transient({ notProcessed: true });
+  const route = { route: 'request' };
+  /** A policy on `outage` with no retry. */
+  const once = (outage: Outage) => recordingPolicy({ retries: 0, outage });
+  /** A call on `options.route` ('request' by default) ending with `error`, not retried. */
+  const ends = (outage: Outage, error: Error, options: { route?: string; optional?: boolean } = route) =>
+    rejection(withRetries(failing(error).run, 'safe', once(outage), options));
+  /** A call in flight until the test settles it. */
+  function inFlight(outage: Outage, options: { route?: string } = route) {
     let settle: (outcome: { value?: string; error?: Error }) => void = () => {};
-    const call = withRetries(
+    const outcome = withRetries(
       () =>
         new Promise<string>((resolve, reject) => {
           settle = ({ value, error }) => (error ? reject(error) : resolve(value!));
         }),
-      mode,
-      recordingPolicy({ retries: 0, outage }),
-    );
-    const outcome = call.then(
+      'safe',
+      once(outage),
+      options,
+    ).then(
       (value) => ({ value }),
       (error: unknown) => ({ error }),
     );
     return { settle: (o: { value?: string; error?: Error }) => settle(o), outcome };
   }
-  /** A call of its own that gets no answer, with no retry: starts an outage. */
-  const unanswered = (outage: Outage) =>
-    rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage })));
-  /** Whether `promise` is still unsettled after the pending jobs have run. */
+  /** Whether `promise` is still unsettled once pending jobs have run. */
   async function stillPending(promise: Promise<unknown>): Promise<boolean> {
     const marker = Symbol('pending');
     return (await Promise.race([promise, new Promise((resolve) => setImmediate(() => resolve(marker)))])) === marker;
   }
 
-  it('holds back the calls not yet sent once none is in flight: each fails at once, not processed, with its own copy', async () => {
-    const outage = new Outage();
-    const first = failing(refused(), refused(), refused());
-    const last = await rejection(withRetries(first.run, 'safe', recordingPolicy({ retries: 2, outage })));
-    expect(first.calls).toBe(3);
+  it.each([
+    ['no answer, retries spent', () => refused()],
+    ['a 503, retries spent', () => transient({ status: 503 })],
+    ['a 429', () => transient({ status: 429, notProcessed: true })],
+    ['an answer that could not be read', () => new ProtocolError('the answer is not JSON')],
+  ])(
+    'is started by %s, twice: later calls fail at once, not processed, each with its own copy',
+    async (_label, bad) => {
+      const outage = new Outage();
+      const first = failing(bad(), bad(), bad());
+      await rejection(withRetries(first.run, 'safe', recordingPolicy({ retries: 2, outage }), route));
+      expect(outage.holding).toBe(false);
+      const last = await ends(outage, bad());
+      expect(outage.holding).toBe(true);
 
-    const later = failing();
-    const errors = [
-      await rejection(withRetries(later.run, 'safe', recordingPolicy({ outage }))),
-      // Forfait too: nothing was sent, which is what lets its session wait for `complete`.
-      await rejection(withRetries(later.run, 'unprocessed-only', recordingPolicy({ outage }))),
-    ];
-    expect(later.calls).toBe(0);
-    for (const error of errors) {
-      expect(error).toBeInstanceOf(HeldBackError);
-      expect(error).toMatchObject({
-        message:
-          'not sent: the service did not answer an earlier call of this run (tried 3 times): GET x failed: ECONNRESET',
-        hint: 'the service could not be reached; try again later',
-        notProcessed: true,
-        exitCode: 4,
-        cause: last,
-      });
-    }
-    // A document's flow adds its own `notarize complete <hash>` to the hint: never to another's.
-    expect(errors[0]).not.toBe(errors[1]);
+      const later = failing();
+      const errors = [
+        await rejection(withRetries(later.run, 'safe', recordingPolicy({ outage }), route)),
+        // Any route, forfait included: nothing was sent, which is what lets its session wait for `complete`.
+        await rejection(withRetries(later.run, 'unprocessed-only', recordingPolicy({ outage }), { route: 'forfait' })),
+      ];
+      expect(later.calls).toBe(0);
+      for (const error of errors) {
+        expect(error).toBeInstanceOf(HeldBackError);
+        expect(error).toMatchObject({
+          message: `not sent: the service failed two calls of this run in a row, the last with: ${(last as Error).message}`,
+          hint: 'the service is down or failing; try again later',
+          notProcessed: true,
+          exitCode: 4,
+          cause: last,
+        });
+      }
+      // A document's flow adds its own `notarize complete <hash>` to the hint: never to another's.
+      expect(errors[0]).not.toBe(errors[1]);
+    },
+  );
+
+  it('is not started by one bad call alone, nor by two with a call ending well between them', async () => {
+    const outage = new Outage();
+    await ends(outage, refused());
+    expect(outage.holding).toBe(false);
+    expect(await withRetries(failing().run, 'safe', once(outage), route)).toBe('done');
+    await ends(outage, refused());
+    expect(outage.holding).toBe(false);
+    // A refusal is an answer that worked: the service processed the call.
+    await ends(outage, new ServiceRefusedError(409, 'conflict'));
+    await ends(outage, refused());
+    expect(outage.holding).toBe(false);
   });
 
-  it("quotes the call's failure without its document's hash, which is another document's", async () => {
+  it('is not started by two bad calls on different routes, nor by a call that began before one ended well', async () => {
     const outage = new Outage();
-    const hash = 'ab'.repeat(32);
-    const other = new TransientError(`POST http://127.0.0.1:1/api/v2/registration/${hash}/forfait failed: timed out`, {
-      timedOut: true,
-    });
-    await rejection(withRetries(failing(other).run, 'unprocessed-only', recordingPolicy({ outage })));
-    expect(((await rejection(withRetries(failing().run, 'safe', recordingPolicy({ outage })))) as Error).message).toBe(
-      'not sent: the service did not answer an earlier call of this run: ' +
-        'POST http://127.0.0.1:1/api/v2/registration/<hash>/forfait failed: timed out',
+    await ends(outage, refused(), { route: 'request' });
+    await ends(outage, refused(), { route: 'forfait' });
+    expect(outage.holding).toBe(false);
+
+    const stale = new Outage();
+    await ends(stale, refused());
+    const a = inFlight(stale);
+    expect(await withRetries(failing().run, 'safe', once(stale), route)).toBe('done');
+    a.settle({ error: refused() });
+    await a.outcome;
+    expect(stale.holding).toBe(false);
+  });
+
+  it('is not started by optional calls (custody metadata)', async () => {
+    const outage = new Outage();
+    await ends(outage, refused(), { route: 'file', optional: true });
+    await ends(outage, refused(), { route: 'file', optional: true });
+    expect(outage.holding).toBe(false);
+  });
+
+  it("quotes the failure without its document's hash, which is another document's", async () => {
+    const outage = new Outage();
+    const other = (hash: string) =>
+      new TransientError(`POST http://127.0.0.1:1/api/v2/registration/${hash}/forfait answered 503`, { status: 503 });
+    await ends(outage, other('ab'.repeat(32)), { route: 'forfait' });
+    await ends(outage, other('cd'.repeat(32)), { route: 'forfait' });
+    const error = (await rejection(withRetries(failing().run, 'safe', once(outage), route))) as Error;
+    expect(error.message).toBe(
+      'not sent: the service failed two calls of this run in a row, the last with: ' +
+        'POST http://127.0.0.1:1/api/v2/registration/<hash>/forfait answered 503',
     );
   });
 
-  it('makes a new call wait while others are in flight: sent once one of them is answered', async () => {
+  it('makes a new call wait while others are in flight: sent once one on its route ends well', async () => {
     const outage = new Outage();
+    const other = inFlight(outage, { route: 'forfait' });
     const a = inFlight(outage);
-    await unanswered(outage);
-    expect(outage.holding).toBe(true);
+    await ends(outage, refused());
+    await ends(outage, refused());
     const later = failing();
-    const call = withRetries(later.run, 'safe', recordingPolicy({ outage }));
+    const call = withRetries(later.run, 'safe', recordingPolicy({ outage }), route);
     expect(await stillPending(call)).toBe(true);
-    expect(later.calls).toBe(0);
+    // A call on another route ending well does not end it: that route works, this one does not.
+    other.settle({ value: 'done' });
+    await other.outcome;
+    expect(await stillPending(call)).toBe(true);
     a.settle({ error: new ServiceRefusedError(409, 'conflict') });
     expect(await call).toBe('done');
     expect(later.calls).toBe(1);
   });
 
-  it('makes a new call wait while others are in flight: held back once none is left to answer', async () => {
+  it('makes a new call wait while others are in flight: held back once none is left', async () => {
     const outage = new Outage();
     const a = inFlight(outage);
-    await unanswered(outage);
+    await ends(outage, refused());
+    await ends(outage, refused());
     const later = failing();
-    const call = rejection(withRetries(later.run, 'safe', recordingPolicy({ outage })));
+    const call = rejection(withRetries(later.run, 'safe', recordingPolicy({ outage }), route));
     expect(await stillPending(call)).toBe(true);
     a.settle({ error: refused() });
     expect(await call).toBeInstanceOf(HeldBackError);
     expect(later.calls).toBe(0);
   });
 
-  it('is not started by a call sent before an answer came: the service answered since', async () => {
-    const outage = new Outage();
-    const a = inFlight(outage, 'unprocessed-only');
-    expect(await withRetries(failing().run, 'safe', recordingPolicy({ outage }))).toBe('done');
-    a.settle({ error: timedOut() });
-    await a.outcome;
-    expect(outage.holding).toBe(false);
-  });
-
   it('does not retry a call whose outage stands, and does not say "not sent": it ends with its own last error', async () => {
     const outage = new Outage();
     const own = refused();
     const waiting = failing(own, refused());
-    // While this call waits to retry, another spends its retries on no answer.
-    const policy = recordingPolicy({ outage, wait: () => unanswered(outage) });
+    // While this call waits to retry, two others end badly.
+    const policy = recordingPolicy({ outage, wait: () => ends(outage, refused()).then(() => ends(outage, refused())) });
     // Its first attempt may have been processed (a request step's answer lost): "not sent" would be false.
-    expect(await rejection(withRetries(waiting.run, 'safe', policy))).toBe(own);
+    expect(await rejection(withRetries(waiting.run, 'safe', policy, route))).toBe(own);
     expect(waiting.calls).toBe(1);
     expect(outage.holding).toBe(true);
   });
 
-  it('is started by a call that may not be retried (forfait) when it timed out, not when its connection closed', async () => {
-    const closed = new Outage();
-    await rejection(withRetries(failing(transient()).run, 'unprocessed-only', recordingPolicy({ outage: closed })));
-    expect(closed.holding).toBe(false);
-
-    const hung = new Outage();
-    await rejection(withRetries(failing(timedOut()).run, 'unprocessed-only', recordingPolicy({ outage: hung })));
-    expect(hung.holding).toBe(true);
-  });
-
-  it.each([
-    { label: 'an answer, even a 5xx, which may be about this call alone', errors: [transient({ status: 503 })] },
-    { label: 'no answer, then an answer on the last attempt', errors: [refused(), transient({ status: 500 })] },
-    { label: 'an error that is not transient', errors: [new ServiceRefusedError(409, 'conflict')] },
-    { label: 'no answer with retries left, then a success', errors: [refused(), refused()], succeeds: true },
-  ])('is not started by $label', async ({ errors, succeeds }) => {
-    const outage = new Outage();
-    const retries = succeeds ? errors.length : errors.length - 1;
-    const call = withRetries(failing(...errors).run, 'safe', recordingPolicy({ retries, outage }));
-    if (succeeds) expect(await call).toBe('done');
-    else await rejection(call);
-    expect(outage.holding).toBe(false);
-  });
-
-  it('is not started by an optional call (custody metadata), whose answer still ends one', async () => {
-    const outage = new Outage();
-    const optional = { optional: true };
-    await rejection(withRetries(failing(refused()).run, 'safe', recordingPolicy({ retries: 0, outage }), optional));
-    expect(outage.holding).toBe(false);
-
-    let answer = (): void => {};
-    const metadata = withRetries(
-      () => new Promise<string>((resolve) => (answer = () => resolve('done'))),
-      'safe',
-      recordingPolicy({ outage }),
-      optional,
-    );
-    await unanswered(outage);
-    expect(outage.holding).toBe(true);
-    answer();
-    expect(await metadata).toBe('done');
-    expect(outage.holding).toBe(false);
-  });
-
-  it.each<[string, { error?: Error }]>([
-    ['a success', {}],
-    ['a 5xx', { error: transient({ status: 502 }) }],
-    ['a 4xx', { error: new ServiceRefusedError(409, 'conflict') }],
-    ['a 401 from the service', { error: new AuthError('401', { status: 401 }) }],
-  ])('ends with an answer to a call in flight: %s', async (_label, answer) => {
-    const outage = new Outage();
-    const a = inFlight(outage);
-    await unanswered(outage);
-    expect(outage.holding).toBe(true);
-    a.settle(answer.error ? answer : { value: 'done' });
-    await a.outcome;
-    expect(outage.holding).toBe(false);
-  });
-
-  it.each([
+  it.each<[string, Error]>([
     ['a 407 from a proxy', new AuthError('407', { status: 407 })],
     ['a refusal decided here (no status)', new AuthError('the bearer token holds characters...; nothing was sent')],
     ['a usage error', new UsageError('bad argument')],
-  ])('does not end with what the service did not say: %s', async (_label, error) => {
+    ['a 5xx', transient({ status: 502 })],
+  ])('does not end with what is not an answer that worked: %s', async (_label, error) => {
     const outage = new Outage();
     const a = inFlight(outage);
-    await unanswered(outage);
+    await ends(outage, refused());
+    await ends(outage, refused());
     a.settle({ error });
     await a.outcome;
     expect(outage.holding).toBe(true);
@@ -358,12 +342,13 @@ describe('an outage: the service did not answer a call that will not be tried ag
   it('ends after OUTAGE_HOLD_MS: calls are sent again (a list read from a pipe may last hours)', async () => {
     const clock = { now: 1_000_000 };
     const outage = new Outage({ holdMs: OUTAGE_HOLD_MS, now: () => clock.now });
-    await unanswered(outage);
+    await ends(outage, refused());
+    await ends(outage, refused());
     clock.now += OUTAGE_HOLD_MS - 1;
     expect(outage.holding).toBe(true);
     clock.now += 1;
     const later = failing();
-    expect(await withRetries(later.run, 'safe', recordingPolicy({ outage }))).toBe('done');
+    expect(await withRetries(later.run, 'safe', recordingPolicy({ outage }), route)).toBe('done');
     expect(later.calls).toBe(1);
     expect(OUTAGE_HOLD_MS).toBe(30_000);
   });
