@@ -10576,6 +10576,8 @@ async function complete(deps, hash, source) {
 		if (stored) tracked.sessionSaved();
 		let pending;
 		if (source.kind === "store") {
+			const unread = stored ? void 0 : store.readUnanswered(hash);
+			if (unread) throw requestUnread(hash, unread.requestedAt);
 			if (!stored) throw new UsageError(`no pending session for ${hash}`, {
 				code: "no_pending_session",
 				hint: "register it first (`notarize register`), or pass the session with --session <file|->"

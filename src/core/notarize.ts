@@ -195,6 +195,9 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
     if (stored) tracked.sessionSaved();
     let pending: PendingEntry;
     if (source.kind === 'store') {
+      // A request step answered unreadably left no session, but a way out, which `register` names too.
+      const unread = stored ? undefined : store.readUnanswered(hash);
+      if (unread) throw requestUnread(hash, unread.requestedAt);
       if (!stored) {
         throw new UsageError(`no pending session for ${hash}`, {
           code: 'no_pending_session',

@@ -477,6 +477,20 @@ describe('complete', () => {
     expect(error.hint).toContain('--session <file|->');
   });
 
+  it('from the store after an unread request step: no session to send, and the way out rather than "register it first"', async () => {
+    const hash = sha256('unread request, then complete');
+    fault('request:html*1');
+    const { deps } = world();
+    const first = await rejectionOf(register(deps, input(hash)), UnreadableAnswerError);
+    const error = await rejectionOf(complete(deps, hash, { kind: 'store' }), ProtocolError);
+    expect(error.message).toBe(
+      `the registration request for ${hash} was answered 2xx at ${NOW.toISOString()}, but the answer could not be read; ` +
+        'notarize does not request it again on its own',
+    );
+    expect(error.hint).toBe(first.hint);
+    expect(called()).toEqual(['request']);
+  });
+
   it('from the store: forfait with the stored session, the record in the ledger', async () => {
     const hash = sha256('from the store');
     const { store, entry } = await requestOnly(hash);

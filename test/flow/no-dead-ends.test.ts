@@ -242,6 +242,12 @@ describe('a 2xx whose body cannot be read', () => {
     expectFailure(rerun, 5, /notarize does not request it again on its own/);
     expect(routes(bed.callsSince(again)).filter((r) => r !== 'login')).toEqual([]);
 
+    // `complete` alone has no session to send, and says the way out rather than "register it first".
+    const plain = await bed.main(['complete', hash]);
+    expectFailure(plain, 5, /notarize does not request it again on its own/);
+    expect(plain.stderr).toContain(`notarize complete ${hash} --use-active-subscription`);
+    expect(plain.stderr).not.toMatch(/register it first/);
+
     // Completing it with the active subscription clears it.
     const completed = await bed.main(['complete', hash, '--use-active-subscription']);
     expect(completed.code, completed.stderr).toBe(0);
