@@ -75,7 +75,35 @@ var __require = /* #__PURE__ */ (() => createRequire(import.meta.url))();
 * process.exit() then ends everything else: worker threads, sockets, timers.
 * Store writes are atomic (temporary file, then rename), so a write cut off
 * by the exit leaves the old file or the new one, never a torn one.
+*
+* One wait, bounded: a completion (forfait) already sent may be paid for
+* whether or not its answer arrives, and once it is, a re-run only hears
+* "already registered", without the record. So when the signal finds
+* completions in flight, nothing more is sent (`beforeSending`) and the exit
+* waits up to COMPLETION_GRACE_MS for their answers to be recorded; CI
+* cancellations (SIGINT, then SIGTERM, then SIGKILL seconds later) leave
+* that much time, and it keeps the exit within the 2 s promised.
 */
+/**
+* Tells this module that a completion (forfait) is being sent; call the
+* function it returns once its answer is recorded, or it failed.
+*/
+function sendingCompletion() {
+	const entry = {};
+	completing.add(entry);
+	return () => {
+		completing.delete(entry);
+		if (completing.size === 0 && onCompletionsRecorded) setImmediate(onCompletionsRecorded);
+	};
+}
+/**
+* Resolves at once, unless a signal is being handled: then never, since the
+* process is about to exit and nothing more may be sent (a request step
+* would open a session, a completion would be paid, with no time left).
+*/
+function beforeSending() {
+	return stopping ? new Promise(() => {}) : Promise.resolve();
+}
 /** Tells this module that a registration of `hash` is under way, its lock released by `release`. */
 function track(hash, release) {
 	const entry = {
@@ -142,31 +170,51 @@ function exitOnSignals(options = {}) {
 		const code = EXIT_ON[signal];
 		if (interrupted) process.exit(code);
 		interrupted = true;
-		for (const flush of pendingOutput) try {
-			flush();
-		} catch {}
-		const message = interruptionMessage(signal);
-		const line = options.json ? JSON.stringify({ error: {
-			code: "interrupted",
-			exitCode: code,
-			message
-		} }) : `notarize: ${message}`;
-		try {
-			writeSync(2, `${process.stderr.isTTY ? "\n" : ""}${line}\n`);
-		} catch {}
-		for (const u of underway) try {
-			u.release();
-		} catch {}
-		process.exit(code);
+		stopping = true;
+		if (completing.size === 0) return exitNow(signal, code, options);
+		if (!options.json) {
+			const what = completing.size === 1 ? "the completion" : `${completing.size} completions`;
+			say(`notarize: ${signal}: waiting up to ${COMPLETION_GRACE_MS / 1e3} s for the answer to ${what} already sent, to keep ${completing.size === 1 ? "its record" : "their records"} (${signal} again to stop now)`);
+		}
+		const timer = setTimeout(() => exitNow(signal, code, options), COMPLETION_GRACE_MS);
+		onCompletionsRecorded = () => {
+			clearTimeout(timer);
+			exitNow(signal, code, options);
+		};
 	});
 }
-var EXIT_ON, underway, pendingOutput, takenOver;
+/** Writes a line to stderr at once (the process may exit right after); on a terminal, off the line a spinner or ^C is on. */
+function say(line) {
+	try {
+		writeSync(2, `${process.stderr.isTTY ? "\n" : ""}${line}\n`);
+	} catch {}
+}
+/** The end of an interruption: output held back, one line, locks released, exit. */
+function exitNow(signal, code, options) {
+	for (const flush of pendingOutput) try {
+		flush();
+	} catch {}
+	const message = interruptionMessage(signal);
+	say(options.json ? JSON.stringify({ error: {
+		code: "interrupted",
+		exitCode: code,
+		message
+	} }) : `notarize: ${message}`);
+	for (const u of underway) try {
+		u.release();
+	} catch {}
+	process.exit(code);
+}
+var EXIT_ON, underway, completing, stopping, onCompletionsRecorded, COMPLETION_GRACE_MS, pendingOutput, takenOver;
 var init_interrupt = __esmMin((() => {
 	EXIT_ON = {
 		SIGINT: 130,
 		SIGTERM: 143
 	};
 	underway = /* @__PURE__ */ new Set();
+	completing = /* @__PURE__ */ new Set();
+	stopping = false;
+	COMPLETION_GRACE_MS = 1e3;
 	pendingOutput = /* @__PURE__ */ new Set();
 	takenOver = false;
 }));
@@ -10675,6 +10723,7 @@ function now(deps) {
 }
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps, input) {
+	await beforeSending();
 	deps.onStep?.("requesting");
 	const save = async (sessionJson) => {
 		const entry = {
@@ -10719,8 +10768,21 @@ async function requestStep(deps, input) {
 		throw error;
 	}
 }
-/** Forfait with the pending session; on success the record is in the ledger and the session gone. */
+/**
+* Forfait with the pending session; on success the record is in the ledger
+* and the session gone. An interruption waits a moment for it once sent
+* (interrupt.ts), and none is sent once an interruption is under way.
+*/
 async function completeStep(deps, pending) {
+	await beforeSending();
+	const recorded = sendingCompletion();
+	try {
+		return await sendCompletion(deps, pending);
+	} finally {
+		recorded();
+	}
+}
+async function sendCompletion(deps, pending) {
 	deps.onStep?.("completing");
 	const { store } = deps;
 	const save = async (recordJson) => {

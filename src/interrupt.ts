@@ -18,6 +18,14 @@
  * process.exit() then ends everything else: worker threads, sockets, timers.
  * Store writes are atomic (temporary file, then rename), so a write cut off
  * by the exit leaves the old file or the new one, never a torn one.
+ *
+ * One wait, bounded: a completion (forfait) already sent may be paid for
+ * whether or not its answer arrives, and once it is, a re-run only hears
+ * "already registered", without the record. So when the signal finds
+ * completions in flight, nothing more is sent (`beforeSending`) and the exit
+ * waits up to COMPLETION_GRACE_MS for their answers to be recorded; CI
+ * cancellations (SIGINT, then SIGTERM, then SIGKILL seconds later) leave
+ * that much time, and it keeps the exit within the 2 s promised.
  */
 import { writeSync } from 'node:fs';
 
@@ -31,6 +39,38 @@ interface Underway {
 }
 
 const underway = new Set<Underway>();
+/** Completions sent whose answer is not yet recorded. */
+const completing = new Set<object>();
+/** Set once a signal is being handled: nothing more is sent. */
+let stopping = false;
+/** Called when the last completion in flight is recorded, while a signal waits for it. */
+let onCompletionsRecorded: (() => void) | undefined;
+
+/** How long a signal waits for completions already sent (see the module comment). */
+export const COMPLETION_GRACE_MS = 1000;
+
+/**
+ * Tells this module that a completion (forfait) is being sent; call the
+ * function it returns once its answer is recorded, or it failed.
+ */
+export function sendingCompletion(): () => void {
+  const entry = {};
+  completing.add(entry);
+  return () => {
+    completing.delete(entry);
+    // After this turn: the flow lets go of the hash (its lock) before the exit.
+    if (completing.size === 0 && onCompletionsRecorded) setImmediate(onCompletionsRecorded);
+  };
+}
+
+/**
+ * Resolves at once, unless a signal is being handled: then never, since the
+ * process is about to exit and nothing more may be sent (a request step
+ * would open a session, a completion would be paid, with no time left).
+ */
+export function beforeSending(): Promise<void> {
+  return stopping ? new Promise<void>(() => {}) : Promise.resolve();
+}
 /** Output held back to be written in one go (IO.dataSoon): written before the interruption's line. */
 const pendingOutput = new Set<() => void>();
 /** A command that stops on signals itself (the sandbox) takes them over. */
@@ -119,31 +159,52 @@ export function exitOnSignals(options: SignalOptions = {}): void {
       const code = EXIT_ON[signal];
       if (interrupted) process.exit(code);
       interrupted = true;
-      for (const flush of pendingOutput) {
-        try {
-          flush();
-        } catch {
-          // stdout closed: the line below and the exit are all that is left.
-        }
+      stopping = true;
+      if (completing.size === 0) return exitNow(signal, code, options);
+      if (!options.json) {
+        const what = completing.size === 1 ? 'the completion' : `${completing.size} completions`;
+        say(
+          `notarize: ${signal}: waiting up to ${COMPLETION_GRACE_MS / 1000} s for the answer to ${what} already sent, ` +
+            `to keep ${completing.size === 1 ? 'its record' : 'their records'} (${signal} again to stop now)`,
+        );
       }
-      const message = interruptionMessage(signal);
-      const line = options.json
-        ? JSON.stringify({ error: { code: 'interrupted', exitCode: code, message } })
-        : `notarize: ${message}`;
-      try {
-        // Synchronous: the process exits right after. On a terminal, off the line a spinner or ^C is on.
-        writeSync(2, `${process.stderr.isTTY ? '\n' : ''}${line}\n`);
-      } catch {
-        // stderr closed: exiting is all that is left.
-      }
-      for (const u of underway) {
-        try {
-          u.release();
-        } catch {
-          // A lock left behind is found stale by the next run (its pid is gone).
-        }
-      }
-      process.exit(code);
+      const timer = setTimeout(() => exitNow(signal, code, options), COMPLETION_GRACE_MS);
+      onCompletionsRecorded = () => {
+        clearTimeout(timer);
+        exitNow(signal, code, options);
+      };
     });
   }
+}
+
+/** Writes a line to stderr at once (the process may exit right after); on a terminal, off the line a spinner or ^C is on. */
+function say(line: string): void {
+  try {
+    writeSync(2, `${process.stderr.isTTY ? '\n' : ''}${line}\n`);
+  } catch {
+    // stderr closed: nothing to tell.
+  }
+}
+
+/** The end of an interruption: output held back, one line, locks released, exit. */
+function exitNow(signal: 'SIGINT' | 'SIGTERM', code: number, options: SignalOptions): never {
+  for (const flush of pendingOutput) {
+    try {
+      flush();
+    } catch {
+      // stdout closed: the line below and the exit are all that is left.
+    }
+  }
+  const message = interruptionMessage(signal);
+  say(
+    options.json ? JSON.stringify({ error: { code: 'interrupted', exitCode: code, message } }) : `notarize: ${message}`,
+  );
+  for (const u of underway) {
+    try {
+      u.release();
+    } catch {
+      // A lock left behind is found stale by the next run (its pid is gone).
+    }
+  }
+  process.exit(code);
 }

@@ -28,7 +28,7 @@ import {
 } from '../errors.js';
 import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
-import { track, type Tracked } from '../interrupt.js';
+import { beforeSending, sendingCompletion, track, type Tracked } from '../interrupt.js';
 import { releaseOwnLock, withLock, type LockTiming } from '../store/lock.js';
 import { mimeType } from './mime.js';
 
@@ -322,6 +322,8 @@ function now(deps: FlowDeps): Date {
 
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<PendingEntry> {
+  // Once an interruption is under way, no new session is asked for.
+  await beforeSending();
   deps.onStep?.('requesting');
   const save = async (sessionJson: string): Promise<PendingEntry> => {
     const entry: PendingEntry = {
@@ -370,8 +372,22 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
   }
 }
 
-/** Forfait with the pending session; on success the record is in the ledger and the session gone. */
+/**
+ * Forfait with the pending session; on success the record is in the ledger
+ * and the session gone. An interruption waits a moment for it once sent
+ * (interrupt.ts), and none is sent once an interruption is under way.
+ */
 async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
+  await beforeSending();
+  const recorded = sendingCompletion();
+  try {
+    return await sendCompletion(deps, pending);
+  } finally {
+    recorded();
+  }
+}
+
+async function sendCompletion(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
   deps.onStep?.('completing');
   const { store } = deps;
   const save = async (recordJson: string): Promise<LedgerEntry> => {

@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { Bed } from '../helpers/bed.js';
 import { useBed } from '../helpers/bed.js';
+import { COMPLETION_GRACE_MS } from '../../src/interrupt.js';
 import { DIST, describeRun, runProcess, spawnCli, type SpawnedProcess } from '../helpers/cli.js';
 
 /** The time a signalled process may take to exit (the issue's bound). */
@@ -107,6 +108,30 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
       const finished = await bed.run(['complete', hash!]);
       expect(finished.code, describeRun(finished)).toBe(0);
       expect(bed.ledgerHashes()).toEqual([hash]);
+    });
+  }
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`${signal} while a forfait already sent is answered within the grace: its record is kept, exit ${CODE[signal]}`, async () => {
+      // A forfait sent may be paid whether or not its answer arrives; a re-run would only hear "already registered".
+      bed.sandbox.addFaults([{ route: 'forfait', kind: 'latency', value: 600, count: 1 }]);
+      const doc = join(bed.workDir, 'slow deed.txt');
+      writeFileSync(doc, 'a deed answered slowly\n');
+      const spawned = spawnCli(['register', doc], bed.env(), { cwd: bed.workDir });
+      await until(() => bed.calls('forfait') > 0, 'forfait is sent');
+      const { run, ms } = await interrupt(spawned, signal);
+      bed.record(run);
+      expect(run.code, describeRun(run)).toBe(CODE[signal]);
+      const lines = run.stderr.trimEnd().split('\n');
+      expect(lines).toContain(
+        `notarize: ${signal}: waiting up to ${COMPLETION_GRACE_MS / 1000} s for the answer to the completion already sent, ` +
+          `to keep its record (${signal} again to stop now)`,
+      );
+      expect(lines.at(-1)).toBe(`notarize: interrupted (${signal})`);
+      expect(ms).toBeLessThan(EXIT_WITHIN_MS);
+      expect(bed.ledgerHashes()).toHaveLength(1);
+      expect(bed.pendingHashes()).toEqual([]);
+      expect(readdirSync(join(bed.onlyServiceDir(), 'locks'))).toEqual([]);
     });
   }
 
