@@ -16479,30 +16479,45 @@ var init_client = __esmMin((() => {
 var complete_exports = /* @__PURE__ */ __exportAll({
 	configure: () => configure$11,
 	optionsSchema: () => optionsSchema$5,
-	runComplete: () => runComplete
+	runComplete: () => runComplete,
+	runCompleteMany: () => runCompleteMany
 });
 function configure$11(command, context) {
-	command.argument("<hash>", "SHA-256 digest of the registration to complete (64 hex digits)").option("--session <file|->", "take the subscription session JSON from a file or standard input").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
+	command.argument("[hash...]", "SHA-256 digest of each registration to complete (64 hex digits)").option("--all", "complete every registration whose session is pending in the store, in one run").option("--session <file|->", "take the subscription session JSON from a file or standard input (one hash)").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
 A 409 is read as "the service already has this hash" (an assumption: its status codes are
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
 --use-active-subscription is not kept when the service answers 404 (it does not know the hash).
+Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once, with one login: one result
+each (a table, or with --json an array), and the exit code of a batch (see \`notarize --help\`).
 ${examples([
 		"notarize complete 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001",
 		"notarize complete <hash> --session session.json --json",
 		"# CI: finish every registration left pending by an earlier job",
-		"notarize pending --json | jq -r '.[].hash' | xargs -n1 notarize complete --quiet"
-	])}`).action(async (hash, raw) => {
+		"notarize complete --all --quiet"
+	])}`).action(async (hashes, raw) => {
 		const ctx = context();
-		const result = await runComplete({
-			...parseOptions(optionsSchema$5, raw, command),
-			hash,
+		const flags = parseOptions(optionsSchema$5, raw, command);
+		const common = {
 			io: ctx.io,
 			baseUrl: () => ctx.baseUrl,
 			api: () => ctx.api(),
 			ledger: () => ctx.ledger
-		});
-		finish(viewOf(ctx), result);
+		};
+		if (hashes.length === 1 && !flags.all) {
+			finish(viewOf(ctx), await runComplete({
+				...flags,
+				...common,
+				hash: hashes[0]
+			}));
+			return;
+		}
+		await finishItems(viewOf(ctx), (items) => runCompleteMany({
+			...flags,
+			...common,
+			hashes,
+			items
+		}));
 	});
 }
 async function readSession(from, stdin) {
@@ -16540,22 +16555,82 @@ async function runComplete(options) {
 		spinner.stop();
 	}
 }
-var optionsSchema$5;
+/**
+* Completes several pending registrations (the hashes given, or with --all
+* every one pending in the store), a few at once under one login; each
+* result goes to `items`. Everything is checked before anything is sent.
+*/
+async function runCompleteMany(options) {
+	const usage = (message) => new UsageError(message, { hint: "see `notarize complete --help`" });
+	if (options.all && options.hashes.length > 0) throw usage("give the hashes to complete, or --all, not both");
+	if (!options.all && options.hashes.length === 0) throw usage("give the hash of a registration to complete, or --all");
+	if (options.session !== void 0 || options.useActiveSubscription) throw usage("--session and --use-active-subscription complete one hash at a time");
+	const store = options.ledger();
+	const hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
+	const baseUrl = options.baseUrl();
+	const api = await options.api();
+	let sent = false;
+	const deps = {
+		api,
+		store,
+		onStep: (step) => {
+			if (step === "completing") sent = true;
+		}
+	};
+	const tally = new FailureTally();
+	const total = await runAll(hashes, (hash) => complete(deps, hash, { kind: "store" }), {
+		concurrency: CONCURRENCY,
+		onSettled: (index, settled, hash) => {
+			if (settled.ok) options.items.add(index, completedResult(hash, settled.value, baseUrl));
+			else {
+				const error = "error" in settled ? settled.error : asNotarizeError(/* @__PURE__ */ new Error("not started"));
+				options.items.add(index, failedResult(null, hash, error));
+				tally.add(index, error);
+			}
+		}
+	});
+	const code = tally.code(sent);
+	return {
+		kind: "items",
+		title: "notarize complete",
+		items: options.items,
+		...code === 0 ? {} : { failure: new BatchError(tally.failed, total, code) }
+	};
+}
+/** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */
+async function pendingHashes(store) {
+	const { entries, problems } = await store.listPending();
+	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].sort();
+}
+/** The result of one completion of a run of several (`complete` never leaves one pending). */
+function completedResult(hash, outcome, baseUrl) {
+	if (outcome.kind === "pending") return itemResult(null, hash, "pending", { session: embed(outcome.entry.sessionJson) });
+	const said = outcome.kind === "already-registered" ? outcome.service : void 0;
+	return itemResult(null, hash, outcome.kind === "completed" ? "registered" : "already-registered", {
+		...proofOf(baseUrl, hash, outcome.entry?.recordJson),
+		...said ? { message: said.message ?? null } : {}
+	});
+}
+var optionsSchema$5, CONCURRENCY;
 var init_complete = __esmMin((() => {
 	init_zod();
 	init_client();
 	init_schemas();
 	init_hash$1();
+	init_batch();
 	init_notarize();
 	init_read_input();
 	init_errors();
+	init_results();
 	init_action();
 	init_options();
 	optionsSchema$5 = object({
 		session: string().optional(),
 		useActiveSubscription: boolean().default(false),
-		description: string().optional()
+		description: string().optional(),
+		all: boolean().default(false)
 	});
+	CONCURRENCY = 8;
 }));
 // dist/commands/pending.js
 var pending_exports = /* @__PURE__ */ __exportAll({

@@ -1,28 +1,37 @@
 /**
  * `notarize complete <hash>`: forfait for a pending registration, with the
  * session from the store, from --session, or the active subscription.
+ * Several hashes, or --all (every session pending in the store), are
+ * completed in one run: one login, a few at once, one result each.
  */
 import type { Command } from 'commander';
+import { basename } from 'node:path';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { parseAnswer, type ApiClient } from '../api/client.js';
 import { subscriptionSessionSchema } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
-import { complete, type SessionSource } from '../core/notarize.js';
+import { asNotarizeError, BatchError, FailureTally, runAll } from '../core/batch.js';
+import { complete, type Outcome, type SessionSource } from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
 import { NotarizeError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
-import type { OutcomeResult } from '../output/present.js';
+import type { ItemsResult, OutcomeResult } from '../output/present.js';
+import { embed, failedResult, itemResult, proofOf, type ItemResult, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
-import { finish, viewOf } from './action.js';
+import { finish, finishItems, viewOf } from './action.js';
 import { examples, parseOptions } from './options.js';
 
 export const optionsSchema = z.object({
   session: z.string().optional(),
   useActiveSubscription: z.boolean().default(false),
   description: z.string().optional(),
+  all: z.boolean().default(false),
 });
+
+/** How many registrations a run of several completes at once (as `register`'s default). */
+const CONCURRENCY = 8;
 
 /** What `complete` uses: the hash, where the session comes from, and the service. */
 export interface CompleteOptions extends z.infer<typeof optionsSchema> {
@@ -37,11 +46,12 @@ export interface CompleteOptions extends z.infer<typeof optionsSchema> {
 
 export function configure(command: Command, context: () => Context): void {
   command
-    .argument('<hash>', 'SHA-256 digest of the registration to complete (64 hex digits)')
-    .option('--session <file|->', 'take the subscription session JSON from a file or standard input')
+    .argument('[hash...]', 'SHA-256 digest of each registration to complete (64 hex digits)')
+    .option('--all', 'complete every registration whose session is pending in the store, in one run')
+    .option('--session <file|->', 'take the subscription session JSON from a file or standard input (one hash)')
     .option(
       '--use-active-subscription',
-      'use the active subscription (GET /api/v2/payment/subscription/active) as the session',
+      'use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)',
     )
     .addHelpText(
       'after',
@@ -50,25 +60,24 @@ A 409 is read as "the service already has this hash" (an assumption: its status 
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
 --use-active-subscription is not kept when the service answers 404 (it does not know the hash).
+Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once, with one login: one result
+each (a table, or with --json an array), and the exit code of a batch (see \`notarize --help\`).
 ${examples([
   'notarize complete 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001',
   'notarize complete <hash> --session session.json --json',
   '# CI: finish every registration left pending by an earlier job',
-  "notarize pending --json | jq -r '.[].hash' | xargs -n1 notarize complete --quiet",
+  'notarize complete --all --quiet',
 ])}`,
     )
-    .action(async (hash: string, raw: unknown) => {
+    .action(async (hashes: string[], raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      const result = await runComplete({
-        ...flags,
-        hash,
-        io: ctx.io,
-        baseUrl: () => ctx.baseUrl,
-        api: () => ctx.api(),
-        ledger: () => ctx.ledger,
-      });
-      finish(viewOf(ctx), result);
+      const common = { io: ctx.io, baseUrl: () => ctx.baseUrl, api: () => ctx.api(), ledger: () => ctx.ledger };
+      if (hashes.length === 1 && !flags.all) {
+        finish(viewOf(ctx), await runComplete({ ...flags, ...common, hash: hashes[0]! }));
+        return;
+      }
+      await finishItems(viewOf(ctx), (items) => runCompleteMany({ ...flags, ...common, hashes, items }));
     });
 }
 
@@ -103,4 +112,73 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
   } finally {
     spinner.stop();
   }
+}
+
+/** What `complete` of several hashes, or --all, uses. */
+export interface CompleteManyOptions extends Omit<CompleteOptions, 'hash'> {
+  hashes: string[];
+  items: ItemResults;
+}
+
+/**
+ * Completes several pending registrations (the hashes given, or with --all
+ * every one pending in the store), a few at once under one login; each
+ * result goes to `items`. Everything is checked before anything is sent.
+ */
+export async function runCompleteMany(options: CompleteManyOptions): Promise<ItemsResult> {
+  const usage = (message: string) => new UsageError(message, { hint: 'see `notarize complete --help`' });
+  if (options.all && options.hashes.length > 0) throw usage('give the hashes to complete, or --all, not both');
+  if (!options.all && options.hashes.length === 0) throw usage('give the hash of a registration to complete, or --all');
+  if (options.session !== undefined || options.useActiveSubscription) {
+    throw usage('--session and --use-active-subscription complete one hash at a time');
+  }
+  const store = options.ledger();
+  const hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
+  const baseUrl = options.baseUrl();
+  const api = await options.api();
+  let sent = false;
+  const deps = {
+    api,
+    store,
+    onStep: (step: string) => {
+      if (step === 'completing') sent = true;
+    },
+  };
+  const tally = new FailureTally();
+  const total = await runAll(hashes, (hash) => complete(deps, hash, { kind: 'store' }), {
+    concurrency: CONCURRENCY,
+    onSettled: (index, settled, hash) => {
+      if (settled.ok) {
+        options.items.add(index, completedResult(hash, settled.value, baseUrl));
+      } else {
+        const error = 'error' in settled ? settled.error : asNotarizeError(new Error('not started'));
+        options.items.add(index, failedResult(null, hash, error));
+        tally.add(index, error);
+      }
+    },
+  });
+  const code = tally.code(sent);
+  return {
+    kind: 'items',
+    title: 'notarize complete',
+    items: options.items,
+    ...(code === 0 ? {} : { failure: new BatchError(tally.failed, total, code) }),
+  };
+}
+
+/** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */
+async function pendingHashes(store: ServiceStore): Promise<string[]> {
+  const { entries, problems } = await store.listPending();
+  return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, '.json'))].sort();
+}
+
+/** The result of one completion of a run of several (`complete` never leaves one pending). */
+function completedResult(hash: string, outcome: Outcome, baseUrl: string): ItemResult {
+  if (outcome.kind === 'pending')
+    return itemResult(null, hash, 'pending', { session: embed(outcome.entry.sessionJson) });
+  const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
+  return itemResult(null, hash, outcome.kind === 'completed' ? 'registered' : 'already-registered', {
+    ...proofOf(baseUrl, hash, outcome.entry?.recordJson),
+    ...(said ? { message: said.message ?? null } : {}),
+  });
 }

@@ -9,6 +9,8 @@ import { optionsSchema, runComplete, type CompleteOptions } from '../../src/comm
 import { present } from '../../src/output/present.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { sha256 } from '../helpers/documents.js';
+import { countStatuses, parseResults } from '../helpers/results.js';
+import { routes } from '../helpers/sandbox.js';
 import { contextFor, type TestContext } from '../helpers/context.js';
 
 let bed: Bed;
@@ -92,5 +94,73 @@ describe('runComplete', () => {
     const run = runComplete(options(t, sha256('x'), { session: '-' }));
     await expect(run).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/^invalid --session: /) });
     expect(bed.sandbox.calls).toEqual([]);
+  });
+});
+
+describe('complete of several registrations (hashes, or --all): one run, one login, one result each', () => {
+  /** `count` registrations left pending; returns their hashes, sorted. */
+  async function pendingMany(count: number, tag: string): Promise<string[]> {
+    const paths = [];
+    for (let i = 0; i < count; i++) paths.push(await bed.file(`draft-${i}.txt`, `${tag} ${i}\n`));
+    const run = await bed.main(['register', ...paths, '--no-complete', '--quiet']);
+    expect(run.code, run.stderr).toBe(0);
+    return paths.map((_, i) => sha256(`${tag} ${i}\n`)).sort();
+  }
+
+  it('--all completes every pending session: a result each, the records in the ledger, nothing pending', async () => {
+    const hashes = await pendingMany(12, 'all');
+    const mark = bed.mark();
+    const run = await bed.main(['complete', '--all', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const results = parseResults(run.stdout);
+    expect(results.map((r) => r.hash)).toEqual(hashes);
+    expect(countStatuses(results)).toEqual({ registered: 12 });
+    for (const r of results) expect(r.record).toEqual(JSON.parse(bed.ledgerEntry(r.hash!).recordJson));
+    expect(bed.ledgerHashes()).toEqual(hashes);
+    expect(bed.pendingHashes()).toEqual([]);
+    expect(routes(bed.callsSince(mark))).toEqual(hashes.map(() => 'forfait'));
+
+    const again = await bed.main(['complete', '--all', '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual([]);
+  });
+
+  it('hashes given: each completed or failed on its own, with the exit code of a batch', async () => {
+    const [first, second] = await pendingMany(2, 'given');
+    const unknown = sha256('never registered');
+    const run = await bed.main(['complete', first!, unknown, second!.toUpperCase(), '--json']);
+    // A usage error, but not exit 2: that would say nothing was sent (src/core/batch.ts).
+    expect(run.code, run.stderr).toBe(1);
+    const results = parseResults(run.stdout);
+    expect(results.map((r) => [r.hash, r.status])).toEqual([
+      [first, 'registered'],
+      [unknown, 'failed'],
+      [second, 'registered'],
+    ]);
+    expect(results[1]!.error).toMatchObject({ code: 'no_pending_session', exitCode: 2 });
+  });
+
+  it('against a service failing every completion: two are sent, the others held back, every session kept', async () => {
+    const hashes = await pendingMany(30, 'failing');
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 500 }]);
+    const run = await bed.main(['complete', '--all', '--retries', '0', '--json']);
+    expect(run.code, run.stderr).toBe(4);
+    expect(countStatuses(parseResults(run.stdout))).toEqual({ failed: 30 });
+    // Two in a row, and those in flight meanwhile (8 at once).
+    expect(bed.calls('forfait')).toBeLessThanOrEqual(10);
+    expect(bed.pendingHashes()).toEqual(hashes);
+  });
+
+  it.each([
+    [['complete'], /give the hash of a registration to complete, or --all/],
+    [['complete', '--all', 'a'.repeat(64)], /give the hashes to complete, or --all, not both/],
+    [['complete', 'a'.repeat(64), 'b'.repeat(64), '--use-active-subscription'], /complete one hash at a time/],
+    [['complete', 'a'.repeat(64), 'nothex'], /nothex/],
+  ])('%j is refused before anything is sent (exit 2)', async (argv, message) => {
+    const mark = bed.mark();
+    const run = await bed.main(argv);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(message);
+    expect(bed.callsSince(mark)).toEqual([]);
   });
 });
