@@ -16212,6 +16212,8 @@ var init_register = __esmMin((() => {
 */
 var retry_exports = /* @__PURE__ */ __exportAll({
 	OUTAGE_HOLD_MS: () => OUTAGE_HOLD_MS,
+	OUTAGE_PROBE_MS: () => OUTAGE_PROBE_MS,
+	OUTAGE_WAIT_MS: () => OUTAGE_WAIT_MS,
 	Outage: () => Outage,
 	backoffDelay: () => backoffDelay,
 	isRetryable: () => isRetryable,
@@ -16248,102 +16250,139 @@ function backoffDelay(error, attempt, policy) {
 }
 /**
 * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
-* error. With `policy.outage`, a call waits for the run's outage to end, or
-* fails with a HeldBackError (see Outage); `route` names its kind of call
-* there, and `optional` says its failure fails nothing, so it never counts
-* towards an outage (custody metadata).
+* error. With `policy.outage`, a call held back by the run's outage fails
+* with a HeldBackError (see Outage); `route` names its kind of call there,
+* and `optional` says its failure fails nothing, so it never counts towards
+* an outage (custody metadata).
 */
 async function withRetries(operation, mode, policy, { route = "", optional = false } = {}) {
 	const { outage } = policy;
-	await outage?.admit();
+	const probe = await outage?.admit(route) ?? false;
 	const began = outage?.begin(route) ?? 0;
 	for (let attempt = 1;; attempt++) {
-		outage?.sending();
 		let failure;
 		try {
 			const value = await operation();
-			outage?.attemptEnded(route, began, void 0, true);
+			outage?.attemptEnded(route, began, void 0, {
+				final: true,
+				probe
+			});
 			return value;
 		} catch (error) {
 			failure = error;
 		}
 		const delay = !(attempt > policy.retries) && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : void 0;
-		outage?.attemptEnded(route, began, failure, delay === void 0 && !optional);
-		if (delay === void 0) throw failure;
+		const final = delay === void 0 || probe;
+		outage?.attemptEnded(route, began, failure, {
+			final: probe || final && !optional,
+			probe
+		});
+		if (final) throw failure;
 		policy.onRetry?.(failure, attempt, delay);
 		await (policy.wait ?? setTimeout$1)(delay);
-		if (outage && !await outage.mayProceed()) throw failure;
+		if (outage?.holding(route)) throw failure;
 	}
 }
-var OUTAGE_HOLD_MS, Outage;
+var OUTAGE_HOLD_MS, OUTAGE_PROBE_MS, OUTAGE_WAIT_MS, OUTAGE_TIMING, Outage;
 var init_retry = __esmMin((() => {
 	init_errors();
 	OUTAGE_HOLD_MS = 3e4;
+	OUTAGE_PROBE_MS = 1e3;
+	OUTAGE_WAIT_MS = 5e3;
+	OUTAGE_TIMING = {
+		holdMs: OUTAGE_HOLD_MS,
+		probeMs: OUTAGE_PROBE_MS,
+		waitMs: OUTAGE_WAIT_MS
+	};
 	Outage = class {
-		#seen;
+		/** The outage of each route that has one. */
+		#held = /* @__PURE__ */ new Map();
 		/** Per route, how many calls ended well so far: a call notes it when it begins. */
 		#wellEnded = /* @__PURE__ */ new Map();
 		/** Per route, the count above when the last call ended badly, if none has ended well since. */
 		#strike = /* @__PURE__ */ new Map();
-		#inFlight = 0;
+		/** Calls held back and waiting: woken whenever an attempt ends. */
 		#waiting = [];
-		#holdMs;
 		#now;
-		constructor({ holdMs = OUTAGE_HOLD_MS, now = Date.now } = {}) {
-			this.#holdMs = holdMs;
+		#timing;
+		/** `timing`: the constants above, shorter for tests. */
+		constructor({ now = Date.now, timing = OUTAGE_TIMING } = {}) {
 			this.#now = now;
+			this.#timing = timing;
 		}
-		/** Whether calls not yet sent are held back now. */
-		get holding() {
-			if (this.#seen !== void 0 && this.#now() - this.#seen.at >= this.#holdMs) this.#seen = void 0;
-			return this.#seen !== void 0;
+		/** Whether an outage holds back calls on `route` (on any route, without one). */
+		holding(route) {
+			return route === void 0 ? this.#held.size > 0 : this.#held.has(route);
 		}
 		/**
-		* Resolves when a call may be sent: at once unless an outage holds; then
-		* once the outage ends, or throws (a copy of) its error once no call is
-		* left in flight to end it.
+		* Resolves when a call on `route` may be sent, with whether it is the one
+		* let through to see whether the service is back (it must tell
+		* `attemptEnded` so); throws (a copy of) the outage's error when the call
+		* is held back.
 		*/
-		async admit() {
-			if (!await this.mayProceed()) throw ownCopy(this.#seen.error);
-		}
-		/** True at once unless an outage holds; then true once it ends, false once no call is left in flight. */
-		async mayProceed() {
-			while (this.holding) {
-				if (this.#inFlight === 0) return false;
-				await new Promise((resolve) => this.#waiting.push(resolve));
+		async admit(route) {
+			for (;;) {
+				const held = this.#held.get(route);
+				if (held === void 0) return false;
+				const now = this.#now();
+				if (!held.probeOut && now >= held.probeAt) {
+					held.probeOut = true;
+					return true;
+				}
+				const waitUntil = held.since + this.#timing.waitMs;
+				if (now >= waitUntil) throw ownCopy(held.error);
+				const wakeAt = held.probeOut ? waitUntil : Math.min(waitUntil, held.probeAt);
+				await new Promise((resolve) => {
+					const timer = setTimeout(resolve, Math.max(0, wakeAt - now));
+					this.#waiting.push(() => {
+						clearTimeout(timer);
+						resolve();
+					});
+				});
 			}
-			return true;
 		}
-		/** A call on `route` begins; returns what `ended` needs to know whether one ended well since. */
+		/** A call on `route` begins; returns what `attemptEnded` needs to know whether one ended well since. */
 		begin(route) {
 			return this.#wellEnded.get(route) ?? 0;
 		}
-		/** An attempt goes out. */
-		sending() {
-			this.#inFlight++;
-		}
 		/**
-		* The attempt just sent ended (`error` undefined: a success); `final`: the
-		* call will not be tried again (and, for an optional call, counts for nothing).
+		* An attempt of a call on `route` ended (`error` undefined: a success);
+		* `final`: the call will not be tried again (and, for an optional call,
+		* counts for nothing); `probe`: the call is the one `admit` let through.
 		*/
-		attemptEnded(route, began, error, final) {
-			this.#inFlight--;
-			const wellEnded = this.#wellEnded.get(route) ?? 0;
-			if (endedWell(error)) {
-				this.#wellEnded.set(route, wellEnded + 1);
-				this.#strike.delete(route);
-				if (this.#seen?.route === route) this.#seen = void 0;
-			} else if (final && endedBadly(error) && began === wellEnded) {
-				if (this.#strike.get(route) === wellEnded) this.#seen ??= {
-					error: heldBack(error),
-					route,
-					at: this.#now()
-				};
-				else this.#strike.set(route, wellEnded);
-			}
+		attemptEnded(route, began, error, { final, probe }) {
+			this.#learn(route, began, error, final, probe);
 			const waiting = this.#waiting;
 			this.#waiting = [];
 			for (const wake of waiting) wake();
+		}
+		#learn(route, began, error, final, probe) {
+			const wellEnded = this.#wellEnded.get(route) ?? 0;
+			const held = this.#held.get(route);
+			if (endedWell(error)) {
+				this.#wellEnded.set(route, wellEnded + 1);
+				this.#strike.delete(route);
+				this.#held.delete(route);
+				return;
+			}
+			if (probe && held !== void 0) {
+				held.probeAt = this.#now() + held.probeWaitMs;
+				held.probeWaitMs = Math.min(this.#timing.holdMs, held.probeWaitMs * 2);
+				held.probeOut = false;
+				return;
+			}
+			if (!final || !endedBadly(error) || began !== wellEnded) return;
+			if (this.#strike.get(route) !== wellEnded) this.#strike.set(route, wellEnded);
+			else if (held === void 0) {
+				const since = this.#now();
+				this.#held.set(route, {
+					error: heldBack(error),
+					since,
+					probeAt: since,
+					probeWaitMs: this.#timing.probeMs,
+					probeOut: false
+				});
+			}
 		}
 	};
 }));
@@ -34943,7 +34982,7 @@ function buildProgram(io, env, state) {
 		}
 		return state.context;
 	};
-	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind fail for good (no answer, 5xx, 429 or unreadable), the run sends no more of any kind for 30 s, or until a request of that kind in flight works").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
+	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait up to 5 s, then fail at once (exit 4) until one gets through").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
 		writeOut: (text) => io.data(text.replace(/\n$/, "")),
 		writeErr: (text) => io.error(text.replace(/\n$/, "")),
 		outputError: () => {}

@@ -29,8 +29,20 @@ export interface RetryPolicy {
   outage?: Outage;
 }
 
-/** How long an outage holds back a run's calls before they are tried again. */
+/** The longest an outage waits between two calls let through to see whether the service is back. */
 export const OUTAGE_HOLD_MS = 30_000;
+/** The wait after the first such call ends badly; it doubles after each one, up to OUTAGE_HOLD_MS. */
+export const OUTAGE_PROBE_MS = 1000;
+/** How long after an outage begins calls held back wait for it to end, rather than fail at once. */
+export const OUTAGE_WAIT_MS = 5000;
+
+export interface OutageTiming {
+  holdMs: number;
+  probeMs: number;
+  waitMs: number;
+}
+
+const OUTAGE_TIMING: OutageTiming = { holdMs: OUTAGE_HOLD_MS, probeMs: OUTAGE_PROBE_MS, waitMs: OUTAGE_WAIT_MS };
 
 /**
  * What a run has learnt about the service. Without it, a batch of 1,000
@@ -45,91 +57,138 @@ export const OUTAGE_HOLD_MS = 30_000;
  * that could not be read; well when it was answered and processed (a
  * success, or a refusal such as a 409). An outage starts when two calls in
  * a row on one route end badly with no call on that route ending well since
- * either began: one bad call may be about its document alone (a 500 for
- * that input, a reused connection closing at the wrong moment), two in a
- * row are about the service.
+ * either began: one bad call may be about its document alone, two in a row
+ * most likely are about the service.
  *
- * While it holds, a call not yet sent waits for the calls in flight: one on
- * the outage's route ending well ends the outage and the call goes out; once
- * none is left in flight, it fails at once with a HeldBackError (transient,
- * provably not processed). A call about to retry waits the same way, but if
- * the outage stands it ends with its own last error, since its first attempt
- * may have been processed. The outage ends by itself after OUTAGE_HOLD_MS (a
- * run reading its list from a pipe may last hours). Optional calls (custody
- * metadata) never start one.
+ * An outage holds back the calls on its route only: with forfait out, new
+ * documents still get their sessions, kept pending for `complete`. While it
+ * holds, one call at a time is let through, as a circuit breaker's
+ * half-open probe, sent once: the first at once, then OUTAGE_PROBE_MS after
+ * it ended badly, then twice as long each time, up to OUTAGE_HOLD_MS. It
+ * ending well ends the outage, as does a call on the outage's route still in
+ * flight ending well: two documents that each got a 500 of their own, or a
+ * blip that failed two of eight calls in flight, hold nothing back for
+ * long. The other calls wait for that, for up to OUTAGE_WAIT_MS after the
+ * outage began; then, and from then on until it ends, a call held back fails
+ * at once with a HeldBackError (transient, provably not processed). A call
+ * about to retry while an outage holds is not tried again: it ends with its
+ * own last error, since its first attempt may have been processed. Optional
+ * calls (custody metadata) never start one.
  */
 export class Outage {
-  #seen: { error: HeldBackError; route: string; at: number } | undefined;
+  /** The outage of each route that has one. */
+  readonly #held = new Map<string, Held>();
   /** Per route, how many calls ended well so far: a call notes it when it begins. */
   readonly #wellEnded = new Map<string, number>();
   /** Per route, the count above when the last call ended badly, if none has ended well since. */
   readonly #strike = new Map<string, number>();
-  #inFlight = 0;
+  /** Calls held back and waiting: woken whenever an attempt ends. */
   #waiting: (() => void)[] = [];
-  readonly #holdMs: number;
   readonly #now: () => number;
+  readonly #timing: OutageTiming;
 
-  constructor({ holdMs = OUTAGE_HOLD_MS, now = Date.now }: { holdMs?: number; now?: () => number } = {}) {
-    this.#holdMs = holdMs;
+  /** `timing`: the constants above, shorter for tests. */
+  constructor({ now = Date.now, timing = OUTAGE_TIMING }: { now?: () => number; timing?: OutageTiming } = {}) {
     this.#now = now;
+    this.#timing = timing;
   }
 
-  /** Whether calls not yet sent are held back now. */
-  get holding(): boolean {
-    if (this.#seen !== undefined && this.#now() - this.#seen.at >= this.#holdMs) this.#seen = undefined;
-    return this.#seen !== undefined;
+  /** Whether an outage holds back calls on `route` (on any route, without one). */
+  holding(route?: string): boolean {
+    return route === undefined ? this.#held.size > 0 : this.#held.has(route);
   }
 
   /**
-   * Resolves when a call may be sent: at once unless an outage holds; then
-   * once the outage ends, or throws (a copy of) its error once no call is
-   * left in flight to end it.
+   * Resolves when a call on `route` may be sent, with whether it is the one
+   * let through to see whether the service is back (it must tell
+   * `attemptEnded` so); throws (a copy of) the outage's error when the call
+   * is held back.
    */
-  async admit(): Promise<void> {
-    if (!(await this.mayProceed())) throw ownCopy(this.#seen!.error);
-  }
-
-  /** True at once unless an outage holds; then true once it ends, false once no call is left in flight. */
-  async mayProceed(): Promise<boolean> {
-    while (this.holding) {
-      if (this.#inFlight === 0) return false;
-      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+  async admit(route: string): Promise<boolean> {
+    for (;;) {
+      const held = this.#held.get(route);
+      if (held === undefined) return false;
+      const now = this.#now();
+      if (!held.probeOut && now >= held.probeAt) {
+        held.probeOut = true;
+        return true;
+      }
+      const waitUntil = held.since + this.#timing.waitMs;
+      if (now >= waitUntil) throw ownCopy(held.error);
+      // Woken by an attempt that ends, or when the next call may go through, or when the wait is over.
+      const wakeAt = held.probeOut ? waitUntil : Math.min(waitUntil, held.probeAt);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(0, wakeAt - now));
+        this.#waiting.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
     }
-    return true;
   }
 
-  /** A call on `route` begins; returns what `ended` needs to know whether one ended well since. */
+  /** A call on `route` begins; returns what `attemptEnded` needs to know whether one ended well since. */
   begin(route: string): number {
     return this.#wellEnded.get(route) ?? 0;
   }
 
-  /** An attempt goes out. */
-  sending(): void {
-    this.#inFlight++;
-  }
-
   /**
-   * The attempt just sent ended (`error` undefined: a success); `final`: the
-   * call will not be tried again (and, for an optional call, counts for nothing).
+   * An attempt of a call on `route` ended (`error` undefined: a success);
+   * `final`: the call will not be tried again (and, for an optional call,
+   * counts for nothing); `probe`: the call is the one `admit` let through.
    */
-  attemptEnded(route: string, began: number, error: unknown, final: boolean): void {
-    this.#inFlight--;
-    const wellEnded = this.#wellEnded.get(route) ?? 0;
-    if (endedWell(error)) {
-      this.#wellEnded.set(route, wellEnded + 1);
-      this.#strike.delete(route);
-      if (this.#seen?.route === route) this.#seen = undefined;
-    } else if (final && endedBadly(error) && began === wellEnded) {
-      if (this.#strike.get(route) === wellEnded) {
-        this.#seen ??= { error: heldBack(error), route, at: this.#now() };
-      } else {
-        this.#strike.set(route, wellEnded);
-      }
-    }
+  attemptEnded(
+    route: string,
+    began: number,
+    error: unknown,
+    { final, probe }: { final: boolean; probe: boolean },
+  ): void {
+    this.#learn(route, began, error, final, probe);
     const waiting = this.#waiting;
     this.#waiting = [];
     for (const wake of waiting) wake();
   }
+
+  #learn(route: string, began: number, error: unknown, final: boolean, probe: boolean): void {
+    const wellEnded = this.#wellEnded.get(route) ?? 0;
+    const held = this.#held.get(route);
+    if (endedWell(error)) {
+      this.#wellEnded.set(route, wellEnded + 1);
+      this.#strike.delete(route);
+      this.#held.delete(route);
+      return;
+    }
+    if (probe && held !== undefined) {
+      // Still down: the next one goes through later, and later each time.
+      held.probeAt = this.#now() + held.probeWaitMs;
+      held.probeWaitMs = Math.min(this.#timing.holdMs, held.probeWaitMs * 2);
+      held.probeOut = false;
+      return;
+    }
+    if (!final || !endedBadly(error) || began !== wellEnded) return;
+    if (this.#strike.get(route) !== wellEnded) {
+      this.#strike.set(route, wellEnded);
+    } else if (held === undefined) {
+      const since = this.#now();
+      this.#held.set(route, {
+        error: heldBack(error),
+        since,
+        probeAt: since,
+        probeWaitMs: this.#timing.probeMs,
+        probeOut: false,
+      });
+    }
+  }
+}
+
+/** An outage on one route: see Outage. */
+interface Held {
+  error: HeldBackError;
+  since: number;
+  /** When a call may next be let through, how long the wait after that one will be, and whether one is out. */
+  probeAt: number;
+  probeWaitMs: number;
+  probeOut: boolean;
 }
 
 /** Answered and processed: a success, or the service's refusal (not a proxy's, nor one decided here). */
@@ -169,10 +228,10 @@ export function backoffDelay(error: TransientError, attempt: number, policy: Ret
 
 /**
  * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
- * error. With `policy.outage`, a call waits for the run's outage to end, or
- * fails with a HeldBackError (see Outage); `route` names its kind of call
- * there, and `optional` says its failure fails nothing, so it never counts
- * towards an outage (custody metadata).
+ * error. With `policy.outage`, a call held back by the run's outage fails
+ * with a HeldBackError (see Outage); `route` names its kind of call there,
+ * and `optional` says its failure fails nothing, so it never counts towards
+ * an outage (custody metadata).
  */
 export async function withRetries<T>(
   operation: () => Promise<T>,
@@ -181,25 +240,27 @@ export async function withRetries<T>(
   { route = '', optional = false }: { route?: string; optional?: boolean } = {},
 ): Promise<T> {
   const { outage } = policy;
-  await outage?.admit();
+  const probe = (await outage?.admit(route)) ?? false;
   const began = outage?.begin(route) ?? 0;
   for (let attempt = 1; ; attempt++) {
-    outage?.sending();
     let failure: unknown;
     try {
       const value = await operation();
-      outage?.attemptEnded(route, began, undefined, true);
+      outage?.attemptEnded(route, began, undefined, { final: true, probe });
       return value;
     } catch (error) {
       failure = error;
     }
     const retriesSpent = attempt > policy.retries;
     const delay = !retriesSpent && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : undefined;
-    outage?.attemptEnded(route, began, failure, delay === undefined && !optional);
-    if (delay === undefined) throw failure;
+    // A probe ends with its first attempt: it only asks whether the service is back.
+    const final = delay === undefined || probe;
+    // An optional call's answer tells the service works, but its failure starts nothing (a probe's reschedules).
+    outage?.attemptEnded(route, began, failure, { final: probe || (final && !optional), probe });
+    if (final) throw failure;
     policy.onRetry?.(failure as TransientError, attempt, delay);
     await (policy.wait ?? sleep)(delay);
     // Not "not sent": this call's first attempt may have been processed.
-    if (outage && !(await outage.mayProceed())) throw failure;
+    if (outage?.holding(route)) throw failure;
   }
 }

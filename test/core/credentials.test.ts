@@ -242,18 +242,19 @@ describe('a login on the fly with the API key', () => {
   });
 
   it('held back by the run’s outage: not kept, so the login goes out as soon as the outage ends', async () => {
-    const outage = new Outage();
+    // No wait: a call held back fails at once (after the one let through at once).
+    const outage = new Outage({ timing: { holdMs: 60_000, probeMs: 60_000, waitMs: 0 } });
     const policy: RetryPolicy = { ...NO_RETRIES, outage };
     const owner = credentials({ apiKey: sandbox.apiKey, login: (apiKey) => logIn(transport, policy, apiKey) });
-    // Two calls of the run in a row got no answer: the outage holds, and nothing is in flight.
+    // Two logins of the run in a row got no answer: the outage holds logins, and nothing is in flight.
     const noAnswer = () => Promise.reject(new TransientError('x failed: ECONNREFUSED'));
-    await rejection(withRetries(noAnswer, 'safe', policy, { route: 'request' }));
-    await rejection(withRetries(noAnswer, 'safe', policy, { route: 'request' }));
+    await rejection(withRetries(noAnswer, 'safe', policy, { route: 'login' }));
+    await rejection(withRetries(noAnswer, 'safe', policy, { route: 'login' }));
+    await rejection(withRetries(noAnswer, 'safe', policy, { route: 'login' })); // let through, and still down
     expect(await rejection(owner.authorize(send))).toBeInstanceOf(HeldBackError);
     expect(calls()).toEqual([]);
-    // A call on that route that worked ends the outage: the next request logs in at once.
-    outage.sending();
-    outage.attemptEnded('request', outage.begin('request'), undefined, true);
+    // A login that worked ends the outage: the next request logs in at once.
+    outage.attemptEnded('login', outage.begin('login'), undefined, { final: true, probe: false });
     expect(await owner.authorize(send)).toContain('sessionId');
     expect(calls()).toEqual(['login 200', 'active 200']);
   });

@@ -1,9 +1,12 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import {
   backoffDelay,
   isRetryable,
   Outage,
   OUTAGE_HOLD_MS,
+  OUTAGE_PROBE_MS,
+  OUTAGE_WAIT_MS,
   withRetries,
   type RetryPolicy,
 } from '../../src/api/retry.js';
@@ -168,6 +171,9 @@ describe("withRetries in 'unprocessed-only' mode", () => {
 describe('an outage: two calls in a row on one route ended badly', () => {
   const refused = () => transient({ notProcessed: true });
   const route = { route: 'request' };
+  /** Short waits, on the real clock: the same rules as OUTAGE_TIMING. */
+  const timing = { holdMs: 400, probeMs: 100, waitMs: 300 };
+  const newOutage = (t = timing) => new Outage({ timing: t });
   /** A policy on `outage` with no retry. */
   const once = (outage: Outage) => recordingPolicy({ retries: 0, outage });
   /** A call on `options.route` ('request' by default) ending with `error`, not retried. */
@@ -176,9 +182,11 @@ describe('an outage: two calls in a row on one route ended badly', () => {
   /** A call in flight until the test settles it. */
   function inFlight(outage: Outage, options: { route?: string } = route) {
     let settle: (outcome: { value?: string; error?: Error }) => void = () => {};
+    let sent = false;
     const outcome = withRetries(
       () =>
         new Promise<string>((resolve, reject) => {
+          sent = true;
           settle = ({ value, error }) => (error ? reject(error) : resolve(value!));
         }),
       'safe',
@@ -188,7 +196,15 @@ describe('an outage: two calls in a row on one route ended badly', () => {
       (value) => ({ value }),
       (error: unknown) => ({ error }),
     );
-    return { settle: (o: { value?: string; error?: Error }) => settle(o), outcome };
+    return { settle: (o: { value?: string; error?: Error }) => settle(o), outcome, sent: () => sent };
+  }
+  /** Past the outage's wait, with the call let through then ending badly: calls now fail at once for a while. */
+  async function pastWait(outage: Outage, options = route): Promise<void> {
+    await sleep(timing.waitMs);
+    for (;;) {
+      const error = await ends(outage, refused(), options);
+      if (!(error instanceof HeldBackError)) return;
+    }
   }
   /** Whether `promise` is still unsettled once pending jobs have run. */
   async function stillPending(promise: Promise<unknown>): Promise<boolean> {
@@ -202,21 +218,30 @@ describe('an outage: two calls in a row on one route ended badly', () => {
     ['a 429', () => transient({ status: 429, notProcessed: true })],
     ['an answer that could not be read', () => new ProtocolError('the answer is not JSON')],
   ])(
-    'is started by %s, twice: later calls fail at once, not processed, each with its own copy',
+    'is started by %s, twice; once its wait is over, calls fail at once, not processed, each with its own copy',
     async (_label, bad) => {
-      const outage = new Outage();
+      const outage = newOutage();
       const first = failing(bad(), bad(), bad());
       await rejection(withRetries(first.run, 'safe', recordingPolicy({ retries: 2, outage }), route));
-      expect(outage.holding).toBe(false);
+      expect(outage.holding()).toBe(false);
       const last = await ends(outage, bad());
-      expect(outage.holding).toBe(true);
+      expect(outage.holding()).toBe(true);
+      // The first call after is let through, sent once, to see whether the service is back; it is not.
+      const probe = failing(bad(), bad());
+      expect(await rejection(withRetries(probe.run, 'safe', recordingPolicy({ outage }), route))).not.toBeInstanceOf(
+        HeldBackError,
+      );
+      expect(probe.calls).toBe(1);
 
+      await pastWait(outage);
       const later = failing();
+      const started = Date.now();
       const errors = [
         await rejection(withRetries(later.run, 'safe', recordingPolicy({ outage }), route)),
-        // Any route, forfait included: nothing was sent, which is what lets its session wait for `complete`.
-        await rejection(withRetries(later.run, 'unprocessed-only', recordingPolicy({ outage }), { route: 'forfait' })),
+        // In either mode: nothing was sent, which is what lets a forfait's session wait for `complete`.
+        await rejection(withRetries(later.run, 'unprocessed-only', recordingPolicy({ outage }), route)),
       ];
+      expect(Date.now() - started).toBeLessThan(timing.probeMs);
       expect(later.calls).toBe(0);
       for (const error of errors) {
         expect(error).toBeInstanceOf(HeldBackError);
@@ -233,87 +258,146 @@ describe('an outage: two calls in a row on one route ended badly', () => {
     },
   );
 
+  it('holds back only the calls on its route: with forfait out, request steps still go', async () => {
+    const outage = newOutage();
+    await ends(outage, refused(), { route: 'forfait' });
+    await ends(outage, refused(), { route: 'forfait' });
+    expect(outage.holding('forfait')).toBe(true);
+    expect(outage.holding('request')).toBe(false);
+    expect(await withRetries(failing().run, 'safe', once(outage), route)).toBe('done');
+    // Not the one let through to see whether forfait is back: that is for a forfait.
+    expect(outage.holding('forfait')).toBe(true);
+  });
+
   it('is not started by one bad call alone, nor by two with a call ending well between them', async () => {
-    const outage = new Outage();
+    const outage = newOutage();
     await ends(outage, refused());
-    expect(outage.holding).toBe(false);
+    expect(outage.holding()).toBe(false);
     expect(await withRetries(failing().run, 'safe', once(outage), route)).toBe('done');
     await ends(outage, refused());
-    expect(outage.holding).toBe(false);
+    expect(outage.holding()).toBe(false);
     // A refusal is an answer that worked: the service processed the call.
     await ends(outage, new ServiceRefusedError(409, 'conflict'));
     await ends(outage, refused());
-    expect(outage.holding).toBe(false);
+    expect(outage.holding()).toBe(false);
   });
 
-  it('is not started by two bad calls on different routes, nor by a call that began before one ended well', async () => {
-    const outage = new Outage();
+  it('is not started by two bad calls on different routes, nor by calls that began before one ended well', async () => {
+    const outage = newOutage();
     await ends(outage, refused(), { route: 'request' });
     await ends(outage, refused(), { route: 'forfait' });
-    expect(outage.holding).toBe(false);
+    expect(outage.holding()).toBe(false);
 
-    const stale = new Outage();
-    await ends(stale, refused());
-    const a = inFlight(stale);
+    const stale = newOutage();
+    const [a, b] = [inFlight(stale), inFlight(stale)];
     expect(await withRetries(failing().run, 'safe', once(stale), route)).toBe('done');
     a.settle({ error: refused() });
-    await a.outcome;
-    expect(stale.holding).toBe(false);
+    b.settle({ error: refused() });
+    await Promise.all([a.outcome, b.outcome]);
+    expect(stale.holding()).toBe(false);
+    // And a success on another route in between does not count.
+    const crossed = newOutage();
+    await ends(crossed, refused());
+    expect(await withRetries(failing().run, 'safe', once(crossed), { route: 'forfait' })).toBe('done');
+    await ends(crossed, refused());
+    expect(crossed.holding()).toBe(true);
   });
 
   it('is not started by optional calls (custody metadata)', async () => {
-    const outage = new Outage();
+    const outage = newOutage();
     await ends(outage, refused(), { route: 'file', optional: true });
     await ends(outage, refused(), { route: 'file', optional: true });
-    expect(outage.holding).toBe(false);
+    expect(outage.holding()).toBe(false);
   });
 
   it("quotes the failure without its document's hash, which is another document's", async () => {
-    const outage = new Outage();
+    const outage = newOutage();
     const other = (hash: string) =>
       new TransientError(`POST http://127.0.0.1:1/api/v2/registration/${hash}/forfait answered 503`, { status: 503 });
     await ends(outage, other('ab'.repeat(32)), { route: 'forfait' });
-    await ends(outage, other('cd'.repeat(32)), { route: 'forfait' });
-    const error = (await rejection(withRetries(failing().run, 'safe', once(outage), route))) as Error;
+    const last = await ends(outage, other('cd'.repeat(32)), { route: 'forfait' });
+    await pastWait(outage, { route: 'forfait' });
+    const error = (await rejection(withRetries(failing().run, 'safe', once(outage), { route: 'forfait' }))) as Error;
     expect(error.message).toBe(
       'not sent: the service failed two calls of this run in a row, the last with: ' +
         'POST http://127.0.0.1:1/api/v2/registration/<hash>/forfait answered 503',
     );
+    expect(error.cause).toBe(last);
   });
 
-  it('makes a new call wait while others are in flight: sent once one on its route ends well', async () => {
-    const outage = new Outage();
+  it('lets the next call through at once, and ends when it ends well: two documents with a 500 each hold nothing back', async () => {
+    const outage = newOutage();
+    await ends(outage, transient({ status: 500 }));
+    await ends(outage, transient({ status: 500 }));
+    expect(outage.holding()).toBe(true);
+    const next = failing();
+    expect(await withRetries(next.run, 'safe', once(outage), route)).toBe('done');
+    expect(outage.holding()).toBe(false);
+  });
+
+  it('makes the others wait while one is let through: sent as soon as it ends well', async () => {
+    const outage = newOutage();
+    await ends(outage, refused());
+    await ends(outage, refused());
+    const probe = inFlight(outage);
+    await sleep(0);
+    expect(probe.sent()).toBe(true);
+    const later = failing();
+    const call = withRetries(later.run, 'safe', once(outage), route);
+    expect(await stillPending(call)).toBe(true);
+    expect(later.calls).toBe(0);
+    probe.settle({ value: 'done' });
+    expect(await call).toBe('done');
+  });
+
+  it('ends when a call on its route still in flight ends well; not for another route, nor for what is not an answer that worked', async () => {
+    const outage = newOutage();
     const other = inFlight(outage, { route: 'forfait' });
+    const notAnswers = [
+      new AuthError('407', { status: 407 }),
+      new AuthError('the bearer token holds characters...; nothing was sent'),
+      new UsageError('bad argument'),
+      transient({ status: 502 }),
+    ].map((error) => ({ error, call: inFlight(outage) }));
     const a = inFlight(outage);
     await ends(outage, refused());
     await ends(outage, refused());
-    const later = failing();
-    const call = withRetries(later.run, 'safe', recordingPolicy({ outage }), route);
-    expect(await stillPending(call)).toBe(true);
-    // A call on another route ending well does not end it: that route works, this one does not.
     other.settle({ value: 'done' });
     await other.outcome;
-    expect(await stillPending(call)).toBe(true);
+    for (const { error, call } of notAnswers) {
+      call.settle({ error });
+      await call.outcome;
+      expect(outage.holding(), error.message).toBe(true);
+    }
     a.settle({ error: new ServiceRefusedError(409, 'conflict') });
-    expect(await call).toBe('done');
-    expect(later.calls).toBe(1);
+    await a.outcome;
+    expect(outage.holding()).toBe(false);
   });
 
-  it('makes a new call wait while others are in flight: held back once none is left', async () => {
-    const outage = new Outage();
-    const a = inFlight(outage);
+  it('lets one through again after probeMs, then twice as long each time, up to holdMs', async () => {
+    const outage = newOutage({ holdMs: 200, probeMs: 50, waitMs: 0 });
     await ends(outage, refused());
     await ends(outage, refused());
-    const later = failing();
-    const call = rejection(withRetries(later.run, 'safe', recordingPolicy({ outage }), route));
-    expect(await stillPending(call)).toBe(true);
-    a.settle({ error: refused() });
-    expect(await call).toBeInstanceOf(HeldBackError);
-    expect(later.calls).toBe(0);
+    await ends(outage, refused()); // the one let through at once
+    const gaps: number[] = [];
+    let last = Date.now();
+    for (let probes = 0; probes < 4; probes++) {
+      for (;;) {
+        const error = await ends(outage, refused());
+        if (!(error instanceof HeldBackError)) break;
+        await sleep(5);
+      }
+      gaps.push(Date.now() - last);
+      last = Date.now();
+    }
+    // 50, 100, 200, then 200 again (holdMs) rather than 400; only lower bounds, and the cap, as a loaded machine is late.
+    [50, 100, 200, 200].forEach((expected, i) => expect(gaps[i]).toBeGreaterThanOrEqual(expected - 5));
+    expect(gaps[3]).toBeLessThan(390);
+    expect(outage.holding()).toBe(true);
   });
 
-  it('does not retry a call whose outage stands, and does not say "not sent": it ends with its own last error', async () => {
-    const outage = new Outage();
+  it('does not retry a call whose outage began meanwhile, and does not say "not sent": it ends with its own last error', async () => {
+    const outage = newOutage();
     const own = refused();
     const waiting = failing(own, refused());
     // While this call waits to retry, two others end badly.
@@ -321,36 +405,15 @@ describe('an outage: two calls in a row on one route ended badly', () => {
     // Its first attempt may have been processed (a request step's answer lost): "not sent" would be false.
     expect(await rejection(withRetries(waiting.run, 'safe', policy, route))).toBe(own);
     expect(waiting.calls).toBe(1);
-    expect(outage.holding).toBe(true);
+    expect(outage.holding()).toBe(true);
   });
 
-  it.each<[string, Error]>([
-    ['a 407 from a proxy', new AuthError('407', { status: 407 })],
-    ['a refusal decided here (no status)', new AuthError('the bearer token holds characters...; nothing was sent')],
-    ['a usage error', new UsageError('bad argument')],
-    ['a 5xx', transient({ status: 502 })],
-  ])('does not end with what is not an answer that worked: %s', async (_label, error) => {
-    const outage = new Outage();
-    const a = inFlight(outage);
-    await ends(outage, refused());
-    await ends(outage, refused());
-    a.settle({ error });
-    await a.outcome;
-    expect(outage.holding).toBe(true);
-  });
-
-  it('ends after OUTAGE_HOLD_MS: calls are sent again (a list read from a pipe may last hours)', async () => {
-    const clock = { now: 1_000_000 };
-    const outage = new Outage({ holdMs: OUTAGE_HOLD_MS, now: () => clock.now });
-    await ends(outage, refused());
-    await ends(outage, refused());
-    clock.now += OUTAGE_HOLD_MS - 1;
-    expect(outage.holding).toBe(true);
-    clock.now += 1;
-    const later = failing();
-    expect(await withRetries(later.run, 'safe', recordingPolicy({ outage }), route)).toBe('done');
-    expect(later.calls).toBe(1);
-    expect(OUTAGE_HOLD_MS).toBe(30_000);
+  it('has the timing it documents', () => {
+    expect({ OUTAGE_HOLD_MS, OUTAGE_PROBE_MS, OUTAGE_WAIT_MS }).toEqual({
+      OUTAGE_HOLD_MS: 30_000,
+      OUTAGE_PROBE_MS: 1000,
+      OUTAGE_WAIT_MS: 5000,
+    });
   });
 });
 
