@@ -168,13 +168,13 @@ function exitOnSignals(options = {}) {
 	for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => {
 		if (takenOver) return;
 		const code = EXIT_ON[signal];
-		if (interrupted) process.exit(code);
+		if (interrupted) exitNow(signal, code, options);
 		interrupted = true;
 		stopping = true;
 		if (completing.size === 0) return exitNow(signal, code, options);
 		if (!options.json) {
 			const what = completing.size === 1 ? "the completion" : `${completing.size} completions`;
-			say(`notarize: ${signal}: waiting up to ${COMPLETION_GRACE_MS / 1e3} s for the answer to ${what} already sent, to keep ${completing.size === 1 ? "its record" : "their records"} (${signal} again to stop now)`);
+			say(`notarize: ${signal}: waiting up to ${COMPLETION_GRACE_MS / 1e3} s for the answer to ${what} under way, to keep ${completing.size === 1 ? "its record" : "their records"}; nothing more is sent (${signal} again to stop now)`);
 		}
 		const timer = setTimeout(() => exitNow(signal, code, options), COMPLETION_GRACE_MS);
 		onCompletionsRecorded = () => {
@@ -10723,7 +10723,6 @@ function now(deps) {
 }
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps, input) {
-	await beforeSending();
 	deps.onStep?.("requesting");
 	const save = async (sessionJson) => {
 		const entry = {
@@ -10770,8 +10769,9 @@ async function requestStep(deps, input) {
 }
 /**
 * Forfait with the pending session; on success the record is in the ledger
-* and the session gone. An interruption waits a moment for it once sent
-* (interrupt.ts), and none is sent once an interruption is under way.
+* and the session gone. An interruption waits a moment for one under way
+* (interrupt.ts); none starts once an interruption is under way (and no
+* attempt goes out then, the client's retry policy sees to it).
 */
 async function completeStep(deps, pending) {
 	await beforeSending();
@@ -16260,6 +16260,7 @@ async function withRetries(operation, mode, policy, { route = "", optional = fal
 	const probe = await outage?.admit(route) ?? false;
 	const began = outage?.begin(route) ?? 0;
 	for (let attempt = 1;; attempt++) {
+		await policy.beforeAttempt?.();
 		let failure;
 		try {
 			const value = await operation();
@@ -34502,6 +34503,7 @@ var Context;
 var init_context = __esmMin((() => {
 	init_proxy_env();
 	init_secrets();
+	init_interrupt();
 	init_settings();
 	init_version();
 	Context = class {
@@ -34579,7 +34581,8 @@ var init_context = __esmMin((() => {
 				baseDelayMs: Number(this.setting("retryDelay")),
 				maxDelayMs: 3e4,
 				onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
-				outage: new Outage()
+				outage: new Outage(),
+				beforeAttempt: beforeSending
 			};
 			const credentials = new TokenCredentials({
 				baseUrl,

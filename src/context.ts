@@ -10,6 +10,7 @@ import type { Dispatcher } from 'undici';
 import type { IO } from './output/io.js';
 import { proxySecrets } from './api/proxy-env.js';
 import { cleanSecret } from './core/secrets.js';
+import { beforeSending } from './interrupt.js';
 import { checkSettingFlags, resolveSetting, type ResolvedSetting, type SettingKey } from './settings.js';
 import type * as StoreModuleExports from './store/store.js';
 import type { Store } from './store/store.js';
@@ -125,8 +126,10 @@ export class Context {
       baseDelayMs: Number(this.setting('retryDelay')),
       maxDelayMs: 30_000,
       onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
-      // One for the run: a service that did not answer one call is not waited for again by every other.
+      // One for the run: a service that is down or failing is met once, not once per document.
       outage: new Outage(),
+      // After SIGINT or SIGTERM nothing more goes out, a retry included: it could be paid and never recorded.
+      beforeAttempt: beforeSending,
     };
     // The credentials own the token (login on the fly, renewal after a 401)
     // and log in over the transport with the client's retries (`retry`):

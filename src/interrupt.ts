@@ -157,15 +157,16 @@ export function exitOnSignals(options: SignalOptions = {}): void {
     process.on(signal, () => {
       if (takenOver) return;
       const code = EXIT_ON[signal];
-      if (interrupted) process.exit(code);
+      // A second signal ends the wait, not the care: the line, the output held back, the locks.
+      if (interrupted) exitNow(signal, code, options);
       interrupted = true;
       stopping = true;
       if (completing.size === 0) return exitNow(signal, code, options);
       if (!options.json) {
         const what = completing.size === 1 ? 'the completion' : `${completing.size} completions`;
         say(
-          `notarize: ${signal}: waiting up to ${COMPLETION_GRACE_MS / 1000} s for the answer to ${what} already sent, ` +
-            `to keep ${completing.size === 1 ? 'its record' : 'their records'} (${signal} again to stop now)`,
+          `notarize: ${signal}: waiting up to ${COMPLETION_GRACE_MS / 1000} s for the answer to ${what} under way, ` +
+            `to keep ${completing.size === 1 ? 'its record' : 'their records'}; nothing more is sent (${signal} again to stop now)`,
         );
       }
       const timer = setTimeout(() => exitNow(signal, code, options), COMPLETION_GRACE_MS);

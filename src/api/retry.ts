@@ -27,6 +27,8 @@ export interface RetryPolicy {
   onRetry?: (error: TransientError, attempt: number, delayMs: number) => void;
   /** Shared by a run's calls: while the service is known not to answer, calls are not sent (see Outage). */
   outage?: Outage;
+  /** Awaited before each attempt goes out: an interruption under way never lets it (interrupt.ts). */
+  beforeAttempt?: () => Promise<void>;
 }
 
 /** The longest an outage waits between two calls let through to see whether the service is back. */
@@ -243,6 +245,7 @@ export async function withRetries<T>(
   const probe = (await outage?.admit(route)) ?? false;
   const began = outage?.begin(route) ?? 0;
   for (let attempt = 1; ; attempt++) {
+    await policy.beforeAttempt?.();
     let failure: unknown;
     try {
       const value = await operation();

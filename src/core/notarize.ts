@@ -322,8 +322,6 @@ function now(deps: FlowDeps): Date {
 
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<PendingEntry> {
-  // Once an interruption is under way, no new session is asked for.
-  await beforeSending();
   deps.onStep?.('requesting');
   const save = async (sessionJson: string): Promise<PendingEntry> => {
     const entry: PendingEntry = {
@@ -374,8 +372,9 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
 
 /**
  * Forfait with the pending session; on success the record is in the ledger
- * and the session gone. An interruption waits a moment for it once sent
- * (interrupt.ts), and none is sent once an interruption is under way.
+ * and the session gone. An interruption waits a moment for one under way
+ * (interrupt.ts); none starts once an interruption is under way (and no
+ * attempt goes out then, the client's retry policy sees to it).
  */
 async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
   await beforeSending();

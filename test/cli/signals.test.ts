@@ -124,8 +124,8 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
       expect(run.code, describeRun(run)).toBe(CODE[signal]);
       const lines = run.stderr.trimEnd().split('\n');
       expect(lines).toContain(
-        `notarize: ${signal}: waiting up to ${COMPLETION_GRACE_MS / 1000} s for the answer to the completion already sent, ` +
-          `to keep its record (${signal} again to stop now)`,
+        `notarize: ${signal}: waiting up to ${COMPLETION_GRACE_MS / 1000} s for the answer to the completion under way, ` +
+          `to keep its record; nothing more is sent (${signal} again to stop now)`,
       );
       expect(lines.at(-1)).toBe(`notarize: interrupted (${signal})`);
       expect(ms).toBeLessThan(EXIT_WITHIN_MS);
@@ -134,6 +134,27 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
       expect(readdirSync(join(bed.onlyServiceDir(), 'locks'))).toEqual([]);
     });
   }
+
+  it('a second signal during the wait exits at once, still with its line, and the lock released', async () => {
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'hang', count: 1 }]);
+    const doc = join(bed.workDir, 'twice.txt');
+    writeFileSync(doc, 'a deed interrupted twice\n');
+    const spawned = spawnCli(['register', doc], bed.env(), { cwd: bed.workDir });
+    let stderr = '';
+    spawned.child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    await until(() => bed.calls('forfait') > 0, 'forfait is sent');
+    spawned.child.kill('SIGTERM');
+    await until(() => stderr.includes('waiting up to'), 'the wait is told');
+    const { run, ms } = await interrupt(spawned, 'SIGINT');
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(130);
+    expect(ms).toBeLessThan(COMPLETION_GRACE_MS);
+    const [hash] = bed.pendingHashes();
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
+      `notarize: interrupted (SIGINT); the session of ${hash} is kept: finish it with \`notarize complete ${hash}\``,
+    );
+    expect(readdirSync(join(bed.onlyServiceDir(), 'locks'))).toEqual([]);
+  });
 
   it('with --json, the line is the JSON error object', async () => {
     const big = bigFile('big.bin');

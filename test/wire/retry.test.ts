@@ -142,6 +142,34 @@ describe('withRetries in safe mode', () => {
   });
 });
 
+describe('withRetries before each attempt', () => {
+  it('awaits beforeAttempt before every attempt, retries included: an interruption stops a retry due after it', async () => {
+    const events: string[] = [];
+    let stop = false;
+    const policy = recordingPolicy({
+      // As interrupt.ts beforeSending: at once, or never once a signal is being handled.
+      beforeAttempt: () => {
+        events.push('before');
+        return stop ? new Promise<void>(() => {}) : Promise.resolve();
+      },
+      wait: () => {
+        events.push('wait');
+        stop = true; // the signal arrives while the call waits to retry
+        return Promise.resolve();
+      },
+    });
+    const op = failing(transient({ status: 503, retryAfterSeconds: 1, notProcessed: true }));
+    const call = withRetries(op.run, 'unprocessed-only', policy);
+    const outcome = await Promise.race([
+      call.then(() => 'settled'),
+      new Promise((r) => setTimeout(() => r('stopped'), 50)),
+    ]);
+    expect(outcome).toBe('stopped');
+    expect(op.calls).toBe(1);
+    expect(events).toEqual(['before', 'wait', 'before']);
+  });
+});
+
 describe("withRetries in 'unprocessed-only' mode", () => {
   it('retries an error that proves the service did not process the call', async () => {
     const policy = recordingPolicy();
