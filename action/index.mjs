@@ -16212,13 +16212,24 @@ var init_register = __esmMin((() => {
 */
 var retry_exports = /* @__PURE__ */ __exportAll({
 	OUTAGE_HOLD_MS: () => OUTAGE_HOLD_MS,
-	OUTAGE_PROBE_MS: () => OUTAGE_PROBE_MS,
-	OUTAGE_WAIT_MS: () => OUTAGE_WAIT_MS,
 	Outage: () => Outage,
 	backoffDelay: () => backoffDelay,
 	isRetryable: () => isRetryable,
+	outageTiming: () => outageTiming,
 	withRetries: () => withRetries
 });
+/**
+* An outage's pace from the retry policy's first backoff step (500 ms by
+* default: 1 s between calls let through at first, a 5 s wait): as patient
+* with a failing service as the retries are, and as quick in tests.
+*/
+function outageTiming(baseDelayMs) {
+	return {
+		probeMs: 2 * baseDelayMs,
+		waitMs: 10 * baseDelayMs,
+		holdMs: OUTAGE_HOLD_MS
+	};
+}
 /** Answered and processed: a success, or the service's refusal (not a proxy's, nor one decided here). */
 function endedWell(error) {
 	if (error === void 0 || error instanceof ServiceRefusedError) return true;
@@ -16284,17 +16295,11 @@ async function withRetries(operation, mode, policy, { route = "", optional = fal
 		if (outage?.holding(route)) throw failure;
 	}
 }
-var OUTAGE_HOLD_MS, OUTAGE_PROBE_MS, OUTAGE_WAIT_MS, OUTAGE_TIMING, Outage;
+var OUTAGE_HOLD_MS, OUTAGE_TIMING, Outage;
 var init_retry = __esmMin((() => {
 	init_errors();
 	OUTAGE_HOLD_MS = 3e4;
-	OUTAGE_PROBE_MS = 1e3;
-	OUTAGE_WAIT_MS = 5e3;
-	OUTAGE_TIMING = {
-		holdMs: OUTAGE_HOLD_MS,
-		probeMs: OUTAGE_PROBE_MS,
-		waitMs: OUTAGE_WAIT_MS
-	};
+	OUTAGE_TIMING = outageTiming(500);
 	Outage = class {
 		/** The outage of each route that has one. */
 		#held = /* @__PURE__ */ new Map();
@@ -34558,7 +34563,7 @@ var init_context = __esmMin((() => {
 		/** The API client for the current service, with retries and credentials wired in. */
 		async api() {
 			if (this.#api) return this.#api;
-			const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }, { Outage }] = await Promise.all([
+			const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }, { Outage, outageTiming }] = await Promise.all([
 				Promise.resolve().then(() => (init_client(), client_exports)),
 				Promise.resolve().then(() => (init_http(), http_exports)),
 				Promise.resolve().then(() => (init_credentials(), credentials_exports)),
@@ -34576,12 +34581,13 @@ var init_context = __esmMin((() => {
 				dispatcher: this.#dispatcher,
 				log: (line) => this.io.debug(line)
 			});
+			const baseDelayMs = Number(this.setting("retryDelay"));
 			const retry = {
 				retries: Number(this.setting("retries")),
-				baseDelayMs: Number(this.setting("retryDelay")),
+				baseDelayMs,
 				maxDelayMs: 3e4,
 				onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
-				outage: new Outage(),
+				outage: new Outage({ timing: outageTiming(baseDelayMs) }),
 				beforeAttempt: beforeSending
 			};
 			const credentials = new TokenCredentials({

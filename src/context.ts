@@ -100,7 +100,7 @@ export class Context {
       { HttpTransport },
       { TokenCredentials },
       { createDispatcher, proxyRoute },
-      { Outage },
+      { Outage, outageTiming },
     ] = await Promise.all([
       import('./api/client.js'),
       import('./api/http.js'),
@@ -121,13 +121,14 @@ export class Context {
       log: (line) => this.io.debug(line),
     });
     // Resolved when the client is built, as before: only commands that send check it.
+    const baseDelayMs = Number(this.setting('retryDelay'));
     const retry: RetryPolicy = {
       retries: Number(this.setting('retries')),
-      baseDelayMs: Number(this.setting('retryDelay')),
+      baseDelayMs,
       maxDelayMs: 30_000,
       onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
       // One for the run: a service that is down or failing is met once, not once per document.
-      outage: new Outage(),
+      outage: new Outage({ timing: outageTiming(baseDelayMs) }),
       // After SIGINT or SIGTERM nothing more goes out, a retry included: it could be paid and never recorded.
       beforeAttempt: beforeSending,
     };

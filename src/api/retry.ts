@@ -33,18 +33,26 @@ export interface RetryPolicy {
 
 /** The longest an outage waits between two calls let through to see whether the service is back. */
 export const OUTAGE_HOLD_MS = 30_000;
-/** The wait after the first such call ends badly; it doubles after each one, up to OUTAGE_HOLD_MS. */
-export const OUTAGE_PROBE_MS = 1000;
-/** How long after an outage begins calls held back wait for it to end, rather than fail at once. */
-export const OUTAGE_WAIT_MS = 5000;
 
+/** How an outage paces itself (see Outage). */
 export interface OutageTiming {
-  holdMs: number;
+  /** The wait after the first call let through ends badly; it doubles after each one, up to holdMs. */
   probeMs: number;
+  /** How long after an outage begins calls held back wait for it to end, rather than fail at once. */
   waitMs: number;
+  holdMs: number;
 }
 
-const OUTAGE_TIMING: OutageTiming = { holdMs: OUTAGE_HOLD_MS, probeMs: OUTAGE_PROBE_MS, waitMs: OUTAGE_WAIT_MS };
+/**
+ * An outage's pace from the retry policy's first backoff step (500 ms by
+ * default: 1 s between calls let through at first, a 5 s wait): as patient
+ * with a failing service as the retries are, and as quick in tests.
+ */
+export function outageTiming(baseDelayMs: number): OutageTiming {
+  return { probeMs: 2 * baseDelayMs, waitMs: 10 * baseDelayMs, holdMs: OUTAGE_HOLD_MS };
+}
+
+const OUTAGE_TIMING = outageTiming(500);
 
 /**
  * What a run has learnt about the service. Without it, a batch of 1,000
@@ -65,12 +73,13 @@ const OUTAGE_TIMING: OutageTiming = { holdMs: OUTAGE_HOLD_MS, probeMs: OUTAGE_PR
  * An outage holds back the calls on its route only: with forfait out, new
  * documents still get their sessions, kept pending for `complete`. While it
  * holds, one call at a time is let through, as a circuit breaker's
- * half-open probe, sent once: the first at once, then OUTAGE_PROBE_MS after
- * it ended badly, then twice as long each time, up to OUTAGE_HOLD_MS. It
+ * half-open probe, sent once: the first at once, then `probeMs` after it
+ * ended badly, then twice as long each time, up to `holdMs` (OutageTiming).
+ * It
  * ending well ends the outage, as does a call on the outage's route still in
  * flight ending well: two documents that each got a 500 of their own, or a
  * blip that failed two of eight calls in flight, hold nothing back for
- * long. The other calls wait for that, for up to OUTAGE_WAIT_MS after the
+ * long. The other calls wait for that, for up to `waitMs` after the
  * outage began; then, and from then on until it ends, a call held back fails
  * at once with a HeldBackError (transient, provably not processed). A call
  * about to retry while an outage holds is not tried again: it ends with its

@@ -280,12 +280,15 @@ describe('a service that does not answer', () => {
     expect(first.code, describeRun(first)).toBe(0);
     // The first forfait hangs past --timeout: no answer, and forfait may not be retried.
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'hang' }]);
-    const run = await bed.main(['register', ...paths, '-j', '2', '--timeout', '300', '--json']);
+    const run = await bed.main(['register', ...paths, '-j', '2', '--timeout', '300', '--json'], {
+      env: { NOTARIZE_RETRY_DELAY_MS: '20' },
+    });
     expect(run.code, describeRun(run)).toBe(4);
     const results = parseResults(run.stdout);
     expect(countStatuses(results)).toEqual({ failed: 12 });
     // Two timed out in a row, a third was in flight, and one was let through now and then to see
-    // whether the service was back (at once, 1 s and 3 s later) while the others waited 5 s.
+    // whether the service was back (at once, then 40 ms after it timed out, 80...) while the others
+    // waited 200 ms (ten times NOTARIZE_RETRY_DELAY_MS); each one let through takes its 300 ms timeout.
     expect(bed.calls('forfait')).toBeLessThanOrEqual(7);
     for (const r of results) {
       const hashes = r.error?.hint?.match(/[0-9a-f]{64}/g) ?? [];

@@ -143,11 +143,13 @@ describe('complete of several registrations (hashes, or --all): one run, one log
   it('against a service failing every completion: a few are sent, the others held back, every session kept', async () => {
     const hashes = await pendingMany(30, 'failing');
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 500 }]);
-    const run = await bed.main(['complete', '--all', '--retries', '0', '--json']);
+    const run = await bed.main(['complete', '--all', '--retries', '0', '--json'], {
+      env: { NOTARIZE_RETRY_DELAY_MS: '20' },
+    });
     expect(run.code, run.stderr).toBe(4);
     expect(countStatuses(parseResults(run.stdout))).toEqual({ failed: 30 });
-    // Two in a row, those in flight meanwhile (8 at once), and one let through now and then (at once, 1 s and
-    // 3 s later) while the others waited 5 s to see whether the service was back.
+    // Two in a row, those in flight meanwhile (8 at once), and one let through now and then (at once, 40 ms
+    // and 120 ms later) while the others waited 200 ms to see whether the service was back.
     expect(bed.calls('forfait')).toBeLessThanOrEqual(14);
     expect(bed.pendingHashes()).toEqual(hashes);
   });
