@@ -10630,6 +10630,7 @@ async function complete(deps, hash, source) {
 				code: "no_pending_session",
 				hint: "register it first (`notarize register`), or pass the session with --session <file|->"
 			});
+			if (source.resendUnread === false && stored.forfaitUnreadAt !== void 0) throw answerUnread(deps, stored);
 			pending = stored;
 		} else {
 			const sessionJson = source.kind === "given" ? source.json : (await deps.api.activeSubscription()).raw;
@@ -16225,8 +16226,8 @@ var retry_exports = /* @__PURE__ */ __exportAll({
 */
 function outageTiming(baseDelayMs) {
 	return {
-		probeMs: 2 * baseDelayMs,
-		waitMs: 10 * baseDelayMs,
+		probeMs: Math.max(50, 2 * baseDelayMs),
+		waitMs: Math.max(500, 10 * baseDelayMs),
 		holdMs: OUTAGE_HOLD_MS
 	};
 }
@@ -16268,7 +16269,7 @@ function backoffDelay(error, attempt, policy) {
 */
 async function withRetries(operation, mode, policy, { route = "", optional = false } = {}) {
 	const { outage } = policy;
-	const probe = await outage?.admit(route) ?? false;
+	const probe = await outage?.admit(route);
 	const began = outage?.begin(route) ?? 0;
 	for (let attempt = 1;; attempt++) {
 		await policy.beforeAttempt?.();
@@ -16284,9 +16285,9 @@ async function withRetries(operation, mode, policy, { route = "", optional = fal
 			failure = error;
 		}
 		const delay = !(attempt > policy.retries) && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : void 0;
-		const final = delay === void 0 || probe;
+		const final = delay === void 0 || probe !== void 0;
 		outage?.attemptEnded(route, began, failure, {
-			final: probe || final && !optional,
+			final: probe !== void 0 || final && !optional,
 			probe
 		});
 		if (final) throw failure;
@@ -16321,25 +16322,25 @@ var init_retry = __esmMin((() => {
 			return route === void 0 ? this.#held.size > 0 : this.#held.has(route);
 		}
 		/**
-		* Resolves when a call on `route` may be sent, with whether it is the one
-		* let through to see whether the service is back (it must tell
-		* `attemptEnded` so); throws (a copy of) the outage's error when the call
-		* is held back.
+		* Resolves when a call on `route` may be sent, with the outage it is let
+		* through to test, if it is the one let through to see whether the
+		* service is back (it must give it to `attemptEnded`); throws (a copy of)
+		* the outage's error when the call is held back.
 		*/
 		async admit(route) {
 			for (;;) {
 				const held = this.#held.get(route);
-				if (held === void 0) return false;
+				if (held === void 0) return void 0;
 				const now = this.#now();
 				if (!held.probeOut && now >= held.probeAt) {
 					held.probeOut = true;
-					return true;
+					return held;
 				}
-				const waitUntil = held.since + this.#timing.waitMs;
+				const waitUntil = held.probeOut ? Infinity : held.since + this.#timing.waitMs;
 				if (now >= waitUntil) throw ownCopy(held.error);
-				const wakeAt = held.probeOut ? waitUntil : Math.min(waitUntil, held.probeAt);
+				const wakeAt = held.probeOut ? void 0 : Math.min(waitUntil, held.probeAt);
 				await new Promise((resolve) => {
-					const timer = setTimeout(resolve, Math.max(0, wakeAt - now));
+					const timer = wakeAt === void 0 ? void 0 : setTimeout(resolve, Math.max(0, wakeAt - now));
 					this.#waiting.push(() => {
 						clearTimeout(timer);
 						resolve();
@@ -16354,7 +16355,8 @@ var init_retry = __esmMin((() => {
 		/**
 		* An attempt of a call on `route` ended (`error` undefined: a success);
 		* `final`: the call will not be tried again (and, for an optional call,
-		* counts for nothing); `probe`: the call is the one `admit` let through.
+		* counts for nothing); `probe`: the outage `admit` let the call through
+		* to test, if it did.
 		*/
 		attemptEnded(route, began, error, { final, probe }) {
 			this.#learn(route, began, error, final, probe);
@@ -16371,7 +16373,8 @@ var init_retry = __esmMin((() => {
 				this.#held.delete(route);
 				return;
 			}
-			if (probe && held !== void 0) {
+			if (probe !== void 0) {
+				if (probe !== held) return;
 				held.probeAt = this.#now() + held.probeWaitMs;
 				held.probeWaitMs = Math.min(this.#timing.holdMs, held.probeWaitMs * 2);
 				held.probeOut = false;
@@ -16528,7 +16531,7 @@ var complete_exports = /* @__PURE__ */ __exportAll({
 	runCompleteMany: () => runCompleteMany
 });
 function configure$11(command, context) {
-	command.argument("[hash...]", "SHA-256 digest of each registration to complete (64 hex digits)").option("--all", "complete every registration whose session is pending in the store, in one run").option("--session <file|->", "take the subscription session JSON from a file or standard input (one hash)").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
+	command.argument("[hash...]", "SHA-256 digest of each registration to complete (64 hex digits)").option("--all", "complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably: name its hash)").option("--session <file|->", "take the subscription session JSON from a file or standard input (one hash)").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
 A 409 is read as "the service already has this hash" (an assumption: its status codes are
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
@@ -16623,7 +16626,11 @@ async function runCompleteMany(options) {
 		}
 	};
 	const tally = new FailureTally();
-	const total = await runAll(hashes, (hash) => complete(deps, hash, { kind: "store" }), {
+	const source = {
+		kind: "store",
+		resendUnread: !options.all
+	};
+	const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
 		concurrency: CONCURRENCY,
 		onSettled: (index, settled, hash) => {
 			if (settled.ok) options.items.add(index, completedResult(hash, settled.value, baseUrl));
@@ -34991,7 +34998,7 @@ function buildProgram(io, env, state) {
 		}
 		return state.context;
 	};
-	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait up to 5 s, then fail at once (exit 4) until one gets through").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
+	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000)").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
 		writeOut: (text) => io.data(text.replace(/\n$/, "")),
 		writeErr: (text) => io.error(text.replace(/\n$/, "")),
 		outputError: () => {}

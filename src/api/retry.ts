@@ -49,7 +49,8 @@ export interface OutageTiming {
  * with a failing service as the retries are, and as quick in tests.
  */
 export function outageTiming(baseDelayMs: number): OutageTiming {
-  return { probeMs: 2 * baseDelayMs, waitMs: 10 * baseDelayMs, holdMs: OUTAGE_HOLD_MS };
+  // Floors: a retry delay of 0 (allowed) must not leave the service no time to show it is back.
+  return { probeMs: Math.max(50, 2 * baseDelayMs), waitMs: Math.max(500, 10 * baseDelayMs), holdMs: OUTAGE_HOLD_MS };
 }
 
 const OUTAGE_TIMING = outageTiming(500);
@@ -79,7 +80,8 @@ const OUTAGE_TIMING = outageTiming(500);
  * ending well ends the outage, as does a call on the outage's route still in
  * flight ending well: two documents that each got a 500 of their own, or a
  * blip that failed two of eight calls in flight, hold nothing back for
- * long. The other calls wait for that, for up to `waitMs` after the
+ * long. The other calls wait for that: while one is out, however long it
+ * takes (its timeout bounds it); otherwise for up to `waitMs` after the
  * outage began; then, and from then on until it ends, a call held back fails
  * at once with a HeldBackError (transient, provably not processed). A call
  * about to retry while an outage holds is not tried again: it ends with its
@@ -110,26 +112,27 @@ export class Outage {
   }
 
   /**
-   * Resolves when a call on `route` may be sent, with whether it is the one
-   * let through to see whether the service is back (it must tell
-   * `attemptEnded` so); throws (a copy of) the outage's error when the call
-   * is held back.
+   * Resolves when a call on `route` may be sent, with the outage it is let
+   * through to test, if it is the one let through to see whether the
+   * service is back (it must give it to `attemptEnded`); throws (a copy of)
+   * the outage's error when the call is held back.
    */
-  async admit(route: string): Promise<boolean> {
+  async admit(route: string): Promise<Held | undefined> {
     for (;;) {
       const held = this.#held.get(route);
-      if (held === undefined) return false;
+      if (held === undefined) return undefined;
       const now = this.#now();
       if (!held.probeOut && now >= held.probeAt) {
         held.probeOut = true;
-        return true;
+        return held;
       }
-      const waitUntil = held.since + this.#timing.waitMs;
+      // The one let through may take up to its timeout: wait for it, however long the outage has lasted.
+      const waitUntil = held.probeOut ? Infinity : held.since + this.#timing.waitMs;
       if (now >= waitUntil) throw ownCopy(held.error);
       // Woken by an attempt that ends, or when the next call may go through, or when the wait is over.
-      const wakeAt = held.probeOut ? waitUntil : Math.min(waitUntil, held.probeAt);
+      const wakeAt = held.probeOut ? undefined : Math.min(waitUntil, held.probeAt);
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(0, wakeAt - now));
+        const timer = wakeAt === undefined ? undefined : setTimeout(resolve, Math.max(0, wakeAt - now));
         this.#waiting.push(() => {
           clearTimeout(timer);
           resolve();
@@ -146,13 +149,14 @@ export class Outage {
   /**
    * An attempt of a call on `route` ended (`error` undefined: a success);
    * `final`: the call will not be tried again (and, for an optional call,
-   * counts for nothing); `probe`: the call is the one `admit` let through.
+   * counts for nothing); `probe`: the outage `admit` let the call through
+   * to test, if it did.
    */
   attemptEnded(
     route: string,
     began: number,
     error: unknown,
-    { final, probe }: { final: boolean; probe: boolean },
+    { final, probe }: { final: boolean; probe: Held | undefined },
   ): void {
     this.#learn(route, began, error, final, probe);
     const waiting = this.#waiting;
@@ -160,7 +164,7 @@ export class Outage {
     for (const wake of waiting) wake();
   }
 
-  #learn(route: string, began: number, error: unknown, final: boolean, probe: boolean): void {
+  #learn(route: string, began: number, error: unknown, final: boolean, probe: Held | undefined): void {
     const wellEnded = this.#wellEnded.get(route) ?? 0;
     const held = this.#held.get(route);
     if (endedWell(error)) {
@@ -169,7 +173,9 @@ export class Outage {
       this.#held.delete(route);
       return;
     }
-    if (probe && held !== undefined) {
+    if (probe !== undefined) {
+      // Let through by an outage that has ended since: it says nothing of the one now, if any.
+      if (probe !== held) return;
       // Still down: the next one goes through later, and later each time.
       held.probeAt = this.#now() + held.probeWaitMs;
       held.probeWaitMs = Math.min(this.#timing.holdMs, held.probeWaitMs * 2);
@@ -193,7 +199,7 @@ export class Outage {
 }
 
 /** An outage on one route: see Outage. */
-interface Held {
+export interface Held {
   error: HeldBackError;
   since: number;
   /** When a call may next be let through, how long the wait after that one will be, and whether one is out. */
@@ -251,7 +257,7 @@ export async function withRetries<T>(
   { route = '', optional = false }: { route?: string; optional?: boolean } = {},
 ): Promise<T> {
   const { outage } = policy;
-  const probe = (await outage?.admit(route)) ?? false;
+  const probe = await outage?.admit(route);
   const began = outage?.begin(route) ?? 0;
   for (let attempt = 1; ; attempt++) {
     await policy.beforeAttempt?.();
@@ -266,9 +272,9 @@ export async function withRetries<T>(
     const retriesSpent = attempt > policy.retries;
     const delay = !retriesSpent && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : undefined;
     // A probe ends with its first attempt: it only asks whether the service is back.
-    const final = delay === undefined || probe;
+    const final = delay === undefined || probe !== undefined;
     // An optional call's answer tells the service works, but its failure starts nothing (a probe's reschedules).
-    outage?.attemptEnded(route, began, failure, { final: probe || (final && !optional), probe });
+    outage?.attemptEnded(route, began, failure, { final: probe !== undefined || (final && !optional), probe });
     if (final) throw failure;
     policy.onRetry?.(failure as TransientError, attempt, delay);
     await (policy.wait ?? sleep)(delay);

@@ -47,7 +47,10 @@ export interface CompleteOptions extends z.infer<typeof optionsSchema> {
 export function configure(command: Command, context: () => Context): void {
   command
     .argument('[hash...]', 'SHA-256 digest of each registration to complete (64 hex digits)')
-    .option('--all', 'complete every registration whose session is pending in the store, in one run')
+    .option(
+      '--all',
+      'complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably: name its hash)',
+    )
     .option('--session <file|->', 'take the subscription session JSON from a file or standard input (one hash)')
     .option(
       '--use-active-subscription',
@@ -145,7 +148,9 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
     },
   };
   const tally = new FailureTally();
-  const total = await runAll(hashes, (hash) => complete(deps, hash, { kind: 'store' }), {
+  // --all never sends again a session whose last completion was answered unreadably: only its hash does.
+  const source = { kind: 'store', resendUnread: !options.all } as const;
+  const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
     concurrency: CONCURRENCY,
     onSettled: (index, settled, hash) => {
       if (settled.ok) {

@@ -177,7 +177,12 @@ export async function locked<T>(deps: FlowDeps, hash: string, fn: (tracked: Trac
 
 /** Where `complete` takes its session from. */
 export type SessionSource =
-  | { kind: 'store' }
+  /**
+   * The session saved in the store. `resendUnread: false` (complete --all)
+   * leaves one whose last completion was answered unreadably (it may have
+   * been paid) to be sent again only when named by its hash.
+   */
+  | { kind: 'store'; resendUnread?: boolean }
   /** Session JSON given by the user (--session), sent exactly as given. */
   | { kind: 'given'; json: string; description?: string }
   | { kind: 'active-subscription' };
@@ -204,6 +209,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
           hint: 'register it first (`notarize register`), or pass the session with --session <file|->',
         });
       }
+      if (source.resendUnread === false && stored.forfaitUnreadAt !== undefined) throw answerUnread(deps, stored);
       pending = stored;
     } else {
       const sessionJson = source.kind === 'given' ? source.json : (await deps.api.activeSubscription()).raw;

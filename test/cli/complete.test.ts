@@ -125,6 +125,26 @@ describe('complete of several registrations (hashes, or --all): one run, one log
     expect(JSON.parse(again.stdout)).toEqual([]);
   });
 
+  it('--all does not send again a session whose last completion was answered unreadably: exit 5, its hash named', async () => {
+    const [ready, unread] = await pendingMany(2, 'unread');
+    // The first completion of `unread` gets an answer that cannot be read (it may have been paid).
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'truncated', count: 1 }]);
+    expect((await bed.main(['complete', unread!])).code).toBe(5);
+    const mark = bed.mark();
+    const run = await bed.main(['complete', '--all', '--json']);
+    expect(run.code, run.stderr).toBe(5);
+    const results = parseResults(run.stdout);
+    expect(results.map((r) => [r.hash, r.status])).toEqual(
+      [
+        [ready, 'registered'],
+        [unread, 'failed'],
+      ].sort(),
+    );
+    expect(results.find((r) => r.hash === unread)!.error?.hint).toContain(`\`notarize complete ${unread}\``);
+    expect(routes(bed.callsSince(mark))).toEqual(['forfait']);
+    expect(bed.pendingHashes()).toEqual([unread]);
+  });
+
   it('hashes given: each completed or failed on its own, with the exit code of a batch', async () => {
     const [first, second] = await pendingMany(2, 'given');
     const unknown = sha256('never registered');

@@ -254,7 +254,7 @@ describe('a login on the fly with the API key', () => {
     expect(await rejection(owner.authorize(send))).toBeInstanceOf(HeldBackError);
     expect(calls()).toEqual([]);
     // A login that worked ends the outage: the next request logs in at once.
-    outage.attemptEnded('login', outage.begin('login'), undefined, { final: true, probe: false });
+    outage.attemptEnded('login', outage.begin('login'), undefined, { final: true, probe: undefined });
     expect(await owner.authorize(send)).toContain('sessionId');
     expect(calls()).toEqual(['login 200', 'active 200']);
   });

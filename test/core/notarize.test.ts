@@ -397,6 +397,11 @@ describe('register', () => {
     );
     expect(called()).toEqual(['request', 'forfait']);
 
+    // Nor does complete --all (resendUnread: false): only its hash, named, does.
+    const all = await rejectionOf(complete(deps, hash, { kind: 'store', resendUnread: false }), ProtocolError);
+    expect(all.message).toBe(again.message);
+    expect(called()).toEqual(['request', 'forfait']);
+
     expect(await complete(deps, hash, { kind: 'store' })).toMatchObject({ kind: 'completed', reusedSession: true });
     expect(store.readPending(hash)).toBeUndefined();
   });

@@ -423,6 +423,45 @@ describe('an outage: two calls in a row on one route ended badly', () => {
     expect(outage.holding()).toBe(true);
   });
 
+  it('makes the others wait for the one let through however long it takes, past the wait', async () => {
+    const outage = newOutage();
+    await ends(outage, refused());
+    await ends(outage, refused());
+    const probe = inFlight(outage);
+    await sleep(timing.waitMs + 50);
+    const later = failing();
+    const call = withRetries(later.run, 'safe', once(outage), route);
+    expect(await stillPending(call)).toBe(true);
+    probe.settle({ value: 'done' });
+    expect(await call).toBe('done');
+  });
+
+  it('does not take the ending of a call let through by an outage that ended since for the current one', async () => {
+    const outage = newOutage({ holdMs: 400, probeMs: 50, waitMs: 0 });
+    const healer = inFlight(outage);
+    await ends(outage, refused());
+    await ends(outage, refused());
+    const stale = inFlight(outage); // let through to test the first outage
+    healer.settle({ value: 'done' }); // ends it
+    await healer.outcome;
+    await ends(outage, refused());
+    await ends(outage, refused());
+    const current = inFlight(outage); // let through to test the second
+    await sleep(0);
+    expect(current.sent()).toBe(true);
+    stale.settle({ error: refused() });
+    await stale.outcome;
+    await sleep(60);
+    // Still one out at a time: the others wait for the second outage's own, in flight.
+    const later = failing();
+    const call = withRetries(later.run, 'safe', once(outage), route);
+    expect(await stillPending(call)).toBe(true);
+    expect(later.calls).toBe(0);
+    current.settle({ value: 'done' });
+    expect(await call).toBe('done');
+    expect(outage.holding('request')).toBe(false);
+  });
+
   it('does not retry a call whose outage began meanwhile, and does not say "not sent": it ends with its own last error', async () => {
     const outage = newOutage();
     const own = refused();
@@ -435,8 +474,10 @@ describe('an outage: two calls in a row on one route ended badly', () => {
     expect(outage.holding()).toBe(true);
   });
 
-  it('paces itself from the retry delay: by default 1 s before the second call let through, a 5 s wait, 30 s at most', () => {
+  it('paces itself from the retry delay: by default 1 s before the second call let through, a 5 s wait, 30 s at most; floors for a delay of 0', () => {
     expect(outageTiming(500)).toEqual({ probeMs: 1000, waitMs: 5000, holdMs: OUTAGE_HOLD_MS });
+    // A retry delay of 0 still leaves the service a moment to show it is back.
+    expect(outageTiming(0)).toEqual({ probeMs: 50, waitMs: 500, holdMs: OUTAGE_HOLD_MS });
     expect(OUTAGE_HOLD_MS).toBe(30_000);
   });
 });
