@@ -11942,6 +11942,26 @@ function itemResult(file, hash, status, details = {}) {
 function skippedResult(file, reason) {
 	return itemResult(file, null, "skipped", { reason });
 }
+/** The digest a registration's outcome is about. */
+function outcomeHash(outcome) {
+	return outcome.kind === "already-registered" ? outcome.hash : outcome.entry.hash;
+}
+/**
+* The result of an item whose registration ended with `outcome` (register,
+* complete of several): its session when left pending, else the record and
+* what the service said; `details` come after, `status` overrides (a
+* registration whose receipt could not be written is `failed`).
+*/
+function outcomeResult(file, outcome, baseUrl, details = {}, status) {
+	const hash = outcomeHash(outcome);
+	if (outcome.kind === "pending") return itemResult(file, hash, "pending", { session: embed(outcome.entry.sessionJson) });
+	const said = outcome.kind === "already-registered" ? outcome.service : void 0;
+	return itemResult(file, hash, status ?? STATUS_OF[outcome.kind], {
+		...proofOf(baseUrl, hash, outcome.entry?.recordJson),
+		...said ? { message: said.message ?? null } : {},
+		...details
+	});
+}
 /** The result of an input that failed, with the hash when it was known before the failure. */
 function failedResult(file, hash, error) {
 	return itemResult(file, hash, "failed", { error: errorJson(error) });
@@ -11997,11 +12017,16 @@ function renderResults(results, colour) {
 		r.error?.message ?? r.reason ?? r.receipt ?? ""
 	]), colour);
 }
-var ItemResults, Checksums;
+var STATUS_OF, ItemResults, Checksums;
 var init_results = __esmMin((() => {
 	init_pages();
 	init_errors();
 	init_render();
+	STATUS_OF = {
+		"already-registered": "already-registered",
+		pending: "pending",
+		completed: "registered"
+	};
 	ItemResults = class {
 		keep;
 		#onResult;
@@ -16020,9 +16045,6 @@ async function describe$1(options, item, pool, onProgress) {
 		}
 	};
 }
-function outcomeHash(outcome) {
-	return outcome.kind === "already-registered" ? outcome.hash : outcome.entry.hash;
-}
 /** The JSON result of one item. */
 function toResult$1(item, knownHash, settled, baseUrl) {
 	const file = displayName(item);
@@ -16031,17 +16053,12 @@ function toResult$1(item, knownHash, settled, baseUrl) {
 		return failedResult(file, knownHash ?? null, settled.error);
 	}
 	const { outcome, receipt, receiptError } = settled.value;
-	const hash = outcomeHash(outcome);
-	if (outcome.kind === "pending") return itemResult(file, hash, "pending", { session: embed(outcome.entry.sessionJson) });
-	const said = outcome.kind === "already-registered" ? outcome.service : void 0;
-	return itemResult(file, hash, receiptError ? "failed" : STATUS_OF[outcome.kind], {
-		...proofOf(baseUrl, hash, outcome.entry?.recordJson),
-		...said ? { message: said.message ?? null } : {},
+	return outcomeResult(file, outcome, baseUrl, {
 		...receipt ? { receipt } : {},
 		...receiptError ? { error: errorJson(receiptError) } : {}
-	});
+	}, receiptError ? "failed" : void 0);
 }
-var Registrar, STATUS_OF;
+var Registrar;
 var init_register = __esmMin((() => {
 	init_esm();
 	init_schemas();
@@ -16197,11 +16214,6 @@ var init_register = __esmMin((() => {
 			this.#hashes.delete(index);
 			return result;
 		}
-	};
-	STATUS_OF = {
-		"already-registered": "already-registered",
-		pending: "pending",
-		completed: "registered"
 	};
 }));
 // dist/api/retry.js
@@ -16633,7 +16645,7 @@ async function runCompleteMany(options) {
 	const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
 		concurrency: CONCURRENCY,
 		onSettled: (index, settled, hash) => {
-			if (settled.ok) options.items.add(index, completedResult(hash, settled.value, baseUrl));
+			if (settled.ok) options.items.add(index, outcomeResult(null, settled.value, baseUrl));
 			else {
 				const error = "error" in settled ? settled.error : asNotarizeError(/* @__PURE__ */ new Error("not started"));
 				options.items.add(index, failedResult(null, hash, error));
@@ -16653,15 +16665,6 @@ async function runCompleteMany(options) {
 async function pendingHashes(store) {
 	const { entries, problems } = await store.listPending();
 	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].sort();
-}
-/** The result of one completion of a run of several (`complete` never leaves one pending). */
-function completedResult(hash, outcome, baseUrl) {
-	if (outcome.kind === "pending") return itemResult(null, hash, "pending", { session: embed(outcome.entry.sessionJson) });
-	const said = outcome.kind === "already-registered" ? outcome.service : void 0;
-	return itemResult(null, hash, outcome.kind === "completed" ? "registered" : "already-registered", {
-		...proofOf(baseUrl, hash, outcome.entry?.recordJson),
-		...said ? { message: said.message ?? null } : {}
-	});
 }
 var optionsSchema$5, CONCURRENCY;
 var init_complete = __esmMin((() => {

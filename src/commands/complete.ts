@@ -13,12 +13,12 @@ import { subscriptionSessionSchema } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
 import { asNotarizeError, BatchError, FailureTally, runAll } from '../core/batch.js';
-import { complete, type Outcome, type SessionSource } from '../core/notarize.js';
+import { complete, type SessionSource } from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
 import { NotarizeError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, OutcomeResult } from '../output/present.js';
-import { embed, failedResult, itemResult, proofOf, type ItemResult, type ItemResults } from '../output/results.js';
+import { failedResult, outcomeResult, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, finishItems, viewOf } from './action.js';
 import { examples, parseOptions } from './options.js';
@@ -154,7 +154,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
     concurrency: CONCURRENCY,
     onSettled: (index, settled, hash) => {
       if (settled.ok) {
-        options.items.add(index, completedResult(hash, settled.value, baseUrl));
+        options.items.add(index, outcomeResult(null, settled.value, baseUrl));
       } else {
         const error = 'error' in settled ? settled.error : asNotarizeError(new Error('not started'));
         options.items.add(index, failedResult(null, hash, error));
@@ -175,15 +175,4 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
 async function pendingHashes(store: ServiceStore): Promise<string[]> {
   const { entries, problems } = await store.listPending();
   return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, '.json'))].sort();
-}
-
-/** The result of one completion of a run of several (`complete` never leaves one pending). */
-function completedResult(hash: string, outcome: Outcome, baseUrl: string): ItemResult {
-  if (outcome.kind === 'pending')
-    return itemResult(null, hash, 'pending', { session: embed(outcome.entry.sessionJson) });
-  const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
-  return itemResult(null, hash, outcome.kind === 'completed' ? 'registered' : 'already-registered', {
-    ...proofOf(baseUrl, hash, outcome.entry?.recordJson),
-    ...(said ? { message: said.message ?? null } : {}),
-  });
 }

@@ -19,11 +19,10 @@ import type { Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult } from '../output/present.js';
 import { formatBytes } from '../output/render.js';
 import {
-  embed,
   failedResult,
-  itemResult,
   ItemResults,
-  proofOf,
+  outcomeHash,
+  outcomeResult,
   skippedResult,
   type ItemResult,
 } from '../output/results.js';
@@ -366,16 +365,6 @@ async function describe(
   };
 }
 
-function outcomeHash(outcome: Outcome): string {
-  return outcome.kind === 'already-registered' ? outcome.hash : outcome.entry.hash;
-}
-
-const STATUS_OF: Record<Outcome['kind'], ItemResult['status']> = {
-  'already-registered': 'already-registered',
-  pending: 'pending',
-  completed: 'registered',
-};
-
 /** The JSON result of one item. */
 function toResult(
   item: Item,
@@ -389,15 +378,12 @@ function toResult(
     return failedResult(file, knownHash ?? null, settled.error);
   }
   const { outcome, receipt, receiptError } = settled.value;
-  const hash = outcomeHash(outcome);
-  if (outcome.kind === 'pending')
-    return itemResult(file, hash, 'pending', { session: embed(outcome.entry.sessionJson) });
-  const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
   // Registered, but its receipt is missing: a failure for the run (exit 1).
-  return itemResult(file, hash, receiptError ? 'failed' : STATUS_OF[outcome.kind], {
-    ...proofOf(baseUrl, hash, outcome.entry?.recordJson),
-    ...(said ? { message: said.message ?? null } : {}),
-    ...(receipt ? { receipt } : {}),
-    ...(receiptError ? { error: errorJson(receiptError) } : {}),
-  });
+  return outcomeResult(
+    file,
+    outcome,
+    baseUrl,
+    { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
+    receiptError ? 'failed' : undefined,
+  );
 }

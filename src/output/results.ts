@@ -6,6 +6,7 @@
  * RESULT_SCHEMA_VERSION on any incompatible change.
  */
 import { verificationUrl } from '../api/pages.js';
+import type { Outcome } from '../core/notarize.js';
 import type { InclusionProof } from '../core/receipt-format.js';
 import { errorJson, type ErrorJson, type NotarizeError } from '../errors.js';
 import { renderTable } from './render.js';
@@ -71,6 +72,41 @@ export function itemResult(
 /** The result of an input that was not processed, and why (a symbolic link, --fail-fast...). */
 export function skippedResult(file: string | null, reason: string): ItemResult {
   return itemResult(file, null, 'skipped', { reason });
+}
+
+/** The digest a registration's outcome is about. */
+export function outcomeHash(outcome: Outcome): string {
+  return outcome.kind === 'already-registered' ? outcome.hash : outcome.entry.hash;
+}
+
+const STATUS_OF: Record<Outcome['kind'], ItemStatus> = {
+  'already-registered': 'already-registered',
+  pending: 'pending',
+  completed: 'registered',
+};
+
+/**
+ * The result of an item whose registration ended with `outcome` (register,
+ * complete of several): its session when left pending, else the record and
+ * what the service said; `details` come after, `status` overrides (a
+ * registration whose receipt could not be written is `failed`).
+ */
+export function outcomeResult(
+  file: string | null,
+  outcome: Outcome,
+  baseUrl: string,
+  details: ItemDetails = {},
+  status?: ItemStatus,
+): ItemResult {
+  const hash = outcomeHash(outcome);
+  if (outcome.kind === 'pending')
+    return itemResult(file, hash, 'pending', { session: embed(outcome.entry.sessionJson) });
+  const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
+  return itemResult(file, hash, status ?? STATUS_OF[outcome.kind], {
+    ...proofOf(baseUrl, hash, outcome.entry?.recordJson),
+    ...(said ? { message: said.message ?? null } : {}),
+    ...details,
+  });
 }
 
 /** The result of an input that failed, with the hash when it was known before the failure. */
