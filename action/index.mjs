@@ -16329,9 +16329,9 @@ var init_retry = __esmMin((() => {
 			this.#now = now;
 			this.#timing = timing;
 		}
-		/** Whether an outage holds back calls on `route` (on any route, without one). */
+		/** Whether an outage holds back calls on `route`. */
 		holding(route) {
-			return route === void 0 ? this.#held.size > 0 : this.#held.has(route);
+			return this.#held.has(route);
 		}
 		/**
 		* Resolves when a call on `route` may be sent, with the outage it is let

@@ -76,10 +76,9 @@ const OUTAGE_TIMING = outageTiming(500);
  * holds, one call at a time is let through, as a circuit breaker's
  * half-open probe, sent once: the first at once, then `probeMs` after it
  * ended badly, then twice as long each time, up to `holdMs` (OutageTiming).
- * It
- * ending well ends the outage, as does a call on the outage's route still in
- * flight ending well: two documents that each got a 500 of their own, or a
- * blip that failed two of eight calls in flight, hold nothing back for
+ * It ending well ends the outage, as does a call on the outage's route still
+ * in flight ending well: two documents that each got a 500 of their own, or
+ * a blip that failed two of eight calls in flight, hold nothing back for
  * long. The other calls wait for that: while one is out, however long it
  * takes (its timeout bounds it); otherwise for up to `waitMs` after the
  * outage began; then, and from then on until it ends, a call held back fails
@@ -106,9 +105,9 @@ export class Outage {
     this.#timing = timing;
   }
 
-  /** Whether an outage holds back calls on `route` (on any route, without one). */
-  holding(route?: string): boolean {
-    return route === undefined ? this.#held.size > 0 : this.#held.has(route);
+  /** Whether an outage holds back calls on `route`. */
+  holding(route: string): boolean {
+    return this.#held.has(route);
   }
 
   /**

@@ -250,9 +250,9 @@ describe('an outage: two calls in a row on one route ended badly', () => {
       const outage = newOutage();
       const first = failing(bad(), bad(), bad());
       await rejection(withRetries(first.run, 'safe', recordingPolicy({ retries: 2, outage }), route));
-      expect(outage.holding()).toBe(false);
+      expect(outage.holding('request')).toBe(false);
       const last = await ends(outage, bad());
-      expect(outage.holding()).toBe(true);
+      expect(outage.holding('request')).toBe(true);
       // The first call after is let through, sent once, to see whether the service is back; it is not.
       const probe = failing(bad(), bad());
       expect(await rejection(withRetries(probe.run, 'safe', recordingPolicy({ outage }), route))).not.toBeInstanceOf(
@@ -299,21 +299,22 @@ describe('an outage: two calls in a row on one route ended badly', () => {
   it('is not started by one bad call alone, nor by two with a call ending well between them', async () => {
     const outage = newOutage();
     await ends(outage, refused());
-    expect(outage.holding()).toBe(false);
+    expect(outage.holding('request')).toBe(false);
     expect(await withRetries(failing().run, 'safe', once(outage), route)).toBe('done');
     await ends(outage, refused());
-    expect(outage.holding()).toBe(false);
+    expect(outage.holding('request')).toBe(false);
     // A refusal is an answer that worked: the service processed the call.
     await ends(outage, new ServiceRefusedError(409, 'conflict'));
     await ends(outage, refused());
-    expect(outage.holding()).toBe(false);
+    expect(outage.holding('request')).toBe(false);
   });
 
   it('is not started by two bad calls on different routes, nor by calls that began before one ended well', async () => {
     const outage = newOutage();
     await ends(outage, refused(), { route: 'request' });
     await ends(outage, refused(), { route: 'forfait' });
-    expect(outage.holding()).toBe(false);
+    expect(outage.holding('request')).toBe(false);
+    expect(outage.holding('forfait')).toBe(false);
 
     const stale = newOutage();
     const [a, b] = [inFlight(stale), inFlight(stale)];
@@ -321,20 +322,20 @@ describe('an outage: two calls in a row on one route ended badly', () => {
     a.settle({ error: refused() });
     b.settle({ error: refused() });
     await Promise.all([a.outcome, b.outcome]);
-    expect(stale.holding()).toBe(false);
+    expect(stale.holding('request')).toBe(false);
     // And a success on another route in between does not count.
     const crossed = newOutage();
     await ends(crossed, refused());
     expect(await withRetries(failing().run, 'safe', once(crossed), { route: 'forfait' })).toBe('done');
     await ends(crossed, refused());
-    expect(crossed.holding()).toBe(true);
+    expect(crossed.holding('request')).toBe(true);
   });
 
   it('is not started by optional calls (custody metadata)', async () => {
     const outage = newOutage();
     await ends(outage, refused(), { route: 'file', optional: true });
     await ends(outage, refused(), { route: 'file', optional: true });
-    expect(outage.holding()).toBe(false);
+    expect(outage.holding('file')).toBe(false);
   });
 
   it("quotes the failure without its document's hash, which is another document's", async () => {
@@ -356,10 +357,10 @@ describe('an outage: two calls in a row on one route ended badly', () => {
     const outage = newOutage();
     await ends(outage, transient({ status: 500 }));
     await ends(outage, transient({ status: 500 }));
-    expect(outage.holding()).toBe(true);
+    expect(outage.holding('request')).toBe(true);
     const next = failing();
     expect(await withRetries(next.run, 'safe', once(outage), route)).toBe('done');
-    expect(outage.holding()).toBe(false);
+    expect(outage.holding('request')).toBe(false);
   });
 
   it('makes the others wait while one is let through: sent as soon as it ends well', async () => {
@@ -394,11 +395,11 @@ describe('an outage: two calls in a row on one route ended badly', () => {
     for (const { error, call } of notAnswers) {
       call.settle({ error });
       await call.outcome;
-      expect(outage.holding(), error.message).toBe(true);
+      expect(outage.holding('request'), error.message).toBe(true);
     }
     a.settle({ error: new ServiceRefusedError(409, 'conflict') });
     await a.outcome;
-    expect(outage.holding()).toBe(false);
+    expect(outage.holding('request')).toBe(false);
   });
 
   it('lets one through again after probeMs, then twice as long each time, up to holdMs', async () => {
@@ -420,7 +421,7 @@ describe('an outage: two calls in a row on one route ended badly', () => {
     // 50, 100, 200, then 200 again (holdMs) rather than 400; only lower bounds, and the cap, as a loaded machine is late.
     [50, 100, 200, 200].forEach((expected, i) => expect(gaps[i]).toBeGreaterThanOrEqual(expected - 5));
     expect(gaps[3]).toBeLessThan(390);
-    expect(outage.holding()).toBe(true);
+    expect(outage.holding('request')).toBe(true);
   });
 
   it('makes the others wait for the one let through however long it takes, past the wait', async () => {
@@ -471,7 +472,7 @@ describe('an outage: two calls in a row on one route ended badly', () => {
     // Its first attempt may have been processed (a request step's answer lost): "not sent" would be false.
     expect(await rejection(withRetries(waiting.run, 'safe', policy, route))).toBe(own);
     expect(waiting.calls).toBe(1);
-    expect(outage.holding()).toBe(true);
+    expect(outage.holding('request')).toBe(true);
   });
 
   it('paces itself from the retry delay: by default 1 s before the second call let through, a 5 s wait, 30 s at most; floors for a delay of 0', () => {
