@@ -1,11 +1,11 @@
 import { createRequire } from "node:module";
-import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, rename, renameSync, statSync, statfsSync, unlink, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
 import { basename, dirname, extname, join, normalize, resolve, sep } from "node:path";
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
-import { lstat, mkdir, open, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { lstat, mkdir, open as open$1, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { setTimeout as setTimeout$1 } from "node:timers/promises";
 import tty from "node:tty";
@@ -6038,7 +6038,7 @@ function isBackEdge(ctx, value) {
 	const backEdges = ctx[STATE]?.backEdges;
 	return backEdges !== void 0 && isRef(value) && backEdges.has(value);
 }
-var $ZodCyclicError, STATE, NO_ISSUES, recursive, NONE, ASSUMED, PROVEN, handoff, open$1, memo;
+var $ZodCyclicError, STATE, NO_ISSUES, recursive, NONE, ASSUMED, PROVEN, handoff, open$2, memo;
 var init_memoizer = __esmMin((() => {
 	init_util();
 	$ZodCyclicError = class extends Error {
@@ -6053,7 +6053,7 @@ var init_memoizer = __esmMin((() => {
 	NONE = 0;
 	ASSUMED = 1;
 	PROVEN = 2;
-	open$1 = [];
+	open$2 = [];
 	memo = {
 		alloc(_inst, payload, empty) {
 			const bucket = handoff;
@@ -6064,7 +6064,7 @@ var init_memoizer = __esmMin((() => {
 				issues: null
 			};
 			bucket.set(payload.value, entry);
-			open$1.push(entry);
+			open$2.push(entry);
 			return empty;
 		},
 		guard(inst) {
@@ -6130,10 +6130,10 @@ var init_memoizer = __esmMin((() => {
 						return payload;
 					}
 					handoff = bucket;
-					const depth = open$1.length;
+					const depth = open$2.length;
 					const result = base(payload, ctx);
 					handoff = void 0;
-					const entry = open$1.length > depth ? open$1.pop() : void 0;
+					const entry = open$2.length > depth ? open$2.pop() : void 0;
 					if (result instanceof Promise) return result.then((r) => {
 						if (entry) entry.issues = r.issues.length ? cloneIssues(r.issues) : NO_ISSUES;
 						return r;
@@ -9183,7 +9183,7 @@ async function hashStream(stream, onProgress) {
 /** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
 async function openDocument(path) {
 	try {
-		return await open(path, OPEN_FLAGS);
+		return await open$1(path, OPEN_FLAGS);
 	} catch (error) {
 		throw fileError$1(path, error);
 	}
@@ -9838,19 +9838,20 @@ function fileError(file, reason, cause) {
 * temporary file is hard-linked to the target instead, which fails when
 * anything (a link included) is there.
 *
-* Only the two flushes wait for the disk, and they run on libuv's thread
-* pool, so those of a batch's documents overlap and this thread never waits
-* for the disk. The other calls (open, write, close, rename) take
-* microseconds on a store file of a few hundred bytes: made here, they cost
-* less than a thread-pool round trip each, which in a batch was most of the
-* store's CPU time (see docs/performance.md). The promise settles only once
-* the data is durable.
+* The calls that change the directory (the create, the rename) and the two
+* flushes run on libuv's thread pool, so those of a batch's documents
+* overlap and this thread, which also drives a batch's requests, never waits
+* for the file system: on ext4 a create can wait behind a journal commit or
+* walk past recently freed inodes (0.5–0.7 ms each in a busy batch; see
+* docs/performance.md). The writes and the close stay here: a few hundred
+* bytes into a descriptor already open. The promise settles only once the
+* data is durable.
 */
 async function writeFileAtomic(file, data, options = {}) {
 	const dir = dirname(file);
 	const temp = join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
 	const pieces = typeof data === "string" ? [data] : options.replace === false ? [[...data].join("")] : data;
-	let fd = openSync(temp, CREATE_NEW, options.mode ?? 384);
+	let fd = await onPool((done) => open(temp, CREATE_NEW, options.mode ?? 384, done));
 	let bytes = Buffer.alloc(0);
 	try {
 		for (const piece of pieces) {
@@ -9864,7 +9865,7 @@ async function writeFileAtomic(file, data, options = {}) {
 		if (options.replace === false) {
 			linkOrCreate(temp, file, bytes, options.mode ?? 384);
 			ignoreErrors(() => unlinkSync(temp));
-		} else renameSync(temp, file);
+		} else await onPool((done) => rename(temp, file, done));
 	} catch (error) {
 		if (fd !== void 0) ignoreErrors(() => closeSync(fd));
 		ignoreErrors(() => unlinkSync(temp));
@@ -9892,6 +9893,9 @@ function linkOrCreate(temp, file, bytes, mode) {
 	} finally {
 		closeSync(fd);
 	}
+}
+function onPool(start) {
+	return new Promise((resolve, reject) => start((error, value) => error ? reject(error) : resolve(value)));
 }
 function fdatasyncOnPool(fd) {
 	return new Promise((resolve, reject) => fdatasync(fd, (error) => error ? reject(error) : resolve()));
@@ -9922,6 +9926,17 @@ async function syncDir(dir) {
 		await new Promise((resolve) => fsync(fd, () => resolve()));
 	} finally {
 		ignoreErrors(() => closeSync(fd));
+	}
+}
+/**
+* Removes a file without blocking this thread (see writeFileAtomic); a file
+* already gone is not an error.
+*/
+async function removeFileOffThread(file) {
+	try {
+		await onPool((done) => unlink(file, done));
+	} catch (error) {
+		if (error.code !== "ENOENT") throw error;
 	}
 }
 /** Removes a file; a file already gone is not an error. */
@@ -10662,7 +10677,7 @@ async function finishGiven(deps, pending) {
 		return await finish$1(deps, pending, true, { hash: pending.hash });
 	} catch (error) {
 		if (error instanceof ServiceRefusedError && error.status === 404) {
-			deps.store.removePending(pending.hash);
+			await deps.store.removePending(pending.hash);
 			error.hint = `the service does not know ${pending.hash}, so the session given was not kept; register the document first (\`notarize register\`)`;
 		}
 		throw error;
@@ -10802,7 +10817,7 @@ async function sendCompletion(deps, pending) {
 				next: `the session stays pending in ${store.pendingFile(pending.hash)}`
 			});
 		}
-		store.removePending(pending.hash);
+		await store.removePending(pending.hash);
 		return entry;
 	};
 	let answer;
@@ -11293,7 +11308,7 @@ async function makeFolders(dir, name) {
 /** The content of an existing receipt, read without following a link; undefined if unreadable. */
 async function readNoFollow(path) {
 	try {
-		const handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+		const handle = await open$1(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
 		try {
 			return (await handle.stat()).isFile() ? await handle.readFile("utf8") : void 0;
 		} finally {
@@ -12662,7 +12677,7 @@ var init_service_store = __esmMin((() => {
 				retiredAt: at.toISOString(),
 				retiredBecause: reason
 			});
-			this.removePending(hash);
+			await this.removePending(hash);
 			return file;
 		}
 		/**
@@ -12689,7 +12704,7 @@ var init_service_store = __esmMin((() => {
 		}
 		/** Removes the pending session of a hash; one already gone is not an error. */
 		removePending(hash) {
-			removeFile(this.pendingFile(hash));
+			return removeFileOffThread(this.pendingFile(hash));
 		}
 		/**
 		* Removes a pending session left beside the ledger record of its hash by a
@@ -12703,7 +12718,7 @@ var init_service_store = __esmMin((() => {
 			} catch {
 				return;
 			}
-			if (pending && pending.savedAt <= record.completedAt) this.removePending(record.hash);
+			if (pending && pending.savedAt <= record.completedAt) removeFile(this.pendingFile(record.hash));
 		}
 		/**
 		* The ledger record for a hash; throws StoreError if its file is damaged,
@@ -15432,7 +15447,7 @@ async function openList(source, stdin) {
 	if (source === "-") return stdin;
 	try {
 		if ((await stat(source)).isDirectory()) throw Object.assign(/* @__PURE__ */ new Error("is a directory"), { code: "EISDIR" });
-		return (await open(source, "r")).createReadStream({ highWaterMark: 262144 });
+		return (await open$1(source, "r")).createReadStream({ highWaterMark: 262144 });
 	} catch (error) {
 		throw new UsageError(`cannot read the --files-from list from '${source}': ${fileErrorReason(error)}`, { cause: error });
 	}
@@ -16938,7 +16953,7 @@ var init_hash = __esmMin((() => {
 async function readReceiptFile(path) {
 	let bytes;
 	try {
-		const file = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+		const file = await open$1(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
 		try {
 			if (!(await file.stat()).isFile()) throw new Error("not a regular file");
 			bytes = await readBoundedBytes(file.createReadStream({ autoClose: false }), MAX_RECEIPT_BYTES);

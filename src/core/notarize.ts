@@ -247,7 +247,7 @@ async function finishGiven(deps: FlowDeps, pending: PendingEntry): Promise<Outco
     return await finish(deps, pending, true, { hash: pending.hash });
   } catch (error) {
     if (error instanceof ServiceRefusedError && error.status === 404) {
-      deps.store.removePending(pending.hash);
+      await deps.store.removePending(pending.hash);
       error.hint =
         `the service does not know ${pending.hash}, so the session given was not kept; ` +
         'register the document first (`notarize register`)';
@@ -412,7 +412,7 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry): Promise<Le
       });
     }
     // Only now that the record is on disk may the session go.
-    store.removePending(pending.hash);
+    await store.removePending(pending.hash);
     return entry;
   };
   let answer;

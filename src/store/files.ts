@@ -24,10 +24,12 @@ import {
   fsync,
   fsyncSync,
   linkSync,
+  open,
+  rename,
   lstatSync,
   openSync,
   readFileSync,
-  renameSync,
+  unlink,
   unlinkSync,
   writeSync,
   type Stats,
@@ -218,13 +220,14 @@ export interface WriteOptions {
  * temporary file is hard-linked to the target instead, which fails when
  * anything (a link included) is there.
  *
- * Only the two flushes wait for the disk, and they run on libuv's thread
- * pool, so those of a batch's documents overlap and this thread never waits
- * for the disk. The other calls (open, write, close, rename) take
- * microseconds on a store file of a few hundred bytes: made here, they cost
- * less than a thread-pool round trip each, which in a batch was most of the
- * store's CPU time (see docs/performance.md). The promise settles only once
- * the data is durable.
+ * The calls that change the directory (the create, the rename) and the two
+ * flushes run on libuv's thread pool, so those of a batch's documents
+ * overlap and this thread, which also drives a batch's requests, never waits
+ * for the file system: on ext4 a create can wait behind a journal commit or
+ * walk past recently freed inodes (0.5–0.7 ms each in a busy batch; see
+ * docs/performance.md). The writes and the close stay here: a few hundred
+ * bytes into a descriptor already open. The promise settles only once the
+ * data is durable.
  */
 export async function writeFileAtomic(
   file: string,
@@ -236,7 +239,9 @@ export async function writeFileAtomic(
   // Pieces are written one by one: a tree of 100,000 leaves never becomes one
   // string (store/service-store.ts). Only linkOrCreate's fallback needs the whole.
   const pieces = typeof data === 'string' ? [data] : options.replace === false ? [[...data].join('')] : data;
-  let fd: number | undefined = openSync(temp, CREATE_NEW, options.mode ?? PRIVATE_FILE_MODE);
+  let fd: number | undefined = await onPool<number>((done) =>
+    open(temp, CREATE_NEW, options.mode ?? PRIVATE_FILE_MODE, done),
+  );
   let bytes = Buffer.alloc(0);
   try {
     // A write may be short (a full disk, a file size limit): loop until all
@@ -257,7 +262,7 @@ export async function writeFileAtomic(
       linkOrCreate(temp, file, bytes, options.mode ?? PRIVATE_FILE_MODE);
       ignoreErrors(() => unlinkSync(temp));
     } else {
-      renameSync(temp, file);
+      await onPool<void>((done) => rename(temp, file, done));
     }
   } catch (error) {
     // The write's own error is the one worth reporting, not a failed clean-up.
@@ -288,6 +293,10 @@ function linkOrCreate(temp: string, file: string, bytes: Buffer, mode: number): 
   } finally {
     closeSync(fd);
   }
+}
+
+function onPool<T>(start: (done: (error: NodeJS.ErrnoException | null, value?: T) => void) => void): Promise<T> {
+  return new Promise((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value as T))));
 }
 
 function fdatasyncOnPool(fd: number): Promise<void> {
@@ -362,6 +371,18 @@ async function syncDir(dir: string): Promise<void> {
     await new Promise<void>((resolve) => fsync(fd, () => resolve()));
   } finally {
     ignoreErrors(() => closeSync(fd));
+  }
+}
+
+/**
+ * Removes a file without blocking this thread (see writeFileAtomic); a file
+ * already gone is not an error.
+ */
+export async function removeFileOffThread(file: string): Promise<void> {
+  try {
+    await onPool<void>((done) => unlink(file, done));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
 }
 

@@ -19,6 +19,7 @@ import {
   readPrivateFile,
   readStoreFile,
   removeFile,
+  removeFileOffThread,
   tightenDirIfExists,
   writeFileAtomic,
 } from './files.js';
@@ -334,7 +335,7 @@ export class ServiceStore {
     if (entry === undefined) return undefined;
     const file = this.retiredFile(hash, at);
     await this.#writeEntry(file, { ...entry, retiredAt: at.toISOString(), retiredBecause: reason });
-    this.removePending(hash);
+    await this.removePending(hash);
     return file;
   }
 
@@ -366,8 +367,8 @@ export class ServiceStore {
   }
 
   /** Removes the pending session of a hash; one already gone is not an error. */
-  removePending(hash: string): void {
-    removeFile(this.pendingFile(hash));
+  removePending(hash: string): Promise<void> {
+    return removeFileOffThread(this.pendingFile(hash));
   }
 
   /**
@@ -382,7 +383,7 @@ export class ServiceStore {
     } catch {
       return;
     }
-    if (pending && pending.savedAt <= record.completedAt) this.removePending(record.hash);
+    if (pending && pending.savedAt <= record.completedAt) removeFile(this.pendingFile(record.hash));
   }
 
   /**

@@ -49,9 +49,9 @@ describe('ServiceStore', () => {
     const read = store.readPending(hash);
     expect(read).toEqual(pending(hash));
     expect(read?.sessionJson).toBe(readFixture('session-free-plan.json'));
-    store.removePending(hash);
+    await store.removePending(hash);
     expect(store.readPending(hash)).toBeUndefined();
-    store.removePending(hash);
+    await store.removePending(hash);
   });
 
   it('replaces an earlier pending session of the same hash', async () => {
