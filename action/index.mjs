@@ -12503,6 +12503,27 @@ function leafDigestsOfWholeTree(text) {
 	return digest.hex() === end[1] ? digests : void 0;
 }
 /**
+* Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
+* `<root>.tree.json`, which reads the same) and checks it is the tree of
+* `root` with the leaves it was written with; undefined when it does not
+* exist. With `wanted`, a file written whole by notarize whose leaves'
+* digests `wanted` turns down is passed over unparsed (undefined): many
+* large trees are searched without building them all. Throws StoreError
+* naming the file when it cannot be read or is damaged.
+*/
+function readTreeFile(file, root, wanted) {
+	const text = readPrivateFile(file);
+	if (text === void 0) return void 0;
+	if (wanted) {
+		const digests = leafDigestsOfWholeTree(text);
+		if (digests && !wanted(digests)) return void 0;
+	}
+	const entry = parseStoreText(file, text, treeEntrySchema);
+	if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+	if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
+	return entry;
+}
+/**
 * An entry read from `<hash>.json` must be about that hash: a file renamed or
 * edited by hand would otherwise complete or show another hash.
 */
@@ -12764,17 +12785,7 @@ var init_service_store = __esmMin((() => {
 		* trees is searched without building them all.
 		*/
 		readTree(root, holding) {
-			const file = this.treeFile(root);
-			const text = readPrivateFile(file);
-			if (text === void 0) return void 0;
-			if (holding) {
-				const digests = leafDigestsOfWholeTree(text);
-				if (digests && !digests.some((digest) => holding.has(digest))) return void 0;
-			}
-			const entry = parseStoreText(file, text, treeEntrySchema);
-			if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
-			if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
-			return entry;
+			return readTreeFile(this.treeFile(root), root, holding && ((digests) => digests.some((digest) => holding.has(digest))));
 		}
 		/** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */
 		async saveTree(entry) {
@@ -12935,10 +12946,21 @@ async function placeDocuments(deps, input) {
 		if (known.problems.length > 0) throw known.problems[0];
 		const placed = input.documents.map((doc) => known.place(doc.sha256));
 		for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
-		const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
+		let newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 			doc,
 			i
 		}]);
+		if (newcomers.length > 0 && input.manifestDir !== void 0 && !input.force) {
+			const digests = new Set(newcomers.map(({ doc }) => doc.sha256));
+			const adopted = new Trees(await adoptableManifests(store, input.manifestDir, digests, input.onManifestIgnored));
+			for (const { i, doc } of newcomers) placed[i] = adopted.place(doc.sha256);
+			for (const tree of new Set(placed.flatMap((p) => p && adopted.all.includes(p.tree) ? [p.tree] : []))) try {
+				await store.saveTree(tree.entry);
+			} catch (error) {
+				throw diskRefusedBeforeSending(error, store.dir) ?? error;
+			}
+			newcomers = newcomers.filter(({ i }) => placed[i] === void 0);
+		}
 		if (newcomers.length > 0) {
 			const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
 			try {
@@ -12953,6 +12975,46 @@ async function placeDocuments(deps, input) {
 		}
 		return placed;
 	});
+}
+/**
+* The trees of the manifests in `dir` (`<root>.tree.json`, written by earlier
+* runs with --receipt-dir) that documents under no tree of the store may be
+* placed under: each one whose leaves are all among `digests` (documents of
+* this run) and make its root. A CI re-run over the same documents on an
+* empty store then sends that root again, and the service's 409 says it has
+* it, where a new tree would be a second paid registration; a root the
+* service does not know (its run stopped before the request) is registered
+* once. Only a manifest made entirely of this run's documents: a
+* registration of this run never vouches for a document it was not given,
+* whatever a planted manifest lists. A manifest that cannot be read or does
+* not make its root is passed over, and `onIgnored` told.
+*/
+async function adoptableManifests(store, dir, digests, onIgnored) {
+	let names;
+	try {
+		names = await readdir(dir);
+	} catch {
+		return [];
+	}
+	const manifests = names.filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name)).sort();
+	const retired = manifests.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(store);
+	const onlyThese = (leaves) => leaves.every((digest) => digests.has(digest));
+	const trees = [];
+	for (const name of manifests) {
+		const root = name.slice(0, 64);
+		const file = join(dir, name);
+		try {
+			const entry = readTreeFile(file, root, onlyThese);
+			if (entry === void 0 || !onlyThese(entry.leaves.map((leaf) => leaf.sha256))) continue;
+			const tree = new LoadedTree(entry, standingOf(store, root, retired));
+			tree.merkle(file);
+			trees.push(tree);
+		} catch (error) {
+			if (!(error instanceof StoreError)) throw error;
+			onIgnored?.(error);
+		}
+	}
+	return trees;
 }
 /** Registers the root of every tree the documents were placed under, once each, in order. */
 async function registerRoots(deps, input, placements) {
@@ -15713,7 +15775,9 @@ var init_register_aggregate = __esmMin((() => {
 					blockchain: this.#options.blockchain,
 					complete: this.#options.complete,
 					force: this.#options.force,
-					failFast: this.#options.failFast
+					failFast: this.#options.failFast,
+					...this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {},
+					onManifestIgnored: (error) => io.warn(`${error.message}: passed over, none of this run's documents is placed under its root`)
 				};
 				const placements = await placeDocuments(deps, input);
 				await this.#checkManifests(placements);
@@ -15858,7 +15922,7 @@ var init_register_aggregate = __esmMin((() => {
 			const entry = outcome.entry;
 			if (entry === void 0 && this.#documents.receipts !== void 0 && !this.#warnedRoots.has(root)) {
 				this.#warnedRoots.add(root);
-				this.#options.io.warn(`no receipts for the documents under root ${root}: the service says it is registered, but this store has no record of it`);
+				this.#options.io.warn(`no new receipts for the documents under root ${root}: the service says it is registered, but this store has no record of it (receipts already in ${this.#documents.receipts.dir} are left as they are)`);
 			}
 			const said = outcome.kind === "already-registered" ? outcome.service : void 0;
 			let receipt;
@@ -15935,7 +15999,11 @@ receipt carry its inclusion proof (salt, index, audit path) to the registered ro
 record is the root's; --receipt-dir also gets <root>.tree.json, the tree's manifest. The
 tree is saved in the store before the root is sent; a re-run sends nothing for documents
 under a registered root, completes a pending root, and puts only new documents in a new tree.
-The root's description is -d, else "Merkle root of N documents ...". Files only.
+On a store without their tree (a fresh CI runner), documents listed by a <root>.tree.json
+already in --receipt-dir (every leaf of it a document of this run) go under that root again:
+it is sent again, and a 409 is read as "the service has it" (an assumption: its status codes
+are undocumented), so nothing is paid. The root's description is -d, else "Merkle root of N
+documents ...". Files only.
 
 --custody sends the file's metadata (name, type, size, last modified). The service does
 not document how file bytes are uploaded, so notarize does NOT upload the file.

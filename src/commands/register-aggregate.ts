@@ -18,7 +18,7 @@ import { asNotarizeError, BatchError, FailureTally, runAll } from '../core/batch
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import { errorJson, EXIT, NotarizeError, UsageError } from '../errors.js';
+import { errorJson, EXIT, NotarizeError, UsageError, type StoreError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { embed, failedResult, itemResult, proofOf, type ItemResult, type ItemResults } from '../output/results.js';
 import { writeFileAtomic } from '../store/files.js';
@@ -93,6 +93,9 @@ export class Aggregator {
         complete: this.#options.complete,
         force: this.#options.force,
         failFast: this.#options.failFast,
+        ...(this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {}),
+        onManifestIgnored: (error: StoreError) =>
+          io.warn(`${error.message}: passed over, none of this run's documents is placed under its root`),
       };
       const placements = await placeDocuments(deps, input);
       await this.#checkManifests(placements);
@@ -255,7 +258,8 @@ export class Aggregator {
       // One line per root, not per document (there may be 100,000).
       this.#warnedRoots.add(root);
       this.#options.io.warn(
-        `no receipts for the documents under root ${root}: the service says it is registered, but this store has no record of it`,
+        `no new receipts for the documents under root ${root}: the service says it is registered, but this store has no record of it` +
+          ` (receipts already in ${this.#documents.receipts.dir} are left as they are)`,
       );
     }
     const said = outcome.kind === 'already-registered' ? outcome.service : undefined;

@@ -25,10 +25,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { StoreError } from '../errors.js';
 import {
   jsonWithRows,
   LEAVES_DIGEST,
+  readTreeFile,
   TREE_MANIFEST,
   type LedgerEntry,
   type ServiceStore,
@@ -60,6 +63,14 @@ export interface AggregateInput {
   force: boolean;
   /** Once a root fails, attempt no other. */
   failFast?: boolean;
+  /**
+   * --receipt-dir: where earlier runs left their trees' manifests, which
+   * documents under no tree of the store may be placed under again (see
+   * adoptableManifests). Not with `force`.
+   */
+  manifestDir?: string;
+  /** Told of a manifest there that was passed over because it cannot be read or its leaves do not make its root. */
+  onManifestIgnored?: (error: StoreError) => void;
 }
 
 /**
@@ -121,7 +132,21 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
     // A root is sent, and a proof given, only from a tree whose leaves make that root.
     for (const tree of new Set(placed.flatMap((p) => (p ? [p.tree] : []))))
       tree.merkle(store.treeFile(tree.entry.root));
-    const newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
+    let newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
+    if (newcomers.length > 0 && input.manifestDir !== undefined && !input.force) {
+      const digests = new Set(newcomers.map(({ doc }) => doc.sha256));
+      const adopted = new Trees(await adoptableManifests(store, input.manifestDir, digests, input.onManifestIgnored));
+      for (const { i, doc } of newcomers) placed[i] = adopted.place(doc.sha256);
+      for (const tree of new Set(placed.flatMap((p) => (p && adopted.all.includes(p.tree) ? [p.tree] : [])))) {
+        // In the store before its root is sent, as a new tree is (below).
+        try {
+          await store.saveTree(tree.entry);
+        } catch (error) {
+          throw diskRefusedBeforeSending(error, store.dir) ?? error;
+        }
+      }
+      newcomers = newcomers.filter(({ i }) => placed[i] === undefined);
+    }
     if (newcomers.length > 0) {
       const tree = plantTree(
         newcomers.map(({ doc }) => doc),
@@ -140,6 +165,52 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
     }
     return placed as Placement[];
   });
+}
+
+/**
+ * The trees of the manifests in `dir` (`<root>.tree.json`, written by earlier
+ * runs with --receipt-dir) that documents under no tree of the store may be
+ * placed under: each one whose leaves are all among `digests` (documents of
+ * this run) and make its root. A CI re-run over the same documents on an
+ * empty store then sends that root again, and the service's 409 says it has
+ * it, where a new tree would be a second paid registration; a root the
+ * service does not know (its run stopped before the request) is registered
+ * once. Only a manifest made entirely of this run's documents: a
+ * registration of this run never vouches for a document it was not given,
+ * whatever a planted manifest lists. A manifest that cannot be read or does
+ * not make its root is passed over, and `onIgnored` told.
+ */
+async function adoptableManifests(
+  store: ServiceStore,
+  dir: string,
+  digests: ReadonlySet<string>,
+  onIgnored?: (error: StoreError) => void,
+): Promise<LoadedTree[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return [];
+  }
+  const manifests = names.filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name)).sort();
+  const retired = manifests.length === 0 ? new Set<string>() : await confirmedRoots(store);
+  const onlyThese = (leaves: readonly string[]) => leaves.every((digest) => digests.has(digest));
+  const trees: LoadedTree[] = [];
+  for (const name of manifests) {
+    const root = name.slice(0, 64);
+    const file = join(dir, name);
+    try {
+      const entry = readTreeFile(file, root, onlyThese);
+      if (entry === undefined || !onlyThese(entry.leaves.map((leaf) => leaf.sha256))) continue;
+      const tree = new LoadedTree(entry, standingOf(store, root, retired));
+      tree.merkle(file);
+      trees.push(tree);
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      onIgnored?.(error);
+    }
+  }
+  return trees;
 }
 
 /** Registers the root of every tree the documents were placed under, once each, in order. */

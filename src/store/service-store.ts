@@ -241,6 +241,35 @@ function leafDigestsOfWholeTree(text: string): string[] | undefined {
 }
 
 /**
+ * Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
+ * `<root>.tree.json`, which reads the same) and checks it is the tree of
+ * `root` with the leaves it was written with; undefined when it does not
+ * exist. With `wanted`, a file written whole by notarize whose leaves'
+ * digests `wanted` turns down is passed over unparsed (undefined): many
+ * large trees are searched without building them all. Throws StoreError
+ * naming the file when it cannot be read or is damaged.
+ */
+export function readTreeFile(
+  file: string,
+  root: string,
+  wanted?: (digests: readonly string[]) => boolean,
+): TreeEntry | undefined {
+  const text = readPrivateFile(file);
+  if (text === undefined) return undefined;
+  if (wanted) {
+    const digests = leafDigestsOfWholeTree(text);
+    if (digests && !wanted(digests)) return undefined;
+  }
+  const entry = parseStoreText(file, text, treeEntrySchema);
+  if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+  // Leaves changed since notarize wrote them (a digit, a line) could drop a document from its tree.
+  if (entry.leavesSha256 !== undefined && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) {
+    throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
+  }
+  return entry;
+}
+
+/**
  * An entry read from `<hash>.json` must be about that hash: a file renamed or
  * edited by hand would otherwise complete or show another hash.
  */
@@ -429,20 +458,11 @@ export class ServiceStore {
    * trees is searched without building them all.
    */
   readTree(root: string, holding?: ReadonlySet<string>): TreeEntry | undefined {
-    const file = this.treeFile(root);
-    const text = readPrivateFile(file);
-    if (text === undefined) return undefined;
-    if (holding) {
-      const digests = leafDigestsOfWholeTree(text);
-      if (digests && !digests.some((digest) => holding.has(digest))) return undefined;
-    }
-    const entry = parseStoreText(file, text, treeEntrySchema);
-    if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
-    // Leaves changed since notarize wrote them (a digit, a line) could drop a document from its tree.
-    if (entry.leavesSha256 !== undefined && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) {
-      throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
-    }
-    return entry;
+    return readTreeFile(
+      this.treeFile(root),
+      root,
+      holding && ((digests) => digests.some((digest) => holding.has(digest))),
+    );
   }
 
   /** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */

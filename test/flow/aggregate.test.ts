@@ -501,7 +501,86 @@ describe('register --aggregate, second review', () => {
     const second = await bed.main([...args, '--json']);
     expect(second.code, describeRun(second)).toBe(0);
     const root = parseResults(second.stdout)[0]!.proof!.root;
-    expect(second.stderr.match(/no receipts for the documents under root/g)).toHaveLength(1);
+    expect(second.stderr.match(/no new receipts for the documents under root/g)).toHaveLength(1);
     expect(readdirSync(bed.path('confirmed-rc'))).toEqual([`${root}.tree.json`]);
+  });
+});
+
+describe('register --aggregate on an empty store, beside the manifests of an earlier run (a CI re-run)', () => {
+  /** A run over `docs` with --receipt-dir `receipts` on a store of its own, empty unless given. */
+  async function onStore(store: string, receipts: string, docs: string[]) {
+    const mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', ...docs, '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: store },
+    });
+    return { run, calls: bed.callsSince(mark).map((c) => `${c.route}:${c.status}`) };
+  }
+  const freshStore = () => mkdtempSync(join(bed.root, 'ci-store-'));
+
+  it('sends the same root again: the 409 says the service has it, nothing is paid, the receipts stay', async () => {
+    const docs = [];
+    for (const name of ['a', 'b', 'c']) {
+      await bed.write(`ci/${name}.txt`, `built in CI: ${name}\n`);
+      docs.push(bed.path(`ci/${name}.txt`));
+    }
+    const receipts = bed.path('ci-receipts');
+    const first = await onStore(freshStore(), receipts, docs);
+    expect(first.run.code, describeRun(first.run)).toBe(0);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const before = readdirSync(receipts).map((name) => readFileSync(join(receipts, name), 'utf8'));
+
+    const again = await onStore(freshStore(), receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['login:200', 'request:409']);
+    const results = parseResults(again.run.stdout);
+    expect(results.map((r) => [r.status, r.proof?.root])).toEqual(docs.map(() => ['already-registered', root]));
+    expect(again.run.stderr.match(/no new receipts for the documents under root/g)).toHaveLength(1);
+    expect(readdirSync(receipts).map((name) => readFileSync(join(receipts, name), 'utf8'))).toEqual(before);
+    // The receipts of the first run still verify each document, on a store that never saw it.
+    const verify = await bed.main(['verify', '--receipt-dir', receipts, ...docs, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore(), NOTARIZE_API_KEY: '' },
+    });
+    expect(parseResults(verify.stdout).map((r) => r.status)).toEqual(['verified', 'verified', 'verified']);
+
+    // A document added since goes under a new tree of its own, registered once.
+    await bed.write('ci/d.txt', 'built in CI: d, new\n');
+    const more = await onStore(freshStore(), receipts, [...docs, bed.path('ci/d.txt')]);
+    expect(more.run.code, describeRun(more.run)).toBe(0);
+    expect(more.calls).toEqual(['login:200', 'request:409', 'request:200', 'forfait:200']);
+    const statuses = parseResults(more.run.stdout).map((r) => [r.status, r.proof?.root === root]);
+    expect(statuses).toEqual([...docs.map(() => ['already-registered', true]), ['registered', false]]);
+  });
+
+  it('a manifest that lists a document not in the run is not used: this run never vouches for it', async () => {
+    await bed.write('ci-sub/a.txt', 'kept\n');
+    await bed.write('ci-sub/b.txt', 'dropped from the next run\n');
+    const receipts = bed.path('ci-sub-receipts');
+    const first = await onStore(freshStore(), receipts, [bed.path('ci-sub/a.txt'), bed.path('ci-sub/b.txt')]);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const again = await onStore(freshStore(), receipts, [bed.path('ci-sub/a.txt')]);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
+    const [result] = parseResults(again.run.stdout);
+    expect(result).toMatchObject({ status: 'registered', proof: { treeSize: 1 } });
+    expect(result!.proof!.root).not.toBe(root);
+  });
+
+  it('a manifest whose leaves do not make its root is passed over, with a warning naming it', async () => {
+    await bed.write('ci-bad/a.txt', 'a manifest edited after the run\n');
+    const receipts = bed.path('ci-bad-receipts');
+    const first = await onStore(freshStore(), receipts, [bed.path('ci-bad/a.txt')]);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const manifest = join(receipts, `${root}.tree.json`);
+    // Another salt, its digest of the leaf lines made again: only the fold to the root can tell.
+    const tree = JSON.parse(readFileSync(manifest, 'utf8')) as { leaves: { salt: string }[]; leavesSha256?: string };
+    tree.leaves[0]!.salt = '00'.repeat(32);
+    delete tree.leavesSha256;
+    writeFileSync(manifest, JSON.stringify(tree));
+    const again = await onStore(freshStore(), receipts, [bed.path('ci-bad/a.txt')]);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.run.stderr).toContain(`${root}.tree.json`);
+    expect(again.run.stderr).toContain('passed over');
+    expect(again.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
+    expect(parseResults(again.run.stdout)[0]!.proof!.root).not.toBe(root);
   });
 });
