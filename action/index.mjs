@@ -9100,6 +9100,10 @@ async function runAll(items, operation, options) {
 	if (sourceFailed) throw sourceFailed.error;
 	return count;
 }
+/** Why an item did not succeed: its error, or, cancelled by --fail-fast, that it never started. */
+function settledError(settled) {
+	return "error" in settled ? settled.error : asNotarizeError(/* @__PURE__ */ new Error("not started"));
+}
 var FailureTally, BatchError;
 var init_batch = __esmMin((() => {
 	init_errors();
@@ -9129,6 +9133,11 @@ var init_batch = __esmMin((() => {
 			if (this.#firstLasting === void 0) return EXIT.transient;
 			const { code } = this.#firstLasting;
 			return sent && code === EXIT.usage ? EXIT.refused : code;
+		}
+		/** What ends the batch (see `code`) for main() to report, after its results; undefined when every item succeeded. */
+		failure(sent, total) {
+			const code = this.code(sent);
+			return code === EXIT.ok ? void 0 : new BatchError(this.failed, total, code);
 		}
 	};
 	BatchError = class extends NotarizeError {
@@ -15794,8 +15803,7 @@ var init_register_aggregate = __esmMin((() => {
 					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
 				}, { concurrency: 16 });
 			}
-			const code = this.#tally.code(sent);
-			const failure = code === 0 ? manifestFailure : new BatchError(this.#tally.failed, this.#total, code);
+			const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
 			return {
 				kind: "items",
 				title: TITLE$1,
@@ -15829,8 +15837,7 @@ var init_register_aggregate = __esmMin((() => {
 							hashed[index] = settled.value;
 							return;
 						}
-						const error = "error" in settled ? settled.error : asNotarizeError(/* @__PURE__ */ new Error("not started"));
-						this.#fail(index, displayName(item), null, error);
+						this.#fail(index, displayName(item), null, settledError(settled));
 					}
 				});
 			} finally {
@@ -16245,12 +16252,12 @@ var init_register = __esmMin((() => {
 				}
 			});
 			this.#options.io.clearProgress();
-			const code = tally.code(this.#sent);
+			const failure = tally.failure(this.#sent, total);
 			return {
 				kind: "items",
 				title: TITLE$1,
 				items: this.#items,
-				...code === 0 ? {} : { failure: new BatchError(tally.failed, total, code) }
+				...failure ? { failure } : {}
 			};
 		}
 		async close() {
@@ -16730,18 +16737,18 @@ async function runCompleteMany(options) {
 		onSettled: (index, settled, hash) => {
 			if (settled.ok) options.items.add(index, outcomeResult(null, settled.value, baseUrl));
 			else {
-				const error = "error" in settled ? settled.error : asNotarizeError(/* @__PURE__ */ new Error("not started"));
+				const error = settledError(settled);
 				options.items.add(index, failedResult(null, hash, error));
 				tally.add(index, error);
 			}
 		}
 	});
-	const code = tally.code(sent);
+	const failure = tally.failure(sent, total);
 	return {
 		kind: "items",
 		title: "notarize complete",
 		items: options.items,
-		...code === 0 ? {} : { failure: new BatchError(tally.failed, total, code) }
+		...failure ? { failure } : {}
 	};
 }
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */

@@ -12,7 +12,7 @@ import { parseAnswer, type ApiClient } from '../api/client.js';
 import { subscriptionSessionSchema } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
-import { asNotarizeError, BatchError, FailureTally, runAll } from '../core/batch.js';
+import { FailureTally, runAll, settledError } from '../core/batch.js';
 import { complete, type SessionSource } from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
 import { NotarizeError, UsageError } from '../errors.js';
@@ -156,19 +156,14 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
       if (settled.ok) {
         options.items.add(index, outcomeResult(null, settled.value, baseUrl));
       } else {
-        const error = 'error' in settled ? settled.error : asNotarizeError(new Error('not started'));
+        const error = settledError(settled);
         options.items.add(index, failedResult(null, hash, error));
         tally.add(index, error);
       }
     },
   });
-  const code = tally.code(sent);
-  return {
-    kind: 'items',
-    title: 'notarize complete',
-    items: options.items,
-    ...(code === 0 ? {} : { failure: new BatchError(tally.failed, total, code) }),
-  };
+  const failure = tally.failure(sent, total);
+  return { kind: 'items', title: 'notarize complete', items: options.items, ...(failure ? { failure } : {}) };
 }
 
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */

@@ -14,7 +14,7 @@ import {
   type Placement,
   type RootResult,
 } from '../core/aggregate.js';
-import { asNotarizeError, BatchError, FailureTally, runAll } from '../core/batch.js';
+import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
@@ -115,9 +115,8 @@ export class Aggregator {
         { concurrency: 16 },
       );
     }
-    const code = this.#tally.code(sent);
     // A manifest that could not be written fails the run (exit 1) even when every document succeeded.
-    const failure = code === 0 ? manifestFailure : new BatchError(this.#tally.failed, this.#total, code);
+    const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 
@@ -144,8 +143,7 @@ export class Aggregator {
               hashed[index] = settled.value;
               return;
             }
-            const error = 'error' in settled ? settled.error : asNotarizeError(new Error('not started'));
-            this.#fail(index, displayName(item), null, error);
+            this.#fail(index, displayName(item), null, settledError(settled));
           },
         },
       );

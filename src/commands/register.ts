@@ -7,7 +7,7 @@ import { Option, type Command } from 'commander';
 import { basename } from 'node:path';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
-import { asNotarizeError, BatchError, FailureTally, runAll, type FreeLane, type Settled } from '../core/batch.js';
+import { asNotarizeError, FailureTally, runAll, type FreeLane, type Settled } from '../core/batch.js';
 import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
@@ -244,13 +244,8 @@ class Registrar {
       },
     );
     this.#options.io.clearProgress();
-    const code = tally.code(this.#sent);
-    return {
-      kind: 'items',
-      title: TITLE,
-      items: this.#items,
-      ...(code === 0 ? {} : { failure: new BatchError(tally.failed, total, code) }),
-    };
+    const failure = tally.failure(this.#sent, total);
+    return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 
   async close(): Promise<void> {

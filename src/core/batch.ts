@@ -187,13 +187,17 @@ export class FailureTally {
     const { code } = this.#firstLasting;
     return sent && code === EXIT.usage ? EXIT.refused : code;
   }
+
+  /** What ends the batch (see `code`) for main() to report, after its results; undefined when every item succeeded. */
+  failure(sent: boolean, total: number): BatchError | undefined {
+    const code = this.code(sent);
+    return code === EXIT.ok ? undefined : new BatchError(this.failed, total, code);
+  }
 }
 
-/** The exit code of a batch from its items' errors in input order; see FailureTally.code. */
-export function batchExitCode(errors: readonly (NotarizeError | undefined)[], sent: boolean): ExitCode {
-  const tally = new FailureTally();
-  errors.forEach((error, index) => tally.add(index, error));
-  return tally.code(sent);
+/** Why an item did not succeed: its error, or, cancelled by --fail-fast, that it never started. */
+export function settledError(settled: Exclude<Settled<unknown>, { ok: true }>): NotarizeError {
+  return 'error' in settled ? settled.error : asNotarizeError(new Error('not started'));
 }
 
 /** Thrown after a batch's results are printed, to set the exit code. */

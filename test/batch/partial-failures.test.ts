@@ -1,6 +1,6 @@
 /**
  * One failing item does not stop the others; the batch's exit code says
- * whether running it again can help (src/core/batch.ts batchExitCode):
+ * whether running it again can help (src/core/batch.ts FailureTally):
  * 4 when every failure was transient, else the code of the first lasting
  * failure in input order; --fail-fast skips the items not yet started.
  */

@@ -4,8 +4,8 @@
  * (2 only when nothing was sent).
  */
 import { describe, expect, it } from 'vitest';
-import { batchExitCode, runAll, type Settled } from '../../src/core/batch.js';
-import { AuthError, TransientError, UsageError } from '../../src/errors.js';
+import { BatchError, FailureTally, runAll, type Settled } from '../../src/core/batch.js';
+import { AuthError, TransientError, UsageError, type NotarizeError } from '../../src/errors.js';
 
 async function* numbers(count: number, pulled: { n: number }): AsyncGenerator<number> {
   for (let i = 0; i < count; i++) {
@@ -181,16 +181,28 @@ describe('runAll', () => {
   });
 });
 
-describe('batchExitCode', () => {
+describe('FailureTally', () => {
   const usage = new UsageError('cannot read');
   const transient = new TransientError('503');
+  /** The tally of items failing with `errors`, settled in reverse order (as a batch may settle them). */
+  const tallyOf = (errors: readonly (NotarizeError | undefined)[]) => {
+    const tally = new FailureTally();
+    [...errors.entries()].reverse().forEach(([index, error]) => tally.add(index, error));
+    return tally;
+  };
   it('2 for a local failure only when nothing was sent; else 1', () => {
-    expect(batchExitCode([undefined, usage], false)).toBe(2);
-    expect(batchExitCode([undefined, usage], true)).toBe(1);
+    expect(tallyOf([undefined, usage]).code(false)).toBe(2);
+    expect(tallyOf([undefined, usage]).code(true)).toBe(1);
   });
   it('4 when every failure was transient; else the first lasting failure in input order', () => {
-    expect(batchExitCode([transient, undefined, transient], true)).toBe(4);
-    expect(batchExitCode([transient, new AuthError('401'), usage], true)).toBe(3);
-    expect(batchExitCode([undefined, undefined], true)).toBe(0);
+    expect(tallyOf([transient, undefined, transient]).code(true)).toBe(4);
+    expect(tallyOf([transient, new AuthError('401'), usage]).code(true)).toBe(3);
+    expect(tallyOf([undefined, undefined]).code(true)).toBe(0);
+  });
+  it('failure: a BatchError counting the failed items with the exit code; none when all succeeded', () => {
+    expect(tallyOf([undefined, undefined]).failure(true, 2)).toBeUndefined();
+    const failure = tallyOf([transient, undefined, usage]).failure(true, 3);
+    expect(failure).toBeInstanceOf(BatchError);
+    expect(failure).toMatchObject({ exitCode: 1, message: '2 of 3 items failed' });
   });
 });
