@@ -16078,12 +16078,8 @@ async function runRegister(options, items = new ItemResults()) {
 * the registration's result must still be shown.
 */
 async function receiptFor(options, plan, index, outcome, baseUrl) {
-	if (outcome.kind === "pending") return {};
-	const { entry } = outcome;
-	if (entry === void 0) {
-		options.io.warn(`no receipt for ${outcomeHash(outcome)}: the service says it is registered, but this store has no record of it`);
-		return {};
-	}
+	const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
+	if (entry === void 0) return {};
 	try {
 		const text = receiptText({
 			document: {
@@ -16183,6 +16179,11 @@ var init_register = __esmMin((() => {
 		#hashedBytes = 0;
 		/** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
 		#sent = false;
+		/** Documents the service says it has whose record this store lacks, so no receipt is written: told once (#noReceipts). */
+		#unrecorded = {
+			count: 0,
+			first: ""
+		};
 		constructor({ options, documents, items, baseUrl, api, store }) {
 			this.#options = options;
 			this.#documents = documents;
@@ -16252,6 +16253,7 @@ var init_register = __esmMin((() => {
 				}
 			});
 			this.#options.io.clearProgress();
+			this.#noReceipts();
 			const failure = tally.failure(this.#sent, total);
 			return {
 				kind: "items",
@@ -16293,10 +16295,29 @@ var init_register = __esmMin((() => {
 				...this.#deps,
 				onStep
 			}, input);
+			if (!receipts) return { outcome };
+			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
+				this.#unrecorded.count++;
+				this.#unrecorded.first ||= outcome.hash;
+				if (this.#documents.single) this.#noReceipts();
+				return { outcome };
+			}
 			return {
 				outcome,
-				...receipts ? await receiptFor(options, receipts, index, outcome, this.#baseUrl) : {}
+				...await receiptFor(options, receipts, index, outcome, this.#baseUrl)
 			};
+		}
+		/**
+		* One warning for all the documents left without a receipt because the
+		* service said it has them (a 409) and this store has no record: a CI
+		* re-run on an empty store would otherwise print a line per document.
+		*/
+		#noReceipts() {
+			const { count, first } = this.#unrecorded;
+			if (count === 0) return;
+			const dir = this.#documents.receipts?.dir ?? "";
+			const which = count === 1 ? first : `${count} documents (among them ${first})`;
+			this.#options.io.warn(`no receipt written for ${which}: the service says it is registered, but this store has no record of it (receipts already in ${dir} are left as they are)`);
 		}
 		/** The item's result, with its hash if it was hashed before it failed. */
 		#result(item, index, settled) {

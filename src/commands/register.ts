@@ -18,14 +18,7 @@ import { errorJson, type NotarizeError } from '../errors.js';
 import type { Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult } from '../output/present.js';
 import { formatBytes } from '../output/render.js';
-import {
-  failedResult,
-  ItemResults,
-  outcomeHash,
-  outcomeResult,
-  skippedResult,
-  type ItemResult,
-} from '../output/results.js';
+import { failedResult, ItemResults, outcomeResult, skippedResult, type ItemResult } from '../output/results.js';
 import { forTerminal } from '../output/safe-text.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions } from './input-options.js';
@@ -185,6 +178,8 @@ class Registrar {
   #hashedBytes = 0;
   /** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
   #sent = false;
+  /** Documents the service says it has whose record this store lacks, so no receipt is written: told once (#noReceipts). */
+  #unrecorded = { count: 0, first: '' };
 
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
     this.#options = options;
@@ -244,6 +239,7 @@ class Registrar {
       },
     );
     this.#options.io.clearProgress();
+    this.#noReceipts();
     const failure = tally.failure(this.#sent, total);
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
@@ -284,7 +280,30 @@ class Registrar {
     const { receipts } = this.#documents;
     if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);
     const outcome = await register({ ...this.#deps, onStep }, input);
-    return { outcome, ...(receipts ? await receiptFor(options, receipts, index, outcome, this.#baseUrl) : {}) };
+    if (!receipts) return { outcome };
+    if (outcome.kind === 'already-registered' && outcome.entry === undefined) {
+      this.#unrecorded.count++;
+      this.#unrecorded.first ||= outcome.hash;
+      if (this.#documents.single) this.#noReceipts();
+      return { outcome };
+    }
+    return { outcome, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl)) };
+  }
+
+  /**
+   * One warning for all the documents left without a receipt because the
+   * service said it has them (a 409) and this store has no record: a CI
+   * re-run on an empty store would otherwise print a line per document.
+   */
+  #noReceipts(): void {
+    const { count, first } = this.#unrecorded;
+    if (count === 0) return;
+    const dir = this.#documents.receipts?.dir ?? '';
+    const which = count === 1 ? first : `${count} documents (among them ${first})`;
+    this.#options.io.warn(
+      `no receipt written for ${which}: the service says it is registered, but this store has no record of it` +
+        ` (receipts already in ${dir} are left as they are)`,
+    );
   }
 
   /** The item's result, with its hash if it was hashed before it failed. */
@@ -307,14 +326,8 @@ async function receiptFor(
   outcome: Outcome,
   baseUrl: string,
 ): Promise<Pick<Registered, 'receipt' | 'receiptError'>> {
-  if (outcome.kind === 'pending') return {};
-  const { entry } = outcome;
-  if (entry === undefined) {
-    options.io.warn(
-      `no receipt for ${outcomeHash(outcome)}: the service says it is registered, but this store has no record of it`,
-    );
-    return {};
-  }
+  const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
+  if (entry === undefined) return {};
   try {
     const text = receiptText({
       document: { name: plan.names[index] ?? null, sha256: entry.hash, size: entry.file?.size ?? null },

@@ -195,4 +195,19 @@ describe('re-runs with receipts', () => {
     expect(cold.stderr).toMatch(/already registered/);
     expect(readFileSync(join(dir, 'cold.txt.notarization.json'), 'utf8')).toBe(receipt);
   });
+
+  it('a batch on a cold store warns once for all the documents it writes no receipt for, not once each', async () => {
+    const dir = join(bed.root, 'R-batch');
+    const docs = [];
+    for (let i = 0; i < 12; i++) docs.push(await bed.file(`cold-batch/${i}.txt`, `cold batch ${i}`));
+    expect((await bed.main(['register', ...docs, '--receipt-dir', dir])).code).toBe(0);
+    const cold = await bed.main(['register', ...docs, '--receipt-dir', dir, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'cold-batch-store') },
+    });
+    expect(cold.code, cold.stderr).toBe(0);
+    const warnings = cold.stderr.split('\n').filter((line) => line.includes('no receipt written'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(`no receipt written for 12 documents (among them `);
+    expect(warnings[0]).toContain(`receipts already in ${dir} are left as they are`);
+  });
 });
