@@ -9795,6 +9795,14 @@ function tightenDirIfExists(dir) {
 * `onTightened` told.
 */
 function readPrivateFile(file, onTightened) {
+	return readOwnFile(file, { onTightened });
+}
+/**
+* Reads a file as readPrivateFile does; with `anyOwner`, also one of
+* another user (a file whose content is checked in full by its reader, such
+* as a tree's manifest in --receipt-dir, never a store file).
+*/
+function readOwnFile(file, { onTightened, anyOwner = false }) {
 	let fd;
 	try {
 		fd = openSync(file, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
@@ -9808,7 +9816,7 @@ function readPrivateFile(file, onTightened) {
 		const info = fstatSync(fd);
 		if (!info.isFile()) throw fileError(file, "it is not a regular file");
 		const uid = myUid();
-		if (uid !== void 0 && info.uid !== uid) throw fileError(file, `it belongs to another user (uid ${info.uid}, you are ${uid})`);
+		if (!anyOwner && uid !== void 0 && info.uid !== uid) throw fileError(file, `it belongs to another user (uid ${info.uid}, you are ${uid})`);
 		if (onTightened !== void 0 && process.platform !== "win32" && (info.mode & 63) !== 0) {
 			fchmodSync(fd, info.mode & 448);
 			onTightened?.();
@@ -12520,8 +12528,8 @@ function leafDigestsOfWholeTree(text) {
 * large trees are searched without building them all. Throws StoreError
 * naming the file when it cannot be read or is damaged.
 */
-function readTreeFile(file, root, wanted) {
-	const text = readPrivateFile(file);
+function readTreeFile(file, root, wanted, { anyOwner = false } = {}) {
+	const text = readOwnFile(file, { anyOwner });
 	if (text === void 0) return void 0;
 	if (wanted) {
 		const digests = leafDigestsOfWholeTree(text);
@@ -12805,6 +12813,10 @@ var init_service_store = __esmMin((() => {
 				...entry
 			}, "leaves", LEAVES_DIGEST), { flushes: this.#flushes });
 		}
+		/** Removes the tree of `root` (one already gone is not an error): see core/aggregate.ts, forgetAdopted. */
+		removeTree(root) {
+			return removeFileOffThread(this.treeFile(root));
+		}
 		/**
 		* Every tree, or with `holding` those that may hold one of these digests
 		* (see readTree); with `roots`, only the trees of those roots are read.
@@ -12960,10 +12972,9 @@ async function placeDocuments(deps, input) {
 			i
 		}]);
 		if (newcomers.length > 0 && input.manifestDir !== void 0 && !input.force) {
-			const digests = new Set(newcomers.map(({ doc }) => doc.sha256));
-			const adopted = new Trees(await adoptableManifests(store, input.manifestDir, digests, input.onManifestIgnored));
+			const adopted = await adoptManifests(deps, input, new Set(newcomers.map(({ doc }) => doc.sha256)));
 			for (const { i, doc } of newcomers) placed[i] = adopted.place(doc.sha256);
-			for (const tree of new Set(placed.flatMap((p) => p && adopted.all.includes(p.tree) ? [p.tree] : []))) try {
+			for (const tree of new Set(placed.flatMap((p) => p?.tree.adopted ? [p.tree] : []))) try {
 				await store.saveTree(tree.entry);
 			} catch (error) {
 				throw diskRefusedBeforeSending(error, store.dir) ?? error;
@@ -12986,44 +12997,100 @@ async function placeDocuments(deps, input) {
 	});
 }
 /**
-* The trees of the manifests in `dir` (`<root>.tree.json`, written by earlier
-* runs with --receipt-dir) that documents under no tree of the store may be
-* placed under: each one whose leaves are all among `digests` (documents of
-* this run) and make its root. A CI re-run over the same documents on an
-* empty store then sends that root again, and the service's 409 says it has
-* it, where a new tree would be a second paid registration; a root the
-* service does not know (its run stopped before the request) is registered
-* once. Only a manifest made entirely of this run's documents: a
-* registration of this run never vouches for a document it was not given,
-* whatever a planted manifest lists. A manifest that cannot be read or does
-* not make its root is passed over, and `onIgnored` told.
+* The trees of earlier runs' manifests in --receipt-dir (`<root>.tree.json`)
+* that the `newcomers` (documents of this run under no tree of the store)
+* are placed under again. A CI re-run over the same documents on an empty
+* store then sends that root again, and the service's 409 says it has it,
+* where a new tree would be a second paid registration; a root the service
+* does not know (its run stopped before the request) is registered once.
+*
+* A manifest is trusted for nothing but its salts: whoever could write the
+* folder (a CI checkout that earlier steps touched) could have planted it.
+*   - Every leaf must be a document of this run, and no more leaves than
+*     the run has documents: a registration of this run never vouches for a
+*     document it was not given, and a manifest cannot make it larger.
+*   - Its leaves must make its root (the fold is checked here).
+*   - Its description, names and sizes are not kept: the root is sent with
+*     this run's description, the leaves carry this run's names (only the
+*     date the tree was planted stays, which orders nothing but equal trees).
+* The largest manifests are tried first (the whole run of an earlier day
+* rather than a part of it), and one is read only if it places a newcomer
+* no manifest placed before it. One that cannot be read, or whose leaves
+* do not make its root, is passed over and `onManifestIgnored` told.
 */
-async function adoptableManifests(store, dir, digests, onIgnored) {
+async function adoptManifests(deps, input, newcomers) {
+	const dir = input.manifestDir;
 	let names;
 	try {
-		names = await readdir(dir);
+		names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
 	} catch {
-		return [];
+		return new Trees([]);
 	}
-	const manifests = names.filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name)).sort();
-	const retired = manifests.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(store);
-	const onlyThese = (leaves) => leaves.every((digest) => digests.has(digest));
+	const byDigest = /* @__PURE__ */ new Map();
+	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
+	const count = input.documents.length;
+	const fits = (digests) => digests.length <= count && digests.every((digest) => byDigest.has(digest));
+	const unplaced = new Set(newcomers);
+	const candidates = await Promise.all(names.map(async (name) => ({
+		name,
+		size: (await lstat(join(dir, name)).catch(() => void 0))?.size ?? 0
+	})));
+	candidates.sort((a, b) => b.size - a.size || (a.name < b.name ? -1 : 1));
+	const retired = candidates.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(deps.store);
 	const trees = [];
-	for (const name of manifests) {
+	for (const { name, size } of candidates) {
+		if (unplaced.size === 0) break;
+		if (size > 4096 + MANIFEST_BYTES_PER_LEAF * count) continue;
 		const root = name.slice(0, 64);
 		const file = join(dir, name);
+		let entry;
 		try {
-			const entry = readTreeFile(file, root, onlyThese);
-			if (entry === void 0 || !onlyThese(entry.leaves.map((leaf) => leaf.sha256))) continue;
-			const tree = new LoadedTree(entry, standingOf(store, root, retired));
-			tree.merkle(file);
-			trees.push(tree);
+			entry = readTreeFile(file, root, (digests) => fits(digests) && digests.some((d) => unplaced.has(d)), { anyOwner: true });
+			const digests = entry?.leaves.map((leaf) => leaf.sha256) ?? [];
+			if (entry === void 0 || !fits(digests) || !digests.some((d) => unplaced.has(d))) continue;
+			new LoadedTree(entry, { state: "planned" }).merkle(file);
 		} catch (error) {
 			if (!(error instanceof StoreError)) throw error;
-			onIgnored?.(error);
+			input.onManifestIgnored?.(error);
+			continue;
 		}
+		const ours = {
+			root,
+			treeSize: entry.treeSize,
+			description: input.description ?? rootDescription(entry.treeSize),
+			createdAt: entry.createdAt,
+			leaves: entry.leaves.map(({ index, sha256, salt }) => {
+				const doc = byDigest.get(sha256);
+				return {
+					index,
+					name: doc.name,
+					sha256,
+					size: doc.size,
+					salt
+				};
+			})
+		};
+		trees.push(new LoadedTree(ours, standingOf(deps.store, root, retired), void 0, true));
+		for (const leaf of entry.leaves) unplaced.delete(leaf.sha256);
 	}
-	return trees;
+	return new Trees(trees);
+}
+/**
+* After the service answered 409 to the request for an adopted root (see
+* adoptManifests) and this store has no record of it: its tree is removed
+* from the store, which then holds nothing of that root, as before the run.
+* Kept, it would stay `planned` for good, and --force, which plants new
+* trees only in place of registered or confirmed ones, could never register
+* those documents again on this store. Best effort, under the store-wide
+* lock that placing documents takes, and never while a session is pending.
+*/
+async function forgetAdopted(deps, root) {
+	const { store } = deps;
+	try {
+		await locked(deps, "aggregate", async () => {
+			if (store.readPending(root) === void 0 && store.readRecord(root) === void 0) await store.removeTree(root);
+		});
+	} catch {}
 }
 /** Registers the root of every tree the documents were placed under, once each, in order. */
 async function registerRoots(deps, input, placements) {
@@ -13082,6 +13149,7 @@ async function registerRoots(deps, input, placements) {
 				outcome,
 				sent
 			});
+			if (tree.adopted && outcome.kind === "already-registered" && outcome.entry === void 0) await forgetAdopted(deps, root);
 		} catch (error) {
 			failed = true;
 			roots.set(root, {
@@ -13215,7 +13283,7 @@ function treeManifestText(entry) {
 		...entry
 	}, "leaves", LEAVES_DIGEST);
 }
-var CONFIRMED_MESSAGE, LoadedTree, RANK, Trees;
+var MANIFEST_BYTES_PER_LEAF, CONFIRMED_MESSAGE, LoadedTree, RANK, Trees;
 var init_aggregate = __esmMin((() => {
 	init_errors();
 	init_service_store();
@@ -13223,17 +13291,21 @@ var init_aggregate = __esmMin((() => {
 	init_merkle();
 	init_notarize();
 	init_receipt_format();
+	MANIFEST_BYTES_PER_LEAF = 2048;
 	CONFIRMED_MESSAGE = "the service answered 409 to an earlier completion of this root (its record was never received); nothing sent";
 	LoadedTree = class {
 		entry;
 		state;
 		record;
+		/** Taken from a manifest of an earlier run in --receipt-dir (adoptManifests), not from the store. */
+		adopted;
 		#merkle;
-		constructor(entry, { state, record }, merkle) {
+		constructor(entry, { state, record }, merkle, adopted = false) {
 			this.entry = entry;
 			this.state = state;
 			this.record = record;
 			this.#merkle = merkle;
+			this.adopted = adopted;
 		}
 		/**
 		* The Merkle tree of the leaves; throws StoreError when they do not fold
@@ -16007,7 +16079,7 @@ record is the root's; --receipt-dir also gets <root>.tree.json, the tree's manif
 tree is saved in the store before the root is sent; a re-run sends nothing for documents
 under a registered root, completes a pending root, and puts only new documents in a new tree.
 On a store without their tree (a fresh CI runner), documents listed by a <root>.tree.json
-already in --receipt-dir (every leaf of it a document of this run) go under that root again:
+already in --receipt-dir (every leaf of it a document of this run; only its salts are used) go under that root again:
 it is sent again, and a 409 is read as "the service has it" (an assumption: its status codes
 are undocumented), so nothing is paid. The root's description is -d, else "Merkle root of N
 documents ...". Files only.

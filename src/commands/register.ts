@@ -97,7 +97,7 @@ record is the root's; --receipt-dir also gets <root>.tree.json, the tree's manif
 tree is saved in the store before the root is sent; a re-run sends nothing for documents
 under a registered root, completes a pending root, and puts only new documents in a new tree.
 On a store without their tree (a fresh CI runner), documents listed by a <root>.tree.json
-already in --receipt-dir (every leaf of it a document of this run) go under that root again:
+already in --receipt-dir (every leaf of it a document of this run; only its salts are used) go under that root again:
 it is sent again, and a 409 is read as "the service has it" (an assumption: its status codes
 are undocumented), so nothing is paid. The root's description is -d, else "Merkle root of N
 documents ...". Files only.

@@ -25,7 +25,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StoreError } from '../errors.js';
 import {
@@ -134,10 +134,9 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
       tree.merkle(store.treeFile(tree.entry.root));
     let newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
     if (newcomers.length > 0 && input.manifestDir !== undefined && !input.force) {
-      const digests = new Set(newcomers.map(({ doc }) => doc.sha256));
-      const adopted = new Trees(await adoptableManifests(store, input.manifestDir, digests, input.onManifestIgnored));
+      const adopted = await adoptManifests(deps, input, new Set(newcomers.map(({ doc }) => doc.sha256)));
       for (const { i, doc } of newcomers) placed[i] = adopted.place(doc.sha256);
-      for (const tree of new Set(placed.flatMap((p) => (p && adopted.all.includes(p.tree) ? [p.tree] : [])))) {
+      for (const tree of new Set(placed.flatMap((p) => (p?.tree.adopted ? [p.tree] : [])))) {
         // In the store before its root is sent, as a new tree is (below).
         try {
           await store.saveTree(tree.entry);
@@ -167,50 +166,104 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
   });
 }
 
+/** Room for one leaf line of a manifest: a name of 255 bytes, each escaped, and the rest. */
+const MANIFEST_BYTES_PER_LEAF = 2048;
+
 /**
- * The trees of the manifests in `dir` (`<root>.tree.json`, written by earlier
- * runs with --receipt-dir) that documents under no tree of the store may be
- * placed under: each one whose leaves are all among `digests` (documents of
- * this run) and make its root. A CI re-run over the same documents on an
- * empty store then sends that root again, and the service's 409 says it has
- * it, where a new tree would be a second paid registration; a root the
- * service does not know (its run stopped before the request) is registered
- * once. Only a manifest made entirely of this run's documents: a
- * registration of this run never vouches for a document it was not given,
- * whatever a planted manifest lists. A manifest that cannot be read or does
- * not make its root is passed over, and `onIgnored` told.
+ * The trees of earlier runs' manifests in --receipt-dir (`<root>.tree.json`)
+ * that the `newcomers` (documents of this run under no tree of the store)
+ * are placed under again. A CI re-run over the same documents on an empty
+ * store then sends that root again, and the service's 409 says it has it,
+ * where a new tree would be a second paid registration; a root the service
+ * does not know (its run stopped before the request) is registered once.
+ *
+ * A manifest is trusted for nothing but its salts: whoever could write the
+ * folder (a CI checkout that earlier steps touched) could have planted it.
+ *   - Every leaf must be a document of this run, and no more leaves than
+ *     the run has documents: a registration of this run never vouches for a
+ *     document it was not given, and a manifest cannot make it larger.
+ *   - Its leaves must make its root (the fold is checked here).
+ *   - Its description, names and sizes are not kept: the root is sent with
+ *     this run's description, the leaves carry this run's names (only the
+ *     date the tree was planted stays, which orders nothing but equal trees).
+ * The largest manifests are tried first (the whole run of an earlier day
+ * rather than a part of it), and one is read only if it places a newcomer
+ * no manifest placed before it. One that cannot be read, or whose leaves
+ * do not make its root, is passed over and `onManifestIgnored` told.
  */
-async function adoptableManifests(
-  store: ServiceStore,
-  dir: string,
-  digests: ReadonlySet<string>,
-  onIgnored?: (error: StoreError) => void,
-): Promise<LoadedTree[]> {
+async function adoptManifests(deps: FlowDeps, input: AggregateInput, newcomers: ReadonlySet<string>): Promise<Trees> {
+  const dir = input.manifestDir!;
   let names: string[];
   try {
-    names = await readdir(dir);
+    names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
   } catch {
-    return [];
+    return new Trees([]);
   }
-  const manifests = names.filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name)).sort();
-  const retired = manifests.length === 0 ? new Set<string>() : await confirmedRoots(store);
-  const onlyThese = (leaves: readonly string[]) => leaves.every((digest) => digests.has(digest));
+  const byDigest = new Map<string, AggregateDocument>();
+  for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
+  const count = input.documents.length;
+  const fits = (digests: readonly string[]) =>
+    digests.length <= count && digests.every((digest) => byDigest.has(digest));
+  const unplaced = new Set(newcomers);
+  const candidates = await Promise.all(
+    names.map(async (name) => ({ name, size: (await lstat(join(dir, name)).catch(() => undefined))?.size ?? 0 })),
+  );
+  candidates.sort((a, b) => b.size - a.size || (a.name < b.name ? -1 : 1));
+  const retired = candidates.length === 0 ? new Set<string>() : await confirmedRoots(deps.store);
   const trees: LoadedTree[] = [];
-  for (const name of manifests) {
+  for (const { name, size } of candidates) {
+    if (unplaced.size === 0) break;
+    if (size > 4096 + MANIFEST_BYTES_PER_LEAF * count) continue; // more leaves than this run has documents
     const root = name.slice(0, 64);
     const file = join(dir, name);
+    let entry: TreeEntry | undefined;
     try {
-      const entry = readTreeFile(file, root, onlyThese);
-      if (entry === undefined || !onlyThese(entry.leaves.map((leaf) => leaf.sha256))) continue;
-      const tree = new LoadedTree(entry, standingOf(store, root, retired));
-      tree.merkle(file);
-      trees.push(tree);
+      entry = readTreeFile(file, root, (digests) => fits(digests) && digests.some((d) => unplaced.has(d)), {
+        anyOwner: true,
+      });
+      const digests = entry?.leaves.map((leaf) => leaf.sha256) ?? [];
+      if (entry === undefined || !fits(digests) || !digests.some((d) => unplaced.has(d))) continue;
+      new LoadedTree(entry, { state: 'planned' }).merkle(file);
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
-      onIgnored?.(error);
+      input.onManifestIgnored?.(error);
+      continue;
     }
+    const ours: TreeEntry = {
+      root,
+      treeSize: entry.treeSize,
+      description: input.description ?? rootDescription(entry.treeSize),
+      createdAt: entry.createdAt,
+      leaves: entry.leaves.map(({ index, sha256, salt }) => {
+        const doc = byDigest.get(sha256)!;
+        return { index, name: doc.name, sha256, size: doc.size, salt };
+      }),
+    };
+    // Outside the manifest's try: a damaged file of the store stops the run (exit 2), as in Trees.load.
+    trees.push(new LoadedTree(ours, standingOf(deps.store, root, retired), undefined, true));
+    for (const leaf of entry.leaves) unplaced.delete(leaf.sha256);
   }
-  return trees;
+  return new Trees(trees);
+}
+
+/**
+ * After the service answered 409 to the request for an adopted root (see
+ * adoptManifests) and this store has no record of it: its tree is removed
+ * from the store, which then holds nothing of that root, as before the run.
+ * Kept, it would stay `planned` for good, and --force, which plants new
+ * trees only in place of registered or confirmed ones, could never register
+ * those documents again on this store. Best effort, under the store-wide
+ * lock that placing documents takes, and never while a session is pending.
+ */
+async function forgetAdopted(deps: FlowDeps, root: string): Promise<void> {
+  const { store } = deps;
+  try {
+    await locked(deps, 'aggregate', async () => {
+      if (store.readPending(root) === undefined && store.readRecord(root) === undefined) await store.removeTree(root);
+    });
+  } catch {
+    // Kept: a later run sends the root again and meets the same 409.
+  }
 }
 
 /** Registers the root of every tree the documents were placed under, once each, in order. */
@@ -256,6 +309,9 @@ export async function registerRoots(
         },
       );
       roots.set(root, { ok: true, outcome, sent });
+      if (tree.adopted && outcome.kind === 'already-registered' && outcome.entry === undefined) {
+        await forgetAdopted(deps, root);
+      }
     } catch (error) {
       failed = true;
       roots.set(root, { ok: false, error });
@@ -304,13 +360,16 @@ export class LoadedTree {
   readonly entry: TreeEntry;
   readonly state: TreeState;
   readonly record: LedgerEntry | undefined;
+  /** Taken from a manifest of an earlier run in --receipt-dir (adoptManifests), not from the store. */
+  readonly adopted: boolean;
   #merkle: MerkleTree | undefined;
 
-  constructor(entry: TreeEntry, { state, record }: Standing, merkle?: MerkleTree) {
+  constructor(entry: TreeEntry, { state, record }: Standing, merkle?: MerkleTree, adopted = false) {
     this.entry = entry;
     this.state = state;
     this.record = record;
     this.#merkle = merkle;
+    this.adopted = adopted;
   }
 
   /**

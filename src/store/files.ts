@@ -149,6 +149,18 @@ export function tightenDirIfExists(dir: string): boolean | undefined {
  * `onTightened` told.
  */
 export function readPrivateFile(file: string, onTightened?: () => void): string | undefined {
+  return readOwnFile(file, { onTightened });
+}
+
+/**
+ * Reads a file as readPrivateFile does; with `anyOwner`, also one of
+ * another user (a file whose content is checked in full by its reader, such
+ * as a tree's manifest in --receipt-dir, never a store file).
+ */
+export function readOwnFile(
+  file: string,
+  { onTightened, anyOwner = false }: { onTightened?: () => void; anyOwner?: boolean },
+): string | undefined {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
@@ -163,7 +175,7 @@ export function readPrivateFile(file: string, onTightened?: () => void): string 
     const info = fstatSync(fd);
     if (!info.isFile()) throw fileError(file, 'it is not a regular file');
     const uid = myUid();
-    if (uid !== undefined && info.uid !== uid) {
+    if (!anyOwner && uid !== undefined && info.uid !== uid) {
       throw fileError(file, `it belongs to another user (uid ${info.uid}, you are ${uid})`);
     }
     if (onTightened !== undefined && process.platform !== 'win32' && (info.mode & 0o077) !== 0) {

@@ -16,6 +16,7 @@ import {
   DirFlushes,
   ensurePrivateDir,
   parseStoreText,
+  readOwnFile,
   readPrivateFile,
   readStoreFile,
   removeFile,
@@ -253,8 +254,9 @@ export function readTreeFile(
   file: string,
   root: string,
   wanted?: (digests: readonly string[]) => boolean,
+  { anyOwner = false } = {},
 ): TreeEntry | undefined {
-  const text = readPrivateFile(file);
+  const text = readOwnFile(file, { anyOwner });
   if (text === undefined) return undefined;
   if (wanted) {
     const digests = leafDigestsOfWholeTree(text);
@@ -472,6 +474,11 @@ export class ServiceStore {
     await writeFileAtomic(file, jsonWithRows({ ...STORE_VERSION, ...entry }, 'leaves', LEAVES_DIGEST), {
       flushes: this.#flushes,
     });
+  }
+
+  /** Removes the tree of `root` (one already gone is not an error): see core/aggregate.ts, forgetAdopted. */
+  removeTree(root: string): Promise<void> {
+    return removeFileOffThread(this.treeFile(root));
   }
 
   /**

@@ -8,12 +8,15 @@
  * new tree; show, receipt and verify per document from the ledger.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { leafHash, rootFromPath } from '../../src/core/merkle.js';
+import { treeManifestText } from '../../src/core/aggregate.js';
+import { leafHash, MerkleTree, rootFromPath } from '../../src/core/merkle.js';
 import { parseFaults } from '../../src/sandbox/server.js';
 import { Bed } from '../helpers/bed.js';
+import { storePaths } from '../helpers/store.js';
 import { describeRun, REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
 import { countStatuses, parseNdjson, parseResults } from '../helpers/results.js';
@@ -582,5 +585,95 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(again.run.stderr).toContain('passed over');
     expect(again.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
     expect(parseResults(again.run.stdout)[0]!.proof!.root).not.toBe(root);
+  });
+});
+
+describe('register --aggregate: the manifests of --receipt-dir are trusted for their salts alone', () => {
+  async function onStore(store: string, receipts: string, docs: string[], flags: string[] = []) {
+    const mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', ...docs, '--receipt-dir', receipts, ...flags, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: store },
+    });
+    return { run, calls: bed.callsSince(mark).map((c) => `${c.route}:${c.status}`) };
+  }
+  const freshStore = () => mkdtempSync(join(bed.root, 'trust-store-'));
+
+  /** Writes into `dir` a manifest whose leaves make its root, over `digests` (repeats allowed), with `fields` of its own; returns the root. */
+  function plant(dir: string, digests: string[], fields: { description: string; createdAt: string }): string {
+    const leaves = digests.map((sha256, index) => ({
+      index,
+      name: `planted-${index}`,
+      sha256,
+      size: 1,
+      salt: createHash('sha256').update(`planted salt ${index} ${fields.description}`).digest('hex'),
+    }));
+    const hashes = Buffer.concat(leaves.map((leaf) => leafHash(hex(leaf.sha256), hex(leaf.salt))));
+    const root = new MerkleTree(hashes).root.toString('hex');
+    const entry = { root, treeSize: leaves.length, ...fields, leaves };
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `${root}.tree.json`), [...treeManifestText(entry)].join(''));
+    return root;
+  }
+
+  it('a document already under a tree of the store does not stop the manifest from placing the others', async () => {
+    const docs = [];
+    for (const name of ['a', 'b', 'c']) {
+      await bed.write(`t1/${name}.txt`, `trust one ${name}\n`);
+      docs.push(bed.path(`t1/${name}.txt`));
+    }
+    const receipts = bed.path('t1-receipts');
+    const first = await onStore(freshStore(), receipts, docs);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const store = freshStore();
+    expect((await onStore(store, bed.path('t1-alone'), [docs[0]!])).run.code).toBe(0);
+    const again = await onStore(store, receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['request:409']);
+    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof!.root === root])).toEqual([
+      ['already-registered', false],
+      ['already-registered', true],
+      ['already-registered', true],
+    ]);
+  });
+
+  it("a planted manifest lends only its salts: the root goes with this run's description and names", async () => {
+    const digest = await bed.write('t2/release.bin', 'a release artifact\n');
+    const receipts = bed.path('t2-receipts');
+    const root = plant(receipts, [digest], { description: 'Signed off by Mallory', createdAt: '2099-01-01T00:00:00Z' });
+    const run = await onStore(freshStore(), receipts, [bed.path('t2/release.bin')], ['-d', 'Release 2.0']);
+    expect(run.run.code, describeRun(run.run)).toBe(0);
+    expect(run.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
+    const [result] = parseResults(run.run.stdout);
+    expect(result!.proof!.root).toBe(root);
+    expect(JSON.stringify(result!.record)).toContain('Release 2.0');
+    expect(JSON.stringify(result!.record)).not.toContain('Mallory');
+    const manifest = readFileSync(join(receipts, `${root}.tree.json`), 'utf8');
+    expect(manifest).toContain('"name":"release.bin"');
+    expect(manifest).not.toMatch(/Mallory|planted-/);
+  });
+
+  it('a manifest with more leaves than the run has documents is not used', async () => {
+    const digest = await bed.write('t3/a.txt', 'one document, listed many times\n');
+    const receipts = bed.path('t3-receipts');
+    const root = plant(receipts, [digest, digest, digest], { description: 'x', createdAt: '2026-01-01T00:00:00Z' });
+    const run = await onStore(freshStore(), receipts, [bed.path('t3/a.txt')]);
+    expect(run.run.code, describeRun(run.run)).toBe(0);
+    expect(parseResults(run.run.stdout)[0]!.proof).toMatchObject({ treeSize: 1 });
+    expect(parseResults(run.run.stdout)[0]!.proof!.root).not.toBe(root);
+  });
+
+  it('after the 409 the store keeps nothing of the adopted root: --force registers the documents anew', async () => {
+    await bed.write('t4/a.txt', 'forced again later\n');
+    const doc = bed.path('t4/a.txt');
+    const receipts = bed.path('t4-receipts');
+    const root = parseResults((await onStore(freshStore(), receipts, [doc])).run.stdout)[0]!.proof!.root;
+    const store = freshStore();
+    expect((await onStore(store, receipts, [doc])).calls).toEqual(['login:200', 'request:409']);
+    expect(existsSync(join(storePaths(store, bed.sandbox.url).service, 'trees', `${root}.json`))).toBe(false);
+    const forced = await onStore(store, receipts, [doc], ['--force']);
+    expect(forced.run.code, describeRun(forced.run)).toBe(0);
+    expect(forced.calls).toEqual(['request:200', 'forfait:200']);
+    expect(parseResults(forced.run.stdout)[0]).toMatchObject({ status: 'registered' });
+    expect(parseResults(forced.run.stdout)[0]!.proof!.root).not.toBe(root);
   });
 });
