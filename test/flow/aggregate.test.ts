@@ -509,17 +509,19 @@ describe('register --aggregate, second review', () => {
   });
 });
 
-describe('register --aggregate on an empty store, beside the manifests of an earlier run (a CI re-run)', () => {
-  /** A run over `docs` with --receipt-dir `receipts` on a store of its own, empty unless given. */
-  async function onStore(store: string, receipts: string, docs: string[]) {
-    const mark = bed.mark();
-    const run = await bed.main(['register', '--aggregate', ...docs, '--receipt-dir', receipts, '--json'], {
-      env: { NOTARIZE_CONFIG_DIR: store },
-    });
-    return { run, calls: bed.callsSince(mark).map((c) => `${c.route}:${c.status}`) };
-  }
-  const freshStore = () => mkdtempSync(join(bed.root, 'ci-store-'));
+/** `register --aggregate` over `docs` with --receipt-dir `receipts` and `flags`, on the store `store`; and the calls it made. */
+async function onStore(store: string, receipts: string, docs: string[], flags: string[] = []) {
+  const mark = bed.mark();
+  const run = await bed.main(['register', '--aggregate', ...docs, '--receipt-dir', receipts, ...flags, '--json'], {
+    env: { NOTARIZE_CONFIG_DIR: store },
+  });
+  return { run, calls: bed.callsSince(mark).map((c) => `${c.route}:${c.status}`) };
+}
 
+/** A new empty store, as a CI runner starts with. */
+const freshStore = () => mkdtempSync(join(bed.root, 'ci-store-'));
+
+describe('register --aggregate on an empty store, beside the manifests of an earlier run (a CI re-run)', () => {
   it('sends the same root again: the 409 says the service has it, nothing is paid, the receipts stay', async () => {
     const docs = [];
     for (const name of ['a', 'b', 'c']) {
@@ -589,15 +591,6 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
 });
 
 describe('register --aggregate: the manifests of --receipt-dir are trusted for their salts alone', () => {
-  async function onStore(store: string, receipts: string, docs: string[], flags: string[] = []) {
-    const mark = bed.mark();
-    const run = await bed.main(['register', '--aggregate', ...docs, '--receipt-dir', receipts, ...flags, '--json'], {
-      env: { NOTARIZE_CONFIG_DIR: store },
-    });
-    return { run, calls: bed.callsSince(mark).map((c) => `${c.route}:${c.status}`) };
-  }
-  const freshStore = () => mkdtempSync(join(bed.root, 'trust-store-'));
-
   /** Writes into `dir` a manifest whose leaves make its root, over `digests` (repeats allowed), with `fields` of its own; returns the root. */
   function plant(dir: string, digests: string[], fields: { description: string; createdAt: string }): string {
     const leaves = digests.map((sha256, index) => ({
