@@ -12525,15 +12525,19 @@ function leafDigestsOfWholeTree(text) {
 * `root` with the leaves it was written with; undefined when it does not
 * exist. With `wanted`, a file written whole by notarize whose leaves'
 * digests `wanted` turns down is passed over unparsed (undefined): many
-* large trees are searched without building them all. Throws StoreError
-* naming the file when it cannot be read or is damaged.
+* large trees are searched without building them all. With `anyOwner`, a
+* file of another user is read too; with `exactOnly`, one that is not
+* exactly as notarize writes it (which would have to be parsed to be
+* looked at) is refused. Throws StoreError naming the file when it cannot
+* be read or is damaged.
 */
-function readTreeFile(file, root, wanted, { anyOwner = false } = {}) {
+function readTreeFile(file, root, wanted, { anyOwner = false, exactOnly = false } = {}) {
 	const text = readOwnFile(file, { anyOwner });
 	if (text === void 0) return void 0;
-	if (wanted) {
+	if (wanted || exactOnly) {
 		const digests = leafDigestsOfWholeTree(text);
-		if (digests && !wanted(digests)) return void 0;
+		if (digests === void 0 && exactOnly) throw corrupt(file, "it is not exactly as notarize writes a tree");
+		if (digests && wanted && !wanted(digests)) return void 0;
 	}
 	const entry = parseStoreText(file, text, treeEntrySchema);
 	if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
@@ -12813,10 +12817,6 @@ var init_service_store = __esmMin((() => {
 				...entry
 			}, "leaves", LEAVES_DIGEST), { flushes: this.#flushes });
 		}
-		/** Removes the tree of `root` (one already gone is not an error): see core/aggregate.ts, forgetAdopted. */
-		removeTree(root) {
-			return removeFileOffThread(this.treeFile(root));
-		}
 		/**
 		* Every tree, or with `holding` those that may hold one of these digests
 		* (see readTree); with `roots`, only the trees of those roots are read.
@@ -12955,7 +12955,7 @@ function rootDescription(treeSize) {
 * under none; sends nothing. Throws StoreError (exit 2) when a tree of the
 * store cannot be read, or one this run relies on does not make its root.
 */
-async function placeDocuments(deps, input) {
+async function placeDocuments(deps, input, adopted = /* @__PURE__ */ new Map()) {
 	const { store } = deps;
 	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
 	return locked(deps, "aggregate", async () => {
@@ -12967,20 +12967,11 @@ async function placeDocuments(deps, input) {
 		if (known.problems.length > 0) throw known.problems[0];
 		const placed = input.documents.map((doc) => known.place(doc.sha256));
 		for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
-		let newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
+		for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.get(doc.sha256);
+		const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 			doc,
 			i
 		}]);
-		if (newcomers.length > 0 && input.manifestDir !== void 0 && !input.force) {
-			const adopted = await adoptManifests(deps, input, new Set(newcomers.map(({ doc }) => doc.sha256)));
-			for (const { i, doc } of newcomers) placed[i] = adopted.place(doc.sha256);
-			for (const tree of new Set(placed.flatMap((p) => p?.tree.adopted ? [p.tree] : []))) try {
-				await store.saveTree(tree.entry);
-			} catch (error) {
-				throw diskRefusedBeforeSending(error, store.dir) ?? error;
-			}
-			newcomers = newcomers.filter(({ i }) => placed[i] === void 0);
-		}
 		if (newcomers.length > 0) {
 			const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
 			try {
@@ -12997,105 +12988,155 @@ async function placeDocuments(deps, input) {
 	});
 }
 /**
-* The trees of earlier runs' manifests in --receipt-dir (`<root>.tree.json`)
-* that the `newcomers` (documents of this run under no tree of the store)
-* are placed under again. A CI re-run over the same documents on an empty
-* store then sends that root again, and the service's 409 says it has it,
-* where a new tree would be a second paid registration; a root the service
-* does not know (its run stopped before the request) is registered once.
+* Places documents under no tree of the store under the roots of earlier
+* runs' manifests in --receipt-dir (`<root>.tree.json`) that the service
+* says it already has. A CI re-run over the same documents on an empty store
+* then pays nothing: where a new tree would be a second paid registration,
+* the manifest's root is asked about with a request step, and its 409 (read
+* as "the service has it") is final.
 *
-* A manifest is trusted for nothing but its salts: whoever could write the
-* folder (a CI checkout that earlier steps touched) could have planted it.
-*   - Every leaf must be a document of this run, and no more leaves than
-*     the run has documents: a registration of this run never vouches for a
-*     document it was not given, and a manifest cannot make it larger.
-*   - Its leaves must make its root (the fold is checked here).
-*   - Its description, names and sizes are not kept: the root is sent with
-*     this run's description, the leaves carry this run's names (only the
-*     date the tree was planted stays, which orders nothing but equal trees).
-* The largest manifests are tried first (the whole run of an earlier day
-* rather than a part of it), and one is read only if it places a newcomer
-* no manifest placed before it. One that cannot be read, or whose leaves
-* do not make its root, is passed over and `onManifestIgnored` told.
+* Only ever confirmed, never registered: a manifest could have been planted
+* by whoever wrote the folder (a CI checkout that earlier steps touched),
+* so a root the service does not know (any 2xx) is dropped on the spot, its
+* session neither saved nor completed, and its documents go into this run's
+* new tree. Nothing of an adopted tree is saved in the store either: a run
+* killed meanwhile leaves nothing behind. So a manifest can cost at most a
+* request step, never a payment, a description or a leaf name. Further:
+*   - every leaf must be a document of this run, and no more leaves than
+*     the run has documents (a manifest cannot make a run larger);
+*   - its leaves must make its root, and its text be exactly as notarize
+*     writes it (read without being parsed unless it is used: bounded memory);
+*   - the largest are asked about first, one only if it holds a document no
+*     confirmed root holds yet, and at most MAX_ADOPTED_ROOTS per run;
+*   - a document stays under the first confirmed root that holds it.
+* A manifest that cannot be read or does not make its root is passed over,
+* and `onManifestIgnored` told. A root whose request step fails otherwise
+* (a network failure, a 5xx) fails its documents as any root would.
 */
-async function adoptManifests(deps, input, newcomers) {
+async function adoptManifests(deps, input) {
+	const adoptions = {
+		placements: /* @__PURE__ */ new Map(),
+		roots: /* @__PURE__ */ new Map(),
+		sent: false
+	};
 	const dir = input.manifestDir;
+	if (dir === void 0 || input.force) return adoptions;
 	let names;
 	try {
 		names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
 	} catch {
-		return new Trees([]);
+		return adoptions;
 	}
+	if (names.length === 0) return adoptions;
 	const byDigest = /* @__PURE__ */ new Map();
 	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
+	const known = await Trees.load(deps.store, { holding: new Set(byDigest.keys()) });
+	const unplaced = new Set([...byDigest.keys()].filter((digest) => known.place(digest) === void 0));
 	const count = input.documents.length;
-	const fits = (digests) => digests.length <= count && digests.every((digest) => byDigest.has(digest));
-	const unplaced = new Set(newcomers);
+	const useful = (digests) => digests.length <= count && digests.every((digest) => byDigest.has(digest)) && digests.some((d) => unplaced.has(d));
 	const candidates = await Promise.all(names.map(async (name) => ({
 		name,
 		size: (await lstat(join(dir, name)).catch(() => void 0))?.size ?? 0
 	})));
 	candidates.sort((a, b) => b.size - a.size || (a.name < b.name ? -1 : 1));
-	const retired = candidates.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(deps.store);
-	const trees = [];
+	let asked = 0;
 	for (const { name, size } of candidates) {
-		if (unplaced.size === 0) break;
+		if (unplaced.size === 0 || asked === MAX_ADOPTED_ROOTS) break;
 		if (size > 4096 + MANIFEST_BYTES_PER_LEAF * count) continue;
 		const root = name.slice(0, 64);
 		const file = join(dir, name);
-		let entry;
+		let tree;
 		try {
-			entry = readTreeFile(file, root, (digests) => fits(digests) && digests.some((d) => unplaced.has(d)), { anyOwner: true });
-			const digests = entry?.leaves.map((leaf) => leaf.sha256) ?? [];
-			if (entry === void 0 || !fits(digests) || !digests.some((d) => unplaced.has(d))) continue;
-			new LoadedTree(entry, { state: "planned" }).merkle(file);
+			const entry = readTreeFile(file, root, useful, {
+				anyOwner: true,
+				exactOnly: true
+			});
+			if (entry === void 0) continue;
+			tree = new LoadedTree(adoptedEntry(entry, byDigest, input.description), { state: "confirmed" }, void 0, true);
+			tree.merkle(file);
 		} catch (error) {
 			if (!(error instanceof StoreError)) throw error;
 			input.onManifestIgnored?.(error);
 			continue;
 		}
-		const ours = {
-			root,
-			treeSize: entry.treeSize,
-			description: input.description ?? rootDescription(entry.treeSize),
-			createdAt: entry.createdAt,
-			leaves: entry.leaves.map(({ index, sha256, salt }) => {
-				const doc = byDigest.get(sha256);
-				return {
-					index,
-					name: doc.name,
-					sha256,
-					size: doc.size,
-					salt
-				};
-			})
-		};
-		trees.push(new LoadedTree(ours, standingOf(deps.store, root, retired), void 0, true));
-		for (const leaf of entry.leaves) unplaced.delete(leaf.sha256);
+		asked++;
+		adoptions.sent = true;
+		const said = await askAbout(deps, tree.entry, input);
+		if (said.kind === "unknown") continue;
+		for (const [leafIndex, leaf] of tree.entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
+			tree,
+			leafIndex
+		});
+		adoptions.roots.set(root, said.kind === "failed" ? {
+			ok: false,
+			error: said.error
+		} : {
+			ok: true,
+			sent: true,
+			outcome: {
+				kind: "already-registered",
+				hash: root,
+				entry: void 0,
+				service: {
+					message: said.message,
+					retiredSession: void 0
+				}
+			}
+		});
 	}
-	return new Trees(trees);
+	return adoptions;
+}
+/** A manifest's tree as this run adopts it: its root and salts; this run's description, names and sizes. */
+function adoptedEntry(entry, byDigest, description) {
+	return {
+		root: entry.root,
+		treeSize: entry.treeSize,
+		description: description ?? rootDescription(entry.treeSize),
+		createdAt: entry.createdAt,
+		leaves: entry.leaves.map(({ index, sha256, salt }) => {
+			const doc = byDigest.get(sha256);
+			return {
+				index,
+				name: doc.name,
+				sha256,
+				size: doc.size,
+				salt
+			};
+		})
+	};
 }
 /**
-* After the service answered 409 to the request for an adopted root (see
-* adoptManifests) and this store has no record of it: its tree is removed
-* from the store, which then holds nothing of that root, as before the run.
-* Kept, it would stay `planned` for good, and --force, which plants new
-* trees only in place of registered or confirmed ones, could never register
-* those documents again on this store. Best effort, under the store-wide
-* lock that placing documents takes, and never while a session is pending.
+* Asks the service whether it has the root of `entry`, with a request step
+* whose session is never kept: 409, it has it; any 2xx (a session, even one
+* that cannot be read), it does not, and nothing more is sent for it.
 */
-async function forgetAdopted(deps, root) {
-	const { store } = deps;
+async function askAbout(deps, entry, input) {
 	try {
-		await locked(deps, "aggregate", async () => {
-			if (store.readPending(root) === void 0 && store.readRecord(root) === void 0) await store.removeTree(root);
+		await deps.api.requestRegistration({
+			blockchainType: input.blockchain,
+			custody: false,
+			description: entry.description,
+			hash: entry.root,
+			signed: input.signed,
+			status: "not_registered"
 		});
-	} catch {}
+		return { kind: "unknown" };
+	} catch (error) {
+		if (isAlreadyRegistered(error)) return {
+			kind: "has",
+			message: error.serviceMessage
+		};
+		if (error instanceof InvalidAnswerError || error instanceof UnreadableAnswerError) return { kind: "unknown" };
+		return {
+			kind: "failed",
+			error
+		};
+	}
 }
 /** Registers the root of every tree the documents were placed under, once each, in order. */
-async function registerRoots(deps, input, placements) {
-	const roots = /* @__PURE__ */ new Map();
-	let failed = false;
+async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ new Map()) {
+	const roots = new Map(asked);
+	let failed = [...asked.values()].some((result) => !result.ok);
 	for (const { tree } of placements) {
 		const root = tree.entry.root;
 		if (roots.has(root)) continue;
@@ -13149,7 +13190,6 @@ async function registerRoots(deps, input, placements) {
 				outcome,
 				sent
 			});
-			if (tree.adopted && outcome.kind === "already-registered" && outcome.entry === void 0) await forgetAdopted(deps, root);
 		} catch (error) {
 			failed = true;
 			roots.set(root, {
@@ -13283,7 +13323,7 @@ function treeManifestText(entry) {
 		...entry
 	}, "leaves", LEAVES_DIGEST);
 }
-var MANIFEST_BYTES_PER_LEAF, CONFIRMED_MESSAGE, LoadedTree, RANK, Trees;
+var MANIFEST_BYTES_PER_LEAF, MAX_ADOPTED_ROOTS, CONFIRMED_MESSAGE, LoadedTree, RANK, Trees;
 var init_aggregate = __esmMin((() => {
 	init_errors();
 	init_service_store();
@@ -13292,12 +13332,13 @@ var init_aggregate = __esmMin((() => {
 	init_notarize();
 	init_receipt_format();
 	MANIFEST_BYTES_PER_LEAF = 2048;
+	MAX_ADOPTED_ROOTS = 16;
 	CONFIRMED_MESSAGE = "the service answered 409 to an earlier completion of this root (its record was never received); nothing sent";
 	LoadedTree = class {
 		entry;
 		state;
 		record;
-		/** Taken from a manifest of an earlier run in --receipt-dir (adoptManifests), not from the store. */
+		/** Taken from a manifest of an earlier run in --receipt-dir whose root the service has (adoptManifests); never in the store. */
 		adopted;
 		#merkle;
 		constructor(entry, { state, record }, merkle, adopted = false) {
@@ -15801,6 +15842,17 @@ function checkAggregate(options) {
 	if (options.custody) throw refuse("--custody", "the registered root is no file whose metadata could be sent");
 	if (options.paths.includes("-")) throw refuse("'-'", "each leaf is a file, kept by its name");
 }
+/**
+* An error that stops a run after something was sent (a manifest's root
+* asked about): exit 2 would say nothing was, so a usage error becomes 1.
+*/
+function sentAlready(error) {
+	if (!(error instanceof NotarizeError) || error.exitCode !== EXIT.usage) return error;
+	return new NotarizeError(error.code, EXIT.refused, error.message, {
+		...error.hint === void 0 ? {} : { hint: error.hint },
+		cause: error
+	});
+}
 /** Whether the service has the root: its record is in the ledger, or the service said so (a 409). */
 function isRegistered(result) {
 	return result?.ok === true && result.outcome.kind !== "pending";
@@ -15858,14 +15910,20 @@ var init_register_aggregate = __esmMin((() => {
 					force: this.#options.force,
 					failFast: this.#options.failFast,
 					...this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {},
-					onManifestIgnored: (error) => io.warn(`${error.message}: passed over, none of this run's documents is placed under its root`)
+					onManifestIgnored: (error) => io.warn(`a tree manifest was passed over: ${error.message}`)
 				};
-				const placements = await placeDocuments(deps, input);
-				await this.#checkManifests(placements);
+				const adoptions = await adoptManifests(deps, input);
+				let placements;
+				try {
+					placements = await placeDocuments(deps, input, adoptions.placements);
+					await this.#checkManifests(placements);
+				} catch (error) {
+					throw adoptions.sent ? sentAlready(error) : error;
+				}
 				io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
-				const roots = await registerRoots(deps, input, placements);
+				const roots = await registerRoots(deps, input, placements, adoptions.roots);
 				io.clearProgress();
-				sent = [...roots.values()].some((r) => !r.ok || r.sent);
+				sent = adoptions.sent || [...roots.values()].some((r) => !r.ok || r.sent);
 				manifestFailure = await this.#manifests(placements, roots);
 				await runAll(hashed.map((doc, i) => ({
 					doc,
@@ -15933,7 +15991,7 @@ var init_register_aggregate = __esmMin((() => {
 		async #checkManifests(placements) {
 			const plan = this.#documents.receipts;
 			if (!plan) return;
-			for (const tree of new Set(placements.map((p) => p.tree))) {
+			for (const tree of new Set(placements.flatMap((p) => p.tree.adopted ? [] : [p.tree]))) {
 				const path = this.#manifestPath(plan, tree.entry.root);
 				const info = await lstat(path).catch(() => void 0);
 				if (info && !info.isFile()) throw new UsageError(`the tree manifest ${path} exists and is not a regular file`, {
@@ -15950,7 +16008,7 @@ var init_register_aggregate = __esmMin((() => {
 			const plan = this.#documents.receipts;
 			if (!plan) return void 0;
 			let failure;
-			for (const tree of new Set(placements.map((p) => p.tree))) {
+			for (const tree of new Set(placements.flatMap((p) => p.tree.adopted ? [] : [p.tree]))) {
 				const { root } = tree.entry;
 				if (!isRegistered(roots.get(root))) continue;
 				const path = this.#manifestPath(plan, root);
@@ -16078,11 +16136,12 @@ receipt carry its inclusion proof (salt, index, audit path) to the registered ro
 record is the root's; --receipt-dir also gets <root>.tree.json, the tree's manifest. The
 tree is saved in the store before the root is sent; a re-run sends nothing for documents
 under a registered root, completes a pending root, and puts only new documents in a new tree.
-On a store without their tree (a fresh CI runner), documents listed by a <root>.tree.json
-already in --receipt-dir (every leaf of it a document of this run; only its salts are used) go under that root again:
-it is sent again, and a 409 is read as "the service has it" (an assumption: its status codes
-are undocumented), so nothing is paid. The root's description is -d, else "Merkle root of N
-documents ...". Files only.
+On a store without their tree (a fresh CI runner), the roots of the <root>.tree.json
+manifests already in --receipt-dir (every leaf a document of this run) are asked about with
+a request step: a 409 is read as "the service has it" (an assumption: its status codes are
+undocumented) and those documents are already-registered, nothing paid; any other answer
+drops that session unsaved, and the documents go into the new tree. The root's description
+is -d, else "Merkle root of N documents ...". Files only.
 
 --custody sends the file's metadata (name, type, size, last modified). The service does
 not document how file bytes are uploaded, so notarize does NOT upload the file.

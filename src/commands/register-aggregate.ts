@@ -7,6 +7,7 @@ import { lstat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import {
+  adoptManifests,
   placeDocuments,
   registerRoots,
   treeManifestText,
@@ -94,15 +95,20 @@ export class Aggregator {
         force: this.#options.force,
         failFast: this.#options.failFast,
         ...(this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {}),
-        onManifestIgnored: (error: StoreError) =>
-          io.warn(`${error.message}: passed over, none of this run's documents is placed under its root`),
+        onManifestIgnored: (error: StoreError) => io.warn(`a tree manifest was passed over: ${error.message}`),
       };
-      const placements = await placeDocuments(deps, input);
-      await this.#checkManifests(placements);
+      const adoptions = await adoptManifests(deps, input);
+      let placements: Placement[];
+      try {
+        placements = await placeDocuments(deps, input, adoptions.placements);
+        await this.#checkManifests(placements);
+      } catch (error) {
+        throw adoptions.sent ? sentAlready(error) : error;
+      }
       io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? '' : 's'}`);
-      const roots = await registerRoots(deps, input, placements);
+      const roots = await registerRoots(deps, input, placements, adoptions.roots);
       io.clearProgress();
-      sent = [...roots.values()].some((r) => !r.ok || r.sent);
+      sent = adoptions.sent || [...roots.values()].some((r) => !r.ok || r.sent);
       manifestFailure = await this.#manifests(placements, roots);
       await runAll(
         hashed.map((doc, i) => ({ doc, placement: placements[i]! })),
@@ -172,7 +178,7 @@ export class Aggregator {
   async #checkManifests(placements: readonly Placement[]): Promise<void> {
     const plan = this.#documents.receipts;
     if (!plan) return;
-    for (const tree of new Set(placements.map((p) => p.tree))) {
+    for (const tree of new Set(placements.flatMap((p) => (p.tree.adopted ? [] : [p.tree])))) {
       const path = this.#manifestPath(plan, tree.entry.root);
       const info = await lstat(path).catch(() => undefined);
       if (info && !info.isFile()) {
@@ -195,7 +201,8 @@ export class Aggregator {
     const plan = this.#documents.receipts;
     if (!plan) return undefined;
     let failure: NotarizeError | undefined;
-    for (const tree of new Set(placements.map((p) => p.tree))) {
+    // An adopted root's manifest is where it came from: left as it is.
+    for (const tree of new Set(placements.flatMap((p) => (p.tree.adopted ? [] : [p.tree])))) {
       const { root } = tree.entry;
       // Also without a record (the service's 409): the tree is what proves each document's place under the root.
       if (!isRegistered(roots.get(root))) continue;
@@ -309,6 +316,18 @@ export class Aggregator {
       return { receiptError: asNotarizeError(error) };
     }
   }
+}
+
+/**
+ * An error that stops a run after something was sent (a manifest's root
+ * asked about): exit 2 would say nothing was, so a usage error becomes 1.
+ */
+function sentAlready(error: unknown): unknown {
+  if (!(error instanceof NotarizeError) || error.exitCode !== EXIT.usage) return error;
+  return new NotarizeError(error.code, EXIT.refused, error.message, {
+    ...(error.hint === undefined ? {} : { hint: error.hint }),
+    cause: error,
+  });
 }
 
 /** Whether the service has the root: its record is in the ledger, or the service said so (a 409). */

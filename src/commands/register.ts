@@ -96,11 +96,12 @@ receipt carry its inclusion proof (salt, index, audit path) to the registered ro
 record is the root's; --receipt-dir also gets <root>.tree.json, the tree's manifest. The
 tree is saved in the store before the root is sent; a re-run sends nothing for documents
 under a registered root, completes a pending root, and puts only new documents in a new tree.
-On a store without their tree (a fresh CI runner), documents listed by a <root>.tree.json
-already in --receipt-dir (every leaf of it a document of this run; only its salts are used) go under that root again:
-it is sent again, and a 409 is read as "the service has it" (an assumption: its status codes
-are undocumented), so nothing is paid. The root's description is -d, else "Merkle root of N
-documents ...". Files only.
+On a store without their tree (a fresh CI runner), the roots of the <root>.tree.json
+manifests already in --receipt-dir (every leaf a document of this run) are asked about with
+a request step: a 409 is read as "the service has it" (an assumption: its status codes are
+undocumented) and those documents are already-registered, nothing paid; any other answer
+drops that session unsaved, and the documents go into the new tree. The root's description
+is -d, else "Merkle root of N documents ...". Files only.
 
 --custody sends the file's metadata (name, type, size, last modified). The service does
 not document how file bytes are uploaded, so notarize does NOT upload the file.

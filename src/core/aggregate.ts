@@ -27,7 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { StoreError } from '../errors.js';
+import { InvalidAnswerError, StoreError, UnreadableAnswerError } from '../errors.js';
 import {
   jsonWithRows,
   LEAVES_DIGEST,
@@ -40,7 +40,15 @@ import {
 } from '../store/service-store.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
 import { leafHash, MerkleTree } from './merkle.js';
-import { ANSWERED_409, locked, register, type Blockchain, type FlowDeps, type Outcome } from './notarize.js';
+import {
+  ANSWERED_409,
+  isAlreadyRegistered,
+  locked,
+  register,
+  type Blockchain,
+  type FlowDeps,
+  type Outcome,
+} from './notarize.js';
 import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
 
 /** A document of an aggregate run, hashed. */
@@ -64,9 +72,9 @@ export interface AggregateInput {
   /** Once a root fails, attempt no other. */
   failFast?: boolean;
   /**
-   * --receipt-dir: where earlier runs left their trees' manifests, which
-   * documents under no tree of the store may be placed under again (see
-   * adoptableManifests). Not with `force`.
+   * --receipt-dir: where earlier runs left their trees' manifests, under
+   * whose roots documents under no tree of the store may be confirmed (see
+   * adoptManifests). Not with `force`.
    */
   manifestDir?: string;
   /** Told of a manifest there that was passed over because it cannot be read or its leaves do not make its root. */
@@ -108,8 +116,9 @@ export function rootDescription(treeSize: number): string {
 
 /** Registers `input.documents` under Merkle roots (see the module comment): `placeDocuments`, then `registerRoots`. */
 export async function registerAggregate(deps: FlowDeps, input: AggregateInput): Promise<AggregateResult> {
-  const placements = await placeDocuments(deps, input);
-  return { placements, roots: await registerRoots(deps, input, placements) };
+  const adoptions = await adoptManifests(deps, input);
+  const placements = await placeDocuments(deps, input, adoptions.placements);
+  return { placements, roots: await registerRoots(deps, input, placements, adoptions.roots) };
 }
 
 /**
@@ -117,7 +126,11 @@ export async function registerAggregate(deps: FlowDeps, input: AggregateInput): 
  * under none; sends nothing. Throws StoreError (exit 2) when a tree of the
  * store cannot be read, or one this run relies on does not make its root.
  */
-export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Promise<Placement[]> {
+export async function placeDocuments(
+  deps: FlowDeps,
+  input: AggregateInput,
+  adopted: ReadonlyMap<string, Placement> = new Map(),
+): Promise<Placement[]> {
   const { store } = deps;
   if (input.documents.length === 0) throw new RangeError('an aggregate needs at least one document');
   return locked(deps, 'aggregate', async () => {
@@ -132,20 +145,9 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
     // A root is sent, and a proof given, only from a tree whose leaves make that root.
     for (const tree of new Set(placed.flatMap((p) => (p ? [p.tree] : []))))
       tree.merkle(store.treeFile(tree.entry.root));
-    let newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
-    if (newcomers.length > 0 && input.manifestDir !== undefined && !input.force) {
-      const adopted = await adoptManifests(deps, input, new Set(newcomers.map(({ doc }) => doc.sha256)));
-      for (const { i, doc } of newcomers) placed[i] = adopted.place(doc.sha256);
-      for (const tree of new Set(placed.flatMap((p) => (p?.tree.adopted ? [p.tree] : [])))) {
-        // In the store before its root is sent, as a new tree is (below).
-        try {
-          await store.saveTree(tree.entry);
-        } catch (error) {
-          throw diskRefusedBeforeSending(error, store.dir) ?? error;
-        }
-      }
-      newcomers = newcomers.filter(({ i }) => placed[i] === undefined);
-    }
+    // Under a root the service confirmed this run (adoptManifests): never saved, never sent again.
+    for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.get(doc.sha256);
+    const newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
     if (newcomers.length > 0) {
       const tree = plantTree(
         newcomers.map(({ doc }) => doc),
@@ -169,100 +171,153 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
 /** Room for one leaf line of a manifest: a name of 255 bytes, each escaped, and the rest. */
 const MANIFEST_BYTES_PER_LEAF = 2048;
 
+/** At most this many manifests' roots are asked about per run: each costs a request step. */
+const MAX_ADOPTED_ROOTS = 16;
+
+/** Documents placed under the roots of manifests the service confirmed it has; see adoptManifests. */
+export interface Adoptions {
+  /** Each such document's place, by digest. */
+  placements: Map<string, Placement>;
+  /** What asking about each root gave: already registered, or the error that stopped it. */
+  roots: Map<string, RootResult>;
+  /** Whether anything was sent: from then on, exit 2 would lie. */
+  sent: boolean;
+}
+
 /**
- * The trees of earlier runs' manifests in --receipt-dir (`<root>.tree.json`)
- * that the `newcomers` (documents of this run under no tree of the store)
- * are placed under again. A CI re-run over the same documents on an empty
- * store then sends that root again, and the service's 409 says it has it,
- * where a new tree would be a second paid registration; a root the service
- * does not know (its run stopped before the request) is registered once.
+ * Places documents under no tree of the store under the roots of earlier
+ * runs' manifests in --receipt-dir (`<root>.tree.json`) that the service
+ * says it already has. A CI re-run over the same documents on an empty store
+ * then pays nothing: where a new tree would be a second paid registration,
+ * the manifest's root is asked about with a request step, and its 409 (read
+ * as "the service has it") is final.
  *
- * A manifest is trusted for nothing but its salts: whoever could write the
- * folder (a CI checkout that earlier steps touched) could have planted it.
- *   - Every leaf must be a document of this run, and no more leaves than
- *     the run has documents: a registration of this run never vouches for a
- *     document it was not given, and a manifest cannot make it larger.
- *   - Its leaves must make its root (the fold is checked here).
- *   - Its description, names and sizes are not kept: the root is sent with
- *     this run's description, the leaves carry this run's names (only the
- *     date the tree was planted stays, which orders nothing but equal trees).
- * The largest manifests are tried first (the whole run of an earlier day
- * rather than a part of it), and one is read only if it places a newcomer
- * no manifest placed before it. One that cannot be read, or whose leaves
- * do not make its root, is passed over and `onManifestIgnored` told.
+ * Only ever confirmed, never registered: a manifest could have been planted
+ * by whoever wrote the folder (a CI checkout that earlier steps touched),
+ * so a root the service does not know (any 2xx) is dropped on the spot, its
+ * session neither saved nor completed, and its documents go into this run's
+ * new tree. Nothing of an adopted tree is saved in the store either: a run
+ * killed meanwhile leaves nothing behind. So a manifest can cost at most a
+ * request step, never a payment, a description or a leaf name. Further:
+ *   - every leaf must be a document of this run, and no more leaves than
+ *     the run has documents (a manifest cannot make a run larger);
+ *   - its leaves must make its root, and its text be exactly as notarize
+ *     writes it (read without being parsed unless it is used: bounded memory);
+ *   - the largest are asked about first, one only if it holds a document no
+ *     confirmed root holds yet, and at most MAX_ADOPTED_ROOTS per run;
+ *   - a document stays under the first confirmed root that holds it.
+ * A manifest that cannot be read or does not make its root is passed over,
+ * and `onManifestIgnored` told. A root whose request step fails otherwise
+ * (a network failure, a 5xx) fails its documents as any root would.
  */
-async function adoptManifests(deps: FlowDeps, input: AggregateInput, newcomers: ReadonlySet<string>): Promise<Trees> {
-  const dir = input.manifestDir!;
+export async function adoptManifests(deps: FlowDeps, input: AggregateInput): Promise<Adoptions> {
+  const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
+  const dir = input.manifestDir;
+  if (dir === undefined || input.force) return adoptions;
   let names: string[];
   try {
     names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
   } catch {
-    return new Trees([]);
+    return adoptions;
   }
+  if (names.length === 0) return adoptions;
   const byDigest = new Map<string, AggregateDocument>();
   for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
+  // Those the store already places need no manifest (placeDocuments puts them there, and reports a damaged tree).
+  const known = await Trees.load(deps.store, { holding: new Set(byDigest.keys()) });
+  const unplaced = new Set([...byDigest.keys()].filter((digest) => known.place(digest) === undefined));
   const count = input.documents.length;
-  const fits = (digests: readonly string[]) =>
-    digests.length <= count && digests.every((digest) => byDigest.has(digest));
-  const unplaced = new Set(newcomers);
+  const useful = (digests: readonly string[]) =>
+    digests.length <= count && digests.every((digest) => byDigest.has(digest)) && digests.some((d) => unplaced.has(d));
   const candidates = await Promise.all(
     names.map(async (name) => ({ name, size: (await lstat(join(dir, name)).catch(() => undefined))?.size ?? 0 })),
   );
   candidates.sort((a, b) => b.size - a.size || (a.name < b.name ? -1 : 1));
-  const retired = candidates.length === 0 ? new Set<string>() : await confirmedRoots(deps.store);
-  const trees: LoadedTree[] = [];
+  let asked = 0;
   for (const { name, size } of candidates) {
-    if (unplaced.size === 0) break;
+    if (unplaced.size === 0 || asked === MAX_ADOPTED_ROOTS) break;
     if (size > 4096 + MANIFEST_BYTES_PER_LEAF * count) continue; // more leaves than this run has documents
     const root = name.slice(0, 64);
     const file = join(dir, name);
-    let entry: TreeEntry | undefined;
+    let tree: LoadedTree;
     try {
-      entry = readTreeFile(file, root, (digests) => fits(digests) && digests.some((d) => unplaced.has(d)), {
-        anyOwner: true,
-      });
-      const digests = entry?.leaves.map((leaf) => leaf.sha256) ?? [];
-      if (entry === undefined || !fits(digests) || !digests.some((d) => unplaced.has(d))) continue;
-      new LoadedTree(entry, { state: 'planned' }).merkle(file);
+      const entry = readTreeFile(file, root, useful, { anyOwner: true, exactOnly: true });
+      if (entry === undefined) continue;
+      tree = new LoadedTree(adoptedEntry(entry, byDigest, input.description), { state: 'confirmed' }, undefined, true);
+      tree.merkle(file);
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
       input.onManifestIgnored?.(error);
       continue;
     }
-    const ours: TreeEntry = {
+    asked++;
+    adoptions.sent = true;
+    const said = await askAbout(deps, tree.entry, input);
+    if (said.kind === 'unknown') continue;
+    for (const [leafIndex, leaf] of tree.entry.leaves.entries()) {
+      if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, { tree, leafIndex });
+    }
+    adoptions.roots.set(
       root,
-      treeSize: entry.treeSize,
-      description: input.description ?? rootDescription(entry.treeSize),
-      createdAt: entry.createdAt,
-      leaves: entry.leaves.map(({ index, sha256, salt }) => {
-        const doc = byDigest.get(sha256)!;
-        return { index, name: doc.name, sha256, size: doc.size, salt };
-      }),
-    };
-    // Outside the manifest's try: a damaged file of the store stops the run (exit 2), as in Trees.load.
-    trees.push(new LoadedTree(ours, standingOf(deps.store, root, retired), undefined, true));
-    for (const leaf of entry.leaves) unplaced.delete(leaf.sha256);
+      said.kind === 'failed'
+        ? { ok: false, error: said.error }
+        : {
+            ok: true,
+            sent: true,
+            outcome: {
+              kind: 'already-registered',
+              hash: root,
+              entry: undefined,
+              service: { message: said.message, retiredSession: undefined },
+            },
+          },
+    );
   }
-  return new Trees(trees);
+  return adoptions;
+}
+
+/** A manifest's tree as this run adopts it: its root and salts; this run's description, names and sizes. */
+function adoptedEntry(
+  entry: TreeEntry,
+  byDigest: ReadonlyMap<string, AggregateDocument>,
+  description: string | undefined,
+): TreeEntry {
+  return {
+    root: entry.root,
+    treeSize: entry.treeSize,
+    description: description ?? rootDescription(entry.treeSize),
+    createdAt: entry.createdAt,
+    leaves: entry.leaves.map(({ index, sha256, salt }) => {
+      const doc = byDigest.get(sha256)!;
+      return { index, name: doc.name, sha256, size: doc.size, salt };
+    }),
+  };
 }
 
 /**
- * After the service answered 409 to the request for an adopted root (see
- * adoptManifests) and this store has no record of it: its tree is removed
- * from the store, which then holds nothing of that root, as before the run.
- * Kept, it would stay `planned` for good, and --force, which plants new
- * trees only in place of registered or confirmed ones, could never register
- * those documents again on this store. Best effort, under the store-wide
- * lock that placing documents takes, and never while a session is pending.
+ * Asks the service whether it has the root of `entry`, with a request step
+ * whose session is never kept: 409, it has it; any 2xx (a session, even one
+ * that cannot be read), it does not, and nothing more is sent for it.
  */
-async function forgetAdopted(deps: FlowDeps, root: string): Promise<void> {
-  const { store } = deps;
+async function askAbout(
+  deps: FlowDeps,
+  entry: TreeEntry,
+  input: AggregateInput,
+): Promise<{ kind: 'has'; message: string | undefined } | { kind: 'unknown' } | { kind: 'failed'; error: unknown }> {
   try {
-    await locked(deps, 'aggregate', async () => {
-      if (store.readPending(root) === undefined && store.readRecord(root) === undefined) await store.removeTree(root);
+    await deps.api.requestRegistration({
+      blockchainType: input.blockchain,
+      custody: false,
+      description: entry.description,
+      hash: entry.root,
+      signed: input.signed,
+      status: 'not_registered',
     });
-  } catch {
-    // Kept: a later run sends the root again and meets the same 409.
+    return { kind: 'unknown' };
+  } catch (error) {
+    if (isAlreadyRegistered(error)) return { kind: 'has', message: error.serviceMessage };
+    if (error instanceof InvalidAnswerError || error instanceof UnreadableAnswerError) return { kind: 'unknown' };
+    return { kind: 'failed', error };
   }
 }
 
@@ -271,9 +326,11 @@ export async function registerRoots(
   deps: FlowDeps,
   input: Omit<AggregateInput, 'documents' | 'description'>,
   placements: readonly Placement[],
+  asked: ReadonlyMap<string, RootResult> = new Map(),
 ): Promise<Map<string, RootResult>> {
-  const roots = new Map<string, RootResult>();
-  let failed = false;
+  // Roots adoptManifests asked about are done: never sent again.
+  const roots = new Map<string, RootResult>(asked);
+  let failed = [...asked.values()].some((result) => !result.ok);
   for (const { tree } of placements) {
     const root = tree.entry.root;
     if (roots.has(root)) continue;
@@ -309,9 +366,6 @@ export async function registerRoots(
         },
       );
       roots.set(root, { ok: true, outcome, sent });
-      if (tree.adopted && outcome.kind === 'already-registered' && outcome.entry === undefined) {
-        await forgetAdopted(deps, root);
-      }
     } catch (error) {
       failed = true;
       roots.set(root, { ok: false, error });
@@ -360,7 +414,7 @@ export class LoadedTree {
   readonly entry: TreeEntry;
   readonly state: TreeState;
   readonly record: LedgerEntry | undefined;
-  /** Taken from a manifest of an earlier run in --receipt-dir (adoptManifests), not from the store. */
+  /** Taken from a manifest of an earlier run in --receipt-dir whose root the service has (adoptManifests); never in the store. */
   readonly adopted: boolean;
   #merkle: MerkleTree | undefined;
 

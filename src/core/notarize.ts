@@ -78,7 +78,7 @@ export interface ServiceSaysRegistered {
 export const ANSWERED_409 = 'forfait answered 409';
 
 /** Whether `error` is the 409 that says the service already has the hash (see the module comment). */
-function isAlreadyRegistered(error: unknown): error is ServiceRefusedError {
+export function isAlreadyRegistered(error: unknown): error is ServiceRefusedError {
   return error instanceof ServiceRefusedError && error.status === 409;
 }
 

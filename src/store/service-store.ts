@@ -247,20 +247,24 @@ function leafDigestsOfWholeTree(text: string): string[] | undefined {
  * `root` with the leaves it was written with; undefined when it does not
  * exist. With `wanted`, a file written whole by notarize whose leaves'
  * digests `wanted` turns down is passed over unparsed (undefined): many
- * large trees are searched without building them all. Throws StoreError
- * naming the file when it cannot be read or is damaged.
+ * large trees are searched without building them all. With `anyOwner`, a
+ * file of another user is read too; with `exactOnly`, one that is not
+ * exactly as notarize writes it (which would have to be parsed to be
+ * looked at) is refused. Throws StoreError naming the file when it cannot
+ * be read or is damaged.
  */
 export function readTreeFile(
   file: string,
   root: string,
   wanted?: (digests: readonly string[]) => boolean,
-  { anyOwner = false } = {},
+  { anyOwner = false, exactOnly = false } = {},
 ): TreeEntry | undefined {
   const text = readOwnFile(file, { anyOwner });
   if (text === undefined) return undefined;
-  if (wanted) {
+  if (wanted || exactOnly) {
     const digests = leafDigestsOfWholeTree(text);
-    if (digests && !wanted(digests)) return undefined;
+    if (digests === undefined && exactOnly) throw corrupt(file, 'it is not exactly as notarize writes a tree');
+    if (digests && wanted && !wanted(digests)) return undefined;
   }
   const entry = parseStoreText(file, text, treeEntrySchema);
   if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
@@ -474,11 +478,6 @@ export class ServiceStore {
     await writeFileAtomic(file, jsonWithRows({ ...STORE_VERSION, ...entry }, 'leaves', LEAVES_DIGEST), {
       flushes: this.#flushes,
     });
-  }
-
-  /** Removes the tree of `root` (one already gone is not an error): see core/aggregate.ts, forgetAdopted. */
-  removeTree(root: string): Promise<void> {
-    return removeFileOffThread(this.treeFile(root));
   }
 
   /**

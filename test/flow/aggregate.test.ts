@@ -629,20 +629,79 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     ]);
   });
 
-  it("a planted manifest lends only its salts: the root goes with this run's description and names", async () => {
+  it('a root the service does not know is never registered: asked once, dropped, its documents in a new tree', async () => {
     const digest = await bed.write('t2/release.bin', 'a release artifact\n');
     const receipts = bed.path('t2-receipts');
     const root = plant(receipts, [digest], { description: 'Signed off by Mallory', createdAt: '2099-01-01T00:00:00Z' });
-    const run = await onStore(freshStore(), receipts, [bed.path('t2/release.bin')], ['-d', 'Release 2.0']);
+    const planted = readFileSync(join(receipts, `${root}.tree.json`), 'utf8');
+    const store = freshStore();
+    const run = await onStore(store, receipts, [bed.path('t2/release.bin')], ['-d', 'Release 2.0']);
     expect(run.run.code, describeRun(run.run)).toBe(0);
-    expect(run.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
+    expect(run.calls).toEqual(['login:200', 'request:200', 'request:200', 'forfait:200']);
     const [result] = parseResults(run.run.stdout);
-    expect(result!.proof!.root).toBe(root);
+    expect(result).toMatchObject({ status: 'registered', proof: { treeSize: 1 } });
+    expect(result!.proof!.root).not.toBe(root);
     expect(JSON.stringify(result!.record)).toContain('Release 2.0');
-    expect(JSON.stringify(result!.record)).not.toContain('Mallory');
-    const manifest = readFileSync(join(receipts, `${root}.tree.json`), 'utf8');
-    expect(manifest).toContain('"name":"release.bin"');
-    expect(manifest).not.toMatch(/Mallory|planted-/);
+    // Nothing of the planted root kept: no session, no tree; its manifest untouched.
+    const service = storePaths(store, bed.sandbox.url).service;
+    expect(existsSync(join(service, 'pending', `${root}.json`))).toBe(false);
+    expect(existsSync(join(service, 'trees', `${root}.json`))).toBe(false);
+    expect(readFileSync(join(receipts, `${root}.tree.json`), 'utf8')).toBe(planted);
+  });
+
+  it('a larger planted manifest beside the genuine one costs a request step, never a payment', async () => {
+    const docs = [];
+    for (const name of ['a', 'b']) {
+      await bed.write(`t5/${name}.txt`, `genuine ${name}\n`);
+      docs.push(bed.path(`t5/${name}.txt`));
+    }
+    const receipts = bed.path('t5-receipts');
+    const first = await onStore(freshStore(), receipts, docs);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const before = readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8');
+    const digests = parseResults(first.run.stdout).map((r) => r.hash!);
+    const long = 'x'.repeat(400);
+    const planted = plant(receipts, digests, { description: long, createdAt: '2099-01-01T00:00:00Z' });
+    const again = await onStore(freshStore(), receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['login:200', 'request:200', 'request:409']);
+    expect(bed.requestedHashes().slice(-2)).toEqual([planted, root]);
+    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof!.root])).toEqual([
+      ['already-registered', root],
+      ['already-registered', root],
+    ]);
+    expect(readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8')).toBe(before);
+  });
+
+  it('a manifest not exactly as notarize writes it is passed over with a warning, not parsed', async () => {
+    await bed.write('t6/a.txt', 'a pretty-printed manifest\n');
+    const receipts = bed.path('t6-receipts');
+    const first = await onStore(freshStore(), receipts, [bed.path('t6/a.txt')]);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const manifest = join(receipts, `${root}.tree.json`);
+    writeFileSync(manifest, JSON.stringify(JSON.parse(readFileSync(manifest, 'utf8')), null, 4));
+    const again = await onStore(freshStore(), receipts, [bed.path('t6/a.txt')]);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.run.stderr).toContain(`a tree manifest was passed over`);
+    expect(again.run.stderr).toContain(`${root}.tree.json`);
+    expect(again.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
+  });
+
+  it('once a root was asked about, a tree the disk refuses is exit 1, not 2: something was sent', async () => {
+    await bed.write('t7/kept.txt', 'under a manifest\n');
+    const receipts = bed.path('t7-receipts');
+    expect((await onStore(freshStore(), receipts, [bed.path('t7/kept.txt')])).run.code).toBe(0);
+    for (let i = 0; i < 60; i++) await bed.write(`t7/new-${i}.txt`, `document ${i} of a tree too large to save\n`);
+    const mark = bed.mark();
+    const run = await bed.run(['register', '--aggregate', '-r', bed.path('t7'), '--receipt-dir', receipts], {
+      shell: 'ulimit -f 8',
+      env: { NOTARIZE_CONFIG_DIR: freshStore() },
+    });
+    expect(
+      bed.callsSince(mark).map((c) => `${c.route}:${c.status}`),
+      describeRun(run),
+    ).toEqual(['login:200', 'request:409']);
+    expect(run.code, describeRun(run)).toBe(1);
   });
 
   it('a manifest with more leaves than the run has documents is not used', async () => {
