@@ -13031,6 +13031,7 @@ async function adoptManifests(deps, input) {
 	const byDigest = /* @__PURE__ */ new Map();
 	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
 	const known = await Trees.load(deps.store, { holding: new Set(byDigest.keys()) });
+	if (known.problems.length > 0) return adoptions;
 	const unplaced = new Set([...byDigest.keys()].filter((digest) => known.place(digest) === void 0));
 	const count = input.documents.length;
 	const useful = (digests) => digests.length <= count && digests.every((digest) => byDigest.has(digest)) && digests.some((d) => unplaced.has(d));

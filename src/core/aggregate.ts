@@ -225,6 +225,8 @@ export async function adoptManifests(deps: FlowDeps, input: AggregateInput): Pro
   for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
   // Those the store already places need no manifest (placeDocuments puts them there, and reports a damaged tree).
   const known = await Trees.load(deps.store, { holding: new Set(byDigest.keys()) });
+  // A tree of the store that cannot be read stops the run in placeDocuments, with nothing sent (exit 2).
+  if (known.problems.length > 0) return adoptions;
   const unplaced = new Set([...byDigest.keys()].filter((digest) => known.place(digest) === undefined));
   const count = input.documents.length;
   const useful = (digests: readonly string[]) =>

@@ -687,6 +687,17 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     expect(again.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
   });
 
+  it('a damaged tree in the store stops the run before any manifest is asked about: exit 2, nothing sent', async () => {
+    await bed.write('t8/a.txt', 'a store tree damaged later\n');
+    const store = freshStore();
+    const receipts = bed.path('t8-receipts');
+    const root = parseResults((await onStore(store, receipts, [bed.path('t8/a.txt')])).run.stdout)[0]!.proof!.root;
+    writeFileSync(join(storePaths(store, bed.sandbox.url).service, 'trees', `${root}.json`), '{');
+    const again = await onStore(store, receipts, [bed.path('t8/a.txt')]);
+    expect(again.run.code, describeRun(again.run)).toBe(2);
+    expect(again.calls).toEqual([]);
+  });
+
   it('once a root was asked about, a tree the disk refuses is exit 1, not 2: something was sent', async () => {
     await bed.write('t7/kept.txt', 'under a manifest\n');
     const receipts = bed.path('t7-receipts');
