@@ -8672,6 +8672,17 @@ function errorJson(error) {
 		...error.hint ? { hint: error.hint } : {}
 	};
 }
+/**
+* An error that stops a run after something was sent: exit 2 would say
+* nothing was, so a usage error becomes 1 (its message and hint kept).
+*/
+function sentAlready(error) {
+	if (!(error instanceof NotarizeError) || error.exitCode !== EXIT.usage) return error;
+	return new NotarizeError(error.code, EXIT.refused, error.message, {
+		...error.hint === void 0 ? {} : { hint: error.hint },
+		cause: error
+	});
+}
 var EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, AuthError, ServiceRefusedError, TransientError, HeldBackError, ProtocolError, UnreadableAnswerError, StoreError, InvalidAnswerError, NotNotarizedError, InputFileError;
 var init_errors = __esmMin((() => {
 	EXIT = {
@@ -12951,11 +12962,13 @@ function rootDescription(treeSize) {
 	return `Merkle root of ${treeSize} document${treeSize === 1 ? "" : "s"} (RFC 9162, SHA-256, salted leaves)`;
 }
 /**
-* Chooses each document's tree, planting (and saving) a new one for those
-* under none; sends nothing. Throws StoreError (exit 2) when a tree of the
-* store cannot be read, or one this run relies on does not make its root.
+* Chooses each document's tree: one of the store's, else the root of a
+* manifest the service says it has (adoptManifests: the only part that
+* sends anything), else a new tree planted (and saved) for all the rest.
+* Throws StoreError (exit 2, nothing sent) when a tree of the store cannot
+* be read, or one this run relies on does not make its root.
 */
-async function placeDocuments(deps, input, adopted = /* @__PURE__ */ new Map()) {
+async function placeDocuments(deps, input) {
 	const { store } = deps;
 	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
 	return locked(deps, "aggregate", async () => {
@@ -12967,7 +12980,8 @@ async function placeDocuments(deps, input, adopted = /* @__PURE__ */ new Map()) 
 		if (known.problems.length > 0) throw known.problems[0];
 		const placed = input.documents.map((doc) => known.place(doc.sha256));
 		for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
-		for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.get(doc.sha256);
+		const adopted = await adoptManifests(deps, input, new Set(input.documents.flatMap((doc, i) => placed[i] ? [] : [doc.sha256])));
+		for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
 		const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 			doc,
 			i
@@ -12977,18 +12991,24 @@ async function placeDocuments(deps, input, adopted = /* @__PURE__ */ new Map()) 
 			try {
 				await store.saveTree(tree.entry);
 			} catch (error) {
-				throw diskRefusedBeforeSending(error, store.dir) ?? error;
+				const refused = diskRefusedBeforeSending(error, store.dir) ?? error;
+				throw adopted.sent ? sentAlready(refused) : refused;
 			}
 			newcomers.forEach(({ i }, leafIndex) => placed[i] = {
 				tree,
 				leafIndex
 			});
 		}
-		return placed;
+		return {
+			placements: placed,
+			asked: adopted.roots,
+			sent: adopted.sent
+		};
 	});
 }
 /**
-* Places documents under no tree of the store under the roots of earlier
+* Places the `unplaced` documents (under no tree of the store; removed from
+* the set once placed) under the roots of earlier
 * runs' manifests in --receipt-dir (`<root>.tree.json`) that the service
 * says it already has. A CI re-run over the same documents on an empty store
 * then pays nothing: where a new tree would be a second paid registration,
@@ -13013,14 +13033,14 @@ async function placeDocuments(deps, input, adopted = /* @__PURE__ */ new Map()) 
 * and `onManifestIgnored` told. A root whose request step fails otherwise
 * (a network failure, a 5xx) fails its documents as any root would.
 */
-async function adoptManifests(deps, input) {
+async function adoptManifests(deps, input, unplaced) {
 	const adoptions = {
 		placements: /* @__PURE__ */ new Map(),
 		roots: /* @__PURE__ */ new Map(),
 		sent: false
 	};
 	const dir = input.manifestDir;
-	if (dir === void 0 || input.force) return adoptions;
+	if (dir === void 0 || input.force || unplaced.size === 0) return adoptions;
 	let names;
 	try {
 		names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
@@ -13030,9 +13050,6 @@ async function adoptManifests(deps, input) {
 	if (names.length === 0) return adoptions;
 	const byDigest = /* @__PURE__ */ new Map();
 	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-	const known = await Trees.load(deps.store, { holding: new Set(byDigest.keys()) });
-	if (known.problems.length > 0) return adoptions;
-	const unplaced = new Set([...byDigest.keys()].filter((digest) => known.place(digest) === void 0));
 	const count = input.documents.length;
 	const useful = (digests) => digests.length <= count && digests.every((digest) => byDigest.has(digest)) && digests.some((d) => unplaced.has(d));
 	const candidates = await Promise.all(names.map(async (name) => ({
@@ -15843,17 +15860,6 @@ function checkAggregate(options) {
 	if (options.custody) throw refuse("--custody", "the registered root is no file whose metadata could be sent");
 	if (options.paths.includes("-")) throw refuse("'-'", "each leaf is a file, kept by its name");
 }
-/**
-* An error that stops a run after something was sent (a manifest's root
-* asked about): exit 2 would say nothing was, so a usage error becomes 1.
-*/
-function sentAlready(error) {
-	if (!(error instanceof NotarizeError) || error.exitCode !== EXIT.usage) return error;
-	return new NotarizeError(error.code, EXIT.refused, error.message, {
-		...error.hint === void 0 ? {} : { hint: error.hint },
-		cause: error
-	});
-}
 /** Whether the service has the root: its record is in the ledger, or the service said so (a 409). */
 function isRegistered(result) {
 	return result?.ok === true && result.outcome.kind !== "pending";
@@ -15913,18 +15919,17 @@ var init_register_aggregate = __esmMin((() => {
 					...this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {},
 					onManifestIgnored: (error) => io.warn(`a tree manifest was passed over: ${error.message}`)
 				};
-				const adoptions = await adoptManifests(deps, input);
-				let placements;
+				const placed = await placeDocuments(deps, input);
+				const { placements } = placed;
 				try {
-					placements = await placeDocuments(deps, input, adoptions.placements);
 					await this.#checkManifests(placements);
 				} catch (error) {
-					throw adoptions.sent ? sentAlready(error) : error;
+					throw placed.sent ? sentAlready(error) : error;
 				}
 				io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
-				const roots = await registerRoots(deps, input, placements, adoptions.roots);
+				const roots = await registerRoots(deps, input, placements, placed.asked);
 				io.clearProgress();
-				sent = adoptions.sent || [...roots.values()].some((r) => !r.ok || r.sent);
+				sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
 				manifestFailure = await this.#manifests(placements, roots);
 				await runAll(hashed.map((doc, i) => ({
 					doc,

@@ -216,3 +216,15 @@ export class InputFileError extends UsageError {
     this.reason = reason;
   }
 }
+
+/**
+ * An error that stops a run after something was sent: exit 2 would say
+ * nothing was, so a usage error becomes 1 (its message and hint kept).
+ */
+export function sentAlready(error: unknown): unknown {
+  if (!(error instanceof NotarizeError) || error.exitCode !== EXIT.usage) return error;
+  return new NotarizeError(error.code, EXIT.refused, error.message, {
+    ...(error.hint === undefined ? {} : { hint: error.hint }),
+    cause: error,
+  });
+}

@@ -7,7 +7,6 @@ import { lstat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import {
-  adoptManifests,
   placeDocuments,
   registerRoots,
   treeManifestText,
@@ -19,7 +18,7 @@ import { asNotarizeError, FailureTally, runAll, settledError } from '../core/bat
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import { errorJson, EXIT, NotarizeError, UsageError, type StoreError } from '../errors.js';
+import { errorJson, EXIT, NotarizeError, sentAlready, UsageError, type StoreError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { embed, failedResult, itemResult, proofOf, type ItemResult, type ItemResults } from '../output/results.js';
 import { writeFileAtomic } from '../store/files.js';
@@ -97,18 +96,17 @@ export class Aggregator {
         ...(this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {}),
         onManifestIgnored: (error: StoreError) => io.warn(`a tree manifest was passed over: ${error.message}`),
       };
-      const adoptions = await adoptManifests(deps, input);
-      let placements: Placement[];
+      const placed = await placeDocuments(deps, input);
+      const { placements } = placed;
       try {
-        placements = await placeDocuments(deps, input, adoptions.placements);
         await this.#checkManifests(placements);
       } catch (error) {
-        throw adoptions.sent ? sentAlready(error) : error;
+        throw placed.sent ? sentAlready(error) : error;
       }
       io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? '' : 's'}`);
-      const roots = await registerRoots(deps, input, placements, adoptions.roots);
+      const roots = await registerRoots(deps, input, placements, placed.asked);
       io.clearProgress();
-      sent = adoptions.sent || [...roots.values()].some((r) => !r.ok || r.sent);
+      sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
       manifestFailure = await this.#manifests(placements, roots);
       await runAll(
         hashed.map((doc, i) => ({ doc, placement: placements[i]! })),
@@ -316,18 +314,6 @@ export class Aggregator {
       return { receiptError: asNotarizeError(error) };
     }
   }
-}
-
-/**
- * An error that stops a run after something was sent (a manifest's root
- * asked about): exit 2 would say nothing was, so a usage error becomes 1.
- */
-function sentAlready(error: unknown): unknown {
-  if (!(error instanceof NotarizeError) || error.exitCode !== EXIT.usage) return error;
-  return new NotarizeError(error.code, EXIT.refused, error.message, {
-    ...(error.hint === undefined ? {} : { hint: error.hint }),
-    cause: error,
-  });
 }
 
 /** Whether the service has the root: its record is in the ledger, or the service said so (a 409). */

@@ -27,7 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { InvalidAnswerError, StoreError, UnreadableAnswerError } from '../errors.js';
+import { InvalidAnswerError, sentAlready, StoreError, UnreadableAnswerError } from '../errors.js';
 import {
   jsonWithRows,
   LEAVES_DIGEST,
@@ -102,6 +102,11 @@ export type RootResult =
   /** Not attempted: an earlier root of the run failed, with --fail-fast. */
   | { ok: false; cancelled: true };
 
+/** The default description of an aggregate root: what it is, for anyone reading the record. */
+export function rootDescription(treeSize: number): string {
+  return `Merkle root of ${treeSize} document${treeSize === 1 ? '' : 's'} (RFC 9162, SHA-256, salted leaves)`;
+}
+
 export interface AggregateResult {
   /** Each document's place, by the index of the document in the input. */
   placements: Placement[];
@@ -109,28 +114,30 @@ export interface AggregateResult {
   roots: Map<string, RootResult>;
 }
 
-/** The default description of an aggregate root: what it is, for anyone reading the record. */
-export function rootDescription(treeSize: number): string {
-  return `Merkle root of ${treeSize} document${treeSize === 1 ? '' : 's'} (RFC 9162, SHA-256, salted leaves)`;
-}
-
 /** Registers `input.documents` under Merkle roots (see the module comment): `placeDocuments`, then `registerRoots`. */
 export async function registerAggregate(deps: FlowDeps, input: AggregateInput): Promise<AggregateResult> {
-  const adoptions = await adoptManifests(deps, input);
-  const placements = await placeDocuments(deps, input, adoptions.placements);
-  return { placements, roots: await registerRoots(deps, input, placements, adoptions.roots) };
+  const { placements, asked } = await placeDocuments(deps, input);
+  return { placements, roots: await registerRoots(deps, input, placements, asked) };
+}
+
+/** Where the documents of a run go (placeDocuments), and what was sent to find out. */
+export interface Placed {
+  /** Each document's place, by the index of the document in the input. */
+  placements: Placement[];
+  /** The roots of manifests asked about (adoptManifests), and what the service said. */
+  asked: Map<string, RootResult>;
+  /** Whether anything was sent: from then on, exit 2 would lie. */
+  sent: boolean;
 }
 
 /**
- * Chooses each document's tree, planting (and saving) a new one for those
- * under none; sends nothing. Throws StoreError (exit 2) when a tree of the
- * store cannot be read, or one this run relies on does not make its root.
+ * Chooses each document's tree: one of the store's, else the root of a
+ * manifest the service says it has (adoptManifests: the only part that
+ * sends anything), else a new tree planted (and saved) for all the rest.
+ * Throws StoreError (exit 2, nothing sent) when a tree of the store cannot
+ * be read, or one this run relies on does not make its root.
  */
-export async function placeDocuments(
-  deps: FlowDeps,
-  input: AggregateInput,
-  adopted: ReadonlyMap<string, Placement> = new Map(),
-): Promise<Placement[]> {
+export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Promise<Placed> {
   const { store } = deps;
   if (input.documents.length === 0) throw new RangeError('an aggregate needs at least one document');
   return locked(deps, 'aggregate', async () => {
@@ -145,8 +152,11 @@ export async function placeDocuments(
     // A root is sent, and a proof given, only from a tree whose leaves make that root.
     for (const tree of new Set(placed.flatMap((p) => (p ? [p.tree] : []))))
       tree.merkle(store.treeFile(tree.entry.root));
-    // Under a root the service confirmed this run (adoptManifests): never saved, never sent again.
-    for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.get(doc.sha256);
+    // Asked about under this lock: another run on this store places its documents after this one's.
+    const unplaced = new Set(input.documents.flatMap((doc, i) => (placed[i] ? [] : [doc.sha256])));
+    const adopted = await adoptManifests(deps, input, unplaced);
+    // Under a root the service confirmed (adoptManifests): never saved, never sent again.
+    for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
     const newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
     if (newcomers.length > 0) {
       const tree = plantTree(
@@ -156,15 +166,17 @@ export async function placeDocuments(
       );
       // On disk before the root is sent: a run killed after the request step
       // finds its pending session, and the documents find their tree. A disk
-      // that refuses it (full, a file size limit) is exit 2: nothing was sent.
+      // that refuses it (full, a file size limit) is exit 2: nothing was sent
+      // (1 once a manifest's root was asked about).
       try {
         await store.saveTree(tree.entry);
       } catch (error) {
-        throw diskRefusedBeforeSending(error, store.dir) ?? error;
+        const refused = diskRefusedBeforeSending(error, store.dir) ?? error;
+        throw adopted.sent ? sentAlready(refused) : refused;
       }
       newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
     }
-    return placed as Placement[];
+    return { placements: placed as Placement[], asked: adopted.roots, sent: adopted.sent };
   });
 }
 
@@ -175,7 +187,7 @@ const MANIFEST_BYTES_PER_LEAF = 2048;
 const MAX_ADOPTED_ROOTS = 16;
 
 /** Documents placed under the roots of manifests the service confirmed it has; see adoptManifests. */
-export interface Adoptions {
+interface Adoptions {
   /** Each such document's place, by digest. */
   placements: Map<string, Placement>;
   /** What asking about each root gave: already registered, or the error that stopped it. */
@@ -185,7 +197,8 @@ export interface Adoptions {
 }
 
 /**
- * Places documents under no tree of the store under the roots of earlier
+ * Places the `unplaced` documents (under no tree of the store; removed from
+ * the set once placed) under the roots of earlier
  * runs' manifests in --receipt-dir (`<root>.tree.json`) that the service
  * says it already has. A CI re-run over the same documents on an empty store
  * then pays nothing: where a new tree would be a second paid registration,
@@ -210,10 +223,10 @@ export interface Adoptions {
  * and `onManifestIgnored` told. A root whose request step fails otherwise
  * (a network failure, a 5xx) fails its documents as any root would.
  */
-export async function adoptManifests(deps: FlowDeps, input: AggregateInput): Promise<Adoptions> {
+async function adoptManifests(deps: FlowDeps, input: AggregateInput, unplaced: Set<string>): Promise<Adoptions> {
   const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
   const dir = input.manifestDir;
-  if (dir === undefined || input.force) return adoptions;
+  if (dir === undefined || input.force || unplaced.size === 0) return adoptions;
   let names: string[];
   try {
     names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
@@ -223,11 +236,6 @@ export async function adoptManifests(deps: FlowDeps, input: AggregateInput): Pro
   if (names.length === 0) return adoptions;
   const byDigest = new Map<string, AggregateDocument>();
   for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-  // Those the store already places need no manifest (placeDocuments puts them there, and reports a damaged tree).
-  const known = await Trees.load(deps.store, { holding: new Set(byDigest.keys()) });
-  // A tree of the store that cannot be read stops the run in placeDocuments, with nothing sent (exit 2).
-  if (known.problems.length > 0) return adoptions;
-  const unplaced = new Set([...byDigest.keys()].filter((digest) => known.place(digest) === undefined));
   const count = input.documents.length;
   const useful = (digests: readonly string[]) =>
     digests.length <= count && digests.every((digest) => byDigest.has(digest)) && digests.some((d) => unplaced.has(d));
