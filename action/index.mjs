@@ -9658,13 +9658,24 @@ function errnoCode(error) {
 * sent, or undefined when `error` is no disk refusal (the caller rethrows it).
 */
 function diskRefusedBeforeSending(error, dir) {
+	return diskRefused(error, dir);
+}
+/**
+* As diskRefusedBeforeSending, for a write whose run already sent something
+* that paid nothing (`sent` says what): exit 1, as exit 2 promises nothing
+* was sent.
+*/
+function diskRefused(error, dir, sent) {
 	const code = errnoCode(error);
 	if (code === void 0) return void 0;
-	return new UsageError(`${REFUSALS[code](dir)} (${code}); nothing was sent`, {
+	const details = {
 		code: "disk_refused",
 		hint: "free some space there (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again",
 		cause: error
-	});
+	};
+	const message = `${REFUSALS[code](dir)} (${code})`;
+	if (sent === void 0) return new UsageError(`${message}; nothing was sent`, details);
+	return new NotarizeError(details.code, EXIT.refused, `${message}; ${sent}`, details);
 }
 var REFUSALS;
 var init_disk = __esmMin((() => {
@@ -12991,8 +13002,8 @@ async function placeDocuments(deps, input) {
 			try {
 				await store.saveTree(tree.entry);
 			} catch (error) {
-				const refused = diskRefusedBeforeSending(error, store.dir) ?? error;
-				throw adopted.sent ? sentAlready(refused) : refused;
+				const sent = adopted.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
+				throw diskRefused(error, store.dir, sent) ?? (adopted.sent ? sentAlready(error) : error);
 			}
 			newcomers.forEach(({ i }, leafIndex) => placed[i] = {
 				tree,
@@ -13007,31 +13018,34 @@ async function placeDocuments(deps, input) {
 	});
 }
 /**
-* Places the `unplaced` documents (under no tree of the store; removed from
-* the set once placed) under the roots of earlier
-* runs' manifests in --receipt-dir (`<root>.tree.json`) that the service
-* says it already has. A CI re-run over the same documents on an empty store
-* then pays nothing: where a new tree would be a second paid registration,
-* the manifest's root is asked about with a request step, and its 409 (read
-* as "the service has it") is final.
+* Places the `unplaced` documents (under no tree of the store; each removed
+* from the set once placed) under the roots of earlier runs' manifests in
+* --receipt-dir (`<root>.tree.json`) that the service says it already has.
+* A CI re-run over the same documents on an empty store then pays nothing:
+* where a new tree would be a second paid registration, the manifest's root
+* is asked about with a request step, and its 409 (read as "the service has
+* it") is final.
 *
 * Only ever confirmed, never registered: a manifest could have been planted
 * by whoever wrote the folder (a CI checkout that earlier steps touched),
 * so a root the service does not know (any 2xx) is dropped on the spot, its
 * session neither saved nor completed, and its documents go into this run's
 * new tree. Nothing of an adopted tree is saved in the store either: a run
-* killed meanwhile leaves nothing behind. So a manifest can cost at most a
-* request step, never a payment, a description or a leaf name. Further:
-*   - every leaf must be a document of this run, and no more leaves than
-*     the run has documents (a manifest cannot make a run larger);
+* killed meanwhile leaves nothing behind. So manifests cost request steps,
+* never a description or a leaf name, and never make a run pay more than
+* it would without them (at worst, its one new tree). Further:
+*   - every leaf must be a document of this run, and the leaves at most
+*     MANIFEST_LEAVES_PER_DOCUMENT times the run's documents;
 *   - its leaves must make its root, and its text be exactly as notarize
 *     writes it (read without being parsed unless it is used: bounded memory);
-*   - the largest are asked about first, one only if it holds a document no
-*     confirmed root holds yet, and at most MAX_ADOPTED_ROOTS per run;
-*   - a document stays under the first confirmed root that holds it.
+*   - the newest are asked about first (then the largest), one only if it
+*     holds a document no root asked about holds yet, at most
+*     MAX_ASKED_ROOTS per run; a document stays under the first that holds it;
+*   - a root whose request step fails otherwise (a network failure, a 5xx)
+*     fails its documents as any root would; with --fail-fast, no other is
+*     asked about after it.
 * A manifest that cannot be read or does not make its root is passed over,
-* and `onManifestIgnored` told. A root whose request step fails otherwise
-* (a network failure, a 5xx) fails its documents as any root would.
+* and `onManifestIgnored` told.
 */
 async function adoptManifests(deps, input, unplaced) {
 	const adoptions = {
@@ -13050,28 +13064,33 @@ async function adoptManifests(deps, input, unplaced) {
 	if (names.length === 0) return adoptions;
 	const byDigest = /* @__PURE__ */ new Map();
 	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-	const count = input.documents.length;
-	const useful = (digests) => digests.length <= count && digests.every((digest) => byDigest.has(digest)) && digests.some((d) => unplaced.has(d));
-	const candidates = await Promise.all(names.map(async (name) => ({
-		name,
-		size: (await lstat(join(dir, name)).catch(() => void 0))?.size ?? 0
-	})));
-	candidates.sort((a, b) => b.size - a.size || (a.name < b.name ? -1 : 1));
+	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
+	const useful = (digests) => digests.length <= maxLeaves && digests.every((digest) => byDigest.has(digest)) && digests.some((digest) => unplaced.has(digest));
+	const candidates = await Promise.all(names.map(async (name) => {
+		const info = await lstat(join(dir, name)).catch(() => void 0);
+		return {
+			name,
+			size: info?.size ?? 0,
+			mtimeMs: info?.mtimeMs ?? 0
+		};
+	}));
+	candidates.sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.name < b.name ? -1 : 1));
 	let asked = 0;
 	for (const { name, size } of candidates) {
-		if (unplaced.size === 0 || asked === MAX_ADOPTED_ROOTS) break;
-		if (size > 4096 + MANIFEST_BYTES_PER_LEAF * count) continue;
+		if (unplaced.size === 0 || asked === MAX_ASKED_ROOTS) break;
+		if (size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) continue;
 		const root = name.slice(0, 64);
 		const file = join(dir, name);
-		let tree;
+		let entry;
+		let merkle;
 		try {
-			const entry = readTreeFile(file, root, useful, {
+			const read = readTreeFile(file, root, useful, {
 				anyOwner: true,
 				exactOnly: true
 			});
-			if (entry === void 0) continue;
-			tree = new LoadedTree(adoptedEntry(entry, byDigest, input.description), { state: "confirmed" }, void 0, true);
-			tree.merkle(file);
+			if (read === void 0) continue;
+			entry = adoptedEntry(read, byDigest, input.description);
+			merkle = new LoadedTree(entry, { state: "planned" }).merkle(file);
 		} catch (error) {
 			if (!(error instanceof StoreError)) throw error;
 			input.onManifestIgnored?.(error);
@@ -13079,27 +13098,34 @@ async function adoptManifests(deps, input, unplaced) {
 		}
 		asked++;
 		adoptions.sent = true;
-		const said = await askAbout(deps, tree.entry, input);
+		const said = await askAbout(deps, entry, input);
 		if (said.kind === "unknown") continue;
-		for (const [leafIndex, leaf] of tree.entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
+		const tree = new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true);
+		for (const [leafIndex, leaf] of entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
 			tree,
 			leafIndex
 		});
-		adoptions.roots.set(root, said.kind === "failed" ? {
-			ok: false,
-			error: said.error
-		} : {
+		if (said.kind === "failed") {
+			adoptions.roots.set(root, {
+				ok: false,
+				error: said.error
+			});
+			if (input.failFast) break;
+			continue;
+		}
+		const outcome = {
+			kind: "already-registered",
+			hash: root,
+			entry: void 0,
+			service: {
+				message: said.message,
+				retiredSession: void 0
+			}
+		};
+		adoptions.roots.set(root, {
 			ok: true,
 			sent: true,
-			outcome: {
-				kind: "already-registered",
-				hash: root,
-				entry: void 0,
-				service: {
-					message: said.message,
-					retiredSession: void 0
-				}
-			}
+			outcome
 		});
 	}
 	return adoptions;
@@ -13341,7 +13367,7 @@ function treeManifestText(entry) {
 		...entry
 	}, "leaves", LEAVES_DIGEST);
 }
-var MANIFEST_BYTES_PER_LEAF, MAX_ADOPTED_ROOTS, CONFIRMED_MESSAGE, LoadedTree, RANK, Trees;
+var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ASKED_ROOTS, CONFIRMED_MESSAGE, LoadedTree, RANK, Trees;
 var init_aggregate = __esmMin((() => {
 	init_errors();
 	init_service_store();
@@ -13350,13 +13376,14 @@ var init_aggregate = __esmMin((() => {
 	init_notarize();
 	init_receipt_format();
 	MANIFEST_BYTES_PER_LEAF = 2048;
-	MAX_ADOPTED_ROOTS = 16;
+	MANIFEST_LEAVES_PER_DOCUMENT = 4;
+	MAX_ASKED_ROOTS = 16;
 	CONFIRMED_MESSAGE = "the service answered 409 to an earlier completion of this root (its record was never received); nothing sent";
 	LoadedTree = class {
 		entry;
 		state;
 		record;
-		/** Taken from a manifest of an earlier run in --receipt-dir whose root the service has (adoptManifests); never in the store. */
+		/** Taken from a manifest of an earlier run in --receipt-dir whose root was asked about (adoptManifests); never in the store. */
 		adopted;
 		#merkle;
 		constructor(entry, { state, record }, merkle, adopted = false) {

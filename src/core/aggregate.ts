@@ -38,7 +38,7 @@ import {
   type TreeEntry,
   type TreeLeaf,
 } from '../store/service-store.js';
-import { diskRefusedBeforeSending } from '../store/disk.js';
+import { diskRefused } from '../store/disk.js';
 import { leafHash, MerkleTree } from './merkle.js';
 import {
   ANSWERED_409,
@@ -89,7 +89,7 @@ export interface AggregateInput {
  */
 export type TreeState = 'registered' | 'pending' | 'confirmed' | 'planned';
 
-/** A document's place: its tree, its leaf, and what became of the tree's root in this run. */
+/** A document's place: its tree and its leaf. */
 export interface Placement {
   tree: LoadedTree;
   leafIndex: number;
@@ -171,8 +171,8 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
       try {
         await store.saveTree(tree.entry);
       } catch (error) {
-        const refused = diskRefusedBeforeSending(error, store.dir) ?? error;
-        throw adopted.sent ? sentAlready(refused) : refused;
+        const sent = adopted.sent ? 'nothing was paid for: only the roots of manifests were asked about' : undefined;
+        throw diskRefused(error, store.dir, sent) ?? (adopted.sent ? sentAlready(error) : error);
       }
       newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
     }
@@ -183,45 +183,55 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
 /** Room for one leaf line of a manifest: a name of 255 bytes, each escaped, and the rest. */
 const MANIFEST_BYTES_PER_LEAF = 2048;
 
-/** At most this many manifests' roots are asked about per run: each costs a request step. */
-const MAX_ADOPTED_ROOTS = 16;
+/**
+ * A manifest may have this many times as many leaves as the run has
+ * documents, no more: a document named twice has two leaves, but a manifest
+ * must not make a run of one document build a tree of a million.
+ */
+const MANIFEST_LEAVES_PER_DOCUMENT = 4;
 
-/** Documents placed under the roots of manifests the service confirmed it has; see adoptManifests. */
+/** At most this many manifests' roots are asked about per run: each costs a request step. */
+const MAX_ASKED_ROOTS = 16;
+
+/** Documents placed under the roots of manifests asked about (adoptManifests). */
 interface Adoptions {
-  /** Each such document's place, by digest. */
+  /** Each such document's place, by digest: under a root the service has, or one whose ask failed. */
   placements: Map<string, Placement>;
-  /** What asking about each root gave: already registered, or the error that stopped it. */
+  /** What asking about each of those roots gave: already registered, or the error that stopped it. */
   roots: Map<string, RootResult>;
-  /** Whether anything was sent: from then on, exit 2 would lie. */
+  /** Whether a request was attempted: from then on, exit 2 would lie. */
   sent: boolean;
 }
 
 /**
- * Places the `unplaced` documents (under no tree of the store; removed from
- * the set once placed) under the roots of earlier
- * runs' manifests in --receipt-dir (`<root>.tree.json`) that the service
- * says it already has. A CI re-run over the same documents on an empty store
- * then pays nothing: where a new tree would be a second paid registration,
- * the manifest's root is asked about with a request step, and its 409 (read
- * as "the service has it") is final.
+ * Places the `unplaced` documents (under no tree of the store; each removed
+ * from the set once placed) under the roots of earlier runs' manifests in
+ * --receipt-dir (`<root>.tree.json`) that the service says it already has.
+ * A CI re-run over the same documents on an empty store then pays nothing:
+ * where a new tree would be a second paid registration, the manifest's root
+ * is asked about with a request step, and its 409 (read as "the service has
+ * it") is final.
  *
  * Only ever confirmed, never registered: a manifest could have been planted
  * by whoever wrote the folder (a CI checkout that earlier steps touched),
  * so a root the service does not know (any 2xx) is dropped on the spot, its
  * session neither saved nor completed, and its documents go into this run's
  * new tree. Nothing of an adopted tree is saved in the store either: a run
- * killed meanwhile leaves nothing behind. So a manifest can cost at most a
- * request step, never a payment, a description or a leaf name. Further:
- *   - every leaf must be a document of this run, and no more leaves than
- *     the run has documents (a manifest cannot make a run larger);
+ * killed meanwhile leaves nothing behind. So manifests cost request steps,
+ * never a description or a leaf name, and never make a run pay more than
+ * it would without them (at worst, its one new tree). Further:
+ *   - every leaf must be a document of this run, and the leaves at most
+ *     MANIFEST_LEAVES_PER_DOCUMENT times the run's documents;
  *   - its leaves must make its root, and its text be exactly as notarize
  *     writes it (read without being parsed unless it is used: bounded memory);
- *   - the largest are asked about first, one only if it holds a document no
- *     confirmed root holds yet, and at most MAX_ADOPTED_ROOTS per run;
- *   - a document stays under the first confirmed root that holds it.
+ *   - the newest are asked about first (then the largest), one only if it
+ *     holds a document no root asked about holds yet, at most
+ *     MAX_ASKED_ROOTS per run; a document stays under the first that holds it;
+ *   - a root whose request step fails otherwise (a network failure, a 5xx)
+ *     fails its documents as any root would; with --fail-fast, no other is
+ *     asked about after it.
  * A manifest that cannot be read or does not make its root is passed over,
- * and `onManifestIgnored` told. A root whose request step fails otherwise
- * (a network failure, a 5xx) fails its documents as any root would.
+ * and `onManifestIgnored` told.
  */
 async function adoptManifests(deps: FlowDeps, input: AggregateInput, unplaced: Set<string>): Promise<Adoptions> {
   const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
@@ -236,25 +246,31 @@ async function adoptManifests(deps: FlowDeps, input: AggregateInput, unplaced: S
   if (names.length === 0) return adoptions;
   const byDigest = new Map<string, AggregateDocument>();
   for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-  const count = input.documents.length;
+  const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
   const useful = (digests: readonly string[]) =>
-    digests.length <= count && digests.every((digest) => byDigest.has(digest)) && digests.some((d) => unplaced.has(d));
+    digests.length <= maxLeaves &&
+    digests.every((digest) => byDigest.has(digest)) &&
+    digests.some((digest) => unplaced.has(digest));
   const candidates = await Promise.all(
-    names.map(async (name) => ({ name, size: (await lstat(join(dir, name)).catch(() => undefined))?.size ?? 0 })),
+    names.map(async (name) => {
+      const info = await lstat(join(dir, name)).catch(() => undefined);
+      return { name, size: info?.size ?? 0, mtimeMs: info?.mtimeMs ?? 0 };
+    }),
   );
-  candidates.sort((a, b) => b.size - a.size || (a.name < b.name ? -1 : 1));
+  candidates.sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.name < b.name ? -1 : 1));
   let asked = 0;
   for (const { name, size } of candidates) {
-    if (unplaced.size === 0 || asked === MAX_ADOPTED_ROOTS) break;
-    if (size > 4096 + MANIFEST_BYTES_PER_LEAF * count) continue; // more leaves than this run has documents
+    if (unplaced.size === 0 || asked === MAX_ASKED_ROOTS) break;
+    if (size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) continue; // too many leaves for this run
     const root = name.slice(0, 64);
     const file = join(dir, name);
-    let tree: LoadedTree;
+    let entry: TreeEntry;
+    let merkle: MerkleTree;
     try {
-      const entry = readTreeFile(file, root, useful, { anyOwner: true, exactOnly: true });
-      if (entry === undefined) continue;
-      tree = new LoadedTree(adoptedEntry(entry, byDigest, input.description), { state: 'confirmed' }, undefined, true);
-      tree.merkle(file);
+      const read = readTreeFile(file, root, useful, { anyOwner: true, exactOnly: true });
+      if (read === undefined) continue;
+      entry = adoptedEntry(read, byDigest, input.description);
+      merkle = new LoadedTree(entry, { state: 'planned' }).merkle(file);
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
       input.onManifestIgnored?.(error);
@@ -262,26 +278,21 @@ async function adoptManifests(deps: FlowDeps, input: AggregateInput, unplaced: S
     }
     asked++;
     adoptions.sent = true;
-    const said = await askAbout(deps, tree.entry, input);
+    const said = await askAbout(deps, entry, input);
     if (said.kind === 'unknown') continue;
-    for (const [leafIndex, leaf] of tree.entry.leaves.entries()) {
+    // `confirmed`: the service has the root; `planned`: nothing is known of it (its ask failed).
+    const tree = new LoadedTree(entry, { state: said.kind === 'has' ? 'confirmed' : 'planned' }, merkle, true);
+    for (const [leafIndex, leaf] of entry.leaves.entries()) {
       if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, { tree, leafIndex });
     }
-    adoptions.roots.set(
-      root,
-      said.kind === 'failed'
-        ? { ok: false, error: said.error }
-        : {
-            ok: true,
-            sent: true,
-            outcome: {
-              kind: 'already-registered',
-              hash: root,
-              entry: undefined,
-              service: { message: said.message, retiredSession: undefined },
-            },
-          },
-    );
+    if (said.kind === 'failed') {
+      adoptions.roots.set(root, { ok: false, error: said.error });
+      if (input.failFast) break;
+      continue;
+    }
+    const service = { message: said.message, retiredSession: undefined };
+    const outcome = { kind: 'already-registered', hash: root, entry: undefined, service } as const;
+    adoptions.roots.set(root, { ok: true, sent: true, outcome });
   }
   return adoptions;
 }
@@ -424,7 +435,7 @@ export class LoadedTree {
   readonly entry: TreeEntry;
   readonly state: TreeState;
   readonly record: LedgerEntry | undefined;
-  /** Taken from a manifest of an earlier run in --receipt-dir whose root the service has (adoptManifests); never in the store. */
+  /** Taken from a manifest of an earlier run in --receipt-dir whose root was asked about (adoptManifests); never in the store. */
   readonly adopted: boolean;
   #merkle: MerkleTree | undefined;
 

@@ -8,7 +8,7 @@
  * answered is exit 1 with the answer quoted (core/notarize.ts, `notSaved`):
  * calling this there would wrongly say nothing was sent.
  */
-import { UsageError } from '../errors.js';
+import { EXIT, NotarizeError, UsageError } from '../errors.js';
 
 /** What each code says about the device, completed with "the device holding <dir>". */
 const REFUSALS: Record<string, (dir: string) => string> = {
@@ -34,15 +34,27 @@ export function isDiskRefusal(error: unknown): boolean {
 }
 
 /**
- * The UsageError for a disk refusal met under `dir` before anything was
+ * The UsageError (exit 2) for a disk refusal met under `dir` before anything was
  * sent, or undefined when `error` is no disk refusal (the caller rethrows it).
  */
-export function diskRefusedBeforeSending(error: unknown, dir: string): UsageError | undefined {
+export function diskRefusedBeforeSending(error: unknown, dir: string): NotarizeError | undefined {
+  return diskRefused(error, dir);
+}
+
+/**
+ * As diskRefusedBeforeSending, for a write whose run already sent something
+ * that paid nothing (`sent` says what): exit 1, as exit 2 promises nothing
+ * was sent.
+ */
+export function diskRefused(error: unknown, dir: string, sent?: string): NotarizeError | undefined {
   const code = errnoCode(error);
   if (code === undefined) return undefined;
-  return new UsageError(`${REFUSALS[code]!(dir)} (${code}); nothing was sent`, {
+  const details = {
     code: 'disk_refused',
     hint: 'free some space there (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again',
     cause: error,
-  });
+  };
+  const message = `${REFUSALS[code]!(dir)} (${code})`;
+  if (sent === undefined) return new UsageError(`${message}; nothing was sent`, details);
+  return new NotarizeError(details.code, EXIT.refused, `${message}; ${sent}`, details);
 }

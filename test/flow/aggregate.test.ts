@@ -713,6 +713,40 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
       describeRun(run),
     ).toEqual(['login:200', 'request:409']);
     expect(run.code, describeRun(run)).toBe(1);
+    expect(run.stderr).toContain('nothing was paid for: only the roots of manifests were asked about');
+    expect(run.stderr).not.toContain('nothing was sent');
+  });
+
+  it('a manifest of a run that named a document twice is used by a run that names it once', async () => {
+    await bed.write('t9/y.txt', 'named twice before\n');
+    await bed.write('t9/z.txt', 'named once\n');
+    const [y, z] = [bed.path('t9/y.txt'), bed.path('t9/z.txt')];
+    const receipts = bed.path('t9-receipts');
+    const first = await onStore(freshStore(), receipts, [y, y, z]);
+    expect(parseResults(first.run.stdout)[0]!.proof).toMatchObject({ treeSize: 3 });
+    const again = await onStore(freshStore(), receipts, [y, z]);
+    expect(again.calls).toEqual(['login:200', 'request:409']);
+    expect(parseResults(again.run.stdout).map((r) => r.status)).toEqual(['already-registered', 'already-registered']);
+  });
+
+  it('--fail-fast: once the ask about a root failed, no other root is asked about nor sent', async () => {
+    const receipts = bed.path('t10-receipts');
+    const docs = [];
+    for (const name of ['a', 'b']) {
+      await bed.write(`t10/${name}.txt`, `fail fast ${name}\n`);
+      docs.push(bed.path(`t10/${name}.txt`));
+      // One manifest per document, each registered by a run of its own.
+      expect((await onStore(freshStore(), receipts, [docs.at(-1)!])).run.code).toBe(0);
+    }
+    bed.sandbox.addFaults(parseFaults('request:status=400*1'));
+    const run = await onStore(freshStore(), receipts, docs, ['--fail-fast']);
+    expect(run.calls).toEqual(['login:200', 'request:400']);
+    expect(
+      parseResults(run.run.stdout)
+        .map((r) => r.status)
+        .sort(),
+    ).toEqual(['failed', 'skipped']);
+    expect(run.run.code).toBe(1);
   });
 
   it('a manifest with more leaves than the run has documents is not used', async () => {
