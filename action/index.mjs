@@ -9654,7 +9654,7 @@ function errnoCode(error) {
 	}
 }
 /**
-* The UsageError for a disk refusal met under `dir` before anything was
+* The UsageError (exit 2) for a disk refusal met under `dir` before anything was
 * sent, or undefined when `error` is no disk refusal (the caller rethrows it).
 */
 function diskRefusedBeforeSending(error, dir) {
