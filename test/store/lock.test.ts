@@ -288,7 +288,9 @@ describe('withLock', () => {
     try {
       const started = performance.now();
       expect(await rejection(withLock(file, 400, () => Promise.resolve()))).toBeInstanceOf(TransientError);
-      expect(performance.now() - started).toBeGreaterThanOrEqual(400);
+      // The deadline is kept in Date.now()'s whole milliseconds: measured here, up to 1 ms less
+      // (a Node 24 run of CI saw 399.97 ms).
+      expect(performance.now() - started).toBeGreaterThanOrEqual(398);
       // The wait polled: timers of this thread kept running (the old loop spun synchronously until the claim went stale).
       expect(ticks).toBeGreaterThanOrEqual(5);
     } finally {
