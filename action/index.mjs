@@ -12542,6 +12542,16 @@ function leafDigestsOfWholeTree(text) {
 	return digest.hex() === end[1] ? digests : void 0;
 }
 /**
+* The leaves' digests of the tree file `file` when it is exactly as notarize
+* writes it, read without parsing it; undefined when it does not exist or
+* is anything else. Throws StoreError as readTreeFile does when it cannot
+* be read (a link, not a regular file, or, without `anyOwner`, another's).
+*/
+function treeFileDigests(file, { anyOwner = false } = {}) {
+	const text = readOwnFile(file, { anyOwner });
+	return text === void 0 ? void 0 : leafDigestsOfWholeTree(text);
+}
+/**
 * Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
 * `<root>.tree.json`, which reads the same) and checks it is the tree of
 * `root` with the leaves it was written with; undefined when it does not
@@ -12964,7 +12974,10 @@ var init_service_store = __esmMin((() => {
 * Choosing trees and saving a new one happen under one store-wide lock
 * (`locks/aggregate.lock`), so two processes aggregating the same documents
 * agree on one tree, and the root's own lock then keeps them from
-* registering it twice.
+* registering it twice. On a store without their trees, the roots of the
+* manifests an earlier run left in --receipt-dir are asked about first,
+* outside that lock (adoptManifests): a 409 places documents under a root
+* the service already has, and nothing is paid for them.
 *
 * Returns data; never prints.
 */
@@ -12976,45 +12989,124 @@ function rootDescription(treeSize) {
 * Chooses each document's tree: one of the store's, else the root of a
 * manifest the service says it has (adoptManifests: the only part that
 * sends anything), else a new tree planted (and saved) for all the rest.
-* Throws StoreError (exit 2, nothing sent) when a tree of the store cannot
-* be read, or one this run relies on does not make its root.
+* The store's trees are read, and a new one saved, under the store-wide
+* `aggregate` lock; the manifests' roots are asked about outside it, so
+* another run on this store never waits for the service's answers: the
+* store is read again under the lock afterwards (another run may have
+* planted a tree for some of these documents meanwhile: they go there).
+* Throws StoreError when a tree of the store cannot be read, or one this
+* run relies on does not make its root: exit 2, nothing sent (1 once a
+* manifest's root was asked about).
 */
 async function placeDocuments(deps, input) {
-	const { store } = deps;
 	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
+	const first = await locked(deps, "aggregate", async () => {
+		const placed = await placeInStore(deps, input);
+		const unplaced = new Set(input.documents.flatMap((doc, i) => placed[i] ? [] : [doc.sha256]));
+		if (await anyManifestFor(input, unplaced)) return unplaced;
+		return plantTheRest(deps, input, placed, NO_ADOPTIONS);
+	});
+	if (!(first instanceof Set)) return first;
+	const adopted = await adoptManifests(deps, input, first);
 	return locked(deps, "aggregate", async () => {
-		const holding = new Set(input.documents.map((doc) => doc.sha256));
-		const known = await Trees.load(store, {
-			skipRegistered: input.force,
-			holding
-		});
-		if (known.problems.length > 0) throw known.problems[0];
-		const placed = input.documents.map((doc) => known.place(doc.sha256));
-		for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
-		const adopted = await adoptManifests(deps, input, new Set(input.documents.flatMap((doc, i) => placed[i] ? [] : [doc.sha256])));
-		for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
-		const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
-			doc,
-			i
-		}]);
-		if (newcomers.length > 0) {
-			const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
-			try {
-				await store.saveTree(tree.entry);
-			} catch (error) {
-				const sent = adopted.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
-				throw diskRefused(error, store.dir, sent) ?? (adopted.sent ? sentAlready(error) : error);
-			}
-			newcomers.forEach(({ i }, leafIndex) => placed[i] = {
-				tree,
-				leafIndex
-			});
+		try {
+			return await plantTheRest(deps, input, await placeInStore(deps, input), adopted);
+		} catch (error) {
+			throw adopted.sent ? sentAlready(error) : error;
 		}
-		return {
-			placements: placed,
-			asked: adopted.roots,
-			sent: adopted.sent
-		};
+	});
+}
+/** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
+async function placeInStore(deps, input) {
+	const { store } = deps;
+	const holding = new Set(input.documents.map((doc) => doc.sha256));
+	const known = await Trees.load(store, {
+		skipRegistered: input.force,
+		holding
+	});
+	if (known.problems.length > 0) throw known.problems[0];
+	const placed = input.documents.map((doc) => known.place(doc.sha256));
+	for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
+	return placed;
+}
+/**
+* The documents neither the store nor a manifest places go into one new
+* tree, saved before its root is sent: a run killed after the request step
+* finds its pending session, and the documents find their tree. With
+* --fail-fast, after a manifest's root could not be asked about, it is
+* neither saved nor sent: its documents are skipped (a tree saved for them
+* would be registered by the next run, whatever the manifests hold).
+*/
+async function plantTheRest(deps, input, placed, adopted) {
+	const { store } = deps;
+	const asked = new Map(adopted.roots);
+	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
+	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
+		doc,
+		i
+	}]);
+	if (newcomers.length > 0) {
+		const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
+		if (input.failFast === true && [...adopted.roots.values()].some((root) => !root.ok)) asked.set(tree.entry.root, {
+			ok: false,
+			cancelled: true
+		});
+		else try {
+			await store.saveTree(tree.entry);
+		} catch (error) {
+			const sent = adopted.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
+			throw diskRefused(error, store.dir, sent) ?? error;
+		}
+		newcomers.forEach(({ i }, leafIndex) => placed[i] = {
+			tree,
+			leafIndex
+		});
+	}
+	return {
+		placements: placed,
+		asked,
+		sent: adopted.sent
+	};
+}
+/**
+* The manifests of --receipt-dir that adoptManifests may ask about, in the
+* order it would (newest first, then the largest), with the test a
+* manifest's leaf digests must pass (see adoptManifests); none with --force.
+*/
+async function manifestCandidates(input, unplaced) {
+	const dir = input.manifestDir;
+	const byDigest = /* @__PURE__ */ new Map();
+	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
+	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
+	const useful = (digests) => digests.length <= maxLeaves && digests.every((digest) => byDigest.has(digest)) && digests.some((digest) => unplaced.has(digest));
+	let names = [];
+	if (dir !== void 0 && !input.force && unplaced.size > 0) try {
+		names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
+	} catch {}
+	return {
+		candidates: (await Promise.all(names.map(async (name) => {
+			const info = await lstat(join(dir, name)).catch(() => void 0);
+			return {
+				root: name.slice(0, 64),
+				file: join(dir, name),
+				size: info?.size ?? 0,
+				mtimeMs: info?.mtimeMs ?? 0
+			};
+		}))).filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves).sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1)),
+		useful,
+		byDigest
+	};
+}
+/** Whether a manifest in --receipt-dir may place one of the `unplaced` documents (read, not parsed; nothing sent). */
+async function anyManifestFor(input, unplaced) {
+	const { candidates, useful } = await manifestCandidates(input, unplaced);
+	return candidates.some(({ file }) => {
+		try {
+			const digests = treeFileDigests(file, { anyOwner: true });
+			return digests === void 0 || useful(digests);
+		} catch {
+			return true;
+		}
 	});
 }
 /**
@@ -13053,34 +13145,10 @@ async function adoptManifests(deps, input, unplaced) {
 		roots: /* @__PURE__ */ new Map(),
 		sent: false
 	};
-	const dir = input.manifestDir;
-	if (dir === void 0 || input.force || unplaced.size === 0) return adoptions;
-	let names;
-	try {
-		names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
-	} catch {
-		return adoptions;
-	}
-	if (names.length === 0) return adoptions;
-	const byDigest = /* @__PURE__ */ new Map();
-	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
-	const useful = (digests) => digests.length <= maxLeaves && digests.every((digest) => byDigest.has(digest)) && digests.some((digest) => unplaced.has(digest));
-	const candidates = await Promise.all(names.map(async (name) => {
-		const info = await lstat(join(dir, name)).catch(() => void 0);
-		return {
-			name,
-			size: info?.size ?? 0,
-			mtimeMs: info?.mtimeMs ?? 0
-		};
-	}));
-	candidates.sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.name < b.name ? -1 : 1));
+	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
 	let asked = 0;
-	for (const { name, size } of candidates) {
+	for (const { root, file } of candidates) {
 		if (unplaced.size === 0 || asked === MAX_ASKED_ROOTS) break;
-		if (size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) continue;
-		const root = name.slice(0, 64);
-		const file = join(dir, name);
 		let entry;
 		let merkle;
 		try {
@@ -13367,7 +13435,7 @@ function treeManifestText(entry) {
 		...entry
 	}, "leaves", LEAVES_DIGEST);
 }
-var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ASKED_ROOTS, CONFIRMED_MESSAGE, LoadedTree, RANK, Trees;
+var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ASKED_ROOTS, NO_ADOPTIONS, CONFIRMED_MESSAGE, LoadedTree, RANK, Trees;
 var init_aggregate = __esmMin((() => {
 	init_errors();
 	init_service_store();
@@ -13378,6 +13446,11 @@ var init_aggregate = __esmMin((() => {
 	MANIFEST_BYTES_PER_LEAF = 2048;
 	MANIFEST_LEAVES_PER_DOCUMENT = 4;
 	MAX_ASKED_ROOTS = 16;
+	NO_ADOPTIONS = {
+		placements: /* @__PURE__ */ new Map(),
+		roots: /* @__PURE__ */ new Map(),
+		sent: false
+	};
 	CONFIRMED_MESSAGE = "the service answered 409 to an earlier completion of this root (its record was never received); nothing sent";
 	LoadedTree = class {
 		entry;

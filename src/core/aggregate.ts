@@ -19,7 +19,10 @@
  * Choosing trees and saving a new one happen under one store-wide lock
  * (`locks/aggregate.lock`), so two processes aggregating the same documents
  * agree on one tree, and the root's own lock then keeps them from
- * registering it twice.
+ * registering it twice. On a store without their trees, the roots of the
+ * manifests an earlier run left in --receipt-dir are asked about first,
+ * outside that lock (adoptManifests): a 409 places documents under a root
+ * the service already has, and nothing is paid for them.
  *
  * Returns data; never prints.
  */
@@ -33,6 +36,7 @@ import {
   LEAVES_DIGEST,
   readTreeFile,
   TREE_MANIFEST,
+  treeFileDigests,
   type LedgerEntry,
   type ServiceStore,
   type TreeEntry,
@@ -134,50 +138,91 @@ export interface Placed {
  * Chooses each document's tree: one of the store's, else the root of a
  * manifest the service says it has (adoptManifests: the only part that
  * sends anything), else a new tree planted (and saved) for all the rest.
- * Throws StoreError (exit 2, nothing sent) when a tree of the store cannot
- * be read, or one this run relies on does not make its root.
+ * The store's trees are read, and a new one saved, under the store-wide
+ * `aggregate` lock; the manifests' roots are asked about outside it, so
+ * another run on this store never waits for the service's answers: the
+ * store is read again under the lock afterwards (another run may have
+ * planted a tree for some of these documents meanwhile: they go there).
+ * Throws StoreError when a tree of the store cannot be read, or one this
+ * run relies on does not make its root: exit 2, nothing sent (1 once a
+ * manifest's root was asked about).
  */
 export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Promise<Placed> {
-  const { store } = deps;
   if (input.documents.length === 0) throw new RangeError('an aggregate needs at least one document');
-  return locked(deps, 'aggregate', async () => {
-    // --force registers again what a registered root holds, but never
-    // replaces a pending or planned root: its session may be paid for.
-    const holding = new Set(input.documents.map((doc) => doc.sha256));
-    const known = await Trees.load(store, { skipRegistered: input.force, holding });
-    // A tree that cannot be read may hold these documents: going on could
-    // register them a second time. Nothing has been sent: stop here (exit 2).
-    if (known.problems.length > 0) throw known.problems[0]!;
-    const placed: (Placement | undefined)[] = input.documents.map((doc) => known.place(doc.sha256));
-    // A root is sent, and a proof given, only from a tree whose leaves make that root.
-    for (const tree of new Set(placed.flatMap((p) => (p ? [p.tree] : []))))
-      tree.merkle(store.treeFile(tree.entry.root));
-    // Asked about under this lock: another run on this store places its documents after this one's.
+  const first = await locked(deps, 'aggregate', async (): Promise<Placed | Set<string>> => {
+    const placed = await placeInStore(deps, input);
     const unplaced = new Set(input.documents.flatMap((doc, i) => (placed[i] ? [] : [doc.sha256])));
-    const adopted = await adoptManifests(deps, input, unplaced);
-    // Under a root the service confirmed (adoptManifests): never saved, never sent again.
-    for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
-    const newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
-    if (newcomers.length > 0) {
-      const tree = plantTree(
-        newcomers.map(({ doc }) => doc),
-        input.description,
-        deps.now?.() ?? new Date(),
-      );
-      // On disk before the root is sent: a run killed after the request step
-      // finds its pending session, and the documents find their tree. A disk
-      // that refuses it (full, a file size limit) is exit 2: nothing was sent
-      // (1 once a manifest's root was asked about).
+    // A manifest to ask about: asked outside the lock, placed again under it (below).
+    if (await anyManifestFor(input, unplaced)) return unplaced;
+    return plantTheRest(deps, input, placed, NO_ADOPTIONS);
+  });
+  if (!(first instanceof Set)) return first;
+  const adopted = await adoptManifests(deps, input, first);
+  return locked(deps, 'aggregate', async () => {
+    try {
+      return await plantTheRest(deps, input, await placeInStore(deps, input), adopted);
+    } catch (error) {
+      throw adopted.sent ? sentAlready(error) : error;
+    }
+  });
+}
+
+/** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
+async function placeInStore(deps: FlowDeps, input: AggregateInput): Promise<(Placement | undefined)[]> {
+  const { store } = deps;
+  // --force registers again what a registered root holds, but never
+  // replaces a pending or planned root: its session may be paid for.
+  const holding = new Set(input.documents.map((doc) => doc.sha256));
+  const known = await Trees.load(store, { skipRegistered: input.force, holding });
+  // A tree that cannot be read may hold these documents: going on could
+  // register them a second time. Stop here (exit 2: nothing was sent).
+  if (known.problems.length > 0) throw known.problems[0]!;
+  const placed = input.documents.map((doc) => known.place(doc.sha256));
+  // A root is sent, and a proof given, only from a tree whose leaves make that root.
+  for (const tree of new Set(placed.flatMap((p) => (p ? [p.tree] : [])))) tree.merkle(store.treeFile(tree.entry.root));
+  return placed;
+}
+
+/**
+ * The documents neither the store nor a manifest places go into one new
+ * tree, saved before its root is sent: a run killed after the request step
+ * finds its pending session, and the documents find their tree. With
+ * --fail-fast, after a manifest's root could not be asked about, it is
+ * neither saved nor sent: its documents are skipped (a tree saved for them
+ * would be registered by the next run, whatever the manifests hold).
+ */
+async function plantTheRest(
+  deps: FlowDeps,
+  input: AggregateInput,
+  placed: (Placement | undefined)[],
+  adopted: Adoptions,
+): Promise<Placed> {
+  const { store } = deps;
+  const asked = new Map(adopted.roots);
+  // Under a root asked about (adoptManifests): never saved, never sent again.
+  for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
+  const newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
+  if (newcomers.length > 0) {
+    const tree = plantTree(
+      newcomers.map(({ doc }) => doc),
+      input.description,
+      deps.now?.() ?? new Date(),
+    );
+    const stopped = input.failFast === true && [...adopted.roots.values()].some((root) => !root.ok);
+    if (stopped) {
+      asked.set(tree.entry.root, { ok: false, cancelled: true });
+    } else {
       try {
         await store.saveTree(tree.entry);
       } catch (error) {
+        // Full, a file size limit: the user's to fix, and nothing was paid for.
         const sent = adopted.sent ? 'nothing was paid for: only the roots of manifests were asked about' : undefined;
-        throw diskRefused(error, store.dir, sent) ?? (adopted.sent ? sentAlready(error) : error);
+        throw diskRefused(error, store.dir, sent) ?? error;
       }
-      newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
     }
-    return { placements: placed as Placement[], asked: adopted.roots, sent: adopted.sent };
-  });
+    newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
+  }
+  return { placements: placed as Placement[], asked, sent: adopted.sent };
 }
 
 /** Room for one leaf line of a manifest: a name of 255 bytes, each escaped, and the rest. */
@@ -201,6 +246,56 @@ interface Adoptions {
   roots: Map<string, RootResult>;
   /** Whether a request was attempted: from then on, exit 2 would lie. */
   sent: boolean;
+}
+
+const NO_ADOPTIONS: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
+
+/**
+ * The manifests of --receipt-dir that adoptManifests may ask about, in the
+ * order it would (newest first, then the largest), with the test a
+ * manifest's leaf digests must pass (see adoptManifests); none with --force.
+ */
+async function manifestCandidates(input: AggregateInput, unplaced: ReadonlySet<string>) {
+  const dir = input.manifestDir;
+  const byDigest = new Map<string, AggregateDocument>();
+  for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
+  const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
+  const useful = (digests: readonly string[]) =>
+    digests.length <= maxLeaves &&
+    digests.every((digest) => byDigest.has(digest)) &&
+    digests.some((digest) => unplaced.has(digest));
+  let names: string[] = [];
+  if (dir !== undefined && !input.force && unplaced.size > 0) {
+    try {
+      names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
+    } catch {
+      // No folder (yet): no manifests.
+    }
+  }
+  const found = await Promise.all(
+    names.map(async (name) => {
+      const info = await lstat(join(dir!, name)).catch(() => undefined);
+      return { root: name.slice(0, 64), file: join(dir!, name), size: info?.size ?? 0, mtimeMs: info?.mtimeMs ?? 0 };
+    }),
+  );
+  const candidates = found
+    .filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) // else too many leaves for this run
+    .sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1));
+  return { candidates, useful, byDigest };
+}
+
+/** Whether a manifest in --receipt-dir may place one of the `unplaced` documents (read, not parsed; nothing sent). */
+async function anyManifestFor(input: AggregateInput, unplaced: ReadonlySet<string>): Promise<boolean> {
+  const { candidates, useful } = await manifestCandidates(input, unplaced);
+  return candidates.some(({ file }) => {
+    try {
+      const digests = treeFileDigests(file, { anyOwner: true });
+      // One not as notarize writes it: adoptManifests passes it over, and says why.
+      return digests === undefined || useful(digests);
+    } catch {
+      return true; // unreadable: the same
+    }
+  });
 }
 
 /**
@@ -235,35 +330,10 @@ interface Adoptions {
  */
 async function adoptManifests(deps: FlowDeps, input: AggregateInput, unplaced: Set<string>): Promise<Adoptions> {
   const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
-  const dir = input.manifestDir;
-  if (dir === undefined || input.force || unplaced.size === 0) return adoptions;
-  let names: string[];
-  try {
-    names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
-  } catch {
-    return adoptions;
-  }
-  if (names.length === 0) return adoptions;
-  const byDigest = new Map<string, AggregateDocument>();
-  for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-  const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
-  const useful = (digests: readonly string[]) =>
-    digests.length <= maxLeaves &&
-    digests.every((digest) => byDigest.has(digest)) &&
-    digests.some((digest) => unplaced.has(digest));
-  const candidates = await Promise.all(
-    names.map(async (name) => {
-      const info = await lstat(join(dir, name)).catch(() => undefined);
-      return { name, size: info?.size ?? 0, mtimeMs: info?.mtimeMs ?? 0 };
-    }),
-  );
-  candidates.sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.name < b.name ? -1 : 1));
+  const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
   let asked = 0;
-  for (const { name, size } of candidates) {
+  for (const { root, file } of candidates) {
     if (unplaced.size === 0 || asked === MAX_ASKED_ROOTS) break;
-    if (size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) continue; // too many leaves for this run
-    const root = name.slice(0, 64);
-    const file = join(dir, name);
     let entry: TreeEntry;
     let merkle: MerkleTree;
     try {

@@ -242,6 +242,17 @@ function leafDigestsOfWholeTree(text: string): string[] | undefined {
 }
 
 /**
+ * The leaves' digests of the tree file `file` when it is exactly as notarize
+ * writes it, read without parsing it; undefined when it does not exist or
+ * is anything else. Throws StoreError as readTreeFile does when it cannot
+ * be read (a link, not a regular file, or, without `anyOwner`, another's).
+ */
+export function treeFileDigests(file: string, { anyOwner = false } = {}): string[] | undefined {
+  const text = readOwnFile(file, { anyOwner });
+  return text === undefined ? undefined : leafDigestsOfWholeTree(text);
+}
+
+/**
  * Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
  * `<root>.tree.json`, which reads the same) and checks it is the tree of
  * `root` with the leaves it was written with; undefined when it does not

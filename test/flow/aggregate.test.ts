@@ -729,6 +729,26 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     expect(parseResults(again.run.stdout).map((r) => r.status)).toEqual(['already-registered', 'already-registered']);
   });
 
+  it('another aggregate run on the same store does not wait for the answers to the asks', async () => {
+    await bed.write('t11/a.txt', 'asked about slowly\n');
+    await bed.write('t11/other.txt', 'an unrelated document\n');
+    const receipts = bed.path('t11-receipts');
+    expect((await onStore(freshStore(), receipts, [bed.path('t11/a.txt')])).run.code).toBe(0);
+    const store = freshStore();
+    bed.sandbox.addFaults(parseFaults('request:latency=2500*1'));
+    const slow = onStore(store, receipts, [bed.path('t11/a.txt')]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = performance.now();
+    const other = await bed.main(['register', '--aggregate', bed.path('t11/other.txt'), '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: store },
+    });
+    const otherMs = performance.now() - started;
+    expect(other.code, describeRun(other)).toBe(0);
+    expect((await slow).run.code).toBe(0);
+    // Well under the 2.2 s the ask had left: the lock was not held through it.
+    expect(otherMs).toBeLessThan(1800);
+  });
+
   it('--fail-fast: once the ask about a root failed, no other root is asked about nor sent', async () => {
     const receipts = bed.path('t10-receipts');
     const docs = [];
@@ -738,23 +758,29 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
       // One manifest per document, each registered by a run of its own.
       expect((await onStore(freshStore(), receipts, [docs.at(-1)!])).run.code).toBe(0);
     }
+    await bed.write('t10/c.txt', 'fail fast c, under no manifest\n');
     bed.sandbox.addFaults(parseFaults('request:status=400*1'));
-    const run = await onStore(freshStore(), receipts, docs, ['--fail-fast']);
+    const store = freshStore();
+    const run = await onStore(store, receipts, [...docs, bed.path('t10/c.txt')], ['--fail-fast']);
     expect(run.calls).toEqual(['login:200', 'request:400']);
-    expect(
-      parseResults(run.run.stdout)
-        .map((r) => r.status)
-        .sort(),
-    ).toEqual(['failed', 'skipped']);
+    expect(parseResults(run.run.stdout).map((r) => r.status)).toEqual(['skipped', 'failed', 'skipped']);
     expect(run.run.code).toBe(1);
+    // No tree saved for the skipped: the next run asks about their manifests again, and pays for c alone.
+    expect(existsSync(join(storePaths(store, bed.sandbox.url).service, 'trees'))).toBe(false);
+    const next = await onStore(store, receipts, [...docs, bed.path('t10/c.txt')]);
+    expect(next.calls).toEqual(['request:409', 'request:409', 'request:200', 'forfait:200']);
   });
 
-  it('a manifest with more leaves than the run has documents is not used', async () => {
+  it('a manifest with more than four leaves per document of the run is not even asked about', async () => {
     const digest = await bed.write('t3/a.txt', 'one document, listed many times\n');
     const receipts = bed.path('t3-receipts');
-    const root = plant(receipts, [digest, digest, digest], { description: 'x', createdAt: '2026-01-01T00:00:00Z' });
+    const root = plant(receipts, Array<string>(5).fill(digest), {
+      description: 'x',
+      createdAt: '2026-01-01T00:00:00Z',
+    });
     const run = await onStore(freshStore(), receipts, [bed.path('t3/a.txt')]);
     expect(run.run.code, describeRun(run.run)).toBe(0);
+    expect(run.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
     expect(parseResults(run.run.stdout)[0]!.proof).toMatchObject({ treeSize: 1 });
     expect(parseResults(run.run.stdout)[0]!.proof!.root).not.toBe(root);
   });
