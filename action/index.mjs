@@ -13008,13 +13008,11 @@ async function placeDocuments(deps, input) {
 	});
 	if (!(first instanceof Set)) return first;
 	const adopted = await adoptManifests(deps, input, first);
-	return locked(deps, "aggregate", async () => {
-		try {
-			return await plantTheRest(deps, input, await placeInStore(deps, input), adopted);
-		} catch (error) {
-			throw adopted.sent ? sentAlready(error) : error;
-		}
-	});
+	try {
+		return await locked(deps, "aggregate", async () => plantTheRest(deps, input, await placeInStore(deps, input), adopted));
+	} catch (error) {
+		throw adopted.sent ? sentAlready(error) : error;
+	}
 }
 /** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
 async function placeInStore(deps, input) {
