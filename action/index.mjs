@@ -12832,7 +12832,7 @@ var init_service_store = __esmMin((() => {
 		/**
 		* The tree whose root is `root`; throws StoreError if its file is damaged
 		* (including a tree of another root). That its leaves fold to its root is
-		* for the reader to check (core/aggregate.ts), as the store knows no hashing.
+		* for the reader to check (core/trees.ts), as the store knows no hashing.
 		* With `holding`, a file written whole by notarize that names none of
 		* those digests is passed over unparsed (undefined): a store of many large
 		* trees is searched without building them all.
@@ -12952,120 +12952,227 @@ var init_service_store = __esmMin((() => {
 		}
 	};
 }));
-// dist/core/aggregate.js
+// dist/core/trees.js
 /**
-* Aggregate registration (`register --aggregate`): many documents, one
-* registration. Their digests become the salted leaves of one RFC 9162
-* Merkle tree (merkle.ts), whose root is registered by the ordinary flow
-* (notarize.ts: one request step, one forfait, the session saved first), and
-* each document's receipt carries its inclusion proof to that root.
+* The Merkle trees of aggregate registrations (`register --aggregate`,
+* core/aggregate.ts), as the store keeps them (`trees/<root>.json`): each
+* tree with where its root stands (by the root's own files: its record, its
+* pending session, its session retired after a 409, or none), the index from
+* a document's digest to the tree that best proves it, and each leaf's
+* inclusion proof. `verify`, `show` and `receipt` read them here too.
 *
-* The tree is saved in the store (`trees/<root>.json`) before its root is
-* sent, and the store says where each tree stands by the root's own files: a
-* record in the ledger (registered), a pending session, or neither (planned:
-* the run that made it stopped before the service answered). So every kill
-* point is covered by the flow's own guarantees, and a re-run over the same
-* documents, choosing their trees again, sends:
-*   - nothing for a document under a registered root;
-*   - the pending session of its root, completed (never a new request);
-*   - for a planned root, the request again, for that same root (the service
-*     knows no record of it: a request it may have seen made no payment);
-*   - a new tree only for documents under none.
-* Choosing trees and saving a new one happen under one store-wide lock
-* (`locks/aggregate.lock`), so two processes aggregating the same documents
-* agree on one tree, and the root's own lock then keeps them from
-* registering it twice. On a store without their trees, the roots of the
-* manifests an earlier run left in --receipt-dir are asked about first,
-* outside that lock (adoptManifests): a 409 places documents under a root
-* the service already has, and nothing is paid for them.
-*
-* Returns data; never prints.
+* Returns data; never prints, never sends.
 */
 /** The default description of an aggregate root: what it is, for anyone reading the record. */
 function rootDescription(treeSize) {
 	return `Merkle root of ${treeSize} document${treeSize === 1 ? "" : "s"} (RFC 9162, SHA-256, salted leaves)`;
 }
-/**
-* Chooses each document's tree: one of the store's, else the root of a
-* manifest the service says it has (adoptManifests: the only part that
-* sends anything), else a new tree planted (and saved) for all the rest.
-* The store's trees are read, and a new one saved, under the store-wide
-* `aggregate` lock; the manifests' roots are asked about outside it, so
-* another run on this store never waits for the service's answers: the
-* store is read again under the lock afterwards (another run may have
-* planted a tree for some of these documents meanwhile: they go there).
-* Throws StoreError when a tree of the store cannot be read, or one this
-* run relies on does not make its root: exit 2, nothing sent (1 once a
-* manifest's root was asked about).
-*/
-async function placeDocuments(deps, input) {
-	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
-	const first = await locked(deps, "aggregate", async () => {
-		const placed = await placeInStore(deps, input);
-		const unplaced = new Set(input.documents.flatMap((doc, i) => placed[i] ? [] : [doc.sha256]));
-		if (await anyManifestFor(input, unplaced)) return unplaced;
-		return plantTheRest(deps, input, placed, NO_ADOPTIONS);
+function merkleOf(leaves) {
+	const hashes = Buffer.allocUnsafe(leaves.length * 32);
+	leaves.forEach((leaf, i) => {
+		leafHash(Buffer.from(leaf.sha256, "hex"), Buffer.from(leaf.salt, "hex")).copy(hashes, i * 32);
 	});
-	if (!(first instanceof Set)) return first;
-	const adopted = await adoptManifests(deps, input, first);
-	try {
-		return await locked(deps, "aggregate", async () => plantTheRest(deps, input, await placeInStore(deps, input), adopted));
-	} catch (error) {
-		throw adopted.sent ? sentAlready(error) : error;
-	}
+	return new MerkleTree(hashes);
 }
-/** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
-async function placeInStore(deps, input) {
-	const { store } = deps;
-	const holding = new Set(input.documents.map((doc) => doc.sha256));
-	const known = await Trees.load(store, {
-		skipRegistered: input.force,
-		holding
-	});
-	if (known.problems.length > 0) throw known.problems[0];
-	const placed = input.documents.map((doc) => known.place(doc.sha256));
-	for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
-	return placed;
+/** A new tree over `documents`, in their order, each leaf with a fresh 32-byte random salt. */
+function plantTree(documents, description, at) {
+	const salts = randomBytes(documents.length * 32);
+	const leaves = documents.map((doc, index) => ({
+		index,
+		name: doc.name,
+		sha256: doc.sha256,
+		size: doc.size,
+		salt: salts.toString("hex", index * 32, (index + 1) * 32)
+	}));
+	const merkle = merkleOf(leaves);
+	const entry = {
+		root: merkle.root.toString("hex"),
+		treeSize: leaves.length,
+		description: description ?? rootDescription(leaves.length),
+		createdAt: at.toISOString(),
+		leaves
+	};
+	return new LoadedTree(entry, { state: "planned" }, merkle);
+}
+function better(a, b) {
+	if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
+	const [completedA, completedB] = [a.record?.completedAt, b.record?.completedAt];
+	if (completedA !== void 0 && completedB !== void 0 && completedA !== completedB) return completedA > completedB;
+	return a.entry.createdAt > b.entry.createdAt;
+}
+/** The hashes whose session was retired because the service answered forfait 409: it has them. */
+async function confirmedRoots(store) {
+	const confirmed = /* @__PURE__ */ new Set();
+	for (const [hash, reasons] of await store.retirements()) if (reasons.some((reason) => reason.startsWith("forfait answered 409"))) confirmed.add(hash);
+	return confirmed;
+}
+/** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
+function standingOf(store, root, retired) {
+	const record = store.readRecord(root);
+	if (record) return {
+		state: "registered",
+		record
+	};
+	if (store.readPending(root)) return { state: "pending" };
+	return { state: retired.has(root) ? "confirmed" : "planned" };
 }
 /**
-* The documents neither the store nor a manifest places go into one new
-* tree, saved before its root is sent: a run killed after the request step
-* finds its pending session, and the documents find their tree. With
-* --fail-fast, after a manifest's root could not be asked about, it is
-* neither saved nor sent: its documents are skipped (a tree saved for them
-* would be registered by the next run, whatever the manifests hold).
+* The registered tree holding the document of digest `sha256`, if any (for
+* `show` and `receipt`, once the ledger has no record of the digest itself).
+* Throws StoreError for a tree whose leaves do not fold to its root, and,
+* when no readable tree holds it, for a tree file that cannot be read.
 */
-async function plantTheRest(deps, input, placed, adopted) {
-	const { store } = deps;
-	const asked = new Map(adopted.roots);
-	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
-	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
-		doc,
-		i
-	}]);
-	if (newcomers.length > 0) {
-		const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
-		if (input.failFast === true && [...adopted.roots.values()].some((root) => !root.ok)) asked.set(tree.entry.root, {
-			ok: false,
-			cancelled: true
-		});
-		else try {
-			await store.saveTree(tree.entry);
-		} catch (error) {
-			const sent = adopted.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
-			throw diskRefused(error, store.dir, sent) ?? error;
-		}
-		newcomers.forEach(({ i }, leafIndex) => placed[i] = {
-			tree,
-			leafIndex
-		});
-	}
+async function findLeaf(store, sha256) {
+	const trees = await Trees.load(store, {
+		registeredOnly: true,
+		holding: /* @__PURE__ */ new Set([sha256])
+	});
+	const place = trees.place(sha256);
+	if (!place && trees.problems.length > 0) throw trees.problems[0];
+	if (!place) return void 0;
+	const { root } = place.tree.entry;
+	const entry = place.tree.record;
+	const proof = place.tree.proof(place.leafIndex, store.treeFile(root));
 	return {
-		placements: placed,
-		asked,
-		sent: adopted.sent
+		entry,
+		leaf: place.tree.entry.leaves[place.leafIndex],
+		proof
 	};
 }
+/**
+* What the ledger holds for a digest (`show`, `receipt`): its own record, or
+* the record of the registered root it is a leaf of, with that leaf and its
+* proof; undefined when neither. Throws StoreError as findLeaf does.
+*/
+async function recordOf(store, sha256) {
+	const own = store.readRecord(sha256);
+	if (own) return { entry: own };
+	const found = await findLeaf(store, sha256);
+	return found && {
+		entry: found.entry,
+		underRoot: found
+	};
+}
+/**
+* The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
+* every leaf (name, digest, size, salt, index) under its root, one per line,
+* from which any document's proof can be made again (see
+* docs/verify-by-hand.md). It holds every salt: it is the owner's copy, not
+* something to hand out with one document (its receipt is).
+*/
+function treeManifestText(entry) {
+	return jsonWithRows({
+		...TREE_MANIFEST,
+		proofType: PROOF_TYPE,
+		...entry
+	}, "leaves", LEAVES_DIGEST);
+}
+var LoadedTree, RANK, Trees;
+var init_trees = __esmMin((() => {
+	init_service_store();
+	init_errors();
+	init_merkle();
+	init_notarize();
+	init_receipt_format();
+	LoadedTree = class {
+		entry;
+		state;
+		record;
+		/** Taken from a manifest of an earlier run in --receipt-dir whose root was asked about (adoptManifests); never in the store. */
+		adopted;
+		#merkle;
+		constructor(entry, { state, record }, merkle, adopted = false) {
+			this.entry = entry;
+			this.state = state;
+			this.record = record;
+			this.#merkle = merkle;
+			this.adopted = adopted;
+		}
+		/**
+		* The Merkle tree of the leaves; throws StoreError when they do not fold
+		* to the root the file names (`file`: the tree's file, for the message).
+		*/
+		merkle(file) {
+			if (this.#merkle === void 0) {
+				const merkle = merkleOf(this.entry.leaves);
+				if (merkle.root.toString("hex") !== this.entry.root) throw new StoreError(file, `${file} is damaged: its leaves make root ${merkle.root.toString("hex")}, not ${this.entry.root}`, { hint: `it is no proof for its documents: restore it from a backup, or from ${this.entry.root}.tree.json of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again` });
+				this.#merkle = merkle;
+			}
+			return this.#merkle;
+		}
+		/** The inclusion proof of leaf `leafIndex`, as a v1 receipt carries it; throws StoreError as `merkle` does. */
+		proof(leafIndex, file) {
+			return {
+				type: PROOF_TYPE,
+				leafSalt: this.entry.leaves[leafIndex].salt,
+				leafIndex,
+				treeSize: this.entry.treeSize,
+				path: this.merkle(file).path(leafIndex).map((hash) => hash.toString("hex")),
+				root: this.entry.root
+			};
+		}
+	};
+	RANK = {
+		registered: 0,
+		confirmed: 1,
+		pending: 2,
+		planned: 3
+	};
+	Trees = class Trees {
+		#byDigest = /* @__PURE__ */ new Map();
+		all;
+		problems;
+		constructor(trees, problems = []) {
+			this.all = trees;
+			this.problems = problems;
+			for (const tree of trees) for (const leaf of tree.entry.leaves) {
+				const known = this.#byDigest.get(leaf.sha256);
+				if (known === void 0 || better(tree, known.tree)) this.#byDigest.set(leaf.sha256, {
+					tree,
+					leafIndex: leaf.index
+				});
+			}
+		}
+		/**
+		* Every tree of the store, with its state; `registeredOnly` keeps only
+		* those in the ledger, `skipRegistered` (--force) leaves them and the
+		* confirmed ones out.
+		*/
+		static async load(store, { registeredOnly = false, skipRegistered = false, holding, roots } = {}) {
+			const { entries, problems } = await store.listTrees(holding, roots);
+			const retired = entries.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(store);
+			const trees = [];
+			for (const entry of entries) {
+				let standing;
+				try {
+					standing = standingOf(store, entry.root, retired);
+				} catch (error) {
+					if (!(error instanceof StoreError)) throw error;
+					problems.push(error);
+					continue;
+				}
+				const { state } = standing;
+				if (registeredOnly && state !== "registered") continue;
+				if (skipRegistered && (state === "registered" || state === "confirmed")) continue;
+				trees.push(new LoadedTree(entry, standing));
+			}
+			return new Trees(trees, problems);
+		}
+		/** The place of the document of digest `sha256`, if a tree holds it. */
+		place(sha256) {
+			return this.#byDigest.get(sha256);
+		}
+	};
+}));
+// dist/core/manifests.js
+/**
+* The manifests an earlier aggregate run left in --receipt-dir
+* (`<root>.tree.json`), as a run on a store without their trees uses them:
+* it asks the service about their roots, and a 409 places documents under a
+* root the service already has, so a CI re-run on an empty store pays
+* nothing for them (see adoptManifests). Sends only those request steps;
+* never prints, never writes.
+*/
 /**
 * The manifests of --receipt-dir that adoptManifests may ask about, in the
 * order it would (newest first, then the largest), with the test a
@@ -13171,28 +13278,8 @@ async function adoptManifests(deps, input, unplaced) {
 			tree,
 			leafIndex
 		});
-		if (said.kind === "failed") {
-			adoptions.roots.set(root, {
-				ok: false,
-				error: said.error
-			});
-			if (input.failFast) break;
-			continue;
-		}
-		const outcome = {
-			kind: "already-registered",
-			hash: root,
-			entry: void 0,
-			service: {
-				message: said.message,
-				retiredSession: void 0
-			}
-		};
-		adoptions.roots.set(root, {
-			ok: true,
-			sent: true,
-			outcome
-		});
+		adoptions.roots.set(root, said);
+		if (said.kind === "failed" && input.failFast) break;
 	}
 	return adoptions;
 }
@@ -13242,6 +13329,152 @@ async function askAbout(deps, entry, input) {
 			error
 		};
 	}
+}
+var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ASKED_ROOTS, NO_ADOPTIONS;
+var init_manifests = __esmMin((() => {
+	init_errors();
+	init_service_store();
+	init_notarize();
+	init_trees();
+	MANIFEST_BYTES_PER_LEAF = 2048;
+	MANIFEST_LEAVES_PER_DOCUMENT = 4;
+	MAX_ASKED_ROOTS = 16;
+	NO_ADOPTIONS = {
+		placements: /* @__PURE__ */ new Map(),
+		roots: /* @__PURE__ */ new Map(),
+		sent: false
+	};
+}));
+// dist/core/aggregate.js
+/**
+* Aggregate registration (`register --aggregate`): many documents, one
+* registration. Their digests become the salted leaves of one RFC 9162
+* Merkle tree (merkle.ts), whose root is registered by the ordinary flow
+* (notarize.ts: one request step, one forfait, the session saved first), and
+* each document's receipt carries its inclusion proof to that root.
+*
+* The tree is saved in the store (`trees/<root>.json`) before its root is
+* sent, and the store says where each tree stands by the root's own files: a
+* record in the ledger (registered), a pending session, or neither (planned:
+* the run that made it stopped before the service answered). So every kill
+* point is covered by the flow's own guarantees, and a re-run over the same
+* documents, choosing their trees again, sends:
+*   - nothing for a document under a registered root;
+*   - the pending session of its root, completed (never a new request);
+*   - for a planned root, the request again, for that same root (the service
+*     knows no record of it: a request it may have seen made no payment);
+*   - a new tree only for documents under none.
+* Choosing trees and saving a new one happen under one store-wide lock
+* (`locks/aggregate.lock`), so two processes aggregating the same documents
+* agree on one tree, and the root's own lock then keeps them from
+* registering it twice. On a store without their trees, the roots of the
+* manifests an earlier run left in --receipt-dir are asked about first,
+* outside that lock (manifests.ts): a 409 places documents under a root
+* the service already has, and nothing is paid for them. The trees
+* themselves, their states and proofs: trees.ts.
+*
+* Returns data; never prints.
+*/
+/**
+* Chooses each document's tree: one of the store's, else the root of a
+* manifest the service says it has (adoptManifests: the only part that
+* sends anything), else a new tree planted (and saved) for all the rest.
+* The store's trees are read, and a new one saved, under the store-wide
+* `aggregate` lock; the manifests' roots are asked about outside it, so
+* another run on this store never waits for the service's answers: the
+* store is read again under the lock afterwards (another run may have
+* planted a tree for some of these documents meanwhile: they go there).
+* Throws StoreError when a tree of the store cannot be read, or one this
+* run relies on does not make its root: exit 2, nothing sent (1 once a
+* manifest's root was asked about).
+*/
+async function placeDocuments(deps, input) {
+	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
+	const first = await locked(deps, "aggregate", async () => {
+		const placed = await placeInStore(deps, input);
+		const unplaced = new Set(input.documents.flatMap((doc, i) => placed[i] ? [] : [doc.sha256]));
+		if (await anyManifestFor(input, unplaced)) return unplaced;
+		return plantTheRest(deps, input, placed, NO_ADOPTIONS);
+	});
+	if (!(first instanceof Set)) return first;
+	const adopted = await adoptManifests(deps, input, first);
+	try {
+		return await locked(deps, "aggregate", async () => plantTheRest(deps, input, await placeInStore(deps, input), adopted));
+	} catch (error) {
+		throw adopted.sent ? sentAlready(error) : error;
+	}
+}
+/** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
+async function placeInStore(deps, input) {
+	const { store } = deps;
+	const holding = new Set(input.documents.map((doc) => doc.sha256));
+	const known = await Trees.load(store, {
+		skipRegistered: input.force,
+		holding
+	});
+	if (known.problems.length > 0) throw known.problems[0];
+	const placed = input.documents.map((doc) => known.place(doc.sha256));
+	for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
+	return placed;
+}
+/**
+* The documents neither the store nor a manifest places go into one new
+* tree, saved before its root is sent: a run killed after the request step
+* finds its pending session, and the documents find their tree. With
+* --fail-fast, after a manifest's root could not be asked about, it is
+* neither saved nor sent: its documents are skipped (a tree saved for them
+* would be registered by the next run, whatever the manifests hold).
+*/
+async function plantTheRest(deps, input, placed, adopted) {
+	const { store } = deps;
+	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
+	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
+	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
+		doc,
+		i
+	}]);
+	if (newcomers.length > 0) {
+		const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
+		if (input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed")) asked.set(tree.entry.root, {
+			ok: false,
+			cancelled: true
+		});
+		else try {
+			await store.saveTree(tree.entry);
+		} catch (error) {
+			const sent = adopted.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
+			throw diskRefused(error, store.dir, sent) ?? error;
+		}
+		newcomers.forEach(({ i }, leafIndex) => placed[i] = {
+			tree,
+			leafIndex
+		});
+	}
+	return {
+		placements: placed,
+		asked,
+		sent: adopted.sent
+	};
+}
+/** A manifest's root asked about (adoptManifests), as a root of this run: already registered, or failed. */
+function rootResultOf(root, said) {
+	if (said.kind === "failed") return {
+		ok: false,
+		error: said.error
+	};
+	return {
+		ok: true,
+		sent: true,
+		outcome: {
+			kind: "already-registered",
+			hash: root,
+			entry: void 0,
+			service: {
+				message: said.message,
+				retiredSession: void 0
+			}
+		}
+	};
 }
 /** Registers the root of every tree the documents were placed under, once each, in order. */
 async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ new Map()) {
@@ -13333,212 +13566,14 @@ async function tidyFinishedRoot(deps, root) {
 		});
 	} catch {}
 }
-function merkleOf(leaves) {
-	const hashes = Buffer.allocUnsafe(leaves.length * 32);
-	leaves.forEach((leaf, i) => {
-		leafHash(Buffer.from(leaf.sha256, "hex"), Buffer.from(leaf.salt, "hex")).copy(hashes, i * 32);
-	});
-	return new MerkleTree(hashes);
-}
-/** A new tree over `documents`, in their order, each leaf with a fresh 32-byte random salt. */
-function plantTree(documents, description, at) {
-	const salts = randomBytes(documents.length * 32);
-	const leaves = documents.map((doc, index) => ({
-		index,
-		name: doc.name,
-		sha256: doc.sha256,
-		size: doc.size,
-		salt: salts.toString("hex", index * 32, (index + 1) * 32)
-	}));
-	const merkle = merkleOf(leaves);
-	const entry = {
-		root: merkle.root.toString("hex"),
-		treeSize: leaves.length,
-		description: description ?? rootDescription(leaves.length),
-		createdAt: at.toISOString(),
-		leaves
-	};
-	return new LoadedTree(entry, { state: "planned" }, merkle);
-}
-function better(a, b) {
-	if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
-	const [completedA, completedB] = [a.record?.completedAt, b.record?.completedAt];
-	if (completedA !== void 0 && completedB !== void 0 && completedA !== completedB) return completedA > completedB;
-	return a.entry.createdAt > b.entry.createdAt;
-}
-/** The hashes whose session was retired because the service answered forfait 409: it has them. */
-async function confirmedRoots(store) {
-	const confirmed = /* @__PURE__ */ new Set();
-	for (const [hash, reasons] of await store.retirements()) if (reasons.some((reason) => reason.startsWith("forfait answered 409"))) confirmed.add(hash);
-	return confirmed;
-}
-/** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
-function standingOf(store, root, retired) {
-	const record = store.readRecord(root);
-	if (record) return {
-		state: "registered",
-		record
-	};
-	if (store.readPending(root)) return { state: "pending" };
-	return { state: retired.has(root) ? "confirmed" : "planned" };
-}
-/**
-* The registered tree holding the document of digest `sha256`, if any (for
-* `show` and `receipt`, once the ledger has no record of the digest itself).
-* Throws StoreError for a tree whose leaves do not fold to its root, and,
-* when no readable tree holds it, for a tree file that cannot be read.
-*/
-async function findLeaf(store, sha256) {
-	const trees = await Trees.load(store, {
-		registeredOnly: true,
-		holding: /* @__PURE__ */ new Set([sha256])
-	});
-	const place = trees.place(sha256);
-	if (!place && trees.problems.length > 0) throw trees.problems[0];
-	if (!place) return void 0;
-	const { root } = place.tree.entry;
-	const entry = place.tree.record;
-	const proof = place.tree.proof(place.leafIndex, store.treeFile(root));
-	return {
-		entry,
-		leaf: place.tree.entry.leaves[place.leafIndex],
-		proof
-	};
-}
-/**
-* What the ledger holds for a digest (`show`, `receipt`): its own record, or
-* the record of the registered root it is a leaf of, with that leaf and its
-* proof; undefined when neither. Throws StoreError as findLeaf does.
-*/
-async function recordOf(store, sha256) {
-	const own = store.readRecord(sha256);
-	if (own) return { entry: own };
-	const found = await findLeaf(store, sha256);
-	return found && {
-		entry: found.entry,
-		underRoot: found
-	};
-}
-/**
-* The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
-* every leaf (name, digest, size, salt, index) under its root, one per line,
-* from which any document's proof can be made again (see
-* docs/verify-by-hand.md). It holds every salt: it is the owner's copy, not
-* something to hand out with one document (its receipt is).
-*/
-function treeManifestText(entry) {
-	return jsonWithRows({
-		...TREE_MANIFEST,
-		proofType: PROOF_TYPE,
-		...entry
-	}, "leaves", LEAVES_DIGEST);
-}
-var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ASKED_ROOTS, NO_ADOPTIONS, CONFIRMED_MESSAGE, LoadedTree, RANK, Trees;
+var CONFIRMED_MESSAGE;
 var init_aggregate = __esmMin((() => {
 	init_errors();
-	init_service_store();
 	init_disk();
-	init_merkle();
+	init_manifests();
 	init_notarize();
-	init_receipt_format();
-	MANIFEST_BYTES_PER_LEAF = 2048;
-	MANIFEST_LEAVES_PER_DOCUMENT = 4;
-	MAX_ASKED_ROOTS = 16;
-	NO_ADOPTIONS = {
-		placements: /* @__PURE__ */ new Map(),
-		roots: /* @__PURE__ */ new Map(),
-		sent: false
-	};
+	init_trees();
 	CONFIRMED_MESSAGE = "the service answered 409 to an earlier completion of this root (its record was never received); nothing sent";
-	LoadedTree = class {
-		entry;
-		state;
-		record;
-		/** Taken from a manifest of an earlier run in --receipt-dir whose root was asked about (adoptManifests); never in the store. */
-		adopted;
-		#merkle;
-		constructor(entry, { state, record }, merkle, adopted = false) {
-			this.entry = entry;
-			this.state = state;
-			this.record = record;
-			this.#merkle = merkle;
-			this.adopted = adopted;
-		}
-		/**
-		* The Merkle tree of the leaves; throws StoreError when they do not fold
-		* to the root the file names (`file`: the tree's file, for the message).
-		*/
-		merkle(file) {
-			if (this.#merkle === void 0) {
-				const merkle = merkleOf(this.entry.leaves);
-				if (merkle.root.toString("hex") !== this.entry.root) throw new StoreError(file, `${file} is damaged: its leaves make root ${merkle.root.toString("hex")}, not ${this.entry.root}`, { hint: `it is no proof for its documents: restore it from a backup, or from ${this.entry.root}.tree.json of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again` });
-				this.#merkle = merkle;
-			}
-			return this.#merkle;
-		}
-		/** The inclusion proof of leaf `leafIndex`, as a v1 receipt carries it; throws StoreError as `merkle` does. */
-		proof(leafIndex, file) {
-			return {
-				type: PROOF_TYPE,
-				leafSalt: this.entry.leaves[leafIndex].salt,
-				leafIndex,
-				treeSize: this.entry.treeSize,
-				path: this.merkle(file).path(leafIndex).map((hash) => hash.toString("hex")),
-				root: this.entry.root
-			};
-		}
-	};
-	RANK = {
-		registered: 0,
-		confirmed: 1,
-		pending: 2,
-		planned: 3
-	};
-	Trees = class Trees {
-		#byDigest = /* @__PURE__ */ new Map();
-		all;
-		problems;
-		constructor(trees, problems = []) {
-			this.all = trees;
-			this.problems = problems;
-			for (const tree of trees) for (const leaf of tree.entry.leaves) {
-				const known = this.#byDigest.get(leaf.sha256);
-				if (known === void 0 || better(tree, known.tree)) this.#byDigest.set(leaf.sha256, {
-					tree,
-					leafIndex: leaf.index
-				});
-			}
-		}
-		/**
-		* Every tree of the store, with its state; `registeredOnly` keeps only
-		* those in the ledger, `skipRegistered` (--force) leaves them and the
-		* confirmed ones out.
-		*/
-		static async load(store, { registeredOnly = false, skipRegistered = false, holding, roots } = {}) {
-			const { entries, problems } = await store.listTrees(holding, roots);
-			const retired = entries.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(store);
-			const trees = [];
-			for (const entry of entries) {
-				let standing;
-				try {
-					standing = standingOf(store, entry.root, retired);
-				} catch (error) {
-					if (!(error instanceof StoreError)) throw error;
-					problems.push(error);
-					continue;
-				}
-				const { state } = standing;
-				if (registeredOnly && state !== "registered") continue;
-				if (skipRegistered && (state === "registered" || state === "confirmed")) continue;
-				trees.push(new LoadedTree(entry, standing));
-			}
-			return new Trees(trees, problems);
-		}
-		/** The place of the document of digest `sha256`, if a tree holds it. */
-		place(sha256) {
-			return this.#byDigest.get(sha256);
-		}
-	};
 }));
 // dist/read-bounded.js
 /**
@@ -15965,6 +16000,7 @@ function isRegistered(result) {
 var FAIL_FAST_REASON, Aggregator;
 var init_register_aggregate = __esmMin((() => {
 	init_aggregate();
+	init_trees();
 	init_batch();
 	init_hash_pool();
 	init_receipts();
@@ -17396,7 +17432,7 @@ function registeredRecord(tree) {
 var LedgerIndex;
 var init_ledger = __esmMin((() => {
 	init_errors();
-	init_aggregate();
+	init_trees();
 	LedgerIndex = class LedgerIndex {
 		#byHash = /* @__PURE__ */ new Map();
 		#byName = /* @__PURE__ */ new Map();
@@ -17800,7 +17836,7 @@ async function runShow(options) {
 	};
 }
 var init_show = __esmMin((() => {
-	init_aggregate();
+	init_trees();
 	init_hash$1();
 	init_errors();
 	init_action();
@@ -17877,7 +17913,7 @@ async function runReceipt(options) {
 var optionsSchema$2;
 var init_receipt = __esmMin((() => {
 	init_zod();
-	init_aggregate();
+	init_trees();
 	init_hash$1();
 	init_receipt_format();
 	init_receipts();

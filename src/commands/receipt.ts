@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { basename } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
-import { recordOf } from '../core/aggregate.js';
+import { recordOf } from '../core/trees.js';
 import { hashFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
 import { receiptText } from '../core/receipt-format.js';
 import { RECEIPT_SUFFIX } from '../core/receipts.js';

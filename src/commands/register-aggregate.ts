@@ -6,14 +6,8 @@
 import { lstat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import {
-  placeDocuments,
-  registerRoots,
-  treeManifestText,
-  type AggregateDocument,
-  type Placement,
-  type RootResult,
-} from '../core/aggregate.js';
+import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
+import { treeManifestText, type AggregateDocument, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';

@@ -1,6 +1,6 @@
 /** `notarize show <hash|file>`: one record from the local ledger. */
 import type { Command } from 'commander';
-import { recordOf } from '../core/aggregate.js';
+import { recordOf } from '../core/trees.js';
 import type { Context } from '../context.js';
 import { hashFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
 import { NotNotarizedError } from '../errors.js';

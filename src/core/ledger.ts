@@ -7,7 +7,7 @@
 import { basename } from 'node:path';
 import { StoreError } from '../errors.js';
 import type { LedgerEntry, ServiceStore } from '../store/service-store.js';
-import { Trees, type LoadedTree } from './aggregate.js';
+import { Trees, type LoadedTree } from './trees.js';
 import type { InclusionProof } from './receipt-format.js';
 
 export type Verdict =
@@ -30,7 +30,7 @@ interface NamedDigest {
   completedAt: string;
 }
 
-/** The registered trees (aggregate.ts indexes them by document), and where a tree's file is, for its errors. */
+/** The registered trees (trees.ts indexes them by document), and where a tree's file is, for its errors. */
 interface RegisteredTrees {
   trees: Trees;
   treeFile: (root: string) => string;

@@ -73,7 +73,7 @@ export interface ServiceSaysRegistered {
 /**
  * How a session retired because forfait was answered 409 says why (its
  * `retiredBecause` starts so): the service has the hash, whose record this
- * store may never have received (aggregate.ts reads it).
+ * store may never have received (trees.ts reads it).
  */
 export const ANSWERED_409 = 'forfait answered 409';
 

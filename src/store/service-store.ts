@@ -115,7 +115,7 @@ const treeLeafSchema = z.object({
 });
 export type TreeLeaf = z.infer<typeof treeLeafSchema>;
 
-/** What a tree's manifest says it is (core/aggregate.ts writes it; a tree file may be restored from one). */
+/** What a tree's manifest says it is (core/trees.ts writes it; a tree file may be restored from one). */
 export const TREE_MANIFEST = { type: 'notarize-tree', version: 1 } as const;
 
 /**
@@ -469,7 +469,7 @@ export class ServiceStore {
   /**
    * The tree whose root is `root`; throws StoreError if its file is damaged
    * (including a tree of another root). That its leaves fold to its root is
-   * for the reader to check (core/aggregate.ts), as the store knows no hashing.
+   * for the reader to check (core/trees.ts), as the store knows no hashing.
    * With `holding`, a file written whole by notarize that names none of
    * those digests is passed over unparsed (undefined): a store of many large
    * trees is searched without building them all.

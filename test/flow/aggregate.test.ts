@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { treeManifestText } from '../../src/core/aggregate.js';
+import { treeManifestText } from '../../src/core/trees.js';
 import type { TreeEntry } from '../../src/store/service-store.js';
 import { leafHash, MerkleTree, rootFromPath } from '../../src/core/merkle.js';
 import { parseFaults } from '../../src/sandbox/server.js';

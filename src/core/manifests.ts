@@ -1,0 +1,212 @@
+/**
+ * The manifests an earlier aggregate run left in --receipt-dir
+ * (`<root>.tree.json`), as a run on a store without their trees uses them:
+ * it asks the service about their roots, and a 409 places documents under a
+ * root the service already has, so a CI re-run on an empty store pays
+ * nothing for them (see adoptManifests). Sends only those request steps;
+ * never prints, never writes.
+ */
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { InvalidAnswerError, StoreError, UnreadableAnswerError } from '../errors.js';
+import { readTreeFile, treeFileDigests, type TreeEntry } from '../store/service-store.js';
+import type { MerkleTree } from './merkle.js';
+import { isAlreadyRegistered, type Blockchain, type FlowDeps } from './notarize.js';
+import { LoadedTree, rootDescription, type AggregateDocument, type Placement } from './trees.js';
+
+/** Room for one leaf line of a manifest: a name of 255 bytes, each escaped, and the rest. */
+const MANIFEST_BYTES_PER_LEAF = 2048;
+
+/**
+ * A manifest may have this many times as many leaves as the run has
+ * documents, no more: a document named twice has two leaves, but a manifest
+ * must not make a run of one document build a tree of a million.
+ */
+const MANIFEST_LEAVES_PER_DOCUMENT = 4;
+
+/** At most this many manifests' roots are asked about per run: each costs a request step. */
+const MAX_ASKED_ROOTS = 16;
+
+/** What adoptManifests needs of an aggregate run (core/aggregate.ts, AggregateInput). */
+export interface ManifestQuery {
+  documents: readonly AggregateDocument[];
+  /** Sent with each root asked about; by default the root's own default description. */
+  description?: string;
+  signed: boolean;
+  blockchain: Blockchain;
+  /** --force: no manifest is used. */
+  force: boolean;
+  /** No root is asked about once one ask failed. */
+  failFast?: boolean;
+  /** --receipt-dir, where the manifests are. */
+  manifestDir?: string;
+  /** Told of a manifest there that was passed over because it cannot be read or its leaves do not make its root. */
+  onManifestIgnored?: (error: StoreError) => void;
+}
+
+/** What the service said to the request step for a manifest's root: it has it (409), or the ask failed. */
+export type Asked = { kind: 'has'; message: string | undefined } | { kind: 'failed'; error: unknown };
+
+/** Documents placed under the roots of manifests asked about (adoptManifests). */
+export interface Adoptions {
+  /** Each such document's place, by digest: under a root the service has, or one whose ask failed. */
+  placements: Map<string, Placement>;
+  /** What asking about each of those roots gave. */
+  roots: Map<string, Asked>;
+  /** Whether a request was attempted: from then on, exit 2 would lie. */
+  sent: boolean;
+}
+
+export const NO_ADOPTIONS: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
+
+/**
+ * The manifests of --receipt-dir that adoptManifests may ask about, in the
+ * order it would (newest first, then the largest), with the test a
+ * manifest's leaf digests must pass (see adoptManifests); none with --force.
+ */
+async function manifestCandidates(input: ManifestQuery, unplaced: ReadonlySet<string>) {
+  const dir = input.manifestDir;
+  const byDigest = new Map<string, AggregateDocument>();
+  for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
+  const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
+  const useful = (digests: readonly string[]) =>
+    digests.length <= maxLeaves &&
+    digests.every((digest) => byDigest.has(digest)) &&
+    digests.some((digest) => unplaced.has(digest));
+  let names: string[] = [];
+  if (dir !== undefined && !input.force && unplaced.size > 0) {
+    try {
+      names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
+    } catch {
+      // No folder (yet): no manifests.
+    }
+  }
+  const found = await Promise.all(
+    names.map(async (name) => {
+      const info = await lstat(join(dir!, name)).catch(() => undefined);
+      return { root: name.slice(0, 64), file: join(dir!, name), size: info?.size ?? 0, mtimeMs: info?.mtimeMs ?? 0 };
+    }),
+  );
+  const candidates = found
+    .filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) // else too many leaves for this run
+    .sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1));
+  return { candidates, useful, byDigest };
+}
+
+/** Whether a manifest in --receipt-dir may place one of the `unplaced` documents (read, not parsed; nothing sent). */
+export async function anyManifestFor(input: ManifestQuery, unplaced: ReadonlySet<string>): Promise<boolean> {
+  const { candidates, useful } = await manifestCandidates(input, unplaced);
+  return candidates.some(({ file }) => {
+    try {
+      const digests = treeFileDigests(file, { anyOwner: true });
+      // One not as notarize writes it: adoptManifests passes it over, and says why.
+      return digests === undefined || useful(digests);
+    } catch {
+      return true; // unreadable: the same
+    }
+  });
+}
+
+/**
+ * Places the `unplaced` documents (under no tree of the store; each removed
+ * from the set once placed) under the roots of earlier runs' manifests in
+ * --receipt-dir (`<root>.tree.json`) that the service says it already has.
+ * A CI re-run over the same documents on an empty store then pays nothing:
+ * where a new tree would be a second paid registration, the manifest's root
+ * is asked about with a request step, and its 409 (read as "the service has
+ * it") is final.
+ *
+ * Only ever confirmed, never registered: a manifest could have been planted
+ * by whoever wrote the folder (a CI checkout that earlier steps touched),
+ * so a root the service does not know (any 2xx) is dropped on the spot, its
+ * session neither saved nor completed, and its documents go into this run's
+ * new tree. Nothing of an adopted tree is saved in the store either: a run
+ * killed meanwhile leaves nothing behind. So manifests cost request steps,
+ * never a description or a leaf name, and never make a run pay more than
+ * it would without them (at worst, its one new tree). Further:
+ *   - every leaf must be a document of this run, and the leaves at most
+ *     MANIFEST_LEAVES_PER_DOCUMENT times the run's documents;
+ *   - its leaves must make its root, and its text be exactly as notarize
+ *     writes it (read without being parsed unless it is used: bounded memory);
+ *   - the newest are asked about first (then the largest), one only if it
+ *     holds a document no root asked about holds yet, at most
+ *     MAX_ASKED_ROOTS per run; a document stays under the first that holds it;
+ *   - a root whose request step fails otherwise (a network failure, a 5xx)
+ *     fails its documents as any root would; with --fail-fast, no other is
+ *     asked about after it.
+ * A manifest that cannot be read or does not make its root is passed over,
+ * and `onManifestIgnored` told.
+ */
+export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unplaced: Set<string>): Promise<Adoptions> {
+  const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
+  const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
+  let asked = 0;
+  for (const { root, file } of candidates) {
+    if (unplaced.size === 0 || asked === MAX_ASKED_ROOTS) break;
+    let entry: TreeEntry;
+    let merkle: MerkleTree;
+    try {
+      const read = readTreeFile(file, root, useful, { anyOwner: true, exactOnly: true });
+      if (read === undefined) continue;
+      entry = adoptedEntry(read, byDigest, input.description);
+      merkle = new LoadedTree(entry, { state: 'planned' }).merkle(file);
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      input.onManifestIgnored?.(error);
+      continue;
+    }
+    asked++;
+    adoptions.sent = true;
+    const said = await askAbout(deps, entry, input);
+    if (said.kind === 'unknown') continue;
+    // `confirmed`: the service has the root; `planned`: nothing is known of it (its ask failed).
+    const tree = new LoadedTree(entry, { state: said.kind === 'has' ? 'confirmed' : 'planned' }, merkle, true);
+    for (const [leafIndex, leaf] of entry.leaves.entries()) {
+      if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, { tree, leafIndex });
+    }
+    adoptions.roots.set(root, said);
+    if (said.kind === 'failed' && input.failFast) break;
+  }
+  return adoptions;
+}
+
+/** A manifest's tree as this run adopts it: its root and salts; this run's description, names and sizes. */
+function adoptedEntry(
+  entry: TreeEntry,
+  byDigest: ReadonlyMap<string, AggregateDocument>,
+  description: string | undefined,
+): TreeEntry {
+  return {
+    root: entry.root,
+    treeSize: entry.treeSize,
+    description: description ?? rootDescription(entry.treeSize),
+    createdAt: entry.createdAt,
+    leaves: entry.leaves.map(({ index, sha256, salt }) => {
+      const doc = byDigest.get(sha256)!;
+      return { index, name: doc.name, sha256, size: doc.size, salt };
+    }),
+  };
+}
+
+/**
+ * Asks the service whether it has the root of `entry`, with a request step
+ * whose session is never kept: 409, it has it; any 2xx (a session, even one
+ * that cannot be read), it does not, and nothing more is sent for it.
+ */
+async function askAbout(deps: FlowDeps, entry: TreeEntry, input: ManifestQuery): Promise<Asked | { kind: 'unknown' }> {
+  try {
+    await deps.api.requestRegistration({
+      blockchainType: input.blockchain,
+      custody: false,
+      description: entry.description,
+      hash: entry.root,
+      signed: input.signed,
+      status: 'not_registered',
+    });
+    return { kind: 'unknown' };
+  } catch (error) {
+    if (isAlreadyRegistered(error)) return { kind: 'has', message: error.serviceMessage };
+    if (error instanceof InvalidAnswerError || error instanceof UnreadableAnswerError) return { kind: 'unknown' };
+    return { kind: 'failed', error };
+  }
+}

@@ -1,0 +1,297 @@
+/**
+ * The Merkle trees of aggregate registrations (`register --aggregate`,
+ * core/aggregate.ts), as the store keeps them (`trees/<root>.json`): each
+ * tree with where its root stands (by the root's own files: its record, its
+ * pending session, its session retired after a 409, or none), the index from
+ * a document's digest to the tree that best proves it, and each leaf's
+ * inclusion proof. `verify`, `show` and `receipt` read them here too.
+ *
+ * Returns data; never prints, never sends.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  jsonWithRows,
+  LEAVES_DIGEST,
+  TREE_MANIFEST,
+  type LedgerEntry,
+  type ServiceStore,
+  type TreeEntry,
+  type TreeLeaf,
+} from '../store/service-store.js';
+import { StoreError } from '../errors.js';
+import { leafHash, MerkleTree } from './merkle.js';
+import { ANSWERED_409 } from './notarize.js';
+import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
+
+/** A document of an aggregate run, hashed. */
+export interface AggregateDocument {
+  /** Its base name, kept with its leaf (as `file.name` in the ledger). */
+  name: string | null;
+  sha256: string;
+  size: number | null;
+}
+
+/**
+ * Where a tree stands, by its root's files in the store: its record in the
+ * ledger, its pending session, its session retired after the service said
+ * it already had the root (a forfait whose answer was lost: `confirmed`,
+ * never requested again), or none of these (`planned`).
+ */
+export type TreeState = 'registered' | 'pending' | 'confirmed' | 'planned';
+
+/** A document's place: its tree and its leaf. */
+export interface Placement {
+  tree: LoadedTree;
+  leafIndex: number;
+}
+
+/** The default description of an aggregate root: what it is, for anyone reading the record. */
+export function rootDescription(treeSize: number): string {
+  return `Merkle root of ${treeSize} document${treeSize === 1 ? '' : 's'} (RFC 9162, SHA-256, salted leaves)`;
+}
+
+/**
+ * A tree read from (or just saved to) the store, with its root's record when
+ * it is registered (read once, by `stateOf`), and its Merkle tree built when
+ * first needed.
+ */
+export class LoadedTree {
+  readonly entry: TreeEntry;
+  readonly state: TreeState;
+  readonly record: LedgerEntry | undefined;
+  /** Taken from a manifest of an earlier run in --receipt-dir whose root was asked about (adoptManifests); never in the store. */
+  readonly adopted: boolean;
+  #merkle: MerkleTree | undefined;
+
+  constructor(entry: TreeEntry, { state, record }: Standing, merkle?: MerkleTree, adopted = false) {
+    this.entry = entry;
+    this.state = state;
+    this.record = record;
+    this.#merkle = merkle;
+    this.adopted = adopted;
+  }
+
+  /**
+   * The Merkle tree of the leaves; throws StoreError when they do not fold
+   * to the root the file names (`file`: the tree's file, for the message).
+   */
+  merkle(file: string): MerkleTree {
+    if (this.#merkle === undefined) {
+      const merkle = merkleOf(this.entry.leaves);
+      if (merkle.root.toString('hex') !== this.entry.root) {
+        throw new StoreError(
+          file,
+          `${file} is damaged: its leaves make root ${merkle.root.toString('hex')}, not ${this.entry.root}`,
+          {
+            hint:
+              `it is no proof for its documents: restore it from a backup, or from ${this.entry.root}.tree.json ` +
+              'of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again',
+          },
+        );
+      }
+      this.#merkle = merkle;
+    }
+    return this.#merkle;
+  }
+
+  /** The inclusion proof of leaf `leafIndex`, as a v1 receipt carries it; throws StoreError as `merkle` does. */
+  proof(leafIndex: number, file: string): InclusionProof {
+    return {
+      type: PROOF_TYPE,
+      leafSalt: this.entry.leaves[leafIndex]!.salt,
+      leafIndex,
+      treeSize: this.entry.treeSize,
+      path: this.merkle(file)
+        .path(leafIndex)
+        .map((hash) => hash.toString('hex')),
+      root: this.entry.root,
+    };
+  }
+}
+
+function merkleOf(leaves: readonly TreeLeaf[]): MerkleTree {
+  const hashes = Buffer.allocUnsafe(leaves.length * 32);
+  leaves.forEach((leaf, i) => {
+    leafHash(Buffer.from(leaf.sha256, 'hex'), Buffer.from(leaf.salt, 'hex')).copy(hashes, i * 32);
+  });
+  return new MerkleTree(hashes);
+}
+
+/** A new tree over `documents`, in their order, each leaf with a fresh 32-byte random salt. */
+export function plantTree(
+  documents: readonly AggregateDocument[],
+  description: string | undefined,
+  at: Date,
+): LoadedTree {
+  const salts = randomBytes(documents.length * 32);
+  const leaves: TreeLeaf[] = documents.map((doc, index) => ({
+    index,
+    name: doc.name,
+    sha256: doc.sha256,
+    size: doc.size,
+    salt: salts.toString('hex', index * 32, (index + 1) * 32),
+  }));
+  const merkle = merkleOf(leaves);
+  const entry: TreeEntry = {
+    root: merkle.root.toString('hex'),
+    treeSize: leaves.length,
+    description: description ?? rootDescription(leaves.length),
+    createdAt: at.toISOString(),
+    leaves,
+  };
+  return new LoadedTree(entry, { state: 'planned' }, merkle);
+}
+
+interface TreesOptions {
+  /** Only the trees in the ledger. */
+  registeredOnly?: boolean;
+  /** Leave out registered and confirmed trees (--force). */
+  skipRegistered?: boolean;
+  /** Only the trees that may hold one of these digests: the others are not built (ServiceStore.readTree). */
+  holding?: ReadonlySet<string>;
+  /** Only the trees of these roots (the others are not even read). */
+  roots?: ReadonlySet<string>;
+}
+
+const RANK: Record<TreeState, number> = { registered: 0, confirmed: 1, pending: 2, planned: 3 };
+
+/**
+ * The trees of a store, indexed by document digest: for each, the tree that
+ * best proves it (registered before pending before planned; among registered
+ * ones the latest completion, as the ledger answers for a hash; else the
+ * latest made). `verify` (core/ledger.ts) asks the same index. A damaged tree
+ * file holds no document: it is skipped here, and `problems` names it.
+ */
+export class Trees {
+  readonly #byDigest = new Map<string, Placement>();
+  readonly all: readonly LoadedTree[];
+  readonly problems: StoreError[];
+
+  constructor(trees: readonly LoadedTree[], problems: StoreError[] = []) {
+    this.all = trees;
+    this.problems = problems;
+    for (const tree of trees) {
+      for (const leaf of tree.entry.leaves) {
+        const known = this.#byDigest.get(leaf.sha256);
+        if (known === undefined || better(tree, known.tree)) {
+          this.#byDigest.set(leaf.sha256, { tree, leafIndex: leaf.index });
+        }
+      }
+    }
+  }
+
+  /**
+   * Every tree of the store, with its state; `registeredOnly` keeps only
+   * those in the ledger, `skipRegistered` (--force) leaves them and the
+   * confirmed ones out.
+   */
+  static async load(
+    store: ServiceStore,
+    { registeredOnly = false, skipRegistered = false, holding, roots }: TreesOptions = {},
+  ): Promise<Trees> {
+    const { entries, problems } = await store.listTrees(holding, roots);
+    const retired = entries.length === 0 ? new Set<string>() : await confirmedRoots(store);
+    const trees: LoadedTree[] = [];
+    for (const entry of entries) {
+      let standing: Standing;
+      try {
+        standing = standingOf(store, entry.root, retired);
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        problems.push(error);
+        continue;
+      }
+      const { state } = standing;
+      if (registeredOnly && state !== 'registered') continue;
+      if (skipRegistered && (state === 'registered' || state === 'confirmed')) continue;
+      trees.push(new LoadedTree(entry, standing));
+    }
+    return new Trees(trees, problems);
+  }
+
+  /** The place of the document of digest `sha256`, if a tree holds it. */
+  place(sha256: string): Placement | undefined {
+    return this.#byDigest.get(sha256);
+  }
+}
+
+function better(a: LoadedTree, b: LoadedTree): boolean {
+  if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
+  const [completedA, completedB] = [a.record?.completedAt, b.record?.completedAt];
+  if (completedA !== undefined && completedB !== undefined && completedA !== completedB) return completedA > completedB;
+  return a.entry.createdAt > b.entry.createdAt;
+}
+
+/** The hashes whose session was retired because the service answered forfait 409: it has them. */
+async function confirmedRoots(store: ServiceStore): Promise<Set<string>> {
+  const confirmed = new Set<string>();
+  for (const [hash, reasons] of await store.retirements()) {
+    if (reasons.some((reason) => reason.startsWith(ANSWERED_409))) confirmed.add(hash);
+  }
+  return confirmed;
+}
+
+/** Where a tree stands, and its root's record when it is registered. */
+export interface Standing {
+  state: TreeState;
+  record?: LedgerEntry;
+}
+
+/** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
+function standingOf(store: ServiceStore, root: string, retired: ReadonlySet<string>): Standing {
+  const record = store.readRecord(root);
+  if (record) return { state: 'registered', record };
+  if (store.readPending(root)) return { state: 'pending' };
+  return { state: retired.has(root) ? 'confirmed' : 'planned' };
+}
+
+/** A document found under a registered root: the root's record, the document's leaf, and its proof. */
+export interface FoundLeaf {
+  entry: LedgerEntry;
+  leaf: TreeLeaf;
+  proof: InclusionProof;
+}
+
+/**
+ * The registered tree holding the document of digest `sha256`, if any (for
+ * `show` and `receipt`, once the ledger has no record of the digest itself).
+ * Throws StoreError for a tree whose leaves do not fold to its root, and,
+ * when no readable tree holds it, for a tree file that cannot be read.
+ */
+export async function findLeaf(store: ServiceStore, sha256: string): Promise<FoundLeaf | undefined> {
+  const trees = await Trees.load(store, { registeredOnly: true, holding: new Set([sha256]) });
+  const place = trees.place(sha256);
+  // A tree that cannot be read may be the one holding it: say so rather than "not in the ledger".
+  if (!place && trees.problems.length > 0) throw trees.problems[0]!;
+  if (!place) return undefined;
+  const { root } = place.tree.entry;
+  const entry = place.tree.record!; // registeredOnly: every tree loaded has its root's record
+  const proof = place.tree.proof(place.leafIndex, store.treeFile(root));
+  return { entry, leaf: place.tree.entry.leaves[place.leafIndex]!, proof };
+}
+
+/**
+ * What the ledger holds for a digest (`show`, `receipt`): its own record, or
+ * the record of the registered root it is a leaf of, with that leaf and its
+ * proof; undefined when neither. Throws StoreError as findLeaf does.
+ */
+export async function recordOf(
+  store: ServiceStore,
+  sha256: string,
+): Promise<{ entry: LedgerEntry; underRoot?: FoundLeaf } | undefined> {
+  const own = store.readRecord(sha256);
+  if (own) return { entry: own };
+  const found = await findLeaf(store, sha256);
+  return found && { entry: found.entry, underRoot: found };
+}
+
+/**
+ * The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
+ * every leaf (name, digest, size, salt, index) under its root, one per line,
+ * from which any document's proof can be made again (see
+ * docs/verify-by-hand.md). It holds every salt: it is the owner's copy, not
+ * something to hand out with one document (its receipt is).
+ */
+export function treeManifestText(entry: TreeEntry): Generator<string> {
+  return jsonWithRows({ ...TREE_MANIFEST, proofType: PROOF_TYPE, ...entry }, 'leaves', LEAVES_DIGEST);
+}
