@@ -9,7 +9,17 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { treeManifestText } from '../../src/core/trees.js';
@@ -773,6 +783,20 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     const next = await onStore(store, receipts, [...docs, bed.path('t10/c.txt')]);
     expect(next.calls).toEqual(['request:409', 'request:409', 'request:200', 'forfait:200']);
   });
+
+  it.runIf(process.getuid?.() === 0)(
+    "a manifest of another user (a container step's) is used: its content is checked in full",
+    async () => {
+      await bed.write('t12/a.txt', 'receipts written by another user\n');
+      const receipts = bed.path('t12-receipts');
+      const root = parseResults((await onStore(freshStore(), receipts, [bed.path('t12/a.txt')])).run.stdout)[0]!.proof!
+        .root;
+      chownSync(join(receipts, `${root}.tree.json`), 65534, 65534);
+      const again = await onStore(freshStore(), receipts, [bed.path('t12/a.txt')]);
+      expect(again.calls).toEqual(['login:200', 'request:409']);
+      expect(parseResults(again.run.stdout)[0]).toMatchObject({ status: 'already-registered', proof: { root } });
+    },
+  );
 
   it('a manifest with more than four leaves per document of the run is not even asked about', async () => {
     const digest = await bed.write('t3/a.txt', 'one document, listed many times\n');
