@@ -24,16 +24,15 @@ import {
   fsync,
   fsyncSync,
   linkSync,
-  open,
-  rename,
   lstatSync,
+  open,
   openSync,
   readFileSync,
-  unlink,
   unlinkSync,
   writeSync,
   type Stats,
 } from 'node:fs';
+import { rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { z } from 'zod';
 import { StoreError } from '../errors.js';
@@ -149,7 +148,7 @@ export function tightenDirIfExists(dir: string): boolean | undefined {
  * `onTightened` told.
  */
 export function readPrivateFile(file: string, onTightened?: () => void): string | undefined {
-  return readOwnFile(file, { onTightened });
+  return readRegularFile(file, { onTightened });
 }
 
 /**
@@ -157,7 +156,7 @@ export function readPrivateFile(file: string, onTightened?: () => void): string 
  * another user (a file whose content is checked in full by its reader, such
  * as a tree's manifest in --receipt-dir, never a store file).
  */
-export function readOwnFile(
+export function readRegularFile(
   file: string,
   { onTightened, anyOwner = false }: { onTightened?: () => void; anyOwner?: boolean },
 ): string | undefined {
@@ -265,8 +264,8 @@ export async function writeFileAtomic(
         done += writeSync(fd, bytes, done, bytes.length - done);
       }
     }
-    await fdatasyncOnPool(fd);
     const written = fd;
+    await onPool<void>((done) => fdatasync(written, done));
     fd = undefined;
     closeSync(written);
     if (options.replace === false) {
@@ -274,7 +273,7 @@ export async function writeFileAtomic(
       linkOrCreate(temp, file, bytes, options.mode ?? PRIVATE_FILE_MODE);
       ignoreErrors(() => unlinkSync(temp));
     } else {
-      await onPool<void>((done) => rename(temp, file, done));
+      await rename(temp, file);
     }
   } catch (error) {
     // The write's own error is the one worth reporting, not a failed clean-up.
@@ -307,12 +306,9 @@ function linkOrCreate(temp: string, file: string, bytes: Buffer, mode: number): 
   }
 }
 
+/** A call of node:fs's callback API on libuv's pool, as a promise: for a descriptor, not a FileHandle. */
 function onPool<T>(start: (done: (error: NodeJS.ErrnoException | null, value?: T) => void) => void): Promise<T> {
   return new Promise((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value as T))));
-}
-
-function fdatasyncOnPool(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
 }
 
 function ignoreErrors(fn: () => void): void {
@@ -392,7 +388,7 @@ async function syncDir(dir: string): Promise<void> {
  */
 export async function removeFileOffThread(file: string): Promise<void> {
   try {
-    await onPool<void>((done) => unlink(file, done));
+    await unlink(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }

@@ -16,7 +16,7 @@ import {
   DirFlushes,
   ensurePrivateDir,
   parseStoreText,
-  readOwnFile,
+  readRegularFile,
   readPrivateFile,
   readStoreFile,
   removeFile,
@@ -248,7 +248,7 @@ function leafDigestsOfWholeTree(text: string): string[] | undefined {
  * be read (a link, not a regular file, or, without `anyOwner`, another's).
  */
 export function treeFileDigests(file: string, { anyOwner = false } = {}): string[] | undefined {
-  const text = readOwnFile(file, { anyOwner });
+  const text = readRegularFile(file, { anyOwner });
   return text === undefined ? undefined : leafDigestsOfWholeTree(text);
 }
 
@@ -270,7 +270,7 @@ export function readTreeFile(
   wanted?: (digests: readonly string[]) => boolean,
   { anyOwner = false, exactOnly = false } = {},
 ): TreeEntry | undefined {
-  const text = readOwnFile(file, { anyOwner });
+  const text = readRegularFile(file, { anyOwner });
   if (text === undefined) return undefined;
   if (wanted || exactOnly) {
     const digests = leafDigestsOfWholeTree(text);
