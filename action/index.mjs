@@ -1,11 +1,11 @@
 import { createRequire } from "node:module";
-import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, rename, renameSync, statSync, statfsSync, unlink, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
 import { basename, dirname, extname, join, normalize, resolve, sep } from "node:path";
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
-import { lstat, mkdir, open as open$1, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { setTimeout as setTimeout$1 } from "node:timers/promises";
 import tty from "node:tty";
@@ -9817,14 +9817,14 @@ function tightenDirIfExists(dir) {
 * `onTightened` told.
 */
 function readPrivateFile(file, onTightened) {
-	return readOwnFile(file, { onTightened });
+	return readRegularFile(file, { onTightened });
 }
 /**
 * Reads a file as readPrivateFile does; with `anyOwner`, also one of
 * another user (a file whose content is checked in full by its reader, such
 * as a tree's manifest in --receipt-dir, never a store file).
 */
-function readOwnFile(file, { onTightened, anyOwner = false }) {
+function readRegularFile(file, { onTightened, anyOwner = false }) {
 	let fd;
 	try {
 		fd = openSync(file, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
@@ -9897,14 +9897,14 @@ async function writeFileAtomic(file, data, options = {}) {
 			bytes = Buffer.from(piece, "utf8");
 			for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done);
 		}
-		await fdatasyncOnPool(fd);
 		const written = fd;
+		await onPool((done) => fdatasync(written, done));
 		fd = void 0;
 		closeSync(written);
 		if (options.replace === false) {
 			linkOrCreate(temp, file, bytes, options.mode ?? 384);
 			ignoreErrors(() => unlinkSync(temp));
-		} else await onPool((done) => rename(temp, file, done));
+		} else await rename(temp, file);
 	} catch (error) {
 		if (fd !== void 0) ignoreErrors(() => closeSync(fd));
 		ignoreErrors(() => unlinkSync(temp));
@@ -9933,11 +9933,9 @@ function linkOrCreate(temp, file, bytes, mode) {
 		closeSync(fd);
 	}
 }
+/** A call of node:fs's callback API on libuv's pool, as a promise: for a descriptor, not a FileHandle. */
 function onPool(start) {
 	return new Promise((resolve, reject) => start((error, value) => error ? reject(error) : resolve(value)));
-}
-function fdatasyncOnPool(fd) {
-	return new Promise((resolve, reject) => fdatasync(fd, (error) => error ? reject(error) : resolve()));
 }
 function ignoreErrors(fn) {
 	try {
@@ -9973,7 +9971,7 @@ async function syncDir(dir) {
 */
 async function removeFileOffThread(file) {
 	try {
-		await onPool((done) => unlink(file, done));
+		await unlink(file);
 	} catch (error) {
 		if (error.code !== "ENOENT") throw error;
 	}
@@ -10776,6 +10774,17 @@ function answerUnread(deps, pending) {
 function now(deps) {
 	return deps.now?.() ?? /* @__PURE__ */ new Date();
 }
+/** The body of the request step for `input` (also how manifests.ts asks about a manifest's root). */
+function registrationRequest(input) {
+	return {
+		blockchainType: input.blockchain,
+		custody: input.custody,
+		description: input.description,
+		hash: input.hash,
+		signed: input.signed,
+		status: "not_registered"
+	};
+}
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps, input) {
 	deps.onStep?.("requesting");
@@ -10792,14 +10801,7 @@ async function requestStep(deps, input) {
 		return entry;
 	};
 	try {
-		const saved = await save((await deps.api.requestRegistration({
-			blockchainType: input.blockchain,
-			custody: input.custody,
-			description: input.description,
-			hash: input.hash,
-			signed: input.signed,
-			status: "not_registered"
-		})).raw);
+		const saved = await save((await deps.api.requestRegistration(registrationRequest(input))).raw);
 		deps.store.clearUnanswered(input.hash);
 		return saved;
 	} catch (error) {
@@ -12548,7 +12550,7 @@ function leafDigestsOfWholeTree(text) {
 * be read (a link, not a regular file, or, without `anyOwner`, another's).
 */
 function treeFileDigests(file, { anyOwner = false } = {}) {
-	const text = readOwnFile(file, { anyOwner });
+	const text = readRegularFile(file, { anyOwner });
 	return text === void 0 ? void 0 : leafDigestsOfWholeTree(text);
 }
 /**
@@ -12564,7 +12566,7 @@ function treeFileDigests(file, { anyOwner = false } = {}) {
 * be read or is damaged.
 */
 function readTreeFile(file, root, wanted, { anyOwner = false, exactOnly = false } = {}) {
-	const text = readOwnFile(file, { anyOwner });
+	const text = readRegularFile(file, { anyOwner });
 	if (text === void 0) return void 0;
 	if (wanted || exactOnly) {
 		const digests = leafDigestsOfWholeTree(text);
@@ -12967,6 +12969,15 @@ var init_service_store = __esmMin((() => {
 function rootDescription(treeSize) {
 	return `Merkle root of ${treeSize} document${treeSize === 1 ? "" : "s"} (RFC 9162, SHA-256, salted leaves)`;
 }
+/**
+* The Merkle tree of `entry`'s leaves; throws StoreError when they do not
+* fold to the root it names (`file`: where it was read, for the message).
+*/
+function foldedTree(entry, file) {
+	const merkle = merkleOf(entry.leaves);
+	if (merkle.root.toString("hex") !== entry.root) throw new StoreError(file, `${file} is damaged: its leaves make root ${merkle.root.toString("hex")}, not ${entry.root}`, { hint: `it is no proof for its documents: restore it from a backup, or from ${entry.root}.tree.json of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again` });
+	return merkle;
+}
 function merkleOf(leaves) {
 	const hashes = Buffer.allocUnsafe(leaves.length * 32);
 	leaves.forEach((leaf, i) => {
@@ -13093,11 +13104,7 @@ var init_trees = __esmMin((() => {
 		* to the root the file names (`file`: the tree's file, for the message).
 		*/
 		merkle(file) {
-			if (this.#merkle === void 0) {
-				const merkle = merkleOf(this.entry.leaves);
-				if (merkle.root.toString("hex") !== this.entry.root) throw new StoreError(file, `${file} is damaged: its leaves make root ${merkle.root.toString("hex")}, not ${this.entry.root}`, { hint: `it is no proof for its documents: restore it from a backup, or from ${this.entry.root}.tree.json of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again` });
-				this.#merkle = merkle;
-			}
+			this.#merkle ??= foldedTree(this.entry, file);
 			return this.#merkle;
 		}
 		/** The inclusion proof of leaf `leafIndex`, as a v1 receipt carries it; throws StoreError as `merkle` does. */
@@ -13263,7 +13270,7 @@ async function adoptManifests(deps, input, unplaced) {
 			});
 			if (read === void 0) continue;
 			entry = adoptedEntry(read, byDigest, input.description);
-			merkle = new LoadedTree(entry, { state: "planned" }).merkle(file);
+			merkle = foldedTree(entry, file);
 		} catch (error) {
 			if (!(error instanceof StoreError)) throw error;
 			input.onManifestIgnored?.(error);
@@ -13309,14 +13316,13 @@ function adoptedEntry(entry, byDigest, description) {
 */
 async function askAbout(deps, entry, input) {
 	try {
-		await deps.api.requestRegistration({
-			blockchainType: input.blockchain,
-			custody: false,
-			description: entry.description,
-			hash: entry.root,
-			signed: input.signed,
-			status: "not_registered"
-		});
+		const { root: hash, description } = entry;
+		await deps.api.requestRegistration(registrationRequest({
+			...input,
+			hash,
+			description,
+			custody: false
+		}));
 		return { kind: "unknown" };
 	} catch (error) {
 		if (isAlreadyRegistered(error)) return {

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { InvalidAnswerError, StoreError, UnreadableAnswerError } from '../errors.js';
 import { readTreeFile, treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
-import { isAlreadyRegistered, type Blockchain, type FlowDeps } from './notarize.js';
-import { LoadedTree, rootDescription, type AggregateDocument, type Placement } from './trees.js';
+import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
+import { foldedTree, LoadedTree, rootDescription, type AggregateDocument, type Placement } from './trees.js';
 
 /** Room for one leaf line of a manifest: a name of 255 bytes, each escaped, and the rest. */
 const MANIFEST_BYTES_PER_LEAF = 2048;
@@ -149,7 +149,7 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
       const read = readTreeFile(file, root, useful, { anyOwner: true, exactOnly: true });
       if (read === undefined) continue;
       entry = adoptedEntry(read, byDigest, input.description);
-      merkle = new LoadedTree(entry, { state: 'planned' }).merkle(file);
+      merkle = foldedTree(entry, file);
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
       input.onManifestIgnored?.(error);
@@ -195,14 +195,8 @@ function adoptedEntry(
  */
 async function askAbout(deps: FlowDeps, entry: TreeEntry, input: ManifestQuery): Promise<Asked | { kind: 'unknown' }> {
   try {
-    await deps.api.requestRegistration({
-      blockchainType: input.blockchain,
-      custody: false,
-      description: entry.description,
-      hash: entry.root,
-      signed: input.signed,
-      status: 'not_registered',
-    });
+    const { root: hash, description } = entry;
+    await deps.api.requestRegistration(registrationRequest({ ...input, hash, description, custody: false }));
     return { kind: 'unknown' };
   } catch (error) {
     if (isAlreadyRegistered(error)) return { kind: 'has', message: error.serviceMessage };

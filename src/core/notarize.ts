@@ -16,7 +16,7 @@
  */
 import type { ApiClient } from '../api/client.js';
 import { verificationPath } from '../api/pages.js';
-import { subscriptionSessionSchema, type BLOCKCHAIN_TYPES } from '../api/schemas.js';
+import { subscriptionSessionSchema, type BLOCKCHAIN_TYPES, type RegistrationRequest } from '../api/schemas.js';
 import {
   EXIT,
   InvalidAnswerError,
@@ -326,6 +326,20 @@ function now(deps: FlowDeps): Date {
   return deps.now?.() ?? new Date();
 }
 
+/** The body of the request step for `input` (also how manifests.ts asks about a manifest's root). */
+export function registrationRequest(
+  input: Pick<RegisterInput, 'hash' | 'description' | 'custody' | 'signed' | 'blockchain'>,
+): RegistrationRequest {
+  return {
+    blockchainType: input.blockchain,
+    custody: input.custody,
+    description: input.description,
+    hash: input.hash,
+    signed: input.signed,
+    status: 'not_registered',
+  };
+}
+
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<PendingEntry> {
   deps.onStep?.('requesting');
@@ -342,14 +356,7 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
     return entry;
   };
   try {
-    const answer = await deps.api.requestRegistration({
-      blockchainType: input.blockchain,
-      custody: input.custody,
-      description: input.description,
-      hash: input.hash,
-      signed: input.signed,
-      status: 'not_registered',
-    });
+    const answer = await deps.api.requestRegistration(registrationRequest(input));
     const saved = await save(answer.raw);
     deps.store.clearUnanswered(input.hash);
     return saved;

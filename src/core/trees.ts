@@ -76,21 +76,7 @@ export class LoadedTree {
    * to the root the file names (`file`: the tree's file, for the message).
    */
   merkle(file: string): MerkleTree {
-    if (this.#merkle === undefined) {
-      const merkle = merkleOf(this.entry.leaves);
-      if (merkle.root.toString('hex') !== this.entry.root) {
-        throw new StoreError(
-          file,
-          `${file} is damaged: its leaves make root ${merkle.root.toString('hex')}, not ${this.entry.root}`,
-          {
-            hint:
-              `it is no proof for its documents: restore it from a backup, or from ${this.entry.root}.tree.json ` +
-              'of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again',
-          },
-        );
-      }
-      this.#merkle = merkle;
-    }
+    this.#merkle ??= foldedTree(this.entry, file);
     return this.#merkle;
   }
 
@@ -107,6 +93,26 @@ export class LoadedTree {
       root: this.entry.root,
     };
   }
+}
+
+/**
+ * The Merkle tree of `entry`'s leaves; throws StoreError when they do not
+ * fold to the root it names (`file`: where it was read, for the message).
+ */
+export function foldedTree(entry: TreeEntry, file: string): MerkleTree {
+  const merkle = merkleOf(entry.leaves);
+  if (merkle.root.toString('hex') !== entry.root) {
+    throw new StoreError(
+      file,
+      `${file} is damaged: its leaves make root ${merkle.root.toString('hex')}, not ${entry.root}`,
+      {
+        hint:
+          `it is no proof for its documents: restore it from a backup, or from ${entry.root}.tree.json ` +
+          'of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again',
+      },
+    );
+  }
+  return merkle;
 }
 
 function merkleOf(leaves: readonly TreeLeaf[]): MerkleTree {
