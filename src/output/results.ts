@@ -75,7 +75,7 @@ export function skippedResult(file: string | null, reason: string): ItemResult {
 }
 
 /** The digest a registration's outcome is about. */
-export function outcomeHash(outcome: Outcome): string {
+function outcomeHash(outcome: Outcome): string {
   return outcome.kind === 'already-registered' ? outcome.hash : outcome.entry.hash;
 }
 
