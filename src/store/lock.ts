@@ -75,7 +75,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError, TransientError } from '../errors.js';
 import { CREATE_NEW, PRIVATE_FILE_MODE, readPrivateFile, removeFile, uniqueSuffix } from './files.js';
@@ -664,11 +664,22 @@ async function acquire(file: string, waitMs: number, full: Timing): Promise<{ he
   }
 }
 
+/**
+ * What the holder of the lock `file` is doing, told by the lock's name (the
+ * store names them: `<hash>.lock`, `aggregate.lock`, `<file>.lock`).
+ */
+function holderDoes(file: string): string {
+  const name = basename(file, '.lock');
+  if (/^[0-9a-f]{64}$/.test(name)) return 'is working on the same hash';
+  if (name === 'aggregate') return 'is placing documents in Merkle trees (register --aggregate)';
+  return `is changing ${name}.json`;
+}
+
 /** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */
 function stillHeld(file: string, seen: Seen, leaseMs: number): TransientError {
   const legacy = seen.pid !== undefined && seen.leaseMs === undefined;
   return new TransientError(
-    `another notarize process (pid ${seen.pid ?? '?'}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ''}) is working on the same hash`,
+    `another notarize process (pid ${seen.pid ?? '?'}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ''}) ${holderDoes(file)}`,
     {
       hint: legacy
         ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 60_000} minutes old (${file})`

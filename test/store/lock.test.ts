@@ -371,6 +371,20 @@ describe('withLock', () => {
     expect(existsSync(file)).toBe(false);
   });
 
+  it.each([
+    [`${'ab'.repeat(32)}.lock`, 'is working on the same hash'],
+    ['aggregate.lock', 'is placing documents in Merkle trees (register --aggregate)'],
+    ['credentials.lock', 'is changing credentials.json'],
+  ])('says what the holder of %s is doing when the wait runs out', async (name, doing) => {
+    const file = join(tempDir(), name);
+    const first = gate();
+    const holder = withLock(file, 1000, () => first.opened);
+    const error = await rejection(withLock(file, 50, () => Promise.resolve()));
+    expect((error as Error).message).toBe(`another notarize process (pid ${process.pid}) ${doing}`);
+    first.open();
+    await holder;
+  });
+
   it('treats a lock file of another live process (pid 1) as held', async () => {
     const file = join(tempDir(), 'h.lock');
     writeFileSync(file, '1');
