@@ -10508,10 +10508,20 @@ async function acquire(file, waitMs, full) {
 		throw error;
 	}
 }
+/**
+* What the holder of the lock `file` is doing, told by the lock's name (the
+* store names them: `<hash>.lock`, `aggregate.lock`, `<file>.lock`).
+*/
+function holderDoes(file) {
+	const name = basename(file, ".lock");
+	if (/^[0-9a-f]{64}$/.test(name)) return "is working on the same hash";
+	if (name === "aggregate") return "is placing documents in Merkle trees (register --aggregate)";
+	return `is changing ${name}.json`;
+}
 /** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */
 function stillHeld(file, seen, leaseMs) {
 	const legacy = seen.pid !== void 0 && seen.leaseMs === void 0;
-	return new TransientError(`another notarize process (pid ${seen.pid ?? "?"}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ""}) is working on the same hash`, {
+	return new TransientError(`another notarize process (pid ${seen.pid ?? "?"}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ""}) ${holderDoes(file)}`, {
 		hint: legacy ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 6e4} minutes old (${file})` : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1e3} s without a refresh`,
 		notProcessed: true
 	});
@@ -12004,16 +12014,24 @@ function outcomeHash(outcome) {
 }
 /**
 * The result of an item whose registration ended with `outcome` (register,
-* complete of several): its session when left pending, else the record and
-* what the service said; `details` come after, `status` overrides (a
-* registration whose receipt could not be written is `failed`).
+* complete of several, register --aggregate): its session when left
+* pending, else the record and what the service said. `details` come after,
+* `status` overrides (a registration whose receipt could not be written is
+* `failed`). `under`: a document under a Merkle root, whose registration
+* `outcome` is; the result is the document's, with its proof to the root.
 */
-function outcomeResult(file, outcome, baseUrl, details = {}, status) {
-	const hash = outcomeHash(outcome);
-	if (outcome.kind === "pending") return itemResult(file, hash, "pending", { session: embed(outcome.entry.sessionJson) });
+function outcomeResult(file, outcome, baseUrl, { details = {}, status, under } = {}) {
+	const hash = under?.sha256 ?? outcomeHash(outcome);
+	if (outcome.kind === "pending") {
+		const session = embed(outcome.entry.sessionJson);
+		return itemResult(file, hash, "pending", under ? {
+			session,
+			proof: under.proof
+		} : { session });
+	}
 	const said = outcome.kind === "already-registered" ? outcome.service : void 0;
 	return itemResult(file, hash, status ?? STATUS_OF[outcome.kind], {
-		...proofOf(baseUrl, hash, outcome.entry?.recordJson),
+		...proofOf(baseUrl, hash, outcome.entry?.recordJson, under?.proof),
 		...said ? { message: said.message ?? null } : {},
 		...details
 	});
@@ -16194,29 +16212,30 @@ var init_register_aggregate = __esmMin((() => {
 				return;
 			}
 			const { outcome } = rootResult;
+			const under = {
+				sha256: doc.sha256,
+				proof
+			};
 			if (outcome.kind === "pending") {
-				this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "pending", {
-					session: embed(outcome.entry.sessionJson),
-					proof
-				}));
+				this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, { under }));
 				return;
 			}
-			const status = outcome.kind === "completed" ? "registered" : "already-registered";
-			const entry = outcome.entry;
+			const { entry } = outcome;
 			if (entry === void 0 && this.#documents.receipts !== void 0 && !this.#warnedRoots.has(root)) {
 				this.#warnedRoots.add(root);
 				this.#options.io.warn(`no new receipts for the documents under root ${root}: the service says it is registered, but this store has no record of it (receipts already in ${this.#documents.receipts.dir} are left as they are)`);
 			}
-			const said = outcome.kind === "already-registered" ? outcome.service : void 0;
 			let receipt;
 			let receiptError;
 			const plan = this.#documents.receipts;
 			if (plan && entry) ({receipt, receiptError} = await this.#receipt(plan, doc, entry, proof));
-			const result = itemResult(doc.file, doc.sha256, receiptError ? "failed" : status, {
-				...proofOf(this.#baseUrl, doc.sha256, entry?.recordJson, proof),
-				...said ? { message: said.message ?? null } : {},
-				...receipt ? { receipt } : {},
-				...receiptError ? { error: errorJson(receiptError) } : {}
+			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
+				under,
+				details: {
+					...receipt ? { receipt } : {},
+					...receiptError ? { error: errorJson(receiptError) } : {}
+				},
+				...receiptError ? { status: "failed" } : {}
 			});
 			this.#items.add(doc.index, result);
 			this.#tally.add(doc.index, receiptError);
@@ -16417,9 +16436,12 @@ function toResult$1(item, knownHash, settled, baseUrl) {
 	}
 	const { outcome, receipt, receiptError } = settled.value;
 	return outcomeResult(file, outcome, baseUrl, {
-		...receipt ? { receipt } : {},
-		...receiptError ? { error: errorJson(receiptError) } : {}
-	}, receiptError ? "failed" : void 0);
+		details: {
+			...receipt ? { receipt } : {},
+			...receiptError ? { error: errorJson(receiptError) } : {}
+		},
+		...receiptError ? { status: "failed" } : {}
+	});
 }
 var Registrar;
 var init_register = __esmMin((() => {

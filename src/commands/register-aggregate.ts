@@ -14,7 +14,7 @@ import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from 
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
 import { errorJson, EXIT, NotarizeError, sentAlready, UsageError, type StoreError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
-import { embed, failedResult, itemResult, proofOf, type ItemResult, type ItemResults } from '../output/results.js';
+import { failedResult, itemResult, outcomeResult, type ItemResults } from '../output/results.js';
 import { writeFileAtomic } from '../store/files.js';
 import type { ServiceStore } from '../store/service-store.js';
 import {
@@ -242,15 +242,12 @@ export class Aggregator {
       return;
     }
     const { outcome } = rootResult;
+    const under = { sha256: doc.sha256, proof };
     if (outcome.kind === 'pending') {
-      this.#items.add(
-        doc.index,
-        itemResult(doc.file, doc.sha256, 'pending', { session: embed(outcome.entry.sessionJson), proof }),
-      );
+      this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, { under }));
       return;
     }
-    const status = outcome.kind === 'completed' ? 'registered' : 'already-registered';
-    const entry = outcome.entry;
+    const { entry } = outcome;
     if (entry === undefined && this.#documents.receipts !== undefined && !this.#warnedRoots.has(root)) {
       // One line per root, not per document (there may be 100,000).
       this.#warnedRoots.add(root);
@@ -259,18 +256,16 @@ export class Aggregator {
           ` (receipts already in ${this.#documents.receipts.dir} are left as they are)`,
       );
     }
-    const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
     let receipt: string | undefined;
     let receiptError: NotarizeError | undefined;
     const plan = this.#documents.receipts;
     if (plan && entry) {
       ({ receipt, receiptError } = await this.#receipt(plan, doc, entry, proof));
     }
-    const result: ItemResult = itemResult(doc.file, doc.sha256, receiptError ? 'failed' : status, {
-      ...proofOf(this.#baseUrl, doc.sha256, entry?.recordJson, proof),
-      ...(said ? { message: said.message ?? null } : {}),
-      ...(receipt ? { receipt } : {}),
-      ...(receiptError ? { error: errorJson(receiptError) } : {}),
+    const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
+      under,
+      details: { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
+      ...(receiptError ? { status: 'failed' as const } : {}),
     });
     this.#items.add(doc.index, result);
     this.#tally.add(doc.index, receiptError);

@@ -392,11 +392,8 @@ function toResult(
   }
   const { outcome, receipt, receiptError } = settled.value;
   // Registered, but its receipt is missing: a failure for the run (exit 1).
-  return outcomeResult(
-    file,
-    outcome,
-    baseUrl,
-    { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
-    receiptError ? 'failed' : undefined,
-  );
+  return outcomeResult(file, outcome, baseUrl, {
+    details: { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
+    ...(receiptError ? { status: 'failed' as const } : {}),
+  });
 }

@@ -87,23 +87,30 @@ const STATUS_OF: Record<Outcome['kind'], ItemStatus> = {
 
 /**
  * The result of an item whose registration ended with `outcome` (register,
- * complete of several): its session when left pending, else the record and
- * what the service said; `details` come after, `status` overrides (a
- * registration whose receipt could not be written is `failed`).
+ * complete of several, register --aggregate): its session when left
+ * pending, else the record and what the service said. `details` come after,
+ * `status` overrides (a registration whose receipt could not be written is
+ * `failed`). `under`: a document under a Merkle root, whose registration
+ * `outcome` is; the result is the document's, with its proof to the root.
  */
 export function outcomeResult(
   file: string | null,
   outcome: Outcome,
   baseUrl: string,
-  details: ItemDetails = {},
-  status?: ItemStatus,
+  {
+    details = {},
+    status,
+    under,
+  }: { details?: ItemDetails; status?: ItemStatus; under?: { sha256: string; proof: InclusionProof } } = {},
 ): ItemResult {
-  const hash = outcomeHash(outcome);
-  if (outcome.kind === 'pending')
-    return itemResult(file, hash, 'pending', { session: embed(outcome.entry.sessionJson) });
+  const hash = under?.sha256 ?? outcomeHash(outcome);
+  if (outcome.kind === 'pending') {
+    const session = embed(outcome.entry.sessionJson);
+    return itemResult(file, hash, 'pending', under ? { session, proof: under.proof } : { session });
+  }
   const said = outcome.kind === 'already-registered' ? outcome.service : undefined;
   return itemResult(file, hash, status ?? STATUS_OF[outcome.kind], {
-    ...proofOf(baseUrl, hash, outcome.entry?.recordJson),
+    ...proofOf(baseUrl, hash, outcome.entry?.recordJson, under?.proof),
     ...(said ? { message: said.message ?? null } : {}),
     ...details,
   });

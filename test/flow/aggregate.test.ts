@@ -272,6 +272,9 @@ describe('register --aggregate re-runs', () => {
     expect(first.code, describeRun(first)).toBe(0);
     expect(countStatuses(parseResults(first.stdout))).toEqual({ pending: 2 });
     const pendingRoot = parseResults(first.stdout)[0]!.proof!.root;
+    // Each result is its document's (hash and proof), with the session of the root.
+    expect(parseResults(first.stdout)[0]).toMatchObject({ hash: a, proof: { leafIndex: 0 } });
+    expect(parseResults(first.stdout)[0]!.session).toMatchObject({ sessionId: expect.any(String) });
     expect(bed.pendingHashes()).toContain(pendingRoot);
     const second = await bed.main(['register', '--aggregate', '-r', bed.path('pend'), '--output', 'ndjson']);
     expect(second.code, describeRun(second)).toBe(0);
