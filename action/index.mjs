@@ -13230,14 +13230,16 @@ async function manifestCandidates(input, unplaced) {
 /** Whether a manifest in --receipt-dir may place one of the `unplaced` documents (read, not parsed; nothing sent). */
 async function anyManifestFor(input, unplaced) {
 	const { candidates, useful } = await manifestCandidates(input, unplaced);
-	return candidates.some(({ file }) => {
-		try {
-			const digests = treeFileDigests(file, { anyOwner: true });
-			return digests === void 0 || useful(digests);
-		} catch {
-			return true;
-		}
-	});
+	return candidates.some(({ file }) => mayPlace(file, useful));
+}
+/** Whether the manifest `file` may place a document: its leaves are `useful`, or it must be read to tell. */
+function mayPlace(file, useful) {
+	try {
+		const digests = treeFileDigests(file, { anyOwner: true });
+		return digests === void 0 || useful(digests);
+	} catch {
+		return true;
+	}
 }
 /**
 * Places the `unplaced` documents (under no tree of the store; each removed
@@ -13250,7 +13252,7 @@ async function anyManifestFor(input, unplaced) {
 *
 * Only ever confirmed, never registered: a manifest could have been planted
 * by whoever wrote the folder (a CI checkout that earlier steps touched),
-* so a root the service does not know (any 2xx) is dropped on the spot, its
+* so a root the service does not know (a 2xx with a session) is dropped on the spot, its
 * session neither saved nor completed, and its documents go into this run's
 * new tree. Nothing of an adopted tree is saved in the store either: a run
 * killed meanwhile leaves nothing behind. So manifests cost request steps,
@@ -13261,13 +13263,15 @@ async function anyManifestFor(input, unplaced) {
 *   - its leaves must make its root, and its text be exactly as notarize
 *     writes it (read without being parsed unless it is used: bounded memory);
 *   - the newest are asked about first (then the largest), one only if it
-*     holds a document no root asked about holds yet, at most
-*     MAX_ASKED_ROOTS per run; a document stays under the first that holds it;
+*     holds a document no root asked about holds yet; a document stays
+*     under the first that holds it; once MAX_ABSENT_ROOTS roots were
+*     answered with a session (the service does not have them), no more
+*     are asked about, and `warn` is told if some left may hold documents;
 *   - a root whose request step fails otherwise (a network failure, a 5xx)
 *     fails its documents as any root would; with --fail-fast, no other is
 *     asked about after it.
 * A manifest that cannot be read or does not make its root is passed over,
-* and `onManifestIgnored` told.
+* and `warn` told.
 */
 async function adoptManifests(deps, input, unplaced) {
 	const adoptions = {
@@ -13276,9 +13280,14 @@ async function adoptManifests(deps, input, unplaced) {
 		sent: false
 	};
 	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
-	let asked = 0;
-	for (const { root, file } of candidates) {
-		if (unplaced.size === 0 || asked === MAX_ASKED_ROOTS) break;
+	let absent = 0;
+	for (const [at, { root, file }] of candidates.entries()) {
+		if (unplaced.size === 0) break;
+		if (absent === MAX_ABSENT_ROOTS) {
+			const left = candidates.slice(at).filter((candidate) => mayPlace(candidate.file, useful)).length;
+			if (left > 0) input.warn?.(asksStopped(left, input.manifestDir));
+			break;
+		}
 		let entry;
 		let merkle;
 		try {
@@ -13291,13 +13300,15 @@ async function adoptManifests(deps, input, unplaced) {
 			merkle = foldedTree(entry, file);
 		} catch (error) {
 			if (!(error instanceof StoreError)) throw error;
-			input.onManifestIgnored?.(error);
+			input.warn?.(`a tree manifest was passed over: ${error.message}`);
 			continue;
 		}
-		asked++;
 		adoptions.sent = true;
 		const said = await askAbout(deps, entry, input);
-		if (said.kind === "unknown") continue;
+		if (said.kind === "absent") {
+			absent++;
+			continue;
+		}
 		const tree = new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true);
 		for (const [leafIndex, leaf] of entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
 			tree,
@@ -13307,6 +13318,10 @@ async function adoptManifests(deps, input, unplaced) {
 		if (said.kind === "failed" && input.failFast) break;
 	}
 	return adoptions;
+}
+/** The warning when `left` manifests of `dir` that may hold documents of the run were not asked about. */
+function asksStopped(left, dir) {
+	return `${left === 1 ? "1 more tree manifest" : `${left} more tree manifests`} in ${dir} may hold documents of this run but ${left === 1 ? "was" : "were"} not asked about: ${MAX_ABSENT_ROOTS} roots asked about were unknown to the service (manifests of runs that never registered their root); documents only they hold go into this run's new tree`;
 }
 /** A manifest's tree as this run adopts it: its root and salts; this run's description, names and sizes. */
 function adoptedEntry(entry, byDigest, description) {
@@ -13329,8 +13344,11 @@ function adoptedEntry(entry, byDigest, description) {
 }
 /**
 * Asks the service whether it has the root of `entry`, with a request step
-* whose session is never kept: 409, it has it; any 2xx (a session, even one
-* that cannot be read), it does not, and nothing more is sent for it.
+* whose session is never kept: 409, it has it; a session (2xx, read and
+* valid), it does not, and nothing more is sent for it. Any other answer,
+* a 2xx that cannot be read as a session included (a proxy's or a
+* maintenance page says nothing of the root), is no answer: the ask
+* failed, and its documents with it, rather than be paid for again.
 */
 async function askAbout(deps, entry, input) {
 	try {
@@ -13341,20 +13359,19 @@ async function askAbout(deps, entry, input) {
 			description,
 			custody: false
 		}));
-		return { kind: "unknown" };
+		return { kind: "absent" };
 	} catch (error) {
 		if (isAlreadyRegistered(error)) return {
 			kind: "has",
 			message: error.serviceMessage
 		};
-		if (error instanceof InvalidAnswerError || error instanceof UnreadableAnswerError) return { kind: "unknown" };
 		return {
 			kind: "failed",
 			error
 		};
 	}
 }
-var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ASKED_ROOTS, NO_ADOPTIONS;
+var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ABSENT_ROOTS, NO_ADOPTIONS;
 var init_manifests = __esmMin((() => {
 	init_errors();
 	init_service_store();
@@ -13362,7 +13379,7 @@ var init_manifests = __esmMin((() => {
 	init_trees();
 	MANIFEST_BYTES_PER_LEAF = 2048;
 	MANIFEST_LEAVES_PER_DOCUMENT = 4;
-	MAX_ASKED_ROOTS = 16;
+	MAX_ABSENT_ROOTS = 16;
 	NO_ADOPTIONS = {
 		placements: /* @__PURE__ */ new Map(),
 		roots: /* @__PURE__ */ new Map(),
@@ -16017,10 +16034,6 @@ function checkAggregate(options) {
 	if (options.custody) throw refuse("--custody", "the registered root is no file whose metadata could be sent");
 	if (options.paths.includes("-")) throw refuse("'-'", "each leaf is a file, kept by its name");
 }
-/** Whether the service has the root: its record is in the ledger, or the service said so (a 409). */
-function isRegistered(result) {
-	return result?.ok === true && result.outcome.kind !== "pending";
-}
 var FAIL_FAST_REASON, Aggregator;
 var init_register_aggregate = __esmMin((() => {
 	init_aggregate();
@@ -16031,6 +16044,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_receipt_format();
 	init_errors();
 	init_results();
+	init_disk();
 	init_files();
 	init_register_inputs();
 	FAIL_FAST_REASON = "not registered: another document or root failed (--fail-fast)";
@@ -16058,7 +16072,6 @@ var init_register_aggregate = __esmMin((() => {
 		async run() {
 			const hashed = await this.#hashAll();
 			let sent = false;
-			let manifestFailure;
 			if (this.#options.failFast && this.#tally.failed > 0) for (const doc of hashed) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
 			else if (hashed.length > 0) {
 				const { io } = this.#options;
@@ -16075,12 +16088,13 @@ var init_register_aggregate = __esmMin((() => {
 					force: this.#options.force,
 					failFast: this.#options.failFast,
 					...this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {},
-					onManifestIgnored: (error) => io.warn(`a tree manifest was passed over: ${error.message}`)
+					warn: (message) => io.warn(message)
 				};
 				const placed = await placeDocuments(deps, input);
 				const { placements } = placed;
 				try {
 					await this.#checkManifests(placements);
+					await this.#writeManifests(placements, placed);
 				} catch (error) {
 					throw placed.sent ? sentAlready(error) : error;
 				}
@@ -16088,7 +16102,6 @@ var init_register_aggregate = __esmMin((() => {
 				const roots = await registerRoots(deps, input, placements, placed.asked);
 				io.clearProgress();
 				sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
-				manifestFailure = await this.#manifests(placements, roots);
 				await runAll(hashed.map((doc, i) => ({
 					doc,
 					placement: placements[i]
@@ -16097,7 +16110,7 @@ var init_register_aggregate = __esmMin((() => {
 					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
 				}, { concurrency: 16 });
 			}
-			const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
+			const failure = this.#tally.failure(sent, this.#total);
 			return {
 				kind: "items",
 				title: TITLE$1,
@@ -16165,16 +16178,22 @@ var init_register_aggregate = __esmMin((() => {
 			}
 		}
 		/**
-		* Writes `<root>.tree.json` in --receipt-dir for every root with a record.
-		* A failure does not stop the receipts: it is returned, for exit 1.
+		* Writes `<root>.tree.json` in --receipt-dir for each tree of the run
+		* (not for an adopted one: its manifest is where it came from), before
+		* anything is sent about its root, as its tree is saved in the store
+		* first: a run on another store (a CI re-run on a fresh runner) then
+		* finds it and asks about the root (core/manifests.ts) rather than paying
+		* for a new one, even when this run never learnt how its root ended (a
+		* completion whose answer was lost, a run killed). A root left out of
+		* this run (--fail-fast) gets none. One that cannot be written stops the
+		* run before its roots are sent.
 		*/
-		async #manifests(placements, roots) {
+		async #writeManifests(placements, placed) {
 			const plan = this.#documents.receipts;
-			if (!plan) return void 0;
-			let failure;
+			if (!plan) return;
 			for (const tree of new Set(placements.flatMap((p) => p.tree.adopted ? [] : [p.tree]))) {
 				const { root } = tree.entry;
-				if (!isRegistered(roots.get(root))) continue;
+				if (placed.asked.get(root)?.ok === false) continue;
 				const path = this.#manifestPath(plan, root);
 				try {
 					await writeFileAtomic(path, treeManifestText(tree.entry), {
@@ -16183,14 +16202,14 @@ var init_register_aggregate = __esmMin((() => {
 						flushes: plan.flushes
 					});
 				} catch (error) {
-					failure ??= new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${path} could not be written: ${error.message}`, {
-						hint: "the registration itself is done and in the ledger; running the same command again writes it",
+					const sent = placed.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
+					throw diskRefused(error, plan.dir, sent) ?? new UsageError(`the tree manifest ${path} could not be written: ${error.message}`, {
+						code: "receipt_write",
+						hint: "check that --receipt-dir is a folder you can write to, then run the same command again",
 						cause: error
 					});
-					this.#options.io.warn(failure.message);
 				}
 			}
-			return failure;
 		}
 		/** The result of one document, from its root's; its receipt written when the root has a record. */
 		async #settle(doc, placement, rootResult) {
@@ -16299,13 +16318,14 @@ whose leaves are SHA-256(0x00 || document digest || random salt), in the order g
 request step, one completion, whatever the number of documents. Each document's result and
 receipt carry its inclusion proof (salt, index, audit path) to the registered root, and the
 record is the root's; --receipt-dir also gets <root>.tree.json, the tree's manifest. The
-tree is saved in the store before the root is sent; a re-run sends nothing for documents
-under a registered root, completes a pending root, and puts only new documents in a new tree.
-On a store without their tree (a fresh CI runner), the roots of the <root>.tree.json
-manifests already in --receipt-dir (every leaf a document of this run) are asked about with
-a request step: a 409 is read as "the service has it" (an assumption: its status codes are
-undocumented) and those documents are already-registered, nothing paid; any other answer
-drops that session unsaved, and the documents go into the new tree. The root's description
+tree is saved in the store, and its manifest written, before the root is sent; a re-run
+sends nothing for documents under a registered root, completes a pending root, and puts
+only new documents in a new tree. On a store without their tree (a fresh CI runner), the
+roots of the <root>.tree.json manifests already in --receipt-dir (every leaf a document of
+this run) are asked about with a request step: a 409 is read as "the service has it" (an
+assumption: its status codes are undocumented) and those documents are already-registered,
+nothing paid; a session in answer is dropped unsaved, and the documents go into the new
+tree; any other answer fails those documents. The root's description
 is -d, else "Merkle root of N documents ...". Files only.
 
 --custody sends the file's metadata (name, type, size, last modified). The service does

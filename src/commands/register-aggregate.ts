@@ -6,15 +6,17 @@
 import { lstat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
+import { placeDocuments, registerRoots, type Placed, type RootResult } from '../core/aggregate.js';
 import { treeManifestText, type AggregateDocument, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import { errorJson, EXIT, NotarizeError, sentAlready, UsageError, type StoreError } from '../errors.js';
+import type { NotarizeError } from '../errors.js';
+import { errorJson, sentAlready, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { failedResult, itemResult, outcomeResult, type ItemResults } from '../output/results.js';
+import { diskRefused } from '../store/disk.js';
 import { writeFileAtomic } from '../store/files.js';
 import type { ServiceStore } from '../store/service-store.js';
 import {
@@ -69,7 +71,6 @@ export class Aggregator {
   async run(): Promise<ItemsResult> {
     const hashed = await this.#hashAll();
     let sent = false;
-    let manifestFailure: NotarizeError | undefined;
     // --fail-fast: one document that cannot be hashed stops the run before anything is sent.
     const stopped = this.#options.failFast && this.#tally.failed > 0;
     if (stopped) {
@@ -88,12 +89,13 @@ export class Aggregator {
         force: this.#options.force,
         failFast: this.#options.failFast,
         ...(this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {}),
-        onManifestIgnored: (error: StoreError) => io.warn(`a tree manifest was passed over: ${error.message}`),
+        warn: (message: string) => io.warn(message),
       };
       const placed = await placeDocuments(deps, input);
       const { placements } = placed;
       try {
         await this.#checkManifests(placements);
+        await this.#writeManifests(placements, placed);
       } catch (error) {
         throw placed.sent ? sentAlready(error) : error;
       }
@@ -101,7 +103,6 @@ export class Aggregator {
       const roots = await registerRoots(deps, input, placements, placed.asked);
       io.clearProgress();
       sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
-      manifestFailure = await this.#manifests(placements, roots);
       await runAll(
         hashed.map((doc, i) => ({ doc, placement: placements[i]! })),
         async ({ doc, placement }) => {
@@ -113,8 +114,7 @@ export class Aggregator {
         { concurrency: 16 },
       );
     }
-    // A manifest that could not be written fails the run (exit 1) even when every document succeeded.
-    const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
+    const failure = this.#tally.failure(sent, this.#total);
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 
@@ -183,21 +183,22 @@ export class Aggregator {
   }
 
   /**
-   * Writes `<root>.tree.json` in --receipt-dir for every root with a record.
-   * A failure does not stop the receipts: it is returned, for exit 1.
+   * Writes `<root>.tree.json` in --receipt-dir for each tree of the run
+   * (not for an adopted one: its manifest is where it came from), before
+   * anything is sent about its root, as its tree is saved in the store
+   * first: a run on another store (a CI re-run on a fresh runner) then
+   * finds it and asks about the root (core/manifests.ts) rather than paying
+   * for a new one, even when this run never learnt how its root ended (a
+   * completion whose answer was lost, a run killed). A root left out of
+   * this run (--fail-fast) gets none. One that cannot be written stops the
+   * run before its roots are sent.
    */
-  async #manifests(
-    placements: readonly Placement[],
-    roots: Map<string, RootResult>,
-  ): Promise<NotarizeError | undefined> {
+  async #writeManifests(placements: readonly Placement[], placed: Placed): Promise<void> {
     const plan = this.#documents.receipts;
-    if (!plan) return undefined;
-    let failure: NotarizeError | undefined;
-    // An adopted root's manifest is where it came from: left as it is.
+    if (!plan) return;
     for (const tree of new Set(placements.flatMap((p) => (p.tree.adopted ? [] : [p.tree])))) {
       const { root } = tree.entry;
-      // Also without a record (the service's 409): the tree is what proves each document's place under the root.
-      if (!isRegistered(roots.get(root))) continue;
+      if (placed.asked.get(root)?.ok === false) continue;
       const path = this.#manifestPath(plan, root);
       try {
         await writeFileAtomic(path, treeManifestText(tree.entry), {
@@ -206,19 +207,17 @@ export class Aggregator {
           flushes: plan.flushes,
         });
       } catch (error) {
-        failure ??= new NotarizeError(
-          'receipt_write',
-          EXIT.refused,
-          `the tree manifest ${path} could not be written: ${(error as Error).message}`,
-          {
-            hint: 'the registration itself is done and in the ledger; running the same command again writes it',
+        const sent = placed.sent ? 'nothing was paid for: only the roots of manifests were asked about' : undefined;
+        throw (
+          diskRefused(error, plan.dir, sent) ??
+          new UsageError(`the tree manifest ${path} could not be written: ${(error as Error).message}`, {
+            code: 'receipt_write',
+            hint: 'check that --receipt-dir is a folder you can write to, then run the same command again',
             cause: error,
-          },
+          })
         );
-        this.#options.io.warn(failure.message);
       }
     }
-    return failure;
   }
 
   /** The result of one document, from its root's; its receipt written when the root has a record. */
@@ -303,9 +302,4 @@ export class Aggregator {
       return { receiptError: asNotarizeError(error) };
     }
   }
-}
-
-/** Whether the service has the root: its record is in the ledger, or the service said so (a 409). */
-function isRegistered(result: RootResult | undefined): boolean {
-  return result?.ok === true && result.outcome.kind !== 'pending';
 }

@@ -94,13 +94,14 @@ whose leaves are SHA-256(0x00 || document digest || random salt), in the order g
 request step, one completion, whatever the number of documents. Each document's result and
 receipt carry its inclusion proof (salt, index, audit path) to the registered root, and the
 record is the root's; --receipt-dir also gets <root>.tree.json, the tree's manifest. The
-tree is saved in the store before the root is sent; a re-run sends nothing for documents
-under a registered root, completes a pending root, and puts only new documents in a new tree.
-On a store without their tree (a fresh CI runner), the roots of the <root>.tree.json
-manifests already in --receipt-dir (every leaf a document of this run) are asked about with
-a request step: a 409 is read as "the service has it" (an assumption: its status codes are
-undocumented) and those documents are already-registered, nothing paid; any other answer
-drops that session unsaved, and the documents go into the new tree. The root's description
+tree is saved in the store, and its manifest written, before the root is sent; a re-run
+sends nothing for documents under a registered root, completes a pending root, and puts
+only new documents in a new tree. On a store without their tree (a fresh CI runner), the
+roots of the <root>.tree.json manifests already in --receipt-dir (every leaf a document of
+this run) are asked about with a request step: a 409 is read as "the service has it" (an
+assumption: its status codes are undocumented) and those documents are already-registered,
+nothing paid; a session in answer is dropped unsaved, and the documents go into the new
+tree; any other answer fails those documents. The root's description
 is -d, else "Merkle root of N documents ...". Files only.
 
 --custody sends the file's metadata (name, type, size, last modified). The service does

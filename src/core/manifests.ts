@@ -8,7 +8,7 @@
  */
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { InvalidAnswerError, StoreError, UnreadableAnswerError } from '../errors.js';
+import { StoreError } from '../errors.js';
 import { readTreeFile, treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
@@ -24,8 +24,14 @@ const MANIFEST_BYTES_PER_LEAF = 2048;
  */
 const MANIFEST_LEAVES_PER_DOCUMENT = 4;
 
-/** At most this many manifests' roots are asked about per run: each costs a request step. */
-const MAX_ASKED_ROOTS = 16;
+/**
+ * At most this many roots that the service turns out not to have (stale or
+ * planted manifests) are asked about per run, as each costs a request step.
+ * Asks that place documents are not counted: each places at least one, so
+ * they are at most as many as the run's documents, and a release that adds
+ * a document per run never finds its oldest ones left out and paid again.
+ */
+const MAX_ABSENT_ROOTS = 16;
 
 /** What adoptManifests needs of an aggregate run (core/aggregate.ts, AggregateInput). */
 export interface ManifestQuery {
@@ -40,8 +46,11 @@ export interface ManifestQuery {
   failFast?: boolean;
   /** --receipt-dir, where the manifests are. */
   manifestDir?: string;
-  /** Told of a manifest there that was passed over because it cannot be read or its leaves do not make its root. */
-  onManifestIgnored?: (error: StoreError) => void;
+  /**
+   * Told of a manifest there that was passed over (it cannot be read, or its
+   * leaves do not make its root), or of manifests left unasked (MAX_ABSENT_ROOTS).
+   */
+  warn?: (message: string) => void;
 }
 
 /** What the service said to the request step for a manifest's root: it has it (409), or the ask failed. */
@@ -96,15 +105,18 @@ async function manifestCandidates(input: ManifestQuery, unplaced: ReadonlySet<st
 /** Whether a manifest in --receipt-dir may place one of the `unplaced` documents (read, not parsed; nothing sent). */
 export async function anyManifestFor(input: ManifestQuery, unplaced: ReadonlySet<string>): Promise<boolean> {
   const { candidates, useful } = await manifestCandidates(input, unplaced);
-  return candidates.some(({ file }) => {
-    try {
-      const digests = treeFileDigests(file, { anyOwner: true });
-      // One not as notarize writes it: adoptManifests passes it over, and says why.
-      return digests === undefined || useful(digests);
-    } catch {
-      return true; // unreadable: the same
-    }
-  });
+  return candidates.some(({ file }) => mayPlace(file, useful));
+}
+
+/** Whether the manifest `file` may place a document: its leaves are `useful`, or it must be read to tell. */
+function mayPlace(file: string, useful: (digests: readonly string[]) => boolean): boolean {
+  try {
+    const digests = treeFileDigests(file, { anyOwner: true });
+    // One not as notarize writes it: adoptManifests passes it over, and says why.
+    return digests === undefined || useful(digests);
+  } catch {
+    return true; // unreadable: the same
+  }
 }
 
 /**
@@ -118,7 +130,7 @@ export async function anyManifestFor(input: ManifestQuery, unplaced: ReadonlySet
  *
  * Only ever confirmed, never registered: a manifest could have been planted
  * by whoever wrote the folder (a CI checkout that earlier steps touched),
- * so a root the service does not know (any 2xx) is dropped on the spot, its
+ * so a root the service does not know (a 2xx with a session) is dropped on the spot, its
  * session neither saved nor completed, and its documents go into this run's
  * new tree. Nothing of an adopted tree is saved in the store either: a run
  * killed meanwhile leaves nothing behind. So manifests cost request steps,
@@ -129,20 +141,27 @@ export async function anyManifestFor(input: ManifestQuery, unplaced: ReadonlySet
  *   - its leaves must make its root, and its text be exactly as notarize
  *     writes it (read without being parsed unless it is used: bounded memory);
  *   - the newest are asked about first (then the largest), one only if it
- *     holds a document no root asked about holds yet, at most
- *     MAX_ASKED_ROOTS per run; a document stays under the first that holds it;
+ *     holds a document no root asked about holds yet; a document stays
+ *     under the first that holds it; once MAX_ABSENT_ROOTS roots were
+ *     answered with a session (the service does not have them), no more
+ *     are asked about, and `warn` is told if some left may hold documents;
  *   - a root whose request step fails otherwise (a network failure, a 5xx)
  *     fails its documents as any root would; with --fail-fast, no other is
  *     asked about after it.
  * A manifest that cannot be read or does not make its root is passed over,
- * and `onManifestIgnored` told.
+ * and `warn` told.
  */
 export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unplaced: Set<string>): Promise<Adoptions> {
   const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
   const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
-  let asked = 0;
-  for (const { root, file } of candidates) {
-    if (unplaced.size === 0 || asked === MAX_ASKED_ROOTS) break;
+  let absent = 0;
+  for (const [at, { root, file }] of candidates.entries()) {
+    if (unplaced.size === 0) break;
+    if (absent === MAX_ABSENT_ROOTS) {
+      const left = candidates.slice(at).filter((candidate) => mayPlace(candidate.file, useful)).length;
+      if (left > 0) input.warn?.(asksStopped(left, input.manifestDir!));
+      break;
+    }
     let entry: TreeEntry;
     let merkle: MerkleTree;
     try {
@@ -152,13 +171,15 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
       merkle = foldedTree(entry, file);
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
-      input.onManifestIgnored?.(error);
+      input.warn?.(`a tree manifest was passed over: ${error.message}`);
       continue;
     }
-    asked++;
     adoptions.sent = true;
     const said = await askAbout(deps, entry, input);
-    if (said.kind === 'unknown') continue;
+    if (said.kind === 'absent') {
+      absent++;
+      continue;
+    }
     // `confirmed`: the service has the root; `planned`: nothing is known of it (its ask failed).
     const tree = new LoadedTree(entry, { state: said.kind === 'has' ? 'confirmed' : 'planned' }, merkle, true);
     for (const [leafIndex, leaf] of entry.leaves.entries()) {
@@ -168,6 +189,16 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
     if (said.kind === 'failed' && input.failFast) break;
   }
   return adoptions;
+}
+
+/** The warning when `left` manifests of `dir` that may hold documents of the run were not asked about. */
+function asksStopped(left: number, dir: string): string {
+  const manifests = left === 1 ? '1 more tree manifest' : `${left} more tree manifests`;
+  return (
+    `${manifests} in ${dir} may hold documents of this run but ${left === 1 ? 'was' : 'were'} not asked about: ` +
+    `${MAX_ABSENT_ROOTS} roots asked about were unknown to the service (manifests of runs that never ` +
+    `registered their root); documents only they hold go into this run's new tree`
+  );
 }
 
 /** A manifest's tree as this run adopts it: its root and salts; this run's description, names and sizes. */
@@ -190,17 +221,19 @@ function adoptedEntry(
 
 /**
  * Asks the service whether it has the root of `entry`, with a request step
- * whose session is never kept: 409, it has it; any 2xx (a session, even one
- * that cannot be read), it does not, and nothing more is sent for it.
+ * whose session is never kept: 409, it has it; a session (2xx, read and
+ * valid), it does not, and nothing more is sent for it. Any other answer,
+ * a 2xx that cannot be read as a session included (a proxy's or a
+ * maintenance page says nothing of the root), is no answer: the ask
+ * failed, and its documents with it, rather than be paid for again.
  */
-async function askAbout(deps: FlowDeps, entry: TreeEntry, input: ManifestQuery): Promise<Asked | { kind: 'unknown' }> {
+async function askAbout(deps: FlowDeps, entry: TreeEntry, input: ManifestQuery): Promise<Asked | { kind: 'absent' }> {
   try {
     const { root: hash, description } = entry;
     await deps.api.requestRegistration(registrationRequest({ ...input, hash, description, custody: false }));
-    return { kind: 'unknown' };
+    return { kind: 'absent' };
   } catch (error) {
     if (isAlreadyRegistered(error)) return { kind: 'has', message: error.serviceMessage };
-    if (error instanceof InvalidAnswerError || error instanceof UnreadableAnswerError) return { kind: 'unknown' };
     return { kind: 'failed', error };
   }
 }

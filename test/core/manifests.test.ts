@@ -2,8 +2,9 @@
  * The manifests of --receipt-dir as a run on a store without their trees
  * uses them (src/core/manifests.ts): which ones may place a document
  * (anyManifestFor, nothing sent), and asking the bed's sandbox about their
- * roots (adoptManifests): a 409 places documents, any 2xx places none and
- * keeps nothing. The flow around them: test/flow/aggregate.test.ts.
+ * roots (adoptManifests): a 409 places documents, a session places none and
+ * keeps nothing, an answer that is neither fails the documents. The flow
+ * around them: test/flow/aggregate.test.ts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,17 +14,24 @@ import { adoptManifests, anyManifestFor } from '../../src/core/manifests.js';
 import { treeManifestText, type AggregateDocument } from '../../src/core/trees.js';
 import { aggregateDeps, aggregateInput, docs } from '../helpers/aggregate.js';
 import { type Bed, useBed } from '../helpers/bed.js';
+import { parseFaults } from '../../src/sandbox/server.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
 
 let dirs = 0;
 
-/** A --receipt-dir holding the manifest of a tree over `documents`, registered with the sandbox unless `registered` is false. */
-async function manifestOf(documents: AggregateDocument[], registered = true) {
+/**
+ * A --receipt-dir (`dir`, else a new one) holding the manifest of a tree over
+ * `documents`, registered with the sandbox unless `registered` is false.
+ */
+async function manifestOf(
+  documents: AggregateDocument[],
+  registered = true,
+  dir = join(bed.root, `receipts-${++dirs}`),
+) {
   const run = await registerAggregate(aggregateDeps(bed), aggregateInput(documents, { complete: registered }));
   const { entry } = run.placements[0]!.tree;
-  const dir = join(bed.root, `receipts-${++dirs}`);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, `${entry.root}.tree.json`), [...treeManifestText(entry)].join(''));
   return { dir, root: entry.root };
@@ -83,5 +91,63 @@ describe('adoptManifests', () => {
     expect(adopted.roots.size).toBe(0);
     expect(unplaced.size).toBe(2);
     expect((await deps.store.listPending()).entries).toEqual([]);
+  });
+
+  it('asks about every manifest that places a document: a release grown by one document a run pays nothing again', async () => {
+    const dir = join(bed.root, 'grown');
+    const all = docs(...Array.from({ length: 20 }, (_, i) => `grown-${i}`));
+    // One manifest per earlier run, each of the one document that run added.
+    for (const doc of all) await manifestOf([doc], true, dir);
+    const unplaced = digests(all);
+    const warnings: string[] = [];
+    const mark = bed.mark();
+    const adopted = await adoptManifests(
+      aggregateDeps(bed),
+      aggregateInput(all, { manifestDir: dir, warn: (message) => warnings.push(message) }),
+      unplaced,
+    );
+    expect(unplaced.size).toBe(0);
+    expect(adopted.placements.size).toBe(20);
+    expect(
+      bed
+        .callsSince(mark)
+        .filter((c) => c.route === 'request')
+        .map((c) => c.status),
+    ).toEqual(Array.from({ length: 20 }, () => 409));
+    expect(warnings).toEqual([]);
+  });
+
+  it('stops after 16 roots the service does not have, and says how many manifests were left unasked', async () => {
+    const dir = join(bed.root, 'stale');
+    const all = docs(...Array.from({ length: 18 }, (_, i) => `stale-${i}`));
+    // Manifests of runs that never completed their root.
+    for (const doc of all) await manifestOf([doc], false, dir);
+    const unplaced = digests(all);
+    const warnings: string[] = [];
+    const mark = bed.mark();
+    const adopted = await adoptManifests(
+      aggregateDeps(bed),
+      aggregateInput(all, { manifestDir: dir, warn: (message) => warnings.push(message) }),
+      unplaced,
+    );
+    expect(bed.callsSince(mark).filter((c) => c.route === 'request')).toHaveLength(16);
+    expect(adopted.placements.size).toBe(0);
+    expect(unplaced.size).toBe(18);
+    expect(warnings).toEqual([
+      `2 more tree manifests in ${dir} may hold documents of this run but were not asked about: 16 roots asked ` +
+        `about were unknown to the service (manifests of runs that never registered their root); documents only ` +
+        `they hold go into this run's new tree`,
+    ]);
+  });
+
+  it('a 2xx that cannot be read as a session is no answer: the ask failed, and its documents with it', async () => {
+    const ab = docs('html-a', 'html-b');
+    const { dir, root } = await manifestOf(ab);
+    bed.sandbox.addFaults(parseFaults('request:html*1'));
+    const unplaced = digests(ab);
+    const adopted = await adoptManifests(aggregateDeps(bed), aggregateInput(ab, { manifestDir: dir }), unplaced);
+    expect(unplaced.size).toBe(0);
+    expect(adopted.roots.get(root)).toMatchObject({ kind: 'failed', error: { exitCode: 5 } });
+    expect(adopted.placements.get(ab[0]!.sha256)).toMatchObject({ tree: { adopted: true, state: 'planned' } });
   });
 });

@@ -570,6 +570,44 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(statuses).toEqual([...docs.map(() => ['already-registered', true]), ['registered', false]]);
   });
 
+  it('a completion whose answer was lost: the manifest was written before, so the re-run asks and pays nothing', async () => {
+    const docs = [];
+    for (const name of ['a', 'b']) {
+      await bed.write(`lost/${name}.txt`, `lost answer ${name}\n`);
+      docs.push(bed.path(`lost/${name}.txt`));
+    }
+    const receipts = bed.path('lost-receipts');
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    const first = await onStore(freshStore(), receipts, docs);
+    expect(first.run.code, describeRun(first.run)).toBe(4);
+    expect(first.calls).toEqual(['login:200', 'request:200', 'forfait:0']);
+    const manifests = readdirSync(receipts).filter((name) => name.endsWith('.tree.json'));
+    expect(manifests).toHaveLength(1);
+    const root = manifests[0]!.slice(0, 64);
+
+    // A fresh runner: no store, only the --receipt-dir kept from the failed job.
+    const again = await onStore(freshStore(), receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['login:200', 'request:409']);
+    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
+      ['already-registered', root],
+      ['already-registered', root],
+    ]);
+  });
+
+  it('an ask answered 200 with a page that is no session fails its documents (exit 5): nothing is paid again', async () => {
+    await bed.write('ask-html/a.txt', 'asked, answered by a maintenance page\n');
+    const docs = [bed.path('ask-html/a.txt')];
+    const receipts = bed.path('ask-html-receipts');
+    expect((await onStore(freshStore(), receipts, docs)).run.code).toBe(0);
+    bed.sandbox.addFaults(parseFaults('request:html*1'));
+    const again = await onStore(freshStore(), receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(5);
+    expect(again.calls).toEqual(['login:200', 'request:200']);
+    expect(parseResults(again.run.stdout)[0]).toMatchObject({ status: 'failed', error: { code: 'protocol' } });
+    expect(readdirSync(receipts).filter((name) => name.endsWith('.tree.json'))).toHaveLength(1);
+  });
+
   it('a manifest that lists a document not in the run is not used: this run never vouches for it', async () => {
     await bed.write('ci-sub/a.txt', 'kept\n');
     await bed.write('ci-sub/b.txt', 'dropped from the next run\n');
