@@ -11993,6 +11993,109 @@ var init_render = __esmMin((() => {
 	init_source();
 	init_safe_text();
 }));
+// dist/output/exact-json.js
+/**
+* The service's JSON (a record, a session) inside notarize's own JSON
+* output, written exactly as the service sent it. JSON.parse and
+* JSON.stringify would change it: an integer above 2^53 (an Algorand asset
+* id is a uint64) loses digits, `1.50` becomes `1.5`, `1E400` becomes null,
+* and of two equal keys one is lost. So a result holds the text
+* (ExactJson), and stringifyExact writes that text in its place, changing
+* only the whitespace between tokens: one line for NDJSON, indented like
+* the rest for a pretty array.
+*/
+/**
+* JSON.stringify(value, null, indent), with each ExactJson inside written
+* as its own text (its tokens unchanged, its whitespace laid out as the
+* rest). Without `indent`, one line.
+*/
+function stringifyExact(value, indent = 0) {
+	const texts = [];
+	const tag = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
+	const text = JSON.stringify(value, function(key, replaced) {
+		const original = this[key];
+		if (!(original instanceof ExactJson)) return replaced;
+		texts.push(original.text);
+		return `${tag}${texts.length - 1}`;
+	}, indent);
+	if (text === void 0 || texts.length === 0) return text;
+	const slot = new RegExp(`"${tag}(\\d+)"`, "g");
+	return text.replace(slot, (_match, n, offset) => {
+		const lineStart = text.lastIndexOf("\n", offset) + 1;
+		const depth = /^ */.exec(text.slice(lineStart))[0].length;
+		return relaid(texts[Number(n)], indent, depth);
+	});
+}
+/**
+* JSON text with its whitespace between tokens laid out again: none with
+* indent 0, else as JSON.stringify would with `indent`, nested `depth`
+* spaces deep. Strings and numbers are copied as they are.
+*/
+function relaid(json, indent, depth = 0) {
+	let out = "";
+	let level = 0;
+	const newline = () => indent === 0 ? "" : `\n${" ".repeat(depth + level * indent)}`;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") {
+			let end = i + 1;
+			while (json[end] !== "\"") end += json[end] === "\\" ? 2 : 1;
+			out += json.slice(i, end + 1);
+			i = end;
+		} else if (char === "{" || char === "[") {
+			const close = char === "{" ? "}" : "]";
+			const next = nextToken(json, i + 1);
+			if (json[next] === close) {
+				out += char + close;
+				i = next;
+			} else {
+				level++;
+				out += char + newline();
+			}
+		} else if (char === "}" || char === "]") {
+			level--;
+			out += newline() + char;
+		} else if (char === ",") out += char + newline();
+		else if (char === ":") out += indent === 0 ? ":" : ": ";
+		else if (!isJsonSpace(char)) out += char;
+	}
+	return out;
+}
+function nextToken(json, from) {
+	let i = from;
+	while (i < json.length && isJsonSpace(json[i])) i++;
+	return i;
+}
+function isJsonSpace(char) {
+	return char === " " || char === "	" || char === "\n" || char === "\r";
+}
+var ExactJson;
+var init_exact_json = __esmMin((() => {
+	ExactJson = class ExactJson {
+		text;
+		/** `text` must be JSON (see exactJson). */
+		constructor(text) {
+			this.text = text;
+		}
+		/** The text as an ExactJson, or undefined when it is not JSON. */
+		static of(text) {
+			try {
+				JSON.parse(text);
+			} catch {
+				return;
+			}
+			return new ExactJson(text);
+		}
+		/** The value as JSON.parse reads it (numbers as doubles, the last of equal keys). */
+		parsed() {
+			return JSON.parse(this.text);
+		}
+		/** For a writer other than stringifyExact: the parsed value, as before this class. */
+		toJSON() {
+			return this.parsed();
+		}
+	};
+}));
 // dist/output/results.js
 /** The one builder of an item's result: every result of every batch command is made here. */
 function itemResult(file, hash, status, details = {}) {
@@ -12064,13 +12167,12 @@ function compact(result) {
 	delete rest.proof;
 	return rest;
 }
-/** Parses stored service text for embedding; text that is not JSON is embedded as a string. */
+/**
+* Stored service text for embedding in a result: written exactly as the
+* service sent it (exact-json.ts); text that is not JSON is embedded as a string.
+*/
 function embed(text) {
-	try {
-		return JSON.parse(text);
-	} catch {
-		return text;
-	}
+	return ExactJson.of(text) ?? text;
 }
 function countStatuses(results) {
 	const counts = /* @__PURE__ */ new Map();
@@ -12095,6 +12197,7 @@ var STATUS_OF, ItemResults, Checksums;
 var init_results = __esmMin((() => {
 	init_pages();
 	init_errors();
+	init_exact_json();
 	init_render();
 	STATUS_OF = {
 		"already-registered": "already-registered",
@@ -12253,7 +12356,7 @@ function itemResultsFor(view) {
 	return new ItemResults({
 		keep: format === "json" ? "whole" : format === "table" || inGitHubActions(view.env) ? "compact" : "none",
 		ready: () => io.drained(),
-		...format === "ndjson" ? { onResult: (result) => io.dataSoon(JSON.stringify(result)) } : {}
+		...format === "ndjson" ? { onResult: (result) => io.dataSoon(stringifyExact(result)) } : {}
 	});
 }
 /**
@@ -12430,6 +12533,7 @@ var init_present = __esmMin((() => {
 	init_pages();
 	init_errors();
 	init_github();
+	init_exact_json();
 	init_render();
 	init_results();
 	init_safe_text();
@@ -17801,7 +17905,7 @@ ${examples([
 	});
 }
 function describe(record) {
-	const description = record?.description;
+	const description = (record instanceof ExactJson ? record.parsed() : record)?.description;
 	return typeof description === "string" ? description : "";
 }
 /** The completed notarizations of the ledger, oldest first; a damaged file is a warning and is passed over. */
@@ -17836,6 +17940,7 @@ async function runList(options) {
 }
 var init_list = __esmMin((() => {
 	init_pages();
+	init_exact_json();
 	init_results();
 	init_action();
 	init_options();
@@ -20328,6 +20433,7 @@ function environmentHelp() {
 }
 // dist/output/io.js
 init_safe_text();
+init_exact_json();
 /** Characters `dataSoon` queues at most before writing them (a few hundred lines of `hash`). */
 const QUEUED_MAX_CHARS = 65536;
 const NO_SPINNER = {
@@ -20429,7 +20535,7 @@ var IO = class {
 		return this.#draining;
 	}
 	/**
-	* Writes an array to stdout exactly as `data(JSON.stringify(items, null, 2))`
+	* Writes an array to stdout exactly as `data(stringifyExact(items, 2))`
 	* would, one element at a time: a batch's results (kilobytes each, 10,000
 	* documents or more) then never become one string of tens of megabytes,
 	* nor its scrubbed copy. Writes to files, and to pipes on Linux, are
@@ -20441,7 +20547,7 @@ var IO = class {
 		this.flush();
 		const last = items.length - 1;
 		items.forEach((item, index) => {
-			const element = (JSON.stringify(item, null, 2) ?? "null").replace(/\n/g, "\n  ");
+			const element = (stringifyExact(item, 2) ?? "null").replace(/\n/g, "\n  ");
 			this.#stdout.write(this.#scrub(`${index === 0 ? "[\n" : ""}  ${element}${index === last ? "\n]\n" : ",\n"}`));
 		});
 	}

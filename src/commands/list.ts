@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { verificationUrl } from '../api/pages.js';
 import type { Context } from '../context.js';
 import type { RowsResult } from '../output/present.js';
+import { ExactJson } from '../output/exact-json.js';
 import { embed } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, viewOf } from './action.js';
@@ -28,8 +29,9 @@ ${examples(['notarize list', '# CI: keep the ledger as a build artifact', 'notar
     });
 }
 
-function describe(record: unknown): string {
-  const description = (record as { description?: unknown } | null)?.description;
+function describe(record: ListRow['record']): string {
+  const value = record instanceof ExactJson ? record.parsed() : record;
+  const description = (value as { description?: unknown } | null)?.description;
   return typeof description === 'string' ? description : '';
 }
 
@@ -40,7 +42,7 @@ export interface ListRow {
   completedAt: string;
   verificationUrl: string;
   /** The record as the service sent it. */
-  record: unknown;
+  record: ExactJson | string;
 }
 
 /** The completed notarizations of the ledger, oldest first; a damaged file is a warning and is passed over. */

@@ -12,6 +12,7 @@
  */
 import type { Readable } from 'node:stream';
 import { forTerminal, forTerminalLines } from './safe-text.js';
+import { stringifyExact } from './exact-json.js';
 
 export interface Sink {
   /** False when the text was only queued (a full pipe): see `IO.drained`. */
@@ -150,7 +151,7 @@ export class IO {
   }
 
   /**
-   * Writes an array to stdout exactly as `data(JSON.stringify(items, null, 2))`
+   * Writes an array to stdout exactly as `data(stringifyExact(items, 2))`
    * would, one element at a time: a batch's results (kilobytes each, 10,000
    * documents or more) then never become one string of tens of megabytes,
    * nor its scrubbed copy. Writes to files, and to pipes on Linux, are
@@ -163,7 +164,7 @@ export class IO {
     const last = items.length - 1;
     items.forEach((item, index) => {
       // JSON escapes newlines inside strings, so every newline here is layout: indent it one level.
-      const element = (JSON.stringify(item, null, 2) ?? 'null').replace(/\n/g, '\n  ');
+      const element = (stringifyExact(item, 2) ?? 'null').replace(/\n/g, '\n  ');
       this.#stdout.write(this.#scrub(`${index === 0 ? '[\n' : ''}  ${element}${index === last ? '\n]\n' : ',\n'}`));
     });
   }

@@ -10,6 +10,7 @@ import { verificationUrl } from '../api/pages.js';
 import type { Outcome } from '../core/notarize.js';
 import { InputFileError } from '../errors.js';
 import { annotations, inGitHubActions, markdownSummary } from './github.js';
+import { stringifyExact } from './exact-json.js';
 import type { IO } from './io.js';
 import { checksumLine, renderRecord, renderTable } from './render.js';
 import { Checksums, ItemResults, renderResults, type Checksum, type ItemResult } from './results.js';
@@ -117,7 +118,7 @@ export function itemResultsFor(view: View): ItemResults {
     ready: () => io.drained(),
     // Queued, written with the lines of the same turn: an aggregate settles a
     // thousand documents at once, and a write per line was a system call each.
-    ...(format === 'ndjson' ? { onResult: (result: ItemResult) => io.dataSoon(JSON.stringify(result)) } : {}),
+    ...(format === 'ndjson' ? { onResult: (result: ItemResult) => io.dataSoon(stringifyExact(result)) } : {}),
   });
 }
 

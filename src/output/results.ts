@@ -9,6 +9,7 @@ import { verificationUrl } from '../api/pages.js';
 import type { Outcome } from '../core/notarize.js';
 import type { InclusionProof } from '../core/receipt-format.js';
 import { errorJson, type ErrorJson, type NotarizeError } from '../errors.js';
+import { ExactJson } from './exact-json.js';
 import { renderTable } from './render.js';
 
 export const RESULT_SCHEMA_VERSION = 1;
@@ -152,13 +153,12 @@ export function compact(result: ItemResult): ItemResult {
   return rest;
 }
 
-/** Parses stored service text for embedding; text that is not JSON is embedded as a string. */
-export function embed(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
+/**
+ * Stored service text for embedding in a result: written exactly as the
+ * service sent it (exact-json.ts); text that is not JSON is embedded as a string.
+ */
+export function embed(text: string): ExactJson | string {
+  return ExactJson.of(text) ?? text;
 }
 
 /** How much of each result a batch keeps until its end: all of it (--json), a compact copy (a table), or none. */

@@ -1,5 +1,6 @@
 /** runList and runShow in process: the ledger's records as data, oldest first, and one record by digest or file. */
 import { describe, expect, it } from 'vitest';
+import { ExactJson } from '../../src/output/exact-json.js';
 import { runList } from '../../src/commands/list.js';
 import { runShow } from '../../src/commands/show.js';
 import { present } from '../../src/output/present.js';
@@ -37,7 +38,7 @@ describe('runList', () => {
       [first, 'a.txt', `${bed.url}/verification/${first}`],
       [second, 'b.txt', `${bed.url}/verification/${second}`],
     ]);
-    expect(result.rows[0]?.record).toEqual(JSON.parse(bed.ledgerEntry(first).recordJson));
+    expect(result.rows[0]?.record).toEqual(ExactJson.of(bed.ledgerEntry(first).recordJson));
     expect(result.cells(result.rows[0]!)).toEqual([first, result.rows[0]!.completedAt, 'a.txt', 'about a.txt']);
     present({ io: t.io, env: {}, format: 'json' }, result);
     expect(t.stdout()).toBe((await bed.main(['list', '--json'])).stdout);

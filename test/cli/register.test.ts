@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ExactJson } from '../../src/output/exact-json.js';
 import { optionsSchema, runRegister, type RegisterOptions } from '../../src/commands/register.js';
 import { BatchError } from '../../src/core/batch.js';
 import { errorJson, TransientError, type NotarizeError } from '../../src/errors.js';
@@ -62,7 +63,7 @@ describe('runRegister, one document', () => {
           file: path,
           hash,
           status: 'registered',
-          record: JSON.parse(recordJson),
+          record: ExactJson.of(recordJson),
           verificationUrl: pageOf(hash),
         },
       ],
@@ -190,7 +191,7 @@ describe('runRegister, several documents', () => {
         file: path,
         hash,
         status: 'registered',
-        record: JSON.parse(bed.ledgerEntry(hash).recordJson),
+        record: ExactJson.of(bed.ledgerEntry(hash).recordJson),
         verificationUrl: pageOf(hash),
       },
     ]);

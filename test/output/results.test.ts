@@ -4,6 +4,7 @@
  * results and checksums to (what they keep, stream, count and summarise).
  */
 import { describe, expect, it } from 'vitest';
+import { ExactJson } from '../../src/output/exact-json.js';
 import { PROOF_TYPE, type InclusionProof } from '../../src/core/receipt-format.js';
 import { InputFileError, ServiceRefusedError } from '../../src/errors.js';
 import {
@@ -67,14 +68,15 @@ describe('building an item result', () => {
 
   it('proof: the record as sent (null when this store has none) and the verification page', () => {
     expect(proofOf('https://s.example', HASH, '{"hash":"x","n":1}')).toEqual({
-      record: { hash: 'x', n: 1 },
+      record: ExactJson.of('{"hash":"x","n":1}'),
       verificationUrl: `https://s.example/verification/${HASH}`,
     });
     expect(proofOf('https://s.example', HASH, undefined).record).toBeNull();
   });
 
-  it('embeds stored text that is not JSON as a string', () => {
-    expect(embed('{"a":[1]}')).toEqual({ a: [1] });
+  it('embeds stored JSON as its text (written exactly), text that is not JSON as a string', () => {
+    expect(embed('{"a":[1.0]}')).toEqual(ExactJson.of('{"a":[1.0]}'));
+    expect((embed('{"a":[1.0]}') as ExactJson).text).toBe('{"a":[1.0]}');
     expect(embed('not json')).toBe('not json');
   });
 

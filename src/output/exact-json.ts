@@ -1,0 +1,121 @@
+/**
+ * The service's JSON (a record, a session) inside notarize's own JSON
+ * output, written exactly as the service sent it. JSON.parse and
+ * JSON.stringify would change it: an integer above 2^53 (an Algorand asset
+ * id is a uint64) loses digits, `1.50` becomes `1.5`, `1E400` becomes null,
+ * and of two equal keys one is lost. So a result holds the text
+ * (ExactJson), and stringifyExact writes that text in its place, changing
+ * only the whitespace between tokens: one line for NDJSON, indented like
+ * the rest for a pretty array.
+ */
+import { randomBytes } from 'node:crypto';
+
+/** JSON text to be written as it is (see the module comment). */
+export class ExactJson {
+  readonly text: string;
+
+  /** `text` must be JSON (see exactJson). */
+  private constructor(text: string) {
+    this.text = text;
+  }
+
+  /** The text as an ExactJson, or undefined when it is not JSON. */
+  static of(text: string): ExactJson | undefined {
+    try {
+      JSON.parse(text);
+    } catch {
+      return undefined;
+    }
+    return new ExactJson(text);
+  }
+
+  /** The value as JSON.parse reads it (numbers as doubles, the last of equal keys). */
+  parsed(): unknown {
+    return JSON.parse(this.text);
+  }
+
+  /** For a writer other than stringifyExact: the parsed value, as before this class. */
+  toJSON(): unknown {
+    return this.parsed();
+  }
+}
+
+/**
+ * JSON.stringify(value, null, indent), with each ExactJson inside written
+ * as its own text (its tokens unchanged, its whitespace laid out as the
+ * rest). Without `indent`, one line.
+ */
+export function stringifyExact(value: unknown, indent = 0): string {
+  const texts: string[] = [];
+  // A fresh random tag: no string of the value holds it by chance.
+  const tag = `exact-json-slot-${randomBytes(12).toString('hex')}-`;
+  const text = JSON.stringify(
+    value,
+    function (this: Record<string, unknown>, key: string, replaced: unknown) {
+      // JSON.stringify has already called toJSON: the holder has the instance.
+      const original = this[key];
+      if (!(original instanceof ExactJson)) return replaced;
+      texts.push(original.text);
+      return `${tag}${texts.length - 1}`;
+    },
+    indent,
+  );
+  if (text === undefined || texts.length === 0) return text;
+  const slot = new RegExp(`"${tag}(\\d+)"`, 'g');
+  return text.replace(slot, (_match, n: string, offset: number) => {
+    const lineStart = text.lastIndexOf('\n', offset) + 1;
+    const depth = /^ */.exec(text.slice(lineStart))![0].length;
+    return relaid(texts[Number(n)]!, indent, depth);
+  });
+}
+
+/**
+ * JSON text with its whitespace between tokens laid out again: none with
+ * indent 0, else as JSON.stringify would with `indent`, nested `depth`
+ * spaces deep. Strings and numbers are copied as they are.
+ */
+export function relaid(json: string, indent: number, depth = 0): string {
+  let out = '';
+  let level = 0;
+  const newline = (): string => (indent === 0 ? '' : `\n${' '.repeat(depth + level * indent)}`);
+  for (let i = 0; i < json.length; i++) {
+    const char = json[i]!;
+    if (char === '"') {
+      // A string, escapes included, up to its closing quote.
+      let end = i + 1;
+      while (json[end] !== '"') end += json[end] === '\\' ? 2 : 1;
+      out += json.slice(i, end + 1);
+      i = end;
+    } else if (char === '{' || char === '[') {
+      const close = char === '{' ? '}' : ']';
+      const next = nextToken(json, i + 1);
+      if (json[next] === close) {
+        out += char + close;
+        i = next;
+      } else {
+        level++;
+        out += char + newline();
+      }
+    } else if (char === '}' || char === ']') {
+      level--;
+      out += newline() + char;
+    } else if (char === ',') {
+      out += char + newline();
+    } else if (char === ':') {
+      out += indent === 0 ? ':' : ': ';
+    } else if (!isJsonSpace(char)) {
+      out += char;
+    }
+  }
+  return out;
+}
+
+function nextToken(json: string, from: number): number {
+  let i = from;
+  while (i < json.length && isJsonSpace(json[i]!)) i++;
+  return i;
+}
+
+function isJsonSpace(char: string): boolean {
+  return char === ' ' || char === '\t' || char === '\n' || char === '\r';
+}

@@ -1,0 +1,52 @@
+/**
+ * The service's JSON inside notarize's JSON output, exactly as sent
+ * (src/output/exact-json.ts): tokens copied as they are, whitespace laid
+ * out as JSON.stringify would lay out the parsed value.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ExactJson, relaid, stringifyExact } from '../../src/output/exact-json.js';
+
+const RECORD = '{"hash":"ab","assetId":12345678901234567890123,"fee":1.50,"big":1E400,"k":1,"k":2,"nested":{"a":[ ]}}';
+
+describe('stringifyExact', () => {
+  it('writes the text of an ExactJson as it is: big integers, trailing zeros, exponents, equal keys', () => {
+    const line = stringifyExact({ status: 'registered', record: ExactJson.of(RECORD) });
+    expect(line).toBe(
+      '{"status":"registered","record":{"hash":"ab","assetId":12345678901234567890123,"fee":1.50,"big":1E400,"k":1,"k":2,"nested":{"a":[]}}}',
+    );
+    // What JSON.parse and JSON.stringify alone made of it.
+    expect(JSON.stringify({ record: ExactJson.of(RECORD) })).toContain(
+      '"assetId":1.2345678901234568e+22,"fee":1.5,"big":null',
+    );
+  });
+
+  it('lays a pretty array out as JSON.stringify does, the text indented where it sits', () => {
+    const text = '{ "a" : [1.0, {"b":null}],\n  "c":{} }';
+    const value = [{ file: 'x', record: ExactJson.of(text), after: [1] }];
+    expect(stringifyExact(value, 2)).toBe(
+      JSON.stringify([{ file: 'x', record: JSON.parse(text), after: [1] }], null, 2).replace('1,\n', '1.0,\n'),
+    );
+  });
+
+  it('strings keep their escapes and spaces; text that is not JSON is no ExactJson', () => {
+    const text = '{"s":"a \\" , : { [ \\\\ \\u0041  b","t":[]}';
+    expect(stringifyExact({ r: ExactJson.of(text) })).toBe(`{"r":${text}}`);
+    expect(ExactJson.of('<html>')).toBeUndefined();
+    expect(ExactJson.of('{"a":1}')!.parsed()).toEqual({ a: 1 });
+  });
+
+  it('for any JSON value, relaid text parses to the same value, and matches JSON.stringify where the tokens are its own', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.constantFrom(0, 2, 4), fc.nat(6), (value, indent, depth) => {
+        const compact = JSON.stringify(value);
+        const pretty = JSON.stringify(value, null, 2);
+        expect(relaid(pretty, 0)).toBe(compact);
+        const laid = relaid(compact, indent, depth);
+        expect(JSON.parse(laid)).toEqual(JSON.parse(compact));
+        if (depth === 0) expect(laid).toBe(JSON.stringify(value, null, indent));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
