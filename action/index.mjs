@@ -12305,9 +12305,26 @@ function escapeProperty(text) {
 function cell$1(text) {
 	return forTerminal(text).replace(/\|/g, "\\|");
 }
+/**
+* A markdown link to `url` that cannot end its cell or its row: an http(s)
+* URL with every character markdown could read (brackets, parentheses,
+* pipes, quotes, spaces...) percent-encoded. A verification URL may come
+* from a receipt, which anyone can write; one that is no http(s) URL is
+* shown as text.
+*/
+function link(label, url) {
+	let parsed;
+	try {
+		parsed = new URL(url);
+	} catch {
+		return cell$1(url);
+	}
+	if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return cell$1(url);
+	return `[${label}](${parsed.href.replace(/[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`)})`;
+}
 /** The markdown summary of a command's results. */
 function markdownSummary(title, results) {
-	const rows = results.map((r) => `| ${cell$1(r.file ?? "-")} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${r.verificationUrl ? `[verify](${r.verificationUrl})` : cell$1(r.error?.message ?? r.reason ?? "")} |`);
+	const rows = results.map((r) => `| ${cell$1(r.file ?? "-")} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${r.verificationUrl ? link("verify", r.verificationUrl) : cell$1(r.error?.message ?? r.reason ?? "")} |`);
 	return [
 		`### ${title}`,
 		"",

@@ -35,12 +35,35 @@ function cell(text: string): string {
   return forTerminal(text).replace(/\|/g, '\\|');
 }
 
+/**
+ * A markdown link to `url` that cannot end its cell or its row: an http(s)
+ * URL with every character markdown could read (brackets, parentheses,
+ * pipes, quotes, spaces...) percent-encoded. A verification URL may come
+ * from a receipt, which anyone can write; one that is no http(s) URL is
+ * shown as text.
+ */
+function link(label: string, url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return cell(url);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return cell(url);
+  // href is ASCII: the WHATWG serializer percent-encodes the rest.
+  const target = parsed.href.replace(
+    /[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`,
+  );
+  return `[${label}](${target})`;
+}
+
 /** The markdown summary of a command's results. */
 export function markdownSummary(title: string, results: readonly ItemResult[]): string {
   const rows = results.map(
     (r) =>
       `| ${cell(r.file ?? '-')} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : '-'} | ${
-        r.verificationUrl ? `[verify](${r.verificationUrl})` : cell(r.error?.message ?? r.reason ?? '')
+        r.verificationUrl ? link('verify', r.verificationUrl) : cell(r.error?.message ?? r.reason ?? '')
       } |`,
   );
   return (

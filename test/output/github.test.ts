@@ -64,4 +64,19 @@ describe('GitHub Actions text', () => {
       ].join('\n'),
     );
   });
+
+  it('a verification URL from a crafted receipt cannot add a row: what markdown reads is percent-encoded', () => {
+    const forged = `https://x.example/#) |\n| dist/evil.bin | verified | \`${HASH}\` | [verify](https://x.example`;
+    const text = markdownSummary('notarize verify', [
+      itemResult('c', HASH, 'verified', { verificationUrl: forged }),
+      itemResult('d', HASH, 'verified', { verificationUrl: 'javascript:alert(1)|' }),
+    ]);
+    const rows = text.split('\n').filter((line) => line.startsWith('|'));
+    expect(rows).toHaveLength(4);
+    expect(rows[2]).toMatch(
+      /^\| c \| verified \| `[0-9a-f]{64}` \| \[verify\]\(https:\/\/x\.example\/#[^\s|()[\]`]+\) \|$/,
+    );
+    expect(rows[2]).toContain('%7C%7C%20dist/evil.bin%20%7C%20verified');
+    expect(rows[3]).toBe(`| d | verified | \`${HASH}\` | javascript:alert(1)\\| |`);
+  });
 });
