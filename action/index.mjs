@@ -15949,7 +15949,25 @@ async function openList(source, stdin) {
 		throw new UsageError(`cannot read the --files-from list from '${source}': ${fileErrorReason(error)}`, { cause: error });
 	}
 }
+/** The documents of the arguments and the list (expandAll); a UsageError when walks found none. */
 async function* expand(paths, list, state) {
+	let yielded = 0;
+	for await (const item of expandAll(paths, list, state)) {
+		yielded++;
+		yield item;
+	}
+	if (yielded === 0) throw noDocuments(state.options);
+}
+/** The error when the folders walked held no document. */
+function noDocuments(options) {
+	const filtered = (options.include?.length ?? 0) > 0 || (options.exclude?.length ?? 0) > 0;
+	return new UsageError(`no documents: the folders walked hold no file${filtered ? " that --include and --exclude let through" : ""}`, {
+		code: "no_documents",
+		hint: "check the paths (did the step that makes the files run?)" + (filtered ? " and the patterns" : "")
+	});
+}
+/** The items of each path named, then of each path of the list. */
+async function* expandAll(paths, list, state) {
 	for (const path of paths) if (path === "-") yield { kind: "stdin" };
 	else yield* expandPath(path, state);
 	if (list === void 0) return;
@@ -17835,11 +17853,40 @@ async function receiptSources(options, expansion, skip) {
 		} }
 	};
 }
-/** The items of a walk without the receipts in it: those under --receipt-dir, and any `*.notarization.json`. */
+/**
+* The items of a walk without the receipts in it: the receipts and tree
+* manifests that notarize writes, found as `*.notarization.json` or under
+* --receipt-dir. Only a file that is one is passed over: anything else
+* there, whatever its name, is a document to verify (a file named like a
+* receipt must not slip through a release check unverified). A walk of
+* receipts alone has no document: a UsageError, as for an empty folder.
+*/
 async function* withoutReceipts(items, receiptDir, skip) {
-	for await (const item of items) if (item.kind === "file" && item.relative !== void 0 && item.path.endsWith(".notarization.json")) skip(item.path, "a receipt (receipts are not documents)");
-	else if (item.kind === "file" && receiptDir !== void 0 && resolve(item.path).startsWith(receiptDir + sep)) skip(item.path, "inside --receipt-dir (receipts are not documents)");
-	else yield item;
+	let documents = 0;
+	for await (const item of items) {
+		const named = item.kind === "file" && item.relative !== void 0 && item.path.endsWith(".notarization.json");
+		const inside = item.kind === "file" && receiptDir !== void 0 && resolve(item.path).startsWith(receiptDir + sep);
+		if ((named || inside) && await isNotarizeOutput(item.path)) {
+			skip(item.path, `${inside ? "inside --receipt-dir: " : ""}a receipt or tree manifest (not a document)`);
+			continue;
+		}
+		documents++;
+		yield item;
+	}
+	if (documents === 0) throw new UsageError("no documents: every file found is a receipt or a tree manifest", {
+		code: "no_documents",
+		hint: "name the documents, or the folders that hold them"
+	});
+}
+/** Whether `path` is a receipt (its JSON's type says so) or a tree manifest exactly as notarize writes them. */
+async function isNotarizeOutput(path) {
+	try {
+		if (/^[0-9a-f]{64}\.tree\.json$/.test(basename(path))) return treeFileDigests(path, { anyOwner: true }) !== void 0;
+		const text = await readReceiptFile(path);
+		return text !== void 0 && JSON.parse(text)?.type === "notarize-receipt";
+	} catch {
+		return false;
+	}
 }
 /**
 * What ends a run whose documents are not all verified. Nothing is ever sent
@@ -17881,6 +17928,7 @@ var optionsSchema$3, TITLE;
 var init_verify = __esmMin((() => {
 	init_zod();
 	init_batch();
+	init_receipt_format();
 	init_evidence();
 	init_hash$1();
 	init_hash_pool();
@@ -17890,6 +17938,7 @@ var init_verify = __esmMin((() => {
 	init_receipts();
 	init_errors();
 	init_results();
+	init_service_store();
 	init_action();
 	init_input_options();
 	init_options();

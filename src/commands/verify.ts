@@ -5,12 +5,12 @@
  * when a document is not verified.
  */
 import type { Command } from 'commander';
-import { resolve, sep } from 'node:path';
+import { basename, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { runAll, type Settled } from '../core/batch.js';
-import type { InclusionProof } from '../core/receipt-format.js';
-import { Evidence, MAX_RECEIPT_BYTES, type Finding, type ReceiptSources } from '../core/evidence.js';
+import { RECEIPT_TYPE, type InclusionProof } from '../core/receipt-format.js';
+import { Evidence, MAX_RECEIPT_BYTES, readReceiptFile, type Finding, type ReceiptSources } from '../core/evidence.js';
 import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
@@ -29,7 +29,7 @@ import {
   type ItemResult,
   type ItemStatus,
 } from '../output/results.js';
-import type { ServiceStore } from '../store/service-store.js';
+import { treeFileDigests, type ServiceStore } from '../store/service-store.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, outputOption, outputSchema, parseOptions } from './options.js';
@@ -172,7 +172,7 @@ interface Checked {
  * --receipt-dir the list is read first, as register does, so that each
  * document gets the receipt name register gave it (names are chosen over
  * the whole run); receipts found walking a directory are outputs, not
- * documents, and are passed over.
+ * documents, and are passed over (withoutReceipts).
  */
 async function receiptSources(
   options: VerifyOptions,
@@ -208,20 +208,48 @@ async function receiptSources(
   return { documents: all, sources: { receiptDir: { dir: options.receiptDir, names } } };
 }
 
-/** The items of a walk without the receipts in it: those under --receipt-dir, and any `*.notarization.json`. */
+/**
+ * The items of a walk without the receipts in it: the receipts and tree
+ * manifests that notarize writes, found as `*.notarization.json` or under
+ * --receipt-dir. Only a file that is one is passed over: anything else
+ * there, whatever its name, is a document to verify (a file named like a
+ * receipt must not slip through a release check unverified). A walk of
+ * receipts alone has no document: a UsageError, as for an empty folder.
+ */
 async function* withoutReceipts(
   items: Iterable<InputItem> | AsyncIterable<InputItem>,
   receiptDir: string | undefined,
   skip: (path: string, reason: string) => void,
 ): AsyncGenerator<InputItem> {
+  let documents = 0;
   for await (const item of items) {
-    if (item.kind === 'file' && item.relative !== undefined && item.path.endsWith(RECEIPT_SUFFIX)) {
-      skip(item.path, 'a receipt (receipts are not documents)');
-    } else if (item.kind === 'file' && receiptDir !== undefined && resolve(item.path).startsWith(receiptDir + sep)) {
-      skip(item.path, 'inside --receipt-dir (receipts are not documents)');
-    } else {
-      yield item;
+    const walked = item.kind === 'file' && item.relative !== undefined;
+    const named = walked && item.path.endsWith(RECEIPT_SUFFIX);
+    const inside = item.kind === 'file' && receiptDir !== undefined && resolve(item.path).startsWith(receiptDir + sep);
+    if ((named || inside) && (await isNotarizeOutput(item.path))) {
+      skip(item.path, `${inside ? 'inside --receipt-dir: ' : ''}a receipt or tree manifest (not a document)`);
+      continue;
     }
+    documents++;
+    yield item;
+  }
+  if (documents === 0) {
+    throw new UsageError('no documents: every file found is a receipt or a tree manifest', {
+      code: 'no_documents',
+      hint: 'name the documents, or the folders that hold them',
+    });
+  }
+}
+
+/** Whether `path` is a receipt (its JSON's type says so) or a tree manifest exactly as notarize writes them. */
+async function isNotarizeOutput(path: string): Promise<boolean> {
+  try {
+    if (/^[0-9a-f]{64}\.tree\.json$/.test(basename(path)))
+      return treeFileDigests(path, { anyOwner: true }) !== undefined;
+    const text = await readReceiptFile(path);
+    return text !== undefined && (JSON.parse(text) as { type?: unknown } | null)?.type === RECEIPT_TYPE;
+  } catch {
+    return false;
   }
 }
 

@@ -275,7 +275,36 @@ async function openList(source: string, stdin: Readable): Promise<AsyncIterable<
   }
 }
 
+/** The documents of the arguments and the list (expandAll); a UsageError when walks found none. */
 async function* expand(
+  paths: string[],
+  list: AsyncIterable<Buffer | string> | undefined,
+  state: ExpandState,
+): AsyncGenerator<InputItem> {
+  let yielded = 0;
+  for await (const item of expandAll(paths, list, state)) {
+    yielded++;
+    yield item;
+  }
+  // Only walks can come to nothing (a named file is an item even when missing): an
+  // empty folder is most often a build step that made nothing, which must not pass.
+  if (yielded === 0) throw noDocuments(state.options);
+}
+
+/** The error when the folders walked held no document. */
+function noDocuments(options: InputOptions): UsageError {
+  const filtered = (options.include?.length ?? 0) > 0 || (options.exclude?.length ?? 0) > 0;
+  return new UsageError(
+    `no documents: the folders walked hold no file${filtered ? ' that --include and --exclude let through' : ''}`,
+    {
+      code: 'no_documents',
+      hint: 'check the paths (did the step that makes the files run?)' + (filtered ? ' and the patterns' : ''),
+    },
+  );
+}
+
+/** The items of each path named, then of each path of the list. */
+async function* expandAll(
   paths: string[],
   list: AsyncIterable<Buffer | string> | undefined,
   state: ExpandState,

@@ -4,7 +4,7 @@
  * runs on an EMPTY store, with no API key, and nothing listening at the base
  * URL, so nothing but the receipts can speak for the documents.
  */
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Bed, type BedMainOptions } from '../helpers/bed.js';
@@ -89,6 +89,49 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
       NAMES.map((name) => `${doc(name)}.notarization.json`),
     );
     expect(results.filter((r) => r.status === 'skipped')).toHaveLength(3);
+  });
+
+  it('a walk passes over only real receipts: a file named like one, or any other file in --receipt-dir, is verified', async () => {
+    writeFileSync(join(here, 'dist', 'install.notarization.json'), '#!/bin/sh\necho pwned\n');
+    cpSync(receipt('a.txt'), join(here, 'dist', 'a.txt.notarization.json'));
+    const walk = await downloader(['verify', '-r', join(here, 'dist'), '--json']);
+    expect(walk.code, describeRun(walk)).toBe(6);
+    const results = parseResults(walk.stdout);
+    expect(results.find((r) => r.file === join(here, 'dist', 'install.notarization.json'))).toMatchObject({
+      status: 'unknown',
+    });
+    expect(results.filter((r) => r.status === 'skipped').map((r) => r.file)).toEqual([
+      join(here, 'dist', 'a.txt.notarization.json'),
+    ]);
+
+    // The receipts inside the walked folder: the receipts are passed over, a script beside them is not.
+    cpSync(join(here, 'receipts'), join(here, 'dist', 'receipts'), { recursive: true });
+    writeFileSync(join(here, 'dist', 'receipts', 'install.sh'), 'x');
+    const inside = await downloader([
+      'verify',
+      '-r',
+      join(here, 'dist'),
+      '--receipt-dir',
+      join(here, 'dist', 'receipts'),
+      '--json',
+    ]);
+    expect(inside.code, describeRun(inside)).toBe(6);
+    const statuses = parseResults(inside.stdout).map((r) => [r.file!.slice(here.length + 1), r.status]);
+    expect(statuses).toContainEqual(['dist/receipts/install.sh', 'unknown']);
+    expect(statuses.filter(([, status]) => status === 'skipped')).toHaveLength(NAMES.length + 1);
+  });
+
+  it('a walk that finds no document (an empty folder, only receipts, no match) is exit 2, not a pass', async () => {
+    mkdirSync(join(here, 'empty'));
+    const empty = await downloader(['verify', '-r', join(here, 'empty')]);
+    expect(empty.code, describeRun(empty)).toBe(2);
+    expect(empty.stderr).toContain('no documents: the folders walked hold no file');
+    const onlyReceipts = await downloader(['verify', '-r', join(here, 'receipts')]);
+    expect(onlyReceipts.code, describeRun(onlyReceipts)).toBe(2);
+    expect(onlyReceipts.stderr).toContain('no documents: every file found is a receipt or a tree manifest');
+    const noMatch = await downloader(['verify', '-r', join(here, 'dist'), '--include', '*.zip']);
+    expect(noMatch.code, describeRun(noMatch)).toBe(2);
+    expect(noMatch.stderr).toContain('no file that --include and --exclude let through');
   });
 
   it('one byte of a document changed: 6, that one modified, the others verified', async () => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
-import { missingFileResult, parseResults } from '../helpers/results.js';
+import { jsonError, missingFileResult, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -241,11 +241,22 @@ describe('--files-from', () => {
 });
 
 describe('several inputs of one directory level', () => {
-  it('an empty directory with --recursive gives an empty array', async () => {
+  it('an empty directory with --recursive is exit 2, nothing sent: a build that made nothing must not pass', async () => {
     await mkdir(join(bed.workDir, 'empty'));
     const run = await bed.main(['register', '-r', bed.path('empty'), '--json']);
-    expect(run.code, describeRun(run)).toBe(0);
-    expect(JSON.parse(run.stdout)).toEqual([]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(jsonError(run.stderr)).toMatchObject({
+      code: 'no_documents',
+      message: 'no documents: the folders walked hold no file',
+    });
+    expect(run.stdout).toBe('');
+    expect(bed.sandbox.calls.filter((c) => c.route !== 'login')).toEqual([]);
+    const aggregate = await bed.main(['register', '--aggregate', '-r', bed.path('empty')]);
+    expect(aggregate.code, describeRun(aggregate)).toBe(2);
+    await bed.write('some/a.txt', 'a\n');
+    const noMatch = await bed.main(['register', '-r', bed.path('some'), '--include', '*.zip']);
+    expect(noMatch.code, describeRun(noMatch)).toBe(2);
+    expect(noMatch.stderr).toContain('no file that --include and --exclude let through');
     expect(bed.sandbox.calls.filter((c) => c.route !== 'login')).toEqual([]);
   });
 });
