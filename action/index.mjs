@@ -11004,6 +11004,165 @@ var init_notarize = __esmMin((() => {
 	DEFAULT_LOCK_WAIT_MS = 6e4;
 	MAX_QUOTED_CHARS = 4e3;
 }));
+// dist/exact-json.js
+/**
+* The service's JSON (a record, a session) inside notarize's own JSON
+* output, written exactly as the service sent it. JSON.parse and
+* JSON.stringify would change it: an integer above 2^53 (an Algorand asset
+* id is a uint64) loses digits, `1.50` becomes `1.5`, `1E400` becomes null,
+* and of two equal keys one is lost. So a result holds the text
+* (ExactJson), and stringifyExact writes that text in its place, changing
+* only the whitespace between tokens: one line for NDJSON, indented like
+* the rest for a pretty array.
+*/
+/**
+* JSON.stringify(value, null, indent), with each ExactJson inside written
+* as its own text (its tokens unchanged, its whitespace laid out as the
+* rest). Without `indent`, one line.
+*/
+function stringifyExact(value, indent = 0) {
+	const texts = [];
+	const tag = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
+	const text = JSON.stringify(value, function(key, replaced) {
+		const original = this[key];
+		if (!(original instanceof ExactJson)) return replaced;
+		texts.push(original.text);
+		return `${tag}${texts.length - 1}`;
+	}, indent);
+	if (text === void 0 || texts.length === 0) return text;
+	const slot = new RegExp(`"${tag}(\\d+)"`, "g");
+	return text.replace(slot, (_match, n, offset) => {
+		const lineStart = text.lastIndexOf("\n", offset) + 1;
+		const depth = /^ */.exec(text.slice(lineStart))[0].length;
+		return relaid(texts[Number(n)], indent, depth);
+	});
+}
+/**
+* JSON text with its whitespace between tokens laid out again: none with
+* indent 0, else as JSON.stringify would with `indent`, nested `depth`
+* spaces deep. Strings and numbers are copied as they are.
+*/
+function relaid(json, indent, depth = 0) {
+	let out = "";
+	let level = 0;
+	const newline = () => indent === 0 ? "" : `\n${" ".repeat(depth + level * indent)}`;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") {
+			const end = stringEnd(json, i);
+			out += json.slice(i, end + 1);
+			i = end;
+		} else if (char === "{" || char === "[") {
+			const close = char === "{" ? "}" : "]";
+			const next = nextToken(json, i + 1);
+			if (json[next] === close) {
+				out += char + close;
+				i = next;
+			} else {
+				level++;
+				out += char + newline();
+			}
+		} else if (char === "}" || char === "]") {
+			level--;
+			out += newline() + char;
+		} else if (char === ",") out += char + newline();
+		else if (char === ":") out += indent === 0 ? ":" : ": ";
+		else if (!isJsonSpace(char)) out += char;
+	}
+	return out;
+}
+function nextToken(json, from) {
+	let i = from;
+	while (i < json.length && isJsonSpace(json[i])) i++;
+	return i;
+}
+function isJsonSpace(char) {
+	return char === " " || char === "	" || char === "\n" || char === "\r";
+}
+/** How deep arrays and objects nest in the JSON text `json` (0 for a scalar). */
+function jsonDepth(json) {
+	let depth = 0;
+	let deepest = 0;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") i = stringEnd(json, i);
+		else if (char === "{" || char === "[") deepest = Math.max(deepest, ++depth);
+		else if (char === "}" || char === "]") depth--;
+	}
+	return deepest;
+}
+/**
+* The text of the member `key` of the JSON object `json` (the last one, as
+* JSON.parse keeps the last of equal keys), exactly as written; undefined
+* when `json` is not an object or has no such member. `json` must be JSON.
+*/
+function memberText(json, key) {
+	let i = nextToken(json, 0);
+	if (json[i] !== "{") return void 0;
+	let found;
+	i = nextToken(json, i + 1);
+	while (json[i] === "\"") {
+		const keyEnd = stringEnd(json, i);
+		const name = JSON.parse(json.slice(i, keyEnd + 1));
+		const start = nextToken(json, nextToken(json, keyEnd + 1) + 1);
+		const end = valueEnd(json, start);
+		if (name === key) found = json.slice(start, end);
+		i = nextToken(json, end);
+		if (json[i] === ",") i = nextToken(json, i + 1);
+	}
+	return found;
+}
+/** The index of the closing quote of the string that opens at `start`. */
+function stringEnd(json, start) {
+	let end = start + 1;
+	while (json[end] !== "\"") end += json[end] === "\\" ? 2 : 1;
+	return end;
+}
+/** The index just past the value that starts at `start`. */
+function valueEnd(json, start) {
+	const first = json[start];
+	if (first === "\"") return stringEnd(json, start) + 1;
+	if (first !== "{" && first !== "[") {
+		let end = start;
+		while (end < json.length && !",}] 	\n\r".includes(json[end])) end++;
+		return end;
+	}
+	let depth = 0;
+	for (let i = start; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") i = stringEnd(json, i);
+		else if (char === "{" || char === "[") depth++;
+		else if ((char === "}" || char === "]") && --depth === 0) return i + 1;
+	}
+	return json.length;
+}
+var ExactJson;
+var init_exact_json = __esmMin((() => {
+	ExactJson = class ExactJson {
+		text;
+		/** `text` must be JSON (see exactJson). */
+		constructor(text) {
+			this.text = text;
+		}
+		/** The text as an ExactJson, or undefined when it is not JSON. */
+		static of(text) {
+			try {
+				JSON.parse(text);
+			} catch {
+				return;
+			}
+			return new ExactJson(text);
+		}
+		/** The value as JSON.parse reads it (numbers as doubles, the last of equal keys). */
+		parsed() {
+			return JSON.parse(this.text);
+		}
+		/** For a writer other than stringifyExact: the parsed value, as before this class. */
+		toJSON() {
+			return this.parsed();
+		}
+	};
+}));
 // dist/core/merkle.js
 /**
 * Merkle trees as RFC 9162 (Certificate Transparency 2.0) defines them, over
@@ -11155,8 +11314,9 @@ function readReceipt(text) {
 	} catch {
 		return invalid("the receipt is not JSON");
 	}
+	if (jsonDepth(text) > 64) return invalid(`the receipt nests more than 64 levels deep`);
 	if (typeof value !== "object" || value === null || Array.isArray(value)) return invalid("the receipt is not a JSON object");
-	if (!("type" in value)) return readBareRecord(value);
+	if (!("type" in value)) return readBareRecord(value, text);
 	const { type, version } = value;
 	if (type !== "notarize-receipt") return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
 	if (version !== 1) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
@@ -11177,7 +11337,7 @@ function readReceipt(text) {
 		format: "v1",
 		sha256: document.sha256,
 		name: document.name,
-		recordJson: JSON.stringify(record),
+		recordJson: memberText(text, "record"),
 		baseUrl,
 		proof
 	};
@@ -11190,7 +11350,7 @@ function proofProblem(sha256, proof) {
 	if (root.toString("hex") !== proof.root) return `the receipt's proof does not lead from its document to its root ${proof.root} (a wrong salt, index or path)`;
 }
 /** A receipt written before v1: the record alone, whose `hash` is the document's digest. */
-function readBareRecord(value) {
+function readBareRecord(value, text) {
 	const hash = value.hash;
 	if (typeof hash !== "string" || !/^[0-9a-fA-F]{64}$/.test(hash)) return {
 		consistent: false,
@@ -11201,7 +11361,7 @@ function readBareRecord(value) {
 		format: "record",
 		sha256: hash.toLowerCase(),
 		name: null,
-		recordJson: JSON.stringify(value),
+		recordJson: text.trim(),
 		baseUrl: void 0,
 		proof: null
 	};
@@ -11210,6 +11370,7 @@ var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema
 var init_receipt_format = __esmMin((() => {
 	init_zod();
 	init_pages();
+	init_exact_json();
 	init_merkle();
 	RECEIPT_TYPE = "notarize-receipt";
 	RECORD_SLOT = "\0record\0";
@@ -11992,109 +12153,6 @@ function formatBytes(bytes) {
 var init_render = __esmMin((() => {
 	init_source();
 	init_safe_text();
-}));
-// dist/output/exact-json.js
-/**
-* The service's JSON (a record, a session) inside notarize's own JSON
-* output, written exactly as the service sent it. JSON.parse and
-* JSON.stringify would change it: an integer above 2^53 (an Algorand asset
-* id is a uint64) loses digits, `1.50` becomes `1.5`, `1E400` becomes null,
-* and of two equal keys one is lost. So a result holds the text
-* (ExactJson), and stringifyExact writes that text in its place, changing
-* only the whitespace between tokens: one line for NDJSON, indented like
-* the rest for a pretty array.
-*/
-/**
-* JSON.stringify(value, null, indent), with each ExactJson inside written
-* as its own text (its tokens unchanged, its whitespace laid out as the
-* rest). Without `indent`, one line.
-*/
-function stringifyExact(value, indent = 0) {
-	const texts = [];
-	const tag = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
-	const text = JSON.stringify(value, function(key, replaced) {
-		const original = this[key];
-		if (!(original instanceof ExactJson)) return replaced;
-		texts.push(original.text);
-		return `${tag}${texts.length - 1}`;
-	}, indent);
-	if (text === void 0 || texts.length === 0) return text;
-	const slot = new RegExp(`"${tag}(\\d+)"`, "g");
-	return text.replace(slot, (_match, n, offset) => {
-		const lineStart = text.lastIndexOf("\n", offset) + 1;
-		const depth = /^ */.exec(text.slice(lineStart))[0].length;
-		return relaid(texts[Number(n)], indent, depth);
-	});
-}
-/**
-* JSON text with its whitespace between tokens laid out again: none with
-* indent 0, else as JSON.stringify would with `indent`, nested `depth`
-* spaces deep. Strings and numbers are copied as they are.
-*/
-function relaid(json, indent, depth = 0) {
-	let out = "";
-	let level = 0;
-	const newline = () => indent === 0 ? "" : `\n${" ".repeat(depth + level * indent)}`;
-	for (let i = 0; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") {
-			let end = i + 1;
-			while (json[end] !== "\"") end += json[end] === "\\" ? 2 : 1;
-			out += json.slice(i, end + 1);
-			i = end;
-		} else if (char === "{" || char === "[") {
-			const close = char === "{" ? "}" : "]";
-			const next = nextToken(json, i + 1);
-			if (json[next] === close) {
-				out += char + close;
-				i = next;
-			} else {
-				level++;
-				out += char + newline();
-			}
-		} else if (char === "}" || char === "]") {
-			level--;
-			out += newline() + char;
-		} else if (char === ",") out += char + newline();
-		else if (char === ":") out += indent === 0 ? ":" : ": ";
-		else if (!isJsonSpace(char)) out += char;
-	}
-	return out;
-}
-function nextToken(json, from) {
-	let i = from;
-	while (i < json.length && isJsonSpace(json[i])) i++;
-	return i;
-}
-function isJsonSpace(char) {
-	return char === " " || char === "	" || char === "\n" || char === "\r";
-}
-var ExactJson;
-var init_exact_json = __esmMin((() => {
-	ExactJson = class ExactJson {
-		text;
-		/** `text` must be JSON (see exactJson). */
-		constructor(text) {
-			this.text = text;
-		}
-		/** The text as an ExactJson, or undefined when it is not JSON. */
-		static of(text) {
-			try {
-				JSON.parse(text);
-			} catch {
-				return;
-			}
-			return new ExactJson(text);
-		}
-		/** The value as JSON.parse reads it (numbers as doubles, the last of equal keys). */
-		parsed() {
-			return JSON.parse(this.text);
-		}
-		/** For a writer other than stringifyExact: the parsed value, as before this class. */
-		toJSON() {
-			return this.parsed();
-		}
-	};
 }));
 // dist/output/results.js
 /** The one builder of an item's result: every result of every batch command is made here. */
@@ -17818,7 +17876,7 @@ async function runVerify(options, items = new ItemResults()) {
 * --receipt-dir the list is read first, as register does, so that each
 * document gets the receipt name register gave it (names are chosen over
 * the whole run); receipts found walking a directory are outputs, not
-* documents, and are passed over.
+* documents, and are passed over (withoutReceipts).
 */
 async function receiptSources(options, expansion, skip) {
 	if (options.receipt !== void 0) {

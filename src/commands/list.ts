@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { verificationUrl } from '../api/pages.js';
 import type { Context } from '../context.js';
 import type { RowsResult } from '../output/present.js';
-import { ExactJson } from '../output/exact-json.js';
+import { ExactJson } from '../exact-json.js';
 import { embed } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, viewOf } from './action.js';

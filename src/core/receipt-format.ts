@@ -27,10 +27,17 @@
  */
 import { z } from 'zod';
 import { verificationUrl } from '../api/pages.js';
+import { jsonDepth, memberText } from '../exact-json.js';
 import { leafHash, rootFromPath } from './merkle.js';
 
 export const RECEIPT_TYPE = 'notarize-receipt';
 export const RECEIPT_VERSION = 1;
+/**
+ * A receipt nested deeper than this is invalid: far deeper than any record,
+ * and deep enough to exhaust a recursive reader (contrib/verify-receipt.py
+ * refuses it the same way).
+ */
+export const MAX_RECEIPT_DEPTH = 64;
 
 /** The document a receipt is of: its name (null for standard input or a bare digest) and size (null if unknown). */
 export interface ReceiptDocument {
@@ -149,9 +156,12 @@ export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
   } catch {
     return invalid('the receipt is not JSON');
   }
+  // Deeper than any record: refused here, as by verify-receipt.py, before any recursion meets it.
+  if (jsonDepth(text) > MAX_RECEIPT_DEPTH)
+    return invalid(`the receipt nests more than ${MAX_RECEIPT_DEPTH} levels deep`);
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return invalid('the receipt is not a JSON object');
-  if (!('type' in value)) return readBareRecord(value);
+  if (!('type' in value)) return readBareRecord(value, text);
   const { type, version } = value as { type: unknown; version: unknown };
   if (type !== RECEIPT_TYPE) return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
   if (version !== RECEIPT_VERSION) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
@@ -181,7 +191,8 @@ export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
     format: 'v1',
     sha256: document.sha256,
     name: document.name,
-    recordJson: JSON.stringify(record),
+    // The record's own text: JSON.parse changed big integers and the like (exact-json.ts).
+    recordJson: memberText(text, 'record')!,
     baseUrl,
     proof,
   };
@@ -206,7 +217,7 @@ export function proofProblem(sha256: string, proof: InclusionProof): string | un
 }
 
 /** A receipt written before v1: the record alone, whose `hash` is the document's digest. */
-function readBareRecord(value: object): ConsistentReceipt | InvalidReceipt {
+function readBareRecord(value: object, text: string): ConsistentReceipt | InvalidReceipt {
   const hash = (value as { hash?: unknown }).hash;
   if (typeof hash !== 'string' || !/^[0-9a-fA-F]{64}$/.test(hash)) {
     return { consistent: false, reason: 'the receipt is neither a notarize receipt nor a notarization record' };
@@ -216,7 +227,7 @@ function readBareRecord(value: object): ConsistentReceipt | InvalidReceipt {
     format: 'record',
     sha256: hash.toLowerCase(),
     name: null,
-    recordJson: JSON.stringify(value),
+    recordJson: text.trim(),
     baseUrl: undefined,
     proof: null,
   };

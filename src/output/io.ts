@@ -12,7 +12,7 @@
  */
 import type { Readable } from 'node:stream';
 import { forTerminal, forTerminalLines } from './safe-text.js';
-import { stringifyExact } from './exact-json.js';
+import { stringifyExact } from '../exact-json.js';
 
 export interface Sink {
   /** False when the text was only queued (a full pipe): see `IO.drained`. */

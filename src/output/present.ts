@@ -10,7 +10,7 @@ import { verificationUrl } from '../api/pages.js';
 import type { Outcome } from '../core/notarize.js';
 import { InputFileError } from '../errors.js';
 import { annotations, inGitHubActions, markdownSummary } from './github.js';
-import { stringifyExact } from './exact-json.js';
+import { stringifyExact } from '../exact-json.js';
 import type { IO } from './io.js';
 import { checksumLine, renderRecord, renderTable } from './render.js';
 import { Checksums, ItemResults, renderResults, type Checksum, type ItemResult } from './results.js';

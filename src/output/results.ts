@@ -9,7 +9,7 @@ import { verificationUrl } from '../api/pages.js';
 import type { Outcome } from '../core/notarize.js';
 import type { InclusionProof } from '../core/receipt-format.js';
 import { errorJson, type ErrorJson, type NotarizeError } from '../errors.js';
-import { ExactJson } from './exact-json.js';
+import { ExactJson } from '../exact-json.js';
 import { renderTable } from './render.js';
 
 export const RESULT_SCHEMA_VERSION = 1;

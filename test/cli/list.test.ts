@@ -1,6 +1,6 @@
 /** runList and runShow in process: the ledger's records as data, oldest first, and one record by digest or file. */
 import { describe, expect, it } from 'vitest';
-import { ExactJson } from '../../src/output/exact-json.js';
+import { ExactJson } from '../../src/exact-json.js';
 import { runList } from '../../src/commands/list.js';
 import { runShow } from '../../src/commands/show.js';
 import { present } from '../../src/output/present.js';

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ExactJson } from '../../src/output/exact-json.js';
+import { ExactJson } from '../../src/exact-json.js';
 import { optionsSchema, runRegister, type RegisterOptions } from '../../src/commands/register.js';
 import { BatchError } from '../../src/core/batch.js';
 import { errorJson, TransientError, type NotarizeError } from '../../src/errors.js';

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readReceipt, receiptText, type ReceiptContent } from '../../src/core/receipt-format.js';
+import { MAX_RECEIPT_DEPTH, readReceipt, receiptText, type ReceiptContent } from '../../src/core/receipt-format.js';
 import { vectorLeaf } from '../helpers/merkle.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
 
@@ -74,16 +74,28 @@ describe('receiptText', () => {
 });
 
 describe('readReceipt', () => {
-  it('a consistent v1 receipt: its digest, name, record and service', () => {
+  it('a consistent v1 receipt: its digest, name, record (its text, big integers exact) and service', () => {
     expect(readReceipt(receiptText(CONTENT))).toEqual({
       consistent: true,
       format: 'v1',
       sha256: HASH,
       name: 'app.tar.gz',
-      recordJson: JSON.stringify(JSON.parse(RECORD)),
+      recordJson: RECORD.trim(),
       baseUrl: 'https://notary.example',
       proof: null,
     });
+  });
+
+  it('a receipt nested deeper than MAX_RECEIPT_DEPTH is invalid, however deep (no recursion meets it)', () => {
+    const nested = (depth: number) =>
+      receiptText(CONTENT).replace('"status"', `"deep":${'['.repeat(depth)}${']'.repeat(depth)},"status"`);
+    expect(readReceipt(nested(MAX_RECEIPT_DEPTH - 3))).toMatchObject({ consistent: true });
+    for (const depth of [MAX_RECEIPT_DEPTH, 100_000]) {
+      expect(readReceipt(nested(depth))).toEqual({
+        consistent: false,
+        reason: `the receipt nests more than ${MAX_RECEIPT_DEPTH} levels deep`,
+      });
+    }
   });
 
   it('a bare record (receipts before v1) is read as one, of any case', () => {

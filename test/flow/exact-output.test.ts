@@ -3,7 +3,7 @@
  * above 2^53, `1.50`, `1E400`) or with a key twice is printed exactly as
  * sent by every command that prints records as JSON: one document's
  * `--json`, a batch's `--json` array and NDJSON lines, and `list --json`
- * (src/output/exact-json.ts).
+ * (src/exact-json.ts).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';

@@ -4,7 +4,7 @@
  * results and checksums to (what they keep, stream, count and summarise).
  */
 import { describe, expect, it } from 'vitest';
-import { ExactJson } from '../../src/output/exact-json.js';
+import { ExactJson } from '../../src/exact-json.js';
 import { PROOF_TYPE, type InclusionProof } from '../../src/core/receipt-format.js';
 import { InputFileError, ServiceRefusedError } from '../../src/errors.js';
 import {

@@ -1,11 +1,11 @@
 /**
  * The service's JSON inside notarize's JSON output, exactly as sent
- * (src/output/exact-json.ts): tokens copied as they are, whitespace laid
+ * (src/exact-json.ts): tokens copied as they are, whitespace laid
  * out as JSON.stringify would lay out the parsed value.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ExactJson, relaid, stringifyExact } from '../../src/output/exact-json.js';
+import { ExactJson, jsonDepth, memberText, relaid, stringifyExact } from '../../src/exact-json.js';
 
 const RECORD = '{"hash":"ab","assetId":12345678901234567890123,"fee":1.50,"big":1E400,"k":1,"k":2,"nested":{"a":[ ]}}';
 
@@ -48,5 +48,34 @@ describe('stringifyExact', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('memberText and jsonDepth', () => {
+  it('the text of a member as written, the last of equal keys, whatever its value', () => {
+    const text = ' { "a" : 1.50 , "r":{"x":"}\\"]","y":[1,{}]}, "r" : [ 2E3 ] ,"s":"t" } ';
+    expect(memberText(text, 'a')).toBe('1.50');
+    expect(memberText(text, 'r')).toBe('[ 2E3 ]');
+    expect(memberText(text, 's')).toBe('"t"');
+    expect(memberText(text, 'x')).toBeUndefined();
+    expect(memberText('[1]', 'a')).toBeUndefined();
+    expect(memberText('{"\\u0061":true}', 'a')).toBe('true');
+  });
+
+  it('for any object, each member text parses to what JSON.parse gave that member', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), (object) => {
+        const text = JSON.stringify(object, null, 1);
+        for (const key of Object.keys(object)) {
+          expect(JSON.parse(memberText(text, key)!)).toEqual(JSON.parse(JSON.stringify(object[key])));
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('depth counts brackets outside strings', () => {
+    expect(jsonDepth('1')).toBe(0);
+    expect(jsonDepth('{"a":[[{}]],"b":"[[[["}')).toBe(4);
   });
 });

@@ -82,8 +82,7 @@ export function relaid(json: string, indent: number, depth = 0): string {
     const char = json[i]!;
     if (char === '"') {
       // A string, escapes included, up to its closing quote.
-      let end = i + 1;
-      while (json[end] !== '"') end += json[end] === '\\' ? 2 : 1;
+      const end = stringEnd(json, i);
       out += json.slice(i, end + 1);
       i = end;
     } else if (char === '{' || char === '[') {
@@ -118,4 +117,65 @@ function nextToken(json: string, from: number): number {
 
 function isJsonSpace(char: string): boolean {
   return char === ' ' || char === '\t' || char === '\n' || char === '\r';
+}
+
+/** How deep arrays and objects nest in the JSON text `json` (0 for a scalar). */
+export function jsonDepth(json: string): number {
+  let depth = 0;
+  let deepest = 0;
+  for (let i = 0; i < json.length; i++) {
+    const char = json[i]!;
+    if (char === '"') i = stringEnd(json, i);
+    else if (char === '{' || char === '[') deepest = Math.max(deepest, ++depth);
+    else if (char === '}' || char === ']') depth--;
+  }
+  return deepest;
+}
+
+/**
+ * The text of the member `key` of the JSON object `json` (the last one, as
+ * JSON.parse keeps the last of equal keys), exactly as written; undefined
+ * when `json` is not an object or has no such member. `json` must be JSON.
+ */
+export function memberText(json: string, key: string): string | undefined {
+  let i = nextToken(json, 0);
+  if (json[i] !== '{') return undefined;
+  let found: string | undefined;
+  i = nextToken(json, i + 1);
+  while (json[i] === '"') {
+    const keyEnd = stringEnd(json, i);
+    const name = JSON.parse(json.slice(i, keyEnd + 1)) as string;
+    const start = nextToken(json, nextToken(json, keyEnd + 1) + 1); // past the colon
+    const end = valueEnd(json, start);
+    if (name === key) found = json.slice(start, end);
+    i = nextToken(json, end);
+    if (json[i] === ',') i = nextToken(json, i + 1);
+  }
+  return found;
+}
+
+/** The index of the closing quote of the string that opens at `start`. */
+function stringEnd(json: string, start: number): number {
+  let end = start + 1;
+  while (json[end] !== '"') end += json[end] === '\\' ? 2 : 1;
+  return end;
+}
+
+/** The index just past the value that starts at `start`. */
+function valueEnd(json: string, start: number): number {
+  const first = json[start];
+  if (first === '"') return stringEnd(json, start) + 1;
+  if (first !== '{' && first !== '[') {
+    let end = start;
+    while (end < json.length && !',}] \t\n\r'.includes(json[end]!)) end++;
+    return end;
+  }
+  let depth = 0;
+  for (let i = start; i < json.length; i++) {
+    const char = json[i]!;
+    if (char === '"') i = stringEnd(json, i);
+    else if (char === '{' || char === '[') depth++;
+    else if ((char === '}' || char === ']') && --depth === 0) return i + 1;
+  }
+  return json.length;
 }
