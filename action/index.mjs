@@ -17856,7 +17856,7 @@ async function runVerify(options, items = new ItemResults()) {
 			hash: only.finding.proof?.root ?? only.hash,
 			recordJson: only.finding.recordJson,
 			baseUrl: only.finding.baseUrl ?? baseUrl,
-			note: (only.finding.source === "receipt" ? `verified: ${file} matches its receipt; the receipt's record can be confirmed at ${verificationUrl}` : `verified: ${file} is notarized`) + underRoot(only.finding.proof),
+			note: (only.finding.source === "receipt" ? `verified: ${file} matches its receipt; the receipt's record can be confirmed at ${verificationUrl}` : `verified: ${file} is notarized`) + underRoot(only.finding.proof, only.finding.source),
 			github: {
 				title: TITLE,
 				results
@@ -17966,8 +17966,10 @@ function verifyFailure(counts, baseUrl) {
 	return new NotNotarizedError(`${bad} of ${checked} document${checked === 1 ? " is" : "s are"} not verified (${what})`, { hint: hints.join("; ") });
 }
 /** What a note adds for a document verified as a leaf of a registered Merkle root. */
-function underRoot(proof) {
-	return proof ? ` (leaf ${proof.leafIndex} under the registered Merkle root ${proof.root})` : "";
+function underRoot(proof, source) {
+	if (!proof) return "";
+	if (source === "receipt") return ` (under the registered Merkle root ${proof.root}; the receipt puts it at leaf ${proof.leafIndex})`;
+	return ` (leaf ${proof.leafIndex} under the registered Merkle root ${proof.root})`;
 }
 /** The JSON result of one document. */
 function toResult(item, r, baseUrl) {

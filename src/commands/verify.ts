@@ -153,7 +153,7 @@ export async function runVerify(
       note:
         (only.finding.source === 'receipt'
           ? `verified: ${file} matches its receipt; the receipt's record can be confirmed at ${verificationUrl}`
-          : `verified: ${file} is notarized`) + underRoot(only.finding.proof),
+          : `verified: ${file} is notarized`) + underRoot(only.finding.proof, only.finding.source),
       github: { title: TITLE, results },
     };
   }
@@ -292,9 +292,13 @@ function verifyFailure(counts: ReadonlyMap<ItemStatus, number>, baseUrl: string)
 }
 
 /** What a note adds for a document verified as a leaf of a registered Merkle root. */
-export function underRoot(proof: InclusionProof | undefined): string {
-  // Not the tree's size: a receipt's treeSize is not in the root, so only its index and root were checked.
-  return proof ? ` (leaf ${proof.leafIndex} under the registered Merkle root ${proof.root})` : '';
+export function underRoot(proof: InclusionProof | undefined, source: Finding['source']): string {
+  if (!proof) return '';
+  // The ledger's own tree says where the leaf is. A receipt's proof binds the leaf, its path
+  // and the root, not the (index, size) pair (docs/verify-by-hand.md): the index is its word.
+  if (source === 'receipt')
+    return ` (under the registered Merkle root ${proof.root}; the receipt puts it at leaf ${proof.leafIndex})`;
+  return ` (leaf ${proof.leafIndex} under the registered Merkle root ${proof.root})`;
 }
 
 /** The JSON result of one document. */

@@ -220,6 +220,13 @@ print(sum(script.main(["verify-receipt", pairs[i], pairs[i + 1]]) == 0 for i in 
       verificationUrl: `${bed.url}/verification/${root}`,
       proof: receiptOf(name).proof,
     });
+    // Said from the ledger's own tree: its place. From a receipt: where the receipt puts it.
+    expect((await bed.main(['verify', bed.path(`dist/${name}`)])).stderr).toContain(
+      `is notarized (leaf 12 under the registered Merkle root ${root})`,
+    );
+    const { doc, receipt: receiptFile } = download();
+    const byReceipt = await bed.main(['verify', doc(name), '--receipt', receiptFile(name)]);
+    expect(byReceipt.stderr).toContain(`(under the registered Merkle root ${root}; the receipt puts it at leaf 12)`);
     const show = await bed.main(['show', digests[name]!]);
     expect(show.code, describeRun(show)).toBe(0);
     expect(show.stderr).toContain(`is leaf 12 of ${COUNT} under the registered Merkle root ${root}`);
