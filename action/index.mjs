@@ -9120,15 +9120,19 @@ var init_batch = __esmMin((() => {
 	init_errors();
 	FailureTally = class {
 		failed = 0;
-		/** The lasting (not transient) failure of the lowest index so far. */
+		/** The lasting (not transient) failure of the lowest index so far, and what its error says to do. */
 		#firstLasting;
+		/** Whether failures said to do different things (then each item's hint is in its JSON result). */
+		#hints;
 		/** Counts the item at `index` (input order; items may settle in any order) if it failed. */
 		add(index, error) {
 			if (error === void 0) return;
 			this.failed++;
+			if (error.hint !== void 0) this.#hints = this.#hints === void 0 || this.#hints === error.hint ? error.hint : "several";
 			if (error.exitCode !== EXIT.transient && (this.#firstLasting === void 0 || index < this.#firstLasting.index)) this.#firstLasting = {
 				index,
-				code: error.exitCode
+				code: error.exitCode,
+				hint: error.hint
 			};
 		}
 		/**
@@ -9145,15 +9149,27 @@ var init_batch = __esmMin((() => {
 			const { code } = this.#firstLasting;
 			return sent && code === EXIT.usage ? EXIT.refused : code;
 		}
-		/** What ends the batch (see `code`) for main() to report, after its results; undefined when every item succeeded. */
+		/**
+		* What ends the batch (see `code`) for main() to report, after its
+		* results; undefined when every item succeeded. Its hint is what to do:
+		* a table shows each item's error but not its hint, so the hint of the
+		* failure that decided the exit code is said here (a re-run that fails
+		* the same way must still show the way out).
+		*/
 		failure(sent, total) {
 			const code = this.code(sent);
-			return code === EXIT.ok ? void 0 : new BatchError(this.failed, total, code);
+			if (code === EXIT.ok) return void 0;
+			const several = "each item's own hint is in its JSON result (--json)";
+			let hint;
+			if (code === EXIT.transient) hint = "every failure was transient: run the same command again later";
+			else if (this.#firstLasting?.hint !== void 0) hint = this.#hints === "several" ? `${this.#firstLasting.hint}; ${several}` : this.#firstLasting.hint;
+			else if (this.#hints !== void 0) hint = several;
+			return new BatchError(this.failed, total, code, hint);
 		}
 	};
 	BatchError = class extends NotarizeError {
-		constructor(failed, total, exitCode) {
-			super("batch_failed", exitCode, `${failed} of ${total} item${total === 1 ? "" : "s"} failed`, exitCode === EXIT.transient ? { hint: "every failure was transient: run the same command again later" } : {});
+		constructor(failed, total, exitCode, hint) {
+			super("batch_failed", exitCode, `${failed} of ${total} item${total === 1 ? "" : "s"} failed`, hint ? { hint } : {});
 		}
 	};
 }));

@@ -161,15 +161,19 @@ export async function runAll<T, R>(
  */
 export class FailureTally {
   failed = 0;
-  /** The lasting (not transient) failure of the lowest index so far. */
-  #firstLasting: { index: number; code: ExitCode } | undefined;
+  /** The lasting (not transient) failure of the lowest index so far, and what its error says to do. */
+  #firstLasting: { index: number; code: ExitCode; hint: string | undefined } | undefined;
+  /** Whether failures said to do different things (then each item's hint is in its JSON result). */
+  #hints: string | undefined | 'several';
 
   /** Counts the item at `index` (input order; items may settle in any order) if it failed. */
   add(index: number, error: NotarizeError | undefined): void {
     if (error === undefined) return;
     this.failed++;
+    if (error.hint !== undefined)
+      this.#hints = this.#hints === undefined || this.#hints === error.hint ? error.hint : 'several';
     if (error.exitCode !== EXIT.transient && (this.#firstLasting === undefined || index < this.#firstLasting.index)) {
-      this.#firstLasting = { index, code: error.exitCode };
+      this.#firstLasting = { index, code: error.exitCode, hint: error.hint };
     }
   }
 
@@ -188,10 +192,23 @@ export class FailureTally {
     return sent && code === EXIT.usage ? EXIT.refused : code;
   }
 
-  /** What ends the batch (see `code`) for main() to report, after its results; undefined when every item succeeded. */
+  /**
+   * What ends the batch (see `code`) for main() to report, after its
+   * results; undefined when every item succeeded. Its hint is what to do:
+   * a table shows each item's error but not its hint, so the hint of the
+   * failure that decided the exit code is said here (a re-run that fails
+   * the same way must still show the way out).
+   */
   failure(sent: boolean, total: number): BatchError | undefined {
     const code = this.code(sent);
-    return code === EXIT.ok ? undefined : new BatchError(this.failed, total, code);
+    if (code === EXIT.ok) return undefined;
+    const several = "each item's own hint is in its JSON result (--json)";
+    let hint: string | undefined;
+    if (code === EXIT.transient) hint = 'every failure was transient: run the same command again later';
+    else if (this.#firstLasting?.hint !== undefined) {
+      hint = this.#hints === 'several' ? `${this.#firstLasting.hint}; ${several}` : this.#firstLasting.hint;
+    } else if (this.#hints !== undefined) hint = several;
+    return new BatchError(this.failed, total, code, hint);
   }
 }
 
@@ -202,12 +219,7 @@ export function settledError(settled: Exclude<Settled<unknown>, { ok: true }>): 
 
 /** Thrown after a batch's results are printed, to set the exit code. */
 export class BatchError extends NotarizeError {
-  constructor(failed: number, total: number, exitCode: ExitCode) {
-    super(
-      'batch_failed',
-      exitCode,
-      `${failed} of ${total} item${total === 1 ? '' : 's'} failed`,
-      exitCode === EXIT.transient ? { hint: 'every failure was transient: run the same command again later' } : {},
-    );
+  constructor(failed: number, total: number, exitCode: ExitCode, hint?: string) {
+    super('batch_failed', exitCode, `${failed} of ${total} item${total === 1 ? '' : 's'} failed`, hint ? { hint } : {});
   }
 }

@@ -322,3 +322,18 @@ describe('a service that does not answer', () => {
     expect(bed.calls('file')).toBe(4);
   });
 });
+
+describe('the way out of a failed item, at a terminal', () => {
+  it("the table shows each item's error; the last line says what to do, and says it again on a re-run", async () => {
+    const docs = await documents(bed, 2, 'hinted');
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'gzip', count: 1 }]);
+    const args = ['register', ...docs.map(([path]) => path), '--output', 'table'];
+    const first = await bed.main(args);
+    expect(first.code, describeRun(first)).toBe(5);
+    const last = first.stderr.trim().split('\n').at(-1)!;
+    expect(last).toMatch(/^notarize: 1 of 2 items failed \(.*notarize complete [0-9a-f]{64}.*\)$/);
+    const again = await bed.main(args);
+    expect(again.code, describeRun(again)).toBe(5);
+    expect(again.stderr.trim().split('\n').at(-1)).toMatch(/^notarize: 1 of 2 items failed \(.*complete.*\)$/);
+  });
+});

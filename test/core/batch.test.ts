@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { BatchError, FailureTally, runAll, type Settled } from '../../src/core/batch.js';
-import { AuthError, TransientError, UsageError, type NotarizeError } from '../../src/errors.js';
+import { AuthError, ProtocolError, TransientError, UsageError, type NotarizeError } from '../../src/errors.js';
 
 async function* numbers(count: number, pulled: { n: number }): AsyncGenerator<number> {
   for (let i = 0; i < count; i++) {
@@ -204,5 +204,18 @@ describe('FailureTally', () => {
     const failure = tallyOf([transient, undefined, usage]).failure(true, 3);
     expect(failure).toBeInstanceOf(BatchError);
     expect(failure).toMatchObject({ exitCode: 1, message: '2 of 3 items failed' });
+  });
+  it("failure's hint: the deciding failure's own (a table shows no item's hint), and whether others differ", () => {
+    const unread = new ProtocolError('the answer could not be read', { hint: 'finish it with notarize complete h' });
+    const other = new UsageError('no such file', { hint: 'check the path' });
+    expect(tallyOf([transient, transient]).failure(true, 2)?.hint).toBe(
+      'every failure was transient: run the same command again later',
+    );
+    expect(tallyOf([transient, unread, unread]).failure(true, 3)?.hint).toBe('finish it with notarize complete h');
+    expect(tallyOf([unread, other]).failure(true, 2)?.hint).toBe(
+      "finish it with notarize complete h; each item's own hint is in its JSON result (--json)",
+    );
+    expect(tallyOf([usage, other]).failure(true, 2)?.hint).toBe("each item's own hint is in its JSON result (--json)");
+    expect(tallyOf([usage]).failure(true, 1)?.hint).toBeUndefined();
   });
 });
