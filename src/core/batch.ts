@@ -163,15 +163,16 @@ export class FailureTally {
   failed = 0;
   /** The lasting (not transient) failure of the lowest index so far, and what its error says to do. */
   #firstLasting: { index: number; code: ExitCode; hint: string | undefined } | undefined;
-  /** Whether failures said to do different things (then each item's hint is in its JSON result). */
-  #hints: string | undefined | 'several';
+  /** The one hint failures gave so far; `several` once two differed (then each item's is in its JSON result). */
+  #hints: { one: string } | 'several' | undefined;
 
   /** Counts the item at `index` (input order; items may settle in any order) if it failed. */
   add(index: number, error: NotarizeError | undefined): void {
     if (error === undefined) return;
     this.failed++;
-    if (error.hint !== undefined)
-      this.#hints = this.#hints === undefined || this.#hints === error.hint ? error.hint : 'several';
+    if (error.hint !== undefined && this.#hints !== 'several') {
+      this.#hints = this.#hints === undefined || this.#hints.one === error.hint ? { one: error.hint } : 'several';
+    }
     if (error.exitCode !== EXIT.transient && (this.#firstLasting === undefined || index < this.#firstLasting.index)) {
       this.#firstLasting = { index, code: error.exitCode, hint: error.hint };
     }
