@@ -9122,13 +9122,13 @@ var init_batch = __esmMin((() => {
 		failed = 0;
 		/** The lasting (not transient) failure of the lowest index so far, and what its error says to do. */
 		#firstLasting;
-		/** Whether failures said to do different things (then each item's hint is in its JSON result). */
+		/** The one hint failures gave so far; `several` once two differed (then each item's is in its JSON result). */
 		#hints;
 		/** Counts the item at `index` (input order; items may settle in any order) if it failed. */
 		add(index, error) {
 			if (error === void 0) return;
 			this.failed++;
-			if (error.hint !== void 0) this.#hints = this.#hints === void 0 || this.#hints === error.hint ? error.hint : "several";
+			if (error.hint !== void 0 && this.#hints !== "several") this.#hints = this.#hints === void 0 || this.#hints.one === error.hint ? { one: error.hint } : "several";
 			if (error.exitCode !== EXIT.transient && (this.#firstLasting === void 0 || index < this.#firstLasting.index)) this.#firstLasting = {
 				index,
 				code: error.exitCode,
@@ -16270,8 +16270,8 @@ var init_register_aggregate = __esmMin((() => {
 		#store;
 		#tally = new FailureTally();
 		#total = 0;
-		/** Roots whose missing record was already reported. */
-		#warnedRoots = /* @__PURE__ */ new Set();
+		/** Roots the service says it has, of which this store has no record: no receipts for their documents. */
+		#unrecordedRoots = /* @__PURE__ */ new Set();
 		/** The last write of each receipt path still under way (see #receipt). */
 		#writing = /* @__PURE__ */ new Map();
 		constructor({ options, documents, items, baseUrl, api, store }) {
@@ -16322,6 +16322,7 @@ var init_register_aggregate = __esmMin((() => {
 					await this.#items.ready();
 					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
 				}, { concurrency: 16 });
+				this.#warnNoRecords();
 			}
 			const failure = this.#tally.failure(sent, this.#total);
 			return {
@@ -16336,11 +16337,13 @@ var init_register_aggregate = __esmMin((() => {
 			const options = this.#options;
 			const pool = new HashPool();
 			const hashed = [];
+			const digests = /* @__PURE__ */ new Map();
 			try {
 				this.#total = await runAll(this.#documents.items, async (item, index) => {
 					if (item.kind === "unusable") throw item.error;
 					if (item.kind !== "file") throw new UsageError("--aggregate takes files only, not '-' or a digest");
 					const { hash, size } = await pool.hash(item.path);
+					digests.set(index, hash);
 					const { receipts } = this.#documents;
 					if (receipts) await checkBeforeSending(receipts, index, hash, options.force);
 					return {
@@ -16357,7 +16360,7 @@ var init_register_aggregate = __esmMin((() => {
 							hashed[index] = settled.value;
 							return;
 						}
-						this.#fail(index, displayName(item), null, settledError(settled));
+						this.#fail(index, displayName(item), digests.get(index) ?? null, settledError(settled));
 					}
 				});
 			} finally {
@@ -16368,6 +16371,15 @@ var init_register_aggregate = __esmMin((() => {
 		#fail(index, file, hash, error) {
 			this.#items.add(index, failedResult(file, hash, error));
 			this.#tally.add(index, error);
+		}
+		/** One warning for every root whose documents got no receipt: the store has no record to write them from. */
+		#warnNoRecords() {
+			const roots = [...this.#unrecordedRoots];
+			const plan = this.#documents.receipts;
+			if (roots.length === 0 || plan === void 0) return;
+			const which = roots.length === 1 ? `root ${roots[0]}` : `${roots.length} roots (${roots.join(", ")})`;
+			const they = roots.length === 1 ? "it is" : "they are";
+			this.#options.io.warn(`no new receipts for the documents under ${which}: the service says ${they} registered, but this store has no record of ${roots.length === 1 ? "it" : "them"} (receipts already in ${plan.dir} are left as they are)`);
 		}
 		/** Where the manifest of `root` goes (--receipt-dir). */
 		#manifestPath(plan, root) {
@@ -16453,10 +16465,7 @@ var init_register_aggregate = __esmMin((() => {
 				return;
 			}
 			const { entry } = outcome;
-			if (entry === void 0 && this.#documents.receipts !== void 0 && !this.#warnedRoots.has(root)) {
-				this.#warnedRoots.add(root);
-				this.#options.io.warn(`no new receipts for the documents under root ${root}: the service says it is registered, but this store has no record of it (receipts already in ${this.#documents.receipts.dir} are left as they are)`);
-			}
+			if (entry === void 0 && this.#documents.receipts !== void 0) this.#unrecordedRoots.add(root);
 			let receipt;
 			let receiptError;
 			const plan = this.#documents.receipts;

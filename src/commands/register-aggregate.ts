@@ -55,8 +55,8 @@ export class Aggregator {
   readonly #store: ServiceStore;
   readonly #tally = new FailureTally();
   #total = 0;
-  /** Roots whose missing record was already reported. */
-  readonly #warnedRoots = new Set<string>();
+  /** Roots the service says it has, of which this store has no record: no receipts for their documents. */
+  readonly #unrecordedRoots = new Set<string>();
   /** The last write of each receipt path still under way (see #receipt). */
   readonly #writing = new Map<string, Promise<void>>();
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
@@ -113,6 +113,7 @@ export class Aggregator {
         // Receipts are written several at once: each waits for its own flush.
         { concurrency: 16 },
       );
+      this.#warnNoRecords();
     }
     const failure = this.#tally.failure(sent, this.#total);
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
@@ -123,6 +124,8 @@ export class Aggregator {
     const options = this.#options;
     const pool = new HashPool();
     const hashed: (Hashed | undefined)[] = [];
+    // A document hashed, then failed (its receipt cannot be written): its result has its hash.
+    const digests = new Map<number, string>();
     try {
       this.#total = await runAll(
         this.#documents.items,
@@ -130,6 +133,7 @@ export class Aggregator {
           if (item.kind === 'unusable') throw item.error;
           if (item.kind !== 'file') throw new UsageError("--aggregate takes files only, not '-' or a digest");
           const { hash, size } = await pool.hash(item.path);
+          digests.set(index, hash);
           const { receipts } = this.#documents;
           if (receipts) await checkBeforeSending(receipts, index, hash, options.force);
           return { index, file: item.path, name: basename(item.path), sha256: hash, size };
@@ -141,7 +145,7 @@ export class Aggregator {
               hashed[index] = settled.value;
               return;
             }
-            this.#fail(index, displayName(item), null, settledError(settled));
+            this.#fail(index, displayName(item), digests.get(index) ?? null, settledError(settled));
           },
         },
       );
@@ -155,6 +159,19 @@ export class Aggregator {
   #fail(index: number, file: string | null, hash: string | null, error: NotarizeError): void {
     this.#items.add(index, failedResult(file, hash, error));
     this.#tally.add(index, error);
+  }
+
+  /** One warning for every root whose documents got no receipt: the store has no record to write them from. */
+  #warnNoRecords(): void {
+    const roots = [...this.#unrecordedRoots];
+    const plan = this.#documents.receipts;
+    if (roots.length === 0 || plan === undefined) return;
+    const which = roots.length === 1 ? `root ${roots[0]}` : `${roots.length} roots (${roots.join(', ')})`;
+    const they = roots.length === 1 ? 'it is' : 'they are';
+    this.#options.io.warn(
+      `no new receipts for the documents under ${which}: the service says ${they} registered, but this store has ` +
+        `no record of ${roots.length === 1 ? 'it' : 'them'} (receipts already in ${plan.dir} are left as they are)`,
+    );
   }
 
   /** Where the manifest of `root` goes (--receipt-dir). */
@@ -247,14 +264,8 @@ export class Aggregator {
       return;
     }
     const { entry } = outcome;
-    if (entry === undefined && this.#documents.receipts !== undefined && !this.#warnedRoots.has(root)) {
-      // One line per root, not per document (there may be 100,000).
-      this.#warnedRoots.add(root);
-      this.#options.io.warn(
-        `no new receipts for the documents under root ${root}: the service says it is registered, but this store has no record of it` +
-          ` (receipts already in ${this.#documents.receipts.dir} are left as they are)`,
-      );
-    }
+    // Said once for all such roots, after the results (#warnNoRecords): there may be many documents.
+    if (entry === undefined && this.#documents.receipts !== undefined) this.#unrecordedRoots.add(root);
     let receipt: string | undefined;
     let receiptError: NotarizeError | undefined;
     const plan = this.#documents.receipts;

@@ -615,6 +615,30 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(readdirSync(receipts).filter((name) => name.endsWith('.tree.json'))).toHaveLength(1);
   });
 
+  it('documents under several roots the service has: one warning names them all; a stale receipt keeps its hash', async () => {
+    const a = await bed.write('two-roots/a.txt', 'root one\n');
+    const b = await bed.write('two-roots/b.txt', 'root two\n');
+    const receipts = bed.path('two-roots-receipts');
+    await onStore(freshStore(), receipts, [bed.path('two-roots/a.txt')]);
+    await onStore(freshStore(), receipts, [bed.path('two-roots/b.txt')]);
+    const again = await onStore(freshStore(), receipts, [bed.path('two-roots/a.txt'), bed.path('two-roots/b.txt')]);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['login:200', 'request:409', 'request:409']);
+    const warnings = again.run.stderr.split('\n').filter((line) => line.includes('no new receipts'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/no new receipts for the documents under 2 roots \([0-9a-f]{64}, [0-9a-f]{64}\)/);
+
+    writeFileSync(join(receipts, 'a.txt.notarization.json'), '{"stale": true}\n');
+    const stale = await onStore(freshStore(), receipts, [bed.path('two-roots/a.txt'), bed.path('two-roots/b.txt')]);
+    expect(stale.run.code, describeRun(stale.run)).toBe(1); // b's root was asked about: something was sent
+    expect(parseResults(stale.run.stdout)[0]).toMatchObject({
+      hash: a,
+      status: 'failed',
+      error: { code: 'receipt_exists' },
+    });
+    expect(parseResults(stale.run.stdout)[1]).toMatchObject({ hash: b });
+  });
+
   it('a manifest that lists a document not in the run is not used: this run never vouches for it', async () => {
     await bed.write('ci-sub/a.txt', 'kept\n');
     await bed.write('ci-sub/b.txt', 'dropped from the next run\n');
