@@ -4237,7 +4237,7 @@ function datetime$1(args) {
 	const timeRegex = args.local ? `${qualified}|${timeSource({ precision: args.precision })}` : qualified;
 	return new RegExp(`^${dateSource}T(?:${timeRegex})$`);
 }
-var cuid, cuid2, ulid, xid, ksuid, nanoid, duration, guid, uuid, email, _emoji$1, ipv4, ipv6, cidrv4, cidrv6, base64, base64url$1, httpProtocol, e164, dateSource, date, anyString, number$2, boolean$1, _null$2, lowercase, uppercase;
+var cuid, cuid2, ulid, xid, ksuid, nanoid, duration, guid, uuid, email, _emoji$1, ipv4, ipv6, cidrv4, cidrv6, base64, base64url$1, httpProtocol, e164, dateSource, date, anyString, number$1, boolean$1, _null$2, lowercase, uppercase;
 var init_regexes = __esmMin((() => {
 	cuid = /^[cC][0-9a-z]{6,}$/;
 	cuid2 = /^[0-9a-z]+$/;
@@ -4264,7 +4264,7 @@ var init_regexes = __esmMin((() => {
 	dateSource = `(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))`;
 	date = /*@__PURE__*/ anchor(dateSource);
 	anyString = /^[\s\S]{0,}$/;
-	number$2 = /^-?\d+(?:\.\d+)?$/;
+	number$1 = /^-?\d+(?:\.\d+)?$/;
 	boolean$1 = /^(?:true|false)$/i;
 	_null$2 = /^null$/i;
 	lowercase = /^[^A-Z]*$/;
@@ -5330,7 +5330,7 @@ var init_schemas$2 = __esmMin((() => {
 	});
 	$ZodNumber = /*@__PURE__*/ $constructor("$ZodNumber", (inst, def) => {
 		$ZodType.init(inst, def);
-		inst._zod.pattern = number$2;
+		inst._zod.pattern = number$1;
 		inst._zod.parse = (payload, _ctx) => {
 			if (def.coerce) try {
 				payload.value = Number(payload.value);
@@ -6321,6 +6321,14 @@ function _string(Class, params) {
 	}));
 }
 // @__NO_SIDE_EFFECTS__
+function _coercedString(Class, params) {
+	return new Class(snapshotChecks({
+		type: "string",
+		coerce: true,
+		...normalizeParams(params)
+	}));
+}
+// @__NO_SIDE_EFFECTS__
 function _email(Class, params) {
 	return new Class({
 		type: "string",
@@ -6592,15 +6600,6 @@ function _isoDuration(Class, params) {
 function _number(Class, params) {
 	return new Class(snapshotChecks({
 		type: "number",
-		checks: [],
-		...normalizeParams(params)
-	}));
-}
-// @__NO_SIDE_EFFECTS__
-function _coercedNumber(Class, params) {
-	return new Class(snapshotChecks({
-		type: "number",
-		coerce: true,
 		checks: [],
 		...normalizeParams(params)
 	}));
@@ -7738,10 +7737,10 @@ function _ensureDefaultLocale() {
 function _ensureDefaultMemoizer() {
 	if (!globalConfig.memoizer) config({ memoizer: memoizer() });
 }
-function string(params) {
+function string$1(params) {
 	return /* @__PURE__ */ _string(ZodString, params);
 }
-function number$1(params) {
+function number(params) {
 	return /* @__PURE__ */ _number(ZodNumber, params);
 }
 function int(params) {
@@ -8621,8 +8620,8 @@ var init_iso = __esmMin((() => {
 	init_schemas$1();
 }));
 // node_modules/zod/v4/classic/coerce.js
-function number(params) {
-	return /* @__PURE__ */ _coercedNumber(ZodNumber, params);
+function string(params) {
+	return /* @__PURE__ */ _coercedString(ZodString, params);
 }
 var init_coerce = __esmMin((() => {
 	init_core();
@@ -8909,7 +8908,7 @@ function describeZodError(error) {
 var hashSchema;
 var init_validation = __esmMin((() => {
 	init_zod();
-	hashSchema = string().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex characters");
+	hashSchema = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex characters");
 }));
 // dist/api/schemas.js
 var BLOCKCHAIN_TYPES, wireBoolean, registrationRequestSchema, nullableString, unixSeconds, subscriptionSessionSchema, notarizationRecordSchema, loginRequestSchema, loginResponseSchema, fileMetadataSchema, tokenClaimsSchema;
@@ -8922,20 +8921,20 @@ var init_schemas = __esmMin((() => {
 	registrationRequestSchema = looseObject({
 		blockchainType: _enum(BLOCKCHAIN_TYPES),
 		custody: wireBoolean,
-		description: string(),
+		description: string$1(),
 		hash: hashSchema,
 		signed: wireBoolean,
 		status: _enum(["registered", "not_registered"])
 	});
-	nullableString = string().nullable();
+	nullableString = string$1().nullable();
 	unixSeconds = int().nonnegative();
 	subscriptionSessionSchema = looseObject({
-		sessionId: string().min(1),
+		sessionId: string$1().min(1),
 		id: nullableString,
 		userId: int(),
-		planId: string(),
-		planNickname: string(),
-		status: string(),
+		planId: string$1(),
+		planNickname: string$1(),
+		status: string$1(),
 		created: unixSeconds,
 		currentPeriodStart: unixSeconds,
 		currentPeriodEnd: unixSeconds,
@@ -8950,12 +8949,12 @@ var init_schemas = __esmMin((() => {
 		latestInvoice: nullableString.optional()
 	});
 	notarizationRecordSchema = looseObject({
-		hash: string().regex(/^[0-9a-fA-F]{64}$/, "expected 64 hex characters"),
-		description: string(),
+		hash: string$1().regex(/^[0-9a-fA-F]{64}$/, "expected 64 hex characters"),
+		description: string$1(),
 		custody: boolean(),
 		signed: boolean(),
-		status: string(),
-		blockchainType: string(),
+		status: string$1(),
+		blockchainType: string$1(),
 		creationDate: int().nonnegative(),
 		userId: int(),
 		paymentId: nullableString.optional(),
@@ -8968,24 +8967,24 @@ var init_schemas = __esmMin((() => {
 		assetId: unknown().optional(),
 		payload: unknown().optional()
 	});
-	loginRequestSchema = looseObject({ apiKey: string().min(1) });
-	loginResponseSchema = looseObject({ token: string().min(1).refine(isSendableToken, "the token holds characters an HTTP header cannot carry") });
+	loginRequestSchema = looseObject({ apiKey: string$1().min(1) });
+	loginResponseSchema = looseObject({ token: string$1().min(1).refine(isSendableToken, "the token holds characters an HTTP header cannot carry") });
 	fileMetadataSchema = looseObject({
 		hash: hashSchema,
-		name: string(),
-		type: string(),
+		name: string$1(),
+		type: string$1(),
 		size: int().nonnegative(),
 		lastModified: int().nonnegative(),
 		userId: int(),
-		walletName: string().nullable().optional()
+		walletName: string$1().nullable().optional()
 	});
 	tokenClaimsSchema = looseObject({
 		userId: int().optional(),
-		email: string().optional(),
-		iat: number$1().optional(),
-		nbf: number$1().optional(),
-		exp: number$1().optional(),
-		iss: string().optional()
+		email: string$1().optional(),
+		iat: number().optional(),
+		nbf: number().optional(),
+		exp: number().optional(),
+		iss: string$1().optional()
 	});
 }));
 // dist/core/batch.js
@@ -11390,7 +11389,7 @@ var init_receipt_format = __esmMin((() => {
 	init_merkle();
 	RECEIPT_TYPE = "notarize-receipt";
 	RECORD_SLOT = "\0record\0";
-	sha256Hex = string().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits");
+	sha256Hex = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits");
 	PROOF_TYPE = "rfc9162-sha256-salted-leaf";
 	proofSchema = object({
 		type: literal(PROOF_TYPE),
@@ -11404,14 +11403,14 @@ var init_receipt_format = __esmMin((() => {
 		type: literal(RECEIPT_TYPE),
 		version: literal(1),
 		document: object({
-			name: string().nullable(),
+			name: string$1().nullable(),
 			sha256: sha256Hex,
 			size: int().nonnegative().nullable()
 		}),
-		record: looseObject({ hash: string() }),
+		record: looseObject({ hash: string$1() }),
 		service: object({
-			baseUrl: string(),
-			verificationUrl: string()
+			baseUrl: string$1(),
+			verificationUrl: string$1()
 		}),
 		registeredAt: datetime({ offset: true }),
 		proof: proofSchema.nullable()
@@ -12678,9 +12677,9 @@ var init_input_options = __esmMin((() => {
 	init_zod();
 	inputOptionsShape = {
 		recursive: boolean().default(false),
-		include: array(string()).default([]),
-		exclude: array(string()).default([]),
-		filesFrom: string().optional(),
+		include: array(string$1()).default([]),
+		exclude: array(string$1()).default([]),
+		filesFrom: string$1().optional(),
 		null: boolean().default(false)
 	};
 }));
@@ -12816,11 +12815,11 @@ var init_service_store = __esmMin((() => {
 	STORE_VERSION = { schemaVersion: 1 };
 	storeVersion = literal(STORE_VERSION.schemaVersion);
 	fileFacts = object({
-		name: string(),
+		name: string$1(),
 		size: int().nonnegative(),
 		lastModified: int().nonnegative()
 	});
-	jsonObjectText = string().refine((text) => {
+	jsonObjectText = string$1().refine((text) => {
 		try {
 			const value = JSON.parse(text);
 			return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -12831,29 +12830,29 @@ var init_service_store = __esmMin((() => {
 	pendingEntrySchema = object({
 		schemaVersion: storeVersion,
 		hash: hashSchema,
-		description: string(),
+		description: string$1(),
 		custody: boolean(),
-		savedAt: string(),
+		savedAt: string$1(),
 		file: fileFacts.optional(),
 		/**
 		* Set when forfait was sent with this session and answered 2xx with a body
 		* that could not be read: the service may have completed it, so only an
 		* explicit `notarize complete` sends the session again.
 		*/
-		forfaitUnreadAt: string().optional(),
+		forfaitUnreadAt: string$1().optional(),
 		/** The request step's answer, exactly as received. */
 		sessionJson: jsonObjectText
 	}).transform(withoutVersion);
 	unansweredEntrySchema = object({
 		schemaVersion: storeVersion,
 		hash: hashSchema,
-		description: string(),
-		requestedAt: string()
+		description: string$1(),
+		requestedAt: string$1()
 	}).transform(withoutVersion);
 	ledgerEntrySchema = object({
 		schemaVersion: storeVersion,
 		hash: hashSchema,
-		completedAt: string(),
+		completedAt: string$1(),
 		file: fileFacts.optional(),
 		/** The forfait answer, exactly as received. */
 		recordJson: jsonObjectText
@@ -12861,7 +12860,7 @@ var init_service_store = __esmMin((() => {
 	treeLeafSchema = object({
 		index: int().nonnegative(),
 		/** The document's file name (its base name), as `file.name` in the ledger; null when it has none. */
-		name: string().nullable(),
+		name: string$1().nullable(),
 		sha256: hashSchema,
 		size: int().nonnegative().nullable(),
 		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
@@ -12875,8 +12874,8 @@ var init_service_store = __esmMin((() => {
 		schemaVersion: storeVersion,
 		root: hashSchema,
 		treeSize: int().positive(),
-		description: string(),
-		createdAt: string(),
+		description: string$1(),
+		createdAt: string$1(),
 		leaves: array(treeLeafSchema),
 		/** The SHA-256 of the leaf lines as written (jsonWithRows); absent in a file written without it. */
 		leavesSha256: hashSchema.optional()
@@ -16203,7 +16202,7 @@ async function firstOf(items) {
 	for await (const item of items) return item;
 	throw new Error("no item");
 }
-var TITLE$1, optionsSchema$6, STDIN_TWICE;
+var TITLE$1, CONCURRENCY$1, optionsSchema$6, STDIN_TWICE;
 var init_register_inputs = __esmMin((() => {
 	init_zod();
 	init_schemas();
@@ -16215,21 +16214,22 @@ var init_register_inputs = __esmMin((() => {
 	init_input_options();
 	init_options();
 	TITLE$1 = "notarize register";
+	CONCURRENCY$1 = "expected a whole number from 1 to 256";
 	optionsSchema$6 = object({
 		...inputOptionsShape,
-		hash: string().optional(),
-		description: string().optional(),
-		descriptionFile: string().optional(),
+		hash: string$1().optional(),
+		description: string$1().optional(),
+		descriptionFile: string$1().optional(),
 		custody: boolean().default(false),
 		signed: boolean().default(false),
 		blockchain: _enum(BLOCKCHAIN_TYPES).default("ALGORAND"),
 		complete: boolean().default(true),
 		force: boolean().default(false),
-		walletName: string().optional(),
-		concurrency: number().int().min(1).max(256).default(8),
+		walletName: string$1().optional(),
+		concurrency: string().regex(/^[0-9]{1,3}$/, { error: CONCURRENCY$1 }).transform(Number).refine((n) => n >= 1 && n <= 256, { error: CONCURRENCY$1 }).default(8),
 		failFast: boolean().default(false),
 		output: outputSchema,
-		receiptDir: string().optional(),
+		receiptDir: string$1().optional(),
 		aggregate: boolean().default(false)
 	});
 	STDIN_TWICE = "'-' cannot be both a document and --description-file";
@@ -17332,9 +17332,9 @@ var init_complete = __esmMin((() => {
 	init_action();
 	init_options();
 	optionsSchema$5 = object({
-		session: string().optional(),
+		session: string$1().optional(),
 		useActiveSubscription: boolean().default(false),
-		description: string().optional(),
+		description: string$1().optional(),
 		all: boolean().default(false)
 	});
 	CONCURRENCY = 8;
@@ -18029,8 +18029,8 @@ var init_verify = __esmMin((() => {
 	init_options();
 	optionsSchema$3 = object({
 		...inputOptionsShape,
-		receipt: string().optional(),
-		receiptDir: string().optional(),
+		receipt: string$1().optional(),
+		receiptDir: string$1().optional(),
 		output: outputSchema
 	});
 	TITLE = "notarize verify";
@@ -18225,7 +18225,7 @@ var init_receipt = __esmMin((() => {
 	init_files();
 	init_action();
 	init_options();
-	optionsSchema$2 = object({ output: string().optional() });
+	optionsSchema$2 = object({ output: string$1().optional() });
 }));
 // dist/core/token.js
 /** The claims of a JWT, or undefined when it is not a readable JWT. */
@@ -19669,9 +19669,9 @@ var init_sandbox = __esmMin((() => {
 	init_action();
 	init_options();
 	optionsSchema = object({
-		port: string().trim().refine((v) => /^\d{1,5}$/.test(v) && Number(v) <= 65535, "expected a port number from 0 to 65535 (0: a free one)").transform(Number).default(8787),
-		host: string().default("127.0.0.1"),
-		faults: string().optional()
+		port: string$1().trim().refine((v) => /^\d{1,5}$/.test(v) && Number(v) <= 65535, "expected a port number from 0 to 65535 (0: a free one)").transform(Number).default(8787),
+		host: string$1().default("127.0.0.1"),
+		faults: string$1().optional()
 	});
 }));
 // dist/commands/completion.js

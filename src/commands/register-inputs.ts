@@ -30,6 +30,8 @@ export interface RegisterRun {
   store: ServiceStore;
 }
 
+const CONCURRENCY = 'expected a whole number from 1 to 256';
+
 export const optionsSchema = z.object({
   ...inputOptionsShape,
   hash: z.string().optional(),
@@ -41,7 +43,13 @@ export const optionsSchema = z.object({
   complete: z.boolean().default(true),
   force: z.boolean().default(false),
   walletName: z.string().optional(),
-  concurrency: z.coerce.number().int().min(1).max(256).default(8),
+  // Digits only, as the settings' whole numbers (settings.ts): not '0x10', '1e2' or ' 8'.
+  concurrency: z.coerce
+    .string()
+    .regex(/^[0-9]{1,3}$/, { error: CONCURRENCY })
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 256, { error: CONCURRENCY })
+    .default(8),
   failFast: z.boolean().default(false),
   output: outputSchema,
   receiptDir: z.string().optional(),

@@ -78,6 +78,11 @@ describe('hints name the real command', () => {
   it('a bad option value of each command points at that command’s --help', async () => {
     const cases: [string[], RegExp][] = [
       [['register', '-j', '0', 'x.txt'], /invalid --concurrency '0': .* \(see `notarize register --help`\)$/m],
+      // Said in words, not as zod's 'expected number, received NaN'; no hex, exponent or blank taken for a number.
+      ...['abc', '0x10', '1e2', ' 8', '257'].map((j): [string[], RegExp] => [
+        ['register', '-j', j, 'x.txt'],
+        /invalid --concurrency '.*': expected a whole number from 1 to 256 \(see `notarize register --help`\)$/m,
+      ]),
       [['sandbox', '--port', '70000'], /invalid --port '70000': .* \(see `notarize sandbox --help`\)$/m],
     ];
     for (const [argv, message] of cases) expectOneLineUsage(await bed.main(argv), message);
