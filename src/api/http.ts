@@ -15,7 +15,7 @@ import {
   UnreadableAnswerError,
   UsageError,
 } from '../errors.js';
-import { isSendableToken } from '../core/secrets.js';
+import { isSendableToken, secretParts } from '../core/secrets.js';
 import { readBounded } from '../read-bounded.js';
 
 /** Answers larger than this are cut off: no documented answer comes near it. */
@@ -208,7 +208,7 @@ function secretsOf(req: HttpRequest): string[] {
   } catch {
     // Not JSON: no API key in it.
   }
-  return secrets.filter((secret) => secret.length >= 8);
+  return secrets.filter((secret) => secret.length >= 8).flatMap(secretParts);
 }
 
 /** An error body with any secret the service echoed back replaced, before it can reach a message. */

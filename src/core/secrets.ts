@@ -34,3 +34,16 @@ export function sendableToken(token: string, source: string, hint: string): stri
     { hint },
   );
 }
+
+/**
+ * What to scrub from output for `secret`: the secret itself and, for a JWT,
+ * its payload and signature each on their own (a service that echoes them
+ * split, reordered or quoted apart must not print them either). Not the
+ * header: it names only the algorithm, and is the same for every token.
+ * Parts shorter than 16 characters are left (they could match anything).
+ */
+export function secretParts(secret: string): string[] {
+  const segments = secret.split('.');
+  if (segments.length !== 3 || !segments.every((s) => /^[A-Za-z0-9_-]+$/.test(s))) return [secret];
+  return [secret, ...segments.slice(1).filter((segment) => segment.length >= 16)];
+}

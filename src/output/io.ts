@@ -13,6 +13,7 @@
 import type { Readable } from 'node:stream';
 import { forTerminal, forTerminalLines } from './safe-text.js';
 import { stringifyExact } from '../exact-json.js';
+import { secretParts } from '../core/secrets.js';
 
 export interface Sink {
   /** False when the text was only queued (a full pipe): see `IO.drained`. */
@@ -85,7 +86,7 @@ export class IO {
    * behind code that never puts them in messages in the first place.
    */
   addSecret(secret: string | undefined): void {
-    if (secret !== undefined && secret.length >= 8) this.#secrets.add(secret);
+    if (secret !== undefined && secret.length >= 8) for (const part of secretParts(secret)) this.#secrets.add(part);
   }
 
   /** Writes data (the command's result) to stdout. */

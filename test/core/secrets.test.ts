@@ -1,6 +1,6 @@
 /** Secrets as they arrive from outside (src/core/secrets.ts): one way to clean them, one test of what a header can carry. */
 import { describe, expect, it } from 'vitest';
-import { cleanSecret, isSendableToken, sendableToken } from '../../src/core/secrets.js';
+import { cleanSecret, isSendableToken, secretParts, sendableToken } from '../../src/core/secrets.js';
 import { AuthError } from '../../src/errors.js';
 import { thrownOf } from '../helpers/catch.js';
 
@@ -46,5 +46,20 @@ describe('sendableToken', () => {
     expect(error).toMatchObject({ exitCode: 3, hint: 'set it again' });
     expect(error.message).toMatch(/^the token in NOTARIZE_TOKEN cannot be used: /);
     expect(error.message).not.toContain('secret');
+  });
+});
+
+describe('secretParts', () => {
+  const SIGNED = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjEzOTAsImV4cCI6MTd9.1FEf6qdwXkZ4gq7sR0Xy1bKqhE';
+  it("a JWT's payload and signature are scrubbed on their own too, not its header", () => {
+    const [, payload, signature] = SIGNED.split('.');
+    expect(secretParts(SIGNED)).toEqual([SIGNED, payload, signature]);
+  });
+  it('anything else, and segments under 16 characters, only whole', () => {
+    expect(secretParts('ak_live_0123456789abcdef')).toEqual(['ak_live_0123456789abcdef']);
+    expect(secretParts(JWT)).toEqual(
+      [JWT, 'eyJ1c2VySWQiOjEzOTB9', 'c2lnbmF0dXJl-_'].filter((p) => p.length >= 16 || p === JWT),
+    );
+    expect(secretParts('a.b c.d')).toEqual(['a.b c.d']);
   });
 });

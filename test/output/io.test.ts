@@ -104,6 +104,15 @@ describe('IO.addSecret', () => {
     );
   });
 
+  it("scrubs a token's signature and payload echoed apart from it (a service quoting them reordered)", () => {
+    const { io, stderr } = bufferIO();
+    const token = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjEzOTAsImV4cCI6MTd9.1FEf6qdwXkZ4gq7sR0Xy1bKqhE';
+    const [header, payload, signature] = token.split('.');
+    io.addSecret(token);
+    io.warn(`the service said: Bearer ${signature}.${payload}.${header}`);
+    expect(stderr()).toBe(`warning: the service said: Bearer [redacted].[redacted].${header}\n`);
+  });
+
   it('ignores undefined and secrets too short to scrub safely', () => {
     const { io, stdout } = bufferIO();
     io.addSecret(undefined);
