@@ -8891,6 +8891,18 @@ function sendableToken(token, source, hint) {
 	if (isSendableToken(token)) return token;
 	throw new AuthError(`the token in ${source} cannot be used: it contains spaces, control or non-ASCII characters, which an HTTP header cannot carry`, { hint });
 }
+/**
+* What to scrub from output for `secret`: the secret itself and, for a JWT,
+* its payload and signature each on their own (a service that echoes them
+* split, reordered or quoted apart must not print them either). Not the
+* header: it names only the algorithm, and is the same for every token.
+* Parts shorter than 16 characters are left (they could match anything).
+*/
+function secretParts(secret) {
+	const segments = secret.split(".");
+	if (segments.length !== 3 || !segments.every((s) => /^[A-Za-z0-9_-]+$/.test(s))) return [secret];
+	return [secret, ...segments.slice(1).filter((segment) => segment.length >= 16)];
+}
 var init_secrets = __esmMin((() => {
 	init_errors();
 }));
@@ -17706,6 +17718,8 @@ var init_ledger = __esmMin((() => {
 	LedgerIndex = class LedgerIndex {
 		#byHash = /* @__PURE__ */ new Map();
 		#byName = /* @__PURE__ */ new Map();
+		/** Whether the names of the registered trees' leaves are in #byName yet (#nameLeaves). */
+		#leavesNamed = false;
 		#damaged = /* @__PURE__ */ new Map();
 		#registered;
 		constructor(entries, problems = [], registered) {
@@ -17715,7 +17729,23 @@ var init_ledger = __esmMin((() => {
 				this.#byHash.set(entry.hash, entry);
 				if (entry.file?.name !== void 0) this.#name(entry.file.name, entry.hash, entry.completedAt);
 			}
-			for (const tree of registered?.trees.all ?? []) {
+		}
+		/**
+		* Adds the names of the registered trees' leaves, the first time a verdict
+		* needs names: only of trees whose leaves make their root (each is built
+		* to tell), since a leaf of a damaged tree says nothing of what was
+		* notarized, not even that a file of its name was.
+		*/
+		#nameLeaves() {
+			if (this.#leavesNamed) return;
+			this.#leavesNamed = true;
+			for (const tree of this.#registered?.trees.all ?? []) {
+				try {
+					tree.merkle(this.#registered.treeFile(tree.entry.root));
+				} catch (error) {
+					if (!(error instanceof StoreError)) throw error;
+					continue;
+				}
 				const { completedAt } = registeredRecord(tree);
 				for (const leaf of tree.entry.leaves) if (leaf.name !== null) this.#name(leaf.name, leaf.sha256, completedAt);
 			}
@@ -17776,6 +17806,7 @@ var init_ledger = __esmMin((() => {
 				status: "unknown",
 				damaged
 			};
+			if (name !== void 0) this.#nameLeaves();
 			const sameName = name === void 0 ? void 0 : this.#byName.get(name);
 			return sameName && name !== void 0 ? {
 				status: "modified",
@@ -20585,6 +20616,7 @@ function environmentHelp() {
 // dist/output/io.js
 init_safe_text();
 init_exact_json();
+init_secrets();
 /** Characters `dataSoon` queues at most before writing them (a few hundred lines of `hash`). */
 const QUEUED_MAX_CHARS = 65536;
 const NO_SPINNER = {
@@ -20627,7 +20659,7 @@ var IO = class {
 	* behind code that never puts them in messages in the first place.
 	*/
 	addSecret(secret) {
-		if (secret !== void 0 && secret.length >= 8) this.#secrets.add(secret);
+		if (secret !== void 0 && secret.length >= 8) for (const part of secretParts(secret)) this.#secrets.add(part);
 	}
 	/** Writes data (the command's result) to stdout. */
 	data(text) {
@@ -24307,7 +24339,7 @@ function secretsOf(req) {
 		const body = req.body === void 0 ? void 0 : JSON.parse(req.body);
 		if (typeof body?.apiKey === "string") secrets.push(body.apiKey);
 	} catch {}
-	return secrets.filter((secret) => secret.length >= 8);
+	return secrets.filter((secret) => secret.length >= 8).flatMap(secretParts);
 }
 /** An error body with any secret the service echoed back replaced, before it can reach a message. */
 function redact(text, secrets) {

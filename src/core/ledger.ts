@@ -40,6 +40,8 @@ interface RegisteredTrees {
 export class LedgerIndex {
   readonly #byHash = new Map<string, LedgerEntry>();
   readonly #byName = new Map<string, NamedDigest>();
+  /** Whether the names of the registered trees' leaves are in #byName yet (#nameLeaves). */
+  #leavesNamed = false;
   readonly #damaged = new Map<string, StoreError>();
   readonly #registered: RegisteredTrees | undefined;
 
@@ -50,7 +52,24 @@ export class LedgerIndex {
       this.#byHash.set(entry.hash, entry);
       if (entry.file?.name !== undefined) this.#name(entry.file.name, entry.hash, entry.completedAt);
     }
-    for (const tree of registered?.trees.all ?? []) {
+  }
+
+  /**
+   * Adds the names of the registered trees' leaves, the first time a verdict
+   * needs names: only of trees whose leaves make their root (each is built
+   * to tell), since a leaf of a damaged tree says nothing of what was
+   * notarized, not even that a file of its name was.
+   */
+  #nameLeaves(): void {
+    if (this.#leavesNamed) return;
+    this.#leavesNamed = true;
+    for (const tree of this.#registered?.trees.all ?? []) {
+      try {
+        tree.merkle(this.#registered!.treeFile(tree.entry.root));
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        continue;
+      }
       const { completedAt } = registeredRecord(tree);
       for (const leaf of tree.entry.leaves) if (leaf.name !== null) this.#name(leaf.name, leaf.sha256, completedAt);
     }
@@ -90,6 +109,7 @@ export class LedgerIndex {
     }
     const damaged = this.#damaged.get(hash);
     if (damaged) return { status: 'unknown', damaged };
+    if (name !== undefined) this.#nameLeaves();
     const sameName = name === undefined ? undefined : this.#byName.get(name);
     return sameName && name !== undefined ? { status: 'modified', name, ...sameName } : { status: 'unknown' };
   }

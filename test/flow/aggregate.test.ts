@@ -363,6 +363,21 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
     writeFileSync(treeFile, text);
   });
 
+  it("a leaf of a tree that does not make its root names no file: verify says unknown, not 'modified'", async () => {
+    const { treeFile } = await aggregated('renamed-leaf', ['a.txt', 'b.txt']);
+    const tree = JSON.parse(readFileSync(treeFile, 'utf8')) as { leaves: { sha256: string }[]; leavesSha256?: string };
+    const b = tree.leaves[1]!.sha256;
+    // Another digest for b.txt, and no digest of the leaf lines: only the fold can tell.
+    tree.leaves[1]!.sha256 = 'e'.repeat(64);
+    delete tree.leavesSha256;
+    const text = readFileSync(treeFile, 'utf8');
+    writeFileSync(treeFile, JSON.stringify(tree));
+    const verify = await bed.main(['verify', bed.path('renamed-leaf/b.txt'), '--output', 'ndjson']);
+    expect(verify.code, describeRun(verify)).toBe(6);
+    expect(parseNdjson(verify.stdout)[0]).toMatchObject({ hash: b, status: 'unknown' });
+    writeFileSync(treeFile, text);
+  });
+
   it('a tree file cut short, or its root record damaged: exit 2, nothing sent, never a second root', async () => {
     const first = await aggregated('cut', ['a.txt', 'b.txt'], ['--no-complete']);
     writeFileSync(first.treeFile, readFileSync(first.treeFile, 'utf8').slice(0, 200));
