@@ -364,15 +364,16 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
   });
 
   it("a leaf of a tree that does not make its root names no file: verify says unknown, not 'modified'", async () => {
-    const { treeFile } = await aggregated('renamed-leaf', ['a.txt', 'b.txt']);
+    // Names no other test gives a document: in this store, only this tree's leaf could name them.
+    const { treeFile } = await aggregated('renamed-leaf', ['leaf-a.txt', 'leaf-b.txt']);
     const tree = JSON.parse(readFileSync(treeFile, 'utf8')) as { leaves: { sha256: string }[]; leavesSha256?: string };
     const b = tree.leaves[1]!.sha256;
-    // Another digest for b.txt, and no digest of the leaf lines: only the fold can tell.
+    // Another digest for leaf-b.txt, and no digest of the leaf lines: only the fold can tell.
     tree.leaves[1]!.sha256 = 'e'.repeat(64);
     delete tree.leavesSha256;
     const text = readFileSync(treeFile, 'utf8');
     writeFileSync(treeFile, JSON.stringify(tree));
-    const verify = await bed.main(['verify', bed.path('renamed-leaf/b.txt'), '--output', 'ndjson']);
+    const verify = await bed.main(['verify', bed.path('renamed-leaf/leaf-b.txt'), '--output', 'ndjson']);
     expect(verify.code, describeRun(verify)).toBe(6);
     expect(parseNdjson(verify.stdout)[0]).toMatchObject({ hash: b, status: 'unknown' });
     writeFileSync(treeFile, text);
