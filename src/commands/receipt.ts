@@ -7,11 +7,11 @@ import type { Command } from 'commander';
 import { basename } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
-import { recordOf } from '../core/trees.js';
+import { notInLedger, recordOf } from '../core/trees.js';
 import { hashFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
 import { receiptText } from '../core/receipt-format.js';
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
-import { NotNotarizedError, UsageError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import type { ValueResult } from '../output/present.js';
 import { writeFileAtomic } from '../store/files.js';
 import type { ServiceStore } from '../store/service-store.js';
@@ -61,9 +61,12 @@ export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> 
   // The digest's own record, or the record of the Merkle root it was registered under (register --aggregate).
   const held = await recordOf(options.ledger(), hash);
   if (!held) {
-    throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, {
-      hint: 'a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url',
-    });
+    throw await notInLedger(
+      options.ledger(),
+      hash,
+      baseUrl,
+      'a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url',
+    );
   }
   const { entry, underRoot: found } = held;
   const text = receiptText({

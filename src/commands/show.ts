@@ -1,9 +1,8 @@
 /** `notarize show <hash|file>`: one record from the local ledger. */
 import type { Command } from 'commander';
-import { recordOf } from '../core/trees.js';
+import { notInLedger, recordOf } from '../core/trees.js';
 import type { Context } from '../context.js';
 import { hashFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
-import { NotNotarizedError } from '../errors.js';
 import type { RecordResult } from '../output/present.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, viewOf } from './action.js';
@@ -42,9 +41,12 @@ export async function runShow(options: ShowOptions): Promise<RecordResult> {
   const hash = (await isDigestNotFile(target)) ? normalizeHash(target) : (await hashFile(target)).hash;
   const held = await recordOf(options.ledger(), hash);
   if (!held) {
-    throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, {
-      hint: '`notarize list` shows what is; `notarize pending` what awaits completion',
-    });
+    throw await notInLedger(
+      options.ledger(),
+      hash,
+      baseUrl,
+      '`notarize list` shows what is; `notarize pending` what awaits completion',
+    );
   }
   if (!held.underRoot) return { kind: 'record', hash, recordJson: held.entry.recordJson, baseUrl };
   // Registered under a Merkle root (register --aggregate): the root's record is the document's.

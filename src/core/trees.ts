@@ -18,7 +18,7 @@ import {
   type TreeEntry,
   type TreeLeaf,
 } from '../store/service-store.js';
-import { StoreError } from '../errors.js';
+import { NotNotarizedError, StoreError } from '../errors.js';
 import { leafHash, MerkleTree } from './merkle.js';
 import { ANSWERED_409 } from './notarize.js';
 import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
@@ -289,6 +289,35 @@ export async function recordOf(
   if (own) return { entry: own };
   const found = await findLeaf(store, sha256);
   return found && { entry: found.entry, underRoot: found };
+}
+
+/**
+ * The error of `show` and `receipt` for a digest the ledger does not hold
+ * (exit 6). When the service told this store it has the digest, or a Merkle
+ * root holding it (a 409 to a completion whose answer was lost), it says
+ * so: the document is registered, only its record never arrived, and no
+ * other ledger is where it was registered. Otherwise `hint` says what to do.
+ */
+export async function notInLedger(
+  store: ServiceStore,
+  sha256: string,
+  baseUrl: string,
+  hint: string,
+): Promise<NotNotarizedError> {
+  const retired = (await store.retirements()).get(sha256) ?? [];
+  let confirmed = retired.some((reason) => reason.startsWith(ANSWERED_409)) ? sha256 : undefined;
+  if (confirmed === undefined) {
+    const place = (await Trees.load(store, { holding: new Set([sha256]) })).place(sha256);
+    if (place?.tree.state === 'confirmed') confirmed = place.tree.entry.root;
+  }
+  if (confirmed === undefined) return new NotNotarizedError(`${sha256} is not in the ledger of ${baseUrl}`, { hint });
+  const what = confirmed === sha256 ? 'it' : `the Merkle root ${confirmed} that holds it`;
+  return new NotNotarizedError(
+    `${sha256} is registered (${baseUrl} answered 409 for ${what}), but this store never received its record`,
+    {
+      hint: 'the service documents no way to fetch a record, so none is shown or made into a receipt here; a receipt written when it was registered still verifies',
+    },
+  );
 }
 
 /**

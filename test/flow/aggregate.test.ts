@@ -543,6 +543,14 @@ describe('register --aggregate, second review', () => {
     const root = parseResults(second.stdout)[0]!.proof!.root;
     expect(second.stderr.match(/no new receipts for the documents under root/g)).toHaveLength(1);
     expect(readdirSync(bed.path('confirmed-rc'))).toEqual([`${root}.tree.json`]);
+    // show and receipt say what happened, not 'run this where it was registered': it was, here.
+    for (const command of ['show', 'receipt']) {
+      const run = await bed.main([command, bed.path('confirmed/a.txt')]);
+      expect(run.code, describeRun(run)).toBe(6);
+      expect(run.stderr).toContain(
+        `is registered (${bed.url} answered 409 for the Merkle root ${root} that holds it), but this store never received its record`,
+      );
+    }
   });
 });
 

@@ -132,6 +132,10 @@ describe('a forfait whose answer was lost (drop-after)', () => {
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toMatch(/already registered/);
     expect(await pending()).toEqual([]);
+    // Its record never arrived: show says it is registered, and why there is nothing to show.
+    const show = await bed.main(['show', doc]);
+    expect(show.code).toBe(6);
+    expect(show.stderr).toContain(`answered 409 for it), but this store never received its record`);
   });
 });
 
