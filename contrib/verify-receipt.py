@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """python3 verify-receipt.py <document> <receipt>: notarize verify --receipt, standard library only.
 
-Verdicts: verified (exit 0); modified, a consistent receipt of another digest, or invalid, a receipt
-that contradicts itself (exit 6); exit 2: bad arguments, unreadable files. See docs/verify-by-hand.md:
-a receipt is evidence, not a signature; its verificationUrl is where the registration is confirmed."""
+Verdicts: verified (exit 0); modified, a consistent receipt of another digest, or invalid, a receipt that
+contradicts itself (exit 6); exit 2: bad arguments, unreadable files, a receipt over 1 MiB. See docs/verify-by-hand.md:
+a receipt is evidence, not a signature; its verificationUrl is where the registration is confirmed. The rules are
+notarize's (src/core/receipt-format.ts), its JSON read as JSON.parse reads it: numbers are doubles (2.0 is 2)."""
 import hashlib, json, re, sys
 
-HEX64 = re.compile(r"[0-9a-f]{64}\Z")
-ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)\Z")
-PROOF_KEYS = {"type", "leafSalt", "leafIndex", "treeSize", "path", "root"}
+MAX_BYTES, MAX_DEPTH, MAX_SAFE = 1 << 20, 64, 2**53 - 1  # MAX_RECEIPT_BYTES, MAX_RECEIPT_DEPTH, Number.MAX_SAFE_INTEGER
+HEX64, ANY_CASE_HEX64 = re.compile(r"[0-9a-f]{64}\Z"), re.compile(r"[0-9a-fA-F]{64}\Z")
+# zod's z.iso.datetime({offset: true}): a real date (leap years too), 00:00:00 to 23:59:59, Z or an offset to 23:59; ASCII digits.
+ISO_TIME = re.compile(r"(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])"
+                      r"-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2[0-8])))"
+                      r"T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)\Z", re.ASCII)
+DEEP = "the receipt nests more than %d levels deep" % MAX_DEPTH
 shown = lambda text: "".join(c if c.isprintable() else "\\u%04x" % ord(c) for c in str(text))  # terminal-safe
-is_index = lambda value, least: type(value) is int and value >= least
-is_hex = lambda value: isinstance(value, str) and HEX64.match(value) is not None
+is_hex = lambda value, pattern=HEX64: isinstance(value, str) and pattern.match(value) is not None
 
 def sha256_of(path):
     digest = hashlib.sha256()
@@ -22,6 +26,16 @@ def sha256_of(path):
 def need(ok, why="the receipt is malformed"):
     if not ok: raise ValueError(why)
 
+# zod's z.object: an object with all these members, others allowed; z.int(): an integral number from `least` to 2^53-1.
+members = lambda value, where, *keys: need(isinstance(value, dict) and all(k in value for k in keys), "the receipt is malformed: " + where) or [value[k] for k in keys]
+whole = lambda value, least, where: need(type(value) is float and value % 1 == 0 and least <= value <= MAX_SAFE, "the receipt is malformed: " + where) or int(value)
+
+def depth(text):  # how deep arrays and objects nest in JSON text, strings passed over (notarize's jsonDepth)
+    level = deepest = 0
+    for bracket in re.findall(r"[][{}]", re.sub(r'"[^"\\]*(?:\\.[^"\\]*)*"', "", text)):
+        level += 1 if bracket in "[{" else -1; deepest = max(deepest, level)
+    return deepest
+
 def fold(fn, size, node, path):  # RFC 9162 section 2.1.3.2: the root a proof of leaf fn leads to, or None
     sn = size - 1
     if fn > sn: return None
@@ -29,69 +43,55 @@ def fold(fn, size, node, path):  # RFC 9162 section 2.1.3.2: the root a proof of
         if sn == 0: return None
         if fn % 2 == 1 or fn == sn:
             node = hashlib.sha256(b"\x01" + sibling + node).digest()
-            while fn % 2 == 0 and fn != 0:
-                fn, sn = fn >> 1, sn >> 1
-        else:
-            node = hashlib.sha256(b"\x01" + node + sibling).digest()
+            while fn % 2 == 0 and fn != 0: fn, sn = fn >> 1, sn >> 1
+        else: node = hashlib.sha256(b"\x01" + node + sibling).digest()
         fn, sn = fn >> 1, sn >> 1
     return node if sn == 0 else None
 
-def check_proof(sha256, proof):
-    """Raises ValueError unless the proof leads from the document's salted leaf to its root."""
-    need(isinstance(proof, dict) and PROOF_KEYS <= set(proof) and isinstance(proof["path"], list), "the receipt is malformed: proof")
-    hexes = [proof["leafSalt"], proof["root"]] + proof["path"]
-    need(proof["type"] == "rfc9162-sha256-salted-leaf" and len(hexes) <= 66 and all(map(is_hex, hexes))
-         and is_index(proof["leafIndex"], 0) and is_index(proof["treeSize"], 1), "the receipt is malformed: proof")
-    leaf = hashlib.sha256(b"\x00" + bytes.fromhex(sha256) + bytes.fromhex(proof["leafSalt"])).digest()
-    root = fold(proof["leafIndex"], proof["treeSize"], leaf, [bytes.fromhex(h) for h in proof["path"]])
-    need(root is not None, "the receipt's proof is no proof for leaf %s of a tree of %s" % (proof["leafIndex"], proof["treeSize"]))
-    need(root.hex() == proof["root"], "the receipt's proof does not lead from its document to its root")
-
-def read_receipt(text):
-    """(digest, verificationUrl or None) of a consistent receipt; raises ValueError saying why not."""
-    try:
-        receipt = json.loads(text)
-    except ValueError:  # JSONDecodeError is one
-        raise ValueError("the receipt is not JSON")
+def read_receipt(text):  # (digest, verificationUrl or None) of a consistent receipt; raises ValueError saying why not
+    try:  # every number a double, as JSON.parse reads it (an integer of 5,000 digits too); NaN and Infinity are no JSON
+        receipt = json.loads(text, parse_int=float, parse_constant=lambda constant: need(False))
+    except RecursionError: raise ValueError(DEEP)  # deeper than Python's parser goes: far deeper than MAX_DEPTH
+    except ValueError: raise ValueError("the receipt is not JSON")  # JSONDecodeError is one
+    need(depth(text) <= MAX_DEPTH, DEEP)
     need(isinstance(receipt, dict), "the receipt is not a JSON object")
     if "type" not in receipt:  # written before v1: the bare record
-        need(is_hex(str(receipt.get("hash")).lower()), "the receipt is neither a notarize receipt nor a notarization record")
+        need(is_hex(receipt.get("hash"), ANY_CASE_HEX64), "the receipt is neither a notarize receipt nor a notarization record")
         return receipt["hash"].lower(), None
-    version = receipt.get("version")
-    need(receipt["type"] == "notarize-receipt" and version == 1 and not isinstance(version, bool), "the receipt's type or version is not notarize-receipt 1")
-    try:
-        document, record, service, proof = receipt["document"], receipt["record"], receipt["service"], receipt["proof"]
-        sha256, name, size, record_hash = document["sha256"], document["name"], document["size"], record["hash"]
-        url, given_url, registered_at = str(service["baseUrl"]).rstrip("/") + "/verification/", service["verificationUrl"], receipt["registeredAt"]
-    except (KeyError, TypeError) as missing:
-        raise ValueError("the receipt is malformed: %s is missing" % missing)
-    need(is_hex(sha256) and (name is None or isinstance(name, str)) and (size is None or is_index(size, 0))
-         and isinstance(record, dict) and isinstance(registered_at, str) and ISO_TIME.match(registered_at))
-    registered = proof.get("root") if isinstance(proof, dict) else sha256  # the proof's root, else the document
-    need(isinstance(record_hash, str) and record_hash.lower() == registered, "the receipt's record is of %s, not of %s" % (record_hash, registered))
+    need(receipt["type"] == "notarize-receipt" and type(receipt.get("version")) is float and receipt["version"] == 1, "the receipt's type or version is not notarize-receipt 1")
+    document, record, service, registered_at, proof = members(receipt, "receipt", "document", "record", "service", "registeredAt", "proof")
+    (sha256, name, size), (record_hash,) = members(document, "document", "sha256", "name", "size"), members(record, "record", "hash")
+    base_url, given_url = members(service, "service", "baseUrl", "verificationUrl")
+    need(is_hex(sha256) and (name is None or isinstance(name, str)) and (size is None or whole(size, 0, "document.size") >= 0), "the receipt is malformed: document")
+    need(all(isinstance(v, str) for v in (record_hash, base_url, given_url)), "the receipt is malformed: record.hash, service.baseUrl and service.verificationUrl are strings")
+    need(isinstance(registered_at, str) and ISO_TIME.match(registered_at), "the receipt is malformed: registeredAt")
     if proof is not None:
-        check_proof(sha256, proof)
-    need(given_url == url + registered, "the receipt's verificationUrl is not %s" % (url + registered))
+        kind, salt, index, tree_size, path, root = members(proof, "proof", "type", "leafSalt", "leafIndex", "treeSize", "path", "root")
+        need(kind == "rfc9162-sha256-salted-leaf" and isinstance(path, list) and len(path) <= 64 and all(map(is_hex, [salt, root] + path)),
+             "the receipt is malformed: proof")
+        index, tree_size = whole(index, 0, "proof.leafIndex"), whole(tree_size, 1, "proof.treeSize")
+        folded = fold(index, tree_size, hashlib.sha256(b"\x00" + bytes.fromhex(sha256 + salt)).digest(), [bytes.fromhex(h) for h in path])
+    registered = sha256 if proof is None else root  # the proof's root, else the document
+    need(record_hash.lower() == registered, "the receipt's record is of %s, not of %s" % (record_hash, registered))
+    if proof is not None:
+        need(folded is not None, "the receipt's proof is no proof for leaf %d of a tree of %d" % (index, tree_size))
+        need(folded.hex() == root, "the receipt's proof does not lead from its document to its root")
+    url = (base_url[:-1] if base_url.endswith("/") else base_url) + "/verification/" + registered  # one "/" off, as notarize does
+    need(given_url == url, "the receipt's verificationUrl is not %s" % url)
     return sha256, given_url
 
 def main(argv):
-    if len(argv) != 3:
-        print("usage: verify-receipt.py <document> <receipt>", file=sys.stderr)
-        return 2
+    refuse = lambda why: print(shown(why), file=sys.stderr) or 2  # exit 2: nothing was judged
+    if len(argv) != 3: return refuse("usage: verify-receipt.py <document> <receipt>")
     try:
         digest = sha256_of(argv[1])
-        with open(argv[2], "rb") as receipt_file:
-            text = receipt_file.read(1 << 20).decode("utf-8", "replace")
-        sha256, url = read_receipt(text)
-    except OSError as error:
-        print("verify-receipt: %s: %s" % (shown(error.filename), shown(error.strerror)), file=sys.stderr)
-        return 2
-    except ValueError as why:
-        print("invalid: %s" % shown(why))
-        return 6
-    if sha256 != digest:
-        print("modified: %s has digest %s; its receipt is of %s" % (shown(argv[1]), digest, sha256))
-        return 6
+        with open(argv[2], "rb") as receipt_file: text = receipt_file.read(MAX_BYTES + 1)
+    except OSError as error: return refuse("verify-receipt: %s: %s" % (error.filename, error.strerror))
+    if len(text) > MAX_BYTES: return refuse("verify-receipt: the receipt from '%s' is larger than %d bytes" % (argv[2], MAX_BYTES))
+    try:
+        sha256, url = read_receipt(text.decode("utf-8", "replace"))
+    except ValueError as why: return print("invalid: %s" % shown(why)) or 6
+    if sha256 != digest: return print("modified: %s has digest %s; its receipt is of %s" % (shown(argv[1]), digest, sha256)) or 6
     print("verified: %s matches its receipt" % shown(argv[1]) + ("; the receipt's record can be confirmed at " + shown(url) if url else ""))
     return 0
 

@@ -51,6 +51,16 @@ function edit(path: string, change: (receipt: ReceiptFields) => void): void {
   writeFileSync(path, JSON.stringify(receipt, null, 2));
 }
 
+/** Edits the receipt's text itself, for what JSON.stringify cannot write (`20.0`, `NaN`, a 2^53 + 1 kept exact). */
+function rewrite(path: string, pattern: RegExp, replacement: string): void {
+  const text = readFileSync(path, 'utf8');
+  expect(text).toMatch(pattern);
+  writeFileSync(path, text.replace(pattern, replacement));
+}
+
+/** `levels` arrays, one inside the other. */
+const nested = (levels: number): string => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+
 /** Both verifiers on one document and receipt: python's first word and exit code, and notarize's status and exit code. */
 async function bothVerdicts(doc: string, receipt: string) {
   const python = await runProcess('python3', [SCRIPT, doc, receipt], {}, { noBaseUrlCheck: true });
@@ -109,17 +119,146 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
       'invalid',
     ],
     ['not JSON', (_, r) => writeFileSync(r, '{"type": "notarize-receipt",'), 'invalid'],
+    // What JSON.parse and zod's z.int() take for a number: 20.0 is the integer 20, 2^53 is past the safe ones.
+    ['document.size written 20.0', (_, r) => rewrite(r, /"size": (\d+)/, '"size": $1.0'), 'verified'],
+    ['document.size written 20e0', (_, r) => rewrite(r, /"size": (\d+)/, '"size": $1e0'), 'verified'],
+    ['document.size written 20.00', (_, r) => rewrite(r, /"size": (\d+)/, '"size": $1.00'), 'verified'],
+    ['document.size 20.5', (_, r) => rewrite(r, /"size": (\d+)/, '"size": $1.5'), 'invalid'],
+    [
+      'document.size 2^53 - 1, the largest safe integer',
+      (_, r) => edit(r, (x) => (x.document.size = 2 ** 53 - 1)),
+      'verified',
+    ],
+    ['document.size 2^53', (_, r) => rewrite(r, /"size": \d+/, `"size": ${2n ** 53n}`), 'invalid'],
+    ['document.size 2^60', (_, r) => rewrite(r, /"size": \d+/, `"size": ${2n ** 60n}`), 'invalid'],
+    [
+      'an integer of 5,000 digits in the record',
+      (_, r) => rewrite(r, /"record": \{/, `"record": {"n": ${'1'.repeat(5000)},`),
+      'verified',
+    ],
+    // Every field read must have the type notarize's schema gives it.
+    [
+      'service.baseUrl null (its verificationUrl as str(None) would spell it)',
+      (_, r) =>
+        edit(r, (x) => {
+          x.service.verificationUrl = `None/verification/${String(x.record.hash)}`;
+          x.service.baseUrl = null;
+        }),
+      'invalid',
+    ],
+    [
+      'service.baseUrl a number',
+      (_, r) =>
+        edit(r, (x) => {
+          x.service.verificationUrl = `5/verification/${String(x.record.hash)}`;
+          x.service.baseUrl = 5;
+        }),
+      'invalid',
+    ],
+    ['service.verificationUrl null', (_, r) => edit(r, (x) => (x.service.verificationUrl = null)), 'invalid'],
+    ['document.name a number', (_, r) => edit(r, (x) => (x.document.name = 5)), 'invalid'],
+    ['record.hash a number', (_, r) => rewrite(r, /"hash": ?"[0-9a-f]{64}"/, `"hash": ${'1'.repeat(64)}`), 'invalid'],
+    // One trailing slash of baseUrl is dropped, not all of them.
+    [
+      'a baseUrl ending in one slash',
+      (_, r) => edit(r, (x) => (x.service.baseUrl = `${String(x.service.baseUrl)}/`)),
+      'verified',
+    ],
+    [
+      'a baseUrl ending in two slashes',
+      (_, r) => edit(r, (x) => (x.service.baseUrl = `${String(x.service.baseUrl)}//`)),
+      'invalid',
+    ],
+    [
+      'a baseUrl ending in two slashes, and a verificationUrl with one of them',
+      (_, r) =>
+        edit(r, (x) => {
+          x.service.verificationUrl = `${String(x.service.baseUrl)}//verification/${String(x.record.hash)}`;
+          x.service.baseUrl = `${String(x.service.baseUrl)}//`;
+        }),
+      'verified',
+    ],
+    // registeredAt as zod's z.iso.datetime({ offset: true }): a real date and time, ASCII digits.
+    ...(
+      [
+        ['2026-13-45T25:61:61Z', 'invalid'],
+        ['2026-02-30T10:00:00Z', 'invalid'],
+        ['2100-02-29T10:00:00Z', 'invalid'],
+        ['2026-11-24T01:02:03+24:00', 'invalid'],
+        ['2026-11-24T01:02:60Z', 'invalid'],
+        ['\u0662\u0660\u0662\u0666-11-24T01:02:03Z', 'invalid'],
+        ['2026-11-24T01:02:03.\u0664Z', 'invalid'],
+        ['2026-11-24T01:02:03Z\n', 'invalid'],
+        ['2024-02-29T23:59:59.5-23:59', 'verified'],
+      ] as const
+    ).map(([date, verdict]): Case => [
+      `registeredAt ${JSON.stringify(date)}`,
+      (_, r) => edit(r, (x) => (x.registeredAt = date)),
+      verdict,
+    ]),
+    // JSON.parse knows no NaN or Infinity.
+    ['NaN in the record', (_, r) => rewrite(r, /"record": \{/, '"record": {"n": NaN,'), 'invalid'],
+    ['document.size Infinity', (_, r) => rewrite(r, /"size": \d+/, '"size": Infinity'), 'invalid'],
+    ['document.size -Infinity', (_, r) => rewrite(r, /"size": \d+/, '"size": -Infinity'), 'invalid'],
+    // At most 64 levels of nesting, the receipt's own two included.
+    [
+      'a record nesting 64 levels in all',
+      (_, r) => rewrite(r, /"record": \{/, `"record": {"userId": ${nested(62)},`),
+      'verified',
+    ],
+    [
+      'a record nesting 65 levels in all',
+      (_, r) => rewrite(r, /"record": \{/, `"record": {"userId": ${nested(63)},`),
+      'invalid',
+    ],
+    [
+      'a record nesting 5,000 levels',
+      (_, r) => rewrite(r, /"record": \{/, `"record": {"userId": ${nested(5000)},`),
+      'invalid',
+    ],
+    [
+      'a bare record nesting 5,000 levels',
+      (_, r) => writeFileSync(r, `{"hash": "${hashes['a.txt']}", "userId": ${nested(5000)}}`),
+      'invalid',
+    ],
+    [
+      'a bare record whose hash is a number of 64 digits',
+      (_, r) => writeFileSync(r, `{"hash": ${'1'.repeat(64)}}`),
+      'invalid',
+    ],
   ];
 
-  it.each(cases)('%s: python says %s, as notarize verify does, with the same exit code', async (_, tamper, verdict) => {
+  // The verdict second, for the title.
+  const titled = cases.map(([name, tamper, verdict]) => [name, verdict, tamper] as const);
+  it.each(titled)(
+    '%s: python says %s, as notarize verify does, with the same exit code',
+    async (_, verdict, tamper) => {
+      const { doc, receipt } = download();
+      tamper(doc('a.txt'), receipt('a.txt'));
+      const { python, notarize, pythonVerdict, status } = await bothVerdicts(doc('a.txt'), receipt('a.txt'));
+      expect(pythonVerdict, describeRun(python)).toBe(verdict);
+      expect(status, describeRun(notarize)).toBe(verdict);
+      expect(python.code).toBe(verdict === 'verified' ? 0 : 6);
+      expect(notarize.code).toBe(python.code);
+      expect(python.stdout.split('\n')).toHaveLength(2);
+      expect(python.stderr).toBe('');
+    },
+  );
+
+  it('a receipt larger than 1 MiB: exit 2 from both, refused unread; one of exactly 1 MiB is read', async () => {
     const { doc, receipt } = download();
-    tamper(doc('a.txt'), receipt('a.txt'));
-    const { python, notarize, pythonVerdict, status } = await bothVerdicts(doc('a.txt'), receipt('a.txt'));
-    expect(pythonVerdict, describeRun(python)).toBe(verdict);
-    expect(status, describeRun(notarize)).toBe(verdict);
-    expect(python.code).toBe(verdict === 'verified' ? 0 : 6);
-    expect(notarize.code).toBe(python.code);
-    expect(python.stdout.split('\n')).toHaveLength(2);
+    const text = readFileSync(receipt('a.txt'), 'utf8');
+    writeFileSync(receipt('a.txt'), text.padEnd(1024 * 1024 + 1, ' '));
+    const { python, notarize } = await bothVerdicts(doc('a.txt'), receipt('a.txt'));
+    expect(python.code, describeRun(python)).toBe(2);
+    expect(python.stdout).toBe('');
+    expect(python.stderr).toBe(`verify-receipt: the receipt from '${receipt('a.txt')}' is larger than 1048576 bytes\n`);
+    expect(notarize.code, describeRun(notarize)).toBe(2);
+    expect(notarize.stderr).toContain(`the receipt from '${receipt('a.txt')}' is larger than 1048576 bytes`);
+    writeFileSync(receipt('a.txt'), text.padEnd(1024 * 1024, ' '));
+    const exact = await bothVerdicts(doc('a.txt'), receipt('a.txt'));
+    expect(exact.python.code, describeRun(exact.python)).toBe(0);
+    expect(exact.status).toBe('verified');
   });
 
   it('a document that cannot be read: exit 2 from both, one line on stderr', async () => {
@@ -175,6 +314,51 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
       expect(notarize.code).toBe(python.code);
       if (verdict === 'verified') expect(python.stdout).toContain(`${bed.url}/verification/${root}`);
     });
+  });
+
+  describe("a proof's leafIndex and treeSize are numbers as notarize reads them", () => {
+    // Leaf 4 of the tree of 5: one hash on its path, which folds the same for leaf 2^52 of 2^52 + 1.
+    const { text, sha256, root, proof } = vectorLeaf(5, 4);
+
+    const spellings: [string, string, 'verified' | 'invalid'][] = [
+      ['4', '5', 'verified'],
+      ['4.0', '5.0', 'verified'],
+      ['4e0', '5.00', 'verified'],
+      ['4.5', '5', 'invalid'],
+      [`${2n ** 52n}`, `${2n ** 52n + 1n}`, 'verified'],
+      [`${2n ** 53n}`, `${2n ** 53n + 1n}`, 'invalid'],
+      [`${2n ** 60n}`, `${2n ** 60n + 1n}`, 'invalid'],
+      ['4', 'Infinity', 'invalid'],
+    ];
+
+    it.each(spellings)(
+      'leafIndex %s, treeSize %s: python says %s, as notarize verify does',
+      async (index, size, verdict) => {
+        const dir = mkdtempSync(join(bed.root, 'proof-'));
+        const doc = join(dir, 'c.txt');
+        writeFileSync(doc, text);
+        const receipt = join(dir, 'c.txt.notarization.json');
+        const written = receiptText({
+          document: { name: 'c.txt', sha256, size: 10 },
+          recordJson: `{"hash":"${root}","status":"registered"}`,
+          baseUrl: bed.url,
+          registeredAt: '2026-11-24T01:02:03.456Z',
+          proof,
+        });
+        writeFileSync(
+          receipt,
+          written
+            .replace('"leafIndex": 4,', `"leafIndex": ${index},`)
+            .replace('"treeSize": 5,', `"treeSize": ${size},`),
+        );
+        const { python, notarize, pythonVerdict, status } = await bothVerdicts(doc, receipt);
+        expect(readFileSync(receipt, 'utf8')).toContain(`"treeSize": ${size},`);
+        expect(pythonVerdict, describeRun(python)).toBe(verdict);
+        expect(status, describeRun(notarize)).toBe(verdict);
+        expect(notarize.code).toBe(python.code);
+        expect(python.stderr).toBe('');
+      },
+    );
   });
 
   it("docs/verify-by-hand.md's worked example, run as written, prints its tree's root", async () => {
