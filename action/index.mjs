@@ -11048,21 +11048,39 @@ var init_notarize = __esmMin((() => {
 * rest). Without `indent`, one line.
 */
 function stringifyExact(value, indent = 0) {
-	const texts = [];
-	const tag = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
-	const text = JSON.stringify(value, function(key, replaced) {
-		const original = this[key];
-		if (!(original instanceof ExactJson)) return replaced;
-		texts.push(original.text);
-		return `${tag}${texts.length - 1}`;
-	}, indent);
+	const outer = slotted;
+	const texts = slotted = [];
+	let text;
+	try {
+		text = JSON.stringify(value, null, indent);
+	} finally {
+		slotted = outer;
+	}
 	if (text === void 0 || texts.length === 0) return text;
-	const slot = new RegExp(`"${tag}(\\d+)"`, "g");
-	return text.replace(slot, (_match, n, offset) => {
-		const lineStart = text.lastIndexOf("\n", offset) + 1;
-		const depth = /^ */.exec(text.slice(lineStart))[0].length;
-		return relaid(texts[Number(n)], indent, depth);
-	});
+	const open = `"${TAG}`;
+	let out = "";
+	let from = 0;
+	for (let at = text.indexOf(open); at !== -1; at = text.indexOf(open, from)) {
+		const close = text.indexOf("\"", at + open.length);
+		const json = texts[Number(text.slice(at + open.length, close))];
+		let laid;
+		if (indent === 0) laid = compact$1(json);
+		else {
+			const lineStart = text.lastIndexOf("\n", at) + 1;
+			laid = relaid(json, indent, /^ */.exec(text.slice(lineStart, at))[0].length);
+		}
+		out += text.slice(from, at) + laid;
+		from = close + 1;
+	}
+	return out + text.slice(from);
+}
+/** `json` on one line (relaid with no indent). */
+function compact$1(json) {
+	if (lastCompact?.json !== json) lastCompact = {
+		json,
+		compact: /\s/.test(json) ? relaid(json, 0) : json
+	};
+	return lastCompact.compact;
 }
 /**
 * JSON text with its whitespace between tokens laid out again: none with
@@ -11163,20 +11181,24 @@ function valueEnd(json, start) {
 	}
 	return json.length;
 }
-var ExactJson;
+var TAG, slotted, lastChecked, ExactJson, lastCompact;
 var init_exact_json = __esmMin((() => {
+	TAG = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
 	ExactJson = class ExactJson {
 		text;
-		/** `text` must be JSON (see exactJson). */
+		/** `text` must be JSON (see ExactJson.of). */
 		constructor(text) {
 			this.text = text;
 		}
 		/** The text as an ExactJson, or undefined when it is not JSON. */
 		static of(text) {
-			try {
-				JSON.parse(text);
-			} catch {
-				return;
+			if (text !== lastChecked) {
+				try {
+					JSON.parse(text);
+				} catch {
+					return;
+				}
+				lastChecked = text;
 			}
 			return new ExactJson(text);
 		}
@@ -11184,9 +11206,15 @@ var init_exact_json = __esmMin((() => {
 		parsed() {
 			return JSON.parse(this.text);
 		}
-		/** For a writer other than stringifyExact: the parsed value, as before this class. */
+		/**
+		* Within stringifyExact, a slot for the text (JSON.stringify calls this
+		* for every ExactJson it meets, with no replacer to slow every other
+		* value); for any other writer, the parsed value.
+		*/
 		toJSON() {
-			return this.parsed();
+			if (slotted === void 0) return this.parsed();
+			slotted.push(this.text);
+			return `${TAG}${slotted.length - 1}`;
 		}
 	};
 }));
@@ -13287,6 +13315,23 @@ async function recordOf(store, sha256) {
 		entry: found.entry,
 		underRoot: found
 	};
+}
+/**
+* The error of `show` and `receipt` for a digest the ledger does not hold
+* (exit 6). When the service told this store it has the digest, or a Merkle
+* root holding it (a 409 to a completion whose answer was lost), it says
+* so: the document is registered, only its record never arrived, and no
+* other ledger is where it was registered. Otherwise `hint` says what to do.
+*/
+async function notInLedger(store, sha256, baseUrl, hint) {
+	let confirmed = ((await store.retirements()).get(sha256) ?? []).some((reason) => reason.startsWith("forfait answered 409")) ? sha256 : void 0;
+	if (confirmed === void 0) {
+		const place = (await Trees.load(store, { holding: /* @__PURE__ */ new Set([sha256]) })).place(sha256);
+		if (place?.tree.state === "confirmed") confirmed = place.tree.entry.root;
+	}
+	if (confirmed === void 0) return new NotNotarizedError(`${sha256} is not in the ledger of ${baseUrl}`, { hint });
+	const what = confirmed === sha256 ? "it" : `the Merkle root ${confirmed} that holds it`;
+	return new NotNotarizedError(`${sha256} is registered (${baseUrl} answered 409 for ${what}), but this store never received its record`, { hint: "the service documents no way to fetch a record, so none is shown or made into a receipt here; a receipt written when it was registered still verifies" });
 }
 /**
 * The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
@@ -18154,7 +18199,7 @@ async function runShow(options) {
 	const baseUrl = options.baseUrl();
 	const hash = await isDigestNotFile(target) ? normalizeHash(target) : (await hashFile(target)).hash;
 	const held = await recordOf(options.ledger(), hash);
-	if (!held) throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, { hint: "`notarize list` shows what is; `notarize pending` what awaits completion" });
+	if (!held) throw await notInLedger(options.ledger(), hash, baseUrl, "`notarize list` shows what is; `notarize pending` what awaits completion");
 	if (!held.underRoot) return {
 		kind: "record",
 		hash,
@@ -18173,7 +18218,6 @@ async function runShow(options) {
 var init_show = __esmMin((() => {
 	init_trees();
 	init_hash$1();
-	init_errors();
 	init_action();
 	init_options();
 }));
@@ -18212,7 +18256,7 @@ async function runReceipt(options) {
 	const file = await isDigestNotFile(target) ? void 0 : await hashFile(target);
 	const hash = file?.hash ?? normalizeHash(target);
 	const held = await recordOf(options.ledger(), hash);
-	if (!held) throw new NotNotarizedError(`${hash} is not in the ledger of ${baseUrl}`, { hint: "a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url" });
+	if (!held) throw await notInLedger(options.ledger(), hash, baseUrl, "a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url");
 	const { entry, underRoot: found } = held;
 	const text = receiptText({
 		document: {
