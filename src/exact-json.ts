@@ -69,13 +69,14 @@ export class ExactJson {
 export function stringifyExact(value: unknown, indent = 0): string {
   const outer = slotted;
   const texts: string[] = (slotted = []);
-  let text: string | undefined;
+  let text: string;
   try {
     text = JSON.stringify(value, null, indent);
   } finally {
     slotted = outer;
   }
-  if (text === undefined || texts.length === 0) return text!;
+  // No ExactJson met (undefined too, for a value JSON.stringify writes as nothing).
+  if (texts.length === 0) return text;
   // Each slot in turn (indexOf: cheaper than a regular expression over every line).
   const open = `"${TAG}`;
   let out = '';
