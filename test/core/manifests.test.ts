@@ -93,44 +93,36 @@ describe('adoptManifests', () => {
     expect((await deps.store.listPending()).entries).toEqual([]);
   });
 
-  it('asks about every manifest that places a document: a release grown by one document a run pays nothing again', async () => {
-    const dir = join(bed.root, 'grown');
-    const all = docs(...Array.from({ length: 20 }, (_, i) => `grown-${i}`));
-    // One manifest per earlier run, each of the one document that run added.
-    for (const doc of all) await manifestOf([doc], true, dir);
+  /**
+   * `count` documents, each alone in the manifest of an earlier run in one
+   * folder (registered or left pending), adopted by a run over all of them;
+   * with the request steps it sent and what it warned.
+   */
+  async function onePerManifest(tag: string, count: number, registered: boolean) {
+    const dir = join(bed.root, tag);
+    const all = docs(...Array.from({ length: count }, (_, i) => `${tag}-${i}`));
+    for (const doc of all) await manifestOf([doc], registered, dir);
     const unplaced = digests(all);
     const warnings: string[] = [];
     const mark = bed.mark();
-    const adopted = await adoptManifests(
-      aggregateDeps(bed),
-      aggregateInput(all, { manifestDir: dir, warn: (message) => warnings.push(message) }),
-      unplaced,
-    );
+    const input = aggregateInput(all, { manifestDir: dir, warn: (message) => warnings.push(message) });
+    const adopted = await adoptManifests(aggregateDeps(bed), input, unplaced);
+    const requests = bed.callsSince(mark).filter((c) => c.route === 'request');
+    return { dir, adopted, unplaced, warnings, requests };
+  }
+
+  it('asks about every manifest that places a document: a release grown by one document a run pays nothing again', async () => {
+    const { adopted, unplaced, warnings, requests } = await onePerManifest('grown', 20, true);
     expect(unplaced.size).toBe(0);
     expect(adopted.placements.size).toBe(20);
-    expect(
-      bed
-        .callsSince(mark)
-        .filter((c) => c.route === 'request')
-        .map((c) => c.status),
-    ).toEqual(Array.from({ length: 20 }, () => 409));
+    expect(requests.map((c) => c.status)).toEqual(Array.from({ length: 20 }, () => 409));
     expect(warnings).toEqual([]);
   });
 
   it('stops after 16 roots the service does not have, and says how many manifests were left unasked', async () => {
-    const dir = join(bed.root, 'stale');
-    const all = docs(...Array.from({ length: 18 }, (_, i) => `stale-${i}`));
     // Manifests of runs that never completed their root.
-    for (const doc of all) await manifestOf([doc], false, dir);
-    const unplaced = digests(all);
-    const warnings: string[] = [];
-    const mark = bed.mark();
-    const adopted = await adoptManifests(
-      aggregateDeps(bed),
-      aggregateInput(all, { manifestDir: dir, warn: (message) => warnings.push(message) }),
-      unplaced,
-    );
-    expect(bed.callsSince(mark).filter((c) => c.route === 'request')).toHaveLength(16);
+    const { dir, adopted, unplaced, warnings, requests } = await onePerManifest('stale', 18, false);
+    expect(requests).toHaveLength(16);
     expect(adopted.placements.size).toBe(0);
     expect(unplaced.size).toBe(18);
     expect(warnings).toEqual([
