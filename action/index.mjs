@@ -10868,6 +10868,7 @@ async function requestStep(deps, input) {
 * attempt goes out then, the client's retry policy sees to it).
 */
 async function completeStep(deps, pending) {
+	await deps.beforeCompletion?.(pending.hash);
 	await beforeSending();
 	const recorded = sendingCompletion();
 	try {
@@ -11056,7 +11057,7 @@ function stringifyExact(value, indent = 0) {
 	} finally {
 		slotted = outer;
 	}
-	if (text === void 0 || texts.length === 0) return text;
+	if (texts.length === 0) return text;
 	const open = `"${TAG}`;
 	let out = "";
 	let from = 0;
@@ -13517,7 +13518,10 @@ function mayPlace(file, useful) {
 *     holds a document no root asked about holds yet; a document stays
 *     under the first that holds it; once MAX_ABSENT_ROOTS roots were
 *     answered with a session (the service does not have them), no more
-*     are asked about, and `warn` is told if some left may hold documents;
+*     are asked about, and the documents the others hold fail (manifestsLeft)
+*     rather than go into a new tree: one of them may be the root that
+*     registered them (after an artifact restore, the newest by time may
+*     be the stale ones);
 *   - a root whose request step fails otherwise (a network failure, a 5xx)
 *     fails its documents as any root would; with --fail-fast, no other is
 *     asked about after it.
@@ -13532,13 +13536,8 @@ async function adoptManifests(deps, input, unplaced) {
 	};
 	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
 	let absent = 0;
-	for (const [at, { root, file }] of candidates.entries()) {
+	for (const { root, file } of candidates) {
 		if (unplaced.size === 0) break;
-		if (absent === MAX_ABSENT_ROOTS) {
-			const left = candidates.slice(at).filter((candidate) => mayPlace(candidate.file, useful)).length;
-			if (left > 0) input.warn?.(asksStopped(left, input.manifestDir));
-			break;
-		}
 		let entry;
 		let merkle;
 		try {
@@ -13554,8 +13553,15 @@ async function adoptManifests(deps, input, unplaced) {
 			input.warn?.(`a tree manifest was passed over: ${error.message}`);
 			continue;
 		}
-		adoptions.sent = true;
-		const said = await askAbout(deps, entry, input);
+		let said;
+		if (absent === MAX_ABSENT_ROOTS) said = {
+			kind: "failed",
+			error: manifestsLeft(file)
+		};
+		else {
+			adoptions.sent = true;
+			said = await askAbout(deps, entry, input);
+		}
 		if (said.kind === "absent") {
 			absent++;
 			continue;
@@ -13570,9 +13576,12 @@ async function adoptManifests(deps, input, unplaced) {
 	}
 	return adoptions;
 }
-/** The warning when `left` manifests of `dir` that may hold documents of the run were not asked about. */
-function asksStopped(left, dir) {
-	return `${left === 1 ? "1 more tree manifest" : `${left} more tree manifests`} in ${dir} may hold documents of this run but ${left === 1 ? "was" : "were"} not asked about: ${MAX_ABSENT_ROOTS} roots asked about were unknown to the service (manifests of runs that never registered their root); documents only they hold go into this run's new tree`;
+/** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
+function manifestsLeft(file) {
+	return new UsageError(`not registered: the tree manifest ${file} may hold it, but ${MAX_ABSENT_ROOTS} roots asked about were unknown to the service, and no more are asked about in one run`, {
+		code: "manifests_unasked",
+		hint: "move aside the manifests of runs that never registered their root (a re-run asks about the rest), or register the documents anew with --force"
+	});
 }
 /** A manifest's tree as this run adopts it: its root and salts; this run's description, names and sizes. */
 function adoptedEntry(entry, byDigest, description) {
@@ -16342,12 +16351,15 @@ var init_register_aggregate = __esmMin((() => {
 		async run() {
 			const hashed = await this.#hashAll();
 			let sent = false;
+			let manifestFailure;
 			if (this.#options.failFast && this.#tally.failed > 0) for (const doc of hashed) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
 			else if (hashed.length > 0) {
 				const { io } = this.#options;
+				const trees = /* @__PURE__ */ new Map();
 				const deps = {
 					api: this.#api,
-					store: this.#store
+					store: this.#store,
+					beforeCompletion: (root) => this.#manifestFirst(trees.get(root))
 				};
 				const input = {
 					documents: hashed,
@@ -16362,9 +16374,9 @@ var init_register_aggregate = __esmMin((() => {
 				};
 				const placed = await placeDocuments(deps, input);
 				const { placements } = placed;
+				for (const { tree } of placements) if (!tree.adopted) trees.set(tree.entry.root, tree);
 				try {
 					await this.#checkManifests(placements);
-					await this.#writeManifests(placements, placed);
 				} catch (error) {
 					throw placed.sent ? sentAlready(error) : error;
 				}
@@ -16372,6 +16384,7 @@ var init_register_aggregate = __esmMin((() => {
 				const roots = await registerRoots(deps, input, placements, placed.asked);
 				io.clearProgress();
 				sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
+				manifestFailure = await this.#manifestsOfRegistered(trees, roots);
 				await runAll(hashed.map((doc, i) => ({
 					doc,
 					placement: placements[i]
@@ -16381,7 +16394,7 @@ var init_register_aggregate = __esmMin((() => {
 				}, { concurrency: 16 });
 				this.#warnNoRecords();
 			}
-			const failure = this.#tally.failure(sent, this.#total);
+			const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
 			return {
 				kind: "items",
 				title: TITLE$1,
@@ -16459,39 +16472,68 @@ var init_register_aggregate = __esmMin((() => {
 				});
 			}
 		}
+		/** The manifests written by this run (#writeManifest). */
+		#manifestsWritten = /* @__PURE__ */ new Set();
 		/**
-		* Writes `<root>.tree.json` in --receipt-dir for each tree of the run
-		* (not for an adopted one: its manifest is where it came from), before
-		* anything is sent about its root, as its tree is saved in the store
-		* first: a run on another store (a CI re-run on a fresh runner) then
-		* finds it and asks about the root (core/manifests.ts) rather than paying
-		* for a new one, even when this run never learnt how its root ended (a
-		* completion whose answer was lost, a run killed). A root left out of
-		* this run (--fail-fast) gets none. One that cannot be written stops the
-		* run before its roots are sent.
+		* Writes the manifest of `tree` before its root's completion (forfait, the
+		* paid step) is sent, once its session is saved: a run on another store
+		* (a CI re-run on a fresh runner) then finds it and asks about the root
+		* (core/manifests.ts) rather than paying for a new one, even when this
+		* run never learnt how its completion ended (its answer lost, the run
+		* killed). Not earlier: a run that fails before (its request step
+		* refused, the network down) leaves no manifest of a root the service
+		* does not have, which later runs would ask about for nothing; nor for a
+		* root left pending (--no-complete), whose session an ask from another
+		* store could replace. One that cannot be written stops the root there,
+		* its session kept pending, nothing paid.
 		*/
-		async #writeManifests(placements, placed) {
+		async #manifestFirst(tree) {
 			const plan = this.#documents.receipts;
-			if (!plan) return;
-			for (const tree of new Set(placements.flatMap((p) => p.tree.adopted ? [] : [p.tree]))) {
-				const { root } = tree.entry;
-				if (placed.asked.get(root)?.ok === false) continue;
-				const path = this.#manifestPath(plan, root);
+			if (!plan || tree === void 0) return;
+			try {
+				await this.#writeManifest(plan, tree);
+			} catch (error) {
+				const done = "its request step was sent, nothing was paid for: its session is kept pending";
+				throw diskRefused(error, plan.dir, done) ?? new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${this.#manifestPath(plan, tree.entry.root)} could not be written: ${error.message}`, {
+					hint: `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`,
+					cause: error
+				});
+			}
+		}
+		/**
+		* Writes the manifest of every root the service has (its record in the
+		* ledger, or its 409) that this run did not write before its completion
+		* (a root registered by an earlier run). A failure does not stop the
+		* receipts: it is returned, for exit 1.
+		*/
+		async #manifestsOfRegistered(trees, roots) {
+			const plan = this.#documents.receipts;
+			if (!plan) return void 0;
+			let failure;
+			for (const [root, tree] of trees) {
+				const result = roots.get(root);
+				if (result?.ok !== true || result.outcome.kind === "pending" || this.#manifestsWritten.has(root)) continue;
 				try {
-					await writeFileAtomic(path, treeManifestText(tree.entry), {
-						mode: 438,
-						replace: true,
-						flushes: plan.flushes
-					});
+					await this.#writeManifest(plan, tree);
 				} catch (error) {
-					const sent = placed.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
-					throw diskRefused(error, plan.dir, sent) ?? new UsageError(`the tree manifest ${path} could not be written: ${error.message}`, {
-						code: "receipt_write",
-						hint: "check that --receipt-dir is a folder you can write to, then run the same command again",
+					failure ??= new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${this.#manifestPath(plan, root)} could not be written: ${error.message}`, {
+						hint: "the registration itself is done and in the ledger; running the same command again writes it",
 						cause: error
 					});
+					this.#options.io.warn(failure.message);
 				}
 			}
+			return failure;
+		}
+		/** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there; #checkManifests). */
+		async #writeManifest(plan, tree) {
+			const { root } = tree.entry;
+			await writeFileAtomic(this.#manifestPath(plan, root), treeManifestText(tree.entry), {
+				mode: 438,
+				replace: true,
+				flushes: plan.flushes
+			});
+			this.#manifestsWritten.add(root);
 		}
 		/** The result of one document, from its root's; its receipt written when the root has a record. */
 		async #settle(doc, placement, rootResult) {
@@ -16597,7 +16639,8 @@ whose leaves are SHA-256(0x00 || document digest || random salt), in the order g
 request step, one completion, whatever the number of documents. Each document's result and
 receipt carry its inclusion proof (salt, index, audit path) to the registered root, and the
 record is the root's; --receipt-dir also gets <root>.tree.json, the tree's manifest. The
-tree is saved in the store, and its manifest written, before the root is sent; a re-run
+tree is saved in the store before the root is sent, and its manifest written before the
+root's completion is sent; a re-run
 sends nothing for documents under a registered root, completes a pending root, and puts
 only new documents in a new tree. On a store without their tree (a fresh CI runner), the
 roots of the <root>.tree.json manifests already in --receipt-dir (every leaf a document of

@@ -6,14 +6,13 @@
 import { lstat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { placeDocuments, registerRoots, type Placed, type RootResult } from '../core/aggregate.js';
-import { treeManifestText, type AggregateDocument, type Placement } from '../core/trees.js';
+import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
+import { treeManifestText, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import type { NotarizeError } from '../errors.js';
-import { errorJson, sentAlready, UsageError } from '../errors.js';
+import { errorJson, EXIT, NotarizeError, sentAlready, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { failedResult, itemResult, outcomeResult, type ItemResults } from '../output/results.js';
 import { diskRefused } from '../store/disk.js';
@@ -71,6 +70,7 @@ export class Aggregator {
   async run(): Promise<ItemsResult> {
     const hashed = await this.#hashAll();
     let sent = false;
+    let manifestFailure: NotarizeError | undefined;
     // --fail-fast: one document that cannot be hashed stops the run before anything is sent.
     const stopped = this.#options.failFast && this.#tally.failed > 0;
     if (stopped) {
@@ -79,7 +79,13 @@ export class Aggregator {
       }
     } else if (hashed.length > 0) {
       const { io } = this.#options;
-      const deps = { api: this.#api, store: this.#store };
+      // The manifest of a root goes to --receipt-dir before its completion is sent (#manifestFirst).
+      const trees = new Map<string, LoadedTree>();
+      const deps = {
+        api: this.#api,
+        store: this.#store,
+        beforeCompletion: (root: string) => this.#manifestFirst(trees.get(root)),
+      };
       const input = {
         documents: hashed,
         ...(this.#options.description === undefined ? {} : { description: this.#options.description }),
@@ -93,9 +99,9 @@ export class Aggregator {
       };
       const placed = await placeDocuments(deps, input);
       const { placements } = placed;
+      for (const { tree } of placements) if (!tree.adopted) trees.set(tree.entry.root, tree);
       try {
         await this.#checkManifests(placements);
-        await this.#writeManifests(placements, placed);
       } catch (error) {
         throw placed.sent ? sentAlready(error) : error;
       }
@@ -103,6 +109,7 @@ export class Aggregator {
       const roots = await registerRoots(deps, input, placements, placed.asked);
       io.clearProgress();
       sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
+      manifestFailure = await this.#manifestsOfRegistered(trees, roots);
       await runAll(
         hashed.map((doc, i) => ({ doc, placement: placements[i]! })),
         async ({ doc, placement }) => {
@@ -115,7 +122,8 @@ export class Aggregator {
       );
       this.#warnNoRecords();
     }
-    const failure = this.#tally.failure(sent, this.#total);
+    // A manifest that could not be written fails the run (exit 1) even when every document succeeded.
+    const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 
@@ -199,42 +207,87 @@ export class Aggregator {
     }
   }
 
+  /** The manifests written by this run (#writeManifest). */
+  readonly #manifestsWritten = new Set<string>();
+
   /**
-   * Writes `<root>.tree.json` in --receipt-dir for each tree of the run
-   * (not for an adopted one: its manifest is where it came from), before
-   * anything is sent about its root, as its tree is saved in the store
-   * first: a run on another store (a CI re-run on a fresh runner) then
-   * finds it and asks about the root (core/manifests.ts) rather than paying
-   * for a new one, even when this run never learnt how its root ended (a
-   * completion whose answer was lost, a run killed). A root left out of
-   * this run (--fail-fast) gets none. One that cannot be written stops the
-   * run before its roots are sent.
+   * Writes the manifest of `tree` before its root's completion (forfait, the
+   * paid step) is sent, once its session is saved: a run on another store
+   * (a CI re-run on a fresh runner) then finds it and asks about the root
+   * (core/manifests.ts) rather than paying for a new one, even when this
+   * run never learnt how its completion ended (its answer lost, the run
+   * killed). Not earlier: a run that fails before (its request step
+   * refused, the network down) leaves no manifest of a root the service
+   * does not have, which later runs would ask about for nothing; nor for a
+   * root left pending (--no-complete), whose session an ask from another
+   * store could replace. One that cannot be written stops the root there,
+   * its session kept pending, nothing paid.
    */
-  async #writeManifests(placements: readonly Placement[], placed: Placed): Promise<void> {
+  async #manifestFirst(tree: LoadedTree | undefined): Promise<void> {
     const plan = this.#documents.receipts;
-    if (!plan) return;
-    for (const tree of new Set(placements.flatMap((p) => (p.tree.adopted ? [] : [p.tree])))) {
-      const { root } = tree.entry;
-      if (placed.asked.get(root)?.ok === false) continue;
-      const path = this.#manifestPath(plan, root);
-      try {
-        await writeFileAtomic(path, treeManifestText(tree.entry), {
-          mode: 0o666,
-          replace: true,
-          flushes: plan.flushes,
-        });
-      } catch (error) {
-        const sent = placed.sent ? 'nothing was paid for: only the roots of manifests were asked about' : undefined;
-        throw (
-          diskRefused(error, plan.dir, sent) ??
-          new UsageError(`the tree manifest ${path} could not be written: ${(error as Error).message}`, {
-            code: 'receipt_write',
-            hint: 'check that --receipt-dir is a folder you can write to, then run the same command again',
+    if (!plan || tree === undefined) return;
+    try {
+      await this.#writeManifest(plan, tree);
+    } catch (error) {
+      const done = 'its request step was sent, nothing was paid for: its session is kept pending';
+      throw (
+        diskRefused(error, plan.dir, done) ??
+        new NotarizeError(
+          'receipt_write',
+          EXIT.refused,
+          `the tree manifest ${this.#manifestPath(plan, tree.entry.root)} could not be written: ${(error as Error).message}`,
+          {
+            hint: `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`,
             cause: error,
-          })
+          },
+        )
+      );
+    }
+  }
+
+  /**
+   * Writes the manifest of every root the service has (its record in the
+   * ledger, or its 409) that this run did not write before its completion
+   * (a root registered by an earlier run). A failure does not stop the
+   * receipts: it is returned, for exit 1.
+   */
+  async #manifestsOfRegistered(
+    trees: ReadonlyMap<string, LoadedTree>,
+    roots: ReadonlyMap<string, RootResult>,
+  ): Promise<NotarizeError | undefined> {
+    const plan = this.#documents.receipts;
+    if (!plan) return undefined;
+    let failure: NotarizeError | undefined;
+    for (const [root, tree] of trees) {
+      const result = roots.get(root);
+      if (result?.ok !== true || result.outcome.kind === 'pending' || this.#manifestsWritten.has(root)) continue;
+      try {
+        await this.#writeManifest(plan, tree);
+      } catch (error) {
+        failure ??= new NotarizeError(
+          'receipt_write',
+          EXIT.refused,
+          `the tree manifest ${this.#manifestPath(plan, root)} could not be written: ${(error as Error).message}`,
+          {
+            hint: 'the registration itself is done and in the ledger; running the same command again writes it',
+            cause: error,
+          },
         );
+        this.#options.io.warn(failure.message);
       }
     }
+    return failure;
+  }
+
+  /** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there; #checkManifests). */
+  async #writeManifest(plan: ReceiptPlan, tree: LoadedTree): Promise<void> {
+    const { root } = tree.entry;
+    await writeFileAtomic(this.#manifestPath(plan, root), treeManifestText(tree.entry), {
+      mode: 0o666,
+      replace: true,
+      flushes: plan.flushes,
+    });
+    this.#manifestsWritten.add(root);
   }
 
   /** The result of one document, from its root's; its receipt written when the root has a record. */

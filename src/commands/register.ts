@@ -94,7 +94,8 @@ whose leaves are SHA-256(0x00 || document digest || random salt), in the order g
 request step, one completion, whatever the number of documents. Each document's result and
 receipt carry its inclusion proof (salt, index, audit path) to the registered root, and the
 record is the root's; --receipt-dir also gets <root>.tree.json, the tree's manifest. The
-tree is saved in the store, and its manifest written, before the root is sent; a re-run
+tree is saved in the store before the root is sent, and its manifest written before the
+root's completion is sent; a re-run
 sends nothing for documents under a registered root, completes a pending root, and puts
 only new documents in a new tree. On a store without their tree (a fresh CI runner), the
 roots of the <root>.tree.json manifests already in --receipt-dir (every leaf a document of

@@ -8,7 +8,7 @@
  */
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { StoreError } from '../errors.js';
+import { StoreError, UsageError } from '../errors.js';
 import { readTreeFile, treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
@@ -144,7 +144,10 @@ function mayPlace(file: string, useful: (digests: readonly string[]) => boolean)
  *     holds a document no root asked about holds yet; a document stays
  *     under the first that holds it; once MAX_ABSENT_ROOTS roots were
  *     answered with a session (the service does not have them), no more
- *     are asked about, and `warn` is told if some left may hold documents;
+ *     are asked about, and the documents the others hold fail (manifestsLeft)
+ *     rather than go into a new tree: one of them may be the root that
+ *     registered them (after an artifact restore, the newest by time may
+ *     be the stale ones);
  *   - a root whose request step fails otherwise (a network failure, a 5xx)
  *     fails its documents as any root would; with --fail-fast, no other is
  *     asked about after it.
@@ -155,13 +158,8 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
   const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
   const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
   let absent = 0;
-  for (const [at, { root, file }] of candidates.entries()) {
+  for (const { root, file } of candidates) {
     if (unplaced.size === 0) break;
-    if (absent === MAX_ABSENT_ROOTS) {
-      const left = candidates.slice(at).filter((candidate) => mayPlace(candidate.file, useful)).length;
-      if (left > 0) input.warn?.(asksStopped(left, input.manifestDir!));
-      break;
-    }
     let entry: TreeEntry;
     let merkle: MerkleTree;
     try {
@@ -174,8 +172,12 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
       input.warn?.(`a tree manifest was passed over: ${error.message}`);
       continue;
     }
-    adoptions.sent = true;
-    const said = await askAbout(deps, entry, input);
+    let said: Asked | { kind: 'absent' };
+    if (absent === MAX_ABSENT_ROOTS) said = { kind: 'failed', error: manifestsLeft(file) };
+    else {
+      adoptions.sent = true;
+      said = await askAbout(deps, entry, input);
+    }
     if (said.kind === 'absent') {
       absent++;
       continue;
@@ -191,13 +193,17 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
   return adoptions;
 }
 
-/** The warning when `left` manifests of `dir` that may hold documents of the run were not asked about. */
-function asksStopped(left: number, dir: string): string {
-  const manifests = left === 1 ? '1 more tree manifest' : `${left} more tree manifests`;
-  return (
-    `${manifests} in ${dir} may hold documents of this run but ${left === 1 ? 'was' : 'were'} not asked about: ` +
-    `${MAX_ABSENT_ROOTS} roots asked about were unknown to the service (manifests of runs that never ` +
-    `registered their root); documents only they hold go into this run's new tree`
+/** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
+function manifestsLeft(file: string): UsageError {
+  return new UsageError(
+    `not registered: the tree manifest ${file} may hold it, but ${MAX_ABSENT_ROOTS} roots asked about were ` +
+      `unknown to the service, and no more are asked about in one run`,
+    {
+      code: 'manifests_unasked',
+      hint:
+        'move aside the manifests of runs that never registered their root (a re-run asks about the rest), ' +
+        'or register the documents anew with --force',
+    },
   );
 }
 

@@ -98,6 +98,13 @@ export interface FlowDeps {
    * start its next document meanwhile).
    */
   onStep?: (step: 'requesting' | 'completing' | 'saving' | 'metadata') => void;
+  /**
+   * Awaited before a completion (forfait, the paid step) is sent, once its
+   * session is saved: what must be on disk before then (register
+   * --aggregate's tree manifest, core/aggregate.ts). Throwing stops the flow
+   * there, its session kept pending.
+   */
+  beforeCompletion?: (hash: string) => Promise<void>;
   /** How long to wait for another process working on the same hash. */
   lockWaitMs?: number;
   /** The lock's lease and polling; tests only, notarize runs with withLock's defaults. */
@@ -390,6 +397,7 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
  * attempt goes out then, the client's retry policy sees to it).
  */
 async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
+  await deps.beforeCompletion?.(pending.hash);
   await beforeSending();
   const recorded = sendingCompletion();
   try {

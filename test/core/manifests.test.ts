@@ -119,17 +119,20 @@ describe('adoptManifests', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('stops after 16 roots the service does not have, and says how many manifests were left unasked', async () => {
+  it('after 16 roots the service does not have, asks no more: the documents the rest hold fail, never paid again', async () => {
     // Manifests of runs that never completed their root.
-    const { dir, adopted, unplaced, warnings, requests } = await onePerManifest('stale', 18, false);
+    const { adopted, unplaced, requests } = await onePerManifest('stale', 18, false);
     expect(requests).toHaveLength(16);
-    expect(adopted.placements.size).toBe(0);
-    expect(unplaced.size).toBe(18);
-    expect(warnings).toEqual([
-      `2 more tree manifests in ${dir} may hold documents of this run but were not asked about: 16 roots asked ` +
-        `about were unknown to the service (manifests of runs that never registered their root); documents only ` +
-        `they hold go into this run's new tree`,
-    ]);
+    expect(unplaced.size).toBe(16);
+    expect(adopted.placements.size).toBe(2);
+    const left = [...adopted.roots.values()];
+    expect(left).toHaveLength(2);
+    for (const said of left) {
+      expect(said).toMatchObject({ kind: 'failed', error: { code: 'manifests_unasked', exitCode: 2 } });
+      expect((said as { error: Error }).error.message).toMatch(
+        /^not registered: the tree manifest .*\.tree\.json may hold it, but 16 roots asked about were unknown to the service/,
+      );
+    }
   });
 
   it('a 2xx that cannot be read as a session is no answer: the ask failed, and its documents with it', async () => {

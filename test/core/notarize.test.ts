@@ -694,6 +694,24 @@ describe('the end of a registration', () => {
     expect(existsSync(store.ledgerFile(hash))).toBe(true);
   });
 
+  it('beforeCompletion runs once the session is saved and before forfait; throwing stops there, the session kept', async () => {
+    const hash = sha256('before completion');
+    const { store, deps } = world();
+    const seen: { hash: string; calls: (string | null)[]; pending: boolean }[] = [];
+    deps.beforeCompletion = (h) => {
+      seen.push({ hash: h, calls: called(), pending: existsSync(store.pendingFile(h)) });
+      return Promise.reject(new Error('the manifest could not be written'));
+    };
+    const error = await rejection(register(deps, input(hash)));
+    expect((error as Error).message).toBe('the manifest could not be written');
+    expect(seen).toEqual([{ hash, calls: ['request'], pending: true }]);
+    expect(called()).toEqual(['request']);
+    expect(store.readPending(hash)).toBeDefined();
+    // Once it succeeds, the registration completes with the kept session.
+    deps.beforeCompletion = () => Promise.resolve();
+    expect(await register(deps, input(hash))).toMatchObject({ kind: 'completed', reusedSession: true });
+  });
+
   describe('custody', () => {
     it.each([
       ['with a wallet name', { walletName: 'my wallet' }],

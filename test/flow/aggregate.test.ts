@@ -626,6 +626,40 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     ]);
   });
 
+  it('no manifest of a root never completed: a request step refused, --no-complete, a root --fail-fast left out', async () => {
+    await bed.write('when/a.txt', 'manifest timing a\n');
+    const receipts = bed.path('when-receipts');
+    const manifests = () => (existsSync(receipts) ? readdirSync(receipts) : []).filter((n) => n.endsWith('.tree.json'));
+    bed.sandbox.addFaults(parseFaults('request:status=503*4'));
+    const refused = await onStore(freshStore(), receipts, [bed.path('when/a.txt')], ['--retries', '0']);
+    expect(refused.run.code, describeRun(refused.run)).toBe(4);
+    expect(manifests()).toEqual([]);
+    const store = freshStore();
+    const held = await onStore(store, receipts, [bed.path('when/a.txt')], ['--no-complete']);
+    expect(held.run.code, describeRun(held.run)).toBe(0);
+    expect(manifests()).toEqual([]);
+    // Completed later from its store: written before the completion is sent.
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    const completing = await onStore(store, receipts, [bed.path('when/a.txt')]);
+    expect(completing.calls).toEqual(['forfait:0']);
+    expect(manifests()).toHaveLength(1);
+
+    // --fail-fast: the pending root fails, the new tree for b is never sent, nor its manifest written.
+    await bed.write('when/b.txt', 'manifest timing b\n');
+    const failing = freshStore();
+    const pendingRun = await onStore(failing, bed.path('when-other'), [bed.path('when/a.txt')], ['--no-complete']);
+    const pendingRoot = parseResults(pendingRun.run.stdout)[0]!.proof!.root;
+    bed.sandbox.addFaults(parseFaults('forfait:status=402*1'));
+    const docs = [bed.path('when/a.txt'), bed.path('when/b.txt')];
+    const stopped = await onStore(failing, bed.path('when-other'), docs, ['--fail-fast']);
+    expect(stopped.run.code, describeRun(stopped.run)).toBe(1);
+    expect(parseResults(stopped.run.stdout).map((r) => r.status)).toEqual(['failed', 'skipped']);
+    // The pending root's, written before its completion went out; none for b's.
+    expect(readdirSync(bed.path('when-other')).filter((n) => n.endsWith('.tree.json'))).toEqual([
+      `${pendingRoot}.tree.json`,
+    ]);
+  });
+
   it('an ask answered 200 with a page that is no session fails its documents (exit 5): nothing is paid again', async () => {
     await bed.write('ask-html/a.txt', 'asked, answered by a maintenance page\n');
     const docs = [bed.path('ask-html/a.txt')];
