@@ -12415,9 +12415,14 @@ function escapeData(text) {
 function escapeProperty(text) {
 	return escapeData(text).replace(/:/g, "%3A").replace(/,/g, "%2C");
 }
-/** A markdown table cell: escaped as for a terminal (no line breaks, no bidi overrides), and no bare '|'. */
+/**
+* A markdown table cell, shown as the text it is: escaped as for a terminal
+* (no line breaks, no bidi overrides), then every character markdown or
+* HTML could act on backslash-escaped (GitHub renders both in a summary,
+* and a file name or a receipt's URL is anyone's to write).
+*/
 function cell$1(text) {
-	return forTerminal(text).replace(/\|/g, "\\|");
+	return forTerminal(text).replace(/[\\`*_{}[\]<>()!|~&]/g, "\\$&");
 }
 /**
 * A markdown link to `url` that cannot end its cell or its row: an http(s)
@@ -17926,7 +17931,8 @@ which digest was registered and where the service shows it: open its verificatio
 confirm the registration itself. Receipts written before format v1 (the bare record) are read.
 A document that cannot be read (missing, unreadable, not a regular file), or a receipt found
 that cannot be, is a failed result and the others go on. Exit 0 when every document is verified;
-2 when one could not be read (nothing is ever sent); else 6.
+2 when one could not be checked (nothing is ever sent); else 6. A file in --receipt-dir
+that is no receipt is failed too: register passes such files over, so they have none.
 ${examples([
 		"notarize verify contract.pdf",
 		"notarize verify app.tar.gz --receipt app.tar.gz.notarization.json",
@@ -18073,22 +18079,39 @@ async function* withoutReceipts(items, receiptDir, skip) {
 			continue;
 		}
 		documents++;
-		yield item;
+		if (inside) yield insideReceiptDir(item.path);
+		else yield item;
 	}
 	if (documents === 0) throw new UsageError("no documents: every file found is a receipt or a tree manifest", {
 		code: "no_documents",
 		hint: "name the documents, or the folders that hold them"
 	});
 }
-/** Whether `path` is a receipt (its JSON's type says so) or a tree manifest exactly as notarize writes them. */
+/**
+* Whether `path` is a receipt that holds together (readReceipt) or a tree
+* manifest exactly as notarize writes it: only such a file is no document.
+*/
 async function isNotarizeOutput(path) {
 	try {
 		if (/^[0-9a-f]{64}\.tree\.json$/.test(basename(path))) return treeFileDigests(path, { anyOwner: true }) !== void 0;
 		const text = await readReceiptFile(path);
-		return text !== void 0 && JSON.parse(text)?.type === "notarize-receipt";
+		return text !== void 0 && readReceipt(text).consistent;
 	} catch {
 		return false;
 	}
+}
+/** The failed item of a file inside --receipt-dir that is no receipt (see withoutReceipts). */
+function insideReceiptDir(path) {
+	const reason = "inside --receipt-dir, and no receipt: register passes such a file over, so it has none";
+	return {
+		kind: "unusable",
+		path,
+		error: new InputFileError(path, reason, {
+			code: "inside_receipt_dir",
+			message: `${path} is ${reason}`,
+			hint: "move it out of --receipt-dir, or leave it out with --exclude"
+		})
+	};
 }
 /**
 * What ends a run whose documents are not all verified. Nothing is ever sent
@@ -18098,7 +18121,7 @@ function verifyFailure(counts, baseUrl) {
 	let checked = 0;
 	for (const n of counts.values()) checked += n;
 	const unreadable = counts.get("failed") ?? 0;
-	if (unreadable > 0) return new UsageError(`${unreadable} of ${checked} document${checked === 1 ? "" : "s"} could not be read`, { code: "batch_failed" });
+	if (unreadable > 0) return new UsageError(`${unreadable} of ${checked} document${checked === 1 ? "" : "s"} could not be checked`, { code: "batch_failed" });
 	const bad = checked - (counts.get("verified") ?? 0);
 	if (bad === 0) return void 0;
 	const what = [

@@ -9,7 +9,7 @@ import { basename, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { runAll, type Settled } from '../core/batch.js';
-import { RECEIPT_TYPE, type InclusionProof } from '../core/receipt-format.js';
+import { readReceipt, type InclusionProof } from '../core/receipt-format.js';
 import { Evidence, MAX_RECEIPT_BYTES, readReceiptFile, type Finding, type ReceiptSources } from '../core/evidence.js';
 import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
@@ -17,7 +17,7 @@ import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex } from '../core/ledger.js';
 import { readTextInput } from '../core/read-input.js';
 import { RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
-import { NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
+import { InputFileError, NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, RecordResult } from '../output/present.js';
 import {
@@ -71,7 +71,8 @@ which digest was registered and where the service shows it: open its verificatio
 confirm the registration itself. Receipts written before format v1 (the bare record) are read.
 A document that cannot be read (missing, unreadable, not a regular file), or a receipt found
 that cannot be, is a failed result and the others go on. Exit 0 when every document is verified;
-2 when one could not be read (nothing is ever sent); else 6.
+2 when one could not be checked (nothing is ever sent); else 6. A file in --receipt-dir
+that is no receipt is failed too: register passes such files over, so they have none.
 ${examples([
   'notarize verify contract.pdf',
   'notarize verify app.tar.gz --receipt app.tar.gz.notarization.json',
@@ -231,7 +232,10 @@ async function* withoutReceipts(
       continue;
     }
     documents++;
-    yield item;
+    // Anything else in --receipt-dir is a document register passed over: it has no receipt, and
+    // verifying it would only say `unknown`; it fails with the way out instead (still not a pass).
+    if (inside) yield insideReceiptDir(item.path);
+    else yield item;
   }
   if (documents === 0) {
     throw new UsageError('no documents: every file found is a receipt or a tree manifest', {
@@ -241,16 +245,33 @@ async function* withoutReceipts(
   }
 }
 
-/** Whether `path` is a receipt (its JSON's type says so) or a tree manifest exactly as notarize writes them. */
+/**
+ * Whether `path` is a receipt that holds together (readReceipt) or a tree
+ * manifest exactly as notarize writes it: only such a file is no document.
+ */
 async function isNotarizeOutput(path: string): Promise<boolean> {
   try {
     if (/^[0-9a-f]{64}\.tree\.json$/.test(basename(path)))
       return treeFileDigests(path, { anyOwner: true }) !== undefined;
     const text = await readReceiptFile(path);
-    return text !== undefined && (JSON.parse(text) as { type?: unknown } | null)?.type === RECEIPT_TYPE;
+    return text !== undefined && readReceipt(text).consistent;
   } catch {
     return false;
   }
+}
+
+/** The failed item of a file inside --receipt-dir that is no receipt (see withoutReceipts). */
+function insideReceiptDir(path: string): InputItem {
+  const reason = 'inside --receipt-dir, and no receipt: register passes such a file over, so it has none';
+  return {
+    kind: 'unusable',
+    path,
+    error: new InputFileError(path, reason, {
+      code: 'inside_receipt_dir',
+      message: `${path} is ${reason}`,
+      hint: 'move it out of --receipt-dir, or leave it out with --exclude',
+    }),
+  };
 }
 
 /**
@@ -262,7 +283,7 @@ function verifyFailure(counts: ReadonlyMap<ItemStatus, number>, baseUrl: string)
   for (const n of counts.values()) checked += n;
   const unreadable = counts.get('failed') ?? 0;
   if (unreadable > 0) {
-    return new UsageError(`${unreadable} of ${checked} document${checked === 1 ? '' : 's'} could not be read`, {
+    return new UsageError(`${unreadable} of ${checked} document${checked === 1 ? '' : 's'} could not be checked`, {
       code: 'batch_failed',
     });
   }

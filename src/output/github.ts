@@ -30,9 +30,14 @@ function escapeProperty(text: string): string {
   return escapeData(text).replace(/:/g, '%3A').replace(/,/g, '%2C');
 }
 
-/** A markdown table cell: escaped as for a terminal (no line breaks, no bidi overrides), and no bare '|'. */
+/**
+ * A markdown table cell, shown as the text it is: escaped as for a terminal
+ * (no line breaks, no bidi overrides), then every character markdown or
+ * HTML could act on backslash-escaped (GitHub renders both in a summary,
+ * and a file name or a receipt's URL is anyone's to write).
+ */
 function cell(text: string): string {
-  return forTerminal(text).replace(/\|/g, '\\|');
+  return forTerminal(text).replace(/[\\`*_{}[\]<>()!|~&]/g, '\\$&');
 }
 
 /**

@@ -129,7 +129,7 @@ describe('verify: a document that cannot be read is a failed result', () => {
     ]);
     expect(results[1]).toEqual(missingFileResult(bed.path('missing.txt')));
     expect(json.stderr).toMatch(/^::error file=.*missing\.txt,title=notarize%3A failed::cannot read .*no such file/m);
-    expect(jsonError(json.stderr)).toMatchObject({ exitCode: 2, message: '1 of 3 documents could not be read' });
+    expect(jsonError(json.stderr)).toMatchObject({ exitCode: 2, message: '1 of 3 documents could not be checked' });
 
     const table = await bed.main(args);
     expect(table.code).toBe(2);

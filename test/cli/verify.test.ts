@@ -101,7 +101,7 @@ describe('runVerify', () => {
     expect(result.failure).toMatchObject({
       code: 'batch_failed',
       exitCode: 2,
-      message: '1 of 3 documents could not be read',
+      message: '1 of 3 documents could not be checked',
     });
   });
 

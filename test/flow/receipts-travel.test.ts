@@ -93,18 +93,21 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
 
   it('a walk passes over only real receipts: a file named like one, or any other file in --receipt-dir, is verified', async () => {
     writeFileSync(join(here, 'dist', 'install.notarization.json'), '#!/bin/sh\necho pwned\n');
+    // Its type says receipt, but it holds nothing together: no receipt either.
+    writeFileSync(join(here, 'dist', 'typed.notarization.json'), '{"type":"notarize-receipt","note":"x"}');
     cpSync(receipt('a.txt'), join(here, 'dist', 'a.txt.notarization.json'));
     const walk = await downloader(['verify', '-r', join(here, 'dist'), '--json']);
     expect(walk.code, describeRun(walk)).toBe(6);
     const results = parseResults(walk.stdout);
-    expect(results.find((r) => r.file === join(here, 'dist', 'install.notarization.json'))).toMatchObject({
-      status: 'unknown',
-    });
+    for (const name of ['install.notarization.json', 'typed.notarization.json']) {
+      expect(results.find((r) => r.file === join(here, 'dist', name))).toMatchObject({ status: 'unknown' });
+    }
     expect(results.filter((r) => r.status === 'skipped').map((r) => r.file)).toEqual([
       join(here, 'dist', 'a.txt.notarization.json'),
     ]);
 
-    // The receipts inside the walked folder: the receipts are passed over, a script beside them is not.
+    // The receipts inside the walked folder: the receipts are passed over; a script beside them, which
+    // register passes over too, fails, saying how to leave it out.
     cpSync(join(here, 'receipts'), join(here, 'dist', 'receipts'), { recursive: true });
     writeFileSync(join(here, 'dist', 'receipts', 'install.sh'), 'x');
     const inside = await downloader([
@@ -115,9 +118,13 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
       join(here, 'dist', 'receipts'),
       '--json',
     ]);
-    expect(inside.code, describeRun(inside)).toBe(6);
+    expect(inside.code, describeRun(inside)).toBe(2);
     const statuses = parseResults(inside.stdout).map((r) => [r.file!.slice(here.length + 1), r.status]);
-    expect(statuses).toContainEqual(['dist/receipts/install.sh', 'unknown']);
+    expect(statuses).toContainEqual(['dist/receipts/install.sh', 'failed']);
+    expect(parseResults(inside.stdout).find((r) => r.file!.endsWith('install.sh'))!.error).toMatchObject({
+      code: 'inside_receipt_dir',
+      hint: 'move it out of --receipt-dir, or leave it out with --exclude',
+    });
     expect(statuses.filter(([, status]) => status === 'skipped')).toHaveLength(NAMES.length + 1);
   });
 

@@ -57,7 +57,8 @@ describe('GitHub Actions text', () => {
         '| File | Status | SHA-256 | Detail |',
         '|---|---|---|---|',
         `| a\\|b.txt | verified | \`${HASH}\` | [verify](https://s/verification/${HASH}) |`,
-        '| - | failed | - | no\\nway |',
+        // forTerminal's escape, its backslash escaped for markdown: shown as \n.
+        '| - | failed | - | no\\\\nway |',
         '| link | skipped | - | a symbolic link |',
         '',
         '',
@@ -77,6 +78,18 @@ describe('GitHub Actions text', () => {
       /^\| c \| verified \| `[0-9a-f]{64}` \| \[verify\]\(https:\/\/x\.example\/#[^\s|()[\]`]+\) \|$/,
     );
     expect(rows[2]).toContain('%7C%7C%20dist/evil.bin%20%7C%20verified');
-    expect(rows[3]).toBe(`| d | verified | \`${HASH}\` | javascript:alert(1)\\| |`);
+    expect(rows[3]).toBe(`| d | verified | \`${HASH}\` | javascript:alert\\(1\\)\\| |`);
+  });
+
+  it('a cell shows HTML and markdown as text: a receipt URL that is no URL renders no image, link or tag', () => {
+    const html = '<img src="https://evil.invalid/p.png"><a href="x">ok</a> [verify](https://evil) *b* `c` ~d~ &amp;';
+    const text = markdownSummary('notarize verify', [
+      itemResult('<b>e</b>', HASH, 'verified', { verificationUrl: html }),
+    ]);
+    const row = text.split('\n').find((line) => line.startsWith('| \\<b'))!;
+    expect(row).toBe(
+      `| \\<b\\>e\\</b\\> | verified | \`${HASH}\` | \\<img src="https://evil.invalid/p.png"\\>\\<a href="x"\\>ok\\</a\\> ` +
+        `\\[verify\\]\\(https://evil\\) \\*b\\* \\\`c\\\` \\~d\\~ \\&amp; |`,
+    );
   });
 });

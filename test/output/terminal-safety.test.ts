@@ -210,6 +210,7 @@ describe('GitHub Actions', () => {
     expect(markdown.split('\n').filter((line) => line !== '' && !line.startsWith('|'))).toEqual([
       '### notarize register',
     ]);
-    expect(markdown).toContain('bad\\u001b[31m 100%\\n::warning::forged,a:b.txt');
+    // forTerminal's escapes, then markdown's: a backslash and a bracket are shown as such.
+    expect(markdown).toContain('bad\\\\u001b\\[31m 100%\\\\n::warning::forged,a:b.txt');
   });
 });
