@@ -8,7 +8,7 @@
  */
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { StoreError, UsageError } from '../errors.js';
+import { NotarizeError, StoreError, UsageError } from '../errors.js';
 import { readTreeFile, treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
@@ -240,6 +240,10 @@ async function askAbout(deps: FlowDeps, entry: TreeEntry, input: ManifestQuery):
     return { kind: 'absent' };
   } catch (error) {
     if (isAlreadyRegistered(error)) return { kind: 'has', message: error.serviceMessage };
+    // Nothing was paid and nothing kept: asking again is the way on (a 5xx has its own hint).
+    if (error instanceof NotarizeError && error.hint === undefined) {
+      error.hint = `asking about root ${entry.root} (its manifest in --receipt-dir) got no answer that says whether the service has it; run the same command again once it answers normally`;
+    }
     return { kind: 'failed', error };
   }
 }

@@ -15,6 +15,7 @@ import { treeManifestText, type AggregateDocument } from '../../src/core/trees.j
 import { aggregateDeps, aggregateInput, docs } from '../helpers/aggregate.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { parseFaults } from '../../src/sandbox/server.js';
+import type { NotarizeError } from '../../src/errors.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
@@ -144,5 +145,20 @@ describe('adoptManifests', () => {
     expect(unplaced.size).toBe(0);
     expect(adopted.roots.get(root)).toMatchObject({ kind: 'failed', error: { exitCode: 5 } });
     expect(adopted.placements.get(ab[0]!.sha256)).toMatchObject({ tree: { adopted: true, state: 'planned' } });
+  });
+
+  it('an ask answered with JSON of the wrong shape fails too, saying what to do (it has no hint of its own)', async () => {
+    // A root requested, never completed: the service processes the ask, then answers of the wrong shape.
+    const ab = docs('shape-a', 'shape-b');
+    const { dir, root } = await manifestOf(ab, false);
+    bed.sandbox.addFaults(parseFaults('request:wrong-shape*1'));
+    const adopted = await adoptManifests(aggregateDeps(bed), aggregateInput(ab, { manifestDir: dir }), digests(ab));
+    const said = adopted.roots.get(root) as { kind: string; error: NotarizeError };
+    expect(said.kind).toBe('failed');
+    expect(said.error.exitCode).toBe(5);
+    expect(said.error.hint).toBe(
+      `asking about root ${root} (its manifest in --receipt-dir) got no answer that says whether the service has it; ` +
+        'run the same command again once it answers normally',
+    );
   });
 });
