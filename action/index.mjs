@@ -13630,6 +13630,7 @@ async function askAbout(deps, entry, input) {
 			kind: "has",
 			message: error.serviceMessage
 		};
+		if (error instanceof NotarizeError && error.hint === void 0) error.hint = `asking about root ${entry.root} (its manifest in --receipt-dir) got no answer that says whether the service has it; run the same command again once it answers normally`;
 		return {
 			kind: "failed",
 			error
