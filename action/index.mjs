@@ -16390,7 +16390,7 @@ var init_register_aggregate = __esmMin((() => {
 				const roots = await registerRoots(deps, input, placements, placed.asked);
 				io.clearProgress();
 				sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
-				manifestFailure = await this.#manifestsOfRegistered(trees, roots);
+				manifestFailure = await this.#manifestsAfter(trees, roots);
 				await runAll(hashed.map((doc, i) => ({
 					doc,
 					placement: placements[i]
@@ -16488,10 +16488,11 @@ var init_register_aggregate = __esmMin((() => {
 		* run never learnt how its completion ended (its answer lost, the run
 		* killed). Not earlier: a run that fails before (its request step
 		* refused, the network down) leaves no manifest of a root the service
-		* does not have, which later runs would ask about for nothing; nor for a
-		* root left pending (--no-complete), whose session an ask from another
-		* store could replace. One that cannot be written stops the root there,
-		* its session kept pending, nothing paid.
+		* does not have, which later runs would ask about for nothing. A root
+		* left pending (--no-complete) gets its manifest after the run
+		* (#manifestsAfter): `complete <root>` may pay for it later, and writes
+		* none. One that cannot be written stops the root there, its session
+		* kept pending, nothing paid.
 		*/
 		async #manifestFirst(tree) {
 			const plan = this.#documents.receipts;
@@ -16507,23 +16508,25 @@ var init_register_aggregate = __esmMin((() => {
 			}
 		}
 		/**
-		* Writes the manifest of every root the service has (its record in the
-		* ledger, or its 409) that this run did not write before its completion
-		* (a root registered by an earlier run). A failure does not stop the
-		* receipts: it is returned, for exit 1.
+		* Writes the manifest of every root of the run this run did not write
+		* before its completion: one the service has (its record in the ledger,
+		* or its 409; registered by an earlier run), or one left pending
+		* (--no-complete), which `complete <root>` may pay for later without
+		* knowing of --receipt-dir. A failure does not stop the receipts: it is
+		* returned, for exit 1.
 		*/
-		async #manifestsOfRegistered(trees, roots) {
+		async #manifestsAfter(trees, roots) {
 			const plan = this.#documents.receipts;
 			if (!plan) return void 0;
 			let failure;
 			for (const [root, tree] of trees) {
 				const result = roots.get(root);
-				if (result?.ok !== true || result.outcome.kind === "pending" || this.#manifestsWritten.has(root)) continue;
+				if (result?.ok !== true || this.#manifestsWritten.has(root)) continue;
 				try {
 					await this.#writeManifest(plan, tree);
 				} catch (error) {
 					failure ??= new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${this.#manifestPath(plan, root)} could not be written: ${error.message}`, {
-						hint: "the registration itself is done and in the ledger; running the same command again writes it",
+						hint: result.outcome.kind === "pending" ? "its session is saved in the store; running the same command again writes it" : "the registration itself is done and in the ledger; running the same command again writes it",
 						cause: error
 					});
 					this.#options.io.warn(failure.message);

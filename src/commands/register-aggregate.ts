@@ -109,7 +109,7 @@ export class Aggregator {
       const roots = await registerRoots(deps, input, placements, placed.asked);
       io.clearProgress();
       sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
-      manifestFailure = await this.#manifestsOfRegistered(trees, roots);
+      manifestFailure = await this.#manifestsAfter(trees, roots);
       await runAll(
         hashed.map((doc, i) => ({ doc, placement: placements[i]! })),
         async ({ doc, placement }) => {
@@ -218,10 +218,11 @@ export class Aggregator {
    * run never learnt how its completion ended (its answer lost, the run
    * killed). Not earlier: a run that fails before (its request step
    * refused, the network down) leaves no manifest of a root the service
-   * does not have, which later runs would ask about for nothing; nor for a
-   * root left pending (--no-complete), whose session an ask from another
-   * store could replace. One that cannot be written stops the root there,
-   * its session kept pending, nothing paid.
+   * does not have, which later runs would ask about for nothing. A root
+   * left pending (--no-complete) gets its manifest after the run
+   * (#manifestsAfter): `complete <root>` may pay for it later, and writes
+   * none. One that cannot be written stops the root there, its session
+   * kept pending, nothing paid.
    */
   async #manifestFirst(tree: LoadedTree | undefined): Promise<void> {
     const plan = this.#documents.receipts;
@@ -246,12 +247,14 @@ export class Aggregator {
   }
 
   /**
-   * Writes the manifest of every root the service has (its record in the
-   * ledger, or its 409) that this run did not write before its completion
-   * (a root registered by an earlier run). A failure does not stop the
-   * receipts: it is returned, for exit 1.
+   * Writes the manifest of every root of the run this run did not write
+   * before its completion: one the service has (its record in the ledger,
+   * or its 409; registered by an earlier run), or one left pending
+   * (--no-complete), which `complete <root>` may pay for later without
+   * knowing of --receipt-dir. A failure does not stop the receipts: it is
+   * returned, for exit 1.
    */
-  async #manifestsOfRegistered(
+  async #manifestsAfter(
     trees: ReadonlyMap<string, LoadedTree>,
     roots: ReadonlyMap<string, RootResult>,
   ): Promise<NotarizeError | undefined> {
@@ -260,7 +263,7 @@ export class Aggregator {
     let failure: NotarizeError | undefined;
     for (const [root, tree] of trees) {
       const result = roots.get(root);
-      if (result?.ok !== true || result.outcome.kind === 'pending' || this.#manifestsWritten.has(root)) continue;
+      if (result?.ok !== true || this.#manifestsWritten.has(root)) continue;
       try {
         await this.#writeManifest(plan, tree);
       } catch (error) {
@@ -269,7 +272,10 @@ export class Aggregator {
           EXIT.refused,
           `the tree manifest ${this.#manifestPath(plan, root)} could not be written: ${(error as Error).message}`,
           {
-            hint: 'the registration itself is done and in the ledger; running the same command again writes it',
+            hint:
+              result.outcome.kind === 'pending'
+                ? 'its session is saved in the store; running the same command again writes it'
+                : 'the registration itself is done and in the ledger; running the same command again writes it',
             cause: error,
           },
         );

@@ -626,7 +626,7 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     ]);
   });
 
-  it('no manifest of a root never completed: a request step refused, --no-complete, a root --fail-fast left out', async () => {
+  it('no manifest of a root never requested: a request step refused, a root --fail-fast left out; one for a pending root', async () => {
     await bed.write('when/a.txt', 'manifest timing a\n');
     const receipts = bed.path('when-receipts');
     const manifests = () => (existsSync(receipts) ? readdirSync(receipts) : []).filter((n) => n.endsWith('.tree.json'));
@@ -637,20 +637,23 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     const store = freshStore();
     const held = await onStore(store, receipts, [bed.path('when/a.txt')], ['--no-complete']);
     expect(held.run.code, describeRun(held.run)).toBe(0);
-    expect(manifests()).toEqual([]);
-    // Completed later from its store: written before the completion is sent.
-    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
-    const completing = await onStore(store, receipts, [bed.path('when/a.txt')]);
-    expect(completing.calls).toEqual(['forfait:0']);
-    expect(manifests()).toHaveLength(1);
+    // Left pending: `complete <root>` may pay for it later, knowing nothing of --receipt-dir.
+    const heldRoot = parseResults(held.run.stdout)[0]!.proof!.root;
+    expect(manifests()).toEqual([`${heldRoot}.tree.json`]);
+    expect((await bed.main(['complete', heldRoot], { env: { NOTARIZE_CONFIG_DIR: store } })).code).toBe(0);
+    // A fresh runner with the same --receipt-dir asks about it and pays nothing.
+    const cold = await onStore(freshStore(), receipts, [bed.path('when/a.txt')]);
+    expect(cold.run.code, describeRun(cold.run)).toBe(0);
+    expect(cold.calls).toEqual(['login:200', 'request:409']);
 
     // --fail-fast: the pending root fails, the new tree for b is never sent, nor its manifest written.
     await bed.write('when/b.txt', 'manifest timing b\n');
+    await bed.write('when/c.txt', 'manifest timing c\n');
     const failing = freshStore();
-    const pendingRun = await onStore(failing, bed.path('when-other'), [bed.path('when/a.txt')], ['--no-complete']);
+    const pendingRun = await onStore(failing, bed.path('when-other'), [bed.path('when/c.txt')], ['--no-complete']);
     const pendingRoot = parseResults(pendingRun.run.stdout)[0]!.proof!.root;
     bed.sandbox.addFaults(parseFaults('forfait:status=402*1'));
-    const docs = [bed.path('when/a.txt'), bed.path('when/b.txt')];
+    const docs = [bed.path('when/c.txt'), bed.path('when/b.txt')];
     const stopped = await onStore(failing, bed.path('when-other'), docs, ['--fail-fast']);
     expect(stopped.run.code, describeRun(stopped.run)).toBe(1);
     expect(parseResults(stopped.run.stdout).map((r) => r.status)).toEqual(['failed', 'skipped']);
