@@ -13540,7 +13540,9 @@ async function adoptManifests(deps, input, unplaced) {
 		sent: false
 	};
 	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
-	let absent = 0;
+	/** The manifests whose roots the service does not have (asked, answered with a session). */
+	const absent = [];
+	let warnedStale = false;
 	for (const { root, file } of candidates) {
 		if (unplaced.size === 0) break;
 		let entry;
@@ -13559,16 +13561,19 @@ async function adoptManifests(deps, input, unplaced) {
 			continue;
 		}
 		let said;
-		if (absent === MAX_ABSENT_ROOTS) said = {
-			kind: "failed",
-			error: manifestsLeft(file)
-		};
-		else {
+		if (absent.length === MAX_ABSENT_ROOTS) {
+			if (!warnedStale) input.warn?.(staleManifests(absent));
+			warnedStale = true;
+			said = {
+				kind: "failed",
+				error: manifestsLeft(file)
+			};
+		} else {
 			adoptions.sent = true;
 			said = await askAbout(deps, entry, input);
 		}
 		if (said.kind === "absent") {
-			absent++;
+			absent.push(file);
 			continue;
 		}
 		const tree = new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true);
@@ -13583,10 +13588,11 @@ async function adoptManifests(deps, input, unplaced) {
 }
 /** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
 function manifestsLeft(file) {
-	return new UsageError(`not registered: the tree manifest ${file} may hold it, but ${MAX_ABSENT_ROOTS} roots asked about were unknown to the service, and no more are asked about in one run`, {
-		code: "manifests_unasked",
-		hint: "move aside the manifests of runs that never registered their root (a re-run asks about the rest), or register the documents anew with --force"
-	});
+	return new NotarizeError("manifests_unasked", EXIT.refused, `not registered: the tree manifest ${file} may hold it, but ${MAX_ABSENT_ROOTS} roots asked about were unknown to the service, and no more are asked about in one run`, { hint: "move aside the manifests the warning lists (the service does not have their roots; a re-run asks about the rest), or register the documents anew with --force" });
+}
+/** The warning naming the manifests whose roots the service does not have: the ones to move aside. */
+function staleManifests(files) {
+	return `the service does not have the roots of these ${files.length} tree manifests (runs that never registered them); no more are asked about in this run: ${files.join(", ")}`;
 }
 /** A manifest's tree as this run adopts it: its root and salts; this run's description, names and sizes. */
 function adoptedEntry(entry, byDigest, description) {

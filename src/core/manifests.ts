@@ -8,7 +8,7 @@
  */
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { NotarizeError, StoreError, UsageError } from '../errors.js';
+import { EXIT, NotarizeError, StoreError } from '../errors.js';
 import { readTreeFile, treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
@@ -157,7 +157,9 @@ function mayPlace(file: string, useful: (digests: readonly string[]) => boolean)
 export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unplaced: Set<string>): Promise<Adoptions> {
   const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
   const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
-  let absent = 0;
+  /** The manifests whose roots the service does not have (asked, answered with a session). */
+  const absent: string[] = [];
+  let warnedStale = false;
   for (const { root, file } of candidates) {
     if (unplaced.size === 0) break;
     let entry: TreeEntry;
@@ -173,13 +175,17 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
       continue;
     }
     let said: Asked | { kind: 'absent' };
-    if (absent === MAX_ABSENT_ROOTS) said = { kind: 'failed', error: manifestsLeft(file) };
-    else {
+    if (absent.length === MAX_ABSENT_ROOTS) {
+      // Once: the manifests to move aside are those the service said it does not have.
+      if (!warnedStale) input.warn?.(staleManifests(absent));
+      warnedStale = true;
+      said = { kind: 'failed', error: manifestsLeft(file) };
+    } else {
       adoptions.sent = true;
       said = await askAbout(deps, entry, input);
     }
     if (said.kind === 'absent') {
-      absent++;
+      absent.push(file);
       continue;
     }
     // `confirmed`: the service has the root; `planned`: nothing is known of it (its ask failed).
@@ -194,16 +200,26 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
 }
 
 /** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
-function manifestsLeft(file: string): UsageError {
-  return new UsageError(
+function manifestsLeft(file: string): NotarizeError {
+  // Exit 1, not 2: roots were asked about, so something was sent.
+  return new NotarizeError(
+    'manifests_unasked',
+    EXIT.refused,
     `not registered: the tree manifest ${file} may hold it, but ${MAX_ABSENT_ROOTS} roots asked about were ` +
       `unknown to the service, and no more are asked about in one run`,
     {
-      code: 'manifests_unasked',
       hint:
-        'move aside the manifests of runs that never registered their root (a re-run asks about the rest), ' +
-        'or register the documents anew with --force',
+        'move aside the manifests the warning lists (the service does not have their roots; a re-run asks ' +
+        'about the rest), or register the documents anew with --force',
     },
+  );
+}
+
+/** The warning naming the manifests whose roots the service does not have: the ones to move aside. */
+function staleManifests(files: readonly string[]): string {
+  return (
+    `the service does not have the roots of these ${files.length} tree manifests (runs that never registered ` +
+    `them); no more are asked about in this run: ${files.join(', ')}`
   );
 }
 

@@ -122,14 +122,18 @@ describe('adoptManifests', () => {
 
   it('after 16 roots the service does not have, asks no more: the documents the rest hold fail, never paid again', async () => {
     // Manifests of runs that never completed their root.
-    const { adopted, unplaced, requests } = await onePerManifest('stale', 18, false);
+    const { dir, adopted, unplaced, requests, warnings } = await onePerManifest('stale', 18, false);
     expect(requests).toHaveLength(16);
+    // One warning names the 16 the service does not have: the ones to move aside.
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^the service does not have the roots of these 16 tree manifests /);
+    expect(warnings[0]!.match(new RegExp(`${dir}/[0-9a-f]{64}\\.tree\\.json`, 'g'))).toHaveLength(16);
     expect(unplaced.size).toBe(16);
     expect(adopted.placements.size).toBe(2);
     const left = [...adopted.roots.values()];
     expect(left).toHaveLength(2);
     for (const said of left) {
-      expect(said).toMatchObject({ kind: 'failed', error: { code: 'manifests_unasked', exitCode: 2 } });
+      expect(said).toMatchObject({ kind: 'failed', error: { code: 'manifests_unasked', exitCode: 1 } });
       expect((said as { error: Error }).error.message).toMatch(
         /^not registered: the tree manifest .*\.tree\.json may hold it, but 16 roots asked about were unknown to the service/,
       );
