@@ -18059,7 +18059,7 @@ async function receiptSources(options, expansion, skip) {
 	};
 	const all = [];
 	for await (const item of walked) all.push(item);
-	const names = receiptNames(all.map((item) => item.kind === "stdin" ? {} : {
+	const names = receiptNames(all.map((item) => item.kind === "stdin" || item.kind === "unusable" && item.error.code === INSIDE_RECEIPT_DIR ? {} : {
 		path: item.path,
 		...item.kind === "file" && item.relative ? { relative: item.relative } : {}
 	}));
@@ -18117,7 +18117,7 @@ function insideReceiptDir(path) {
 		kind: "unusable",
 		path,
 		error: new InputFileError(path, reason, {
-			code: "inside_receipt_dir",
+			code: INSIDE_RECEIPT_DIR,
 			message: `${path} is ${reason}`,
 			hint: "move it out of --receipt-dir, or leave it out with --exclude"
 		})
@@ -18161,7 +18161,7 @@ function toResult(item, r, baseUrl) {
 		...reason ? { reason } : {}
 	});
 }
-var optionsSchema$3, TITLE;
+var optionsSchema$3, TITLE, INSIDE_RECEIPT_DIR;
 var init_verify = __esmMin((() => {
 	init_zod();
 	init_batch();
@@ -18186,6 +18186,7 @@ var init_verify = __esmMin((() => {
 		output: outputSchema
 	});
 	TITLE = "notarize verify";
+	INSIDE_RECEIPT_DIR = "inside_receipt_dir";
 }));
 // dist/commands/list.js
 var list_exports = /* @__PURE__ */ __exportAll({

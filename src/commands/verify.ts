@@ -199,9 +199,10 @@ async function receiptSources(
   if (options.receiptDir === undefined) return { documents: walked, sources: {} };
   const all: InputItem[] = [];
   for await (const item of walked) all.push(item);
+  // Named as register named its documents: a file in --receipt-dir was none (register passed it over).
   const names = receiptNames(
     all.map((item) =>
-      item.kind === 'stdin'
+      item.kind === 'stdin' || (item.kind === 'unusable' && item.error.code === INSIDE_RECEIPT_DIR)
         ? {}
         : { path: item.path, ...(item.kind === 'file' && item.relative ? { relative: item.relative } : {}) },
     ),
@@ -260,6 +261,8 @@ async function isNotarizeOutput(path: string): Promise<boolean> {
   }
 }
 
+const INSIDE_RECEIPT_DIR = 'inside_receipt_dir';
+
 /** The failed item of a file inside --receipt-dir that is no receipt (see withoutReceipts). */
 function insideReceiptDir(path: string): InputItem {
   const reason = 'inside --receipt-dir, and no receipt: register passes such a file over, so it has none';
@@ -267,7 +270,7 @@ function insideReceiptDir(path: string): InputItem {
     kind: 'unusable',
     path,
     error: new InputFileError(path, reason, {
-      code: 'inside_receipt_dir',
+      code: INSIDE_RECEIPT_DIR,
       message: `${path} is ${reason}`,
       hint: 'move it out of --receipt-dir, or leave it out with --exclude',
     }),

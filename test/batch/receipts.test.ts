@@ -158,3 +158,33 @@ describe('--receipt-dir', () => {
     expect(JSON.parse(await receipt(bed, 'f.txt'))).toMatchObject({ record: bed.sandbox.records.get(f) });
   });
 });
+
+describe('verify -r with --receipt-dir inside the walked folder', () => {
+  it('a stray file in --receipt-dir fails on its own; the documents keep the receipt names register gave them', async () => {
+    const readme = await bed.write('docs/README.md', 'the real readme\n');
+    await bed.write('docs/sub/x.txt', 'x in sub\n');
+    const receipts = bed.path('docs/R');
+    const run = await bed.main(['register', '-r', bed.path('docs'), '--receipt-dir', receipts, '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    // Strays named like the documents: register passes them over, so must verify's naming.
+    await bed.write('docs/R/README.md', 'a stray\n');
+    await bed.write('docs/R/sub/x.txt', 'another stray\n');
+    const verify = await bed.main(['verify', '-r', bed.path('docs'), '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: bed.path('empty-store') },
+    });
+    expect(verify.code, describeRun(verify)).toBe(2);
+    const results = parseResults(verify.stdout);
+    expect(results.find((r) => r.file === bed.path('docs/README.md'))).toMatchObject({
+      hash: readme,
+      status: 'verified',
+      source: 'receipt',
+    });
+    expect(results.find((r) => r.file === bed.path('docs/sub/x.txt'))).toMatchObject({ status: 'verified' });
+    for (const stray of ['docs/R/README.md', 'docs/R/sub/x.txt']) {
+      expect(results.find((r) => r.file === bed.path(stray))).toMatchObject({
+        status: 'failed',
+        error: { code: 'inside_receipt_dir' },
+      });
+    }
+  });
+});
