@@ -9690,14 +9690,15 @@ function diskRefusedBeforeSending(error, dir) {
 /**
 * As diskRefusedBeforeSending, for a write whose run already sent something
 * that paid nothing (`sent` says what): exit 1, as exit 2 promises nothing
-* was sent.
+* was sent. `elsewhere`: how to write somewhere else instead (the store's
+* directory by default).
 */
-function diskRefused(error, dir, sent) {
+function diskRefused(error, dir, sent, elsewhere = "point NOTARIZE_CONFIG_DIR elsewhere") {
 	const code = errnoCode(error);
 	if (code === void 0) return void 0;
 	const details = {
 		code: "disk_refused",
-		hint: "free some space there (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again",
+		hint: `free some space there (or ${elsewhere}), then run the command again`,
 		cause: error
 	};
 	const message = `${REFUSALS[code](dir)} (${code})`;
@@ -16507,7 +16508,7 @@ var init_register_aggregate = __esmMin((() => {
 				await this.#writeManifest(plan, tree);
 			} catch (error) {
 				const done = "its request step was sent, nothing was paid for: its session is kept pending";
-				throw diskRefused(error, plan.dir, done) ?? new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${this.#manifestPath(plan, tree.entry.root)} could not be written: ${error.message}`, {
+				throw diskRefused(error, plan.dir, done, "choose another --receipt-dir") ?? new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${this.#manifestPath(plan, tree.entry.root)} could not be written: ${error.message}`, {
 					hint: `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`,
 					cause: error
 				});

@@ -232,7 +232,7 @@ export class Aggregator {
     } catch (error) {
       const done = 'its request step was sent, nothing was paid for: its session is kept pending';
       throw (
-        diskRefused(error, plan.dir, done) ??
+        diskRefused(error, plan.dir, done, 'choose another --receipt-dir') ??
         new NotarizeError(
           'receipt_write',
           EXIT.refused,

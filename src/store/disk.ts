@@ -44,14 +44,20 @@ export function diskRefusedBeforeSending(error: unknown, dir: string): NotarizeE
 /**
  * As diskRefusedBeforeSending, for a write whose run already sent something
  * that paid nothing (`sent` says what): exit 1, as exit 2 promises nothing
- * was sent.
+ * was sent. `elsewhere`: how to write somewhere else instead (the store's
+ * directory by default).
  */
-export function diskRefused(error: unknown, dir: string, sent?: string): NotarizeError | undefined {
+export function diskRefused(
+  error: unknown,
+  dir: string,
+  sent?: string,
+  elsewhere = 'point NOTARIZE_CONFIG_DIR elsewhere',
+): NotarizeError | undefined {
   const code = errnoCode(error);
   if (code === undefined) return undefined;
   const details = {
     code: 'disk_refused',
-    hint: 'free some space there (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again',
+    hint: `free some space there (or ${elsewhere}), then run the command again`,
     cause: error,
   };
   const message = `${REFUSALS[code]!(dir)} (${code})`;

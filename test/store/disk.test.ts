@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/errors.js';
-import { diskRefusedBeforeSending, isDiskRefusal } from '../../src/store/disk.js';
+import { diskRefused, diskRefusedBeforeSending, isDiskRefusal } from '../../src/store/disk.js';
 
 const errno = (code: string) => Object.assign(new Error(`${code}: whatever`), { code });
 
@@ -53,5 +53,15 @@ describe('diskRefusedBeforeSending', () => {
       expect(isDiskRefusal(error)).toBe(false);
       expect(diskRefusedBeforeSending(error, '/store')).toBeUndefined();
     }
+  });
+
+  it('after something was sent: exit 1 saying what; the hint names where else to write', () => {
+    const refused = diskRefused(errno('ENOSPC'), '/receipts', 'nothing was paid for', 'choose another --receipt-dir');
+    expect(refused).toMatchObject({
+      exitCode: 1,
+      message: 'no space left on the device holding /receipts (ENOSPC); nothing was paid for',
+      hint: 'free some space there (or choose another --receipt-dir), then run the command again',
+    });
+    expect(diskRefusedBeforeSending(errno('ENOSPC'), '/store')?.hint).toContain('point NOTARIZE_CONFIG_DIR elsewhere');
   });
 });
