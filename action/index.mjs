@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
 import { basename, dirname, extname, join, normalize, resolve, sep } from "node:path";
@@ -11510,6 +11510,29 @@ function distinguish(paths) {
 	return names;
 }
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
+/**
+* Whether a path is inside the folder `dir` (--receipt-dir, whose files are
+* receipts, never documents), by where both really are: a --receipt-dir
+* named through a symbolic link (`link/R`, `link` -> `docs`) is the same
+* folder as `docs/R` met walking `docs`. A path's folder is resolved once.
+*/
+function insideDir(dir) {
+	const real = (path) => {
+		try {
+			return realpathSync(path);
+		} catch {
+			return resolve(path);
+		}
+	};
+	const root = real(dir) + sep;
+	const folders = /* @__PURE__ */ new Map();
+	return (path) => {
+		const folder = dirname(resolve(path));
+		let realFolder = folders.get(folder);
+		if (realFolder === void 0) folders.set(folder, realFolder = real(folder));
+		return join(realFolder, basename(path)).startsWith(root);
+	};
+}
 function receiptNames(subjects) {
 	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
 	const pathsByName = /* @__PURE__ */ new Map();
@@ -16196,11 +16219,6 @@ var init_inputs = __esmMin((() => {
 	init_hash$1();
 }));
 // dist/commands/register-inputs.js
-/**
-* What `register` is given, and the documents it makes of it, shared by its
-* two ways of registering: one registration per document (register.ts) and
-* one for all of them (register-aggregate.ts, --aggregate).
-*/
 function displayName(item) {
 	return item.kind === "file" || item.kind === "unusable" ? item.path : item.kind === "stdin" ? "-" : null;
 }
@@ -16227,9 +16245,9 @@ async function listDocuments(options, skip) {
 		if (expansion.stdinNamed) checkOptions(options, "stdin");
 	}
 	if (options.receiptDir === void 0) return documents;
-	const receiptDir = resolve(options.receiptDir);
+	const inReceiptDir = insideDir(options.receiptDir);
 	const all = [];
-	for await (const item of documents.items) if (item.kind === "file" && resolve(item.path).startsWith(receiptDir + sep)) skip({
+	for await (const item of documents.items) if (item.kind === "file" && inReceiptDir(item.path)) skip({
 		path: item.path,
 		reason: "inside --receipt-dir (receipts are not registered)"
 	});
@@ -18052,8 +18070,8 @@ async function receiptSources(options, expansion, skip) {
 			} }
 		};
 	}
-	const receiptDir = options.receiptDir === void 0 ? void 0 : resolve(options.receiptDir);
-	const walked = expansion.single ? expansion.items : withoutReceipts(expansion.items, receiptDir, skip);
+	const inReceiptDir = options.receiptDir === void 0 ? void 0 : insideDir(options.receiptDir);
+	const walked = expansion.single ? expansion.items : withoutReceipts(expansion.items, inReceiptDir, skip);
 	if (options.receiptDir === void 0) return {
 		documents: walked,
 		sources: {}
@@ -18080,11 +18098,11 @@ async function receiptSources(options, expansion, skip) {
 * receipt must not slip through a release check unverified). A walk of
 * receipts alone has no document: a UsageError, as for an empty folder.
 */
-async function* withoutReceipts(items, receiptDir, skip) {
+async function* withoutReceipts(items, inReceiptDir, skip) {
 	let documents = 0;
 	for await (const item of items) {
 		const named = item.kind === "file" && item.relative !== void 0 && item.path.endsWith(".notarization.json");
-		const inside = item.kind === "file" && receiptDir !== void 0 && resolve(item.path).startsWith(receiptDir + sep);
+		const inside = item.kind === "file" && inReceiptDir !== void 0 && inReceiptDir(item.path);
 		if ((named || inside) && await isNotarizeOutput(item.path)) {
 			skip(item.path, `${inside ? "inside --receipt-dir: " : ""}a receipt or tree manifest (not a document)`);
 			continue;

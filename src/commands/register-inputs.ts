@@ -3,14 +3,13 @@
  * two ways of registering: one registration per document (register.ts) and
  * one for all of them (register-aggregate.ts, --aggregate).
  */
-import { resolve, sep } from 'node:path';
 import { z } from 'zod';
 import type { ApiClient } from '../api/client.js';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import { checkArgvDescription, readDescriptionFile } from '../core/description.js';
 import { normalizeHash } from '../core/hash.js';
 import { expandInputs, type InputItem, type SkippedPath } from '../core/inputs.js';
-import { planReceipts, type ReceiptPlan, type ReceiptSubject } from '../core/receipts.js';
+import { insideDir, planReceipts, type ReceiptPlan, type ReceiptSubject } from '../core/receipts.js';
 import { UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemResults } from '../output/results.js';
@@ -104,10 +103,10 @@ export async function listDocuments(options: RegisterOptions, skip: (s: SkippedP
   // the list is read first: a receipt per document is no list of millions.
   // The receipts of an earlier run are outputs, never documents: `register
   // -r dist --receipt-dir dist/receipts` run twice must not register them.
-  const receiptDir = resolve(options.receiptDir);
+  const inReceiptDir = insideDir(options.receiptDir);
   const all: Item[] = [];
   for await (const item of documents.items) {
-    if (item.kind === 'file' && resolve(item.path).startsWith(receiptDir + sep)) {
+    if (item.kind === 'file' && inReceiptDir(item.path)) {
       skip({ path: item.path, reason: 'inside --receipt-dir (receipts are not registered)' });
     } else {
       all.push(item);

@@ -5,7 +5,7 @@
  * when a document is not verified.
  */
 import type { Command } from 'commander';
-import { basename, resolve, sep } from 'node:path';
+import { basename } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { runAll, type Settled } from '../core/batch.js';
@@ -16,7 +16,7 @@ import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex } from '../core/ledger.js';
 import { readTextInput } from '../core/read-input.js';
-import { RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
+import { insideDir, RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
 import { InputFileError, NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, RecordResult } from '../output/present.js';
@@ -194,8 +194,8 @@ async function receiptSources(
     const text = await readTextInput(options.receipt, options.io.stdin, MAX_RECEIPT_BYTES, 'the receipt');
     return { documents: expansion.items, sources: { receipt: { path: options.receipt, text } } };
   }
-  const receiptDir = options.receiptDir === undefined ? undefined : resolve(options.receiptDir);
-  const walked = expansion.single ? expansion.items : withoutReceipts(expansion.items, receiptDir, skip);
+  const inReceiptDir = options.receiptDir === undefined ? undefined : insideDir(options.receiptDir);
+  const walked = expansion.single ? expansion.items : withoutReceipts(expansion.items, inReceiptDir, skip);
   if (options.receiptDir === undefined) return { documents: walked, sources: {} };
   const all: InputItem[] = [];
   for await (const item of walked) all.push(item);
@@ -220,14 +220,14 @@ async function receiptSources(
  */
 async function* withoutReceipts(
   items: Iterable<InputItem> | AsyncIterable<InputItem>,
-  receiptDir: string | undefined,
+  inReceiptDir: ((path: string) => boolean) | undefined,
   skip: (path: string, reason: string) => void,
 ): AsyncGenerator<InputItem> {
   let documents = 0;
   for await (const item of items) {
     const walked = item.kind === 'file' && item.relative !== undefined;
     const named = walked && item.path.endsWith(RECEIPT_SUFFIX);
-    const inside = item.kind === 'file' && receiptDir !== undefined && resolve(item.path).startsWith(receiptDir + sep);
+    const inside = item.kind === 'file' && inReceiptDir !== undefined && inReceiptDir(item.path);
     if ((named || inside) && (await isNotarizeOutput(item.path))) {
       skip(item.path, `${inside ? 'inside --receipt-dir: ' : ''}a receipt or tree manifest (not a document)`);
       continue;

@@ -29,9 +29,9 @@
  * folder for a link in the microseconds before the file is created: Node has
  * no openat(); keep the receipt directory your own.
  */
-import { constants } from 'node:fs';
+import { constants, realpathSync } from 'node:fs';
 import { lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
-import { join, normalize } from 'node:path';
+import { basename, dirname, join, normalize, resolve, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
 import { DirFlushes, uniqueSuffix, writeFileAtomic } from '../store/files.js';
@@ -83,6 +83,30 @@ function distinguish(paths: readonly string[]): Map<string, string> {
 }
 
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
+/**
+ * Whether a path is inside the folder `dir` (--receipt-dir, whose files are
+ * receipts, never documents), by where both really are: a --receipt-dir
+ * named through a symbolic link (`link/R`, `link` -> `docs`) is the same
+ * folder as `docs/R` met walking `docs`. A path's folder is resolved once.
+ */
+export function insideDir(dir: string): (path: string) => boolean {
+  const real = (path: string): string => {
+    try {
+      return realpathSync(path);
+    } catch {
+      return resolve(path); // not there (yet): as named
+    }
+  };
+  const root = real(dir) + sep;
+  const folders = new Map<string, string>();
+  return (path) => {
+    const folder = dirname(resolve(path));
+    let realFolder = folders.get(folder);
+    if (realFolder === undefined) folders.set(folder, (realFolder = real(folder)));
+    return join(realFolder, basename(path)).startsWith(root);
+  };
+}
+
 export function receiptNames(subjects: readonly ReceiptSubject[]): (string | undefined)[] {
   const first = subjects.map((s) => (s.path === undefined ? undefined : (s.relative ?? segments(s.path).pop()!)));
   const pathsByName = new Map<string, Set<string>>();

@@ -5,7 +5,7 @@
  * sandbox saw no request. A receipt that still cannot be written after the
  * completion is exit 1, with the record printed.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { receiptNames } from '../../src/core/receipts.js';
@@ -181,6 +181,25 @@ describe('re-runs with receipts', () => {
     }
     expect(bed.calls('forfait')).toBe(2);
     expect(existsSync(join(receipts, 'receipts'))).toBe(false);
+  });
+
+  it('the same through a link to the folder walked: its receipts are still not documents, nor paid for', async () => {
+    await bed.file('linked/app.tar.gz', 'linked app');
+    const dist = join(bed.workDir, 'linked');
+    symlinkSync(dist, join(bed.workDir, 'link'));
+    const receipts = join(bed.workDir, 'link', 'R');
+    for (const args of [[], ['--aggregate']]) {
+      for (let run = 0; run < 2; run++) {
+        const result = await bed.main(['register', '-r', dist, '--receipt-dir', receipts, '--json', ...args]);
+        expect(result.code, result.stderr).toBe(0);
+        const results = JSON.parse(result.stdout) as { file: string; status: string }[];
+        expect(results.filter((r) => r.status !== 'skipped').map((r) => r.file)).toEqual([join(dist, 'app.tar.gz')]);
+      }
+    }
+    // One registration of the document, one of its Merkle root: the receipts never.
+    expect(bed.calls('forfait')).toBe(2);
+    const verify = await bed.main(['verify', '-r', dist, '--receipt-dir', receipts, '--json']);
+    expect(verify.code, verify.stderr).toBe(0);
   });
 
   it('a cold store keeps an existing receipt that is a record of the document (the service answers 409)', async () => {
