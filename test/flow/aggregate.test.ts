@@ -663,6 +663,32 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     ]);
   });
 
+  it("a root planned again on its store (its session dropped) is not paid for when another store's root has its documents", async () => {
+    const docs = [];
+    for (const name of ['a', 'b']) {
+      await bed.write(`dropped/${name}.txt`, `dropped root ${name}\n`);
+      docs.push(bed.path(`dropped/${name}.txt`));
+    }
+    const receipts = bed.path('dropped-receipts');
+    const storeA = freshStore();
+    const held = await onStore(storeA, receipts, docs, ['--no-complete']);
+    const rootA = parseResults(held.run.stdout)[0]!.proof!.root;
+    // Another runner with the same --receipt-dir: asks about A's root (not registered), pays for its own.
+    const other = await onStore(freshStore(), receipts, docs);
+    expect(other.calls).toEqual(['login:200', 'request:200', 'request:200', 'forfait:200']);
+    const rootB = parseResults(other.run.stdout)[0]!.proof!.root;
+    // Back on A: its session is dropped by hand, the way a refused completion's hint says.
+    const dropped = await bed.main(['pending', 'drop', rootA], { env: { NOTARIZE_CONFIG_DIR: storeA } });
+    expect(dropped.code, describeRun(dropped)).toBe(0);
+    const again = await onStore(storeA, receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['request:409']);
+    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
+      ['already-registered', rootB],
+      ['already-registered', rootB],
+    ]);
+  });
+
   it('an ask answered 200 with a page that is no session fails its documents (exit 5): nothing is paid again', async () => {
     await bed.write('ask-html/a.txt', 'asked, answered by a maintenance page\n');
     const docs = [bed.path('ask-html/a.txt')];
