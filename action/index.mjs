@@ -13777,10 +13777,14 @@ async function placeInStore(deps, input) {
 async function plantTheRest(deps, input, placed, adopted) {
 	const { store } = deps;
 	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
+	const givenUp = /* @__PURE__ */ new Set();
 	for (const [i, doc] of input.documents.entries()) {
 		const underManifest = adopted.placements.get(doc.sha256);
-		if (underManifest && !settled(placed[i])) placed[i] = underManifest;
+		if (!underManifest || settled(placed[i])) continue;
+		if (placed[i]) givenUp.add(placed[i].tree);
+		placed[i] = underManifest;
 	}
+	for (const [i, placement] of placed.entries()) if (placement && givenUp.has(placement.tree)) placed[i] = void 0;
 	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 		doc,
 		i

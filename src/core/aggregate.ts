@@ -39,7 +39,7 @@ import {
   type ManifestQuery,
 } from './manifests.js';
 import { locked, register, type FlowDeps, type Outcome } from './notarize.js';
-import { plantTree, Trees, type Placement } from './trees.js';
+import { plantTree, Trees, type LoadedTree, type Placement } from './trees.js';
 
 /** An aggregate run: its documents and flags (ManifestQuery: those the manifests of --receipt-dir use too). */
 export interface AggregateInput extends ManifestQuery {
@@ -157,10 +157,17 @@ async function plantTheRest(
   const { store } = deps;
   const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
   // Under a root asked about (adoptManifests): never saved, never sent again.
+  // A planned root of the store that loses a document to one is given up
+  // for this run (its leaves would register that document again, and say
+  // nothing of it): its other documents go into the new tree with the rest.
+  const givenUp = new Set<LoadedTree>();
   for (const [i, doc] of input.documents.entries()) {
     const underManifest = adopted.placements.get(doc.sha256);
-    if (underManifest && !settled(placed[i])) placed[i] = underManifest;
+    if (!underManifest || settled(placed[i])) continue;
+    if (placed[i]) givenUp.add(placed[i].tree);
+    placed[i] = underManifest;
   }
+  for (const [i, placement] of placed.entries()) if (placement && givenUp.has(placement.tree)) placed[i] = undefined;
   const newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
   if (newcomers.length > 0) {
     const tree = plantTree(
