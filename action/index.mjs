@@ -13729,7 +13729,7 @@ async function placeDocuments(deps, input) {
 	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
 	const first = await locked(deps, "aggregate", async () => {
 		const placed = await placeInStore(deps, input);
-		const unplaced = new Set(input.documents.flatMap((doc, i) => settled(placed[i]) ? [] : [doc.sha256]));
+		const unplaced = new Set(input.documents.flatMap((doc, i) => placed[i] ? [] : [doc.sha256]));
 		if (await anyManifestFor(input, unplaced)) return unplaced;
 		return plantTheRest(deps, input, placed, NO_ADOPTIONS);
 	});
@@ -13740,18 +13740,6 @@ async function placeDocuments(deps, input) {
 	} catch (error) {
 		throw adopted.sent ? sentAlready(error) : error;
 	}
-}
-/**
-* Whether a document placed in the store stays there, whatever the
-* manifests hold: under a root registered, confirmed or pending (its session
-* may be paid for, and asking about a root can replace its session). Not
-* under a planned root, never answered or whose session was dropped (nothing
-* paid for it): if a manifest's root the service has holds the document
-* (another store registered it meanwhile), it goes there rather than be
-* paid for again under the planned root.
-*/
-function settled(placement) {
-	return placement !== void 0 && placement.tree.state !== "planned";
 }
 /** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
 async function placeInStore(deps, input) {
@@ -13777,14 +13765,7 @@ async function placeInStore(deps, input) {
 async function plantTheRest(deps, input, placed, adopted) {
 	const { store } = deps;
 	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
-	const givenUp = /* @__PURE__ */ new Set();
-	for (const [i, doc] of input.documents.entries()) {
-		const underManifest = adopted.placements.get(doc.sha256);
-		if (!underManifest || settled(placed[i])) continue;
-		if (placed[i]) givenUp.add(placed[i].tree);
-		placed[i] = underManifest;
-	}
-	for (const [i, placement] of placed.entries()) if (placement && givenUp.has(placement.tree)) placed[i] = void 0;
+	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
 	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 		doc,
 		i

@@ -39,7 +39,7 @@ import {
   type ManifestQuery,
 } from './manifests.js';
 import { locked, register, type FlowDeps, type Outcome } from './notarize.js';
-import { plantTree, Trees, type LoadedTree, type Placement } from './trees.js';
+import { plantTree, Trees, type Placement } from './trees.js';
 
 /** An aggregate run: its documents and flags (ManifestQuery: those the manifests of --receipt-dir use too). */
 export interface AggregateInput extends ManifestQuery {
@@ -94,7 +94,7 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
   if (input.documents.length === 0) throw new RangeError('an aggregate needs at least one document');
   const first = await locked(deps, 'aggregate', async (): Promise<Placed | Set<string>> => {
     const placed = await placeInStore(deps, input);
-    const unplaced = new Set(input.documents.flatMap((doc, i) => (settled(placed[i]) ? [] : [doc.sha256])));
+    const unplaced = new Set(input.documents.flatMap((doc, i) => (placed[i] ? [] : [doc.sha256])));
     // A manifest to ask about: asked outside the lock, placed again under it (below).
     if (await anyManifestFor(input, unplaced)) return unplaced;
     return plantTheRest(deps, input, placed, NO_ADOPTIONS);
@@ -109,19 +109,6 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
     // Taking the lock included: a disk that refuses it is exit 2 only while nothing was sent.
     throw adopted.sent ? sentAlready(error) : error;
   }
-}
-
-/**
- * Whether a document placed in the store stays there, whatever the
- * manifests hold: under a root registered, confirmed or pending (its session
- * may be paid for, and asking about a root can replace its session). Not
- * under a planned root, never answered or whose session was dropped (nothing
- * paid for it): if a manifest's root the service has holds the document
- * (another store registered it meanwhile), it goes there rather than be
- * paid for again under the planned root.
- */
-function settled(placement: Placement | undefined): boolean {
-  return placement !== undefined && placement.tree.state !== 'planned';
 }
 
 /** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
@@ -157,17 +144,7 @@ async function plantTheRest(
   const { store } = deps;
   const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
   // Under a root asked about (adoptManifests): never saved, never sent again.
-  // A planned root of the store that loses a document to one is given up
-  // for this run (its leaves would register that document again, and say
-  // nothing of it): its other documents go into the new tree with the rest.
-  const givenUp = new Set<LoadedTree>();
-  for (const [i, doc] of input.documents.entries()) {
-    const underManifest = adopted.placements.get(doc.sha256);
-    if (!underManifest || settled(placed[i])) continue;
-    if (placed[i]) givenUp.add(placed[i].tree);
-    placed[i] = underManifest;
-  }
-  for (const [i, placement] of placed.entries()) if (placement && givenUp.has(placement.tree)) placed[i] = undefined;
+  for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
   const newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
   if (newcomers.length > 0) {
     const tree = plantTree(

@@ -663,69 +663,6 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     ]);
   });
 
-  it("a root planned again on its store (its session dropped) is not paid for when another store's root has its documents", async () => {
-    const docs = [];
-    for (const name of ['a', 'b']) {
-      await bed.write(`dropped/${name}.txt`, `dropped root ${name}\n`);
-      docs.push(bed.path(`dropped/${name}.txt`));
-    }
-    const receipts = bed.path('dropped-receipts');
-    const storeA = freshStore();
-    const held = await onStore(storeA, receipts, docs, ['--no-complete']);
-    const rootA = parseResults(held.run.stdout)[0]!.proof!.root;
-    // Another runner with the same --receipt-dir: asks about A's root (not registered), pays for its own.
-    const other = await onStore(freshStore(), receipts, docs);
-    expect(other.calls).toEqual(['login:200', 'request:200', 'request:200', 'forfait:200']);
-    const rootB = parseResults(other.run.stdout)[0]!.proof!.root;
-    // Back on A: its session is dropped by hand, the way a refused completion's hint says.
-    const dropped = await bed.main(['pending', 'drop', rootA], { env: { NOTARIZE_CONFIG_DIR: storeA } });
-    expect(dropped.code, describeRun(dropped)).toBe(0);
-    const again = await onStore(storeA, receipts, docs);
-    expect(again.run.code, describeRun(again.run)).toBe(0);
-    expect(again.calls).toEqual(['request:409']);
-    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
-      ['already-registered', rootB],
-      ['already-registered', rootB],
-    ]);
-  });
-
-  it('a planned root that loses a document to a manifest is given up: never sent, its others in a new tree', async () => {
-    const docs = [];
-    for (const name of ['a', 'b', 'c']) {
-      await bed.write(`given-up/${name}.txt`, `given up ${name}\n`);
-      docs.push(bed.path(`given-up/${name}.txt`));
-    }
-    const receipts = bed.path('given-up-receipts');
-    const storeA = freshStore();
-    // A's tree over a, b, c is planned: its request step was refused.
-    bed.sandbox.addFaults(parseFaults('request:status=503*1'));
-    const refused = await onStore(storeA, receipts, docs, ['--retries', '0']);
-    expect(refused.run.code, describeRun(refused.run)).toBe(4);
-    const plannedRoot = readdirSync(join(storePaths(storeA, bed.sandbox.url).service, 'trees'))[0]!.slice(0, 64);
-    // Another store registers a and b.
-    const other = await onStore(freshStore(), receipts, docs.slice(0, 2));
-    const rootB = parseResults(other.run.stdout)[0]!.proof!.root;
-    // Back on A, the ask about B's root fails: a and b fail, the planned root is not sent (it would
-    // register them), c goes into a new tree.
-    bed.sandbox.addFaults(parseFaults('request:status=503*1'));
-    const failed = await onStore(storeA, receipts, docs, ['--retries', '0']);
-    expect(failed.run.code, describeRun(failed.run)).toBe(4);
-    expect(failed.calls).toEqual(['request:503', 'request:200', 'forfait:200']);
-    const results = parseResults(failed.run.stdout);
-    expect(results.map((r) => r.status)).toEqual(['failed', 'failed', 'registered']);
-    expect(results[2]!.proof!.root).not.toBe(plannedRoot);
-    expect(results[2]!.proof!.treeSize).toBe(1);
-    // The next run asks again: a and b are under B's root, c under its own; nothing is paid.
-    const again = await onStore(storeA, receipts, docs);
-    expect(again.run.code, describeRun(again.run)).toBe(0);
-    expect(again.calls).toEqual(['request:409']);
-    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof!.root === rootB])).toEqual([
-      ['already-registered', true],
-      ['already-registered', true],
-      ['already-registered', false],
-    ]);
-  });
-
   it('an ask answered 200 with a page that is no session fails its documents (exit 5): nothing is paid again', async () => {
     await bed.write('ask-html/a.txt', 'asked, answered by a maintenance page\n');
     const docs = [bed.path('ask-html/a.txt')];
