@@ -15,6 +15,7 @@ import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex } from '../core/ledger.js';
+import { manifestRoot } from '../core/trees.js';
 import { readTextInput } from '../core/read-input.js';
 import { insideDir, RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
 import { InputFileError, NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
@@ -252,8 +253,7 @@ async function* withoutReceipts(
  */
 async function isNotarizeOutput(path: string): Promise<boolean> {
   try {
-    if (/^[0-9a-f]{64}\.tree\.json$/.test(basename(path)))
-      return treeFileDigests(path, { anyOwner: true }) !== undefined;
+    if (manifestRoot(basename(path)) !== undefined) return treeFileDigests(path, { anyOwner: true }) !== undefined;
     const text = await readReceiptFile(path);
     return text !== undefined && readReceipt(text).consistent;
   } catch {

@@ -12,7 +12,14 @@ import { EXIT, NotarizeError, StoreError } from '../errors.js';
 import { readTreeFile, treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
-import { foldedTree, LoadedTree, rootDescription, type AggregateDocument, type Placement } from './trees.js';
+import {
+  foldedTree,
+  LoadedTree,
+  manifestRoot,
+  rootDescription,
+  type AggregateDocument,
+  type Placement,
+} from './trees.js';
 
 /** Room for one leaf line of a manifest: a name of 255 bytes, each escaped, and the rest. */
 const MANIFEST_BYTES_PER_LEAF = 2048;
@@ -85,7 +92,7 @@ async function manifestCandidates(input: ManifestQuery, unplaced: ReadonlySet<st
   let names: string[] = [];
   if (dir !== undefined && !input.force && unplaced.size > 0) {
     try {
-      names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
+      names = (await readdir(dir)).filter((name) => manifestRoot(name) !== undefined);
     } catch {
       // No folder (yet): no manifests.
     }
@@ -93,7 +100,7 @@ async function manifestCandidates(input: ManifestQuery, unplaced: ReadonlySet<st
   const found = await Promise.all(
     names.map(async (name) => {
       const info = await lstat(join(dir!, name)).catch(() => undefined);
-      return { root: name.slice(0, 64), file: join(dir!, name), size: info?.size ?? 0, mtimeMs: info?.mtimeMs ?? 0 };
+      return { root: manifestRoot(name)!, file: join(dir!, name), size: info?.size ?? 0, mtimeMs: info?.mtimeMs ?? 0 };
     }),
   );
   const candidates = found

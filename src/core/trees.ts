@@ -320,6 +320,16 @@ export async function notInLedger(
   );
 }
 
+/** The name of a tree's manifest in --receipt-dir: `<root>.tree.json`. */
+export function manifestName(root: string): string {
+  return `${root}.tree.json`;
+}
+
+/** The root a manifest's file name names, or undefined for a name that is no manifest's. */
+export function manifestRoot(name: string): string | undefined {
+  return /^[0-9a-f]{64}\.tree\.json$/.test(name) ? name.slice(0, 64) : undefined;
+}
+
 /**
  * The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
  * every leaf (name, digest, size, salt, index) under its root, one per line,
