@@ -11509,7 +11509,6 @@ function distinguish(paths) {
 	}
 	return names;
 }
-/** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 /**
 * Whether a path is inside the folder `dir` (--receipt-dir, whose files are
 * receipts, never documents), by where both really are: a --receipt-dir
@@ -11533,6 +11532,7 @@ function insideDir(dir) {
 		return join(realFolder, basename(path)).startsWith(root);
 	};
 }
+/** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 function receiptNames(subjects) {
 	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
 	const pathsByName = /* @__PURE__ */ new Map();
@@ -13363,6 +13363,14 @@ async function notInLedger(store, sha256, baseUrl, hint) {
 	const what = confirmed === sha256 ? "it" : `the Merkle root ${confirmed} that holds it`;
 	return new NotNotarizedError(`${sha256} is registered (${baseUrl} answered 409 for ${what}), but this store never received its record`, { hint: "the service documents no way to fetch a record, so none is shown or made into a receipt here; a receipt written when it was registered still verifies" });
 }
+/** The name of a tree's manifest in --receipt-dir: `<root>.tree.json`. */
+function manifestName(root) {
+	return `${root}.tree.json`;
+}
+/** The root a manifest's file name names, or undefined for a name that is no manifest's. */
+function manifestRoot(name) {
+	return /^[0-9a-f]{64}\.tree\.json$/.test(name) ? name.slice(0, 64) : void 0;
+}
 /**
 * The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
 * every leaf (name, digest, size, salt, index) under its root, one per line,
@@ -13492,13 +13500,13 @@ async function manifestCandidates(input, unplaced) {
 	const useful = (digests) => digests.length <= maxLeaves && digests.every((digest) => byDigest.has(digest)) && digests.some((digest) => unplaced.has(digest));
 	let names = [];
 	if (dir !== void 0 && !input.force && unplaced.size > 0) try {
-		names = (await readdir(dir)).filter((name) => /^[0-9a-f]{64}\.tree\.json$/.test(name));
+		names = (await readdir(dir)).filter((name) => manifestRoot(name) !== void 0);
 	} catch {}
 	return {
 		candidates: (await Promise.all(names.map(async (name) => {
 			const info = await lstat(join(dir, name)).catch(() => void 0);
 			return {
-				root: name.slice(0, 64),
+				root: manifestRoot(name),
 				file: join(dir, name),
 				size: info?.size ?? 0,
 				mtimeMs: info?.mtimeMs ?? 0
@@ -16369,6 +16377,8 @@ var init_register_aggregate = __esmMin((() => {
 		#total = 0;
 		/** Roots the service says it has, of which this store has no record: no receipts for their documents. */
 		#unrecordedRoots = /* @__PURE__ */ new Set();
+		/** The roots whose manifest this run wrote (#writeManifest). */
+		#manifestsWritten = /* @__PURE__ */ new Set();
 		/** The last write of each receipt path still under way (see #receipt). */
 		#writing = /* @__PURE__ */ new Map();
 		constructor({ options, documents, items, baseUrl, api, store }) {
@@ -16484,7 +16494,7 @@ var init_register_aggregate = __esmMin((() => {
 		}
 		/** Where the manifest of `root` goes (--receipt-dir). */
 		#manifestPath(plan, root) {
-			return join(plan.dir, `${root}.tree.json`);
+			return join(plan.dir, manifestName(root));
 		}
 		/**
 		* Before anything is sent: the manifest of each root this run may write
@@ -16503,8 +16513,6 @@ var init_register_aggregate = __esmMin((() => {
 				});
 			}
 		}
-		/** The manifests written by this run (#writeManifest). */
-		#manifestsWritten = /* @__PURE__ */ new Set();
 		/**
 		* Writes the manifest of `tree` before its root's completion (forfait, the
 		* paid step) is sent, once its session is saved: a run on another store
@@ -16526,10 +16534,7 @@ var init_register_aggregate = __esmMin((() => {
 				await this.#writeManifest(plan, tree);
 			} catch (error) {
 				const done = "its request step was sent, nothing was paid for: its session is kept pending";
-				throw diskRefused(error, plan.dir, done, "choose another --receipt-dir") ?? new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${this.#manifestPath(plan, tree.entry.root)} could not be written: ${error.message}`, {
-					hint: `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`,
-					cause: error
-				});
+				throw diskRefused(error, plan.dir, done, "choose another --receipt-dir") ?? this.#manifestNotWritten(plan, tree.entry.root, error, `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`);
 			}
 		}
 		/**
@@ -16550,14 +16555,19 @@ var init_register_aggregate = __esmMin((() => {
 				try {
 					await this.#writeManifest(plan, tree);
 				} catch (error) {
-					failure ??= new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${this.#manifestPath(plan, root)} could not be written: ${error.message}`, {
-						hint: result.outcome.kind === "pending" ? "its session is saved in the store; running the same command again writes it" : "the registration itself is done and in the ledger; running the same command again writes it",
-						cause: error
-					});
+					failure ??= this.#manifestNotWritten(plan, root, error, result.outcome.kind === "pending" ? "its session is saved in the store; running the same command again writes it" : "the registration itself is done and in the ledger; running the same command again writes it");
 					this.#options.io.warn(failure.message);
 				}
 			}
 			return failure;
+		}
+		/** The error (exit 1: its root was requested) of a manifest that could not be written; `hint` says where that leaves it. */
+		#manifestNotWritten(plan, root, error, hint) {
+			const path = this.#manifestPath(plan, root);
+			return new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${path} could not be written: ${error.message}`, {
+				hint,
+				cause: error
+			});
 		}
 		/** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there; #checkManifests). */
 		async #writeManifest(plan, tree) {
@@ -18122,7 +18132,7 @@ async function* withoutReceipts(items, inReceiptDir, skip) {
 */
 async function isNotarizeOutput(path) {
 	try {
-		if (/^[0-9a-f]{64}\.tree\.json$/.test(basename(path))) return treeFileDigests(path, { anyOwner: true }) !== void 0;
+		if (manifestRoot(basename(path)) !== void 0) return treeFileDigests(path, { anyOwner: true }) !== void 0;
 		const text = await readReceiptFile(path);
 		return text !== void 0 && readReceipt(text).consistent;
 	} catch {
@@ -18190,6 +18200,7 @@ var init_verify = __esmMin((() => {
 	init_hash_pool();
 	init_inputs();
 	init_ledger();
+	init_trees();
 	init_read_input();
 	init_receipts();
 	init_errors();

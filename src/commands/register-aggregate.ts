@@ -7,7 +7,13 @@ import { lstat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
-import { treeManifestText, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
+import {
+  manifestName,
+  treeManifestText,
+  type AggregateDocument,
+  type LoadedTree,
+  type Placement,
+} from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
@@ -56,6 +62,8 @@ export class Aggregator {
   #total = 0;
   /** Roots the service says it has, of which this store has no record: no receipts for their documents. */
   readonly #unrecordedRoots = new Set<string>();
+  /** The roots whose manifest this run wrote (#writeManifest). */
+  readonly #manifestsWritten = new Set<string>();
   /** The last write of each receipt path still under way (see #receipt). */
   readonly #writing = new Map<string, Promise<void>>();
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
@@ -184,7 +192,7 @@ export class Aggregator {
 
   /** Where the manifest of `root` goes (--receipt-dir). */
   #manifestPath(plan: ReceiptPlan, root: string): string {
-    return join(plan.dir, `${root}.tree.json`);
+    return join(plan.dir, manifestName(root));
   }
 
   /**
@@ -206,9 +214,6 @@ export class Aggregator {
       }
     }
   }
-
-  /** The manifests written by this run (#writeManifest). */
-  readonly #manifestsWritten = new Set<string>();
 
   /**
    * Writes the manifest of `tree` before its root's completion (forfait, the
@@ -233,14 +238,11 @@ export class Aggregator {
       const done = 'its request step was sent, nothing was paid for: its session is kept pending';
       throw (
         diskRefused(error, plan.dir, done, 'choose another --receipt-dir') ??
-        new NotarizeError(
-          'receipt_write',
-          EXIT.refused,
-          `the tree manifest ${this.#manifestPath(plan, tree.entry.root)} could not be written: ${(error as Error).message}`,
-          {
-            hint: `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`,
-            cause: error,
-          },
+        this.#manifestNotWritten(
+          plan,
+          tree.entry.root,
+          error,
+          `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`,
         )
       );
     }
@@ -267,22 +269,29 @@ export class Aggregator {
       try {
         await this.#writeManifest(plan, tree);
       } catch (error) {
-        failure ??= new NotarizeError(
-          'receipt_write',
-          EXIT.refused,
-          `the tree manifest ${this.#manifestPath(plan, root)} could not be written: ${(error as Error).message}`,
-          {
-            hint:
-              result.outcome.kind === 'pending'
-                ? 'its session is saved in the store; running the same command again writes it'
-                : 'the registration itself is done and in the ledger; running the same command again writes it',
-            cause: error,
-          },
+        failure ??= this.#manifestNotWritten(
+          plan,
+          root,
+          error,
+          result.outcome.kind === 'pending'
+            ? 'its session is saved in the store; running the same command again writes it'
+            : 'the registration itself is done and in the ledger; running the same command again writes it',
         );
         this.#options.io.warn(failure.message);
       }
     }
     return failure;
+  }
+
+  /** The error (exit 1: its root was requested) of a manifest that could not be written; `hint` says where that leaves it. */
+  #manifestNotWritten(plan: ReceiptPlan, root: string, error: unknown, hint: string): NotarizeError {
+    const path = this.#manifestPath(plan, root);
+    return new NotarizeError(
+      'receipt_write',
+      EXIT.refused,
+      `the tree manifest ${path} could not be written: ${(error as Error).message}`,
+      { hint, cause: error },
+    );
   }
 
   /** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there; #checkManifests). */
