@@ -82,7 +82,6 @@ function distinguish(paths: readonly string[]): Map<string, string> {
   return names;
 }
 
-/** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 /**
  * Whether a path is inside the folder `dir` (--receipt-dir, whose files are
  * receipts, never documents), by where both really are: a --receipt-dir
@@ -107,6 +106,7 @@ export function insideDir(dir: string): (path: string) => boolean {
   };
 }
 
+/** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 export function receiptNames(subjects: readonly ReceiptSubject[]): (string | undefined)[] {
   const first = subjects.map((s) => (s.path === undefined ? undefined : (s.relative ?? segments(s.path).pop()!)));
   const pathsByName = new Map<string, Set<string>>();
