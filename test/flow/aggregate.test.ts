@@ -554,6 +554,12 @@ describe('register --aggregate, second review', () => {
   });
 });
 
+/** Writes `<folder>/<name>.txt` for each of `names`, holding `<tag> <name>`; returns their paths, in order. */
+async function writeDocs(folder: string, tag: string, names: string[]): Promise<string[]> {
+  for (const name of names) await bed.write(`${folder}/${name}.txt`, `${tag} ${name}\n`);
+  return names.map((name) => bed.path(`${folder}/${name}.txt`));
+}
+
 /** `register --aggregate` over `docs` with --receipt-dir `receipts` and `flags`, on the store `store`; and the calls it made. */
 async function onStore(store: string, receipts: string, docs: string[], flags: string[] = []) {
   const mark = bed.mark();
@@ -568,11 +574,7 @@ const freshStore = () => mkdtempSync(join(bed.root, 'ci-store-'));
 
 describe('register --aggregate on an empty store, beside the manifests of an earlier run (a CI re-run)', () => {
   it('sends the same root again: the 409 says the service has it, nothing is paid, the receipts stay', async () => {
-    const docs = [];
-    for (const name of ['a', 'b', 'c']) {
-      await bed.write(`ci/${name}.txt`, `built in CI: ${name}\n`);
-      docs.push(bed.path(`ci/${name}.txt`));
-    }
+    const docs = await writeDocs('ci', 'built in CI:', ['a', 'b', 'c']);
     const receipts = bed.path('ci-receipts');
     const first = await onStore(freshStore(), receipts, docs);
     expect(first.run.code, describeRun(first.run)).toBe(0);
@@ -602,11 +604,7 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
   });
 
   it('a completion whose answer was lost: the manifest was written before, so the re-run asks and pays nothing', async () => {
-    const docs = [];
-    for (const name of ['a', 'b']) {
-      await bed.write(`lost/${name}.txt`, `lost answer ${name}\n`);
-      docs.push(bed.path(`lost/${name}.txt`));
-    }
+    const docs = await writeDocs('lost', 'lost answer', ['a', 'b']);
     const receipts = bed.path('lost-receipts');
     bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
     const first = await onStore(freshStore(), receipts, docs);
@@ -755,11 +753,7 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
   }
 
   it('a document already under a tree of the store does not stop the manifest from placing the others', async () => {
-    const docs = [];
-    for (const name of ['a', 'b', 'c']) {
-      await bed.write(`t1/${name}.txt`, `trust one ${name}\n`);
-      docs.push(bed.path(`t1/${name}.txt`));
-    }
+    const docs = await writeDocs('t1', 'trust one', ['a', 'b', 'c']);
     const receipts = bed.path('t1-receipts');
     const first = await onStore(freshStore(), receipts, docs);
     const root = parseResults(first.run.stdout)[0]!.proof!.root;
@@ -796,11 +790,7 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
   });
 
   it('a larger planted manifest beside the genuine one costs a request step, never a payment', async () => {
-    const docs = [];
-    for (const name of ['a', 'b']) {
-      await bed.write(`t5/${name}.txt`, `genuine ${name}\n`);
-      docs.push(bed.path(`t5/${name}.txt`));
-    }
+    const docs = await writeDocs('t5', 'genuine', ['a', 'b']);
     const receipts = bed.path('t5-receipts');
     const first = await onStore(freshStore(), receipts, docs);
     const root = parseResults(first.run.stdout)[0]!.proof!.root;
