@@ -8,7 +8,8 @@
  *   -sha256` over the same files + one 20 ms round trip for each of the 3
  *   calls notarize makes (login, request, forfait; test/flow/aggregate.test.ts
  *   asserts there are no others) + `notarize --version` (start-up), all
- *   measured in this run: target ≤ 1.2 ×; (b) per-document registration of
+ *   measured in this run: target ≤ 1.2 ×; for context, the same work written
+ *   by hand (bench/reference/minimal-aggregate.js) against that reference; (b) per-document registration of
  *   the same files, 8 in flight, same latency: target ≥ 15 × faster.
  * - Scale: 10,000 and 100,000 files (1,000 and 10,000 with --quick), no
  *   latency: time per file at the largest ≤ 1.25 × at the smaller (linear),
@@ -18,7 +19,7 @@ import { join } from 'node:path';
 import { BIN } from './lib/paths.js';
 import { removeDir, tempDir, warm, writeRandomFiles } from './lib/files.js';
 import { measure } from './lib/proc.js';
-import { runNotarize, writeList } from './lib/register.js';
+import { runMinimalAggregate, runNotarize, writeList } from './lib/register.js';
 import { best, interleave, mb, median, ms } from './lib/stats.js';
 import { absoluteRow, infoRow, ratioRow } from './lib/table.js';
 
@@ -45,6 +46,7 @@ async function againstReferences(ctx) {
       [
         { name: 'aggregate', run: () => runNotarize(dir, list, count, { args: ['--aggregate'], faults: LATENCY }) },
         { name: 'perDocument', run: () => runNotarize(dir, list, count, { faults: LATENCY }) },
+        { name: 'minimal', run: () => runMinimalAggregate(dir, list, count, { faults: LATENCY }) },
         { name: 'openssl', run: () => measure('openssl', ['dgst', '-sha256', ...paths], { memory: false }) },
         { name: 'version', run: () => measure(process.execPath, [BIN, '--version'], { memory: false }) },
       ],
@@ -69,6 +71,20 @@ async function againstReferences(ctx) {
         wall('aggregate') / wall('perDocument'),
         0.0667,
         'target ≤ 0.0667 means ≥ 15 × faster',
+      ),
+      // Context for the first row: the same work written by hand (bench/reference/minimal-aggregate.js).
+      infoRow(
+        `${label}: wall vs minimal undici aggregate script`,
+        ms(wall('aggregate')),
+        `minimal ${ms(wall('minimal'))}`,
+        wall('aggregate') / wall('minimal'),
+      ),
+      infoRow(
+        `${label}: minimal undici aggregate script vs hashing + round trips + start-up`,
+        ms(wall('minimal')),
+        ms(reference),
+        wall('minimal') / reference,
+        "what Node and undici cost by themselves, against the first row's reference",
       ),
     ];
   } finally {

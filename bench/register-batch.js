@@ -7,11 +7,13 @@
  * ≥ 10 × faster than the shell loop, ≤ 1.3 × the minimal script; and, with
  * 20 ms of latency injected on every call (`--faults '*:latency=20'`), where
  * the wire's limit is 2,000 × 20 ms / 8 = 5.0 s, ≤ 1.05 × the minimal script
- * (issue 13).
+ * (issue 13). For context, a third script does what the minimal one does
+ * plus the store's per-document writes (bench/reference/minimal-store.js):
+ * how much of the gap is the design, how much notarize's code.
  */
 import { join } from 'node:path';
 import { removeDir, tempDir, writeRandomFiles } from './lib/files.js';
-import { runMinimal, runNotarize, runShellLoop, writeList } from './lib/register.js';
+import { runMinimal, runMinimalStore, runNotarize, runShellLoop, writeList } from './lib/register.js';
 import { best, interleave, max, mb, ms } from './lib/stats.js';
 import { infoRow, ratioRow } from './lib/table.js';
 
@@ -33,6 +35,7 @@ export async function registerBatch(ctx) {
       [
         { name: 'notarize', run: () => runNotarize(dir, list, count) },
         { name: 'minimal', run: () => runMinimal(dir, list, count) },
+        { name: 'minimalStore', run: () => runMinimalStore(dir, list, count) },
         { name: 'notarizeLatency', run: () => runNotarize(dir, list, count, { faults: LATENCY }) },
         { name: 'minimalLatency', run: () => runMinimal(dir, list, count, { faults: LATENCY }) },
         {
@@ -78,6 +81,21 @@ export async function registerBatch(ctx) {
         `minimal ${ms(wall('minimalLatency'))}; the wire's limit ${ms((requests * 20) / 8)}`,
         wall('notarizeLatency') / wall('minimalLatency'),
         1.05,
+      ),
+      // Context for the row above: the store's design by itself (bench/reference/minimal-store.js).
+      infoRow(
+        `${label}: wall vs minimal undici + the store's per-document writes`,
+        ms(wall('notarize')),
+        `minimal with store ${ms(wall('minimalStore'))}`,
+        wall('notarize') / wall('minimalStore'),
+        'notarize against its design done plainly',
+      ),
+      infoRow(
+        `${label}: minimal undici + the store's per-document writes vs minimal undici`,
+        ms(wall('minimalStore')),
+        `minimal ${ms(wall('minimal'))}`,
+        wall('minimalStore') / wall('minimal'),
+        "the design's own cost: 2 fdatasync + 2 directory fsync per document",
       ),
       infoRow(`${label}: throughput`, rps('notarize'), `minimal ${rps('minimal')}`, undefined),
       infoRow(`${label}: CPU time (user + system)`, cpu('notarize'), `minimal ${cpu('minimal')}`, cpuRatio()),

@@ -39,17 +39,41 @@ const BENCHMARKS = {
   'register-aggregate': { fn: registerAggregate, needs: ['openssl'] },
 };
 
-const { values } = parseArgs({
-  options: {
-    quick: { type: 'boolean', default: false },
-    full: { type: 'boolean', default: process.env.BENCH_FULL === '1' },
-    rounds: { type: 'string', default: process.env.BENCH_ROUNDS ?? '5' },
-    only: { type: 'string' },
-    'no-4g': { type: 'boolean', default: process.env.BENCH_4G === '0' },
-    markdown: { type: 'boolean', default: false },
-    json: { type: 'string' },
-  },
-});
+const USAGE =
+  'usage: node bench/run.js [--quick] [--full] [--rounds N] [--only a,b] [--no-4g] [--markdown] [--json FILE]\n' +
+  `  --only: some of ${Object.keys(BENCHMARKS).join(', ')}; see the comment at the top of bench/run.js\n`;
+
+function options() {
+  try {
+    return parseArgs({
+      options: {
+        quick: { type: 'boolean', default: false },
+        full: { type: 'boolean', default: process.env.BENCH_FULL === '1' },
+        rounds: { type: 'string', default: process.env.BENCH_ROUNDS ?? '5' },
+        only: { type: 'string' },
+        'no-4g': { type: 'boolean', default: process.env.BENCH_4G === '0' },
+        markdown: { type: 'boolean', default: false },
+        json: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }).values;
+  } catch (error) {
+    // A mistyped flag: say which and how to call, not a stack trace.
+    process.stderr.write(`bench: ${error.message}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
+/** A mistake in the command line: its message and the usage, no stack trace. */
+function usage(message) {
+  return Object.assign(new Error(message), { usage: true });
+}
+
+const values = options();
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 
 // Whatever happens, leave no child process and no temp file behind.
 process.on('exit', () => {
@@ -105,9 +129,9 @@ async function main() {
     throw new Error('dist/ is missing: run `npm run bench` (it builds first) or `npm run build`');
   }
   const rounds = Number(values.rounds);
-  if (!Number.isInteger(rounds) || rounds < 3) throw new Error('--rounds must be an integer ≥ 3');
+  if (!Number.isInteger(rounds) || rounds < 3) throw usage('--rounds must be an integer ≥ 3');
   const selected = values.only ? values.only.split(',').map((s) => s.trim()) : Object.keys(BENCHMARKS);
-  for (const name of selected) if (!BENCHMARKS[name]) throw new Error(`unknown benchmark '${name}'`);
+  for (const name of selected) if (!BENCHMARKS[name]) throw usage(`unknown benchmark '${name}'`);
 
   const info = await machine();
   process.stderr.write(`${describe(info)}\n`);
@@ -152,6 +176,11 @@ async function main() {
 
 process.chdir(ROOT);
 main().catch((error) => {
+  if (error.usage) {
+    process.stderr.write(`bench: ${error.message}\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
   process.stderr.write(`bench: ${error.stack ?? error}\n`);
   process.exitCode = 1;
 });

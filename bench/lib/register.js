@@ -4,7 +4,7 @@
  * the minimal undici script, or the shell loop. Each resolves with
  * { wallMs, peakKB, registered } and checks that every file was registered.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH, BIN } from './paths.js';
 import { measure } from './proc.js';
@@ -56,16 +56,46 @@ export function runNotarize(workDir, listFile, count, { bin = BIN, args = [], fa
 
 /** bench/reference/minimal-undici.js over the same list, 8 in flight. */
 export function runMinimal(workDir, listFile, count, { concurrency = 8, faults } = {}) {
+  return runReference('minimal-undici.js', 'the minimal script', workDir, count, faults, (url, key) => [
+    url,
+    key,
+    listFile,
+    String(concurrency),
+  ]);
+}
+
+/** bench/reference/minimal-store.js over the same list with a fresh store, 8 in flight. */
+export function runMinimalStore(workDir, listFile, count, { faults } = {}) {
+  const store = mkdtempSync(join(workDir, 'minimal-store-'));
+  return runReference('minimal-store.js', 'the minimal script with the store', workDir, count, faults, (url, key) => [
+    url,
+    key,
+    listFile,
+    store,
+    '8',
+  ]);
+}
+
+/** bench/reference/minimal-aggregate.js: one root over the files of the list. */
+export function runMinimalAggregate(workDir, listFile, count, { faults } = {}) {
+  return runReference('minimal-aggregate.js', 'the minimal aggregate script', workDir, count, faults, (url, key) => [
+    url,
+    key,
+    listFile,
+  ]);
+}
+
+/** A script of bench/reference/ against a fresh sandbox; it prints how many files it registered. */
+function runReference(script, name, workDir, count, faults, argsFor) {
   return withSandbox(async (sandbox) => {
-    const out = join(workDir, `minimal-${++runNumber}.out`);
-    const script = join(BENCH, 'reference', 'minimal-undici.js');
+    const out = join(workDir, `reference-${++runNumber}.out`);
     const result = await measure(
       process.execPath,
-      [script, sandbox.url, sandbox.apiKey, listFile, String(concurrency)],
+      [join(BENCH, 'reference', script), ...argsFor(sandbox.url, sandbox.apiKey)],
       { env: cleanEnv(), stdout: out, timeoutMs: 900_000 },
     );
     const registered = Number(readFileSync(out, 'utf8').trim());
-    if (registered !== count) throw new Error(`the minimal script registered ${registered} of ${count} files`);
+    if (registered !== count) throw new Error(`${name} registered ${registered} of ${count} files`);
     return { ...result, registered };
   }, faults);
 }
