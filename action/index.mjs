@@ -16072,6 +16072,7 @@ async function* walk(dir, below, accept, onSkipped) {
 		const path = join(dir, entry.name);
 		const relativePath = below ? `${below}/${entry.name}` : entry.name;
 		if (entry.isDirectory()) yield* walk(path, relativePath, accept, onSkipped);
+		else if (!accept(relativePath)) continue;
 		else if (entry.isSymbolicLink()) onSkipped({
 			path,
 			reason: "symbolic link (not followed)"
@@ -16080,7 +16081,7 @@ async function* walk(dir, below, accept, onSkipped) {
 			path,
 			reason: "not a regular file"
 		});
-		else if (accept(relativePath)) {
+		else {
 			let info;
 			try {
 				info = lstatSync(path);
@@ -17718,10 +17719,13 @@ var init_hash = __esmMin((() => {
 *   1. `--receipt <file>` (one document only),
 *   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
 *      written for it there (same names: receipts.ts receiptNames),
-*   3. `<path>.notarization.json` beside the document,
+*   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
 *   4. the ledger of the current service.
 * A receipt found is never passed over for a later source: the receipt the
-* user points at, or keeps with the artifact, is what is checked.
+* user points at, or keeps with the artifact, is what is checked. Given
+* --receipt-dir, the user names where the receipts are: a receipt beside a
+* document (in the folder of build outputs, which anything in the build
+* can write to) must not stand in for one missing there.
 */
 /**
 * The text of the receipt at `path`, or undefined when there is none (no
@@ -17822,7 +17826,7 @@ var init_evidence = __esmMin((() => {
 			if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
 			const candidates = [];
 			if (receiptDir) candidates.push(join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`));
-			if (item.kind === "file") candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
+			else if (item.kind === "file") candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
 			for (const path of candidates) {
 				const text = await readReceiptFile(path);
 				if (text !== void 0) return judgeByReceipt(hash, path, text);
@@ -17958,8 +17962,8 @@ var verify_exports = /* @__PURE__ */ __exportAll({
 function configure$8(command, context) {
 	addInputOptions(command.argument("[paths...]", "documents to check ('-' reads standard input)")).option("--receipt <file>", "check the one document named against this receipt").option("--receipt-dir <dir>", "look for receipts where `register --receipt-dir <dir>` wrote them").addOption(outputOption()).addHelpText("after", `
 No network, no credentials, no store needed. Each document's digest is checked against the first of:
---receipt <file>; its receipt under --receipt-dir (named as register names them); <document>${RECEIPT_SUFFIX}
-beside it; else the local ledger of the current service.
+--receipt <file>; its receipt under --receipt-dir (named as register names them); without
+--receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.
 unknown: no receipt found and nothing in the ledger.
@@ -17971,7 +17975,9 @@ confirm the registration itself. Receipts written before format v1 (the bare rec
 A document that cannot be read (missing, unreadable, not a regular file), or a receipt found
 that cannot be, is a failed result and the others go on. Exit 0 when every document is verified;
 2 when one could not be checked (nothing is ever sent); else 6. A file in --receipt-dir
-that is no receipt is failed too: register passes such files over, so they have none.
+that is no receipt is failed too: register passes such files over, so they have none. So is a
+symbolic link or special file met under a folder walked: verify does not follow it, so what
+it stands for is not checked (--exclude leaves it out on purpose).
 ${examples([
 		"notarize verify contract.pdf",
 		"notarize verify app.tar.gz --receipt app.tar.gz.notarization.json",
@@ -18000,9 +18006,10 @@ ${examples([
 */
 async function runVerify(options, items = new ItemResults()) {
 	const { io } = options;
+	let unfollowed = 0;
 	const expansion = await expandInputs(options.paths, toInputOptions(options), io.stdin, (s) => {
-		io.warn(`skipped ${s.path}: ${s.reason}`);
-		items.skip(skippedResult(s.path, s.reason));
+		unfollowed++;
+		items.skip(failedResult(s.path, null, notFollowed(s.path, s.reason)));
 	});
 	const { documents, sources } = await receiptSources(options, expansion, (path, reason) => {
 		io.warn(`skipped ${path}: ${reason}`);
@@ -18052,13 +18059,26 @@ async function runVerify(options, items = new ItemResults()) {
 			}
 		};
 	}
-	const failure = verifyFailure(items.counts, baseUrl);
+	const failure = verifyFailure(items.counts, {
+		baseUrl,
+		unfollowed,
+		receiptDir: options.receiptDir
+	});
 	return {
 		kind: "items",
 		title: TITLE,
 		items,
 		...failure ? { failure } : {}
 	};
+}
+/** The error of a path a walk met and did not follow (see runVerify). */
+function notFollowed(path, reason) {
+	const why = `${reason}: verify does not follow it, so what it stands for is not checked`;
+	return new InputFileError(path, why, {
+		code: "not_followed",
+		message: `${path}: ${why}`,
+		hint: "verify what it points to by its own path, or leave it out with --exclude if it is not shipped"
+	});
 }
 /**
 * The documents to check, and where their receipts are looked for. With
@@ -18156,11 +18176,14 @@ function insideReceiptDir(path) {
 * What ends a run whose documents are not all verified. Nothing is ever sent
 * by verify, so a document that cannot be read is exit 2 (it comes before 6).
 */
-function verifyFailure(counts, baseUrl) {
-	let checked = 0;
+function verifyFailure(counts, { baseUrl, unfollowed, receiptDir }) {
+	let checked = unfollowed;
 	for (const n of counts.values()) checked += n;
-	const unreadable = counts.get("failed") ?? 0;
-	if (unreadable > 0) return new UsageError(`${unreadable} of ${checked} document${checked === 1 ? "" : "s"} could not be checked`, { code: "batch_failed" });
+	const unreadable = (counts.get("failed") ?? 0) + unfollowed;
+	if (unreadable > 0) return new UsageError(`${unreadable} of ${checked} document${checked === 1 ? "" : "s"} could not be checked`, {
+		code: "batch_failed",
+		...unfollowed > 0 ? { hint: `${unfollowed} of them ${unfollowed === 1 ? "is a link or special file" : "are links or special files"} (not followed): verify their targets, or leave them out with --exclude` } : {}
+	});
 	const bad = checked - (counts.get("verified") ?? 0);
 	if (bad === 0) return void 0;
 	const what = [
@@ -18168,7 +18191,7 @@ function verifyFailure(counts, baseUrl) {
 		"invalid",
 		"unknown"
 	].filter((status) => counts.has(status)).map((status) => `${counts.get(status)} ${status}`).join(", ");
-	const hints = [...counts.has("unknown") ? [`unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url (the ledger of ${baseUrl} was searched)`] : [], ...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []];
+	const hints = [...counts.has("unknown") ? [receiptDir === void 0 ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url (the ledger of ${baseUrl} was searched)` : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url`] : [], ...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []];
 	return new NotNotarizedError(`${bad} of ${checked} document${checked === 1 ? " is" : "s are"} not verified (${what})`, { hint: hints.join("; ") });
 }
 /** What a note adds for a document verified as a leaf of a registered Merkle root. */

@@ -60,8 +60,8 @@ export function configure(command: Command, context: () => Context): void {
       'after',
       `
 No network, no credentials, no store needed. Each document's digest is checked against the first of:
---receipt <file>; its receipt under --receipt-dir (named as register names them); <document>${RECEIPT_SUFFIX}
-beside it; else the local ledger of the current service.
+--receipt <file>; its receipt under --receipt-dir (named as register names them); without
+--receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.
 unknown: no receipt found and nothing in the ledger.
@@ -73,7 +73,9 @@ confirm the registration itself. Receipts written before format v1 (the bare rec
 A document that cannot be read (missing, unreadable, not a regular file), or a receipt found
 that cannot be, is a failed result and the others go on. Exit 0 when every document is verified;
 2 when one could not be checked (nothing is ever sent); else 6. A file in --receipt-dir
-that is no receipt is failed too: register passes such files over, so they have none.
+that is no receipt is failed too: register passes such files over, so they have none. So is a
+symbolic link or special file met under a folder walked: verify does not follow it, so what
+it stands for is not checked (--exclude leaves it out on purpose).
 ${examples([
   'notarize verify contract.pdf',
   'notarize verify app.tar.gz --receipt app.tar.gz.notarization.json',
@@ -102,9 +104,12 @@ export async function runVerify(
   items = new ItemResults(),
 ): Promise<RecordResult | ItemsResult> {
   const { io } = options;
+  // A link or special file under a folder walked: not followed, so what it stands for goes
+  // unchecked, and a release check must not pass over it (a link out of dist ships its target).
+  let unfollowed = 0;
   const expansion = await expandInputs(options.paths, toInputOptions(options), io.stdin, (s) => {
-    io.warn(`skipped ${s.path}: ${s.reason}`);
-    items.skip(skippedResult(s.path, s.reason));
+    unfollowed++;
+    items.skip(failedResult(s.path, null, notFollowed(s.path, s.reason)));
   });
   const { documents, sources } = await receiptSources(options, expansion, (path, reason) => {
     io.warn(`skipped ${path}: ${reason}`);
@@ -159,8 +164,18 @@ export async function runVerify(
       github: { title: TITLE, results },
     };
   }
-  const failure = verifyFailure(items.counts, baseUrl);
+  const failure = verifyFailure(items.counts, { baseUrl, unfollowed, receiptDir: options.receiptDir });
   return { kind: 'items', title: TITLE, items, ...(failure ? { failure } : {}) };
+}
+
+/** The error of a path a walk met and did not follow (see runVerify). */
+function notFollowed(path: string, reason: string): InputFileError {
+  const why = `${reason}: verify does not follow it, so what it stands for is not checked`;
+  return new InputFileError(path, why, {
+    code: 'not_followed',
+    message: `${path}: ${why}`,
+    hint: 'verify what it points to by its own path, or leave it out with --exclude if it is not shipped',
+  });
 }
 
 /** A document's digest and what it was found to be. */
@@ -281,13 +296,21 @@ function insideReceiptDir(path: string): InputItem {
  * What ends a run whose documents are not all verified. Nothing is ever sent
  * by verify, so a document that cannot be read is exit 2 (it comes before 6).
  */
-function verifyFailure(counts: ReadonlyMap<ItemStatus, number>, baseUrl: string): NotarizeError | undefined {
-  let checked = 0;
+function verifyFailure(
+  counts: ReadonlyMap<ItemStatus, number>,
+  { baseUrl, unfollowed, receiptDir }: { baseUrl: string; unfollowed: number; receiptDir: string | undefined },
+): NotarizeError | undefined {
+  let checked = unfollowed;
   for (const n of counts.values()) checked += n;
-  const unreadable = counts.get('failed') ?? 0;
+  const unreadable = (counts.get('failed') ?? 0) + unfollowed;
   if (unreadable > 0) {
     return new UsageError(`${unreadable} of ${checked} document${checked === 1 ? '' : 's'} could not be checked`, {
       code: 'batch_failed',
+      ...(unfollowed > 0
+        ? {
+            hint: `${unfollowed} of them ${unfollowed === 1 ? 'is a link or special file' : 'are links or special files'} (not followed): verify their targets, or leave them out with --exclude`,
+          }
+        : {}),
     });
   }
   const bad = checked - (counts.get('verified') ?? 0);
@@ -299,8 +322,11 @@ function verifyFailure(counts: ReadonlyMap<ItemStatus, number>, baseUrl: string)
   const hints = [
     ...(counts.has('unknown')
       ? [
-          `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), ` +
-            `or check --base-url (the ledger of ${baseUrl} was searched)`,
+          receiptDir === undefined
+            ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), ` +
+              `or check --base-url (the ledger of ${baseUrl} was searched)`
+            : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) ` +
+              `and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url`,
         ]
       : []),
     ...(counts.has('modified') || counts.has('invalid')

@@ -5,10 +5,13 @@
  *   1. `--receipt <file>` (one document only),
  *   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
  *      written for it there (same names: receipts.ts receiptNames),
- *   3. `<path>.notarization.json` beside the document,
+ *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
  *   4. the ledger of the current service.
  * A receipt found is never passed over for a later source: the receipt the
- * user points at, or keeps with the artifact, is what is checked.
+ * user points at, or keeps with the artifact, is what is checked. Given
+ * --receipt-dir, the user names where the receipts are: a receipt beside a
+ * document (in the folder of build outputs, which anything in the build
+ * can write to) must not stand in for one missing there.
  */
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -137,7 +140,7 @@ export class Evidence {
     if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
     const candidates: string[] = [];
     if (receiptDir) candidates.push(join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`));
-    if (item.kind === 'file') candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
+    else if (item.kind === 'file') candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
     for (const path of candidates) {
       const text = await readReceiptFile(path);
       if (text !== undefined) return judgeByReceipt(hash, path, text);

@@ -199,11 +199,14 @@ async function* walk(
     const relativePath = below ? `${below}/${entry.name}` : entry.name;
     if (entry.isDirectory()) {
       yield* walk(path, relativePath, accept, onSkipped);
+    } else if (!accept(relativePath)) {
+      // Left out by --include/--exclude, links and special files too: nothing to report.
+      continue;
     } else if (entry.isSymbolicLink()) {
       onSkipped({ path, reason: 'symbolic link (not followed)' });
     } else if (!entry.isFile()) {
       onSkipped({ path, reason: 'not a regular file' });
-    } else if (accept(relativePath)) {
+    } else {
       let info;
       try {
         info = lstatSync(path); // synchronous: see expandPath

@@ -95,7 +95,7 @@ describe('readReceiptFile', () => {
 });
 
 describe('Evidence.judge: the first source found decides', () => {
-  it('--receipt, then --receipt-dir, then beside the document, then the ledger', async () => {
+  it('--receipt, then --receipt-dir, then (without --receipt-dir) beside the document, then the ledger', async () => {
     const dir = tempDir();
     const doc = join(dir, 'doc.txt');
     writeFileSync(doc, 'doc');
@@ -111,13 +111,21 @@ describe('Evidence.judge: the first source found decides', () => {
       status: 'verified',
       source: 'ledger',
     });
-    // Beside it, of another digest: it decides (modified), the ledger is not asked.
+    // Beside it, of another digest: without --receipt-dir it decides (modified), the ledger is not asked.
     writeFileSync(beside, receiptOf(OTHER));
-    expect(await new Evidence(sources, ledger).judge(fileItem(doc), 0, HASH)).toMatchObject({
+    expect(await new Evidence({}, ledger).judge(fileItem(doc), 0, HASH)).toMatchObject({
       status: 'modified',
       receipt: beside,
     });
-    // In --receipt-dir: before the one beside it.
+    // With --receipt-dir, only receipts there count: the one beside it is not read.
+    expect(await new Evidence(sources, ledger).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'verified',
+      source: 'ledger',
+    });
+    expect(await new Evidence(sources, ledgerWith(OTHER, 'other.txt')).judge(fileItem(doc), 0, HASH)).toEqual({
+      status: 'unknown',
+    });
+    // In --receipt-dir: it decides.
     writeFileSync(inDir, receiptOf(HASH));
     expect(await new Evidence(sources, ledger).judge(fileItem(doc), 0, HASH)).toMatchObject({
       status: 'verified',

@@ -4,7 +4,9 @@
  * runs on an EMPTY store, with no API key, and nothing listening at the base
  * URL, so nothing but the receipts can speak for the documents.
  */
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Bed, type BedMainOptions } from '../helpers/bed.js';
@@ -89,6 +91,72 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
       NAMES.map((name) => `${doc(name)}.notarization.json`),
     );
     expect(results.filter((r) => r.status === 'skipped')).toHaveLength(3);
+  });
+
+  it('with --receipt-dir, a receipt beside a document is not read: one planted in dist cannot vouch for an artifact', async () => {
+    // A file added to dist after registration, with a receipt of its own digest beside it (it holds together).
+    writeFileSync(join(here, 'dist', 'evil.bin'), 'never registered\n');
+    const evil = join(here, 'dist', 'evil.bin');
+    const planted = JSON.parse(readFileSync(receipt('a.txt'), 'utf8')) as ReceiptFields;
+    const digest = createHash('sha256').update('never registered\n').digest('hex');
+    planted.document.sha256 = digest;
+    planted.record.hash = digest;
+    planted.service.verificationUrl = String(planted.service.verificationUrl).replace(hashes['a.txt']!, digest);
+    writeFileSync(`${evil}.notarization.json`, JSON.stringify(planted));
+    // Without --receipt-dir the receipt beside it decides: that is where it says receipts are.
+    const beside = await downloader(['verify', evil]);
+    expect(beside.code, describeRun(beside)).toBe(0);
+
+    const gate = await verifyAllWithReceiptDir();
+    expect(gate.code, describeRun(gate)).toBe(6);
+    const results = parseResults(gate.stdout);
+    expect(results.find((r) => r.file === evil)).toEqual(expect.objectContaining({ status: 'unknown' }));
+    expect(results.find((r) => r.file === evil)).not.toHaveProperty('receipt');
+    expect(results.filter((r) => r.status === 'verified')).toHaveLength(NAMES.length);
+    expect(jsonError(gate.stderr).hint).toContain('with --receipt-dir, none beside a document is read');
+  });
+
+  it('a link or special file met in a walk fails the check (exit 2) unless --exclude leaves it out', async () => {
+    const outside = join(here, 'elsewhere');
+    mkdirSync(outside);
+    writeFileSync(join(outside, 'payload.exe'), 'never registered\n');
+    symlinkSync(outside, join(here, 'dist', 'plugins'));
+    symlinkSync(join(outside, 'payload.exe'), join(here, 'dist', 'tool.exe'));
+    execFileSync('mkfifo', [join(here, 'dist', 'pipe')]);
+
+    const gate = await verifyAllWithReceiptDir();
+    expect(gate.code, describeRun(gate)).toBe(2);
+    const failed = parseResults(gate.stdout).filter((r) => r.status === 'failed');
+    expect(failed.map((r) => r.file).sort()).toEqual(['pipe', 'plugins', 'tool.exe'].map((n) => join(here, 'dist', n)));
+    for (const result of failed) {
+      expect(result.error).toMatchObject({
+        code: 'not_followed',
+        hint: 'verify what it points to by its own path, or leave it out with --exclude if it is not shipped',
+      });
+    }
+    expect(jsonError(gate.stderr)).toMatchObject({
+      code: 'batch_failed',
+      message: '3 of 6 documents could not be checked',
+    });
+
+    // Left out on purpose: the same walk passes, and says nothing of them.
+    const excluded = await downloader([
+      'verify',
+      '-r',
+      join(here, 'dist'),
+      '--receipt-dir',
+      join(here, 'receipts'),
+      '--exclude',
+      'plugins',
+      '--exclude',
+      'tool.exe',
+      '--exclude',
+      'pipe',
+      '--json',
+    ]);
+    expect(excluded.code, describeRun(excluded)).toBe(0);
+    expect(parseResults(excluded.stdout).map((r) => r.status)).toEqual(NAMES.map(() => 'verified'));
+    expect(excluded.stderr).toBe('3 items: 3 verified\n');
   });
 
   it('a walk passes over only real receipts: a file named like one, or any other file in --receipt-dir, is verified', async () => {
