@@ -5,7 +5,7 @@ Verdicts: verified (exit 0); modified, a consistent receipt of another digest, o
 contradicts itself (exit 6); exit 2: bad arguments, unreadable files, a receipt over 1 MiB. See docs/verify-by-hand.md:
 a receipt is evidence, not a signature; its verificationUrl is where the registration is confirmed. The rules are
 notarize's (src/core/receipt-format.ts), its JSON read as JSON.parse reads it: numbers are doubles (2.0 is 2)."""
-import hashlib, json, re, sys
+import hashlib, json, os, re, stat, sys
 
 MAX_BYTES, MAX_DEPTH, MAX_SAFE = 1 << 20, 64, 2**53 - 1  # MAX_RECEIPT_BYTES, MAX_RECEIPT_DEPTH, Number.MAX_SAFE_INTEGER
 HEX64, ANY_CASE_HEX64 = re.compile(r"[0-9a-f]{64}\Z"), re.compile(r"[0-9a-fA-F]{64}\Z")
@@ -17,19 +17,20 @@ DEEP = "the receipt nests more than %d levels deep" % MAX_DEPTH
 shown = lambda text: "".join(c if c.isprintable() else "\\u%04x" % ord(c) for c in str(text))  # terminal-safe
 is_hex = lambda value, pattern=HEX64: isinstance(value, str) and pattern.match(value) is not None
 
+def open_regular(path):  # as notarize opens inputs: non-blocking, and a regular file only (a FIFO or device would hang a read)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    if stat.S_ISREG(os.fstat(fd).st_mode): return os.fdopen(fd, "rb")
+    os.close(fd); raise OSError(0, "not a regular file", path)
 def sha256_of(path):
     digest = hashlib.sha256()
-    with open(path, "rb") as document:
+    with open_regular(path) as document:
         for block in iter(lambda: document.read(1 << 20), b""): digest.update(block)
     return digest.hexdigest()
-
 def need(ok, why="the receipt is malformed"):
     if not ok: raise ValueError(why)
-
 # zod's z.object: an object with all these members, others allowed; z.int(): an integral number from `least` to 2^53-1.
 members = lambda value, where, *keys: need(isinstance(value, dict) and all(k in value for k in keys), "the receipt is malformed: " + where) or [value[k] for k in keys]
 whole = lambda value, least, where: need(type(value) is float and value % 1 == 0 and least <= value <= MAX_SAFE, "the receipt is malformed: " + where) or int(value)
-
 def depth(text):  # how deep arrays and objects nest in JSON text, strings passed over (notarize's jsonDepth)
     level = deepest = 0
     for bracket in re.findall(r"[][{}]", re.sub(r'"[^"\\]*(?:\\.[^"\\]*)*"', "", text)):
@@ -47,7 +48,6 @@ def fold(fn, size, node, path):  # RFC 9162 section 2.1.3.2: the root a proof of
         else: node = hashlib.sha256(b"\x01" + node + sibling).digest()
         fn, sn = fn >> 1, sn >> 1
     return node if sn == 0 else None
-
 def read_receipt(text):  # (digest, verificationUrl or None) of a consistent receipt; raises ValueError saying why not
     try:  # every number a double, as JSON.parse reads it (an integer of 5,000 digits too); NaN and Infinity are no JSON
         receipt = json.loads(text, parse_int=float, parse_constant=lambda constant: need(False))
@@ -85,7 +85,7 @@ def main(argv):
     if len(argv) != 3: return refuse("usage: verify-receipt.py <document> <receipt>")
     try:
         digest = sha256_of(argv[1])
-        with open(argv[2], "rb") as receipt_file: text = receipt_file.read(MAX_BYTES + 1)
+        with open_regular(argv[2]) as receipt_file: text = receipt_file.read(MAX_BYTES + 1)
     except OSError as error: return refuse("verify-receipt: %s: %s" % (error.filename, error.strerror))
     if len(text) > MAX_BYTES: return refuse("verify-receipt: the receipt from '%s' is larger than %d bytes" % (argv[2], MAX_BYTES))
     try:

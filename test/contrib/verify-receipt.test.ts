@@ -4,7 +4,7 @@
  * good and tampered: it gives the verdict and exit code that
  * `notarize verify --receipt` gives on the same files (issue 12).
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,7 +75,7 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
   it('is under 100 lines and imports only the standard library', () => {
     const source = readFileSync(SCRIPT, 'utf8');
     expect(source.trimEnd().split('\n').length).toBeLessThan(100);
-    expect(source.match(/^import .*$/gm)).toEqual(['import hashlib, json, re, sys']);
+    expect(source.match(/^import .*$/gm)).toEqual(['import hashlib, json, os, re, stat, sys']);
   });
 
   it('verified: a document and the receipt notarize wrote, exit 0, naming where to confirm it', async () => {
@@ -267,6 +267,24 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
     expect(python.code, describeRun(python)).toBe(2);
     expect(python.stderr).toBe(`verify-receipt: ${doc('missing.txt')}: No such file or directory\n`);
     expect(notarize.code).toBe(2);
+  });
+
+  it('a FIFO or device as the document or the receipt: exit 2 from both at once, never waiting on it', async () => {
+    const { doc, receipt } = download();
+    const fifo = join(here, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    for (const [document, its] of [
+      [doc('a.txt'), fifo],
+      [fifo, receipt('a.txt')],
+      ['/dev/zero', receipt('a.txt')],
+    ] as const) {
+      const { python, notarize } = await bothVerdicts(document, its);
+      expect(python.code, describeRun(python)).toBe(2);
+      expect(python.stderr).toBe(
+        `verify-receipt: ${document === doc('a.txt') ? fifo : document}: not a regular file\n`,
+      );
+      expect(notarize.code, describeRun(notarize)).toBe(2);
+    }
   });
 
   it('control characters in what it prints are escaped', async () => {
