@@ -11737,6 +11737,731 @@ var init_receipts = __esmMin((() => {
 	MAX_NAME_BYTES = 255;
 	MAX_PATH_BYTES = 4095;
 }));
+// dist/store/service-store.js
+/**
+* Pending sessions and completed records of one service, one file per hash.
+* The service's answers are kept as the exact text received, so a session is
+* sent back to forfait byte for byte and a record printed as the service sent
+* it, unknown fields included.
+*/
+/** An entry as the store hands it out: its file's content without the version. */
+function withoutVersion({ schemaVersion: _version, ...entry }) {
+	return entry;
+}
+/**
+* A tree's manifest (`<root>.tree.json`, written beside the receipts: its
+* own type and version instead of the store's) read as the store's tree
+* file, so that a damaged or lost tree file is restored by copying the
+* manifest in. Anything else passes unchanged.
+*/
+function fromManifest(value) {
+	if (typeof value !== "object" || value === null || "schemaVersion" in value) return value;
+	const { type, version, ...tree } = value;
+	if (type !== TREE_MANIFEST.type || version !== TREE_MANIFEST.version) return value;
+	delete tree.proofType;
+	return {
+		schemaVersion: STORE_VERSION.schemaVersion,
+		...tree
+	};
+}
+/**
+* The text of `value` as two-space indented JSON, piece by piece, except that
+* the array under `key` (its last field) has one element per line: a file of
+* 100,000 rows is readable and never built as one string. With `digestKey`,
+* a last field of that name holds the SHA-256 of the rows (RowsDigest), so
+* that a reader can tell the rows are as written without parsing them.
+*/
+function* jsonWithRows(value, key, digestKey) {
+	const head = { ...value };
+	const rows = head[key];
+	delete head[key];
+	if (digestKey !== void 0) delete head[digestKey];
+	yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`;
+	const digest = new RowsDigest();
+	for (const [i, row] of rows.entries()) {
+		const json = JSON.stringify(row);
+		digest.add(json);
+		yield `    ${json}${i < rows.length - 1 ? "," : ""}\n`;
+	}
+	yield digestKey === void 0 ? "  ]\n}\n" : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.hex()}"\n}\n`;
+}
+/**
+* The leaves' digests of a tree file's text, read without parsing it, when
+* the file is exactly as notarize wrote it: its layout, one well-formed line
+* per leaf numbered in order, as many as its treeSize, and the digest of
+* those lines in its last field. Undefined for anything else (cut short,
+* edited, damaged, written before the digest): then it is parsed in full.
+*/
+function leafDigestsOfWholeTree(text) {
+	const size = /\n {2}"treeSize": (\d+),\n/.exec(text)?.[1];
+	const start = text.indexOf("\n  \"leaves\": [\n");
+	const end = new RegExp(`\\n {2}\\],\\n {2}"${LEAVES_DIGEST}": "([0-9a-f]{64})"\\n\\}\\n$`).exec(text);
+	if (size === void 0 || start === -1 || !end) return void 0;
+	const lines = text.slice(start + 15, end.index).split("\n");
+	if (lines.length !== Number(size)) return void 0;
+	const digest = new RowsDigest();
+	const digests = [];
+	for (const [i, line] of lines.entries()) {
+		const match = LEAF_LINE.exec(line);
+		if (!match || Number(match[2]) !== i || line.endsWith(",") !== i < lines.length - 1) return void 0;
+		digest.add(match[1]);
+		digests.push(match[3]);
+	}
+	return digest.hex() === end[1] ? digests : void 0;
+}
+/**
+* The leaves' digests of the tree file `file` when it is exactly as notarize
+* writes it, read without parsing it; undefined when it does not exist or
+* is anything else. Throws StoreError as readTreeFile does when it cannot
+* be read (a link, not a regular file, or, without `anyOwner`, another's).
+*/
+function treeFileDigests(file, { anyOwner = false } = {}) {
+	const text = readRegularFile(file, { anyOwner });
+	return text === void 0 ? void 0 : leafDigestsOfWholeTree(text);
+}
+/**
+* Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
+* `<root>.tree.json`, which reads the same) and checks it is the tree of
+* `root` with the leaves it was written with; undefined when it does not
+* exist. With `wanted`, a file written whole by notarize whose leaves'
+* digests `wanted` turns down is passed over unparsed (undefined): many
+* large trees are searched without building them all. With `anyOwner`, a
+* file of another user is read too; with `exactOnly`, one that is not
+* exactly as notarize writes it (which would have to be parsed to be
+* looked at) is refused. Throws StoreError naming the file when it cannot
+* be read or is damaged.
+*/
+function readTreeFile(file, root, wanted, { anyOwner = false, exactOnly = false } = {}) {
+	const text = readRegularFile(file, { anyOwner });
+	if (text === void 0) return void 0;
+	if (wanted || exactOnly) {
+		const digests = leafDigestsOfWholeTree(text);
+		if (digests === void 0 && exactOnly) throw corrupt(file, "it is not exactly as notarize writes a tree");
+		if (digests && wanted && !wanted(digests)) return void 0;
+	}
+	const entry = parseStoreText(file, text, treeEntrySchema);
+	if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+	if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
+	return entry;
+}
+/**
+* An entry read from `<hash>.json` must be about that hash: a file renamed or
+* edited by hand would otherwise complete or show another hash.
+*/
+function ofHash(hash, file, entry) {
+	if (entry !== void 0 && entry.hash !== hash) throw corrupt(file, `it holds hash ${entry.hash}, not the ${hash} its name says`);
+	return entry;
+}
+/**
+* The `hash` a record names, lowercase; undefined when it names none. Throws
+* when the text is not a JSON object (a stored record always is).
+*/
+function recordHashOf(recordJson) {
+	const record = JSON.parse(recordJson);
+	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
+}
+var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
+var init_service_store = __esmMin((() => {
+	init_zod();
+	init_errors();
+	init_validation();
+	init_files();
+	STORE_VERSION = { schemaVersion: 1 };
+	storeVersion = literal(STORE_VERSION.schemaVersion);
+	fileFacts = object({
+		name: string$1(),
+		size: int().nonnegative(),
+		lastModified: int().nonnegative()
+	});
+	jsonObjectText = string$1().refine((text) => {
+		try {
+			const value = JSON.parse(text);
+			return typeof value === "object" && value !== null && !Array.isArray(value);
+		} catch {
+			return false;
+		}
+	}, "expected the text of a JSON object");
+	pendingEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		description: string$1(),
+		custody: boolean(),
+		savedAt: string$1(),
+		file: fileFacts.optional(),
+		/**
+		* Set when forfait was sent with this session and answered 2xx with a body
+		* that could not be read: the service may have completed it, so only an
+		* explicit `notarize complete` sends the session again.
+		*/
+		forfaitUnreadAt: string$1().optional(),
+		/** The request step's answer, exactly as received. */
+		sessionJson: jsonObjectText
+	}).transform(withoutVersion);
+	unansweredEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		description: string$1(),
+		requestedAt: string$1()
+	}).transform(withoutVersion);
+	ledgerEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		completedAt: string$1(),
+		file: fileFacts.optional(),
+		/** The forfait answer, exactly as received. */
+		recordJson: jsonObjectText
+	}).transform(withoutVersion);
+	treeLeafSchema = object({
+		index: int().nonnegative(),
+		/** The document's file name (its base name), as `file.name` in the ledger; null when it has none. */
+		name: string$1().nullable(),
+		sha256: hashSchema,
+		size: int().nonnegative().nullable(),
+		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
+		salt: hashSchema
+	});
+	TREE_MANIFEST = {
+		type: "notarize-tree",
+		version: 1
+	};
+	treeEntrySchema = preprocess(fromManifest, object({
+		schemaVersion: storeVersion,
+		root: hashSchema,
+		treeSize: int().positive(),
+		description: string$1(),
+		createdAt: string$1(),
+		leaves: array(treeLeafSchema),
+		/** The SHA-256 of the leaf lines as written (jsonWithRows); absent in a file written without it. */
+		leavesSha256: hashSchema.optional()
+	})).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
+	RowsDigest = class RowsDigest {
+		#hash = createHash("sha256");
+		add(rowJson) {
+			this.#hash.update(`${rowJson}\n`);
+		}
+		hex() {
+			return this.#hash.digest("hex");
+		}
+		static of(rows) {
+			const digest = new RowsDigest();
+			for (const row of rows) digest.add(JSON.stringify(row));
+			return digest.hex();
+		}
+	};
+	LEAVES_DIGEST = "leavesSha256";
+	LEAF_LINE = /^ {4}(\{"index":(\d+),"name":(?:null|"(?:[^"\\]|\\.)*"),"sha256":"([0-9a-f]{64})","size":(?:\d+|null),"salt":"[0-9a-f]{64}"\}),?$/;
+	ServiceStore = class {
+		dir;
+		baseUrl;
+		#warn;
+		#flushes;
+		/** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
+		constructor(dir, baseUrl, warn = () => {}, flushes = new DirFlushes()) {
+			this.dir = dir;
+			this.baseUrl = baseUrl;
+			this.#warn = warn;
+			this.#flushes = flushes;
+		}
+		pendingFile(hash) {
+			return join(this.dir, "pending", `${hash}.json`);
+		}
+		/**
+		* Where a retired session of `hash` is kept aside: never listed as pending,
+		* never sent again, never deleted by notarize. One file per retirement.
+		*/
+		retiredFile(hash, at) {
+			return this.#asideFile("retired", hash, at);
+		}
+		ledgerFile(hash) {
+			return join(this.dir, "ledger", `${hash}.json`);
+		}
+		/**
+		* The lock file guarding the flow of one hash (see store/lock.ts), or of
+		* another named step (`aggregate`: choosing the trees of a run); its
+		* directory is created.
+		*/
+		lockFile(hash) {
+			const dir = join(this.dir, "locks");
+			this.#privateDir(dir);
+			return join(dir, `${hash}.lock`);
+		}
+		/** The pending session for a hash; throws StoreError if its file is damaged. */
+		readPending(hash) {
+			return ofHash(hash, this.pendingFile(hash), readStoreFile(this.pendingFile(hash), pendingEntrySchema));
+		}
+		/**
+		* Saves a pending session atomically (replacing any earlier one for the
+		* hash); resolves once it is durably on disk, rejects if it could not be.
+		*/
+		savePending(entry) {
+			return this.#writeEntry(this.pendingFile(entry.hash), entry);
+		}
+		/**
+		* Moves the pending session of `hash` aside into `retired/`, with when and
+		* why, and returns where it went (undefined when none was pending). The
+		* copy is durable before the pending file goes, so the session is never lost.
+		*/
+		async retirePending(hash, reason, at) {
+			let entry;
+			try {
+				entry = this.readPending(hash);
+			} catch (error) {
+				if (!(error instanceof StoreError)) throw error;
+				const file = this.retiredFile(hash, at).replace(/\.json$/, ".damaged.json");
+				this.#privateDir(join(file, ".."));
+				renameSync(this.pendingFile(hash), file);
+				return file;
+			}
+			if (entry === void 0) return void 0;
+			const file = this.retiredFile(hash, at);
+			await this.#writeEntry(file, {
+				...entry,
+				retiredAt: at.toISOString(),
+				retiredBecause: reason
+			});
+			await this.removePending(hash);
+			return file;
+		}
+		/**
+		* Why each retired session was put aside (`retiredBecause`), by hash. A
+		* file that cannot be read is left out: it says nothing either way.
+		*/
+		async retirements() {
+			const reasons = /* @__PURE__ */ new Map();
+			let names;
+			try {
+				names = await readdir(join(this.dir, "retired"));
+			} catch {
+				return reasons;
+			}
+			for (const name of names) {
+				if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue;
+				const hash = name.slice(0, 64);
+				try {
+					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, "retired", name)) ?? "{}");
+					if (typeof retiredBecause === "string") reasons.set(hash, [...reasons.get(hash) ?? [], retiredBecause]);
+				} catch {}
+			}
+			return reasons;
+		}
+		/** Removes the pending session of a hash; one already gone is not an error. */
+		removePending(hash) {
+			return removeFileOffThread(this.pendingFile(hash));
+		}
+		/**
+		* Removes a pending session left beside the ledger record of its hash by a
+		* process stopped between saving the record and removing the session. Only
+		* a session saved before the record was completed goes; a damaged file stays.
+		*/
+		removeLeftoverPending(record) {
+			let pending;
+			try {
+				pending = this.readPending(record.hash);
+			} catch {
+				return;
+			}
+			if (pending && pending.savedAt <= record.completedAt) removeFile(this.pendingFile(record.hash));
+		}
+		/**
+		* The ledger record for a hash; throws StoreError if its file is damaged,
+		* including when the record inside is not a record of that hash: an entry
+		* is proof of a notarization only if the service's own record names it.
+		*/
+		readRecord(hash) {
+			const file = this.ledgerFile(hash);
+			const entry = ofHash(hash, file, readStoreFile(file, ledgerEntrySchema));
+			if (entry !== void 0) {
+				const named = recordHashOf(entry.recordJson);
+				if (named !== hash) throw corrupt(file, `its record is of hash ${named ?? "(none)"}, not ${hash}`);
+			}
+			return entry;
+		}
+		/**
+		* Keeps aside a forfait answer that is not a record of `hash`, in
+		* `quarantine/`, and returns the file. It is never read back by notarize.
+		*/
+		async quarantine(hash, answerText, reason, at) {
+			const file = this.#asideFile("quarantine", hash, at);
+			await this.#write(file, {
+				hash,
+				receivedAt: at.toISOString(),
+				reason,
+				answerText
+			});
+			return file;
+		}
+		/** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
+		saveRecord(entry) {
+			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
+		}
+		treeFile(root) {
+			return join(this.dir, "trees", `${root}.json`);
+		}
+		/**
+		* The tree whose root is `root`; throws StoreError if its file is damaged
+		* (including a tree of another root). That its leaves fold to its root is
+		* for the reader to check (core/trees.ts), as the store knows no hashing.
+		* With `holding`, a file written whole by notarize that names none of
+		* those digests is passed over unparsed (undefined): a store of many large
+		* trees is searched without building them all.
+		*/
+		readTree(root, holding) {
+			return readTreeFile(this.treeFile(root), root, holding && ((digests) => digests.some((digest) => holding.has(digest))));
+		}
+		/** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */
+		async saveTree(entry) {
+			const file = this.treeFile(entry.root);
+			this.#privateDir(join(file, ".."));
+			await writeFileAtomic(file, jsonWithRows({
+				...STORE_VERSION,
+				...entry
+			}, "leaves", LEAVES_DIGEST), { flushes: this.#flushes });
+		}
+		/**
+		* Every tree, or with `holding` those that may hold one of these digests
+		* (see readTree); with `roots`, only the trees of those roots are read.
+		*/
+		listTrees(holding, roots) {
+			return this.#list("trees", (root) => roots && !roots.has(root) ? void 0 : this.readTree(root, holding));
+		}
+		unansweredFile(hash) {
+			return join(this.dir, "unanswered", `${hash}.json`);
+		}
+		/** The unread request step of a hash, if any; throws StoreError if its file is damaged. */
+		readUnanswered(hash) {
+			return ofHash(hash, this.unansweredFile(hash), readStoreFile(this.unansweredFile(hash), unansweredEntrySchema));
+		}
+		/** Records a request step answered 2xx unreadably (see UnansweredEntry). */
+		markUnanswered(entry) {
+			return this.#writeEntry(this.unansweredFile(entry.hash), entry);
+		}
+		/** Forgets an unread request step: it was completed, dropped by hand, or requested again. */
+		clearUnanswered(hash) {
+			removeFile(this.unansweredFile(hash));
+		}
+		listUnanswered() {
+			return this.#list("unanswered", (hash) => this.readUnanswered(hash));
+		}
+		listPending() {
+			return this.#list("pending", (hash) => this.readPending(hash));
+		}
+		listRecords() {
+			return this.#list("ledger", (hash) => this.readRecord(hash));
+		}
+		/**
+		* A file kept aside (retired/, quarantine/), one per event: the time in its
+		* name, with no ':' (not allowed in Windows file names).
+		*/
+		#asideFile(folder, hash, at) {
+			return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, "-")}.json`);
+		}
+		/** Writes an entry with the store's version first. */
+		#writeEntry(file, entry) {
+			return this.#write(file, {
+				...STORE_VERSION,
+				...entry
+			});
+		}
+		async #write(file, value) {
+			this.#privateDir(join(file, ".."));
+			await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
+		}
+		/** Directories this process has already made private: checked once, not on every write of a batch. */
+		#readyDirs = /* @__PURE__ */ new Set();
+		#privateDir(dir) {
+			if (this.#readyDirs.has(dir)) return;
+			if (ensurePrivateDir(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
+			this.#readyDirs.add(dir);
+		}
+		/**
+		* Checks this service's existing directories (made by an older notarize, or
+		* by hand): tightens ours, warning for each; refuses a link, another user's
+		* or one shared with everyone (see files.ts), before anything is sent.
+		*/
+		tightenExisting() {
+			for (const dir of [
+				join(this.dir, ".."),
+				this.dir,
+				...[
+					"pending",
+					"ledger",
+					"locks",
+					"retired",
+					"quarantine",
+					"unanswered",
+					"trees"
+				].map((d) => join(this.dir, d))
+			]) if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
+		}
+		async #list(kind, read) {
+			let names;
+			try {
+				names = await readdir(join(this.dir, kind));
+			} catch (error) {
+				if (error.code === "ENOENT") return {
+					entries: [],
+					problems: []
+				};
+				throw error;
+			}
+			const entries = [];
+			const problems = [];
+			for (const name of names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).sort()) try {
+				const entry = read(name.slice(0, 64));
+				if (entry !== void 0) entries.push(entry);
+			} catch (error) {
+				if (!(error instanceof StoreError)) throw error;
+				problems.push(error);
+			}
+			return {
+				entries,
+				problems
+			};
+		}
+	};
+}));
+// dist/core/trees.js
+/**
+* The Merkle trees of aggregate registrations (`register --aggregate`,
+* core/aggregate.ts), as the store keeps them (`trees/<root>.json`): each
+* tree with where its root stands (by the root's own files: its record, its
+* pending session, its session retired after a 409, or none), the index from
+* a document's digest to the tree that best proves it, and each leaf's
+* inclusion proof. `verify`, `show` and `receipt` read them here too.
+*
+* Returns data; never prints, never sends.
+*/
+/** The default description of an aggregate root: what it is, for anyone reading the record. */
+function rootDescription(treeSize) {
+	return `Merkle root of ${treeSize} document${treeSize === 1 ? "" : "s"} (RFC 9162, SHA-256, salted leaves)`;
+}
+/**
+* The Merkle tree of `entry`'s leaves; throws StoreError when they do not
+* fold to the root it names (`file`: where it was read, for the message).
+*/
+function foldedTree(entry, file) {
+	const merkle = merkleOf(entry.leaves);
+	if (merkle.root.toString("hex") !== entry.root) throw new StoreError(file, `${file} is damaged: its leaves make root ${merkle.root.toString("hex")}, not ${entry.root}`, { hint: `it is no proof for its documents: restore it from a backup, or from ${entry.root}.tree.json of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again` });
+	return merkle;
+}
+function merkleOf(leaves) {
+	const hashes = Buffer.allocUnsafe(leaves.length * 32);
+	leaves.forEach((leaf, i) => {
+		leafHash(Buffer.from(leaf.sha256, "hex"), Buffer.from(leaf.salt, "hex")).copy(hashes, i * 32);
+	});
+	return new MerkleTree(hashes);
+}
+/** A new tree over `documents`, in their order, each leaf with a fresh 32-byte random salt. */
+function plantTree(documents, description, at) {
+	const salts = randomBytes(documents.length * 32);
+	const leaves = documents.map((doc, index) => ({
+		index,
+		name: doc.name,
+		sha256: doc.sha256,
+		size: doc.size,
+		salt: salts.toString("hex", index * 32, (index + 1) * 32)
+	}));
+	const merkle = merkleOf(leaves);
+	const entry = {
+		root: merkle.root.toString("hex"),
+		treeSize: leaves.length,
+		description: description ?? rootDescription(leaves.length),
+		createdAt: at.toISOString(),
+		leaves
+	};
+	return new LoadedTree(entry, { state: "planned" }, merkle);
+}
+function better(a, b) {
+	if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
+	const [completedA, completedB] = [a.record?.completedAt, b.record?.completedAt];
+	if (completedA !== void 0 && completedB !== void 0 && completedA !== completedB) return completedA > completedB;
+	return a.entry.createdAt > b.entry.createdAt;
+}
+/** The hashes whose session was retired because the service answered forfait 409: it has them. */
+async function confirmedRoots(store) {
+	const confirmed = /* @__PURE__ */ new Set();
+	for (const [hash, reasons] of await store.retirements()) if (reasons.some((reason) => reason.startsWith("forfait answered 409"))) confirmed.add(hash);
+	return confirmed;
+}
+/** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
+function standingOf(store, root, retired) {
+	const record = store.readRecord(root);
+	if (record) return {
+		state: "registered",
+		record
+	};
+	if (store.readPending(root)) return { state: "pending" };
+	return { state: retired.has(root) ? "confirmed" : "planned" };
+}
+/**
+* The registered tree holding the document of digest `sha256`, if any (for
+* `show` and `receipt`, once the ledger has no record of the digest itself).
+* Throws StoreError for a tree whose leaves do not fold to its root, and,
+* when no readable tree holds it, for a tree file that cannot be read.
+*/
+async function findLeaf(store, sha256) {
+	const trees = await Trees.load(store, {
+		registeredOnly: true,
+		holding: /* @__PURE__ */ new Set([sha256])
+	});
+	const place = trees.place(sha256);
+	if (!place && trees.problems.length > 0) throw trees.problems[0];
+	if (!place) return void 0;
+	const { root } = place.tree.entry;
+	const entry = place.tree.record;
+	const proof = place.tree.proof(place.leafIndex, store.treeFile(root));
+	return {
+		entry,
+		leaf: place.tree.entry.leaves[place.leafIndex],
+		proof
+	};
+}
+/**
+* What the ledger holds for a digest (`show`, `receipt`): its own record, or
+* the record of the registered root it is a leaf of, with that leaf and its
+* proof; undefined when neither. Throws StoreError as findLeaf does.
+*/
+async function recordOf(store, sha256) {
+	const own = store.readRecord(sha256);
+	if (own) return { entry: own };
+	const found = await findLeaf(store, sha256);
+	return found && {
+		entry: found.entry,
+		underRoot: found
+	};
+}
+/**
+* The error of `show` and `receipt` for a digest the ledger does not hold
+* (exit 6). When the service told this store it has the digest, or a Merkle
+* root holding it (a 409 to a completion whose answer was lost), it says
+* so: the document is registered, only its record never arrived, and no
+* other ledger is where it was registered. Otherwise `hint` says what to do.
+*/
+async function notInLedger(store, sha256, baseUrl, hint) {
+	let confirmed = ((await store.retirements()).get(sha256) ?? []).some((reason) => reason.startsWith("forfait answered 409")) ? sha256 : void 0;
+	if (confirmed === void 0) {
+		const place = (await Trees.load(store, { holding: /* @__PURE__ */ new Set([sha256]) })).place(sha256);
+		if (place?.tree.state === "confirmed") confirmed = place.tree.entry.root;
+	}
+	if (confirmed === void 0) return new NotNotarizedError(`${sha256} is not in the ledger of ${baseUrl}`, { hint });
+	const what = confirmed === sha256 ? "it" : `the Merkle root ${confirmed} that holds it`;
+	return new NotNotarizedError(`${sha256} is registered (${baseUrl} answered 409 for ${what}), but this store never received its record`, { hint: "the service documents no way to fetch a record, so none is shown or made into a receipt here; a receipt written when it was registered still verifies" });
+}
+/** The name of a tree's manifest in --receipt-dir: `<root>.tree.json`. */
+function manifestName(root) {
+	return `${root}.tree.json`;
+}
+/** The root a manifest's file name names, or undefined for a name that is no manifest's. */
+function manifestRoot(name) {
+	return /^[0-9a-f]{64}\.tree\.json$/.test(name) ? name.slice(0, 64) : void 0;
+}
+/**
+* The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
+* every leaf (name, digest, size, salt, index) under its root, one per line,
+* from which any document's proof can be made again (see
+* docs/verify-by-hand.md). It holds every salt: it is the owner's copy, not
+* something to hand out with one document (its receipt is).
+*/
+function treeManifestText(entry) {
+	return jsonWithRows({
+		...TREE_MANIFEST,
+		proofType: PROOF_TYPE,
+		...entry
+	}, "leaves", LEAVES_DIGEST);
+}
+var LoadedTree, RANK, Trees;
+var init_trees = __esmMin((() => {
+	init_service_store();
+	init_errors();
+	init_merkle();
+	init_notarize();
+	init_receipt_format();
+	LoadedTree = class {
+		entry;
+		state;
+		record;
+		/** Taken from a manifest of an earlier run in --receipt-dir whose root was asked about (adoptManifests); never in the store. */
+		adopted;
+		#merkle;
+		constructor(entry, { state, record }, merkle, adopted = false) {
+			this.entry = entry;
+			this.state = state;
+			this.record = record;
+			this.#merkle = merkle;
+			this.adopted = adopted;
+		}
+		/**
+		* The Merkle tree of the leaves; throws StoreError when they do not fold
+		* to the root the file names (`file`: the tree's file, for the message).
+		*/
+		merkle(file) {
+			this.#merkle ??= foldedTree(this.entry, file);
+			return this.#merkle;
+		}
+		/** The inclusion proof of leaf `leafIndex`, as a v1 receipt carries it; throws StoreError as `merkle` does. */
+		proof(leafIndex, file) {
+			return {
+				type: PROOF_TYPE,
+				leafSalt: this.entry.leaves[leafIndex].salt,
+				leafIndex,
+				treeSize: this.entry.treeSize,
+				path: this.merkle(file).path(leafIndex).map((hash) => hash.toString("hex")),
+				root: this.entry.root
+			};
+		}
+	};
+	RANK = {
+		registered: 0,
+		confirmed: 1,
+		pending: 2,
+		planned: 3
+	};
+	Trees = class Trees {
+		#byDigest = /* @__PURE__ */ new Map();
+		all;
+		problems;
+		constructor(trees, problems = []) {
+			this.all = trees;
+			this.problems = problems;
+			for (const tree of trees) for (const leaf of tree.entry.leaves) {
+				const known = this.#byDigest.get(leaf.sha256);
+				if (known === void 0 || better(tree, known.tree)) this.#byDigest.set(leaf.sha256, {
+					tree,
+					leafIndex: leaf.index
+				});
+			}
+		}
+		/**
+		* Every tree of the store, with its state; `registeredOnly` keeps only
+		* those in the ledger, `skipRegistered` (--force) leaves them and the
+		* confirmed ones out.
+		*/
+		static async load(store, { registeredOnly = false, skipRegistered = false, holding, roots } = {}) {
+			const { entries, problems } = await store.listTrees(holding, roots);
+			const retired = entries.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(store);
+			const trees = [];
+			for (const entry of entries) {
+				let standing;
+				try {
+					standing = standingOf(store, entry.root, retired);
+				} catch (error) {
+					if (!(error instanceof StoreError)) throw error;
+					problems.push(error);
+					continue;
+				}
+				const { state } = standing;
+				if (registeredOnly && state !== "registered") continue;
+				if (skipRegistered && (state === "registered" || state === "confirmed")) continue;
+				trees.push(new LoadedTree(entry, standing));
+			}
+			return new Trees(trees, problems);
+		}
+		/** The place of the document of digest `sha256`, if a tree holds it. */
+		place(sha256) {
+			return this.#byDigest.get(sha256);
+		}
+	};
+}));
 // node_modules/chalk/source/vendor/ansi-styles/index.js
 function assembleStyles() {
 	const codes = /* @__PURE__ */ new Map();
@@ -12751,731 +13476,6 @@ var init_input_options = __esmMin((() => {
 		exclude: array(string$1()).default([]),
 		filesFrom: string$1().optional(),
 		null: boolean().default(false)
-	};
-}));
-// dist/store/service-store.js
-/**
-* Pending sessions and completed records of one service, one file per hash.
-* The service's answers are kept as the exact text received, so a session is
-* sent back to forfait byte for byte and a record printed as the service sent
-* it, unknown fields included.
-*/
-/** An entry as the store hands it out: its file's content without the version. */
-function withoutVersion({ schemaVersion: _version, ...entry }) {
-	return entry;
-}
-/**
-* A tree's manifest (`<root>.tree.json`, written beside the receipts: its
-* own type and version instead of the store's) read as the store's tree
-* file, so that a damaged or lost tree file is restored by copying the
-* manifest in. Anything else passes unchanged.
-*/
-function fromManifest(value) {
-	if (typeof value !== "object" || value === null || "schemaVersion" in value) return value;
-	const { type, version, ...tree } = value;
-	if (type !== TREE_MANIFEST.type || version !== TREE_MANIFEST.version) return value;
-	delete tree.proofType;
-	return {
-		schemaVersion: STORE_VERSION.schemaVersion,
-		...tree
-	};
-}
-/**
-* The text of `value` as two-space indented JSON, piece by piece, except that
-* the array under `key` (its last field) has one element per line: a file of
-* 100,000 rows is readable and never built as one string. With `digestKey`,
-* a last field of that name holds the SHA-256 of the rows (RowsDigest), so
-* that a reader can tell the rows are as written without parsing them.
-*/
-function* jsonWithRows(value, key, digestKey) {
-	const head = { ...value };
-	const rows = head[key];
-	delete head[key];
-	if (digestKey !== void 0) delete head[digestKey];
-	yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`;
-	const digest = new RowsDigest();
-	for (const [i, row] of rows.entries()) {
-		const json = JSON.stringify(row);
-		digest.add(json);
-		yield `    ${json}${i < rows.length - 1 ? "," : ""}\n`;
-	}
-	yield digestKey === void 0 ? "  ]\n}\n" : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.hex()}"\n}\n`;
-}
-/**
-* The leaves' digests of a tree file's text, read without parsing it, when
-* the file is exactly as notarize wrote it: its layout, one well-formed line
-* per leaf numbered in order, as many as its treeSize, and the digest of
-* those lines in its last field. Undefined for anything else (cut short,
-* edited, damaged, written before the digest): then it is parsed in full.
-*/
-function leafDigestsOfWholeTree(text) {
-	const size = /\n {2}"treeSize": (\d+),\n/.exec(text)?.[1];
-	const start = text.indexOf("\n  \"leaves\": [\n");
-	const end = new RegExp(`\\n {2}\\],\\n {2}"${LEAVES_DIGEST}": "([0-9a-f]{64})"\\n\\}\\n$`).exec(text);
-	if (size === void 0 || start === -1 || !end) return void 0;
-	const lines = text.slice(start + 15, end.index).split("\n");
-	if (lines.length !== Number(size)) return void 0;
-	const digest = new RowsDigest();
-	const digests = [];
-	for (const [i, line] of lines.entries()) {
-		const match = LEAF_LINE.exec(line);
-		if (!match || Number(match[2]) !== i || line.endsWith(",") !== i < lines.length - 1) return void 0;
-		digest.add(match[1]);
-		digests.push(match[3]);
-	}
-	return digest.hex() === end[1] ? digests : void 0;
-}
-/**
-* The leaves' digests of the tree file `file` when it is exactly as notarize
-* writes it, read without parsing it; undefined when it does not exist or
-* is anything else. Throws StoreError as readTreeFile does when it cannot
-* be read (a link, not a regular file, or, without `anyOwner`, another's).
-*/
-function treeFileDigests(file, { anyOwner = false } = {}) {
-	const text = readRegularFile(file, { anyOwner });
-	return text === void 0 ? void 0 : leafDigestsOfWholeTree(text);
-}
-/**
-* Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
-* `<root>.tree.json`, which reads the same) and checks it is the tree of
-* `root` with the leaves it was written with; undefined when it does not
-* exist. With `wanted`, a file written whole by notarize whose leaves'
-* digests `wanted` turns down is passed over unparsed (undefined): many
-* large trees are searched without building them all. With `anyOwner`, a
-* file of another user is read too; with `exactOnly`, one that is not
-* exactly as notarize writes it (which would have to be parsed to be
-* looked at) is refused. Throws StoreError naming the file when it cannot
-* be read or is damaged.
-*/
-function readTreeFile(file, root, wanted, { anyOwner = false, exactOnly = false } = {}) {
-	const text = readRegularFile(file, { anyOwner });
-	if (text === void 0) return void 0;
-	if (wanted || exactOnly) {
-		const digests = leafDigestsOfWholeTree(text);
-		if (digests === void 0 && exactOnly) throw corrupt(file, "it is not exactly as notarize writes a tree");
-		if (digests && wanted && !wanted(digests)) return void 0;
-	}
-	const entry = parseStoreText(file, text, treeEntrySchema);
-	if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
-	if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
-	return entry;
-}
-/**
-* An entry read from `<hash>.json` must be about that hash: a file renamed or
-* edited by hand would otherwise complete or show another hash.
-*/
-function ofHash(hash, file, entry) {
-	if (entry !== void 0 && entry.hash !== hash) throw corrupt(file, `it holds hash ${entry.hash}, not the ${hash} its name says`);
-	return entry;
-}
-/**
-* The `hash` a record names, lowercase; undefined when it names none. Throws
-* when the text is not a JSON object (a stored record always is).
-*/
-function recordHashOf(recordJson) {
-	const record = JSON.parse(recordJson);
-	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
-}
-var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
-var init_service_store = __esmMin((() => {
-	init_zod();
-	init_errors();
-	init_validation();
-	init_files();
-	STORE_VERSION = { schemaVersion: 1 };
-	storeVersion = literal(STORE_VERSION.schemaVersion);
-	fileFacts = object({
-		name: string$1(),
-		size: int().nonnegative(),
-		lastModified: int().nonnegative()
-	});
-	jsonObjectText = string$1().refine((text) => {
-		try {
-			const value = JSON.parse(text);
-			return typeof value === "object" && value !== null && !Array.isArray(value);
-		} catch {
-			return false;
-		}
-	}, "expected the text of a JSON object");
-	pendingEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		description: string$1(),
-		custody: boolean(),
-		savedAt: string$1(),
-		file: fileFacts.optional(),
-		/**
-		* Set when forfait was sent with this session and answered 2xx with a body
-		* that could not be read: the service may have completed it, so only an
-		* explicit `notarize complete` sends the session again.
-		*/
-		forfaitUnreadAt: string$1().optional(),
-		/** The request step's answer, exactly as received. */
-		sessionJson: jsonObjectText
-	}).transform(withoutVersion);
-	unansweredEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		description: string$1(),
-		requestedAt: string$1()
-	}).transform(withoutVersion);
-	ledgerEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		completedAt: string$1(),
-		file: fileFacts.optional(),
-		/** The forfait answer, exactly as received. */
-		recordJson: jsonObjectText
-	}).transform(withoutVersion);
-	treeLeafSchema = object({
-		index: int().nonnegative(),
-		/** The document's file name (its base name), as `file.name` in the ledger; null when it has none. */
-		name: string$1().nullable(),
-		sha256: hashSchema,
-		size: int().nonnegative().nullable(),
-		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
-		salt: hashSchema
-	});
-	TREE_MANIFEST = {
-		type: "notarize-tree",
-		version: 1
-	};
-	treeEntrySchema = preprocess(fromManifest, object({
-		schemaVersion: storeVersion,
-		root: hashSchema,
-		treeSize: int().positive(),
-		description: string$1(),
-		createdAt: string$1(),
-		leaves: array(treeLeafSchema),
-		/** The SHA-256 of the leaf lines as written (jsonWithRows); absent in a file written without it. */
-		leavesSha256: hashSchema.optional()
-	})).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
-	RowsDigest = class RowsDigest {
-		#hash = createHash("sha256");
-		add(rowJson) {
-			this.#hash.update(`${rowJson}\n`);
-		}
-		hex() {
-			return this.#hash.digest("hex");
-		}
-		static of(rows) {
-			const digest = new RowsDigest();
-			for (const row of rows) digest.add(JSON.stringify(row));
-			return digest.hex();
-		}
-	};
-	LEAVES_DIGEST = "leavesSha256";
-	LEAF_LINE = /^ {4}(\{"index":(\d+),"name":(?:null|"(?:[^"\\]|\\.)*"),"sha256":"([0-9a-f]{64})","size":(?:\d+|null),"salt":"[0-9a-f]{64}"\}),?$/;
-	ServiceStore = class {
-		dir;
-		baseUrl;
-		#warn;
-		#flushes;
-		/** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
-		constructor(dir, baseUrl, warn = () => {}, flushes = new DirFlushes()) {
-			this.dir = dir;
-			this.baseUrl = baseUrl;
-			this.#warn = warn;
-			this.#flushes = flushes;
-		}
-		pendingFile(hash) {
-			return join(this.dir, "pending", `${hash}.json`);
-		}
-		/**
-		* Where a retired session of `hash` is kept aside: never listed as pending,
-		* never sent again, never deleted by notarize. One file per retirement.
-		*/
-		retiredFile(hash, at) {
-			return this.#asideFile("retired", hash, at);
-		}
-		ledgerFile(hash) {
-			return join(this.dir, "ledger", `${hash}.json`);
-		}
-		/**
-		* The lock file guarding the flow of one hash (see store/lock.ts), or of
-		* another named step (`aggregate`: choosing the trees of a run); its
-		* directory is created.
-		*/
-		lockFile(hash) {
-			const dir = join(this.dir, "locks");
-			this.#privateDir(dir);
-			return join(dir, `${hash}.lock`);
-		}
-		/** The pending session for a hash; throws StoreError if its file is damaged. */
-		readPending(hash) {
-			return ofHash(hash, this.pendingFile(hash), readStoreFile(this.pendingFile(hash), pendingEntrySchema));
-		}
-		/**
-		* Saves a pending session atomically (replacing any earlier one for the
-		* hash); resolves once it is durably on disk, rejects if it could not be.
-		*/
-		savePending(entry) {
-			return this.#writeEntry(this.pendingFile(entry.hash), entry);
-		}
-		/**
-		* Moves the pending session of `hash` aside into `retired/`, with when and
-		* why, and returns where it went (undefined when none was pending). The
-		* copy is durable before the pending file goes, so the session is never lost.
-		*/
-		async retirePending(hash, reason, at) {
-			let entry;
-			try {
-				entry = this.readPending(hash);
-			} catch (error) {
-				if (!(error instanceof StoreError)) throw error;
-				const file = this.retiredFile(hash, at).replace(/\.json$/, ".damaged.json");
-				this.#privateDir(join(file, ".."));
-				renameSync(this.pendingFile(hash), file);
-				return file;
-			}
-			if (entry === void 0) return void 0;
-			const file = this.retiredFile(hash, at);
-			await this.#writeEntry(file, {
-				...entry,
-				retiredAt: at.toISOString(),
-				retiredBecause: reason
-			});
-			await this.removePending(hash);
-			return file;
-		}
-		/**
-		* Why each retired session was put aside (`retiredBecause`), by hash. A
-		* file that cannot be read is left out: it says nothing either way.
-		*/
-		async retirements() {
-			const reasons = /* @__PURE__ */ new Map();
-			let names;
-			try {
-				names = await readdir(join(this.dir, "retired"));
-			} catch {
-				return reasons;
-			}
-			for (const name of names) {
-				if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue;
-				const hash = name.slice(0, 64);
-				try {
-					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, "retired", name)) ?? "{}");
-					if (typeof retiredBecause === "string") reasons.set(hash, [...reasons.get(hash) ?? [], retiredBecause]);
-				} catch {}
-			}
-			return reasons;
-		}
-		/** Removes the pending session of a hash; one already gone is not an error. */
-		removePending(hash) {
-			return removeFileOffThread(this.pendingFile(hash));
-		}
-		/**
-		* Removes a pending session left beside the ledger record of its hash by a
-		* process stopped between saving the record and removing the session. Only
-		* a session saved before the record was completed goes; a damaged file stays.
-		*/
-		removeLeftoverPending(record) {
-			let pending;
-			try {
-				pending = this.readPending(record.hash);
-			} catch {
-				return;
-			}
-			if (pending && pending.savedAt <= record.completedAt) removeFile(this.pendingFile(record.hash));
-		}
-		/**
-		* The ledger record for a hash; throws StoreError if its file is damaged,
-		* including when the record inside is not a record of that hash: an entry
-		* is proof of a notarization only if the service's own record names it.
-		*/
-		readRecord(hash) {
-			const file = this.ledgerFile(hash);
-			const entry = ofHash(hash, file, readStoreFile(file, ledgerEntrySchema));
-			if (entry !== void 0) {
-				const named = recordHashOf(entry.recordJson);
-				if (named !== hash) throw corrupt(file, `its record is of hash ${named ?? "(none)"}, not ${hash}`);
-			}
-			return entry;
-		}
-		/**
-		* Keeps aside a forfait answer that is not a record of `hash`, in
-		* `quarantine/`, and returns the file. It is never read back by notarize.
-		*/
-		async quarantine(hash, answerText, reason, at) {
-			const file = this.#asideFile("quarantine", hash, at);
-			await this.#write(file, {
-				hash,
-				receivedAt: at.toISOString(),
-				reason,
-				answerText
-			});
-			return file;
-		}
-		/** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
-		saveRecord(entry) {
-			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
-		}
-		treeFile(root) {
-			return join(this.dir, "trees", `${root}.json`);
-		}
-		/**
-		* The tree whose root is `root`; throws StoreError if its file is damaged
-		* (including a tree of another root). That its leaves fold to its root is
-		* for the reader to check (core/trees.ts), as the store knows no hashing.
-		* With `holding`, a file written whole by notarize that names none of
-		* those digests is passed over unparsed (undefined): a store of many large
-		* trees is searched without building them all.
-		*/
-		readTree(root, holding) {
-			return readTreeFile(this.treeFile(root), root, holding && ((digests) => digests.some((digest) => holding.has(digest))));
-		}
-		/** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */
-		async saveTree(entry) {
-			const file = this.treeFile(entry.root);
-			this.#privateDir(join(file, ".."));
-			await writeFileAtomic(file, jsonWithRows({
-				...STORE_VERSION,
-				...entry
-			}, "leaves", LEAVES_DIGEST), { flushes: this.#flushes });
-		}
-		/**
-		* Every tree, or with `holding` those that may hold one of these digests
-		* (see readTree); with `roots`, only the trees of those roots are read.
-		*/
-		listTrees(holding, roots) {
-			return this.#list("trees", (root) => roots && !roots.has(root) ? void 0 : this.readTree(root, holding));
-		}
-		unansweredFile(hash) {
-			return join(this.dir, "unanswered", `${hash}.json`);
-		}
-		/** The unread request step of a hash, if any; throws StoreError if its file is damaged. */
-		readUnanswered(hash) {
-			return ofHash(hash, this.unansweredFile(hash), readStoreFile(this.unansweredFile(hash), unansweredEntrySchema));
-		}
-		/** Records a request step answered 2xx unreadably (see UnansweredEntry). */
-		markUnanswered(entry) {
-			return this.#writeEntry(this.unansweredFile(entry.hash), entry);
-		}
-		/** Forgets an unread request step: it was completed, dropped by hand, or requested again. */
-		clearUnanswered(hash) {
-			removeFile(this.unansweredFile(hash));
-		}
-		listUnanswered() {
-			return this.#list("unanswered", (hash) => this.readUnanswered(hash));
-		}
-		listPending() {
-			return this.#list("pending", (hash) => this.readPending(hash));
-		}
-		listRecords() {
-			return this.#list("ledger", (hash) => this.readRecord(hash));
-		}
-		/**
-		* A file kept aside (retired/, quarantine/), one per event: the time in its
-		* name, with no ':' (not allowed in Windows file names).
-		*/
-		#asideFile(folder, hash, at) {
-			return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, "-")}.json`);
-		}
-		/** Writes an entry with the store's version first. */
-		#writeEntry(file, entry) {
-			return this.#write(file, {
-				...STORE_VERSION,
-				...entry
-			});
-		}
-		async #write(file, value) {
-			this.#privateDir(join(file, ".."));
-			await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
-		}
-		/** Directories this process has already made private: checked once, not on every write of a batch. */
-		#readyDirs = /* @__PURE__ */ new Set();
-		#privateDir(dir) {
-			if (this.#readyDirs.has(dir)) return;
-			if (ensurePrivateDir(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
-			this.#readyDirs.add(dir);
-		}
-		/**
-		* Checks this service's existing directories (made by an older notarize, or
-		* by hand): tightens ours, warning for each; refuses a link, another user's
-		* or one shared with everyone (see files.ts), before anything is sent.
-		*/
-		tightenExisting() {
-			for (const dir of [
-				join(this.dir, ".."),
-				this.dir,
-				...[
-					"pending",
-					"ledger",
-					"locks",
-					"retired",
-					"quarantine",
-					"unanswered",
-					"trees"
-				].map((d) => join(this.dir, d))
-			]) if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
-		}
-		async #list(kind, read) {
-			let names;
-			try {
-				names = await readdir(join(this.dir, kind));
-			} catch (error) {
-				if (error.code === "ENOENT") return {
-					entries: [],
-					problems: []
-				};
-				throw error;
-			}
-			const entries = [];
-			const problems = [];
-			for (const name of names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).sort()) try {
-				const entry = read(name.slice(0, 64));
-				if (entry !== void 0) entries.push(entry);
-			} catch (error) {
-				if (!(error instanceof StoreError)) throw error;
-				problems.push(error);
-			}
-			return {
-				entries,
-				problems
-			};
-		}
-	};
-}));
-// dist/core/trees.js
-/**
-* The Merkle trees of aggregate registrations (`register --aggregate`,
-* core/aggregate.ts), as the store keeps them (`trees/<root>.json`): each
-* tree with where its root stands (by the root's own files: its record, its
-* pending session, its session retired after a 409, or none), the index from
-* a document's digest to the tree that best proves it, and each leaf's
-* inclusion proof. `verify`, `show` and `receipt` read them here too.
-*
-* Returns data; never prints, never sends.
-*/
-/** The default description of an aggregate root: what it is, for anyone reading the record. */
-function rootDescription(treeSize) {
-	return `Merkle root of ${treeSize} document${treeSize === 1 ? "" : "s"} (RFC 9162, SHA-256, salted leaves)`;
-}
-/**
-* The Merkle tree of `entry`'s leaves; throws StoreError when they do not
-* fold to the root it names (`file`: where it was read, for the message).
-*/
-function foldedTree(entry, file) {
-	const merkle = merkleOf(entry.leaves);
-	if (merkle.root.toString("hex") !== entry.root) throw new StoreError(file, `${file} is damaged: its leaves make root ${merkle.root.toString("hex")}, not ${entry.root}`, { hint: `it is no proof for its documents: restore it from a backup, or from ${entry.root}.tree.json of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again` });
-	return merkle;
-}
-function merkleOf(leaves) {
-	const hashes = Buffer.allocUnsafe(leaves.length * 32);
-	leaves.forEach((leaf, i) => {
-		leafHash(Buffer.from(leaf.sha256, "hex"), Buffer.from(leaf.salt, "hex")).copy(hashes, i * 32);
-	});
-	return new MerkleTree(hashes);
-}
-/** A new tree over `documents`, in their order, each leaf with a fresh 32-byte random salt. */
-function plantTree(documents, description, at) {
-	const salts = randomBytes(documents.length * 32);
-	const leaves = documents.map((doc, index) => ({
-		index,
-		name: doc.name,
-		sha256: doc.sha256,
-		size: doc.size,
-		salt: salts.toString("hex", index * 32, (index + 1) * 32)
-	}));
-	const merkle = merkleOf(leaves);
-	const entry = {
-		root: merkle.root.toString("hex"),
-		treeSize: leaves.length,
-		description: description ?? rootDescription(leaves.length),
-		createdAt: at.toISOString(),
-		leaves
-	};
-	return new LoadedTree(entry, { state: "planned" }, merkle);
-}
-function better(a, b) {
-	if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
-	const [completedA, completedB] = [a.record?.completedAt, b.record?.completedAt];
-	if (completedA !== void 0 && completedB !== void 0 && completedA !== completedB) return completedA > completedB;
-	return a.entry.createdAt > b.entry.createdAt;
-}
-/** The hashes whose session was retired because the service answered forfait 409: it has them. */
-async function confirmedRoots(store) {
-	const confirmed = /* @__PURE__ */ new Set();
-	for (const [hash, reasons] of await store.retirements()) if (reasons.some((reason) => reason.startsWith("forfait answered 409"))) confirmed.add(hash);
-	return confirmed;
-}
-/** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
-function standingOf(store, root, retired) {
-	const record = store.readRecord(root);
-	if (record) return {
-		state: "registered",
-		record
-	};
-	if (store.readPending(root)) return { state: "pending" };
-	return { state: retired.has(root) ? "confirmed" : "planned" };
-}
-/**
-* The registered tree holding the document of digest `sha256`, if any (for
-* `show` and `receipt`, once the ledger has no record of the digest itself).
-* Throws StoreError for a tree whose leaves do not fold to its root, and,
-* when no readable tree holds it, for a tree file that cannot be read.
-*/
-async function findLeaf(store, sha256) {
-	const trees = await Trees.load(store, {
-		registeredOnly: true,
-		holding: /* @__PURE__ */ new Set([sha256])
-	});
-	const place = trees.place(sha256);
-	if (!place && trees.problems.length > 0) throw trees.problems[0];
-	if (!place) return void 0;
-	const { root } = place.tree.entry;
-	const entry = place.tree.record;
-	const proof = place.tree.proof(place.leafIndex, store.treeFile(root));
-	return {
-		entry,
-		leaf: place.tree.entry.leaves[place.leafIndex],
-		proof
-	};
-}
-/**
-* What the ledger holds for a digest (`show`, `receipt`): its own record, or
-* the record of the registered root it is a leaf of, with that leaf and its
-* proof; undefined when neither. Throws StoreError as findLeaf does.
-*/
-async function recordOf(store, sha256) {
-	const own = store.readRecord(sha256);
-	if (own) return { entry: own };
-	const found = await findLeaf(store, sha256);
-	return found && {
-		entry: found.entry,
-		underRoot: found
-	};
-}
-/**
-* The error of `show` and `receipt` for a digest the ledger does not hold
-* (exit 6). When the service told this store it has the digest, or a Merkle
-* root holding it (a 409 to a completion whose answer was lost), it says
-* so: the document is registered, only its record never arrived, and no
-* other ledger is where it was registered. Otherwise `hint` says what to do.
-*/
-async function notInLedger(store, sha256, baseUrl, hint) {
-	let confirmed = ((await store.retirements()).get(sha256) ?? []).some((reason) => reason.startsWith("forfait answered 409")) ? sha256 : void 0;
-	if (confirmed === void 0) {
-		const place = (await Trees.load(store, { holding: /* @__PURE__ */ new Set([sha256]) })).place(sha256);
-		if (place?.tree.state === "confirmed") confirmed = place.tree.entry.root;
-	}
-	if (confirmed === void 0) return new NotNotarizedError(`${sha256} is not in the ledger of ${baseUrl}`, { hint });
-	const what = confirmed === sha256 ? "it" : `the Merkle root ${confirmed} that holds it`;
-	return new NotNotarizedError(`${sha256} is registered (${baseUrl} answered 409 for ${what}), but this store never received its record`, { hint: "the service documents no way to fetch a record, so none is shown or made into a receipt here; a receipt written when it was registered still verifies" });
-}
-/** The name of a tree's manifest in --receipt-dir: `<root>.tree.json`. */
-function manifestName(root) {
-	return `${root}.tree.json`;
-}
-/** The root a manifest's file name names, or undefined for a name that is no manifest's. */
-function manifestRoot(name) {
-	return /^[0-9a-f]{64}\.tree\.json$/.test(name) ? name.slice(0, 64) : void 0;
-}
-/**
-* The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
-* every leaf (name, digest, size, salt, index) under its root, one per line,
-* from which any document's proof can be made again (see
-* docs/verify-by-hand.md). It holds every salt: it is the owner's copy, not
-* something to hand out with one document (its receipt is).
-*/
-function treeManifestText(entry) {
-	return jsonWithRows({
-		...TREE_MANIFEST,
-		proofType: PROOF_TYPE,
-		...entry
-	}, "leaves", LEAVES_DIGEST);
-}
-var LoadedTree, RANK, Trees;
-var init_trees = __esmMin((() => {
-	init_service_store();
-	init_errors();
-	init_merkle();
-	init_notarize();
-	init_receipt_format();
-	LoadedTree = class {
-		entry;
-		state;
-		record;
-		/** Taken from a manifest of an earlier run in --receipt-dir whose root was asked about (adoptManifests); never in the store. */
-		adopted;
-		#merkle;
-		constructor(entry, { state, record }, merkle, adopted = false) {
-			this.entry = entry;
-			this.state = state;
-			this.record = record;
-			this.#merkle = merkle;
-			this.adopted = adopted;
-		}
-		/**
-		* The Merkle tree of the leaves; throws StoreError when they do not fold
-		* to the root the file names (`file`: the tree's file, for the message).
-		*/
-		merkle(file) {
-			this.#merkle ??= foldedTree(this.entry, file);
-			return this.#merkle;
-		}
-		/** The inclusion proof of leaf `leafIndex`, as a v1 receipt carries it; throws StoreError as `merkle` does. */
-		proof(leafIndex, file) {
-			return {
-				type: PROOF_TYPE,
-				leafSalt: this.entry.leaves[leafIndex].salt,
-				leafIndex,
-				treeSize: this.entry.treeSize,
-				path: this.merkle(file).path(leafIndex).map((hash) => hash.toString("hex")),
-				root: this.entry.root
-			};
-		}
-	};
-	RANK = {
-		registered: 0,
-		confirmed: 1,
-		pending: 2,
-		planned: 3
-	};
-	Trees = class Trees {
-		#byDigest = /* @__PURE__ */ new Map();
-		all;
-		problems;
-		constructor(trees, problems = []) {
-			this.all = trees;
-			this.problems = problems;
-			for (const tree of trees) for (const leaf of tree.entry.leaves) {
-				const known = this.#byDigest.get(leaf.sha256);
-				if (known === void 0 || better(tree, known.tree)) this.#byDigest.set(leaf.sha256, {
-					tree,
-					leafIndex: leaf.index
-				});
-			}
-		}
-		/**
-		* Every tree of the store, with its state; `registeredOnly` keeps only
-		* those in the ledger, `skipRegistered` (--force) leaves them and the
-		* confirmed ones out.
-		*/
-		static async load(store, { registeredOnly = false, skipRegistered = false, holding, roots } = {}) {
-			const { entries, problems } = await store.listTrees(holding, roots);
-			const retired = entries.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(store);
-			const trees = [];
-			for (const entry of entries) {
-				let standing;
-				try {
-					standing = standingOf(store, entry.root, retired);
-				} catch (error) {
-					if (!(error instanceof StoreError)) throw error;
-					problems.push(error);
-					continue;
-				}
-				const { state } = standing;
-				if (registeredOnly && state !== "registered") continue;
-				if (skipRegistered && (state === "registered" || state === "confirmed")) continue;
-				trees.push(new LoadedTree(entry, standing));
-			}
-			return new Trees(trees, problems);
-		}
-		/** The place of the document of digest `sha256`, if a tree holds it. */
-		place(sha256) {
-			return this.#byDigest.get(sha256);
-		}
 	};
 }));
 // dist/core/manifests.js
@@ -16391,7 +16391,7 @@ var init_register_aggregate = __esmMin((() => {
 			this.#store = store;
 		}
 		async run() {
-			const hashed = await this.#hashAll();
+			const hashed = await this.#alreadyOnTheirOwn(await this.#hashAll());
 			let sent = false;
 			let manifestFailure;
 			if (this.#options.failFast && this.#tally.failed > 0) for (const doc of hashed) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
@@ -16479,6 +16479,46 @@ var init_register_aggregate = __esmMin((() => {
 				await pool.close();
 			}
 			return hashed.filter((doc) => doc !== void 0);
+		}
+		/**
+		* The documents this store registered one by one (a record of their own)
+		* are no leaves of a new tree: a root over them would pay again for what is
+		* notarized already. Each gets its record as `already-registered`, and its
+		* receipt without a proof, as per-document registration gives it; --force
+		* puts them in the tree. Read outside any lock: a record, once written, stays.
+		*/
+		async #alreadyOnTheirOwn(hashed) {
+			if (this.#options.force) return hashed;
+			const rest = [];
+			const plan = this.#documents.receipts;
+			for (const doc of hashed) {
+				let entry;
+				try {
+					entry = this.#store.readRecord(doc.sha256);
+				} catch (error) {
+					this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+					continue;
+				}
+				if (entry === void 0) {
+					rest.push(doc);
+					continue;
+				}
+				const outcome = {
+					kind: "already-registered",
+					hash: doc.sha256,
+					entry
+				};
+				const { receipt, receiptError } = plan ? await this.#receipt(plan, doc, entry) : {};
+				this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, {
+					details: {
+						...receipt ? { receipt } : {},
+						...receiptError ? { error: errorJson(receiptError) } : {}
+					},
+					...receiptError ? { status: "failed" } : {}
+				}));
+				this.#tally.add(doc.index, receiptError);
+			}
+			return rest;
 		}
 		#fail(index, file, hash, error) {
 			this.#items.add(index, failedResult(file, hash, error));
@@ -16625,6 +16665,7 @@ var init_register_aggregate = __esmMin((() => {
 			this.#items.add(doc.index, result);
 			this.#tally.add(doc.index, receiptError);
 		}
+		/** `proof`: to the root the record is of; none for a document registered on its own. */
 		async #receipt(plan, doc, entry, proof) {
 			try {
 				const text = receiptText({
@@ -16636,7 +16677,7 @@ var init_register_aggregate = __esmMin((() => {
 					recordJson: entry.recordJson,
 					baseUrl: this.#baseUrl,
 					registeredAt: entry.completedAt,
-					proof
+					...proof ? { proof } : {}
 				});
 				const path = receiptPath(plan, doc.index, doc.sha256);
 				const write = (this.#writing.get(path) ?? Promise.resolve()).then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force));
@@ -16661,7 +16702,9 @@ var register_exports = /* @__PURE__ */ __exportAll({
 function configure$12(command, context) {
 	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "documents in flight at once", "8").option("--fail-fast", "stop starting new documents after the first failure").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (the record) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
 before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
-Re-running is safe: a hash already in the ledger is printed, not registered again.
+Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
+document under a Merkle root this store registered (--aggregate), with its proof, and an
+--aggregate run leaves out of its tree what this store registered one by one (--force: again).
 A 409 from the service is read as "it already has this hash": status already-registered,
 exit 0, the ledger's record if any, else the public verification page. The service does
 not document its status codes: this reading of 409 is an assumption.
@@ -16760,21 +16803,22 @@ async function runRegister(options, items = new ItemResults()) {
 * record gets none, and a warning. A write failure is returned, not thrown:
 * the registration's result must still be shown.
 */
-async function receiptFor(options, plan, index, outcome, baseUrl) {
+async function receiptFor(options, plan, index, outcome, baseUrl, under) {
 	const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
 	if (entry === void 0) return {};
+	const sha256 = under?.sha256 ?? entry.hash;
 	try {
-		const text = receiptText({
+		return { receipt: await writeReceipt(plan, index, sha256, receiptText({
 			document: {
 				name: plan.names[index] ?? null,
-				sha256: entry.hash,
-				size: entry.file?.size ?? null
+				sha256,
+				size: under ? null : entry.file?.size ?? null
 			},
 			recordJson: entry.recordJson,
 			baseUrl,
-			registeredAt: entry.completedAt
-		});
-		return { receipt: await writeReceipt(plan, index, entry.hash, text, options.force) };
+			registeredAt: entry.completedAt,
+			...under ? { proof: under.proof } : {}
+		}), options.force) };
 	} catch (error) {
 		return { receiptError: asNotarizeError(error) };
 	}
@@ -16821,13 +16865,14 @@ function toResult$1(item, knownHash, settled, baseUrl) {
 		if ("cancelled" in settled) return skippedResult(file, "not started (--fail-fast)");
 		return failedResult(file, knownHash ?? null, settled.error);
 	}
-	const { outcome, receipt, receiptError } = settled.value;
+	const { outcome, receipt, receiptError, under } = settled.value;
 	return outcomeResult(file, outcome, baseUrl, {
 		details: {
 			...receipt ? { receipt } : {},
 			...receiptError ? { error: errorJson(receiptError) } : {}
 		},
-		...receiptError ? { status: "failed" } : {}
+		...receiptError ? { status: "failed" } : {},
+		...under ? { under } : {}
 	});
 }
 var Registrar;
@@ -16840,6 +16885,7 @@ var init_register = __esmMin((() => {
 	init_notarize();
 	init_receipts();
 	init_receipt_format();
+	init_trees();
 	init_errors();
 	init_render();
 	init_results();
@@ -16870,6 +16916,8 @@ var init_register = __esmMin((() => {
 			count: 0,
 			first: ""
 		};
+		/** The trees of this store whose root is registered, read when a document first needs them (#underRegisteredRoot). */
+		#registeredTrees;
 		constructor({ options, documents, items, baseUrl, api, store }) {
 			this.#options = options;
 			this.#documents = documents;
@@ -16909,8 +16957,23 @@ var init_register = __esmMin((() => {
 				};
 			}
 			this.#spinner.stop();
-			const { outcome, receipt, receiptError } = registered;
+			const { outcome, receipt, receiptError, under } = registered;
 			const failure = receiptError ?? (outcome.kind === "completed" ? outcome.custody?.error : void 0);
+			if (under && outcome.kind === "already-registered" && outcome.entry) {
+				const { proof } = under;
+				return {
+					kind: "record",
+					hash: proof.root,
+					recordJson: outcome.entry.recordJson,
+					baseUrl: this.#baseUrl,
+					note: `${under.sha256} is already registered: leaf ${proof.leafIndex} under the Merkle root ${proof.root} (completed ${outcome.entry.completedAt}); use --force to register it on its own` + (receipt ? `; receipt: ${receipt}` : ""),
+					github: github(this.#result(item, 0, {
+						ok: true,
+						value: registered
+					})),
+					...failure ? { failure } : {}
+				};
+			}
 			return {
 				kind: "outcome",
 				outcome,
@@ -16977,6 +17040,27 @@ var init_register = __esmMin((() => {
 			};
 			const { receipts } = this.#documents;
 			if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);
+			const leaf = await this.#underRegisteredRoot(input.hash);
+			if (leaf) {
+				const under = {
+					sha256: input.hash,
+					proof: leaf.proof
+				};
+				const outcome = {
+					kind: "already-registered",
+					hash: leaf.proof.root,
+					entry: leaf.record
+				};
+				if (!receipts) return {
+					outcome,
+					under
+				};
+				return {
+					outcome,
+					under,
+					...await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)
+				};
+			}
 			const outcome = await register({
 				...this.#deps,
 				onStep
@@ -16991,6 +17075,27 @@ var init_register = __esmMin((() => {
 			return {
 				outcome,
 				...await receiptFor(options, receipts, index, outcome, this.#baseUrl)
+			};
+		}
+		/**
+		* The root record and proof of a document that is a leaf of a Merkle root
+		* this store has registered (`register --aggregate`), and no record of its
+		* own: registering it again would pay twice for what `verify` already calls
+		* notarized. --force registers it on its own. Only registered roots count:
+		* a document under a pending or planned root goes through the flow as before
+		* (docs/reliability.md). The trees are read once per run, and only when a
+		* document is hashed: on a cold store there are none.
+		*/
+		async #underRegisteredRoot(hash) {
+			if (this.#options.force) return void 0;
+			const { store } = this.#deps;
+			this.#registeredTrees ??= Trees.load(store, { registeredOnly: true });
+			const placed = (await this.#registeredTrees).place(hash);
+			if (placed === void 0 || store.readRecord(hash) !== void 0) return void 0;
+			const { tree, leafIndex } = placed;
+			return {
+				record: tree.record,
+				proof: tree.proof(leafIndex, store.treeFile(tree.entry.root))
 			};
 		}
 		/**

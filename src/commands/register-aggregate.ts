@@ -76,7 +76,7 @@ export class Aggregator {
   }
 
   async run(): Promise<ItemsResult> {
-    const hashed = await this.#hashAll();
+    const hashed = await this.#alreadyOnTheirOwn(await this.#hashAll());
     let sent = false;
     let manifestFailure: NotarizeError | undefined;
     // --fail-fast: one document that cannot be hashed stops the run before anything is sent.
@@ -170,6 +170,44 @@ export class Aggregator {
     }
     // Leaves in the order the documents were given.
     return hashed.filter((doc): doc is Hashed => doc !== undefined);
+  }
+
+  /**
+   * The documents this store registered one by one (a record of their own)
+   * are no leaves of a new tree: a root over them would pay again for what is
+   * notarized already. Each gets its record as `already-registered`, and its
+   * receipt without a proof, as per-document registration gives it; --force
+   * puts them in the tree. Read outside any lock: a record, once written, stays.
+   */
+  async #alreadyOnTheirOwn(hashed: Hashed[]): Promise<Hashed[]> {
+    if (this.#options.force) return hashed;
+    const rest: Hashed[] = [];
+    const plan = this.#documents.receipts;
+    for (const doc of hashed) {
+      let entry;
+      try {
+        entry = this.#store.readRecord(doc.sha256);
+      } catch (error) {
+        // A damaged record of it: as placeDocuments does with a damaged tree, stop rather than pay again.
+        this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+        continue;
+      }
+      if (entry === undefined) {
+        rest.push(doc);
+        continue;
+      }
+      const outcome = { kind: 'already-registered' as const, hash: doc.sha256, entry };
+      const { receipt, receiptError } = plan ? await this.#receipt(plan, doc, entry) : {};
+      this.#items.add(
+        doc.index,
+        outcomeResult(doc.file, outcome, this.#baseUrl, {
+          details: { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
+          ...(receiptError ? { status: 'failed' as const } : {}),
+        }),
+      );
+      this.#tally.add(doc.index, receiptError);
+    }
+    return rest;
   }
 
   #fail(index: number, file: string | null, hash: string | null, error: NotarizeError): void {
@@ -349,11 +387,12 @@ export class Aggregator {
     this.#tally.add(doc.index, receiptError);
   }
 
+  /** `proof`: to the root the record is of; none for a document registered on its own. */
   async #receipt(
     plan: ReceiptPlan,
     doc: Hashed,
     entry: { recordJson: string; completedAt: string },
-    proof: InclusionProof,
+    proof?: InclusionProof,
   ): Promise<{ receipt?: string; receiptError?: NotarizeError }> {
     try {
       const text = receiptText({
@@ -361,7 +400,7 @@ export class Aggregator {
         recordJson: entry.recordJson,
         baseUrl: this.#baseUrl,
         registeredAt: entry.completedAt,
-        proof,
+        ...(proof ? { proof } : {}),
       });
       // Receipts are written several at once; a document named twice has one receipt path: its writes take turns.
       const path = receiptPath(plan, doc.index, doc.sha256);

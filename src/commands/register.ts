@@ -13,10 +13,11 @@ import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
 import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
 import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
-import { receiptText } from '../core/receipt-format.js';
+import { receiptText, type InclusionProof } from '../core/receipt-format.js';
+import { Trees } from '../core/trees.js';
 import { errorJson, type NotarizeError } from '../errors.js';
 import type { Spinner } from '../output/io.js';
-import type { ItemsResult, OutcomeResult } from '../output/present.js';
+import type { ItemsResult, OutcomeResult, RecordResult } from '../output/present.js';
 import { formatBytes } from '../output/render.js';
 import { failedResult, ItemResults, outcomeResult, skippedResult, type ItemResult } from '../output/results.js';
 import { forTerminal } from '../output/safe-text.js';
@@ -71,7 +72,9 @@ export function configure(command: Command, context: () => Context): void {
       'after',
       `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
 before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
-Re-running is safe: a hash already in the ledger is printed, not registered again.
+Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
+document under a Merkle root this store registered (--aggregate), with its proof, and an
+--aggregate run leaves out of its tree what this store registered one by one (--force: again).
 A 409 from the service is read as "it already has this hash": status already-registered,
 exit 0, the ledger's record if any, else the public verification page. The service does
 not document its status codes: this reading of 409 is an assumption.
@@ -137,7 +140,7 @@ ${examples([
 export async function runRegister(
   options: RegisterOptions,
   items = new ItemResults(),
-): Promise<OutcomeResult | ItemsResult> {
+): Promise<OutcomeResult | RecordResult | ItemsResult> {
   const baseUrl = options.baseUrl(); // validated before anything is read or sent
   const flags = await withDescription(options);
   const skip = (s: SkippedPath) => {
@@ -162,6 +165,8 @@ interface Registered {
   receipt?: string;
   /** The registration went through, but its receipt could not be written (exit 1). */
   receiptError?: NotarizeError;
+  /** The document is a leaf of a Merkle root this store has registered (`outcome` is the root's): its proof. */
+  under?: { sha256: string; proof: InclusionProof };
 }
 
 /** Registers the documents of one run, one alone or as a batch, keeping what the results and exit code need. */
@@ -183,6 +188,8 @@ class Registrar {
   #sent = false;
   /** Documents the service says it has whose record this store lacks, so no receipt is written: told once (#noReceipts). */
   #unrecorded = { count: 0, first: '' };
+  /** The trees of this store whose root is registered, read when a document first needs them (#underRegisteredRoot). */
+  #registeredTrees: Promise<Trees> | undefined;
 
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
     this.#options = options;
@@ -195,7 +202,7 @@ class Registrar {
   }
 
   /** The one document's outcome; its failure is the run's, after its GitHub summary. */
-  async single(): Promise<OutcomeResult> {
+  async single(): Promise<OutcomeResult | RecordResult> {
     const item = await firstOf(this.#documents.items);
     const github = (result: ItemResult) => ({ title: TITLE, results: [result] });
     let registered: Registered;
@@ -208,9 +215,25 @@ class Registrar {
       return { kind: 'outcome', baseUrl: this.#baseUrl, github: github(failed), failure };
     }
     this.#spinner.stop();
-    const { outcome, receipt, receiptError } = registered;
+    const { outcome, receipt, receiptError, under } = registered;
     // Shown after the record: the registration itself went through.
     const failure = receiptError ?? (outcome.kind === 'completed' ? outcome.custody?.error : undefined);
+    if (under && outcome.kind === 'already-registered' && outcome.entry) {
+      // The root's record, as verify shows a document under a root (nothing was sent).
+      const { proof } = under;
+      return {
+        kind: 'record',
+        hash: proof.root,
+        recordJson: outcome.entry.recordJson,
+        baseUrl: this.#baseUrl,
+        note:
+          `${under.sha256} is already registered: leaf ${proof.leafIndex} under the Merkle root ${proof.root} ` +
+          `(completed ${outcome.entry.completedAt}); use --force to register it on its own` +
+          (receipt ? `; receipt: ${receipt}` : ''),
+        github: github(this.#result(item, 0, { ok: true, value: registered })),
+        ...(failure ? { failure } : {}),
+      };
+    }
     return {
       kind: 'outcome',
       outcome,
@@ -282,6 +305,13 @@ class Registrar {
     };
     const { receipts } = this.#documents;
     if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);
+    const leaf = await this.#underRegisteredRoot(input.hash);
+    if (leaf) {
+      const under = { sha256: input.hash, proof: leaf.proof };
+      const outcome: Outcome = { kind: 'already-registered', hash: leaf.proof.root, entry: leaf.record };
+      if (!receipts) return { outcome, under };
+      return { outcome, under, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)) };
+    }
     const outcome = await register({ ...this.#deps, onStep }, input);
     if (!receipts) return { outcome };
     if (outcome.kind === 'already-registered' && outcome.entry === undefined) {
@@ -291,6 +321,26 @@ class Registrar {
       return { outcome };
     }
     return { outcome, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl)) };
+  }
+
+  /**
+   * The root record and proof of a document that is a leaf of a Merkle root
+   * this store has registered (`register --aggregate`), and no record of its
+   * own: registering it again would pay twice for what `verify` already calls
+   * notarized. --force registers it on its own. Only registered roots count:
+   * a document under a pending or planned root goes through the flow as before
+   * (docs/reliability.md). The trees are read once per run, and only when a
+   * document is hashed: on a cold store there are none.
+   */
+  async #underRegisteredRoot(hash: string) {
+    if (this.#options.force) return undefined;
+    const { store } = this.#deps;
+    this.#registeredTrees ??= Trees.load(store, { registeredOnly: true });
+    const placed = (await this.#registeredTrees).place(hash);
+    if (placed === undefined || store.readRecord(hash) !== undefined) return undefined;
+    const { tree, leafIndex } = placed;
+    // A tree whose leaves do not make its root proves nothing: StoreError, the document fails (exit 2 or 1).
+    return { record: tree.record!, proof: tree.proof(leafIndex, store.treeFile(tree.entry.root)) };
   }
 
   /**
@@ -328,17 +378,21 @@ async function receiptFor(
   index: number,
   outcome: Outcome,
   baseUrl: string,
+  under?: Registered['under'],
 ): Promise<Pick<Registered, 'receipt' | 'receiptError'>> {
   const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
   if (entry === undefined) return {};
+  // Under a root: the document's own digest, and the proof from it to the root the record is of.
+  const sha256 = under?.sha256 ?? entry.hash;
   try {
     const text = receiptText({
-      document: { name: plan.names[index] ?? null, sha256: entry.hash, size: entry.file?.size ?? null },
+      document: { name: plan.names[index] ?? null, sha256, size: under ? null : (entry.file?.size ?? null) },
       recordJson: entry.recordJson,
       baseUrl,
       registeredAt: entry.completedAt,
+      ...(under ? { proof: under.proof } : {}),
     });
-    return { receipt: await writeReceipt(plan, index, entry.hash, text, options.force) };
+    return { receipt: await writeReceipt(plan, index, sha256, text, options.force) };
   } catch (error) {
     return { receiptError: asNotarizeError(error) };
   }
@@ -392,10 +446,11 @@ function toResult(
     if ('cancelled' in settled) return skippedResult(file, 'not started (--fail-fast)');
     return failedResult(file, knownHash ?? null, settled.error);
   }
-  const { outcome, receipt, receiptError } = settled.value;
+  const { outcome, receipt, receiptError, under } = settled.value;
   // Registered, but its receipt is missing: a failure for the run (exit 1).
   return outcomeResult(file, outcome, baseUrl, {
     details: { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
     ...(receiptError ? { status: 'failed' as const } : {}),
+    ...(under ? { under } : {}),
   });
 }

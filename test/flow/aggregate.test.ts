@@ -308,6 +308,92 @@ describe('register --aggregate re-runs', () => {
   });
 });
 
+describe('switching between --aggregate and per-document registration never pays twice', () => {
+  it('a document under a registered root, registered on its own: already-registered under that root, nothing sent', async () => {
+    const receipts = bed.path('switch-receipts');
+    const mark = bed.mark();
+    // Alone: the root's record, a note saying where the document is, and its receipt with the proof.
+    const one = await bed.main(['register', bed.path(`dist/${NAMES[3]}`), '--receipt-dir', receipts]);
+    expect(one.code, describeRun(one)).toBe(0);
+    expect(one.stderr).toContain(
+      `${digests[NAMES[3]!]} is already registered: leaf 3 under the Merkle root ${root} (completed `,
+    );
+    expect(one.stdout).toMatch(new RegExp(`^hash +${root}$`, 'm'));
+    const receipt = JSON.parse(readFileSync(join(receipts, `${NAMES[3]}.notarization.json`), 'utf8')) as ReceiptFields;
+    expect(receipt.document.sha256).toBe(digests[NAMES[3]!]);
+    expect(receipt.proof).toMatchObject({ root, leafIndex: 3, treeSize: COUNT });
+    const verified = await bed.main(
+      ['verify', bed.path(`dist/${NAMES[3]}`), '--receipt', join(receipts, `${NAMES[3]}.notarization.json`)],
+      { env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'empty-')) } },
+    );
+    expect(verified.code, describeRun(verified)).toBe(0);
+
+    // In a batch beside a new document: that one alone is paid for.
+    const fresh = await bed.write('switch/fresh.txt', 'registered on its own\n');
+    const batch = await bed.main([
+      'register',
+      bed.path(`dist/${NAMES[4]}`),
+      bed.path('switch/fresh.txt'),
+      '--output',
+      'ndjson',
+    ]);
+    expect(batch.code, describeRun(batch)).toBe(0);
+    const [under, own] = parseNdjson(batch.stdout);
+    expect(under).toMatchObject({
+      status: 'already-registered',
+      hash: digests[NAMES[4]!],
+      proof: { root, leafIndex: 4 },
+    });
+    expect(own).toMatchObject({ status: 'registered', hash: fresh });
+    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
+    expect(bed.requestedHashes().filter((h) => h === digests[NAMES[4]!])).toEqual([]);
+
+    // --force registers it on its own, as it says.
+    const forced = await bed.main(['register', bed.path(`dist/${NAMES[5]}`), '--force', '--json']);
+    expect(forced.code, describeRun(forced)).toBe(0);
+    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait', 'request', 'forfait']);
+  });
+
+  it('documents registered one by one, then put in an aggregate: already-registered each, no root bought for them', async () => {
+    const a = await bed.write('solo/a.txt', 'solo a\n');
+    const b = await bed.write('solo/b.txt', 'solo b\n');
+    const solo = await bed.main(['register', bed.path('solo/a.txt'), bed.path('solo/b.txt'), '--quiet']);
+    expect(solo.code, describeRun(solo)).toBe(0);
+    const receipts = bed.path('solo-receipts');
+    const mark = bed.mark();
+    const run = await bed.main([
+      'register',
+      '--aggregate',
+      bed.path('solo/a.txt'),
+      bed.path('solo/b.txt'),
+      '--receipt-dir',
+      receipts,
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(bed.callsSince(mark)).toEqual([]);
+    const results = parseResults(run.stdout);
+    expect(results).toMatchObject([
+      { status: 'already-registered', hash: a, record: { hash: a } },
+      { status: 'already-registered', hash: b, record: { hash: b } },
+    ]);
+    expect(results[0]).not.toHaveProperty('proof');
+    // Their receipts, as per-document registration writes them (no proof), and no tree manifest.
+    expect(readdirSync(receipts).sort()).toEqual(['a.txt.notarization.json', 'b.txt.notarization.json']);
+    const receipt = JSON.parse(readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8')) as ReceiptFields;
+    expect(receipt).toMatchObject({ document: { sha256: a }, record: { hash: a }, proof: null });
+
+    // With a newcomer, only the newcomer goes under a new root.
+    const c = await bed.write('solo/c.txt', 'solo c\n');
+    const more = await bed.main(['register', '--aggregate', '-r', bed.path('solo'), '--json']);
+    expect(more.code, describeRun(more)).toBe(0);
+    const byHash = new Map(parseResults(more.stdout).map((r) => [r.hash, r]));
+    expect(byHash.get(c)).toMatchObject({ status: 'registered', proof: { treeSize: 1 } });
+    expect(byHash.get(a)).toMatchObject({ status: 'already-registered' });
+    expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['request', 'forfait']);
+  });
+});
+
 describe('register --aggregate refuses, before anything is sent', () => {
   it.each([
     ['--hash', ['--hash', 'a'.repeat(64), '-d', 'x']],
