@@ -12321,7 +12321,7 @@ async function findLeaf(store, sha256) {
 * the record of the registered root it is a leaf of, with that leaf and its
 * proof; undefined when neither. Throws StoreError as findLeaf does.
 */
-async function recordOf(store, sha256) {
+async function recordOf$1(store, sha256) {
 	const own = store.readRecord(sha256);
 	if (own) return { entry: own };
 	const found = await findLeaf(store, sha256);
@@ -13539,6 +13539,10 @@ function mayPlace(file, useful) {
 * is asked about with a request step, and its 409 (read as "the service has
 * it") is final.
 *
+* A manifest whose root this store has a record of (a root completed here
+* with `complete --session`, planted by another store) places its documents
+* under that record without asking.
+*
 * Only ever confirmed, never registered: a manifest could have been planted
 * by whoever wrote the folder (a CI checkout that earlier steps touched),
 * so a root the service does not know (a 2xx with a session) is dropped on the spot, its
@@ -13592,6 +13596,18 @@ async function adoptManifests(deps, input, unplaced) {
 			input.warn?.(`a tree manifest was passed over: ${error.message}`);
 			continue;
 		}
+		const record = recordOf(deps, root);
+		if (record !== void 0) {
+			const tree = new LoadedTree(entry, {
+				state: "registered",
+				record
+			}, merkle, true);
+			for (const [leafIndex, leaf] of entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
+				tree,
+				leafIndex
+			});
+			continue;
+		}
 		let said;
 		if (absent.length === MAX_ABSENT_ROOTS) {
 			if (!warnedStale) input.warn?.(staleManifests(absent));
@@ -13617,6 +13633,15 @@ async function adoptManifests(deps, input, unplaced) {
 		if (said.kind === "failed" && input.failFast) break;
 	}
 	return adoptions;
+}
+/** The ledger's record of `root`, if this store has a readable one (a damaged one: the service is asked, as before). */
+function recordOf(deps, root) {
+	try {
+		return deps.store.readRecord(root);
+	} catch (error) {
+		if (!(error instanceof StoreError)) throw error;
+		return;
+	}
 }
 /** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
 function manifestsLeft(file) {
@@ -18433,7 +18458,7 @@ async function runShow(options) {
 	const { target } = options;
 	const baseUrl = options.baseUrl();
 	const hash = await isDigestNotFile(target) ? normalizeHash(target) : (await hashFile(target)).hash;
-	const held = await recordOf(options.ledger(), hash);
+	const held = await recordOf$1(options.ledger(), hash);
 	if (!held) throw await notInLedger(options.ledger(), hash, baseUrl, "`notarize list` shows what is; `notarize pending` what awaits completion");
 	if (!held.underRoot) return {
 		kind: "record",
@@ -18490,7 +18515,7 @@ async function runReceipt(options) {
 	const baseUrl = options.baseUrl();
 	const file = await isDigestNotFile(target) ? void 0 : await hashFile(target);
 	const hash = file?.hash ?? normalizeHash(target);
-	const held = await recordOf(options.ledger(), hash);
+	const held = await recordOf$1(options.ledger(), hash);
 	if (!held) throw await notInLedger(options.ledger(), hash, baseUrl, "a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url");
 	const { entry, underRoot: found } = held;
 	const text = receiptText({

@@ -9,7 +9,7 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EXIT, NotarizeError, StoreError } from '../errors.js';
-import { readTreeFile, treeFileDigests, type TreeEntry } from '../store/service-store.js';
+import { readTreeFile, treeFileDigests, type LedgerEntry, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
 import {
@@ -135,6 +135,10 @@ function mayPlace(file: string, useful: (digests: readonly string[]) => boolean)
  * is asked about with a request step, and its 409 (read as "the service has
  * it") is final.
  *
+ * A manifest whose root this store has a record of (a root completed here
+ * with `complete --session`, planted by another store) places its documents
+ * under that record without asking.
+ *
  * Only ever confirmed, never registered: a manifest could have been planted
  * by whoever wrote the folder (a CI checkout that earlier steps touched),
  * so a root the service does not know (a 2xx with a session) is dropped on the spot, its
@@ -181,6 +185,18 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
       input.warn?.(`a tree manifest was passed over: ${error.message}`);
       continue;
     }
+    const record = recordOf(deps, root);
+    if (record !== undefined) {
+      // This store has the root's record (completed here with `complete --session`, its tree
+      // planted by another store): registered, as the record proves, so nothing is asked and
+      // registerRoots gives its documents that record. Leaves that fold to a recorded root
+      // cannot be forged (that would take a SHA-256 collision), wherever the manifest came from.
+      const tree = new LoadedTree(entry, { state: 'registered', record }, merkle, true);
+      for (const [leafIndex, leaf] of entry.leaves.entries()) {
+        if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, { tree, leafIndex });
+      }
+      continue;
+    }
     let said: Asked | { kind: 'absent' };
     if (absent.length === MAX_ABSENT_ROOTS) {
       // Once: the manifests to move aside are those the service said it does not have.
@@ -204,6 +220,16 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
     if (said.kind === 'failed' && input.failFast) break;
   }
   return adoptions;
+}
+
+/** The ledger's record of `root`, if this store has a readable one (a damaged one: the service is asked, as before). */
+function recordOf(deps: FlowDeps, root: string): LedgerEntry | undefined {
+  try {
+    return deps.store.readRecord(root);
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    return undefined;
+  }
 }
 
 /** Why a document a manifest not asked about holds is not registered (see adoptManifests). */

@@ -20,7 +20,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { treeManifestText } from '../../src/core/trees.js';
 import type { TreeEntry } from '../../src/store/service-store.js';
@@ -687,6 +687,37 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(more.calls).toEqual(['login:200', 'request:409', 'request:200', 'forfait:200']);
     const statuses = parseResults(more.run.stdout).map((r) => [r.status, r.proof?.root === root]);
     expect(statuses).toEqual([...docs.map(() => ['already-registered', true]), ['registered', false]]);
+  });
+
+  it('a root completed on another runner (complete --session): its manifest and the record give receipts, nothing sent', async () => {
+    const docs = await writeDocs('split', 'split job', ['a', 'b']);
+    const receipts = bed.path('split-receipts');
+    // Job A leaves the root pending; job B, on another runner, completes it from the session A printed.
+    const jobA = await onStore(freshStore(), receipts, docs, ['--no-complete']);
+    expect(jobA.run.code, describeRun(jobA.run)).toBe(0);
+    const [first] = parseResults(jobA.run.stdout);
+    const root = first!.proof!.root;
+    const storeB = freshStore();
+    const complete = await bed.main(['complete', root, '--session', '-', '--quiet'], {
+      env: { NOTARIZE_CONFIG_DIR: storeB },
+      input: JSON.stringify(first!.session),
+    });
+    expect(complete.code, describeRun(complete)).toBe(0);
+
+    // B's store has the root's record, not its tree; the manifest in --receipt-dir has the tree.
+    const jobB = await onStore(storeB, receipts, docs);
+    expect(jobB.run.code, describeRun(jobB.run)).toBe(0);
+    expect(jobB.calls).toEqual([]);
+    expect(jobB.run.stderr).not.toContain('no record');
+    const results = parseResults(jobB.run.stdout);
+    expect(results.map((r) => [r.status, r.proof?.root, r.receipt])).toEqual(
+      docs.map((doc) => ['already-registered', root, join(receipts, `${basename(doc)}.notarization.json`)]),
+    );
+    const verify = await bed.main(['verify', '--receipt-dir', receipts, ...docs, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore(), NOTARIZE_API_KEY: '' },
+    });
+    expect(verify.code, describeRun(verify)).toBe(0);
+    expect(parseResults(verify.stdout).map((r) => r.status)).toEqual(['verified', 'verified']);
   });
 
   it('a completion whose answer was lost: the manifest was written before, so the re-run asks and pays nothing', async () => {
