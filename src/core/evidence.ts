@@ -119,9 +119,17 @@ function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefin
       reason: `'${verdict.name}' was notarized with digest ${verdict.sha256} (${verdict.completedAt})`,
     };
   }
-  return verdict.damaged
-    ? { status: 'unknown', reason: `its ledger entry is no proof: ${verdict.damaged.message}` }
-    : { status: 'unknown' };
+  if (verdict.damaged) return { status: 'unknown', reason: `its ledger entry is no proof: ${verdict.damaged.message}` };
+  if (verdict.confirmedUnder !== undefined) {
+    const what = verdict.confirmedUnder === hash ? 'it' : `the Merkle root ${verdict.confirmedUnder} that holds it`;
+    return {
+      status: 'unknown',
+      reason:
+        `the service said it has ${what} (a 409), but this store never received the record, so nothing here proves it: ` +
+        'its page on the service may show it; a receipt written when it was registered would verify it',
+    };
+  }
+  return { status: 'unknown' };
 }
 
 /** The sources of a run, asked document by document (see the module comment). */

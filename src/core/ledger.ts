@@ -7,7 +7,7 @@
 import { basename } from 'node:path';
 import { StoreError } from '../errors.js';
 import type { LedgerEntry, ServiceStore } from '../store/service-store.js';
-import { Trees, type LoadedTree } from './trees.js';
+import { confirmedRoots, Trees, type LoadedTree } from './trees.js';
 import type { InclusionProof } from './receipt-format.js';
 
 export type Verdict =
@@ -15,8 +15,12 @@ export type Verdict =
   | { status: 'verified'; entry: LedgerEntry; proof?: InclusionProof }
   /** A file of this name was notarized with digest `sha256`, completed at `completedAt`. */
   | { status: 'modified'; name: string; sha256: string; completedAt: string }
-  /** `damaged`: the ledger has a file for this digest, but it is no proof (unreadable, or a record of another hash). */
-  | { status: 'unknown'; damaged?: StoreError };
+  /**
+   * `damaged`: the ledger has a file for this digest, but it is no proof (unreadable, or a record of another hash).
+   * `confirmedUnder`: the service answered 409 for this digest, or for the root of a tree holding it
+   * (that root), but its record never reached this store: registered by the service's word, with no proof here.
+   */
+  | { status: 'unknown'; damaged?: StoreError; confirmedUnder?: string };
 
 /** The record of a registered tree's root: every tree LedgerIndex is given has one (Trees.load, registeredOnly). */
 function registeredRecord(tree: LoadedTree): LedgerEntry {
@@ -34,6 +38,8 @@ interface NamedDigest {
 interface RegisteredTrees {
   trees: Trees;
   treeFile: (root: string) => string;
+  /** What the service confirmed (a 409) without a record reaching this store: hashes, and the trees of such roots. */
+  confirmed?: { hashes: ReadonlySet<string>; trees: Trees };
 }
 
 /** The ledger read once (with its registered trees), indexed by digest and by file name. */
@@ -87,9 +93,12 @@ export class LedgerIndex {
     // Only the trees whose root has a record are read: the others prove nothing yet.
     const roots = new Set(entries.map((entry) => entry.hash));
     const trees = await Trees.load(store, { registeredOnly: true, roots });
+    // What the service said it has without a record here: no proof, but not "unknown to anyone" either.
+    const hashes = await confirmedRoots(store);
+    const confirmed = { hashes, trees: hashes.size === 0 ? new Trees([]) : await Trees.load(store, { roots: hashes }) };
     const all = [...problems, ...trees.problems];
     const treeFile = (root: string) => store.treeFile(root);
-    return { index: new LedgerIndex(entries, all, { trees, treeFile }), problems: all };
+    return { index: new LedgerIndex(entries, all, { trees, treeFile, confirmed }), problems: all };
   }
 
   /** The verdict for a document of digest `hash` named `name` (its base name). */
@@ -109,6 +118,9 @@ export class LedgerIndex {
     }
     const damaged = this.#damaged.get(hash);
     if (damaged) return { status: 'unknown', damaged };
+    const confirmed = this.#registered?.confirmed;
+    const confirmedUnder = confirmed?.hashes.has(hash) ? hash : confirmed?.trees.place(hash)?.tree.entry.root;
+    if (confirmedUnder !== undefined) return { status: 'unknown', confirmedUnder };
     if (name !== undefined) this.#nameLeaves();
     const sameName = name === undefined ? undefined : this.#byName.get(name);
     return sameName && name !== undefined ? { status: 'modified', name, ...sameName } : { status: 'unknown' };

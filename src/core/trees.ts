@@ -229,7 +229,7 @@ function better(a: LoadedTree, b: LoadedTree): boolean {
 }
 
 /** The hashes whose session was retired because the service answered forfait 409: it has them. */
-async function confirmedRoots(store: ServiceStore): Promise<Set<string>> {
+export async function confirmedRoots(store: ServiceStore): Promise<Set<string>> {
   const confirmed = new Set<string>();
   for (const [hash, reasons] of await store.retirements()) {
     if (reasons.some((reason) => reason.startsWith(ANSWERED_409))) confirmed.add(hash);

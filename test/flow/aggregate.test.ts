@@ -505,6 +505,16 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
       message: expect.stringContaining('answered 409 to an earlier completion'),
     });
     expect(bed.callsSince(mark)).toEqual([]);
+    // verify cannot call it verified (no record here), but says why, not just "unknown".
+    const verify = await bed.main(['verify', bed.path('lost/a.txt'), '--json']);
+    expect(verify.code, describeRun(verify)).toBe(6);
+    const root = parseResults(third.stdout)[0]!.proof!.root;
+    expect(parseResults(verify.stdout)[0]).toMatchObject({
+      status: 'unknown',
+      reason: expect.stringContaining(
+        `the service said it has the Merkle root ${root} that holds it (a 409), but this store never received the record`,
+      ),
+    });
   });
 
   it('--fail-fast: a document that cannot be hashed stops the run before anything is sent', async () => {

@@ -136,6 +136,13 @@ describe('a forfait whose answer was lost (drop-after)', () => {
     const show = await bed.main(['show', doc]);
     expect(show.code).toBe(6);
     expect(show.stderr).toContain(`answered 409 for it), but this store never received its record`);
+    // And verify, which cannot call it verified, says the same rather than a bare "unknown".
+    const verify = await bed.main(['verify', doc, '--output', 'ndjson']);
+    expect(verify.code).toBe(6);
+    expect(JSON.parse(verify.stdout)).toMatchObject({
+      status: 'unknown',
+      reason: expect.stringContaining('the service said it has it (a 409), but this store never received the record'),
+    });
   });
 });
 
