@@ -13497,7 +13497,7 @@ async function manifestCandidates(input, unplaced) {
 	const byDigest = /* @__PURE__ */ new Map();
 	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
 	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
-	const useful = (digests) => digests.length <= maxLeaves && digests.every((digest) => byDigest.has(digest)) && digests.some((digest) => unplaced.has(digest));
+	const useful = (digests) => digests.length <= maxLeaves && digests.some((digest) => unplaced.has(digest));
 	let names = [];
 	if (dir !== void 0 && !input.force && unplaced.size > 0) try {
 		names = (await readdir(dir)).filter((name) => manifestRoot(name) !== void 0);
@@ -13551,8 +13551,11 @@ function mayPlace(file, useful) {
 * killed meanwhile leaves nothing behind. So manifests cost request steps,
 * never a description or a leaf name, and never make a run pay more than
 * it would without them (at worst, its one new tree). Further:
-*   - every leaf must be a document of this run, and the leaves at most
-*     MANIFEST_LEAVES_PER_DOCUMENT times the run's documents;
+*   - it must hold a document of this run not placed yet, and its leaves be at
+*     most MANIFEST_LEAVES_PER_DOCUMENT times the run's documents (its other
+*     leaves, documents this run lacks, only make the proofs: a re-run
+*     without one document, or with one changed, still pays nothing for
+*     the others);
 *   - its leaves must make its root, and its text be exactly as notarize
 *     writes it (read without being parsed unless it is used: bounded memory);
 *   - the newest are asked about first (then the largest), one only if it
@@ -13651,7 +13654,11 @@ function manifestsLeft(file) {
 function staleManifests(files) {
 	return `the service does not have the roots of these ${files.length} tree manifests (runs that never registered them); no more are asked about in this run: ${files.join(", ")}`;
 }
-/** A manifest's tree as this run adopts it: its root and salts; this run's description, names and sizes. */
+/**
+* A manifest's tree as this run adopts it: its root and salts; this run's
+* description, names and sizes (none for a leaf that is no document of
+* this run: nothing of the manifest's own names is used).
+*/
 function adoptedEntry(entry, byDigest, description) {
 	return {
 		root: entry.root,
@@ -13662,9 +13669,9 @@ function adoptedEntry(entry, byDigest, description) {
 			const doc = byDigest.get(sha256);
 			return {
 				index,
-				name: doc.name,
+				name: doc?.name ?? null,
 				sha256,
-				size: doc.size,
+				size: doc?.size ?? null,
 				salt
 			};
 		})
@@ -17931,10 +17938,15 @@ function judgeByLedger(ledger, hash, name) {
 		source: "ledger",
 		reason: `'${verdict.name}' was notarized with digest ${verdict.sha256} (${verdict.completedAt})`
 	};
-	return verdict.damaged ? {
+	if (verdict.damaged) return {
 		status: "unknown",
 		reason: `its ledger entry is no proof: ${verdict.damaged.message}`
-	} : { status: "unknown" };
+	};
+	if (verdict.confirmedUnder !== void 0) return {
+		status: "unknown",
+		reason: `the service said it has ${verdict.confirmedUnder === hash ? "it" : `the Merkle root ${verdict.confirmedUnder} that holds it`} (a 409), but this store never received the record, so nothing here proves it: its page on the service may show it; a receipt written when it was registered would verify it`
+	};
+	return { status: "unknown" };
 }
 var MAX_RECEIPT_BYTES, Evidence;
 var init_evidence = __esmMin((() => {
@@ -18032,12 +18044,18 @@ var init_ledger = __esmMin((() => {
 				registeredOnly: true,
 				roots
 			});
+			const hashes = await confirmedRoots(store);
+			const confirmed = {
+				hashes,
+				trees: hashes.size === 0 ? new Trees([]) : await Trees.load(store, { roots: hashes })
+			};
 			const all = [...problems, ...trees.problems];
 			const treeFile = (root) => store.treeFile(root);
 			return {
 				index: new LedgerIndex(entries, all, {
 					trees,
-					treeFile
+					treeFile,
+					confirmed
 				}),
 				problems: all
 			};
@@ -18071,6 +18089,12 @@ var init_ledger = __esmMin((() => {
 			if (damaged) return {
 				status: "unknown",
 				damaged
+			};
+			const confirmed = this.#registered?.confirmed;
+			const confirmedUnder = confirmed?.hashes.has(hash) ? hash : confirmed?.trees.place(hash)?.tree.entry.root;
+			if (confirmedUnder !== void 0) return {
+				status: "unknown",
+				confirmedUnder
 			};
 			if (name !== void 0) this.#nameLeaves();
 			const sameName = name === void 0 ? void 0 : this.#byName.get(name);

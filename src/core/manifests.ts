@@ -85,10 +85,10 @@ async function manifestCandidates(input: ManifestQuery, unplaced: ReadonlySet<st
   const byDigest = new Map<string, AggregateDocument>();
   for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
   const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
+  // Leaves of documents not in this run are allowed (a re-run without one of them, or with one changed or
+  // unreadable): they only make the proofs; the documents of this run it holds are what it places.
   const useful = (digests: readonly string[]) =>
-    digests.length <= maxLeaves &&
-    digests.every((digest) => byDigest.has(digest)) &&
-    digests.some((digest) => unplaced.has(digest));
+    digests.length <= maxLeaves && digests.some((digest) => unplaced.has(digest));
   let names: string[] = [];
   if (dir !== undefined && !input.force && unplaced.size > 0) {
     try {
@@ -147,8 +147,11 @@ function mayPlace(file: string, useful: (digests: readonly string[]) => boolean)
  * killed meanwhile leaves nothing behind. So manifests cost request steps,
  * never a description or a leaf name, and never make a run pay more than
  * it would without them (at worst, its one new tree). Further:
- *   - every leaf must be a document of this run, and the leaves at most
- *     MANIFEST_LEAVES_PER_DOCUMENT times the run's documents;
+ *   - it must hold a document of this run not placed yet, and its leaves be at
+ *     most MANIFEST_LEAVES_PER_DOCUMENT times the run's documents (its other
+ *     leaves, documents this run lacks, only make the proofs: a re-run
+ *     without one document, or with one changed, still pays nothing for
+ *     the others);
  *   - its leaves must make its root, and its text be exactly as notarize
  *     writes it (read without being parsed unless it is used: bounded memory);
  *   - the newest are asked about first (then the largest), one only if it
@@ -256,7 +259,11 @@ function staleManifests(files: readonly string[]): string {
   );
 }
 
-/** A manifest's tree as this run adopts it: its root and salts; this run's description, names and sizes. */
+/**
+ * A manifest's tree as this run adopts it: its root and salts; this run's
+ * description, names and sizes (none for a leaf that is no document of
+ * this run: nothing of the manifest's own names is used).
+ */
 function adoptedEntry(
   entry: TreeEntry,
   byDigest: ReadonlyMap<string, AggregateDocument>,
@@ -268,8 +275,8 @@ function adoptedEntry(
     description: description ?? rootDescription(entry.treeSize),
     createdAt: entry.createdAt,
     leaves: entry.leaves.map(({ index, sha256, salt }) => {
-      const doc = byDigest.get(sha256)!;
-      return { index, name: doc.name, sha256, size: doc.size, salt };
+      const doc = byDigest.get(sha256);
+      return { index, name: doc?.name ?? null, sha256, size: doc?.size ?? null, salt };
     }),
   };
 }

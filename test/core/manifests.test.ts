@@ -49,11 +49,19 @@ describe('anyManifestFor', () => {
     expect(await anyManifestFor(query(), digests(ab))).toBe(true);
     expect(await anyManifestFor(query(), new Set())).toBe(false);
     expect(await anyManifestFor(query({ force: true }), digests(ab))).toBe(false);
-    // A run without one of its documents cannot use it.
+    // A run without one of its documents can use it for the others (a re-run with one changed or gone).
     expect(await anyManifestFor(aggregateInput(docs('any-a'), { manifestDir: dir }), digests(docs('any-a')))).toBe(
-      false,
+      true,
     );
     expect(bed.callsSince(mark)).toEqual([]);
+    // Not one whose leaves are more than 4 times the run's documents: a run of one never builds a big tree.
+    const many = docs('many-1', 'many-2', 'many-3', 'many-4', 'many-5');
+    const { dir: manyDir } = await manifestOf(many);
+    const one = [many[0]!];
+    expect(await anyManifestFor(aggregateInput(one, { manifestDir: manyDir }), digests(one))).toBe(false);
+    expect(
+      await anyManifestFor(aggregateInput(many.slice(0, 2), { manifestDir: manyDir }), digests(many.slice(0, 2))),
+    ).toBe(true);
   });
 
   it('says yes for a manifest not as notarize writes it, so that it is passed over with a warning', async () => {

@@ -825,18 +825,36 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(parseResults(stale.run.stdout)[1]).toMatchObject({ hash: b });
   });
 
-  it('a manifest that lists a document not in the run is not used: this run never vouches for it', async () => {
-    await bed.write('ci-sub/a.txt', 'kept\n');
-    await bed.write('ci-sub/b.txt', 'dropped from the next run\n');
+  it('a re-run without one of the documents, or with one changed, pays nothing for the others', async () => {
+    const docs = await writeDocs('ci-sub', 'release', ['a', 'b', 'c']);
     const receipts = bed.path('ci-sub-receipts');
-    const first = await onStore(freshStore(), receipts, [bed.path('ci-sub/a.txt'), bed.path('ci-sub/b.txt')]);
+    const first = await onStore(freshStore(), receipts, docs);
     const root = parseResults(first.run.stdout)[0]!.proof!.root;
-    const again = await onStore(freshStore(), receipts, [bed.path('ci-sub/a.txt')]);
-    expect(again.run.code, describeRun(again.run)).toBe(0);
-    expect(again.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
-    const [result] = parseResults(again.run.stdout);
-    expect(result).toMatchObject({ status: 'registered', proof: { treeSize: 1 } });
-    expect(result!.proof!.root).not.toBe(root);
+
+    // b dropped from the run: a and c are under the root the service has (its 409), nothing paid.
+    const without = await onStore(freshStore(), receipts, [docs[0]!, docs[2]!]);
+    expect(without.run.code, describeRun(without.run)).toBe(0);
+    expect(without.calls).toEqual(['login:200', 'request:409']);
+    expect(parseResults(without.run.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
+      ['already-registered', root],
+      ['already-registered', root],
+    ]);
+
+    // b changed: its old receipt stands in the way (exit 1, as before), and the others are not bought again.
+    await bed.write('ci-sub/b.txt', 'release b, changed\n');
+    const changed = await onStore(freshStore(), receipts, docs);
+    expect(changed.run.code, describeRun(changed.run)).toBe(1);
+    expect(changed.calls).toEqual(['login:200', 'request:409']);
+    expect(parseResults(changed.run.stdout).map((r) => r.status)).toEqual([
+      'already-registered',
+      'failed',
+      'already-registered',
+    ]);
+    // Their receipts still verify, against the first run's root, on a store that never saw them.
+    const verify = await bed.main(['verify', '--receipt-dir', receipts, docs[0]!, docs[2]!, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore(), NOTARIZE_API_KEY: '' },
+    });
+    expect(verify.code, describeRun(verify)).toBe(0);
   });
 
   it('a manifest whose leaves do not make its root is passed over, with a warning naming it', async () => {
