@@ -16732,7 +16732,7 @@ var register_exports = /* @__PURE__ */ __exportAll({
 	runRegister: () => runRegister
 });
 function configure$12(command, context) {
-	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "documents in flight at once", "8").option("--fail-fast", "stop starting new documents after the first failure").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (the record) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
+	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "documents in flight at once", "8").option("--fail-fast", "check every document (readable, its receipt writable) before sending any; after the first failure, start no new one").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (the record) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
 before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
 Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
 document under a Merkle root this store registered (--aggregate), with its proof, and an
@@ -16894,7 +16894,10 @@ async function describe$1(options, item, pool, onProgress) {
 function toResult$1(item, knownHash, settled, baseUrl) {
 	const file = displayName(item);
 	if (!settled.ok) {
-		if ("cancelled" in settled) return skippedResult(file, "not started (--fail-fast)");
+		if ("cancelled" in settled) {
+			if (knownHash === void 0) return skippedResult(file, "not started (--fail-fast)");
+			return itemResult(file, knownHash, "skipped", { reason: "not registered: another document failed (--fail-fast)" });
+		}
 		return failedResult(file, knownHash ?? null, settled.error);
 	}
 	const { outcome, receipt, receiptError, under } = settled.value;
@@ -17018,21 +17021,39 @@ var init_register = __esmMin((() => {
 				...failure ? { failure } : {}
 			};
 		}
-		/** Every document, a bounded number at once; each result goes to the items as it settles. */
+		/**
+		* Every document, a bounded number at once; each result goes to the items
+		* as it settles. With --fail-fast every document is hashed and checked
+		* first (readable, its receipt writable), as --aggregate does, and nothing
+		* is sent unless all pass: lanes already sending could not be stopped.
+		*/
 		async batch() {
 			const tally = new FailureTally();
-			const overlap = this.#options.concurrency > 1;
-			const total = await runAll(this.#documents.items, (item, index, freeLane) => this.#one(item, index, overlap ? freeLane : void 0), {
-				concurrency: this.#options.concurrency,
-				failFast: this.#options.failFast,
-				onSettled: (index, settled, item) => {
-					this.#known = Math.max(this.#known, index + 1);
-					this.#done++;
-					this.#showProgress();
-					this.#items.add(index, this.#result(item, index, settled));
-					tally.add(index, settled.ok ? settled.value.receiptError : "error" in settled ? settled.error : void 0);
-				}
-			});
+			const report = (index, settled, item) => {
+				this.#known = Math.max(this.#known, index + 1);
+				this.#done++;
+				this.#showProgress();
+				this.#items.add(index, this.#result(item, index, settled));
+				tally.add(index, settled.ok ? settled.value.receiptError : "error" in settled ? settled.error : void 0);
+			};
+			const checked = this.#options.failFast ? await this.#checkAll(report) : void 0;
+			let total = checked?.total ?? 0;
+			if (checked === void 0 || checked.ok) {
+				const overlap = this.#options.concurrency > 1;
+				const send = (doc, index, freeLane) => {
+					const lane = overlap ? freeLane : void 0;
+					return "input" in doc ? this.#send(doc.input, doc.index, lane) : this.#one(doc, index, lane);
+				};
+				const sentTotal = await runAll(checked ? checked.documents : this.#documents.items, send, {
+					concurrency: this.#options.concurrency,
+					failFast: this.#options.failFast,
+					onSettled: (index, settled, doc) => {
+						if ("input" in doc) report(doc.index, settled, doc.item);
+						else report(index, settled, doc);
+					}
+				});
+				total = checked ? total : sentTotal;
+			}
 			this.#options.io.clearProgress();
 			this.#noReceipts();
 			const failure = tally.failure(this.#sent, total);
@@ -17041,6 +17062,40 @@ var init_register = __esmMin((() => {
 				title: TITLE$1,
 				items: this.#items,
 				...failure ? { failure } : {}
+			};
+		}
+		/**
+		* --fail-fast's first pass: every document hashed and its receipt checked,
+		* nothing sent. When one fails, it is reported and the others are skipped,
+		* their hashes kept (`ok` false); else the documents to send, in order.
+		*/
+		async #checkAll(report) {
+			const documents = [];
+			let ok = true;
+			const total = await runAll(this.#documents.items, (item, index) => this.#check(item, index), {
+				concurrency: Math.max(this.#options.concurrency, this.#pool.size * 4),
+				onSettled: (index, settled, item) => {
+					if (settled.ok) documents[index] = {
+						item,
+						index,
+						input: settled.value
+					};
+					else {
+						ok = false;
+						report(index, settled, item);
+					}
+				}
+			});
+			if (!ok) {
+				for (const doc of documents) if (doc !== void 0) report(doc.index, {
+					ok: false,
+					cancelled: true
+				}, doc.item);
+			}
+			return {
+				ok,
+				total,
+				documents: documents.filter((doc) => doc !== void 0)
 			};
 		}
 		async close() {
@@ -17052,9 +17107,12 @@ var init_register = __esmMin((() => {
 		}
 		/** `freeLane`: the batch's, called once this document's requests are over (see runAll). */
 		async #one(item, index = 0, freeLane) {
+			return this.#send(await this.#check(item, index), index, freeLane);
+		}
+		/** Hashes a document and checks that its receipt can be written: all that comes before sending. */
+		async #check(item, index) {
 			const options = this.#options;
 			this.#known = Math.max(this.#known, index + 1);
-			await this.#items.ready();
 			if (item.kind === "unusable") throw item.error;
 			if (item.kind === "stdin") checkOptions(options, "stdin");
 			const input = await describe$1(options, item, this.#pool, (bytes) => {
@@ -17065,13 +17123,20 @@ var init_register = __esmMin((() => {
 				this.#hashedBytes += input.file?.size ?? 0;
 				this.#showProgress();
 			}
+			const { receipts } = this.#documents;
+			if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);
+			return input;
+		}
+		/** Registers a document checked by #check (or finds it under a registered root), and writes its receipt. */
+		async #send(input, index, freeLane) {
+			const options = this.#options;
+			await this.#items.ready();
 			const onStep = (step) => {
 				this.#sent = true;
 				this.#spinner.update(step);
 				if (step === "saving") freeLane?.();
 			};
 			const { receipts } = this.#documents;
-			if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);
 			const leaf = await this.#underRegisteredRoot(input.hash);
 			if (leaf) {
 				const under = {

@@ -19,7 +19,14 @@ import { errorJson, type NotarizeError } from '../errors.js';
 import type { Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult, RecordResult } from '../output/present.js';
 import { formatBytes } from '../output/render.js';
-import { failedResult, ItemResults, outcomeResult, skippedResult, type ItemResult } from '../output/results.js';
+import {
+  failedResult,
+  itemResult,
+  ItemResults,
+  outcomeResult,
+  skippedResult,
+  type ItemResult,
+} from '../output/results.js';
 import { forTerminal } from '../output/safe-text.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions } from './input-options.js';
@@ -61,7 +68,10 @@ export function configure(command: Command, context: () => Context): void {
     .option('--force', 'register again even if the ledger has the hash; overwrite receipts')
     .option('--wallet-name <name>', 'with --custody: the wallet name sent with the file metadata')
     .option('-j, --concurrency <n>', 'documents in flight at once', '8')
-    .option('--fail-fast', 'stop starting new documents after the first failure')
+    .option(
+      '--fail-fast',
+      'check every document (readable, its receipt writable) before sending any; after the first failure, start no new one',
+    )
     .addOption(outputOption())
     .option(
       '--receipt-dir <dir>',
@@ -159,6 +169,13 @@ export async function runRegister(
   }
 }
 
+/** A document --fail-fast's first pass hashed and checked (Registrar.#checkAll), to be sent. */
+interface Checked {
+  item: Item;
+  index: number;
+  input: RegisterInput;
+}
+
 /** What registering one document gave: the flow's outcome, and its receipt or why it could not be written. */
 interface Registered {
   outcome: Outcome;
@@ -244,30 +261,73 @@ class Registrar {
     };
   }
 
-  /** Every document, a bounded number at once; each result goes to the items as it settles. */
+  /**
+   * Every document, a bounded number at once; each result goes to the items
+   * as it settles. With --fail-fast every document is hashed and checked
+   * first (readable, its receipt writable), as --aggregate does, and nothing
+   * is sent unless all pass: lanes already sending could not be stopped.
+   */
   async batch(): Promise<ItemsResult> {
     const tally = new FailureTally();
-    // -j 1 stays one document at a time from start to end, so its NDJSON lines come in input order.
-    const overlap = this.#options.concurrency > 1;
-    const total = await runAll(
-      this.#documents.items,
-      (item, index, freeLane) => this.#one(item, index, overlap ? freeLane : undefined),
-      {
+    const report = (index: number, settled: Settled<Registered>, item: Item) => {
+      this.#known = Math.max(this.#known, index + 1);
+      this.#done++;
+      this.#showProgress();
+      this.#items.add(index, this.#result(item, index, settled));
+      tally.add(index, settled.ok ? settled.value.receiptError : 'error' in settled ? settled.error : undefined);
+    };
+    const checked = this.#options.failFast ? await this.#checkAll(report) : undefined;
+    let total = checked?.total ?? 0;
+    if (checked === undefined || checked.ok) {
+      // -j 1 stays one document at a time from start to end, so its NDJSON lines come in input order.
+      const overlap = this.#options.concurrency > 1;
+      const send = (doc: Item | Checked, index: number, freeLane: FreeLane) => {
+        const lane = overlap ? freeLane : undefined;
+        return 'input' in doc ? this.#send(doc.input, doc.index, lane) : this.#one(doc, index, lane);
+      };
+      const sendable = checked ? checked.documents : this.#documents.items;
+      const sentTotal = await runAll<Item | Checked, Registered>(sendable, send, {
         concurrency: this.#options.concurrency,
         failFast: this.#options.failFast,
-        onSettled: (index, settled, item) => {
-          this.#known = Math.max(this.#known, index + 1);
-          this.#done++;
-          this.#showProgress();
-          this.#items.add(index, this.#result(item, index, settled));
-          tally.add(index, settled.ok ? settled.value.receiptError : 'error' in settled ? settled.error : undefined);
+        onSettled: (index, settled, doc) => {
+          if ('input' in doc) report(doc.index, settled, doc.item);
+          else report(index, settled, doc);
         },
-      },
-    );
+      });
+      total = checked ? total : sentTotal;
+    }
     this.#options.io.clearProgress();
     this.#noReceipts();
     const failure = tally.failure(this.#sent, total);
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
+  }
+
+  /**
+   * --fail-fast's first pass: every document hashed and its receipt checked,
+   * nothing sent. When one fails, it is reported and the others are skipped,
+   * their hashes kept (`ok` false); else the documents to send, in order.
+   */
+  async #checkAll(
+    report: (index: number, settled: Settled<Registered>, item: Item) => void,
+  ): Promise<{ ok: boolean; total: number; documents: Checked[] }> {
+    const documents: Checked[] = [];
+    let ok = true;
+    const total = await runAll(this.#documents.items, (item: Item, index) => this.#check(item, index), {
+      concurrency: Math.max(this.#options.concurrency, this.#pool.size * 4),
+      onSettled: (index, settled, item) => {
+        if (settled.ok) documents[index] = { item, index, input: settled.value };
+        else {
+          ok = false;
+          report(index, settled, item);
+        }
+      },
+    });
+    if (!ok) {
+      for (const doc of documents) {
+        if (doc !== undefined) report(doc.index, { ok: false, cancelled: true }, doc.item);
+      }
+    }
+    return { ok, total, documents: documents.filter((doc) => doc !== undefined) };
   }
 
   async close(): Promise<void> {
@@ -281,10 +341,13 @@ class Registrar {
 
   /** `freeLane`: the batch's, called once this document's requests are over (see runAll). */
   async #one(item: Item, index = 0, freeLane?: FreeLane): Promise<Registered> {
+    return this.#send(await this.#check(item, index), index, freeLane);
+  }
+
+  /** Hashes a document and checks that its receipt can be written: all that comes before sending. */
+  async #check(item: Item, index: number): Promise<RegisterInput> {
     const options = this.#options;
     this.#known = Math.max(this.#known, index + 1);
-    // With ndjson a line is printed per document: start no more while stdout is backed up.
-    await this.#items.ready();
     if (item.kind === 'unusable') throw item.error;
     if (item.kind === 'stdin') checkOptions(options, 'stdin');
     const input = await describe(options, item, this.#pool, (bytes) => {
@@ -297,6 +360,16 @@ class Registrar {
       this.#hashedBytes += input.file?.size ?? 0;
       this.#showProgress();
     }
+    const { receipts } = this.#documents;
+    if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);
+    return input;
+  }
+
+  /** Registers a document checked by #check (or finds it under a registered root), and writes its receipt. */
+  async #send(input: RegisterInput, index: number, freeLane?: FreeLane): Promise<Registered> {
+    const options = this.#options;
+    // With ndjson a line is printed per document: send no more while stdout is backed up.
+    await this.#items.ready();
     const onStep = (step: string) => {
       this.#sent = true;
       this.#spinner.update(step);
@@ -304,7 +377,6 @@ class Registrar {
       if (step === 'saving') freeLane?.();
     };
     const { receipts } = this.#documents;
-    if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);
     const leaf = await this.#underRegisteredRoot(input.hash);
     if (leaf) {
       const under = { sha256: input.hash, proof: leaf.proof };
@@ -443,7 +515,13 @@ function toResult(
 ): ItemResult {
   const file = displayName(item);
   if (!settled.ok) {
-    if ('cancelled' in settled) return skippedResult(file, 'not started (--fail-fast)');
+    if ('cancelled' in settled) {
+      // Hashed already (--fail-fast's first pass): its hash is kept, and why it was not sent.
+      if (knownHash === undefined) return skippedResult(file, 'not started (--fail-fast)');
+      return itemResult(file, knownHash, 'skipped', {
+        reason: 'not registered: another document failed (--fail-fast)',
+      });
+    }
     return failedResult(file, knownHash ?? null, settled.error);
   }
   const { outcome, receipt, receiptError, under } = settled.value;

@@ -4,6 +4,8 @@
  * 4 when every failure was transient, else the code of the first lasting
  * failure in input order; --fail-fast skips the items not yet started.
  */
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Fault } from '../../src/sandbox/server.js';
 import { type Bed, useBed } from '../helpers/bed.js';
@@ -173,19 +175,58 @@ describe('--fail-fast', () => {
       hash: docs[0]![1],
       error: { exitCode: 1 },
     });
-    for (const r of results.slice(1)) {
+    // Every document was hashed and checked before the first was sent: the others keep their hashes.
+    for (const [i, r] of results.slice(1).entries()) {
       expect(r).toEqual({
         schemaVersion: 1,
         file: r.file,
-        hash: null,
+        hash: docs[i + 1]![1],
         status: 'skipped',
-        reason: 'not started (--fail-fast)',
+        reason: 'not registered: another document failed (--fail-fast)',
       });
     }
     expect(results.map((r) => r.file)).toEqual(docs.map(([p]) => p));
     expect(bed.calls('request')).toBe(1);
     expect(bed.calls('forfait')).toBe(0);
     expect(bed.ledgerHashes()).toEqual([]);
+  });
+
+  it('checks every document before any is sent: a receipt in the way, 8 in flight, nothing paid (exit 2)', async () => {
+    const docs = await documents(bed, 16, 'checked first');
+    const receipts = join(bed.root, 'fail-fast-receipts');
+    mkdirSync(receipts);
+    const blocked = basename(docs[9]![0]);
+    writeFileSync(join(receipts, `${blocked}.notarization.json`), 'not a receipt\n');
+    const mark = bed.mark();
+    const run = await bed.main([
+      'register',
+      ...docs.map(([p]) => p),
+      '--receipt-dir',
+      receipts,
+      '--fail-fast',
+      '-j',
+      '8',
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(bed.callsSince(mark)).toEqual([]);
+    const results = parseResults(run.stdout);
+    expect(results.map((r) => r.status)).toEqual(docs.map((_, i) => (i === 9 ? 'failed' : 'skipped')));
+    expect(results.map((r) => r.hash)).toEqual(docs.map(([, hash]) => hash));
+    expect(readdirSync(receipts)).toEqual([`${blocked}.notarization.json`]);
+
+    // Once it is out of the way, the same command registers them all.
+    rmSync(join(receipts, `${blocked}.notarization.json`));
+    const again = await bed.main([
+      'register',
+      ...docs.map(([p]) => p),
+      '--receipt-dir',
+      receipts,
+      '--fail-fast',
+      '--json',
+    ]);
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(parseResults(again.stdout).map((r) => r.status)).toEqual(docs.map(() => 'registered'));
   });
 
   it('without --fail-fast the same failure does not stop the others', async () => {
