@@ -11139,6 +11139,38 @@ function jsonDepth(json) {
 	return deepest;
 }
 /**
+* Whether an object of the JSON text `json` has a key twice (compared as
+* JSON.parse reads them, escapes undone). JSON.parse keeps the last of the
+* two, other readers the first: a receipt that says two things is refused
+* (receipt-format.ts). `json` must be JSON.
+*/
+function hasKeyTwice(json) {
+	const open = [];
+	let atKey = false;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") {
+			const end = stringEnd(json, i);
+			const keys = open.at(-1);
+			if (keys !== void 0 && atKey) {
+				const name = JSON.parse(json.slice(i, end + 1));
+				if (keys.has(name)) return true;
+				keys.add(name);
+				atKey = false;
+			}
+			i = end;
+		} else if (char === "{") {
+			open.push(/* @__PURE__ */ new Set());
+			atKey = true;
+		} else if (char === "[") open.push(void 0);
+		else if (char === "}" || char === "]") {
+			open.pop();
+			atKey = false;
+		} else if (char === ",") atKey = open.at(-1) !== void 0;
+	}
+	return false;
+}
+/**
 * The text of the member `key` of the JSON object `json` (the last one, as
 * JSON.parse keeps the last of equal keys), exactly as written; undefined
 * when `json` is not an object or has no such member. `json` must be JSON.
@@ -11373,6 +11405,7 @@ function readReceipt(text) {
 	}
 	if (jsonDepth(text) > 64) return invalid(`the receipt nests more than 64 levels deep`);
 	if (typeof value !== "object" || value === null || Array.isArray(value)) return invalid("the receipt is not a JSON object");
+	if (hasKeyTwice(text)) return invalid("the receipt has a key twice in one object");
 	if (!("type" in value)) return readBareRecord(value, text);
 	const { type, version } = value;
 	if (type !== "notarize-receipt") return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);

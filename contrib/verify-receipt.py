@@ -13,7 +13,7 @@ HEX64, ANY_CASE_HEX64 = re.compile(r"[0-9a-f]{64}\Z"), re.compile(r"[0-9a-fA-F]{
 ISO_TIME = re.compile(r"(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])"
                       r"-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2[0-8])))"
                       r"T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)\Z", re.ASCII)
-DEEP = "the receipt nests more than %d levels deep" % MAX_DEPTH
+DEEP, TWICE = "the receipt nests more than %d levels deep" % MAX_DEPTH, "the receipt has a key twice in one object"
 shown = lambda text: "".join(c if c.isprintable() else "\\u%04x" % ord(c) for c in str(text))  # terminal-safe
 is_hex = lambda value, pattern=HEX64: isinstance(value, str) and pattern.match(value) is not None
 
@@ -50,7 +50,8 @@ def fold(fn, size, node, path):  # RFC 9162 section 2.1.3.2: the root a proof of
     return node if sn == 0 else None
 def read_receipt(text):  # (digest, verificationUrl or None) of a consistent receipt; raises ValueError saying why not
     try:  # every number a double, as JSON.parse reads it (an integer of 5,000 digits too); NaN and Infinity are no JSON
-        receipt = json.loads(text, parse_int=float, parse_constant=lambda constant: need(False))
+        receipt = json.loads(text, parse_int=float, parse_constant=lambda constant: need(False), object_pairs_hook=lambda items: dict(items) if len(dict(items)) == len(items) else {}["twice"])
+    except KeyError: raise ValueError(TWICE)  # readers differ on which of two equal keys they keep: refused, as notarize does
     except RecursionError: raise ValueError(DEEP)  # deeper than Python's parser goes: far deeper than MAX_DEPTH
     except ValueError: raise ValueError("the receipt is not JSON")  # JSONDecodeError is one
     need(depth(text) <= MAX_DEPTH, DEEP)
@@ -94,6 +95,5 @@ def main(argv):
     if sha256 != digest: return print("modified: %s has digest %s; its receipt is of %s" % (shown(argv[1]), digest, sha256)) or 6
     print("verified: %s matches its receipt" % shown(argv[1]) + ("; the receipt's record can be confirmed at " + shown(url) if url else ""))
     return 0
-
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

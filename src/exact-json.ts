@@ -169,6 +169,43 @@ export function jsonDepth(json: string): number {
 }
 
 /**
+ * Whether an object of the JSON text `json` has a key twice (compared as
+ * JSON.parse reads them, escapes undone). JSON.parse keeps the last of the
+ * two, other readers the first: a receipt that says two things is refused
+ * (receipt-format.ts). `json` must be JSON.
+ */
+export function hasKeyTwice(json: string): boolean {
+  // One entry per open object (its keys so far) or array (undefined).
+  const open: (Set<string> | undefined)[] = [];
+  let atKey = false;
+  for (let i = 0; i < json.length; i++) {
+    const char = json[i]!;
+    if (char === '"') {
+      const end = stringEnd(json, i);
+      const keys = open.at(-1);
+      if (keys !== undefined && atKey) {
+        const name = JSON.parse(json.slice(i, end + 1)) as string;
+        if (keys.has(name)) return true;
+        keys.add(name);
+        atKey = false;
+      }
+      i = end;
+    } else if (char === '{') {
+      open.push(new Set());
+      atKey = true;
+    } else if (char === '[') {
+      open.push(undefined);
+    } else if (char === '}' || char === ']') {
+      open.pop();
+      atKey = false;
+    } else if (char === ',') {
+      atKey = open.at(-1) !== undefined;
+    }
+  }
+  return false;
+}
+
+/**
  * The text of the member `key` of the JSON object `json` (the last one, as
  * JSON.parse keeps the last of equal keys), exactly as written; undefined
  * when `json` is not an object or has no such member. `json` must be JSON.

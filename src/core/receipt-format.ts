@@ -27,7 +27,7 @@
  */
 import { z } from 'zod';
 import { verificationUrl } from '../api/pages.js';
-import { jsonDepth, memberText } from '../exact-json.js';
+import { hasKeyTwice, jsonDepth, memberText } from '../exact-json.js';
 import { leafHash, rootFromPath } from './merkle.js';
 
 export const RECEIPT_TYPE = 'notarize-receipt';
@@ -161,6 +161,8 @@ export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
     return invalid(`the receipt nests more than ${MAX_RECEIPT_DEPTH} levels deep`);
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return invalid('the receipt is not a JSON object');
+  // JSON.parse keeps the last of two equal keys, other readers the first: such a receipt says two things.
+  if (hasKeyTwice(text)) return invalid('the receipt has a key twice in one object');
   if (!('type' in value)) return readBareRecord(value, text);
   const { type, version } = value as { type: unknown; version: unknown };
   if (type !== RECEIPT_TYPE) return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);

@@ -203,17 +203,17 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
     // At most 64 levels of nesting, the receipt's own two included.
     [
       'a record nesting 64 levels in all',
-      (_, r) => rewrite(r, /"record": \{/, `"record": {"userId": ${nested(62)},`),
+      (_, r) => rewrite(r, /"record": \{/, `"record": {"deep": ${nested(62)},`),
       'verified',
     ],
     [
       'a record nesting 65 levels in all',
-      (_, r) => rewrite(r, /"record": \{/, `"record": {"userId": ${nested(63)},`),
+      (_, r) => rewrite(r, /"record": \{/, `"record": {"deep": ${nested(63)},`),
       'invalid',
     ],
     [
       'a record nesting 5,000 levels',
-      (_, r) => rewrite(r, /"record": \{/, `"record": {"userId": ${nested(5000)},`),
+      (_, r) => rewrite(r, /"record": \{/, `"record": {"deep": ${nested(5000)},`),
       'invalid',
     ],
     [
@@ -225,6 +225,27 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
       'a bare record whose hash is a number of 64 digits',
       (_, r) => writeFileSync(r, `{"hash": ${'1'.repeat(64)}}`),
       'invalid',
+    ],
+    // A key twice in one object: JSON.parse and json.loads keep the last, other readers the first.
+    [
+      "the record's hash twice, the real one last",
+      (_, r) => rewrite(r, /"record": \{/, `"record": {"hash": "${'ab'.repeat(32)}",`),
+      'invalid',
+    ],
+    [
+      'the type twice, once spelled with an escape',
+      (_, r) => rewrite(r, /^\{/, '{"\\u0074ype": "notarize-receipt",'),
+      'invalid',
+    ],
+    [
+      'a bare record with its hash twice',
+      (_, r) => writeFileSync(r, `{"hash": "${'ab'.repeat(32)}", "hash": "${hashes['a.txt']}"}`),
+      'invalid',
+    ],
+    [
+      'the same key in two different objects',
+      (_, r) => rewrite(r, /"record": \{/, '"record": {"note": {"hash": 1, "x": [{"hash": 2}, {"hash": 3}]},'),
+      'verified',
     ],
   ];
 
