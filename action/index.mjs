@@ -17953,7 +17953,11 @@ var init_hash = __esmMin((() => {
 * first source found decides, in this order:
 *   1. `--receipt <file>` (one document only),
 *   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
-*      written for it there (same names: receipts.ts receiptNames),
+*      written for it there (same names: receipts.ts receiptNames); when there
+*      is none of that name, a receipt there of its digest (names depend on
+*      the documents of a run: one registered beside a namesake elsewhere got
+*      `a/x.txt.notarization.json`, and verify of it alone would look for
+*      `x.txt.notarization.json`),
 *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
 *   4. the ledger of the current service.
 * A receipt found is never passed over for a later source: the receipt the
@@ -18046,6 +18050,35 @@ function judgeByLedger(ledger, hash, name) {
 	};
 	return { status: "unknown" };
 }
+/**
+* The receipts under `dir` (walked, links not followed) that hold together,
+* by their document's digest: the first in name order for each. Receipts
+* that cannot be read are passed over here: this only finds a receipt whose
+* name was not the one looked for.
+*/
+async function receiptsByDigest(dir) {
+	const found = /* @__PURE__ */ new Map();
+	const walk = async (folder) => {
+		let entries;
+		try {
+			entries = await readdir(folder, { withFileTypes: true });
+		} catch {
+			return;
+		}
+		entries.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+		for (const entry of entries) {
+			const path = join(folder, entry.name);
+			if (entry.isDirectory()) await walk(path);
+			else if (entry.isFile() && entry.name.endsWith(".notarization.json")) {
+				const text = await readReceiptFile(path).catch(() => void 0);
+				const receipt = text === void 0 ? void 0 : readReceipt(text);
+				if (receipt?.consistent && !found.has(receipt.sha256)) found.set(receipt.sha256, path);
+			}
+		}
+	};
+	await walk(dir);
+	return found;
+}
 var MAX_RECEIPT_BYTES, Evidence;
 var init_evidence = __esmMin((() => {
 	init_errors();
@@ -18056,6 +18089,8 @@ var init_evidence = __esmMin((() => {
 	Evidence = class {
 		#sources;
 		#ledger;
+		/** --receipt-dir's receipts by digest, read the first time a document's named receipt is missing. */
+		#byDigest;
 		constructor(sources, ledger) {
 			this.#sources = sources;
 			this.#ledger = ledger;
@@ -18070,6 +18105,12 @@ var init_evidence = __esmMin((() => {
 			for (const path of candidates) {
 				const text = await readReceiptFile(path);
 				if (text !== void 0) return judgeByReceipt(hash, path, text);
+			}
+			if (receiptDir) {
+				this.#byDigest ??= receiptsByDigest(receiptDir.dir);
+				const path = (await this.#byDigest).get(hash);
+				const text = path === void 0 ? void 0 : await readReceiptFile(path);
+				if (path !== void 0 && text !== void 0) return judgeByReceipt(hash, path, text);
 			}
 			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
 		}
@@ -18214,7 +18255,8 @@ var verify_exports = /* @__PURE__ */ __exportAll({
 function configure$8(command, context) {
 	addInputOptions(command.argument("[paths...]", "documents to check ('-' reads standard input)")).option("--receipt <file>", "check the one document named against this receipt").option("--receipt-dir <dir>", "look for receipts where `register --receipt-dir <dir>` wrote them").addOption(outputOption()).addHelpText("after", `
 No network, no credentials, no store needed. Each document's digest is checked against the first of:
---receipt <file>; its receipt under --receipt-dir (named as register names them); without
+--receipt <file>; its receipt under --receipt-dir (named as register names them, else any
+there of its digest: names depend on the documents of a run); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.

@@ -60,7 +60,8 @@ export function configure(command: Command, context: () => Context): void {
       'after',
       `
 No network, no credentials, no store needed. Each document's digest is checked against the first of:
---receipt <file>; its receipt under --receipt-dir (named as register names them); without
+--receipt <file>; its receipt under --receipt-dir (named as register names them, else any
+there of its digest: names depend on the documents of a run); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.

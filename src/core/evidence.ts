@@ -4,7 +4,11 @@
  * first source found decides, in this order:
  *   1. `--receipt <file>` (one document only),
  *   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
- *      written for it there (same names: receipts.ts receiptNames),
+ *      written for it there (same names: receipts.ts receiptNames); when there
+ *      is none of that name, a receipt there of its digest (names depend on
+ *      the documents of a run: one registered beside a namesake elsewhere got
+ *      `a/x.txt.notarization.json`, and verify of it alone would look for
+ *      `x.txt.notarization.json`),
  *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
  *   4. the ledger of the current service.
  * A receipt found is never passed over for a later source: the receipt the
@@ -14,7 +18,7 @@
  * can write to) must not stand in for one missing there.
  */
 import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { UsageError } from '../errors.js';
 import { readBoundedBytes } from '../read-bounded.js';
@@ -132,10 +136,42 @@ function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefin
   return { status: 'unknown' };
 }
 
+/**
+ * The receipts under `dir` (walked, links not followed) that hold together,
+ * by their document's digest: the first in name order for each. Receipts
+ * that cannot be read are passed over here: this only finds a receipt whose
+ * name was not the one looked for.
+ */
+async function receiptsByDigest(dir: string): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  const walk = async (folder: string): Promise<void> => {
+    let entries;
+    try {
+      entries = await readdir(folder, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const entry of entries) {
+      const path = join(folder, entry.name);
+      if (entry.isDirectory()) await walk(path);
+      else if (entry.isFile() && entry.name.endsWith(RECEIPT_SUFFIX)) {
+        const text = await readReceiptFile(path).catch(() => undefined);
+        const receipt = text === undefined ? undefined : readReceipt(text);
+        if (receipt?.consistent && !found.has(receipt.sha256)) found.set(receipt.sha256, path);
+      }
+    }
+  };
+  await walk(dir);
+  return found;
+}
+
 /** The sources of a run, asked document by document (see the module comment). */
 export class Evidence {
   readonly #sources: ReceiptSources;
   readonly #ledger: LedgerIndex;
+  /** --receipt-dir's receipts by digest, read the first time a document's named receipt is missing. */
+  #byDigest: Promise<Map<string, string>> | undefined;
 
   constructor(sources: ReceiptSources, ledger: LedgerIndex) {
     this.#sources = sources;
@@ -152,6 +188,12 @@ export class Evidence {
     for (const path of candidates) {
       const text = await readReceiptFile(path);
       if (text !== undefined) return judgeByReceipt(hash, path, text);
+    }
+    if (receiptDir) {
+      this.#byDigest ??= receiptsByDigest(receiptDir.dir);
+      const path = (await this.#byDigest).get(hash);
+      const text = path === undefined ? undefined : await readReceiptFile(path);
+      if (path !== undefined && text !== undefined) return judgeByReceipt(hash, path, text);
     }
     return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);
   }

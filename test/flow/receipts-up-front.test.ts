@@ -71,6 +71,24 @@ describe('receipt names', () => {
       document: { name: 'cb/x.txt', sha256: sha256('same name b') },
       record: { hash: sha256('same name b') },
     });
+
+    // Verified alone (a release check of one artifact, an empty store): named x.txt in that run, its
+    // receipt is found in R by its digest; its namesake, changed since, is not verified by it.
+    const alone = await bed.main(['verify', b, '--receipt-dir', dir, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'empty-store-alone'), NOTARIZE_API_KEY: '' },
+    });
+    expect(alone.code, alone.stderr).toBe(0);
+    expect(JSON.parse(alone.stdout)).toMatchObject({
+      status: 'verified',
+      source: 'receipt',
+      receipt: join(dir, 'cb/x.txt.notarization.json'),
+    });
+    writeFileSync(a, 'same name a, changed');
+    const changed = await bed.main(['verify', a, '--receipt-dir', dir, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'empty-store-changed'), NOTARIZE_API_KEY: '' },
+    });
+    expect(changed.code, changed.stderr).toBe(6);
+    expect(JSON.parse(changed.stdout)).toMatchObject({ status: 'unknown' });
   });
 });
 
