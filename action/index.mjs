@@ -17659,6 +17659,7 @@ async function runCompleteMany(options) {
 	if (options.session !== void 0 || options.useActiveSubscription) throw usage("--session and --use-active-subscription complete one hash at a time");
 	const store = options.ledger();
 	const hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
+	if (options.all && hashes.length === 0) options.io.warn(`no session is pending in this store (${store.dir}): if the registrations were made on another machine or with another NOTARIZE_CONFIG_DIR, complete them there, or here with --session`);
 	const baseUrl = options.baseUrl();
 	const api = await options.api();
 	let sent = false;

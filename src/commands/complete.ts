@@ -137,6 +137,14 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   }
   const store = options.ledger();
   const hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
+  if (options.all && hashes.length === 0) {
+    // Exit 0: nothing left to finish is what a re-run after success meets. But a job on another
+    // runner than the one that saved the sessions meets it too, and must not pass unwarned.
+    options.io.warn(
+      `no session is pending in this store (${store.dir}): if the registrations were made on another machine ` +
+        `or with another NOTARIZE_CONFIG_DIR, complete them there, or here with --session`,
+    );
+  }
   const baseUrl = options.baseUrl();
   const api = await options.api();
   let sent = false;
