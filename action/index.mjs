@@ -13839,6 +13839,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 	const { store } = deps;
 	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
 	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
+	await keepRecordedTrees(store, adopted, adopted.sent);
 	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 		doc,
 		i
@@ -13865,6 +13866,25 @@ async function plantTheRest(deps, input, placed, adopted) {
 		asked,
 		sent: adopted.sent
 	};
+}
+/**
+* Saves in the store the trees adoptManifests placed under a root this store
+* has the record of (its leaves fold to it, so the tree is that root's): from
+* then on verify, show, receipt and per-document register find its documents
+* here, as under any tree registered here. Not a tree whose root was only
+* asked about: the service's word is no record. Under the aggregate lock.
+*/
+async function keepRecordedTrees(store, adopted, sent) {
+	const recorded = new Set([...adopted.placements.values()].map(({ tree }) => tree));
+	for (const tree of recorded) {
+		if (tree.state !== "registered" || existsSync(store.treeFile(tree.entry.root))) continue;
+		try {
+			await store.saveTree(tree.entry);
+		} catch (error) {
+			const said = sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
+			throw diskRefused(error, store.dir, said) ?? error;
+		}
+	}
 }
 /** A manifest's root asked about (adoptManifests), as a root of this run: already registered, or failed. */
 function rootResultOf(root, said) {

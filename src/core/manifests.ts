@@ -137,7 +137,8 @@ function mayPlace(file: string, useful: (digests: readonly string[]) => boolean)
  *
  * A manifest whose root this store has a record of (a root completed here
  * with `complete --session`, planted by another store) places its documents
- * under that record without asking.
+ * under that record without asking (and aggregate.ts keeps that tree in
+ * the store: the record proves it).
  *
  * Only ever confirmed, never registered: a manifest could have been planted
  * by whoever wrote the folder (a CI checkout that earlier steps touched),

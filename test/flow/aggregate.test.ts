@@ -728,6 +728,17 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     });
     expect(verify.code, describeRun(verify)).toBe(0);
     expect(parseResults(verify.stdout).map((r) => r.status)).toEqual(['verified', 'verified']);
+
+    // B's store now keeps that tree: verify from its ledger, and a document registered on its own pays nothing.
+    const fromLedger = await bed.main(['verify', docs[0]!, '--json'], { env: { NOTARIZE_CONFIG_DIR: storeB } });
+    expect(fromLedger.code, describeRun(fromLedger)).toBe(0);
+    const mark = bed.mark();
+    const alone = await bed.main(['register', docs[1]!, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: storeB },
+    });
+    expect(alone.code, describeRun(alone)).toBe(0);
+    expect(parseNdjson(alone.stdout)[0]).toMatchObject({ status: 'already-registered', proof: { root } });
+    expect(bed.callsSince(mark)).toEqual([]);
   });
 
   it('a completion whose answer was lost: the manifest was written before, so the re-run asks and pays nothing', async () => {
