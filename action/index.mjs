@@ -13574,7 +13574,8 @@ function mayPlace(file, useful) {
 *
 * A manifest whose root this store has a record of (a root completed here
 * with `complete --session`, planted by another store) places its documents
-* under that record without asking.
+* under that record without asking (and aggregate.ts keeps that tree in
+* the store: the record proves it).
 *
 * Only ever confirmed, never registered: a manifest could have been planted
 * by whoever wrote the folder (a CI checkout that earlier steps touched),
@@ -16134,7 +16135,24 @@ function matcher(include, exclude) {
 	};
 	const included = include.length > 0 ? compile(include) : () => true;
 	const excluded = exclude.length > 0 ? compile(exclude) : () => false;
-	return (path) => included(path) && !excluded(path);
+	return {
+		accepts: (path) => included(path) && !excluded(path),
+		excludes: excluded
+	};
+}
+/**
+* Whether a link or special file met in a walk is left out without a word.
+* --exclude leaves any out; --include leaves out only what cannot hold a
+* file it lets through: a link to a folder can (its name says nothing of
+* the files under it), so only --exclude leaves it out.
+*/
+function leftOut(path, relativePath, filter) {
+	if (filter.excludes(relativePath)) return true;
+	let toFolder = false;
+	try {
+		toFolder = statSync(path).isDirectory();
+	} catch {}
+	return !toFolder && !filter.accepts(relativePath);
 }
 function unusable(path, error) {
 	return {
@@ -16144,7 +16162,7 @@ function unusable(path, error) {
 	};
 }
 /** The files under `dir` in name order (deterministic), depth first. */
-async function* walk(dir, below, accept, onSkipped) {
+async function* walk(dir, below, filter, onSkipped) {
 	let entries;
 	try {
 		entries = await readdir(dir, { withFileTypes: true });
@@ -16156,17 +16174,14 @@ async function* walk(dir, below, accept, onSkipped) {
 	for (const entry of entries) {
 		const path = join(dir, entry.name);
 		const relativePath = below ? `${below}/${entry.name}` : entry.name;
-		if (entry.isDirectory()) yield* walk(path, relativePath, accept, onSkipped);
-		else if (!accept(relativePath)) continue;
-		else if (entry.isSymbolicLink()) onSkipped({
-			path,
-			reason: "symbolic link (not followed)"
-		});
-		else if (!entry.isFile()) onSkipped({
-			path,
-			reason: "not a regular file"
-		});
-		else {
+		if (entry.isDirectory()) yield* walk(path, relativePath, filter, onSkipped);
+		else if (!entry.isFile()) {
+			if (leftOut(path, relativePath, filter)) continue;
+			onSkipped({
+				path,
+				reason: entry.isSymbolicLink() ? "symbolic link (not followed)" : "not a regular file"
+			});
+		} else if (filter.accepts(relativePath)) {
 			let info;
 			try {
 				info = lstatSync(path);
@@ -16188,7 +16203,7 @@ async function* expandPath(path, state) {
 		return;
 	}
 	if (info.isDirectory()) {
-		if (state.options.recursive) yield* walk(path, "", state.accept, state.onSkipped);
+		if (state.options.recursive) yield* walk(path, "", state.filter, state.onSkipped);
 		else yield {
 			kind: "unusable",
 			path,
@@ -16298,7 +16313,7 @@ async function expandInputs(paths, options, stdin, onSkipped = () => {}) {
 	return {
 		items: expand(paths, list, {
 			options,
-			accept: matcher(options.include ?? [], options.exclude ?? []),
+			filter: matcher(options.include ?? [], options.exclude ?? []),
 			onSkipped,
 			stdinTaken: stdinNamed || options.filesFrom === "-"
 		}),

@@ -161,7 +161,7 @@ export async function* splitList(
  * directory: a glob with a slash matches that whole relative path, one
  * without matches the file name (as in .gitignore).
  */
-function matcher(include: string[], exclude: string[]): (relativePath: string) => boolean {
+function matcher(include: string[], exclude: string[]): PathFilter {
   const compile = (globs: string[]) => {
     const withSlash = globs.filter((g) => g.includes('/'));
     const nameOnly = globs.filter((g) => !g.includes('/'));
@@ -171,7 +171,30 @@ function matcher(include: string[], exclude: string[]): (relativePath: string) =
   };
   const included = include.length > 0 ? compile(include) : () => true;
   const excluded = exclude.length > 0 ? compile(exclude) : () => false;
-  return (path) => included(path) && !excluded(path);
+  return { accepts: (path) => included(path) && !excluded(path), excludes: excluded };
+}
+
+/** --include/--exclude: whether a file is let through, and whether --exclude names a path. */
+interface PathFilter {
+  accepts: (relativePath: string) => boolean;
+  excludes: (relativePath: string) => boolean;
+}
+
+/**
+ * Whether a link or special file met in a walk is left out without a word.
+ * --exclude leaves any out; --include leaves out only what cannot hold a
+ * file it lets through: a link to a folder can (its name says nothing of
+ * the files under it), so only --exclude leaves it out.
+ */
+function leftOut(path: string, relativePath: string, filter: PathFilter): boolean {
+  if (filter.excludes(relativePath)) return true;
+  let toFolder = false;
+  try {
+    toFolder = statSync(path).isDirectory();
+  } catch {
+    // A link to nothing: named by itself.
+  }
+  return !toFolder && !filter.accepts(relativePath);
 }
 
 function unusable(path: string, error: unknown): InputItem {
@@ -182,7 +205,7 @@ function unusable(path: string, error: unknown): InputItem {
 async function* walk(
   dir: string,
   below: string,
-  accept: (relativePath: string) => boolean,
+  filter: PathFilter,
   onSkipped: (skipped: SkippedPath) => void,
 ): AsyncGenerator<InputItem> {
   let entries;
@@ -198,15 +221,12 @@ async function* walk(
     const path = join(dir, entry.name);
     const relativePath = below ? `${below}/${entry.name}` : entry.name;
     if (entry.isDirectory()) {
-      yield* walk(path, relativePath, accept, onSkipped);
-    } else if (!accept(relativePath)) {
-      // Left out by --include/--exclude, links and special files too: nothing to report.
-      continue;
-    } else if (entry.isSymbolicLink()) {
-      onSkipped({ path, reason: 'symbolic link (not followed)' });
+      yield* walk(path, relativePath, filter, onSkipped);
     } else if (!entry.isFile()) {
-      onSkipped({ path, reason: 'not a regular file' });
-    } else {
+      // A link or special file: reported (verify fails it), unless --include/--exclude leave it out.
+      if (leftOut(path, relativePath, filter)) continue;
+      onSkipped({ path, reason: entry.isSymbolicLink() ? 'symbolic link (not followed)' : 'not a regular file' });
+    } else if (filter.accepts(relativePath)) {
       let info;
       try {
         info = lstatSync(path); // synchronous: see expandPath
@@ -221,7 +241,7 @@ async function* walk(
 
 interface ExpandState {
   options: InputOptions;
-  accept: (relativePath: string) => boolean;
+  filter: PathFilter;
   onSkipped: (skipped: SkippedPath) => void;
   /** Whether standard input is taken (by '-' or by the list): a second '-' fails. */
   stdinTaken: boolean;
@@ -244,7 +264,7 @@ async function* expandPath(path: string, state: ExpandState): AsyncGenerator<Inp
     return;
   }
   if (info.isDirectory()) {
-    if (state.options.recursive) yield* walk(path, '', state.accept, state.onSkipped);
+    if (state.options.recursive) yield* walk(path, '', state.filter, state.onSkipped);
     else {
       const error = new InputFileError(path, 'is a directory', {
         code: 'is_directory',
@@ -399,7 +419,7 @@ export async function expandInputs(
   }
   const state: ExpandState = {
     options,
-    accept: matcher(options.include ?? [], options.exclude ?? []),
+    filter: matcher(options.include ?? [], options.exclude ?? []),
     onSkipped,
     stdinTaken: stdinNamed || options.filesFrom === '-',
   };

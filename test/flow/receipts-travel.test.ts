@@ -157,6 +157,25 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     expect(excluded.code, describeRun(excluded)).toBe(0);
     expect(parseResults(excluded.stdout).map((r) => r.status)).toEqual(NAMES.map(() => 'verified'));
     expect(excluded.stderr).toBe('3 items: 3 verified\n');
+
+    // --include leaves out a link to a file it does not let through, never a link to a folder:
+    // its name says nothing of the files under it.
+    const included = await downloader([
+      'verify',
+      '-r',
+      join(here, 'dist'),
+      '--receipt-dir',
+      join(here, 'receipts'),
+      '--include',
+      '*.txt',
+      '--json',
+    ]);
+    expect(included.code, describeRun(included)).toBe(2);
+    expect(
+      parseResults(included.stdout)
+        .filter((r) => r.status === 'failed')
+        .map((r) => r.file),
+    ).toEqual([join(here, 'dist', 'plugins')]);
   });
 
   it('a walk passes over only real receipts: a file named like one, or any other file in --receipt-dir, is verified', async () => {
