@@ -10046,7 +10046,7 @@ function recoveryHint(file) {
 	const name = basename(file);
 	if (name === "credentials.json") return `${untouched}: repair it by hand, or move it aside and log in again (\`notarize login\`)`;
 	if (name === "config.json") return `${untouched}: repair it by hand, or move it aside (settings go back to their defaults; \`notarize config set\` sets them again)`;
-	if (basename(dirname(file)) === "trees") return `${untouched}: restore it from a backup, or from ${basename(file, ".json")}.tree.json of the --receipt-dir of its run (copied in as it is); it lists the documents under that Merkle root, so until then register --aggregate stops rather than register them again`;
+	if (basename(dirname(file)) === "trees") return `${untouched}: restore it from a backup, or from ${basename(file, ".json")}.tree.json of the --receipt-dir of its run (copied in as it is); it lists the documents under that Merkle root, so until then register stops rather than register them again (--aggregate, or a document it may hold on its own)`;
 	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
 	return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${basename(file, ".json")}\` (kept aside) to start that registration afresh`;
 }
@@ -17248,14 +17248,18 @@ var init_register = __esmMin((() => {
 		* own: registering it again would pay twice for what `verify` already calls
 		* notarized. --force registers it on its own. Only registered roots count:
 		* a document under a pending or planned root goes through the flow as before
-		* (docs/reliability.md). The trees are read once per run, and only when a
-		* document is hashed: on a cold store there are none.
+		* (docs/reliability.md). A tree file that cannot be read fails the
+		* documents it is not known not to hold (its error says how to restore it).
+		* The trees are read once per run, and only when a document is hashed: on a
+		* cold store there are none.
 		*/
 		async #underRegisteredRoot(hash) {
 			if (this.#options.force) return void 0;
 			const { store } = this.#deps;
 			this.#registeredTrees ??= Trees.load(store, { registeredOnly: true });
-			const placed = (await this.#registeredTrees).place(hash);
+			const trees = await this.#registeredTrees;
+			const placed = trees.place(hash);
+			if (placed === void 0 && trees.problems.length > 0 && store.readRecord(hash) === void 0) throw trees.problems[0];
 			if (placed === void 0 || store.readRecord(hash) !== void 0) return void 0;
 			const { tree, leafIndex } = placed;
 			return {

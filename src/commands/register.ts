@@ -401,14 +401,21 @@ class Registrar {
    * own: registering it again would pay twice for what `verify` already calls
    * notarized. --force registers it on its own. Only registered roots count:
    * a document under a pending or planned root goes through the flow as before
-   * (docs/reliability.md). The trees are read once per run, and only when a
-   * document is hashed: on a cold store there are none.
+   * (docs/reliability.md). A tree file that cannot be read fails the
+   * documents it is not known not to hold (its error says how to restore it).
+   * The trees are read once per run, and only when a document is hashed: on a
+   * cold store there are none.
    */
   async #underRegisteredRoot(hash: string) {
     if (this.#options.force) return undefined;
     const { store } = this.#deps;
     this.#registeredTrees ??= Trees.load(store, { registeredOnly: true });
-    const placed = (await this.#registeredTrees).place(hash);
+    const trees = await this.#registeredTrees;
+    const placed = trees.place(hash);
+    // A tree that cannot be read may hold it, under a root already paid for: stop, as --aggregate does.
+    if (placed === undefined && trees.problems.length > 0 && store.readRecord(hash) === undefined) {
+      throw trees.problems[0]!;
+    }
     if (placed === undefined || store.readRecord(hash) !== undefined) return undefined;
     const { tree, leafIndex } = placed;
     // A tree whose leaves do not make its root proves nothing: StoreError, the document fails (exit 2 or 1).

@@ -445,7 +445,7 @@ function recoveryHint(file: string): string {
     return (
       `${untouched}: restore it from a backup, or from ${basename(file, '.json')}.tree.json of the --receipt-dir ` +
       `of its run (copied in as it is); it lists the documents under that Merkle root, so until then ` +
-      `register --aggregate stops rather than register them again`
+      `register stops rather than register them again (--aggregate, or a document it may hold on its own)`
     );
   }
   if (basename(dirname(file)) === 'ledger') {

@@ -472,7 +472,12 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
     let run = await bed.main(['register', '--aggregate', '-r', bed.path('cut'), '--json']);
     expect(run.code, describeRun(run)).toBe(2);
     expect(run.stderr).toContain(`store file ${first.treeFile} is damaged`);
-    expect(run.stderr).toContain('register --aggregate stops rather than register them again');
+    expect(run.stderr).toContain('register stops rather than register them again');
+    expect(bed.callsSince(mark)).toEqual([]);
+    // A document registered on its own stops too: the tree may hold it (nothing sent, exit 2).
+    const alone = await bed.main(['register', bed.path('cut/a.txt'), '--json']);
+    expect(alone.code, describeRun(alone)).toBe(2);
+    expect(alone.stderr).toContain(`store file ${first.treeFile} is damaged`);
     expect(bed.callsSince(mark)).toEqual([]);
     // An unreadable tree may hold any document: until it is repaired (here: removed), every aggregate run stops.
     rmSync(first.treeFile);
