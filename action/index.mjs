@@ -16584,19 +16584,35 @@ var init_register_aggregate = __esmMin((() => {
 		* The documents this store registered one by one (a record of their own)
 		* are no leaves of a new tree: a root over them would pay again for what is
 		* notarized already. Each gets its record as `already-registered`, and its
-		* receipt without a proof, as per-document registration gives it; --force
-		* puts them in the tree. Read outside any lock: a record, once written, stays.
+		* receipt without a proof, as per-document registration gives it. So do
+		* those with a session of their own pending (`register --no-complete`):
+		* they stay `pending` on it, for `notarize complete`, since completing it
+		* after a root had taken them in would pay twice. --force puts them all in
+		* the tree. Read outside any lock: a record, once written, stays.
 		*/
 		async #alreadyOnTheirOwn(hashed) {
 			if (this.#options.force) return hashed;
 			const rest = [];
 			const plan = this.#documents.receipts;
+			const pending = [];
 			for (const doc of hashed) {
 				let entry;
+				let session;
 				try {
 					entry = this.#store.readRecord(doc.sha256);
+					session = entry === void 0 ? this.#store.readPending(doc.sha256) : void 0;
 				} catch (error) {
 					this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+					continue;
+				}
+				if (session !== void 0) {
+					pending.push(doc.sha256);
+					const outcome = {
+						kind: "pending",
+						entry: session,
+						reused: true
+					};
+					this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl));
 					continue;
 				}
 				if (entry === void 0) {
@@ -16617,6 +16633,10 @@ var init_register_aggregate = __esmMin((() => {
 					...receiptError ? { status: "failed" } : {}
 				}));
 				this.#tally.add(doc.index, receiptError);
+			}
+			if (pending.length > 0) {
+				const which = pending.length === 1 ? pending[0] : `${pending.length} documents (among them ${pending[0]})`;
+				this.#options.io.warn(`${which} left out of the Merkle tree: a session of its own is pending (register --no-complete); finish it with \`notarize complete <hash>\`, or drop it (\`notarize pending drop <hash>\`) and run again`);
 			}
 			return rest;
 		}
@@ -17207,6 +17227,7 @@ var init_register = __esmMin((() => {
 			const { receipts } = this.#documents;
 			const leaf = await this.#underRegisteredRoot(input.hash);
 			if (leaf) {
+				if (this.#deps.store.readPending(input.hash) !== void 0) options.io.warn(`${input.hash} has a session of its own pending, though it is registered under the Merkle root ${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${input.hash}\``);
 				const under = {
 					sha256: input.hash,
 					proof: leaf.proof

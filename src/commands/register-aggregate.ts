@@ -176,20 +176,32 @@ export class Aggregator {
    * The documents this store registered one by one (a record of their own)
    * are no leaves of a new tree: a root over them would pay again for what is
    * notarized already. Each gets its record as `already-registered`, and its
-   * receipt without a proof, as per-document registration gives it; --force
-   * puts them in the tree. Read outside any lock: a record, once written, stays.
+   * receipt without a proof, as per-document registration gives it. So do
+   * those with a session of their own pending (`register --no-complete`):
+   * they stay `pending` on it, for `notarize complete`, since completing it
+   * after a root had taken them in would pay twice. --force puts them all in
+   * the tree. Read outside any lock: a record, once written, stays.
    */
   async #alreadyOnTheirOwn(hashed: Hashed[]): Promise<Hashed[]> {
     if (this.#options.force) return hashed;
     const rest: Hashed[] = [];
     const plan = this.#documents.receipts;
+    const pending: string[] = [];
     for (const doc of hashed) {
       let entry;
+      let session;
       try {
         entry = this.#store.readRecord(doc.sha256);
+        session = entry === undefined ? this.#store.readPending(doc.sha256) : undefined;
       } catch (error) {
-        // A damaged record of it: as placeDocuments does with a damaged tree, stop rather than pay again.
+        // A damaged record or session of it: as placeDocuments does with a damaged tree, stop rather than pay again.
         this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+        continue;
+      }
+      if (session !== undefined) {
+        pending.push(doc.sha256);
+        const outcome = { kind: 'pending' as const, entry: session, reused: true };
+        this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl));
         continue;
       }
       if (entry === undefined) {
@@ -206,6 +218,13 @@ export class Aggregator {
         }),
       );
       this.#tally.add(doc.index, receiptError);
+    }
+    if (pending.length > 0) {
+      const which = pending.length === 1 ? pending[0]! : `${pending.length} documents (among them ${pending[0]})`;
+      this.#options.io.warn(
+        `${which} left out of the Merkle tree: a session of its own is pending (register --no-complete); ` +
+          `finish it with \`notarize complete <hash>\`, or drop it (\`notarize pending drop <hash>\`) and run again`,
+      );
     }
     return rest;
   }

@@ -379,6 +379,12 @@ class Registrar {
     const { receipts } = this.#documents;
     const leaf = await this.#underRegisteredRoot(input.hash);
     if (leaf) {
+      if (this.#deps.store.readPending(input.hash) !== undefined) {
+        options.io.warn(
+          `${input.hash} has a session of its own pending, though it is registered under the Merkle root ` +
+            `${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${input.hash}\``,
+        );
+      }
       const under = { sha256: input.hash, proof: leaf.proof };
       const outcome: Outcome = { kind: 'already-registered', hash: leaf.proof.root, entry: leaf.record };
       if (!receipts) return { outcome, under };

@@ -354,6 +354,30 @@ describe('switching between --aggregate and per-document registration never pays
     expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait', 'request', 'forfait']);
   });
 
+  it('a document with a session of its own pending stays out of the tree: complete pays for it once', async () => {
+    const own = await bed.write('own-pending/a.txt', 'own session a\n');
+    await bed.write('own-pending/b.txt', 'own session b\n');
+    const pendingOnly = await bed.main(['register', '--no-complete', bed.path('own-pending/a.txt'), '--quiet']);
+    expect(pendingOnly.code, describeRun(pendingOnly)).toBe(0);
+    const mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', '-r', bed.path('own-pending'), '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    const [a, b] = parseResults(run.stdout);
+    expect(a).toMatchObject({ status: 'pending', hash: own });
+    expect(a).not.toHaveProperty('proof');
+    expect(b).toMatchObject({ status: 'registered', proof: { treeSize: 1 } });
+    expect(run.stderr).toContain(`${own} left out of the Merkle tree: a session of its own is pending`);
+    const completed = await bed.main(['complete', own, '--quiet']);
+    expect(completed.code, describeRun(completed)).toBe(0);
+    // One forfait for the root of b, one for a's own session: a is paid once.
+    expect(
+      bed
+        .callsSince(mark)
+        .filter((c) => c.route === 'forfait')
+        .map((c) => c.path.includes(own)),
+    ).toEqual([false, true]);
+  });
+
   it('documents registered one by one, then put in an aggregate: already-registered each, no root bought for them', async () => {
     const a = await bed.write('solo/a.txt', 'solo a\n');
     const b = await bed.write('solo/b.txt', 'solo b\n');
