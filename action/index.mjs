@@ -16456,6 +16456,7 @@ function checkAggregate(options) {
 var FAIL_FAST_REASON, Aggregator;
 var init_register_aggregate = __esmMin((() => {
 	init_aggregate();
+	init_notarize();
 	init_trees();
 	init_batch();
 	init_hash_pool();
@@ -16480,6 +16481,8 @@ var init_register_aggregate = __esmMin((() => {
 		#unrecordedRoots = /* @__PURE__ */ new Set();
 		/** The roots whose manifest this run wrote (#writeManifest). */
 		#manifestsWritten = /* @__PURE__ */ new Set();
+		/** Whether a document finished on a session of its own (#finishAlone) reached the service. */
+		#sentAlone = false;
 		/** The last write of each receipt path still under way (see #receipt). */
 		#writing = /* @__PURE__ */ new Map();
 		constructor({ options, documents, items, baseUrl, api, store }) {
@@ -16491,10 +16494,12 @@ var init_register_aggregate = __esmMin((() => {
 			this.#store = store;
 		}
 		async run() {
-			const hashed = await this.#alreadyOnTheirOwn(await this.#hashAll());
+			const all = await this.#hashAll();
 			let sent = false;
 			let manifestFailure;
-			if (this.#options.failFast && this.#tally.failed > 0) for (const doc of hashed) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
+			const stopped = this.#options.failFast && this.#tally.failed > 0;
+			const hashed = stopped ? all : await this.#alreadyOnTheirOwn(all);
+			if (stopped) for (const doc of hashed) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
 			else if (hashed.length > 0) {
 				const { io } = this.#options;
 				const trees = /* @__PURE__ */ new Map();
@@ -16536,7 +16541,7 @@ var init_register_aggregate = __esmMin((() => {
 				}, { concurrency: 16 });
 				this.#warnNoRecords();
 			}
-			const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
+			const failure = this.#tally.failure(sent || this.#sentAlone, this.#total) ?? manifestFailure;
 			return {
 				kind: "items",
 				title: TITLE$1,
@@ -16584,39 +16589,29 @@ var init_register_aggregate = __esmMin((() => {
 		* The documents this store registered one by one (a record of their own)
 		* are no leaves of a new tree: a root over them would pay again for what is
 		* notarized already. Each gets its record as `already-registered`, and its
-		* receipt without a proof, as per-document registration gives it. So do
-		* those with a session of their own pending (`register --no-complete`):
-		* they stay `pending` on it, for `notarize complete`, since completing it
-		* after a root had taken them in would pay twice. --force puts them all in
-		* the tree. Read outside any lock: a record, once written, stays.
+		* receipt without a proof, as per-document registration gives it. A
+		* document with a session of its own pending (`register --no-complete`)
+		* is finished on that session, as `register` of it would (#finishAlone),
+		* unless a root this store registered holds it already: then the tree
+		* gives its result, and its session, which would pay a second time, is
+		* pointed out. --force puts them all in the tree. Read outside any lock: a
+		* record, once written, stays.
 		*/
 		async #alreadyOnTheirOwn(hashed) {
 			if (this.#options.force) return hashed;
 			const rest = [];
+			const withSession = [];
 			const plan = this.#documents.receipts;
-			const pending = [];
 			for (const doc of hashed) {
 				let entry;
-				let session;
 				try {
 					entry = this.#store.readRecord(doc.sha256);
-					session = entry === void 0 ? this.#store.readPending(doc.sha256) : void 0;
 				} catch (error) {
 					this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
 					continue;
 				}
-				if (session !== void 0) {
-					pending.push(doc.sha256);
-					const outcome = {
-						kind: "pending",
-						entry: session,
-						reused: true
-					};
-					this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl));
-					continue;
-				}
 				if (entry === void 0) {
-					rest.push(doc);
+					(existsSync(this.#store.pendingFile(doc.sha256)) ? withSession : rest).push(doc);
 					continue;
 				}
 				const outcome = {
@@ -16634,11 +16629,61 @@ var init_register_aggregate = __esmMin((() => {
 				}));
 				this.#tally.add(doc.index, receiptError);
 			}
-			if (pending.length > 0) {
-				const which = pending.length === 1 ? pending[0] : `${pending.length} documents (among them ${pending[0]})`;
-				this.#options.io.warn(`${which} left out of the Merkle tree: a session of its own is pending (register --no-complete); finish it with \`notarize complete <hash>\`, or drop it (\`notarize pending drop <hash>\`) and run again`);
+			if (withSession.length === 0) return rest;
+			const registered = await Trees.load(this.#store, {
+				registeredOnly: true,
+				holding: new Set(withSession.map((doc) => doc.sha256))
+			});
+			for (const doc of withSession) {
+				const root = registered.place(doc.sha256)?.tree.entry.root;
+				if (root === void 0) {
+					await this.#finishAlone(doc);
+					continue;
+				}
+				rest.push(doc);
+				this.#options.io.warn(`${doc.sha256} has a session of its own pending, though it is registered under the Merkle root ${root}: completing it would pay a second time; drop it with \`notarize pending drop ${doc.sha256}\``);
 			}
 			return rest;
+		}
+		/**
+		* A document with a session of its own pending, under no registered root:
+		* completed on that session (or left pending with --no-complete), as
+		* `register` of it alone does, with its receipt (no proof). A session that
+		* cannot be read fails it, as it would there.
+		*/
+		async #finishAlone(doc) {
+			const options = this.#options;
+			const onStep = () => this.#sentAlone = true;
+			let outcome;
+			try {
+				outcome = await register({
+					api: this.#api,
+					store: this.#store,
+					onStep
+				}, {
+					hash: doc.sha256,
+					description: doc.name ?? "",
+					custody: false,
+					signed: options.signed,
+					blockchain: options.blockchain,
+					complete: options.complete,
+					force: false
+				});
+			} catch (error) {
+				this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+				return;
+			}
+			const plan = this.#documents.receipts;
+			const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
+			const { receipt, receiptError } = plan && entry ? await this.#receipt(plan, doc, entry) : {};
+			this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, {
+				details: {
+					...receipt ? { receipt } : {},
+					...receiptError ? { error: errorJson(receiptError) } : {}
+				},
+				...receiptError ? { status: "failed" } : {}
+			}));
+			this.#tally.add(doc.index, receiptError);
 		}
 		#fail(index, file, hash, error) {
 			this.#items.add(index, failedResult(file, hash, error));
@@ -17227,7 +17272,7 @@ var init_register = __esmMin((() => {
 			const { receipts } = this.#documents;
 			const leaf = await this.#underRegisteredRoot(input.hash);
 			if (leaf) {
-				if (this.#deps.store.readPending(input.hash) !== void 0) options.io.warn(`${input.hash} has a session of its own pending, though it is registered under the Merkle root ${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${input.hash}\``);
+				if (existsSync(this.#deps.store.pendingFile(input.hash))) options.io.warn(`${input.hash} has a session of its own pending, though it is registered under the Merkle root ${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${input.hash}\``);
 				const under = {
 					sha256: input.hash,
 					proof: leaf.proof

@@ -3,16 +3,19 @@
  * Merkle root registered for all of them (core/aggregate.ts), and a result
  * and a receipt per document carrying its proof to that root.
  */
+import { existsSync } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
+import { register } from '../core/notarize.js';
 import {
   manifestName,
   treeManifestText,
   type AggregateDocument,
   type LoadedTree,
   type Placement,
+  Trees,
 } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
@@ -64,6 +67,8 @@ export class Aggregator {
   readonly #unrecordedRoots = new Set<string>();
   /** The roots whose manifest this run wrote (#writeManifest). */
   readonly #manifestsWritten = new Set<string>();
+  /** Whether a document finished on a session of its own (#finishAlone) reached the service. */
+  #sentAlone = false;
   /** The last write of each receipt path still under way (see #receipt). */
   readonly #writing = new Map<string, Promise<void>>();
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
@@ -76,11 +81,12 @@ export class Aggregator {
   }
 
   async run(): Promise<ItemsResult> {
-    const hashed = await this.#alreadyOnTheirOwn(await this.#hashAll());
+    const all = await this.#hashAll();
     let sent = false;
     let manifestFailure: NotarizeError | undefined;
     // --fail-fast: one document that cannot be hashed stops the run before anything is sent.
     const stopped = this.#options.failFast && this.#tally.failed > 0;
+    const hashed = stopped ? all : await this.#alreadyOnTheirOwn(all);
     if (stopped) {
       for (const doc of hashed) {
         this.#items.add(doc.index, itemResult(doc.file, doc.sha256, 'skipped', { reason: FAIL_FAST_REASON }));
@@ -131,7 +137,7 @@ export class Aggregator {
       this.#warnNoRecords();
     }
     // A manifest that could not be written fails the run (exit 1) even when every document succeeded.
-    const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
+    const failure = this.#tally.failure(sent || this.#sentAlone, this.#total) ?? manifestFailure;
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 
@@ -176,36 +182,30 @@ export class Aggregator {
    * The documents this store registered one by one (a record of their own)
    * are no leaves of a new tree: a root over them would pay again for what is
    * notarized already. Each gets its record as `already-registered`, and its
-   * receipt without a proof, as per-document registration gives it. So do
-   * those with a session of their own pending (`register --no-complete`):
-   * they stay `pending` on it, for `notarize complete`, since completing it
-   * after a root had taken them in would pay twice. --force puts them all in
-   * the tree. Read outside any lock: a record, once written, stays.
+   * receipt without a proof, as per-document registration gives it. A
+   * document with a session of its own pending (`register --no-complete`)
+   * is finished on that session, as `register` of it would (#finishAlone),
+   * unless a root this store registered holds it already: then the tree
+   * gives its result, and its session, which would pay a second time, is
+   * pointed out. --force puts them all in the tree. Read outside any lock: a
+   * record, once written, stays.
    */
   async #alreadyOnTheirOwn(hashed: Hashed[]): Promise<Hashed[]> {
     if (this.#options.force) return hashed;
     const rest: Hashed[] = [];
+    const withSession: Hashed[] = [];
     const plan = this.#documents.receipts;
-    const pending: string[] = [];
     for (const doc of hashed) {
       let entry;
-      let session;
       try {
         entry = this.#store.readRecord(doc.sha256);
-        session = entry === undefined ? this.#store.readPending(doc.sha256) : undefined;
       } catch (error) {
-        // A damaged record or session of it: as placeDocuments does with a damaged tree, stop rather than pay again.
+        // A damaged record of it: as placeDocuments does with a damaged tree, stop rather than pay again.
         this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
         continue;
       }
-      if (session !== undefined) {
-        pending.push(doc.sha256);
-        const outcome = { kind: 'pending' as const, entry: session, reused: true };
-        this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl));
-        continue;
-      }
       if (entry === undefined) {
-        rest.push(doc);
+        (existsSync(this.#store.pendingFile(doc.sha256)) ? withSession : rest).push(doc);
         continue;
       }
       const outcome = { kind: 'already-registered' as const, hash: doc.sha256, entry };
@@ -219,14 +219,64 @@ export class Aggregator {
       );
       this.#tally.add(doc.index, receiptError);
     }
-    if (pending.length > 0) {
-      const which = pending.length === 1 ? pending[0]! : `${pending.length} documents (among them ${pending[0]})`;
+    if (withSession.length === 0) return rest;
+    const registered = await Trees.load(this.#store, {
+      registeredOnly: true,
+      holding: new Set(withSession.map((doc) => doc.sha256)),
+    });
+    for (const doc of withSession) {
+      const root = registered.place(doc.sha256)?.tree.entry.root;
+      if (root === undefined) {
+        await this.#finishAlone(doc);
+        continue;
+      }
+      rest.push(doc);
       this.#options.io.warn(
-        `${which} left out of the Merkle tree: a session of its own is pending (register --no-complete); ` +
-          `finish it with \`notarize complete <hash>\`, or drop it (\`notarize pending drop <hash>\`) and run again`,
+        `${doc.sha256} has a session of its own pending, though it is registered under the Merkle root ${root}: ` +
+          `completing it would pay a second time; drop it with \`notarize pending drop ${doc.sha256}\``,
       );
     }
     return rest;
+  }
+
+  /**
+   * A document with a session of its own pending, under no registered root:
+   * completed on that session (or left pending with --no-complete), as
+   * `register` of it alone does, with its receipt (no proof). A session that
+   * cannot be read fails it, as it would there.
+   */
+  async #finishAlone(doc: Hashed): Promise<void> {
+    const options = this.#options;
+    const onStep = () => (this.#sentAlone = true);
+    let outcome;
+    try {
+      outcome = await register(
+        { api: this.#api, store: this.#store, onStep },
+        {
+          hash: doc.sha256,
+          description: doc.name ?? '',
+          custody: false,
+          signed: options.signed,
+          blockchain: options.blockchain,
+          complete: options.complete,
+          force: false,
+        },
+      );
+    } catch (error) {
+      this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+      return;
+    }
+    const plan = this.#documents.receipts;
+    const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
+    const { receipt, receiptError } = plan && entry ? await this.#receipt(plan, doc, entry) : {};
+    this.#items.add(
+      doc.index,
+      outcomeResult(doc.file, outcome, this.#baseUrl, {
+        details: { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
+        ...(receiptError ? { status: 'failed' as const } : {}),
+      }),
+    );
+    this.#tally.add(doc.index, receiptError);
   }
 
   #fail(index: number, file: string | null, hash: string | null, error: NotarizeError): void {

@@ -4,6 +4,7 @@
  * core/notarize.ts; batching is core/batch.ts; inputs are core/inputs.ts.
  */
 import { Option, type Command } from 'commander';
+import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
@@ -379,7 +380,8 @@ class Registrar {
     const { receipts } = this.#documents;
     const leaf = await this.#underRegisteredRoot(input.hash);
     if (leaf) {
-      if (this.#deps.store.readPending(input.hash) !== undefined) {
+      // Only to warn: a session of its own there (damaged or not) would pay a second time if completed.
+      if (existsSync(this.#deps.store.pendingFile(input.hash))) {
         options.io.warn(
           `${input.hash} has a session of its own pending, though it is registered under the Merkle root ` +
             `${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${input.hash}\``,

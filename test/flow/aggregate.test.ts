@@ -354,28 +354,54 @@ describe('switching between --aggregate and per-document registration never pays
     expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait', 'request', 'forfait']);
   });
 
-  it('a document with a session of its own pending stays out of the tree: complete pays for it once', async () => {
+  it('a document with a session of its own pending is finished on it, not put in the tree: paid once', async () => {
     const own = await bed.write('own-pending/a.txt', 'own session a\n');
     await bed.write('own-pending/b.txt', 'own session b\n');
+    const receipts = bed.path('own-pending-receipts');
     const pendingOnly = await bed.main(['register', '--no-complete', bed.path('own-pending/a.txt'), '--quiet']);
     expect(pendingOnly.code, describeRun(pendingOnly)).toBe(0);
     const mark = bed.mark();
-    const run = await bed.main(['register', '--aggregate', '-r', bed.path('own-pending'), '--json']);
+    const run = await bed.main([
+      'register',
+      '--aggregate',
+      '-r',
+      bed.path('own-pending'),
+      '--receipt-dir',
+      receipts,
+      '--json',
+    ]);
     expect(run.code, describeRun(run)).toBe(0);
     const [a, b] = parseResults(run.stdout);
-    expect(a).toMatchObject({ status: 'pending', hash: own });
+    // a: its own session completed (no second request), its own record and a receipt without a proof.
+    expect(a).toMatchObject({ status: 'registered', hash: own, record: { hash: own } });
     expect(a).not.toHaveProperty('proof');
     expect(b).toMatchObject({ status: 'registered', proof: { treeSize: 1 } });
-    expect(run.stderr).toContain(`${own} left out of the Merkle tree: a session of its own is pending`);
-    const completed = await bed.main(['complete', own, '--quiet']);
-    expect(completed.code, describeRun(completed)).toBe(0);
-    // One forfait for the root of b, one for a's own session: a is paid once.
-    expect(
-      bed
-        .callsSince(mark)
-        .filter((c) => c.route === 'forfait')
-        .map((c) => c.path.includes(own)),
-    ).toEqual([false, true]);
+    expect(JSON.parse(readFileSync(a!.receipt!, 'utf8'))).toMatchObject({ document: { sha256: own }, proof: null });
+    const calls = bed.callsSince(mark).map((c) => `${c.route}:${c.path.includes(own) ? 'a' : 'root'}`);
+    expect(calls.filter((c) => c.startsWith('forfait'))).toEqual(['forfait:a', 'forfait:root']);
+    expect(calls.filter((c) => c === 'request:a')).toEqual([]);
+    expect(bed.pendingHashes()).not.toContain(own);
+  });
+
+  it('a document under a registered root with a session of its own pending: the root answers, the session is pointed out', async () => {
+    const p = await bed.write('under-and-own/p.txt', 'under a root and own\n');
+    await bed.write('under-and-own/q.txt', 'beside it\n');
+    expect((await bed.main(['register', '--no-complete', bed.path('under-and-own/p.txt'), '--quiet'])).code).toBe(0);
+    // --force puts it in a root anyway: it is now under a registered root, its own session still pending.
+    const forced = await bed.main(['register', '--aggregate', '--force', '-r', bed.path('under-and-own'), '--json']);
+    expect(forced.code, describeRun(forced)).toBe(0);
+    const root = parseResults(forced.stdout)[0]!.proof!.root;
+    const mark = bed.mark();
+    const again = await bed.main(['register', '--aggregate', '-r', bed.path('under-and-own'), '--json']);
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(parseResults(again.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
+      ['already-registered', root],
+      ['already-registered', root],
+    ]);
+    expect(again.stderr).toContain(
+      `${p} has a session of its own pending, though it is registered under the Merkle root ${root}`,
+    );
+    expect(bed.callsSince(mark)).toEqual([]);
   });
 
   it('documents registered one by one, then put in an aggregate: already-registered each, no root bought for them', async () => {
