@@ -16988,6 +16988,26 @@ async function receiptFor(options, plan, index, outcome, baseUrl, under) {
 		return { receiptError: asNotarizeError(error) };
 	}
 }
+/**
+* The problems of a store's trees (Trees.load) that may hide a paid root:
+* a record of a root that cannot be read, or a tree or session of a root
+* the ledger has a record of, or the service confirmed (a 409). A damaged
+* tree of a root never paid for (left pending, dropped) holds no document
+* registered: it stops nothing here.
+*/
+async function paidRootProblems(store, problems) {
+	if (problems.length === 0) return [];
+	const confirmed = await confirmedRoots(store);
+	return problems.filter((problem) => {
+		const root = basename(problem.file, ".json");
+		if (basename(dirname(problem.file)) === "ledger" || confirmed.has(root)) return true;
+		try {
+			return store.readRecord(root) !== void 0;
+		} catch {
+			return true;
+		}
+	});
+}
 /** Hashes one item and builds the flow's input for it. */
 async function describe$1(options, item, pool, onProgress) {
 	const common = {
@@ -17086,6 +17106,8 @@ var init_register = __esmMin((() => {
 		};
 		/** The trees of this store whose root is registered, read when a document first needs them (#underRegisteredRoot). */
 		#registeredTrees;
+		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
+		#paidProblems;
 		constructor({ options, documents, items, baseUrl, api, store }) {
 			this.#options = options;
 			this.#documents = documents;
@@ -17325,7 +17347,11 @@ var init_register = __esmMin((() => {
 			this.#registeredTrees ??= Trees.load(store, { registeredOnly: true });
 			const trees = await this.#registeredTrees;
 			const placed = trees.place(hash);
-			if (placed === void 0 && trees.problems.length > 0 && store.readRecord(hash) === void 0) throw trees.problems[0];
+			if (placed === void 0 && store.readRecord(hash) === void 0) {
+				this.#paidProblems ??= paidRootProblems(store, trees.problems);
+				const problem = (await this.#paidProblems)[0];
+				if (problem) throw problem;
+			}
 			if (placed === void 0 || store.readRecord(hash) !== void 0) return void 0;
 			const { tree, leafIndex } = placed;
 			return {

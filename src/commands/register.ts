@@ -5,7 +5,7 @@
  */
 import { Option, type Command } from 'commander';
 import { existsSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { asNotarizeError, FailureTally, runAll, type FreeLane, type Settled } from '../core/batch.js';
@@ -15,8 +15,9 @@ import type { SkippedPath } from '../core/inputs.js';
 import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
 import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import { Trees } from '../core/trees.js';
-import { errorJson, type NotarizeError } from '../errors.js';
+import { confirmedRoots, Trees } from '../core/trees.js';
+import { errorJson, type NotarizeError, type StoreError } from '../errors.js';
+import type { ServiceStore } from '../store/service-store.js';
 import type { Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult, RecordResult } from '../output/present.js';
 import { formatBytes } from '../output/render.js';
@@ -208,6 +209,8 @@ class Registrar {
   #unrecorded = { count: 0, first: '' };
   /** The trees of this store whose root is registered, read when a document first needs them (#underRegisteredRoot). */
   #registeredTrees: Promise<Trees> | undefined;
+  /** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
+  #paidProblems: Promise<StoreError[]> | undefined;
 
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
     this.#options = options;
@@ -420,9 +423,11 @@ class Registrar {
     this.#registeredTrees ??= Trees.load(store, { registeredOnly: true });
     const trees = await this.#registeredTrees;
     const placed = trees.place(hash);
-    // A tree that cannot be read may hold it, under a root already paid for: stop, as --aggregate does.
-    if (placed === undefined && trees.problems.length > 0 && store.readRecord(hash) === undefined) {
-      throw trees.problems[0]!;
+    if (placed === undefined && store.readRecord(hash) === undefined) {
+      // A tree that cannot be read may hold it, under a root already paid for: stop, as --aggregate does.
+      this.#paidProblems ??= paidRootProblems(store, trees.problems);
+      const problem = (await this.#paidProblems)[0];
+      if (problem) throw problem;
     }
     if (placed === undefined || store.readRecord(hash) !== undefined) return undefined;
     const { tree, leafIndex } = placed;
@@ -483,6 +488,27 @@ async function receiptFor(
   } catch (error) {
     return { receiptError: asNotarizeError(error) };
   }
+}
+
+/**
+ * The problems of a store's trees (Trees.load) that may hide a paid root:
+ * a record of a root that cannot be read, or a tree or session of a root
+ * the ledger has a record of, or the service confirmed (a 409). A damaged
+ * tree of a root never paid for (left pending, dropped) holds no document
+ * registered: it stops nothing here.
+ */
+async function paidRootProblems(store: ServiceStore, problems: readonly StoreError[]): Promise<StoreError[]> {
+  if (problems.length === 0) return [];
+  const confirmed = await confirmedRoots(store);
+  return problems.filter((problem) => {
+    const root = basename(problem.file, '.json');
+    if (basename(dirname(problem.file)) === 'ledger' || confirmed.has(root)) return true;
+    try {
+      return store.readRecord(root) !== undefined;
+    } catch {
+      return true;
+    }
+  });
 }
 
 /** Hashes one item and builds the flow's input for it. */

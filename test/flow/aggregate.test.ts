@@ -21,7 +21,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { basename, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { treeManifestText } from '../../src/core/trees.js';
 import type { TreeEntry } from '../../src/store/service-store.js';
 import { leafHash, MerkleTree, rootFromPath } from '../../src/core/merkle.js';
@@ -524,11 +524,6 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
     expect(run.stderr).toContain(`store file ${first.treeFile} is damaged`);
     expect(run.stderr).toContain('register stops rather than register them again');
     expect(bed.callsSince(mark)).toEqual([]);
-    // A document registered on its own stops too: the tree may hold it (nothing sent, exit 2).
-    const alone = await bed.main(['register', bed.path('cut/a.txt'), '--json']);
-    expect(alone.code, describeRun(alone)).toBe(2);
-    expect(alone.stderr).toContain(`store file ${first.treeFile} is damaged`);
-    expect(bed.callsSince(mark)).toEqual([]);
     // An unreadable tree may hold any document: until it is repaired (here: removed), every aggregate run stops.
     rmSync(first.treeFile);
 
@@ -541,6 +536,33 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
     expect(bed.callsSince(mark)).toEqual([]);
     rmSync(join(bed.serviceDir(), 'ledger', `${second.root}.json`));
     rmSync(second.treeFile);
+  });
+
+  it('per-document register stops at a damaged tree of a paid root, not of one never paid', async () => {
+    await bed.write('alone/new.txt', 'beside two damaged trees, on its own\n');
+    const paid = await aggregated('paid-cut', ['a.txt']);
+    const unpaid = await aggregated('unpaid-cut', ['a.txt'], ['--no-complete']);
+    const intact = { paid: readFileSync(paid.treeFile), unpaid: readFileSync(unpaid.treeFile) };
+    // The later tests of this file need the store's trees whole again, whatever happens here.
+    onTestFinished(() => {
+      writeFileSync(paid.treeFile, intact.paid);
+      writeFileSync(unpaid.treeFile, intact.unpaid);
+    });
+    // A root left pending, its tree cut short: it paid for nothing, and stops nothing here.
+    writeFileSync(unpaid.treeFile, readFileSync(unpaid.treeFile, 'utf8').slice(0, 200));
+    // A registered root, its tree cut short: it may hold the document, so the document stops (exit 2, nothing sent).
+    writeFileSync(paid.treeFile, readFileSync(paid.treeFile, 'utf8').slice(0, 200));
+    let mark = bed.mark();
+    const stopped = await bed.main(['register', bed.path('alone/new.txt'), '--json']);
+    expect(stopped.code, describeRun(stopped)).toBe(2);
+    expect(stopped.stderr).toContain(`store file ${paid.treeFile} is damaged`);
+    expect(stopped.stderr).toContain('register stops rather than register them again');
+    expect(bed.callsSince(mark)).toEqual([]);
+    writeFileSync(paid.treeFile, intact.paid);
+    mark = bed.mark();
+    const goes = await bed.main(['register', bed.path('alone/new.txt'), '--json']);
+    expect(goes.code, describeRun(goes)).toBe(0);
+    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
   });
 
   it('a forfait whose answer was lost: the 409 of the next run is final, and later runs send nothing', async () => {
