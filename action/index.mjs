@@ -11364,6 +11364,10 @@ var init_merkle = __esmMin((() => {
 */
 function receiptText(content) {
 	const { document, baseUrl, registeredAt, proof } = content;
+	if (hasKeyTwice(content.recordJson)) {
+		const hash = proof?.root ?? document.sha256;
+		throw new NotarizeError("record_key_twice", EXIT.refused, `no receipt: the service's record of ${hash} has a key twice in one object, and a receipt of it would be refused`, { hint: `the record is kept in the ledger as the service sent it: \`notarize show ${hash}\` prints it` });
+	}
 	const receipt = {
 		type: RECEIPT_TYPE,
 		version: 1,
@@ -11461,6 +11465,7 @@ var init_receipt_format = __esmMin((() => {
 	init_zod();
 	init_pages();
 	init_exact_json();
+	init_errors();
 	init_merkle();
 	RECEIPT_TYPE = "notarize-receipt";
 	RECORD_SLOT = "\0record\0";
@@ -13840,7 +13845,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 	const { store } = deps;
 	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
 	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
-	await keepRecordedTrees(store, adopted, adopted.sent);
+	await keepRecordedTrees(store, adopted, input.warn);
 	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 		doc,
 		i
@@ -13874,16 +13879,17 @@ async function plantTheRest(deps, input, placed, adopted) {
 * then on verify, show, receipt and per-document register find its documents
 * here, as under any tree registered here. Not a tree whose root was only
 * asked about: the service's word is no record. Under the aggregate lock.
+* A help, not needed by this run: a tree that cannot be saved is a warning.
 */
-async function keepRecordedTrees(store, adopted, sent) {
+async function keepRecordedTrees(store, adopted, warn) {
 	const recorded = new Set([...adopted.placements.values()].map(({ tree }) => tree));
 	for (const tree of recorded) {
-		if (tree.state !== "registered" || existsSync(store.treeFile(tree.entry.root))) continue;
+		const file = store.treeFile(tree.entry.root);
+		if (tree.state !== "registered" || existsSync(file)) continue;
 		try {
 			await store.saveTree(tree.entry);
 		} catch (error) {
-			const said = sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
-			throw diskRefused(error, store.dir, said) ?? error;
+			warn?.(`the tree of root ${tree.entry.root} (from its manifest) could not be kept in the store as ${file}: ${error.message}; its documents got their receipts, and a later run with --receipt-dir finds them again`);
 		}
 	}
 }
@@ -18183,10 +18189,11 @@ function judgeByLedger(ledger, hash, name) {
 	return { status: "unknown" };
 }
 /**
-* The receipts under `dir` (walked, links not followed) that hold together,
-* by their document's digest: the first in name order for each. Receipts
-* that cannot be read are passed over here: this only finds a receipt whose
-* name was not the one looked for.
+* The receipts under `dir` (walked, links not followed, name order) by the
+* digest each says its document has: every one that says so, as the first
+* may not hold together (Evidence.judge checks each in turn). Read with
+* JSON.parse alone, not checked: this only finds receipts whose name was not
+* the one looked for. Files that cannot be read are passed over.
 */
 async function receiptsByDigest(dir) {
 	const found = /* @__PURE__ */ new Map();
@@ -18202,14 +18209,51 @@ async function receiptsByDigest(dir) {
 			const path = join(folder, entry.name);
 			if (entry.isDirectory()) await walk(path);
 			else if (entry.isFile() && entry.name.endsWith(".notarization.json")) {
-				const text = await readReceiptFile(path).catch(() => void 0);
-				const receipt = text === void 0 ? void 0 : readReceipt(text);
-				if (receipt?.consistent && !found.has(receipt.sha256)) found.set(receipt.sha256, path);
+				const sha256 = claimedDigest(readSmallFile(path));
+				if (sha256 !== void 0) found.set(sha256, [...found.get(sha256) ?? [], path]);
 			}
 		}
 	};
 	await walk(dir);
 	return found;
+}
+/**
+* The text of a regular file of at most MAX_RECEIPT_BYTES, else undefined:
+* opened non-blocking (a FIFO is never waited on) and read in one call.
+* Synchronous: a scan of thousands of receipts, where the streams of
+* readReceiptFile cost more than the reads.
+*/
+function readSmallFile(path) {
+	let fd;
+	try {
+		fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+	} catch {
+		return;
+	}
+	try {
+		const info = fstatSync(fd);
+		if (!info.isFile() || info.size > 1048576) return void 0;
+		const buffer = Buffer.allocUnsafe(info.size);
+		const read = readSync(fd, buffer, 0, info.size, 0);
+		return buffer.toString("utf8", 0, read);
+	} catch {
+		return;
+	} finally {
+		closeSync(fd);
+	}
+}
+/** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
+function claimedDigest(text) {
+	let value;
+	try {
+		value = text === void 0 ? void 0 : JSON.parse(text);
+	} catch {
+		return;
+	}
+	if (typeof value !== "object" || value === null) return void 0;
+	const { document, hash } = value;
+	const claimed = document?.sha256 ?? hash;
+	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
 }
 var MAX_RECEIPT_BYTES, Evidence;
 var init_evidence = __esmMin((() => {
@@ -18221,7 +18265,7 @@ var init_evidence = __esmMin((() => {
 	Evidence = class {
 		#sources;
 		#ledger;
-		/** --receipt-dir's receipts by digest, read the first time a document's named receipt is missing. */
+		/** --receipt-dir's receipts by the digest they name, read the first time a document's named receipt is missing. */
 		#byDigest;
 		constructor(sources, ledger) {
 			this.#sources = sources;
@@ -18240,9 +18284,11 @@ var init_evidence = __esmMin((() => {
 			}
 			if (receiptDir) {
 				this.#byDigest ??= receiptsByDigest(receiptDir.dir);
-				const path = (await this.#byDigest).get(hash);
-				const text = path === void 0 ? void 0 : await readReceiptFile(path);
-				if (path !== void 0 && text !== void 0) return judgeByReceipt(hash, path, text);
+				for (const path of (await this.#byDigest).get(hash) ?? []) {
+					const text = await readReceiptFile(path).catch(() => void 0);
+					const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
+					if (finding?.status === "verified") return finding;
+				}
 			}
 			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
 		}

@@ -146,7 +146,7 @@ async function plantTheRest(
   const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
   // Under a root asked about (adoptManifests): never saved, never sent again.
   for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
-  await keepRecordedTrees(store, adopted, adopted.sent);
+  await keepRecordedTrees(store, adopted, input.warn);
   const newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
   if (newcomers.length > 0) {
     const tree = plantTree(
@@ -177,16 +177,24 @@ async function plantTheRest(
  * then on verify, show, receipt and per-document register find its documents
  * here, as under any tree registered here. Not a tree whose root was only
  * asked about: the service's word is no record. Under the aggregate lock.
+ * A help, not needed by this run: a tree that cannot be saved is a warning.
  */
-async function keepRecordedTrees(store: ServiceStore, adopted: Adoptions, sent: boolean): Promise<void> {
+async function keepRecordedTrees(
+  store: ServiceStore,
+  adopted: Adoptions,
+  warn: ((message: string) => void) | undefined,
+): Promise<void> {
   const recorded = new Set([...adopted.placements.values()].map(({ tree }) => tree));
   for (const tree of recorded) {
-    if (tree.state !== 'registered' || existsSync(store.treeFile(tree.entry.root))) continue;
+    const file = store.treeFile(tree.entry.root);
+    if (tree.state !== 'registered' || existsSync(file)) continue;
     try {
       await store.saveTree(tree.entry);
     } catch (error) {
-      const said = sent ? 'nothing was paid for: only the roots of manifests were asked about' : undefined;
-      throw diskRefused(error, store.dir, said) ?? error;
+      warn?.(
+        `the tree of root ${tree.entry.root} (from its manifest) could not be kept in the store as ${file}: ` +
+          `${(error as Error).message}; its documents got their receipts, and a later run with --receipt-dir finds them again`,
+      );
     }
   }
 }

@@ -17,7 +17,7 @@
  * document (in the folder of build outputs, which anything in the build
  * can write to) must not stand in for one missing there.
  */
-import { constants } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { UsageError } from '../errors.js';
@@ -137,13 +137,14 @@ function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefin
 }
 
 /**
- * The receipts under `dir` (walked, links not followed) that hold together,
- * by their document's digest: the first in name order for each. Receipts
- * that cannot be read are passed over here: this only finds a receipt whose
- * name was not the one looked for.
+ * The receipts under `dir` (walked, links not followed, name order) by the
+ * digest each says its document has: every one that says so, as the first
+ * may not hold together (Evidence.judge checks each in turn). Read with
+ * JSON.parse alone, not checked: this only finds receipts whose name was not
+ * the one looked for. Files that cannot be read are passed over.
  */
-async function receiptsByDigest(dir: string): Promise<Map<string, string>> {
-  const found = new Map<string, string>();
+async function receiptsByDigest(dir: string): Promise<Map<string, string[]>> {
+  const found = new Map<string, string[]>();
   const walk = async (folder: string): Promise<void> => {
     let entries;
     try {
@@ -156,9 +157,8 @@ async function receiptsByDigest(dir: string): Promise<Map<string, string>> {
       const path = join(folder, entry.name);
       if (entry.isDirectory()) await walk(path);
       else if (entry.isFile() && entry.name.endsWith(RECEIPT_SUFFIX)) {
-        const text = await readReceiptFile(path).catch(() => undefined);
-        const receipt = text === undefined ? undefined : readReceipt(text);
-        if (receipt?.consistent && !found.has(receipt.sha256)) found.set(receipt.sha256, path);
+        const sha256 = claimedDigest(readSmallFile(path));
+        if (sha256 !== undefined) found.set(sha256, [...(found.get(sha256) ?? []), path]);
       }
     }
   };
@@ -166,12 +166,52 @@ async function receiptsByDigest(dir: string): Promise<Map<string, string>> {
   return found;
 }
 
+/**
+ * The text of a regular file of at most MAX_RECEIPT_BYTES, else undefined:
+ * opened non-blocking (a FIFO is never waited on) and read in one call.
+ * Synchronous: a scan of thousands of receipts, where the streams of
+ * readReceiptFile cost more than the reads.
+ */
+function readSmallFile(path: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch {
+    return undefined;
+  }
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile() || info.size > MAX_RECEIPT_BYTES) return undefined;
+    const buffer = Buffer.allocUnsafe(info.size);
+    const read = readSync(fd, buffer, 0, info.size, 0);
+    return buffer.toString('utf8', 0, read);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
+function claimedDigest(text: string | undefined): string | undefined {
+  let value: unknown;
+  try {
+    value = text === undefined ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { document, hash } = value as { document?: { sha256?: unknown }; hash?: unknown };
+  const claimed = document?.sha256 ?? hash;
+  return typeof claimed === 'string' ? claimed.toLowerCase() : undefined;
+}
+
 /** The sources of a run, asked document by document (see the module comment). */
 export class Evidence {
   readonly #sources: ReceiptSources;
   readonly #ledger: LedgerIndex;
-  /** --receipt-dir's receipts by digest, read the first time a document's named receipt is missing. */
-  #byDigest: Promise<Map<string, string>> | undefined;
+  /** --receipt-dir's receipts by the digest they name, read the first time a document's named receipt is missing. */
+  #byDigest: Promise<Map<string, string[]>> | undefined;
 
   constructor(sources: ReceiptSources, ledger: LedgerIndex) {
     this.#sources = sources;
@@ -191,9 +231,12 @@ export class Evidence {
     }
     if (receiptDir) {
       this.#byDigest ??= receiptsByDigest(receiptDir.dir);
-      const path = (await this.#byDigest).get(hash);
-      const text = path === undefined ? undefined : await readReceiptFile(path);
-      if (path !== undefined && text !== undefined) return judgeByReceipt(hash, path, text);
+      // The first of them that holds together: one that does not is no receipt of this document.
+      for (const path of (await this.#byDigest).get(hash) ?? []) {
+        const text = await readReceiptFile(path).catch(() => undefined);
+        const finding = text === undefined ? undefined : judgeByReceipt(hash, path, text);
+        if (finding?.status === 'verified') return finding;
+      }
     }
     return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);
   }

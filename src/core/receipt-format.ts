@@ -28,6 +28,7 @@
 import { z } from 'zod';
 import { verificationUrl } from '../api/pages.js';
 import { hasKeyTwice, jsonDepth, memberText } from '../exact-json.js';
+import { EXIT, NotarizeError } from '../errors.js';
 import { leafHash, rootFromPath } from './merkle.js';
 
 export const RECEIPT_TYPE = 'notarize-receipt';
@@ -71,6 +72,16 @@ const RECORD_SLOT = '\u0000record\u0000';
  */
 export function receiptText(content: ReceiptContent): string {
   const { document, baseUrl, registeredAt, proof } = content;
+  // readReceipt refuses such a receipt (JSON readers differ on which key they keep): none is written.
+  if (hasKeyTwice(content.recordJson)) {
+    const hash = proof?.root ?? document.sha256;
+    throw new NotarizeError(
+      'record_key_twice',
+      EXIT.refused,
+      `no receipt: the service's record of ${hash} has a key twice in one object, and a receipt of it would be refused`,
+      { hint: `the record is kept in the ledger as the service sent it: \`notarize show ${hash}\` prints it` },
+    );
+  }
   const receipt = {
     type: RECEIPT_TYPE,
     version: RECEIPT_VERSION,

@@ -139,6 +139,30 @@ describe('Evidence.judge: the first source found decides', () => {
     });
   });
 
+  it('--receipt-dir without a receipt of its name: one there of its digest that holds together decides', async () => {
+    const dir = tempDir();
+    const doc = join(dir, 'doc.txt');
+    writeFileSync(doc, 'doc');
+    const receipts = join(dir, 'receipts');
+    mkdirSync(join(receipts, 'a'), { recursive: true });
+    mkdirSync(join(receipts, 'b'));
+    // First in name order, it names the digest but does not hold together (its record is of another hash).
+    writeFileSync(
+      join(receipts, 'a', 'doc.txt.notarization.json'),
+      receiptOf(HASH).replace(`{"hash":"${HASH}"}`, `{"hash":"${OTHER}"}`),
+    );
+    writeFileSync(join(receipts, 'b', 'doc.txt.notarization.json'), receiptOf(HASH));
+    writeFileSync(join(receipts, 'b', 'other.txt.notarization.json'), receiptOf(OTHER, 'other.txt'));
+    const sources = { receiptDir: { dir: receipts, names: ['doc.txt'] } };
+    const empty = ledgerWith(OTHER, 'unrelated.txt');
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+      status: 'verified',
+      receipt: join(receipts, 'b', 'doc.txt.notarization.json'),
+    });
+    // None of its digest there: the ledger, as before.
+    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, sha('nothing'))).toEqual({ status: 'unknown' });
+  });
+
   it('standard input: its receipt in --receipt-dir is named by its digest; else the ledger, which knows no name', async () => {
     const receipts = tempDir();
     const sources = { receiptDir: { dir: receipts, names: [undefined] } };

@@ -28,6 +28,14 @@ function edited(edit: (receipt: ReceiptFields) => void): string {
 }
 
 describe('receiptText', () => {
+  it('writes no receipt of a record with a key twice: readReceipt would refuse it', () => {
+    const twice = { ...CONTENT, recordJson: `{"hash":"${HASH}","tags":[],"tags":["x"]}` };
+    expect(() => receiptText(twice)).toThrow(expect.objectContaining({ code: 'record_key_twice', exitCode: 1 }));
+    // The same keys in two objects are no such thing.
+    const nested = { ...CONTENT, recordJson: `{"hash":"${HASH}","a":{"tags":[]},"b":{"tags":[]}}` };
+    expect(readReceipt(receiptText(nested))).toMatchObject({ consistent: true, sha256: HASH });
+  });
+
   it('writes the documented layout, with the record spliced in byte for byte', () => {
     expect(receiptText(CONTENT)).toBe(
       [
