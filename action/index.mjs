@@ -18287,7 +18287,10 @@ var init_evidence = __esmMin((() => {
 				for (const path of (await this.#byDigest).get(hash) ?? []) {
 					const text = await readReceiptFile(path).catch(() => void 0);
 					const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
-					if (finding?.status === "verified") return finding;
+					if (finding?.status === "verified") return {
+						...finding,
+						byDigest: true
+					};
 				}
 			}
 			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
@@ -18524,7 +18527,7 @@ async function runVerify(options, items = new ItemResults()) {
 			hash: only.finding.proof?.root ?? only.hash,
 			recordJson: only.finding.recordJson,
 			baseUrl: only.finding.baseUrl ?? baseUrl,
-			note: (only.finding.source === "receipt" ? `verified: ${file} matches its receipt; the receipt's record can be confirmed at ${verificationUrl}` : `verified: ${file} is notarized`) + underRoot(only.finding.proof, only.finding.source),
+			note: (only.finding.source === "receipt" ? `verified: ${file} matches ${only.finding.byDigest ? `the receipt ${only.finding.receipt}, one of its digest` : "its receipt"}; the receipt's record can be confirmed at ${verificationUrl}` : `verified: ${file} is notarized`) + underRoot(only.finding.proof, only.finding.source),
 			github: {
 				title: TITLE,
 				results

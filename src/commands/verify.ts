@@ -160,7 +160,7 @@ export async function runVerify(
       baseUrl: only.finding.baseUrl ?? baseUrl,
       note:
         (only.finding.source === 'receipt'
-          ? `verified: ${file} matches its receipt; the receipt's record can be confirmed at ${verificationUrl}`
+          ? `verified: ${file} matches ${only.finding.byDigest ? `the receipt ${only.finding.receipt}, one of its digest` : 'its receipt'}; the receipt's record can be confirmed at ${verificationUrl}`
           : `verified: ${file} is notarized`) + underRoot(only.finding.proof, only.finding.source),
       github: { title: TITLE, results },
     };

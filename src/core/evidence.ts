@@ -47,6 +47,8 @@ export interface Finding {
   baseUrl?: string;
   /** For `verified` under a Merkle root (an aggregate registration): the proof from the document to the root. */
   proof?: InclusionProof;
+  /** The receipt is not the one of the document's name, but one of its digest in --receipt-dir. */
+  byDigest?: true;
 }
 
 /** Where receipts are looked for, besides beside each document. */
@@ -235,7 +237,7 @@ export class Evidence {
       for (const path of (await this.#byDigest).get(hash) ?? []) {
         const text = await readReceiptFile(path).catch(() => undefined);
         const finding = text === undefined ? undefined : judgeByReceipt(hash, path, text);
-        if (finding?.status === 'verified') return finding;
+        if (finding?.status === 'verified') return { ...finding, byDigest: true };
       }
     }
     return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);

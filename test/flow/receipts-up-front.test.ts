@@ -83,6 +83,14 @@ describe('receipt names', () => {
       source: 'receipt',
       receipt: join(dir, 'cb/x.txt.notarization.json'),
     });
+    // Alone in a table: the note names the receipt used, which is not the one of its name.
+    const shown = await bed.main(['verify', b, '--receipt-dir', dir], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'empty-store-shown'), NOTARIZE_API_KEY: '' },
+    });
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stderr).toContain(
+      `verified: ${b} matches the receipt ${join(dir, 'cb/x.txt.notarization.json')}, one of its digest;`,
+    );
     writeFileSync(a, 'same name a, changed');
     const changed = await bed.main(['verify', a, '--receipt-dir', dir, '--output', 'ndjson'], {
       env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'empty-store-changed'), NOTARIZE_API_KEY: '' },
