@@ -16504,9 +16504,13 @@ var init_register_aggregate = __esmMin((() => {
 			let sent = false;
 			let manifestFailure;
 			const stopped = this.#options.failFast && this.#tally.failed > 0;
-			const hashed = stopped ? all : await this.#alreadyOnTheirOwn(all);
+			const { rest: hashed, alone } = stopped ? {
+				rest: all,
+				alone: []
+			} : await this.#alreadyOnTheirOwn(all);
 			if (stopped) for (const doc of hashed) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
-			else if (hashed.length > 0) {
+			else if (hashed.length === 0) await this.#finishAlone(alone);
+			else {
 				const { io } = this.#options;
 				const trees = /* @__PURE__ */ new Map();
 				const deps = {
@@ -16533,6 +16537,7 @@ var init_register_aggregate = __esmMin((() => {
 				} catch (error) {
 					throw placed.sent ? sentAlready(error) : error;
 				}
+				await this.#finishAlone(alone);
 				io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
 				const roots = await registerRoots(deps, input, placements, placed.asked);
 				io.clearProgress();
@@ -16597,15 +16602,19 @@ var init_register_aggregate = __esmMin((() => {
 		* notarized already. Each gets its record as `already-registered`, and its
 		* receipt without a proof, as per-document registration gives it. A
 		* document with a session of its own pending (`register --no-complete`)
-		* is finished on that session, as `register` of it would (#finishAlone),
+		* is finished on that session, as `register` of it would (#finishOne),
 		* unless a root this store registered holds it already: then the tree
 		* gives its result, and its session, which would pay a second time, is
 		* pointed out. --force puts them all in the tree. Read outside any lock: a
 		* record, once written, stays.
 		*/
 		async #alreadyOnTheirOwn(hashed) {
-			if (this.#options.force) return hashed;
+			if (this.#options.force) return {
+				rest: hashed,
+				alone: []
+			};
 			const rest = [];
+			const alone = [];
 			const withSession = [];
 			const plan = this.#documents.receipts;
 			for (const doc of hashed) {
@@ -16635,7 +16644,10 @@ var init_register_aggregate = __esmMin((() => {
 				}));
 				this.#tally.add(doc.index, receiptError);
 			}
-			if (withSession.length === 0) return rest;
+			if (withSession.length === 0) return {
+				rest,
+				alone
+			};
 			const registered = await Trees.load(this.#store, {
 				registeredOnly: true,
 				holding: new Set(withSession.map((doc) => doc.sha256))
@@ -16643,13 +16655,20 @@ var init_register_aggregate = __esmMin((() => {
 			for (const doc of withSession) {
 				const root = registered.place(doc.sha256)?.tree.entry.root;
 				if (root === void 0) {
-					await this.#finishAlone(doc);
+					alone.push(doc);
 					continue;
 				}
 				rest.push(doc);
 				this.#options.io.warn(`${doc.sha256} has a session of its own pending, though it is registered under the Merkle root ${root}: completing it would pay a second time; drop it with \`notarize pending drop ${doc.sha256}\``);
 			}
-			return rest;
+			return {
+				rest,
+				alone
+			};
+		}
+		/** #finishOne for each document with a session of its own (#alreadyOnTheirOwn), one after the other. */
+		async #finishAlone(alone) {
+			for (const doc of alone) await this.#finishOne(doc);
 		}
 		/**
 		* A document with a session of its own pending, under no registered root:
@@ -16657,7 +16676,7 @@ var init_register_aggregate = __esmMin((() => {
 		* `register` of it alone does, with its receipt (no proof). A session that
 		* cannot be read fails it, as it would there.
 		*/
-		async #finishAlone(doc) {
+		async #finishOne(doc) {
 			const options = this.#options;
 			const onStep = () => this.#sentAlone = true;
 			let outcome;

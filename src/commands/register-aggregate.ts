@@ -86,12 +86,14 @@ export class Aggregator {
     let manifestFailure: NotarizeError | undefined;
     // --fail-fast: one document that cannot be hashed stops the run before anything is sent.
     const stopped = this.#options.failFast && this.#tally.failed > 0;
-    const hashed = stopped ? all : await this.#alreadyOnTheirOwn(all);
+    const { rest: hashed, alone } = stopped ? { rest: all, alone: [] } : await this.#alreadyOnTheirOwn(all);
     if (stopped) {
       for (const doc of hashed) {
         this.#items.add(doc.index, itemResult(doc.file, doc.sha256, 'skipped', { reason: FAIL_FAST_REASON }));
       }
-    } else if (hashed.length > 0) {
+    } else if (hashed.length === 0) {
+      await this.#finishAlone(alone);
+    } else {
       const { io } = this.#options;
       // The manifest of a root goes to --receipt-dir before its completion is sent (#manifestFirst).
       const trees = new Map<string, LoadedTree>();
@@ -119,6 +121,8 @@ export class Aggregator {
       } catch (error) {
         throw placed.sent ? sentAlready(error) : error;
       }
+      // Sent only now: every check that stops a run with nothing sent (exit 2) came first.
+      await this.#finishAlone(alone);
       io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? '' : 's'}`);
       const roots = await registerRoots(deps, input, placements, placed.asked);
       io.clearProgress();
@@ -184,15 +188,16 @@ export class Aggregator {
    * notarized already. Each gets its record as `already-registered`, and its
    * receipt without a proof, as per-document registration gives it. A
    * document with a session of its own pending (`register --no-complete`)
-   * is finished on that session, as `register` of it would (#finishAlone),
+   * is finished on that session, as `register` of it would (#finishOne),
    * unless a root this store registered holds it already: then the tree
    * gives its result, and its session, which would pay a second time, is
    * pointed out. --force puts them all in the tree. Read outside any lock: a
    * record, once written, stays.
    */
-  async #alreadyOnTheirOwn(hashed: Hashed[]): Promise<Hashed[]> {
-    if (this.#options.force) return hashed;
+  async #alreadyOnTheirOwn(hashed: Hashed[]): Promise<{ rest: Hashed[]; alone: Hashed[] }> {
+    if (this.#options.force) return { rest: hashed, alone: [] };
     const rest: Hashed[] = [];
+    const alone: Hashed[] = [];
     const withSession: Hashed[] = [];
     const plan = this.#documents.receipts;
     for (const doc of hashed) {
@@ -219,7 +224,7 @@ export class Aggregator {
       );
       this.#tally.add(doc.index, receiptError);
     }
-    if (withSession.length === 0) return rest;
+    if (withSession.length === 0) return { rest, alone };
     const registered = await Trees.load(this.#store, {
       registeredOnly: true,
       holding: new Set(withSession.map((doc) => doc.sha256)),
@@ -227,7 +232,7 @@ export class Aggregator {
     for (const doc of withSession) {
       const root = registered.place(doc.sha256)?.tree.entry.root;
       if (root === undefined) {
-        await this.#finishAlone(doc);
+        alone.push(doc);
         continue;
       }
       rest.push(doc);
@@ -236,7 +241,12 @@ export class Aggregator {
           `completing it would pay a second time; drop it with \`notarize pending drop ${doc.sha256}\``,
       );
     }
-    return rest;
+    return { rest, alone };
+  }
+
+  /** #finishOne for each document with a session of its own (#alreadyOnTheirOwn), one after the other. */
+  async #finishAlone(alone: readonly Hashed[]): Promise<void> {
+    for (const doc of alone) await this.#finishOne(doc);
   }
 
   /**
@@ -245,7 +255,7 @@ export class Aggregator {
    * `register` of it alone does, with its receipt (no proof). A session that
    * cannot be read fails it, as it would there.
    */
-  async #finishAlone(doc: Hashed): Promise<void> {
+  async #finishOne(doc: Hashed): Promise<void> {
     const options = this.#options;
     const onStep = () => (this.#sentAlone = true);
     let outcome;
