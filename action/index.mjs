@@ -16501,57 +16501,71 @@ var init_register_aggregate = __esmMin((() => {
 		}
 		async run() {
 			const all = await this.#hashAll();
-			let sent = false;
-			let manifestFailure;
-			const stopped = this.#options.failFast && this.#tally.failed > 0;
-			const { rest: hashed, alone } = stopped ? {
-				rest: all,
-				alone: []
-			} : await this.#alreadyOnTheirOwn(all);
-			if (stopped) for (const doc of hashed) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
-			else if (hashed.length === 0) await this.#finishAlone(alone);
-			else {
-				const { io } = this.#options;
-				const trees = /* @__PURE__ */ new Map();
-				const deps = {
-					api: this.#api,
-					store: this.#store,
-					beforeCompletion: (root) => this.#manifestFirst(trees.get(root))
-				};
-				const input = {
-					documents: hashed,
-					...this.#options.description === void 0 ? {} : { description: this.#options.description },
-					signed: this.#options.signed,
-					blockchain: this.#options.blockchain,
-					complete: this.#options.complete,
-					force: this.#options.force,
-					failFast: this.#options.failFast,
-					...this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {},
-					warn: (message) => io.warn(message)
-				};
-				const placed = await placeDocuments(deps, input);
-				const { placements } = placed;
-				for (const { tree } of placements) if (!tree.adopted) trees.set(tree.entry.root, tree);
-				try {
-					await this.#checkManifests(placements);
-				} catch (error) {
-					throw placed.sent ? sentAlready(error) : error;
-				}
-				await this.#finishAlone(alone);
-				io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
-				const roots = await registerRoots(deps, input, placements, placed.asked);
-				io.clearProgress();
-				sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
-				manifestFailure = await this.#manifestsAfter(trees, roots);
-				await runAll(hashed.map((doc, i) => ({
-					doc,
-					placement: placements[i]
-				})), async ({ doc, placement }) => {
-					await this.#items.ready();
-					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
-				}, { concurrency: 16 });
-				this.#warnNoRecords();
+			if (this.#options.failFast && this.#tally.failed > 0) {
+				this.#skip(all);
+				return this.#end(false);
 			}
+			const { rest, alone } = await this.#alreadyOnTheirOwn(all);
+			if (rest.length === 0) {
+				await this.#finishAlone(alone);
+				return this.#end(false);
+			}
+			return this.#registerTree(rest, alone);
+		}
+		/** The documents for a tree: placed (the store, manifests, a new tree), then their roots registered. */
+		async #registerTree(hashed, alone) {
+			const { io } = this.#options;
+			const trees = /* @__PURE__ */ new Map();
+			const deps = {
+				api: this.#api,
+				store: this.#store,
+				beforeCompletion: (root) => this.#manifestFirst(trees.get(root))
+			};
+			const input = {
+				documents: hashed,
+				...this.#options.description === void 0 ? {} : { description: this.#options.description },
+				signed: this.#options.signed,
+				blockchain: this.#options.blockchain,
+				complete: this.#options.complete,
+				force: this.#options.force,
+				failFast: this.#options.failFast,
+				...this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {},
+				warn: (message) => io.warn(message)
+			};
+			const placed = await placeDocuments(deps, input);
+			const { placements } = placed;
+			for (const { tree } of placements) if (!tree.adopted) trees.set(tree.entry.root, tree);
+			try {
+				await this.#checkManifests(placements);
+			} catch (error) {
+				throw placed.sent ? sentAlready(error) : error;
+			}
+			await this.#finishAlone(alone);
+			if (this.#options.failFast && this.#tally.failed > 0) {
+				this.#skip(hashed);
+				return this.#end(placed.sent);
+			}
+			io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
+			const roots = await registerRoots(deps, input, placements, placed.asked);
+			io.clearProgress();
+			const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
+			const manifestFailure = await this.#manifestsAfter(trees, roots);
+			await runAll(hashed.map((doc, i) => ({
+				doc,
+				placement: placements[i]
+			})), async ({ doc, placement }) => {
+				await this.#items.ready();
+				await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
+			}, { concurrency: 16 });
+			this.#warnNoRecords();
+			return this.#end(sent, manifestFailure);
+		}
+		/** --fail-fast: `docs` are skipped, their hashes kept. */
+		#skip(docs) {
+			for (const doc of docs) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
+		}
+		/** The run's result; `sent`: whether a root's steps reached the service (#sentAlone counts too). */
+		#end(sent, manifestFailure) {
 			const failure = this.#tally.failure(sent || this.#sentAlone, this.#total) ?? manifestFailure;
 			return {
 				kind: "items",
@@ -16648,18 +16662,17 @@ var init_register_aggregate = __esmMin((() => {
 				rest,
 				alone
 			};
-			const registered = await Trees.load(this.#store, {
-				registeredOnly: true,
-				holding: new Set(withSession.map((doc) => doc.sha256))
-			});
+			const known = await Trees.load(this.#store, { holding: new Set(withSession.map((doc) => doc.sha256)) });
+			if (known.problems.length > 0) throw known.problems[0];
 			for (const doc of withSession) {
-				const root = registered.place(doc.sha256)?.tree.entry.root;
-				if (root === void 0) {
+				const tree = known.place(doc.sha256)?.tree;
+				if (tree === void 0) {
 					alone.push(doc);
 					continue;
 				}
 				rest.push(doc);
-				this.#options.io.warn(`${doc.sha256} has a session of its own pending, though it is registered under the Merkle root ${root}: completing it would pay a second time; drop it with \`notarize pending drop ${doc.sha256}\``);
+				const where = tree.state === "registered" || tree.state === "confirmed" ? "registered" : "to be registered";
+				this.#options.io.warn(`${doc.sha256} has a session of its own pending, though it is ${where} under the Merkle root ${tree.entry.root}: completing it would pay a second time; drop it with \`notarize pending drop ${doc.sha256}\``);
 			}
 			return {
 				rest,
@@ -17015,19 +17028,21 @@ async function receiptFor(options, plan, index, outcome, baseUrl, under) {
 }
 /**
 * The problems of a store's trees (Trees.load) that may hide a paid root:
-* a record of a root that cannot be read, or a tree or session of a root
-* the ledger has a record of, or the service confirmed (a 409). A damaged
-* tree of a root never paid for (left pending, dropped) holds no document
-* registered: it stops nothing here.
+* a record or a session of a root that cannot be read, or a tree of a root
+* the ledger has a record of, the service confirmed (a 409), or whose
+* completion was sent and its answer not read (it may have gone through).
+* A damaged tree of a root never paid for (left pending, dropped) holds no
+* document registered: it stops nothing here.
 */
 async function paidRootProblems(store, problems) {
 	if (problems.length === 0) return [];
 	const confirmed = await confirmedRoots(store);
 	return problems.filter((problem) => {
 		const root = basename(problem.file, ".json");
-		if (basename(dirname(problem.file)) === "ledger" || confirmed.has(root)) return true;
+		const folder = basename(dirname(problem.file));
+		if (folder === "ledger" || folder === "pending" || confirmed.has(root)) return true;
 		try {
-			return store.readRecord(root) !== void 0;
+			return store.readRecord(root) !== void 0 || store.readPending(root)?.forfaitUnreadAt !== void 0;
 		} catch {
 			return true;
 		}

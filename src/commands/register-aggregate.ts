@@ -82,64 +82,83 @@ export class Aggregator {
 
   async run(): Promise<ItemsResult> {
     const all = await this.#hashAll();
-    let sent = false;
-    let manifestFailure: NotarizeError | undefined;
     // --fail-fast: one document that cannot be hashed stops the run before anything is sent.
-    const stopped = this.#options.failFast && this.#tally.failed > 0;
-    const { rest: hashed, alone } = stopped ? { rest: all, alone: [] } : await this.#alreadyOnTheirOwn(all);
-    if (stopped) {
-      for (const doc of hashed) {
-        this.#items.add(doc.index, itemResult(doc.file, doc.sha256, 'skipped', { reason: FAIL_FAST_REASON }));
-      }
-    } else if (hashed.length === 0) {
-      await this.#finishAlone(alone);
-    } else {
-      const { io } = this.#options;
-      // The manifest of a root goes to --receipt-dir before its completion is sent (#manifestFirst).
-      const trees = new Map<string, LoadedTree>();
-      const deps = {
-        api: this.#api,
-        store: this.#store,
-        beforeCompletion: (root: string) => this.#manifestFirst(trees.get(root)),
-      };
-      const input = {
-        documents: hashed,
-        ...(this.#options.description === undefined ? {} : { description: this.#options.description }),
-        signed: this.#options.signed,
-        blockchain: this.#options.blockchain,
-        complete: this.#options.complete,
-        force: this.#options.force,
-        failFast: this.#options.failFast,
-        ...(this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {}),
-        warn: (message: string) => io.warn(message),
-      };
-      const placed = await placeDocuments(deps, input);
-      const { placements } = placed;
-      for (const { tree } of placements) if (!tree.adopted) trees.set(tree.entry.root, tree);
-      try {
-        await this.#checkManifests(placements);
-      } catch (error) {
-        throw placed.sent ? sentAlready(error) : error;
-      }
-      // Sent only now: every check that stops a run with nothing sent (exit 2) came first.
-      await this.#finishAlone(alone);
-      io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? '' : 's'}`);
-      const roots = await registerRoots(deps, input, placements, placed.asked);
-      io.clearProgress();
-      sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
-      manifestFailure = await this.#manifestsAfter(trees, roots);
-      await runAll(
-        hashed.map((doc, i) => ({ doc, placement: placements[i]! })),
-        async ({ doc, placement }) => {
-          // With NDJSON a line per document: write no more while stdout is backed up.
-          await this.#items.ready();
-          await this.#settle(doc, placement, roots.get(placement.tree.entry.root)!);
-        },
-        // Receipts are written several at once: each waits for its own flush.
-        { concurrency: 16 },
-      );
-      this.#warnNoRecords();
+    if (this.#options.failFast && this.#tally.failed > 0) {
+      this.#skip(all);
+      return this.#end(false);
     }
+    const { rest, alone } = await this.#alreadyOnTheirOwn(all);
+    if (rest.length === 0) {
+      await this.#finishAlone(alone);
+      return this.#end(false);
+    }
+    return this.#registerTree(rest, alone);
+  }
+
+  /** The documents for a tree: placed (the store, manifests, a new tree), then their roots registered. */
+  async #registerTree(hashed: Hashed[], alone: readonly Hashed[]): Promise<ItemsResult> {
+    const { io } = this.#options;
+    // The manifest of a root goes to --receipt-dir before its completion is sent (#manifestFirst).
+    const trees = new Map<string, LoadedTree>();
+    const deps = {
+      api: this.#api,
+      store: this.#store,
+      beforeCompletion: (root: string) => this.#manifestFirst(trees.get(root)),
+    };
+    const input = {
+      documents: hashed,
+      ...(this.#options.description === undefined ? {} : { description: this.#options.description }),
+      signed: this.#options.signed,
+      blockchain: this.#options.blockchain,
+      complete: this.#options.complete,
+      force: this.#options.force,
+      failFast: this.#options.failFast,
+      ...(this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {}),
+      warn: (message: string) => io.warn(message),
+    };
+    const placed = await placeDocuments(deps, input);
+    const { placements } = placed;
+    for (const { tree } of placements) if (!tree.adopted) trees.set(tree.entry.root, tree);
+    try {
+      await this.#checkManifests(placements);
+    } catch (error) {
+      throw placed.sent ? sentAlready(error) : error;
+    }
+    // Sent only now: every check that stops a run with nothing sent (exit 2) came first.
+    await this.#finishAlone(alone);
+    if (this.#options.failFast && this.#tally.failed > 0) {
+      // --fail-fast: one finished on its own session failed; no root is sent after it.
+      this.#skip(hashed);
+      return this.#end(placed.sent);
+    }
+    io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? '' : 's'}`);
+    const roots = await registerRoots(deps, input, placements, placed.asked);
+    io.clearProgress();
+    const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
+    const manifestFailure = await this.#manifestsAfter(trees, roots);
+    await runAll(
+      hashed.map((doc, i) => ({ doc, placement: placements[i]! })),
+      async ({ doc, placement }) => {
+        // With NDJSON a line per document: write no more while stdout is backed up.
+        await this.#items.ready();
+        await this.#settle(doc, placement, roots.get(placement.tree.entry.root)!);
+      },
+      // Receipts are written several at once: each waits for its own flush.
+      { concurrency: 16 },
+    );
+    this.#warnNoRecords();
+    return this.#end(sent, manifestFailure);
+  }
+
+  /** --fail-fast: `docs` are skipped, their hashes kept. */
+  #skip(docs: readonly Hashed[]): void {
+    for (const doc of docs) {
+      this.#items.add(doc.index, itemResult(doc.file, doc.sha256, 'skipped', { reason: FAIL_FAST_REASON }));
+    }
+  }
+
+  /** The run's result; `sent`: whether a root's steps reached the service (#sentAlone counts too). */
+  #end(sent: boolean, manifestFailure?: NotarizeError): ItemsResult {
     // A manifest that could not be written fails the run (exit 1) even when every document succeeded.
     const failure = this.#tally.failure(sent || this.#sentAlone, this.#total) ?? manifestFailure;
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
@@ -225,20 +244,22 @@ export class Aggregator {
       this.#tally.add(doc.index, receiptError);
     }
     if (withSession.length === 0) return { rest, alone };
-    const registered = await Trees.load(this.#store, {
-      registeredOnly: true,
-      holding: new Set(withSession.map((doc) => doc.sha256)),
-    });
+    // Any tree of the store that holds it (registered, confirmed, pending or planned) goes first: its
+    // root answers for it, or will be paid for it. A tree that cannot be read may be one: stop, as
+    // placeDocuments does (exit 2, nothing sent yet).
+    const known = await Trees.load(this.#store, { holding: new Set(withSession.map((doc) => doc.sha256)) });
+    if (known.problems.length > 0) throw known.problems[0]!;
     for (const doc of withSession) {
-      const root = registered.place(doc.sha256)?.tree.entry.root;
-      if (root === undefined) {
+      const tree = known.place(doc.sha256)?.tree;
+      if (tree === undefined) {
         alone.push(doc);
         continue;
       }
       rest.push(doc);
+      const where = tree.state === 'registered' || tree.state === 'confirmed' ? 'registered' : 'to be registered';
       this.#options.io.warn(
-        `${doc.sha256} has a session of its own pending, though it is registered under the Merkle root ${root}: ` +
-          `completing it would pay a second time; drop it with \`notarize pending drop ${doc.sha256}\``,
+        `${doc.sha256} has a session of its own pending, though it is ${where} under the Merkle root ` +
+          `${tree.entry.root}: completing it would pay a second time; drop it with \`notarize pending drop ${doc.sha256}\``,
       );
     }
     return { rest, alone };

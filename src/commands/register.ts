@@ -492,19 +492,21 @@ async function receiptFor(
 
 /**
  * The problems of a store's trees (Trees.load) that may hide a paid root:
- * a record of a root that cannot be read, or a tree or session of a root
- * the ledger has a record of, or the service confirmed (a 409). A damaged
- * tree of a root never paid for (left pending, dropped) holds no document
- * registered: it stops nothing here.
+ * a record or a session of a root that cannot be read, or a tree of a root
+ * the ledger has a record of, the service confirmed (a 409), or whose
+ * completion was sent and its answer not read (it may have gone through).
+ * A damaged tree of a root never paid for (left pending, dropped) holds no
+ * document registered: it stops nothing here.
  */
 async function paidRootProblems(store: ServiceStore, problems: readonly StoreError[]): Promise<StoreError[]> {
   if (problems.length === 0) return [];
   const confirmed = await confirmedRoots(store);
   return problems.filter((problem) => {
     const root = basename(problem.file, '.json');
-    if (basename(dirname(problem.file)) === 'ledger' || confirmed.has(root)) return true;
+    const folder = basename(dirname(problem.file));
+    if (folder === 'ledger' || folder === 'pending' || confirmed.has(root)) return true;
     try {
-      return store.readRecord(root) !== undefined;
+      return store.readRecord(root) !== undefined || store.readPending(root)?.forfaitUnreadAt !== undefined;
     } catch {
       return true;
     }

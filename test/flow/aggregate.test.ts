@@ -404,6 +404,72 @@ describe('switching between --aggregate and per-document registration never pays
     expect(bed.callsSince(mark)).toEqual([]);
   });
 
+  it('own sessions and trees: a damaged tree stops, a pending tree answers, --fail-fast stops after a failed one', async () => {
+    // A document with its own session and one under a root left pending (--force put it there too).
+    const p = await bed.write('own-tree/p.txt', 'own session, and in a pending tree\n');
+    await bed.write('own-tree/q.txt', 'in the pending tree\n');
+    expect((await bed.main(['register', '--no-complete', bed.path('own-tree/p.txt'), '--quiet'])).code).toBe(0);
+    const pendingTree = await bed.main([
+      'register',
+      '--aggregate',
+      '--force',
+      '--no-complete',
+      '-r',
+      bed.path('own-tree'),
+      '--json',
+    ]);
+    expect(pendingTree.code, describeRun(pendingTree)).toBe(0);
+    const root = parseResults(pendingTree.stdout)[0]!.proof!.root;
+    let mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', '-r', bed.path('own-tree'), '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    // The pending root is completed: it answers for p, whose own session is left (and pointed out).
+    expect(parseResults(run.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
+      ['registered', root],
+      ['registered', root],
+    ]);
+    expect(run.stderr).toContain(
+      `${p} has a session of its own pending, though it is to be registered under the Merkle root ${root}`,
+    );
+    expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toHaveLength(1);
+    expect((await bed.main(['pending', 'drop', p])).code).toBe(0);
+
+    // A damaged tree anywhere in the store: a document with its own session is not finished (exit 2, nothing sent).
+    const alone = await bed.write('own-damaged/a.txt', 'own session beside a damaged tree\n');
+    expect((await bed.main(['register', '--no-complete', bed.path('own-damaged/a.txt'), '--quiet'])).code).toBe(0);
+    const treeFile = join(bed.serviceDir(), 'trees', `${root}.json`);
+    const intact = readFileSync(treeFile);
+    writeFileSync(treeFile, '{"broken');
+    mark = bed.mark();
+    const stopped = await bed.main(['register', '--aggregate', bed.path('own-damaged/a.txt'), '--json']);
+    writeFileSync(treeFile, intact);
+    expect(stopped.code, describeRun(stopped)).toBe(2);
+    expect(stopped.stderr).toContain(`store file ${treeFile} is damaged`);
+    expect(bed.callsSince(mark)).toEqual([]);
+
+    // --fail-fast: its own session's completion refused, the root of the others is not sent.
+    await bed.write('own-damaged/b.txt', 'beside it, for a tree\n');
+    bed.sandbox.addFaults(parseFaults('forfait:status=400*1'));
+    mark = bed.mark();
+    const fast = await bed.main([
+      'register',
+      '--aggregate',
+      '--fail-fast',
+      '-r',
+      bed.path('own-damaged'),
+      '--retries',
+      '0',
+      '--json',
+    ]);
+    expect(fast.code, describeRun(fast)).toBe(1);
+    expect(parseResults(fast.stdout).map((r) => [r.hash === alone, r.status])).toEqual([
+      [true, 'failed'],
+      [false, 'skipped'],
+    ]);
+    expect(bed.callsSince(mark).map((c) => `${c.route}:${c.status}`)).toEqual(['forfait:400']);
+    expect((await bed.main(['pending', 'drop', alone])).code).toBe(0);
+  });
+
   it('documents registered one by one, then put in an aggregate: already-registered each, no root bought for them', async () => {
     const a = await bed.write('solo/a.txt', 'solo a\n');
     const b = await bed.write('solo/b.txt', 'solo b\n');
@@ -559,6 +625,24 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
     expect(stopped.stderr).toContain('register stops rather than register them again');
     expect(bed.callsSince(mark)).toEqual([]);
     writeFileSync(paid.treeFile, intact.paid);
+    writeFileSync(unpaid.treeFile, intact.unpaid);
+
+    // A root whose completion went out and whose answer could not be read may be paid: its damaged tree stops too.
+    await bed.write('unread-cut/a.txt', 'unread-cut a.txt\n');
+    bed.sandbox.addFaults(parseFaults('forfait:truncated*1'));
+    const unread = await bed.main(['register', '--aggregate', '-r', bed.path('unread-cut'), '--json']);
+    expect(unread.code, describeRun(unread)).toBe(5);
+    const unreadTree = join(bed.serviceDir(), 'trees', `${bed.requestedHashes().at(-1)}.json`);
+    const unreadText = readFileSync(unreadTree);
+    onTestFinished(() => writeFileSync(unreadTree, unreadText));
+    writeFileSync(unreadTree, '{"broken');
+    mark = bed.mark();
+    const stillStopped = await bed.main(['register', bed.path('alone/new.txt'), '--json']);
+    expect(stillStopped.code, describeRun(stillStopped)).toBe(2);
+    expect(stillStopped.stderr).toContain(`store file ${unreadTree} is damaged`);
+    expect(bed.callsSince(mark)).toEqual([]);
+    writeFileSync(unreadTree, unreadText);
+
     mark = bed.mark();
     const goes = await bed.main(['register', bed.path('alone/new.txt'), '--json']);
     expect(goes.code, describeRun(goes)).toBe(0);
