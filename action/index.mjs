@@ -16540,11 +16540,6 @@ var init_register_aggregate = __esmMin((() => {
 			} catch (error) {
 				throw placed.sent ? sentAlready(error) : error;
 			}
-			await this.#finishAlone(alone);
-			if (this.#options.failFast && this.#tally.failed > 0) {
-				this.#skip(hashed);
-				return this.#end(placed.sent);
-			}
 			io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
 			const roots = await registerRoots(deps, input, placements, placed.asked);
 			io.clearProgress();
@@ -16558,6 +16553,7 @@ var init_register_aggregate = __esmMin((() => {
 				await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
 			}, { concurrency: 16 });
 			this.#warnNoRecords();
+			await this.#finishAlone(alone);
 			return this.#end(sent, manifestFailure);
 		}
 		/** --fail-fast: `docs` are skipped, their hashes kept. */
@@ -16679,9 +16675,19 @@ var init_register_aggregate = __esmMin((() => {
 				alone
 			};
 		}
-		/** #finishOne for each document with a session of its own (#alreadyOnTheirOwn), one after the other. */
+		/**
+		* #finishOne for each document with a session of its own (#alreadyOnTheirOwn),
+		* one after the other; with --fail-fast, none after a failure (skipped, its
+		* session left pending).
+		*/
 		async #finishAlone(alone) {
-			for (const doc of alone) await this.#finishOne(doc);
+			for (const [i, doc] of alone.entries()) {
+				if (this.#options.failFast && this.#tally.failed > 0) {
+					this.#skip(alone.slice(i));
+					return;
+				}
+				await this.#finishOne(doc);
+			}
 		}
 		/**
 		* A document with a session of its own pending, under no registered root:

@@ -124,13 +124,6 @@ export class Aggregator {
     } catch (error) {
       throw placed.sent ? sentAlready(error) : error;
     }
-    // Sent only now: every check that stops a run with nothing sent (exit 2) came first.
-    await this.#finishAlone(alone);
-    if (this.#options.failFast && this.#tally.failed > 0) {
-      // --fail-fast: one finished on its own session failed; no root is sent after it.
-      this.#skip(hashed);
-      return this.#end(placed.sent);
-    }
     io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? '' : 's'}`);
     const roots = await registerRoots(deps, input, placements, placed.asked);
     io.clearProgress();
@@ -147,6 +140,9 @@ export class Aggregator {
       { concurrency: 16 },
     );
     this.#warnNoRecords();
+    // Last: every check that stops a run with nothing sent (exit 2) came first, and with
+    // --fail-fast a root that failed stops these too.
+    await this.#finishAlone(alone);
     return this.#end(sent, manifestFailure);
   }
 
@@ -265,9 +261,19 @@ export class Aggregator {
     return { rest, alone };
   }
 
-  /** #finishOne for each document with a session of its own (#alreadyOnTheirOwn), one after the other. */
+  /**
+   * #finishOne for each document with a session of its own (#alreadyOnTheirOwn),
+   * one after the other; with --fail-fast, none after a failure (skipped, its
+   * session left pending).
+   */
   async #finishAlone(alone: readonly Hashed[]): Promise<void> {
-    for (const doc of alone) await this.#finishOne(doc);
+    for (const [i, doc] of alone.entries()) {
+      if (this.#options.failFast && this.#tally.failed > 0) {
+        this.#skip(alone.slice(i));
+        return;
+      }
+      await this.#finishOne(doc);
+    }
   }
 
   /**

@@ -378,7 +378,7 @@ describe('switching between --aggregate and per-document registration never pays
     expect(b).toMatchObject({ status: 'registered', proof: { treeSize: 1 } });
     expect(JSON.parse(readFileSync(a!.receipt!, 'utf8'))).toMatchObject({ document: { sha256: own }, proof: null });
     const calls = bed.callsSince(mark).map((c) => `${c.route}:${c.path.includes(own) ? 'a' : 'root'}`);
-    expect(calls.filter((c) => c.startsWith('forfait'))).toEqual(['forfait:a', 'forfait:root']);
+    expect(calls.filter((c) => c.startsWith('forfait'))).toEqual(['forfait:root', 'forfait:a']);
     expect(calls.filter((c) => c === 'request:a')).toEqual([]);
     expect(bed.pendingHashes()).not.toContain(own);
   });
@@ -447,8 +447,15 @@ describe('switching between --aggregate and per-document registration never pays
     expect(stopped.stderr).toContain(`store file ${treeFile} is damaged`);
     expect(bed.callsSince(mark)).toEqual([]);
 
-    // --fail-fast: its own session's completion refused, the root of the others is not sent.
-    await bed.write('own-damaged/b.txt', 'beside it, for a tree\n');
+    expect((await bed.main(['pending', 'drop', alone])).code).toBe(0);
+
+    // --fail-fast: the root goes first; once it failed, no document is finished on its own session.
+    const x1 = await bed.write('own-fast/x1.txt', 'fast own x1\n');
+    const x2 = await bed.write('own-fast/x2.txt', 'fast own x2\n');
+    await bed.write('own-fast/y.txt', 'fast tree y\n');
+    for (const name of ['x1', 'x2']) {
+      expect((await bed.main(['register', '--no-complete', bed.path(`own-fast/${name}.txt`), '--quiet'])).code).toBe(0);
+    }
     bed.sandbox.addFaults(parseFaults('forfait:status=400*1'));
     mark = bed.mark();
     const fast = await bed.main([
@@ -456,18 +463,34 @@ describe('switching between --aggregate and per-document registration never pays
       '--aggregate',
       '--fail-fast',
       '-r',
-      bed.path('own-damaged'),
+      bed.path('own-fast'),
       '--retries',
       '0',
       '--json',
     ]);
     expect(fast.code, describeRun(fast)).toBe(1);
-    expect(parseResults(fast.stdout).map((r) => [r.hash === alone, r.status])).toEqual([
-      [true, 'failed'],
-      [false, 'skipped'],
+    expect(parseResults(fast.stdout).map((r) => r.status)).toEqual(['skipped', 'skipped', 'failed']);
+    expect(bed.callsSince(mark).map((c) => `${c.route}:${c.status}`)).toEqual(['request:200', 'forfait:400']);
+    // Without the root: the first finished on its own fails, the second is not sent.
+    bed.sandbox.addFaults(parseFaults('forfait:status=400*1'));
+    mark = bed.mark();
+    const alone2 = await bed.main([
+      'register',
+      '--aggregate',
+      '--fail-fast',
+      bed.path('own-fast/x1.txt'),
+      bed.path('own-fast/x2.txt'),
+      '--retries',
+      '0',
+      '--json',
+    ]);
+    expect(alone2.code, describeRun(alone2)).toBe(1);
+    expect(parseResults(alone2.stdout).map((r) => [r.hash, r.status])).toEqual([
+      [x1, 'failed'],
+      [x2, 'skipped'],
     ]);
     expect(bed.callsSince(mark).map((c) => `${c.route}:${c.status}`)).toEqual(['forfait:400']);
-    expect((await bed.main(['pending', 'drop', alone])).code).toBe(0);
+    for (const hash of [x1, x2]) expect((await bed.main(['pending', 'drop', hash])).code).toBe(0);
   });
 
   it('documents registered one by one, then put in an aggregate: already-registered each, no root bought for them', async () => {
