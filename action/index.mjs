@@ -16462,7 +16462,6 @@ function checkAggregate(options) {
 var FAIL_FAST_REASON, Aggregator;
 var init_register_aggregate = __esmMin((() => {
 	init_aggregate();
-	init_notarize();
 	init_trees();
 	init_batch();
 	init_hash_pool();
@@ -16487,8 +16486,6 @@ var init_register_aggregate = __esmMin((() => {
 		#unrecordedRoots = /* @__PURE__ */ new Set();
 		/** The roots whose manifest this run wrote (#writeManifest). */
 		#manifestsWritten = /* @__PURE__ */ new Set();
-		/** Whether a document finished on a session of its own (#finishAlone) reached the service. */
-		#sentAlone = false;
 		/** The last write of each receipt path still under way (see #receipt). */
 		#writing = /* @__PURE__ */ new Map();
 		constructor({ options, documents, items, baseUrl, api, store }) {
@@ -16505,15 +16502,16 @@ var init_register_aggregate = __esmMin((() => {
 				this.#skip(all);
 				return this.#end(false);
 			}
-			const { rest, alone } = await this.#alreadyOnTheirOwn(all);
-			if (rest.length === 0) {
-				await this.#finishAlone(alone);
+			const rest = await this.#alreadyOnTheirOwn(all);
+			if (this.#options.failFast && this.#tally.failed > 0) {
+				this.#skip(rest);
 				return this.#end(false);
 			}
-			return this.#registerTree(rest, alone);
+			if (rest.length === 0) return this.#end(false);
+			return this.#registerTree(rest);
 		}
 		/** The documents for a tree: placed (the store, manifests, a new tree), then their roots registered. */
-		async #registerTree(hashed, alone) {
+		async #registerTree(hashed) {
 			const { io } = this.#options;
 			const trees = /* @__PURE__ */ new Map();
 			const deps = {
@@ -16553,16 +16551,15 @@ var init_register_aggregate = __esmMin((() => {
 				await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
 			}, { concurrency: 16 });
 			this.#warnNoRecords();
-			await this.#finishAlone(alone);
 			return this.#end(sent, manifestFailure);
 		}
 		/** --fail-fast: `docs` are skipped, their hashes kept. */
 		#skip(docs) {
 			for (const doc of docs) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
 		}
-		/** The run's result; `sent`: whether a root's steps reached the service (#sentAlone counts too). */
+		/** The run's result; `sent`: whether a root's steps reached the service. */
 		#end(sent, manifestFailure) {
-			const failure = this.#tally.failure(sent || this.#sentAlone, this.#total) ?? manifestFailure;
+			const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
 			return {
 				kind: "items",
 				title: TITLE$1,
@@ -16610,21 +16607,15 @@ var init_register_aggregate = __esmMin((() => {
 		* The documents this store registered one by one (a record of their own)
 		* are no leaves of a new tree: a root over them would pay again for what is
 		* notarized already. Each gets its record as `already-registered`, and its
-		* receipt without a proof, as per-document registration gives it. A
-		* document with a session of its own pending (`register --no-complete`)
-		* is finished on that session, as `register` of it would (#finishOne),
-		* unless a root this store registered holds it already: then the tree
-		* gives its result, and its session, which would pay a second time, is
-		* pointed out. --force puts them all in the tree. Read outside any lock: a
-		* record, once written, stays.
+		* receipt without a proof, as per-document registration gives it; --force
+		* puts them in the tree. A document with a session of its own pending
+		* (`register --no-complete`) goes into the tree like the others: completing
+		* that session as well would pay twice, which one warning says. Read
+		* outside any lock: a record, once written, stays.
 		*/
 		async #alreadyOnTheirOwn(hashed) {
-			if (this.#options.force) return {
-				rest: hashed,
-				alone: []
-			};
+			if (this.#options.force) return hashed;
 			const rest = [];
-			const alone = [];
 			const withSession = [];
 			const plan = this.#documents.receipts;
 			for (const doc of hashed) {
@@ -16636,7 +16627,8 @@ var init_register_aggregate = __esmMin((() => {
 					continue;
 				}
 				if (entry === void 0) {
-					(existsSync(this.#store.pendingFile(doc.sha256)) ? withSession : rest).push(doc);
+					if (existsSync(this.#store.pendingFile(doc.sha256))) withSession.push(doc.sha256);
+					rest.push(doc);
 					continue;
 				}
 				const outcome = {
@@ -16654,80 +16646,11 @@ var init_register_aggregate = __esmMin((() => {
 				}));
 				this.#tally.add(doc.index, receiptError);
 			}
-			if (withSession.length === 0) return {
-				rest,
-				alone
-			};
-			const known = await Trees.load(this.#store, { holding: new Set(withSession.map((doc) => doc.sha256)) });
-			if (known.problems.length > 0) throw known.problems[0];
-			for (const doc of withSession) {
-				const tree = known.place(doc.sha256)?.tree;
-				if (tree === void 0) {
-					alone.push(doc);
-					continue;
-				}
-				rest.push(doc);
-				const where = tree.state === "registered" || tree.state === "confirmed" ? "registered" : "to be registered";
-				this.#options.io.warn(`${doc.sha256} has a session of its own pending, though it is ${where} under the Merkle root ${tree.entry.root}: completing it would pay a second time; drop it with \`notarize pending drop ${doc.sha256}\``);
+			if (withSession.length > 0) {
+				const which = withSession.length === 1 ? withSession[0] : `${withSession.length} documents (among them ${withSession[0]})`;
+				this.#options.io.warn(`${which} also ${withSession.length === 1 ? "has a session" : "have sessions"} of ${withSession.length === 1 ? "its" : "their"} own pending (register --no-complete): this run puts ${withSession.length === 1 ? "it" : "them"} under a Merkle root, and completing such a session would pay a second time; drop it with \`notarize pending drop <hash>\``);
 			}
-			return {
-				rest,
-				alone
-			};
-		}
-		/**
-		* #finishOne for each document with a session of its own (#alreadyOnTheirOwn),
-		* one after the other; with --fail-fast, none after a failure (skipped, its
-		* session left pending).
-		*/
-		async #finishAlone(alone) {
-			for (const [i, doc] of alone.entries()) {
-				if (this.#options.failFast && this.#tally.failed > 0) {
-					this.#skip(alone.slice(i));
-					return;
-				}
-				await this.#finishOne(doc);
-			}
-		}
-		/**
-		* A document with a session of its own pending, under no registered root:
-		* completed on that session (or left pending with --no-complete), as
-		* `register` of it alone does, with its receipt (no proof). A session that
-		* cannot be read fails it, as it would there.
-		*/
-		async #finishOne(doc) {
-			const options = this.#options;
-			const onStep = () => this.#sentAlone = true;
-			let outcome;
-			try {
-				outcome = await register({
-					api: this.#api,
-					store: this.#store,
-					onStep
-				}, {
-					hash: doc.sha256,
-					description: doc.name ?? "",
-					custody: false,
-					signed: options.signed,
-					blockchain: options.blockchain,
-					complete: options.complete,
-					force: false
-				});
-			} catch (error) {
-				this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
-				return;
-			}
-			const plan = this.#documents.receipts;
-			const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
-			const { receipt, receiptError } = plan && entry ? await this.#receipt(plan, doc, entry) : {};
-			this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, {
-				details: {
-					...receipt ? { receipt } : {},
-					...receiptError ? { error: errorJson(receiptError) } : {}
-				},
-				...receiptError ? { status: "failed" } : {}
-			}));
-			this.#tally.add(doc.index, receiptError);
+			return rest;
 		}
 		#fail(index, file, hash, error) {
 			this.#items.add(index, failedResult(file, hash, error));

@@ -8,14 +8,12 @@ import { lstat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
-import { register } from '../core/notarize.js';
 import {
   manifestName,
   treeManifestText,
   type AggregateDocument,
   type LoadedTree,
   type Placement,
-  Trees,
 } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
@@ -67,8 +65,6 @@ export class Aggregator {
   readonly #unrecordedRoots = new Set<string>();
   /** The roots whose manifest this run wrote (#writeManifest). */
   readonly #manifestsWritten = new Set<string>();
-  /** Whether a document finished on a session of its own (#finishAlone) reached the service. */
-  #sentAlone = false;
   /** The last write of each receipt path still under way (see #receipt). */
   readonly #writing = new Map<string, Promise<void>>();
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
@@ -87,16 +83,18 @@ export class Aggregator {
       this.#skip(all);
       return this.#end(false);
     }
-    const { rest, alone } = await this.#alreadyOnTheirOwn(all);
-    if (rest.length === 0) {
-      await this.#finishAlone(alone);
+    const rest = await this.#alreadyOnTheirOwn(all);
+    // --fail-fast: a record of one that cannot be read (or its receipt) stops the run before anything is sent.
+    if (this.#options.failFast && this.#tally.failed > 0) {
+      this.#skip(rest);
       return this.#end(false);
     }
-    return this.#registerTree(rest, alone);
+    if (rest.length === 0) return this.#end(false);
+    return this.#registerTree(rest);
   }
 
   /** The documents for a tree: placed (the store, manifests, a new tree), then their roots registered. */
-  async #registerTree(hashed: Hashed[], alone: readonly Hashed[]): Promise<ItemsResult> {
+  async #registerTree(hashed: Hashed[]): Promise<ItemsResult> {
     const { io } = this.#options;
     // The manifest of a root goes to --receipt-dir before its completion is sent (#manifestFirst).
     const trees = new Map<string, LoadedTree>();
@@ -140,9 +138,6 @@ export class Aggregator {
       { concurrency: 16 },
     );
     this.#warnNoRecords();
-    // Last: every check that stops a run with nothing sent (exit 2) came first, and with
-    // --fail-fast a root that failed stops these too.
-    await this.#finishAlone(alone);
     return this.#end(sent, manifestFailure);
   }
 
@@ -153,10 +148,10 @@ export class Aggregator {
     }
   }
 
-  /** The run's result; `sent`: whether a root's steps reached the service (#sentAlone counts too). */
+  /** The run's result; `sent`: whether a root's steps reached the service. */
   #end(sent: boolean, manifestFailure?: NotarizeError): ItemsResult {
     // A manifest that could not be written fails the run (exit 1) even when every document succeeded.
-    const failure = this.#tally.failure(sent || this.#sentAlone, this.#total) ?? manifestFailure;
+    const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 
@@ -201,19 +196,16 @@ export class Aggregator {
    * The documents this store registered one by one (a record of their own)
    * are no leaves of a new tree: a root over them would pay again for what is
    * notarized already. Each gets its record as `already-registered`, and its
-   * receipt without a proof, as per-document registration gives it. A
-   * document with a session of its own pending (`register --no-complete`)
-   * is finished on that session, as `register` of it would (#finishOne),
-   * unless a root this store registered holds it already: then the tree
-   * gives its result, and its session, which would pay a second time, is
-   * pointed out. --force puts them all in the tree. Read outside any lock: a
-   * record, once written, stays.
+   * receipt without a proof, as per-document registration gives it; --force
+   * puts them in the tree. A document with a session of its own pending
+   * (`register --no-complete`) goes into the tree like the others: completing
+   * that session as well would pay twice, which one warning says. Read
+   * outside any lock: a record, once written, stays.
    */
-  async #alreadyOnTheirOwn(hashed: Hashed[]): Promise<{ rest: Hashed[]; alone: Hashed[] }> {
-    if (this.#options.force) return { rest: hashed, alone: [] };
+  async #alreadyOnTheirOwn(hashed: Hashed[]): Promise<Hashed[]> {
+    if (this.#options.force) return hashed;
     const rest: Hashed[] = [];
-    const alone: Hashed[] = [];
-    const withSession: Hashed[] = [];
+    const withSession: string[] = [];
     const plan = this.#documents.receipts;
     for (const doc of hashed) {
       let entry;
@@ -225,7 +217,8 @@ export class Aggregator {
         continue;
       }
       if (entry === undefined) {
-        (existsSync(this.#store.pendingFile(doc.sha256)) ? withSession : rest).push(doc);
+        if (existsSync(this.#store.pendingFile(doc.sha256))) withSession.push(doc.sha256);
+        rest.push(doc);
         continue;
       }
       const outcome = { kind: 'already-registered' as const, hash: doc.sha256, entry };
@@ -239,81 +232,16 @@ export class Aggregator {
       );
       this.#tally.add(doc.index, receiptError);
     }
-    if (withSession.length === 0) return { rest, alone };
-    // Any tree of the store that holds it (registered, confirmed, pending or planned) goes first: its
-    // root answers for it, or will be paid for it. A tree that cannot be read may be one: stop, as
-    // placeDocuments does (exit 2, nothing sent yet).
-    const known = await Trees.load(this.#store, { holding: new Set(withSession.map((doc) => doc.sha256)) });
-    if (known.problems.length > 0) throw known.problems[0]!;
-    for (const doc of withSession) {
-      const tree = known.place(doc.sha256)?.tree;
-      if (tree === undefined) {
-        alone.push(doc);
-        continue;
-      }
-      rest.push(doc);
-      const where = tree.state === 'registered' || tree.state === 'confirmed' ? 'registered' : 'to be registered';
+    if (withSession.length > 0) {
+      const which =
+        withSession.length === 1 ? withSession[0]! : `${withSession.length} documents (among them ${withSession[0]})`;
       this.#options.io.warn(
-        `${doc.sha256} has a session of its own pending, though it is ${where} under the Merkle root ` +
-          `${tree.entry.root}: completing it would pay a second time; drop it with \`notarize pending drop ${doc.sha256}\``,
+        `${which} also ${withSession.length === 1 ? 'has a session' : 'have sessions'} of ${withSession.length === 1 ? 'its' : 'their'} own pending ` +
+          `(register --no-complete): this run puts ${withSession.length === 1 ? 'it' : 'them'} under a Merkle root, and completing ` +
+          `such a session would pay a second time; drop it with \`notarize pending drop <hash>\``,
       );
     }
-    return { rest, alone };
-  }
-
-  /**
-   * #finishOne for each document with a session of its own (#alreadyOnTheirOwn),
-   * one after the other; with --fail-fast, none after a failure (skipped, its
-   * session left pending).
-   */
-  async #finishAlone(alone: readonly Hashed[]): Promise<void> {
-    for (const [i, doc] of alone.entries()) {
-      if (this.#options.failFast && this.#tally.failed > 0) {
-        this.#skip(alone.slice(i));
-        return;
-      }
-      await this.#finishOne(doc);
-    }
-  }
-
-  /**
-   * A document with a session of its own pending, under no registered root:
-   * completed on that session (or left pending with --no-complete), as
-   * `register` of it alone does, with its receipt (no proof). A session that
-   * cannot be read fails it, as it would there.
-   */
-  async #finishOne(doc: Hashed): Promise<void> {
-    const options = this.#options;
-    const onStep = () => (this.#sentAlone = true);
-    let outcome;
-    try {
-      outcome = await register(
-        { api: this.#api, store: this.#store, onStep },
-        {
-          hash: doc.sha256,
-          description: doc.name ?? '',
-          custody: false,
-          signed: options.signed,
-          blockchain: options.blockchain,
-          complete: options.complete,
-          force: false,
-        },
-      );
-    } catch (error) {
-      this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
-      return;
-    }
-    const plan = this.#documents.receipts;
-    const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
-    const { receipt, receiptError } = plan && entry ? await this.#receipt(plan, doc, entry) : {};
-    this.#items.add(
-      doc.index,
-      outcomeResult(doc.file, outcome, this.#baseUrl, {
-        details: { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
-        ...(receiptError ? { status: 'failed' as const } : {}),
-      }),
-    );
-    this.#tally.add(doc.index, receiptError);
+    return rest;
   }
 
   #fail(index: number, file: string | null, hash: string | null, error: NotarizeError): void {

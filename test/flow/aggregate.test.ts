@@ -354,33 +354,22 @@ describe('switching between --aggregate and per-document registration never pays
     expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait', 'request', 'forfait']);
   });
 
-  it('a document with a session of its own pending is finished on it, not put in the tree: paid once', async () => {
+  it('a document with a session of its own pending goes into the tree; a warning says its session would pay twice', async () => {
     const own = await bed.write('own-pending/a.txt', 'own session a\n');
     await bed.write('own-pending/b.txt', 'own session b\n');
-    const receipts = bed.path('own-pending-receipts');
     const pendingOnly = await bed.main(['register', '--no-complete', bed.path('own-pending/a.txt'), '--quiet']);
     expect(pendingOnly.code, describeRun(pendingOnly)).toBe(0);
     const mark = bed.mark();
-    const run = await bed.main([
-      'register',
-      '--aggregate',
-      '-r',
-      bed.path('own-pending'),
-      '--receipt-dir',
-      receipts,
-      '--json',
-    ]);
+    const run = await bed.main(['register', '--aggregate', '-r', bed.path('own-pending'), '--json']);
     expect(run.code, describeRun(run)).toBe(0);
     const [a, b] = parseResults(run.stdout);
-    // a: its own session completed (no second request), its own record and a receipt without a proof.
-    expect(a).toMatchObject({ status: 'registered', hash: own, record: { hash: own } });
-    expect(a).not.toHaveProperty('proof');
-    expect(b).toMatchObject({ status: 'registered', proof: { treeSize: 1 } });
-    expect(JSON.parse(readFileSync(a!.receipt!, 'utf8'))).toMatchObject({ document: { sha256: own }, proof: null });
-    const calls = bed.callsSince(mark).map((c) => `${c.route}:${c.path.includes(own) ? 'a' : 'root'}`);
-    expect(calls.filter((c) => c.startsWith('forfait'))).toEqual(['forfait:root', 'forfait:a']);
-    expect(calls.filter((c) => c === 'request:a')).toEqual([]);
-    expect(bed.pendingHashes()).not.toContain(own);
+    expect(a).toMatchObject({ status: 'registered', hash: own, proof: { treeSize: 2, leafIndex: 0 } });
+    expect(b).toMatchObject({ status: 'registered', proof: { treeSize: 2, leafIndex: 1 } });
+    expect(run.stderr).toContain(`${own} also has a session of its own pending (register --no-complete)`);
+    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
+    // Its own session is left as it was, for the user to drop.
+    expect(bed.pendingHashes()).toContain(own);
+    expect((await bed.main(['pending', 'drop', own])).code).toBe(0);
   });
 
   it('a document under a registered root with a session of its own pending: the root answers, the session is pointed out', async () => {
@@ -399,98 +388,44 @@ describe('switching between --aggregate and per-document registration never pays
       ['already-registered', root],
     ]);
     expect(again.stderr).toContain(
-      `${p} has a session of its own pending, though it is registered under the Merkle root ${root}`,
+      `${p} also has a session of its own pending (register --no-complete): this run puts it under a Merkle root`,
     );
     expect(bed.callsSince(mark)).toEqual([]);
   });
 
-  it('own sessions and trees: a damaged tree stops, a pending tree answers, --fail-fast stops after a failed one', async () => {
-    // A document with its own session and one under a root left pending (--force put it there too).
-    const p = await bed.write('own-tree/p.txt', 'own session, and in a pending tree\n');
-    await bed.write('own-tree/q.txt', 'in the pending tree\n');
-    expect((await bed.main(['register', '--no-complete', bed.path('own-tree/p.txt'), '--quiet'])).code).toBe(0);
-    const pendingTree = await bed.main([
-      'register',
-      '--aggregate',
-      '--force',
-      '--no-complete',
-      '-r',
-      bed.path('own-tree'),
-      '--json',
-    ]);
-    expect(pendingTree.code, describeRun(pendingTree)).toBe(0);
-    const root = parseResults(pendingTree.stdout)[0]!.proof!.root;
+  it('a damaged record of a document stops --fail-fast before anything is sent; a damaged tree stops any run', async () => {
+    const a = await bed.write('own-damaged/a.txt', 'registered alone, its record then damaged\n');
+    const b = await bed.write('own-damaged/b.txt', 'for a tree\n');
+    expect((await bed.main(['register', bed.path('own-damaged/a.txt'), '--quiet'])).code).toBe(0);
+    const record = join(bed.serviceDir(), 'ledger', `${a}.json`);
+    const intact = readFileSync(record);
+    onTestFinished(() => writeFileSync(record, intact));
+    writeFileSync(record, '{"broken');
     let mark = bed.mark();
-    const run = await bed.main(['register', '--aggregate', '-r', bed.path('own-tree'), '--json']);
-    expect(run.code, describeRun(run)).toBe(0);
-    // The pending root is completed: it answers for p, whose own session is left (and pointed out).
-    expect(parseResults(run.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
-      ['registered', root],
-      ['registered', root],
+    const fast = await bed.main(['register', '--aggregate', '--fail-fast', '-r', bed.path('own-damaged'), '--json']);
+    expect(fast.code, describeRun(fast)).toBe(2);
+    expect(parseResults(fast.stdout).map((r) => [r.hash, r.status])).toEqual([
+      [a, 'failed'],
+      [b, 'skipped'],
     ]);
-    expect(run.stderr).toContain(
-      `${p} has a session of its own pending, though it is to be registered under the Merkle root ${root}`,
-    );
-    expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toHaveLength(1);
-    expect((await bed.main(['pending', 'drop', p])).code).toBe(0);
+    expect(bed.callsSince(mark)).toEqual([]);
+    writeFileSync(record, intact);
 
-    // A damaged tree anywhere in the store: a document with its own session is not finished (exit 2, nothing sent).
-    const alone = await bed.write('own-damaged/a.txt', 'own session beside a damaged tree\n');
-    expect((await bed.main(['register', '--no-complete', bed.path('own-damaged/a.txt'), '--quiet'])).code).toBe(0);
-    const treeFile = join(bed.serviceDir(), 'trees', `${root}.json`);
-    const intact = readFileSync(treeFile);
+    // A damaged tree anywhere in the store: nothing is sent (exit 2), a session of its own or not.
+    const root = (await bed.main(['register', '--aggregate', bed.path('own-damaged/b.txt'), '--json'])).stdout;
+    const treeFile = join(bed.serviceDir(), 'trees', `${parseResults(root)[0]!.proof!.root}.json`);
+    const tree = readFileSync(treeFile);
+    onTestFinished(() => writeFileSync(treeFile, tree));
+    const c = await bed.write('own-damaged/c.txt', 'own session beside a damaged tree\n');
+    expect((await bed.main(['register', '--no-complete', bed.path('own-damaged/c.txt'), '--quiet'])).code).toBe(0);
     writeFileSync(treeFile, '{"broken');
     mark = bed.mark();
-    const stopped = await bed.main(['register', '--aggregate', bed.path('own-damaged/a.txt'), '--json']);
-    writeFileSync(treeFile, intact);
+    const stopped = await bed.main(['register', '--aggregate', bed.path('own-damaged/c.txt'), '--json']);
     expect(stopped.code, describeRun(stopped)).toBe(2);
     expect(stopped.stderr).toContain(`store file ${treeFile} is damaged`);
     expect(bed.callsSince(mark)).toEqual([]);
-
-    expect((await bed.main(['pending', 'drop', alone])).code).toBe(0);
-
-    // --fail-fast: the root goes first; once it failed, no document is finished on its own session.
-    const x1 = await bed.write('own-fast/x1.txt', 'fast own x1\n');
-    const x2 = await bed.write('own-fast/x2.txt', 'fast own x2\n');
-    await bed.write('own-fast/y.txt', 'fast tree y\n');
-    for (const name of ['x1', 'x2']) {
-      expect((await bed.main(['register', '--no-complete', bed.path(`own-fast/${name}.txt`), '--quiet'])).code).toBe(0);
-    }
-    bed.sandbox.addFaults(parseFaults('forfait:status=400*1'));
-    mark = bed.mark();
-    const fast = await bed.main([
-      'register',
-      '--aggregate',
-      '--fail-fast',
-      '-r',
-      bed.path('own-fast'),
-      '--retries',
-      '0',
-      '--json',
-    ]);
-    expect(fast.code, describeRun(fast)).toBe(1);
-    expect(parseResults(fast.stdout).map((r) => r.status)).toEqual(['skipped', 'skipped', 'failed']);
-    expect(bed.callsSince(mark).map((c) => `${c.route}:${c.status}`)).toEqual(['request:200', 'forfait:400']);
-    // Without the root: the first finished on its own fails, the second is not sent.
-    bed.sandbox.addFaults(parseFaults('forfait:status=400*1'));
-    mark = bed.mark();
-    const alone2 = await bed.main([
-      'register',
-      '--aggregate',
-      '--fail-fast',
-      bed.path('own-fast/x1.txt'),
-      bed.path('own-fast/x2.txt'),
-      '--retries',
-      '0',
-      '--json',
-    ]);
-    expect(alone2.code, describeRun(alone2)).toBe(1);
-    expect(parseResults(alone2.stdout).map((r) => [r.hash, r.status])).toEqual([
-      [x1, 'failed'],
-      [x2, 'skipped'],
-    ]);
-    expect(bed.callsSince(mark).map((c) => `${c.route}:${c.status}`)).toEqual(['forfait:400']);
-    for (const hash of [x1, x2]) expect((await bed.main(['pending', 'drop', hash])).code).toBe(0);
+    writeFileSync(treeFile, tree);
+    expect((await bed.main(['pending', 'drop', c])).code).toBe(0);
   });
 
   it('documents registered one by one, then put in an aggregate: already-registered each, no root bought for them', async () => {
