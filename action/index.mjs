@@ -16459,7 +16459,7 @@ function checkAggregate(options) {
 	if (options.custody) throw refuse("--custody", "the registered root is no file whose metadata could be sent");
 	if (options.paths.includes("-")) throw refuse("'-'", "each leaf is a file, kept by its name");
 }
-var FAIL_FAST_REASON, Aggregator;
+var FAIL_FAST_REASON, CONFIRMED_ALONE, Aggregator;
 var init_register_aggregate = __esmMin((() => {
 	init_aggregate();
 	init_trees();
@@ -16473,6 +16473,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_files();
 	init_register_inputs();
 	FAIL_FAST_REASON = "not registered: another document or root failed (--fail-fast)";
+	CONFIRMED_ALONE = "the service answered 409 to an earlier completion of this document (its record was never received); nothing sent";
 	Aggregator = class {
 		#options;
 		#documents;
@@ -16618,12 +16619,29 @@ var init_register_aggregate = __esmMin((() => {
 			const rest = [];
 			const withSession = [];
 			const plan = this.#documents.receipts;
+			const confirmed = await confirmedRoots(this.#store);
+			const unrecorded = [];
 			for (const doc of hashed) {
 				let entry;
 				try {
 					entry = this.#store.readRecord(doc.sha256);
 				} catch (error) {
 					this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+					continue;
+				}
+				if (entry === void 0 && confirmed.has(doc.sha256)) {
+					if (plan !== void 0) unrecorded.push(doc.sha256);
+					const service = {
+						message: CONFIRMED_ALONE,
+						retiredSession: void 0
+					};
+					const outcome = {
+						kind: "already-registered",
+						hash: doc.sha256,
+						entry: void 0,
+						service
+					};
+					this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl));
 					continue;
 				}
 				if (entry === void 0) {
@@ -16649,6 +16667,10 @@ var init_register_aggregate = __esmMin((() => {
 			if (withSession.length > 0) {
 				const which = withSession.length === 1 ? withSession[0] : `${withSession.length} documents (among them ${withSession[0]})`;
 				this.#options.io.warn(`${which} also ${withSession.length === 1 ? "has a session" : "have sessions"} of ${withSession.length === 1 ? "its" : "their"} own pending (register --no-complete): this run puts ${withSession.length === 1 ? "it" : "them"} under a Merkle root, and completing such a session would pay a second time; drop it with \`notarize pending drop <hash>\``);
+			}
+			if (unrecorded.length > 0) {
+				const which = unrecorded.length === 1 ? unrecorded[0] : `${unrecorded.length} documents (among them ${unrecorded[0]})`;
+				this.#options.io.warn(`no receipt written for ${which}: the service answered 409 to ${unrecorded.length === 1 ? "its" : "their"} own completion, and this store has no record to write one from (nothing sent for ${unrecorded.length === 1 ? "it" : "them"})`);
 			}
 			return rest;
 		}

@@ -9,6 +9,7 @@ import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import {
+  confirmedRoots,
   manifestName,
   treeManifestText,
   type AggregateDocument,
@@ -35,6 +36,10 @@ import {
 } from './register-inputs.js';
 
 const FAIL_FAST_REASON = 'not registered: another document or root failed (--fail-fast)';
+
+/** Why a document the service confirmed on its own (a 409 to its completion) is not put in a tree. */
+const CONFIRMED_ALONE =
+  'the service answered 409 to an earlier completion of this document (its record was never received); nothing sent';
 
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
 export function checkAggregate(options: RegisterOptions): void {
@@ -207,6 +212,9 @@ export class Aggregator {
     const rest: Hashed[] = [];
     const withSession: string[] = [];
     const plan = this.#documents.receipts;
+    // Hashes whose own completion the service answered 409 (its record never came): it has them.
+    const confirmed = await confirmedRoots(this.#store);
+    const unrecorded: string[] = [];
     for (const doc of hashed) {
       let entry;
       try {
@@ -214,6 +222,14 @@ export class Aggregator {
       } catch (error) {
         // A damaged record of it: as placeDocuments does with a damaged tree, stop rather than pay again.
         this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+        continue;
+      }
+      if (entry === undefined && confirmed.has(doc.sha256)) {
+        // No record to write a receipt from: said once for all, with the root ones.
+        if (plan !== undefined) unrecorded.push(doc.sha256);
+        const service = { message: CONFIRMED_ALONE, retiredSession: undefined };
+        const outcome = { kind: 'already-registered' as const, hash: doc.sha256, entry: undefined, service };
+        this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl));
         continue;
       }
       if (entry === undefined) {
@@ -239,6 +255,14 @@ export class Aggregator {
         `${which} also ${withSession.length === 1 ? 'has a session' : 'have sessions'} of ${withSession.length === 1 ? 'its' : 'their'} own pending ` +
           `(register --no-complete): this run puts ${withSession.length === 1 ? 'it' : 'them'} under a Merkle root, and completing ` +
           `such a session would pay a second time; drop it with \`notarize pending drop <hash>\``,
+      );
+    }
+    if (unrecorded.length > 0) {
+      const which =
+        unrecorded.length === 1 ? unrecorded[0]! : `${unrecorded.length} documents (among them ${unrecorded[0]})`;
+      this.#options.io.warn(
+        `no receipt written for ${which}: the service answered 409 to ${unrecorded.length === 1 ? 'its' : 'their'} own ` +
+          `completion, and this store has no record to write one from (nothing sent for ${unrecorded.length === 1 ? 'it' : 'them'})`,
       );
     }
     return rest;

@@ -428,6 +428,34 @@ describe('switching between --aggregate and per-document registration never pays
     expect((await bed.main(['pending', 'drop', c])).code).toBe(0);
   });
 
+  it('a document the service confirmed by a 409 to its own completion stays out of the tree: nothing paid', async () => {
+    const confirmed = await bed.write('confirmed-alone/a.txt', 'completed elsewhere, 409 here\n');
+    await bed.write('confirmed-alone/b.txt', 'beside the confirmed one\n');
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    // Its completion went through but the answer was lost; the next completion is told 409.
+    expect((await bed.main(['register', bed.path('confirmed-alone/a.txt'), '--quiet'])).code).toBe(4);
+    expect((await bed.main(['complete', confirmed, '--quiet'])).code).toBe(0);
+    const receipts = bed.path('confirmed-alone-receipts');
+    const mark = bed.mark();
+    const run = await bed.main([
+      'register',
+      '--aggregate',
+      '-r',
+      bed.path('confirmed-alone'),
+      '--receipt-dir',
+      receipts,
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(0);
+    const [a, b] = parseResults(run.stdout);
+    expect(a).toMatchObject({ status: 'already-registered', hash: confirmed, record: null });
+    expect(a).not.toHaveProperty('proof');
+    expect(b).toMatchObject({ status: 'registered', proof: { treeSize: 1 } });
+    expect(run.stderr).toContain(`no receipt written for ${confirmed}: the service answered 409 to its own completion`);
+    expect(bed.requestedHashes().slice(-1)).not.toContain(confirmed);
+    expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toHaveLength(1);
+  });
+
   it('documents registered one by one, then put in an aggregate: already-registered each, no root bought for them', async () => {
     const a = await bed.write('solo/a.txt', 'solo a\n');
     const b = await bed.write('solo/b.txt', 'solo b\n');
