@@ -13129,6 +13129,16 @@ var init_results = __esmMin((() => {
 			if (this.keep !== "none") this.#held[index] = this.keep === "whole" ? result : compact(result);
 		}
 		/**
+		* Takes the result of an item with no place in the input order (a path a
+		* walk met and could not take, which still decides the run): counted,
+		* streamed, and kept after the items, as add does with the others.
+		*/
+		addUnordered(result) {
+			this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
+			this.#onResult?.(result);
+			if (this.keep !== "none") this.#skipped.push(this.keep === "whole" ? result : compact(result));
+		}
+		/**
 		* Takes a path passed over while walking: streamed as met, else listed
 		* after the items. (A streamed one is not counted in the summary.)
 		*/
@@ -18469,7 +18479,7 @@ async function runVerify(options, items = new ItemResults()) {
 	let unfollowed = 0;
 	const expansion = await expandInputs(options.paths, toInputOptions(options), io.stdin, (s) => {
 		unfollowed++;
-		items.skip(failedResult(s.path, null, notFollowed(s.path, s.reason)));
+		items.addUnordered(failedResult(s.path, null, notFollowed(s.path, s.reason)));
 	});
 	const { documents, sources } = await receiptSources(options, expansion, (path, reason) => {
 		io.warn(`skipped ${path}: ${reason}`);
@@ -18637,9 +18647,9 @@ function insideReceiptDir(path) {
 * by verify, so a document that cannot be read is exit 2 (it comes before 6).
 */
 function verifyFailure(counts, { baseUrl, unfollowed, receiptDir }) {
-	let checked = unfollowed;
+	let checked = 0;
 	for (const n of counts.values()) checked += n;
-	const unreadable = (counts.get("failed") ?? 0) + unfollowed;
+	const unreadable = counts.get("failed") ?? 0;
 	if (unreadable > 0) return new UsageError(`${unreadable} of ${checked} document${checked === 1 ? "" : "s"} could not be checked`, {
 		code: "batch_failed",
 		...unfollowed > 0 ? { hint: `${unfollowed} of them ${unfollowed === 1 ? "is a link or special file" : "are links or special files"} (not followed): verify their targets, or leave them out with --exclude` } : {}

@@ -110,7 +110,7 @@ export async function runVerify(
   let unfollowed = 0;
   const expansion = await expandInputs(options.paths, toInputOptions(options), io.stdin, (s) => {
     unfollowed++;
-    items.skip(failedResult(s.path, null, notFollowed(s.path, s.reason)));
+    items.addUnordered(failedResult(s.path, null, notFollowed(s.path, s.reason)));
   });
   const { documents, sources } = await receiptSources(options, expansion, (path, reason) => {
     io.warn(`skipped ${path}: ${reason}`);
@@ -301,9 +301,10 @@ function verifyFailure(
   counts: ReadonlyMap<ItemStatus, number>,
   { baseUrl, unfollowed, receiptDir }: { baseUrl: string; unfollowed: number; receiptDir: string | undefined },
 ): NotarizeError | undefined {
-  let checked = unfollowed;
+  // The paths not followed are among the failed (ItemResults.addUnordered).
+  let checked = 0;
   for (const n of counts.values()) checked += n;
-  const unreadable = (counts.get('failed') ?? 0) + unfollowed;
+  const unreadable = counts.get('failed') ?? 0;
   if (unreadable > 0) {
     return new UsageError(`${unreadable} of ${checked} document${checked === 1 ? '' : 's'} could not be checked`, {
       code: 'batch_failed',

@@ -207,6 +207,17 @@ export class ItemResults {
   }
 
   /**
+   * Takes the result of an item with no place in the input order (a path a
+   * walk met and could not take, which still decides the run): counted,
+   * streamed, and kept after the items, as add does with the others.
+   */
+  addUnordered(result: ItemResult): void {
+    this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
+    this.#onResult?.(result);
+    if (this.keep !== 'none') this.#skipped.push(this.keep === 'whole' ? result : compact(result));
+  }
+
+  /**
    * Takes a path passed over while walking: streamed as met, else listed
    * after the items. (A streamed one is not counted in the summary.)
    */

@@ -4,7 +4,7 @@
  * register then verify against the sandbox through the action's own steps,
  * its outputs and job summary, and the API key nowhere but in its input.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTION_COMMANDS, actionArgv, actionOutputs } from '../../src/github-action.js';
@@ -130,6 +130,7 @@ describe('the action against the sandbox', () => {
     expect(one.run.code, describeRun(one.run)).toBe(0);
     expect(one.outputs['verification-url']).toBe(`${url}/verification/${hashes['app.tar.gz']}`);
 
+    const originalNotes = readFileSync(bed.path('dist/notes.txt'));
     writeFileSync(bed.path('dist/notes.txt'), 'changed after the build\n');
     const changed = await runActionStep(
       bed.workDir,
@@ -139,6 +140,24 @@ describe('the action against the sandbox', () => {
     expect(changed.run.code, describeRun(changed.run)).toBe(6);
     expect(changed.outputs).toMatchObject({ verified: '1', failed: '1' });
     expect(changed.run.stderr).toMatch(/^::error .*dist\/notes\.txt/m);
+
+    // A link in dist is not followed: it fails the step, with its row in the summary and an annotation.
+    writeFileSync(bed.path('dist/notes.txt'), originalNotes);
+    symlinkSync(bed.path('receipts'), bed.path('dist/linked'));
+    try {
+      const linked = await runActionStep(
+        bed.workDir,
+        { command: 'verify', paths: 'dist', 'receipt-dir': 'receipts', 'base-url': url },
+        { NOTARIZE_CONFIG_DIR: bed.path('release-store') },
+      );
+      expect(linked.run.code, describeRun(linked.run)).toBe(2);
+      expect(linked.outputs).toMatchObject({ verified: '2', failed: '1' });
+      expect(linked.run.stderr).toMatch(/^::error .*dist\/linked/m);
+      expect(linked.summary).toContain('dist/linked');
+      expect(linked.run.stderr).toContain('3 items: 2 verified, 1 failed');
+    } finally {
+      rmSync(bed.path('dist/linked'));
+    }
   });
 
   it('an input it cannot use: exit 2 with one ::error:: line, nothing run', async () => {
