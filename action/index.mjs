@@ -17348,12 +17348,13 @@ var init_register = __esmMin((() => {
 			this.#registeredTrees ??= Trees.load(store, { registeredOnly: true });
 			const trees = await this.#registeredTrees;
 			const placed = trees.place(hash);
-			if (placed === void 0 && store.readRecord(hash) === void 0) {
+			if (placed === void 0) {
 				this.#paidProblems ??= paidRootProblems(store, trees.problems);
 				const problem = (await this.#paidProblems)[0];
-				if (problem) throw problem;
+				if (problem && store.readRecord(hash) === void 0) throw problem;
+				return;
 			}
-			if (placed === void 0 || store.readRecord(hash) !== void 0) return void 0;
+			if (store.readRecord(hash) !== void 0) return void 0;
 			const { tree, leafIndex } = placed;
 			return {
 				record: tree.record,

@@ -423,13 +423,15 @@ class Registrar {
     this.#registeredTrees ??= Trees.load(store, { registeredOnly: true });
     const trees = await this.#registeredTrees;
     const placed = trees.place(hash);
-    if (placed === undefined && store.readRecord(hash) === undefined) {
-      // A tree that cannot be read may hold it, under a root already paid for: stop, as --aggregate does.
+    if (placed === undefined) {
+      // A tree that cannot be read may hold it, under a root already paid for: stop, as --aggregate
+      // does, unless it has a record of its own. (Its record is read only then: not once per document.)
       this.#paidProblems ??= paidRootProblems(store, trees.problems);
       const problem = (await this.#paidProblems)[0];
-      if (problem) throw problem;
+      if (problem && store.readRecord(hash) === undefined) throw problem;
+      return undefined;
     }
-    if (placed === undefined || store.readRecord(hash) !== undefined) return undefined;
+    if (store.readRecord(hash) !== undefined) return undefined;
     const { tree, leafIndex } = placed;
     // A tree whose leaves do not make its root proves nothing: StoreError, the document fails (exit 2 or 1).
     return { record: tree.record!, proof: tree.proof(leafIndex, store.treeFile(tree.entry.root)) };
