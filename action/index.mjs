@@ -12315,6 +12315,10 @@ function better(a, b) {
 	if (completedA !== void 0 && completedB !== void 0 && completedA !== completedB) return completedA > completedB;
 	return a.entry.createdAt > b.entry.createdAt;
 }
+/** confirmedRoots of the store `trees` were loaded from, read again only if loading did not. */
+async function confirmedOf(store, trees) {
+	return trees.confirmed ?? confirmedRoots(store);
+}
 /** The hashes whose session was retired because the service answered forfait 409: it has them. */
 async function confirmedRoots(store) {
 	const confirmed = /* @__PURE__ */ new Set();
@@ -12458,9 +12462,12 @@ var init_trees = __esmMin((() => {
 		#byDigest = /* @__PURE__ */ new Map();
 		all;
 		problems;
-		constructor(trees, problems = []) {
+		/** confirmedRoots of the store, when load read it (it does when the store has trees): see confirmedOf. */
+		confirmed;
+		constructor(trees, problems = [], confirmed) {
 			this.all = trees;
 			this.problems = problems;
+			this.confirmed = confirmed;
 			for (const tree of trees) for (const leaf of tree.entry.leaves) {
 				const known = this.#byDigest.get(leaf.sha256);
 				if (known === void 0 || better(tree, known.tree)) this.#byDigest.set(leaf.sha256, {
@@ -12474,9 +12481,10 @@ var init_trees = __esmMin((() => {
 		* those in the ledger, `skipRegistered` (--force) leaves them and the
 		* confirmed ones out.
 		*/
-		static async load(store, { registeredOnly = false, skipRegistered = false, holding, roots } = {}) {
+		static async load(store, { registeredOnly = false, skipRegistered = false, holding, roots, confirmed } = {}) {
 			const { entries, problems } = await store.listTrees(holding, roots);
-			const retired = entries.length === 0 ? /* @__PURE__ */ new Set() : await confirmedRoots(store);
+			const known = confirmed ?? (entries.length === 0 ? void 0 : await confirmedRoots(store));
+			const retired = known ?? /* @__PURE__ */ new Set();
 			const trees = [];
 			for (const entry of entries) {
 				let standing;
@@ -12492,7 +12500,7 @@ var init_trees = __esmMin((() => {
 				if (skipRegistered && (state === "registered" || state === "confirmed")) continue;
 				trees.push(new LoadedTree(entry, standing));
 			}
-			return new Trees(trees, problems);
+			return new Trees(trees, problems, known);
 		}
 		/** The place of the document of digest `sha256`, if a tree holds it. */
 		place(sha256) {
@@ -16995,10 +17003,10 @@ async function receiptFor(options, plan, index, outcome, baseUrl, under) {
 * A damaged tree of a root never paid for (left pending, dropped) holds no
 * document registered: it stops nothing here.
 */
-async function paidRootProblems(store, problems) {
-	if (problems.length === 0) return [];
-	const confirmed = await confirmedRoots(store);
-	return problems.filter((problem) => {
+async function paidRootProblems(store, trees) {
+	if (trees.problems.length === 0) return [];
+	const confirmed = await confirmedOf(store, trees);
+	return trees.problems.filter((problem) => {
 		const root = basename(problem.file, ".json");
 		const folder = basename(dirname(problem.file));
 		if (folder === "ledger" || folder === "pending" || confirmed.has(root)) return true;
@@ -17349,7 +17357,7 @@ var init_register = __esmMin((() => {
 			const trees = await this.#registeredTrees;
 			const placed = trees.place(hash);
 			if (placed === void 0) {
-				this.#paidProblems ??= paidRootProblems(store, trees.problems);
+				this.#paidProblems ??= paidRootProblems(store, trees);
 				const problem = (await this.#paidProblems)[0];
 				if (problem && store.readRecord(hash) === void 0) throw problem;
 				return;
@@ -18360,10 +18368,13 @@ var init_ledger = __esmMin((() => {
 				registeredOnly: true,
 				roots
 			});
-			const hashes = await confirmedRoots(store);
+			const hashes = await confirmedOf(store, trees);
 			const confirmed = {
 				hashes,
-				trees: hashes.size === 0 ? new Trees([]) : await Trees.load(store, { roots: hashes })
+				trees: hashes.size === 0 ? new Trees([]) : await Trees.load(store, {
+					roots: hashes,
+					confirmed: hashes
+				})
 			};
 			const all = [...problems, ...trees.problems];
 			const treeFile = (root) => store.treeFile(root);

@@ -15,7 +15,7 @@ import type { SkippedPath } from '../core/inputs.js';
 import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
 import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import { confirmedRoots, Trees } from '../core/trees.js';
+import { confirmedOf, Trees } from '../core/trees.js';
 import { errorJson, type NotarizeError, type StoreError } from '../errors.js';
 import type { ServiceStore } from '../store/service-store.js';
 import type { Spinner } from '../output/io.js';
@@ -426,7 +426,7 @@ class Registrar {
     if (placed === undefined) {
       // A tree that cannot be read may hold it, under a root already paid for: stop, as --aggregate
       // does, unless it has a record of its own. (Its record is read only then: not once per document.)
-      this.#paidProblems ??= paidRootProblems(store, trees.problems);
+      this.#paidProblems ??= paidRootProblems(store, trees);
       const problem = (await this.#paidProblems)[0];
       if (problem && store.readRecord(hash) === undefined) throw problem;
       return undefined;
@@ -500,10 +500,10 @@ async function receiptFor(
  * A damaged tree of a root never paid for (left pending, dropped) holds no
  * document registered: it stops nothing here.
  */
-async function paidRootProblems(store: ServiceStore, problems: readonly StoreError[]): Promise<StoreError[]> {
-  if (problems.length === 0) return [];
-  const confirmed = await confirmedRoots(store);
-  return problems.filter((problem) => {
+async function paidRootProblems(store: ServiceStore, trees: Trees): Promise<StoreError[]> {
+  if (trees.problems.length === 0) return [];
+  const confirmed = await confirmedOf(store, trees);
+  return trees.problems.filter((problem) => {
     const root = basename(problem.file, '.json');
     const folder = basename(dirname(problem.file));
     if (folder === 'ledger' || folder === 'pending' || confirmed.has(root)) return true;

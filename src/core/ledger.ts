@@ -7,7 +7,7 @@
 import { basename } from 'node:path';
 import { StoreError } from '../errors.js';
 import type { LedgerEntry, ServiceStore } from '../store/service-store.js';
-import { confirmedRoots, Trees, type LoadedTree } from './trees.js';
+import { confirmedOf, Trees, type LoadedTree } from './trees.js';
 import type { InclusionProof } from './receipt-format.js';
 
 export type Verdict =
@@ -94,8 +94,11 @@ export class LedgerIndex {
     const roots = new Set(entries.map((entry) => entry.hash));
     const trees = await Trees.load(store, { registeredOnly: true, roots });
     // What the service said it has without a record here: no proof, but not "unknown to anyone" either.
-    const hashes = await confirmedRoots(store);
-    const confirmed = { hashes, trees: hashes.size === 0 ? new Trees([]) : await Trees.load(store, { roots: hashes }) };
+    const hashes = await confirmedOf(store, trees);
+    const confirmed = {
+      hashes,
+      trees: hashes.size === 0 ? new Trees([]) : await Trees.load(store, { roots: hashes, confirmed: hashes }),
+    };
     const all = [...problems, ...trees.problems];
     const treeFile = (root: string) => store.treeFile(root);
     return { index: new LedgerIndex(entries, all, { trees, treeFile, confirmed }), problems: all };

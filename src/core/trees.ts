@@ -157,6 +157,8 @@ interface TreesOptions {
   holding?: ReadonlySet<string>;
   /** Only the trees of these roots (the others are not even read). */
   roots?: ReadonlySet<string>;
+  /** confirmedRoots of the store, when the caller has it already (it reads every retired session). */
+  confirmed?: ReadonlySet<string>;
 }
 
 const RANK: Record<TreeState, number> = { registered: 0, confirmed: 1, pending: 2, planned: 3 };
@@ -172,10 +174,13 @@ export class Trees {
   readonly #byDigest = new Map<string, Placement>();
   readonly all: readonly LoadedTree[];
   readonly problems: StoreError[];
+  /** confirmedRoots of the store, when load read it (it does when the store has trees): see confirmedOf. */
+  readonly confirmed: ReadonlySet<string> | undefined;
 
-  constructor(trees: readonly LoadedTree[], problems: StoreError[] = []) {
+  constructor(trees: readonly LoadedTree[], problems: StoreError[] = [], confirmed?: ReadonlySet<string>) {
     this.all = trees;
     this.problems = problems;
+    this.confirmed = confirmed;
     for (const tree of trees) {
       for (const leaf of tree.entry.leaves) {
         const known = this.#byDigest.get(leaf.sha256);
@@ -193,10 +198,12 @@ export class Trees {
    */
   static async load(
     store: ServiceStore,
-    { registeredOnly = false, skipRegistered = false, holding, roots }: TreesOptions = {},
+    { registeredOnly = false, skipRegistered = false, holding, roots, confirmed }: TreesOptions = {},
   ): Promise<Trees> {
     const { entries, problems } = await store.listTrees(holding, roots);
-    const retired = entries.length === 0 ? new Set<string>() : await confirmedRoots(store);
+    // Not read for a store without trees: no tree needs it.
+    const known = confirmed ?? (entries.length === 0 ? undefined : await confirmedRoots(store));
+    const retired = known ?? new Set<string>();
     const trees: LoadedTree[] = [];
     for (const entry of entries) {
       let standing: Standing;
@@ -212,7 +219,7 @@ export class Trees {
       if (skipRegistered && (state === 'registered' || state === 'confirmed')) continue;
       trees.push(new LoadedTree(entry, standing));
     }
-    return new Trees(trees, problems);
+    return new Trees(trees, problems, known);
   }
 
   /** The place of the document of digest `sha256`, if a tree holds it. */
@@ -226,6 +233,11 @@ function better(a: LoadedTree, b: LoadedTree): boolean {
   const [completedA, completedB] = [a.record?.completedAt, b.record?.completedAt];
   if (completedA !== undefined && completedB !== undefined && completedA !== completedB) return completedA > completedB;
   return a.entry.createdAt > b.entry.createdAt;
+}
+
+/** confirmedRoots of the store `trees` were loaded from, read again only if loading did not. */
+export async function confirmedOf(store: ServiceStore, trees: Trees): Promise<ReadonlySet<string>> {
+  return trees.confirmed ?? confirmedRoots(store);
 }
 
 /** The hashes whose session was retired because the service answered forfait 409: it has them. */
