@@ -18116,29 +18116,61 @@ var init_hash = __esmMin((() => {
 * checked before any read, as every input is (core/hash.ts): a FIFO put
 * where a receipt is looked for is refused, never waited on.
 */
-async function readReceiptFile(path) {
-	let bytes;
+function readReceiptFile(path) {
+	return new Promise((resolve) => resolve(readReceiptText(path)));
+}
+/**
+* readReceiptFile's work, synchronous: a receipt is read in a call or two
+* (receiptsByDigest reads thousands, where streams cost more than the reads).
+*/
+function readReceiptText(path) {
+	const unreadable = (error) => new UsageError(`cannot read the receipt ${path}: ${error.code ?? error.message}`, {
+		code: "receipt_unreadable",
+		cause: error
+	});
+	let fd;
 	try {
-		const file = await open$1(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-		try {
-			if (!(await file.stat()).isFile()) throw new Error("not a regular file");
-			bytes = await readBoundedBytes(file.createReadStream({ autoClose: false }), MAX_RECEIPT_BYTES);
-		} finally {
-			await file.close();
-		}
+		fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
 	} catch (error) {
 		const code = error.code;
 		if (code === "ENOENT" || code === "ENOTDIR") return void 0;
-		throw new UsageError(`cannot read the receipt ${path}: ${code ?? error.message}`, {
-			code: "receipt_unreadable",
-			cause: error
-		});
+		throw unreadable(error);
+	}
+	let bytes;
+	try {
+		const info = fstatSync(fd);
+		if (!info.isFile()) throw new Error("not a regular file");
+		bytes = readAtMost(fd, info.size, MAX_RECEIPT_BYTES);
+	} catch (error) {
+		throw unreadable(error);
+	} finally {
+		closeSync(fd);
 	}
 	if (bytes === void 0) throw new UsageError(`the receipt ${path} is larger than ${MAX_RECEIPT_BYTES} bytes`, {
 		code: "receipt_unreadable",
 		hint: "a receipt is a small JSON file: check that this file is one"
 	});
 	return bytes.toString("utf8");
+}
+/**
+* The bytes of the open file `fd` to its end, or undefined past `limit`
+* (never more than `limit` + 1 read). `size`, its fstat size, is only where
+* the buffer starts: a file that grew meanwhile is read to its end too.
+*/
+function readAtMost(fd, size, limit) {
+	let buffer = Buffer.allocUnsafe(Math.min(size, limit) + 1);
+	let length = 0;
+	for (;;) {
+		if (length === buffer.length) {
+			if (length > limit) return void 0;
+			const larger = Buffer.allocUnsafe(Math.min(length * 2, limit + 1));
+			buffer.copy(larger, 0, 0, length);
+			buffer = larger;
+		}
+		const read = readSync(fd, buffer, length, buffer.length - length, length);
+		if (read === 0) return buffer.subarray(0, length);
+		length += read;
+	}
 }
 /** The verdict of a digest against a receipt's text. */
 function judgeByReceipt(hash, path, text) {
@@ -18213,7 +18245,7 @@ async function receiptsByDigest(dir) {
 			const path = join(folder, entry.name);
 			if (entry.isDirectory()) await walk(path);
 			else if (entry.isFile() && entry.name.endsWith(".notarization.json")) {
-				const sha256 = claimedDigest(readSmallFile(path));
+				const sha256 = claimedDigest(readQuietly(path));
 				if (sha256 !== void 0) found.set(sha256, [...found.get(sha256) ?? [], path]);
 			}
 		}
@@ -18221,29 +18253,12 @@ async function receiptsByDigest(dir) {
 	await walk(dir);
 	return found;
 }
-/**
-* The text of a regular file of at most MAX_RECEIPT_BYTES, else undefined:
-* opened non-blocking (a FIFO is never waited on) and read in one call.
-* Synchronous: a scan of thousands of receipts, where the streams of
-* readReceiptFile cost more than the reads.
-*/
-function readSmallFile(path) {
-	let fd;
+/** readReceiptText, or undefined for a file that cannot be read as a receipt file (passed over). */
+function readQuietly(path) {
 	try {
-		fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+		return readReceiptText(path);
 	} catch {
 		return;
-	}
-	try {
-		const info = fstatSync(fd);
-		if (!info.isFile() || info.size > 1048576) return void 0;
-		const buffer = Buffer.allocUnsafe(info.size);
-		const read = readSync(fd, buffer, 0, info.size, 0);
-		return buffer.toString("utf8", 0, read);
-	} catch {
-		return;
-	} finally {
-		closeSync(fd);
 	}
 }
 /** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
@@ -18262,7 +18277,6 @@ function claimedDigest(text) {
 var MAX_RECEIPT_BYTES, Evidence;
 var init_evidence = __esmMin((() => {
 	init_errors();
-	init_read_bounded();
 	init_receipt_format();
 	init_receipts();
 	MAX_RECEIPT_BYTES = 1048576;
@@ -18289,7 +18303,7 @@ var init_evidence = __esmMin((() => {
 			if (receiptDir) {
 				this.#byDigest ??= receiptsByDigest(receiptDir.dir);
 				for (const path of (await this.#byDigest).get(hash) ?? []) {
-					const text = await readReceiptFile(path).catch(() => void 0);
+					const text = readQuietly(path);
 					const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
 					if (finding?.status === "verified") return {
 						...finding,

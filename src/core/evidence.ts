@@ -18,10 +18,9 @@
  * can write to) must not stand in for one missing there.
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
-import { open, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { UsageError } from '../errors.js';
-import { readBoundedBytes } from '../read-bounded.js';
 import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
 import { readReceipt, type InclusionProof } from './receipt-format.js';
@@ -67,23 +66,38 @@ export interface ReceiptSources {
  * checked before any read, as every input is (core/hash.ts): a FIFO put
  * where a receipt is looked for is refused, never waited on.
  */
-export async function readReceiptFile(path: string): Promise<string | undefined> {
-  let bytes: Buffer | undefined;
+export function readReceiptFile(path: string): Promise<string | undefined> {
+  // An error of readReceiptText rejects the promise, as the callers expect of a read.
+  return new Promise((resolve) => resolve(readReceiptText(path)));
+}
+
+/**
+ * readReceiptFile's work, synchronous: a receipt is read in a call or two
+ * (receiptsByDigest reads thousands, where streams cost more than the reads).
+ */
+function readReceiptText(path: string): string | undefined {
+  const unreadable = (error: unknown) =>
+    new UsageError(
+      `cannot read the receipt ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      { code: 'receipt_unreadable', cause: error },
+    );
+  let fd: number;
   try {
-    const file = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-    try {
-      if (!(await file.stat()).isFile()) throw new Error('not a regular file');
-      bytes = await readBoundedBytes(file.createReadStream({ autoClose: false }), MAX_RECEIPT_BYTES);
-    } finally {
-      await file.close();
-    }
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
-    throw new UsageError(`cannot read the receipt ${path}: ${code ?? (error as Error).message}`, {
-      code: 'receipt_unreadable',
-      cause: error,
-    });
+    throw unreadable(error);
+  }
+  let bytes: Buffer | undefined;
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile()) throw new Error('not a regular file');
+    bytes = readAtMost(fd, info.size, MAX_RECEIPT_BYTES);
+  } catch (error) {
+    throw unreadable(error);
+  } finally {
+    closeSync(fd);
   }
   if (bytes === undefined) {
     throw new UsageError(`the receipt ${path} is larger than ${MAX_RECEIPT_BYTES} bytes`, {
@@ -92,6 +106,27 @@ export async function readReceiptFile(path: string): Promise<string | undefined>
     });
   }
   return bytes.toString('utf8');
+}
+
+/**
+ * The bytes of the open file `fd` to its end, or undefined past `limit`
+ * (never more than `limit` + 1 read). `size`, its fstat size, is only where
+ * the buffer starts: a file that grew meanwhile is read to its end too.
+ */
+function readAtMost(fd: number, size: number, limit: number): Buffer | undefined {
+  let buffer = Buffer.allocUnsafe(Math.min(size, limit) + 1);
+  let length = 0;
+  for (;;) {
+    if (length === buffer.length) {
+      if (length > limit) return undefined;
+      const larger = Buffer.allocUnsafe(Math.min(length * 2, limit + 1));
+      buffer.copy(larger, 0, 0, length);
+      buffer = larger;
+    }
+    const read = readSync(fd, buffer, length, buffer.length - length, length);
+    if (read === 0) return buffer.subarray(0, length);
+    length += read;
+  }
 }
 
 /** The verdict of a digest against a receipt's text. */
@@ -159,7 +194,7 @@ async function receiptsByDigest(dir: string): Promise<Map<string, string[]>> {
       const path = join(folder, entry.name);
       if (entry.isDirectory()) await walk(path);
       else if (entry.isFile() && entry.name.endsWith(RECEIPT_SUFFIX)) {
-        const sha256 = claimedDigest(readSmallFile(path));
+        const sha256 = claimedDigest(readQuietly(path));
         if (sha256 !== undefined) found.set(sha256, [...(found.get(sha256) ?? []), path]);
       }
     }
@@ -168,29 +203,12 @@ async function receiptsByDigest(dir: string): Promise<Map<string, string[]>> {
   return found;
 }
 
-/**
- * The text of a regular file of at most MAX_RECEIPT_BYTES, else undefined:
- * opened non-blocking (a FIFO is never waited on) and read in one call.
- * Synchronous: a scan of thousands of receipts, where the streams of
- * readReceiptFile cost more than the reads.
- */
-function readSmallFile(path: string): string | undefined {
-  let fd: number;
+/** readReceiptText, or undefined for a file that cannot be read as a receipt file (passed over). */
+function readQuietly(path: string): string | undefined {
   try {
-    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+    return readReceiptText(path);
   } catch {
     return undefined;
-  }
-  try {
-    const info = fstatSync(fd);
-    if (!info.isFile() || info.size > MAX_RECEIPT_BYTES) return undefined;
-    const buffer = Buffer.allocUnsafe(info.size);
-    const read = readSync(fd, buffer, 0, info.size, 0);
-    return buffer.toString('utf8', 0, read);
-  } catch {
-    return undefined;
-  } finally {
-    closeSync(fd);
   }
 }
 
@@ -235,7 +253,7 @@ export class Evidence {
       this.#byDigest ??= receiptsByDigest(receiptDir.dir);
       // The first of them that holds together: one that does not is no receipt of this document.
       for (const path of (await this.#byDigest).get(hash) ?? []) {
-        const text = await readReceiptFile(path).catch(() => undefined);
+        const text = readQuietly(path);
         const finding = text === undefined ? undefined : judgeByReceipt(hash, path, text);
         if (finding?.status === 'verified') return { ...finding, byDigest: true };
       }
