@@ -13639,6 +13639,13 @@ async function adoptManifests(deps, input, unplaced) {
 	/** The manifests whose roots the service does not have (asked, answered with a session). */
 	const absent = [];
 	let warnedStale = false;
+	/** Places under `tree` the documents of this run it holds that nothing placed yet. */
+	const place = (tree) => {
+		for (const [leafIndex, leaf] of tree.entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
+			tree,
+			leafIndex
+		});
+	};
 	for (const { root, file } of candidates) {
 		if (unplaced.size === 0) break;
 		let entry;
@@ -13658,14 +13665,10 @@ async function adoptManifests(deps, input, unplaced) {
 		}
 		const record = recordOf(deps, root);
 		if (record !== void 0) {
-			const tree = new LoadedTree(entry, {
+			place(new LoadedTree(entry, {
 				state: "registered",
 				record
-			}, merkle, true);
-			for (const [leafIndex, leaf] of entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
-				tree,
-				leafIndex
-			});
+			}, merkle, true));
 			continue;
 		}
 		let said;
@@ -13684,11 +13687,7 @@ async function adoptManifests(deps, input, unplaced) {
 			absent.push(file);
 			continue;
 		}
-		const tree = new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true);
-		for (const [leafIndex, leaf] of entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
-			tree,
-			leafIndex
-		});
+		place(new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true));
 		adoptions.roots.set(root, said);
 		if (said.kind === "failed" && input.failFast) break;
 	}

@@ -175,6 +175,12 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
   /** The manifests whose roots the service does not have (asked, answered with a session). */
   const absent: string[] = [];
   let warnedStale = false;
+  /** Places under `tree` the documents of this run it holds that nothing placed yet. */
+  const place = (tree: LoadedTree) => {
+    for (const [leafIndex, leaf] of tree.entry.leaves.entries()) {
+      if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, { tree, leafIndex });
+    }
+  };
   for (const { root, file } of candidates) {
     if (unplaced.size === 0) break;
     let entry: TreeEntry;
@@ -195,10 +201,7 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
       // planted by another store): registered, as the record proves, so nothing is asked and
       // registerRoots gives its documents that record. Leaves that fold to a recorded root
       // cannot be forged (that would take a SHA-256 collision), wherever the manifest came from.
-      const tree = new LoadedTree(entry, { state: 'registered', record }, merkle, true);
-      for (const [leafIndex, leaf] of entry.leaves.entries()) {
-        if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, { tree, leafIndex });
-      }
+      place(new LoadedTree(entry, { state: 'registered', record }, merkle, true));
       continue;
     }
     let said: Asked | { kind: 'absent' };
@@ -216,10 +219,7 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
       continue;
     }
     // `confirmed`: the service has the root; `planned`: nothing is known of it (its ask failed).
-    const tree = new LoadedTree(entry, { state: said.kind === 'has' ? 'confirmed' : 'planned' }, merkle, true);
-    for (const [leafIndex, leaf] of entry.leaves.entries()) {
-      if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, { tree, leafIndex });
-    }
+    place(new LoadedTree(entry, { state: said.kind === 'has' ? 'confirmed' : 'planned' }, merkle, true));
     adoptions.roots.set(root, said);
     if (said.kind === 'failed' && input.failFast) break;
   }
