@@ -13048,6 +13048,20 @@ function outcomeResult(file, outcome, baseUrl, { details = {}, status, under } =
 		...details
 	});
 }
+/**
+* What outcomeResult adds for a registration's receipt (--receipt-dir): its
+* path, or the error that kept it from being written, which fails the result
+* (the registration itself went through: exit 1).
+*/
+function receiptDetails(receipt, receiptError) {
+	return {
+		details: {
+			...receipt ? { receipt } : {},
+			...receiptError ? { error: errorJson(receiptError) } : {}
+		},
+		...receiptError ? { status: "failed" } : {}
+	};
+}
 /** The result of an input that failed, with the hash when it was known before the failure. */
 function failedResult(file, hash, error) {
 	return itemResult(file, hash, "failed", { error: errorJson(error) });
@@ -16672,13 +16686,7 @@ var init_register_aggregate = __esmMin((() => {
 					entry
 				};
 				const { receipt, receiptError } = plan ? await this.#receipt(plan, doc, entry) : {};
-				this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, {
-					details: {
-						...receipt ? { receipt } : {},
-						...receiptError ? { error: errorJson(receiptError) } : {}
-					},
-					...receiptError ? { status: "failed" } : {}
-				}));
+				this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receiptDetails(receipt, receiptError)));
 				this.#tally.add(doc.index, receiptError);
 			}
 			if (withSession.length > 0) {
@@ -16827,11 +16835,7 @@ var init_register_aggregate = __esmMin((() => {
 			if (plan && entry) ({receipt, receiptError} = await this.#receipt(plan, doc, entry, proof));
 			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
 				under,
-				details: {
-					...receipt ? { receipt } : {},
-					...receiptError ? { error: errorJson(receiptError) } : {}
-				},
-				...receiptError ? { status: "failed" } : {}
+				...receiptDetails(receipt, receiptError)
 			});
 			this.#items.add(doc.index, result);
 			this.#tally.add(doc.index, receiptError);
@@ -17063,11 +17067,7 @@ function toResult$1(item, knownHash, settled, baseUrl) {
 	}
 	const { outcome, receipt, receiptError, under } = settled.value;
 	return outcomeResult(file, outcome, baseUrl, {
-		details: {
-			...receipt ? { receipt } : {},
-			...receiptError ? { error: errorJson(receiptError) } : {}
-		},
-		...receiptError ? { status: "failed" } : {},
+		...receiptDetails(receipt, receiptError),
 		...under ? { under } : {}
 	});
 }
@@ -17082,7 +17082,6 @@ var init_register = __esmMin((() => {
 	init_receipts();
 	init_receipt_format();
 	init_trees();
-	init_errors();
 	init_render();
 	init_results();
 	init_safe_text();

@@ -20,9 +20,9 @@ import { asNotarizeError, FailureTally, runAll, settledError } from '../core/bat
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import { errorJson, EXIT, NotarizeError, sentAlready, UsageError } from '../errors.js';
+import { EXIT, NotarizeError, sentAlready, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
-import { failedResult, itemResult, outcomeResult, type ItemResults } from '../output/results.js';
+import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import { diskRefused } from '../store/disk.js';
 import { writeFileAtomic } from '../store/files.js';
 import type { ServiceStore } from '../store/service-store.js';
@@ -241,10 +241,7 @@ export class Aggregator {
       const { receipt, receiptError } = plan ? await this.#receipt(plan, doc, entry) : {};
       this.#items.add(
         doc.index,
-        outcomeResult(doc.file, outcome, this.#baseUrl, {
-          details: { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
-          ...(receiptError ? { status: 'failed' as const } : {}),
-        }),
+        outcomeResult(doc.file, outcome, this.#baseUrl, receiptDetails(receipt, receiptError)),
       );
       this.#tally.add(doc.index, receiptError);
     }
@@ -436,11 +433,7 @@ export class Aggregator {
     if (plan && entry) {
       ({ receipt, receiptError } = await this.#receipt(plan, doc, entry, proof));
     }
-    const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
-      under,
-      details: { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
-      ...(receiptError ? { status: 'failed' as const } : {}),
-    });
+    const result = outcomeResult(doc.file, outcome, this.#baseUrl, { under, ...receiptDetails(receipt, receiptError) });
     this.#items.add(doc.index, result);
     this.#tally.add(doc.index, receiptError);
   }

@@ -16,7 +16,7 @@ import { register, type FlowDeps, type Outcome, type RegisterInput } from '../co
 import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
 import { confirmedOf, Trees } from '../core/trees.js';
-import { errorJson, type NotarizeError, type StoreError } from '../errors.js';
+import { type NotarizeError, type StoreError } from '../errors.js';
 import type { ServiceStore } from '../store/service-store.js';
 import type { Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult, RecordResult } from '../output/present.js';
@@ -26,6 +26,7 @@ import {
   itemResult,
   ItemResults,
   outcomeResult,
+  receiptDetails,
   skippedResult,
   type ItemResult,
 } from '../output/results.js';
@@ -572,8 +573,7 @@ function toResult(
   const { outcome, receipt, receiptError, under } = settled.value;
   // Registered, but its receipt is missing: a failure for the run (exit 1).
   return outcomeResult(file, outcome, baseUrl, {
-    details: { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
-    ...(receiptError ? { status: 'failed' as const } : {}),
+    ...receiptDetails(receipt, receiptError),
     ...(under ? { under } : {}),
   });
 }

@@ -117,6 +117,21 @@ export function outcomeResult(
   });
 }
 
+/**
+ * What outcomeResult adds for a registration's receipt (--receipt-dir): its
+ * path, or the error that kept it from being written, which fails the result
+ * (the registration itself went through: exit 1).
+ */
+export function receiptDetails(
+  receipt: string | undefined,
+  receiptError: NotarizeError | undefined,
+): { details: ItemDetails; status?: 'failed' } {
+  return {
+    details: { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
+    ...(receiptError ? { status: 'failed' as const } : {}),
+  };
+}
+
 /** The result of an input that failed, with the hash when it was known before the failure. */
 export function failedResult(file: string | null, hash: string | null, error: NotarizeError): ItemResult {
   return itemResult(file, hash, 'failed', { error: errorJson(error) });
