@@ -12984,6 +12984,10 @@ function checksumLine(hash, name) {
 	if (!/[\\\n\r]/.test(name)) return `${hash}  ${name}`;
 	return `\\${hash}  ${name.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r")}`;
 }
+/** How a warning names the documents it is about: the one digest, or how many and the first. */
+function someDocuments(count, first) {
+	return count === 1 ? first : `${count} documents (among them ${first})`;
+}
 /** Bytes in binary units, for progress lines: "512.0 MiB". */
 function formatBytes(bytes) {
 	const units = [
@@ -16499,6 +16503,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_receipts();
 	init_receipt_format();
 	init_errors();
+	init_render();
 	init_results();
 	init_disk();
 	init_files();
@@ -16690,11 +16695,11 @@ var init_register_aggregate = __esmMin((() => {
 				this.#tally.add(doc.index, receiptError);
 			}
 			if (withSession.length > 0) {
-				const which = withSession.length === 1 ? withSession[0] : `${withSession.length} documents (among them ${withSession[0]})`;
+				const which = someDocuments(withSession.length, withSession[0]);
 				this.#options.io.warn(`${which} also ${withSession.length === 1 ? "has a session" : "have sessions"} of ${withSession.length === 1 ? "its" : "their"} own pending (register --no-complete): this run puts ${withSession.length === 1 ? "it" : "them"} under a Merkle root, and completing such a session would pay a second time; drop it with \`notarize pending drop <hash>\``);
 			}
 			if (unrecorded.length > 0) {
-				const which = unrecorded.length === 1 ? unrecorded[0] : `${unrecorded.length} documents (among them ${unrecorded[0]})`;
+				const which = someDocuments(unrecorded.length, unrecorded[0]);
 				this.#options.io.warn(`no receipt written for ${which}: the service answered 409 to ${unrecorded.length === 1 ? "its" : "their"} own completion, and this store has no record to write one from (nothing sent for ${unrecorded.length === 1 ? "it" : "them"})`);
 			}
 			return rest;
@@ -17376,7 +17381,7 @@ var init_register = __esmMin((() => {
 			const { count, first } = this.#unrecorded;
 			if (count === 0) return;
 			const dir = this.#documents.receipts?.dir ?? "";
-			const which = count === 1 ? first : `${count} documents (among them ${first})`;
+			const which = someDocuments(count, first);
 			this.#options.io.warn(`no receipt written for ${which}: the service says it is registered, but this store has no record of it (receipts already in ${dir} are left as they are)`);
 		}
 		/** The item's result, with its hash if it was hashed before it failed. */

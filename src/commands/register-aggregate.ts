@@ -22,6 +22,7 @@ import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from 
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
 import { EXIT, NotarizeError, sentAlready, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
+import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import { diskRefused } from '../store/disk.js';
 import { writeFileAtomic } from '../store/files.js';
@@ -246,8 +247,7 @@ export class Aggregator {
       this.#tally.add(doc.index, receiptError);
     }
     if (withSession.length > 0) {
-      const which =
-        withSession.length === 1 ? withSession[0]! : `${withSession.length} documents (among them ${withSession[0]})`;
+      const which = someDocuments(withSession.length, withSession[0]!);
       this.#options.io.warn(
         `${which} also ${withSession.length === 1 ? 'has a session' : 'have sessions'} of ${withSession.length === 1 ? 'its' : 'their'} own pending ` +
           `(register --no-complete): this run puts ${withSession.length === 1 ? 'it' : 'them'} under a Merkle root, and completing ` +
@@ -255,8 +255,7 @@ export class Aggregator {
       );
     }
     if (unrecorded.length > 0) {
-      const which =
-        unrecorded.length === 1 ? unrecorded[0]! : `${unrecorded.length} documents (among them ${unrecorded[0]})`;
+      const which = someDocuments(unrecorded.length, unrecorded[0]!);
       this.#options.io.warn(
         `no receipt written for ${which}: the service answered 409 to ${unrecorded.length === 1 ? 'its' : 'their'} own ` +
           `completion, and this store has no record to write one from (nothing sent for ${unrecorded.length === 1 ? 'it' : 'them'})`,

@@ -20,7 +20,7 @@ import { type NotarizeError, type StoreError } from '../errors.js';
 import type { ServiceStore } from '../store/service-store.js';
 import type { Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult, RecordResult } from '../output/present.js';
-import { formatBytes } from '../output/render.js';
+import { formatBytes, someDocuments } from '../output/render.js';
 import {
   failedResult,
   itemResult,
@@ -447,7 +447,7 @@ class Registrar {
     const { count, first } = this.#unrecorded;
     if (count === 0) return;
     const dir = this.#documents.receipts?.dir ?? '';
-    const which = count === 1 ? first : `${count} documents (among them ${first})`;
+    const which = someDocuments(count, first);
     this.#options.io.warn(
       `no receipt written for ${which}: the service says it is registered, but this store has no record of it` +
         ` (receipts already in ${dir} are left as they are)`,

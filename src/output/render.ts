@@ -52,6 +52,11 @@ export function checksumLine(hash: string, name: string): string {
   return `\\${hash}  ${escaped}`;
 }
 
+/** How a warning names the documents it is about: the one digest, or how many and the first. */
+export function someDocuments(count: number, first: string): string {
+  return count === 1 ? first : `${count} documents (among them ${first})`;
+}
+
 /** Bytes in binary units, for progress lines: "512.0 MiB". */
 export function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
