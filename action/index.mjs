@@ -12508,6 +12508,509 @@ var init_trees = __esmMin((() => {
 		}
 	};
 }));
+// dist/core/manifests.js
+/**
+* The manifests an earlier aggregate run left in --receipt-dir
+* (`<root>.tree.json`), as a run on a store without their trees uses them:
+* it asks the service about their roots, and a 409 places documents under a
+* root the service already has, so a CI re-run on an empty store pays
+* nothing for them (see adoptManifests). Sends only those request steps;
+* never prints, never writes.
+*/
+/**
+* The manifests of --receipt-dir that adoptManifests may ask about, in the
+* order it would (newest first, then the largest), with the test a
+* manifest's leaf digests must pass (see adoptManifests); none with --force.
+*/
+async function manifestCandidates(input, unplaced) {
+	const dir = input.manifestDir;
+	const byDigest = /* @__PURE__ */ new Map();
+	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
+	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
+	const useful = (digests) => digests.length <= maxLeaves && digests.some((digest) => unplaced.has(digest));
+	let names = [];
+	if (dir !== void 0 && !input.force && unplaced.size > 0) try {
+		names = (await readdir(dir)).filter((name) => manifestRoot(name) !== void 0);
+	} catch {}
+	return {
+		candidates: (await Promise.all(names.map(async (name) => {
+			const info = await lstat(join(dir, name)).catch(() => void 0);
+			return {
+				root: manifestRoot(name),
+				file: join(dir, name),
+				size: info?.size ?? 0,
+				mtimeMs: info?.mtimeMs ?? 0
+			};
+		}))).filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves).sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1)),
+		useful,
+		byDigest
+	};
+}
+/** Whether a manifest in --receipt-dir may place one of the `unplaced` documents (read, not parsed; nothing sent). */
+async function anyManifestFor(input, unplaced) {
+	const { candidates, useful } = await manifestCandidates(input, unplaced);
+	return candidates.some(({ file }) => mayPlace(file, useful));
+}
+/** Whether the manifest `file` may place a document: its leaves are `useful`, or it must be read to tell. */
+function mayPlace(file, useful) {
+	try {
+		const digests = treeFileDigests(file, { anyOwner: true });
+		return digests === void 0 || useful(digests);
+	} catch {
+		return true;
+	}
+}
+/**
+* Places the `unplaced` documents (under no tree of the store; each removed
+* from the set once placed) under the roots of earlier runs' manifests in
+* --receipt-dir (`<root>.tree.json`) that the service says it already has.
+* A CI re-run over the same documents on an empty store then pays nothing:
+* where a new tree would be a second paid registration, the manifest's root
+* is asked about with a request step, and its 409 (read as "the service has
+* it") is final.
+*
+* A manifest whose root this store has a record of (a root completed here
+* with `complete --session`, planted by another store) places its documents
+* under that record without asking (and aggregate.ts keeps that tree in
+* the store: the record proves it).
+*
+* Only ever confirmed, never registered: a manifest could have been planted
+* by whoever wrote the folder (a CI checkout that earlier steps touched),
+* so a root the service does not know (a 2xx with a session) is dropped on the spot, its
+* session neither saved nor completed, and its documents go into this run's
+* new tree. Nothing of an adopted tree is saved in the store either: a run
+* killed meanwhile leaves nothing behind. So manifests cost request steps,
+* never a description or a leaf name, and never make a run pay more than
+* it would without them (at worst, its one new tree). Further:
+*   - it must hold a document of this run not placed yet, and its leaves be at
+*     most MANIFEST_LEAVES_PER_DOCUMENT times the run's documents (its other
+*     leaves, documents this run lacks, only make the proofs: a re-run
+*     without one document, or with one changed, still pays nothing for
+*     the others);
+*   - its leaves must make its root, and its text be exactly as notarize
+*     writes it (read without being parsed unless it is used: bounded memory);
+*   - the newest are asked about first (then the largest), one only if it
+*     holds a document no root asked about holds yet; a document stays
+*     under the first that holds it; once MAX_ABSENT_ROOTS roots were
+*     answered with a session (the service does not have them), no more
+*     are asked about, and the documents the others hold fail (manifestsLeft)
+*     rather than go into a new tree: one of them may be the root that
+*     registered them (after an artifact restore, the newest by time may
+*     be the stale ones);
+*   - a root whose request step fails otherwise (a network failure, a 5xx)
+*     fails its documents as any root would; with --fail-fast, no other is
+*     asked about after it.
+* A manifest that cannot be read or does not make its root is passed over,
+* and `warn` told.
+*/
+async function adoptManifests(deps, input, unplaced) {
+	const adoptions = {
+		placements: /* @__PURE__ */ new Map(),
+		roots: /* @__PURE__ */ new Map(),
+		sent: false
+	};
+	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
+	/** The manifests whose roots the service does not have (asked, answered with a session). */
+	const absent = [];
+	let warnedStale = false;
+	/** Places under `tree` the documents of this run it holds that nothing placed yet. */
+	const place = (tree) => {
+		for (const [leafIndex, leaf] of tree.entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
+			tree,
+			leafIndex
+		});
+	};
+	for (const { root, file } of candidates) {
+		if (unplaced.size === 0) break;
+		let entry;
+		let merkle;
+		try {
+			const read = readTreeFile(file, root, useful, {
+				anyOwner: true,
+				exactOnly: true
+			});
+			if (read === void 0) continue;
+			entry = adoptedEntry(read, byDigest, input.description);
+			merkle = foldedTree(entry, file);
+		} catch (error) {
+			if (!(error instanceof StoreError)) throw error;
+			input.warn?.(`a tree manifest was passed over: ${error.message}`);
+			continue;
+		}
+		const record = recordOf(deps, root);
+		if (record !== void 0) {
+			place(new LoadedTree(entry, {
+				state: "registered",
+				record
+			}, merkle, true));
+			continue;
+		}
+		let said;
+		if (absent.length === MAX_ABSENT_ROOTS) {
+			if (!warnedStale) input.warn?.(staleManifests(absent));
+			warnedStale = true;
+			said = {
+				kind: "failed",
+				error: manifestsLeft(file)
+			};
+		} else {
+			adoptions.sent = true;
+			said = await askAbout(deps, entry, input);
+		}
+		if (said.kind === "absent") {
+			absent.push(file);
+			continue;
+		}
+		place(new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true));
+		adoptions.roots.set(root, said);
+		if (said.kind === "failed" && input.failFast) break;
+	}
+	return adoptions;
+}
+/** The ledger's record of `root`, if this store has a readable one (a damaged one: the service is asked, as before). */
+function recordOf(deps, root) {
+	try {
+		return deps.store.readRecord(root);
+	} catch (error) {
+		if (!(error instanceof StoreError)) throw error;
+		return;
+	}
+}
+/** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
+function manifestsLeft(file) {
+	return new NotarizeError("manifests_unasked", EXIT.refused, `not registered: the tree manifest ${file} may hold it, but ${MAX_ABSENT_ROOTS} roots asked about were unknown to the service, and no more are asked about in one run`, { hint: "move aside the manifests the warning lists (the service does not have their roots; a re-run asks about the rest), or register the documents anew with --force" });
+}
+/** The warning naming the manifests whose roots the service does not have: the ones to move aside. */
+function staleManifests(files) {
+	return `the service does not have the roots of these ${files.length} tree manifests (runs that never registered them); no more are asked about in this run: ${files.join(", ")}`;
+}
+/**
+* A manifest's tree as this run adopts it: its root and salts; this run's
+* description, names and sizes (none for a leaf that is no document of
+* this run: nothing of the manifest's own names is used).
+*/
+function adoptedEntry(entry, byDigest, description) {
+	return {
+		root: entry.root,
+		treeSize: entry.treeSize,
+		description: description ?? rootDescription(entry.treeSize),
+		createdAt: entry.createdAt,
+		leaves: entry.leaves.map(({ index, sha256, salt }) => {
+			const doc = byDigest.get(sha256);
+			return {
+				index,
+				name: doc?.name ?? null,
+				sha256,
+				size: doc?.size ?? null,
+				salt
+			};
+		})
+	};
+}
+/**
+* Asks the service whether it has the root of `entry`, with a request step
+* whose session is never kept: 409, it has it; a session (2xx, read and
+* valid), it does not, and nothing more is sent for it. Any other answer,
+* a 2xx that cannot be read as a session included (a proxy's or a
+* maintenance page says nothing of the root), is no answer: the ask
+* failed, and its documents with it, rather than be paid for again.
+*/
+async function askAbout(deps, entry, input) {
+	try {
+		const { root: hash, description } = entry;
+		await deps.api.requestRegistration(registrationRequest({
+			...input,
+			hash,
+			description,
+			custody: false
+		}));
+		return { kind: "absent" };
+	} catch (error) {
+		if (isAlreadyRegistered(error)) return {
+			kind: "has",
+			message: error.serviceMessage
+		};
+		if (error instanceof NotarizeError && error.hint === void 0) error.hint = `asking about root ${entry.root} (its manifest in --receipt-dir) got no answer that says whether the service has it; run the same command again once it answers normally`;
+		return {
+			kind: "failed",
+			error
+		};
+	}
+}
+var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ABSENT_ROOTS, NO_ADOPTIONS;
+var init_manifests = __esmMin((() => {
+	init_errors();
+	init_service_store();
+	init_notarize();
+	init_trees();
+	MANIFEST_BYTES_PER_LEAF = 2048;
+	MANIFEST_LEAVES_PER_DOCUMENT = 4;
+	MAX_ABSENT_ROOTS = 16;
+	NO_ADOPTIONS = {
+		placements: /* @__PURE__ */ new Map(),
+		roots: /* @__PURE__ */ new Map(),
+		sent: false
+	};
+}));
+// dist/core/aggregate.js
+/**
+* Aggregate registration (`register --aggregate`): many documents, one
+* registration. Their digests become the salted leaves of one RFC 9162
+* Merkle tree (merkle.ts), whose root is registered by the ordinary flow
+* (notarize.ts: one request step, one forfait, the session saved first), and
+* each document's receipt carries its inclusion proof to that root.
+*
+* The tree is saved in the store (`trees/<root>.json`) before its root is
+* sent, and the store says where each tree stands by the root's own files: a
+* record in the ledger (registered), a pending session, or neither (planned:
+* the run that made it stopped before the service answered). So every kill
+* point is covered by the flow's own guarantees, and a re-run over the same
+* documents, choosing their trees again, sends:
+*   - nothing for a document under a registered root;
+*   - the pending session of its root, completed (never a new request);
+*   - for a planned root, the request again, for that same root (the service
+*     knows no record of it: a request it may have seen made no payment);
+*   - a new tree only for documents under none.
+* Choosing trees and saving a new one happen under one store-wide lock
+* (`locks/aggregate.lock`), so two processes aggregating the same documents
+* agree on one tree, and the root's own lock then keeps them from
+* registering it twice. On a store without their trees, the roots of the
+* manifests an earlier run left in --receipt-dir are asked about first,
+* outside that lock (manifests.ts): a 409 places documents under a root
+* the service already has, and nothing is paid for them. The trees
+* themselves, their states and proofs: trees.ts.
+*
+* Returns data; never prints.
+*/
+/**
+* Chooses each document's tree: one of the store's, else the root of a
+* manifest the service says it has (adoptManifests: the only part that
+* sends anything), else a new tree planted (and saved) for all the rest.
+* The store's trees are read, and a new one saved, under the store-wide
+* `aggregate` lock; the manifests' roots are asked about outside it, so
+* another run on this store never waits for the service's answers: the
+* store is read again under the lock afterwards (another run may have
+* planted a tree for some of these documents meanwhile: they go there).
+* Throws StoreError when a tree of the store cannot be read, or one this
+* run relies on does not make its root: exit 2, nothing sent (1 once a
+* manifest's root was asked about).
+*/
+async function placeDocuments(deps, input) {
+	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
+	const first = await locked(deps, "aggregate", async () => {
+		const placed = await placeInStore(deps, input);
+		const unplaced = new Set(input.documents.flatMap((doc, i) => placed[i] ? [] : [doc.sha256]));
+		if (await anyManifestFor(input, unplaced)) return unplaced;
+		return plantTheRest(deps, input, placed, NO_ADOPTIONS);
+	});
+	if (!(first instanceof Set)) return first;
+	const adopted = await adoptManifests(deps, input, first);
+	try {
+		return await locked(deps, "aggregate", async () => plantTheRest(deps, input, await placeInStore(deps, input), adopted));
+	} catch (error) {
+		throw adopted.sent ? sentAlready(error) : error;
+	}
+}
+/** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
+async function placeInStore(deps, input) {
+	const { store } = deps;
+	const holding = new Set(input.documents.map((doc) => doc.sha256));
+	const known = await Trees.load(store, {
+		skipRegistered: input.force,
+		holding
+	});
+	if (known.problems.length > 0) throw known.problems[0];
+	const placed = input.documents.map((doc) => known.place(doc.sha256));
+	for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
+	return placed;
+}
+/**
+* The documents neither the store nor a manifest places go into one new
+* tree, saved before its root is sent: a run killed after the request step
+* finds its pending session, and the documents find their tree. With
+* --fail-fast, after a manifest's root could not be asked about, it is
+* neither saved nor sent: its documents are skipped (a tree saved for them
+* would be registered by the next run, whatever the manifests hold).
+*/
+async function plantTheRest(deps, input, placed, adopted) {
+	const { store } = deps;
+	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
+	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
+	await keepRecordedTrees(store, adopted, input.warn);
+	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
+		doc,
+		i
+	}]);
+	if (newcomers.length > 0) {
+		const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
+		if (input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed")) asked.set(tree.entry.root, {
+			ok: false,
+			cancelled: true
+		});
+		else try {
+			await store.saveTree(tree.entry);
+		} catch (error) {
+			const sent = adopted.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
+			throw diskRefused(error, store.dir, sent) ?? error;
+		}
+		newcomers.forEach(({ i }, leafIndex) => placed[i] = {
+			tree,
+			leafIndex
+		});
+	}
+	return {
+		placements: placed,
+		asked,
+		sent: adopted.sent
+	};
+}
+/**
+* Saves in the store the trees adoptManifests placed under a root this store
+* has the record of (its leaves fold to it, so the tree is that root's): from
+* then on verify, show, receipt and per-document register find its documents
+* here, as under any tree registered here. Not a tree whose root was only
+* asked about: the service's word is no record. Under the aggregate lock.
+* A help, not needed by this run: a tree that cannot be saved is a warning.
+*/
+async function keepRecordedTrees(store, adopted, warn) {
+	const recorded = new Set([...adopted.placements.values()].map(({ tree }) => tree));
+	for (const tree of recorded) {
+		const file = store.treeFile(tree.entry.root);
+		if (tree.state !== "registered" || existsSync(file)) continue;
+		try {
+			await store.saveTree(tree.entry);
+		} catch (error) {
+			warn?.(`the tree of root ${tree.entry.root} (from its manifest) could not be kept in the store as ${file}: ${error.message}; its documents got their receipts, and a later run with --receipt-dir finds them again`);
+		}
+	}
+}
+/** A manifest's root asked about (adoptManifests), as a root of this run: already registered, or failed. */
+function rootResultOf(root, said) {
+	if (said.kind === "failed") return {
+		ok: false,
+		error: said.error
+	};
+	return {
+		ok: true,
+		sent: true,
+		outcome: {
+			kind: "already-registered",
+			hash: root,
+			entry: void 0,
+			service: {
+				message: said.message,
+				retiredSession: void 0
+			}
+		}
+	};
+}
+/** Registers the root of every tree the documents were placed under, once each, in order. */
+async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ new Map()) {
+	const roots = new Map(asked);
+	let failed = [...asked.values()].some((result) => !result.ok);
+	for (const { tree } of placements) {
+		const root = tree.entry.root;
+		if (roots.has(root)) continue;
+		if (failed && input.failFast) {
+			roots.set(root, {
+				ok: false,
+				cancelled: true
+			});
+			continue;
+		}
+		if (tree.state === "registered" || tree.state === "confirmed") {
+			await tidyFinishedRoot(deps, root);
+			const entry = tree.record;
+			const service = entry ? void 0 : {
+				message: CONFIRMED_MESSAGE,
+				retiredSession: void 0
+			};
+			const outcome = {
+				kind: "already-registered",
+				hash: root,
+				entry,
+				...service ? { service } : {}
+			};
+			roots.set(root, {
+				ok: true,
+				sent: false,
+				outcome
+			});
+			continue;
+		}
+		const result = await registerRoot(deps, tree, input);
+		if (!result.ok) failed = true;
+		roots.set(root, result);
+	}
+	return roots;
+}
+/**
+* Registers one tree's root by the ordinary flow: a pending root's session
+* is completed (never a new request), a planned root is requested again.
+* Never throws: an error is the result's.
+*/
+async function registerRoot(deps, tree, flags) {
+	let sent = false;
+	const onStep = (step) => {
+		sent = true;
+		deps.onStep?.(step);
+	};
+	try {
+		return {
+			ok: true,
+			outcome: await register({
+				...deps,
+				onStep
+			}, {
+				hash: tree.entry.root,
+				description: tree.entry.description,
+				custody: false,
+				signed: flags.signed,
+				blockchain: flags.blockchain,
+				complete: flags.complete,
+				force: false
+			}),
+			sent
+		};
+	} catch (error) {
+		return {
+			ok: false,
+			error
+		};
+	}
+}
+/**
+* What a run killed after its root was done may have left: the root's lock
+* (killed before releasing it) and its session (killed between saving the
+* record and removing the session). The per-document flow tidies both when
+* it takes a hash's lock again; a re-run sends nothing for such a root, so it
+* tidies them here, under the root's lock, taken only when free or when its
+* owner provably died (never waiting: a live owner tidies them itself). The
+* common case, nothing left, costs two existence checks.
+*/
+async function tidyFinishedRoot(deps, root) {
+	const { store } = deps;
+	try {
+		if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;
+		await locked({
+			...deps,
+			lockWaitMs: 0
+		}, root, () => {
+			const record = store.readRecord(root);
+			if (record) store.removeLeftoverPending(record);
+			return Promise.resolve();
+		});
+	} catch {}
+}
+var CONFIRMED_MESSAGE;
+var init_aggregate = __esmMin((() => {
+	init_errors();
+	init_disk();
+	init_manifests();
+	init_notarize();
+	init_trees();
+	CONFIRMED_MESSAGE = "the service answered 409 to an earlier completion of this root (its record was never received); nothing sent";
+}));
 // node_modules/chalk/source/vendor/ansi-styles/index.js
 function assembleStyles() {
 	const codes = /* @__PURE__ */ new Map();
@@ -13551,501 +14054,6 @@ var init_input_options = __esmMin((() => {
 		filesFrom: string$1().optional(),
 		null: boolean().default(false)
 	};
-}));
-// dist/core/manifests.js
-/**
-* The manifests an earlier aggregate run left in --receipt-dir
-* (`<root>.tree.json`), as a run on a store without their trees uses them:
-* it asks the service about their roots, and a 409 places documents under a
-* root the service already has, so a CI re-run on an empty store pays
-* nothing for them (see adoptManifests). Sends only those request steps;
-* never prints, never writes.
-*/
-/**
-* The manifests of --receipt-dir that adoptManifests may ask about, in the
-* order it would (newest first, then the largest), with the test a
-* manifest's leaf digests must pass (see adoptManifests); none with --force.
-*/
-async function manifestCandidates(input, unplaced) {
-	const dir = input.manifestDir;
-	const byDigest = /* @__PURE__ */ new Map();
-	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
-	const useful = (digests) => digests.length <= maxLeaves && digests.some((digest) => unplaced.has(digest));
-	let names = [];
-	if (dir !== void 0 && !input.force && unplaced.size > 0) try {
-		names = (await readdir(dir)).filter((name) => manifestRoot(name) !== void 0);
-	} catch {}
-	return {
-		candidates: (await Promise.all(names.map(async (name) => {
-			const info = await lstat(join(dir, name)).catch(() => void 0);
-			return {
-				root: manifestRoot(name),
-				file: join(dir, name),
-				size: info?.size ?? 0,
-				mtimeMs: info?.mtimeMs ?? 0
-			};
-		}))).filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves).sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1)),
-		useful,
-		byDigest
-	};
-}
-/** Whether a manifest in --receipt-dir may place one of the `unplaced` documents (read, not parsed; nothing sent). */
-async function anyManifestFor(input, unplaced) {
-	const { candidates, useful } = await manifestCandidates(input, unplaced);
-	return candidates.some(({ file }) => mayPlace(file, useful));
-}
-/** Whether the manifest `file` may place a document: its leaves are `useful`, or it must be read to tell. */
-function mayPlace(file, useful) {
-	try {
-		const digests = treeFileDigests(file, { anyOwner: true });
-		return digests === void 0 || useful(digests);
-	} catch {
-		return true;
-	}
-}
-/**
-* Places the `unplaced` documents (under no tree of the store; each removed
-* from the set once placed) under the roots of earlier runs' manifests in
-* --receipt-dir (`<root>.tree.json`) that the service says it already has.
-* A CI re-run over the same documents on an empty store then pays nothing:
-* where a new tree would be a second paid registration, the manifest's root
-* is asked about with a request step, and its 409 (read as "the service has
-* it") is final.
-*
-* A manifest whose root this store has a record of (a root completed here
-* with `complete --session`, planted by another store) places its documents
-* under that record without asking (and aggregate.ts keeps that tree in
-* the store: the record proves it).
-*
-* Only ever confirmed, never registered: a manifest could have been planted
-* by whoever wrote the folder (a CI checkout that earlier steps touched),
-* so a root the service does not know (a 2xx with a session) is dropped on the spot, its
-* session neither saved nor completed, and its documents go into this run's
-* new tree. Nothing of an adopted tree is saved in the store either: a run
-* killed meanwhile leaves nothing behind. So manifests cost request steps,
-* never a description or a leaf name, and never make a run pay more than
-* it would without them (at worst, its one new tree). Further:
-*   - it must hold a document of this run not placed yet, and its leaves be at
-*     most MANIFEST_LEAVES_PER_DOCUMENT times the run's documents (its other
-*     leaves, documents this run lacks, only make the proofs: a re-run
-*     without one document, or with one changed, still pays nothing for
-*     the others);
-*   - its leaves must make its root, and its text be exactly as notarize
-*     writes it (read without being parsed unless it is used: bounded memory);
-*   - the newest are asked about first (then the largest), one only if it
-*     holds a document no root asked about holds yet; a document stays
-*     under the first that holds it; once MAX_ABSENT_ROOTS roots were
-*     answered with a session (the service does not have them), no more
-*     are asked about, and the documents the others hold fail (manifestsLeft)
-*     rather than go into a new tree: one of them may be the root that
-*     registered them (after an artifact restore, the newest by time may
-*     be the stale ones);
-*   - a root whose request step fails otherwise (a network failure, a 5xx)
-*     fails its documents as any root would; with --fail-fast, no other is
-*     asked about after it.
-* A manifest that cannot be read or does not make its root is passed over,
-* and `warn` told.
-*/
-async function adoptManifests(deps, input, unplaced) {
-	const adoptions = {
-		placements: /* @__PURE__ */ new Map(),
-		roots: /* @__PURE__ */ new Map(),
-		sent: false
-	};
-	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
-	/** The manifests whose roots the service does not have (asked, answered with a session). */
-	const absent = [];
-	let warnedStale = false;
-	/** Places under `tree` the documents of this run it holds that nothing placed yet. */
-	const place = (tree) => {
-		for (const [leafIndex, leaf] of tree.entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
-			tree,
-			leafIndex
-		});
-	};
-	for (const { root, file } of candidates) {
-		if (unplaced.size === 0) break;
-		let entry;
-		let merkle;
-		try {
-			const read = readTreeFile(file, root, useful, {
-				anyOwner: true,
-				exactOnly: true
-			});
-			if (read === void 0) continue;
-			entry = adoptedEntry(read, byDigest, input.description);
-			merkle = foldedTree(entry, file);
-		} catch (error) {
-			if (!(error instanceof StoreError)) throw error;
-			input.warn?.(`a tree manifest was passed over: ${error.message}`);
-			continue;
-		}
-		const record = recordOf(deps, root);
-		if (record !== void 0) {
-			place(new LoadedTree(entry, {
-				state: "registered",
-				record
-			}, merkle, true));
-			continue;
-		}
-		let said;
-		if (absent.length === MAX_ABSENT_ROOTS) {
-			if (!warnedStale) input.warn?.(staleManifests(absent));
-			warnedStale = true;
-			said = {
-				kind: "failed",
-				error: manifestsLeft(file)
-			};
-		} else {
-			adoptions.sent = true;
-			said = await askAbout(deps, entry, input);
-		}
-		if (said.kind === "absent") {
-			absent.push(file);
-			continue;
-		}
-		place(new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true));
-		adoptions.roots.set(root, said);
-		if (said.kind === "failed" && input.failFast) break;
-	}
-	return adoptions;
-}
-/** The ledger's record of `root`, if this store has a readable one (a damaged one: the service is asked, as before). */
-function recordOf(deps, root) {
-	try {
-		return deps.store.readRecord(root);
-	} catch (error) {
-		if (!(error instanceof StoreError)) throw error;
-		return;
-	}
-}
-/** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
-function manifestsLeft(file) {
-	return new NotarizeError("manifests_unasked", EXIT.refused, `not registered: the tree manifest ${file} may hold it, but ${MAX_ABSENT_ROOTS} roots asked about were unknown to the service, and no more are asked about in one run`, { hint: "move aside the manifests the warning lists (the service does not have their roots; a re-run asks about the rest), or register the documents anew with --force" });
-}
-/** The warning naming the manifests whose roots the service does not have: the ones to move aside. */
-function staleManifests(files) {
-	return `the service does not have the roots of these ${files.length} tree manifests (runs that never registered them); no more are asked about in this run: ${files.join(", ")}`;
-}
-/**
-* A manifest's tree as this run adopts it: its root and salts; this run's
-* description, names and sizes (none for a leaf that is no document of
-* this run: nothing of the manifest's own names is used).
-*/
-function adoptedEntry(entry, byDigest, description) {
-	return {
-		root: entry.root,
-		treeSize: entry.treeSize,
-		description: description ?? rootDescription(entry.treeSize),
-		createdAt: entry.createdAt,
-		leaves: entry.leaves.map(({ index, sha256, salt }) => {
-			const doc = byDigest.get(sha256);
-			return {
-				index,
-				name: doc?.name ?? null,
-				sha256,
-				size: doc?.size ?? null,
-				salt
-			};
-		})
-	};
-}
-/**
-* Asks the service whether it has the root of `entry`, with a request step
-* whose session is never kept: 409, it has it; a session (2xx, read and
-* valid), it does not, and nothing more is sent for it. Any other answer,
-* a 2xx that cannot be read as a session included (a proxy's or a
-* maintenance page says nothing of the root), is no answer: the ask
-* failed, and its documents with it, rather than be paid for again.
-*/
-async function askAbout(deps, entry, input) {
-	try {
-		const { root: hash, description } = entry;
-		await deps.api.requestRegistration(registrationRequest({
-			...input,
-			hash,
-			description,
-			custody: false
-		}));
-		return { kind: "absent" };
-	} catch (error) {
-		if (isAlreadyRegistered(error)) return {
-			kind: "has",
-			message: error.serviceMessage
-		};
-		if (error instanceof NotarizeError && error.hint === void 0) error.hint = `asking about root ${entry.root} (its manifest in --receipt-dir) got no answer that says whether the service has it; run the same command again once it answers normally`;
-		return {
-			kind: "failed",
-			error
-		};
-	}
-}
-var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ABSENT_ROOTS, NO_ADOPTIONS;
-var init_manifests = __esmMin((() => {
-	init_errors();
-	init_service_store();
-	init_notarize();
-	init_trees();
-	MANIFEST_BYTES_PER_LEAF = 2048;
-	MANIFEST_LEAVES_PER_DOCUMENT = 4;
-	MAX_ABSENT_ROOTS = 16;
-	NO_ADOPTIONS = {
-		placements: /* @__PURE__ */ new Map(),
-		roots: /* @__PURE__ */ new Map(),
-		sent: false
-	};
-}));
-// dist/core/aggregate.js
-/**
-* Aggregate registration (`register --aggregate`): many documents, one
-* registration. Their digests become the salted leaves of one RFC 9162
-* Merkle tree (merkle.ts), whose root is registered by the ordinary flow
-* (notarize.ts: one request step, one forfait, the session saved first), and
-* each document's receipt carries its inclusion proof to that root.
-*
-* The tree is saved in the store (`trees/<root>.json`) before its root is
-* sent, and the store says where each tree stands by the root's own files: a
-* record in the ledger (registered), a pending session, or neither (planned:
-* the run that made it stopped before the service answered). So every kill
-* point is covered by the flow's own guarantees, and a re-run over the same
-* documents, choosing their trees again, sends:
-*   - nothing for a document under a registered root;
-*   - the pending session of its root, completed (never a new request);
-*   - for a planned root, the request again, for that same root (the service
-*     knows no record of it: a request it may have seen made no payment);
-*   - a new tree only for documents under none.
-* Choosing trees and saving a new one happen under one store-wide lock
-* (`locks/aggregate.lock`), so two processes aggregating the same documents
-* agree on one tree, and the root's own lock then keeps them from
-* registering it twice. On a store without their trees, the roots of the
-* manifests an earlier run left in --receipt-dir are asked about first,
-* outside that lock (manifests.ts): a 409 places documents under a root
-* the service already has, and nothing is paid for them. The trees
-* themselves, their states and proofs: trees.ts.
-*
-* Returns data; never prints.
-*/
-/**
-* Chooses each document's tree: one of the store's, else the root of a
-* manifest the service says it has (adoptManifests: the only part that
-* sends anything), else a new tree planted (and saved) for all the rest.
-* The store's trees are read, and a new one saved, under the store-wide
-* `aggregate` lock; the manifests' roots are asked about outside it, so
-* another run on this store never waits for the service's answers: the
-* store is read again under the lock afterwards (another run may have
-* planted a tree for some of these documents meanwhile: they go there).
-* Throws StoreError when a tree of the store cannot be read, or one this
-* run relies on does not make its root: exit 2, nothing sent (1 once a
-* manifest's root was asked about).
-*/
-async function placeDocuments(deps, input) {
-	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
-	const first = await locked(deps, "aggregate", async () => {
-		const placed = await placeInStore(deps, input);
-		const unplaced = new Set(input.documents.flatMap((doc, i) => placed[i] ? [] : [doc.sha256]));
-		if (await anyManifestFor(input, unplaced)) return unplaced;
-		return plantTheRest(deps, input, placed, NO_ADOPTIONS);
-	});
-	if (!(first instanceof Set)) return first;
-	const adopted = await adoptManifests(deps, input, first);
-	try {
-		return await locked(deps, "aggregate", async () => plantTheRest(deps, input, await placeInStore(deps, input), adopted));
-	} catch (error) {
-		throw adopted.sent ? sentAlready(error) : error;
-	}
-}
-/** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
-async function placeInStore(deps, input) {
-	const { store } = deps;
-	const holding = new Set(input.documents.map((doc) => doc.sha256));
-	const known = await Trees.load(store, {
-		skipRegistered: input.force,
-		holding
-	});
-	if (known.problems.length > 0) throw known.problems[0];
-	const placed = input.documents.map((doc) => known.place(doc.sha256));
-	for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
-	return placed;
-}
-/**
-* The documents neither the store nor a manifest places go into one new
-* tree, saved before its root is sent: a run killed after the request step
-* finds its pending session, and the documents find their tree. With
-* --fail-fast, after a manifest's root could not be asked about, it is
-* neither saved nor sent: its documents are skipped (a tree saved for them
-* would be registered by the next run, whatever the manifests hold).
-*/
-async function plantTheRest(deps, input, placed, adopted) {
-	const { store } = deps;
-	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
-	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
-	await keepRecordedTrees(store, adopted, input.warn);
-	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
-		doc,
-		i
-	}]);
-	if (newcomers.length > 0) {
-		const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
-		if (input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed")) asked.set(tree.entry.root, {
-			ok: false,
-			cancelled: true
-		});
-		else try {
-			await store.saveTree(tree.entry);
-		} catch (error) {
-			const sent = adopted.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
-			throw diskRefused(error, store.dir, sent) ?? error;
-		}
-		newcomers.forEach(({ i }, leafIndex) => placed[i] = {
-			tree,
-			leafIndex
-		});
-	}
-	return {
-		placements: placed,
-		asked,
-		sent: adopted.sent
-	};
-}
-/**
-* Saves in the store the trees adoptManifests placed under a root this store
-* has the record of (its leaves fold to it, so the tree is that root's): from
-* then on verify, show, receipt and per-document register find its documents
-* here, as under any tree registered here. Not a tree whose root was only
-* asked about: the service's word is no record. Under the aggregate lock.
-* A help, not needed by this run: a tree that cannot be saved is a warning.
-*/
-async function keepRecordedTrees(store, adopted, warn) {
-	const recorded = new Set([...adopted.placements.values()].map(({ tree }) => tree));
-	for (const tree of recorded) {
-		const file = store.treeFile(tree.entry.root);
-		if (tree.state !== "registered" || existsSync(file)) continue;
-		try {
-			await store.saveTree(tree.entry);
-		} catch (error) {
-			warn?.(`the tree of root ${tree.entry.root} (from its manifest) could not be kept in the store as ${file}: ${error.message}; its documents got their receipts, and a later run with --receipt-dir finds them again`);
-		}
-	}
-}
-/** A manifest's root asked about (adoptManifests), as a root of this run: already registered, or failed. */
-function rootResultOf(root, said) {
-	if (said.kind === "failed") return {
-		ok: false,
-		error: said.error
-	};
-	return {
-		ok: true,
-		sent: true,
-		outcome: {
-			kind: "already-registered",
-			hash: root,
-			entry: void 0,
-			service: {
-				message: said.message,
-				retiredSession: void 0
-			}
-		}
-	};
-}
-/** Registers the root of every tree the documents were placed under, once each, in order. */
-async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ new Map()) {
-	const roots = new Map(asked);
-	let failed = [...asked.values()].some((result) => !result.ok);
-	for (const { tree } of placements) {
-		const root = tree.entry.root;
-		if (roots.has(root)) continue;
-		if (failed && input.failFast) {
-			roots.set(root, {
-				ok: false,
-				cancelled: true
-			});
-			continue;
-		}
-		if (tree.state === "registered" || tree.state === "confirmed") {
-			await tidyFinishedRoot(deps, root);
-			const entry = tree.record;
-			const service = entry ? void 0 : {
-				message: CONFIRMED_MESSAGE,
-				retiredSession: void 0
-			};
-			const outcome = {
-				kind: "already-registered",
-				hash: root,
-				entry,
-				...service ? { service } : {}
-			};
-			roots.set(root, {
-				ok: true,
-				sent: false,
-				outcome
-			});
-			continue;
-		}
-		let sent = false;
-		const onStep = (step) => {
-			sent = true;
-			deps.onStep?.(step);
-		};
-		try {
-			const outcome = await register({
-				...deps,
-				onStep
-			}, {
-				hash: root,
-				description: tree.entry.description,
-				custody: false,
-				signed: input.signed,
-				blockchain: input.blockchain,
-				complete: input.complete,
-				force: false
-			});
-			roots.set(root, {
-				ok: true,
-				outcome,
-				sent
-			});
-		} catch (error) {
-			failed = true;
-			roots.set(root, {
-				ok: false,
-				error
-			});
-		}
-	}
-	return roots;
-}
-/**
-* What a run killed after its root was done may have left: the root's lock
-* (killed before releasing it) and its session (killed between saving the
-* record and removing the session). The per-document flow tidies both when
-* it takes a hash's lock again; a re-run sends nothing for such a root, so it
-* tidies them here, under the root's lock, taken only when free or when its
-* owner provably died (never waiting: a live owner tidies them itself). The
-* common case, nothing left, costs two existence checks.
-*/
-async function tidyFinishedRoot(deps, root) {
-	const { store } = deps;
-	try {
-		if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;
-		await locked({
-			...deps,
-			lockWaitMs: 0
-		}, root, () => {
-			const record = store.readRecord(root);
-			if (record) store.removeLeftoverPending(record);
-			return Promise.resolve();
-		});
-	} catch {}
-}
-var CONFIRMED_MESSAGE;
-var init_aggregate = __esmMin((() => {
-	init_errors();
-	init_disk();
-	init_manifests();
-	init_notarize();
-	init_trees();
-	CONFIRMED_MESSAGE = "the service answered 409 to an earlier completion of this root (its record was never received); nothing sent";
 }));
 // dist/read-bounded.js
 /**
@@ -16883,8 +16891,10 @@ function configure$12(command, context) {
 	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "documents in flight at once", "8").option("--fail-fast", "check every document (readable, its receipt writable) before sending any; after the first failure, start no new one").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (the record) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
 before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
 Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
-document under a Merkle root this store registered (--aggregate), with its proof, and an
---aggregate run leaves out of its tree what this store registered one by one (--force: again).
+document under a Merkle root this store registered (--aggregate), with its proof; one under
+a root still pending completes that root (its saved session, one completion for all its
+documents); an --aggregate run leaves out of its tree what this store registered one by one
+(--force: again).
 A 409 from the service is read as "it already has this hash": status already-registered,
 exit 0, the ledger's record if any, else the public verification page. The service does
 not document its status codes: this reading of 409 is an assumption.
@@ -17086,6 +17096,7 @@ var init_register = __esmMin((() => {
 	init_notarize();
 	init_receipts();
 	init_receipt_format();
+	init_aggregate();
 	init_trees();
 	init_render();
 	init_results();
@@ -17116,8 +17127,10 @@ var init_register = __esmMin((() => {
 			count: 0,
 			first: ""
 		};
-		/** The trees of this store whose root is registered, read when a document first needs them (#underRegisteredRoot). */
-		#registeredTrees;
+		/** The trees of this store, read when a document first needs them (#underRoot). */
+		#trees;
+		/** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
+		#pendingRoots = /* @__PURE__ */ new Map();
 		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
 		#paidProblems;
 		constructor({ options, documents, items, baseUrl, api, store }) {
@@ -17161,14 +17174,17 @@ var init_register = __esmMin((() => {
 			this.#spinner.stop();
 			const { outcome, receipt, receiptError, under } = registered;
 			const failure = receiptError ?? (outcome.kind === "completed" ? outcome.custody?.error : void 0);
-			if (under && outcome.kind === "already-registered" && outcome.entry) {
+			const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
+			if (under && entry) {
 				const { proof } = under;
+				const leaf = `leaf ${proof.leafIndex} under the Merkle root ${proof.root}`;
+				const standing = outcome.kind === "completed" ? `registered: ${leaf}, whose pending registration this run completed` : `already registered: ${leaf} (completed ${entry.completedAt}); use --force to register it on its own`;
 				return {
 					kind: "record",
 					hash: proof.root,
-					recordJson: outcome.entry.recordJson,
+					recordJson: entry.recordJson,
 					baseUrl: this.#baseUrl,
-					note: `${under.sha256} is already registered: leaf ${proof.leafIndex} under the Merkle root ${proof.root} (completed ${outcome.entry.completedAt}); use --force to register it on its own` + (receipt ? `; receipt: ${receipt}` : ""),
+					note: `${under.sha256} is ${standing}` + (receipt ? `; receipt: ${receipt}` : ""),
 					github: github(this.#result(item, 0, {
 						ok: true,
 						value: registered
@@ -17294,7 +17310,7 @@ var init_register = __esmMin((() => {
 			if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);
 			return input;
 		}
-		/** Registers a document checked by #check (or finds it under a registered root), and writes its receipt. */
+		/** Registers a document checked by #check (or finds it under a root of this store), and writes its receipt. */
 		async #send(input, index, freeLane) {
 			const options = this.#options;
 			await this.#items.ready();
@@ -17304,60 +17320,94 @@ var init_register = __esmMin((() => {
 				if (step === "saving") freeLane?.();
 			};
 			const { receipts } = this.#documents;
-			const leaf = await this.#underRegisteredRoot(input.hash);
-			if (leaf) {
+			const leaf = await this.#underRoot(input.hash);
+			let outcome;
+			let under;
+			if (leaf?.state === "registered") {
 				if (existsSync(this.#deps.store.pendingFile(input.hash))) options.io.warn(`${input.hash} has a session of its own pending, though it is registered under the Merkle root ${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${input.hash}\``);
-				const under = {
+				under = {
 					sha256: input.hash,
 					proof: leaf.proof
 				};
-				const outcome = {
+				outcome = {
 					kind: "already-registered",
 					hash: leaf.proof.root,
 					entry: leaf.record
 				};
-				if (!receipts) return {
-					outcome,
-					under
+			} else if (leaf?.state === "pending") {
+				under = {
+					sha256: input.hash,
+					proof: leaf.proof
 				};
-				return {
-					outcome,
-					under,
-					...await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)
-				};
-			}
-			const outcome = await register({
+				outcome = await this.#underPendingRoot(leaf.tree, onStep);
+			} else outcome = await register({
 				...this.#deps,
 				onStep
 			}, input);
-			if (!receipts) return { outcome };
+			const self = under === void 0 ? {} : { under };
+			if (!receipts) return {
+				outcome,
+				...self
+			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
 				this.#unrecorded.count++;
 				this.#unrecorded.first ||= outcome.hash;
 				if (this.#documents.single) this.#noReceipts();
-				return { outcome };
+				return {
+					outcome,
+					...self
+				};
 			}
 			return {
 				outcome,
-				...await receiptFor(options, receipts, index, outcome, this.#baseUrl)
+				...self,
+				...await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)
 			};
 		}
 		/**
-		* The root record and proof of a document that is a leaf of a Merkle root
-		* this store has registered (`register --aggregate`), and no record of its
-		* own: registering it again would pay twice for what `verify` already calls
-		* notarized. --force registers it on its own. Only registered roots count:
-		* a document under a pending or planned root goes through the flow as before
-		* (docs/reliability.md). A tree file that cannot be read fails the
-		* documents it is not known not to hold (its error says how to restore it).
-		* The trees are read once per run, and only when a document is hashed: on a
-		* cold store there are none.
+		* The root of a tree this store has pending (an --aggregate run stopped
+		* after its request step, or --no-complete), registered as `register
+		* --aggregate` or `complete <root>` would: its saved session completed,
+		* never a new request, once for all its documents in this run. Paying for
+		* the document on its own instead would pay twice for it once the root is
+		* completed (--force does). Its failure is each of those documents'.
 		*/
-		async #underRegisteredRoot(hash) {
+		async #underPendingRoot(tree, onStep) {
+			const root = tree.entry.root;
+			let done = this.#pendingRoots.get(root);
+			if (done === void 0) {
+				const { signed, blockchain, complete } = this.#options;
+				done = registerRoot({
+					...this.#deps,
+					onStep
+				}, tree, {
+					signed,
+					blockchain,
+					complete
+				});
+				this.#pendingRoots.set(root, done);
+			}
+			const result = await done;
+			if (result.ok) return result.outcome;
+			throw "error" in result ? result.error : /* @__PURE__ */ new Error(`the root ${root} was not registered`);
+		}
+		/**
+		* Where a document with no record of its own stands under the Merkle roots
+		* of this store (`register --aggregate`): a leaf of a registered root (its
+		* record and proof: registering it again would pay twice for what `verify`
+		* already calls notarized), or of a pending one (its tree and proof: that
+		* root is completed, see #underPendingRoot). --force registers it on its
+		* own. A root only planned (never answered) or only confirmed by a 409 does
+		* not count: the document goes through the flow as before. A tree file
+		* that cannot be read fails the documents it is not known not to hold (its
+		* error says how to restore it). The trees are read once per run, and only
+		* when a document is hashed: on a cold store there are none.
+		*/
+		async #underRoot(hash) {
 			if (this.#options.force) return void 0;
 			const { store } = this.#deps;
-			this.#registeredTrees ??= Trees.load(store, { registeredOnly: true });
-			const trees = await this.#registeredTrees;
+			this.#trees ??= Trees.load(store);
+			const trees = await this.#trees;
 			const placed = trees.place(hash);
 			if (placed === void 0) {
 				this.#paidProblems ??= paidRootProblems(store, trees);
@@ -17365,11 +17415,22 @@ var init_register = __esmMin((() => {
 				if (problem && store.readRecord(hash) === void 0) throw problem;
 				return;
 			}
-			if (store.readRecord(hash) !== void 0) return void 0;
 			const { tree, leafIndex } = placed;
+			if (tree.state !== "registered" && tree.state !== "pending") return void 0;
+			if (store.readRecord(hash) !== void 0) return void 0;
+			const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
+			if (tree.state === "pending") {
+				if (existsSync(store.pendingFile(hash))) return void 0;
+				return {
+					state: "pending",
+					tree,
+					proof
+				};
+			}
 			return {
+				state: "registered",
 				record: tree.record,
-				proof: tree.proof(leafIndex, store.treeFile(tree.entry.root))
+				proof
 			};
 		}
 		/**

@@ -15,7 +15,8 @@ import type { SkippedPath } from '../core/inputs.js';
 import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
 import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import { confirmedOf, Trees } from '../core/trees.js';
+import { registerRoot, type RootResult } from '../core/aggregate.js';
+import { confirmedOf, Trees, type LoadedTree } from '../core/trees.js';
 import { type NotarizeError, type StoreError } from '../errors.js';
 import type { ServiceStore } from '../store/service-store.js';
 import type { Spinner } from '../output/io.js';
@@ -86,8 +87,10 @@ export function configure(command: Command, context: () => Context): void {
       `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
 before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
 Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
-document under a Merkle root this store registered (--aggregate), with its proof, and an
---aggregate run leaves out of its tree what this store registered one by one (--force: again).
+document under a Merkle root this store registered (--aggregate), with its proof; one under
+a root still pending completes that root (its saved session, one completion for all its
+documents); an --aggregate run leaves out of its tree what this store registered one by one
+(--force: again).
 A 409 from the service is read as "it already has this hash": status already-registered,
 exit 0, the ledger's record if any, else the public verification page. The service does
 not document its status codes: this reading of 409 is an assumption.
@@ -185,7 +188,10 @@ interface Registered {
   receipt?: string;
   /** The registration went through, but its receipt could not be written (exit 1). */
   receiptError?: NotarizeError;
-  /** The document is a leaf of a Merkle root this store has registered (`outcome` is the root's): its proof. */
+  /**
+   * The document is a leaf of a Merkle root this store registered, or had
+   * pending and this run completed (`outcome` is the root's): its proof.
+   */
   under?: { sha256: string; proof: InclusionProof };
 }
 
@@ -208,8 +214,10 @@ class Registrar {
   #sent = false;
   /** Documents the service says it has whose record this store lacks, so no receipt is written: told once (#noReceipts). */
   #unrecorded = { count: 0, first: '' };
-  /** The trees of this store whose root is registered, read when a document first needs them (#underRegisteredRoot). */
-  #registeredTrees: Promise<Trees> | undefined;
+  /** The trees of this store, read when a document first needs them (#underRoot). */
+  #trees: Promise<Trees> | undefined;
+  /** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
+  readonly #pendingRoots = new Map<string, Promise<RootResult>>();
   /** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
   #paidProblems: Promise<StoreError[]> | undefined;
 
@@ -240,18 +248,21 @@ class Registrar {
     const { outcome, receipt, receiptError, under } = registered;
     // Shown after the record: the registration itself went through.
     const failure = receiptError ?? (outcome.kind === 'completed' ? outcome.custody?.error : undefined);
-    if (under && outcome.kind === 'already-registered' && outcome.entry) {
-      // The root's record, as verify shows a document under a root (nothing was sent).
+    const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
+    if (under && entry) {
+      // The root's record, as verify shows a document under a root.
       const { proof } = under;
+      const leaf = `leaf ${proof.leafIndex} under the Merkle root ${proof.root}`;
+      const standing =
+        outcome.kind === 'completed'
+          ? `registered: ${leaf}, whose pending registration this run completed`
+          : `already registered: ${leaf} (completed ${entry.completedAt}); use --force to register it on its own`;
       return {
         kind: 'record',
         hash: proof.root,
-        recordJson: outcome.entry.recordJson,
+        recordJson: entry.recordJson,
         baseUrl: this.#baseUrl,
-        note:
-          `${under.sha256} is already registered: leaf ${proof.leafIndex} under the Merkle root ${proof.root} ` +
-          `(completed ${outcome.entry.completedAt}); use --force to register it on its own` +
-          (receipt ? `; receipt: ${receipt}` : ''),
+        note: `${under.sha256} is ${standing}` + (receipt ? `; receipt: ${receipt}` : ''),
         github: github(this.#result(item, 0, { ok: true, value: registered })),
         ...(failure ? { failure } : {}),
       };
@@ -370,7 +381,7 @@ class Registrar {
     return input;
   }
 
-  /** Registers a document checked by #check (or finds it under a registered root), and writes its receipt. */
+  /** Registers a document checked by #check (or finds it under a root of this store), and writes its receipt. */
   async #send(input: RegisterInput, index: number, freeLane?: FreeLane): Promise<Registered> {
     const options = this.#options;
     // With ndjson a line is printed per document: send no more while stdout is backed up.
@@ -382,8 +393,10 @@ class Registrar {
       if (step === 'saving') freeLane?.();
     };
     const { receipts } = this.#documents;
-    const leaf = await this.#underRegisteredRoot(input.hash);
-    if (leaf) {
+    const leaf = await this.#underRoot(input.hash);
+    let outcome: Outcome;
+    let under: Registered['under'];
+    if (leaf?.state === 'registered') {
       // Only to warn: a session of its own there (damaged or not) would pay a second time if completed.
       if (existsSync(this.#deps.store.pendingFile(input.hash))) {
         options.io.warn(
@@ -391,38 +404,63 @@ class Registrar {
             `${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${input.hash}\``,
         );
       }
-      const under = { sha256: input.hash, proof: leaf.proof };
-      const outcome: Outcome = { kind: 'already-registered', hash: leaf.proof.root, entry: leaf.record };
-      if (!receipts) return { outcome, under };
-      return { outcome, under, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)) };
+      under = { sha256: input.hash, proof: leaf.proof };
+      outcome = { kind: 'already-registered', hash: leaf.proof.root, entry: leaf.record };
+    } else if (leaf?.state === 'pending') {
+      under = { sha256: input.hash, proof: leaf.proof };
+      outcome = await this.#underPendingRoot(leaf.tree, onStep);
+    } else {
+      outcome = await register({ ...this.#deps, onStep }, input);
     }
-    const outcome = await register({ ...this.#deps, onStep }, input);
-    if (!receipts) return { outcome };
+    const self = under === undefined ? {} : { under };
+    if (!receipts) return { outcome, ...self };
     if (outcome.kind === 'already-registered' && outcome.entry === undefined) {
       this.#unrecorded.count++;
       this.#unrecorded.first ||= outcome.hash;
       if (this.#documents.single) this.#noReceipts();
-      return { outcome };
+      return { outcome, ...self };
     }
-    return { outcome, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl)) };
+    return { outcome, ...self, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)) };
   }
 
   /**
-   * The root record and proof of a document that is a leaf of a Merkle root
-   * this store has registered (`register --aggregate`), and no record of its
-   * own: registering it again would pay twice for what `verify` already calls
-   * notarized. --force registers it on its own. Only registered roots count:
-   * a document under a pending or planned root goes through the flow as before
-   * (docs/reliability.md). A tree file that cannot be read fails the
-   * documents it is not known not to hold (its error says how to restore it).
-   * The trees are read once per run, and only when a document is hashed: on a
-   * cold store there are none.
+   * The root of a tree this store has pending (an --aggregate run stopped
+   * after its request step, or --no-complete), registered as `register
+   * --aggregate` or `complete <root>` would: its saved session completed,
+   * never a new request, once for all its documents in this run. Paying for
+   * the document on its own instead would pay twice for it once the root is
+   * completed (--force does). Its failure is each of those documents'.
    */
-  async #underRegisteredRoot(hash: string) {
+  async #underPendingRoot(tree: LoadedTree, onStep: FlowDeps['onStep']): Promise<Outcome> {
+    const root = tree.entry.root;
+    let done = this.#pendingRoots.get(root);
+    if (done === undefined) {
+      const { signed, blockchain, complete } = this.#options;
+      done = registerRoot({ ...this.#deps, onStep }, tree, { signed, blockchain, complete });
+      this.#pendingRoots.set(root, done);
+    }
+    const result = await done;
+    if (result.ok) return result.outcome;
+    throw 'error' in result ? result.error : new Error(`the root ${root} was not registered`);
+  }
+
+  /**
+   * Where a document with no record of its own stands under the Merkle roots
+   * of this store (`register --aggregate`): a leaf of a registered root (its
+   * record and proof: registering it again would pay twice for what `verify`
+   * already calls notarized), or of a pending one (its tree and proof: that
+   * root is completed, see #underPendingRoot). --force registers it on its
+   * own. A root only planned (never answered) or only confirmed by a 409 does
+   * not count: the document goes through the flow as before. A tree file
+   * that cannot be read fails the documents it is not known not to hold (its
+   * error says how to restore it). The trees are read once per run, and only
+   * when a document is hashed: on a cold store there are none.
+   */
+  async #underRoot(hash: string) {
     if (this.#options.force) return undefined;
     const { store } = this.#deps;
-    this.#registeredTrees ??= Trees.load(store, { registeredOnly: true });
-    const trees = await this.#registeredTrees;
+    this.#trees ??= Trees.load(store);
+    const trees = await this.#trees;
     const placed = trees.place(hash);
     if (placed === undefined) {
       // A tree that cannot be read may hold it, under a root already paid for: stop, as --aggregate
@@ -432,10 +470,18 @@ class Registrar {
       if (problem && store.readRecord(hash) === undefined) throw problem;
       return undefined;
     }
-    if (store.readRecord(hash) !== undefined) return undefined;
     const { tree, leafIndex } = placed;
+    if (tree.state !== 'registered' && tree.state !== 'pending') return undefined;
+    // Its own record (registered one by one, or --force) answers for it, as the flow's does.
+    if (store.readRecord(hash) !== undefined) return undefined;
     // A tree whose leaves do not make its root proves nothing: StoreError, the document fails (exit 2 or 1).
-    return { record: tree.record!, proof: tree.proof(leafIndex, store.treeFile(tree.entry.root)) };
+    const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
+    if (tree.state === 'pending') {
+      // Its own session pending goes first, as before: it may be the one paid for (a checkout).
+      if (existsSync(store.pendingFile(hash))) return undefined;
+      return { state: 'pending' as const, tree, proof };
+    }
+    return { state: 'registered' as const, record: tree.record!, proof };
   }
 
   /**

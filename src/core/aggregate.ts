@@ -40,7 +40,7 @@ import {
   type ManifestQuery,
 } from './manifests.js';
 import { locked, register, type FlowDeps, type Outcome } from './notarize.js';
-import { plantTree, Trees, type Placement } from './trees.js';
+import { plantTree, Trees, type LoadedTree, type Placement } from './trees.js';
 
 /** An aggregate run: its documents and flags (ManifestQuery: those the manifests of --receipt-dir use too). */
 export interface AggregateInput extends ManifestQuery {
@@ -232,31 +232,45 @@ export async function registerRoots(
       roots.set(root, { ok: true, sent: false, outcome });
       continue;
     }
-    let sent = false;
-    const onStep: FlowDeps['onStep'] = (step) => {
-      sent = true;
-      deps.onStep?.(step);
-    };
-    try {
-      const outcome = await register(
-        { ...deps, onStep },
-        {
-          hash: root,
-          description: tree.entry.description,
-          custody: false,
-          signed: input.signed,
-          blockchain: input.blockchain,
-          complete: input.complete,
-          force: false,
-        },
-      );
-      roots.set(root, { ok: true, outcome, sent });
-    } catch (error) {
-      failed = true;
-      roots.set(root, { ok: false, error });
-    }
+    const result = await registerRoot(deps, tree, input);
+    if (!result.ok) failed = true;
+    roots.set(root, result);
   }
   return roots;
+}
+
+/**
+ * Registers one tree's root by the ordinary flow: a pending root's session
+ * is completed (never a new request), a planned root is requested again.
+ * Never throws: an error is the result's.
+ */
+export async function registerRoot(
+  deps: FlowDeps,
+  tree: LoadedTree,
+  flags: Pick<AggregateInput, 'signed' | 'blockchain' | 'complete'>,
+): Promise<RootResult> {
+  let sent = false;
+  const onStep: FlowDeps['onStep'] = (step) => {
+    sent = true;
+    deps.onStep?.(step);
+  };
+  try {
+    const outcome = await register(
+      { ...deps, onStep },
+      {
+        hash: tree.entry.root,
+        description: tree.entry.description,
+        custody: false,
+        signed: flags.signed,
+        blockchain: flags.blockchain,
+        complete: flags.complete,
+        force: false,
+      },
+    );
+    return { ok: true, outcome, sent };
+  } catch (error) {
+    return { ok: false, error };
+  }
 }
 
 /**

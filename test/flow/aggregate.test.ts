@@ -354,6 +354,105 @@ describe('switching between --aggregate and per-document registration never pays
     expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait', 'request', 'forfait']);
   });
 
+  it('documents under a pending root, registered on their own: the root is completed once, nothing requested again', async () => {
+    const [a, b, c] = await Promise.all(
+      ['a', 'b', 'c'].map((name) => bed.write(`pend-switch/${name}.txt`, `pending root, document ${name}\n`)),
+    );
+    const left = await bed.main(['register', '--aggregate', '--no-complete', '-r', bed.path('pend-switch'), '--json']);
+    expect(left.code, describeRun(left)).toBe(0);
+    const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
+    const mark = bed.mark();
+
+    // --no-complete: the root's session, as it stands; nothing sent.
+    const stays = await bed.main(['register', '--no-complete', bed.path('pend-switch/a.txt'), '--quiet']);
+    expect(stays.code, describeRun(stays)).toBe(0);
+    expect(bed.callsSince(mark)).toEqual([]);
+    expect(bed.pendingHashes()).toContain(pendingRoot);
+
+    // Two of its documents in one batch: one forfait, the root's; each result its document's, with its proof.
+    const receipts = bed.path('pend-switch-receipts');
+    const batch = await bed.main([
+      'register',
+      bed.path('pend-switch/a.txt'),
+      bed.path('pend-switch/b.txt'),
+      '--receipt-dir',
+      receipts,
+      '--output',
+      'ndjson',
+    ]);
+    expect(batch.code, describeRun(batch)).toBe(0);
+    const results = parseNdjson(batch.stdout);
+    expect(results).toMatchObject([
+      { status: 'registered', hash: a, proof: { root: pendingRoot, leafIndex: 0, treeSize: 3 } },
+      { status: 'registered', hash: b, proof: { root: pendingRoot, leafIndex: 1, treeSize: 3 } },
+    ]);
+    expect(bed.callsSince(mark).map((call) => [call.route, call.path.includes(pendingRoot)])).toEqual([
+      ['forfait', true],
+    ]);
+    expect(bed.ledgerHashes()).toContain(pendingRoot);
+    expect(bed.pendingHashes()).not.toContain(pendingRoot);
+    // Their receipts carry the proof to the root, and verify with an empty store.
+    const verified = await bed.main(
+      ['verify', bed.path('pend-switch/b.txt'), '--receipt', join(receipts, 'b.txt.notarization.json'), '--json'],
+      { env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'empty-')) } },
+    );
+    expect(verified.code, describeRun(verified)).toBe(0);
+
+    // The third now stands under a registered root: nothing sent.
+    const third = await bed.main(['register', bed.path('pend-switch/c.txt')]);
+    expect(third.code, describeRun(third)).toBe(0);
+    expect(third.stderr).toContain(`${c} is already registered: leaf 2 under the Merkle root ${pendingRoot}`);
+    expect(bed.callsSince(mark)).toHaveLength(1);
+  });
+
+  it('one document under a pending root, alone: the root is completed and the note says so', async () => {
+    const x = await bed.write('pend-one/x.txt', 'pending root, alone x\n');
+    await bed.write('pend-one/y.txt', 'pending root, alone y\n');
+    const left = await bed.main(['register', '--aggregate', '--no-complete', '-r', bed.path('pend-one'), '--json']);
+    expect(left.code, describeRun(left)).toBe(0);
+    const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
+    const mark = bed.mark();
+    const one = await bed.main(['register', bed.path('pend-one/x.txt')]);
+    expect(one.code, describeRun(one)).toBe(0);
+    expect(one.stderr).toContain(
+      `${x} is registered: leaf 0 under the Merkle root ${pendingRoot}, whose pending registration this run completed`,
+    );
+    expect(one.stdout).toMatch(new RegExp(`^hash +${pendingRoot}$`, 'm'));
+    expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['forfait']);
+  });
+
+  it('a document under a pending root with a session of its own: its own is completed, the root left pending', async () => {
+    const own = await bed.write('pend-own/own.txt', 'pending root and own session\n');
+    await bed.write('pend-own/other.txt', 'pending root, the other\n');
+    expect((await bed.main(['register', '--no-complete', bed.path('pend-own/own.txt'), '--quiet'])).code).toBe(0);
+    const left = await bed.main(['register', '--aggregate', '--no-complete', '-r', bed.path('pend-own'), '--json']);
+    expect(left.code, describeRun(left)).toBe(0);
+    const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
+    const mark = bed.mark();
+    // Its own session may be the one paid for (a checkout): it goes first, as before the tree.
+    const run = await bed.main(['register', bed.path('pend-own/own.txt'), '--json']);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(bed.callsSince(mark).map((call) => [call.route, call.path.includes(own)])).toEqual([['forfait', true]]);
+    expect(bed.pendingHashes()).toContain(pendingRoot);
+    expect((await bed.main(['pending', 'drop', pendingRoot])).code).toBe(0);
+  });
+
+  it('--force registers a document under a pending root on its own', async () => {
+    const f = await bed.write('pend-force/f.txt', 'pending root, forced\n');
+    const left = await bed.main(['register', '--aggregate', '--no-complete', '-r', bed.path('pend-force'), '--json']);
+    expect(left.code, describeRun(left)).toBe(0);
+    const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
+    const mark = bed.mark();
+    const forced = await bed.main(['register', bed.path('pend-force/f.txt'), '--force', '--json']);
+    expect(forced.code, describeRun(forced)).toBe(0);
+    expect(bed.callsSince(mark).map((call) => [call.route, call.path.includes(f) || call.body.includes(f)])).toEqual([
+      ['request', true],
+      ['forfait', true],
+    ]);
+    expect(bed.pendingHashes()).toContain(pendingRoot);
+    expect((await bed.main(['pending', 'drop', pendingRoot])).code).toBe(0);
+  });
+
   it('a document with a session of its own pending goes into the tree; a warning says its session would pay twice', async () => {
     const own = await bed.write('own-pending/a.txt', 'own session a\n');
     await bed.write('own-pending/b.txt', 'own session b\n');
