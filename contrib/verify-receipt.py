@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""python3 verify-receipt.py <document> <receipt>: notarize verify --receipt, standard library only.
+"""python3 verify-receipt.py <document|-> <receipt>: notarize verify --receipt, standard library only (-: standard input).
 
 Verdicts: verified (exit 0); modified, a consistent receipt of another digest, or invalid, a receipt that
 contradicts itself (exit 6); exit 2: bad arguments, unreadable files, a receipt over 1 MiB. See docs/verify-by-hand.md:
@@ -21,9 +21,9 @@ def open_regular(path):  # as notarize opens inputs: non-blocking, and a regular
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     if stat.S_ISREG(os.fstat(fd).st_mode): return os.fdopen(fd, "rb")
     os.close(fd); raise OSError(0, "not a regular file", path)
-def sha256_of(path):
+def sha256_of(path):  # "-": standard input, as notarize verify reads it (a pipe, so not open_regular's)
     digest = hashlib.sha256()
-    with open_regular(path) as document:
+    with (os.fdopen(os.dup(0), "rb") if path == "-" else open_regular(path)) as document:
         for block in iter(lambda: document.read(1 << 20), b""): digest.update(block)
     return digest.hexdigest()
 def need(ok, why="the receipt is malformed"):
@@ -83,7 +83,7 @@ def read_receipt(text):  # (digest, verificationUrl or None) of a consistent rec
 
 def main(argv):
     refuse = lambda why: print(shown(why), file=sys.stderr) or 2  # exit 2: nothing was judged
-    if len(argv) != 3: return refuse("usage: verify-receipt.py <document> <receipt>")
+    if len(argv) != 3: return refuse("usage: verify-receipt.py <document|-> <receipt>")
     try:
         digest = sha256_of(argv[1])
         with open_regular(argv[2]) as receipt_file: text = receipt_file.read(MAX_BYTES + 1)

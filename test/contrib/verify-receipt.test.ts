@@ -282,6 +282,32 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
     expect(exact.status).toBe('verified');
   });
 
+  it("'-' reads the document from standard input, as notarize verify does", async () => {
+    const { doc, receipt } = download();
+    const [bytes, other] = [readFileSync(doc('a.txt')), Buffer.from('not the document\n')];
+    const python = await runProcess(
+      'python3',
+      [SCRIPT, '-', receipt('a.txt')],
+      {},
+      { noBaseUrlCheck: true, input: bytes },
+    );
+    expect(python.code, describeRun(python)).toBe(0);
+    expect(python.stdout).toMatch(/^verified: - matches its receipt/);
+    const changed = await runProcess(
+      'python3',
+      [SCRIPT, '-', receipt('a.txt')],
+      {},
+      { noBaseUrlCheck: true, input: other },
+    );
+    expect(changed.code, describeRun(changed)).toBe(6);
+    expect(changed.stdout).toMatch(/^modified: - has digest /);
+    const notarize = await bed.main(['verify', '-', '--receipt', receipt('a.txt'), '--output', 'ndjson'], {
+      input: bytes,
+      env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'empty-store-')), NOTARIZE_API_KEY: '' },
+    });
+    expect(notarize.code, describeRun(notarize)).toBe(0);
+  });
+
   it('a document that cannot be read: exit 2 from both, one line on stderr', async () => {
     const { doc, receipt } = download();
     const { python, notarize } = await bothVerdicts(doc('missing.txt'), receipt('a.txt'));
