@@ -9,6 +9,7 @@ import { lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeF
 import { Worker } from "node:worker_threads";
 import { setTimeout as setTimeout$1 } from "node:timers/promises";
 import tty from "node:tty";
+import { isUtf8 } from "node:buffer";
 import { createServer } from "node:http";
 import { gzipSync } from "node:zlib";
 import { isDeepStrictEqual, stripVTControlCharacters } from "node:util";
@@ -16136,6 +16137,7 @@ async function* splitList(input, nul) {
 			tooLong: bytes.subarray(0, 60).toString("utf8"),
 			bytes: length
 		};
+		if (!isUtf8(bytes)) return { notUtf8: bytes };
 		return { name: bytes.toString("utf8") };
 	};
 	for await (const raw of input) {
@@ -16210,20 +16212,82 @@ function unusable(path, error) {
 		error: new InputFileError(path, fileErrorReason(error))
 	};
 }
+/**
+* notarize names files by UTF-8 strings. A name whose bytes are not UTF-8
+* would be decoded with U+FFFD in place of those bytes, and so open another
+* file, one whose name really holds U+FFFD, or none: such a name fails on
+* its own, never checked in another's place. `shown`: the name with those
+* bytes as \xNN (escapedName), so it is not mistaken for the other.
+*/
+function notUtf8(shown, where) {
+	const reason = `its name is not valid UTF-8 (${where}), so notarize cannot open it by name`;
+	return {
+		kind: "unusable",
+		path: shown,
+		error: new InputFileError(shown, reason, {
+			code: "name_not_utf8",
+			message: `'${shown}': ${reason}`,
+			hint: "rename it to a UTF-8 name, or leave it out (--exclude)"
+		})
+	};
+}
+/** `bytes` as text, each byte that is not part of a UTF-8 character written `\xNN`. */
+function escapedName(bytes) {
+	let text = "";
+	let from = 0;
+	for (let i = 0; i < bytes.length;) {
+		const lead = bytes[i];
+		const length = lead < 128 ? 1 : lead >= 194 && lead < 224 ? 2 : lead >= 224 && lead < 240 ? 3 : lead >= 240 && lead < 245 ? 4 : 0;
+		if (length > 0 && isUtf8(bytes.subarray(i, i + length)) && i + length <= bytes.length) {
+			i += length;
+			continue;
+		}
+		text += bytes.subarray(from, i).toString("utf8") + `\\x${lead.toString(16).padStart(2, "0")}`;
+		from = ++i;
+	}
+	return text + bytes.subarray(from).toString("utf8");
+}
+/**
+* A path named on the command line holding U+FFFD: what the bytes of an
+* argument that are not UTF-8 become (as for -d), so which file is meant
+* cannot be known. A --files-from list is decoded strictly and takes a real one.
+*/
+function replacementNamed(path) {
+	const reason = "it holds U+FFFD, which is what bytes of a command line that are not UTF-8 become";
+	return {
+		kind: "unusable",
+		path,
+		error: new InputFileError(path, reason, {
+			code: "name_not_utf8",
+			message: `'${path}': ${reason}: notarize cannot tell which file is meant`,
+			hint: "rename it to a UTF-8 name, or name it in a --files-from list (read strictly)"
+		})
+	};
+}
 /** The files under `dir` in name order (deterministic), depth first. */
 async function* walk(dir, below, filter, onSkipped) {
-	let entries;
+	let listed;
 	try {
-		entries = await readdir(dir, { withFileTypes: true });
+		listed = await readdir(dir, {
+			withFileTypes: true,
+			encoding: "buffer"
+		});
 	} catch (error) {
 		yield unusable(dir, error);
 		return;
 	}
+	const entries = listed.map((entry) => ({
+		entry,
+		name: entry.name.toString("utf8"),
+		utf8: isUtf8(entry.name)
+	}));
 	entries.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-	for (const entry of entries) {
-		const path = join(dir, entry.name);
-		const relativePath = below ? `${below}/${entry.name}` : entry.name;
-		if (entry.isDirectory()) yield* walk(path, relativePath, filter, onSkipped);
+	for (const { entry, name, utf8 } of entries) {
+		const path = join(dir, name);
+		const relativePath = below ? `${below}/${name}` : name;
+		if (!utf8) {
+			if (entry.isDirectory() ? !filter.excludes(relativePath) : filter.accepts(relativePath)) yield notUtf8(join(dir, escapedName(entry.name)), "found in a folder walked");
+		} else if (entry.isDirectory()) yield* walk(path, relativePath, filter, onSkipped);
 		else if (!entry.isFile()) {
 			if (leftOut(path, relativePath, filter)) continue;
 			onSkipped({
@@ -16302,6 +16366,7 @@ function noDocuments(options) {
 /** The items of each path named, then of each path of the list. */
 async function* expandAll(paths, list, state) {
 	for (const path of paths) if (path === "-") yield { kind: "stdin" };
+	else if (path.includes("�")) yield replacementNamed(path);
 	else yield* expandPath(path, state);
 	if (list === void 0) return;
 	let names = 0;
@@ -16325,7 +16390,8 @@ async function* expandAll(paths, list, state) {
 				path,
 				error: new InputFileError(path, `a line of ${entry.bytes} bytes in the --files-from list: too long for a path`, { code: "path_too_long" })
 			};
-		} else if (entry.name === "-") {
+		} else if ("notUtf8" in entry) yield notUtf8(escapedName(entry.notUtf8), "in the --files-from list");
+		else if (entry.name === "-") {
 			if (state.stdinTaken) {
 				const reason = "'-' (standard input) can be named only once";
 				yield {

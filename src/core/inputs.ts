@@ -14,6 +14,7 @@
  * --files-from list of millions of paths is streamed (never held whole, as
  * text or as an array), so memory stays bounded however long it is.
  */
+import { isUtf8 } from 'node:buffer';
 import { lstatSync, statSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -92,7 +93,12 @@ export const MAX_LIST_PATH_BYTES = 4096;
 export const MAX_LIST_GAP_BYTES = 1024 * 1024;
 
 /** What a --files-from list yields: a name, or a stretch that cannot be one. */
-type ListEntry = { name: string } | { tooLong: string; bytes: number } | { garbage: number };
+type ListEntry =
+  | { name: string }
+  | { tooLong: string; bytes: number }
+  | { garbage: number }
+  /** Bytes that are not UTF-8 (shown with U+FFFD for them). */
+  | { notUtf8: Buffer };
 
 /**
  * Splits a stream into names at '\n' (a '\r' before it dropped) or NUL,
@@ -118,6 +124,8 @@ export async function* splitList(
     overflow = 0;
     if (length === 0) return undefined;
     if (length > MAX_LIST_PATH_BYTES) return { tooLong: bytes.subarray(0, 60).toString('utf8'), bytes: length };
+    // Decoded strictly: a lossy decoding could name another file, one whose name has U+FFFD in it.
+    if (!isUtf8(bytes)) return { notUtf8: bytes };
     return { name: bytes.toString('utf8') };
   };
   for await (const raw of input) {
@@ -201,6 +209,70 @@ function unusable(path: string, error: unknown): InputItem {
   return { kind: 'unusable', path, error: new InputFileError(path, fileErrorReason(error as NodeJS.ErrnoException)) };
 }
 
+/**
+ * notarize names files by UTF-8 strings. A name whose bytes are not UTF-8
+ * would be decoded with U+FFFD in place of those bytes, and so open another
+ * file, one whose name really holds U+FFFD, or none: such a name fails on
+ * its own, never checked in another's place. `shown`: the name with those
+ * bytes as \xNN (escapedName), so it is not mistaken for the other.
+ */
+function notUtf8(shown: string, where: string): InputItem {
+  const reason = `its name is not valid UTF-8 (${where}), so notarize cannot open it by name`;
+  return {
+    kind: 'unusable',
+    path: shown,
+    error: new InputFileError(shown, reason, {
+      code: 'name_not_utf8',
+      message: `'${shown}': ${reason}`,
+      hint: 'rename it to a UTF-8 name, or leave it out (--exclude)',
+    }),
+  };
+}
+
+/** `bytes` as text, each byte that is not part of a UTF-8 character written `\xNN`. */
+export function escapedName(bytes: Buffer): string {
+  let text = '';
+  let from = 0;
+  for (let i = 0; i < bytes.length;) {
+    const lead = bytes[i]!;
+    const length =
+      lead < 0x80
+        ? 1
+        : lead >= 0xc2 && lead < 0xe0
+          ? 2
+          : lead >= 0xe0 && lead < 0xf0
+            ? 3
+            : lead >= 0xf0 && lead < 0xf5
+              ? 4
+              : 0;
+    if (length > 0 && isUtf8(bytes.subarray(i, i + length)) && i + length <= bytes.length) {
+      i += length;
+      continue;
+    }
+    text += bytes.subarray(from, i).toString('utf8') + `\\x${lead.toString(16).padStart(2, '0')}`;
+    from = ++i;
+  }
+  return text + bytes.subarray(from).toString('utf8');
+}
+
+/**
+ * A path named on the command line holding U+FFFD: what the bytes of an
+ * argument that are not UTF-8 become (as for -d), so which file is meant
+ * cannot be known. A --files-from list is decoded strictly and takes a real one.
+ */
+function replacementNamed(path: string): InputItem {
+  const reason = 'it holds U+FFFD, which is what bytes of a command line that are not UTF-8 become';
+  return {
+    kind: 'unusable',
+    path,
+    error: new InputFileError(path, reason, {
+      code: 'name_not_utf8',
+      message: `'${path}': ${reason}: notarize cannot tell which file is meant`,
+      hint: 'rename it to a UTF-8 name, or name it in a --files-from list (read strictly)',
+    }),
+  };
+}
+
 /** The files under `dir` in name order (deterministic), depth first. */
 async function* walk(
   dir: string,
@@ -208,19 +280,25 @@ async function* walk(
   filter: PathFilter,
   onSkipped: (skipped: SkippedPath) => void,
 ): AsyncGenerator<InputItem> {
-  let entries;
+  let listed;
   try {
-    entries = await readdir(dir, { withFileTypes: true });
+    // As bytes: a name that is not UTF-8 must not be decoded into another's (notUtf8).
+    listed = await readdir(dir, { withFileTypes: true, encoding: 'buffer' });
   } catch (error) {
     // A subdirectory that cannot be listed fails on its own, like a named file.
     yield unusable(dir, error);
     return;
   }
+  const entries = listed.map((entry) => ({ entry, name: entry.name.toString('utf8'), utf8: isUtf8(entry.name) }));
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  for (const entry of entries) {
-    const path = join(dir, entry.name);
-    const relativePath = below ? `${below}/${entry.name}` : entry.name;
-    if (entry.isDirectory()) {
+  for (const { entry, name, utf8 } of entries) {
+    const path = join(dir, name);
+    const relativePath = below ? `${below}/${name}` : name;
+    if (!utf8) {
+      // Left out as any other would be; a folder may hold files --include lets through.
+      const wanted = entry.isDirectory() ? !filter.excludes(relativePath) : filter.accepts(relativePath);
+      if (wanted) yield notUtf8(join(dir, escapedName(entry.name)), 'found in a folder walked');
+    } else if (entry.isDirectory()) {
       yield* walk(path, relativePath, filter, onSkipped);
     } else if (!entry.isFile()) {
       // A link or special file: reported (verify fails it), unless --include/--exclude leave it out.
@@ -334,6 +412,7 @@ async function* expandAll(
 ): AsyncGenerator<InputItem> {
   for (const path of paths) {
     if (path === '-') yield { kind: 'stdin' };
+    else if (path.includes('\uFFFD')) yield replacementNamed(path);
     else yield* expandPath(path, state);
   }
   if (list === undefined) return;
@@ -368,6 +447,8 @@ async function* expandAll(
           },
         ),
       };
+    } else if ('notUtf8' in entry) {
+      yield notUtf8(escapedName(entry.notUtf8), 'in the --files-from list');
     } else if (entry.name === '-') {
       if (state.stdinTaken) {
         const reason = "'-' (standard input) can be named only once";

@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { escapedName } from '../../src/core/inputs.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
 import { jsonError, missingFileResult, parseResults } from '../helpers/results.js';
@@ -237,6 +238,73 @@ describe('--files-from', () => {
       `cannot read the --files-from list from '${bed.path('no-such-list.txt')}': no such file`,
     );
     expect(bed.sandbox.calls.length).toBe(calls);
+  });
+});
+
+describe('names that are not UTF-8: failed, never read as another file', () => {
+  /** dir/a<0xff> (not UTF-8), beside dir/a\uFFFD (UTF-8, what a lossy decoding of the first gives) and dir/b. */
+  async function threeFiles(dir: string) {
+    await mkdir(bed.path(dir), { recursive: true });
+    const bad = Buffer.concat([Buffer.from(bed.path(`${dir}/a`)), Buffer.of(0xff)]);
+    await writeFile(bad, 'never registered\n');
+    const real = await bed.write(`${dir}/a\uFFFD`, 'a real U+FFFD in its name\n');
+    const b = await bed.write(`${dir}/b`, 'plain b\n');
+    return { real, b, shown: bed.path(`${dir}/a\uFFFD`) };
+  }
+
+  it('in a folder walked: that file fails (name_not_utf8), the one really named with U+FFFD is hashed once', async () => {
+    const { real, b, shown } = await threeFiles('walked');
+    const run = await bed.main(['hash', '-r', bed.path('walked'), '--json']);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(JSON.parse(run.stdout)).toEqual([
+      { file: shown, hash: real },
+      { file: bed.path('walked/b'), hash: b },
+    ]);
+    // Its bytes that are not UTF-8 are shown as \xNN: not mistaken for the other a-file.
+    expect(run.stderr).toContain(
+      `${bed.path('walked/a')}\\xff: its name is not valid UTF-8 (found in a folder walked), so notarize cannot open it by name`,
+    );
+    // --exclude leaves it out as any other file; --include too, when it does not match.
+    const excluded = await bed.main(['hash', '-r', bed.path('walked'), '--exclude', 'a*', '--json']);
+    expect(excluded.code, describeRun(excluded)).toBe(0);
+    expect(JSON.parse(excluded.stdout)).toEqual([{ file: bed.path('walked/b'), hash: b }]);
+    const included = await bed.main(['hash', '-r', bed.path('walked'), '--include', 'b', '--json']);
+    expect(included.code, describeRun(included)).toBe(0);
+    expect(JSON.parse(included.stdout)).toEqual([{ file: bed.path('walked/b'), hash: b }]);
+  });
+
+  it('in a --files-from list: decoded strictly, so a real U+FFFD is taken and bytes that are not UTF-8 fail', async () => {
+    const { real, shown } = await threeFiles('listed');
+    const list = Buffer.concat([
+      Buffer.from(bed.path('listed/a')),
+      Buffer.of(0xff, 0),
+      Buffer.from(shown),
+      Buffer.of(0),
+    ]);
+    const run = await bed.main(['hash', '--files-from', '-', '-0', '--json'], { input: list });
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(JSON.parse(run.stdout)).toEqual([{ file: shown, hash: real }]);
+    expect(run.stderr).toContain(
+      `${bed.path('listed/a')}\\xff: its name is not valid UTF-8 (in the --files-from list)`,
+    );
+  });
+
+  it('named on the command line with U+FFFD: refused, since a lossy decoding gives the same string', async () => {
+    const { shown } = await threeFiles('named');
+    const run = await bed.main(['register', shown, '--json']);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(jsonError(run.stderr)).toMatchObject({ code: 'name_not_utf8' });
+    expect(run.stderr).toContain('U+FFFD, which is what bytes of a command line that are not UTF-8 become');
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('escapedName writes each byte outside a UTF-8 character as \\xNN, and keeps the characters', () => {
+    const bytes = (...parts: (string | number[])[]) =>
+      Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part))));
+    expect(escapedName(bytes('caf', [0xe9], '.txt'))).toBe('caf\\xe9.txt');
+    expect(escapedName(bytes('é', [0xc3], 'x', [0xf0, 0x9f, 0x98], '😀'))).toBe('é\\xc3x\\xf0\\x9f\\x98😀');
+    expect(escapedName(bytes([0xed, 0xa0, 0x80], '\uFFFD'))).toBe('\\xed\\xa0\\x80\uFFFD');
+    expect(escapedName(bytes([0xc0, 0xaf]))).toBe('\\xc0\\xaf');
   });
 });
 
