@@ -11878,6 +11878,14 @@ function readTreeFile(file, root, wanted, { anyOwner = false, exactOnly = false 
 		if (digests === void 0 && exactOnly) throw corrupt(file, "it is not exactly as notarize writes a tree");
 		if (digests && wanted && !wanted(digests)) return void 0;
 	}
+	return treeOfText(file, text, root);
+}
+/**
+* The tree of `root` in a tree file's text (read from `file`, named in
+* errors): throws StoreError when it is not one, holds another root, or
+* its leaves are not those it was written with.
+*/
+function treeOfText(file, text, root) {
 	const entry = parseStoreText(file, text, treeEntrySchema);
 	if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
 	if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
@@ -12399,6 +12407,25 @@ function manifestRoot(name) {
 	return /^[0-9a-f]{64}\.tree\.json$/.test(name) ? name.slice(0, 64) : void 0;
 }
 /**
+* Whether `file` is the manifest of the tree of `root` exactly as
+* treeManifestText writes it, byte for byte, its leaves making that root:
+* only such a file in --receipt-dir is no document (`verify` passes it
+* over). Anything else named like one, a script with a manifest's tail
+* say, is not.
+*/
+function isExactManifest(file, root) {
+	try {
+		const text = readRegularFile(file, { anyOwner: true });
+		if (text === void 0) return false;
+		const entry = treeOfText(file, text, root);
+		foldedTree(entry, file);
+		return [...treeManifestText(entry)].join("") === text;
+	} catch (error) {
+		if (error instanceof StoreError) return false;
+		throw error;
+	}
+}
+/**
 * The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
 * every leaf (name, digest, size, salt, index) under its root, one per line,
 * from which any document's proof can be made again (see
@@ -12416,6 +12443,7 @@ var LoadedTree, RANK, Trees;
 var init_trees = __esmMin((() => {
 	init_service_store();
 	init_errors();
+	init_files();
 	init_merkle();
 	init_notarize();
 	init_receipt_format();
@@ -18600,8 +18628,10 @@ which digest was registered and where the service shows it: open its verificatio
 confirm the registration itself. Receipts written before format v1 (the bare record) are read.
 A document that cannot be read (missing, unreadable, not a regular file), or a receipt found
 that cannot be, is a failed result and the others go on. Exit 0 when every document is verified;
-2 when one could not be checked (nothing is ever sent); else 6. A file in --receipt-dir
-that is no receipt is failed too: register passes such files over, so they have none. So is a
+2 when one could not be checked (nothing is ever sent); else 6. A --receipt-dir that is no
+folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
+tree manifest byte for byte as register writes it, is failed too: register passes such files
+over, so they have none. So is a
 symbolic link or special file met under a folder walked: verify does not follow it, so what
 it stands for is not checked (--exclude leaves it out on purpose).
 ${examples([
@@ -18726,6 +18756,7 @@ async function receiptSources(options, expansion, skip) {
 			} }
 		};
 	}
+	if (options.receiptDir !== void 0) checkReceiptDir(options.receiptDir);
 	const inReceiptDir = options.receiptDir === void 0 ? void 0 : insideDir(options.receiptDir);
 	const walked = expansion.single ? expansion.items : withoutReceipts(expansion.items, inReceiptDir, skip);
 	if (options.receiptDir === void 0) return {
@@ -18747,6 +18778,24 @@ async function receiptSources(options, expansion, skip) {
 	};
 }
 /**
+* A --receipt-dir that is no folder is a mistake to say, not an empty one:
+* the ledger alone would then decide, and a mistyped path pass on a machine
+* whose store has the documents.
+*/
+function checkReceiptDir(dir) {
+	let reason;
+	try {
+		if (!statSync(dir).isDirectory()) reason = "not a directory";
+	} catch (error) {
+		reason = fileErrorReason(error);
+	}
+	if (reason === void 0) return;
+	throw new UsageError(`cannot read receipts from --receipt-dir '${dir}': ${reason}`, {
+		code: "receipt_dir_unusable",
+		hint: "name the folder `register --receipt-dir` wrote the receipts to"
+	});
+}
+/**
 * The items of a walk without the receipts in it: the receipts and tree
 * manifests that notarize writes, found as `*.notarization.json` or under
 * --receipt-dir. Only a file that is one is passed over: anything else
@@ -18759,7 +18808,7 @@ async function* withoutReceipts(items, inReceiptDir, skip) {
 	for await (const item of items) {
 		const named = item.kind === "file" && item.relative !== void 0 && item.path.endsWith(".notarization.json");
 		const inside = item.kind === "file" && inReceiptDir !== void 0 && inReceiptDir(item.path);
-		if ((named || inside) && await isNotarizeOutput(item.path)) {
+		if ((named || inside) && await isNotarizeOutput(item.path, inside)) {
 			skip(item.path, `${inside ? "inside --receipt-dir: " : ""}a receipt or tree manifest (not a document)`);
 			continue;
 		}
@@ -18774,11 +18823,17 @@ async function* withoutReceipts(items, inReceiptDir, skip) {
 }
 /**
 * Whether `path` is a receipt that holds together (readReceipt) or a tree
-* manifest exactly as notarize writes it: only such a file is no document.
+* manifest exactly as notarize writes it (isExactManifest): only such a
+* file is no document. In --receipt-dir (`inside`) a receipt must also be
+* named as register names them (`*.notarization.json`): another JSON file
+* there that reads as a bare record is a file register passed over.
 */
-async function isNotarizeOutput(path) {
+async function isNotarizeOutput(path, inside) {
 	try {
-		if (manifestRoot(basename(path)) !== void 0) return treeFileDigests(path, { anyOwner: true }) !== void 0;
+		const name = basename(path);
+		const root = manifestRoot(name);
+		if (root !== void 0) return isExactManifest(path, root);
+		if (inside && !name.endsWith(".notarization.json")) return false;
 		const text = await readReceiptFile(path);
 		return text !== void 0 && readReceipt(text).consistent;
 	} catch {
@@ -18854,7 +18909,6 @@ var init_verify = __esmMin((() => {
 	init_receipts();
 	init_errors();
 	init_results();
-	init_service_store();
 	init_action();
 	init_input_options();
 	init_options();

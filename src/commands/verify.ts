@@ -5,17 +5,18 @@
  * when a document is not verified.
  */
 import type { Command } from 'commander';
+import { statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { runAll, type Settled } from '../core/batch.js';
 import { readReceipt, type InclusionProof } from '../core/receipt-format.js';
 import { Evidence, MAX_RECEIPT_BYTES, readReceiptFile, type Finding, type ReceiptSources } from '../core/evidence.js';
-import { hashStream } from '../core/hash.js';
+import { fileErrorReason, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex } from '../core/ledger.js';
-import { manifestRoot } from '../core/trees.js';
+import { isExactManifest, manifestRoot } from '../core/trees.js';
 import { readTextInput } from '../core/read-input.js';
 import { insideDir, RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
 import { InputFileError, NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
@@ -30,7 +31,7 @@ import {
   type ItemResult,
   type ItemStatus,
 } from '../output/results.js';
-import { treeFileDigests, type ServiceStore } from '../store/service-store.js';
+import type { ServiceStore } from '../store/service-store.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, outputOption, outputSchema, parseOptions } from './options.js';
@@ -73,8 +74,10 @@ which digest was registered and where the service shows it: open its verificatio
 confirm the registration itself. Receipts written before format v1 (the bare record) are read.
 A document that cannot be read (missing, unreadable, not a regular file), or a receipt found
 that cannot be, is a failed result and the others go on. Exit 0 when every document is verified;
-2 when one could not be checked (nothing is ever sent); else 6. A file in --receipt-dir
-that is no receipt is failed too: register passes such files over, so they have none. So is a
+2 when one could not be checked (nothing is ever sent); else 6. A --receipt-dir that is no
+folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
+tree manifest byte for byte as register writes it, is failed too: register passes such files
+over, so they have none. So is a
 symbolic link or special file met under a folder walked: verify does not follow it, so what
 it stands for is not checked (--exclude leaves it out on purpose).
 ${examples([
@@ -211,6 +214,7 @@ async function receiptSources(
     const text = await readTextInput(options.receipt, options.io.stdin, MAX_RECEIPT_BYTES, 'the receipt');
     return { documents: expansion.items, sources: { receipt: { path: options.receipt, text } } };
   }
+  if (options.receiptDir !== undefined) checkReceiptDir(options.receiptDir);
   const inReceiptDir = options.receiptDir === undefined ? undefined : insideDir(options.receiptDir);
   const walked = expansion.single ? expansion.items : withoutReceipts(expansion.items, inReceiptDir, skip);
   if (options.receiptDir === undefined) return { documents: walked, sources: {} };
@@ -225,6 +229,25 @@ async function receiptSources(
     ),
   );
   return { documents: all, sources: { receiptDir: { dir: options.receiptDir, names } } };
+}
+
+/**
+ * A --receipt-dir that is no folder is a mistake to say, not an empty one:
+ * the ledger alone would then decide, and a mistyped path pass on a machine
+ * whose store has the documents.
+ */
+function checkReceiptDir(dir: string): void {
+  let reason: string | undefined;
+  try {
+    if (!statSync(dir).isDirectory()) reason = 'not a directory';
+  } catch (error) {
+    reason = fileErrorReason(error as NodeJS.ErrnoException);
+  }
+  if (reason === undefined) return;
+  throw new UsageError(`cannot read receipts from --receipt-dir '${dir}': ${reason}`, {
+    code: 'receipt_dir_unusable',
+    hint: 'name the folder `register --receipt-dir` wrote the receipts to',
+  });
 }
 
 /**
@@ -245,7 +268,7 @@ async function* withoutReceipts(
     const walked = item.kind === 'file' && item.relative !== undefined;
     const named = walked && item.path.endsWith(RECEIPT_SUFFIX);
     const inside = item.kind === 'file' && inReceiptDir !== undefined && inReceiptDir(item.path);
-    if ((named || inside) && (await isNotarizeOutput(item.path))) {
+    if ((named || inside) && (await isNotarizeOutput(item.path, inside))) {
       skip(item.path, `${inside ? 'inside --receipt-dir: ' : ''}a receipt or tree manifest (not a document)`);
       continue;
     }
@@ -265,11 +288,17 @@ async function* withoutReceipts(
 
 /**
  * Whether `path` is a receipt that holds together (readReceipt) or a tree
- * manifest exactly as notarize writes it: only such a file is no document.
+ * manifest exactly as notarize writes it (isExactManifest): only such a
+ * file is no document. In --receipt-dir (`inside`) a receipt must also be
+ * named as register names them (`*.notarization.json`): another JSON file
+ * there that reads as a bare record is a file register passed over.
  */
-async function isNotarizeOutput(path: string): Promise<boolean> {
+async function isNotarizeOutput(path: string, inside: boolean): Promise<boolean> {
   try {
-    if (manifestRoot(basename(path)) !== undefined) return treeFileDigests(path, { anyOwner: true }) !== undefined;
+    const name = basename(path);
+    const root = manifestRoot(name);
+    if (root !== undefined) return isExactManifest(path, root);
+    if (inside && !name.endsWith(RECEIPT_SUFFIX)) return false;
     const text = await readReceiptFile(path);
     return text !== undefined && readReceipt(text).consistent;
   } catch {

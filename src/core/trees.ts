@@ -13,12 +13,14 @@ import {
   jsonWithRows,
   LEAVES_DIGEST,
   TREE_MANIFEST,
+  treeOfText,
   type LedgerEntry,
   type ServiceStore,
   type TreeEntry,
   type TreeLeaf,
 } from '../store/service-store.js';
 import { NotNotarizedError, StoreError } from '../errors.js';
+import { readRegularFile } from '../store/files.js';
 import { leafHash, MerkleTree } from './merkle.js';
 import { ANSWERED_409 } from './notarize.js';
 import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
@@ -340,6 +342,26 @@ export function manifestName(root: string): string {
 /** The root a manifest's file name names, or undefined for a name that is no manifest's. */
 export function manifestRoot(name: string): string | undefined {
   return /^[0-9a-f]{64}\.tree\.json$/.test(name) ? name.slice(0, 64) : undefined;
+}
+
+/**
+ * Whether `file` is the manifest of the tree of `root` exactly as
+ * treeManifestText writes it, byte for byte, its leaves making that root:
+ * only such a file in --receipt-dir is no document (`verify` passes it
+ * over). Anything else named like one, a script with a manifest's tail
+ * say, is not.
+ */
+export function isExactManifest(file: string, root: string): boolean {
+  try {
+    const text = readRegularFile(file, { anyOwner: true });
+    if (text === undefined) return false;
+    const entry = treeOfText(file, text, root);
+    foldedTree(entry, file);
+    return [...treeManifestText(entry)].join('') === text;
+  } catch (error) {
+    if (error instanceof StoreError) return false;
+    throw error;
+  }
 }
 
 /**

@@ -277,6 +277,15 @@ export function readTreeFile(
     if (digests === undefined && exactOnly) throw corrupt(file, 'it is not exactly as notarize writes a tree');
     if (digests && wanted && !wanted(digests)) return undefined;
   }
+  return treeOfText(file, text, root);
+}
+
+/**
+ * The tree of `root` in a tree file's text (read from `file`, named in
+ * errors): throws StoreError when it is not one, holds another root, or
+ * its leaves are not those it was written with.
+ */
+export function treeOfText(file: string, text: string, root: string): TreeEntry {
   const entry = parseStoreText(file, text, treeEntrySchema);
   if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
   // Leaves changed since notarize wrote them (a digit, a line) could drop a document from its tree.

@@ -20,7 +20,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { treeManifestText } from '../../src/core/trees.js';
 import type { TreeEntry } from '../../src/store/service-store.js';
@@ -30,7 +30,7 @@ import { Bed } from '../helpers/bed.js';
 import { storePaths } from '../helpers/store.js';
 import { describeRun, REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
-import { countStatuses, parseNdjson, parseResults } from '../helpers/results.js';
+import { countStatuses, jsonError, parseNdjson, parseResults } from '../helpers/results.js';
 
 const COUNT = 50;
 const NAMES = Array.from({ length: COUNT }, (_, i) => `doc-${String(i).padStart(2, '0')}.txt`);
@@ -150,6 +150,50 @@ describe('register --aggregate over 50 documents', () => {
       expect(results.every((r) => r.source === 'receipt' && r.proof!.root === root)).toBe(true);
     } finally {
       await extra.finish();
+    }
+  });
+
+  it('in --receipt-dir only an exact manifest and receipts named as register names them are passed over', async () => {
+    const { receipts, verify } = download();
+    const folder = dirname(receipts);
+    // Walked with its receipts: the 50 receipts and the manifest are no documents.
+    const clean = await verify(['-r', folder, '--receipt-dir', receipts]);
+    expect(clean.code, describeRun(clean)).toBe(0);
+    expect(countStatuses(parseResults(clean.stdout))).toEqual({ verified: COUNT, skipped: COUNT + 1 });
+
+    const manifest = readFileSync(join(receipts, `${root}.tree.json`), 'utf8');
+    // A script with a manifest's tail, named as a manifest.
+    const scriptName = `${'f'.repeat(64)}.tree.json`;
+    writeFileSync(
+      join(receipts, scriptName),
+      `#!/bin/sh\necho pwned\n${manifest.slice(manifest.indexOf('  "treeSize"'))}`,
+    );
+    // A bare record reads as a receipt written before v1, but is not named as register names receipts.
+    writeFileSync(join(receipts, 'config.json'), JSON.stringify({ hash: root, postinstall: 'echo pwned' }));
+    const run = await verify(['-r', folder, '--receipt-dir', receipts]);
+    expect(run.code, describeRun(run)).toBe(2);
+    const failed = parseResults(run.stdout).filter((r) => r.status === 'failed');
+    expect(failed.map((r) => [basename(r.file!), r.error!.code]).sort()).toEqual([
+      ['config.json', 'inside_receipt_dir'],
+      [scriptName, 'inside_receipt_dir'],
+    ]);
+
+    // The manifest with a member added, under its own name: not as notarize writes it.
+    const other = join(folder, 'other-receipts');
+    mkdirSync(other);
+    writeFileSync(join(other, `${root}.tree.json`), manifest.replace('{\n', '{\n  "payload": "echo pwned",\n'));
+    const extra = await verify(['-r', other, '--receipt-dir', other]);
+    expect(extra.code, describeRun(extra)).toBe(2);
+    expect(parseResults(extra.stdout)).toMatchObject([{ status: 'failed', error: { code: 'inside_receipt_dir' } }]);
+  });
+
+  it('a --receipt-dir that is no folder is exit 2, not an empty folder', async () => {
+    const { dist, receipts, verify } = download();
+    for (const dir of [join(receipts, 'missing'), join(receipts, `${NAMES[0]}.notarization.json`)]) {
+      const run = await verify(['-r', dist, '--receipt-dir', dir]);
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(jsonError(run.stderr)).toMatchObject({ code: 'receipt_dir_unusable' });
+      expect(run.stdout).toBe('');
     }
   });
 
@@ -381,7 +425,8 @@ describe('switching between --aggregate and per-document registration never pays
       'ndjson',
     ]);
     expect(batch.code, describeRun(batch)).toBe(0);
-    const results = parseNdjson(batch.stdout);
+    // NDJSON lines come as documents finish: in leaf order for the comparison.
+    const results = parseNdjson(batch.stdout).sort((x, y) => x.proof!.leafIndex - y.proof!.leafIndex);
     expect(results).toMatchObject([
       { status: 'registered', hash: a, proof: { root: pendingRoot, leafIndex: 0, treeSize: 3 } },
       { status: 'registered', hash: b, proof: { root: pendingRoot, leafIndex: 1, treeSize: 3 } },
