@@ -18625,7 +18625,8 @@ invalid: the receipt contradicts itself (its record is of another hash, its veri
 names another hash, or it is malformed).
 A receipt is evidence, not a signature: anyone can write one that holds together. It tells
 which digest was registered and where the service shows it: open its verification URL to
-confirm the registration itself. Receipts written before format v1 (the bare record) are read.
+confirm the registration itself (a warning names receipts of another service than the one
+configured). Receipts written before format v1 (the bare record) are read.
 A document that cannot be read (missing, unreadable, not a regular file), or a receipt found
 that cannot be, is a failed result and the others go on. Exit 0 when every document is verified;
 2 when one could not be checked (nothing is ever sent); else 6. A --receipt-dir that is no
@@ -18678,6 +18679,7 @@ async function runVerify(options, items = new ItemResults()) {
 	const pool = new HashPool(expansion.single ? 1 : void 0);
 	let only;
 	let singleError;
+	const elsewhere = new ElsewhereReceipts(baseUrl);
 	try {
 		await runAll(documents, async (item, i) => {
 			if (item.kind === "unusable") throw item.error;
@@ -18693,12 +18695,14 @@ async function runVerify(options, items = new ItemResults()) {
 					if (r.ok) only = r.value;
 					else if ("error" in r) singleError = r.error;
 				}
+				if (r.ok) elsewhere.add(r.value.finding);
 				items.add(i, toResult(item, r, baseUrl));
 			}
 		});
 	} finally {
 		await pool.close();
 	}
+	elsewhere.warn(io);
 	if (singleError) throw singleError;
 	if (expansion.single && !items.streams && only?.finding.status === "verified") {
 		const results = items.list();
@@ -18726,6 +18730,9 @@ async function runVerify(options, items = new ItemResults()) {
 		items,
 		...failure ? { failure } : {}
 	};
+}
+function withoutSlash(url) {
+	return url.endsWith("/") ? url.slice(0, -1) : url;
 }
 /** The error of a path a walk met and did not follow (see runVerify). */
 function notFollowed(path, reason) {
@@ -18894,7 +18901,7 @@ function toResult(item, r, baseUrl) {
 		...reason ? { reason } : {}
 	});
 }
-var optionsSchema$3, TITLE, INSIDE_RECEIPT_DIR;
+var optionsSchema$3, TITLE, ElsewhereReceipts, INSIDE_RECEIPT_DIR;
 var init_verify = __esmMin((() => {
 	init_zod();
 	init_batch();
@@ -18919,6 +18926,31 @@ var init_verify = __esmMin((() => {
 		output: outputSchema
 	});
 	TITLE = "notarize verify";
+	ElsewhereReceipts = class {
+		#baseUrl;
+		#count = 0;
+		#first = {
+			service: "",
+			receipt: ""
+		};
+		constructor(baseUrl) {
+			this.#baseUrl = withoutSlash(baseUrl);
+		}
+		add(finding) {
+			if (finding.status !== "verified" || finding.source !== "receipt" || finding.baseUrl === void 0) return;
+			if (withoutSlash(finding.baseUrl) === this.#baseUrl) return;
+			if (this.#count++ === 0) this.#first = {
+				service: finding.baseUrl,
+				receipt: finding.receipt ?? ""
+			};
+		}
+		warn(io) {
+			if (this.#count === 0) return;
+			const { service, receipt } = this.#first;
+			const which = this.#count === 1 ? `the receipt ${receipt}` : `${this.#count} receipts (among them ${receipt})`;
+			io.warn(`${which} name${this.#count === 1 ? "s" : ""} the service ${service}, not ${this.#baseUrl}: a receipt is evidence, not a signature; confirm the registration at its verification page only if you trust that service`);
+		}
+	};
 	INSIDE_RECEIPT_DIR = "inside_receipt_dir";
 }));
 // dist/commands/list.js

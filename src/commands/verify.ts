@@ -71,7 +71,8 @@ invalid: the receipt contradicts itself (its record is of another hash, its veri
 names another hash, or it is malformed).
 A receipt is evidence, not a signature: anyone can write one that holds together. It tells
 which digest was registered and where the service shows it: open its verification URL to
-confirm the registration itself. Receipts written before format v1 (the bare record) are read.
+confirm the registration itself (a warning names receipts of another service than the one
+configured). Receipts written before format v1 (the bare record) are read.
 A document that cannot be read (missing, unreadable, not a regular file), or a receipt found
 that cannot be, is a failed result and the others go on. Exit 0 when every document is verified;
 2 when one could not be checked (nothing is ever sent); else 6. A --receipt-dir that is no
@@ -126,6 +127,7 @@ export async function runVerify(
   const pool = new HashPool(expansion.single ? 1 : undefined);
   let only: Checked | undefined;
   let singleError: NotarizeError | undefined;
+  const elsewhere = new ElsewhereReceipts(baseUrl);
   try {
     await runAll(
       documents,
@@ -142,6 +144,7 @@ export async function runVerify(
             if (r.ok) only = r.value;
             else if ('error' in r) singleError = r.error;
           }
+          if (r.ok) elsewhere.add(r.value.finding);
           items.add(i, toResult(item, r, baseUrl));
         },
       },
@@ -149,6 +152,7 @@ export async function runVerify(
   } finally {
     await pool.close();
   }
+  elsewhere.warn(io);
   // One document named alone that cannot be read: the command's one-line error, as for any usage error.
   if (singleError) throw singleError;
   // One document verified prints its record, unless results stream (NDJSON): then its line.
@@ -170,6 +174,41 @@ export async function runVerify(
   }
   const failure = verifyFailure(items.counts, { baseUrl, unfollowed, receiptDir: options.receiptDir });
   return { kind: 'items', title: TITLE, items, ...(failure ? { failure } : {}) };
+}
+
+/**
+ * Receipts that verified but name another service than the one configured:
+ * anyone can write a receipt, so the page it sends the reader to confirm
+ * the registration is the receipt writer's choice. Said once, after the run.
+ */
+class ElsewhereReceipts {
+  readonly #baseUrl: string;
+  #count = 0;
+  #first = { service: '', receipt: '' };
+
+  constructor(baseUrl: string) {
+    this.#baseUrl = withoutSlash(baseUrl);
+  }
+
+  add(finding: Finding): void {
+    if (finding.status !== 'verified' || finding.source !== 'receipt' || finding.baseUrl === undefined) return;
+    if (withoutSlash(finding.baseUrl) === this.#baseUrl) return;
+    if (this.#count++ === 0) this.#first = { service: finding.baseUrl, receipt: finding.receipt ?? '' };
+  }
+
+  warn(io: IO): void {
+    if (this.#count === 0) return;
+    const { service, receipt } = this.#first;
+    const which = this.#count === 1 ? `the receipt ${receipt}` : `${this.#count} receipts (among them ${receipt})`;
+    io.warn(
+      `${which} name${this.#count === 1 ? 's' : ''} the service ${service}, not ${this.#baseUrl}: a receipt is evidence, ` +
+        'not a signature; confirm the registration at its verification page only if you trust that service',
+    );
+  }
+}
+
+function withoutSlash(url: string): string {
+  return url.endsWith('/') ? url.slice(0, -1) : url;
 }
 
 /** The error of a path a walk met and did not follow (see runVerify). */

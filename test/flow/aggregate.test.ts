@@ -148,6 +148,17 @@ describe('register --aggregate over 50 documents', () => {
       const results = parseResults(run.stdout);
       expect(countStatuses(results)).toEqual({ verified: COUNT });
       expect(results.every((r) => r.source === 'receipt' && r.proof!.root === root)).toBe(true);
+      // The receipts name the bed's service, not the one configured here: said once.
+      expect(run.stderr).toContain(`warning: ${COUNT} receipts (among them ${receipts}/doc-`);
+      expect(run.stderr).toContain(
+        `.txt.notarization.json) name the service ${bed.url}, not ${extra.url}: a receipt is evidence, not a signature; ` +
+          'confirm the registration at its verification page only if you trust that service',
+      );
+      expect(run.stderr.match(/name the service/g)).toHaveLength(1);
+      // Against the service they name: no such warning.
+      const same = await verify(['-r', dist, '--receipt-dir', receipts]);
+      expect(same.code, describeRun(same)).toBe(0);
+      expect(same.stderr).not.toContain('name the service');
     } finally {
       await extra.finish();
     }
