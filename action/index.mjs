@@ -12949,21 +12949,10 @@ async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ ne
 		}
 		if (tree.state === "registered" || tree.state === "confirmed") {
 			await tidyFinishedRoot(deps, root);
-			const entry = tree.record;
-			const service = entry ? void 0 : {
-				message: CONFIRMED_MESSAGE,
-				retiredSession: void 0
-			};
-			const outcome = {
-				kind: "already-registered",
-				hash: root,
-				entry,
-				...service ? { service } : {}
-			};
 			roots.set(root, {
 				ok: true,
 				sent: false,
-				outcome
+				outcome: finishedRoot(tree)
 			});
 			continue;
 		}
@@ -13030,6 +13019,28 @@ async function tidyFinishedRoot(deps, root) {
 			return Promise.resolve();
 		});
 	} catch {}
+}
+/**
+* The outcome of a tree whose root is done: registered (its record), or
+* `confirmed`: the service said it has the root (a 409), but its record
+* never reached this store. Nothing is sent for it.
+*/
+function finishedRoot(tree) {
+	const root = tree.entry.root;
+	if (tree.record) return {
+		kind: "already-registered",
+		hash: root,
+		entry: tree.record
+	};
+	return {
+		kind: "already-registered",
+		hash: root,
+		entry: void 0,
+		service: {
+			message: CONFIRMED_MESSAGE,
+			retiredSession: void 0
+		}
+	};
 }
 var CONFIRMED_MESSAGE;
 var init_aggregate = __esmMin((() => {
@@ -17423,11 +17434,7 @@ var init_register = __esmMin((() => {
 					sha256: input.hash,
 					proof: leaf.proof
 				};
-				outcome = {
-					kind: "already-registered",
-					hash: leaf.proof.root,
-					entry: leaf.record
-				};
+				outcome = finishedRoot(leaf.tree);
 			} else if (leaf?.state === "pending") {
 				under = {
 					sha256: input.hash,
@@ -17488,11 +17495,12 @@ var init_register = __esmMin((() => {
 		/**
 		* Where a document with no record of its own stands under the Merkle roots
 		* of this store (`register --aggregate`): a leaf of a registered root (its
-		* record and proof: registering it again would pay twice for what `verify`
-		* already calls notarized), or of a pending one (its tree and proof: that
-		* root is completed, see #underPendingRoot). --force registers it on its
-		* own. A root only planned (never answered) or only confirmed by a 409 does
-		* not count: the document goes through the flow as before. A tree file
+		* tree and proof: registering it again would pay twice for what `verify`
+		* already calls notarized; so for a root the service confirmed with a 409,
+		* whose record never arrived), or of a pending one (that root is completed,
+		* see #underPendingRoot). --force registers it on its own. A root only
+		* planned (never answered) does not count: the document goes through the
+		* flow as before. A tree file
 		* that cannot be read fails the documents it is not known not to hold (its
 		* error says how to restore it). The trees are read once per run, and only
 		* when a document is hashed: on a cold store there are none.
@@ -17510,7 +17518,7 @@ var init_register = __esmMin((() => {
 				return;
 			}
 			const { tree, leafIndex } = placed;
-			if (tree.state !== "registered" && tree.state !== "pending") return void 0;
+			if (tree.state === "planned") return void 0;
 			if (store.readRecord(hash) !== void 0) return void 0;
 			const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
 			if (tree.state === "pending") {
@@ -17523,7 +17531,7 @@ var init_register = __esmMin((() => {
 			}
 			return {
 				state: "registered",
-				record: tree.record,
+				tree,
 				proof
 			};
 		}

@@ -15,7 +15,7 @@ import type { SkippedPath } from '../core/inputs.js';
 import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
 import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import { registerRoot, type RootResult } from '../core/aggregate.js';
+import { finishedRoot, registerRoot, type RootResult } from '../core/aggregate.js';
 import { confirmedOf, Trees, type LoadedTree } from '../core/trees.js';
 import { type NotarizeError, type StoreError } from '../errors.js';
 import type { ServiceStore } from '../store/service-store.js';
@@ -405,7 +405,7 @@ class Registrar {
         );
       }
       under = { sha256: input.hash, proof: leaf.proof };
-      outcome = { kind: 'already-registered', hash: leaf.proof.root, entry: leaf.record };
+      outcome = finishedRoot(leaf.tree);
     } else if (leaf?.state === 'pending') {
       under = { sha256: input.hash, proof: leaf.proof };
       outcome = await this.#underPendingRoot(leaf.tree, onStep);
@@ -447,11 +447,12 @@ class Registrar {
   /**
    * Where a document with no record of its own stands under the Merkle roots
    * of this store (`register --aggregate`): a leaf of a registered root (its
-   * record and proof: registering it again would pay twice for what `verify`
-   * already calls notarized), or of a pending one (its tree and proof: that
-   * root is completed, see #underPendingRoot). --force registers it on its
-   * own. A root only planned (never answered) or only confirmed by a 409 does
-   * not count: the document goes through the flow as before. A tree file
+   * tree and proof: registering it again would pay twice for what `verify`
+   * already calls notarized; so for a root the service confirmed with a 409,
+   * whose record never arrived), or of a pending one (that root is completed,
+   * see #underPendingRoot). --force registers it on its own. A root only
+   * planned (never answered) does not count: the document goes through the
+   * flow as before. A tree file
    * that cannot be read fails the documents it is not known not to hold (its
    * error says how to restore it). The trees are read once per run, and only
    * when a document is hashed: on a cold store there are none.
@@ -471,7 +472,7 @@ class Registrar {
       return undefined;
     }
     const { tree, leafIndex } = placed;
-    if (tree.state !== 'registered' && tree.state !== 'pending') return undefined;
+    if (tree.state === 'planned') return undefined;
     // Its own record (registered one by one, or --force) answers for it, as the flow's does.
     if (store.readRecord(hash) !== undefined) return undefined;
     // A tree whose leaves do not make its root proves nothing: StoreError, the document fails (exit 2 or 1).
@@ -481,7 +482,8 @@ class Registrar {
       if (existsSync(store.pendingFile(hash))) return undefined;
       return { state: 'pending' as const, tree, proof };
     }
-    return { state: 'registered' as const, record: tree.record!, proof };
+    // Registered, or confirmed: the service answered 409 for the root, whose record this store never got.
+    return { state: 'registered' as const, tree, proof };
   }
 
   /**

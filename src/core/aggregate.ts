@@ -225,11 +225,7 @@ export async function registerRoots(
     }
     if (tree.state === 'registered' || tree.state === 'confirmed') {
       await tidyFinishedRoot(deps, root);
-      // `confirmed`: the service said it has the root (a 409), but its record never reached this store.
-      const entry = tree.record;
-      const service = entry ? undefined : { message: CONFIRMED_MESSAGE, retiredSession: undefined };
-      const outcome = { kind: 'already-registered', hash: root, entry, ...(service ? { service } : {}) } as const;
-      roots.set(root, { ok: true, sent: false, outcome });
+      roots.set(root, { ok: true, sent: false, outcome: finishedRoot(tree) });
       continue;
     }
     const result = await registerRoot(deps, tree, input);
@@ -298,6 +294,18 @@ async function tidyFinishedRoot(deps: FlowDeps, root: string): Promise<void> {
     // run's failure: an error here would end a run that registered other
     // roots, with exit 2 saying nothing was sent).
   }
+}
+
+/**
+ * The outcome of a tree whose root is done: registered (its record), or
+ * `confirmed`: the service said it has the root (a 409), but its record
+ * never reached this store. Nothing is sent for it.
+ */
+export function finishedRoot(tree: LoadedTree): Outcome {
+  const root = tree.entry.root;
+  if (tree.record) return { kind: 'already-registered', hash: root, entry: tree.record };
+  const service = { message: CONFIRMED_MESSAGE, retiredSession: undefined };
+  return { kind: 'already-registered', hash: root, entry: undefined, service };
 }
 
 /** What an already-registered result says of a root the service confirmed, whose record this store never got. */

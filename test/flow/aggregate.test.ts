@@ -949,6 +949,14 @@ describe('register --aggregate, second review', () => {
         `is registered (${bed.url} answered 409 for the Merkle root ${root} that holds it), but this store never received its record`,
       );
     }
+    // Registered on its own: already-registered under that root, nothing sent (--force pays).
+    const mark = bed.mark();
+    const alone = await bed.main(['register', bed.path('confirmed/b.txt'), '--output', 'ndjson']);
+    expect(alone.code, describeRun(alone)).toBe(0);
+    expect(parseNdjson(alone.stdout)).toMatchObject([
+      { status: 'already-registered', record: null, proof: { root, leafIndex: 1 } },
+    ]);
+    expect(bed.callsSince(mark)).toEqual([]);
   });
 });
 
