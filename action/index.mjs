@@ -14011,7 +14011,7 @@ function showAlreadyRegistered(io, outcome, verification, json) {
 	const said = service ? `the service says so (409${service.message ? `: ${service.message}` : ""})` : void 0;
 	if (service?.retiredSession) io.info(`its pending session was moved aside to ${service.retiredSession}`);
 	if (entry) {
-		io.info(`${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ""}); use --force to register it again`);
+		io.info(`${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ""}); \`notarize register --force\` registers it again`);
 		showRecord(io, entry.recordJson, verification, json);
 		return;
 	}

@@ -307,7 +307,7 @@ function showAlreadyRegistered(
   if (service?.retiredSession) io.info(`its pending session was moved aside to ${service.retiredSession}`);
   if (entry) {
     io.info(
-      `${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ''}); use --force to register it again`,
+      `${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ''}); \`notarize register --force\` registers it again`,
     );
     showRecord(io, entry.recordJson, verification, json);
     return;

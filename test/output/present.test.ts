@@ -109,7 +109,7 @@ describe('present: one record or outcome', () => {
     const [data, messages] = shown(outcome({ kind: 'already-registered', hash: HASH, entry }), 'json');
     expect(data).toBe(`${RECORD}\n`);
     expect(messages).toBe(
-      `${HASH} is already registered (completed 2024-05-01T10:00:00.000Z); use --force to register it again\n`,
+      `${HASH} is already registered (completed 2024-05-01T10:00:00.000Z); \`notarize register --force\` registers it again\n`,
     );
   });
 
