@@ -17882,7 +17882,7 @@ var complete_exports = /* @__PURE__ */ __exportAll({
 	runCompleteMany: () => runCompleteMany
 });
 function configure$11(command, context) {
-	command.argument("[hash...]", "SHA-256 digest of each registration to complete (64 hex digits)").option("--all", "complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably: name its hash)").option("--session <file|->", "take the subscription session JSON from a file or standard input (one hash)").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
+	command.argument("[hash...]", "SHA-256 digest of each registration to complete (64 hex digits)").option("--all", "complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor one of a document already under a registered Merkle root: name its hash)").option("--session <file|->", "take the subscription session JSON from a file or standard input (one hash)").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
 A 409 is read as "the service already has this hash" (an assumption: its status codes are
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
@@ -17965,8 +17965,21 @@ async function runCompleteMany(options) {
 	if (!options.all && options.hashes.length === 0) throw usage("give the hash of a registration to complete, or --all");
 	if (options.session !== void 0 || options.useActiveSubscription) throw usage("--session and --use-active-subscription complete one hash at a time");
 	const store = options.ledger();
-	const hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
-	if (options.all && hashes.length === 0) options.io.warn(`no session is pending in this store (${store.dir}): if the registrations were made on another machine or with another NOTARIZE_CONFIG_DIR, complete them there, or here with --session`);
+	let hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
+	let skipped = 0;
+	if (options.all) {
+		const covered = await underFinishedRoots(store, hashes);
+		hashes = hashes.filter((hash) => !covered.has(hash));
+		for (const [hash, root] of covered) {
+			const reason = `left out: registered under the Merkle root ${root}, so completing its own session would pay a second time`;
+			options.items.add(skipped++, itemResult(null, hash, "skipped", { reason }));
+		}
+		if (covered.size > 0) {
+			const [first] = covered.keys();
+			options.io.warn(`${someDocuments(covered.size, first)} left out: registered under a Merkle root already, so completing ${covered.size === 1 ? "its own session" : "their own sessions"} would pay a second time; drop ${covered.size === 1 ? "it" : "them"} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`);
+		}
+	}
+	if (options.all && hashes.length === 0 && skipped === 0) options.io.warn(`no session is pending in this store (${store.dir}): if the registrations were made on another machine or with another NOTARIZE_CONFIG_DIR, complete them there, or here with --session`);
 	const baseUrl = options.baseUrl();
 	const api = await options.api();
 	let sent = false;
@@ -17984,7 +17997,8 @@ async function runCompleteMany(options) {
 	};
 	const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
 		concurrency: CONCURRENCY,
-		onSettled: (index, settled, hash) => {
+		onSettled: (i, settled, hash) => {
+			const index = skipped + i;
 			if (settled.ok) options.items.add(index, outcomeResult(null, settled.value, baseUrl));
 			else {
 				const error = settledError(settled);
@@ -18001,6 +18015,27 @@ async function runCompleteMany(options) {
 		...failure ? { failure } : {}
 	};
 }
+/**
+* Of the sessions pending in the store, those of documents (no record of
+* their own) that are leaves of a Merkle root registered, or confirmed by
+* a 409 (`register --no-complete`, then `register --aggregate` over them):
+* completing one would pay a second time. By hash, with that root. A tree
+* that cannot be read is passed over here (its sessions are completed as
+* before).
+*/
+async function underFinishedRoots(store, hashes) {
+	const covered = /* @__PURE__ */ new Map();
+	if (hashes.length === 0) return covered;
+	const trees = await Trees.load(store, { holding: new Set(hashes) });
+	for (const hash of hashes) {
+		const place = trees.place(hash);
+		if (place === void 0 || place.tree.state !== "registered" && place.tree.state !== "confirmed") continue;
+		try {
+			if (store.readRecord(hash) === void 0) covered.set(hash, place.tree.entry.root);
+		} catch {}
+	}
+	return covered;
+}
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */
 async function pendingHashes(store) {
 	const { entries, problems } = await store.listPending();
@@ -18015,7 +18050,9 @@ var init_complete = __esmMin((() => {
 	init_batch();
 	init_notarize();
 	init_read_input();
+	init_trees();
 	init_errors();
+	init_render();
 	init_results();
 	init_action();
 	init_options();

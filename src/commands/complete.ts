@@ -15,10 +15,12 @@ import { normalizeHash } from '../core/hash.js';
 import { FailureTally, runAll, settledError } from '../core/batch.js';
 import { complete, type SessionSource } from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
+import { Trees } from '../core/trees.js';
 import { NotarizeError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, OutcomeResult } from '../output/present.js';
-import { failedResult, outcomeResult, type ItemResults } from '../output/results.js';
+import { someDocuments } from '../output/render.js';
+import { failedResult, itemResult, outcomeResult, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, finishItems, viewOf } from './action.js';
 import { examples, parseOptions } from './options.js';
@@ -49,7 +51,7 @@ export function configure(command: Command, context: () => Context): void {
     .argument('[hash...]', 'SHA-256 digest of each registration to complete (64 hex digits)')
     .option(
       '--all',
-      'complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably: name its hash)',
+      'complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor one of a document already under a registered Merkle root: name its hash)',
     )
     .option('--session <file|->', 'take the subscription session JSON from a file or standard input (one hash)')
     .option(
@@ -136,8 +138,25 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
     throw usage('--session and --use-active-subscription complete one hash at a time');
   }
   const store = options.ledger();
-  const hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
-  if (options.all && hashes.length === 0) {
+  let hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
+  let skipped = 0;
+  if (options.all) {
+    const covered = await underFinishedRoots(store, hashes);
+    hashes = hashes.filter((hash) => !covered.has(hash));
+    for (const [hash, root] of covered) {
+      const reason = `left out: registered under the Merkle root ${root}, so completing its own session would pay a second time`;
+      options.items.add(skipped++, itemResult(null, hash, 'skipped', { reason }));
+    }
+    if (covered.size > 0) {
+      const [first] = covered.keys();
+      options.io.warn(
+        `${someDocuments(covered.size, first!)} left out: registered under a Merkle root already, so completing ` +
+          `${covered.size === 1 ? 'its own session' : 'their own sessions'} would pay a second time; drop ` +
+          `${covered.size === 1 ? 'it' : 'them'} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`,
+      );
+    }
+  }
+  if (options.all && hashes.length === 0 && skipped === 0) {
     // Exit 0: nothing left to finish is what a re-run after success meets. But a job on another
     // runner than the one that saved the sessions meets it too, and must not pass unwarned.
     options.io.warn(
@@ -160,7 +179,8 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   const source = { kind: 'store', resendUnread: !options.all } as const;
   const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
     concurrency: CONCURRENCY,
-    onSettled: (index, settled, hash) => {
+    onSettled: (i, settled, hash) => {
+      const index = skipped + i;
       if (settled.ok) {
         options.items.add(index, outcomeResult(null, settled.value, baseUrl));
       } else {
@@ -172,6 +192,30 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   });
   const failure = tally.failure(sent, total);
   return { kind: 'items', title: 'notarize complete', items: options.items, ...(failure ? { failure } : {}) };
+}
+
+/**
+ * Of the sessions pending in the store, those of documents (no record of
+ * their own) that are leaves of a Merkle root registered, or confirmed by
+ * a 409 (`register --no-complete`, then `register --aggregate` over them):
+ * completing one would pay a second time. By hash, with that root. A tree
+ * that cannot be read is passed over here (its sessions are completed as
+ * before).
+ */
+async function underFinishedRoots(store: ServiceStore, hashes: readonly string[]): Promise<Map<string, string>> {
+  const covered = new Map<string, string>();
+  if (hashes.length === 0) return covered;
+  const trees = await Trees.load(store, { holding: new Set(hashes) });
+  for (const hash of hashes) {
+    const place = trees.place(hash);
+    if (place === undefined || (place.tree.state !== 'registered' && place.tree.state !== 'confirmed')) continue;
+    try {
+      if (store.readRecord(hash) === undefined) covered.set(hash, place.tree.entry.root);
+    } catch {
+      // A damaged record file: completing it fails, naming the file.
+    }
+  }
+  return covered;
 }
 
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */

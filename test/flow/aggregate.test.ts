@@ -546,6 +546,17 @@ describe('switching between --aggregate and per-document registration never pays
       `${p} also has a session of its own pending (register --no-complete): this run puts it under a Merkle root`,
     );
     expect(bed.callsSince(mark)).toEqual([]);
+    // complete --all leaves that session out (its hash named, it is sent as asked).
+    const all = await bed.main(['complete', '--all', '--json']);
+    expect(all.code, describeRun(all)).toBe(0);
+    expect(parseResults(all.stdout).find((r) => r.hash === p)).toMatchObject({
+      status: 'skipped',
+      reason: `left out: registered under the Merkle root ${root}, so completing its own session would pay a second time`,
+    });
+    expect(all.stderr).toContain(`${p} left out: registered under a Merkle root already`);
+    expect(bed.callsSince(mark).filter((call) => call.path.includes(p))).toEqual([]);
+    expect(bed.pendingHashes()).toContain(p);
+    expect((await bed.main(['pending', 'drop', p])).code).toBe(0);
   });
 
   it('a damaged record of a document stops --fail-fast before anything is sent; a damaged tree stops any run', async () => {
