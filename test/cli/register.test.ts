@@ -86,7 +86,12 @@ describe('runRegister, one document', () => {
     expect(again.github?.results.map((r) => r.status)).toEqual(['already-registered']);
     present({ io: t.io, env: {}, format: 'table' }, again);
     expect(t.stdout()).toMatch(new RegExp(`^verification +${pageOf(hash)}$`, 'm'));
-    expect(t.stderr()).toMatch(new RegExp(`^${hash} is already registered \\(completed .*\\); use --force`));
+    expect(t.stderr()).toMatch(
+      new RegExp(
+        `^${hash} is already registered \\(completed .*\\); \`notarize register --force\` registers it again$`,
+        'm',
+      ),
+    );
   });
 
   it('--no-complete: the pending outcome; present() prints the session exactly as saved', async () => {
