@@ -10625,6 +10625,10 @@ var init_mime = __esmMin((() => {
 	};
 }));
 // dist/core/notarize.js
+/** Whether a `retiredBecause` says the service answered 409: it has the hash. */
+function says409(reason) {
+	return reason.startsWith("forfait answered 409") || reason.startsWith("request answered 409");
+}
 /** Whether `error` is the 409 that says the service already has the hash (see the module comment). */
 function isAlreadyRegistered(error) {
 	return error instanceof ServiceRefusedError && error.status === 409;
@@ -11021,7 +11025,7 @@ async function sendMetadata(deps, input, pending) {
 function isPlainObject(value) {
 	return typeof value === "object" && value !== null && !Array.isArray(value);
 }
-var ANSWERED_409, DEFAULT_LOCK_WAIT_MS, MAX_QUOTED_CHARS;
+var ANSWERED_409, REQUEST_ANSWERED_409, DEFAULT_LOCK_WAIT_MS, MAX_QUOTED_CHARS;
 var init_notarize = __esmMin((() => {
 	init_pages();
 	init_schemas();
@@ -11031,6 +11035,7 @@ var init_notarize = __esmMin((() => {
 	init_lock();
 	init_mime();
 	ANSWERED_409 = "forfait answered 409";
+	REQUEST_ANSWERED_409 = "request answered 409";
 	DEFAULT_LOCK_WAIT_MS = 6e4;
 	MAX_QUOTED_CHARS = 4e3;
 }));
@@ -12070,6 +12075,20 @@ var init_service_store = __esmMin((() => {
 			return file;
 		}
 		/**
+		* Keeps in `retired/` that the service answered 409 for `hash` when there
+		* was no session to put aside (a Merkle root's request step), as a
+		* retired session's `retiredBecause` would: retirements() reads it back.
+		*/
+		async keepAnswered409(hash, reason, at) {
+			const file = this.retiredFile(hash, at);
+			await this.#writeEntry(file, {
+				hash,
+				retiredAt: at.toISOString(),
+				retiredBecause: reason
+			});
+			return file;
+		}
+		/**
 		* Why each retired session was put aside (`retiredBecause`), by hash. A
 		* file that cannot be read is left out: it says nothing either way.
 		*/
@@ -12328,10 +12347,10 @@ function better(a, b) {
 async function confirmedOf(store, trees) {
 	return trees.confirmed ?? confirmedRoots(store);
 }
-/** The hashes whose session was retired because the service answered forfait 409: it has them. */
+/** The hashes the service answered 409 for (a session retired, or a root's request step): it has them. */
 async function confirmedRoots(store) {
 	const confirmed = /* @__PURE__ */ new Set();
-	for (const [hash, reasons] of await store.retirements()) if (reasons.some((reason) => reason.startsWith("forfait answered 409"))) confirmed.add(hash);
+	for (const [hash, reasons] of await store.retirements()) if (reasons.some(says409)) confirmed.add(hash);
 	return confirmed;
 }
 /** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
@@ -12389,7 +12408,7 @@ async function recordOf$1(store, sha256) {
 * other ledger is where it was registered. Otherwise `hint` says what to do.
 */
 async function notInLedger(store, sha256, baseUrl, hint) {
-	let confirmed = ((await store.retirements()).get(sha256) ?? []).some((reason) => reason.startsWith("forfait answered 409")) ? sha256 : void 0;
+	let confirmed = ((await store.retirements()).get(sha256) ?? []).some(says409) ? sha256 : void 0;
 	if (confirmed === void 0) {
 		const place = (await Trees.load(store, { holding: /* @__PURE__ */ new Set([sha256]) })).place(sha256);
 		if (place?.tree.state === "confirmed") confirmed = place.tree.entry.root;
@@ -12974,20 +12993,22 @@ async function registerRoot(deps, tree, flags) {
 		deps.onStep?.(step);
 	};
 	try {
+		const outcome = await register({
+			...deps,
+			onStep
+		}, {
+			hash: tree.entry.root,
+			description: tree.entry.description,
+			custody: false,
+			signed: flags.signed,
+			blockchain: flags.blockchain,
+			complete: flags.complete,
+			force: false
+		});
+		if (outcome.kind === "already-registered" && outcome.entry === void 0 && outcome.service?.retiredSession === void 0) await keep409(deps, tree.entry.root, outcome.service?.message);
 		return {
 			ok: true,
-			outcome: await register({
-				...deps,
-				onStep
-			}, {
-				hash: tree.entry.root,
-				description: tree.entry.description,
-				custody: false,
-				signed: flags.signed,
-				blockchain: flags.blockchain,
-				complete: flags.complete,
-				force: false
-			}),
+			outcome,
 			sent
 		};
 	} catch (error) {
@@ -12996,6 +13017,18 @@ async function registerRoot(deps, tree, flags) {
 			error
 		};
 	}
+}
+/**
+* Keeps a 409 to a root's request step (a planned root the service has: its
+* session dropped after a completion that went through), so the tree is
+* `confirmed` from then on, as after a 409 to its completion: per-document
+* register, show and verify know its documents are registered, and a re-run
+* asks no more. Optional: when the disk refuses, the next run asks again.
+*/
+async function keep409(deps, root, message) {
+	try {
+		await deps.store.keepAnswered409(root, `${REQUEST_ANSWERED_409}: ${message ?? ""}`, deps.now?.() ?? /* @__PURE__ */ new Date());
+	} catch {}
 }
 /**
 * What a run killed after its root was done may have left: the root's lock

@@ -22,7 +22,7 @@ import {
 import { NotNotarizedError, StoreError } from '../errors.js';
 import { readRegularFile } from '../store/files.js';
 import { leafHash, MerkleTree } from './merkle.js';
-import { ANSWERED_409 } from './notarize.js';
+import { says409 } from './notarize.js';
 import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
 
 /** A document of an aggregate run, hashed. */
@@ -242,11 +242,11 @@ export async function confirmedOf(store: ServiceStore, trees: Trees): Promise<Re
   return trees.confirmed ?? confirmedRoots(store);
 }
 
-/** The hashes whose session was retired because the service answered forfait 409: it has them. */
+/** The hashes the service answered 409 for (a session retired, or a root's request step): it has them. */
 export async function confirmedRoots(store: ServiceStore): Promise<Set<string>> {
   const confirmed = new Set<string>();
   for (const [hash, reasons] of await store.retirements()) {
-    if (reasons.some((reason) => reason.startsWith(ANSWERED_409))) confirmed.add(hash);
+    if (reasons.some(says409)) confirmed.add(hash);
   }
   return confirmed;
 }
@@ -319,7 +319,7 @@ export async function notInLedger(
   hint: string,
 ): Promise<NotNotarizedError> {
   const retired = (await store.retirements()).get(sha256) ?? [];
-  let confirmed = retired.some((reason) => reason.startsWith(ANSWERED_409)) ? sha256 : undefined;
+  let confirmed = retired.some(says409) ? sha256 : undefined;
   if (confirmed === undefined) {
     const place = (await Trees.load(store, { holding: new Set([sha256]) })).place(sha256);
     if (place?.tree.state === 'confirmed') confirmed = place.tree.entry.root;

@@ -395,6 +395,17 @@ export class ServiceStore {
   }
 
   /**
+   * Keeps in `retired/` that the service answered 409 for `hash` when there
+   * was no session to put aside (a Merkle root's request step), as a
+   * retired session's `retiredBecause` would: retirements() reads it back.
+   */
+  async keepAnswered409(hash: string, reason: string, at: Date): Promise<string> {
+    const file = this.retiredFile(hash, at);
+    await this.#writeEntry(file, { hash, retiredAt: at.toISOString(), retiredBecause: reason });
+    return file;
+  }
+
+  /**
    * Why each retired session was put aside (`retiredBecause`), by hash. A
    * file that cannot be read is left out: it says nothing either way.
    */

@@ -941,6 +941,31 @@ describe('register --aggregate, second review', () => {
     expect(bed.callsSince(mark)).toEqual([]);
   });
 
+  it('a root whose request step is answered 409 (its session dropped after a completion that went through) is kept as confirmed', async () => {
+    const [a] = await writeDocs('dropped-paid', 'dropped after paid', ['a', 'b']);
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    const args = ['register', '--aggregate', '-r', bed.path('dropped-paid'), '--json'];
+    const before = new Set(bed.pendingHashes());
+    const lost = await bed.main(args);
+    expect(lost.code, describeRun(lost)).toBe(4);
+    // Its root is the session the run left pending.
+    const root = bed.pendingHashes().find((hash) => !before.has(hash))!;
+    expect((await bed.main(['pending', 'drop', root])).code).toBe(0);
+    let mark = bed.mark();
+    const asked = await bed.main(args);
+    expect(asked.code, describeRun(asked)).toBe(0);
+    expect(countStatuses(parseResults(asked.stdout))).toEqual({ 'already-registered': 2 });
+    expect(bed.callsSince(mark).map((call) => [call.route, call.status])).toEqual([['request', 409]]);
+    // From then on nothing is asked again, by either mode.
+    mark = bed.mark();
+    const again = await bed.main(args);
+    expect(again.code, describeRun(again)).toBe(0);
+    const alone = await bed.main(['register', a!, '--output', 'ndjson']);
+    expect(alone.code, describeRun(alone)).toBe(0);
+    expect(parseNdjson(alone.stdout)).toMatchObject([{ status: 'already-registered', proof: { root, leafIndex: 0 } }]);
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
   it('a root the service confirmed without a record still gets its manifest, and one warning for all its documents', async () => {
     await bed.write('confirmed/a.txt', 'confirmed a\n');
     await bed.write('confirmed/b.txt', 'confirmed b\n');
