@@ -11039,748 +11039,6 @@ var init_notarize = __esmMin((() => {
 	DEFAULT_LOCK_WAIT_MS = 6e4;
 	MAX_QUOTED_CHARS = 4e3;
 }));
-// dist/exact-json.js
-/**
-* The service's JSON (a record, a session) inside notarize's own JSON
-* output, written exactly as the service sent it. JSON.parse and
-* JSON.stringify would change it: an integer above 2^53 (an Algorand asset
-* id is a uint64) loses digits, `1.50` becomes `1.5`, `1E400` becomes null,
-* and of two equal keys one is lost. So a result holds the text
-* (ExactJson), and stringifyExact writes that text in its place, changing
-* only the whitespace between tokens: one line for NDJSON, indented like
-* the rest for a pretty array.
-*/
-/**
-* JSON.stringify(value, null, indent), with each ExactJson inside written
-* as its own text (its tokens unchanged, its whitespace laid out as the
-* rest). Without `indent`, one line.
-*/
-function stringifyExact(value, indent = 0) {
-	const outer = slotted;
-	const texts = slotted = [];
-	let text;
-	try {
-		text = JSON.stringify(value, null, indent);
-	} finally {
-		slotted = outer;
-	}
-	if (texts.length === 0) return text;
-	const open = `"${TAG}`;
-	let out = "";
-	let from = 0;
-	for (let at = text.indexOf(open); at !== -1; at = text.indexOf(open, from)) {
-		const close = text.indexOf("\"", at + open.length);
-		const json = texts[Number(text.slice(at + open.length, close))];
-		let laid;
-		if (indent === 0) laid = compact$1(json);
-		else {
-			const lineStart = text.lastIndexOf("\n", at) + 1;
-			laid = relaid(json, indent, /^ */.exec(text.slice(lineStart, at))[0].length);
-		}
-		out += text.slice(from, at) + laid;
-		from = close + 1;
-	}
-	return out + text.slice(from);
-}
-/** `json` on one line (relaid with no indent). */
-function compact$1(json) {
-	if (lastCompact?.json !== json) lastCompact = {
-		json,
-		compact: /\s/.test(json) ? relaid(json, 0) : json
-	};
-	return lastCompact.compact;
-}
-/**
-* JSON text with its whitespace between tokens laid out again: none with
-* indent 0, else as JSON.stringify would with `indent`, nested `depth`
-* spaces deep. Strings and numbers are copied as they are.
-*/
-function relaid(json, indent, depth = 0) {
-	let out = "";
-	let level = 0;
-	const newline = () => indent === 0 ? "" : `\n${" ".repeat(depth + level * indent)}`;
-	for (let i = 0; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") {
-			const end = stringEnd(json, i);
-			out += json.slice(i, end + 1);
-			i = end;
-		} else if (char === "{" || char === "[") {
-			const close = char === "{" ? "}" : "]";
-			const next = nextToken(json, i + 1);
-			if (json[next] === close) {
-				out += char + close;
-				i = next;
-			} else {
-				level++;
-				out += char + newline();
-			}
-		} else if (char === "}" || char === "]") {
-			level--;
-			out += newline() + char;
-		} else if (char === ",") out += char + newline();
-		else if (char === ":") out += indent === 0 ? ":" : ": ";
-		else if (!isJsonSpace(char)) out += char;
-	}
-	return out;
-}
-function nextToken(json, from) {
-	let i = from;
-	while (i < json.length && isJsonSpace(json[i])) i++;
-	return i;
-}
-function isJsonSpace(char) {
-	return char === " " || char === "	" || char === "\n" || char === "\r";
-}
-/** How deep arrays and objects nest in the JSON text `json` (0 for a scalar). */
-function jsonDepth(json) {
-	let depth = 0;
-	let deepest = 0;
-	for (let i = 0; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") i = stringEnd(json, i);
-		else if (char === "{" || char === "[") deepest = Math.max(deepest, ++depth);
-		else if (char === "}" || char === "]") depth--;
-	}
-	return deepest;
-}
-/**
-* Whether an object of the JSON text `json` has a key twice (compared as
-* JSON.parse reads them, escapes undone). JSON.parse keeps the last of the
-* two, other readers the first: a receipt that says two things is refused
-* (receipt-format.ts). `json` must be JSON.
-*/
-function hasKeyTwice(json) {
-	const open = [];
-	let atKey = false;
-	for (let i = 0; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") {
-			const end = stringEnd(json, i);
-			const keys = open.at(-1);
-			if (keys !== void 0 && atKey) {
-				const name = JSON.parse(json.slice(i, end + 1));
-				if (keys.has(name)) return true;
-				keys.add(name);
-				atKey = false;
-			}
-			i = end;
-		} else if (char === "{") {
-			open.push(/* @__PURE__ */ new Set());
-			atKey = true;
-		} else if (char === "[") open.push(void 0);
-		else if (char === "}" || char === "]") {
-			open.pop();
-			atKey = false;
-		} else if (char === ",") atKey = open.at(-1) !== void 0;
-	}
-	return false;
-}
-/**
-* The text of the member `key` of the JSON object `json` (the last one, as
-* JSON.parse keeps the last of equal keys), exactly as written; undefined
-* when `json` is not an object or has no such member. `json` must be JSON.
-*/
-function memberText(json, key) {
-	let i = nextToken(json, 0);
-	if (json[i] !== "{") return void 0;
-	let found;
-	i = nextToken(json, i + 1);
-	while (json[i] === "\"") {
-		const keyEnd = stringEnd(json, i);
-		const name = JSON.parse(json.slice(i, keyEnd + 1));
-		const start = nextToken(json, nextToken(json, keyEnd + 1) + 1);
-		const end = valueEnd(json, start);
-		if (name === key) found = json.slice(start, end);
-		i = nextToken(json, end);
-		if (json[i] === ",") i = nextToken(json, i + 1);
-	}
-	return found;
-}
-/** The index of the closing quote of the string that opens at `start`. */
-function stringEnd(json, start) {
-	let end = start + 1;
-	while (json[end] !== "\"") end += json[end] === "\\" ? 2 : 1;
-	return end;
-}
-/** The index just past the value that starts at `start`. */
-function valueEnd(json, start) {
-	const first = json[start];
-	if (first === "\"") return stringEnd(json, start) + 1;
-	if (first !== "{" && first !== "[") {
-		let end = start;
-		while (end < json.length && !",}] 	\n\r".includes(json[end])) end++;
-		return end;
-	}
-	let depth = 0;
-	for (let i = start; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") i = stringEnd(json, i);
-		else if (char === "{" || char === "[") depth++;
-		else if ((char === "}" || char === "]") && --depth === 0) return i + 1;
-	}
-	return json.length;
-}
-var TAG, slotted, lastChecked, ExactJson, lastCompact;
-var init_exact_json = __esmMin((() => {
-	TAG = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
-	ExactJson = class ExactJson {
-		text;
-		/** `text` must be JSON (see ExactJson.of). */
-		constructor(text) {
-			this.text = text;
-		}
-		/** The text as an ExactJson, or undefined when it is not JSON. */
-		static of(text) {
-			if (text !== lastChecked) {
-				try {
-					JSON.parse(text);
-				} catch {
-					return;
-				}
-				lastChecked = text;
-			}
-			return new ExactJson(text);
-		}
-		/** The value as JSON.parse reads it (numbers as doubles, the last of equal keys). */
-		parsed() {
-			return JSON.parse(this.text);
-		}
-		/**
-		* Within stringifyExact, a slot for the text (JSON.stringify calls this
-		* for every ExactJson it meets, with no replacer to slow every other
-		* value); for any other writer, the parsed value.
-		*/
-		toJSON() {
-			if (slotted === void 0) return this.parsed();
-			slotted.push(this.text);
-			return `${TAG}${slotted.length - 1}`;
-		}
-	};
-}));
-// dist/core/merkle.js
-/**
-* Merkle trees as RFC 9162 (Certificate Transparency 2.0) defines them, over
-* SHA-256, with salted leaves: what an aggregate registration's receipt
-* proves (one registered root, a proof per document leading to it).
-*
-* - Leaf hash (a salted form of RFC 9162 section 2.1.1's leaf input): the
-*   document's SHA-256 followed by a 32-byte random salt, so that a proof
-*   given out for one document says nothing about the others:
-*   leaf = SHA-256(0x00 || SHA-256(document) || salt).
-* - Node hash (2.1.1): SHA-256(0x01 || left || right); the tree is
-*   left-balanced: n leaves split at k, the largest power of two below n;
-*   an odd node is never duplicated.
-* - An inclusion proof is the audit path of 2.1.3.1 (PATH(m, D[n]): the
-*   sibling hashes from leaf m up), checked by `rootFromPath`, the fn/sn
-*   algorithm of 2.1.3.2, as written there.
-*
-* `MerkleTree` builds a tree and gives every leaf's audit path; it builds
-* it bottom up, pairing neighbours level by level and carrying a level's odd
-* last node up unchanged, which gives exactly the RFC's recursive MTH and
-* PATH (test/fixtures/merkle/ holds trees built by the RFC's definitions
-* literally, which the tests compare with this code and fold with
-* `rootFromPath`). Each level is one contiguous buffer: a tree of 100,000
-* leaves holds about 6.4 MB of hashes, not 200,000 objects.
-*/
-/** RFC 9162's leaf hash of a salted document digest: SHA-256(0x00 || documentSha256 || salt). */
-function leafHash(documentSha256, salt) {
-	return createHash("sha256").update(LEAF_PREFIX).update(documentSha256).update(salt).digest();
-}
-/** RFC 9162's interior node hash: SHA-256(0x01 || left || right). */
-function nodeHash(left, right) {
-	return createHash("sha256").update(NODE_PREFIX).update(left).update(right).digest();
-}
-/**
-* The root an inclusion proof leads to, by RFC 9162 section 2.1.3.2, or
-* undefined when the proof cannot be one for (leafIndex, treeSize): an index
-* out of range, or a path of the wrong length.
-*/
-function rootFromPath(leafIndex, treeSize, leaf, path) {
-	if (leafIndex >= treeSize) return void 0;
-	let fn = leafIndex;
-	let sn = treeSize - 1;
-	let r = leaf;
-	for (const p of path) {
-		if (sn === 0) return void 0;
-		if (fn % 2 === 1 || fn === sn) {
-			r = nodeHash(p, r);
-			if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) {
-				fn = Math.floor(fn / 2);
-				sn = Math.floor(sn / 2);
-			}
-		} else r = nodeHash(r, p);
-		fn = Math.floor(fn / 2);
-		sn = Math.floor(sn / 2);
-	}
-	return sn === 0 ? r : void 0;
-}
-/** The `index`th 32-byte digest of a level, as a view (no copy). */
-function digestAt(level, index) {
-	return level.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
-}
-var DIGEST_BYTES, LEAF_PREFIX, NODE_PREFIX, MerkleTree;
-var init_merkle = __esmMin((() => {
-	DIGEST_BYTES = 32;
-	LEAF_PREFIX = Buffer.from([0]);
-	NODE_PREFIX = Buffer.from([1]);
-	MerkleTree = class {
-		/** levels[0] holds the leaf hashes; each next level the nodes above; the last, the root alone. */
-		#levels;
-		/** `leaves`: the leaf hashes, 32 bytes each, in leaf order; at least one. */
-		constructor(leaves) {
-			if (leaves.length === 0 || leaves.length % DIGEST_BYTES !== 0) throw new RangeError("a Merkle tree needs at least one 32-byte leaf hash");
-			this.#levels = [leaves];
-			for (let level = leaves; level.length > DIGEST_BYTES;) {
-				const count = level.length / DIGEST_BYTES;
-				const above = Buffer.allocUnsafe(Math.ceil(count / 2) * DIGEST_BYTES);
-				for (let i = 0; i + 1 < count; i += 2) nodeHash(digestAt(level, i), digestAt(level, i + 1)).copy(above, i / 2 * DIGEST_BYTES);
-				if (count % 2 === 1) digestAt(level, count - 1).copy(above, (count - 1) / 2 * DIGEST_BYTES);
-				this.#levels.push(above);
-				level = above;
-			}
-		}
-		get size() {
-			return this.#levels[0].length / DIGEST_BYTES;
-		}
-		get root() {
-			return digestAt(this.#levels.at(-1), 0);
-		}
-		/** The audit path of leaf `index` (RFC 9162 section 2.1.3.1), from the leaf's sibling up. */
-		path(index) {
-			if (!Number.isInteger(index) || index < 0 || index >= this.size) throw new RangeError(`no leaf ${index}`);
-			const path = [];
-			let i = index;
-			for (const level of this.#levels.slice(0, -1)) {
-				const sibling = i ^ 1;
-				if (sibling * DIGEST_BYTES < level.length) path.push(digestAt(level, sibling));
-				i >>= 1;
-			}
-			return path;
-		}
-	};
-}));
-// dist/core/receipt-format.js
-/**
-* The text of a v1 receipt: two-space indented, keys in the documented
-* order, a final line feed, and the record spliced in as the exact text the
-* service sent (unknown fields, number spellings and all). The slot's JSON
-* spelling, `"\u0000record\u0000"`, cannot come out of any other string:
-* JSON.stringify writes a backslash in a name as `\\`.
-*/
-function receiptText(content) {
-	const { document, baseUrl, registeredAt, proof } = content;
-	if (hasKeyTwice(content.recordJson)) {
-		const hash = proof?.root ?? document.sha256;
-		throw new NotarizeError("record_key_twice", EXIT.refused, `no receipt: the service's record of ${hash} has a key twice in one object, and a receipt of it would be refused`, { hint: `the record is kept in the ledger as the service sent it: \`notarize show ${hash}\` prints it` });
-	}
-	const receipt = {
-		type: RECEIPT_TYPE,
-		version: 1,
-		document: {
-			name: document.name,
-			sha256: document.sha256,
-			size: document.size
-		},
-		record: RECORD_SLOT,
-		service: {
-			baseUrl,
-			verificationUrl: verificationUrl(baseUrl, proof?.root ?? document.sha256)
-		},
-		registeredAt,
-		proof: proof ?? null
-	};
-	return `${JSON.stringify(receipt, null, 2).replace(JSON.stringify(RECORD_SLOT), () => content.recordJson.trim())}\n`;
-}
-/** The first problem zod found, as "field: message". */
-function firstIssue(error) {
-	const issue = error.issues[0];
-	const where = issue.path.join(".");
-	return where ? `${where}: ${issue.message}` : issue.message;
-}
-/**
-* Reads a receipt's text and checks that it holds together (see the module
-* comment). Never throws: anything wrong is an InvalidReceipt saying what.
-*/
-function readReceipt(text) {
-	const invalid = (reason) => ({
-		consistent: false,
-		reason
-	});
-	let value;
-	try {
-		value = JSON.parse(text);
-	} catch {
-		return invalid("the receipt is not JSON");
-	}
-	if (jsonDepth(text) > 64) return invalid(`the receipt nests more than 64 levels deep`);
-	if (typeof value !== "object" || value === null || Array.isArray(value)) return invalid("the receipt is not a JSON object");
-	if (hasKeyTwice(text)) return invalid("the receipt has a key twice in one object");
-	if (!("type" in value)) return readBareRecord(value, text);
-	const { type, version } = value;
-	if (type !== "notarize-receipt") return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
-	if (version !== 1) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
-	const parsed = receiptSchema.safeParse(value);
-	if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
-	const { document, record, service, proof } = parsed.data;
-	const registered = proof?.root ?? document.sha256;
-	if (record.hash.toLowerCase() !== registered) return invalid(proof ? `the receipt's record is of ${record.hash}, not of its proof's root ${registered}` : `the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`);
-	if (proof) {
-		const problem = proofProblem(document.sha256, proof);
-		if (problem) return invalid(problem);
-	}
-	const baseUrl = service.baseUrl.replace(/\/$/, "");
-	const expectedUrl = verificationUrl(baseUrl, registered);
-	if (service.verificationUrl !== expectedUrl) return invalid(`the receipt's verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
-	return {
-		consistent: true,
-		format: "v1",
-		sha256: document.sha256,
-		name: document.name,
-		recordJson: memberText(text, "record"),
-		baseUrl,
-		proof
-	};
-}
-/** Why `proof` does not lead from the document of digest `sha256` to its root; undefined when it does. */
-function proofProblem(sha256, proof) {
-	const leaf = leafHash(Buffer.from(sha256, "hex"), Buffer.from(proof.leafSalt, "hex"));
-	const root = rootFromPath(proof.leafIndex, proof.treeSize, leaf, proof.path.map((hash) => Buffer.from(hash, "hex")));
-	if (root === void 0) return `the receipt's proof is no proof for leaf ${proof.leafIndex} of a tree of ${proof.treeSize} (index out of range, or a path of the wrong length)`;
-	if (root.toString("hex") !== proof.root) return `the receipt's proof does not lead from its document to its root ${proof.root} (a wrong salt, index or path)`;
-}
-/** A receipt written before v1: the record alone, whose `hash` is the document's digest. */
-function readBareRecord(value, text) {
-	const hash = value.hash;
-	if (typeof hash !== "string" || !/^[0-9a-fA-F]{64}$/.test(hash)) return {
-		consistent: false,
-		reason: "the receipt is neither a notarize receipt nor a notarization record"
-	};
-	return {
-		consistent: true,
-		format: "record",
-		sha256: hash.toLowerCase(),
-		name: null,
-		recordJson: text.trim(),
-		baseUrl: void 0,
-		proof: null
-	};
-}
-var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema;
-var init_receipt_format = __esmMin((() => {
-	init_zod();
-	init_pages();
-	init_exact_json();
-	init_errors();
-	init_merkle();
-	RECEIPT_TYPE = "notarize-receipt";
-	RECORD_SLOT = "\0record\0";
-	sha256Hex = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits");
-	PROOF_TYPE = "rfc9162-sha256-salted-leaf";
-	proofSchema = object({
-		type: literal(PROOF_TYPE),
-		leafSalt: sha256Hex,
-		leafIndex: int().nonnegative(),
-		treeSize: int().positive(),
-		path: array(sha256Hex).max(64),
-		root: sha256Hex
-	});
-	receiptSchema = object({
-		type: literal(RECEIPT_TYPE),
-		version: literal(1),
-		document: object({
-			name: string$1().nullable(),
-			sha256: sha256Hex,
-			size: int().nonnegative().nullable()
-		}),
-		record: looseObject({ hash: string$1() }),
-		service: object({
-			baseUrl: string$1(),
-			verificationUrl: string$1()
-		}),
-		registeredAt: datetime({ offset: true }),
-		proof: proofSchema.nullable()
-	});
-}));
-// dist/core/receipts.js
-/**
-* Receipt files for CI artifacts (--receipt-dir): `<name>.notarization.json`,
-* a v1 receipt (receipt-format.ts) that travels with the artifact.
-*
-* Everything that can be checked before a registration is sent is checked
-* then (`planReceipts`, `checkBeforeSending`), so that a receipt problem
-* never shows up after a paid completion: the directory is a writable
-* directory, names do not collide within the run and fit the filesystem, and
-* an existing file that is not a receipt of the same digest is refused (one
-* of the same digest, such as a receipt written before v1, is replaced). A write that still fails
-* after the completion (a full disk) is exit 1: something was sent.
-*
-* Names: a file named on the command line gets its file name; a file found
-* under a directory keeps its place below it (`linux/app.tar.gz`); standard
-* input and --hash get the digest. When documents of one run would get the
-* same name, each keeps as many of its parent folders as tell them apart
-* (`register ca/x.txt cb/x.txt` gives `ca/x.txt` and `cb/x.txt`).
-*
-* Links: the receipt directory itself may be anything the user names (a
-* link to their output folder included), but nothing below it is reached
-* through a link. A link where a receipt or one of its folders would be
-* (`R/doc.notarization.json -> /etc/x`, `R/linux -> /elsewhere`) is refused
-* before anything is sent, even with --force: --force replaces receipts, and
-* a link is not one. Folders are created one at a time and each is checked;
-* the receipt itself is written to a new file (O_EXCL|O_NOFOLLOW) that is
-* then renamed (--force) or hard-linked (no --force) to its name, so a link
-* that appears after the check is replaced or refused, never written through.
-* Someone able to write in the receipt directory could still swap a checked
-* folder for a link in the microseconds before the file is created: Node has
-* no openat(); keep the receipt directory your own.
-*/
-/** The folders and name of a path as given, without `.`, `..` or empty segments. */
-function segments(path) {
-	return normalize(path).split(/[/\\]+/).filter((part) => part !== "" && part !== "." && part !== "..");
-}
-/**
-* The names of documents whose first choice collided: each keeps as many of
-* its parent folders as it takes to tell them all apart (`ca/x.txt`,
-* `cb/x.txt`), the same number for the whole group.
-*/
-function distinguish(paths) {
-	const split = new Map(paths.map((path) => [path, segments(path)]));
-	const longest = Math.max(...[...split.values()].map((parts) => parts.length));
-	let names = /* @__PURE__ */ new Map();
-	for (let keep = 2; keep <= longest; keep++) {
-		names = new Map([...split].map(([path, parts]) => [path, parts.slice(-keep).join("/")]));
-		if (new Set(names.values()).size === paths.length) break;
-	}
-	return names;
-}
-/**
-* Whether a path is inside the folder `dir` (--receipt-dir, whose files are
-* receipts, never documents), by where both really are: a --receipt-dir
-* named through a symbolic link (`link/R`, `link` -> `docs`) is the same
-* folder as `docs/R` met walking `docs`. A path's folder is resolved once.
-*/
-function insideDir(dir) {
-	const real = (path) => {
-		try {
-			return realpathSync(path);
-		} catch {
-			return resolve(path);
-		}
-	};
-	const root = real(dir) + sep;
-	const folders = /* @__PURE__ */ new Map();
-	return (path) => {
-		const folder = dirname(resolve(path));
-		let realFolder = folders.get(folder);
-		if (realFolder === void 0) folders.set(folder, realFolder = real(folder));
-		return join(realFolder, basename(path)).startsWith(root);
-	};
-}
-/** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
-function receiptNames(subjects) {
-	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
-	const pathsByName = /* @__PURE__ */ new Map();
-	subjects.forEach((s, i) => {
-		const name = first[i];
-		if (name !== void 0) pathsByName.set(name, (pathsByName.get(name) ?? /* @__PURE__ */ new Set()).add(s.path));
-	});
-	const renamed = /* @__PURE__ */ new Map();
-	for (const paths of pathsByName.values()) if (paths.size > 1) for (const [path, name] of distinguish([...paths])) renamed.set(path, name);
-	const names = first.map((name, i) => name === void 0 ? void 0 : renamed.get(subjects[i].path) ?? name);
-	const owner = /* @__PURE__ */ new Map();
-	names.forEach((name, i) => {
-		if (name === void 0) return;
-		const path = subjects[i].path;
-		const other = owner.get(name);
-		if (other !== void 0 && other !== path) throw new UsageError(`'${other}' and '${path}' would both get the receipt ${name}${RECEIPT_SUFFIX}`, {
-			code: "receipt_collision",
-			hint: "register them in separate runs, or with separate --receipt-dir directories"
-		});
-		owner.set(name, path);
-	});
-	return names;
-}
-/** The folders between the receipt directory and `name`'s receipt: `a/b/x` gives `dir/a`, `dir/a/b`. */
-function foldersOf(dir, name) {
-	const parts = name.split("/").slice(0, -1);
-	return parts.map((_, i) => join(dir, ...parts.slice(0, i + 1)));
-}
-function linkRefused(path, what) {
-	return new UsageError(`${what} ${path} is a symbolic link; notarize never writes a receipt through a link`, {
-		code: "receipt_link",
-		hint: "remove the link and run again, or choose another --receipt-dir; --force does not replace links"
-	});
-}
-/** Throws UsageError when a folder of `name`'s receipt exists as a link or as something other than a folder. */
-async function checkFolders(dir, name) {
-	for (const folder of foldersOf(dir, name)) {
-		let info;
-		try {
-			info = await lstat(folder);
-		} catch {
-			return;
-		}
-		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
-		if (!info.isDirectory()) throw new UsageError(`receipt folder ${folder} exists and is not a directory`, {
-			code: "receipt_exists",
-			hint: "remove it and run again, or choose another --receipt-dir"
-		});
-	}
-}
-/**
-* Creates the folders of `name`'s receipt one at a time, none through a
-* link: an existing one must be a real directory (see the module comment).
-*/
-async function makeFolders(dir, name) {
-	for (const folder of foldersOf(dir, name)) try {
-		await mkdir(folder);
-	} catch (error) {
-		if (error.code !== "EEXIST") throw error;
-		const info = await lstat(folder);
-		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
-		if (!info.isDirectory()) throw new Error(`${folder} exists and is not a directory`);
-	}
-}
-/** The content of an existing receipt, read without following a link; undefined if unreadable. */
-async function readNoFollow(path) {
-	try {
-		const handle = await open$1(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
-		try {
-			return (await handle.stat()).isFile() ? await handle.readFile("utf8") : void 0;
-		} finally {
-			await handle.close();
-		}
-	} catch {
-		return;
-	}
-}
-/** Throws UsageError when `name`'s receipt cannot exist on a usual filesystem. */
-function checkFits(dir, name) {
-	const path = join(dir, `${name}${RECEIPT_SUFFIX}`);
-	if (Math.max(...path.split("/").map((part) => Buffer.byteLength(part))) > MAX_NAME_BYTES || Buffer.byteLength(path) > MAX_PATH_BYTES) throw new UsageError(`the receipt name for '${name}' is too long for the filesystem`, {
-		code: "receipt_name_too_long",
-		hint: `file names may have at most ${MAX_NAME_BYTES} bytes: rename the document or register it without --receipt-dir`
-	});
-}
-/**
-* Creates the receipt directory if needed and proves it is a directory this
-* process can write in (by creating and removing a file there), then names
-* every document's receipt. Throws UsageError (nothing was sent yet).
-*/
-async function planReceipts(dir, subjects) {
-	const notUsable = (why, cause) => new UsageError(`--receipt-dir ${dir} ${why}`, {
-		code: "receipt_dir",
-		hint: "name a directory you can write in (it is created if missing)",
-		...cause === void 0 ? {} : { cause }
-	});
-	try {
-		makeDirs(dir, 511);
-	} catch (error) {
-		const code = error.code;
-		throw notUsable(code === "EEXIST" || code === "ENOTDIR" ? "is not a directory" : `cannot be created (${code})`, error);
-	}
-	if (!(await stat(dir)).isDirectory()) throw notUsable("is not a directory");
-	const probe = join(dir, `.notarize-probe-${uniqueSuffix()}`);
-	try {
-		await writeFile(probe, "", { flag: "wx" });
-	} catch (error) {
-		throw notUsable(`is not writable (${error.code})`, error);
-	}
-	await rm(probe, { force: true });
-	const names = receiptNames(subjects);
-	for (const name of names) {
-		if (name === void 0) continue;
-		checkFits(dir, name);
-		await checkFolders(dir, name);
-	}
-	return {
-		dir,
-		names,
-		flushes: new DirFlushes()
-	};
-}
-/** The receipt path of document `index`, whose digest is `hash`. */
-function receiptPath(plan, index, hash) {
-	return join(plan.dir, `${plan.names[index] ?? hash}${RECEIPT_SUFFIX}`);
-}
-/**
-* Before document `index` is sent: an existing receipt is refused (UsageError,
-* nothing sent) unless it is a receipt of this very digest (which the new one
-* replaces) or `overwrite` allows replacing it. A store with no record of the
-* hash (a cold CI runner) cannot write a new one if the service answers 409:
-* the receipt already there then stays the document's evidence. A link at
-* the receipt or one of its folders is refused whatever `overwrite`.
-*/
-async function checkBeforeSending(plan, index, hash, overwrite) {
-	const path = receiptPath(plan, index, hash);
-	const name = plan.names[index] ?? hash;
-	checkFits(plan.dir, name);
-	await checkFolders(plan.dir, name);
-	let info;
-	try {
-		info = await lstat(path);
-	} catch {
-		return;
-	}
-	if (info.isSymbolicLink()) throw linkRefused(path, "receipt");
-	if (!info.isFile()) throw new UsageError(`receipt ${path} exists and is not a regular file`, {
-		code: "receipt_exists",
-		hint: "remove it and run again, or choose another --receipt-dir"
-	});
-	if (overwrite || isReceiptOf(await readNoFollow(path), hash)) return;
-	throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
-		code: "receipt_exists",
-		hint: "remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)"
-	});
-}
-/** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
-function isReceiptOf(text, hash) {
-	if (text === void 0) return false;
-	const receipt = readReceipt(text);
-	return receipt.consistent && receipt.sha256 === hash.toLowerCase();
-}
-/**
-* Writes `text`, the receipt of document `index` (digest `hash`), after its
-* registration ended, and returns its path. Identical content already there
-* is left as is; another receipt of the same digest is replaced. A failure
-* here comes after something was sent: exit 1, never 2.
-*/
-async function writeReceipt(plan, index, hash, text, overwrite) {
-	const path = receiptPath(plan, index, hash);
-	const failed = (message, cause) => new NotarizeError("receipt_write", EXIT.refused, message, {
-		hint: `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`,
-		cause
-	});
-	try {
-		await makeFolders(plan.dir, plan.names[index] ?? hash);
-		const existing = await readNoFollow(path);
-		if (existing === text) return path;
-		if ((await lstat(path).catch(() => void 0))?.isSymbolicLink()) throw linkRefused(path, "receipt");
-		await writeFileAtomic(path, text, {
-			mode: 438,
-			replace: overwrite || isReceiptOf(existing, hash),
-			flushes: plan.flushes
-		});
-		return path;
-	} catch (error) {
-		if (error instanceof UsageError) throw failed(error.message, error);
-		const code = error.code;
-		const existing = code === "EEXIST" ? await readNoFollow(path) : void 0;
-		if (existing === text) return path;
-		if (code === "EEXIST" && existing !== void 0) throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
-		throw failed(`the receipt ${path} could not be written: ${error.message}`, error);
-	}
-}
-var RECEIPT_SUFFIX, MAX_NAME_BYTES, MAX_PATH_BYTES;
-var init_receipts = __esmMin((() => {
-	init_errors();
-	init_mkdirs();
-	init_files();
-	init_receipt_format();
-	RECEIPT_SUFFIX = ".notarization.json";
-	MAX_NAME_BYTES = 255;
-	MAX_PATH_BYTES = 4095;
-}));
 // dist/store/service-store.js
 /**
 * Pending sessions and completed records of one service, one file per hash.
@@ -12286,6 +11544,469 @@ var init_service_store = __esmMin((() => {
 		}
 	};
 }));
+// dist/core/merkle.js
+/**
+* Merkle trees as RFC 9162 (Certificate Transparency 2.0) defines them, over
+* SHA-256, with salted leaves: what an aggregate registration's receipt
+* proves (one registered root, a proof per document leading to it).
+*
+* - Leaf hash (a salted form of RFC 9162 section 2.1.1's leaf input): the
+*   document's SHA-256 followed by a 32-byte random salt, so that a proof
+*   given out for one document says nothing about the others:
+*   leaf = SHA-256(0x00 || SHA-256(document) || salt).
+* - Node hash (2.1.1): SHA-256(0x01 || left || right); the tree is
+*   left-balanced: n leaves split at k, the largest power of two below n;
+*   an odd node is never duplicated.
+* - An inclusion proof is the audit path of 2.1.3.1 (PATH(m, D[n]): the
+*   sibling hashes from leaf m up), checked by `rootFromPath`, the fn/sn
+*   algorithm of 2.1.3.2, as written there.
+*
+* `MerkleTree` builds a tree and gives every leaf's audit path; it builds
+* it bottom up, pairing neighbours level by level and carrying a level's odd
+* last node up unchanged, which gives exactly the RFC's recursive MTH and
+* PATH (test/fixtures/merkle/ holds trees built by the RFC's definitions
+* literally, which the tests compare with this code and fold with
+* `rootFromPath`). Each level is one contiguous buffer: a tree of 100,000
+* leaves holds about 6.4 MB of hashes, not 200,000 objects.
+*/
+/** RFC 9162's leaf hash of a salted document digest: SHA-256(0x00 || documentSha256 || salt). */
+function leafHash(documentSha256, salt) {
+	return createHash("sha256").update(LEAF_PREFIX).update(documentSha256).update(salt).digest();
+}
+/** RFC 9162's interior node hash: SHA-256(0x01 || left || right). */
+function nodeHash(left, right) {
+	return createHash("sha256").update(NODE_PREFIX).update(left).update(right).digest();
+}
+/**
+* The root an inclusion proof leads to, by RFC 9162 section 2.1.3.2, or
+* undefined when the proof cannot be one for (leafIndex, treeSize): an index
+* out of range, or a path of the wrong length.
+*/
+function rootFromPath(leafIndex, treeSize, leaf, path) {
+	if (leafIndex >= treeSize) return void 0;
+	let fn = leafIndex;
+	let sn = treeSize - 1;
+	let r = leaf;
+	for (const p of path) {
+		if (sn === 0) return void 0;
+		if (fn % 2 === 1 || fn === sn) {
+			r = nodeHash(p, r);
+			if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) {
+				fn = Math.floor(fn / 2);
+				sn = Math.floor(sn / 2);
+			}
+		} else r = nodeHash(r, p);
+		fn = Math.floor(fn / 2);
+		sn = Math.floor(sn / 2);
+	}
+	return sn === 0 ? r : void 0;
+}
+/** The `index`th 32-byte digest of a level, as a view (no copy). */
+function digestAt(level, index) {
+	return level.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
+}
+var DIGEST_BYTES, LEAF_PREFIX, NODE_PREFIX, MerkleTree;
+var init_merkle = __esmMin((() => {
+	DIGEST_BYTES = 32;
+	LEAF_PREFIX = Buffer.from([0]);
+	NODE_PREFIX = Buffer.from([1]);
+	MerkleTree = class {
+		/** levels[0] holds the leaf hashes; each next level the nodes above; the last, the root alone. */
+		#levels;
+		/** `leaves`: the leaf hashes, 32 bytes each, in leaf order; at least one. */
+		constructor(leaves) {
+			if (leaves.length === 0 || leaves.length % DIGEST_BYTES !== 0) throw new RangeError("a Merkle tree needs at least one 32-byte leaf hash");
+			this.#levels = [leaves];
+			for (let level = leaves; level.length > DIGEST_BYTES;) {
+				const count = level.length / DIGEST_BYTES;
+				const above = Buffer.allocUnsafe(Math.ceil(count / 2) * DIGEST_BYTES);
+				for (let i = 0; i + 1 < count; i += 2) nodeHash(digestAt(level, i), digestAt(level, i + 1)).copy(above, i / 2 * DIGEST_BYTES);
+				if (count % 2 === 1) digestAt(level, count - 1).copy(above, (count - 1) / 2 * DIGEST_BYTES);
+				this.#levels.push(above);
+				level = above;
+			}
+		}
+		get size() {
+			return this.#levels[0].length / DIGEST_BYTES;
+		}
+		get root() {
+			return digestAt(this.#levels.at(-1), 0);
+		}
+		/** The audit path of leaf `index` (RFC 9162 section 2.1.3.1), from the leaf's sibling up. */
+		path(index) {
+			if (!Number.isInteger(index) || index < 0 || index >= this.size) throw new RangeError(`no leaf ${index}`);
+			const path = [];
+			let i = index;
+			for (const level of this.#levels.slice(0, -1)) {
+				const sibling = i ^ 1;
+				if (sibling * DIGEST_BYTES < level.length) path.push(digestAt(level, sibling));
+				i >>= 1;
+			}
+			return path;
+		}
+	};
+}));
+// dist/exact-json.js
+/**
+* The service's JSON (a record, a session) inside notarize's own JSON
+* output, written exactly as the service sent it. JSON.parse and
+* JSON.stringify would change it: an integer above 2^53 (an Algorand asset
+* id is a uint64) loses digits, `1.50` becomes `1.5`, `1E400` becomes null,
+* and of two equal keys one is lost. So a result holds the text
+* (ExactJson), and stringifyExact writes that text in its place, changing
+* only the whitespace between tokens: one line for NDJSON, indented like
+* the rest for a pretty array.
+*/
+/**
+* JSON.stringify(value, null, indent), with each ExactJson inside written
+* as its own text (its tokens unchanged, its whitespace laid out as the
+* rest). Without `indent`, one line.
+*/
+function stringifyExact(value, indent = 0) {
+	const outer = slotted;
+	const texts = slotted = [];
+	let text;
+	try {
+		text = JSON.stringify(value, null, indent);
+	} finally {
+		slotted = outer;
+	}
+	if (texts.length === 0) return text;
+	const open = `"${TAG}`;
+	let out = "";
+	let from = 0;
+	for (let at = text.indexOf(open); at !== -1; at = text.indexOf(open, from)) {
+		const close = text.indexOf("\"", at + open.length);
+		const json = texts[Number(text.slice(at + open.length, close))];
+		let laid;
+		if (indent === 0) laid = compact$1(json);
+		else {
+			const lineStart = text.lastIndexOf("\n", at) + 1;
+			laid = relaid(json, indent, /^ */.exec(text.slice(lineStart, at))[0].length);
+		}
+		out += text.slice(from, at) + laid;
+		from = close + 1;
+	}
+	return out + text.slice(from);
+}
+/** `json` on one line (relaid with no indent). */
+function compact$1(json) {
+	if (lastCompact?.json !== json) lastCompact = {
+		json,
+		compact: /\s/.test(json) ? relaid(json, 0) : json
+	};
+	return lastCompact.compact;
+}
+/**
+* JSON text with its whitespace between tokens laid out again: none with
+* indent 0, else as JSON.stringify would with `indent`, nested `depth`
+* spaces deep. Strings and numbers are copied as they are.
+*/
+function relaid(json, indent, depth = 0) {
+	let out = "";
+	let level = 0;
+	const newline = () => indent === 0 ? "" : `\n${" ".repeat(depth + level * indent)}`;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") {
+			const end = stringEnd(json, i);
+			out += json.slice(i, end + 1);
+			i = end;
+		} else if (char === "{" || char === "[") {
+			const close = char === "{" ? "}" : "]";
+			const next = nextToken(json, i + 1);
+			if (json[next] === close) {
+				out += char + close;
+				i = next;
+			} else {
+				level++;
+				out += char + newline();
+			}
+		} else if (char === "}" || char === "]") {
+			level--;
+			out += newline() + char;
+		} else if (char === ",") out += char + newline();
+		else if (char === ":") out += indent === 0 ? ":" : ": ";
+		else if (!isJsonSpace(char)) out += char;
+	}
+	return out;
+}
+function nextToken(json, from) {
+	let i = from;
+	while (i < json.length && isJsonSpace(json[i])) i++;
+	return i;
+}
+function isJsonSpace(char) {
+	return char === " " || char === "	" || char === "\n" || char === "\r";
+}
+/** How deep arrays and objects nest in the JSON text `json` (0 for a scalar). */
+function jsonDepth(json) {
+	let depth = 0;
+	let deepest = 0;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") i = stringEnd(json, i);
+		else if (char === "{" || char === "[") deepest = Math.max(deepest, ++depth);
+		else if (char === "}" || char === "]") depth--;
+	}
+	return deepest;
+}
+/**
+* Whether an object of the JSON text `json` has a key twice (compared as
+* JSON.parse reads them, escapes undone). JSON.parse keeps the last of the
+* two, other readers the first: a receipt that says two things is refused
+* (receipt-format.ts). `json` must be JSON.
+*/
+function hasKeyTwice(json) {
+	const open = [];
+	let atKey = false;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") {
+			const end = stringEnd(json, i);
+			const keys = open.at(-1);
+			if (keys !== void 0 && atKey) {
+				const name = JSON.parse(json.slice(i, end + 1));
+				if (keys.has(name)) return true;
+				keys.add(name);
+				atKey = false;
+			}
+			i = end;
+		} else if (char === "{") {
+			open.push(/* @__PURE__ */ new Set());
+			atKey = true;
+		} else if (char === "[") open.push(void 0);
+		else if (char === "}" || char === "]") {
+			open.pop();
+			atKey = false;
+		} else if (char === ",") atKey = open.at(-1) !== void 0;
+	}
+	return false;
+}
+/**
+* The text of the member `key` of the JSON object `json` (the last one, as
+* JSON.parse keeps the last of equal keys), exactly as written; undefined
+* when `json` is not an object or has no such member. `json` must be JSON.
+*/
+function memberText(json, key) {
+	let i = nextToken(json, 0);
+	if (json[i] !== "{") return void 0;
+	let found;
+	i = nextToken(json, i + 1);
+	while (json[i] === "\"") {
+		const keyEnd = stringEnd(json, i);
+		const name = JSON.parse(json.slice(i, keyEnd + 1));
+		const start = nextToken(json, nextToken(json, keyEnd + 1) + 1);
+		const end = valueEnd(json, start);
+		if (name === key) found = json.slice(start, end);
+		i = nextToken(json, end);
+		if (json[i] === ",") i = nextToken(json, i + 1);
+	}
+	return found;
+}
+/** The index of the closing quote of the string that opens at `start`. */
+function stringEnd(json, start) {
+	let end = start + 1;
+	while (json[end] !== "\"") end += json[end] === "\\" ? 2 : 1;
+	return end;
+}
+/** The index just past the value that starts at `start`. */
+function valueEnd(json, start) {
+	const first = json[start];
+	if (first === "\"") return stringEnd(json, start) + 1;
+	if (first !== "{" && first !== "[") {
+		let end = start;
+		while (end < json.length && !",}] 	\n\r".includes(json[end])) end++;
+		return end;
+	}
+	let depth = 0;
+	for (let i = start; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") i = stringEnd(json, i);
+		else if (char === "{" || char === "[") depth++;
+		else if ((char === "}" || char === "]") && --depth === 0) return i + 1;
+	}
+	return json.length;
+}
+var TAG, slotted, lastChecked, ExactJson, lastCompact;
+var init_exact_json = __esmMin((() => {
+	TAG = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
+	ExactJson = class ExactJson {
+		text;
+		/** `text` must be JSON (see ExactJson.of). */
+		constructor(text) {
+			this.text = text;
+		}
+		/** The text as an ExactJson, or undefined when it is not JSON. */
+		static of(text) {
+			if (text !== lastChecked) {
+				try {
+					JSON.parse(text);
+				} catch {
+					return;
+				}
+				lastChecked = text;
+			}
+			return new ExactJson(text);
+		}
+		/** The value as JSON.parse reads it (numbers as doubles, the last of equal keys). */
+		parsed() {
+			return JSON.parse(this.text);
+		}
+		/**
+		* Within stringifyExact, a slot for the text (JSON.stringify calls this
+		* for every ExactJson it meets, with no replacer to slow every other
+		* value); for any other writer, the parsed value.
+		*/
+		toJSON() {
+			if (slotted === void 0) return this.parsed();
+			slotted.push(this.text);
+			return `${TAG}${slotted.length - 1}`;
+		}
+	};
+}));
+// dist/core/receipt-format.js
+/**
+* The text of a v1 receipt: two-space indented, keys in the documented
+* order, a final line feed, and the record spliced in as the exact text the
+* service sent (unknown fields, number spellings and all). The slot's JSON
+* spelling, `"\u0000record\u0000"`, cannot come out of any other string:
+* JSON.stringify writes a backslash in a name as `\\`.
+*/
+function receiptText(content) {
+	const { document, baseUrl, registeredAt, proof } = content;
+	if (hasKeyTwice(content.recordJson)) {
+		const hash = proof?.root ?? document.sha256;
+		throw new NotarizeError("record_key_twice", EXIT.refused, `no receipt: the service's record of ${hash} has a key twice in one object, and a receipt of it would be refused`, { hint: `the record is kept in the ledger as the service sent it: \`notarize show ${hash}\` prints it` });
+	}
+	const receipt = {
+		type: RECEIPT_TYPE,
+		version: 1,
+		document: {
+			name: document.name,
+			sha256: document.sha256,
+			size: document.size
+		},
+		record: RECORD_SLOT,
+		service: {
+			baseUrl,
+			verificationUrl: verificationUrl(baseUrl, proof?.root ?? document.sha256)
+		},
+		registeredAt,
+		proof: proof ?? null
+	};
+	return `${JSON.stringify(receipt, null, 2).replace(JSON.stringify(RECORD_SLOT), () => content.recordJson.trim())}\n`;
+}
+/** The first problem zod found, as "field: message". */
+function firstIssue(error) {
+	const issue = error.issues[0];
+	const where = issue.path.join(".");
+	return where ? `${where}: ${issue.message}` : issue.message;
+}
+/**
+* Reads a receipt's text and checks that it holds together (see the module
+* comment). Never throws: anything wrong is an InvalidReceipt saying what.
+*/
+function readReceipt(text) {
+	const invalid = (reason) => ({
+		consistent: false,
+		reason
+	});
+	let value;
+	try {
+		value = JSON.parse(text);
+	} catch {
+		return invalid("the receipt is not JSON");
+	}
+	if (jsonDepth(text) > 64) return invalid(`the receipt nests more than 64 levels deep`);
+	if (typeof value !== "object" || value === null || Array.isArray(value)) return invalid("the receipt is not a JSON object");
+	if (hasKeyTwice(text)) return invalid("the receipt has a key twice in one object");
+	if (!("type" in value)) return readBareRecord(value, text);
+	const { type, version } = value;
+	if (type !== "notarize-receipt") return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
+	if (version !== 1) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
+	const parsed = receiptSchema.safeParse(value);
+	if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
+	const { document, record, service, proof } = parsed.data;
+	const registered = proof?.root ?? document.sha256;
+	if (record.hash.toLowerCase() !== registered) return invalid(proof ? `the receipt's record is of ${record.hash}, not of its proof's root ${registered}` : `the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`);
+	if (proof) {
+		const problem = proofProblem(document.sha256, proof);
+		if (problem) return invalid(problem);
+	}
+	const baseUrl = service.baseUrl.replace(/\/$/, "");
+	const expectedUrl = verificationUrl(baseUrl, registered);
+	if (service.verificationUrl !== expectedUrl) return invalid(`the receipt's verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
+	return {
+		consistent: true,
+		format: "v1",
+		sha256: document.sha256,
+		name: document.name,
+		recordJson: memberText(text, "record"),
+		baseUrl,
+		proof
+	};
+}
+/** Why `proof` does not lead from the document of digest `sha256` to its root; undefined when it does. */
+function proofProblem(sha256, proof) {
+	const leaf = leafHash(Buffer.from(sha256, "hex"), Buffer.from(proof.leafSalt, "hex"));
+	const root = rootFromPath(proof.leafIndex, proof.treeSize, leaf, proof.path.map((hash) => Buffer.from(hash, "hex")));
+	if (root === void 0) return `the receipt's proof is no proof for leaf ${proof.leafIndex} of a tree of ${proof.treeSize} (index out of range, or a path of the wrong length)`;
+	if (root.toString("hex") !== proof.root) return `the receipt's proof does not lead from its document to its root ${proof.root} (a wrong salt, index or path)`;
+}
+/** A receipt written before v1: the record alone, whose `hash` is the document's digest. */
+function readBareRecord(value, text) {
+	const hash = value.hash;
+	if (typeof hash !== "string" || !/^[0-9a-fA-F]{64}$/.test(hash)) return {
+		consistent: false,
+		reason: "the receipt is neither a notarize receipt nor a notarization record"
+	};
+	return {
+		consistent: true,
+		format: "record",
+		sha256: hash.toLowerCase(),
+		name: null,
+		recordJson: text.trim(),
+		baseUrl: void 0,
+		proof: null
+	};
+}
+var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema;
+var init_receipt_format = __esmMin((() => {
+	init_zod();
+	init_pages();
+	init_exact_json();
+	init_errors();
+	init_merkle();
+	RECEIPT_TYPE = "notarize-receipt";
+	RECORD_SLOT = "\0record\0";
+	sha256Hex = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits");
+	PROOF_TYPE = "rfc9162-sha256-salted-leaf";
+	proofSchema = object({
+		type: literal(PROOF_TYPE),
+		leafSalt: sha256Hex,
+		leafIndex: int().nonnegative(),
+		treeSize: int().positive(),
+		path: array(sha256Hex).max(64),
+		root: sha256Hex
+	});
+	receiptSchema = object({
+		type: literal(RECEIPT_TYPE),
+		version: literal(1),
+		document: object({
+			name: string$1().nullable(),
+			sha256: sha256Hex,
+			size: int().nonnegative().nullable()
+		}),
+		record: looseObject({ hash: string$1() }),
+		service: object({
+			baseUrl: string$1(),
+			verificationUrl: string$1()
+		}),
+		registeredAt: datetime({ offset: true }),
+		proof: proofSchema.nullable()
+	});
+}));
 // dist/core/trees.js
 /**
 * The Merkle trees of aggregate registrations (`register --aggregate`,
@@ -12756,6 +12477,18 @@ function adoptedEntry(entry, byDigest, description) {
 	};
 }
 /**
+* Asks the service whether it has `root` (see askAbout), for a document
+* whose receipt in --receipt-dir has a proof to that root (per-document
+* register on a store without its tree): the description sent is the
+* root's default one, of `treeSize` documents.
+*/
+function askAboutRoot(deps, root, treeSize, flags) {
+	return askAbout(deps, {
+		root,
+		description: rootDescription(treeSize)
+	}, flags, "its receipt in --receipt-dir");
+}
+/**
 * Asks the service whether it has the root of `entry`, with a request step
 * whose session is never kept: 409, it has it; a session (2xx, read and
 * valid), it does not, and nothing more is sent for it. Any other answer,
@@ -12763,7 +12496,7 @@ function adoptedEntry(entry, byDigest, description) {
 * maintenance page says nothing of the root), is no answer: the ask
 * failed, and its documents with it, rather than be paid for again.
 */
-async function askAbout(deps, entry, input) {
+async function askAbout(deps, entry, input, source = "its manifest in --receipt-dir") {
 	try {
 		const { root: hash, description } = entry;
 		await deps.api.requestRegistration(registrationRequest({
@@ -12778,7 +12511,7 @@ async function askAbout(deps, entry, input) {
 			kind: "has",
 			message: error.serviceMessage
 		};
-		if (error instanceof NotarizeError && error.hint === void 0) error.hint = `asking about root ${entry.root} (its manifest in --receipt-dir) got no answer that says whether the service has it; run the same command again once it answers normally`;
+		if (error instanceof NotarizeError && error.hint === void 0) error.hint = `asking about root ${entry.root} (${source}) got no answer that says whether the service has it; run the same command again once it answers normally`;
 		return {
 			kind: "failed",
 			error
@@ -12799,6 +12532,308 @@ var init_manifests = __esmMin((() => {
 		roots: /* @__PURE__ */ new Map(),
 		sent: false
 	};
+}));
+// dist/core/receipts.js
+/**
+* Receipt files for CI artifacts (--receipt-dir): `<name>.notarization.json`,
+* a v1 receipt (receipt-format.ts) that travels with the artifact.
+*
+* Everything that can be checked before a registration is sent is checked
+* then (`planReceipts`, `checkBeforeSending`), so that a receipt problem
+* never shows up after a paid completion: the directory is a writable
+* directory, names do not collide within the run and fit the filesystem, and
+* an existing file that is not a receipt of the same digest is refused (one
+* of the same digest, such as a receipt written before v1, is replaced). A write that still fails
+* after the completion (a full disk) is exit 1: something was sent.
+*
+* Names: a file named on the command line gets its file name; a file found
+* under a directory keeps its place below it (`linux/app.tar.gz`); standard
+* input and --hash get the digest. When documents of one run would get the
+* same name, each keeps as many of its parent folders as tell them apart
+* (`register ca/x.txt cb/x.txt` gives `ca/x.txt` and `cb/x.txt`).
+*
+* Links: the receipt directory itself may be anything the user names (a
+* link to their output folder included), but nothing below it is reached
+* through a link. A link where a receipt or one of its folders would be
+* (`R/doc.notarization.json -> /etc/x`, `R/linux -> /elsewhere`) is refused
+* before anything is sent, even with --force: --force replaces receipts, and
+* a link is not one. Folders are created one at a time and each is checked;
+* the receipt itself is written to a new file (O_EXCL|O_NOFOLLOW) that is
+* then renamed (--force) or hard-linked (no --force) to its name, so a link
+* that appears after the check is replaced or refused, never written through.
+* Someone able to write in the receipt directory could still swap a checked
+* folder for a link in the microseconds before the file is created: Node has
+* no openat(); keep the receipt directory your own.
+*/
+/** The folders and name of a path as given, without `.`, `..` or empty segments. */
+function segments(path) {
+	return normalize(path).split(/[/\\]+/).filter((part) => part !== "" && part !== "." && part !== "..");
+}
+/**
+* The names of documents whose first choice collided: each keeps as many of
+* its parent folders as it takes to tell them all apart (`ca/x.txt`,
+* `cb/x.txt`), the same number for the whole group.
+*/
+function distinguish(paths) {
+	const split = new Map(paths.map((path) => [path, segments(path)]));
+	const longest = Math.max(...[...split.values()].map((parts) => parts.length));
+	let names = /* @__PURE__ */ new Map();
+	for (let keep = 2; keep <= longest; keep++) {
+		names = new Map([...split].map(([path, parts]) => [path, parts.slice(-keep).join("/")]));
+		if (new Set(names.values()).size === paths.length) break;
+	}
+	return names;
+}
+/**
+* Whether a path is inside the folder `dir` (--receipt-dir, whose files are
+* receipts, never documents), by where both really are: a --receipt-dir
+* named through a symbolic link (`link/R`, `link` -> `docs`) is the same
+* folder as `docs/R` met walking `docs`. A path's folder is resolved once.
+*/
+function insideDir(dir) {
+	const real = (path) => {
+		try {
+			return realpathSync(path);
+		} catch {
+			return resolve(path);
+		}
+	};
+	const root = real(dir) + sep;
+	const folders = /* @__PURE__ */ new Map();
+	return (path) => {
+		const folder = dirname(resolve(path));
+		let realFolder = folders.get(folder);
+		if (realFolder === void 0) folders.set(folder, realFolder = real(folder));
+		return join(realFolder, basename(path)).startsWith(root);
+	};
+}
+/** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
+function receiptNames(subjects) {
+	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
+	const pathsByName = /* @__PURE__ */ new Map();
+	subjects.forEach((s, i) => {
+		const name = first[i];
+		if (name !== void 0) pathsByName.set(name, (pathsByName.get(name) ?? /* @__PURE__ */ new Set()).add(s.path));
+	});
+	const renamed = /* @__PURE__ */ new Map();
+	for (const paths of pathsByName.values()) if (paths.size > 1) for (const [path, name] of distinguish([...paths])) renamed.set(path, name);
+	const names = first.map((name, i) => name === void 0 ? void 0 : renamed.get(subjects[i].path) ?? name);
+	const owner = /* @__PURE__ */ new Map();
+	names.forEach((name, i) => {
+		if (name === void 0) return;
+		const path = subjects[i].path;
+		const other = owner.get(name);
+		if (other !== void 0 && other !== path) throw new UsageError(`'${other}' and '${path}' would both get the receipt ${name}${RECEIPT_SUFFIX}`, {
+			code: "receipt_collision",
+			hint: "register them in separate runs, or with separate --receipt-dir directories"
+		});
+		owner.set(name, path);
+	});
+	return names;
+}
+/** The folders between the receipt directory and `name`'s receipt: `a/b/x` gives `dir/a`, `dir/a/b`. */
+function foldersOf(dir, name) {
+	const parts = name.split("/").slice(0, -1);
+	return parts.map((_, i) => join(dir, ...parts.slice(0, i + 1)));
+}
+function linkRefused(path, what) {
+	return new UsageError(`${what} ${path} is a symbolic link; notarize never writes a receipt through a link`, {
+		code: "receipt_link",
+		hint: "remove the link and run again, or choose another --receipt-dir; --force does not replace links"
+	});
+}
+/** Throws UsageError when a folder of `name`'s receipt exists as a link or as something other than a folder. */
+async function checkFolders(dir, name) {
+	for (const folder of foldersOf(dir, name)) {
+		let info;
+		try {
+			info = await lstat(folder);
+		} catch {
+			return;
+		}
+		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
+		if (!info.isDirectory()) throw new UsageError(`receipt folder ${folder} exists and is not a directory`, {
+			code: "receipt_exists",
+			hint: "remove it and run again, or choose another --receipt-dir"
+		});
+	}
+}
+/**
+* Creates the folders of `name`'s receipt one at a time, none through a
+* link: an existing one must be a real directory (see the module comment).
+*/
+async function makeFolders(dir, name) {
+	for (const folder of foldersOf(dir, name)) try {
+		await mkdir(folder);
+	} catch (error) {
+		if (error.code !== "EEXIST") throw error;
+		const info = await lstat(folder);
+		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
+		if (!info.isDirectory()) throw new Error(`${folder} exists and is not a directory`);
+	}
+}
+/** The content of an existing receipt, read without following a link; undefined if unreadable. */
+async function readNoFollow(path) {
+	try {
+		const handle = await open$1(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+		try {
+			return (await handle.stat()).isFile() ? await handle.readFile("utf8") : void 0;
+		} finally {
+			await handle.close();
+		}
+	} catch {
+		return;
+	}
+}
+/** Throws UsageError when `name`'s receipt cannot exist on a usual filesystem. */
+function checkFits(dir, name) {
+	const path = join(dir, `${name}${RECEIPT_SUFFIX}`);
+	if (Math.max(...path.split("/").map((part) => Buffer.byteLength(part))) > MAX_NAME_BYTES || Buffer.byteLength(path) > MAX_PATH_BYTES) throw new UsageError(`the receipt name for '${name}' is too long for the filesystem`, {
+		code: "receipt_name_too_long",
+		hint: `file names may have at most ${MAX_NAME_BYTES} bytes: rename the document or register it without --receipt-dir`
+	});
+}
+/**
+* Creates the receipt directory if needed and proves it is a directory this
+* process can write in (by creating and removing a file there), then names
+* every document's receipt. Throws UsageError (nothing was sent yet).
+*/
+async function planReceipts(dir, subjects) {
+	const notUsable = (why, cause) => new UsageError(`--receipt-dir ${dir} ${why}`, {
+		code: "receipt_dir",
+		hint: "name a directory you can write in (it is created if missing)",
+		...cause === void 0 ? {} : { cause }
+	});
+	try {
+		makeDirs(dir, 511);
+	} catch (error) {
+		const code = error.code;
+		throw notUsable(code === "EEXIST" || code === "ENOTDIR" ? "is not a directory" : `cannot be created (${code})`, error);
+	}
+	if (!(await stat(dir)).isDirectory()) throw notUsable("is not a directory");
+	const probe = join(dir, `.notarize-probe-${uniqueSuffix()}`);
+	try {
+		await writeFile(probe, "", { flag: "wx" });
+	} catch (error) {
+		throw notUsable(`is not writable (${error.code})`, error);
+	}
+	await rm(probe, { force: true });
+	const names = receiptNames(subjects);
+	for (const name of names) {
+		if (name === void 0) continue;
+		checkFits(dir, name);
+		await checkFolders(dir, name);
+	}
+	return {
+		dir,
+		names,
+		flushes: new DirFlushes()
+	};
+}
+/** The receipt path of document `index`, whose digest is `hash`. */
+function receiptPath(plan, index, hash) {
+	return join(plan.dir, `${plan.names[index] ?? hash}${RECEIPT_SUFFIX}`);
+}
+/**
+* Before document `index` is sent: an existing receipt is refused (UsageError,
+* nothing sent) unless it is a receipt of this very digest (which the new one
+* replaces) or `overwrite` allows replacing it. A store with no record of the
+* hash (a cold CI runner) cannot write a new one if the service answers 409:
+* the receipt already there then stays the document's evidence. A link at
+* the receipt or one of its folders is refused whatever `overwrite`.
+*/
+async function checkBeforeSending(plan, index, hash, overwrite) {
+	const path = receiptPath(plan, index, hash);
+	const name = plan.names[index] ?? hash;
+	checkFits(plan.dir, name);
+	await checkFolders(plan.dir, name);
+	let info;
+	try {
+		info = await lstat(path);
+	} catch {
+		return;
+	}
+	if (info.isSymbolicLink()) throw linkRefused(path, "receipt");
+	if (!info.isFile()) throw new UsageError(`receipt ${path} exists and is not a regular file`, {
+		code: "receipt_exists",
+		hint: "remove it and run again, or choose another --receipt-dir"
+	});
+	if (overwrite || isReceiptOf(await readNoFollow(path), hash)) return;
+	throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
+		code: "receipt_exists",
+		hint: "remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)"
+	});
+}
+/**
+* The proof in the receipt already at document `index`'s place, when it is
+* a consistent receipt of that document (digest `hash`) under a Merkle root
+* (an earlier `register --aggregate`), with the base URL it names; else
+* undefined. A file that cannot be read says nothing here: checkBeforeSending
+* judges it.
+*/
+async function earlierProof(plan, index, hash) {
+	let text;
+	try {
+		text = await readNoFollow(receiptPath(plan, index, hash));
+	} catch {
+		return;
+	}
+	if (text === void 0) return void 0;
+	const receipt = readReceipt(text);
+	if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase()) return void 0;
+	const { proof, baseUrl } = receipt;
+	return proof && baseUrl !== void 0 ? {
+		proof,
+		baseUrl
+	} : void 0;
+}
+/** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
+function isReceiptOf(text, hash) {
+	if (text === void 0) return false;
+	const receipt = readReceipt(text);
+	return receipt.consistent && receipt.sha256 === hash.toLowerCase();
+}
+/**
+* Writes `text`, the receipt of document `index` (digest `hash`), after its
+* registration ended, and returns its path. Identical content already there
+* is left as is; another receipt of the same digest is replaced. A failure
+* here comes after something was sent: exit 1, never 2.
+*/
+async function writeReceipt(plan, index, hash, text, overwrite) {
+	const path = receiptPath(plan, index, hash);
+	const failed = (message, cause) => new NotarizeError("receipt_write", EXIT.refused, message, {
+		hint: `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`,
+		cause
+	});
+	try {
+		await makeFolders(plan.dir, plan.names[index] ?? hash);
+		const existing = await readNoFollow(path);
+		if (existing === text) return path;
+		if ((await lstat(path).catch(() => void 0))?.isSymbolicLink()) throw linkRefused(path, "receipt");
+		await writeFileAtomic(path, text, {
+			mode: 438,
+			replace: overwrite || isReceiptOf(existing, hash),
+			flushes: plan.flushes
+		});
+		return path;
+	} catch (error) {
+		if (error instanceof UsageError) throw failed(error.message, error);
+		const code = error.code;
+		const existing = code === "EEXIST" ? await readNoFollow(path) : void 0;
+		if (existing === text) return path;
+		if (code === "EEXIST" && existing !== void 0) throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
+		throw failed(`the receipt ${path} could not be written: ${error.message}`, error);
+	}
+}
+var RECEIPT_SUFFIX, MAX_NAME_BYTES, MAX_PATH_BYTES;
+var init_receipts = __esmMin((() => {
+	init_errors();
+	init_mkdirs();
+	init_files();
+	init_receipt_format();
+	RECEIPT_SUFFIX = ".notarization.json";
+	MAX_NAME_BYTES = 255;
+	MAX_PATH_BYTES = 4095;
 }));
 // dist/core/aggregate.js
 /**
@@ -13926,6 +13961,7 @@ function present(view, result) {
 	const json = view.format === "json";
 	switch (result.kind) {
 		case "outcome":
+			if (result.note) io.info(result.note);
 			if (result.outcome) showOutcome(io, result.outcome, result.baseUrl, json);
 			if (result.receipt) io.info(`receipt: ${result.receipt}`);
 			break;
@@ -17031,8 +17067,10 @@ before anything else, so an interrupted run is finished with \`notarize complete
 Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
 document under a Merkle root this store registered (--aggregate), with its proof; one under
 a root still pending completes that root (its saved session, one completion for all its
-documents); an --aggregate run leaves out of its tree what this store registered one by one
-(--force: again).
+documents), and on a store without that tree, one whose receipt in --receipt-dir has a proof
+to a root the service says it has (a 409 to a request step) is already-registered under it;
+an --aggregate run leaves out of its tree what this store registered one by one (--force:
+again).
 A 409 from the service is read as "it already has this hash": status already-registered,
 exit 0, the ledger's record if any, else the public verification page. The service does
 not document its status codes: this reading of 409 is an assumption.
@@ -17232,6 +17270,7 @@ var init_register = __esmMin((() => {
 	init_hash$1();
 	init_hash_pool();
 	init_notarize();
+	init_manifests();
 	init_receipts();
 	init_receipt_format();
 	init_aggregate();
@@ -17269,6 +17308,8 @@ var init_register = __esmMin((() => {
 		#trees;
 		/** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
 		#pendingRoots = /* @__PURE__ */ new Map();
+		/** The roots of receipts in --receipt-dir asked about, once each (#underEarlierRoot). */
+		#askedRoots = /* @__PURE__ */ new Map();
 		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
 		#paidProblems;
 		constructor({ options, documents, items, baseUrl, api, store }) {
@@ -17330,6 +17371,7 @@ var init_register = __esmMin((() => {
 					...failure ? { failure } : {}
 				};
 			}
+			const note = under && `${under.sha256} is leaf ${under.proof.leafIndex} under the Merkle root ${under.proof.root}`;
 			return {
 				kind: "outcome",
 				outcome,
@@ -17338,6 +17380,7 @@ var init_register = __esmMin((() => {
 					ok: true,
 					value: registered
 				})),
+				...note ? { note } : {},
 				...receipt ? { receipt } : {},
 				...failure ? { failure } : {}
 			};
@@ -17474,10 +17517,14 @@ var init_register = __esmMin((() => {
 					proof: leaf.proof
 				};
 				outcome = await this.#underPendingRoot(leaf.tree, onStep);
-			} else outcome = await register({
-				...this.#deps,
-				onStep
-			}, input);
+			} else {
+				const earlier = await this.#underEarlierRoot(input.hash, index);
+				if (earlier) ({outcome, under} = earlier);
+				else outcome = await register({
+					...this.#deps,
+					onStep
+				}, input);
+			}
 			const self = under === void 0 ? {} : { under };
 			if (!receipts) return {
 				outcome,
@@ -17496,6 +17543,56 @@ var init_register = __esmMin((() => {
 				outcome,
 				...self,
 				...await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)
+			};
+		}
+		/**
+		* A document this store knows nothing of (no record, no session, under no
+		* tree of its own: a fresh CI runner) whose receipt in --receipt-dir has a
+		* proof to a Merkle root of this service (an earlier `register
+		* --aggregate`): the service is asked about that root, once per run, as
+		* `register --aggregate` asks about a manifest's root. A 409 (read as "it
+		* has it") makes the document already-registered under it, its receipt
+		* left as it is; a root the service does not have (it answers with a
+		* session, dropped unsaved) leaves the document to the flow, which
+		* registers it on its own; an ask without an answer fails the document
+		* rather than pay for it again. --force asks nothing.
+		*/
+		async #underEarlierRoot(hash, index) {
+			const { receipts } = this.#documents;
+			const { store } = this.#deps;
+			if (receipts === void 0 || this.#options.force) return void 0;
+			try {
+				if (store.readRecord(hash) !== void 0 || existsSync(store.pendingFile(hash))) return void 0;
+			} catch {
+				return;
+			}
+			const found = await earlierProof(receipts, index, hash);
+			if (found === void 0 || found.baseUrl !== this.#baseUrl) return void 0;
+			const { proof } = found;
+			let asked = this.#askedRoots.get(proof.root);
+			if (asked === void 0) {
+				this.#sent = true;
+				asked = askAboutRoot(this.#deps, proof.root, proof.treeSize, this.#options);
+				this.#askedRoots.set(proof.root, asked);
+			}
+			const said = await asked;
+			if (said.kind === "absent") return void 0;
+			if (said.kind === "failed") throw said.error;
+			const service = {
+				message: said.message,
+				retiredSession: void 0
+			};
+			return {
+				under: {
+					sha256: hash,
+					proof
+				},
+				outcome: {
+					kind: "already-registered",
+					hash: proof.root,
+					entry: void 0,
+					service
+				}
 			};
 		}
 		/**
@@ -18809,9 +18906,6 @@ async function runVerify(options, items = new ItemResults()) {
 		...failure ? { failure } : {}
 	};
 }
-function withoutSlash(url) {
-	return url.endsWith("/") ? url.slice(0, -1) : url;
-}
 /** The error of a path a walk met and did not follow (see runVerify). */
 function notFollowed(path, reason) {
 	const why = `${reason}: verify does not follow it, so what it stands for is not checked`;
@@ -19012,11 +19106,11 @@ var init_verify = __esmMin((() => {
 			receipt: ""
 		};
 		constructor(baseUrl) {
-			this.#baseUrl = withoutSlash(baseUrl);
+			this.#baseUrl = baseUrl;
 		}
 		add(finding) {
 			if (finding.status !== "verified" || finding.source !== "receipt" || finding.baseUrl === void 0) return;
-			if (withoutSlash(finding.baseUrl) === this.#baseUrl) return;
+			if (finding.baseUrl === this.#baseUrl) return;
 			if (this.#count++ === 0) this.#first = {
 				service: finding.baseUrl,
 				receipt: finding.receipt ?? ""

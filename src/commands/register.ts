@@ -13,7 +13,8 @@ import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
 import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
-import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
+import { askAboutRoot } from '../core/manifests.js';
+import { checkBeforeSending, earlierProof, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
 import { finishedRoot, registerRoot, type RootResult } from '../core/aggregate.js';
 import { confirmedOf, Trees, type LoadedTree } from '../core/trees.js';
@@ -89,8 +90,10 @@ before anything else, so an interrupted run is finished with \`notarize complete
 Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
 document under a Merkle root this store registered (--aggregate), with its proof; one under
 a root still pending completes that root (its saved session, one completion for all its
-documents); an --aggregate run leaves out of its tree what this store registered one by one
-(--force: again).
+documents), and on a store without that tree, one whose receipt in --receipt-dir has a proof
+to a root the service says it has (a 409 to a request step) is already-registered under it;
+an --aggregate run leaves out of its tree what this store registered one by one (--force:
+again).
 A 409 from the service is read as "it already has this hash": status already-registered,
 exit 0, the ledger's record if any, else the public verification page. The service does
 not document its status codes: this reading of 409 is an assumption.
@@ -218,6 +221,8 @@ class Registrar {
   #trees: Promise<Trees> | undefined;
   /** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
   readonly #pendingRoots = new Map<string, Promise<RootResult>>();
+  /** The roots of receipts in --receipt-dir asked about, once each (#underEarlierRoot). */
+  readonly #askedRoots = new Map<string, ReturnType<typeof askAboutRoot>>();
   /** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
   #paidProblems: Promise<StoreError[]> | undefined;
 
@@ -267,11 +272,14 @@ class Registrar {
         ...(failure ? { failure } : {}),
       };
     }
+    // Under a root with no record here: the root's outcome, said to be the document's.
+    const note = under && `${under.sha256} is leaf ${under.proof.leafIndex} under the Merkle root ${under.proof.root}`;
     return {
       kind: 'outcome',
       outcome,
       baseUrl: this.#baseUrl,
       github: github(this.#result(item, 0, { ok: true, value: registered })),
+      ...(note ? { note } : {}),
       ...(receipt ? { receipt } : {}),
       ...(failure ? { failure } : {}),
     };
@@ -410,7 +418,9 @@ class Registrar {
       under = { sha256: input.hash, proof: leaf.proof };
       outcome = await this.#underPendingRoot(leaf.tree, onStep);
     } else {
-      outcome = await register({ ...this.#deps, onStep }, input);
+      const earlier = await this.#underEarlierRoot(input.hash, index);
+      if (earlier) ({ outcome, under } = earlier);
+      else outcome = await register({ ...this.#deps, onStep }, input);
     }
     const self = under === undefined ? {} : { under };
     if (!receipts) return { outcome, ...self };
@@ -421,6 +431,48 @@ class Registrar {
       return { outcome, ...self };
     }
     return { outcome, ...self, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)) };
+  }
+
+  /**
+   * A document this store knows nothing of (no record, no session, under no
+   * tree of its own: a fresh CI runner) whose receipt in --receipt-dir has a
+   * proof to a Merkle root of this service (an earlier `register
+   * --aggregate`): the service is asked about that root, once per run, as
+   * `register --aggregate` asks about a manifest's root. A 409 (read as "it
+   * has it") makes the document already-registered under it, its receipt
+   * left as it is; a root the service does not have (it answers with a
+   * session, dropped unsaved) leaves the document to the flow, which
+   * registers it on its own; an ask without an answer fails the document
+   * rather than pay for it again. --force asks nothing.
+   */
+  async #underEarlierRoot(hash: string, index: number): Promise<Pick<Registered, 'outcome' | 'under'> | undefined> {
+    const { receipts } = this.#documents;
+    const { store } = this.#deps;
+    if (receipts === undefined || this.#options.force) return undefined;
+    try {
+      // Its own record or session answers for it (the flow's): nothing to ask.
+      if (store.readRecord(hash) !== undefined || existsSync(store.pendingFile(hash))) return undefined;
+    } catch {
+      return undefined; // A damaged record: the flow says so.
+    }
+    const found = await earlierProof(receipts, index, hash);
+    // Both without a final slash (readReceipt, parseBaseUrl): a receipt of another service is no question for this one.
+    if (found === undefined || found.baseUrl !== this.#baseUrl) return undefined;
+    const { proof } = found;
+    let asked = this.#askedRoots.get(proof.root);
+    if (asked === undefined) {
+      this.#sent = true;
+      asked = askAboutRoot(this.#deps, proof.root, proof.treeSize, this.#options);
+      this.#askedRoots.set(proof.root, asked);
+    }
+    const said = await asked;
+    if (said.kind === 'absent') return undefined;
+    if (said.kind === 'failed') throw said.error;
+    const service = { message: said.message, retiredSession: undefined };
+    return {
+      under: { sha256: hash, proof },
+      outcome: { kind: 'already-registered', hash: proof.root, entry: undefined, service },
+    };
   }
 
   /**

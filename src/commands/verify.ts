@@ -187,12 +187,13 @@ class ElsewhereReceipts {
   #first = { service: '', receipt: '' };
 
   constructor(baseUrl: string) {
-    this.#baseUrl = withoutSlash(baseUrl);
+    this.#baseUrl = baseUrl;
   }
 
   add(finding: Finding): void {
     if (finding.status !== 'verified' || finding.source !== 'receipt' || finding.baseUrl === undefined) return;
-    if (withoutSlash(finding.baseUrl) === this.#baseUrl) return;
+    // Both without a final slash (readReceipt, parseBaseUrl).
+    if (finding.baseUrl === this.#baseUrl) return;
     if (this.#count++ === 0) this.#first = { service: finding.baseUrl, receipt: finding.receipt ?? '' };
   }
 
@@ -205,10 +206,6 @@ class ElsewhereReceipts {
         'not a signature; confirm the registration at its verification page only if you trust that service',
     );
   }
-}
-
-function withoutSlash(url: string): string {
-  return url.endsWith('/') ? url.slice(0, -1) : url;
 }
 
 /** The error of a path a walk met and did not follow (see runVerify). */

@@ -283,6 +283,21 @@ function adoptedEntry(
 }
 
 /**
+ * Asks the service whether it has `root` (see askAbout), for a document
+ * whose receipt in --receipt-dir has a proof to that root (per-document
+ * register on a store without its tree): the description sent is the
+ * root's default one, of `treeSize` documents.
+ */
+export function askAboutRoot(
+  deps: FlowDeps,
+  root: string,
+  treeSize: number,
+  flags: Pick<ManifestQuery, 'signed' | 'blockchain'>,
+): Promise<Asked | { kind: 'absent' }> {
+  return askAbout(deps, { root, description: rootDescription(treeSize) }, flags, 'its receipt in --receipt-dir');
+}
+
+/**
  * Asks the service whether it has the root of `entry`, with a request step
  * whose session is never kept: 409, it has it; a session (2xx, read and
  * valid), it does not, and nothing more is sent for it. Any other answer,
@@ -290,7 +305,12 @@ function adoptedEntry(
  * maintenance page says nothing of the root), is no answer: the ask
  * failed, and its documents with it, rather than be paid for again.
  */
-async function askAbout(deps: FlowDeps, entry: TreeEntry, input: ManifestQuery): Promise<Asked | { kind: 'absent' }> {
+async function askAbout(
+  deps: FlowDeps,
+  entry: Pick<TreeEntry, 'root' | 'description'>,
+  input: Pick<ManifestQuery, 'signed' | 'blockchain'>,
+  source = 'its manifest in --receipt-dir',
+): Promise<Asked | { kind: 'absent' }> {
   try {
     const { root: hash, description } = entry;
     await deps.api.requestRegistration(registrationRequest({ ...input, hash, description, custody: false }));
@@ -299,7 +319,7 @@ async function askAbout(deps: FlowDeps, entry: TreeEntry, input: ManifestQuery):
     if (isAlreadyRegistered(error)) return { kind: 'has', message: error.serviceMessage };
     // Nothing was paid and nothing kept: asking again is the way on (a 5xx has its own hint).
     if (error instanceof NotarizeError && error.hint === undefined) {
-      error.hint = `asking about root ${entry.root} (its manifest in --receipt-dir) got no answer that says whether the service has it; run the same command again once it answers normally`;
+      error.hint = `asking about root ${entry.root} (${source}) got no answer that says whether the service has it; run the same command again once it answers normally`;
     }
     return { kind: 'failed', error };
   }

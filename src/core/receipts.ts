@@ -35,7 +35,7 @@ import { basename, dirname, join, normalize, resolve, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
 import { DirFlushes, uniqueSuffix, writeFileAtomic } from '../store/files.js';
-import { readReceipt } from './receipt-format.js';
+import { readReceipt, type InclusionProof } from './receipt-format.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
 
@@ -290,6 +290,31 @@ export async function checkBeforeSending(
     code: 'receipt_exists',
     hint: 'remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)',
   });
+}
+
+/**
+ * The proof in the receipt already at document `index`'s place, when it is
+ * a consistent receipt of that document (digest `hash`) under a Merkle root
+ * (an earlier `register --aggregate`), with the base URL it names; else
+ * undefined. A file that cannot be read says nothing here: checkBeforeSending
+ * judges it.
+ */
+export async function earlierProof(
+  plan: ReceiptPlan,
+  index: number,
+  hash: string,
+): Promise<{ proof: InclusionProof; baseUrl: string } | undefined> {
+  let text: string | undefined;
+  try {
+    text = await readNoFollow(receiptPath(plan, index, hash));
+  } catch {
+    return undefined;
+  }
+  if (text === undefined) return undefined;
+  const receipt = readReceipt(text);
+  if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase()) return undefined;
+  const { proof, baseUrl } = receipt;
+  return proof && baseUrl !== undefined ? { proof, baseUrl } : undefined;
 }
 
 /** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */

@@ -50,6 +50,8 @@ export interface OutcomeResult extends Ending {
   baseUrl: string;
   /** Where the receipt was written (--receipt-dir). */
   receipt?: string;
+  /** A message shown before the outcome. */
+  note?: string;
   github?: GitHubReport;
 }
 
@@ -160,6 +162,7 @@ export function present(view: View, result: CommandResult): void {
   const json = view.format === 'json';
   switch (result.kind) {
     case 'outcome':
+      if (result.note) io.info(result.note);
       if (result.outcome) showOutcome(io, result.outcome, result.baseUrl, json);
       if (result.receipt) io.info(`receipt: ${result.receipt}`);
       break;

@@ -25,6 +25,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { treeManifestText } from '../../src/core/trees.js';
 import type { TreeEntry } from '../../src/store/service-store.js';
 import { leafHash, MerkleTree, rootFromPath } from '../../src/core/merkle.js';
+import { receiptText } from '../../src/core/receipt-format.js';
 import { parseFaults } from '../../src/sandbox/server.js';
 import { Bed } from '../helpers/bed.js';
 import { storePaths } from '../helpers/store.js';
@@ -507,6 +508,85 @@ describe('switching between --aggregate and per-document registration never pays
     ]);
     expect(bed.pendingHashes()).toContain(pendingRoot);
     expect((await bed.main(['pending', 'drop', pendingRoot])).code).toBe(0);
+  });
+
+  it("a fresh store registering documents one by one with the aggregate's receipts asks about their root once, pays nothing", async () => {
+    const receipts = mkdtempSync(join(bed.root, 'cold-receipts-'));
+    cpSync(bed.path('receipts'), receipts, { recursive: true });
+    const before = readFileSync(join(receipts, `${NAMES[3]}.notarization.json`), 'utf8');
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'cold-store-')) };
+    const mark = bed.mark();
+    const docs = [3, 4].map((i) => bed.path(`dist/${NAMES[i]}`));
+    const run = await bed.main(['register', ...docs, '--receipt-dir', receipts, '--output', 'ndjson'], { env });
+    expect(run.code, describeRun(run)).toBe(0);
+    const results = parseNdjson(run.stdout).sort((x, y) => x.proof!.leafIndex - y.proof!.leafIndex);
+    expect(results).toMatchObject([
+      { status: 'already-registered', hash: digests[NAMES[3]!], record: null, proof: { root, leafIndex: 3 } },
+      { status: 'already-registered', hash: digests[NAMES[4]!], record: null, proof: { root, leafIndex: 4 } },
+    ]);
+    // One ask, the root's request step, answered 409; the receipts with their proofs are left as they were.
+    expect(bed.callsSince(mark).map((call) => [call.route, call.status])).toEqual([
+      ['login', 200],
+      ['request', 409],
+    ]);
+    expect(readFileSync(join(receipts, `${NAMES[3]}.notarization.json`), 'utf8')).toBe(before);
+    // Alone: the note says where the document is.
+    const one = await bed.main(['register', bed.path(`dist/${NAMES[5]}`), '--receipt-dir', receipts], { env });
+    expect(one.code, describeRun(one)).toBe(0);
+    expect(one.stderr).toContain(`${digests[NAMES[5]!]} is leaf 5 under the Merkle root ${root}`);
+    // --force registers it on its own, as it says.
+    const forced = await bed.main(['register', bed.path(`dist/${NAMES[6]}`), '--receipt-dir', receipts, '--force'], {
+      env,
+    });
+    expect(forced.code, describeRun(forced)).toBe(0);
+    expect(bed.callsSince(mark).map((call) => call.route)).toEqual([
+      'login',
+      'request',
+      'request',
+      'request',
+      'forfait',
+    ]);
+  });
+
+  it('a receipt whose root the service does not have: the document is registered on its own, its receipt replaced', async () => {
+    const sha256 = await bed.write('stale-root/doc.txt', 'a receipt of a root never registered\n');
+    const salt = Buffer.alloc(32, 7);
+    const staleRoot = leafHash(hex(sha256), salt).toString('hex');
+    const receipts = mkdtempSync(join(bed.root, 'stale-receipts-'));
+    const text = receiptText({
+      document: { name: 'doc.txt', sha256, size: null },
+      recordJson: JSON.stringify({ hash: staleRoot }),
+      baseUrl: bed.url,
+      registeredAt: '2026-01-01T00:00:00.000Z',
+      proof: {
+        type: 'rfc9162-sha256-salted-leaf',
+        leafSalt: salt.toString('hex'),
+        leafIndex: 0,
+        treeSize: 1,
+        path: [],
+        root: staleRoot,
+      },
+    });
+    writeFileSync(join(receipts, 'doc.txt.notarization.json'), text);
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'stale-store-')) };
+    const mark = bed.mark();
+    const run = await bed.main(['register', bed.path('stale-root/doc.txt'), '--receipt-dir', receipts, '--json'], {
+      env,
+    });
+    expect(run.code, describeRun(run)).toBe(0);
+    // Asked about (a session in answer: dropped unsaved), then the document on its own.
+    expect(
+      bed.callsSince(mark).map((call) => [call.route, call.path.includes(staleRoot) || call.body.includes(staleRoot)]),
+    ).toEqual([
+      ['login', false],
+      ['request', true],
+      ['request', false],
+      ['forfait', false],
+    ]);
+    expect(JSON.parse(readFileSync(join(receipts, 'doc.txt.notarization.json'), 'utf8'))).toMatchObject({
+      document: { sha256 },
+      proof: null,
+    });
   });
 
   it('a document with a session of its own pending goes into the tree; a warning says its session would pay twice', async () => {
