@@ -13002,7 +13002,7 @@ async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ ne
 			continue;
 		}
 		if (tree.state === "registered" || tree.state === "confirmed") {
-			await tidyFinishedRoot(deps, root);
+			await tidyRoot(deps, root);
 			roots.set(root, {
 				ok: true,
 				sent: false,
@@ -13066,15 +13066,17 @@ async function keep409(deps, root, message) {
 	} catch {}
 }
 /**
-* What a run killed after its root was done may have left: the root's lock
-* (killed before releasing it) and its session (killed between saving the
-* record and removing the session). The per-document flow tidies both when
-* it takes a hash's lock again; a re-run sends nothing for such a root, so it
-* tidies them here, under the root's lock, taken only when free or when its
-* owner provably died (never waiting: a live owner tidies them itself). The
-* common case, nothing left, costs two existence checks.
+* What a run killed may have left of a root a run sends nothing for: the
+* root's lock (killed before releasing it) and, once the root is done, its
+* session (killed between saving the record and removing the session). The
+* per-document flow tidies both when it takes a hash's lock again; a re-run
+* that sends nothing for the root (done, or only planned and left to
+* per-document register) tidies them here, under the root's lock, taken only
+* when free or when its owner provably died (never waiting: a live owner
+* tidies them itself). The common case, nothing left, costs two existence
+* checks.
 */
-async function tidyFinishedRoot(deps, root) {
+async function tidyRoot(deps, root) {
 	const { store } = deps;
 	try {
 		if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;
@@ -17308,6 +17310,8 @@ var init_register = __esmMin((() => {
 		#trees;
 		/** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
 		#pendingRoots = /* @__PURE__ */ new Map();
+		/** The roots tidied (tidyRoot), once each. */
+		#tidied = /* @__PURE__ */ new Map();
 		/** The roots of receipts in --receipt-dir asked about, once each (#underEarlierRoot). */
 		#askedRoots = /* @__PURE__ */ new Map();
 		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
@@ -17511,6 +17515,7 @@ var init_register = __esmMin((() => {
 					proof: leaf.proof
 				};
 				outcome = finishedRoot(leaf.tree);
+				await this.#tidy(leaf.tree);
 			} else if (leaf?.state === "pending") {
 				under = {
 					sha256: input.hash,
@@ -17518,6 +17523,7 @@ var init_register = __esmMin((() => {
 				};
 				outcome = await this.#underPendingRoot(leaf.tree, onStep);
 			} else {
+				if (leaf?.state === "planned") await this.#tidy(leaf.tree);
 				const earlier = await this.#underEarlierRoot(input.hash, index);
 				if (earlier) ({outcome, under} = earlier);
 				else outcome = await register({
@@ -17595,6 +17601,12 @@ var init_register = __esmMin((() => {
 				}
 			};
 		}
+		/** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
+		async #tidy(tree) {
+			const root = tree.entry.root;
+			if (!this.#tidied.has(root)) this.#tidied.set(root, tidyRoot(this.#deps, root));
+			await this.#tidied.get(root);
+		}
 		/**
 		* The root of a tree this store has pending (an --aggregate run stopped
 		* after its request step, or --no-complete), registered as `register
@@ -17648,8 +17660,11 @@ var init_register = __esmMin((() => {
 				return;
 			}
 			const { tree, leafIndex } = placed;
-			if (tree.state === "planned") return void 0;
 			if (store.readRecord(hash) !== void 0) return void 0;
+			if (tree.state === "planned") return {
+				state: "planned",
+				tree
+			};
 			const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
 			if (tree.state === "pending") {
 				if (existsSync(store.pendingFile(hash))) return void 0;

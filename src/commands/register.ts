@@ -16,7 +16,7 @@ import { register, type FlowDeps, type Outcome, type RegisterInput } from '../co
 import { askAboutRoot } from '../core/manifests.js';
 import { checkBeforeSending, earlierProof, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import { finishedRoot, registerRoot, type RootResult } from '../core/aggregate.js';
+import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
 import { confirmedOf, Trees, type LoadedTree } from '../core/trees.js';
 import { type NotarizeError, type StoreError } from '../errors.js';
 import type { ServiceStore } from '../store/service-store.js';
@@ -221,6 +221,8 @@ class Registrar {
   #trees: Promise<Trees> | undefined;
   /** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
   readonly #pendingRoots = new Map<string, Promise<RootResult>>();
+  /** The roots tidied (tidyRoot), once each. */
+  readonly #tidied = new Map<string, Promise<void>>();
   /** The roots of receipts in --receipt-dir asked about, once each (#underEarlierRoot). */
   readonly #askedRoots = new Map<string, ReturnType<typeof askAboutRoot>>();
   /** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
@@ -414,10 +416,12 @@ class Registrar {
       }
       under = { sha256: input.hash, proof: leaf.proof };
       outcome = finishedRoot(leaf.tree);
+      await this.#tidy(leaf.tree);
     } else if (leaf?.state === 'pending') {
       under = { sha256: input.hash, proof: leaf.proof };
       outcome = await this.#underPendingRoot(leaf.tree, onStep);
     } else {
+      if (leaf?.state === 'planned') await this.#tidy(leaf.tree);
       const earlier = await this.#underEarlierRoot(input.hash, index);
       if (earlier) ({ outcome, under } = earlier);
       else outcome = await register({ ...this.#deps, onStep }, input);
@@ -475,6 +479,13 @@ class Registrar {
     };
   }
 
+  /** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
+  async #tidy(tree: LoadedTree): Promise<void> {
+    const root = tree.entry.root;
+    if (!this.#tidied.has(root)) this.#tidied.set(root, tidyRoot(this.#deps, root));
+    await this.#tidied.get(root);
+  }
+
   /**
    * The root of a tree this store has pending (an --aggregate run stopped
    * after its request step, or --no-complete), registered as `register
@@ -524,9 +535,10 @@ class Registrar {
       return undefined;
     }
     const { tree, leafIndex } = placed;
-    if (tree.state === 'planned') return undefined;
     // Its own record (registered one by one, or --force) answers for it, as the flow's does.
     if (store.readRecord(hash) !== undefined) return undefined;
+    // Nothing paid for it: the document goes through the flow (the root's leftovers tidied).
+    if (tree.state === 'planned') return { state: 'planned' as const, tree };
     // A tree whose leaves do not make its root proves nothing: StoreError, the document fails (exit 2 or 1).
     const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
     if (tree.state === 'pending') {

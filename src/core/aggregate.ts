@@ -224,7 +224,7 @@ export async function registerRoots(
       continue;
     }
     if (tree.state === 'registered' || tree.state === 'confirmed') {
-      await tidyFinishedRoot(deps, root);
+      await tidyRoot(deps, root);
       roots.set(root, { ok: true, sent: false, outcome: finishedRoot(tree) });
       continue;
     }
@@ -292,15 +292,17 @@ async function keep409(deps: FlowDeps, root: string, message: string | undefined
 }
 
 /**
- * What a run killed after its root was done may have left: the root's lock
- * (killed before releasing it) and its session (killed between saving the
- * record and removing the session). The per-document flow tidies both when
- * it takes a hash's lock again; a re-run sends nothing for such a root, so it
- * tidies them here, under the root's lock, taken only when free or when its
- * owner provably died (never waiting: a live owner tidies them itself). The
- * common case, nothing left, costs two existence checks.
+ * What a run killed may have left of a root a run sends nothing for: the
+ * root's lock (killed before releasing it) and, once the root is done, its
+ * session (killed between saving the record and removing the session). The
+ * per-document flow tidies both when it takes a hash's lock again; a re-run
+ * that sends nothing for the root (done, or only planned and left to
+ * per-document register) tidies them here, under the root's lock, taken only
+ * when free or when its owner provably died (never waiting: a live owner
+ * tidies them itself). The common case, nothing left, costs two existence
+ * checks.
  */
-async function tidyFinishedRoot(deps: FlowDeps, root: string): Promise<void> {
+export async function tidyRoot(deps: FlowDeps, root: string): Promise<void> {
   const { store } = deps;
   try {
     if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;

@@ -2,9 +2,11 @@
  * Issue 13: an aggregate run (`register --aggregate`) killed with SIGKILL at
  * any point (hashing, the tree being saved, the request step in flight or
  * just answered, forfait in flight or just answered) leaves a store from
- * which `register --aggregate` over the same documents, or `complete <root>`,
- * finishes without a second paid registration: across every root of a
- * victim's documents, the service completes exactly one.
+ * which `register --aggregate` over the same documents, `complete <root>`,
+ * or `register` of them one by one finishes without a second paid
+ * registration: across every root of a victim's documents, the service
+ * completes exactly one (one by one: each document is covered by exactly
+ * one, its own or its root's).
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -61,7 +63,7 @@ function callsOf(sandbox: TestSandbox, n: number): VictimCalls {
 }
 
 describe(`${VICTIMS} aggregate runs killed with SIGKILL at any point`, () => {
-  it('leave a store from which register --aggregate or complete finishes, with one paid registration each', async () => {
+  it('leave a store from which register --aggregate, complete or per-document register finishes, with one paid registration each', async () => {
     const configDir = tempDir();
     const { sandbox, env, paths } = await slowSandboxAndStore(newSandbox, configDir, LATENCY_MS);
 
@@ -93,6 +95,7 @@ describe(`${VICTIMS} aggregate runs killed with SIGKILL at any point`, () => {
     // Recovery: a pending root of an even victim by `complete <root>`, everything else by running the same command again.
     const pendingRoots = new Set(pendingHashes(configDir, sandbox.url));
     const byComplete: number[] = [];
+    const byOneByOne: number[] = [];
     for (const v of victims) {
       const request = sandbox.calls.find((c) => c.route === 'request' && descriptionOf(c) === label(v.n));
       const first = request ? requestedHash(request) : undefined;
@@ -100,6 +103,10 @@ describe(`${VICTIMS} aggregate runs killed with SIGKILL at any point`, () => {
         const completed = await runMain(['complete', first, '--quiet'], env);
         expect(completed.code, show(completed)).toBe(0);
         byComplete.push(v.n);
+      }
+      if (v.n % 3 === 1) {
+        await finishOneByOne(v);
+        continue;
       }
       const again = await runMain(['register', '--aggregate', '-r', v.dir, '-d', label(v.n), '--json'], env);
       expect(again.code, show(again)).toBe(0);
@@ -130,11 +137,35 @@ describe(`${VICTIMS} aggregate runs killed with SIGKILL at any point`, () => {
       }
       expect(existsSync(paths.pending(root))).toBe(false);
     }
+    /**
+     * Recovery by per-document register of the victim's documents: a root
+     * left pending is completed (never a document paid beside it), one
+     * registered answers for them, one only planned (never answered) leaves
+     * them to be paid one by one. Each document ends covered by exactly one
+     * paid registration, its own or its root's.
+     */
+    async function finishOneByOne(v: (typeof victims)[number]) {
+      const run = await runMain(['register', '-r', v.dir, '--json'], env);
+      expect(run.code, show(run)).toBe(0);
+      const results = JSON.parse(run.stdout) as { status: string; hash: string }[];
+      expect(results).toHaveLength(DOCUMENTS);
+      expect(results.every((r) => r.status === 'already-registered' || r.status === 'registered')).toBe(true);
+      const roots = sandbox.calls
+        .filter((c) => c.route === 'request' && descriptionOf(c) === label(v.n))
+        .map(requestedHash);
+      const paidRoots = [...new Set(roots)].filter((r) => sandbox.records.has(r));
+      for (const { hash } of results) {
+        const paid = paidRoots.length + (sandbox.records.has(hash) ? 1 : 0);
+        expect(paid, `victim ${v.n} (${v.target}), document ${hash}`).toBe(1);
+      }
+      byOneByOne.push(v.n);
+    }
     expectNoLocksLeft(paths.locksDir);
     const total = [...killed.values()].reduce((a, b) => a + b, 0);
     console.log(
       `aggregate crash test: ${VICTIMS} runs of ${DOCUMENTS} documents, ${total} killed with SIGKILL: ` +
-        `${JSON.stringify(Object.fromEntries(killed))}; pending roots finished by complete: ${byComplete.length}`,
+        `${JSON.stringify(Object.fromEntries(killed))}; pending roots finished by complete: ${byComplete.length}; ` +
+        `victims finished by per-document register: ${byOneByOne.length}`,
     );
     expect(total).toBeGreaterThanOrEqual(VICTIMS * 0.6);
   }, 120_000);
