@@ -17538,7 +17538,7 @@ var init_register = __esmMin((() => {
 			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
 				this.#unrecorded.count++;
-				this.#unrecorded.first ||= outcome.hash;
+				this.#unrecorded.first ||= under?.sha256 ?? outcome.hash;
 				if (this.#documents.single) this.#noReceipts();
 				return {
 					outcome,
@@ -17653,12 +17653,12 @@ var init_register = __esmMin((() => {
 			this.#trees ??= Trees.load(store);
 			const trees = await this.#trees;
 			const placed = trees.place(hash);
-			if (placed === void 0) {
+			if (placed === void 0 || placed.tree.state === "planned" || placed.tree.state === "pending") {
 				this.#paidProblems ??= paidRootProblems(store, trees);
 				const problem = (await this.#paidProblems)[0];
 				if (problem && store.readRecord(hash) === void 0) throw problem;
-				return;
 			}
+			if (placed === void 0) return void 0;
 			const { tree, leafIndex } = placed;
 			if (store.readRecord(hash) !== void 0) return void 0;
 			if (tree.state === "planned") return {

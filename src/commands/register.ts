@@ -430,7 +430,8 @@ class Registrar {
     if (!receipts) return { outcome, ...self };
     if (outcome.kind === 'already-registered' && outcome.entry === undefined) {
       this.#unrecorded.count++;
-      this.#unrecorded.first ||= outcome.hash;
+      // The document's digest, not its root's: the warning names documents.
+      this.#unrecorded.first ||= under?.sha256 ?? outcome.hash;
       if (this.#documents.single) this.#noReceipts();
       return { outcome, ...self };
     }
@@ -526,14 +527,15 @@ class Registrar {
     this.#trees ??= Trees.load(store);
     const trees = await this.#trees;
     const placed = trees.place(hash);
-    if (placed === undefined) {
-      // A tree that cannot be read may hold it, under a root already paid for: stop, as --aggregate
-      // does, unless it has a record of its own. (Its record is read only then: not once per document.)
+    if (placed === undefined || placed.tree.state === 'planned' || placed.tree.state === 'pending') {
+      // About to pay (on its own, or for a pending root): a tree that cannot be read may hold it under
+      // a root already paid for. Stop, as --aggregate does, unless it has a record of its own.
+      // (Its record is read only then: not once per document.)
       this.#paidProblems ??= paidRootProblems(store, trees);
       const problem = (await this.#paidProblems)[0];
       if (problem && store.readRecord(hash) === undefined) throw problem;
-      return undefined;
     }
+    if (placed === undefined) return undefined;
     const { tree, leafIndex } = placed;
     // Its own record (registered one by one, or --force) answers for it, as the flow's does.
     if (store.readRecord(hash) !== undefined) return undefined;

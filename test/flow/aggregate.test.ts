@@ -840,6 +840,9 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
     await bed.write('alone/new.txt', 'beside two damaged trees, on its own\n');
     const paid = await aggregated('paid-cut', ['a.txt']);
     const unpaid = await aggregated('unpaid-cut', ['a.txt'], ['--no-complete']);
+    // Intact, pending: its document would be paid for (with its root) as much as one under no tree.
+    const pendingIntact = await aggregated('pending-intact', ['b.txt'], ['--no-complete']);
+    onTestFinished(async () => void (await bed.main(['pending', 'drop', pendingIntact.root])));
     const intact = { paid: readFileSync(paid.treeFile), unpaid: readFileSync(unpaid.treeFile) };
     // The later tests of this file need the store's trees whole again, whatever happens here.
     onTestFinished(() => {
@@ -855,6 +858,9 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
     expect(stopped.code, describeRun(stopped)).toBe(2);
     expect(stopped.stderr).toContain(`store file ${paid.treeFile} is damaged`);
     expect(stopped.stderr).toContain('register stops rather than register them again');
+    const underPending = await bed.main(['register', bed.path('pending-intact/b.txt'), '--json']);
+    expect(underPending.code, describeRun(underPending)).toBe(2);
+    expect(underPending.stderr).toContain(`store file ${paid.treeFile} is damaged`);
     expect(bed.callsSince(mark)).toEqual([]);
     writeFileSync(paid.treeFile, intact.paid);
     writeFileSync(unpaid.treeFile, intact.unpaid);
