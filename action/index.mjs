@@ -36870,6 +36870,25 @@ function report(io, error, json, failed) {
 	return reported.exitCode;
 }
 /** Runs the CLI and returns the exit code; never throws, never exits the process. */
+/**
+* Node decodes the command line as UTF-8, each byte that is not turned into
+* U+FFFD: a path given so would name another file (one whose name really
+* holds U+FFFD), or none. An argument holding U+FFFD is refused, whatever
+* it is (a document, --files-from, --receipt-dir, --receipt, -o): nothing
+* tells a real one from a decoding failure. A description has its own,
+* more telling refusal (core/description.ts), so its value is left to it.
+*/
+function refuseUndecodedArguments(argv) {
+	for (const [i, arg] of argv.entries()) {
+		if (!arg.includes("�")) continue;
+		const previous = argv[i - 1];
+		if (previous === "-d" || previous === "--description" || arg.startsWith("--description=") || /^-d[^-]/.test(arg)) continue;
+		throw new UsageError(`the argument '${arg}' holds U+FFFD, which is what bytes of a command line that are not UTF-8 become: notarize cannot tell what was meant`, {
+			code: "argument_not_utf8",
+			hint: "rename the file or folder to a UTF-8 name, or name a document in a --files-from list (read strictly)"
+		});
+	}
+}
 async function main(options = {}) {
 	const env = options.env ?? process.env;
 	const io = options.io ?? processIO(env);
@@ -36879,6 +36898,7 @@ async function main(options = {}) {
 	program.hook("preSubcommand", () => applyExitOverride(program, state));
 	const forgetFlush = flushOnInterrupt(() => io.flush());
 	try {
+		refuseUndecodedArguments(argv);
 		await program.parseAsync(argv, { from: "user" });
 		return EXIT.ok;
 	} catch (error) {

@@ -239,6 +239,32 @@ function report(io: IO, error: unknown, json: boolean, failed: Command | undefin
 }
 
 /** Runs the CLI and returns the exit code; never throws, never exits the process. */
+/**
+ * Node decodes the command line as UTF-8, each byte that is not turned into
+ * U+FFFD: a path given so would name another file (one whose name really
+ * holds U+FFFD), or none. An argument holding U+FFFD is refused, whatever
+ * it is (a document, --files-from, --receipt-dir, --receipt, -o): nothing
+ * tells a real one from a decoding failure. A description has its own,
+ * more telling refusal (core/description.ts), so its value is left to it.
+ */
+function refuseUndecodedArguments(argv: readonly string[]): void {
+  for (const [i, arg] of argv.entries()) {
+    if (!arg.includes('\uFFFD')) continue;
+    const previous = argv[i - 1];
+    const description =
+      previous === '-d' || previous === '--description' || arg.startsWith('--description=') || /^-d[^-]/.test(arg);
+    if (description) continue;
+    throw new UsageError(
+      `the argument '${arg}' holds U+FFFD, which is what bytes of a command line that are not UTF-8 become: ` +
+        'notarize cannot tell what was meant',
+      {
+        code: 'argument_not_utf8',
+        hint: 'rename the file or folder to a UTF-8 name, or name a document in a --files-from list (read strictly)',
+      },
+    );
+  }
+}
+
 export async function main(options: MainOptions = {}): Promise<ExitCode> {
   const env = options.env ?? process.env;
   const io = options.io ?? processIO(env);
@@ -248,6 +274,7 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   program.hook('preSubcommand', () => applyExitOverride(program, state));
   const forgetFlush = flushOnInterrupt(() => io.flush());
   try {
+    refuseUndecodedArguments(argv);
     await program.parseAsync(argv, { from: 'user' });
     return EXIT.ok;
   } catch (error) {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { escapedName } from '../../src/core/inputs.js';
 import { type Bed, useBed } from '../helpers/bed.js';
-import { describeRun } from '../helpers/cli.js';
+import { BIN, describeRun, runProcess } from '../helpers/cli.js';
 import { jsonError, missingFileResult, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
@@ -289,13 +289,37 @@ describe('names that are not UTF-8: failed, never read as another file', () => {
     );
   });
 
-  it('named on the command line with U+FFFD: refused, since a lossy decoding gives the same string', async () => {
+  it('any argument with U+FFFD is refused, since a lossy decoding gives the same string', async () => {
     const { shown } = await threeFiles('named');
-    const run = await bed.main(['register', shown, '--json']);
-    expect(run.code, describeRun(run)).toBe(2);
-    expect(jsonError(run.stderr)).toMatchObject({ code: 'name_not_utf8' });
-    expect(run.stderr).toContain('U+FFFD, which is what bytes of a command line that are not UTF-8 become');
+    const list = bed.path('list\uFFFD.txt');
+    await writeFile(list, `${bed.path('named/b')}\n`);
+    for (const args of [
+      ['register', shown, '--json'],
+      ['hash', '--files-from', list, '--json'],
+      ['register', bed.path('named/b'), '--receipt-dir', bed.path('receipts\uFFFD'), '--json'],
+      ['verify', bed.path('named/b'), `--receipt=${bed.path('r\uFFFD.json')}`, '--json'],
+    ]) {
+      const run = await bed.main(args);
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(jsonError(run.stderr)).toMatchObject({ code: 'argument_not_utf8' });
+      expect(run.stderr).toContain('U+FFFD, which is what bytes of a command line that are not UTF-8 become');
+      expect(run.stdout).toBe('');
+    }
     expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('bytes that are not UTF-8 in an argument, through a real shell: refused before anything runs', async () => {
+    await threeFiles('shell');
+    const run = await runProcess(
+      'bash',
+      ['-c', `exec "$NODE" "$BIN" hash "$DIR"/a$'\\xff'`],
+      { ...bed.env(), NODE: process.execPath, BIN, DIR: bed.path('shell') },
+      { cwd: bed.workDir },
+    );
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toContain(`notarize: the argument '${bed.path('shell')}/a\uFFFD' holds U+FFFD`);
+    expect(run.stdout).toBe('');
   });
 
   it('escapedName writes each byte outside a UTF-8 character as \\xNN, and keeps the characters', () => {
