@@ -14166,6 +14166,59 @@ var init_input_options = __esmMin((() => {
 		null: boolean().default(false)
 	};
 }));
+// dist/commands/manifest-files.js
+/**
+* Writing a tree's manifest, `<root>.tree.json`, into --receipt-dir: by
+* `register --aggregate` (register-aggregate.ts) for the roots it registers,
+* and by per-document `register` when it completes a pending root
+* (register.ts). What a manifest is for: core/manifests.ts.
+*/
+/** Where the manifest of `root` goes (--receipt-dir). */
+function manifestPath(plan, root) {
+	return join(plan.dir, manifestName(root));
+}
+/** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there, never a link). */
+async function writeManifest(plan, tree) {
+	await writeFileAtomic(manifestPath(plan, tree.entry.root), treeManifestText(tree.entry), {
+		mode: 438,
+		replace: true,
+		flushes: plan.flushes
+	});
+}
+/**
+* Writes the manifest of `tree` before its root's completion (forfait, the
+* paid step) is sent, once its session is saved: a run on another store
+* (a CI re-run on a fresh runner) then finds it and asks about the root
+* (core/manifests.ts) rather than paying for a new one, even when this
+* run never learnt how its completion ended (its answer lost, the run
+* killed). Not earlier: a run that fails before (its request step
+* refused, the network down) leaves no manifest of a root the service
+* does not have, which later runs would ask about for nothing. A root
+* left pending (--no-complete) gets its manifest after an aggregate run:
+* `complete <root>` may pay for it later, and writes none. One that cannot
+* be written stops the root there, its session kept pending, nothing paid.
+*/
+async function writeManifestFirst(plan, tree) {
+	try {
+		await writeManifest(plan, tree);
+	} catch (error) {
+		const done = "its request step was sent, nothing was paid for: its session is kept pending";
+		throw diskRefused(error, plan.dir, done, "choose another --receipt-dir") ?? manifestNotWritten(plan, tree.entry.root, error, `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`);
+	}
+}
+/** The error (exit 1: its root was requested) of a manifest that could not be written; `hint` says where that leaves it. */
+function manifestNotWritten(plan, root, error, hint) {
+	return new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${manifestPath(plan, root)} could not be written: ${error.message}`, {
+		hint,
+		cause: error
+	});
+}
+var init_manifest_files = __esmMin((() => {
+	init_trees();
+	init_errors();
+	init_disk();
+	init_files();
+}));
 // dist/read-bounded.js
 /**
 * Reading a stream to its end as UTF-8 text, up to a size bound: the
@@ -16689,8 +16742,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_errors();
 	init_render();
 	init_results();
-	init_disk();
-	init_files();
+	init_manifest_files();
 	init_register_inputs();
 	FAIL_FAST_REASON = "not registered: another document or root failed (--fail-fast)";
 	CONFIRMED_ALONE = "the service answered 409 to an earlier completion of this document (its record was never received); nothing sent";
@@ -16705,7 +16757,7 @@ var init_register_aggregate = __esmMin((() => {
 		#total = 0;
 		/** Roots the service says it has, of which this store has no record: no receipts for their documents. */
 		#unrecordedRoots = /* @__PURE__ */ new Set();
-		/** The roots whose manifest this run wrote (#writeManifest). */
+		/** The roots whose manifest this run wrote (manifest-files.ts). */
 		#manifestsWritten = /* @__PURE__ */ new Set();
 		/** The last write of each receipt path still under way (see #receipt). */
 		#writing = /* @__PURE__ */ new Map();
@@ -16738,7 +16790,12 @@ var init_register_aggregate = __esmMin((() => {
 			const deps = {
 				api: this.#api,
 				store: this.#store,
-				beforeCompletion: (root) => this.#manifestFirst(trees.get(root))
+				beforeCompletion: async (root) => {
+					const [plan, tree] = [this.#documents.receipts, trees.get(root)];
+					if (plan === void 0 || tree === void 0) return;
+					await writeManifestFirst(plan, tree);
+					this.#manifestsWritten.add(root);
+				}
 			};
 			const input = {
 				documents: hashed,
@@ -16901,10 +16958,6 @@ var init_register_aggregate = __esmMin((() => {
 			const they = roots.length === 1 ? "it is" : "they are";
 			this.#options.io.warn(`no new receipts for the documents under ${which}: the service says ${they} registered, but this store has no record of ${roots.length === 1 ? "it" : "them"} (receipts already in ${plan.dir} are left as they are)`);
 		}
-		/** Where the manifest of `root` goes (--receipt-dir). */
-		#manifestPath(plan, root) {
-			return join(plan.dir, manifestName(root));
-		}
 		/**
 		* Before anything is sent: the manifest of each root this run may write
 		* must be free, or a regular file (replaced); a link or a folder there is
@@ -16914,36 +16967,12 @@ var init_register_aggregate = __esmMin((() => {
 			const plan = this.#documents.receipts;
 			if (!plan) return;
 			for (const tree of new Set(placements.flatMap((p) => p.tree.adopted ? [] : [p.tree]))) {
-				const path = this.#manifestPath(plan, tree.entry.root);
+				const path = manifestPath(plan, tree.entry.root);
 				const info = await lstat(path).catch(() => void 0);
 				if (info && !info.isFile()) throw new UsageError(`the tree manifest ${path} exists and is not a regular file`, {
 					code: "receipt_exists",
 					hint: "remove it and run again, or choose another --receipt-dir"
 				});
-			}
-		}
-		/**
-		* Writes the manifest of `tree` before its root's completion (forfait, the
-		* paid step) is sent, once its session is saved: a run on another store
-		* (a CI re-run on a fresh runner) then finds it and asks about the root
-		* (core/manifests.ts) rather than paying for a new one, even when this
-		* run never learnt how its completion ended (its answer lost, the run
-		* killed). Not earlier: a run that fails before (its request step
-		* refused, the network down) leaves no manifest of a root the service
-		* does not have, which later runs would ask about for nothing. A root
-		* left pending (--no-complete) gets its manifest after the run
-		* (#manifestsAfter): `complete <root>` may pay for it later, and writes
-		* none. One that cannot be written stops the root there, its session
-		* kept pending, nothing paid.
-		*/
-		async #manifestFirst(tree) {
-			const plan = this.#documents.receipts;
-			if (!plan || tree === void 0) return;
-			try {
-				await this.#writeManifest(plan, tree);
-			} catch (error) {
-				const done = "its request step was sent, nothing was paid for: its session is kept pending";
-				throw diskRefused(error, plan.dir, done, "choose another --receipt-dir") ?? this.#manifestNotWritten(plan, tree.entry.root, error, `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`);
 			}
 		}
 		/**
@@ -16962,31 +16991,14 @@ var init_register_aggregate = __esmMin((() => {
 				const result = roots.get(root);
 				if (result?.ok !== true || this.#manifestsWritten.has(root)) continue;
 				try {
-					await this.#writeManifest(plan, tree);
+					await writeManifest(plan, tree);
+					this.#manifestsWritten.add(root);
 				} catch (error) {
-					failure ??= this.#manifestNotWritten(plan, root, error, result.outcome.kind === "pending" ? "its session is saved in the store; running the same command again writes it" : "the registration itself is done and in the ledger; running the same command again writes it");
+					failure ??= manifestNotWritten(plan, root, error, result.outcome.kind === "pending" ? "its session is saved in the store; running the same command again writes it" : "the registration itself is done and in the ledger; running the same command again writes it");
 					this.#options.io.warn(failure.message);
 				}
 			}
 			return failure;
-		}
-		/** The error (exit 1: its root was requested) of a manifest that could not be written; `hint` says where that leaves it. */
-		#manifestNotWritten(plan, root, error, hint) {
-			const path = this.#manifestPath(plan, root);
-			return new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${path} could not be written: ${error.message}`, {
-				hint,
-				cause: error
-			});
-		}
-		/** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there; #checkManifests). */
-		async #writeManifest(plan, tree) {
-			const { root } = tree.entry;
-			await writeFileAtomic(this.#manifestPath(plan, root), treeManifestText(tree.entry), {
-				mode: 438,
-				replace: true,
-				flushes: plan.flushes
-			});
-			this.#manifestsWritten.add(root);
 		}
 		/** The result of one document, from its root's; its receipt written when the root has a record. */
 		async #settle(doc, placement, rootResult) {
@@ -17282,6 +17294,7 @@ var init_register = __esmMin((() => {
 	init_safe_text();
 	init_action();
 	init_input_options();
+	init_manifest_files();
 	init_options();
 	init_register_aggregate();
 	init_register_inputs();
@@ -17310,6 +17323,8 @@ var init_register = __esmMin((() => {
 		#trees;
 		/** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
 		#pendingRoots = /* @__PURE__ */ new Map();
+		/** Whether #flagsNotForRoots has spoken. */
+		#warnedRootFlags = false;
 		/** The roots tidied (tidyRoot), once each. */
 		#tidied = /* @__PURE__ */ new Map();
 		/** The roots of receipts in --receipt-dir asked about, once each (#underEarlierRoot). */
@@ -17601,6 +17616,22 @@ var init_register = __esmMin((() => {
 				}
 			};
 		}
+		/**
+		* Said once, when this run completes a pending root: what was asked for
+		* the documents themselves does not go on the root's registration (its
+		* description is the one saved with its session; a root has no file).
+		*/
+		#flagsNotForRoots(root) {
+			const { custody, walletName, description } = this.#options;
+			const flags = [
+				...description === void 0 ? [] : ["the description"],
+				...custody ? ["--custody"] : [],
+				...walletName === void 0 ? [] : ["--wallet-name"]
+			];
+			if (flags.length === 0 || this.#warnedRootFlags) return;
+			this.#warnedRootFlags = true;
+			this.#options.io.warn(`${flags.join(", ")} ${flags.length === 1 ? "is" : "are"} not used for the documents under a pending Merkle root (${root} first): completing it registers the root as it was requested; --force registers them on their own`);
+		}
 		/** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
 		async #tidy(tree) {
 			const root = tree.entry.root;
@@ -17620,9 +17651,13 @@ var init_register = __esmMin((() => {
 			let done = this.#pendingRoots.get(root);
 			if (done === void 0) {
 				const { signed, blockchain, complete } = this.#options;
+				this.#flagsNotForRoots(root);
+				const plan = this.#documents.receipts;
+				const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree) };
 				done = registerRoot({
 					...this.#deps,
-					onStep
+					onStep,
+					...manifest
 				}, tree, {
 					signed,
 					blockchain,

@@ -5,28 +5,21 @@
  */
 import { existsSync } from 'node:fs';
 import { lstat } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
-import {
-  confirmedRoots,
-  manifestName,
-  treeManifestText,
-  type AggregateDocument,
-  type LoadedTree,
-  type Placement,
-} from '../core/trees.js';
+import { confirmedRoots, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import { EXIT, NotarizeError, sentAlready, UsageError } from '../errors.js';
+import type { NotarizeError} from '../errors.js';
+import { sentAlready, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
-import { diskRefused } from '../store/disk.js';
-import { writeFileAtomic } from '../store/files.js';
 import type { ServiceStore } from '../store/service-store.js';
+import { manifestNotWritten, manifestPath, writeManifest, writeManifestFirst } from './manifest-files.js';
 import {
   displayName,
   TITLE,
@@ -69,7 +62,7 @@ export class Aggregator {
   #total = 0;
   /** Roots the service says it has, of which this store has no record: no receipts for their documents. */
   readonly #unrecordedRoots = new Set<string>();
-  /** The roots whose manifest this run wrote (#writeManifest). */
+  /** The roots whose manifest this run wrote (manifest-files.ts). */
   readonly #manifestsWritten = new Set<string>();
   /** The last write of each receipt path still under way (see #receipt). */
   readonly #writing = new Map<string, Promise<void>>();
@@ -102,12 +95,17 @@ export class Aggregator {
   /** The documents for a tree: placed (the store, manifests, a new tree), then their roots registered. */
   async #registerTree(hashed: Hashed[]): Promise<ItemsResult> {
     const { io } = this.#options;
-    // The manifest of a root goes to --receipt-dir before its completion is sent (#manifestFirst).
+    // The manifest of a root goes to --receipt-dir before its completion is sent (writeManifestFirst).
     const trees = new Map<string, LoadedTree>();
     const deps = {
       api: this.#api,
       store: this.#store,
-      beforeCompletion: (root: string) => this.#manifestFirst(trees.get(root)),
+      beforeCompletion: async (root: string) => {
+        const [plan, tree] = [this.#documents.receipts, trees.get(root)];
+        if (plan === undefined || tree === undefined) return;
+        await writeManifestFirst(plan, tree);
+        this.#manifestsWritten.add(root);
+      },
     };
     const input = {
       documents: hashed,
@@ -282,11 +280,6 @@ export class Aggregator {
     );
   }
 
-  /** Where the manifest of `root` goes (--receipt-dir). */
-  #manifestPath(plan: ReceiptPlan, root: string): string {
-    return join(plan.dir, manifestName(root));
-  }
-
   /**
    * Before anything is sent: the manifest of each root this run may write
    * must be free, or a regular file (replaced); a link or a folder there is
@@ -296,7 +289,7 @@ export class Aggregator {
     const plan = this.#documents.receipts;
     if (!plan) return;
     for (const tree of new Set(placements.flatMap((p) => (p.tree.adopted ? [] : [p.tree])))) {
-      const path = this.#manifestPath(plan, tree.entry.root);
+      const path = manifestPath(plan, tree.entry.root);
       const info = await lstat(path).catch(() => undefined);
       if (info && !info.isFile()) {
         throw new UsageError(`the tree manifest ${path} exists and is not a regular file`, {
@@ -304,39 +297,6 @@ export class Aggregator {
           hint: 'remove it and run again, or choose another --receipt-dir',
         });
       }
-    }
-  }
-
-  /**
-   * Writes the manifest of `tree` before its root's completion (forfait, the
-   * paid step) is sent, once its session is saved: a run on another store
-   * (a CI re-run on a fresh runner) then finds it and asks about the root
-   * (core/manifests.ts) rather than paying for a new one, even when this
-   * run never learnt how its completion ended (its answer lost, the run
-   * killed). Not earlier: a run that fails before (its request step
-   * refused, the network down) leaves no manifest of a root the service
-   * does not have, which later runs would ask about for nothing. A root
-   * left pending (--no-complete) gets its manifest after the run
-   * (#manifestsAfter): `complete <root>` may pay for it later, and writes
-   * none. One that cannot be written stops the root there, its session
-   * kept pending, nothing paid.
-   */
-  async #manifestFirst(tree: LoadedTree | undefined): Promise<void> {
-    const plan = this.#documents.receipts;
-    if (!plan || tree === undefined) return;
-    try {
-      await this.#writeManifest(plan, tree);
-    } catch (error) {
-      const done = 'its request step was sent, nothing was paid for: its session is kept pending';
-      throw (
-        diskRefused(error, plan.dir, done, 'choose another --receipt-dir') ??
-        this.#manifestNotWritten(
-          plan,
-          tree.entry.root,
-          error,
-          `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`,
-        )
-      );
     }
   }
 
@@ -359,9 +319,10 @@ export class Aggregator {
       const result = roots.get(root);
       if (result?.ok !== true || this.#manifestsWritten.has(root)) continue;
       try {
-        await this.#writeManifest(plan, tree);
+        await writeManifest(plan, tree);
+        this.#manifestsWritten.add(root);
       } catch (error) {
-        failure ??= this.#manifestNotWritten(
+        failure ??= manifestNotWritten(
           plan,
           root,
           error,
@@ -373,28 +334,6 @@ export class Aggregator {
       }
     }
     return failure;
-  }
-
-  /** The error (exit 1: its root was requested) of a manifest that could not be written; `hint` says where that leaves it. */
-  #manifestNotWritten(plan: ReceiptPlan, root: string, error: unknown, hint: string): NotarizeError {
-    const path = this.#manifestPath(plan, root);
-    return new NotarizeError(
-      'receipt_write',
-      EXIT.refused,
-      `the tree manifest ${path} could not be written: ${(error as Error).message}`,
-      { hint, cause: error },
-    );
-  }
-
-  /** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there; #checkManifests). */
-  async #writeManifest(plan: ReceiptPlan, tree: LoadedTree): Promise<void> {
-    const { root } = tree.entry;
-    await writeFileAtomic(this.#manifestPath(plan, root), treeManifestText(tree.entry), {
-      mode: 0o666,
-      replace: true,
-      flushes: plan.flushes,
-    });
-    this.#manifestsWritten.add(root);
   }
 
   /** The result of one document, from its root's; its receipt written when the root has a record. */

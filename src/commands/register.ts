@@ -35,6 +35,7 @@ import {
 import { forTerminal } from '../output/safe-text.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions } from './input-options.js';
+import { writeManifestFirst } from './manifest-files.js';
 import { examples, outputOption, parseOptions } from './options.js';
 import { Aggregator, checkAggregate } from './register-aggregate.js';
 import {
@@ -221,6 +222,8 @@ class Registrar {
   #trees: Promise<Trees> | undefined;
   /** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
   readonly #pendingRoots = new Map<string, Promise<RootResult>>();
+  /** Whether #flagsNotForRoots has spoken. */
+  #warnedRootFlags = false;
   /** The roots tidied (tidyRoot), once each. */
   readonly #tidied = new Map<string, Promise<void>>();
   /** The roots of receipts in --receipt-dir asked about, once each (#underEarlierRoot). */
@@ -480,6 +483,26 @@ class Registrar {
     };
   }
 
+  /**
+   * Said once, when this run completes a pending root: what was asked for
+   * the documents themselves does not go on the root's registration (its
+   * description is the one saved with its session; a root has no file).
+   */
+  #flagsNotForRoots(root: string): void {
+    const { custody, walletName, description } = this.#options;
+    const flags = [
+      ...(description === undefined ? [] : ['the description']),
+      ...(custody ? ['--custody'] : []),
+      ...(walletName === undefined ? [] : ['--wallet-name']),
+    ];
+    if (flags.length === 0 || this.#warnedRootFlags) return;
+    this.#warnedRootFlags = true;
+    this.#options.io.warn(
+      `${flags.join(', ')} ${flags.length === 1 ? 'is' : 'are'} not used for the documents under a pending Merkle root ` +
+        `(${root} first): completing it registers the root as it was requested; --force registers them on their own`,
+    );
+  }
+
   /** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
   async #tidy(tree: LoadedTree): Promise<void> {
     const root = tree.entry.root;
@@ -500,7 +523,11 @@ class Registrar {
     let done = this.#pendingRoots.get(root);
     if (done === undefined) {
       const { signed, blockchain, complete } = this.#options;
-      done = registerRoot({ ...this.#deps, onStep }, tree, { signed, blockchain, complete });
+      this.#flagsNotForRoots(root);
+      // With --receipt-dir, its manifest goes there before it is paid for, as an aggregate run's does.
+      const plan = this.#documents.receipts;
+      const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree) };
+      done = registerRoot({ ...this.#deps, onStep, ...manifest }, tree, { signed, blockchain, complete });
       this.#pendingRoots.set(root, done);
     }
     const result = await done;

@@ -448,6 +448,8 @@ describe('switching between --aggregate and per-document registration never pays
     ]);
     expect(bed.ledgerHashes()).toContain(pendingRoot);
     expect(bed.pendingHashes()).not.toContain(pendingRoot);
+    // The root's manifest went to --receipt-dir (before it was paid for), as an aggregate run's does.
+    expect(existsSync(join(receipts, `${pendingRoot}.tree.json`))).toBe(true);
     // Their receipts carry the proof to the root, and verify with an empty store.
     const verified = await bed.main(
       ['verify', bed.path('pend-switch/b.txt'), '--receipt', join(receipts, 'b.txt.notarization.json'), '--json'],
@@ -469,8 +471,11 @@ describe('switching between --aggregate and per-document registration never pays
     expect(left.code, describeRun(left)).toBe(0);
     const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
     const mark = bed.mark();
-    const one = await bed.main(['register', bed.path('pend-one/x.txt')]);
+    const one = await bed.main(['register', bed.path('pend-one/x.txt'), '-d', 'release notes', '--custody']);
     expect(one.code, describeRun(one)).toBe(0);
+    expect(one.stderr).toContain(
+      `the description, --custody are not used for the documents under a pending Merkle root (${pendingRoot} first)`,
+    );
     expect(one.stderr).toContain(
       `${x} is registered: leaf 0 under the Merkle root ${pendingRoot}, whose pending registration this run completed`,
     );

@@ -1,0 +1,66 @@
+/**
+ * Writing a tree's manifest, `<root>.tree.json`, into --receipt-dir: by
+ * `register --aggregate` (register-aggregate.ts) for the roots it registers,
+ * and by per-document `register` when it completes a pending root
+ * (register.ts). What a manifest is for: core/manifests.ts.
+ */
+import { join } from 'node:path';
+import type { ReceiptPlan } from '../core/receipts.js';
+import { manifestName, treeManifestText, type LoadedTree } from '../core/trees.js';
+import { EXIT, NotarizeError } from '../errors.js';
+import { diskRefused } from '../store/disk.js';
+import { writeFileAtomic } from '../store/files.js';
+
+/** Where the manifest of `root` goes (--receipt-dir). */
+export function manifestPath(plan: ReceiptPlan, root: string): string {
+  return join(plan.dir, manifestName(root));
+}
+
+/** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there, never a link). */
+export async function writeManifest(plan: ReceiptPlan, tree: LoadedTree): Promise<void> {
+  await writeFileAtomic(manifestPath(plan, tree.entry.root), treeManifestText(tree.entry), {
+    mode: 0o666,
+    replace: true,
+    flushes: plan.flushes,
+  });
+}
+
+/**
+ * Writes the manifest of `tree` before its root's completion (forfait, the
+ * paid step) is sent, once its session is saved: a run on another store
+ * (a CI re-run on a fresh runner) then finds it and asks about the root
+ * (core/manifests.ts) rather than paying for a new one, even when this
+ * run never learnt how its completion ended (its answer lost, the run
+ * killed). Not earlier: a run that fails before (its request step
+ * refused, the network down) leaves no manifest of a root the service
+ * does not have, which later runs would ask about for nothing. A root
+ * left pending (--no-complete) gets its manifest after an aggregate run:
+ * `complete <root>` may pay for it later, and writes none. One that cannot
+ * be written stops the root there, its session kept pending, nothing paid.
+ */
+export async function writeManifestFirst(plan: ReceiptPlan, tree: LoadedTree): Promise<void> {
+  try {
+    await writeManifest(plan, tree);
+  } catch (error) {
+    const done = 'its request step was sent, nothing was paid for: its session is kept pending';
+    throw (
+      diskRefused(error, plan.dir, done, 'choose another --receipt-dir') ??
+      manifestNotWritten(
+        plan,
+        tree.entry.root,
+        error,
+        `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`,
+      )
+    );
+  }
+}
+
+/** The error (exit 1: its root was requested) of a manifest that could not be written; `hint` says where that leaves it. */
+export function manifestNotWritten(plan: ReceiptPlan, root: string, error: unknown, hint: string): NotarizeError {
+  return new NotarizeError(
+    'receipt_write',
+    EXIT.refused,
+    `the tree manifest ${manifestPath(plan, root)} could not be written: ${(error as Error).message}`,
+    { hint, cause: error },
+  );
+}
