@@ -16446,10 +16446,11 @@ async function* walk(dir, below, filter, onSkipped) {
 	}));
 	entries.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 	for (const { entry, name, utf8 } of entries) {
-		const path = join(dir, name);
+		const path = join(dir, utf8 ? name : escapedName(entry.name));
 		const relativePath = below ? `${below}/${name}` : name;
-		if (!utf8) {
-			if (entry.isDirectory() ? !filter.excludes(relativePath) : filter.accepts(relativePath)) yield notUtf8(join(dir, escapedName(entry.name)), "found in a folder walked");
+		const fileOrFolder = entry.isFile() || entry.isDirectory();
+		if (!utf8 && fileOrFolder) {
+			if (entry.isDirectory() ? !filter.excludes(relativePath) : filter.accepts(relativePath)) yield notUtf8(path, "found in a folder walked");
 		} else if (entry.isDirectory()) yield* walk(path, relativePath, filter, onSkipped);
 		else if (!entry.isFile()) {
 			if (leftOut(path, relativePath, filter)) continue;

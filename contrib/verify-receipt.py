@@ -87,7 +87,7 @@ def main(argv):
     try:
         digest = sha256_of(argv[1])
         with open_regular(argv[2]) as receipt_file: text = receipt_file.read(MAX_BYTES + 1)
-    except OSError as error: return refuse("verify-receipt: %s: %s" % (error.filename, error.strerror))
+    except OSError as error: return refuse("verify-receipt: %s: %s" % (error.filename or "standard input", error.strerror))
     if len(text) > MAX_BYTES: return refuse("verify-receipt: the receipt from '%s' is larger than %d bytes" % (argv[2], MAX_BYTES))
     try:
         sha256, url = read_receipt(text.decode("utf-8", "replace"))

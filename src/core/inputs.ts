@@ -292,12 +292,14 @@ async function* walk(
   const entries = listed.map((entry) => ({ entry, name: entry.name.toString('utf8'), utf8: isUtf8(entry.name) }));
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const { entry, name, utf8 } of entries) {
-    const path = join(dir, name);
+    // A name that is not UTF-8 is shown with \xNN for its bytes: never as the name of another file.
+    const path = join(dir, utf8 ? name : escapedName(entry.name));
     const relativePath = below ? `${below}/${name}` : name;
-    if (!utf8) {
+    const fileOrFolder = entry.isFile() || entry.isDirectory();
+    if (!utf8 && fileOrFolder) {
       // Left out as any other would be; a folder may hold files --include lets through.
       const wanted = entry.isDirectory() ? !filter.excludes(relativePath) : filter.accepts(relativePath);
-      if (wanted) yield notUtf8(join(dir, escapedName(entry.name)), 'found in a folder walked');
+      if (wanted) yield notUtf8(path, 'found in a folder walked');
     } else if (entry.isDirectory()) {
       yield* walk(path, relativePath, filter, onSkipped);
     } else if (!entry.isFile()) {

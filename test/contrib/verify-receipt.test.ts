@@ -306,6 +306,15 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
       env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'empty-store-')), NOTARIZE_API_KEY: '' },
     });
     expect(notarize.code, describeRun(notarize)).toBe(0);
+    // Standard input closed: one line naming it, exit 2.
+    const closed = await runProcess(
+      'bash',
+      ['-c', 'exec python3 "$0" - "$1" <&-', SCRIPT, receipt('a.txt')],
+      {},
+      { noBaseUrlCheck: true },
+    );
+    expect(closed.code, describeRun(closed)).toBe(2);
+    expect(closed.stderr).toBe('verify-receipt: standard input: Bad file descriptor\n');
   });
 
   it('a document that cannot be read: exit 2 from both, one line on stderr', async () => {

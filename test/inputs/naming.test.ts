@@ -271,6 +271,11 @@ describe('names that are not UTF-8: failed, never read as another file', () => {
     const included = await bed.main(['hash', '-r', bed.path('walked'), '--include', 'b', '--json']);
     expect(included.code, describeRun(included)).toBe(0);
     expect(JSON.parse(included.stdout)).toEqual([{ file: bed.path('walked/b'), hash: b }]);
+    // A link so named is passed over as any link is (not followed), shown with \xNN.
+    await symlink('b', Buffer.concat([Buffer.from(bed.path('walked/l')), Buffer.of(0xfe)]));
+    const linked = await bed.main(['hash', '-r', bed.path('walked'), '--exclude', 'a*', '--json']);
+    expect(linked.code, describeRun(linked)).toBe(0);
+    expect(linked.stderr).toContain(`${bed.path('walked/l')}\\xfe: symbolic link (not followed)`);
   });
 
   it('in a --files-from list: decoded strictly, so a real U+FFFD is taken and bytes that are not UTF-8 fail', async () => {
