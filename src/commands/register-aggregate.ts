@@ -13,7 +13,7 @@ import { asNotarizeError, FailureTally, runAll, settledError } from '../core/bat
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import type { NotarizeError} from '../errors.js';
+import type { NotarizeError } from '../errors.js';
 import { sentAlready, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';

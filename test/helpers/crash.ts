@@ -94,5 +94,8 @@ export async function expectStoreLoads(env: EnvVars): Promise<void> {
 /** After recovery: no lock, claim or run file is left in `locksDir` (store/lock.ts). */
 export function expectNoLocksLeft(locksDir: string): void {
   const names = existsSync(locksDir) ? readdirSync(locksDir) : [];
-  expect(names.filter((n) => /\.(lock|claim|run)$/.test(n)), names.join(' ')).toEqual([]);
+  expect(
+    names.filter((n) => /\.(lock|claim|run)$/.test(n)),
+    names.join(' '),
+  ).toEqual([]);
 }
