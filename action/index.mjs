@@ -11039,613 +11039,6 @@ var init_notarize = __esmMin((() => {
 	DEFAULT_LOCK_WAIT_MS = 6e4;
 	MAX_QUOTED_CHARS = 4e3;
 }));
-// dist/store/service-store.js
-/**
-* Pending sessions and completed records of one service, one file per hash.
-* The service's answers are kept as the exact text received, so a session is
-* sent back to forfait byte for byte and a record printed as the service sent
-* it, unknown fields included.
-*/
-/** An entry as the store hands it out: its file's content without the version. */
-function withoutVersion({ schemaVersion: _version, ...entry }) {
-	return entry;
-}
-/**
-* A tree's manifest (`<root>.tree.json`, written beside the receipts: its
-* own type and version instead of the store's) read as the store's tree
-* file, so that a damaged or lost tree file is restored by copying the
-* manifest in. Anything else passes unchanged.
-*/
-function fromManifest(value) {
-	if (typeof value !== "object" || value === null || "schemaVersion" in value) return value;
-	const { type, version, ...tree } = value;
-	if (type !== TREE_MANIFEST.type || version !== TREE_MANIFEST.version) return value;
-	delete tree.proofType;
-	return {
-		schemaVersion: STORE_VERSION.schemaVersion,
-		...tree
-	};
-}
-/**
-* The text of `value` as two-space indented JSON, piece by piece, except that
-* the array under `key` (its last field) has one element per line: a file of
-* 100,000 rows is readable and never built as one string. With `digestKey`,
-* a last field of that name holds the SHA-256 of the rows (RowsDigest), so
-* that a reader can tell the rows are as written without parsing them.
-*/
-function* jsonWithRows(value, key, digestKey) {
-	const head = { ...value };
-	const rows = head[key];
-	delete head[key];
-	if (digestKey !== void 0) delete head[digestKey];
-	yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`;
-	const digest = new RowsDigest();
-	for (const [i, row] of rows.entries()) {
-		const json = JSON.stringify(row);
-		digest.add(json);
-		yield `    ${json}${i < rows.length - 1 ? "," : ""}\n`;
-	}
-	yield digestKey === void 0 ? "  ]\n}\n" : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.hex()}"\n}\n`;
-}
-/**
-* The leaves' digests of a tree file's text, read without parsing it, when
-* the file is exactly as notarize wrote it: its layout, one well-formed line
-* per leaf numbered in order, as many as its treeSize, and the digest of
-* those lines in its last field. Undefined for anything else (cut short,
-* edited, damaged, written before the digest): then it is parsed in full.
-*/
-function leafDigestsOfWholeTree(text) {
-	const size = /\n {2}"treeSize": (\d+),\n/.exec(text)?.[1];
-	const start = text.indexOf("\n  \"leaves\": [\n");
-	const end = new RegExp(`\\n {2}\\],\\n {2}"${LEAVES_DIGEST}": "([0-9a-f]{64})"\\n\\}\\n$`).exec(text);
-	if (size === void 0 || start === -1 || !end) return void 0;
-	const lines = text.slice(start + 15, end.index).split("\n");
-	if (lines.length !== Number(size)) return void 0;
-	const digest = new RowsDigest();
-	const digests = [];
-	for (const [i, line] of lines.entries()) {
-		const match = LEAF_LINE.exec(line);
-		if (!match || Number(match[2]) !== i || line.endsWith(",") !== i < lines.length - 1) return void 0;
-		digest.add(match[1]);
-		digests.push(match[3]);
-	}
-	return digest.hex() === end[1] ? digests : void 0;
-}
-/**
-* The leaves' digests of the tree file `file` when it is exactly as notarize
-* writes it, read without parsing it; undefined when it does not exist or
-* is anything else. Throws StoreError as readTreeFile does when it cannot
-* be read (a link, not a regular file, or, without `anyOwner`, another's).
-*/
-function treeFileDigests(file, { anyOwner = false } = {}) {
-	const text = readRegularFile(file, { anyOwner });
-	return text === void 0 ? void 0 : leafDigestsOfWholeTree(text);
-}
-/**
-* Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
-* `<root>.tree.json`, which reads the same) and checks it is the tree of
-* `root` with the leaves it was written with; undefined when it does not
-* exist. With `wanted`, a file written whole by notarize whose leaves'
-* digests `wanted` turns down is passed over unparsed (undefined): many
-* large trees are searched without building them all. With `anyOwner`, a
-* file of another user is read too; with `exactOnly`, one that is not
-* exactly as notarize writes it (which would have to be parsed to be
-* looked at) is refused. Throws StoreError naming the file when it cannot
-* be read or is damaged.
-*/
-function readTreeFile(file, root, wanted, { anyOwner = false, exactOnly = false } = {}) {
-	const text = readRegularFile(file, { anyOwner });
-	if (text === void 0) return void 0;
-	if (wanted || exactOnly) {
-		const digests = leafDigestsOfWholeTree(text);
-		if (digests === void 0 && exactOnly) throw corrupt(file, "it is not exactly as notarize writes a tree");
-		if (digests && wanted && !wanted(digests)) return void 0;
-	}
-	return treeOfText(file, text, root);
-}
-/**
-* The tree of `root` in a tree file's text (read from `file`, named in
-* errors): throws StoreError when it is not one, holds another root, or
-* its leaves are not those it was written with.
-*/
-function treeOfText(file, text, root) {
-	const entry = parseStoreText(file, text, treeEntrySchema);
-	if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
-	if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
-	return entry;
-}
-/**
-* An entry read from `<hash>.json` must be about that hash: a file renamed or
-* edited by hand would otherwise complete or show another hash.
-*/
-function ofHash(hash, file, entry) {
-	if (entry !== void 0 && entry.hash !== hash) throw corrupt(file, `it holds hash ${entry.hash}, not the ${hash} its name says`);
-	return entry;
-}
-/**
-* The `hash` a record names, lowercase; undefined when it names none. Throws
-* when the text is not a JSON object (a stored record always is).
-*/
-function recordHashOf(recordJson) {
-	const record = JSON.parse(recordJson);
-	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
-}
-var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
-var init_service_store = __esmMin((() => {
-	init_zod();
-	init_errors();
-	init_validation();
-	init_files();
-	STORE_VERSION = { schemaVersion: 1 };
-	storeVersion = literal(STORE_VERSION.schemaVersion);
-	fileFacts = object({
-		name: string$1(),
-		size: int().nonnegative(),
-		lastModified: int().nonnegative()
-	});
-	jsonObjectText = string$1().refine((text) => {
-		try {
-			const value = JSON.parse(text);
-			return typeof value === "object" && value !== null && !Array.isArray(value);
-		} catch {
-			return false;
-		}
-	}, "expected the text of a JSON object");
-	pendingEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		description: string$1(),
-		custody: boolean(),
-		savedAt: string$1(),
-		file: fileFacts.optional(),
-		/**
-		* Set when forfait was sent with this session and answered 2xx with a body
-		* that could not be read: the service may have completed it, so only an
-		* explicit `notarize complete` sends the session again.
-		*/
-		forfaitUnreadAt: string$1().optional(),
-		/** The request step's answer, exactly as received. */
-		sessionJson: jsonObjectText
-	}).transform(withoutVersion);
-	unansweredEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		description: string$1(),
-		requestedAt: string$1()
-	}).transform(withoutVersion);
-	ledgerEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		completedAt: string$1(),
-		file: fileFacts.optional(),
-		/** The forfait answer, exactly as received. */
-		recordJson: jsonObjectText
-	}).transform(withoutVersion);
-	treeLeafSchema = object({
-		index: int().nonnegative(),
-		/** The document's file name (its base name), as `file.name` in the ledger; null when it has none. */
-		name: string$1().nullable(),
-		sha256: hashSchema,
-		size: int().nonnegative().nullable(),
-		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
-		salt: hashSchema
-	});
-	TREE_MANIFEST = {
-		type: "notarize-tree",
-		version: 1
-	};
-	treeEntrySchema = preprocess(fromManifest, object({
-		schemaVersion: storeVersion,
-		root: hashSchema,
-		treeSize: int().positive(),
-		description: string$1(),
-		createdAt: string$1(),
-		leaves: array(treeLeafSchema),
-		/** The SHA-256 of the leaf lines as written (jsonWithRows); absent in a file written without it. */
-		leavesSha256: hashSchema.optional()
-	})).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
-	RowsDigest = class RowsDigest {
-		#hash = createHash("sha256");
-		add(rowJson) {
-			this.#hash.update(`${rowJson}\n`);
-		}
-		hex() {
-			return this.#hash.digest("hex");
-		}
-		static of(rows) {
-			const digest = new RowsDigest();
-			for (const row of rows) digest.add(JSON.stringify(row));
-			return digest.hex();
-		}
-	};
-	LEAVES_DIGEST = "leavesSha256";
-	LEAF_LINE = /^ {4}(\{"index":(\d+),"name":(?:null|"(?:[^"\\]|\\.)*"),"sha256":"([0-9a-f]{64})","size":(?:\d+|null),"salt":"[0-9a-f]{64}"\}),?$/;
-	ServiceStore = class {
-		dir;
-		baseUrl;
-		#warn;
-		#flushes;
-		/** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
-		constructor(dir, baseUrl, warn = () => {}, flushes = new DirFlushes()) {
-			this.dir = dir;
-			this.baseUrl = baseUrl;
-			this.#warn = warn;
-			this.#flushes = flushes;
-		}
-		pendingFile(hash) {
-			return join(this.dir, "pending", `${hash}.json`);
-		}
-		/**
-		* Where a retired session of `hash` is kept aside: never listed as pending,
-		* never sent again, never deleted by notarize. One file per retirement.
-		*/
-		retiredFile(hash, at) {
-			return this.#asideFile("retired", hash, at);
-		}
-		ledgerFile(hash) {
-			return join(this.dir, "ledger", `${hash}.json`);
-		}
-		/**
-		* The lock file guarding the flow of one hash (see store/lock.ts), or of
-		* another named step (`aggregate`: choosing the trees of a run); its
-		* directory is created.
-		*/
-		lockFile(hash) {
-			const dir = join(this.dir, "locks");
-			this.#privateDir(dir);
-			return join(dir, `${hash}.lock`);
-		}
-		/** The pending session for a hash; throws StoreError if its file is damaged. */
-		readPending(hash) {
-			return ofHash(hash, this.pendingFile(hash), readStoreFile(this.pendingFile(hash), pendingEntrySchema));
-		}
-		/**
-		* Saves a pending session atomically (replacing any earlier one for the
-		* hash); resolves once it is durably on disk, rejects if it could not be.
-		*/
-		savePending(entry) {
-			return this.#writeEntry(this.pendingFile(entry.hash), entry);
-		}
-		/**
-		* Moves the pending session of `hash` aside into `retired/`, with when and
-		* why, and returns where it went (undefined when none was pending). The
-		* copy is durable before the pending file goes, so the session is never lost.
-		*/
-		async retirePending(hash, reason, at) {
-			let entry;
-			try {
-				entry = this.readPending(hash);
-			} catch (error) {
-				if (!(error instanceof StoreError)) throw error;
-				const file = this.retiredFile(hash, at).replace(/\.json$/, ".damaged.json");
-				this.#privateDir(join(file, ".."));
-				renameSync(this.pendingFile(hash), file);
-				return file;
-			}
-			if (entry === void 0) return void 0;
-			const file = this.retiredFile(hash, at);
-			await this.#writeEntry(file, {
-				...entry,
-				retiredAt: at.toISOString(),
-				retiredBecause: reason
-			});
-			await this.removePending(hash);
-			return file;
-		}
-		/**
-		* Keeps in `retired/` that the service answered 409 for `hash` when there
-		* was no session to put aside (a Merkle root's request step), as a
-		* retired session's `retiredBecause` would: retirements() reads it back.
-		*/
-		async keepAnswered409(hash, reason, at) {
-			const file = this.retiredFile(hash, at);
-			await this.#writeEntry(file, {
-				hash,
-				retiredAt: at.toISOString(),
-				retiredBecause: reason
-			});
-			return file;
-		}
-		/**
-		* Why each retired session was put aside (`retiredBecause`), by hash. A
-		* file that cannot be read is left out: it says nothing either way.
-		*/
-		async retirements() {
-			const reasons = /* @__PURE__ */ new Map();
-			let names;
-			try {
-				names = await readdir(join(this.dir, "retired"));
-			} catch {
-				return reasons;
-			}
-			for (const name of names) {
-				if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue;
-				const hash = name.slice(0, 64);
-				try {
-					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, "retired", name)) ?? "{}");
-					if (typeof retiredBecause === "string") reasons.set(hash, [...reasons.get(hash) ?? [], retiredBecause]);
-				} catch {}
-			}
-			return reasons;
-		}
-		/** Removes the pending session of a hash; one already gone is not an error. */
-		removePending(hash) {
-			return removeFileOffThread(this.pendingFile(hash));
-		}
-		/**
-		* Removes a pending session left beside the ledger record of its hash by a
-		* process stopped between saving the record and removing the session. Only
-		* a session saved before the record was completed goes; a damaged file stays.
-		*/
-		removeLeftoverPending(record) {
-			let pending;
-			try {
-				pending = this.readPending(record.hash);
-			} catch {
-				return;
-			}
-			if (pending && pending.savedAt <= record.completedAt) removeFile(this.pendingFile(record.hash));
-		}
-		/**
-		* The ledger record for a hash; throws StoreError if its file is damaged,
-		* including when the record inside is not a record of that hash: an entry
-		* is proof of a notarization only if the service's own record names it.
-		*/
-		readRecord(hash) {
-			const file = this.ledgerFile(hash);
-			const entry = ofHash(hash, file, readStoreFile(file, ledgerEntrySchema));
-			if (entry !== void 0) {
-				const named = recordHashOf(entry.recordJson);
-				if (named !== hash) throw corrupt(file, `its record is of hash ${named ?? "(none)"}, not ${hash}`);
-			}
-			return entry;
-		}
-		/**
-		* Keeps aside a forfait answer that is not a record of `hash`, in
-		* `quarantine/`, and returns the file. It is never read back by notarize.
-		*/
-		async quarantine(hash, answerText, reason, at) {
-			const file = this.#asideFile("quarantine", hash, at);
-			await this.#write(file, {
-				hash,
-				receivedAt: at.toISOString(),
-				reason,
-				answerText
-			});
-			return file;
-		}
-		/** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
-		saveRecord(entry) {
-			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
-		}
-		treeFile(root) {
-			return join(this.dir, "trees", `${root}.json`);
-		}
-		/**
-		* The tree whose root is `root`; throws StoreError if its file is damaged
-		* (including a tree of another root). That its leaves fold to its root is
-		* for the reader to check (core/trees.ts), as the store knows no hashing.
-		* With `holding`, a file written whole by notarize that names none of
-		* those digests is passed over unparsed (undefined): a store of many large
-		* trees is searched without building them all.
-		*/
-		readTree(root, holding) {
-			return readTreeFile(this.treeFile(root), root, holding && ((digests) => digests.some((digest) => holding.has(digest))));
-		}
-		/** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */
-		async saveTree(entry) {
-			const file = this.treeFile(entry.root);
-			this.#privateDir(join(file, ".."));
-			await writeFileAtomic(file, jsonWithRows({
-				...STORE_VERSION,
-				...entry
-			}, "leaves", LEAVES_DIGEST), { flushes: this.#flushes });
-		}
-		/**
-		* Every tree, or with `holding` those that may hold one of these digests
-		* (see readTree); with `roots`, only the trees of those roots are read.
-		*/
-		listTrees(holding, roots) {
-			return this.#list("trees", (root) => roots && !roots.has(root) ? void 0 : this.readTree(root, holding));
-		}
-		unansweredFile(hash) {
-			return join(this.dir, "unanswered", `${hash}.json`);
-		}
-		/** The unread request step of a hash, if any; throws StoreError if its file is damaged. */
-		readUnanswered(hash) {
-			return ofHash(hash, this.unansweredFile(hash), readStoreFile(this.unansweredFile(hash), unansweredEntrySchema));
-		}
-		/** Records a request step answered 2xx unreadably (see UnansweredEntry). */
-		markUnanswered(entry) {
-			return this.#writeEntry(this.unansweredFile(entry.hash), entry);
-		}
-		/** Forgets an unread request step: it was completed, dropped by hand, or requested again. */
-		clearUnanswered(hash) {
-			removeFile(this.unansweredFile(hash));
-		}
-		listUnanswered() {
-			return this.#list("unanswered", (hash) => this.readUnanswered(hash));
-		}
-		listPending() {
-			return this.#list("pending", (hash) => this.readPending(hash));
-		}
-		listRecords() {
-			return this.#list("ledger", (hash) => this.readRecord(hash));
-		}
-		/**
-		* A file kept aside (retired/, quarantine/), one per event: the time in its
-		* name, with no ':' (not allowed in Windows file names).
-		*/
-		#asideFile(folder, hash, at) {
-			return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, "-")}.json`);
-		}
-		/** Writes an entry with the store's version first. */
-		#writeEntry(file, entry) {
-			return this.#write(file, {
-				...STORE_VERSION,
-				...entry
-			});
-		}
-		async #write(file, value) {
-			this.#privateDir(join(file, ".."));
-			await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
-		}
-		/** Directories this process has already made private: checked once, not on every write of a batch. */
-		#readyDirs = /* @__PURE__ */ new Set();
-		#privateDir(dir) {
-			if (this.#readyDirs.has(dir)) return;
-			if (ensurePrivateDir(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
-			this.#readyDirs.add(dir);
-		}
-		/**
-		* Checks this service's existing directories (made by an older notarize, or
-		* by hand): tightens ours, warning for each; refuses a link, another user's
-		* or one shared with everyone (see files.ts), before anything is sent.
-		*/
-		tightenExisting() {
-			for (const dir of [
-				join(this.dir, ".."),
-				this.dir,
-				...[
-					"pending",
-					"ledger",
-					"locks",
-					"retired",
-					"quarantine",
-					"unanswered",
-					"trees"
-				].map((d) => join(this.dir, d))
-			]) if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
-		}
-		async #list(kind, read) {
-			let names;
-			try {
-				names = await readdir(join(this.dir, kind));
-			} catch (error) {
-				if (error.code === "ENOENT") return {
-					entries: [],
-					problems: []
-				};
-				throw error;
-			}
-			const entries = [];
-			const problems = [];
-			for (const name of names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).sort()) try {
-				const entry = read(name.slice(0, 64));
-				if (entry !== void 0) entries.push(entry);
-			} catch (error) {
-				if (!(error instanceof StoreError)) throw error;
-				problems.push(error);
-			}
-			return {
-				entries,
-				problems
-			};
-		}
-	};
-}));
-// dist/core/merkle.js
-/**
-* Merkle trees as RFC 9162 (Certificate Transparency 2.0) defines them, over
-* SHA-256, with salted leaves: what an aggregate registration's receipt
-* proves (one registered root, a proof per document leading to it).
-*
-* - Leaf hash (a salted form of RFC 9162 section 2.1.1's leaf input): the
-*   document's SHA-256 followed by a 32-byte random salt, so that a proof
-*   given out for one document says nothing about the others:
-*   leaf = SHA-256(0x00 || SHA-256(document) || salt).
-* - Node hash (2.1.1): SHA-256(0x01 || left || right); the tree is
-*   left-balanced: n leaves split at k, the largest power of two below n;
-*   an odd node is never duplicated.
-* - An inclusion proof is the audit path of 2.1.3.1 (PATH(m, D[n]): the
-*   sibling hashes from leaf m up), checked by `rootFromPath`, the fn/sn
-*   algorithm of 2.1.3.2, as written there.
-*
-* `MerkleTree` builds a tree and gives every leaf's audit path; it builds
-* it bottom up, pairing neighbours level by level and carrying a level's odd
-* last node up unchanged, which gives exactly the RFC's recursive MTH and
-* PATH (test/fixtures/merkle/ holds trees built by the RFC's definitions
-* literally, which the tests compare with this code and fold with
-* `rootFromPath`). Each level is one contiguous buffer: a tree of 100,000
-* leaves holds about 6.4 MB of hashes, not 200,000 objects.
-*/
-/** RFC 9162's leaf hash of a salted document digest: SHA-256(0x00 || documentSha256 || salt). */
-function leafHash(documentSha256, salt) {
-	return createHash("sha256").update(LEAF_PREFIX).update(documentSha256).update(salt).digest();
-}
-/** RFC 9162's interior node hash: SHA-256(0x01 || left || right). */
-function nodeHash(left, right) {
-	return createHash("sha256").update(NODE_PREFIX).update(left).update(right).digest();
-}
-/**
-* The root an inclusion proof leads to, by RFC 9162 section 2.1.3.2, or
-* undefined when the proof cannot be one for (leafIndex, treeSize): an index
-* out of range, or a path of the wrong length.
-*/
-function rootFromPath(leafIndex, treeSize, leaf, path) {
-	if (leafIndex >= treeSize) return void 0;
-	let fn = leafIndex;
-	let sn = treeSize - 1;
-	let r = leaf;
-	for (const p of path) {
-		if (sn === 0) return void 0;
-		if (fn % 2 === 1 || fn === sn) {
-			r = nodeHash(p, r);
-			if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) {
-				fn = Math.floor(fn / 2);
-				sn = Math.floor(sn / 2);
-			}
-		} else r = nodeHash(r, p);
-		fn = Math.floor(fn / 2);
-		sn = Math.floor(sn / 2);
-	}
-	return sn === 0 ? r : void 0;
-}
-/** The `index`th 32-byte digest of a level, as a view (no copy). */
-function digestAt(level, index) {
-	return level.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
-}
-var DIGEST_BYTES, LEAF_PREFIX, NODE_PREFIX, MerkleTree;
-var init_merkle = __esmMin((() => {
-	DIGEST_BYTES = 32;
-	LEAF_PREFIX = Buffer.from([0]);
-	NODE_PREFIX = Buffer.from([1]);
-	MerkleTree = class {
-		/** levels[0] holds the leaf hashes; each next level the nodes above; the last, the root alone. */
-		#levels;
-		/** `leaves`: the leaf hashes, 32 bytes each, in leaf order; at least one. */
-		constructor(leaves) {
-			if (leaves.length === 0 || leaves.length % DIGEST_BYTES !== 0) throw new RangeError("a Merkle tree needs at least one 32-byte leaf hash");
-			this.#levels = [leaves];
-			for (let level = leaves; level.length > DIGEST_BYTES;) {
-				const count = level.length / DIGEST_BYTES;
-				const above = Buffer.allocUnsafe(Math.ceil(count / 2) * DIGEST_BYTES);
-				for (let i = 0; i + 1 < count; i += 2) nodeHash(digestAt(level, i), digestAt(level, i + 1)).copy(above, i / 2 * DIGEST_BYTES);
-				if (count % 2 === 1) digestAt(level, count - 1).copy(above, (count - 1) / 2 * DIGEST_BYTES);
-				this.#levels.push(above);
-				level = above;
-			}
-		}
-		get size() {
-			return this.#levels[0].length / DIGEST_BYTES;
-		}
-		get root() {
-			return digestAt(this.#levels.at(-1), 0);
-		}
-		/** The audit path of leaf `index` (RFC 9162 section 2.1.3.1), from the leaf's sibling up. */
-		path(index) {
-			if (!Number.isInteger(index) || index < 0 || index >= this.size) throw new RangeError(`no leaf ${index}`);
-			const path = [];
-			let i = index;
-			for (const level of this.#levels.slice(0, -1)) {
-				const sibling = i ^ 1;
-				if (sibling * DIGEST_BYTES < level.length) path.push(digestAt(level, sibling));
-				i >>= 1;
-			}
-			return path;
-		}
-	};
-}));
 // dist/exact-json.js
 /**
 * The service's JSON (a record, a session) inside notarize's own JSON
@@ -11865,6 +11258,108 @@ var init_exact_json = __esmMin((() => {
 		}
 	};
 }));
+// dist/core/merkle.js
+/**
+* Merkle trees as RFC 9162 (Certificate Transparency 2.0) defines them, over
+* SHA-256, with salted leaves: what an aggregate registration's receipt
+* proves (one registered root, a proof per document leading to it).
+*
+* - Leaf hash (a salted form of RFC 9162 section 2.1.1's leaf input): the
+*   document's SHA-256 followed by a 32-byte random salt, so that a proof
+*   given out for one document says nothing about the others:
+*   leaf = SHA-256(0x00 || SHA-256(document) || salt).
+* - Node hash (2.1.1): SHA-256(0x01 || left || right); the tree is
+*   left-balanced: n leaves split at k, the largest power of two below n;
+*   an odd node is never duplicated.
+* - An inclusion proof is the audit path of 2.1.3.1 (PATH(m, D[n]): the
+*   sibling hashes from leaf m up), checked by `rootFromPath`, the fn/sn
+*   algorithm of 2.1.3.2, as written there.
+*
+* `MerkleTree` builds a tree and gives every leaf's audit path; it builds
+* it bottom up, pairing neighbours level by level and carrying a level's odd
+* last node up unchanged, which gives exactly the RFC's recursive MTH and
+* PATH (test/fixtures/merkle/ holds trees built by the RFC's definitions
+* literally, which the tests compare with this code and fold with
+* `rootFromPath`). Each level is one contiguous buffer: a tree of 100,000
+* leaves holds about 6.4 MB of hashes, not 200,000 objects.
+*/
+/** RFC 9162's leaf hash of a salted document digest: SHA-256(0x00 || documentSha256 || salt). */
+function leafHash(documentSha256, salt) {
+	return createHash("sha256").update(LEAF_PREFIX).update(documentSha256).update(salt).digest();
+}
+/** RFC 9162's interior node hash: SHA-256(0x01 || left || right). */
+function nodeHash(left, right) {
+	return createHash("sha256").update(NODE_PREFIX).update(left).update(right).digest();
+}
+/**
+* The root an inclusion proof leads to, by RFC 9162 section 2.1.3.2, or
+* undefined when the proof cannot be one for (leafIndex, treeSize): an index
+* out of range, or a path of the wrong length.
+*/
+function rootFromPath(leafIndex, treeSize, leaf, path) {
+	if (leafIndex >= treeSize) return void 0;
+	let fn = leafIndex;
+	let sn = treeSize - 1;
+	let r = leaf;
+	for (const p of path) {
+		if (sn === 0) return void 0;
+		if (fn % 2 === 1 || fn === sn) {
+			r = nodeHash(p, r);
+			if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) {
+				fn = Math.floor(fn / 2);
+				sn = Math.floor(sn / 2);
+			}
+		} else r = nodeHash(r, p);
+		fn = Math.floor(fn / 2);
+		sn = Math.floor(sn / 2);
+	}
+	return sn === 0 ? r : void 0;
+}
+/** The `index`th 32-byte digest of a level, as a view (no copy). */
+function digestAt(level, index) {
+	return level.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
+}
+var DIGEST_BYTES, LEAF_PREFIX, NODE_PREFIX, MerkleTree;
+var init_merkle = __esmMin((() => {
+	DIGEST_BYTES = 32;
+	LEAF_PREFIX = Buffer.from([0]);
+	NODE_PREFIX = Buffer.from([1]);
+	MerkleTree = class {
+		/** levels[0] holds the leaf hashes; each next level the nodes above; the last, the root alone. */
+		#levels;
+		/** `leaves`: the leaf hashes, 32 bytes each, in leaf order; at least one. */
+		constructor(leaves) {
+			if (leaves.length === 0 || leaves.length % DIGEST_BYTES !== 0) throw new RangeError("a Merkle tree needs at least one 32-byte leaf hash");
+			this.#levels = [leaves];
+			for (let level = leaves; level.length > DIGEST_BYTES;) {
+				const count = level.length / DIGEST_BYTES;
+				const above = Buffer.allocUnsafe(Math.ceil(count / 2) * DIGEST_BYTES);
+				for (let i = 0; i + 1 < count; i += 2) nodeHash(digestAt(level, i), digestAt(level, i + 1)).copy(above, i / 2 * DIGEST_BYTES);
+				if (count % 2 === 1) digestAt(level, count - 1).copy(above, (count - 1) / 2 * DIGEST_BYTES);
+				this.#levels.push(above);
+				level = above;
+			}
+		}
+		get size() {
+			return this.#levels[0].length / DIGEST_BYTES;
+		}
+		get root() {
+			return digestAt(this.#levels.at(-1), 0);
+		}
+		/** The audit path of leaf `index` (RFC 9162 section 2.1.3.1), from the leaf's sibling up. */
+		path(index) {
+			if (!Number.isInteger(index) || index < 0 || index >= this.size) throw new RangeError(`no leaf ${index}`);
+			const path = [];
+			let i = index;
+			for (const level of this.#levels.slice(0, -1)) {
+				const sibling = i ^ 1;
+				if (sibling * DIGEST_BYTES < level.length) path.push(digestAt(level, sibling));
+				i >>= 1;
+			}
+			return path;
+		}
+	};
+}));
 // dist/core/receipt-format.js
 /**
 * The text of a v1 receipt: two-space indented, keys in the documented
@@ -12006,532 +11501,6 @@ var init_receipt_format = __esmMin((() => {
 		registeredAt: datetime({ offset: true }),
 		proof: proofSchema.nullable()
 	});
-}));
-// dist/core/trees.js
-/**
-* The Merkle trees of aggregate registrations (`register --aggregate`,
-* core/aggregate.ts), as the store keeps them (`trees/<root>.json`): each
-* tree with where its root stands (by the root's own files: its record, its
-* pending session, its session retired after a 409, or none), the index from
-* a document's digest to the tree that best proves it, and each leaf's
-* inclusion proof. `verify`, `show` and `receipt` read them here too.
-*
-* Returns data; never prints, never sends.
-*/
-/** The default description of an aggregate root: what it is, for anyone reading the record. */
-function rootDescription(treeSize) {
-	return `Merkle root of ${treeSize} document${treeSize === 1 ? "" : "s"} (RFC 9162, SHA-256, salted leaves)`;
-}
-/**
-* The Merkle tree of `entry`'s leaves; throws StoreError when they do not
-* fold to the root it names (`file`: where it was read, for the message).
-*/
-function foldedTree(entry, file) {
-	const merkle = merkleOf(entry.leaves);
-	if (merkle.root.toString("hex") !== entry.root) throw new StoreError(file, `${file} is damaged: its leaves make root ${merkle.root.toString("hex")}, not ${entry.root}`, { hint: `it is no proof for its documents: restore it from a backup, or from ${entry.root}.tree.json of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again` });
-	return merkle;
-}
-function merkleOf(leaves) {
-	const hashes = Buffer.allocUnsafe(leaves.length * 32);
-	leaves.forEach((leaf, i) => {
-		leafHash(Buffer.from(leaf.sha256, "hex"), Buffer.from(leaf.salt, "hex")).copy(hashes, i * 32);
-	});
-	return new MerkleTree(hashes);
-}
-/** A new tree over `documents`, in their order, each leaf with a fresh 32-byte random salt. */
-function plantTree(documents, description, at) {
-	const salts = randomBytes(documents.length * 32);
-	const leaves = documents.map((doc, index) => ({
-		index,
-		name: doc.name,
-		sha256: doc.sha256,
-		size: doc.size,
-		salt: salts.toString("hex", index * 32, (index + 1) * 32)
-	}));
-	const merkle = merkleOf(leaves);
-	const entry = {
-		root: merkle.root.toString("hex"),
-		treeSize: leaves.length,
-		description: description ?? rootDescription(leaves.length),
-		createdAt: at.toISOString(),
-		leaves
-	};
-	return new LoadedTree(entry, { state: "planned" }, merkle);
-}
-function better(a, b) {
-	if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
-	const [completedA, completedB] = [a.record?.completedAt, b.record?.completedAt];
-	if (completedA !== void 0 && completedB !== void 0 && completedA !== completedB) return completedA > completedB;
-	return a.entry.createdAt > b.entry.createdAt;
-}
-/** confirmedRoots of the store `trees` were loaded from, read again only if loading did not. */
-async function confirmedOf(store, trees) {
-	return trees.confirmed ?? confirmedRoots(store);
-}
-/** The hashes the service answered 409 for (a session retired, or a root's request step): it has them. */
-async function confirmedRoots(store) {
-	const confirmed = /* @__PURE__ */ new Set();
-	for (const [hash, reasons] of await store.retirements()) if (reasons.some(says409)) confirmed.add(hash);
-	return confirmed;
-}
-/** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
-function standingOf(store, root, retired) {
-	const record = store.readRecord(root);
-	if (record) return {
-		state: "registered",
-		record
-	};
-	if (store.readPending(root)) return { state: "pending" };
-	return { state: retired.has(root) ? "confirmed" : "planned" };
-}
-/**
-* The registered tree holding the document of digest `sha256`, if any (for
-* `show` and `receipt`, once the ledger has no record of the digest itself).
-* Throws StoreError for a tree whose leaves do not fold to its root, and,
-* when no readable tree holds it, for a tree file that cannot be read.
-*/
-async function findLeaf(store, sha256) {
-	const trees = await Trees.load(store, {
-		registeredOnly: true,
-		holding: /* @__PURE__ */ new Set([sha256])
-	});
-	const place = trees.place(sha256);
-	if (!place && trees.problems.length > 0) throw trees.problems[0];
-	if (!place) return void 0;
-	const { root } = place.tree.entry;
-	const entry = place.tree.record;
-	const proof = place.tree.proof(place.leafIndex, store.treeFile(root));
-	return {
-		entry,
-		leaf: place.tree.entry.leaves[place.leafIndex],
-		proof
-	};
-}
-/**
-* What the ledger holds for a digest (`show`, `receipt`): its own record, or
-* the record of the registered root it is a leaf of, with that leaf and its
-* proof; undefined when neither. Throws StoreError as findLeaf does.
-*/
-async function recordOf$1(store, sha256) {
-	const own = store.readRecord(sha256);
-	if (own) return { entry: own };
-	const found = await findLeaf(store, sha256);
-	return found && {
-		entry: found.entry,
-		underRoot: found
-	};
-}
-/**
-* The error of `show` and `receipt` for a digest the ledger does not hold
-* (exit 6). When the service told this store it has the digest, or a Merkle
-* root holding it (a 409 to a completion whose answer was lost), it says
-* so: the document is registered, only its record never arrived, and no
-* other ledger is where it was registered. Otherwise `hint` says what to do.
-*/
-async function notInLedger(store, sha256, baseUrl, hint) {
-	let confirmed = ((await store.retirements()).get(sha256) ?? []).some(says409) ? sha256 : void 0;
-	if (confirmed === void 0) {
-		const place = (await Trees.load(store, { holding: /* @__PURE__ */ new Set([sha256]) })).place(sha256);
-		if (place?.tree.state === "confirmed") confirmed = place.tree.entry.root;
-	}
-	if (confirmed === void 0) return new NotNotarizedError(`${sha256} is not in the ledger of ${baseUrl}`, { hint });
-	const what = confirmed === sha256 ? "it" : `the Merkle root ${confirmed} that holds it`;
-	return new NotNotarizedError(`${sha256} is registered (${baseUrl} answered 409 for ${what}), but this store never received its record`, { hint: "the service documents no way to fetch a record, so none is shown or made into a receipt here; a receipt written when it was registered still verifies" });
-}
-/** The name of a tree's manifest in --receipt-dir: `<root>.tree.json`. */
-function manifestName(root) {
-	return `${root}.tree.json`;
-}
-/** The root a manifest's file name names, or undefined for a name that is no manifest's. */
-function manifestRoot(name) {
-	return /^[0-9a-f]{64}\.tree\.json$/.test(name) ? name.slice(0, 64) : void 0;
-}
-/**
-* Whether `file` is the manifest of the tree of `root` exactly as
-* treeManifestText writes it, byte for byte, its leaves making that root:
-* only such a file in --receipt-dir is no document (`verify` passes it
-* over). Anything else named like one, a script with a manifest's tail
-* say, is not.
-*/
-function isExactManifest(file, root) {
-	try {
-		const text = readRegularFile(file, { anyOwner: true });
-		if (text === void 0) return false;
-		const entry = treeOfText(file, text, root);
-		foldedTree(entry, file);
-		return [...treeManifestText(entry)].join("") === text;
-	} catch (error) {
-		if (error instanceof StoreError) return false;
-		throw error;
-	}
-}
-/**
-* The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
-* every leaf (name, digest, size, salt, index) under its root, one per line,
-* from which any document's proof can be made again (see
-* docs/verify-by-hand.md). It holds every salt: it is the owner's copy, not
-* something to hand out with one document (its receipt is).
-*/
-function treeManifestText(entry) {
-	return jsonWithRows({
-		...TREE_MANIFEST,
-		proofType: PROOF_TYPE,
-		...entry
-	}, "leaves", LEAVES_DIGEST);
-}
-var LoadedTree, RANK, Trees;
-var init_trees = __esmMin((() => {
-	init_service_store();
-	init_errors();
-	init_files();
-	init_merkle();
-	init_notarize();
-	init_receipt_format();
-	LoadedTree = class {
-		entry;
-		state;
-		record;
-		/** Taken from a manifest of an earlier run in --receipt-dir whose root was asked about (adoptManifests); never in the store. */
-		adopted;
-		#merkle;
-		constructor(entry, { state, record }, merkle, adopted = false) {
-			this.entry = entry;
-			this.state = state;
-			this.record = record;
-			this.#merkle = merkle;
-			this.adopted = adopted;
-		}
-		/**
-		* The Merkle tree of the leaves; throws StoreError when they do not fold
-		* to the root the file names (`file`: the tree's file, for the message).
-		*/
-		merkle(file) {
-			this.#merkle ??= foldedTree(this.entry, file);
-			return this.#merkle;
-		}
-		/** The inclusion proof of leaf `leafIndex`, as a v1 receipt carries it; throws StoreError as `merkle` does. */
-		proof(leafIndex, file) {
-			return {
-				type: PROOF_TYPE,
-				leafSalt: this.entry.leaves[leafIndex].salt,
-				leafIndex,
-				treeSize: this.entry.treeSize,
-				path: this.merkle(file).path(leafIndex).map((hash) => hash.toString("hex")),
-				root: this.entry.root
-			};
-		}
-	};
-	RANK = {
-		registered: 0,
-		confirmed: 1,
-		pending: 2,
-		planned: 3
-	};
-	Trees = class Trees {
-		#byDigest = /* @__PURE__ */ new Map();
-		all;
-		problems;
-		/** confirmedRoots of the store, when load read it (it does when the store has trees): see confirmedOf. */
-		confirmed;
-		constructor(trees, problems = [], confirmed) {
-			this.all = trees;
-			this.problems = problems;
-			this.confirmed = confirmed;
-			for (const tree of trees) for (const leaf of tree.entry.leaves) {
-				const known = this.#byDigest.get(leaf.sha256);
-				if (known === void 0 || better(tree, known.tree)) this.#byDigest.set(leaf.sha256, {
-					tree,
-					leafIndex: leaf.index
-				});
-			}
-		}
-		/**
-		* Every tree of the store, with its state; `registeredOnly` keeps only
-		* those in the ledger, `skipRegistered` (--force) leaves them and the
-		* confirmed ones out.
-		*/
-		static async load(store, { registeredOnly = false, skipRegistered = false, holding, roots, confirmed } = {}) {
-			const { entries, problems } = await store.listTrees(holding, roots);
-			const known = confirmed ?? (entries.length === 0 ? void 0 : await confirmedRoots(store));
-			const retired = known ?? /* @__PURE__ */ new Set();
-			const trees = [];
-			for (const entry of entries) {
-				let standing;
-				try {
-					standing = standingOf(store, entry.root, retired);
-				} catch (error) {
-					if (!(error instanceof StoreError)) throw error;
-					problems.push(error);
-					continue;
-				}
-				const { state } = standing;
-				if (registeredOnly && state !== "registered") continue;
-				if (skipRegistered && (state === "registered" || state === "confirmed")) continue;
-				trees.push(new LoadedTree(entry, standing));
-			}
-			return new Trees(trees, problems, known);
-		}
-		/** The place of the document of digest `sha256`, if a tree holds it. */
-		place(sha256) {
-			return this.#byDigest.get(sha256);
-		}
-	};
-}));
-// dist/core/manifests.js
-/**
-* The manifests an earlier aggregate run left in --receipt-dir
-* (`<root>.tree.json`), as a run on a store without their trees uses them:
-* it asks the service about their roots, and a 409 places documents under a
-* root the service already has, so a CI re-run on an empty store pays
-* nothing for them (see adoptManifests). Sends only those request steps;
-* never prints, never writes.
-*/
-/**
-* The manifests of --receipt-dir that adoptManifests may ask about, in the
-* order it would (newest first, then the largest), with the test a
-* manifest's leaf digests must pass (see adoptManifests); none with --force.
-*/
-async function manifestCandidates(input, unplaced) {
-	const dir = input.manifestDir;
-	const byDigest = /* @__PURE__ */ new Map();
-	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
-	const useful = (digests) => digests.length <= maxLeaves && digests.some((digest) => unplaced.has(digest));
-	let names = [];
-	if (dir !== void 0 && !input.force && unplaced.size > 0) try {
-		names = (await readdir(dir)).filter((name) => manifestRoot(name) !== void 0);
-	} catch {}
-	return {
-		candidates: (await Promise.all(names.map(async (name) => {
-			const info = await lstat(join(dir, name)).catch(() => void 0);
-			return {
-				root: manifestRoot(name),
-				file: join(dir, name),
-				size: info?.size ?? 0,
-				mtimeMs: info?.mtimeMs ?? 0
-			};
-		}))).filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves).sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1)),
-		useful,
-		byDigest
-	};
-}
-/** Whether a manifest in --receipt-dir may place one of the `unplaced` documents (read, not parsed; nothing sent). */
-async function anyManifestFor(input, unplaced) {
-	const { candidates, useful } = await manifestCandidates(input, unplaced);
-	return candidates.some(({ file }) => mayPlace(file, useful));
-}
-/** Whether the manifest `file` may place a document: its leaves are `useful`, or it must be read to tell. */
-function mayPlace(file, useful) {
-	try {
-		const digests = treeFileDigests(file, { anyOwner: true });
-		return digests === void 0 || useful(digests);
-	} catch {
-		return true;
-	}
-}
-/**
-* Places the `unplaced` documents (under no tree of the store; each removed
-* from the set once placed) under the roots of earlier runs' manifests in
-* --receipt-dir (`<root>.tree.json`) that the service says it already has.
-* A CI re-run over the same documents on an empty store then pays nothing:
-* where a new tree would be a second paid registration, the manifest's root
-* is asked about with a request step, and its 409 (read as "the service has
-* it") is final.
-*
-* A manifest whose root this store has a record of (a root completed here
-* with `complete --session`, planted by another store) places its documents
-* under that record without asking (and aggregate.ts keeps that tree in
-* the store: the record proves it).
-*
-* Only ever confirmed, never registered: a manifest could have been planted
-* by whoever wrote the folder (a CI checkout that earlier steps touched),
-* so a root the service does not know (a 2xx with a session) is dropped on the spot, its
-* session neither saved nor completed, and its documents go into this run's
-* new tree. Nothing of an adopted tree is saved in the store either: a run
-* killed meanwhile leaves nothing behind. So manifests cost request steps,
-* never a description or a leaf name, and never make a run pay more than
-* it would without them (at worst, its one new tree). Further:
-*   - it must hold a document of this run not placed yet, and its leaves be at
-*     most MANIFEST_LEAVES_PER_DOCUMENT times the run's documents (its other
-*     leaves, documents this run lacks, only make the proofs: a re-run
-*     without one document, or with one changed, still pays nothing for
-*     the others);
-*   - its leaves must make its root, and its text be exactly as notarize
-*     writes it (read without being parsed unless it is used: bounded memory);
-*   - the newest are asked about first (then the largest), one only if it
-*     holds a document no root asked about holds yet; a document stays
-*     under the first that holds it; once MAX_ABSENT_ROOTS roots were
-*     answered with a session (the service does not have them), no more
-*     are asked about, and the documents the others hold fail (manifestsLeft)
-*     rather than go into a new tree: one of them may be the root that
-*     registered them (after an artifact restore, the newest by time may
-*     be the stale ones);
-*   - a root whose request step fails otherwise (a network failure, a 5xx)
-*     fails its documents as any root would; with --fail-fast, no other is
-*     asked about after it.
-* A manifest that cannot be read or does not make its root is passed over,
-* and `warn` told.
-*/
-async function adoptManifests(deps, input, unplaced) {
-	const adoptions = {
-		placements: /* @__PURE__ */ new Map(),
-		roots: /* @__PURE__ */ new Map(),
-		sent: false
-	};
-	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
-	/** The manifests whose roots the service does not have (asked, answered with a session). */
-	const absent = [];
-	let warnedStale = false;
-	/** Places under `tree` the documents of this run it holds that nothing placed yet. */
-	const place = (tree) => {
-		for (const [leafIndex, leaf] of tree.entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
-			tree,
-			leafIndex
-		});
-	};
-	for (const { root, file } of candidates) {
-		if (unplaced.size === 0) break;
-		let entry;
-		let merkle;
-		try {
-			const read = readTreeFile(file, root, useful, {
-				anyOwner: true,
-				exactOnly: true
-			});
-			if (read === void 0) continue;
-			entry = adoptedEntry(read, byDigest, input.description);
-			merkle = foldedTree(entry, file);
-		} catch (error) {
-			if (!(error instanceof StoreError)) throw error;
-			input.warn?.(`a tree manifest was passed over: ${error.message}`);
-			continue;
-		}
-		const record = recordOf(deps, root);
-		if (record !== void 0) {
-			place(new LoadedTree(entry, {
-				state: "registered",
-				record
-			}, merkle, true));
-			continue;
-		}
-		let said;
-		if (absent.length === MAX_ABSENT_ROOTS) {
-			if (!warnedStale) input.warn?.(staleManifests(absent));
-			warnedStale = true;
-			said = {
-				kind: "failed",
-				error: manifestsLeft(file)
-			};
-		} else {
-			adoptions.sent = true;
-			said = await askAbout(deps, entry, input);
-		}
-		if (said.kind === "absent") {
-			absent.push(file);
-			continue;
-		}
-		place(new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true));
-		adoptions.roots.set(root, said);
-		if (said.kind === "failed" && input.failFast) break;
-	}
-	return adoptions;
-}
-/** The ledger's record of `root`, if this store has a readable one (a damaged one: the service is asked, as before). */
-function recordOf(deps, root) {
-	try {
-		return deps.store.readRecord(root);
-	} catch (error) {
-		if (!(error instanceof StoreError)) throw error;
-		return;
-	}
-}
-/** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
-function manifestsLeft(file) {
-	return new NotarizeError("manifests_unasked", EXIT.refused, `not registered: the tree manifest ${file} may hold it, but ${MAX_ABSENT_ROOTS} roots asked about were unknown to the service, and no more are asked about in one run`, { hint: "move aside the manifests the warning lists (the service does not have their roots; a re-run asks about the rest), or register the documents anew with --force" });
-}
-/** The warning naming the manifests whose roots the service does not have: the ones to move aside. */
-function staleManifests(files) {
-	return `the service does not have the roots of these ${files.length} tree manifests (runs that never registered them); no more are asked about in this run: ${files.join(", ")}`;
-}
-/**
-* A manifest's tree as this run adopts it: its root and salts; this run's
-* description, names and sizes (none for a leaf that is no document of
-* this run: nothing of the manifest's own names is used).
-*/
-function adoptedEntry(entry, byDigest, description) {
-	return {
-		root: entry.root,
-		treeSize: entry.treeSize,
-		description: description ?? rootDescription(entry.treeSize),
-		createdAt: entry.createdAt,
-		leaves: entry.leaves.map(({ index, sha256, salt }) => {
-			const doc = byDigest.get(sha256);
-			return {
-				index,
-				name: doc?.name ?? null,
-				sha256,
-				size: doc?.size ?? null,
-				salt
-			};
-		})
-	};
-}
-/**
-* Asks the service whether it has `root` (see askAbout), for a document
-* whose receipt in --receipt-dir has a proof to that root (per-document
-* register on a store without its tree): the description sent is the
-* root's default one, of `treeSize` documents.
-*/
-function askAboutRoot(deps, root, treeSize, flags) {
-	return askAbout(deps, {
-		root,
-		description: rootDescription(treeSize)
-	}, flags, "its receipt in --receipt-dir");
-}
-/**
-* Asks the service whether it has the root of `entry`, with a request step
-* whose session is never kept: 409, it has it; a session (2xx, read and
-* valid), it does not, and nothing more is sent for it. Any other answer,
-* a 2xx that cannot be read as a session included (a proxy's or a
-* maintenance page says nothing of the root), is no answer: the ask
-* failed, and its documents with it, rather than be paid for again.
-*/
-async function askAbout(deps, entry, input, source = "its manifest in --receipt-dir") {
-	try {
-		const { root: hash, description } = entry;
-		await deps.api.requestRegistration(registrationRequest({
-			...input,
-			hash,
-			description,
-			custody: false
-		}));
-		return { kind: "absent" };
-	} catch (error) {
-		if (isAlreadyRegistered(error)) return {
-			kind: "has",
-			message: error.serviceMessage
-		};
-		if (error instanceof NotarizeError && error.hint === void 0) error.hint = `asking about root ${entry.root} (${source}) got no answer that says whether the service has it; run the same command again once it answers normally`;
-		return {
-			kind: "failed",
-			error
-		};
-	}
-}
-var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ABSENT_ROOTS, NO_ADOPTIONS;
-var init_manifests = __esmMin((() => {
-	init_errors();
-	init_service_store();
-	init_notarize();
-	init_trees();
-	MANIFEST_BYTES_PER_LEAF = 2048;
-	MANIFEST_LEAVES_PER_DOCUMENT = 4;
-	MAX_ABSENT_ROOTS = 16;
-	NO_ADOPTIONS = {
-		placements: /* @__PURE__ */ new Map(),
-		roots: /* @__PURE__ */ new Map(),
-		sent: false
-	};
 }));
 // dist/core/receipts.js
 /**
@@ -12834,292 +11803,6 @@ var init_receipts = __esmMin((() => {
 	RECEIPT_SUFFIX = ".notarization.json";
 	MAX_NAME_BYTES = 255;
 	MAX_PATH_BYTES = 4095;
-}));
-// dist/core/aggregate.js
-/**
-* Aggregate registration (`register --aggregate`): many documents, one
-* registration. Their digests become the salted leaves of one RFC 9162
-* Merkle tree (merkle.ts), whose root is registered by the ordinary flow
-* (notarize.ts: one request step, one forfait, the session saved first), and
-* each document's receipt carries its inclusion proof to that root.
-*
-* The tree is saved in the store (`trees/<root>.json`) before its root is
-* sent, and the store says where each tree stands by the root's own files: a
-* record in the ledger (registered), a pending session, or neither (planned:
-* the run that made it stopped before the service answered). So every kill
-* point is covered by the flow's own guarantees, and a re-run over the same
-* documents, choosing their trees again, sends:
-*   - nothing for a document under a registered root;
-*   - the pending session of its root, completed (never a new request);
-*   - for a planned root, the request again, for that same root (the service
-*     knows no record of it: a request it may have seen made no payment);
-*   - a new tree only for documents under none.
-* Choosing trees and saving a new one happen under one store-wide lock
-* (`locks/aggregate.lock`), so two processes aggregating the same documents
-* agree on one tree, and the root's own lock then keeps them from
-* registering it twice. On a store without their trees, the roots of the
-* manifests an earlier run left in --receipt-dir are asked about first,
-* outside that lock (manifests.ts): a 409 places documents under a root
-* the service already has, and nothing is paid for them. The trees
-* themselves, their states and proofs: trees.ts.
-*
-* Returns data; never prints.
-*/
-/**
-* Chooses each document's tree: one of the store's, else the root of a
-* manifest the service says it has (adoptManifests: the only part that
-* sends anything), else a new tree planted (and saved) for all the rest.
-* The store's trees are read, and a new one saved, under the store-wide
-* `aggregate` lock; the manifests' roots are asked about outside it, so
-* another run on this store never waits for the service's answers: the
-* store is read again under the lock afterwards (another run may have
-* planted a tree for some of these documents meanwhile: they go there).
-* Throws StoreError when a tree of the store cannot be read, or one this
-* run relies on does not make its root: exit 2, nothing sent (1 once a
-* manifest's root was asked about).
-*/
-async function placeDocuments(deps, input) {
-	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
-	const first = await locked(deps, "aggregate", async () => {
-		const placed = await placeInStore(deps, input);
-		const unplaced = new Set(input.documents.flatMap((doc, i) => placed[i] ? [] : [doc.sha256]));
-		if (await anyManifestFor(input, unplaced)) return unplaced;
-		return plantTheRest(deps, input, placed, NO_ADOPTIONS);
-	});
-	if (!(first instanceof Set)) return first;
-	const adopted = await adoptManifests(deps, input, first);
-	try {
-		return await locked(deps, "aggregate", async () => plantTheRest(deps, input, await placeInStore(deps, input), adopted));
-	} catch (error) {
-		throw adopted.sent ? sentAlready(error) : error;
-	}
-}
-/** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
-async function placeInStore(deps, input) {
-	const { store } = deps;
-	const holding = new Set(input.documents.map((doc) => doc.sha256));
-	const known = await Trees.load(store, {
-		skipRegistered: input.force,
-		holding
-	});
-	if (known.problems.length > 0) throw known.problems[0];
-	const placed = input.documents.map((doc) => known.place(doc.sha256));
-	for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
-	return placed;
-}
-/**
-* The documents neither the store nor a manifest places go into one new
-* tree, saved before its root is sent: a run killed after the request step
-* finds its pending session, and the documents find their tree. With
-* --fail-fast, after a manifest's root could not be asked about, it is
-* neither saved nor sent: its documents are skipped (a tree saved for them
-* would be registered by the next run, whatever the manifests hold).
-*/
-async function plantTheRest(deps, input, placed, adopted) {
-	const { store } = deps;
-	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
-	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
-	await keepRecordedTrees(store, adopted, input.warn);
-	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
-		doc,
-		i
-	}]);
-	if (newcomers.length > 0) {
-		const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
-		if (input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed")) asked.set(tree.entry.root, {
-			ok: false,
-			cancelled: true
-		});
-		else try {
-			await store.saveTree(tree.entry);
-		} catch (error) {
-			const sent = adopted.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
-			throw diskRefused(error, store.dir, sent) ?? error;
-		}
-		newcomers.forEach(({ i }, leafIndex) => placed[i] = {
-			tree,
-			leafIndex
-		});
-	}
-	return {
-		placements: placed,
-		asked,
-		sent: adopted.sent
-	};
-}
-/**
-* Saves in the store the trees adoptManifests placed under a root this store
-* has the record of (its leaves fold to it, so the tree is that root's): from
-* then on verify, show, receipt and per-document register find its documents
-* here, as under any tree registered here. Not a tree whose root was only
-* asked about: the service's word is no record. Under the aggregate lock.
-* A help, not needed by this run: a tree that cannot be saved is a warning.
-*/
-async function keepRecordedTrees(store, adopted, warn) {
-	const recorded = new Set([...adopted.placements.values()].map(({ tree }) => tree));
-	for (const tree of recorded) {
-		const file = store.treeFile(tree.entry.root);
-		if (tree.state !== "registered" || existsSync(file)) continue;
-		try {
-			await store.saveTree(tree.entry);
-		} catch (error) {
-			warn?.(`the tree of root ${tree.entry.root} (from its manifest) could not be kept in the store as ${file}: ${error.message}; its documents got their receipts, and a later run with --receipt-dir finds them again`);
-		}
-	}
-}
-/** A manifest's root asked about (adoptManifests), as a root of this run: already registered, or failed. */
-function rootResultOf(root, said) {
-	if (said.kind === "failed") return {
-		ok: false,
-		error: said.error
-	};
-	return {
-		ok: true,
-		sent: true,
-		outcome: {
-			kind: "already-registered",
-			hash: root,
-			entry: void 0,
-			service: {
-				message: said.message,
-				retiredSession: void 0
-			}
-		}
-	};
-}
-/** Registers the root of every tree the documents were placed under, once each, in order. */
-async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ new Map()) {
-	const roots = new Map(asked);
-	let failed = [...asked.values()].some((result) => !result.ok);
-	for (const { tree } of placements) {
-		const root = tree.entry.root;
-		if (roots.has(root)) continue;
-		if (failed && input.failFast) {
-			roots.set(root, {
-				ok: false,
-				cancelled: true
-			});
-			continue;
-		}
-		if (tree.state === "registered" || tree.state === "confirmed") {
-			await tidyRoot(deps, root);
-			roots.set(root, {
-				ok: true,
-				sent: false,
-				outcome: finishedRoot(tree)
-			});
-			continue;
-		}
-		const result = await registerRoot(deps, tree, input);
-		if (!result.ok) failed = true;
-		roots.set(root, result);
-	}
-	return roots;
-}
-/**
-* Registers one tree's root by the ordinary flow: a pending root's session
-* is completed (never a new request), a planned root is requested again.
-* Never throws: an error is the result's.
-*/
-async function registerRoot(deps, tree, flags) {
-	let sent = false;
-	const onStep = (step) => {
-		sent = true;
-		deps.onStep?.(step);
-	};
-	try {
-		const outcome = await register({
-			...deps,
-			onStep
-		}, {
-			hash: tree.entry.root,
-			description: tree.entry.description,
-			custody: false,
-			signed: flags.signed,
-			blockchain: flags.blockchain,
-			complete: flags.complete,
-			force: false
-		});
-		if (outcome.kind === "already-registered" && outcome.entry === void 0 && outcome.service?.retiredSession === void 0) await keep409(deps, tree.entry.root, outcome.service?.message);
-		return {
-			ok: true,
-			outcome,
-			sent
-		};
-	} catch (error) {
-		return {
-			ok: false,
-			error
-		};
-	}
-}
-/**
-* Keeps a 409 to a root's request step (a planned root the service has: its
-* session dropped after a completion that went through), so the tree is
-* `confirmed` from then on, as after a 409 to its completion: per-document
-* register, show and verify know its documents are registered, and a re-run
-* asks no more. Optional: when the disk refuses, the next run asks again.
-*/
-async function keep409(deps, root, message) {
-	try {
-		await deps.store.keepAnswered409(root, `${REQUEST_ANSWERED_409}: ${message ?? ""}`, deps.now?.() ?? /* @__PURE__ */ new Date());
-	} catch {}
-}
-/**
-* What a run killed may have left of a root a run sends nothing for: the
-* root's lock (killed before releasing it) and, once the root is done, its
-* session (killed between saving the record and removing the session). The
-* per-document flow tidies both when it takes a hash's lock again; a re-run
-* that sends nothing for the root (done, or only planned and left to
-* per-document register) tidies them here, under the root's lock, taken only
-* when free or when its owner provably died (never waiting: a live owner
-* tidies them itself). The common case, nothing left, costs two existence
-* checks.
-*/
-async function tidyRoot(deps, root) {
-	const { store } = deps;
-	try {
-		if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;
-		await locked({
-			...deps,
-			lockWaitMs: 0
-		}, root, () => {
-			const record = store.readRecord(root);
-			if (record) store.removeLeftoverPending(record);
-			return Promise.resolve();
-		});
-	} catch {}
-}
-/**
-* The outcome of a tree whose root is done: registered (its record), or
-* `confirmed`: the service said it has the root (a 409), but its record
-* never reached this store. Nothing is sent for it.
-*/
-function finishedRoot(tree) {
-	const root = tree.entry.root;
-	if (tree.record) return {
-		kind: "already-registered",
-		hash: root,
-		entry: tree.record
-	};
-	return {
-		kind: "already-registered",
-		hash: root,
-		entry: void 0,
-		service: {
-			message: CONFIRMED_MESSAGE,
-			retiredSession: void 0
-		}
-	};
-}
-var CONFIRMED_MESSAGE;
-var init_aggregate = __esmMin((() => {
-	init_errors();
-	init_disk();
-	init_manifests();
-	init_notarize();
-	init_trees();
-	CONFIRMED_MESSAGE = "the service answered 409 to an earlier completion of this root (its record was never received); nothing sent";
 }));
 // node_modules/chalk/source/vendor/ansi-styles/index.js
 function assembleStyles() {
@@ -14165,6 +12848,1323 @@ var init_input_options = __esmMin((() => {
 		filesFrom: string$1().optional(),
 		null: boolean().default(false)
 	};
+}));
+// dist/store/service-store.js
+/**
+* Pending sessions and completed records of one service, one file per hash.
+* The service's answers are kept as the exact text received, so a session is
+* sent back to forfait byte for byte and a record printed as the service sent
+* it, unknown fields included.
+*/
+/** An entry as the store hands it out: its file's content without the version. */
+function withoutVersion({ schemaVersion: _version, ...entry }) {
+	return entry;
+}
+/**
+* A tree's manifest (`<root>.tree.json`, written beside the receipts: its
+* own type and version instead of the store's) read as the store's tree
+* file, so that a damaged or lost tree file is restored by copying the
+* manifest in. Anything else passes unchanged.
+*/
+function fromManifest(value) {
+	if (typeof value !== "object" || value === null || "schemaVersion" in value) return value;
+	const { type, version, ...tree } = value;
+	if (type !== TREE_MANIFEST.type || version !== TREE_MANIFEST.version) return value;
+	delete tree.proofType;
+	return {
+		schemaVersion: STORE_VERSION.schemaVersion,
+		...tree
+	};
+}
+/**
+* The text of `value` as two-space indented JSON, piece by piece, except that
+* the array under `key` (its last field) has one element per line: a file of
+* 100,000 rows is readable and never built as one string. With `digestKey`,
+* a last field of that name holds the SHA-256 of the rows (RowsDigest), so
+* that a reader can tell the rows are as written without parsing them.
+*/
+function* jsonWithRows(value, key, digestKey) {
+	const head = { ...value };
+	const rows = head[key];
+	delete head[key];
+	if (digestKey !== void 0) delete head[digestKey];
+	yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`;
+	const digest = new RowsDigest();
+	for (const [i, row] of rows.entries()) {
+		const json = JSON.stringify(row);
+		digest.add(json);
+		yield `    ${json}${i < rows.length - 1 ? "," : ""}\n`;
+	}
+	yield digestKey === void 0 ? "  ]\n}\n" : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.hex()}"\n}\n`;
+}
+/**
+* The leaves' digests of a tree file's text, read without parsing it, when
+* the file is exactly as notarize wrote it: its layout, one well-formed line
+* per leaf numbered in order, as many as its treeSize, and the digest of
+* those lines in its last field. Undefined for anything else (cut short,
+* edited, damaged, written before the digest): then it is parsed in full.
+*/
+function leafDigestsOfWholeTree(text) {
+	const size = /\n {2}"treeSize": (\d+),\n/.exec(text)?.[1];
+	const start = text.indexOf("\n  \"leaves\": [\n");
+	const end = new RegExp(`\\n {2}\\],\\n {2}"${LEAVES_DIGEST}": "([0-9a-f]{64})"\\n\\}\\n$`).exec(text);
+	if (size === void 0 || start === -1 || !end) return void 0;
+	const lines = text.slice(start + 15, end.index).split("\n");
+	if (lines.length !== Number(size)) return void 0;
+	const digest = new RowsDigest();
+	const digests = [];
+	for (const [i, line] of lines.entries()) {
+		const match = LEAF_LINE.exec(line);
+		if (!match || Number(match[2]) !== i || line.endsWith(",") !== i < lines.length - 1) return void 0;
+		digest.add(match[1]);
+		digests.push(match[3]);
+	}
+	return digest.hex() === end[1] ? digests : void 0;
+}
+/**
+* The leaves' digests of the tree file `file` when it is exactly as notarize
+* writes it, read without parsing it; undefined when it does not exist or
+* is anything else. Throws StoreError as readTreeFile does when it cannot
+* be read (a link, not a regular file, or, without `anyOwner`, another's).
+*/
+function treeFileDigests(file, { anyOwner = false } = {}) {
+	const text = readRegularFile(file, { anyOwner });
+	return text === void 0 ? void 0 : leafDigestsOfWholeTree(text);
+}
+/**
+* Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
+* `<root>.tree.json`, which reads the same) and checks it is the tree of
+* `root` with the leaves it was written with; undefined when it does not
+* exist. With `wanted`, a file written whole by notarize whose leaves'
+* digests `wanted` turns down is passed over unparsed (undefined): many
+* large trees are searched without building them all. With `anyOwner`, a
+* file of another user is read too; with `exactOnly`, one that is not
+* exactly as notarize writes it (which would have to be parsed to be
+* looked at) is refused. Throws StoreError naming the file when it cannot
+* be read or is damaged.
+*/
+function readTreeFile(file, root, wanted, { anyOwner = false, exactOnly = false } = {}) {
+	const text = readRegularFile(file, { anyOwner });
+	if (text === void 0) return void 0;
+	if (wanted || exactOnly) {
+		const digests = leafDigestsOfWholeTree(text);
+		if (digests === void 0 && exactOnly) throw corrupt(file, "it is not exactly as notarize writes a tree");
+		if (digests && wanted && !wanted(digests)) return void 0;
+	}
+	return treeOfText(file, text, root);
+}
+/**
+* The tree of `root` in a tree file's text (read from `file`, named in
+* errors): throws StoreError when it is not one, holds another root, or
+* its leaves are not those it was written with.
+*/
+function treeOfText(file, text, root) {
+	const entry = parseStoreText(file, text, treeEntrySchema);
+	if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+	if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
+	return entry;
+}
+/**
+* An entry read from `<hash>.json` must be about that hash: a file renamed or
+* edited by hand would otherwise complete or show another hash.
+*/
+function ofHash(hash, file, entry) {
+	if (entry !== void 0 && entry.hash !== hash) throw corrupt(file, `it holds hash ${entry.hash}, not the ${hash} its name says`);
+	return entry;
+}
+/**
+* The `hash` a record names, lowercase; undefined when it names none. Throws
+* when the text is not a JSON object (a stored record always is).
+*/
+function recordHashOf(recordJson) {
+	const record = JSON.parse(recordJson);
+	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
+}
+var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
+var init_service_store = __esmMin((() => {
+	init_zod();
+	init_errors();
+	init_validation();
+	init_files();
+	STORE_VERSION = { schemaVersion: 1 };
+	storeVersion = literal(STORE_VERSION.schemaVersion);
+	fileFacts = object({
+		name: string$1(),
+		size: int().nonnegative(),
+		lastModified: int().nonnegative()
+	});
+	jsonObjectText = string$1().refine((text) => {
+		try {
+			const value = JSON.parse(text);
+			return typeof value === "object" && value !== null && !Array.isArray(value);
+		} catch {
+			return false;
+		}
+	}, "expected the text of a JSON object");
+	pendingEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		description: string$1(),
+		custody: boolean(),
+		savedAt: string$1(),
+		file: fileFacts.optional(),
+		/**
+		* Set when forfait was sent with this session and answered 2xx with a body
+		* that could not be read: the service may have completed it, so only an
+		* explicit `notarize complete` sends the session again.
+		*/
+		forfaitUnreadAt: string$1().optional(),
+		/** The request step's answer, exactly as received. */
+		sessionJson: jsonObjectText
+	}).transform(withoutVersion);
+	unansweredEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		description: string$1(),
+		requestedAt: string$1()
+	}).transform(withoutVersion);
+	ledgerEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		completedAt: string$1(),
+		file: fileFacts.optional(),
+		/** The forfait answer, exactly as received. */
+		recordJson: jsonObjectText
+	}).transform(withoutVersion);
+	treeLeafSchema = object({
+		index: int().nonnegative(),
+		/** The document's file name (its base name), as `file.name` in the ledger; null when it has none. */
+		name: string$1().nullable(),
+		sha256: hashSchema,
+		size: int().nonnegative().nullable(),
+		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
+		salt: hashSchema
+	});
+	TREE_MANIFEST = {
+		type: "notarize-tree",
+		version: 1
+	};
+	treeEntrySchema = preprocess(fromManifest, object({
+		schemaVersion: storeVersion,
+		root: hashSchema,
+		treeSize: int().positive(),
+		description: string$1(),
+		createdAt: string$1(),
+		leaves: array(treeLeafSchema),
+		/** The SHA-256 of the leaf lines as written (jsonWithRows); absent in a file written without it. */
+		leavesSha256: hashSchema.optional()
+	})).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
+	RowsDigest = class RowsDigest {
+		#hash = createHash("sha256");
+		add(rowJson) {
+			this.#hash.update(`${rowJson}\n`);
+		}
+		hex() {
+			return this.#hash.digest("hex");
+		}
+		static of(rows) {
+			const digest = new RowsDigest();
+			for (const row of rows) digest.add(JSON.stringify(row));
+			return digest.hex();
+		}
+	};
+	LEAVES_DIGEST = "leavesSha256";
+	LEAF_LINE = /^ {4}(\{"index":(\d+),"name":(?:null|"(?:[^"\\]|\\.)*"),"sha256":"([0-9a-f]{64})","size":(?:\d+|null),"salt":"[0-9a-f]{64}"\}),?$/;
+	ServiceStore = class {
+		dir;
+		baseUrl;
+		#warn;
+		#flushes;
+		/** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
+		constructor(dir, baseUrl, warn = () => {}, flushes = new DirFlushes()) {
+			this.dir = dir;
+			this.baseUrl = baseUrl;
+			this.#warn = warn;
+			this.#flushes = flushes;
+		}
+		pendingFile(hash) {
+			return join(this.dir, "pending", `${hash}.json`);
+		}
+		/**
+		* Where a retired session of `hash` is kept aside: never listed as pending,
+		* never sent again, never deleted by notarize. One file per retirement.
+		*/
+		retiredFile(hash, at) {
+			return this.#asideFile("retired", hash, at);
+		}
+		ledgerFile(hash) {
+			return join(this.dir, "ledger", `${hash}.json`);
+		}
+		/**
+		* The lock file guarding the flow of one hash (see store/lock.ts), or of
+		* another named step (`aggregate`: choosing the trees of a run); its
+		* directory is created.
+		*/
+		lockFile(hash) {
+			const dir = join(this.dir, "locks");
+			this.#privateDir(dir);
+			return join(dir, `${hash}.lock`);
+		}
+		/** The pending session for a hash; throws StoreError if its file is damaged. */
+		readPending(hash) {
+			return ofHash(hash, this.pendingFile(hash), readStoreFile(this.pendingFile(hash), pendingEntrySchema));
+		}
+		/**
+		* Saves a pending session atomically (replacing any earlier one for the
+		* hash); resolves once it is durably on disk, rejects if it could not be.
+		*/
+		savePending(entry) {
+			return this.#writeEntry(this.pendingFile(entry.hash), entry);
+		}
+		/**
+		* Moves the pending session of `hash` aside into `retired/`, with when and
+		* why, and returns where it went (undefined when none was pending). The
+		* copy is durable before the pending file goes, so the session is never lost.
+		*/
+		async retirePending(hash, reason, at) {
+			let entry;
+			try {
+				entry = this.readPending(hash);
+			} catch (error) {
+				if (!(error instanceof StoreError)) throw error;
+				const file = this.retiredFile(hash, at).replace(/\.json$/, ".damaged.json");
+				this.#privateDir(join(file, ".."));
+				renameSync(this.pendingFile(hash), file);
+				return file;
+			}
+			if (entry === void 0) return void 0;
+			const file = this.retiredFile(hash, at);
+			await this.#writeEntry(file, {
+				...entry,
+				retiredAt: at.toISOString(),
+				retiredBecause: reason
+			});
+			await this.removePending(hash);
+			return file;
+		}
+		/**
+		* Keeps in `retired/` that the service answered 409 for `hash` when there
+		* was no session to put aside (a Merkle root's request step), as a
+		* retired session's `retiredBecause` would: retirements() reads it back.
+		*/
+		async keepAnswered409(hash, reason, at) {
+			const file = this.retiredFile(hash, at);
+			await this.#writeEntry(file, {
+				hash,
+				retiredAt: at.toISOString(),
+				retiredBecause: reason
+			});
+			return file;
+		}
+		/**
+		* Why each retired session was put aside (`retiredBecause`), by hash. A
+		* file that cannot be read is left out: it says nothing either way.
+		*/
+		async retirements() {
+			const reasons = /* @__PURE__ */ new Map();
+			let names;
+			try {
+				names = await readdir(join(this.dir, "retired"));
+			} catch {
+				return reasons;
+			}
+			for (const name of names) {
+				if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue;
+				const hash = name.slice(0, 64);
+				try {
+					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, "retired", name)) ?? "{}");
+					if (typeof retiredBecause === "string") reasons.set(hash, [...reasons.get(hash) ?? [], retiredBecause]);
+				} catch {}
+			}
+			return reasons;
+		}
+		/** Removes the pending session of a hash; one already gone is not an error. */
+		removePending(hash) {
+			return removeFileOffThread(this.pendingFile(hash));
+		}
+		/**
+		* Removes a pending session left beside the ledger record of its hash by a
+		* process stopped between saving the record and removing the session. Only
+		* a session saved before the record was completed goes; a damaged file stays.
+		*/
+		removeLeftoverPending(record) {
+			let pending;
+			try {
+				pending = this.readPending(record.hash);
+			} catch {
+				return;
+			}
+			if (pending && pending.savedAt <= record.completedAt) removeFile(this.pendingFile(record.hash));
+		}
+		/**
+		* The ledger record for a hash; throws StoreError if its file is damaged,
+		* including when the record inside is not a record of that hash: an entry
+		* is proof of a notarization only if the service's own record names it.
+		*/
+		readRecord(hash) {
+			const file = this.ledgerFile(hash);
+			const entry = ofHash(hash, file, readStoreFile(file, ledgerEntrySchema));
+			if (entry !== void 0) {
+				const named = recordHashOf(entry.recordJson);
+				if (named !== hash) throw corrupt(file, `its record is of hash ${named ?? "(none)"}, not ${hash}`);
+			}
+			return entry;
+		}
+		/**
+		* Keeps aside a forfait answer that is not a record of `hash`, in
+		* `quarantine/`, and returns the file. It is never read back by notarize.
+		*/
+		async quarantine(hash, answerText, reason, at) {
+			const file = this.#asideFile("quarantine", hash, at);
+			await this.#write(file, {
+				hash,
+				receivedAt: at.toISOString(),
+				reason,
+				answerText
+			});
+			return file;
+		}
+		/** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
+		saveRecord(entry) {
+			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
+		}
+		treeFile(root) {
+			return join(this.dir, "trees", `${root}.json`);
+		}
+		/**
+		* The tree whose root is `root`; throws StoreError if its file is damaged
+		* (including a tree of another root). That its leaves fold to its root is
+		* for the reader to check (core/trees.ts), as the store knows no hashing.
+		* With `holding`, a file written whole by notarize that names none of
+		* those digests is passed over unparsed (undefined): a store of many large
+		* trees is searched without building them all.
+		*/
+		readTree(root, holding) {
+			return readTreeFile(this.treeFile(root), root, holding && ((digests) => digests.some((digest) => holding.has(digest))));
+		}
+		/** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */
+		async saveTree(entry) {
+			const file = this.treeFile(entry.root);
+			this.#privateDir(join(file, ".."));
+			await writeFileAtomic(file, jsonWithRows({
+				...STORE_VERSION,
+				...entry
+			}, "leaves", LEAVES_DIGEST), { flushes: this.#flushes });
+		}
+		/**
+		* Every tree, or with `holding` those that may hold one of these digests
+		* (see readTree); with `roots`, only the trees of those roots are read.
+		*/
+		listTrees(holding, roots) {
+			return this.#list("trees", (root) => roots && !roots.has(root) ? void 0 : this.readTree(root, holding));
+		}
+		unansweredFile(hash) {
+			return join(this.dir, "unanswered", `${hash}.json`);
+		}
+		/** The unread request step of a hash, if any; throws StoreError if its file is damaged. */
+		readUnanswered(hash) {
+			return ofHash(hash, this.unansweredFile(hash), readStoreFile(this.unansweredFile(hash), unansweredEntrySchema));
+		}
+		/** Records a request step answered 2xx unreadably (see UnansweredEntry). */
+		markUnanswered(entry) {
+			return this.#writeEntry(this.unansweredFile(entry.hash), entry);
+		}
+		/** Forgets an unread request step: it was completed, dropped by hand, or requested again. */
+		clearUnanswered(hash) {
+			removeFile(this.unansweredFile(hash));
+		}
+		listUnanswered() {
+			return this.#list("unanswered", (hash) => this.readUnanswered(hash));
+		}
+		listPending() {
+			return this.#list("pending", (hash) => this.readPending(hash));
+		}
+		listRecords() {
+			return this.#list("ledger", (hash) => this.readRecord(hash));
+		}
+		/**
+		* A file kept aside (retired/, quarantine/), one per event: the time in its
+		* name, with no ':' (not allowed in Windows file names).
+		*/
+		#asideFile(folder, hash, at) {
+			return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, "-")}.json`);
+		}
+		/** Writes an entry with the store's version first. */
+		#writeEntry(file, entry) {
+			return this.#write(file, {
+				...STORE_VERSION,
+				...entry
+			});
+		}
+		async #write(file, value) {
+			this.#privateDir(join(file, ".."));
+			await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
+		}
+		/** Directories this process has already made private: checked once, not on every write of a batch. */
+		#readyDirs = /* @__PURE__ */ new Set();
+		#privateDir(dir) {
+			if (this.#readyDirs.has(dir)) return;
+			if (ensurePrivateDir(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
+			this.#readyDirs.add(dir);
+		}
+		/**
+		* Checks this service's existing directories (made by an older notarize, or
+		* by hand): tightens ours, warning for each; refuses a link, another user's
+		* or one shared with everyone (see files.ts), before anything is sent.
+		*/
+		tightenExisting() {
+			for (const dir of [
+				join(this.dir, ".."),
+				this.dir,
+				...[
+					"pending",
+					"ledger",
+					"locks",
+					"retired",
+					"quarantine",
+					"unanswered",
+					"trees"
+				].map((d) => join(this.dir, d))
+			]) if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
+		}
+		async #list(kind, read) {
+			let names;
+			try {
+				names = await readdir(join(this.dir, kind));
+			} catch (error) {
+				if (error.code === "ENOENT") return {
+					entries: [],
+					problems: []
+				};
+				throw error;
+			}
+			const entries = [];
+			const problems = [];
+			for (const name of names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).sort()) try {
+				const entry = read(name.slice(0, 64));
+				if (entry !== void 0) entries.push(entry);
+			} catch (error) {
+				if (!(error instanceof StoreError)) throw error;
+				problems.push(error);
+			}
+			return {
+				entries,
+				problems
+			};
+		}
+	};
+}));
+// dist/core/trees.js
+/**
+* The Merkle trees of aggregate registrations (`register --aggregate`,
+* core/aggregate.ts), as the store keeps them (`trees/<root>.json`): each
+* tree with where its root stands (by the root's own files: its record, its
+* pending session, its session retired after a 409, or none), the index from
+* a document's digest to the tree that best proves it, and each leaf's
+* inclusion proof. `verify`, `show` and `receipt` read them here too.
+*
+* Returns data; never prints, never sends.
+*/
+/** The default description of an aggregate root: what it is, for anyone reading the record. */
+function rootDescription(treeSize) {
+	return `Merkle root of ${treeSize} document${treeSize === 1 ? "" : "s"} (RFC 9162, SHA-256, salted leaves)`;
+}
+/**
+* The Merkle tree of `entry`'s leaves; throws StoreError when they do not
+* fold to the root it names (`file`: where it was read, for the message).
+*/
+function foldedTree(entry, file) {
+	const merkle = merkleOf(entry.leaves);
+	if (merkle.root.toString("hex") !== entry.root) throw new StoreError(file, `${file} is damaged: its leaves make root ${merkle.root.toString("hex")}, not ${entry.root}`, { hint: `it is no proof for its documents: restore it from a backup, or from ${entry.root}.tree.json of the --receipt-dir of its run (copied in as it is); moved aside, its documents would be registered again` });
+	return merkle;
+}
+function merkleOf(leaves) {
+	const hashes = Buffer.allocUnsafe(leaves.length * 32);
+	leaves.forEach((leaf, i) => {
+		leafHash(Buffer.from(leaf.sha256, "hex"), Buffer.from(leaf.salt, "hex")).copy(hashes, i * 32);
+	});
+	return new MerkleTree(hashes);
+}
+/** A new tree over `documents`, in their order, each leaf with a fresh 32-byte random salt. */
+function plantTree(documents, description, at) {
+	const salts = randomBytes(documents.length * 32);
+	const leaves = documents.map((doc, index) => ({
+		index,
+		name: doc.name,
+		sha256: doc.sha256,
+		size: doc.size,
+		salt: salts.toString("hex", index * 32, (index + 1) * 32)
+	}));
+	const merkle = merkleOf(leaves);
+	const entry = {
+		root: merkle.root.toString("hex"),
+		treeSize: leaves.length,
+		description: description ?? rootDescription(leaves.length),
+		createdAt: at.toISOString(),
+		leaves
+	};
+	return new LoadedTree(entry, { state: "planned" }, merkle);
+}
+function better(a, b) {
+	if (RANK[a.state] !== RANK[b.state]) return RANK[a.state] < RANK[b.state];
+	const [completedA, completedB] = [a.record?.completedAt, b.record?.completedAt];
+	if (completedA !== void 0 && completedB !== void 0 && completedA !== completedB) return completedA > completedB;
+	return a.entry.createdAt > b.entry.createdAt;
+}
+/** confirmedRoots of the store `trees` were loaded from, read again only if loading did not. */
+async function confirmedOf(store, trees) {
+	return trees.confirmed ?? confirmedRoots(store);
+}
+/** The hashes the service answered 409 for (a session retired, or a root's request step): it has them. */
+async function confirmedRoots(store) {
+	const confirmed = /* @__PURE__ */ new Set();
+	for (const [hash, reasons] of await store.retirements()) if (reasons.some(says409)) confirmed.add(hash);
+	return confirmed;
+}
+/** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
+function standingOf(store, root, retired) {
+	const record = store.readRecord(root);
+	if (record) return {
+		state: "registered",
+		record
+	};
+	if (store.readPending(root)) return { state: "pending" };
+	return { state: retired.has(root) ? "confirmed" : "planned" };
+}
+/**
+* The registered tree holding the document of digest `sha256`, if any (for
+* `show` and `receipt`, once the ledger has no record of the digest itself).
+* Throws StoreError for a tree whose leaves do not fold to its root, and,
+* when no readable tree holds it, for a tree file that cannot be read.
+*/
+async function findLeaf(store, sha256) {
+	const trees = await Trees.load(store, {
+		registeredOnly: true,
+		holding: /* @__PURE__ */ new Set([sha256])
+	});
+	const place = trees.place(sha256);
+	if (!place && trees.problems.length > 0) throw trees.problems[0];
+	if (!place) return void 0;
+	const { root } = place.tree.entry;
+	const entry = place.tree.record;
+	const proof = place.tree.proof(place.leafIndex, store.treeFile(root));
+	return {
+		entry,
+		leaf: place.tree.entry.leaves[place.leafIndex],
+		proof
+	};
+}
+/**
+* What the ledger holds for a digest (`show`, `receipt`): its own record, or
+* the record of the registered root it is a leaf of, with that leaf and its
+* proof; undefined when neither. Throws StoreError as findLeaf does.
+*/
+async function recordOf$1(store, sha256) {
+	const own = store.readRecord(sha256);
+	if (own) return { entry: own };
+	const found = await findLeaf(store, sha256);
+	return found && {
+		entry: found.entry,
+		underRoot: found
+	};
+}
+/**
+* The error of `show` and `receipt` for a digest the ledger does not hold
+* (exit 6). When the service told this store it has the digest, or a Merkle
+* root holding it (a 409 to a completion whose answer was lost), it says
+* so: the document is registered, only its record never arrived, and no
+* other ledger is where it was registered. Otherwise `hint` says what to do.
+*/
+async function notInLedger(store, sha256, baseUrl, hint) {
+	let confirmed = ((await store.retirements()).get(sha256) ?? []).some(says409) ? sha256 : void 0;
+	if (confirmed === void 0) {
+		const place = (await Trees.load(store, { holding: /* @__PURE__ */ new Set([sha256]) })).place(sha256);
+		if (place?.tree.state === "confirmed") confirmed = place.tree.entry.root;
+	}
+	if (confirmed === void 0) return new NotNotarizedError(`${sha256} is not in the ledger of ${baseUrl}`, { hint });
+	const what = confirmed === sha256 ? "it" : `the Merkle root ${confirmed} that holds it`;
+	return new NotNotarizedError(`${sha256} is registered (${baseUrl} answered 409 for ${what}), but this store never received its record`, { hint: "the service documents no way to fetch a record, so none is shown or made into a receipt here; a receipt written when it was registered still verifies" });
+}
+/** The name of a tree's manifest in --receipt-dir: `<root>.tree.json`. */
+function manifestName(root) {
+	return `${root}.tree.json`;
+}
+/** The root a manifest's file name names, or undefined for a name that is no manifest's. */
+function manifestRoot(name) {
+	return /^[0-9a-f]{64}\.tree\.json$/.test(name) ? name.slice(0, 64) : void 0;
+}
+/**
+* Whether `file` is the manifest of the tree of `root` exactly as
+* treeManifestText writes it, byte for byte, its leaves making that root:
+* only such a file in --receipt-dir is no document (`verify` passes it
+* over). Anything else named like one, a script with a manifest's tail
+* say, is not.
+*/
+function isExactManifest(file, root) {
+	try {
+		const text = readRegularFile(file, { anyOwner: true });
+		if (text === void 0) return false;
+		const entry = treeOfText(file, text, root);
+		foldedTree(entry, file);
+		return [...treeManifestText(entry)].join("") === text;
+	} catch (error) {
+		if (error instanceof StoreError) return false;
+		throw error;
+	}
+}
+/**
+* The manifest of a tree, as `register --aggregate --receipt-dir` writes it:
+* every leaf (name, digest, size, salt, index) under its root, one per line,
+* from which any document's proof can be made again (see
+* docs/verify-by-hand.md). It holds every salt: it is the owner's copy, not
+* something to hand out with one document (its receipt is).
+*/
+function treeManifestText(entry) {
+	return jsonWithRows({
+		...TREE_MANIFEST,
+		proofType: PROOF_TYPE,
+		...entry
+	}, "leaves", LEAVES_DIGEST);
+}
+var LoadedTree, RANK, Trees;
+var init_trees = __esmMin((() => {
+	init_service_store();
+	init_errors();
+	init_files();
+	init_merkle();
+	init_notarize();
+	init_receipt_format();
+	LoadedTree = class {
+		entry;
+		state;
+		record;
+		/** Taken from a manifest of an earlier run in --receipt-dir whose root was asked about (adoptManifests); never in the store. */
+		adopted;
+		#merkle;
+		constructor(entry, { state, record }, merkle, adopted = false) {
+			this.entry = entry;
+			this.state = state;
+			this.record = record;
+			this.#merkle = merkle;
+			this.adopted = adopted;
+		}
+		/**
+		* The Merkle tree of the leaves; throws StoreError when they do not fold
+		* to the root the file names (`file`: the tree's file, for the message).
+		*/
+		merkle(file) {
+			this.#merkle ??= foldedTree(this.entry, file);
+			return this.#merkle;
+		}
+		/** The inclusion proof of leaf `leafIndex`, as a v1 receipt carries it; throws StoreError as `merkle` does. */
+		proof(leafIndex, file) {
+			return {
+				type: PROOF_TYPE,
+				leafSalt: this.entry.leaves[leafIndex].salt,
+				leafIndex,
+				treeSize: this.entry.treeSize,
+				path: this.merkle(file).path(leafIndex).map((hash) => hash.toString("hex")),
+				root: this.entry.root
+			};
+		}
+	};
+	RANK = {
+		registered: 0,
+		confirmed: 1,
+		pending: 2,
+		planned: 3
+	};
+	Trees = class Trees {
+		#byDigest = /* @__PURE__ */ new Map();
+		all;
+		problems;
+		/** confirmedRoots of the store, when load read it (it does when the store has trees): see confirmedOf. */
+		confirmed;
+		constructor(trees, problems = [], confirmed) {
+			this.all = trees;
+			this.problems = problems;
+			this.confirmed = confirmed;
+			for (const tree of trees) for (const leaf of tree.entry.leaves) {
+				const known = this.#byDigest.get(leaf.sha256);
+				if (known === void 0 || better(tree, known.tree)) this.#byDigest.set(leaf.sha256, {
+					tree,
+					leafIndex: leaf.index
+				});
+			}
+		}
+		/**
+		* Every tree of the store, with its state; `registeredOnly` keeps only
+		* those in the ledger, `skipRegistered` (--force) leaves them and the
+		* confirmed ones out.
+		*/
+		static async load(store, { registeredOnly = false, skipRegistered = false, holding, roots, confirmed } = {}) {
+			const { entries, problems } = await store.listTrees(holding, roots);
+			const known = confirmed ?? (entries.length === 0 ? void 0 : await confirmedRoots(store));
+			const retired = known ?? /* @__PURE__ */ new Set();
+			const trees = [];
+			for (const entry of entries) {
+				let standing;
+				try {
+					standing = standingOf(store, entry.root, retired);
+				} catch (error) {
+					if (!(error instanceof StoreError)) throw error;
+					problems.push(error);
+					continue;
+				}
+				const { state } = standing;
+				if (registeredOnly && state !== "registered") continue;
+				if (skipRegistered && (state === "registered" || state === "confirmed")) continue;
+				trees.push(new LoadedTree(entry, standing));
+			}
+			return new Trees(trees, problems, known);
+		}
+		/** The place of the document of digest `sha256`, if a tree holds it. */
+		place(sha256) {
+			return this.#byDigest.get(sha256);
+		}
+	};
+}));
+// dist/core/manifests.js
+/**
+* The manifests an earlier aggregate run left in --receipt-dir
+* (`<root>.tree.json`), as a run on a store without their trees uses them:
+* it asks the service about their roots, and a 409 places documents under a
+* root the service already has, so a CI re-run on an empty store pays
+* nothing for them (see adoptManifests). Sends only those request steps;
+* never prints, never writes.
+*/
+/**
+* The manifests of --receipt-dir that adoptManifests may ask about, in the
+* order it would (newest first, then the largest), with the test a
+* manifest's leaf digests must pass (see adoptManifests); none with --force.
+*/
+async function manifestCandidates(input, unplaced) {
+	const dir = input.manifestDir;
+	const byDigest = /* @__PURE__ */ new Map();
+	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
+	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
+	const useful = (digests) => digests.length <= maxLeaves && digests.some((digest) => unplaced.has(digest));
+	let names = [];
+	if (dir !== void 0 && !input.force && unplaced.size > 0) try {
+		names = (await readdir(dir)).filter((name) => manifestRoot(name) !== void 0);
+	} catch {}
+	return {
+		candidates: (await Promise.all(names.map(async (name) => {
+			const info = await lstat(join(dir, name)).catch(() => void 0);
+			return {
+				root: manifestRoot(name),
+				file: join(dir, name),
+				size: info?.size ?? 0,
+				mtimeMs: info?.mtimeMs ?? 0
+			};
+		}))).filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves).sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1)),
+		useful,
+		byDigest
+	};
+}
+/** Whether a manifest in --receipt-dir may place one of the `unplaced` documents (read, not parsed; nothing sent). */
+async function anyManifestFor(input, unplaced) {
+	const { candidates, useful } = await manifestCandidates(input, unplaced);
+	return candidates.some(({ file }) => mayPlace(file, useful));
+}
+/** Whether the manifest `file` may place a document: its leaves are `useful`, or it must be read to tell. */
+function mayPlace(file, useful) {
+	try {
+		const digests = treeFileDigests(file, { anyOwner: true });
+		return digests === void 0 || useful(digests);
+	} catch {
+		return true;
+	}
+}
+/**
+* Places the `unplaced` documents (under no tree of the store; each removed
+* from the set once placed) under the roots of earlier runs' manifests in
+* --receipt-dir (`<root>.tree.json`) that the service says it already has.
+* A CI re-run over the same documents on an empty store then pays nothing:
+* where a new tree would be a second paid registration, the manifest's root
+* is asked about with a request step, and its 409 (read as "the service has
+* it") is final.
+*
+* A manifest whose root this store has a record of (a root completed here
+* with `complete --session`, planted by another store) places its documents
+* under that record without asking (and aggregate.ts keeps that tree in
+* the store: the record proves it).
+*
+* Only ever confirmed, never registered: a manifest could have been planted
+* by whoever wrote the folder (a CI checkout that earlier steps touched),
+* so a root the service does not know (a 2xx with a session) is dropped on the spot, its
+* session neither saved nor completed, and its documents go into this run's
+* new tree. Nothing of an adopted tree is saved in the store either: a run
+* killed meanwhile leaves nothing behind. So manifests cost request steps,
+* never a description or a leaf name, and never make a run pay more than
+* it would without them (at worst, its one new tree). Further:
+*   - it must hold a document of this run not placed yet, and its leaves be at
+*     most MANIFEST_LEAVES_PER_DOCUMENT times the run's documents (its other
+*     leaves, documents this run lacks, only make the proofs: a re-run
+*     without one document, or with one changed, still pays nothing for
+*     the others);
+*   - its leaves must make its root, and its text be exactly as notarize
+*     writes it (read without being parsed unless it is used: bounded memory);
+*   - the newest are asked about first (then the largest), one only if it
+*     holds a document no root asked about holds yet; a document stays
+*     under the first that holds it; once MAX_ABSENT_ROOTS roots were
+*     answered with a session (the service does not have them), no more
+*     are asked about, and the documents the others hold fail (manifestsLeft)
+*     rather than go into a new tree: one of them may be the root that
+*     registered them (after an artifact restore, the newest by time may
+*     be the stale ones);
+*   - a root whose request step fails otherwise (a network failure, a 5xx)
+*     fails its documents as any root would; with --fail-fast, no other is
+*     asked about after it.
+* A manifest that cannot be read or does not make its root is passed over,
+* and `warn` told.
+*/
+async function adoptManifests(deps, input, unplaced) {
+	const adoptions = {
+		placements: /* @__PURE__ */ new Map(),
+		roots: /* @__PURE__ */ new Map(),
+		sent: false
+	};
+	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
+	/** The manifests whose roots the service does not have (asked, answered with a session). */
+	const absent = [];
+	let warnedStale = false;
+	/** Places under `tree` the documents of this run it holds that nothing placed yet. */
+	const place = (tree) => {
+		for (const [leafIndex, leaf] of tree.entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
+			tree,
+			leafIndex
+		});
+	};
+	for (const { root, file } of candidates) {
+		if (unplaced.size === 0) break;
+		let entry;
+		let merkle;
+		try {
+			const read = readTreeFile(file, root, useful, {
+				anyOwner: true,
+				exactOnly: true
+			});
+			if (read === void 0) continue;
+			entry = adoptedEntry(read, byDigest, input.description);
+			merkle = foldedTree(entry, file);
+		} catch (error) {
+			if (!(error instanceof StoreError)) throw error;
+			input.warn?.(`a tree manifest was passed over: ${error.message}`);
+			continue;
+		}
+		const record = recordOf(deps, root);
+		if (record !== void 0) {
+			place(new LoadedTree(entry, {
+				state: "registered",
+				record
+			}, merkle, true));
+			continue;
+		}
+		let said;
+		if (absent.length === MAX_ABSENT_ROOTS) {
+			if (!warnedStale) input.warn?.(staleManifests(absent));
+			warnedStale = true;
+			said = {
+				kind: "failed",
+				error: manifestsLeft(file)
+			};
+		} else {
+			adoptions.sent = true;
+			said = await askAbout(deps, entry, input);
+		}
+		if (said.kind === "absent") {
+			absent.push(file);
+			continue;
+		}
+		place(new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true));
+		adoptions.roots.set(root, said);
+		if (said.kind === "failed" && input.failFast) break;
+	}
+	return adoptions;
+}
+/** The ledger's record of `root`, if this store has a readable one (a damaged one: the service is asked, as before). */
+function recordOf(deps, root) {
+	try {
+		return deps.store.readRecord(root);
+	} catch (error) {
+		if (!(error instanceof StoreError)) throw error;
+		return;
+	}
+}
+/** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
+function manifestsLeft(file) {
+	return new NotarizeError("manifests_unasked", EXIT.refused, `not registered: the tree manifest ${file} may hold it, but ${MAX_ABSENT_ROOTS} roots asked about were unknown to the service, and no more are asked about in one run`, { hint: "move aside the manifests the warning lists (the service does not have their roots; a re-run asks about the rest), or register the documents anew with --force" });
+}
+/** The warning naming the manifests whose roots the service does not have: the ones to move aside. */
+function staleManifests(files) {
+	return `the service does not have the roots of these ${files.length} tree manifests (runs that never registered them); no more are asked about in this run: ${files.join(", ")}`;
+}
+/**
+* A manifest's tree as this run adopts it: its root and salts; this run's
+* description, names and sizes (none for a leaf that is no document of
+* this run: nothing of the manifest's own names is used).
+*/
+function adoptedEntry(entry, byDigest, description) {
+	return {
+		root: entry.root,
+		treeSize: entry.treeSize,
+		description: description ?? rootDescription(entry.treeSize),
+		createdAt: entry.createdAt,
+		leaves: entry.leaves.map(({ index, sha256, salt }) => {
+			const doc = byDigest.get(sha256);
+			return {
+				index,
+				name: doc?.name ?? null,
+				sha256,
+				size: doc?.size ?? null,
+				salt
+			};
+		})
+	};
+}
+/**
+* Asks the service whether it has `root` (see askAbout), for a document
+* whose receipt in --receipt-dir has a proof to that root (per-document
+* register on a store without its tree): the description sent is the
+* root's default one, of `treeSize` documents.
+*/
+function askAboutRoot(deps, root, treeSize, flags) {
+	return askAbout(deps, {
+		root,
+		description: rootDescription(treeSize)
+	}, flags, "its receipt in --receipt-dir");
+}
+/**
+* Asks the service whether it has the root of `entry`, with a request step
+* whose session is never kept: 409, it has it; a session (2xx, read and
+* valid), it does not, and nothing more is sent for it. Any other answer,
+* a 2xx that cannot be read as a session included (a proxy's or a
+* maintenance page says nothing of the root), is no answer: the ask
+* failed, and its documents with it, rather than be paid for again.
+*/
+async function askAbout(deps, entry, input, source = "its manifest in --receipt-dir") {
+	try {
+		const { root: hash, description } = entry;
+		await deps.api.requestRegistration(registrationRequest({
+			...input,
+			hash,
+			description,
+			custody: false
+		}));
+		return { kind: "absent" };
+	} catch (error) {
+		if (isAlreadyRegistered(error)) return {
+			kind: "has",
+			message: error.serviceMessage
+		};
+		if (error instanceof NotarizeError && error.hint === void 0) error.hint = `asking about root ${entry.root} (${source}) got no answer that says whether the service has it; run the same command again once it answers normally`;
+		return {
+			kind: "failed",
+			error
+		};
+	}
+}
+var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ABSENT_ROOTS, NO_ADOPTIONS;
+var init_manifests = __esmMin((() => {
+	init_errors();
+	init_service_store();
+	init_notarize();
+	init_trees();
+	MANIFEST_BYTES_PER_LEAF = 2048;
+	MANIFEST_LEAVES_PER_DOCUMENT = 4;
+	MAX_ABSENT_ROOTS = 16;
+	NO_ADOPTIONS = {
+		placements: /* @__PURE__ */ new Map(),
+		roots: /* @__PURE__ */ new Map(),
+		sent: false
+	};
+}));
+// dist/core/aggregate.js
+/**
+* Aggregate registration (`register --aggregate`): many documents, one
+* registration. Their digests become the salted leaves of one RFC 9162
+* Merkle tree (merkle.ts), whose root is registered by the ordinary flow
+* (notarize.ts: one request step, one forfait, the session saved first), and
+* each document's receipt carries its inclusion proof to that root.
+*
+* The tree is saved in the store (`trees/<root>.json`) before its root is
+* sent, and the store says where each tree stands by the root's own files: a
+* record in the ledger (registered), a pending session, or neither (planned:
+* the run that made it stopped before the service answered). So every kill
+* point is covered by the flow's own guarantees, and a re-run over the same
+* documents, choosing their trees again, sends:
+*   - nothing for a document under a registered root;
+*   - the pending session of its root, completed (never a new request);
+*   - for a planned root, the request again, for that same root (the service
+*     knows no record of it: a request it may have seen made no payment);
+*   - a new tree only for documents under none.
+* Choosing trees and saving a new one happen under one store-wide lock
+* (`locks/aggregate.lock`), so two processes aggregating the same documents
+* agree on one tree, and the root's own lock then keeps them from
+* registering it twice. On a store without their trees, the roots of the
+* manifests an earlier run left in --receipt-dir are asked about first,
+* outside that lock (manifests.ts): a 409 places documents under a root
+* the service already has, and nothing is paid for them. The trees
+* themselves, their states and proofs: trees.ts.
+*
+* Returns data; never prints.
+*/
+/**
+* Chooses each document's tree: one of the store's, else the root of a
+* manifest the service says it has (adoptManifests: the only part that
+* sends anything), else a new tree planted (and saved) for all the rest.
+* The store's trees are read, and a new one saved, under the store-wide
+* `aggregate` lock; the manifests' roots are asked about outside it, so
+* another run on this store never waits for the service's answers: the
+* store is read again under the lock afterwards (another run may have
+* planted a tree for some of these documents meanwhile: they go there).
+* Throws StoreError when a tree of the store cannot be read, or one this
+* run relies on does not make its root: exit 2, nothing sent (1 once a
+* manifest's root was asked about).
+*/
+async function placeDocuments(deps, input) {
+	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
+	const first = await locked(deps, "aggregate", async () => {
+		const placed = await placeInStore(deps, input);
+		const unplaced = new Set(input.documents.flatMap((doc, i) => placed[i] ? [] : [doc.sha256]));
+		if (await anyManifestFor(input, unplaced)) return unplaced;
+		return plantTheRest(deps, input, placed, NO_ADOPTIONS);
+	});
+	if (!(first instanceof Set)) return first;
+	const adopted = await adoptManifests(deps, input, first);
+	try {
+		return await locked(deps, "aggregate", async () => plantTheRest(deps, input, await placeInStore(deps, input), adopted));
+	} catch (error) {
+		throw adopted.sent ? sentAlready(error) : error;
+	}
+}
+/** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
+async function placeInStore(deps, input) {
+	const { store } = deps;
+	const holding = new Set(input.documents.map((doc) => doc.sha256));
+	const known = await Trees.load(store, {
+		skipRegistered: input.force,
+		holding
+	});
+	if (known.problems.length > 0) throw known.problems[0];
+	const placed = input.documents.map((doc) => known.place(doc.sha256));
+	for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
+	return placed;
+}
+/**
+* The documents neither the store nor a manifest places go into one new
+* tree, saved before its root is sent: a run killed after the request step
+* finds its pending session, and the documents find their tree. With
+* --fail-fast, after a manifest's root could not be asked about, it is
+* neither saved nor sent: its documents are skipped (a tree saved for them
+* would be registered by the next run, whatever the manifests hold).
+*/
+async function plantTheRest(deps, input, placed, adopted) {
+	const { store } = deps;
+	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
+	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
+	await keepRecordedTrees(store, adopted, input.warn);
+	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
+		doc,
+		i
+	}]);
+	if (newcomers.length > 0) {
+		const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
+		if (input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed")) asked.set(tree.entry.root, {
+			ok: false,
+			cancelled: true
+		});
+		else try {
+			await store.saveTree(tree.entry);
+		} catch (error) {
+			const sent = adopted.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
+			throw diskRefused(error, store.dir, sent) ?? error;
+		}
+		newcomers.forEach(({ i }, leafIndex) => placed[i] = {
+			tree,
+			leafIndex
+		});
+	}
+	return {
+		placements: placed,
+		asked,
+		sent: adopted.sent
+	};
+}
+/**
+* Saves in the store the trees adoptManifests placed under a root this store
+* has the record of (its leaves fold to it, so the tree is that root's): from
+* then on verify, show, receipt and per-document register find its documents
+* here, as under any tree registered here. Not a tree whose root was only
+* asked about: the service's word is no record. Under the aggregate lock.
+* A help, not needed by this run: a tree that cannot be saved is a warning.
+*/
+async function keepRecordedTrees(store, adopted, warn) {
+	const recorded = new Set([...adopted.placements.values()].map(({ tree }) => tree));
+	for (const tree of recorded) {
+		const file = store.treeFile(tree.entry.root);
+		if (tree.state !== "registered" || existsSync(file)) continue;
+		try {
+			await store.saveTree(tree.entry);
+		} catch (error) {
+			warn?.(`the tree of root ${tree.entry.root} (from its manifest) could not be kept in the store as ${file}: ${error.message}; its documents got their receipts, and a later run with --receipt-dir finds them again`);
+		}
+	}
+}
+/** A manifest's root asked about (adoptManifests), as a root of this run: already registered, or failed. */
+function rootResultOf(root, said) {
+	if (said.kind === "failed") return {
+		ok: false,
+		error: said.error
+	};
+	return {
+		ok: true,
+		sent: true,
+		outcome: {
+			kind: "already-registered",
+			hash: root,
+			entry: void 0,
+			service: {
+				message: said.message,
+				retiredSession: void 0
+			}
+		}
+	};
+}
+/** Registers the root of every tree the documents were placed under, once each, in order. */
+async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ new Map()) {
+	const roots = new Map(asked);
+	let failed = [...asked.values()].some((result) => !result.ok);
+	for (const { tree } of placements) {
+		const root = tree.entry.root;
+		if (roots.has(root)) continue;
+		if (failed && input.failFast) {
+			roots.set(root, {
+				ok: false,
+				cancelled: true
+			});
+			continue;
+		}
+		if (tree.state === "registered" || tree.state === "confirmed") {
+			await tidyRoot(deps, root);
+			roots.set(root, {
+				ok: true,
+				sent: false,
+				outcome: finishedRoot(tree)
+			});
+			continue;
+		}
+		const result = await registerRoot(deps, tree, input);
+		if (!result.ok) failed = true;
+		roots.set(root, result);
+	}
+	return roots;
+}
+/**
+* Registers one tree's root by the ordinary flow: a pending root's session
+* is completed (never a new request), a planned root is requested again.
+* Never throws: an error is the result's.
+*/
+async function registerRoot(deps, tree, flags) {
+	let sent = false;
+	const onStep = (step) => {
+		sent = true;
+		deps.onStep?.(step);
+	};
+	try {
+		const outcome = await register({
+			...deps,
+			onStep
+		}, {
+			hash: tree.entry.root,
+			description: tree.entry.description,
+			custody: false,
+			signed: flags.signed,
+			blockchain: flags.blockchain,
+			complete: flags.complete,
+			force: false
+		});
+		if (outcome.kind === "already-registered" && outcome.entry === void 0 && outcome.service?.retiredSession === void 0) await keep409(deps, tree.entry.root, outcome.service?.message);
+		return {
+			ok: true,
+			outcome,
+			sent
+		};
+	} catch (error) {
+		return {
+			ok: false,
+			error
+		};
+	}
+}
+/**
+* Keeps a 409 to a root's request step (a planned root the service has: its
+* session dropped after a completion that went through), so the tree is
+* `confirmed` from then on, as after a 409 to its completion: per-document
+* register, show and verify know its documents are registered, and a re-run
+* asks no more. Optional: when the disk refuses, the next run asks again.
+*/
+async function keep409(deps, root, message) {
+	try {
+		await deps.store.keepAnswered409(root, `${REQUEST_ANSWERED_409}: ${message ?? ""}`, deps.now?.() ?? /* @__PURE__ */ new Date());
+	} catch {}
+}
+/**
+* What a run killed may have left of a root a run sends nothing for: the
+* root's lock (killed before releasing it) and, once the root is done, its
+* session (killed between saving the record and removing the session). The
+* per-document flow tidies both when it takes a hash's lock again; a re-run
+* that sends nothing for the root (done, or only planned and left to
+* per-document register) tidies them here, under the root's lock, taken only
+* when free or when its owner provably died (never waiting: a live owner
+* tidies them itself). The common case, nothing left, costs two existence
+* checks.
+*/
+async function tidyRoot(deps, root) {
+	const { store } = deps;
+	try {
+		if (!existsSync(store.lockFile(root)) && !existsSync(store.pendingFile(root))) return;
+		await locked({
+			...deps,
+			lockWaitMs: 0
+		}, root, () => {
+			const record = store.readRecord(root);
+			if (record) store.removeLeftoverPending(record);
+			return Promise.resolve();
+		});
+	} catch {}
+}
+/**
+* The outcome of a tree whose root is done: registered (its record), or
+* `confirmed`: the service said it has the root (a 409), but its record
+* never reached this store. Nothing is sent for it.
+*/
+function finishedRoot(tree) {
+	const root = tree.entry.root;
+	if (tree.record) return {
+		kind: "already-registered",
+		hash: root,
+		entry: tree.record
+	};
+	return {
+		kind: "already-registered",
+		hash: root,
+		entry: void 0,
+		service: {
+			message: CONFIRMED_MESSAGE,
+			retiredSession: void 0
+		}
+	};
+}
+var CONFIRMED_MESSAGE;
+var init_aggregate = __esmMin((() => {
+	init_errors();
+	init_disk();
+	init_manifests();
+	init_notarize();
+	init_trees();
+	CONFIRMED_MESSAGE = "the service answered 409 to an earlier completion of this root (its record was never received); nothing sent";
 }));
 // dist/commands/manifest-files.js
 /**
@@ -17070,6 +17070,249 @@ var init_register_aggregate = __esmMin((() => {
 		}
 	};
 }));
+// dist/commands/register-roots.js
+/**
+* Where a document of a per-document `register` run stands under Merkle
+* roots (`register --aggregate`), before the flow would register it on its
+* own: under a root this store registered (or the service confirmed), under
+* one still pending (completed, once for all its documents), or, on a store
+* without the tree, under the root its receipt in --receipt-dir names (the
+* service asked). Registering it on its own in any of these cases would pay
+* twice for it. Undefined: nothing known, the flow's to register.
+*/
+/**
+* The problems of a store's trees (Trees.load) that may hide a paid root:
+* a record or a session of a root that cannot be read, or a tree of a root
+* the ledger has a record of, the service confirmed (a 409), or whose
+* completion was sent and its answer not read (it may have gone through).
+* A damaged tree of a root never paid for (left pending, dropped) holds no
+* document registered: it stops nothing here.
+*/
+async function paidRootProblems(store, trees) {
+	if (trees.problems.length === 0) return [];
+	const confirmed = await confirmedOf(store, trees);
+	return trees.problems.filter((problem) => {
+		const root = basename(problem.file, ".json");
+		const folder = basename(dirname(problem.file));
+		if (folder === "ledger" || folder === "pending" || confirmed.has(root)) return true;
+		try {
+			return store.readRecord(root) !== void 0 || store.readPending(root)?.forfaitUnreadAt !== void 0;
+		} catch {
+			return true;
+		}
+	});
+}
+var DocumentRoots;
+var init_register_roots = __esmMin((() => {
+	init_aggregate();
+	init_manifests();
+	init_receipts();
+	init_trees();
+	init_manifest_files();
+	DocumentRoots = class {
+		#options;
+		#receipts;
+		#baseUrl;
+		#deps;
+		#onSent;
+		/** The trees of this store, read when a document first needs them (#underRoot). */
+		#trees;
+		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
+		#paidProblems;
+		/** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
+		#pendingRoots = /* @__PURE__ */ new Map();
+		/** Whether #flagsNotForRoots has spoken. */
+		#warnedRootFlags = false;
+		/** The roots tidied (tidyRoot), once each. */
+		#tidied = /* @__PURE__ */ new Map();
+		/** The roots of receipts in --receipt-dir asked about, once each (#underEarlierRoot). */
+		#askedRoots = /* @__PURE__ */ new Map();
+		constructor({ options, receipts, baseUrl, deps, onSent }) {
+			this.#options = options;
+			this.#receipts = receipts;
+			this.#baseUrl = baseUrl;
+			this.#deps = deps;
+			this.#onSent = onSent;
+		}
+		/**
+		* The root that answers for document `index` (digest `hash`), and its
+		* proof; undefined when none does (see the module comment). `onStep`: the
+		* flow's, for a pending root this run completes.
+		*/
+		async standing(hash, index, onStep) {
+			const leaf = await this.#underRoot(hash);
+			if (leaf?.state === "registered") {
+				if (existsSync(this.#deps.store.pendingFile(hash))) this.#options.io.warn(`${hash} has a session of its own pending, though it is registered under the Merkle root ${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${hash}\``);
+				await this.#tidy(leaf.tree);
+				return {
+					outcome: finishedRoot(leaf.tree),
+					under: {
+						sha256: hash,
+						proof: leaf.proof
+					}
+				};
+			}
+			if (leaf?.state === "pending") return {
+				outcome: await this.#underPendingRoot(leaf.tree, onStep),
+				under: {
+					sha256: hash,
+					proof: leaf.proof
+				}
+			};
+			if (leaf?.state === "planned") await this.#tidy(leaf.tree);
+			return this.#underEarlierRoot(hash, index);
+		}
+		/**
+		* A document this store knows nothing of (no record, no session, under no
+		* tree of its own: a fresh CI runner) whose receipt in --receipt-dir has a
+		* proof to a Merkle root of this service (an earlier `register
+		* --aggregate`): the service is asked about that root, once per run, as
+		* `register --aggregate` asks about a manifest's root. A 409 (read as "it
+		* has it") makes the document already-registered under it, its receipt
+		* left as it is; a root the service does not have (it answers with a
+		* session, dropped unsaved) leaves the document to the flow, which
+		* registers it on its own; an ask without an answer fails the document
+		* rather than pay for it again. --force asks nothing.
+		*/
+		async #underEarlierRoot(hash, index) {
+			const receipts = this.#receipts;
+			const { store } = this.#deps;
+			if (receipts === void 0 || this.#options.force) return void 0;
+			try {
+				if (store.readRecord(hash) !== void 0 || existsSync(store.pendingFile(hash))) return void 0;
+			} catch {
+				return;
+			}
+			const found = await earlierProof(receipts, index, hash);
+			if (found === void 0 || found.baseUrl !== this.#baseUrl) return void 0;
+			const { proof } = found;
+			let asked = this.#askedRoots.get(proof.root);
+			if (asked === void 0) {
+				this.#onSent();
+				asked = askAboutRoot(this.#deps, proof.root, proof.treeSize, this.#options);
+				this.#askedRoots.set(proof.root, asked);
+			}
+			const said = await asked;
+			if (said.kind === "absent") return void 0;
+			if (said.kind === "failed") throw said.error;
+			const service = {
+				message: said.message,
+				retiredSession: void 0
+			};
+			return {
+				under: {
+					sha256: hash,
+					proof
+				},
+				outcome: {
+					kind: "already-registered",
+					hash: proof.root,
+					entry: void 0,
+					service
+				}
+			};
+		}
+		/**
+		* Said once, when this run completes a pending root: what was asked for
+		* the documents themselves does not go on the root's registration (its
+		* description is the one saved with its session; a root has no file).
+		*/
+		#flagsNotForRoots(root) {
+			const { custody, walletName, description } = this.#options;
+			const flags = [
+				...description === void 0 ? [] : ["the description"],
+				...custody ? ["--custody"] : [],
+				...walletName === void 0 ? [] : ["--wallet-name"]
+			];
+			if (flags.length === 0 || this.#warnedRootFlags) return;
+			this.#warnedRootFlags = true;
+			this.#options.io.warn(`${flags.join(", ")} ${flags.length === 1 ? "is" : "are"} not used for the documents under a pending Merkle root (${root} first): completing it registers the root as it was requested; --force registers them on their own`);
+		}
+		/** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
+		async #tidy(tree) {
+			const root = tree.entry.root;
+			if (!this.#tidied.has(root)) this.#tidied.set(root, tidyRoot(this.#deps, root));
+			await this.#tidied.get(root);
+		}
+		/**
+		* The root of a tree this store has pending (an --aggregate run stopped
+		* after its request step, or --no-complete), registered as `register
+		* --aggregate` or `complete <root>` would: its saved session completed,
+		* never a new request, once for all its documents in this run. Paying for
+		* the document on its own instead would pay twice for it once the root is
+		* completed (--force does). Its failure is each of those documents'.
+		*/
+		async #underPendingRoot(tree, onStep) {
+			const root = tree.entry.root;
+			let done = this.#pendingRoots.get(root);
+			if (done === void 0) {
+				const { signed, blockchain, complete } = this.#options;
+				this.#flagsNotForRoots(root);
+				const plan = this.#receipts;
+				const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree) };
+				done = registerRoot({
+					...this.#deps,
+					onStep,
+					...manifest
+				}, tree, {
+					signed,
+					blockchain,
+					complete
+				});
+				this.#pendingRoots.set(root, done);
+			}
+			const result = await done;
+			if (result.ok) return result.outcome;
+			throw "error" in result ? result.error : /* @__PURE__ */ new Error(`the root ${root} was not registered`);
+		}
+		/**
+		* Where a document with no record of its own stands under the Merkle roots
+		* of this store (`register --aggregate`): a leaf of a registered root (its
+		* tree and proof: registering it again would pay twice for what `verify`
+		* already calls notarized; so for a root the service confirmed with a 409,
+		* whose record never arrived), or of a pending one (that root is completed,
+		* see #underPendingRoot). --force registers it on its own. A root only
+		* planned (never answered) does not count: the document goes through the
+		* flow as before. A tree file
+		* that cannot be read fails the documents it is not known not to hold (its
+		* error says how to restore it). The trees are read once per run, and only
+		* when a document is hashed: on a cold store there are none.
+		*/
+		async #underRoot(hash) {
+			if (this.#options.force) return void 0;
+			const { store } = this.#deps;
+			this.#trees ??= Trees.load(store);
+			const trees = await this.#trees;
+			const placed = trees.place(hash);
+			if (placed === void 0 || placed.tree.state === "planned" || placed.tree.state === "pending") {
+				this.#paidProblems ??= paidRootProblems(store, trees);
+				const problem = (await this.#paidProblems)[0];
+				if (problem && store.readRecord(hash) === void 0) throw problem;
+			}
+			if (placed === void 0) return void 0;
+			const { tree, leafIndex } = placed;
+			if (store.readRecord(hash) !== void 0) return void 0;
+			if (tree.state === "planned") return {
+				state: "planned",
+				tree
+			};
+			const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
+			if (tree.state === "pending") {
+				if (existsSync(store.pendingFile(hash))) return void 0;
+				return {
+					state: "pending",
+					tree,
+					proof
+				};
+			}
+			return {
+				state: "registered",
+				tree,
+				proof
+			};
+		}
+	};
+}));
 // dist/commands/register.js
 var register_exports = /* @__PURE__ */ __exportAll({
 	configure: () => configure$12,
@@ -17204,28 +17447,6 @@ async function receiptFor(options, plan, index, outcome, baseUrl, under) {
 		return { receiptError: asNotarizeError(error) };
 	}
 }
-/**
-* The problems of a store's trees (Trees.load) that may hide a paid root:
-* a record or a session of a root that cannot be read, or a tree of a root
-* the ledger has a record of, the service confirmed (a 409), or whose
-* completion was sent and its answer not read (it may have gone through).
-* A damaged tree of a root never paid for (left pending, dropped) holds no
-* document registered: it stops nothing here.
-*/
-async function paidRootProblems(store, trees) {
-	if (trees.problems.length === 0) return [];
-	const confirmed = await confirmedOf(store, trees);
-	return trees.problems.filter((problem) => {
-		const root = basename(problem.file, ".json");
-		const folder = basename(dirname(problem.file));
-		if (folder === "ledger" || folder === "pending" || confirmed.has(root)) return true;
-		try {
-			return store.readRecord(root) !== void 0 || store.readPending(root)?.forfaitUnreadAt !== void 0;
-		} catch {
-			return true;
-		}
-	});
-}
 /** Hashes one item and builds the flow's input for it. */
 async function describe$1(options, item, pool, onProgress) {
 	const common = {
@@ -17285,19 +17506,16 @@ var init_register = __esmMin((() => {
 	init_hash$1();
 	init_hash_pool();
 	init_notarize();
-	init_manifests();
 	init_receipts();
 	init_receipt_format();
-	init_aggregate();
-	init_trees();
 	init_render();
 	init_results();
 	init_safe_text();
 	init_action();
 	init_input_options();
-	init_manifest_files();
 	init_options();
 	init_register_aggregate();
+	init_register_roots();
 	init_register_inputs();
 	Registrar = class {
 		#options;
@@ -17320,18 +17538,8 @@ var init_register = __esmMin((() => {
 			count: 0,
 			first: ""
 		};
-		/** The trees of this store, read when a document first needs them (#underRoot). */
-		#trees;
-		/** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
-		#pendingRoots = /* @__PURE__ */ new Map();
-		/** Whether #flagsNotForRoots has spoken. */
-		#warnedRootFlags = false;
-		/** The roots tidied (tidyRoot), once each. */
-		#tidied = /* @__PURE__ */ new Map();
-		/** The roots of receipts in --receipt-dir asked about, once each (#underEarlierRoot). */
-		#askedRoots = /* @__PURE__ */ new Map();
-		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
-		#paidProblems;
+		/** Where each document stands under the Merkle roots of the store, or of its receipt. */
+		#roots;
 		constructor({ options, documents, items, baseUrl, api, store }) {
 			this.#options = options;
 			this.#documents = documents;
@@ -17341,6 +17549,13 @@ var init_register = __esmMin((() => {
 				api,
 				store
 			};
+			this.#roots = new DocumentRoots({
+				options,
+				receipts: documents.receipts,
+				baseUrl,
+				deps: this.#deps,
+				onSent: () => this.#sent = true
+			});
 			this.#pool = new HashPool(documents.single ? 1 : void 0);
 			this.#spinner = documents.single ? options.io.spinner("hashing") : {
 				update() {},
@@ -17521,32 +17736,12 @@ var init_register = __esmMin((() => {
 				if (step === "saving") freeLane?.();
 			};
 			const { receipts } = this.#documents;
-			const leaf = await this.#underRoot(input.hash);
-			let outcome;
-			let under;
-			if (leaf?.state === "registered") {
-				if (existsSync(this.#deps.store.pendingFile(input.hash))) options.io.warn(`${input.hash} has a session of its own pending, though it is registered under the Merkle root ${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${input.hash}\``);
-				under = {
-					sha256: input.hash,
-					proof: leaf.proof
-				};
-				outcome = finishedRoot(leaf.tree);
-				await this.#tidy(leaf.tree);
-			} else if (leaf?.state === "pending") {
-				under = {
-					sha256: input.hash,
-					proof: leaf.proof
-				};
-				outcome = await this.#underPendingRoot(leaf.tree, onStep);
-			} else {
-				if (leaf?.state === "planned") await this.#tidy(leaf.tree);
-				const earlier = await this.#underEarlierRoot(input.hash, index);
-				if (earlier) ({outcome, under} = earlier);
-				else outcome = await register({
-					...this.#deps,
-					onStep
-				}, input);
-			}
+			const rooted = await this.#roots.standing(input.hash, index, onStep);
+			const outcome = rooted?.outcome ?? await register({
+				...this.#deps,
+				onStep
+			}, input);
+			const under = rooted?.under;
 			const self = under === void 0 ? {} : { under };
 			if (!receipts) return {
 				outcome,
@@ -17565,155 +17760,6 @@ var init_register = __esmMin((() => {
 				outcome,
 				...self,
 				...await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)
-			};
-		}
-		/**
-		* A document this store knows nothing of (no record, no session, under no
-		* tree of its own: a fresh CI runner) whose receipt in --receipt-dir has a
-		* proof to a Merkle root of this service (an earlier `register
-		* --aggregate`): the service is asked about that root, once per run, as
-		* `register --aggregate` asks about a manifest's root. A 409 (read as "it
-		* has it") makes the document already-registered under it, its receipt
-		* left as it is; a root the service does not have (it answers with a
-		* session, dropped unsaved) leaves the document to the flow, which
-		* registers it on its own; an ask without an answer fails the document
-		* rather than pay for it again. --force asks nothing.
-		*/
-		async #underEarlierRoot(hash, index) {
-			const { receipts } = this.#documents;
-			const { store } = this.#deps;
-			if (receipts === void 0 || this.#options.force) return void 0;
-			try {
-				if (store.readRecord(hash) !== void 0 || existsSync(store.pendingFile(hash))) return void 0;
-			} catch {
-				return;
-			}
-			const found = await earlierProof(receipts, index, hash);
-			if (found === void 0 || found.baseUrl !== this.#baseUrl) return void 0;
-			const { proof } = found;
-			let asked = this.#askedRoots.get(proof.root);
-			if (asked === void 0) {
-				this.#sent = true;
-				asked = askAboutRoot(this.#deps, proof.root, proof.treeSize, this.#options);
-				this.#askedRoots.set(proof.root, asked);
-			}
-			const said = await asked;
-			if (said.kind === "absent") return void 0;
-			if (said.kind === "failed") throw said.error;
-			const service = {
-				message: said.message,
-				retiredSession: void 0
-			};
-			return {
-				under: {
-					sha256: hash,
-					proof
-				},
-				outcome: {
-					kind: "already-registered",
-					hash: proof.root,
-					entry: void 0,
-					service
-				}
-			};
-		}
-		/**
-		* Said once, when this run completes a pending root: what was asked for
-		* the documents themselves does not go on the root's registration (its
-		* description is the one saved with its session; a root has no file).
-		*/
-		#flagsNotForRoots(root) {
-			const { custody, walletName, description } = this.#options;
-			const flags = [
-				...description === void 0 ? [] : ["the description"],
-				...custody ? ["--custody"] : [],
-				...walletName === void 0 ? [] : ["--wallet-name"]
-			];
-			if (flags.length === 0 || this.#warnedRootFlags) return;
-			this.#warnedRootFlags = true;
-			this.#options.io.warn(`${flags.join(", ")} ${flags.length === 1 ? "is" : "are"} not used for the documents under a pending Merkle root (${root} first): completing it registers the root as it was requested; --force registers them on their own`);
-		}
-		/** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
-		async #tidy(tree) {
-			const root = tree.entry.root;
-			if (!this.#tidied.has(root)) this.#tidied.set(root, tidyRoot(this.#deps, root));
-			await this.#tidied.get(root);
-		}
-		/**
-		* The root of a tree this store has pending (an --aggregate run stopped
-		* after its request step, or --no-complete), registered as `register
-		* --aggregate` or `complete <root>` would: its saved session completed,
-		* never a new request, once for all its documents in this run. Paying for
-		* the document on its own instead would pay twice for it once the root is
-		* completed (--force does). Its failure is each of those documents'.
-		*/
-		async #underPendingRoot(tree, onStep) {
-			const root = tree.entry.root;
-			let done = this.#pendingRoots.get(root);
-			if (done === void 0) {
-				const { signed, blockchain, complete } = this.#options;
-				this.#flagsNotForRoots(root);
-				const plan = this.#documents.receipts;
-				const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree) };
-				done = registerRoot({
-					...this.#deps,
-					onStep,
-					...manifest
-				}, tree, {
-					signed,
-					blockchain,
-					complete
-				});
-				this.#pendingRoots.set(root, done);
-			}
-			const result = await done;
-			if (result.ok) return result.outcome;
-			throw "error" in result ? result.error : /* @__PURE__ */ new Error(`the root ${root} was not registered`);
-		}
-		/**
-		* Where a document with no record of its own stands under the Merkle roots
-		* of this store (`register --aggregate`): a leaf of a registered root (its
-		* tree and proof: registering it again would pay twice for what `verify`
-		* already calls notarized; so for a root the service confirmed with a 409,
-		* whose record never arrived), or of a pending one (that root is completed,
-		* see #underPendingRoot). --force registers it on its own. A root only
-		* planned (never answered) does not count: the document goes through the
-		* flow as before. A tree file
-		* that cannot be read fails the documents it is not known not to hold (its
-		* error says how to restore it). The trees are read once per run, and only
-		* when a document is hashed: on a cold store there are none.
-		*/
-		async #underRoot(hash) {
-			if (this.#options.force) return void 0;
-			const { store } = this.#deps;
-			this.#trees ??= Trees.load(store);
-			const trees = await this.#trees;
-			const placed = trees.place(hash);
-			if (placed === void 0 || placed.tree.state === "planned" || placed.tree.state === "pending") {
-				this.#paidProblems ??= paidRootProblems(store, trees);
-				const problem = (await this.#paidProblems)[0];
-				if (problem && store.readRecord(hash) === void 0) throw problem;
-			}
-			if (placed === void 0) return void 0;
-			const { tree, leafIndex } = placed;
-			if (store.readRecord(hash) !== void 0) return void 0;
-			if (tree.state === "planned") return {
-				state: "planned",
-				tree
-			};
-			const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
-			if (tree.state === "pending") {
-				if (existsSync(store.pendingFile(hash))) return void 0;
-				return {
-					state: "pending",
-					tree,
-					proof
-				};
-			}
-			return {
-				state: "registered",
-				tree,
-				proof
 			};
 		}
 		/**

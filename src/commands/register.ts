@@ -4,8 +4,7 @@
  * core/notarize.ts; batching is core/batch.ts; inputs are core/inputs.ts.
  */
 import { Option, type Command } from 'commander';
-import { existsSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { basename } from 'node:path';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { asNotarizeError, FailureTally, runAll, type FreeLane, type Settled } from '../core/batch.js';
@@ -13,13 +12,9 @@ import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
 import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
-import { askAboutRoot } from '../core/manifests.js';
-import { checkBeforeSending, earlierProof, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
+import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
-import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
-import { confirmedOf, Trees, type LoadedTree } from '../core/trees.js';
-import { type NotarizeError, type StoreError } from '../errors.js';
-import type { ServiceStore } from '../store/service-store.js';
+import type { NotarizeError } from '../errors.js';
 import type { Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult, RecordResult } from '../output/present.js';
 import { formatBytes, someDocuments } from '../output/render.js';
@@ -35,9 +30,9 @@ import {
 import { forTerminal } from '../output/safe-text.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions } from './input-options.js';
-import { writeManifestFirst } from './manifest-files.js';
 import { examples, outputOption, parseOptions } from './options.js';
 import { Aggregator, checkAggregate } from './register-aggregate.js';
+import { DocumentRoots } from './register-roots.js';
 import {
   checkOptions,
   displayName,
@@ -218,18 +213,8 @@ class Registrar {
   #sent = false;
   /** Documents the service says it has whose record this store lacks, so no receipt is written: told once (#noReceipts). */
   #unrecorded = { count: 0, first: '' };
-  /** The trees of this store, read when a document first needs them (#underRoot). */
-  #trees: Promise<Trees> | undefined;
-  /** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
-  readonly #pendingRoots = new Map<string, Promise<RootResult>>();
-  /** Whether #flagsNotForRoots has spoken. */
-  #warnedRootFlags = false;
-  /** The roots tidied (tidyRoot), once each. */
-  readonly #tidied = new Map<string, Promise<void>>();
-  /** The roots of receipts in --receipt-dir asked about, once each (#underEarlierRoot). */
-  readonly #askedRoots = new Map<string, ReturnType<typeof askAboutRoot>>();
-  /** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
-  #paidProblems: Promise<StoreError[]> | undefined;
+  /** Where each document stands under the Merkle roots of the store, or of its receipt. */
+  readonly #roots: DocumentRoots;
 
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
     this.#options = options;
@@ -237,6 +222,13 @@ class Registrar {
     this.#items = items;
     this.#baseUrl = baseUrl;
     this.#deps = { api, store };
+    this.#roots = new DocumentRoots({
+      options,
+      receipts: documents.receipts,
+      baseUrl,
+      deps: this.#deps,
+      onSent: () => (this.#sent = true),
+    });
     this.#pool = new HashPool(documents.single ? 1 : undefined);
     this.#spinner = documents.single ? options.io.spinner('hashing') : { update() {}, stop() {} };
   }
@@ -406,29 +398,10 @@ class Registrar {
       if (step === 'saving') freeLane?.();
     };
     const { receipts } = this.#documents;
-    const leaf = await this.#underRoot(input.hash);
-    let outcome: Outcome;
-    let under: Registered['under'];
-    if (leaf?.state === 'registered') {
-      // Only to warn: a session of its own there (damaged or not) would pay a second time if completed.
-      if (existsSync(this.#deps.store.pendingFile(input.hash))) {
-        options.io.warn(
-          `${input.hash} has a session of its own pending, though it is registered under the Merkle root ` +
-            `${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${input.hash}\``,
-        );
-      }
-      under = { sha256: input.hash, proof: leaf.proof };
-      outcome = finishedRoot(leaf.tree);
-      await this.#tidy(leaf.tree);
-    } else if (leaf?.state === 'pending') {
-      under = { sha256: input.hash, proof: leaf.proof };
-      outcome = await this.#underPendingRoot(leaf.tree, onStep);
-    } else {
-      if (leaf?.state === 'planned') await this.#tidy(leaf.tree);
-      const earlier = await this.#underEarlierRoot(input.hash, index);
-      if (earlier) ({ outcome, under } = earlier);
-      else outcome = await register({ ...this.#deps, onStep }, input);
-    }
+    // Under a root (of the store, or of its receipt): the root answers for it; else the flow registers it.
+    const rooted = await this.#roots.standing(input.hash, index, onStep);
+    const outcome = rooted?.outcome ?? (await register({ ...this.#deps, onStep }, input));
+    const under = rooted?.under;
     const self = under === undefined ? {} : { under };
     if (!receipts) return { outcome, ...self };
     if (outcome.kind === 'already-registered' && outcome.entry === undefined) {
@@ -439,144 +412,6 @@ class Registrar {
       return { outcome, ...self };
     }
     return { outcome, ...self, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)) };
-  }
-
-  /**
-   * A document this store knows nothing of (no record, no session, under no
-   * tree of its own: a fresh CI runner) whose receipt in --receipt-dir has a
-   * proof to a Merkle root of this service (an earlier `register
-   * --aggregate`): the service is asked about that root, once per run, as
-   * `register --aggregate` asks about a manifest's root. A 409 (read as "it
-   * has it") makes the document already-registered under it, its receipt
-   * left as it is; a root the service does not have (it answers with a
-   * session, dropped unsaved) leaves the document to the flow, which
-   * registers it on its own; an ask without an answer fails the document
-   * rather than pay for it again. --force asks nothing.
-   */
-  async #underEarlierRoot(hash: string, index: number): Promise<Pick<Registered, 'outcome' | 'under'> | undefined> {
-    const { receipts } = this.#documents;
-    const { store } = this.#deps;
-    if (receipts === undefined || this.#options.force) return undefined;
-    try {
-      // Its own record or session answers for it (the flow's): nothing to ask.
-      if (store.readRecord(hash) !== undefined || existsSync(store.pendingFile(hash))) return undefined;
-    } catch {
-      return undefined; // A damaged record: the flow says so.
-    }
-    const found = await earlierProof(receipts, index, hash);
-    // Both without a final slash (readReceipt, parseBaseUrl): a receipt of another service is no question for this one.
-    if (found === undefined || found.baseUrl !== this.#baseUrl) return undefined;
-    const { proof } = found;
-    let asked = this.#askedRoots.get(proof.root);
-    if (asked === undefined) {
-      this.#sent = true;
-      asked = askAboutRoot(this.#deps, proof.root, proof.treeSize, this.#options);
-      this.#askedRoots.set(proof.root, asked);
-    }
-    const said = await asked;
-    if (said.kind === 'absent') return undefined;
-    if (said.kind === 'failed') throw said.error;
-    const service = { message: said.message, retiredSession: undefined };
-    return {
-      under: { sha256: hash, proof },
-      outcome: { kind: 'already-registered', hash: proof.root, entry: undefined, service },
-    };
-  }
-
-  /**
-   * Said once, when this run completes a pending root: what was asked for
-   * the documents themselves does not go on the root's registration (its
-   * description is the one saved with its session; a root has no file).
-   */
-  #flagsNotForRoots(root: string): void {
-    const { custody, walletName, description } = this.#options;
-    const flags = [
-      ...(description === undefined ? [] : ['the description']),
-      ...(custody ? ['--custody'] : []),
-      ...(walletName === undefined ? [] : ['--wallet-name']),
-    ];
-    if (flags.length === 0 || this.#warnedRootFlags) return;
-    this.#warnedRootFlags = true;
-    this.#options.io.warn(
-      `${flags.join(', ')} ${flags.length === 1 ? 'is' : 'are'} not used for the documents under a pending Merkle root ` +
-        `(${root} first): completing it registers the root as it was requested; --force registers them on their own`,
-    );
-  }
-
-  /** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
-  async #tidy(tree: LoadedTree): Promise<void> {
-    const root = tree.entry.root;
-    if (!this.#tidied.has(root)) this.#tidied.set(root, tidyRoot(this.#deps, root));
-    await this.#tidied.get(root);
-  }
-
-  /**
-   * The root of a tree this store has pending (an --aggregate run stopped
-   * after its request step, or --no-complete), registered as `register
-   * --aggregate` or `complete <root>` would: its saved session completed,
-   * never a new request, once for all its documents in this run. Paying for
-   * the document on its own instead would pay twice for it once the root is
-   * completed (--force does). Its failure is each of those documents'.
-   */
-  async #underPendingRoot(tree: LoadedTree, onStep: FlowDeps['onStep']): Promise<Outcome> {
-    const root = tree.entry.root;
-    let done = this.#pendingRoots.get(root);
-    if (done === undefined) {
-      const { signed, blockchain, complete } = this.#options;
-      this.#flagsNotForRoots(root);
-      // With --receipt-dir, its manifest goes there before it is paid for, as an aggregate run's does.
-      const plan = this.#documents.receipts;
-      const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree) };
-      done = registerRoot({ ...this.#deps, onStep, ...manifest }, tree, { signed, blockchain, complete });
-      this.#pendingRoots.set(root, done);
-    }
-    const result = await done;
-    if (result.ok) return result.outcome;
-    throw 'error' in result ? result.error : new Error(`the root ${root} was not registered`);
-  }
-
-  /**
-   * Where a document with no record of its own stands under the Merkle roots
-   * of this store (`register --aggregate`): a leaf of a registered root (its
-   * tree and proof: registering it again would pay twice for what `verify`
-   * already calls notarized; so for a root the service confirmed with a 409,
-   * whose record never arrived), or of a pending one (that root is completed,
-   * see #underPendingRoot). --force registers it on its own. A root only
-   * planned (never answered) does not count: the document goes through the
-   * flow as before. A tree file
-   * that cannot be read fails the documents it is not known not to hold (its
-   * error says how to restore it). The trees are read once per run, and only
-   * when a document is hashed: on a cold store there are none.
-   */
-  async #underRoot(hash: string) {
-    if (this.#options.force) return undefined;
-    const { store } = this.#deps;
-    this.#trees ??= Trees.load(store);
-    const trees = await this.#trees;
-    const placed = trees.place(hash);
-    if (placed === undefined || placed.tree.state === 'planned' || placed.tree.state === 'pending') {
-      // About to pay (on its own, or for a pending root): a tree that cannot be read may hold it under
-      // a root already paid for. Stop, as --aggregate does, unless it has a record of its own.
-      // (Its record is read only then: not once per document.)
-      this.#paidProblems ??= paidRootProblems(store, trees);
-      const problem = (await this.#paidProblems)[0];
-      if (problem && store.readRecord(hash) === undefined) throw problem;
-    }
-    if (placed === undefined) return undefined;
-    const { tree, leafIndex } = placed;
-    // Its own record (registered one by one, or --force) answers for it, as the flow's does.
-    if (store.readRecord(hash) !== undefined) return undefined;
-    // Nothing paid for it: the document goes through the flow (the root's leftovers tidied).
-    if (tree.state === 'planned') return { state: 'planned' as const, tree };
-    // A tree whose leaves do not make its root proves nothing: StoreError, the document fails (exit 2 or 1).
-    const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
-    if (tree.state === 'pending') {
-      // Its own session pending goes first, as before: it may be the one paid for (a checkout).
-      if (existsSync(store.pendingFile(hash))) return undefined;
-      return { state: 'pending' as const, tree, proof };
-    }
-    // Registered, or confirmed: the service answered 409 for the root, whose record this store never got.
-    return { state: 'registered' as const, tree, proof };
   }
 
   /**
@@ -632,29 +467,6 @@ async function receiptFor(
   } catch (error) {
     return { receiptError: asNotarizeError(error) };
   }
-}
-
-/**
- * The problems of a store's trees (Trees.load) that may hide a paid root:
- * a record or a session of a root that cannot be read, or a tree of a root
- * the ledger has a record of, the service confirmed (a 409), or whose
- * completion was sent and its answer not read (it may have gone through).
- * A damaged tree of a root never paid for (left pending, dropped) holds no
- * document registered: it stops nothing here.
- */
-async function paidRootProblems(store: ServiceStore, trees: Trees): Promise<StoreError[]> {
-  if (trees.problems.length === 0) return [];
-  const confirmed = await confirmedOf(store, trees);
-  return trees.problems.filter((problem) => {
-    const root = basename(problem.file, '.json');
-    const folder = basename(dirname(problem.file));
-    if (folder === 'ledger' || folder === 'pending' || confirmed.has(root)) return true;
-    try {
-      return store.readRecord(root) !== undefined || store.readPending(root)?.forfaitUnreadAt !== undefined;
-    } catch {
-      return true;
-    }
-  });
 }
 
 /** Hashes one item and builds the flow's input for it. */
