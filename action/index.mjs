@@ -36910,7 +36910,41 @@ function buildProgram(io, env, state) {
 	program.hook("preSubcommand", async (_program, subcommand) => {
 		await load(subcommand);
 	});
+	program.hook("preAction", (_program, action) => refuseUndecoded(action));
 	return program;
+}
+/** The commands whose arguments are documents: one holding U+FFFD fails on its own (core/inputs.ts). */
+const DOCUMENT_COMMANDS = /* @__PURE__ */ new Set([
+	"register",
+	"hash",
+	"verify"
+]);
+/**
+* Node decodes the command line as UTF-8, each byte that is not turned into
+* U+FFFD: a path given so would name another file (one whose name really
+* holds U+FFFD), or none. So an option's value or an argument holding U+FFFD
+* is refused before the command runs (--files-from, --receipt-dir,
+* --receipt, -o, a hash or file of show): nothing tells a real one from a
+* decoding failure. Not a description (core/description.ts refuses it, and
+* says more), nor the documents of register, hash and verify, each of which
+* fails on its own as any unreadable document does.
+*/
+function refuseUndecoded(action) {
+	for (let command = action; command; command = command.parent) for (const [key, value] of Object.entries(command.opts())) {
+		if (key === "description") continue;
+		const held = (Array.isArray(value) ? value : [value]).find((v) => typeof v === "string" && v.includes("�"));
+		const flag = command.options.find((option) => option.attributeName() === key)?.long ?? key;
+		if (held !== void 0) throw undecoded(`${flag} ${held}`);
+	}
+	if (DOCUMENT_COMMANDS.has(action.name())) return;
+	const held = action.args.find((arg) => arg.includes("�"));
+	if (held !== void 0) throw undecoded(held);
+}
+function undecoded(given) {
+	return new UsageError(`'${given}' holds U+FFFD, which is what bytes of a command line that are not UTF-8 become: notarize cannot tell what was meant`, {
+		code: "argument_not_utf8",
+		hint: "give it again in UTF-8: a file or folder so named must be renamed (a document can also be listed in --files-from, read strictly)"
+	});
 }
 /**
 * Makes every command below `command` throw its parse errors instead of
@@ -36952,25 +36986,6 @@ function report(io, error, json, failed) {
 	return reported.exitCode;
 }
 /** Runs the CLI and returns the exit code; never throws, never exits the process. */
-/**
-* Node decodes the command line as UTF-8, each byte that is not turned into
-* U+FFFD: a path given so would name another file (one whose name really
-* holds U+FFFD), or none. An argument holding U+FFFD is refused, whatever
-* it is (a document, --files-from, --receipt-dir, --receipt, -o): nothing
-* tells a real one from a decoding failure. A description has its own,
-* more telling refusal (core/description.ts), so its value is left to it.
-*/
-function refuseUndecodedArguments(argv) {
-	for (const [i, arg] of argv.entries()) {
-		if (!arg.includes("�")) continue;
-		const previous = argv[i - 1];
-		if (previous === "-d" || previous === "--description" || arg.startsWith("--description=") || /^-d[^-]/.test(arg)) continue;
-		throw new UsageError(`the argument '${arg}' holds U+FFFD, which is what bytes of a command line that are not UTF-8 become: notarize cannot tell what was meant`, {
-			code: "argument_not_utf8",
-			hint: "rename the file or folder to a UTF-8 name, or name a document in a --files-from list (read strictly)"
-		});
-	}
-}
 async function main(options = {}) {
 	const env = options.env ?? process.env;
 	const io = options.io ?? processIO(env);
@@ -36980,7 +36995,6 @@ async function main(options = {}) {
 	program.hook("preSubcommand", () => applyExitOverride(program, state));
 	const forgetFlush = flushOnInterrupt(() => io.flush());
 	try {
-		refuseUndecodedArguments(argv);
 		await program.parseAsync(argv, { from: "user" });
 		return EXIT.ok;
 	} catch (error) {

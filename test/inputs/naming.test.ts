@@ -294,36 +294,48 @@ describe('names that are not UTF-8: failed, never read as another file', () => {
     );
   });
 
-  it('any argument with U+FFFD is refused, since a lossy decoding gives the same string', async () => {
+  it('a document named with U+FFFD fails on its own; an option value or another argument with one is refused', async () => {
     const { shown } = await threeFiles('named');
+    const alone = await bed.main(['register', shown, '--json']);
+    expect(alone.code, describeRun(alone)).toBe(2);
+    expect(jsonError(alone.stderr)).toMatchObject({ code: 'name_not_utf8' });
+    expect(alone.stderr).toContain('U+FFFD, which is what bytes of a command line that are not UTF-8 become');
+    expect(bed.sandbox.calls).toEqual([]);
+    // Beside a readable one: that one goes on, as beside any document that cannot be read.
+    const beside = await bed.main(['register', bed.path('named/b'), shown, '--json']);
+    expect(beside.code, describeRun(beside)).toBe(1);
+    expect(parseResults(beside.stdout).map((r) => r.status)).toEqual(['registered', 'failed']);
+
     const list = bed.path('list\uFFFD.txt');
     await writeFile(list, `${bed.path('named/b')}\n`);
-    for (const args of [
-      ['register', shown, '--json'],
-      ['hash', '--files-from', list, '--json'],
-      ['register', bed.path('named/b'), '--receipt-dir', bed.path('receipts\uFFFD'), '--json'],
-      ['verify', bed.path('named/b'), `--receipt=${bed.path('r\uFFFD.json')}`, '--json'],
-    ]) {
-      const run = await bed.main(args);
+    const calls = bed.sandbox.calls.length;
+    for (const [args, given] of [
+      [['hash', '--files-from', list, '--json'], `--files-from ${list}`],
+      [['register', bed.path('named/b'), '--receipt-dir', bed.path('r\uFFFD'), '--json'], '--receipt-dir'],
+      [['verify', bed.path('named/b'), `--receipt=${bed.path('r\uFFFD.json')}`, '--json'], '--receipt'],
+      [['verify', bed.path('named/b'), '--receipt', `-dr\uFFFD.json`, '--json'], '--receipt -dr'],
+      [['show', shown, '--json'], shown],
+    ] as const) {
+      const run = await bed.main([...args]);
       expect(run.code, describeRun(run)).toBe(2);
       expect(jsonError(run.stderr)).toMatchObject({ code: 'argument_not_utf8' });
-      expect(run.stderr).toContain('U+FFFD, which is what bytes of a command line that are not UTF-8 become');
+      expect(run.stderr).toContain(`'${given}`);
       expect(run.stdout).toBe('');
     }
-    expect(bed.sandbox.calls).toEqual([]);
+    expect(bed.sandbox.calls.length).toBe(calls);
   });
 
-  it('bytes that are not UTF-8 in an argument, through a real shell: refused before anything runs', async () => {
+  it('bytes that are not UTF-8 in a --files-from value, through a real shell: refused before anything runs', async () => {
     await threeFiles('shell');
     const run = await runProcess(
       'bash',
-      ['-c', `exec "$NODE" "$BIN" hash "$DIR"/a$'\\xff'`],
+      ['-c', `exec "$NODE" "$BIN" hash --files-from "$DIR"/a$'\\xff'`],
       { ...bed.env(), NODE: process.execPath, BIN, DIR: bed.path('shell') },
       { cwd: bed.workDir },
     );
     bed.record(run);
     expect(run.code, describeRun(run)).toBe(2);
-    expect(run.stderr).toContain(`notarize: the argument '${bed.path('shell')}/a\uFFFD' holds U+FFFD`);
+    expect(run.stderr).toContain(`notarize: '--files-from ${bed.path('shell')}/a\uFFFD' holds U+FFFD`);
     expect(run.stdout).toBe('');
   });
 
