@@ -13421,6 +13421,28 @@ async function confirmedRoots(store) {
 	for (const [hash, reasons] of await store.retirements()) if (reasons.some(says409)) confirmed.add(hash);
 	return confirmed;
 }
+/**
+* The problems of a store's trees (Trees.load) that may hide a paid root:
+* a record or a session of a root that cannot be read, or a tree of a root
+* the ledger has a record of, the service confirmed (a 409), or whose
+* completion was sent and its answer not read (it may have gone through).
+* A damaged tree of a root never paid for (left pending, dropped) holds no
+* document registered: it stops nothing here.
+*/
+async function paidRootProblems(store, trees) {
+	if (trees.problems.length === 0) return [];
+	const confirmed = await confirmedOf(store, trees);
+	return trees.problems.filter((problem) => {
+		const root = basename(problem.file, ".json");
+		const folder = basename(dirname(problem.file));
+		if (folder === "ledger" || folder === "pending" || confirmed.has(root)) return true;
+		try {
+			return store.readRecord(root) !== void 0 || store.readPending(root)?.forfaitUnreadAt !== void 0;
+		} catch {
+			return true;
+		}
+	});
+}
 /** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
 function standingOf(store, root, retired) {
 	const record = store.readRecord(root);
@@ -17080,28 +17102,6 @@ var init_register_aggregate = __esmMin((() => {
 * service asked). Registering it on its own in any of these cases would pay
 * twice for it. Undefined: nothing known, the flow's to register.
 */
-/**
-* The problems of a store's trees (Trees.load) that may hide a paid root:
-* a record or a session of a root that cannot be read, or a tree of a root
-* the ledger has a record of, the service confirmed (a 409), or whose
-* completion was sent and its answer not read (it may have gone through).
-* A damaged tree of a root never paid for (left pending, dropped) holds no
-* document registered: it stops nothing here.
-*/
-async function paidRootProblems(store, trees) {
-	if (trees.problems.length === 0) return [];
-	const confirmed = await confirmedOf(store, trees);
-	return trees.problems.filter((problem) => {
-		const root = basename(problem.file, ".json");
-		const folder = basename(dirname(problem.file));
-		if (folder === "ledger" || folder === "pending" || confirmed.has(root)) return true;
-		try {
-			return store.readRecord(root) !== void 0 || store.readPending(root)?.forfaitUnreadAt !== void 0;
-		} catch {
-			return true;
-		}
-	});
-}
 var DocumentRoots;
 var init_register_roots = __esmMin((() => {
 	init_aggregate();
@@ -18194,16 +18194,21 @@ async function runCompleteMany(options) {
 	const store = options.ledger();
 	let hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
 	let skipped = 0;
+	const tally = new FailureTally();
 	if (options.all) {
-		const covered = await underFinishedRoots(store, hashes);
-		hashes = hashes.filter((hash) => !covered.has(hash));
-		for (const [hash, root] of covered) {
-			const reason = `left out: registered under the Merkle root ${root}, so completing its own session would pay a second time`;
+		const { covered, blocked } = await sessionsNotToComplete(store, hashes);
+		hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
+		for (const [hash, { root, pending }] of covered) {
+			const reason = `left out: registered under ${pending ? `the Merkle root ${root}, which this run completes` : `the Merkle root ${root}`}, so completing its own session would pay a second time`;
 			options.items.add(skipped++, itemResult(null, hash, "skipped", { reason }));
+		}
+		for (const [hash, error] of blocked) {
+			tally.add(skipped, error);
+			options.items.add(skipped++, failedResult(null, hash, error));
 		}
 		if (covered.size > 0) {
 			const [first] = covered.keys();
-			options.io.warn(`${someDocuments(covered.size, first)} left out: registered under a Merkle root already, so completing ${covered.size === 1 ? "its own session" : "their own sessions"} would pay a second time; drop ${covered.size === 1 ? "it" : "them"} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`);
+			options.io.warn(`${someDocuments(covered.size, first)} left out: registered under a Merkle root, so completing ${covered.size === 1 ? "its own session" : "their own sessions"} would pay a second time; drop ${covered.size === 1 ? "it" : "them"} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`);
 		}
 	}
 	if (options.all && hashes.length === 0 && skipped === 0) options.io.warn(`no session is pending in this store (${store.dir}): if the registrations were made on another machine or with another NOTARIZE_CONFIG_DIR, complete them there, or here with --session`);
@@ -18217,7 +18222,6 @@ async function runCompleteMany(options) {
 			if (step === "completing") sent = true;
 		}
 	};
-	const tally = new FailureTally();
 	const source = {
 		kind: "store",
 		resendUnread: !options.all
@@ -18234,7 +18238,7 @@ async function runCompleteMany(options) {
 			}
 		}
 	});
-	const failure = tally.failure(sent, total);
+	const failure = tally.failure(sent, skipped + total);
 	return {
 		kind: "items",
 		title: "notarize complete",
@@ -18243,25 +18247,43 @@ async function runCompleteMany(options) {
 	};
 }
 /**
-* Of the sessions pending in the store, those of documents (no record of
-* their own) that are leaves of a Merkle root registered, or confirmed by
-* a 409 (`register --no-complete`, then `register --aggregate` over them):
-* completing one would pay a second time. By hash, with that root. A tree
-* that cannot be read is passed over here (its sessions are completed as
-* before).
+* Of the sessions pending in the store (--all), those of documents that
+* completing would pay for a second time, each with its root: leaves (with
+* no record of their own) of a Merkle root registered, confirmed by a 409,
+* or pending and completed by this very run (`register --no-complete`, then
+* `register --aggregate` over the same documents). And, when a tree file
+* that cannot be read may hold documents under a root already paid for,
+* the sessions that are not a readable tree's root: any of them may be one
+* of those documents, so each fails with that file's error, as `register`
+* stops (exit 2 while nothing was sent).
 */
-async function underFinishedRoots(store, hashes) {
+async function sessionsNotToComplete(store, hashes) {
 	const covered = /* @__PURE__ */ new Map();
-	if (hashes.length === 0) return covered;
+	const blocked = /* @__PURE__ */ new Map();
+	if (hashes.length === 0) return {
+		covered,
+		blocked
+	};
 	const trees = await Trees.load(store, { holding: new Set(hashes) });
+	const completing = new Set(hashes);
+	const roots = new Set(trees.all.map((tree) => tree.entry.root));
+	const problem = (await paidRootProblems(store, trees))[0];
 	for (const hash of hashes) {
 		const place = trees.place(hash);
-		if (place === void 0 || place.tree.state !== "registered" && place.tree.state !== "confirmed") continue;
-		try {
-			if (store.readRecord(hash) === void 0) covered.set(hash, place.tree.entry.root);
+		const { state, entry } = place?.tree ?? {};
+		const finished = state === "registered" || state === "confirmed";
+		if (place !== void 0 && (finished || state === "pending" && completing.has(entry.root))) try {
+			if (store.readRecord(hash) === void 0) covered.set(hash, {
+				root: entry.root,
+				pending: !finished
+			});
 		} catch {}
+		else if (problem !== void 0 && !roots.has(hash)) blocked.set(hash, problem);
 	}
-	return covered;
+	return {
+		covered,
+		blocked
+	};
 }
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */
 async function pendingHashes(store) {

@@ -15,8 +15,8 @@ import { normalizeHash } from '../core/hash.js';
 import { FailureTally, runAll, settledError } from '../core/batch.js';
 import { complete, type SessionSource } from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
-import { Trees } from '../core/trees.js';
-import { NotarizeError, UsageError } from '../errors.js';
+import { paidRootProblems, Trees } from '../core/trees.js';
+import { NotarizeError, UsageError, type StoreError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, OutcomeResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
@@ -140,17 +140,23 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   const store = options.ledger();
   let hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
   let skipped = 0;
+  const tally = new FailureTally();
   if (options.all) {
-    const covered = await underFinishedRoots(store, hashes);
-    hashes = hashes.filter((hash) => !covered.has(hash));
-    for (const [hash, root] of covered) {
-      const reason = `left out: registered under the Merkle root ${root}, so completing its own session would pay a second time`;
+    const { covered, blocked } = await sessionsNotToComplete(store, hashes);
+    hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
+    for (const [hash, { root, pending }] of covered) {
+      const under = pending ? `the Merkle root ${root}, which this run completes` : `the Merkle root ${root}`;
+      const reason = `left out: registered under ${under}, so completing its own session would pay a second time`;
       options.items.add(skipped++, itemResult(null, hash, 'skipped', { reason }));
+    }
+    for (const [hash, error] of blocked) {
+      tally.add(skipped, error);
+      options.items.add(skipped++, failedResult(null, hash, error));
     }
     if (covered.size > 0) {
       const [first] = covered.keys();
       options.io.warn(
-        `${someDocuments(covered.size, first!)} left out: registered under a Merkle root already, so completing ` +
+        `${someDocuments(covered.size, first!)} left out: registered under a Merkle root, so completing ` +
           `${covered.size === 1 ? 'its own session' : 'their own sessions'} would pay a second time; drop ` +
           `${covered.size === 1 ? 'it' : 'them'} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`,
       );
@@ -174,7 +180,6 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
       if (step === 'completing') sent = true;
     },
   };
-  const tally = new FailureTally();
   // --all never sends again a session whose last completion was answered unreadably: only its hash does.
   const source = { kind: 'store', resendUnread: !options.all } as const;
   const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
@@ -190,32 +195,47 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
       }
     },
   });
-  const failure = tally.failure(sent, total);
+  const failure = tally.failure(sent, skipped + total);
   return { kind: 'items', title: 'notarize complete', items: options.items, ...(failure ? { failure } : {}) };
 }
 
 /**
- * Of the sessions pending in the store, those of documents (no record of
- * their own) that are leaves of a Merkle root registered, or confirmed by
- * a 409 (`register --no-complete`, then `register --aggregate` over them):
- * completing one would pay a second time. By hash, with that root. A tree
- * that cannot be read is passed over here (its sessions are completed as
- * before).
+ * Of the sessions pending in the store (--all), those of documents that
+ * completing would pay for a second time, each with its root: leaves (with
+ * no record of their own) of a Merkle root registered, confirmed by a 409,
+ * or pending and completed by this very run (`register --no-complete`, then
+ * `register --aggregate` over the same documents). And, when a tree file
+ * that cannot be read may hold documents under a root already paid for,
+ * the sessions that are not a readable tree's root: any of them may be one
+ * of those documents, so each fails with that file's error, as `register`
+ * stops (exit 2 while nothing was sent).
  */
-async function underFinishedRoots(store: ServiceStore, hashes: readonly string[]): Promise<Map<string, string>> {
-  const covered = new Map<string, string>();
-  if (hashes.length === 0) return covered;
+async function sessionsNotToComplete(
+  store: ServiceStore,
+  hashes: readonly string[],
+): Promise<{ covered: Map<string, { root: string; pending: boolean }>; blocked: Map<string, StoreError> }> {
+  const covered = new Map<string, { root: string; pending: boolean }>();
+  const blocked = new Map<string, StoreError>();
+  if (hashes.length === 0) return { covered, blocked };
   const trees = await Trees.load(store, { holding: new Set(hashes) });
+  const completing = new Set(hashes);
+  const roots = new Set(trees.all.map((tree) => tree.entry.root));
+  const problem = (await paidRootProblems(store, trees))[0];
   for (const hash of hashes) {
     const place = trees.place(hash);
-    if (place === undefined || (place.tree.state !== 'registered' && place.tree.state !== 'confirmed')) continue;
-    try {
-      if (store.readRecord(hash) === undefined) covered.set(hash, place.tree.entry.root);
-    } catch {
-      // A damaged record file: completing it fails, naming the file.
+    const { state, entry } = place?.tree ?? {};
+    const finished = state === 'registered' || state === 'confirmed';
+    if (place !== undefined && (finished || (state === 'pending' && completing.has(entry!.root)))) {
+      try {
+        if (store.readRecord(hash) === undefined) covered.set(hash, { root: entry!.root, pending: !finished });
+      } catch {
+        // A damaged record file: completing it fails, naming the file.
+      }
+    } else if (problem !== undefined && !roots.has(hash)) {
+      blocked.set(hash, problem);
     }
   }
-  return covered;
+  return { covered, blocked };
 }
 
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */

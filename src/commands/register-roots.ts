@@ -8,15 +8,13 @@
  * twice for it. Undefined: nothing known, the flow's to register.
  */
 import { existsSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
 import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
 import { askAboutRoot } from '../core/manifests.js';
 import type { FlowDeps, Outcome } from '../core/notarize.js';
 import { earlierProof, type ReceiptPlan } from '../core/receipts.js';
 import type { InclusionProof } from '../core/receipt-format.js';
-import { confirmedOf, Trees, type LoadedTree } from '../core/trees.js';
+import { paidRootProblems, Trees, type LoadedTree } from '../core/trees.js';
 import type { StoreError } from '../errors.js';
-import type { ServiceStore } from '../store/service-store.js';
 import { writeManifestFirst } from './manifest-files.js';
 import type { RegisterOptions } from './register-inputs.js';
 
@@ -225,27 +223,4 @@ export class DocumentRoots {
     // Registered, or confirmed: the service answered 409 for the root, whose record this store never got.
     return { state: 'registered' as const, tree, proof };
   }
-}
-
-/**
- * The problems of a store's trees (Trees.load) that may hide a paid root:
- * a record or a session of a root that cannot be read, or a tree of a root
- * the ledger has a record of, the service confirmed (a 409), or whose
- * completion was sent and its answer not read (it may have gone through).
- * A damaged tree of a root never paid for (left pending, dropped) holds no
- * document registered: it stops nothing here.
- */
-async function paidRootProblems(store: ServiceStore, trees: Trees): Promise<StoreError[]> {
-  if (trees.problems.length === 0) return [];
-  const confirmed = await confirmedOf(store, trees);
-  return trees.problems.filter((problem) => {
-    const root = basename(problem.file, '.json');
-    const folder = basename(dirname(problem.file));
-    if (folder === 'ledger' || folder === 'pending' || confirmed.has(root)) return true;
-    try {
-      return store.readRecord(root) !== undefined || store.readPending(root)?.forfaitUnreadAt !== undefined;
-    } catch {
-      return true;
-    }
-  });
 }

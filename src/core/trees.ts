@@ -9,6 +9,7 @@
  * Returns data; never prints, never sends.
  */
 import { randomBytes } from 'node:crypto';
+import { basename, dirname } from 'node:path';
 import {
   jsonWithRows,
   LEAVES_DIGEST,
@@ -249,6 +250,29 @@ export async function confirmedRoots(store: ServiceStore): Promise<Set<string>> 
     if (reasons.some(says409)) confirmed.add(hash);
   }
   return confirmed;
+}
+
+/**
+ * The problems of a store's trees (Trees.load) that may hide a paid root:
+ * a record or a session of a root that cannot be read, or a tree of a root
+ * the ledger has a record of, the service confirmed (a 409), or whose
+ * completion was sent and its answer not read (it may have gone through).
+ * A damaged tree of a root never paid for (left pending, dropped) holds no
+ * document registered: it stops nothing here.
+ */
+export async function paidRootProblems(store: ServiceStore, trees: Trees): Promise<StoreError[]> {
+  if (trees.problems.length === 0) return [];
+  const confirmed = await confirmedOf(store, trees);
+  return trees.problems.filter((problem) => {
+    const root = basename(problem.file, '.json');
+    const folder = basename(dirname(problem.file));
+    if (folder === 'ledger' || folder === 'pending' || confirmed.has(root)) return true;
+    try {
+      return store.readRecord(root) !== undefined || store.readPending(root)?.forfaitUnreadAt !== undefined;
+    } catch {
+      return true;
+    }
+  });
 }
 
 /** Where a tree stands, and its root's record when it is registered. */

@@ -638,10 +638,60 @@ describe('switching between --aggregate and per-document registration never pays
       status: 'skipped',
       reason: `left out: registered under the Merkle root ${root}, so completing its own session would pay a second time`,
     });
-    expect(all.stderr).toContain(`${p} left out: registered under a Merkle root already`);
+    expect(all.stderr).toContain(`${p} left out: registered under a Merkle root, so completing its own session`);
     expect(bed.callsSince(mark).filter((call) => call.path.includes(p))).toEqual([]);
     expect(bed.pendingHashes()).toContain(p);
     expect((await bed.main(['pending', 'drop', p])).code).toBe(0);
+  });
+
+  it('complete --all completes a pending root but not its documents own sessions; a damaged paid tree stops those', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'all-store-')) };
+    const [a, b] = await writeDocs('all-pending', 'complete all', ['a', 'b']);
+    expect((await bed.main(['register', '--no-complete', a!, b!, '--quiet'], { env })).code).toBe(0);
+    const left = await bed.main(['register', '--aggregate', '--no-complete', a!, b!, '--json'], { env });
+    expect(left.code, describeRun(left)).toBe(0);
+    const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
+    const [da, db] = parseResults(left.stdout).map((r) => r.hash!);
+    let mark = bed.mark();
+    const all = await bed.main(['complete', '--all', '--json'], { env });
+    expect(all.code, describeRun(all)).toBe(0);
+    const results = parseResults(all.stdout);
+    expect(results.find((r) => r.hash === pendingRoot)).toMatchObject({ status: 'registered' });
+    for (const hash of [da, db]) {
+      expect(results.find((r) => r.hash === hash)).toMatchObject({
+        status: 'skipped',
+        reason: `left out: registered under the Merkle root ${pendingRoot}, which this run completes, so completing its own session would pay a second time`,
+      });
+    }
+    expect(
+      bed
+        .callsSince(mark)
+        .filter((call) => call.route === 'forfait')
+        .map((call) => call.path.includes(pendingRoot)),
+    ).toEqual([true]);
+
+    // The root's tree damaged: its documents' own sessions may be under a paid root, so they stop (exit 2, nothing sent).
+    const stored = readdirSync(join(env.NOTARIZE_CONFIG_DIR, 'services')).map((service) =>
+      join(env.NOTARIZE_CONFIG_DIR, 'services', service, 'trees', `${pendingRoot}.json`),
+    )[0]!;
+    writeFileSync(stored, '{"broken');
+    mark = bed.mark();
+    const stopped = await bed.main(['complete', '--all', '--json'], { env });
+    expect(stopped.code, describeRun(stopped)).toBe(2);
+    expect(
+      parseResults(stopped.stdout)
+        .map((r) => [r.hash, r.status])
+        .sort(),
+    ).toEqual(
+      [
+        [da, 'failed'],
+        [db, 'failed'],
+      ].sort(),
+    );
+    expect(parseResults(stopped.stdout)[0]!.error).toMatchObject({
+      message: expect.stringContaining(`store file ${stored} is damaged`),
+    });
+    expect(bed.callsSince(mark)).toEqual([]);
   });
 
   it('a damaged record of a document stops --fail-fast before anything is sent; a damaged tree stops any run', async () => {
