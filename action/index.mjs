@@ -14186,7 +14186,7 @@ var init_aggregate = __esmMin((() => {
 	init_manifests();
 	init_notarize();
 	init_trees();
-	CONFIRMED_MESSAGE = "the service answered 409 to an earlier completion of this root (its record was never received); nothing sent";
+	CONFIRMED_MESSAGE = "the service answered 409 for this root before (to its completion, or to a request step once its session was dropped); its record was never received here; nothing sent";
 }));
 // dist/commands/manifest-files.js
 /**
@@ -14198,6 +14198,19 @@ var init_aggregate = __esmMin((() => {
 /** Where the manifest of `root` goes (--receipt-dir). */
 function manifestPath(plan, root) {
 	return join(plan.dir, manifestName(root));
+}
+/**
+* Before anything is sent: the manifest of `root` must be free, or a
+* regular file (replaced); a link or a folder there is refused (exit 2),
+* as for receipts.
+*/
+async function checkManifestPath(plan, root) {
+	const path = manifestPath(plan, root);
+	const info = await lstat(path).catch(() => void 0);
+	if (info && !info.isFile()) throw new UsageError(`the tree manifest ${path} exists and is not a regular file`, {
+		code: "receipt_exists",
+		hint: "remove it and run again, or choose another --receipt-dir"
+	});
 }
 /** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there, never a link). */
 async function writeManifest(plan, tree) {
@@ -16989,14 +17002,7 @@ var init_register_aggregate = __esmMin((() => {
 		async #checkManifests(placements) {
 			const plan = this.#documents.receipts;
 			if (!plan) return;
-			for (const tree of new Set(placements.flatMap((p) => p.tree.adopted ? [] : [p.tree]))) {
-				const path = manifestPath(plan, tree.entry.root);
-				const info = await lstat(path).catch(() => void 0);
-				if (info && !info.isFile()) throw new UsageError(`the tree manifest ${path} exists and is not a regular file`, {
-					code: "receipt_exists",
-					hint: "remove it and run again, or choose another --receipt-dir"
-				});
-			}
+			for (const tree of new Set(placements.flatMap((p) => p.tree.adopted ? [] : [p.tree]))) await checkManifestPath(plan, tree.entry.root);
 		}
 		/**
 		* Writes the manifest of every root of the run this run did not write
@@ -17218,11 +17224,12 @@ var init_register_roots = __esmMin((() => {
 		* description is the one saved with its session; a root has no file).
 		*/
 		#flagsNotForRoots(root) {
-			const { custody, walletName, description } = this.#options;
+			const { custody, walletName, description, signed } = this.#options;
 			const flags = [
 				...description === void 0 ? [] : ["the description"],
 				...custody ? ["--custody"] : [],
-				...walletName === void 0 ? [] : ["--wallet-name"]
+				...walletName === void 0 ? [] : ["--wallet-name"],
+				...signed ? ["--signed"] : []
 			];
 			if (flags.length === 0 || this.#warnedRootFlags) return;
 			this.#warnedRootFlags = true;
@@ -17250,7 +17257,7 @@ var init_register_roots = __esmMin((() => {
 				this.#flagsNotForRoots(root);
 				const plan = this.#receipts;
 				const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree) };
-				done = registerRoot({
+				done = (plan ? checkManifestPath(plan, root) : Promise.resolve()).then(() => registerRoot({
 					...this.#deps,
 					onStep,
 					...manifest
@@ -17258,7 +17265,7 @@ var init_register_roots = __esmMin((() => {
 					signed,
 					blockchain,
 					complete
-				});
+				}));
 				this.#pendingRoots.set(root, done);
 			}
 			const result = await done;

@@ -85,9 +85,9 @@ def main(argv):
     refuse = lambda why: print(shown(why), file=sys.stderr) or 2  # exit 2: nothing was judged
     if len(argv) != 3: return refuse("usage: verify-receipt.py <document|-> <receipt>")
     try:
-        digest = sha256_of(argv[1])
+        where = "standard input" if argv[1] == "-" else argv[1]; digest = sha256_of(argv[1]); where = argv[2]  # what is read
         with open_regular(argv[2]) as receipt_file: text = receipt_file.read(MAX_BYTES + 1)
-    except OSError as error: return refuse("verify-receipt: %s: %s" % (error.filename or "standard input", error.strerror))
+    except OSError as error: return refuse("verify-receipt: %s: %s" % (error.filename or where, error.strerror))
     if len(text) > MAX_BYTES: return refuse("verify-receipt: the receipt from '%s' is larger than %d bytes" % (argv[2], MAX_BYTES))
     try:
         sha256, url = read_receipt(text.decode("utf-8", "replace"))

@@ -4,16 +4,33 @@
  * and by per-document `register` when it completes a pending root
  * (register.ts). What a manifest is for: core/manifests.ts.
  */
+import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ReceiptPlan } from '../core/receipts.js';
 import { manifestName, treeManifestText, type LoadedTree } from '../core/trees.js';
-import { EXIT, NotarizeError } from '../errors.js';
+import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { diskRefused } from '../store/disk.js';
 import { writeFileAtomic } from '../store/files.js';
 
 /** Where the manifest of `root` goes (--receipt-dir). */
 export function manifestPath(plan: ReceiptPlan, root: string): string {
   return join(plan.dir, manifestName(root));
+}
+
+/**
+ * Before anything is sent: the manifest of `root` must be free, or a
+ * regular file (replaced); a link or a folder there is refused (exit 2),
+ * as for receipts.
+ */
+export async function checkManifestPath(plan: ReceiptPlan, root: string): Promise<void> {
+  const path = manifestPath(plan, root);
+  const info = await lstat(path).catch(() => undefined);
+  if (info && !info.isFile()) {
+    throw new UsageError(`the tree manifest ${path} exists and is not a regular file`, {
+      code: 'receipt_exists',
+      hint: 'remove it and run again, or choose another --receipt-dir',
+    });
+  }
 }
 
 /** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there, never a link). */

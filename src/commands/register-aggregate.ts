@@ -4,7 +4,6 @@
  * and a receipt per document carrying its proof to that root.
  */
 import { existsSync } from 'node:fs';
-import { lstat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
@@ -19,7 +18,7 @@ import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
-import { manifestNotWritten, manifestPath, writeManifest, writeManifestFirst } from './manifest-files.js';
+import { checkManifestPath, manifestNotWritten, writeManifest, writeManifestFirst } from './manifest-files.js';
 import {
   displayName,
   TITLE,
@@ -289,14 +288,7 @@ export class Aggregator {
     const plan = this.#documents.receipts;
     if (!plan) return;
     for (const tree of new Set(placements.flatMap((p) => (p.tree.adopted ? [] : [p.tree])))) {
-      const path = manifestPath(plan, tree.entry.root);
-      const info = await lstat(path).catch(() => undefined);
-      if (info && !info.isFile()) {
-        throw new UsageError(`the tree manifest ${path} exists and is not a regular file`, {
-          code: 'receipt_exists',
-          hint: 'remove it and run again, or choose another --receipt-dir',
-        });
-      }
+      await checkManifestPath(plan, tree.entry.root);
     }
   }
 

@@ -15,7 +15,7 @@ import { earlierProof, type ReceiptPlan } from '../core/receipts.js';
 import type { InclusionProof } from '../core/receipt-format.js';
 import { paidRootProblems, Trees, type LoadedTree } from '../core/trees.js';
 import type { StoreError } from '../errors.js';
-import { writeManifestFirst } from './manifest-files.js';
+import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
 import type { RegisterOptions } from './register-inputs.js';
 
 /** The root's outcome, and the document's proof to it. */
@@ -134,11 +134,13 @@ export class DocumentRoots {
    * description is the one saved with its session; a root has no file).
    */
   #flagsNotForRoots(root: string): void {
-    const { custody, walletName, description } = this.#options;
+    const { custody, walletName, description, signed } = this.#options;
     const flags = [
       ...(description === undefined ? [] : ['the description']),
       ...(custody ? ['--custody'] : []),
       ...(walletName === undefined ? [] : ['--wallet-name']),
+      // Sent with the request step, which the root had before this run.
+      ...(signed ? ['--signed'] : []),
     ];
     if (flags.length === 0 || this.#warnedRootFlags) return;
     this.#warnedRootFlags = true;
@@ -169,10 +171,13 @@ export class DocumentRoots {
     if (done === undefined) {
       const { signed, blockchain, complete } = this.#options;
       this.#flagsNotForRoots(root);
-      // With --receipt-dir, its manifest goes there before it is paid for, as an aggregate run's does.
+      // With --receipt-dir, its manifest goes there before it is paid for, as an aggregate run's does
+      // (its place checked first: nothing is sent when it cannot be written).
       const plan = this.#receipts;
       const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree) };
-      done = registerRoot({ ...this.#deps, onStep, ...manifest }, tree, { signed, blockchain, complete });
+      done = (plan ? checkManifestPath(plan, root) : Promise.resolve()).then(() =>
+        registerRoot({ ...this.#deps, onStep, ...manifest }, tree, { signed, blockchain, complete }),
+      );
       this.#pendingRoots.set(root, done);
     }
     const result = await done;

@@ -334,4 +334,5 @@ export function finishedRoot(tree: LoadedTree): Outcome {
 
 /** What an already-registered result says of a root the service confirmed, whose record this store never got. */
 const CONFIRMED_MESSAGE =
-  'the service answered 409 to an earlier completion of this root (its record was never received); nothing sent';
+  'the service answered 409 for this root before (to its completion, or to a request step once its session was dropped); ' +
+  'its record was never received here; nothing sent';

@@ -483,6 +483,35 @@ describe('switching between --aggregate and per-document registration never pays
     expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['forfait']);
   });
 
+  it('a pending root whose manifest cannot be written is not completed: exit 2, nothing sent; --signed is said unused', async () => {
+    const [m] = await writeDocs('pend-manifest', 'pending root, manifest blocked', ['m', 'n']);
+    const left = await bed.main([
+      'register',
+      '--aggregate',
+      '--no-complete',
+      '-r',
+      bed.path('pend-manifest'),
+      '--json',
+    ]);
+    expect(left.code, describeRun(left)).toBe(0);
+    const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
+    const receipts = bed.path('pend-manifest-receipts');
+    mkdirSync(join(receipts, `${pendingRoot}.tree.json`), { recursive: true });
+    let mark = bed.mark();
+    const blocked = await bed.main(['register', m!, '--receipt-dir', receipts, '--json']);
+    expect(blocked.code, describeRun(blocked)).toBe(2);
+    expect(jsonError(blocked.stderr)).toMatchObject({ code: 'receipt_exists' });
+    expect(bed.callsSince(mark)).toEqual([]);
+    rmSync(join(receipts, `${pendingRoot}.tree.json`), { recursive: true });
+    mark = bed.mark();
+    const signed = await bed.main(['register', m!, '--receipt-dir', receipts, '--signed', '--json']);
+    expect(signed.code, describeRun(signed)).toBe(0);
+    expect(signed.stderr).toContain(
+      `--signed is not used for the documents under a pending Merkle root (${pendingRoot} first)`,
+    );
+    expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['forfait']);
+  });
+
   it('a document under a pending root with a session of its own: its own is completed, the root left pending', async () => {
     const own = await bed.write('pend-own/own.txt', 'pending root and own session\n');
     await bed.write('pend-own/other.txt', 'pending root, the other\n');
