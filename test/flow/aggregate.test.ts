@@ -985,7 +985,7 @@ describe('register --aggregate never pays twice, nor lies, when the store or the
     expect(parseResults(third.stdout)[0]).toMatchObject({
       status: 'already-registered',
       record: null,
-      message: expect.stringContaining('answered 409 to an earlier completion'),
+      message: expect.stringContaining('answered 409 for this root before'),
     });
     expect(bed.callsSince(mark)).toEqual([]);
     // verify cannot call it verified (no record here), but says why, not just "unknown".
