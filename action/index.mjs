@@ -13784,7 +13784,7 @@ async function adoptManifests(deps, input, unplaced) {
 			continue;
 		}
 		let said;
-		if (absent.length === MAX_ABSENT_ROOTS) {
+		if (absent.length === 16) {
 			if (!warnedStale) input.warn?.(staleManifests(absent));
 			warnedStale = true;
 			said = {
@@ -13816,7 +13816,7 @@ function recordOf(deps, root) {
 }
 /** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
 function manifestsLeft(file) {
-	return new NotarizeError("manifests_unasked", EXIT.refused, `not registered: the tree manifest ${file} may hold it, but ${MAX_ABSENT_ROOTS} roots asked about were unknown to the service, and no more are asked about in one run`, { hint: "move aside the manifests the warning lists (the service does not have their roots; a re-run asks about the rest), or register the documents anew with --force" });
+	return new NotarizeError("manifests_unasked", EXIT.refused, `not registered: the tree manifest ${file} may hold it, but 16 roots asked about were unknown to the service, and no more are asked about in one run`, { hint: "move aside the manifests the warning lists (the service does not have their roots; a re-run asks about the rest), or register the documents anew with --force" });
 }
 /** The warning naming the manifests whose roots the service does not have: the ones to move aside. */
 function staleManifests(files) {
@@ -13887,7 +13887,7 @@ async function askAbout(deps, entry, input, source = "its manifest in --receipt-
 		};
 	}
 }
-var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MAX_ABSENT_ROOTS, NO_ADOPTIONS;
+var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, NO_ADOPTIONS, ManifestIndex;
 var init_manifests = __esmMin((() => {
 	init_errors();
 	init_service_store();
@@ -13895,11 +13895,71 @@ var init_manifests = __esmMin((() => {
 	init_trees();
 	MANIFEST_BYTES_PER_LEAF = 2048;
 	MANIFEST_LEAVES_PER_DOCUMENT = 4;
-	MAX_ABSENT_ROOTS = 16;
 	NO_ADOPTIONS = {
 		placements: /* @__PURE__ */ new Map(),
 		roots: /* @__PURE__ */ new Map(),
 		sent: false
+	};
+	ManifestIndex = class {
+		#dir;
+		#warn;
+		#byDigest;
+		constructor(dir, warn) {
+			this.#dir = dir;
+			this.#warn = warn;
+		}
+		/** The manifests that list `sha256` among their leaves, newest first. */
+		async holding(sha256) {
+			this.#byDigest ??= this.#read();
+			return (await this.#byDigest).get(sha256) ?? [];
+		}
+		/** The tree of a manifest `holding` gave, checked (its leaves make its root), with the leaf of `sha256`. */
+		placement(manifest, sha256) {
+			const entry = readTreeFile(manifest.file, manifest.root, void 0, {
+				anyOwner: true,
+				exactOnly: true
+			});
+			return {
+				tree: new LoadedTree(entry, { state: "confirmed" }, foldedTree(entry, manifest.file), true),
+				leafIndex: entry.leaves.findIndex((leaf) => leaf.sha256 === sha256)
+			};
+		}
+		async #read() {
+			const byDigest = /* @__PURE__ */ new Map();
+			let names = [];
+			try {
+				names = (await readdir(this.#dir)).filter((name) => manifestRoot(name) !== void 0);
+			} catch {
+				return byDigest;
+			}
+			const found = await Promise.all(names.map(async (name) => {
+				const file = join(this.#dir, name);
+				return {
+					root: manifestRoot(name),
+					file,
+					mtimeMs: (await lstat(file).catch(() => void 0))?.mtimeMs ?? 0
+				};
+			}));
+			const passedOver = [];
+			for (const { root, file } of found.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
+				let digests;
+				try {
+					digests = treeFileDigests(file, { anyOwner: true });
+				} catch {
+					digests = void 0;
+				}
+				if (digests === void 0) {
+					passedOver.push(file);
+					continue;
+				}
+				for (const digest of new Set(digests)) byDigest.set(digest, [...byDigest.get(digest) ?? [], {
+					root,
+					file
+				}]);
+			}
+			if (passedOver.length > 0) this.#warn(`tree manifests passed over (not as notarize writes them, or unreadable): ${passedOver.join(", ")}`);
+			return byDigest;
+		}
 	};
 }));
 // dist/core/aggregate.js
@@ -17108,12 +17168,32 @@ var init_register_aggregate = __esmMin((() => {
 * service asked). Registering it on its own in any of these cases would pay
 * twice for it. Undefined: nothing known, the flow's to register.
 */
+/** A document under `proof.root`, which the service says it has (a 409 to a request step): already registered, no record here. */
+function alreadyUnder(sha256, proof, message) {
+	const service = {
+		message,
+		retiredSession: void 0
+	};
+	return {
+		under: {
+			sha256,
+			proof
+		},
+		outcome: {
+			kind: "already-registered",
+			hash: proof.root,
+			entry: void 0,
+			service
+		}
+	};
+}
 var DocumentRoots;
 var init_register_roots = __esmMin((() => {
 	init_aggregate();
 	init_manifests();
 	init_receipts();
 	init_trees();
+	init_errors();
 	init_manifest_files();
 	DocumentRoots = class {
 		#options;
@@ -17131,8 +17211,12 @@ var init_register_roots = __esmMin((() => {
 		#warnedRootFlags = false;
 		/** The roots tidied (tidyRoot), once each. */
 		#tidied = /* @__PURE__ */ new Map();
-		/** The roots of receipts in --receipt-dir asked about, once each (#underEarlierRoot). */
+		/** The roots of receipts and manifests in --receipt-dir asked about, once each (#underEarlierRoot). */
 		#askedRoots = /* @__PURE__ */ new Map();
+		/** How many of those the service does not have: past MAX_ABSENT_ROOTS, no more manifests are asked about. */
+		#absentRoots = 0;
+		/** The manifests of --receipt-dir, read when a document first needs them. */
+		#manifests;
 		constructor({ options, receipts, baseUrl, deps, onSent }) {
 			this.#options = options;
 			this.#receipts = receipts;
@@ -17170,15 +17254,19 @@ var init_register_roots = __esmMin((() => {
 		}
 		/**
 		* A document this store knows nothing of (no record, no session, under no
-		* tree of its own: a fresh CI runner) whose receipt in --receipt-dir has a
-		* proof to a Merkle root of this service (an earlier `register
-		* --aggregate`): the service is asked about that root, once per run, as
-		* `register --aggregate` asks about a manifest's root. A 409 (read as "it
-		* has it") makes the document already-registered under it, its receipt
-		* left as it is; a root the service does not have (it answers with a
-		* session, dropped unsaved) leaves the document to the flow, which
-		* registers it on its own; an ask without an answer fails the document
-		* rather than pay for it again. --force asks nothing.
+		* tree of its own: a fresh CI runner) that an earlier `register
+		* --aggregate` left evidence of in --receipt-dir: its receipt with a proof
+		* to a root of this service, or a `<root>.tree.json` manifest listing it
+		* (newest first; written before the root was paid for, so it is there even
+		* when the completion's answer was lost). The service is asked about each
+		* such root, once per run, as `register --aggregate` asks about a
+		* manifest's: a 409 (read as "it has it") makes the document
+		* already-registered under it, its receipt left as it is; a root the
+		* service does not have (it answers with a session, dropped unsaved) is
+		* passed over, and with none left the flow registers the document on its
+		* own; an ask without an answer fails the document rather than pay for it
+		* again, as does a manifest left unasked once MAX_ABSENT_ROOTS roots were
+		* unknown to the service. --force asks nothing.
 		*/
 		async #underEarlierRoot(hash, index) {
 			const receipts = this.#receipts;
@@ -17190,33 +17278,41 @@ var init_register_roots = __esmMin((() => {
 				return;
 			}
 			const found = await earlierProof(receipts, index, hash);
-			if (found === void 0 || found.baseUrl !== this.#baseUrl) return void 0;
-			const { proof } = found;
-			let asked = this.#askedRoots.get(proof.root);
+			if (found !== void 0 && found.baseUrl === this.#baseUrl) {
+				const said = await this.#ask(found.proof.root, found.proof.treeSize);
+				if (said.kind === "failed") throw said.error;
+				if (said.kind === "has") return alreadyUnder(hash, found.proof, said.message);
+			}
+			this.#manifests ??= new ManifestIndex(receipts.dir, (message) => this.#options.io.warn(message));
+			for (const manifest of await this.#manifests.holding(hash)) {
+				if (manifest.root === found?.proof.root) continue;
+				let placement;
+				try {
+					placement = this.#manifests.placement(manifest, hash);
+				} catch (error) {
+					if (!(error instanceof StoreError)) throw error;
+					this.#options.io.warn(`a tree manifest was passed over: ${error.message}`);
+					continue;
+				}
+				const { tree, leafIndex } = placement;
+				if (!this.#askedRoots.has(manifest.root) && this.#absentRoots >= 16) throw manifestsLeft(manifest.file);
+				const said = await this.#ask(manifest.root, tree.entry.treeSize);
+				if (said.kind === "failed") throw said.error;
+				if (said.kind === "has") return alreadyUnder(hash, tree.proof(leafIndex, manifest.file), said.message);
+			}
+		}
+		/** What the service says of `root` (askAboutRoot), asked once per run. */
+		async #ask(root, treeSize) {
+			let asked = this.#askedRoots.get(root);
 			if (asked === void 0) {
 				this.#onSent();
-				asked = askAboutRoot(this.#deps, proof.root, proof.treeSize, this.#options);
-				this.#askedRoots.set(proof.root, asked);
+				asked = askAboutRoot(this.#deps, root, treeSize, this.#options).then((said) => {
+					if (said.kind === "absent") this.#absentRoots++;
+					return said;
+				});
+				this.#askedRoots.set(root, asked);
 			}
-			const said = await asked;
-			if (said.kind === "absent") return void 0;
-			if (said.kind === "failed") throw said.error;
-			const service = {
-				message: said.message,
-				retiredSession: void 0
-			};
-			return {
-				under: {
-					sha256: hash,
-					proof
-				},
-				outcome: {
-					kind: "already-registered",
-					hash: proof.root,
-					entry: void 0,
-					service
-				}
-			};
+			return asked;
 		}
 		/**
 		* Said once, when this run completes a pending root: what was asked for
@@ -17333,7 +17429,8 @@ Re-running is safe: a hash already in the ledger is printed, not registered agai
 document under a Merkle root this store registered (--aggregate), with its proof; one under
 a root still pending completes that root (its saved session, one completion for all its
 documents), and on a store without that tree, one whose receipt in --receipt-dir has a proof
-to a root the service says it has (a 409 to a request step) is already-registered under it;
+to a root, or which a <root>.tree.json there lists, is already-registered under that root
+when the service says it has it (a 409 to a request step);
 an --aggregate run leaves out of its tree what this store registered one by one (--force:
 again).
 A 409 from the service is read as "it already has this hash": status already-registered,

@@ -9,12 +9,12 @@
  */
 import { existsSync } from 'node:fs';
 import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
-import { askAboutRoot } from '../core/manifests.js';
+import { askAboutRoot, ManifestIndex, manifestsLeft, MAX_ABSENT_ROOTS } from '../core/manifests.js';
 import type { FlowDeps, Outcome } from '../core/notarize.js';
 import { earlierProof, type ReceiptPlan } from '../core/receipts.js';
 import type { InclusionProof } from '../core/receipt-format.js';
-import { paidRootProblems, Trees, type LoadedTree } from '../core/trees.js';
-import type { StoreError } from '../errors.js';
+import { paidRootProblems, Trees, type LoadedTree, type Placement } from '../core/trees.js';
+import { StoreError } from '../errors.js';
 import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
 import type { RegisterOptions } from './register-inputs.js';
 
@@ -50,8 +50,12 @@ export class DocumentRoots {
   #warnedRootFlags = false;
   /** The roots tidied (tidyRoot), once each. */
   readonly #tidied = new Map<string, Promise<void>>();
-  /** The roots of receipts in --receipt-dir asked about, once each (#underEarlierRoot). */
+  /** The roots of receipts and manifests in --receipt-dir asked about, once each (#underEarlierRoot). */
   readonly #askedRoots = new Map<string, ReturnType<typeof askAboutRoot>>();
+  /** How many of those the service does not have: past MAX_ABSENT_ROOTS, no more manifests are asked about. */
+  #absentRoots = 0;
+  /** The manifests of --receipt-dir, read when a document first needs them. */
+  #manifests: ManifestIndex | undefined;
 
   constructor({ options, receipts, baseUrl, deps, onSent }: DocumentRootsRun) {
     this.#options = options;
@@ -88,15 +92,19 @@ export class DocumentRoots {
 
   /**
    * A document this store knows nothing of (no record, no session, under no
-   * tree of its own: a fresh CI runner) whose receipt in --receipt-dir has a
-   * proof to a Merkle root of this service (an earlier `register
-   * --aggregate`): the service is asked about that root, once per run, as
-   * `register --aggregate` asks about a manifest's root. A 409 (read as "it
-   * has it") makes the document already-registered under it, its receipt
-   * left as it is; a root the service does not have (it answers with a
-   * session, dropped unsaved) leaves the document to the flow, which
-   * registers it on its own; an ask without an answer fails the document
-   * rather than pay for it again. --force asks nothing.
+   * tree of its own: a fresh CI runner) that an earlier `register
+   * --aggregate` left evidence of in --receipt-dir: its receipt with a proof
+   * to a root of this service, or a `<root>.tree.json` manifest listing it
+   * (newest first; written before the root was paid for, so it is there even
+   * when the completion's answer was lost). The service is asked about each
+   * such root, once per run, as `register --aggregate` asks about a
+   * manifest's: a 409 (read as "it has it") makes the document
+   * already-registered under it, its receipt left as it is; a root the
+   * service does not have (it answers with a session, dropped unsaved) is
+   * passed over, and with none left the flow registers the document on its
+   * own; an ask without an answer fails the document rather than pay for it
+   * again, as does a manifest left unasked once MAX_ABSENT_ROOTS roots were
+   * unknown to the service. --force asks nothing.
    */
   async #underEarlierRoot(hash: string, index: number): Promise<Rooted | undefined> {
     const receipts = this.#receipts;
@@ -110,22 +118,46 @@ export class DocumentRoots {
     }
     const found = await earlierProof(receipts, index, hash);
     // Both without a final slash (readReceipt, parseBaseUrl): a receipt of another service is no question for this one.
-    if (found === undefined || found.baseUrl !== this.#baseUrl) return undefined;
-    const { proof } = found;
-    let asked = this.#askedRoots.get(proof.root);
+    if (found !== undefined && found.baseUrl === this.#baseUrl) {
+      const said = await this.#ask(found.proof.root, found.proof.treeSize);
+      if (said.kind === 'failed') throw said.error;
+      if (said.kind === 'has') return alreadyUnder(hash, found.proof, said.message);
+    }
+    // The manifests there that list it (its receipt lost, or never written: a completion whose answer was lost).
+    this.#manifests ??= new ManifestIndex(receipts.dir, (message) => this.#options.io.warn(message));
+    for (const manifest of await this.#manifests.holding(hash)) {
+      if (manifest.root === found?.proof.root) continue;
+      let placement: Placement;
+      try {
+        placement = this.#manifests.placement(manifest, hash);
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        this.#options.io.warn(`a tree manifest was passed over: ${error.message}`);
+        continue;
+      }
+      const { tree, leafIndex } = placement;
+      if (!this.#askedRoots.has(manifest.root) && this.#absentRoots >= MAX_ABSENT_ROOTS) {
+        throw manifestsLeft(manifest.file);
+      }
+      const said = await this.#ask(manifest.root, tree.entry.treeSize);
+      if (said.kind === 'failed') throw said.error;
+      if (said.kind === 'has') return alreadyUnder(hash, tree.proof(leafIndex, manifest.file), said.message);
+    }
+    return undefined;
+  }
+
+  /** What the service says of `root` (askAboutRoot), asked once per run. */
+  async #ask(root: string, treeSize: number): Promise<Awaited<ReturnType<typeof askAboutRoot>>> {
+    let asked = this.#askedRoots.get(root);
     if (asked === undefined) {
       this.#onSent();
-      asked = askAboutRoot(this.#deps, proof.root, proof.treeSize, this.#options);
-      this.#askedRoots.set(proof.root, asked);
+      asked = askAboutRoot(this.#deps, root, treeSize, this.#options).then((said) => {
+        if (said.kind === 'absent') this.#absentRoots++;
+        return said;
+      });
+      this.#askedRoots.set(root, asked);
     }
-    const said = await asked;
-    if (said.kind === 'absent') return undefined;
-    if (said.kind === 'failed') throw said.error;
-    const service = { message: said.message, retiredSession: undefined };
-    return {
-      under: { sha256: hash, proof },
-      outcome: { kind: 'already-registered', hash: proof.root, entry: undefined, service },
-    };
+    return asked;
   }
 
   /**
@@ -228,4 +260,13 @@ export class DocumentRoots {
     // Registered, or confirmed: the service answered 409 for the root, whose record this store never got.
     return { state: 'registered' as const, tree, proof };
   }
+}
+
+/** A document under `proof.root`, which the service says it has (a 409 to a request step): already registered, no record here. */
+function alreadyUnder(sha256: string, proof: InclusionProof, message: string | undefined): Rooted {
+  const service = { message, retiredSession: undefined };
+  return {
+    under: { sha256, proof },
+    outcome: { kind: 'already-registered', hash: proof.root, entry: undefined, service },
+  };
 }

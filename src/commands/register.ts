@@ -87,7 +87,8 @@ Re-running is safe: a hash already in the ledger is printed, not registered agai
 document under a Merkle root this store registered (--aggregate), with its proof; one under
 a root still pending completes that root (its saved session, one completion for all its
 documents), and on a store without that tree, one whose receipt in --receipt-dir has a proof
-to a root the service says it has (a 409 to a request step) is already-registered under it;
+to a root, or which a <root>.tree.json there lists, is already-registered under that root
+when the service says it has it (a 409 to a request step);
 an --aggregate run leaves out of its tree what this store registered one by one (--force:
 again).
 A 409 from the service is read as "it already has this hash": status already-registered,

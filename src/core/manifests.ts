@@ -38,7 +38,7 @@ const MANIFEST_LEAVES_PER_DOCUMENT = 4;
  * they are at most as many as the run's documents, and a release that adds
  * a document per run never finds its oldest ones left out and paid again.
  */
-const MAX_ABSENT_ROOTS = 16;
+export const MAX_ABSENT_ROOTS = 16;
 
 /** What adoptManifests needs of an aggregate run (core/aggregate.ts, AggregateInput). */
 export interface ManifestQuery {
@@ -226,6 +226,72 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
   return adoptions;
 }
 
+/**
+ * The manifests of --receipt-dir by the digests of their leaves, for
+ * per-document `register` on a store without their trees: which manifest's
+ * root may hold a document, newest first. Read once, when first asked:
+ * each manifest scanned as text (treeFileDigests), never parsed unless it
+ * holds a document asked about; one not exactly as notarize writes it is
+ * passed over, and `warn` told once.
+ */
+export class ManifestIndex {
+  readonly #dir: string;
+  readonly #warn: (message: string) => void;
+  #byDigest: Promise<Map<string, { root: string; file: string }[]>> | undefined;
+
+  constructor(dir: string, warn: (message: string) => void) {
+    this.#dir = dir;
+    this.#warn = warn;
+  }
+
+  /** The manifests that list `sha256` among their leaves, newest first. */
+  async holding(sha256: string): Promise<{ root: string; file: string }[]> {
+    this.#byDigest ??= this.#read();
+    return (await this.#byDigest).get(sha256) ?? [];
+  }
+
+  /** The tree of a manifest `holding` gave, checked (its leaves make its root), with the leaf of `sha256`. */
+  placement(manifest: { root: string; file: string }, sha256: string): Placement {
+    const entry = readTreeFile(manifest.file, manifest.root, undefined, { anyOwner: true, exactOnly: true })!;
+    const tree = new LoadedTree(entry, { state: 'confirmed' }, foldedTree(entry, manifest.file), true);
+    return { tree, leafIndex: entry.leaves.findIndex((leaf) => leaf.sha256 === sha256) };
+  }
+
+  async #read(): Promise<Map<string, { root: string; file: string }[]>> {
+    const byDigest = new Map<string, { root: string; file: string }[]>();
+    let names: string[] = [];
+    try {
+      names = (await readdir(this.#dir)).filter((name) => manifestRoot(name) !== undefined);
+    } catch {
+      return byDigest; // No folder (yet): no manifests.
+    }
+    const found = await Promise.all(
+      names.map(async (name) => {
+        const file = join(this.#dir, name);
+        return { root: manifestRoot(name)!, file, mtimeMs: (await lstat(file).catch(() => undefined))?.mtimeMs ?? 0 };
+      }),
+    );
+    const passedOver: string[] = [];
+    for (const { root, file } of found.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
+      let digests: string[] | undefined;
+      try {
+        digests = treeFileDigests(file, { anyOwner: true });
+      } catch {
+        digests = undefined;
+      }
+      if (digests === undefined) {
+        passedOver.push(file);
+        continue;
+      }
+      for (const digest of new Set(digests)) byDigest.set(digest, [...(byDigest.get(digest) ?? []), { root, file }]);
+    }
+    if (passedOver.length > 0) {
+      this.#warn(`tree manifests passed over (not as notarize writes them, or unreadable): ${passedOver.join(', ')}`);
+    }
+    return byDigest;
+  }
+}
+
 /** The ledger's record of `root`, if this store has a readable one (a damaged one: the service is asked, as before). */
 function recordOf(deps: FlowDeps, root: string): LedgerEntry | undefined {
   try {
@@ -237,7 +303,7 @@ function recordOf(deps: FlowDeps, root: string): LedgerEntry | undefined {
 }
 
 /** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
-function manifestsLeft(file: string): NotarizeError {
+export function manifestsLeft(file: string): NotarizeError {
   // Exit 1, not 2: roots were asked about, so something was sent.
   return new NotarizeError(
     'manifests_unasked',

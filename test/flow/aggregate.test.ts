@@ -582,6 +582,32 @@ describe('switching between --aggregate and per-document registration never pays
     ]);
   });
 
+  it('a fresh store registering documents one by one finds their root in a manifest when the aggregate wrote no receipts', async () => {
+    const [a, b] = await writeDocs('lost-answer', 'completion answer lost', ['a', 'b']);
+    const receipts = bed.path('lost-answer-receipts');
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    const lost = await bed.main(['register', '--aggregate', a!, b!, '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'lost-a-')) },
+    });
+    expect(lost.code, describeRun(lost)).toBe(4);
+    // Only the manifest: written before the completion was sent, whose answer never came.
+    const [manifest] = readdirSync(receipts);
+    const lostRoot = manifest!.slice(0, 64);
+    const mark = bed.mark();
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'lost-b-')) };
+    const run = await bed.main(['register', a!, b!, '--receipt-dir', receipts, '--output', 'ndjson'], { env });
+    expect(run.code, describeRun(run)).toBe(0);
+    const results = parseNdjson(run.stdout).sort((x, y) => x.proof!.leafIndex - y.proof!.leafIndex);
+    expect(results).toMatchObject([
+      { status: 'already-registered', record: null, proof: { root: lostRoot, leafIndex: 0 } },
+      { status: 'already-registered', record: null, proof: { root: lostRoot, leafIndex: 1 } },
+    ]);
+    expect(bed.callsSince(mark).map((call) => [call.route, call.status])).toEqual([
+      ['login', 200],
+      ['request', 409],
+    ]);
+  });
+
   it('a receipt whose root the service does not have: the document is registered on its own, its receipt replaced', async () => {
     const sha256 = await bed.write('stale-root/doc.txt', 'a receipt of a root never registered\n');
     const salt = Buffer.alloc(32, 7);
