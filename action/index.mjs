@@ -10625,10 +10625,6 @@ var init_mime = __esmMin((() => {
 	};
 }));
 // dist/core/notarize.js
-/** Whether a `retiredBecause` says the service answered 409: it has the hash. */
-function says409(reason) {
-	return reason.startsWith("forfait answered 409") || reason.startsWith("request answered 409");
-}
 /** Whether `error` is the 409 that says the service already has the hash (see the module comment). */
 function isAlreadyRegistered(error) {
 	return error instanceof ServiceRefusedError && error.status === 409;
@@ -11025,7 +11021,7 @@ async function sendMetadata(deps, input, pending) {
 function isPlainObject(value) {
 	return typeof value === "object" && value !== null && !Array.isArray(value);
 }
-var ANSWERED_409, REQUEST_ANSWERED_409, DEFAULT_LOCK_WAIT_MS, MAX_QUOTED_CHARS;
+var ANSWERED_409, DEFAULT_LOCK_WAIT_MS, MAX_QUOTED_CHARS;
 var init_notarize = __esmMin((() => {
 	init_pages();
 	init_schemas();
@@ -11035,7 +11031,6 @@ var init_notarize = __esmMin((() => {
 	init_lock();
 	init_mime();
 	ANSWERED_409 = "forfait answered 409";
-	REQUEST_ANSWERED_409 = "request answered 409";
 	DEFAULT_LOCK_WAIT_MS = 6e4;
 	MAX_QUOTED_CHARS = 4e3;
 }));
@@ -13415,6 +13410,10 @@ function better(a, b) {
 async function confirmedOf(store, trees) {
 	return trees.confirmed ?? confirmedRoots(store);
 }
+/** Whether a `retiredBecause` says the service answered 409: it has the hash. */
+function says409(reason) {
+	return reason.startsWith("forfait answered 409") || reason.startsWith("request answered 409");
+}
 /** The hashes the service answered 409 for (a session retired, or a root's request step): it has them. */
 async function confirmedRoots(store) {
 	const confirmed = /* @__PURE__ */ new Set();
@@ -13548,7 +13547,7 @@ function treeManifestText(entry) {
 		...entry
 	}, "leaves", LEAVES_DIGEST);
 }
-var LoadedTree, RANK, Trees;
+var LoadedTree, RANK, Trees, REQUEST_ANSWERED_409;
 var init_trees = __esmMin((() => {
 	init_service_store();
 	init_errors();
@@ -13645,6 +13644,7 @@ var init_trees = __esmMin((() => {
 			return this.#byDigest.get(sha256);
 		}
 	};
+	REQUEST_ANSWERED_409 = "request answered 409";
 }));
 // dist/core/manifests.js
 /**

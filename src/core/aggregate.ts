@@ -39,8 +39,8 @@ import {
   type Asked,
   type ManifestQuery,
 } from './manifests.js';
-import { locked, register, REQUEST_ANSWERED_409, type FlowDeps, type Outcome } from './notarize.js';
-import { plantTree, Trees, type LoadedTree, type Placement } from './trees.js';
+import { locked, register, type FlowDeps, type Outcome } from './notarize.js';
+import { plantTree, REQUEST_ANSWERED_409, Trees, type LoadedTree, type Placement } from './trees.js';
 
 /** An aggregate run: its documents and flags (ManifestQuery: those the manifests of --receipt-dir use too). */
 export interface AggregateInput extends ManifestQuery {

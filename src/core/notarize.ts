@@ -77,18 +77,6 @@ export interface ServiceSaysRegistered {
  */
 export const ANSWERED_409 = 'forfait answered 409';
 
-/**
- * How the store keeps a 409 to a Merkle root's request step, when no session
- * was there to put aside (ServiceStore.keepAnswered409; core/aggregate.ts):
- * the service has the root all the same.
- */
-export const REQUEST_ANSWERED_409 = 'request answered 409';
-
-/** Whether a `retiredBecause` says the service answered 409: it has the hash. */
-export function says409(reason: string): boolean {
-  return reason.startsWith(ANSWERED_409) || reason.startsWith(REQUEST_ANSWERED_409);
-}
-
 /** Whether `error` is the 409 that says the service already has the hash (see the module comment). */
 export function isAlreadyRegistered(error: unknown): error is ServiceRefusedError {
   return error instanceof ServiceRefusedError && error.status === 409;
