@@ -209,17 +209,20 @@ function refuseUndecoded(action: Command): void {
       const values = Array.isArray(value) ? value : [value];
       const held = values.find((v): v is string => typeof v === 'string' && v.includes('\uFFFD'));
       const flag = command.options.find((option) => option.attributeName() === key)?.long ?? key;
-      if (held !== undefined) throw undecoded(`${flag} ${held}`);
+      // A base URL may carry a password (refused later, unshown): never echoed.
+      if (held !== undefined) throw undecoded(key === 'baseUrl' ? `the value of ${flag}` : `'${flag} ${held}'`);
     }
   }
   if (DOCUMENT_COMMANDS.has(action.name())) return;
   const held = action.args.find((arg) => arg.includes('\uFFFD'));
-  if (held !== undefined) throw undecoded(held);
+  // `config set` takes the base URL, and may take a secret one day: its values are not echoed.
+  const config = commandPath(action).startsWith('notarize config');
+  if (held !== undefined) throw undecoded(config ? `an argument of \`${commandPath(action)}\`` : `'${held}'`);
 }
 
 function undecoded(given: string): UsageError {
   return new UsageError(
-    `'${given}' holds U+FFFD, which is what bytes of a command line that are not UTF-8 become: ` +
+    `${given} holds U+FFFD, which is what bytes of a command line that are not UTF-8 become: ` +
       'notarize cannot tell what was meant',
     {
       code: 'argument_not_utf8',

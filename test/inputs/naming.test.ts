@@ -323,6 +323,16 @@ describe('names that are not UTF-8: failed, never read as another file', () => {
       expect(run.stdout).toBe('');
     }
     expect(bed.sandbox.calls.length).toBe(calls);
+    // A base URL may carry a password: its value is never echoed.
+    for (const args of [
+      ['--base-url', 'http://user:s3cret@127.0.0.1:1/\uFFFD', 'list'],
+      ['config', 'set', 'baseUrl', 'http://user:s3cret@127.0.0.1:1/\uFFFD'],
+    ]) {
+      const run = await bed.main(args);
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(run.stderr).toContain('holds U+FFFD');
+      expect(run.stderr).not.toContain('s3cret');
+    }
   });
 
   it('bytes that are not UTF-8 in a --files-from value, through a real shell: refused before anything runs', async () => {
