@@ -5,7 +5,7 @@
  * completed in one run: one login, a few at once, one result each.
  */
 import type { Command } from 'commander';
-import { basename } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { parseAnswer, type ApiClient } from '../api/client.js';
@@ -145,8 +145,10 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
     const { covered, blocked } = await sessionsNotToComplete(store, hashes);
     hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
     for (const [hash, { root, pending }] of covered) {
-      const under = pending ? `the Merkle root ${root}, which this run completes` : `the Merkle root ${root}`;
-      const reason = `left out: registered under ${under}, so completing its own session would pay a second time`;
+      const under = pending
+        ? `a leaf of the Merkle root ${root}, pending in this store`
+        : `registered under the Merkle root ${root}`;
+      const reason = `left out: ${under}, so completing its own session would pay a second time`;
       options.items.add(skipped++, itemResult(null, hash, 'skipped', { reason }));
     }
     for (const [hash, error] of blocked) {
@@ -156,7 +158,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
     if (covered.size > 0) {
       const [first] = covered.keys();
       options.io.warn(
-        `${someDocuments(covered.size, first!)} left out: registered under a Merkle root, so completing ` +
+        `${someDocuments(covered.size, first!)} left out: under a Merkle root registered or pending, so completing ` +
           `${covered.size === 1 ? 'its own session' : 'their own sessions'} would pay a second time; drop ` +
           `${covered.size === 1 ? 'it' : 'them'} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`,
       );
@@ -203,11 +205,12 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
  * Of the sessions pending in the store (--all), those of documents that
  * completing would pay for a second time, each with its root: leaves (with
  * no record of their own) of a Merkle root registered, confirmed by a 409,
- * or pending and completed by this very run (`register --no-complete`, then
- * `register --aggregate` over the same documents). And, when a tree file
- * that cannot be read may hold documents under a root already paid for,
- * the sessions that are not a readable tree's root: any of them may be one
- * of those documents, so each fails with that file's error, as `register`
+ * or pending too (`register --no-complete`, then `register --aggregate`
+ * over the same documents): this run completes it, or it waits for its
+ * hash to be named. And, when a tree file that cannot be read may hold
+ * documents under a root already paid for, or one this run completes, the
+ * sessions that are not a readable tree's root: any of them may be one of
+ * those documents, so each fails with that file's error, as `register`
  * stops (exit 2 while nothing was sent).
  */
 async function sessionsNotToComplete(
@@ -219,8 +222,15 @@ async function sessionsNotToComplete(
   if (hashes.length === 0) return { covered, blocked };
   const trees = await Trees.load(store, { holding: new Set(hashes) });
   const completing = new Set(hashes);
-  const roots = new Set(trees.all.map((tree) => tree.entry.root));
-  const problem = (await paidRootProblems(store, trees))[0];
+  // The roots of the store's trees, readable or not: their sessions are roots', not documents'.
+  const treeProblems = trees.problems.filter((problem) => basename(dirname(problem.file)) === 'trees');
+  const roots = new Set([
+    ...trees.all.map((tree) => tree.entry.root),
+    ...treeProblems.map((problem) => basename(problem.file, '.json')),
+  ]);
+  // A damaged tree of a root this run completes may hold these documents too: it pays for them.
+  const ofCompleted = treeProblems.filter((problem) => completing.has(basename(problem.file, '.json')));
+  const problem = [...(await paidRootProblems(store, trees)), ...ofCompleted][0];
   for (const hash of hashes) {
     const place = trees.place(hash);
     const { state, entry } = place?.tree ?? {};
