@@ -13847,15 +13847,16 @@ function adoptedEntry(entry, byDigest, description) {
 }
 /**
 * Asks the service whether it has `root` (see askAbout), for a document
-* whose receipt in --receipt-dir has a proof to that root (per-document
-* register on a store without its tree): the description sent is the
-* root's default one, of `treeSize` documents.
+* whose receipt or a manifest in --receipt-dir (`source`, for the hint of a
+* failed ask) puts it under that root (per-document register on a store
+* without its tree): the description sent is the root's default one, of
+* `treeSize` documents.
 */
-function askAboutRoot(deps, root, treeSize, flags) {
+function askAboutRoot(deps, root, treeSize, flags, source) {
 	return askAbout(deps, {
 		root,
 		description: rootDescription(treeSize)
-	}, flags, "its receipt in --receipt-dir");
+	}, flags, source);
 }
 /**
 * Asks the service whether it has the root of `entry`, with a request step
@@ -13902,10 +13903,14 @@ var init_manifests = __esmMin((() => {
 	};
 	ManifestIndex = class {
 		#dir;
+		/** The largest manifest read: as for register --aggregate, at most MANIFEST_LEAVES_PER_DOCUMENT leaves per document of the run. */
+		#maxBytes;
 		#warn;
 		#byDigest;
-		constructor(dir, warn) {
+		/** `documents`: how many the run has (bounds the manifests read, and so time and memory). */
+		constructor(dir, documents, warn) {
 			this.#dir = dir;
+			this.#maxBytes = 4096 + MANIFEST_BYTES_PER_LEAF * MANIFEST_LEAVES_PER_DOCUMENT * documents;
 			this.#warn = warn;
 		}
 		/** The manifests that list `sha256` among their leaves, newest first. */
@@ -13934,14 +13939,17 @@ var init_manifests = __esmMin((() => {
 			}
 			const found = await Promise.all(names.map(async (name) => {
 				const file = join(this.#dir, name);
+				const info = await lstat(file).catch(() => void 0);
 				return {
 					root: manifestRoot(name),
 					file,
-					mtimeMs: (await lstat(file).catch(() => void 0))?.mtimeMs ?? 0
+					size: info?.size ?? 0,
+					mtimeMs: info?.mtimeMs ?? 0
 				};
 			}));
 			const passedOver = [];
-			for (const { root, file } of found.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
+			const fitting = found.filter(({ size }) => size <= this.#maxBytes);
+			for (const { root, file } of fitting.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
 				let digests;
 				try {
 					digests = treeFileDigests(file, { anyOwner: true });
@@ -17168,25 +17176,6 @@ var init_register_aggregate = __esmMin((() => {
 * service asked). Registering it on its own in any of these cases would pay
 * twice for it. Undefined: nothing known, the flow's to register.
 */
-/** A document under `proof.root`, which the service says it has (a 409 to a request step): already registered, no record here. */
-function alreadyUnder(sha256, proof, message) {
-	const service = {
-		message,
-		retiredSession: void 0
-	};
-	return {
-		under: {
-			sha256,
-			proof
-		},
-		outcome: {
-			kind: "already-registered",
-			hash: proof.root,
-			entry: void 0,
-			service
-		}
-	};
-}
 var DocumentRoots;
 var init_register_roots = __esmMin((() => {
 	init_aggregate();
@@ -17213,8 +17202,10 @@ var init_register_roots = __esmMin((() => {
 		#tidied = /* @__PURE__ */ new Map();
 		/** The roots of receipts and manifests in --receipt-dir asked about, once each (#underEarlierRoot). */
 		#askedRoots = /* @__PURE__ */ new Map();
-		/** How many of those the service does not have: past MAX_ABSENT_ROOTS, no more manifests are asked about. */
-		#absentRoots = 0;
+		/** The manifests whose roots the service does not have: past MAX_ABSENT_ROOTS, no more are asked about. */
+		#absent = [];
+		/** Whether those were listed (staleManifests). */
+		#warnedStale = false;
 		/** The manifests of --receipt-dir, read when a document first needs them. */
 		#manifests;
 		constructor({ options, receipts, baseUrl, deps, onSent }) {
@@ -17223,6 +17214,17 @@ var init_register_roots = __esmMin((() => {
 			this.#baseUrl = baseUrl;
 			this.#deps = deps;
 			this.#onSent = onSent;
+		}
+		/**
+		* What must hold before anything is sent for the document of digest
+		* `hash` (--fail-fast checks every document first): a pending root it is
+		* under, which this run would complete, must have a place for its
+		* manifest in --receipt-dir. Throws UsageError (exit 2) when not.
+		*/
+		async checkBeforeSending(hash) {
+			if (this.#receipts === void 0 || this.#options.force) return;
+			const leaf = await this.#underRoot(hash);
+			if (leaf?.state === "pending") await checkManifestPath(this.#receipts, leaf.tree.entry.root);
 		}
 		/**
 		* The root that answers for document `index` (digest `hash`), and its
@@ -17279,13 +17281,13 @@ var init_register_roots = __esmMin((() => {
 			}
 			const found = await earlierProof(receipts, index, hash);
 			if (found !== void 0 && found.baseUrl === this.#baseUrl) {
-				const said = await this.#ask(found.proof.root, found.proof.treeSize);
+				if (this.#recordOf(found.proof.root)) return this.#under(hash, found.proof, void 0);
+				const said = await this.#ask(found.proof.root, found.proof.treeSize, "its receipt in --receipt-dir");
 				if (said.kind === "failed") throw said.error;
-				if (said.kind === "has") return alreadyUnder(hash, found.proof, said.message);
+				if (said.kind === "has") return this.#under(hash, found.proof, said.message);
 			}
-			this.#manifests ??= new ManifestIndex(receipts.dir, (message) => this.#options.io.warn(message));
+			this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) => this.#options.io.warn(message));
 			for (const manifest of await this.#manifests.holding(hash)) {
-				if (manifest.root === found?.proof.root) continue;
 				let placement;
 				try {
 					placement = this.#manifests.placement(manifest, hash);
@@ -17295,19 +17297,65 @@ var init_register_roots = __esmMin((() => {
 					continue;
 				}
 				const { tree, leafIndex } = placement;
-				if (!this.#askedRoots.has(manifest.root) && this.#absentRoots >= 16) throw manifestsLeft(manifest.file);
-				const said = await this.#ask(manifest.root, tree.entry.treeSize);
+				if (this.#recordOf(manifest.root)) return this.#under(hash, tree.proof(leafIndex, manifest.file), void 0);
+				if (!this.#askedRoots.has(manifest.root) && this.#absent.length >= 16) {
+					if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
+					this.#warnedStale = true;
+					throw manifestsLeft(manifest.file);
+				}
+				const said = await this.#ask(manifest.root, tree.entry.treeSize, "its manifest in --receipt-dir", manifest.file);
 				if (said.kind === "failed") throw said.error;
-				if (said.kind === "has") return alreadyUnder(hash, tree.proof(leafIndex, manifest.file), said.message);
+				if (said.kind === "has") return this.#under(hash, tree.proof(leafIndex, manifest.file), said.message);
 			}
 		}
-		/** What the service says of `root` (askAboutRoot), asked once per run. */
-		async #ask(root, treeSize) {
+		/**
+		* A document under `proof.root`, which this store has the record of
+		* (completed here with `complete --session`, its tree never here: its
+		* receipt is written) or the service says it has (a 409 to a request
+		* step): already registered.
+		*/
+		#under(sha256, proof, message) {
+			const entry = this.#recordOf(proof.root);
+			const outcome = entry ? {
+				kind: "already-registered",
+				hash: proof.root,
+				entry
+			} : {
+				kind: "already-registered",
+				hash: proof.root,
+				entry: void 0,
+				service: {
+					message,
+					retiredSession: void 0
+				}
+			};
+			return {
+				under: {
+					sha256,
+					proof
+				},
+				outcome
+			};
+		}
+		/** This store's record of `root`, if it has a readable one (a damaged one: the service is asked, as before). */
+		#recordOf(root) {
+			try {
+				return this.#deps.store.readRecord(root);
+			} catch {
+				return;
+			}
+		}
+		/**
+		* What the service says of `root` (askAboutRoot), asked once per run;
+		* `source`: what named it, for an error's hint; `file`: its manifest, listed
+		* in the warning once too many roots were unknown to the service.
+		*/
+		async #ask(root, treeSize, source, file) {
 			let asked = this.#askedRoots.get(root);
 			if (asked === void 0) {
 				this.#onSent();
-				asked = askAboutRoot(this.#deps, root, treeSize, this.#options).then((said) => {
-					if (said.kind === "absent") this.#absentRoots++;
+				asked = askAboutRoot(this.#deps, root, treeSize, this.#options, source).then((said) => {
+					if (said.kind === "absent" && file !== void 0) this.#absent.push(file);
 					return said;
 				});
 				this.#askedRoots.set(root, asked);
@@ -17827,7 +17875,10 @@ var init_register = __esmMin((() => {
 				this.#showProgress();
 			}
 			const { receipts } = this.#documents;
-			if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);
+			if (receipts) {
+				await checkBeforeSending(receipts, index, input.hash, options.force);
+				await this.#roots.checkBeforeSending(input.hash);
+			}
 			return input;
 		}
 		/** Registers a document checked by #check (or finds it under a root of this store), and writes its receipt. */
@@ -18303,7 +18354,7 @@ async function runCompleteMany(options) {
 		const { covered, blocked } = await sessionsNotToComplete(store, hashes);
 		hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
 		for (const [hash, { root, pending }] of covered) {
-			const reason = `left out: registered under ${pending ? `the Merkle root ${root}, which this run completes` : `the Merkle root ${root}`}, so completing its own session would pay a second time`;
+			const reason = `left out: ${pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`}, so completing its own session would pay a second time`;
 			options.items.add(skipped++, itemResult(null, hash, "skipped", { reason }));
 		}
 		for (const [hash, error] of blocked) {
@@ -18312,7 +18363,7 @@ async function runCompleteMany(options) {
 		}
 		if (covered.size > 0) {
 			const [first] = covered.keys();
-			options.io.warn(`${someDocuments(covered.size, first)} left out: registered under a Merkle root, so completing ${covered.size === 1 ? "its own session" : "their own sessions"} would pay a second time; drop ${covered.size === 1 ? "it" : "them"} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`);
+			options.io.warn(`${someDocuments(covered.size, first)} left out: under a Merkle root registered or pending, so completing ${covered.size === 1 ? "its own session" : "their own sessions"} would pay a second time; drop ${covered.size === 1 ? "it" : "them"} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`);
 		}
 	}
 	if (options.all && hashes.length === 0 && skipped === 0) options.io.warn(`no session is pending in this store (${store.dir}): if the registrations were made on another machine or with another NOTARIZE_CONFIG_DIR, complete them there, or here with --session`);
@@ -18354,11 +18405,12 @@ async function runCompleteMany(options) {
 * Of the sessions pending in the store (--all), those of documents that
 * completing would pay for a second time, each with its root: leaves (with
 * no record of their own) of a Merkle root registered, confirmed by a 409,
-* or pending and completed by this very run (`register --no-complete`, then
-* `register --aggregate` over the same documents). And, when a tree file
-* that cannot be read may hold documents under a root already paid for,
-* the sessions that are not a readable tree's root: any of them may be one
-* of those documents, so each fails with that file's error, as `register`
+* or pending too (`register --no-complete`, then `register --aggregate`
+* over the same documents): this run completes it, or it waits for its
+* hash to be named. And, when a tree file that cannot be read may hold
+* documents under a root already paid for, or one this run completes, the
+* sessions that are not a readable tree's root: any of them may be one of
+* those documents, so each fails with that file's error, as `register`
 * stops (exit 2 while nothing was sent).
 */
 async function sessionsNotToComplete(store, hashes) {
@@ -18370,8 +18422,10 @@ async function sessionsNotToComplete(store, hashes) {
 	};
 	const trees = await Trees.load(store, { holding: new Set(hashes) });
 	const completing = new Set(hashes);
-	const roots = new Set(trees.all.map((tree) => tree.entry.root));
-	const problem = (await paidRootProblems(store, trees))[0];
+	const treeProblems = trees.problems.filter((problem) => basename(dirname(problem.file)) === "trees");
+	const roots = /* @__PURE__ */ new Set([...trees.all.map((tree) => tree.entry.root), ...treeProblems.map((problem) => basename(problem.file, ".json"))]);
+	const ofCompleted = treeProblems.filter((problem) => completing.has(basename(problem.file, ".json")));
+	const problem = [...await paidRootProblems(store, trees), ...ofCompleted][0];
 	for (const hash of hashes) {
 		const place = trees.place(hash);
 		const { state, entry } = place?.tree ?? {};
@@ -37060,14 +37114,15 @@ function refuseUndecoded(action) {
 		if (key === "description") continue;
 		const held = (Array.isArray(value) ? value : [value]).find((v) => typeof v === "string" && v.includes("�"));
 		const flag = command.options.find((option) => option.attributeName() === key)?.long ?? key;
-		if (held !== void 0) throw undecoded(`${flag} ${held}`);
+		if (held !== void 0) throw undecoded(key === "baseUrl" ? `the value of ${flag}` : `'${flag} ${held}'`);
 	}
 	if (DOCUMENT_COMMANDS.has(action.name())) return;
 	const held = action.args.find((arg) => arg.includes("�"));
-	if (held !== void 0) throw undecoded(held);
+	const config = commandPath(action).startsWith("notarize config");
+	if (held !== void 0) throw undecoded(config ? `an argument of \`${commandPath(action)}\`` : `'${held}'`);
 }
 function undecoded(given) {
-	return new UsageError(`'${given}' holds U+FFFD, which is what bytes of a command line that are not UTF-8 become: notarize cannot tell what was meant`, {
+	return new UsageError(`${given} holds U+FFFD, which is what bytes of a command line that are not UTF-8 become: notarize cannot tell what was meant`, {
 		code: "argument_not_utf8",
 		hint: "give it again in UTF-8: a file or folder so named must be renamed (a document can also be listed in --files-from, read strictly)"
 	});

@@ -9,7 +9,7 @@
  */
 import { existsSync } from 'node:fs';
 import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
-import { askAboutRoot, ManifestIndex, manifestsLeft, MAX_ABSENT_ROOTS } from '../core/manifests.js';
+import { askAboutRoot, ManifestIndex, manifestsLeft, MAX_ABSENT_ROOTS, staleManifests } from '../core/manifests.js';
 import type { FlowDeps, Outcome } from '../core/notarize.js';
 import { earlierProof, type ReceiptPlan } from '../core/receipts.js';
 import type { InclusionProof } from '../core/receipt-format.js';
@@ -52,8 +52,10 @@ export class DocumentRoots {
   readonly #tidied = new Map<string, Promise<void>>();
   /** The roots of receipts and manifests in --receipt-dir asked about, once each (#underEarlierRoot). */
   readonly #askedRoots = new Map<string, ReturnType<typeof askAboutRoot>>();
-  /** How many of those the service does not have: past MAX_ABSENT_ROOTS, no more manifests are asked about. */
-  #absentRoots = 0;
+  /** The manifests whose roots the service does not have: past MAX_ABSENT_ROOTS, no more are asked about. */
+  readonly #absent: string[] = [];
+  /** Whether those were listed (staleManifests). */
+  #warnedStale = false;
   /** The manifests of --receipt-dir, read when a document first needs them. */
   #manifests: ManifestIndex | undefined;
 
@@ -63,6 +65,18 @@ export class DocumentRoots {
     this.#baseUrl = baseUrl;
     this.#deps = deps;
     this.#onSent = onSent;
+  }
+
+  /**
+   * What must hold before anything is sent for the document of digest
+   * `hash` (--fail-fast checks every document first): a pending root it is
+   * under, which this run would complete, must have a place for its
+   * manifest in --receipt-dir. Throws UsageError (exit 2) when not.
+   */
+  async checkBeforeSending(hash: string): Promise<void> {
+    if (this.#receipts === undefined || this.#options.force) return;
+    const leaf = await this.#underRoot(hash);
+    if (leaf?.state === 'pending') await checkManifestPath(this.#receipts, leaf.tree.entry.root);
   }
 
   /**
@@ -119,14 +133,17 @@ export class DocumentRoots {
     const found = await earlierProof(receipts, index, hash);
     // Both without a final slash (readReceipt, parseBaseUrl): a receipt of another service is no question for this one.
     if (found !== undefined && found.baseUrl === this.#baseUrl) {
-      const said = await this.#ask(found.proof.root, found.proof.treeSize);
+      // Its root's record here (completed with `complete --session`, its tree never here): nothing to ask.
+      if (this.#recordOf(found.proof.root)) return this.#under(hash, found.proof, undefined);
+      const said = await this.#ask(found.proof.root, found.proof.treeSize, 'its receipt in --receipt-dir');
       if (said.kind === 'failed') throw said.error;
-      if (said.kind === 'has') return alreadyUnder(hash, found.proof, said.message);
+      if (said.kind === 'has') return this.#under(hash, found.proof, said.message);
     }
     // The manifests there that list it (its receipt lost, or never written: a completion whose answer was lost).
-    this.#manifests ??= new ManifestIndex(receipts.dir, (message) => this.#options.io.warn(message));
+    this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) =>
+      this.#options.io.warn(message),
+    );
     for (const manifest of await this.#manifests.holding(hash)) {
-      if (manifest.root === found?.proof.root) continue;
       let placement: Placement;
       try {
         placement = this.#manifests.placement(manifest, hash);
@@ -136,23 +153,64 @@ export class DocumentRoots {
         continue;
       }
       const { tree, leafIndex } = placement;
-      if (!this.#askedRoots.has(manifest.root) && this.#absentRoots >= MAX_ABSENT_ROOTS) {
+      if (this.#recordOf(manifest.root)) return this.#under(hash, tree.proof(leafIndex, manifest.file), undefined);
+      if (!this.#askedRoots.has(manifest.root) && this.#absent.length >= MAX_ABSENT_ROOTS) {
+        // Once: the manifests to move aside are those the service said it does not have.
+        if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
+        this.#warnedStale = true;
         throw manifestsLeft(manifest.file);
       }
-      const said = await this.#ask(manifest.root, tree.entry.treeSize);
+      const said = await this.#ask(manifest.root, tree.entry.treeSize, 'its manifest in --receipt-dir', manifest.file);
       if (said.kind === 'failed') throw said.error;
-      if (said.kind === 'has') return alreadyUnder(hash, tree.proof(leafIndex, manifest.file), said.message);
+      if (said.kind === 'has') return this.#under(hash, tree.proof(leafIndex, manifest.file), said.message);
     }
     return undefined;
   }
 
-  /** What the service says of `root` (askAboutRoot), asked once per run. */
-  async #ask(root: string, treeSize: number): Promise<Awaited<ReturnType<typeof askAboutRoot>>> {
+  /**
+   * A document under `proof.root`, which this store has the record of
+   * (completed here with `complete --session`, its tree never here: its
+   * receipt is written) or the service says it has (a 409 to a request
+   * step): already registered.
+   */
+  #under(sha256: string, proof: InclusionProof, message: string | undefined): Rooted {
+    const entry = this.#recordOf(proof.root);
+    const outcome: Outcome = entry
+      ? { kind: 'already-registered', hash: proof.root, entry }
+      : {
+          kind: 'already-registered',
+          hash: proof.root,
+          entry: undefined,
+          service: { message, retiredSession: undefined },
+        };
+    return { under: { sha256, proof }, outcome };
+  }
+
+  /** This store's record of `root`, if it has a readable one (a damaged one: the service is asked, as before). */
+  #recordOf(root: string) {
+    try {
+      return this.#deps.store.readRecord(root);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * What the service says of `root` (askAboutRoot), asked once per run;
+   * `source`: what named it, for an error's hint; `file`: its manifest, listed
+   * in the warning once too many roots were unknown to the service.
+   */
+  async #ask(
+    root: string,
+    treeSize: number,
+    source: string,
+    file?: string,
+  ): Promise<Awaited<ReturnType<typeof askAboutRoot>>> {
     let asked = this.#askedRoots.get(root);
     if (asked === undefined) {
       this.#onSent();
-      asked = askAboutRoot(this.#deps, root, treeSize, this.#options).then((said) => {
-        if (said.kind === 'absent') this.#absentRoots++;
+      asked = askAboutRoot(this.#deps, root, treeSize, this.#options, source).then((said) => {
+        if (said.kind === 'absent' && file !== undefined) this.#absent.push(file);
         return said;
       });
       this.#askedRoots.set(root, asked);
@@ -260,13 +318,4 @@ export class DocumentRoots {
     // Registered, or confirmed: the service answered 409 for the root, whose record this store never got.
     return { state: 'registered' as const, tree, proof };
   }
-}
-
-/** A document under `proof.root`, which the service says it has (a 409 to a request step): already registered, no record here. */
-function alreadyUnder(sha256: string, proof: InclusionProof, message: string | undefined): Rooted {
-  const service = { message, retiredSession: undefined };
-  return {
-    under: { sha256, proof },
-    outcome: { kind: 'already-registered', hash: proof.root, entry: undefined, service },
-  };
 }

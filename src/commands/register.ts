@@ -383,7 +383,10 @@ class Registrar {
       this.#showProgress();
     }
     const { receipts } = this.#documents;
-    if (receipts) await checkBeforeSending(receipts, index, input.hash, options.force);
+    if (receipts) {
+      await checkBeforeSending(receipts, index, input.hash, options.force);
+      await this.#roots.checkBeforeSending(input.hash);
+    }
     return input;
   }
 

@@ -236,11 +236,15 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
  */
 export class ManifestIndex {
   readonly #dir: string;
+  /** The largest manifest read: as for register --aggregate, at most MANIFEST_LEAVES_PER_DOCUMENT leaves per document of the run. */
+  readonly #maxBytes: number;
   readonly #warn: (message: string) => void;
   #byDigest: Promise<Map<string, { root: string; file: string }[]>> | undefined;
 
-  constructor(dir: string, warn: (message: string) => void) {
+  /** `documents`: how many the run has (bounds the manifests read, and so time and memory). */
+  constructor(dir: string, documents: number, warn: (message: string) => void) {
     this.#dir = dir;
+    this.#maxBytes = 4096 + MANIFEST_BYTES_PER_LEAF * MANIFEST_LEAVES_PER_DOCUMENT * documents;
     this.#warn = warn;
   }
 
@@ -268,11 +272,13 @@ export class ManifestIndex {
     const found = await Promise.all(
       names.map(async (name) => {
         const file = join(this.#dir, name);
-        return { root: manifestRoot(name)!, file, mtimeMs: (await lstat(file).catch(() => undefined))?.mtimeMs ?? 0 };
+        const info = await lstat(file).catch(() => undefined);
+        return { root: manifestRoot(name)!, file, size: info?.size ?? 0, mtimeMs: info?.mtimeMs ?? 0 };
       }),
     );
     const passedOver: string[] = [];
-    for (const { root, file } of found.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
+    const fitting = found.filter(({ size }) => size <= this.#maxBytes); // else too many leaves for this run
+    for (const { root, file } of fitting.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
       let digests: string[] | undefined;
       try {
         digests = treeFileDigests(file, { anyOwner: true });
@@ -319,7 +325,7 @@ export function manifestsLeft(file: string): NotarizeError {
 }
 
 /** The warning naming the manifests whose roots the service does not have: the ones to move aside. */
-function staleManifests(files: readonly string[]): string {
+export function staleManifests(files: readonly string[]): string {
   return (
     `the service does not have the roots of these ${files.length} tree manifests (runs that never registered ` +
     `them); no more are asked about in this run: ${files.join(', ')}`
@@ -350,17 +356,19 @@ function adoptedEntry(
 
 /**
  * Asks the service whether it has `root` (see askAbout), for a document
- * whose receipt in --receipt-dir has a proof to that root (per-document
- * register on a store without its tree): the description sent is the
- * root's default one, of `treeSize` documents.
+ * whose receipt or a manifest in --receipt-dir (`source`, for the hint of a
+ * failed ask) puts it under that root (per-document register on a store
+ * without its tree): the description sent is the root's default one, of
+ * `treeSize` documents.
  */
 export function askAboutRoot(
   deps: FlowDeps,
   root: string,
   treeSize: number,
   flags: Pick<ManifestQuery, 'signed' | 'blockchain'>,
+  source: string,
 ): Promise<Asked | { kind: 'absent' }> {
-  return askAbout(deps, { root, description: rootDescription(treeSize) }, flags, 'its receipt in --receipt-dir');
+  return askAbout(deps, { root, description: rootDescription(treeSize) }, flags, source);
 }
 
 /**

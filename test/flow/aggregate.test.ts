@@ -608,6 +608,42 @@ describe('switching between --aggregate and per-document registration never pays
     ]);
   });
 
+  it('a receipt naming another service does not keep a manifest of the same root from being asked about', async () => {
+    const receipts = mkdtempSync(join(bed.root, 'other-url-receipts-'));
+    cpSync(bed.path('receipts'), receipts, { recursive: true });
+    const file = join(receipts, `${NAMES[7]}.notarization.json`);
+    const elsewhere = 'http://127.0.0.1:1';
+    writeFileSync(file, readFileSync(file, 'utf8').replaceAll(bed.url, elsewhere));
+    expect(readFileSync(file, 'utf8')).toContain(`"verificationUrl": "${elsewhere}/verification/${root}"`);
+    const mark = bed.mark();
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'other-url-store-')) };
+    const run = await bed.main(['register', bed.path(`dist/${NAMES[7]}`), '--receipt-dir', receipts, '--json'], {
+      env,
+    });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).toContain(`${digests[NAMES[7]!]} is leaf 7 under the Merkle root ${root}`);
+    expect(bed.callsSince(mark).map((call) => [call.route, call.status])).toEqual([
+      ['login', 200],
+      ['request', 409],
+    ]);
+  });
+
+  it("a store with the root's record but not its tree: the receipt is written from that record, nothing asked", async () => {
+    const store = mkdtempSync(join(bed.root, 'record-no-tree-'));
+    cpSync(bed.storeDir, store, { recursive: true });
+    rmSync(join(storePaths(store, bed.url).service, 'trees', `${root}.json`));
+    const receipts = mkdtempSync(join(bed.root, 'record-no-tree-receipts-'));
+    cpSync(bed.path('receipts'), receipts, { recursive: true });
+    const mark = bed.mark();
+    const run = await bed.main(['register', bed.path(`dist/${NAMES[8]}`), '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: store },
+    });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).toContain(`${digests[NAMES[8]!]} is already registered: leaf 8 under the Merkle root ${root}`);
+    expect(bed.callsSince(mark)).toEqual([]);
+    expect(receiptOf(NAMES[8]!, receipts).proof).toMatchObject({ root, leafIndex: 8 });
+  });
+
   it('a receipt whose root the service does not have: the document is registered on its own, its receipt replaced', async () => {
     const sha256 = await bed.write('stale-root/doc.txt', 'a receipt of a root never registered\n');
     const salt = Buffer.alloc(32, 7);
@@ -693,7 +729,9 @@ describe('switching between --aggregate and per-document registration never pays
       status: 'skipped',
       reason: `left out: registered under the Merkle root ${root}, so completing its own session would pay a second time`,
     });
-    expect(all.stderr).toContain(`${p} left out: registered under a Merkle root, so completing its own session`);
+    expect(all.stderr).toContain(
+      `${p} left out: under a Merkle root registered or pending, so completing its own session`,
+    );
     expect(bed.callsSince(mark).filter((call) => call.path.includes(p))).toEqual([]);
     expect(bed.pendingHashes()).toContain(p);
     expect((await bed.main(['pending', 'drop', p])).code).toBe(0);
@@ -715,7 +753,7 @@ describe('switching between --aggregate and per-document registration never pays
     for (const hash of [da, db]) {
       expect(results.find((r) => r.hash === hash)).toMatchObject({
         status: 'skipped',
-        reason: `left out: registered under the Merkle root ${pendingRoot}, which this run completes, so completing its own session would pay a second time`,
+        reason: `left out: a leaf of the Merkle root ${pendingRoot}, pending in this store, so completing its own session would pay a second time`,
       });
     }
     expect(
@@ -746,6 +784,49 @@ describe('switching between --aggregate and per-document registration never pays
     expect(parseResults(stopped.stdout)[0]!.error).toMatchObject({
       message: expect.stringContaining(`store file ${stored} is damaged`),
     });
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
+  it("complete --all does not complete documents' own sessions beside the damaged tree of a root it completes", async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'all-damaged-')) };
+    const [a, b] = await writeDocs('all-damaged', 'complete all, damaged pending tree', ['a', 'b']);
+    expect((await bed.main(['register', '--no-complete', a!, b!, '--quiet'], { env })).code).toBe(0);
+    const left = await bed.main(['register', '--aggregate', '--no-complete', a!, b!, '--json'], { env });
+    expect(left.code, describeRun(left)).toBe(0);
+    const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
+    writeFileSync(join(storePaths(env.NOTARIZE_CONFIG_DIR, bed.url).service, 'trees', `${pendingRoot}.json`), '{"cut');
+    const mark = bed.mark();
+    const all = await bed.main(['complete', '--all', '--json'], { env });
+    expect(all.code, describeRun(all)).toBe(1);
+    const results = parseResults(all.stdout);
+    expect(results.find((r) => r.hash === pendingRoot)).toMatchObject({ status: 'registered' });
+    expect(results.filter((r) => r.status === 'failed')).toHaveLength(2);
+    const forfaits = bed.callsSince(mark).filter((call) => call.route === 'forfait');
+    expect(forfaits.map((call) => call.path.includes(pendingRoot))).toEqual([true]);
+  });
+
+  it('--fail-fast checks the manifest place of a pending root before anything is sent', async () => {
+    const [p1] = await writeDocs('ff-manifest', 'fail-fast, pending root', ['p1', 'p2']);
+    const [fresh] = await writeDocs('ff-fresh', 'fail-fast, on its own', ['n1']);
+    const left = await bed.main(['register', '--aggregate', '--no-complete', '-r', bed.path('ff-manifest'), '--json']);
+    expect(left.code, describeRun(left)).toBe(0);
+    const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
+    onTestFinished(async () => void (await bed.main(['pending', 'drop', pendingRoot])));
+    const receipts = bed.path('ff-receipts');
+    mkdirSync(join(receipts, `${pendingRoot}.tree.json`), { recursive: true });
+    const mark = bed.mark();
+    const run = await bed.main([
+      'register',
+      '-j',
+      '1',
+      '--fail-fast',
+      '--receipt-dir',
+      receipts,
+      fresh!,
+      p1!,
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(2);
     expect(bed.callsSince(mark)).toEqual([]);
   });
 
