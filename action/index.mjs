@@ -13442,6 +13442,48 @@ async function paidRootProblems(store, trees) {
 		}
 	});
 }
+/**
+* Of the sessions pending in the store (`complete --all`, `pending`), those
+* of documents that completing would pay for a second time, each with its root: leaves (with
+* no record of their own) of a Merkle root registered, confirmed by a 409,
+* or pending too (`register --no-complete`, then `register --aggregate`
+* over the same documents): this run completes it, or it waits for its
+* hash to be named. And, when a tree file that cannot be read may hold
+* documents under a root already paid for, or one this run completes, the
+* sessions that are not a readable tree's root: any of them may be one of
+* those documents, so each fails with that file's error, as `register`
+* stops (exit 2 while nothing was sent).
+*/
+async function sessionsUnderRoots(store, hashes) {
+	const covered = /* @__PURE__ */ new Map();
+	const blocked = /* @__PURE__ */ new Map();
+	if (hashes.length === 0) return {
+		covered,
+		blocked
+	};
+	const trees = await Trees.load(store, { holding: new Set(hashes) });
+	const completing = new Set(hashes);
+	const treeProblems = trees.problems.filter((problem) => basename(dirname(problem.file)) === "trees");
+	const roots = /* @__PURE__ */ new Set([...trees.all.map((tree) => tree.entry.root), ...treeProblems.map((problem) => basename(problem.file, ".json"))]);
+	const ofCompleted = treeProblems.filter((problem) => completing.has(basename(problem.file, ".json")));
+	const problem = [...await paidRootProblems(store, trees), ...ofCompleted][0];
+	for (const hash of hashes) {
+		const place = trees.place(hash);
+		const { state, entry } = place?.tree ?? {};
+		const finished = state === "registered" || state === "confirmed";
+		if (place !== void 0 && (finished || state === "pending" && completing.has(entry.root))) try {
+			if (store.readRecord(hash) === void 0) covered.set(hash, {
+				root: entry.root,
+				pending: !finished
+			});
+		} catch {}
+		else if (problem !== void 0 && !roots.has(hash)) blocked.set(hash, problem);
+	}
+	return {
+		covered,
+		blocked
+	};
+}
 /** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
 function standingOf(store, root, retired) {
 	const record = store.readRecord(root);
@@ -18264,7 +18306,7 @@ var complete_exports = /* @__PURE__ */ __exportAll({
 	runCompleteMany: () => runCompleteMany
 });
 function configure$11(command, context) {
-	command.argument("[hash...]", "SHA-256 digest of each registration to complete (64 hex digits)").option("--all", "complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor one of a document already under a registered Merkle root: name its hash)").option("--session <file|->", "take the subscription session JSON from a file or standard input (one hash)").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
+	command.argument("[hash...]", "SHA-256 digest of each registration to complete (64 hex digits)").option("--all", "complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor the own session of a document under a Merkle root registered or pending: name its hash)").option("--session <file|->", "take the subscription session JSON from a file or standard input (one hash)").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
 A 409 is read as "the service already has this hash" (an assumption: its status codes are
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
@@ -18351,7 +18393,7 @@ async function runCompleteMany(options) {
 	let skipped = 0;
 	const tally = new FailureTally();
 	if (options.all) {
-		const { covered, blocked } = await sessionsNotToComplete(store, hashes);
+		const { covered, blocked } = await sessionsUnderRoots(store, hashes);
 		hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
 		for (const [hash, { root, pending }] of covered) {
 			const reason = `left out: ${pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`}, so completing its own session would pay a second time`;
@@ -18401,48 +18443,6 @@ async function runCompleteMany(options) {
 		...failure ? { failure } : {}
 	};
 }
-/**
-* Of the sessions pending in the store (--all), those of documents that
-* completing would pay for a second time, each with its root: leaves (with
-* no record of their own) of a Merkle root registered, confirmed by a 409,
-* or pending too (`register --no-complete`, then `register --aggregate`
-* over the same documents): this run completes it, or it waits for its
-* hash to be named. And, when a tree file that cannot be read may hold
-* documents under a root already paid for, or one this run completes, the
-* sessions that are not a readable tree's root: any of them may be one of
-* those documents, so each fails with that file's error, as `register`
-* stops (exit 2 while nothing was sent).
-*/
-async function sessionsNotToComplete(store, hashes) {
-	const covered = /* @__PURE__ */ new Map();
-	const blocked = /* @__PURE__ */ new Map();
-	if (hashes.length === 0) return {
-		covered,
-		blocked
-	};
-	const trees = await Trees.load(store, { holding: new Set(hashes) });
-	const completing = new Set(hashes);
-	const treeProblems = trees.problems.filter((problem) => basename(dirname(problem.file)) === "trees");
-	const roots = /* @__PURE__ */ new Set([...trees.all.map((tree) => tree.entry.root), ...treeProblems.map((problem) => basename(problem.file, ".json"))]);
-	const ofCompleted = treeProblems.filter((problem) => completing.has(basename(problem.file, ".json")));
-	const problem = [...await paidRootProblems(store, trees), ...ofCompleted][0];
-	for (const hash of hashes) {
-		const place = trees.place(hash);
-		const { state, entry } = place?.tree ?? {};
-		const finished = state === "registered" || state === "confirmed";
-		if (place !== void 0 && (finished || state === "pending" && completing.has(entry.root))) try {
-			if (store.readRecord(hash) === void 0) covered.set(hash, {
-				root: entry.root,
-				pending: !finished
-			});
-		} catch {}
-		else if (problem !== void 0 && !roots.has(hash)) blocked.set(hash, problem);
-	}
-	return {
-		covered,
-		blocked
-	};
-}
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */
 async function pendingHashes(store) {
 	const { entries, problems } = await store.listPending();
@@ -18478,16 +18478,19 @@ var pending_exports = /* @__PURE__ */ __exportAll({
 	runPendingDrop: () => runPendingDrop
 });
 function configure$10(command, context) {
-	command.addHelpText("after", `\nSTATE is 'ready' (complete sends it); 'answer-unread': its forfait was answered 2xx with a body
-notarize could not read, so the service may have completed it; only \`notarize complete <hash>\` sends it
-again (a 409 then means it went through: the session is retired); or 'request-unread': the request step
-was answered 2xx unreadably, so no session was saved (plan '?', session null): complete it with
+	command.addHelpText("after", `\nSTATE is 'ready' (complete sends it); 'under-root': a document's own session, though the document
+is a leaf of a Merkle root registered or pending here (register --no-complete, then --aggregate):
+completing it would pay a second time, so \`complete --all\` leaves it out; drop it with \`pending drop\`;
+'answer-unread': its forfait was answered 2xx with a body notarize could not read, so the service may
+have completed it; only \`notarize complete <hash>\` sends it again (a 409 then means it went through:
+the session is retired); or 'request-unread': the request step was answered 2xx unreadably, so no
+session was saved (plan '?', session null): complete it with
 \`notarize complete <hash> --use-active-subscription\`, or \`pending drop\` it to let register request anew.
 ${examples([
 		"notarize pending",
 		"notarize pending drop 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001",
-		"# CI: finish what an earlier job left pending",
-		"notarize pending --json | jq -r '.[].hash' | xargs -r -n1 notarize complete --quiet"
+		"# CI: finish what an earlier job left pending (what is ready)",
+		"notarize complete --all --quiet"
 	])}`).action(async () => {
 		const ctx = context();
 		finish(viewOf(ctx), await runPending({ ledger: () => ctx.ledger }));
@@ -18508,19 +18511,21 @@ function planOf(entry) {
 		return "?";
 	}
 }
-function stateOf(entry) {
-	return entry.forfaitUnreadAt === void 0 ? "ready" : "answer-unread";
+function stateOf(entry, underRoot) {
+	if (entry.forfaitUnreadAt !== void 0) return "answer-unread";
+	return underRoot ? "under-root" : "ready";
 }
 /** Lists pending sessions and unread request steps; a damaged file is a warning and is passed over. */
 async function runPending(options) {
 	const ledger = options.ledger();
 	const [pending, unanswered] = await Promise.all([ledger.listPending(), ledger.listUnanswered()]);
+	const { covered } = await sessionsUnderRoots(ledger, pending.entries.map((e) => e.hash));
 	const rows = [...pending.entries.map((e) => ({
 		hash: e.hash,
 		description: e.description,
 		savedAt: e.savedAt,
 		plan: planOf(e),
-		state: stateOf(e),
+		state: stateOf(e, covered.has(e.hash)),
 		session: JSON.parse(e.sessionJson)
 	})), ...unanswered.entries.filter((e) => !pending.entries.some((p) => p.hash === e.hash)).map((e) => ({
 		hash: e.hash,
@@ -18583,6 +18588,7 @@ async function runPendingDrop(options) {
 var DROP_LOCK_WAIT_MS;
 var init_pending = __esmMin((() => {
 	init_hash$1();
+	init_trees();
 	init_errors();
 	init_lock();
 	init_action();

@@ -5,7 +5,7 @@
  * completed in one run: one login, a few at once, one result each.
  */
 import type { Command } from 'commander';
-import { basename, dirname } from 'node:path';
+import { basename } from 'node:path';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { parseAnswer, type ApiClient } from '../api/client.js';
@@ -15,8 +15,8 @@ import { normalizeHash } from '../core/hash.js';
 import { FailureTally, runAll, settledError } from '../core/batch.js';
 import { complete, type SessionSource } from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
-import { paidRootProblems, Trees } from '../core/trees.js';
-import { NotarizeError, UsageError, type StoreError } from '../errors.js';
+import { sessionsUnderRoots } from '../core/trees.js';
+import { NotarizeError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, OutcomeResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
@@ -51,7 +51,7 @@ export function configure(command: Command, context: () => Context): void {
     .argument('[hash...]', 'SHA-256 digest of each registration to complete (64 hex digits)')
     .option(
       '--all',
-      'complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor one of a document already under a registered Merkle root: name its hash)',
+      'complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor the own session of a document under a Merkle root registered or pending: name its hash)',
     )
     .option('--session <file|->', 'take the subscription session JSON from a file or standard input (one hash)')
     .option(
@@ -142,7 +142,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   let skipped = 0;
   const tally = new FailureTally();
   if (options.all) {
-    const { covered, blocked } = await sessionsNotToComplete(store, hashes);
+    const { covered, blocked } = await sessionsUnderRoots(store, hashes);
     hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
     for (const [hash, { root, pending }] of covered) {
       const under = pending
@@ -199,53 +199,6 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   });
   const failure = tally.failure(sent, skipped + total);
   return { kind: 'items', title: 'notarize complete', items: options.items, ...(failure ? { failure } : {}) };
-}
-
-/**
- * Of the sessions pending in the store (--all), those of documents that
- * completing would pay for a second time, each with its root: leaves (with
- * no record of their own) of a Merkle root registered, confirmed by a 409,
- * or pending too (`register --no-complete`, then `register --aggregate`
- * over the same documents): this run completes it, or it waits for its
- * hash to be named. And, when a tree file that cannot be read may hold
- * documents under a root already paid for, or one this run completes, the
- * sessions that are not a readable tree's root: any of them may be one of
- * those documents, so each fails with that file's error, as `register`
- * stops (exit 2 while nothing was sent).
- */
-async function sessionsNotToComplete(
-  store: ServiceStore,
-  hashes: readonly string[],
-): Promise<{ covered: Map<string, { root: string; pending: boolean }>; blocked: Map<string, StoreError> }> {
-  const covered = new Map<string, { root: string; pending: boolean }>();
-  const blocked = new Map<string, StoreError>();
-  if (hashes.length === 0) return { covered, blocked };
-  const trees = await Trees.load(store, { holding: new Set(hashes) });
-  const completing = new Set(hashes);
-  // The roots of the store's trees, readable or not: their sessions are roots', not documents'.
-  const treeProblems = trees.problems.filter((problem) => basename(dirname(problem.file)) === 'trees');
-  const roots = new Set([
-    ...trees.all.map((tree) => tree.entry.root),
-    ...treeProblems.map((problem) => basename(problem.file, '.json')),
-  ]);
-  // A damaged tree of a root this run completes may hold these documents too: it pays for them.
-  const ofCompleted = treeProblems.filter((problem) => completing.has(basename(problem.file, '.json')));
-  const problem = [...(await paidRootProblems(store, trees)), ...ofCompleted][0];
-  for (const hash of hashes) {
-    const place = trees.place(hash);
-    const { state, entry } = place?.tree ?? {};
-    const finished = state === 'registered' || state === 'confirmed';
-    if (place !== undefined && (finished || (state === 'pending' && completing.has(entry!.root)))) {
-      try {
-        if (store.readRecord(hash) === undefined) covered.set(hash, { root: entry!.root, pending: !finished });
-      } catch {
-        // A damaged record file: completing it fails, naming the file.
-      }
-    } else if (problem !== undefined && !roots.has(hash)) {
-      blocked.set(hash, problem);
-    }
-  }
-  return { covered, blocked };
 }
 
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */

@@ -6,6 +6,7 @@
 import type { Command } from 'commander';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
+import { sessionsUnderRoots } from '../core/trees.js';
 import { UsageError } from '../errors.js';
 import type { RowsResult, ValueResult } from '../output/present.js';
 import { LEASE_MS, withLock } from '../store/lock.js';
@@ -24,16 +25,19 @@ export function configure(command: Command, context: () => Context): void {
   command
     .addHelpText(
       'after',
-      `\nSTATE is 'ready' (complete sends it); 'answer-unread': its forfait was answered 2xx with a body
-notarize could not read, so the service may have completed it; only \`notarize complete <hash>\` sends it
-again (a 409 then means it went through: the session is retired); or 'request-unread': the request step
-was answered 2xx unreadably, so no session was saved (plan '?', session null): complete it with
+      `\nSTATE is 'ready' (complete sends it); 'under-root': a document's own session, though the document
+is a leaf of a Merkle root registered or pending here (register --no-complete, then --aggregate):
+completing it would pay a second time, so \`complete --all\` leaves it out; drop it with \`pending drop\`;
+'answer-unread': its forfait was answered 2xx with a body notarize could not read, so the service may
+have completed it; only \`notarize complete <hash>\` sends it again (a 409 then means it went through:
+the session is retired); or 'request-unread': the request step was answered 2xx unreadably, so no
+session was saved (plan '?', session null): complete it with
 \`notarize complete <hash> --use-active-subscription\`, or \`pending drop\` it to let register request anew.
 ${examples([
   'notarize pending',
   'notarize pending drop 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001',
-  '# CI: finish what an earlier job left pending',
-  "notarize pending --json | jq -r '.[].hash' | xargs -r -n1 notarize complete --quiet",
+  '# CI: finish what an earlier job left pending (what is ready)',
+  'notarize complete --all --quiet',
 ])}`,
     )
     .action(async () => {
@@ -58,8 +62,9 @@ function planOf(entry: PendingEntry): string {
   }
 }
 
-function stateOf(entry: PendingEntry): 'ready' | 'answer-unread' {
-  return entry.forfaitUnreadAt === undefined ? 'ready' : 'answer-unread';
+function stateOf(entry: PendingEntry, underRoot: boolean): PendingRow['state'] {
+  if (entry.forfaitUnreadAt !== undefined) return 'answer-unread';
+  return underRoot ? 'under-root' : 'ready';
 }
 
 /** What `pending` and `pending drop` use: the pending sessions of the service. */
@@ -73,7 +78,7 @@ export interface PendingRow {
   description: string;
   savedAt: string;
   plan: string;
-  state: 'ready' | 'answer-unread' | 'request-unread';
+  state: 'ready' | 'under-root' | 'answer-unread' | 'request-unread';
   session: unknown;
 }
 
@@ -81,13 +86,17 @@ export interface PendingRow {
 export async function runPending(options: PendingOptions): Promise<RowsResult<PendingRow>> {
   const ledger = options.ledger();
   const [pending, unanswered] = await Promise.all([ledger.listPending(), ledger.listUnanswered()]);
+  const { covered } = await sessionsUnderRoots(
+    ledger,
+    pending.entries.map((e) => e.hash),
+  );
   const rows: PendingRow[] = [
     ...pending.entries.map((e) => ({
       hash: e.hash,
       description: e.description,
       savedAt: e.savedAt,
       plan: planOf(e),
-      state: stateOf(e),
+      state: stateOf(e, covered.has(e.hash)),
       session: JSON.parse(e.sessionJson) as unknown,
     })),
     ...unanswered.entries

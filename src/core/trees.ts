@@ -287,6 +287,53 @@ export async function paidRootProblems(store: ServiceStore, trees: Trees): Promi
   });
 }
 
+/**
+ * Of the sessions pending in the store (`complete --all`, `pending`), those
+ * of documents that completing would pay for a second time, each with its root: leaves (with
+ * no record of their own) of a Merkle root registered, confirmed by a 409,
+ * or pending too (`register --no-complete`, then `register --aggregate`
+ * over the same documents): this run completes it, or it waits for its
+ * hash to be named. And, when a tree file that cannot be read may hold
+ * documents under a root already paid for, or one this run completes, the
+ * sessions that are not a readable tree's root: any of them may be one of
+ * those documents, so each fails with that file's error, as `register`
+ * stops (exit 2 while nothing was sent).
+ */
+export async function sessionsUnderRoots(
+  store: ServiceStore,
+  hashes: readonly string[],
+): Promise<{ covered: Map<string, { root: string; pending: boolean }>; blocked: Map<string, StoreError> }> {
+  const covered = new Map<string, { root: string; pending: boolean }>();
+  const blocked = new Map<string, StoreError>();
+  if (hashes.length === 0) return { covered, blocked };
+  const trees = await Trees.load(store, { holding: new Set(hashes) });
+  const completing = new Set(hashes);
+  // The roots of the store's trees, readable or not: their sessions are roots', not documents'.
+  const treeProblems = trees.problems.filter((problem) => basename(dirname(problem.file)) === 'trees');
+  const roots = new Set([
+    ...trees.all.map((tree) => tree.entry.root),
+    ...treeProblems.map((problem) => basename(problem.file, '.json')),
+  ]);
+  // A damaged tree of a root this run completes may hold these documents too: it pays for them.
+  const ofCompleted = treeProblems.filter((problem) => completing.has(basename(problem.file, '.json')));
+  const problem = [...(await paidRootProblems(store, trees)), ...ofCompleted][0];
+  for (const hash of hashes) {
+    const place = trees.place(hash);
+    const { state, entry } = place?.tree ?? {};
+    const finished = state === 'registered' || state === 'confirmed';
+    if (place !== undefined && (finished || (state === 'pending' && completing.has(entry!.root)))) {
+      try {
+        if (store.readRecord(hash) === undefined) covered.set(hash, { root: entry!.root, pending: !finished });
+      } catch {
+        // A damaged record file: completing it fails, naming the file.
+      }
+    } else if (problem !== undefined && !roots.has(hash)) {
+      blocked.set(hash, problem);
+    }
+  }
+  return { covered, blocked };
+}
+
 /** Where a tree stands, and its root's record when it is registered. */
 export interface Standing {
   state: TreeState;

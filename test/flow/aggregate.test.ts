@@ -734,6 +734,11 @@ describe('switching between --aggregate and per-document registration never pays
     );
     expect(bed.callsSince(mark).filter((call) => call.path.includes(p))).toEqual([]);
     expect(bed.pendingHashes()).toContain(p);
+    // `pending` says so too: not 'ready', which complete would send.
+    const listed = await bed.main(['pending', '--json']);
+    expect((JSON.parse(listed.stdout) as { hash: string; state: string }[]).find((r) => r.hash === p)).toMatchObject({
+      state: 'under-root',
+    });
     expect((await bed.main(['pending', 'drop', p])).code).toBe(0);
   });
 
