@@ -11731,14 +11731,15 @@ async function checkBeforeSending(plan, index, hash, overwrite) {
 /**
 * The proof in the receipt already at document `index`'s place, when it is
 * a consistent receipt of that document (digest `hash`) under a Merkle root
-* (an earlier `register --aggregate`), with the base URL it names; else
-* undefined. A file that cannot be read says nothing here: checkBeforeSending
+* (an earlier `register --aggregate`), with the base URL it names and its
+* path; else undefined. A file that cannot be read says nothing here: checkBeforeSending
 * judges it.
 */
 async function earlierProof(plan, index, hash) {
+	const path = receiptPath(plan, index, hash);
 	let text;
 	try {
-		text = await readNoFollow(receiptPath(plan, index, hash));
+		text = await readNoFollow(path);
 	} catch {
 		return;
 	}
@@ -11748,7 +11749,8 @@ async function earlierProof(plan, index, hash) {
 	const { proof, baseUrl } = receipt;
 	return proof && baseUrl !== void 0 ? {
 		proof,
-		baseUrl
+		baseUrl,
+		path
 	} : void 0;
 }
 /** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
@@ -17326,7 +17328,10 @@ var init_register_roots = __esmMin((() => {
 				if (this.#recordOf(found.proof.root)) return this.#under(hash, found.proof, void 0);
 				const said = await this.#ask(found.proof.root, found.proof.treeSize, "its receipt in --receipt-dir");
 				if (said.kind === "failed") throw said.error;
-				if (said.kind === "has") return this.#under(hash, found.proof, said.message);
+				if (said.kind === "has") return {
+					...this.#under(hash, found.proof, said.message),
+					kept: found.path
+				};
 			}
 			this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) => this.#options.io.warn(message));
 			for (const manifest of await this.#manifests.holding(hash)) {
@@ -17943,6 +17948,11 @@ var init_register = __esmMin((() => {
 			if (!receipts) return {
 				outcome,
 				...self
+			};
+			if (rooted?.kept !== void 0) return {
+				outcome,
+				...self,
+				receipt: rooted.kept
 			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
 				this.#unrecorded.count++;

@@ -22,6 +22,8 @@ import type { RegisterOptions } from './register-inputs.js';
 export interface Rooted {
   outcome: Outcome;
   under: { sha256: string; proof: InclusionProof };
+  /** The receipt in --receipt-dir whose proof led to the root: it stands, and is left as it is. */
+  kept?: string;
 }
 
 interface DocumentRootsRun {
@@ -137,7 +139,7 @@ export class DocumentRoots {
       if (this.#recordOf(found.proof.root)) return this.#under(hash, found.proof, undefined);
       const said = await this.#ask(found.proof.root, found.proof.treeSize, 'its receipt in --receipt-dir');
       if (said.kind === 'failed') throw said.error;
-      if (said.kind === 'has') return this.#under(hash, found.proof, said.message);
+      if (said.kind === 'has') return { ...this.#under(hash, found.proof, said.message), kept: found.path };
     }
     // The manifests there that list it (its receipt lost, or never written: a completion whose answer was lost).
     this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) =>

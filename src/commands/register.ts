@@ -408,6 +408,8 @@ class Registrar {
     const under = rooted?.under;
     const self = under === undefined ? {} : { under };
     if (!receipts) return { outcome, ...self };
+    // Its receipt there led to a root the service has: it stands as it is (no record here to write a new one).
+    if (rooted?.kept !== undefined) return { outcome, ...self, receipt: rooted.kept };
     if (outcome.kind === 'already-registered' && outcome.entry === undefined) {
       this.#unrecorded.count++;
       // The document's digest, not its root's: the warning names documents.

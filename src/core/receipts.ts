@@ -295,18 +295,19 @@ export async function checkBeforeSending(
 /**
  * The proof in the receipt already at document `index`'s place, when it is
  * a consistent receipt of that document (digest `hash`) under a Merkle root
- * (an earlier `register --aggregate`), with the base URL it names; else
- * undefined. A file that cannot be read says nothing here: checkBeforeSending
+ * (an earlier `register --aggregate`), with the base URL it names and its
+ * path; else undefined. A file that cannot be read says nothing here: checkBeforeSending
  * judges it.
  */
 export async function earlierProof(
   plan: ReceiptPlan,
   index: number,
   hash: string,
-): Promise<{ proof: InclusionProof; baseUrl: string } | undefined> {
+): Promise<{ proof: InclusionProof; baseUrl: string; path: string } | undefined> {
+  const path = receiptPath(plan, index, hash);
   let text: string | undefined;
   try {
-    text = await readNoFollow(receiptPath(plan, index, hash));
+    text = await readNoFollow(path);
   } catch {
     return undefined;
   }
@@ -314,7 +315,7 @@ export async function earlierProof(
   const receipt = readReceipt(text);
   if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase()) return undefined;
   const { proof, baseUrl } = receipt;
-  return proof && baseUrl !== undefined ? { proof, baseUrl } : undefined;
+  return proof && baseUrl !== undefined ? { proof, baseUrl, path } : undefined;
 }
 
 /** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */

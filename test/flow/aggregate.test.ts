@@ -564,6 +564,9 @@ describe('switching between --aggregate and per-document registration never pays
       ['request', 409],
     ]);
     expect(readFileSync(join(receipts, `${NAMES[3]}.notarization.json`), 'utf8')).toBe(before);
+    // Each result names the receipt that stands; no warning of receipts not written.
+    expect(results[0]!.receipt).toBe(join(receipts, `${NAMES[3]}.notarization.json`));
+    expect(run.stderr).not.toContain('no receipt written');
     // Alone: the note says where the document is.
     const one = await bed.main(['register', bed.path(`dist/${NAMES[5]}`), '--receipt-dir', receipts], { env });
     expect(one.code, describeRun(one)).toBe(0);
