@@ -13255,6 +13255,18 @@ var init_service_store = __esmMin((() => {
 		listTrees(holding, roots) {
 			return this.#list("trees", (root) => roots && !roots.has(root) ? void 0 : this.readTree(root, holding));
 		}
+		/**
+		* As listTrees(holding), one tree at a time: `use` sees each that may hold
+		* one of these digests and keeps what it needs, so that many large trees
+		* are looked through in the memory of one. Resolves with the trees that
+		* could not be read.
+		*/
+		async eachTree(holding, use) {
+			return (await this.#list("trees", (root) => {
+				const entry = this.readTree(root, holding);
+				if (entry !== void 0) use(entry);
+			})).problems;
+		}
 		unansweredFile(hash) {
 			return join(this.dir, "unanswered", `${hash}.json`);
 		}
@@ -13432,8 +13444,11 @@ async function confirmedRoots(store) {
 */
 async function paidRootProblems(store, trees) {
 	if (trees.problems.length === 0) return [];
-	const confirmed = await confirmedOf(store, trees);
-	return trees.problems.filter((problem) => {
+	return paidAmong(store, trees.problems, await confirmedOf(store, trees));
+}
+/** Of `problems`, those that may hide a paid root (see paidRootProblems); `confirmed`: confirmedRoots of the store. */
+function paidAmong(store, problems, confirmed) {
+	return problems.filter((problem) => {
 		const root = basename(problem.file, ".json");
 		const folder = basename(dirname(problem.file));
 		if (folder === "ledger" || folder === "pending" || confirmed.has(root)) return true;
@@ -13463,23 +13478,39 @@ async function sessionsUnderRoots(store, hashes) {
 		covered,
 		blocked
 	};
-	const trees = await Trees.load(store, { holding: new Set(hashes) });
 	const completing = new Set(hashes);
-	const treeProblems = trees.problems.filter((problem) => basename(dirname(problem.file)) === "trees");
-	const roots = /* @__PURE__ */ new Set([...trees.all.map((tree) => tree.entry.root), ...treeProblems.map((problem) => basename(problem.file, ".json"))]);
-	const ofCompleted = treeProblems.filter((problem) => completing.has(basename(problem.file, ".json")));
-	const problem = [...await paidRootProblems(store, trees), ...ofCompleted][0];
-	for (const hash of hashes) {
-		const place = trees.place(hash);
-		const { state, entry } = place?.tree ?? {};
-		const finished = state === "registered" || state === "confirmed";
-		if (place !== void 0 && (finished || state === "pending" && completing.has(entry.root))) try {
-			if (store.readRecord(hash) === void 0) covered.set(hash, {
+	const confirmed = await confirmedRoots(store);
+	const best = /* @__PURE__ */ new Map();
+	const unknown = [];
+	const problems = [...await store.eachTree(completing, (entry) => {
+		let state;
+		try {
+			state = standingOf(store, entry.root, confirmed).state;
+		} catch (error) {
+			if (!(error instanceof StoreError)) throw error;
+			unknown.push(error);
+			return;
+		}
+		for (const { sha256 } of entry.leaves) {
+			const known = completing.has(sha256) ? best.get(sha256) : void 0;
+			if (completing.has(sha256) && (known === void 0 || RANK[state] < RANK[known.state])) best.set(sha256, {
 				root: entry.root,
+				state
+			});
+		}
+	}), ...unknown];
+	const ofCompleted = problems.filter((problem) => basename(dirname(problem.file)) === "trees").filter((problem) => completing.has(basename(problem.file, ".json")));
+	const problem = [...paidAmong(store, problems, confirmed), ...ofCompleted][0];
+	for (const hash of hashes) {
+		const place = best.get(hash);
+		const finished = place?.state === "registered" || place?.state === "confirmed";
+		if (place !== void 0 && (finished || place.state === "pending" && completing.has(place.root))) try {
+			if (store.readRecord(hash) === void 0) covered.set(hash, {
+				root: place.root,
 				pending: !finished
 			});
 		} catch {}
-		else if (problem !== void 0 && !roots.has(hash)) blocked.set(hash, problem);
+		else if (problem !== void 0 && !existsSync(store.treeFile(hash))) blocked.set(hash, problem);
 	}
 	return {
 		covered,
@@ -18491,6 +18522,8 @@ function configure$10(command, context) {
 	command.addHelpText("after", `\nSTATE is 'ready' (complete sends it); 'under-root': a document's own session, though the document
 is a leaf of a Merkle root registered or pending here (register --no-complete, then --aggregate):
 completing it would pay a second time, so \`complete --all\` leaves it out; drop it with \`pending drop\`;
+'blocked': a tree file that cannot be read may hold it under a root already paid for, so \`complete --all\`
+does not send it (a warning names the file: restore it);
 'answer-unread': its forfait was answered 2xx with a body notarize could not read, so the service may
 have completed it; only \`notarize complete <hash>\` sends it again (a 409 then means it went through:
 the session is retired); or 'request-unread': the request step was answered 2xx unreadably, so no
@@ -18521,21 +18554,23 @@ function planOf(entry) {
 		return "?";
 	}
 }
-function stateOf(entry, underRoot) {
+function stateOf(entry, underRoot, blocked) {
 	if (entry.forfaitUnreadAt !== void 0) return "answer-unread";
-	return underRoot ? "under-root" : "ready";
+	if (underRoot) return "under-root";
+	return blocked ? "blocked" : "ready";
 }
 /** Lists pending sessions and unread request steps; a damaged file is a warning and is passed over. */
 async function runPending(options) {
 	const ledger = options.ledger();
 	const [pending, unanswered] = await Promise.all([ledger.listPending(), ledger.listUnanswered()]);
-	const { covered } = await sessionsUnderRoots(ledger, pending.entries.map((e) => e.hash));
+	const { covered, blocked } = await sessionsUnderRoots(ledger, [...pending.entries.map((e) => e.hash), ...pending.problems.map((problem) => basename(problem.file, ".json"))]);
+	const blockedBy = [...new Set([...blocked.values()].map((error) => `${error.message}; ${error.hint ?? ""}`))];
 	const rows = [...pending.entries.map((e) => ({
 		hash: e.hash,
 		description: e.description,
 		savedAt: e.savedAt,
 		plan: planOf(e),
-		state: stateOf(e, covered.has(e.hash)),
+		state: stateOf(e, covered.has(e.hash), blocked.has(e.hash)),
 		session: JSON.parse(e.sessionJson)
 	})), ...unanswered.entries.filter((e) => !pending.entries.some((p) => p.hash === e.hash)).map((e) => ({
 		hash: e.hash,
@@ -18547,7 +18582,7 @@ async function runPending(options) {
 	}))].sort((a, b) => a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0);
 	return {
 		kind: "rows",
-		warnings: [...pending.problems, ...unanswered.problems].map((p) => `${p.message}; ${p.hint ?? ""}`),
+		warnings: [...[...pending.problems, ...unanswered.problems].map((p) => `${p.message}; ${p.hint ?? ""}`), ...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`)],
 		rows,
 		headers: [
 			"HASH",

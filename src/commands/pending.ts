@@ -4,6 +4,7 @@
  * never deletes it), so no session ever needs a person to edit the store.
  */
 import type { Command } from 'commander';
+import { basename } from 'node:path';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
 import { sessionsUnderRoots } from '../core/trees.js';
@@ -28,6 +29,8 @@ export function configure(command: Command, context: () => Context): void {
       `\nSTATE is 'ready' (complete sends it); 'under-root': a document's own session, though the document
 is a leaf of a Merkle root registered or pending here (register --no-complete, then --aggregate):
 completing it would pay a second time, so \`complete --all\` leaves it out; drop it with \`pending drop\`;
+'blocked': a tree file that cannot be read may hold it under a root already paid for, so \`complete --all\`
+does not send it (a warning names the file: restore it);
 'answer-unread': its forfait was answered 2xx with a body notarize could not read, so the service may
 have completed it; only \`notarize complete <hash>\` sends it again (a 409 then means it went through:
 the session is retired); or 'request-unread': the request step was answered 2xx unreadably, so no
@@ -62,9 +65,10 @@ function planOf(entry: PendingEntry): string {
   }
 }
 
-function stateOf(entry: PendingEntry, underRoot: boolean): PendingRow['state'] {
+function stateOf(entry: PendingEntry, underRoot: boolean, blocked: boolean): PendingRow['state'] {
   if (entry.forfaitUnreadAt !== undefined) return 'answer-unread';
-  return underRoot ? 'under-root' : 'ready';
+  if (underRoot) return 'under-root';
+  return blocked ? 'blocked' : 'ready';
 }
 
 /** What `pending` and `pending drop` use: the pending sessions of the service. */
@@ -78,7 +82,7 @@ export interface PendingRow {
   description: string;
   savedAt: string;
   plan: string;
-  state: 'ready' | 'under-root' | 'answer-unread' | 'request-unread';
+  state: 'ready' | 'under-root' | 'blocked' | 'answer-unread' | 'request-unread';
   session: unknown;
 }
 
@@ -86,17 +90,19 @@ export interface PendingRow {
 export async function runPending(options: PendingOptions): Promise<RowsResult<PendingRow>> {
   const ledger = options.ledger();
   const [pending, unanswered] = await Promise.all([ledger.listPending(), ledger.listUnanswered()]);
-  const { covered } = await sessionsUnderRoots(
-    ledger,
-    pending.entries.map((e) => e.hash),
-  );
+  // As complete --all judges them: every session, a damaged one's hash included.
+  const { covered, blocked } = await sessionsUnderRoots(ledger, [
+    ...pending.entries.map((e) => e.hash),
+    ...pending.problems.map((problem) => basename(problem.file, '.json')),
+  ]);
+  const blockedBy = [...new Set([...blocked.values()].map((error) => `${error.message}; ${error.hint ?? ''}`))];
   const rows: PendingRow[] = [
     ...pending.entries.map((e) => ({
       hash: e.hash,
       description: e.description,
       savedAt: e.savedAt,
       plan: planOf(e),
-      state: stateOf(e, covered.has(e.hash)),
+      state: stateOf(e, covered.has(e.hash), blocked.has(e.hash)),
       session: JSON.parse(e.sessionJson) as unknown,
     })),
     ...unanswered.entries
@@ -112,7 +118,10 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
   ].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
   return {
     kind: 'rows',
-    warnings: [...pending.problems, ...unanswered.problems].map((p) => `${p.message}; ${p.hint ?? ''}`),
+    warnings: [
+      ...[...pending.problems, ...unanswered.problems].map((p) => `${p.message}; ${p.hint ?? ''}`),
+      ...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`),
+    ],
     rows,
     headers: ['HASH', 'DESCRIPTION', 'PLAN', 'SAVED', 'STATE'],
     cells: (r) => [r.hash, r.description, r.plan, r.savedAt, r.state],

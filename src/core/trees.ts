@@ -9,6 +9,7 @@
  * Returns data; never prints, never sends.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import {
   jsonWithRows,
@@ -274,8 +275,12 @@ export async function confirmedRoots(store: ServiceStore): Promise<Set<string>> 
  */
 export async function paidRootProblems(store: ServiceStore, trees: Trees): Promise<StoreError[]> {
   if (trees.problems.length === 0) return [];
-  const confirmed = await confirmedOf(store, trees);
-  return trees.problems.filter((problem) => {
+  return paidAmong(store, trees.problems, await confirmedOf(store, trees));
+}
+
+/** Of `problems`, those that may hide a paid root (see paidRootProblems); `confirmed`: confirmedRoots of the store. */
+function paidAmong(store: ServiceStore, problems: readonly StoreError[], confirmed: ReadonlySet<string>): StoreError[] {
+  return problems.filter((problem) => {
     const root = basename(problem.file, '.json');
     const folder = basename(dirname(problem.file));
     if (folder === 'ledger' || folder === 'pending' || confirmed.has(root)) return true;
@@ -306,28 +311,44 @@ export async function sessionsUnderRoots(
   const covered = new Map<string, { root: string; pending: boolean }>();
   const blocked = new Map<string, StoreError>();
   if (hashes.length === 0) return { covered, blocked };
-  const trees = await Trees.load(store, { holding: new Set(hashes) });
   const completing = new Set(hashes);
-  // The roots of the store's trees, readable or not: their sessions are roots', not documents'.
-  const treeProblems = trees.problems.filter((problem) => basename(dirname(problem.file)) === 'trees');
-  const roots = new Set([
-    ...trees.all.map((tree) => tree.entry.root),
-    ...treeProblems.map((problem) => basename(problem.file, '.json')),
-  ]);
-  // A damaged tree of a root this run completes may hold these documents too: it pays for them.
+  const confirmed = await confirmedRoots(store);
+  // Each hash's best place (as Trees ranks them), the trees read one at a time and not kept:
+  // a store of many large trees is looked through in the memory of one.
+  const best = new Map<string, { root: string; state: TreeState }>();
+  const unknown: StoreError[] = []; // roots whose own files cannot be read
+  const unreadable = await store.eachTree(completing, (entry) => {
+    let state: TreeState;
+    try {
+      state = standingOf(store, entry.root, confirmed).state;
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      unknown.push(error);
+      return;
+    }
+    for (const { sha256 } of entry.leaves) {
+      const known = completing.has(sha256) ? best.get(sha256) : undefined;
+      if (completing.has(sha256) && (known === undefined || RANK[state] < RANK[known.state])) {
+        best.set(sha256, { root: entry.root, state });
+      }
+    }
+  });
+  const problems = [...unreadable, ...unknown];
+  // A damaged tree of a root being completed (pending here) may hold these documents too: it pays for them.
+  const treeProblems = problems.filter((problem) => basename(dirname(problem.file)) === 'trees');
   const ofCompleted = treeProblems.filter((problem) => completing.has(basename(problem.file, '.json')));
-  const problem = [...(await paidRootProblems(store, trees)), ...ofCompleted][0];
+  const problem = [...paidAmong(store, problems, confirmed), ...ofCompleted][0];
   for (const hash of hashes) {
-    const place = trees.place(hash);
-    const { state, entry } = place?.tree ?? {};
-    const finished = state === 'registered' || state === 'confirmed';
-    if (place !== undefined && (finished || (state === 'pending' && completing.has(entry!.root)))) {
+    const place = best.get(hash);
+    const finished = place?.state === 'registered' || place?.state === 'confirmed';
+    if (place !== undefined && (finished || (place.state === 'pending' && completing.has(place.root)))) {
       try {
-        if (store.readRecord(hash) === undefined) covered.set(hash, { root: entry!.root, pending: !finished });
+        if (store.readRecord(hash) === undefined) covered.set(hash, { root: place.root, pending: !finished });
       } catch {
         // A damaged record file: completing it fails, naming the file.
       }
-    } else if (problem !== undefined && !roots.has(hash)) {
+    } else if (problem !== undefined && !existsSync(store.treeFile(hash))) {
+      // Not a tree's root (readable or not): a document's own session, which the damaged tree may hold.
       blocked.set(hash, problem);
     }
   }

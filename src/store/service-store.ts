@@ -519,6 +519,21 @@ export class ServiceStore {
     return this.#list('trees', (root) => (roots && !roots.has(root) ? undefined : this.readTree(root, holding)));
   }
 
+  /**
+   * As listTrees(holding), one tree at a time: `use` sees each that may hold
+   * one of these digests and keeps what it needs, so that many large trees
+   * are looked through in the memory of one. Resolves with the trees that
+   * could not be read.
+   */
+  async eachTree(holding: ReadonlySet<string>, use: (entry: TreeEntry) => void): Promise<StoreError[]> {
+    const listing = await this.#list('trees', (root) => {
+      const entry = this.readTree(root, holding);
+      if (entry !== undefined) use(entry);
+      return undefined;
+    });
+    return listing.problems;
+  }
+
   unansweredFile(hash: string): string {
     return join(this.dir, 'unanswered', `${hash}.json`);
   }

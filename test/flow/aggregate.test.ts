@@ -793,6 +793,19 @@ describe('switching between --aggregate and per-document registration never pays
       message: expect.stringContaining(`store file ${stored} is damaged`),
     });
     expect(bed.callsSince(mark)).toEqual([]);
+    // pending says so, and names the file.
+    const listed = await bed.main(['pending', '--json'], { env });
+    expect(listed.code, describeRun(listed)).toBe(0);
+    const states = (JSON.parse(listed.stdout) as { hash: string; state: string }[]).map((r) => [r.hash, r.state]);
+    expect(states.sort()).toEqual(
+      [
+        [da, 'blocked'],
+        [db, 'blocked'],
+      ].sort(),
+    );
+    expect(listed.stderr).toContain(
+      `sessions marked blocked are not completed by \`complete --all\`: store file ${stored}`,
+    );
   });
 
   it("complete --all does not complete documents' own sessions beside the damaged tree of a root it completes", async () => {
