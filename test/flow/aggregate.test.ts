@@ -647,6 +647,65 @@ describe('switching between --aggregate and per-document registration never pays
     expect(receiptOf(NAMES[8]!, receipts).proof).toMatchObject({ root, leafIndex: 8 });
   });
 
+  it('manifests are read up to four leaves per document of the run; too many unknown roots are listed, and stop', async () => {
+    // A root the service has, of 80 documents; only its manifest kept (the receipts lost).
+    const docs = await writeDocs(
+      'bound',
+      'manifest bound',
+      Array.from({ length: 80 }, (_, i) => `d${i}`),
+    );
+    const kept = mkdtempSync(join(bed.root, 'bound-rc-'));
+    const whole = await bed.main(
+      ['register', '--aggregate', '-r', bed.path('bound'), '--receipt-dir', kept, '--quiet'],
+      {
+        env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'bound-a-')) },
+      },
+    );
+    expect(whole.code, describeRun(whole)).toBe(0);
+    for (const name of readdirSync(kept)) if (!name.endsWith('.tree.json')) rmSync(join(kept, name));
+    // One document alone: the manifest (80 leaves) is more than four per document of the run, so not read.
+    let mark = bed.mark();
+    const alone = await bed.main(['register', docs[0]!, '--receipt-dir', kept, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'bound-b-')) },
+    });
+    expect(alone.code, describeRun(alone)).toBe(0);
+    expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['login', 'request', 'forfait']);
+    // All 80: read, one ask, nothing paid.
+    mark = bed.mark();
+    const all = await bed.main(['register', '-r', bed.path('bound'), '--receipt-dir', kept, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'bound-c-')) },
+    });
+    expect(all.code, describeRun(all)).toBe(0);
+    expect(countStatuses(parseNdjson(all.stdout))).toEqual({ 'already-registered': 80 });
+    expect(bed.callsSince(mark).map((call) => [call.route, call.status])).toEqual([
+      ['login', 200],
+      ['request', 409],
+    ]);
+
+    // 17 manifests of roots the service does not have (left pending by other stores), all listing one document.
+    const [lone] = await writeDocs('stale', 'stale manifests', ['lone']);
+    const stale = mkdtempSync(join(bed.root, 'stale-rc-'));
+    for (let i = 0; i < 17; i++) {
+      const [other] = await writeDocs(`stale-${i}`, 'beside', [`other${i}`]);
+      const run = await bed.main(
+        ['register', '--aggregate', '--no-complete', lone!, other!, '--receipt-dir', stale, '--quiet'],
+        {
+          env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'stale-store-')) },
+        },
+      );
+      expect(run.code, describeRun(run)).toBe(0);
+    }
+    mark = bed.mark();
+    const stopped = await bed.main(['register', lone!, '--receipt-dir', stale, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'stale-fresh-')) },
+    });
+    expect(stopped.code, describeRun(stopped)).toBe(1);
+    expect(jsonError(stopped.stderr)).toMatchObject({ code: 'manifests_unasked' });
+    expect(stopped.stderr).toContain('the service does not have the roots of these 16 tree manifests');
+    expect(bed.callsSince(mark).filter((call) => call.route === 'request')).toHaveLength(16);
+    expect(bed.callsSince(mark).filter((call) => call.route === 'forfait')).toEqual([]);
+  });
+
   it('a receipt whose root the service does not have: the document is registered on its own, its receipt replaced', async () => {
     const sha256 = await bed.write('stale-root/doc.txt', 'a receipt of a root never registered\n');
     const salt = Buffer.alloc(32, 7);
