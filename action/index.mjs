@@ -13555,7 +13555,7 @@ async function findLeaf(store, sha256) {
 * the record of the registered root it is a leaf of, with that leaf and its
 * proof; undefined when neither. Throws StoreError as findLeaf does.
 */
-async function recordOf$1(store, sha256) {
+async function recordOf(store, sha256) {
 	const own = store.readRecord(sha256);
 	if (own) return { entry: own };
 	const found = await findLeaf(store, sha256);
@@ -13850,7 +13850,7 @@ async function adoptManifests(deps, input, unplaced) {
 			input.warn?.(`a tree manifest was passed over: ${error.message}`);
 			continue;
 		}
-		const record = recordOf(deps, root);
+		const record = readableRecord(deps.store, root);
 		if (record !== void 0) {
 			place(new LoadedTree(entry, {
 				state: "registered",
@@ -13880,10 +13880,14 @@ async function adoptManifests(deps, input, unplaced) {
 	}
 	return adoptions;
 }
-/** The ledger's record of `root`, if this store has a readable one (a damaged one: the service is asked, as before). */
-function recordOf(deps, root) {
+/**
+* The ledger's record of `root`, if this store has a readable one (a damaged
+* one: the service is asked, as before): the record that places a manifest's
+* or a receipt's documents without asking (here, and register-roots.ts).
+*/
+function readableRecord(store, root) {
 	try {
-		return deps.store.readRecord(root);
+		return store.readRecord(root);
 	} catch (error) {
 		if (!(error instanceof StoreError)) throw error;
 		return;
@@ -17356,11 +17360,12 @@ var init_register_roots = __esmMin((() => {
 			}
 			const found = await earlierProof(receipts, index, hash);
 			if (found !== void 0 && found.baseUrl === this.#baseUrl) {
-				if (this.#recordOf(found.proof.root)) return this.#under(hash, found.proof, void 0);
+				const entry = readableRecord(this.#deps.store, found.proof.root);
+				if (entry) return this.#under(hash, found.proof, { entry });
 				const said = await this.#ask(found.proof.root, found.proof.treeSize, "its receipt in --receipt-dir");
 				if (said.kind === "failed") throw said.error;
 				if (said.kind === "has") return {
-					...this.#under(hash, found.proof, said.message),
+					...this.#under(hash, found.proof, said),
 					kept: found.path
 				};
 			}
@@ -17375,7 +17380,8 @@ var init_register_roots = __esmMin((() => {
 					continue;
 				}
 				const { tree, leafIndex } = placement;
-				if (this.#recordOf(manifest.root)) return this.#under(hash, tree.proof(leafIndex, manifest.file), void 0);
+				const entry = readableRecord(this.#deps.store, manifest.root);
+				if (entry) return this.#under(hash, tree.proof(leafIndex, manifest.file), { entry });
 				if (!this.#askedRoots.has(manifest.root) && this.#absent.length >= 16) {
 					if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
 					this.#warnedStale = true;
@@ -17383,27 +17389,26 @@ var init_register_roots = __esmMin((() => {
 				}
 				const said = await this.#ask(manifest.root, tree.entry.treeSize, "its manifest in --receipt-dir", manifest.file);
 				if (said.kind === "failed") throw said.error;
-				if (said.kind === "has") return this.#under(hash, tree.proof(leafIndex, manifest.file), said.message);
+				if (said.kind === "has") return this.#under(hash, tree.proof(leafIndex, manifest.file), said);
 			}
 		}
 		/**
-		* A document under `proof.root`, which this store has the record of
-		* (completed here with `complete --session`, its tree never here: its
-		* receipt is written) or the service says it has (a 409 to a request
-		* step): already registered.
+		* A document under `proof.root`, already registered: by this store's
+		* record of the root (completed here with `complete --session`, its tree
+		* never here: its receipt is written), or by the service's word (a 409 to
+		* a request step).
 		*/
-		#under(sha256, proof, message) {
-			const entry = this.#recordOf(proof.root);
-			const outcome = entry ? {
+		#under(sha256, proof, known) {
+			const outcome = "entry" in known ? {
 				kind: "already-registered",
 				hash: proof.root,
-				entry
+				entry: known.entry
 			} : {
 				kind: "already-registered",
 				hash: proof.root,
 				entry: void 0,
 				service: {
-					message,
+					message: known.message,
 					retiredSession: void 0
 				}
 			};
@@ -17414,14 +17419,6 @@ var init_register_roots = __esmMin((() => {
 				},
 				outcome
 			};
-		}
-		/** This store's record of `root`, if it has a readable one (a damaged one: the service is asked, as before). */
-		#recordOf(root) {
-			try {
-				return this.#deps.store.readRecord(root);
-			} catch {
-				return;
-			}
 		}
 		/**
 		* What the service says of `root` (askAboutRoot), asked once per run;
@@ -19540,7 +19537,7 @@ async function runShow(options) {
 	const { target } = options;
 	const baseUrl = options.baseUrl();
 	const hash = await isDigestNotFile(target) ? normalizeHash(target) : (await hashFile(target)).hash;
-	const held = await recordOf$1(options.ledger(), hash);
+	const held = await recordOf(options.ledger(), hash);
 	if (!held) throw await notInLedger(options.ledger(), hash, baseUrl, "`notarize list` shows what is; `notarize pending` what awaits completion");
 	if (!held.underRoot) return {
 		kind: "record",
@@ -19597,7 +19594,7 @@ async function runReceipt(options) {
 	const baseUrl = options.baseUrl();
 	const file = await isDigestNotFile(target) ? void 0 : await hashFile(target);
 	const hash = file?.hash ?? normalizeHash(target);
-	const held = await recordOf$1(options.ledger(), hash);
+	const held = await recordOf(options.ledger(), hash);
 	if (!held) throw await notInLedger(options.ledger(), hash, baseUrl, "a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url");
 	const { entry, underRoot: found } = held;
 	const text = receiptText({

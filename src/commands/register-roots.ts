@@ -9,8 +9,16 @@
  */
 import { existsSync } from 'node:fs';
 import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
-import { askAboutRoot, ManifestIndex, manifestsLeft, MAX_ABSENT_ROOTS, staleManifests } from '../core/manifests.js';
+import {
+  askAboutRoot,
+  ManifestIndex,
+  manifestsLeft,
+  MAX_ABSENT_ROOTS,
+  readableRecord,
+  staleManifests,
+} from '../core/manifests.js';
 import type { FlowDeps, Outcome } from '../core/notarize.js';
+import type { LedgerEntry } from '../store/service-store.js';
 import { earlierProof, type ReceiptPlan } from '../core/receipts.js';
 import type { InclusionProof } from '../core/receipt-format.js';
 import { paidRootProblems, Trees, type LoadedTree, type Placement } from '../core/trees.js';
@@ -136,10 +144,11 @@ export class DocumentRoots {
     // Both without a final slash (readReceipt, parseBaseUrl): a receipt of another service is no question for this one.
     if (found !== undefined && found.baseUrl === this.#baseUrl) {
       // Its root's record here (completed with `complete --session`, its tree never here): nothing to ask.
-      if (this.#recordOf(found.proof.root)) return this.#under(hash, found.proof, undefined);
+      const entry = readableRecord(this.#deps.store, found.proof.root);
+      if (entry) return this.#under(hash, found.proof, { entry });
       const said = await this.#ask(found.proof.root, found.proof.treeSize, 'its receipt in --receipt-dir');
       if (said.kind === 'failed') throw said.error;
-      if (said.kind === 'has') return { ...this.#under(hash, found.proof, said.message), kept: found.path };
+      if (said.kind === 'has') return { ...this.#under(hash, found.proof, said), kept: found.path };
     }
     // The manifests there that list it (its receipt lost, or never written: a completion whose answer was lost).
     this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) =>
@@ -155,7 +164,8 @@ export class DocumentRoots {
         continue;
       }
       const { tree, leafIndex } = placement;
-      if (this.#recordOf(manifest.root)) return this.#under(hash, tree.proof(leafIndex, manifest.file), undefined);
+      const entry = readableRecord(this.#deps.store, manifest.root);
+      if (entry) return this.#under(hash, tree.proof(leafIndex, manifest.file), { entry });
       if (!this.#askedRoots.has(manifest.root) && this.#absent.length >= MAX_ABSENT_ROOTS) {
         // Once: the manifests to move aside are those the service said it does not have.
         if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
@@ -164,37 +174,32 @@ export class DocumentRoots {
       }
       const said = await this.#ask(manifest.root, tree.entry.treeSize, 'its manifest in --receipt-dir', manifest.file);
       if (said.kind === 'failed') throw said.error;
-      if (said.kind === 'has') return this.#under(hash, tree.proof(leafIndex, manifest.file), said.message);
+      if (said.kind === 'has') return this.#under(hash, tree.proof(leafIndex, manifest.file), said);
     }
     return undefined;
   }
 
   /**
-   * A document under `proof.root`, which this store has the record of
-   * (completed here with `complete --session`, its tree never here: its
-   * receipt is written) or the service says it has (a 409 to a request
-   * step): already registered.
+   * A document under `proof.root`, already registered: by this store's
+   * record of the root (completed here with `complete --session`, its tree
+   * never here: its receipt is written), or by the service's word (a 409 to
+   * a request step).
    */
-  #under(sha256: string, proof: InclusionProof, message: string | undefined): Rooted {
-    const entry = this.#recordOf(proof.root);
-    const outcome: Outcome = entry
-      ? { kind: 'already-registered', hash: proof.root, entry }
-      : {
-          kind: 'already-registered',
-          hash: proof.root,
-          entry: undefined,
-          service: { message, retiredSession: undefined },
-        };
+  #under(
+    sha256: string,
+    proof: InclusionProof,
+    known: { entry: LedgerEntry } | { message: string | undefined },
+  ): Rooted {
+    const outcome: Outcome =
+      'entry' in known
+        ? { kind: 'already-registered', hash: proof.root, entry: known.entry }
+        : {
+            kind: 'already-registered',
+            hash: proof.root,
+            entry: undefined,
+            service: { message: known.message, retiredSession: undefined },
+          };
     return { under: { sha256, proof }, outcome };
-  }
-
-  /** This store's record of `root`, if it has a readable one (a damaged one: the service is asked, as before). */
-  #recordOf(root: string) {
-    try {
-      return this.#deps.store.readRecord(root);
-    } catch {
-      return undefined;
-    }
   }
 
   /**

@@ -9,7 +9,13 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EXIT, NotarizeError, StoreError } from '../errors.js';
-import { readTreeFile, treeFileDigests, type LedgerEntry, type TreeEntry } from '../store/service-store.js';
+import {
+  readTreeFile,
+  treeFileDigests,
+  type LedgerEntry,
+  type ServiceStore,
+  type TreeEntry,
+} from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
 import {
@@ -195,7 +201,7 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
       input.warn?.(`a tree manifest was passed over: ${error.message}`);
       continue;
     }
-    const record = recordOf(deps, root);
+    const record = readableRecord(deps.store, root);
     if (record !== undefined) {
       // This store has the root's record (completed here with `complete --session`, its tree
       // planted by another store): registered, as the record proves, so nothing is asked and
@@ -298,10 +304,14 @@ export class ManifestIndex {
   }
 }
 
-/** The ledger's record of `root`, if this store has a readable one (a damaged one: the service is asked, as before). */
-function recordOf(deps: FlowDeps, root: string): LedgerEntry | undefined {
+/**
+ * The ledger's record of `root`, if this store has a readable one (a damaged
+ * one: the service is asked, as before): the record that places a manifest's
+ * or a receipt's documents without asking (here, and register-roots.ts).
+ */
+export function readableRecord(store: ServiceStore, root: string): LedgerEntry | undefined {
   try {
-    return deps.store.readRecord(root);
+    return store.readRecord(root);
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
     return undefined;
