@@ -13492,8 +13492,9 @@ async function sessionsUnderRoots(store, hashes) {
 			return;
 		}
 		for (const { sha256 } of entry.leaves) {
-			const known = completing.has(sha256) ? best.get(sha256) : void 0;
-			if (completing.has(sha256) && (known === void 0 || RANK[state] < RANK[known.state])) best.set(sha256, {
+			if (!completing.has(sha256)) continue;
+			const known = best.get(sha256);
+			if (known === void 0 || RANK[state] < RANK[known.state]) best.set(sha256, {
 				root: entry.root,
 				state
 			});
@@ -16576,14 +16577,22 @@ function notUtf8(shown, where) {
 		})
 	};
 }
+/** The length of the UTF-8 character whose first byte is `lead`; 0 when no character starts so. */
+function utf8Length(lead) {
+	if (lead < 128) return 1;
+	if (lead < 194) return 0;
+	if (lead < 224) return 2;
+	if (lead < 240) return 3;
+	return lead < 245 ? 4 : 0;
+}
 /** `bytes` as text, each byte that is not part of a UTF-8 character written `\xNN`. */
 function escapedName(bytes) {
 	let text = "";
 	let from = 0;
 	for (let i = 0; i < bytes.length;) {
 		const lead = bytes[i];
-		const length = lead < 128 ? 1 : lead >= 194 && lead < 224 ? 2 : lead >= 224 && lead < 240 ? 3 : lead >= 240 && lead < 245 ? 4 : 0;
-		if (length > 0 && isUtf8(bytes.subarray(i, i + length)) && i + length <= bytes.length) {
+		const length = utf8Length(lead);
+		if (length > 0 && isUtf8(bytes.subarray(i, i + length))) {
 			i += length;
 			continue;
 		}

@@ -229,23 +229,24 @@ function notUtf8(shown: string, where: string): InputItem {
   };
 }
 
+/** The length of the UTF-8 character whose first byte is `lead`; 0 when no character starts so. */
+function utf8Length(lead: number): number {
+  if (lead < 0x80) return 1;
+  if (lead < 0xc2) return 0; // a continuation byte, or the lead of an overlong form
+  if (lead < 0xe0) return 2;
+  if (lead < 0xf0) return 3;
+  return lead < 0xf5 ? 4 : 0;
+}
+
 /** `bytes` as text, each byte that is not part of a UTF-8 character written `\xNN`. */
 export function escapedName(bytes: Buffer): string {
   let text = '';
   let from = 0;
   for (let i = 0; i < bytes.length;) {
     const lead = bytes[i]!;
-    const length =
-      lead < 0x80
-        ? 1
-        : lead >= 0xc2 && lead < 0xe0
-          ? 2
-          : lead >= 0xe0 && lead < 0xf0
-            ? 3
-            : lead >= 0xf0 && lead < 0xf5
-              ? 4
-              : 0;
-    if (length > 0 && isUtf8(bytes.subarray(i, i + length)) && i + length <= bytes.length) {
+    const length = utf8Length(lead);
+    // isUtf8 checks the bytes that follow the lead (a character cut short at the end is not UTF-8).
+    if (length > 0 && isUtf8(bytes.subarray(i, i + length))) {
       i += length;
       continue;
     }

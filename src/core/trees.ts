@@ -327,10 +327,9 @@ export async function sessionsUnderRoots(
       return;
     }
     for (const { sha256 } of entry.leaves) {
-      const known = completing.has(sha256) ? best.get(sha256) : undefined;
-      if (completing.has(sha256) && (known === undefined || RANK[state] < RANK[known.state])) {
-        best.set(sha256, { root: entry.root, state });
-      }
+      if (!completing.has(sha256)) continue;
+      const known = best.get(sha256);
+      if (known === undefined || RANK[state] < RANK[known.state]) best.set(sha256, { root: entry.root, state });
     }
   });
   const problems = [...unreadable, ...unknown];
