@@ -18,6 +18,7 @@ import {
   staleManifests,
 } from '../core/manifests.js';
 import type { FlowDeps, Outcome } from '../core/notarize.js';
+import type { UnderRoot } from '../output/results.js';
 import type { LedgerEntry } from '../store/service-store.js';
 import { earlierProof, type ReceiptPlan } from '../core/receipts.js';
 import type { InclusionProof } from '../core/receipt-format.js';
@@ -29,7 +30,7 @@ import type { RegisterOptions } from './register-inputs.js';
 /** The root's outcome, and the document's proof to it. */
 export interface Rooted {
   outcome: Outcome;
-  under: { sha256: string; proof: InclusionProof };
+  under: UnderRoot;
   /** The receipt in --receipt-dir whose proof led to the root: it stands, and is left as it is. */
   kept?: string;
 }

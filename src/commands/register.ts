@@ -13,7 +13,7 @@ import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
 import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
 import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
-import { receiptText, type InclusionProof } from '../core/receipt-format.js';
+import { receiptText } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
 import type { Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult, RecordResult } from '../output/present.js';
@@ -26,6 +26,7 @@ import {
   receiptDetails,
   skippedResult,
   type ItemResult,
+  type UnderRoot,
 } from '../output/results.js';
 import { forTerminal } from '../output/safe-text.js';
 import { finishItems, viewOf } from './action.js';
@@ -192,7 +193,7 @@ interface Registered {
    * The document is a leaf of a Merkle root this store registered, or had
    * pending and this run completed (`outcome` is the root's): its proof.
    */
-  under?: { sha256: string; proof: InclusionProof };
+  under?: UnderRoot;
 }
 
 /** Registers the documents of one run, one alone or as a batch, keeping what the results and exit code need. */
@@ -455,7 +456,7 @@ async function receiptFor(
   index: number,
   outcome: Outcome,
   baseUrl: string,
-  under?: Registered['under'],
+  under?: UnderRoot,
 ): Promise<Pick<Registered, 'receipt' | 'receiptError'>> {
   const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
   if (entry === undefined) return {};

@@ -86,6 +86,12 @@ const STATUS_OF: Record<Outcome['kind'], ItemStatus> = {
   completed: 'registered',
 };
 
+/** A document registered under a Merkle root: its digest, and its proof to that root (whose record is the outcome's). */
+export interface UnderRoot {
+  sha256: string;
+  proof: InclusionProof;
+}
+
 /**
  * The result of an item whose registration ended with `outcome` (register,
  * complete of several, register --aggregate): its session when left
@@ -98,11 +104,7 @@ export function outcomeResult(
   file: string | null,
   outcome: Outcome,
   baseUrl: string,
-  {
-    details = {},
-    status,
-    under,
-  }: { details?: ItemDetails; status?: ItemStatus; under?: { sha256: string; proof: InclusionProof } } = {},
+  { details = {}, status, under }: { details?: ItemDetails; status?: ItemStatus; under?: UnderRoot } = {},
 ): ItemResult {
   const hash = under?.sha256 ?? outcomeHash(outcome);
   if (outcome.kind === 'pending') {
