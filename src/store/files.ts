@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   constants,
+  readdirSync,
   fchmodSync,
   fdatasync,
   fstatSync,
@@ -74,21 +75,45 @@ function unsafeDirReason(info: Stats): string | undefined {
   return undefined;
 }
 
-function dirError(dir: string, reason: string, cause?: unknown): StoreError {
+function dirError(dir: string, reason: string, cause?: unknown, hint = HINT_DIR): StoreError {
   return new StoreError(dir, `cannot use the store directory ${dir}: ${reason}`, {
-    hint: HINT_DIR,
+    hint,
     ...(cause === undefined ? {} : { cause }),
   });
 }
+
+/**
+ * Refuses to tighten a directory that holds entries not notarize's: its
+ * rights were someone's choice for what else it holds.
+ */
+function refuseForeignEntries(dir: string, info: Stats, own: OwnEntries): void {
+  const foreign = readdirSync(dir).filter((name) => !own(name));
+  if (foreign.length === 0) return;
+  const shown = foreign.slice(0, 3).join(', ') + (foreign.length > 3 ? `, and ${foreign.length - 3} more` : '');
+  throw dirError(
+    dir,
+    `others may read it (mode ${(info.mode & 0o7777).toString(8)}) and it holds entries that are not notarize's (${shown})`,
+    undefined,
+    `notarize only tightens a directory of its own to 0700: name one in NOTARIZE_CONFIG_DIR, or \`chmod 700\` this one if it is meant to hold credentials`,
+  );
+}
+
+/**
+ * Which entries a directory may hold for notarize to tighten it: a directory
+ * holding anything else (NOTARIZE_CONFIG_DIR set to a home, a web root, or
+ * `/` from an unset variable) is not notarize's to chmod, and is refused.
+ */
+export type OwnEntries = (name: string) => boolean;
 
 /**
  * Creates `dir` (and parents) readable by its owner alone. An existing
  * directory of ours with group rights is tightened to 0700; returns true when
  * it had to be, so the caller can warn. Throws StoreError naming the
  * directory when it is a link, not a directory, not ours or shared with
- * everyone (see the module comment), or cannot be created.
+ * everyone (see the module comment), wider than 0700 while holding entries
+ * `own` does not accept, or cannot be created.
  */
-export function ensurePrivateDir(dir: string): boolean {
+export function ensurePrivateDir(dir: string, own?: OwnEntries): boolean {
   try {
     makeDirs(dir, PRIVATE_DIR_MODE); // not mkdirSync's recursive mode: it can loop forever (src/mkdirs.ts)
   } catch (error) {
@@ -97,7 +122,7 @@ export function ensurePrivateDir(dir: string): boolean {
     if (code === 'EEXIST' || code === 'ENOTDIR') throw dirError(dir, 'it is not a directory', error);
     throw dirError(dir, (error as Error).message, error);
   }
-  const tightened = tightenDirIfExists(dir);
+  const tightened = tightenDirIfExists(dir, own);
   if (tightened === undefined) throw dirError(dir, 'it disappeared while being prepared');
   return tightened;
 }
@@ -107,7 +132,7 @@ export function ensurePrivateDir(dir: string): boolean {
  * creating it: true when it had to be tightened, false when it was already
  * private, undefined when it does not exist.
  */
-export function tightenDirIfExists(dir: string): boolean | undefined {
+export function tightenDirIfExists(dir: string, own?: OwnEntries): boolean | undefined {
   let seen: Stats;
   try {
     seen = lstatSync(dir);
@@ -129,6 +154,7 @@ export function tightenDirIfExists(dir: string): boolean | undefined {
   try {
     const info = fstatSync(fd);
     if (info.ino !== seen.ino || info.dev !== seen.dev) throw dirError(dir, 'it changed while being checked');
+    if (own !== undefined) refuseForeignEntries(dir, info, own);
     // Exactly 0700, not the old mode's owner bits: the owner needs all three.
     fchmodSync(fd, PRIVATE_DIR_MODE);
     return true;

@@ -73,6 +73,11 @@ type StoreFileName = 'config' | 'credentials';
  */
 const CHANGE_LOCK_WAIT_MS = 15_000;
 
+/** What the store's top directory holds: its files, their temporary files mid-write, its folders. */
+function isStoreEntry(name: string): boolean {
+  return /^(config\.json|credentials\.json|locks|services|\.(config|credentials)\.json\.[^/]+\.tmp)$/.test(name);
+}
+
 /** Entry point to everything notarize keeps on disk. Opens files lazily. */
 export class Store {
   readonly dir: string;
@@ -93,7 +98,7 @@ export class Store {
    */
   prepare(): void {
     if (this.#prepared) return;
-    if (ensurePrivateDir(this.dir)) {
+    if (ensurePrivateDir(this.dir, isStoreEntry)) {
       this.#warn(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
     }
     // Its folders too, now: a planted link there must stop the run before

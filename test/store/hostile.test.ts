@@ -186,6 +186,28 @@ describe('finding 8: store directories', () => {
     expect(readFileSync(file, 'utf8')).toBe('x');
   });
 
+  it('a directory readable by others that holds more than a store is refused, its rights left as they were', async () => {
+    // NOTARIZE_CONFIG_DIR="$UNSET/" is `/`; a home or a web root is the milder case.
+    const shared = join(bed.root, 'home');
+    mkdirSync(join(shared, 'public_html'), { recursive: true });
+    chmodSync(shared, 0o755);
+    await bed.write('doc.txt', 'a document\n');
+    for (const args of [['list'], ['register', bed.path('doc.txt')]]) {
+      const run = await bed.main(args, { env: { NOTARIZE_CONFIG_DIR: shared } });
+      expectRefused(run, shared, /mode 755\) and it holds entries that are not notarize's \(public_html\)/);
+      expect(run.stderr).toContain('chmod 700');
+    }
+    expect(statSync(shared).mode & 0o7777).toBe(0o755);
+    expect(readdirSync(shared)).toEqual(['public_html']);
+    expect(bed.calls('login')).toBe(0);
+
+    // Once private, it is the owner's choice: used as it is, nothing tightened.
+    chmodSync(shared, 0o700);
+    const run = await bed.main(['list'], { env: { NOTARIZE_CONFIG_DIR: shared } });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).not.toMatch(/tightened/);
+  });
+
   /** The store folders a planted link could replace, by how to find them once the store exists. */
   const folders: [string, (b: Bed) => string][] = [
     ['services/', (b) => join(b.storeDir, 'services')],
