@@ -134,7 +134,7 @@ export class HttpTransport {
     this.options.log?.(`${method} ${url} -> ${status} in ${elapsed()}`);
     if (ok) return { status, text };
     if (status === 407) throw proxyAuthError(`${method} ${url} answered 407`, this.options.proxyVariable);
-    throw statusError(method, url, status, redact(text, secretsOf(req)), retryAfter);
+    throw statusError(method, url, status, text, retryAfter, secretsOf(req));
   }
 }
 
@@ -326,8 +326,18 @@ function serviceMessage(text: string): string | undefined {
   }
 }
 
-function statusError(method: string, url: string, status: number, text: string, retryAfter: string | undefined): Error {
-  const said = serviceMessage(text);
+function statusError(
+  method: string,
+  url: string,
+  status: number,
+  text: string,
+  retryAfter: string | undefined,
+  secrets: string[],
+): Error {
+  // Redacted in the body as sent and in the message parsed from it: JSON may
+  // spell a secret in more ways than one (`\u0022` for a quote).
+  const parsed = serviceMessage(redact(text, secrets));
+  const said = parsed === undefined ? undefined : redact(parsed, secrets);
   const what = `${method} ${url} answered ${status}${said ? `: ${said}` : ''}`;
   if (status === 401 || status === 403) {
     return new AuthError(what, { status, hint: 'log in again with `notarize login` (or set NOTARIZE_API_KEY)' });

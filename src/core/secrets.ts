@@ -44,6 +44,14 @@ export function sendableToken(token: string, source: string, hint: string): stri
  */
 export function secretParts(secret: string): string[] {
   const segments = secret.split('.');
-  if (segments.length !== 3 || !segments.every((s) => /^[A-Za-z0-9_-]+$/.test(s))) return [secret];
-  return [secret, ...segments.slice(1).filter((segment) => segment.length >= 16)];
+  const parts =
+    segments.length !== 3 || !segments.every((s) => /^[A-Za-z0-9_-]+$/.test(s))
+      ? [secret]
+      : [secret, ...segments.slice(1).filter((segment) => segment.length >= 16)];
+  // As JSON text spells them too (a key holding `"` or `\`): an error body
+  // before it is parsed, and every --json line, carry that form.
+  return parts.flatMap((part) => {
+    const inJson = JSON.stringify(part).slice(1, -1);
+    return inJson === part ? [part] : [part, inJson];
+  });
 }

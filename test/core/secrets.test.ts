@@ -62,4 +62,7 @@ describe('secretParts', () => {
     );
     expect(secretParts('a.b c.d')).toEqual(['a.b c.d']);
   });
+  it('a secret JSON text spells otherwise (a quote, a backslash, a control character) also in that spelling', () => {
+    expect(secretParts('my"key\\x\t1')).toEqual(['my"key\\x\t1', 'my\\"key\\\\x\\t1']);
+  });
 });

@@ -114,6 +114,30 @@ describe('secrets never appear in any output', () => {
       await fake.close();
     }
   });
+
+  it('a key holding a quote or a backslash, echoed however JSON spells it, is redacted in text and --json', async () => {
+    const apiKey = 'my"secret\\key12345';
+    // The same key three ways: JSON.stringify's escapes, `\u0022` for the quote, and the key inside the raw text.
+    const spellings = [JSON.stringify(apiKey), `"my\\u0022secret\\\\key12345"`, JSON.stringify(`bad: ${apiKey}`)];
+    for (const spelled of spellings) {
+      const fake = await startFakeService(() => ({ status: 400, body: `{"message":${spelled}}` }));
+      try {
+        for (const flags of [[], ['--json']]) {
+          const run = await runMain(
+            ['login', ...flags],
+            cliEnv(tempDir(), { NOTARIZE_BASE_URL: fake.url, NOTARIZE_API_KEY: apiKey }),
+          );
+          expect(run.code, describeRun(run)).toBe(1);
+          expect(run.stderr).toContain('[redacted]');
+          for (const form of ['secret', JSON.stringify(apiKey).slice(1, -1)]) {
+            expect(run.stderr + run.stdout, `${spelled} ${flags.join(' ')}`).not.toContain(form);
+          }
+        }
+      } finally {
+        await fake.close();
+      }
+    }
+  });
 });
 
 describe('the hash in a path is validated before any URL is built', () => {
