@@ -8901,8 +8901,10 @@ function sendableToken(token, source, hint) {
 */
 function secretParts(secret) {
 	const segments = secret.split(".");
-	if (segments.length !== 3 || !segments.every((s) => /^[A-Za-z0-9_-]+$/.test(s))) return [secret];
-	return [secret, ...segments.slice(1).filter((segment) => segment.length >= 16)];
+	return (segments.length !== 3 || !segments.every((s) => /^[A-Za-z0-9_-]+$/.test(s)) ? [secret] : [secret, ...segments.slice(1).filter((segment) => segment.length >= 16)]).flatMap((part) => {
+		const inJson = JSON.stringify(part).slice(1, -1);
+		return inJson === part ? [part] : [part, inJson];
+	});
 }
 var init_secrets = __esmMin((() => {
 	init_errors();
@@ -9778,20 +9780,31 @@ function unsafeDirReason(info) {
 	if (uid !== void 0 && info.uid !== uid) return `it belongs to another user (uid ${info.uid}, you are ${uid})`;
 	if (process.platform !== "win32" && (info.mode & 514) !== 0) return `it is world-writable or sticky, as shared directories are (mode ${(info.mode & 4095).toString(8)})`;
 }
-function dirError(dir, reason, cause) {
+function dirError(dir, reason, cause, hint = HINT_DIR) {
 	return new StoreError(dir, `cannot use the store directory ${dir}: ${reason}`, {
-		hint: HINT_DIR,
+		hint,
 		...cause === void 0 ? {} : { cause }
 	});
+}
+/**
+* Refuses to tighten a directory that holds entries not notarize's: its
+* rights were someone's choice for what else it holds.
+*/
+function refuseForeignEntries(dir, info, own) {
+	const foreign = readdirSync(dir).filter((name) => !own(name));
+	if (foreign.length === 0) return;
+	const shown = foreign.slice(0, 3).join(", ") + (foreign.length > 3 ? `, and ${foreign.length - 3} more` : "");
+	throw dirError(dir, `others may read it (mode ${(info.mode & 4095).toString(8)}) and it holds entries that are not notarize's (${shown})`, void 0, `notarize only tightens a directory of its own to 0700: name one in NOTARIZE_CONFIG_DIR, or \`chmod 700\` this one if it is meant to hold credentials`);
 }
 /**
 * Creates `dir` (and parents) readable by its owner alone. An existing
 * directory of ours with group rights is tightened to 0700; returns true when
 * it had to be, so the caller can warn. Throws StoreError naming the
 * directory when it is a link, not a directory, not ours or shared with
-* everyone (see the module comment), or cannot be created.
+* everyone (see the module comment), wider than 0700 while holding entries
+* `own` does not accept, or cannot be created.
 */
-function ensurePrivateDir(dir) {
+function ensurePrivateDir(dir, own) {
 	try {
 		makeDirs(dir, 448);
 	} catch (error) {
@@ -9800,7 +9813,7 @@ function ensurePrivateDir(dir) {
 		if (code === "EEXIST" || code === "ENOTDIR") throw dirError(dir, "it is not a directory", error);
 		throw dirError(dir, error.message, error);
 	}
-	const tightened = tightenDirIfExists(dir);
+	const tightened = tightenDirIfExists(dir, own);
 	if (tightened === void 0) throw dirError(dir, "it disappeared while being prepared");
 	return tightened;
 }
@@ -9809,7 +9822,7 @@ function ensurePrivateDir(dir) {
 * creating it: true when it had to be tightened, false when it was already
 * private, undefined when it does not exist.
 */
-function tightenDirIfExists(dir) {
+function tightenDirIfExists(dir, own) {
 	let seen;
 	try {
 		seen = lstatSync(dir);
@@ -9829,6 +9842,7 @@ function tightenDirIfExists(dir) {
 	try {
 		const info = fstatSync(fd);
 		if (info.ino !== seen.ino || info.dev !== seen.dev) throw dirError(dir, "it changed while being checked");
+		if (own !== void 0) refuseForeignEntries(dir, info, own);
 		fchmodSync(fd, 448);
 		return true;
 	} catch (error) {
@@ -18221,7 +18235,8 @@ var init_retry = __esmMin((() => {
 var client_exports = /* @__PURE__ */ __exportAll({
 	ApiClient: () => ApiClient,
 	logIn: () => logIn,
-	parseAnswer: () => parseAnswer
+	parseAnswer: () => parseAnswer,
+	parseRecordAnswer: () => parseRecordAnswer
 });
 /**
 * Exchanges an API key for a token (`POST /api/v2/auth/login`), with the
@@ -18257,9 +18272,22 @@ function parseAnswer(raw, schema, what) {
 		raw
 	};
 }
+/**
+* The answer to forfait: a record of the documented shape, and with no key
+* twice in one object. Two `hash` keys would make the ledger's record say one
+* hash to notarize (JSON.parse keeps the last) and another to any reader that
+* keeps the first: set aside as any other record not of the documented shape.
+*/
+function parseRecordAnswer(raw) {
+	const what = "answer to the completion (forfait)";
+	const answer = parseAnswer(raw, notarizationRecordSchema, what);
+	if (hasKeyTwice(raw)) throw new InvalidAnswerError(`the ${what} has a key twice in one object, which JSON readers take differently`, raw, JSON.parse(raw));
+	return answer;
+}
 var ApiClient;
 var init_client = __esmMin((() => {
 	init_errors();
+	init_exact_json();
 	init_retry();
 	init_validation();
 	init_schemas();
@@ -18300,7 +18328,7 @@ var init_client = __esmMin((() => {
 			}, {
 				route: "forfait",
 				mode: "unprocessed-only"
-			}, (text) => parseAnswer(text, notarizationRecordSchema, "answer to the completion (forfait)"));
+			}, (text) => parseRecordAnswer(text));
 		}
 		/**
 		* Custody only: sends the file's metadata (`PUT /api/v2/file/{hash}`). Its
@@ -25811,8 +25839,9 @@ function serviceMessage(text) {
 		return;
 	}
 }
-function statusError(method, url, status, text, retryAfter) {
-	const said = serviceMessage(text);
+function statusError(method, url, status, text, retryAfter, secrets) {
+	const parsed = serviceMessage(redact(text, secrets));
+	const said = parsed === void 0 ? void 0 : redact(parsed, secrets);
 	const what = `${method} ${url} answered ${status}${said ? `: ${said}` : ""}`;
 	if (status === 401 || status === 403) return new AuthError(what, {
 		status,
@@ -25908,7 +25937,7 @@ var init_http = __esmMin((() => {
 				text
 			};
 			if (status === 407) throw proxyAuthError(`${method} ${url} answered 407`, this.options.proxyVariable);
-			throw statusError(method, url, status, redact(text, secretsOf(req)), retryAfter);
+			throw statusError(method, url, status, text, retryAfter, secretsOf(req));
 		}
 	};
 	TUNNEL_REFUSED = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/;
@@ -36782,6 +36811,10 @@ function defaultStoreDir(env) {
 	if (process.platform === "darwin") return join(home, "Library", "Preferences", "notarize");
 	return join(env.XDG_CONFIG_HOME || join(home, ".config"), "notarize");
 }
+/** What the store's top directory holds: its files, their temporary files mid-write, its folders. */
+function isStoreEntry(name) {
+	return /^(config\.json|credentials\.json|locks|services|\.(config|credentials)\.json\.[^/]+\.tmp)$/.test(name);
+}
 /**
 * The directory name of a base URL's store: a readable part (`http_` for
 * plain http, the host, the port if given) and the first 16 hex digits of
@@ -36868,7 +36901,7 @@ var init_store = __esmMin((() => {
 		*/
 		prepare() {
 			if (this.#prepared) return;
-			if (ensurePrivateDir(this.dir)) this.#warn(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
+			if (ensurePrivateDir(this.dir, isStoreEntry)) this.#warn(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
 			for (const sub of ["locks", "services"].map((name) => join(this.dir, name))) if (tightenDirIfExists(sub)) this.#warn(`tightened the rights of ${sub} to owner-only (0700)`);
 			this.#prepared = true;
 		}

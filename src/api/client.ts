@@ -12,6 +12,7 @@
  */
 import type { z } from 'zod';
 import { InvalidAnswerError, UnreadableAnswerError } from '../errors.js';
+import { hasKeyTwice } from '../exact-json.js';
 import type { HttpRequest, HttpTransport } from './http.js';
 import { withRetries, type RetryMode, type RetryPolicy } from './retry.js';
 import { describeZodError } from '../validation.js';
@@ -89,6 +90,25 @@ export function parseAnswer<S extends z.ZodType>(raw: string, schema: S, what: s
   return { value: parsed.data, raw };
 }
 
+/**
+ * The answer to forfait: a record of the documented shape, and with no key
+ * twice in one object. Two `hash` keys would make the ledger's record say one
+ * hash to notarize (JSON.parse keeps the last) and another to any reader that
+ * keeps the first: set aside as any other record not of the documented shape.
+ */
+export function parseRecordAnswer(raw: string): Answer<NotarizationRecord> {
+  const what = 'answer to the completion (forfait)';
+  const answer = parseAnswer(raw, notarizationRecordSchema, what);
+  if (hasKeyTwice(raw)) {
+    throw new InvalidAnswerError(
+      `the ${what} has a key twice in one object, which JSON readers take differently`,
+      raw,
+      JSON.parse(raw),
+    );
+  }
+  return answer;
+}
+
 /** Calls the service; see the module comment. Knows nothing of the store, output or token lifecycle. */
 export class ApiClient {
   readonly transport: HttpTransport;
@@ -125,7 +145,7 @@ export class ApiClient {
     return this.#authed(
       { method: 'POST', path: `/api/v2/registration/${hash}/forfait`, body: sessionJson },
       { route: 'forfait', mode: 'unprocessed-only' },
-      (text) => parseAnswer(text, notarizationRecordSchema, 'answer to the completion (forfait)'),
+      (text) => parseRecordAnswer(text),
     );
   }
 

@@ -164,6 +164,34 @@ describe('answers from a stand-in service', () => {
     }
   });
 
+  it('a record naming two hashes (one key twice) is set aside: exit 5, not in the ledger, `verify` not verified', async () => {
+    const other = 'f'.repeat(64);
+    // JSON.parse keeps the last `hash` (the document's); a reader keeping the first sees another document.
+    const fake = await startFakeService((route, req) => {
+      if (route === 'request') return { status: 200, body: session };
+      if (route === 'forfait')
+        return { status: 200, body: `{"hash":"${other}",${record(req.url.split('/')[4]!).slice(1)}` };
+      return { status: 404, body: '{}' };
+    });
+    try {
+      const configDir = tempDir();
+      const doc = makeDocument(tempDir(), 'twice.txt');
+      const env = cliEnv(configDir, {
+        NOTARIZE_BASE_URL: fake.url,
+        NOTARIZE_TOKEN: handMadeJwt(Date.now() / 1000 + 3600),
+      });
+      const run = await runMain(['register', doc.path], env);
+      expect(run.code, describeRun(run)).toBe(5);
+      expect(run.stderr).toMatch(/has a key twice in one object/);
+      expect(ledgerHashes(configDir, fake.url)).toEqual([]);
+      expect(pendingHashes(configDir, fake.url)).toEqual([doc.hash]);
+      const verified = await runMain(['verify', doc.path], env);
+      expect(verified.code, describeRun(verified)).toBe(6);
+    } finally {
+      await fake.close();
+    }
+  });
+
   it('a 200 whose endless body trickles in (one byte every 50 ms) is cut off by --timeout: exit 5, never retried, promptly', async () => {
     const fake = await startFakeService(() => (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
