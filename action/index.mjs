@@ -13605,21 +13605,21 @@ function manifestRoot(name) {
 	return /^[0-9a-f]{64}\.tree\.json$/.test(name) ? name.slice(0, 64) : void 0;
 }
 /**
-* Whether `file` is the manifest of the tree of `root` exactly as
-* treeManifestText writes it, byte for byte, its leaves making that root:
-* only such a file in --receipt-dir is no document (`verify` passes it
-* over). Anything else named like one, a script with a manifest's tail
-* say, is not.
+* The digests of the documents under `root`, when `file` is its tree's
+* manifest exactly as treeManifestText writes it, byte for byte, its leaves
+* making that root; undefined otherwise. Only such a file can be passed over
+* by `verify` as no document (commands/verify-outputs.ts); anything else
+* named like one, a script with a manifest's tail say, is not.
 */
-function isExactManifest(file, root) {
+function exactManifestDigests(file, root) {
 	try {
 		const text = readRegularFile(file, { anyOwner: true });
-		if (text === void 0) return false;
+		if (text === void 0) return void 0;
 		const entry = treeOfText(file, text, root);
 		foldedTree(entry, file);
-		return [...treeManifestText(entry)].join("") === text;
+		return [...treeManifestText(entry)].join("") === text ? entry.leaves.map((leaf) => leaf.sha256) : void 0;
 	} catch (error) {
-		if (error instanceof StoreError) return false;
+		if (error instanceof StoreError) return void 0;
 		throw error;
 	}
 }
@@ -19142,6 +19142,139 @@ var init_ledger = __esmMin((() => {
 		}
 	};
 }));
+// dist/commands/verify-outputs.js
+/**
+* The receipts and tree manifests a walk of `verify` meets (`verify -r dist`,
+* receipts beside the documents or in a folder under them): notarize's
+* outputs, not documents. Such a file is passed over only when it is one
+* (a receipt that holds together, a manifest byte for byte as register
+* writes it) and the documents checked in the same run account for it:
+*
+* - a receipt, when it was the evidence of a document, or is of the digest
+*   of one;
+* - a manifest, when a document was verified under its root, or it lists
+*   the digest of one.
+*
+* Anyone can write a file that reads as a receipt: a bare record is any JSON
+* object with a 64-hex `hash`, a manifest's description is free text. Passed
+* over on its looks alone, such a file planted in a release folder let the
+* release check exit 0 with it unverified. One that nothing accounts for
+* fails instead, as a file that cannot be checked.
+*/
+/**
+* What `path` is when it is a receipt that holds together (readReceipt) or a
+* tree manifest exactly as notarize writes it; undefined when it is neither,
+* so a document. Outside --receipt-dir only files named as register names
+* them (`*.notarization.json`, `<root>.tree.json`) are read as such; inside
+* it, a receipt must be so named too: another JSON file there that reads as
+* a bare record is a file register passed over.
+*/
+async function notarizeOutput(path, inside) {
+	try {
+		const name = basename(path);
+		const root = manifestRoot(name);
+		if (root !== void 0) return exactManifestDigests(path, root) === void 0 ? void 0 : {
+			kind: "manifest",
+			path,
+			inside,
+			root
+		};
+		if (!name.endsWith(".notarization.json")) return void 0;
+		const text = await readReceiptFile(path);
+		if (text === void 0) return void 0;
+		const receipt = readReceipt(text);
+		return receipt.consistent ? {
+			kind: "receipt",
+			path,
+			inside,
+			sha256: receipt.sha256
+		} : void 0;
+	} catch {
+		return;
+	}
+}
+/** The failed item of a file inside --receipt-dir that is no receipt (see WalkOutputs.documents). */
+function insideReceiptDir(path) {
+	const reason = "inside --receipt-dir, and no receipt: register passes such a file over, so it has none";
+	return {
+		kind: "unusable",
+		path,
+		error: new InputFileError(path, reason, {
+			code: INSIDE_RECEIPT_DIR,
+			message: `${path} is ${reason}`,
+			hint: "move it out of --receipt-dir, or leave it out with --exclude"
+		})
+	};
+}
+/** The error of a receipt or manifest that no document of the run accounts for. */
+function unaccounted(output) {
+	const reason = output.kind === "receipt" ? `a receipt of ${output.sha256}, which is no document checked here` : `the manifest of root ${output.root}, under which no document checked here is`;
+	return new InputFileError(output.path, reason, {
+		code: "output_unaccounted",
+		message: `${output.path} is ${reason}: it is not passed over unchecked`,
+		hint: "verify it along with its documents, or leave it out with --exclude if it is not shipped"
+	});
+}
+var INSIDE_RECEIPT_DIR, WalkOutputs;
+var init_verify_outputs = __esmMin((() => {
+	init_receipt_format();
+	init_evidence();
+	init_trees();
+	init_receipts();
+	init_errors();
+	INSIDE_RECEIPT_DIR = "inside_receipt_dir";
+	WalkOutputs = class {
+		#held = [];
+		/** What the documents checked account for: their digests, the roots they are under, the receipts read. */
+		#digests = /* @__PURE__ */ new Set();
+		#roots = /* @__PURE__ */ new Set();
+		#receipts = /* @__PURE__ */ new Set();
+		/**
+		* The items of a walk without notarize's outputs, which are held for
+		* settle(). Anything else in --receipt-dir (`inReceiptDir`), whatever its
+		* name, is a file register passed over: it has no receipt, and verifying
+		* it would only say `unknown`; it fails with the way out instead (still
+		* not a pass). A walk of outputs alone has no document: a UsageError, as
+		* for an empty folder.
+		*/
+		async *documents(items, inReceiptDir) {
+			let documents = 0;
+			for await (const item of items) {
+				const walked = item.kind === "file" && item.relative !== void 0;
+				const inside = item.kind === "file" && inReceiptDir !== void 0 && inReceiptDir(item.path);
+				const output = walked || inside ? await notarizeOutput(item.path, inside) : void 0;
+				if (output !== void 0) {
+					this.#held.push(output);
+					continue;
+				}
+				documents++;
+				yield inside ? insideReceiptDir(item.path) : item;
+			}
+			if (documents === 0) throw new UsageError("no documents: every file found is a receipt or a tree manifest", {
+				code: "no_documents",
+				hint: "name the documents, or the folders that hold them"
+			});
+		}
+		/** Takes what a checked document accounts for. */
+		checked(sha256, finding) {
+			this.#digests.add(sha256);
+			if (finding.proof) this.#roots.add(finding.proof.root);
+			if (finding.receipt !== void 0) this.#receipts.add(resolve(finding.receipt));
+		}
+		/** Each output held: passed over (`skip`) when accounted for, else failed (`fail`). */
+		settle(skip, fail) {
+			for (const output of this.#held) if (this.#accounts(output)) {
+				const what = output.kind === "receipt" ? "a receipt" : "a tree manifest";
+				skip(output.path, `${output.inside ? "inside --receipt-dir: " : ""}${what} of a document checked (not a document)`);
+			} else fail(output.path, unaccounted(output));
+		}
+		#accounts(output) {
+			if (output.kind === "receipt") return this.#receipts.has(resolve(output.path)) || this.#digests.has(output.sha256);
+			if (this.#roots.has(output.root)) return true;
+			return (exactManifestDigests(output.path, output.root) ?? []).some((sha256) => this.#digests.has(sha256));
+		}
+	};
+}));
 // dist/commands/verify.js
 var verify_exports = /* @__PURE__ */ __exportAll({
 	configure: () => configure$8,
@@ -19169,7 +19302,9 @@ that cannot be, is a failed result and the others go on. Exit 0 when every docum
 2 when one could not be checked (nothing is ever sent); else 6. A --receipt-dir that is no
 folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest byte for byte as register writes it, is failed too: register passes such files
-over, so they have none. So is a
+over, so they have none. Receipts and manifests met while walking a folder are passed over
+only when a document checked accounts for them (the receipt was its evidence or is of its
+digest; the manifest lists it or its root); any other is failed (output_unaccounted). So is a
 symbolic link or special file met under a folder walked: verify does not follow it, so what
 it stands for is not checked (--exclude leaves it out on purpose).
 ${examples([
@@ -19205,10 +19340,8 @@ async function runVerify(options, items = new ItemResults()) {
 		unfollowed++;
 		items.addUnordered(failedResult(s.path, null, notFollowed(s.path, s.reason)));
 	});
-	const { documents, sources } = await receiptSources(options, expansion, (path, reason) => {
-		io.warn(`skipped ${path}: ${reason}`);
-		items.skip(skippedResult(path, reason));
-	});
+	const outputs = new WalkOutputs();
+	const { documents, sources } = await receiptSources(options, expansion, outputs);
 	const baseUrl = options.baseUrl();
 	const { index, problems } = await LedgerIndex.load(options.ledger());
 	for (const problem of problems) io.warn(`${problem.message}; ${problem.hint ?? ""}`);
@@ -19232,13 +19365,20 @@ async function runVerify(options, items = new ItemResults()) {
 					if (r.ok) only = r.value;
 					else if ("error" in r) singleError = r.error;
 				}
-				if (r.ok) elsewhere.add(r.value.finding);
+				if (r.ok) {
+					elsewhere.add(r.value.finding);
+					outputs.checked(r.value.hash, r.value.finding);
+				}
 				items.add(i, toResult(item, r, baseUrl));
 			}
 		});
 	} finally {
 		await pool.close();
 	}
+	outputs.settle((path, reason) => {
+		io.warn(`skipped ${path}: ${reason}`);
+		items.skip(skippedResult(path, reason));
+	}, (path, error) => items.addUnordered(failedResult(path, null, error)));
 	elsewhere.warn(io);
 	if (singleError) throw singleError;
 	if (expansion.single && !items.streams && only?.finding.status === "verified") {
@@ -19282,9 +19422,9 @@ function notFollowed(path, reason) {
 * --receipt-dir the list is read first, as register does, so that each
 * document gets the receipt name register gave it (names are chosen over
 * the whole run); receipts found walking a directory are outputs, not
-* documents, and are passed over (withoutReceipts).
+* documents, and are passed over (verify-outputs.ts).
 */
-async function receiptSources(options, expansion, skip) {
+async function receiptSources(options, expansion, outputs) {
 	if (options.receipt !== void 0) {
 		if (!expansion.single) throw new UsageError("--receipt checks one document: name exactly one", { hint: "for several documents use --receipt-dir, or keep each receipt beside its document" });
 		if (options.receipt === "-" && expansion.stdinNamed) throw new UsageError("standard input cannot be both the document and its receipt", { hint: "name the receipt file, or give the document as a file" });
@@ -19299,14 +19439,14 @@ async function receiptSources(options, expansion, skip) {
 	}
 	if (options.receiptDir !== void 0) checkReceiptDir(options.receiptDir);
 	const inReceiptDir = options.receiptDir === void 0 ? void 0 : insideDir(options.receiptDir);
-	const walked = expansion.single ? expansion.items : withoutReceipts(expansion.items, inReceiptDir, skip);
+	const walked = expansion.single ? expansion.items : outputs.documents(expansion.items, inReceiptDir);
 	if (options.receiptDir === void 0) return {
 		documents: walked,
 		sources: {}
 	};
 	const all = [];
 	for await (const item of walked) all.push(item);
-	const names = receiptNames(all.map((item) => item.kind === "stdin" || item.kind === "unusable" && item.error.code === INSIDE_RECEIPT_DIR ? {} : {
+	const names = receiptNames(all.map((item) => item.kind === "stdin" || item.kind === "unusable" && item.error.code === "inside_receipt_dir" ? {} : {
 		path: item.path,
 		...item.kind === "file" && item.relative ? { relative: item.relative } : {}
 	}));
@@ -19335,64 +19475,6 @@ function checkReceiptDir(dir) {
 		code: "receipt_dir_unusable",
 		hint: "name the folder `register --receipt-dir` wrote the receipts to"
 	});
-}
-/**
-* The items of a walk without the receipts in it: the receipts and tree
-* manifests that notarize writes, found as `*.notarization.json` or under
-* --receipt-dir. Only a file that is one is passed over: anything else
-* there, whatever its name, is a document to verify (a file named like a
-* receipt must not slip through a release check unverified). A walk of
-* receipts alone has no document: a UsageError, as for an empty folder.
-*/
-async function* withoutReceipts(items, inReceiptDir, skip) {
-	let documents = 0;
-	for await (const item of items) {
-		const named = item.kind === "file" && item.relative !== void 0 && item.path.endsWith(".notarization.json");
-		const inside = item.kind === "file" && inReceiptDir !== void 0 && inReceiptDir(item.path);
-		if ((named || inside) && await isNotarizeOutput(item.path, inside)) {
-			skip(item.path, `${inside ? "inside --receipt-dir: " : ""}a receipt or tree manifest (not a document)`);
-			continue;
-		}
-		documents++;
-		if (inside) yield insideReceiptDir(item.path);
-		else yield item;
-	}
-	if (documents === 0) throw new UsageError("no documents: every file found is a receipt or a tree manifest", {
-		code: "no_documents",
-		hint: "name the documents, or the folders that hold them"
-	});
-}
-/**
-* Whether `path` is a receipt that holds together (readReceipt) or a tree
-* manifest exactly as notarize writes it (isExactManifest): only such a
-* file is no document. In --receipt-dir (`inside`) a receipt must also be
-* named as register names them (`*.notarization.json`): another JSON file
-* there that reads as a bare record is a file register passed over.
-*/
-async function isNotarizeOutput(path, inside) {
-	try {
-		const name = basename(path);
-		const root = manifestRoot(name);
-		if (root !== void 0) return isExactManifest(path, root);
-		if (inside && !name.endsWith(".notarization.json")) return false;
-		const text = await readReceiptFile(path);
-		return text !== void 0 && readReceipt(text).consistent;
-	} catch {
-		return false;
-	}
-}
-/** The failed item of a file inside --receipt-dir that is no receipt (see withoutReceipts). */
-function insideReceiptDir(path) {
-	const reason = "inside --receipt-dir, and no receipt: register passes such a file over, so it has none";
-	return {
-		kind: "unusable",
-		path,
-		error: new InputFileError(path, reason, {
-			code: INSIDE_RECEIPT_DIR,
-			message: `${path} is ${reason}`,
-			hint: "move it out of --receipt-dir, or leave it out with --exclude"
-		})
-	};
 }
 /**
 * What ends a run whose documents are not all verified. Nothing is ever sent
@@ -19435,22 +19517,21 @@ function toResult(item, r, baseUrl) {
 		...reason ? { reason } : {}
 	});
 }
-var optionsSchema$3, TITLE, ElsewhereReceipts, INSIDE_RECEIPT_DIR;
+var optionsSchema$3, TITLE, ElsewhereReceipts;
 var init_verify = __esmMin((() => {
 	init_zod();
 	init_batch();
-	init_receipt_format();
 	init_evidence();
 	init_hash$1();
 	init_hash_pool();
 	init_inputs();
 	init_ledger();
-	init_trees();
 	init_read_input();
 	init_receipts();
 	init_errors();
 	init_results();
 	init_action();
+	init_verify_outputs();
 	init_input_options();
 	init_options();
 	optionsSchema$3 = object({
@@ -19485,7 +19566,6 @@ var init_verify = __esmMin((() => {
 			io.warn(`${which} name${this.#count === 1 ? "s" : ""} the service ${service}, not ${this.#baseUrl}: a receipt is evidence, not a signature; confirm the registration at its verification page only if you trust that service`);
 		}
 	};
-	INSIDE_RECEIPT_DIR = "inside_receipt_dir";
 }));
 // dist/commands/list.js
 var list_exports = /* @__PURE__ */ __exportAll({

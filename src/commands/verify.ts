@@ -6,17 +6,15 @@
  */
 import type { Command } from 'commander';
 import { statSync } from 'node:fs';
-import { basename } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { runAll, type Settled } from '../core/batch.js';
-import { readReceipt, type InclusionProof } from '../core/receipt-format.js';
-import { Evidence, MAX_RECEIPT_BYTES, readReceiptFile, type Finding, type ReceiptSources } from '../core/evidence.js';
+import type { InclusionProof } from '../core/receipt-format.js';
+import { Evidence, MAX_RECEIPT_BYTES, type Finding, type ReceiptSources } from '../core/evidence.js';
 import { fileErrorReason, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex } from '../core/ledger.js';
-import { isExactManifest, manifestRoot } from '../core/trees.js';
 import { readTextInput } from '../core/read-input.js';
 import { insideDir, RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
 import { InputFileError, NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
@@ -33,6 +31,7 @@ import {
 } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finishItems, viewOf } from './action.js';
+import { INSIDE_RECEIPT_DIR, WalkOutputs } from './verify-outputs.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, outputOption, outputSchema, parseOptions } from './options.js';
 
@@ -78,7 +77,9 @@ that cannot be, is a failed result and the others go on. Exit 0 when every docum
 2 when one could not be checked (nothing is ever sent); else 6. A --receipt-dir that is no
 folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest byte for byte as register writes it, is failed too: register passes such files
-over, so they have none. So is a
+over, so they have none. Receipts and manifests met while walking a folder are passed over
+only when a document checked accounts for them (the receipt was its evidence or is of its
+digest; the manifest lists it or its root); any other is failed (output_unaccounted). So is a
 symbolic link or special file met under a folder walked: verify does not follow it, so what
 it stands for is not checked (--exclude leaves it out on purpose).
 ${examples([
@@ -116,10 +117,8 @@ export async function runVerify(
     unfollowed++;
     items.addUnordered(failedResult(s.path, null, notFollowed(s.path, s.reason)));
   });
-  const { documents, sources } = await receiptSources(options, expansion, (path, reason) => {
-    io.warn(`skipped ${path}: ${reason}`);
-    items.skip(skippedResult(path, reason));
-  });
+  const outputs = new WalkOutputs();
+  const { documents, sources } = await receiptSources(options, expansion, outputs);
   const baseUrl = options.baseUrl();
   const { index, problems } = await LedgerIndex.load(options.ledger());
   for (const problem of problems) io.warn(`${problem.message}; ${problem.hint ?? ''}`);
@@ -144,7 +143,10 @@ export async function runVerify(
             if (r.ok) only = r.value;
             else if ('error' in r) singleError = r.error;
           }
-          if (r.ok) elsewhere.add(r.value.finding);
+          if (r.ok) {
+            elsewhere.add(r.value.finding);
+            outputs.checked(r.value.hash, r.value.finding);
+          }
           items.add(i, toResult(item, r, baseUrl));
         },
       },
@@ -152,6 +154,13 @@ export async function runVerify(
   } finally {
     await pool.close();
   }
+  outputs.settle(
+    (path, reason) => {
+      io.warn(`skipped ${path}: ${reason}`);
+      items.skip(skippedResult(path, reason));
+    },
+    (path, error) => items.addUnordered(failedResult(path, null, error)),
+  );
   elsewhere.warn(io);
   // One document named alone that cannot be read: the command's one-line error, as for any usage error.
   if (singleError) throw singleError;
@@ -229,12 +238,12 @@ interface Checked {
  * --receipt-dir the list is read first, as register does, so that each
  * document gets the receipt name register gave it (names are chosen over
  * the whole run); receipts found walking a directory are outputs, not
- * documents, and are passed over (withoutReceipts).
+ * documents, and are passed over (verify-outputs.ts).
  */
 async function receiptSources(
   options: VerifyOptions,
   expansion: Awaited<ReturnType<typeof expandInputs>>,
-  skip: (path: string, reason: string) => void,
+  outputs: WalkOutputs,
 ): Promise<{ documents: Iterable<InputItem> | AsyncIterable<InputItem>; sources: ReceiptSources }> {
   if (options.receipt !== undefined) {
     if (!expansion.single) {
@@ -252,7 +261,7 @@ async function receiptSources(
   }
   if (options.receiptDir !== undefined) checkReceiptDir(options.receiptDir);
   const inReceiptDir = options.receiptDir === undefined ? undefined : insideDir(options.receiptDir);
-  const walked = expansion.single ? expansion.items : withoutReceipts(expansion.items, inReceiptDir, skip);
+  const walked = expansion.single ? expansion.items : outputs.documents(expansion.items, inReceiptDir);
   if (options.receiptDir === undefined) return { documents: walked, sources: {} };
   const all: InputItem[] = [];
   for await (const item of walked) all.push(item);
@@ -284,78 +293,6 @@ function checkReceiptDir(dir: string): void {
     code: 'receipt_dir_unusable',
     hint: 'name the folder `register --receipt-dir` wrote the receipts to',
   });
-}
-
-/**
- * The items of a walk without the receipts in it: the receipts and tree
- * manifests that notarize writes, found as `*.notarization.json` or under
- * --receipt-dir. Only a file that is one is passed over: anything else
- * there, whatever its name, is a document to verify (a file named like a
- * receipt must not slip through a release check unverified). A walk of
- * receipts alone has no document: a UsageError, as for an empty folder.
- */
-async function* withoutReceipts(
-  items: Iterable<InputItem> | AsyncIterable<InputItem>,
-  inReceiptDir: ((path: string) => boolean) | undefined,
-  skip: (path: string, reason: string) => void,
-): AsyncGenerator<InputItem> {
-  let documents = 0;
-  for await (const item of items) {
-    const walked = item.kind === 'file' && item.relative !== undefined;
-    const named = walked && item.path.endsWith(RECEIPT_SUFFIX);
-    const inside = item.kind === 'file' && inReceiptDir !== undefined && inReceiptDir(item.path);
-    if ((named || inside) && (await isNotarizeOutput(item.path, inside))) {
-      skip(item.path, `${inside ? 'inside --receipt-dir: ' : ''}a receipt or tree manifest (not a document)`);
-      continue;
-    }
-    documents++;
-    // Anything else in --receipt-dir is a document register passed over: it has no receipt, and
-    // verifying it would only say `unknown`; it fails with the way out instead (still not a pass).
-    if (inside) yield insideReceiptDir(item.path);
-    else yield item;
-  }
-  if (documents === 0) {
-    throw new UsageError('no documents: every file found is a receipt or a tree manifest', {
-      code: 'no_documents',
-      hint: 'name the documents, or the folders that hold them',
-    });
-  }
-}
-
-/**
- * Whether `path` is a receipt that holds together (readReceipt) or a tree
- * manifest exactly as notarize writes it (isExactManifest): only such a
- * file is no document. In --receipt-dir (`inside`) a receipt must also be
- * named as register names them (`*.notarization.json`): another JSON file
- * there that reads as a bare record is a file register passed over.
- */
-async function isNotarizeOutput(path: string, inside: boolean): Promise<boolean> {
-  try {
-    const name = basename(path);
-    const root = manifestRoot(name);
-    if (root !== undefined) return isExactManifest(path, root);
-    if (inside && !name.endsWith(RECEIPT_SUFFIX)) return false;
-    const text = await readReceiptFile(path);
-    return text !== undefined && readReceipt(text).consistent;
-  } catch {
-    return false;
-  }
-}
-
-const INSIDE_RECEIPT_DIR = 'inside_receipt_dir';
-
-/** The failed item of a file inside --receipt-dir that is no receipt (see withoutReceipts). */
-function insideReceiptDir(path: string): InputItem {
-  const reason = 'inside --receipt-dir, and no receipt: register passes such a file over, so it has none';
-  return {
-    kind: 'unusable',
-    path,
-    error: new InputFileError(path, reason, {
-      code: INSIDE_RECEIPT_DIR,
-      message: `${path} is ${reason}`,
-      hint: 'move it out of --receipt-dir, or leave it out with --exclude',
-    }),
-  };
 }
 
 /**

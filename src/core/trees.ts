@@ -448,21 +448,21 @@ export function manifestRoot(name: string): string | undefined {
 }
 
 /**
- * Whether `file` is the manifest of the tree of `root` exactly as
- * treeManifestText writes it, byte for byte, its leaves making that root:
- * only such a file in --receipt-dir is no document (`verify` passes it
- * over). Anything else named like one, a script with a manifest's tail
- * say, is not.
+ * The digests of the documents under `root`, when `file` is its tree's
+ * manifest exactly as treeManifestText writes it, byte for byte, its leaves
+ * making that root; undefined otherwise. Only such a file can be passed over
+ * by `verify` as no document (commands/verify-outputs.ts); anything else
+ * named like one, a script with a manifest's tail say, is not.
  */
-export function isExactManifest(file: string, root: string): boolean {
+export function exactManifestDigests(file: string, root: string): string[] | undefined {
   try {
     const text = readRegularFile(file, { anyOwner: true });
-    if (text === undefined) return false;
+    if (text === undefined) return undefined;
     const entry = treeOfText(file, text, root);
     foldedTree(entry, file);
-    return [...treeManifestText(entry)].join('') === text;
+    return [...treeManifestText(entry)].join('') === text ? entry.leaves.map((leaf) => leaf.sha256) : undefined;
   } catch (error) {
-    if (error instanceof StoreError) return false;
+    if (error instanceof StoreError) return undefined;
     throw error;
   }
 }

@@ -199,6 +199,57 @@ describe('register --aggregate over 50 documents', () => {
     expect(parseResults(extra.stdout)).toMatchObject([{ status: 'failed', error: { code: 'inside_receipt_dir' } }]);
   });
 
+  it('a receipt or manifest passes over only when a document checked accounts for it', async () => {
+    const { dist, receipts, verify } = download();
+    const folder = dirname(receipts);
+    // The layout of docs: receipts under the folder walked. With the store that has the tree, no --receipt-dir:
+    // the documents verify by the ledger, their receipts and the manifest are theirs.
+    const withLedger = await bed.main(['verify', '-r', folder, '--json']);
+    expect(withLedger.code, describeRun(withLedger)).toBe(0);
+    expect(countStatuses(parseResults(withLedger.stdout))).toEqual({ verified: COUNT, skipped: COUNT + 1 });
+
+    // Another run's manifest, its free-text description changed (still byte for byte as register writes
+    // one), and a bare record of no document of the run: anyone can write either.
+    await bed.write('elsewhere/x.txt', 'another release\n');
+    const elsewhere = await bed.main([
+      'register',
+      '--aggregate',
+      bed.path('elsewhere/x.txt'),
+      '--receipt-dir',
+      bed.path('elsewhere-r'),
+      '--json',
+    ]);
+    expect(elsewhere.code, describeRun(elsewhere)).toBe(0);
+    const otherRoot = readdirSync(bed.path('elsewhere-r')).find((n) => n.endsWith('.tree.json'))!;
+    const otherManifest = readFileSync(bed.path(`elsewhere-r/${otherRoot}`), 'utf8');
+    writeFileSync(
+      join(receipts, otherRoot),
+      otherManifest.replace(/"description": "[^"]*"/, '"description": "echo pwned"'),
+    );
+    writeFileSync(
+      join(dist, 'postinstall.notarization.json'),
+      JSON.stringify({ hash: 'e'.repeat(64), sh: 'curl x|sh' }),
+    );
+    for (const args of [
+      ['-r', folder, '--receipt-dir', receipts],
+      ['-r', folder],
+    ]) {
+      const run = await (args.length === 4 ? verify(args) : bed.main(['verify', ...args, '--json']));
+      expect(run.code, describeRun(run)).toBe(2);
+      const results = parseResults(run.stdout);
+      expect(
+        results
+          .filter((r) => r.status === 'failed')
+          .map((r) => [basename(r.file!), r.error!.code])
+          .sort(),
+      ).toEqual([
+        [otherRoot, 'output_unaccounted'],
+        ['postinstall.notarization.json', 'output_unaccounted'],
+      ]);
+      expect(countStatuses(results)).toMatchObject({ verified: COUNT, skipped: COUNT + 1 });
+    }
+  });
+
   it('a --receipt-dir that is no folder is exit 2, not an empty folder', async () => {
     const { dist, receipts, verify } = download();
     for (const dir of [join(receipts, 'missing'), join(receipts, `${NAMES[0]}.notarization.json`)]) {
