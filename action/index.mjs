@@ -13496,10 +13496,13 @@ async function sessionsUnderRoots(store, hashes) {
 	const confirmed = await confirmedRoots(store);
 	const best = /* @__PURE__ */ new Map();
 	const unknown = [];
+	const underUnread = /* @__PURE__ */ new Map();
 	const problems = [...await store.eachTree(completing, (entry) => {
 		let state;
+		let unread;
 		try {
 			state = standingOf(store, entry.root, confirmed).state;
+			if (state === "planned" && store.readUnanswered(entry.root) !== void 0) unread = requestUnreadRoot(store, entry.root);
 		} catch (error) {
 			if (!(error instanceof StoreError)) throw error;
 			unknown.push(error);
@@ -13507,6 +13510,7 @@ async function sessionsUnderRoots(store, hashes) {
 		}
 		for (const { sha256 } of entry.leaves) {
 			if (!completing.has(sha256)) continue;
+			if (unread !== void 0) underUnread.set(sha256, unread);
 			const known = best.get(sha256);
 			if (known === void 0 || RANK[state] < RANK[known.state]) best.set(sha256, {
 				root: entry.root,
@@ -13525,12 +13529,17 @@ async function sessionsUnderRoots(store, hashes) {
 				pending: !finished
 			});
 		} catch {}
+		else if (underUnread.has(hash)) blocked.set(hash, underUnread.get(hash));
 		else if (problem !== void 0 && !existsSync(store.treeFile(hash))) blocked.set(hash, problem);
 	}
 	return {
 		covered,
 		blocked
 	};
+}
+/** Why the sessions of documents under `root`, whose request step was answered unreadably, are not completed. */
+function requestUnreadRoot(store, root) {
+	return new StoreError(store.unansweredFile(root), `under the Merkle root ${root}, whose request step was answered unreadably: the service may hold a session for it`, { hint: `complete the root with \`notarize complete ${root} --use-active-subscription\`, or drop it with \`notarize pending drop ${root}\`; then its documents' own sessions are completed or left out` });
 }
 /** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
 function standingOf(store, root, retired) {
@@ -17282,6 +17291,7 @@ var DocumentRoots;
 var init_register_roots = __esmMin((() => {
 	init_aggregate();
 	init_manifests();
+	init_notarize();
 	init_receipts();
 	init_trees();
 	init_errors();
@@ -17541,10 +17551,14 @@ var init_register_roots = __esmMin((() => {
 			if (placed === void 0) return void 0;
 			const { tree, leafIndex } = placed;
 			if (store.readRecord(hash) !== void 0) return void 0;
-			if (tree.state === "planned") return {
-				state: "planned",
-				tree
-			};
+			if (tree.state === "planned") {
+				const unread = store.readUnanswered(tree.entry.root);
+				if (unread !== void 0) throw requestUnread(tree.entry.root, unread.requestedAt);
+				return {
+					state: "planned",
+					tree
+				};
+			}
 			const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
 			if (tree.state === "pending") {
 				if (existsSync(store.pendingFile(hash))) return void 0;
@@ -18468,6 +18482,7 @@ async function runCompleteMany(options) {
 	let skipped = 0;
 	const tally = new FailureTally();
 	if (options.all) {
+		const withSession = new Set(hashes);
 		const { covered, blocked } = await sessionsUnderRoots(store, hashes);
 		hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
 		for (const [hash, { root, pending }] of covered) {
@@ -18475,6 +18490,10 @@ async function runCompleteMany(options) {
 			options.items.add(skipped++, itemResult(null, hash, "skipped", { reason }));
 		}
 		for (const [hash, error] of blocked) {
+			tally.add(skipped, error);
+			options.items.add(skipped++, failedResult(null, hash, error));
+		}
+		for (const [hash, error] of await requestsUnread(store, withSession)) {
 			tally.add(skipped, error);
 			options.items.add(skipped++, failedResult(null, hash, error));
 		}
@@ -18518,6 +18537,11 @@ async function runCompleteMany(options) {
 		...failure ? { failure } : {}
 	};
 }
+/** The request steps answered unreadably, of hashes with no session pending, and why each is not done. */
+async function requestsUnread(store, pending) {
+	const { entries, problems } = await store.listUnanswered();
+	return [...entries.filter((entry) => !pending.has(entry.hash)).map((entry) => [entry.hash, requestUnread(entry.hash, entry.requestedAt)]), ...problems.map((problem) => [basename(problem.file, ".json"), problem])].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+}
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */
 async function pendingHashes(store) {
 	const { entries, problems } = await store.listPending();
@@ -18556,13 +18580,15 @@ function configure$10(command, context) {
 	command.addHelpText("after", `\nSTATE is 'ready' (complete sends it); 'under-root': a document's own session, though the document
 is a leaf of a Merkle root registered or pending here (register --no-complete, then --aggregate):
 completing it would pay a second time, so \`complete --all\` leaves it out; drop it with \`pending drop\`;
-'blocked': a tree file that cannot be read may hold it under a root already paid for, so \`complete --all\`
-does not send it (a warning names the file: restore it);
+'blocked': a tree file that cannot be read may hold it under a root already paid for, or it is a leaf
+of a root whose request step was answered unreadably, so \`complete --all\` does not send it (a warning
+says what to restore, complete or drop first);
 'answer-unread': its forfait was answered 2xx with a body notarize could not read, so the service may
 have completed it; only \`notarize complete <hash>\` sends it again (a 409 then means it went through:
 the session is retired); or 'request-unread': the request step was answered 2xx unreadably, so no
 session was saved (plan '?', session null): complete it with
-\`notarize complete <hash> --use-active-subscription\`, or \`pending drop\` it to let register request anew.
+\`notarize complete <hash> --use-active-subscription\`, or \`pending drop\` it to let register request anew
+(\`complete --all\` reports it failed, exit 5; a root's documents are not registered one by one meanwhile).
 ${examples([
 		"notarize pending",
 		"notarize pending drop 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001",

@@ -13,7 +13,7 @@ import { subscriptionSessionSchema } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
 import { FailureTally, runAll, settledError } from '../core/batch.js';
-import { complete, type SessionSource } from '../core/notarize.js';
+import { complete, requestUnread, type SessionSource } from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
 import { sessionsUnderRoots } from '../core/trees.js';
 import { NotarizeError, UsageError } from '../errors.js';
@@ -142,6 +142,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   let skipped = 0;
   const tally = new FailureTally();
   if (options.all) {
+    const withSession = new Set(hashes);
     const { covered, blocked } = await sessionsUnderRoots(store, hashes);
     hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
     for (const [hash, { root, pending }] of covered) {
@@ -152,6 +153,12 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
       options.items.add(skipped++, itemResult(null, hash, 'skipped', { reason }));
     }
     for (const [hash, error] of blocked) {
+      tally.add(skipped, error);
+      options.items.add(skipped++, failedResult(null, hash, error));
+    }
+    // A request step answered unreadably has no session to complete, but is not done either:
+    // failed with its way out (exit 5), never "nothing pending".
+    for (const [hash, error] of await requestsUnread(store, withSession)) {
       tally.add(skipped, error);
       options.items.add(skipped++, failedResult(null, hash, error));
     }
@@ -199,6 +206,17 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   });
   const failure = tally.failure(sent, skipped + total);
   return { kind: 'items', title: 'notarize complete', items: options.items, ...(failure ? { failure } : {}) };
+}
+
+/** The request steps answered unreadably, of hashes with no session pending, and why each is not done. */
+async function requestsUnread(store: ServiceStore, pending: ReadonlySet<string>): Promise<[string, NotarizeError][]> {
+  const { entries, problems } = await store.listUnanswered();
+  return [
+    ...entries
+      .filter((entry) => !pending.has(entry.hash))
+      .map((entry): [string, NotarizeError] => [entry.hash, requestUnread(entry.hash, entry.requestedAt)]),
+    ...problems.map((problem): [string, NotarizeError] => [basename(problem.file, '.json'), problem]),
+  ].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */

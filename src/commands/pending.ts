@@ -29,13 +29,15 @@ export function configure(command: Command, context: () => Context): void {
       `\nSTATE is 'ready' (complete sends it); 'under-root': a document's own session, though the document
 is a leaf of a Merkle root registered or pending here (register --no-complete, then --aggregate):
 completing it would pay a second time, so \`complete --all\` leaves it out; drop it with \`pending drop\`;
-'blocked': a tree file that cannot be read may hold it under a root already paid for, so \`complete --all\`
-does not send it (a warning names the file: restore it);
+'blocked': a tree file that cannot be read may hold it under a root already paid for, or it is a leaf
+of a root whose request step was answered unreadably, so \`complete --all\` does not send it (a warning
+says what to restore, complete or drop first);
 'answer-unread': its forfait was answered 2xx with a body notarize could not read, so the service may
 have completed it; only \`notarize complete <hash>\` sends it again (a 409 then means it went through:
 the session is retired); or 'request-unread': the request step was answered 2xx unreadably, so no
 session was saved (plan '?', session null): complete it with
-\`notarize complete <hash> --use-active-subscription\`, or \`pending drop\` it to let register request anew.
+\`notarize complete <hash> --use-active-subscription\`, or \`pending drop\` it to let register request anew
+(\`complete --all\` reports it failed, exit 5; a root's documents are not registered one by one meanwhile).
 ${examples([
   'notarize pending',
   'notarize pending drop 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001',

@@ -17,7 +17,7 @@ import {
   readableRecord,
   staleManifests,
 } from '../core/manifests.js';
-import type { FlowDeps, Outcome } from '../core/notarize.js';
+import { requestUnread, type FlowDeps, type Outcome } from '../core/notarize.js';
 import type { UnderRoot } from '../output/results.js';
 import type { LedgerEntry } from '../store/service-store.js';
 import { earlierProof, type ReceiptPlan } from '../core/receipts.js';
@@ -314,8 +314,15 @@ export class DocumentRoots {
     const { tree, leafIndex } = placed;
     // Its own record (registered one by one, or --force) answers for it, as the flow's does.
     if (store.readRecord(hash) !== undefined) return undefined;
-    // Nothing paid for it: the document goes through the flow (the root's leftovers tidied).
-    if (tree.state === 'planned') return { state: 'planned' as const, tree };
+    if (tree.state === 'planned') {
+      // Its request step answered unreadably: the service may hold a session for the root, which
+      // `complete <root> --use-active-subscription` pays. Paying for its documents one by one as
+      // well could pay twice: they wait, as in --aggregate, until the root is completed or dropped.
+      const unread = store.readUnanswered(tree.entry.root);
+      if (unread !== undefined) throw requestUnread(tree.entry.root, unread.requestedAt);
+      // Nothing paid for it: the document goes through the flow (the root's leftovers tidied).
+      return { state: 'planned' as const, tree };
+    }
     // A tree whose leaves do not make its root proves nothing: StoreError, the document fails (exit 2 or 1).
     const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
     if (tree.state === 'pending') {

@@ -302,7 +302,7 @@ async function retire(deps: FlowDeps, hash: string, reason: string): Promise<str
 }
 
 /** The refusal to request again a hash whose last request step was answered unreadably. */
-function requestUnread(hash: string, requestedAt: string): ProtocolError {
+export function requestUnread(hash: string, requestedAt: string): ProtocolError {
   return new ProtocolError(
     `the registration request for ${hash} was answered 2xx at ${requestedAt}, but the answer could not be read; ` +
       'notarize does not request it again on its own',

@@ -317,10 +317,16 @@ export async function sessionsUnderRoots(
   // a store of many large trees is looked through in the memory of one.
   const best = new Map<string, { root: string; state: TreeState }>();
   const unknown: StoreError[] = []; // roots whose own files cannot be read
+  // Documents under a root whose request step was answered unreadably: the service may hold a
+  // session for it, so their own sessions wait until that root is completed or dropped.
+  const underUnread = new Map<string, StoreError>();
   const unreadable = await store.eachTree(completing, (entry) => {
     let state: TreeState;
+    let unread: StoreError | undefined;
     try {
       state = standingOf(store, entry.root, confirmed).state;
+      if (state === 'planned' && store.readUnanswered(entry.root) !== undefined)
+        unread = requestUnreadRoot(store, entry.root);
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
       unknown.push(error);
@@ -328,6 +334,7 @@ export async function sessionsUnderRoots(
     }
     for (const { sha256 } of entry.leaves) {
       if (!completing.has(sha256)) continue;
+      if (unread !== undefined) underUnread.set(sha256, unread);
       const known = best.get(sha256);
       if (known === undefined || RANK[state] < RANK[known.state]) best.set(sha256, { root: entry.root, state });
     }
@@ -346,12 +353,27 @@ export async function sessionsUnderRoots(
       } catch {
         // A damaged record file: completing it fails, naming the file.
       }
+    } else if (underUnread.has(hash)) {
+      blocked.set(hash, underUnread.get(hash)!);
     } else if (problem !== undefined && !existsSync(store.treeFile(hash))) {
       // Not a tree's root (readable or not): a document's own session, which the damaged tree may hold.
       blocked.set(hash, problem);
     }
   }
   return { covered, blocked };
+}
+
+/** Why the sessions of documents under `root`, whose request step was answered unreadably, are not completed. */
+function requestUnreadRoot(store: ServiceStore, root: string): StoreError {
+  return new StoreError(
+    store.unansweredFile(root),
+    `under the Merkle root ${root}, whose request step was answered unreadably: the service may hold a session for it`,
+    {
+      hint:
+        `complete the root with \`notarize complete ${root} --use-active-subscription\`, or drop it with ` +
+        `\`notarize pending drop ${root}\`; then its documents' own sessions are completed or left out`,
+    },
+  );
 }
 
 /** Where a tree stands, and its root's record when it is registered. */

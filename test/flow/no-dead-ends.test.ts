@@ -266,6 +266,62 @@ describe('a 2xx whose body cannot be read', () => {
     expect((await bed.main(['register', doc])).stderr).toMatch(/already registered/);
   });
 
+  it('complete --all reports an unread request step as failed (exit 5, the way out), not "nothing pending"', async () => {
+    const doc = await bed.file('all-unread.txt', 'complete --all meets an unread request');
+    const hash = sha256('complete --all meets an unread request');
+    bed.sandbox.addFaults([{ route: 'request', kind: 'truncated', count: 1 }]);
+    expect((await bed.main(['register', doc])).code).toBe(5);
+    const mark = bed.mark();
+    const all = await bed.main(['complete', '--all', '--json']);
+    expect(all.code, all.stderr).toBe(5);
+    expect(all.stderr).not.toMatch(/no session is pending/);
+    expect(JSON.parse(all.stdout)).toMatchObject([{ hash, status: 'failed', error: { code: 'protocol' } }]);
+    expect(all.stderr).toContain(`notarize complete ${hash} --use-active-subscription`);
+    expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual([]);
+    expect((await bed.main(['pending', 'drop', hash])).code).toBe(0);
+  });
+
+  it("a Merkle root's unread request step: its documents are not paid one by one, nor their own sessions by --all", async () => {
+    const a = await bed.file('unread-root/a.txt', 'under an unread root a');
+    const b = await bed.file('unread-root/b.txt', 'under an unread root b');
+    // b's own session, saved before the aggregate run.
+    expect((await bed.main(['register', b, '--no-complete'])).code).toBe(0);
+    bed.sandbox.addFaults([{ route: 'request', kind: 'truncated', count: 1 }]);
+    const aggregate = await bed.main(['register', '--aggregate', a, b, '--force', '--json']);
+    expect(aggregate.code, aggregate.stderr).toBe(5);
+    const root = (await pending()).find((p) => p.state === 'request-unread')!.hash;
+
+    // One by one: nothing sent, each failed with the root's way out.
+    const mark = bed.mark();
+    const single = await bed.main(['register', a, b]);
+    expect(single.code, single.stdout + single.stderr).toBe(5);
+    expect(single.stdout).toContain(`the registration request for ${root} was answered 2xx`);
+    expect(single.stderr).toContain(`notarize complete ${root} --use-active-subscription`);
+    expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual([]);
+
+    // b's own session is blocked, and --all leaves it (and reports the root).
+    expect(await pending()).toEqual(
+      expect.arrayContaining([
+        { hash: sha256('under an unread root b'), state: 'blocked' },
+        { hash: root, state: 'request-unread' },
+      ]),
+    );
+    const all = await bed.main(['complete', '--all', '--json']);
+    // b's blocked session comes first (exit 2: nothing was sent), then the root (exit 5).
+    expect(all.code, all.stderr).toBe(2);
+    expect(all.stderr).toContain(`complete the root with \`notarize complete ${root} --use-active-subscription\``);
+    expect(JSON.parse(all.stdout)).toHaveLength(2);
+    expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual([]);
+
+    // Completing the root with the active subscription pays once for both; b's session is then left out.
+    const completed = await bed.main(['complete', root, '--use-active-subscription']);
+    expect(completed.code, completed.stderr).toBe(0);
+    const after = await bed.main(['register', a, b, '--json']);
+    expect(after.code, after.stderr).toBe(0);
+    expect(routes(bed.callsSince(mark)).filter((r) => r === 'forfait')).toHaveLength(1);
+    expect((await bed.main(['pending', 'drop', sha256('under an unread root b')])).code).toBe(0);
+  });
+
   it('pending drop forgets an unread request step, and register then requests anew', async () => {
     const doc = await bed.file('dropped-request.txt', 'dropped request');
     const hash = sha256('dropped request');
