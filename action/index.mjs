@@ -10663,6 +10663,8 @@ async function register(deps, input) {
 				pending = await requestStep(deps, input);
 			} catch (error) {
 				if (!isAlreadyRegistered(error)) throw error;
+				const reason = [REQUEST_ANSWERED_409, error.serviceMessage].join(": ");
+				await store.keepAnswered409(input.hash, reason, now(deps)).catch(() => void 0);
 				const service = {
 					message: error.serviceMessage,
 					retiredSession: void 0
@@ -11035,7 +11037,7 @@ async function sendMetadata(deps, input, pending) {
 function isPlainObject(value) {
 	return typeof value === "object" && value !== null && !Array.isArray(value);
 }
-var ANSWERED_409, DEFAULT_LOCK_WAIT_MS, MAX_QUOTED_CHARS;
+var ANSWERED_409, REQUEST_ANSWERED_409, DEFAULT_LOCK_WAIT_MS, MAX_QUOTED_CHARS;
 var init_notarize = __esmMin((() => {
 	init_pages();
 	init_schemas();
@@ -11045,6 +11047,7 @@ var init_notarize = __esmMin((() => {
 	init_lock();
 	init_mime();
 	ANSWERED_409 = "forfait answered 409";
+	REQUEST_ANSWERED_409 = "request answered 409";
 	DEFAULT_LOCK_WAIT_MS = 6e4;
 	MAX_QUOTED_CHARS = 4e3;
 }));
@@ -13442,7 +13445,7 @@ async function confirmedOf(store, trees) {
 function says409(reason) {
 	return reason.startsWith("forfait answered 409") || reason.startsWith("request answered 409");
 }
-/** The hashes the service answered 409 for (a session retired, or a root's request step): it has them. */
+/** The hashes the service answered 409 for (a session retired, or a request step): it has them. */
 async function confirmedRoots(store) {
 	const confirmed = /* @__PURE__ */ new Set();
 	for (const [hash, reasons] of await store.retirements()) if (reasons.some(says409)) confirmed.add(hash);
@@ -13646,7 +13649,7 @@ function treeManifestText(entry) {
 		...entry
 	}, "leaves", LEAVES_DIGEST);
 }
-var LoadedTree, RANK, Trees, REQUEST_ANSWERED_409;
+var LoadedTree, RANK, Trees;
 var init_trees = __esmMin((() => {
 	init_service_store();
 	init_errors();
@@ -13743,7 +13746,6 @@ var init_trees = __esmMin((() => {
 			return this.#byDigest.get(sha256);
 		}
 	};
-	REQUEST_ANSWERED_409 = "request answered 409";
 }));
 // dist/core/manifests.js
 /**
@@ -14266,22 +14268,20 @@ async function registerRoot(deps, tree, flags) {
 		deps.onStep?.(step);
 	};
 	try {
-		const outcome = await register({
-			...deps,
-			onStep
-		}, {
-			hash: tree.entry.root,
-			description: tree.entry.description,
-			custody: false,
-			signed: flags.signed,
-			blockchain: flags.blockchain,
-			complete: flags.complete,
-			force: false
-		});
-		if (outcome.kind === "already-registered" && outcome.entry === void 0 && outcome.service?.retiredSession === void 0) await keep409(deps, tree.entry.root, outcome.service?.message);
 		return {
 			ok: true,
-			outcome,
+			outcome: await register({
+				...deps,
+				onStep
+			}, {
+				hash: tree.entry.root,
+				description: tree.entry.description,
+				custody: false,
+				signed: flags.signed,
+				blockchain: flags.blockchain,
+				complete: flags.complete,
+				force: false
+			}),
 			sent
 		};
 	} catch (error) {
@@ -14290,18 +14290,6 @@ async function registerRoot(deps, tree, flags) {
 			error
 		};
 	}
-}
-/**
-* Keeps a 409 to a root's request step (a planned root the service has: its
-* session dropped after a completion that went through), so the tree is
-* `confirmed` from then on, as after a 409 to its completion: per-document
-* register, show and verify know its documents are registered, and a re-run
-* asks no more. Optional: when the disk refuses, the next run asks again.
-*/
-async function keep409(deps, root, message) {
-	try {
-		await deps.store.keepAnswered409(root, `${REQUEST_ANSWERED_409}: ${message ?? ""}`, deps.now?.() ?? /* @__PURE__ */ new Date());
-	} catch {}
 }
 /**
 * What a run killed may have left of a root a run sends nothing for: the

@@ -40,7 +40,7 @@ import {
   type ManifestQuery,
 } from './manifests.js';
 import { locked, register, type FlowDeps, type Outcome } from './notarize.js';
-import { plantTree, REQUEST_ANSWERED_409, Trees, type LoadedTree, type Placement } from './trees.js';
+import { plantTree, Trees, type LoadedTree, type Placement } from './trees.js';
 
 /** An aggregate run: its documents and flags (ManifestQuery: those the manifests of --receipt-dir use too). */
 export interface AggregateInput extends ManifestQuery {
@@ -263,31 +263,11 @@ export async function registerRoot(
         force: false,
       },
     );
-    if (
-      outcome.kind === 'already-registered' &&
-      outcome.entry === undefined &&
-      outcome.service?.retiredSession === undefined
-    ) {
-      await keep409(deps, tree.entry.root, outcome.service?.message);
-    }
+    // A 409 to its request step (a planned root the service has: its session dropped after a
+    // completion that went through) is kept by the flow: the tree is `confirmed` from then on.
     return { ok: true, outcome, sent };
   } catch (error) {
     return { ok: false, error };
-  }
-}
-
-/**
- * Keeps a 409 to a root's request step (a planned root the service has: its
- * session dropped after a completion that went through), so the tree is
- * `confirmed` from then on, as after a 409 to its completion: per-document
- * register, show and verify know its documents are registered, and a re-run
- * asks no more. Optional: when the disk refuses, the next run asks again.
- */
-async function keep409(deps: FlowDeps, root: string, message: string | undefined): Promise<void> {
-  try {
-    await deps.store.keepAnswered409(root, `${REQUEST_ANSWERED_409}: ${message ?? ''}`, deps.now?.() ?? new Date());
-  } catch {
-    // Only a help: the root is registered whatever happens here.
   }
 }
 

@@ -77,6 +77,14 @@ export interface ServiceSaysRegistered {
  */
 export const ANSWERED_409 = 'forfait answered 409';
 
+/**
+ * How the store keeps a 409 to a request step, when no session was there to
+ * put aside (ServiceStore.keepAnswered409): the service has the hash all the
+ * same, and trees.ts counts it confirmed, so that `register --aggregate` on
+ * this store never puts the document (or root) under a new root to pay for.
+ */
+export const REQUEST_ANSWERED_409 = 'request answered 409';
+
 /** Whether `error` is the 409 that says the service already has the hash (see the module comment). */
 export function isAlreadyRegistered(error: unknown): error is ServiceRefusedError {
   return error instanceof ServiceRefusedError && error.status === 409;
@@ -135,6 +143,9 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
         pending = await requestStep(deps, input);
       } catch (error) {
         if (!isAlreadyRegistered(error)) throw error;
+        // Only a help (the service has it whatever happens here): when the disk refuses, the next run asks again.
+        const reason = [REQUEST_ANSWERED_409, error.serviceMessage].join(': ');
+        await store.keepAnswered409(input.hash, reason, now(deps)).catch(() => undefined);
         const service = { message: error.serviceMessage, retiredSession: undefined };
         return { kind: 'already-registered', hash: input.hash, entry: existing, service };
       }

@@ -24,7 +24,7 @@ import {
 import { NotNotarizedError, StoreError } from '../errors.js';
 import { readRegularFile } from '../store/files.js';
 import { leafHash, MerkleTree } from './merkle.js';
-import { ANSWERED_409 } from './notarize.js';
+import { ANSWERED_409, REQUEST_ANSWERED_409 } from './notarize.js';
 import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
 
 /** A document of an aggregate run, hashed. */
@@ -244,19 +244,12 @@ export async function confirmedOf(store: ServiceStore, trees: Trees): Promise<Re
   return trees.confirmed ?? confirmedRoots(store);
 }
 
-/**
- * How the store keeps a 409 to a Merkle root's request step, when no session
- * was there to put aside (ServiceStore.keepAnswered409; core/aggregate.ts):
- * the service has the root all the same.
- */
-export const REQUEST_ANSWERED_409 = 'request answered 409';
-
 /** Whether a `retiredBecause` says the service answered 409: it has the hash. */
 function says409(reason: string): boolean {
   return reason.startsWith(ANSWERED_409) || reason.startsWith(REQUEST_ANSWERED_409);
 }
 
-/** The hashes the service answered 409 for (a session retired, or a root's request step): it has them. */
+/** The hashes the service answered 409 for (a session retired, or a request step): it has them. */
 export async function confirmedRoots(store: ServiceStore): Promise<Set<string>> {
   const confirmed = new Set<string>();
   for (const [hash, reasons] of await store.retirements()) {

@@ -53,6 +53,14 @@ describe('the service already has the hash (409)', () => {
     });
     expect(fresh.stderr).toMatch(/already registered: the service says so \(409/);
     expect(fresh.stderr).not.toMatch(/answered 409/);
+
+    // That store keeps the 409: --aggregate then puts the document under no new root to pay for.
+    const aggregate = await bed.main(['register', '--aggregate', doc, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'another-empty-store') },
+    });
+    expect(aggregate.code, aggregate.stderr).toBe(0);
+    expect(JSON.parse(aggregate.stdout)).toMatchObject([{ hash, status: 'already-registered' }]);
+    expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual(['request']);
   });
 
   it('in a batch, a document the service has is already-registered beside a new one; exit 0', async () => {
