@@ -12271,11 +12271,14 @@ function renderRecord(record, extra, colour) {
 	const width = Math.max(...rows.map(([key]) => key.length));
 	return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join("\n");
 }
+/** A value on one line; an ExactJson (a number or object the service sent) as its exact text. */
 function formatValue(key, value) {
 	if (value === null) return "-";
-	if (key === "creationDate" && typeof value === "number") return `${value} (${isoOrRaw(value)})`;
 	if (typeof value === "string") return value;
-	return JSON.stringify(value);
+	const shown = stringifyExact(value);
+	const parsed = value instanceof ExactJson ? value.parsed() : value;
+	if (key === "creationDate" && typeof parsed === "number") return `${shown} (${isoOrRaw(parsed)})`;
+	return shown;
 }
 function isoOrRaw(ms) {
 	const date = new Date(ms);
@@ -12317,6 +12320,7 @@ function formatBytes(bytes) {
 }
 var init_render = __esmMin((() => {
 	init_source();
+	init_exact_json();
 	init_safe_text();
 }));
 // dist/output/results.js
@@ -12725,10 +12729,15 @@ function reportToGitHub(view, report) {
 		io.warn(`could not append to GITHUB_STEP_SUMMARY (${summaryFile}): ${error.message}`);
 	}
 }
+/**
+* The members of the service's JSON object `text`, for a table: strings and
+* nulls as parsed, any other value as its exact text (ExactJson), since
+* JSON.parse would show an asset id above 2^53, or `1.50`, as another number.
+*/
 function parsedObject(text) {
 	try {
 		const value = JSON.parse(text);
-		if (typeof value === "object" && value !== null && !Array.isArray(value)) return value;
+		if (typeof value === "object" && value !== null && !Array.isArray(value)) return Object.fromEntries(Object.entries(value).map(([key, member]) => [key, typeof member === "string" || member === null ? member : ExactJson.of(memberText(text, key))]));
 	} catch {}
 	return { answer: text };
 }
@@ -18619,7 +18628,7 @@ async function runPending(options) {
 		savedAt: e.savedAt,
 		plan: planOf(e),
 		state: stateOf(e, covered.has(e.hash), blocked.has(e.hash)),
-		session: JSON.parse(e.sessionJson)
+		session: embed(e.sessionJson)
 	})), ...unanswered.entries.filter((e) => !pending.entries.some((p) => p.hash === e.hash)).map((e) => ({
 		hash: e.hash,
 		description: e.description,
@@ -18683,6 +18692,7 @@ var init_pending = __esmMin((() => {
 	init_hash$1();
 	init_trees();
 	init_errors();
+	init_results();
 	init_lock();
 	init_action();
 	init_options();

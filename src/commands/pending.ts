@@ -10,6 +10,8 @@ import { normalizeHash } from '../core/hash.js';
 import { sessionsUnderRoots } from '../core/trees.js';
 import { UsageError } from '../errors.js';
 import type { RowsResult, ValueResult } from '../output/present.js';
+import { embed } from '../output/results.js';
+import type { ExactJson } from '../exact-json.js';
 import { LEASE_MS, withLock } from '../store/lock.js';
 import type { PendingEntry, ServiceStore } from '../store/service-store.js';
 import { finish, viewOf } from './action.js';
@@ -85,7 +87,7 @@ export interface PendingRow {
   savedAt: string;
   plan: string;
   state: 'ready' | 'under-root' | 'blocked' | 'answer-unread' | 'request-unread';
-  session: unknown;
+  session: ExactJson | string | null;
 }
 
 /** Lists pending sessions and unread request steps; a damaged file is a warning and is passed over. */
@@ -105,7 +107,8 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
       savedAt: e.savedAt,
       plan: planOf(e),
       state: stateOf(e, covered.has(e.hash), blocked.has(e.hash)),
-      session: JSON.parse(e.sessionJson) as unknown,
+      // As the service sent it (big integers, number spellings, escapes): --json prints that text.
+      session: embed(e.sessionJson),
     })),
     ...unanswered.entries
       .filter((e) => !pending.entries.some((p) => p.hash === e.hash))

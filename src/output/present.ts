@@ -10,7 +10,7 @@ import { verificationUrl } from '../api/pages.js';
 import type { Outcome } from '../core/notarize.js';
 import { InputFileError } from '../errors.js';
 import { annotations, inGitHubActions, markdownSummary } from './github.js';
-import { stringifyExact } from '../exact-json.js';
+import { ExactJson, memberText, stringifyExact } from '../exact-json.js';
 import type { IO } from './io.js';
 import { checksumLine, renderRecord, renderTable } from './render.js';
 import { Checksums, ItemResults, renderResults, type Checksum, type ItemResult } from './results.js';
@@ -235,10 +235,22 @@ function reportToGitHub(view: View, report: GitHubReport): void {
   }
 }
 
+/**
+ * The members of the service's JSON object `text`, for a table: strings and
+ * nulls as parsed, any other value as its exact text (ExactJson), since
+ * JSON.parse would show an asset id above 2^53, or `1.50`, as another number.
+ */
 function parsedObject(text: string): Record<string, unknown> {
   try {
     const value: unknown = JSON.parse(text);
-    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      return Object.fromEntries(
+        Object.entries(value).map(([key, member]) => [
+          key,
+          typeof member === 'string' || member === null ? member : ExactJson.of(memberText(text, key)!),
+        ]),
+      );
+    }
   } catch {
     // Stored text that is not an object is shown raw below.
   }

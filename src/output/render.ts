@@ -5,6 +5,7 @@
  * styled: the data, never our own colours.
  */
 import { Chalk } from 'chalk';
+import { ExactJson, stringifyExact } from '../exact-json.js';
 import { forTerminal } from './safe-text.js';
 
 /** A two-column "field  value" table of every field of a record, unknown ones included. */
@@ -19,11 +20,14 @@ export function renderRecord(record: Record<string, unknown>, extra: Record<stri
   return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join('\n');
 }
 
+/** A value on one line; an ExactJson (a number or object the service sent) as its exact text. */
 function formatValue(key: string, value: unknown): string {
   if (value === null) return '-';
-  if (key === 'creationDate' && typeof value === 'number') return `${value} (${isoOrRaw(value)})`;
   if (typeof value === 'string') return value;
-  return JSON.stringify(value);
+  const shown = stringifyExact(value);
+  const parsed = value instanceof ExactJson ? value.parsed() : value;
+  if (key === 'creationDate' && typeof parsed === 'number') return `${shown} (${isoOrRaw(parsed)})`;
+  return shown;
 }
 
 function isoOrRaw(ms: number): string {

@@ -164,6 +164,43 @@ describe('answers from a stand-in service', () => {
     }
   });
 
+  it('numbers JSON.parse would change (a uint64 asset id, 1.50) are shown as sent: tables, show, pending --json', async () => {
+    const bigSession = session.replace(/\}\s*$/, ',\n  "big": 12345678901234567890123, "escaped": "\\u202e"\n}\n');
+    const bigRecord = (hash: string) =>
+      record(hash)
+        .replace(/"assetId": null/, '"assetId": 18446744073709551615')
+        .replace(/\}\s*$/, ', "nested": {"n": 9007199254740993, "price": 1.50}}\n');
+    const fake = await startFakeService((route, req) => {
+      if (route === 'request') return { status: 200, body: bigSession };
+      if (route === 'forfait') return { status: 200, body: bigRecord(req.url.split('/')[4]!) };
+      return { status: 404, body: '{}' };
+    });
+    try {
+      const configDir = tempDir();
+      const doc = makeDocument(tempDir(), 'big.txt');
+      const env = cliEnv(configDir, {
+        NOTARIZE_BASE_URL: fake.url,
+        NOTARIZE_TOKEN: handMadeJwt(Date.now() / 1000 + 3600),
+      });
+      const saved = await runMain(['register', doc.path, '--no-complete'], env);
+      expect(saved.code, describeRun(saved)).toBe(0);
+      expect(saved.stdout).toMatch(/^big\s+12345678901234567890123$/m);
+      const pending = await runMain(['pending', '--json'], env);
+      expect(pending.stdout).toContain('"big": 12345678901234567890123');
+      expect(pending.stdout).toContain('"escaped": "\\u202e"');
+
+      const done = await runMain(['complete', doc.hash], env);
+      expect(done.code, describeRun(done)).toBe(0);
+      for (const run of [done, await runMain(['show', doc.hash], env)]) {
+        expect(run.stdout).toMatch(/^assetId\s+18446744073709551615$/m);
+        expect(run.stdout).toMatch(/^nested\s+\{"n":9007199254740993,"price":1\.50\}$/m);
+        expect(run.stdout).toMatch(/^creationDate\s+1649855665000 \(2022-04-13T13:14:25\.000Z\)$/m);
+      }
+    } finally {
+      await fake.close();
+    }
+  });
+
   it('a record naming two hashes (one key twice) is set aside: exit 5, not in the ledger, `verify` not verified', async () => {
     const other = 'f'.repeat(64);
     // JSON.parse keeps the last `hash` (the document's); a reader keeping the first sees another document.
