@@ -353,6 +353,11 @@ export function fileErrorReason(error: { code?: string; message?: string }): str
       return 'not readable without waiting (a device or pseudo-file?)';
     case 'ESPIPE':
       return 'not a regular file';
+    case 'ERR_INVALID_ARG_VALUE':
+      // Node refuses a path with a NUL byte before any system call: a line of a --files-from list.
+      if (error.message?.includes('null bytes'))
+        return 'the name holds a NUL byte, which no file name can (a NUL-separated list needs -0)';
+      return error.message ?? 'unreadable';
     default:
       return error.message ?? 'unreadable';
   }

@@ -202,6 +202,18 @@ describe('--files-from', () => {
     expect(bed.calls('request')).toBe(2);
   });
 
+  it('a line holding a NUL byte (a NUL-separated list read without -0) fails alone, saying so; nothing sent', async () => {
+    await bed.write('nul/a.txt', 'a\n');
+    await writeFile(join(bed.workDir, 'nul-list.txt'), `${bed.path('nul/a.txt')}\0${bed.path('nul/b.txt')}\n`);
+    const run = await bed.main(['register', '--files-from', bed.path('nul-list.txt'), '--json']);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(parseResults(run.stdout)).toMatchObject([
+      { status: 'failed', error: { message: expect.stringMatching(/the name holds a NUL byte, .*needs -0\)$/) } },
+    ]);
+    expect(run.stderr).not.toMatch(/ERR_INVALID_ARG_VALUE|must be a string/);
+    expect(bed.calls('request')).toBe(0);
+  });
+
   it("reads NUL-separated names from standard input with '-' and -0 (spaces and newlines in names)", async () => {
     const names = ['with space.txt', 'new\nline.txt', 'sub dir/plain.txt'];
     const hashes: string[] = [];
