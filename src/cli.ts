@@ -185,7 +185,10 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
   program.hook('preSubcommand', async (_program, subcommand) => {
     await load(subcommand);
   });
-  program.hook('preAction', (_program, action) => refuseUndecoded(action));
+  program.hook('preAction', (_program, action) => {
+    refuseUndecodedEnvironment(env);
+    refuseUndecoded(action);
+  });
   return program;
 }
 
@@ -220,9 +223,25 @@ function refuseUndecoded(action: Command): void {
   if (held !== undefined) throw undecoded(config ? `an argument of \`${commandPath(action)}\`` : `'${held}'`);
 }
 
-function undecoded(given: string): UsageError {
+/**
+ * The environment is decoded as the command line is: a NOTARIZE_CONFIG_DIR
+ * whose bytes are not UTF-8 named another folder (created, used) with U+FFFD
+ * in its name, and a base URL so decoded another host. So the variables
+ * notarize reads (NOTARIZE_*, and what places the store when
+ * NOTARIZE_CONFIG_DIR does not) are refused as arguments are; by name only,
+ * as they may hold a URL's password. The secrets are not checked: a key
+ * so mangled is refused by the service, and is never printed.
+ */
+function refuseUndecodedEnvironment(env: NodeJS.ProcessEnv): void {
+  const read = Object.keys(env).filter((name) => name.startsWith('NOTARIZE_') && !SECRET_VARIABLES.includes(name));
+  if (!env.NOTARIZE_CONFIG_DIR) read.push('XDG_CONFIG_HOME', 'APPDATA');
+  const held = read.find((name) => env[name]?.includes('\uFFFD'));
+  if (held !== undefined) throw undecoded(`the variable ${held}`, 'an environment');
+}
+
+function undecoded(given: string, where = 'a command line'): UsageError {
   return new UsageError(
-    `${given} holds U+FFFD, which is what bytes of a command line that are not UTF-8 become: ` +
+    `${given} holds U+FFFD, which is what bytes of ${where} that are not UTF-8 become: ` +
       'notarize cannot tell what was meant',
     {
       code: 'argument_not_utf8',

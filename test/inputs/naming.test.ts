@@ -6,6 +6,7 @@
  * cannot be processed, which fail on their own (more in test/batch/failed-items.test.ts).
  */
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -345,6 +346,25 @@ describe('names that are not UTF-8: failed, never read as another file', () => {
       expect(run.stderr).toContain('holds U+FFFD');
       expect(run.stderr).not.toContain('s3cret');
     }
+  });
+
+  it('bytes that are not UTF-8 in NOTARIZE_CONFIG_DIR, through a real shell: refused, no folder made, by name only', async () => {
+    const run = await runProcess(
+      'bash',
+      [
+        '-c',
+        `NOTARIZE_CONFIG_DIR="$DIR"/store$'\\xff' NOTARIZE_BASE_URL=http://u:s3cret@127.0.0.1:1/$'\\xfe' exec "$NODE" "$BIN" list`,
+      ],
+      { ...bed.env(), NODE: process.execPath, BIN, DIR: bed.path('env-store') },
+      { cwd: bed.workDir },
+    );
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toMatch(
+      /^notarize: the variable NOTARIZE_(BASE_URL|CONFIG_DIR) holds U\+FFFD, which is what bytes of an environment that are not UTF-8 become/m,
+    );
+    expect(run.stderr).not.toContain('s3cret');
+    expect(existsSync(bed.path('env-store'))).toBe(false);
   });
 
   it('bytes that are not UTF-8 in a --files-from value, through a real shell: refused before anything runs', async () => {
