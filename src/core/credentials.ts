@@ -201,10 +201,12 @@ export class TokenCredentials implements Authorizer {
       }
       // Any other refusal of the login is a credentials problem, and must not
       // pass for the request's own answer (a 409 there means "already registered").
-      if (error instanceof ServiceRefusedError) {
+      // A 401 or 403 names the key too: "log in again, or set NOTARIZE_API_KEY"
+      // says nothing to someone whose NOTARIZE_API_KEY is what was refused.
+      if (error instanceof ServiceRefusedError || error instanceof AuthError) {
         this.#loginCannotHelp = true;
         throw new AuthError(`logging in with NOTARIZE_API_KEY failed: ${error.message}`, {
-          status: error.status,
+          ...(error.status === undefined ? {} : { status: error.status }),
           hint: 'check NOTARIZE_API_KEY, or log in with `notarize login`',
           cause: error,
         });

@@ -166,7 +166,10 @@ describe('exit 3: authentication', () => {
     const doc = await bed.file('wrongkey.txt', 'wrong key');
     const mark = bed.mark();
     const register = await bed.main(['register', doc], { env: { NOTARIZE_API_KEY: wrongKey } });
-    expectFailure(register, 3, /answered 401/);
+    expectFailure(register, 3, /logging in with NOTARIZE_API_KEY failed: .*answered 401/);
+    // The hint names the key that was refused, not "set NOTARIZE_API_KEY": it is set.
+    expect(register.stderr).toContain('check NOTARIZE_API_KEY, or log in with `notarize login`');
+    expect(register.stderr).not.toContain('or set NOTARIZE_API_KEY');
     expect(new Set(routes(bed.callsSince(mark)))).toEqual(new Set(['login']));
     expect(bed.storedTokens()).toEqual({});
   });
