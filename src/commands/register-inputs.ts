@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import type { ApiClient } from '../api/client.js';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
-import { checkArgvDescription, readDescriptionFile } from '../core/description.js';
+import { checkArgvDescription, checkWalletName, readDescriptionFile } from '../core/description.js';
 import { normalizeHash } from '../core/hash.js';
 import { expandInputs, type InputItem, type SkippedPath } from '../core/inputs.js';
 import { insideDir, planReceipts, type ReceiptPlan, type ReceiptSubject } from '../core/receipts.js';
@@ -127,10 +127,12 @@ export function receiptSubject(item: Item): ReceiptSubject {
 
 /**
  * The options with the description checked (core/description.ts), read from
- * --description-file if given; before any input is read or anything sent.
+ * --description-file if given, and the wallet name checked; before any input
+ * is read or anything sent.
  */
 export async function withDescription(options: RegisterOptions): Promise<RegisterOptions> {
   const { description, descriptionFile } = options;
+  if (options.walletName !== undefined) checkWalletName(options.walletName);
   if (descriptionFile === undefined) {
     return description === undefined ? options : { ...options, description: checkArgvDescription(description) };
   }

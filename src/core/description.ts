@@ -53,6 +53,19 @@ function checkControls(text: string, what: string): void {
   );
 }
 
+/**
+ * Checks --wallet-name (sent with the file metadata and kept by the
+ * service): no control characters, as for a description; returns it unchanged.
+ */
+export function checkWalletName(name: string): string {
+  const match = CONTROL.exec(name);
+  if (!match) return name;
+  throw new UsageError(
+    `--wallet-name holds a control character (${codePoint(match[0])} at character ${[...name.slice(0, match.index)].length + 1})`,
+    { hint: 'remove it: the service keeps the wallet name with the file metadata' },
+  );
+}
+
 /** Checks a description given with -d/--description; returns it unchanged. */
 export function checkArgvDescription(text: string): string {
   const bad = text.indexOf('\ufffd');

@@ -312,6 +312,16 @@ describe('register and complete', () => {
     expect(help.stdout).toMatch(/does NOT upload the file/);
   });
 
+  it('--wallet-name with a control character is refused before anything is sent (exit 2), as a description is', async () => {
+    await login();
+    const doc = await bed.file('wallet.pdf', 'wallet name checked');
+    const mark = bed.mark();
+    const result = await run(['register', doc, '--custody', '--wallet-name', 'w\u001b[31m']);
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toContain('--wallet-name holds a control character (U+001B at character 2)');
+    expect(routes(bed.callsSince(mark))).toEqual([]);
+  });
+
   it('logs in on the fly with NOTARIZE_API_KEY when no token is stored', async () => {
     const content = 'on the fly';
     const doc = await bed.file('fly.txt', content);
