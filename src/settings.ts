@@ -198,11 +198,20 @@ export function isLoopbackHost(hostname: string): boolean {
  * Returns it without a trailing slash.
  */
 export function parseBaseUrl(value: string): string {
+  // The URL parser drops spaces and control characters at either end, and
+  // tabs and line breaks inside, without a word: a value it would so repair
+  // is not what was meant. (Never echoed: a URL may carry a password.)
+  if (/[\p{Cc}\p{Cf}\p{Z}]/u.test(value)) {
+    throw new UsageError('invalid base URL: it holds a space, control or invisible format character', {
+      code: 'unsafe_base_url',
+      hint: 'give it as plain text, e.g. https://app.dedit.io',
+    });
+  }
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new UsageError(`invalid base URL '${value}'`, {
+    throw new UsageError('invalid base URL: it is not a URL', {
       code: 'unsafe_base_url',
       hint: 'use e.g. https://app.dedit.io',
     });

@@ -221,7 +221,13 @@ describe('the base URL must be http(s), and plain http only to loopback', () => 
     ['http://10.1.2.3:8787', /plain http/],
     ['http://127.0.0.1.example.com', /plain http/],
     ['https://user:s3cr3t-passw0rd@app.dedit.io', /no credentials/],
-    ['not a url', /invalid base URL/],
+    ['not a url', /invalid base URL: it holds a space/],
+    ['notaurl', /invalid base URL: it is not a URL/],
+    // What the URL parser would repair without a word: an ESC at the end, a tab inside, a bidi override.
+    ['https://app.dedit.io/\u001b', /invalid base URL: it holds a space, control or invisible format character/],
+    ['https://app.de\tdit.io', /control/],
+    ['https://app.dedit.io/\u202e', /invisible format character/],
+    ['https://u:s3cr3t-passw0rd@app.dedit.io/ x', /invalid base URL/],
   ])('%s: exit 2, by flag and by environment', async (url, message) => {
     const doc = makeDocument(tempDir(), 'u.txt');
     for (const [args, env] of [
