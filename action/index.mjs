@@ -9419,6 +9419,9 @@ function fileErrorReason(error) {
 		case "EAGAIN":
 		case "EWOULDBLOCK": return "not readable without waiting (a device or pseudo-file?)";
 		case "ESPIPE": return "not a regular file";
+		case "ERR_INVALID_ARG_VALUE":
+			if (error.message?.includes("null bytes")) return "the name holds a NUL byte, which no file name can (a NUL-separated list needs -0)";
+			return error.message ?? "unreadable";
 		default: return error.message ?? "unreadable";
 	}
 }
@@ -11441,6 +11444,7 @@ function readReceipt(text) {
 		const problem = proofProblem(document.sha256, proof);
 		if (problem) return invalid(problem);
 	}
+	if (!RECEIPT_BASE_URL.test(service.baseUrl)) return invalid("the receipt's service.baseUrl is not an http(s) URL without credentials, query or fragment");
 	const baseUrl = service.baseUrl.replace(/\/$/, "");
 	const expectedUrl = verificationUrl(baseUrl, registered);
 	if (service.verificationUrl !== expectedUrl) return invalid(`the receipt's verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
@@ -11478,7 +11482,7 @@ function readBareRecord(value, text) {
 		proof: null
 	};
 }
-var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema;
+var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema, RECEIPT_BASE_URL;
 var init_receipt_format = __esmMin((() => {
 	init_zod();
 	init_pages();
@@ -11513,6 +11517,7 @@ var init_receipt_format = __esmMin((() => {
 		registeredAt: datetime({ offset: true }),
 		proof: proofSchema.nullable()
 	});
+	RECEIPT_BASE_URL = /^https?:\/\/[A-Za-z0-9.:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:%/-]*)?$/;
 }));
 // dist/core/receipts.js
 /**
@@ -14502,6 +14507,15 @@ function checkControls(text, what) {
 	].includes(match[0]);
 	throw new UsageError(`${what} holds a control character (${codePoint(match[0])} at character ${position}); only tab is allowed`, { hint: lineBreak ? "a description is one line: put the text on one line (a file may end with one line break)" : "remove it: it would be stored on the record for good" });
 }
+/**
+* Checks --wallet-name (sent with the file metadata and kept by the
+* service): no control characters, as for a description; returns it unchanged.
+*/
+function checkWalletName(name) {
+	const match = CONTROL.exec(name);
+	if (!match) return name;
+	throw new UsageError(`--wallet-name holds a control character (${codePoint(match[0])} at character ${[...name.slice(0, match.index)].length + 1})`, { hint: "remove it: the service keeps the wallet name with the file metadata" });
+}
 /** Checks a description given with -d/--description; returns it unchanged. */
 function checkArgvDescription(text) {
 	const bad = text.indexOf("�");
@@ -16867,10 +16881,12 @@ function receiptSubject(item) {
 }
 /**
 * The options with the description checked (core/description.ts), read from
-* --description-file if given; before any input is read or anything sent.
+* --description-file if given, and the wallet name checked; before any input
+* is read or anything sent.
 */
 async function withDescription(options) {
 	const { description, descriptionFile } = options;
+	if (options.walletName !== void 0) checkWalletName(options.walletName);
 	if (descriptionFile === void 0) return description === void 0 ? options : {
 		...options,
 		description: checkArgvDescription(description)
@@ -20066,11 +20082,15 @@ function isLoopbackHost(hostname) {
 * Returns it without a trailing slash.
 */
 function parseBaseUrl(value) {
+	if (/[\p{Cc}\p{Cf}\p{Z}]/u.test(value)) throw new UsageError("invalid base URL: it holds a space, control or invisible format character", {
+		code: "unsafe_base_url",
+		hint: "give it as plain text, e.g. https://app.dedit.io"
+	});
 	let url;
 	try {
 		url = new URL(value);
 	} catch {
-		throw new UsageError(`invalid base URL '${value}'`, {
+		throw new UsageError("invalid base URL: it is not a URL", {
 			code: "unsafe_base_url",
 			hint: "use e.g. https://app.dedit.io"
 		});
@@ -26181,10 +26201,10 @@ var init_credentials = __esmMin((() => {
 					...error.hint ? { hint: error.hint } : {},
 					cause: error
 				});
-				if (error instanceof ServiceRefusedError) {
+				if (error instanceof ServiceRefusedError || error instanceof AuthError) {
 					this.#loginCannotHelp = true;
 					throw new AuthError(`logging in with NOTARIZE_API_KEY failed: ${error.message}`, {
-						status: error.status,
+						...error.status === void 0 ? {} : { status: error.status },
 						hint: "check NOTARIZE_API_KEY, or log in with `notarize login`",
 						cause: error
 					});
@@ -37284,7 +37304,10 @@ function buildProgram(io, env, state) {
 	program.hook("preSubcommand", async (_program, subcommand) => {
 		await load(subcommand);
 	});
-	program.hook("preAction", (_program, action) => refuseUndecoded(action));
+	program.hook("preAction", (_program, action) => {
+		refuseUndecodedEnvironment(env);
+		refuseUndecoded(action);
+	});
 	return program;
 }
 /** The commands whose arguments are documents: one holding U+FFFD fails on its own (core/inputs.ts). */
@@ -37315,8 +37338,23 @@ function refuseUndecoded(action) {
 	const config = commandPath(action).startsWith("notarize config");
 	if (held !== void 0) throw undecoded(config ? `an argument of \`${commandPath(action)}\`` : `'${held}'`);
 }
-function undecoded(given) {
-	return new UsageError(`${given} holds U+FFFD, which is what bytes of a command line that are not UTF-8 become: notarize cannot tell what was meant`, {
+/**
+* The environment is decoded as the command line is: a NOTARIZE_CONFIG_DIR
+* whose bytes are not UTF-8 named another folder (created, used) with U+FFFD
+* in its name, and a base URL so decoded another host. So the variables
+* notarize reads (NOTARIZE_*, and what places the store when
+* NOTARIZE_CONFIG_DIR does not) are refused as arguments are; by name only,
+* as they may hold a URL's password. The secrets are not checked: a key
+* so mangled is refused by the service, and is never printed.
+*/
+function refuseUndecodedEnvironment(env) {
+	const read = Object.keys(env).filter((name) => name.startsWith("NOTARIZE_") && !SECRET_VARIABLES.includes(name));
+	if (!env.NOTARIZE_CONFIG_DIR) read.push("XDG_CONFIG_HOME", "APPDATA");
+	const held = read.find((name) => env[name]?.includes("�"));
+	if (held !== void 0) throw undecoded(`the variable ${held}`, "an environment");
+}
+function undecoded(given, where = "a command line") {
+	return new UsageError(`${given} holds U+FFFD, which is what bytes of ${where} that are not UTF-8 become: notarize cannot tell what was meant`, {
 		code: "argument_not_utf8",
 		hint: "give it again in UTF-8: a file or folder so named must be renamed (a document can also be listed in --files-from, read strictly)"
 	});

@@ -148,6 +148,15 @@ const receiptSchema = z.object({
   proof: proofSchema.nullable(),
 });
 
+/**
+ * A service's base URL as register writes it into a receipt (settings.ts
+ * parseBaseUrl: http or https, a host, perhaps a path; no credentials,
+ * query or fragment), in ASCII: the verification page a reader is sent to
+ * is made from it, so an empty one, or one holding control characters, is
+ * refused (contrib/verify-receipt.py holds the same pattern).
+ */
+const RECEIPT_BASE_URL = /^https?:\/\/[A-Za-z0-9.:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:%/-]*)?$/;
+
 /** The first problem zod found, as "field: message". */
 function firstIssue(error: z.ZodError): string {
   const issue = error.issues[0]!;
@@ -193,6 +202,9 @@ export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
   if (proof) {
     const problem = proofProblem(document.sha256, proof);
     if (problem) return invalid(problem);
+  }
+  if (!RECEIPT_BASE_URL.test(service.baseUrl)) {
+    return invalid("the receipt's service.baseUrl is not an http(s) URL without credentials, query or fragment");
   }
   const baseUrl = service.baseUrl.replace(/\/$/, '');
   const expectedUrl = verificationUrl(baseUrl, registered);

@@ -178,6 +178,27 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
         }),
       'verified',
     ],
+    // The page a reader is sent to is made from baseUrl: an http(s) URL, no credentials, no control characters.
+    ...(
+      [
+        ['', 'invalid'],
+        ['https://app.example\u001b[31m', 'invalid'],
+        ['https://app.example/\u202e', 'invalid'],
+        ['https://user:pw@app.example', 'invalid'],
+        ['https://app.example/a?b=c', 'invalid'],
+        ['ftp://app.example', 'invalid'],
+        ['https://app.example/api', 'verified'],
+        ['http://[::1]:8080', 'verified'],
+      ] as const
+    ).map(([baseUrl, status]): Case => [
+      `a baseUrl ${JSON.stringify(baseUrl)}, its verificationUrl made from it`,
+      (_, r) =>
+        edit(r, (x) => {
+          x.service.verificationUrl = `${baseUrl}/verification/${String(x.record.hash)}`;
+          x.service.baseUrl = baseUrl;
+        }),
+      status,
+    ]),
     // registeredAt as zod's z.iso.datetime({ offset: true }): a real date and time, ASCII digits.
     ...(
       [
