@@ -210,6 +210,7 @@ function refuseUndecoded(action: Command): void {
     for (const [key, value] of Object.entries(command.opts())) {
       if (key === 'description') continue;
       const values = Array.isArray(value) ? value : [value];
+      if (values.includes('')) throw emptyValue(command.options.find((o) => o.attributeName() === key)?.long ?? key);
       const held = values.find((v): v is string => typeof v === 'string' && v.includes('\uFFFD'));
       const flag = command.options.find((option) => option.attributeName() === key)?.long ?? key;
       // A base URL may carry a password (refused later, unshown): never echoed.
@@ -237,6 +238,18 @@ function refuseUndecodedEnvironment(env: NodeJS.ProcessEnv): void {
   if (!env.NOTARIZE_CONFIG_DIR) read.push('XDG_CONFIG_HOME', 'APPDATA');
   const held = read.find((name) => env[name]?.includes('\uFFFD'));
   if (held !== undefined) throw undecoded(`the variable ${held}`, 'an environment');
+}
+
+/**
+ * An option given an empty value: in a script, an unset variable
+ * (`--receipt-dir "$RECEIPTS"`), which would otherwise stand for the
+ * current directory, or for nothing, and be used so.
+ */
+function emptyValue(flag: string): UsageError {
+  return new UsageError(`${flag} is empty`, {
+    code: 'empty_option',
+    hint: `give ${flag} a value (is a variable unset?), or leave it out`,
+  });
 }
 
 function undecoded(given: string, where = 'a command line'): UsageError {

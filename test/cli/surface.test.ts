@@ -216,7 +216,8 @@ describe('numeric options and settings have sensible ranges', () => {
 
   it.each([
     [['--timeout', '1e3'], /invalid timeout '1e3'/],
-    [['--timeout', ''], /invalid timeout '': /],
+    // An empty value (an unset variable) is said to be empty, for every option.
+    [['--timeout', ''], /^notarize: --timeout is empty \(give --timeout a value/m],
     [['--timeout', '-5'], /invalid timeout '-5'/],
     [['--retries', '2.5'], /invalid retries '2.5'/],
     [['--retries', '0x3'], /invalid retries '0x3'/],
@@ -238,11 +239,15 @@ describe('numeric options and settings have sensible ranges', () => {
     );
   });
 
-  it.each([['65536'], [''], ['0x50'], ['-1'], ['1.5']])('sandbox --port %j is refused', async (value) => {
+  it.each([['65536'], ['0x50'], ['-1'], ['1.5']])('sandbox --port %j is refused', async (value) => {
     expectOneLineUsage(
       await bed.main(['sandbox', '--port', value]),
       /invalid --port .*from 0 to 65535.*\(see `notarize sandbox --help`\)$/m,
     );
+  });
+
+  it('sandbox --port "" is refused as empty', async () => {
+    expectOneLineUsage(await bed.main(['sandbox', '--port', '']), /^notarize: --port is empty/m);
   });
 });
 

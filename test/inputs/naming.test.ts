@@ -348,6 +348,26 @@ describe('names that are not UTF-8: failed, never read as another file', () => {
     }
   });
 
+  it('an option given an empty value (an unset variable in a script) is refused, nothing sent', async () => {
+    const doc = bed.path('named/b');
+    for (const args of [
+      ['register', doc, '--receipt-dir', ''],
+      ['register', '--aggregate', doc, '--receipt-dir='],
+      ['verify', doc, '--receipt-dir', ''],
+      ['register', '--files-from', ''],
+      ['hash', doc, '--exclude', ''],
+      ['--base-url', '', 'register', doc],
+    ]) {
+      const run = await bed.main([...args, '--json']);
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(jsonError(run.stderr)).toMatchObject({
+        code: 'empty_option',
+        message: expect.stringMatching(/^--[a-z-]+ is empty$/),
+      });
+    }
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
   it('bytes that are not UTF-8 in NOTARIZE_CONFIG_DIR, through a real shell: refused, no folder made, by name only', async () => {
     const run = await runProcess(
       'bash',
