@@ -90,11 +90,22 @@ var __require = /* #__PURE__ */ (() => createRequire(import.meta.url))();
 * function it returns once its answer is recorded, or it failed.
 */
 function sendingCompletion() {
+	return holding(completing);
+}
+/**
+* Tells this module that the result of a registration whose completion is
+* sent is owed (its result line, its receipt: commands/register.ts); call the
+* function it returns once that is out. A signal's wait covers these too.
+*/
+function owingResult() {
+	return holding(owed);
+}
+function holding(set) {
 	const entry = {};
-	completing.add(entry);
+	set.add(entry);
 	return () => {
-		completing.delete(entry);
-		if (completing.size === 0 && onCompletionsRecorded) setImmediate(onCompletionsRecorded);
+		set.delete(entry);
+		if (completing.size === 0 && owed.size === 0 && onCompletionsRecorded) setImmediate(onCompletionsRecorded);
 	};
 }
 /**
@@ -172,17 +183,20 @@ function exitOnSignals(options = {}) {
 		if (interrupted) exitNow(signal, code, options);
 		interrupted = true;
 		stopping = true;
-		if (completing.size === 0) return exitNow(signal, code, options);
-		if (!options.json) {
-			const what = completing.size === 1 ? "the completion" : `${completing.size} completions`;
-			say(`notarize: ${signal}: waiting up to ${COMPLETION_GRACE_MS / 1e3} s for the answer to ${what} under way, to keep ${completing.size === 1 ? "its record" : "their records"}; nothing more is sent (${signal} again to stop now)`);
-		}
+		if (completing.size === 0 && owed.size === 0) return exitNow(signal, code, options);
+		if (!options.json) say(`notarize: ${signal}: ${waitingFor()}; nothing more is sent (${signal} again to stop now)`);
 		const timer = setTimeout(() => exitNow(signal, code, options), COMPLETION_GRACE_MS);
 		onCompletionsRecorded = () => {
 			clearTimeout(timer);
 			exitNow(signal, code, options);
 		};
 	});
+}
+/** What a signal waits for: answers to completions under way, or the results of registrations completed. */
+function waitingFor() {
+	const wait = `waiting up to ${COMPLETION_GRACE_MS / 1e3} s`;
+	if (completing.size === 0) return `${wait} to write the result${owed.size === 1 ? "" : "s"} of ${owed.size === 1 ? "a registration" : `${owed.size} registrations`} completed`;
+	return `${wait} for the answer to ${completing.size === 1 ? "the completion" : `${completing.size} completions`} under way, to keep ${completing.size === 1 ? "its record" : "their records"}`;
 }
 /** Writes a line to stderr at once (the process may exit right after); on a terminal, off the line a spinner or ^C is on. */
 function say(line) {
@@ -206,7 +220,7 @@ function exitNow(signal, code, options) {
 	} catch {}
 	process.exit(code);
 }
-var EXIT_ON, underway, completing, stopping, onCompletionsRecorded, COMPLETION_GRACE_MS, pendingOutput, takenOver;
+var EXIT_ON, underway, completing, owed, stopping, onCompletionsRecorded, COMPLETION_GRACE_MS, pendingOutput, takenOver;
 var init_interrupt = __esmMin((() => {
 	EXIT_ON = {
 		SIGINT: 130,
@@ -214,6 +228,7 @@ var init_interrupt = __esmMin((() => {
 	};
 	underway = /* @__PURE__ */ new Set();
 	completing = /* @__PURE__ */ new Set();
+	owed = /* @__PURE__ */ new Set();
 	stopping = false;
 	COMPLETION_GRACE_MS = 1e3;
 	pendingOutput = /* @__PURE__ */ new Set();
@@ -16970,6 +16985,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_errors();
 	init_render();
 	init_results();
+	init_interrupt();
 	init_manifest_files();
 	init_register_inputs();
 	FAIL_FAST_REASON = "not registered: another document or root failed (--fail-fast)";
@@ -17015,9 +17031,13 @@ var init_register_aggregate = __esmMin((() => {
 		async #registerTree(hashed) {
 			const { io } = this.#options;
 			const trees = /* @__PURE__ */ new Map();
+			let reporting;
 			const deps = {
 				api: this.#api,
 				store: this.#store,
+				onStep: (step) => {
+					if (step === "completing") reporting ??= owingResult();
+				},
 				beforeCompletion: async (root) => {
 					const [plan, tree] = [this.#documents.receipts, trees.get(root)];
 					if (plan === void 0 || tree === void 0) return;
@@ -17045,19 +17065,23 @@ var init_register_aggregate = __esmMin((() => {
 				throw placed.sent ? sentAlready(error) : error;
 			}
 			io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
-			const roots = await registerRoots(deps, input, placements, placed.asked);
-			io.clearProgress();
-			const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
-			const manifestFailure = await this.#manifestsAfter(trees, roots);
-			await runAll(hashed.map((doc, i) => ({
-				doc,
-				placement: placements[i]
-			})), async ({ doc, placement }) => {
-				await this.#items.ready();
-				await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
-			}, { concurrency: 16 });
-			this.#warnNoRecords();
-			return this.#end(sent, manifestFailure);
+			try {
+				const roots = await registerRoots(deps, input, placements, placed.asked);
+				io.clearProgress();
+				const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
+				const manifestFailure = await this.#manifestsAfter(trees, roots);
+				await runAll(hashed.map((doc, i) => ({
+					doc,
+					placement: placements[i]
+				})), async ({ doc, placement }) => {
+					await this.#items.ready();
+					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
+				}, { concurrency: 16 });
+				this.#warnNoRecords();
+				return this.#end(sent, manifestFailure);
+			} finally {
+				reporting?.();
+			}
 		}
 		/** --fail-fast: `docs` are skipped, their hashes kept. */
 		#skip(docs) {
@@ -17788,6 +17812,7 @@ var init_register = __esmMin((() => {
 	init_render();
 	init_results();
 	init_safe_text();
+	init_interrupt();
 	init_action();
 	init_input_options();
 	init_options();
@@ -17810,6 +17835,12 @@ var init_register = __esmMin((() => {
 		#hashedBytes = 0;
 		/** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
 		#sent = false;
+		/**
+		* The documents whose completion was sent, until their result is out:
+		* held with the flow's own (interrupt.ts), so that a signal's grace also
+		* covers the receipt and the result line of a record saved in it.
+		*/
+		#reporting = /* @__PURE__ */ new Map();
 		/** Documents the service says it has whose record this store lacks, so no receipt is written: told once (#noReceipts). */
 		#unrecorded = {
 			count: 0,
@@ -17841,6 +17872,13 @@ var init_register = __esmMin((() => {
 		}
 		/** The one document's outcome; its failure is the run's, after its GitHub summary. */
 		async single() {
+			try {
+				return await this.#single();
+			} finally {
+				this.#reported(0);
+			}
+		}
+		async #single() {
 			const item = await firstOf(this.#documents.items);
 			const github = (result) => ({
 				title: TITLE$1,
@@ -17910,6 +17948,7 @@ var init_register = __esmMin((() => {
 				this.#done++;
 				this.#showProgress();
 				this.#items.add(index, this.#result(item, index, settled));
+				this.#reported(index);
 				tally.add(index, settled.ok ? settled.value.receiptError : "error" in settled ? settled.error : void 0);
 			};
 			const checked = this.#options.failFast ? await this.#checkAll(report) : void 0;
@@ -18013,6 +18052,7 @@ var init_register = __esmMin((() => {
 			const onStep = (step) => {
 				this.#sent = true;
 				this.#spinner.update(step);
+				if (step === "completing" && !this.#reporting.has(index)) this.#reporting.set(index, owingResult());
 				if (step === "saving") freeLane?.();
 			};
 			const { receipts } = this.#documents;
@@ -18046,6 +18086,11 @@ var init_register = __esmMin((() => {
 				...self,
 				...await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)
 			};
+		}
+		/** The result of document `index` is out: a signal's exit need not wait for it (see #reporting). */
+		#reported(index) {
+			this.#reporting.get(index)?.();
+			this.#reporting.delete(index);
 		}
 		/**
 		* One warning for all the documents left without a receipt because the
@@ -37329,7 +37374,9 @@ const DOCUMENT_COMMANDS = /* @__PURE__ */ new Set([
 function refuseUndecoded(action) {
 	for (let command = action; command; command = command.parent) for (const [key, value] of Object.entries(command.opts())) {
 		if (key === "description") continue;
-		const held = (Array.isArray(value) ? value : [value]).find((v) => typeof v === "string" && v.includes("�"));
+		const values = Array.isArray(value) ? value : [value];
+		if (values.includes("")) throw emptyValue(command.options.find((o) => o.attributeName() === key)?.long ?? key);
+		const held = values.find((v) => typeof v === "string" && v.includes("�"));
 		const flag = command.options.find((option) => option.attributeName() === key)?.long ?? key;
 		if (held !== void 0) throw undecoded(key === "baseUrl" ? `the value of ${flag}` : `'${flag} ${held}'`);
 	}
@@ -37352,6 +37399,17 @@ function refuseUndecodedEnvironment(env) {
 	if (!env.NOTARIZE_CONFIG_DIR) read.push("XDG_CONFIG_HOME", "APPDATA");
 	const held = read.find((name) => env[name]?.includes("�"));
 	if (held !== void 0) throw undecoded(`the variable ${held}`, "an environment");
+}
+/**
+* An option given an empty value: in a script, an unset variable
+* (`--receipt-dir "$RECEIPTS"`), which would otherwise stand for the
+* current directory, or for nothing, and be used so.
+*/
+function emptyValue(flag) {
+	return new UsageError(`${flag} is empty`, {
+		code: "empty_option",
+		hint: `give ${flag} a value (is a variable unset?), or leave it out`
+	});
 }
 function undecoded(given, where = "a command line") {
 	return new UsageError(`${given} holds U+FFFD, which is what bytes of ${where} that are not UTF-8 become: notarize cannot tell what was meant`, {

@@ -41,6 +41,8 @@ interface Underway {
 const underway = new Set<Underway>();
 /** Completions sent whose answer is not yet recorded. */
 const completing = new Set<object>();
+/** Registrations completed (or being completed) whose result and receipt are not yet out. */
+const owed = new Set<object>();
 /** Set once a signal is being handled: nothing more is sent. */
 let stopping = false;
 /** Called when the last completion in flight is recorded, while a signal waits for it. */
@@ -54,12 +56,25 @@ export const COMPLETION_GRACE_MS = 1000;
  * function it returns once its answer is recorded, or it failed.
  */
 export function sendingCompletion(): () => void {
+  return holding(completing);
+}
+
+/**
+ * Tells this module that the result of a registration whose completion is
+ * sent is owed (its result line, its receipt: commands/register.ts); call the
+ * function it returns once that is out. A signal's wait covers these too.
+ */
+export function owingResult(): () => void {
+  return holding(owed);
+}
+
+function holding(set: Set<object>): () => void {
   const entry = {};
-  completing.add(entry);
+  set.add(entry);
   return () => {
-    completing.delete(entry);
-    // After this turn: the flow lets go of the hash (its lock) before the exit.
-    if (completing.size === 0 && onCompletionsRecorded) setImmediate(onCompletionsRecorded);
+    set.delete(entry);
+    // After this turn: the flow lets go of the hash (its lock), and the result is printed, before the exit.
+    if (completing.size === 0 && owed.size === 0 && onCompletionsRecorded) setImmediate(onCompletionsRecorded);
   };
 }
 
@@ -161,14 +176,9 @@ export function exitOnSignals(options: SignalOptions = {}): void {
       if (interrupted) exitNow(signal, code, options);
       interrupted = true;
       stopping = true;
-      if (completing.size === 0) return exitNow(signal, code, options);
-      if (!options.json) {
-        const what = completing.size === 1 ? 'the completion' : `${completing.size} completions`;
-        say(
-          `notarize: ${signal}: waiting up to ${COMPLETION_GRACE_MS / 1000} s for the answer to ${what} under way, ` +
-            `to keep ${completing.size === 1 ? 'its record' : 'their records'}; nothing more is sent (${signal} again to stop now)`,
-        );
-      }
+      if (completing.size === 0 && owed.size === 0) return exitNow(signal, code, options);
+      if (!options.json)
+        say(`notarize: ${signal}: ${waitingFor()}; nothing more is sent (${signal} again to stop now)`);
       const timer = setTimeout(() => exitNow(signal, code, options), COMPLETION_GRACE_MS);
       onCompletionsRecorded = () => {
         clearTimeout(timer);
@@ -176,6 +186,16 @@ export function exitOnSignals(options: SignalOptions = {}): void {
       };
     });
   }
+}
+
+/** What a signal waits for: answers to completions under way, or the results of registrations completed. */
+function waitingFor(): string {
+  const wait = `waiting up to ${COMPLETION_GRACE_MS / 1000} s`;
+  if (completing.size === 0) {
+    return `${wait} to write the result${owed.size === 1 ? '' : 's'} of ${owed.size === 1 ? 'a registration' : `${owed.size} registrations`} completed`;
+  }
+  const what = completing.size === 1 ? 'the completion' : `${completing.size} completions`;
+  return `${wait} for the answer to ${what} under way, to keep ${completing.size === 1 ? 'its record' : 'their records'}`;
 }
 
 /** Writes a line to stderr at once (the process may exit right after); on a terminal, off the line a spinner or ^C is on. */

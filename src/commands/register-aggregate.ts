@@ -18,6 +18,7 @@ import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
+import { owingResult } from '../interrupt.js';
 import { checkManifestPath, manifestNotWritten, writeManifest, writeManifestFirst } from './manifest-files.js';
 import {
   displayName,
@@ -96,9 +97,15 @@ export class Aggregator {
     const { io } = this.#options;
     // The manifest of a root goes to --receipt-dir before its completion is sent (writeManifestFirst).
     const trees = new Map<string, LoadedTree>();
+    // Held from a root's completion until every result and receipt is out, with the flow's own
+    // (interrupt.ts): a signal's grace then covers what a record saved in it is owed.
+    let reporting: (() => void) | undefined;
     const deps = {
       api: this.#api,
       store: this.#store,
+      onStep: (step: string) => {
+        if (step === 'completing') reporting ??= owingResult();
+      },
       beforeCompletion: async (root: string) => {
         const [plan, tree] = [this.#documents.receipts, trees.get(root)];
         if (plan === undefined || tree === undefined) return;
@@ -126,22 +133,26 @@ export class Aggregator {
       throw placed.sent ? sentAlready(error) : error;
     }
     io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? '' : 's'}`);
-    const roots = await registerRoots(deps, input, placements, placed.asked);
-    io.clearProgress();
-    const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
-    const manifestFailure = await this.#manifestsAfter(trees, roots);
-    await runAll(
-      hashed.map((doc, i) => ({ doc, placement: placements[i]! })),
-      async ({ doc, placement }) => {
-        // With NDJSON a line per document: write no more while stdout is backed up.
-        await this.#items.ready();
-        await this.#settle(doc, placement, roots.get(placement.tree.entry.root)!);
-      },
-      // Receipts are written several at once: each waits for its own flush.
-      { concurrency: 16 },
-    );
-    this.#warnNoRecords();
-    return this.#end(sent, manifestFailure);
+    try {
+      const roots = await registerRoots(deps, input, placements, placed.asked);
+      io.clearProgress();
+      const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
+      const manifestFailure = await this.#manifestsAfter(trees, roots);
+      await runAll(
+        hashed.map((doc, i) => ({ doc, placement: placements[i]! })),
+        async ({ doc, placement }) => {
+          // With NDJSON a line per document: write no more while stdout is backed up.
+          await this.#items.ready();
+          await this.#settle(doc, placement, roots.get(placement.tree.entry.root)!);
+        },
+        // Receipts are written several at once: each waits for its own flush.
+        { concurrency: 16 },
+      );
+      this.#warnNoRecords();
+      return this.#end(sent, manifestFailure);
+    } finally {
+      reporting?.();
+    }
   }
 
   /** --fail-fast: `docs` are skipped, their hashes kept. */

@@ -29,6 +29,7 @@ import {
   type UnderRoot,
 } from '../output/results.js';
 import { forTerminal } from '../output/safe-text.js';
+import { owingResult } from '../interrupt.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions } from './input-options.js';
 import { examples, outputOption, parseOptions } from './options.js';
@@ -213,6 +214,12 @@ class Registrar {
   #hashedBytes = 0;
   /** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
   #sent = false;
+  /**
+   * The documents whose completion was sent, until their result is out:
+   * held with the flow's own (interrupt.ts), so that a signal's grace also
+   * covers the receipt and the result line of a record saved in it.
+   */
+  readonly #reporting = new Map<number, () => void>();
   /** Documents the service says it has whose record this store lacks, so no receipt is written: told once (#noReceipts). */
   #unrecorded = { count: 0, first: '' };
   /** Where each document stands under the Merkle roots of the store, or of its receipt. */
@@ -237,6 +244,15 @@ class Registrar {
 
   /** The one document's outcome; its failure is the run's, after its GitHub summary. */
   async single(): Promise<OutcomeResult | RecordResult> {
+    try {
+      return await this.#single();
+    } finally {
+      // Released as the result goes back to be printed: the exit of a signal waits for that turn.
+      this.#reported(0);
+    }
+  }
+
+  async #single(): Promise<OutcomeResult | RecordResult> {
     const item = await firstOf(this.#documents.items);
     const github = (result: ItemResult) => ({ title: TITLE, results: [result] });
     let registered: Registered;
@@ -297,6 +313,7 @@ class Registrar {
       this.#done++;
       this.#showProgress();
       this.#items.add(index, this.#result(item, index, settled));
+      this.#reported(index);
       tally.add(index, settled.ok ? settled.value.receiptError : 'error' in settled ? settled.error : undefined);
     };
     const checked = this.#options.failFast ? await this.#checkAll(report) : undefined;
@@ -399,6 +416,7 @@ class Registrar {
     const onStep = (step: string) => {
       this.#sent = true;
       this.#spinner.update(step);
+      if (step === 'completing' && !this.#reporting.has(index)) this.#reporting.set(index, owingResult());
       // Its record and receipt are written while the next document's requests go out.
       if (step === 'saving') freeLane?.();
     };
@@ -419,6 +437,12 @@ class Registrar {
       return { outcome, ...self };
     }
     return { outcome, ...self, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)) };
+  }
+
+  /** The result of document `index` is out: a signal's exit need not wait for it (see #reporting). */
+  #reported(index: number): void {
+    this.#reporting.get(index)?.();
+    this.#reporting.delete(index);
   }
 
   /**

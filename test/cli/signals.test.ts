@@ -135,6 +135,36 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     });
   }
 
+  it('a batch interrupted while completions are answered: every record saved has its NDJSON line and receipt', async () => {
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'latency', value: 600 }]);
+    const docs = [1, 2, 3, 4, 5, 6].map((i) => {
+      const doc = join(bed.workDir, `grace-${i}.txt`);
+      writeFileSync(doc, `a deed in a batch, ${i}\n`);
+      return doc;
+    });
+    const receipts = join(bed.workDir, 'grace-receipts');
+    const args = ['register', ...docs, '-j', '2', '--receipt-dir', receipts, '--output', 'ndjson'];
+    const spawned = spawnCli(args, bed.env(), { cwd: bed.workDir });
+    await until(() => bed.calls('forfait') >= 2, 'two forfaits are sent');
+    const { run, ms } = await interrupt(spawned, 'SIGINT');
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(130);
+    expect(ms).toBeLessThan(EXIT_WITHIN_MS);
+    const recorded = bed.ledgerHashes();
+    expect(recorded.length).toBeGreaterThanOrEqual(2);
+    const lines = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { hash: string; status: string });
+    expect(
+      lines
+        .filter((r) => r.status === 'registered')
+        .map((r) => r.hash)
+        .sort(),
+    ).toEqual([...recorded].sort());
+    expect(readdirSync(receipts)).toHaveLength(recorded.length);
+  });
+
   it('a second signal during the wait exits at once, still with its line, and the lock released', async () => {
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'hang', count: 1 }]);
     const doc = join(bed.workDir, 'twice.txt');
