@@ -25998,19 +25998,24 @@ function proxyAuthError(what, proxyVariable, cause) {
 		cause
 	});
 }
-/** The service's own message from a JSON error body, if it sent one. */
-function serviceMessage(text) {
+/**
+* The service's own message from a JSON error body, if it sent one, without
+* the secrets of the request: redacted in the body as sent and in the
+* message parsed from it (JSON may spell a secret in more ways than one,
+* `\u0022` for a quote, `\/` for a slash), and only then cut to length, so
+* that no cut leaves a secret's first characters behind.
+*/
+function serviceMessage(text, secrets) {
 	try {
-		const body = JSON.parse(text);
+		const body = JSON.parse(redact(text, secrets));
 		const message = body.message ?? body.error;
-		return typeof message === "string" ? message.slice(0, 300) : void 0;
+		return typeof message === "string" ? redact(message, secrets).slice(0, 300) : void 0;
 	} catch {
 		return;
 	}
 }
 function statusError(method, url, status, text, retryAfter, secrets) {
-	const parsed = serviceMessage(redact(text, secrets));
-	const said = parsed === void 0 ? void 0 : redact(parsed, secrets);
+	const said = serviceMessage(text, secrets);
 	const what = `${method} ${url} answered ${status}${said ? `: ${said}` : ""}`;
 	if (status === 401 || status === 403) return new AuthError(what, {
 		status,

@@ -315,12 +315,18 @@ function proxyAuthError(what: string, proxyVariable: string | undefined, cause?:
   });
 }
 
-/** The service's own message from a JSON error body, if it sent one. */
-function serviceMessage(text: string): string | undefined {
+/**
+ * The service's own message from a JSON error body, if it sent one, without
+ * the secrets of the request: redacted in the body as sent and in the
+ * message parsed from it (JSON may spell a secret in more ways than one,
+ * `\u0022` for a quote, `\/` for a slash), and only then cut to length, so
+ * that no cut leaves a secret's first characters behind.
+ */
+function serviceMessage(text: string, secrets: string[]): string | undefined {
   try {
-    const body = JSON.parse(text) as Record<string, unknown>;
+    const body = JSON.parse(redact(text, secrets)) as Record<string, unknown>;
     const message = body.message ?? body.error;
-    return typeof message === 'string' ? message.slice(0, 300) : undefined;
+    return typeof message === 'string' ? redact(message, secrets).slice(0, 300) : undefined;
   } catch {
     return undefined;
   }
@@ -334,10 +340,7 @@ function statusError(
   retryAfter: string | undefined,
   secrets: string[],
 ): Error {
-  // Redacted in the body as sent and in the message parsed from it: JSON may
-  // spell a secret in more ways than one (`\u0022` for a quote).
-  const parsed = serviceMessage(redact(text, secrets));
-  const said = parsed === undefined ? undefined : redact(parsed, secrets);
+  const said = serviceMessage(text, secrets);
   const what = `${method} ${url} answered ${status}${said ? `: ${said}` : ''}`;
   if (status === 401 || status === 403) {
     return new AuthError(what, { status, hint: 'log in again with `notarize login` (or set NOTARIZE_API_KEY)' });

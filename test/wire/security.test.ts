@@ -115,6 +115,23 @@ describe('secrets never appear in any output', () => {
     }
   });
 
+  it('a key echoed with `\\/` for its slash across the cut of a long message: not even its first characters', async () => {
+    const apiKey = 'sk_live/ABCDEFGHIJ0123456789';
+    const body = `{"message":"${'x'.repeat(275)} key sk_live\\/ABCDEFGHIJ0123456789"}`;
+    const fake = await startFakeService(() => ({ status: 401, body }));
+    try {
+      const run = await runMain(
+        ['login', '--json'],
+        cliEnv(tempDir(), { NOTARIZE_BASE_URL: fake.url, NOTARIZE_API_KEY: apiKey }),
+      );
+      expect(run.code, describeRun(run)).toBe(3);
+      expect(run.stderr).toContain('[redacted]');
+      expect(run.stderr).not.toContain('ABCDEFGHIJ');
+    } finally {
+      await fake.close();
+    }
+  });
+
   it('a key holding a quote or a backslash, echoed however JSON spells it, is redacted in text and --json', async () => {
     const apiKey = 'my"secret\\key12345';
     // The same key three ways: JSON.stringify's escapes, `\u0022` for the quote, and the key inside the raw text.
