@@ -17,12 +17,12 @@ import {
   readableRecord,
   staleManifests,
 } from '../core/manifests.js';
-import { requestUnread, type FlowDeps, type Outcome } from '../core/notarize.js';
+import type { FlowDeps, Outcome } from '../core/notarize.js';
 import type { UnderRoot } from '../output/results.js';
 import type { LedgerEntry } from '../store/service-store.js';
 import { earlierProof, type ReceiptPlan } from '../core/receipts.js';
 import type { InclusionProof } from '../core/receipt-format.js';
-import { paidRootProblems, Trees, type LoadedTree, type Placement } from '../core/trees.js';
+import { paidRootProblems, Trees, underUnreadRoot, type LoadedTree, type Placement } from '../core/trees.js';
 import { StoreError } from '../errors.js';
 import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
 import type { RegisterOptions } from './register-inputs.js';
@@ -318,8 +318,9 @@ export class DocumentRoots {
       // Its request step answered unreadably: the service may hold a session for the root, which
       // `complete <root> --use-active-subscription` pays. Paying for its documents one by one as
       // well could pay twice: they wait, as in --aggregate, until the root is completed or dropped.
-      const unread = store.readUnanswered(tree.entry.root);
-      if (unread !== undefined) throw requestUnread(tree.entry.root, unread.requestedAt);
+      if (store.readUnanswered(tree.entry.root) !== undefined) {
+        throw underUnreadRoot(tree.entry.root, 'register its documents again');
+      }
       // Nothing paid for it: the document goes through the flow (the root's leftovers tidied).
       return { state: 'planned' as const, tree };
     }

@@ -21,7 +21,7 @@ import {
   type TreeEntry,
   type TreeLeaf,
 } from '../store/service-store.js';
-import { NotNotarizedError, StoreError } from '../errors.js';
+import { NotNotarizedError, ProtocolError, StoreError, type NotarizeError } from '../errors.js';
 import { readRegularFile } from '../store/files.js';
 import { leafHash, MerkleTree } from './merkle.js';
 import { ANSWERED_409, REQUEST_ANSWERED_409 } from './notarize.js';
@@ -300,9 +300,9 @@ function paidAmong(store: ServiceStore, problems: readonly StoreError[], confirm
 export async function sessionsUnderRoots(
   store: ServiceStore,
   hashes: readonly string[],
-): Promise<{ covered: Map<string, { root: string; pending: boolean }>; blocked: Map<string, StoreError> }> {
+): Promise<{ covered: Map<string, { root: string; pending: boolean }>; blocked: Map<string, NotarizeError> }> {
   const covered = new Map<string, { root: string; pending: boolean }>();
-  const blocked = new Map<string, StoreError>();
+  const blocked = new Map<string, NotarizeError>();
   if (hashes.length === 0) return { covered, blocked };
   const completing = new Set(hashes);
   const confirmed = await confirmedRoots(store);
@@ -312,14 +312,15 @@ export async function sessionsUnderRoots(
   const unknown: StoreError[] = []; // roots whose own files cannot be read
   // Documents under a root whose request step was answered unreadably: the service may hold a
   // session for it, so their own sessions wait until that root is completed or dropped.
-  const underUnread = new Map<string, StoreError>();
+  const underUnread = new Map<string, NotarizeError>();
   const unreadable = await store.eachTree(completing, (entry) => {
     let state: TreeState;
-    let unread: StoreError | undefined;
+    let unread: NotarizeError | undefined;
     try {
       state = standingOf(store, entry.root, confirmed).state;
-      if (state === 'planned' && store.readUnanswered(entry.root) !== undefined)
-        unread = requestUnreadRoot(store, entry.root);
+      if (state === 'planned' && store.readUnanswered(entry.root) !== undefined) {
+        unread = underUnreadRoot(entry.root, "its documents' own sessions are completed or left out");
+      }
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
       unknown.push(error);
@@ -356,15 +357,21 @@ export async function sessionsUnderRoots(
   return { covered, blocked };
 }
 
-/** Why the sessions of documents under `root`, whose request step was answered unreadably, are not completed. */
-function requestUnreadRoot(store: ServiceStore, root: string): StoreError {
-  return new StoreError(
-    store.unansweredFile(root),
+/**
+ * Why a document under `root`, whose request step was answered unreadably,
+ * is not paid for on its own (exit 5, as that root's own refusal): the
+ * service may hold a session for the root, which completing it pays, once
+ * for all its documents. `then`: what its documents are once the root is
+ * completed or dropped. No --force is offered: it would pay for the
+ * document, and completing the root would pay for it again.
+ */
+export function underUnreadRoot(root: string, then: string): ProtocolError {
+  return new ProtocolError(
     `under the Merkle root ${root}, whose request step was answered unreadably: the service may hold a session for it`,
     {
       hint:
-        `complete the root with \`notarize complete ${root} --use-active-subscription\`, or drop it with ` +
-        `\`notarize pending drop ${root}\`; then its documents' own sessions are completed or left out`,
+        `complete the root with \`notarize complete ${root} --use-active-subscription\` (one payment for all its ` +
+        `documents), or drop it with \`notarize pending drop ${root}\`; then ${then}`,
     },
   );
 }

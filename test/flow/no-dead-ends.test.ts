@@ -303,8 +303,10 @@ describe('a 2xx whose body cannot be read', () => {
     const mark = bed.mark();
     const single = await bed.main(['register', a, b]);
     expect(single.code, single.stdout + single.stderr).toBe(5);
-    expect(single.stdout).toContain(`the registration request for ${root} was answered 2xx`);
+    expect(single.stdout).toContain(`under the Merkle root ${root}, whose request step was answered unreadably`);
     expect(single.stderr).toContain(`notarize complete ${root} --use-active-subscription`);
+    // No --force offered: it would pay for the document, and completing the root would pay for it again.
+    expect(single.stderr).not.toContain('--force');
     expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual([]);
 
     // b's own session is blocked, and --all leaves it (and reports the root).
@@ -315,8 +317,8 @@ describe('a 2xx whose body cannot be read', () => {
       ]),
     );
     const all = await bed.main(['complete', '--all', '--json']);
-    // b's blocked session comes first (exit 2: nothing was sent), then the root (exit 5).
-    expect(all.code, all.stderr).toBe(2);
+    // b's session waits on the root, as the root itself does: exit 5, as README says.
+    expect(all.code, all.stderr).toBe(5);
     expect(all.stderr).toContain(`complete the root with \`notarize complete ${root} --use-active-subscription\``);
     expect(JSON.parse(all.stdout)).toHaveLength(2);
     expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual([]);
