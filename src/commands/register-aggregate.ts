@@ -31,9 +31,9 @@ import {
 
 const FAIL_FAST_REASON = 'not registered: another document or root failed (--fail-fast)';
 
-/** Why a document the service confirmed on its own (a 409 to its completion) is not put in a tree. */
+/** Why a document the service confirmed on its own (a 409 to its request step or its completion) is not put in a tree. */
 const CONFIRMED_ALONE =
-  'the service answered 409 to an earlier completion of this document (its record was never received); nothing sent';
+  'the service answered 409 for this document before (it has it; its record was never received here); nothing sent';
 
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
 export function checkAggregate(options: RegisterOptions): void {
@@ -221,7 +221,7 @@ export class Aggregator {
     const rest: Hashed[] = [];
     const withSession: string[] = [];
     const plan = this.#documents.receipts;
-    // Hashes whose own completion the service answered 409 (its record never came): it has them.
+    // Hashes the service answered 409 for, to their request step or completion (no record came): it has them.
     const confirmed = await confirmedRoots(this.#store);
     const unrecorded: string[] = [];
     for (const doc of hashed) {
@@ -265,8 +265,8 @@ export class Aggregator {
     if (unrecorded.length > 0) {
       const which = someDocuments(unrecorded.length, unrecorded[0]!);
       this.#options.io.warn(
-        `no receipt written for ${which}: the service answered 409 to ${unrecorded.length === 1 ? 'its' : 'their'} own ` +
-          `completion, and this store has no record to write one from (nothing sent for ${unrecorded.length === 1 ? 'it' : 'them'})`,
+        `no receipt written for ${which}: the service answered 409 for ${unrecorded.length === 1 ? 'it' : 'them'} before, ` +
+          `and this store has no record to write one from (nothing sent for ${unrecorded.length === 1 ? 'it' : 'them'})`,
       );
     }
     return rest;

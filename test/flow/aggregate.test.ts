@@ -1019,7 +1019,7 @@ describe('switching between --aggregate and per-document registration never pays
     expect(a).toMatchObject({ status: 'already-registered', hash: confirmed, record: null });
     expect(a).not.toHaveProperty('proof');
     expect(b).toMatchObject({ status: 'registered', proof: { treeSize: 1 } });
-    expect(run.stderr).toContain(`no receipt written for ${confirmed}: the service answered 409 to its own completion`);
+    expect(run.stderr).toContain(`no receipt written for ${confirmed}: the service answered 409 for it before`);
     expect(bed.requestedHashes().slice(-1)).not.toContain(confirmed);
     expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toHaveLength(1);
   });
