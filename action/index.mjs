@@ -13534,7 +13534,7 @@ async function sessionsUnderRoots(store, hashes) {
 		let unread;
 		try {
 			state = standingOf(store, entry.root, confirmed).state;
-			if (state === "planned" && store.readUnanswered(entry.root) !== void 0) unread = requestUnreadRoot(store, entry.root);
+			if (state === "planned" && store.readUnanswered(entry.root) !== void 0) unread = underUnreadRoot(entry.root, "its documents' own sessions are completed or left out");
 		} catch (error) {
 			if (!(error instanceof StoreError)) throw error;
 			unknown.push(error);
@@ -13569,9 +13569,16 @@ async function sessionsUnderRoots(store, hashes) {
 		blocked
 	};
 }
-/** Why the sessions of documents under `root`, whose request step was answered unreadably, are not completed. */
-function requestUnreadRoot(store, root) {
-	return new StoreError(store.unansweredFile(root), `under the Merkle root ${root}, whose request step was answered unreadably: the service may hold a session for it`, { hint: `complete the root with \`notarize complete ${root} --use-active-subscription\`, or drop it with \`notarize pending drop ${root}\`; then its documents' own sessions are completed or left out` });
+/**
+* Why a document under `root`, whose request step was answered unreadably,
+* is not paid for on its own (exit 5, as that root's own refusal): the
+* service may hold a session for the root, which completing it pays, once
+* for all its documents. `then`: what its documents are once the root is
+* completed or dropped. No --force is offered: it would pay for the
+* document, and completing the root would pay for it again.
+*/
+function underUnreadRoot(root, then) {
+	return new ProtocolError(`under the Merkle root ${root}, whose request step was answered unreadably: the service may hold a session for it`, { hint: `complete the root with \`notarize complete ${root} --use-active-subscription\` (one payment for all its documents), or drop it with \`notarize pending drop ${root}\`; then ${then}` });
 }
 /** Where the tree of `root` stands (see TreeState); `retired`: the hashes with a retired session. */
 function standingOf(store, root, retired) {
@@ -16989,7 +16996,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_manifest_files();
 	init_register_inputs();
 	FAIL_FAST_REASON = "not registered: another document or root failed (--fail-fast)";
-	CONFIRMED_ALONE = "the service answered 409 to an earlier completion of this document (its record was never received); nothing sent";
+	CONFIRMED_ALONE = "the service answered 409 for this document before (it has it; its record was never received here); nothing sent";
 	Aggregator = class {
 		#options;
 		#documents;
@@ -17193,7 +17200,7 @@ var init_register_aggregate = __esmMin((() => {
 			}
 			if (unrecorded.length > 0) {
 				const which = someDocuments(unrecorded.length, unrecorded[0]);
-				this.#options.io.warn(`no receipt written for ${which}: the service answered 409 to ${unrecorded.length === 1 ? "its" : "their"} own completion, and this store has no record to write one from (nothing sent for ${unrecorded.length === 1 ? "it" : "them"})`);
+				this.#options.io.warn(`no receipt written for ${which}: the service answered 409 for ${unrecorded.length === 1 ? "it" : "them"} before, and this store has no record to write one from (nothing sent for ${unrecorded.length === 1 ? "it" : "them"})`);
 			}
 			return rest;
 		}
@@ -17328,7 +17335,6 @@ var DocumentRoots;
 var init_register_roots = __esmMin((() => {
 	init_aggregate();
 	init_manifests();
-	init_notarize();
 	init_receipts();
 	init_trees();
 	init_errors();
@@ -17589,8 +17595,7 @@ var init_register_roots = __esmMin((() => {
 			const { tree, leafIndex } = placed;
 			if (store.readRecord(hash) !== void 0) return void 0;
 			if (tree.state === "planned") {
-				const unread = store.readUnanswered(tree.entry.root);
-				if (unread !== void 0) throw requestUnread(tree.entry.root, unread.requestedAt);
+				if (store.readUnanswered(tree.entry.root) !== void 0) throw underUnreadRoot(tree.entry.root, "register its documents again");
 				return {
 					state: "planned",
 					tree
@@ -36985,9 +36990,14 @@ function defaultStoreDir(env) {
 	if (process.platform === "darwin") return join(home, "Library", "Preferences", "notarize");
 	return join(env.XDG_CONFIG_HOME || join(home, ".config"), "notarize");
 }
-/** What the store's top directory holds: its files, their temporary files mid-write, its folders. */
+/**
+* What the store's top directory holds: its files, their temporary files
+* mid-write (ours, and `<file>.tmp-<time><random>` of the conf-era notarize
+* that wrote through `atomically`), its folders, and what a file manager
+* leaves in any folder it shows (macOS's .DS_Store).
+*/
 function isStoreEntry(name) {
-	return /^(config\.json|credentials\.json|locks|services|\.(config|credentials)\.json\.[^/]+\.tmp)$/.test(name);
+	return /^(config\.json|credentials\.json|locks|services|\.(config|credentials)\.json\.[^/]+\.tmp|(config|credentials)\.json\.tmp-[0-9a-z]+|\.DS_Store)$/.test(name);
 }
 /**
 * The directory name of a base URL's store: a readable part (`http_` for

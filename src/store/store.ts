@@ -73,9 +73,16 @@ type StoreFileName = 'config' | 'credentials';
  */
 const CHANGE_LOCK_WAIT_MS = 15_000;
 
-/** What the store's top directory holds: its files, their temporary files mid-write, its folders. */
+/**
+ * What the store's top directory holds: its files, their temporary files
+ * mid-write (ours, and `<file>.tmp-<time><random>` of the conf-era notarize
+ * that wrote through `atomically`), its folders, and what a file manager
+ * leaves in any folder it shows (macOS's .DS_Store).
+ */
 function isStoreEntry(name: string): boolean {
-  return /^(config\.json|credentials\.json|locks|services|\.(config|credentials)\.json\.[^/]+\.tmp)$/.test(name);
+  return /^(config\.json|credentials\.json|locks|services|\.(config|credentials)\.json\.[^/]+\.tmp|(config|credentials)\.json\.tmp-[0-9a-z]+|\.DS_Store)$/.test(
+    name,
+  );
 }
 
 /** Entry point to everything notarize keeps on disk. Opens files lazily. */

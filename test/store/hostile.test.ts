@@ -201,6 +201,17 @@ describe('finding 8: store directories', () => {
     expect(readdirSync(shared)).toEqual(['public_html']);
     expect(bed.calls('login')).toBe(0);
 
+    // A store an older notarize left a temporary file in (conf's writer), or that Finder looked into, is still one.
+    const older = join(bed.root, 'older-store');
+    mkdirSync(older, { mode: 0o755 });
+    chmodSync(older, 0o755);
+    for (const name of ['config.json', 'credentials.json.tmp-1763000000a1b2c3', '.DS_Store']) {
+      writeFileSync(join(older, name), name === 'config.json' ? '{}' : '');
+    }
+    const tightened = await bed.main(['list'], { env: { NOTARIZE_CONFIG_DIR: older } });
+    expect(tightened.code, describeRun(tightened)).toBe(0);
+    expect(statSync(older).mode & 0o777).toBe(0o700);
+
     // Once private, it is the owner's choice: used as it is, nothing tightened.
     chmodSync(shared, 0o700);
     const run = await bed.main(['list'], { env: { NOTARIZE_CONFIG_DIR: shared } });
