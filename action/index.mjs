@@ -19238,19 +19238,32 @@ var init_ledger = __esmMin((() => {
 * receipts beside the documents or in a folder under them): notarize's
 * outputs, not documents. Such a file is passed over only when it is one
 * (a receipt that holds together, a manifest byte for byte as register
-* writes it) and the documents checked in the same run account for it:
+* writes it) and it belongs to the documents checked in the same run:
 *
-* - a receipt, when it was the evidence of a document, or is of the digest
-*   of one;
-* - a manifest, when a document was verified under its root, or it lists
-*   the digest of one.
+* - a receipt, when it was a document's evidence; or when it is named as
+*   the receipt of a document there is (`<file>.notarization.json` beside
+*   that file, or under the name register gives a document checked here,
+*   in a folder of receipts) and is of that document's digest (or that
+*   document is not verified: the run fails on it anyway);
+* - a manifest, when its root is that of a document verified here, or of
+*   the proof of a receipt passed over.
 *
-* Anyone can write a file that reads as a receipt: a bare record is any JSON
-* object with a 64-hex `hash`, a manifest's description is free text. Passed
-* over on its looks alone, such a file planted in a release folder let the
-* release check exit 0 with it unverified. One that nothing accounts for
-* fails instead, as a file that cannot be checked.
+* Anyone can write a file that reads as a receipt (a bare record is any
+* JSON object with a 64-hex `hash`), and a digest is public: a file planted
+* in a release folder as `postinstall.notarization.json`, passed over on its
+* looks or its digest alone, let the release check exit 0 with it
+* unverified. One that belongs to no document is `unknown`, as any file
+* nothing proves. What a receipt or manifest says in free text (a
+* description, the service's record) is not checked here: only the service
+* confirms a registration (docs/verify-by-hand.md).
 */
+function isRegularFile(path) {
+	try {
+		return lstatSync(path).isFile();
+	} catch {
+		return false;
+	}
+}
 /**
 * What `path` is when it is a receipt that holds together (readReceipt) or a
 * tree manifest exactly as notarize writes it; undefined when it is neither,
@@ -19273,12 +19286,14 @@ async function notarizeOutput(path, inside) {
 		const text = await readReceiptFile(path);
 		if (text === void 0) return void 0;
 		const receipt = readReceipt(text);
-		return receipt.consistent ? {
+		if (!receipt.consistent) return void 0;
+		return {
 			kind: "receipt",
 			path,
 			inside,
-			sha256: receipt.sha256
-		} : void 0;
+			sha256: receipt.sha256,
+			root: receipt.proof?.root
+		};
 	} catch {
 		return;
 	}
@@ -19296,14 +19311,9 @@ function insideReceiptDir(path) {
 		})
 	};
 }
-/** The error of a receipt or manifest that no document of the run accounts for. */
-function unaccounted(output) {
-	const reason = output.kind === "receipt" ? `a receipt of ${output.sha256}, which is no document checked here` : `the manifest of root ${output.root}, under which no document checked here is`;
-	return new InputFileError(output.path, reason, {
-		code: "output_unaccounted",
-		message: `${output.path} is ${reason}: it is not passed over unchecked`,
-		hint: "verify it along with its documents, or leave it out with --exclude if it is not shipped"
-	});
+/** Why a receipt or manifest that belongs to no document checked is `unknown`. */
+function unownedReason(output) {
+	return `${output.kind === "receipt" ? `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none` : `the manifest of root ${output.root}, under which no document was verified here`}: a file nothing proves (leave it out with --exclude if it is not shipped)`;
 }
 var INSIDE_RECEIPT_DIR, WalkOutputs;
 var init_verify_outputs = __esmMin((() => {
@@ -19315,10 +19325,12 @@ var init_verify_outputs = __esmMin((() => {
 	INSIDE_RECEIPT_DIR = "inside_receipt_dir";
 	WalkOutputs = class {
 		#held = [];
-		/** What the documents checked account for: their digests, the roots they are under, the receipts read. */
-		#digests = /* @__PURE__ */ new Set();
+		/** The receipts that were a document's evidence. */
+		#evidence = /* @__PURE__ */ new Set();
+		/** The roots documents were verified under. */
 		#roots = /* @__PURE__ */ new Set();
-		#receipts = /* @__PURE__ */ new Set();
+		/** By receipt name (`<name>.notarization.json`, a name as register gives): the digests it may be of (any: undefined). */
+		#named = /* @__PURE__ */ new Map();
 		/**
 		* The items of a walk without notarize's outputs, which are held for
 		* settle(). Anything else in --receipt-dir (`inReceiptDir`), whatever its
@@ -19345,23 +19357,42 @@ var init_verify_outputs = __esmMin((() => {
 				hint: "name the documents, or the folders that hold them"
 			});
 		}
-		/** Takes what a checked document accounts for. */
-		checked(sha256, finding) {
-			this.#digests.add(sha256);
-			if (finding.proof) this.#roots.add(finding.proof.root);
-			if (finding.receipt !== void 0) this.#receipts.add(resolve(finding.receipt));
+		/** Takes what the document `item` of digest `sha256`, found to be `finding`, accounts for. */
+		checked(item, sha256, finding) {
+			if (finding.receipt !== void 0) this.#evidence.add(resolve(finding.receipt));
+			if (finding.status === "verified" && finding.proof) this.#roots.add(finding.proof.root);
+			if (item.kind !== "file") return;
+			for (const name of /* @__PURE__ */ new Set([basename(item.path), ...item.relative === void 0 ? [] : [item.relative]])) {
+				const key = `${name}${RECEIPT_SUFFIX}`;
+				if (finding.status !== "verified") this.#named.set(key, void 0);
+				else if (!this.#named.has(key) || this.#named.get(key) !== void 0) this.#named.set(key, /* @__PURE__ */ new Set([...this.#named.get(key) ?? [], sha256]));
+			}
 		}
-		/** Each output held: passed over (`skip`) when accounted for, else failed (`fail`). */
-		settle(skip, fail) {
-			for (const output of this.#held) if (this.#accounts(output)) {
-				const what = output.kind === "receipt" ? "a receipt" : "a tree manifest";
-				skip(output.path, `${output.inside ? "inside --receipt-dir: " : ""}${what} of a document checked (not a document)`);
-			} else fail(output.path, unaccounted(output));
+		/** Each output held: passed over (`skip`) when it belongs to a document checked, else `unknown` (`unowned`). */
+		settle(skip, unowned) {
+			const receipts = this.#held.filter((output) => output.kind === "receipt");
+			const roots = new Set(this.#roots);
+			const owned = /* @__PURE__ */ new Set();
+			for (const receipt of receipts) {
+				if (!this.#ownsReceipt(receipt)) continue;
+				owned.add(receipt);
+				if (receipt.root !== void 0) roots.add(receipt.root);
+			}
+			for (const output of this.#held) {
+				const where = output.inside ? "inside --receipt-dir: " : "";
+				if (output.kind === "receipt" ? owned.has(output) : roots.has(output.root)) skip(output.path, `${where}${output.kind === "receipt" ? "a receipt" : "a tree manifest"} of a document checked (not a document)`);
+				else unowned(output.path, unownedReason(output));
+			}
 		}
-		#accounts(output) {
-			if (output.kind === "receipt") return this.#receipts.has(resolve(output.path)) || this.#digests.has(output.sha256);
-			if (this.#roots.has(output.root)) return true;
-			return (exactManifestDigests(output.path, output.root) ?? []).some((sha256) => this.#digests.has(sha256));
+		#ownsReceipt(receipt) {
+			if (this.#evidence.has(resolve(receipt.path))) return true;
+			if (isRegularFile(receipt.path.slice(0, -18))) return true;
+			const path = receipt.path.split(sep).join("/");
+			for (const [key, digests] of this.#named) {
+				if (path !== key && !path.endsWith(`/${key}`)) continue;
+				if (digests === void 0 || digests.has(receipt.sha256)) return true;
+			}
+			return false;
 		}
 	};
 }));
@@ -19393,8 +19424,10 @@ that cannot be, is a failed result and the others go on. Exit 0 when every docum
 folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest byte for byte as register writes it, is failed too: register passes such files
 over, so they have none. Receipts and manifests met while walking a folder are passed over
-only when a document checked accounts for them (the receipt was its evidence or is of its
-digest; the manifest lists it or its root); any other is failed (output_unaccounted). So is a
+only when they belong to a document checked: a receipt that was its evidence, or is named
+as its receipt (beside it, or as register names it in a folder of receipts) and of its
+digest; a manifest of the root a document was verified under. Any other is unknown: a file
+nothing proves. What they say in free text is not checked: the service confirms. So is a
 symbolic link or special file met under a folder walked: verify does not follow it, so what
 it stands for is not checked (--exclude leaves it out on purpose).
 ${examples([
@@ -19457,7 +19490,7 @@ async function runVerify(options, items = new ItemResults()) {
 				}
 				if (r.ok) {
 					elsewhere.add(r.value.finding);
-					outputs.checked(r.value.hash, r.value.finding);
+					outputs.checked(item, r.value.hash, r.value.finding);
 				}
 				items.add(i, toResult(item, r, baseUrl));
 			}
@@ -19468,7 +19501,7 @@ async function runVerify(options, items = new ItemResults()) {
 	outputs.settle((path, reason) => {
 		io.warn(`skipped ${path}: ${reason}`);
 		items.skip(skippedResult(path, reason));
-	}, (path, error) => items.addUnordered(failedResult(path, null, error)));
+	}, (path, reason) => items.addUnordered(itemResult(path, null, "unknown", { reason })));
 	elsewhere.warn(io);
 	if (singleError) throw singleError;
 	if (expansion.single && !items.streams && only?.finding.status === "verified") {

@@ -3,20 +3,27 @@
  * receipts beside the documents or in a folder under them): notarize's
  * outputs, not documents. Such a file is passed over only when it is one
  * (a receipt that holds together, a manifest byte for byte as register
- * writes it) and the documents checked in the same run account for it:
+ * writes it) and it belongs to the documents checked in the same run:
  *
- * - a receipt, when it was the evidence of a document, or is of the digest
- *   of one;
- * - a manifest, when a document was verified under its root, or it lists
- *   the digest of one.
+ * - a receipt, when it was a document's evidence; or when it is named as
+ *   the receipt of a document there is (`<file>.notarization.json` beside
+ *   that file, or under the name register gives a document checked here,
+ *   in a folder of receipts) and is of that document's digest (or that
+ *   document is not verified: the run fails on it anyway);
+ * - a manifest, when its root is that of a document verified here, or of
+ *   the proof of a receipt passed over.
  *
- * Anyone can write a file that reads as a receipt: a bare record is any JSON
- * object with a 64-hex `hash`, a manifest's description is free text. Passed
- * over on its looks alone, such a file planted in a release folder let the
- * release check exit 0 with it unverified. One that nothing accounts for
- * fails instead, as a file that cannot be checked.
+ * Anyone can write a file that reads as a receipt (a bare record is any
+ * JSON object with a 64-hex `hash`), and a digest is public: a file planted
+ * in a release folder as `postinstall.notarization.json`, passed over on its
+ * looks or its digest alone, let the release check exit 0 with it
+ * unverified. One that belongs to no document is `unknown`, as any file
+ * nothing proves. What a receipt or manifest says in free text (a
+ * description, the service's record) is not checked here: only the service
+ * confirms a registration (docs/verify-by-hand.md).
  */
-import { basename, resolve } from 'node:path';
+import { lstatSync } from 'node:fs';
+import { basename, resolve, sep } from 'node:path';
 import { readReceipt } from '../core/receipt-format.js';
 import { readReceiptFile, type Finding } from '../core/evidence.js';
 import type { InputItem } from '../core/inputs.js';
@@ -28,15 +35,17 @@ export const INSIDE_RECEIPT_DIR = 'inside_receipt_dir';
 
 /** A receipt or manifest met while walking, held until the documents are checked. */
 type Output =
-  | { kind: 'receipt'; path: string; inside: boolean; sha256: string }
+  | { kind: 'receipt'; path: string; inside: boolean; sha256: string; root: string | undefined }
   | { kind: 'manifest'; path: string; inside: boolean; root: string };
 
 export class WalkOutputs {
   readonly #held: Output[] = [];
-  /** What the documents checked account for: their digests, the roots they are under, the receipts read. */
-  readonly #digests = new Set<string>();
+  /** The receipts that were a document's evidence. */
+  readonly #evidence = new Set<string>();
+  /** The roots documents were verified under. */
   readonly #roots = new Set<string>();
-  readonly #receipts = new Set<string>();
+  /** By receipt name (`<name>.notarization.json`, a name as register gives): the digests it may be of (any: undefined). */
+  readonly #named = new Map<string, Set<string> | undefined>();
 
   /**
    * The items of a walk without notarize's outputs, which are held for
@@ -70,33 +79,64 @@ export class WalkOutputs {
     }
   }
 
-  /** Takes what a checked document accounts for. */
-  checked(sha256: string, finding: Finding): void {
-    this.#digests.add(sha256);
-    if (finding.proof) this.#roots.add(finding.proof.root);
-    if (finding.receipt !== undefined) this.#receipts.add(resolve(finding.receipt));
-  }
-
-  /** Each output held: passed over (`skip`) when accounted for, else failed (`fail`). */
-  settle(skip: (path: string, reason: string) => void, fail: (path: string, error: InputFileError) => void): void {
-    for (const output of this.#held) {
-      if (this.#accounts(output)) {
-        const what = output.kind === 'receipt' ? 'a receipt' : 'a tree manifest';
-        skip(
-          output.path,
-          `${output.inside ? 'inside --receipt-dir: ' : ''}${what} of a document checked (not a document)`,
-        );
-      } else {
-        fail(output.path, unaccounted(output));
+  /** Takes what the document `item` of digest `sha256`, found to be `finding`, accounts for. */
+  checked(item: InputItem, sha256: string, finding: Finding): void {
+    if (finding.receipt !== undefined) this.#evidence.add(resolve(finding.receipt));
+    if (finding.status === 'verified' && finding.proof) this.#roots.add(finding.proof.root);
+    if (item.kind !== 'file') return;
+    for (const name of new Set([basename(item.path), ...(item.relative === undefined ? [] : [item.relative])])) {
+      const key = `${name}${RECEIPT_SUFFIX}`;
+      if (finding.status !== 'verified') this.#named.set(key, undefined);
+      else if (!this.#named.has(key) || this.#named.get(key) !== undefined) {
+        this.#named.set(key, new Set([...(this.#named.get(key) ?? []), sha256]));
       }
     }
   }
 
-  #accounts(output: Output): boolean {
-    if (output.kind === 'receipt') return this.#receipts.has(resolve(output.path)) || this.#digests.has(output.sha256);
-    if (this.#roots.has(output.root)) return true;
-    // Read again rather than held: a manifest of 100,000 leaves is 20 MB of text.
-    return (exactManifestDigests(output.path, output.root) ?? []).some((sha256) => this.#digests.has(sha256));
+  /** Each output held: passed over (`skip`) when it belongs to a document checked, else `unknown` (`unowned`). */
+  settle(skip: (path: string, reason: string) => void, unowned: (path: string, reason: string) => void): void {
+    // Receipts first: the roots of their proofs account for manifests.
+    const receipts = this.#held.filter((output) => output.kind === 'receipt');
+    const roots = new Set(this.#roots);
+    const owned = new Set<Output>();
+    for (const receipt of receipts) {
+      if (!this.#ownsReceipt(receipt)) continue;
+      owned.add(receipt);
+      if (receipt.root !== undefined) roots.add(receipt.root);
+    }
+    for (const output of this.#held) {
+      const where = output.inside ? 'inside --receipt-dir: ' : '';
+      if (output.kind === 'receipt' ? owned.has(output) : roots.has(output.root)) {
+        skip(
+          output.path,
+          `${where}${output.kind === 'receipt' ? 'a receipt' : 'a tree manifest'} of a document checked (not a document)`,
+        );
+      } else {
+        unowned(output.path, unownedReason(output));
+      }
+    }
+  }
+
+  #ownsReceipt(receipt: Extract<Output, { kind: 'receipt' }>): boolean {
+    if (this.#evidence.has(resolve(receipt.path))) return true;
+    // Beside the file it is named after (that file is checked, or left out on purpose with --exclude).
+    const named = receipt.path.slice(0, -RECEIPT_SUFFIX.length);
+    if (isRegularFile(named)) return true;
+    // In a folder of receipts, under the name register gives a document checked here.
+    const path = receipt.path.split(sep).join('/');
+    for (const [key, digests] of this.#named) {
+      if (path !== key && !path.endsWith(`/${key}`)) continue;
+      if (digests === undefined || digests.has(receipt.sha256)) return true;
+    }
+    return false;
+  }
+}
+
+function isRegularFile(path: string): boolean {
+  try {
+    return lstatSync(path).isFile();
+  } catch {
+    return false;
   }
 }
 
@@ -119,7 +159,8 @@ async function notarizeOutput(path: string, inside: boolean): Promise<Output | u
     const text = await readReceiptFile(path);
     if (text === undefined) return undefined;
     const receipt = readReceipt(text);
-    return receipt.consistent ? { kind: 'receipt', path, inside, sha256: receipt.sha256 } : undefined;
+    if (!receipt.consistent) return undefined;
+    return { kind: 'receipt', path, inside, sha256: receipt.sha256, root: receipt.proof?.root };
   } catch {
     return undefined;
   }
@@ -139,15 +180,11 @@ function insideReceiptDir(path: string): InputItem {
   };
 }
 
-/** The error of a receipt or manifest that no document of the run accounts for. */
-function unaccounted(output: Output): InputFileError {
-  const reason =
+/** Why a receipt or manifest that belongs to no document checked is `unknown`. */
+function unownedReason(output: Output): string {
+  const what =
     output.kind === 'receipt'
-      ? `a receipt of ${output.sha256}, which is no document checked here`
-      : `the manifest of root ${output.root}, under which no document checked here is`;
-  return new InputFileError(output.path, reason, {
-    code: 'output_unaccounted',
-    message: `${output.path} is ${reason}: it is not passed over unchecked`,
-    hint: 'verify it along with its documents, or leave it out with --exclude if it is not shipped',
-  });
+      ? `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none`
+      : `the manifest of root ${output.root}, under which no document was verified here`;
+  return `${what}: a file nothing proves (leave it out with --exclude if it is not shipped)`;
 }

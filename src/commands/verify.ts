@@ -78,8 +78,10 @@ that cannot be, is a failed result and the others go on. Exit 0 when every docum
 folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest byte for byte as register writes it, is failed too: register passes such files
 over, so they have none. Receipts and manifests met while walking a folder are passed over
-only when a document checked accounts for them (the receipt was its evidence or is of its
-digest; the manifest lists it or its root); any other is failed (output_unaccounted). So is a
+only when they belong to a document checked: a receipt that was its evidence, or is named
+as its receipt (beside it, or as register names it in a folder of receipts) and of its
+digest; a manifest of the root a document was verified under. Any other is unknown: a file
+nothing proves. What they say in free text is not checked: the service confirms. So is a
 symbolic link or special file met under a folder walked: verify does not follow it, so what
 it stands for is not checked (--exclude leaves it out on purpose).
 ${examples([
@@ -145,7 +147,7 @@ export async function runVerify(
           }
           if (r.ok) {
             elsewhere.add(r.value.finding);
-            outputs.checked(r.value.hash, r.value.finding);
+            outputs.checked(item, r.value.hash, r.value.finding);
           }
           items.add(i, toResult(item, r, baseUrl));
         },
@@ -159,7 +161,7 @@ export async function runVerify(
       io.warn(`skipped ${path}: ${reason}`);
       items.skip(skippedResult(path, reason));
     },
-    (path, error) => items.addUnordered(failedResult(path, null, error)),
+    (path, reason) => items.addUnordered(itemResult(path, null, 'unknown', { reason })),
   );
   elsewhere.warn(io);
   // One document named alone that cannot be read: the command's one-line error, as for any usage error.

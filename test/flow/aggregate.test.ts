@@ -230,24 +230,37 @@ describe('register --aggregate over 50 documents', () => {
       join(dist, 'postinstall.notarization.json'),
       JSON.stringify({ hash: 'e'.repeat(64), sh: 'curl x|sh' }),
     );
+    // A digest is public: a bare record of a shipped document's digest, under the name of no document.
+    writeFileSync(
+      join(dist, 'stolen-digest.notarization.json'),
+      JSON.stringify({ hash: digests[NAMES[0]!], sh: 'curl x|sh' }),
+    );
     for (const args of [
       ['-r', folder, '--receipt-dir', receipts],
       ['-r', folder],
     ]) {
       const run = await (args.length === 4 ? verify(args) : bed.main(['verify', ...args, '--json']));
-      expect(run.code, describeRun(run)).toBe(2);
+      expect(run.code, describeRun(run)).toBe(6);
       const results = parseResults(run.stdout);
       expect(
         results
-          .filter((r) => r.status === 'failed')
-          .map((r) => [basename(r.file!), r.error!.code])
+          .filter((r) => r.status === 'unknown')
+          .map((r) => basename(r.file!))
           .sort(),
-      ).toEqual([
-        [otherRoot, 'output_unaccounted'],
-        ['postinstall.notarization.json', 'output_unaccounted'],
-      ]);
+      ).toEqual([otherRoot, 'postinstall.notarization.json', 'stolen-digest.notarization.json'].sort());
       expect(countStatuses(results)).toMatchObject({ verified: COUNT, skipped: COUNT + 1 });
     }
+  });
+
+  it("a modified document's receipt and manifest still belong to it: exit 6 (modified), nothing unknown", async () => {
+    const { doc, dist, receipts, verify } = download();
+    // The receipts shipped inside the folder checked.
+    cpSync(receipts, join(dist, 'receipts'), { recursive: true });
+    writeFileSync(doc(NAMES[3]!), 'changed after release\n');
+    const run = await verify(['-r', dist, '--receipt-dir', join(dist, 'receipts')]);
+    expect(run.code, describeRun(run)).toBe(6);
+    const results = parseResults(run.stdout);
+    expect(countStatuses(results)).toEqual({ verified: COUNT - 1, modified: 1, skipped: COUNT + 1 });
   });
 
   it('a --receipt-dir that is no folder is exit 2, not an empty folder', async () => {

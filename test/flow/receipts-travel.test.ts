@@ -215,6 +215,29 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     expect(statuses.filter(([, status]) => status === 'skipped')).toHaveLength(NAMES.length + 1);
   });
 
+  it('receipts beside their documents pass over, also of one left out or modified; one of no document is unknown', async () => {
+    for (const name of NAMES) cpSync(receipt(name), `${doc(name)}.notarization.json`);
+    const walk = (...extra: string[]) => downloader(['verify', '-r', join(here, 'dist'), ...extra, '--json']);
+    const clean = await walk();
+    expect(clean.code, describeRun(clean)).toBe(0);
+    // b.txt left out on purpose: its receipt stays beside it, and is no reason to fail.
+    const excluded = await walk('--exclude', 'b.txt');
+    expect(excluded.code, describeRun(excluded)).toBe(0);
+    writeFileSync(doc('a.txt'), 'changed\n');
+    const modified = await walk();
+    expect(modified.code, describeRun(modified)).toBe(6);
+    const statuses = parseResults(modified.stdout).map((r) => r.status);
+    expect(statuses.filter((s) => s !== 'skipped').sort()).toEqual(['modified', 'verified', 'verified']);
+    // A copy of c's receipt under the name of no file there: a file nothing proves.
+    cpSync(receipt('c.txt'), join(here, 'dist', 'setup.notarization.json'));
+    const planted = await walk('--exclude', 'a.txt');
+    expect(planted.code, describeRun(planted)).toBe(6);
+    expect(parseResults(planted.stdout).find((r) => r.file!.endsWith('setup.notarization.json'))).toMatchObject({
+      status: 'unknown',
+      reason: expect.stringMatching(/named as the receipt of no document checked here and the evidence of none/),
+    });
+  });
+
   it('a walk that finds no document (an empty folder, only receipts, no match) is exit 2, not a pass', async () => {
     mkdirSync(join(here, 'empty'));
     const empty = await downloader(['verify', '-r', join(here, 'empty')]);
