@@ -37095,6 +37095,7 @@ function exists(path) {
 var CHANGE_LOCK_WAIT_MS, Store, MAX_READABLE_CHARS;
 var init_store = __esmMin((() => {
 	init_errors();
+	init_exact_json();
 	init_settings();
 	init_files();
 	init_disk();
@@ -37239,6 +37240,7 @@ var init_store = __esmMin((() => {
 				throw corrupt(file, "not valid JSON", error);
 			}
 			if (typeof value !== "object" || value === null || Array.isArray(value)) throw corrupt(file, "expected a JSON object");
+			if (hasKeyTwice(text)) throw corrupt(file, "a key appears twice in one object, and which one counts is unclear");
 			return value;
 		}
 		/**

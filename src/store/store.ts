@@ -36,6 +36,7 @@ import { lstatSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { NotarizeError, StoreError, TransientError } from '../errors.js';
+import { hasKeyTwice } from '../exact-json.js';
 import { SETTINGS } from '../settings.js';
 import {
   corrupt,
@@ -255,6 +256,9 @@ export class Store {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw corrupt(file, 'expected a JSON object');
     }
+    // JSON.parse keeps the last of two equal keys, and a rewrite would then drop the other for good
+    // (a token, a setting edited by hand): reported, the file left as it is.
+    if (hasKeyTwice(text)) throw corrupt(file, 'a key appears twice in one object, and which one counts is unclear');
     return value as JsonObject;
   }
 

@@ -185,6 +185,13 @@ describe('the settings file (config.json)', () => {
       working: [['pending'], ['register', 'N', '--timeout', '5000']],
     },
     {
+      // JSON.parse would keep the second; a rewrite (config set) would then lose the first for good.
+      name: 'a key twice',
+      text: (url: string) => `{"baseUrl": "${url}", "retries": "3", "retries": "1"}`,
+      failing: [['pending'], ['config', 'list'], ['config', 'set', 'timeout', '5000']],
+      working: [['config', 'path']],
+    },
+    {
       name: 'an unsafe base URL',
       text: () => JSON.stringify({ baseUrl: 'http://example.com' }),
       failing: [['register', 'N'], ['pending'], ['config', 'list'], ['config', 'get', 'baseUrl']],
