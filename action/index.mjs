@@ -18721,7 +18721,7 @@ async function runPending(options) {
 			r.savedAt,
 			r.state
 		],
-		empty: "no pending registrations"
+		empty: pending.problems.length + unanswered.problems.length > 0 ? "no readable pending registrations (see the warnings above)" : "no pending registrations"
 	};
 }
 /**

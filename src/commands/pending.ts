@@ -130,7 +130,11 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
     rows,
     headers: ['HASH', 'DESCRIPTION', 'PLAN', 'SAVED', 'STATE'],
     cells: (r) => [r.hash, r.description, r.plan, r.savedAt, r.state],
-    empty: 'no pending registrations',
+    // A damaged session file is no registration less: not "none" then.
+    empty:
+      pending.problems.length + unanswered.problems.length > 0
+        ? 'no readable pending registrations (see the warnings above)'
+        : 'no pending registrations',
   };
 }
 

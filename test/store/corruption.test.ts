@@ -120,6 +120,11 @@ describe.each(DAMAGES)('a pending session file: $name', ({ damage }) => {
     }
     expect(readFileSync(file)).toEqual(bytes);
     expect(ledgerHashes(s.configDir, sandbox.url).sort()).toEqual([s.l.hash, s.n.hash, s.q.hash].sort());
+    // With the damaged one left alone, `pending` does not say there is none.
+    const alone = await runMain(['pending'], s.env);
+    expect(alone.code, describeRun(alone)).toBe(0);
+    expect(alone.stderr).toContain('no readable pending registrations (see the warnings above)');
+    expect(alone.stderr).not.toMatch(/^no pending registrations/m);
   });
 });
 
