@@ -19241,10 +19241,12 @@ var init_ledger = __esmMin((() => {
 * writes it) and it belongs to the documents checked in the same run:
 *
 * - a receipt, when it was a document's evidence; or when it is named as
-*   the receipt of a document there is (`<file>.notarization.json` beside
-*   that file, or under the name register gives a document checked here,
-*   in a folder of receipts) and is of that document's digest (or that
-*   document is not verified: the run fails on it anyway);
+*   the receipt of a document checked here (`<file>.notarization.json`
+*   beside that file, under the name register gives it in a folder of
+*   receipts, or `<digest>.notarization.json` for one without a name) and is
+*   of that document's digest (or that document is not verified: the run
+*   fails on it anyway). A receipt beside a file left out with --exclude is
+*   not passed over: exclude it too;
 * - a manifest, when its root is that of a document verified here, or of
 *   the proof of a receipt passed over.
 *
@@ -19257,13 +19259,6 @@ var init_ledger = __esmMin((() => {
 * description, the service's record) is not checked here: only the service
 * confirms a registration (docs/verify-by-hand.md).
 */
-function isRegularFile(path) {
-	try {
-		return lstatSync(path).isFile();
-	} catch {
-		return false;
-	}
-}
 /**
 * What `path` is when it is a receipt that holds together (readReceipt) or a
 * tree manifest exactly as notarize writes it; undefined when it is neither,
@@ -19331,6 +19326,10 @@ var init_verify_outputs = __esmMin((() => {
 		#roots = /* @__PURE__ */ new Set();
 		/** By receipt name (`<name>.notarization.json`, a name as register gives): the digests it may be of (any: undefined). */
 		#named = /* @__PURE__ */ new Map();
+		/** The documents checked, by resolved path: the digest a receipt beside one must be of (any: undefined). */
+		#files = /* @__PURE__ */ new Map();
+		/** The digests of the documents verified: a receipt named by its digest (stdin, --hash) may be of one. */
+		#digests = /* @__PURE__ */ new Set();
 		/**
 		* The items of a walk without notarize's outputs, which are held for
 		* settle(). Anything else in --receipt-dir (`inReceiptDir`), whatever its
@@ -19361,7 +19360,9 @@ var init_verify_outputs = __esmMin((() => {
 		checked(item, sha256, finding) {
 			if (finding.receipt !== void 0) this.#evidence.add(resolve(finding.receipt));
 			if (finding.status === "verified" && finding.proof) this.#roots.add(finding.proof.root);
+			if (finding.status === "verified") this.#digests.add(sha256);
 			if (item.kind !== "file") return;
+			this.#files.set(resolve(item.path), finding.status === "verified" ? sha256 : void 0);
 			for (const name of /* @__PURE__ */ new Set([basename(item.path), ...item.relative === void 0 ? [] : [item.relative]])) {
 				const key = `${name}${RECEIPT_SUFFIX}`;
 				if (finding.status !== "verified") this.#named.set(key, void 0);
@@ -19386,7 +19387,12 @@ var init_verify_outputs = __esmMin((() => {
 		}
 		#ownsReceipt(receipt) {
 			if (this.#evidence.has(resolve(receipt.path))) return true;
-			if (isRegularFile(receipt.path.slice(0, -18))) return true;
+			if (basename(receipt.path) === `${receipt.sha256}.notarization.json` && this.#digests.has(receipt.sha256)) return true;
+			const beside = resolve(receipt.path.slice(0, -RECEIPT_SUFFIX.length));
+			if (this.#files.has(beside)) {
+				const sha256 = this.#files.get(beside);
+				if (sha256 === void 0 || sha256 === receipt.sha256) return true;
+			}
 			const path = receipt.path.split(sep).join("/");
 			for (const [key, digests] of this.#named) {
 				if (path !== key && !path.endsWith(`/${key}`)) continue;
@@ -37447,6 +37453,7 @@ function refuseUndecoded(action) {
 function refuseUndecodedEnvironment(env) {
 	const read = Object.keys(env).filter((name) => name.startsWith("NOTARIZE_") && !SECRET_VARIABLES.includes(name));
 	if (!env.NOTARIZE_CONFIG_DIR) read.push("XDG_CONFIG_HOME", "APPDATA");
+	if (!env.NOTARIZE_CONFIG_DIR && !env.XDG_CONFIG_HOME) read.push("HOME", "USERPROFILE");
 	const held = read.find((name) => env[name]?.includes("�"));
 	if (held !== void 0) throw undecoded(`the variable ${held}`, "an environment");
 }

@@ -6,10 +6,12 @@
  * writes it) and it belongs to the documents checked in the same run:
  *
  * - a receipt, when it was a document's evidence; or when it is named as
- *   the receipt of a document there is (`<file>.notarization.json` beside
- *   that file, or under the name register gives a document checked here,
- *   in a folder of receipts) and is of that document's digest (or that
- *   document is not verified: the run fails on it anyway);
+ *   the receipt of a document checked here (`<file>.notarization.json`
+ *   beside that file, under the name register gives it in a folder of
+ *   receipts, or `<digest>.notarization.json` for one without a name) and is
+ *   of that document's digest (or that document is not verified: the run
+ *   fails on it anyway). A receipt beside a file left out with --exclude is
+ *   not passed over: exclude it too;
  * - a manifest, when its root is that of a document verified here, or of
  *   the proof of a receipt passed over.
  *
@@ -22,7 +24,6 @@
  * description, the service's record) is not checked here: only the service
  * confirms a registration (docs/verify-by-hand.md).
  */
-import { lstatSync } from 'node:fs';
 import { basename, resolve, sep } from 'node:path';
 import { readReceipt } from '../core/receipt-format.js';
 import { readReceiptFile, type Finding } from '../core/evidence.js';
@@ -46,6 +47,10 @@ export class WalkOutputs {
   readonly #roots = new Set<string>();
   /** By receipt name (`<name>.notarization.json`, a name as register gives): the digests it may be of (any: undefined). */
   readonly #named = new Map<string, Set<string> | undefined>();
+  /** The documents checked, by resolved path: the digest a receipt beside one must be of (any: undefined). */
+  readonly #files = new Map<string, string | undefined>();
+  /** The digests of the documents verified: a receipt named by its digest (stdin, --hash) may be of one. */
+  readonly #digests = new Set<string>();
 
   /**
    * The items of a walk without notarize's outputs, which are held for
@@ -83,7 +88,9 @@ export class WalkOutputs {
   checked(item: InputItem, sha256: string, finding: Finding): void {
     if (finding.receipt !== undefined) this.#evidence.add(resolve(finding.receipt));
     if (finding.status === 'verified' && finding.proof) this.#roots.add(finding.proof.root);
+    if (finding.status === 'verified') this.#digests.add(sha256);
     if (item.kind !== 'file') return;
+    this.#files.set(resolve(item.path), finding.status === 'verified' ? sha256 : undefined);
     for (const name of new Set([basename(item.path), ...(item.relative === undefined ? [] : [item.relative])])) {
       const key = `${name}${RECEIPT_SUFFIX}`;
       if (finding.status !== 'verified') this.#named.set(key, undefined);
@@ -119,23 +126,22 @@ export class WalkOutputs {
 
   #ownsReceipt(receipt: Extract<Output, { kind: 'receipt' }>): boolean {
     if (this.#evidence.has(resolve(receipt.path))) return true;
-    // Beside the file it is named after (that file is checked, or left out on purpose with --exclude).
-    const named = receipt.path.slice(0, -RECEIPT_SUFFIX.length);
-    if (isRegularFile(named)) return true;
-    // In a folder of receipts, under the name register gives a document checked here.
+    // Of a document with no name (stdin, --hash), named by its digest as register names it.
+    if (basename(receipt.path) === `${receipt.sha256}${RECEIPT_SUFFIX}` && this.#digests.has(receipt.sha256))
+      return true;
+    // Beside the document checked that it is named after, and of its digest. Not beside a
+    // file left out (--exclude it too), nor beside another receipt (`x.notarization.json.notarization.json`).
+    const beside = resolve(receipt.path.slice(0, -RECEIPT_SUFFIX.length));
+    if (this.#files.has(beside)) {
+      const sha256 = this.#files.get(beside);
+      if (sha256 === undefined || sha256 === receipt.sha256) return true;
+    }
+    // In a folder of receipts, under the name register gives a document checked here, and of its digest.
     const path = receipt.path.split(sep).join('/');
     for (const [key, digests] of this.#named) {
       if (path !== key && !path.endsWith(`/${key}`)) continue;
       if (digests === undefined || digests.has(receipt.sha256)) return true;
     }
-    return false;
-  }
-}
-
-function isRegularFile(path: string): boolean {
-  try {
-    return lstatSync(path).isFile();
-  } catch {
     return false;
   }
 }

@@ -6,8 +6,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Bed, type BedMainOptions } from '../helpers/bed.js';
 import { describeRun, type Run } from '../helpers/cli.js';
@@ -215,27 +215,51 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     expect(statuses.filter(([, status]) => status === 'skipped')).toHaveLength(NAMES.length + 1);
   });
 
-  it('receipts beside their documents pass over, also of one left out or modified; one of no document is unknown', async () => {
+  it('receipts beside their documents pass over, also of one modified; any other receipt-named file is unknown', async () => {
     for (const name of NAMES) cpSync(receipt(name), `${doc(name)}.notarization.json`);
     const walk = (...extra: string[]) => downloader(['verify', '-r', join(here, 'dist'), ...extra, '--json']);
+    const unknown = (run: Run) =>
+      parseResults(run.stdout)
+        .filter((r) => r.status === 'unknown')
+        .map((r) => basename(r.file!))
+        .sort();
+    // A receipt named by its digest, as register names one of standard input or --hash, of a document here.
+    const byDigest = join(here, 'dist', `${hashes['a.txt']!}.notarization.json`);
+    cpSync(receipt('a.txt'), byDigest);
     const clean = await walk();
     expect(clean.code, describeRun(clean)).toBe(0);
-    // b.txt left out on purpose: its receipt stays beside it, and is no reason to fail.
+    expect(parseResults(clean.stdout).find((r) => r.file === byDigest)).toMatchObject({ status: 'skipped' });
+    rmSync(byDigest);
+    // b.txt left out on purpose: its receipt is no document's here, unless it is left out too.
     const excluded = await walk('--exclude', 'b.txt');
-    expect(excluded.code, describeRun(excluded)).toBe(0);
+    expect(excluded.code, describeRun(excluded)).toBe(6);
+    expect(unknown(excluded)).toEqual(['b.txt.notarization.json']);
+    const both = await walk('--exclude', 'b.txt*');
+    expect(both.code, describeRun(both)).toBe(0);
     writeFileSync(doc('a.txt'), 'changed\n');
     const modified = await walk();
     expect(modified.code, describeRun(modified)).toBe(6);
     const statuses = parseResults(modified.stdout).map((r) => r.status);
     expect(statuses.filter((s) => s !== 'skipped').sort()).toEqual(['modified', 'verified', 'verified']);
-    // A copy of c's receipt under the name of no file there: a file nothing proves.
+    // Planted, each a receipt that holds together: a copy of c's under the name of no file there; one of
+    // another digest beside c (with --receipt-dir too, where beside receipts are not evidence); one
+    // beside a receipt.
     cpSync(receipt('c.txt'), join(here, 'dist', 'setup.notarization.json'));
-    const planted = await walk('--exclude', 'a.txt');
-    expect(planted.code, describeRun(planted)).toBe(6);
-    expect(parseResults(planted.stdout).find((r) => r.file!.endsWith('setup.notarization.json'))).toMatchObject({
-      status: 'unknown',
-      reason: expect.stringMatching(/named as the receipt of no document checked here and the evidence of none/),
-    });
+    const other = JSON.stringify({ hash: 'e'.repeat(64), scripts: { postinstall: 'curl x | sh' } });
+    writeFileSync(`${doc('c.txt')}.notarization.json`, other);
+    writeFileSync(`${doc('b.txt')}.notarization.json.notarization.json`, other);
+    // Without --receipt-dir the one beside c is c's evidence, and makes c modified; with it, it is unknown.
+    const plain = await walk('--exclude', 'a.txt*');
+    expect(plain.code, describeRun(plain)).toBe(6);
+    expect(unknown(plain)).toEqual(['b.txt.notarization.json.notarization.json', 'setup.notarization.json']);
+    expect(parseResults(plain.stdout).find((r) => r.file === doc('c.txt'))).toMatchObject({ status: 'modified' });
+    const withDir = await walk('--exclude', 'a.txt*', '--receipt-dir', join(here, 'receipts'));
+    expect(withDir.code, describeRun(withDir)).toBe(6);
+    expect(unknown(withDir)).toEqual([
+      'b.txt.notarization.json.notarization.json',
+      'c.txt.notarization.json',
+      'setup.notarization.json',
+    ]);
   });
 
   it('a walk that finds no document (an empty folder, only receipts, no match) is exit 2, not a pass', async () => {
