@@ -236,6 +236,7 @@ function refuseUndecoded(action: Command): void {
 function refuseUndecodedEnvironment(env: NodeJS.ProcessEnv): void {
   const read = Object.keys(env).filter((name) => name.startsWith('NOTARIZE_') && !SECRET_VARIABLES.includes(name));
   if (!env.NOTARIZE_CONFIG_DIR) read.push('XDG_CONFIG_HOME', 'APPDATA');
+  if (!env.NOTARIZE_CONFIG_DIR && !env.XDG_CONFIG_HOME) read.push('HOME', 'USERPROFILE');
   const held = read.find((name) => env[name]?.includes('\uFFFD'));
   if (held !== undefined) throw undecoded(`the variable ${held}`, 'an environment');
 }
