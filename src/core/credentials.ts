@@ -203,7 +203,8 @@ export class TokenCredentials implements Authorizer {
       // pass for the request's own answer (a 409 there means "already registered").
       // A 401 or 403 names the key too: "log in again, or set NOTARIZE_API_KEY"
       // says nothing to someone whose NOTARIZE_API_KEY is what was refused.
-      if (error instanceof ServiceRefusedError || error instanceof AuthError) {
+      // (Not a 407: the proxy refused, and its error names the variable to fix.)
+      if (error instanceof ServiceRefusedError || (error instanceof AuthError && error.status !== 407)) {
         this.#loginCannotHelp = true;
         throw new AuthError(`logging in with NOTARIZE_API_KEY failed: ${error.message}`, {
           ...(error.status === undefined ? {} : { status: error.status }),

@@ -151,6 +151,8 @@ describe('a proxy answering 407', () => {
     expect(run.stderr).toContain('proxy authentication required');
     expect(run.stderr).not.toContain('timed out');
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    // The proxy refused, not the key: the hint names the proxy's variable, not NOTARIZE_API_KEY.
+    expect(run.stderr).not.toMatch(/NOTARIZE_API_KEY/);
   });
 
   it('names HTTP_PROXY when that is the one used, and never prints the password it holds', async () => {
