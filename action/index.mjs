@@ -16882,12 +16882,15 @@ async function listDocuments(options, skip) {
 	if (options.receiptDir === void 0) return documents;
 	const inReceiptDir = insideDir(options.receiptDir);
 	const all = [];
-	for await (const item of documents.items) if (item.kind === "file" && inReceiptDir(item.path)) skip({
-		path: item.path,
-		reason: "inside --receipt-dir (receipts are not registered)"
-	});
-	else all.push(item);
-	if (documents.single && all.length === 0) throw new UsageError("nothing to register: the document named is inside --receipt-dir", { hint: "receipts are outputs; name the document itself" });
+	let skippedInside = 0;
+	for await (const item of documents.items) if (item.kind === "file" && inReceiptDir(item.path)) {
+		skippedInside++;
+		skip({
+			path: item.path,
+			reason: "inside --receipt-dir (receipts are not registered)"
+		});
+	} else all.push(item);
+	if (all.length === 0 && skippedInside > 0) throw new UsageError(documents.single ? "nothing to register: the document named is inside --receipt-dir" : "nothing to register: every document named or found is inside --receipt-dir", { hint: "receipts are outputs; name the documents themselves, or another --receipt-dir" });
 	return {
 		...documents,
 		items: all,
@@ -26295,7 +26298,7 @@ var init_credentials = __esmMin((() => {
 					...error.hint ? { hint: error.hint } : {},
 					cause: error
 				});
-				if (error instanceof ServiceRefusedError || error instanceof AuthError) {
+				if (error instanceof ServiceRefusedError || error instanceof AuthError && error.status !== 407) {
 					this.#loginCannotHelp = true;
 					throw new AuthError(`logging in with NOTARIZE_API_KEY failed: ${error.message}`, {
 						...error.status === void 0 ? {} : { status: error.status },

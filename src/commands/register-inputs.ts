@@ -105,17 +105,23 @@ export async function listDocuments(options: RegisterOptions, skip: (s: SkippedP
   // -r dist --receipt-dir dist/receipts` run twice must not register them.
   const inReceiptDir = insideDir(options.receiptDir);
   const all: Item[] = [];
+  let skippedInside = 0;
   for await (const item of documents.items) {
     if (item.kind === 'file' && inReceiptDir(item.path)) {
+      skippedInside++;
       skip({ path: item.path, reason: 'inside --receipt-dir (receipts are not registered)' });
     } else {
       all.push(item);
     }
   }
-  if (documents.single && all.length === 0) {
-    throw new UsageError('nothing to register: the document named is inside --receipt-dir', {
-      hint: 'receipts are outputs; name the document itself',
-    });
+  // Every document inside it (named, listed or found): a run that would register nothing and pass.
+  if (all.length === 0 && skippedInside > 0) {
+    throw new UsageError(
+      documents.single
+        ? 'nothing to register: the document named is inside --receipt-dir'
+        : 'nothing to register: every document named or found is inside --receipt-dir',
+      { hint: 'receipts are outputs; name the documents themselves, or another --receipt-dir' },
+    );
   }
   return { ...documents, items: all, receipts: await planReceipts(options.receiptDir, all.map(receiptSubject)) };
 }

@@ -157,6 +157,24 @@ describe('--receipt-dir', () => {
     expect(bed.requestedHashes()).toEqual([f]);
     expect(JSON.parse(await receipt(bed, 'f.txt'))).toMatchObject({ record: bed.sandbox.records.get(f) });
   });
+
+  it('every document named, listed or found inside --receipt-dir: nothing to register, exit 2, not a pass', async () => {
+    await bed.write('out/a.txt', 'a\n');
+    await bed.write('out/b.txt', 'b\n');
+    await writeFile(join(bed.workDir, 'list.txt'), `${bed.path('out/a.txt')}\n`);
+    for (const args of [
+      [bed.path('out/a.txt'), bed.path('out/b.txt')],
+      ['--files-from', bed.path('list.txt')],
+      ['-r', bed.path('out')],
+    ]) {
+      const run = await bed.main(['register', ...args, '--receipt-dir', bed.path('out'), '--json']);
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(jsonError(run.stderr).message).toMatch(
+        /^nothing to register: (every document named or found is|the document named is) inside --receipt-dir$/,
+      );
+    }
+    expect(bed.sandbox.calls).toEqual([]);
+  });
 });
 
 describe('verify -r with --receipt-dir inside the walked folder', () => {
