@@ -14449,6 +14449,303 @@ var init_manifest_files = __esmMin((() => {
 	init_disk();
 	init_files();
 }));
+// dist/commands/register-roots.js
+/**
+* Where a document of a per-document `register` run stands under Merkle
+* roots (`register --aggregate`), before the flow would register it on its
+* own: under a root this store registered (or the service confirmed), under
+* one still pending (completed, once for all its documents), or, on a store
+* without the tree, under the root its receipt in --receipt-dir names (the
+* service asked). Registering it on its own in any of these cases would pay
+* twice for it. Undefined: nothing known, the flow's to register.
+*/
+var DocumentRoots;
+var init_register_roots = __esmMin((() => {
+	init_aggregate();
+	init_manifests();
+	init_receipts();
+	init_trees();
+	init_errors();
+	init_manifest_files();
+	DocumentRoots = class {
+		#options;
+		#receipts;
+		#baseUrl;
+		#deps;
+		#onSent;
+		/** The trees of this store, read when a document first needs them (#underRoot). */
+		#trees;
+		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
+		#paidProblems;
+		/** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
+		#pendingRoots = /* @__PURE__ */ new Map();
+		/** Whether #flagsNotForRoots has spoken. */
+		#warnedRootFlags = false;
+		/** The roots tidied (tidyRoot), once each. */
+		#tidied = /* @__PURE__ */ new Map();
+		/** The roots of receipts and manifests in --receipt-dir asked about, once each (#underEarlierRoot). */
+		#askedRoots = /* @__PURE__ */ new Map();
+		/** The manifests whose roots the service does not have: past MAX_ABSENT_ROOTS, no more are asked about. */
+		#absent = [];
+		/** Whether those were listed (staleManifests). */
+		#warnedStale = false;
+		/** The manifests of --receipt-dir, read when a document first needs them. */
+		#manifests;
+		constructor({ options, receipts, baseUrl, deps, onSent }) {
+			this.#options = options;
+			this.#receipts = receipts;
+			this.#baseUrl = baseUrl;
+			this.#deps = deps;
+			this.#onSent = onSent;
+		}
+		/**
+		* What must hold before anything is sent for the document of digest
+		* `hash` (--fail-fast checks every document first): a pending root it is
+		* under, which this run would complete, must have a place for its
+		* manifest in --receipt-dir. Throws UsageError (exit 2) when not.
+		*/
+		async checkBeforeSending(hash) {
+			if (this.#receipts === void 0 || this.#options.force) return;
+			const leaf = await this.#underRoot(hash);
+			if (leaf?.state === "pending") await checkManifestPath(this.#receipts, leaf.tree.entry.root);
+		}
+		/**
+		* The root that answers for document `index` (digest `hash`), and its
+		* proof; undefined when none does (see the module comment). `onStep`: the
+		* flow's, for a pending root this run completes.
+		*/
+		async standing(hash, index, onStep) {
+			const leaf = await this.#underRoot(hash);
+			if (leaf?.state === "registered") {
+				if (existsSync(this.#deps.store.pendingFile(hash))) this.#options.io.warn(`${hash} has a session of its own pending, though it is registered under the Merkle root ${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${hash}\``);
+				await this.#tidy(leaf.tree);
+				return {
+					outcome: finishedRoot(leaf.tree),
+					under: {
+						sha256: hash,
+						proof: leaf.proof
+					}
+				};
+			}
+			if (leaf?.state === "pending") return {
+				outcome: await this.#underPendingRoot(leaf.tree, onStep),
+				under: {
+					sha256: hash,
+					proof: leaf.proof
+				}
+			};
+			if (leaf?.state === "planned") await this.#tidy(leaf.tree);
+			return this.#underEarlierRoot(hash, index);
+		}
+		/**
+		* A document this store knows nothing of (no record, no session, under no
+		* tree of its own: a fresh CI runner) that an earlier `register
+		* --aggregate` left evidence of in --receipt-dir: its receipt with a proof
+		* to a root of this service, or a `<root>.tree.json` manifest listing it
+		* (newest first; written before the root was paid for, so it is there even
+		* when the completion's answer was lost). The service is asked about each
+		* such root, once per run, as `register --aggregate` asks about a
+		* manifest's: a 409 (read as "it has it") makes the document
+		* already-registered under it, its receipt left as it is; a root the
+		* service does not have (it answers with a session, dropped unsaved) is
+		* passed over, and with none left the flow registers the document on its
+		* own; an ask without an answer fails the document rather than pay for it
+		* again, as does a manifest left unasked once MAX_ABSENT_ROOTS roots were
+		* unknown to the service. --force asks nothing.
+		*/
+		async #underEarlierRoot(hash, index) {
+			const receipts = this.#receipts;
+			const { store } = this.#deps;
+			if (receipts === void 0 || this.#options.force) return void 0;
+			try {
+				if (store.readRecord(hash) !== void 0 || existsSync(store.pendingFile(hash))) return void 0;
+			} catch {
+				return;
+			}
+			const found = await earlierProof(receipts, index, hash);
+			if (found !== void 0 && found.baseUrl === this.#baseUrl) {
+				const entry = readableRecord(this.#deps.store, found.proof.root);
+				if (entry) return this.#under(hash, found.proof, { entry });
+				const said = await this.#ask(found.proof.root, found.proof.treeSize, "its receipt in --receipt-dir");
+				if (said.kind === "failed") throw said.error;
+				if (said.kind === "has") return {
+					...this.#under(hash, found.proof, said),
+					kept: found.path
+				};
+			}
+			this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) => this.#options.io.warn(message));
+			for (const manifest of await this.#manifests.holding(hash)) {
+				let placement;
+				try {
+					placement = this.#manifests.placement(manifest, hash);
+				} catch (error) {
+					if (!(error instanceof StoreError)) throw error;
+					this.#options.io.warn(`a tree manifest was passed over: ${error.message}`);
+					continue;
+				}
+				const { tree, leafIndex } = placement;
+				const entry = readableRecord(this.#deps.store, manifest.root);
+				if (entry) return this.#under(hash, tree.proof(leafIndex, manifest.file), { entry });
+				if (!this.#askedRoots.has(manifest.root) && this.#absent.length >= 16) {
+					if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
+					this.#warnedStale = true;
+					throw manifestsLeft(manifest.file);
+				}
+				const said = await this.#ask(manifest.root, tree.entry.treeSize, "its manifest in --receipt-dir", manifest.file);
+				if (said.kind === "failed") throw said.error;
+				if (said.kind === "has") return this.#under(hash, tree.proof(leafIndex, manifest.file), said);
+			}
+		}
+		/**
+		* A document under `proof.root`, already registered: by this store's
+		* record of the root (completed here with `complete --session`, its tree
+		* never here: its receipt is written), or by the service's word (a 409 to
+		* a request step).
+		*/
+		#under(sha256, proof, known) {
+			const outcome = "entry" in known ? {
+				kind: "already-registered",
+				hash: proof.root,
+				entry: known.entry
+			} : {
+				kind: "already-registered",
+				hash: proof.root,
+				entry: void 0,
+				service: {
+					message: known.message,
+					retiredSession: void 0
+				}
+			};
+			return {
+				under: {
+					sha256,
+					proof
+				},
+				outcome
+			};
+		}
+		/**
+		* What the service says of `root` (askAboutRoot), asked once per run;
+		* `source`: what named it, for an error's hint; `file`: its manifest, listed
+		* in the warning once too many roots were unknown to the service.
+		*/
+		async #ask(root, treeSize, source, file) {
+			let asked = this.#askedRoots.get(root);
+			if (asked === void 0) {
+				this.#onSent();
+				asked = askAboutRoot(this.#deps, root, treeSize, this.#options, source).then((said) => {
+					if (said.kind === "absent" && file !== void 0) this.#absent.push(file);
+					return said;
+				});
+				this.#askedRoots.set(root, asked);
+			}
+			return asked;
+		}
+		/**
+		* Said once, when this run completes a pending root: what was asked for
+		* the documents themselves does not go on the root's registration (its
+		* description is the one saved with its session; a root has no file).
+		*/
+		#flagsNotForRoots(root) {
+			const { custody, walletName, description, signed } = this.#options;
+			const flags = [
+				...description === void 0 ? [] : ["the description"],
+				...custody ? ["--custody"] : [],
+				...walletName === void 0 ? [] : ["--wallet-name"],
+				...signed ? ["--signed"] : []
+			];
+			if (flags.length === 0 || this.#warnedRootFlags) return;
+			this.#warnedRootFlags = true;
+			this.#options.io.warn(`${flags.join(", ")} ${flags.length === 1 ? "is" : "are"} not used for the documents under a pending Merkle root (${root} first): completing it registers the root as it was requested; --force registers them on their own`);
+		}
+		/** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
+		async #tidy(tree) {
+			const root = tree.entry.root;
+			if (!this.#tidied.has(root)) this.#tidied.set(root, tidyRoot(this.#deps, root));
+			await this.#tidied.get(root);
+		}
+		/**
+		* The root of a tree this store has pending (an --aggregate run stopped
+		* after its request step, or --no-complete), registered as `register
+		* --aggregate` or `complete <root>` would: its saved session completed,
+		* never a new request, once for all its documents in this run. Paying for
+		* the document on its own instead would pay twice for it once the root is
+		* completed (--force does). Its failure is each of those documents'.
+		*/
+		async #underPendingRoot(tree, onStep) {
+			const root = tree.entry.root;
+			let done = this.#pendingRoots.get(root);
+			if (done === void 0) {
+				const { signed, blockchain, complete } = this.#options;
+				this.#flagsNotForRoots(root);
+				const plan = this.#receipts;
+				const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree) };
+				done = (plan ? checkManifestPath(plan, root) : Promise.resolve()).then(() => registerRoot({
+					...this.#deps,
+					onStep,
+					...manifest
+				}, tree, {
+					signed,
+					blockchain,
+					complete
+				}));
+				this.#pendingRoots.set(root, done);
+			}
+			const result = await done;
+			if (result.ok) return result.outcome;
+			throw "error" in result ? result.error : /* @__PURE__ */ new Error(`the root ${root} was not registered`);
+		}
+		/**
+		* Where a document with no record of its own stands under the Merkle roots
+		* of this store (`register --aggregate`): a leaf of a registered root (its
+		* tree and proof: registering it again would pay twice for what `verify`
+		* already calls notarized; so for a root the service confirmed with a 409,
+		* whose record never arrived), or of a pending one (that root is completed,
+		* see #underPendingRoot). --force registers it on its own. A root only
+		* planned (never answered) does not count: the document goes through the
+		* flow as before. A tree file
+		* that cannot be read fails the documents it is not known not to hold (its
+		* error says how to restore it). The trees are read once per run, and only
+		* when a document is hashed: on a cold store there are none.
+		*/
+		async #underRoot(hash) {
+			if (this.#options.force) return void 0;
+			const { store } = this.#deps;
+			this.#trees ??= Trees.load(store);
+			const trees = await this.#trees;
+			const placed = trees.place(hash);
+			if (placed === void 0 || placed.tree.state === "planned" || placed.tree.state === "pending") {
+				this.#paidProblems ??= paidRootProblems(store, trees);
+				const problem = (await this.#paidProblems)[0];
+				if (problem && store.readRecord(hash) === void 0) throw problem;
+			}
+			if (placed === void 0) return void 0;
+			const { tree, leafIndex } = placed;
+			if (store.readRecord(hash) !== void 0) return void 0;
+			if (tree.state === "planned") {
+				if (store.readUnanswered(tree.entry.root) !== void 0) throw underUnreadRoot(tree.entry.root, "register its documents again");
+				return {
+					state: "planned",
+					tree
+				};
+			}
+			const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
+			if (tree.state === "pending") {
+				if (existsSync(store.pendingFile(hash))) return void 0;
+				return {
+					state: "pending",
+					tree,
+					proof
+				};
+			}
+			return {
+				state: "registered",
+				tree,
+				proof
+			};
+		}
+	};
+}));
 // dist/read-bounded.js
 /**
 * Reading a stream to its end as UTF-8 text, up to a size bound: the
@@ -16997,6 +17294,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_results();
 	init_interrupt();
 	init_manifest_files();
+	init_register_roots();
 	init_register_inputs();
 	FAIL_FAST_REASON = "not registered: another document or root failed (--fail-fast)";
 	CONFIRMED_ALONE = "the service answered 409 for this document before (it has it; its record was never received here); nothing sent";
@@ -17011,6 +17309,8 @@ var init_register_aggregate = __esmMin((() => {
 		#total = 0;
 		/** Roots the service says it has, of which this store has no record: no receipts for their documents. */
 		#unrecordedRoots = /* @__PURE__ */ new Set();
+		/** Whether a root was asked about for a document's receipt (#underReceiptRoots): something was sent. */
+		#askedBefore = false;
 		/** The roots whose manifest this run wrote (manifest-files.ts). */
 		#manifestsWritten = /* @__PURE__ */ new Set();
 		/** The last write of each receipt path still under way (see #receipt). */
@@ -17035,7 +17335,69 @@ var init_register_aggregate = __esmMin((() => {
 				return this.#end(false);
 			}
 			if (rest.length === 0) return this.#end(false);
-			return this.#registerTree(rest);
+			const unrooted = await this.#underReceiptRoots(rest);
+			if (this.#options.failFast && this.#tally.failed > 0) {
+				this.#skip(unrooted);
+				return this.#end(this.#askedBefore);
+			}
+			if (unrooted.length === 0) return this.#end(this.#askedBefore);
+			return this.#registerTree(unrooted);
+		}
+		/**
+		* The documents left for a tree once those whose receipt in --receipt-dir
+		* carries a proof to a Merkle root of this service, whose tree neither
+		* this store nor --receipt-dir holds (a cold runner that kept the receipts
+		* but not `<root>.tree.json`), are placed as per-document register places
+		* them (register-roots.ts): that root is asked about first, and a 409
+		* makes the document already-registered under it, its receipt left as it
+		* is, rather than paid for again in a new tree that would also replace its
+		* receipt. Those whose root the service does not have go on into the tree.
+		*/
+		async #underReceiptRoots(hashed) {
+			const plan = this.#documents.receipts;
+			if (plan === void 0 || this.#options.force) return hashed;
+			const rest = [];
+			const candidates = [];
+			for (const doc of hashed) {
+				const earlier = await earlierProof(plan, doc.index, doc.sha256);
+				const tree = earlier && existsSync(join(plan.dir, manifestName(earlier.proof.root)));
+				(earlier === void 0 || earlier.baseUrl !== this.#baseUrl || tree ? rest : candidates).push(doc);
+			}
+			if (candidates.length === 0) return hashed;
+			const known = await Trees.load(this.#store, { holding: new Set(candidates.map((doc) => doc.sha256)) });
+			const roots = new DocumentRoots({
+				options: this.#options,
+				receipts: plan,
+				baseUrl: this.#baseUrl,
+				deps: {
+					api: this.#api,
+					store: this.#store
+				},
+				onSent: () => this.#askedBefore = true
+			});
+			for (const doc of candidates) {
+				if (known.place(doc.sha256) !== void 0) {
+					rest.push(doc);
+					continue;
+				}
+				let rooted;
+				try {
+					rooted = await roots.standing(doc.sha256, doc.index, void 0);
+				} catch (error) {
+					this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+					continue;
+				}
+				if (rooted === void 0) {
+					rest.push(doc);
+					continue;
+				}
+				const { outcome, under, kept } = rooted;
+				this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, {
+					under,
+					...receiptDetails(kept, void 0)
+				}));
+			}
+			return rest.sort((a, b) => a.index - b.index);
 		}
 		/** The documents for a tree: placed (the store, manifests, a new tree), then their roots registered. */
 		async #registerTree(hashed) {
@@ -17099,7 +17461,7 @@ var init_register_aggregate = __esmMin((() => {
 		}
 		/** The run's result; `sent`: whether a root's steps reached the service. */
 		#end(sent, manifestFailure) {
-			const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
+			const failure = this.#tally.failure(sent || this.#askedBefore, this.#total) ?? manifestFailure;
 			return {
 				kind: "items",
 				title: TITLE$1,
@@ -17321,303 +17683,6 @@ var init_register_aggregate = __esmMin((() => {
 			} catch (error) {
 				return { receiptError: asNotarizeError(error) };
 			}
-		}
-	};
-}));
-// dist/commands/register-roots.js
-/**
-* Where a document of a per-document `register` run stands under Merkle
-* roots (`register --aggregate`), before the flow would register it on its
-* own: under a root this store registered (or the service confirmed), under
-* one still pending (completed, once for all its documents), or, on a store
-* without the tree, under the root its receipt in --receipt-dir names (the
-* service asked). Registering it on its own in any of these cases would pay
-* twice for it. Undefined: nothing known, the flow's to register.
-*/
-var DocumentRoots;
-var init_register_roots = __esmMin((() => {
-	init_aggregate();
-	init_manifests();
-	init_receipts();
-	init_trees();
-	init_errors();
-	init_manifest_files();
-	DocumentRoots = class {
-		#options;
-		#receipts;
-		#baseUrl;
-		#deps;
-		#onSent;
-		/** The trees of this store, read when a document first needs them (#underRoot). */
-		#trees;
-		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
-		#paidProblems;
-		/** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
-		#pendingRoots = /* @__PURE__ */ new Map();
-		/** Whether #flagsNotForRoots has spoken. */
-		#warnedRootFlags = false;
-		/** The roots tidied (tidyRoot), once each. */
-		#tidied = /* @__PURE__ */ new Map();
-		/** The roots of receipts and manifests in --receipt-dir asked about, once each (#underEarlierRoot). */
-		#askedRoots = /* @__PURE__ */ new Map();
-		/** The manifests whose roots the service does not have: past MAX_ABSENT_ROOTS, no more are asked about. */
-		#absent = [];
-		/** Whether those were listed (staleManifests). */
-		#warnedStale = false;
-		/** The manifests of --receipt-dir, read when a document first needs them. */
-		#manifests;
-		constructor({ options, receipts, baseUrl, deps, onSent }) {
-			this.#options = options;
-			this.#receipts = receipts;
-			this.#baseUrl = baseUrl;
-			this.#deps = deps;
-			this.#onSent = onSent;
-		}
-		/**
-		* What must hold before anything is sent for the document of digest
-		* `hash` (--fail-fast checks every document first): a pending root it is
-		* under, which this run would complete, must have a place for its
-		* manifest in --receipt-dir. Throws UsageError (exit 2) when not.
-		*/
-		async checkBeforeSending(hash) {
-			if (this.#receipts === void 0 || this.#options.force) return;
-			const leaf = await this.#underRoot(hash);
-			if (leaf?.state === "pending") await checkManifestPath(this.#receipts, leaf.tree.entry.root);
-		}
-		/**
-		* The root that answers for document `index` (digest `hash`), and its
-		* proof; undefined when none does (see the module comment). `onStep`: the
-		* flow's, for a pending root this run completes.
-		*/
-		async standing(hash, index, onStep) {
-			const leaf = await this.#underRoot(hash);
-			if (leaf?.state === "registered") {
-				if (existsSync(this.#deps.store.pendingFile(hash))) this.#options.io.warn(`${hash} has a session of its own pending, though it is registered under the Merkle root ${leaf.proof.root}: completing it would pay a second time; drop it with \`notarize pending drop ${hash}\``);
-				await this.#tidy(leaf.tree);
-				return {
-					outcome: finishedRoot(leaf.tree),
-					under: {
-						sha256: hash,
-						proof: leaf.proof
-					}
-				};
-			}
-			if (leaf?.state === "pending") return {
-				outcome: await this.#underPendingRoot(leaf.tree, onStep),
-				under: {
-					sha256: hash,
-					proof: leaf.proof
-				}
-			};
-			if (leaf?.state === "planned") await this.#tidy(leaf.tree);
-			return this.#underEarlierRoot(hash, index);
-		}
-		/**
-		* A document this store knows nothing of (no record, no session, under no
-		* tree of its own: a fresh CI runner) that an earlier `register
-		* --aggregate` left evidence of in --receipt-dir: its receipt with a proof
-		* to a root of this service, or a `<root>.tree.json` manifest listing it
-		* (newest first; written before the root was paid for, so it is there even
-		* when the completion's answer was lost). The service is asked about each
-		* such root, once per run, as `register --aggregate` asks about a
-		* manifest's: a 409 (read as "it has it") makes the document
-		* already-registered under it, its receipt left as it is; a root the
-		* service does not have (it answers with a session, dropped unsaved) is
-		* passed over, and with none left the flow registers the document on its
-		* own; an ask without an answer fails the document rather than pay for it
-		* again, as does a manifest left unasked once MAX_ABSENT_ROOTS roots were
-		* unknown to the service. --force asks nothing.
-		*/
-		async #underEarlierRoot(hash, index) {
-			const receipts = this.#receipts;
-			const { store } = this.#deps;
-			if (receipts === void 0 || this.#options.force) return void 0;
-			try {
-				if (store.readRecord(hash) !== void 0 || existsSync(store.pendingFile(hash))) return void 0;
-			} catch {
-				return;
-			}
-			const found = await earlierProof(receipts, index, hash);
-			if (found !== void 0 && found.baseUrl === this.#baseUrl) {
-				const entry = readableRecord(this.#deps.store, found.proof.root);
-				if (entry) return this.#under(hash, found.proof, { entry });
-				const said = await this.#ask(found.proof.root, found.proof.treeSize, "its receipt in --receipt-dir");
-				if (said.kind === "failed") throw said.error;
-				if (said.kind === "has") return {
-					...this.#under(hash, found.proof, said),
-					kept: found.path
-				};
-			}
-			this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) => this.#options.io.warn(message));
-			for (const manifest of await this.#manifests.holding(hash)) {
-				let placement;
-				try {
-					placement = this.#manifests.placement(manifest, hash);
-				} catch (error) {
-					if (!(error instanceof StoreError)) throw error;
-					this.#options.io.warn(`a tree manifest was passed over: ${error.message}`);
-					continue;
-				}
-				const { tree, leafIndex } = placement;
-				const entry = readableRecord(this.#deps.store, manifest.root);
-				if (entry) return this.#under(hash, tree.proof(leafIndex, manifest.file), { entry });
-				if (!this.#askedRoots.has(manifest.root) && this.#absent.length >= 16) {
-					if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
-					this.#warnedStale = true;
-					throw manifestsLeft(manifest.file);
-				}
-				const said = await this.#ask(manifest.root, tree.entry.treeSize, "its manifest in --receipt-dir", manifest.file);
-				if (said.kind === "failed") throw said.error;
-				if (said.kind === "has") return this.#under(hash, tree.proof(leafIndex, manifest.file), said);
-			}
-		}
-		/**
-		* A document under `proof.root`, already registered: by this store's
-		* record of the root (completed here with `complete --session`, its tree
-		* never here: its receipt is written), or by the service's word (a 409 to
-		* a request step).
-		*/
-		#under(sha256, proof, known) {
-			const outcome = "entry" in known ? {
-				kind: "already-registered",
-				hash: proof.root,
-				entry: known.entry
-			} : {
-				kind: "already-registered",
-				hash: proof.root,
-				entry: void 0,
-				service: {
-					message: known.message,
-					retiredSession: void 0
-				}
-			};
-			return {
-				under: {
-					sha256,
-					proof
-				},
-				outcome
-			};
-		}
-		/**
-		* What the service says of `root` (askAboutRoot), asked once per run;
-		* `source`: what named it, for an error's hint; `file`: its manifest, listed
-		* in the warning once too many roots were unknown to the service.
-		*/
-		async #ask(root, treeSize, source, file) {
-			let asked = this.#askedRoots.get(root);
-			if (asked === void 0) {
-				this.#onSent();
-				asked = askAboutRoot(this.#deps, root, treeSize, this.#options, source).then((said) => {
-					if (said.kind === "absent" && file !== void 0) this.#absent.push(file);
-					return said;
-				});
-				this.#askedRoots.set(root, asked);
-			}
-			return asked;
-		}
-		/**
-		* Said once, when this run completes a pending root: what was asked for
-		* the documents themselves does not go on the root's registration (its
-		* description is the one saved with its session; a root has no file).
-		*/
-		#flagsNotForRoots(root) {
-			const { custody, walletName, description, signed } = this.#options;
-			const flags = [
-				...description === void 0 ? [] : ["the description"],
-				...custody ? ["--custody"] : [],
-				...walletName === void 0 ? [] : ["--wallet-name"],
-				...signed ? ["--signed"] : []
-			];
-			if (flags.length === 0 || this.#warnedRootFlags) return;
-			this.#warnedRootFlags = true;
-			this.#options.io.warn(`${flags.join(", ")} ${flags.length === 1 ? "is" : "are"} not used for the documents under a pending Merkle root (${root} first): completing it registers the root as it was requested; --force registers them on their own`);
-		}
-		/** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
-		async #tidy(tree) {
-			const root = tree.entry.root;
-			if (!this.#tidied.has(root)) this.#tidied.set(root, tidyRoot(this.#deps, root));
-			await this.#tidied.get(root);
-		}
-		/**
-		* The root of a tree this store has pending (an --aggregate run stopped
-		* after its request step, or --no-complete), registered as `register
-		* --aggregate` or `complete <root>` would: its saved session completed,
-		* never a new request, once for all its documents in this run. Paying for
-		* the document on its own instead would pay twice for it once the root is
-		* completed (--force does). Its failure is each of those documents'.
-		*/
-		async #underPendingRoot(tree, onStep) {
-			const root = tree.entry.root;
-			let done = this.#pendingRoots.get(root);
-			if (done === void 0) {
-				const { signed, blockchain, complete } = this.#options;
-				this.#flagsNotForRoots(root);
-				const plan = this.#receipts;
-				const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree) };
-				done = (plan ? checkManifestPath(plan, root) : Promise.resolve()).then(() => registerRoot({
-					...this.#deps,
-					onStep,
-					...manifest
-				}, tree, {
-					signed,
-					blockchain,
-					complete
-				}));
-				this.#pendingRoots.set(root, done);
-			}
-			const result = await done;
-			if (result.ok) return result.outcome;
-			throw "error" in result ? result.error : /* @__PURE__ */ new Error(`the root ${root} was not registered`);
-		}
-		/**
-		* Where a document with no record of its own stands under the Merkle roots
-		* of this store (`register --aggregate`): a leaf of a registered root (its
-		* tree and proof: registering it again would pay twice for what `verify`
-		* already calls notarized; so for a root the service confirmed with a 409,
-		* whose record never arrived), or of a pending one (that root is completed,
-		* see #underPendingRoot). --force registers it on its own. A root only
-		* planned (never answered) does not count: the document goes through the
-		* flow as before. A tree file
-		* that cannot be read fails the documents it is not known not to hold (its
-		* error says how to restore it). The trees are read once per run, and only
-		* when a document is hashed: on a cold store there are none.
-		*/
-		async #underRoot(hash) {
-			if (this.#options.force) return void 0;
-			const { store } = this.#deps;
-			this.#trees ??= Trees.load(store);
-			const trees = await this.#trees;
-			const placed = trees.place(hash);
-			if (placed === void 0 || placed.tree.state === "planned" || placed.tree.state === "pending") {
-				this.#paidProblems ??= paidRootProblems(store, trees);
-				const problem = (await this.#paidProblems)[0];
-				if (problem && store.readRecord(hash) === void 0) throw problem;
-			}
-			if (placed === void 0) return void 0;
-			const { tree, leafIndex } = placed;
-			if (store.readRecord(hash) !== void 0) return void 0;
-			if (tree.state === "planned") {
-				if (store.readUnanswered(tree.entry.root) !== void 0) throw underUnreadRoot(tree.entry.root, "register its documents again");
-				return {
-					state: "planned",
-					tree
-				};
-			}
-			const proof = tree.proof(leafIndex, store.treeFile(tree.entry.root));
-			if (tree.state === "pending") {
-				if (existsSync(store.pendingFile(hash))) return void 0;
-				return {
-					state: "pending",
-					tree,
-					proof
-				};
-			}
-			return {
-				state: "registered",
-				tree,
-				proof
-			};
 		}
 	};
 }));

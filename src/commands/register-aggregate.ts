@@ -4,13 +4,20 @@
  * and a receipt per document carrying its proof to that root.
  */
 import { existsSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
-import { confirmedRoots, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
+import {
+  confirmedRoots,
+  manifestName,
+  Trees,
+  type AggregateDocument,
+  type LoadedTree,
+  type Placement,
+} from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
-import { checkBeforeSending, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
+import { checkBeforeSending, earlierProof, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
 import { sentAlready, UsageError } from '../errors.js';
@@ -20,6 +27,7 @@ import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResul
 import type { ServiceStore } from '../store/service-store.js';
 import { owingResult } from '../interrupt.js';
 import { checkManifestPath, manifestNotWritten, writeManifest, writeManifestFirst } from './manifest-files.js';
+import { DocumentRoots } from './register-roots.js';
 import {
   displayName,
   TITLE,
@@ -62,6 +70,8 @@ export class Aggregator {
   #total = 0;
   /** Roots the service says it has, of which this store has no record: no receipts for their documents. */
   readonly #unrecordedRoots = new Set<string>();
+  /** Whether a root was asked about for a document's receipt (#underReceiptRoots): something was sent. */
+  #askedBefore = false;
   /** The roots whose manifest this run wrote (manifest-files.ts). */
   readonly #manifestsWritten = new Set<string>();
   /** The last write of each receipt path still under way (see #receipt). */
@@ -89,7 +99,70 @@ export class Aggregator {
       return this.#end(false);
     }
     if (rest.length === 0) return this.#end(false);
-    return this.#registerTree(rest);
+    const unrooted = await this.#underReceiptRoots(rest);
+    // --fail-fast: a root that could not be asked about stops the run before more is sent.
+    if (this.#options.failFast && this.#tally.failed > 0) {
+      this.#skip(unrooted);
+      return this.#end(this.#askedBefore);
+    }
+    if (unrooted.length === 0) return this.#end(this.#askedBefore);
+    return this.#registerTree(unrooted);
+  }
+
+  /**
+   * The documents left for a tree once those whose receipt in --receipt-dir
+   * carries a proof to a Merkle root of this service, whose tree neither
+   * this store nor --receipt-dir holds (a cold runner that kept the receipts
+   * but not `<root>.tree.json`), are placed as per-document register places
+   * them (register-roots.ts): that root is asked about first, and a 409
+   * makes the document already-registered under it, its receipt left as it
+   * is, rather than paid for again in a new tree that would also replace its
+   * receipt. Those whose root the service does not have go on into the tree.
+   */
+  async #underReceiptRoots(hashed: Hashed[]): Promise<Hashed[]> {
+    const plan = this.#documents.receipts;
+    if (plan === undefined || this.#options.force) return hashed;
+    const rest: Hashed[] = [];
+    const candidates: Hashed[] = [];
+    for (const doc of hashed) {
+      const earlier = await earlierProof(plan, doc.index, doc.sha256);
+      // With its manifest there, placeDocuments adopts the whole tree (every document's proof).
+      const tree = earlier && existsSync(join(plan.dir, manifestName(earlier.proof.root)));
+      (earlier === undefined || earlier.baseUrl !== this.#baseUrl || tree ? rest : candidates).push(doc);
+    }
+    if (candidates.length === 0) return hashed;
+    const known = await Trees.load(this.#store, { holding: new Set(candidates.map((doc) => doc.sha256)) });
+    const roots = new DocumentRoots({
+      options: this.#options,
+      receipts: plan,
+      baseUrl: this.#baseUrl,
+      deps: { api: this.#api, store: this.#store },
+      onSent: () => (this.#askedBefore = true),
+    });
+    for (const doc of candidates) {
+      // Under a tree of this store: placeDocuments places it, sending nothing to find out.
+      if (known.place(doc.sha256) !== undefined) {
+        rest.push(doc);
+        continue;
+      }
+      let rooted;
+      try {
+        rooted = await roots.standing(doc.sha256, doc.index, undefined);
+      } catch (error) {
+        this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+        continue;
+      }
+      if (rooted === undefined) {
+        rest.push(doc);
+        continue;
+      }
+      const { outcome, under, kept } = rooted;
+      this.#items.add(
+        doc.index,
+        outcomeResult(doc.file, outcome, this.#baseUrl, { under, ...receiptDetails(kept, undefined) }),
+      );
+    }
+    return rest.sort((a, b) => a.index - b.index);
   }
 
   /** The documents for a tree: placed (the store, manifests, a new tree), then their roots registered. */
@@ -165,7 +238,7 @@ export class Aggregator {
   /** The run's result; `sent`: whether a root's steps reached the service. */
   #end(sent: boolean, manifestFailure?: NotarizeError): ItemsResult {
     // A manifest that could not be written fails the run (exit 1) even when every document succeeded.
-    const failure = this.#tally.failure(sent, this.#total) ?? manifestFailure;
+    const failure = this.#tally.failure(sent || this.#askedBefore, this.#total) ?? manifestFailure;
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 

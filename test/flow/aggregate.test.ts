@@ -1529,6 +1529,32 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     ]);
   });
 
+  it('receipts kept without their manifest: the root of their proofs is asked about, nothing paid again, receipts stay', async () => {
+    const docs = await writeDocs('kept', 'receipts kept', ['a', 'b', 'c']);
+    const receipts = bed.path('kept-receipts');
+    const first = await onStore(freshStore(), receipts, docs);
+    expect(first.run.code, describeRun(first.run)).toBe(0);
+    const manifest = readdirSync(receipts).find((name) => name.endsWith('.tree.json'))!;
+    const root = manifest.slice(0, 64);
+    rmSync(join(receipts, manifest));
+    const before = Object.fromEntries(readdirSync(receipts).map((n) => [n, readFileSync(join(receipts, n), 'utf8')]));
+
+    // A fresh runner with the receipts only, and one new document: the three are under the root the
+    // service has (one ask, a 409), the new one alone goes into a new tree.
+    const added = [...docs, ...(await writeDocs('kept', 'receipts kept', ['d']))];
+    const again = await onStore(freshStore(), receipts, added);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['login:200', 'request:409', 'request:200', 'forfait:200']);
+    const results = parseResults(again.run.stdout);
+    expect(results.map((r) => [r.status, r.proof?.root === root])).toEqual([
+      ['already-registered', true],
+      ['already-registered', true],
+      ['already-registered', true],
+      ['registered', false],
+    ]);
+    for (const [name, text] of Object.entries(before)) expect(readFileSync(join(receipts, name), 'utf8')).toBe(text);
+  });
+
   it('no manifest of a root never requested: a request step refused, a root --fail-fast left out; one for a pending root', async () => {
     await bed.write('when/a.txt', 'manifest timing a\n');
     const receipts = bed.path('when-receipts');
