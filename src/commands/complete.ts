@@ -70,7 +70,7 @@ each (a table, or with --json an array), and the exit code of a batch (see \`not
 ${examples([
   'notarize complete 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001',
   'notarize complete <hash> --session session.json --json',
-  '# CI: finish every registration left pending by an earlier job',
+  '# CI, with a store kept between jobs (a self-hosted runner): finish what an earlier job left pending',
   'notarize complete --all --quiet',
 ])}`,
     )

@@ -43,7 +43,7 @@ session was saved (plan '?', session null): complete it with
 ${examples([
   'notarize pending',
   'notarize pending drop 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001',
-  '# CI: finish what an earlier job left pending (what is ready)',
+  '# CI, with a store kept between jobs: finish what an earlier job left pending (what is ready)',
   'notarize complete --all --quiet',
 ])}`,
     )

@@ -78,7 +78,7 @@ export function configure(command: Command, context: () => Context): void {
     .addOption(outputOption())
     .option(
       '--receipt-dir <dir>',
-      'write <file name>.notarization.json (the record) per document; checked before anything is sent',
+      'write <file name>.notarization.json (a v1 receipt) per document; checked before anything is sent',
     )
     .option('--aggregate', 'register all the documents as one: the root of a Merkle tree over them (see below)')
     .addHelpText(
@@ -135,8 +135,8 @@ ${examples([
   'notarize register contract.pdf --description-file summary.txt',
   'notarize register --recursive dist/ --include "*.tar.gz" --output ndjson',
   'find dist -name "*.zip" -print0 | notarize register --files-from - -0 --json',
-  '# CI: register every artifact, keep receipts, fail only on lasting errors',
-  'NOTARIZE_API_KEY=$KEY notarize register -r dist --receipt-dir receipts --quiet || [ $? -eq 4 ]',
+  '# CI: register every artifact, keep receipts; exit 4 (transient): the same command again is safe',
+  'NOTARIZE_API_KEY=$KEY notarize register -r dist --receipt-dir receipts --quiet',
   '# one registration for a whole release, a receipt with its proof per artifact',
   'notarize register --aggregate -r dist --receipt-dir receipts',
 ])}`,
