@@ -8726,7 +8726,7 @@ var init_errors = __esmMin((() => {
   2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
   3  authentication: no usable credentials, or the service answered 401/403
   4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
-  5  the service answered 2xx with something unreadable or not of the documented shape; the session is kept (\`notarize complete <hash>\` sends it again)
+  5  the service answered 2xx with something unreadable or not of the documented shape; the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
   6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
 	NotarizeError = class extends Error {
 		code;
@@ -17693,7 +17693,7 @@ var register_exports = /* @__PURE__ */ __exportAll({
 	runRegister: () => runRegister
 });
 function configure$12(command, context) {
-	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "documents in flight at once", "8").option("--fail-fast", "check every document (readable, its receipt writable) before sending any; after the first failure, start no new one").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (the record) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
+	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "documents in flight at once", "8").option("--fail-fast", "check every document (readable, its receipt writable) before sending any; after the first failure, start no new one").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (a v1 receipt) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
 before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
 Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
 document under a Merkle root this store registered (--aggregate), with its proof; one under
@@ -17745,8 +17745,8 @@ ${examples([
 		"notarize register contract.pdf --description-file summary.txt",
 		"notarize register --recursive dist/ --include \"*.tar.gz\" --output ndjson",
 		"find dist -name \"*.zip\" -print0 | notarize register --files-from - -0 --json",
-		"# CI: register every artifact, keep receipts, fail only on lasting errors",
-		"NOTARIZE_API_KEY=$KEY notarize register -r dist --receipt-dir receipts --quiet || [ $? -eq 4 ]",
+		"# CI: register every artifact, keep receipts; exit 4 (transient): the same command again is safe",
+		"NOTARIZE_API_KEY=$KEY notarize register -r dist --receipt-dir receipts --quiet",
 		"# one registration for a whole release, a receipt with its proof per artifact",
 		"notarize register --aggregate -r dist --receipt-dir receipts"
 	])}`).action(async (paths, raw) => {
@@ -18536,7 +18536,7 @@ each (a table, or with --json an array), and the exit code of a batch (see \`not
 ${examples([
 		"notarize complete 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001",
 		"notarize complete <hash> --session session.json --json",
-		"# CI: finish every registration left pending by an earlier job",
+		"# CI, with a store kept between jobs (a self-hosted runner): finish what an earlier job left pending",
 		"notarize complete --all --quiet"
 	])}`).action(async (hashes, raw) => {
 		const ctx = context();
@@ -18723,7 +18723,7 @@ session was saved (plan '?', session null): complete it with
 ${examples([
 		"notarize pending",
 		"notarize pending drop 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001",
-		"# CI: finish what an earlier job left pending (what is ready)",
+		"# CI, with a store kept between jobs: finish what an earlier job left pending (what is ready)",
 		"notarize complete --all --quiet"
 	])}`).action(async () => {
 		const ctx = context();

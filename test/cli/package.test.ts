@@ -57,6 +57,8 @@ describe('the packed package', () => {
       // The bundle is what runs: tsc's per-module output (for tests) is not shipped.
       expect(files.filter((f) => f.startsWith('dist/') && !f.startsWith('dist/bundle/'))).toEqual([]);
       expect(files).toContain('package.json');
+      // What verify --help and receipt --help point to travels with the package.
+      expect(files).toEqual(expect.arrayContaining(['docs/verify-by-hand.md', 'contrib/verify-receipt.py']));
       // The JSON Schemas of the receipt and result formats ship with the package.
       expect(files).toEqual(
         expect.arrayContaining(['schemas/receipt-v1.schema.json', 'schemas/result-v1.schema.json']),
@@ -79,7 +81,9 @@ describe('the packed package', () => {
       expect((await readdir(join(installed, 'notarize'))).sort()).toEqual([
         'README.md',
         'bin',
+        'contrib',
         'dist',
+        'docs',
         'package.json',
         'schemas',
       ]);
