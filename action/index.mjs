@@ -19461,9 +19461,11 @@ var init_verify_outputs = __esmMin((() => {
 				const sha256 = this.#files.get(beside);
 				if (sha256 === void 0 || sha256 === receipt.sha256) return true;
 			}
-			const path = receipt.path.split(sep).join("/");
-			for (const [key, digests] of this.#named) {
-				if (path !== key && !path.endsWith(`/${key}`)) continue;
+			const parts = receipt.path.split(sep);
+			for (let from = parts.length - 1; from >= 0; from--) {
+				const key = parts.slice(from).join("/");
+				if (!this.#named.has(key)) continue;
+				const digests = this.#named.get(key);
 				if (digests === void 0 || digests.has(receipt.sha256)) return true;
 			}
 			return false;

@@ -136,10 +136,13 @@ export class WalkOutputs {
       const sha256 = this.#files.get(beside);
       if (sha256 === undefined || sha256 === receipt.sha256) return true;
     }
-    // In a folder of receipts, under the name register gives a document checked here, and of its digest.
-    const path = receipt.path.split(sep).join('/');
-    for (const [key, digests] of this.#named) {
-      if (path !== key && !path.endsWith(`/${key}`)) continue;
+    // In a folder of receipts, under the name register gives a document checked here (its base
+    // name, or its path below the folder walked), and of its digest: each tail of the path looked up.
+    const parts = receipt.path.split(sep);
+    for (let from = parts.length - 1; from >= 0; from--) {
+      const key = parts.slice(from).join('/');
+      if (!this.#named.has(key)) continue;
+      const digests = this.#named.get(key);
       if (digests === undefined || digests.has(receipt.sha256)) return true;
     }
     return false;
