@@ -19574,10 +19574,12 @@ async function runVerify(options, items = new ItemResults()) {
 	} finally {
 		await pool.close();
 	}
+	let passedOver = 0;
 	outputs.settle((path, reason) => {
-		io.warn(`skipped ${path}: ${reason}`);
+		passedOver++;
 		items.skip(skippedResult(path, reason));
 	}, (path, reason) => items.addUnordered(itemResult(path, null, "unknown", { reason })));
+	if (passedOver > 0) io.info(`passed over ${passedOver} receipt${passedOver === 1 ? " or tree manifest" : "s and tree manifests"} of the documents checked (not documents)`);
 	elsewhere.warn(io);
 	if (singleError) throw singleError;
 	if (expansion.single && !items.streams && only?.finding.status === "verified") {

@@ -156,13 +156,20 @@ export async function runVerify(
   } finally {
     await pool.close();
   }
+  // Passed over as expected (the receipts of the documents checked): said once, not a warning each.
+  let passedOver = 0;
   outputs.settle(
     (path, reason) => {
-      io.warn(`skipped ${path}: ${reason}`);
+      passedOver++;
       items.skip(skippedResult(path, reason));
     },
     (path, reason) => items.addUnordered(itemResult(path, null, 'unknown', { reason })),
   );
+  if (passedOver > 0) {
+    io.info(
+      `passed over ${passedOver} receipt${passedOver === 1 ? ' or tree manifest' : 's and tree manifests'} of the documents checked (not documents)`,
+    );
+  }
   elsewhere.warn(io);
   // One document named alone that cannot be read: the command's one-line error, as for any usage error.
   if (singleError) throw singleError;

@@ -207,6 +207,11 @@ describe('register --aggregate over 50 documents', () => {
     const withLedger = await bed.main(['verify', '-r', folder, '--json']);
     expect(withLedger.code, describeRun(withLedger)).toBe(0);
     expect(countStatuses(parseResults(withLedger.stdout))).toEqual({ verified: COUNT, skipped: COUNT + 1 });
+    // Said once, not a warning per receipt.
+    expect(withLedger.stderr).toContain(
+      `passed over ${COUNT + 1} receipts and tree manifests of the documents checked`,
+    );
+    expect(withLedger.stderr).not.toMatch(/warning: skipped/);
 
     // Another run's manifest, its free-text description changed (still byte for byte as register writes
     // one), and a bare record of no document of the run: anyone can write either.
