@@ -13955,13 +13955,37 @@ function readableRecord(store, root) {
 		return;
 	}
 }
-/** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
+/**
+* Why a document a manifest (or, for per-document register, a receipt: a
+* file not named `<root>.tree.json`) not asked about places under a root is
+* not registered (see adoptManifests).
+*/
 function manifestsLeft(file) {
-	return new NotarizeError("manifests_unasked", EXIT.refused, `not registered: the tree manifest ${file} may hold it, but 16 roots asked about were unknown to the service, and no more are asked about in one run`, { hint: "move aside the manifests the warning lists (the service does not have their roots; a re-run asks about the rest), or register the documents anew with --force" });
+	const which = manifestRoot(basename(file)) === void 0 ? `its receipt ${file} leads to a root that may hold it` : `the tree manifest ${file} may hold it`;
+	return new NotarizeError("manifests_unasked", EXIT.refused, `not registered: ${which}, but 16 roots asked about were unknown to the service, and no more are asked about in one run`, { hint: "move aside the manifests and receipts the warning lists (the service does not have their roots; a re-run asks about the rest), or register the documents anew with --force" });
 }
-/** The warning naming the manifests whose roots the service does not have: the ones to move aside. */
+/** The warning naming the manifests (and receipts) whose roots the service does not have: the ones to move aside. */
 function staleManifests(files) {
-	return `the service does not have the roots of these ${files.length} tree manifests (runs that never registered them); no more are asked about in this run: ${files.join(", ")}`;
+	const what = files.some((file) => manifestRoot(basename(file)) === void 0) ? "tree manifests and receipts" : "tree manifests";
+	return `the service does not have the roots of these ${files.length} ${what} (runs that never registered them); no more are asked about in this run: ${files.join(", ")}`;
+}
+/**
+* Whether adoptManifests would use the manifest of `root` in `dir` for a run
+* of `documents` documents: there, at most MANIFEST_LEAVES_PER_DOCUMENT
+* leaves per document, exactly as notarize writes it (its leaves making its
+* root), and holding `sha256`. One that would be passed over leaves a
+* document's receipt to answer for it (register-aggregate.ts).
+*/
+function usableManifest(dir, root, documents, sha256) {
+	const file = join(dir, manifestName(root));
+	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * documents;
+	try {
+		if (lstatSync(file).size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) return false;
+	} catch {
+		return false;
+	}
+	const digests = exactManifestDigests(file, root);
+	return digests !== void 0 && digests.length <= maxLeaves && digests.includes(sha256);
 }
 /**
 * A manifest's tree as this run adopts it: its root and salts; this run's
@@ -14485,7 +14509,7 @@ var init_register_roots = __esmMin((() => {
 		#tidied = /* @__PURE__ */ new Map();
 		/** The roots of receipts and manifests in --receipt-dir asked about, once each (#underEarlierRoot). */
 		#askedRoots = /* @__PURE__ */ new Map();
-		/** The manifests whose roots the service does not have: past MAX_ABSENT_ROOTS, no more are asked about. */
+		/** The manifests and receipts whose roots the service does not have: past MAX_ABSENT_ROOTS, no more are asked about. */
 		#absent = [];
 		/** Whether those were listed (staleManifests). */
 		#warnedStale = false;
@@ -14566,7 +14590,8 @@ var init_register_roots = __esmMin((() => {
 			if (found !== void 0 && found.baseUrl === this.#baseUrl) {
 				const entry = readableRecord(this.#deps.store, found.proof.root);
 				if (entry) return this.#under(hash, found.proof, { entry });
-				const said = await this.#ask(found.proof.root, found.proof.treeSize, "its receipt in --receipt-dir");
+				this.#refuseOnceTooManyAbsent(found.proof.root, found.path);
+				const said = await this.#ask(found.proof.root, found.proof.treeSize, "its receipt in --receipt-dir", found.path);
 				if (said.kind === "failed") throw said.error;
 				if (said.kind === "has") return {
 					...this.#under(hash, found.proof, said),
@@ -14586,15 +14611,23 @@ var init_register_roots = __esmMin((() => {
 				const { tree, leafIndex } = placement;
 				const entry = readableRecord(this.#deps.store, manifest.root);
 				if (entry) return this.#under(hash, tree.proof(leafIndex, manifest.file), { entry });
-				if (!this.#askedRoots.has(manifest.root) && this.#absent.length >= 16) {
-					if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
-					this.#warnedStale = true;
-					throw manifestsLeft(manifest.file);
-				}
+				this.#refuseOnceTooManyAbsent(manifest.root, manifest.file);
 				const said = await this.#ask(manifest.root, tree.entry.treeSize, "its manifest in --receipt-dir", manifest.file);
 				if (said.kind === "failed") throw said.error;
 				if (said.kind === "has") return this.#under(hash, tree.proof(leafIndex, manifest.file), said);
 			}
+		}
+		/**
+		* Throws manifestsLeft for `file` (a manifest or receipt naming `root`)
+		* once MAX_ABSENT_ROOTS roots asked about were unknown to the service,
+		* unless `root` was asked about already; the first time, the warning
+		* names the files whose roots the service does not have.
+		*/
+		#refuseOnceTooManyAbsent(root, file) {
+			if (this.#askedRoots.has(root) || this.#absent.length < 16) return;
+			if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
+			this.#warnedStale = true;
+			throw manifestsLeft(file);
 		}
 		/**
 		* A document under `proof.root`, already registered: by this store's
@@ -17284,6 +17317,7 @@ function checkAggregate(options) {
 var FAIL_FAST_REASON, CONFIRMED_ALONE, Aggregator;
 var init_register_aggregate = __esmMin((() => {
 	init_aggregate();
+	init_manifests();
 	init_trees();
 	init_batch();
 	init_hash_pool();
@@ -17340,7 +17374,10 @@ var init_register_aggregate = __esmMin((() => {
 				this.#skip(unrooted);
 				return this.#end(this.#askedBefore);
 			}
-			if (unrooted.length === 0) return this.#end(this.#askedBefore);
+			if (unrooted.length === 0) {
+				this.#warnNoRecords();
+				return this.#end(this.#askedBefore);
+			}
 			return this.#registerTree(unrooted);
 		}
 		/**
@@ -17360,7 +17397,7 @@ var init_register_aggregate = __esmMin((() => {
 			const candidates = [];
 			for (const doc of hashed) {
 				const earlier = await earlierProof(plan, doc.index, doc.sha256);
-				const tree = earlier && existsSync(join(plan.dir, manifestName(earlier.proof.root)));
+				const tree = earlier && usableManifest(plan.dir, earlier.proof.root, hashed.length, doc.sha256);
 				(earlier === void 0 || earlier.baseUrl !== this.#baseUrl || tree ? rest : candidates).push(doc);
 			}
 			if (candidates.length === 0) return hashed;
@@ -17375,7 +17412,13 @@ var init_register_aggregate = __esmMin((() => {
 				},
 				onSent: () => this.#askedBefore = true
 			});
-			for (const doc of candidates) {
+			/** The roots found so, by the digest of the document whose receipt led there. */
+			const found = /* @__PURE__ */ new Map();
+			for (const [i, doc] of candidates.entries()) {
+				if (this.#options.failFast && this.#tally.failed > 0) {
+					rest.push(...candidates.slice(i));
+					break;
+				}
 				if (known.place(doc.sha256) !== void 0) {
 					rest.push(doc);
 					continue;
@@ -17391,13 +17434,27 @@ var init_register_aggregate = __esmMin((() => {
 					rest.push(doc);
 					continue;
 				}
-				const { outcome, under, kept } = rooted;
-				this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, {
-					under,
-					...receiptDetails(kept, void 0)
-				}));
+				found.set(doc.sha256, rooted);
+				this.#rooted(doc, rooted, rooted.kept);
 			}
-			return rest.sort((a, b) => a.index - b.index);
+			return rest.filter((doc) => {
+				const rooted = found.get(doc.sha256);
+				if (rooted === void 0) return true;
+				this.#rooted(doc, rooted, void 0);
+				return false;
+			}).sort((a, b) => a.index - b.index);
+		}
+		/** The result of `doc`, under the root a receipt led to (`kept`: that receipt, left as it is). */
+		#rooted(doc, { outcome, under }, kept) {
+			if (outcome.kind === "already-registered" && outcome.entry === void 0) this.#unrecordedRoots.add(under.proof.root);
+			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
+				under: {
+					sha256: doc.sha256,
+					proof: under.proof
+				},
+				...receiptDetails(kept, void 0)
+			});
+			this.#items.add(doc.index, result);
 		}
 		/** The documents for a tree: placed (the store, manifests, a new tree), then their roots registered. */
 		async #registerTree(hashed) {
@@ -17434,7 +17491,7 @@ var init_register_aggregate = __esmMin((() => {
 			try {
 				await this.#checkManifests(placements);
 			} catch (error) {
-				throw placed.sent ? sentAlready(error) : error;
+				throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
 			}
 			io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
 			try {

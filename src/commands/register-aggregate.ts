@@ -4,17 +4,11 @@
  * and a receipt per document carrying its proof to that root.
  */
 import { existsSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
-import {
-  confirmedRoots,
-  manifestName,
-  Trees,
-  type AggregateDocument,
-  type LoadedTree,
-  type Placement,
-} from '../core/trees.js';
+import { usableManifest } from '../core/manifests.js';
+import { confirmedRoots, Trees, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
 import { checkBeforeSending, earlierProof, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
@@ -27,7 +21,7 @@ import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResul
 import type { ServiceStore } from '../store/service-store.js';
 import { owingResult } from '../interrupt.js';
 import { checkManifestPath, manifestNotWritten, writeManifest, writeManifestFirst } from './manifest-files.js';
-import { DocumentRoots } from './register-roots.js';
+import { DocumentRoots, type Rooted } from './register-roots.js';
 import {
   displayName,
   TITLE,
@@ -105,7 +99,10 @@ export class Aggregator {
       this.#skip(unrooted);
       return this.#end(this.#askedBefore);
     }
-    if (unrooted.length === 0) return this.#end(this.#askedBefore);
+    if (unrooted.length === 0) {
+      this.#warnNoRecords();
+      return this.#end(this.#askedBefore);
+    }
     return this.#registerTree(unrooted);
   }
 
@@ -126,8 +123,8 @@ export class Aggregator {
     const candidates: Hashed[] = [];
     for (const doc of hashed) {
       const earlier = await earlierProof(plan, doc.index, doc.sha256);
-      // With its manifest there, placeDocuments adopts the whole tree (every document's proof).
-      const tree = earlier && existsSync(join(plan.dir, manifestName(earlier.proof.root)));
+      // With a manifest there that placeDocuments adopts, the whole tree (every document's proof) is known.
+      const tree = earlier && usableManifest(plan.dir, earlier.proof.root, hashed.length, doc.sha256);
       (earlier === undefined || earlier.baseUrl !== this.#baseUrl || tree ? rest : candidates).push(doc);
     }
     if (candidates.length === 0) return hashed;
@@ -139,7 +136,14 @@ export class Aggregator {
       deps: { api: this.#api, store: this.#store },
       onSent: () => (this.#askedBefore = true),
     });
-    for (const doc of candidates) {
+    /** The roots found so, by the digest of the document whose receipt led there. */
+    const found = new Map<string, Rooted>();
+    for (const [i, doc] of candidates.entries()) {
+      // --fail-fast: after an ask that failed, no other is sent (the rest are skipped).
+      if (this.#options.failFast && this.#tally.failed > 0) {
+        rest.push(...candidates.slice(i));
+        break;
+      }
       // Under a tree of this store: placeDocuments places it, sending nothing to find out.
       if (known.place(doc.sha256) !== undefined) {
         rest.push(doc);
@@ -156,13 +160,30 @@ export class Aggregator {
         rest.push(doc);
         continue;
       }
-      const { outcome, under, kept } = rooted;
-      this.#items.add(
-        doc.index,
-        outcomeResult(doc.file, outcome, this.#baseUrl, { under, ...receiptDetails(kept, undefined) }),
-      );
+      found.set(doc.sha256, rooted);
+      this.#rooted(doc, rooted, rooted.kept);
     }
-    return rest.sort((a, b) => a.index - b.index);
+    // The same content under another name, with no receipt of its own: under the same root (its leaf,
+    // its proof), not paid for again in a new tree; it has no receipt (no record here to write one from).
+    const left = rest.filter((doc) => {
+      const rooted = found.get(doc.sha256);
+      if (rooted === undefined) return true;
+      this.#rooted(doc, rooted, undefined);
+      return false;
+    });
+    return left.sort((a, b) => a.index - b.index);
+  }
+
+  /** The result of `doc`, under the root a receipt led to (`kept`: that receipt, left as it is). */
+  #rooted(doc: Hashed, { outcome, under }: Rooted, kept: string | undefined): void {
+    // No record of the root here: said once for all, after the results (#warnNoRecords).
+    if (outcome.kind === 'already-registered' && outcome.entry === undefined)
+      this.#unrecordedRoots.add(under.proof.root);
+    const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
+      under: { sha256: doc.sha256, proof: under.proof },
+      ...receiptDetails(kept, undefined),
+    });
+    this.#items.add(doc.index, result);
   }
 
   /** The documents for a tree: placed (the store, manifests, a new tree), then their roots registered. */
@@ -203,7 +224,7 @@ export class Aggregator {
     try {
       await this.#checkManifests(placements);
     } catch (error) {
-      throw placed.sent ? sentAlready(error) : error;
+      throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
     }
     io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? '' : 's'}`);
     try {

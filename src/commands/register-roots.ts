@@ -63,7 +63,7 @@ export class DocumentRoots {
   readonly #tidied = new Map<string, Promise<void>>();
   /** The roots of receipts and manifests in --receipt-dir asked about, once each (#underEarlierRoot). */
   readonly #askedRoots = new Map<string, ReturnType<typeof askAboutRoot>>();
-  /** The manifests whose roots the service does not have: past MAX_ABSENT_ROOTS, no more are asked about. */
+  /** The manifests and receipts whose roots the service does not have: past MAX_ABSENT_ROOTS, no more are asked about. */
   readonly #absent: string[] = [];
   /** Whether those were listed (staleManifests). */
   #warnedStale = false;
@@ -147,7 +147,9 @@ export class DocumentRoots {
       // Its root's record here (completed with `complete --session`, its tree never here): nothing to ask.
       const entry = readableRecord(this.#deps.store, found.proof.root);
       if (entry) return this.#under(hash, found.proof, { entry });
-      const said = await this.#ask(found.proof.root, found.proof.treeSize, 'its receipt in --receipt-dir');
+      // Receipts are as easy to plant as manifests: the same bound on the roots asked about in vain.
+      this.#refuseOnceTooManyAbsent(found.proof.root, found.path);
+      const said = await this.#ask(found.proof.root, found.proof.treeSize, 'its receipt in --receipt-dir', found.path);
       if (said.kind === 'failed') throw said.error;
       if (said.kind === 'has') return { ...this.#under(hash, found.proof, said), kept: found.path };
     }
@@ -167,17 +169,26 @@ export class DocumentRoots {
       const { tree, leafIndex } = placement;
       const entry = readableRecord(this.#deps.store, manifest.root);
       if (entry) return this.#under(hash, tree.proof(leafIndex, manifest.file), { entry });
-      if (!this.#askedRoots.has(manifest.root) && this.#absent.length >= MAX_ABSENT_ROOTS) {
-        // Once: the manifests to move aside are those the service said it does not have.
-        if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
-        this.#warnedStale = true;
-        throw manifestsLeft(manifest.file);
-      }
+      this.#refuseOnceTooManyAbsent(manifest.root, manifest.file);
       const said = await this.#ask(manifest.root, tree.entry.treeSize, 'its manifest in --receipt-dir', manifest.file);
       if (said.kind === 'failed') throw said.error;
       if (said.kind === 'has') return this.#under(hash, tree.proof(leafIndex, manifest.file), said);
     }
     return undefined;
+  }
+
+  /**
+   * Throws manifestsLeft for `file` (a manifest or receipt naming `root`)
+   * once MAX_ABSENT_ROOTS roots asked about were unknown to the service,
+   * unless `root` was asked about already; the first time, the warning
+   * names the files whose roots the service does not have.
+   */
+  #refuseOnceTooManyAbsent(root: string, file: string): void {
+    if (this.#askedRoots.has(root) || this.#absent.length < MAX_ABSENT_ROOTS) return;
+    // Once: the files to move aside are those whose roots the service said it does not have.
+    if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
+    this.#warnedStale = true;
+    throw manifestsLeft(file);
   }
 
   /**

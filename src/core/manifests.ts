@@ -6,8 +6,9 @@
  * nothing for them (see adoptManifests). Sends only those request steps;
  * never prints, never writes.
  */
+import { lstatSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { EXIT, NotarizeError, StoreError } from '../errors.js';
 import {
   readTreeFile,
@@ -19,8 +20,10 @@ import {
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
 import {
+  exactManifestDigests,
   foldedTree,
   LoadedTree,
+  manifestName,
   manifestRoot,
   rootDescription,
   type AggregateDocument,
@@ -318,28 +321,58 @@ export function readableRecord(store: ServiceStore, root: string): LedgerEntry |
   }
 }
 
-/** Why a document a manifest not asked about holds is not registered (see adoptManifests). */
+/**
+ * Why a document a manifest (or, for per-document register, a receipt: a
+ * file not named `<root>.tree.json`) not asked about places under a root is
+ * not registered (see adoptManifests).
+ */
 export function manifestsLeft(file: string): NotarizeError {
+  const which =
+    manifestRoot(basename(file)) === undefined
+      ? `its receipt ${file} leads to a root that may hold it`
+      : `the tree manifest ${file} may hold it`;
   // Exit 1, not 2: roots were asked about, so something was sent.
   return new NotarizeError(
     'manifests_unasked',
     EXIT.refused,
-    `not registered: the tree manifest ${file} may hold it, but ${MAX_ABSENT_ROOTS} roots asked about were ` +
+    `not registered: ${which}, but ${MAX_ABSENT_ROOTS} roots asked about were ` +
       `unknown to the service, and no more are asked about in one run`,
     {
       hint:
-        'move aside the manifests the warning lists (the service does not have their roots; a re-run asks ' +
+        'move aside the manifests and receipts the warning lists (the service does not have their roots; a re-run asks ' +
         'about the rest), or register the documents anew with --force',
     },
   );
 }
 
-/** The warning naming the manifests whose roots the service does not have: the ones to move aside. */
+/** The warning naming the manifests (and receipts) whose roots the service does not have: the ones to move aside. */
 export function staleManifests(files: readonly string[]): string {
+  const what = files.some((file) => manifestRoot(basename(file)) === undefined)
+    ? 'tree manifests and receipts'
+    : 'tree manifests';
   return (
-    `the service does not have the roots of these ${files.length} tree manifests (runs that never registered ` +
+    `the service does not have the roots of these ${files.length} ${what} (runs that never registered ` +
     `them); no more are asked about in this run: ${files.join(', ')}`
   );
+}
+
+/**
+ * Whether adoptManifests would use the manifest of `root` in `dir` for a run
+ * of `documents` documents: there, at most MANIFEST_LEAVES_PER_DOCUMENT
+ * leaves per document, exactly as notarize writes it (its leaves making its
+ * root), and holding `sha256`. One that would be passed over leaves a
+ * document's receipt to answer for it (register-aggregate.ts).
+ */
+export function usableManifest(dir: string, root: string, documents: number, sha256: string): boolean {
+  const file = join(dir, manifestName(root));
+  const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * documents;
+  try {
+    if (lstatSync(file).size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) return false;
+  } catch {
+    return false;
+  }
+  const digests = exactManifestDigests(file, root);
+  return digests !== undefined && digests.length <= maxLeaves && digests.includes(sha256);
 }
 
 /**

@@ -816,6 +816,84 @@ describe('switching between --aggregate and per-document registration never pays
     });
   });
 
+  /** A receipt in `dir` for the document `name` of digest `sha256`, under a one-leaf root of its own the service never saw. */
+  function plantReceipt(dir: string, name: string, sha256: string): string {
+    const salt = createHash('sha256').update(`planted ${name}`).digest();
+    const root = leafHash(hex(sha256), salt).toString('hex');
+    const proof = {
+      type: 'rfc9162-sha256-salted-leaf' as const,
+      leafSalt: salt.toString('hex'),
+      leafIndex: 0,
+      treeSize: 1,
+      path: [],
+      root,
+    };
+    const text = receiptText({
+      document: { name, sha256, size: null },
+      recordJson: JSON.stringify({ hash: root }),
+      baseUrl: bed.url,
+      registeredAt: '2026-01-01T00:00:00.000Z',
+      proof,
+    });
+    writeFileSync(join(dir, `${name}.notarization.json`), text);
+    return root;
+  }
+
+  it('--aggregate: receipts whose roots the service does not have cost at most 16 asks, as manifests do', async () => {
+    const receipts = mkdtempSync(join(bed.root, 'planted-receipts-'));
+    const docs: string[] = [];
+    for (let i = 0; i < 17; i++) {
+      const name = `p${String(i).padStart(2, '0')}.txt`;
+      plantReceipt(receipts, name, await bed.write(`planted/${name}`, `planted receipt ${i}\n`));
+      docs.push(bed.path(`planted/${name}`));
+    }
+    const mark = bed.mark();
+    const run = await onStore(freshStore(), receipts, docs);
+    expect(run.run.code, describeRun(run.run)).toBe(1);
+    expect(run.run.stderr).toContain('the service does not have the roots of these 16 tree manifests and receipts');
+    const results = parseResults(run.run.stdout);
+    expect(results.filter((r) => r.status === 'failed').map((r) => r.error!.code)).toEqual(['manifests_unasked']);
+    expect(results.filter((r) => r.status === 'registered')).toHaveLength(16);
+    // 16 asks, then one root for the 16 documents the service did not have.
+    expect(bed.callsSince(mark).filter((call) => call.route === 'request')).toHaveLength(17);
+    expect(bed.callsSince(mark).filter((call) => call.route === 'forfait')).toHaveLength(1);
+  });
+
+  it('--aggregate over part of a tree, its manifest kept: the receipts answer; the same content under another name too', async () => {
+    const docs = await writeDocs('part', 'a tree of ten', ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j']);
+    const receipts = bed.path('part-receipts');
+    const first = await onStore(freshStore(), receipts, docs);
+    expect(first.run.code, describeRun(first.run)).toBe(0);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const kept = readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8');
+    // One document of ten (a manifest of more than four leaves per document is not read), and a copy
+    // of it under a name with no receipt: one ask, nothing paid, a's receipt as it was.
+    cpSync(docs[0]!, bed.path('part/a-copy.txt'));
+    const again = await onStore(freshStore(), receipts, [docs[0]!, bed.path('part/a-copy.txt')]);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['login:200', 'request:409']);
+    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof?.root, r.receipt ?? null])).toEqual([
+      ['already-registered', root, join(receipts, 'a.txt.notarization.json')],
+      ['already-registered', root, null],
+    ]);
+    expect(readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8')).toBe(kept);
+    expect(again.run.stderr).toContain(`no new receipts for the documents under root ${root}`);
+  });
+
+  it("--aggregate --fail-fast: after an ask about a receipt's root that failed, no other is sent", async () => {
+    const receipts = mkdtempSync(join(bed.root, 'ff-receipts-'));
+    const docs: string[] = [];
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) {
+      plantReceipt(receipts, name, await bed.write(`ff-asks/${name}`, `fail-fast ask ${name}\n`));
+      docs.push(bed.path(`ff-asks/${name}`));
+    }
+    bed.sandbox.addFaults(parseFaults('request:status=503*1'));
+    const run = await onStore(freshStore(), receipts, docs, ['--fail-fast', '--retries', '0']);
+    expect(run.run.code, describeRun(run.run)).toBe(4);
+    expect(run.calls).toEqual(['login:200', 'request:503']);
+    expect(parseResults(run.run.stdout).map((r) => r.status)).toEqual(['failed', 'skipped', 'skipped']);
+  });
+
   it('a document with a session of its own pending goes into the tree; a warning says its session would pay twice', async () => {
     const own = await bed.write('own-pending/a.txt', 'own session a\n');
     await bed.write('own-pending/b.txt', 'own session b\n');
@@ -1679,6 +1757,13 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     delete tree.version;
     tree.leaves[0]!.salt = '00'.repeat(32);
     writeFileSync(manifest, [...treeManifestText(tree)].join(''));
+    // The document's receipt still leads to the root: it is asked about, and nothing is paid again.
+    const byReceipt = await onStore(freshStore(), receipts, [bed.path('ci-bad/a.txt')]);
+    expect(byReceipt.run.code, describeRun(byReceipt.run)).toBe(0);
+    expect(byReceipt.calls).toEqual(['login:200', 'request:409']);
+    expect(parseResults(byReceipt.run.stdout)[0]).toMatchObject({ status: 'already-registered', proof: { root } });
+    // Without it, the manifest alone is passed over, with a warning naming it.
+    rmSync(join(receipts, 'a.txt.notarization.json'));
     const again = await onStore(freshStore(), receipts, [bed.path('ci-bad/a.txt')]);
     expect(again.run.code, describeRun(again.run)).toBe(0);
     expect(again.run.stderr).toContain(`${root}.tree.json`);
@@ -1770,6 +1855,10 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     const root = parseResults(first.run.stdout)[0]!.proof!.root;
     const manifest = join(receipts, `${root}.tree.json`);
     writeFileSync(manifest, JSON.stringify(JSON.parse(readFileSync(manifest, 'utf8')), null, 4));
+    // The receipt leads to the root all the same (an artifact step rewrote the manifest): nothing paid again.
+    const byReceipt = await onStore(freshStore(), receipts, [bed.path('t6/a.txt')]);
+    expect(byReceipt.calls).toEqual(['login:200', 'request:409']);
+    rmSync(join(receipts, 'a.txt.notarization.json'));
     const again = await onStore(freshStore(), receipts, [bed.path('t6/a.txt')]);
     expect(again.run.code, describeRun(again.run)).toBe(0);
     expect(again.run.stderr).toContain(`a tree manifest was passed over`);
