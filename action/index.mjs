@@ -13801,7 +13801,7 @@ async function manifestCandidates(input, unplaced) {
 	const dir = input.manifestDir;
 	const byDigest = /* @__PURE__ */ new Map();
 	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
+	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * (input.runSize ?? input.documents.length);
 	const useful = (digests) => digests.length <= maxLeaves && digests.some((digest) => unplaced.has(digest));
 	let names = [];
 	if (dir !== void 0 && !input.force && unplaced.size > 0) try {
@@ -13966,7 +13966,8 @@ function manifestsLeft(file) {
 }
 /** The warning naming the manifests (and receipts) whose roots the service does not have: the ones to move aside. */
 function staleManifests(files) {
-	const what = files.some((file) => manifestRoot(basename(file)) === void 0) ? "tree manifests and receipts" : "tree manifests";
+	const receipts = files.filter((file) => manifestRoot(basename(file)) === void 0).length;
+	const what = receipts === 0 ? "tree manifests" : receipts === files.length ? "receipts" : "tree manifests and receipts";
 	return `the service does not have the roots of these ${files.length} ${what} (runs that never registered them); no more are asked about in this run: ${files.join(", ")}`;
 }
 /**
@@ -14233,7 +14234,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 		else try {
 			await store.saveTree(tree.entry);
 		} catch (error) {
-			const sent = adopted.sent ? "nothing was paid for: only the roots of manifests were asked about" : void 0;
+			const sent = adopted.sent || input.askedBefore ? "nothing was paid for: only the roots of manifests or receipts were asked about" : void 0;
 			throw diskRefused(error, store.dir, sent) ?? error;
 		}
 		newcomers.forEach(({ i }, leafIndex) => placed[i] = {
@@ -17343,6 +17344,8 @@ var init_register_aggregate = __esmMin((() => {
 		#total = 0;
 		/** Roots the service says it has, of which this store has no record: no receipts for their documents. */
 		#unrecordedRoots = /* @__PURE__ */ new Set();
+		/** The documents left for roots once the registered ones are out: what manifests are judged by. */
+		#runSize = 0;
 		/** Whether a root was asked about for a document's receipt (#underReceiptRoots): something was sent. */
 		#askedBefore = false;
 		/** The roots whose manifest this run wrote (manifest-files.ts). */
@@ -17369,6 +17372,7 @@ var init_register_aggregate = __esmMin((() => {
 				return this.#end(false);
 			}
 			if (rest.length === 0) return this.#end(false);
+			this.#runSize = rest.length;
 			const unrooted = await this.#underReceiptRoots(rest);
 			if (this.#options.failFast && this.#tally.failed > 0) {
 				this.#skip(unrooted);
@@ -17414,12 +17418,15 @@ var init_register_aggregate = __esmMin((() => {
 			});
 			/** The roots found so, by the digest of the document whose receipt led there. */
 			const found = /* @__PURE__ */ new Map();
+			/** The digests whose root could not be asked about: a copy of one is not paid for either. */
+			const failed = /* @__PURE__ */ new Map();
 			for (const [i, doc] of candidates.entries()) {
 				if (this.#options.failFast && this.#tally.failed > 0) {
 					rest.push(...candidates.slice(i));
 					break;
 				}
-				if (known.place(doc.sha256) !== void 0) {
+				const placed = known.place(doc.sha256);
+				if (placed !== void 0 && placed.tree.state !== "planned") {
 					rest.push(doc);
 					continue;
 				}
@@ -17427,6 +17434,7 @@ var init_register_aggregate = __esmMin((() => {
 				try {
 					rooted = await roots.standing(doc.sha256, doc.index, void 0);
 				} catch (error) {
+					failed.set(doc.sha256, asNotarizeError(error));
 					this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
 					continue;
 				}
@@ -17439,9 +17447,10 @@ var init_register_aggregate = __esmMin((() => {
 			}
 			return rest.filter((doc) => {
 				const rooted = found.get(doc.sha256);
-				if (rooted === void 0) return true;
-				this.#rooted(doc, rooted, void 0);
-				return false;
+				const error = failed.get(doc.sha256);
+				if (rooted !== void 0) this.#rooted(doc, rooted, void 0);
+				else if (error !== void 0) this.#fail(doc.index, doc.file, doc.sha256, error);
+				return rooted === void 0 && error === void 0;
 			}).sort((a, b) => a.index - b.index);
 		}
 		/** The result of `doc`, under the root a receipt led to (`kept`: that receipt, left as it is). */
@@ -17483,9 +17492,16 @@ var init_register_aggregate = __esmMin((() => {
 				force: this.#options.force,
 				failFast: this.#options.failFast,
 				...this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {},
+				runSize: this.#runSize,
+				askedBefore: this.#askedBefore,
 				warn: (message) => io.warn(message)
 			};
-			const placed = await placeDocuments(deps, input);
+			let placed;
+			try {
+				placed = await placeDocuments(deps, input);
+			} catch (error) {
+				throw this.#askedBefore ? sentAlready(error) : error;
+			}
 			const { placements } = placed;
 			for (const { tree } of placements) if (!tree.adopted) trees.set(tree.entry.root, tree);
 			try {

@@ -64,6 +64,8 @@ export class Aggregator {
   #total = 0;
   /** Roots the service says it has, of which this store has no record: no receipts for their documents. */
   readonly #unrecordedRoots = new Set<string>();
+  /** The documents left for roots once the registered ones are out: what manifests are judged by. */
+  #runSize = 0;
   /** Whether a root was asked about for a document's receipt (#underReceiptRoots): something was sent. */
   #askedBefore = false;
   /** The roots whose manifest this run wrote (manifest-files.ts). */
@@ -93,6 +95,7 @@ export class Aggregator {
       return this.#end(false);
     }
     if (rest.length === 0) return this.#end(false);
+    this.#runSize = rest.length;
     const unrooted = await this.#underReceiptRoots(rest);
     // --fail-fast: a root that could not be asked about stops the run before more is sent.
     if (this.#options.failFast && this.#tally.failed > 0) {
@@ -138,14 +141,18 @@ export class Aggregator {
     });
     /** The roots found so, by the digest of the document whose receipt led there. */
     const found = new Map<string, Rooted>();
+    /** The digests whose root could not be asked about: a copy of one is not paid for either. */
+    const failed = new Map<string, NotarizeError>();
     for (const [i, doc] of candidates.entries()) {
       // --fail-fast: after an ask that failed, no other is sent (the rest are skipped).
       if (this.#options.failFast && this.#tally.failed > 0) {
         rest.push(...candidates.slice(i));
         break;
       }
-      // Under a tree of this store: placeDocuments places it, sending nothing to find out.
-      if (known.place(doc.sha256) !== undefined) {
+      // Under a tree of this store paid for or pending: placeDocuments places it, sending nothing to
+      // find out. One only planned (never answered) counts for nothing, as in per-document register.
+      const placed = known.place(doc.sha256);
+      if (placed !== undefined && placed.tree.state !== 'planned') {
         rest.push(doc);
         continue;
       }
@@ -153,6 +160,7 @@ export class Aggregator {
       try {
         rooted = await roots.standing(doc.sha256, doc.index, undefined);
       } catch (error) {
+        failed.set(doc.sha256, asNotarizeError(error));
         this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
         continue;
       }
@@ -165,11 +173,13 @@ export class Aggregator {
     }
     // The same content under another name, with no receipt of its own: under the same root (its leaf,
     // its proof), not paid for again in a new tree; it has no receipt (no record here to write one from).
+    // A copy of one whose ask failed fails with it, rather than be paid for.
     const left = rest.filter((doc) => {
       const rooted = found.get(doc.sha256);
-      if (rooted === undefined) return true;
-      this.#rooted(doc, rooted, undefined);
-      return false;
+      const error = failed.get(doc.sha256);
+      if (rooted !== undefined) this.#rooted(doc, rooted, undefined);
+      else if (error !== undefined) this.#fail(doc.index, doc.file, doc.sha256, error);
+      return rooted === undefined && error === undefined;
     });
     return left.sort((a, b) => a.index - b.index);
   }
@@ -216,9 +226,18 @@ export class Aggregator {
       force: this.#options.force,
       failFast: this.#options.failFast,
       ...(this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {}),
+      // As #underReceiptRoots judged the manifests: by the run before receipts placed some documents.
+      runSize: this.#runSize,
+      askedBefore: this.#askedBefore,
       warn: (message: string) => io.warn(message),
     };
-    const placed = await placeDocuments(deps, input);
+    let placed;
+    try {
+      placed = await placeDocuments(deps, input);
+    } catch (error) {
+      // A root asked about for a receipt (#underReceiptRoots): something was sent, so not exit 2.
+      throw this.#askedBefore ? sentAlready(error) : error;
+    }
     const { placements } = placed;
     for (const { tree } of placements) if (!tree.adopted) trees.set(tree.entry.root, tree);
     try {

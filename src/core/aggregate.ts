@@ -46,6 +46,8 @@ import { plantTree, Trees, type LoadedTree, type Placement } from './trees.js';
 export interface AggregateInput extends ManifestQuery {
   /** False for --no-complete: stop once the root's session is saved. */
   complete: boolean;
+  /** Roots were asked about before this (for documents' receipts): something was sent. */
+  askedBefore?: boolean;
 }
 
 /** What registering one root gave: the flow's outcome, or the error that stopped it. */
@@ -162,7 +164,10 @@ async function plantTheRest(
         await store.saveTree(tree.entry);
       } catch (error) {
         // Full, a file size limit: the user's to fix, and nothing was paid for.
-        const sent = adopted.sent ? 'nothing was paid for: only the roots of manifests were asked about' : undefined;
+        const sent =
+          adopted.sent || input.askedBefore
+            ? 'nothing was paid for: only the roots of manifests or receipts were asked about'
+            : undefined;
         throw diskRefused(error, store.dir, sent) ?? error;
       }
     }

@@ -63,6 +63,13 @@ export interface ManifestQuery {
   /** --receipt-dir, where the manifests are. */
   manifestDir?: string;
   /**
+   * The documents of the run a manifest's leaves are bounded by (at most
+   * MANIFEST_LEAVES_PER_DOCUMENT each): by default `documents`; the whole
+   * run's when some were placed before (register-aggregate.ts), so that a
+   * manifest judged usable for them stays so.
+   */
+  runSize?: number;
+  /**
    * Told of a manifest there that was passed over (it cannot be read, or its
    * leaves do not make its root), or of manifests left unasked (MAX_ABSENT_ROOTS).
    */
@@ -93,7 +100,7 @@ async function manifestCandidates(input: ManifestQuery, unplaced: ReadonlySet<st
   const dir = input.manifestDir;
   const byDigest = new Map<string, AggregateDocument>();
   for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-  const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * input.documents.length;
+  const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * (input.runSize ?? input.documents.length);
   // Leaves of documents not in this run are allowed (a re-run without one of them, or with one changed or
   // unreadable): they only make the proofs; the documents of this run it holds are what it places.
   const useful = (digests: readonly string[]) =>
@@ -347,9 +354,9 @@ export function manifestsLeft(file: string): NotarizeError {
 
 /** The warning naming the manifests (and receipts) whose roots the service does not have: the ones to move aside. */
 export function staleManifests(files: readonly string[]): string {
-  const what = files.some((file) => manifestRoot(basename(file)) === undefined)
-    ? 'tree manifests and receipts'
-    : 'tree manifests';
+  const receipts = files.filter((file) => manifestRoot(basename(file)) === undefined).length;
+  const what =
+    receipts === 0 ? 'tree manifests' : receipts === files.length ? 'receipts' : 'tree manifests and receipts';
   return (
     `the service does not have the roots of these ${files.length} ${what} (runs that never registered ` +
     `them); no more are asked about in this run: ${files.join(', ')}`

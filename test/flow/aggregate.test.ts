@@ -850,7 +850,7 @@ describe('switching between --aggregate and per-document registration never pays
     const mark = bed.mark();
     const run = await onStore(freshStore(), receipts, docs);
     expect(run.run.code, describeRun(run.run)).toBe(1);
-    expect(run.run.stderr).toContain('the service does not have the roots of these 16 tree manifests and receipts');
+    expect(run.run.stderr).toContain('the service does not have the roots of these 16 receipts');
     const results = parseResults(run.run.stdout);
     expect(results.filter((r) => r.status === 'failed').map((r) => r.error!.code)).toEqual(['manifests_unasked']);
     expect(results.filter((r) => r.status === 'registered')).toHaveLength(16);
@@ -878,6 +878,42 @@ describe('switching between --aggregate and per-document registration never pays
     ]);
     expect(readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8')).toBe(kept);
     expect(again.run.stderr).toContain(`no new receipts for the documents under root ${root}`);
+  });
+
+  it('--aggregate: a manifest judged by the whole run, copies of a document whose ask failed, a planned store tree', async () => {
+    // 1. A manifest of eight leaves is usable for a run of two, also once a receipt placed one of the two.
+    const eight = await writeDocs('judged', 'eight', ['1', '2', '3', '4', '5', '6', '7', '8']);
+    const receipts = bed.path('judged-receipts');
+    expect((await onStore(freshStore(), receipts, eight)).run.code).toBe(0);
+    const [x] = await writeDocs('judged', 'alone', ['x']);
+    const alone = await onStore(freshStore(), receipts, [x!]);
+    rmSync(join(receipts, `${parseResults(alone.run.stdout)[0]!.proof!.root}.tree.json`));
+    const before = readFileSync(join(receipts, '1.txt.notarization.json'), 'utf8');
+    const both = await onStore(freshStore(), receipts, [eight[0]!, x!]);
+    expect(both.run.code, describeRun(both.run)).toBe(0);
+    expect(both.calls).toEqual(['login:200', 'request:409', 'request:409']);
+    expect(readFileSync(join(receipts, '1.txt.notarization.json'), 'utf8')).toBe(before);
+
+    // 2. A copy (no receipt) of a document whose root could not be asked about fails with it, unpaid.
+    cpSync(x!, bed.path('judged/x-copy.txt'));
+    bed.sandbox.addFaults(parseFaults('request:status=503*1'));
+    const failed = await onStore(freshStore(), receipts, [x!, bed.path('judged/x-copy.txt')], ['--retries', '0']);
+    expect(failed.run.code, describeRun(failed.run)).toBe(4);
+    expect(failed.calls).toEqual(['login:200', 'request:503']);
+    expect(parseResults(failed.run.stdout).map((r) => r.status)).toEqual(['failed', 'failed']);
+
+    // 3. A tree this store only planned (its request failed) does not stop the receipt from answering.
+    const store = freshStore();
+    bed.sandbox.addFaults(parseFaults('request:status=503*1'));
+    const planned = await bed.main(['register', '--aggregate', x!, '--retries', '0', '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: store },
+    });
+    expect(planned.code, describeRun(planned)).toBe(4);
+    const answered = await onStore(store, receipts, [x!]);
+    expect(answered.run.code, describeRun(answered.run)).toBe(0);
+    // (Logged in already: the store keeps the token of the run that planned the tree.)
+    expect(answered.calls).toEqual(['request:409']);
+    expect(parseResults(answered.run.stdout)[0]).toMatchObject({ status: 'already-registered' });
   });
 
   it("--aggregate --fail-fast: after an ask about a receipt's root that failed, no other is sent", async () => {
@@ -1892,7 +1928,7 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
       describeRun(run),
     ).toEqual(['login:200', 'request:409']);
     expect(run.code, describeRun(run)).toBe(1);
-    expect(run.stderr).toContain('nothing was paid for: only the roots of manifests were asked about');
+    expect(run.stderr).toContain('nothing was paid for: only the roots of manifests or receipts were asked about');
     expect(run.stderr).not.toContain('nothing was sent');
   });
 
