@@ -14474,6 +14474,233 @@ var init_manifest_files = __esmMin((() => {
 	init_disk();
 	init_files();
 }));
+// dist/core/evidence.js
+/**
+* What `verify` checks a document's digest against, with no network: its
+* receipt if one is found, else the local ledger. For each document the
+* first source found decides, in this order:
+*   1. `--receipt <file>` (one document only),
+*   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
+*      written for it there (same names: receipts.ts receiptNames); when there
+*      is none of that name, a receipt there of its digest (names depend on
+*      the documents of a run: one registered beside a namesake elsewhere got
+*      `a/x.txt.notarization.json`, and verify of it alone would look for
+*      `x.txt.notarization.json`),
+*   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
+*   4. the ledger of the current service.
+* A receipt found is never passed over for a later source: the receipt the
+* user points at, or keeps with the artifact, is what is checked. Given
+* --receipt-dir, the user names where the receipts are: a receipt beside a
+* document (in the folder of build outputs, which anything in the build
+* can write to) must not stand in for one missing there.
+*/
+/**
+* The text of the receipt at `path`, or undefined when there is none (no
+* such file, or a folder on the way is not one). Throws UsageError when one
+* is there but cannot be read as a receipt file: not a regular file,
+* unreadable, or larger than MAX_RECEIPT_BYTES. Opened non-blocking and
+* checked before any read, as every input is (core/hash.ts): a FIFO put
+* where a receipt is looked for is refused, never waited on.
+*/
+function readReceiptFile(path) {
+	return new Promise((resolve) => resolve(readReceiptText(path)));
+}
+/**
+* readReceiptFile's work, synchronous: a receipt is read in a call or two
+* (receiptsByDigest reads thousands, where streams cost more than the reads).
+*/
+function readReceiptText(path) {
+	const unreadable = (error) => new UsageError(`cannot read the receipt ${path}: ${error.code ?? error.message}`, {
+		code: "receipt_unreadable",
+		cause: error
+	});
+	let fd;
+	try {
+		fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+	} catch (error) {
+		const code = error.code;
+		if (code === "ENOENT" || code === "ENOTDIR") return void 0;
+		throw unreadable(error);
+	}
+	let bytes;
+	try {
+		const info = fstatSync(fd);
+		if (!info.isFile()) throw new Error("not a regular file");
+		bytes = readAtMost(fd, info.size, MAX_RECEIPT_BYTES);
+	} catch (error) {
+		throw unreadable(error);
+	} finally {
+		closeSync(fd);
+	}
+	if (bytes === void 0) throw new UsageError(`the receipt ${path} is larger than ${MAX_RECEIPT_BYTES} bytes`, {
+		code: "receipt_unreadable",
+		hint: "a receipt is a small JSON file: check that this file is one"
+	});
+	return bytes.toString("utf8");
+}
+/**
+* The bytes of the open file `fd` to its end, or undefined past `limit`
+* (never more than `limit` + 1 read). `size`, its fstat size, is only where
+* the buffer starts: a file that grew meanwhile is read to its end too.
+*/
+function readAtMost(fd, size, limit) {
+	let buffer = Buffer.allocUnsafe(Math.min(size, limit) + 1);
+	let length = 0;
+	for (;;) {
+		if (length === buffer.length) {
+			if (length > limit) return void 0;
+			const larger = Buffer.allocUnsafe(Math.min(length * 2, limit + 1));
+			buffer.copy(larger, 0, 0, length);
+			buffer = larger;
+		}
+		const read = readSync(fd, buffer, length, buffer.length - length, length);
+		if (read === 0) return buffer.subarray(0, length);
+		length += read;
+	}
+}
+/** The verdict of a digest against a receipt's text. */
+function judgeByReceipt(hash, path, text) {
+	const receipt = readReceipt(text);
+	const found = {
+		source: "receipt",
+		receipt: path
+	};
+	if (!receipt.consistent) return {
+		status: "invalid",
+		...found,
+		reason: receipt.reason
+	};
+	if (receipt.sha256 !== hash) return {
+		status: "modified",
+		...found,
+		reason: `its receipt is of another digest, ${receipt.sha256}`
+	};
+	return {
+		status: "verified",
+		...found,
+		recordJson: receipt.recordJson,
+		...receipt.baseUrl === void 0 ? {} : { baseUrl: receipt.baseUrl },
+		...receipt.proof ? { proof: receipt.proof } : {}
+	};
+}
+/** The verdict of a digest against the ledger (see ledger.ts). */
+function judgeByLedger(ledger, hash, name) {
+	const verdict = ledger.verdict(hash, name);
+	if (verdict.status === "verified") {
+		const { entry, proof } = verdict;
+		return {
+			status: "verified",
+			source: "ledger",
+			recordJson: entry.recordJson,
+			...proof ? { proof } : {}
+		};
+	}
+	if (verdict.status === "modified") return {
+		status: "modified",
+		source: "ledger",
+		reason: `'${verdict.name}' was notarized with digest ${verdict.sha256} (${verdict.completedAt})`
+	};
+	if (verdict.damaged) return {
+		status: "unknown",
+		reason: `its ledger entry is no proof: ${verdict.damaged.message}`
+	};
+	if (verdict.confirmedUnder !== void 0) return {
+		status: "unknown",
+		reason: `the service said it has ${verdict.confirmedUnder === hash ? "it" : `the Merkle root ${verdict.confirmedUnder} that holds it`} (a 409), but this store never received the record, so nothing here proves it: its page on the service may show it; a receipt written when it was registered would verify it`
+	};
+	return { status: "unknown" };
+}
+/**
+* The receipts under `dir` (walked, links not followed, name order) by the
+* digest each says its document has: every one that says so, as the first
+* may not hold together (Evidence.judge checks each in turn). Read with
+* JSON.parse alone, not checked: this only finds receipts whose name was not
+* the one looked for. Files that cannot be read are passed over.
+*/
+async function receiptsByDigest(dir) {
+	const found = /* @__PURE__ */ new Map();
+	const walk = async (folder) => {
+		let entries;
+		try {
+			entries = await readdir(folder, { withFileTypes: true });
+		} catch {
+			return;
+		}
+		entries.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+		for (const entry of entries) {
+			const path = join(folder, entry.name);
+			if (entry.isDirectory()) await walk(path);
+			else if (entry.isFile() && entry.name.endsWith(".notarization.json")) {
+				const sha256 = claimedDigest(readQuietly(path));
+				if (sha256 !== void 0) found.set(sha256, [...found.get(sha256) ?? [], path]);
+			}
+		}
+	};
+	await walk(dir);
+	return found;
+}
+/** readReceiptText, or undefined for a file that cannot be read as a receipt file (passed over). */
+function readQuietly(path) {
+	try {
+		return readReceiptText(path);
+	} catch {
+		return;
+	}
+}
+/** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
+function claimedDigest(text) {
+	let value;
+	try {
+		value = text === void 0 ? void 0 : JSON.parse(text);
+	} catch {
+		return;
+	}
+	if (typeof value !== "object" || value === null) return void 0;
+	const { document, hash } = value;
+	const claimed = document?.sha256 ?? hash;
+	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
+}
+var MAX_RECEIPT_BYTES, Evidence;
+var init_evidence = __esmMin((() => {
+	init_errors();
+	init_receipt_format();
+	init_receipts();
+	MAX_RECEIPT_BYTES = 1048576;
+	Evidence = class {
+		#sources;
+		#ledger;
+		/** --receipt-dir's receipts by the digest they name, read the first time a document's named receipt is missing. */
+		#byDigest;
+		constructor(sources, ledger) {
+			this.#sources = sources;
+			this.#ledger = ledger;
+		}
+		/** The finding for document `index` (`item`) of digest `hash`. Throws UsageError for a receipt that cannot be read. */
+		async judge(item, index, hash) {
+			const { receipt, receiptDir } = this.#sources;
+			if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
+			const candidates = [];
+			if (receiptDir) candidates.push(join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`));
+			else if (item.kind === "file") candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
+			for (const path of candidates) {
+				const text = await readReceiptFile(path);
+				if (text !== void 0) return judgeByReceipt(hash, path, text);
+			}
+			if (receiptDir) {
+				this.#byDigest ??= receiptsByDigest(receiptDir.dir);
+				for (const path of (await this.#byDigest).get(hash) ?? []) {
+					const text = readQuietly(path);
+					const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
+					if (finding?.status === "verified") return {
+						...finding,
+						byDigest: true
+					};
+				}
+			}
+			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
+		}
+	};
+}));
 // dist/commands/register-roots.js
 /**
 * Where a document of a per-document `register` run stands under Merkle
@@ -14489,6 +14716,8 @@ var init_register_roots = __esmMin((() => {
 	init_aggregate();
 	init_manifests();
 	init_receipts();
+	init_receipt_format();
+	init_evidence();
 	init_trees();
 	init_errors();
 	init_manifest_files();
@@ -14516,6 +14745,8 @@ var init_register_roots = __esmMin((() => {
 		#warnedStale = false;
 		/** The manifests of --receipt-dir, read when a document first needs them. */
 		#manifests;
+		/** The receipts of --receipt-dir by the digest they name, read when a document has none of its own. */
+		#byDigest;
 		constructor({ options, receipts, baseUrl, deps, onSent }) {
 			this.#options = options;
 			this.#receipts = receipts;
@@ -14587,17 +14818,21 @@ var init_register_roots = __esmMin((() => {
 			} catch {
 				return;
 			}
-			const found = await earlierProof(receipts, index, hash);
+			const own = await earlierProof(receipts, index, hash);
+			const found = own ?? await this.#proofOfDigest(hash);
 			if (found !== void 0 && found.baseUrl === this.#baseUrl) {
 				const entry = readableRecord(this.#deps.store, found.proof.root);
 				if (entry) return this.#under(hash, found.proof, { entry });
 				this.#refuseOnceTooManyAbsent(found.proof.root, found.path);
 				const said = await this.#ask(found.proof.root, found.proof.treeSize, "its receipt in --receipt-dir", found.path);
 				if (said.kind === "failed") throw said.error;
-				if (said.kind === "has") return {
-					...this.#under(hash, found.proof, said),
-					kept: found.path
-				};
+				if (said.kind === "has") {
+					const rooted = this.#under(hash, found.proof, said);
+					return own === void 0 ? rooted : {
+						...rooted,
+						kept: own.path
+					};
+				}
 			}
 			this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) => this.#options.io.warn(message));
 			for (const manifest of await this.#manifests.holding(hash)) {
@@ -14616,6 +14851,30 @@ var init_register_roots = __esmMin((() => {
 				const said = await this.#ask(manifest.root, tree.entry.treeSize, "its manifest in --receipt-dir", manifest.file);
 				if (said.kind === "failed") throw said.error;
 				if (said.kind === "has") return this.#under(hash, tree.proof(leafIndex, manifest.file), said);
+			}
+		}
+		/**
+		* The proof in a receipt in --receipt-dir of the document of digest
+		* `hash` under any name (receiptsByDigest, read once per run), when it
+		* holds together and names this service; undefined when there is none.
+		*/
+		async #proofOfDigest(hash) {
+			if (this.#receipts === void 0) return void 0;
+			this.#byDigest ??= receiptsByDigest(this.#receipts.dir);
+			for (const path of (await this.#byDigest).get(hash) ?? []) {
+				let text;
+				try {
+					text = await readReceiptFile(path);
+				} catch {
+					continue;
+				}
+				const receipt = text === void 0 ? void 0 : readReceipt(text);
+				if (!receipt?.consistent || receipt.sha256 !== hash || !receipt.proof || receipt.baseUrl !== this.#baseUrl) continue;
+				return {
+					proof: receipt.proof,
+					baseUrl: receipt.baseUrl,
+					path
+				};
 			}
 		}
 		/**
@@ -19013,233 +19272,6 @@ var init_hash = __esmMin((() => {
 	init_input_options();
 	init_options();
 	optionsSchema$4 = object({ ...inputOptionsShape });
-}));
-// dist/core/evidence.js
-/**
-* What `verify` checks a document's digest against, with no network: its
-* receipt if one is found, else the local ledger. For each document the
-* first source found decides, in this order:
-*   1. `--receipt <file>` (one document only),
-*   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
-*      written for it there (same names: receipts.ts receiptNames); when there
-*      is none of that name, a receipt there of its digest (names depend on
-*      the documents of a run: one registered beside a namesake elsewhere got
-*      `a/x.txt.notarization.json`, and verify of it alone would look for
-*      `x.txt.notarization.json`),
-*   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
-*   4. the ledger of the current service.
-* A receipt found is never passed over for a later source: the receipt the
-* user points at, or keeps with the artifact, is what is checked. Given
-* --receipt-dir, the user names where the receipts are: a receipt beside a
-* document (in the folder of build outputs, which anything in the build
-* can write to) must not stand in for one missing there.
-*/
-/**
-* The text of the receipt at `path`, or undefined when there is none (no
-* such file, or a folder on the way is not one). Throws UsageError when one
-* is there but cannot be read as a receipt file: not a regular file,
-* unreadable, or larger than MAX_RECEIPT_BYTES. Opened non-blocking and
-* checked before any read, as every input is (core/hash.ts): a FIFO put
-* where a receipt is looked for is refused, never waited on.
-*/
-function readReceiptFile(path) {
-	return new Promise((resolve) => resolve(readReceiptText(path)));
-}
-/**
-* readReceiptFile's work, synchronous: a receipt is read in a call or two
-* (receiptsByDigest reads thousands, where streams cost more than the reads).
-*/
-function readReceiptText(path) {
-	const unreadable = (error) => new UsageError(`cannot read the receipt ${path}: ${error.code ?? error.message}`, {
-		code: "receipt_unreadable",
-		cause: error
-	});
-	let fd;
-	try {
-		fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-	} catch (error) {
-		const code = error.code;
-		if (code === "ENOENT" || code === "ENOTDIR") return void 0;
-		throw unreadable(error);
-	}
-	let bytes;
-	try {
-		const info = fstatSync(fd);
-		if (!info.isFile()) throw new Error("not a regular file");
-		bytes = readAtMost(fd, info.size, MAX_RECEIPT_BYTES);
-	} catch (error) {
-		throw unreadable(error);
-	} finally {
-		closeSync(fd);
-	}
-	if (bytes === void 0) throw new UsageError(`the receipt ${path} is larger than ${MAX_RECEIPT_BYTES} bytes`, {
-		code: "receipt_unreadable",
-		hint: "a receipt is a small JSON file: check that this file is one"
-	});
-	return bytes.toString("utf8");
-}
-/**
-* The bytes of the open file `fd` to its end, or undefined past `limit`
-* (never more than `limit` + 1 read). `size`, its fstat size, is only where
-* the buffer starts: a file that grew meanwhile is read to its end too.
-*/
-function readAtMost(fd, size, limit) {
-	let buffer = Buffer.allocUnsafe(Math.min(size, limit) + 1);
-	let length = 0;
-	for (;;) {
-		if (length === buffer.length) {
-			if (length > limit) return void 0;
-			const larger = Buffer.allocUnsafe(Math.min(length * 2, limit + 1));
-			buffer.copy(larger, 0, 0, length);
-			buffer = larger;
-		}
-		const read = readSync(fd, buffer, length, buffer.length - length, length);
-		if (read === 0) return buffer.subarray(0, length);
-		length += read;
-	}
-}
-/** The verdict of a digest against a receipt's text. */
-function judgeByReceipt(hash, path, text) {
-	const receipt = readReceipt(text);
-	const found = {
-		source: "receipt",
-		receipt: path
-	};
-	if (!receipt.consistent) return {
-		status: "invalid",
-		...found,
-		reason: receipt.reason
-	};
-	if (receipt.sha256 !== hash) return {
-		status: "modified",
-		...found,
-		reason: `its receipt is of another digest, ${receipt.sha256}`
-	};
-	return {
-		status: "verified",
-		...found,
-		recordJson: receipt.recordJson,
-		...receipt.baseUrl === void 0 ? {} : { baseUrl: receipt.baseUrl },
-		...receipt.proof ? { proof: receipt.proof } : {}
-	};
-}
-/** The verdict of a digest against the ledger (see ledger.ts). */
-function judgeByLedger(ledger, hash, name) {
-	const verdict = ledger.verdict(hash, name);
-	if (verdict.status === "verified") {
-		const { entry, proof } = verdict;
-		return {
-			status: "verified",
-			source: "ledger",
-			recordJson: entry.recordJson,
-			...proof ? { proof } : {}
-		};
-	}
-	if (verdict.status === "modified") return {
-		status: "modified",
-		source: "ledger",
-		reason: `'${verdict.name}' was notarized with digest ${verdict.sha256} (${verdict.completedAt})`
-	};
-	if (verdict.damaged) return {
-		status: "unknown",
-		reason: `its ledger entry is no proof: ${verdict.damaged.message}`
-	};
-	if (verdict.confirmedUnder !== void 0) return {
-		status: "unknown",
-		reason: `the service said it has ${verdict.confirmedUnder === hash ? "it" : `the Merkle root ${verdict.confirmedUnder} that holds it`} (a 409), but this store never received the record, so nothing here proves it: its page on the service may show it; a receipt written when it was registered would verify it`
-	};
-	return { status: "unknown" };
-}
-/**
-* The receipts under `dir` (walked, links not followed, name order) by the
-* digest each says its document has: every one that says so, as the first
-* may not hold together (Evidence.judge checks each in turn). Read with
-* JSON.parse alone, not checked: this only finds receipts whose name was not
-* the one looked for. Files that cannot be read are passed over.
-*/
-async function receiptsByDigest(dir) {
-	const found = /* @__PURE__ */ new Map();
-	const walk = async (folder) => {
-		let entries;
-		try {
-			entries = await readdir(folder, { withFileTypes: true });
-		} catch {
-			return;
-		}
-		entries.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-		for (const entry of entries) {
-			const path = join(folder, entry.name);
-			if (entry.isDirectory()) await walk(path);
-			else if (entry.isFile() && entry.name.endsWith(".notarization.json")) {
-				const sha256 = claimedDigest(readQuietly(path));
-				if (sha256 !== void 0) found.set(sha256, [...found.get(sha256) ?? [], path]);
-			}
-		}
-	};
-	await walk(dir);
-	return found;
-}
-/** readReceiptText, or undefined for a file that cannot be read as a receipt file (passed over). */
-function readQuietly(path) {
-	try {
-		return readReceiptText(path);
-	} catch {
-		return;
-	}
-}
-/** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
-function claimedDigest(text) {
-	let value;
-	try {
-		value = text === void 0 ? void 0 : JSON.parse(text);
-	} catch {
-		return;
-	}
-	if (typeof value !== "object" || value === null) return void 0;
-	const { document, hash } = value;
-	const claimed = document?.sha256 ?? hash;
-	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
-}
-var MAX_RECEIPT_BYTES, Evidence;
-var init_evidence = __esmMin((() => {
-	init_errors();
-	init_receipt_format();
-	init_receipts();
-	MAX_RECEIPT_BYTES = 1048576;
-	Evidence = class {
-		#sources;
-		#ledger;
-		/** --receipt-dir's receipts by the digest they name, read the first time a document's named receipt is missing. */
-		#byDigest;
-		constructor(sources, ledger) {
-			this.#sources = sources;
-			this.#ledger = ledger;
-		}
-		/** The finding for document `index` (`item`) of digest `hash`. Throws UsageError for a receipt that cannot be read. */
-		async judge(item, index, hash) {
-			const { receipt, receiptDir } = this.#sources;
-			if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
-			const candidates = [];
-			if (receiptDir) candidates.push(join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`));
-			else if (item.kind === "file") candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
-			for (const path of candidates) {
-				const text = await readReceiptFile(path);
-				if (text !== void 0) return judgeByReceipt(hash, path, text);
-			}
-			if (receiptDir) {
-				this.#byDigest ??= receiptsByDigest(receiptDir.dir);
-				for (const path of (await this.#byDigest).get(hash) ?? []) {
-					const text = readQuietly(path);
-					const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
-					if (finding?.status === "verified") return {
-						...finding,
-						byDigest: true
-					};
-				}
-			}
-			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
-		}
-	};
 }));
 // dist/core/ledger.js
 /**

@@ -21,7 +21,8 @@ import type { FlowDeps, Outcome } from '../core/notarize.js';
 import type { UnderRoot } from '../output/results.js';
 import type { LedgerEntry } from '../store/service-store.js';
 import { earlierProof, type ReceiptPlan } from '../core/receipts.js';
-import type { InclusionProof } from '../core/receipt-format.js';
+import { readReceipt, type InclusionProof } from '../core/receipt-format.js';
+import { readReceiptFile, receiptsByDigest } from '../core/evidence.js';
 import { paidRootProblems, Trees, underUnreadRoot, type LoadedTree, type Placement } from '../core/trees.js';
 import { StoreError } from '../errors.js';
 import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
@@ -69,6 +70,8 @@ export class DocumentRoots {
   #warnedStale = false;
   /** The manifests of --receipt-dir, read when a document first needs them. */
   #manifests: ManifestIndex | undefined;
+  /** The receipts of --receipt-dir by the digest they name, read when a document has none of its own. */
+  #byDigest: Promise<Map<string, string[]>> | undefined;
 
   constructor({ options, receipts, baseUrl, deps, onSent }: DocumentRootsRun) {
     this.#options = options;
@@ -141,7 +144,10 @@ export class DocumentRoots {
     } catch {
       return undefined; // A damaged record: the flow says so.
     }
-    const found = await earlierProof(receipts, index, hash);
+    // Its own receipt, else one of the same content under another name (a copy of a document):
+    // the root it leads to answers for this digest too, but that receipt is not this document's.
+    const own = await earlierProof(receipts, index, hash);
+    const found = own ?? (await this.#proofOfDigest(hash));
     // Both without a final slash (readReceipt, parseBaseUrl): a receipt of another service is no question for this one.
     if (found !== undefined && found.baseUrl === this.#baseUrl) {
       // Its root's record here (completed with `complete --session`, its tree never here): nothing to ask.
@@ -151,7 +157,10 @@ export class DocumentRoots {
       this.#refuseOnceTooManyAbsent(found.proof.root, found.path);
       const said = await this.#ask(found.proof.root, found.proof.treeSize, 'its receipt in --receipt-dir', found.path);
       if (said.kind === 'failed') throw said.error;
-      if (said.kind === 'has') return { ...this.#under(hash, found.proof, said), kept: found.path };
+      if (said.kind === 'has') {
+        const rooted = this.#under(hash, found.proof, said);
+        return own === undefined ? rooted : { ...rooted, kept: own.path };
+      }
     }
     // The manifests there that list it (its receipt lost, or never written: a completion whose answer was lost).
     this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) =>
@@ -173,6 +182,29 @@ export class DocumentRoots {
       const said = await this.#ask(manifest.root, tree.entry.treeSize, 'its manifest in --receipt-dir', manifest.file);
       if (said.kind === 'failed') throw said.error;
       if (said.kind === 'has') return this.#under(hash, tree.proof(leafIndex, manifest.file), said);
+    }
+    return undefined;
+  }
+
+  /**
+   * The proof in a receipt in --receipt-dir of the document of digest
+   * `hash` under any name (receiptsByDigest, read once per run), when it
+   * holds together and names this service; undefined when there is none.
+   */
+  async #proofOfDigest(hash: string): Promise<{ proof: InclusionProof; baseUrl: string; path: string } | undefined> {
+    if (this.#receipts === undefined) return undefined;
+    this.#byDigest ??= receiptsByDigest(this.#receipts.dir);
+    for (const path of (await this.#byDigest).get(hash) ?? []) {
+      let text: string | undefined;
+      try {
+        text = await readReceiptFile(path);
+      } catch {
+        continue;
+      }
+      const receipt = text === undefined ? undefined : readReceipt(text);
+      if (!receipt?.consistent || receipt.sha256 !== hash || !receipt.proof || receipt.baseUrl !== this.#baseUrl)
+        continue;
+      return { proof: receipt.proof, baseUrl: receipt.baseUrl, path };
     }
     return undefined;
   }

@@ -180,7 +180,7 @@ function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefin
  * JSON.parse alone, not checked: this only finds receipts whose name was not
  * the one looked for. Files that cannot be read are passed over.
  */
-async function receiptsByDigest(dir: string): Promise<Map<string, string[]>> {
+export async function receiptsByDigest(dir: string): Promise<Map<string, string[]>> {
   const found = new Map<string, string[]>();
   const walk = async (folder: string): Promise<void> => {
     let entries;

@@ -1674,6 +1674,31 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     for (const [name, text] of Object.entries(before)) expect(readFileSync(join(receipts, name), 'utf8')).toBe(text);
   });
 
+  it('per-document register of a copy (no receipt of its own) of a document whose receipt leads to a root: nothing paid', async () => {
+    const docs = await writeDocs('twin', 'twin content', ['a', 'b']);
+    const receipts = bed.path('twin-receipts');
+    const first = await onStore(freshStore(), receipts, docs);
+    expect(first.run.code, describeRun(first.run)).toBe(0);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    rmSync(join(receipts, `${root}.tree.json`));
+    cpSync(docs[0]!, bed.path('twin/a-copy.txt'));
+    // The copy first: its own receipt is missing, a's (under another name) leads to the root.
+    const mark = bed.mark();
+    const run = await bed.main(
+      ['register', bed.path('twin/a-copy.txt'), docs[0]!, '--receipt-dir', receipts, '--json'],
+      {
+        env: { NOTARIZE_CONFIG_DIR: freshStore() },
+      },
+    );
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(bed.callsSince(mark).map((c) => `${c.route}:${c.status}`)).toEqual(['login:200', 'request:409']);
+    expect(parseResults(run.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
+      ['already-registered', root],
+      ['already-registered', root],
+    ]);
+    expect(existsSync(join(receipts, 'a-copy.txt.notarization.json'))).toBe(false);
+  });
+
   it('no manifest of a root never requested: a request step refused, a root --fail-fast left out; one for a pending root', async () => {
     await bed.write('when/a.txt', 'manifest timing a\n');
     const receipts = bed.path('when-receipts');
