@@ -17702,27 +17702,39 @@ var init_register_aggregate = __esmMin((() => {
 					continue;
 				}
 				found.set(doc.sha256, rooted);
-				this.#rooted(doc, rooted, rooted.kept);
+				await this.#rooted(doc, rooted, rooted.kept);
 			}
-			return rest.filter((doc) => {
+			const left = [];
+			for (const doc of rest) {
 				const rooted = found.get(doc.sha256);
 				const error = failed.get(doc.sha256);
-				if (rooted !== void 0) this.#rooted(doc, rooted, void 0);
+				if (rooted !== void 0) await this.#rooted(doc, rooted, void 0);
 				else if (error !== void 0) this.#fail(doc.index, doc.file, doc.sha256, error);
-				return rooted === void 0 && error === void 0;
-			}).sort((a, b) => a.index - b.index);
+				else left.push(doc);
+			}
+			return left.sort((a, b) => a.index - b.index);
 		}
-		/** The result of `doc`, under the root a receipt led to (`kept`: that receipt, left as it is). */
-		#rooted(doc, { outcome, under }, kept) {
-			if (outcome.kind === "already-registered" && outcome.entry === void 0) this.#unrecordedRoots.add(under.proof.root);
+		/**
+		* The result of `doc`, under the root a receipt led to (`kept`: that
+		* receipt, left as it is). Without one, a receipt is written when this
+		* store has the root's record; with none, one warning says so for all.
+		*/
+		async #rooted(doc, { outcome, under }, kept) {
+			const proof = under.proof;
+			const entry = outcome.kind === "already-registered" ? outcome.entry : void 0;
+			if (outcome.kind === "already-registered" && entry === void 0) this.#unrecordedRoots.add(proof.root);
+			const plan = this.#documents.receipts;
+			let written = {};
+			if (kept === void 0 && entry !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, entry, proof);
 			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
 				under: {
 					sha256: doc.sha256,
-					proof: under.proof
+					proof
 				},
-				...receiptDetails(kept, void 0)
+				...receiptDetails(kept ?? written.receipt, written.receiptError)
 			});
 			this.#items.add(doc.index, result);
+			this.#tally.add(doc.index, written.receiptError);
 		}
 		/** The documents for a tree: placed (the store, manifests, a new tree), then their roots registered. */
 		async #registerTree(hashed) {

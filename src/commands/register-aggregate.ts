@@ -169,31 +169,42 @@ export class Aggregator {
         continue;
       }
       found.set(doc.sha256, rooted);
-      this.#rooted(doc, rooted, rooted.kept);
+      await this.#rooted(doc, rooted, rooted.kept);
     }
     // The same content under another name, with no receipt of its own: under the same root (its leaf,
     // its proof), not paid for again in a new tree; it has no receipt (no record here to write one from).
     // A copy of one whose ask failed fails with it, rather than be paid for.
-    const left = rest.filter((doc) => {
+    const left: Hashed[] = [];
+    for (const doc of rest) {
       const rooted = found.get(doc.sha256);
       const error = failed.get(doc.sha256);
-      if (rooted !== undefined) this.#rooted(doc, rooted, undefined);
+      if (rooted !== undefined) await this.#rooted(doc, rooted, undefined);
       else if (error !== undefined) this.#fail(doc.index, doc.file, doc.sha256, error);
-      return rooted === undefined && error === undefined;
-    });
+      else left.push(doc);
+    }
     return left.sort((a, b) => a.index - b.index);
   }
 
-  /** The result of `doc`, under the root a receipt led to (`kept`: that receipt, left as it is). */
-  #rooted(doc: Hashed, { outcome, under }: Rooted, kept: string | undefined): void {
-    // No record of the root here: said once for all, after the results (#warnNoRecords).
-    if (outcome.kind === 'already-registered' && outcome.entry === undefined)
-      this.#unrecordedRoots.add(under.proof.root);
+  /**
+   * The result of `doc`, under the root a receipt led to (`kept`: that
+   * receipt, left as it is). Without one, a receipt is written when this
+   * store has the root's record; with none, one warning says so for all.
+   */
+  async #rooted(doc: Hashed, { outcome, under }: Rooted, kept: string | undefined): Promise<void> {
+    const proof = under.proof;
+    const entry = outcome.kind === 'already-registered' ? outcome.entry : undefined;
+    if (outcome.kind === 'already-registered' && entry === undefined) this.#unrecordedRoots.add(proof.root);
+    const plan = this.#documents.receipts;
+    let written: { receipt?: string; receiptError?: NotarizeError } = {};
+    if (kept === undefined && entry !== undefined && plan !== undefined) {
+      written = await this.#receipt(plan, doc, entry, proof);
+    }
     const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
-      under: { sha256: doc.sha256, proof: under.proof },
-      ...receiptDetails(kept, undefined),
+      under: { sha256: doc.sha256, proof },
+      ...receiptDetails(kept ?? written.receipt, written.receiptError),
     });
     this.#items.add(doc.index, result);
+    this.#tally.add(doc.index, written.receiptError);
   }
 
   /** The documents for a tree: placed (the store, manifests, a new tree), then their roots registered. */

@@ -1674,6 +1674,29 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     for (const [name, text] of Object.entries(before)) expect(readFileSync(join(receipts, name), 'utf8')).toBe(text);
   });
 
+  it('--aggregate: a copy of a document under a root this store has the record of (not the tree) gets its receipt', async () => {
+    const docs = await writeDocs('recorded', 'recorded root', ['a', 'b']);
+    const receipts = bed.path('recorded-receipts');
+    const store = freshStore();
+    const first = await onStore(store, receipts, docs);
+    expect(first.run.code, describeRun(first.run)).toBe(0);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    rmSync(join(receipts, `${root}.tree.json`));
+    rmSync(join(storePaths(store, bed.url).service, 'trees'), { recursive: true });
+    cpSync(docs[0]!, bed.path('recorded/a-copy.txt'));
+    const again = await onStore(store, receipts, [docs[0]!, bed.path('recorded/a-copy.txt')]);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual([]);
+    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof?.root, r.receipt])).toEqual([
+      ['already-registered', root, join(receipts, 'a.txt.notarization.json')],
+      ['already-registered', root, join(receipts, 'a-copy.txt.notarization.json')],
+    ]);
+    expect(JSON.parse(readFileSync(join(receipts, 'a-copy.txt.notarization.json'), 'utf8'))).toMatchObject({
+      record: { hash: root },
+      proof: { root },
+    });
+  });
+
   it('per-document register of a copy (no receipt of its own) of a document whose receipt leads to a root: nothing paid', async () => {
     const docs = await writeDocs('twin', 'twin content', ['a', 'b']);
     const receipts = bed.path('twin-receipts');
