@@ -13885,9 +13885,8 @@ async function adoptManifests(deps, input, unplaced) {
 		sent: false
 	};
 	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
-	/** The manifests whose roots the service does not have (asked, answered with a session). */
-	const absent = [];
-	let warnedStale = false;
+	/** The roots asked about, and the files whose roots the service does not have (answered with a session). */
+	const asks = input.asks ?? new RootAsks();
 	/** Places under `tree` the documents of this run it holds that nothing placed yet. */
 	const place = (tree) => {
 		for (const [leafIndex, leaf] of tree.entry.leaves.entries()) if (unplaced.delete(leaf.sha256)) adoptions.placements.set(leaf.sha256, {
@@ -13921,19 +13920,25 @@ async function adoptManifests(deps, input, unplaced) {
 			continue;
 		}
 		let said;
-		if (absent.length === 16) {
-			if (!warnedStale) input.warn?.(staleManifests(absent));
-			warnedStale = true;
+		const known = asks.answers.get(root);
+		if (known !== void 0) {
+			said = await known;
+			if (said.kind === "absent") continue;
+		} else if (asks.absent.length >= 16) {
+			if (!asks.warned) input.warn?.(staleManifests(asks.absent));
+			asks.warned = true;
 			said = {
 				kind: "failed",
 				error: manifestsLeft(file)
 			};
 		} else {
 			adoptions.sent = true;
-			said = await askAbout(deps, entry, input);
+			const asked = askAbout(deps, entry, input);
+			asks.answers.set(root, asked);
+			said = await asked;
 		}
 		if (said.kind === "absent") {
-			absent.push(file);
+			asks.absent.push(file);
 			continue;
 		}
 		place(new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true));
@@ -14054,7 +14059,7 @@ async function askAbout(deps, entry, input, source = "its manifest in --receipt-
 		};
 	}
 }
-var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, NO_ADOPTIONS, ManifestIndex;
+var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, RootAsks, NO_ADOPTIONS, ManifestIndex;
 var init_manifests = __esmMin((() => {
 	init_errors();
 	init_service_store();
@@ -14062,6 +14067,12 @@ var init_manifests = __esmMin((() => {
 	init_trees();
 	MANIFEST_BYTES_PER_LEAF = 2048;
 	MANIFEST_LEAVES_PER_DOCUMENT = 4;
+	RootAsks = class {
+		answers = /* @__PURE__ */ new Map();
+		absent = [];
+		/** Whether the warning listing `absent` (staleManifests) was given. */
+		warned = false;
+	};
 	NO_ADOPTIONS = {
 		placements: /* @__PURE__ */ new Map(),
 		roots: /* @__PURE__ */ new Map(),
@@ -14737,17 +14748,19 @@ var init_register_roots = __esmMin((() => {
 		#warnedRootFlags = false;
 		/** The roots tidied (tidyRoot), once each. */
 		#tidied = /* @__PURE__ */ new Map();
-		/** The roots of receipts and manifests in --receipt-dir asked about, once each (#underEarlierRoot). */
-		#askedRoots = /* @__PURE__ */ new Map();
-		/** The manifests and receipts whose roots the service does not have: past MAX_ABSENT_ROOTS, no more are asked about. */
-		#absent = [];
-		/** Whether those were listed (staleManifests). */
-		#warnedStale = false;
+		/**
+		* The roots of receipts and manifests in --receipt-dir asked about, once
+		* each (#underEarlierRoot), and the files whose roots the service does not
+		* have: past MAX_ABSENT_ROOTS, no more are asked about. Shared with the
+		* manifests of an aggregate run.
+		*/
+		#asks;
 		/** The manifests of --receipt-dir, read when a document first needs them. */
 		#manifests;
 		/** The receipts of --receipt-dir by the digest they name, read when a document has none of its own. */
 		#byDigest;
-		constructor({ options, receipts, baseUrl, deps, onSent }) {
+		constructor({ options, receipts, baseUrl, deps, onSent, asks }) {
+			this.#asks = asks ?? new RootAsks();
 			this.#options = options;
 			this.#receipts = receipts;
 			this.#baseUrl = baseUrl;
@@ -14884,9 +14897,9 @@ var init_register_roots = __esmMin((() => {
 		* names the files whose roots the service does not have.
 		*/
 		#refuseOnceTooManyAbsent(root, file) {
-			if (this.#askedRoots.has(root) || this.#absent.length < 16) return;
-			if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
-			this.#warnedStale = true;
+			if (this.#asks.answers.has(root) || this.#asks.absent.length < 16) return;
+			if (!this.#asks.warned) this.#options.io.warn(staleManifests(this.#asks.absent));
+			this.#asks.warned = true;
 			throw manifestsLeft(file);
 		}
 		/**
@@ -14923,14 +14936,14 @@ var init_register_roots = __esmMin((() => {
 		* in the warning once too many roots were unknown to the service.
 		*/
 		async #ask(root, treeSize, source, file) {
-			let asked = this.#askedRoots.get(root);
+			let asked = this.#asks.answers.get(root);
 			if (asked === void 0) {
 				this.#onSent();
 				asked = askAboutRoot(this.#deps, root, treeSize, this.#options, source).then((said) => {
-					if (said.kind === "absent" && file !== void 0) this.#absent.push(file);
+					if (said.kind === "absent" && file !== void 0) this.#asks.absent.push(file);
 					return said;
 				});
-				this.#askedRoots.set(root, asked);
+				this.#asks.answers.set(root, asked);
 			}
 			return asked;
 		}
@@ -17603,6 +17616,8 @@ var init_register_aggregate = __esmMin((() => {
 		#total = 0;
 		/** Roots the service says it has, of which this store has no record: no receipts for their documents. */
 		#unrecordedRoots = /* @__PURE__ */ new Set();
+		/** The roots asked about in this run, for receipts and manifests alike: once each, 16 unknown at most. */
+		#asks = new RootAsks();
 		/** The documents left for roots once the registered ones are out: what manifests are judged by. */
 		#runSize = 0;
 		/** Whether a root was asked about for a document's receipt (#underReceiptRoots): something was sent. */
@@ -17673,7 +17688,8 @@ var init_register_aggregate = __esmMin((() => {
 					api: this.#api,
 					store: this.#store
 				},
-				onSent: () => this.#askedBefore = true
+				onSent: () => this.#askedBefore = true,
+				asks: this.#asks
 			});
 			/** The roots found so, by the digest of the document whose receipt led there. */
 			const found = /* @__PURE__ */ new Map();
@@ -17765,6 +17781,7 @@ var init_register_aggregate = __esmMin((() => {
 				...this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {},
 				runSize: this.#runSize,
 				askedBefore: this.#askedBefore,
+				asks: this.#asks,
 				warn: (message) => io.warn(message)
 			};
 			let placed;

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
-import { usableManifest } from '../core/manifests.js';
+import { RootAsks, usableManifest } from '../core/manifests.js';
 import { confirmedRoots, Trees, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
@@ -64,6 +64,8 @@ export class Aggregator {
   #total = 0;
   /** Roots the service says it has, of which this store has no record: no receipts for their documents. */
   readonly #unrecordedRoots = new Set<string>();
+  /** The roots asked about in this run, for receipts and manifests alike: once each, 16 unknown at most. */
+  readonly #asks = new RootAsks();
   /** The documents left for roots once the registered ones are out: what manifests are judged by. */
   #runSize = 0;
   /** Whether a root was asked about for a document's receipt (#underReceiptRoots): something was sent. */
@@ -138,6 +140,7 @@ export class Aggregator {
       baseUrl: this.#baseUrl,
       deps: { api: this.#api, store: this.#store },
       onSent: () => (this.#askedBefore = true),
+      asks: this.#asks,
     });
     /** The roots found so, by the digest of the document whose receipt led there. */
     const found = new Map<string, Rooted>();
@@ -240,6 +243,7 @@ export class Aggregator {
       // As #underReceiptRoots judged the manifests: by the run before receipts placed some documents.
       runSize: this.#runSize,
       askedBefore: this.#askedBefore,
+      asks: this.#asks,
       warn: (message: string) => io.warn(message),
     };
     let placed;

@@ -12,6 +12,7 @@ import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/a
 import {
   askAboutRoot,
   ManifestIndex,
+  RootAsks,
   manifestsLeft,
   MAX_ABSENT_ROOTS,
   readableRecord,
@@ -44,6 +45,8 @@ interface DocumentRootsRun {
   deps: Pick<FlowDeps, 'api' | 'store'>;
   /** Told when a request goes out for a root (an ask, a completion): exit 2 would lie from then on. */
   onSent: () => void;
+  /** The asks of the run, when shared with its manifests' (register --aggregate); else its own. */
+  asks?: RootAsks;
 }
 
 export class DocumentRoots {
@@ -62,18 +65,20 @@ export class DocumentRoots {
   #warnedRootFlags = false;
   /** The roots tidied (tidyRoot), once each. */
   readonly #tidied = new Map<string, Promise<void>>();
-  /** The roots of receipts and manifests in --receipt-dir asked about, once each (#underEarlierRoot). */
-  readonly #askedRoots = new Map<string, ReturnType<typeof askAboutRoot>>();
-  /** The manifests and receipts whose roots the service does not have: past MAX_ABSENT_ROOTS, no more are asked about. */
-  readonly #absent: string[] = [];
-  /** Whether those were listed (staleManifests). */
-  #warnedStale = false;
+  /**
+   * The roots of receipts and manifests in --receipt-dir asked about, once
+   * each (#underEarlierRoot), and the files whose roots the service does not
+   * have: past MAX_ABSENT_ROOTS, no more are asked about. Shared with the
+   * manifests of an aggregate run.
+   */
+  readonly #asks: RootAsks;
   /** The manifests of --receipt-dir, read when a document first needs them. */
   #manifests: ManifestIndex | undefined;
   /** The receipts of --receipt-dir by the digest they name, read when a document has none of its own. */
   #byDigest: Promise<Map<string, string[]>> | undefined;
 
-  constructor({ options, receipts, baseUrl, deps, onSent }: DocumentRootsRun) {
+  constructor({ options, receipts, baseUrl, deps, onSent, asks }: DocumentRootsRun) {
+    this.#asks = asks ?? new RootAsks();
     this.#options = options;
     this.#receipts = receipts;
     this.#baseUrl = baseUrl;
@@ -216,10 +221,10 @@ export class DocumentRoots {
    * names the files whose roots the service does not have.
    */
   #refuseOnceTooManyAbsent(root: string, file: string): void {
-    if (this.#askedRoots.has(root) || this.#absent.length < MAX_ABSENT_ROOTS) return;
+    if (this.#asks.answers.has(root) || this.#asks.absent.length < MAX_ABSENT_ROOTS) return;
     // Once: the files to move aside are those whose roots the service said it does not have.
-    if (!this.#warnedStale) this.#options.io.warn(staleManifests(this.#absent));
-    this.#warnedStale = true;
+    if (!this.#asks.warned) this.#options.io.warn(staleManifests(this.#asks.absent));
+    this.#asks.warned = true;
     throw manifestsLeft(file);
   }
 
@@ -257,14 +262,14 @@ export class DocumentRoots {
     source: string,
     file?: string,
   ): Promise<Awaited<ReturnType<typeof askAboutRoot>>> {
-    let asked = this.#askedRoots.get(root);
+    let asked = this.#asks.answers.get(root);
     if (asked === undefined) {
       this.#onSent();
       asked = askAboutRoot(this.#deps, root, treeSize, this.#options, source).then((said) => {
-        if (said.kind === 'absent' && file !== undefined) this.#absent.push(file);
+        if (said.kind === 'absent' && file !== undefined) this.#asks.absent.push(file);
         return said;
       });
-      this.#askedRoots.set(root, asked);
+      this.#asks.answers.set(root, asked);
     }
     return asked;
   }

@@ -60,6 +60,8 @@ export interface ManifestQuery {
   force: boolean;
   /** No root is asked about once one ask failed. */
   failFast?: boolean;
+  /** The asks of the run so far (register-aggregate.ts asks about receipts' roots first). */
+  asks?: RootAsks;
   /** --receipt-dir, where the manifests are. */
   manifestDir?: string;
   /**
@@ -78,6 +80,19 @@ export interface ManifestQuery {
 
 /** What the service said to the request step for a manifest's root: it has it (409), or the ask failed. */
 export type Asked = { kind: 'has'; message: string | undefined } | { kind: 'failed'; error: unknown };
+
+/**
+ * The roots asked about in one run, each once, and the files (manifests,
+ * receipts) naming those the service does not have: shared by the askers of
+ * a run (register-roots.ts for receipts, adoptManifests for manifests), so
+ * that no root is asked twice and MAX_ABSENT_ROOTS bounds them together.
+ */
+export class RootAsks {
+  readonly answers = new Map<string, Promise<Asked | { kind: 'absent' }>>();
+  readonly absent: string[] = [];
+  /** Whether the warning listing `absent` (staleManifests) was given. */
+  warned = false;
+}
 
 /** Documents placed under the roots of manifests asked about (adoptManifests). */
 export interface Adoptions {
@@ -188,9 +203,8 @@ function mayPlace(file: string, useful: (digests: readonly string[]) => boolean)
 export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unplaced: Set<string>): Promise<Adoptions> {
   const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
   const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
-  /** The manifests whose roots the service does not have (asked, answered with a session). */
-  const absent: string[] = [];
-  let warnedStale = false;
+  /** The roots asked about, and the files whose roots the service does not have (answered with a session). */
+  const asks = input.asks ?? new RootAsks();
   /** Places under `tree` the documents of this run it holds that nothing placed yet. */
   const place = (tree: LoadedTree) => {
     for (const [leafIndex, leaf] of tree.entry.leaves.entries()) {
@@ -221,17 +235,24 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
       continue;
     }
     let said: Asked | { kind: 'absent' };
-    if (absent.length === MAX_ABSENT_ROOTS) {
-      // Once: the manifests to move aside are those the service said it does not have.
-      if (!warnedStale) input.warn?.(staleManifests(absent));
-      warnedStale = true;
+    const known = asks.answers.get(root);
+    if (known !== undefined) {
+      // Asked already in this run (a receipt's root): its answer, not a second request step.
+      said = await known;
+      if (said.kind === 'absent') continue;
+    } else if (asks.absent.length >= MAX_ABSENT_ROOTS) {
+      // Once: the files to move aside are those whose roots the service said it does not have.
+      if (!asks.warned) input.warn?.(staleManifests(asks.absent));
+      asks.warned = true;
       said = { kind: 'failed', error: manifestsLeft(file) };
     } else {
       adoptions.sent = true;
-      said = await askAbout(deps, entry, input);
+      const asked = askAbout(deps, entry, input);
+      asks.answers.set(root, asked);
+      said = await asked;
     }
     if (said.kind === 'absent') {
-      absent.push(file);
+      asks.absent.push(file);
       continue;
     }
     // `confirmed`: the service has the root; `planned`: nothing is known of it (its ask failed).

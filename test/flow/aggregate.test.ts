@@ -859,6 +859,27 @@ describe('switching between --aggregate and per-document registration never pays
     expect(bed.callsSince(mark).filter((call) => call.route === 'forfait')).toHaveLength(1);
   });
 
+  it('--aggregate: a root asked about for a receipt is not asked again for a manifest of the run', async () => {
+    const receipts = mkdtempSync(join(bed.root, 'once-receipts-'));
+    const sha256 = await bed.write('once/a.txt', 'asked once\n');
+    plantReceipt(receipts, 'a.txt', sha256);
+    // A manifest of another root the service never saw, listing the same document.
+    const salt = createHash('sha256').update('another planted salt').digest('hex');
+    const root = leafHash(hex(sha256), hex(salt)).toString('hex');
+    const entry = {
+      root,
+      treeSize: 1,
+      description: 'planted',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      leaves: [{ index: 0, name: 'a.txt', sha256, size: 1, salt }],
+    };
+    writeFileSync(join(receipts, `${root}.tree.json`), [...treeManifestText(entry)].join(''));
+    const run = await onStore(freshStore(), receipts, [bed.path('once/a.txt')]);
+    expect(run.run.code, describeRun(run.run)).toBe(0);
+    // The receipt's root, the manifest's root (each once), then the document's own new root.
+    expect(run.calls).toEqual(['login:200', 'request:200', 'request:200', 'request:200', 'forfait:200']);
+  });
+
   it('--aggregate over part of a tree, its manifest kept: the receipts answer; the same content under another name too', async () => {
     const docs = await writeDocs('part', 'a tree of ten', ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j']);
     const receipts = bed.path('part-receipts');
