@@ -14419,72 +14419,6 @@ var init_aggregate = __esmMin((() => {
 	init_trees();
 	CONFIRMED_MESSAGE = "the service answered 409 for this root before (to its completion, or to a request step once its session was dropped); its record was never received here; nothing sent";
 }));
-// dist/commands/manifest-files.js
-/**
-* Writing a tree's manifest, `<root>.tree.json`, into --receipt-dir: by
-* `register --aggregate` (register-aggregate.ts) for the roots it registers,
-* and by per-document `register` when it completes a pending root
-* (register.ts). What a manifest is for: core/manifests.ts.
-*/
-/** Where the manifest of `root` goes (--receipt-dir). */
-function manifestPath(plan, root) {
-	return join(plan.dir, manifestName(root));
-}
-/**
-* Before anything is sent: the manifest of `root` must be free, or a
-* regular file (replaced); a link or a folder there is refused (exit 2),
-* as for receipts.
-*/
-async function checkManifestPath(plan, root) {
-	const path = manifestPath(plan, root);
-	const info = await lstat(path).catch(() => void 0);
-	if (info && !info.isFile()) throw new UsageError(`the tree manifest ${path} exists and is not a regular file`, {
-		code: "receipt_exists",
-		hint: "remove it and run again, or choose another --receipt-dir"
-	});
-}
-/** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there, never a link). */
-async function writeManifest(plan, tree) {
-	await writeFileAtomic(manifestPath(plan, tree.entry.root), treeManifestText(tree.entry), {
-		mode: 438,
-		replace: true,
-		flushes: plan.flushes
-	});
-}
-/**
-* Writes the manifest of `tree` before its root's completion (forfait, the
-* paid step) is sent, once its session is saved: a run on another store
-* (a CI re-run on a fresh runner) then finds it and asks about the root
-* (core/manifests.ts) rather than paying for a new one, even when this
-* run never learnt how its completion ended (its answer lost, the run
-* killed). Not earlier: a run that fails before (its request step
-* refused, the network down) leaves no manifest of a root the service
-* does not have, which later runs would ask about for nothing. A root
-* left pending (--no-complete) gets its manifest after an aggregate run:
-* `complete <root>` may pay for it later, and writes none. One that cannot
-* be written stops the root there, its session kept pending, nothing paid.
-*/
-async function writeManifestFirst(plan, tree) {
-	try {
-		await writeManifest(plan, tree);
-	} catch (error) {
-		const done = "its request step was sent, nothing was paid for: its session is kept pending";
-		throw diskRefused(error, plan.dir, done, "choose another --receipt-dir") ?? manifestNotWritten(plan, tree.entry.root, error, `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`);
-	}
-}
-/** The error (exit 1: its root was requested) of a manifest that could not be written; `hint` says where that leaves it. */
-function manifestNotWritten(plan, root, error, hint) {
-	return new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${manifestPath(plan, root)} could not be written: ${error.message}`, {
-		hint,
-		cause: error
-	});
-}
-var init_manifest_files = __esmMin((() => {
-	init_trees();
-	init_errors();
-	init_disk();
-	init_files();
-}));
 // dist/core/evidence.js
 /**
 * What `verify` checks a document's digest against, with no network: its
@@ -14712,6 +14646,72 @@ var init_evidence = __esmMin((() => {
 		}
 	};
 }));
+// dist/commands/manifest-files.js
+/**
+* Writing a tree's manifest, `<root>.tree.json`, into --receipt-dir: by
+* `register --aggregate` (register-aggregate.ts) for the roots it registers,
+* and by per-document `register` when it completes a pending root
+* (register.ts). What a manifest is for: core/manifests.ts.
+*/
+/** Where the manifest of `root` goes (--receipt-dir). */
+function manifestPath(plan, root) {
+	return join(plan.dir, manifestName(root));
+}
+/**
+* Before anything is sent: the manifest of `root` must be free, or a
+* regular file (replaced); a link or a folder there is refused (exit 2),
+* as for receipts.
+*/
+async function checkManifestPath(plan, root) {
+	const path = manifestPath(plan, root);
+	const info = await lstat(path).catch(() => void 0);
+	if (info && !info.isFile()) throw new UsageError(`the tree manifest ${path} exists and is not a regular file`, {
+		code: "receipt_exists",
+		hint: "remove it and run again, or choose another --receipt-dir"
+	});
+}
+/** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there, never a link). */
+async function writeManifest(plan, tree) {
+	await writeFileAtomic(manifestPath(plan, tree.entry.root), treeManifestText(tree.entry), {
+		mode: 438,
+		replace: true,
+		flushes: plan.flushes
+	});
+}
+/**
+* Writes the manifest of `tree` before its root's completion (forfait, the
+* paid step) is sent, once its session is saved: a run on another store
+* (a CI re-run on a fresh runner) then finds it and asks about the root
+* (core/manifests.ts) rather than paying for a new one, even when this
+* run never learnt how its completion ended (its answer lost, the run
+* killed). Not earlier: a run that fails before (its request step
+* refused, the network down) leaves no manifest of a root the service
+* does not have, which later runs would ask about for nothing. A root
+* left pending (--no-complete) gets its manifest after an aggregate run:
+* `complete <root>` may pay for it later, and writes none. One that cannot
+* be written stops the root there, its session kept pending, nothing paid.
+*/
+async function writeManifestFirst(plan, tree) {
+	try {
+		await writeManifest(plan, tree);
+	} catch (error) {
+		const done = "its request step was sent, nothing was paid for: its session is kept pending";
+		throw diskRefused(error, plan.dir, done, "choose another --receipt-dir") ?? manifestNotWritten(plan, tree.entry.root, error, `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`);
+	}
+}
+/** The error (exit 1: its root was requested) of a manifest that could not be written; `hint` says where that leaves it. */
+function manifestNotWritten(plan, root, error, hint) {
+	return new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${manifestPath(plan, root)} could not be written: ${error.message}`, {
+		hint,
+		cause: error
+	});
+}
+var init_manifest_files = __esmMin((() => {
+	init_trees();
+	init_errors();
+	init_disk();
+	init_files();
+}));
 // dist/commands/register-roots.js
 /**
 * Where a document of a per-document `register` run stands under Merkle
@@ -14832,8 +14832,7 @@ var init_register_roots = __esmMin((() => {
 				return;
 			}
 			const own = await earlierProof(receipts, index, hash);
-			const found = own ?? await this.#proofOfDigest(hash);
-			if (found !== void 0 && found.baseUrl === this.#baseUrl) {
+			for await (const found of this.#proofsOf(hash, own)) {
 				const entry = readableRecord(this.#deps.store, found.proof.root);
 				if (entry) return this.#under(hash, found.proof, { entry });
 				this.#refuseOnceTooManyAbsent(found.proof.root, found.path);
@@ -14841,10 +14840,10 @@ var init_register_roots = __esmMin((() => {
 				if (said.kind === "failed") throw said.error;
 				if (said.kind === "has") {
 					const rooted = this.#under(hash, found.proof, said);
-					return own === void 0 ? rooted : {
+					return found === own ? {
 						...rooted,
 						kept: own.path
-					};
+					} : rooted;
 				}
 			}
 			this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) => this.#options.io.warn(message));
@@ -14867,14 +14866,23 @@ var init_register_roots = __esmMin((() => {
 			}
 		}
 		/**
-		* The proof in a receipt in --receipt-dir of the document of digest
-		* `hash` under any name (receiptsByDigest, read once per run), when it
-		* holds together and names this service; undefined when there is none.
+		* The proofs to roots of this service that the receipts in --receipt-dir
+		* give the document of digest `hash`: its own receipt's (`own`), then
+		* those of the same digest under other names (receiptsByDigest, read once
+		* per run), each holding together, one per root. Both base URLs without a
+		* final slash (readReceipt, parseBaseUrl): a receipt of another service is
+		* no question for this one.
 		*/
-		async #proofOfDigest(hash) {
-			if (this.#receipts === void 0) return void 0;
+		async *#proofsOf(hash, own) {
+			const roots = /* @__PURE__ */ new Set();
+			if (own !== void 0 && own.baseUrl === this.#baseUrl) {
+				roots.add(own.proof.root);
+				yield own;
+			}
+			if (this.#receipts === void 0) return;
 			this.#byDigest ??= receiptsByDigest(this.#receipts.dir);
 			for (const path of (await this.#byDigest).get(hash) ?? []) {
+				if (path === own?.path) continue;
 				let text;
 				try {
 					text = await readReceiptFile(path);
@@ -14883,7 +14891,9 @@ var init_register_roots = __esmMin((() => {
 				}
 				const receipt = text === void 0 ? void 0 : readReceipt(text);
 				if (!receipt?.consistent || receipt.sha256 !== hash || !receipt.proof || receipt.baseUrl !== this.#baseUrl) continue;
-				return {
+				if (roots.has(receipt.proof.root)) continue;
+				roots.add(receipt.proof.root);
+				yield {
 					proof: receipt.proof,
 					baseUrl: receipt.baseUrl,
 					path
@@ -17590,6 +17600,7 @@ function checkAggregate(options) {
 var FAIL_FAST_REASON, CONFIRMED_ALONE, Aggregator;
 var init_register_aggregate = __esmMin((() => {
 	init_aggregate();
+	init_evidence();
 	init_manifests();
 	init_trees();
 	init_batch();
@@ -17673,10 +17684,16 @@ var init_register_aggregate = __esmMin((() => {
 			if (plan === void 0 || this.#options.force) return hashed;
 			const rest = [];
 			const candidates = [];
+			/** The receipts there by digest, read once if a document has no receipt of its own. */
+			let byDigest;
 			for (const doc of hashed) {
 				const earlier = await earlierProof(plan, doc.index, doc.sha256);
-				const tree = earlier && usableManifest(plan.dir, earlier.proof.root, hashed.length, doc.sha256);
-				(earlier === void 0 || earlier.baseUrl !== this.#baseUrl || tree ? rest : candidates).push(doc);
+				if (earlier !== void 0 && earlier.baseUrl === this.#baseUrl) {
+					(usableManifest(plan.dir, earlier.proof.root, hashed.length, doc.sha256) ? rest : candidates).push(doc);
+					continue;
+				}
+				byDigest ??= await receiptsByDigest(plan.dir);
+				(byDigest.has(doc.sha256) ? candidates : rest).push(doc);
 			}
 			if (candidates.length === 0) return hashed;
 			const known = await Trees.load(this.#store, { holding: new Set(candidates.map((doc) => doc.sha256)) });

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
+import { receiptsByDigest } from '../core/evidence.js';
 import { RootAsks, usableManifest } from '../core/manifests.js';
 import { confirmedRoots, Trees, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
@@ -126,11 +127,19 @@ export class Aggregator {
     if (plan === undefined || this.#options.force) return hashed;
     const rest: Hashed[] = [];
     const candidates: Hashed[] = [];
+    /** The receipts there by digest, read once if a document has no receipt of its own. */
+    let byDigest: Map<string, string[]> | undefined;
     for (const doc of hashed) {
       const earlier = await earlierProof(plan, doc.index, doc.sha256);
-      // With a manifest there that placeDocuments adopts, the whole tree (every document's proof) is known.
-      const tree = earlier && usableManifest(plan.dir, earlier.proof.root, hashed.length, doc.sha256);
-      (earlier === undefined || earlier.baseUrl !== this.#baseUrl || tree ? rest : candidates).push(doc);
+      if (earlier !== undefined && earlier.baseUrl === this.#baseUrl) {
+        // With a manifest there that placeDocuments adopts, the whole tree (every document's proof) is known.
+        const tree = usableManifest(plan.dir, earlier.proof.root, hashed.length, doc.sha256);
+        (tree ? rest : candidates).push(doc);
+        continue;
+      }
+      // A receipt of the same content under another name (a copy of a document): DocumentRoots asks.
+      byDigest ??= await receiptsByDigest(plan.dir);
+      (byDigest.has(doc.sha256) ? candidates : rest).push(doc);
     }
     if (candidates.length === 0) return hashed;
     const known = await Trees.load(this.#store, { holding: new Set(candidates.map((doc) => doc.sha256)) });

@@ -49,6 +49,9 @@ interface DocumentRootsRun {
   asks?: RootAsks;
 }
 
+/** A receipt's proof to a root, the service it names, and where it is (core/receipts.ts earlierProof). */
+type EarlierProof = NonNullable<Awaited<ReturnType<typeof earlierProof>>>;
+
 export class DocumentRoots {
   readonly #options: RegisterOptions;
   readonly #receipts: ReceiptPlan | undefined;
@@ -149,12 +152,10 @@ export class DocumentRoots {
     } catch {
       return undefined; // A damaged record: the flow says so.
     }
-    // Its own receipt, else one of the same content under another name (a copy of a document):
-    // the root it leads to answers for this digest too, but that receipt is not this document's.
+    // Its own receipt first, then those of the same content under other names (a copy of a
+    // document): the root each leads to answers for this digest too; only its own is kept as its.
     const own = await earlierProof(receipts, index, hash);
-    const found = own ?? (await this.#proofOfDigest(hash));
-    // Both without a final slash (readReceipt, parseBaseUrl): a receipt of another service is no question for this one.
-    if (found !== undefined && found.baseUrl === this.#baseUrl) {
+    for await (const found of this.#proofsOf(hash, own)) {
       // Its root's record here (completed with `complete --session`, its tree never here): nothing to ask.
       const entry = readableRecord(this.#deps.store, found.proof.root);
       if (entry) return this.#under(hash, found.proof, { entry });
@@ -164,7 +165,7 @@ export class DocumentRoots {
       if (said.kind === 'failed') throw said.error;
       if (said.kind === 'has') {
         const rooted = this.#under(hash, found.proof, said);
-        return own === undefined ? rooted : { ...rooted, kept: own.path };
+        return found === own ? { ...rooted, kept: own.path } : rooted;
       }
     }
     // The manifests there that list it (its receipt lost, or never written: a completion whose answer was lost).
@@ -192,14 +193,23 @@ export class DocumentRoots {
   }
 
   /**
-   * The proof in a receipt in --receipt-dir of the document of digest
-   * `hash` under any name (receiptsByDigest, read once per run), when it
-   * holds together and names this service; undefined when there is none.
+   * The proofs to roots of this service that the receipts in --receipt-dir
+   * give the document of digest `hash`: its own receipt's (`own`), then
+   * those of the same digest under other names (receiptsByDigest, read once
+   * per run), each holding together, one per root. Both base URLs without a
+   * final slash (readReceipt, parseBaseUrl): a receipt of another service is
+   * no question for this one.
    */
-  async #proofOfDigest(hash: string): Promise<{ proof: InclusionProof; baseUrl: string; path: string } | undefined> {
-    if (this.#receipts === undefined) return undefined;
+  async *#proofsOf(hash: string, own: EarlierProof | undefined): AsyncGenerator<EarlierProof> {
+    const roots = new Set<string>();
+    if (own !== undefined && own.baseUrl === this.#baseUrl) {
+      roots.add(own.proof.root);
+      yield own;
+    }
+    if (this.#receipts === undefined) return;
     this.#byDigest ??= receiptsByDigest(this.#receipts.dir);
     for (const path of (await this.#byDigest).get(hash) ?? []) {
+      if (path === own?.path) continue;
       let text: string | undefined;
       try {
         text = await readReceiptFile(path);
@@ -209,9 +219,10 @@ export class DocumentRoots {
       const receipt = text === undefined ? undefined : readReceipt(text);
       if (!receipt?.consistent || receipt.sha256 !== hash || !receipt.proof || receipt.baseUrl !== this.#baseUrl)
         continue;
-      return { proof: receipt.proof, baseUrl: receipt.baseUrl, path };
+      if (roots.has(receipt.proof.root)) continue;
+      roots.add(receipt.proof.root);
+      yield { proof: receipt.proof, baseUrl: receipt.baseUrl, path };
     }
-    return undefined;
   }
 
   /**

@@ -1741,6 +1741,31 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
       ['already-registered', root],
     ]);
     expect(existsSync(join(receipts, 'a-copy.txt.notarization.json'))).toBe(false);
+
+    // --aggregate of the copy alone (its twin not in the run): the same one ask, nothing paid.
+    const alone = await onStore(freshStore(), receipts, [bed.path('twin/a-copy.txt')]);
+    expect(alone.run.code, describeRun(alone.run)).toBe(0);
+    expect(alone.calls).toEqual(['login:200', 'request:409']);
+    expect(parseResults(alone.run.stdout)[0]).toMatchObject({ status: 'already-registered', proof: { root } });
+
+    // A receipt of its own from another service does not hide its twin's: asked, nothing paid, that receipt kept.
+    const other = readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8').replaceAll(
+      bed.url,
+      'https://other.example',
+    );
+    writeFileSync(join(receipts, 'a-copy.txt.notarization.json'), other);
+    for (const flags of [[], ['--aggregate']]) {
+      const mark2 = bed.mark();
+      const again = await bed.main(
+        ['register', ...flags, bed.path('twin/a-copy.txt'), '--receipt-dir', receipts, '--json'],
+        {
+          env: { NOTARIZE_CONFIG_DIR: freshStore() },
+        },
+      );
+      expect(again.code, describeRun(again)).toBe(0);
+      expect(bed.callsSince(mark2).map((c) => `${c.route}:${c.status}`)).toEqual(['login:200', 'request:409']);
+      expect(readFileSync(join(receipts, 'a-copy.txt.notarization.json'), 'utf8')).toBe(other);
+    }
   });
 
   it('no manifest of a root never requested: a request step refused, a root --fail-fast left out; one for a pending root', async () => {
