@@ -13976,22 +13976,23 @@ function staleManifests(files) {
 	return `the service does not have the roots of these ${files.length} ${what} (runs that never registered them); no more are asked about in this run: ${files.join(", ")}`;
 }
 /**
-* Whether adoptManifests would use the manifest of `root` in `dir` for a run
-* of `documents` documents: there, at most MANIFEST_LEAVES_PER_DOCUMENT
-* leaves per document, exactly as notarize writes it (its leaves making its
-* root), and holding `sha256`. One that would be passed over leaves a
-* document's receipt to answer for it (register-aggregate.ts).
+* The digests of the leaves of the manifest of `root` in `dir`, when
+* adoptManifests would use it for a run of `documents` documents: there, at
+* most MANIFEST_LEAVES_PER_DOCUMENT leaves per document, exactly as notarize
+* writes it (its leaves making its root); else undefined. A document under
+* a manifest that would be passed over is left to its receipt
+* (register-aggregate.ts, which reads each root's manifest once per run).
 */
-function usableManifest(dir, root, documents, sha256) {
+function usableManifest(dir, root, documents) {
 	const file = join(dir, manifestName(root));
 	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * documents;
 	try {
-		if (lstatSync(file).size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) return false;
+		if (lstatSync(file).size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) return void 0;
 	} catch {
-		return false;
+		return;
 	}
 	const digests = exactManifestDigests(file, root);
-	return digests !== void 0 && digests.length <= maxLeaves && digests.includes(sha256);
+	return digests !== void 0 && digests.length <= maxLeaves ? new Set(digests) : void 0;
 }
 /**
 * A manifest's tree as this run adopts it: its root and salts; this run's
@@ -17684,12 +17685,16 @@ var init_register_aggregate = __esmMin((() => {
 			if (plan === void 0 || this.#options.force) return hashed;
 			const rest = [];
 			const candidates = [];
+			/** The manifests of the roots the receipts name: the digests of a usable one's leaves, by root. */
+			const manifests = /* @__PURE__ */ new Map();
 			/** The receipts there by digest, read once if a document has no receipt of its own. */
 			let byDigest;
 			for (const doc of hashed) {
 				const earlier = await earlierProof(plan, doc.index, doc.sha256);
 				if (earlier !== void 0 && earlier.baseUrl === this.#baseUrl) {
-					(usableManifest(plan.dir, earlier.proof.root, hashed.length, doc.sha256) ? rest : candidates).push(doc);
+					const { root } = earlier.proof;
+					if (!manifests.has(root)) manifests.set(root, usableManifest(plan.dir, root, hashed.length));
+					(manifests.get(root)?.has(doc.sha256) ? rest : candidates).push(doc);
 					continue;
 				}
 				byDigest ??= await receiptsByDigest(plan.dir);

@@ -127,14 +127,18 @@ export class Aggregator {
     if (plan === undefined || this.#options.force) return hashed;
     const rest: Hashed[] = [];
     const candidates: Hashed[] = [];
+    /** The manifests of the roots the receipts name: the digests of a usable one's leaves, by root. */
+    const manifests = new Map<string, ReadonlySet<string> | undefined>();
     /** The receipts there by digest, read once if a document has no receipt of its own. */
     let byDigest: Map<string, string[]> | undefined;
     for (const doc of hashed) {
       const earlier = await earlierProof(plan, doc.index, doc.sha256);
       if (earlier !== undefined && earlier.baseUrl === this.#baseUrl) {
         // With a manifest there that placeDocuments adopts, the whole tree (every document's proof) is known.
-        const tree = usableManifest(plan.dir, earlier.proof.root, hashed.length, doc.sha256);
-        (tree ? rest : candidates).push(doc);
+        // (Each root's manifest read once: the documents of one tree all name it.)
+        const { root } = earlier.proof;
+        if (!manifests.has(root)) manifests.set(root, usableManifest(plan.dir, root, hashed.length));
+        (manifests.get(root)?.has(doc.sha256) ? rest : candidates).push(doc);
         continue;
       }
       // A receipt of the same content under another name (a copy of a document): DocumentRoots asks.

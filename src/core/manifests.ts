@@ -385,22 +385,23 @@ export function staleManifests(files: readonly string[]): string {
 }
 
 /**
- * Whether adoptManifests would use the manifest of `root` in `dir` for a run
- * of `documents` documents: there, at most MANIFEST_LEAVES_PER_DOCUMENT
- * leaves per document, exactly as notarize writes it (its leaves making its
- * root), and holding `sha256`. One that would be passed over leaves a
- * document's receipt to answer for it (register-aggregate.ts).
+ * The digests of the leaves of the manifest of `root` in `dir`, when
+ * adoptManifests would use it for a run of `documents` documents: there, at
+ * most MANIFEST_LEAVES_PER_DOCUMENT leaves per document, exactly as notarize
+ * writes it (its leaves making its root); else undefined. A document under
+ * a manifest that would be passed over is left to its receipt
+ * (register-aggregate.ts, which reads each root's manifest once per run).
  */
-export function usableManifest(dir: string, root: string, documents: number, sha256: string): boolean {
+export function usableManifest(dir: string, root: string, documents: number): ReadonlySet<string> | undefined {
   const file = join(dir, manifestName(root));
   const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * documents;
   try {
-    if (lstatSync(file).size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) return false;
+    if (lstatSync(file).size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) return undefined;
   } catch {
-    return false;
+    return undefined;
   }
   const digests = exactManifestDigests(file, root);
-  return digests !== undefined && digests.length <= maxLeaves && digests.includes(sha256);
+  return digests !== undefined && digests.length <= maxLeaves ? new Set(digests) : undefined;
 }
 
 /**
