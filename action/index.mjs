@@ -11790,6 +11790,20 @@ async function earlierProof(plan, index, hash) {
 		path
 	} : void 0;
 }
+/**
+* The path of the receipt already at document `index`'s place when it is a
+* consistent receipt of that document (digest `hash`): a registration the
+* service confirmed with no record here leaves it as it is, and it still
+* answers for the document; else undefined.
+*/
+async function keptReceipt(plan, index, hash) {
+	const path = receiptPath(plan, index, hash);
+	try {
+		return isReceiptOf(await readNoFollow(path), hash) ? path : void 0;
+	} catch {
+		return;
+	}
+}
 /** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
 function isReceiptOf(text, hash) {
 	if (text === void 0) return false;
@@ -18529,6 +18543,12 @@ var init_register = __esmMin((() => {
 				receipt: rooted.kept
 			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
+				const kept = await keptReceipt(receipts, index, input.hash);
+				if (kept !== void 0) return {
+					outcome,
+					...self,
+					receipt: kept
+				};
 				this.#unrecorded.count++;
 				this.#unrecorded.first ||= under?.sha256 ?? outcome.hash;
 				if (this.#documents.single) this.#noReceipts();

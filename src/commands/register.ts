@@ -12,7 +12,7 @@ import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
 import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
-import { checkBeforeSending, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
+import { checkBeforeSending, keptReceipt, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
 import type { Spinner } from '../output/io.js';
@@ -430,6 +430,9 @@ class Registrar {
     // Its receipt there led to a root the service has: it stands as it is (no record here to write a new one).
     if (rooted?.kept !== undefined) return { outcome, ...self, receipt: rooted.kept };
     if (outcome.kind === 'already-registered' && outcome.entry === undefined) {
+      // Its receipt from an earlier run is there and holds: it answers for it, nothing to warn of.
+      const kept = await keptReceipt(receipts, index, input.hash);
+      if (kept !== undefined) return { outcome, ...self, receipt: kept };
       this.#unrecorded.count++;
       // The document's digest, not its root's: the warning names documents.
       this.#unrecorded.first ||= under?.sha256 ?? outcome.hash;

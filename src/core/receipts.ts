@@ -318,6 +318,21 @@ export async function earlierProof(
   return proof && baseUrl !== undefined ? { proof, baseUrl, path } : undefined;
 }
 
+/**
+ * The path of the receipt already at document `index`'s place when it is a
+ * consistent receipt of that document (digest `hash`): a registration the
+ * service confirmed with no record here leaves it as it is, and it still
+ * answers for the document; else undefined.
+ */
+export async function keptReceipt(plan: ReceiptPlan, index: number, hash: string): Promise<string | undefined> {
+  const path = receiptPath(plan, index, hash);
+  try {
+    return isReceiptOf(await readNoFollow(path), hash) ? path : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
 function isReceiptOf(text: string | undefined, hash: string): boolean {
   if (text === undefined) return false;

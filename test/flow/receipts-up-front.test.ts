@@ -6,13 +6,14 @@
  * completion is exit 1, with the record printed.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { receiptNames } from '../../src/core/receipts.js';
 import type { SandboxCall } from '../../src/sandbox/server.js';
 import { expectFailure } from '../helpers/assert.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { sha256 } from '../helpers/documents.js';
+import { parseNdjson } from '../helpers/results.js';
 
 let bed: Bed;
 /** Called with every sandbox call once answered (set by a test, reset before each). */
@@ -246,13 +247,22 @@ describe('re-runs with receipts', () => {
     const docs = [];
     for (let i = 0; i < 12; i++) docs.push(await bed.file(`cold-batch/${i}.txt`, `cold batch ${i}`));
     expect((await bed.main(['register', ...docs, '--receipt-dir', dir])).code).toBe(0);
+    // Half the receipts lost: those still there answer for their documents, no word about them.
+    for (let i = 0; i < 6; i++) rmSync(join(dir, `${i}.txt.notarization.json`));
     const cold = await bed.main(['register', ...docs, '--receipt-dir', dir, '--output', 'ndjson'], {
       env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'cold-batch-store') },
     });
     expect(cold.code, cold.stderr).toBe(0);
     const warnings = cold.stderr.split('\n').filter((line) => line.includes('no receipt written'));
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toContain(`no receipt written for 12 documents (among them `);
+    expect(warnings[0]).toContain(`no receipt written for 6 documents (among them `);
     expect(warnings[0]).toContain(`receipts already in ${dir} are left as they are`);
+    const results = parseNdjson(cold.stdout) as { file: string; receipt?: string }[];
+    expect(
+      results
+        .filter((r) => r.receipt !== undefined)
+        .map((r) => basename(r.receipt!))
+        .sort(),
+    ).toEqual([6, 7, 8, 9, 10, 11].map((i) => `${i}.txt.notarization.json`).sort());
   });
 });
