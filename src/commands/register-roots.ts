@@ -9,21 +9,13 @@
  */
 import { existsSync } from 'node:fs';
 import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
-import {
-  askAboutRoot,
-  ManifestIndex,
-  RootAsks,
-  manifestsLeft,
-  MAX_ABSENT_ROOTS,
-  readableRecord,
-  staleManifests,
-} from '../core/manifests.js';
+import { askAboutRoot, ManifestIndex, RootAsks, readableRecord } from '../core/manifests.js';
 import type { FlowDeps, Outcome } from '../core/notarize.js';
 import type { UnderRoot } from '../output/results.js';
 import type { LedgerEntry } from '../store/service-store.js';
-import { earlierProof, type ReceiptPlan } from '../core/receipts.js';
-import { readReceipt, type InclusionProof } from '../core/receipt-format.js';
-import { readReceiptFile, receiptsByDigest } from '../core/evidence.js';
+import { earlierProof, proofIn, type EarlierProof, type ReceiptPlan } from '../core/receipts.js';
+import type { InclusionProof } from '../core/receipt-format.js';
+import { receiptsByDigest } from '../core/evidence.js';
 import { paidRootProblems, Trees, underUnreadRoot, type LoadedTree, type Placement } from '../core/trees.js';
 import { StoreError } from '../errors.js';
 import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
@@ -48,9 +40,6 @@ interface DocumentRootsRun {
   /** The asks of the run, when shared with its manifests' (register --aggregate); else its own. */
   asks?: RootAsks;
 }
-
-/** A receipt's proof to a root, the service it names, and where it is (core/receipts.ts earlierProof). */
-type EarlierProof = NonNullable<Awaited<ReturnType<typeof earlierProof>>>;
 
 export class DocumentRoots {
   readonly #options: RegisterOptions;
@@ -210,18 +199,10 @@ export class DocumentRoots {
     this.#byDigest ??= receiptsByDigest(this.#receipts.dir);
     for (const path of (await this.#byDigest).get(hash) ?? []) {
       if (path === own?.path) continue;
-      let text: string | undefined;
-      try {
-        text = await readReceiptFile(path);
-      } catch {
-        continue;
-      }
-      const receipt = text === undefined ? undefined : readReceipt(text);
-      if (!receipt?.consistent || receipt.sha256 !== hash || !receipt.proof || receipt.baseUrl !== this.#baseUrl)
-        continue;
-      if (roots.has(receipt.proof.root)) continue;
-      roots.add(receipt.proof.root);
-      yield { proof: receipt.proof, baseUrl: receipt.baseUrl, path };
+      const found = await proofIn(path, hash);
+      if (found === undefined || found.baseUrl !== this.#baseUrl || roots.has(found.proof.root)) continue;
+      roots.add(found.proof.root);
+      yield found;
     }
   }
 
@@ -232,11 +213,8 @@ export class DocumentRoots {
    * names the files whose roots the service does not have.
    */
   #refuseOnceTooManyAbsent(root: string, file: string): void {
-    if (this.#asks.answers.has(root) || this.#asks.absent.length < MAX_ABSENT_ROOTS) return;
-    // Once: the files to move aside are those whose roots the service said it does not have.
-    if (!this.#asks.warned) this.#options.io.warn(staleManifests(this.#asks.absent));
-    this.#asks.warned = true;
-    throw manifestsLeft(file);
+    const refused = this.#asks.refusal(root, file, (message) => this.#options.io.warn(message));
+    if (refused !== undefined) throw refused;
   }
 
   /**
@@ -273,16 +251,8 @@ export class DocumentRoots {
     source: string,
     file?: string,
   ): Promise<Awaited<ReturnType<typeof askAboutRoot>>> {
-    let asked = this.#asks.answers.get(root);
-    if (asked === undefined) {
-      this.#onSent();
-      asked = askAboutRoot(this.#deps, root, treeSize, this.#options, source).then((said) => {
-        if (said.kind === 'absent' && file !== undefined) this.#asks.absent.push(file);
-        return said;
-      });
-      this.#asks.answers.set(root, asked);
-    }
-    return asked;
+    if (!this.#asks.has(root)) this.#onSent();
+    return this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
   }
 
   /**

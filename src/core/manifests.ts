@@ -88,10 +88,50 @@ export type Asked = { kind: 'has'; message: string | undefined } | { kind: 'fail
  * that no root is asked twice and MAX_ABSENT_ROOTS bounds them together.
  */
 export class RootAsks {
-  readonly answers = new Map<string, Promise<Asked | { kind: 'absent' }>>();
-  readonly absent: string[] = [];
-  /** Whether the warning listing `absent` (staleManifests) was given. */
-  warned = false;
+  readonly #answers = new Map<string, Promise<Asked | { kind: 'absent' }>>();
+  /** The files whose roots the service said it does not have: the ones to move aside. */
+  readonly #absent: string[] = [];
+  /** Whether the warning listing them (staleManifests) was given. */
+  #warned = false;
+
+  /** Whether `root` was asked about in this run. */
+  has(root: string): boolean {
+    return this.#answers.has(root);
+  }
+
+  /**
+   * Why `file`, which names `root`, is not asked about: once
+   * MAX_ABSENT_ROOTS roots turned out unknown to the service, no new one is
+   * (manifestsLeft), and the first time `warn` is told which files to move
+   * aside; undefined when it may be asked about, or was already.
+   */
+  refusal(root: string, file: string, warn?: (message: string) => void): NotarizeError | undefined {
+    if (this.#answers.has(root) || this.#absent.length < MAX_ABSENT_ROOTS) return undefined;
+    if (!this.#warned) warn?.(staleManifests(this.#absent));
+    this.#warned = true;
+    return manifestsLeft(file);
+  }
+
+  /**
+   * What the service says of `root`: asked with `ask` the first time (`file`
+   * then kept among the absent if the service does not have it), the same
+   * answer every time after, with no second request step.
+   */
+  ask(
+    root: string,
+    file: string | undefined,
+    ask: () => Promise<Asked | { kind: 'absent' }>,
+  ): Promise<Asked | { kind: 'absent' }> {
+    let asked = this.#answers.get(root);
+    if (asked === undefined) {
+      asked = ask().then((said) => {
+        if (said.kind === 'absent' && file !== undefined) this.#absent.push(file);
+        return said;
+      });
+      this.#answers.set(root, asked);
+    }
+    return asked;
+  }
 }
 
 /** Documents placed under the roots of manifests asked about (adoptManifests). */
@@ -235,26 +275,15 @@ export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unpla
       continue;
     }
     let said: Asked | { kind: 'absent' };
-    const known = asks.answers.get(root);
-    if (known !== undefined) {
-      // Asked already in this run (a receipt's root): its answer, not a second request step.
-      said = await known;
-      if (said.kind === 'absent') continue;
-    } else if (asks.absent.length >= MAX_ABSENT_ROOTS) {
-      // Once: the files to move aside are those whose roots the service said it does not have.
-      if (!asks.warned) input.warn?.(staleManifests(asks.absent));
-      asks.warned = true;
-      said = { kind: 'failed', error: manifestsLeft(file) };
+    const refused = asks.refusal(root, file, input.warn);
+    if (refused !== undefined) {
+      said = { kind: 'failed', error: refused };
     } else {
-      adoptions.sent = true;
-      const asked = askAbout(deps, entry, input);
-      asks.answers.set(root, asked);
-      said = await asked;
+      // A root asked about already in this run (a receipt's) has its answer: no second request step.
+      if (!asks.has(root)) adoptions.sent = true;
+      said = await asks.ask(root, file, () => askAbout(deps, entry, input));
     }
-    if (said.kind === 'absent') {
-      asks.absent.push(file);
-      continue;
-    }
+    if (said.kind === 'absent') continue;
     // `confirmed`: the service has the root; `planned`: nothing is known of it (its ask failed).
     place(new LoadedTree(entry, { state: said.kind === 'has' ? 'confirmed' : 'planned' }, merkle, true));
     adoptions.roots.set(root, said);

@@ -292,19 +292,30 @@ export async function checkBeforeSending(
   });
 }
 
+/** A receipt's proof to a Merkle root, the service the receipt names, and where it is. */
+export interface EarlierProof {
+  proof: InclusionProof;
+  baseUrl: string;
+  path: string;
+}
+
 /**
  * The proof in the receipt already at document `index`'s place, when it is
  * a consistent receipt of that document (digest `hash`) under a Merkle root
- * (an earlier `register --aggregate`), with the base URL it names and its
- * path; else undefined. A file that cannot be read says nothing here: checkBeforeSending
- * judges it.
+ * (an earlier `register --aggregate`); else undefined. A file that cannot be
+ * read says nothing here: checkBeforeSending judges it.
  */
-export async function earlierProof(
-  plan: ReceiptPlan,
-  index: number,
-  hash: string,
-): Promise<{ proof: InclusionProof; baseUrl: string; path: string } | undefined> {
-  const path = receiptPath(plan, index, hash);
+export function earlierProof(plan: ReceiptPlan, index: number, hash: string): Promise<EarlierProof | undefined> {
+  return proofIn(receiptPath(plan, index, hash), hash);
+}
+
+/**
+ * The proof in the receipt at `path` (opened without following a link),
+ * when it is a consistent receipt of the document of digest `hash` under a
+ * Merkle root, with the base URL it names; else undefined, a file that
+ * cannot be read included.
+ */
+export async function proofIn(path: string, hash: string): Promise<EarlierProof | undefined> {
   let text: string | undefined;
   try {
     text = await readNoFollow(path);
