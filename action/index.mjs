@@ -11768,12 +11768,19 @@ async function checkBeforeSending(plan, index, hash, overwrite) {
 /**
 * The proof in the receipt already at document `index`'s place, when it is
 * a consistent receipt of that document (digest `hash`) under a Merkle root
-* (an earlier `register --aggregate`), with the base URL it names and its
-* path; else undefined. A file that cannot be read says nothing here: checkBeforeSending
-* judges it.
+* (an earlier `register --aggregate`); else undefined. A file that cannot be
+* read says nothing here: checkBeforeSending judges it.
 */
-async function earlierProof(plan, index, hash) {
-	const path = receiptPath(plan, index, hash);
+function earlierProof(plan, index, hash) {
+	return proofIn(receiptPath(plan, index, hash), hash);
+}
+/**
+* The proof in the receipt at `path` (opened without following a link),
+* when it is a consistent receipt of the document of digest `hash` under a
+* Merkle root, with the base URL it names; else undefined, a file that
+* cannot be read included.
+*/
+async function proofIn(path, hash) {
 	let text;
 	try {
 		text = await readNoFollow(path);
@@ -13934,27 +13941,16 @@ async function adoptManifests(deps, input, unplaced) {
 			continue;
 		}
 		let said;
-		const known = asks.answers.get(root);
-		if (known !== void 0) {
-			said = await known;
-			if (said.kind === "absent") continue;
-		} else if (asks.absent.length >= 16) {
-			if (!asks.warned) input.warn?.(staleManifests(asks.absent));
-			asks.warned = true;
-			said = {
-				kind: "failed",
-				error: manifestsLeft(file)
-			};
-		} else {
-			adoptions.sent = true;
-			const asked = askAbout(deps, entry, input);
-			asks.answers.set(root, asked);
-			said = await asked;
+		const refused = asks.refusal(root, file, input.warn);
+		if (refused !== void 0) said = {
+			kind: "failed",
+			error: refused
+		};
+		else {
+			if (!asks.has(root)) adoptions.sent = true;
+			said = await asks.ask(root, file, () => askAbout(deps, entry, input));
 		}
-		if (said.kind === "absent") {
-			asks.absent.push(file);
-			continue;
-		}
+		if (said.kind === "absent") continue;
 		place(new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true));
 		adoptions.roots.set(root, said);
 		if (said.kind === "failed" && input.failFast) break;
@@ -14083,10 +14079,43 @@ var init_manifests = __esmMin((() => {
 	MANIFEST_BYTES_PER_LEAF = 2048;
 	MANIFEST_LEAVES_PER_DOCUMENT = 4;
 	RootAsks = class {
-		answers = /* @__PURE__ */ new Map();
-		absent = [];
-		/** Whether the warning listing `absent` (staleManifests) was given. */
-		warned = false;
+		#answers = /* @__PURE__ */ new Map();
+		/** The files whose roots the service said it does not have: the ones to move aside. */
+		#absent = [];
+		/** Whether the warning listing them (staleManifests) was given. */
+		#warned = false;
+		/** Whether `root` was asked about in this run. */
+		has(root) {
+			return this.#answers.has(root);
+		}
+		/**
+		* Why `file`, which names `root`, is not asked about: once
+		* MAX_ABSENT_ROOTS roots turned out unknown to the service, no new one is
+		* (manifestsLeft), and the first time `warn` is told which files to move
+		* aside; undefined when it may be asked about, or was already.
+		*/
+		refusal(root, file, warn) {
+			if (this.#answers.has(root) || this.#absent.length < 16) return void 0;
+			if (!this.#warned) warn?.(staleManifests(this.#absent));
+			this.#warned = true;
+			return manifestsLeft(file);
+		}
+		/**
+		* What the service says of `root`: asked with `ask` the first time (`file`
+		* then kept among the absent if the service does not have it), the same
+		* answer every time after, with no second request step.
+		*/
+		ask(root, file, ask) {
+			let asked = this.#answers.get(root);
+			if (asked === void 0) {
+				asked = ask().then((said) => {
+					if (said.kind === "absent" && file !== void 0) this.#absent.push(file);
+					return said;
+				});
+				this.#answers.set(root, asked);
+			}
+			return asked;
+		}
 	};
 	NO_ADOPTIONS = {
 		placements: /* @__PURE__ */ new Map(),
@@ -14742,7 +14771,6 @@ var init_register_roots = __esmMin((() => {
 	init_aggregate();
 	init_manifests();
 	init_receipts();
-	init_receipt_format();
 	init_evidence();
 	init_trees();
 	init_errors();
@@ -14898,21 +14926,10 @@ var init_register_roots = __esmMin((() => {
 			this.#byDigest ??= receiptsByDigest(this.#receipts.dir);
 			for (const path of (await this.#byDigest).get(hash) ?? []) {
 				if (path === own?.path) continue;
-				let text;
-				try {
-					text = await readReceiptFile(path);
-				} catch {
-					continue;
-				}
-				const receipt = text === void 0 ? void 0 : readReceipt(text);
-				if (!receipt?.consistent || receipt.sha256 !== hash || !receipt.proof || receipt.baseUrl !== this.#baseUrl) continue;
-				if (roots.has(receipt.proof.root)) continue;
-				roots.add(receipt.proof.root);
-				yield {
-					proof: receipt.proof,
-					baseUrl: receipt.baseUrl,
-					path
-				};
+				const found = await proofIn(path, hash);
+				if (found === void 0 || found.baseUrl !== this.#baseUrl || roots.has(found.proof.root)) continue;
+				roots.add(found.proof.root);
+				yield found;
 			}
 		}
 		/**
@@ -14922,10 +14939,8 @@ var init_register_roots = __esmMin((() => {
 		* names the files whose roots the service does not have.
 		*/
 		#refuseOnceTooManyAbsent(root, file) {
-			if (this.#asks.answers.has(root) || this.#asks.absent.length < 16) return;
-			if (!this.#asks.warned) this.#options.io.warn(staleManifests(this.#asks.absent));
-			this.#asks.warned = true;
-			throw manifestsLeft(file);
+			const refused = this.#asks.refusal(root, file, (message) => this.#options.io.warn(message));
+			if (refused !== void 0) throw refused;
 		}
 		/**
 		* A document under `proof.root`, already registered: by this store's
@@ -14961,16 +14976,8 @@ var init_register_roots = __esmMin((() => {
 		* in the warning once too many roots were unknown to the service.
 		*/
 		async #ask(root, treeSize, source, file) {
-			let asked = this.#asks.answers.get(root);
-			if (asked === void 0) {
-				this.#onSent();
-				asked = askAboutRoot(this.#deps, root, treeSize, this.#options, source).then((said) => {
-					if (said.kind === "absent" && file !== void 0) this.#asks.absent.push(file);
-					return said;
-				});
-				this.#asks.answers.set(root, asked);
-			}
-			return asked;
+			if (!this.#asks.has(root)) this.#onSent();
+			return this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
 		}
 		/**
 		* Said once, when this run completes a pending root: what was asked for
@@ -17745,8 +17752,9 @@ var init_register_aggregate = __esmMin((() => {
 				try {
 					rooted = await roots.standing(doc.sha256, doc.index, void 0);
 				} catch (error) {
-					failed.set(doc.sha256, asNotarizeError(error));
-					this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+					const failure = asNotarizeError(error);
+					failed.set(doc.sha256, failure);
+					this.#fail(doc.index, doc.file, doc.sha256, failure);
 					continue;
 				}
 				if (rooted === void 0) {

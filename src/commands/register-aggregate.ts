@@ -176,8 +176,9 @@ export class Aggregator {
       try {
         rooted = await roots.standing(doc.sha256, doc.index, undefined);
       } catch (error) {
-        failed.set(doc.sha256, asNotarizeError(error));
-        this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+        const failure = asNotarizeError(error);
+        failed.set(doc.sha256, failure);
+        this.#fail(doc.index, doc.file, doc.sha256, failure);
         continue;
       }
       if (rooted === undefined) {
