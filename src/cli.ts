@@ -203,16 +203,17 @@ const DOCUMENT_COMMANDS = new Set(['register', 'hash', 'verify']);
  * --receipt, -o, a hash or file of show): nothing tells a real one from a
  * decoding failure. Not a description (core/description.ts refuses it, and
  * says more), nor the documents of register, hash and verify, each of which
- * fails on its own as any unreadable document does.
+ * fails on its own as any unreadable document does. An option given an
+ * empty value is refused here too (emptyValue).
  */
 function refuseUndecoded(action: Command): void {
   for (let command: Command | null = action; command; command = command.parent) {
     for (const [key, value] of Object.entries(command.opts())) {
       if (key === 'description') continue;
       const values = Array.isArray(value) ? value : [value];
-      if (values.includes('')) throw emptyValue(command.options.find((o) => o.attributeName() === key)?.long ?? key);
-      const held = values.find((v): v is string => typeof v === 'string' && v.includes('\uFFFD'));
       const flag = command.options.find((option) => option.attributeName() === key)?.long ?? key;
+      if (values.includes('')) throw emptyValue(flag);
+      const held = values.find((v): v is string => typeof v === 'string' && v.includes('\uFFFD'));
       // A base URL may carry a password (refused later, unshown): never echoed.
       if (held !== undefined) throw undecoded(key === 'baseUrl' ? `the value of ${flag}` : `'${flag} ${held}'`);
     }
