@@ -22482,7 +22482,7 @@ const ENVIRONMENT = [
 			},
 			{
 				names: ["GITHUB_OUTPUT", "RUNNER_TEMP"],
-				description: "the GitHub Action only (action.yml): where its outputs go, and its results file"
+				description: "the GitHub Action only (action.yml): where its outputs go, and its results file and (unless NOTARIZE_CONFIG_DIR is set) its store"
 			}
 		]
 	}
@@ -37832,13 +37832,34 @@ function actionArgv(env) {
 	const baseUrl = input(env, "base-url");
 	if (baseUrl !== "") argv.push("--base-url", baseUrl);
 	const extra = input(env, "args");
-	if (extra !== "") argv.push(...extra.split(/\s+/));
+	const words = extra === "" ? [] : extra.split(/\s+/);
+	for (const word of words) {
+		const refused = REFUSED_ARGS.find(([flag]) => word === flag || word.startsWith(`${flag}=`));
+		if (refused) throw new Error(`input args cannot hold ${refused[0]}: ${refused[1]}`);
+	}
 	return [
 		...argv,
+		...words,
 		"--",
 		...paths
 	];
 }
+/**
+* Arguments the action cannot pass on, each with why: the step's outputs
+* are read from notarize's NDJSON (another format, or help text, would
+* leave a run that registered and paid with no outputs and a failed step),
+* and a job cannot run `notarize complete` afterwards (sessions left
+* pending would die with the runner's store). Refused before anything runs.
+*/
+const REFUSED_ARGS = [
+	["--output", "the action reads its outputs from NDJSON, and its results file holds them (the `results` output)"],
+	["--json", "the action reads its outputs from NDJSON, and its results file holds them (the `results` output)"],
+	["--no-complete", "the action cannot complete sessions later; run notarize in a `run:` step for that"],
+	["--help", "help is not a run; run `npx notarize register --help` in a `run:` step"],
+	["-h", "help is not a run; run `npx notarize register --help` in a `run:` step"],
+	["--version", "the version is not a run"],
+	["-V", "the version is not a run"]
+];
 /** The step's outputs from the NDJSON results. */
 function actionOutputs(ndjson, resultsPath) {
 	const documents = ndjson.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line)).filter((r) => r.status !== "skipped");
@@ -37869,11 +37890,13 @@ async function runAction(env = process.env) {
 		return EXIT.usage;
 	}
 	const apiKey = input(env, "api-key");
+	const runnerTemp = env.RUNNER_TEMP || tmpdir();
 	const notarizeEnv = {
 		...env,
-		...apiKey !== "" ? { NOTARIZE_API_KEY: apiKey } : {}
+		...apiKey !== "" ? { NOTARIZE_API_KEY: apiKey } : {},
+		...env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(mkdtempSync(join(runnerTemp, "notarize-store-")), "store") }
 	};
-	const resultsPath = join(mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), "notarize-")), "results.ndjson");
+	const resultsPath = join(mkdtempSync(join(runnerTemp, "notarize-")), "results.ndjson");
 	const results = openSync(resultsPath, "w", 384);
 	const io = processIO(notarizeEnv, { stdout: { write: (text) => writeSync(results, text) } });
 	const code = await main({
@@ -37882,6 +37905,7 @@ async function runAction(env = process.env) {
 		io
 	});
 	closeSync(results);
+	if (code === EXIT.auth) process.stderr.write("::error::notarize action: no usable API key: give it with the `api-key` input, from a secret (`notarize login` does not apply to an action)\n");
 	if (env.GITHUB_OUTPUT) writeOutputs(env.GITHUB_OUTPUT, actionOutputs(readFileSync(resultsPath, "utf8"), resultsPath));
 	return code;
 }

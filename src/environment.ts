@@ -86,7 +86,8 @@ export const ENVIRONMENT: readonly EnvironmentGroup[] = [
       { names: ['GITHUB_STEP_SUMMARY'], description: 'the file the summary table is appended to' },
       {
         names: ['GITHUB_OUTPUT', 'RUNNER_TEMP'],
-        description: 'the GitHub Action only (action.yml): where its outputs go, and its results file',
+        description:
+          'the GitHub Action only (action.yml): where its outputs go, and its results file and (unless NOTARIZE_CONFIG_DIR is set) its store',
       },
     ],
   },

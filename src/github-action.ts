@@ -47,9 +47,30 @@ export function actionArgv(env: NodeJS.ProcessEnv): string[] {
   if (baseUrl !== '') argv.push('--base-url', baseUrl);
   // Split on white space, never through a shell: nothing in it is expanded or run.
   const extra = input(env, 'args');
-  if (extra !== '') argv.push(...extra.split(/\s+/));
-  return [...argv, '--', ...paths];
+  const words = extra === '' ? [] : extra.split(/\s+/);
+  for (const word of words) {
+    const refused = REFUSED_ARGS.find(([flag]) => word === flag || word.startsWith(`${flag}=`));
+    if (refused) throw new Error(`input args cannot hold ${refused[0]}: ${refused[1]}`);
+  }
+  return [...argv, ...words, '--', ...paths];
 }
+
+/**
+ * Arguments the action cannot pass on, each with why: the step's outputs
+ * are read from notarize's NDJSON (another format, or help text, would
+ * leave a run that registered and paid with no outputs and a failed step),
+ * and a job cannot run `notarize complete` afterwards (sessions left
+ * pending would die with the runner's store). Refused before anything runs.
+ */
+const REFUSED_ARGS: readonly (readonly [string, string])[] = [
+  ['--output', 'the action reads its outputs from NDJSON, and its results file holds them (the `results` output)'],
+  ['--json', 'the action reads its outputs from NDJSON, and its results file holds them (the `results` output)'],
+  ['--no-complete', 'the action cannot complete sessions later; run notarize in a `run:` step for that'],
+  ['--help', 'help is not a run; run `npx notarize register --help` in a `run:` step'],
+  ['-h', 'help is not a run; run `npx notarize register --help` in a `run:` step'],
+  ['--version', 'the version is not a run'],
+  ['-V', 'the version is not a run'],
+];
 
 /** The step's outputs from the NDJSON results. */
 export function actionOutputs(ndjson: string, resultsPath: string): Record<string, string> {
@@ -87,12 +108,28 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
     return EXIT.usage;
   }
   const apiKey = input(env, 'api-key');
-  const notarizeEnv = { ...env, ...(apiKey !== '' ? { NOTARIZE_API_KEY: apiKey } : {}) };
-  const resultsPath = join(mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), 'notarize-')), 'results.ndjson');
+  const runnerTemp = env.RUNNER_TEMP || tmpdir();
+  const notarizeEnv = {
+    ...env,
+    ...(apiKey !== '' ? { NOTARIZE_API_KEY: apiKey } : {}),
+    // The job's own store (sessions, ledger, token) in the runner's temporary folder, which the
+    // runner empties after each job: never ~/.config, which a self-hosted runner keeps for the
+    // next job of any repository. A workflow that sets NOTARIZE_CONFIG_DIR chooses its own.
+    ...(env.NOTARIZE_CONFIG_DIR
+      ? {}
+      : { NOTARIZE_CONFIG_DIR: join(mkdtempSync(join(runnerTemp, 'notarize-store-')), 'store') }),
+  };
+  const resultsPath = join(mkdtempSync(join(runnerTemp, 'notarize-')), 'results.ndjson');
   const results = openSync(resultsPath, 'w', 0o600);
   const io = processIO(notarizeEnv, { stdout: { write: (text: string) => writeSync(results, text) } });
   const code = await main({ argv, env: notarizeEnv, io });
   closeSync(results);
+  if (code === EXIT.auth) {
+    // notarize's own hint names `notarize login` and NOTARIZE_API_KEY: in a workflow, the key is an input.
+    process.stderr.write(
+      '::error::notarize action: no usable API key: give it with the `api-key` input, from a secret (`notarize login` does not apply to an action)\n',
+    );
+  }
   if (env.GITHUB_OUTPUT) writeOutputs(env.GITHUB_OUTPUT, actionOutputs(readFileSync(resultsPath, 'utf8'), resultsPath));
   return code;
 }

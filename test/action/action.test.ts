@@ -4,7 +4,7 @@
  * register then verify against the sandbox through the action's own steps,
  * its outputs and job summary, and the API key nowhere but in its input.
  */
-import { existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTION_COMMANDS, actionArgv, actionOutputs } from '../../src/github-action.js';
@@ -87,6 +87,56 @@ describe('action.yml', () => {
       "input command must be register or verify, not 'deploy'",
     );
     expect(() => actionArgv({ ...env, INPUT_PATHS: '\n' })).toThrow('input paths names no document');
+  });
+});
+
+// Before the block below, which stops the sandbox.
+describe('the action: what it refuses, where it keeps its store', () => {
+  it('args the outputs or the job cannot live with: refused, exit 2, nothing sent', async () => {
+    for (const args of ['--output json', '--output=table', '--json', '--concurrency 2 --no-complete', '-h', '--version']) {
+      expect(() => actionArgv({ INPUT_COMMAND: 'register', INPUT_PATHS: 'dist', INPUT_ARGS: args }), args).toThrow(
+        /^input args cannot hold (--output|--json|--no-complete|-h|--version): /,
+      );
+    }
+    // A word that only starts like one is passed on (it is notarize's to judge).
+    expect(actionArgv({ INPUT_COMMAND: 'register', INPUT_PATHS: 'dist', INPUT_ARGS: '--jsonx' })).toContain('--jsonx');
+    const before = bed.mark();
+    const step = await runActionStep(
+      bed.workDir,
+      { command: 'register', paths: 'dist', 'base-url': url, 'api-key': apiKey, args: '--output json' },
+      { NOTARIZE_CONFIG_DIR: bed.path('args-store') },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(2);
+    expect(step.run.stderr).toMatch(/^::error::notarize action: input args cannot hold --output: [^\n]*\n$/);
+    expect(step.outputs).toEqual({});
+    expect(bed.callsSince(before)).toEqual([]);
+  });
+
+  it('with no NOTARIZE_CONFIG_DIR, keeps its store (token included) under RUNNER_TEMP, never in HOME', async () => {
+    const home = bed.path('runner-home');
+    mkdirSync(home);
+    await bed.write('home-run/doc.txt', 'a document of the job with no store set\n');
+    const step = await runActionStep(
+      bed.path('home-run'),
+      { command: 'register', paths: 'doc.txt', 'base-url': url, 'api-key': apiKey },
+      { HOME: home },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(0);
+    expect(step.outputs.registered).toBe('1');
+    expect(readdirSync(home)).toEqual([]);
+    const stores = readdirSync(step.runnerTemp).filter((name) => name.startsWith('notarize-store-'));
+    expect(stores).toHaveLength(1);
+    expect(existsSync(join(step.runnerTemp, stores[0]!, 'store', 'credentials.json'))).toBe(true);
+  });
+
+  it('refused for want of a key: says to give the api-key input', async () => {
+    const step = await runActionStep(
+      bed.workDir,
+      { command: 'register', paths: 'dist', 'base-url': url },
+      { NOTARIZE_CONFIG_DIR: bed.path('keyless-store') },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(3);
+    expect(step.run.stderr).toContain('::error::notarize action: no usable API key: give it with the `api-key` input');
   });
 });
 

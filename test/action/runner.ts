@@ -23,6 +23,8 @@ export interface StepRun {
   run: Run;
   outputs: Record<string, string>;
   summary: string;
+  /** The step's RUNNER_TEMP. */
+  runnerTemp: string;
 }
 
 /** Parses $GITHUB_OUTPUT (name=value lines and name<<DELIMITER blocks). */
@@ -45,13 +47,14 @@ export function parseOutputs(text: string): Record<string, string> {
 
 /**
  * Runs the action once in `workspace` with `inputs` (by their action.yml
- * names) and `env`, which must name the step's own store; the service is
+ * names) and `env`, which must name the step's own store, or a HOME of the
+ * test's own (the action then keeps its store under RUNNER_TEMP); the service is
  * one this test started on 127.0.0.1 (the default one is never reached).
  */
 export async function runActionStep(
   workspace: string,
   inputs: Record<string, string>,
-  env: Record<string, string> & { NOTARIZE_CONFIG_DIR: string },
+  env: Record<string, string> & ({ NOTARIZE_CONFIG_DIR: string } | { HOME: string }),
 ): Promise<StepRun> {
   if (!LOCAL_URL.test(inputs['base-url'] ?? '')) throw new Error('the action runs against a local sandbox only');
   const files = mkdtempSync(join(workspace, '..', 'runner-'));
@@ -78,5 +81,10 @@ export async function runActionStep(
     },
     { cwd: workspace, noBaseUrlCheck: true },
   );
-  return { run, outputs: parseOutputs(readFileSync(outputFile, 'utf8')), summary: readFileSync(summaryFile, 'utf8') };
+  return {
+    run,
+    outputs: parseOutputs(readFileSync(outputFile, 'utf8')),
+    summary: readFileSync(summaryFile, 'utf8'),
+    runnerTemp: files,
+  };
 }
