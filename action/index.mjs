@@ -11798,6 +11798,30 @@ async function proofIn(path, hash) {
 	} : void 0;
 }
 /**
+* The receipt at `path` (opened without following a link), when it is a
+* consistent v1 receipt of the document of digest `hash` registered on its
+* own (per-document register: no proof); else undefined, a file that
+* cannot be read included.
+*/
+async function registrationIn(path, hash) {
+	let text;
+	try {
+		text = await readNoFollow(path);
+	} catch {
+		return;
+	}
+	if (text === void 0) return void 0;
+	const receipt = readReceipt(text);
+	if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase() || receipt.proof !== null) return void 0;
+	if (receipt.baseUrl === void 0) return void 0;
+	const { description } = JSON.parse(receipt.recordJson);
+	return {
+		baseUrl: receipt.baseUrl,
+		path,
+		description: typeof description === "string" ? description : hash
+	};
+}
+/**
 * The path of the receipt already at document `index`'s place when it is a
 * consistent receipt of that document (digest `hash`): a registration the
 * service confirmed with no record here leaves it as it is, and it still
@@ -14041,6 +14065,18 @@ function askAboutRoot(deps, root, treeSize, flags, source) {
 	}, flags, source);
 }
 /**
+* Asks the service whether it has the document of digest `hash` registered
+* on its own (see askAbout), for one whose receipt in --receipt-dir
+* (`source`) says so: `register --aggregate` on a store without its record.
+* `description`: the one its receipt's record holds.
+*/
+function askAboutDocument(deps, hash, description, flags, source) {
+	return askAbout(deps, {
+		root: hash,
+		description
+	}, flags, source, "document");
+}
+/**
 * Asks the service whether it has the root of `entry`, with a request step
 * whose session is never kept: 409, it has it; a session (2xx, read and
 * valid), it does not, and nothing more is sent for it. Any other answer,
@@ -14048,7 +14084,7 @@ function askAboutRoot(deps, root, treeSize, flags, source) {
 * maintenance page says nothing of the root), is no answer: the ask
 * failed, and its documents with it, rather than be paid for again.
 */
-async function askAbout(deps, entry, input, source = "its manifest in --receipt-dir") {
+async function askAbout(deps, entry, input, source = "its manifest in --receipt-dir", what = "root") {
 	try {
 		const { root: hash, description } = entry;
 		await deps.api.requestRegistration(registrationRequest({
@@ -14063,7 +14099,7 @@ async function askAbout(deps, entry, input, source = "its manifest in --receipt-
 			kind: "has",
 			message: error.serviceMessage
 		};
-		if (error instanceof NotarizeError && error.hint === void 0) error.hint = `asking about root ${entry.root} (${source}) got no answer that says whether the service has it; run the same command again once it answers normally`;
+		if (error instanceof NotarizeError && error.hint === void 0) error.hint = `asking about ${what} ${entry.root} (${source}) got no answer that says whether the service has it; run the same command again once it answers normally`;
 		return {
 			kind: "failed",
 			error
@@ -17657,6 +17693,8 @@ var init_register_aggregate = __esmMin((() => {
 		#askedBefore = false;
 		/** The roots whose manifest this run wrote (manifest-files.ts). */
 		#manifestsWritten = /* @__PURE__ */ new Set();
+		/** The receipts of --receipt-dir by digest, read once (#receiptsByDigest). */
+		#byDigest;
 		/** The last write of each receipt path still under way (see #receipt). */
 		#writing = /* @__PURE__ */ new Map();
 		constructor({ options, documents, items, baseUrl, api, store }) {
@@ -17708,8 +17746,6 @@ var init_register_aggregate = __esmMin((() => {
 			const candidates = [];
 			/** The manifests of the roots the receipts name: the digests of a usable one's leaves, by root. */
 			const manifests = /* @__PURE__ */ new Map();
-			/** The receipts there by digest, read once if a document has no receipt of its own. */
-			let byDigest;
 			for (const doc of hashed) {
 				const earlier = await earlierProof(plan, doc.index, doc.sha256);
 				if (earlier !== void 0 && earlier.baseUrl === this.#baseUrl) {
@@ -17718,8 +17754,12 @@ var init_register_aggregate = __esmMin((() => {
 					(manifests.get(root)?.has(doc.sha256) ? rest : candidates).push(doc);
 					continue;
 				}
-				byDigest ??= await receiptsByDigest(plan.dir);
-				(byDigest.has(doc.sha256) ? candidates : rest).push(doc);
+				const alone = await registrationIn(receiptPath(plan, doc.index, doc.sha256), doc.sha256);
+				if (alone !== void 0 && alone.baseUrl === this.#baseUrl) {
+					candidates.push(doc);
+					continue;
+				}
+				((await this.#receiptsByDigest(plan)).has(doc.sha256) ? candidates : rest).push(doc);
 			}
 			if (candidates.length === 0) return hashed;
 			const known = await Trees.load(this.#store, { holding: new Set(candidates.map((doc) => doc.sha256)) });
@@ -17734,7 +17774,7 @@ var init_register_aggregate = __esmMin((() => {
 				onSent: () => this.#askedBefore = true,
 				asks: this.#asks
 			});
-			/** The roots found so, by the digest of the document whose receipt led there. */
+			/** The roots found so (or the service's word that it has the document on its own), by the digest of the document whose receipt led there. */
 			const found = /* @__PURE__ */ new Map();
 			/** The digests whose root could not be asked about: a copy of one is not paid for either. */
 			const failed = /* @__PURE__ */ new Map();
@@ -17749,12 +17789,19 @@ var init_register_aggregate = __esmMin((() => {
 					continue;
 				}
 				let rooted;
+				let alone;
 				try {
 					rooted = await roots.standing(doc.sha256, doc.index, void 0);
+					if (rooted === void 0) alone = await this.#registeredAlone(doc, plan);
 				} catch (error) {
 					const failure = asNotarizeError(error);
 					failed.set(doc.sha256, failure);
 					this.#fail(doc.index, doc.file, doc.sha256, failure);
+					continue;
+				}
+				if (alone !== void 0) {
+					found.set(doc.sha256, alone);
+					this.#items.add(doc.index, outcomeResult(doc.file, alone.outcome, this.#baseUrl, receiptDetails(alone.kept, void 0)));
 					continue;
 				}
 				if (rooted === void 0) {
@@ -17768,11 +17815,61 @@ var init_register_aggregate = __esmMin((() => {
 			for (const doc of rest) {
 				const rooted = found.get(doc.sha256);
 				const error = failed.get(doc.sha256);
-				if (rooted !== void 0) await this.#rooted(doc, rooted, void 0);
+				if (rooted !== void 0 && !("under" in rooted)) {
+					const details = receiptDetails(rooted.kept, void 0);
+					this.#items.add(doc.index, outcomeResult(doc.file, rooted.outcome, this.#baseUrl, details));
+				} else if (rooted !== void 0) await this.#rooted(doc, rooted, void 0);
 				else if (error !== void 0) this.#fail(doc.index, doc.file, doc.sha256, error);
 				else left.push(doc);
 			}
 			return left.sort((a, b) => a.index - b.index);
+		}
+		/**
+		* Whether the service has `doc` registered on its own, when a receipt in
+		* --receipt-dir of this service says so (per-document register: its own,
+		* or one of the same content under another name) and this store has no
+		* record of it (a cold runner): its digest is asked about as a root's is
+		* (a request step whose session is never kept; the same bound on what is
+		* asked in vain), and a 409 makes it already-registered, that receipt left
+		* as it is and named in its result (verify finds it by digest), rather than paid for again under a new root that would also
+		* replace that receipt. Undefined: no such receipt, or the service does
+		* not have it (it goes into the tree). Throws when the ask failed.
+		*/
+		async #registeredAlone(doc, plan) {
+			const own = receiptPath(plan, doc.index, doc.sha256);
+			const byDigest = await this.#receiptsByDigest(plan);
+			for (const path of [own, ...(byDigest.get(doc.sha256) ?? []).filter((p) => p !== own)]) {
+				const alone = await registrationIn(path, doc.sha256);
+				if (alone === void 0 || alone.baseUrl !== this.#baseUrl) continue;
+				const refused = this.#asks.refusal(doc.sha256, path, (message) => this.#options.io.warn(message));
+				if (refused !== void 0) throw refused;
+				if (!this.#asks.has(doc.sha256)) this.#askedBefore = true;
+				const source = `its receipt ${path}`;
+				const said = await this.#asks.ask(doc.sha256, path, () => askAboutDocument({
+					api: this.#api,
+					store: this.#store
+				}, doc.sha256, alone.description, this.#options, source));
+				if (said.kind === "failed") throw said.error;
+				if (said.kind === "absent") return void 0;
+				const service = {
+					message: said.message,
+					retiredSession: void 0
+				};
+				return {
+					outcome: {
+						kind: "already-registered",
+						hash: doc.sha256,
+						entry: void 0,
+						service
+					},
+					kept: path
+				};
+			}
+		}
+		/** The receipts of --receipt-dir by digest (receiptsByDigest), read once per run. */
+		#receiptsByDigest(plan) {
+			this.#byDigest ??= receiptsByDigest(plan.dir);
+			return this.#byDigest;
 		}
 		/**
 		* The result of `doc`, under the root a receipt led to (`kept`: that

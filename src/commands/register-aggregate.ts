@@ -6,13 +6,21 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
+import type { Outcome } from '../core/notarize.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { receiptsByDigest } from '../core/evidence.js';
-import { RootAsks, usableManifest } from '../core/manifests.js';
+import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js';
 import { confirmedRoots, Trees, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
-import { checkBeforeSending, earlierProof, receiptPath, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
+import {
+  checkBeforeSending,
+  earlierProof,
+  receiptPath,
+  registrationIn,
+  writeReceipt,
+  type ReceiptPlan,
+} from '../core/receipts.js';
 import { receiptText, type InclusionProof } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
 import { sentAlready, UsageError } from '../errors.js';
@@ -47,6 +55,12 @@ export function checkAggregate(options: RegisterOptions): void {
   if (options.paths.includes('-')) throw refuse("'-'", 'each leaf is a file, kept by its name');
 }
 
+/** A document the service has registered on its own, and the receipt there that says so, left as it is. */
+interface Alone {
+  outcome: Outcome;
+  kept: string;
+}
+
 /** A document hashed for the tree: its index in the run, and what its leaf keeps. */
 interface Hashed extends AggregateDocument {
   index: number;
@@ -73,6 +87,8 @@ export class Aggregator {
   #askedBefore = false;
   /** The roots whose manifest this run wrote (manifest-files.ts). */
   readonly #manifestsWritten = new Set<string>();
+  /** The receipts of --receipt-dir by digest, read once (#receiptsByDigest). */
+  #byDigest: Promise<Map<string, string[]>> | undefined;
   /** The last write of each receipt path still under way (see #receipt). */
   readonly #writing = new Map<string, Promise<void>>();
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
@@ -129,8 +145,6 @@ export class Aggregator {
     const candidates: Hashed[] = [];
     /** The manifests of the roots the receipts name: the digests of a usable one's leaves, by root. */
     const manifests = new Map<string, ReadonlySet<string> | undefined>();
-    /** The receipts there by digest, read once if a document has no receipt of its own. */
-    let byDigest: Map<string, string[]> | undefined;
     for (const doc of hashed) {
       const earlier = await earlierProof(plan, doc.index, doc.sha256);
       if (earlier !== undefined && earlier.baseUrl === this.#baseUrl) {
@@ -141,8 +155,14 @@ export class Aggregator {
         (manifests.get(root)?.has(doc.sha256) ? rest : candidates).push(doc);
         continue;
       }
+      // Its receipt of a registration on its own (per-document register): the service is asked about it.
+      const alone = await registrationIn(receiptPath(plan, doc.index, doc.sha256), doc.sha256);
+      if (alone !== undefined && alone.baseUrl === this.#baseUrl) {
+        candidates.push(doc);
+        continue;
+      }
       // A receipt of the same content under another name (a copy of a document): DocumentRoots asks.
-      byDigest ??= await receiptsByDigest(plan.dir);
+      const byDigest = await this.#receiptsByDigest(plan);
       (byDigest.has(doc.sha256) ? candidates : rest).push(doc);
     }
     if (candidates.length === 0) return hashed;
@@ -155,8 +175,8 @@ export class Aggregator {
       onSent: () => (this.#askedBefore = true),
       asks: this.#asks,
     });
-    /** The roots found so, by the digest of the document whose receipt led there. */
-    const found = new Map<string, Rooted>();
+    /** The roots found so (or the service's word that it has the document on its own), by the digest of the document whose receipt led there. */
+    const found = new Map<string, Rooted | Alone>();
     /** The digests whose root could not be asked about: a copy of one is not paid for either. */
     const failed = new Map<string, NotarizeError>();
     for (const [i, doc] of candidates.entries()) {
@@ -173,12 +193,22 @@ export class Aggregator {
         continue;
       }
       let rooted;
+      let alone;
       try {
         rooted = await roots.standing(doc.sha256, doc.index, undefined);
+        if (rooted === undefined) alone = await this.#registeredAlone(doc, plan);
       } catch (error) {
         const failure = asNotarizeError(error);
         failed.set(doc.sha256, failure);
         this.#fail(doc.index, doc.file, doc.sha256, failure);
+        continue;
+      }
+      if (alone !== undefined) {
+        found.set(doc.sha256, alone);
+        this.#items.add(
+          doc.index,
+          outcomeResult(doc.file, alone.outcome, this.#baseUrl, receiptDetails(alone.kept, undefined)),
+        );
         continue;
       }
       if (rooted === undefined) {
@@ -195,11 +225,53 @@ export class Aggregator {
     for (const doc of rest) {
       const rooted = found.get(doc.sha256);
       const error = failed.get(doc.sha256);
-      if (rooted !== undefined) await this.#rooted(doc, rooted, undefined);
+      if (rooted !== undefined && !('under' in rooted)) {
+        const details = receiptDetails(rooted.kept, undefined);
+        this.#items.add(doc.index, outcomeResult(doc.file, rooted.outcome, this.#baseUrl, details));
+      } else if (rooted !== undefined) await this.#rooted(doc, rooted, undefined);
       else if (error !== undefined) this.#fail(doc.index, doc.file, doc.sha256, error);
       else left.push(doc);
     }
     return left.sort((a, b) => a.index - b.index);
+  }
+
+  /**
+   * Whether the service has `doc` registered on its own, when a receipt in
+   * --receipt-dir of this service says so (per-document register: its own,
+   * or one of the same content under another name) and this store has no
+   * record of it (a cold runner): its digest is asked about as a root's is
+   * (a request step whose session is never kept; the same bound on what is
+   * asked in vain), and a 409 makes it already-registered, that receipt left
+   * as it is and named in its result (verify finds it by digest), rather than paid for again under a new root that would also
+   * replace that receipt. Undefined: no such receipt, or the service does
+   * not have it (it goes into the tree). Throws when the ask failed.
+   */
+  async #registeredAlone(doc: Hashed, plan: ReceiptPlan): Promise<Alone | undefined> {
+    const own = receiptPath(plan, doc.index, doc.sha256);
+    const byDigest = await this.#receiptsByDigest(plan);
+    for (const path of [own, ...(byDigest.get(doc.sha256) ?? []).filter((p) => p !== own)]) {
+      const alone = await registrationIn(path, doc.sha256);
+      if (alone === undefined || alone.baseUrl !== this.#baseUrl) continue;
+      const refused = this.#asks.refusal(doc.sha256, path, (message) => this.#options.io.warn(message));
+      if (refused !== undefined) throw refused;
+      if (!this.#asks.has(doc.sha256)) this.#askedBefore = true;
+      const source = `its receipt ${path}`;
+      const said = await this.#asks.ask(doc.sha256, path, () =>
+        askAboutDocument({ api: this.#api, store: this.#store }, doc.sha256, alone.description, this.#options, source),
+      );
+      if (said.kind === 'failed') throw said.error;
+      if (said.kind === 'absent') return undefined;
+      const service = { message: said.message, retiredSession: undefined };
+      const outcome = { kind: 'already-registered' as const, hash: doc.sha256, entry: undefined, service };
+      return { outcome, kept: path };
+    }
+    return undefined;
+  }
+
+  /** The receipts of --receipt-dir by digest (receiptsByDigest), read once per run. */
+  #receiptsByDigest(plan: ReceiptPlan): Promise<Map<string, string[]>> {
+    this.#byDigest ??= receiptsByDigest(plan.dir);
+    return this.#byDigest;
   }
 
   /**

@@ -473,6 +473,22 @@ export function askAboutRoot(
 }
 
 /**
+ * Asks the service whether it has the document of digest `hash` registered
+ * on its own (see askAbout), for one whose receipt in --receipt-dir
+ * (`source`) says so: `register --aggregate` on a store without its record.
+ * `description`: the one its receipt's record holds.
+ */
+export function askAboutDocument(
+  deps: FlowDeps,
+  hash: string,
+  description: string,
+  flags: Pick<ManifestQuery, 'signed' | 'blockchain'>,
+  source: string,
+): Promise<Asked | { kind: 'absent' }> {
+  return askAbout(deps, { root: hash, description }, flags, source, 'document');
+}
+
+/**
  * Asks the service whether it has the root of `entry`, with a request step
  * whose session is never kept: 409, it has it; a session (2xx, read and
  * valid), it does not, and nothing more is sent for it. Any other answer,
@@ -485,6 +501,7 @@ async function askAbout(
   entry: Pick<TreeEntry, 'root' | 'description'>,
   input: Pick<ManifestQuery, 'signed' | 'blockchain'>,
   source = 'its manifest in --receipt-dir',
+  what: 'root' | 'document' = 'root',
 ): Promise<Asked | { kind: 'absent' }> {
   try {
     const { root: hash, description } = entry;
@@ -494,7 +511,7 @@ async function askAbout(
     if (isAlreadyRegistered(error)) return { kind: 'has', message: error.serviceMessage };
     // Nothing was paid and nothing kept: asking again is the way on (a 5xx has its own hint).
     if (error instanceof NotarizeError && error.hint === undefined) {
-      error.hint = `asking about root ${entry.root} (${source}) got no answer that says whether the service has it; run the same command again once it answers normally`;
+      error.hint = `asking about ${what} ${entry.root} (${source}) got no answer that says whether the service has it; run the same command again once it answers normally`;
     }
     return { kind: 'failed', error };
   }

@@ -329,6 +329,35 @@ export async function proofIn(path: string, hash: string): Promise<EarlierProof 
   return proof && baseUrl !== undefined ? { proof, baseUrl, path } : undefined;
 }
 
+/** A receipt of a document registered on its own (no proof), the service it names, and where it is. */
+export interface EarlierRegistration {
+  baseUrl: string;
+  path: string;
+  /** The description its record holds (what the service registered it with). */
+  description: string;
+}
+
+/**
+ * The receipt at `path` (opened without following a link), when it is a
+ * consistent v1 receipt of the document of digest `hash` registered on its
+ * own (per-document register: no proof); else undefined, a file that
+ * cannot be read included.
+ */
+export async function registrationIn(path: string, hash: string): Promise<EarlierRegistration | undefined> {
+  let text: string | undefined;
+  try {
+    text = await readNoFollow(path);
+  } catch {
+    return undefined;
+  }
+  if (text === undefined) return undefined;
+  const receipt = readReceipt(text);
+  if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase() || receipt.proof !== null) return undefined;
+  if (receipt.baseUrl === undefined) return undefined;
+  const { description } = JSON.parse(receipt.recordJson) as { description?: unknown };
+  return { baseUrl: receipt.baseUrl, path, description: typeof description === 'string' ? description : hash };
+}
+
 /**
  * The path of the receipt already at document `index`'s place when it is a
  * consistent receipt of that document (digest `hash`): a registration the

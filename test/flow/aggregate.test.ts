@@ -1695,6 +1695,52 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     for (const [name, text] of Object.entries(before)) expect(readFileSync(join(receipts, name), 'utf8')).toBe(text);
   });
 
+  it('documents registered one by one, their receipts kept: asked about, nothing paid again, receipts stay', async () => {
+    const docs = await writeDocs('alone', 'registered alone', ['a', 'b']);
+    const receipts = bed.path('alone-receipts');
+    const first = await bed.main(['register', ...docs, '--receipt-dir', receipts, '--quiet'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore() },
+    });
+    expect(first.code, describeRun(first)).toBe(0);
+    const before = Object.fromEntries(readdirSync(receipts).map((n) => [n, readFileSync(join(receipts, n), 'utf8')]));
+
+    // A fresh runner with those receipts, a copy of a (no receipt of its own) and a new document:
+    // a and b are asked about (their own digests; 409), the copy rides on a's answer, the new one
+    // alone goes into a tree. Before, all four went into a new paid tree and a's and b's receipts were replaced.
+    await bed.write('alone/copy-of-a.txt', readFileSync(docs[0]!));
+    const added = [...docs, bed.path('alone/copy-of-a.txt'), ...(await writeDocs('alone', 'registered alone', ['c']))];
+    const again = await onStore(freshStore(), receipts, added);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['login:200', 'request:409', 'request:409', 'request:200', 'forfait:200']);
+    const results = parseResults(again.run.stdout);
+    const receiptOf = (name: string) => join(receipts, `${name}.notarization.json`);
+    expect(results.map((r) => [r.status, r.proof?.treeSize, r.receipt])).toEqual([
+      ['already-registered', undefined, receiptOf('a.txt')],
+      ['already-registered', undefined, receiptOf('b.txt')],
+      ['already-registered', undefined, receiptOf('a.txt')],
+      ['registered', 1, receiptOf('c.txt')],
+    ]);
+    for (const [name, text] of Object.entries(before)) expect(readFileSync(join(receipts, name), 'utf8')).toBe(text);
+    const verify = await bed.main(['verify', '--receipt-dir', receipts, ...added, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore(), NOTARIZE_API_KEY: '' },
+    });
+    expect(verify.code, describeRun(verify)).toBe(0);
+
+    // A receipt of a registration the service does not have (another service's history, or forged)
+    // leaves the document to the tree, its receipt replaced by one with a proof.
+    const forged = await writeDocs('alone', 'never registered', ['d']);
+    const digestOf = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+    const forgedText = readFileSync(receiptOf('a.txt'), 'utf8')
+      .replaceAll(digestOf(docs[0]!), digestOf(forged[0]!))
+      .replace('"name": "a.txt"', '"name": "d.txt"')
+      .replace(/"size": \d+/, `"size": ${readFileSync(forged[0]!).length}`);
+    writeFileSync(receiptOf('d.txt'), forgedText);
+    const third = await onStore(freshStore(), receipts, forged);
+    expect(third.run.code, describeRun(third.run)).toBe(0);
+    expect(third.calls).toEqual(['login:200', 'request:200', 'request:200', 'forfait:200']);
+    expect(parseResults(third.run.stdout).map((r) => [r.status, r.proof?.treeSize])).toEqual([['registered', 1]]);
+  });
+
   it('--aggregate: a copy of a document under a root this store has the record of (not the tree) gets its receipt', async () => {
     const docs = await writeDocs('recorded', 'recorded root', ['a', 'b']);
     const receipts = bed.path('recorded-receipts');
