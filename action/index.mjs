@@ -14806,6 +14806,7 @@ var DocumentRoots;
 var init_register_roots = __esmMin((() => {
 	init_aggregate();
 	init_manifests();
+	init_notarize();
 	init_receipts();
 	init_evidence();
 	init_trees();
@@ -15082,7 +15083,7 @@ var init_register_roots = __esmMin((() => {
 		* error says how to restore it). The trees are read once per run, and only
 		* when a document is hashed: on a cold store there are none.
 		*/
-		async #underRoot(hash) {
+		async #underRoot(hash, waited = false) {
 			if (this.#options.force) return void 0;
 			const { store } = this.#deps;
 			this.#trees ??= Trees.load(store);
@@ -15098,6 +15099,12 @@ var init_register_roots = __esmMin((() => {
 			if (store.readRecord(hash) !== void 0) return void 0;
 			if (tree.state === "planned") {
 				if (store.readUnanswered(tree.entry.root) !== void 0) throw underUnreadRoot(tree.entry.root, "register its documents again");
+				if (!waited && existsSync(store.lockFile(tree.entry.root))) {
+					await locked(this.#deps, tree.entry.root, async () => {});
+					this.#trees = void 0;
+					this.#paidProblems = void 0;
+					return this.#underRoot(hash, true);
+				}
 				return {
 					state: "planned",
 					tree
@@ -17657,6 +17664,7 @@ function checkAggregate(options) {
 }
 var FAIL_FAST_REASON, CONFIRMED_ALONE, Aggregator;
 var init_register_aggregate = __esmMin((() => {
+	init_notarize();
 	init_aggregate();
 	init_evidence();
 	init_manifests();
@@ -17668,6 +17676,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_errors();
 	init_render();
 	init_results();
+	init_safe_text();
 	init_interrupt();
 	init_manifest_files();
 	init_register_roots();
@@ -18020,7 +18029,8 @@ var init_register_aggregate = __esmMin((() => {
 		async #alreadyOnTheirOwn(hashed) {
 			if (this.#options.force) return hashed;
 			const rest = [];
-			const withSession = [];
+			const sessions = [];
+			const inFlight = [];
 			const plan = this.#documents.receipts;
 			const confirmed = await confirmedRoots(this.#store);
 			const unrecorded = [];
@@ -18048,8 +18058,9 @@ var init_register_aggregate = __esmMin((() => {
 					continue;
 				}
 				if (entry === void 0) {
-					if (existsSync(this.#store.pendingFile(doc.sha256))) withSession.push(doc.sha256);
-					rest.push(doc);
+					if (existsSync(this.#store.pendingFile(doc.sha256))) sessions.push(doc);
+					else if (existsSync(this.#store.lockFile(doc.sha256))) inFlight.push(doc);
+					else rest.push(doc);
 					continue;
 				}
 				const outcome = {
@@ -18061,15 +18072,80 @@ var init_register_aggregate = __esmMin((() => {
 				this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receiptDetails(receipt, receiptError)));
 				this.#tally.add(doc.index, receiptError);
 			}
-			if (withSession.length > 0) {
-				const which = someDocuments(withSession.length, withSession[0]);
-				this.#options.io.warn(`${which} also ${withSession.length === 1 ? "has a session" : "have sessions"} of ${withSession.length === 1 ? "its" : "their"} own pending (register --no-complete): this run puts ${withSession.length === 1 ? "it" : "them"} under a Merkle root, and completing such a session would pay a second time; drop it with \`notarize pending drop <hash>\``);
+			const ownWay = [...sessions, ...inFlight].sort((a, b) => a.index - b.index);
+			const trees = ownWay.length === 0 ? void 0 : await Trees.load(this.#store, { holding: new Set(ownWay.map((d) => d.sha256)) });
+			const underRoot = (doc) => {
+				if (trees !== void 0 && trees.problems.length > 0) return true;
+				const placed = trees?.place(doc.sha256);
+				return placed !== void 0 && placed.tree.state !== "planned";
+			};
+			const alone = ownWay.filter((doc) => !underRoot(doc));
+			rest.push(...ownWay.filter(underRoot));
+			rest.sort((a, b) => a.index - b.index);
+			const [rooted, completed] = [sessions.filter(underRoot), sessions.filter((doc) => !underRoot(doc))];
+			if (rooted.length > 0) {
+				const which = someDocuments(rooted.length, rooted[0].sha256);
+				this.#options.io.warn(`${which} also ${rooted.length === 1 ? "has a session" : "have sessions"} of ${rooted.length === 1 ? "its" : "their"} own pending (register --no-complete): this run puts ${rooted.length === 1 ? "it" : "them"} under a Merkle root, and completing such a session would pay a second time; drop it with \`notarize pending drop <hash>\``);
 			}
+			if (completed.length > 0) {
+				const which = someDocuments(completed.length, completed[0].sha256);
+				const one = completed.length === 1;
+				this.#options.io.warn(`${which} ${one ? "has a session" : "have sessions"} of ${one ? "its" : "their"} own pending: ${one ? "it is" : "they are"} completed on ${one ? "its" : "their"} own, not put under a Merkle root (a run stopped after sending ${one ? "its" : "their"} completion may have paid for ${one ? "it" : "them"} already); to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``);
+			}
+			await this.#onTheirOwn(alone);
 			if (unrecorded.length > 0) {
 				const which = someDocuments(unrecorded.length, unrecorded[0]);
 				this.#options.io.warn(`no receipt written for ${which}: the service answered 409 for ${unrecorded.length === 1 ? "it" : "them"} before, and this store has no record to write one from (nothing sent for ${unrecorded.length === 1 ? "it" : "them"})`);
 			}
 			return rest;
+		}
+		/**
+		* Documents whose own registration is under way or left pending (a
+		* session of their own, or their lock held): each goes through the flow
+		* of per-document register, under its lock, never into a tree. That waits
+		* for a live process at work on it (then finds its record), takes over a
+		* dead one's lock, and completes a pending session (a 409 if its
+		* completion went through before) rather than pay a root over a document
+		* that may be paid for already. With neither left by then, the document
+		* is registered on its own: once, never twice.
+		*/
+		async #onTheirOwn(docs) {
+			if (docs.length === 0) return;
+			const options = this.#options;
+			const plan = this.#documents.receipts;
+			const deps = {
+				api: this.#api,
+				store: this.#store,
+				onStep: () => this.#askedBefore = true
+			};
+			await runAll(docs, async (doc) => {
+				const input = {
+					hash: doc.sha256,
+					description: options.description ?? forTerminal(doc.name ?? doc.sha256),
+					custody: false,
+					signed: options.signed,
+					blockchain: options.blockchain,
+					complete: options.complete,
+					force: false
+				};
+				const outcome = await register(deps, input);
+				const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
+				let written = {};
+				if (plan && entry) written = await this.#receipt(plan, doc, entry);
+				else if (plan && outcome.kind === "already-registered") {
+					const kept = await keptReceipt(plan, doc.index, doc.sha256);
+					if (kept !== void 0) written = { receipt: kept };
+				}
+				const { receipt, receiptError } = written;
+				this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receiptDetails(receipt, receiptError)));
+				this.#tally.add(doc.index, receiptError);
+			}, {
+				concurrency: options.concurrency,
+				onSettled: (index, settled) => {
+					const doc = docs[index];
+					if (!settled.ok) this.#fail(doc.index, doc.file, doc.sha256, settledError(settled));
+				}
+			});
 		}
 		#fail(index, file, hash, error) {
 			this.#items.add(index, failedResult(file, hash, error));

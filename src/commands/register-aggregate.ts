@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import type { Outcome } from '../core/notarize.js';
+import { register, type Outcome } from '../core/notarize.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { receiptsByDigest } from '../core/evidence.js';
 import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js';
@@ -16,6 +16,7 @@ import { HashPool } from '../core/hash-pool.js';
 import {
   checkBeforeSending,
   earlierProof,
+  keptReceipt,
   receiptPath,
   registrationIn,
   writeReceipt,
@@ -28,6 +29,7 @@ import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
+import { forTerminal } from '../output/safe-text.js';
 import { owingResult } from '../interrupt.js';
 import { checkManifestPath, manifestNotWritten, writeManifest, writeManifestFirst } from './manifest-files.js';
 import { DocumentRoots, type Rooted } from './register-roots.js';
@@ -433,7 +435,8 @@ export class Aggregator {
   async #alreadyOnTheirOwn(hashed: Hashed[]): Promise<Hashed[]> {
     if (this.#options.force) return hashed;
     const rest: Hashed[] = [];
-    const withSession: string[] = [];
+    const sessions: Hashed[] = [];
+    const inFlight: Hashed[] = [];
     const plan = this.#documents.receipts;
     // Hashes the service answered 409 for, to their request step or completion (no record came): it has them.
     const confirmed = await confirmedRoots(this.#store);
@@ -456,8 +459,11 @@ export class Aggregator {
         continue;
       }
       if (entry === undefined) {
-        if (existsSync(this.#store.pendingFile(doc.sha256))) withSession.push(doc.sha256);
-        rest.push(doc);
+        // Its own session pending (a run stopped, maybe after sending its completion; or --no-complete),
+        // or its lock held (another process at work on it, or one killed there): its own flow settles it.
+        if (existsSync(this.#store.pendingFile(doc.sha256))) sessions.push(doc);
+        else if (existsSync(this.#store.lockFile(doc.sha256))) inFlight.push(doc);
+        else rest.push(doc);
         continue;
       }
       const outcome = { kind: 'already-registered' as const, hash: doc.sha256, entry };
@@ -468,14 +474,42 @@ export class Aggregator {
       );
       this.#tally.add(doc.index, receiptError);
     }
-    if (withSession.length > 0) {
-      const which = someDocuments(withSession.length, withSession[0]!);
+    // Under a tree of this store (registered, confirmed or pending), a document's root answers for it, as
+    // before; else its own registration, under way or left pending, settles it (#onTheirOwn).
+    const ownWay = [...sessions, ...inFlight].sort((a, b) => a.index - b.index);
+    const trees =
+      ownWay.length === 0
+        ? undefined
+        : await Trees.load(this.#store, { holding: new Set(ownWay.map((d) => d.sha256)) });
+    const underRoot = (doc: Hashed) => {
+      // A tree that cannot be read may hold it: placeDocuments stops the run, saying which (nothing paid).
+      if (trees !== undefined && trees.problems.length > 0) return true;
+      const placed = trees?.place(doc.sha256);
+      return placed !== undefined && placed.tree.state !== 'planned';
+    };
+    const alone = ownWay.filter((doc) => !underRoot(doc));
+    rest.push(...ownWay.filter(underRoot));
+    rest.sort((a, b) => a.index - b.index);
+    const [rooted, completed] = [sessions.filter(underRoot), sessions.filter((doc) => !underRoot(doc))];
+    if (rooted.length > 0) {
+      const which = someDocuments(rooted.length, rooted[0]!.sha256);
       this.#options.io.warn(
-        `${which} also ${withSession.length === 1 ? 'has a session' : 'have sessions'} of ${withSession.length === 1 ? 'its' : 'their'} own pending ` +
-          `(register --no-complete): this run puts ${withSession.length === 1 ? 'it' : 'them'} under a Merkle root, and completing ` +
+        `${which} also ${rooted.length === 1 ? 'has a session' : 'have sessions'} of ${rooted.length === 1 ? 'its' : 'their'} own pending ` +
+          `(register --no-complete): this run puts ${rooted.length === 1 ? 'it' : 'them'} under a Merkle root, and completing ` +
           `such a session would pay a second time; drop it with \`notarize pending drop <hash>\``,
       );
     }
+    if (completed.length > 0) {
+      const which = someDocuments(completed.length, completed[0]!.sha256);
+      const one = completed.length === 1;
+      this.#options.io.warn(
+        `${which} ${one ? 'has a session' : 'have sessions'} of ${one ? 'its' : 'their'} own pending: ` +
+          `${one ? 'it is' : 'they are'} completed on ${one ? 'its' : 'their'} own, not put under a Merkle root ` +
+          `(a run stopped after sending ${one ? 'its' : 'their'} completion may have paid for ${one ? 'it' : 'them'} already); ` +
+          `to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``,
+      );
+    }
+    await this.#onTheirOwn(alone);
     if (unrecorded.length > 0) {
       const which = someDocuments(unrecorded.length, unrecorded[0]!);
       this.#options.io.warn(
@@ -484,6 +518,59 @@ export class Aggregator {
       );
     }
     return rest;
+  }
+
+  /**
+   * Documents whose own registration is under way or left pending (a
+   * session of their own, or their lock held): each goes through the flow
+   * of per-document register, under its lock, never into a tree. That waits
+   * for a live process at work on it (then finds its record), takes over a
+   * dead one's lock, and completes a pending session (a 409 if its
+   * completion went through before) rather than pay a root over a document
+   * that may be paid for already. With neither left by then, the document
+   * is registered on its own: once, never twice.
+   */
+  async #onTheirOwn(docs: Hashed[]): Promise<void> {
+    if (docs.length === 0) return;
+    const options = this.#options;
+    const plan = this.#documents.receipts;
+    const deps = { api: this.#api, store: this.#store, onStep: () => (this.#askedBefore = true) };
+    await runAll(
+      docs,
+      async (doc) => {
+        const input = {
+          hash: doc.sha256,
+          description: options.description ?? forTerminal(doc.name ?? doc.sha256),
+          custody: false,
+          signed: options.signed,
+          blockchain: options.blockchain,
+          complete: options.complete,
+          force: false,
+        };
+        const outcome = await register(deps, input);
+        const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
+        let written: { receipt?: string; receiptError?: NotarizeError } = {};
+        if (plan && entry) written = await this.#receipt(plan, doc, entry);
+        // A 409 with no record here: its receipt from an earlier run, if there and of it, answers for it.
+        else if (plan && outcome.kind === 'already-registered') {
+          const kept = await keptReceipt(plan, doc.index, doc.sha256);
+          if (kept !== undefined) written = { receipt: kept };
+        }
+        const { receipt, receiptError } = written;
+        this.#items.add(
+          doc.index,
+          outcomeResult(doc.file, outcome, this.#baseUrl, receiptDetails(receipt, receiptError)),
+        );
+        this.#tally.add(doc.index, receiptError);
+      },
+      {
+        concurrency: options.concurrency,
+        onSettled: (index, settled) => {
+          const doc = docs[index]!;
+          if (!settled.ok) this.#fail(doc.index, doc.file, doc.sha256, settledError(settled));
+        },
+      },
+    );
   }
 
   #fail(index: number, file: string | null, hash: string | null, error: NotarizeError): void {

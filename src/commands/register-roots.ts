@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
 import { askAboutRoot, ManifestIndex, RootAsks, readableRecord } from '../core/manifests.js';
-import type { FlowDeps, Outcome } from '../core/notarize.js';
+import { locked, type FlowDeps, type Outcome } from '../core/notarize.js';
 import type { UnderRoot } from '../output/results.js';
 import type { LedgerEntry } from '../store/service-store.js';
 import { earlierProof, proofIn, type EarlierProof, type ReceiptPlan } from '../core/receipts.js';
@@ -40,6 +40,10 @@ interface DocumentRootsRun {
   /** The asks of the run, when shared with its manifests' (register --aggregate); else its own. */
   asks?: RootAsks;
 }
+
+/** Where a document stands under the trees of this store (#underRoot). */
+type TreeStanding =
+  { state: 'registered' | 'pending'; tree: LoadedTree; proof: InclusionProof } | { state: 'planned'; tree: LoadedTree };
 
 export class DocumentRoots {
   readonly #options: RegisterOptions;
@@ -325,7 +329,7 @@ export class DocumentRoots {
    * error says how to restore it). The trees are read once per run, and only
    * when a document is hashed: on a cold store there are none.
    */
-  async #underRoot(hash: string) {
+  async #underRoot(hash: string, waited = false): Promise<TreeStanding | undefined> {
     if (this.#options.force) return undefined;
     const { store } = this.#deps;
     this.#trees ??= Trees.load(store);
@@ -349,6 +353,15 @@ export class DocumentRoots {
       // well could pay twice: they wait, as in --aggregate, until the root is completed or dropped.
       if (store.readUnanswered(tree.entry.root) !== undefined) {
         throw underUnreadRoot(tree.entry.root, 'register its documents again');
+      }
+      // The run that planted it may be registering its root right now (another process, its request
+      // in flight: the root's lock held). Paying for the document alone meanwhile would cover it twice:
+      // wait for that lock, then look again (registered, pending, or still planned: nothing paid).
+      if (!waited && existsSync(store.lockFile(tree.entry.root))) {
+        await locked(this.#deps, tree.entry.root, async () => {});
+        this.#trees = undefined;
+        this.#paidProblems = undefined;
+        return this.#underRoot(hash, true);
       }
       // Nothing paid for it: the document goes through the flow (the root's leftovers tidied).
       return { state: 'planned' as const, tree };

@@ -951,7 +951,7 @@ describe('switching between --aggregate and per-document registration never pays
     expect(parseResults(run.run.stdout).map((r) => r.status)).toEqual(['failed', 'skipped', 'skipped']);
   });
 
-  it('a document with a session of its own pending goes into the tree; a warning says its session would pay twice', async () => {
+  it('a document with a session of its own pending is completed on its own, never put under a new root', async () => {
     const own = await bed.write('own-pending/a.txt', 'own session a\n');
     await bed.write('own-pending/b.txt', 'own session b\n');
     const pendingOnly = await bed.main(['register', '--no-complete', bed.path('own-pending/a.txt'), '--quiet']);
@@ -960,13 +960,90 @@ describe('switching between --aggregate and per-document registration never pays
     const run = await bed.main(['register', '--aggregate', '-r', bed.path('own-pending'), '--json']);
     expect(run.code, describeRun(run)).toBe(0);
     const [a, b] = parseResults(run.stdout);
-    expect(a).toMatchObject({ status: 'registered', hash: own, proof: { treeSize: 2, leafIndex: 0 } });
-    expect(b).toMatchObject({ status: 'registered', proof: { treeSize: 2, leafIndex: 1 } });
-    expect(run.stderr).toContain(`${own} also has a session of its own pending (register --no-complete)`);
-    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
-    // Its own session is left as it was, for the user to drop.
-    expect(bed.pendingHashes()).toContain(own);
-    expect((await bed.main(['pending', 'drop', own])).code).toBe(0);
+    // Its session may have been sent to forfait by a run that stopped: a root over it could pay twice.
+    expect(a).toMatchObject({ status: 'registered', hash: own, record: { hash: own } });
+    expect(a!.proof).toBeUndefined();
+    expect(b).toMatchObject({ status: 'registered', proof: { treeSize: 1, leafIndex: 0 } });
+    expect(run.stderr).toContain(`${own} has a session of its own pending: it is completed on its own`);
+    const calls = bed.callsSince(mark).map((c) => `${c.route}:${c.path.includes(own) ? 'own' : 'root'}`);
+    expect(calls).toEqual(['forfait:own', 'request:root', 'forfait:root']);
+    expect(bed.pendingHashes()).not.toContain(own);
+  });
+
+  it('a session whose completion went through unanswered: the aggregate completes it (409), pays no root over it', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'lost-own-')) };
+    const [a, b] = await writeDocs('lost-own', 'own completion lost', ['a', 'b']);
+    const [ha, hb] = [a!, b!].map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
+    // The service processes a's completion and the answer is lost: its session stays pending here, paid.
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    const lost = await bed.main(['register', a!, '--quiet'], { env });
+    expect(lost.code, describeRun(lost)).toBe(4);
+    const mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', a!, b!, '--json'], { env });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseResults(run.stdout).map((r) => [r.hash, r.status, r.proof?.treeSize])).toEqual([
+      [ha, 'already-registered', undefined],
+      [hb, 'registered', 1],
+    ]);
+    const calls = bed.callsSince(mark).map((c) => `${c.route}:${c.status}:${c.path.includes(ha!) ? 'a' : ''}`);
+    expect(calls).toEqual(['forfait:409:a', 'request:200:', 'forfait:200:']);
+  });
+
+  it('a per-document run at work on the same documents, in another process: the aggregate waits, pays no root over them', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'race-')) };
+    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
+    for (const [step, fault] of [
+      ['request', 'request:latency=700*2'],
+      ['forfait', 'forfait:latency=700*2'],
+    ] as const) {
+      const docs = await writeDocs(`race-${step}`, `raced at ${step}`, ['a', 'b']);
+      const hashes = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
+      bed.sandbox.addFaults(parseFaults(fault));
+      const mark = bed.mark();
+      const perDocument = bed.run(['register', ...docs, '--quiet'], { env });
+      // Its locks taken (request in flight), or its sessions saved (forfait in flight).
+      const atWork = () =>
+        hashes.every((hash) => existsSync(step === 'request' ? paths.lock(hash) : paths.pending(hash)));
+      for (let i = 0; i < 200 && !atWork(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(atWork(), step).toBe(true);
+      const aggregate = await bed.main(['register', '--aggregate', ...docs, '--json'], { env });
+      const first = await perDocument;
+      expect(first.code, describeRun(first)).toBe(0);
+      expect(aggregate.code, describeRun(aggregate)).toBe(0);
+      expect(parseResults(aggregate.stdout).map((r) => [r.hash, r.status, r.proof])).toEqual(
+        hashes.map((hash) => [hash, 'already-registered', undefined]),
+      );
+      // Two documents, two completions: no root over them.
+      const forfaits = bed.callsSince(mark).filter((c) => c.route === 'forfait');
+      expect(
+        forfaits.map((c) => c.status),
+        step,
+      ).toEqual([200, 200]);
+    }
+  });
+
+  it("an aggregate's root request in flight in another process: per-document register waits for it, pays nothing", async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'race-root-')) };
+    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
+    const docs = await writeDocs('race-root', 'root in flight', ['a', 'b']);
+    const hash = createHash('sha256').update(readFileSync(docs[1]!)).digest('hex');
+    bed.sandbox.addFaults(parseFaults('request:latency=700*1'));
+    const mark = bed.mark();
+    const aggregate = bed.run(['register', '--aggregate', ...docs, '--quiet'], { env });
+    // Its tree planted, its root's lock taken (the request step in flight).
+    const treesDir = join(paths.service, 'trees');
+    const rootLocked = () =>
+      existsSync(treesDir) &&
+      readdirSync(treesDir).some(
+        (name) => /^[0-9a-f]{64}\.json$/.test(name) && existsSync(paths.lock(name.slice(0, 64))),
+      );
+    for (let i = 0; i < 200 && !rootLocked(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(rootLocked()).toBe(true);
+    const alone = await bed.main(['register', docs[1]!, '--output', 'ndjson'], { env });
+    expect((await aggregate).code).toBe(0);
+    expect(alone.code, describeRun(alone)).toBe(0);
+    expect(parseNdjson(alone.stdout)[0]).toMatchObject({ hash, status: 'already-registered', proof: { treeSize: 2 } });
+    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['login', 'request', 'forfait']);
   });
 
   it('a document under a registered root with a session of its own pending: the root answers, the session is pointed out', async () => {
@@ -1012,7 +1089,8 @@ describe('switching between --aggregate and per-document registration never pays
     const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'all-store-')) };
     const [a, b] = await writeDocs('all-pending', 'complete all', ['a', 'b']);
     expect((await bed.main(['register', '--no-complete', a!, b!, '--quiet'], { env })).code).toBe(0);
-    const left = await bed.main(['register', '--aggregate', '--no-complete', a!, b!, '--json'], { env });
+    // --force puts them under a root even so (without it, their own sessions would be completed instead).
+    const left = await bed.main(['register', '--aggregate', '--force', '--no-complete', a!, b!, '--json'], { env });
     expect(left.code, describeRun(left)).toBe(0);
     const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
     const [da, db] = parseResults(left.stdout).map((r) => r.hash!);
@@ -1075,7 +1153,8 @@ describe('switching between --aggregate and per-document registration never pays
     const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'all-damaged-')) };
     const [a, b] = await writeDocs('all-damaged', 'complete all, damaged pending tree', ['a', 'b']);
     expect((await bed.main(['register', '--no-complete', a!, b!, '--quiet'], { env })).code).toBe(0);
-    const left = await bed.main(['register', '--aggregate', '--no-complete', a!, b!, '--json'], { env });
+    // --force puts them under a root even so (without it, their own sessions would be completed instead).
+    const left = await bed.main(['register', '--aggregate', '--force', '--no-complete', a!, b!, '--json'], { env });
     expect(left.code, describeRun(left)).toBe(0);
     const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
     writeFileSync(join(storePaths(env.NOTARIZE_CONFIG_DIR, bed.url).service, 'trees', `${pendingRoot}.json`), '{"cut');
