@@ -9202,483 +9202,6 @@ var init_batch = __esmMin((() => {
 		}
 	};
 }));
-// dist/core/hash.js
-/**
-* SHA-256 of local documents. The file never leaves the machine: only the
-* digest is sent. Files are read in blocks into at most two reused buffers,
-* so memory stays constant whatever the size.
-*
-* A digest is of one version of a file, never a mix of two: the file is
-* opened once, its metadata taken from that descriptor before the first
-* read, exactly that many bytes hashed, and the metadata taken again after
-* (see `checkVersion`). A file written to meanwhile fails with
-* `changed_while_hashed` (exit 2: nothing was sent for it). The size and
-* mtime returned with the digest come from that same fstat, so custody
-* metadata describes the bytes that were hashed.
-*
-* Nothing here can block forever: files are opened O_NONBLOCK (a FIFO's
-* open() would otherwise wait for a writer), and whatever is not a regular
-* file after opening is refused, as are the kernel's pseudo-files (/proc,
-* /sys), whose size says nothing of their content and whose reads may wait
-* (/proc/kmsg) or consume what they return.
-*/
-/**
-* Normalises a user-given SHA-256 digest to the lowercase form the service
-* wants. Throws UsageError (exit 2) for anything else, before any URL is built.
-*/
-function normalizeHash(input) {
-	const trimmed = input.trim();
-	if (!HEX_DIGEST.test(trimmed)) throw new UsageError(`invalid hash '${truncate$1(trimmed)}': expected a SHA-256 digest of 64 hex digits`, {
-		code: "invalid_hash",
-		hint: "compute one with `notarize hash <file>` or `sha256sum <file>`"
-	});
-	return trimmed.toLowerCase();
-}
-/** Hashes a readable stream to its lowercase hex SHA-256 digest. */
-async function hashStream(stream, onProgress) {
-	const hash = createHash("sha256");
-	let bytes = 0;
-	for await (const chunk of stream) {
-		hash.update(chunk);
-		bytes += chunk.length;
-		onProgress?.(bytes);
-	}
-	return hash.digest("hex");
-}
-/** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
-async function openDocument(path) {
-	try {
-		return await open$1(path, OPEN_FLAGS);
-	} catch (error) {
-		throw fileError$1(path, error);
-	}
-}
-/**
-* Hashes one version of a file; throws InputFileError (exit 2) for a missing
-* or unreadable file, one that is not a regular file, or one that changed
-* while it was read (see the module comment).
-*/
-async function hashFile(path, onProgress) {
-	const file = await openDocument(path);
-	try {
-		let before;
-		let read;
-		try {
-			before = await file.stat({ bigint: true });
-			checkRegular(path, before);
-			read = await hashHandle(file, before, onProgress);
-		} catch (error) {
-			throw asInputError(path, error);
-		}
-		return checkVersion(path, before, await fstatAfter(path, file), read);
-	} finally {
-		await file.close();
-	}
-}
-async function fstatAfter(path, file) {
-	try {
-		return await file.stat({ bigint: true });
-	} catch (error) {
-		throw fileError$1(path, error);
-	}
-}
-/**
-* Hashes the first `size` bytes of an open regular file, then tries to read
-* one byte more (which must find none). Reads are at explicit offsets, never
-* past `size`: a file appended to without end still ends its hashing. A file
-* whose fstat moves from `before` between blocks is read no further (see
-* changedSince): fewer bytes than its size are returned.
-* Throws the fs error as is.
-*
-* Reads of full blocks are double-buffered: the next block is read on the
-* thread pool while this thread hashes the previous one, so reading and
-* hashing overlap (`openssl dgst` does one, then the other), and the event
-* loop stays free between blocks for spinners, requests and signals.
-*/
-async function hashHandle(file, before, onProgress) {
-	const size = Number(before.size);
-	const hash = createHash("sha256");
-	const block = Math.min(READ_BLOCK_BYTES, Math.max(MIN_BLOCK_BYTES, size));
-	const buffers = [Buffer.allocUnsafe(block)];
-	const read = (index, position) => file.read(buffers[index], 0, Math.min(block, size - position), position);
-	let current = 0;
-	let bytes = 0;
-	let reading = size > 0 ? read(current, 0) : void 0;
-	try {
-		while (reading) {
-			const { bytesRead } = await reading;
-			reading = void 0;
-			if (bytesRead === 0) break;
-			const filled = buffers[current];
-			bytes += bytesRead;
-			if (bytes < size && changedSince(before, fstatSync(file.fd, { bigint: true }))) break;
-			if (bytes < size) {
-				current = 1 - current;
-				buffers[current] ??= Buffer.allocUnsafe(block);
-				reading = read(current, bytes);
-			}
-			hash.update(filled.subarray(0, bytesRead));
-			onProgress?.(bytes);
-		}
-	} finally {
-		await reading?.catch(() => void 0);
-	}
-	if (bytes < size) return {
-		digest: hash.digest("hex"),
-		bytes,
-		grown: false
-	};
-	const probe = await file.read(buffers[0], 0, 1, bytes);
-	return {
-		digest: hash.digest("hex"),
-		bytes,
-		grown: probe.bytesRead > 0
-	};
-}
-/**
-* Throws unless `info` (an fstat of the opened path) is a regular file of a
-* real file system; see the module comment.
-*/
-function checkRegular(path, info) {
-	if (info.isDirectory()) throw new InputFileError(path, "is a directory", {
-		code: "is_directory",
-		message: `'${path}' is a directory`,
-		hint: "add --recursive to process the files in it"
-	});
-	if (!info.isFile()) throw notRegular(path);
-	if (onPseudoFileSystem(path, info.dev)) throw notRegular(path, "a pseudo-file of the kernel, as in /proc or /sys");
-}
-function notRegular(path, what) {
-	const reason = what ? `not a regular file (${what})` : "not a regular file";
-	return new InputFileError(path, reason, {
-		code: "not_a_file",
-		message: `'${path}' is ${reason}`
-	});
-}
-function onPseudoFileSystem(path, dev) {
-	if (process.platform !== "linux") return false;
-	let known = pseudoByDevice.get(dev);
-	if (known === void 0) {
-		try {
-			known = PSEUDO_FILE_SYSTEMS.has(statfsSync(path).type);
-		} catch {
-			return false;
-		}
-		if (statSync(path, {
-			bigint: true,
-			throwIfNoEntry: false
-		})?.dev === dev) pseudoByDevice.set(dev, known);
-	}
-	return known;
-}
-/**
-* The facts of the hashed version, once sure there was one: `before` and
-* `after` (fstats of the descriptor around the reads) must agree on device,
-* inode, size, mtime and ctime (ns), and all `size` bytes must have been
-* read and none after them. Otherwise the digest may mix two versions:
-* throws `changed_while_hashed` (exit 2) naming the file. (A file renamed
-* over the path meanwhile, as editors save, is not a change of the open one:
-* its digest is of one version, the one opened, and the facts returned are
-* that version's. The path is not stat'ed again: on a batch of small files
-* that stat was a tenth of the time.)
-*/
-function checkVersion(path, before, after, read) {
-	const same = !changedSince(before, after);
-	if (same && read.bytes === Number(before.size) && read.grown) throw notRegular(path, "it reads past its size");
-	if (!same || read.bytes !== Number(before.size)) throw new InputFileError(path, "changed while it was being hashed; hash it again when it is stable", {
-		code: "changed_while_hashed",
-		message: `'${path}' changed while it was being hashed; hash it again when it is stable`
-	});
-	return {
-		hash: read.digest,
-		size: Number(before.size),
-		lastModified: Number(before.mtimeMs)
-	};
-}
-/**
-* Whether two fstats of one descriptor disagree on device, inode, size,
-* mtime or ctime (ns): the file was written to in between. Also checked
-* between the blocks of a large file, so a file being written to stops
-* being read at once instead of at its end (a 400 MB file appended to took
-* its whole hashing time to be refused); ctime never moves back, so what
-* differs there still differs in checkVersion.
-*/
-function changedSince(before, now) {
-	return before.dev !== now.dev || before.ino !== now.ino || before.size !== now.size || before.mtimeNs !== now.mtimeNs || before.ctimeNs !== now.ctimeNs;
-}
-/**
-* Whether a command argument that may be a digest or a file (`show`,
-* `receipt`) is a digest: 64 hex digits, unless a regular file of that name
-* exists.
-*/
-async function isDigestNotFile(target) {
-	if (!/^[0-9a-fA-F]{64}$/.test(target)) return false;
-	return stat(target).then((info) => !info.isFile(), () => true);
-}
-/** An error of hashing `path` as it is reported: an fs error becomes the InputFileError naming the file; others pass. */
-function asInputError(path, error) {
-	if (error instanceof InputFileError) return error;
-	if (typeof error?.code === "string") return fileError$1(path, error);
-	return error;
-}
-/** Why a file could not be read, in a few words, from an fs error (or its code and message). */
-function fileErrorReason(error) {
-	switch (error.code) {
-		case "ENOENT": return "no such file or directory";
-		case "EACCES":
-		case "EPERM": return "permission denied";
-		case "EISDIR": return "is a directory";
-		case "ENOTDIR": return "not a directory";
-		case "ELOOP": return "too many levels of symbolic links";
-		case "ENAMETOOLONG": return "file name too long";
-		case "EAGAIN":
-		case "EWOULDBLOCK": return "not readable without waiting (a device or pseudo-file?)";
-		case "ESPIPE": return "not a regular file";
-		case "ERR_INVALID_ARG_VALUE":
-			if (error.message?.includes("null bytes")) return "the name holds a NUL byte, which no file name can (a NUL-separated list needs -0)";
-			return error.message ?? "unreadable";
-		default: return error.message ?? "unreadable";
-	}
-}
-/** The usage error for a file that cannot be read, from an fs error (or its code and message). */
-function fileError$1(path, error) {
-	if (error.code === "ENXIO") return notRegular(path);
-	return new InputFileError(path, fileErrorReason(error), { cause: error });
-}
-function truncate$1(text) {
-	return text.length > 80 ? `${text.slice(0, 77)}...` : text;
-}
-var HEX_DIGEST, READ_BLOCK_BYTES, MIN_BLOCK_BYTES, OPEN_FLAGS, PSEUDO_FILE_SYSTEMS, pseudoByDevice;
-var init_hash$1 = __esmMin((() => {
-	init_errors();
-	HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
-	READ_BLOCK_BYTES = 2097152;
-	MIN_BLOCK_BYTES = 65536;
-	OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
-	PSEUDO_FILE_SYSTEMS = /* @__PURE__ */ new Set([
-		40864,
-		1650812274,
-		1684170528,
-		1953653091,
-		1935894131,
-		2613483,
-		1667723888,
-		1650812272,
-		3405662737,
-		1634035564
-	]);
-	pseudoByDevice = /* @__PURE__ */ new Map();
-}));
-// dist/core/hash-pool.js
-/**
-* Hashing many files on every core: SHA-256 runs on the thread that calls
-* `update`, so one thread hashes at one core's speed. The pool runs one
-* worker thread per core, each reading files in large blocks into a reused
-* buffer. This thread opens each file and hands the worker its descriptor
-* (descriptors are shared by the threads of a process), so a file is opened
-* once. Small files are hashed here instead, with plain synchronous reads: a
-* worker or thread-pool round trip costs more than hashing 64 KiB. A pool of
-* one hashes everything here: starting a worker would cost more than it saves.
-*
-* The guarantees of hash.ts hold here too: the open is non-blocking, what is
-* not a regular file is refused (never read "to its end" somewhere else: a
-* FIFO or device could block that read forever), exactly the fstat's size is
-* read, and the fstat after the reads must match (`checkVersion`).
-*/
-/**
-* The worker's code. It runs as an `eval` worker, so it must be
-* self-contained: it reaches modules through process.getBuiltinModule, not
-* imports or `require` (which a bundler would rewrite into a helper the
-* worker does not have), and works the same from dist/, from a bundle and
-* from the TypeScript sources under test. It reads `size` bytes with explicit
-* positions from 0, then probes for one more (as hashPrefix does); it stops
-* early when the file is written to meanwhile (see changedSince in hash.ts),
-* and never closes the descriptor: the pool owns it.
-*/
-function workerMain() {
-	const { parentPort } = process.getBuiltinModule("node:worker_threads");
-	const { createHash } = process.getBuiltinModule("node:crypto");
-	const { fstatSync, readSync } = process.getBuiltinModule("node:fs");
-	const buffer = Buffer.allocUnsafe(1048576);
-	parentPort.on("message", (job) => {
-		try {
-			const hash = createHash("sha256");
-			const start = fstatSync(job.fd, { bigint: true });
-			let bytes = 0;
-			while (bytes < job.size) {
-				const n = readSync(job.fd, buffer, 0, Math.min(buffer.length, job.size - bytes), bytes);
-				if (n === 0) break;
-				hash.update(buffer.subarray(0, n));
-				bytes += n;
-				const now = fstatSync(job.fd, { bigint: true });
-				if (now.size !== start.size || now.mtimeNs !== start.mtimeNs || now.ctimeNs !== start.ctimeNs) break;
-			}
-			const grown = bytes === job.size && readSync(job.fd, buffer, 0, 1, bytes) > 0;
-			parentPort.postMessage({
-				id: job.id,
-				digest: hash.digest("hex"),
-				bytes,
-				grown
-			});
-		} catch (error) {
-			const e = error;
-			parentPort.postMessage({
-				id: job.id,
-				error: {
-					code: e.code,
-					message: e.message
-				}
-			});
-		}
-	});
-}
-/**
-* Hashes the first `size` (at most about INLINE_MAX_BYTES) bytes of an open
-* regular file on this thread. Each read asks for one byte more than is
-* left, so the read that ends the file also proves there is nothing after
-* it (no separate probe: a system call per file counts in a batch of
-* millions).
-*/
-function hashSmallFile(fd, size) {
-	const buffer = smallFileBuffer ??= Buffer.allocUnsafe(65537);
-	const hash = createHash("sha256");
-	let bytes = 0;
-	for (;;) {
-		const wanted = Math.min(buffer.length, size + 1 - bytes);
-		const n = readSync(fd, buffer, 0, wanted, bytes);
-		if (n === 0) return {
-			digest: hash.digest("hex"),
-			bytes,
-			grown: false
-		};
-		if (bytes + n > size) {
-			hash.update(buffer.subarray(0, size - bytes));
-			return {
-				digest: hash.digest("hex"),
-				bytes: size,
-				grown: true
-			};
-		}
-		hash.update(buffer.subarray(0, n));
-		bytes += n;
-		if (n < wanted && bytes === size) return {
-			digest: hash.digest("hex"),
-			bytes,
-			grown: false
-		};
-	}
-}
-var smallFileBuffer, HashPool;
-var init_hash_pool = __esmMin((() => {
-	init_hash$1();
-	HashPool = class {
-		size;
-		#workers = [];
-		#queue = [];
-		#nextId = 0;
-		#closed = false;
-		/** `size` defaults to the number of cores the process may use. */
-		constructor(size = availableParallelism()) {
-			this.size = Math.max(1, size);
-		}
-		/** The lowercase hex SHA-256 of a file and the facts of that version; UsageError if it cannot be read. */
-		hash(path) {
-			if (this.size === 1) return hashFile(path);
-			return this.#hash(path);
-		}
-		async #hash(path) {
-			let fd;
-			try {
-				fd = openSync(path, OPEN_FLAGS);
-			} catch (error) {
-				throw fileError$1(path, error);
-			}
-			try {
-				let before;
-				let read;
-				try {
-					before = fstatSync(fd, { bigint: true });
-					checkRegular(path, before);
-					const size = Number(before.size);
-					read = size <= 65536 ? hashSmallFile(fd, size) : await this.#inWorker(fd, path, size);
-					return checkVersion(path, before, fstatSync(fd, { bigint: true }), read);
-				} catch (error) {
-					throw asInputError(path, error);
-				}
-			} finally {
-				closeSync(fd);
-			}
-		}
-		#inWorker(fd, path, size) {
-			if (this.#closed) return Promise.reject(/* @__PURE__ */ new Error("the hash pool is closed"));
-			return new Promise((resolve, reject) => {
-				this.#queue.push({
-					id: this.#nextId++,
-					fd,
-					size,
-					path,
-					resolve,
-					reject
-				});
-				this.#dispatch();
-			});
-		}
-		#dispatch() {
-			while (this.#queue.length > 0) {
-				let slot = this.#workers.find((w) => w.busy === void 0);
-				if (!slot && this.#workers.length < this.size) slot = this.#spawn();
-				if (!slot) return;
-				const job = this.#queue.shift();
-				slot.busy = job;
-				slot.worker.ref();
-				slot.worker.postMessage({
-					id: job.id,
-					fd: job.fd,
-					size: job.size
-				});
-			}
-		}
-		#spawn() {
-			const worker = new Worker(`(${workerMain.toString()})()`, { eval: true });
-			const slot = {
-				worker,
-				busy: void 0
-			};
-			worker.on("message", (reply) => {
-				const job = slot.busy;
-				slot.busy = void 0;
-				slot.worker.unref();
-				if (job) {
-					if ("error" in reply) job.reject(fileError$1(job.path, reply.error));
-					else job.resolve({
-						digest: reply.digest,
-						bytes: reply.bytes,
-						grown: reply.grown
-					});
-				}
-				this.#dispatch();
-			});
-			worker.on("error", (error) => {
-				slot.busy?.reject(error);
-				slot.busy = void 0;
-				this.#workers = this.#workers.filter((w) => w !== slot);
-				this.#dispatch();
-			});
-			this.#workers.push(slot);
-			return slot;
-		}
-		/** Stops the worker threads; files still queued or being hashed are rejected. */
-		async close() {
-			this.#closed = true;
-			const workers = this.#workers;
-			this.#workers = [];
-			const abandoned = [...this.#queue, ...workers.flatMap((w) => w.busy ? [w.busy] : [])];
-			this.#queue = [];
-			await Promise.all(workers.map((w) => w.worker.terminate()));
-			for (const job of abandoned) job.reject(/* @__PURE__ */ new Error("the hash pool was closed before the file was hashed"));
-		}
-	};
-}));
 // dist/api/pages.js
 /** The path of the public verification page of `hash`, for a client that adds its own base URL. */
 function verificationPath(hash) {
@@ -9692,49 +9215,470 @@ var VERIFICATION_PAGE;
 var init_pages = __esmMin((() => {
 	VERIFICATION_PAGE = "/verification/";
 }));
-// dist/store/disk.js
-/** The errno code of `error` or of an error it wraps (StoreError keeps the system's as its cause). */
-function errnoCode(error) {
-	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
-		const code = current.code;
-		if (typeof code === "string" && code in REFUSALS) return code;
-		current = current.cause;
+// dist/exact-json.js
+/**
+* The service's JSON (a record, a session) inside notarize's own JSON
+* output, written exactly as the service sent it. JSON.parse and
+* JSON.stringify would change it: an integer above 2^53 (an Algorand asset
+* id is a uint64) loses digits, `1.50` becomes `1.5`, `1E400` becomes null,
+* and of two equal keys one is lost. So a result holds the text
+* (ExactJson), and stringifyExact writes that text in its place, changing
+* only the whitespace between tokens: one line for NDJSON, indented like
+* the rest for a pretty array.
+*/
+/**
+* JSON.stringify(value, null, indent), with each ExactJson inside written
+* as its own text (its tokens unchanged, its whitespace laid out as the
+* rest). Without `indent`, one line.
+*/
+function stringifyExact(value, indent = 0) {
+	const outer = slotted;
+	const texts = slotted = [];
+	let text;
+	try {
+		text = JSON.stringify(value, null, indent);
+	} finally {
+		slotted = outer;
 	}
+	if (texts.length === 0) return text;
+	const open = `"${TAG}`;
+	let out = "";
+	let from = 0;
+	for (let at = text.indexOf(open); at !== -1; at = text.indexOf(open, from)) {
+		const close = text.indexOf("\"", at + open.length);
+		const json = texts[Number(text.slice(at + open.length, close))];
+		let laid;
+		if (indent === 0) laid = compact$1(json);
+		else {
+			const lineStart = text.lastIndexOf("\n", at) + 1;
+			laid = relaid(json, indent, /^ */.exec(text.slice(lineStart, at))[0].length);
+		}
+		out += text.slice(from, at) + laid;
+		from = close + 1;
+	}
+	return out + text.slice(from);
 }
-/**
-* The UsageError (exit 2) for a disk refusal met under `dir` before anything was
-* sent, or undefined when `error` is no disk refusal (the caller rethrows it).
-*/
-function diskRefusedBeforeSending(error, dir) {
-	return diskRefused(error, dir);
-}
-/**
-* As diskRefusedBeforeSending, for a write whose run already sent something
-* that paid nothing (`sent` says what): exit 1, as exit 2 promises nothing
-* was sent. `elsewhere`: how to write somewhere else instead (the store's
-* directory by default).
-*/
-function diskRefused(error, dir, sent, elsewhere = "point NOTARIZE_CONFIG_DIR elsewhere") {
-	const code = errnoCode(error);
-	if (code === void 0) return void 0;
-	const details = {
-		code: "disk_refused",
-		hint: `free some space there (or ${elsewhere}), then run the command again`,
-		cause: error
+/** `json` on one line (relaid with no indent). */
+function compact$1(json) {
+	if (lastCompact?.json !== json) lastCompact = {
+		json,
+		compact: /\s/.test(json) ? relaid(json, 0) : json
 	};
-	const message = `${REFUSALS[code](dir)} (${code})`;
-	if (sent === void 0) return new UsageError(`${message}; nothing was sent`, details);
-	return new NotarizeError(details.code, EXIT.refused, `${message}; ${sent}`, details);
+	return lastCompact.compact;
 }
-var REFUSALS;
-var init_disk = __esmMin((() => {
+/**
+* JSON text with its whitespace between tokens laid out again: none with
+* indent 0, else as JSON.stringify would with `indent`, nested `depth`
+* spaces deep. Strings and numbers are copied as they are.
+*/
+function relaid(json, indent, depth = 0) {
+	let out = "";
+	let level = 0;
+	const newline = () => indent === 0 ? "" : `\n${" ".repeat(depth + level * indent)}`;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") {
+			const end = stringEnd(json, i);
+			out += json.slice(i, end + 1);
+			i = end;
+		} else if (char === "{" || char === "[") {
+			const close = char === "{" ? "}" : "]";
+			const next = nextToken(json, i + 1);
+			if (json[next] === close) {
+				out += char + close;
+				i = next;
+			} else {
+				level++;
+				out += char + newline();
+			}
+		} else if (char === "}" || char === "]") {
+			level--;
+			out += newline() + char;
+		} else if (char === ",") out += char + newline();
+		else if (char === ":") out += indent === 0 ? ":" : ": ";
+		else if (!isJsonSpace(char)) out += char;
+	}
+	return out;
+}
+function nextToken(json, from) {
+	let i = from;
+	while (i < json.length && isJsonSpace(json[i])) i++;
+	return i;
+}
+function isJsonSpace(char) {
+	return char === " " || char === "	" || char === "\n" || char === "\r";
+}
+/** How deep arrays and objects nest in the JSON text `json` (0 for a scalar). */
+function jsonDepth(json) {
+	let depth = 0;
+	let deepest = 0;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") i = stringEnd(json, i);
+		else if (char === "{" || char === "[") deepest = Math.max(deepest, ++depth);
+		else if (char === "}" || char === "]") depth--;
+	}
+	return deepest;
+}
+/**
+* Whether an object of the JSON text `json` has a key twice (compared as
+* JSON.parse reads them, escapes undone). JSON.parse keeps the last of the
+* two, other readers the first: a receipt that says two things is refused
+* (receipt-format.ts). `json` must be JSON.
+*/
+function hasKeyTwice(json) {
+	const open = [];
+	let atKey = false;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") {
+			const end = stringEnd(json, i);
+			const keys = open.at(-1);
+			if (keys !== void 0 && atKey) {
+				const name = JSON.parse(json.slice(i, end + 1));
+				if (keys.has(name)) return true;
+				keys.add(name);
+				atKey = false;
+			}
+			i = end;
+		} else if (char === "{") {
+			open.push(/* @__PURE__ */ new Set());
+			atKey = true;
+		} else if (char === "[") open.push(void 0);
+		else if (char === "}" || char === "]") {
+			open.pop();
+			atKey = false;
+		} else if (char === ",") atKey = open.at(-1) !== void 0;
+	}
+	return false;
+}
+/**
+* The text of the member `key` of the JSON object `json` (the last one, as
+* JSON.parse keeps the last of equal keys), exactly as written; undefined
+* when `json` is not an object or has no such member. `json` must be JSON.
+*/
+function memberText(json, key) {
+	let i = nextToken(json, 0);
+	if (json[i] !== "{") return void 0;
+	let found;
+	i = nextToken(json, i + 1);
+	while (json[i] === "\"") {
+		const keyEnd = stringEnd(json, i);
+		const name = JSON.parse(json.slice(i, keyEnd + 1));
+		const start = nextToken(json, nextToken(json, keyEnd + 1) + 1);
+		const end = valueEnd(json, start);
+		if (name === key) found = json.slice(start, end);
+		i = nextToken(json, end);
+		if (json[i] === ",") i = nextToken(json, i + 1);
+	}
+	return found;
+}
+/** The index of the closing quote of the string that opens at `start`. */
+function stringEnd(json, start) {
+	let end = start + 1;
+	while (json[end] !== "\"") end += json[end] === "\\" ? 2 : 1;
+	return end;
+}
+/** The index just past the value that starts at `start`. */
+function valueEnd(json, start) {
+	const first = json[start];
+	if (first === "\"") return stringEnd(json, start) + 1;
+	if (first !== "{" && first !== "[") {
+		let end = start;
+		while (end < json.length && !",}] 	\n\r".includes(json[end])) end++;
+		return end;
+	}
+	let depth = 0;
+	for (let i = start; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") i = stringEnd(json, i);
+		else if (char === "{" || char === "[") depth++;
+		else if ((char === "}" || char === "]") && --depth === 0) return i + 1;
+	}
+	return json.length;
+}
+var TAG, slotted, lastChecked, ExactJson, lastCompact;
+var init_exact_json = __esmMin((() => {
+	TAG = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
+	ExactJson = class ExactJson {
+		text;
+		/** `text` must be JSON (see ExactJson.of). */
+		constructor(text) {
+			this.text = text;
+		}
+		/** The text as an ExactJson, or undefined when it is not JSON. */
+		static of(text) {
+			if (text !== lastChecked) {
+				try {
+					JSON.parse(text);
+				} catch {
+					return;
+				}
+				lastChecked = text;
+			}
+			return new ExactJson(text);
+		}
+		/** The value as JSON.parse reads it (numbers as doubles, the last of equal keys). */
+		parsed() {
+			return JSON.parse(this.text);
+		}
+		/**
+		* Within stringifyExact, a slot for the text (JSON.stringify calls this
+		* for every ExactJson it meets, with no replacer to slow every other
+		* value); for any other writer, the parsed value.
+		*/
+		toJSON() {
+			if (slotted === void 0) return this.parsed();
+			slotted.push(this.text);
+			return `${TAG}${slotted.length - 1}`;
+		}
+	};
+}));
+// dist/core/merkle.js
+/**
+* Merkle trees as RFC 9162 (Certificate Transparency 2.0) defines them, over
+* SHA-256, with salted leaves: what an aggregate registration's receipt
+* proves (one registered root, a proof per document leading to it).
+*
+* - Leaf hash (a salted form of RFC 9162 section 2.1.1's leaf input): the
+*   document's SHA-256 followed by a 32-byte random salt, so that a proof
+*   given out for one document says nothing about the others:
+*   leaf = SHA-256(0x00 || SHA-256(document) || salt).
+* - Node hash (2.1.1): SHA-256(0x01 || left || right); the tree is
+*   left-balanced: n leaves split at k, the largest power of two below n;
+*   an odd node is never duplicated.
+* - An inclusion proof is the audit path of 2.1.3.1 (PATH(m, D[n]): the
+*   sibling hashes from leaf m up), checked by `rootFromPath`, the fn/sn
+*   algorithm of 2.1.3.2, as written there.
+*
+* `MerkleTree` builds a tree and gives every leaf's audit path; it builds
+* it bottom up, pairing neighbours level by level and carrying a level's odd
+* last node up unchanged, which gives exactly the RFC's recursive MTH and
+* PATH (test/fixtures/merkle/ holds trees built by the RFC's definitions
+* literally, which the tests compare with this code and fold with
+* `rootFromPath`). Each level is one contiguous buffer: a tree of 100,000
+* leaves holds about 6.4 MB of hashes, not 200,000 objects.
+*/
+/** RFC 9162's leaf hash of a salted document digest: SHA-256(0x00 || documentSha256 || salt). */
+function leafHash(documentSha256, salt) {
+	return createHash("sha256").update(LEAF_PREFIX).update(documentSha256).update(salt).digest();
+}
+/** RFC 9162's interior node hash: SHA-256(0x01 || left || right). */
+function nodeHash(left, right) {
+	return createHash("sha256").update(NODE_PREFIX).update(left).update(right).digest();
+}
+/**
+* The root an inclusion proof leads to, by RFC 9162 section 2.1.3.2, or
+* undefined when the proof cannot be one for (leafIndex, treeSize): an index
+* out of range, or a path of the wrong length.
+*/
+function rootFromPath(leafIndex, treeSize, leaf, path) {
+	if (leafIndex >= treeSize) return void 0;
+	let fn = leafIndex;
+	let sn = treeSize - 1;
+	let r = leaf;
+	for (const p of path) {
+		if (sn === 0) return void 0;
+		if (fn % 2 === 1 || fn === sn) {
+			r = nodeHash(p, r);
+			if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) {
+				fn = Math.floor(fn / 2);
+				sn = Math.floor(sn / 2);
+			}
+		} else r = nodeHash(r, p);
+		fn = Math.floor(fn / 2);
+		sn = Math.floor(sn / 2);
+	}
+	return sn === 0 ? r : void 0;
+}
+/** The `index`th 32-byte digest of a level, as a view (no copy). */
+function digestAt(level, index) {
+	return level.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
+}
+var DIGEST_BYTES, LEAF_PREFIX, NODE_PREFIX, MerkleTree;
+var init_merkle = __esmMin((() => {
+	DIGEST_BYTES = 32;
+	LEAF_PREFIX = Buffer.from([0]);
+	NODE_PREFIX = Buffer.from([1]);
+	MerkleTree = class {
+		/** levels[0] holds the leaf hashes; each next level the nodes above; the last, the root alone. */
+		#levels;
+		/** `leaves`: the leaf hashes, 32 bytes each, in leaf order; at least one. */
+		constructor(leaves) {
+			if (leaves.length === 0 || leaves.length % DIGEST_BYTES !== 0) throw new RangeError("a Merkle tree needs at least one 32-byte leaf hash");
+			this.#levels = [leaves];
+			for (let level = leaves; level.length > DIGEST_BYTES;) {
+				const count = level.length / DIGEST_BYTES;
+				const above = Buffer.allocUnsafe(Math.ceil(count / 2) * DIGEST_BYTES);
+				for (let i = 0; i + 1 < count; i += 2) nodeHash(digestAt(level, i), digestAt(level, i + 1)).copy(above, i / 2 * DIGEST_BYTES);
+				if (count % 2 === 1) digestAt(level, count - 1).copy(above, (count - 1) / 2 * DIGEST_BYTES);
+				this.#levels.push(above);
+				level = above;
+			}
+		}
+		get size() {
+			return this.#levels[0].length / DIGEST_BYTES;
+		}
+		get root() {
+			return digestAt(this.#levels.at(-1), 0);
+		}
+		/** The audit path of leaf `index` (RFC 9162 section 2.1.3.1), from the leaf's sibling up. */
+		path(index) {
+			if (!Number.isInteger(index) || index < 0 || index >= this.size) throw new RangeError(`no leaf ${index}`);
+			const path = [];
+			let i = index;
+			for (const level of this.#levels.slice(0, -1)) {
+				const sibling = i ^ 1;
+				if (sibling * DIGEST_BYTES < level.length) path.push(digestAt(level, sibling));
+				i >>= 1;
+			}
+			return path;
+		}
+	};
+}));
+// dist/core/receipt-format.js
+/**
+* The text of a v1 receipt: two-space indented, keys in the documented
+* order, a final line feed, and the record spliced in as the exact text the
+* service sent (unknown fields, number spellings and all). The slot's JSON
+* spelling, `"\u0000record\u0000"`, cannot come out of any other string:
+* JSON.stringify writes a backslash in a name as `\\`.
+*/
+function receiptText(content) {
+	const { document, baseUrl, registeredAt, proof } = content;
+	if (hasKeyTwice(content.recordJson)) {
+		const hash = proof?.root ?? document.sha256;
+		throw new NotarizeError("record_key_twice", EXIT.refused, `no receipt: the service's record of ${hash} has a key twice in one object, and a receipt of it would be refused`, { hint: `the record is kept in the ledger as the service sent it: \`notarize show ${hash}\` prints it` });
+	}
+	const receipt = {
+		type: RECEIPT_TYPE,
+		version: 1,
+		document: {
+			name: document.name,
+			sha256: document.sha256,
+			size: document.size
+		},
+		record: RECORD_SLOT,
+		service: {
+			baseUrl,
+			verificationUrl: verificationUrl(baseUrl, proof?.root ?? document.sha256)
+		},
+		registeredAt,
+		proof: proof ?? null
+	};
+	return `${JSON.stringify(receipt, null, 2).replace(JSON.stringify(RECORD_SLOT), () => content.recordJson.trim())}\n`;
+}
+/** The first problem zod found, as "field: message". */
+function firstIssue(error) {
+	const issue = error.issues[0];
+	const where = issue.path.join(".");
+	return where ? `${where}: ${issue.message}` : issue.message;
+}
+/**
+* Reads a receipt's text and checks that it holds together (see the module
+* comment). Never throws: anything wrong is an InvalidReceipt saying what.
+*/
+function readReceipt(text) {
+	const invalid = (reason) => ({
+		consistent: false,
+		reason
+	});
+	let value;
+	try {
+		value = JSON.parse(text);
+	} catch {
+		return invalid("the receipt is not JSON");
+	}
+	if (jsonDepth(text) > 64) return invalid(`the receipt nests more than 64 levels deep`);
+	if (typeof value !== "object" || value === null || Array.isArray(value)) return invalid("the receipt is not a JSON object");
+	if (hasKeyTwice(text)) return invalid("the receipt has a key twice in one object");
+	if (!("type" in value)) return readBareRecord(value, text);
+	const { type, version } = value;
+	if (type !== "notarize-receipt") return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
+	if (version !== 1) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
+	const parsed = receiptSchema.safeParse(value);
+	if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
+	const { document, record, service, proof } = parsed.data;
+	const registered = proof?.root ?? document.sha256;
+	if (record.hash.toLowerCase() !== registered) return invalid(proof ? `the receipt's record is of ${record.hash}, not of its proof's root ${registered}` : `the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`);
+	if (proof) {
+		const problem = proofProblem(document.sha256, proof);
+		if (problem) return invalid(problem);
+	}
+	if (!RECEIPT_BASE_URL.test(service.baseUrl)) return invalid("the receipt's service.baseUrl is not an http(s) URL without credentials, query or fragment");
+	const baseUrl = service.baseUrl.replace(/\/$/, "");
+	const expectedUrl = verificationUrl(baseUrl, registered);
+	if (service.verificationUrl !== expectedUrl) return invalid(`the receipt's verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
+	return {
+		consistent: true,
+		format: "v1",
+		sha256: document.sha256,
+		name: document.name,
+		recordJson: memberText(text, "record"),
+		baseUrl,
+		proof
+	};
+}
+/** Why `proof` does not lead from the document of digest `sha256` to its root; undefined when it does. */
+function proofProblem(sha256, proof) {
+	const leaf = leafHash(Buffer.from(sha256, "hex"), Buffer.from(proof.leafSalt, "hex"));
+	const root = rootFromPath(proof.leafIndex, proof.treeSize, leaf, proof.path.map((hash) => Buffer.from(hash, "hex")));
+	if (root === void 0) return `the receipt's proof is no proof for leaf ${proof.leafIndex} of a tree of ${proof.treeSize} (index out of range, or a path of the wrong length)`;
+	if (root.toString("hex") !== proof.root) return `the receipt's proof does not lead from its document to its root ${proof.root} (a wrong salt, index or path)`;
+}
+/** A receipt written before v1: the record alone, whose `hash` is the document's digest. */
+function readBareRecord(value, text) {
+	const hash = value.hash;
+	if (typeof hash !== "string" || !/^[0-9a-fA-F]{64}$/.test(hash)) return {
+		consistent: false,
+		reason: "the receipt is neither a notarize receipt nor a notarization record"
+	};
+	return {
+		consistent: true,
+		format: "record",
+		sha256: hash.toLowerCase(),
+		name: null,
+		recordJson: text.trim(),
+		baseUrl: void 0,
+		proof: null
+	};
+}
+var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema, RECEIPT_BASE_URL;
+var init_receipt_format = __esmMin((() => {
+	init_zod();
+	init_pages();
+	init_exact_json();
 	init_errors();
-	REFUSALS = {
-		ENOSPC: (dir) => `no space left on the device holding ${dir}`,
-		EDQUOT: (dir) => `the disk quota is exceeded on the device holding ${dir}`,
-		EROFS: (dir) => `the device holding ${dir} is read-only`,
-		EFBIG: (dir) => `a file size limit (ulimit -f) stops writes in ${dir}`
-	};
+	init_merkle();
+	RECEIPT_TYPE = "notarize-receipt";
+	RECORD_SLOT = "\0record\0";
+	sha256Hex = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits");
+	PROOF_TYPE = "rfc9162-sha256-salted-leaf";
+	proofSchema = object({
+		type: literal(PROOF_TYPE),
+		leafSalt: sha256Hex,
+		leafIndex: int().nonnegative(),
+		treeSize: int().positive(),
+		path: array(sha256Hex).max(64),
+		root: sha256Hex
+	});
+	receiptSchema = object({
+		type: literal(RECEIPT_TYPE),
+		version: literal(1),
+		document: object({
+			name: string$1().nullable(),
+			sha256: sha256Hex,
+			size: int().nonnegative().nullable()
+		}),
+		record: looseObject({ hash: string$1() }),
+		service: object({
+			baseUrl: string$1(),
+			verificationUrl: string$1()
+		}),
+		registeredAt: datetime({ offset: true }),
+		proof: proofSchema.nullable()
+	});
+	RECEIPT_BASE_URL = /^https?:\/\/[A-Za-z0-9.:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:%/-]*)?$/;
 }));
 // dist/mkdirs.js
 /**
@@ -9892,14 +9836,14 @@ function readRegularFile(file, { onTightened, anyOwner = false }) {
 	} catch (error) {
 		const code = error.code;
 		if (code === "ENOENT") return void 0;
-		if ((code === "ELOOP" || code === "EMLINK") && isLink(file)) throw fileError(file, "it is a symbolic link");
-		throw fileError(file, error.message, error);
+		if ((code === "ELOOP" || code === "EMLINK") && isLink(file)) throw fileError$1(file, "it is a symbolic link");
+		throw fileError$1(file, error.message, error);
 	}
 	try {
 		const info = fstatSync(fd);
-		if (!info.isFile()) throw fileError(file, "it is not a regular file");
+		if (!info.isFile()) throw fileError$1(file, "it is not a regular file");
 		const uid = myUid();
-		if (!anyOwner && uid !== void 0 && info.uid !== uid) throw fileError(file, `it belongs to another user (uid ${info.uid}, you are ${uid})`);
+		if (!anyOwner && uid !== void 0 && info.uid !== uid) throw fileError$1(file, `it belongs to another user (uid ${info.uid}, you are ${uid})`);
 		if (onTightened !== void 0 && process.platform !== "win32" && (info.mode & 63) !== 0) {
 			fchmodSync(fd, info.mode & 448);
 			onTightened?.();
@@ -9907,7 +9851,7 @@ function readRegularFile(file, { onTightened, anyOwner = false }) {
 		return readFileSync(fd, "utf8");
 	} catch (error) {
 		if (error instanceof StoreError) throw error;
-		throw fileError(file, error.message, error);
+		throw fileError$1(file, error.message, error);
 	} finally {
 		closeSync(fd);
 	}
@@ -9919,7 +9863,7 @@ function isLink(path) {
 		return false;
 	}
 }
-function fileError(file, reason, cause) {
+function fileError$1(file, reason, cause) {
 	return new StoreError(file, `cannot read store file ${file}: ${reason}`, {
 		hint: "notarize never reads or writes a store file through a link or owned by someone else: move it aside, or use a store of your own",
 		...cause === void 0 ? {} : { cause }
@@ -10117,6 +10061,1112 @@ var init_files = __esmMin((() => {
 			});
 			return flushes.next;
 		}
+	};
+}));
+// dist/core/receipts.js
+/**
+* Receipt files for CI artifacts (--receipt-dir): `<name>.notarization.json`,
+* a v1 receipt (receipt-format.ts) that travels with the artifact.
+*
+* Everything that can be checked before a registration is sent is checked
+* then (`planReceipts`, `checkBeforeSending`), so that a receipt problem
+* never shows up after a paid completion: the directory is a writable
+* directory, names do not collide within the run and fit the filesystem, and
+* an existing file that is not a receipt of the same digest is refused (one
+* of the same digest, such as a receipt written before v1, is replaced). A write that still fails
+* after the completion (a full disk) is exit 1: something was sent.
+*
+* Names: a file named on the command line gets its file name; a file found
+* under a directory keeps its place below it (`linux/app.tar.gz`); standard
+* input and --hash get the digest. When documents of one run would get the
+* same name, each keeps as many of its parent folders as tell them apart
+* (`register ca/x.txt cb/x.txt` gives `ca/x.txt` and `cb/x.txt`).
+*
+* Links: the receipt directory itself may be anything the user names (a
+* link to their output folder included), but nothing below it is reached
+* through a link. A link where a receipt or one of its folders would be
+* (`R/doc.notarization.json -> /etc/x`, `R/linux -> /elsewhere`) is refused
+* before anything is sent, even with --force: --force replaces receipts, and
+* a link is not one. Folders are created one at a time and each is checked;
+* the receipt itself is written to a new file (O_EXCL|O_NOFOLLOW) that is
+* then renamed (--force) or hard-linked (no --force) to its name, so a link
+* that appears after the check is replaced or refused, never written through.
+* Someone able to write in the receipt directory could still swap a checked
+* folder for a link in the microseconds before the file is created: Node has
+* no openat(); keep the receipt directory your own.
+*/
+/** The folders and name of a path as given, without `.`, `..` or empty segments. */
+function segments(path) {
+	return normalize(path).split(/[/\\]+/).filter((part) => part !== "" && part !== "." && part !== "..");
+}
+/**
+* The names of documents whose first choice collided: each keeps as many of
+* its parent folders as it takes to tell them all apart (`ca/x.txt`,
+* `cb/x.txt`), the same number for the whole group.
+*/
+function distinguish(paths) {
+	const split = new Map(paths.map((path) => [path, segments(path)]));
+	const longest = Math.max(...[...split.values()].map((parts) => parts.length));
+	let names = /* @__PURE__ */ new Map();
+	for (let keep = 2; keep <= longest; keep++) {
+		names = new Map([...split].map(([path, parts]) => [path, parts.slice(-keep).join("/")]));
+		if (new Set(names.values()).size === paths.length) break;
+	}
+	return names;
+}
+/**
+* Whether a path is inside the folder `dir` (--receipt-dir, whose files are
+* receipts, never documents), by where both really are: a --receipt-dir
+* named through a symbolic link (`link/R`, `link` -> `docs`) is the same
+* folder as `docs/R` met walking `docs`. A path's folder is resolved once.
+*/
+function insideDir(dir) {
+	const real = (path) => {
+		try {
+			return realpathSync(path);
+		} catch {
+			return resolve(path);
+		}
+	};
+	const root = real(dir) + sep;
+	const folders = /* @__PURE__ */ new Map();
+	return (path) => {
+		const folder = dirname(resolve(path));
+		let realFolder = folders.get(folder);
+		if (realFolder === void 0) folders.set(folder, realFolder = real(folder));
+		return join(realFolder, basename(path)).startsWith(root);
+	};
+}
+/** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
+function receiptNames(subjects) {
+	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
+	const pathsByName = /* @__PURE__ */ new Map();
+	subjects.forEach((s, i) => {
+		const name = first[i];
+		if (name !== void 0) pathsByName.set(name, (pathsByName.get(name) ?? /* @__PURE__ */ new Set()).add(s.path));
+	});
+	const renamed = /* @__PURE__ */ new Map();
+	for (const paths of pathsByName.values()) if (paths.size > 1) for (const [path, name] of distinguish([...paths])) renamed.set(path, name);
+	const names = first.map((name, i) => name === void 0 ? void 0 : renamed.get(subjects[i].path) ?? name);
+	const owner = /* @__PURE__ */ new Map();
+	names.forEach((name, i) => {
+		if (name === void 0) return;
+		const path = subjects[i].path;
+		const other = owner.get(name);
+		if (other !== void 0 && other !== path) throw new UsageError(`'${other}' and '${path}' would both get the receipt ${name}${RECEIPT_SUFFIX}`, {
+			code: "receipt_collision",
+			hint: "register them in separate runs, or with separate --receipt-dir directories"
+		});
+		owner.set(name, path);
+	});
+	return names;
+}
+/** The folders between the receipt directory and `name`'s receipt: `a/b/x` gives `dir/a`, `dir/a/b`. */
+function foldersOf(dir, name) {
+	const parts = name.split("/").slice(0, -1);
+	return parts.map((_, i) => join(dir, ...parts.slice(0, i + 1)));
+}
+function linkRefused(path, what) {
+	return new UsageError(`${what} ${path} is a symbolic link; notarize never writes a receipt through a link`, {
+		code: "receipt_link",
+		hint: "remove the link and run again, or choose another --receipt-dir; --force does not replace links"
+	});
+}
+/** Throws UsageError when a folder of `name`'s receipt exists as a link or as something other than a folder. */
+async function checkFolders(dir, name) {
+	for (const folder of foldersOf(dir, name)) {
+		let info;
+		try {
+			info = await lstat(folder);
+		} catch {
+			return;
+		}
+		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
+		if (!info.isDirectory()) throw new UsageError(`receipt folder ${folder} exists and is not a directory`, {
+			code: "receipt_exists",
+			hint: "remove it and run again, or choose another --receipt-dir"
+		});
+	}
+}
+/**
+* Creates the folders of `name`'s receipt one at a time, none through a
+* link: an existing one must be a real directory (see the module comment).
+*/
+async function makeFolders(dir, name) {
+	for (const folder of foldersOf(dir, name)) try {
+		await mkdir(folder);
+	} catch (error) {
+		if (error.code !== "EEXIST") throw error;
+		const info = await lstat(folder);
+		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
+		if (!info.isDirectory()) throw new Error(`${folder} exists and is not a directory`);
+	}
+}
+/** The content of an existing receipt, read without following a link; undefined if unreadable. */
+async function readNoFollow(path) {
+	try {
+		const handle = await open$1(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+		try {
+			return (await handle.stat()).isFile() ? await handle.readFile("utf8") : void 0;
+		} finally {
+			await handle.close();
+		}
+	} catch {
+		return;
+	}
+}
+/** Throws UsageError when `name`'s receipt cannot exist on a usual filesystem. */
+function checkFits(dir, name) {
+	const path = join(dir, `${name}${RECEIPT_SUFFIX}`);
+	if (Math.max(...path.split("/").map((part) => Buffer.byteLength(part))) > MAX_NAME_BYTES || Buffer.byteLength(path) > MAX_PATH_BYTES) throw new UsageError(`the receipt name for '${name}' is too long for the filesystem`, {
+		code: "receipt_name_too_long",
+		hint: `file names may have at most ${MAX_NAME_BYTES} bytes: rename the document or register it without --receipt-dir`
+	});
+}
+/**
+* Creates the receipt directory if needed and proves it is a directory this
+* process can write in (by creating and removing a file there), then names
+* every document's receipt. Throws UsageError (nothing was sent yet).
+*/
+async function planReceipts(dir, subjects) {
+	const notUsable = (why, cause) => new UsageError(`--receipt-dir ${dir} ${why}`, {
+		code: "receipt_dir",
+		hint: "name a directory you can write in (it is created if missing)",
+		...cause === void 0 ? {} : { cause }
+	});
+	try {
+		makeDirs(dir, 511);
+	} catch (error) {
+		const code = error.code;
+		throw notUsable(code === "EEXIST" || code === "ENOTDIR" ? "is not a directory" : `cannot be created (${code})`, error);
+	}
+	if (!(await stat(dir)).isDirectory()) throw notUsable("is not a directory");
+	const probe = join(dir, `.notarize-probe-${uniqueSuffix()}`);
+	try {
+		await writeFile(probe, "", { flag: "wx" });
+	} catch (error) {
+		throw notUsable(`is not writable (${error.code})`, error);
+	}
+	await rm(probe, { force: true });
+	const names = receiptNames(subjects);
+	for (const name of names) {
+		if (name === void 0) continue;
+		checkFits(dir, name);
+		await checkFolders(dir, name);
+	}
+	return {
+		dir,
+		names,
+		flushes: new DirFlushes()
+	};
+}
+/** The receipt path of document `index`, whose digest is `hash`. */
+function receiptPath(plan, index, hash) {
+	return join(plan.dir, `${plan.names[index] ?? hash}${RECEIPT_SUFFIX}`);
+}
+/**
+* Before document `index` is sent: an existing receipt is refused (UsageError,
+* nothing sent) unless it is a receipt of this very digest from the service
+* at `baseUrl` (which the new one replaces; another service's is evidence
+* of another registration) or `overwrite` allows replacing it. A store with no record of the
+* hash (a cold CI runner) cannot write a new one if the service answers 409:
+* the receipt already there then stays the document's evidence. A link at
+* the receipt or one of its folders is refused whatever `overwrite`.
+*/
+async function checkBeforeSending(plan, index, hash, overwrite, baseUrl) {
+	const path = receiptPath(plan, index, hash);
+	const name = plan.names[index] ?? hash;
+	checkFits(plan.dir, name);
+	await checkFolders(plan.dir, name);
+	let info;
+	try {
+		info = await lstat(path);
+	} catch {
+		return;
+	}
+	if (info.isSymbolicLink()) throw linkRefused(path, "receipt");
+	if (!info.isFile()) throw new UsageError(`receipt ${path} exists and is not a regular file`, {
+		code: "receipt_exists",
+		hint: "remove it and run again, or choose another --receipt-dir"
+	});
+	if (overwrite) return;
+	const text = await readNoFollow(path);
+	const receipt = text === void 0 ? void 0 : readReceipt(text);
+	if (receipt?.consistent && receipt.sha256 === hash.toLowerCase()) {
+		if (receipt.baseUrl === void 0 || receipt.baseUrl === baseUrl) return;
+		throw new UsageError(`receipt ${path} is of this document's registration with another service (${receipt.baseUrl}): a new receipt would replace that evidence`, {
+			code: "receipt_exists",
+			hint: "move it aside and keep it (it proves that registration), or choose another --receipt-dir (--force overwrites it, but also registers the document again)"
+		});
+	}
+	throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
+		code: "receipt_exists",
+		hint: "remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)"
+	});
+}
+/**
+* The proof in the receipt already at document `index`'s place, when it is
+* a consistent receipt of that document (digest `hash`) under a Merkle root
+* (an earlier `register --aggregate`); else undefined. A file that cannot be
+* read says nothing here: checkBeforeSending judges it.
+*/
+function earlierProof(plan, index, hash) {
+	return proofIn(receiptPath(plan, index, hash), hash);
+}
+/**
+* The proof in the receipt at `path` (opened without following a link),
+* when it is a consistent receipt of the document of digest `hash` under a
+* Merkle root, with the base URL it names; else undefined, a file that
+* cannot be read included.
+*/
+async function proofIn(path, hash) {
+	let text;
+	try {
+		text = await readNoFollow(path);
+	} catch {
+		return;
+	}
+	if (text === void 0) return void 0;
+	const receipt = readReceipt(text);
+	if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase()) return void 0;
+	const { proof, baseUrl } = receipt;
+	return proof && baseUrl !== void 0 ? {
+		proof,
+		baseUrl,
+		path
+	} : void 0;
+}
+/**
+* The receipt at `path` (opened without following a link), when it is a
+* consistent v1 receipt of the document of digest `hash` registered on its
+* own (per-document register: no proof); else undefined, a file that
+* cannot be read included.
+*/
+async function registrationIn(path, hash) {
+	let text;
+	try {
+		text = await readNoFollow(path);
+	} catch {
+		return;
+	}
+	if (text === void 0) return void 0;
+	const receipt = readReceipt(text);
+	if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase() || receipt.proof !== null) return void 0;
+	if (receipt.baseUrl === void 0) return void 0;
+	const { description } = JSON.parse(receipt.recordJson);
+	return {
+		baseUrl: receipt.baseUrl,
+		path,
+		description: typeof description === "string" ? description : hash
+	};
+}
+/**
+* The path of the receipt already at document `index`'s place when it is a
+* consistent receipt of that document (digest `hash`), else of one under
+* another name in the folder (`elsewhere`: the receipts by digest): a
+* registration the service confirmed with no record here leaves it as it
+* is, and it still answers for the document; else undefined.
+*/
+async function keptReceipt(plan, index, hash, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map())) {
+	const own = receiptPath(plan, index, hash);
+	for (const path of [own, ...((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)]) try {
+		if (isReceiptOf(await readNoFollow(path), hash)) return path;
+	} catch {}
+}
+/** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
+function isReceiptOf(text, hash) {
+	if (text === void 0) return false;
+	const receipt = readReceipt(text);
+	return receipt.consistent && receipt.sha256 === hash.toLowerCase();
+}
+/**
+* Writes `text`, the receipt of document `index` (digest `hash`), after its
+* registration ended, and returns its path. Identical content already there
+* is left as is; another receipt of the same digest is replaced. A failure
+* here comes after something was sent: exit 1, never 2.
+*/
+async function writeReceipt(plan, index, hash, text, overwrite) {
+	const path = receiptPath(plan, index, hash);
+	const failed = (message, cause) => new NotarizeError("receipt_write", EXIT.refused, message, {
+		hint: `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`,
+		cause
+	});
+	try {
+		await makeFolders(plan.dir, plan.names[index] ?? hash);
+		const existing = await readNoFollow(path);
+		if (existing === text) return path;
+		if ((await lstat(path).catch(() => void 0))?.isSymbolicLink()) throw linkRefused(path, "receipt");
+		await writeFileAtomic(path, text, {
+			mode: 438,
+			replace: overwrite || isReceiptOf(existing, hash),
+			flushes: plan.flushes
+		});
+		return path;
+	} catch (error) {
+		if (error instanceof UsageError) throw failed(error.message, error);
+		const code = error.code;
+		const existing = code === "EEXIST" ? await readNoFollow(path) : void 0;
+		if (existing === text) return path;
+		if (code === "EEXIST" && existing !== void 0) throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
+		throw failed(`the receipt ${path} could not be written: ${error.message}`, error);
+	}
+}
+var RECEIPT_SUFFIX, MAX_NAME_BYTES, MAX_PATH_BYTES;
+var init_receipts = __esmMin((() => {
+	init_errors();
+	init_mkdirs();
+	init_files();
+	init_receipt_format();
+	RECEIPT_SUFFIX = ".notarization.json";
+	MAX_NAME_BYTES = 255;
+	MAX_PATH_BYTES = 4095;
+}));
+// dist/core/evidence.js
+/**
+* What `verify` checks a document's digest against, with no network: its
+* receipt if one is found, else the local ledger. For each document the
+* first source found decides, in this order:
+*   1. `--receipt <file>` (one document only),
+*   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
+*      written for it there (same names: receipts.ts receiptNames); when there
+*      is none of that name, a receipt there of its digest (names depend on
+*      the documents of a run: one registered beside a namesake elsewhere got
+*      `a/x.txt.notarization.json`, and verify of it alone would look for
+*      `x.txt.notarization.json`),
+*   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
+*   4. the ledger of the current service.
+* A receipt found is never passed over for a later source: the receipt the
+* user points at, or keeps with the artifact, is what is checked. Given
+* --receipt-dir, the user names where the receipts are: a receipt beside a
+* document (in the folder of build outputs, which anything in the build
+* can write to) must not stand in for one missing there.
+*/
+/**
+* The text of the receipt at `path`, or undefined when there is none (no
+* such file, or a folder on the way is not one). Throws UsageError when one
+* is there but cannot be read as a receipt file: not a regular file,
+* unreadable, or larger than MAX_RECEIPT_BYTES. Opened non-blocking and
+* checked before any read, as every input is (core/hash.ts): a FIFO put
+* where a receipt is looked for is refused, never waited on.
+*/
+function readReceiptFile(path) {
+	return new Promise((resolve) => resolve(readReceiptText(path)));
+}
+/**
+* readReceiptFile's work, synchronous: a receipt is read in a call or two
+* (receiptsByDigest reads thousands, where streams cost more than the reads).
+*/
+function readReceiptText(path) {
+	const unreadable = (error) => new UsageError(`cannot read the receipt ${path}: ${error.code ?? error.message}`, {
+		code: "receipt_unreadable",
+		cause: error
+	});
+	let fd;
+	try {
+		fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+	} catch (error) {
+		const code = error.code;
+		if (code === "ENOENT" || code === "ENOTDIR") return void 0;
+		throw unreadable(error);
+	}
+	let bytes;
+	try {
+		const info = fstatSync(fd);
+		if (!info.isFile()) throw new Error("not a regular file");
+		bytes = readAtMost(fd, info.size, MAX_RECEIPT_BYTES);
+	} catch (error) {
+		throw unreadable(error);
+	} finally {
+		closeSync(fd);
+	}
+	if (bytes === void 0) throw new UsageError(`the receipt ${path} is larger than ${MAX_RECEIPT_BYTES} bytes`, {
+		code: "receipt_unreadable",
+		hint: "a receipt is a small JSON file: check that this file is one"
+	});
+	return bytes.toString("utf8");
+}
+/**
+* The bytes of the open file `fd` to its end, or undefined past `limit`
+* (never more than `limit` + 1 read). `size`, its fstat size, is only where
+* the buffer starts: a file that grew meanwhile is read to its end too.
+*/
+function readAtMost(fd, size, limit) {
+	let buffer = Buffer.allocUnsafe(Math.min(size, limit) + 1);
+	let length = 0;
+	for (;;) {
+		if (length === buffer.length) {
+			if (length > limit) return void 0;
+			const larger = Buffer.allocUnsafe(Math.min(length * 2, limit + 1));
+			buffer.copy(larger, 0, 0, length);
+			buffer = larger;
+		}
+		const read = readSync(fd, buffer, length, buffer.length - length, length);
+		if (read === 0) return buffer.subarray(0, length);
+		length += read;
+	}
+}
+/** The verdict of a digest against a receipt's text. */
+function judgeByReceipt(hash, path, text) {
+	const receipt = readReceipt(text);
+	const found = {
+		source: "receipt",
+		receipt: path
+	};
+	if (!receipt.consistent) return {
+		status: "invalid",
+		...found,
+		reason: receipt.reason
+	};
+	if (receipt.sha256 !== hash) return {
+		status: "modified",
+		...found,
+		reason: `its receipt is of another digest, ${receipt.sha256}`
+	};
+	return {
+		status: "verified",
+		...found,
+		recordJson: receipt.recordJson,
+		...receipt.baseUrl === void 0 ? {} : { baseUrl: receipt.baseUrl },
+		...receipt.proof ? { proof: receipt.proof } : {}
+	};
+}
+/** The verdict of a digest against the ledger (see ledger.ts). */
+function judgeByLedger(ledger, hash, name) {
+	const verdict = ledger.verdict(hash, name);
+	if (verdict.status === "verified") {
+		const { entry, proof } = verdict;
+		return {
+			status: "verified",
+			source: "ledger",
+			recordJson: entry.recordJson,
+			...proof ? { proof } : {}
+		};
+	}
+	if (verdict.status === "modified") return {
+		status: "modified",
+		source: "ledger",
+		reason: `'${verdict.name}' was notarized with digest ${verdict.sha256} (${verdict.completedAt})`
+	};
+	if (verdict.damaged) return {
+		status: "unknown",
+		reason: `its ledger entry is no proof: ${verdict.damaged.message}`
+	};
+	if (verdict.confirmedUnder !== void 0) return {
+		status: "unknown",
+		reason: `the service said it has ${verdict.confirmedUnder === hash ? "it" : `the Merkle root ${verdict.confirmedUnder} that holds it`} (a 409), but this store never received the record, so nothing here proves it: its page on the service may show it; a receipt written when it was registered would verify it`
+	};
+	return { status: "unknown" };
+}
+/**
+* The receipts under `dir` (walked, links not followed, name order) by the
+* digest each says its document has: every one that says so, as the first
+* may not hold together (Evidence.judge checks each in turn). Read with
+* JSON.parse alone, not checked: this only finds receipts whose name was not
+* the one looked for. Files that cannot be read are passed over.
+*/
+async function receiptsByDigest(dir) {
+	const found = /* @__PURE__ */ new Map();
+	const walk = async (folder) => {
+		let entries;
+		try {
+			entries = await readdir(folder, { withFileTypes: true });
+		} catch {
+			return;
+		}
+		entries.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+		for (const entry of entries) {
+			const path = join(folder, entry.name);
+			if (entry.isDirectory()) await walk(path);
+			else if (entry.isFile() && entry.name.endsWith(".notarization.json")) {
+				const sha256 = claimedDigest(readQuietly(path));
+				if (sha256 !== void 0) found.set(sha256, [...found.get(sha256) ?? [], path]);
+			}
+		}
+	};
+	await walk(dir);
+	return found;
+}
+/** readReceiptText, or undefined for a file that cannot be read as a receipt file (passed over). */
+function readQuietly(path) {
+	try {
+		return readReceiptText(path);
+	} catch {
+		return;
+	}
+}
+/** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
+function claimedDigest(text) {
+	let value;
+	try {
+		value = text === void 0 ? void 0 : JSON.parse(text);
+	} catch {
+		return;
+	}
+	if (typeof value !== "object" || value === null) return void 0;
+	const { document, hash } = value;
+	const claimed = document?.sha256 ?? hash;
+	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
+}
+var MAX_RECEIPT_BYTES, Evidence;
+var init_evidence = __esmMin((() => {
+	init_errors();
+	init_receipt_format();
+	init_receipts();
+	MAX_RECEIPT_BYTES = 1048576;
+	Evidence = class {
+		#sources;
+		#ledger;
+		/** --receipt-dir's receipts by the digest they name, read the first time a document's named receipt is missing. */
+		#byDigest;
+		constructor(sources, ledger) {
+			this.#sources = sources;
+			this.#ledger = ledger;
+		}
+		/** The finding for document `index` (`item`) of digest `hash`. Throws UsageError for a receipt that cannot be read. */
+		async judge(item, index, hash) {
+			const { receipt, receiptDir } = this.#sources;
+			if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
+			const candidates = [];
+			if (receiptDir) candidates.push(join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`));
+			else if (item.kind === "file") candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
+			for (const path of candidates) {
+				const text = await readReceiptFile(path);
+				if (text !== void 0) return judgeByReceipt(hash, path, text);
+			}
+			if (receiptDir) {
+				this.#byDigest ??= receiptsByDigest(receiptDir.dir);
+				for (const path of (await this.#byDigest).get(hash) ?? []) {
+					const text = readQuietly(path);
+					const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
+					if (finding?.status === "verified") return {
+						...finding,
+						byDigest: true
+					};
+				}
+			}
+			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
+		}
+	};
+}));
+// dist/core/hash.js
+/**
+* SHA-256 of local documents. The file never leaves the machine: only the
+* digest is sent. Files are read in blocks into at most two reused buffers,
+* so memory stays constant whatever the size.
+*
+* A digest is of one version of a file, never a mix of two: the file is
+* opened once, its metadata taken from that descriptor before the first
+* read, exactly that many bytes hashed, and the metadata taken again after
+* (see `checkVersion`). A file written to meanwhile fails with
+* `changed_while_hashed` (exit 2: nothing was sent for it). The size and
+* mtime returned with the digest come from that same fstat, so custody
+* metadata describes the bytes that were hashed.
+*
+* Nothing here can block forever: files are opened O_NONBLOCK (a FIFO's
+* open() would otherwise wait for a writer), and whatever is not a regular
+* file after opening is refused, as are the kernel's pseudo-files (/proc,
+* /sys), whose size says nothing of their content and whose reads may wait
+* (/proc/kmsg) or consume what they return.
+*/
+/**
+* Normalises a user-given SHA-256 digest to the lowercase form the service
+* wants. Throws UsageError (exit 2) for anything else, before any URL is built.
+*/
+function normalizeHash(input) {
+	const trimmed = input.trim();
+	if (!HEX_DIGEST.test(trimmed)) throw new UsageError(`invalid hash '${truncate$1(trimmed)}': expected a SHA-256 digest of 64 hex digits`, {
+		code: "invalid_hash",
+		hint: "compute one with `notarize hash <file>` or `sha256sum <file>`"
+	});
+	return trimmed.toLowerCase();
+}
+/** Hashes a readable stream to its lowercase hex SHA-256 digest. */
+async function hashStream(stream, onProgress) {
+	const hash = createHash("sha256");
+	let bytes = 0;
+	for await (const chunk of stream) {
+		hash.update(chunk);
+		bytes += chunk.length;
+		onProgress?.(bytes);
+	}
+	return hash.digest("hex");
+}
+/** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
+async function openDocument(path) {
+	try {
+		return await open$1(path, OPEN_FLAGS);
+	} catch (error) {
+		throw fileError(path, error);
+	}
+}
+/**
+* Hashes one version of a file; throws InputFileError (exit 2) for a missing
+* or unreadable file, one that is not a regular file, or one that changed
+* while it was read (see the module comment).
+*/
+async function hashFile(path, onProgress) {
+	const file = await openDocument(path);
+	try {
+		let before;
+		let read;
+		try {
+			before = await file.stat({ bigint: true });
+			checkRegular(path, before);
+			read = await hashHandle(file, before, onProgress);
+		} catch (error) {
+			throw asInputError(path, error);
+		}
+		return checkVersion(path, before, await fstatAfter(path, file), read);
+	} finally {
+		await file.close();
+	}
+}
+async function fstatAfter(path, file) {
+	try {
+		return await file.stat({ bigint: true });
+	} catch (error) {
+		throw fileError(path, error);
+	}
+}
+/**
+* Hashes the first `size` bytes of an open regular file, then tries to read
+* one byte more (which must find none). Reads are at explicit offsets, never
+* past `size`: a file appended to without end still ends its hashing. A file
+* whose fstat moves from `before` between blocks is read no further (see
+* changedSince): fewer bytes than its size are returned.
+* Throws the fs error as is.
+*
+* Reads of full blocks are double-buffered: the next block is read on the
+* thread pool while this thread hashes the previous one, so reading and
+* hashing overlap (`openssl dgst` does one, then the other), and the event
+* loop stays free between blocks for spinners, requests and signals.
+*/
+async function hashHandle(file, before, onProgress) {
+	const size = Number(before.size);
+	const hash = createHash("sha256");
+	const block = Math.min(READ_BLOCK_BYTES, Math.max(MIN_BLOCK_BYTES, size));
+	const buffers = [Buffer.allocUnsafe(block)];
+	const read = (index, position) => file.read(buffers[index], 0, Math.min(block, size - position), position);
+	let current = 0;
+	let bytes = 0;
+	let reading = size > 0 ? read(current, 0) : void 0;
+	try {
+		while (reading) {
+			const { bytesRead } = await reading;
+			reading = void 0;
+			if (bytesRead === 0) break;
+			const filled = buffers[current];
+			bytes += bytesRead;
+			if (bytes < size && changedSince(before, fstatSync(file.fd, { bigint: true }))) break;
+			if (bytes < size) {
+				current = 1 - current;
+				buffers[current] ??= Buffer.allocUnsafe(block);
+				reading = read(current, bytes);
+			}
+			hash.update(filled.subarray(0, bytesRead));
+			onProgress?.(bytes);
+		}
+	} finally {
+		await reading?.catch(() => void 0);
+	}
+	if (bytes < size) return {
+		digest: hash.digest("hex"),
+		bytes,
+		grown: false
+	};
+	const probe = await file.read(buffers[0], 0, 1, bytes);
+	return {
+		digest: hash.digest("hex"),
+		bytes,
+		grown: probe.bytesRead > 0
+	};
+}
+/**
+* Throws unless `info` (an fstat of the opened path) is a regular file of a
+* real file system; see the module comment.
+*/
+function checkRegular(path, info) {
+	if (info.isDirectory()) throw new InputFileError(path, "is a directory", {
+		code: "is_directory",
+		message: `'${path}' is a directory`,
+		hint: "add --recursive to process the files in it"
+	});
+	if (!info.isFile()) throw notRegular(path);
+	if (onPseudoFileSystem(path, info.dev)) throw notRegular(path, "a pseudo-file of the kernel, as in /proc or /sys");
+}
+function notRegular(path, what) {
+	const reason = what ? `not a regular file (${what})` : "not a regular file";
+	return new InputFileError(path, reason, {
+		code: "not_a_file",
+		message: `'${path}' is ${reason}`
+	});
+}
+function onPseudoFileSystem(path, dev) {
+	if (process.platform !== "linux") return false;
+	let known = pseudoByDevice.get(dev);
+	if (known === void 0) {
+		try {
+			known = PSEUDO_FILE_SYSTEMS.has(statfsSync(path).type);
+		} catch {
+			return false;
+		}
+		if (statSync(path, {
+			bigint: true,
+			throwIfNoEntry: false
+		})?.dev === dev) pseudoByDevice.set(dev, known);
+	}
+	return known;
+}
+/**
+* The facts of the hashed version, once sure there was one: `before` and
+* `after` (fstats of the descriptor around the reads) must agree on device,
+* inode, size, mtime and ctime (ns), and all `size` bytes must have been
+* read and none after them. Otherwise the digest may mix two versions:
+* throws `changed_while_hashed` (exit 2) naming the file. (A file renamed
+* over the path meanwhile, as editors save, is not a change of the open one:
+* its digest is of one version, the one opened, and the facts returned are
+* that version's. The path is not stat'ed again: on a batch of small files
+* that stat was a tenth of the time.)
+*/
+function checkVersion(path, before, after, read) {
+	const same = !changedSince(before, after);
+	if (same && read.bytes === Number(before.size) && read.grown) throw notRegular(path, "it reads past its size");
+	if (!same || read.bytes !== Number(before.size)) throw new InputFileError(path, "changed while it was being hashed; hash it again when it is stable", {
+		code: "changed_while_hashed",
+		message: `'${path}' changed while it was being hashed; hash it again when it is stable`
+	});
+	return {
+		hash: read.digest,
+		size: Number(before.size),
+		lastModified: Number(before.mtimeMs)
+	};
+}
+/**
+* Whether two fstats of one descriptor disagree on device, inode, size,
+* mtime or ctime (ns): the file was written to in between. Also checked
+* between the blocks of a large file, so a file being written to stops
+* being read at once instead of at its end (a 400 MB file appended to took
+* its whole hashing time to be refused); ctime never moves back, so what
+* differs there still differs in checkVersion.
+*/
+function changedSince(before, now) {
+	return before.dev !== now.dev || before.ino !== now.ino || before.size !== now.size || before.mtimeNs !== now.mtimeNs || before.ctimeNs !== now.ctimeNs;
+}
+/**
+* Whether a command argument that may be a digest or a file (`show`,
+* `receipt`) is a digest: 64 hex digits, unless a regular file of that name
+* exists.
+*/
+async function isDigestNotFile(target) {
+	if (!/^[0-9a-fA-F]{64}$/.test(target)) return false;
+	return stat(target).then((info) => !info.isFile(), () => true);
+}
+/** An error of hashing `path` as it is reported: an fs error becomes the InputFileError naming the file; others pass. */
+function asInputError(path, error) {
+	if (error instanceof InputFileError) return error;
+	if (typeof error?.code === "string") return fileError(path, error);
+	return error;
+}
+/** Why a file could not be read, in a few words, from an fs error (or its code and message). */
+function fileErrorReason(error) {
+	switch (error.code) {
+		case "ENOENT": return "no such file or directory";
+		case "EACCES":
+		case "EPERM": return "permission denied";
+		case "EISDIR": return "is a directory";
+		case "ENOTDIR": return "not a directory";
+		case "ELOOP": return "too many levels of symbolic links";
+		case "ENAMETOOLONG": return "file name too long";
+		case "EAGAIN":
+		case "EWOULDBLOCK": return "not readable without waiting (a device or pseudo-file?)";
+		case "ESPIPE": return "not a regular file";
+		case "ERR_INVALID_ARG_VALUE":
+			if (error.message?.includes("null bytes")) return "the name holds a NUL byte, which no file name can (a NUL-separated list needs -0)";
+			return error.message ?? "unreadable";
+		default: return error.message ?? "unreadable";
+	}
+}
+/** The usage error for a file that cannot be read, from an fs error (or its code and message). */
+function fileError(path, error) {
+	if (error.code === "ENXIO") return notRegular(path);
+	return new InputFileError(path, fileErrorReason(error), { cause: error });
+}
+function truncate$1(text) {
+	return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+var HEX_DIGEST, READ_BLOCK_BYTES, MIN_BLOCK_BYTES, OPEN_FLAGS, PSEUDO_FILE_SYSTEMS, pseudoByDevice;
+var init_hash$1 = __esmMin((() => {
+	init_errors();
+	HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
+	READ_BLOCK_BYTES = 2097152;
+	MIN_BLOCK_BYTES = 65536;
+	OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
+	PSEUDO_FILE_SYSTEMS = /* @__PURE__ */ new Set([
+		40864,
+		1650812274,
+		1684170528,
+		1953653091,
+		1935894131,
+		2613483,
+		1667723888,
+		1650812272,
+		3405662737,
+		1634035564
+	]);
+	pseudoByDevice = /* @__PURE__ */ new Map();
+}));
+// dist/core/hash-pool.js
+/**
+* Hashing many files on every core: SHA-256 runs on the thread that calls
+* `update`, so one thread hashes at one core's speed. The pool runs one
+* worker thread per core, each reading files in large blocks into a reused
+* buffer. This thread opens each file and hands the worker its descriptor
+* (descriptors are shared by the threads of a process), so a file is opened
+* once. Small files are hashed here instead, with plain synchronous reads: a
+* worker or thread-pool round trip costs more than hashing 64 KiB. A pool of
+* one hashes everything here: starting a worker would cost more than it saves.
+*
+* The guarantees of hash.ts hold here too: the open is non-blocking, what is
+* not a regular file is refused (never read "to its end" somewhere else: a
+* FIFO or device could block that read forever), exactly the fstat's size is
+* read, and the fstat after the reads must match (`checkVersion`).
+*/
+/**
+* The worker's code. It runs as an `eval` worker, so it must be
+* self-contained: it reaches modules through process.getBuiltinModule, not
+* imports or `require` (which a bundler would rewrite into a helper the
+* worker does not have), and works the same from dist/, from a bundle and
+* from the TypeScript sources under test. It reads `size` bytes with explicit
+* positions from 0, then probes for one more (as hashPrefix does); it stops
+* early when the file is written to meanwhile (see changedSince in hash.ts),
+* and never closes the descriptor: the pool owns it.
+*/
+function workerMain() {
+	const { parentPort } = process.getBuiltinModule("node:worker_threads");
+	const { createHash } = process.getBuiltinModule("node:crypto");
+	const { fstatSync, readSync } = process.getBuiltinModule("node:fs");
+	const buffer = Buffer.allocUnsafe(1048576);
+	parentPort.on("message", (job) => {
+		try {
+			const hash = createHash("sha256");
+			const start = fstatSync(job.fd, { bigint: true });
+			let bytes = 0;
+			while (bytes < job.size) {
+				const n = readSync(job.fd, buffer, 0, Math.min(buffer.length, job.size - bytes), bytes);
+				if (n === 0) break;
+				hash.update(buffer.subarray(0, n));
+				bytes += n;
+				const now = fstatSync(job.fd, { bigint: true });
+				if (now.size !== start.size || now.mtimeNs !== start.mtimeNs || now.ctimeNs !== start.ctimeNs) break;
+			}
+			const grown = bytes === job.size && readSync(job.fd, buffer, 0, 1, bytes) > 0;
+			parentPort.postMessage({
+				id: job.id,
+				digest: hash.digest("hex"),
+				bytes,
+				grown
+			});
+		} catch (error) {
+			const e = error;
+			parentPort.postMessage({
+				id: job.id,
+				error: {
+					code: e.code,
+					message: e.message
+				}
+			});
+		}
+	});
+}
+/**
+* Hashes the first `size` (at most about INLINE_MAX_BYTES) bytes of an open
+* regular file on this thread. Each read asks for one byte more than is
+* left, so the read that ends the file also proves there is nothing after
+* it (no separate probe: a system call per file counts in a batch of
+* millions).
+*/
+function hashSmallFile(fd, size) {
+	const buffer = smallFileBuffer ??= Buffer.allocUnsafe(65537);
+	const hash = createHash("sha256");
+	let bytes = 0;
+	for (;;) {
+		const wanted = Math.min(buffer.length, size + 1 - bytes);
+		const n = readSync(fd, buffer, 0, wanted, bytes);
+		if (n === 0) return {
+			digest: hash.digest("hex"),
+			bytes,
+			grown: false
+		};
+		if (bytes + n > size) {
+			hash.update(buffer.subarray(0, size - bytes));
+			return {
+				digest: hash.digest("hex"),
+				bytes: size,
+				grown: true
+			};
+		}
+		hash.update(buffer.subarray(0, n));
+		bytes += n;
+		if (n < wanted && bytes === size) return {
+			digest: hash.digest("hex"),
+			bytes,
+			grown: false
+		};
+	}
+}
+var smallFileBuffer, HashPool;
+var init_hash_pool = __esmMin((() => {
+	init_hash$1();
+	HashPool = class {
+		size;
+		#workers = [];
+		#queue = [];
+		#nextId = 0;
+		#closed = false;
+		/** `size` defaults to the number of cores the process may use. */
+		constructor(size = availableParallelism()) {
+			this.size = Math.max(1, size);
+		}
+		/** The lowercase hex SHA-256 of a file and the facts of that version; UsageError if it cannot be read. */
+		hash(path) {
+			if (this.size === 1) return hashFile(path);
+			return this.#hash(path);
+		}
+		async #hash(path) {
+			let fd;
+			try {
+				fd = openSync(path, OPEN_FLAGS);
+			} catch (error) {
+				throw fileError(path, error);
+			}
+			try {
+				let before;
+				let read;
+				try {
+					before = fstatSync(fd, { bigint: true });
+					checkRegular(path, before);
+					const size = Number(before.size);
+					read = size <= 65536 ? hashSmallFile(fd, size) : await this.#inWorker(fd, path, size);
+					return checkVersion(path, before, fstatSync(fd, { bigint: true }), read);
+				} catch (error) {
+					throw asInputError(path, error);
+				}
+			} finally {
+				closeSync(fd);
+			}
+		}
+		#inWorker(fd, path, size) {
+			if (this.#closed) return Promise.reject(/* @__PURE__ */ new Error("the hash pool is closed"));
+			return new Promise((resolve, reject) => {
+				this.#queue.push({
+					id: this.#nextId++,
+					fd,
+					size,
+					path,
+					resolve,
+					reject
+				});
+				this.#dispatch();
+			});
+		}
+		#dispatch() {
+			while (this.#queue.length > 0) {
+				let slot = this.#workers.find((w) => w.busy === void 0);
+				if (!slot && this.#workers.length < this.size) slot = this.#spawn();
+				if (!slot) return;
+				const job = this.#queue.shift();
+				slot.busy = job;
+				slot.worker.ref();
+				slot.worker.postMessage({
+					id: job.id,
+					fd: job.fd,
+					size: job.size
+				});
+			}
+		}
+		#spawn() {
+			const worker = new Worker(`(${workerMain.toString()})()`, { eval: true });
+			const slot = {
+				worker,
+				busy: void 0
+			};
+			worker.on("message", (reply) => {
+				const job = slot.busy;
+				slot.busy = void 0;
+				slot.worker.unref();
+				if (job) {
+					if ("error" in reply) job.reject(fileError(job.path, reply.error));
+					else job.resolve({
+						digest: reply.digest,
+						bytes: reply.bytes,
+						grown: reply.grown
+					});
+				}
+				this.#dispatch();
+			});
+			worker.on("error", (error) => {
+				slot.busy?.reject(error);
+				slot.busy = void 0;
+				this.#workers = this.#workers.filter((w) => w !== slot);
+				this.#dispatch();
+			});
+			this.#workers.push(slot);
+			return slot;
+		}
+		/** Stops the worker threads; files still queued or being hashed are rejected. */
+		async close() {
+			this.#closed = true;
+			const workers = this.#workers;
+			this.#workers = [];
+			const abandoned = [...this.#queue, ...workers.flatMap((w) => w.busy ? [w.busy] : [])];
+			this.#queue = [];
+			await Promise.all(workers.map((w) => w.worker.terminate()));
+			for (const job of abandoned) job.reject(/* @__PURE__ */ new Error("the hash pool was closed before the file was hashed"));
+		}
+	};
+}));
+// dist/store/disk.js
+/** The errno code of `error` or of an error it wraps (StoreError keeps the system's as its cause). */
+function errnoCode(error) {
+	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+		const code = current.code;
+		if (typeof code === "string" && code in REFUSALS) return code;
+		current = current.cause;
+	}
+}
+/**
+* The UsageError (exit 2) for a disk refusal met under `dir` before anything was
+* sent, or undefined when `error` is no disk refusal (the caller rethrows it).
+*/
+function diskRefusedBeforeSending(error, dir) {
+	return diskRefused(error, dir);
+}
+/**
+* As diskRefusedBeforeSending, for a write whose run already sent something
+* that paid nothing (`sent` says what): exit 1, as exit 2 promises nothing
+* was sent. `elsewhere`: how to write somewhere else instead (the store's
+* directory by default).
+*/
+function diskRefused(error, dir, sent, elsewhere = "point NOTARIZE_CONFIG_DIR elsewhere") {
+	const code = errnoCode(error);
+	if (code === void 0) return void 0;
+	const details = {
+		code: "disk_refused",
+		hint: `free some space there (or ${elsewhere}), then run the command again`,
+		cause: error
+	};
+	const message = `${REFUSALS[code](dir)} (${code})`;
+	if (sent === void 0) return new UsageError(`${message}; nothing was sent`, details);
+	return new NotarizeError(details.code, EXIT.refused, `${message}; ${sent}`, details);
+}
+var REFUSALS;
+var init_disk = __esmMin((() => {
+	init_errors();
+	REFUSALS = {
+		ENOSPC: (dir) => `no space left on the device holding ${dir}`,
+		EDQUOT: (dir) => `the disk quota is exceeded on the device holding ${dir}`,
+		EROFS: (dir) => `the device holding ${dir} is read-only`,
+		EFBIG: (dir) => `a file size limit (ulimit -f) stops writes in ${dir}`
 	};
 }));
 // dist/store/lock.js
@@ -11068,820 +12118,6 @@ var init_notarize = __esmMin((() => {
 	REQUEST_ANSWERED_409 = "request answered 409";
 	DEFAULT_LOCK_WAIT_MS = 6e4;
 	MAX_QUOTED_CHARS = 4e3;
-}));
-// dist/exact-json.js
-/**
-* The service's JSON (a record, a session) inside notarize's own JSON
-* output, written exactly as the service sent it. JSON.parse and
-* JSON.stringify would change it: an integer above 2^53 (an Algorand asset
-* id is a uint64) loses digits, `1.50` becomes `1.5`, `1E400` becomes null,
-* and of two equal keys one is lost. So a result holds the text
-* (ExactJson), and stringifyExact writes that text in its place, changing
-* only the whitespace between tokens: one line for NDJSON, indented like
-* the rest for a pretty array.
-*/
-/**
-* JSON.stringify(value, null, indent), with each ExactJson inside written
-* as its own text (its tokens unchanged, its whitespace laid out as the
-* rest). Without `indent`, one line.
-*/
-function stringifyExact(value, indent = 0) {
-	const outer = slotted;
-	const texts = slotted = [];
-	let text;
-	try {
-		text = JSON.stringify(value, null, indent);
-	} finally {
-		slotted = outer;
-	}
-	if (texts.length === 0) return text;
-	const open = `"${TAG}`;
-	let out = "";
-	let from = 0;
-	for (let at = text.indexOf(open); at !== -1; at = text.indexOf(open, from)) {
-		const close = text.indexOf("\"", at + open.length);
-		const json = texts[Number(text.slice(at + open.length, close))];
-		let laid;
-		if (indent === 0) laid = compact$1(json);
-		else {
-			const lineStart = text.lastIndexOf("\n", at) + 1;
-			laid = relaid(json, indent, /^ */.exec(text.slice(lineStart, at))[0].length);
-		}
-		out += text.slice(from, at) + laid;
-		from = close + 1;
-	}
-	return out + text.slice(from);
-}
-/** `json` on one line (relaid with no indent). */
-function compact$1(json) {
-	if (lastCompact?.json !== json) lastCompact = {
-		json,
-		compact: /\s/.test(json) ? relaid(json, 0) : json
-	};
-	return lastCompact.compact;
-}
-/**
-* JSON text with its whitespace between tokens laid out again: none with
-* indent 0, else as JSON.stringify would with `indent`, nested `depth`
-* spaces deep. Strings and numbers are copied as they are.
-*/
-function relaid(json, indent, depth = 0) {
-	let out = "";
-	let level = 0;
-	const newline = () => indent === 0 ? "" : `\n${" ".repeat(depth + level * indent)}`;
-	for (let i = 0; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") {
-			const end = stringEnd(json, i);
-			out += json.slice(i, end + 1);
-			i = end;
-		} else if (char === "{" || char === "[") {
-			const close = char === "{" ? "}" : "]";
-			const next = nextToken(json, i + 1);
-			if (json[next] === close) {
-				out += char + close;
-				i = next;
-			} else {
-				level++;
-				out += char + newline();
-			}
-		} else if (char === "}" || char === "]") {
-			level--;
-			out += newline() + char;
-		} else if (char === ",") out += char + newline();
-		else if (char === ":") out += indent === 0 ? ":" : ": ";
-		else if (!isJsonSpace(char)) out += char;
-	}
-	return out;
-}
-function nextToken(json, from) {
-	let i = from;
-	while (i < json.length && isJsonSpace(json[i])) i++;
-	return i;
-}
-function isJsonSpace(char) {
-	return char === " " || char === "	" || char === "\n" || char === "\r";
-}
-/** How deep arrays and objects nest in the JSON text `json` (0 for a scalar). */
-function jsonDepth(json) {
-	let depth = 0;
-	let deepest = 0;
-	for (let i = 0; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") i = stringEnd(json, i);
-		else if (char === "{" || char === "[") deepest = Math.max(deepest, ++depth);
-		else if (char === "}" || char === "]") depth--;
-	}
-	return deepest;
-}
-/**
-* Whether an object of the JSON text `json` has a key twice (compared as
-* JSON.parse reads them, escapes undone). JSON.parse keeps the last of the
-* two, other readers the first: a receipt that says two things is refused
-* (receipt-format.ts). `json` must be JSON.
-*/
-function hasKeyTwice(json) {
-	const open = [];
-	let atKey = false;
-	for (let i = 0; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") {
-			const end = stringEnd(json, i);
-			const keys = open.at(-1);
-			if (keys !== void 0 && atKey) {
-				const name = JSON.parse(json.slice(i, end + 1));
-				if (keys.has(name)) return true;
-				keys.add(name);
-				atKey = false;
-			}
-			i = end;
-		} else if (char === "{") {
-			open.push(/* @__PURE__ */ new Set());
-			atKey = true;
-		} else if (char === "[") open.push(void 0);
-		else if (char === "}" || char === "]") {
-			open.pop();
-			atKey = false;
-		} else if (char === ",") atKey = open.at(-1) !== void 0;
-	}
-	return false;
-}
-/**
-* The text of the member `key` of the JSON object `json` (the last one, as
-* JSON.parse keeps the last of equal keys), exactly as written; undefined
-* when `json` is not an object or has no such member. `json` must be JSON.
-*/
-function memberText(json, key) {
-	let i = nextToken(json, 0);
-	if (json[i] !== "{") return void 0;
-	let found;
-	i = nextToken(json, i + 1);
-	while (json[i] === "\"") {
-		const keyEnd = stringEnd(json, i);
-		const name = JSON.parse(json.slice(i, keyEnd + 1));
-		const start = nextToken(json, nextToken(json, keyEnd + 1) + 1);
-		const end = valueEnd(json, start);
-		if (name === key) found = json.slice(start, end);
-		i = nextToken(json, end);
-		if (json[i] === ",") i = nextToken(json, i + 1);
-	}
-	return found;
-}
-/** The index of the closing quote of the string that opens at `start`. */
-function stringEnd(json, start) {
-	let end = start + 1;
-	while (json[end] !== "\"") end += json[end] === "\\" ? 2 : 1;
-	return end;
-}
-/** The index just past the value that starts at `start`. */
-function valueEnd(json, start) {
-	const first = json[start];
-	if (first === "\"") return stringEnd(json, start) + 1;
-	if (first !== "{" && first !== "[") {
-		let end = start;
-		while (end < json.length && !",}] 	\n\r".includes(json[end])) end++;
-		return end;
-	}
-	let depth = 0;
-	for (let i = start; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") i = stringEnd(json, i);
-		else if (char === "{" || char === "[") depth++;
-		else if ((char === "}" || char === "]") && --depth === 0) return i + 1;
-	}
-	return json.length;
-}
-var TAG, slotted, lastChecked, ExactJson, lastCompact;
-var init_exact_json = __esmMin((() => {
-	TAG = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
-	ExactJson = class ExactJson {
-		text;
-		/** `text` must be JSON (see ExactJson.of). */
-		constructor(text) {
-			this.text = text;
-		}
-		/** The text as an ExactJson, or undefined when it is not JSON. */
-		static of(text) {
-			if (text !== lastChecked) {
-				try {
-					JSON.parse(text);
-				} catch {
-					return;
-				}
-				lastChecked = text;
-			}
-			return new ExactJson(text);
-		}
-		/** The value as JSON.parse reads it (numbers as doubles, the last of equal keys). */
-		parsed() {
-			return JSON.parse(this.text);
-		}
-		/**
-		* Within stringifyExact, a slot for the text (JSON.stringify calls this
-		* for every ExactJson it meets, with no replacer to slow every other
-		* value); for any other writer, the parsed value.
-		*/
-		toJSON() {
-			if (slotted === void 0) return this.parsed();
-			slotted.push(this.text);
-			return `${TAG}${slotted.length - 1}`;
-		}
-	};
-}));
-// dist/core/merkle.js
-/**
-* Merkle trees as RFC 9162 (Certificate Transparency 2.0) defines them, over
-* SHA-256, with salted leaves: what an aggregate registration's receipt
-* proves (one registered root, a proof per document leading to it).
-*
-* - Leaf hash (a salted form of RFC 9162 section 2.1.1's leaf input): the
-*   document's SHA-256 followed by a 32-byte random salt, so that a proof
-*   given out for one document says nothing about the others:
-*   leaf = SHA-256(0x00 || SHA-256(document) || salt).
-* - Node hash (2.1.1): SHA-256(0x01 || left || right); the tree is
-*   left-balanced: n leaves split at k, the largest power of two below n;
-*   an odd node is never duplicated.
-* - An inclusion proof is the audit path of 2.1.3.1 (PATH(m, D[n]): the
-*   sibling hashes from leaf m up), checked by `rootFromPath`, the fn/sn
-*   algorithm of 2.1.3.2, as written there.
-*
-* `MerkleTree` builds a tree and gives every leaf's audit path; it builds
-* it bottom up, pairing neighbours level by level and carrying a level's odd
-* last node up unchanged, which gives exactly the RFC's recursive MTH and
-* PATH (test/fixtures/merkle/ holds trees built by the RFC's definitions
-* literally, which the tests compare with this code and fold with
-* `rootFromPath`). Each level is one contiguous buffer: a tree of 100,000
-* leaves holds about 6.4 MB of hashes, not 200,000 objects.
-*/
-/** RFC 9162's leaf hash of a salted document digest: SHA-256(0x00 || documentSha256 || salt). */
-function leafHash(documentSha256, salt) {
-	return createHash("sha256").update(LEAF_PREFIX).update(documentSha256).update(salt).digest();
-}
-/** RFC 9162's interior node hash: SHA-256(0x01 || left || right). */
-function nodeHash(left, right) {
-	return createHash("sha256").update(NODE_PREFIX).update(left).update(right).digest();
-}
-/**
-* The root an inclusion proof leads to, by RFC 9162 section 2.1.3.2, or
-* undefined when the proof cannot be one for (leafIndex, treeSize): an index
-* out of range, or a path of the wrong length.
-*/
-function rootFromPath(leafIndex, treeSize, leaf, path) {
-	if (leafIndex >= treeSize) return void 0;
-	let fn = leafIndex;
-	let sn = treeSize - 1;
-	let r = leaf;
-	for (const p of path) {
-		if (sn === 0) return void 0;
-		if (fn % 2 === 1 || fn === sn) {
-			r = nodeHash(p, r);
-			if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) {
-				fn = Math.floor(fn / 2);
-				sn = Math.floor(sn / 2);
-			}
-		} else r = nodeHash(r, p);
-		fn = Math.floor(fn / 2);
-		sn = Math.floor(sn / 2);
-	}
-	return sn === 0 ? r : void 0;
-}
-/** The `index`th 32-byte digest of a level, as a view (no copy). */
-function digestAt(level, index) {
-	return level.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
-}
-var DIGEST_BYTES, LEAF_PREFIX, NODE_PREFIX, MerkleTree;
-var init_merkle = __esmMin((() => {
-	DIGEST_BYTES = 32;
-	LEAF_PREFIX = Buffer.from([0]);
-	NODE_PREFIX = Buffer.from([1]);
-	MerkleTree = class {
-		/** levels[0] holds the leaf hashes; each next level the nodes above; the last, the root alone. */
-		#levels;
-		/** `leaves`: the leaf hashes, 32 bytes each, in leaf order; at least one. */
-		constructor(leaves) {
-			if (leaves.length === 0 || leaves.length % DIGEST_BYTES !== 0) throw new RangeError("a Merkle tree needs at least one 32-byte leaf hash");
-			this.#levels = [leaves];
-			for (let level = leaves; level.length > DIGEST_BYTES;) {
-				const count = level.length / DIGEST_BYTES;
-				const above = Buffer.allocUnsafe(Math.ceil(count / 2) * DIGEST_BYTES);
-				for (let i = 0; i + 1 < count; i += 2) nodeHash(digestAt(level, i), digestAt(level, i + 1)).copy(above, i / 2 * DIGEST_BYTES);
-				if (count % 2 === 1) digestAt(level, count - 1).copy(above, (count - 1) / 2 * DIGEST_BYTES);
-				this.#levels.push(above);
-				level = above;
-			}
-		}
-		get size() {
-			return this.#levels[0].length / DIGEST_BYTES;
-		}
-		get root() {
-			return digestAt(this.#levels.at(-1), 0);
-		}
-		/** The audit path of leaf `index` (RFC 9162 section 2.1.3.1), from the leaf's sibling up. */
-		path(index) {
-			if (!Number.isInteger(index) || index < 0 || index >= this.size) throw new RangeError(`no leaf ${index}`);
-			const path = [];
-			let i = index;
-			for (const level of this.#levels.slice(0, -1)) {
-				const sibling = i ^ 1;
-				if (sibling * DIGEST_BYTES < level.length) path.push(digestAt(level, sibling));
-				i >>= 1;
-			}
-			return path;
-		}
-	};
-}));
-// dist/core/receipt-format.js
-/**
-* The text of a v1 receipt: two-space indented, keys in the documented
-* order, a final line feed, and the record spliced in as the exact text the
-* service sent (unknown fields, number spellings and all). The slot's JSON
-* spelling, `"\u0000record\u0000"`, cannot come out of any other string:
-* JSON.stringify writes a backslash in a name as `\\`.
-*/
-function receiptText(content) {
-	const { document, baseUrl, registeredAt, proof } = content;
-	if (hasKeyTwice(content.recordJson)) {
-		const hash = proof?.root ?? document.sha256;
-		throw new NotarizeError("record_key_twice", EXIT.refused, `no receipt: the service's record of ${hash} has a key twice in one object, and a receipt of it would be refused`, { hint: `the record is kept in the ledger as the service sent it: \`notarize show ${hash}\` prints it` });
-	}
-	const receipt = {
-		type: RECEIPT_TYPE,
-		version: 1,
-		document: {
-			name: document.name,
-			sha256: document.sha256,
-			size: document.size
-		},
-		record: RECORD_SLOT,
-		service: {
-			baseUrl,
-			verificationUrl: verificationUrl(baseUrl, proof?.root ?? document.sha256)
-		},
-		registeredAt,
-		proof: proof ?? null
-	};
-	return `${JSON.stringify(receipt, null, 2).replace(JSON.stringify(RECORD_SLOT), () => content.recordJson.trim())}\n`;
-}
-/** The first problem zod found, as "field: message". */
-function firstIssue(error) {
-	const issue = error.issues[0];
-	const where = issue.path.join(".");
-	return where ? `${where}: ${issue.message}` : issue.message;
-}
-/**
-* Reads a receipt's text and checks that it holds together (see the module
-* comment). Never throws: anything wrong is an InvalidReceipt saying what.
-*/
-function readReceipt(text) {
-	const invalid = (reason) => ({
-		consistent: false,
-		reason
-	});
-	let value;
-	try {
-		value = JSON.parse(text);
-	} catch {
-		return invalid("the receipt is not JSON");
-	}
-	if (jsonDepth(text) > 64) return invalid(`the receipt nests more than 64 levels deep`);
-	if (typeof value !== "object" || value === null || Array.isArray(value)) return invalid("the receipt is not a JSON object");
-	if (hasKeyTwice(text)) return invalid("the receipt has a key twice in one object");
-	if (!("type" in value)) return readBareRecord(value, text);
-	const { type, version } = value;
-	if (type !== "notarize-receipt") return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
-	if (version !== 1) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
-	const parsed = receiptSchema.safeParse(value);
-	if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
-	const { document, record, service, proof } = parsed.data;
-	const registered = proof?.root ?? document.sha256;
-	if (record.hash.toLowerCase() !== registered) return invalid(proof ? `the receipt's record is of ${record.hash}, not of its proof's root ${registered}` : `the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`);
-	if (proof) {
-		const problem = proofProblem(document.sha256, proof);
-		if (problem) return invalid(problem);
-	}
-	if (!RECEIPT_BASE_URL.test(service.baseUrl)) return invalid("the receipt's service.baseUrl is not an http(s) URL without credentials, query or fragment");
-	const baseUrl = service.baseUrl.replace(/\/$/, "");
-	const expectedUrl = verificationUrl(baseUrl, registered);
-	if (service.verificationUrl !== expectedUrl) return invalid(`the receipt's verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
-	return {
-		consistent: true,
-		format: "v1",
-		sha256: document.sha256,
-		name: document.name,
-		recordJson: memberText(text, "record"),
-		baseUrl,
-		proof
-	};
-}
-/** Why `proof` does not lead from the document of digest `sha256` to its root; undefined when it does. */
-function proofProblem(sha256, proof) {
-	const leaf = leafHash(Buffer.from(sha256, "hex"), Buffer.from(proof.leafSalt, "hex"));
-	const root = rootFromPath(proof.leafIndex, proof.treeSize, leaf, proof.path.map((hash) => Buffer.from(hash, "hex")));
-	if (root === void 0) return `the receipt's proof is no proof for leaf ${proof.leafIndex} of a tree of ${proof.treeSize} (index out of range, or a path of the wrong length)`;
-	if (root.toString("hex") !== proof.root) return `the receipt's proof does not lead from its document to its root ${proof.root} (a wrong salt, index or path)`;
-}
-/** A receipt written before v1: the record alone, whose `hash` is the document's digest. */
-function readBareRecord(value, text) {
-	const hash = value.hash;
-	if (typeof hash !== "string" || !/^[0-9a-fA-F]{64}$/.test(hash)) return {
-		consistent: false,
-		reason: "the receipt is neither a notarize receipt nor a notarization record"
-	};
-	return {
-		consistent: true,
-		format: "record",
-		sha256: hash.toLowerCase(),
-		name: null,
-		recordJson: text.trim(),
-		baseUrl: void 0,
-		proof: null
-	};
-}
-var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema, RECEIPT_BASE_URL;
-var init_receipt_format = __esmMin((() => {
-	init_zod();
-	init_pages();
-	init_exact_json();
-	init_errors();
-	init_merkle();
-	RECEIPT_TYPE = "notarize-receipt";
-	RECORD_SLOT = "\0record\0";
-	sha256Hex = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits");
-	PROOF_TYPE = "rfc9162-sha256-salted-leaf";
-	proofSchema = object({
-		type: literal(PROOF_TYPE),
-		leafSalt: sha256Hex,
-		leafIndex: int().nonnegative(),
-		treeSize: int().positive(),
-		path: array(sha256Hex).max(64),
-		root: sha256Hex
-	});
-	receiptSchema = object({
-		type: literal(RECEIPT_TYPE),
-		version: literal(1),
-		document: object({
-			name: string$1().nullable(),
-			sha256: sha256Hex,
-			size: int().nonnegative().nullable()
-		}),
-		record: looseObject({ hash: string$1() }),
-		service: object({
-			baseUrl: string$1(),
-			verificationUrl: string$1()
-		}),
-		registeredAt: datetime({ offset: true }),
-		proof: proofSchema.nullable()
-	});
-	RECEIPT_BASE_URL = /^https?:\/\/[A-Za-z0-9.:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:%/-]*)?$/;
-}));
-// dist/core/receipts.js
-/**
-* Receipt files for CI artifacts (--receipt-dir): `<name>.notarization.json`,
-* a v1 receipt (receipt-format.ts) that travels with the artifact.
-*
-* Everything that can be checked before a registration is sent is checked
-* then (`planReceipts`, `checkBeforeSending`), so that a receipt problem
-* never shows up after a paid completion: the directory is a writable
-* directory, names do not collide within the run and fit the filesystem, and
-* an existing file that is not a receipt of the same digest is refused (one
-* of the same digest, such as a receipt written before v1, is replaced). A write that still fails
-* after the completion (a full disk) is exit 1: something was sent.
-*
-* Names: a file named on the command line gets its file name; a file found
-* under a directory keeps its place below it (`linux/app.tar.gz`); standard
-* input and --hash get the digest. When documents of one run would get the
-* same name, each keeps as many of its parent folders as tell them apart
-* (`register ca/x.txt cb/x.txt` gives `ca/x.txt` and `cb/x.txt`).
-*
-* Links: the receipt directory itself may be anything the user names (a
-* link to their output folder included), but nothing below it is reached
-* through a link. A link where a receipt or one of its folders would be
-* (`R/doc.notarization.json -> /etc/x`, `R/linux -> /elsewhere`) is refused
-* before anything is sent, even with --force: --force replaces receipts, and
-* a link is not one. Folders are created one at a time and each is checked;
-* the receipt itself is written to a new file (O_EXCL|O_NOFOLLOW) that is
-* then renamed (--force) or hard-linked (no --force) to its name, so a link
-* that appears after the check is replaced or refused, never written through.
-* Someone able to write in the receipt directory could still swap a checked
-* folder for a link in the microseconds before the file is created: Node has
-* no openat(); keep the receipt directory your own.
-*/
-/** The folders and name of a path as given, without `.`, `..` or empty segments. */
-function segments(path) {
-	return normalize(path).split(/[/\\]+/).filter((part) => part !== "" && part !== "." && part !== "..");
-}
-/**
-* The names of documents whose first choice collided: each keeps as many of
-* its parent folders as it takes to tell them all apart (`ca/x.txt`,
-* `cb/x.txt`), the same number for the whole group.
-*/
-function distinguish(paths) {
-	const split = new Map(paths.map((path) => [path, segments(path)]));
-	const longest = Math.max(...[...split.values()].map((parts) => parts.length));
-	let names = /* @__PURE__ */ new Map();
-	for (let keep = 2; keep <= longest; keep++) {
-		names = new Map([...split].map(([path, parts]) => [path, parts.slice(-keep).join("/")]));
-		if (new Set(names.values()).size === paths.length) break;
-	}
-	return names;
-}
-/**
-* Whether a path is inside the folder `dir` (--receipt-dir, whose files are
-* receipts, never documents), by where both really are: a --receipt-dir
-* named through a symbolic link (`link/R`, `link` -> `docs`) is the same
-* folder as `docs/R` met walking `docs`. A path's folder is resolved once.
-*/
-function insideDir(dir) {
-	const real = (path) => {
-		try {
-			return realpathSync(path);
-		} catch {
-			return resolve(path);
-		}
-	};
-	const root = real(dir) + sep;
-	const folders = /* @__PURE__ */ new Map();
-	return (path) => {
-		const folder = dirname(resolve(path));
-		let realFolder = folders.get(folder);
-		if (realFolder === void 0) folders.set(folder, realFolder = real(folder));
-		return join(realFolder, basename(path)).startsWith(root);
-	};
-}
-/** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
-function receiptNames(subjects) {
-	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
-	const pathsByName = /* @__PURE__ */ new Map();
-	subjects.forEach((s, i) => {
-		const name = first[i];
-		if (name !== void 0) pathsByName.set(name, (pathsByName.get(name) ?? /* @__PURE__ */ new Set()).add(s.path));
-	});
-	const renamed = /* @__PURE__ */ new Map();
-	for (const paths of pathsByName.values()) if (paths.size > 1) for (const [path, name] of distinguish([...paths])) renamed.set(path, name);
-	const names = first.map((name, i) => name === void 0 ? void 0 : renamed.get(subjects[i].path) ?? name);
-	const owner = /* @__PURE__ */ new Map();
-	names.forEach((name, i) => {
-		if (name === void 0) return;
-		const path = subjects[i].path;
-		const other = owner.get(name);
-		if (other !== void 0 && other !== path) throw new UsageError(`'${other}' and '${path}' would both get the receipt ${name}${RECEIPT_SUFFIX}`, {
-			code: "receipt_collision",
-			hint: "register them in separate runs, or with separate --receipt-dir directories"
-		});
-		owner.set(name, path);
-	});
-	return names;
-}
-/** The folders between the receipt directory and `name`'s receipt: `a/b/x` gives `dir/a`, `dir/a/b`. */
-function foldersOf(dir, name) {
-	const parts = name.split("/").slice(0, -1);
-	return parts.map((_, i) => join(dir, ...parts.slice(0, i + 1)));
-}
-function linkRefused(path, what) {
-	return new UsageError(`${what} ${path} is a symbolic link; notarize never writes a receipt through a link`, {
-		code: "receipt_link",
-		hint: "remove the link and run again, or choose another --receipt-dir; --force does not replace links"
-	});
-}
-/** Throws UsageError when a folder of `name`'s receipt exists as a link or as something other than a folder. */
-async function checkFolders(dir, name) {
-	for (const folder of foldersOf(dir, name)) {
-		let info;
-		try {
-			info = await lstat(folder);
-		} catch {
-			return;
-		}
-		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
-		if (!info.isDirectory()) throw new UsageError(`receipt folder ${folder} exists and is not a directory`, {
-			code: "receipt_exists",
-			hint: "remove it and run again, or choose another --receipt-dir"
-		});
-	}
-}
-/**
-* Creates the folders of `name`'s receipt one at a time, none through a
-* link: an existing one must be a real directory (see the module comment).
-*/
-async function makeFolders(dir, name) {
-	for (const folder of foldersOf(dir, name)) try {
-		await mkdir(folder);
-	} catch (error) {
-		if (error.code !== "EEXIST") throw error;
-		const info = await lstat(folder);
-		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
-		if (!info.isDirectory()) throw new Error(`${folder} exists and is not a directory`);
-	}
-}
-/** The content of an existing receipt, read without following a link; undefined if unreadable. */
-async function readNoFollow(path) {
-	try {
-		const handle = await open$1(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
-		try {
-			return (await handle.stat()).isFile() ? await handle.readFile("utf8") : void 0;
-		} finally {
-			await handle.close();
-		}
-	} catch {
-		return;
-	}
-}
-/** Throws UsageError when `name`'s receipt cannot exist on a usual filesystem. */
-function checkFits(dir, name) {
-	const path = join(dir, `${name}${RECEIPT_SUFFIX}`);
-	if (Math.max(...path.split("/").map((part) => Buffer.byteLength(part))) > MAX_NAME_BYTES || Buffer.byteLength(path) > MAX_PATH_BYTES) throw new UsageError(`the receipt name for '${name}' is too long for the filesystem`, {
-		code: "receipt_name_too_long",
-		hint: `file names may have at most ${MAX_NAME_BYTES} bytes: rename the document or register it without --receipt-dir`
-	});
-}
-/**
-* Creates the receipt directory if needed and proves it is a directory this
-* process can write in (by creating and removing a file there), then names
-* every document's receipt. Throws UsageError (nothing was sent yet).
-*/
-async function planReceipts(dir, subjects) {
-	const notUsable = (why, cause) => new UsageError(`--receipt-dir ${dir} ${why}`, {
-		code: "receipt_dir",
-		hint: "name a directory you can write in (it is created if missing)",
-		...cause === void 0 ? {} : { cause }
-	});
-	try {
-		makeDirs(dir, 511);
-	} catch (error) {
-		const code = error.code;
-		throw notUsable(code === "EEXIST" || code === "ENOTDIR" ? "is not a directory" : `cannot be created (${code})`, error);
-	}
-	if (!(await stat(dir)).isDirectory()) throw notUsable("is not a directory");
-	const probe = join(dir, `.notarize-probe-${uniqueSuffix()}`);
-	try {
-		await writeFile(probe, "", { flag: "wx" });
-	} catch (error) {
-		throw notUsable(`is not writable (${error.code})`, error);
-	}
-	await rm(probe, { force: true });
-	const names = receiptNames(subjects);
-	for (const name of names) {
-		if (name === void 0) continue;
-		checkFits(dir, name);
-		await checkFolders(dir, name);
-	}
-	return {
-		dir,
-		names,
-		flushes: new DirFlushes()
-	};
-}
-/** The receipt path of document `index`, whose digest is `hash`. */
-function receiptPath(plan, index, hash) {
-	return join(plan.dir, `${plan.names[index] ?? hash}${RECEIPT_SUFFIX}`);
-}
-/**
-* Before document `index` is sent: an existing receipt is refused (UsageError,
-* nothing sent) unless it is a receipt of this very digest (which the new one
-* replaces) or `overwrite` allows replacing it. A store with no record of the
-* hash (a cold CI runner) cannot write a new one if the service answers 409:
-* the receipt already there then stays the document's evidence. A link at
-* the receipt or one of its folders is refused whatever `overwrite`.
-*/
-async function checkBeforeSending(plan, index, hash, overwrite) {
-	const path = receiptPath(plan, index, hash);
-	const name = plan.names[index] ?? hash;
-	checkFits(plan.dir, name);
-	await checkFolders(plan.dir, name);
-	let info;
-	try {
-		info = await lstat(path);
-	} catch {
-		return;
-	}
-	if (info.isSymbolicLink()) throw linkRefused(path, "receipt");
-	if (!info.isFile()) throw new UsageError(`receipt ${path} exists and is not a regular file`, {
-		code: "receipt_exists",
-		hint: "remove it and run again, or choose another --receipt-dir"
-	});
-	if (overwrite || isReceiptOf(await readNoFollow(path), hash)) return;
-	throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
-		code: "receipt_exists",
-		hint: "remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)"
-	});
-}
-/**
-* The proof in the receipt already at document `index`'s place, when it is
-* a consistent receipt of that document (digest `hash`) under a Merkle root
-* (an earlier `register --aggregate`); else undefined. A file that cannot be
-* read says nothing here: checkBeforeSending judges it.
-*/
-function earlierProof(plan, index, hash) {
-	return proofIn(receiptPath(plan, index, hash), hash);
-}
-/**
-* The proof in the receipt at `path` (opened without following a link),
-* when it is a consistent receipt of the document of digest `hash` under a
-* Merkle root, with the base URL it names; else undefined, a file that
-* cannot be read included.
-*/
-async function proofIn(path, hash) {
-	let text;
-	try {
-		text = await readNoFollow(path);
-	} catch {
-		return;
-	}
-	if (text === void 0) return void 0;
-	const receipt = readReceipt(text);
-	if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase()) return void 0;
-	const { proof, baseUrl } = receipt;
-	return proof && baseUrl !== void 0 ? {
-		proof,
-		baseUrl,
-		path
-	} : void 0;
-}
-/**
-* The receipt at `path` (opened without following a link), when it is a
-* consistent v1 receipt of the document of digest `hash` registered on its
-* own (per-document register: no proof); else undefined, a file that
-* cannot be read included.
-*/
-async function registrationIn(path, hash) {
-	let text;
-	try {
-		text = await readNoFollow(path);
-	} catch {
-		return;
-	}
-	if (text === void 0) return void 0;
-	const receipt = readReceipt(text);
-	if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase() || receipt.proof !== null) return void 0;
-	if (receipt.baseUrl === void 0) return void 0;
-	const { description } = JSON.parse(receipt.recordJson);
-	return {
-		baseUrl: receipt.baseUrl,
-		path,
-		description: typeof description === "string" ? description : hash
-	};
-}
-/**
-* The path of the receipt already at document `index`'s place when it is a
-* consistent receipt of that document (digest `hash`): a registration the
-* service confirmed with no record here leaves it as it is, and it still
-* answers for the document; else undefined.
-*/
-async function keptReceipt(plan, index, hash) {
-	const path = receiptPath(plan, index, hash);
-	try {
-		return isReceiptOf(await readNoFollow(path), hash) ? path : void 0;
-	} catch {
-		return;
-	}
-}
-/** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
-function isReceiptOf(text, hash) {
-	if (text === void 0) return false;
-	const receipt = readReceipt(text);
-	return receipt.consistent && receipt.sha256 === hash.toLowerCase();
-}
-/**
-* Writes `text`, the receipt of document `index` (digest `hash`), after its
-* registration ended, and returns its path. Identical content already there
-* is left as is; another receipt of the same digest is replaced. A failure
-* here comes after something was sent: exit 1, never 2.
-*/
-async function writeReceipt(plan, index, hash, text, overwrite) {
-	const path = receiptPath(plan, index, hash);
-	const failed = (message, cause) => new NotarizeError("receipt_write", EXIT.refused, message, {
-		hint: `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`,
-		cause
-	});
-	try {
-		await makeFolders(plan.dir, plan.names[index] ?? hash);
-		const existing = await readNoFollow(path);
-		if (existing === text) return path;
-		if ((await lstat(path).catch(() => void 0))?.isSymbolicLink()) throw linkRefused(path, "receipt");
-		await writeFileAtomic(path, text, {
-			mode: 438,
-			replace: overwrite || isReceiptOf(existing, hash),
-			flushes: plan.flushes
-		});
-		return path;
-	} catch (error) {
-		if (error instanceof UsageError) throw failed(error.message, error);
-		const code = error.code;
-		const existing = code === "EEXIST" ? await readNoFollow(path) : void 0;
-		if (existing === text) return path;
-		if (code === "EEXIST" && existing !== void 0) throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
-		throw failed(`the receipt ${path} could not be written: ${error.message}`, error);
-	}
-}
-var RECEIPT_SUFFIX, MAX_NAME_BYTES, MAX_PATH_BYTES;
-var init_receipts = __esmMin((() => {
-	init_errors();
-	init_mkdirs();
-	init_files();
-	init_receipt_format();
-	RECEIPT_SUFFIX = ".notarization.json";
-	MAX_NAME_BYTES = 255;
-	MAX_PATH_BYTES = 4095;
 }));
 // node_modules/chalk/source/vendor/ansi-styles/index.js
 function assembleStyles() {
@@ -14498,233 +14734,6 @@ var init_aggregate = __esmMin((() => {
 	init_notarize();
 	init_trees();
 	CONFIRMED_MESSAGE = "the service answered 409 for this root before (to its completion, or to a request step once its session was dropped); its record was never received here; nothing sent";
-}));
-// dist/core/evidence.js
-/**
-* What `verify` checks a document's digest against, with no network: its
-* receipt if one is found, else the local ledger. For each document the
-* first source found decides, in this order:
-*   1. `--receipt <file>` (one document only),
-*   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
-*      written for it there (same names: receipts.ts receiptNames); when there
-*      is none of that name, a receipt there of its digest (names depend on
-*      the documents of a run: one registered beside a namesake elsewhere got
-*      `a/x.txt.notarization.json`, and verify of it alone would look for
-*      `x.txt.notarization.json`),
-*   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
-*   4. the ledger of the current service.
-* A receipt found is never passed over for a later source: the receipt the
-* user points at, or keeps with the artifact, is what is checked. Given
-* --receipt-dir, the user names where the receipts are: a receipt beside a
-* document (in the folder of build outputs, which anything in the build
-* can write to) must not stand in for one missing there.
-*/
-/**
-* The text of the receipt at `path`, or undefined when there is none (no
-* such file, or a folder on the way is not one). Throws UsageError when one
-* is there but cannot be read as a receipt file: not a regular file,
-* unreadable, or larger than MAX_RECEIPT_BYTES. Opened non-blocking and
-* checked before any read, as every input is (core/hash.ts): a FIFO put
-* where a receipt is looked for is refused, never waited on.
-*/
-function readReceiptFile(path) {
-	return new Promise((resolve) => resolve(readReceiptText(path)));
-}
-/**
-* readReceiptFile's work, synchronous: a receipt is read in a call or two
-* (receiptsByDigest reads thousands, where streams cost more than the reads).
-*/
-function readReceiptText(path) {
-	const unreadable = (error) => new UsageError(`cannot read the receipt ${path}: ${error.code ?? error.message}`, {
-		code: "receipt_unreadable",
-		cause: error
-	});
-	let fd;
-	try {
-		fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-	} catch (error) {
-		const code = error.code;
-		if (code === "ENOENT" || code === "ENOTDIR") return void 0;
-		throw unreadable(error);
-	}
-	let bytes;
-	try {
-		const info = fstatSync(fd);
-		if (!info.isFile()) throw new Error("not a regular file");
-		bytes = readAtMost(fd, info.size, MAX_RECEIPT_BYTES);
-	} catch (error) {
-		throw unreadable(error);
-	} finally {
-		closeSync(fd);
-	}
-	if (bytes === void 0) throw new UsageError(`the receipt ${path} is larger than ${MAX_RECEIPT_BYTES} bytes`, {
-		code: "receipt_unreadable",
-		hint: "a receipt is a small JSON file: check that this file is one"
-	});
-	return bytes.toString("utf8");
-}
-/**
-* The bytes of the open file `fd` to its end, or undefined past `limit`
-* (never more than `limit` + 1 read). `size`, its fstat size, is only where
-* the buffer starts: a file that grew meanwhile is read to its end too.
-*/
-function readAtMost(fd, size, limit) {
-	let buffer = Buffer.allocUnsafe(Math.min(size, limit) + 1);
-	let length = 0;
-	for (;;) {
-		if (length === buffer.length) {
-			if (length > limit) return void 0;
-			const larger = Buffer.allocUnsafe(Math.min(length * 2, limit + 1));
-			buffer.copy(larger, 0, 0, length);
-			buffer = larger;
-		}
-		const read = readSync(fd, buffer, length, buffer.length - length, length);
-		if (read === 0) return buffer.subarray(0, length);
-		length += read;
-	}
-}
-/** The verdict of a digest against a receipt's text. */
-function judgeByReceipt(hash, path, text) {
-	const receipt = readReceipt(text);
-	const found = {
-		source: "receipt",
-		receipt: path
-	};
-	if (!receipt.consistent) return {
-		status: "invalid",
-		...found,
-		reason: receipt.reason
-	};
-	if (receipt.sha256 !== hash) return {
-		status: "modified",
-		...found,
-		reason: `its receipt is of another digest, ${receipt.sha256}`
-	};
-	return {
-		status: "verified",
-		...found,
-		recordJson: receipt.recordJson,
-		...receipt.baseUrl === void 0 ? {} : { baseUrl: receipt.baseUrl },
-		...receipt.proof ? { proof: receipt.proof } : {}
-	};
-}
-/** The verdict of a digest against the ledger (see ledger.ts). */
-function judgeByLedger(ledger, hash, name) {
-	const verdict = ledger.verdict(hash, name);
-	if (verdict.status === "verified") {
-		const { entry, proof } = verdict;
-		return {
-			status: "verified",
-			source: "ledger",
-			recordJson: entry.recordJson,
-			...proof ? { proof } : {}
-		};
-	}
-	if (verdict.status === "modified") return {
-		status: "modified",
-		source: "ledger",
-		reason: `'${verdict.name}' was notarized with digest ${verdict.sha256} (${verdict.completedAt})`
-	};
-	if (verdict.damaged) return {
-		status: "unknown",
-		reason: `its ledger entry is no proof: ${verdict.damaged.message}`
-	};
-	if (verdict.confirmedUnder !== void 0) return {
-		status: "unknown",
-		reason: `the service said it has ${verdict.confirmedUnder === hash ? "it" : `the Merkle root ${verdict.confirmedUnder} that holds it`} (a 409), but this store never received the record, so nothing here proves it: its page on the service may show it; a receipt written when it was registered would verify it`
-	};
-	return { status: "unknown" };
-}
-/**
-* The receipts under `dir` (walked, links not followed, name order) by the
-* digest each says its document has: every one that says so, as the first
-* may not hold together (Evidence.judge checks each in turn). Read with
-* JSON.parse alone, not checked: this only finds receipts whose name was not
-* the one looked for. Files that cannot be read are passed over.
-*/
-async function receiptsByDigest(dir) {
-	const found = /* @__PURE__ */ new Map();
-	const walk = async (folder) => {
-		let entries;
-		try {
-			entries = await readdir(folder, { withFileTypes: true });
-		} catch {
-			return;
-		}
-		entries.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-		for (const entry of entries) {
-			const path = join(folder, entry.name);
-			if (entry.isDirectory()) await walk(path);
-			else if (entry.isFile() && entry.name.endsWith(".notarization.json")) {
-				const sha256 = claimedDigest(readQuietly(path));
-				if (sha256 !== void 0) found.set(sha256, [...found.get(sha256) ?? [], path]);
-			}
-		}
-	};
-	await walk(dir);
-	return found;
-}
-/** readReceiptText, or undefined for a file that cannot be read as a receipt file (passed over). */
-function readQuietly(path) {
-	try {
-		return readReceiptText(path);
-	} catch {
-		return;
-	}
-}
-/** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
-function claimedDigest(text) {
-	let value;
-	try {
-		value = text === void 0 ? void 0 : JSON.parse(text);
-	} catch {
-		return;
-	}
-	if (typeof value !== "object" || value === null) return void 0;
-	const { document, hash } = value;
-	const claimed = document?.sha256 ?? hash;
-	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
-}
-var MAX_RECEIPT_BYTES, Evidence;
-var init_evidence = __esmMin((() => {
-	init_errors();
-	init_receipt_format();
-	init_receipts();
-	MAX_RECEIPT_BYTES = 1048576;
-	Evidence = class {
-		#sources;
-		#ledger;
-		/** --receipt-dir's receipts by the digest they name, read the first time a document's named receipt is missing. */
-		#byDigest;
-		constructor(sources, ledger) {
-			this.#sources = sources;
-			this.#ledger = ledger;
-		}
-		/** The finding for document `index` (`item`) of digest `hash`. Throws UsageError for a receipt that cannot be read. */
-		async judge(item, index, hash) {
-			const { receipt, receiptDir } = this.#sources;
-			if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
-			const candidates = [];
-			if (receiptDir) candidates.push(join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`));
-			else if (item.kind === "file") candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
-			for (const path of candidates) {
-				const text = await readReceiptFile(path);
-				if (text !== void 0) return judgeByReceipt(hash, path, text);
-			}
-			if (receiptDir) {
-				this.#byDigest ??= receiptsByDigest(receiptDir.dir);
-				for (const path of (await this.#byDigest).get(hash) ?? []) {
-					const text = readQuietly(path);
-					const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
-					if (finding?.status === "verified") return {
-						...finding,
-						byDigest: true
-					};
-				}
-			}
-			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
-		}
-	};
 }));
 // dist/commands/manifest-files.js
 /**
@@ -17993,7 +18002,7 @@ var init_register_aggregate = __esmMin((() => {
 					const { hash, size } = await pool.hash(item.path);
 					digests.set(index, hash);
 					const { receipts } = this.#documents;
-					if (receipts) await checkBeforeSending(receipts, index, hash, options.force);
+					if (receipts) await checkBeforeSending(receipts, index, hash, options.force, this.#baseUrl);
 					return {
 						index,
 						file: item.path,
@@ -18133,7 +18142,7 @@ var init_register_aggregate = __esmMin((() => {
 				let written = {};
 				if (plan && entry) written = await this.#receipt(plan, doc, entry);
 				else if (plan && outcome.kind === "already-registered") {
-					const kept = await keptReceipt(plan, doc.index, doc.sha256);
+					const kept = await keptReceipt(plan, doc.index, doc.sha256, () => this.#receiptsByDigest(plan));
 					if (kept !== void 0) written = { receipt: kept };
 				}
 				const { receipt, receiptError } = written;
@@ -18455,6 +18464,7 @@ var init_register = __esmMin((() => {
 	init_esm();
 	init_schemas();
 	init_batch();
+	init_evidence();
 	init_hash$1();
 	init_hash_pool();
 	init_notarize();
@@ -18497,6 +18507,8 @@ var init_register = __esmMin((() => {
 			count: 0,
 			first: ""
 		};
+		/** The receipts of --receipt-dir by digest, read once, when a 409 finds none at a document's own place. */
+		#byDigest;
 		/** Where each document stands under the Merkle roots of the store, or of its receipt. */
 		#roots;
 		constructor({ options, documents, items, baseUrl, api, store }) {
@@ -18691,7 +18703,7 @@ var init_register = __esmMin((() => {
 			}
 			const { receipts } = this.#documents;
 			if (receipts) {
-				await checkBeforeSending(receipts, index, input.hash, options.force);
+				await checkBeforeSending(receipts, index, input.hash, options.force, this.#baseUrl);
 				await this.#roots.checkBeforeSending(input.hash);
 			}
 			return input;
@@ -18724,7 +18736,7 @@ var init_register = __esmMin((() => {
 				receipt: rooted.kept
 			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
-				const kept = await keptReceipt(receipts, index, input.hash);
+				const kept = await keptReceipt(receipts, index, input.hash, () => this.#byDigest ??= receiptsByDigest(receipts.dir));
 				if (kept !== void 0) return {
 					outcome,
 					...self,
@@ -18759,7 +18771,11 @@ var init_register = __esmMin((() => {
 			if (count === 0) return;
 			const dir = this.#documents.receipts?.dir ?? "";
 			const which = someDocuments(count, first);
-			this.#options.io.warn(`no receipt written for ${which}: the service says it is registered, but this store has no record of it (receipts already in ${dir} are left as they are)`);
+			this.#unrecorded = {
+				count: 0,
+				first: ""
+			};
+			this.#options.io.warn(`no receipt written for ${which}: the service says it is registered (a 409), but this store has no record to write one from (the service sends a record once, to the run that paid: its store, or its receipts in ${dir}, have it); \`verify\` will call it unknown, and only its verification page can vouch for it`);
 		}
 		/** The item's result, with its hash if it was hashed before it failed. */
 		#result(item, index, settled) {
@@ -20053,7 +20069,7 @@ function verifyFailure(counts, { baseUrl, unfollowed, receiptDir }) {
 		"invalid",
 		"unknown"
 	].filter((status) => counts.has(status)).map((status) => `${counts.get(status)} ${status}`).join(", ");
-	const hints = [...counts.has("unknown") ? [receiptDir === void 0 ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url (the ledger of ${baseUrl} was searched)` : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url`] : [], ...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []];
+	const hints = [...counts.has("unknown") ? [receiptDir === void 0 ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url (the ledger of ${baseUrl} was searched)` : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url (a document whose receipt was never written or not kept has none to find: the service sends a record once, to the run that paid)`] : [], ...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []];
 	return new NotNotarizedError(`${bad} of ${checked} document${checked === 1 ? " is" : "s are"} not verified (${what})`, { hint: hints.join("; ") });
 }
 /** What a note adds for a document verified as a leaf of a registered Merkle root. */

@@ -401,7 +401,7 @@ export class Aggregator {
           const { hash, size } = await pool.hash(item.path);
           digests.set(index, hash);
           const { receipts } = this.#documents;
-          if (receipts) await checkBeforeSending(receipts, index, hash, options.force);
+          if (receipts) await checkBeforeSending(receipts, index, hash, options.force, this.#baseUrl);
           return { index, file: item.path, name: basename(item.path), sha256: hash, size };
         },
         {
@@ -553,7 +553,7 @@ export class Aggregator {
         if (plan && entry) written = await this.#receipt(plan, doc, entry);
         // A 409 with no record here: its receipt from an earlier run, if there and of it, answers for it.
         else if (plan && outcome.kind === 'already-registered') {
-          const kept = await keptReceipt(plan, doc.index, doc.sha256);
+          const kept = await keptReceipt(plan, doc.index, doc.sha256, () => this.#receiptsByDigest(plan));
           if (kept !== undefined) written = { receipt: kept };
         }
         const { receipt, receiptError } = written;

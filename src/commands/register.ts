@@ -8,6 +8,7 @@ import { basename } from 'node:path';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { asNotarizeError, FailureTally, runAll, type FreeLane, type Settled } from '../core/batch.js';
+import { receiptsByDigest } from '../core/evidence.js';
 import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
@@ -222,6 +223,8 @@ class Registrar {
   readonly #reporting = new Map<number, () => void>();
   /** Documents the service says it has whose record this store lacks, so no receipt is written: told once (#noReceipts). */
   #unrecorded = { count: 0, first: '' };
+  /** The receipts of --receipt-dir by digest, read once, when a 409 finds none at a document's own place. */
+  #byDigest: Promise<Map<string, string[]>> | undefined;
   /** Where each document stands under the Merkle roots of the store, or of its receipt. */
   readonly #roots: DocumentRoots;
 
@@ -402,7 +405,7 @@ class Registrar {
     }
     const { receipts } = this.#documents;
     if (receipts) {
-      await checkBeforeSending(receipts, index, input.hash, options.force);
+      await checkBeforeSending(receipts, index, input.hash, options.force, this.#baseUrl);
       await this.#roots.checkBeforeSending(input.hash);
     }
     return input;
@@ -431,7 +434,12 @@ class Registrar {
     if (rooted?.kept !== undefined) return { outcome, ...self, receipt: rooted.kept };
     if (outcome.kind === 'already-registered' && outcome.entry === undefined) {
       // Its receipt from an earlier run is there and holds: it answers for it, nothing to warn of.
-      const kept = await keptReceipt(receipts, index, input.hash);
+      const kept = await keptReceipt(
+        receipts,
+        index,
+        input.hash,
+        () => (this.#byDigest ??= receiptsByDigest(receipts.dir)),
+      );
       if (kept !== undefined) return { outcome, ...self, receipt: kept };
       this.#unrecorded.count++;
       // The document's digest, not its root's: the warning names documents.
@@ -458,9 +466,12 @@ class Registrar {
     if (count === 0) return;
     const dir = this.#documents.receipts?.dir ?? '';
     const which = someDocuments(count, first);
+    // Said once: a single document says it as soon as it is known, and not again at the end.
+    this.#unrecorded = { count: 0, first: '' };
     this.#options.io.warn(
-      `no receipt written for ${which}: the service says it is registered, but this store has no record of it` +
-        ` (receipts already in ${dir} are left as they are)`,
+      `no receipt written for ${which}: the service says it is registered (a 409), but this store has no record ` +
+        `to write one from (the service sends a record once, to the run that paid: its store, or its receipts in ` +
+        `${dir}, have it); \`verify\` will call it unknown, and only its verification page can vouch for it`,
     );
   }
 

@@ -339,7 +339,8 @@ function verifyFailure(
             ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), ` +
               `or check --base-url (the ledger of ${baseUrl} was searched)`
             : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) ` +
-              `and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url`,
+              `and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url (a document whose receipt ` +
+              `was never written or not kept has none to find: the service sends a record once, to the run that paid)`,
         ]
       : []),
     ...(counts.has('modified') || counts.has('invalid')

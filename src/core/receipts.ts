@@ -256,8 +256,9 @@ export function receiptPath(plan: ReceiptPlan, index: number, hash: string): str
 
 /**
  * Before document `index` is sent: an existing receipt is refused (UsageError,
- * nothing sent) unless it is a receipt of this very digest (which the new one
- * replaces) or `overwrite` allows replacing it. A store with no record of the
+ * nothing sent) unless it is a receipt of this very digest from the service
+ * at `baseUrl` (which the new one replaces; another service's is evidence
+ * of another registration) or `overwrite` allows replacing it. A store with no record of the
  * hash (a cold CI runner) cannot write a new one if the service answers 409:
  * the receipt already there then stays the document's evidence. A link at
  * the receipt or one of its folders is refused whatever `overwrite`.
@@ -267,6 +268,7 @@ export async function checkBeforeSending(
   index: number,
   hash: string,
   overwrite: boolean,
+  baseUrl: string,
 ): Promise<void> {
   const path = receiptPath(plan, index, hash);
   const name = plan.names[index] ?? hash;
@@ -285,7 +287,21 @@ export async function checkBeforeSending(
       hint: 'remove it and run again, or choose another --receipt-dir',
     });
   }
-  if (overwrite || isReceiptOf(await readNoFollow(path), hash)) return;
+  if (overwrite) return;
+  const text = await readNoFollow(path);
+  const receipt = text === undefined ? undefined : readReceipt(text);
+  if (receipt?.consistent && receipt.sha256 === hash.toLowerCase()) {
+    // Of this document, and of this service (or a bare record, which does not say): the new one replaces it.
+    if (receipt.baseUrl === undefined || receipt.baseUrl === baseUrl) return;
+    throw new UsageError(
+      `receipt ${path} is of this document's registration with another service (${receipt.baseUrl}): ` +
+        'a new receipt would replace that evidence',
+      {
+        code: 'receipt_exists',
+        hint: 'move it aside and keep it (it proves that registration), or choose another --receipt-dir (--force overwrites it, but also registers the document again)',
+      },
+    );
+  }
   throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
     code: 'receipt_exists',
     hint: 'remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)',
@@ -360,17 +376,28 @@ export async function registrationIn(path: string, hash: string): Promise<Earlie
 
 /**
  * The path of the receipt already at document `index`'s place when it is a
- * consistent receipt of that document (digest `hash`): a registration the
- * service confirmed with no record here leaves it as it is, and it still
- * answers for the document; else undefined.
+ * consistent receipt of that document (digest `hash`), else of one under
+ * another name in the folder (`elsewhere`: the receipts by digest): a
+ * registration the service confirmed with no record here leaves it as it
+ * is, and it still answers for the document; else undefined.
  */
-export async function keptReceipt(plan: ReceiptPlan, index: number, hash: string): Promise<string | undefined> {
-  const path = receiptPath(plan, index, hash);
-  try {
-    return isReceiptOf(await readNoFollow(path), hash) ? path : undefined;
-  } catch {
-    return undefined;
+export async function keptReceipt(
+  plan: ReceiptPlan,
+  index: number,
+  hash: string,
+  elsewhere: () => Promise<Map<string, string[]>> = () => Promise.resolve(new Map<string, string[]>()),
+): Promise<string | undefined> {
+  const own = receiptPath(plan, index, hash);
+  // Then the receipts of the same digest under other names (receiptsByDigest: another layout of the
+  // same folder, `-r dist` against `dist/sub/c.txt`, or a copy): verify finds those too.
+  for (const path of [own, ...((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)]) {
+    try {
+      if (isReceiptOf(await readNoFollow(path), hash)) return path;
+    } catch {
+      // Unreadable: says nothing.
+    }
   }
+  return undefined;
 }
 
 /** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */

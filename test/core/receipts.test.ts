@@ -26,11 +26,12 @@ const posix = process.platform !== 'win32';
 const hashOf = (label: string) => createHash('sha256').update(label).digest('hex');
 const recordOf = (hash: string) => `{"hash":"${hash}","status":"registered"}`;
 /** The v1 receipt of `hash`, as register writes it. */
-const receiptOf = (hash: string) =>
+const SERVICE = 'https://notary.example';
+const receiptOf = (hash: string, baseUrl = SERVICE) =>
   receiptText({
     document: { name: 'doc.txt', sha256: hash, size: 3 },
     recordJson: recordOf(hash),
-    baseUrl: 'https://notary.example',
+    baseUrl,
     registeredAt: '2026-11-24T01:02:03.456Z',
   });
 
@@ -134,10 +135,10 @@ describe('checkBeforeSending', () => {
 
   it('lets a document through when no receipt exists, or one that is a receipt of its digest (v1, or a bare record of any case)', async () => {
     const plan = await planFor('doc.txt');
-    await checkBeforeSending(plan, 0, hash, false);
+    await checkBeforeSending(plan, 0, hash, false, SERVICE);
     for (const receipt of [receiptOf(hash), `${recordOf(hash)}\n`, recordOf(hash.toUpperCase())]) {
       writeFileSync(receiptPath(plan, 0, hash), receipt);
-      await checkBeforeSending(plan, 0, hash, false);
+      await checkBeforeSending(plan, 0, hash, false, SERVICE);
     }
   });
 
@@ -146,17 +147,30 @@ describe('checkBeforeSending', () => {
     const path = receiptPath(plan, 0, hash);
     for (const other of [receiptOf(hashOf('other')), recordOf(hashOf('other')), 'something else\n', '[]']) {
       writeFileSync(path, other);
-      const error = await rejectionOf(checkBeforeSending(plan, 0, hash, false), UsageError);
+      const error = await rejectionOf(checkBeforeSending(plan, 0, hash, false, SERVICE), UsageError);
       expect(error).toMatchObject({ code: 'receipt_exists', exitCode: 2 });
       expect(error.message).toBe(`receipt ${path} already exists and is not a receipt of ${hash}`);
-      await checkBeforeSending(plan, 0, hash, true);
+      await checkBeforeSending(plan, 0, hash, true, SERVICE);
     }
+  });
+
+  it('refuses a receipt of this document from another service (evidence of that registration), unless --force', async () => {
+    const plan = await planFor('doc.txt');
+    const path = receiptPath(plan, 0, hash);
+    writeFileSync(path, receiptOf(hash, 'http://127.0.0.1:8787'));
+    const error = await rejectionOf(checkBeforeSending(plan, 0, hash, false, SERVICE), UsageError);
+    expect(error).toMatchObject({ code: 'receipt_exists', exitCode: 2 });
+    expect(error.message).toBe(
+      `receipt ${path} is of this document's registration with another service (http://127.0.0.1:8787): a new receipt would replace that evidence`,
+    );
+    await checkBeforeSending(plan, 0, hash, true, SERVICE);
+    await checkBeforeSending(plan, 0, hash, false, 'http://127.0.0.1:8787');
   });
 
   it('refuses a receipt that is not a regular file, even with --force', async () => {
     const plan = await planFor('doc.txt');
     mkdirSync(receiptPath(plan, 0, hash));
-    expect((await rejectionOf(checkBeforeSending(plan, 0, hash, true), UsageError)).message).toBe(
+    expect((await rejectionOf(checkBeforeSending(plan, 0, hash, true, SERVICE), UsageError)).message).toBe(
       `receipt ${receiptPath(plan, 0, hash)} exists and is not a regular file`,
     );
   });
@@ -168,7 +182,7 @@ describe('checkBeforeSending', () => {
       const target = join(tempDir(), 'target');
       writeFileSync(target, receiptOf(hash));
       symlinkSync(target, receiptPath(plan, 0, hash));
-      const error = await rejectionOf(checkBeforeSending(plan, 0, hash, true), UsageError);
+      const error = await rejectionOf(checkBeforeSending(plan, 0, hash, true, SERVICE), UsageError);
       expect(error).toMatchObject({ code: 'receipt_link' });
     },
   );

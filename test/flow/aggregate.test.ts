@@ -683,9 +683,12 @@ describe('switching between --aggregate and per-document registration never pays
   it('a receipt naming another service does not keep a manifest of the same root from being asked about', async () => {
     const receipts = mkdtempSync(join(bed.root, 'other-url-receipts-'));
     cpSync(bed.path('receipts'), receipts, { recursive: true });
-    const file = join(receipts, `${NAMES[7]}.notarization.json`);
+    // Under another name (its own place would refuse the run: another service's receipt is kept as evidence).
+    const own = join(receipts, `${NAMES[7]}.notarization.json`);
+    const file = join(receipts, `elsewhere-${NAMES[7]}.notarization.json`);
     const elsewhere = 'http://127.0.0.1:1';
-    writeFileSync(file, readFileSync(file, 'utf8').replaceAll(bed.url, elsewhere));
+    writeFileSync(file, readFileSync(own, 'utf8').replaceAll(bed.url, elsewhere));
+    rmSync(own);
     expect(readFileSync(file, 'utf8')).toContain(`"verificationUrl": "${elsewhere}/verification/${root}"`);
     const mark = bed.mark();
     const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'other-url-store-')) };
@@ -1873,7 +1876,8 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(alone.calls).toEqual(['login:200', 'request:409']);
     expect(parseResults(alone.run.stdout)[0]).toMatchObject({ status: 'already-registered', proof: { root } });
 
-    // A receipt of its own from another service does not hide its twin's: asked, nothing paid, that receipt kept.
+    // A receipt of its own from another service: evidence of that registration, which a receipt of
+    // this run would replace: refused before anything is sent (exit 2), in either mode, and kept.
     const other = readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8').replaceAll(
       bed.url,
       'https://other.example',
@@ -1887,8 +1891,9 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
           env: { NOTARIZE_CONFIG_DIR: freshStore() },
         },
       );
-      expect(again.code, describeRun(again)).toBe(0);
-      expect(bed.callsSince(mark2).map((c) => `${c.route}:${c.status}`)).toEqual(['login:200', 'request:409']);
+      expect(again.code, describeRun(again)).toBe(2);
+      expect(again.stdout + again.stderr).toContain('registration with another service (https://other.example)');
+      expect(bed.callsSince(mark2)).toEqual([]);
       expect(readFileSync(join(receipts, 'a-copy.txt.notarization.json'), 'utf8')).toBe(other);
     }
   });

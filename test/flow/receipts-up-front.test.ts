@@ -256,7 +256,7 @@ describe('re-runs with receipts', () => {
     const warnings = cold.stderr.split('\n').filter((line) => line.includes('no receipt written'));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(`no receipt written for 6 documents (among them `);
-    expect(warnings[0]).toContain(`receipts already in ${dir} are left as they are`);
+    expect(warnings[0]).toContain(`its receipts in ${dir}, have it); \`verify\` will call it unknown`);
     const results = parseNdjson(cold.stdout) as { file: string; receipt?: string }[];
     expect(
       results
@@ -264,5 +264,27 @@ describe('re-runs with receipts', () => {
         .map((r) => basename(r.receipt!))
         .sort(),
     ).toEqual([6, 7, 8, 9, 10, 11].map((i) => `${i}.txt.notarization.json`).sort());
+  });
+
+  it('a cold store finds the receipt written under another layout of the folder (-r dist), as verify does; one warning at most', async () => {
+    const dir = join(bed.root, 'R-layout');
+    const doc = await bed.file('layout/sub/c.txt', 'layout c');
+    // A walk names it sub/c.txt there; named alone, its receipt's own place is c.txt.notarization.json.
+    expect((await bed.main(['register', '-r', bed.path('layout'), '--receipt-dir', dir, '--quiet'])).code).toBe(0);
+    const walked = join(dir, 'sub', 'c.txt.notarization.json');
+    expect(existsSync(walked)).toBe(true);
+    const cold = await bed.main(['register', doc, '--receipt-dir', dir, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'layout-store') },
+    });
+    expect(cold.code, cold.stderr).toBe(0);
+    expect(parseNdjson(cold.stdout)[0]).toMatchObject({ status: 'already-registered', receipt: walked });
+    expect(cold.stderr).not.toContain('no receipt written');
+    // With no receipt of it anywhere: the warning, once (a single document said it twice with ndjson).
+    rmSync(walked);
+    const bare = await bed.main(['register', doc, '--receipt-dir', dir, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'layout-store-2') },
+    });
+    expect(bare.code, bare.stderr).toBe(0);
+    expect(bare.stderr.split('\n').filter((line) => line.includes('no receipt written'))).toHaveLength(1);
   });
 });

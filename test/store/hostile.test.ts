@@ -409,7 +409,7 @@ describe('finding 2: receipts are never written through a link', () => {
     const link = join(dir, 'sub', 'doc.txt.notarization.json');
     for (const overwrite of [false, true]) {
       rmSync(link, { force: true });
-      await checkBeforeSending(plan, 0, hash, overwrite);
+      await checkBeforeSending(plan, 0, hash, overwrite, 'http://127.0.0.1:1');
       const target = victim(`race-${overwrite}.txt`, 'untouched\n');
       mkdirSync(join(dir, 'sub'), { recursive: true });
       symlinkSync(target, link);
@@ -434,7 +434,9 @@ describe('finding 2: receipts are never written through a link', () => {
     const plan = await planReceipts(dir, [{ path: 'doc.txt' }]);
     symlinkSync(victim(), join(dir, 'doc.txt.notarization.json'));
     for (const overwrite of [false, true]) {
-      const error = await checkBeforeSending(plan, 0, 'b'.repeat(64), overwrite).catch((e: unknown) => e);
+      const error = await checkBeforeSending(plan, 0, 'b'.repeat(64), overwrite, 'http://127.0.0.1:1').catch(
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(UsageError);
       expect((error as UsageError).code).toBe('receipt_link');
     }
