@@ -11152,7 +11152,12 @@ function diskRefused(error, dir, sent, elsewhere = "point NOTARIZE_CONFIG_DIR el
 	if (code === void 0) return void 0;
 	const details = {
 		code: "disk_refused",
-		hint: `free some space there (or ${elsewhere}), then run the command again`,
+		hint: `${{
+			ENOSPC: "free some space there",
+			EDQUOT: "free some space there or raise the quota",
+			EROFS: "make it writable",
+			EFBIG: "raise the limit (ulimit -f)"
+		}[code]} (or ${elsewhere}), then run the command again`,
 		cause: error
 	};
 	const message = `${REFUSALS[code](dir)} (${code})`;
@@ -11979,7 +11984,7 @@ async function sendCompletion(deps, pending) {
 			throw notSaved(`the registration of ${pending.hash} was completed, but its record could not be saved`, error, {
 				what: "record",
 				text: recordJson,
-				next: `the session stays pending in ${store.pendingFile(pending.hash)}`
+				next: `the session stays pending in ${store.pendingFile(pending.hash)}, though paid (completing it again gets a 409, and no record); keep the record quoted here: the service sends it only this once`
 			});
 		}
 		await store.removePending(pending.hash);
@@ -18719,8 +18724,9 @@ var init_register = __esmMin((() => {
 				if (step === "saving") freeLane?.();
 			};
 			const { receipts } = this.#documents;
-			const rooted = await this.#roots.standing(input.hash, index, onStep);
-			const outcome = rooted?.outcome ?? await register({
+			const recorded = this.#recordedOnly(input);
+			const rooted = recorded ? void 0 : await this.#roots.standing(input.hash, index, onStep);
+			const outcome = recorded ?? rooted?.outcome ?? await register({
 				...this.#deps,
 				onStep
 			}, input);
@@ -18755,6 +18761,22 @@ var init_register = __esmMin((() => {
 				...self,
 				...await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)
 			};
+		}
+		/** The ledger's answer for `input`, when it has the record and no session of its hash is left. */
+		#recordedOnly(input) {
+			if (input.force) return void 0;
+			const { store } = this.#deps;
+			try {
+				const entry = store.readRecord(input.hash);
+				if (entry === void 0 || existsSync(store.pendingFile(input.hash))) return void 0;
+				return {
+					kind: "already-registered",
+					hash: input.hash,
+					entry
+				};
+			} catch {
+				return;
+			}
 		}
 		/** The result of document `index` is out: a signal's exit need not wait for it (see #reporting). */
 		#reported(index) {
@@ -37620,7 +37642,7 @@ var init_store = __esmMin((() => {
 					[baseUrl]: token
 				};
 				return true;
-			});
+			}, "the login went through, but its token was not stored");
 		}
 		/** Forgets the token of a service; resolves to whether there was one. */
 		async deleteToken(baseUrl) {
@@ -37697,9 +37719,11 @@ var init_store = __esmMin((() => {
 		/**
 		* Reads `name`, lets `edit` change the object (it returns false when it
 		* changed nothing), and writes it back atomically, all under the file's
-		* lock so that a concurrent change by another process is never lost.
+		* lock so that a concurrent change by another process is never lost. A
+		* disk refusing the lock is the user's to fix (store/disk.ts): exit 2, or
+		* exit 1 saying `afterSending` when the change follows a request.
 		*/
-		async #change(name, edit) {
+		async #change(name, edit, afterSending) {
 			this.prepare();
 			const file = this.#path(name);
 			const locks = join(this.dir, "locks");
@@ -37721,6 +37745,8 @@ var init_store = __esmMin((() => {
 					}
 				});
 			} catch (error) {
+				const refused = locked ? void 0 : diskRefused(error, this.dir, afterSending);
+				if (refused !== void 0) throw refused;
 				if (!locked && error instanceof TransientError) throw new TransientError(`another notarize process is changing ${file}`, {
 					hint: `run the command again; if no notarize process is running, delete ${lock}`,
 					notProcessed: true,

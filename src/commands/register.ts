@@ -4,6 +4,7 @@
  * core/notarize.ts; batching is core/batch.ts; inputs are core/inputs.ts.
  */
 import { Option, type Command } from 'commander';
+import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
@@ -424,9 +425,12 @@ class Registrar {
       if (step === 'saving') freeLane?.();
     };
     const { receipts } = this.#documents;
+    // Its record in the ledger, and nothing of a run left beside it: already registered, with no lock
+    // taken (records are never removed), so a store on a read-only disk still answers a re-run.
+    const recorded = this.#recordedOnly(input);
     // Under a root (of the store, or of its receipt): the root answers for it; else the flow registers it.
-    const rooted = await this.#roots.standing(input.hash, index, onStep);
-    const outcome = rooted?.outcome ?? (await register({ ...this.#deps, onStep }, input));
+    const rooted = recorded ? undefined : await this.#roots.standing(input.hash, index, onStep);
+    const outcome = recorded ?? rooted?.outcome ?? (await register({ ...this.#deps, onStep }, input));
     const under = rooted?.under;
     const self = under === undefined ? {} : { under };
     if (!receipts) return { outcome, ...self };
@@ -448,6 +452,19 @@ class Registrar {
       return { outcome, ...self };
     }
     return { outcome, ...self, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)) };
+  }
+
+  /** The ledger's answer for `input`, when it has the record and no session of its hash is left. */
+  #recordedOnly(input: RegisterInput): Outcome | undefined {
+    if (input.force) return undefined;
+    const { store } = this.#deps;
+    try {
+      const entry = store.readRecord(input.hash);
+      if (entry === undefined || existsSync(store.pendingFile(input.hash))) return undefined;
+      return { kind: 'already-registered', hash: input.hash, entry };
+    } catch {
+      return undefined; // A damaged record: the flow says so.
+    }
   }
 
   /** The result of document `index` is out: a signal's exit need not wait for it (see #reporting). */

@@ -434,7 +434,9 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry): Promise<Le
       throw notSaved(`the registration of ${pending.hash} was completed, but its record could not be saved`, error, {
         what: 'record',
         text: recordJson,
-        next: `the session stays pending in ${store.pendingFile(pending.hash)}`,
+        next:
+          `the session stays pending in ${store.pendingFile(pending.hash)}, though paid (completing it again ` +
+          'gets a 409, and no record); keep the record quoted here: the service sends it only this once',
       });
     }
     // Only now that the record is on disk may the session go.

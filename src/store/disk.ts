@@ -55,9 +55,15 @@ export function diskRefused(
 ): NotarizeError | undefined {
   const code = errnoCode(error);
   if (code === undefined) return undefined;
+  const remedy: Record<string, string> = {
+    ENOSPC: 'free some space there',
+    EDQUOT: 'free some space there or raise the quota',
+    EROFS: 'make it writable',
+    EFBIG: 'raise the limit (ulimit -f)',
+  };
   const details = {
     code: 'disk_refused',
-    hint: `free some space there (or ${elsewhere}), then run the command again`,
+    hint: `${remedy[code]!} (or ${elsewhere}), then run the command again`,
     cause: error,
   };
   const message = `${REFUSALS[code]!(dir)} (${code})`;

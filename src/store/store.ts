@@ -46,7 +46,7 @@ import {
   tightenDirIfExists,
   writeFileAtomic,
 } from './files.js';
-import { diskRefusedBeforeSending } from './disk.js';
+import { diskRefused, diskRefusedBeforeSending } from './disk.js';
 import { withLock } from './lock.js';
 import { ServiceStore } from './service-store.js';
 
@@ -165,10 +165,15 @@ export class Store {
 
   /** Stores the token of a service; the tokens of other services, even ones stored meanwhile, are kept. */
   async setToken(baseUrl: string, token: string): Promise<void> {
-    await this.#change('credentials', (data) => {
-      data.tokens = { ...this.#tokens(data), [baseUrl]: token };
-      return true;
-    });
+    // A token comes from a login, which was sent: a disk refusing it is no "nothing was sent".
+    await this.#change(
+      'credentials',
+      (data) => {
+        data.tokens = { ...this.#tokens(data), [baseUrl]: token };
+        return true;
+      },
+      'the login went through, but its token was not stored',
+    );
   }
 
   /** Forgets the token of a service; resolves to whether there was one. */
@@ -265,9 +270,11 @@ export class Store {
   /**
    * Reads `name`, lets `edit` change the object (it returns false when it
    * changed nothing), and writes it back atomically, all under the file's
-   * lock so that a concurrent change by another process is never lost.
+   * lock so that a concurrent change by another process is never lost. A
+   * disk refusing the lock is the user's to fix (store/disk.ts): exit 2, or
+   * exit 1 saying `afterSending` when the change follows a request.
    */
-  async #change(name: StoreFileName, edit: (data: JsonObject) => boolean): Promise<void> {
+  async #change(name: StoreFileName, edit: (data: JsonObject) => boolean, afterSending?: string): Promise<void> {
     this.prepare();
     const file = this.#path(name);
     const locks = join(this.dir, 'locks');
@@ -289,6 +296,9 @@ export class Store {
         }
       });
     } catch (error) {
+      // The lock could not be made on a full or read-only disk: the user's to fix, nothing changed.
+      const refused = locked ? undefined : diskRefused(error, this.dir, afterSending);
+      if (refused !== undefined) throw refused;
       // withLock's own wait ran out (its message speaks of a hash): say which file.
       if (!locked && error instanceof TransientError) {
         throw new TransientError(`another notarize process is changing ${file}`, {

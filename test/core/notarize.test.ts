@@ -810,7 +810,8 @@ describe('the end of a registration', () => {
       );
       expect(error.hint).toMatch(
         new RegExp(
-          `^the session stays pending in ${store.pendingFile(hash)}; the record the service sent: \\{"hash":"${hash}"`,
+          `^the session stays pending in ${store.pendingFile(hash)}, though paid \\(completing it again gets a 409, and no record\\); ` +
+            `keep the record quoted here: the service sends it only this once; the record the service sent: \\{"hash":"${hash}"`,
         ),
       );
       expect(store.readPending(hash)).toEqual(entry);

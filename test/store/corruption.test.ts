@@ -324,4 +324,25 @@ describe('a full disk (a file size limit) when an answer must be saved', () => {
     expect(ledgerHashes(configDir, sandbox.url)).toEqual([]);
     expect(listTree(configDir).filter((f) => f.path.endsWith('.tmp'))).toEqual([]);
   });
+
+  it('a disk that refuses every write: a registered document still answers; logout and config set are exit 2', async () => {
+    const configDir = tempDir();
+    const doc = makeDocument(tempDir(), 'refusing.txt');
+    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
+    expect((await runMain(['register', doc.path, '--quiet'], env)).code).toBe(0);
+    const calls = sandbox.calls.length;
+    // ulimit -f 0: no byte written anywhere (a full or read-only disk, as the store sees it).
+    const again = await runCli(['register', doc.path, '--output', 'ndjson'], env, { shell: 'ulimit -f 0' });
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ hash: doc.hash, status: 'already-registered' });
+    for (const args of [['logout'], ['config', 'set', 'timeout', '5000']]) {
+      const refused = await runCli(args, env, { shell: 'ulimit -f 0' });
+      expect(refused.code, describeRun(refused)).toBe(2);
+      expect(refused.stderr).toMatch(
+        /^notarize: a file size limit \(ulimit -f\) stops writes in .*; nothing was sent \(raise the limit/,
+      );
+      expect(refused.stderr).not.toMatch(STACK_LINE);
+    }
+    expect(sandbox.calls.length).toBe(calls);
+  });
 });

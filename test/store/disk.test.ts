@@ -11,16 +11,16 @@ const errno = (code: string) => Object.assign(new Error(`${code}: whatever`), { 
 
 describe('diskRefusedBeforeSending', () => {
   it.each([
-    ['ENOSPC', 'no space left on the device holding /store'],
-    ['EDQUOT', 'the disk quota is exceeded on the device holding /store'],
-    ['EROFS', 'the device holding /store is read-only'],
-    ['EFBIG', 'a file size limit (ulimit -f) stops writes in /store'],
-  ])('%s is a usage error (exit 2) saying so, and that nothing was sent', (code, says) => {
+    ['ENOSPC', 'no space left on the device holding /store', 'free some space there'],
+    ['EDQUOT', 'the disk quota is exceeded on the device holding /store', 'free some space there or raise the quota'],
+    ['EROFS', 'the device holding /store is read-only', 'make it writable'],
+    ['EFBIG', 'a file size limit (ulimit -f) stops writes in /store', 'raise the limit (ulimit -f)'],
+  ])('%s is a usage error (exit 2) saying so, and that nothing was sent; the hint fits it', (code, says, remedy) => {
     const error = diskRefusedBeforeSending(errno(code), '/store');
     expect(error?.exitCode).toBe(2);
     expect(error?.code).toBe('disk_refused');
     expect(error?.message).toBe(`${says} (${code}); nothing was sent`);
-    expect(error?.hint).toContain('free some space');
+    expect(error?.hint).toBe(`${remedy} (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again`);
     expect(error?.cause).toBeInstanceOf(Error);
   });
 
