@@ -14,6 +14,7 @@ import { RECEIPT_SUFFIX } from '../core/receipts.js';
 import { UsageError } from '../errors.js';
 import type { ValueResult } from '../output/present.js';
 import { writeFileAtomic } from '../store/files.js';
+import { lstatSync } from 'node:fs';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, viewOf } from './action.js';
 import { examples, parseOptions } from './options.js';
@@ -38,7 +39,7 @@ Reads the local ledger only (no network). Exit 6 when the document is not in it.
 The receipt holds the document's name, digest and size, the record as the service sent
 it, and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
 see docs/verify-by-hand.md) checks a document against it without an account or a store.
--o replaces the file named (never writing through a link there).
+-o replaces a regular file named, and refuses a link, device or FIFO there; -o - prints.
 ${examples([
   '# CI: a receipt to publish with the release tarball',
   `notarize receipt dist/app.tar.gz -o dist/app.tar.gz${RECEIPT_SUFFIX}`,
@@ -80,7 +81,9 @@ export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> 
     registeredAt: entry.completedAt,
     ...(found ? { proof: found.proof } : {}),
   });
-  if (options.output === undefined) return { kind: 'value', text: { data: text } };
+  // `-o -` is standard output, as for any tool that writes a file.
+  if (options.output === undefined || options.output === '-') return { kind: 'value', text: { data: text } };
+  checkReplaceable(options.output);
   try {
     // A new file renamed over the name: a link there is replaced, never written through.
     await writeFileAtomic(options.output, text, { mode: 0o666, replace: true });
@@ -91,4 +94,25 @@ export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> 
     });
   }
   return { kind: 'value', info: [`wrote the receipt of ${hash} to ${options.output}`] };
+}
+
+/**
+ * Refuses an -o target that exists and is not a regular file: a link, a
+ * device (`-o /dev/null` as root would replace the system's), a FIFO or a
+ * socket would be replaced by the receipt's file, not written to. UsageError
+ * (exit 2): nothing was written.
+ */
+function checkReplaceable(path: string): void {
+  let info;
+  try {
+    info = lstatSync(path);
+  } catch {
+    return; // None there (or nothing to tell): writeFileAtomic says what goes wrong.
+  }
+  if (info.isFile()) return;
+  const what = info.isSymbolicLink() ? 'a symbolic link' : info.isDirectory() ? 'a directory' : 'not a regular file';
+  throw new UsageError(`cannot write the receipt to ${path}: it is ${what}, which -o would replace`, {
+    code: 'receipt_write',
+    hint: 'name a regular file (or a new one), or use -o - (or no -o) for standard output',
+  });
 }

@@ -2,6 +2,7 @@
  * `notarize receipt <file|hash> [-o file]` (src/commands/receipt.ts): the v1
  * receipt of a ledger entry, made after the fact, that verify then accepts.
  */
+import { execFileSync } from 'node:child_process';
 import { lstatSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -61,17 +62,14 @@ describe('notarize receipt', () => {
     expect(JSON.parse(result.text!.data!)).toMatchObject({ document: { name: 'kept.txt', sha256: hash, size: 5 } });
   });
 
-  it('-o writes it (replacing a link, never writing through it), and verify accepts it with an empty store', async () => {
+  it('-o writes it, and verify accepts it with an empty store', async () => {
     const path = await registered('doc.txt', 'doc\n');
     const out = join(bed.workDir, 'doc.txt.receipt.json');
-    const target = join(bed.workDir, 'precious');
-    writeFileSync(target, 'precious');
-    symlinkSync(target, out);
+    writeFileSync(out, 'an older receipt');
     const run = await bed.main(['receipt', path, '-o', out]);
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stdout).toBe('');
     expect(run.stderr).toBe(`wrote the receipt of ${sha256('doc\n')} to ${out}\n`);
-    expect(readFileSync(target, 'utf8')).toBe('precious');
     expect(lstatSync(out).isFile()).toBe(true);
     expect(statSync(out).mode & 0o777).toBe(0o666 & ~process.umask());
 
@@ -80,6 +78,38 @@ describe('notarize receipt', () => {
     });
     expect(verify.code, describeRun(verify)).toBe(0);
     expect(verify.stderr).toMatch(/matches its receipt/);
+  });
+
+  it('-o refuses a link, a FIFO or a device there (exit 2, left as it was); -o - prints it', async () => {
+    const path = await registered('special.txt', 'special\n');
+    const target = join(bed.workDir, 'precious');
+    writeFileSync(target, 'precious');
+    const link = join(bed.workDir, 'link.json');
+    symlinkSync(target, link);
+    const fifo = join(bed.workDir, 'fifo.json');
+    execFileSync('mkfifo', [fifo]);
+    // A device as root would be the system's /dev/null; its twin here is a link to it, refused the same way.
+    const devLink = join(bed.workDir, 'null.json');
+    symlinkSync('/dev/null', devLink);
+    for (const [out, what] of [
+      [link, 'a symbolic link'],
+      [fifo, 'not a regular file'],
+      [devLink, 'a symbolic link'],
+      [bed.workDir, 'a directory'],
+    ] as const) {
+      const run = await bed.main(['receipt', path, '-o', out]);
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(run.stderr).toBe(
+        `notarize: cannot write the receipt to ${out}: it is ${what}, which -o would replace (name a regular file (or a new one), or use -o - (or no -o) for standard output)\n`,
+      );
+    }
+    expect(readFileSync(target, 'utf8')).toBe('precious');
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(lstatSync(fifo).isFIFO()).toBe(true);
+    expect(lstatSync('/dev/null').isCharacterDevice()).toBe(true);
+    const dash = await bed.main(['receipt', path, '-o', '-']);
+    expect(dash.code, describeRun(dash)).toBe(0);
+    expect(JSON.parse(dash.stdout)).toMatchObject({ document: { name: 'special.txt', sha256: sha256('special\n') } });
   });
 
   it('not in the ledger: exit 6, nothing written', async () => {
