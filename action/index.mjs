@@ -143,6 +143,16 @@ function flushOnInterrupt(flush) {
 	pendingOutput.add(flush);
 	return () => pendingOutput.delete(flush);
 }
+/**
+* Registers `unblock`, which frees a thread of libuv's pool blocked in a
+* system call only another process can end (the open of a FIFO that no
+* writer has opened yet): process.exit() waits for the pool's threads, so
+* without it a signal would print its line and never exit. Run before an
+* interruption exits; returns the function that unregisters it.
+*/
+function unblockOnInterrupt(unblock) {
+	return flushOnInterrupt(unblock);
+}
 /** For a command that handles SIGINT and SIGTERM itself, to stop cleanly (the sandbox). */
 function handleSignalsInCommand() {
 	takenOver = true;
@@ -11843,7 +11853,7 @@ async function finishGiven(deps, pending) {
 	} catch (error) {
 		if (error instanceof ServiceRefusedError && error.status === 404) {
 			await deps.store.removePending(pending.hash);
-			error.hint = `the service does not know ${pending.hash}, so the session given was not kept; register the document first (\`notarize register\`)`;
+			error.hint = `the service does not know ${pending.hash}, so the session given was not kept; register the document first (\`notarize register\`; if a request step for it went unread, \`notarize pending drop ${pending.hash}\` first, or register --force)`;
 		}
 		throw error;
 	}
@@ -17362,7 +17372,7 @@ function replacementNamed(path) {
 		error: new InputFileError(path, reason, {
 			code: "name_not_utf8",
 			message: `'${path}': ${reason}: notarize cannot tell which file is meant`,
-			hint: "rename it to a UTF-8 name, or name it in a --files-from list (read strictly)"
+			hint: "rename it to a UTF-8 name: notarize names every file in UTF-8 (in results, receipts and manifests)"
 		})
 	};
 }
@@ -17442,12 +17452,23 @@ async function* expandPath(path, state) {
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
 async function openList(source, stdin) {
 	if (source === "-") return stdin;
+	let unblock = () => {};
 	try {
-		if ((await stat(source)).isDirectory()) throw Object.assign(/* @__PURE__ */ new Error("is a directory"), { code: "EISDIR" });
+		const info = await stat(source);
+		if (info.isDirectory()) throw Object.assign(/* @__PURE__ */ new Error("is a directory"), { code: "EISDIR" });
+		if (info.isFIFO()) unblock = unblockOnInterrupt(() => openWritingEnd(source));
 		return (await open$1(source, "r")).createReadStream({ highWaterMark: 262144 });
 	} catch (error) {
 		throw new UsageError(`cannot read the --files-from list from '${source}': ${fileErrorReason(error)}`, { cause: error });
+	} finally {
+		unblock();
 	}
+}
+/** Opens and closes the writing end of the FIFO at `path` without waiting, so that a reader blocked opening it goes on. */
+function openWritingEnd(path) {
+	try {
+		closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+	} catch {}
 }
 /** The documents of the arguments and the list (expandAll); a UsageError when walks found none. */
 async function* expand(paths, list, state) {
@@ -17543,6 +17564,7 @@ var import_picomatch;
 var init_inputs = __esmMin((() => {
 	import_picomatch = /* @__PURE__ */ __toESM(require_picomatch(), 1);
 	init_errors();
+	init_interrupt();
 	init_hash$1();
 }));
 // dist/commands/register-inputs.js
@@ -19473,7 +19495,7 @@ ${examples([
 		"notarize hash contract.pdf",
 		"notarize hash -r dist > SHA256SUMS && sha256sum -c SHA256SUMS",
 		"# CI: record the digests of every artifact next to them",
-		"notarize hash -r dist --include \"*.tar.gz\" > dist/SHA256SUMS"
+		"notarize hash -r dist --include \"*.tar.gz\" > SHA256SUMS   # outside dist: a file there would be walked too"
 	])}`).action(async (paths, raw) => {
 		const ctx = context();
 		const flags = parseOptions(optionsSchema$4, raw, command);
@@ -20285,7 +20307,7 @@ Reads the local ledger only (no network). Exit 6 when the document is not in it.
 The receipt holds the document's name, digest and size, the record as the service sent
 it, and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
 see docs/verify-by-hand.md) checks a document against it without an account or a store.
--o replaces the file named (never writing through a link there).
+-o replaces a regular file named, and refuses a link, device or FIFO there; -o - prints.
 ${examples([
 		"# CI: a receipt to publish with the release tarball",
 		`notarize receipt dist/app.tar.gz -o dist/app.tar.gz${RECEIPT_SUFFIX}`,
@@ -20321,10 +20343,11 @@ async function runReceipt(options) {
 		registeredAt: entry.completedAt,
 		...found ? { proof: found.proof } : {}
 	});
-	if (options.output === void 0) return {
+	if (options.output === void 0 || options.output === "-") return {
 		kind: "value",
 		text: { data: text }
 	};
+	checkReplaceable(options.output);
 	try {
 		await writeFileAtomic(options.output, text, {
 			mode: 438,
@@ -20340,6 +20363,26 @@ async function runReceipt(options) {
 		kind: "value",
 		info: [`wrote the receipt of ${hash} to ${options.output}`]
 	};
+}
+/**
+* Refuses an -o target that exists and is not a regular file: a link, a
+* device (`-o /dev/null` as root would replace the system's), a FIFO or a
+* socket would be replaced by the receipt's file, not written to. UsageError
+* (exit 2): nothing was written.
+*/
+function checkReplaceable(path) {
+	let info;
+	try {
+		info = lstatSync(path);
+	} catch {
+		return;
+	}
+	if (info.isFile()) return;
+	const what = info.isSymbolicLink() ? "a symbolic link" : info.isDirectory() ? "a directory" : "not a regular file";
+	throw new UsageError(`cannot write the receipt to ${path}: it is ${what}, which -o would replace`, {
+		code: "receipt_write",
+		hint: "name a regular file (or a new one), or use -o - (or no -o) for standard output"
+	});
 }
 var optionsSchema$2;
 var init_receipt = __esmMin((() => {

@@ -123,6 +123,17 @@ export function flushOnInterrupt(flush: () => void): () => void {
   return () => pendingOutput.delete(flush);
 }
 
+/**
+ * Registers `unblock`, which frees a thread of libuv's pool blocked in a
+ * system call only another process can end (the open of a FIFO that no
+ * writer has opened yet): process.exit() waits for the pool's threads, so
+ * without it a signal would print its line and never exit. Run before an
+ * interruption exits; returns the function that unregisters it.
+ */
+export function unblockOnInterrupt(unblock: () => void): () => void {
+  return flushOnInterrupt(unblock);
+}
+
 /** For a command that handles SIGINT and SIGTERM itself, to stop cleanly (the sandbox). */
 export function handleSignalsInCommand(): void {
   takenOver = true;

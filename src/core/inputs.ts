@@ -15,12 +15,13 @@
  * text or as an array), so memory stays bounded however long it is.
  */
 import { isUtf8 } from 'node:buffer';
-import { lstatSync, statSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, statSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { InputFileError, UsageError } from '../errors.js';
+import { unblockOnInterrupt } from '../interrupt.js';
 import { fileErrorReason } from './hash.js';
 
 export interface InputOptions {
@@ -269,7 +270,7 @@ function replacementNamed(path: string): InputItem {
     error: new InputFileError(path, reason, {
       code: 'name_not_utf8',
       message: `'${path}': ${reason}: notarize cannot tell which file is meant`,
-      hint: 'rename it to a UTF-8 name, or name it in a --files-from list (read strictly)',
+      hint: 'rename it to a UTF-8 name: notarize names every file in UTF-8 (in results, receipts and manifests)',
     }),
   };
 }
@@ -368,14 +369,30 @@ async function* expandPath(path: string, state: ExpandState): AsyncGenerator<Inp
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
 async function openList(source: string, stdin: Readable): Promise<AsyncIterable<Buffer | string>> {
   if (source === '-') return stdin;
+  let unblock = () => {};
   try {
-    if ((await stat(source)).isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
+    const info = await stat(source);
+    if (info.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
+    // A FIFO's open waits for its writer, in a thread a signal's exit would wait for in turn:
+    // the signal opens the writing end itself (nothing written), which lets the open return.
+    if (info.isFIFO()) unblock = unblockOnInterrupt(() => openWritingEnd(source));
     return (await open(source, 'r')).createReadStream({ highWaterMark: 256 * 1024 });
   } catch (error) {
     throw new UsageError(
       `cannot read the --files-from list from '${source}': ${fileErrorReason(error as NodeJS.ErrnoException)}`,
       { cause: error },
     );
+  } finally {
+    unblock();
+  }
+}
+
+/** Opens and closes the writing end of the FIFO at `path` without waiting, so that a reader blocked opening it goes on. */
+function openWritingEnd(path: string): void {
+  try {
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+  } catch {
+    // No reader waiting any more (ENXIO), or the FIFO gone: nothing to free.
   }
 }
 

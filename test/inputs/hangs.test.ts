@@ -18,7 +18,7 @@ import { expandInputs, type InputItem } from '../../src/core/inputs.js';
 import { InputFileError } from '../../src/errors.js';
 import { serviceDirName } from '../../src/store/store.js';
 import { useTempDir } from '../helpers/temp-dirs.js';
-import { describeRun, runCli, STACK_LINE, type Run } from '../helpers/cli.js';
+import { describeRun, runCli, spawnCli, STACK_LINE, type Run } from '../helpers/cli.js';
 import { Readable } from 'node:stream';
 
 /** What "promptly" means here: a cold start of the bin is a few hundred ms, even on a loaded machine. */
@@ -68,6 +68,23 @@ describe.skipIf(!unix)('a FIFO where a document was', () => {
     expect(run.code, describeRun(run)).toBe(2);
     expect(run.stdout).toMatch(/ {2}doc\.txt\n$/);
     expect(run.stderr).toMatch(/^notarize: pipe: not a regular file\n/);
+  });
+
+  it('--files-from a FIFO no writer has opened: SIGTERM still ends it, exit 143 (the open no longer holds the exit)', async () => {
+    mkfifo(join(dir, 'list.fifo'));
+    const spawned = spawnCli(
+      ['hash', '--files-from', 'list.fifo'],
+      { NOTARIZE_CONFIG_DIR: join(dir, 'store'), NOTARIZE_BASE_URL: 'http://127.0.0.1:9' },
+      { cwd: dir, timeoutMs: 15_000 },
+    );
+    // Bounded: the process is waiting in the FIFO's open once it has started (no output to wait for).
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    const started = Date.now();
+    spawned.child.kill('SIGTERM');
+    const run = await spawned.done;
+    expect(Date.now() - started, describeRun(run)).toBeLessThan(PROMPT_MS);
+    expect(run.code, describeRun(run)).toBe(143);
+    expect(oneLine(run)).toBe('notarize: interrupted (SIGTERM)');
   });
 
   /** A file listed as regular (the walk's stat), then replaced by a FIFO before it is opened. */
