@@ -42,7 +42,7 @@ ${examples([
   'notarize hash contract.pdf',
   'notarize hash -r dist > SHA256SUMS && sha256sum -c SHA256SUMS',
   '# CI: record the digests of every artifact next to them',
-  'notarize hash -r dist --include "*.tar.gz" > dist/SHA256SUMS',
+  'notarize hash -r dist --include "*.tar.gz" > SHA256SUMS   # outside dist: a file there would be walked too',
 ])}`,
     )
     .action(async (paths: string[], raw: unknown) => {

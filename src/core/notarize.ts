@@ -268,7 +268,8 @@ async function finishGiven(deps: FlowDeps, pending: PendingEntry): Promise<Outco
       await deps.store.removePending(pending.hash);
       error.hint =
         `the service does not know ${pending.hash}, so the session given was not kept; ` +
-        'register the document first (`notarize register`)';
+        `register the document first (\`notarize register\`; if a request step for it went unread, ` +
+        `\`notarize pending drop ${pending.hash}\` first, or register --force)`;
     }
     throw error;
   }

@@ -530,7 +530,8 @@ describe('complete', () => {
     const error = await rejectionOf(complete(deps, hash, { kind: 'given', json: given }), ServiceRefusedError);
     expect(error).toMatchObject({ status: 404 });
     expect(error.hint).toBe(
-      `the service does not know ${hash}, so the session given was not kept; register the document first (\`notarize register\`)`,
+      `the service does not know ${hash}, so the session given was not kept; register the document first (\`notarize register\`; ` +
+        `if a request step for it went unread, \`notarize pending drop ${hash}\` first, or register --force)`,
     );
     expect(store.readPending(hash)).toBeUndefined();
   });
