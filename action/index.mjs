@@ -19934,8 +19934,7 @@ ${examples([
 		const flags = parseOptions(optionsSchema$3, raw, command);
 		const services = {
 			io: ctx.io,
-			baseUrl: () => ctx.baseUrl,
-			ledger: () => ctx.ledger
+			...readOnlyStore(ctx)
 		};
 		await finishItems(viewOf(ctx, flags.output), (items) => runVerify({
 			...flags,
@@ -19943,6 +19942,34 @@ ${examples([
 			...services
 		}, items));
 	});
+}
+/**
+* The store as verify uses it: read if it is there, never made (verify
+* writes nothing), and not needed. With no store directory, or one that
+* cannot be used (not the user's, world-writable: a warning says why), the
+* base URL is the flag's, the environment's or the default, and documents
+* are checked against their receipts only: a ledger left out can only
+* make fewer documents verified, never one more.
+*/
+function readOnlyStore(ctx) {
+	let usable;
+	const storeUsable = () => {
+		if (usable !== void 0) return usable;
+		if (!ctx.storeExists) return usable = false;
+		try {
+			ctx.store.prepare();
+			usable = true;
+		} catch (error) {
+			if (!(error instanceof NotarizeError)) throw error;
+			ctx.io.warn(`${error.message}: documents are checked against their receipts only`);
+			usable = false;
+		}
+		return usable;
+	};
+	return {
+		baseUrl: () => storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore("baseUrl"),
+		ledger: () => storeUsable() ? ctx.ledger : void 0
+	};
 }
 /**
 * Verifies every input against its receipt or the ledger; see the module
@@ -19959,7 +19986,11 @@ async function runVerify(options, items = new ItemResults()) {
 	const outputs = new WalkOutputs();
 	const { documents, sources } = await receiptSources(options, expansion, outputs);
 	const baseUrl = options.baseUrl();
-	const { index, problems } = await LedgerIndex.load(options.ledger());
+	const ledger = options.ledger();
+	const { index, problems } = ledger ? await LedgerIndex.load(ledger) : {
+		index: new LedgerIndex([]),
+		problems: []
+	};
 	for (const problem of problems) io.warn(`${problem.message}; ${problem.hint ?? ""}`);
 	const evidence = new Evidence(sources, index);
 	const pool = new HashPool(expansion.single ? 1 : void 0);
@@ -37427,6 +37458,23 @@ var init_context = __esmMin((() => {
 		}
 		get baseUrl() {
 			return this.setting("baseUrl");
+		}
+		/** A setting by the precedence rule with the store left out (flag > environment > default): verify with no store. */
+		settingWithoutStore(key) {
+			return resolveSetting(key, {
+				flags: this.globals,
+				env: this.env,
+				stored: () => void 0
+			}).value;
+		}
+		/** Whether the store directory exists (lstat: a link there exists too, and the store then refuses it). */
+		get storeExists() {
+			try {
+				lstatSync(this.store.dir);
+				return true;
+			} catch {
+				return false;
+			}
 		}
 		/** The pending sessions and ledger of the current service. */
 		get ledger() {

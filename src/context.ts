@@ -12,6 +12,7 @@ import { proxySecrets } from './api/proxy-env.js';
 import { cleanSecret } from './core/secrets.js';
 import { beforeSending } from './interrupt.js';
 import { checkSettingFlags, resolveSetting, type ResolvedSetting, type SettingKey } from './settings.js';
+import { lstatSync } from 'node:fs';
 import type * as StoreModuleExports from './store/store.js';
 import type { Store } from './store/store.js';
 import type { ServiceStore } from './store/service-store.js';
@@ -79,6 +80,21 @@ export class Context {
 
   get baseUrl(): string {
     return this.setting('baseUrl');
+  }
+
+  /** A setting by the precedence rule with the store left out (flag > environment > default): verify with no store. */
+  settingWithoutStore(key: SettingKey): string {
+    return resolveSetting(key, { flags: this.globals, env: this.env, stored: () => undefined }).value;
+  }
+
+  /** Whether the store directory exists (lstat: a link there exists too, and the store then refuses it). */
+  get storeExists(): boolean {
+    try {
+      lstatSync(this.store.dir);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** The pending sessions and ledger of the current service. */

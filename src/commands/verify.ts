@@ -17,7 +17,7 @@ import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex } from '../core/ledger.js';
 import { readTextInput } from '../core/read-input.js';
 import { insideDir, RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
-import { InputFileError, NotNotarizedError, UsageError, type NotarizeError } from '../errors.js';
+import { InputFileError, NotarizeError, NotNotarizedError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, RecordResult } from '../output/present.js';
 import {
@@ -48,7 +48,8 @@ export interface VerifyOptions extends z.infer<typeof optionsSchema> {
   /** Standard input, and warnings as they happen. */
   io: IO;
   baseUrl: () => string;
-  ledger: () => ServiceStore;
+  /** The ledger of the current service; undefined when there is no usable store (receipts alone then). */
+  ledger: () => ServiceStore | undefined;
 }
 
 export function configure(command: Command, context: () => Context): void {
@@ -95,12 +96,41 @@ ${examples([
     .action(async (paths: string[], raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      const services = { io: ctx.io, baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger };
+      const services = { io: ctx.io, ...readOnlyStore(ctx) };
       await finishItems(viewOf(ctx, flags.output), (items) => runVerify({ ...flags, paths, ...services }, items));
     });
 }
 
 const TITLE = 'notarize verify';
+
+/**
+ * The store as verify uses it: read if it is there, never made (verify
+ * writes nothing), and not needed. With no store directory, or one that
+ * cannot be used (not the user's, world-writable: a warning says why), the
+ * base URL is the flag's, the environment's or the default, and documents
+ * are checked against their receipts only: a ledger left out can only
+ * make fewer documents verified, never one more.
+ */
+function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'ledger'> {
+  let usable: boolean | undefined;
+  const storeUsable = (): boolean => {
+    if (usable !== undefined) return usable;
+    if (!ctx.storeExists) return (usable = false);
+    try {
+      ctx.store.prepare();
+      usable = true;
+    } catch (error) {
+      if (!(error instanceof NotarizeError)) throw error;
+      ctx.io.warn(`${error.message}: documents are checked against their receipts only`);
+      usable = false;
+    }
+    return usable;
+  };
+  return {
+    baseUrl: () => (storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore('baseUrl')),
+    ledger: () => (storeUsable() ? ctx.ledger : undefined),
+  };
+}
 
 /**
  * Verifies every input against its receipt or the ledger; see the module
@@ -122,7 +152,8 @@ export async function runVerify(
   const outputs = new WalkOutputs();
   const { documents, sources } = await receiptSources(options, expansion, outputs);
   const baseUrl = options.baseUrl();
-  const { index, problems } = await LedgerIndex.load(options.ledger());
+  const ledger = options.ledger();
+  const { index, problems } = ledger ? await LedgerIndex.load(ledger) : { index: new LedgerIndex([]), problems: [] };
   for (const problem of problems) io.warn(`${problem.message}; ${problem.hint ?? ''}`);
   const evidence = new Evidence(sources, index);
   const pool = new HashPool(expansion.single ? 1 : undefined);

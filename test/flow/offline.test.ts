@@ -3,6 +3,7 @@
  * sandbox which is then closed (same base URL, so the same ledger, but any
  * request would now fail), and verify/list/show answer from the ledger alone.
  */
+import { chmodSync, existsSync, rmSync } from 'node:fs';
 import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -43,6 +44,32 @@ beforeEach(async () => {
 function offline(args: string[], options: BedMainOptions = {}): Promise<Run> {
   return bed.main(args, { ...options, env: { ...options.env, NOTARIZE_CONFIG_DIR: store } });
 }
+
+describe('verify, with no store it can use', () => {
+  it('none there: receipts decide, the ledger is none, nothing is made; one the store refuses: a warning, receipts decide', async () => {
+    const receipt = bed.path('a.txt.notarization.json');
+    const made = await offline(['receipt', bed.path('a.txt'), '-o', receipt]);
+    expect(made.code, describeRun(made)).toBe(0);
+    const missing = join(bed.root, 'no-store-here');
+    const none = await bed.main(['verify', bed.path('a.txt'), bed.path('b.txt'), '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: missing },
+    });
+    expect(none.code, describeRun(none)).toBe(6);
+    expect(parseResults(none.stdout).map((r) => [r.status, r.source])).toEqual([
+      ['verified', 'receipt'],
+      ['unknown', undefined],
+    ]);
+    expect(existsSync(missing)).toBe(false);
+    // World-writable (anyone could have planted a record there): not read, and said so; receipts still decide.
+    chmodSync(store, 0o1777);
+    const shared = await offline(['verify', bed.path('a.txt'), bed.path('b.txt'), '--json']);
+    expect(shared.code, describeRun(shared)).toBe(6);
+    expect(parseResults(shared.stdout).map((r) => r.status)).toEqual(['verified', 'unknown']);
+    expect(shared.stderr).toContain(`cannot use the store directory ${store}: it is world-writable`);
+    expect(shared.stderr).toContain('documents are checked against their receipts only');
+    rmSync(receipt);
+  });
+});
 
 describe('verify, with no network', () => {
   it('a registered file: exit 0, the record and its /verification/<hash> URL', async () => {
