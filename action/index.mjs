@@ -17624,6 +17624,11 @@ function receiptSubject(item) {
 * is read or anything sent.
 */
 async function withDescription(options) {
+	const checked = await describedAs(options);
+	for (const [what, text] of [["the description", checked.description], ["--wallet-name", checked.walletName]]) if (text !== void 0 && options.io.holdsSecret(text)) throw new UsageError(`${what} holds your API key or token: it would be kept by the service for good`, { hint: "remove it; notarize never sends a secret anywhere but to log in" });
+	return checked;
+}
+async function describedAs(options) {
 	const { description, descriptionFile } = options;
 	if (options.walletName !== void 0) checkWalletName(options.walletName);
 	if (descriptionFile === void 0) return description === void 0 ? options : {
@@ -22834,6 +22839,10 @@ var IO = class {
 	*/
 	addSecret(secret) {
 		if (secret !== void 0 && secret.length >= 8) for (const part of secretParts(secret)) this.#secrets.add(part);
+	}
+	/** Whether `text` holds a secret registered so far (addSecret): such text must not leave the machine either. */
+	holdsSecret(text) {
+		return [...this.#secrets].some((secret) => text.includes(secret));
 	}
 	/** Writes data (the command's result) to stdout. */
 	data(text) {

@@ -137,6 +137,22 @@ export function receiptSubject(item: Item): ReceiptSubject {
  * is read or anything sent.
  */
 export async function withDescription(options: RegisterOptions): Promise<RegisterOptions> {
+  const checked = await describedAs(options);
+  // The description and wallet name go on a permanent record that other people read.
+  for (const [what, text] of [
+    ['the description', checked.description],
+    ['--wallet-name', checked.walletName],
+  ] as const) {
+    if (text !== undefined && options.io.holdsSecret(text)) {
+      throw new UsageError(`${what} holds your API key or token: it would be kept by the service for good`, {
+        hint: 'remove it; notarize never sends a secret anywhere but to log in',
+      });
+    }
+  }
+  return checked;
+}
+
+async function describedAs(options: RegisterOptions): Promise<RegisterOptions> {
   const { description, descriptionFile } = options;
   if (options.walletName !== undefined) checkWalletName(options.walletName);
   if (descriptionFile === undefined) {

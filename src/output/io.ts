@@ -89,6 +89,11 @@ export class IO {
     if (secret !== undefined && secret.length >= 8) for (const part of secretParts(secret)) this.#secrets.add(part);
   }
 
+  /** Whether `text` holds a secret registered so far (addSecret): such text must not leave the machine either. */
+  holdsSecret(text: string): boolean {
+    return [...this.#secrets].some((secret) => text.includes(secret));
+  }
+
   /** Writes data (the command's result) to stdout. */
   data(text: string): void {
     this.clearProgress();

@@ -29,6 +29,22 @@ function expectRefused(run: { code: number | null; stderr: string }, message: Re
 }
 
 describe('-d, --description', () => {
+  it('one holding the API key: exit 2, nothing sent (it would be on a public record for good); --wallet-name too', async () => {
+    const doc = await bed.file('doc.txt', 'secret in description');
+    const key = bed.sandbox.apiKey;
+    for (const args of [
+      ['-d', `ticket ${key} ok`],
+      ['--custody', '--wallet-name', `w-${key}`],
+    ]) {
+      const run = await bed.main(['register', doc, ...args]);
+      expectRefused(run, /^notarize: (the description|--wallet-name) holds your API key or token: /);
+      expect(run.stderr).not.toContain(key);
+    }
+    const file = join(bed.workDir, 'description.txt');
+    await writeFile(file, `release notes\nkey: ${key}\n`.replace('\n', ' '));
+    expectRefused(await bed.main(['register', doc, '--description-file', file]), /the description holds your API key/);
+  });
+
   it('bytes that are not UTF-8 on the command line: exit 2, nothing sent (the built bin, via bash)', async () => {
     await bed.file('doc.txt', 'latin-1 description');
     // Node's spawn() takes argv as strings; bash's $'...' puts the raw byte 0xE9 in it.
