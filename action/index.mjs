@@ -8734,7 +8734,7 @@ var init_errors = __esmMin((() => {
   0  success, including "already registered" (a 409 from the service is read as that: an assumption, its status codes are undocumented)
   1  the service refused the operation (4xx other than 401/403/409); or something was sent but did not end well locally (a receipt or record not written, a batch item that failed locally); or an unexpected error
   2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
-  3  authentication: no usable credentials, or the service answered 401/403
+  3  authentication: no usable credentials (a login refused, whatever its status), or the service answered 401/403
   4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
   5  the service answered 2xx with something unreadable or not of the documented shape; the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
   6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
@@ -19235,11 +19235,27 @@ async function runComplete(options) {
 	else if (options.useActiveSubscription) source = { kind: "active-subscription" };
 	const spinner = options.io.spinner("completing");
 	try {
+		const store = options.ledger();
+		if (source.kind === "store" && store.readRecord(hash) === void 0 && !existsSync(store.pendingFile(hash))) {
+			if ((await confirmedRoots(store)).has(hash)) return {
+				kind: "outcome",
+				outcome: {
+					kind: "already-registered",
+					hash,
+					entry: void 0,
+					service: {
+						message: CONFIRMED_BEFORE,
+						retiredSession: void 0
+					}
+				},
+				baseUrl
+			};
+		}
 		return {
 			kind: "outcome",
 			outcome: await complete({
 				api: await options.api(),
-				store: options.ledger()
+				store
 			}, hash, source),
 			baseUrl
 		};
@@ -19327,7 +19343,7 @@ async function pendingHashes(store) {
 	const { entries, problems } = await store.listPending();
 	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].sort();
 }
-var optionsSchema$5, CONCURRENCY;
+var optionsSchema$5, CONCURRENCY, CONFIRMED_BEFORE;
 var init_complete = __esmMin((() => {
 	init_zod();
 	init_client();
@@ -19349,6 +19365,7 @@ var init_complete = __esmMin((() => {
 		all: boolean().default(false)
 	});
 	CONCURRENCY = 8;
+	CONFIRMED_BEFORE = "the service answered 409 for it before (it has it; its record was never received here); nothing sent";
 }));
 // dist/commands/pending.js
 var pending_exports = /* @__PURE__ */ __exportAll({

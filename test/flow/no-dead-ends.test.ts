@@ -118,6 +118,13 @@ describe('a forfait whose answer was lost (drop-after)', () => {
     expect(aside.retiredBecause).toMatch(/409/);
     expect(JSON.parse(aside.sessionJson)).toMatchObject({ planNickname: 'FREE' });
 
+    // The same complete again (a CI step re-run): the same answer, exit 0, nothing sent (was exit 2).
+    const calls = bed.mark();
+    const again = await bed.main(['complete', hash, '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ hash, status: 'already-registered', record: null });
+    expect(bed.callsSince(calls)).toEqual([]);
+
     // Nothing sends it again: register (plain or --force) asks anew and is told 409.
     for (const args of [
       ['register', doc],
