@@ -8951,7 +8951,7 @@ var init_validation = __esmMin((() => {
 	hashSchema = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex characters");
 }));
 // dist/api/schemas.js
-var BLOCKCHAIN_TYPES, wireBoolean, registrationRequestSchema, nullableString, unixSeconds, subscriptionSessionSchema, notarizationRecordSchema, loginRequestSchema, loginResponseSchema, fileMetadataSchema, tokenClaimsSchema;
+var BLOCKCHAIN_TYPES, wireBoolean, registrationRequestSchema, nullableString, unixSeconds, subscriptionSessionSchema, notarizationRecordSchema, loginRequestSchema, fileMetadataAnswerSchema, loginResponseSchema, fileMetadataSchema, tokenClaimsSchema;
 var init_schemas = __esmMin((() => {
 	init_zod();
 	init_secrets();
@@ -9008,6 +9008,7 @@ var init_schemas = __esmMin((() => {
 		payload: unknown().optional()
 	});
 	loginRequestSchema = looseObject({ apiKey: string$1().min(1) });
+	fileMetadataAnswerSchema = looseObject({});
 	loginResponseSchema = looseObject({ token: string$1().min(1).refine(isSendableToken, "the token holds characters an HTTP header cannot carry") });
 	fileMetadataSchema = looseObject({
 		hash: hashSchema,
@@ -12110,11 +12111,12 @@ async function sendMetadata(deps, input, pending) {
 		});
 		return { metadataSent: true };
 	} catch (error) {
-		if (error instanceof NotarizeError) return {
+		if (!(error instanceof NotarizeError)) throw error;
+		error.hint = [`the registration of ${input.hash} is complete (its record is in the ledger); its file metadata was not sent, and a re-run will not send it (notarize sends it only right after completing)`, error.hint].filter(Boolean).join("; ");
+		return {
 			metadataSent: false,
 			error
 		};
-		throw error;
 	}
 }
 function isPlainObject(value) {
@@ -19138,7 +19140,9 @@ var init_client = __esmMin((() => {
 				route: "file",
 				mode: "safe",
 				optional: true
-			}, () => void 0);
+			}, (text) => {
+				parseAnswer(text, fileMetadataAnswerSchema, "answer to the file metadata");
+			});
 		}
 		/** The user's active subscription session. */
 		activeSubscription() {

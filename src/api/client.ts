@@ -17,6 +17,7 @@ import type { HttpRequest, HttpTransport } from './http.js';
 import { withRetries, type RetryMode, type RetryPolicy } from './retry.js';
 import { describeZodError } from '../validation.js';
 import {
+  fileMetadataAnswerSchema,
   loginResponseSchema,
   notarizationRecordSchema,
   subscriptionSessionSchema,
@@ -158,7 +159,10 @@ export class ApiClient {
     await this.#authed(
       { method: 'PUT', path: `/api/v2/file/${metadata.hash}`, body: JSON.stringify(metadata) },
       { route: 'file', mode: 'safe', optional: true },
-      () => undefined,
+      // A 2xx that is no JSON object (a proxy's or a maintenance page) says nothing was stored: exit 5.
+      (text) => {
+        parseAnswer(text, fileMetadataAnswerSchema, 'answer to the file metadata');
+      },
     );
   }
 

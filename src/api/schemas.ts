@@ -85,6 +85,9 @@ export type NotarizationRecord = z.infer<typeof notarizationRecordSchema>;
 /** Body of `POST /api/v2/auth/login`. */
 export const loginRequestSchema = z.looseObject({ apiKey: z.string().min(1) });
 
+/** Answer of `PUT /api/v2/file/{hash}`: `{}` in the documentation; any JSON object is taken. */
+export const fileMetadataAnswerSchema = z.looseObject({});
+
 /** Answer of `POST /api/v2/auth/login`. */
 export const loginResponseSchema = z.looseObject({
   // A token we could not send back (control or non-ASCII characters) is not one.

@@ -591,8 +591,13 @@ async function sendMetadata(
     });
     return { metadataSent: true };
   } catch (error) {
-    if (error instanceof NotarizeError) return { metadataSent: false, error };
-    throw error;
+    if (!(error instanceof NotarizeError)) throw error;
+    // Said plainly: the registration stands, and nothing sends its metadata later.
+    const stands =
+      `the registration of ${input.hash} is complete (its record is in the ledger); its file metadata was not sent, ` +
+      'and a re-run will not send it (notarize sends it only right after completing)';
+    error.hint = [stands, error.hint].filter(Boolean).join('; ');
+    return { metadataSent: false, error };
   }
 }
 

@@ -760,6 +760,22 @@ describe('the end of a registration', () => {
       expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: false } });
       if (outcome.kind !== 'completed') return;
       expect(outcome.custody?.error).toBeInstanceOf(TransientError);
+      expect(outcome.custody?.error?.hint).toMatch(
+        new RegExp(
+          `^the registration of ${hash} is complete \\(its record is in the ledger\\); its file metadata was not sent, and a re-run will not send it`,
+        ),
+      );
+      expect(store.readRecord(hash)).toBeDefined();
+    });
+
+    it('a metadata call answered 2xx with a page that is no JSON object: not sent (exit 5), the registration stands', async () => {
+      const hash = sha256('custody page');
+      fault('file:html*1');
+      const { store, deps } = world();
+      const outcome = await register(deps, input(hash, { custody: true, file: FILE }));
+      expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: false } });
+      if (outcome.kind !== 'completed') return;
+      expect(outcome.custody?.error?.exitCode).toBe(5);
       expect(store.readRecord(hash)).toBeDefined();
     });
 
