@@ -11,6 +11,7 @@ import { cleanSecret } from './core/secrets.js';
 import { environmentHelp, SECRET_VARIABLES } from './environment.js';
 import { errorJson, EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, type IOOptions, type Sink } from './output/io.js';
+import { inGitHubActions } from './output/github.js';
 import { forTerminal } from './output/safe-text.js';
 export { exitOnSignals, keepFileSizeSignalHarmless } from './interrupt.js';
 export { deferWasmTierUp } from './v8-flags.js';
@@ -64,6 +65,7 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
     stdinIsTTY: Boolean(process.stdin.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY) && !env.CI,
     colour: colourWanted(env, Boolean(process.stdout.isTTY)),
+    warningAnnotations: inGitHubActions(env),
     startSpinner: (text) => {
       // ora is loaded only when a spinner is really shown, on a terminal.
       let spinner: { text: string; stop(): void } | undefined;

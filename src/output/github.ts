@@ -63,6 +63,11 @@ function link(label: string, url: string): string {
   return `[${label}](${target})`;
 }
 
+/** A warning as a workflow command: the runner shows it on the run's page, not only in the log. */
+export function warningCommand(text: string): string {
+  return `::warning title=notarize::${escapeData(text)}`;
+}
+
 /** The markdown summary of a command's results. */
 export function markdownSummary(title: string, results: readonly ItemResult[]): string {
   const rows = results.map(

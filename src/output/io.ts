@@ -11,6 +11,7 @@
  * and `hash` lines keep sha256sum's format.
  */
 import type { Readable } from 'node:stream';
+import { warningCommand } from './github.js';
 import { forTerminal, forTerminalLines } from './safe-text.js';
 import { stringifyExact } from '../exact-json.js';
 import { secretParts } from '../core/secrets.js';
@@ -41,6 +42,8 @@ export interface IOOptions {
   verbose?: boolean;
   /** Starts a spinner on stderr; only called when stderr is a terminal. */
   startSpinner?: (text: string) => Spinner;
+  /** Warnings as GitHub Actions `::warning::` commands (GITHUB_ACTIONS=true), so that the run's page shows them. */
+  warningAnnotations?: boolean;
 }
 
 /** Characters `dataSoon` queues at most before writing them (a few hundred lines of `hash`). */
@@ -53,6 +56,7 @@ export class IO {
   readonly stdin: Readable;
   readonly stdinIsTTY: boolean;
   readonly stderrIsTTY: boolean;
+  readonly #annotate: boolean;
   readonly colour: boolean;
   quiet: boolean;
   verbose: boolean;
@@ -78,6 +82,7 @@ export class IO {
     this.quiet = options.quiet ?? false;
     this.verbose = options.verbose ?? false;
     this.#startSpinner = options.startSpinner;
+    this.#annotate = options.warningAnnotations ?? false;
   }
 
   /**
@@ -184,7 +189,8 @@ export class IO {
   /** A warning: shown even with --quiet, since it says something went wrong. */
   warn(text: string): void {
     this.clearProgress();
-    this.#writeErr(`warning: ${forTerminal(this.#scrub(text))}\n`);
+    const line = this.#annotate ? warningCommand(this.#scrub(text)) : `warning: ${forTerminal(this.#scrub(text))}`;
+    this.#writeErr(`${line}\n`);
   }
 
   /** An error line, written by main() only (and help, and GitHub annotations); may be several lines. */

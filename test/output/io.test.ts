@@ -31,6 +31,13 @@ describe('IO streams', () => {
     expect(stderr()).toBe('registered\nwarning: store tightened\nerror: refused\n');
   });
 
+  it('in GitHub Actions a warning is a ::warning command (shown on the run page), escaped, secrets scrubbed', () => {
+    const { io, stderr } = bufferIO({ warningAnnotations: true });
+    io.addSecret('sk_live_0123456789');
+    io.warn('no receipt for 100% of\nthem \u001b[31m sk_live_0123456789');
+    expect(stderr()).toBe('::warning title=notarize::no receipt for 100%25 of\\nthem \\u001b[31m [redacted]\n');
+  });
+
   it('quiet silences info but not warnings, errors or data', () => {
     const { io, stdout, stderr } = bufferIO({ quiet: true });
     io.info('chatter');
