@@ -89,6 +89,10 @@ export class Aggregator {
   #askedBefore = false;
   /** The roots whose manifest this run wrote (manifest-files.ts). */
   readonly #manifestsWritten = new Set<string>();
+  /** The documents whose own registration settles them (#alreadyOnTheirOwn), after the tree's (#onTheirOwn). */
+  #alone: Hashed[] = [];
+  /** What the tree's part of the run ended with (#end), for the run's end once #alone are settled. */
+  #ended: { sent: boolean; manifestFailure?: NotarizeError } = { sent: false };
   /** The receipts of --receipt-dir by digest, read once (#receiptsByDigest). */
   #byDigest: Promise<Map<string, string[]>> | undefined;
   /** The last write of each receipt path still under way (see #receipt). */
@@ -103,6 +107,17 @@ export class Aggregator {
   }
 
   async run(): Promise<ItemsResult> {
+    const result = await this.#runTree();
+    if (this.#alone.length === 0) return result;
+    // Settled after the tree's root, so that the tree is planted soon after the locks were looked
+    // at (a per-document run starting on one of its documents meanwhile then finds it and waits).
+    // --fail-fast: after a failure, they are skipped too.
+    if (this.#options.failFast && this.#tally.failed > 0) this.#skip(this.#alone);
+    else await this.#onTheirOwn(this.#alone);
+    return this.#end(this.#ended.sent, this.#ended.manifestFailure);
+  }
+
+  async #runTree(): Promise<ItemsResult> {
     const all = await this.#hashAll();
     // --fail-fast: one document that cannot be hashed stops the run before anything is sent.
     if (this.#options.failFast && this.#tally.failed > 0) {
@@ -159,7 +174,7 @@ export class Aggregator {
       }
       // Its receipt of a registration on its own (per-document register): the service is asked about it.
       const alone = await registrationIn(receiptPath(plan, doc.index, doc.sha256), doc.sha256);
-      if (alone !== undefined && alone.baseUrl === this.#baseUrl) {
+      if (alone !== undefined && (alone.baseUrl === undefined || alone.baseUrl === this.#baseUrl)) {
         candidates.push(doc);
         continue;
       }
@@ -253,7 +268,8 @@ export class Aggregator {
     const byDigest = await this.#receiptsByDigest(plan);
     for (const path of [own, ...(byDigest.get(doc.sha256) ?? []).filter((p) => p !== own)]) {
       const alone = await registrationIn(path, doc.sha256);
-      if (alone === undefined || alone.baseUrl !== this.#baseUrl) continue;
+      // A bare record does not say its service: asking this one costs a request step, never a payment.
+      if (alone === undefined || (alone.baseUrl !== undefined && alone.baseUrl !== this.#baseUrl)) continue;
       const refused = this.#asks.refusal(doc.sha256, path, (message) => this.#options.io.warn(message));
       if (refused !== undefined) throw refused;
       if (!this.#asks.has(doc.sha256)) this.#askedBefore = true;
@@ -380,6 +396,7 @@ export class Aggregator {
 
   /** The run's result; `sent`: whether a root's steps reached the service. */
   #end(sent: boolean, manifestFailure?: NotarizeError): ItemsResult {
+    this.#ended = { sent, ...(manifestFailure ? { manifestFailure } : {}) };
     // A manifest that could not be written fails the run (exit 1) even when every document succeeded.
     const failure = this.#tally.failure(sent || this.#askedBefore, this.#total) ?? manifestFailure;
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
@@ -461,8 +478,16 @@ export class Aggregator {
       if (entry === undefined) {
         // Its own session pending (a run stopped, maybe after sending its completion; or --no-complete),
         // or its lock held (another process at work on it, or one killed there): its own flow settles it.
-        if (existsSync(this.#store.pendingFile(doc.sha256))) sessions.push(doc);
-        else if (existsSync(this.#store.lockFile(doc.sha256))) inFlight.push(doc);
+        if (existsSync(this.#store.pendingFile(doc.sha256))) {
+          try {
+            // Read now: one that cannot be read fails here, before anything is sent (--fail-fast stops).
+            this.#store.readPending(doc.sha256);
+          } catch (error) {
+            this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+            continue;
+          }
+          sessions.push(doc);
+        } else if (existsSync(this.#store.lockFile(doc.sha256))) inFlight.push(doc);
         else rest.push(doc);
         continue;
       }
@@ -485,7 +510,8 @@ export class Aggregator {
       // A tree that cannot be read may hold it: placeDocuments stops the run, saying which (nothing paid).
       if (trees !== undefined && trees.problems.length > 0) return true;
       const placed = trees?.place(doc.sha256);
-      return placed !== undefined && placed.tree.state !== 'planned';
+      // Any tree, a planned one too: its root is requested again in this run, for this document as well.
+      return placed !== undefined;
     };
     const alone = ownWay.filter((doc) => !underRoot(doc));
     rest.push(...ownWay.filter(underRoot));
@@ -509,7 +535,7 @@ export class Aggregator {
           `to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``,
       );
     }
-    await this.#onTheirOwn(alone);
+    this.#alone = alone;
     if (unrecorded.length > 0) {
       const which = someDocuments(unrecorded.length, unrecorded[0]!);
       this.#options.io.warn(
@@ -534,43 +560,70 @@ export class Aggregator {
     if (docs.length === 0) return;
     const options = this.#options;
     const plan = this.#documents.receipts;
-    const deps = { api: this.#api, store: this.#store, onStep: () => (this.#askedBefore = true) };
+    /** The documents the service answered 409 for, with no receipt there to answer for them: said once. */
+    const unrecorded: string[] = [];
     await runAll(
       docs,
       async (doc) => {
-        const input = {
-          hash: doc.sha256,
-          description: options.description ?? forTerminal(doc.name ?? doc.sha256),
-          custody: false,
-          signed: options.signed,
-          blockchain: options.blockchain,
-          complete: options.complete,
-          force: false,
+        // Held from its completion until its result and receipt are out, as per-document register does:
+        // a signal's grace then covers what a record saved in it is owed (interrupt.ts).
+        let reporting: (() => void) | undefined;
+        const onStep = (step: string) => {
+          this.#askedBefore = true;
+          if (step === 'completing') reporting ??= owingResult();
         };
-        const outcome = await register(deps, input);
-        const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
-        let written: { receipt?: string; receiptError?: NotarizeError } = {};
-        if (plan && entry) written = await this.#receipt(plan, doc, entry);
-        // A 409 with no record here: its receipt from an earlier run, if there and of it, answers for it.
-        else if (plan && outcome.kind === 'already-registered') {
-          const kept = await keptReceipt(plan, doc.index, doc.sha256, () => this.#receiptsByDigest(plan));
-          if (kept !== undefined) written = { receipt: kept };
+        try {
+          const input = {
+            hash: doc.sha256,
+            description: options.description ?? forTerminal(doc.name ?? doc.sha256),
+            custody: false,
+            signed: options.signed,
+            blockchain: options.blockchain,
+            complete: options.complete,
+            force: false,
+          };
+          const outcome = await register({ api: this.#api, store: this.#store, onStep }, input);
+          const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
+          let written: { receipt?: string; receiptError?: NotarizeError } = {};
+          if (plan && entry) written = await this.#receipt(plan, doc, entry);
+          // A 409 with no record here: its receipt from an earlier run, if there and of it, answers for it.
+          else if (plan && outcome.kind === 'already-registered') {
+            const kept = await keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () =>
+              this.#receiptsByDigest(plan),
+            );
+            if (kept !== undefined) written = { receipt: kept };
+            else unrecorded.push(doc.sha256);
+          }
+          const { receipt, receiptError } = written;
+          this.#items.add(
+            doc.index,
+            outcomeResult(doc.file, outcome, this.#baseUrl, receiptDetails(receipt, receiptError)),
+          );
+          this.#tally.add(doc.index, receiptError);
+        } finally {
+          reporting?.();
         }
-        const { receipt, receiptError } = written;
-        this.#items.add(
-          doc.index,
-          outcomeResult(doc.file, outcome, this.#baseUrl, receiptDetails(receipt, receiptError)),
-        );
-        this.#tally.add(doc.index, receiptError);
       },
       {
         concurrency: options.concurrency,
+        failFast: options.failFast,
         onSettled: (index, settled) => {
           const doc = docs[index]!;
-          if (!settled.ok) this.#fail(doc.index, doc.file, doc.sha256, settledError(settled));
+          if (settled.ok) return;
+          if ('cancelled' in settled) this.#skip([doc]);
+          else this.#fail(doc.index, doc.file, doc.sha256, settledError(settled));
         },
       },
     );
+    if (unrecorded.length > 0) {
+      const which = someDocuments(unrecorded.length, unrecorded[0]!);
+      const one = unrecorded.length === 1;
+      options.io.warn(
+        `no receipt written for ${which}: the service answered 409 (it has ${one ? 'it' : 'them'}), and this store ` +
+          'has no record to write one from (the service sends a record once, to the run that paid); ' +
+          '`verify` will call it unknown, and only its verification page can vouch for it',
+      );
+    }
   }
 
   #fail(index: number, file: string | null, hash: string | null, error: NotarizeError): void {

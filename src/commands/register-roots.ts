@@ -7,7 +7,8 @@
  * service asked). Registering it on its own in any of these cases would pay
  * twice for it. Undefined: nothing known, the flow's to register.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
 import { askAboutRoot, ManifestIndex, RootAsks, readableRecord } from '../core/manifests.js';
 import { locked, type FlowDeps, type Outcome } from '../core/notarize.js';
@@ -53,6 +54,8 @@ export class DocumentRoots {
   readonly #onSent: () => void;
   /** The trees of this store, read when a document first needs them (#underRoot). */
   #trees: Promise<Trees> | undefined;
+  /** The trees folder's modification time when #trees was read (treesStamp). */
+  #treesStamp: bigint | undefined;
   /** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
   #paidProblems: Promise<StoreError[]> | undefined;
   /** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
@@ -332,7 +335,14 @@ export class DocumentRoots {
   async #underRoot(hash: string, waited = false): Promise<TreeStanding | undefined> {
     if (this.#options.force) return undefined;
     const { store } = this.#deps;
-    this.#trees ??= Trees.load(store);
+    // Read again when a tree was planted since (another process's --aggregate, under way now): a
+    // document it holds must wait for its root, not be paid for alone (one stat per document).
+    const stamp = treesStamp(store.treeFile(hash));
+    if (this.#trees === undefined || stamp !== this.#treesStamp) {
+      this.#trees = Trees.load(store);
+      this.#treesStamp = stamp;
+      this.#paidProblems = undefined;
+    }
     const trees = await this.#trees;
     const placed = trees.place(hash);
     if (placed === undefined || placed.tree.state === 'planned' || placed.tree.state === 'pending') {
@@ -357,10 +367,10 @@ export class DocumentRoots {
       // The run that planted it may be registering its root right now (another process, its request
       // in flight: the root's lock held). Paying for the document alone meanwhile would cover it twice:
       // wait for that lock, then look again (registered, pending, or still planned: nothing paid).
-      if (!waited && existsSync(store.lockFile(tree.entry.root))) {
-        await locked(this.#deps, tree.entry.root, async () => {});
+      // Its state as read may be stale too (registered since): read again, once, before paying.
+      if (!waited) {
+        if (existsSync(store.lockFile(tree.entry.root))) await locked(this.#deps, tree.entry.root, async () => {});
         this.#trees = undefined;
-        this.#paidProblems = undefined;
         return this.#underRoot(hash, true);
       }
       // Nothing paid for it: the document goes through the flow (the root's leftovers tidied).
@@ -375,5 +385,17 @@ export class DocumentRoots {
     }
     // Registered, or confirmed: the service answered 409 for the root, whose record this store never got.
     return { state: 'registered' as const, tree, proof };
+  }
+}
+
+/**
+ * The modification time of the folder of `treeFile` (the store's trees/),
+ * in nanoseconds: a tree planted or removed changes it. -1 when there is none.
+ */
+function treesStamp(treeFile: string): bigint {
+  try {
+    return statSync(dirname(treeFile), { bigint: true }).mtimeNs;
+  } catch {
+    return -1n;
   }
 }

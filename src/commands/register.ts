@@ -442,6 +442,7 @@ class Registrar {
         receipts,
         index,
         input.hash,
+        this.#baseUrl,
         () => (this.#byDigest ??= receiptsByDigest(receipts.dir)),
       );
       if (kept !== undefined) return { outcome, ...self, receipt: kept };

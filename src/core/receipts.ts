@@ -347,7 +347,8 @@ export async function proofIn(path: string, hash: string): Promise<EarlierProof 
 
 /** A receipt of a document registered on its own (no proof), the service it names, and where it is. */
 export interface EarlierRegistration {
-  baseUrl: string;
+  /** Undefined for a receipt written before v1 (the bare record), which does not say. */
+  baseUrl: string | undefined;
   path: string;
   /** The description its record holds (what the service registered it with). */
   description: string;
@@ -369,7 +370,6 @@ export async function registrationIn(path: string, hash: string): Promise<Earlie
   if (text === undefined) return undefined;
   const receipt = readReceipt(text);
   if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase() || receipt.proof !== null) return undefined;
-  if (receipt.baseUrl === undefined) return undefined;
   const { description } = JSON.parse(receipt.recordJson) as { description?: unknown };
   return { baseUrl: receipt.baseUrl, path, description: typeof description === 'string' ? description : hash };
 }
@@ -385,14 +385,22 @@ export async function keptReceipt(
   plan: ReceiptPlan,
   index: number,
   hash: string,
+  baseUrl: string,
   elsewhere: () => Promise<Map<string, string[]>> = () => Promise.resolve(new Map<string, string[]>()),
 ): Promise<string | undefined> {
   const own = receiptPath(plan, index, hash);
+  try {
+    if (isReceiptOf(await readNoFollow(own), hash)) return own;
+  } catch {
+    // Unreadable: says nothing.
+  }
   // Then the receipts of the same digest under other names (receiptsByDigest: another layout of the
-  // same folder, `-r dist` against `dist/sub/c.txt`, or a copy): verify finds those too.
-  for (const path of [own, ...((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)]) {
+  // same folder, `-r dist` against `dist/sub/c.txt`, or a copy), of this service: verify finds those too.
+  for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) {
     try {
-      if (isReceiptOf(await readNoFollow(path), hash)) return path;
+      const text = await readNoFollow(path);
+      const receipt = text === undefined ? undefined : readReceipt(text);
+      if (receipt?.consistent && receipt.sha256 === hash.toLowerCase() && receipt.baseUrl === baseUrl) return path;
     } catch {
       // Unreadable: says nothing.
     }

@@ -969,8 +969,39 @@ describe('switching between --aggregate and per-document registration never pays
     expect(b).toMatchObject({ status: 'registered', proof: { treeSize: 1, leafIndex: 0 } });
     expect(run.stderr).toContain(`${own} has a session of its own pending: it is completed on its own`);
     const calls = bed.callsSince(mark).map((c) => `${c.route}:${c.path.includes(own) ? 'own' : 'root'}`);
-    expect(calls).toEqual(['forfait:own', 'request:root', 'forfait:root']);
+    // The tree's root first (planted right after the locks were looked at), then its own session.
+    expect(calls).toEqual(['request:root', 'forfait:root', 'forfait:own']);
     expect(bed.pendingHashes()).not.toContain(own);
+  });
+
+  it('a document with a session of its own, in a tree only planned: that root, requested again, answers for it; one payment', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'planned-own-')) };
+    const [a, b] = await writeDocs('planned-own', 'planned, own session', ['a', 'b']);
+    bed.sandbox.addFaults(parseFaults('request:status=503*1'));
+    const planned = await bed.main(['register', '--aggregate', a!, b!, '--retries', '0', '--quiet'], { env });
+    expect(planned.code, describeRun(planned)).toBe(4);
+    expect((await bed.main(['register', a!, '--no-complete', '--quiet'], { env })).code).toBe(0);
+    const mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', a!, b!, '--json'], { env });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseResults(run.stdout).map((r) => [r.status, r.proof?.treeSize])).toEqual([
+      ['registered', 2],
+      ['registered', 2],
+    ]);
+    expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toHaveLength(1);
+  });
+
+  it('--fail-fast: a document whose own session cannot be read stops the others before anything is sent', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'own-fail-fast-')) };
+    const docs = await writeDocs('own-fail-fast', 'fail fast, own sessions', ['d1', 'd2', 'd3']);
+    expect((await bed.main(['register', docs[1]!, '--no-complete', '--quiet'], { env })).code).toBe(0);
+    const d1 = createHash('sha256').update(readFileSync(docs[0]!)).digest('hex');
+    writeFileSync(storePaths(env.NOTARIZE_CONFIG_DIR, bed.url).pending(d1), '{"broken');
+    const mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', ...docs, '--fail-fast', '-j', '1', '--json'], { env });
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(parseResults(run.stdout).map((r) => r.status)).toEqual(['failed', 'skipped', 'skipped']);
+    expect(bed.callsSince(mark).filter((c) => c.route === 'forfait' || c.route === 'request')).toEqual([]);
   });
 
   it('a session whose completion went through unanswered: the aggregate completes it (409), pays no root over it', async () => {
@@ -982,14 +1013,17 @@ describe('switching between --aggregate and per-document registration never pays
     const lost = await bed.main(['register', a!, '--quiet'], { env });
     expect(lost.code, describeRun(lost)).toBe(4);
     const mark = bed.mark();
-    const run = await bed.main(['register', '--aggregate', a!, b!, '--json'], { env });
+    const receipts = bed.path('lost-own-receipts');
+    const run = await bed.main(['register', '--aggregate', a!, b!, '--receipt-dir', receipts, '--json'], { env });
     expect(run.code, describeRun(run)).toBe(0);
-    expect(parseResults(run.stdout).map((r) => [r.hash, r.status, r.proof?.treeSize])).toEqual([
-      [ha, 'already-registered', undefined],
-      [hb, 'registered', 1],
+    expect(parseResults(run.stdout).map((r) => [r.hash, r.status, r.proof?.treeSize, r.receipt])).toEqual([
+      [ha, 'already-registered', undefined, undefined],
+      [hb, 'registered', 1, join(receipts, 'b.txt.notarization.json')],
     ]);
+    // No record came for a, so no receipt: said, as per-document register says it.
+    expect(run.stderr).toContain(`no receipt written for ${ha}: the service answered 409`);
     const calls = bed.callsSince(mark).map((c) => `${c.route}:${c.status}:${c.path.includes(ha!) ? 'a' : ''}`);
-    expect(calls).toEqual(['forfait:409:a', 'request:200:', 'forfait:200:']);
+    expect(calls).toEqual(['request:200:', 'forfait:200:', 'forfait:409:a']);
   });
 
   it('a per-document run at work on the same documents, in another process: the aggregate waits, pays no root over them', async () => {
@@ -1023,6 +1057,31 @@ describe('switching between --aggregate and per-document registration never pays
         step,
       ).toEqual([200, 200]);
     }
+  });
+
+  it('a per-document batch already running when an aggregate plants its tree: each document covered once', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'batch-first-')) };
+    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
+    const docs = await writeDocs('batch-first', 'batch first', ['d1', 'd2', 'd3', 'd4', 'd5', 'd6']);
+    const hashes = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
+    bed.sandbox.addFaults(parseFaults('request:latency=150*12,forfait:latency=150*12'));
+    const perDocument = bed.run(['register', ...docs, '-j', '1', '--quiet'], { env });
+    // The batch is under way (its first document registered) when the aggregate starts.
+    for (let i = 0; i < 300 && !existsSync(paths.ledger(hashes[0]!)); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(existsSync(paths.ledger(hashes[0]!))).toBe(true);
+    const aggregate = await bed.main(['register', '--aggregate', ...docs, '--json'], { env });
+    const first = await perDocument;
+    expect(first.code, describeRun(first)).toBe(0);
+    expect(aggregate.code, describeRun(aggregate)).toBe(0);
+    // Every document is paid for once: on its own, or as a leaf of a root, never both.
+    const roots = new Set(parseResults(aggregate.stdout).flatMap((r) => (r.proof ? [r.proof.root] : [])));
+    const underRoot = new Set(parseResults(aggregate.stdout).flatMap((r) => (r.proof ? [r.hash] : [])));
+    for (const hash of hashes) {
+      expect(Number(bed.sandbox.records.has(hash)) + Number(underRoot.has(hash)), hash).toBe(1);
+    }
+    expect([...roots].every((root) => bed.sandbox.records.has(root))).toBe(true);
   });
 
   it("an aggregate's root request in flight in another process: per-document register waits for it, pays nothing", async () => {
@@ -1821,6 +1880,29 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(third.run.code, describeRun(third.run)).toBe(0);
     expect(third.calls).toEqual(['login:200', 'request:200', 'request:200', 'forfait:200']);
     expect(parseResults(third.run.stdout).map((r) => [r.status, r.proof?.treeSize])).toEqual([['registered', 1]]);
+  });
+
+  it('a receipt written before v1 (the bare record) of a registration on its own: asked about too, kept', async () => {
+    const [a, c] = await writeDocs('bare-alone', 'bare record', ['a', 'c']);
+    const receipts = bed.path('bare-alone-receipts');
+    expect(
+      (
+        await bed.main(['register', a!, '--receipt-dir', receipts, '--quiet'], {
+          env: { NOTARIZE_CONFIG_DIR: freshStore() },
+        })
+      ).code,
+    ).toBe(0);
+    const file = join(receipts, 'a.txt.notarization.json');
+    const bare = `${JSON.stringify(JSON.parse(readFileSync(file, 'utf8')).record)}\n`;
+    writeFileSync(file, bare);
+    const run = await onStore(freshStore(), receipts, [a!, c!]);
+    expect(run.run.code, describeRun(run.run)).toBe(0);
+    expect(run.calls).toEqual(['login:200', 'request:409', 'request:200', 'forfait:200']);
+    expect(parseResults(run.run.stdout).map((r) => [r.status, r.receipt])).toEqual([
+      ['already-registered', file],
+      ['registered', join(receipts, 'c.txt.notarization.json')],
+    ]);
+    expect(readFileSync(file, 'utf8')).toBe(bare);
   });
 
   it('--aggregate: a copy of a document under a root this store has the record of (not the tree) gets its receipt', async () => {

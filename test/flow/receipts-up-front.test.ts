@@ -279,6 +279,9 @@ describe('re-runs with receipts', () => {
     expect(cold.code, cold.stderr).toBe(0);
     expect(parseNdjson(cold.stdout)[0]).toMatchObject({ status: 'already-registered', receipt: walked });
     expect(cold.stderr).not.toContain('no receipt written');
+    // One of the same digest from another service answers for nothing here.
+    const other = join(dir, 'elsewhere.txt.notarization.json');
+    writeFileSync(other, readFileSync(walked, 'utf8').replaceAll(bed.url, 'https://other.example'));
     // With no receipt of it anywhere: the warning, once (a single document said it twice with ndjson).
     rmSync(walked);
     const bare = await bed.main(['register', doc, '--receipt-dir', dir, '--output', 'ndjson'], {
@@ -286,5 +289,6 @@ describe('re-runs with receipts', () => {
     });
     expect(bare.code, bare.stderr).toBe(0);
     expect(bare.stderr.split('\n').filter((line) => line.includes('no receipt written'))).toHaveLength(1);
+    expect(parseNdjson(bare.stdout)[0]).not.toHaveProperty('receipt');
   });
 });
