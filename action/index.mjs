@@ -10363,7 +10363,6 @@ async function registrationIn(path, hash) {
 	if (text === void 0) return void 0;
 	const receipt = readReceipt(text);
 	if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase() || receipt.proof !== null) return void 0;
-	if (receipt.baseUrl === void 0) return void 0;
 	const { description } = JSON.parse(receipt.recordJson);
 	return {
 		baseUrl: receipt.baseUrl,
@@ -10378,10 +10377,15 @@ async function registrationIn(path, hash) {
 * registration the service confirmed with no record here leaves it as it
 * is, and it still answers for the document; else undefined.
 */
-async function keptReceipt(plan, index, hash, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map())) {
+async function keptReceipt(plan, index, hash, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map())) {
 	const own = receiptPath(plan, index, hash);
-	for (const path of [own, ...((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)]) try {
-		if (isReceiptOf(await readNoFollow(path), hash)) return path;
+	try {
+		if (isReceiptOf(await readNoFollow(own), hash)) return own;
+	} catch {}
+	for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) try {
+		const text = await readNoFollow(path);
+		const receipt = text === void 0 ? void 0 : readReceipt(text);
+		if (receipt?.consistent && receipt.sha256 === hash.toLowerCase() && receipt.baseUrl === baseUrl) return path;
 	} catch {}
 }
 /** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
@@ -12896,6 +12900,10 @@ function link(label, url) {
 	if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return cell$1(url);
 	return `[${label}](${parsed.href.replace(/[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`)})`;
 }
+/** A warning as a workflow command: the runner shows it on the run's page, not only in the log. */
+function warningCommand(text) {
+	return `::warning title=notarize::${escapeData(text)}`;
+}
 /** The markdown summary of a command's results. */
 function markdownSummary(title, results) {
 	const rows = results.map((r) => `| ${cell$1(r.file ?? "-")} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${r.verificationUrl ? link("verify", r.verificationUrl) : cell$1(r.error?.message ?? r.reason ?? "")} |`);
@@ -14828,6 +14836,17 @@ var init_manifest_files = __esmMin((() => {
 * service asked). Registering it on its own in any of these cases would pay
 * twice for it. Undefined: nothing known, the flow's to register.
 */
+/**
+* The modification time of the folder of `treeFile` (the store's trees/),
+* in nanoseconds: a tree planted or removed changes it. -1 when there is none.
+*/
+function treesStamp(treeFile) {
+	try {
+		return statSync(dirname(treeFile), { bigint: true }).mtimeNs;
+	} catch {
+		return -1n;
+	}
+}
 var DocumentRoots;
 var init_register_roots = __esmMin((() => {
 	init_aggregate();
@@ -14846,6 +14865,8 @@ var init_register_roots = __esmMin((() => {
 		#onSent;
 		/** The trees of this store, read when a document first needs them (#underRoot). */
 		#trees;
+		/** The trees folder's modification time when #trees was read (treesStamp). */
+		#treesStamp;
 		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
 		#paidProblems;
 		/** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
@@ -15112,7 +15133,12 @@ var init_register_roots = __esmMin((() => {
 		async #underRoot(hash, waited = false) {
 			if (this.#options.force) return void 0;
 			const { store } = this.#deps;
-			this.#trees ??= Trees.load(store);
+			const stamp = treesStamp(store.treeFile(hash));
+			if (this.#trees === void 0 || stamp !== this.#treesStamp) {
+				this.#trees = Trees.load(store);
+				this.#treesStamp = stamp;
+				this.#paidProblems = void 0;
+			}
 			const trees = await this.#trees;
 			const placed = trees.place(hash);
 			if (placed === void 0 || placed.tree.state === "planned" || placed.tree.state === "pending") {
@@ -15125,10 +15151,9 @@ var init_register_roots = __esmMin((() => {
 			if (store.readRecord(hash) !== void 0) return void 0;
 			if (tree.state === "planned") {
 				if (store.readUnanswered(tree.entry.root) !== void 0) throw underUnreadRoot(tree.entry.root, "register its documents again");
-				if (!waited && existsSync(store.lockFile(tree.entry.root))) {
-					await locked(this.#deps, tree.entry.root, async () => {});
+				if (!waited) {
+					if (existsSync(store.lockFile(tree.entry.root))) await locked(this.#deps, tree.entry.root, async () => {});
 					this.#trees = void 0;
-					this.#paidProblems = void 0;
 					return this.#underRoot(hash, true);
 				}
 				return {
@@ -17745,6 +17770,10 @@ var init_register_aggregate = __esmMin((() => {
 		#askedBefore = false;
 		/** The roots whose manifest this run wrote (manifest-files.ts). */
 		#manifestsWritten = /* @__PURE__ */ new Set();
+		/** The documents whose own registration settles them (#alreadyOnTheirOwn), after the tree's (#onTheirOwn). */
+		#alone = [];
+		/** What the tree's part of the run ended with (#end), for the run's end once #alone are settled. */
+		#ended = { sent: false };
 		/** The receipts of --receipt-dir by digest, read once (#receiptsByDigest). */
 		#byDigest;
 		/** The last write of each receipt path still under way (see #receipt). */
@@ -17758,6 +17787,13 @@ var init_register_aggregate = __esmMin((() => {
 			this.#store = store;
 		}
 		async run() {
+			const result = await this.#runTree();
+			if (this.#alone.length === 0) return result;
+			if (this.#options.failFast && this.#tally.failed > 0) this.#skip(this.#alone);
+			else await this.#onTheirOwn(this.#alone);
+			return this.#end(this.#ended.sent, this.#ended.manifestFailure);
+		}
+		async #runTree() {
 			const all = await this.#hashAll();
 			if (this.#options.failFast && this.#tally.failed > 0) {
 				this.#skip(all);
@@ -17807,7 +17843,7 @@ var init_register_aggregate = __esmMin((() => {
 					continue;
 				}
 				const alone = await registrationIn(receiptPath(plan, doc.index, doc.sha256), doc.sha256);
-				if (alone !== void 0 && alone.baseUrl === this.#baseUrl) {
+				if (alone !== void 0 && (alone.baseUrl === void 0 || alone.baseUrl === this.#baseUrl)) {
 					candidates.push(doc);
 					continue;
 				}
@@ -17892,7 +17928,7 @@ var init_register_aggregate = __esmMin((() => {
 			const byDigest = await this.#receiptsByDigest(plan);
 			for (const path of [own, ...(byDigest.get(doc.sha256) ?? []).filter((p) => p !== own)]) {
 				const alone = await registrationIn(path, doc.sha256);
-				if (alone === void 0 || alone.baseUrl !== this.#baseUrl) continue;
+				if (alone === void 0 || alone.baseUrl !== void 0 && alone.baseUrl !== this.#baseUrl) continue;
 				const refused = this.#asks.refusal(doc.sha256, path, (message) => this.#options.io.warn(message));
 				if (refused !== void 0) throw refused;
 				if (!this.#asks.has(doc.sha256)) this.#askedBefore = true;
@@ -18015,6 +18051,10 @@ var init_register_aggregate = __esmMin((() => {
 		}
 		/** The run's result; `sent`: whether a root's steps reached the service. */
 		#end(sent, manifestFailure) {
+			this.#ended = {
+				sent,
+				...manifestFailure ? { manifestFailure } : {}
+			};
 			const failure = this.#tally.failure(sent || this.#askedBefore, this.#total) ?? manifestFailure;
 			return {
 				kind: "items",
@@ -18101,8 +18141,15 @@ var init_register_aggregate = __esmMin((() => {
 					continue;
 				}
 				if (entry === void 0) {
-					if (existsSync(this.#store.pendingFile(doc.sha256))) sessions.push(doc);
-					else if (existsSync(this.#store.lockFile(doc.sha256))) inFlight.push(doc);
+					if (existsSync(this.#store.pendingFile(doc.sha256))) {
+						try {
+							this.#store.readPending(doc.sha256);
+						} catch (error) {
+							this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+							continue;
+						}
+						sessions.push(doc);
+					} else if (existsSync(this.#store.lockFile(doc.sha256))) inFlight.push(doc);
 					else rest.push(doc);
 					continue;
 				}
@@ -18119,8 +18166,7 @@ var init_register_aggregate = __esmMin((() => {
 			const trees = ownWay.length === 0 ? void 0 : await Trees.load(this.#store, { holding: new Set(ownWay.map((d) => d.sha256)) });
 			const underRoot = (doc) => {
 				if (trees !== void 0 && trees.problems.length > 0) return true;
-				const placed = trees?.place(doc.sha256);
-				return placed !== void 0 && placed.tree.state !== "planned";
+				return trees?.place(doc.sha256) !== void 0;
 			};
 			const alone = ownWay.filter((doc) => !underRoot(doc));
 			rest.push(...ownWay.filter(underRoot));
@@ -18135,7 +18181,7 @@ var init_register_aggregate = __esmMin((() => {
 				const one = completed.length === 1;
 				this.#options.io.warn(`${which} ${one ? "has a session" : "have sessions"} of ${one ? "its" : "their"} own pending: ${one ? "it is" : "they are"} completed on ${one ? "its" : "their"} own, not put under a Merkle root (a run stopped after sending ${one ? "its" : "their"} completion may have paid for ${one ? "it" : "them"} already); to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``);
 			}
-			await this.#onTheirOwn(alone);
+			this.#alone = alone;
 			if (unrecorded.length > 0) {
 				const which = someDocuments(unrecorded.length, unrecorded[0]);
 				this.#options.io.warn(`no receipt written for ${which}: the service answered 409 for ${unrecorded.length === 1 ? "it" : "them"} before, and this store has no record to write one from (nothing sent for ${unrecorded.length === 1 ? "it" : "them"})`);
@@ -18156,39 +18202,58 @@ var init_register_aggregate = __esmMin((() => {
 			if (docs.length === 0) return;
 			const options = this.#options;
 			const plan = this.#documents.receipts;
-			const deps = {
-				api: this.#api,
-				store: this.#store,
-				onStep: () => this.#askedBefore = true
-			};
+			/** The documents the service answered 409 for, with no receipt there to answer for them: said once. */
+			const unrecorded = [];
 			await runAll(docs, async (doc) => {
-				const input = {
-					hash: doc.sha256,
-					description: options.description ?? forTerminal(doc.name ?? doc.sha256),
-					custody: false,
-					signed: options.signed,
-					blockchain: options.blockchain,
-					complete: options.complete,
-					force: false
+				let reporting;
+				const onStep = (step) => {
+					this.#askedBefore = true;
+					if (step === "completing") reporting ??= owingResult();
 				};
-				const outcome = await register(deps, input);
-				const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
-				let written = {};
-				if (plan && entry) written = await this.#receipt(plan, doc, entry);
-				else if (plan && outcome.kind === "already-registered") {
-					const kept = await keptReceipt(plan, doc.index, doc.sha256, () => this.#receiptsByDigest(plan));
-					if (kept !== void 0) written = { receipt: kept };
+				try {
+					const input = {
+						hash: doc.sha256,
+						description: options.description ?? forTerminal(doc.name ?? doc.sha256),
+						custody: false,
+						signed: options.signed,
+						blockchain: options.blockchain,
+						complete: options.complete,
+						force: false
+					};
+					const outcome = await register({
+						api: this.#api,
+						store: this.#store,
+						onStep
+					}, input);
+					const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
+					let written = {};
+					if (plan && entry) written = await this.#receipt(plan, doc, entry);
+					else if (plan && outcome.kind === "already-registered") {
+						const kept = await keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () => this.#receiptsByDigest(plan));
+						if (kept !== void 0) written = { receipt: kept };
+						else unrecorded.push(doc.sha256);
+					}
+					const { receipt, receiptError } = written;
+					this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receiptDetails(receipt, receiptError)));
+					this.#tally.add(doc.index, receiptError);
+				} finally {
+					reporting?.();
 				}
-				const { receipt, receiptError } = written;
-				this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receiptDetails(receipt, receiptError)));
-				this.#tally.add(doc.index, receiptError);
 			}, {
 				concurrency: options.concurrency,
+				failFast: options.failFast,
 				onSettled: (index, settled) => {
 					const doc = docs[index];
-					if (!settled.ok) this.#fail(doc.index, doc.file, doc.sha256, settledError(settled));
+					if (settled.ok) return;
+					if ("cancelled" in settled) this.#skip([doc]);
+					else this.#fail(doc.index, doc.file, doc.sha256, settledError(settled));
 				}
 			});
+			if (unrecorded.length > 0) {
+				const which = someDocuments(unrecorded.length, unrecorded[0]);
+				const one = unrecorded.length === 1;
+				options.io.warn(`no receipt written for ${which}: the service answered 409 (it has ${one ? "it" : "them"}), and this store has no record to write one from (the service sends a record once, to the run that paid); \`verify\` will call it unknown, and only its verification page can vouch for it`);
+			}
 		}
 		#fail(index, file, hash, error) {
 			this.#items.add(index, failedResult(file, hash, error));
@@ -18771,7 +18836,7 @@ var init_register = __esmMin((() => {
 				receipt: rooted.kept
 			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
-				const kept = await keptReceipt(receipts, index, input.hash, () => this.#byDigest ??= receiptsByDigest(receipts.dir));
+				const kept = await keptReceipt(receipts, index, input.hash, this.#baseUrl, () => this.#byDigest ??= receiptsByDigest(receipts.dir));
 				if (kept !== void 0) return {
 					outcome,
 					...self,
@@ -22814,6 +22879,7 @@ function environmentHelp() {
 	return lines.join("\n");
 }
 // dist/output/io.js
+init_github();
 init_safe_text();
 init_exact_json();
 init_secrets();
@@ -22828,6 +22894,7 @@ var IO = class {
 	stdin;
 	stdinIsTTY;
 	stderrIsTTY;
+	#annotate;
 	colour;
 	quiet;
 	verbose;
@@ -22852,6 +22919,7 @@ var IO = class {
 		this.quiet = options.quiet ?? false;
 		this.verbose = options.verbose ?? false;
 		this.#startSpinner = options.startSpinner;
+		this.#annotate = options.warningAnnotations ?? false;
 	}
 	/**
 	* Registers a secret (token, API key) that must never be printed. Every
@@ -22946,7 +23014,8 @@ var IO = class {
 	/** A warning: shown even with --quiet, since it says something went wrong. */
 	warn(text) {
 		this.clearProgress();
-		this.#writeErr(`warning: ${forTerminal(this.#scrub(text))}\n`);
+		const line = this.#annotate ? warningCommand(this.#scrub(text)) : `warning: ${forTerminal(this.#scrub(text))}`;
+		this.#writeErr(`${line}\n`);
 	}
 	/** An error line, written by main() only (and help, and GitHub annotations); may be several lines. */
 	error(text) {
@@ -37884,6 +37953,7 @@ init_esm();
 init_options();
 init_secrets();
 init_errors();
+init_github();
 init_safe_text();
 init_interrupt();
 init_version();
@@ -37925,6 +37995,7 @@ function processIO(env, streams = {}) {
 		stdinIsTTY: Boolean(process.stdin.isTTY),
 		stderrIsTTY: Boolean(process.stderr.isTTY) && !env.CI,
 		colour: colourWanted(env, Boolean(process.stdout.isTTY)),
+		warningAnnotations: inGitHubActions(env),
 		startSpinner: (text) => {
 			let spinner;
 			let stopped = false;
@@ -38170,8 +38241,11 @@ function actionArgv(env) {
 	const extra = input(env, "args");
 	const words = extra === "" ? [] : extra.split(/\s+/);
 	for (const word of words) {
-		const refused = REFUSED_ARGS.find(([flag]) => word === flag || word.startsWith(`${flag}=`));
-		if (refused) throw new Error(`input args cannot hold ${refused[0]}: ${refused[1]}`);
+		const flags = /^-[A-Za-z]{2,}$/.test(word) ? [...word.slice(1)].map((letter) => `-${letter}`) : [word];
+		for (const flag of flags) {
+			const refused = REFUSED_ARGS.find(([name]) => flag === name || flag.startsWith(`${name}=`));
+			if (refused) throw new Error(`input args cannot hold ${refused[0]}: ${refused[1]}`);
+		}
 	}
 	return [
 		...argv,
@@ -38198,7 +38272,13 @@ const REFUSED_ARGS = [
 ];
 /** The step's outputs from the NDJSON results. */
 function actionOutputs(ndjson, resultsPath) {
-	const documents = ndjson.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line)).filter((r) => r.status !== "skipped");
+	const documents = ndjson.split("\n").filter((line) => line !== "").map((line) => {
+		try {
+			const value = JSON.parse(line);
+			if (typeof value === "object" && value !== null && typeof value.status === "string") return value;
+		} catch {}
+		return { status: "failed" };
+	}).filter((r) => r.status !== "skipped");
 	const count = (...statuses) => String(documents.filter((r) => statuses.includes(r.status)).length);
 	const one = documents.length === 1 ? documents[0].verificationUrl : void 0;
 	return {
@@ -38230,7 +38310,7 @@ async function runAction(env = process.env) {
 	const notarizeEnv = {
 		...env,
 		...apiKey !== "" ? { NOTARIZE_API_KEY: apiKey } : {},
-		...env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(mkdtempSync(join(runnerTemp, "notarize-store-")), "store") }
+		...env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(runnerTemp, "notarize-store") }
 	};
 	const resultsPath = join(mkdtempSync(join(runnerTemp, "notarize-")), "results.ndjson");
 	const results = openSync(resultsPath, "w", 384);
@@ -38241,7 +38321,7 @@ async function runAction(env = process.env) {
 		io
 	});
 	closeSync(results);
-	if (code === EXIT.auth) process.stderr.write("::error::notarize action: no usable API key: give it with the `api-key` input, from a secret (`notarize login` does not apply to an action)\n");
+	if (code === EXIT.auth) process.stderr.write("::error::notarize action: the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)\n");
 	if (env.GITHUB_OUTPUT) writeOutputs(env.GITHUB_OUTPUT, actionOutputs(readFileSync(resultsPath, "utf8"), resultsPath));
 	return code;
 }

@@ -49,8 +49,12 @@ export function actionArgv(env: NodeJS.ProcessEnv): string[] {
   const extra = input(env, 'args');
   const words = extra === '' ? [] : extra.split(/\s+/);
   for (const word of words) {
-    const refused = REFUSED_ARGS.find(([flag]) => word === flag || word.startsWith(`${flag}=`));
-    if (refused) throw new Error(`input args cannot hold ${refused[0]}: ${refused[1]}`);
+    // Short flags may come together (-qh): each letter is one.
+    const flags = /^-[A-Za-z]{2,}$/.test(word) ? [...word.slice(1)].map((letter) => `-${letter}`) : [word];
+    for (const flag of flags) {
+      const refused = REFUSED_ARGS.find(([name]) => flag === name || flag.startsWith(`${name}=`));
+      if (refused) throw new Error(`input args cannot hold ${refused[0]}: ${refused[1]}`);
+    }
   }
   return [...argv, ...words, '--', ...paths];
 }
@@ -77,7 +81,18 @@ export function actionOutputs(ndjson: string, resultsPath: string): Record<strin
   const results = ndjson
     .split('\n')
     .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as { status: string; verificationUrl?: string });
+    .map((line): { status: string; verificationUrl?: string } => {
+      // Never a crash after a run that may have paid: a line that is not a result counts as a failure.
+      try {
+        const value = JSON.parse(line) as unknown;
+        if (typeof value === 'object' && value !== null && typeof (value as { status?: unknown }).status === 'string') {
+          return value as { status: string; verificationUrl?: string };
+        }
+      } catch {
+        // Not JSON: below.
+      }
+      return { status: 'failed' };
+    });
   const documents = results.filter((r) => r.status !== 'skipped');
   const count = (...statuses: string[]) => String(documents.filter((r) => statuses.includes(r.status)).length);
   const one = documents.length === 1 ? documents[0]!.verificationUrl : undefined;
@@ -114,10 +129,10 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
     ...(apiKey !== '' ? { NOTARIZE_API_KEY: apiKey } : {}),
     // The job's own store (sessions, ledger, token) in the runner's temporary folder, which the
     // runner empties after each job: never ~/.config, which a self-hosted runner keeps for the
-    // next job of any repository. A workflow that sets NOTARIZE_CONFIG_DIR chooses its own.
-    ...(env.NOTARIZE_CONFIG_DIR
-      ? {}
-      : { NOTARIZE_CONFIG_DIR: join(mkdtempSync(join(runnerTemp, 'notarize-store-')), 'store') }),
+    // next job of any repository. One path for the whole job, so that a step run again after a
+    // failure finds the sessions and trees the first try left (a second try of --aggregate would
+    // otherwise plant and pay a new root). A workflow that sets NOTARIZE_CONFIG_DIR chooses its own.
+    ...(env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(runnerTemp, 'notarize-store') }),
   };
   const resultsPath = join(mkdtempSync(join(runnerTemp, 'notarize-')), 'results.ndjson');
   const results = openSync(resultsPath, 'w', 0o600);
@@ -127,7 +142,7 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
   if (code === EXIT.auth) {
     // notarize's own hint names `notarize login` and NOTARIZE_API_KEY: in a workflow, the key is an input.
     process.stderr.write(
-      '::error::notarize action: no usable API key: give it with the `api-key` input, from a secret (`notarize login` does not apply to an action)\n',
+      '::error::notarize action: the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)\n',
     );
   }
   if (env.GITHUB_OUTPUT) writeOutputs(env.GITHUB_OUTPUT, actionOutputs(readFileSync(resultsPath, 'utf8'), resultsPath));
