@@ -13,7 +13,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-node bin/notarize.js sandbox --port 0 --json >"$work/sandbox.json" 2>"$work/sandbox.log" &
+# Without the caller's own secrets: notarize redacts them from everything it prints, so a
+# NOTARIZE_API_KEY equal to NOTARIZE_SANDBOX_API_KEY would print the sandbox's key as [redacted].
+env -u NOTARIZE_API_KEY -u NOTARIZE_TOKEN node bin/notarize.js sandbox --port 0 --json >"$work/sandbox.json" 2>"$work/sandbox.log" &
 sandbox_pid=$!
 for _ in $(seq 1 100); do
   [ -s "$work/sandbox.json" ] && break
