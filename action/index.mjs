@@ -13449,6 +13449,10 @@ var init_service_store = __esmMin((() => {
 		* another named step (`aggregate`: choosing the trees of a run); its
 		* directory is created.
 		*/
+		/** Whether a lock of `hash` is there (held, or left by a process that died), without making the locks folder. */
+		hasLock(hash) {
+			return existsSync(join(this.dir, "locks", `${hash}.lock`));
+		}
 		lockFile(hash) {
 			const dir = join(this.dir, "locks");
 			this.#privateDir(dir);
@@ -18149,7 +18153,7 @@ var init_register_aggregate = __esmMin((() => {
 							continue;
 						}
 						sessions.push(doc);
-					} else if (existsSync(this.#store.lockFile(doc.sha256))) inFlight.push(doc);
+					} else if (this.#store.hasLock(doc.sha256)) inFlight.push(doc);
 					else rest.push(doc);
 					continue;
 				}
@@ -18856,13 +18860,13 @@ var init_register = __esmMin((() => {
 				...await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)
 			};
 		}
-		/** The ledger's answer for `input`, when it has the record and no session of its hash is left. */
+		/** The ledger's answer for `input`, when it has the record and no session or lock of its hash is left. */
 		#recordedOnly(input) {
 			if (input.force) return void 0;
 			const { store } = this.#deps;
 			try {
 				const entry = store.readRecord(input.hash);
-				if (entry === void 0 || existsSync(store.pendingFile(input.hash))) return void 0;
+				if (entry === void 0 || existsSync(store.pendingFile(input.hash)) || store.hasLock(input.hash)) return void 0;
 				return {
 					kind: "already-registered",
 					hash: input.hash,

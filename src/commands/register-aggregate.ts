@@ -487,7 +487,7 @@ export class Aggregator {
             continue;
           }
           sessions.push(doc);
-        } else if (existsSync(this.#store.lockFile(doc.sha256))) inFlight.push(doc);
+        } else if (this.#store.hasLock(doc.sha256)) inFlight.push(doc);
         else rest.push(doc);
         continue;
       }

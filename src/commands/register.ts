@@ -455,13 +455,15 @@ class Registrar {
     return { outcome, ...self, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)) };
   }
 
-  /** The ledger's answer for `input`, when it has the record and no session of its hash is left. */
+  /** The ledger's answer for `input`, when it has the record and no session or lock of its hash is left. */
   #recordedOnly(input: RegisterInput): Outcome | undefined {
     if (input.force) return undefined;
     const { store } = this.#deps;
     try {
       const entry = store.readRecord(input.hash);
-      if (entry === undefined || existsSync(store.pendingFile(input.hash))) return undefined;
+      // A session, or a lock (held, or left by a run that died: the flow takes it over and clears it), goes to the flow.
+      if (entry === undefined || existsSync(store.pendingFile(input.hash)) || store.hasLock(input.hash))
+        return undefined;
       return { kind: 'already-registered', hash: input.hash, entry };
     } catch {
       return undefined; // A damaged record: the flow says so.

@@ -5,7 +5,7 @@
  * it, unknown fields included.
  */
 import { createHash } from 'node:crypto';
-import { renameSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -351,6 +351,11 @@ export class ServiceStore {
    * another named step (`aggregate`: choosing the trees of a run); its
    * directory is created.
    */
+  /** Whether a lock of `hash` is there (held, or left by a process that died), without making the locks folder. */
+  hasLock(hash: string): boolean {
+    return existsSync(join(this.dir, 'locks', `${hash}.lock`));
+  }
+
   lockFile(hash: string): string {
     const dir = join(this.dir, 'locks');
     this.#privateDir(dir);
