@@ -14869,6 +14869,8 @@ var init_register_roots = __esmMin((() => {
 		#onSent;
 		/** The trees of this store, read when a document first needs them (#underRoot). */
 		#trees;
+		/** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
+		#plannedReread = /* @__PURE__ */ new Set();
 		/** The trees folder's modification time when #trees was read (treesStamp). */
 		#treesStamp;
 		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
@@ -15155,8 +15157,10 @@ var init_register_roots = __esmMin((() => {
 			if (store.readRecord(hash) !== void 0) return void 0;
 			if (tree.state === "planned") {
 				if (store.readUnanswered(tree.entry.root) !== void 0) throw underUnreadRoot(tree.entry.root, "register its documents again");
-				if (!waited) {
-					if (existsSync(store.lockFile(tree.entry.root))) await locked(this.#deps, tree.entry.root, async () => {});
+				const root = tree.entry.root;
+				if (!waited && (!this.#plannedReread.has(root) || existsSync(store.lockFile(root)))) {
+					if (existsSync(store.lockFile(root))) await locked(this.#deps, root, async () => {});
+					this.#plannedReread.add(root);
 					this.#trees = void 0;
 					return this.#underRoot(hash, true);
 				}
@@ -17791,10 +17795,20 @@ var init_register_aggregate = __esmMin((() => {
 			this.#store = store;
 		}
 		async run() {
-			const result = await this.#runTree();
-			if (this.#alone.length === 0) return result;
+			let result;
+			let thrown;
+			try {
+				result = await this.#runTree();
+			} catch (error) {
+				thrown = { error };
+			}
+			if (this.#alone.length === 0) {
+				if (thrown) throw thrown.error;
+				return result;
+			}
 			if (this.#options.failFast && this.#tally.failed > 0) this.#skip(this.#alone);
 			else await this.#onTheirOwn(this.#alone);
+			if (thrown) throw thrown.error;
 			return this.#end(this.#ended.sent, this.#ended.manifestFailure);
 		}
 		async #runTree() {
@@ -18183,7 +18197,7 @@ var init_register_aggregate = __esmMin((() => {
 			if (completed.length > 0) {
 				const which = someDocuments(completed.length, completed[0].sha256);
 				const one = completed.length === 1;
-				this.#options.io.warn(`${which} ${one ? "has a session" : "have sessions"} of ${one ? "its" : "their"} own pending: ${one ? "it is" : "they are"} completed on ${one ? "its" : "their"} own, not put under a Merkle root (a run stopped after sending ${one ? "its" : "their"} completion may have paid for ${one ? "it" : "them"} already); to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``);
+				this.#options.io.warn(`${which} ${one ? "has a session" : "have sessions"} of ${one ? "its" : "their"} own pending: ${one ? "it goes" : "they go"} through ${one ? "its" : "their"} own registration (${one ? "its session" : "their sessions"} completed, or left pending with --no-complete), not under a Merkle root (a run stopped after sending ${one ? "its" : "their"} completion may have paid for ${one ? "it" : "them"} already); to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``);
 			}
 			this.#alone = alone;
 			if (unrecorded.length > 0) {
@@ -38245,7 +38259,7 @@ function actionArgv(env) {
 	const extra = input(env, "args");
 	const words = extra === "" ? [] : extra.split(/\s+/);
 	for (const word of words) {
-		const flags = /^-[A-Za-z]{2,}$/.test(word) ? [...word.slice(1)].map((letter) => `-${letter}`) : [word];
+		const flags = /^-[A-Za-z0-9]{2,}$/.test(word) ? [...word.slice(1)].map((letter) => `-${letter}`) : [word];
 		for (const flag of flags) {
 			const refused = REFUSED_ARGS.find(([name]) => flag === name || flag.startsWith(`${name}=`));
 			if (refused) throw new Error(`input args cannot hold ${refused[0]}: ${refused[1]}`);
@@ -38300,6 +38314,15 @@ function writeOutputs(file, outputs) {
 		appendFileSync(file, `${name}<<${delimiter}\n${value}\n${delimiter}\n`);
 	}
 }
+/**
+* The job's store for a step with `apiKey`: one per key, so that a step
+* with another key (another account) never completes on the token a step
+* before it stored; named by a digest of the key, which says nothing of it.
+*/
+function storeName(apiKey) {
+	if (apiKey === "") return "notarize-store";
+	return `notarize-store-${createHash("sha256").update(apiKey).digest("hex").slice(0, 16)}`;
+}
 /** Runs the action: the exit code is notarize's (2 for inputs it cannot use). */
 async function runAction(env = process.env) {
 	let argv;
@@ -38314,7 +38337,7 @@ async function runAction(env = process.env) {
 	const notarizeEnv = {
 		...env,
 		...apiKey !== "" ? { NOTARIZE_API_KEY: apiKey } : {},
-		...env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(runnerTemp, "notarize-store") }
+		...env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(runnerTemp, storeName(apiKey)) }
 	};
 	const resultsPath = join(mkdtempSync(join(runnerTemp, "notarize-")), "results.ndjson");
 	const results = openSync(resultsPath, "w", 384);

@@ -12,7 +12,7 @@
  * summary and the annotations of failed documents are notarize's own
  * (GITHUB_ACTIONS=true, output/github.ts).
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,7 +50,7 @@ export function actionArgv(env: NodeJS.ProcessEnv): string[] {
   const words = extra === '' ? [] : extra.split(/\s+/);
   for (const word of words) {
     // Short flags may come together (-qh): each letter is one.
-    const flags = /^-[A-Za-z]{2,}$/.test(word) ? [...word.slice(1)].map((letter) => `-${letter}`) : [word];
+    const flags = /^-[A-Za-z0-9]{2,}$/.test(word) ? [...word.slice(1)].map((letter) => `-${letter}`) : [word];
     for (const flag of flags) {
       const refused = REFUSED_ARGS.find(([name]) => flag === name || flag.startsWith(`${name}=`));
       if (refused) throw new Error(`input args cannot hold ${refused[0]}: ${refused[1]}`);
@@ -113,6 +113,16 @@ export function writeOutputs(file: string, outputs: Record<string, string>): voi
   }
 }
 
+/**
+ * The job's store for a step with `apiKey`: one per key, so that a step
+ * with another key (another account) never completes on the token a step
+ * before it stored; named by a digest of the key, which says nothing of it.
+ */
+export function storeName(apiKey: string): string {
+  if (apiKey === '') return 'notarize-store';
+  return `notarize-store-${createHash('sha256').update(apiKey).digest('hex').slice(0, 16)}`;
+}
+
 /** Runs the action: the exit code is notarize's (2 for inputs it cannot use). */
 export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {
   let argv: string[];
@@ -129,10 +139,10 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
     ...(apiKey !== '' ? { NOTARIZE_API_KEY: apiKey } : {}),
     // The job's own store (sessions, ledger, token) in the runner's temporary folder, which the
     // runner empties after each job: never ~/.config, which a self-hosted runner keeps for the
-    // next job of any repository. One path for the whole job, so that a step run again after a
-    // failure finds the sessions and trees the first try left (a second try of --aggregate would
-    // otherwise plant and pay a new root). A workflow that sets NOTARIZE_CONFIG_DIR chooses its own.
-    ...(env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(runnerTemp, 'notarize-store') }),
+    // next job of any repository. One path for the whole job and key, so that a step run again
+    // after a failure finds the sessions and trees the first try left (a second try of --aggregate
+    // would otherwise plant and pay a new root). A workflow that sets NOTARIZE_CONFIG_DIR chooses its own.
+    ...(env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(runnerTemp, storeName(apiKey)) }),
   };
   const resultsPath = join(mkdtempSync(join(runnerTemp, 'notarize-')), 'results.ndjson');
   const results = openSync(resultsPath, 'w', 0o600);

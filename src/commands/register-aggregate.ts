@@ -107,13 +107,23 @@ export class Aggregator {
   }
 
   async run(): Promise<ItemsResult> {
-    const result = await this.#runTree();
-    if (this.#alone.length === 0) return result;
+    let result: ItemsResult | undefined;
+    let thrown: { error: unknown } | undefined;
+    try {
+      result = await this.#runTree();
+    } catch (error) {
+      thrown = { error };
+    }
+    if (this.#alone.length === 0) {
+      if (thrown) throw thrown.error;
+      return result!;
+    }
     // Settled after the tree's root, so that the tree is planted soon after the locks were looked
-    // at (a per-document run starting on one of its documents meanwhile then finds it and waits).
-    // --fail-fast: after a failure, they are skipped too.
+    // at (a per-document run starting on one of its documents meanwhile then finds it and waits);
+    // settled also when the tree's part failed. --fail-fast: after a failure, they are skipped too.
     if (this.#options.failFast && this.#tally.failed > 0) this.#skip(this.#alone);
     else await this.#onTheirOwn(this.#alone);
+    if (thrown) throw thrown.error;
     return this.#end(this.#ended.sent, this.#ended.manifestFailure);
   }
 
@@ -530,7 +540,8 @@ export class Aggregator {
       const one = completed.length === 1;
       this.#options.io.warn(
         `${which} ${one ? 'has a session' : 'have sessions'} of ${one ? 'its' : 'their'} own pending: ` +
-          `${one ? 'it is' : 'they are'} completed on ${one ? 'its' : 'their'} own, not put under a Merkle root ` +
+          `${one ? 'it goes' : 'they go'} through ${one ? 'its' : 'their'} own registration (${one ? 'its session' : 'their sessions'} completed, ` +
+          `or left pending with --no-complete), not under a Merkle root ` +
           `(a run stopped after sending ${one ? 'its' : 'their'} completion may have paid for ${one ? 'it' : 'them'} already); ` +
           `to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``,
       );

@@ -54,6 +54,8 @@ export class DocumentRoots {
   readonly #onSent: () => void;
   /** The trees of this store, read when a document first needs them (#underRoot). */
   #trees: Promise<Trees> | undefined;
+  /** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
+  readonly #plannedReread = new Set<string>();
   /** The trees folder's modification time when #trees was read (treesStamp). */
   #treesStamp: bigint | undefined;
   /** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
@@ -367,9 +369,12 @@ export class DocumentRoots {
       // The run that planted it may be registering its root right now (another process, its request
       // in flight: the root's lock held). Paying for the document alone meanwhile would cover it twice:
       // wait for that lock, then look again (registered, pending, or still planned: nothing paid).
-      // Its state as read may be stale too (registered since): read again, once, before paying.
-      if (!waited) {
-        if (existsSync(store.lockFile(tree.entry.root))) await locked(this.#deps, tree.entry.root, async () => {});
+      // Its state as read may be stale too (registered since): read again before paying, once per
+      // root in a run (a tree of 10,000 planned leaves is not read again for each of them).
+      const root = tree.entry.root;
+      if (!waited && (!this.#plannedReread.has(root) || existsSync(store.lockFile(root)))) {
+        if (existsSync(store.lockFile(root))) await locked(this.#deps, root, async () => {});
+        this.#plannedReread.add(root);
         this.#trees = undefined;
         return this.#underRoot(hash, true);
       }

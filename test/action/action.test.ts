@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACTION_COMMANDS, actionArgv, actionOutputs } from '../../src/github-action.js';
+import { ACTION_COMMANDS, actionArgv, actionOutputs, storeName } from '../../src/github-action.js';
 import { Bed } from '../helpers/bed.js';
 import { describeRun, REPO_ROOT } from '../helpers/cli.js';
 import { parseNdjson } from '../helpers/results.js';
@@ -93,7 +93,7 @@ describe('action.yml', () => {
 // Before the block below, which stops the sandbox.
 describe('the action: what it refuses, where it keeps its store', () => {
   it('args the outputs or the job cannot live with: refused, exit 2, nothing sent', async () => {
-    for (const args of ['--output json', '--output=table', '--json', '--concurrency 2 --no-complete', '-h', '-qh', '-qV', '--version']) {
+    for (const args of ['--output json', '--output=table', '--json', '--concurrency 2 --no-complete', '-h', '-qh', '-0h', '-qV', '--version']) {
       expect(() => actionArgv({ INPUT_COMMAND: 'register', INPUT_PATHS: 'dist', INPUT_ARGS: args }), args).toThrow(
         /^input args cannot hold (--output|--json|--no-complete|-h|-V|--version): /,
       );
@@ -126,8 +126,13 @@ describe('the action: what it refuses, where it keeps its store', () => {
     expect(step.run.code, describeRun(step.run)).toBe(0);
     expect(step.outputs.registered).toBe('1');
     expect(readdirSync(home)).toEqual([]);
-    // One path for the job: a step run again finds what the first try left.
-    expect(existsSync(join(step.runnerTemp, 'notarize-store', 'credentials.json'))).toBe(true);
+    // One path for the job and key: a step run again finds what the first try left; a step with
+    // another key (another account) never uses the token this one stored.
+    expect(existsSync(join(step.runnerTemp, storeName(apiKey), 'credentials.json'))).toBe(true);
+    expect(storeName(apiKey)).toMatch(/^notarize-store-[0-9a-f]{16}$/);
+    expect(storeName(`${apiKey}x`)).not.toBe(storeName(apiKey));
+    expect(storeName('')).toBe('notarize-store');
+    expect(readdirSync(step.runnerTemp).join(' ')).not.toContain(apiKey);
   });
 
   it('refused for want of a key: says to give the api-key input', async () => {

@@ -967,7 +967,7 @@ describe('switching between --aggregate and per-document registration never pays
     expect(a).toMatchObject({ status: 'registered', hash: own, record: { hash: own } });
     expect(a!.proof).toBeUndefined();
     expect(b).toMatchObject({ status: 'registered', proof: { treeSize: 1, leafIndex: 0 } });
-    expect(run.stderr).toContain(`${own} has a session of its own pending: it is completed on its own`);
+    expect(run.stderr).toContain(`${own} has a session of its own pending: it goes through its own registration`);
     const calls = bed.callsSince(mark).map((c) => `${c.route}:${c.path.includes(own) ? 'own' : 'root'}`);
     // The tree's root first (planted right after the locks were looked at), then its own session.
     expect(calls).toEqual(['request:root', 'forfait:root', 'forfait:own']);
@@ -989,6 +989,29 @@ describe('switching between --aggregate and per-document registration never pays
       ['registered', 2],
     ]);
     expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toHaveLength(1);
+  });
+
+  it("a tree's part that fails still leaves the documents with a session of their own settled, each with its line", async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'tree-fails-')) };
+    const [own, tree] = await writeDocs('tree-fails', 'tree part fails', ['own', 'tree']);
+    const receipts = bed.path('tree-fails-receipts');
+    const first = await bed.main(['register', '--aggregate', tree!, '--receipt-dir', receipts, '--quiet'], { env });
+    expect(first.code, describeRun(first)).toBe(0);
+    // A folder where the tree's manifest goes: the tree's part of the next run fails on it.
+    const manifest = readdirSync(receipts).find((name) => name.endsWith('.tree.json'))!;
+    rmSync(join(receipts, manifest));
+    mkdirSync(join(receipts, manifest));
+    expect((await bed.main(['register', own!, '--no-complete', '--quiet'], { env })).code).toBe(0);
+    const run = await bed.main(
+      ['register', '--aggregate', own!, tree!, '--receipt-dir', receipts, '--output', 'ndjson'],
+      {
+        env,
+      },
+    );
+    expect(run.code, describeRun(run)).not.toBe(0);
+    const ownHash = createHash('sha256').update(readFileSync(own!)).digest('hex');
+    expect(parseNdjson(run.stdout).find((r) => r.hash === ownHash)).toMatchObject({ status: 'registered' });
+    expect(existsSync(storePaths(env.NOTARIZE_CONFIG_DIR, bed.url).pending(ownHash))).toBe(false);
   });
 
   it('--fail-fast: a document whose own session cannot be read stops the others before anything is sent', async () => {
