@@ -15158,11 +15158,15 @@ var init_register_roots = __esmMin((() => {
 			if (tree.state === "planned") {
 				if (store.readUnanswered(tree.entry.root) !== void 0) throw underUnreadRoot(tree.entry.root, "register its documents again");
 				const root = tree.entry.root;
-				if (!waited && (!this.#plannedReread.has(root) || existsSync(store.lockFile(root)))) {
-					if (existsSync(store.lockFile(root))) await locked(this.#deps, root, async () => {});
-					this.#plannedReread.add(root);
-					this.#trees = void 0;
-					return this.#underRoot(hash, true);
+				if (!waited) {
+					const held = existsSync(store.lockFile(root));
+					if (held) await locked(this.#deps, root, async () => {});
+					const moved = existsSync(store.ledgerFile(root)) || existsSync(store.pendingFile(root));
+					if (held || moved || !this.#plannedReread.has(root)) {
+						this.#plannedReread.add(root);
+						this.#trees = void 0;
+						return this.#underRoot(hash, true);
+					}
 				}
 				return {
 					state: "planned",
@@ -17802,13 +17806,14 @@ var init_register_aggregate = __esmMin((() => {
 			} catch (error) {
 				thrown = { error };
 			}
-			if (this.#alone.length === 0) {
+			const sentBefore = this.#askedBefore || this.#ended.sent;
+			if (this.#alone.length === 0 || thrown && !sentBefore) {
 				if (thrown) throw thrown.error;
 				return result;
 			}
-			if (this.#options.failFast && this.#tally.failed > 0) this.#skip(this.#alone);
+			if (this.#options.failFast && (thrown || this.#tally.failed > 0)) this.#skip(this.#alone);
 			else await this.#onTheirOwn(this.#alone);
-			if (thrown) throw thrown.error;
+			if (thrown) throw sentAlready(thrown.error);
 			return this.#end(this.#ended.sent, this.#ended.manifestFailure);
 		}
 		async #runTree() {
@@ -38337,7 +38342,7 @@ async function runAction(env = process.env) {
 	const notarizeEnv = {
 		...env,
 		...apiKey !== "" ? { NOTARIZE_API_KEY: apiKey } : {},
-		...env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(runnerTemp, storeName(apiKey)) }
+		...env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(runnerTemp, storeName(apiKey || (env.NOTARIZE_API_KEY ?? "").trim())) }
 	};
 	const resultsPath = join(mkdtempSync(join(runnerTemp, "notarize-")), "results.ndjson");
 	const results = openSync(resultsPath, "w", 384);

@@ -142,7 +142,10 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
     // next job of any repository. One path for the whole job and key, so that a step run again
     // after a failure finds the sessions and trees the first try left (a second try of --aggregate
     // would otherwise plant and pay a new root). A workflow that sets NOTARIZE_CONFIG_DIR chooses its own.
-    ...(env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(runnerTemp, storeName(apiKey)) }),
+    // The key is the input's, else the workflow's NOTARIZE_API_KEY: either way, one store per key.
+    ...(env.NOTARIZE_CONFIG_DIR
+      ? {}
+      : { NOTARIZE_CONFIG_DIR: join(runnerTemp, storeName(apiKey || (env.NOTARIZE_API_KEY ?? '').trim())) }),
   };
   const resultsPath = join(mkdtempSync(join(runnerTemp, 'notarize-')), 'results.ndjson');
   const results = openSync(resultsPath, 'w', 0o600);

@@ -114,16 +114,21 @@ export class Aggregator {
     } catch (error) {
       thrown = { error };
     }
-    if (this.#alone.length === 0) {
+    // The tree's part failed with nothing sent (a usage error: exit 2 must stay true): the
+    // documents with their own sessions are left as they are, their sessions pending.
+    const sentBefore = this.#askedBefore || this.#ended.sent;
+    if (this.#alone.length === 0 || (thrown && !sentBefore)) {
       if (thrown) throw thrown.error;
       return result!;
     }
     // Settled after the tree's root, so that the tree is planted soon after the locks were looked
     // at (a per-document run starting on one of its documents meanwhile then finds it and waits);
-    // settled also when the tree's part failed. --fail-fast: after a failure, they are skipped too.
-    if (this.#options.failFast && this.#tally.failed > 0) this.#skip(this.#alone);
+    // settled also when the tree's part failed after something was sent. --fail-fast: after a
+    // failure (the tree's part included), they are skipped too.
+    if (this.#options.failFast && (thrown || this.#tally.failed > 0)) this.#skip(this.#alone);
     else await this.#onTheirOwn(this.#alone);
-    if (thrown) throw thrown.error;
+    // Something was sent: a usage error is exit 1 from here on (exit 2 promises nothing was).
+    if (thrown) throw sentAlready(thrown.error);
     return this.#end(this.#ended.sent, this.#ended.manifestFailure);
   }
 

@@ -369,14 +369,19 @@ export class DocumentRoots {
       // The run that planted it may be registering its root right now (another process, its request
       // in flight: the root's lock held). Paying for the document alone meanwhile would cover it twice:
       // wait for that lock, then look again (registered, pending, or still planned: nothing paid).
-      // Its state as read may be stale too (registered since): read again before paying, once per
-      // root in a run (a tree of 10,000 planned leaves is not read again for each of them).
+      // Its state as read may be stale too (registered or pending since): the trees are read again
+      // the first time, and then whenever the root has a record or a session (two existence checks a
+      // document: a tree of 10,000 planned leaves is not read again for each of them).
       const root = tree.entry.root;
-      if (!waited && (!this.#plannedReread.has(root) || existsSync(store.lockFile(root)))) {
-        if (existsSync(store.lockFile(root))) await locked(this.#deps, root, async () => {});
-        this.#plannedReread.add(root);
-        this.#trees = undefined;
-        return this.#underRoot(hash, true);
+      if (!waited) {
+        const held = existsSync(store.lockFile(root));
+        if (held) await locked(this.#deps, root, async () => {});
+        const moved = existsSync(store.ledgerFile(root)) || existsSync(store.pendingFile(root));
+        if (held || moved || !this.#plannedReread.has(root)) {
+          this.#plannedReread.add(root);
+          this.#trees = undefined;
+          return this.#underRoot(hash, true);
+        }
       }
       // Nothing paid for it: the document goes through the flow (the root's leftovers tidied).
       return { state: 'planned' as const, tree };

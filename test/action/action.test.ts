@@ -133,6 +133,15 @@ describe('the action: what it refuses, where it keeps its store', () => {
     expect(storeName(`${apiKey}x`)).not.toBe(storeName(apiKey));
     expect(storeName('')).toBe('notarize-store');
     expect(readdirSync(step.runnerTemp).join(' ')).not.toContain(apiKey);
+    // The key from the workflow's env: (no input) names the store the same way.
+    await bed.write('home-run/env.txt', 'a document of a step whose key is in env\n');
+    const fromEnv = await runActionStep(
+      bed.path('home-run'),
+      { command: 'register', paths: 'env.txt', 'base-url': url },
+      { HOME: home, NOTARIZE_API_KEY: apiKey },
+    );
+    expect(fromEnv.run.code, describeRun(fromEnv.run)).toBe(0);
+    expect(existsSync(join(fromEnv.runnerTemp, storeName(apiKey), 'credentials.json'))).toBe(true);
   });
 
   it('refused for want of a key: says to give the api-key input', async () => {

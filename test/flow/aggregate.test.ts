@@ -991,7 +991,7 @@ describe('switching between --aggregate and per-document registration never pays
     expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toHaveLength(1);
   });
 
-  it("a tree's part that fails still leaves the documents with a session of their own settled, each with its line", async () => {
+  it("a tree's part that fails with nothing sent: exit 2, and the sessions of their own are left pending", async () => {
     const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'tree-fails-')) };
     const [own, tree] = await writeDocs('tree-fails', 'tree part fails', ['own', 'tree']);
     const receipts = bed.path('tree-fails-receipts');
@@ -1002,16 +1002,43 @@ describe('switching between --aggregate and per-document registration never pays
     rmSync(join(receipts, manifest));
     mkdirSync(join(receipts, manifest));
     expect((await bed.main(['register', own!, '--no-complete', '--quiet'], { env })).code).toBe(0);
+    const mark = bed.mark();
     const run = await bed.main(
       ['register', '--aggregate', own!, tree!, '--receipt-dir', receipts, '--output', 'ndjson'],
       {
         env,
       },
     );
-    expect(run.code, describeRun(run)).not.toBe(0);
+    // Nothing was sent before the tree's part failed: exit 2 stays true, and the session of its own is
+    // left pending, not completed behind an error that says nothing was sent.
+    expect(run.code, describeRun(run)).toBe(2);
     const ownHash = createHash('sha256').update(readFileSync(own!)).digest('hex');
-    expect(parseNdjson(run.stdout).find((r) => r.hash === ownHash)).toMatchObject({ status: 'registered' });
-    expect(existsSync(storePaths(env.NOTARIZE_CONFIG_DIR, bed.url).pending(ownHash))).toBe(false);
+    expect(existsSync(storePaths(env.NOTARIZE_CONFIG_DIR, bed.url).pending(ownHash))).toBe(true);
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
+  it('a batch waiting on a slow completion while an aggregate registers the planned tree: its next documents pay nothing', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'planned-race-')) };
+    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
+    const docs = await writeDocs('planned-race', 'planned race', ['d1', 'd2', 'd3', 'd4', 'd5']);
+    const hashes = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
+    bed.sandbox.addFaults(parseFaults('request:status=400*1'));
+    expect((await bed.main(['register', '--aggregate', ...docs, '--quiet'], { env })).code).toBe(1);
+    bed.sandbox.addFaults(parseFaults('forfait:latency=1500*1'));
+    const perDocument = bed.run(['register', ...docs, '-j', '1', '--output', 'ndjson'], { env });
+    // Its first document's completion is in flight (its session saved) when the aggregate runs.
+    for (let i = 0; i < 300 && !existsSync(paths.pending(hashes[0]!)); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const aggregate = await bed.main(['register', '--aggregate', ...docs, '--quiet'], { env });
+    expect(aggregate.code, describeRun(aggregate)).toBe(0);
+    const batch = await perDocument;
+    expect(batch.code, describeRun(batch)).toBe(0);
+    // The one in flight is paid on its own (a leaf of the planned tree as well: the known limit);
+    // every later one finds the root registered meanwhile.
+    const results = parseNdjson(batch.stdout);
+    expect(results.filter((r) => r.status === 'registered')).toHaveLength(1);
+    expect(results.filter((r) => r.status === 'already-registered' && r.proof)).toHaveLength(4);
   });
 
   it('--fail-fast: a document whose own session cannot be read stops the others before anything is sent', async () => {
