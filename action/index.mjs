@@ -8896,10 +8896,27 @@ var init_options = __esmMin((() => {
 	]).optional();
 }));
 // dist/core/secrets.js
+/**
+* Secrets as they arrive from outside: NOTARIZE_TOKEN, NOTARIZE_API_KEY, the
+* key on standard input or at the prompt, the token in the store. Every one
+* goes through `cleanSecret`, so they are all read the same way: `$(cat
+* file)` keeps no trailing newline in a variable, but a secret pasted into a
+* CI settings page or saved by a Windows editor often ends in "\n", "\r\n"
+* or starts with a byte-order mark, and none of that is part of the secret.
+*/
 /** The secret without surrounding whitespace (spaces, tabs, CR, LF, BOM); undefined when nothing is left. */
 function cleanSecret(value) {
 	const trimmed = value?.trim();
 	return trimmed === void 0 || trimmed === "" ? void 0 : trimmed;
+}
+/**
+* What the store keeps beside a token to say which API key it was logged in
+* with: 16 hex digits of the key's SHA-256, which tell keys apart and say
+* nothing of them. A key set in the environment is used only with a token
+* of that very key: one stored by another key is another account's.
+*/
+function keyDigest(apiKey) {
+	return createHash("sha256").update(apiKey.trim()).digest("hex").slice(0, 16);
 }
 /**
 * True when a token can be sent as `Authorization: Bearer <token>`: visible
@@ -20670,7 +20687,7 @@ async function runLogin(options) {
 	const token = await (await options.api()).login(apiKey);
 	io.addSecret(token);
 	if (isExpired(token)) throw new AuthError("the service answered with a token that has already expired; it was not stored", { hint: "check this machine's clock, then log in again" });
-	await store.setToken(baseUrl, token);
+	await store.setToken(baseUrl, token, keyDigest(apiKey));
 	const claims = readClaims(token);
 	return {
 		kind: "value",
@@ -22793,7 +22810,7 @@ const ENVIRONMENT = [
 		variables: [
 			{
 				names: ["NOTARIZE_API_KEY"],
-				description: "API key: used to log in on the fly when there is no usable token",
+				description: "API key: used to log in on the fly when there is no usable token of that key (a token another key stored is not used)",
 				secret: true
 			},
 			{
@@ -26885,7 +26902,8 @@ var init_credentials = __esmMin((() => {
 			} else {
 				const stored = cleanSecret(store.getToken(baseUrl));
 				if (stored !== void 0 && apiKey === void 0) sendableToken(stored, `the store (credentials.json, for ${baseUrl})`, "log in again with `notarize login`");
-				if (stored !== void 0 && isSendableToken(stored) && !isExpired(stored)) return this.#use(stored);
+				const ofThisKey = apiKey === void 0 || store.getTokenKey(baseUrl) === keyDigest(apiKey);
+				if (stored !== void 0 && ofThisKey && isSendableToken(stored) && !isExpired(stored)) return this.#use(stored);
 				if (apiKey === void 0) throw new AuthError(stored === void 0 ? `not logged in to ${baseUrl}` : `the stored token for ${baseUrl} has expired`, { hint: "run `notarize login`, or set NOTARIZE_API_KEY (or NOTARIZE_TOKEN)" });
 			}
 			this.#loggingIn ??= this.#loginWithKey("no usable token").finally(() => {
@@ -26972,7 +26990,7 @@ var init_credentials = __esmMin((() => {
 				this.#loginCannotHelp = true;
 				throw new AuthError(`the service at ${baseUrl} issued a token that has already expired`, { hint: "check this machine's clock (the token's exp is in the past or within 30 s)" });
 			}
-			await store.setToken(baseUrl, token);
+			await store.setToken(baseUrl, token, keyDigest(apiKey));
 			return this.#use(token);
 		}
 	};
@@ -37847,12 +37865,25 @@ var init_store = __esmMin((() => {
 			const token = this.#tokens(this.#read("credentials"))[baseUrl];
 			return typeof token === "string" ? token : void 0;
 		}
-		/** Stores the token of a service; the tokens of other services, even ones stored meanwhile, are kept. */
-		async setToken(baseUrl, token) {
+		/** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
+		getTokenKey(baseUrl) {
+			const digest = this.#tokenKeys(this.#read("credentials"))[baseUrl];
+			return typeof digest === "string" ? digest : void 0;
+		}
+		/**
+		* Stores the token of a service, with the digest of the key it was logged
+		* in with (keyDigest); the tokens of other services, even ones stored
+		* meanwhile, are kept.
+		*/
+		async setToken(baseUrl, token, keyDigest) {
 			await this.#change("credentials", (data) => {
 				data.tokens = {
 					...this.#tokens(data),
 					[baseUrl]: token
+				};
+				data.tokenKeys = {
+					...this.#tokenKeys(data),
+					[baseUrl]: keyDigest
 				};
 				return true;
 			}, "the login went through, but its token was not stored");
@@ -37866,6 +37897,9 @@ var init_store = __esmMin((() => {
 				if (!had) return false;
 				delete tokens[baseUrl];
 				data.tokens = tokens;
+				const keys = { ...this.#tokenKeys(data) };
+				delete keys[baseUrl];
+				data.tokenKeys = keys;
 				return true;
 			});
 			return had;
@@ -37899,6 +37933,12 @@ var init_store = __esmMin((() => {
 		* The stored tokens by base URL. A `tokens` that is not an object makes the
 		* file damaged: it is reported, and never overwritten by a login or logout.
 		*/
+		#tokenKeys(data) {
+			const keys = data.tokenKeys;
+			if (keys === void 0 || keys === null) return {};
+			if (typeof keys !== "object" || Array.isArray(keys)) throw corrupt(this.credentialsPath, "'tokenKeys' is not an object");
+			return keys;
+		}
 		#tokens(data) {
 			const tokens = data.tokens;
 			if (tokens === void 0 || tokens === null) return {};

@@ -34,7 +34,8 @@ export const ENVIRONMENT: readonly EnvironmentGroup[] = [
     variables: [
       {
         names: ['NOTARIZE_API_KEY'],
-        description: 'API key: used to log in on the fly when there is no usable token',
+        description:
+          'API key: used to log in on the fly when there is no usable token of that key (a token another key stored is not used)',
         secret: true,
       },
       { names: ['NOTARIZE_TOKEN'], description: 'bearer token to use instead of the stored one', secret: true },

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { ApiClient } from '../api/client.js';
 import type { Context } from '../context.js';
 import { readTextInput } from '../core/read-input.js';
-import { cleanSecret } from '../core/secrets.js';
+import { cleanSecret, keyDigest } from '../core/secrets.js';
 import { describeToken, isExpired, readClaims } from '../core/token.js';
 import { AuthError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
@@ -103,7 +103,7 @@ export async function runLogin(options: LoginOptions): Promise<ValueResult> {
       hint: "check this machine's clock, then log in again",
     });
   }
-  await store.setToken(baseUrl, token);
+  await store.setToken(baseUrl, token, keyDigest(apiKey));
   const claims = readClaims(token);
   return {
     kind: 'value',

@@ -25,7 +25,7 @@ import {
   UnreadableAnswerError,
 } from '../errors.js';
 import type { Store } from '../store/store.js';
-import { cleanSecret, isSendableToken, sendableToken } from './secrets.js';
+import { cleanSecret, isSendableToken, keyDigest, sendableToken } from './secrets.js';
 import { expiryOf, hasExpired, isExpired } from './token.js';
 
 export interface CredentialSources {
@@ -114,7 +114,10 @@ export class TokenCredentials implements Authorizer {
       if (stored !== undefined && apiKey === undefined) {
         sendableToken(stored, `the store (credentials.json, for ${baseUrl})`, 'log in again with `notarize login`');
       }
-      if (stored !== undefined && isSendableToken(stored) && !isExpired(stored)) return this.#use(stored);
+      // With a key in the environment, only a token of that very key: one another key logged in for
+      // (an earlier step, another account) would register on that account.
+      const ofThisKey = apiKey === undefined || store.getTokenKey(baseUrl) === keyDigest(apiKey);
+      if (stored !== undefined && ofThisKey && isSendableToken(stored) && !isExpired(stored)) return this.#use(stored);
       if (apiKey === undefined) {
         throw new AuthError(
           stored === undefined ? `not logged in to ${baseUrl}` : `the stored token for ${baseUrl} has expired`,
@@ -221,7 +224,7 @@ export class TokenCredentials implements Authorizer {
         hint: "check this machine's clock (the token's exp is in the past or within 30 s)",
       });
     }
-    await store.setToken(baseUrl, token);
+    await store.setToken(baseUrl, token, keyDigest(apiKey));
     return this.#use(token);
   }
 }

@@ -6,12 +6,23 @@
  * CI settings page or saved by a Windows editor often ends in "\n", "\r\n"
  * or starts with a byte-order mark, and none of that is part of the secret.
  */
+import { createHash } from 'node:crypto';
 import { AuthError } from '../errors.js';
 
 /** The secret without surrounding whitespace (spaces, tabs, CR, LF, BOM); undefined when nothing is left. */
 export function cleanSecret(value: string | undefined): string | undefined {
   const trimmed = value?.trim();
   return trimmed === undefined || trimmed === '' ? undefined : trimmed;
+}
+
+/**
+ * What the store keeps beside a token to say which API key it was logged in
+ * with: 16 hex digits of the key's SHA-256, which tell keys apart and say
+ * nothing of them. A key set in the environment is used only with a token
+ * of that very key: one stored by another key is another account's.
+ */
+export function keyDigest(apiKey: string): string {
+  return createHash('sha256').update(apiKey.trim()).digest('hex').slice(0, 16);
 }
 
 /**

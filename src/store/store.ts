@@ -163,13 +163,24 @@ export class Store {
     return typeof token === 'string' ? token : undefined;
   }
 
-  /** Stores the token of a service; the tokens of other services, even ones stored meanwhile, are kept. */
-  async setToken(baseUrl: string, token: string): Promise<void> {
+  /** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
+  getTokenKey(baseUrl: string): string | undefined {
+    const digest = this.#tokenKeys(this.#read('credentials'))[baseUrl];
+    return typeof digest === 'string' ? digest : undefined;
+  }
+
+  /**
+   * Stores the token of a service, with the digest of the key it was logged
+   * in with (keyDigest); the tokens of other services, even ones stored
+   * meanwhile, are kept.
+   */
+  async setToken(baseUrl: string, token: string, keyDigest: string): Promise<void> {
     // A token comes from a login, which was sent: a disk refusing it is no "nothing was sent".
     await this.#change(
       'credentials',
       (data) => {
         data.tokens = { ...this.#tokens(data), [baseUrl]: token };
+        data.tokenKeys = { ...this.#tokenKeys(data), [baseUrl]: keyDigest };
         return true;
       },
       'the login went through, but its token was not stored',
@@ -185,6 +196,9 @@ export class Store {
       if (!had) return false;
       delete tokens[baseUrl];
       data.tokens = tokens;
+      const keys = { ...this.#tokenKeys(data) };
+      delete keys[baseUrl];
+      data.tokenKeys = keys;
       return true;
     });
     return had;
@@ -225,6 +239,15 @@ export class Store {
    * The stored tokens by base URL. A `tokens` that is not an object makes the
    * file damaged: it is reported, and never overwritten by a login or logout.
    */
+  #tokenKeys(data: JsonObject): JsonObject {
+    const keys = data.tokenKeys;
+    if (keys === undefined || keys === null) return {};
+    if (typeof keys !== 'object' || Array.isArray(keys)) {
+      throw corrupt(this.credentialsPath, "'tokenKeys' is not an object");
+    }
+    return keys as JsonObject;
+  }
+
   #tokens(data: JsonObject): JsonObject {
     const tokens = data.tokens;
     if (tokens === undefined || tokens === null) return {};
