@@ -235,26 +235,27 @@ export class Store {
     return service;
   }
 
-  /**
-   * The stored tokens by base URL. A `tokens` that is not an object makes the
-   * file damaged: it is reported, and never overwritten by a login or logout.
-   */
-  #tokenKeys(data: JsonObject): JsonObject {
-    const keys = data.tokenKeys;
-    if (keys === undefined || keys === null) return {};
-    if (typeof keys !== 'object' || Array.isArray(keys)) {
-      throw corrupt(this.credentialsPath, "'tokenKeys' is not an object");
-    }
-    return keys as JsonObject;
+  /** The stored tokens by base URL (see #byService). */
+  #tokens(data: JsonObject): JsonObject {
+    return this.#byService(data, 'tokens');
   }
 
-  #tokens(data: JsonObject): JsonObject {
-    const tokens = data.tokens;
-    if (tokens === undefined || tokens === null) return {};
-    if (typeof tokens !== 'object' || Array.isArray(tokens)) {
-      throw corrupt(this.credentialsPath, "'tokens' is not an object");
+  /** The digests of the keys the stored tokens were logged in with, by base URL (see #byService). */
+  #tokenKeys(data: JsonObject): JsonObject {
+    return this.#byService(data, 'tokenKeys');
+  }
+
+  /**
+   * A map of credentials.json by base URL. One that is not an object makes
+   * the file damaged: it is reported, and never overwritten by a login or logout.
+   */
+  #byService(data: JsonObject, field: 'tokens' | 'tokenKeys'): JsonObject {
+    const map = data[field];
+    if (map === undefined || map === null) return {};
+    if (typeof map !== 'object' || Array.isArray(map)) {
+      throw corrupt(this.credentialsPath, `'${field}' is not an object`);
     }
-    return tokens as JsonObject;
+    return map as JsonObject;
   }
 
   /** Files already checked for wider rights by this process: one warning each. */
