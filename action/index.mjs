@@ -10318,9 +10318,8 @@ async function checkBeforeSending(plan, index, hash, overwrite, baseUrl) {
 		hint: "remove it and run again, or choose another --receipt-dir"
 	});
 	if (overwrite) return;
-	const text = await readNoFollow(path);
-	const receipt = text === void 0 ? void 0 : readReceipt(text);
-	if (receipt?.consistent && receipt.sha256 === hash.toLowerCase()) {
+	const receipt = receiptOf(await readNoFollow(path), hash);
+	if (receipt !== void 0) {
 		if (receipt.baseUrl === void 0 || receipt.baseUrl === baseUrl) return;
 		throw new UsageError(`receipt ${path} is of this document's registration with another service (${receipt.baseUrl}): a new receipt would replace that evidence`, {
 			code: "receipt_exists",
@@ -10348,15 +10347,8 @@ function earlierProof(plan, index, hash) {
 * cannot be read included.
 */
 async function proofIn(path, hash) {
-	let text;
-	try {
-		text = await readNoFollow(path);
-	} catch {
-		return;
-	}
-	if (text === void 0) return void 0;
-	const receipt = readReceipt(text);
-	if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase()) return void 0;
+	const receipt = await receiptAt(path, hash);
+	if (receipt === void 0) return void 0;
 	const { proof, baseUrl } = receipt;
 	return proof && baseUrl !== void 0 ? {
 		proof,
@@ -10366,20 +10358,13 @@ async function proofIn(path, hash) {
 }
 /**
 * The receipt at `path` (opened without following a link), when it is a
-* consistent v1 receipt of the document of digest `hash` registered on its
-* own (per-document register: no proof); else undefined, a file that
-* cannot be read included.
+* consistent receipt (v1, or a bare record) of the document of digest
+* `hash` registered on its own (per-document register: no proof); else
+* undefined, a file that cannot be read included.
 */
 async function registrationIn(path, hash) {
-	let text;
-	try {
-		text = await readNoFollow(path);
-	} catch {
-		return;
-	}
-	if (text === void 0) return void 0;
-	const receipt = readReceipt(text);
-	if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase() || receipt.proof !== null) return void 0;
+	const receipt = await receiptAt(path, hash);
+	if (receipt === void 0 || receipt.proof !== null) return void 0;
 	const { description } = JSON.parse(receipt.recordJson);
 	return {
 		baseUrl: receipt.baseUrl,
@@ -10396,20 +10381,22 @@ async function registrationIn(path, hash) {
 */
 async function keptReceipt(plan, index, hash, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map())) {
 	const own = receiptPath(plan, index, hash);
-	try {
-		if (isReceiptOf(await readNoFollow(own), hash)) return own;
-	} catch {}
-	for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) try {
-		const text = await readNoFollow(path);
-		const receipt = text === void 0 ? void 0 : readReceipt(text);
-		if (receipt?.consistent && receipt.sha256 === hash.toLowerCase() && receipt.baseUrl === baseUrl) return path;
-	} catch {}
+	if (await receiptAt(own, hash) !== void 0) return own;
+	for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) if ((await receiptAt(path, hash))?.baseUrl === baseUrl) return path;
 }
-/** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
-function isReceiptOf(text, hash) {
-	if (text === void 0) return false;
+/** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
+function receiptOf(text, hash) {
+	if (text === void 0) return void 0;
 	const receipt = readReceipt(text);
-	return receipt.consistent && receipt.sha256 === hash.toLowerCase();
+	return receipt.consistent && receipt.sha256 === hash.toLowerCase() ? receipt : void 0;
+}
+/** receiptOf the file at `path` (opened without following a link); undefined when it cannot be read. */
+async function receiptAt(path, hash) {
+	try {
+		return receiptOf(await readNoFollow(path), hash);
+	} catch {
+		return;
+	}
 }
 /**
 * Writes `text`, the receipt of document `index` (digest `hash`), after its
@@ -10430,7 +10417,7 @@ async function writeReceipt(plan, index, hash, text, overwrite) {
 		if ((await lstat(path).catch(() => void 0))?.isSymbolicLink()) throw linkRefused(path, "receipt");
 		await writeFileAtomic(path, text, {
 			mode: 438,
-			replace: overwrite || isReceiptOf(existing, hash),
+			replace: overwrite || receiptOf(existing, hash) !== void 0,
 			flushes: plan.flushes
 		});
 		return path;
@@ -37929,21 +37916,23 @@ var init_store = __esmMin((() => {
 			}
 			return service;
 		}
-		/**
-		* The stored tokens by base URL. A `tokens` that is not an object makes the
-		* file damaged: it is reported, and never overwritten by a login or logout.
-		*/
-		#tokenKeys(data) {
-			const keys = data.tokenKeys;
-			if (keys === void 0 || keys === null) return {};
-			if (typeof keys !== "object" || Array.isArray(keys)) throw corrupt(this.credentialsPath, "'tokenKeys' is not an object");
-			return keys;
-		}
+		/** The stored tokens by base URL (see #byService). */
 		#tokens(data) {
-			const tokens = data.tokens;
-			if (tokens === void 0 || tokens === null) return {};
-			if (typeof tokens !== "object" || Array.isArray(tokens)) throw corrupt(this.credentialsPath, "'tokens' is not an object");
-			return tokens;
+			return this.#byService(data, "tokens");
+		}
+		/** The digests of the keys the stored tokens were logged in with, by base URL (see #byService). */
+		#tokenKeys(data) {
+			return this.#byService(data, "tokenKeys");
+		}
+		/**
+		* A map of credentials.json by base URL. One that is not an object makes
+		* the file damaged: it is reported, and never overwritten by a login or logout.
+		*/
+		#byService(data, field) {
+			const map = data[field];
+			if (map === void 0 || map === null) return {};
+			if (typeof map !== "object" || Array.isArray(map)) throw corrupt(this.credentialsPath, `'${field}' is not an object`);
+			return map;
 		}
 		/** Files already checked for wider rights by this process: one warning each. */
 		#checked = /* @__PURE__ */ new Set();

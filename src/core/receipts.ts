@@ -35,7 +35,7 @@ import { basename, dirname, join, normalize, resolve, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
 import { DirFlushes, uniqueSuffix, writeFileAtomic } from '../store/files.js';
-import { readReceipt, type InclusionProof } from './receipt-format.js';
+import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
 
@@ -288,9 +288,8 @@ export async function checkBeforeSending(
     });
   }
   if (overwrite) return;
-  const text = await readNoFollow(path);
-  const receipt = text === undefined ? undefined : readReceipt(text);
-  if (receipt?.consistent && receipt.sha256 === hash.toLowerCase()) {
+  const receipt = receiptOf(await readNoFollow(path), hash);
+  if (receipt !== undefined) {
     // Of this document, and of this service (or a bare record, which does not say): the new one replaces it.
     if (receipt.baseUrl === undefined || receipt.baseUrl === baseUrl) return;
     throw new UsageError(
@@ -332,15 +331,8 @@ export function earlierProof(plan: ReceiptPlan, index: number, hash: string): Pr
  * cannot be read included.
  */
 export async function proofIn(path: string, hash: string): Promise<EarlierProof | undefined> {
-  let text: string | undefined;
-  try {
-    text = await readNoFollow(path);
-  } catch {
-    return undefined;
-  }
-  if (text === undefined) return undefined;
-  const receipt = readReceipt(text);
-  if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase()) return undefined;
+  const receipt = await receiptAt(path, hash);
+  if (receipt === undefined) return undefined;
   const { proof, baseUrl } = receipt;
   return proof && baseUrl !== undefined ? { proof, baseUrl, path } : undefined;
 }
@@ -356,20 +348,13 @@ export interface EarlierRegistration {
 
 /**
  * The receipt at `path` (opened without following a link), when it is a
- * consistent v1 receipt of the document of digest `hash` registered on its
- * own (per-document register: no proof); else undefined, a file that
- * cannot be read included.
+ * consistent receipt (v1, or a bare record) of the document of digest
+ * `hash` registered on its own (per-document register: no proof); else
+ * undefined, a file that cannot be read included.
  */
 export async function registrationIn(path: string, hash: string): Promise<EarlierRegistration | undefined> {
-  let text: string | undefined;
-  try {
-    text = await readNoFollow(path);
-  } catch {
-    return undefined;
-  }
-  if (text === undefined) return undefined;
-  const receipt = readReceipt(text);
-  if (!receipt.consistent || receipt.sha256 !== hash.toLowerCase() || receipt.proof !== null) return undefined;
+  const receipt = await receiptAt(path, hash);
+  if (receipt === undefined || receipt.proof !== null) return undefined;
   const { description } = JSON.parse(receipt.recordJson) as { description?: unknown };
   return { baseUrl: receipt.baseUrl, path, description: typeof description === 'string' ? description : hash };
 }
@@ -389,30 +374,29 @@ export async function keptReceipt(
   elsewhere: () => Promise<Map<string, string[]>> = () => Promise.resolve(new Map<string, string[]>()),
 ): Promise<string | undefined> {
   const own = receiptPath(plan, index, hash);
-  try {
-    if (isReceiptOf(await readNoFollow(own), hash)) return own;
-  } catch {
-    // Unreadable: says nothing.
-  }
+  if ((await receiptAt(own, hash)) !== undefined) return own;
   // Then the receipts of the same digest under other names (receiptsByDigest: another layout of the
   // same folder, `-r dist` against `dist/sub/c.txt`, or a copy), of this service: verify finds those too.
   for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) {
-    try {
-      const text = await readNoFollow(path);
-      const receipt = text === undefined ? undefined : readReceipt(text);
-      if (receipt?.consistent && receipt.sha256 === hash.toLowerCase() && receipt.baseUrl === baseUrl) return path;
-    } catch {
-      // Unreadable: says nothing.
-    }
+    if ((await receiptAt(path, hash))?.baseUrl === baseUrl) return path;
   }
   return undefined;
 }
 
-/** Whether `text` is a consistent receipt (v1, or a bare record) of the document of digest `hash`. */
-function isReceiptOf(text: string | undefined, hash: string): boolean {
-  if (text === undefined) return false;
+/** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
+function receiptOf(text: string | undefined, hash: string): ConsistentReceipt | undefined {
+  if (text === undefined) return undefined;
   const receipt = readReceipt(text);
-  return receipt.consistent && receipt.sha256 === hash.toLowerCase();
+  return receipt.consistent && receipt.sha256 === hash.toLowerCase() ? receipt : undefined;
+}
+
+/** receiptOf the file at `path` (opened without following a link); undefined when it cannot be read. */
+async function receiptAt(path: string, hash: string): Promise<ConsistentReceipt | undefined> {
+  try {
+    return receiptOf(await readNoFollow(path), hash);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -440,7 +424,7 @@ export async function writeReceipt(
     if (existing === text) return path;
     if ((await lstat(path).catch(() => undefined))?.isSymbolicLink()) throw linkRefused(path, 'receipt');
     // Never through a link, even one planted since the check (see the module comment).
-    const replace = overwrite || isReceiptOf(existing, hash);
+    const replace = overwrite || receiptOf(existing, hash) !== undefined;
     await writeFileAtomic(path, text, { mode: 0o666, replace, flushes: plan.flushes });
     return path;
   } catch (error) {
