@@ -16,7 +16,7 @@ import { normalizeHash } from '../core/hash.js';
 import { FailureTally, runAll, settledError } from '../core/batch.js';
 import { complete, requestUnread, type SessionSource } from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
-import { confirmedRoots, sessionsUnderRoots } from '../core/trees.js';
+import { confirmedBefore, confirmedRoots, sessionsUnderRoots } from '../core/trees.js';
 import { NotarizeError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, OutcomeResult } from '../output/present.js';
@@ -117,10 +117,7 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
     // Run again after the service answered 409 (its session retired, no record here): the same answer,
     // exit 0, rather than "no pending session" (exit 2), as a re-run after a completion gets.
     if (source.kind === 'store' && store.readRecord(hash) === undefined && !existsSync(store.pendingFile(hash))) {
-      if ((await confirmedRoots(store)).has(hash)) {
-        const service = { message: CONFIRMED_BEFORE, retiredSession: undefined };
-        return { kind: 'outcome', outcome: { kind: 'already-registered', hash, entry: undefined, service }, baseUrl };
-      }
+      if ((await confirmedRoots(store)).has(hash)) return { kind: 'outcome', outcome: confirmedBefore(hash), baseUrl };
     }
     const outcome = await complete({ api: await options.api(), store }, hash, source);
     return { kind: 'outcome', outcome, baseUrl };
@@ -128,10 +125,6 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
     spinner.stop();
   }
 }
-
-/** Why a hash the service confirmed with a 409 before is already registered, with nothing sent. */
-const CONFIRMED_BEFORE =
-  'the service answered 409 for it before (it has it; its record was never received here); nothing sent';
 
 /** What `complete` of several hashes, or --all, uses. */
 export interface CompleteManyOptions extends Omit<CompleteOptions, 'hash'> {

@@ -10,7 +10,14 @@ import { register, type Outcome } from '../core/notarize.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { receiptsByDigest } from '../core/evidence.js';
 import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js';
-import { confirmedRoots, Trees, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
+import {
+  confirmedBefore,
+  confirmedRoots,
+  Trees,
+  type AggregateDocument,
+  type LoadedTree,
+  type Placement,
+} from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
 import {
@@ -43,10 +50,6 @@ import {
 } from './register-inputs.js';
 
 const FAIL_FAST_REASON = 'not registered: another document or root failed (--fail-fast)';
-
-/** Why a document the service confirmed on its own (a 409 to its request step or its completion) is not put in a tree. */
-const CONFIRMED_ALONE =
-  'the service answered 409 for this document before (it has it; its record was never received here); nothing sent';
 
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
 export function checkAggregate(options: RegisterOptions): void {
@@ -485,9 +488,8 @@ export class Aggregator {
       if (entry === undefined && confirmed.has(doc.sha256)) {
         // No record to write a receipt from: said once for all, with the root ones.
         if (plan !== undefined) unrecorded.push(doc.sha256);
-        const service = { message: CONFIRMED_ALONE, retiredSession: undefined };
-        const outcome = { kind: 'already-registered' as const, hash: doc.sha256, entry: undefined, service };
-        this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl));
+        // Confirmed on its own (a 409 to its request step or its completion): not put in a tree.
+        this.#items.add(doc.index, outcomeResult(doc.file, confirmedBefore(doc.sha256), this.#baseUrl));
         continue;
       }
       if (entry === undefined) {
@@ -521,17 +523,16 @@ export class Aggregator {
       ownWay.length === 0
         ? undefined
         : await Trees.load(this.#store, { holding: new Set(ownWay.map((d) => d.sha256)) });
-    const underRoot = (doc: Hashed) => {
-      // A tree that cannot be read may hold it: placeDocuments stops the run, saying which (nothing paid).
-      if (trees !== undefined && trees.problems.length > 0) return true;
-      const placed = trees?.place(doc.sha256);
-      // Any tree, a planned one too: its root is requested again in this run, for this document as well.
-      return placed !== undefined;
-    };
-    const alone = ownWay.filter((doc) => !underRoot(doc));
-    rest.push(...ownWay.filter(underRoot));
+    // Any tree, a planned one too: its root is requested again in this run, for the document as well.
+    // A tree that cannot be read may hold it: placeDocuments stops the run, saying which (nothing paid).
+    const underRoot = new Set(
+      ownWay.filter((doc) => trees!.problems.length > 0 || trees!.place(doc.sha256) !== undefined),
+    );
+    const alone = ownWay.filter((doc) => !underRoot.has(doc));
+    rest.push(...underRoot);
     rest.sort((a, b) => a.index - b.index);
-    const [rooted, completed] = [sessions.filter(underRoot), sessions.filter((doc) => !underRoot(doc))];
+    const rooted = sessions.filter((doc) => underRoot.has(doc));
+    const completed = sessions.filter((doc) => !underRoot.has(doc));
     if (rooted.length > 0) {
       const which = someDocuments(rooted.length, rooted[0]!.sha256);
       this.#options.io.warn(
