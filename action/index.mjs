@@ -13585,8 +13585,12 @@ var init_service_store = __esmMin((() => {
 		saveRecord(entry) {
 			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
 		}
+		/** Where the trees of --aggregate runs are (one file a root). */
+		get treesDir() {
+			return join(this.dir, "trees");
+		}
 		treeFile(root) {
-			return join(this.dir, "trees", `${root}.json`);
+			return join(this.treesDir, `${root}.json`);
 		}
 		/**
 		* The tree whose root is `root`; throws StoreError if its file is damaged
@@ -13787,6 +13791,21 @@ async function confirmedOf(store, trees) {
 /** Whether a `retiredBecause` says the service answered 409: it has the hash. */
 function says409(reason) {
 	return reason.startsWith("forfait answered 409") || reason.startsWith("request answered 409");
+}
+/**
+* The outcome of a hash confirmedRoots holds and the ledger has no record
+* of: already registered by the service's word, nothing sent now.
+*/
+function confirmedBefore(hash) {
+	return {
+		kind: "already-registered",
+		hash,
+		entry: void 0,
+		service: {
+			message: "the service answered 409 for this document before (it has it; its record was never received here); nothing sent",
+			retiredSession: void 0
+		}
+	};
 }
 /** The hashes the service answered 409 for (a session retired, or a request step): it has them. */
 async function confirmedRoots(store) {
@@ -14845,12 +14864,12 @@ var init_manifest_files = __esmMin((() => {
 * twice for it. Undefined: nothing known, the flow's to register.
 */
 /**
-* The modification time of the folder of `treeFile` (the store's trees/),
-* in nanoseconds: a tree planted or removed changes it. -1 when there is none.
+* The modification time of the store's trees folder, in nanoseconds: a
+* tree planted or removed changes it. -1 when there is none.
 */
-function treesStamp(treeFile) {
+function treesStamp(treesDir) {
 	try {
-		return statSync(dirname(treeFile), { bigint: true }).mtimeNs;
+		return statSync(treesDir, { bigint: true }).mtimeNs;
 	} catch {
 		return -1n;
 	}
@@ -15143,7 +15162,7 @@ var init_register_roots = __esmMin((() => {
 		async #underRoot(hash, waited = false) {
 			if (this.#options.force) return void 0;
 			const { store } = this.#deps;
-			const stamp = treesStamp(store.treeFile(hash));
+			const stamp = treesStamp(store.treesDir);
 			if (this.#trees === void 0 || stamp !== this.#treesStamp) {
 				this.#trees = Trees.load(store);
 				this.#treesStamp = stamp;
@@ -17746,7 +17765,7 @@ function checkAggregate(options) {
 	if (options.custody) throw refuse("--custody", "the registered root is no file whose metadata could be sent");
 	if (options.paths.includes("-")) throw refuse("'-'", "each leaf is a file, kept by its name");
 }
-var FAIL_FAST_REASON, CONFIRMED_ALONE, Aggregator;
+var FAIL_FAST_REASON, Aggregator;
 var init_register_aggregate = __esmMin((() => {
 	init_notarize();
 	init_aggregate();
@@ -17766,7 +17785,6 @@ var init_register_aggregate = __esmMin((() => {
 	init_register_roots();
 	init_register_inputs();
 	FAIL_FAST_REASON = "not registered: another document or root failed (--fail-fast)";
-	CONFIRMED_ALONE = "the service answered 409 for this document before (it has it; its record was never received here); nothing sent";
 	Aggregator = class {
 		#options;
 		#documents;
@@ -18154,17 +18172,7 @@ var init_register_aggregate = __esmMin((() => {
 				}
 				if (entry === void 0 && confirmed.has(doc.sha256)) {
 					if (plan !== void 0) unrecorded.push(doc.sha256);
-					const service = {
-						message: CONFIRMED_ALONE,
-						retiredSession: void 0
-					};
-					const outcome = {
-						kind: "already-registered",
-						hash: doc.sha256,
-						entry: void 0,
-						service
-					};
-					this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl));
+					this.#items.add(doc.index, outcomeResult(doc.file, confirmedBefore(doc.sha256), this.#baseUrl));
 					continue;
 				}
 				if (entry === void 0) {
@@ -18191,14 +18199,12 @@ var init_register_aggregate = __esmMin((() => {
 			}
 			const ownWay = [...sessions, ...inFlight].sort((a, b) => a.index - b.index);
 			const trees = ownWay.length === 0 ? void 0 : await Trees.load(this.#store, { holding: new Set(ownWay.map((d) => d.sha256)) });
-			const underRoot = (doc) => {
-				if (trees !== void 0 && trees.problems.length > 0) return true;
-				return trees?.place(doc.sha256) !== void 0;
-			};
-			const alone = ownWay.filter((doc) => !underRoot(doc));
-			rest.push(...ownWay.filter(underRoot));
+			const underRoot = new Set(ownWay.filter((doc) => trees.problems.length > 0 || trees.place(doc.sha256) !== void 0));
+			const alone = ownWay.filter((doc) => !underRoot.has(doc));
+			rest.push(...underRoot);
 			rest.sort((a, b) => a.index - b.index);
-			const [rooted, completed] = [sessions.filter(underRoot), sessions.filter((doc) => !underRoot(doc))];
+			const rooted = sessions.filter((doc) => underRoot.has(doc));
+			const completed = sessions.filter((doc) => !underRoot.has(doc));
 			if (rooted.length > 0) {
 				const which = someDocuments(rooted.length, rooted[0].sha256);
 				this.#options.io.warn(`${which} also ${rooted.length === 1 ? "has a session" : "have sessions"} of ${rooted.length === 1 ? "its" : "their"} own pending (register --no-complete): this run puts ${rooted.length === 1 ? "it" : "them"} under a Merkle root, and completing such a session would pay a second time; drop it with \`notarize pending drop <hash>\``);
@@ -19335,15 +19341,7 @@ async function runComplete(options) {
 		if (source.kind === "store" && store.readRecord(hash) === void 0 && !existsSync(store.pendingFile(hash))) {
 			if ((await confirmedRoots(store)).has(hash)) return {
 				kind: "outcome",
-				outcome: {
-					kind: "already-registered",
-					hash,
-					entry: void 0,
-					service: {
-						message: CONFIRMED_BEFORE,
-						retiredSession: void 0
-					}
-				},
+				outcome: confirmedBefore(hash),
 				baseUrl
 			};
 		}
@@ -19439,7 +19437,7 @@ async function pendingHashes(store) {
 	const { entries, problems } = await store.listPending();
 	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].sort();
 }
-var optionsSchema$5, CONCURRENCY, CONFIRMED_BEFORE;
+var optionsSchema$5, CONCURRENCY;
 var init_complete = __esmMin((() => {
 	init_zod();
 	init_client();
@@ -19461,7 +19459,6 @@ var init_complete = __esmMin((() => {
 		all: boolean().default(false)
 	});
 	CONCURRENCY = 8;
-	CONFIRMED_BEFORE = "the service answered 409 for it before (it has it; its record was never received here); nothing sent";
 }));
 // dist/commands/pending.js
 var pending_exports = /* @__PURE__ */ __exportAll({

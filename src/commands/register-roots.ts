@@ -8,7 +8,6 @@
  * twice for it. Undefined: nothing known, the flow's to register.
  */
 import { existsSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
 import { askAboutRoot, ManifestIndex, RootAsks, readableRecord } from '../core/manifests.js';
 import { locked, type FlowDeps, type Outcome } from '../core/notarize.js';
@@ -339,7 +338,7 @@ export class DocumentRoots {
     const { store } = this.#deps;
     // Read again when a tree was planted since (another process's --aggregate, under way now): a
     // document it holds must wait for its root, not be paid for alone (one stat per document).
-    const stamp = treesStamp(store.treeFile(hash));
+    const stamp = treesStamp(store.treesDir);
     if (this.#trees === undefined || stamp !== this.#treesStamp) {
       this.#trees = Trees.load(store);
       this.#treesStamp = stamp;
@@ -399,12 +398,12 @@ export class DocumentRoots {
 }
 
 /**
- * The modification time of the folder of `treeFile` (the store's trees/),
- * in nanoseconds: a tree planted or removed changes it. -1 when there is none.
+ * The modification time of the store's trees folder, in nanoseconds: a
+ * tree planted or removed changes it. -1 when there is none.
  */
-function treesStamp(treeFile: string): bigint {
+function treesStamp(treesDir: string): bigint {
   try {
-    return statSync(dirname(treeFile), { bigint: true }).mtimeNs;
+    return statSync(treesDir, { bigint: true }).mtimeNs;
   } catch {
     return -1n;
   }

@@ -487,8 +487,13 @@ export class ServiceStore {
     return this.#writeEntry(this.ledgerFile(entry.hash), entry);
   }
 
+  /** Where the trees of --aggregate runs are (one file a root). */
+  get treesDir(): string {
+    return join(this.dir, 'trees');
+  }
+
   treeFile(root: string): string {
-    return join(this.dir, 'trees', `${root}.json`);
+    return join(this.treesDir, `${root}.json`);
   }
 
   /**
