@@ -476,7 +476,13 @@ export class Aggregator {
     // Hashes the service answered 409 for, to their request step or completion (no record came): it has them.
     const confirmed = await confirmedRoots(this.#store);
     const unrecorded: string[] = [];
+    // One listing of each folder instead of three lookups per document (those named are looked up).
+    const named = this.#store.namedHashes(hashed.length);
     for (const doc of hashed) {
+      if (named !== undefined && !named.has(doc.sha256) && !confirmed.has(doc.sha256)) {
+        rest.push(doc);
+        continue;
+      }
       let entry;
       try {
         entry = this.#store.readRecord(doc.sha256);

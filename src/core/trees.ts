@@ -91,9 +91,7 @@ export class LoadedTree {
       leafSalt: this.entry.leaves[leafIndex]!.salt,
       leafIndex,
       treeSize: this.entry.treeSize,
-      path: this.merkle(file)
-        .path(leafIndex)
-        .map((hash) => hash.toString('hex')),
+      path: this.merkle(file).pathHex(leafIndex),
       root: this.entry.root,
     };
   }

@@ -64,6 +64,8 @@ export class IO {
   readonly #stderr: Sink;
   readonly #startSpinner: ((text: string) => Spinner) | undefined;
   readonly #secrets = new Set<string>();
+  /** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
+  #longestFirst: string[] = [];
   #progressShown = false;
   /** Set while stdout holds queued data; resolved when it has drained. */
   #draining: Promise<void> | undefined;
@@ -91,7 +93,9 @@ export class IO {
    * behind code that never puts them in messages in the first place.
    */
   addSecret(secret: string | undefined): void {
-    if (secret !== undefined && secret.length >= 8) for (const part of secretParts(secret)) this.#secrets.add(part);
+    if (secret === undefined || secret.length < 8) return;
+    for (const part of secretParts(secret)) this.#secrets.add(part);
+    this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
   }
 
   /** Whether `text` holds a secret registered so far (addSecret): such text must not leave the machine either. */
@@ -213,9 +217,8 @@ export class IO {
   /** Scrubbed before escaping: a secret is searched for as it was, not as shown. */
   #scrub(text: string): string {
     let out = text;
-    // Longest first, so a secret containing another is removed whole.
-    for (const secret of [...this.#secrets].sort((a, b) => b.length - a.length))
-      out = out.replaceAll(secret, '[redacted]');
+    // Searched before replaced: most lines hold none, and a search alone allocates nothing.
+    for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, '[redacted]');
     return out;
   }
 

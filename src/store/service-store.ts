@@ -5,7 +5,7 @@
  * it, unknown fields included.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, renameSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, renameSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -31,6 +31,15 @@ import {
  * readers refuse any other and hand entries out without it.
  */
 const STORE_VERSION = { schemaVersion: 1 } as const;
+
+/**
+ * namedHashes lists a folder of up to this many bytes per hash it would
+ * otherwise look up: an ext4 folder takes about 116 bytes per file, and
+ * listing a file costs about a fifth of looking a hash up in the three
+ * folders (2 against 10 µs here), so a listing is the cheaper up to about
+ * 5 files per hash.
+ */
+const LISTING_BYTES_PER_HASH = 512;
 
 const storeVersion = z.literal(STORE_VERSION.schemaVersion);
 
@@ -354,6 +363,33 @@ export class ServiceStore {
   /** Whether a lock of `hash` is there (held, or left by a process that died), without making the locks folder. */
   hasLock(hash: string): boolean {
     return existsSync(join(this.dir, 'locks', `${hash}.lock`));
+  }
+
+  /**
+   * The hashes named in the locks, pending and ledger folders, each read in
+   * one listing, so that a run about to look up `hashes` hashes there by
+   * name looks up only these; undefined when a folder is too large for its
+   * listing to be the cheaper (LISTING_BYTES_PER_HASH). A snapshot
+   * like the lookups: the folders are read in the reverse of the order a
+   * registration leaves them (its lock first, its record last), so one under
+   * way when the locks were read is still seen in one of them.
+   */
+  namedHashes(hashes: number): Set<string> | undefined {
+    const named = new Set<string>();
+    try {
+      for (const folder of ['locks', 'pending', 'ledger']) {
+        const dir = join(this.dir, folder);
+        const info = lstatSync(dir, { throwIfNoEntry: false });
+        if (info === undefined) continue;
+        // A link or anything odd is left to the lookups, which say what is wrong with it.
+        if (!info.isDirectory() || info.size > hashes * LISTING_BYTES_PER_HASH) return undefined;
+        // Temporary files (a leading dot) count too: their hash is on its way in.
+        for (const name of readdirSync(dir)) named.add(name.startsWith('.') ? name.slice(1, 65) : name.slice(0, 64));
+      }
+    } catch {
+      return undefined;
+    }
+    return named;
   }
 
   lockFile(hash: string): string {

@@ -18,6 +18,7 @@ import { vectors as makeVectors } from '../../scripts/merkle-vectors.js';
 const VECTORS = MERKLE_VECTORS;
 const hex = (text: string) => Buffer.from(text, 'hex');
 const sha = (text: string) => createHash('sha256').update(text).digest();
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest();
 
 /** MTH of RFC 9162 2.1.1, written again here from the definition, for an independent check. */
 function mth(leaves: Buffer[]): Buffer {
@@ -47,6 +48,17 @@ describe('the test vectors', () => {
     }
   });
 
+  it('hashes the bytes given, whatever their length: a salt of the wrong length folds to no root it was not made for', () => {
+    const [digest, short, long] = [sha('d'), Buffer.alloc(31, 7), Buffer.alloc(33, 7)];
+    expect(leafHash(digest, short)).toEqual(sha256(Buffer.concat([Buffer.of(0), digest, short])));
+    expect(nodeHash(long, digest)).toEqual(sha256(Buffer.concat([Buffer.of(1), long, digest])));
+    // One buffer serves every call: a result is never overwritten by the next.
+    const first = nodeHash(digest, digest);
+    nodeHash(short, digest);
+    leafHash(digest, sha('other'));
+    expect(first).toEqual(sha256(Buffer.concat([Buffer.of(1), digest, digest])));
+  });
+
   it('every audit path of every tree folds to its root (RFC 9162 2.1.3.2)', () => {
     let proofs = 0;
     for (const tree of VECTORS.trees) {
@@ -67,10 +79,7 @@ describe('MerkleTree: building a tree', () => {
       expect(built.size).toBe(tree.size);
       expect(built.root.toString('hex')).toBe(tree.root);
       for (const leaf of tree.leaves) {
-        expect(
-          built.path(leaf.index).map((h) => h.toString('hex')),
-          `leaf ${leaf.index} of ${tree.size}`,
-        ).toEqual(leaf.path);
+        expect(built.pathHex(leaf.index), `leaf ${leaf.index} of ${tree.size}`).toEqual(leaf.path);
       }
     }
   });
@@ -82,7 +91,7 @@ describe('MerkleTree: building a tree', () => {
         const tree = new MerkleTree(Buffer.concat(leaves));
         expect(tree.root).toEqual(mth(leaves));
         for (let i = 0; i < size; i++) {
-          expect(rootFromPath(i, size, leaves[i]!, tree.path(i))).toEqual(tree.root);
+          expect(rootFromPath(i, size, leaves[i]!, tree.pathHex(i).map(hex))).toEqual(tree.root);
         }
       }),
       { numRuns: 40 },
@@ -93,9 +102,10 @@ describe('MerkleTree: building a tree', () => {
     expect(() => new MerkleTree(Buffer.alloc(0))).toThrow(RangeError);
     expect(() => new MerkleTree(Buffer.alloc(33))).toThrow(RangeError);
     const tree = new MerkleTree(Buffer.alloc(64));
-    expect(() => tree.path(2)).toThrow(RangeError);
-    expect(() => tree.path(-1)).toThrow(RangeError);
-    expect(tree.path(1)).toEqual([Buffer.alloc(32)]);
+    expect(() => tree.pathHex(2)).toThrow(RangeError);
+    expect(() => tree.pathHex(-1)).toThrow(RangeError);
+    expect(() => tree.pathHex(0.5)).toThrow(RangeError);
+    expect(tree.pathHex(1)).toEqual(['00'.repeat(32)]);
   });
 });
 
@@ -145,7 +155,7 @@ describe('cross-checked with transparency-dev/merkle (an RFC 6962 implementation
         expect(b64(c.leafHash).equals(leaves[c.leafIdx]!), c.path).toBe(true);
         const built = new MerkleTree(Buffer.concat(leaves.slice(0, c.treeSize)));
         expect(
-          built.path(c.leafIdx).map((h) => h.toString('base64')),
+          built.pathHex(c.leafIdx).map((h) => hex(h).toString('base64')),
           c.path,
         ).toEqual(c.proof ?? []);
       }

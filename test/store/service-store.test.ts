@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/errors.js';
@@ -281,6 +281,30 @@ describe('ServiceStore', () => {
     store.clearUnanswered(hashes[0]!);
     store.clearUnanswered(hashes[0]!);
     expect(store.readUnanswered(hashes[0]!)).toBeUndefined();
+  });
+
+  it('names the hashes with a lock, a session or a record in one listing per folder, or leaves them to lookups', async () => {
+    const store = serviceStore();
+    // A store never used: nothing named, nothing made.
+    expect(store.namedHashes(10)).toEqual(new Set());
+    const [locked, pendingHash, recorded, writing] = ['locked', 'pending', 'recorded', 'writing'].map(hashOf);
+    await store.savePending(pending(pendingHash!));
+    await store.saveRecord(record(recorded!));
+    writeFileSync(store.lockFile(locked!), '');
+    // A temporary file on its way to becoming a record names its hash too.
+    writeFileSync(join(store.dir, 'ledger', `.${writing}.json.1234.5.tmp`), '');
+    expect(store.namedHashes(10)).toEqual(new Set([locked, pendingHash, recorded, writing]));
+    // Folders too large for their listing to pay off against no lookups at all: none listed.
+    expect(store.namedHashes(0)).toBeUndefined();
+  });
+
+  it.runIf(posix)('leaves a folder that is a link to the lookups', async () => {
+    const store = serviceStore();
+    await store.saveRecord(record(hashOf('recorded')));
+    const elsewhere = join(tempDir(), 'pending');
+    mkdirSync(elsewhere);
+    symlinkSync(elsewhere, join(store.dir, 'pending'));
+    expect(store.namedHashes(10)).toBeUndefined();
   });
 
   it('a kind of entry that cannot be listed is an error, not an empty list', async () => {
