@@ -9,6 +9,7 @@
  * Every environment variable notarize reads is declared in environment.ts.
  */
 import { UsageError } from './errors.js';
+import { BASE_URL_PATTERN } from './validation.js';
 
 export const DEFAULT_BASE_URL = 'https://app.dedit.io';
 
@@ -231,5 +232,14 @@ export function parseBaseUrl(value: string): string {
       code: 'unsafe_base_url',
     });
   }
-  return url.toString().replace(/\/+$/, '');
+  const normalised = url.toString().replace(/\/+$/, '');
+  // Characters the URL parser keeps but RFC 3986 does not allow (`|` or `^` in a path, `_` in a host): a receipt
+  // naming such a service would not verify, so it is refused before anything is sent.
+  if (!BASE_URL_PATTERN.test(normalised)) {
+    throw new UsageError(`invalid base URL for '${url.host}': it holds a character a plain URL may not (RFC 3986)`, {
+      code: 'unsafe_base_url',
+      hint: "percent-encode it (e.g. '|' as %7C), or use the service's URL as its documentation gives it",
+    });
+  }
+  return normalised;
 }

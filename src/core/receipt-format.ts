@@ -29,6 +29,7 @@ import { z } from 'zod';
 import { verificationUrl } from '../api/pages.js';
 import { hasKeyTwice, jsonDepth, memberText } from '../exact-json.js';
 import { EXIT, NotarizeError } from '../errors.js';
+import { BASE_URL_PATTERN } from '../validation.js';
 import { leafHash, rootFromPath } from './merkle.js';
 
 export const RECEIPT_TYPE = 'notarize-receipt';
@@ -148,15 +149,6 @@ const receiptSchema = z.object({
   proof: proofSchema.nullable(),
 });
 
-/**
- * A service's base URL as register writes it into a receipt (settings.ts
- * parseBaseUrl: http or https, a host, perhaps a path; no credentials,
- * query or fragment), in ASCII: the verification page a reader is sent to
- * is made from it, so an empty one, or one holding control characters, is
- * refused (contrib/verify-receipt.py holds the same pattern).
- */
-const RECEIPT_BASE_URL = /^https?:\/\/[A-Za-z0-9.:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:%/-]*)?$/;
-
 /** The first problem zod found, as "field: message". */
 function firstIssue(error: z.ZodError): string {
   const issue = error.issues[0]!;
@@ -203,8 +195,11 @@ export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
     const problem = proofProblem(document.sha256, proof);
     if (problem) return invalid(problem);
   }
-  if (!RECEIPT_BASE_URL.test(service.baseUrl)) {
-    return invalid("the receipt's service.baseUrl is not an http(s) URL without credentials, query or fragment");
+  // The verification page a reader is sent to is made from it: an empty one, or one holding control characters, is refused.
+  if (!BASE_URL_PATTERN.test(service.baseUrl)) {
+    return invalid(
+      "the receipt's service.baseUrl is not an http(s) URL of plain characters without credentials, query or fragment",
+    );
   }
   const baseUrl = service.baseUrl.replace(/\/$/, '');
   const expectedUrl = verificationUrl(baseUrl, registered);

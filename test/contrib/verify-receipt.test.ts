@@ -189,6 +189,9 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
         ['ftp://app.example', 'invalid'],
         ['https://app.example/api', 'verified'],
         ['http://[::1]:8080', 'verified'],
+        // RFC 3986 allows '@' in a path (parseBaseUrl takes it); not '|', which parseBaseUrl refuses.
+        ['https://app.example/a@b', 'verified'],
+        ['https://app.example/a|b', 'invalid'],
       ] as const
     ).map(([baseUrl, status]): Case => [
       `a baseUrl ${JSON.stringify(baseUrl)}, its verificationUrl made from it`,
