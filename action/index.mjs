@@ -1,8 +1,8 @@
 import { createRequire } from "node:module";
 import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
-import { basename, dirname, extname, join, normalize, resolve, sep } from "node:path";
+import { basename, dirname, extname, join, normalize, relative, resolve, sep } from "node:path";
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
 import { lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
@@ -8962,10 +8962,11 @@ function describeZodError(error) {
 	if (!issue) return "invalid value";
 	return `${issue.path.length > 0 ? issue.path.join(".") : "(body)"}: ${issue.message}`;
 }
-var hashSchema;
+var hashSchema, BASE_URL_PATTERN;
 var init_validation = __esmMin((() => {
 	init_zod();
 	hashSchema = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex characters");
+	BASE_URL_PATTERN = /^https?:\/\/[A-Za-z0-9.:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
 }));
 // dist/api/schemas.js
 var BLOCKCHAIN_TYPES, wireBoolean, registrationRequestSchema, nullableString, unixSeconds, subscriptionSessionSchema, notarizationRecordSchema, loginRequestSchema, fileMetadataAnswerSchema, loginResponseSchema, fileMetadataSchema, tokenClaimsSchema;
@@ -9489,11 +9490,23 @@ var init_exact_json = __esmMin((() => {
 */
 /** RFC 9162's leaf hash of a salted document digest: SHA-256(0x00 || documentSha256 || salt). */
 function leafHash(documentSha256, salt) {
-	return createHash("sha256").update(LEAF_PREFIX).update(documentSha256).update(salt).digest();
+	return hashOf(LEAF_PREFIX, documentSha256, salt);
 }
 /** RFC 9162's interior node hash: SHA-256(0x01 || left || right). */
 function nodeHash(left, right) {
-	return createHash("sha256").update(NODE_PREFIX).update(left).update(right).digest();
+	return hashOf(NODE_PREFIX, left, right);
+}
+/** SHA-256(prefix || a || b). */
+function hashOf(prefix, a, b) {
+	if (a.length !== DIGEST_BYTES || b.length !== DIGEST_BYTES) return hash("sha256", Buffer.concat([
+		Buffer.of(prefix),
+		a,
+		b
+	]), "buffer");
+	input$1[0] = prefix;
+	a.copy(input$1, 1);
+	b.copy(input$1, 33);
+	return hash("sha256", input$1, "buffer");
 }
 /**
 * The root an inclusion proof leads to, by RFC 9162 section 2.1.3.2, or
@@ -9523,11 +9536,12 @@ function rootFromPath(leafIndex, treeSize, leaf, path) {
 function digestAt(level, index) {
 	return level.subarray(index * DIGEST_BYTES, (index + 1) * DIGEST_BYTES);
 }
-var DIGEST_BYTES, LEAF_PREFIX, NODE_PREFIX, MerkleTree;
+var DIGEST_BYTES, LEAF_PREFIX, NODE_PREFIX, input$1, MerkleTree;
 var init_merkle = __esmMin((() => {
 	DIGEST_BYTES = 32;
-	LEAF_PREFIX = Buffer.from([0]);
-	NODE_PREFIX = Buffer.from([1]);
+	LEAF_PREFIX = 0;
+	NODE_PREFIX = 1;
+	input$1 = Buffer.alloc(65);
 	MerkleTree = class {
 		/** levels[0] holds the leaf hashes; each next level the nodes above; the last, the root alone. */
 		#levels;
@@ -9550,17 +9564,26 @@ var init_merkle = __esmMin((() => {
 		get root() {
 			return digestAt(this.#levels.at(-1), 0);
 		}
-		/** The audit path of leaf `index` (RFC 9162 section 2.1.3.1), from the leaf's sibling up. */
-		path(index) {
+		/**
+		* The audit path of leaf `index` (RFC 9162 section 2.1.3.1), from the
+		* leaf's sibling up, in lowercase hex as a proof carries it (each digest
+		* written out of its level, not copied on the way).
+		*/
+		pathHex(index) {
+			return this.#siblings(index).map(([level, sibling]) => level.toString("hex", sibling * DIGEST_BYTES, (sibling + 1) * DIGEST_BYTES));
+		}
+		/** The level and index of each node of leaf `index`'s audit path. */
+		#siblings(index) {
 			if (!Number.isInteger(index) || index < 0 || index >= this.size) throw new RangeError(`no leaf ${index}`);
-			const path = [];
+			const siblings = [];
 			let i = index;
-			for (const level of this.#levels.slice(0, -1)) {
+			for (let depth = 0; depth < this.#levels.length - 1; depth++) {
+				const level = this.#levels[depth];
 				const sibling = i ^ 1;
-				if (sibling * DIGEST_BYTES < level.length) path.push(digestAt(level, sibling));
+				if (sibling * DIGEST_BYTES < level.length) siblings.push([level, sibling]);
 				i >>= 1;
 			}
-			return path;
+			return siblings;
 		}
 	};
 }));
@@ -9633,7 +9656,7 @@ function readReceipt(text) {
 		const problem = proofProblem(document.sha256, proof);
 		if (problem) return invalid(problem);
 	}
-	if (!RECEIPT_BASE_URL.test(service.baseUrl)) return invalid("the receipt's service.baseUrl is not an http(s) URL without credentials, query or fragment");
+	if (!BASE_URL_PATTERN.test(service.baseUrl)) return invalid("the receipt's service.baseUrl is not an http(s) URL of plain characters without credentials, query or fragment");
 	const baseUrl = service.baseUrl.replace(/\/$/, "");
 	const expectedUrl = verificationUrl(baseUrl, registered);
 	if (service.verificationUrl !== expectedUrl) return invalid(`the receipt's verificationUrl ${service.verificationUrl} is not ${expectedUrl}`);
@@ -9671,12 +9694,13 @@ function readBareRecord(value, text) {
 		proof: null
 	};
 }
-var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema, RECEIPT_BASE_URL;
+var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema;
 var init_receipt_format = __esmMin((() => {
 	init_zod();
 	init_pages();
 	init_exact_json();
 	init_errors();
+	init_validation();
 	init_merkle();
 	RECEIPT_TYPE = "notarize-receipt";
 	RECORD_SLOT = "\0record\0";
@@ -9706,7 +9730,6 @@ var init_receipt_format = __esmMin((() => {
 		registeredAt: datetime({ offset: true }),
 		proof: proofSchema.nullable()
 	});
-	RECEIPT_BASE_URL = /^https?:\/\/[A-Za-z0-9.:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:%/-]*)?$/;
 }));
 // dist/mkdirs.js
 /**
@@ -10451,7 +10474,9 @@ var init_receipts = __esmMin((() => {
 *      is none of that name, a receipt there of its digest (names depend on
 *      the documents of a run: one registered beside a namesake elsewhere got
 *      `a/x.txt.notarization.json`, and verify of it alone would look for
-*      `x.txt.notarization.json`),
+*      `x.txt.notarization.json`); when that name's receipt is of another
+*      digest (another document's, named so by another run), a receipt
+*      there of its digest written for a path its own path ends with,
 *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
 *   4. the ledger of the current service.
 * A receipt found is never passed over for a later source: the receipt the
@@ -10626,6 +10651,11 @@ function claimedDigest(text) {
 	const claimed = document?.sha256 ?? hash;
 	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
 }
+/** Whether `path` ends with the path `name`, whole names only (`rel/linux/app.tgz` ends with `linux/app.tgz`, not `nux/app.tgz`). */
+function endsWithPath(path, name) {
+	const [whole, end] = [resolve(path), normalize(name)];
+	return whole === end || whole.endsWith(`${sep}${end}`);
+}
 var MAX_RECEIPT_BYTES, Evidence;
 var init_evidence = __esmMin((() => {
 	init_errors();
@@ -10650,20 +10680,36 @@ var init_evidence = __esmMin((() => {
 			else if (item.kind === "file") candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
 			for (const path of candidates) {
 				const text = await readReceiptFile(path);
-				if (text !== void 0) return judgeByReceipt(hash, path, text);
+				if (text === void 0) continue;
+				const finding = judgeByReceipt(hash, path, text);
+				if (finding.status === "modified" && receiptDir && item.kind === "file") {
+					const own = await this.#ofDigest(receiptDir.dir, hash, (name) => endsWithPath(item.path, name));
+					if (own) return own;
+				}
+				return finding;
 			}
 			if (receiptDir) {
-				this.#byDigest ??= receiptsByDigest(receiptDir.dir);
-				for (const path of (await this.#byDigest).get(hash) ?? []) {
-					const text = readQuietly(path);
-					const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
-					if (finding?.status === "verified") return {
-						...finding,
-						byDigest: true
-					};
-				}
+				const own = await this.#ofDigest(receiptDir.dir, hash, () => true);
+				if (own) return own;
 			}
 			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
+		}
+		/**
+		* The first receipt in `dir` of digest `hash` that holds together (one
+		* that does not is no receipt of this document), among those whose name
+		* (their path in `dir`, without the suffix) `named` takes.
+		*/
+		async #ofDigest(dir, hash, named) {
+			this.#byDigest ??= receiptsByDigest(dir);
+			for (const path of (await this.#byDigest).get(hash) ?? []) {
+				if (!named(relative(dir, path).slice(0, -18))) continue;
+				const text = readQuietly(path);
+				const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
+				if (finding?.status === "verified") return {
+					...finding,
+					byDigest: true
+				};
+			}
 		}
 	};
 }));
@@ -13333,13 +13379,14 @@ function recordHashOf(recordJson) {
 	const record = JSON.parse(recordJson);
 	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
 }
-var STORE_VERSION, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
+var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
 var init_service_store = __esmMin((() => {
 	init_zod();
 	init_errors();
 	init_validation();
 	init_files();
 	STORE_VERSION = { schemaVersion: 1 };
+	LISTING_BYTES_PER_HASH = 512;
 	storeVersion = literal(STORE_VERSION.schemaVersion);
 	fileFacts = object({
 		name: string$1(),
@@ -13456,6 +13503,34 @@ var init_service_store = __esmMin((() => {
 		/** Whether a lock of `hash` is there (held, or left by a process that died), without making the locks folder. */
 		hasLock(hash) {
 			return existsSync(join(this.dir, "locks", `${hash}.lock`));
+		}
+		/**
+		* The hashes named in the locks, pending and ledger folders, each read in
+		* one listing, so that a run about to look up `hashes` hashes there by
+		* name looks up only these; undefined when a folder is too large for its
+		* listing to be the cheaper (LISTING_BYTES_PER_HASH). A snapshot
+		* like the lookups: the folders are read in the reverse of the order a
+		* registration leaves them (its lock first, its record last), so one under
+		* way when the locks were read is still seen in one of them.
+		*/
+		namedHashes(hashes) {
+			const named = /* @__PURE__ */ new Set();
+			try {
+				for (const folder of [
+					"locks",
+					"pending",
+					"ledger"
+				]) {
+					const dir = join(this.dir, folder);
+					const info = lstatSync(dir, { throwIfNoEntry: false });
+					if (info === void 0) continue;
+					if (!info.isDirectory() || info.size > hashes * LISTING_BYTES_PER_HASH) return void 0;
+					for (const name of readdirSync(dir)) named.add(name.startsWith(".") ? name.slice(1, 65) : name.slice(0, 64));
+				}
+			} catch {
+				return;
+			}
+			return named;
 		}
 		lockFile(hash) {
 			const dir = join(this.dir, "locks");
@@ -14055,7 +14130,7 @@ var init_trees = __esmMin((() => {
 				leafSalt: this.entry.leaves[leafIndex].salt,
 				leafIndex,
 				treeSize: this.entry.treeSize,
-				path: this.merkle(file).path(leafIndex).map((hash) => hash.toString("hex")),
+				path: this.merkle(file).pathHex(leafIndex),
 				root: this.entry.root
 			};
 		}
@@ -18162,7 +18237,12 @@ var init_register_aggregate = __esmMin((() => {
 			const plan = this.#documents.receipts;
 			const confirmed = await confirmedRoots(this.#store);
 			const unrecorded = [];
+			const named = this.#store.namedHashes(hashed.length);
 			for (const doc of hashed) {
+				if (named !== void 0 && !named.has(doc.sha256) && !confirmed.has(doc.sha256)) {
+					rest.push(doc);
+					continue;
+				}
 				let entry;
 				try {
 					entry = this.#store.readRecord(doc.sha256);
@@ -20015,7 +20095,8 @@ function configure$8(command, context) {
 	addInputOptions(command.argument("[paths...]", "documents to check ('-' reads standard input)")).option("--receipt <file>", "check the one document named against this receipt").option("--receipt-dir <dir>", "look for receipts where `register --receipt-dir <dir>` wrote them").addOption(outputOption()).addHelpText("after", `
 No network, no credentials, no store needed. Each document's digest is checked against the first of:
 --receipt <file>; its receipt under --receipt-dir (named as register names them, else any
-there of its digest: names depend on the documents of a run); without
+there of its digest: names depend on the documents of a run; that name's receipt being of
+another digest, one of its digest written for a path its own ends with); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.
@@ -20846,11 +20927,17 @@ function parseBaseUrl(value) {
 		hint: "use https, or http only to a loopback address: 127.0.0.1 (127.0.0.0/8), [::1] or localhost itself"
 	});
 	if (url.username || url.password || url.search || url.hash) throw new UsageError(`invalid base URL for '${url.host}': no credentials, query or fragment allowed`, { code: "unsafe_base_url" });
-	return url.toString().replace(/\/+$/, "");
+	const normalised = url.toString().replace(/\/+$/, "");
+	if (!BASE_URL_PATTERN.test(normalised)) throw new UsageError(`invalid base URL for '${url.host}': it holds a character a plain URL may not (RFC 3986)`, {
+		code: "unsafe_base_url",
+		hint: "percent-encode it (e.g. '|' as %7C), or use the service's URL as its documentation gives it"
+	});
+	return normalised;
 }
 var DEFAULT_BASE_URL, ALL_SETTINGS, SETTINGS;
 var init_settings = __esmMin((() => {
 	init_errors();
+	init_validation();
 	DEFAULT_BASE_URL = "https://app.dedit.io";
 	ALL_SETTINGS = [
 		{
@@ -22926,6 +23013,8 @@ var IO = class {
 	#stderr;
 	#startSpinner;
 	#secrets = /* @__PURE__ */ new Set();
+	/** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
+	#longestFirst = [];
 	#progressShown = false;
 	/** Set while stdout holds queued data; resolved when it has drained. */
 	#draining;
@@ -22951,7 +23040,9 @@ var IO = class {
 	* behind code that never puts them in messages in the first place.
 	*/
 	addSecret(secret) {
-		if (secret !== void 0 && secret.length >= 8) for (const part of secretParts(secret)) this.#secrets.add(part);
+		if (secret === void 0 || secret.length < 8) return;
+		for (const part of secretParts(secret)) this.#secrets.add(part);
+		this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
 	}
 	/** Whether `text` holds a secret registered so far (addSecret): such text must not leave the machine either. */
 	holdsSecret(text) {
@@ -23058,7 +23149,7 @@ var IO = class {
 	/** Scrubbed before escaping: a secret is searched for as it was, not as shown. */
 	#scrub(text) {
 		let out = text;
-		for (const secret of [...this.#secrets].sort((a, b) => b.length - a.length)) out = out.replaceAll(secret, "[redacted]");
+		for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, "[redacted]");
 		return out;
 	}
 	/** Whether progress lines are shown: stderr is a terminal, not CI, not --quiet/--verbose. */

@@ -8,7 +8,9 @@
  *      is none of that name, a receipt there of its digest (names depend on
  *      the documents of a run: one registered beside a namesake elsewhere got
  *      `a/x.txt.notarization.json`, and verify of it alone would look for
- *      `x.txt.notarization.json`),
+ *      `x.txt.notarization.json`); when that name's receipt is of another
+ *      digest (another document's, named so by another run), a receipt
+ *      there of its digest written for a path its own path ends with,
  *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
  *   4. the ledger of the current service.
  * A receipt found is never passed over for a later source: the receipt the
@@ -19,7 +21,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename, join, normalize, relative, resolve, sep } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
@@ -247,17 +249,44 @@ export class Evidence {
     else if (item.kind === 'file') candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
     for (const path of candidates) {
       const text = await readReceiptFile(path);
-      if (text !== undefined) return judgeByReceipt(hash, path, text);
+      if (text === undefined) continue;
+      const finding = judgeByReceipt(hash, path, text);
+      // Its name taken by another document's receipt: names depend on a run's documents (`-r dist` names
+      // dist/linux/app.tgz `linux/app.tgz`; `-r dist/linux`, `app.tgz`, which may be dist/app.tgz's). A
+      // receipt of its digest written for a document of the same path's end answers for it instead; one of
+      // another name never does (an older release of another folder, swapped in, stays `modified`).
+      if (finding.status === 'modified' && receiptDir && item.kind === 'file') {
+        const own = await this.#ofDigest(receiptDir.dir, hash, (name) => endsWithPath(item.path, name));
+        if (own) return own;
+      }
+      return finding;
     }
     if (receiptDir) {
-      this.#byDigest ??= receiptsByDigest(receiptDir.dir);
-      // The first of them that holds together: one that does not is no receipt of this document.
-      for (const path of (await this.#byDigest).get(hash) ?? []) {
-        const text = readQuietly(path);
-        const finding = text === undefined ? undefined : judgeByReceipt(hash, path, text);
-        if (finding?.status === 'verified') return { ...finding, byDigest: true };
-      }
+      const own = await this.#ofDigest(receiptDir.dir, hash, () => true);
+      if (own) return own;
     }
     return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);
   }
+
+  /**
+   * The first receipt in `dir` of digest `hash` that holds together (one
+   * that does not is no receipt of this document), among those whose name
+   * (their path in `dir`, without the suffix) `named` takes.
+   */
+  async #ofDigest(dir: string, hash: string, named: (name: string) => boolean): Promise<Finding | undefined> {
+    this.#byDigest ??= receiptsByDigest(dir);
+    for (const path of (await this.#byDigest).get(hash) ?? []) {
+      if (!named(relative(dir, path).slice(0, -RECEIPT_SUFFIX.length))) continue;
+      const text = readQuietly(path);
+      const finding = text === undefined ? undefined : judgeByReceipt(hash, path, text);
+      if (finding?.status === 'verified') return { ...finding, byDigest: true };
+    }
+    return undefined;
+  }
+}
+
+/** Whether `path` ends with the path `name`, whole names only (`rel/linux/app.tgz` ends with `linux/app.tgz`, not `nux/app.tgz`). */
+function endsWithPath(path: string, name: string): boolean {
+  const [whole, end] = [resolve(path), normalize(name)];
+  return whole === end || whole.endsWith(`${sep}${end}`);
 }
