@@ -16,10 +16,50 @@
  * malformed proxy URL is a usage error naming its variable, not undici's bare
  * "Invalid URL". The variables are read in api/proxy-env.ts.
  */
-import { Agent, ProxyAgent, type Dispatcher } from './undici.js';
+import { Agent, Pool, ProxyAgent, type Dispatcher } from './undici.js';
 import { proxyRoute } from './proxy-env.js';
 
 export { proxyRoute, type ProxyRoute } from './proxy-env.js';
+
+/**
+ * The error of a CONNECT the proxy broke off before the tunnel opened (a
+ * proxy that does not implement CONNECT, or drops the upstream). Its code is
+ * undici 8's for the same failure (ProxyConnectionError).
+ */
+export class ProxyTunnelError extends Error {
+  readonly code = 'UND_ERR_PRX_CONN';
+}
+
+/**
+ * The Pool a ProxyAgent reaches its proxy with (undici's default), but a
+ * CONNECT broken off by the proxy fails the request. undici 7 passes the
+ * socket error on as it is, and its client takes UND_ERR_SOCKET for a
+ * connection lost under a running request: the request stays queued and is
+ * connected again at once, for ever, at full CPU, deaf to the request's
+ * abort signal and timeouts (a reviewer's `register --timeout 2000` was
+ * still spinning at 90 s; undici#3897, fixed in undici 8, which needs a newer
+ * Node). Any other error (a refused connection, a timeout, an abort) fails
+ * the request already and is passed on as it is.
+ */
+class TunnelPool extends Pool {
+  override connect(options: Dispatcher.ConnectOptions): Promise<Dispatcher.ConnectData>;
+  override connect(
+    options: Dispatcher.ConnectOptions,
+    callback: (err: Error | null, data: Dispatcher.ConnectData) => void,
+  ): void;
+  override connect(
+    options: Dispatcher.ConnectOptions,
+    callback?: (err: Error | null, data: Dispatcher.ConnectData) => void,
+  ): Promise<Dispatcher.ConnectData> | void {
+    // ProxyAgent opens its tunnels with the promise form; the callback form is passed on unchanged.
+    if (callback !== undefined) return super.connect(options, callback);
+    return super.connect(options).catch((error: unknown) => {
+      const code = (error as { code?: unknown }).code;
+      if (code !== 'UND_ERR_SOCKET' && code !== 'UND_ERR_INFO') throw error;
+      throw new ProxyTunnelError('the proxy closed the connection before the tunnel opened', { cause: error });
+    });
+  }
+}
 
 /**
  * A dispatcher for requests to `baseUrl` in this environment (direct, or
@@ -29,5 +69,9 @@ export function createDispatcher(env: NodeJS.ProcessEnv, baseUrl?: string): Disp
   const options = { keepAliveTimeout: 10_000, connections: 64 };
   const route = baseUrl === undefined ? undefined : proxyRoute(env, baseUrl);
   if (route === undefined) return new Agent(options);
-  return new ProxyAgent({ ...options, uri: route.url.href });
+  return new ProxyAgent({
+    ...options,
+    uri: route.url.href,
+    clientFactory: (origin: URL, factoryOptions: object) => new TunnelPool(origin, factoryOptions),
+  });
 }

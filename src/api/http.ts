@@ -258,6 +258,7 @@ function networkError(method: string, url: string, error: unknown, proxyVariable
   const tunnel = TUNNEL_REFUSED.exec((error as Error | undefined)?.message ?? '');
   // Checked first: undici reports it as an aborted request, which is no timeout.
   if (tunnel) return tunnelRefused(method, url, Number(tunnel[1]), proxyVariable, error);
+  if (code === 'UND_ERR_PRX_CONN') return tunnelBrokenOff(method, url, proxyVariable, error);
   const timedOut = name === 'TimeoutError' || code.endsWith('_TIMEOUT') || code === 'UND_ERR_ABORTED';
   const reason = timedOut ? 'timed out' : code || (error as Error).message;
   const through = proxyVariable === undefined ? '' : ` through the proxy in ${proxyVariable}`;
@@ -292,6 +293,23 @@ function tunnelRefused(
     notProcessed: true,
     cause,
   });
+}
+
+/**
+ * The proxy broke off the CONNECT before the tunnel opened (api/dispatcher.ts
+ * ProxyTunnelError): the request never reached the service, and may be
+ * retried; a proxy that never opens one fails every attempt the same way.
+ */
+function tunnelBrokenOff(method: string, url: string, proxyVariable: string | undefined, cause: unknown): Error {
+  const host = new URL(url).host;
+  return new TransientError(
+    `${method} ${url} failed: the proxy in ${proxyVariable ?? 'the proxy variables'} closed the connection to CONNECT ${host} before the tunnel opened`,
+    {
+      hint: `check that it is an HTTP proxy that opens tunnels (CONNECT), or set NO_PROXY for ${new URL(url).hostname}`,
+      notProcessed: true,
+      cause,
+    },
+  );
 }
 
 /**

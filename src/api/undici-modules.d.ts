@@ -15,6 +15,11 @@ declare module 'undici/lib/dispatcher/proxy-agent.js' {
   const ProxyAgentClass: typeof ProxyAgent;
   export default ProxyAgentClass;
 }
+declare module 'undici/lib/dispatcher/pool.js' {
+  import type { Pool } from 'undici';
+  const PoolClass: typeof Pool;
+  export default PoolClass;
+}
 declare module 'undici/lib/api/index.js' {
   import type { Dispatcher } from 'undici';
   const api: Pick<Dispatcher, 'request' | 'stream' | 'pipeline' | 'upgrade' | 'connect'>;

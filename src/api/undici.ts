@@ -1,6 +1,6 @@
 /**
- * The three pieces of undici the client uses (an Agent, a ProxyAgent, and
- * the `request` method of every dispatcher), loaded from their own modules
+ * The pieces of undici the client uses (an Agent, a ProxyAgent and the Pool
+ * it reaches its proxy with, and the `request` method of every dispatcher), loaded from their own modules
  * rather than from undici's index. The index loads all of undici: fetch,
  * WebSocket, EventSource, cache stores, mock agents (most of the 970 kB it
  * bundled into); evaluating it was about a quarter of the CPU a one-document
@@ -17,6 +17,7 @@ import api from 'undici/lib/api/index.js';
 
 export { default as Agent } from 'undici/lib/dispatcher/agent.js';
 export { default as ProxyAgent } from 'undici/lib/dispatcher/proxy-agent.js';
+export { default as Pool } from 'undici/lib/dispatcher/pool.js';
 export type { Dispatcher };
 
 // What undici's index does first: the request, connect... methods belong to

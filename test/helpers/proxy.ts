@@ -63,6 +63,8 @@ export interface ProxyOptions {
    * forwarding (still recorded): 407 plays a proxy that wants credentials.
    */
   refuseWith?: number;
+  /** Close every CONNECT's connection at once, answering nothing (still recorded): a proxy that opens no tunnels. */
+  closeTunnels?: boolean;
 }
 
 /** Reason phrases of the statuses a test may make the proxy refuse with. */
@@ -192,6 +194,10 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RecordingP
   outer.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const authority = req.url ?? '';
     tunnels.push(authority);
+    if (options.closeTunnels) {
+      socket.destroy();
+      return;
+    }
     if (refusal !== undefined) {
       const extra = Object.entries(refusalHeaders).map(([name, value]) => `${name}: ${value}\r\n`);
       socket.end(

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as undici from 'undici';
 import { describe, expect, it } from 'vitest';
-import { Agent, ProxyAgent } from '../../src/api/undici.js';
+import { Agent, Pool, ProxyAgent } from '../../src/api/undici.js';
 import { DIST, describeRun, runProcess } from '../helpers/cli.js';
 import { startLocalServer } from '../helpers/local-server.js';
 
@@ -16,6 +16,7 @@ describe('the undici pieces the client loads', () => {
   it('are the classes undici exports', () => {
     expect(Agent).toBe(undici.Agent);
     expect(ProxyAgent).toBe(undici.ProxyAgent);
+    expect(Pool).toBe(undici.Pool);
   });
 
   it("work in a process that never loads undici's index, and keep it out", async () => {
