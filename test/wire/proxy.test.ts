@@ -175,6 +175,27 @@ describe('a proxy answering 407', () => {
   });
 });
 
+describe('a proxy that opens no tunnels', () => {
+  it('closing every CONNECT: exit 4 naming the variable, each attempt one CONNECT, nothing sent (undici 7 spun for ever)', async () => {
+    const proxy = await bed.forwardProxy({ host: PROXY_HOST, closeTunnels: true });
+    const names = await twoDocuments('closed');
+    for (const json of [false, true]) {
+      const run = await bed.main(['register', names[0]!, '--retries', '2', ...(json ? ['--json'] : [])], {
+        env: { NOTARIZE_BASE_URL: ELSEWHERE, HTTPS_PROXY: proxy.url, NOTARIZE_RETRY_DELAY_MS: '1' },
+        noBaseUrlCheck: true,
+      });
+      expect(run.code, describeRun(run)).toBe(4);
+      const message =
+        'the proxy in HTTPS_PROXY closed the connection to CONNECT notarize.test before the tunnel opened';
+      expect(run.stderr).toContain(json ? message.replaceAll('"', '\\"') : message);
+      expect(run.stderr).not.toContain('timed out');
+    }
+    // The login's three attempts, each run: retried like any request the service never saw.
+    expect(proxy.tunnels).toEqual(Array(6).fill('notarize.test:443'));
+    expect(bed.calls('login')).toBe(0);
+  });
+});
+
 describe('a malformed proxy URL', () => {
   it.each([
     ['HTTPS_PROXY', 'proxy.internal:3128'],
@@ -186,6 +207,10 @@ describe('a malformed proxy URL', () => {
     ['HTTPS_PROXY', 'http://ci-user:s3cret-proxy-pw%ZZ@127.0.0.1:18407'],
     ['HTTPS_PROXY', 'http://ci-user%ZZ:s3cret-proxy-pw@127.0.0.1:18407'],
     ['HTTPS_PROXY', 'http://127.0.0.1:18502/%zz'],
+    // undici takes no path, query or fragment: its "invalid url" was "unexpected error", exit 1.
+    ['https_proxy', 'http://ci-user:s3cret-proxy-pw@127.0.0.1:18502/proxy'],
+    ['HTTPS_PROXY', 'http://127.0.0.1:18502/?s3cret-proxy-pw'],
+    ['HTTPS_PROXY', 'http://127.0.0.1:18502/#s3cret-proxy-pw'],
   ])('%s=%s: exit 2 naming the variable, never its value; nothing sent', async (variable, value) => {
     // The whole value is audited unless it is a bare scheme (the hint says how to write one).
     if (value !== 'http://') bed.addSecret(value);
@@ -201,6 +226,21 @@ describe('a malformed proxy URL', () => {
     expect(run.stderr).toContain(`${variable} is not a valid proxy URL`);
     expect(run.stderr).not.toContain('Invalid URL');
     expect(run.stderr).not.toContain('ci-user');
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('the same in the built CLI, whose bundler once dropped the %-escape check (exit 1 "unexpected error")', async () => {
+    bed.addSecret('s3cret-proxy-pw');
+    const names = await twoDocuments('bundled');
+    for (const value of ['http://ci-user:s3cret-proxy-pw@127.0.0.1:18502/%zz', 'http://ci-user%ZZ@127.0.0.1:18502']) {
+      const run = await bed.run(['register', names[0]!], {
+        env: { NOTARIZE_BASE_URL: ELSEWHERE, HTTPS_PROXY: value },
+        noBaseUrlCheck: true,
+        noProxyCheck: true,
+      });
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(run.stderr).toContain('HTTPS_PROXY is not a valid proxy URL');
+    }
     expect(bed.sandbox.calls).toEqual([]);
   });
 
