@@ -26582,11 +26582,8 @@ function parseProxyUrl(variable, value) {
 	}
 	if (url.protocol !== "http:" && url.protocol !== "https:") throw fail("it must start with http:// or https://");
 	if (url.hostname === "") throw fail("it has no host");
-	for (const [part, text] of [
-		["user name", url.username],
-		["password", url.password],
-		["path", url.pathname]
-	]);
+	if (url.pathname !== "/" || url.search !== "" || url.hash !== "") throw fail("it has a path, query or fragment");
+	for (const [part, text] of [["user name", url.username], ["password", url.password]]) if (decoded(text) === void 0) throw fail(`its ${part} holds a %-escape that is not valid`);
 	return url;
 }
 /** Whether NO_PROXY (or no_proxy) exempts `url`; the same rules as undici's EnvHttpProxyAgent. */
@@ -26646,10 +26643,20 @@ function proxySecrets(env) {
 	return secrets;
 }
 function decodedOrSame(text) {
+	return decoded(text) ?? text;
+}
+/**
+* `text` %-decoded, or undefined when an escape in it is not valid. The
+* decoded text is returned, never only tried: the bundler takes
+* decodeURIComponent for a function without effects, and dropped a call
+* whose result went unused, the check with it (a proxy URL with a bad
+* escape in its path got through, then failed as "unexpected error").
+*/
+function decoded(text) {
 	try {
 		return decodeURIComponent(text);
 	} catch {
-		return text;
+		return;
 	}
 }
 var DEFAULT_PORTS;
@@ -26755,6 +26762,7 @@ function networkError(method, url, error, proxyVariable) {
 	const name = error.name ?? "";
 	const tunnel = TUNNEL_REFUSED.exec(error?.message ?? "");
 	if (tunnel) return tunnelRefused(method, url, Number(tunnel[1]), proxyVariable, error);
+	if (code === "UND_ERR_PRX_CONN") return tunnelBrokenOff(method, url, proxyVariable, error);
 	const reason = name === "TimeoutError" || code.endsWith("_TIMEOUT") || code === "UND_ERR_ABORTED" ? "timed out" : code || error.message;
 	const through = proxyVariable === void 0 ? "" : ` through the proxy in ${proxyVariable}`;
 	return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
@@ -26775,6 +26783,19 @@ function tunnelRefused(method, url, status, proxyVariable, cause) {
 	if (status === 407) return proxyAuthError(what, proxyVariable, cause);
 	return new TransientError(`${method} ${url} failed: ${what}`, {
 		hint: `the proxy would not open a connection to ${host}; check the proxy, or NO_PROXY`,
+		notProcessed: true,
+		cause
+	});
+}
+/**
+* The proxy broke off the CONNECT before the tunnel opened (api/dispatcher.ts
+* ProxyTunnelError): the request never reached the service, and may be
+* retried; a proxy that never opens one fails every attempt the same way.
+*/
+function tunnelBrokenOff(method, url, proxyVariable, cause) {
+	const host = new URL(url).host;
+	return new TransientError(`${method} ${url} failed: the proxy in ${proxyVariable ?? "the proxy variables"} closed the connection to CONNECT ${host} before the tunnel opened`, {
+		hint: `check that it is an HTTP proxy that opens tunnels (CONNECT), or set NO_PROXY for ${new URL(url).hostname}`,
 		notProcessed: true,
 		cause
 	});
@@ -37593,16 +37614,18 @@ var require_proxy_agent = /* @__PURE__ */ __commonJSMin(((exports, module) => {
 	module.exports = ProxyAgent;
 }));
 // dist/api/undici.js
-var import_dispatcher, import_api, import_agent, import_proxy_agent;
+var import_dispatcher, import_api, import_agent, import_proxy_agent, import_pool;
 var init_undici = __esmMin((() => {
 	import_dispatcher = /* @__PURE__ */ __toESM(require_dispatcher(), 1);
 	import_api = /* @__PURE__ */ __toESM(require_api(), 1);
 	import_agent = /* @__PURE__ */ __toESM(require_agent(), 1);
 	import_proxy_agent = /* @__PURE__ */ __toESM(require_proxy_agent(), 1);
+	import_pool = /* @__PURE__ */ __toESM(require_pool(), 1);
 	Object.assign(import_dispatcher.default.prototype, import_api.default);
 }));
 // dist/api/dispatcher.js
 var dispatcher_exports = /* @__PURE__ */ __exportAll({
+	ProxyTunnelError: () => ProxyTunnelError,
 	createDispatcher: () => createDispatcher,
 	proxyRoute: () => proxyRoute
 });
@@ -37619,12 +37642,27 @@ function createDispatcher(env, baseUrl) {
 	if (route === void 0) return new import_agent.default(options);
 	return new import_proxy_agent.default({
 		...options,
-		uri: route.url.href
+		uri: route.url.href,
+		clientFactory: (origin, factoryOptions) => new TunnelPool(origin, factoryOptions)
 	});
 }
+var ProxyTunnelError, TunnelPool;
 var init_dispatcher = __esmMin((() => {
 	init_undici();
 	init_proxy_env();
+	ProxyTunnelError = class extends Error {
+		code = "UND_ERR_PRX_CONN";
+	};
+	TunnelPool = class extends import_pool.default {
+		connect(options, callback) {
+			if (callback !== void 0) return super.connect(options, callback);
+			return super.connect(options).catch((error) => {
+				const code = error.code;
+				if (code !== "UND_ERR_SOCKET" && code !== "UND_ERR_INFO") throw error;
+				throw new ProxyTunnelError("the proxy closed the connection before the tunnel opened", { cause: error });
+			});
+		}
+	};
 }));
 // dist/context.js
 var context_exports = /* @__PURE__ */ __exportAll({ Context: () => Context });
