@@ -45,6 +45,20 @@ describe('-d, --description', () => {
     expectRefused(await bed.main(['register', doc, '--description-file', file]), /the description holds your API key/);
   });
 
+  it('a file name holding the API key, sent as the description by default or as custody metadata: exit 2, nothing sent', async () => {
+    const key = bed.sandbox.apiKey;
+    const doc = await bed.file(`${key}.txt`, 'secret in a file name');
+    for (const args of [[], ['--custody', '-d', 'a description of its own']]) {
+      const run = await bed.main(['register', doc, ...args]);
+      expectRefused(run, /the file name holds your API key or token: it would be kept by the service for good/);
+      expect(run.stderr).not.toContain(key);
+    }
+    // With a description of its own and no custody, the name is not sent: registered.
+    const run = await bed.main(['register', doc, '-d', 'a description of its own', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(sentDescriptions()).toEqual(['a description of its own']);
+  });
+
   it('bytes that are not UTF-8 on the command line: exit 2, nothing sent (the built bin, via bash)', async () => {
     await bed.file('doc.txt', 'latin-1 description');
     // Node's spawn() takes argv as strings; bash's $'...' puts the raw byte 0xE9 in it.
