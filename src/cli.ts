@@ -64,6 +64,7 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
     stdin: process.stdin,
     stdinIsTTY: Boolean(process.stdin.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY) && !env.CI,
+    stdoutIsTTY: Boolean(process.stdout.isTTY),
     colour: colourWanted(env, Boolean(process.stdout.isTTY)),
     warningAnnotations: inGitHubActions(env),
     startSpinner: (text) => {
@@ -105,11 +106,6 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
       const globals = program.opts<GlobalOptions>();
       io.quiet = globals.quiet ?? false;
       io.verbose = globals.verbose ?? false;
-      // Raw and trimmed: notarize uses them trimmed (see core/secrets.ts).
-      for (const name of SECRET_VARIABLES) {
-        io.addSecret(env[name]);
-        io.addSecret(cleanSecret(env[name]));
-      }
       state.context = new ContextClass(io, env, globals, state.storeModule);
     }
     return state.context;
@@ -295,6 +291,20 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
   return new NotarizeError('unexpected', EXIT.refused, message, { hint: 'run again with --verbose for details' });
 }
 
+/**
+ * A stack trace for --verbose: its first line (the error's name and
+ * message, which may quote a file name or the service's words) on one
+ * line, line breaks escaped as in any message, then the frames. A raw line
+ * break there let a file name start a line of its own, which a GitHub
+ * runner reads as a workflow command (`::add-mask::`, `::stop-commands::`).
+ */
+function stackTrace(error: Error, stack: string): string {
+  const lines = stack.split('\n');
+  const firstFrame = lines.findIndex((line) => /^\s+at /.test(line));
+  const frames = firstFrame === -1 ? [] : lines.slice(firstFrame);
+  return [forTerminal(`${error.name}: ${error.message}`), ...frames.map(forTerminal)].join('\n');
+}
+
 /** Prints an error the documented way and returns its exit code. */
 function report(io: IO, error: unknown, json: boolean, failed: Command | undefined): ExitCode {
   if (error instanceof CommanderError) {
@@ -313,7 +323,9 @@ function report(io: IO, error: unknown, json: boolean, failed: Command | undefin
     io.error(`notarize: ${forTerminal(message)}${hint ? ` (${forTerminal(hint)})` : ''}`);
   }
   // A parse error's stack says nothing about the user's problem.
-  if (io.verbose && !(error instanceof CommanderError) && error instanceof Error && error.stack) io.error(error.stack);
+  if (io.verbose && !(error instanceof CommanderError) && error instanceof Error && error.stack) {
+    io.error(stackTrace(error, error.stack));
+  }
   return reported.exitCode;
 }
 
@@ -321,6 +333,13 @@ function report(io: IO, error: unknown, json: boolean, failed: Command | undefin
 export async function main(options: MainOptions = {}): Promise<ExitCode> {
   const env = options.env ?? process.env;
   const io = options.io ?? processIO(env);
+  // Before the parse: its errors quote the arguments, and a key typed as an option
+  // (`--api-key=...`, which no command takes) is scrubbed from them like any output.
+  // Raw and trimmed: notarize uses them trimmed (see core/secrets.ts).
+  for (const name of SECRET_VARIABLES) {
+    io.addSecret(env[name]);
+    io.addSecret(cleanSecret(env[name]));
+  }
   const argv = options.argv ?? process.argv.slice(2);
   const state: RunState = {};
   const program = buildProgram(io, env, state);

@@ -13,6 +13,7 @@ import { receiptText } from '../core/receipt-format.js';
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
 import { UsageError } from '../errors.js';
 import type { ValueResult } from '../output/present.js';
+import { forTerminalLines } from '../output/safe-text.js';
 import { writeFileAtomic } from '../store/files.js';
 import { lstatSync } from 'node:fs';
 import type { ServiceStore } from '../store/service-store.js';
@@ -26,6 +27,8 @@ export interface ReceiptOptions extends z.infer<typeof optionsSchema> {
   target: string;
   baseUrl: () => string;
   ledger: () => ServiceStore;
+  /** Printed on a terminal: characters from outside are shown as JSON escapes (safe-text.ts). */
+  toTerminal?: boolean;
 }
 
 export function configure(command: Command, context: () => Context): void {
@@ -40,6 +43,7 @@ The receipt holds the document's name, digest and size, the record as the servic
 it, and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
 see docs/verify-by-hand.md) checks a document against it without an account or a store.
 -o replaces a regular file named, and refuses a link, device or FIFO there; -o - prints.
+Printed on a terminal, characters that would act on it are shown as JSON escapes (same value).
 ${examples([
   '# CI: a receipt to publish with the release tarball',
   `notarize receipt dist/app.tar.gz -o dist/app.tar.gz${RECEIPT_SUFFIX}`,
@@ -49,7 +53,16 @@ ${examples([
     .action(async (target: string, raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      finish(viewOf(ctx), await runReceipt({ ...flags, target, baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger }));
+      finish(
+        viewOf(ctx),
+        await runReceipt({
+          ...flags,
+          target,
+          baseUrl: () => ctx.baseUrl,
+          ledger: () => ctx.ledger,
+          toTerminal: ctx.io.stdoutIsTTY,
+        }),
+      );
     });
 }
 
@@ -82,7 +95,11 @@ export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> 
     ...(found ? { proof: found.proof } : {}),
   });
   // `-o -` is standard output, as for any tool that writes a file.
-  if (options.output === undefined || options.output === '-') return { kind: 'value', text: { data: text } };
+  if (options.output === undefined || options.output === '-') {
+    // On a terminal the record's and the name's characters that would act on it (an escape sequence,
+    // U+202E) are shown as JSON escapes: the same JSON value, safe to look at. Redirected, byte for byte.
+    return { kind: 'value', text: { data: options.toTerminal ? forTerminalLines(text) : text } };
+  }
   checkReplaceable(options.output);
   try {
     // A new file renamed over the name: a link there is replaced, never written through.

@@ -37,6 +37,8 @@ export interface IOOptions {
   stdin: Readable;
   stdinIsTTY: boolean;
   stderrIsTTY: boolean;
+  /** Whether standard output is a terminal (a person reads it, not a program); false by default. */
+  stdoutIsTTY?: boolean;
   colour: boolean;
   quiet?: boolean;
   verbose?: boolean;
@@ -56,6 +58,7 @@ export class IO {
   readonly stdin: Readable;
   readonly stdinIsTTY: boolean;
   readonly stderrIsTTY: boolean;
+  readonly stdoutIsTTY: boolean;
   readonly #annotate: boolean;
   readonly colour: boolean;
   quiet: boolean;
@@ -80,6 +83,7 @@ export class IO {
     this.stdin = options.stdin;
     this.stdinIsTTY = options.stdinIsTTY;
     this.stderrIsTTY = options.stderrIsTTY;
+    this.stdoutIsTTY = options.stdoutIsTTY ?? false;
     this.colour = options.colour;
     this.quiet = options.quiet ?? false;
     this.verbose = options.verbose ?? false;

@@ -114,6 +114,22 @@ describe('NOTARIZE_API_KEY and the key on standard input', () => {
     expect(sent).toEqual([bed.sandbox.apiKey, bed.sandbox.apiKey]);
   });
 
+  it('typed as an option no command takes, the key in NOTARIZE_API_KEY is scrubbed from the parse error', async () => {
+    const key = bed.sandbox.apiKey;
+    for (const args of [
+      ['login', `--api-key=${key}`],
+      ['register', '--api-key', key, 'doc.txt'],
+      ['--json', `--token=${key}`],
+    ]) {
+      const run = await bed.main(args, { env: { NOTARIZE_API_KEY: key } });
+      expect(run.code, run.stderr).toBe(2);
+      // An `--option=value` is quoted whole; a value of its own is not quoted at all.
+      if (args.some((arg) => arg.endsWith(`=${key}`))) expect(run.stderr).toContain('[redacted]');
+      expect(run.stderr).not.toContain(key);
+    }
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
   it('a blank key on standard input is refused as empty (exit 2), nothing sent', async () => {
     const run = await bed.main(['login', '--api-key-stdin'], { input: ' \r\n' });
     expectFailure(run, EXIT.usage, /the API key is empty/);

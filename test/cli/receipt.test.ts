@@ -54,6 +54,18 @@ describe('notarize receipt', () => {
     expect((await bed.main(['receipt', path, '--json'])).stdout).toBe(run.stdout);
   });
 
+  it('on a terminal: a name that would act on it is shown as JSON escapes, the same JSON value; redirected, raw', async () => {
+    const name = 'app\u202e\u009b31m\u2028.tgz';
+    const path = await registered(name, 'hostile name\n');
+    const piped = await bed.main(['receipt', path]);
+    const shown = await bed.main(['receipt', path], { stdoutIsTTY: true });
+    expect(shown.code, describeRun(shown)).toBe(0);
+    expect(piped.stdout).toContain(name);
+    expect(shown.stdout).not.toMatch(/[\u202e\u009b\u2028]/);
+    expect(shown.stdout).toContain('app\\u202e\\u009b31m\\u2028.tgz');
+    expect(JSON.parse(shown.stdout)).toEqual(JSON.parse(piped.stdout));
+  });
+
   it('of a digest: the name and size the ledger kept', async () => {
     await registered('kept.txt', 'kept\n');
     const hash = sha256('kept\n');

@@ -11,6 +11,8 @@ export interface BufferIOOptions {
   stdin?: string | Buffer;
   /** Pretend standard input is a terminal (default false). */
   stdinIsTTY?: boolean;
+  /** Pretend standard output is a terminal (default false). */
+  stdoutIsTTY?: boolean;
   /** Called with each piece of stderr as it is written. */
   onStderr?: (text: string) => void;
 }
@@ -43,6 +45,7 @@ export function bufferIO(options: BufferIOOptions = {}): BufferIO {
     stdin: Readable.from(input),
     stdinIsTTY: options.stdinIsTTY ?? false,
     stderrIsTTY: false,
+    stdoutIsTTY: options.stdoutIsTTY ?? false,
     colour: false,
   });
   return { io, stdout: () => out, stderr: () => err };

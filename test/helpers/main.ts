@@ -17,12 +17,19 @@ import { bufferIO } from './io.js';
 export type MainOptions = Pick<RunOptions, 'input' | 'onStderr' | 'noBaseUrlCheck' | 'noProxyCheck'> & {
   /** Pretend standard input is a terminal (default false). */
   stdinIsTTY?: boolean;
+  /** Pretend standard output is a terminal (default false). */
+  stdoutIsTTY?: boolean;
 };
 
 /** Runs `notarize ...args` through `main()` with `notarizeEnv(env)`; recorded for the file's secret audit, when there is one. */
 export async function runMain(args: string[], env: EnvVars, options: MainOptions = {}): Promise<Run> {
   const childEnv = notarizeEnv(env, options);
-  const buffers = bufferIO({ stdin: options.input, stdinIsTTY: options.stdinIsTTY, onStderr: options.onStderr });
+  const buffers = bufferIO({
+    stdin: options.input,
+    stdinIsTTY: options.stdinIsTTY,
+    stdoutIsTTY: options.stdoutIsTTY,
+    onStderr: options.onStderr,
+  });
   const started = performance.now();
   const code = await main({ argv: [...args], env: childEnv, io: buffers.io });
   const run: Run = {

@@ -128,6 +128,19 @@ describe('file names that hold controls', () => {
     expect(run.stderr).toMatch(/^notarize: .*x\\u001b\[31m\\nnotarize: forged\\u202e\.pdf.*\n$/);
   });
 
+  it('--verbose: the stack trace keeps the message on its one escaped line (no forged workflow command)', async () => {
+    const forged = join(bed.workDir, 'sub\n::add-mask::x\n::set-output name=ok::1\u202e.pdf');
+    for (const command of ['register', 'verify', 'hash']) {
+      const run = await bed.main([command, '--verbose', forged]);
+      expect(run.code, run.stderr).toBe(2);
+      expectTerminalSafe(run.stderr);
+      // Every line is notarize's message or the trace's: none starts with what a runner acts on.
+      expect(run.stderr.split('\n').filter((line) => line.startsWith('::'))).toEqual([]);
+      expect(run.stderr).toMatch(/\n\w*Error: .*sub\\n::add-mask::x\\n::set-output/);
+      expect(run.stderr).toMatch(/\n {4}at /);
+    }
+  });
+
   it('hash: failure lines are escaped; digest lines keep sha256sum format, other controls raw', async () => {
     const raw = await bed.file('raw\u001b.txt', 'raw');
     const run = await bed.main(['hash', raw, join(bed.workDir, 'miss\u001b[1m\n.txt')]);
