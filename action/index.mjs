@@ -12954,6 +12954,10 @@ function link(label, url) {
 function warningCommand(text) {
 	return `::warning title=notarize::${escapeData(text)}`;
 }
+/** An error as a workflow command, its text escaped as data (it may quote an input: no forged command). */
+function errorCommand(text) {
+	return `::error::${escapeData(text)}`;
+}
 /** The markdown summary of a command's results. */
 function markdownSummary(title, results) {
 	const rows = results.map((r) => `| ${cell$1(r.file ?? "-")} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${r.verificationUrl ? link("verify", r.verificationUrl) : cell$1(r.error?.message ?? r.reason ?? "")} |`);
@@ -18642,6 +18646,7 @@ async function describe$1(options, item, pool, onProgress) {
 		description: options.description ?? ""
 	};
 	const name = basename(item.path);
+	if ((options.description === void 0 || options.custody) && options.io.holdsSecret(name)) throw new UsageError(`the file name holds your API key or token: it would be kept by the service for good as ${options.custody ? "custody metadata" : "the description"}`, { hint: options.custody ? "rename the file" : "rename the file, or give --description" });
 	const description = options.description ?? forTerminal(name);
 	const { hash, size, lastModified } = pool.size === 1 ? await hashFile(item.path, onProgress) : await pool.hash(item.path);
 	return {
@@ -18682,6 +18687,7 @@ var init_register = __esmMin((() => {
 	init_notarize();
 	init_receipts();
 	init_receipt_format();
+	init_errors();
 	init_render();
 	init_results();
 	init_safe_text();
@@ -20535,6 +20541,7 @@ The receipt holds the document's name, digest and size, the record as the servic
 it, and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
 see docs/verify-by-hand.md) checks a document against it without an account or a store.
 -o replaces a regular file named, and refuses a link, device or FIFO there; -o - prints.
+Printed on a terminal, characters that would act on it are shown as JSON escapes (same value).
 ${examples([
 		"# CI: a receipt to publish with the release tarball",
 		`notarize receipt dist/app.tar.gz -o dist/app.tar.gz${RECEIPT_SUFFIX}`,
@@ -20546,7 +20553,8 @@ ${examples([
 			...flags,
 			target,
 			baseUrl: () => ctx.baseUrl,
-			ledger: () => ctx.ledger
+			ledger: () => ctx.ledger,
+			toTerminal: ctx.io.stdoutIsTTY
 		}));
 	});
 }
@@ -20572,7 +20580,7 @@ async function runReceipt(options) {
 	});
 	if (options.output === void 0 || options.output === "-") return {
 		kind: "value",
-		text: { data: text }
+		text: { data: options.toTerminal ? forTerminalLines(text) : text }
 	};
 	checkReplaceable(options.output);
 	try {
@@ -20619,6 +20627,7 @@ var init_receipt = __esmMin((() => {
 	init_receipt_format();
 	init_receipts();
 	init_errors();
+	init_safe_text();
 	init_files();
 	init_action();
 	init_options();
@@ -23005,6 +23014,7 @@ var IO = class {
 	stdin;
 	stdinIsTTY;
 	stderrIsTTY;
+	stdoutIsTTY;
 	#annotate;
 	colour;
 	quiet;
@@ -23028,6 +23038,7 @@ var IO = class {
 		this.stdin = options.stdin;
 		this.stdinIsTTY = options.stdinIsTTY;
 		this.stderrIsTTY = options.stderrIsTTY;
+		this.stdoutIsTTY = options.stdoutIsTTY ?? false;
 		this.colour = options.colour;
 		this.quiet = options.quiet ?? false;
 		this.verbose = options.verbose ?? false;
@@ -38172,6 +38183,7 @@ function processIO(env, streams = {}) {
 		stdin: process.stdin,
 		stdinIsTTY: Boolean(process.stdin.isTTY),
 		stderrIsTTY: Boolean(process.stderr.isTTY) && !env.CI,
+		stdoutIsTTY: Boolean(process.stdout.isTTY),
 		colour: colourWanted(env, Boolean(process.stdout.isTTY)),
 		warningAnnotations: inGitHubActions(env),
 		startSpinner: (text) => {
@@ -38203,10 +38215,6 @@ function buildProgram(io, env, state) {
 			const globals = program.opts();
 			io.quiet = globals.quiet ?? false;
 			io.verbose = globals.verbose ?? false;
-			for (const name of SECRET_VARIABLES) {
-				io.addSecret(env[name]);
-				io.addSecret(cleanSecret(env[name]));
-			}
 			state.context = new ContextClass(io, env, globals, state.storeModule);
 		}
 		return state.context;
@@ -38342,6 +38350,19 @@ function asReported(error, failed) {
 	const message = `unexpected error: ${error?.message ?? String(error)}`;
 	return new NotarizeError("unexpected", EXIT.refused, message, { hint: "run again with --verbose for details" });
 }
+/**
+* A stack trace for --verbose: its first line (the error's name and
+* message, which may quote a file name or the service's words) on one
+* line, line breaks escaped as in any message, then the frames. A raw line
+* break there let a file name start a line of its own, which a GitHub
+* runner reads as a workflow command (`::add-mask::`, `::stop-commands::`).
+*/
+function stackTrace(error, stack) {
+	const lines = stack.split("\n");
+	const firstFrame = lines.findIndex((line) => /^\s+at /.test(line));
+	const frames = firstFrame === -1 ? [] : lines.slice(firstFrame);
+	return [forTerminal(`${error.name}: ${error.message}`), ...frames.map(forTerminal)].join("\n");
+}
 /** Prints an error the documented way and returns its exit code. */
 function report(io, error, json, failed) {
 	if (error instanceof CommanderError) {
@@ -38352,13 +38373,17 @@ function report(io, error, json, failed) {
 	const { message, hint } = reported;
 	if (json) io.error(JSON.stringify({ error: errorJson(reported) }));
 	else io.error(`notarize: ${forTerminal(message)}${hint ? ` (${forTerminal(hint)})` : ""}`);
-	if (io.verbose && !(error instanceof CommanderError) && error instanceof Error && error.stack) io.error(error.stack);
+	if (io.verbose && !(error instanceof CommanderError) && error instanceof Error && error.stack) io.error(stackTrace(error, error.stack));
 	return reported.exitCode;
 }
 /** Runs the CLI and returns the exit code; never throws, never exits the process. */
 async function main(options = {}) {
 	const env = options.env ?? process.env;
 	const io = options.io ?? processIO(env);
+	for (const name of SECRET_VARIABLES) {
+		io.addSecret(env[name]);
+		io.addSecret(cleanSecret(env[name]));
+	}
 	const argv = options.argv ?? process.argv.slice(2);
 	const state = {};
 	const program = buildProgram(io, env, state);
@@ -38393,6 +38418,7 @@ async function main(options = {}) {
 * (GITHUB_ACTIONS=true, output/github.ts).
 */
 init_errors();
+init_github();
 const ACTION_COMMANDS = ["register", "verify"];
 /** An input as the runner passes it: INPUT_<NAME>, upper-cased, spaces as '_', hyphens kept; trimmed. */
 function input(env, name) {
@@ -38489,7 +38515,7 @@ async function runAction(env = process.env) {
 	try {
 		argv = actionArgv(env);
 	} catch (error) {
-		process.stderr.write(`::error::notarize action: ${error.message}\n`);
+		process.stderr.write(`${errorCommand(`notarize action: ${error.message}`)}\n`);
 		return EXIT.usage;
 	}
 	const apiKey = input(env, "api-key");

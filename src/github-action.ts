@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main, processIO } from './cli.js';
 import { EXIT, type ExitCode } from './errors.js';
+import { errorCommand } from './output/github.js';
 
 export const ACTION_COMMANDS = ['register', 'verify'] as const;
 
@@ -129,7 +130,7 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
   try {
     argv = actionArgv(env);
   } catch (error) {
-    process.stderr.write(`::error::notarize action: ${(error as Error).message}\n`);
+    process.stderr.write(`${errorCommand(`notarize action: ${(error as Error).message}`)}\n`);
     return EXIT.usage;
   }
   const apiKey = input(env, 'api-key');

@@ -68,6 +68,11 @@ export function warningCommand(text: string): string {
   return `::warning title=notarize::${escapeData(text)}`;
 }
 
+/** An error as a workflow command, its text escaped as data (it may quote an input: no forged command). */
+export function errorCommand(text: string): string {
+  return `::error::${escapeData(text)}`;
+}
+
 /** The markdown summary of a command's results. */
 export function markdownSummary(title: string, results: readonly ItemResult[]): string {
   const rows = results.map(

@@ -237,4 +237,16 @@ describe('the action against the sandbox', () => {
     expect(step.run.stderr).toBe("::error::notarize action: input command must be register or verify, not 'publish'\n");
     expect(step.outputs).toEqual({});
   });
+
+  it('an input quoted in the ::error:: line is data: line breaks and % encoded, no forged workflow command', async () => {
+    const step = await runActionStep(
+      bed.workDir,
+      { command: 'reg\n::add-mask::secret\n::warning::FORGED%0Ax', paths: 'dist', 'base-url': url },
+      { NOTARIZE_CONFIG_DIR: bed.path('bad-store') },
+    );
+    expect(step.run.code).toBe(2);
+    expect(step.run.stderr).toBe(
+      "::error::notarize action: input command must be register or verify, not 'reg\\n::add-mask::secret\\n::warning::FORGED%250Ax'\n",
+    );
+  });
 });
