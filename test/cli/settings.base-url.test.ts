@@ -55,12 +55,7 @@ describe('parseBaseUrl', () => {
 
   it("takes a path of RFC 3986's characters, '@' included, and refuses one the URL parser keeps but a receipt may not name", () => {
     expect(parseBaseUrl('https://app.example/a@b/c:d')).toBe('https://app.example/a@b/c:d');
-    for (const value of [
-      'https://app.example/a|b',
-      'https://app.example/a^b',
-      'https://app.example/a[b]',
-      'https://my_host.example',
-    ]) {
+    for (const value of ['https://app.example/a|b', 'https://app.example/a[b]', 'https://my_host.example']) {
       const error = refusal(value);
       expect(error.code).toBe('unsafe_base_url');
       expect(error.message).toContain('a character a plain URL may not');
