@@ -36,7 +36,8 @@ of a root whose request step was answered unreadably, so \`complete --all\` does
 says what to restore, complete or drop first);
 'answer-unread': its forfait was answered 2xx with a body notarize could not read, so the service may
 have completed it; only \`notarize complete <hash>\` sends it again (a 409 then means it went through:
-the session is retired); or 'request-unread': the request step was answered 2xx unreadably, so no
+the session is retired); 'unexpected-shape': the request step's answer was not of the documented
+session shape and was kept as it came: only \`notarize complete <hash>\` sends it back; or 'request-unread': the request step was answered 2xx unreadably, so no
 session was saved (plan '?', session null): complete it with
 \`notarize complete <hash> --use-active-subscription\`, or \`pending drop\` it to let register request anew
 (\`complete --all\` reports it failed, exit 5; a root's documents are not registered one by one meanwhile).
@@ -71,6 +72,7 @@ function planOf(entry: PendingEntry): string {
 
 function stateOf(entry: PendingEntry, underRoot: boolean, blocked: boolean): PendingRow['state'] {
   if (entry.forfaitUnreadAt !== undefined) return 'answer-unread';
+  if (entry.unexpectedShape) return 'unexpected-shape';
   if (underRoot) return 'under-root';
   return blocked ? 'blocked' : 'ready';
 }
@@ -86,7 +88,7 @@ export interface PendingRow {
   description: string;
   savedAt: string;
   plan: string;
-  state: 'ready' | 'under-root' | 'blocked' | 'answer-unread' | 'request-unread';
+  state: 'ready' | 'under-root' | 'blocked' | 'answer-unread' | 'unexpected-shape' | 'request-unread';
   session: ExactJson | string | null;
 }
 

@@ -152,9 +152,10 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
     }
     tracked.sessionSaved();
     if (!input.complete) return { kind: 'pending', entry: pending, reused };
-    // Its last forfait was answered unreadably: it may have gone through, so
-    // only an explicit `complete` sends it again, never a re-run of register.
-    if (pending.forfaitUnreadAt !== undefined) throw answerUnread(deps, pending);
+    // Its last forfait was answered unreadably (it may have gone through), or the session is not of the
+    // documented shape: only an explicit `complete` sends it, never a re-run of register.
+    const notOnItsOwn = refusedOnItsOwn(deps, pending);
+    if (notOnItsOwn) throw notOnItsOwn;
     return finish(deps, pending, reused, input);
   });
 }
@@ -227,7 +228,8 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
           hint: 'register it first (`notarize register`), or pass the session with --session <file|->',
         });
       }
-      if (source.resendUnread === false && stored.forfaitUnreadAt !== undefined) throw answerUnread(deps, stored);
+      const notOnItsOwn = source.resendUnread === false ? refusedOnItsOwn(deps, stored) : undefined;
+      if (notOnItsOwn) throw notOnItsOwn;
       pending = stored;
     } else {
       const sessionJson = source.kind === 'given' ? source.json : (await deps.api.activeSubscription()).raw;
@@ -326,6 +328,29 @@ export function requestUnread(hash: string, requestedAt: string): ProtocolError 
   );
 }
 
+/**
+ * Why `pending` is sent only when named (`notarize complete <hash>`), never
+ * by a re-run of register or by `complete --all`: its last forfait was
+ * answered unreadably, or it is not of the documented session shape.
+ */
+function refusedOnItsOwn(deps: FlowDeps, pending: PendingEntry): ProtocolError | undefined {
+  if (pending.forfaitUnreadAt !== undefined) return answerUnread(deps, pending);
+  if (pending.unexpectedShape) return unexpectedSession(pending.hash);
+  return undefined;
+}
+
+/** The refusal to send on its own a session kept although not of the documented shape (`unexpectedShape`). */
+function unexpectedSession(hash: string): ProtocolError {
+  return new ProtocolError(
+    `the session kept for ${hash} is not of the shape the service documents; notarize does not send it on its own`,
+    {
+      hint:
+        `inspect it with \`notarize pending --json\`; \`notarize complete ${hash}\` sends it back as received, ` +
+        `or \`notarize pending drop ${hash}\` puts it aside`,
+    },
+  );
+}
+
 /** The refusal to send again a session whose last forfait was answered unreadably (`forfaitUnreadAt` set). */
 function answerUnread(deps: FlowDeps, pending: PendingEntry): ProtocolError {
   const page = deps.api.transport.url(verificationPath(pending.hash));
@@ -362,13 +387,17 @@ export function registrationRequest(
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<PendingEntry> {
   deps.onStep?.('requesting');
-  const save = async (sessionJson: string): Promise<PendingEntry> => {
+  const save = async (
+    sessionJson: string,
+    marks: Pick<PendingEntry, 'unexpectedShape'> = {},
+  ): Promise<PendingEntry> => {
     const entry: PendingEntry = {
       hash: input.hash,
       description: input.description,
       custody: input.custody,
       savedAt: now(deps).toISOString(),
       ...(input.file ? { file: input.file } : {}),
+      ...marks,
       sessionJson,
     };
     await savePendingOrExplain(deps, entry);
@@ -381,9 +410,10 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
     return saved;
   } catch (error) {
     // An object of an unexpected shape may still be a session the service
-    // will accept back: keep it rather than lose the registration.
+    // will accept back: keep it rather than lose the registration, marked so
+    // that only an explicit `complete` sends it.
     if (error instanceof InvalidAnswerError && isPlainObject(error.json)) {
-      await save(error.raw);
+      await save(error.raw, { unexpectedShape: true });
       throw new ProtocolError(`${error.message}; the answer was kept as pending`, {
         hint: `inspect it with \`notarize pending\`; \`notarize complete ${input.hash}\` sends it back as received`,
         cause: error,

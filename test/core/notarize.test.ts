@@ -336,7 +336,20 @@ describe('register', () => {
     const kept = store.readPending(hash);
     expect(kept?.sessionJson).toBe((error.cause as InvalidAnswerError).raw);
     expect(JSON.parse(kept!.sessionJson)).toMatchObject({ userId: '1390' });
+    expect(kept?.unexpectedShape).toBe(true);
     expect(called()).toEqual(['request']);
+    // Sent only when named: a re-run of register and complete --all refuse it, nothing sent.
+    for (const run of [register(deps, input(hash)), complete(deps, hash, { kind: 'store', resendUnread: false })]) {
+      const refused = await rejectionOf(run, ProtocolError);
+      expect(refused.message).toBe(
+        `the session kept for ${hash} is not of the shape the service documents; notarize does not send it on its own`,
+      );
+      expect(refused.hint).toContain(`\`notarize complete ${hash}\` sends it back as received`);
+    }
+    expect(called()).toEqual(['request']);
+    // Named: sent back exactly as received (the sandbox refuses a userId of the wrong type).
+    await expect(complete(deps, hash, { kind: 'store' })).rejects.toThrow();
+    expect(forfaitBodies()).toEqual([kept!.sessionJson]);
   });
 
   // Fake: the sandbox's wrong-shape fault keeps a request answer a JSON object.

@@ -68,6 +68,26 @@ describe('malformed answers from the sandbox: exit 5, the field named, nothing l
     const kept = readJson(storePaths(t.configDir, t.sandbox.url).pending(t.doc.hash)) as { sessionJson: string };
     expect(JSON.parse(kept.sessionJson)).toMatchObject({ userId: '1390' });
     expect(callsTo(t.sandbox.calls, 'forfait')).toHaveLength(0);
+    // Never sent on its own: not by a re-run of register, not by complete --all (exit 5 both, nothing sent).
+    for (const args of [
+      ['register', t.doc.path],
+      ['complete', '--all', '--json'],
+    ]) {
+      const refused = await runMain(args, t.env);
+      expect(refused.code, describeRun(refused)).toBe(5);
+      const said = `${refused.stdout}${refused.stderr}`;
+      expect(said).toMatch(/is not of the shape the service documents; notarize does not send it on its own/);
+      expect(said).toContain(`notarize complete ${t.doc.hash}\` sends it back as received`);
+    }
+    expect(callsTo(t.sandbox.calls, 'forfait')).toHaveLength(0);
+    const listed = await runMain(['pending', '--json'], t.env);
+    expect(JSON.parse(listed.stdout)).toMatchObject([{ hash: t.doc.hash, state: 'unexpected-shape' }]);
+    // Named, it is sent back exactly as received (the sandbox refuses a userId of the wrong type: 400, exit 1).
+    const named = await runMain(['complete', t.doc.hash], t.env);
+    expect(named.code, describeRun(named)).toBe(1);
+    const sent = callsTo(t.sandbox.calls, 'forfait');
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.body).toBe(kept.sessionJson);
   });
 
   it('forfait: wrong-shape -> exit 5 naming creationDate; kept aside, never in the ledger, never re-sent on its own', async () => {
