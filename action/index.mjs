@@ -11821,7 +11821,8 @@ async function register(deps, input) {
 			entry: pending,
 			reused
 		};
-		if (pending.forfaitUnreadAt !== void 0) throw answerUnread(deps, pending);
+		const notOnItsOwn = refusedOnItsOwn(deps, pending);
+		if (notOnItsOwn) throw notOnItsOwn;
 		return finish$1(deps, pending, reused, input);
 	});
 }
@@ -11875,7 +11876,8 @@ async function complete(deps, hash, source) {
 				code: "no_pending_session",
 				hint: "register it first (`notarize register`), or pass the session with --session <file|->"
 			});
-			if (source.resendUnread === false && stored.forfaitUnreadAt !== void 0) throw answerUnread(deps, stored);
+			const notOnItsOwn = source.resendUnread === false ? refusedOnItsOwn(deps, stored) : void 0;
+			if (notOnItsOwn) throw notOnItsOwn;
 			pending = stored;
 		} else {
 			const sessionJson = source.kind === "given" ? source.json : (await deps.api.activeSubscription()).raw;
@@ -11959,6 +11961,19 @@ async function retire(deps, hash, reason) {
 function requestUnread(hash, requestedAt) {
 	return new ProtocolError(`the registration request for ${hash} was answered 2xx at ${requestedAt}, but the answer could not be read; notarize does not request it again on its own`, { hint: `the service may hold a subscription session for it: \`notarize complete ${hash} --use-active-subscription\` completes it with your active subscription; \`notarize pending drop ${hash}\` (or, for a document, register --force) requests anew` });
 }
+/**
+* Why `pending` is sent only when named (`notarize complete <hash>`), never
+* by a re-run of register or by `complete --all`: its last forfait was
+* answered unreadably, or it is not of the documented session shape.
+*/
+function refusedOnItsOwn(deps, pending) {
+	if (pending.forfaitUnreadAt !== void 0) return answerUnread(deps, pending);
+	if (pending.unexpectedShape) return unexpectedSession(pending.hash);
+}
+/** The refusal to send on its own a session kept although not of the documented shape (`unexpectedShape`). */
+function unexpectedSession(hash) {
+	return new ProtocolError(`the session kept for ${hash} is not of the shape the service documents; notarize does not send it on its own`, { hint: `inspect it with \`notarize pending --json\`; \`notarize complete ${hash}\` sends it back as received, or \`notarize pending drop ${hash}\` puts it aside` });
+}
 /** The refusal to send again a session whose last forfait was answered unreadably (`forfaitUnreadAt` set). */
 function answerUnread(deps, pending) {
 	const page = deps.api.transport.url(verificationPath(pending.hash));
@@ -11981,13 +11996,14 @@ function registrationRequest(input) {
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps, input) {
 	deps.onStep?.("requesting");
-	const save = async (sessionJson) => {
+	const save = async (sessionJson, marks = {}) => {
 		const entry = {
 			hash: input.hash,
 			description: input.description,
 			custody: input.custody,
 			savedAt: now(deps).toISOString(),
 			...input.file ? { file: input.file } : {},
+			...marks,
 			sessionJson
 		};
 		await savePendingOrExplain(deps, entry);
@@ -11999,7 +12015,7 @@ async function requestStep(deps, input) {
 		return saved;
 	} catch (error) {
 		if (error instanceof InvalidAnswerError && isPlainObject(error.json)) {
-			await save(error.raw);
+			await save(error.raw, { unexpectedShape: true });
 			throw new ProtocolError(`${error.message}; the answer was kept as pending`, {
 				hint: `inspect it with \`notarize pending\`; \`notarize complete ${input.hash}\` sends it back as received`,
 				cause: error
@@ -13418,6 +13434,12 @@ var init_service_store = __esmMin((() => {
 		* explicit `notarize complete` sends the session again.
 		*/
 		forfaitUnreadAt: string$1().optional(),
+		/**
+		* Set when the request step's answer, a JSON object, was not of the
+		* documented session shape: kept in case the service takes it back,
+		* but only an explicit `notarize complete` sends it, never a re-run.
+		*/
+		unexpectedShape: literal(true).optional(),
 		/** The request step's answer, exactly as received. */
 		sessionJson: jsonObjectText
 	}).transform(withoutVersion);
@@ -17769,6 +17791,15 @@ async function withDescription(options) {
 	for (const [what, text] of [["the description", checked.description], ["--wallet-name", checked.walletName]]) if (text !== void 0 && options.io.holdsSecret(text)) throw new UsageError(`${what} holds your API key or token: it would be kept by the service for good`, { hint: "remove it; notarize never sends a secret anywhere but to log in" });
 	return checked;
 }
+/**
+* Throws when a document's file name, about to be sent (as the description
+* when none is given, or as custody metadata), holds the API key or token:
+* as a description holding one is refused (withDescription).
+*/
+function checkNameSent(options, name, custody) {
+	if (options.description !== void 0 && !custody || !options.io.holdsSecret(name)) return;
+	throw new UsageError(`the file name holds your API key or token: it would be kept by the service for good as ${custody ? "custody metadata" : "the description"}`, { hint: custody ? "rename the file" : "rename the file, or give --description" });
+}
 async function describedAs(options) {
 	const { description, descriptionFile } = options;
 	if (options.walletName !== void 0) checkWalletName(options.walletName);
@@ -18078,6 +18109,12 @@ var init_register_aggregate = __esmMin((() => {
 				};
 			}
 		}
+		/** The receipt of `doc` already in --receipt-dir (keptReceipt), when there is one. */
+		async #keptReceipt(doc) {
+			const plan = this.#documents.receipts;
+			if (plan === void 0) return void 0;
+			return keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () => this.#receiptsByDigest(plan));
+		}
 		/** The receipts of --receipt-dir by digest (receiptsByDigest), read once per run. */
 		#receiptsByDigest(plan) {
 			this.#byDigest ??= receiptsByDigest(plan.dir);
@@ -18088,11 +18125,12 @@ var init_register_aggregate = __esmMin((() => {
 		* receipt, left as it is). Without one, a receipt is written when this
 		* store has the root's record; with none, one warning says so for all.
 		*/
-		async #rooted(doc, { outcome, under }, kept) {
+		async #rooted(doc, { outcome, under }, given) {
 			const proof = under.proof;
 			const entry = outcome.kind === "already-registered" ? outcome.entry : void 0;
-			if (outcome.kind === "already-registered" && entry === void 0) this.#unrecordedRoots.add(proof.root);
 			const plan = this.#documents.receipts;
+			const kept = given ?? (entry === void 0 ? await this.#keptReceipt(doc) : void 0);
+			if (outcome.kind === "already-registered" && entry === void 0 && kept === void 0) this.#unrecordedRoots.add(proof.root);
 			let written = {};
 			if (kept === void 0 && entry !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, entry, proof);
 			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
@@ -18328,6 +18366,7 @@ var init_register_aggregate = __esmMin((() => {
 					if (step === "completing") reporting ??= owingResult();
 				};
 				try {
+					if (doc.name !== null && !existsSync(this.#store.pendingFile(doc.sha256))) checkNameSent(options, doc.name, false);
 					const input = {
 						hash: doc.sha256,
 						description: options.description ?? forTerminal(doc.name ?? doc.sha256),
@@ -18449,11 +18488,14 @@ var init_register_aggregate = __esmMin((() => {
 				return;
 			}
 			const { entry } = outcome;
-			if (entry === void 0 && this.#documents.receipts !== void 0) this.#unrecordedRoots.add(root);
 			let receipt;
 			let receiptError;
 			const plan = this.#documents.receipts;
 			if (plan && entry) ({receipt, receiptError} = await this.#receipt(plan, doc, entry, proof));
+			else if (plan) {
+				receipt = await this.#keptReceipt(doc);
+				if (receipt === void 0) this.#unrecordedRoots.add(root);
+			}
 			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
 				under,
 				...receiptDetails(receipt, receiptError)
@@ -18646,7 +18688,7 @@ async function describe$1(options, item, pool, onProgress) {
 		description: options.description ?? ""
 	};
 	const name = basename(item.path);
-	if ((options.description === void 0 || options.custody) && options.io.holdsSecret(name)) throw new UsageError(`the file name holds your API key or token: it would be kept by the service for good as ${options.custody ? "custody metadata" : "the description"}`, { hint: options.custody ? "rename the file" : "rename the file, or give --description" });
+	checkNameSent(options, name, options.custody);
 	const description = options.description ?? forTerminal(name);
 	const { hash, size, lastModified } = pool.size === 1 ? await hashFile(item.path, onProgress) : await pool.hash(item.path);
 	return {
@@ -18687,7 +18729,6 @@ var init_register = __esmMin((() => {
 	init_notarize();
 	init_receipts();
 	init_receipt_format();
-	init_errors();
 	init_render();
 	init_results();
 	init_safe_text();
@@ -19561,7 +19602,8 @@ of a root whose request step was answered unreadably, so \`complete --all\` does
 says what to restore, complete or drop first);
 'answer-unread': its forfait was answered 2xx with a body notarize could not read, so the service may
 have completed it; only \`notarize complete <hash>\` sends it again (a 409 then means it went through:
-the session is retired); or 'request-unread': the request step was answered 2xx unreadably, so no
+the session is retired); 'unexpected-shape': the request step's answer was not of the documented
+session shape and was kept as it came: only \`notarize complete <hash>\` sends it back; or 'request-unread': the request step was answered 2xx unreadably, so no
 session was saved (plan '?', session null): complete it with
 \`notarize complete <hash> --use-active-subscription\`, or \`pending drop\` it to let register request anew
 (\`complete --all\` reports it failed, exit 5; a root's documents are not registered one by one meanwhile).
@@ -19592,6 +19634,7 @@ function planOf(entry) {
 }
 function stateOf(entry, underRoot, blocked) {
 	if (entry.forfaitUnreadAt !== void 0) return "answer-unread";
+	if (entry.unexpectedShape) return "unexpected-shape";
 	if (underRoot) return "under-root";
 	return blocked ? "blocked" : "ready";
 }

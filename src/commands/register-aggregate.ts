@@ -41,6 +41,7 @@ import { owingResult } from '../interrupt.js';
 import { checkManifestPath, manifestNotWritten, writeManifest, writeManifestFirst } from './manifest-files.js';
 import { DocumentRoots, type Rooted } from './register-roots.js';
 import {
+  checkNameSent,
   displayName,
   TITLE,
   type Documents,
@@ -304,6 +305,13 @@ export class Aggregator {
     return undefined;
   }
 
+  /** The receipt of `doc` already in --receipt-dir (keptReceipt), when there is one. */
+  async #keptReceipt(doc: Hashed): Promise<string | undefined> {
+    const plan = this.#documents.receipts;
+    if (plan === undefined) return undefined;
+    return keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () => this.#receiptsByDigest(plan));
+  }
+
   /** The receipts of --receipt-dir by digest (receiptsByDigest), read once per run. */
   #receiptsByDigest(plan: ReceiptPlan): Promise<Map<string, string[]>> {
     this.#byDigest ??= receiptsByDigest(plan.dir);
@@ -315,11 +323,14 @@ export class Aggregator {
    * receipt, left as it is). Without one, a receipt is written when this
    * store has the root's record; with none, one warning says so for all.
    */
-  async #rooted(doc: Hashed, { outcome, under }: Rooted, kept: string | undefined): Promise<void> {
+  async #rooted(doc: Hashed, { outcome, under }: Rooted, given: string | undefined): Promise<void> {
     const proof = under.proof;
     const entry = outcome.kind === 'already-registered' ? outcome.entry : undefined;
-    if (outcome.kind === 'already-registered' && entry === undefined) this.#unrecordedRoots.add(proof.root);
     const plan = this.#documents.receipts;
+    const kept = given ?? (entry === undefined ? await this.#keptReceipt(doc) : undefined);
+    if (outcome.kind === 'already-registered' && entry === undefined && kept === undefined) {
+      this.#unrecordedRoots.add(proof.root);
+    }
     let written: { receipt?: string; receiptError?: NotarizeError } = {};
     if (kept === undefined && entry !== undefined && plan !== undefined) {
       written = await this.#receipt(plan, doc, entry, proof);
@@ -596,6 +607,11 @@ export class Aggregator {
           if (step === 'completing') reporting ??= owingResult();
         };
         try {
+          // With no session of its own, it comes to a request step, its name the description by default:
+          // never one holding a secret. (A session kept is completed as it is: nothing of the name is sent.)
+          if (doc.name !== null && !existsSync(this.#store.pendingFile(doc.sha256))) {
+            checkNameSent(options, doc.name, false);
+          }
           const input = {
             hash: doc.sha256,
             description: options.description ?? forTerminal(doc.name ?? doc.sha256),
@@ -743,13 +759,17 @@ export class Aggregator {
       return;
     }
     const { entry } = outcome;
-    // Said once for all such roots, after the results (#warnNoRecords): there may be many documents.
-    if (entry === undefined && this.#documents.receipts !== undefined) this.#unrecordedRoots.add(root);
     let receipt: string | undefined;
     let receiptError: NotarizeError | undefined;
     const plan = this.#documents.receipts;
     if (plan && entry) {
       ({ receipt, receiptError } = await this.#receipt(plan, doc, entry, proof));
+    } else if (plan) {
+      // No record to write one from (a 409): the receipt already there, if any, is its result's
+      // (a cold runner that kept the receipts folder); else said once for all such roots, after
+      // the results (#warnNoRecords): there may be many documents.
+      receipt = await this.#keptReceipt(doc);
+      if (receipt === undefined) this.#unrecordedRoots.add(root);
     }
     const result = outcomeResult(doc.file, outcome, this.#baseUrl, { under, ...receiptDetails(receipt, receiptError) });
     this.#items.add(doc.index, result);

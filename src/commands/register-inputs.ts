@@ -152,6 +152,19 @@ export async function withDescription(options: RegisterOptions): Promise<Registe
   return checked;
 }
 
+/**
+ * Throws when a document's file name, about to be sent (as the description
+ * when none is given, or as custody metadata), holds the API key or token:
+ * as a description holding one is refused (withDescription).
+ */
+export function checkNameSent(options: RegisterOptions, name: string, custody: boolean): void {
+  if ((options.description !== undefined && !custody) || !options.io.holdsSecret(name)) return;
+  throw new UsageError(
+    `the file name holds your API key or token: it would be kept by the service for good as ${custody ? 'custody metadata' : 'the description'}`,
+    { hint: custody ? 'rename the file' : 'rename the file, or give --description' },
+  );
+}
+
 async function describedAs(options: RegisterOptions): Promise<RegisterOptions> {
   const { description, descriptionFile } = options;
   if (options.walletName !== undefined) checkWalletName(options.walletName);

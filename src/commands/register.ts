@@ -16,7 +16,7 @@ import type { SkippedPath } from '../core/inputs.js';
 import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
 import { checkBeforeSending, keptReceipt, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText } from '../core/receipt-format.js';
-import { UsageError, type NotarizeError } from '../errors.js';
+import type { NotarizeError } from '../errors.js';
 import type { Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult, RecordResult } from '../output/present.js';
 import { formatBytes, someDocuments } from '../output/render.js';
@@ -41,6 +41,7 @@ import {
   checkOptions,
   displayName,
   firstOf,
+  checkNameSent,
   listDocuments,
   optionsSchema,
   TITLE,
@@ -555,14 +556,7 @@ async function describe(
     return { ...common, hash: await hashStream(options.io.stdin, onProgress), description: options.description ?? '' };
   }
   const name = basename(item.path);
-  // Sent as the description when none is given, and as custody metadata: as --description is
-  // (withDescription), a name holding the API key or token is refused, never put on the record.
-  if ((options.description === undefined || options.custody) && options.io.holdsSecret(name)) {
-    throw new UsageError(
-      `the file name holds your API key or token: it would be kept by the service for good as ${options.custody ? 'custody metadata' : 'the description'}`,
-      { hint: options.custody ? 'rename the file' : 'rename the file, or give --description' },
-    );
-  }
+  checkNameSent(options, name, options.custody);
   // A name is not chosen as a description is: one holding controls (a line
   // break, an escape sequence) is sent escaped, never raw onto a permanent record.
   const description = options.description ?? forTerminal(name);

@@ -27,6 +27,7 @@ import type { TreeEntry } from '../../src/store/service-store.js';
 import { leafHash, MerkleTree, rootFromPath } from '../../src/core/merkle.js';
 import { receiptText } from '../../src/core/receipt-format.js';
 import { parseFaults } from '../../src/sandbox/server.js';
+import { lockText } from '../../src/store/lock.js';
 import { Bed } from '../helpers/bed.js';
 import { storePaths } from '../helpers/store.js';
 import { describeRun, REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
@@ -430,6 +431,38 @@ describe('register --aggregate re-runs', () => {
     expect(run.code, describeRun(run)).toBe(0);
     const rootOf = parseResults(run.stdout)[0]!.proof!.root;
     expect(JSON.parse(bed.ledgerEntry(rootOf).recordJson)).toMatchObject({ description: 'release 1.2.3' });
+  });
+});
+
+describe('--aggregate: a file name holding the API key is never sent', () => {
+  it('a document left to its own flow (a dead lock) whose name would be its description: refused; one with a session: completed', async () => {
+    const key = bed.sandbox.apiKey;
+    const named = await bed.write(`own-key/${key}.txt`, 'a name holding the key\n');
+    const sessioned = await bed.write(`own-key/${key}-2.txt`, 'a name holding the key, a session of its own\n');
+    // A session of its own, saved with a description of its own: nothing of the name goes out completing it.
+    const kept = await bed.main(['register', '--no-complete', '-d', 'a description', bed.path(`own-key/${key}-2.txt`)]);
+    expect(kept.code, describeRun(kept)).toBe(0);
+    // A lock left by a process that died before saving a session: the aggregate leaves it to its own flow.
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+    mkdirSync(join(bed.serviceDir(), 'locks'), { recursive: true });
+    writeFileSync(join(bed.serviceDir(), 'locks', `${named}.lock`), lockText(dead, 'dead'), { flag: 'wx' });
+    const mark = bed.mark();
+    const run = await bed.main([
+      'register',
+      '--aggregate',
+      bed.path(`own-key/${key}.txt`),
+      bed.path(`own-key/${key}-2.txt`),
+      '--json',
+    ]);
+    expect(run.code, describeRun(run)).toBe(1);
+    const [refused, completed] = parseResults(run.stdout);
+    expect(refused).toMatchObject({ hash: named, status: 'failed' });
+    expect(refused!.error!.message).toMatch(
+      /^the file name holds your API key or token: it would be kept by the service for good/,
+    );
+    expect(completed).toMatchObject({ hash: sessioned, status: 'registered' });
+    expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['forfait']);
+    expect(bed.requestedHashes()).not.toContain(named);
   });
 });
 
@@ -896,12 +929,13 @@ describe('switching between --aggregate and per-document registration never pays
     const again = await onStore(freshStore(), receipts, [docs[0]!, bed.path('part/a-copy.txt')]);
     expect(again.run.code, describeRun(again.run)).toBe(0);
     expect(again.calls).toEqual(['login:200', 'request:409']);
+    // The copy's result names a's receipt, one of its digest (verify finds it so): no receipt is missing.
     expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof?.root, r.receipt ?? null])).toEqual([
       ['already-registered', root, join(receipts, 'a.txt.notarization.json')],
-      ['already-registered', root, null],
+      ['already-registered', root, join(receipts, 'a.txt.notarization.json')],
     ]);
     expect(readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8')).toBe(kept);
-    expect(again.run.stderr).toContain(`no new receipts for the documents under root ${root}`);
+    expect(again.run.stderr).not.toContain('no new receipts');
   });
 
   it('--aggregate: a manifest judged by the whole run, copies of a document whose ask failed, a planned store tree', async () => {
@@ -1780,7 +1814,11 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(again.calls).toEqual(['login:200', 'request:409']);
     const results = parseResults(again.run.stdout);
     expect(results.map((r) => [r.status, r.proof?.root])).toEqual(docs.map(() => ['already-registered', root]));
-    expect(again.run.stderr.match(/no new receipts for the documents under root/g)).toHaveLength(1);
+    // Each result names its receipt, kept as it was (a script collecting `.receipt` finds every one).
+    expect(results.map((r) => r.receipt)).toEqual(
+      docs.map((doc) => join(receipts, `${basename(doc)}.notarization.json`)),
+    );
+    expect(again.run.stderr).not.toContain('no new receipts');
     expect(readdirSync(receipts).map((name) => readFileSync(join(receipts, name), 'utf8'))).toEqual(before);
     // The receipts of the first run still verify each document, on a store that never saw it.
     const verify = await bed.main(['verify', '--receipt-dir', receipts, ...docs, '--json'], {
@@ -1795,6 +1833,10 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(more.calls).toEqual(['login:200', 'request:409', 'request:200', 'forfait:200']);
     const statuses = parseResults(more.run.stdout).map((r) => [r.status, r.proof?.root === root]);
     expect(statuses).toEqual([...docs.map(() => ['already-registered', true]), ['registered', false]]);
+    // Every result names its receipt: those kept from the first run, and the new one's.
+    expect(parseResults(more.run.stdout).map((r) => r.receipt)).toEqual(
+      [...docs, bed.path('ci/d.txt')].map((doc) => join(receipts, `${basename(doc)}.notarization.json`)),
+    );
   });
 
   it('a root completed on another runner (complete --session): its manifest and the record give receipts, nothing sent', async () => {
@@ -2086,12 +2128,18 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     const receipts = bed.path('two-roots-receipts');
     await onStore(freshStore(), receipts, [bed.path('two-roots/a.txt')]);
     await onStore(freshStore(), receipts, [bed.path('two-roots/b.txt')]);
+    // The receipts lost, the manifests kept: the roots are asked about, and no receipt can be written.
+    const lost = ['a.txt', 'b.txt'].map((name) => join(receipts, `${name}.notarization.json`));
+    const texts = lost.map((file) => readFileSync(file, 'utf8'));
+    lost.forEach((file) => rmSync(file));
     const again = await onStore(freshStore(), receipts, [bed.path('two-roots/a.txt'), bed.path('two-roots/b.txt')]);
     expect(again.run.code, describeRun(again.run)).toBe(0);
     expect(again.calls).toEqual(['login:200', 'request:409', 'request:409']);
+    expect(parseResults(again.run.stdout).map((r) => r.receipt ?? null)).toEqual([null, null]);
     const warnings = again.run.stderr.split('\n').filter((line) => line.includes('no new receipts'));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/no new receipts for the documents under 2 roots \([0-9a-f]{64}, [0-9a-f]{64}\)/);
+    lost.forEach((file, i) => writeFileSync(file, texts[i]!));
 
     writeFileSync(join(receipts, 'a.txt.notarization.json'), '{"stale": true}\n');
     const stale = await onStore(freshStore(), receipts, [bed.path('two-roots/a.txt'), bed.path('two-roots/b.txt')]);
