@@ -9,8 +9,8 @@
  *      the documents of a run: one registered beside a namesake elsewhere got
  *      `a/x.txt.notarization.json`, and verify of it alone would look for
  *      `x.txt.notarization.json`); when that name's receipt is of another
- *      digest (another document's, named so by another run), a receipt
- *      there of its digest written for a path its own path ends with,
+ *      digest, the document is `modified`, a receipt of its digest under
+ *      another name only named in the reason (it may be an older release's),
  *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
  *   4. the ledger of the current service.
  * A receipt found is never passed over for a later source: the receipt the
@@ -21,7 +21,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { basename, join, normalize, relative, resolve, sep } from 'node:path';
+import { basename, join } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
@@ -251,42 +251,40 @@ export class Evidence {
       const text = await readReceiptFile(path);
       if (text === undefined) continue;
       const finding = judgeByReceipt(hash, path, text);
-      // Its name taken by another document's receipt: names depend on a run's documents (`-r dist` names
-      // dist/linux/app.tgz `linux/app.tgz`; `-r dist/linux`, `app.tgz`, which may be dist/app.tgz's). A
-      // receipt of its digest written for a document of the same path's end answers for it instead; one of
-      // another name never does (an older release of another folder, swapped in, stays `modified`).
-      if (finding.status === 'modified' && receiptDir && item.kind === 'file') {
-        const own = await this.#ofDigest(receiptDir.dir, hash, (name) => endsWithPath(item.path, name));
-        if (own) return own;
+      // Its name's receipt is of another digest: `modified`, even when a receipt of its digest is there
+      // under another name. Names depend on the folder walked (`-r dist` names dist/linux/app.tgz
+      // `linux/app.tgz`; `-r dist/linux`, `app.tgz`), but a receipts folder kept across releases also holds
+      // older releases' receipts, and one of those must never pass for an artifact swapped for that older
+      // build. The reason names such a receipt, so that a folder walked from elsewhere is easy to see.
+      if (finding.status === 'modified' && receiptDir) {
+        const elsewhere = await this.#ofDigest(receiptDir.dir, hash);
+        if (elsewhere) return { ...finding, reason: `${finding.reason!}; ${elsewhereNote(elsewhere)}` };
       }
       return finding;
     }
     if (receiptDir) {
-      const own = await this.#ofDigest(receiptDir.dir, hash, () => true);
-      if (own) return own;
+      const found = await this.#ofDigest(receiptDir.dir, hash);
+      if (found) return { ...found, byDigest: true };
     }
     return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);
   }
 
-  /**
-   * The first receipt in `dir` of digest `hash` that holds together (one
-   * that does not is no receipt of this document), among those whose name
-   * (their path in `dir`, without the suffix) `named` takes.
-   */
-  async #ofDigest(dir: string, hash: string, named: (name: string) => boolean): Promise<Finding | undefined> {
+  /** The first receipt in `dir` of digest `hash` that holds together (one that does not is no receipt of this document). */
+  async #ofDigest(dir: string, hash: string): Promise<Finding | undefined> {
     this.#byDigest ??= receiptsByDigest(dir);
     for (const path of (await this.#byDigest).get(hash) ?? []) {
-      if (!named(relative(dir, path).slice(0, -RECEIPT_SUFFIX.length))) continue;
       const text = readQuietly(path);
       const finding = text === undefined ? undefined : judgeByReceipt(hash, path, text);
-      if (finding?.status === 'verified') return { ...finding, byDigest: true };
+      if (finding?.status === 'verified') return finding;
     }
     return undefined;
   }
 }
 
-/** Whether `path` ends with the path `name`, whole names only (`rel/linux/app.tgz` ends with `linux/app.tgz`, not `nux/app.tgz`). */
-function endsWithPath(path: string, name: string): boolean {
-  const [whole, end] = [resolve(path), normalize(name)];
-  return whole === end || whole.endsWith(`${sep}${end}`);
+/** The note on a `modified` finding whose digest has a receipt under another name (`found`). */
+function elsewhereNote(found: Finding): string {
+  return (
+    `${found.receipt!} is a receipt of its digest under another name (receipt names follow the folder register ` +
+    'walked: verify from that folder, or check that receipt with --receipt, if this is the same artifact and not an older one)'
+  );
 }

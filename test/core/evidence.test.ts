@@ -163,39 +163,33 @@ describe('Evidence.judge: the first source found decides', () => {
     expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, sha('nothing'))).toEqual({ status: 'unknown' });
   });
 
-  it("--receipt-dir with its name taken by another document's receipt: one of its digest for the same path's end decides", async () => {
+  it("--receipt-dir with its name's receipt of another digest: modified, a receipt of its digest elsewhere only named", async () => {
     const dir = tempDir();
-    // Registered with `-r dist`: dist/app.tgz as app.tgz, dist/linux/app.tgz as linux/app.tgz.
     const doc = join(dir, 'dist', 'linux', 'app.tgz');
     mkdirSync(join(dir, 'dist', 'linux'), { recursive: true });
     writeFileSync(doc, 'doc');
     const receipts = join(dir, 'receipts');
     mkdirSync(join(receipts, 'linux'), { recursive: true });
-    mkdirSync(join(receipts, 'v1'));
-    writeFileSync(join(receipts, 'app.tgz.notarization.json'), receiptOf(OTHER, 'app.tgz'));
     const empty = ledgerWith(OTHER, 'unrelated.txt');
-    // Walked from dist/linux, it is named app.tgz: the top one's receipt, of another digest.
-    const sources = { receiptDir: { dir: receipts, names: ['app.tgz'] } };
-    // Of its digest, but written for another path (an older release kept in v1/): modified still.
-    writeFileSync(join(receipts, 'v1', 'app.tgz.notarization.json'), receiptOf(HASH, 'app.tgz'));
-    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
+    // Release 2 registered with `-r dist` (linux/app.tgz); release 1's windows build, with `-r dist/windows`,
+    // kept as app.tgz. That older build swapped in for the linux one is of release 1's digest (HASH):
+    // its own name's receipt says modified, and release 1's receipt never passes for it.
+    writeFileSync(join(receipts, 'linux', 'app.tgz.notarization.json'), receiptOf(OTHER, 'app.tgz'));
+    writeFileSync(join(receipts, 'app.tgz.notarization.json'), receiptOf(HASH, 'app.tgz'));
+    const sources = { receiptDir: { dir: receipts, names: ['linux/app.tgz'] } };
+    const finding = await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH);
+    expect(finding).toMatchObject({
       status: 'modified',
-      receipt: join(receipts, 'app.tgz.notarization.json'),
-    });
-    // Its own, written for linux/app.tgz: verified, by digest.
-    writeFileSync(join(receipts, 'linux', 'app.tgz.notarization.json'), receiptOf(HASH, 'app.tgz'));
-    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
-      status: 'verified',
       receipt: join(receipts, 'linux', 'app.tgz.notarization.json'),
-      byDigest: true,
     });
-    // A path's end is whole names: dist/linux/app.tgz does not end with nux/app.tgz.
-    const elsewhere = join(dir, 'other');
-    mkdirSync(join(elsewhere, 'nux'), { recursive: true });
-    writeFileSync(join(elsewhere, 'app.tgz.notarization.json'), receiptOf(OTHER, 'app.tgz'));
-    writeFileSync(join(elsewhere, 'nux', 'app.tgz.notarization.json'), receiptOf(HASH, 'app.tgz'));
-    const partial = { receiptDir: { dir: elsewhere, names: ['app.tgz'] } };
-    expect(await new Evidence(partial, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({ status: 'modified' });
+    expect(finding.reason).toBe(
+      `its receipt is of another digest, ${OTHER}; ${join(receipts, 'app.tgz.notarization.json')} is a receipt of its ` +
+        'digest under another name (receipt names follow the folder register walked: verify from that folder, or ' +
+        'check that receipt with --receipt, if this is the same artifact and not an older one)',
+    );
+    // With none of its digest anywhere: the plain reason.
+    const other = await new Evidence(sources, empty).judge(fileItem(doc), 0, sha('nothing'));
+    expect(other).toMatchObject({ status: 'modified', reason: `its receipt is of another digest, ${OTHER}` });
   });
 
   it('standard input: its receipt in --receipt-dir is named by its digest; else the ledger, which knows no name', async () => {
