@@ -299,10 +299,12 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
  * runner reads as a workflow command (`::add-mask::`, `::stop-commands::`).
  */
 function stackTrace(error: Error, stack: string): string {
-  const lines = stack.split('\n');
-  const firstFrame = lines.findIndex((line) => /^\s+at /.test(line));
-  const frames = firstFrame === -1 ? [] : lines.slice(firstFrame);
-  return [forTerminal(`${error.name}: ${error.message}`), ...frames.map(forTerminal)].join('\n');
+  // V8 starts a stack with the error's own text, which may hold lines looking like frames: it is cut
+  // off whole, never searched for the first frame. A stack of another form is shown as one line.
+  const header = String(error);
+  if (!stack.startsWith(`${header}\n`)) return forTerminal(stack);
+  const frames = stack.slice(header.length + 1).split('\n');
+  return [forTerminal(header), ...frames.map(forTerminal)].join('\n');
 }
 
 /** Prints an error the documented way and returns its exit code. */

@@ -129,14 +129,15 @@ describe('file names that hold controls', () => {
   });
 
   it('--verbose: the stack trace keeps the message on its one escaped line (no forged workflow command)', async () => {
-    const forged = join(bed.workDir, 'sub\n::add-mask::x\n::set-output name=ok::1\u202e.pdf');
+    // A line that looks like a frame first: the message is cut off whole, not searched for the frames.
+    const forged = join(bed.workDir, 'sub\n    at x\n::add-mask::x\n::set-output name=ok::1\u202e.pdf');
     for (const command of ['register', 'verify', 'hash']) {
       const run = await bed.main([command, '--verbose', forged]);
       expect(run.code, run.stderr).toBe(2);
       expectTerminalSafe(run.stderr);
       // Every line is notarize's message or the trace's: none starts with what a runner acts on.
       expect(run.stderr.split('\n').filter((line) => line.startsWith('::'))).toEqual([]);
-      expect(run.stderr).toMatch(/\n\w*Error: .*sub\\n::add-mask::x\\n::set-output/);
+      expect(run.stderr).toMatch(/\n\w*Error: .*sub\\n {4}at x\\n::add-mask::x\\n::set-output/);
       expect(run.stderr).toMatch(/\n {4}at /);
     }
   });
