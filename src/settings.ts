@@ -233,13 +233,13 @@ export function parseBaseUrl(value: string): string {
     });
   }
   const normalised = url.toString().replace(/\/+$/, '');
-  // Characters the URL parser keeps but RFC 3986 does not allow (`|` or `[` in a path, `_` in a host;
+  // Characters the URL parser keeps but RFC 3986 does not allow (`|` or `[` in a path, `{` in a host;
   // a `^`, which Node 20 keeps and Node 24 encodes): a receipt naming such a service would not verify,
   // so it is refused before anything is sent.
   if (!BASE_URL_PATTERN.test(normalised)) {
     throw new UsageError(`invalid base URL for '${url.host}': it holds a character a plain URL may not (RFC 3986)`, {
       code: 'unsafe_base_url',
-      hint: "percent-encode it (e.g. '|' as %7C), or use the service's URL as its documentation gives it",
+      hint: "in a path, percent-encode it (e.g. '|' as %7C); or use the service's URL as its documentation gives it",
     });
   }
   return normalised;

@@ -14,12 +14,12 @@ export const hashSchema = z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowerc
 /**
  * A service's base URL as notarize takes one (settings.ts parseBaseUrl, after
  * the URL parser's normalisation) and as a receipt may name it
- * (receipt-format.ts): http(s), a host, and a path of RFC 3986's path
- * characters only (no credentials, query, fragment, space or control
- * character), so that every receipt a registration writes verifies.
+ * (receipt-format.ts): http(s), a host (and port) and a path of RFC 3986's
+ * characters for them only (no credentials, query, fragment, space or
+ * control character), so that every receipt a registration writes verifies.
  * contrib/verify-receipt.py's BASE_URL is the same pattern.
  */
-export const BASE_URL_PATTERN = /^https?:\/\/[A-Za-z0-9.:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
+export const BASE_URL_PATTERN = /^https?:\/\/[A-Za-z0-9._~!$&'()*+,;=:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
 
 /**
  * Describes the first problem zod found as `field: message`, the form used in

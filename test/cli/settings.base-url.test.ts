@@ -55,7 +55,10 @@ describe('parseBaseUrl', () => {
 
   it("takes a path of RFC 3986's characters, '@' included, and refuses one the URL parser keeps but a receipt may not name", () => {
     expect(parseBaseUrl('https://app.example/a@b/c:d')).toBe('https://app.example/a@b/c:d');
-    for (const value of ['https://app.example/a|b', 'https://app.example/a[b]', 'https://my_host.example']) {
+    // RFC 3986 host names take '_' and '~' (unreserved) too.
+    expect(parseBaseUrl('https://notary_svc.example')).toBe('https://notary_svc.example');
+    expect(parseBaseUrl('https://h~x.example:8443/api')).toBe('https://h~x.example:8443/api');
+    for (const value of ['https://app.example/a|b', 'https://app.example/a[b]', 'https://a{b.example']) {
       const error = refusal(value);
       expect(error.code).toBe('unsafe_base_url');
       expect(error.message).toContain('a character a plain URL may not');

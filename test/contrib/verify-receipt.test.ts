@@ -191,6 +191,7 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
         ['http://[::1]:8080', 'verified'],
         // RFC 3986 allows '@' in a path (parseBaseUrl takes it); not '|', which parseBaseUrl refuses.
         ['https://app.example/a@b', 'verified'],
+        ['https://notary_svc.example', 'verified'],
         ['https://app.example/a|b', 'invalid'],
       ] as const
     ).map(([baseUrl, status]): Case => [
