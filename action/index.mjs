@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
-import { basename, dirname, extname, join, normalize, relative, resolve, sep } from "node:path";
+import { basename, dirname, extname, join, normalize, resolve, sep } from "node:path";
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
 import { lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
@@ -8966,7 +8966,7 @@ var hashSchema, BASE_URL_PATTERN;
 var init_validation = __esmMin((() => {
 	init_zod();
 	hashSchema = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex characters");
-	BASE_URL_PATTERN = /^https?:\/\/[A-Za-z0-9.:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
+	BASE_URL_PATTERN = /^https?:\/\/[A-Za-z0-9._~!$&'()*+,;=:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
 }));
 // dist/api/schemas.js
 var BLOCKCHAIN_TYPES, wireBoolean, registrationRequestSchema, nullableString, unixSeconds, subscriptionSessionSchema, notarizationRecordSchema, loginRequestSchema, fileMetadataAnswerSchema, loginResponseSchema, fileMetadataSchema, tokenClaimsSchema;
@@ -10475,8 +10475,8 @@ var init_receipts = __esmMin((() => {
 *      the documents of a run: one registered beside a namesake elsewhere got
 *      `a/x.txt.notarization.json`, and verify of it alone would look for
 *      `x.txt.notarization.json`); when that name's receipt is of another
-*      digest (another document's, named so by another run), a receipt
-*      there of its digest written for a path its own path ends with,
+*      digest, the document is `modified`, a receipt of its digest under
+*      another name only named in the reason (it may be an older release's),
 *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
 *   4. the ledger of the current service.
 * A receipt found is never passed over for a later source: the receipt the
@@ -10651,10 +10651,9 @@ function claimedDigest(text) {
 	const claimed = document?.sha256 ?? hash;
 	return typeof claimed === "string" ? claimed.toLowerCase() : void 0;
 }
-/** Whether `path` ends with the path `name`, whole names only (`rel/linux/app.tgz` ends with `linux/app.tgz`, not `nux/app.tgz`). */
-function endsWithPath(path, name) {
-	const [whole, end] = [resolve(path), normalize(name)];
-	return whole === end || whole.endsWith(`${sep}${end}`);
+/** The note on a `modified` finding whose digest has a receipt under another name (`found`). */
+function elsewhereNote(found) {
+	return `${found.receipt} is a receipt of its digest under another name (receipt names follow the folder register walked: verify from that folder, or check that receipt with --receipt, if this is the same artifact and not an older one)`;
 }
 var MAX_RECEIPT_BYTES, Evidence;
 var init_evidence = __esmMin((() => {
@@ -10682,33 +10681,31 @@ var init_evidence = __esmMin((() => {
 				const text = await readReceiptFile(path);
 				if (text === void 0) continue;
 				const finding = judgeByReceipt(hash, path, text);
-				if (finding.status === "modified" && receiptDir && item.kind === "file") {
-					const own = await this.#ofDigest(receiptDir.dir, hash, (name) => endsWithPath(item.path, name));
-					if (own) return own;
+				if (finding.status === "modified" && receiptDir) {
+					const elsewhere = await this.#ofDigest(receiptDir.dir, hash);
+					if (elsewhere) return {
+						...finding,
+						reason: `${finding.reason}; ${elsewhereNote(elsewhere)}`
+					};
 				}
 				return finding;
 			}
 			if (receiptDir) {
-				const own = await this.#ofDigest(receiptDir.dir, hash, () => true);
-				if (own) return own;
+				const found = await this.#ofDigest(receiptDir.dir, hash);
+				if (found) return {
+					...found,
+					byDigest: true
+				};
 			}
 			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
 		}
-		/**
-		* The first receipt in `dir` of digest `hash` that holds together (one
-		* that does not is no receipt of this document), among those whose name
-		* (their path in `dir`, without the suffix) `named` takes.
-		*/
-		async #ofDigest(dir, hash, named) {
+		/** The first receipt in `dir` of digest `hash` that holds together (one that does not is no receipt of this document). */
+		async #ofDigest(dir, hash) {
 			this.#byDigest ??= receiptsByDigest(dir);
 			for (const path of (await this.#byDigest).get(hash) ?? []) {
-				if (!named(relative(dir, path).slice(0, -18))) continue;
 				const text = readQuietly(path);
 				const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
-				if (finding?.status === "verified") return {
-					...finding,
-					byDigest: true
-				};
+				if (finding?.status === "verified") return finding;
 			}
 		}
 	};
@@ -20145,7 +20142,7 @@ function configure$8(command, context) {
 No network, no credentials, no store needed. Each document's digest is checked against the first of:
 --receipt <file>; its receipt under --receipt-dir (named as register names them, else any
 there of its digest: names depend on the documents of a run; that name's receipt being of
-another digest, one of its digest written for a path its own ends with); without
+another digest, it is modified, a receipt of its digest elsewhere named in the reason); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.
@@ -20982,7 +20979,7 @@ function parseBaseUrl(value) {
 	const normalised = url.toString().replace(/\/+$/, "");
 	if (!BASE_URL_PATTERN.test(normalised)) throw new UsageError(`invalid base URL for '${url.host}': it holds a character a plain URL may not (RFC 3986)`, {
 		code: "unsafe_base_url",
-		hint: "percent-encode it (e.g. '|' as %7C), or use the service's URL as its documentation gives it"
+		hint: "in a path, percent-encode it (e.g. '|' as %7C); or use the service's URL as its documentation gives it"
 	});
 	return normalised;
 }
@@ -37686,18 +37683,29 @@ var dispatcher_exports = /* @__PURE__ */ __exportAll({
 /**
 * A dispatcher for requests to `baseUrl` in this environment (direct, or
 * through the proxy `proxyRoute` chooses). Without a base URL, a direct one.
+* `timeoutMs` (--timeout) bounds the opening of a proxy's tunnel.
 */
-function createDispatcher(env, baseUrl) {
+function createDispatcher(env, baseUrl, timeoutMs) {
 	const options = {
 		keepAliveTimeout: 1e4,
 		connections: 64
 	};
 	const route = baseUrl === void 0 ? void 0 : proxyRoute(env, baseUrl);
 	if (route === void 0) return new import_agent.default(options);
+	const bound = timeoutMs === void 0 ? {} : {
+		headersTimeout: timeoutMs,
+		bodyTimeout: timeoutMs
+	};
+	const tls = timeoutMs === void 0 ? {} : { timeout: timeoutMs };
 	return new import_proxy_agent.default({
 		...options,
 		uri: route.url.href,
-		clientFactory: (origin, factoryOptions) => new TunnelPool(origin, factoryOptions)
+		proxyTls: tls,
+		requestTls: tls,
+		clientFactory: (origin, factoryOptions) => new TunnelPool(origin, {
+			...factoryOptions,
+			...bound
+		})
 	});
 }
 var ProxyTunnelError, TunnelPool;
@@ -37805,11 +37813,12 @@ var init_context = __esmMin((() => {
 			]);
 			const baseUrl = this.baseUrl;
 			const route = proxyRoute(this.env, baseUrl);
-			this.#dispatcher = createDispatcher(this.env, baseUrl);
+			const timeoutMs = Number(this.setting("timeout"));
+			this.#dispatcher = createDispatcher(this.env, baseUrl, timeoutMs);
 			const transport = new HttpTransport({
 				baseUrl,
 				...route === void 0 ? {} : { proxyVariable: route.variable },
-				timeoutMs: Number(this.setting("timeout")),
+				timeoutMs,
 				userAgent: `notarize/${VERSION} node/${process.versions.node}`,
 				dispatcher: this.#dispatcher,
 				log: (line) => this.io.debug(line)
@@ -38401,10 +38410,10 @@ function asReported(error, failed) {
 * runner reads as a workflow command (`::add-mask::`, `::stop-commands::`).
 */
 function stackTrace(error, stack) {
-	const lines = stack.split("\n");
-	const firstFrame = lines.findIndex((line) => /^\s+at /.test(line));
-	const frames = firstFrame === -1 ? [] : lines.slice(firstFrame);
-	return [forTerminal(`${error.name}: ${error.message}`), ...frames.map(forTerminal)].join("\n");
+	const header = String(error);
+	if (!stack.startsWith(`${header}\n`)) return forTerminal(stack);
+	const frames = stack.slice(header.length + 1).split("\n");
+	return [forTerminal(header), ...frames.map(forTerminal)].join("\n");
 }
 /** Prints an error the documented way and returns its exit code. */
 function report(io, error, json, failed) {

@@ -127,11 +127,12 @@ export class Context {
     const baseUrl = this.baseUrl;
     // Throws UsageError naming a malformed proxy variable, before anything is sent.
     const route = proxyRoute(this.env, baseUrl);
-    this.#dispatcher = createDispatcher(this.env, baseUrl);
+    const timeoutMs = Number(this.setting('timeout'));
+    this.#dispatcher = createDispatcher(this.env, baseUrl, timeoutMs);
     const transport = new HttpTransport({
       baseUrl,
       ...(route === undefined ? {} : { proxyVariable: route.variable }),
-      timeoutMs: Number(this.setting('timeout')),
+      timeoutMs,
       userAgent: `notarize/${VERSION} node/${process.versions.node}`,
       dispatcher: this.#dispatcher,
       log: (line) => this.io.debug(line),

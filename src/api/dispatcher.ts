@@ -64,14 +64,22 @@ class TunnelPool extends Pool {
 /**
  * A dispatcher for requests to `baseUrl` in this environment (direct, or
  * through the proxy `proxyRoute` chooses). Without a base URL, a direct one.
+ * `timeoutMs` (--timeout) bounds the opening of a proxy's tunnel.
  */
-export function createDispatcher(env: NodeJS.ProcessEnv, baseUrl?: string): Dispatcher {
+export function createDispatcher(env: NodeJS.ProcessEnv, baseUrl?: string, timeoutMs?: number): Dispatcher {
   const options = { keepAliveTimeout: 10_000, connections: 64 };
   const route = baseUrl === undefined ? undefined : proxyRoute(env, baseUrl);
   if (route === undefined) return new Agent(options);
+  // The tunnel is opened outside the request (its CONNECT, then TLS through it), deaf to the request's
+  // own timeouts and signal: bounded by --timeout here, not by undici's 300 s and 10 s defaults (a
+  // reviewer's proxy that never answered the CONNECT held a '--timeout 3000' run for 301 s per attempt).
+  const bound = timeoutMs === undefined ? {} : { headersTimeout: timeoutMs, bodyTimeout: timeoutMs };
+  const tls = timeoutMs === undefined ? {} : { timeout: timeoutMs };
   return new ProxyAgent({
     ...options,
     uri: route.url.href,
-    clientFactory: (origin: URL, factoryOptions: object) => new TunnelPool(origin, factoryOptions),
+    proxyTls: tls,
+    requestTls: tls,
+    clientFactory: (origin: URL, factoryOptions: object) => new TunnelPool(origin, { ...factoryOptions, ...bound }),
   });
 }

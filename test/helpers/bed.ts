@@ -99,7 +99,9 @@ export class Bed {
   }
 
   /** A recording forward proxy, as a CI runner's egress proxy (point HTTP_PROXY at it). */
-  forwardProxy(options: Pick<ProxyOptions, 'host' | 'refuseWith' | 'closeTunnels'> = {}): Promise<RecordingProxy> {
+  forwardProxy(
+    options: Pick<ProxyOptions, 'host' | 'refuseWith' | 'closeTunnels' | 'silentTunnels'> = {},
+  ): Promise<RecordingProxy> {
     return this.#startProxy(options);
   }
 

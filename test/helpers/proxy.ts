@@ -65,6 +65,8 @@ export interface ProxyOptions {
   refuseWith?: number;
   /** Close every CONNECT's connection at once, answering nothing (still recorded): a proxy that opens no tunnels. */
   closeTunnels?: boolean;
+  /** Never answer a CONNECT, keeping its connection open (still recorded): a proxy stuck upstream. */
+  silentTunnels?: boolean;
 }
 
 /** Reason phrases of the statuses a test may make the proxy refuse with. */
@@ -198,6 +200,7 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RecordingP
       socket.destroy();
       return;
     }
+    if (options.silentTunnels) return;
     if (refusal !== undefined) {
       const extra = Object.entries(refusalHeaders).map(([name, value]) => `${name}: ${value}\r\n`);
       socket.end(

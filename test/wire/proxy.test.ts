@@ -196,6 +196,21 @@ describe('a proxy that opens no tunnels', () => {
   });
 });
 
+describe('a proxy that never answers', () => {
+  it("a CONNECT left unanswered: each attempt ends at --timeout (exit 4), not at undici's 300 s", async () => {
+    const proxy = await bed.forwardProxy({ host: PROXY_HOST, silentTunnels: true });
+    const names = await twoDocuments('silent');
+    const run = await bed.main(['register', names[0]!, '--timeout', '500', '--retries', '1'], {
+      env: { NOTARIZE_BASE_URL: ELSEWHERE, HTTPS_PROXY: proxy.url, NOTARIZE_RETRY_DELAY_MS: '1' },
+      noBaseUrlCheck: true,
+    });
+    expect(run.code, describeRun(run)).toBe(4);
+    // Two attempts of 500 ms (undici's own bound, 300 s an attempt, would outlast the test's time limit).
+    expect(proxy.tunnels).toEqual(['notarize.test:443', 'notarize.test:443']);
+    expect(run.stderr).toContain('timed out');
+  });
+});
+
 describe('a malformed proxy URL', () => {
   it.each([
     ['HTTPS_PROXY', 'proxy.internal:3128'],
