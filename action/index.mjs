@@ -8969,6 +8969,19 @@ var init_validation = __esmMin((() => {
 	BASE_URL_PATTERN = /^https?:\/\/[A-Za-z0-9._~!$&'()*+,;=:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
 }));
 // dist/api/schemas.js
+/**
+* Whether `json` is a session of the documented shape. A session kept
+* although it is not (a request step's answer of another shape) is sent only
+* when named (`notarize complete <hash>`); told from its text, so that one
+* kept by any build of notarize is known.
+*/
+function isSubscriptionSession(json) {
+	try {
+		return subscriptionSessionSchema.safeParse(JSON.parse(json)).success;
+	} catch {
+		return false;
+	}
+}
 var BLOCKCHAIN_TYPES, wireBoolean, registrationRequestSchema, nullableString, unixSeconds, subscriptionSessionSchema, notarizationRecordSchema, loginRequestSchema, fileMetadataAnswerSchema, loginResponseSchema, fileMetadataSchema, tokenClaimsSchema;
 var init_schemas = __esmMin((() => {
 	init_zod();
@@ -11965,7 +11978,7 @@ function requestUnread(hash, requestedAt) {
 */
 function refusedOnItsOwn(deps, pending) {
 	if (pending.forfaitUnreadAt !== void 0) return answerUnread(deps, pending);
-	if (pending.unexpectedShape) return unexpectedSession(pending.hash);
+	if (!isSubscriptionSession(pending.sessionJson)) return unexpectedSession(pending.hash);
 }
 /** The refusal to send on its own a session kept although not of the documented shape (`unexpectedShape`). */
 function unexpectedSession(hash) {
@@ -11993,14 +12006,13 @@ function registrationRequest(input) {
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps, input) {
 	deps.onStep?.("requesting");
-	const save = async (sessionJson, marks = {}) => {
+	const save = async (sessionJson) => {
 		const entry = {
 			hash: input.hash,
 			description: input.description,
 			custody: input.custody,
 			savedAt: now(deps).toISOString(),
 			...input.file ? { file: input.file } : {},
-			...marks,
 			sessionJson
 		};
 		await savePendingOrExplain(deps, entry);
@@ -12012,7 +12024,7 @@ async function requestStep(deps, input) {
 		return saved;
 	} catch (error) {
 		if (error instanceof InvalidAnswerError && isPlainObject(error.json)) {
-			await save(error.raw, { unexpectedShape: true });
+			await save(error.raw);
 			throw new ProtocolError(`${error.message}; the answer was kept as pending`, {
 				hint: `inspect it with \`notarize pending\`; \`notarize complete ${input.hash}\` sends it back as received`,
 				cause: error
@@ -13431,12 +13443,6 @@ var init_service_store = __esmMin((() => {
 		* explicit `notarize complete` sends the session again.
 		*/
 		forfaitUnreadAt: string$1().optional(),
-		/**
-		* Set when the request step's answer, a JSON object, was not of the
-		* documented session shape: kept in case the service takes it back,
-		* but only an explicit `notarize complete` sends it, never a re-run.
-		*/
-		unexpectedShape: literal(true).optional(),
 		/** The request step's answer, exactly as received. */
 		sessionJson: jsonObjectText
 	}).transform(withoutVersion);
@@ -19631,7 +19637,7 @@ function planOf(entry) {
 }
 function stateOf(entry, underRoot, blocked) {
 	if (entry.forfaitUnreadAt !== void 0) return "answer-unread";
-	if (entry.unexpectedShape) return "unexpected-shape";
+	if (!isSubscriptionSession(entry.sessionJson)) return "unexpected-shape";
 	if (underRoot) return "under-root";
 	return blocked ? "blocked" : "ready";
 }
@@ -19708,6 +19714,7 @@ async function runPendingDrop(options) {
 }
 var DROP_LOCK_WAIT_MS;
 var init_pending = __esmMin((() => {
+	init_schemas();
 	init_hash$1();
 	init_trees();
 	init_errors();

@@ -57,6 +57,20 @@ export const subscriptionSessionSchema = z.looseObject({
 export type SubscriptionSession = z.infer<typeof subscriptionSessionSchema>;
 
 /**
+ * Whether `json` is a session of the documented shape. A session kept
+ * although it is not (a request step's answer of another shape) is sent only
+ * when named (`notarize complete <hash>`); told from its text, so that one
+ * kept by any build of notarize is known.
+ */
+export function isSubscriptionSession(json: string): boolean {
+  try {
+    return subscriptionSessionSchema.safeParse(JSON.parse(json)).success;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * The notarization record: answer of forfait. The chain fields are null right
  * after completion (the chain write happens later) and their types once
  * filled are unknown, so they accept any JSON value.

@@ -4,6 +4,7 @@
  * never deletes it), so no session ever needs a person to edit the store.
  */
 import type { Command } from 'commander';
+import { isSubscriptionSession } from '../api/schemas.js';
 import { basename } from 'node:path';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
@@ -72,7 +73,7 @@ function planOf(entry: PendingEntry): string {
 
 function stateOf(entry: PendingEntry, underRoot: boolean, blocked: boolean): PendingRow['state'] {
   if (entry.forfaitUnreadAt !== undefined) return 'answer-unread';
-  if (entry.unexpectedShape) return 'unexpected-shape';
+  if (!isSubscriptionSession(entry.sessionJson)) return 'unexpected-shape';
   if (underRoot) return 'under-root';
   return blocked ? 'blocked' : 'ready';
 }

@@ -16,7 +16,12 @@
  */
 import type { ApiClient } from '../api/client.js';
 import { verificationPath } from '../api/pages.js';
-import { subscriptionSessionSchema, type BLOCKCHAIN_TYPES, type RegistrationRequest } from '../api/schemas.js';
+import {
+  isSubscriptionSession,
+  subscriptionSessionSchema,
+  type BLOCKCHAIN_TYPES,
+  type RegistrationRequest,
+} from '../api/schemas.js';
 import {
   EXIT,
   InvalidAnswerError,
@@ -335,7 +340,7 @@ export function requestUnread(hash: string, requestedAt: string): ProtocolError 
  */
 function refusedOnItsOwn(deps: FlowDeps, pending: PendingEntry): ProtocolError | undefined {
   if (pending.forfaitUnreadAt !== undefined) return answerUnread(deps, pending);
-  if (pending.unexpectedShape) return unexpectedSession(pending.hash);
+  if (!isSubscriptionSession(pending.sessionJson)) return unexpectedSession(pending.hash);
   return undefined;
 }
 
@@ -387,17 +392,13 @@ export function registrationRequest(
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<PendingEntry> {
   deps.onStep?.('requesting');
-  const save = async (
-    sessionJson: string,
-    marks: Pick<PendingEntry, 'unexpectedShape'> = {},
-  ): Promise<PendingEntry> => {
+  const save = async (sessionJson: string): Promise<PendingEntry> => {
     const entry: PendingEntry = {
       hash: input.hash,
       description: input.description,
       custody: input.custody,
       savedAt: now(deps).toISOString(),
       ...(input.file ? { file: input.file } : {}),
-      ...marks,
       sessionJson,
     };
     await savePendingOrExplain(deps, entry);
@@ -410,10 +411,10 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
     return saved;
   } catch (error) {
     // An object of an unexpected shape may still be a session the service
-    // will accept back: keep it rather than lose the registration, marked so
-    // that only an explicit `complete` sends it.
+    // will accept back: keep it rather than lose the registration (only an
+    // explicit `complete` sends it: refusedOnItsOwn).
     if (error instanceof InvalidAnswerError && isPlainObject(error.json)) {
-      await save(error.raw, { unexpectedShape: true });
+      await save(error.raw);
       throw new ProtocolError(`${error.message}; the answer was kept as pending`, {
         hint: `inspect it with \`notarize pending\`; \`notarize complete ${input.hash}\` sends it back as received`,
         cause: error,

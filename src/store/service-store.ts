@@ -79,12 +79,6 @@ const pendingEntrySchema = z
      * explicit `notarize complete` sends the session again.
      */
     forfaitUnreadAt: z.string().optional(),
-    /**
-     * Set when the request step's answer, a JSON object, was not of the
-     * documented session shape: kept in case the service takes it back,
-     * but only an explicit `notarize complete` sends it, never a re-run.
-     */
-    unexpectedShape: z.literal(true).optional(),
     /** The request step's answer, exactly as received. */
     sessionJson: jsonObjectText,
   })
