@@ -122,7 +122,10 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     .option('--json', 'print data as JSON (exactly what the service returned) and errors as JSON on stderr')
     .option('-q, --quiet', 'no messages on stderr besides warnings and errors')
     .option('--verbose', 'log each request (method, URL, status, time; never secrets) and show stack traces')
-    .option('--timeout <ms>', 'milliseconds each request may take (default 30000)')
+    .option(
+      '--timeout <ms>',
+      'milliseconds each request may take (default 30000); through a proxy, opening its tunnel and the TLS handshake too, each',
+    )
     .option(
       '--retries <n>',
       'retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through',
