@@ -34,8 +34,8 @@
 import { createHash } from 'node:crypto';
 import { lstatSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
-import { NotarizeError, StoreError, TransientError } from '../errors.js';
+import { isAbsolute, join } from 'node:path';
+import { NotarizeError, StoreError, TransientError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
 import { SETTINGS } from '../settings.js';
 import {
@@ -53,15 +53,25 @@ import { ServiceStore } from './service-store.js';
 /**
  * The store directory: NOTARIZE_CONFIG_DIR, else the platform's config
  * directory. A variable set to the empty string counts as unset, as for
- * every setting (and as the XDG spec says of XDG_CONFIG_HOME): an empty
- * XDG_CONFIG_HOME made the store `./notarize`, credentials in the current directory.
+ * every setting, and a relative XDG_CONFIG_HOME or APPDATA is ignored (the
+ * XDG spec says so of the first): an empty XDG_CONFIG_HOME made the store
+ * `./notarize`, credentials in the current directory. A home directory that
+ * is empty or relative (`HOME=`, which os.homedir() returns as it is) is
+ * refused for the same reason: the token would land in the checkout.
  */
 export function defaultStoreDir(env: NodeJS.ProcessEnv): string {
   if (env.NOTARIZE_CONFIG_DIR) return env.NOTARIZE_CONFIG_DIR;
-  const home = homedir();
-  if (process.platform === 'win32') return join(env.APPDATA || join(home, 'AppData', 'Roaming'), 'notarize');
+  const absolute = (dir: string | undefined) => (dir && isAbsolute(dir) ? dir : undefined);
+  const home = process.platform === 'win32' ? homedir() : (env.HOME ?? homedir());
+  if (!isAbsolute(home)) {
+    throw new UsageError(`no home directory to keep the store in (HOME is ${home === '' ? 'empty' : 'relative'})`, {
+      code: 'no_store_dir',
+      hint: 'set HOME, or NOTARIZE_CONFIG_DIR to a private folder (in CI, e.g. under $RUNNER_TEMP)',
+    });
+  }
+  if (process.platform === 'win32') return join(absolute(env.APPDATA) ?? join(home, 'AppData', 'Roaming'), 'notarize');
   if (process.platform === 'darwin') return join(home, 'Library', 'Preferences', 'notarize');
-  return join(env.XDG_CONFIG_HOME || join(home, '.config'), 'notarize');
+  return join(absolute(env.XDG_CONFIG_HOME) ?? join(home, '.config'), 'notarize');
 }
 
 type JsonObject = Record<string, unknown>;

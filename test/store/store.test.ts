@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { StoreError } from '../../src/errors.js';
+import { StoreError, UsageError } from '../../src/errors.js';
 import { defaultStoreDir, serviceDirName, Store } from '../../src/store/store.js';
 import { rejection, thrown } from '../helpers/catch.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
@@ -205,6 +205,22 @@ describe('defaultStoreDir', () => {
       expect(defaultStoreDir({})).toBe(fallback);
       // Not `notarize` relative to the current directory.
       expect(defaultStoreDir({ NOTARIZE_CONFIG_DIR: '', XDG_CONFIG_HOME: '' })).toBe(fallback);
+      // A relative XDG_CONFIG_HOME is ignored, as the XDG spec says.
+      expect(defaultStoreDir({ HOME: '/home/ci', XDG_CONFIG_HOME: 'relative' })).toBe('/home/ci/.config/notarize');
+    },
+  );
+
+  it.runIf(process.platform !== 'win32')(
+    'refuses an empty or relative HOME (the store, the token with it, would land in the current directory)',
+    () => {
+      for (const home of ['', 'relative/home']) {
+        const error = thrown(() => defaultStoreDir({ HOME: home }));
+        expect(error).toBeInstanceOf(UsageError);
+        expect(error).toMatchObject({ exitCode: 2, code: 'no_store_dir' });
+        expect((error as UsageError).hint).toMatch(/NOTARIZE_CONFIG_DIR/);
+      }
+      // NOTARIZE_CONFIG_DIR is the user's own choice: taken as given.
+      expect(defaultStoreDir({ HOME: '', NOTARIZE_CONFIG_DIR: '/srv/n' })).toBe('/srv/n');
     },
   );
 });
