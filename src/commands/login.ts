@@ -81,6 +81,13 @@ async function obtainKey(options: LoginOptions): Promise<string> {
   try {
     return cleanSecret(await promptHidden('API key: ', io.stdin, process.stderr)) ?? '';
   } catch {
+    // Ctrl-C at the prompt (raw mode: a character, not a signal) ends the run as Ctrl-C does
+    // anywhere else: the signal's own way out (exit 130, one line), when the CLI listens for it.
+    if (process.listenerCount('SIGINT') > 0) {
+      process.kill(process.pid, 'SIGINT');
+      // The signal is handled on a later turn of the event loop, which this timer keeps going.
+      await new Promise((resolve) => setTimeout(resolve, 10_000));
+    }
     throw new UsageError('login cancelled');
   }
 }
@@ -94,7 +101,13 @@ export async function runLogin(options: LoginOptions): Promise<ValueResult> {
   // key is sent, not after (the token would be thrown away).
   store.getToken(baseUrl);
   const apiKey = await obtainKey(options);
-  if (apiKey === '') throw new UsageError('the API key is empty');
+  // No key is no credentials (exit 3), as a blank NOTARIZE_API_KEY is: most often a CI secret this
+  // job cannot see (a fork's pull request), piped in as the login's --help shows.
+  if (apiKey === '') {
+    throw new AuthError('the API key is empty', {
+      hint: 'give the key (a CI secret may be unavailable to this job, e.g. on a pull request from a fork)',
+    });
+  }
   io.addSecret(apiKey);
   const token = await (await options.api()).login(apiKey);
   io.addSecret(token);

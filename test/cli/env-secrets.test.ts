@@ -130,9 +130,14 @@ describe('NOTARIZE_API_KEY and the key on standard input', () => {
     expect(bed.sandbox.calls).toEqual([]);
   });
 
-  it('a blank key on standard input is refused as empty (exit 2), nothing sent', async () => {
-    const run = await bed.main(['login', '--api-key-stdin'], { input: ' \r\n' });
-    expectFailure(run, EXIT.usage, /the API key is empty/);
+  it('a blank key on standard input is no credentials (exit 3, as a blank NOTARIZE_API_KEY), nothing sent', async () => {
+    // login --help's CI example with a secret this job cannot see (a fork's pull request).
+    for (const input of [' \r\n', '']) {
+      const run = await bed.main(['login', '--api-key-stdin'], { input });
+      expectFailure(run, EXIT.auth, /the API key is empty/);
+      const json = await bed.main(['login', '--api-key-stdin', '--json'], { input });
+      expectJsonError(json, EXIT.auth);
+    }
     expect(bed.sandbox.calls).toEqual([]);
   });
 });

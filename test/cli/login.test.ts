@@ -6,6 +6,7 @@ import { SANDBOX_USER } from '../../src/sandbox/server.js';
 import { present } from '../../src/output/present.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { contextFor, type TestContext } from '../helpers/context.js';
+import { BIN, describeRun, runProcess } from '../helpers/cli.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
@@ -61,5 +62,31 @@ describe('runLogin and runLogout', () => {
       info: [`no token was stored for ${bed.url}`],
       warnings: ['NOTARIZE_TOKEN is set in the environment and is still used'],
     });
+  });
+});
+
+describe('the hidden prompt, on a real terminal (script(1) gives the bin a pseudo-terminal)', () => {
+  /** `notarize login` on a terminal, `keys` typed once the prompt is up (after a second, in raw mode). */
+  async function typed(keys: string) {
+    const command = `(sleep 1; printf '${keys}') | script -q -e -c "'${process.execPath}' '${BIN}' login" /dev/null`;
+    const env = { ...bed.env(), NOTARIZE_API_KEY: '' };
+    const run = await runProcess('bash', ['-c', command], env, { cwd: bed.workDir, timeoutMs: 20_000 });
+    bed.record(run);
+    return run;
+  }
+
+  it('Enter alone is no key: exit 3 (no credentials), nothing sent', async () => {
+    const run = await typed('\\r');
+    expect(run.code, describeRun(run)).toBe(3);
+    expect(run.stdout).toContain('the API key is empty');
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('Ctrl-C is an interruption, as anywhere else: exit 130, one line, nothing sent', async () => {
+    const run = await typed('abc\\003');
+    expect(run.code, describeRun(run)).toBe(130);
+    expect(run.stdout).toContain('interrupted (SIGINT)');
+    expect(run.stdout).not.toContain('login cancelled');
+    expect(bed.sandbox.calls).toEqual([]);
   });
 });

@@ -187,7 +187,6 @@ describe('usage errors send nothing', () => {
       argv: () => ['register', '--hash', sha256('c'), '-d', 'c', '--custody'],
       message: /--custody needs (a )?file path/,
     },
-    { name: 'login with an empty key', argv: () => ['login', '--api-key-stdin'], message: /the API key is empty/ },
     {
       name: 'a base URL with credentials in it',
       argv: () => ['register', '--hash', sha256('u'), '-d', 'u', '--base-url', 'https://user:pw@127.0.0.1:1'],
