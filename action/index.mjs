@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
-import { basename, dirname, extname, join, normalize, resolve, sep } from "node:path";
+import { basename, dirname, extname, isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
 import { lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
@@ -20489,13 +20489,21 @@ function describe(record) {
 	const description = (record instanceof ExactJson ? record.parsed() : record)?.description;
 	return typeof description === "string" ? description : "";
 }
-/** The completed notarizations of the ledger, oldest first; a damaged file is a warning and is passed over. */
+/**
+* The completed notarizations of the ledger, oldest first. A damaged file
+* is a warning and is passed over, and the run fails (exit 2) once the rest
+* is shown: a list kept as a build artifact (`list --json > ...`) must not
+* pass for the whole ledger, `[]` for a ledger of one damaged record.
+*/
 async function runList(options) {
 	const baseUrl = options.baseUrl();
 	const { entries, problems } = await options.ledger().listRecords();
 	entries.sort((a, b) => a.completedAt < b.completedAt ? -1 : a.completedAt > b.completedAt ? 1 : 0);
+	const [first] = problems;
+	const failure = first === void 0 ? void 0 : new StoreError(first.file, `${problems.length === 1 ? "a ledger file" : `${problems.length} ledger files`} could not be read: the list leaves ${problems.length === 1 ? "it" : "them"} out`, { hint: "see the warnings above for each; restore such a file from a backup, or move it aside" });
 	return {
 		kind: "rows",
+		...failure ? { failure } : {},
 		warnings: problems.map((problem) => `${problem.message}; ${problem.hint ?? ""}`),
 		rows: entries.map((e) => ({
 			hash: e.hash,
@@ -20516,12 +20524,13 @@ async function runList(options) {
 			r.file ?? "-",
 			describe(r.record)
 		],
-		empty: `the ledger of ${baseUrl} is empty`
+		empty: first === void 0 ? `the ledger of ${baseUrl} is empty` : `no readable record in the ledger of ${baseUrl}`
 	};
 }
 var init_list = __esmMin((() => {
 	init_pages();
 	init_exact_json();
+	init_errors();
 	init_results();
 	init_action();
 	init_options();
@@ -20793,6 +20802,10 @@ async function obtainKey(options) {
 	try {
 		return cleanSecret(await promptHidden("API key: ", io.stdin, process.stderr)) ?? "";
 	} catch {
+		if (process.listenerCount("SIGINT") > 0) {
+			process.kill(process.pid, "SIGINT");
+			await new Promise((resolve) => setTimeout(resolve, 1e4));
+		}
 		throw new UsageError("login cancelled");
 	}
 }
@@ -20803,7 +20816,7 @@ async function runLogin(options) {
 	const store = options.store();
 	store.getToken(baseUrl);
 	const apiKey = await obtainKey(options);
-	if (apiKey === "") throw new UsageError("the API key is empty");
+	if (apiKey === "") throw new AuthError("the API key is empty", { hint: "give the key (a CI secret may be unavailable to this job, e.g. on a pull request from a fork)" });
 	io.addSecret(apiKey);
 	const token = await (await options.api()).login(apiKey);
 	io.addSecret(token);
@@ -37900,15 +37913,23 @@ var store_exports = /* @__PURE__ */ __exportAll({
 /**
 * The store directory: NOTARIZE_CONFIG_DIR, else the platform's config
 * directory. A variable set to the empty string counts as unset, as for
-* every setting (and as the XDG spec says of XDG_CONFIG_HOME): an empty
-* XDG_CONFIG_HOME made the store `./notarize`, credentials in the current directory.
+* every setting, and a relative XDG_CONFIG_HOME or APPDATA is ignored (the
+* XDG spec says so of the first): an empty XDG_CONFIG_HOME made the store
+* `./notarize`, credentials in the current directory. A home directory that
+* is empty or relative (`HOME=`, which os.homedir() returns as it is) is
+* refused for the same reason: the token would land in the checkout.
 */
 function defaultStoreDir(env) {
 	if (env.NOTARIZE_CONFIG_DIR) return env.NOTARIZE_CONFIG_DIR;
-	const home = homedir();
-	if (process.platform === "win32") return join(env.APPDATA || join(home, "AppData", "Roaming"), "notarize");
+	const absolute = (dir) => dir && isAbsolute(dir) ? dir : void 0;
+	const home = process.platform === "win32" ? homedir() : env.HOME ?? homedir();
+	if (!isAbsolute(home)) throw new UsageError(`no home directory to keep the store in (HOME is ${home === "" ? "empty" : "relative"})`, {
+		code: "no_store_dir",
+		hint: "set HOME, or NOTARIZE_CONFIG_DIR to a private folder (in CI, e.g. under $RUNNER_TEMP)"
+	});
+	if (process.platform === "win32") return join(absolute(env.APPDATA) ?? join(home, "AppData", "Roaming"), "notarize");
 	if (process.platform === "darwin") return join(home, "Library", "Preferences", "notarize");
-	return join(env.XDG_CONFIG_HOME || join(home, ".config"), "notarize");
+	return join(absolute(env.XDG_CONFIG_HOME) ?? join(home, ".config"), "notarize");
 }
 /**
 * What the store's top directory holds: its files, their temporary files

@@ -4,6 +4,7 @@ import { verificationUrl } from '../api/pages.js';
 import type { Context } from '../context.js';
 import type { RowsResult } from '../output/present.js';
 import { ExactJson } from '../exact-json.js';
+import { StoreError } from '../errors.js';
 import { embed } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, viewOf } from './action.js';
@@ -45,13 +46,28 @@ export interface ListRow {
   record: ExactJson | string;
 }
 
-/** The completed notarizations of the ledger, oldest first; a damaged file is a warning and is passed over. */
+/**
+ * The completed notarizations of the ledger, oldest first. A damaged file
+ * is a warning and is passed over, and the run fails (exit 2) once the rest
+ * is shown: a list kept as a build artifact (`list --json > ...`) must not
+ * pass for the whole ledger, `[]` for a ledger of one damaged record.
+ */
 export async function runList(options: ListOptions): Promise<RowsResult<ListRow>> {
   const baseUrl = options.baseUrl();
   const { entries, problems } = await options.ledger().listRecords();
   entries.sort((a, b) => (a.completedAt < b.completedAt ? -1 : a.completedAt > b.completedAt ? 1 : 0));
+  const [first] = problems;
+  const failure =
+    first === undefined
+      ? undefined
+      : new StoreError(
+          first.file,
+          `${problems.length === 1 ? 'a ledger file' : `${problems.length} ledger files`} could not be read: the list leaves ${problems.length === 1 ? 'it' : 'them'} out`,
+          { hint: 'see the warnings above for each; restore such a file from a backup, or move it aside' },
+        );
   return {
     kind: 'rows',
+    ...(failure ? { failure } : {}),
     warnings: problems.map((problem) => `${problem.message}; ${problem.hint ?? ''}`),
     rows: entries.map((e) => ({
       hash: e.hash,
@@ -62,6 +78,6 @@ export async function runList(options: ListOptions): Promise<RowsResult<ListRow>
     })),
     headers: ['HASH', 'COMPLETED', 'FILE', 'DESCRIPTION'],
     cells: (r) => [r.hash, r.completedAt, r.file ?? '-', describe(r.record)],
-    empty: `the ledger of ${baseUrl} is empty`,
+    empty: first === undefined ? `the ledger of ${baseUrl} is empty` : `no readable record in the ledger of ${baseUrl}`,
   };
 }

@@ -1,4 +1,5 @@
 /** runList and runShow in process: the ledger's records as data, oldest first, and one record by digest or file. */
+import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ExactJson } from '../../src/exact-json.js';
 import { runList } from '../../src/commands/list.js';
@@ -42,6 +43,23 @@ describe('runList', () => {
     expect(result.cells(result.rows[0]!)).toEqual([first, result.rows[0]!.completedAt, 'a.txt', 'about a.txt']);
     present({ io: t.io, env: {}, format: 'json' }, result);
     expect(t.stdout()).toBe((await bed.main(['list', '--json'])).stdout);
+  });
+
+  it('a damaged ledger file: the rest listed, a warning, and exit 2 (never [] passing for the whole ledger)', async () => {
+    const kept = await registered('kept.txt', 'kept\n');
+    const damaged = await registered('damaged.txt', 'damaged\n');
+    writeFileSync(bed.ledgerFile(damaged), '{"x":1');
+    const run = await bed.main(['list', '--json']);
+    expect(run.code, run.stderr).toBe(2);
+    expect((JSON.parse(run.stdout) as { hash: string }[]).map((r) => r.hash)).toEqual([kept]);
+    expect(run.stderr).toContain(bed.ledgerFile(damaged));
+    expect(run.stderr).toMatch(/a ledger file could not be read: the list leaves it out/);
+    // Only the damaged one: not "the ledger is empty".
+    writeFileSync(bed.ledgerFile(kept), '{"x":1');
+    const none = await bed.main(['list']);
+    expect(none.code, none.stderr).toBe(2);
+    expect(none.stderr).toContain(`no readable record in the ledger of ${bed.url}`);
+    expect(none.stderr).not.toContain('is empty');
   });
 });
 
