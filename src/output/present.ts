@@ -8,7 +8,7 @@
 import { appendFileSync } from 'node:fs';
 import { verificationUrl } from '../api/pages.js';
 import type { Outcome } from '../core/notarize.js';
-import { InputFileError } from '../errors.js';
+import { errorJson, InputFileError } from '../errors.js';
 import { annotations, inGitHubActions, markdownSummary } from './github.js';
 import { ExactJson, memberText, stringifyExact } from '../exact-json.js';
 import type { IO } from './io.js';
@@ -137,7 +137,10 @@ export function checksumsFor(view: View): Checksums {
     keep: json,
     ready: () => io.drained(),
     onChecksum: (checksum) => {
-      if ('error' in checksum) io.error(failureLine(checksum));
+      // With --json every line on stderr is a JSON error, as --json promises: this one names its file.
+      if ('error' in checksum && json)
+        io.error(JSON.stringify({ error: { ...errorJson(checksum.error), file: checksum.file } }));
+      else if ('error' in checksum) io.error(failureLine(checksum));
       else if (!json) io.dataSoon(checksumLine(checksum.hash, checksum.file));
     },
   });

@@ -11,6 +11,7 @@ import { optionsSchema, runHash, type HashOptions } from '../../src/commands/has
 import { checksumsFor, present } from '../../src/output/present.js';
 import { Checksums, type Checksum } from '../../src/output/results.js';
 import { bufferIO, type BufferIO } from '../helpers/io.js';
+import { runMain } from '../helpers/main.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
 const tempDir = useTempDirs('notarize-hash-');
@@ -95,6 +96,41 @@ describe('runHash', () => {
       { file: a, hash: ha },
       { file: b, hash: hb },
     ]);
-    expect(json.stderr()).toBe(`notarize: ${missing}: no such file or directory\n`);
+    // With --json, stderr holds JSON errors only, this one naming its file.
+    expect(
+      json
+        .stderr()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as unknown),
+    ).toEqual([
+      {
+        error: {
+          code: 'unreadable_file',
+          exitCode: 2,
+          message: `cannot read '${missing}': no such file or directory`,
+          file: missing,
+        },
+      },
+    ]);
+  });
+
+  it('--json in a real run: every line on stderr is JSON, the batch error last', async () => {
+    const [a] = files(['a.txt']) as [string];
+    const missing = join(tempDir(), 'missing.txt');
+    const run = await runMain(
+      ['hash', '--json', a, missing],
+      { NOTARIZE_CONFIG_DIR: tempDir() },
+      { noBaseUrlCheck: true },
+    );
+    expect(run.code, run.stderr).toBe(2);
+    const lines = run.stderr
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { error: { file?: string; code: string } });
+    expect(lines.map((l) => [l.error.code, l.error.file ?? null])).toEqual([
+      ['unreadable_file', missing],
+      ['batch_failed', null],
+    ]);
   });
 });

@@ -254,6 +254,14 @@ describe('--files-from', () => {
   });
 });
 
+/** The JSON error lines of a --json run's stderr, in order. */
+function jsonErrors(stderr: string): { code: string; message: string; file?: string }[] {
+  return stderr
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => (JSON.parse(line) as { error: { code: string; message: string; file?: string } }).error);
+}
+
 describe('names that are not UTF-8: failed, never read as another file', () => {
   /** dir/a<0xff> (not UTF-8), beside dir/a\uFFFD (UTF-8, what a lossy decoding of the first gives) and dir/b. */
   async function threeFiles(dir: string) {
@@ -273,9 +281,9 @@ describe('names that are not UTF-8: failed, never read as another file', () => {
       { file: shown, hash: real },
       { file: bed.path('walked/b'), hash: b },
     ]);
-    // Its bytes that are not UTF-8 are shown as \xNN: not mistaken for the other a-file.
-    expect(run.stderr).toContain(
-      `${bed.path('walked/a')}\\xff: its name is not valid UTF-8 (found in a folder walked), so notarize cannot open it by name`,
+    // Its bytes that are not UTF-8 are shown as \xNN: not mistaken for the other a-file. (--json: a JSON error line.)
+    expect(jsonErrors(run.stderr)[0]!.message).toContain(
+      `'${bed.path('walked/a')}\\xff': its name is not valid UTF-8 (found in a folder walked), so notarize cannot open it by name`,
     );
     // --exclude leaves it out as any other file; --include too, when it does not match.
     const excluded = await bed.main(['hash', '-r', bed.path('walked'), '--exclude', 'a*', '--json']);
@@ -302,8 +310,8 @@ describe('names that are not UTF-8: failed, never read as another file', () => {
     const run = await bed.main(['hash', '--files-from', '-', '-0', '--json'], { input: list });
     expect(run.code, describeRun(run)).toBe(2);
     expect(JSON.parse(run.stdout)).toEqual([{ file: shown, hash: real }]);
-    expect(run.stderr).toContain(
-      `${bed.path('listed/a')}\\xff: its name is not valid UTF-8 (in the --files-from list)`,
+    expect(jsonErrors(run.stderr)[0]!.message).toContain(
+      `'${bed.path('listed/a')}\\xff': its name is not valid UTF-8 (in the --files-from list)`,
     );
   });
 

@@ -296,7 +296,21 @@ describe('present: checksums', () => {
       checksums.add({ file: 'gone.txt', error: failure });
       checksums.add({ file: 'b\nc.txt', hash: HASH });
       checksums.add({ file: 'late.txt', error: other });
-      expect(out.stderr()).toBe('notarize: gone.txt: no such file or directory\nnotarize: late.txt: cancelled\n');
+      if (format === 'table') {
+        expect(out.stderr()).toBe('notarize: gone.txt: no such file or directory\nnotarize: late.txt: cancelled\n');
+      } else {
+        // --json: every line on stderr is a JSON error, naming its file.
+        expect(
+          out
+            .stderr()
+            .split('\n')
+            .filter(Boolean)
+            .map((line) => JSON.parse(line) as unknown),
+        ).toEqual([
+          { error: { code: 'unreadable_file', exitCode: 2, message: failure.message, file: 'gone.txt' } },
+          { error: { code: 'usage', exitCode: 2, message: 'cancelled', file: 'late.txt' } },
+        ]);
+      }
       if (format === 'table') expect(out.stdout()).toBe(`${HASH}  a.txt\n\\${HASH}  b\\nc.txt\n`);
       else expect(out.stdout()).toBe('');
       present(out.view, { kind: 'checksums', checksums });
