@@ -27,7 +27,11 @@ export interface EnvironmentGroup {
 export const ENVIRONMENT: readonly EnvironmentGroup[] = [
   {
     title: 'settings: a flag wins over these, these over `notarize config`; empty is unset',
-    variables: ALL_SETTINGS.map((s) => ({ names: [s.env], description: `${s.description} (default ${s.default})` })),
+    variables: ALL_SETTINGS.map((s) => ({
+      names: [s.env],
+      // NOTARIZE_RETRY_DELAY_MS: a variable only, which `notarize config` does not know.
+      description: `${s.description} (default ${s.default})${s.storable ? '' : '; this variable only (no flag, no config key)'}`,
+    })),
   },
   {
     title: 'credentials and store',
@@ -42,12 +46,14 @@ export const ENVIRONMENT: readonly EnvironmentGroup[] = [
       { names: ['NOTARIZE_CONFIG_DIR'], description: 'store directory (settings, tokens, pending sessions, ledger)' },
       {
         names: ['XDG_CONFIG_HOME'],
-        description: 'the store is $XDG_CONFIG_HOME/notarize by default (Linux)',
+        description:
+          'the store is $XDG_CONFIG_HOME/notarize by default (Linux); a relative path is ignored, as the XDG spec says',
       },
       { names: ['APPDATA'], description: 'the store is %APPDATA%\\notarize by default (Windows)' },
       {
         names: ['HOME', 'USERPROFILE'],
-        description: 'home directory (USERPROFILE on Windows): the default store is under it',
+        description:
+          'home directory (USERPROFILE on Windows): the default store is under it; an empty or relative one is refused (exit 2), never the current directory',
         readBy: 'os.homedir()',
       },
     ],
