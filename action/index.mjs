@@ -13050,7 +13050,11 @@ function checksumsFor(view) {
 		keep: json,
 		ready: () => io.drained(),
 		onChecksum: (checksum) => {
-			if ("error" in checksum) io.error(failureLine(checksum));
+			if ("error" in checksum && json) io.error(JSON.stringify({ error: {
+				...errorJson(checksum.error),
+				file: checksum.file
+			} }));
+			else if ("error" in checksum) io.error(failureLine(checksum));
 			else if (!json) io.dataSoon(checksumLine(checksum.hash, checksum.file));
 		}
 	});
@@ -22942,7 +22946,7 @@ const ENVIRONMENT = [
 		title: "settings: a flag wins over these, these over `notarize config`; empty is unset",
 		variables: ALL_SETTINGS.map((s) => ({
 			names: [s.env],
-			description: `${s.description} (default ${s.default})`
+			description: `${s.description} (default ${s.default})${s.storable ? "" : "; this variable only (no flag, no config key)"}`
 		}))
 	},
 	{
@@ -22964,7 +22968,7 @@ const ENVIRONMENT = [
 			},
 			{
 				names: ["XDG_CONFIG_HOME"],
-				description: "the store is $XDG_CONFIG_HOME/notarize by default (Linux)"
+				description: "the store is $XDG_CONFIG_HOME/notarize by default (Linux); a relative path is ignored, as the XDG spec says"
 			},
 			{
 				names: ["APPDATA"],
@@ -22972,7 +22976,7 @@ const ENVIRONMENT = [
 			},
 			{
 				names: ["HOME", "USERPROFILE"],
-				description: "home directory (USERPROFILE on Windows): the default store is under it",
+				description: "home directory (USERPROFILE on Windows): the default store is under it; an empty or relative one is refused (exit 2), never the current directory",
 				readBy: "os.homedir()"
 			}
 		]
@@ -38615,7 +38619,12 @@ async function runAction(env = process.env) {
 	});
 	closeSync(results);
 	if (code === EXIT.auth) process.stderr.write("::error::notarize action: the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)\n");
-	if (env.GITHUB_OUTPUT) writeOutputs(env.GITHUB_OUTPUT, actionOutputs(readFileSync(resultsPath, "utf8"), resultsPath));
+	const ndjson = readFileSync(resultsPath, "utf8");
+	if (code !== EXIT.ok && ndjson === "") {
+		if (code !== EXIT.auth) process.stderr.write(`${errorCommand(`notarize action: notarize stopped before any document, exit ${code}: see its message above`)}\n`);
+		return code;
+	}
+	if (env.GITHUB_OUTPUT) writeOutputs(env.GITHUB_OUTPUT, actionOutputs(ndjson, resultsPath));
 	return code;
 }
 // dist/github-action-main.js

@@ -159,6 +159,17 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
       '::error::notarize action: the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)\n',
     );
   }
-  if (env.GITHUB_OUTPUT) writeOutputs(env.GITHUB_OUTPUT, actionOutputs(readFileSync(resultsPath, 'utf8'), resultsPath));
+  const ndjson = readFileSync(resultsPath, 'utf8');
+  if (code !== EXIT.ok && ndjson === '') {
+    // Stopped before any document (notarize refused an input, a setting or the store): as for the
+    // action's own inputs, one ::error:: line on the run's page and no outputs, never `failed=0`.
+    if (code !== EXIT.auth) {
+      process.stderr.write(
+        `${errorCommand(`notarize action: notarize stopped before any document, exit ${code}: see its message above`)}\n`,
+      );
+    }
+    return code;
+  }
+  if (env.GITHUB_OUTPUT) writeOutputs(env.GITHUB_OUTPUT, actionOutputs(ndjson, resultsPath));
   return code;
 }

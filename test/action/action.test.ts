@@ -238,6 +238,21 @@ describe('the action against the sandbox', () => {
     expect(step.outputs).toEqual({});
   });
 
+  it('notarize refusing an input before any document: one ::error:: line, no outputs (never failed=0)', async () => {
+    const step = await runActionStep(
+      bed.workDir,
+      { command: 'register', paths: 'dist', 'base-url': url, description: 'line1\n::error::FORGED' },
+      { NOTARIZE_CONFIG_DIR: bed.path('refused-store') },
+    );
+    expect(step.run.code).toBe(2);
+    const lines = step.run.stderr.split('\n').filter(Boolean);
+    expect(lines.filter((line) => line.startsWith('::'))).toEqual([
+      '::error::notarize action: notarize stopped before any document, exit 2: see its message above',
+    ]);
+    expect(step.run.stderr).toMatch(/^notarize: --description holds a control character/m);
+    expect(step.outputs).toEqual({});
+  });
+
   it('an input quoted in the ::error:: line is data: line breaks and % encoded, no forged workflow command', async () => {
     const step = await runActionStep(
       bed.workDir,
