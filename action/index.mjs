@@ -22231,9 +22231,23 @@ async function completionSpec(program, commands) {
 		(await entry.load()).configure(command, noContext, commands);
 		return describeCommand(command);
 	}));
+	const help = {
+		name: "help",
+		description: "display help for command",
+		options: [],
+		arguments: [{
+			name: "command",
+			variadic: false,
+			value: {
+				kind: "choice",
+				choices: commands.map((entry) => entry.name)
+			}
+		}],
+		subcommands: []
+	};
 	return {
 		...describeCommand(program),
-		subcommands
+		subcommands: [...subcommands, help]
 	};
 }
 /** One line of text for a table cell: no tab, no newline, never empty. */

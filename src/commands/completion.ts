@@ -117,7 +117,18 @@ export async function completionSpec(program: Command, commands: readonly Comman
       return describeCommand(command);
     }),
   );
-  return { ...describeCommand(program), subcommands };
+  // `help [command...]`, which commander adds by itself (so the program's commands do not list it):
+  // its argument is a command's name.
+  const help: CommandSpec = {
+    name: 'help',
+    description: 'display help for command',
+    options: [],
+    arguments: [
+      { name: 'command', variadic: false, value: { kind: 'choice', choices: commands.map((entry) => entry.name) } },
+    ],
+    subcommands: [],
+  };
+  return { ...describeCommand(program), subcommands: [...subcommands, help] };
 }
 
 /** One line of text for a table cell: no tab, no newline, never empty. */

@@ -179,7 +179,8 @@ function flagsOf(command: Command): string[] {
   return [...command.options.flatMap((o) => [o.long, o.short]), '--help', '-h'].filter((f): f is string => Boolean(f));
 }
 
-const COMMAND_NAMES = COMMANDS.map((c) => c.name).sort();
+/** The commands, and commander's own `help`. */
+const COMMAND_NAMES = [...COMMANDS.map((c) => c.name), 'help'].sort();
 
 interface Case {
   line: string;
@@ -221,6 +222,8 @@ async function cases(): Promise<Case[]> {
     { line: 'notarize config set ti', offered: ['timeout'], after: 'notarize config set timeout ' },
     { line: 'notarize config set timeout ', offered: [] },
     { line: 'notarize completion ', offered: ['bash', 'fish', 'zsh'] },
+    { line: 'notarize help ', offered: COMMANDS.map((c) => c.name).sort() },
+    { line: 'notarize help reg', offered: ['register'], after: 'notarize help register ' },
     { line: 'notarize pending ', offered: pending.commands.map((c) => c.name()).sort() },
     { line: 'notarize list ', offered: [] },
     { line: 'notarize complete ', offered: [] },
@@ -280,8 +283,9 @@ describe('the generated scripts', () => {
         for (const sub of command.commands) walk(sub, path);
       };
       for (const command of commands) walk(command, 'notarize');
-      // And nothing else: no command the CLI does not have.
-      const known = new Set(commands.map((c) => c.name()));
+      // And nothing else: no command the CLI does not have (commander's own `help` is one it has).
+      const known = new Set([...commands.map((c) => c.name()), 'help']);
+      expect(has('C', 'notarize', 'help'), `${shell}: help`).toBe(true);
       for (const row of rows.filter((r) => r[0] === 'C' && r[1] === 'notarize')) expect(known).toContain(row[2]);
     }
   });
