@@ -4,8 +4,8 @@ import { verificationUrl } from '../api/pages.js';
 import type { Context } from '../context.js';
 import type { RowsResult } from '../output/present.js';
 import { ExactJson } from '../exact-json.js';
-import { StoreError } from '../errors.js';
 import { embed } from '../output/results.js';
+import { passedOver } from '../store/files.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, viewOf } from './action.js';
 import { examples } from './options.js';
@@ -56,15 +56,7 @@ export async function runList(options: ListOptions): Promise<RowsResult<ListRow>
   const baseUrl = options.baseUrl();
   const { entries, problems } = await options.ledger().listRecords();
   entries.sort((a, b) => (a.completedAt < b.completedAt ? -1 : a.completedAt > b.completedAt ? 1 : 0));
-  const [first] = problems;
-  const failure =
-    first === undefined
-      ? undefined
-      : new StoreError(
-          first.file,
-          `${problems.length === 1 ? 'a ledger file' : `${problems.length} ledger files`} could not be read: the list leaves ${problems.length === 1 ? 'it' : 'them'} out`,
-          { hint: 'see the warnings above for each; restore such a file from a backup, or move it aside' },
-        );
+  const failure = passedOver(problems, 'ledger file');
   return {
     kind: 'rows',
     ...(failure ? { failure } : {}),
@@ -78,6 +70,7 @@ export async function runList(options: ListOptions): Promise<RowsResult<ListRow>
     })),
     headers: ['HASH', 'COMPLETED', 'FILE', 'DESCRIPTION'],
     cells: (r) => [r.hash, r.completedAt, r.file ?? '-', describe(r.record)],
-    empty: first === undefined ? `the ledger of ${baseUrl} is empty` : `no readable record in the ledger of ${baseUrl}`,
+    empty:
+      failure === undefined ? `the ledger of ${baseUrl} is empty` : `no readable record in the ledger of ${baseUrl}`,
   };
 }

@@ -13,6 +13,7 @@ import { UsageError } from '../errors.js';
 import type { RowsResult, ValueResult } from '../output/present.js';
 import { embed } from '../output/results.js';
 import type { ExactJson } from '../exact-json.js';
+import { passedOver } from '../store/files.js';
 import { LEASE_MS, withLock } from '../store/lock.js';
 import type { PendingEntry, ServiceStore } from '../store/service-store.js';
 import { finish, viewOf } from './action.js';
@@ -93,7 +94,7 @@ export interface PendingRow {
   session: ExactJson | string | null;
 }
 
-/** Lists pending sessions and unread request steps; a damaged file is a warning and is passed over. */
+/** Lists pending sessions and unread request steps; a damaged file is a warning, passed over, and fails the run (exit 2) once the rest is shown. */
 export async function runPending(options: PendingOptions): Promise<RowsResult<PendingRow>> {
   const ledger = options.ledger();
   const [pending, unanswered] = await Promise.all([ledger.listPending(), ledger.listUnanswered()]);
@@ -124,20 +125,21 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
         session: null,
       })),
   ].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
+  const problems = [...pending.problems, ...unanswered.problems];
+  // Sessions whose requests were sent, maybe paid: a listing that passed one over fails (exit 2).
+  const failure = passedOver(problems, 'pending file');
   return {
     kind: 'rows',
+    ...(failure ? { failure } : {}),
     warnings: [
-      ...[...pending.problems, ...unanswered.problems].map((p) => `${p.message}; ${p.hint ?? ''}`),
+      ...problems.map((p) => `${p.message}; ${p.hint ?? ''}`),
       ...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`),
     ],
     rows,
     headers: ['HASH', 'DESCRIPTION', 'PLAN', 'SAVED', 'STATE'],
     cells: (r) => [r.hash, r.description, r.plan, r.savedAt, r.state],
     // A damaged session file is no registration less: not "none" then.
-    empty:
-      pending.problems.length + unanswered.problems.length > 0
-        ? 'no readable pending registrations (see the warnings above)'
-        : 'no pending registrations',
+    empty: failure ? 'no readable pending registrations (see the warnings above)' : 'no pending registrations',
   };
 }
 

@@ -452,6 +452,25 @@ export function parseStoreText<T extends z.ZodType>(file: string, text: string, 
   return parsed.data;
 }
 
+/**
+ * The failure of a listing that passed over files it could not read
+ * (`what`: "ledger file"), once the rest is shown: its output is not the
+ * whole, and must not pass for it (`[]` and exit 0 for files all damaged).
+ * Undefined when every file was read.
+ */
+export function passedOver(problems: readonly StoreError[], what: string): StoreError | undefined {
+  const [first] = problems;
+  if (first === undefined) return undefined;
+  const which = problems.length === 1 ? `a ${what}` : `${problems.length} ${what}s`;
+  return new StoreError(
+    first.file,
+    `${which} could not be read: the list leaves ${problems.length === 1 ? 'it' : 'them'} out`,
+    {
+      hint: 'see the warnings above for each; restore such a file from a backup, or move it aside',
+    },
+  );
+}
+
 /** The error for a damaged store file: names it and says how to recover. */
 export function corrupt(file: string, reason: string, cause?: unknown): StoreError {
   return new StoreError(file, `store file ${file} is damaged (${reason})`, { hint: recoveryHint(file), cause });

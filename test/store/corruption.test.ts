@@ -104,9 +104,9 @@ describe.each(DAMAGES)('a pending session file: $name', ({ damage }) => {
     expect(callsTo(sandbox.calls.slice(before), 'request', s.p.hash)).toEqual([]);
     expect(callsTo(sandbox.calls.slice(before), 'forfait', s.p.hash)).toEqual([]);
 
-    // `pending` lists the good one and warns about the damaged one, naming it.
+    // `pending` lists the good one and warns about the damaged one, naming it; exit 2: not the whole list.
     const listing = await runMain(['pending', '--json'], s.env);
-    expect(listing.code, describeRun(listing)).toBe(0);
+    expect(listing.code, describeRun(listing)).toBe(2);
     expect((JSON.parse(listing.stdout) as { hash: string }[]).map((e) => e.hash)).toEqual([s.q.hash]);
     expect(listing.stderr).toContain(`warning: store file ${file} is damaged`);
     // Other hashes register and complete as usual.
@@ -122,7 +122,7 @@ describe.each(DAMAGES)('a pending session file: $name', ({ damage }) => {
     expect(ledgerHashes(s.configDir, sandbox.url).sort()).toEqual([s.l.hash, s.n.hash, s.q.hash].sort());
     // With the damaged one left alone, `pending` does not say there is none.
     const alone = await runMain(['pending'], s.env);
-    expect(alone.code, describeRun(alone)).toBe(0);
+    expect(alone.code, describeRun(alone)).toBe(2);
     expect(alone.stderr).toContain('no readable pending registrations (see the warnings above)');
     expect(alone.stderr).not.toMatch(/^no pending registrations/m);
   });
@@ -264,14 +264,14 @@ describe('the credentials file (credentials.json)', () => {
 });
 
 describe('a damaged store seen by real processes', () => {
-  it('a truncated pending file: `register` of its hash exits 2 naming it; `pending` warns and lists the rest', async () => {
+  it('a truncated pending file: `register` of its hash exits 2 naming it; `pending` warns, lists the rest, exits 2', async () => {
     const s = await store();
     const file = s.paths.pending(s.p.hash);
     const bytes = damaged(file, (valid) => valid.slice(0, 40));
     const blocked = await runCli(['register', s.p.path], s.env);
     expectNamed(blocked, file);
     const listing = await runCli(['pending'], s.env);
-    expect(listing.code, describeRun(listing)).toBe(0);
+    expect(listing.code, describeRun(listing)).toBe(2);
     expect(listing.stdout).toContain(s.q.hash);
     expect(listing.stderr).toContain(`warning: store file ${file} is damaged`);
     const other = await runCli(['register', s.n.path], s.env);

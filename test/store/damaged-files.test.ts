@@ -75,14 +75,15 @@ describe('a corrupt store file', () => {
     expect(readFileSync(path)).toEqual(before);
   });
 
-  it('pending warns about a damaged entry, names it, and lists the others', async () => {
+  it('pending warns about a damaged entry, names it, lists the others, and exits 2 (not the whole list)', async () => {
     const good = await bed.file('good.txt', 'good');
     const saved = await bed.main(['register', good, '--no-complete'], { env: bed.withKey() });
     expect(saved.code, saved.stderr).toBe(0);
     const path = join(bed.serviceDir(), 'pending', `${sha256('bad')}.json`);
     const before = plant(path, 'not json');
     const result = await bed.main(['pending']);
-    expect(result.code, result.stderr).toBe(0);
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toMatch(/a pending file could not be read: the list leaves it out/);
     expect(result.stdout).toContain(sha256('good'));
     expect(result.stdout).not.toContain(sha256('bad'));
     expect(result.stderr).toMatch(new RegExp(`warning: store file ${escape(path)} is damaged`));
