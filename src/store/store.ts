@@ -62,6 +62,14 @@ import { ServiceStore } from './service-store.js';
 export function defaultStoreDir(env: NodeJS.ProcessEnv): string {
   if (env.NOTARIZE_CONFIG_DIR) return env.NOTARIZE_CONFIG_DIR;
   const absolute = (dir: string | undefined) => (dir && isAbsolute(dir) ? dir : undefined);
+  // The platform's config folder when its variable names one; else under the home directory.
+  const configHome =
+    process.platform === 'win32'
+      ? absolute(env.APPDATA)
+      : process.platform === 'darwin'
+        ? undefined
+        : absolute(env.XDG_CONFIG_HOME);
+  if (configHome !== undefined) return join(configHome, 'notarize');
   const home = process.platform === 'win32' ? homedir() : (env.HOME ?? homedir());
   if (!isAbsolute(home)) {
     throw new UsageError(`no home directory to keep the store in (HOME is ${home === '' ? 'empty' : 'relative'})`, {
@@ -69,9 +77,9 @@ export function defaultStoreDir(env: NodeJS.ProcessEnv): string {
       hint: 'set HOME, or NOTARIZE_CONFIG_DIR to a private folder (in CI, e.g. under $RUNNER_TEMP)',
     });
   }
-  if (process.platform === 'win32') return join(absolute(env.APPDATA) ?? join(home, 'AppData', 'Roaming'), 'notarize');
+  if (process.platform === 'win32') return join(home, 'AppData', 'Roaming', 'notarize');
   if (process.platform === 'darwin') return join(home, 'Library', 'Preferences', 'notarize');
-  return join(absolute(env.XDG_CONFIG_HOME) ?? join(home, '.config'), 'notarize');
+  return join(home, '.config', 'notarize');
 }
 
 type JsonObject = Record<string, unknown>;

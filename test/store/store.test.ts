@@ -221,6 +221,9 @@ describe('defaultStoreDir', () => {
       }
       // NOTARIZE_CONFIG_DIR is the user's own choice: taken as given.
       expect(defaultStoreDir({ HOME: '', NOTARIZE_CONFIG_DIR: '/srv/n' })).toBe('/srv/n');
+      // On Linux an absolute XDG_CONFIG_HOME places the store: HOME is not needed then.
+      if (process.platform === 'linux')
+        expect(defaultStoreDir({ HOME: '', XDG_CONFIG_HOME: '/cfg' })).toBe('/cfg/notarize');
     },
   );
 });
