@@ -10074,6 +10074,18 @@ function parseStoreText(file, text, schema) {
 	if (!parsed.success) throw corrupt(file, describeZodError(parsed.error), parsed.error);
 	return parsed.data;
 }
+/**
+* The failure of a listing that passed over files it could not read
+* (`what`: "ledger file"), once the rest is shown: its output is not the
+* whole, and must not pass for it (`[]` and exit 0 for files all damaged).
+* Undefined when every file was read.
+*/
+function passedOver(problems, what) {
+	const [first] = problems;
+	if (first === void 0) return void 0;
+	const which = problems.length === 1 ? `a ${what}` : `${problems.length} ${what}s`;
+	return new StoreError(first.file, `${which} could not be read: the list leaves ${problems.length === 1 ? "it" : "them"} out`, { hint: "see the warnings above for each; restore such a file from a backup, or move it aside" });
+}
 /** The error for a damaged store file: names it and says how to recover. */
 function corrupt(file, reason, cause) {
 	return new StoreError(file, `store file ${file} is damaged (${reason})`, {
@@ -19645,7 +19657,7 @@ function stateOf(entry, underRoot, blocked) {
 	if (underRoot) return "under-root";
 	return blocked ? "blocked" : "ready";
 }
-/** Lists pending sessions and unread request steps; a damaged file is a warning and is passed over. */
+/** Lists pending sessions and unread request steps; a damaged file is a warning, passed over, and fails the run (exit 2) once the rest is shown. */
 async function runPending(options) {
 	const ledger = options.ledger();
 	const [pending, unanswered] = await Promise.all([ledger.listPending(), ledger.listUnanswered()]);
@@ -19666,9 +19678,12 @@ async function runPending(options) {
 		state: "request-unread",
 		session: null
 	}))].sort((a, b) => a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0);
+	const problems = [...pending.problems, ...unanswered.problems];
+	const failure = passedOver(problems, "pending file");
 	return {
 		kind: "rows",
-		warnings: [...[...pending.problems, ...unanswered.problems].map((p) => `${p.message}; ${p.hint ?? ""}`), ...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`)],
+		...failure ? { failure } : {},
+		warnings: [...problems.map((p) => `${p.message}; ${p.hint ?? ""}`), ...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`)],
 		rows,
 		headers: [
 			"HASH",
@@ -19684,7 +19699,7 @@ async function runPending(options) {
 			r.savedAt,
 			r.state
 		],
-		empty: pending.problems.length + unanswered.problems.length > 0 ? "no readable pending registrations (see the warnings above)" : "no pending registrations"
+		empty: failure ? "no readable pending registrations (see the warnings above)" : "no pending registrations"
 	};
 }
 /**
@@ -19723,6 +19738,7 @@ var init_pending = __esmMin((() => {
 	init_trees();
 	init_errors();
 	init_results();
+	init_files();
 	init_lock();
 	init_action();
 	init_options();
@@ -20503,8 +20519,7 @@ async function runList(options) {
 	const baseUrl = options.baseUrl();
 	const { entries, problems } = await options.ledger().listRecords();
 	entries.sort((a, b) => a.completedAt < b.completedAt ? -1 : a.completedAt > b.completedAt ? 1 : 0);
-	const [first] = problems;
-	const failure = first === void 0 ? void 0 : new StoreError(first.file, `${problems.length === 1 ? "a ledger file" : `${problems.length} ledger files`} could not be read: the list leaves ${problems.length === 1 ? "it" : "them"} out`, { hint: "see the warnings above for each; restore such a file from a backup, or move it aside" });
+	const failure = passedOver(problems, "ledger file");
 	return {
 		kind: "rows",
 		...failure ? { failure } : {},
@@ -20528,14 +20543,14 @@ async function runList(options) {
 			r.file ?? "-",
 			describe(r.record)
 		],
-		empty: first === void 0 ? `the ledger of ${baseUrl} is empty` : `no readable record in the ledger of ${baseUrl}`
+		empty: failure === void 0 ? `the ledger of ${baseUrl} is empty` : `no readable record in the ledger of ${baseUrl}`
 	};
 }
 var init_list = __esmMin((() => {
 	init_pages();
 	init_exact_json();
-	init_errors();
 	init_results();
+	init_files();
 	init_action();
 	init_options();
 }));
@@ -37940,14 +37955,16 @@ var store_exports = /* @__PURE__ */ __exportAll({
 function defaultStoreDir(env) {
 	if (env.NOTARIZE_CONFIG_DIR) return env.NOTARIZE_CONFIG_DIR;
 	const absolute = (dir) => dir && isAbsolute(dir) ? dir : void 0;
+	const configHome = process.platform === "win32" ? absolute(env.APPDATA) : process.platform === "darwin" ? void 0 : absolute(env.XDG_CONFIG_HOME);
+	if (configHome !== void 0) return join(configHome, "notarize");
 	const home = process.platform === "win32" ? homedir() : env.HOME ?? homedir();
 	if (!isAbsolute(home)) throw new UsageError(`no home directory to keep the store in (HOME is ${home === "" ? "empty" : "relative"})`, {
 		code: "no_store_dir",
 		hint: "set HOME, or NOTARIZE_CONFIG_DIR to a private folder (in CI, e.g. under $RUNNER_TEMP)"
 	});
-	if (process.platform === "win32") return join(absolute(env.APPDATA) ?? join(home, "AppData", "Roaming"), "notarize");
+	if (process.platform === "win32") return join(home, "AppData", "Roaming", "notarize");
 	if (process.platform === "darwin") return join(home, "Library", "Preferences", "notarize");
-	return join(absolute(env.XDG_CONFIG_HOME) ?? join(home, ".config"), "notarize");
+	return join(home, ".config", "notarize");
 }
 /**
 * What the store's top directory holds: its files, their temporary files
