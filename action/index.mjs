@@ -22074,7 +22074,8 @@ var sandbox_exports = /* @__PURE__ */ __exportAll({
 });
 function configure$1(command, context) {
 	command.option("-p, --port <n>", "port to listen on (0 picks a free one)", "8787").option("--host <address>", "address to listen on", "127.0.0.1").option("--faults <rules>", "inject faults (see below; also NOTARIZE_SANDBOX_FAULTS)").addHelpText("after", `\nImplements every documented endpoint with the documented shapes and quirks, in memory.
-It prints its URL and an API key that works with it (NOTARIZE_SANDBOX_API_KEY sets the key);
+It prints its URL and an API key that works with it (NOTARIZE_SANDBOX_API_KEY sets the key;
+one equal to NOTARIZE_API_KEY is printed [redacted], as every secret of yours is: unset it);
 with --json, one JSON line {"url","apiKey"}.
 
 ${FAULT_SPEC_HELP}

@@ -48,7 +48,8 @@ export function configure(command: Command, context: () => Context): void {
     .addHelpText(
       'after',
       `\nImplements every documented endpoint with the documented shapes and quirks, in memory.
-It prints its URL and an API key that works with it (NOTARIZE_SANDBOX_API_KEY sets the key);
+It prints its URL and an API key that works with it (NOTARIZE_SANDBOX_API_KEY sets the key;
+one equal to NOTARIZE_API_KEY is printed [redacted], as every secret of yours is: unset it);
 with --json, one JSON line {"url","apiKey"}.
 
 ${FAULT_SPEC_HELP}
