@@ -10494,15 +10494,16 @@ var init_receipts = __esmMin((() => {
 * receipt if one is found, else the local ledger. For each document the
 * first source found decides, in this order:
 *   1. `--receipt <file>` (one document only),
-*   2. `--receipt-dir <dir>`: for a file, the receipt there written for the
-*      longest path its own path ends with, whatever its digest (names:
-*      receipts.ts receiptNames; they depend on the folder walked, `-r dist`
-*      naming dist/linux/a.bin `linux/a.bin` and `-r dist/linux` `a.bin`, so
-*      the most specific decides and another artifact's bytes swapped in are
-*      `modified`); for standard input, the one named by its digest; with
-*      none, a receipt there of its digest (a copy's). A receipt found of
-*      another digest makes it `modified`, a receipt of its digest under
-*      another name only named in the reason (another artifact's, an older release's),
+*   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
+*      written for it there (same names: receipts.ts receiptNames); names
+*      depend on the documents of a run (one registered beside a namesake
+*      elsewhere got `a/x.txt.notarization.json`, and verify of it alone
+*      looks for `x.txt.notarization.json`), so when there is none of that
+*      name, the receipt written for the longest path its own ends with,
+*      whatever its digest (a sibling's bytes swapped in are `modified`);
+*      with none either, a receipt there of its digest (a copy's). A receipt
+*      found of another digest makes it `modified`, a receipt of its digest
+*      under another name only named in the reason (it may be an older release's),
 *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
 *   4. the ledger of the current service.
 * A receipt found is never passed over for a later source: the receipt the
@@ -10636,20 +10637,6 @@ function judgeByLedger(ledger, hash, name) {
 */
 async function receiptsByDigest(dir) {
 	const found = /* @__PURE__ */ new Map();
-	await walkReceipts(dir, (path) => {
-		const sha256 = claimedDigest(readQuietly(path));
-		if (sha256 !== void 0) found.set(sha256, [...found.get(sha256) ?? [], path]);
-	});
-	return found;
-}
-/** The receipt files under `dir` (walked, links not followed, name order), whatever they hold. */
-async function receiptFiles(dir) {
-	const found = [];
-	await walkReceipts(dir, (path) => found.push(path));
-	return found;
-}
-/** Calls `visit` with each regular file named like a receipt under `dir`: walked in name order, links not followed. */
-async function walkReceipts(dir, visit) {
 	const walk = async (folder) => {
 		let entries;
 		try {
@@ -10661,18 +10648,14 @@ async function walkReceipts(dir, visit) {
 		for (const entry of entries) {
 			const path = join(folder, entry.name);
 			if (entry.isDirectory()) await walk(path);
-			else if (entry.isFile() && entry.name.endsWith(".notarization.json")) visit(path);
+			else if (entry.isFile() && entry.name.endsWith(".notarization.json")) {
+				const sha256 = claimedDigest(readQuietly(path));
+				if (sha256 !== void 0) found.set(sha256, [...found.get(sha256) ?? [], path]);
+			}
 		}
 	};
 	await walk(dir);
-}
-/** `folder` with its links resolved, or as it is when it cannot be. */
-function realFolder(folder) {
-	try {
-		return realpathSync(folder);
-	} catch {
-		return folder;
-	}
+	return found;
 }
 /** readReceiptText, or undefined for a file that cannot be read as a receipt file (passed over). */
 function readQuietly(path) {
@@ -10697,7 +10680,7 @@ function claimedDigest(text) {
 }
 /** The note on a `modified` finding whose digest has a receipt under another name (`found`). */
 function elsewhereNote(found) {
-	return `${found.receipt} is a receipt of its digest under another name: these bytes are another artifact's or another release's, not the ones registered at this path`;
+	return `${found.receipt} is a receipt of its digest under another name (receipt names follow the folder register walked: verify from that folder, or check that receipt with --receipt, if this is the same artifact and not an older one)`;
 }
 var MAX_RECEIPT_BYTES, Evidence;
 var init_evidence = __esmMin((() => {
@@ -10710,8 +10693,6 @@ var init_evidence = __esmMin((() => {
 		#ledger;
 		/** --receipt-dir's receipts by the digest they name, read the first time a document's named receipt is missing. */
 		#byDigest;
-		/** --receipt-dir's receipt files, whatever they hold, listed the first time a file's own is looked for. */
-		#files;
 		constructor(sources, ledger) {
 			this.#sources = sources;
 			this.#ledger = ledger;
@@ -10720,49 +10701,54 @@ var init_evidence = __esmMin((() => {
 		async judge(item, index, hash) {
 			const { receipt, receiptDir } = this.#sources;
 			if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
-			const name = item.kind === "file" ? basename(item.path) : void 0;
-			if (receiptDir === void 0) {
-				const beside = item.kind === "file" ? `${item.path}${RECEIPT_SUFFIX}` : void 0;
-				const text = beside === void 0 ? void 0 : await readReceiptFile(beside);
-				return text === void 0 ? judgeByLedger(this.#ledger, hash, name) : judgeByReceipt(hash, beside, text);
-			}
-			const named = join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`);
-			const path = (item.kind === "file" ? await this.#forPath(receiptDir.dir, item.path) : void 0) ?? named;
-			const text = await readReceiptFile(path);
-			if (text !== void 0) {
+			const candidates = [];
+			if (receiptDir) candidates.push(join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`));
+			else if (item.kind === "file") candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
+			for (const path of candidates) {
+				const text = await readReceiptFile(path);
+				if (text === void 0) continue;
 				const finding = judgeByReceipt(hash, path, text);
-				if (finding.status === "modified") {
+				if (finding.status === "modified" && receiptDir) {
 					const elsewhere = await this.#ofDigest(receiptDir.dir, hash);
 					if (elsewhere) return {
 						...finding,
 						reason: `${finding.reason}; ${elsewhereNote(elsewhere)}`
 					};
 				}
-				return finding.status === "verified" && path !== named ? {
-					...finding,
-					byDigest: true
-				} : finding;
+				return finding;
 			}
-			const found = await this.#ofDigest(receiptDir.dir, hash);
-			if (found) return {
-				...found,
-				byDigest: true
-			};
-			return judgeByLedger(this.#ledger, hash, name);
+			if (receiptDir) {
+				const own = item.kind === "file" ? await this.#forPath(receiptDir.dir, item.path) : void 0;
+				if (own !== void 0) {
+					const text = readQuietly(own);
+					if (text !== void 0) {
+						const finding = judgeByReceipt(hash, own, text);
+						return finding.status === "verified" ? {
+							...finding,
+							byDigest: true
+						} : finding;
+					}
+				}
+				const found = own === void 0 ? await this.#ofDigest(receiptDir.dir, hash) : void 0;
+				if (found) return {
+					...found,
+					byDigest: true
+				};
+			}
+			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
 		}
 		/**
-		* The receipt file in `dir` written for the longest path that `path`
-		* ends with (its name in `dir`, whole names: `linux/a.bin` before `a.bin`,
-		* never `nux/a.bin`), whatever it holds; `path` is also read with its
-		* folder's links resolved (a link to dist/linux).
+		* The receipt in `dir` written for the path that `path` ends with the most
+		* of (its name in `dir`, whole names: `linux/a.bin` before `a.bin`, never
+		* `nux/a.bin`), among the receipts that say a digest.
 		*/
 		async #forPath(dir, path) {
-			this.#files ??= receiptFiles(dir);
-			const wholes = [resolve(path), join(realFolder(dirname(resolve(path))), basename(path))];
+			this.#byDigest ??= receiptsByDigest(dir);
+			const whole = resolve(path);
 			let best;
-			for (const receipt of await this.#files) {
+			for (const receipts of (await this.#byDigest).values()) for (const receipt of receipts) {
 				const name = normalize(relative(dir, receipt).slice(0, -RECEIPT_SUFFIX.length));
-				if (!wholes.some((whole) => whole === name || whole.endsWith(`${sep}${name}`))) continue;
+				if (whole !== name && !whole.endsWith(`${sep}${name}`)) continue;
 				const depth = name.split(sep).length;
 				if (best === void 0 || depth > best.depth) best = {
 					path: receipt,
@@ -20214,10 +20200,10 @@ var verify_exports = /* @__PURE__ */ __exportAll({
 function configure$8(command, context) {
 	addInputOptions(command.argument("[paths...]", "documents to check ('-' reads standard input)")).option("--receipt <file>", "check the one document named against this receipt").option("--receipt-dir <dir>", "look for receipts where `register --receipt-dir <dir>` wrote them").addOption(outputOption()).addHelpText("after", `
 No network, no credentials, no store needed. Each document's digest is checked against the first of:
---receipt <file>; its receipt under --receipt-dir (the one written for the longest path its
-own path ends with, whatever its digest, as register names them; with none, any there of its
-digest; a receipt found of another digest makes it modified, one of its digest elsewhere
-named in the reason); without
+--receipt <file>; its receipt under --receipt-dir (named as register names them; names
+depend on the documents of a run, so with none of its name, the one written for a path its
+own ends with, whatever its digest; with none either, any there of its digest; a receipt
+found of another digest makes it modified, one of its digest elsewhere named in the reason); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.

@@ -3,15 +3,16 @@
  * receipt if one is found, else the local ledger. For each document the
  * first source found decides, in this order:
  *   1. `--receipt <file>` (one document only),
- *   2. `--receipt-dir <dir>`: for a file, the receipt there written for the
- *      longest path its own path ends with, whatever its digest (names:
- *      receipts.ts receiptNames; they depend on the folder walked, `-r dist`
- *      naming dist/linux/a.bin `linux/a.bin` and `-r dist/linux` `a.bin`, so
- *      the most specific decides and another artifact's bytes swapped in are
- *      `modified`); for standard input, the one named by its digest; with
- *      none, a receipt there of its digest (a copy's). A receipt found of
- *      another digest makes it `modified`, a receipt of its digest under
- *      another name only named in the reason (another artifact's, an older release's),
+ *   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
+ *      written for it there (same names: receipts.ts receiptNames); names
+ *      depend on the documents of a run (one registered beside a namesake
+ *      elsewhere got `a/x.txt.notarization.json`, and verify of it alone
+ *      looks for `x.txt.notarization.json`), so when there is none of that
+ *      name, the receipt written for the longest path its own ends with,
+ *      whatever its digest (a sibling's bytes swapped in are `modified`);
+ *      with none either, a receipt there of its digest (a copy's). A receipt
+ *      found of another digest makes it `modified`, a receipt of its digest
+ *      under another name only named in the reason (it may be an older release's),
  *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
  *   4. the ledger of the current service.
  * A receipt found is never passed over for a later source: the receipt the
@@ -20,9 +21,9 @@
  * document (in the folder of build outputs, which anything in the build
  * can write to) must not stand in for one missing there.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { basename, dirname, join, normalize, relative, resolve, sep } from 'node:path';
+import { basename, join, normalize, relative, resolve, sep } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
@@ -185,22 +186,6 @@ function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefin
  */
 export async function receiptsByDigest(dir: string): Promise<Map<string, string[]>> {
   const found = new Map<string, string[]>();
-  await walkReceipts(dir, (path) => {
-    const sha256 = claimedDigest(readQuietly(path));
-    if (sha256 !== undefined) found.set(sha256, [...(found.get(sha256) ?? []), path]);
-  });
-  return found;
-}
-
-/** The receipt files under `dir` (walked, links not followed, name order), whatever they hold. */
-export async function receiptFiles(dir: string): Promise<string[]> {
-  const found: string[] = [];
-  await walkReceipts(dir, (path) => found.push(path));
-  return found;
-}
-
-/** Calls `visit` with each regular file named like a receipt under `dir`: walked in name order, links not followed. */
-async function walkReceipts(dir: string, visit: (path: string) => void): Promise<void> {
   const walk = async (folder: string): Promise<void> => {
     let entries;
     try {
@@ -212,19 +197,14 @@ async function walkReceipts(dir: string, visit: (path: string) => void): Promise
     for (const entry of entries) {
       const path = join(folder, entry.name);
       if (entry.isDirectory()) await walk(path);
-      else if (entry.isFile() && entry.name.endsWith(RECEIPT_SUFFIX)) visit(path);
+      else if (entry.isFile() && entry.name.endsWith(RECEIPT_SUFFIX)) {
+        const sha256 = claimedDigest(readQuietly(path));
+        if (sha256 !== undefined) found.set(sha256, [...(found.get(sha256) ?? []), path]);
+      }
     }
   };
   await walk(dir);
-}
-
-/** `folder` with its links resolved, or as it is when it cannot be. */
-function realFolder(folder: string): string {
-  try {
-    return realpathSync(folder);
-  } catch {
-    return folder;
-  }
+  return found;
 }
 
 /** readReceiptText, or undefined for a file that cannot be read as a receipt file (passed over). */
@@ -256,8 +236,6 @@ export class Evidence {
   readonly #ledger: LedgerIndex;
   /** --receipt-dir's receipts by the digest they name, read the first time a document's named receipt is missing. */
   #byDigest: Promise<Map<string, string[]>> | undefined;
-  /** --receipt-dir's receipt files, whatever they hold, listed the first time a file's own is looked for. */
-  #files: Promise<string[]> | undefined;
 
   constructor(sources: ReceiptSources, ledger: LedgerIndex) {
     this.#sources = sources;
@@ -268,51 +246,59 @@ export class Evidence {
   async judge(item: InputItem, index: number, hash: string): Promise<Finding> {
     const { receipt, receiptDir } = this.#sources;
     if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
-    const name = item.kind === 'file' ? basename(item.path) : undefined;
-    if (receiptDir === undefined) {
-      const beside = item.kind === 'file' ? `${item.path}${RECEIPT_SUFFIX}` : undefined;
-      const text = beside === undefined ? undefined : await readReceiptFile(beside);
-      return text === undefined ? judgeByLedger(this.#ledger, hash, name) : judgeByReceipt(hash, beside!, text);
-    }
-    const named = join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`);
-    // A file's receipt is the one written for the longest path its own path ends with, whatever its
-    // digest. The name this run gives it is one such path, but names depend on the folder walked
-    // (`-r dist` names dist/linux/a.bin `linux/a.bin`; `-r dist/linux`, `a.bin`, which may be dist/a.bin's),
-    // so the most specific decides: another artifact's bytes swapped in are `modified`.
-    const path = (item.kind === 'file' ? await this.#forPath(receiptDir.dir, item.path) : undefined) ?? named;
-    const text = await readReceiptFile(path);
-    if (text !== undefined) {
+    const candidates: string[] = [];
+    if (receiptDir) candidates.push(join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`));
+    else if (item.kind === 'file') candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
+    for (const path of candidates) {
+      const text = await readReceiptFile(path);
+      if (text === undefined) continue;
       const finding = judgeByReceipt(hash, path, text);
-      // Of another digest: `modified`, even when a receipt of its digest is there under another name
-      // (an older release's, another platform's); the reason names it.
-      if (finding.status === 'modified') {
+      // Its name's receipt is of another digest: `modified`, even when a receipt of its digest is there
+      // under another name. Names depend on the folder walked (`-r dist` names dist/linux/app.tgz
+      // `linux/app.tgz`; `-r dist/linux`, `app.tgz`), but a receipts folder kept across releases also holds
+      // older releases' receipts, and one of those must never pass for an artifact swapped for that older
+      // build. The reason names such a receipt, so that a folder walked from elsewhere is easy to see.
+      if (finding.status === 'modified' && receiptDir) {
         const elsewhere = await this.#ofDigest(receiptDir.dir, hash);
         if (elsewhere) return { ...finding, reason: `${finding.reason!}; ${elsewhereNote(elsewhere)}` };
       }
-      return finding.status === 'verified' && path !== named ? { ...finding, byDigest: true } : finding;
+      return finding;
     }
-    // None written for a path like its own (a copy under another name, a folder renamed or downloaded
-    // elsewhere): a receipt of its digest says these bytes were registered, not as which artifact.
-    const found = await this.#ofDigest(receiptDir.dir, hash);
-    if (found) return { ...found, byDigest: true };
-    return judgeByLedger(this.#ledger, hash, name);
+    if (receiptDir) {
+      // None of its name: a receipt there written for a path its own path ends with (`linux/a.bin` for
+      // dist/linux/a.bin walked from dist/linux) is its receipt, whatever its digest: of another one, the
+      // document is modified (a sibling's bytes swapped in, `win/a.bin`'s, verify nothing by digest).
+      const own = item.kind === 'file' ? await this.#forPath(receiptDir.dir, item.path) : undefined;
+      if (own !== undefined) {
+        const text = readQuietly(own);
+        if (text !== undefined) {
+          const finding = judgeByReceipt(hash, own, text);
+          return finding.status === 'verified' ? { ...finding, byDigest: true } : finding;
+        }
+      }
+      // No receipt there names a path like its own (a copy under another name): one of its digest.
+      const found = own === undefined ? await this.#ofDigest(receiptDir.dir, hash) : undefined;
+      if (found) return { ...found, byDigest: true };
+    }
+    return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);
   }
 
   /**
-   * The receipt file in `dir` written for the longest path that `path`
-   * ends with (its name in `dir`, whole names: `linux/a.bin` before `a.bin`,
-   * never `nux/a.bin`), whatever it holds; `path` is also read with its
-   * folder's links resolved (a link to dist/linux).
+   * The receipt in `dir` written for the path that `path` ends with the most
+   * of (its name in `dir`, whole names: `linux/a.bin` before `a.bin`, never
+   * `nux/a.bin`), among the receipts that say a digest.
    */
   async #forPath(dir: string, path: string): Promise<string | undefined> {
-    this.#files ??= receiptFiles(dir);
-    const wholes = [resolve(path), join(realFolder(dirname(resolve(path))), basename(path))];
+    this.#byDigest ??= receiptsByDigest(dir);
+    const whole = resolve(path);
     let best: { path: string; depth: number } | undefined;
-    for (const receipt of await this.#files) {
-      const name = normalize(relative(dir, receipt).slice(0, -RECEIPT_SUFFIX.length));
-      if (!wholes.some((whole) => whole === name || whole.endsWith(`${sep}${name}`))) continue;
-      const depth = name.split(sep).length;
-      if (best === undefined || depth > best.depth) best = { path: receipt, depth };
+    for (const receipts of (await this.#byDigest).values()) {
+      for (const receipt of receipts) {
+        const name = normalize(relative(dir, receipt).slice(0, -RECEIPT_SUFFIX.length));
+        if (whole !== name && !whole.endsWith(`${sep}${name}`)) continue;
+        const depth = name.split(sep).length;
+        if (best === undefined || depth > best.depth) best = { path: receipt, depth };
+      }
     }
     return best?.path;
   }
@@ -332,7 +318,7 @@ export class Evidence {
 /** The note on a `modified` finding whose digest has a receipt under another name (`found`). */
 function elsewhereNote(found: Finding): string {
   return (
-    `${found.receipt!} is a receipt of its digest under another name: these bytes are another artifact's ` +
-    "or another release's, not the ones registered at this path"
+    `${found.receipt!} is a receipt of its digest under another name (receipt names follow the folder register ` +
+    'walked: verify from that folder, or check that receipt with --receipt, if this is the same artifact and not an older one)'
   );
 }
