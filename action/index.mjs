@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
-import { basename, dirname, extname, isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
+import { basename, dirname, extname, isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
 import { lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
@@ -10495,15 +10495,13 @@ var init_receipts = __esmMin((() => {
 * first source found decides, in this order:
 *   1. `--receipt <file>` (one document only),
 *   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
-*      written for it there (same names: receipts.ts receiptNames); names
-*      depend on the documents of a run (one registered beside a namesake
-*      elsewhere got `a/x.txt.notarization.json`, and verify of it alone
-*      looks for `x.txt.notarization.json`), so when there is none of that
-*      name, the receipt written for the longest path its own ends with,
-*      whatever its digest (a sibling's bytes swapped in are `modified`);
-*      with none either, a receipt there of its digest (a copy's). A receipt
-*      found of another digest makes it `modified`, a receipt of its digest
-*      under another name only named in the reason (it may be an older release's),
+*      written for it there (same names: receipts.ts receiptNames); when there
+*      is none of that name, a receipt there of its digest (names depend on
+*      the documents of a run: one registered beside a namesake elsewhere got
+*      `a/x.txt.notarization.json`, and verify of it alone would look for
+*      `x.txt.notarization.json`); when that name's receipt is of another
+*      digest, the document is `modified`, a receipt of its digest under
+*      another name only named in the reason (it may be an older release's),
 *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
 *   4. the ledger of the current service.
 * A receipt found is never passed over for a later source: the receipt the
@@ -10718,44 +10716,13 @@ var init_evidence = __esmMin((() => {
 				return finding;
 			}
 			if (receiptDir) {
-				const own = item.kind === "file" ? await this.#forPath(receiptDir.dir, item.path) : void 0;
-				if (own !== void 0) {
-					const text = readQuietly(own);
-					if (text !== void 0) {
-						const finding = judgeByReceipt(hash, own, text);
-						return finding.status === "verified" ? {
-							...finding,
-							byDigest: true
-						} : finding;
-					}
-				}
-				const found = own === void 0 ? await this.#ofDigest(receiptDir.dir, hash) : void 0;
+				const found = await this.#ofDigest(receiptDir.dir, hash);
 				if (found) return {
 					...found,
 					byDigest: true
 				};
 			}
 			return judgeByLedger(this.#ledger, hash, item.kind === "file" ? basename(item.path) : void 0);
-		}
-		/**
-		* The receipt in `dir` written for the path that `path` ends with the most
-		* of (its name in `dir`, whole names: `linux/a.bin` before `a.bin`, never
-		* `nux/a.bin`), among the receipts that say a digest.
-		*/
-		async #forPath(dir, path) {
-			this.#byDigest ??= receiptsByDigest(dir);
-			const whole = resolve(path);
-			let best;
-			for (const receipts of (await this.#byDigest).values()) for (const receipt of receipts) {
-				const name = normalize(relative(dir, receipt).slice(0, -RECEIPT_SUFFIX.length));
-				if (whole !== name && !whole.endsWith(`${sep}${name}`)) continue;
-				const depth = name.split(sep).length;
-				if (best === void 0 || depth > best.depth) best = {
-					path: receipt,
-					depth
-				};
-			}
-			return best?.path;
 		}
 		/** The first receipt in `dir` of digest `hash` that holds together (one that does not is no receipt of this document). */
 		async #ofDigest(dir, hash) {
@@ -20200,10 +20167,9 @@ var verify_exports = /* @__PURE__ */ __exportAll({
 function configure$8(command, context) {
 	addInputOptions(command.argument("[paths...]", "documents to check ('-' reads standard input)")).option("--receipt <file>", "check the one document named against this receipt").option("--receipt-dir <dir>", "look for receipts where `register --receipt-dir <dir>` wrote them").addOption(outputOption()).addHelpText("after", `
 No network, no credentials, no store needed. Each document's digest is checked against the first of:
---receipt <file>; its receipt under --receipt-dir (named as register names them; names
-depend on the documents of a run, so with none of its name, the one written for a path its
-own ends with, whatever its digest; with none either, any there of its digest; a receipt
-found of another digest makes it modified, one of its digest elsewhere named in the reason); without
+--receipt <file>; its receipt under --receipt-dir (named as register names them, else any
+there of its digest: names depend on the documents of a run; that name's receipt being of
+another digest, it is modified, a receipt of its digest elsewhere named in the reason); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.

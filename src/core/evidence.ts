@@ -4,15 +4,13 @@
  * first source found decides, in this order:
  *   1. `--receipt <file>` (one document only),
  *   2. `--receipt-dir <dir>`: the receipt `register --receipt-dir` would have
- *      written for it there (same names: receipts.ts receiptNames); names
- *      depend on the documents of a run (one registered beside a namesake
- *      elsewhere got `a/x.txt.notarization.json`, and verify of it alone
- *      looks for `x.txt.notarization.json`), so when there is none of that
- *      name, the receipt written for the longest path its own ends with,
- *      whatever its digest (a sibling's bytes swapped in are `modified`);
- *      with none either, a receipt there of its digest (a copy's). A receipt
- *      found of another digest makes it `modified`, a receipt of its digest
- *      under another name only named in the reason (it may be an older release's),
+ *      written for it there (same names: receipts.ts receiptNames); when there
+ *      is none of that name, a receipt there of its digest (names depend on
+ *      the documents of a run: one registered beside a namesake elsewhere got
+ *      `a/x.txt.notarization.json`, and verify of it alone would look for
+ *      `x.txt.notarization.json`); when that name's receipt is of another
+ *      digest, the document is `modified`, a receipt of its digest under
+ *      another name only named in the reason (it may be an older release's),
  *   3. without --receipt-dir only: `<path>.notarization.json` beside the document,
  *   4. the ledger of the current service.
  * A receipt found is never passed over for a later source: the receipt the
@@ -23,7 +21,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { basename, join, normalize, relative, resolve, sep } from 'node:path';
+import { basename, join } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
@@ -265,42 +263,10 @@ export class Evidence {
       return finding;
     }
     if (receiptDir) {
-      // None of its name: a receipt there written for a path its own path ends with (`linux/a.bin` for
-      // dist/linux/a.bin walked from dist/linux) is its receipt, whatever its digest: of another one, the
-      // document is modified (a sibling's bytes swapped in, `win/a.bin`'s, verify nothing by digest).
-      const own = item.kind === 'file' ? await this.#forPath(receiptDir.dir, item.path) : undefined;
-      if (own !== undefined) {
-        const text = readQuietly(own);
-        if (text !== undefined) {
-          const finding = judgeByReceipt(hash, own, text);
-          return finding.status === 'verified' ? { ...finding, byDigest: true } : finding;
-        }
-      }
-      // No receipt there names a path like its own (a copy under another name): one of its digest.
-      const found = own === undefined ? await this.#ofDigest(receiptDir.dir, hash) : undefined;
+      const found = await this.#ofDigest(receiptDir.dir, hash);
       if (found) return { ...found, byDigest: true };
     }
     return judgeByLedger(this.#ledger, hash, item.kind === 'file' ? basename(item.path) : undefined);
-  }
-
-  /**
-   * The receipt in `dir` written for the path that `path` ends with the most
-   * of (its name in `dir`, whole names: `linux/a.bin` before `a.bin`, never
-   * `nux/a.bin`), among the receipts that say a digest.
-   */
-  async #forPath(dir: string, path: string): Promise<string | undefined> {
-    this.#byDigest ??= receiptsByDigest(dir);
-    const whole = resolve(path);
-    let best: { path: string; depth: number } | undefined;
-    for (const receipts of (await this.#byDigest).values()) {
-      for (const receipt of receipts) {
-        const name = normalize(relative(dir, receipt).slice(0, -RECEIPT_SUFFIX.length));
-        if (whole !== name && !whole.endsWith(`${sep}${name}`)) continue;
-        const depth = name.split(sep).length;
-        if (best === undefined || depth > best.depth) best = { path: receipt, depth };
-      }
-    }
-    return best?.path;
   }
 
   /** The first receipt in `dir` of digest `hash` that holds together (one that does not is no receipt of this document). */

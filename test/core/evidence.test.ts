@@ -192,33 +192,6 @@ describe('Evidence.judge: the first source found decides', () => {
     expect(other).toMatchObject({ status: 'modified', reason: `its receipt is of another digest, ${OTHER}` });
   });
 
-  it("--receipt-dir with none of its name: the receipt written for its path decides, never a sibling's of its digest", async () => {
-    const dir = tempDir();
-    const doc = join(dir, 'dist', 'linux', 'a.bin');
-    mkdirSync(join(dir, 'dist', 'linux'), { recursive: true });
-    writeFileSync(doc, 'doc');
-    const receipts = join(dir, 'receipts');
-    mkdirSync(join(receipts, 'linux'), { recursive: true });
-    mkdirSync(join(receipts, 'win'));
-    const empty = ledgerWith(OTHER, 'unrelated.txt');
-    // One release registered with `-r dist`; verified with `-r dist/linux`, so named a.bin (none at the top).
-    const sources = { receiptDir: { dir: receipts, names: ['a.bin'] } };
-    writeFileSync(join(receipts, 'linux', 'a.bin.notarization.json'), receiptOf(OTHER, 'linux/a.bin'));
-    // The windows build swapped in: of win/a.bin's digest, but its own path's receipt says another one.
-    writeFileSync(join(receipts, 'win', 'a.bin.notarization.json'), receiptOf(HASH, 'win/a.bin'));
-    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, HASH)).toMatchObject({
-      status: 'modified',
-      receipt: join(receipts, 'linux', 'a.bin.notarization.json'),
-      reason: `its receipt is of another digest, ${OTHER}`,
-    });
-    // Its own bytes: verified by the receipt of its path.
-    expect(await new Evidence(sources, empty).judge(fileItem(doc), 0, OTHER)).toMatchObject({
-      status: 'verified',
-      receipt: join(receipts, 'linux', 'a.bin.notarization.json'),
-      byDigest: true,
-    });
-  });
-
   it('standard input: its receipt in --receipt-dir is named by its digest; else the ledger, which knows no name', async () => {
     const receipts = tempDir();
     const sources = { receiptDir: { dir: receipts, names: [undefined] } };
