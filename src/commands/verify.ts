@@ -61,9 +61,10 @@ export function configure(command: Command, context: () => Context): void {
       'after',
       `
 No network, no credentials, no store needed. Each document's digest is checked against the first of:
---receipt <file>; its receipt under --receipt-dir (named as register names them, else any
-there of its digest: names depend on the documents of a run; that name's receipt being of
-another digest, it is modified, a receipt of its digest elsewhere named in the reason); without
+--receipt <file>; its receipt under --receipt-dir (named as register names them: of another
+digest, it is modified, a receipt of its digest elsewhere named in the reason; with none of
+its name, any there of its digest, which says the bytes were registered, not as which
+artifact: verify the folder register walked to check that); without
 --receipt-dir, <document>${RECEIPT_SUFFIX} beside it; else the local ledger of the current service.
 verified: the digest is the one its receipt (or the ledger) is of; \`source\` says which.
 modified: its receipt, or a ledger entry of this name, is of another digest.
