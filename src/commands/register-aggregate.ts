@@ -8,7 +8,7 @@ import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { register, type Outcome } from '../core/notarize.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
-import { receiptsByDigest } from '../core/evidence.js';
+import { planReceiptsByDigest } from '../core/evidence.js';
 import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js';
 import {
   confirmedBefore,
@@ -97,8 +97,6 @@ export class Aggregator {
   #alone: Hashed[] = [];
   /** What the tree's part of the run ended with (#end), for the run's end once #alone are settled. */
   #ended: { sent: boolean; manifestFailure?: NotarizeError } = { sent: false };
-  /** The receipts of --receipt-dir by digest, read once (#receiptsByDigest). */
-  #byDigest: Promise<Map<string, string[]>> | undefined;
   /** The last write of each receipt path still under way (see #receipt). */
   readonly #writing = new Map<string, Promise<void>>();
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
@@ -198,7 +196,7 @@ export class Aggregator {
         continue;
       }
       // A receipt of the same content under another name (a copy of a document): DocumentRoots asks.
-      const byDigest = await this.#receiptsByDigest(plan);
+      const byDigest = await planReceiptsByDigest(plan);
       (byDigest.has(doc.sha256) ? candidates : rest).push(doc);
     }
     if (candidates.length === 0) return hashed;
@@ -284,7 +282,7 @@ export class Aggregator {
    */
   async #registeredAlone(doc: Hashed, plan: ReceiptPlan): Promise<Alone | undefined> {
     const own = receiptPath(plan, doc.index, doc.sha256);
-    const byDigest = await this.#receiptsByDigest(plan);
+    const byDigest = await planReceiptsByDigest(plan);
     for (const path of [own, ...(byDigest.get(doc.sha256) ?? []).filter((p) => p !== own)]) {
       const alone = await registrationIn(path, doc.sha256);
       // A bare record does not say its service: asking this one costs a request step, never a payment.
@@ -309,13 +307,7 @@ export class Aggregator {
   async #keptReceipt(doc: Hashed): Promise<string | undefined> {
     const plan = this.#documents.receipts;
     if (plan === undefined) return undefined;
-    return keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () => this.#receiptsByDigest(plan));
-  }
-
-  /** The receipts of --receipt-dir by digest (receiptsByDigest), read once per run. */
-  #receiptsByDigest(plan: ReceiptPlan): Promise<Map<string, string[]>> {
-    this.#byDigest ??= receiptsByDigest(plan.dir);
-    return this.#byDigest;
+    return keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () => planReceiptsByDigest(plan));
   }
 
   /**
@@ -512,16 +504,16 @@ export class Aggregator {
       if (entry === undefined) {
         // Its own session pending (a run stopped, maybe after sending its completion; or --no-complete),
         // or its lock held (another process at work on it, or one killed there): its own flow settles it.
-        if (existsSync(this.#store.pendingFile(doc.sha256))) {
-          try {
-            // Read now: one that cannot be read fails here, before anything is sent (--fail-fast stops).
-            this.#store.readPending(doc.sha256);
-          } catch (error) {
-            this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
-            continue;
-          }
-          sessions.push(doc);
-        } else if (this.#store.hasLock(doc.sha256)) inFlight.push(doc);
+        let pending;
+        try {
+          // Read now: one that cannot be read fails here, before anything is sent (--fail-fast stops).
+          pending = this.#store.readPending(doc.sha256);
+        } catch (error) {
+          this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+          continue;
+        }
+        if (pending !== undefined) sessions.push(doc);
+        else if (this.#store.hasLock(doc.sha256)) inFlight.push(doc);
         else rest.push(doc);
         continue;
       }
@@ -627,9 +619,7 @@ export class Aggregator {
           if (plan && entry) written = await this.#receipt(plan, doc, entry);
           // A 409 with no record here: its receipt from an earlier run, if there and of it, answers for it.
           else if (plan && outcome.kind === 'already-registered') {
-            const kept = await keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () =>
-              this.#receiptsByDigest(plan),
-            );
+            const kept = await this.#keptReceipt(doc);
             if (kept !== undefined) written = { receipt: kept };
             else unrecorded.push(doc.sha256);
           }

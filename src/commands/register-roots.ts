@@ -15,7 +15,7 @@ import type { UnderRoot } from '../output/results.js';
 import type { LedgerEntry } from '../store/service-store.js';
 import { earlierProof, proofIn, type EarlierProof, type ReceiptPlan } from '../core/receipts.js';
 import type { InclusionProof } from '../core/receipt-format.js';
-import { receiptsByDigest } from '../core/evidence.js';
+import { planReceiptsByDigest } from '../core/evidence.js';
 import { paidRootProblems, Trees, underUnreadRoot, type LoadedTree, type Placement } from '../core/trees.js';
 import { StoreError } from '../errors.js';
 import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
@@ -74,8 +74,6 @@ export class DocumentRoots {
   readonly #asks: RootAsks;
   /** The manifests of --receipt-dir, read when a document first needs them. */
   #manifests: ManifestIndex | undefined;
-  /** The receipts of --receipt-dir by the digest they name, read when a document has none of its own. */
-  #byDigest: Promise<Map<string, string[]>> | undefined;
 
   constructor({ options, receipts, baseUrl, deps, onSent, asks }: DocumentRootsRun) {
     this.#asks = asks ?? new RootAsks();
@@ -192,7 +190,7 @@ export class DocumentRoots {
   /**
    * The proofs to roots of this service that the receipts in --receipt-dir
    * give the document of digest `hash`: its own receipt's (`own`), then
-   * those of the same digest under other names (receiptsByDigest, read once
+   * those of the same digest under other names (planReceiptsByDigest, read once
    * per run), each holding together, one per root. Both base URLs without a
    * final slash (readReceipt, parseBaseUrl): a receipt of another service is
    * no question for this one.
@@ -204,8 +202,7 @@ export class DocumentRoots {
       yield own;
     }
     if (this.#receipts === undefined) return;
-    this.#byDigest ??= receiptsByDigest(this.#receipts.dir);
-    for (const path of (await this.#byDigest).get(hash) ?? []) {
+    for (const path of (await planReceiptsByDigest(this.#receipts)).get(hash) ?? []) {
       if (path === own?.path) continue;
       const found = await proofIn(path, hash);
       if (found === undefined || found.baseUrl !== this.#baseUrl || roots.has(found.proof.root)) continue;

@@ -9,7 +9,7 @@ import { basename } from 'node:path';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { asNotarizeError, FailureTally, runAll, type FreeLane, type Settled } from '../core/batch.js';
-import { receiptsByDigest } from '../core/evidence.js';
+import { planReceiptsByDigest } from '../core/evidence.js';
 import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
@@ -225,8 +225,6 @@ class Registrar {
   readonly #reporting = new Map<number, () => void>();
   /** Documents the service says it has whose record this store lacks, so no receipt is written: told once (#noReceipts). */
   #unrecorded = { count: 0, first: '' };
-  /** The receipts of --receipt-dir by digest, read once, when a 409 finds none at a document's own place. */
-  #byDigest: Promise<Map<string, string[]>> | undefined;
   /** Where each document stands under the Merkle roots of the store, or of its receipt. */
   readonly #roots: DocumentRoots;
 
@@ -439,13 +437,7 @@ class Registrar {
     if (rooted?.kept !== undefined) return { outcome, ...self, receipt: rooted.kept };
     if (outcome.kind === 'already-registered' && outcome.entry === undefined) {
       // Its receipt from an earlier run is there and holds: it answers for it, nothing to warn of.
-      const kept = await keptReceipt(
-        receipts,
-        index,
-        input.hash,
-        this.#baseUrl,
-        () => (this.#byDigest ??= receiptsByDigest(receipts.dir)),
-      );
+      const kept = await keptReceipt(receipts, index, input.hash, this.#baseUrl, () => planReceiptsByDigest(receipts));
       if (kept !== undefined) return { outcome, ...self, receipt: kept };
       this.#unrecorded.count++;
       // The document's digest, not its root's: the warning names documents.

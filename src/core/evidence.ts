@@ -26,7 +26,7 @@ import { UsageError } from '../errors.js';
 import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
 import { readReceipt, type InclusionProof } from './receipt-format.js';
-import { RECEIPT_SUFFIX } from './receipts.js';
+import { RECEIPT_SUFFIX, type ReceiptPlan } from './receipts.js';
 
 /** Receipts are a few kilobytes; a file far larger is no receipt, and is not read whole. */
 export const MAX_RECEIPT_BYTES = 1024 * 1024;
@@ -173,6 +173,23 @@ function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefin
     };
   }
   return { status: 'unknown' };
+}
+
+/** receiptsByDigest of each run's --receipt-dir, read once per run by whichever part of it asks first. */
+const runIndexes = new WeakMap<ReceiptPlan, Promise<Map<string, string[]>>>();
+
+/**
+ * receiptsByDigest of `plan`'s folder, read once per run (the plan is the
+ * run's): register's document roots, its 409s and --aggregate all ask it,
+ * and each had read the whole folder again.
+ */
+export function planReceiptsByDigest(plan: ReceiptPlan): Promise<Map<string, string[]>> {
+  let index = runIndexes.get(plan);
+  if (index === undefined) {
+    index = receiptsByDigest(plan.dir);
+    runIndexes.set(plan, index);
+  }
+  return index;
 }
 
 /**
