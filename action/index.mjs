@@ -10627,6 +10627,19 @@ function judgeByLedger(ledger, hash, name) {
 	return { status: "unknown" };
 }
 /**
+* receiptsByDigest of `plan`'s folder, read once per run (the plan is the
+* run's): register's document roots, its 409s and --aggregate all ask it,
+* and each had read the whole folder again.
+*/
+function planReceiptsByDigest(plan) {
+	let index = runIndexes.get(plan);
+	if (index === void 0) {
+		index = receiptsByDigest(plan.dir);
+		runIndexes.set(plan, index);
+	}
+	return index;
+}
+/**
 * The receipts under `dir` (walked, links not followed, name order) by the
 * digest each says its document has: every one that says so, as the first
 * may not hold together (Evidence.judge checks each in turn). Read with
@@ -10680,12 +10693,13 @@ function claimedDigest(text) {
 function elsewhereNote(found) {
 	return `${found.receipt} is a receipt of its digest under another name (receipt names follow the folder register walked: verify from that folder, or check that receipt with --receipt, if this is the same artifact and not an older one)`;
 }
-var MAX_RECEIPT_BYTES, Evidence;
+var MAX_RECEIPT_BYTES, runIndexes, Evidence;
 var init_evidence = __esmMin((() => {
 	init_errors();
 	init_receipt_format();
 	init_receipts();
 	MAX_RECEIPT_BYTES = 1048576;
+	runIndexes = /* @__PURE__ */ new WeakMap();
 	Evidence = class {
 		#sources;
 		#ledger;
@@ -15033,8 +15047,6 @@ var init_register_roots = __esmMin((() => {
 		#asks;
 		/** The manifests of --receipt-dir, read when a document first needs them. */
 		#manifests;
-		/** The receipts of --receipt-dir by the digest they name, read when a document has none of its own. */
-		#byDigest;
 		constructor({ options, receipts, baseUrl, deps, onSent, asks }) {
 			this.#asks = asks ?? new RootAsks();
 			this.#options = options;
@@ -15144,7 +15156,7 @@ var init_register_roots = __esmMin((() => {
 		/**
 		* The proofs to roots of this service that the receipts in --receipt-dir
 		* give the document of digest `hash`: its own receipt's (`own`), then
-		* those of the same digest under other names (receiptsByDigest, read once
+		* those of the same digest under other names (planReceiptsByDigest, read once
 		* per run), each holding together, one per root. Both base URLs without a
 		* final slash (readReceipt, parseBaseUrl): a receipt of another service is
 		* no question for this one.
@@ -15156,8 +15168,7 @@ var init_register_roots = __esmMin((() => {
 				yield own;
 			}
 			if (this.#receipts === void 0) return;
-			this.#byDigest ??= receiptsByDigest(this.#receipts.dir);
-			for (const path of (await this.#byDigest).get(hash) ?? []) {
+			for (const path of (await planReceiptsByDigest(this.#receipts)).get(hash) ?? []) {
 				if (path === own?.path) continue;
 				const found = await proofIn(path, hash);
 				if (found === void 0 || found.baseUrl !== this.#baseUrl || roots.has(found.proof.root)) continue;
@@ -17937,8 +17948,6 @@ var init_register_aggregate = __esmMin((() => {
 		#alone = [];
 		/** What the tree's part of the run ended with (#end), for the run's end once #alone are settled. */
 		#ended = { sent: false };
-		/** The receipts of --receipt-dir by digest, read once (#receiptsByDigest). */
-		#byDigest;
 		/** The last write of each receipt path still under way (see #receipt). */
 		#writing = /* @__PURE__ */ new Map();
 		constructor({ options, documents, items, baseUrl, api, store }) {
@@ -18021,7 +18030,7 @@ var init_register_aggregate = __esmMin((() => {
 					candidates.push(doc);
 					continue;
 				}
-				((await this.#receiptsByDigest(plan)).has(doc.sha256) ? candidates : rest).push(doc);
+				((await planReceiptsByDigest(plan)).has(doc.sha256) ? candidates : rest).push(doc);
 			}
 			if (candidates.length === 0) return hashed;
 			const known = await Trees.load(this.#store, { holding: new Set(candidates.map((doc) => doc.sha256)) });
@@ -18099,7 +18108,7 @@ var init_register_aggregate = __esmMin((() => {
 		*/
 		async #registeredAlone(doc, plan) {
 			const own = receiptPath(plan, doc.index, doc.sha256);
-			const byDigest = await this.#receiptsByDigest(plan);
+			const byDigest = await planReceiptsByDigest(plan);
 			for (const path of [own, ...(byDigest.get(doc.sha256) ?? []).filter((p) => p !== own)]) {
 				const alone = await registrationIn(path, doc.sha256);
 				if (alone === void 0 || alone.baseUrl !== void 0 && alone.baseUrl !== this.#baseUrl) continue;
@@ -18132,12 +18141,7 @@ var init_register_aggregate = __esmMin((() => {
 		async #keptReceipt(doc) {
 			const plan = this.#documents.receipts;
 			if (plan === void 0) return void 0;
-			return keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () => this.#receiptsByDigest(plan));
-		}
-		/** The receipts of --receipt-dir by digest (receiptsByDigest), read once per run. */
-		#receiptsByDigest(plan) {
-			this.#byDigest ??= receiptsByDigest(plan.dir);
-			return this.#byDigest;
+			return keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () => planReceiptsByDigest(plan));
 		}
 		/**
 		* The result of `doc`, under the root a receipt led to (`kept`: that
@@ -18317,15 +18321,15 @@ var init_register_aggregate = __esmMin((() => {
 					continue;
 				}
 				if (entry === void 0) {
-					if (existsSync(this.#store.pendingFile(doc.sha256))) {
-						try {
-							this.#store.readPending(doc.sha256);
-						} catch (error) {
-							this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
-							continue;
-						}
-						sessions.push(doc);
-					} else if (this.#store.hasLock(doc.sha256)) inFlight.push(doc);
+					let pending;
+					try {
+						pending = this.#store.readPending(doc.sha256);
+					} catch (error) {
+						this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+						continue;
+					}
+					if (pending !== void 0) sessions.push(doc);
+					else if (this.#store.hasLock(doc.sha256)) inFlight.push(doc);
 					else rest.push(doc);
 					continue;
 				}
@@ -18404,7 +18408,7 @@ var init_register_aggregate = __esmMin((() => {
 					let written = {};
 					if (plan && entry) written = await this.#receipt(plan, doc, entry);
 					else if (plan && outcome.kind === "already-registered") {
-						const kept = await keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () => this.#receiptsByDigest(plan));
+						const kept = await this.#keptReceipt(doc);
 						if (kept !== void 0) written = { receipt: kept };
 						else unrecorded.push(doc.sha256);
 					}
@@ -18785,8 +18789,6 @@ var init_register = __esmMin((() => {
 			count: 0,
 			first: ""
 		};
-		/** The receipts of --receipt-dir by digest, read once, when a 409 finds none at a document's own place. */
-		#byDigest;
 		/** Where each document stands under the Merkle roots of the store, or of its receipt. */
 		#roots;
 		constructor({ options, documents, items, baseUrl, api, store }) {
@@ -19015,7 +19017,7 @@ var init_register = __esmMin((() => {
 				receipt: rooted.kept
 			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
-				const kept = await keptReceipt(receipts, index, input.hash, this.#baseUrl, () => this.#byDigest ??= receiptsByDigest(receipts.dir));
+				const kept = await keptReceipt(receipts, index, input.hash, this.#baseUrl, () => planReceiptsByDigest(receipts));
 				if (kept !== void 0) return {
 					outcome,
 					...self,
@@ -23152,7 +23154,7 @@ var IO = class {
 	}
 	/** Whether `text` holds a secret registered so far (addSecret): such text must not leave the machine either. */
 	holdsSecret(text) {
-		return [...this.#secrets].some((secret) => text.includes(secret));
+		return this.#longestFirst.some((secret) => text.includes(secret));
 	}
 	/** Writes data (the command's result) to stdout. */
 	data(text) {
@@ -38534,6 +38536,7 @@ async function main(options = {}) {
 * summary and the annotations of failed documents are notarize's own
 * (GITHUB_ACTIONS=true, output/github.ts).
 */
+init_secrets();
 init_errors();
 init_github();
 const ACTION_COMMANDS = ["register", "verify"];
@@ -38620,11 +38623,11 @@ function writeOutputs(file, outputs) {
 /**
 * The job's store for a step with `apiKey`: one per key, so that a step
 * with another key (another account) never completes on the token a step
-* before it stored; named by a digest of the key, which says nothing of it.
+* before it stored; named by the key's digest (keyDigest, the one credentials.json keeps beside a
+* token), which says nothing of it.
 */
 function storeName(apiKey) {
-	if (apiKey === "") return "notarize-store";
-	return `notarize-store-${createHash("sha256").update(apiKey).digest("hex").slice(0, 16)}`;
+	return apiKey === "" ? "notarize-store" : `notarize-store-${keyDigest(apiKey)}`;
 }
 /** Runs the action: the exit code is notarize's (2 for inputs it cannot use). */
 async function runAction(env = process.env) {
@@ -38651,7 +38654,7 @@ async function runAction(env = process.env) {
 		io
 	});
 	closeSync(results);
-	if (code === EXIT.auth) process.stderr.write("::error::notarize action: the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)\n");
+	if (code === EXIT.auth) process.stderr.write(`${errorCommand("notarize action: the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)")}\n`);
 	const ndjson = readFileSync(resultsPath, "utf8");
 	if (code !== EXIT.ok && ndjson === "") {
 		if (code !== EXIT.auth) process.stderr.write(`${errorCommand(`notarize action: notarize stopped before any document, exit ${code}: see its message above`)}\n`);

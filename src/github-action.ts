@@ -12,11 +12,12 @@
  * summary and the annotations of failed documents are notarize's own
  * (GITHUB_ACTIONS=true, output/github.ts).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main, processIO } from './cli.js';
+import { keyDigest } from './core/secrets.js';
 import { EXIT, type ExitCode } from './errors.js';
 import { errorCommand } from './output/github.js';
 
@@ -117,11 +118,11 @@ export function writeOutputs(file: string, outputs: Record<string, string>): voi
 /**
  * The job's store for a step with `apiKey`: one per key, so that a step
  * with another key (another account) never completes on the token a step
- * before it stored; named by a digest of the key, which says nothing of it.
+ * before it stored; named by the key's digest (keyDigest, the one credentials.json keeps beside a
+ * token), which says nothing of it.
  */
 export function storeName(apiKey: string): string {
-  if (apiKey === '') return 'notarize-store';
-  return `notarize-store-${createHash('sha256').update(apiKey).digest('hex').slice(0, 16)}`;
+  return apiKey === '' ? 'notarize-store' : `notarize-store-${keyDigest(apiKey)}`;
 }
 
 /** Runs the action: the exit code is notarize's (2 for inputs it cannot use). */
@@ -156,7 +157,7 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
   if (code === EXIT.auth) {
     // notarize's own hint names `notarize login` and NOTARIZE_API_KEY: in a workflow, the key is an input.
     process.stderr.write(
-      '::error::notarize action: the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)\n',
+      `${errorCommand('notarize action: the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)')}\n`,
     );
   }
   const ndjson = readFileSync(resultsPath, 'utf8');

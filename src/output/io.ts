@@ -104,7 +104,7 @@ export class IO {
 
   /** Whether `text` holds a secret registered so far (addSecret): such text must not leave the machine either. */
   holdsSecret(text: string): boolean {
-    return [...this.#secrets].some((secret) => text.includes(secret));
+    return this.#longestFirst.some((secret) => text.includes(secret));
   }
 
   /** Writes data (the command's result) to stdout. */
