@@ -11694,6 +11694,21 @@ async function withLock(file, waitMs, fn, timing = {}) {
 	}
 }
 /**
+* Takes the lock `file` as withLock does, and returns what releases it
+* (once; later calls do nothing): for a lock held across steps that no one
+* callback spans (core/notarize.ts, holdAcross).
+*/
+async function holdLock(file, waitMs, timing = {}) {
+	const { held, run } = await acquire(file, waitMs, fullTiming(timing));
+	let released = false;
+	return () => {
+		if (released) return;
+		released = true;
+		held.release();
+		letGoRunFile(run);
+	};
+}
+/**
 * Waits for the lock `file` as withLock says, and returns it held, with the
 * run file it holds (held while waiting too: a waiter makes no file per poll).
 */
@@ -11833,6 +11848,7 @@ async function register(deps, input) {
 		if (pending === void 0) {
 			const unanswered = input.force ? void 0 : store.readUnanswered(input.hash);
 			if (unanswered !== void 0) throw requestUnread(input.hash, unanswered.requestedAt);
+			await deps.beforeRequest?.(input.hash);
 			try {
 				pending = await requestStep(deps, input);
 			} catch (error) {
@@ -11875,7 +11891,7 @@ async function locked(deps, hash, fn) {
 	let started = false;
 	try {
 		const file = deps.store.lockFile(hash);
-		return await withLock(file, deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, async () => {
+		const underLock = async () => {
 			started = true;
 			const tracked = track(hash, () => releaseOwnLock(file));
 			try {
@@ -11883,11 +11899,29 @@ async function locked(deps, hash, fn) {
 			} finally {
 				tracked.done();
 			}
-		}, deps.lockTiming);
+		};
+		if (deps.heldAcross?.has(hash)) return await underLock();
+		return await withLock(file, deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, underLock, deps.lockTiming);
 	} catch (error) {
 		if (started) throw error;
 		throw diskRefusedBeforeSending(error, deps.store.dir) ?? error;
 	}
+}
+/**
+* Takes the lock of `hash` (or of another step, as `locked` names them) and
+* keeps it until the returned function is called: for a lock no one
+* callback spans (aggregate.ts: a new Merkle root's, from its tree's planting
+* to its registration, whose flow is told so by FlowDeps.heldAcross). `waitMs`:
+* how long to wait for another holder (TransientError after).
+*/
+async function holdAcross(deps, hash, waitMs) {
+	const file = deps.store.lockFile(hash);
+	const release = await holdLock(file, waitMs, deps.lockTiming);
+	const tracked = track(hash, () => releaseOwnLock(file));
+	return () => {
+		tracked.done();
+		release();
+	};
 }
 /** Completes the registration of `hash` (step 4); see the module comment. */
 async function complete(deps, hash, source) {
@@ -13747,6 +13781,15 @@ var init_service_store = __esmMin((() => {
 			}, "leaves", LEAVES_DIGEST), { flushes: this.#flushes });
 		}
 		/**
+		* Removes the tree of `root`: only one planted and never sent, whose
+		* root's lock the caller holds (core/aggregate.ts, when another process
+		* took up some of its documents meanwhile and it is planted again without
+		* them).
+		*/
+		removeTree(root) {
+			removeFile(this.treeFile(root));
+		}
+		/**
 		* Every tree, or with `holding` those that may hold one of these digests
 		* (see readTree); with `roots`, only the trees of those roots are read.
 		*/
@@ -14670,8 +14713,12 @@ var init_manifests = __esmMin((() => {
 *   - a new tree only for documents under none.
 * Choosing trees and saving a new one happen under one store-wide lock
 * (`locks/aggregate.lock`), so two processes aggregating the same documents
-* agree on one tree, and the root's own lock then keeps them from
-* registering it twice. On a store without their trees, the roots of the
+* agree on one tree, and the root's own lock, taken as the tree is saved
+* and held until the root is registered, keeps them from registering it
+* twice, and per-document register from paying for one of its documents
+* alone meanwhile (it waits: register-roots.ts, beforeRequest). Documents
+* a per-document run took up before it could see the tree are left out
+* (plantTheRest). On a store without their trees, the roots of the
 * manifests an earlier run left in --receipt-dir are asked about first,
 * outside that lock (manifests.ts): a 409 places documents under a root
 * the service already has, and nothing is paid for them. The trees
@@ -14734,32 +14781,109 @@ async function plantTheRest(deps, input, placed, adopted) {
 	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
 	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
 	await keepRecordedTrees(store, adopted, input.warn);
-	const newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
-		doc,
-		i
-	}]);
-	if (newcomers.length > 0) {
-		const tree = plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
-		if (input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed")) asked.set(tree.entry.root, {
-			ok: false,
-			cancelled: true
-		});
-		else try {
-			await store.saveTree(tree.entry);
-		} catch (error) {
-			const sent = adopted.sent || input.askedBefore ? "nothing was paid for: only the roots of manifests or receipts were asked about" : void 0;
-			throw diskRefused(error, store.dir, sent) ?? error;
+	const holds = /* @__PURE__ */ new Map();
+	const leftOut = [];
+	try {
+		await holdPlannedRoots(deps, placed, holds);
+		let newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
+			doc,
+			i
+		}]);
+		const stopped = input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed");
+		const plant = () => plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
+		if (newcomers.length > 0 && stopped) {
+			const tree = plant();
+			asked.set(tree.entry.root, {
+				ok: false,
+				cancelled: true
+			});
+			newcomers.forEach(({ i }, leafIndex) => placed[i] = {
+				tree,
+				leafIndex
+			});
+		} else if (newcomers.length > 0) {
+			let tree = plant();
+			await saveNewTree(deps, input, adopted, tree, holds);
+			for (let taken = takenUp(deps, input, newcomers); taken.size > 0; taken = takenUp(deps, input, newcomers)) {
+				leftOut.push(...newcomers.flatMap(({ doc, i }) => taken.has(doc.sha256) ? [i] : []));
+				newcomers = newcomers.filter(({ doc }) => !taken.has(doc.sha256));
+				const replaced = tree;
+				tree = newcomers.length === 0 ? void 0 : plant();
+				if (tree) await saveNewTree(deps, input, adopted, tree, holds);
+				store.removeTree(replaced.entry.root);
+				holds.get(replaced.entry.root)?.();
+				holds.delete(replaced.entry.root);
+				if (!tree) break;
+			}
+			if (tree) newcomers.forEach(({ i }, leafIndex) => placed[i] = {
+				tree,
+				leafIndex
+			});
 		}
-		newcomers.forEach(({ i }, leafIndex) => placed[i] = {
-			tree,
-			leafIndex
-		});
+	} catch (error) {
+		for (const release of holds.values()) release();
+		throw error;
 	}
+	leftOut.sort((a, b) => a - b);
 	return {
 		placements: placed,
+		leftOut,
+		holds,
 		asked,
 		sent: adopted.sent
 	};
+}
+/**
+* Saves a tree just planted, and takes its root's lock, held until its root
+* is registered (`holds`): from then on another process finding one of its
+* documents under it waits for it (register-roots.ts) rather than see a
+* tree planned by a run that is gone, which frees its documents.
+*/
+async function saveNewTree(deps, input, adopted, tree, holds) {
+	const { store } = deps;
+	try {
+		await store.saveTree(tree.entry);
+	} catch (error) {
+		const sent = adopted.sent || input.askedBefore ? "nothing was paid for: only the roots of manifests or receipts were asked about" : void 0;
+		throw diskRefused(error, store.dir, sent) ?? error;
+	}
+	holds.set(tree.entry.root, await holdAcross(deps, tree.entry.root, 0));
+}
+/**
+* Holds the locks of the planned roots (saved by a run that stopped before
+* the service answered) this run registers again, so that, as for a new
+* tree, a per-document run finding one of their documents under them waits.
+* One held by another process (registering it now) is left to it:
+* registerRoot waits for it.
+*/
+async function holdPlannedRoots(deps, placed, holds) {
+	for (const place of placed) {
+		const tree = place?.tree;
+		if (tree === void 0 || tree.state !== "planned" || tree.adopted || holds.has(tree.entry.root)) continue;
+		try {
+			holds.set(tree.entry.root, await holdAcross(deps, tree.entry.root, 0));
+		} catch (error) {
+			if (!(error instanceof TransientError)) throw error;
+		}
+	}
+}
+/**
+* Of `newcomers`, the digests another process has taken up on their own
+* since the command looked (their lock held, a session or a record of their
+* own). --force puts documents with records of their own in the tree, as
+* asked: nothing is looked at.
+*/
+function takenUp(deps, input, newcomers) {
+	const taken = /* @__PURE__ */ new Set();
+	if (input.force) return taken;
+	const { store } = deps;
+	const named = store.namedHashes(newcomers.length);
+	for (const { doc } of newcomers) {
+		const hash = doc.sha256;
+		if (named !== void 0 && !named.has(hash)) continue;
+		if (store.hasLock(hash) || existsSync(store.pendingFile(hash)) || existsSync(store.ledgerFile(hash))) taken.add(hash);
+	}
+	return taken;
 }
 /**
 * Saves in the store the trees adoptManifests placed under a root this store
@@ -14802,10 +14926,12 @@ function rootResultOf(root, said) {
 	};
 }
 /** Registers the root of every tree the documents were placed under, once each, in order. */
-async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ new Map()) {
+async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ new Map(), holds = /* @__PURE__ */ new Map()) {
 	const roots = new Map(asked);
 	let failed = [...asked.values()].some((result) => !result.ok);
-	for (const { tree } of placements) {
+	for (const place of placements) {
+		if (place === void 0) continue;
+		const { tree } = place;
 		const root = tree.entry.root;
 		if (roots.has(root)) continue;
 		if (failed && input.failFast) {
@@ -14824,7 +14950,11 @@ async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ ne
 			});
 			continue;
 		}
-		const result = await registerRoot(deps, tree, input);
+		const result = await registerRoot(holds.has(root) ? {
+			...deps,
+			heldAcross: /* @__PURE__ */ new Set([root])
+		} : deps, tree, input);
+		holds.get(root)?.();
 		if (!result.ok) failed = true;
 		roots.set(root, result);
 	}
@@ -14998,17 +15128,20 @@ var init_manifest_files = __esmMin((() => {
 * twice for it. Undefined: nothing known, the flow's to register.
 */
 /**
-* The modification time of the store's trees folder, in nanoseconds: a
-* tree planted or removed changes it. -1 when there is none.
+* The names in the store's trees folder, as one string: a tree planted or
+* removed changes it ('' when there is none). Not the folder's modification
+* time, which the kernel takes from a clock that moves every few
+* milliseconds: a tree planted in the same tick as the last change would
+* leave it as it was.
 */
 function treesStamp(treesDir) {
 	try {
-		return statSync(treesDir, { bigint: true }).mtimeNs;
+		return readdirSync(treesDir).filter((name) => TREE_FILE.test(name)).sort().join(" ");
 	} catch {
-		return -1n;
+		return "";
 	}
 }
-var DocumentRoots;
+var DocumentRoots, TREE_FILE, MAX_TREE_WAITS, UnderRootSince;
 var init_register_roots = __esmMin((() => {
 	init_aggregate();
 	init_manifests();
@@ -15028,7 +15161,7 @@ var init_register_roots = __esmMin((() => {
 		#trees;
 		/** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
 		#plannedReread = /* @__PURE__ */ new Set();
-		/** The trees folder's modification time when #trees was read (treesStamp). */
+		/** The trees folder's names when #trees was read (treesStamp). */
 		#treesStamp;
 		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
 		#paidProblems;
@@ -15278,6 +15411,53 @@ var init_register_roots = __esmMin((() => {
 			throw "error" in result ? result.error : /* @__PURE__ */ new Error(`the root ${root} was not registered`);
 		}
 		/**
+		* The trees of this store as they are now: read again whenever a tree was
+		* planted or removed since they were read (another process's --aggregate,
+		* under way now: a document it holds must wait for its root, not be paid
+		* for alone). A tree's state is as it was when read: see beforeRequest.
+		*/
+		#currentTrees() {
+			const { store } = this.#deps;
+			const stamp = treesStamp(store.treesDir);
+			if (this.#trees === void 0 || stamp !== this.#treesStamp) {
+				this.#trees = Trees.load(store);
+				this.#treesStamp = stamp;
+				this.#paidProblems = void 0;
+			}
+			return this.#trees;
+		}
+		/**
+		* The last look, under the document's lock, right before its request
+		* step is sent (FlowDeps.beforeRequest), at whether a Merkle root answers
+		* for it after all. `register --aggregate` saves a new tree, then looks at
+		* its documents' locks, leaving out those held (core/aggregate.ts); this
+		* run took the document's lock, then looks at the trees: so one of the two
+		* sees the other, and the document is never both paid for alone and
+		* under that root. A tree planned by a run at work on it (the `aggregate`
+		* lock held, or its root's: held from its planting to its registration)
+		* is waited for, then looked at again; one planned by a run that is gone
+		* frees its documents, as in #underRoot. Throws UnderRootSince when a root
+		* registered or pending answers for the document now.
+		*/
+		async beforeRequest(hash) {
+			if (this.#options.force) return;
+			const { store } = this.#deps;
+			for (let looks = 0;; looks++) {
+				let placed = (await this.#currentTrees()).place(hash);
+				if (placed === void 0) return;
+				const root = placed.tree.entry.root;
+				if (looks > MAX_TREE_WAITS) throw new UnderRootSince(hash, root);
+				placed = (await Trees.load(store, { roots: /* @__PURE__ */ new Set([root]) })).place(hash);
+				if (placed === void 0) continue;
+				if (placed.tree.state !== "planned") throw new UnderRootSince(hash, root);
+				if (store.readUnanswered(root) !== void 0) throw underUnreadRoot(root, "register its documents again");
+				const atWork = existsSync(store.lockFile("aggregate")) ? "aggregate" : existsSync(store.lockFile(root)) ? root : "";
+				if (atWork === "") return;
+				await locked(this.#deps, atWork, async () => {});
+				this.#trees = void 0;
+			}
+		}
+		/**
 		* Where a document with no record of its own stands under the Merkle roots
 		* of this store (`register --aggregate`): a leaf of a registered root (its
 		* tree and proof: registering it again would pay twice for what `verify`
@@ -15293,13 +15473,7 @@ var init_register_roots = __esmMin((() => {
 		async #underRoot(hash, waited = false) {
 			if (this.#options.force) return void 0;
 			const { store } = this.#deps;
-			const stamp = treesStamp(store.treesDir);
-			if (this.#trees === void 0 || stamp !== this.#treesStamp) {
-				this.#trees = Trees.load(store);
-				this.#treesStamp = stamp;
-				this.#paidProblems = void 0;
-			}
-			const trees = await this.#trees;
+			const trees = await this.#currentTrees();
 			const placed = trees.place(hash);
 			if (placed === void 0 || placed.tree.state === "planned" || placed.tree.state === "pending") {
 				this.#paidProblems ??= paidRootProblems(store, trees);
@@ -15341,6 +15515,16 @@ var init_register_roots = __esmMin((() => {
 				tree,
 				proof
 			};
+		}
+	};
+	TREE_FILE = /^[0-9a-f]{64}\.json$/;
+	MAX_TREE_WAITS = 8;
+	UnderRootSince = class extends TransientError {
+		constructor(hash, root) {
+			super(`${hash} was placed under the Merkle root ${root} by another notarize process (register --aggregate) while this run was about to register it on its own`, {
+				hint: "run the command again: that root answers for it",
+				notProcessed: true
+			});
 		}
 	};
 }));
@@ -18204,29 +18388,35 @@ var init_register_aggregate = __esmMin((() => {
 			} catch (error) {
 				throw this.#askedBefore ? sentAlready(error) : error;
 			}
-			const { placements } = placed;
-			for (const { tree } of placements) if (!tree.adopted) trees.set(tree.entry.root, tree);
+			const { placements, holds } = placed;
+			this.#alone = [...this.#alone, ...placed.leftOut.map((i) => hashed[i])].sort((a, b) => a.index - b.index);
+			const inTrees = hashed.flatMap((doc, i) => {
+				const placement = placements[i];
+				return placement === void 0 ? [] : [{
+					doc,
+					placement
+				}];
+			});
 			try {
-				await this.#checkManifests(placements);
-			} catch (error) {
-				throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
-			}
-			io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? "" : "s"}`);
-			try {
-				const roots = await registerRoots(deps, input, placements, placed.asked);
+				for (const { placement } of inTrees) if (!placement.tree.adopted) trees.set(placement.tree.entry.root, placement.tree);
+				try {
+					await this.#checkManifests(inTrees.map(({ placement }) => placement));
+				} catch (error) {
+					throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
+				}
+				io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? "" : "s"}`);
+				const roots = await registerRoots(deps, input, placements, placed.asked, holds);
 				io.clearProgress();
 				const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
 				const manifestFailure = await this.#manifestsAfter(trees, roots);
-				await runAll(hashed.map((doc, i) => ({
-					doc,
-					placement: placements[i]
-				})), async ({ doc, placement }) => {
+				await runAll(inTrees, async ({ doc, placement }) => {
 					await this.#items.ready();
 					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
 				}, { concurrency: 16 });
 				this.#warnNoRecords();
 				return this.#end(sent, manifestFailure);
 			} finally {
+				for (const release of holds.values()) release();
 				reporting?.();
 			}
 		}
@@ -19000,11 +19190,22 @@ var init_register = __esmMin((() => {
 			};
 			const { receipts } = this.#documents;
 			const recorded = this.#recordedOnly(input);
-			const rooted = recorded ? void 0 : await this.#roots.standing(input.hash, index, onStep);
-			const outcome = recorded ?? rooted?.outcome ?? await register({
-				...this.#deps,
-				onStep
-			}, input);
+			let rooted = recorded ? void 0 : await this.#roots.standing(input.hash, index, onStep);
+			let outcome = recorded ?? rooted?.outcome;
+			for (let placedAgain = false; outcome === void 0; placedAgain = true) {
+				const beforeRequest = (hash) => this.#roots.beforeRequest(hash);
+				try {
+					outcome = await register({
+						...this.#deps,
+						onStep,
+						beforeRequest
+					}, input);
+				} catch (error) {
+					if (!(error instanceof UnderRootSince) || placedAgain) throw error;
+					rooted = await this.#roots.standing(input.hash, index, onStep);
+					outcome = rooted?.outcome;
+				}
+			}
 			const under = rooted?.under;
 			const self = under === void 0 ? {} : { under };
 			if (!receipts) return {

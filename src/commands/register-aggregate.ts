@@ -123,8 +123,8 @@ export class Aggregator {
       if (thrown) throw thrown.error;
       return result!;
     }
-    // Settled after the tree's root, so that the tree is planted soon after the locks were looked
-    // at (a per-document run starting on one of its documents meanwhile then finds it and waits);
+    // Settled after the tree's root: waiting for their locks first would hold up the tree (and a
+    // per-document run taking up one of the tree's documents meanwhile is seen: core/aggregate.ts);
     // settled also when the tree's part failed after something was sent. --fail-fast: after a
     // failure (the tree's part included), they are skipped too.
     if (this.#options.failFast && (thrown || this.#tally.failed > 0)) this.#skip(this.#alone);
@@ -378,21 +378,28 @@ export class Aggregator {
       // A root asked about for a receipt (#underReceiptRoots): something was sent, so not exit 2.
       throw this.#askedBefore ? sentAlready(error) : error;
     }
-    const { placements } = placed;
-    for (const { tree } of placements) if (!tree.adopted) trees.set(tree.entry.root, tree);
+    const { placements, holds } = placed;
+    // Taken up by another process while their tree was planted: settled on their own, after the tree's.
+    this.#alone = [...this.#alone, ...placed.leftOut.map((i) => hashed[i]!)].sort((a, b) => a.index - b.index);
+    const inTrees = hashed.flatMap((doc, i) => {
+      const placement = placements[i];
+      return placement === undefined ? [] : [{ doc, placement }];
+    });
     try {
-      await this.#checkManifests(placements);
-    } catch (error) {
-      throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
-    }
-    io.progress(`registering the Merkle root of ${hashed.length} document${hashed.length === 1 ? '' : 's'}`);
-    try {
-      const roots = await registerRoots(deps, input, placements, placed.asked);
+      for (const { placement } of inTrees)
+        if (!placement.tree.adopted) trees.set(placement.tree.entry.root, placement.tree);
+      try {
+        await this.#checkManifests(inTrees.map(({ placement }) => placement));
+      } catch (error) {
+        throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
+      }
+      io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? '' : 's'}`);
+      const roots = await registerRoots(deps, input, placements, placed.asked, holds);
       io.clearProgress();
       const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
       const manifestFailure = await this.#manifestsAfter(trees, roots);
       await runAll(
-        hashed.map((doc, i) => ({ doc, placement: placements[i]! })),
+        inTrees,
         async ({ doc, placement }) => {
           // With NDJSON a line per document: write no more while stdout is backed up.
           await this.#items.ready();
@@ -404,6 +411,7 @@ export class Aggregator {
       this.#warnNoRecords();
       return this.#end(sent, manifestFailure);
     } finally {
+      for (const release of holds.values()) release();
       reporting?.();
     }
   }

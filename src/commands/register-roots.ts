@@ -7,7 +7,7 @@
  * service asked). Registering it on its own in any of these cases would pay
  * twice for it. Undefined: nothing known, the flow's to register.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
 import { askAboutRoot, ManifestIndex, RootAsks, readableRecord } from '../core/manifests.js';
 import { locked, type FlowDeps, type Outcome } from '../core/notarize.js';
@@ -17,7 +17,7 @@ import { earlierProof, proofIn, type EarlierProof, type ReceiptPlan } from '../c
 import type { InclusionProof } from '../core/receipt-format.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { paidRootProblems, Trees, underUnreadRoot, type LoadedTree, type Placement } from '../core/trees.js';
-import { StoreError } from '../errors.js';
+import { StoreError, TransientError } from '../errors.js';
 import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
 import type { RegisterOptions } from './register-inputs.js';
 
@@ -55,8 +55,8 @@ export class DocumentRoots {
   #trees: Promise<Trees> | undefined;
   /** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
   readonly #plannedReread = new Set<string>();
-  /** The trees folder's modification time when #trees was read (treesStamp). */
-  #treesStamp: bigint | undefined;
+  /** The trees folder's names when #trees was read (treesStamp). */
+  #treesStamp: string | undefined;
   /** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
   #paidProblems: Promise<StoreError[]> | undefined;
   /** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
@@ -318,6 +318,62 @@ export class DocumentRoots {
   }
 
   /**
+   * The trees of this store as they are now: read again whenever a tree was
+   * planted or removed since they were read (another process's --aggregate,
+   * under way now: a document it holds must wait for its root, not be paid
+   * for alone). A tree's state is as it was when read: see beforeRequest.
+   */
+  #currentTrees(): Promise<Trees> {
+    const { store } = this.#deps;
+    const stamp = treesStamp(store.treesDir);
+    if (this.#trees === undefined || stamp !== this.#treesStamp) {
+      this.#trees = Trees.load(store);
+      this.#treesStamp = stamp;
+      this.#paidProblems = undefined;
+    }
+    return this.#trees;
+  }
+
+  /**
+   * The last look, under the document's lock, right before its request
+   * step is sent (FlowDeps.beforeRequest), at whether a Merkle root answers
+   * for it after all. `register --aggregate` saves a new tree, then looks at
+   * its documents' locks, leaving out those held (core/aggregate.ts); this
+   * run took the document's lock, then looks at the trees: so one of the two
+   * sees the other, and the document is never both paid for alone and
+   * under that root. A tree planned by a run at work on it (the `aggregate`
+   * lock held, or its root's: held from its planting to its registration)
+   * is waited for, then looked at again; one planned by a run that is gone
+   * frees its documents, as in #underRoot. Throws UnderRootSince when a root
+   * registered or pending answers for the document now.
+   */
+  async beforeRequest(hash: string): Promise<void> {
+    if (this.#options.force) return;
+    const { store } = this.#deps;
+    for (let looks = 0; ; looks++) {
+      let placed = (await this.#currentTrees()).place(hash);
+      if (placed === undefined) return;
+      const root = placed.tree.entry.root;
+      if (looks > MAX_TREE_WAITS) throw new UnderRootSince(hash, root);
+      // Its state now, not as read for an earlier document: it may have been registered since.
+      placed = (await Trees.load(store, { roots: new Set([root]) })).place(hash);
+      // Removed meanwhile (planted again without it): look again.
+      if (placed === undefined) continue;
+      if (placed.tree.state !== 'planned') throw new UnderRootSince(hash, root);
+      if (store.readUnanswered(root) !== undefined) throw underUnreadRoot(root, 'register its documents again');
+      // In this order: a run planting a tree takes its root's lock before letting go of the `aggregate` one.
+      const atWork = existsSync(store.lockFile('aggregate'))
+        ? 'aggregate'
+        : existsSync(store.lockFile(root))
+          ? root
+          : '';
+      if (atWork === '') return;
+      await locked(this.#deps, atWork, async () => {});
+      this.#trees = undefined;
+    }
+  }
+
+  /**
    * Where a document with no record of its own stands under the Merkle roots
    * of this store (`register --aggregate`): a leaf of a registered root (its
    * tree and proof: registering it again would pay twice for what `verify`
@@ -333,15 +389,7 @@ export class DocumentRoots {
   async #underRoot(hash: string, waited = false): Promise<TreeStanding | undefined> {
     if (this.#options.force) return undefined;
     const { store } = this.#deps;
-    // Read again when a tree was planted since (another process's --aggregate, under way now): a
-    // document it holds must wait for its root, not be paid for alone (one stat per document).
-    const stamp = treesStamp(store.treesDir);
-    if (this.#trees === undefined || stamp !== this.#treesStamp) {
-      this.#trees = Trees.load(store);
-      this.#treesStamp = stamp;
-      this.#paidProblems = undefined;
-    }
-    const trees = await this.#trees;
+    const trees = await this.#currentTrees();
     const placed = trees.place(hash);
     if (placed === undefined || placed.tree.state === 'planned' || placed.tree.state === 'pending') {
       // About to pay (on its own, or for a pending root): a tree that cannot be read may hold it under
@@ -395,13 +443,39 @@ export class DocumentRoots {
 }
 
 /**
- * The modification time of the store's trees folder, in nanoseconds: a
- * tree planted or removed changes it. -1 when there is none.
+ * The names in the store's trees folder, as one string: a tree planted or
+ * removed changes it ('' when there is none). Not the folder's modification
+ * time, which the kernel takes from a clock that moves every few
+ * milliseconds: a tree planted in the same tick as the last change would
+ * leave it as it was.
  */
-function treesStamp(treesDir: string): bigint {
+function treesStamp(treesDir: string): string {
   try {
-    return statSync(treesDir, { bigint: true }).mtimeNs;
+    return readdirSync(treesDir)
+      .filter((name) => TREE_FILE.test(name))
+      .sort()
+      .join(' ');
   } catch {
-    return -1n;
+    return '';
+  }
+}
+
+const TREE_FILE = /^[0-9a-f]{64}\.json$/;
+
+/** How many times beforeRequest looks again at a tree holding the document, at work in another run, before it gives up (exit 4). */
+const MAX_TREE_WAITS = 8;
+
+/**
+ * beforeRequest's answer when a root another process planted answers for
+ * the document now (registered or pending since, or a run at work on it too
+ * long): nothing was sent for it; #send places it again.
+ */
+export class UnderRootSince extends TransientError {
+  constructor(hash: string, root: string) {
+    super(
+      `${hash} was placed under the Merkle root ${root} by another notarize process (register --aggregate) ` +
+        'while this run was about to register it on its own',
+      { hint: 'run the command again: that root answers for it', notProcessed: true },
+    );
   }
 }

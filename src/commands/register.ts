@@ -36,7 +36,7 @@ import { finishItems, viewOf } from './action.js';
 import { addInputOptions } from './input-options.js';
 import { examples, outputOption, parseOptions } from './options.js';
 import { Aggregator, checkAggregate } from './register-aggregate.js';
-import { DocumentRoots } from './register-roots.js';
+import { DocumentRoots, UnderRootSince } from './register-roots.js';
 import {
   checkOptions,
   displayName,
@@ -428,8 +428,20 @@ class Registrar {
     // taken (records are never removed), so a store on a read-only disk still answers a re-run.
     const recorded = this.#recordedOnly(input);
     // Under a root (of the store, or of its receipt): the root answers for it; else the flow registers it.
-    const rooted = recorded ? undefined : await this.#roots.standing(input.hash, index, onStep);
-    const outcome = recorded ?? rooted?.outcome ?? (await register({ ...this.#deps, onStep }, input));
+    let rooted = recorded ? undefined : await this.#roots.standing(input.hash, index, onStep);
+    let outcome = recorded ?? rooted?.outcome;
+    // Its lock taken, the trees are looked at again (beforeRequest): a root another process planted
+    // over it meanwhile answers for it, and it is placed again (once: a second time, exit 4).
+    for (let placedAgain = false; outcome === undefined; placedAgain = true) {
+      const beforeRequest = (hash: string) => this.#roots.beforeRequest(hash);
+      try {
+        outcome = await register({ ...this.#deps, onStep, beforeRequest }, input);
+      } catch (error) {
+        if (!(error instanceof UnderRootSince) || placedAgain) throw error;
+        rooted = await this.#roots.standing(input.hash, index, onStep);
+        outcome = rooted?.outcome;
+      }
+    }
     const under = rooted?.under;
     const self = under === undefined ? {} : { under };
     if (!receipts) return { outcome, ...self };

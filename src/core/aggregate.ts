@@ -18,8 +18,12 @@
  *   - a new tree only for documents under none.
  * Choosing trees and saving a new one happen under one store-wide lock
  * (`locks/aggregate.lock`), so two processes aggregating the same documents
- * agree on one tree, and the root's own lock then keeps them from
- * registering it twice. On a store without their trees, the roots of the
+ * agree on one tree, and the root's own lock, taken as the tree is saved
+ * and held until the root is registered, keeps them from registering it
+ * twice, and per-document register from paying for one of its documents
+ * alone meanwhile (it waits: register-roots.ts, beforeRequest). Documents
+ * a per-document run took up before it could see the tree are left out
+ * (plantTheRest). On a store without their trees, the roots of the
  * manifests an earlier run left in --receipt-dir are asked about first,
  * outside that lock (manifests.ts): a 409 places documents under a root
  * the service already has, and nothing is paid for them. The trees
@@ -28,7 +32,7 @@
  * Returns data; never prints.
  */
 import { existsSync } from 'node:fs';
-import { sentAlready } from '../errors.js';
+import { sentAlready, TransientError } from '../errors.js';
 import { diskRefused } from '../store/disk.js';
 import type { ServiceStore } from '../store/service-store.js';
 import {
@@ -39,7 +43,7 @@ import {
   type Asked,
   type ManifestQuery,
 } from './manifests.js';
-import { locked, register, type FlowDeps, type Outcome } from './notarize.js';
+import { holdAcross, locked, register, type FlowDeps, type Outcome } from './notarize.js';
 import { plantTree, Trees, type LoadedTree, type Placement } from './trees.js';
 
 /** An aggregate run: its documents and flags (ManifestQuery: those the manifests of --receipt-dir use too). */
@@ -58,22 +62,44 @@ export type RootResult =
   | { ok: false; cancelled: true };
 
 export interface AggregateResult {
-  /** Each document's place, by the index of the document in the input. */
-  placements: Placement[];
+  /** Each document's place, by the index of the document in the input (Placed.placements). */
+  placements: (Placement | undefined)[];
+  /** The documents left for their own registration (Placed.leftOut). */
+  leftOut: number[];
   /** Each root this run dealt with, and what happened to it. */
   roots: Map<string, RootResult>;
 }
 
 /** Registers `input.documents` under Merkle roots (see the module comment): `placeDocuments`, then `registerRoots`. */
 export async function registerAggregate(deps: FlowDeps, input: AggregateInput): Promise<AggregateResult> {
-  const { placements, asked } = await placeDocuments(deps, input);
-  return { placements, roots: await registerRoots(deps, input, placements, asked) };
+  const { placements, leftOut, asked, holds } = await placeDocuments(deps, input);
+  try {
+    return { placements, leftOut, roots: await registerRoots(deps, input, placements, asked, holds) };
+  } finally {
+    for (const release of holds.values()) release();
+  }
 }
 
 /** Where the documents of a run go (placeDocuments), and what was sent to find out. */
 export interface Placed {
-  /** Each document's place, by the index of the document in the input. */
-  placements: Placement[];
+  /**
+   * Each document's place, by the index of the document in the input;
+   * undefined for those left out (`leftOut`).
+   */
+  placements: (Placement | undefined)[];
+  /**
+   * The indexes of the documents another process took up on their own
+   * while their tree was being planted (its lock, a session or a record of
+   * their own seen once the tree was saved): under no tree of this run, for
+   * their own registration to settle (as per-document register would).
+   */
+  leftOut: number[];
+  /**
+   * The roots whose lock this run holds from their planting on (holdAcross),
+   * each with what releases it: registerRoots releases each once its root is
+   * registered; whoever placed the documents releases the rest when done.
+   */
+  holds: Map<string, () => void>;
   /** The roots of manifests asked about (adoptManifests), and what the service said. */
   asked: Map<string, RootResult>;
   /** Whether anything was sent: from then on, exit 2 would lie. */
@@ -149,31 +175,128 @@ async function plantTheRest(
   // Under a root asked about (adoptManifests): never saved, never sent again.
   for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
   await keepRecordedTrees(store, adopted, input.warn);
-  const newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
-  if (newcomers.length > 0) {
-    const tree = plantTree(
-      newcomers.map(({ doc }) => doc),
-      input.description,
-      deps.now?.() ?? new Date(),
-    );
+  const holds = new Map<string, () => void>();
+  const leftOut: number[] = [];
+  try {
+    await holdPlannedRoots(deps, placed, holds);
+    let newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
     const stopped = input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === 'failed');
-    if (stopped) {
+    const plant = () =>
+      plantTree(
+        newcomers.map(({ doc }) => doc),
+        input.description,
+        deps.now?.() ?? new Date(),
+      );
+    if (newcomers.length > 0 && stopped) {
+      // Never saved: placed for their results (skipped), nothing is sent for them.
+      const tree = plant();
       asked.set(tree.entry.root, { ok: false, cancelled: true });
-    } else {
-      try {
-        await store.saveTree(tree.entry);
-      } catch (error) {
-        // Full, a file size limit: the user's to fix, and nothing was paid for.
-        const sent =
-          adopted.sent || input.askedBefore
-            ? 'nothing was paid for: only the roots of manifests or receipts were asked about'
-            : undefined;
-        throw diskRefused(error, store.dir, sent) ?? error;
+      newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
+    } else if (newcomers.length > 0) {
+      let tree: LoadedTree | undefined = plant();
+      await saveNewTree(deps, input, adopted, tree, holds);
+      // A per-document run may have taken one of them up between the look at their locks
+      // (commands/register-aggregate.ts) and this tree's being saved, and pay for it alone: it
+      // looks at the trees only once it holds the document's lock, so a document whose lock is
+      // free now, with no session or record of its own, is this tree's (that run, if any, will see
+      // the tree and wait for its root). Those taken up are left out, and the tree planted again.
+      for (let taken = takenUp(deps, input, newcomers); taken.size > 0; taken = takenUp(deps, input, newcomers)) {
+        leftOut.push(...newcomers.flatMap(({ doc, i }) => (taken.has(doc.sha256) ? [i] : [])));
+        newcomers = newcomers.filter(({ doc }) => !taken.has(doc.sha256));
+        const replaced: LoadedTree = tree;
+        tree = newcomers.length === 0 ? undefined : plant();
+        if (tree) await saveNewTree(deps, input, adopted, tree, holds);
+        // The new tree first: a document it keeps is under a tree of the store all along.
+        store.removeTree(replaced.entry.root);
+        holds.get(replaced.entry.root)?.();
+        holds.delete(replaced.entry.root);
+        if (!tree) break;
       }
+      if (tree) newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
     }
-    newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
+  } catch (error) {
+    for (const release of holds.values()) release();
+    throw error;
   }
-  return { placements: placed as Placement[], asked, sent: adopted.sent };
+  leftOut.sort((a, b) => a - b);
+  return { placements: placed, leftOut, holds, asked, sent: adopted.sent };
+}
+
+/**
+ * Saves a tree just planted, and takes its root's lock, held until its root
+ * is registered (`holds`): from then on another process finding one of its
+ * documents under it waits for it (register-roots.ts) rather than see a
+ * tree planned by a run that is gone, which frees its documents.
+ */
+async function saveNewTree(
+  deps: FlowDeps,
+  input: AggregateInput,
+  adopted: Adoptions,
+  tree: LoadedTree,
+  holds: Map<string, () => void>,
+): Promise<void> {
+  const { store } = deps;
+  try {
+    await store.saveTree(tree.entry);
+  } catch (error) {
+    // Full, a file size limit: the user's to fix, and nothing was paid for.
+    const sent =
+      adopted.sent || input.askedBefore
+        ? 'nothing was paid for: only the roots of manifests or receipts were asked about'
+        : undefined;
+    throw diskRefused(error, store.dir, sent) ?? error;
+  }
+  // A new root (its leaves' salts are random): no one else holds its lock.
+  holds.set(tree.entry.root, await holdAcross(deps, tree.entry.root, 0));
+}
+
+/**
+ * Holds the locks of the planned roots (saved by a run that stopped before
+ * the service answered) this run registers again, so that, as for a new
+ * tree, a per-document run finding one of their documents under them waits.
+ * One held by another process (registering it now) is left to it:
+ * registerRoot waits for it.
+ */
+async function holdPlannedRoots(
+  deps: FlowDeps,
+  placed: readonly (Placement | undefined)[],
+  holds: Map<string, () => void>,
+): Promise<void> {
+  for (const place of placed) {
+    const tree = place?.tree;
+    if (tree === undefined || tree.state !== 'planned' || tree.adopted || holds.has(tree.entry.root)) continue;
+    try {
+      holds.set(tree.entry.root, await holdAcross(deps, tree.entry.root, 0));
+    } catch (error) {
+      if (!(error instanceof TransientError)) throw error;
+    }
+  }
+}
+
+/**
+ * Of `newcomers`, the digests another process has taken up on their own
+ * since the command looked (their lock held, a session or a record of their
+ * own). --force puts documents with records of their own in the tree, as
+ * asked: nothing is looked at.
+ */
+function takenUp(
+  deps: FlowDeps,
+  input: AggregateInput,
+  newcomers: readonly { doc: { sha256: string } }[],
+): Set<string> {
+  const taken = new Set<string>();
+  if (input.force) return taken;
+  const { store } = deps;
+  // One listing of each folder rather than three lookups per document (a tree of 100,000).
+  const named = store.namedHashes(newcomers.length);
+  for (const { doc } of newcomers) {
+    const hash = doc.sha256;
+    if (named !== undefined && !named.has(hash)) continue;
+    if (store.hasLock(hash) || existsSync(store.pendingFile(hash)) || existsSync(store.ledgerFile(hash))) {
+      taken.add(hash);
+    }
+  }
+  return taken;
 }
 
 /**
@@ -215,13 +338,16 @@ function rootResultOf(root: string, said: Asked): RootResult {
 export async function registerRoots(
   deps: FlowDeps,
   input: Omit<AggregateInput, 'documents' | 'description'>,
-  placements: readonly Placement[],
+  placements: readonly (Placement | undefined)[],
   asked: ReadonlyMap<string, RootResult> = new Map(),
+  holds: ReadonlyMap<string, () => void> = new Map(),
 ): Promise<Map<string, RootResult>> {
   // Roots adoptManifests asked about are done: never sent again.
   const roots = new Map<string, RootResult>(asked);
   let failed = [...asked.values()].some((result) => !result.ok);
-  for (const { tree } of placements) {
+  for (const place of placements) {
+    if (place === undefined) continue;
+    const { tree } = place;
     const root = tree.entry.root;
     if (roots.has(root)) continue;
     if (failed && input.failFast) {
@@ -233,7 +359,9 @@ export async function registerRoots(
       roots.set(root, { ok: true, sent: false, outcome: finishedRoot(tree) });
       continue;
     }
-    const result = await registerRoot(deps, tree, input);
+    const result = await registerRoot(holds.has(root) ? { ...deps, heldAcross: new Set([root]) } : deps, tree, input);
+    // Registered, pending, or failed: a per-document run waiting for the root may look again.
+    holds.get(root)?.();
     if (!result.ok) failed = true;
     roots.set(root, result);
   }

@@ -34,7 +34,7 @@ import {
 import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
 import { beforeSending, sendingCompletion, track, type Tracked } from '../interrupt.js';
-import { releaseOwnLock, withLock, type LockTiming } from '../store/lock.js';
+import { holdLock, releaseOwnLock, withLock, type LockTiming } from '../store/lock.js';
 import { mimeType } from './mime.js';
 
 export type Blockchain = (typeof BLOCKCHAIN_TYPES)[number];
@@ -118,6 +118,16 @@ export interface FlowDeps {
    * there, its session kept pending.
    */
   beforeCompletion?: (hash: string) => Promise<void>;
+  /**
+   * Awaited under the hash's lock right before a request step is sent for
+   * it (none was saved): the last look at whether it must be sent at all
+   * (per-document register: a Merkle root another process planted over the
+   * document meanwhile answers for it, register-roots.ts). Throwing stops
+   * the flow there, nothing sent.
+   */
+  beforeRequest?: (hash: string) => Promise<void>;
+  /** The locks the caller holds across steps (holdAcross), by the name `locked` takes: run under, not taken again. */
+  heldAcross?: ReadonlySet<string>;
   /** How long to wait for another process working on the same hash. */
   lockWaitMs?: number;
   /** The lock's lease and polling; tests only, notarize runs with withLock's defaults. */
@@ -144,6 +154,7 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
       // session notarize never saw, so only an explicit choice requests again.
       const unanswered = input.force ? undefined : store.readUnanswered(input.hash);
       if (unanswered !== undefined) throw requestUnread(input.hash, unanswered.requestedAt);
+      await deps.beforeRequest?.(input.hash);
       try {
         pending = await requestStep(deps, input);
       } catch (error) {
@@ -179,24 +190,40 @@ export async function locked<T>(deps: FlowDeps, hash: string, fn: (tracked: Trac
   try {
     // Inside the try: making the locks directory is a store write before sending too.
     const file = deps.store.lockFile(hash);
-    return await withLock(
-      file,
-      deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS,
-      async () => {
-        started = true;
-        const tracked = track(hash, () => releaseOwnLock(file));
-        try {
-          return await fn(tracked);
-        } finally {
-          tracked.done();
-        }
-      },
-      deps.lockTiming,
-    );
+    const underLock = async () => {
+      started = true;
+      const tracked = track(hash, () => releaseOwnLock(file));
+      try {
+        return await fn(tracked);
+      } finally {
+        tracked.done();
+      }
+    };
+    // Held already by the caller, across steps (holdAcross): run under it.
+    if (deps.heldAcross?.has(hash)) return await underLock();
+    return await withLock(file, deps.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, underLock, deps.lockTiming);
   } catch (error) {
     if (started) throw error;
     throw diskRefusedBeforeSending(error, deps.store.dir) ?? error;
   }
+}
+
+/**
+ * Takes the lock of `hash` (or of another step, as `locked` names them) and
+ * keeps it until the returned function is called: for a lock no one
+ * callback spans (aggregate.ts: a new Merkle root's, from its tree's planting
+ * to its registration, whose flow is told so by FlowDeps.heldAcross). `waitMs`:
+ * how long to wait for another holder (TransientError after).
+ */
+export async function holdAcross(deps: FlowDeps, hash: string, waitMs: number): Promise<() => void> {
+  const file = deps.store.lockFile(hash);
+  const release = await holdLock(file, waitMs, deps.lockTiming);
+  // A signal releases it as it does the flow's locks.
+  const tracked = track(hash, () => releaseOwnLock(file));
+  return () => {
+    tracked.done();
+    release();
+  };
 }
 
 /** Where `complete` takes its session from. */

@@ -632,6 +632,22 @@ export async function withLock<T>(
 }
 
 /**
+ * Takes the lock `file` as withLock does, and returns what releases it
+ * (once; later calls do nothing): for a lock held across steps that no one
+ * callback spans (core/notarize.ts, holdAcross).
+ */
+export async function holdLock(file: string, waitMs: number, timing: LockTiming = {}): Promise<() => void> {
+  const { held, run } = await acquire(file, waitMs, fullTiming(timing));
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    held.release();
+    letGoRunFile(run);
+  };
+}
+
+/**
  * Waits for the lock `file` as withLock says, and returns it held, with the
  * run file it holds (held while waiting too: a waiter makes no file per poll).
  */

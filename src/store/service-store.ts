@@ -558,6 +558,16 @@ export class ServiceStore {
   }
 
   /**
+   * Removes the tree of `root`: only one planted and never sent, whose
+   * root's lock the caller holds (core/aggregate.ts, when another process
+   * took up some of its documents meanwhile and it is planted again without
+   * them).
+   */
+  removeTree(root: string): void {
+    removeFile(this.treeFile(root));
+  }
+
+  /**
    * Every tree, or with `holding` those that may hold one of these digests
    * (see readTree); with `roots`, only the trees of those roots are read.
    */

@@ -13,7 +13,8 @@ import { registerAggregate } from '../../src/core/aggregate.js';
 import { rootDescription, Trees } from '../../src/core/trees.js';
 import { leafHash, rootFromPath } from '../../src/core/merkle.js';
 import { parseFaults } from '../../src/sandbox/server.js';
-import { lockText } from '../../src/store/lock.js';
+import { holdLock, lockText } from '../../src/store/lock.js';
+import { register } from '../../src/core/notarize.js';
 import { ServiceStore } from '../../src/store/service-store.js';
 import { aggregateDeps, aggregateInput, docs } from '../helpers/aggregate.js';
 import { type Bed, useBed } from '../helpers/bed.js';
@@ -42,7 +43,7 @@ describe('registerAggregate', () => {
     const { placements, roots } = await registerAggregate(d, input(documents));
     expect(routes(mark)).toEqual(['request:200', 'forfait:200']);
     const root = placements[0]!.tree.entry.root;
-    expect(placements.map((p) => [p.tree.entry.root, p.leafIndex])).toEqual([
+    expect(placements.map((p) => [p?.tree.entry.root, p?.leafIndex])).toEqual([
       [root, 0],
       [root, 1],
       [root, 2],
@@ -79,7 +80,7 @@ describe('registerAggregate', () => {
     expect(routes(mark)).toEqual(['request:200', 'forfait:200']);
     expect(bed.requestedHashes().at(-1)).toBe(root);
     // Each document keeps its leaf of the first tree, whatever the order given now.
-    expect(second.placements.map((p) => p.leafIndex)).toEqual([1, 0]);
+    expect(second.placements.map((p) => p?.leafIndex)).toEqual([1, 0]);
     expect(second.roots.get(root)).toMatchObject({ ok: true, outcome: { kind: 'completed' } });
   });
 
@@ -160,10 +161,43 @@ describe('registerAggregate', () => {
       registerAggregate(other, input(docs('t', 's'))),
     ]);
     const root = a.placements[0]!.tree.entry.root;
-    expect(b.placements.map((p) => p.tree.entry.root)).toEqual([root, root]);
+    expect(b.placements.map((p) => p?.tree.entry.root)).toEqual([root, root]);
     expect(routes(mark)).toEqual(['request:200', 'forfait:200']);
     const kinds = [a, b].map((r) => (r.roots.get(root) as { outcome: { kind: string } }).outcome.kind).sort();
     expect(kinds).toEqual(['already-registered', 'completed']);
+  });
+
+  it('documents another process took up by the time their tree is saved are left out: planted again without them', async () => {
+    const d = deps();
+    const documents = docs('u1', 'u2', 'u3');
+    // u3 was registered on its own meanwhile; u2's lock is held: a per-document run is at work on it.
+    const alone = {
+      description: 'u3',
+      custody: false,
+      signed: false,
+      blockchain: 'ALGORAND',
+      complete: true,
+      force: false,
+    } as const;
+    await register(d, { ...alone, hash: documents[2]!.sha256 });
+    const releaseU2 = await holdLock(d.store.lockFile(documents[1]!.sha256), 0);
+    try {
+      const mark = bed.mark();
+      const { placements, leftOut, roots } = await registerAggregate(d, input(documents));
+      expect(leftOut).toEqual([1, 2]);
+      expect(placements.slice(1)).toEqual([undefined, undefined]);
+      const tree = placements[0]!.tree;
+      expect([tree.entry.treeSize, tree.entry.leaves.map((l) => l.name)]).toEqual([1, ['u1']]);
+      // The first tree (of all three) is gone: only the one registered is in the store.
+      expect(readdirSync(d.store.treesDir)).toEqual([`${tree.entry.root}.json`]);
+      expect(roots.get(tree.entry.root)).toMatchObject({ ok: true, outcome: { kind: 'completed' } });
+      expect(routes(mark)).toEqual(['request:200', 'forfait:200']);
+      // The root's lock, held from its planting to its registration, is let go; u2's is not touched.
+      expect(d.store.hasLock(tree.entry.root)).toBe(false);
+      expect(d.store.hasLock(documents[1]!.sha256)).toBe(true);
+    } finally {
+      releaseU2();
+    }
   });
 
   it('a root the service confirmed with a 409 (its record lost) is never sent again; --force keeps a pending root', async () => {

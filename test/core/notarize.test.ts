@@ -13,7 +13,14 @@ import { describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/client.js';
 import { parseAnswer } from '../../src/api/client.js';
 import { notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
-import { complete, register, type FlowDeps, type RegisterInput, type SessionSource } from '../../src/core/notarize.js';
+import {
+  complete,
+  holdAcross,
+  register,
+  type FlowDeps,
+  type RegisterInput,
+  type SessionSource,
+} from '../../src/core/notarize.js';
 import {
   InvalidAnswerError,
   NotarizeError,
@@ -460,6 +467,44 @@ describe('the lock', () => {
     expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
     expect(error.message).toBe(`the session for ${hash} could not be saved: ENOSPC: no space left on device, open`);
     expect(called()).toEqual(['request']);
+  });
+});
+
+describe('a lock held across steps (holdAcross)', () => {
+  it('the flow runs under it when told so, and another holder waits until it is let go', async () => {
+    const hash = sha256('held across');
+    const { deps, store } = world();
+    const release = await holdAcross(deps, hash, 0);
+    try {
+      expect(store.hasLock(hash)).toBe(true);
+      // Not told: another taker (here, with no wait) finds it held.
+      const waiter = await rejectionOf(register({ ...deps, lockWaitMs: 0 }, input(hash)), TransientError);
+      expect(waiter.message).toContain('is working on the same hash');
+      expect(called()).toEqual([]);
+      // Told: it runs under the lock as held, and leaves it held.
+      const outcome = await register({ ...deps, heldAcross: new Set([hash]) }, input(hash));
+      expect(outcome.kind).toBe('completed');
+      expect(store.hasLock(hash)).toBe(true);
+    } finally {
+      release();
+      release();
+    }
+    expect(store.hasLock(hash)).toBe(false);
+  });
+
+  it('beforeRequest runs under the lock, before the request step: throwing there sends nothing', async () => {
+    const hash = sha256('not to be requested');
+    const { deps, store } = world();
+    const seen: boolean[] = [];
+    const stop = new TransientError('placed under a root meanwhile', { notProcessed: true });
+    const beforeRequest = (asked: string) => {
+      seen.push(asked === hash && store.hasLock(hash));
+      return Promise.reject(stop);
+    };
+    expect(await rejection(register({ ...deps, beforeRequest }, input(hash)))).toBe(stop);
+    expect(seen).toEqual([true]);
+    expect(called()).toEqual([]);
+    expect(store.hasLock(hash)).toBe(false);
   });
 });
 

@@ -21,13 +21,16 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { treeManifestText } from '../../src/core/trees.js';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { plantTree, treeManifestText } from '../../src/core/trees.js';
+import { registerRoot } from '../../src/core/aggregate.js';
+import { ServiceStore } from '../../src/store/service-store.js';
+import { sandboxApi } from '../helpers/sandbox-api.js';
 import type { TreeEntry } from '../../src/store/service-store.js';
 import { leafHash, MerkleTree, rootFromPath } from '../../src/core/merkle.js';
 import { receiptText } from '../../src/core/receipt-format.js';
 import { parseFaults } from '../../src/sandbox/server.js';
-import { lockText } from '../../src/store/lock.js';
+import { holdLock, lockText } from '../../src/store/lock.js';
 import { Bed } from '../helpers/bed.js';
 import { storePaths } from '../helpers/store.js';
 import { describeRun, REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
@@ -1166,6 +1169,91 @@ describe('switching between --aggregate and per-document registration never pays
       expect(Number(bed.sandbox.records.has(hash)) + Number(underRoot.has(hash)), hash).toBe(1);
     }
     expect([...roots].every((root) => bed.sandbox.records.has(root))).toBe(true);
+  });
+
+  it('a tree planted over a document while a per-document run waits for its lock: once it holds it, it waits for the root', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'late-tree-')) };
+    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
+    const docs = await writeDocs('late-tree', 'planted late', ['k', 'j']);
+    const [k, j] = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex')) as [
+      string,
+      string,
+    ];
+    const store = new ServiceStore(paths.service, bed.url);
+    const deps = { api: sandboxApi(bed), store };
+    // Another process at work on k: the per-document run finds k under no tree, then waits for its lock.
+    const releaseK = await holdLock(store.lockFile(k), 0);
+    const mark = bed.mark();
+    const alone = bed.run(['register', docs[0]!, '--output', 'ndjson'], { env });
+    const othersRunFile = () =>
+      readdirSync(paths.locksDir).some((name) => /^\.\d+\./.test(name) && !name.startsWith(`.${process.pid}.`));
+    for (let i = 0; i < 500 && !othersRunFile(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(othersRunFile()).toBe(true);
+    // Meanwhile an aggregate plants its tree over k and j and holds its root's lock (as core/aggregate.ts does).
+    const tree = plantTree(
+      [k, j].map((sha256, i) => ({ name: `late-tree/${'kj'[i]}.txt`, sha256, size: 1 })),
+      undefined,
+      new Date(),
+    );
+    await store.saveTree(tree.entry);
+    const root = tree.entry.root;
+    const releaseRoot = await holdLock(store.lockFile(root), 0);
+    releaseK();
+    // The per-document run takes k's lock: it must not pay for k alone now.
+    for (let i = 0; i < 500 && !existsSync(paths.lock(k)); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    const flags = { signed: false, blockchain: 'ALGORAND', complete: true } as const;
+    try {
+      expect(await registerRoot({ ...deps, heldAcross: new Set([root]) }, tree, flags)).toMatchObject({ ok: true });
+    } finally {
+      releaseRoot();
+    }
+    const run = await alone;
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseNdjson(run.stdout)[0]).toMatchObject({ hash: k, status: 'already-registered', proof: { root } });
+    const calls = bed.callsSince(mark).filter((call) => call.route !== 'login');
+    expect(calls.map((call) => call.route)).toEqual(['request', 'forfait']);
+    expect(calls.filter((call) => call.body.includes(k) || call.path.includes(k))).toEqual([]);
+  });
+
+  it('a document taken up by another process while the aggregate saves its tree is left out of it, and settled on its own', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'taken-up-')) };
+    const docs = await writeDocs('taken-up', 'taken up', ['a', 'b', 'c']);
+    const hashes = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
+    // A per-document run takes b's lock just as the tree (with b in it: its lock was free when looked at) is saved.
+    let releaseB: (() => void) | undefined;
+    const { saveTree } = Object.getOwnPropertyDescriptors(ServiceStore.prototype);
+    const saved: number[] = [];
+    const spy = vi.spyOn(ServiceStore.prototype, 'saveTree').mockImplementation(async function (
+      this: ServiceStore,
+      entry,
+    ) {
+      saved.push(entry.treeSize);
+      if (saved.length === 1) releaseB = await holdLock(this.lockFile(hashes[1]!), 0);
+      // Planted again without b: that run ends (with nothing paid: its request failed, say).
+      else releaseB?.();
+      return (saveTree.value as ServiceStore['saveTree']).call(this, entry);
+    });
+    const mark = bed.mark();
+    let run;
+    try {
+      run = await bed.main(['register', '--aggregate', ...docs, '--json'], { env });
+    } finally {
+      spy.mockRestore();
+      releaseB?.();
+    }
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(saved).toEqual([3, 2]);
+    const results = parseResults(run.stdout);
+    const root = results[0]!.proof!.root;
+    expect(results.map((r) => [r.hash, r.status, r.proof?.root, r.proof?.treeSize])).toEqual([
+      [hashes[0], 'registered', root, 2],
+      [hashes[1], 'registered', undefined, undefined],
+      [hashes[2], 'registered', root, 2],
+    ]);
+    // b is paid for once, on its own; the others once, under the root.
+    const requests = bed.callsSince(mark).filter((call) => call.route === 'request');
+    expect(requests.map((call) => [root, hashes[1]].find((h) => call.body.includes(h!)))).toEqual([root, hashes[1]]);
+    expect(readdirSync(join(storePaths(env.NOTARIZE_CONFIG_DIR, bed.url).service, 'trees'))).toEqual([`${root}.json`]);
   });
 
   it("an aggregate's root request in flight in another process: per-document register waits for it, pays nothing", async () => {
