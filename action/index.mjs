@@ -18564,12 +18564,28 @@ var init_register_aggregate = __esmMin((() => {
 		* dead one's lock, and completes a pending session (a 409 if its
 		* completion went through before) rather than pay a root over a document
 		* that may be paid for already. With neither left by then, the document
-		* is registered on its own: once, never twice.
+		* is registered on its own: once, never twice. Its lock held, the trees
+		* are looked at before its request step, as per-document register does
+		* (DocumentRoots.beforeRequest): one another aggregate run planted over it
+		* meanwhile answers for it (the document then fails, exit 4: a re-run
+		* finds it under that root).
 		*/
 		async #onTheirOwn(docs) {
 			if (docs.length === 0) return;
 			const options = this.#options;
 			const plan = this.#documents.receipts;
+			const roots = new DocumentRoots({
+				options,
+				receipts: plan,
+				baseUrl: this.#baseUrl,
+				deps: {
+					api: this.#api,
+					store: this.#store
+				},
+				onSent: () => this.#askedBefore = true,
+				asks: this.#asks
+			});
+			const beforeRequest = (hash) => roots.beforeRequest(hash);
 			/** The documents the service answered 409 for, with no receipt there to answer for them: said once. */
 			const unrecorded = [];
 			await runAll(docs, async (doc) => {
@@ -18592,7 +18608,8 @@ var init_register_aggregate = __esmMin((() => {
 					const outcome = await register({
 						api: this.#api,
 						store: this.#store,
-						onStep
+						onStep,
+						beforeRequest
 					}, input);
 					const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
 					let written = {};

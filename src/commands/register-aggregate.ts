@@ -588,12 +588,25 @@ export class Aggregator {
    * dead one's lock, and completes a pending session (a 409 if its
    * completion went through before) rather than pay a root over a document
    * that may be paid for already. With neither left by then, the document
-   * is registered on its own: once, never twice.
+   * is registered on its own: once, never twice. Its lock held, the trees
+   * are looked at before its request step, as per-document register does
+   * (DocumentRoots.beforeRequest): one another aggregate run planted over it
+   * meanwhile answers for it (the document then fails, exit 4: a re-run
+   * finds it under that root).
    */
   async #onTheirOwn(docs: Hashed[]): Promise<void> {
     if (docs.length === 0) return;
     const options = this.#options;
     const plan = this.#documents.receipts;
+    const roots = new DocumentRoots({
+      options,
+      receipts: plan,
+      baseUrl: this.#baseUrl,
+      deps: { api: this.#api, store: this.#store },
+      onSent: () => (this.#askedBefore = true),
+      asks: this.#asks,
+    });
+    const beforeRequest = (hash: string) => roots.beforeRequest(hash);
     /** The documents the service answered 409 for, with no receipt there to answer for them: said once. */
     const unrecorded: string[] = [];
     await runAll(
@@ -621,7 +634,7 @@ export class Aggregator {
             complete: options.complete,
             force: false,
           };
-          const outcome = await register({ api: this.#api, store: this.#store, onStep }, input);
+          const outcome = await register({ api: this.#api, store: this.#store, onStep, beforeRequest }, input);
           const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
           let written: { receipt?: string; receiptError?: NotarizeError } = {};
           if (plan && entry) written = await this.#receipt(plan, doc, entry);

@@ -1180,7 +1180,6 @@ describe('switching between --aggregate and per-document registration never pays
       string,
     ];
     const store = new ServiceStore(paths.service, bed.url);
-    const deps = { api: sandboxApi(bed), store };
     // Another process at work on k: the per-document run finds k under no tree, then waits for its lock.
     const releaseK = await holdLock(store.lockFile(k), 0);
     const mark = bed.mark();
@@ -1189,24 +1188,9 @@ describe('switching between --aggregate and per-document registration never pays
       readdirSync(paths.locksDir).some((name) => /^\.\d+\./.test(name) && !name.startsWith(`.${process.pid}.`));
     for (let i = 0; i < 500 && !othersRunFile(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(othersRunFile()).toBe(true);
-    // Meanwhile an aggregate plants its tree over k and j and holds its root's lock (as core/aggregate.ts does).
-    const tree = plantTree(
-      [k, j].map((sha256, i) => ({ name: `late-tree/${'kj'[i]}.txt`, sha256, size: 1 })),
-      undefined,
-      new Date(),
-    );
-    await store.saveTree(tree.entry);
-    const root = tree.entry.root;
-    const releaseRoot = await holdLock(store.lockFile(root), 0);
-    releaseK();
-    // The per-document run takes k's lock: it must not pay for k alone now.
-    for (let i = 0; i < 500 && !existsSync(paths.lock(k)); i++) await new Promise((resolve) => setTimeout(resolve, 5));
-    const flags = { signed: false, blockchain: 'ALGORAND', complete: true } as const;
-    try {
-      expect(await registerRoot({ ...deps, heldAcross: new Set([root]) }, tree, flags)).toMatchObject({ ok: true });
-    } finally {
-      releaseRoot();
-    }
+    // Meanwhile an aggregate plants its tree over k and j; the run at work on k lets go of it, and the
+    // per-document run takes k's lock: it must not pay for k alone now.
+    const root = await plantOverWhileLocked(store, [k, j], releaseK);
     const run = await alone;
     expect(run.code, describeRun(run)).toBe(0);
     expect(parseNdjson(run.stdout)[0]).toMatchObject({ hash: k, status: 'already-registered', proof: { root } });
@@ -1254,6 +1238,31 @@ describe('switching between --aggregate and per-document registration never pays
     const requests = bed.callsSince(mark).filter((call) => call.route === 'request');
     expect(requests.map((call) => [root, hashes[1]].find((h) => call.body.includes(h!)))).toEqual([root, hashes[1]]);
     expect(readdirSync(join(storePaths(env.NOTARIZE_CONFIG_DIR, bed.url).service, 'trees'))).toEqual([`${root}.json`]);
+  });
+
+  it('a document the aggregate settles on its own, planted over by another aggregate meanwhile: it waits, pays nothing, exit 4', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'own-way-tree-')) };
+    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
+    const docs = await writeDocs('own-way-tree', 'own way', ['a', 'k']);
+    const [, k] = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex')) as [string, string];
+    const store = new ServiceStore(paths.service, bed.url);
+    // k's lock held (a per-document run at work on it): the aggregate leaves k out, to settle after its root.
+    const releaseK = await holdLock(store.lockFile(k), 0);
+    const mark = bed.mark();
+    const aggregate = bed.main(['register', '--aggregate', ...docs, '--output', 'ndjson'], { env });
+    const forfaits = () => bed.callsSince(mark).filter((call) => call.route === 'forfait' && call.status > 0).length;
+    for (let i = 0; i < 500 && forfaits() < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(forfaits()).toBe(1);
+    // Another aggregate plants a tree over k; the run at work on k lets go of it, the aggregate takes k's lock.
+    const root = await plantOverWhileLocked(store, [k], releaseK);
+    const run = await aggregate;
+    expect(run.code, describeRun(run)).toBe(4);
+    expect(parseNdjson(run.stdout).map((r) => [r.status, r.error?.message])).toEqual([
+      ['registered', undefined],
+      ['failed', expect.stringContaining(`was placed under the Merkle root ${root} by another notarize process`)],
+    ]);
+    // Nothing was requested for k on its own.
+    expect(bed.callsSince(mark).filter((call) => call.body.includes(k) || call.path.includes(k))).toEqual([]);
   });
 
   it("an aggregate's root request in flight in another process: per-document register waits for it, pays nothing", async () => {
@@ -1871,6 +1880,33 @@ describe('register --aggregate, second review', () => {
 });
 
 /** Writes `<folder>/<name>.txt` for each of `names`, holding `<tag> <name>`; returns their paths, in order. */
+/**
+ * What another `register --aggregate` does over `digests` (core/aggregate.ts), step by step around a
+ * process waiting for the first digest's lock: its tree saved, its root's lock held; then
+ * `releaseLock` lets that process take the lock; once it holds it, the root is registered and let
+ * go. Returns the root.
+ */
+async function plantOverWhileLocked(store: ServiceStore, digests: string[], releaseLock: () => void): Promise<string> {
+  const tree = plantTree(
+    digests.map((sha256, i) => ({ name: `leaf-${i}`, sha256, size: 1 })),
+    undefined,
+    new Date(),
+  );
+  await store.saveTree(tree.entry);
+  const root = tree.entry.root;
+  const releaseRoot = await holdLock(store.lockFile(root), 0);
+  releaseLock();
+  for (let i = 0; i < 500 && !store.hasLock(digests[0]!); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  const flags = { signed: false, blockchain: 'ALGORAND', complete: true } as const;
+  try {
+    const deps = { api: sandboxApi(bed), store, heldAcross: new Set([root]) };
+    expect(await registerRoot(deps, tree, flags)).toMatchObject({ ok: true });
+  } finally {
+    releaseRoot();
+  }
+  return root;
+}
+
 async function writeDocs(folder: string, tag: string, names: string[]): Promise<string[]> {
   for (const name of names) await bed.write(`${folder}/${name}.txt`, `${tag} ${name}\n`);
   return names.map((name) => bed.path(`${folder}/${name}.txt`));
