@@ -14709,7 +14709,9 @@ var init_manifests = __esmMin((() => {
 *   - nothing for a document under a registered root;
 *   - the pending session of its root, completed (never a new request);
 *   - for a planned root, the request again, for that same root (the service
-*     knows no record of it: a request it may have seen made no payment);
+*     knows no record of it: a request it may have seen made no payment),
+*     unless one of its documents was registered on its own since, or is
+*     being so now: then the tree is abandoned (abandonTakenUp);
 *   - a new tree only for documents under none.
 * Choosing trees and saving a new one happen under one store-wide lock
 * (`locks/aggregate.lock`), so two processes aggregating the same documents
@@ -14785,11 +14787,12 @@ async function plantTheRest(deps, input, placed, adopted) {
 	const leftOut = [];
 	try {
 		await holdPlannedRoots(deps, placed, holds);
+		const stopped = input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed");
+		const abandoned = stopped ? [] : abandonTakenUp(deps, input, placed, holds);
 		let newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 			doc,
 			i
 		}]);
-		const stopped = input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed");
 		const plant = () => plantTree(newcomers.map(({ doc }) => doc), input.description, deps.now?.() ?? /* @__PURE__ */ new Date());
 		if (newcomers.length > 0 && stopped) {
 			const tree = plant();
@@ -14804,7 +14807,8 @@ async function plantTheRest(deps, input, placed, adopted) {
 		} else if (newcomers.length > 0) {
 			let tree = plant();
 			await saveNewTree(deps, input, adopted, tree, holds);
-			for (let taken = takenUp(deps, input, newcomers); taken.size > 0; taken = takenUp(deps, input, newcomers)) {
+			const taking = () => takenUp(deps, input, newcomers.map(({ doc }) => doc.sha256));
+			for (let taken = taking(); taken.size > 0; taken = taking()) {
 				leftOut.push(...newcomers.flatMap(({ doc, i }) => taken.has(doc.sha256) ? [i] : []));
 				newcomers = newcomers.filter(({ doc }) => !taken.has(doc.sha256));
 				const replaced = tree;
@@ -14819,6 +14823,11 @@ async function plantTheRest(deps, input, placed, adopted) {
 				tree,
 				leafIndex
 			});
+		}
+		for (const root of abandoned) {
+			store.removeTree(root);
+			holds.get(root)?.();
+			holds.delete(root);
 		}
 	} catch (error) {
 		for (const release of holds.values()) release();
@@ -14868,20 +14877,47 @@ async function holdPlannedRoots(deps, placed, holds) {
 	}
 }
 /**
-* Of `newcomers`, the digests another process has taken up on their own
-* since the command looked (their lock held, a session or a record of their
-* own). --force puts documents with records of their own in the tree, as
-* asked: nothing is looked at.
+* The planned trees this run holds the roots of (holdPlannedRoots: their
+* planting run is gone, stopped before the service answered, or failed)
+* that hold a document taken up on its own since (takenUp: registered on its
+* own, or at work in another process: a planned tree frees its documents,
+* see register-roots.ts): requesting that root again would pay
+* for such a document both ways, and for nothing new when all were. Each
+* such tree is abandoned: its documents of this run are unplaced (`placed`),
+* to be planted anew without those taken up; the caller removes the tree
+* once they are, and lets go of its root's lock. Not one whose request step
+* was answered unreadably: the service may hold its session (the flow says
+* so), nor for a document's session of its own left pending (a run that
+* stopped: with --no-complete, nothing was paid; the root answers for it,
+* as before, and its session is shown `under-root`). Returns the roots
+* abandoned. --force: none.
 */
-function takenUp(deps, input, newcomers) {
+function abandonTakenUp(deps, input, placed, holds) {
+	const abandoned = /* @__PURE__ */ new Set();
+	for (const place of placed) {
+		const tree = place?.tree;
+		if (tree === void 0 || tree.state !== "planned" || !holds.has(tree.entry.root)) continue;
+		const root = tree.entry.root;
+		if (abandoned.has(root) || existsSync(deps.store.unansweredFile(root))) continue;
+		if (takenUp(deps, input, tree.entry.leaves.map((leaf) => leaf.sha256), { sessions: false }).size > 0) abandoned.add(root);
+	}
+	for (const [i, place] of placed.entries()) if (place && abandoned.has(place.tree.entry.root)) placed[i] = void 0;
+	return [...abandoned];
+}
+/**
+* Of `digests`, those another process has taken up on their own since the
+* command looked (their lock held, a record of their own, or unless
+* `sessions` is false a session of their own). --force puts documents with
+* records of their own in the tree, as asked: nothing is looked at.
+*/
+function takenUp(deps, input, digests, { sessions = true } = {}) {
 	const taken = /* @__PURE__ */ new Set();
 	if (input.force) return taken;
 	const { store } = deps;
-	const named = store.namedHashes(newcomers.length);
-	for (const { doc } of newcomers) {
-		const hash = doc.sha256;
+	const named = store.namedHashes(digests.length);
+	for (const hash of digests) {
 		if (named !== void 0 && !named.has(hash)) continue;
-		if (store.hasLock(hash) || existsSync(store.pendingFile(hash)) || existsSync(store.ledgerFile(hash))) taken.add(hash);
+		if (store.hasLock(hash) || sessions && existsSync(store.pendingFile(hash)) || existsSync(store.ledgerFile(hash))) taken.add(hash);
 	}
 	return taken;
 }
@@ -18534,7 +18570,13 @@ var init_register_aggregate = __esmMin((() => {
 			}
 			const ownWay = [...sessions, ...inFlight].sort((a, b) => a.index - b.index);
 			const trees = ownWay.length === 0 ? void 0 : await Trees.load(this.#store, { holding: new Set(ownWay.map((d) => d.sha256)) });
-			const underRoot = new Set(ownWay.filter((doc) => trees.problems.length > 0 || trees.place(doc.sha256) !== void 0));
+			const inFlightSet = new Set(inFlight);
+			const underRoot = new Set(ownWay.filter((doc) => {
+				if (trees.problems.length > 0) return true;
+				const placed = trees.place(doc.sha256);
+				if (placed === void 0) return false;
+				return !(placed.tree.state === "planned" && inFlightSet.has(doc) && !this.#store.hasLock(placed.tree.entry.root));
+			}));
 			const alone = ownWay.filter((doc) => !underRoot.has(doc));
 			rest.push(...underRoot);
 			rest.sort((a, b) => a.index - b.index);

@@ -540,10 +540,21 @@ export class Aggregator {
       ownWay.length === 0
         ? undefined
         : await Trees.load(this.#store, { holding: new Set(ownWay.map((d) => d.sha256)) });
-    // Any tree, a planned one too: its root is requested again in this run, for the document as well.
     // A tree that cannot be read may hold it: placeDocuments stops the run, saying which (nothing paid).
+    // A tree only planned, by a run that is gone (its root's lock free), frees a document at work in
+    // another process (its lock held): this run abandons that tree rather than pay for it both ways
+    // (core/aggregate.ts, abandonTakenUp). One planned by a run at work on it now answers for it once
+    // registered; so does any for a session of its own left pending (its root is requested again).
+    const inFlightSet = new Set(inFlight);
     const underRoot = new Set(
-      ownWay.filter((doc) => trees!.problems.length > 0 || trees!.place(doc.sha256) !== undefined),
+      ownWay.filter((doc) => {
+        if (trees!.problems.length > 0) return true;
+        const placed = trees!.place(doc.sha256);
+        if (placed === undefined) return false;
+        const freed =
+          placed.tree.state === 'planned' && inFlightSet.has(doc) && !this.#store.hasLock(placed.tree.entry.root);
+        return !freed;
+      }),
     );
     const alone = ownWay.filter((doc) => !underRoot.has(doc));
     rest.push(...underRoot);

@@ -14,7 +14,9 @@
  *   - nothing for a document under a registered root;
  *   - the pending session of its root, completed (never a new request);
  *   - for a planned root, the request again, for that same root (the service
- *     knows no record of it: a request it may have seen made no payment);
+ *     knows no record of it: a request it may have seen made no payment),
+ *     unless one of its documents was registered on its own since, or is
+ *     being so now: then the tree is abandoned (abandonTakenUp);
  *   - a new tree only for documents under none.
  * Choosing trees and saving a new one happen under one store-wide lock
  * (`locks/aggregate.lock`), so two processes aggregating the same documents
@@ -179,8 +181,9 @@ async function plantTheRest(
   const leftOut: number[] = [];
   try {
     await holdPlannedRoots(deps, placed, holds);
-    let newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
     const stopped = input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === 'failed');
+    const abandoned = stopped ? [] : abandonTakenUp(deps, input, placed, holds);
+    let newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
     const plant = () =>
       plantTree(
         newcomers.map(({ doc }) => doc),
@@ -200,7 +203,13 @@ async function plantTheRest(
       // looks at the trees only once it holds the document's lock, so a document whose lock is
       // free now, with no session or record of its own, is this tree's (that run, if any, will see
       // the tree and wait for its root). Those taken up are left out, and the tree planted again.
-      for (let taken = takenUp(deps, input, newcomers); taken.size > 0; taken = takenUp(deps, input, newcomers)) {
+      const taking = () =>
+        takenUp(
+          deps,
+          input,
+          newcomers.map(({ doc }) => doc.sha256),
+        );
+      for (let taken = taking(); taken.size > 0; taken = taking()) {
         leftOut.push(...newcomers.flatMap(({ doc, i }) => (taken.has(doc.sha256) ? [i] : [])));
         newcomers = newcomers.filter(({ doc }) => !taken.has(doc.sha256));
         const replaced: LoadedTree = tree;
@@ -213,6 +222,12 @@ async function plantTheRest(
         if (!tree) break;
       }
       if (tree) newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
+    }
+    // Once their documents are under the new tree (or left out): a planned tree frees its documents.
+    for (const root of abandoned) {
+      store.removeTree(root);
+      holds.get(root)?.();
+      holds.delete(root);
     }
   } catch (error) {
     for (const release of holds.values()) release();
@@ -274,25 +289,64 @@ async function holdPlannedRoots(
 }
 
 /**
- * Of `newcomers`, the digests another process has taken up on their own
- * since the command looked (their lock held, a session or a record of their
- * own). --force puts documents with records of their own in the tree, as
- * asked: nothing is looked at.
+ * The planned trees this run holds the roots of (holdPlannedRoots: their
+ * planting run is gone, stopped before the service answered, or failed)
+ * that hold a document taken up on its own since (takenUp: registered on its
+ * own, or at work in another process: a planned tree frees its documents,
+ * see register-roots.ts): requesting that root again would pay
+ * for such a document both ways, and for nothing new when all were. Each
+ * such tree is abandoned: its documents of this run are unplaced (`placed`),
+ * to be planted anew without those taken up; the caller removes the tree
+ * once they are, and lets go of its root's lock. Not one whose request step
+ * was answered unreadably: the service may hold its session (the flow says
+ * so), nor for a document's session of its own left pending (a run that
+ * stopped: with --no-complete, nothing was paid; the root answers for it,
+ * as before, and its session is shown `under-root`). Returns the roots
+ * abandoned. --force: none.
+ */
+function abandonTakenUp(
+  deps: FlowDeps,
+  input: AggregateInput,
+  placed: (Placement | undefined)[],
+  holds: ReadonlyMap<string, () => void>,
+): string[] {
+  const abandoned = new Set<string>();
+  for (const place of placed) {
+    const tree = place?.tree;
+    if (tree === undefined || tree.state !== 'planned' || !holds.has(tree.entry.root)) continue;
+    const root = tree.entry.root;
+    if (abandoned.has(root) || existsSync(deps.store.unansweredFile(root))) continue;
+    const leaves = tree.entry.leaves.map((leaf) => leaf.sha256);
+    if (takenUp(deps, input, leaves, { sessions: false }).size > 0) abandoned.add(root);
+  }
+  for (const [i, place] of placed.entries()) if (place && abandoned.has(place.tree.entry.root)) placed[i] = undefined;
+  return [...abandoned];
+}
+
+/**
+ * Of `digests`, those another process has taken up on their own since the
+ * command looked (their lock held, a record of their own, or unless
+ * `sessions` is false a session of their own). --force puts documents with
+ * records of their own in the tree, as asked: nothing is looked at.
  */
 function takenUp(
   deps: FlowDeps,
   input: AggregateInput,
-  newcomers: readonly { doc: { sha256: string } }[],
+  digests: readonly string[],
+  { sessions = true } = {},
 ): Set<string> {
   const taken = new Set<string>();
   if (input.force) return taken;
   const { store } = deps;
   // One listing of each folder rather than three lookups per document (a tree of 100,000).
-  const named = store.namedHashes(newcomers.length);
-  for (const { doc } of newcomers) {
-    const hash = doc.sha256;
+  const named = store.namedHashes(digests.length);
+  for (const hash of digests) {
     if (named !== undefined && !named.has(hash)) continue;
-    if (store.hasLock(hash) || existsSync(store.pendingFile(hash)) || existsSync(store.ledgerFile(hash))) {
+    if (
+      store.hasLock(hash) ||
+      (sessions && existsSync(store.pendingFile(hash))) ||
+      existsSync(store.ledgerFile(hash))
+    ) {
       taken.add(hash);
     }
   }

@@ -1028,6 +1028,62 @@ describe('switching between --aggregate and per-document registration never pays
     expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toHaveLength(1);
   });
 
+  it('a tree only planned (its request failed) holding a document registered on its own since: abandoned, the rest planted anew', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'planned-taken-')) };
+    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
+    const docs = await writeDocs('planned-taken', 'planned, taken', ['d1', 'd2', 'd3']);
+    const hashes = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
+    bed.sandbox.addFaults(parseFaults('request:status=500*1'));
+    const failed = await bed.main(['register', '--aggregate', ...docs, '--retries', '0', '--quiet'], { env });
+    expect(failed.code, describeRun(failed)).toBe(4);
+    const [planned] = readdirSync(join(paths.service, 'trees'));
+    // The CI job registers d1 on its own (the planned tree frees it), then retries the aggregate.
+    expect((await bed.main(['register', docs[0]!, '--quiet'], { env })).code).toBe(0);
+    const mark = bed.mark();
+    const run = await bed.main(['register', '--aggregate', ...docs, '--json'], { env });
+    expect(run.code, describeRun(run)).toBe(0);
+    const results = parseResults(run.stdout);
+    const root = results[1]!.proof!.root;
+    expect(results.map((r) => [r.hash, r.status, r.proof?.root, r.proof?.treeSize])).toEqual([
+      [hashes[0], 'already-registered', undefined, undefined],
+      [hashes[1], 'registered', root, 2],
+      [hashes[2], 'registered', root, 2],
+    ]);
+    // The planned root (over d1 too) is never requested; its tree is gone.
+    expect(root).not.toBe(planned!.slice(0, 64));
+    expect(readdirSync(join(paths.service, 'trees'))).toEqual([`${root}.json`]);
+    expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['request', 'forfait']);
+  });
+
+  it('a tree only planned holding a document at work in another process: abandoned; that one is settled on its own', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'planned-at-work-')) };
+    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
+    const docs = await writeDocs('planned-at-work', 'planned, at work', ['d1', 'd2']);
+    const hashes = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
+    bed.sandbox.addFaults(parseFaults('request:status=500*1'));
+    expect((await bed.main(['register', '--aggregate', ...docs, '--retries', '0', '--quiet'], { env })).code).toBe(4);
+    const [planned] = readdirSync(join(paths.service, 'trees'));
+    // A per-document run at work on d1 (its lock held) when the aggregate is retried.
+    const store = new ServiceStore(paths.service, bed.url);
+    const releaseD1 = await holdLock(store.lockFile(hashes[0]!), 0);
+    const mark = bed.mark();
+    const aggregate = bed.main(['register', '--aggregate', ...docs, '--json'], { env });
+    const forfaits = () => bed.callsSince(mark).filter((call) => call.route === 'forfait' && call.status > 0).length;
+    for (let i = 0; i < 500 && forfaits() < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    // That run ends with nothing paid (its request failed, say): the aggregate registers d1 on its own.
+    releaseD1();
+    const run = await aggregate;
+    expect(run.code, describeRun(run)).toBe(0);
+    const results = parseResults(run.stdout);
+    const root = results[1]!.proof!.root;
+    expect(root).not.toBe(planned!.slice(0, 64));
+    expect(results.map((r) => [r.hash, r.status, r.proof?.root, r.proof?.treeSize])).toEqual([
+      [hashes[0], 'registered', undefined, undefined],
+      [hashes[1], 'registered', root, 1],
+    ]);
+    expect(readdirSync(join(paths.service, 'trees'))).toEqual([`${root}.json`]);
+  });
+
   it("a tree's part that fails with nothing sent: exit 2, and the sessions of their own are left pending", async () => {
     const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'tree-fails-')) };
     const [own, tree] = await writeDocs('tree-fails', 'tree part fails', ['own', 'tree']);
