@@ -10449,8 +10449,9 @@ async function receiptAt(path, hash) {
 /**
 * Writes `text`, the receipt of document `index` (digest `hash`), after its
 * registration ended, and returns its path. Identical content already there
-* is left as is; another receipt of the same digest is replaced. A failure
-* here comes after something was sent: exit 1, never 2.
+* is left as is; another receipt of the same digest is replaced, also one
+* another run wrote between the look and the write. A failure here comes
+* after something was sent: exit 1, never 2.
 */
 async function writeReceipt(plan, index, hash, text, overwrite) {
 	const path = receiptPath(plan, index, hash);
@@ -10472,9 +10473,21 @@ async function writeReceipt(plan, index, hash, text, overwrite) {
 	} catch (error) {
 		if (error instanceof UsageError) throw failed(error.message, error);
 		const code = error.code;
-		const existing = code === "EEXIST" ? await readNoFollow(path) : void 0;
+		const existing = code === "EEXIST" ? await readNoFollow(path).catch(() => void 0) : void 0;
 		if (existing === text) return path;
-		if (code === "EEXIST" && existing !== void 0) throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
+		if (code === "EEXIST" && existing !== void 0) {
+			if (receiptOf(existing, hash) !== void 0) try {
+				await writeFileAtomic(path, text, {
+					mode: 438,
+					replace: true,
+					flushes: plan.flushes
+				});
+				return path;
+			} catch (again) {
+				throw failed(`the receipt ${path} could not be written: ${again.message}`, again);
+			}
+			throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
+		}
 		throw failed(`the receipt ${path} could not be written: ${error.message}`, error);
 	}
 }
@@ -18918,7 +18931,7 @@ async function runRegister(options, items = new ItemResults()) {
 * record gets none, and a warning. A write failure is returned, not thrown:
 * the registration's result must still be shown.
 */
-async function receiptFor(options, plan, index, outcome, baseUrl, under) {
+async function receiptFor(options, plan, index, outcome, baseUrl, under, size) {
 	const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
 	if (entry === void 0) return {};
 	const sha256 = under?.sha256 ?? entry.hash;
@@ -18927,7 +18940,7 @@ async function receiptFor(options, plan, index, outcome, baseUrl, under) {
 			document: {
 				name: plan.names[index] ?? null,
 				sha256,
-				size: under ? null : entry.file?.size ?? null
+				size: (under ? size : entry.file?.size) ?? null
 			},
 			recordJson: entry.recordJson,
 			baseUrl,
@@ -19291,10 +19304,11 @@ var init_register = __esmMin((() => {
 					...self
 				};
 			}
+			const written = await receiptFor(options, receipts, index, outcome, this.#baseUrl, under, input.file?.size);
 			return {
 				outcome,
 				...self,
-				...await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)
+				...written
 			};
 		}
 		/** The ledger's answer for `input`, when it has the record and no session or lock of its hash is left. */

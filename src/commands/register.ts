@@ -457,7 +457,8 @@ class Registrar {
       if (this.#documents.single) this.#noReceipts();
       return { outcome, ...self };
     }
-    return { outcome, ...self, ...(await receiptFor(options, receipts, index, outcome, this.#baseUrl, under)) };
+    const written = await receiptFor(options, receipts, index, outcome, this.#baseUrl, under, input.file?.size);
+    return { outcome, ...self, ...written };
   }
 
   /** The ledger's answer for `input`, when it has the record and no session or lock of its hash is left. */
@@ -519,15 +520,17 @@ async function receiptFor(
   index: number,
   outcome: Outcome,
   baseUrl: string,
-  under?: UnderRoot,
+  under: UnderRoot | undefined,
+  size: number | undefined,
 ): Promise<Pick<Registered, 'receipt' | 'receiptError'>> {
   const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
   if (entry === undefined) return {};
-  // Under a root: the document's own digest, and the proof from it to the root the record is of.
+  // Under a root: the document's own digest, and the proof from it to the root the record is of (whose
+  // record holds no file): its size is the file's as hashed here, as `register --aggregate` writes it.
   const sha256 = under?.sha256 ?? entry.hash;
   try {
     const text = receiptText({
-      document: { name: plan.names[index] ?? null, sha256, size: under ? null : (entry.file?.size ?? null) },
+      document: { name: plan.names[index] ?? null, sha256, size: (under ? size : entry.file?.size) ?? null },
       recordJson: entry.recordJson,
       baseUrl,
       registeredAt: entry.completedAt,

@@ -402,8 +402,9 @@ async function receiptAt(path: string, hash: string): Promise<ConsistentReceipt 
 /**
  * Writes `text`, the receipt of document `index` (digest `hash`), after its
  * registration ended, and returns its path. Identical content already there
- * is left as is; another receipt of the same digest is replaced. A failure
- * here comes after something was sent: exit 1, never 2.
+ * is left as is; another receipt of the same digest is replaced, also one
+ * another run wrote between the look and the write. A failure here comes
+ * after something was sent: exit 1, never 2.
  */
 export async function writeReceipt(
   plan: ReceiptPlan,
@@ -432,10 +433,20 @@ export async function writeReceipt(
       throw failed(error.message, error);
     }
     const code = (error as NodeJS.ErrnoException).code;
-    const existing = code === 'EEXIST' ? await readNoFollow(path) : undefined;
+    const existing = code === 'EEXIST' ? await readNoFollow(path).catch(() => undefined) : undefined;
     if (existing === text) return path;
     // EEXIST from the write itself (a receipt that appeared since the check), not from mkdir.
     if (code === 'EEXIST' && existing !== undefined) {
+      // Another process's receipt of the same document (an aggregate and a per-document run sharing the
+      // folder): replaced, as one found before the write is.
+      if (receiptOf(existing, hash) !== undefined) {
+        try {
+          await writeFileAtomic(path, text, { mode: 0o666, replace: true, flushes: plan.flushes });
+          return path;
+        } catch (again) {
+          throw failed(`the receipt ${path} could not be written: ${(again as Error).message}`, again);
+        }
+      }
       throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
     }
     throw failed(`the receipt ${path} could not be written: ${(error as Error).message}`, error);

@@ -1321,6 +1321,30 @@ describe('switching between --aggregate and per-document registration never pays
     expect(bed.callsSince(mark).filter((call) => call.body.includes(k) || call.path.includes(k))).toEqual([]);
   });
 
+  it('an aggregate and a per-document batch writing one --receipt-dir at once: both exit 0, every receipt verifies', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'shared-receipts-')) };
+    const names = Array.from({ length: 40 }, (_, i) => `d${String(i).padStart(2, '0')}`);
+    const docs = await writeDocs('shared-receipts', 'shared receipts', names);
+    const folder = bed.path('shared-receipts');
+    const receipts = bed.path('shared-receipts-out');
+    const [aggregate, batch] = await Promise.all([
+      bed.run(['register', '--aggregate', '-r', folder, '--receipt-dir', receipts, '--quiet'], { env }),
+      bed.run(['register', '-j', '8', '-r', folder, '--receipt-dir', receipts, '--quiet'], { env }),
+    ]);
+    expect(aggregate.code, describeRun(aggregate)).toBe(0);
+    expect(batch.code, describeRun(batch)).toBe(0);
+    const verified = await bed.main(['verify', '-r', folder, '--receipt-dir', receipts, '--json']);
+    expect(verified.code, describeRun(verified)).toBe(0);
+    expect(countStatuses(parseResults(verified.stdout))).toEqual({ verified: docs.length });
+    // Each receipt says the document's size, whichever run wrote it.
+    for (const name of names) {
+      const receipt = JSON.parse(
+        readFileSync(join(receipts, `${name}.txt.notarization.json`), 'utf8'),
+      ) as ReceiptFields;
+      expect(receipt.document.size, name).toBe(readFileSync(join(folder, `${name}.txt`)).length);
+    }
+  });
+
   it("an aggregate's root request in flight in another process: per-document register waits for it, pays nothing", async () => {
     const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'race-root-')) };
     const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
