@@ -15166,15 +15166,17 @@ var init_manifest_files = __esmMin((() => {
 	init_disk();
 	init_files();
 }));
-// dist/commands/register-roots.js
+// dist/core/trees-now.js
 /**
-* Where a document of a per-document `register` run stands under Merkle
-* roots (`register --aggregate`), before the flow would register it on its
-* own: under a root this store registered (or the service confirmed), under
-* one still pending (completed, once for all its documents), or, on a store
-* without the tree, under the root its receipt in --receipt-dir names (the
-* service asked). Registering it on its own in any of these cases would pay
-* twice for it. Undefined: nothing known, the flow's to register.
+* The store's Merkle trees as they are now, for the last look a run takes,
+* holding a document's lock, before it sends something for that document on
+* its own: a request step (per-document register, and the documents
+* `register --aggregate` settles on their own) or the completion of its own
+* session (`complete --all`). `register --aggregate` saves a new tree and
+* takes its root's lock, then looks at its documents' locks, leaving out
+* those held (aggregate.ts); a run here took the document's lock, then looks
+* at the trees: so one of the two always sees the other, and a document is
+* never both paid for on its own and under that root.
 */
 /**
 * The names in the store's trees folder, as one string: a tree planted or
@@ -15190,7 +15192,87 @@ function treesStamp(treesDir) {
 		return "";
 	}
 }
-var DocumentRoots, TREE_FILE, MAX_TREE_WAITS, UnderRootSince;
+var MAX_LOOKS, UnderRootSince, TreesNow, TREE_FILE;
+var init_trees_now = __esmMin((() => {
+	init_errors();
+	init_notarize();
+	init_trees();
+	MAX_LOOKS = 8;
+	UnderRootSince = class extends TransientError {
+		root;
+		constructor(hash, root) {
+			super(`${hash} was placed under the Merkle root ${root} by another notarize process (register --aggregate) while this run was about to send it on its own`, {
+				hint: "run the command again: that root answers for it",
+				notProcessed: true
+			});
+			this.root = root;
+		}
+	};
+	TreesNow = class {
+		#store;
+		#trees;
+		/** The trees folder's names when #trees was read (treesStamp). */
+		#stamp;
+		constructor(store) {
+			this.#store = store;
+		}
+		/**
+		* The trees, read again whenever one was planted or removed since they
+		* were read (another process's --aggregate, under way now). Each tree's
+		* state is as it was when read.
+		*/
+		current() {
+			const stamp = treesStamp(this.#store.treesDir);
+			if (this.#trees === void 0 || stamp !== this.#stamp) {
+				this.#trees = Trees.load(this.#store);
+				this.#stamp = stamp;
+			}
+			return this.#trees;
+		}
+		/** Reads the trees again at the next look (their states may have moved). */
+		forget() {
+			this.#trees = void 0;
+		}
+		/**
+		* Called holding the lock of the document of digest `hash`: throws
+		* UnderRootSince when a tree registered, confirmed or pending holds it
+		* now. A tree only planned, by a run at work on it (the `aggregate` lock
+		* held, or its root's: held from its planting to its registration), is
+		* waited for (`deps`' lock wait), then looked at again; one planned by a
+		* run that is gone frees its documents: returns. One whose request step
+		* was answered unreadably stops it (exit 5: `toFinish` says what waits).
+		*/
+		async settle(deps, hash, toFinish) {
+			const store = this.#store;
+			for (let looks = 0;; looks++) {
+				let placed = (await this.current()).place(hash);
+				if (placed === void 0) return;
+				const root = placed.tree.entry.root;
+				if (looks > MAX_LOOKS) throw new UnderRootSince(hash, root);
+				placed = (await Trees.load(store, { roots: /* @__PURE__ */ new Set([root]) })).place(hash);
+				if (placed === void 0) continue;
+				if (placed.tree.state !== "planned") throw new UnderRootSince(hash, root);
+				if (store.readUnanswered(root) !== void 0) throw underUnreadRoot(root, toFinish);
+				const atWork = existsSync(store.lockFile("aggregate")) ? "aggregate" : existsSync(store.lockFile(root)) ? root : "";
+				if (atWork === "") return;
+				await locked(deps, atWork, async () => {});
+				this.forget();
+			}
+		}
+	};
+	TREE_FILE = /^[0-9a-f]{64}\.json$/;
+}));
+// dist/commands/register-roots.js
+/**
+* Where a document of a per-document `register` run stands under Merkle
+* roots (`register --aggregate`), before the flow would register it on its
+* own: under a root this store registered (or the service confirmed), under
+* one still pending (completed, once for all its documents), or, on a store
+* without the tree, under the root its receipt in --receipt-dir names (the
+* service asked). Registering it on its own in any of these cases would pay
+* twice for it. Undefined: nothing known, the flow's to register.
+*/
+var DocumentRoots;
 var init_register_roots = __esmMin((() => {
 	init_aggregate();
 	init_manifests();
@@ -15199,6 +15281,7 @@ var init_register_roots = __esmMin((() => {
 	init_evidence();
 	init_trees();
 	init_errors();
+	init_trees_now();
 	init_manifest_files();
 	DocumentRoots = class {
 		#options;
@@ -15206,12 +15289,10 @@ var init_register_roots = __esmMin((() => {
 		#baseUrl;
 		#deps;
 		#onSent;
-		/** The trees of this store, read when a document first needs them (#underRoot). */
-		#trees;
+		/** The trees of this store as they are now, read when a document first needs them (#underRoot). */
+		#treesNow;
 		/** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
 		#plannedReread = /* @__PURE__ */ new Set();
-		/** The trees folder's names when #trees was read (treesStamp). */
-		#treesStamp;
 		/** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
 		#paidProblems;
 		/** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
@@ -15231,6 +15312,7 @@ var init_register_roots = __esmMin((() => {
 		#manifests;
 		constructor({ options, receipts, baseUrl, deps, onSent, asks }) {
 			this.#asks = asks ?? new RootAsks();
+			this.#treesNow = new TreesNow(deps.store);
 			this.#options = options;
 			this.#receipts = receipts;
 			this.#baseUrl = baseUrl;
@@ -15460,51 +15542,14 @@ var init_register_roots = __esmMin((() => {
 			throw "error" in result ? result.error : /* @__PURE__ */ new Error(`the root ${root} was not registered`);
 		}
 		/**
-		* The trees of this store as they are now: read again whenever a tree was
-		* planted or removed since they were read (another process's --aggregate,
-		* under way now: a document it holds must wait for its root, not be paid
-		* for alone). A tree's state is as it was when read: see beforeRequest.
-		*/
-		#currentTrees() {
-			const { store } = this.#deps;
-			const stamp = treesStamp(store.treesDir);
-			if (this.#trees === void 0 || stamp !== this.#treesStamp) {
-				this.#trees = Trees.load(store);
-				this.#treesStamp = stamp;
-				this.#paidProblems = void 0;
-			}
-			return this.#trees;
-		}
-		/**
 		* The last look, under the document's lock, right before its request
-		* step is sent (FlowDeps.beforeRequest), at whether a Merkle root answers
-		* for it after all. `register --aggregate` saves a new tree, then looks at
-		* its documents' locks, leaving out those held (core/aggregate.ts); this
-		* run took the document's lock, then looks at the trees: so one of the two
-		* sees the other, and the document is never both paid for alone and
-		* under that root. A tree planned by a run at work on it (the `aggregate`
-		* lock held, or its root's: held from its planting to its registration)
-		* is waited for, then looked at again; one planned by a run that is gone
-		* frees its documents, as in #underRoot. Throws UnderRootSince when a root
-		* registered or pending answers for the document now.
+		* step is sent (FlowDeps.beforeRequest), at whether a Merkle root another
+		* process planted answers for it after all (TreesNow.settle: throws
+		* UnderRootSince, and #send places the document again).
 		*/
 		async beforeRequest(hash) {
 			if (this.#options.force) return;
-			const { store } = this.#deps;
-			for (let looks = 0;; looks++) {
-				let placed = (await this.#currentTrees()).place(hash);
-				if (placed === void 0) return;
-				const root = placed.tree.entry.root;
-				if (looks > MAX_TREE_WAITS) throw new UnderRootSince(hash, root);
-				placed = (await Trees.load(store, { roots: /* @__PURE__ */ new Set([root]) })).place(hash);
-				if (placed === void 0) continue;
-				if (placed.tree.state !== "planned") throw new UnderRootSince(hash, root);
-				if (store.readUnanswered(root) !== void 0) throw underUnreadRoot(root, "register its documents again");
-				const atWork = existsSync(store.lockFile("aggregate")) ? "aggregate" : existsSync(store.lockFile(root)) ? root : "";
-				if (atWork === "") return;
-				await locked(this.#deps, atWork, async () => {});
-				this.#trees = void 0;
-			}
+			await this.#treesNow.settle(this.#deps, hash, "register its documents again");
 		}
 		/**
 		* Where a document with no record of its own stands under the Merkle roots
@@ -15522,11 +15567,14 @@ var init_register_roots = __esmMin((() => {
 		async #underRoot(hash, waited = false) {
 			if (this.#options.force) return void 0;
 			const { store } = this.#deps;
-			const trees = await this.#currentTrees();
+			const trees = await this.#treesNow.current();
 			const placed = trees.place(hash);
 			if (placed === void 0 || placed.tree.state === "planned" || placed.tree.state === "pending") {
-				this.#paidProblems ??= paidRootProblems(store, trees);
-				const problem = (await this.#paidProblems)[0];
+				if (this.#paidProblems?.of !== trees) this.#paidProblems = {
+					of: trees,
+					problems: paidRootProblems(store, trees)
+				};
+				const problem = (await this.#paidProblems.problems)[0];
 				if (problem && store.readRecord(hash) === void 0) throw problem;
 			}
 			if (placed === void 0) return void 0;
@@ -15541,7 +15589,7 @@ var init_register_roots = __esmMin((() => {
 					const moved = existsSync(store.ledgerFile(root)) || existsSync(store.pendingFile(root));
 					if (held || moved || !this.#plannedReread.has(root)) {
 						this.#plannedReread.add(root);
-						this.#trees = void 0;
+						this.#treesNow.forget();
 						return this.#underRoot(hash, true);
 					}
 				}
@@ -15564,16 +15612,6 @@ var init_register_roots = __esmMin((() => {
 				tree,
 				proof
 			};
-		}
-	};
-	TREE_FILE = /^[0-9a-f]{64}\.json$/;
-	MAX_TREE_WAITS = 8;
-	UnderRootSince = class extends TransientError {
-		constructor(hash, root) {
-			super(`${hash} was placed under the Merkle root ${root} by another notarize process (register --aggregate) while this run was about to register it on its own`, {
-				hint: "run the command again: that root answers for it",
-				notProcessed: true
-			});
 		}
 	};
 }));
@@ -19023,6 +19061,7 @@ var init_register = __esmMin((() => {
 	init_options();
 	init_register_aggregate();
 	init_register_roots();
+	init_trees_now();
 	init_register_inputs();
 	Registrar = class {
 		#options;
@@ -19699,7 +19738,7 @@ var complete_exports = /* @__PURE__ */ __exportAll({
 	runCompleteMany: () => runCompleteMany
 });
 function configure$11(command, context) {
-	command.argument("[hash...]", "SHA-256 digest of each registration to complete (64 hex digits)").option("--all", "complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor the own session of a document under a Merkle root registered or pending: name its hash)").option("--session <file|->", "take the subscription session JSON from a file or standard input (one hash)").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
+	command.argument("[hash...]", "SHA-256 digest of each registration to complete (64 hex digits)").option("--all", "complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor the own session of a document under a Merkle root registered or pending, or being registered by another process, which it waits for: name its hash)").option("--session <file|->", "take the subscription session JSON from a file or standard input (one hash)").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
 A 409 is read as "the service already has this hash" (an assumption: its status codes are
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
@@ -19818,12 +19857,14 @@ async function runCompleteMany(options) {
 	const baseUrl = options.baseUrl();
 	const api = await options.api();
 	let sent = false;
+	const treesNow = options.all ? new TreesNow(store) : void 0;
 	const deps = {
 		api,
 		store,
 		onStep: (step) => {
 			if (step === "completing") sent = true;
-		}
+		},
+		...treesNow && { beforeCompletion: (hash) => treesNow.settle({ store }, hash, "its documents' own sessions are completed") }
 	};
 	const source = {
 		kind: "store",
@@ -19834,7 +19875,10 @@ async function runCompleteMany(options) {
 		onSettled: (i, settled, hash) => {
 			const index = skipped + i;
 			if (settled.ok) options.items.add(index, outcomeResult(null, settled.value, baseUrl));
-			else {
+			else if ("error" in settled && settled.error instanceof UnderRootSince) {
+				const reason = `left out: placed under the Merkle root ${settled.error.root} by another process as it was about to be sent, so completing its own session would pay a second time`;
+				options.items.add(index, itemResult(null, hash, "skipped", { reason }));
+			} else {
 				const error = settledError(settled);
 				options.items.add(index, failedResult(null, hash, error));
 				tally.add(index, error);
@@ -19869,6 +19913,7 @@ var init_complete = __esmMin((() => {
 	init_notarize();
 	init_read_input();
 	init_trees();
+	init_trees_now();
 	init_errors();
 	init_render();
 	init_results();

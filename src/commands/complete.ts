@@ -17,6 +17,7 @@ import { FailureTally, runAll, settledError } from '../core/batch.js';
 import { complete, requestUnread, type SessionSource } from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
 import { confirmedBefore, confirmedRoots, sessionsUnderRoots } from '../core/trees.js';
+import { TreesNow, UnderRootSince } from '../core/trees-now.js';
 import { NotarizeError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, OutcomeResult } from '../output/present.js';
@@ -52,7 +53,7 @@ export function configure(command: Command, context: () => Context): void {
     .argument('[hash...]', 'SHA-256 digest of each registration to complete (64 hex digits)')
     .option(
       '--all',
-      'complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor the own session of a document under a Merkle root registered or pending: name its hash)',
+      'complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor the own session of a document under a Merkle root registered or pending, or being registered by another process, which it waits for: name its hash)',
     )
     .option('--session <file|->', 'take the subscription session JSON from a file or standard input (one hash)')
     .option(
@@ -189,12 +190,18 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   const baseUrl = options.baseUrl();
   const api = await options.api();
   let sent = false;
+  // --all: a document's own session is sent only if, its lock held, no Merkle root another process
+  // planted meanwhile answers for it (an aggregate retried over a tree only planned: TreesNow).
+  const treesNow = options.all ? new TreesNow(store) : undefined;
   const deps = {
     api,
     store,
     onStep: (step: string) => {
       if (step === 'completing') sent = true;
     },
+    ...(treesNow && {
+      beforeCompletion: (hash: string) => treesNow.settle({ store }, hash, "its documents' own sessions are completed"),
+    }),
   };
   // --all never sends again a session whose last completion was answered unreadably: only its hash does.
   const source = { kind: 'store', resendUnread: !options.all } as const;
@@ -204,6 +211,9 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
       const index = skipped + i;
       if (settled.ok) {
         options.items.add(index, outcomeResult(null, settled.value, baseUrl));
+      } else if ('error' in settled && settled.error instanceof UnderRootSince) {
+        const reason = `left out: placed under the Merkle root ${settled.error.root} by another process as it was about to be sent, so completing its own session would pay a second time`;
+        options.items.add(index, itemResult(null, hash, 'skipped', { reason }));
       } else {
         const error = settledError(settled);
         options.items.add(index, failedResult(null, hash, error));

@@ -7,7 +7,7 @@
  * service asked). Registering it on its own in any of these cases would pay
  * twice for it. Undefined: nothing known, the flow's to register.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
 import { askAboutRoot, ManifestIndex, RootAsks, readableRecord } from '../core/manifests.js';
 import { locked, type FlowDeps, type Outcome } from '../core/notarize.js';
@@ -16,8 +16,9 @@ import type { LedgerEntry } from '../store/service-store.js';
 import { earlierProof, proofIn, type EarlierProof, type ReceiptPlan } from '../core/receipts.js';
 import type { InclusionProof } from '../core/receipt-format.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
-import { paidRootProblems, Trees, underUnreadRoot, type LoadedTree, type Placement } from '../core/trees.js';
-import { StoreError, TransientError } from '../errors.js';
+import { paidRootProblems, underUnreadRoot, type LoadedTree, type Placement, type Trees } from '../core/trees.js';
+import { StoreError } from '../errors.js';
+import { TreesNow } from '../core/trees-now.js';
 import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
 import type { RegisterOptions } from './register-inputs.js';
 
@@ -51,14 +52,12 @@ export class DocumentRoots {
   readonly #baseUrl: string;
   readonly #deps: Pick<FlowDeps, 'api' | 'store'>;
   readonly #onSent: () => void;
-  /** The trees of this store, read when a document first needs them (#underRoot). */
-  #trees: Promise<Trees> | undefined;
+  /** The trees of this store as they are now, read when a document first needs them (#underRoot). */
+  readonly #treesNow: TreesNow;
   /** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
   readonly #plannedReread = new Set<string>();
-  /** The trees folder's names when #trees was read (treesStamp). */
-  #treesStamp: string | undefined;
   /** Of the tree files that could not be read, those whose root may have been paid for (paidRootProblems). */
-  #paidProblems: Promise<StoreError[]> | undefined;
+  #paidProblems: { of: Trees; problems: Promise<StoreError[]> } | undefined;
   /** The pending roots this run completes, once each however many of its documents it meets (#underPendingRoot). */
   readonly #pendingRoots = new Map<string, Promise<RootResult>>();
   /** Whether #flagsNotForRoots has spoken. */
@@ -77,6 +76,7 @@ export class DocumentRoots {
 
   constructor({ options, receipts, baseUrl, deps, onSent, asks }: DocumentRootsRun) {
     this.#asks = asks ?? new RootAsks();
+    this.#treesNow = new TreesNow(deps.store);
     this.#options = options;
     this.#receipts = receipts;
     this.#baseUrl = baseUrl;
@@ -318,59 +318,14 @@ export class DocumentRoots {
   }
 
   /**
-   * The trees of this store as they are now: read again whenever a tree was
-   * planted or removed since they were read (another process's --aggregate,
-   * under way now: a document it holds must wait for its root, not be paid
-   * for alone). A tree's state is as it was when read: see beforeRequest.
-   */
-  #currentTrees(): Promise<Trees> {
-    const { store } = this.#deps;
-    const stamp = treesStamp(store.treesDir);
-    if (this.#trees === undefined || stamp !== this.#treesStamp) {
-      this.#trees = Trees.load(store);
-      this.#treesStamp = stamp;
-      this.#paidProblems = undefined;
-    }
-    return this.#trees;
-  }
-
-  /**
    * The last look, under the document's lock, right before its request
-   * step is sent (FlowDeps.beforeRequest), at whether a Merkle root answers
-   * for it after all. `register --aggregate` saves a new tree, then looks at
-   * its documents' locks, leaving out those held (core/aggregate.ts); this
-   * run took the document's lock, then looks at the trees: so one of the two
-   * sees the other, and the document is never both paid for alone and
-   * under that root. A tree planned by a run at work on it (the `aggregate`
-   * lock held, or its root's: held from its planting to its registration)
-   * is waited for, then looked at again; one planned by a run that is gone
-   * frees its documents, as in #underRoot. Throws UnderRootSince when a root
-   * registered or pending answers for the document now.
+   * step is sent (FlowDeps.beforeRequest), at whether a Merkle root another
+   * process planted answers for it after all (TreesNow.settle: throws
+   * UnderRootSince, and #send places the document again).
    */
   async beforeRequest(hash: string): Promise<void> {
     if (this.#options.force) return;
-    const { store } = this.#deps;
-    for (let looks = 0; ; looks++) {
-      let placed = (await this.#currentTrees()).place(hash);
-      if (placed === undefined) return;
-      const root = placed.tree.entry.root;
-      if (looks > MAX_TREE_WAITS) throw new UnderRootSince(hash, root);
-      // Its state now, not as read for an earlier document: it may have been registered since.
-      placed = (await Trees.load(store, { roots: new Set([root]) })).place(hash);
-      // Removed meanwhile (planted again without it): look again.
-      if (placed === undefined) continue;
-      if (placed.tree.state !== 'planned') throw new UnderRootSince(hash, root);
-      if (store.readUnanswered(root) !== undefined) throw underUnreadRoot(root, 'register its documents again');
-      // In this order: a run planting a tree takes its root's lock before letting go of the `aggregate` one.
-      const atWork = existsSync(store.lockFile('aggregate'))
-        ? 'aggregate'
-        : existsSync(store.lockFile(root))
-          ? root
-          : '';
-      if (atWork === '') return;
-      await locked(this.#deps, atWork, async () => {});
-      this.#trees = undefined;
-    }
+    await this.#treesNow.settle(this.#deps, hash, 'register its documents again');
   }
 
   /**
@@ -389,14 +344,15 @@ export class DocumentRoots {
   async #underRoot(hash: string, waited = false): Promise<TreeStanding | undefined> {
     if (this.#options.force) return undefined;
     const { store } = this.#deps;
-    const trees = await this.#currentTrees();
+    const trees = await this.#treesNow.current();
     const placed = trees.place(hash);
     if (placed === undefined || placed.tree.state === 'planned' || placed.tree.state === 'pending') {
       // About to pay (on its own, or for a pending root): a tree that cannot be read may hold it under
       // a root already paid for. Stop, as --aggregate does, unless it has a record of its own.
       // (Its record is read only then: not once per document.)
-      this.#paidProblems ??= paidRootProblems(store, trees);
-      const problem = (await this.#paidProblems)[0];
+      if (this.#paidProblems?.of !== trees)
+        this.#paidProblems = { of: trees, problems: paidRootProblems(store, trees) };
+      const problem = (await this.#paidProblems.problems)[0];
       if (problem && store.readRecord(hash) === undefined) throw problem;
     }
     if (placed === undefined) return undefined;
@@ -423,7 +379,7 @@ export class DocumentRoots {
         const moved = existsSync(store.ledgerFile(root)) || existsSync(store.pendingFile(root));
         if (held || moved || !this.#plannedReread.has(root)) {
           this.#plannedReread.add(root);
-          this.#trees = undefined;
+          this.#treesNow.forget();
           return this.#underRoot(hash, true);
         }
       }
@@ -439,43 +395,5 @@ export class DocumentRoots {
     }
     // Registered, or confirmed: the service answered 409 for the root, whose record this store never got.
     return { state: 'registered' as const, tree, proof };
-  }
-}
-
-/**
- * The names in the store's trees folder, as one string: a tree planted or
- * removed changes it ('' when there is none). Not the folder's modification
- * time, which the kernel takes from a clock that moves every few
- * milliseconds: a tree planted in the same tick as the last change would
- * leave it as it was.
- */
-function treesStamp(treesDir: string): string {
-  try {
-    return readdirSync(treesDir)
-      .filter((name) => TREE_FILE.test(name))
-      .sort()
-      .join(' ');
-  } catch {
-    return '';
-  }
-}
-
-const TREE_FILE = /^[0-9a-f]{64}\.json$/;
-
-/** How many times beforeRequest looks again at a tree holding the document, at work in another run, before it gives up (exit 4). */
-const MAX_TREE_WAITS = 8;
-
-/**
- * beforeRequest's answer when a root another process planted answers for
- * the document now (registered or pending since, or a run at work on it too
- * long): nothing was sent for it; #send places it again.
- */
-export class UnderRootSince extends TransientError {
-  constructor(hash: string, root: string) {
-    super(
-      `${hash} was placed under the Merkle root ${root} by another notarize process (register --aggregate) ` +
-        'while this run was about to register it on its own',
-      { hint: 'run the command again: that root answers for it', notProcessed: true },
-    );
   }
 }

@@ -36,7 +36,8 @@ import { finishItems, viewOf } from './action.js';
 import { addInputOptions } from './input-options.js';
 import { examples, outputOption, parseOptions } from './options.js';
 import { Aggregator, checkAggregate } from './register-aggregate.js';
-import { DocumentRoots, UnderRootSince } from './register-roots.js';
+import { DocumentRoots } from './register-roots.js';
+import { UnderRootSince } from '../core/trees-now.js';
 import {
   checkOptions,
   displayName,

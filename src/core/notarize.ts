@@ -185,7 +185,11 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
  * (a store write failing after an answer is `notSaved`'s). `hash` may also
  * name another step under its own lock (aggregate.ts: `aggregate`).
  */
-export async function locked<T>(deps: FlowDeps, hash: string, fn: (tracked: Tracked) => Promise<T>): Promise<T> {
+export async function locked<T>(
+  deps: Pick<FlowDeps, 'store' | 'lockWaitMs' | 'lockTiming' | 'heldAcross'>,
+  hash: string,
+  fn: (tracked: Tracked) => Promise<T>,
+): Promise<T> {
   let started = false;
   try {
     // Inside the try: making the locks directory is a store write before sending too.

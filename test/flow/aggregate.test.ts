@@ -22,7 +22,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
-import { plantTree, treeManifestText } from '../../src/core/trees.js';
+import { plantTree, treeManifestText, Trees, type LoadedTree } from '../../src/core/trees.js';
 import { registerRoot } from '../../src/core/aggregate.js';
 import { ServiceStore } from '../../src/store/service-store.js';
 import { sandboxApi } from '../helpers/sandbox-api.js';
@@ -1084,6 +1084,45 @@ describe('switching between --aggregate and per-document registration never pays
     expect(readdirSync(join(paths.service, 'trees'))).toEqual([`${root}.json`]);
   });
 
+  it('complete --all beside an aggregate retried over a tree only planned: the own session waits for the root, then is left out', async () => {
+    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'all-beside-retry-')) };
+    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
+    const docs = await writeDocs('all-beside-retry', 'all beside retry', ['d1', 'd2']);
+    const d1 = createHash('sha256').update(readFileSync(docs[0]!)).digest('hex');
+    bed.sandbox.addFaults(parseFaults('request:status=500*1'));
+    expect((await bed.main(['register', '--aggregate', ...docs, '--retries', '0', '--quiet'], { env })).code).toBe(4);
+    expect((await bed.main(['register', docs[0]!, '--no-complete', '--quiet'], { env })).code).toBe(0);
+    const store = new ServiceStore(paths.service, bed.url);
+    const tree = (await Trees.load(store)).place(d1)!.tree;
+    expect(tree.state).toBe('planned');
+    // The retried aggregate keeps the tree (d1's own session, with no lock, does not free it) and
+    // holds its root's lock while it registers it: complete --all starts meanwhile.
+    const root = tree.entry.root;
+    const releaseRoot = await holdLock(store.lockFile(root), 0);
+    const mark = bed.mark();
+    const all = bed.main(['complete', '--all', '--json'], { env });
+    for (let i = 0; i < 500 && !store.hasLock(d1); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(store.hasLock(d1)).toBe(true);
+    await registerHeldRoot(store, tree, releaseRoot);
+    const run = await all;
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseResults(run.stdout)).toEqual([
+      expect.objectContaining({
+        hash: d1,
+        status: 'skipped',
+        reason: expect.stringContaining(`left out: placed under the Merkle root ${root} by another process`),
+      }),
+    ]);
+    // Its own session was never completed: only the root's request and completion were sent.
+    expect(
+      bed
+        .callsSince(mark)
+        .map((call) => call.route)
+        .filter((route) => route !== 'login'),
+    ).toEqual(['request', 'forfait']);
+    expect(existsSync(paths.pending(d1))).toBe(true);
+  });
+
   it("a tree's part that fails with nothing sent: exit 2, and the sessions of their own are left pending", async () => {
     const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'tree-fails-')) };
     const [own, tree] = await writeDocs('tree-fails', 'tree part fails', ['own', 'tree']);
@@ -1977,14 +2016,19 @@ async function plantOverWhileLocked(store: ServiceStore, digests: string[], rele
   const releaseRoot = await holdLock(store.lockFile(root), 0);
   releaseLock();
   for (let i = 0; i < 500 && !store.hasLock(digests[0]!); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  await registerHeldRoot(store, tree, releaseRoot);
+  return root;
+}
+
+/** Registers the root of `tree`, whose lock `releaseRoot` lets go of afterwards, as an aggregate run does holding it. */
+async function registerHeldRoot(store: ServiceStore, tree: LoadedTree, releaseRoot: () => void): Promise<void> {
   const flags = { signed: false, blockchain: 'ALGORAND', complete: true } as const;
   try {
-    const deps = { api: sandboxApi(bed), store, heldAcross: new Set([root]) };
+    const deps = { api: sandboxApi(bed), store, heldAcross: new Set([tree.entry.root]) };
     expect(await registerRoot(deps, tree, flags)).toMatchObject({ ok: true });
   } finally {
     releaseRoot();
   }
-  return root;
 }
 
 async function writeDocs(folder: string, tag: string, names: string[]): Promise<string[]> {
