@@ -18215,6 +18215,8 @@ var init_register_aggregate = __esmMin((() => {
 		#askedBefore = false;
 		/** The roots whose manifest this run wrote (manifest-files.ts). */
 		#manifestsWritten = /* @__PURE__ */ new Set();
+		/** The documents with sessions of their own pending that a tree holds (#alreadyOnTheirOwn): said once placed. */
+		#rootedSessions = [];
 		/** The documents whose own registration settles them (#alreadyOnTheirOwn), after the tree's (#onTheirOwn). */
 		#alone = [];
 		/** What the tree's part of the run ended with (#end), for the run's end once #alone are settled. */
@@ -18477,6 +18479,9 @@ var init_register_aggregate = __esmMin((() => {
 			}
 			const { placements, holds } = placed;
 			this.#alone = [...this.#alone, ...placed.leftOut.map((i) => hashed[i])].sort((a, b) => a.index - b.index);
+			const leftOut = new Set(placed.leftOut.map((i) => hashed[i].sha256));
+			this.#warnRootedSessions(this.#rootedSessions.filter((doc) => !leftOut.has(doc.sha256)));
+			this.#warnOwnSessions(this.#rootedSessions.filter((doc) => leftOut.has(doc.sha256)));
 			const inTrees = hashed.flatMap((doc, i) => {
 				const placement = placements[i];
 				return placement === void 0 ? [] : [{
@@ -18631,23 +18636,27 @@ var init_register_aggregate = __esmMin((() => {
 			const alone = ownWay.filter((doc) => !underRoot.has(doc));
 			rest.push(...underRoot);
 			rest.sort((a, b) => a.index - b.index);
-			const rooted = sessions.filter((doc) => underRoot.has(doc));
-			const completed = sessions.filter((doc) => !underRoot.has(doc));
-			if (rooted.length > 0) {
-				const which = someDocuments(rooted.length, rooted[0].sha256);
-				this.#options.io.warn(`${which} also ${rooted.length === 1 ? "has a session" : "have sessions"} of ${rooted.length === 1 ? "its" : "their"} own pending (register --no-complete): this run puts ${rooted.length === 1 ? "it" : "them"} under a Merkle root, and completing such a session would pay a second time; drop it with \`notarize pending drop <hash>\``);
-			}
-			if (completed.length > 0) {
-				const which = someDocuments(completed.length, completed[0].sha256);
-				const one = completed.length === 1;
-				this.#options.io.warn(`${which} ${one ? "has a session" : "have sessions"} of ${one ? "its" : "their"} own pending: ${one ? "it goes" : "they go"} through ${one ? "its" : "their"} own registration (${one ? "its session" : "their sessions"} completed, or left pending with --no-complete), not under a Merkle root (a run stopped after sending ${one ? "its" : "their"} completion may have paid for ${one ? "it" : "them"} already); to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``);
-			}
+			this.#rootedSessions = sessions.filter((doc) => underRoot.has(doc));
+			this.#warnOwnSessions(sessions.filter((doc) => !underRoot.has(doc)));
 			this.#alone = alone;
 			if (unrecorded.length > 0) {
 				const which = someDocuments(unrecorded.length, unrecorded[0]);
 				this.#options.io.warn(`no receipt written for ${which}: the service answered 409 for ${unrecorded.length === 1 ? "it" : "them"} before, and this store has no record to write one from (nothing sent for ${unrecorded.length === 1 ? "it" : "them"})`);
 			}
 			return rest;
+		}
+		/** Says of documents with sessions of their own pending that a Merkle root of this run answers for them. */
+		#warnRootedSessions(rooted) {
+			if (rooted.length === 0) return;
+			const which = someDocuments(rooted.length, rooted[0].sha256);
+			this.#options.io.warn(`${which} also ${rooted.length === 1 ? "has a session" : "have sessions"} of ${rooted.length === 1 ? "its" : "their"} own pending (register --no-complete): this run puts ${rooted.length === 1 ? "it" : "them"} under a Merkle root, and completing such a session would pay a second time; drop it with \`notarize pending drop <hash>\``);
+		}
+		/** Says of documents with sessions of their own pending that their own registration settles them. */
+		#warnOwnSessions(completed) {
+			if (completed.length === 0) return;
+			const which = someDocuments(completed.length, completed[0].sha256);
+			const one = completed.length === 1;
+			this.#options.io.warn(`${which} ${one ? "has a session" : "have sessions"} of ${one ? "its" : "their"} own pending: ${one ? "it goes" : "they go"} through ${one ? "its" : "their"} own registration (${one ? "its session" : "their sessions"} completed, or left pending with --no-complete), not under a Merkle root (a run stopped after sending ${one ? "its" : "their"} completion may have paid for ${one ? "it" : "them"} already); to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``);
 		}
 		/**
 		* Documents whose own registration is under way or left pending (a
@@ -19848,10 +19857,7 @@ async function runCompleteMany(options) {
 			tally.add(skipped, error);
 			options.items.add(skipped++, failedResult(null, hash, error));
 		}
-		if (covered.size > 0) {
-			const [first] = covered.keys();
-			options.io.warn(`${someDocuments(covered.size, first)} left out: under a Merkle root registered or pending, so completing ${covered.size === 1 ? "its own session" : "their own sessions"} would pay a second time; drop ${covered.size === 1 ? "it" : "them"} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`);
-		}
+		warnLeftOut(options.io, [...covered.keys()]);
 	}
 	if (options.all && hashes.length === 0 && skipped === 0) options.io.warn(`no session is pending in this store (${store.dir}): if the registrations were made on another machine or with another NOTARIZE_CONFIG_DIR, complete them there, or here with --session`);
 	const baseUrl = options.baseUrl();
@@ -19870,12 +19876,15 @@ async function runCompleteMany(options) {
 		kind: "store",
 		resendUnread: !options.all
 	};
+	/** The documents left out once a root another process was registering answered for them (TreesNow). */
+	const placedMeanwhile = [];
 	const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
 		concurrency: CONCURRENCY,
 		onSettled: (i, settled, hash) => {
 			const index = skipped + i;
 			if (settled.ok) options.items.add(index, outcomeResult(null, settled.value, baseUrl));
 			else if ("error" in settled && settled.error instanceof UnderRootSince) {
+				placedMeanwhile.push(hash);
 				const reason = `left out: placed under the Merkle root ${settled.error.root} by another process as it was about to be sent, so completing its own session would pay a second time`;
 				options.items.add(index, itemResult(null, hash, "skipped", { reason }));
 			} else {
@@ -19885,6 +19894,7 @@ async function runCompleteMany(options) {
 			}
 		}
 	});
+	warnLeftOut(options.io, placedMeanwhile);
 	const failure = tally.failure(sent, skipped + total);
 	return {
 		kind: "items",
@@ -19892,6 +19902,12 @@ async function runCompleteMany(options) {
 		items: options.items,
 		...failure ? { failure } : {}
 	};
+}
+/** Says once, of the documents whose own sessions `--all` left out under a Merkle root, what to do with them. */
+function warnLeftOut(io, hashes) {
+	if (hashes.length === 0) return;
+	const one = hashes.length === 1;
+	io.warn(`${someDocuments(hashes.length, hashes[0])} left out: under a Merkle root registered or pending, so completing ${one ? "its own session" : "their own sessions"} would pay a second time; drop ${one ? "it" : "them"} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`);
 }
 /** The request steps answered unreadably, of hashes with no session pending, and why each is not done. */
 async function requestsUnread(store, pending) {

@@ -170,14 +170,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
       tally.add(skipped, error);
       options.items.add(skipped++, failedResult(null, hash, error));
     }
-    if (covered.size > 0) {
-      const [first] = covered.keys();
-      options.io.warn(
-        `${someDocuments(covered.size, first!)} left out: under a Merkle root registered or pending, so completing ` +
-          `${covered.size === 1 ? 'its own session' : 'their own sessions'} would pay a second time; drop ` +
-          `${covered.size === 1 ? 'it' : 'them'} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`,
-      );
-    }
+    warnLeftOut(options.io, [...covered.keys()]);
   }
   if (options.all && hashes.length === 0 && skipped === 0) {
     // Exit 0: nothing left to finish is what a re-run after success meets. But a job on another
@@ -205,6 +198,8 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   };
   // --all never sends again a session whose last completion was answered unreadably: only its hash does.
   const source = { kind: 'store', resendUnread: !options.all } as const;
+  /** The documents left out once a root another process was registering answered for them (TreesNow). */
+  const placedMeanwhile: string[] = [];
   const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
     concurrency: CONCURRENCY,
     onSettled: (i, settled, hash) => {
@@ -212,6 +207,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
       if (settled.ok) {
         options.items.add(index, outcomeResult(null, settled.value, baseUrl));
       } else if ('error' in settled && settled.error instanceof UnderRootSince) {
+        placedMeanwhile.push(hash);
         const reason = `left out: placed under the Merkle root ${settled.error.root} by another process as it was about to be sent, so completing its own session would pay a second time`;
         options.items.add(index, itemResult(null, hash, 'skipped', { reason }));
       } else {
@@ -221,8 +217,20 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
       }
     },
   });
+  warnLeftOut(options.io, placedMeanwhile);
   const failure = tally.failure(sent, skipped + total);
   return { kind: 'items', title: 'notarize complete', items: options.items, ...(failure ? { failure } : {}) };
+}
+
+/** Says once, of the documents whose own sessions `--all` left out under a Merkle root, what to do with them. */
+function warnLeftOut(io: CompleteManyOptions['io'], hashes: readonly string[]): void {
+  if (hashes.length === 0) return;
+  const one = hashes.length === 1;
+  io.warn(
+    `${someDocuments(hashes.length, hashes[0]!)} left out: under a Merkle root registered or pending, so completing ` +
+      `${one ? 'its own session' : 'their own sessions'} would pay a second time; drop ` +
+      `${one ? 'it' : 'them'} with \`notarize pending drop <hash>\`, or name the hash to complete it anyway`,
+  );
 }
 
 /** The request steps answered unreadably, of hashes with no session pending, and why each is not done. */

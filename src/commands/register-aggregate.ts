@@ -93,6 +93,8 @@ export class Aggregator {
   #askedBefore = false;
   /** The roots whose manifest this run wrote (manifest-files.ts). */
   readonly #manifestsWritten = new Set<string>();
+  /** The documents with sessions of their own pending that a tree holds (#alreadyOnTheirOwn): said once placed. */
+  #rootedSessions: Hashed[] = [];
   /** The documents whose own registration settles them (#alreadyOnTheirOwn), after the tree's (#onTheirOwn). */
   #alone: Hashed[] = [];
   /** What the tree's part of the run ended with (#end), for the run's end once #alone are settled. */
@@ -381,6 +383,9 @@ export class Aggregator {
     const { placements, holds } = placed;
     // Taken up by another process while their tree was planted: settled on their own, after the tree's.
     this.#alone = [...this.#alone, ...placed.leftOut.map((i) => hashed[i]!)].sort((a, b) => a.index - b.index);
+    const leftOut = new Set(placed.leftOut.map((i) => hashed[i]!.sha256));
+    this.#warnRootedSessions(this.#rootedSessions.filter((doc) => !leftOut.has(doc.sha256)));
+    this.#warnOwnSessions(this.#rootedSessions.filter((doc) => leftOut.has(doc.sha256)));
     const inTrees = hashed.flatMap((doc, i) => {
       const placement = placements[i];
       return placement === undefined ? [] : [{ doc, placement }];
@@ -559,27 +564,9 @@ export class Aggregator {
     const alone = ownWay.filter((doc) => !underRoot.has(doc));
     rest.push(...underRoot);
     rest.sort((a, b) => a.index - b.index);
-    const rooted = sessions.filter((doc) => underRoot.has(doc));
-    const completed = sessions.filter((doc) => !underRoot.has(doc));
-    if (rooted.length > 0) {
-      const which = someDocuments(rooted.length, rooted[0]!.sha256);
-      this.#options.io.warn(
-        `${which} also ${rooted.length === 1 ? 'has a session' : 'have sessions'} of ${rooted.length === 1 ? 'its' : 'their'} own pending ` +
-          `(register --no-complete): this run puts ${rooted.length === 1 ? 'it' : 'them'} under a Merkle root, and completing ` +
-          `such a session would pay a second time; drop it with \`notarize pending drop <hash>\``,
-      );
-    }
-    if (completed.length > 0) {
-      const which = someDocuments(completed.length, completed[0]!.sha256);
-      const one = completed.length === 1;
-      this.#options.io.warn(
-        `${which} ${one ? 'has a session' : 'have sessions'} of ${one ? 'its' : 'their'} own pending: ` +
-          `${one ? 'it goes' : 'they go'} through ${one ? 'its' : 'their'} own registration (${one ? 'its session' : 'their sessions'} completed, ` +
-          `or left pending with --no-complete), not under a Merkle root ` +
-          `(a run stopped after sending ${one ? 'its' : 'their'} completion may have paid for ${one ? 'it' : 'them'} already); ` +
-          `to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``,
-      );
-    }
+    // Said once their place is known (#registerTree): a planned tree may yet be abandoned.
+    this.#rootedSessions = sessions.filter((doc) => underRoot.has(doc));
+    this.#warnOwnSessions(sessions.filter((doc) => !underRoot.has(doc)));
     this.#alone = alone;
     if (unrecorded.length > 0) {
       const which = someDocuments(unrecorded.length, unrecorded[0]!);
@@ -589,6 +576,31 @@ export class Aggregator {
       );
     }
     return rest;
+  }
+
+  /** Says of documents with sessions of their own pending that a Merkle root of this run answers for them. */
+  #warnRootedSessions(rooted: readonly Hashed[]): void {
+    if (rooted.length === 0) return;
+    const which = someDocuments(rooted.length, rooted[0]!.sha256);
+    this.#options.io.warn(
+      `${which} also ${rooted.length === 1 ? 'has a session' : 'have sessions'} of ${rooted.length === 1 ? 'its' : 'their'} own pending ` +
+        `(register --no-complete): this run puts ${rooted.length === 1 ? 'it' : 'them'} under a Merkle root, and completing ` +
+        `such a session would pay a second time; drop it with \`notarize pending drop <hash>\``,
+    );
+  }
+
+  /** Says of documents with sessions of their own pending that their own registration settles them. */
+  #warnOwnSessions(completed: readonly Hashed[]): void {
+    if (completed.length === 0) return;
+    const which = someDocuments(completed.length, completed[0]!.sha256);
+    const one = completed.length === 1;
+    this.#options.io.warn(
+      `${which} ${one ? 'has a session' : 'have sessions'} of ${one ? 'its' : 'their'} own pending: ` +
+        `${one ? 'it goes' : 'they go'} through ${one ? 'its' : 'their'} own registration (${one ? 'its session' : 'their sessions'} completed, ` +
+        `or left pending with --no-complete), not under a Merkle root ` +
+        `(a run stopped after sending ${one ? 'its' : 'their'} completion may have paid for ${one ? 'it' : 'them'} already); ` +
+        `to put such a document in a tree, drop its session first with \`notarize pending drop <hash>\``,
+    );
   }
 
   /**

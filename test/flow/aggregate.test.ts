@@ -1029,13 +1029,7 @@ describe('switching between --aggregate and per-document registration never pays
   });
 
   it('a tree only planned (its request failed) holding a document registered on its own since: abandoned, the rest planted anew', async () => {
-    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'planned-taken-')) };
-    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
-    const docs = await writeDocs('planned-taken', 'planned, taken', ['d1', 'd2', 'd3']);
-    const hashes = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
-    bed.sandbox.addFaults(parseFaults('request:status=500*1'));
-    const failed = await bed.main(['register', '--aggregate', ...docs, '--retries', '0', '--quiet'], { env });
-    expect(failed.code, describeRun(failed)).toBe(4);
+    const { env, paths, docs, hashes } = await failedAggregate('planned-taken', ['d1', 'd2', 'd3']);
     const [planned] = readdirSync(join(paths.service, 'trees'));
     // The CI job registers d1 on its own (the planned tree frees it), then retries the aggregate.
     expect((await bed.main(['register', docs[0]!, '--quiet'], { env })).code).toBe(0);
@@ -1056,23 +1050,11 @@ describe('switching between --aggregate and per-document registration never pays
   });
 
   it('a tree only planned holding a document at work in another process: abandoned; that one is settled on its own', async () => {
-    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'planned-at-work-')) };
-    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
-    const docs = await writeDocs('planned-at-work', 'planned, at work', ['d1', 'd2']);
-    const hashes = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
-    bed.sandbox.addFaults(parseFaults('request:status=500*1'));
-    expect((await bed.main(['register', '--aggregate', ...docs, '--retries', '0', '--quiet'], { env })).code).toBe(4);
+    const { env, paths, docs, hashes, store } = await failedAggregate('planned-at-work', ['d1', 'd2']);
     const [planned] = readdirSync(join(paths.service, 'trees'));
     // A per-document run at work on d1 (its lock held) when the aggregate is retried.
-    const store = new ServiceStore(paths.service, bed.url);
-    const releaseD1 = await holdLock(store.lockFile(hashes[0]!), 0);
-    const mark = bed.mark();
-    const aggregate = bed.main(['register', '--aggregate', ...docs, '--json'], { env });
-    const forfaits = () => bed.callsSince(mark).filter((call) => call.route === 'forfait' && call.status > 0).length;
-    for (let i = 0; i < 500 && forfaits() < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     // That run ends with nothing paid (its request failed, say): the aggregate registers d1 on its own.
-    releaseD1();
-    const run = await aggregate;
+    const run = await aggregateBesideLock(store, hashes[0]!, docs, env);
     expect(run.code, describeRun(run)).toBe(0);
     const results = parseResults(run.stdout);
     const root = results[1]!.proof!.root;
@@ -1085,14 +1067,9 @@ describe('switching between --aggregate and per-document registration never pays
   });
 
   it('complete --all beside an aggregate retried over a tree only planned: the own session waits for the root, then is left out', async () => {
-    const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'all-beside-retry-')) };
-    const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
-    const docs = await writeDocs('all-beside-retry', 'all beside retry', ['d1', 'd2']);
-    const d1 = createHash('sha256').update(readFileSync(docs[0]!)).digest('hex');
-    bed.sandbox.addFaults(parseFaults('request:status=500*1'));
-    expect((await bed.main(['register', '--aggregate', ...docs, '--retries', '0', '--quiet'], { env })).code).toBe(4);
+    const { env, paths, docs, hashes, store } = await failedAggregate('all-beside-retry', ['d1', 'd2']);
+    const d1 = hashes[0]!;
     expect((await bed.main(['register', docs[0]!, '--no-complete', '--quiet'], { env })).code).toBe(0);
-    const store = new ServiceStore(paths.service, bed.url);
     const tree = (await Trees.load(store)).place(d1)!.tree;
     expect(tree.state).toBe('planned');
     // The retried aggregate keeps the tree (d1's own session, with no lock, does not free it) and
@@ -1113,6 +1090,9 @@ describe('switching between --aggregate and per-document registration never pays
         reason: expect.stringContaining(`left out: placed under the Merkle root ${root} by another process`),
       }),
     ]);
+    expect(run.stderr).toContain(
+      `${d1} left out: under a Merkle root registered or pending, so completing its own session`,
+    );
     // Its own session was never completed: only the root's request and completion were sent.
     expect(
       bed
@@ -1121,6 +1101,21 @@ describe('switching between --aggregate and per-document registration never pays
         .filter((route) => route !== 'login'),
     ).toEqual(['request', 'forfait']);
     expect(existsSync(paths.pending(d1))).toBe(true);
+  });
+
+  it('a session of its own in a tree only planned, abandoned as the run places it: said to go its own way, not under the root', async () => {
+    const { env, docs, hashes, store } = await failedAggregate('own-session-abandoned', ['d1', 'd2']);
+    const d1 = hashes[0]!;
+    expect((await bed.main(['register', docs[0]!, '--no-complete', '--quiet'], { env })).code).toBe(0);
+    // complete --all at work on d1 (its lock held) as the aggregate is retried: the planned tree is abandoned.
+    const run = await aggregateBesideLock(store, d1, docs, env);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(parseResults(run.stdout).map((r) => [r.hash, r.status, r.proof?.treeSize])).toEqual([
+      [d1, 'registered', undefined],
+      [expect.any(String), 'registered', 1],
+    ]);
+    expect(run.stderr).not.toContain('this run puts it under a Merkle root');
+    expect(run.stderr).toContain(`${d1} has a session of its own pending: it goes through its own registration`);
   });
 
   it("a tree's part that fails with nothing sent: exit 2, and the sessions of their own are left pending", async () => {
@@ -1999,6 +1994,40 @@ describe('register --aggregate, second review', () => {
 });
 
 /** Writes `<folder>/<name>.txt` for each of `names`, holding `<tag> <name>`; returns their paths, in order. */
+/**
+ * A store of its own where `register --aggregate` over documents `names` (in the folder `name`)
+ * failed on its root's request (exit 4): their tree is only planned, as a CI job's first try leaves it.
+ */
+async function failedAggregate(name: string, names: string[]) {
+  const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, `${name}-`)) };
+  const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
+  const docs = await writeDocs(name, name, names);
+  const hashes = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
+  bed.sandbox.addFaults(parseFaults('request:status=500*1'));
+  const failed = await bed.main(['register', '--aggregate', ...docs, '--retries', '0', '--quiet'], { env });
+  expect(failed.code, describeRun(failed)).toBe(4);
+  return { env, paths, docs, hashes, store: new ServiceStore(paths.service, bed.url) };
+}
+
+/**
+ * `register --aggregate <docs> --json` on the store `env` names, run while another process (this
+ * one) holds the lock of the document of digest `digest`: let go once the run's first root is paid.
+ */
+async function aggregateBesideLock(
+  store: ServiceStore,
+  digest: string,
+  docs: string[],
+  env: Record<string, string>,
+): Promise<Run> {
+  const release = await holdLock(store.lockFile(digest), 0);
+  const mark = bed.mark();
+  const aggregate = bed.main(['register', '--aggregate', ...docs, '--json'], { env });
+  const forfaits = () => bed.callsSince(mark).filter((call) => call.route === 'forfait' && call.status > 0).length;
+  for (let i = 0; i < 500 && forfaits() < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  release();
+  return aggregate;
+}
+
 /**
  * What another `register --aggregate` does over `digests` (core/aggregate.ts), step by step around a
  * process waiting for the first digest's lock: its tree saved, its root's lock held; then

@@ -15,7 +15,7 @@ export function runs(defaultRuns: number): number {
   return Number(process.env.FUZZ_RUNS ?? defaultRuns);
 }
 
-/** fast-check settings: a fixed seed unless FUZZ_SEED says otherwise, so a failure replays. */
+/** fast-check settings: a random seed unless FUZZ_SEED gives one (a failure prints its seed, to replay it). */
 export function settings(defaultRuns: number): { numRuns: number; seed?: number } {
   const seed = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
   return { numRuns: runs(defaultRuns), ...(seed === undefined ? {} : { seed }) };
