@@ -1078,7 +1078,7 @@ describe('switching between --aggregate and per-document registration never pays
     const releaseRoot = await holdLock(store.lockFile(root), 0);
     const mark = bed.mark();
     const all = bed.main(['complete', '--all', '--json'], { env });
-    for (let i = 0; i < 500 && !store.hasLock(d1); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (let i = 0; i < 1000 && !store.hasLock(d1); i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(store.hasLock(d1)).toBe(true);
     await registerHeldRoot(store, tree, releaseRoot);
     const run = await all;
@@ -1276,7 +1276,7 @@ describe('switching between --aggregate and per-document registration never pays
     const alone = bed.run(['register', docs[0]!, '--output', 'ndjson'], { env });
     const othersRunFile = () =>
       readdirSync(paths.locksDir).some((name) => /^\.\d+\./.test(name) && !name.startsWith(`.${process.pid}.`));
-    for (let i = 0; i < 500 && !othersRunFile(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    for (let i = 0; i < 1000 && !othersRunFile(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(othersRunFile()).toBe(true);
     // Meanwhile an aggregate plants its tree over k and j; the run at work on k lets go of it, and the
     // per-document run takes k's lock: it must not pay for k alone now.
@@ -1341,7 +1341,7 @@ describe('switching between --aggregate and per-document registration never pays
     const mark = bed.mark();
     const aggregate = bed.main(['register', '--aggregate', ...docs, '--output', 'ndjson'], { env });
     const forfaits = () => bed.callsSince(mark).filter((call) => call.route === 'forfait' && call.status > 0).length;
-    for (let i = 0; i < 500 && forfaits() < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    for (let i = 0; i < 1000 && forfaits() < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(forfaits()).toBe(1);
     // Another aggregate plants a tree over k; the run at work on k lets go of it, the aggregate takes k's lock.
     const root = await plantOverWhileLocked(store, [k], releaseK);
@@ -2023,7 +2023,7 @@ async function aggregateBesideLock(
   const mark = bed.mark();
   const aggregate = bed.main(['register', '--aggregate', ...docs, '--json'], { env });
   const forfaits = () => bed.callsSince(mark).filter((call) => call.route === 'forfait' && call.status > 0).length;
-  for (let i = 0; i < 500 && forfaits() < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  for (let i = 0; i < 1000 && forfaits() < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
   release();
   return aggregate;
 }
@@ -2044,7 +2044,7 @@ async function plantOverWhileLocked(store: ServiceStore, digests: string[], rele
   const root = tree.entry.root;
   const releaseRoot = await holdLock(store.lockFile(root), 0);
   releaseLock();
-  for (let i = 0; i < 500 && !store.hasLock(digests[0]!); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  for (let i = 0; i < 1000 && !store.hasLock(digests[0]!); i++) await new Promise((resolve) => setTimeout(resolve, 10));
   await registerHeldRoot(store, tree, releaseRoot);
   return root;
 }
