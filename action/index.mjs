@@ -15255,7 +15255,17 @@ var init_trees_now = __esmMin((() => {
 				if (store.readUnanswered(root) !== void 0) throw underUnreadRoot(root, toFinish);
 				const atWork = existsSync(store.lockFile("aggregate")) ? "aggregate" : existsSync(store.lockFile(root)) ? root : "";
 				if (atWork === "") return;
-				await locked(deps, atWork, async () => {});
+				try {
+					await locked(deps, atWork, async () => {});
+				} catch (error) {
+					if (!(error instanceof TransientError)) throw error;
+					const doing = atWork === root ? `is registering the Merkle root ${root}, whose tree holds ${hash}` : `is placing documents in Merkle trees, one of them holding ${hash}`;
+					throw new TransientError(`another notarize process ${doing}`, {
+						hint: "wait for it to finish, then run the command again: that root answers for the document",
+						notProcessed: true,
+						cause: error
+					});
+				}
 				this.forget();
 			}
 		}

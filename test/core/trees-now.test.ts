@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { registerRoot } from '../../src/core/aggregate.js';
 import { plantTree } from '../../src/core/trees.js';
 import { TreesNow, UnderRootSince } from '../../src/core/trees-now.js';
-import { ProtocolError } from '../../src/errors.js';
+import { ProtocolError, TransientError } from '../../src/errors.js';
 import { holdLock } from '../../src/store/lock.js';
 import { aggregateDeps, docs } from '../helpers/aggregate.js';
 import { type Bed, useBed } from '../helpers/bed.js';
@@ -82,6 +82,34 @@ describe('TreesNow.settle', () => {
     deps.store.removeTree(tree.entry.root);
     release();
     await settled;
+  });
+
+  it('a run at work on the tree for longer than the lock wait: exit 4 naming the root and the document, nothing sent', async () => {
+    const deps = { ...aggregateDeps(bed), lockWaitMs: 50 };
+    const [a] = docs('held too long');
+    const tree = plantTree([a!], undefined, new Date());
+    await deps.store.saveTree(tree.entry);
+    const release = await holdLock(deps.store.lockFile(tree.entry.root), 0);
+    try {
+      const error = await rejectionOf(new TreesNow(deps.store).settle(deps, a!.sha256, 'then'), TransientError);
+      expect(error).toMatchObject({ exitCode: 4, notProcessed: true });
+      expect(error.message).toBe(
+        `another notarize process is registering the Merkle root ${tree.entry.root}, whose tree holds ${a!.sha256}`,
+      );
+      expect(bed.sandbox.calls).toEqual([]);
+    } finally {
+      release();
+    }
+    // The store-wide lock of a run placing documents, the same way.
+    const placing = await holdLock(deps.store.lockFile('aggregate'), 0);
+    try {
+      const error = await rejectionOf(new TreesNow(deps.store).settle(deps, a!.sha256, 'then'), TransientError);
+      expect(error.message).toBe(
+        `another notarize process is placing documents in Merkle trees, one of them holding ${a!.sha256}`,
+      );
+    } finally {
+      placing();
+    }
   });
 
   it('a planned root whose request step was answered unreadably stops it, saying what waits', async () => {
