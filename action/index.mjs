@@ -14114,6 +14114,16 @@ function standingOf(store, root, retired) {
 	return { state: retired.has(root) ? "confirmed" : "planned" };
 }
 /**
+* Where the tree of `root` stands now, told by the root's own files as
+* Trees.load tells it, without reading the tree (which may hold 100,000
+* leaves). Throws StoreError when the root's record or session is damaged.
+*/
+async function rootState(store, root) {
+	const { state } = standingOf(store, root, /* @__PURE__ */ new Set());
+	if (state !== "planned") return state;
+	return (await confirmedRoots(store)).has(root) ? "confirmed" : "planned";
+}
+/**
 * The registered tree holding the document of digest `sha256`, if any (for
 * `show` and `receipt`, once the ledger has no record of the digest itself).
 * Throws StoreError for a tree whose leaves do not fold to its root, and,
@@ -14827,9 +14837,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 				const replaced = tree;
 				tree = newcomers.length === 0 ? void 0 : plant();
 				if (tree) await saveNewTree(deps, input, adopted, tree, holds);
-				store.removeTree(replaced.entry.root);
-				holds.get(replaced.entry.root)?.();
-				holds.delete(replaced.entry.root);
+				dropTree(store, replaced.entry.root, holds);
 				if (!tree) break;
 			}
 			if (tree) newcomers.forEach(({ i }, leafIndex) => placed[i] = {
@@ -14837,11 +14845,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 				leafIndex
 			});
 		}
-		for (const root of abandoned) {
-			store.removeTree(root);
-			holds.get(root)?.();
-			holds.delete(root);
-		}
+		for (const root of abandoned) dropTree(store, root, holds);
 	} catch (error) {
 		for (const release of holds.values()) release();
 		throw error;
@@ -14854,6 +14858,12 @@ async function plantTheRest(deps, input, placed, adopted) {
 		asked,
 		sent: adopted.sent
 	};
+}
+/** Removes the tree of `root`, never sent, from the store, then lets go of its root's lock (`holds`). */
+function dropTree(store, root, holds) {
+	store.removeTree(root);
+	holds.get(root)?.();
+	holds.delete(root);
 }
 /**
 * Saves a tree just planted, and takes its root's lock, held until its root
@@ -15245,13 +15255,15 @@ var init_trees_now = __esmMin((() => {
 		async settle(deps, hash, toFinish) {
 			const store = this.#store;
 			for (let looks = 0;; looks++) {
-				let placed = (await this.current()).place(hash);
+				const placed = (await this.current()).place(hash);
 				if (placed === void 0) return;
 				const root = placed.tree.entry.root;
 				if (looks > MAX_LOOKS) throw new UnderRootSince(hash, root);
-				placed = (await Trees.load(store, { roots: /* @__PURE__ */ new Set([root]) })).place(hash);
-				if (placed === void 0) continue;
-				if (placed.tree.state !== "planned") throw new UnderRootSince(hash, root);
+				if (!existsSync(store.treeFile(root))) {
+					this.forget();
+					continue;
+				}
+				if (await rootState(store, root) !== "planned") throw new UnderRootSince(hash, root);
 				if (store.readUnanswered(root) !== void 0) throw underUnreadRoot(root, toFinish);
 				const atWork = existsSync(store.lockFile("aggregate")) ? "aggregate" : existsSync(store.lockFile(root)) ? root : "";
 				if (atWork === "") return;
@@ -18204,6 +18216,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_interrupt();
 	init_manifest_files();
 	init_register_roots();
+	init_trees_now();
 	init_register_inputs();
 	FAIL_FAST_REASON = "not registered: another document or root failed (--fail-fast)";
 	Aggregator = class {
@@ -18678,7 +18691,7 @@ var init_register_aggregate = __esmMin((() => {
 		* that may be paid for already. With neither left by then, the document
 		* is registered on its own: once, never twice. Its lock held, the trees
 		* are looked at before its request step, as per-document register does
-		* (DocumentRoots.beforeRequest): one another aggregate run planted over it
+		* (TreesNow.settle): one another aggregate run planted over it
 		* meanwhile answers for it (the document then fails, exit 4: a re-run
 		* finds it under that root).
 		*/
@@ -18686,18 +18699,8 @@ var init_register_aggregate = __esmMin((() => {
 			if (docs.length === 0) return;
 			const options = this.#options;
 			const plan = this.#documents.receipts;
-			const roots = new DocumentRoots({
-				options,
-				receipts: plan,
-				baseUrl: this.#baseUrl,
-				deps: {
-					api: this.#api,
-					store: this.#store
-				},
-				onSent: () => this.#askedBefore = true,
-				asks: this.#asks
-			});
-			const beforeRequest = (hash) => roots.beforeRequest(hash);
+			const treesNow = new TreesNow(this.#store);
+			const beforeRequest = (hash) => treesNow.settle({ store: this.#store }, hash, "register its documents again");
 			/** The documents the service answered 409 for, with no receipt there to answer for them: said once. */
 			const unrecorded = [];
 			await runAll(docs, async (doc) => {
@@ -19322,19 +19325,17 @@ var init_register = __esmMin((() => {
 			const recorded = this.#recordedOnly(input);
 			let rooted = recorded ? void 0 : await this.#roots.standing(input.hash, index, onStep);
 			let outcome = recorded ?? rooted?.outcome;
-			for (let placedAgain = false; outcome === void 0; placedAgain = true) {
-				const beforeRequest = (hash) => this.#roots.beforeRequest(hash);
-				try {
-					outcome = await register({
-						...this.#deps,
-						onStep,
-						beforeRequest
-					}, input);
-				} catch (error) {
-					if (!(error instanceof UnderRootSince) || placedAgain) throw error;
-					rooted = await this.#roots.standing(input.hash, index, onStep);
-					outcome = rooted?.outcome;
-				}
+			const beforeRequest = (hash) => this.#roots.beforeRequest(hash);
+			for (let placedAgain = false; outcome === void 0; placedAgain = true) try {
+				outcome = await register({
+					...this.#deps,
+					onStep,
+					beforeRequest
+				}, input);
+			} catch (error) {
+				if (!(error instanceof UnderRootSince) || placedAgain) throw error;
+				rooted = await this.#roots.standing(input.hash, index, onStep);
+				outcome = rooted?.outcome;
 			}
 			const under = rooted?.under;
 			const self = under === void 0 ? {} : { under };

@@ -13,7 +13,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { TransientError } from '../errors.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { locked, type FlowDeps } from './notarize.js';
-import { Trees, underUnreadRoot, type Placement } from './trees.js';
+import { rootState, Trees, underUnreadRoot } from './trees.js';
 
 /** How many times `settled` looks again at a tree holding the document, at work in another run, before it gives up (exit 4). */
 const MAX_LOOKS = 8;
@@ -80,15 +80,18 @@ export class TreesNow {
   ): Promise<void> {
     const store = this.#store;
     for (let looks = 0; ; looks++) {
-      let placed: Placement | undefined = (await this.current()).place(hash);
+      const placed = (await this.current()).place(hash);
       if (placed === undefined) return;
       const root = placed.tree.entry.root;
       if (looks > MAX_LOOKS) throw new UnderRootSince(hash, root);
-      // Its state now, not as read for an earlier document: it may have been registered since.
-      placed = (await Trees.load(store, { roots: new Set([root]) })).place(hash);
       // Removed meanwhile (planted again without it): look again.
-      if (placed === undefined) continue;
-      if (placed.tree.state !== 'planned') throw new UnderRootSince(hash, root);
+      if (!existsSync(store.treeFile(root))) {
+        this.forget();
+        continue;
+      }
+      // Its state now, not as read for an earlier document: it may have been registered since. (By the
+      // root's files: the tree itself, maybe of 100,000 leaves, is not read again for each document.)
+      if ((await rootState(store, root)) !== 'planned') throw new UnderRootSince(hash, root);
       if (store.readUnanswered(root) !== undefined) throw underUnreadRoot(root, toFinish);
       // In this order: a run planting a tree takes its root's lock before letting go of the `aggregate` one.
       const atWork = existsSync(store.lockFile('aggregate'))

@@ -398,6 +398,18 @@ function standingOf(store: ServiceStore, root: string, retired: ReadonlySet<stri
   return { state: retired.has(root) ? 'confirmed' : 'planned' };
 }
 
+/**
+ * Where the tree of `root` stands now, told by the root's own files as
+ * Trees.load tells it, without reading the tree (which may hold 100,000
+ * leaves). Throws StoreError when the root's record or session is damaged.
+ */
+export async function rootState(store: ServiceStore, root: string): Promise<TreeState> {
+  const { state } = standingOf(store, root, new Set());
+  if (state !== 'planned') return state;
+  // Only then the retired sessions, all read (a planned root is rare; every look for a registered one is not).
+  return (await confirmedRoots(store)).has(root) ? 'confirmed' : 'planned';
+}
+
 /** A document found under a registered root: the root's record, the document's leaf, and its proof. */
 export interface FoundLeaf {
   entry: LedgerEntry;
