@@ -40,6 +40,7 @@ import { forTerminal } from '../output/safe-text.js';
 import { owingResult } from '../interrupt.js';
 import { checkManifestPath, manifestNotWritten, writeManifest, writeManifestFirst } from './manifest-files.js';
 import { DocumentRoots, type Rooted } from './register-roots.js';
+import { TreesNow } from '../core/trees-now.js';
 import {
   checkNameSent,
   displayName,
@@ -613,7 +614,7 @@ export class Aggregator {
    * that may be paid for already. With neither left by then, the document
    * is registered on its own: once, never twice. Its lock held, the trees
    * are looked at before its request step, as per-document register does
-   * (DocumentRoots.beforeRequest): one another aggregate run planted over it
+   * (TreesNow.settle): one another aggregate run planted over it
    * meanwhile answers for it (the document then fails, exit 4: a re-run
    * finds it under that root).
    */
@@ -621,15 +622,9 @@ export class Aggregator {
     if (docs.length === 0) return;
     const options = this.#options;
     const plan = this.#documents.receipts;
-    const roots = new DocumentRoots({
-      options,
-      receipts: plan,
-      baseUrl: this.#baseUrl,
-      deps: { api: this.#api, store: this.#store },
-      onSent: () => (this.#askedBefore = true),
-      asks: this.#asks,
-    });
-    const beforeRequest = (hash: string) => roots.beforeRequest(hash);
+    const treesNow = new TreesNow(this.#store);
+    const beforeRequest = (hash: string) =>
+      treesNow.settle({ store: this.#store }, hash, 'register its documents again');
     /** The documents the service answered 409 for, with no receipt there to answer for them: said once. */
     const unrecorded: string[] = [];
     await runAll(

@@ -433,8 +433,8 @@ class Registrar {
     let outcome = recorded ?? rooted?.outcome;
     // Its lock taken, the trees are looked at again (beforeRequest): a root another process planted
     // over it meanwhile answers for it, and it is placed again (once: a second time, exit 4).
+    const beforeRequest = (hash: string) => this.#roots.beforeRequest(hash);
     for (let placedAgain = false; outcome === undefined; placedAgain = true) {
-      const beforeRequest = (hash: string) => this.#roots.beforeRequest(hash);
       try {
         outcome = await register({ ...this.#deps, onStep, beforeRequest }, input);
       } catch (error) {

@@ -216,25 +216,26 @@ async function plantTheRest(
         tree = newcomers.length === 0 ? undefined : plant();
         if (tree) await saveNewTree(deps, input, adopted, tree, holds);
         // The new tree first: a document it keeps is under a tree of the store all along.
-        store.removeTree(replaced.entry.root);
-        holds.get(replaced.entry.root)?.();
-        holds.delete(replaced.entry.root);
+        dropTree(store, replaced.entry.root, holds);
         if (!tree) break;
       }
       if (tree) newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
     }
     // Once their documents are under the new tree (or left out): a planned tree frees its documents.
-    for (const root of abandoned) {
-      store.removeTree(root);
-      holds.get(root)?.();
-      holds.delete(root);
-    }
+    for (const root of abandoned) dropTree(store, root, holds);
   } catch (error) {
     for (const release of holds.values()) release();
     throw error;
   }
   leftOut.sort((a, b) => a - b);
   return { placements: placed, leftOut, holds, asked, sent: adopted.sent };
+}
+
+/** Removes the tree of `root`, never sent, from the store, then lets go of its root's lock (`holds`). */
+function dropTree(store: ServiceStore, root: string, holds: Map<string, () => void>): void {
+  store.removeTree(root);
+  holds.get(root)?.();
+  holds.delete(root);
 }
 
 /**
