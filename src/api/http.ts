@@ -301,11 +301,11 @@ function tunnelRefused(
  * retried; a proxy that never opens one fails every attempt the same way.
  */
 function tunnelBrokenOff(method: string, url: string, proxyVariable: string | undefined, cause: unknown): Error {
-  const host = new URL(url).host;
+  const { host, hostname } = new URL(url);
   return new TransientError(
     `${method} ${url} failed: the proxy in ${proxyVariable ?? 'the proxy variables'} closed the connection to CONNECT ${host} before the tunnel opened`,
     {
-      hint: `check that it is an HTTP proxy that opens tunnels (CONNECT), or set NO_PROXY for ${new URL(url).hostname}`,
+      hint: `check that it is an HTTP proxy that opens tunnels (CONNECT), or set NO_PROXY for ${hostname}`,
       notProcessed: true,
       cause,
     },
