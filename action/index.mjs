@@ -15,6 +15,7 @@ import { gzipSync } from "node:zlib";
 import { isDeepStrictEqual, stripVTControlCharacters } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { performance as performance$1 } from "node:perf_hooks";
+import { isIP } from "node:net";
 // \0rolldown/runtime.js
 var __create = Object.create;
 var __defProp = Object.defineProperty;
@@ -27217,6 +27218,8 @@ function networkError(method, url, error, proxyVariable) {
 	const tunnel = TUNNEL_REFUSED.exec(error?.message ?? "");
 	if (tunnel) return tunnelRefused(method, url, Number(tunnel[1]), proxyVariable, error);
 	if (code === "UND_ERR_PRX_CONN") return tunnelBrokenOff(method, url, proxyVariable, error);
+	const certificate = certificateRefusal(error);
+	if (certificate !== void 0) return certificateRefused(method, url, certificate, proxyVariable, error);
 	const reason = name === "TimeoutError" || code.endsWith("_TIMEOUT") || code === "UND_ERR_ABORTED" ? "timed out" : code || error.message;
 	const through = proxyVariable === void 0 ? "" : ` through the proxy in ${proxyVariable}`;
 	return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
@@ -27250,6 +27253,35 @@ function tunnelBrokenOff(method, url, proxyVariable, cause) {
 	const { host, hostname } = new URL(url);
 	return new TransientError(`${method} ${url} failed: the proxy in ${proxyVariable ?? "the proxy variables"} closed the connection to CONNECT ${host} before the tunnel opened`, {
 		hint: `check that it is an HTTP proxy that opens tunnels (CONNECT), or set NO_PROXY for ${hostname}`,
+		notProcessed: true,
+		cause
+	});
+}
+/**
+* The code of the certificate refusal `error` is, if it is one: Node's own,
+* or the one undici wraps as UND_ERR_PRX_TLS (an https proxy's certificate
+* for another name).
+*/
+function certificateRefusal(error) {
+	const code = errorCode(error);
+	if (CERTIFICATE_CODES.has(code)) return code;
+	if (code !== "UND_ERR_PRX_TLS") return void 0;
+	const cause = errorCode(error.cause);
+	return CERTIFICATE_CODES.has(cause) ? cause : void 0;
+}
+/**
+* A certificate Node would not trust: the handshake stopped before any
+* request was sent. Still exit 4 (a server's expired certificate gets
+* renewed), but with what to do rather than "try again later": a CI
+* runner's TLS-inspecting proxy is the usual cause, and its CA goes in
+* NODE_EXTRA_CA_CERTS. Whose certificate it was is named when known: through
+* a proxy it may be the proxy's or the service's (undici does not say).
+*/
+function certificateRefused(method, url, code, proxyVariable, cause) {
+	const { host } = new URL(url);
+	const whose = proxyVariable === void 0 ? `the certificate of ${host}` : `a certificate (${host}'s or the proxy's in ${proxyVariable})`;
+	return new TransientError(`${method} ${url} failed: ${whose} was not trusted (${code}), so the request was not sent`, {
+		hint: "if your network inspects TLS, give its CA certificate (a PEM file) in NODE_EXTRA_CA_CERTS; an expired certificate or one for another name is the server's to fix",
 		notProcessed: true,
 		cause
 	});
@@ -27307,7 +27339,7 @@ function statusError(method, url, status, text, retryAfter, secrets) {
 	if (status >= 400) return new ServiceRefusedError(status, what, said === void 0 ? {} : { serviceMessage: said });
 	return new ProtocolError(`${what} (an unexpected status)`);
 }
-var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, TUNNEL_REFUSED;
+var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, TUNNEL_REFUSED, CERTIFICATE_CODES;
 var init_http = __esmMin((() => {
 	init_errors();
 	init_secrets();
@@ -27389,6 +27421,22 @@ var init_http = __esmMin((() => {
 		}
 	};
 	TUNNEL_REFUSED = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/;
+	CERTIFICATE_CODES = /* @__PURE__ */ new Set([
+		"CERT_HAS_EXPIRED",
+		"CERT_NOT_YET_VALID",
+		"CERT_REJECTED",
+		"CERT_REVOKED",
+		"CERT_SIGNATURE_FAILURE",
+		"CERT_UNTRUSTED",
+		"DEPTH_ZERO_SELF_SIGNED_CERT",
+		"ERR_TLS_CERT_ALTNAME_INVALID",
+		"HOSTNAME_MISMATCH",
+		"INVALID_CA",
+		"SELF_SIGNED_CERT_IN_CHAIN",
+		"UNABLE_TO_GET_ISSUER_CERT",
+		"UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+		"UNABLE_TO_VERIFY_LEAF_SIGNATURE"
+	]);
 }));
 // dist/core/credentials.js
 var credentials_exports = /* @__PURE__ */ __exportAll({ TokenCredentials: () => TokenCredentials });
@@ -38078,11 +38126,47 @@ var init_undici = __esmMin((() => {
 	Object.assign(import_dispatcher.default.prototype, import_api.default);
 }));
 // dist/api/dispatcher.js
+/**
+* The connection pool every request goes through (keep-alive connections),
+* and the one decision about proxies: a run talks to one service, so its
+* route is chosen once, here, from the base URL and the standard variables.
+*
+* - A loopback base URL (settings.ts `isLoopbackHost`) is always reached
+*   directly, whatever HTTPS_PROXY / HTTP_PROXY say: its traffic may be plain
+*   http (the API key and the bearer token in clear), and a proxy would carry
+*   it off the machine. No NO_PROXY entry is needed for that.
+* - Any other host goes through the proxy its scheme's variable names
+*   (lowercase before uppercase, and HTTPS_PROXY falling back to HTTP_PROXY,
+*   as undici's EnvHttpProxyAgent reads them), unless NO_PROXY matches it.
+*
+* The route is decided here rather than left to EnvHttpProxyAgent so that the
+* transport can name the variable whose proxy failed (a 407 names it), and a
+* malformed proxy URL is a usage error naming its variable, not undici's bare
+* "Invalid URL". The variables are read in api/proxy-env.ts.
+*/
 var dispatcher_exports = /* @__PURE__ */ __exportAll({
 	ProxyTunnelError: () => ProxyTunnelError,
 	createDispatcher: () => createDispatcher,
 	proxyRoute: () => proxyRoute
 });
+/**
+* undici's connector to an https proxy, but never given the proxy's IP as
+* the TLS server name. ProxyAgent names the proxy's host as its CONNECT's
+* server name, and for a proxy given by IP (`HTTPS_PROXY=https://10.0.0.5:3129`)
+* Node then printed DEP0123 ("Setting the TLS ServerName to an IP address is
+* not permitted by RFC 6066") on every run. Without one, undici sends no SNI
+* for an IP (as for a service given by IP) and Node checks the certificate
+* against that IP all the same.
+*/
+function withoutIpServername(connect) {
+	return (options, callback) => {
+		const { servername } = options;
+		connect(typeof servername === "string" && isIP(servername) !== 0 ? {
+			...options,
+			servername: void 0
+		} : options, callback);
+	};
+}
 /**
 * A dispatcher for requests to `baseUrl` in this environment (direct, or
 * through the proxy `proxyRoute` chooses). Without a base URL, a direct one.
@@ -38107,6 +38191,7 @@ function createDispatcher(env, baseUrl, timeoutMs) {
 		requestTls: tls,
 		clientFactory: (origin, factoryOptions) => new TunnelPool(origin, {
 			...factoryOptions,
+			connect: withoutIpServername(factoryOptions.connect),
 			...bound
 		})
 	});

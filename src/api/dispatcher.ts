@@ -16,7 +16,8 @@
  * malformed proxy URL is a usage error naming its variable, not undici's bare
  * "Invalid URL". The variables are read in api/proxy-env.ts.
  */
-import { Agent, Pool, ProxyAgent, type Dispatcher } from './undici.js';
+import { isIP } from 'node:net';
+import { Agent, type Connector, Pool, ProxyAgent, type Dispatcher } from './undici.js';
 import { proxyRoute } from './proxy-env.js';
 
 export { proxyRoute, type ProxyRoute } from './proxy-env.js';
@@ -62,6 +63,24 @@ class TunnelPool extends Pool {
 }
 
 /**
+ * undici's connector to an https proxy, but never given the proxy's IP as
+ * the TLS server name. ProxyAgent names the proxy's host as its CONNECT's
+ * server name, and for a proxy given by IP (`HTTPS_PROXY=https://10.0.0.5:3129`)
+ * Node then printed DEP0123 ("Setting the TLS ServerName to an IP address is
+ * not permitted by RFC 6066") on every run. Without one, undici sends no SNI
+ * for an IP (as for a service given by IP) and Node checks the certificate
+ * against that IP all the same.
+ */
+function withoutIpServername(connect: Connector): Connector {
+  return (options, callback) => {
+    const { servername } = options;
+    const named =
+      typeof servername === 'string' && isIP(servername) !== 0 ? { ...options, servername: undefined } : options;
+    connect(named, callback);
+  };
+}
+
+/**
  * A dispatcher for requests to `baseUrl` in this environment (direct, or
  * through the proxy `proxyRoute` chooses). Without a base URL, a direct one.
  * `timeoutMs` (--timeout) bounds the opening of a proxy's tunnel.
@@ -80,6 +99,7 @@ export function createDispatcher(env: NodeJS.ProcessEnv, baseUrl?: string, timeo
     uri: route.url.href,
     proxyTls: tls,
     requestTls: tls,
-    clientFactory: (origin: URL, factoryOptions: object) => new TunnelPool(origin, { ...factoryOptions, ...bound }),
+    clientFactory: (origin: URL, factoryOptions: { connect: Connector }) =>
+      new TunnelPool(origin, { ...factoryOptions, connect: withoutIpServername(factoryOptions.connect), ...bound }),
   });
 }

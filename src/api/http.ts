@@ -259,6 +259,8 @@ function networkError(method: string, url: string, error: unknown, proxyVariable
   // Checked first: undici reports it as an aborted request, which is no timeout.
   if (tunnel) return tunnelRefused(method, url, Number(tunnel[1]), proxyVariable, error);
   if (code === 'UND_ERR_PRX_CONN') return tunnelBrokenOff(method, url, proxyVariable, error);
+  const certificate = certificateRefusal(error);
+  if (certificate !== undefined) return certificateRefused(method, url, certificate, proxyVariable, error);
   const timedOut = name === 'TimeoutError' || code.endsWith('_TIMEOUT') || code === 'UND_ERR_ABORTED';
   const reason = timedOut ? 'timed out' : code || (error as Error).message;
   const through = proxyVariable === undefined ? '' : ` through the proxy in ${proxyVariable}`;
@@ -306,6 +308,70 @@ function tunnelBrokenOff(method: string, url: string, proxyVariable: string | un
     `${method} ${url} failed: the proxy in ${proxyVariable ?? 'the proxy variables'} closed the connection to CONNECT ${host} before the tunnel opened`,
     {
       hint: `check that it is an HTTP proxy that opens tunnels (CONNECT), or set NO_PROXY for ${hostname}`,
+      notProcessed: true,
+      cause,
+    },
+  );
+}
+
+/**
+ * Node's codes for a TLS certificate it would not trust (OpenSSL's
+ * verification results, and a certificate for another name).
+ */
+const CERTIFICATE_CODES = new Set([
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REJECTED',
+  'CERT_REVOKED',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'HOSTNAME_MISMATCH',
+  'INVALID_CA',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
+
+/**
+ * The code of the certificate refusal `error` is, if it is one: Node's own,
+ * or the one undici wraps as UND_ERR_PRX_TLS (an https proxy's certificate
+ * for another name).
+ */
+function certificateRefusal(error: unknown): string | undefined {
+  const code = errorCode(error);
+  if (CERTIFICATE_CODES.has(code)) return code;
+  if (code !== 'UND_ERR_PRX_TLS') return undefined;
+  const cause = errorCode((error as { cause?: unknown }).cause);
+  return CERTIFICATE_CODES.has(cause) ? cause : undefined;
+}
+
+/**
+ * A certificate Node would not trust: the handshake stopped before any
+ * request was sent. Still exit 4 (a server's expired certificate gets
+ * renewed), but with what to do rather than "try again later": a CI
+ * runner's TLS-inspecting proxy is the usual cause, and its CA goes in
+ * NODE_EXTRA_CA_CERTS. Whose certificate it was is named when known: through
+ * a proxy it may be the proxy's or the service's (undici does not say).
+ */
+function certificateRefused(
+  method: string,
+  url: string,
+  code: string,
+  proxyVariable: string | undefined,
+  cause: unknown,
+): Error {
+  const { host } = new URL(url);
+  const whose =
+    proxyVariable === undefined
+      ? `the certificate of ${host}`
+      : `a certificate (${host}'s or the proxy's in ${proxyVariable})`;
+  return new TransientError(
+    `${method} ${url} failed: ${whose} was not trusted (${code}), so the request was not sent`,
+    {
+      hint: "if your network inspects TLS, give its CA certificate (a PEM file) in NODE_EXTRA_CA_CERTS; an expired certificate or one for another name is the server's to fix",
       notProcessed: true,
       cause,
     },

@@ -11,7 +11,7 @@
  * are the very classes its index exports, so an upgrade that moves them fails
  * there and not in someone's CI. Only this file imports them.
  */
-import type { Dispatcher } from 'undici';
+import type { buildConnector, Dispatcher } from 'undici';
 import DispatcherClass from 'undici/lib/dispatcher/dispatcher.js';
 import api from 'undici/lib/api/index.js';
 
@@ -19,6 +19,8 @@ export { default as Agent } from 'undici/lib/dispatcher/agent.js';
 export { default as ProxyAgent } from 'undici/lib/dispatcher/proxy-agent.js';
 export { default as Pool } from 'undici/lib/dispatcher/pool.js';
 export type { Dispatcher };
+/** undici's connect function: what a pool opens its sockets with. */
+export type Connector = buildConnector.connector;
 
 // What undici's index does first: the request, connect... methods belong to
 // every dispatcher (ProxyAgent opens its tunnel with its client's connect).
