@@ -87,6 +87,17 @@ var __require = /* #__PURE__ */ (() => createRequire(import.meta.url))();
 * that much time, and it keeps the exit within the 2 s promised.
 */
 /**
+* Resolves once a signal is being handled: what waits for an answer that
+* matters less than the exit's results (custody metadata, sent after the
+* record is saved) stops waiting, so the record's result and receipt are
+* written within the grace period. One promise for the process.
+*/
+function whenStopping() {
+	if (stopping) return Promise.resolve();
+	stoppingNow ??= new Promise((resolve) => nowStopping = resolve);
+	return stoppingNow;
+}
+/**
 * Tells this module that a completion (forfait) is being sent; call the
 * function it returns once its answer is recorded, or it failed.
 */
@@ -122,6 +133,8 @@ function track(hash, release) {
 	const entry = {
 		hash,
 		sessionSaved: false,
+		recordSaved: false,
+		metadataOwed: false,
 		release
 	};
 	underway.add(entry);
@@ -129,8 +142,13 @@ function track(hash, release) {
 		sessionSaved: () => {
 			entry.sessionSaved = true;
 		},
+		recordSaved: (metadataOwed) => {
+			entry.recordSaved = true;
+			entry.metadataOwed = metadataOwed;
+		},
 		done: () => {
 			underway.delete(entry);
+			if (entry.metadataOwed) metadataUnsent.add(hash);
 		}
 	};
 }
@@ -160,10 +178,13 @@ function handleSignalsInCommand() {
 }
 /** The line printed on an interruption, by what is under way. */
 function interruptionMessage(signal) {
-	const kept = [...underway].filter((u) => u.sessionSaved).map((u) => u.hash);
+	const kept = [...underway].filter((u) => u.sessionSaved && !u.recordSaved).map((u) => u.hash);
+	const recorded = [.../* @__PURE__ */ new Set([...metadataUnsent, ...[...underway].filter((u) => u.metadataOwed).map((u) => u.hash)])];
 	const head = `interrupted (${signal})`;
-	if (kept.length === 1) return `${head}; the session of ${kept[0]} is kept: finish it with \`notarize complete ${kept[0]}\``;
-	if (kept.length > 1) return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one`;
+	const metadata = recorded.length === 0 ? "" : recorded.length === 1 ? `; the record of ${recorded[0]} is saved, its custody metadata not sent: run the same command again to send it` : `; ${recorded.length} records are saved, their custody metadata not sent: run the same command again to send it`;
+	if (kept.length === 1) return `${head}; the session of ${kept[0]} is kept: finish it with \`notarize complete ${kept[0]}\`${metadata}`;
+	if (kept.length > 1) return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${metadata}`;
+	if (recorded.length > 0) return `${head}${metadata}`;
 	if (underway.size > 0) return `${head}; any saved session is kept: see \`notarize pending\``;
 	return head;
 }
@@ -194,6 +215,7 @@ function exitOnSignals(options = {}) {
 		if (interrupted) exitNow(signal, code, options);
 		interrupted = true;
 		stopping = true;
+		nowStopping?.();
 		if (completing.size === 0 && owed.size === 0) return exitNow(signal, code, options);
 		if (!options.json) say(`notarize: ${signal}: ${waitingFor()}; nothing more is sent (${signal} again to stop now)`);
 		const timer = setTimeout(() => exitNow(signal, code, options), COMPLETION_GRACE_MS);
@@ -231,13 +253,14 @@ function exitNow(signal, code, options) {
 	} catch {}
 	process.exit(code);
 }
-var EXIT_ON, underway, completing, owed, stopping, onCompletionsRecorded, COMPLETION_GRACE_MS, pendingOutput, takenOver;
+var EXIT_ON, underway, metadataUnsent, completing, owed, stopping, onCompletionsRecorded, stoppingNow, nowStopping, COMPLETION_GRACE_MS, pendingOutput, takenOver;
 var init_interrupt = __esmMin((() => {
 	EXIT_ON = {
 		SIGINT: 130,
 		SIGTERM: 143
 	};
 	underway = /* @__PURE__ */ new Set();
+	metadataUnsent = /* @__PURE__ */ new Set();
 	completing = /* @__PURE__ */ new Set();
 	owed = /* @__PURE__ */ new Set();
 	stopping = false;
@@ -11852,13 +11875,10 @@ async function register(deps, input) {
 	return locked(deps, input.hash, async (tracked) => {
 		const existing = store.readRecord(input.hash);
 		if (existing) store.removeLeftoverPending(existing);
-		if (existing && !input.force) return {
-			kind: "already-registered",
-			hash: input.hash,
-			entry: existing
-		};
+		if (existing && !input.force) return alreadyInLedger(deps, existing, tracked);
 		let pending = store.readPending(input.hash);
 		const reused = pending !== void 0;
+		if (pending !== void 0) refuseOtherRequest(pending, input);
 		if (pending === void 0) {
 			const unanswered = input.force ? void 0 : store.readUnanswered(input.hash);
 			if (unanswered !== void 0) throw requestUnread(input.hash, unanswered.requestedAt);
@@ -11889,7 +11909,23 @@ async function register(deps, input) {
 		};
 		const notOnItsOwn = refusedOnItsOwn(deps, pending);
 		if (notOnItsOwn) throw notOnItsOwn;
-		return finish$1(deps, pending, reused, input);
+		return finish$1(deps, pending, reused, input, tracked);
+	});
+}
+/**
+* A pending session was requested with its own description and custody,
+* which its completion keeps for good (the service records what the request
+* step said): a run asking for another description, or for custody the
+* session did not ask for, is refused before anything is sent rather than
+* completed with the old ones unsaid. Without -d the description is the
+* file's name, which a renamed copy changes: only a given one counts.
+*/
+function refuseOtherRequest(pending, input) {
+	const asked = [input.descriptionGiven === true && input.description !== pending.description ? `the description ${JSON.stringify(pending.description)}` : void 0, input.custody && !pending.custody ? "no custody" : void 0].filter((part) => part !== void 0);
+	if (asked.length === 0) return;
+	throw new UsageError(`a pending session for ${input.hash} was requested with ${asked.join(" and ")}; nothing was sent`, {
+		code: "pending_session_differs",
+		hint: `complete it as it was requested (\`notarize complete ${input.hash}\`), or drop it (\`notarize pending drop ${input.hash}\`) and register again`
 	});
 }
 /**
@@ -11944,11 +11980,7 @@ async function complete(deps, hash, source) {
 		const existing = store.readRecord(hash);
 		if (existing) {
 			store.removeLeftoverPending(existing);
-			return {
-				kind: "already-registered",
-				hash,
-				entry: existing
-			};
+			return alreadyInLedger(deps, existing, tracked);
 		}
 		const stored = store.readPending(hash);
 		if (stored) tracked.sessionSaved();
@@ -11980,7 +12012,7 @@ async function complete(deps, hash, source) {
 				return outcome;
 			}
 		}
-		return finish$1(deps, pending, true, { hash });
+		return finish$1(deps, pending, true, { hash }, tracked);
 	});
 }
 /**
@@ -12004,10 +12036,11 @@ async function finishGiven(deps, pending) {
 * custody metadata when the request asked for custody (the stored session
 * decides, not this run's flags). A 409 from forfait retires the session.
 */
-async function finish$1(deps, pending, reusedSession, input) {
+async function finish$1(deps, pending, reusedSession, input, tracked) {
+	const metadata = pending.custody ? custodyMetadata(input, pending) : void 0;
 	let entry;
 	try {
-		entry = await completeStep(deps, pending);
+		entry = await completeStep(deps, pending, typeof metadata === "string" ? metadata : void 0);
 	} catch (error) {
 		if (!isAlreadyRegistered(error)) throw error;
 		const retiredSession = await retire(deps, pending.hash, `${ANSWERED_409}: ${error.serviceMessage ?? ""}`);
@@ -12022,12 +12055,53 @@ async function finish$1(deps, pending, reusedSession, input) {
 			service
 		};
 	}
-	const custody = pending.custody ? await sendMetadata(deps, input, pending) : void 0;
-	return {
+	tracked?.recordSaved(typeof metadata === "string");
+	if (metadata === void 0) return {
+		kind: "completed",
+		entry,
+		reusedSession
+	};
+	if (typeof metadata !== "string") return {
 		kind: "completed",
 		entry,
 		reusedSession,
-		...custody ? { custody } : {}
+		custody: metadata
+	};
+	const sent = await sendOwedMetadata(deps, entry, metadata, tracked);
+	return {
+		kind: "completed",
+		entry: sent.entry,
+		reusedSession,
+		custody: sent.custody
+	};
+}
+/**
+* The custody metadata's failure, when a run tried to send it: the
+* registration stands (its result says so), but the run fails with it, and
+* the record keeps the metadata for the same command to send again.
+*/
+function custodyFailure(outcome) {
+	return outcome.kind === "pending" ? void 0 : outcome.custody?.error;
+}
+/**
+* A hash the ledger has: already registered, nothing paid. Custody metadata
+* an earlier run could not send (its record says it is owed) is sent now, so
+* that re-running the same command finishes what exit 4 left.
+*/
+async function alreadyInLedger(deps, existing, tracked) {
+	const owed = existing.custodyOwed;
+	if (owed === void 0) return {
+		kind: "already-registered",
+		hash: existing.hash,
+		entry: existing
+	};
+	tracked.recordSaved(true);
+	const { entry, custody } = await sendOwedMetadata(deps, existing, owed, tracked);
+	return {
+		kind: "already-registered",
+		hash: existing.hash,
+		entry,
+		custody
 	};
 }
 /** Moves a pending session aside; if the disk refuses, says so with exit 1 (forfait was sent). */
@@ -12122,17 +12196,18 @@ async function requestStep(deps, input) {
 * (interrupt.ts); none starts once an interruption is under way (and no
 * attempt goes out then, the client's retry policy sees to it).
 */
-async function completeStep(deps, pending) {
+async function completeStep(deps, pending, custodyOwed) {
 	await deps.beforeCompletion?.(pending.hash);
 	await beforeSending();
 	const recorded = sendingCompletion();
 	try {
-		return await sendCompletion(deps, pending);
+		return await sendCompletion(deps, pending, custodyOwed);
 	} finally {
 		recorded();
 	}
 }
-async function sendCompletion(deps, pending) {
+/** Forfait; the record saved with the custody metadata still to send (`custodyOwed`), if any. */
+async function sendCompletion(deps, pending, custodyOwed) {
 	deps.onStep?.("completing");
 	const { store } = deps;
 	const save = async (recordJson) => {
@@ -12140,7 +12215,8 @@ async function sendCompletion(deps, pending) {
 			hash: pending.hash,
 			completedAt: now(deps).toISOString(),
 			...pending.file ? { file: pending.file } : {},
-			recordJson
+			recordJson,
+			...custodyOwed === void 0 ? {} : { custodyOwed }
 		};
 		try {
 			await store.saveRecord(entry);
@@ -12244,33 +12320,73 @@ function notSaved(message, error, answer) {
 		cause: error
 	});
 }
-async function sendMetadata(deps, input, pending) {
+/**
+* The body of the custody metadata call (`PUT /api/v2/file/{hash}`) for
+* `pending`, as JSON text, or why there is none (no local file, or a session
+* without the userId the call needs: nothing to send, now or later).
+*/
+function custodyMetadata(input, pending) {
 	const file = input.file ?? pending.file;
 	const session = subscriptionSessionSchema.safeParse(JSON.parse(pending.sessionJson));
 	if (!file || !session.success) return {
 		metadataSent: false,
-		error: new UsageError("custody metadata needs the local file and a valid session")
+		error: new NotarizeError("custody_unsendable", EXIT.refused, "custody metadata needs the local file and a valid session")
+	};
+	const metadata = {
+		hash: pending.hash,
+		name: file.name,
+		type: mimeType(file.name),
+		size: file.size,
+		lastModified: file.lastModified,
+		userId: session.data.userId,
+		...input.walletName === void 0 ? {} : { walletName: input.walletName }
+	};
+	return JSON.stringify(metadata);
+}
+/**
+* Sends the custody metadata `entry` owes, then saves the record without it.
+* Not sent: the record keeps it, and the hint says a re-run sends it. A
+* signal stops the wait for the answer (the record is saved; its result and
+* receipt are what the exit must not lose), and the metadata stays owed.
+*/
+async function sendOwedMetadata(deps, entry, owed, tracked) {
+	const again = `a re-run of the same command sends it (\`notarize register\` or \`notarize complete ${entry.hash}\`)`;
+	const stands = `the registration of ${entry.hash} is complete (its record is in the ledger); its file metadata was not sent`;
+	const metadata = fileMetadataSchema.safeParse(JSON.parse(owed));
+	if (!metadata.success || metadata.data.hash !== entry.hash) return {
+		entry,
+		custody: {
+			metadataSent: false,
+			error: new NotarizeError("store_damaged", EXIT.refused, `${stands}: the metadata kept with its record is not of the documented shape`)
+		}
 	};
 	deps.onStep?.("metadata");
 	try {
-		await deps.api.putFileMetadata({
-			hash: input.hash,
-			name: file.name,
-			type: mimeType(file.name),
-			size: file.size,
-			lastModified: file.lastModified,
-			userId: session.data.userId,
-			...input.walletName === void 0 ? {} : { walletName: input.walletName }
-		});
-		return { metadataSent: true };
+		const stopping = (deps.stopping ?? whenStopping)().then(interruptedMetadata);
+		await Promise.race([deps.api.putFileMetadata(metadata.data), stopping]);
 	} catch (error) {
 		if (!(error instanceof NotarizeError)) throw error;
-		error.hint = [`the registration of ${input.hash} is complete (its record is in the ledger); its file metadata was not sent, and a re-run will not send it (notarize sends it only right after completing)`, error.hint].filter(Boolean).join("; ");
+		error.hint = [`${stands}; ${again}`, error.hint].filter(Boolean).join("; ");
 		return {
-			metadataSent: false,
-			error
+			entry,
+			custody: {
+				metadataSent: false,
+				error
+			}
 		};
 	}
+	tracked?.recordSaved(false);
+	const taken = { ...entry };
+	delete taken.custodyOwed;
+	await deps.store.saveRecord(taken).catch(() => void 0);
+	return {
+		entry: taken,
+		custody: { metadataSent: true }
+	};
+}
+/** Thrown in place of the custody metadata's answer once a signal is being handled. */
+function interruptedMetadata() {
+	throw new TransientError("interrupted before the service answered the file metadata");
 }
 function isPlainObject(value) {
 	return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -12839,16 +12955,17 @@ function outcomeResult(file, outcome, baseUrl, { details = {}, status, under } =
 }
 /**
 * What outcomeResult adds for a registration's receipt (--receipt-dir): its
-* path, or the error that kept it from being written, which fails the result
-* (the registration itself went through: exit 1).
+* path, and what failed once the registration itself went through (the
+* receipt could not be written, or the custody metadata not sent), which
+* fails the result; the record is still in it.
 */
-function receiptDetails(receipt, receiptError) {
+function receiptDetails(receipt, failure) {
 	return {
 		details: {
 			...receipt ? { receipt } : {},
-			...receiptError ? { error: errorJson(receiptError) } : {}
+			...failure ? { error: errorJson(failure) } : {}
 		},
-		...receiptError ? { status: "failed" } : {}
+		...failure ? { status: "failed" } : {}
 	};
 }
 /** The result of an input that failed, with the hash when it was known before the failure. */
@@ -13257,9 +13374,14 @@ function showOutcome(io, outcome, baseUrl, json) {
 		case "completed":
 			io.info(`registered ${outcome.entry.hash}${outcome.reusedSession ? " (with the pending session)" : ""}`);
 			showRecord(io, outcome.entry.recordJson, verificationUrl(baseUrl, outcome.entry.hash), json);
-			if (outcome.custody) io.info(outcome.custody.metadataSent ? "custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes." : "custody: the file metadata could not be sent, and the file itself was NOT uploaded.");
+			showCustody(io, outcome.custody);
 			return;
 	}
+}
+/** What became of the custody metadata, when this run sent (or tried to send) it. */
+function showCustody(io, custody) {
+	if (!custody) return;
+	io.info(custody.metadataSent ? "custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes." : "custody: the file metadata could not be sent, and the file itself was NOT uploaded.");
 }
 /**
 * A hash the ledger or the service (a 409) says is registered: the ledger's
@@ -13273,6 +13395,7 @@ function showAlreadyRegistered(io, outcome, verification, json) {
 	if (entry) {
 		io.info(`${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ""}); \`notarize register --force\` registers it again`);
 		showRecord(io, entry.recordJson, verification, json);
+		showCustody(io, outcome.custody);
 		return;
 	}
 	io.info(`${hash} is already registered: ${said ?? "the service says so"}; this store has no record of it, see ${verification}`);
@@ -13536,7 +13659,13 @@ var init_service_store = __esmMin((() => {
 		completedAt: string$1(),
 		file: fileFacts.optional(),
 		/** The forfait answer, exactly as received. */
-		recordJson: jsonObjectText
+		recordJson: jsonObjectText,
+		/**
+		* With custody: the file metadata (`PUT /api/v2/file/{hash}`'s body, as
+		* sent) the service has not yet taken. Saved with the record, removed
+		* once it is taken, so that a re-run sends it (core/notarize.ts).
+		*/
+		custodyOwed: jsonObjectText.optional()
 	}).transform(withoutVersion);
 	treeLeafSchema = object({
 		index: int().nonnegative(),
@@ -18928,7 +19057,9 @@ tree; any other answer fails those documents. The root's description
 is -d, else "Merkle root of N documents ...". Files only.
 
 --custody sends the file's metadata (name, type, size, last modified). The service does
-not document how file bytes are uploaded, so notarize does NOT upload the file.
+not document how file bytes are uploaded, so notarize does NOT upload the file. The metadata
+is sent once the record is saved; if it is not taken, the registration stands, the document
+fails with why (exit by its cause), and the same command (or complete <hash>) sends it again.
 ${examples([
 		"notarize register contract.pdf",
 		"notarize register contract.pdf --json > record.json",
@@ -19015,6 +19146,7 @@ async function receiptFor(options, plan, index, outcome, baseUrl, under, size) {
 /** Hashes one item and builds the flow's input for it. */
 async function describe$1(options, item, pool, onProgress) {
 	const common = {
+		descriptionGiven: options.description !== void 0,
 		custody: options.custody,
 		signed: options.signed,
 		blockchain: options.blockchain,
@@ -19060,7 +19192,7 @@ function toResult$1(item, knownHash, settled, baseUrl) {
 	}
 	const { outcome, receipt, receiptError, under } = settled.value;
 	return outcomeResult(file, outcome, baseUrl, {
-		...receiptDetails(receipt, receiptError),
+		...receiptDetails(receipt, receiptError ?? custodyFailure(outcome)),
 		...under ? { under } : {}
 	});
 }
@@ -19169,7 +19301,7 @@ var init_register = __esmMin((() => {
 			}
 			this.#spinner.stop();
 			const { outcome, receipt, receiptError, under } = registered;
-			const failure = receiptError ?? (outcome.kind === "completed" ? outcome.custody?.error : void 0);
+			const failure = receiptError ?? custodyFailure(outcome);
 			const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
 			if (under && entry) {
 				const { proof } = under;
@@ -19216,7 +19348,8 @@ var init_register = __esmMin((() => {
 				this.#showProgress();
 				this.#items.add(index, this.#result(item, index, settled));
 				this.#reported(index);
-				tally.add(index, settled.ok ? settled.value.receiptError : "error" in settled ? settled.error : void 0);
+				const failure = settled.ok ? settled.value.receiptError ?? custodyFailure(settled.value.outcome) : void 0;
+				tally.add(index, settled.ok ? failure : "error" in settled ? settled.error : void 0);
 			};
 			const checked = this.#options.failFast ? await this.#checkAll(report) : void 0;
 			let total = checked?.total ?? 0;
@@ -19371,13 +19504,17 @@ var init_register = __esmMin((() => {
 				...written
 			};
 		}
-		/** The ledger's answer for `input`, when it has the record and no session or lock of its hash is left. */
+		/**
+		* The ledger's answer for `input`, when it has the record and nothing is
+		* left to do for it: no session or lock of its hash, no custody metadata
+		* owed (the flow sends that, under the lock).
+		*/
 		#recordedOnly(input) {
 			if (input.force) return void 0;
 			const { store } = this.#deps;
 			try {
 				const entry = store.readRecord(input.hash);
-				if (entry === void 0 || existsSync(store.pendingFile(input.hash)) || store.hasLock(input.hash)) return void 0;
+				if (entry === void 0 || entry.custodyOwed !== void 0 || existsSync(store.pendingFile(input.hash)) || store.hasLock(input.hash)) return void 0;
 				return {
 					kind: "already-registered",
 					hash: input.hash,
@@ -19827,13 +19964,16 @@ async function runComplete(options) {
 				baseUrl
 			};
 		}
+		const outcome = await complete({
+			api: await options.api(),
+			store
+		}, hash, source);
+		const failure = custodyFailure(outcome);
 		return {
 			kind: "outcome",
-			outcome: await complete({
-				api: await options.api(),
-				store
-			}, hash, source),
-			baseUrl
+			outcome,
+			baseUrl,
+			...failure ? { failure } : {}
 		};
 	} finally {
 		spinner.stop();
@@ -19894,8 +20034,11 @@ async function runCompleteMany(options) {
 		concurrency: CONCURRENCY,
 		onSettled: (i, settled, hash) => {
 			const index = skipped + i;
-			if (settled.ok) options.items.add(index, outcomeResult(null, settled.value, baseUrl));
-			else if ("error" in settled && settled.error instanceof UnderRootSince) {
+			const failure = settled.ok ? custodyFailure(settled.value) : void 0;
+			if (settled.ok) {
+				options.items.add(index, outcomeResult(null, settled.value, baseUrl, receiptDetails(void 0, failure)));
+				if (failure) tally.add(index, failure);
+			} else if ("error" in settled && settled.error instanceof UnderRootSince) {
 				placedMeanwhile.push(hash);
 				const reason = `left out: placed under the Merkle root ${settled.error.root} by another process as it was about to be sent, so completing its own session would pay a second time`;
 				options.items.add(index, itemResult(null, hash, "skipped", { reason }));

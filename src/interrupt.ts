@@ -31,14 +31,20 @@ import { writeSync } from 'node:fs';
 
 const EXIT_ON: Record<'SIGINT' | 'SIGTERM', number> = { SIGINT: 130, SIGTERM: 143 };
 
-/** A registration under way: its hash, whether its session is on disk, and how to release its lock. */
+/** A registration under way: its hash, whether its session (then its record) is on disk, and how to release its lock. */
 interface Underway {
   hash: string;
   sessionSaved: boolean;
+  /** Completed, its record saved. */
+  recordSaved: boolean;
+  /** Completed, with its custody metadata not yet taken by the service. */
+  metadataOwed: boolean;
   release: () => void;
 }
 
 const underway = new Set<Underway>();
+/** Hashes let go of with their custody metadata unsent (a signal cut the wait for its answer): for the line. */
+const metadataUnsent = new Set<string>();
 /** Completions sent whose answer is not yet recorded. */
 const completing = new Set<object>();
 /** Registrations completed (or being completed) whose result and receipt are not yet out. */
@@ -47,6 +53,21 @@ const owed = new Set<object>();
 let stopping = false;
 /** Called when the last completion in flight is recorded, while a signal waits for it. */
 let onCompletionsRecorded: (() => void) | undefined;
+/** Settles once a signal is being handled (whenStopping). */
+let stoppingNow: Promise<void> | undefined;
+let nowStopping: (() => void) | undefined;
+
+/**
+ * Resolves once a signal is being handled: what waits for an answer that
+ * matters less than the exit's results (custody metadata, sent after the
+ * record is saved) stops waiting, so the record's result and receipt are
+ * written within the grace period. One promise for the process.
+ */
+export function whenStopping(): Promise<void> {
+  if (stopping) return Promise.resolve();
+  stoppingNow ??= new Promise<void>((resolve) => (nowStopping = resolve));
+  return stoppingNow;
+}
 
 /** How long a signal waits for completions already sent (see the module comment). */
 export const COMPLETION_GRACE_MS = 1000;
@@ -95,19 +116,26 @@ let takenOver = false;
 export interface Tracked {
   /** The session of this hash is saved in the store (an interruption keeps it). */
   sessionSaved(): void;
+  /** Its record is saved (the session gone), and whether custody metadata is still to be sent. */
+  recordSaved(metadataOwed: boolean): void;
   done(): void;
 }
 
 /** Tells this module that a registration of `hash` is under way, its lock released by `release`. */
 export function track(hash: string, release: () => void): Tracked {
-  const entry: Underway = { hash, sessionSaved: false, release };
+  const entry: Underway = { hash, sessionSaved: false, recordSaved: false, metadataOwed: false, release };
   underway.add(entry);
   return {
     sessionSaved: () => {
       entry.sessionSaved = true;
     },
+    recordSaved: (metadataOwed) => {
+      entry.recordSaved = true;
+      entry.metadataOwed = metadataOwed;
+    },
     done: () => {
       underway.delete(entry);
+      if (entry.metadataOwed) metadataUnsent.add(hash);
     },
   };
 }
@@ -141,13 +169,22 @@ export function handleSignalsInCommand(): void {
 
 /** The line printed on an interruption, by what is under way. */
 export function interruptionMessage(signal: string): string {
-  const kept = [...underway].filter((u) => u.sessionSaved).map((u) => u.hash);
+  const kept = [...underway].filter((u) => u.sessionSaved && !u.recordSaved).map((u) => u.hash);
+  const recorded = [...new Set([...metadataUnsent, ...[...underway].filter((u) => u.metadataOwed).map((u) => u.hash)])];
   const head = `interrupted (${signal})`;
+  // Completed, only the custody metadata left: the record is saved, and the same command sends the metadata.
+  const metadata =
+    recorded.length === 0
+      ? ''
+      : recorded.length === 1
+        ? `; the record of ${recorded[0]} is saved, its custody metadata not sent: run the same command again to send it`
+        : `; ${recorded.length} records are saved, their custody metadata not sent: run the same command again to send it`;
   if (kept.length === 1)
-    return `${head}; the session of ${kept[0]} is kept: finish it with \`notarize complete ${kept[0]}\``;
+    return `${head}; the session of ${kept[0]} is kept: finish it with \`notarize complete ${kept[0]}\`${metadata}`;
   if (kept.length > 1) {
-    return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one`;
+    return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${metadata}`;
   }
+  if (recorded.length > 0) return `${head}${metadata}`;
   if (underway.size > 0) return `${head}; any saved session is kept: see \`notarize pending\``;
   return head;
 }
@@ -187,6 +224,7 @@ export function exitOnSignals(options: SignalOptions = {}): void {
       if (interrupted) exitNow(signal, code, options);
       interrupted = true;
       stopping = true;
+      nowStopping?.();
       if (completing.size === 0 && owed.size === 0) return exitNow(signal, code, options);
       if (!options.json)
         say(`notarize: ${signal}: ${waitingFor()}; nothing more is sent (${signal} again to stop now)`);

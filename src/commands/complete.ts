@@ -14,7 +14,7 @@ import { subscriptionSessionSchema } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
 import { FailureTally, runAll, settledError } from '../core/batch.js';
-import { complete, requestUnread, type SessionSource } from '../core/notarize.js';
+import { complete, custodyFailure, requestUnread, type SessionSource } from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
 import { confirmedBefore, confirmedRoots, sessionsUnderRoots } from '../core/trees.js';
 import { TreesNow, UnderRootSince } from '../core/trees-now.js';
@@ -22,7 +22,7 @@ import { NotarizeError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, OutcomeResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
-import { failedResult, itemResult, outcomeResult, type ItemResults } from '../output/results.js';
+import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, finishItems, viewOf } from './action.js';
 import { examples, parseOptions } from './options.js';
@@ -121,7 +121,8 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
       if ((await confirmedRoots(store)).has(hash)) return { kind: 'outcome', outcome: confirmedBefore(hash), baseUrl };
     }
     const outcome = await complete({ api: await options.api(), store }, hash, source);
-    return { kind: 'outcome', outcome, baseUrl };
+    const failure = custodyFailure(outcome);
+    return { kind: 'outcome', outcome, baseUrl, ...(failure ? { failure } : {}) };
   } finally {
     spinner.stop();
   }
@@ -204,8 +205,11 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
     concurrency: CONCURRENCY,
     onSettled: (i, settled, hash) => {
       const index = skipped + i;
+      const failure = settled.ok ? custodyFailure(settled.value) : undefined;
       if (settled.ok) {
-        options.items.add(index, outcomeResult(null, settled.value, baseUrl));
+        // The custody metadata not sent fails the item, its record in it (receiptDetails).
+        options.items.add(index, outcomeResult(null, settled.value, baseUrl, receiptDetails(undefined, failure)));
+        if (failure) tally.add(index, failure);
       } else if ('error' in settled && settled.error instanceof UnderRootSince) {
         placedMeanwhile.push(hash);
         const reason = `left out: placed under the Merkle root ${settled.error.root} by another process as it was about to be sent, so completing its own session would pay a second time`;

@@ -13,7 +13,7 @@ import { planReceiptsByDigest } from '../core/evidence.js';
 import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
-import { register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
+import { custodyFailure, register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
 import { checkBeforeSending, keptReceipt, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
@@ -131,7 +131,9 @@ tree; any other answer fails those documents. The root's description
 is -d, else "Merkle root of N documents ...". Files only.
 
 --custody sends the file's metadata (name, type, size, last modified). The service does
-not document how file bytes are uploaded, so notarize does NOT upload the file.
+not document how file bytes are uploaded, so notarize does NOT upload the file. The metadata
+is sent once the record is saved; if it is not taken, the registration stands, the document
+fails with why (exit by its cause), and the same command (or complete <hash>) sends it again.
 ${examples([
   'notarize register contract.pdf',
   'notarize register contract.pdf --json > record.json',
@@ -271,7 +273,7 @@ class Registrar {
     this.#spinner.stop();
     const { outcome, receipt, receiptError, under } = registered;
     // Shown after the record: the registration itself went through.
-    const failure = receiptError ?? (outcome.kind === 'completed' ? outcome.custody?.error : undefined);
+    const failure = receiptError ?? custodyFailure(outcome);
     const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
     if (under && entry) {
       // The root's record, as verify shows a document under a root.
@@ -318,7 +320,8 @@ class Registrar {
       this.#showProgress();
       this.#items.add(index, this.#result(item, index, settled));
       this.#reported(index);
-      tally.add(index, settled.ok ? settled.value.receiptError : 'error' in settled ? settled.error : undefined);
+      const failure = settled.ok ? (settled.value.receiptError ?? custodyFailure(settled.value.outcome)) : undefined;
+      tally.add(index, settled.ok ? failure : 'error' in settled ? settled.error : undefined);
     };
     const checked = this.#options.failFast ? await this.#checkAll(report) : undefined;
     let total = checked?.total ?? 0;
@@ -462,14 +465,23 @@ class Registrar {
     return { outcome, ...self, ...written };
   }
 
-  /** The ledger's answer for `input`, when it has the record and no session or lock of its hash is left. */
+  /**
+   * The ledger's answer for `input`, when it has the record and nothing is
+   * left to do for it: no session or lock of its hash, no custody metadata
+   * owed (the flow sends that, under the lock).
+   */
   #recordedOnly(input: RegisterInput): Outcome | undefined {
     if (input.force) return undefined;
     const { store } = this.#deps;
     try {
       const entry = store.readRecord(input.hash);
       // A session, or a lock (held, or left by a run that died: the flow takes it over and clears it), goes to the flow.
-      if (entry === undefined || existsSync(store.pendingFile(input.hash)) || store.hasLock(input.hash))
+      if (
+        entry === undefined ||
+        entry.custodyOwed !== undefined ||
+        existsSync(store.pendingFile(input.hash)) ||
+        store.hasLock(input.hash)
+      )
         return undefined;
       return { kind: 'already-registered', hash: input.hash, entry };
     } catch {
@@ -551,6 +563,7 @@ async function describe(
   onProgress: (bytes: number) => void,
 ): Promise<RegisterInput> {
   const common = {
+    descriptionGiven: options.description !== undefined,
     custody: options.custody,
     signed: options.signed,
     blockchain: options.blockchain,
@@ -601,7 +614,7 @@ function toResult(
   const { outcome, receipt, receiptError, under } = settled.value;
   // Registered, but its receipt is missing: a failure for the run (exit 1).
   return outcomeResult(file, outcome, baseUrl, {
-    ...receiptDetails(receipt, receiptError),
+    ...receiptDetails(receipt, receiptError ?? custodyFailure(outcome)),
     ...(under ? { under } : {}),
   });
 }

@@ -17,9 +17,11 @@
 import type { ApiClient } from '../api/client.js';
 import { verificationPath } from '../api/pages.js';
 import {
+  fileMetadataSchema,
   isSubscriptionSession,
   subscriptionSessionSchema,
   type BLOCKCHAIN_TYPES,
+  type FileMetadata,
   type RegistrationRequest,
 } from '../api/schemas.js';
 import {
@@ -28,12 +30,13 @@ import {
   NotarizeError,
   ProtocolError,
   ServiceRefusedError,
+  TransientError,
   UnreadableAnswerError,
   UsageError,
 } from '../errors.js';
 import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
-import { beforeSending, sendingCompletion, track, type Tracked } from '../interrupt.js';
+import { beforeSending, sendingCompletion, track, whenStopping, type Tracked } from '../interrupt.js';
 import { holdLock, releaseOwnLock, withLock, type LockTiming } from '../store/lock.js';
 import { mimeType } from './mime.js';
 
@@ -42,6 +45,12 @@ export type Blockchain = (typeof BLOCKCHAIN_TYPES)[number];
 export interface RegisterInput {
   hash: string;
   description: string;
+  /**
+   * True when the description was given (-d, --description-file) rather than
+   * taken from the file's name: a pending session requested with another
+   * one is then refused, not completed with it unsaid.
+   */
+  descriptionGiven?: boolean;
   custody: boolean;
   signed: boolean;
   blockchain: Blockchain;
@@ -63,6 +72,8 @@ export type Outcome =
       entry: LedgerEntry | undefined;
       /** Present when the service said so (a 409) rather than the ledger. */
       service?: ServiceSaysRegistered;
+      /** The custody metadata a run before this one could not send, sent again (custodyOwed). */
+      custody?: CustodyOutcome;
     }
   | { kind: 'pending'; entry: PendingEntry; reused: boolean }
   | { kind: 'completed'; entry: LedgerEntry; reusedSession: boolean; custody?: CustodyOutcome };
@@ -133,6 +144,8 @@ export interface FlowDeps {
   /** The lock's lease and polling; tests only, notarize runs with withLock's defaults. */
   lockTiming?: LockTiming;
   now?: () => Date;
+  /** Resolves once a signal is stopping the run (interrupt.ts whenStopping, the default). */
+  stopping?: () => Promise<void>;
 }
 
 const DEFAULT_LOCK_WAIT_MS = 60_000;
@@ -143,12 +156,13 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
   return locked(deps, input.hash, async (tracked) => {
     const existing = store.readRecord(input.hash);
     if (existing) store.removeLeftoverPending(existing);
-    if (existing && !input.force) return { kind: 'already-registered', hash: input.hash, entry: existing };
+    if (existing && !input.force) return alreadyInLedger(deps, existing, tracked);
     // Even with --force, a pending session is reused, never replaced: it may
     // be the only copy of a paid checkout session. A damaged pending file
     // stops the run here (StoreError naming it), so it is never overwritten.
     let pending = store.readPending(input.hash);
     const reused = pending !== undefined;
+    if (pending !== undefined) refuseOtherRequest(pending, input);
     if (pending === undefined) {
       // A request step answered unreadably before: the service may hold a
       // session notarize never saw, so only an explicit choice requests again.
@@ -172,8 +186,35 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
     // documented shape: only an explicit `complete` sends it, never a re-run of register.
     const notOnItsOwn = refusedOnItsOwn(deps, pending);
     if (notOnItsOwn) throw notOnItsOwn;
-    return finish(deps, pending, reused, input);
+    return finish(deps, pending, reused, input, tracked);
   });
+}
+
+/**
+ * A pending session was requested with its own description and custody,
+ * which its completion keeps for good (the service records what the request
+ * step said): a run asking for another description, or for custody the
+ * session did not ask for, is refused before anything is sent rather than
+ * completed with the old ones unsaid. Without -d the description is the
+ * file's name, which a renamed copy changes: only a given one counts.
+ */
+function refuseOtherRequest(pending: PendingEntry, input: RegisterInput): void {
+  const asked = [
+    input.descriptionGiven === true && input.description !== pending.description
+      ? `the description ${JSON.stringify(pending.description)}`
+      : undefined,
+    input.custody && !pending.custody ? 'no custody' : undefined,
+  ].filter((part): part is string => part !== undefined);
+  if (asked.length === 0) return;
+  throw new UsageError(
+    `a pending session for ${input.hash} was requested with ${asked.join(' and ')}; nothing was sent`,
+    {
+      code: 'pending_session_differs',
+      hint:
+        `complete it as it was requested (\`notarize complete ${input.hash}\`), or drop it ` +
+        `(\`notarize pending drop ${input.hash}\`) and register again`,
+    },
+  );
 }
 
 /**
@@ -249,7 +290,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
     const existing = store.readRecord(hash);
     if (existing) {
       store.removeLeftoverPending(existing);
-      return { kind: 'already-registered', hash, entry: existing };
+      return alreadyInLedger(deps, existing, tracked);
     }
     const stored = store.readPending(hash);
     if (stored) tracked.sessionSaved();
@@ -289,7 +330,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
         return outcome;
       }
     }
-    return finish(deps, pending, true, { hash });
+    return finish(deps, pending, true, { hash }, tracked);
   });
 }
 
@@ -323,18 +364,45 @@ async function finish(
   pending: PendingEntry,
   reusedSession: boolean,
   input: Pick<RegisterInput, 'hash' | 'file' | 'walletName'>,
+  tracked?: Tracked,
 ): Promise<Outcome> {
+  const metadata = pending.custody ? custodyMetadata(input, pending) : undefined;
   let entry: LedgerEntry;
   try {
-    entry = await completeStep(deps, pending);
+    entry = await completeStep(deps, pending, typeof metadata === 'string' ? metadata : undefined);
   } catch (error) {
     if (!isAlreadyRegistered(error)) throw error;
     const retiredSession = await retire(deps, pending.hash, `${ANSWERED_409}: ${error.serviceMessage ?? ''}`);
     const service = { message: error.serviceMessage, retiredSession };
     return { kind: 'already-registered', hash: pending.hash, entry: undefined, service };
   }
-  const custody = pending.custody ? await sendMetadata(deps, input, pending) : undefined;
-  return { kind: 'completed', entry, reusedSession, ...(custody ? { custody } : {}) };
+  tracked?.recordSaved(typeof metadata === 'string');
+  if (metadata === undefined) return { kind: 'completed', entry, reusedSession };
+  if (typeof metadata !== 'string') return { kind: 'completed', entry, reusedSession, custody: metadata };
+  const sent = await sendOwedMetadata(deps, entry, metadata, tracked);
+  return { kind: 'completed', entry: sent.entry, reusedSession, custody: sent.custody };
+}
+
+/**
+ * The custody metadata's failure, when a run tried to send it: the
+ * registration stands (its result says so), but the run fails with it, and
+ * the record keeps the metadata for the same command to send again.
+ */
+export function custodyFailure(outcome: Outcome): NotarizeError | undefined {
+  return outcome.kind === 'pending' ? undefined : outcome.custody?.error;
+}
+
+/**
+ * A hash the ledger has: already registered, nothing paid. Custody metadata
+ * an earlier run could not send (its record says it is owed) is sent now, so
+ * that re-running the same command finishes what exit 4 left.
+ */
+async function alreadyInLedger(deps: FlowDeps, existing: LedgerEntry, tracked: Tracked): Promise<Outcome> {
+  const owed = existing.custodyOwed;
+  if (owed === undefined) return { kind: 'already-registered', hash: existing.hash, entry: existing };
+  tracked.recordSaved(true);
+  const { entry, custody } = await sendOwedMetadata(deps, existing, owed, tracked);
+  return { kind: 'already-registered', hash: existing.hash, entry, custody };
 }
 
 /** Moves a pending session aside; if the disk refuses, says so with exit 1 (forfait was sent). */
@@ -470,18 +538,19 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
  * (interrupt.ts); none starts once an interruption is under way (and no
  * attempt goes out then, the client's retry policy sees to it).
  */
-async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
+async function completeStep(deps: FlowDeps, pending: PendingEntry, custodyOwed?: string): Promise<LedgerEntry> {
   await deps.beforeCompletion?.(pending.hash);
   await beforeSending();
   const recorded = sendingCompletion();
   try {
-    return await sendCompletion(deps, pending);
+    return await sendCompletion(deps, pending, custodyOwed);
   } finally {
     recorded();
   }
 }
 
-async function sendCompletion(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
+/** Forfait; the record saved with the custody metadata still to send (`custodyOwed`), if any. */
+async function sendCompletion(deps: FlowDeps, pending: PendingEntry, custodyOwed?: string): Promise<LedgerEntry> {
   deps.onStep?.('completing');
   const { store } = deps;
   const save = async (recordJson: string): Promise<LedgerEntry> => {
@@ -490,6 +559,7 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry): Promise<Le
       completedAt: now(deps).toISOString(),
       ...(pending.file ? { file: pending.file } : {}),
       recordJson,
+      ...(custodyOwed === undefined ? {} : { custodyOwed }),
     };
     try {
       await store.saveRecord(entry);
@@ -629,38 +699,83 @@ function notSaved(message: string, error: unknown, answer: { what: string; text:
   });
 }
 
-async function sendMetadata(
-  deps: FlowDeps,
+/**
+ * The body of the custody metadata call (`PUT /api/v2/file/{hash}`) for
+ * `pending`, as JSON text, or why there is none (no local file, or a session
+ * without the userId the call needs: nothing to send, now or later).
+ */
+function custodyMetadata(
   input: Pick<RegisterInput, 'hash' | 'file' | 'walletName'>,
   pending: PendingEntry,
-): Promise<CustodyOutcome> {
+): string | CustodyOutcome {
   const file = input.file ?? pending.file;
   // A session reaching here is the text of a JSON object: the store's schema, or the request step's parse, says so.
   const session = subscriptionSessionSchema.safeParse(JSON.parse(pending.sessionJson));
   if (!file || !session.success) {
-    return { metadataSent: false, error: new UsageError('custody metadata needs the local file and a valid session') };
+    // Forfait is still sent (the registration asked for): exit 1, not a usage error, once it is paid.
+    const error = new NotarizeError(
+      'custody_unsendable',
+      EXIT.refused,
+      'custody metadata needs the local file and a valid session',
+    );
+    return { metadataSent: false, error };
+  }
+  const metadata: FileMetadata = {
+    hash: pending.hash,
+    name: file.name,
+    type: mimeType(file.name),
+    size: file.size,
+    lastModified: file.lastModified,
+    userId: session.data.userId,
+    ...(input.walletName === undefined ? {} : { walletName: input.walletName }),
+  };
+  return JSON.stringify(metadata);
+}
+
+/**
+ * Sends the custody metadata `entry` owes, then saves the record without it.
+ * Not sent: the record keeps it, and the hint says a re-run sends it. A
+ * signal stops the wait for the answer (the record is saved; its result and
+ * receipt are what the exit must not lose), and the metadata stays owed.
+ */
+async function sendOwedMetadata(
+  deps: FlowDeps,
+  entry: LedgerEntry,
+  owed: string,
+  tracked?: Tracked,
+): Promise<{ entry: LedgerEntry; custody: CustodyOutcome }> {
+  const again = `a re-run of the same command sends it (\`notarize register\` or \`notarize complete ${entry.hash}\`)`;
+  const stands = `the registration of ${entry.hash} is complete (its record is in the ledger); its file metadata was not sent`;
+  const metadata = fileMetadataSchema.safeParse(JSON.parse(owed));
+  if (!metadata.success || metadata.data.hash !== entry.hash) {
+    // Damaged by hand: nothing to send, now or by a re-run.
+    const error = new NotarizeError(
+      'store_damaged',
+      EXIT.refused,
+      `${stands}: the metadata kept with its record is not of the documented shape`,
+    );
+    return { entry, custody: { metadataSent: false, error } };
   }
   deps.onStep?.('metadata');
   try {
-    await deps.api.putFileMetadata({
-      hash: input.hash,
-      name: file.name,
-      type: mimeType(file.name),
-      size: file.size,
-      lastModified: file.lastModified,
-      userId: session.data.userId,
-      ...(input.walletName === undefined ? {} : { walletName: input.walletName }),
-    });
-    return { metadataSent: true };
+    const stopping = (deps.stopping ?? whenStopping)().then(interruptedMetadata);
+    await Promise.race([deps.api.putFileMetadata(metadata.data), stopping]);
   } catch (error) {
     if (!(error instanceof NotarizeError)) throw error;
-    // Said plainly: the registration stands, and nothing sends its metadata later.
-    const stands =
-      `the registration of ${input.hash} is complete (its record is in the ledger); its file metadata was not sent, ` +
-      'and a re-run will not send it (notarize sends it only right after completing)';
-    error.hint = [stands, error.hint].filter(Boolean).join('; ');
-    return { metadataSent: false, error };
+    error.hint = [`${stands}; ${again}`, error.hint].filter(Boolean).join('; ');
+    return { entry, custody: { metadataSent: false, error } };
   }
+  tracked?.recordSaved(false);
+  const taken = { ...entry };
+  delete taken.custodyOwed;
+  // Should this write fail, a re-run sends the metadata again: a PUT of the same body, harmless.
+  await deps.store.saveRecord(taken).catch(() => undefined);
+  return { entry: taken, custody: { metadataSent: true } };
+}
+
+/** Thrown in place of the custody metadata's answer once a signal is being handled. */
+function interruptedMetadata(): never {
+  throw new TransientError('interrupted before the service answered the file metadata');
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

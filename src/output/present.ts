@@ -7,7 +7,7 @@
  */
 import { appendFileSync } from 'node:fs';
 import { verificationUrl } from '../api/pages.js';
-import type { Outcome } from '../core/notarize.js';
+import type { CustodyOutcome, Outcome } from '../core/notarize.js';
 import { errorJson, InputFileError } from '../errors.js';
 import { annotations, inGitHubActions, markdownSummary } from './github.js';
 import { ExactJson, memberText, stringifyExact } from '../exact-json.js';
@@ -298,15 +298,19 @@ function showOutcome(io: IO, outcome: Outcome, baseUrl: string, json: boolean): 
     case 'completed':
       io.info(`registered ${outcome.entry.hash}${outcome.reusedSession ? ' (with the pending session)' : ''}`);
       showRecord(io, outcome.entry.recordJson, verificationUrl(baseUrl, outcome.entry.hash), json);
-      if (outcome.custody) {
-        io.info(
-          outcome.custody.metadataSent
-            ? 'custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes.'
-            : 'custody: the file metadata could not be sent, and the file itself was NOT uploaded.',
-        );
-      }
+      showCustody(io, outcome.custody);
       return;
   }
+}
+
+/** What became of the custody metadata, when this run sent (or tried to send) it. */
+function showCustody(io: IO, custody: CustodyOutcome | undefined): void {
+  if (!custody) return;
+  io.info(
+    custody.metadataSent
+      ? 'custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes.'
+      : 'custody: the file metadata could not be sent, and the file itself was NOT uploaded.',
+  );
 }
 
 /**
@@ -328,6 +332,7 @@ function showAlreadyRegistered(
       `${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ''}); \`notarize register --force\` registers it again`,
     );
     showRecord(io, entry.recordJson, verification, json);
+    showCustody(io, outcome.custody);
     return;
   }
   io.info(

@@ -121,16 +121,17 @@ export function outcomeResult(
 
 /**
  * What outcomeResult adds for a registration's receipt (--receipt-dir): its
- * path, or the error that kept it from being written, which fails the result
- * (the registration itself went through: exit 1).
+ * path, and what failed once the registration itself went through (the
+ * receipt could not be written, or the custody metadata not sent), which
+ * fails the result; the record is still in it.
  */
 export function receiptDetails(
   receipt: string | undefined,
-  receiptError: NotarizeError | undefined,
+  failure: NotarizeError | undefined,
 ): { details: ItemDetails; status?: 'failed' } {
   return {
-    details: { ...(receipt ? { receipt } : {}), ...(receiptError ? { error: errorJson(receiptError) } : {}) },
-    ...(receiptError ? { status: 'failed' as const } : {}),
+    details: { ...(receipt ? { receipt } : {}), ...(failure ? { error: errorJson(failure) } : {}) },
+    ...(failure ? { status: 'failed' as const } : {}),
   };
 }
 

@@ -108,6 +108,12 @@ const ledgerEntrySchema = z
     file: fileFacts.optional(),
     /** The forfait answer, exactly as received. */
     recordJson: jsonObjectText,
+    /**
+     * With custody: the file metadata (`PUT /api/v2/file/{hash}`'s body, as
+     * sent) the service has not yet taken. Saved with the record, removed
+     * once it is taken, so that a re-run sends it (core/notarize.ts).
+     */
+    custodyOwed: jsonObjectText.optional(),
   })
   .transform(withoutVersion);
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;

@@ -11,7 +11,7 @@ import type { Fault } from '../../src/sandbox/server.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
 import { sha256 } from '../helpers/documents.js';
-import { countStatuses, jsonError, parseResults } from '../helpers/results.js';
+import { countStatuses, jsonError, parseNdjson, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -353,14 +353,28 @@ describe('a service that does not answer', () => {
     expect(countStatuses(parseResults(run.stdout))).toEqual({ registered: 199, failed: 1 });
   });
 
-  it('to the optional custody metadata: nothing else is stopped', async () => {
+  it('to the custody metadata: nothing else is stopped, each says so (exit 4), and the same command sends it later', async () => {
     const docs = await documents(bed, 4, 'metadata down');
-    bed.sandbox.addFaults([{ route: 'file', kind: 'drop' }]);
-    const args = ['register', ...docs.map(([p]) => p), '--custody', '-j', '1', '--retries', '0', '--json'];
+    bed.sandbox.addFaults([{ route: 'file', kind: 'status', value: 503, count: 4 }]);
+    const args = ['register', ...docs.map(([p]) => p), '--custody', '-j', '2', '--retries', '0', '--output', 'ndjson'];
     const run = await bed.main(args);
-    expect(run.code, describeRun(run)).toBe(0);
-    expect(countStatuses(parseResults(run.stdout))).toEqual({ registered: 4 });
+    expect(run.code, describeRun(run)).toBe(4);
+    const results = parseNdjson(run.stdout);
+    expect(countStatuses(results)).toEqual({ failed: 4 });
+    for (const result of results) {
+      // Failed for the run, the registration standing: its record is in the result.
+      expect(result.record).toMatchObject({ hash: result.hash });
+      expect(result.error?.hint).toContain('its file metadata was not sent; a re-run of the same command sends it');
+    }
+    expect(bed.calls('forfait')).toBe(4);
     expect(bed.calls('file')).toBe(4);
+    expect(bed.sandbox.files.size).toBe(0);
+
+    const again = await bed.main(args);
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(countStatuses(parseNdjson(again.stdout))).toEqual({ 'already-registered': 4 });
+    expect(bed.calls('forfait')).toBe(4);
+    expect(bed.sandbox.files.size).toBe(4);
   });
 });
 

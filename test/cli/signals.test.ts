@@ -165,6 +165,38 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     expect(readdirSync(receipts)).toHaveLength(recorded.length);
   });
 
+  it('a batch interrupted while custody metadata is sent: every record has its line and receipt, the metadata is owed', async () => {
+    // The metadata call, sent once each record is saved, answers only after the signal's grace.
+    bed.sandbox.addFaults([{ route: 'file', kind: 'latency', value: 5000 }]);
+    const docs = [1, 2, 3].map((i) => {
+      const doc = join(bed.workDir, `custody-${i}.txt`);
+      writeFileSync(doc, `a deed kept in custody, ${i}\n`);
+      return doc;
+    });
+    const receipts = join(bed.workDir, 'custody-receipts');
+    const args = ['register', ...docs, '--custody', '--receipt-dir', receipts, '--output', 'ndjson'];
+    const spawned = spawnCli(args, bed.env(), { cwd: bed.workDir });
+    await until(() => bed.calls('file') >= 3, 'the three metadata calls are sent');
+    const { run, ms } = await interrupt(spawned, 'SIGTERM');
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(143);
+    expect(ms).toBeLessThan(EXIT_WITHIN_MS);
+    const recorded = bed.ledgerHashes();
+    expect(recorded).toHaveLength(3);
+    expect(bed.pendingHashes()).toEqual([]);
+    const lines = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { hash: string; status: string; record?: unknown });
+    expect(lines.map((r) => r.hash).sort()).toEqual([...recorded].sort());
+    expect(lines.every((r) => r.status === 'failed' && r.record !== undefined)).toBe(true);
+    expect(readdirSync(receipts)).toHaveLength(3);
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
+      'notarize: interrupted (SIGTERM); 3 records are saved, their custody metadata not sent: run the same command again to send it',
+    );
+    expect(readdirSync(join(bed.onlyServiceDir(), 'locks'))).toEqual([]);
+  });
+
   it('a second signal during the wait exits at once, still with its line, and the lock released', async () => {
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'hang', count: 1 }]);
     const doc = join(bed.workDir, 'twice.txt');

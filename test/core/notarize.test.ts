@@ -15,6 +15,7 @@ import { parseAnswer } from '../../src/api/client.js';
 import { notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
 import {
   complete,
+  custodyFailure,
   holdAcross,
   register,
   type FlowDeps,
@@ -298,6 +299,34 @@ describe('register', () => {
     expect(forfaitBodies()).toEqual([first.entry.sessionJson]);
   });
 
+  it('a pending session asked for another description or custody: refused, nothing sent, the session kept', async () => {
+    const hash = sha256('asked otherwise');
+    const { store, entry } = await requestOnly(hash, newStore(), { description: 'first', descriptionGiven: true });
+    const { deps } = world({ store });
+    for (const overrides of [
+      { description: 'second', descriptionGiven: true },
+      { description: 'first', descriptionGiven: true, custody: true },
+      { description: 'second', descriptionGiven: true, complete: false },
+      { description: 'second', descriptionGiven: true, force: true },
+    ]) {
+      const error = await rejectionOf(register(deps, input(hash, overrides)), UsageError);
+      expect(error).toMatchObject({ code: 'pending_session_differs', exitCode: 2 });
+      const expected = overrides.custody ? 'with no custody' : 'with the description "first"';
+      expect(error.message).toBe(`a pending session for ${hash} was requested ${expected}; nothing was sent`);
+      expect(error.hint).toContain(`notarize pending drop ${hash}`);
+    }
+    expect(called()).toEqual(['request']);
+    expect(store.readPending(hash)).toEqual(entry);
+    // The same description given, or none given (a renamed copy's name): completed with the session.
+    expect(
+      await register(deps, input(hash, { description: 'first', descriptionGiven: true, complete: false })),
+    ).toMatchObject({
+      kind: 'pending',
+      reused: true,
+    });
+    expect(await register(deps, input(hash, { description: 'copy.txt' }))).toMatchObject({ kind: 'completed' });
+    expect(forfaitBodies()).toEqual([entry.sessionJson]);
+  });
   it('an unread answer to the request step is marked: a re-run refuses to ask again; --force asks anew and clears it', async () => {
     const hash = sha256('unread request');
     fault('request:html*1');
@@ -804,9 +833,13 @@ describe('the end of a registration', () => {
       const outcome = await register(world().deps, input(hash, { custody: true }));
       expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: false } });
       if (outcome.kind !== 'completed') return;
-      expect(outcome.custody?.error).toBeInstanceOf(UsageError);
+      // Forfait was sent (paid): exit 1, never the usage error's "nothing was sent".
+      expect(outcome.custody?.error).not.toBeInstanceOf(UsageError);
+      expect(outcome.custody?.error).toMatchObject({ code: 'custody_unsendable', exitCode: 1 });
       expect(outcome.custody?.error?.message).toBe('custody metadata needs the local file and a valid session');
       expect(called()).toEqual(['request', 'forfait']);
+      // Nothing a re-run could send: no metadata kept with the record.
+      expect(outcome.entry.custodyOwed).toBeUndefined();
     });
 
     it('a refused metadata call leaves the registration completed, the error in the outcome', async () => {
@@ -819,10 +852,81 @@ describe('the end of a registration', () => {
       expect(outcome.custody?.error).toBeInstanceOf(TransientError);
       expect(outcome.custody?.error?.hint).toMatch(
         new RegExp(
-          `^the registration of ${hash} is complete \\(its record is in the ledger\\); its file metadata was not sent, and a re-run will not send it`,
+          `^the registration of ${hash} is complete \\(its record is in the ledger\\); its file metadata was not sent; a re-run of the same command sends it`,
         ),
       );
-      expect(store.readRecord(hash)).toBeDefined();
+      // The record keeps the metadata as it would have been sent, for a re-run.
+      const kept = store.readRecord(hash);
+      expect(JSON.parse(kept?.custodyOwed ?? '{}')).toEqual({
+        hash,
+        name: FILE.name,
+        type: 'application/pdf',
+        size: FILE.size,
+        lastModified: FILE.lastModified,
+        userId: 1390,
+      });
+      expect(bed.sandbox.files.get(hash)).toBeUndefined();
+    });
+
+    it.each([
+      ['register', (deps: FlowDeps, hash: string) => register(deps, input(hash, { custody: true, file: FILE }))],
+      ['complete', (deps: FlowDeps, hash: string) => complete(deps, hash, { kind: 'store' })],
+    ])('metadata not sent is sent by a re-run (%s), nothing paid again, then no longer kept', async (_, again) => {
+      const hash = sha256(`custody owed ${_}`);
+      fault('file:status=500*1');
+      const { store, deps } = world();
+      await register(deps, input(hash, { custody: true, file: FILE, walletName: 'w' }));
+      expect(bed.sandbox.files.get(hash)).toBeUndefined();
+      const outcome = await again(deps, hash);
+      expect(outcome).toMatchObject({ kind: 'already-registered', custody: { metadataSent: true } });
+      expect(called()).toEqual(['request', 'forfait', 'file', 'file']);
+      expect(bed.sandbox.files.get(hash)).toMatchObject({ hash, name: FILE.name, walletName: 'w', userId: 1390 });
+      expect(store.readRecord(hash)?.custodyOwed).toBeUndefined();
+      if (outcome.kind === 'already-registered') expect(outcome.entry?.custodyOwed).toBeUndefined();
+      // And then it is done: nothing more sent.
+      expect(await register(deps, input(hash, { custody: true, file: FILE }))).toEqual({
+        kind: 'already-registered',
+        hash,
+        entry: store.readRecord(hash),
+      });
+      expect(called()).toEqual(['request', 'forfait', 'file', 'file']);
+    });
+
+    it('a signal stops the wait for the metadata answer: the record is saved, the metadata owed, the run failed with why', async () => {
+      const hash = sha256('custody interrupted');
+      fault('file:hang*1');
+      const { store, deps } = world();
+      const outcome = await register(
+        { ...deps, stopping: () => Promise.resolve() },
+        input(hash, { custody: true, file: FILE }),
+      );
+      expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: false } });
+      const failure = custodyFailure(outcome);
+      expect(failure).toBeInstanceOf(TransientError);
+      expect(failure?.message).toBe('interrupted before the service answered the file metadata');
+      expect(store.readRecord(hash)?.custodyOwed).toBeDefined();
+      // No custody, or nothing failed: no failure for the run.
+      expect(custodyFailure(await register(deps, input(sha256('custody none'))))).toBeUndefined();
+      expect(
+        custodyFailure(await register(deps, input(sha256('custody pending'), { complete: false }))),
+      ).toBeUndefined();
+    });
+
+    it('metadata kept with a record but damaged by hand: nothing sent, exit 1 saying so', async () => {
+      const hash = sha256('custody owed damaged');
+      fault('file:status=500*1');
+      const { store, deps } = world();
+      await register(deps, input(hash, { custody: true, file: FILE }));
+      const kept = store.readRecord(hash)!;
+      await store.saveRecord({ ...kept, custodyOwed: '{"hash":"nope"}' });
+      const outcome = await register(deps, input(hash, { custody: true, file: FILE }));
+      expect(outcome).toMatchObject({ kind: 'already-registered', custody: { metadataSent: false } });
+      if (outcome.kind !== 'already-registered') return;
+      expect(outcome.custody?.error).toMatchObject({ exitCode: 1 });
+      expect(outcome.custody?.error?.message).toContain(
+        'the metadata kept with its record is not of the documented shape',
+      );
+      expect(called()).toEqual(['request', 'forfait', 'file']);
     });
 
     it('a metadata call answered 2xx with a page that is no JSON object: not sent (exit 5), the registration stands', async () => {
@@ -855,6 +959,7 @@ describe('the end of a registration', () => {
       expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: false } });
       if (outcome.kind !== 'completed') return;
       expect(outcome.custody?.error?.message).toBe('custody metadata needs the local file and a valid session');
+      expect(outcome.custody?.error?.exitCode).toBe(1);
     });
 
     // Fake: the real client turns every failure into a NotarizeError; this is what a bug in it would throw.

@@ -226,6 +226,30 @@ describe('register and complete', () => {
     expect(pendingFiles()).toEqual([]);
   });
 
+  it('a pending session requested with another description or without custody is not completed unsaid: exit 2, nothing sent', async () => {
+    await login();
+    const content = 'pending with its own description';
+    const doc = await bed.file('asked.txt', content);
+    const hash = sha256(content);
+    expect((await run(['register', doc, '--no-complete', '-d', 'first desc'])).code).toBe(0);
+    const mark = bed.mark();
+    for (const args of [
+      ['-d', 'second desc'],
+      ['-d', 'first desc', '--custody'],
+      ['-d', 'second desc', '--force'],
+    ]) {
+      const again = await run(['register', doc, ...args, '--json']);
+      expect(again.code, again.stderr).toBe(2);
+      expect(again.stdout).toBe('');
+      expect(again.stderr).toContain(`a pending session for ${hash} was requested with`);
+      expect(again.stderr).toContain(`notarize complete ${hash}`);
+    }
+    expect(bed.callsSince(mark)).toEqual([]);
+    // As it was requested (or with no -d: the file's name): completed with its own description.
+    const done = await run(['register', doc, '--json']);
+    expect(done.code, done.stderr).toBe(0);
+    expect(JSON.parse(done.stdout)).toMatchObject({ hash, description: 'first desc' });
+  });
   it('register - reads standard input and needs --description', async () => {
     await login();
     const mark = bed.mark();
