@@ -12285,7 +12285,10 @@ function withCompleteHint(deps, error, hash) {
 	let next;
 	if (error instanceof ServiceRefusedError) next = `the session is kept in ${file}; if the service will never accept it, \`notarize pending drop ${hash}\` puts it aside`;
 	else if (error instanceof ProtocolError) next = `the service may have completed it, but its answer could not be read (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again`;
-	else next = `the session is kept: finish with \`notarize complete ${hash}\``;
+	else if (error instanceof TransientError && !error.notProcessed && error.status === void 0) {
+		error.hint = `no answer came, so the service may have completed it (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`;
+		return error;
+	} else next = `the session is kept: finish with \`notarize complete ${hash}\``;
 	error.hint = error.hint ? `${error.hint}; ${next}` : next;
 	return error;
 }
@@ -13358,7 +13361,7 @@ function showOutcome(io, outcome, baseUrl, json) {
 			return;
 		case "pending": {
 			const { entry } = outcome;
-			io.info(`${outcome.reused ? "a session was already pending" : "session saved"} for ${entry.hash}; complete it with: notarize complete ${entry.hash}`);
+			io.info(`${outcome.reused ? "a session was already pending" : "session saved"} for ${entry.hash}; complete it with: notarize complete ${entry.hash} (or the same register command without --no-complete, which also writes its receipt with --receipt-dir)`);
 			if (json) io.data(entry.sessionJson);
 			else {
 				const session = parsedObject(entry.sessionJson);
@@ -13393,7 +13396,7 @@ function showAlreadyRegistered(io, outcome, verification, json) {
 	const said = service ? `the service says so (409${service.message ? `: ${service.message}` : ""})` : void 0;
 	if (service?.retiredSession) io.info(`its pending session was moved aside to ${service.retiredSession}`);
 	if (entry) {
-		io.info(`${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ""}); \`notarize register --force\` registers it again`);
+		io.info(`${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ""})` + (said ? "" : "; `notarize register --force` registers it again"));
 		showRecord(io, entry.recordJson, verification, json);
 		showCustody(io, outcome.custody);
 		return;
@@ -19243,7 +19246,8 @@ var init_register = __esmMin((() => {
 		/** Documents the service says it has whose record this store lacks, so no receipt is written: told once (#noReceipts). */
 		#unrecorded = {
 			count: 0,
-			first: ""
+			first: "",
+			ownLost: false
 		};
 		/** Where each document stands under the Merkle roots of the store, or of its receipt. */
 		#roots;
@@ -19491,6 +19495,7 @@ var init_register = __esmMin((() => {
 				};
 				this.#unrecorded.count++;
 				this.#unrecorded.first ||= under?.sha256 ?? outcome.hash;
+				this.#unrecorded.ownLost ||= outcome.service?.retiredSession !== void 0;
 				if (this.#documents.single) this.#noReceipts();
 				return {
 					outcome,
@@ -19535,15 +19540,17 @@ var init_register = __esmMin((() => {
 		* re-run on an empty store would otherwise print a line per document.
 		*/
 		#noReceipts() {
-			const { count, first } = this.#unrecorded;
+			const { count, first, ownLost } = this.#unrecorded;
 			if (count === 0) return;
 			const dir = this.#documents.receipts?.dir ?? "";
 			const which = someDocuments(count, first);
 			this.#unrecorded = {
 				count: 0,
-				first: ""
+				first: "",
+				ownLost: false
 			};
-			this.#options.io.warn(`no receipt written for ${which}: the service says it is registered (a 409), but this store has no record to write one from (the service sends a record once, to the run that paid: its store, or its receipts in ${dir}, have it); \`verify\` will call it unknown, and only its verification page can vouch for it`);
+			const why = ownLost ? "a completion this store sent earlier went through but its answer was lost, and the service sends a record only once (docs/reliability.md, \"Limits\")" : `the service sends a record once, to the run that paid: its store, or its receipts in ${dir}, have it`;
+			this.#options.io.warn(`no receipt written for ${which}: the service says it is registered (a 409), but this store has no record to write one from (${why}); \`verify\` will call it unknown, and only its verification page can vouch for it`);
 		}
 		/** The item's result, with its hash if it was hashed before it failed. */
 		#result(item, index, settled) {

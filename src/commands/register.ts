@@ -227,7 +227,7 @@ class Registrar {
    */
   readonly #reporting = new Map<number, () => void>();
   /** Documents the service says it has whose record this store lacks, so no receipt is written: told once (#noReceipts). */
-  #unrecorded = { count: 0, first: '' };
+  #unrecorded = { count: 0, first: '', ownLost: false };
   /** Where each document stands under the Merkle roots of the store, or of its receipt. */
   readonly #roots: DocumentRoots;
 
@@ -458,6 +458,8 @@ class Registrar {
       this.#unrecorded.count++;
       // The document's digest, not its root's: the warning names documents.
       this.#unrecorded.first ||= under?.sha256 ?? outcome.hash;
+      // Its own session was retired on that 409: the run that paid was this store's, its answer lost.
+      this.#unrecorded.ownLost ||= outcome.service?.retiredSession !== undefined;
       if (this.#documents.single) this.#noReceipts();
       return { outcome, ...self };
     }
@@ -501,16 +503,19 @@ class Registrar {
    * re-run on an empty store would otherwise print a line per document.
    */
   #noReceipts(): void {
-    const { count, first } = this.#unrecorded;
+    const { count, first, ownLost } = this.#unrecorded;
     if (count === 0) return;
     const dir = this.#documents.receipts?.dir ?? '';
     const which = someDocuments(count, first);
     // Said once: a single document says it as soon as it is known, and not again at the end.
-    this.#unrecorded = { count: 0, first: '' };
+    this.#unrecorded = { count: 0, first: '', ownLost: false };
+    const why = ownLost
+      ? 'a completion this store sent earlier went through but its answer was lost, and the service sends a record ' +
+        'only once (docs/reliability.md, "Limits")'
+      : `the service sends a record once, to the run that paid: its store, or its receipts in ${dir}, have it`;
     this.#options.io.warn(
       `no receipt written for ${which}: the service says it is registered (a 409), but this store has no record ` +
-        `to write one from (the service sends a record once, to the run that paid: its store, or its receipts in ` +
-        `${dir}, have it); \`verify\` will call it unknown, and only its verification page can vouch for it`,
+        `to write one from (${why}); \`verify\` will call it unknown, and only its verification page can vouch for it`,
     );
   }
 

@@ -649,6 +649,12 @@ function withCompleteHint(deps: FlowDeps, error: unknown, hash: string): unknown
     next =
       `the service may have completed it, but its answer could not be read (see ${page}); ` +
       `the session is kept: \`notarize complete ${hash}\` sends it again`;
+  } else if (error instanceof TransientError && !error.notProcessed && error.status === undefined) {
+    // Sent, and no answer (a timeout, a connection lost): not "could not be reached".
+    error.hint =
+      `no answer came, so the service may have completed it (see ${page}); the session is kept: ` +
+      `\`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`;
+    return error;
   } else {
     next = `the session is kept: finish with \`notarize complete ${hash}\``;
   }

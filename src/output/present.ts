@@ -280,7 +280,8 @@ function showOutcome(io: IO, outcome: Outcome, baseUrl: string, json: boolean): 
       const { entry } = outcome;
       io.info(
         `${outcome.reused ? 'a session was already pending' : 'session saved'} for ${entry.hash}; ` +
-          `complete it with: notarize complete ${entry.hash}`,
+          `complete it with: notarize complete ${entry.hash} (or the same register command without --no-complete, ` +
+          'which also writes its receipt with --receipt-dir)',
       );
       if (json) io.data(entry.sessionJson);
       else {
@@ -329,7 +330,9 @@ function showAlreadyRegistered(
   if (service?.retiredSession) io.info(`its pending session was moved aside to ${service.retiredSession}`);
   if (entry) {
     io.info(
-      `${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ''}); \`notarize register --force\` registers it again`,
+      // Asked the service with a record here (--force): it said it has it, so --force is no way to register again.
+      `${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ''})` +
+        (said ? '' : '; `notarize register --force` registers it again'),
     );
     showRecord(io, entry.recordJson, verification, json);
     showCustody(io, outcome.custody);

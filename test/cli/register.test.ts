@@ -105,7 +105,9 @@ describe('runRegister, one document', () => {
     present({ io: t.io, env: {}, format: 'json' }, result);
     const saved = JSON.parse(readFileSync(bed.pendingFile(hash), 'utf8')) as { sessionJson: string };
     expect(t.stdout()).toBe(`${saved.sessionJson}\n`);
-    expect(t.stderr()).toBe(`session saved for ${hash}; complete it with: notarize complete ${hash}\n`);
+    expect(t.stderr()).toBe(
+      `session saved for ${hash}; complete it with: notarize complete ${hash} (or the same register command without --no-complete, which also writes its receipt with --receipt-dir)\n`,
+    );
   });
 
   it('--hash: the digest registered with its description, the result naming no file', async () => {

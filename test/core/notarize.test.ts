@@ -1060,6 +1060,14 @@ describe('the end of a registration', () => {
         hint: (hash: string) => `the service is unavailable or busy; try again later; ${sessionKept(hash)}`,
       },
       {
+        what: 'no answer (the connection lost once sent): not "could not be reached", it may have been completed',
+        spec: 'forfait:drop-after*4',
+        kind: TransientError,
+        hint: (hash: string) =>
+          `no answer came, so the service may have completed it (see ${page(hash)}); the session is kept: ` +
+          `\`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`,
+      },
+      {
         what: 'a refusal',
         spec: 'forfait:status=400*1',
         kind: ServiceRefusedError,

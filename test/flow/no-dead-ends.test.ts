@@ -88,11 +88,25 @@ describe('the service already has the hash (409)', () => {
     expect(forced.code, forced.stderr).toBe(0);
     expect(forced.stdout).toBe(first.stdout);
     expect(forced.stderr).toMatch(/already registered \(completed .*; the service says so \(409/);
+    // --force was the way just taken: not offered again.
+    expect(forced.stderr).not.toContain('--force');
     expect(bed.calls('forfait')).toBe(1);
   });
 });
 
 describe('a forfait whose answer was lost (drop-after)', () => {
+  it('register --receipt-dir run again: no receipt, and the warning says this store paid, its answer lost', async () => {
+    const doc = await bed.file('lost-receipt.txt', 'lost answer, receipt asked');
+    const receipts = bed.path('lost-receipts');
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'drop-after', count: 1 }]);
+    expect((await bed.main(['register', doc, '--receipt-dir', receipts])).code).toBe(4);
+    const again = await bed.main(['register', doc, '--receipt-dir', receipts]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toContain('a completion this store sent earlier went through but its answer was lost');
+    // Not "the run that paid has it": this store was that run.
+    expect(again.stderr).not.toContain('to the run that paid');
+  });
+
   it('the next complete ends with exit 0 and nothing pending; the session is kept aside, never re-sent', async () => {
     const doc = await bed.file('lost.txt', 'lost answer');
     const hash = sha256('lost answer');

@@ -113,7 +113,9 @@ describe('register and complete', () => {
       env: { NOTARIZE_API_KEY: bed.sandbox.apiKey },
     });
     expect(first.code, first.stderr).toBe(0);
-    expect(first.stderr).toContain(`complete it with: notarize complete ${hash}`);
+    expect(first.stderr).toContain(
+      `complete it with: notarize complete ${hash} (or the same register command without --no-complete, which also writes its receipt with --receipt-dir)`,
+    );
     expect(routes(bed.sandbox.calls)).toEqual(['login', 'request']);
     const sessionText = first.stdout.replace(/\n$/, '');
     expect(first.stdout).toBe(`${sessionText}\n`);

@@ -146,7 +146,9 @@ describe('present: one record or outcome', () => {
     const pending = outcome({ kind: 'pending', entry: pendingEntry, reused: true });
     const [json, messages] = shown(pending, 'json');
     expect(json).toBe(`${SESSION}\n`);
-    expect(messages).toBe(`a session was already pending for ${HASH}; complete it with: notarize complete ${HASH}\n`);
+    expect(messages).toBe(
+      `a session was already pending for ${HASH}; complete it with: notarize complete ${HASH} (or the same register command without --no-complete, which also writes its receipt with --receipt-dir)\n`,
+    );
     const rows = fields(shown(pending)[0]);
     expect(rows.slice(0, 4)).toEqual([
       ['hash', HASH],
