@@ -21509,7 +21509,10 @@ function parseBaseUrl(value) {
 			hint: "use e.g. https://app.dedit.io"
 		});
 	}
-	if (url.protocol !== "https:" && url.protocol !== "http:") throw new UsageError(`invalid base URL '${value}': only http and https are supported`, { code: "unsafe_base_url" });
+	if (url.protocol !== "https:" && url.protocol !== "http:") throw new UsageError(`invalid base URL: its scheme is ${url.protocol.slice(0, -1)}, and only http and https are supported`, {
+		code: "unsafe_base_url",
+		hint: "use e.g. https://app.dedit.io"
+	});
 	if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) throw new UsageError(`refusing to send credentials over plain http to '${url.host}'`, {
 		code: "unsafe_base_url",
 		hint: "use https, or http only to a loopback address: 127.0.0.1 (127.0.0.0/8), [::1] or localhost itself"

@@ -218,7 +218,14 @@ export function parseBaseUrl(value: string): string {
     });
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new UsageError(`invalid base URL '${value}': only http and https are supported`, { code: 'unsafe_base_url' });
+    // Only the scheme: the rest may carry a password (ftp://user:password@host/).
+    throw new UsageError(
+      `invalid base URL: its scheme is ${url.protocol.slice(0, -1)}, and only http and https are supported`,
+      {
+        code: 'unsafe_base_url',
+        hint: 'use e.g. https://app.dedit.io',
+      },
+    );
   }
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
     throw new UsageError(`refusing to send credentials over plain http to '${url.host}'`, {

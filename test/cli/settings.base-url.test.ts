@@ -81,6 +81,24 @@ describe('parseBaseUrl', () => {
     const error = refusal('https://alice:s3cr3t-passw0rd@app.dedit.io');
     expect(error.message).not.toContain('s3cr3t-passw0rd');
   });
+
+  it.each([
+    'ftp://alice:s3cr3t-passw0rd@127.0.0.1/',
+    'file://alice:s3cr3t-passw0rd@host/etc/passwd',
+    'http://alice:s3cr3t-passw0rd@example.com/',
+    'https://alice:s3cr3t-passw0rd@app.dedit.io/a|b',
+    'https://alice:s3cr3t-passw0rd@app.dedit.io/?q=1',
+  ])('never repeats the password of %s, whatever it is refused for', (value) => {
+    const error = refusal(value);
+    expect(`${error.message} ${error.hint ?? ''}`).not.toContain('s3cr3t-passw0rd');
+    expect(`${error.message} ${error.hint ?? ''}`).not.toContain('alice');
+  });
+
+  it('names only the scheme of a URL that is not http(s)', () => {
+    expect(refusal('ftp://alice:pw@127.0.0.1/').message).toBe(
+      'invalid base URL: its scheme is ftp, and only http and https are supported',
+    );
+  });
 });
 
 describe('settingDefinition', () => {

@@ -154,7 +154,7 @@ describe('refusals name where the bad value came from', () => {
       resolveSetting('baseUrl', inputs(store, { env: { NOTARIZE_BASE_URL: 'ftp://x' } }).sources),
     );
     expect(env.code).toBe('unsafe_base_url');
-    expect(env.hint).toBe('set by NOTARIZE_BASE_URL');
+    expect(env.hint).toBe('set by NOTARIZE_BASE_URL; use e.g. https://app.dedit.io');
     // A hand-edited config.json: the store checks the value as it reads it.
     writeFileSync(join(store.dir, 'config.json'), JSON.stringify({ timeout: '0' }));
     const stored = refusal(() => resolveSetting('timeout', inputs(store).sources));
