@@ -23555,7 +23555,7 @@ const ENVIRONMENT = [
 			},
 			{
 				names: ["FORCE_COLOR"],
-				description: "colours even when stdout is not a terminal (unless 0)"
+				description: "empty, true, 1, 2 or 3: colours even when stdout is not a terminal; 0 or false: no colours, even on a terminal"
 			},
 			{
 				names: ["TERM"],
@@ -38856,9 +38856,18 @@ const TOP_EXAMPLES = `Examples:
   # CI: register every artifact; exit 4 means "transient, run again later"
   NOTARIZE_API_KEY=$KEY notarize register -r dist --json > notarizations.json
 `;
+/**
+* Whether tables are coloured. NO_COLOR (any value but empty) turns colours
+* off; FORCE_COLOR is read as chalk's supports-color reads it: `0` or
+* `false` turns them off, even on a terminal; empty, `true` or a level
+* (`1`, `2`, `3`) turns them on, even in a pipe; any other value is not
+* read. Otherwise, colours on a terminal that is not TERM=dumb.
+*/
 function colourWanted(env, isTTY) {
 	if (env.NO_COLOR !== void 0 && env.NO_COLOR !== "") return false;
-	if (env.FORCE_COLOR !== void 0 && env.FORCE_COLOR !== "0") return true;
+	const force = env.FORCE_COLOR;
+	if (force === "false" || force !== void 0 && /^\s*0+\s*$/.test(force)) return false;
+	if (force === "" || force === "true" || force !== void 0 && /^\s*[1-9]\d*\s*$/.test(force)) return true;
 	return isTTY && env.TERM !== "dumb";
 }
 /**

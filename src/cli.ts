@@ -32,9 +32,18 @@ export interface MainOptions {
   io?: IO;
 }
 
-function colourWanted(env: NodeJS.ProcessEnv, isTTY: boolean): boolean {
+/**
+ * Whether tables are coloured. NO_COLOR (any value but empty) turns colours
+ * off; FORCE_COLOR is read as chalk's supports-color reads it: `0` or
+ * `false` turns them off, even on a terminal; empty, `true` or a level
+ * (`1`, `2`, `3`) turns them on, even in a pipe; any other value is not
+ * read. Otherwise, colours on a terminal that is not TERM=dumb.
+ */
+export function colourWanted(env: NodeJS.ProcessEnv, isTTY: boolean): boolean {
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
-  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
+  const force = env.FORCE_COLOR;
+  if (force === 'false' || (force !== undefined && /^\s*0+\s*$/.test(force))) return false;
+  if (force === '' || force === 'true' || (force !== undefined && /^\s*[1-9]\d*\s*$/.test(force))) return true;
   return isTTY && env.TERM !== 'dumb';
 }
 

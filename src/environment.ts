@@ -86,7 +86,11 @@ export const ENVIRONMENT: readonly EnvironmentGroup[] = [
     title: 'terminal and CI',
     variables: [
       { names: ['NO_COLOR'], description: 'no colours' },
-      { names: ['FORCE_COLOR'], description: 'colours even when stdout is not a terminal (unless 0)' },
+      {
+        names: ['FORCE_COLOR'],
+        description:
+          'empty, true, 1, 2 or 3: colours even when stdout is not a terminal; 0 or false: no colours, even on a terminal',
+      },
       { names: ['TERM'], description: 'dumb: no colours' },
       { names: ['CI'], description: 'never prompt; no spinners or progress lines' },
       { names: ['GITHUB_ACTIONS'], description: 'true: ::error annotations for failed documents, and a summary' },
