@@ -39056,11 +39056,28 @@ function applyExitOverride(command, state) {
 function asReported(error, failed) {
 	if (error instanceof NotarizeError) return error;
 	if (error instanceof CommanderError) {
+		const help = `see \`${failed ? commandPath(failed) : "notarize"} --help\``;
+		const unknown = unknownOptionName(error);
+		if (unknown !== void 0) return new UsageError(`unknown option '${unknown}'`, { hint: `${help}; what followed ${unknown} is not shown: it may be a secret, and notarize never takes one on the command line` });
 		const message = error.message.replace(/^error: /, "").replace(/\s*\n\s*/g, " ");
-		return new UsageError(message, { hint: `see \`${failed ? commandPath(failed) : "notarize"} --help\`` });
+		return new UsageError(message, { hint: help });
 	}
 	const message = `unexpected error: ${error?.message ?? String(error)}`;
 	return new NotarizeError("unexpected", EXIT.refused, message, { hint: "run again with --verbose for details" });
+}
+/**
+* The name alone of an unknown option commander quotes with more than its
+* name (`--api-key=<key>`, `-k<key>`): what was typed with it may be a secret
+* (a key typed into an option that does not exist), and is never echoed.
+* Undefined for any other error, and for an option quoted as its name alone
+* (`--bogus`), whose message, with commander's suggestion, is kept.
+*/
+function unknownOptionName(error) {
+	if (error.code !== "commander.unknownOption") return void 0;
+	const flag = /^error: unknown option '([\s\S]*)'(?:\n\(Did you mean [^\n]*\?\))?$/.exec(error.message)?.[1];
+	if (flag === void 0) return "an option";
+	const name = flag.startsWith("--") ? flag.split("=")[0] : flag.slice(0, 2);
+	return name === flag ? void 0 : name;
 }
 /**
 * A stack trace for --verbose: its first line (the error's name and

@@ -296,11 +296,34 @@ function applyExitOverride(command: Command, state: RunState): void {
 function asReported(error: unknown, failed: Command | undefined): NotarizeError {
   if (error instanceof NotarizeError) return error;
   if (error instanceof CommanderError) {
+    const help = `see \`${failed ? commandPath(failed) : 'notarize'} --help\``;
+    const unknown = unknownOptionName(error);
+    if (unknown !== undefined) {
+      return new UsageError(`unknown option '${unknown}'`, {
+        hint: `${help}; what followed ${unknown} is not shown: it may be a secret, and notarize never takes one on the command line`,
+      });
+    }
     const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
-    return new UsageError(message, { hint: `see \`${failed ? commandPath(failed) : 'notarize'} --help\`` });
+    return new UsageError(message, { hint: help });
   }
   const message = `unexpected error: ${(error as Error)?.message ?? String(error)}`;
   return new NotarizeError('unexpected', EXIT.refused, message, { hint: 'run again with --verbose for details' });
+}
+
+/**
+ * The name alone of an unknown option commander quotes with more than its
+ * name (`--api-key=<key>`, `-k<key>`): what was typed with it may be a secret
+ * (a key typed into an option that does not exist), and is never echoed.
+ * Undefined for any other error, and for an option quoted as its name alone
+ * (`--bogus`), whose message, with commander's suggestion, is kept.
+ */
+function unknownOptionName(error: CommanderError): string | undefined {
+  if (error.code !== 'commander.unknownOption') return undefined;
+  const flag = /^error: unknown option '([\s\S]*)'(?:\n\(Did you mean [^\n]*\?\))?$/.exec(error.message)?.[1];
+  // A message of another shape (another commander): nothing of it is quoted.
+  if (flag === undefined) return 'an option';
+  const name = flag.startsWith('--') ? flag.split('=')[0]! : flag.slice(0, 2);
+  return name === flag ? undefined : name;
 }
 
 /**

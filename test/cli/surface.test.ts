@@ -102,6 +102,24 @@ describe('hints name the real command', () => {
     expectOneLineUsage(await bed.main(['--bogus', 'list']), /\(see `notarize --help`\)$/m);
   });
 
+  it('an unknown option given a value (a key typed into it) is named without what followed it', async () => {
+    // No NOTARIZE_API_KEY: nothing tells notarize the value is a key, and it is still never echoed.
+    const key = bed.sandbox.apiKey;
+    for (const [argv, name] of [
+      [['login', `--api-key=${key}`], '--api-key'],
+      [['login', `-k${key}`], '-k'],
+      [['register', `--token=${key}`, 'x.txt'], '--token'],
+    ] as const) {
+      const run = await bed.main([...argv], { env: {} });
+      expectOneLineUsage(run, new RegExp(`unknown option '${name}' \\(see \`notarize ${argv[0]} --help\`; `));
+      expect(run.stderr).not.toContain(key);
+      expect(run.stderr).not.toContain(key.slice(-12));
+      const json = expectJsonError(await bed.main(['--json', ...argv], { env: {} }), EXIT.usage);
+      expect(JSON.stringify(json)).not.toContain(key.slice(-12));
+      expect(json.message).toBe(`unknown option '${name}'`);
+    }
+  });
+
   it('with --json the hint is in the error object', async () => {
     const error = expectJsonError(await bed.main(['--json', 'hash', '--bogus']), EXIT.usage);
     expect(error.hint).toBe('see `notarize hash --help`');
