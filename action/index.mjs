@@ -13137,11 +13137,11 @@ function inGitHubActions(env) {
 * that had to be escaped names no file in the repository: its annotation
 * is then shown without a link, which beats a forged one.
 */
-function escapeData(text) {
-	return forTerminal(text).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+function escapeData(text, redact) {
+	return forTerminal(redact(text)).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
 }
-function escapeProperty(text) {
-	return escapeData(text).replace(/:/g, "%3A").replace(/,/g, "%2C");
+function escapeProperty(text, redact) {
+	return escapeData(text, redact).replace(/:/g, "%3A").replace(/,/g, "%2C");
 }
 /**
 * A markdown table cell, shown as the text it is: escaped as for a terminal
@@ -13149,8 +13149,8 @@ function escapeProperty(text) {
 * HTML could act on backslash-escaped (GitHub renders both in a summary,
 * and a file name or a receipt's URL is anyone's to write).
 */
-function cell$1(text) {
-	return forTerminal(text).replace(/[\\`*_{}[\]<>()!|~&]/g, "\\$&");
+function cell$1(text, redact) {
+	return forTerminal(redact(text)).replace(/[\\`*_{}[\]<>()!|~&]/g, "\\$&");
 }
 /**
 * A markdown link to `url` that cannot end its cell or its row: an http(s)
@@ -13159,44 +13159,44 @@ function cell$1(text) {
 * from a receipt, which anyone can write; one that is no http(s) URL is
 * shown as text.
 */
-function link(label, url) {
+function link(label, url, redact) {
 	let parsed;
 	try {
-		parsed = new URL(url);
+		parsed = new URL(redact(url));
 	} catch {
-		return cell$1(url);
+		return cell$1(url, redact);
 	}
-	if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return cell$1(url);
+	if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return cell$1(url, redact);
 	return `[${label}](${parsed.href.replace(/[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`)})`;
 }
 /** A warning as a workflow command: the runner shows it on the run's page, not only in the log. */
-function warningCommand(text) {
-	return `::warning title=notarize::${escapeData(text)}`;
+function warningCommand(text, redact) {
+	return `::warning title=notarize::${escapeData(text, redact)}`;
 }
 /** An error as a workflow command, its text escaped as data (it may quote an input: no forged command). */
-function errorCommand(text) {
-	return `::error::${escapeData(text)}`;
+function errorCommand(text, redact) {
+	return `::error::${escapeData(text, redact)}`;
 }
 /** The markdown summary of a command's results. */
-function markdownSummary(title, results) {
-	const rows = results.map((r) => `| ${cell$1(r.file ?? "-")} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${r.verificationUrl ? link("verify", r.verificationUrl) : cell$1(r.error?.message ?? r.reason ?? "")} |`);
-	return [
+function markdownSummary(title, results, redact) {
+	const rows = results.map((r) => `| ${cell$1(r.file ?? "-", redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${r.verificationUrl ? link("verify", r.verificationUrl, redact) : cell$1(r.error?.message ?? r.reason ?? "", redact)} |`);
+	return redact([
 		`### ${title}`,
 		"",
 		"| File | Status | SHA-256 | Detail |",
 		"|---|---|---|---|",
 		...rows,
 		""
-	].join("\n") + "\n";
+	].join("\n") + "\n");
 }
 /** The `::error` annotations of the results that failed or were not verified, one line each. */
-function annotations(results) {
+function annotations(results, redact) {
 	const lines = [];
 	for (const r of results) {
 		if (!ANNOTATED.has(r.status)) continue;
-		const file = r.file && r.file !== "-" ? `file=${escapeProperty(r.file)},` : "";
+		const file = r.file && r.file !== "-" ? `file=${escapeProperty(r.file, redact)},` : "";
 		const message = r.error?.message ?? r.reason ?? r.status;
-		lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`)}::${escapeData(message)}`);
+		lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`, redact)}::${escapeData(message, redact)}`);
 	}
 	return lines;
 }
@@ -13323,11 +13323,12 @@ function githubReportOf(result) {
 function reportToGitHub(view, report) {
 	const { io, env } = view;
 	if (!inGitHubActions(env)) return;
-	for (const line of annotations(report.results)) io.error(line);
+	const redact = (text) => io.redact(text);
+	for (const line of annotations(report.results, redact)) io.error(line);
 	const summaryFile = env.GITHUB_STEP_SUMMARY;
 	if (!summaryFile) return;
 	try {
-		appendFileSync(summaryFile, markdownSummary(report.title, report.results));
+		appendFileSync(summaryFile, markdownSummary(report.title, report.results, redact));
 	} catch (error) {
 		io.warn(`could not append to GITHUB_STEP_SUMMARY (${summaryFile}): ${error.message}`);
 	}
@@ -23660,7 +23661,7 @@ var IO = class {
 	data(text) {
 		this.clearProgress();
 		this.flush();
-		this.#writeOut(this.#scrub(text.endsWith("\n") ? text : `${text}\n`));
+		this.#writeOut(this.redact(text.endsWith("\n") ? text : `${text}\n`));
 	}
 	/**
 	* Writes data like `data`, for one line of thousands in a row (`hash`
@@ -23673,7 +23674,7 @@ var IO = class {
 	*/
 	dataSoon(text) {
 		this.clearProgress();
-		this.#queued += this.#scrub(text.endsWith("\n") ? text : `${text}\n`);
+		this.#queued += this.redact(text.endsWith("\n") ? text : `${text}\n`);
 		if (this.#queued.length >= QUEUED_MAX_CHARS) this.flush();
 		else this.#queuedFlush ??= setImmediate(() => this.flush());
 	}
@@ -23726,36 +23727,42 @@ var IO = class {
 		const last = items.length - 1;
 		items.forEach((item, index) => {
 			const element = (stringifyExact(item, 2) ?? "null").replace(/\n/g, "\n  ");
-			this.#stdout.write(this.#scrub(`${index === 0 ? "[\n" : ""}  ${element}${index === last ? "\n]\n" : ",\n"}`));
+			this.#stdout.write(this.redact(`${index === 0 ? "[\n" : ""}  ${element}${index === last ? "\n]\n" : ",\n"}`));
 		});
 	}
 	/** A message for the person at the terminal; silenced by --quiet. */
 	info(text) {
 		this.clearProgress();
-		if (!this.quiet) this.#writeErr(`${forTerminal(this.#scrub(text))}\n`);
+		if (!this.quiet) this.#writeErr(`${forTerminal(this.redact(text))}\n`);
 	}
 	/** A warning: shown even with --quiet, since it says something went wrong. */
 	warn(text) {
 		this.clearProgress();
-		const line = this.#annotate ? warningCommand(this.#scrub(text)) : `warning: ${forTerminal(this.#scrub(text))}`;
+		const line = this.#annotate ? warningCommand(text, (raw) => this.redact(raw)) : `warning: ${forTerminal(this.redact(text))}`;
 		this.#writeErr(`${line}\n`);
 	}
 	/** An error line, written by main() only (and help, and GitHub annotations); may be several lines. */
 	error(text) {
 		this.clearProgress();
-		this.#writeErr(`${forTerminalLines(this.#scrub(text))}\n`);
+		this.#writeErr(`${forTerminalLines(this.redact(text))}\n`);
 	}
 	/** A --verbose diagnostic line. */
 	debug(text) {
-		if (this.verbose) this.#writeErr(`[notarize] ${forTerminal(this.#scrub(text))}\n`);
+		if (this.verbose) this.#writeErr(`[notarize] ${forTerminal(this.redact(text))}\n`);
 	}
 	/** Writes to stderr after the data queued before it, so the two streams keep their order. */
 	#writeErr(text) {
 		this.flush();
 		this.#stderr.write(text);
 	}
-	/** Scrubbed before escaping: a secret is searched for as it was, not as shown. */
-	#scrub(text) {
+	/**
+	* `text` with every secret registered so far (addSecret) replaced by
+	* `[redacted]`: what is written anywhere else than the terminal (GitHub's
+	* annotations, job summary and outputs, a receipt) goes through it too.
+	* Apply it to text as it is, before escaping or encoding it, never after:
+	* a secret is searched for as it was, not as shown.
+	*/
+	redact(text) {
 		let out = text;
 		for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, "[redacted]");
 		return out;
@@ -39105,14 +39112,22 @@ function report(io, error, json, failed) {
 	if (io.verbose && !(error instanceof CommanderError) && error instanceof Error && error.stack) io.error(stackTrace(error, error.stack));
 	return reported.exitCode;
 }
-/** Runs the CLI and returns the exit code; never throws, never exits the process. */
-async function main(options = {}) {
-	const env = options.env ?? process.env;
-	const io = options.io ?? processIO(env);
+/**
+* Registers with `io` the secrets of `env` it scrubs from everything written
+* (IO.addSecret): the secret variables, raw and trimmed (notarize uses them
+* trimmed, see core/secrets.ts). (A proxy URL's password is the Context's to add.)
+*/
+function addEnvironmentSecrets(io, env) {
 	for (const name of SECRET_VARIABLES) {
 		io.addSecret(env[name]);
 		io.addSecret(cleanSecret(env[name]));
 	}
+}
+/** Runs the CLI and returns the exit code; never throws, never exits the process. */
+async function main(options = {}) {
+	const env = options.env ?? process.env;
+	const io = options.io ?? processIO(env);
+	addEnvironmentSecrets(io, env);
 	const argv = options.argv ?? process.argv.slice(2);
 	const state = {};
 	const program = buildProgram(io, env, state);
@@ -39146,6 +39161,7 @@ async function main(options = {}) {
 * summary and the annotations of failed documents are notarize's own
 * (GITHUB_ACTIONS=true, output/github.ts).
 */
+init_proxy_env();
 init_secrets();
 init_errors();
 init_github();
@@ -39223,11 +39239,14 @@ function actionOutputs(ndjson, resultsPath) {
 		"verification-url": one ?? ""
 	};
 }
-/** Appends outputs to $GITHUB_OUTPUT in the runner's multi-line form, with a delimiter no value contains. */
-function writeOutputs(file, outputs) {
+/**
+* Appends outputs to $GITHUB_OUTPUT in the runner's multi-line form, with a
+* delimiter no value contains; each value redacted of the run's secrets.
+*/
+function writeOutputs(file, outputs, redact) {
 	for (const [name, value] of Object.entries(outputs)) {
 		const delimiter = `notarize_${randomBytes(16).toString("hex")}`;
-		appendFileSync(file, `${name}<<${delimiter}\n${value}\n${delimiter}\n`);
+		appendFileSync(file, `${name}<<${delimiter}\n${redact(value)}\n${delimiter}\n`);
 	}
 }
 /**
@@ -39241,13 +39260,6 @@ function storeName(apiKey) {
 }
 /** Runs the action: the exit code is notarize's (2 for inputs it cannot use). */
 async function runAction(env = process.env) {
-	let argv;
-	try {
-		argv = actionArgv(env);
-	} catch (error) {
-		process.stderr.write(`${errorCommand(`notarize action: ${error.message}`)}\n`);
-		return EXIT.usage;
-	}
 	const apiKey = input(env, "api-key");
 	const runnerTemp = env.RUNNER_TEMP || tmpdir();
 	const notarizeEnv = {
@@ -39255,23 +39267,53 @@ async function runAction(env = process.env) {
 		...apiKey !== "" ? { NOTARIZE_API_KEY: apiKey } : {},
 		...env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(runnerTemp, storeName(apiKey || (env.NOTARIZE_API_KEY ?? "").trim())) }
 	};
-	const resultsPath = join(mkdtempSync(join(runnerTemp, "notarize-")), "results.ndjson");
-	const results = openSync(resultsPath, "w", 384);
-	const io = processIO(notarizeEnv, { stdout: { write: (text) => writeSync(results, text) } });
+	let results;
+	const io = processIO(notarizeEnv, { stdout: { write: (text) => results === void 0 ? true : writeSync(results, text) } });
+	addEnvironmentSecrets(io, notarizeEnv);
+	for (const secret of proxySecrets(notarizeEnv)) io.addSecret(secret);
+	const redact = (text) => io.redact(text);
+	const fail = (message) => process.stderr.write(`${errorCommand(`notarize action: ${message}`, redact)}\n`);
+	let argv;
+	try {
+		argv = actionArgv(env);
+	} catch (error) {
+		fail(error.message);
+		return EXIT.usage;
+	}
+	let resultsPath;
+	try {
+		resultsPath = join(mkdtempSync(join(runnerTemp, "notarize-")), "results.ndjson");
+		results = openSync(resultsPath, "w", 384);
+	} catch (error) {
+		fail(`cannot create its results file under RUNNER_TEMP (${runnerTemp}): ${errnoOf(error)}; nothing was sent: run it as a step of a GitHub Actions job, or set RUNNER_TEMP to a directory that exists and can be written`);
+		return EXIT.usage;
+	}
 	const code = await main({
 		argv,
 		env: notarizeEnv,
 		io
 	});
 	closeSync(results);
-	if (code === EXIT.auth) process.stderr.write(`${errorCommand("notarize action: the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)")}\n`);
+	if (code === EXIT.auth) fail("the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)");
 	const ndjson = readFileSync(resultsPath, "utf8");
 	if (code !== EXIT.ok && ndjson === "") {
-		if (code !== EXIT.auth) process.stderr.write(`${errorCommand(`notarize action: notarize stopped before any document, exit ${code}: see its message above`)}\n`);
+		if (code !== EXIT.auth) fail(`notarize stopped before any document, exit ${code}: see its message above`);
 		return code;
 	}
-	if (env.GITHUB_OUTPUT) writeOutputs(env.GITHUB_OUTPUT, actionOutputs(ndjson, resultsPath));
+	const outputs = actionOutputs(ndjson, resultsPath);
+	if (!env.GITHUB_OUTPUT) return code;
+	try {
+		writeOutputs(env.GITHUB_OUTPUT, outputs, redact);
+	} catch (error) {
+		const receiptDir = input(env, "receipt-dir");
+		fail(`${argv[0] === "register" ? `notarize ended with exit ${code}, ${outputs.registered} registered and ${outputs.failed} failed (registrations done are kept: the results are in ${resultsPath}${receiptDir !== "" ? `, the receipts in ${receiptDir}` : ""})` : `notarize ended with exit ${code}, ${outputs.verified} verified and ${outputs.failed} failed (the results are in ${resultsPath})`}, but the step's outputs could not be written to GITHUB_OUTPUT (${env.GITHUB_OUTPUT}): ${errnoOf(error)}; check that GITHUB_OUTPUT names a file the step can append to`);
+		return code === EXIT.ok ? EXIT.refused : code;
+	}
 	return code;
+}
+/** A file system error's code (ENOENT...), else its message: one line, no stack. */
+function errnoOf(error) {
+	return error.code ?? error.message;
 }
 // dist/github-action-main.js
 init_interrupt();

@@ -366,17 +366,25 @@ function report(io: IO, error: unknown, json: boolean, failed: Command | undefin
   return reported.exitCode;
 }
 
+/**
+ * Registers with `io` the secrets of `env` it scrubs from everything written
+ * (IO.addSecret): the secret variables, raw and trimmed (notarize uses them
+ * trimmed, see core/secrets.ts). (A proxy URL's password is the Context's to add.)
+ */
+export function addEnvironmentSecrets(io: IO, env: NodeJS.ProcessEnv): void {
+  for (const name of SECRET_VARIABLES) {
+    io.addSecret(env[name]);
+    io.addSecret(cleanSecret(env[name]));
+  }
+}
+
 /** Runs the CLI and returns the exit code; never throws, never exits the process. */
 export async function main(options: MainOptions = {}): Promise<ExitCode> {
   const env = options.env ?? process.env;
   const io = options.io ?? processIO(env);
   // Before the parse: its errors quote the arguments, and a key typed as an option
   // (`--api-key=...`, which no command takes) is scrubbed from them like any output.
-  // Raw and trimmed: notarize uses them trimmed (see core/secrets.ts).
-  for (const name of SECRET_VARIABLES) {
-    io.addSecret(env[name]);
-    io.addSecret(cleanSecret(env[name]));
-  }
+  addEnvironmentSecrets(io, env);
   const argv = options.argv ?? process.argv.slice(2);
   const state: RunState = {};
   const program = buildProgram(io, env, state);

@@ -16,10 +16,11 @@ import { randomBytes } from 'node:crypto';
 import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { main, processIO } from './cli.js';
+import { addEnvironmentSecrets, main, processIO } from './cli.js';
+import { proxySecrets } from './api/proxy-env.js';
 import { keyDigest } from './core/secrets.js';
 import { EXIT, type ExitCode } from './errors.js';
-import { errorCommand } from './output/github.js';
+import { errorCommand, type Redact } from './output/github.js';
 
 export const ACTION_COMMANDS = ['register', 'verify'] as const;
 
@@ -107,11 +108,14 @@ export function actionOutputs(ndjson: string, resultsPath: string): Record<strin
   };
 }
 
-/** Appends outputs to $GITHUB_OUTPUT in the runner's multi-line form, with a delimiter no value contains. */
-export function writeOutputs(file: string, outputs: Record<string, string>): void {
+/**
+ * Appends outputs to $GITHUB_OUTPUT in the runner's multi-line form, with a
+ * delimiter no value contains; each value redacted of the run's secrets.
+ */
+export function writeOutputs(file: string, outputs: Record<string, string>, redact: Redact): void {
   for (const [name, value] of Object.entries(outputs)) {
     const delimiter = `notarize_${randomBytes(16).toString('hex')}`;
-    appendFileSync(file, `${name}<<${delimiter}\n${value}\n${delimiter}\n`);
+    appendFileSync(file, `${name}<<${delimiter}\n${redact(value)}\n${delimiter}\n`);
   }
 }
 
@@ -127,13 +131,6 @@ export function storeName(apiKey: string): string {
 
 /** Runs the action: the exit code is notarize's (2 for inputs it cannot use). */
 export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {
-  let argv: string[];
-  try {
-    argv = actionArgv(env);
-  } catch (error) {
-    process.stderr.write(`${errorCommand(`notarize action: ${(error as Error).message}`)}\n`);
-    return EXIT.usage;
-  }
   const apiKey = input(env, 'api-key');
   const runnerTemp = env.RUNNER_TEMP || tmpdir();
   const notarizeEnv = {
@@ -149,28 +146,73 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
       ? {}
       : { NOTARIZE_CONFIG_DIR: join(runnerTemp, storeName(apiKey || (env.NOTARIZE_API_KEY ?? '').trim())) }),
   };
-  const resultsPath = join(mkdtempSync(join(runnerTemp, 'notarize-')), 'results.ndjson');
-  const results = openSync(resultsPath, 'w', 0o600);
-  const io = processIO(notarizeEnv, { stdout: { write: (text: string) => writeSync(results, text) } });
+  // notarize's IO, made first: its secrets (the key, a proxy's password, and the token once it
+  // logs in) are scrubbed from every line the action writes too, as it is, before %-encoding.
+  let results: number | undefined;
+  const io = processIO(notarizeEnv, {
+    stdout: { write: (text: string) => (results === undefined ? true : writeSync(results, text)) },
+  });
+  addEnvironmentSecrets(io, notarizeEnv);
+  for (const secret of proxySecrets(notarizeEnv)) io.addSecret(secret);
+  const redact: Redact = (text) => io.redact(text);
+  const fail = (message: string) => process.stderr.write(`${errorCommand(`notarize action: ${message}`, redact)}\n`);
+  let argv: string[];
+  try {
+    argv = actionArgv(env);
+  } catch (error) {
+    fail((error as Error).message);
+    return EXIT.usage;
+  }
+  let resultsPath: string;
+  try {
+    resultsPath = join(mkdtempSync(join(runnerTemp, 'notarize-')), 'results.ndjson');
+    results = openSync(resultsPath, 'w', 0o600);
+  } catch (error) {
+    // Before anything is sent: no stack trace, one line saying what to fix.
+    fail(
+      `cannot create its results file under RUNNER_TEMP (${runnerTemp}): ${errnoOf(error)}; nothing was sent: ` +
+        'run it as a step of a GitHub Actions job, or set RUNNER_TEMP to a directory that exists and can be written',
+    );
+    return EXIT.usage;
+  }
   const code = await main({ argv, env: notarizeEnv, io });
   closeSync(results);
   if (code === EXIT.auth) {
     // notarize's own hint names `notarize login` and NOTARIZE_API_KEY: in a workflow, the key is an input.
-    process.stderr.write(
-      `${errorCommand('notarize action: the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)')}\n`,
+    fail(
+      'the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)',
     );
   }
   const ndjson = readFileSync(resultsPath, 'utf8');
   if (code !== EXIT.ok && ndjson === '') {
     // Stopped before any document (notarize refused an input, a setting or the store): as for the
     // action's own inputs, one ::error:: line on the run's page and no outputs, never `failed=0`.
-    if (code !== EXIT.auth) {
-      process.stderr.write(
-        `${errorCommand(`notarize action: notarize stopped before any document, exit ${code}: see its message above`)}\n`,
-      );
-    }
+    if (code !== EXIT.auth) fail(`notarize stopped before any document, exit ${code}: see its message above`);
     return code;
   }
-  if (env.GITHUB_OUTPUT) writeOutputs(env.GITHUB_OUTPUT, actionOutputs(ndjson, resultsPath));
+  const outputs = actionOutputs(ndjson, resultsPath);
+  if (!env.GITHUB_OUTPUT) return code;
+  try {
+    writeOutputs(env.GITHUB_OUTPUT, outputs, redact);
+  } catch (error) {
+    // After the run, which may have registered and paid: what it did is kept, and said, on one line.
+    const receiptDir = input(env, 'receipt-dir');
+    const done =
+      argv[0] === 'register'
+        ? `notarize ended with exit ${code}, ${outputs.registered} registered and ${outputs.failed} failed (registrations done are kept: ` +
+          `the results are in ${resultsPath}${receiptDir !== '' ? `, the receipts in ${receiptDir}` : ''})`
+        : `notarize ended with exit ${code}, ${outputs.verified} verified and ${outputs.failed} failed (the results are in ${resultsPath})`;
+    fail(
+      `${done}, but the step's outputs could not be written to GITHUB_OUTPUT (${env.GITHUB_OUTPUT}): ${errnoOf(error)}; ` +
+        'check that GITHUB_OUTPUT names a file the step can append to',
+    );
+    // The documented exit 1 (something was sent, or done, and did not end well locally), unless notarize's says worse.
+    return code === EXIT.ok ? EXIT.refused : code;
+  }
   return code;
+}
+
+/** A file system error's code (ENOENT...), else its message: one line, no stack. */
+function errnoOf(error: unknown): string {
+  return (error as NodeJS.ErrnoException).code ?? (error as Error).message;
 }

@@ -8,6 +8,15 @@
 import type { ItemResult } from './results.js';
 import { forTerminal } from './safe-text.js';
 
+/**
+ * Removes the run's secrets from text (IO.redact): every function here
+ * takes one and applies it to outside text as it is, before any escaping.
+ * Scrubbing the finished line finds nothing: `%` becomes `%25`, `:` `%3A`
+ * and `_` `\_` first, and the runner decodes the first two for its log, and
+ * its own masking misses the third, so a key in a file name was shown.
+ */
+export type Redact = (text: string) => string;
+
 /** True when running as a GitHub Actions step. */
 export function inGitHubActions(env: NodeJS.ProcessEnv): boolean {
   return env.GITHUB_ACTIONS === 'true';
@@ -22,12 +31,12 @@ export function inGitHubActions(env: NodeJS.ProcessEnv): boolean {
  * that had to be escaped names no file in the repository: its annotation
  * is then shown without a link, which beats a forged one.
  */
-function escapeData(text: string): string {
-  return forTerminal(text).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+function escapeData(text: string, redact: Redact): string {
+  return forTerminal(redact(text)).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
 }
 
-function escapeProperty(text: string): string {
-  return escapeData(text).replace(/:/g, '%3A').replace(/,/g, '%2C');
+function escapeProperty(text: string, redact: Redact): string {
+  return escapeData(text, redact).replace(/:/g, '%3A').replace(/,/g, '%2C');
 }
 
 /**
@@ -36,8 +45,8 @@ function escapeProperty(text: string): string {
  * HTML could act on backslash-escaped (GitHub renders both in a summary,
  * and a file name or a receipt's URL is anyone's to write).
  */
-function cell(text: string): string {
-  return forTerminal(text).replace(/[\\`*_{}[\]<>()!|~&]/g, '\\$&');
+function cell(text: string, redact: Redact): string {
+  return forTerminal(redact(text)).replace(/[\\`*_{}[\]<>()!|~&]/g, '\\$&');
 }
 
 /**
@@ -47,14 +56,14 @@ function cell(text: string): string {
  * from a receipt, which anyone can write; one that is no http(s) URL is
  * shown as text.
  */
-function link(label: string, url: string): string {
+function link(label: string, url: string, redact: Redact): string {
   let parsed: URL;
   try {
-    parsed = new URL(url);
+    parsed = new URL(redact(url));
   } catch {
-    return cell(url);
+    return cell(url, redact);
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return cell(url);
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return cell(url, redact);
   // href is ASCII: the WHATWG serializer percent-encodes the rest.
   const target = parsed.href.replace(
     /[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g,
@@ -64,25 +73,26 @@ function link(label: string, url: string): string {
 }
 
 /** A warning as a workflow command: the runner shows it on the run's page, not only in the log. */
-export function warningCommand(text: string): string {
-  return `::warning title=notarize::${escapeData(text)}`;
+export function warningCommand(text: string, redact: Redact): string {
+  return `::warning title=notarize::${escapeData(text, redact)}`;
 }
 
 /** An error as a workflow command, its text escaped as data (it may quote an input: no forged command). */
-export function errorCommand(text: string): string {
-  return `::error::${escapeData(text)}`;
+export function errorCommand(text: string, redact: Redact): string {
+  return `::error::${escapeData(text, redact)}`;
 }
 
 /** The markdown summary of a command's results. */
-export function markdownSummary(title: string, results: readonly ItemResult[]): string {
+export function markdownSummary(title: string, results: readonly ItemResult[], redact: Redact): string {
   const rows = results.map(
     (r) =>
-      `| ${cell(r.file ?? '-')} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : '-'} | ${
-        r.verificationUrl ? link('verify', r.verificationUrl) : cell(r.error?.message ?? r.reason ?? '')
+      `| ${cell(r.file ?? '-', redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : '-'} | ${
+        r.verificationUrl ? link('verify', r.verificationUrl, redact) : cell(r.error?.message ?? r.reason ?? '', redact)
       } |`,
   );
-  return (
-    [`### ${title}`, '', '| File | Status | SHA-256 | Detail |', '|---|---|---|---|', ...rows, ''].join('\n') + '\n'
+  // Redacted again whole: a secret met as it is, in what was not outside text, is gone too.
+  return redact(
+    [`### ${title}`, '', '| File | Status | SHA-256 | Detail |', '|---|---|---|---|', ...rows, ''].join('\n') + '\n',
   );
 }
 
@@ -90,13 +100,15 @@ export function markdownSummary(title: string, results: readonly ItemResult[]): 
 const ANNOTATED = new Set<ItemResult['status']>(['failed', 'modified', 'unknown', 'invalid']);
 
 /** The `::error` annotations of the results that failed or were not verified, one line each. */
-export function annotations(results: readonly ItemResult[]): string[] {
+export function annotations(results: readonly ItemResult[], redact: Redact): string[] {
   const lines: string[] = [];
   for (const r of results) {
     if (!ANNOTATED.has(r.status)) continue;
-    const file = r.file && r.file !== '-' ? `file=${escapeProperty(r.file)},` : '';
+    const file = r.file && r.file !== '-' ? `file=${escapeProperty(r.file, redact)},` : '';
     const message = r.error?.message ?? r.reason ?? r.status;
-    lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`)}::${escapeData(message)}`);
+    lines.push(
+      `::error ${file}title=${escapeProperty(`notarize: ${r.status}`, redact)}::${escapeData(message, redact)}`,
+    );
   }
   return lines;
 }

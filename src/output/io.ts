@@ -111,7 +111,7 @@ export class IO {
   data(text: string): void {
     this.clearProgress();
     this.flush();
-    this.#writeOut(this.#scrub(text.endsWith('\n') ? text : `${text}\n`));
+    this.#writeOut(this.redact(text.endsWith('\n') ? text : `${text}\n`));
   }
 
   /**
@@ -125,7 +125,7 @@ export class IO {
    */
   dataSoon(text: string): void {
     this.clearProgress();
-    this.#queued += this.#scrub(text.endsWith('\n') ? text : `${text}\n`);
+    this.#queued += this.redact(text.endsWith('\n') ? text : `${text}\n`);
     if (this.#queued.length >= QUEUED_MAX_CHARS) this.flush();
     else this.#queuedFlush ??= setImmediate(() => this.flush());
   }
@@ -184,32 +184,34 @@ export class IO {
     items.forEach((item, index) => {
       // JSON escapes newlines inside strings, so every newline here is layout: indent it one level.
       const element = (stringifyExact(item, 2) ?? 'null').replace(/\n/g, '\n  ');
-      this.#stdout.write(this.#scrub(`${index === 0 ? '[\n' : ''}  ${element}${index === last ? '\n]\n' : ',\n'}`));
+      this.#stdout.write(this.redact(`${index === 0 ? '[\n' : ''}  ${element}${index === last ? '\n]\n' : ',\n'}`));
     });
   }
 
   /** A message for the person at the terminal; silenced by --quiet. */
   info(text: string): void {
     this.clearProgress();
-    if (!this.quiet) this.#writeErr(`${forTerminal(this.#scrub(text))}\n`);
+    if (!this.quiet) this.#writeErr(`${forTerminal(this.redact(text))}\n`);
   }
 
   /** A warning: shown even with --quiet, since it says something went wrong. */
   warn(text: string): void {
     this.clearProgress();
-    const line = this.#annotate ? warningCommand(this.#scrub(text)) : `warning: ${forTerminal(this.#scrub(text))}`;
+    const line = this.#annotate
+      ? warningCommand(text, (raw) => this.redact(raw))
+      : `warning: ${forTerminal(this.redact(text))}`;
     this.#writeErr(`${line}\n`);
   }
 
   /** An error line, written by main() only (and help, and GitHub annotations); may be several lines. */
   error(text: string): void {
     this.clearProgress();
-    this.#writeErr(`${forTerminalLines(this.#scrub(text))}\n`);
+    this.#writeErr(`${forTerminalLines(this.redact(text))}\n`);
   }
 
   /** A --verbose diagnostic line. */
   debug(text: string): void {
-    if (this.verbose) this.#writeErr(`[notarize] ${forTerminal(this.#scrub(text))}\n`);
+    if (this.verbose) this.#writeErr(`[notarize] ${forTerminal(this.redact(text))}\n`);
   }
 
   /** Writes to stderr after the data queued before it, so the two streams keep their order. */
@@ -218,8 +220,14 @@ export class IO {
     this.#stderr.write(text);
   }
 
-  /** Scrubbed before escaping: a secret is searched for as it was, not as shown. */
-  #scrub(text: string): string {
+  /**
+   * `text` with every secret registered so far (addSecret) replaced by
+   * `[redacted]`: what is written anywhere else than the terminal (GitHub's
+   * annotations, job summary and outputs, a receipt) goes through it too.
+   * Apply it to text as it is, before escaping or encoding it, never after:
+   * a secret is searched for as it was, not as shown.
+   */
+  redact(text: string): string {
     let out = text;
     // Searched before replaced: most lines hold none, and a search alone allocates nothing.
     for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, '[redacted]');

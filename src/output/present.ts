@@ -228,11 +228,13 @@ function githubReportOf(result: CommandResult): GitHubReport | undefined {
 function reportToGitHub(view: View, report: GitHubReport): void {
   const { io, env } = view;
   if (!inGitHubActions(env)) return;
-  for (const line of annotations(report.results)) io.error(line);
+  // Secrets are removed from each field as it is, before it is %-encoded or escaped for markdown.
+  const redact = (text: string) => io.redact(text);
+  for (const line of annotations(report.results, redact)) io.error(line);
   const summaryFile = env.GITHUB_STEP_SUMMARY;
   if (!summaryFile) return;
   try {
-    appendFileSync(summaryFile, markdownSummary(report.title, report.results));
+    appendFileSync(summaryFile, markdownSummary(report.title, report.results, redact));
   } catch (error) {
     io.warn(`could not append to GITHUB_STEP_SUMMARY (${summaryFile}): ${(error as Error).message}`);
   }

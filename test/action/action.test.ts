@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTION_COMMANDS, actionArgv, actionOutputs, storeName } from '../../src/github-action.js';
 import { Bed } from '../helpers/bed.js';
-import { describeRun, REPO_ROOT } from '../helpers/cli.js';
+import { describeRun, REPO_ROOT, STACK_LINE } from '../helpers/cli.js';
 import { parseNdjson } from '../helpers/results.js';
 import { ACTION, runActionStep, type StepRun } from './runner.js';
 
@@ -263,5 +263,91 @@ describe('the action against the sandbox', () => {
     expect(step.run.stderr).toBe(
       "::error::notarize action: input command must be register or verify, not 'reg\\n::add-mask::secret\\n::warning::FORGED%250Ax'\n",
     );
+  });
+});
+
+describe('the action: no secret in anything it writes, no stack trace', () => {
+  let own: Bed;
+  beforeAll(async () => {
+    own = await Bed.create();
+  });
+  afterAll(async () => {
+    await own?.finish();
+  });
+
+  /** The forms a secret takes once %-encoded for a workflow command, or escaped for markdown. */
+  function encodedForms(secret: string): string[] {
+    return [
+      secret,
+      secret.replace(/%/g, '%25').replace(/:/g, '%3A').replace(/,/g, '%2C'),
+      secret.replace(/_/g, '\\_'),
+      secret.slice(-12),
+    ];
+  }
+
+  it('a key in a file name is in no annotation, summary or output, encoded or escaped', async () => {
+    const key = 'Secr3t_Key%with:colon,1234';
+    await own.write('kd/kd/report-' + key + '.txt', 'a document named with the key\n');
+    const step = await runActionStep(
+      own.path('kd'),
+      { command: 'verify', paths: 'kd', 'base-url': own.url, 'api-key': key },
+      { NOTARIZE_CONFIG_DIR: own.path('kd-store') },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(6);
+    expect(step.run.stderr).toMatch(/^::error file=kd\/report-\[redacted\]\.txt,title=notarize%3A unknown::/m);
+    expect(step.summary).toContain('kd/report-\\[redacted\\].txt');
+    const printed = everythingPrinted(step);
+    for (const form of encodedForms(key)) expect(printed).not.toContain(form);
+  });
+
+  it("register: the key in a file name is kept out of the summary, markdown's `\\_` included", async () => {
+    const key = own.sandbox.apiKey;
+    await own.write(`named/notes-${key}.txt`, 'a document named with the real key\n');
+    const step = await runActionStep(
+      own.path('named'),
+      { command: 'register', paths: '.', 'base-url': own.url, 'api-key': key },
+      { NOTARIZE_CONFIG_DIR: own.path('named-store') },
+    );
+    // Refused before it is sent: the name would be the description, kept by the service for good.
+    expect(step.run.code, describeRun(step.run)).not.toBe(0);
+    expect(step.summary).toContain('notes-\\[redacted\\].txt');
+    const printed = everythingPrinted(step);
+    for (const form of encodedForms(key)) expect(printed).not.toContain(form);
+  });
+
+  it('RUNNER_TEMP missing: one ::error:: line saying what to do, exit 2, nothing sent, no stack trace', async () => {
+    await own.write('rt/doc.txt', 'a document of a job with no RUNNER_TEMP\n');
+    const before = own.mark();
+    const step = await runActionStep(
+      own.path('rt'),
+      { command: 'register', paths: 'doc.txt', 'base-url': own.url, 'api-key': own.sandbox.apiKey },
+      { NOTARIZE_CONFIG_DIR: own.path('rt-store'), RUNNER_TEMP: own.path('no-such-runner-temp') },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(2);
+    expect(step.run.stderr).toMatch(
+      /^::error::notarize action: cannot create its results file under RUNNER_TEMP \([^\n]*no-such-runner-temp\): ENOENT; nothing was sent: [^\n]*RUNNER_TEMP[^\n]*\n$/,
+    );
+    expect(step.run.stderr).not.toMatch(STACK_LINE);
+    expect(step.outputs).toEqual({});
+    expect(own.callsSince(before)).toEqual([]);
+  });
+
+  it('GITHUB_OUTPUT not writable after a paid registration: says it is done and where, exit 1, no stack trace', async () => {
+    await own.write('out/doc.txt', 'a document registered before the outputs failed\n');
+    const outputDir = own.path('output-is-a-directory');
+    mkdirSync(outputDir);
+    const step = await runActionStep(
+      own.path('out'),
+      { command: 'register', paths: 'doc.txt', 'receipt-dir': 'receipts', 'base-url': own.url, 'api-key': own.sandbox.apiKey },
+      { NOTARIZE_CONFIG_DIR: own.path('out-store'), GITHUB_OUTPUT: outputDir },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(1);
+    expect(step.run.stderr).not.toMatch(STACK_LINE);
+    const last = step.run.stderr.trimEnd().split('\n').at(-1)!;
+    expect(last).toMatch(
+      /^::error::notarize action: notarize ended with exit 0, 1 registered and 0 failed \(registrations done are kept: the results are in [^\n]*results\.ndjson, the receipts in receipts\), but the step's outputs could not be written to GITHUB_OUTPUT \([^\n]*\): EISDIR; /,
+    );
+    expect(existsSync(own.path('out/receipts/doc.txt.notarization.json'))).toBe(true);
+    expect(own.sandbox.records.size).toBeGreaterThan(0);
   });
 });

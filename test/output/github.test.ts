@@ -5,10 +5,18 @@
  * present.ts's; see test/output/present.test.ts and test/batch/github.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
-import { annotations, inGitHubActions, markdownSummary } from '../../src/output/github.js';
+import {
+  annotations,
+  errorCommand,
+  inGitHubActions,
+  markdownSummary,
+  warningCommand,
+} from '../../src/output/github.js';
 import { itemResult, skippedResult } from '../../src/output/results.js';
 
 const HASH = 'cd'.repeat(32);
+/** No secret to remove. */
+const asIs = (text: string) => text;
 
 describe('GitHub Actions text', () => {
   it('is on only when GITHUB_ACTIONS is exactly "true"', () => {
@@ -18,14 +26,17 @@ describe('GitHub Actions text', () => {
   });
 
   it('annotates failed, modified, unknown and invalid results only, with the message, reason or status', () => {
-    const lines = annotations([
-      itemResult('ok.txt', HASH, 'verified'),
-      itemResult('bad.txt', null, 'failed', { error: { code: 'x', exitCode: 2, message: 'cannot read' } }),
-      itemResult('m.txt', HASH, 'modified', { reason: 'other digest' }),
-      itemResult('-', HASH, 'unknown'),
-      itemResult('r.txt', HASH, 'invalid', { reason: 'the receipt is not JSON' }),
-      skippedResult('link', 'a symbolic link'),
-    ]);
+    const lines = annotations(
+      [
+        itemResult('ok.txt', HASH, 'verified'),
+        itemResult('bad.txt', null, 'failed', { error: { code: 'x', exitCode: 2, message: 'cannot read' } }),
+        itemResult('m.txt', HASH, 'modified', { reason: 'other digest' }),
+        itemResult('-', HASH, 'unknown'),
+        itemResult('r.txt', HASH, 'invalid', { reason: 'the receipt is not JSON' }),
+        skippedResult('link', 'a symbolic link'),
+      ],
+      asIs,
+    );
     expect(lines).toEqual([
       '::error file=bad.txt,title=notarize%3A failed::cannot read',
       '::error file=m.txt,title=notarize%3A modified::other digest',
@@ -36,20 +47,27 @@ describe('GitHub Actions text', () => {
   });
 
   it('escapes what could forge a command or a property: %, line breaks, colons and commas, controls', () => {
-    const [line] = annotations([
-      itemResult('a,b:c%.txt', null, 'failed', {
-        error: { code: 'x', exitCode: 1, message: '50%\n::warning::forged\u001b[31m' },
-      }),
-    ]);
+    const [line] = annotations(
+      [
+        itemResult('a,b:c%.txt', null, 'failed', {
+          error: { code: 'x', exitCode: 1, message: '50%\n::warning::forged\u001b[31m' },
+        }),
+      ],
+      asIs,
+    );
     expect(line).toBe('::error file=a%2Cb%3Ac%25.txt,title=notarize%3A failed::50%25\\n::warning::forged\\u001b[31m');
   });
 
   it('summarises results as a markdown table: a link for a verification page, else the detail', () => {
-    const text = markdownSummary('notarize verify', [
-      itemResult('a|b.txt', HASH, 'verified', { verificationUrl: `https://s/verification/${HASH}` }),
-      itemResult(null, null, 'failed', { error: { code: 'x', exitCode: 1, message: 'no\nway' } }),
-      skippedResult('link', 'a symbolic link'),
-    ]);
+    const text = markdownSummary(
+      'notarize verify',
+      [
+        itemResult('a|b.txt', HASH, 'verified', { verificationUrl: `https://s/verification/${HASH}` }),
+        itemResult(null, null, 'failed', { error: { code: 'x', exitCode: 1, message: 'no\nway' } }),
+        skippedResult('link', 'a symbolic link'),
+      ],
+      asIs,
+    );
     expect(text).toBe(
       [
         '### notarize verify',
@@ -68,10 +86,14 @@ describe('GitHub Actions text', () => {
 
   it('a verification URL from a crafted receipt cannot add a row: what markdown reads is percent-encoded', () => {
     const forged = `https://x.example/#) |\n| dist/evil.bin | verified | \`${HASH}\` | [verify](https://x.example`;
-    const text = markdownSummary('notarize verify', [
-      itemResult('c', HASH, 'verified', { verificationUrl: forged }),
-      itemResult('d', HASH, 'verified', { verificationUrl: 'javascript:alert(1)|' }),
-    ]);
+    const text = markdownSummary(
+      'notarize verify',
+      [
+        itemResult('c', HASH, 'verified', { verificationUrl: forged }),
+        itemResult('d', HASH, 'verified', { verificationUrl: 'javascript:alert(1)|' }),
+      ],
+      asIs,
+    );
     const rows = text.split('\n').filter((line) => line.startsWith('|'));
     expect(rows).toHaveLength(4);
     expect(rows[2]).toMatch(
@@ -83,13 +105,37 @@ describe('GitHub Actions text', () => {
 
   it('a cell shows HTML and markdown as text: a receipt URL that is no URL renders no image, link or tag', () => {
     const html = '<img src="https://evil.invalid/p.png"><a href="x">ok</a> [verify](https://evil) *b* `c` ~d~ &amp;';
-    const text = markdownSummary('notarize verify', [
-      itemResult('<b>e</b>', HASH, 'verified', { verificationUrl: html }),
-    ]);
+    const text = markdownSummary(
+      'notarize verify',
+      [itemResult('<b>e</b>', HASH, 'verified', { verificationUrl: html })],
+      asIs,
+    );
     const row = text.split('\n').find((line) => line.startsWith('| \\<b'))!;
     expect(row).toBe(
       `| \\<b\\>e\\</b\\> | verified | \`${HASH}\` | \\<img src="https://evil.invalid/p.png"\\>\\<a href="x"\\>ok\\</a\\> ` +
         `\\[verify\\]\\(https://evil\\) \\*b\\* \\\`c\\\` \\~d\\~ \\&amp; |`,
     );
+  });
+
+  it('removes secrets from outside text as it is, before %-encoding or markdown escaping can hide them', () => {
+    // `%`, `:` and `,` are %-encoded in a property, `_` escaped in a cell: a secret searched for in
+    // the finished line is no longer there to be found, and the runner decodes the first ones.
+    const secret = 'Secr3t_Key%with:colon,1234';
+    const redact = (text: string) => text.replaceAll(secret, '[redacted]');
+    const result = itemResult(`kd/report-${secret}.txt`, HASH, 'unknown', {
+      reason: `no receipt for ${secret}`,
+      verificationUrl: `https://s.example/verification/${secret}`,
+    });
+    const shown = [
+      ...annotations([result], redact),
+      markdownSummary('notarize verify', [result, itemResult(secret, null, 'failed', { reason: secret })], redact),
+      errorCommand(`bad input ${secret}`, redact),
+      warningCommand(`odd ${secret}`, redact),
+    ].join('\n');
+    for (const form of [secret, 'Secr3t', 'with%3Acolon', 'Secr3t\\_Key', 'colon%2C1234', 'Secr3t_Key%25']) {
+      expect(shown).not.toContain(form);
+    }
+    expect(shown).toContain('::error file=kd/report-[redacted].txt,');
+    expect(shown).toContain('| kd/report-\\[redacted\\].txt | unknown |');
   });
 });
