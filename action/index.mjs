@@ -9656,6 +9656,34 @@ function receiptText(content) {
 	};
 	return `${JSON.stringify(receipt, null, 2).replace(JSON.stringify(RECORD_SLOT), () => content.recordJson.trim())}\n`;
 }
+/**
+* `text`, the receipt of the document of digest `sha256` (receiptText), with
+* `redact` applied (IO.redact: the API key, tokens, a proxy's password, as
+* every line printed is scrubbed of them). A receipt travels with its
+* document, readable by anyone (0644, an artifact): a secret a service
+* echoed into its record (a description, any field) must not go with it,
+* while the ledger, private, keeps the record as the service sent it. The
+* redacted receipt must still hold together (readReceipt: the record of
+* the same digest, as verify reads it); when removing the secret broke it,
+* none is written: NotarizeError, exit 1 (the registration was sent).
+*/
+function redactedReceipt(text, sha256, redact) {
+	const redacted = redact(text);
+	if (redacted === text) return {
+		text,
+		redacted: false
+	};
+	const read = readReceipt(redacted);
+	if (read.consistent && read.sha256 === sha256.toLowerCase()) return {
+		text: redacted,
+		redacted: true
+	};
+	throw new NotarizeError("receipt_secret", EXIT.refused, `no receipt written for ${sha256}: the service's record holds your API key or token, and without it the receipt would not hold together`, { hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration` });
+}
+/** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
+function redactedReceiptWarning(where) {
+	return `${where}: the service's record held your API key or token; it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
+}
 /** The first problem zod found, as "field: message". */
 function firstIssue(error) {
 	const issue = error.issues[0];
@@ -18985,7 +19013,8 @@ var init_register_aggregate = __esmMin((() => {
 		/** `proof`: to the root the record is of; none for a document registered on its own. */
 		async #receipt(plan, doc, entry, proof) {
 			try {
-				const text = receiptText({
+				const { io } = this.#options;
+				const { text, redacted } = redactedReceipt(receiptText({
 					document: {
 						name: plan.names[doc.index] ?? null,
 						sha256: doc.sha256,
@@ -18995,7 +19024,7 @@ var init_register_aggregate = __esmMin((() => {
 					baseUrl: this.#baseUrl,
 					registeredAt: entry.completedAt,
 					...proof ? { proof } : {}
-				});
+				}), doc.sha256, (raw) => io.redact(raw));
 				const path = receiptPath(plan, doc.index, doc.sha256);
 				const write = (this.#writing.get(path) ?? Promise.resolve()).then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force));
 				const settled = write.then(() => {}, () => {});
@@ -19003,7 +19032,9 @@ var init_register_aggregate = __esmMin((() => {
 				settled.then(() => {
 					if (this.#writing.get(path) === settled) this.#writing.delete(path);
 				});
-				return { receipt: await write };
+				const receipt = await write;
+				if (redacted) io.warn(redactedReceiptWarning(`receipt ${receipt}`));
+				return { receipt };
 			} catch (error) {
 				return { receiptError: asNotarizeError(error) };
 			}
@@ -19132,7 +19163,7 @@ async function receiptFor(options, plan, index, outcome, baseUrl, under, size) {
 	if (entry === void 0) return {};
 	const sha256 = under?.sha256 ?? entry.hash;
 	try {
-		return { receipt: await writeReceipt(plan, index, sha256, receiptText({
+		const { text, redacted } = redactedReceipt(receiptText({
 			document: {
 				name: plan.names[index] ?? null,
 				sha256,
@@ -19142,7 +19173,10 @@ async function receiptFor(options, plan, index, outcome, baseUrl, under, size) {
 			baseUrl,
 			registeredAt: entry.completedAt,
 			...under ? { proof: under.proof } : {}
-		}), options.force) };
+		}), sha256, (raw) => options.io.redact(raw));
+		const receipt = await writeReceipt(plan, index, sha256, text, options.force);
+		if (redacted) options.io.warn(redactedReceiptWarning(`receipt ${receipt}`));
+		return { receipt };
 	} catch (error) {
 		return { receiptError: asNotarizeError(error) };
 	}
@@ -21114,7 +21148,8 @@ function configure$5(command, context) {
 	command.argument("<file|hash>", "a document, or its SHA-256 digest").option("-o, --output <file>", "write the receipt to this file instead of standard output").addHelpText("after", `
 Reads the local ledger only (no network). Exit 6 when the document is not in it.
 The receipt holds the document's name, digest and size, the record as the service sent
-it, and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
+it (your API key or token redacted, should the service echo one: a warning says so),
+and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
 see docs/verify-by-hand.md) checks a document against it without an account or a store.
 -o replaces a regular file named, and refuses a link, device or FIFO there; -o - prints.
 Printed on a terminal, characters that would act on it are shown as JSON escapes (same value).
@@ -21130,7 +21165,8 @@ ${examples([
 			target,
 			baseUrl: () => ctx.baseUrl,
 			ledger: () => ctx.ledger,
-			toTerminal: ctx.io.stdoutIsTTY
+			toTerminal: ctx.io.stdoutIsTTY,
+			redact: (text) => ctx.io.redact(text)
 		}));
 	});
 }
@@ -21143,7 +21179,7 @@ async function runReceipt(options) {
 	const held = await recordOf(options.ledger(), hash);
 	if (!held) throw await notInLedger(options.ledger(), hash, baseUrl, "a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url");
 	const { entry, underRoot: found } = held;
-	const text = receiptText({
+	const { text, redacted } = redactedReceipt(receiptText({
 		document: {
 			name: file ? basename(target) : (found ? found.leaf.name : entry.file?.name) ?? null,
 			sha256: hash,
@@ -21153,10 +21189,11 @@ async function runReceipt(options) {
 		baseUrl,
 		registeredAt: entry.completedAt,
 		...found ? { proof: found.proof } : {}
-	});
+	}), hash, options.redact);
 	if (options.output === void 0 || options.output === "-") return {
 		kind: "value",
-		text: { data: options.toTerminal ? forTerminalLines(text) : text }
+		text: { data: options.toTerminal ? forTerminalLines(text) : text },
+		...redacted ? { warnings: [redactedReceiptWarning(`the receipt of ${hash}`)] } : {}
 	};
 	checkReplaceable(options.output);
 	try {
@@ -21172,7 +21209,8 @@ async function runReceipt(options) {
 	}
 	return {
 		kind: "value",
-		info: [`wrote the receipt of ${hash} to ${options.output}`]
+		info: [`wrote the receipt of ${hash} to ${options.output}`],
+		...redacted ? { warnings: [redactedReceiptWarning(`receipt ${options.output}`)] } : {}
 	};
 }
 /**

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { Context } from '../context.js';
 import { notInLedger, recordOf } from '../core/trees.js';
 import { hashFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
-import { receiptText } from '../core/receipt-format.js';
+import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
 import { UsageError } from '../errors.js';
 import type { ValueResult } from '../output/present.js';
@@ -29,6 +29,8 @@ export interface ReceiptOptions extends z.infer<typeof optionsSchema> {
   ledger: () => ServiceStore;
   /** Printed on a terminal: characters from outside are shown as JSON escapes (safe-text.ts). */
   toTerminal?: boolean;
+  /** Removes the run's secrets (IO.redact): from the receipt written with -o too, not only from what is printed. */
+  redact: (text: string) => string;
 }
 
 export function configure(command: Command, context: () => Context): void {
@@ -40,7 +42,8 @@ export function configure(command: Command, context: () => Context): void {
       `
 Reads the local ledger only (no network). Exit 6 when the document is not in it.
 The receipt holds the document's name, digest and size, the record as the service sent
-it, and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
+it (your API key or token redacted, should the service echo one: a warning says so),
+and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
 see docs/verify-by-hand.md) checks a document against it without an account or a store.
 -o replaces a regular file named, and refuses a link, device or FIFO there; -o - prints.
 Printed on a terminal, characters that would act on it are shown as JSON escapes (same value).
@@ -61,6 +64,7 @@ ${examples([
           baseUrl: () => ctx.baseUrl,
           ledger: () => ctx.ledger,
           toTerminal: ctx.io.stdoutIsTTY,
+          redact: (text) => ctx.io.redact(text),
         }),
       );
     });
@@ -83,22 +87,30 @@ export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> 
     );
   }
   const { entry, underRoot: found } = held;
-  const text = receiptText({
-    document: {
-      name: file ? basename(target) : ((found ? found.leaf.name : entry.file?.name) ?? null),
-      sha256: hash,
-      size: file ? file.size : ((found ? found.leaf.size : entry.file?.size) ?? null),
-    },
-    recordJson: entry.recordJson,
-    baseUrl,
-    registeredAt: entry.completedAt,
-    ...(found ? { proof: found.proof } : {}),
-  });
+  const { text, redacted } = redactedReceipt(
+    receiptText({
+      document: {
+        name: file ? basename(target) : ((found ? found.leaf.name : entry.file?.name) ?? null),
+        sha256: hash,
+        size: file ? file.size : ((found ? found.leaf.size : entry.file?.size) ?? null),
+      },
+      recordJson: entry.recordJson,
+      baseUrl,
+      registeredAt: entry.completedAt,
+      ...(found ? { proof: found.proof } : {}),
+    }),
+    hash,
+    options.redact,
+  );
   // `-o -` is standard output, as for any tool that writes a file.
   if (options.output === undefined || options.output === '-') {
     // On a terminal the record's and the name's characters that would act on it (an escape sequence,
     // U+202E) are shown as JSON escapes: the same JSON value, safe to look at. Redirected, byte for byte.
-    return { kind: 'value', text: { data: options.toTerminal ? forTerminalLines(text) : text } };
+    return {
+      kind: 'value',
+      text: { data: options.toTerminal ? forTerminalLines(text) : text },
+      ...(redacted ? { warnings: [redactedReceiptWarning(`the receipt of ${hash}`)] } : {}),
+    };
   }
   checkReplaceable(options.output);
   try {
@@ -110,7 +122,11 @@ export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> 
       cause: error,
     });
   }
-  return { kind: 'value', info: [`wrote the receipt of ${hash} to ${options.output}`] };
+  return {
+    kind: 'value',
+    info: [`wrote the receipt of ${hash} to ${options.output}`],
+    ...(redacted ? { warnings: [redactedReceiptWarning(`receipt ${options.output}`)] } : {}),
+  };
 }
 
 /**

@@ -29,7 +29,7 @@ import {
   writeReceipt,
   type ReceiptPlan,
 } from '../core/receipts.js';
-import { receiptText, type InclusionProof } from '../core/receipt-format.js';
+import { receiptText, redactedReceipt, redactedReceiptWarning, type InclusionProof } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
 import { sentAlready, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
@@ -813,13 +813,18 @@ export class Aggregator {
     proof?: InclusionProof,
   ): Promise<{ receipt?: string; receiptError?: NotarizeError }> {
     try {
-      const text = receiptText({
-        document: { name: plan.names[doc.index] ?? null, sha256: doc.sha256, size: doc.size },
-        recordJson: entry.recordJson,
-        baseUrl: this.#baseUrl,
-        registeredAt: entry.completedAt,
-        ...(proof ? { proof } : {}),
-      });
+      const { io } = this.#options;
+      const { text, redacted } = redactedReceipt(
+        receiptText({
+          document: { name: plan.names[doc.index] ?? null, sha256: doc.sha256, size: doc.size },
+          recordJson: entry.recordJson,
+          baseUrl: this.#baseUrl,
+          registeredAt: entry.completedAt,
+          ...(proof ? { proof } : {}),
+        }),
+        doc.sha256,
+        (raw) => io.redact(raw),
+      );
       // Receipts are written several at once; a document named twice has one receipt path: its writes take turns.
       const path = receiptPath(plan, doc.index, doc.sha256);
       const before = this.#writing.get(path) ?? Promise.resolve();
@@ -833,7 +838,9 @@ export class Aggregator {
       void settled.then(() => {
         if (this.#writing.get(path) === settled) this.#writing.delete(path);
       });
-      return { receipt: await write };
+      const receipt = await write;
+      if (redacted) io.warn(redactedReceiptWarning(`receipt ${receipt}`));
+      return { receipt };
     } catch (error) {
       return { receiptError: asNotarizeError(error) };
     }

@@ -15,7 +15,7 @@ import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
 import { custodyFailure, register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
 import { checkBeforeSending, keptReceipt, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
-import { receiptText } from '../core/receipt-format.js';
+import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
 import type { Spinner } from '../output/io.js';
 import type { ItemsResult, OutcomeResult, RecordResult } from '../output/present.js';
@@ -547,14 +547,20 @@ async function receiptFor(
   // record holds no file): its size is the file's as hashed here, as `register --aggregate` writes it.
   const sha256 = under?.sha256 ?? entry.hash;
   try {
-    const text = receiptText({
-      document: { name: plan.names[index] ?? null, sha256, size: (under ? size : entry.file?.size) ?? null },
-      recordJson: entry.recordJson,
-      baseUrl,
-      registeredAt: entry.completedAt,
-      ...(under ? { proof: under.proof } : {}),
-    });
-    return { receipt: await writeReceipt(plan, index, sha256, text, options.force) };
+    const { text, redacted } = redactedReceipt(
+      receiptText({
+        document: { name: plan.names[index] ?? null, sha256, size: (under ? size : entry.file?.size) ?? null },
+        recordJson: entry.recordJson,
+        baseUrl,
+        registeredAt: entry.completedAt,
+        ...(under ? { proof: under.proof } : {}),
+      }),
+      sha256,
+      (raw) => options.io.redact(raw),
+    );
+    const receipt = await writeReceipt(plan, index, sha256, text, options.force);
+    if (redacted) options.io.warn(redactedReceiptWarning(`receipt ${receipt}`));
+    return { receipt };
   } catch (error) {
     return { receiptError: asNotarizeError(error) };
   }

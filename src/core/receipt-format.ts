@@ -96,6 +96,43 @@ export function receiptText(content: ReceiptContent): string {
   return `${text.replace(JSON.stringify(RECORD_SLOT), () => content.recordJson.trim())}\n`;
 }
 
+/** A receipt's text as it may be written, and whether a secret was removed from it. */
+export interface RedactedReceipt {
+  text: string;
+  redacted: boolean;
+}
+
+/**
+ * `text`, the receipt of the document of digest `sha256` (receiptText), with
+ * `redact` applied (IO.redact: the API key, tokens, a proxy's password, as
+ * every line printed is scrubbed of them). A receipt travels with its
+ * document, readable by anyone (0644, an artifact): a secret a service
+ * echoed into its record (a description, any field) must not go with it,
+ * while the ledger, private, keeps the record as the service sent it. The
+ * redacted receipt must still hold together (readReceipt: the record of
+ * the same digest, as verify reads it); when removing the secret broke it,
+ * none is written: NotarizeError, exit 1 (the registration was sent).
+ */
+export function redactedReceipt(text: string, sha256: string, redact: (text: string) => string): RedactedReceipt {
+  const redacted = redact(text);
+  if (redacted === text) return { text, redacted: false };
+  const read = readReceipt(redacted);
+  if (read.consistent && read.sha256 === sha256.toLowerCase()) return { text: redacted, redacted: true };
+  throw new NotarizeError(
+    'receipt_secret',
+    EXIT.refused,
+    `no receipt written for ${sha256}: the service's record holds your API key or token, and without it the receipt would not hold together`,
+    {
+      hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration`,
+    },
+  );
+}
+
+/** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
+export function redactedReceiptWarning(where: string): string {
+  return `${where}: the service's record held your API key or token; it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
+}
+
 /** A receipt that holds together: the digest it vouches for, and what it says about it. */
 export interface ConsistentReceipt {
   consistent: true;

@@ -206,3 +206,44 @@ describe('verify -r with --receipt-dir inside the walked folder', () => {
     }
   });
 });
+
+describe('a record that echoes a secret', () => {
+  it('the receipt holds neither the key nor the token: redacted, a warning names it, verify still accepts it', async () => {
+    const apiKey = bed.sandbox.apiKey;
+    let token = '';
+    const proxy = await bed.proxy((method, path, status, body) => {
+      if (path.endsWith('/auth/login') && status === 200) {
+        token = (JSON.parse(body) as { token: string }).token;
+        return undefined;
+      }
+      if (method !== 'POST' || !path.endsWith('/forfait') || status !== 200) return undefined;
+      const echoed = `key ${apiKey}, token ${token}, payload ${token.split('.')[1]}`;
+      return JSON.stringify({ ...(JSON.parse(body) as Record<string, unknown>), description: echoed, note: apiKey });
+    });
+    const env = { NOTARIZE_BASE_URL: proxy.url };
+    const a = await bed.write('dist/a.txt', 'echoed a\n');
+    await bed.write('dist/b.txt', 'echoed b\n');
+    const receipts = bed.path('receipts');
+    const run = await bed.main(['register', '-r', bed.path('dist'), '--receipt-dir', receipts, '--output', 'ndjson'], {
+      env,
+    });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(token).not.toBe('');
+    const text = await receipt(bed, 'a.txt');
+    for (const secret of [apiKey, token, token.split('.')[1]!, token.split('.')[2]!]) {
+      expect(text).not.toContain(secret);
+    }
+    expect(JSON.parse(text)).toMatchObject({ record: { hash: a, note: '[redacted]' } });
+    expect(run.stderr).toContain(
+      `warning: receipt ${join(receipts, 'a.txt.notarization.json')}: the service's record held your API key or token; it is written with [redacted] in its place`,
+    );
+    // The ledger, private, keeps the record as the service sent it.
+    expect(bed.ledgerEntry(a).recordJson).toContain(apiKey);
+    // And the receipt is still evidence: verify with it alone (an empty store, no network).
+    const verified = await bed.main(['verify', '-r', bed.path('dist'), '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: bed.path('empty-store'), NOTARIZE_BASE_URL: proxy.url },
+    });
+    expect(verified.code, describeRun(verified)).toBe(0);
+    expect(parseResults(verified.stdout).map((r) => r.status)).toEqual(['verified', 'verified']);
+  });
+});

@@ -31,6 +31,7 @@ function receiptOptions(target: string, output?: string) {
     target,
     baseUrl: () => ctx.baseUrl,
     ledger: () => ctx.ledger,
+    redact: (text: string) => ctx.io.redact(text),
   };
 }
 
@@ -90,6 +91,29 @@ describe('notarize receipt', () => {
     });
     expect(verify.code, describeRun(verify)).toBe(0);
     expect(verify.stderr).toMatch(/matches its receipt/);
+  });
+
+  it('-o of a record that echoed the key: written redacted with a warning naming it, and verify accepts it', async () => {
+    const key = bed.sandbox.apiKey;
+    const proxy = await bed.proxy((method, path, status, body) =>
+      method === 'POST' && path.endsWith('/forfait') && status === 200
+        ? JSON.stringify({ ...(JSON.parse(body) as Record<string, unknown>), description: `echo ${key}` })
+        : undefined,
+    );
+    const path = await bed.file('echo.txt', 'echoed\n');
+    const env = { NOTARIZE_BASE_URL: proxy.url };
+    expect((await bed.main(['register', path, '--quiet'], { env })).code).toBe(0);
+    const out = join(bed.workDir, 'echo.txt.notarization.json');
+    const run = await bed.main(['receipt', path, '-o', out], { env });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).toContain(`warning: receipt ${out}: the service's record held your API key or token`);
+    const text = readFileSync(out, 'utf8');
+    expect(text).not.toContain(key);
+    expect(text).toContain('"description":"echo [redacted]"');
+    const verify = await bed.main(['verify', path, '--receipt', out], {
+      env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'empty-store-echo') },
+    });
+    expect(verify.code, describeRun(verify)).toBe(0);
   });
 
   it('-o refuses a link, a FIFO or a device there (exit 2, left as it was); -o - prints it', async () => {

@@ -5,7 +5,15 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_RECEIPT_DEPTH, readReceipt, receiptText, type ReceiptContent } from '../../src/core/receipt-format.js';
+import {
+  MAX_RECEIPT_DEPTH,
+  readReceipt,
+  receiptText,
+  redactedReceipt,
+  type ReceiptContent,
+} from '../../src/core/receipt-format.js';
+import { NotarizeError } from '../../src/errors.js';
+import { IO } from '../../src/output/io.js';
 import { vectorLeaf } from '../helpers/merkle.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
 
@@ -219,5 +227,53 @@ describe('receipts with an inclusion proof (aggregate registrations)', () => {
     const read = readReceipt(withProof(change));
     expect(read.consistent).toBe(false);
     expect(read.consistent === false && read.reason).toContain(reason);
+  });
+});
+
+describe('redactedReceipt', () => {
+  /** IO's own redaction, as register and receipt apply it. */
+  function redactorOf(...secrets: string[]): (text: string) => string {
+    const io = new IO({
+      stdout: { write: () => true },
+      stderr: { write: () => true },
+      stdin: process.stdin,
+      stdinIsTTY: false,
+      stderrIsTTY: false,
+      colour: false,
+    });
+    for (const secret of secrets) io.addSecret(secret);
+    return (text) => io.redact(text);
+  }
+
+  it('leaves a receipt without a secret as it is', () => {
+    const text = receiptText(CONTENT);
+    expect(redactedReceipt(text, HASH, redactorOf('sandbox_0123456789abcdef'))).toEqual({ text, redacted: false });
+  });
+
+  it('removes a key echoed in the record, however JSON spells it, and the receipt still holds together', () => {
+    const key = 'sk"live\\0123456789';
+    const record = `{"hash":"${HASH}","description":${JSON.stringify(`echo ${key}`)},"assetId":12345678901234567890}`;
+    const text = receiptText({ ...CONTENT, recordJson: record });
+    const { text: written, redacted } = redactedReceipt(text, HASH, redactorOf(key));
+    expect(redacted).toBe(true);
+    expect(written).not.toContain(JSON.stringify(key).slice(1, -1));
+    expect(written).toContain('"description":"echo [redacted]"');
+    // The rest of the record is still the service's text, big number included.
+    expect(written).toContain('"assetId":12345678901234567890');
+    expect(readReceipt(written)).toMatchObject({ consistent: true, sha256: HASH });
+  });
+
+  it('writes none when removing the secret would break the receipt: NotarizeError, exit 1', () => {
+    // A "secret" that is part of what the receipt vouches for: removing it leaves no receipt of HASH.
+    const error = (() => {
+      try {
+        redactedReceipt(receiptText(CONTENT), HASH, redactorOf(HASH.slice(0, 20)));
+      } catch (thrown) {
+        return thrown;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(NotarizeError);
+    expect(error).toMatchObject({ code: 'receipt_secret', exitCode: 1 });
   });
 });

@@ -2710,3 +2710,36 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     expect(parseResults(forced.run.stdout)[0]!.proof!.root).not.toBe(root);
   });
 });
+
+describe('register --aggregate with a record that echoes the key', () => {
+  it("each document's receipt has it redacted, with a warning naming the receipt, and verifies", async () => {
+    const own = await Bed.create({ keyInEnv: true });
+    onTestFinished(() => own.finish());
+    const key = own.sandbox.apiKey;
+    const proxy = await own.proxy((method, path, status, body) =>
+      method === 'POST' && path.endsWith('/forfait') && status === 200
+        ? JSON.stringify({ ...(JSON.parse(body) as Record<string, unknown>), description: `echo ${key}` })
+        : undefined,
+    );
+    await own.write('dist/a.txt', 'aggregated and echoed a\n');
+    await own.write('dist/b.txt', 'aggregated and echoed b\n');
+    const receipts = own.path('receipts');
+    const env = { NOTARIZE_BASE_URL: proxy.url };
+    const run = await own.main(
+      ['register', '--aggregate', '-r', own.path('dist'), '--receipt-dir', receipts, '--output', 'ndjson'],
+      { env },
+    );
+    expect(run.code, describeRun(run)).toBe(0);
+    for (const name of ['a.txt', 'b.txt']) {
+      const text = readFileSync(join(receipts, `${name}.notarization.json`), 'utf8');
+      expect(text).not.toContain(key);
+      expect(text).toContain('echo [redacted]');
+      expect(run.stderr).toContain(`warning: receipt ${join(receipts, `${name}.notarization.json`)}: the service's`);
+    }
+    const verified = await own.main(['verify', '-r', own.path('dist'), '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: own.path('empty-store'), NOTARIZE_BASE_URL: proxy.url },
+    });
+    expect(verified.code, describeRun(verified)).toBe(0);
+    expect(parseResults(verified.stdout).map((r) => r.status)).toEqual(['verified', 'verified']);
+  });
+});
