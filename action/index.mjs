@@ -10123,8 +10123,18 @@ function parseStoreText(file, text, schema) {
 		throw corrupt(file, "not valid JSON", error);
 	}
 	const parsed = schema.safeParse(value);
-	if (!parsed.success) throw corrupt(file, describeZodError(parsed.error), parsed.error);
+	if (!parsed.success) throw newerVersion(file, value) ?? corrupt(file, describeZodError(parsed.error), parsed.error);
 	return parsed.data;
+}
+/**
+* A file of the store's layout (a `schemaVersion` number) of a version above
+* the one this notarize writes: written by a newer notarize, not damaged;
+* left untouched, and the way out is that version, not a repair by hand.
+*/
+function newerVersion(file, value) {
+	const version = value?.schemaVersion;
+	if (typeof version !== "number" || !Number.isInteger(version) || version <= 1) return void 0;
+	return new StoreError(file, `store file ${file} was written by a newer notarize (store version ${version}; this one reads 1)`, { hint: "run the newer notarize that wrote it, or give this one another NOTARIZE_CONFIG_DIR" });
 }
 /**
 * The failure of a listing that passed over files it could not read

@@ -40,6 +40,9 @@ import { StoreError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
 import { describeZodError } from '../validation.js';
 
+/** The version of the service store's files (their `schemaVersion`): what this notarize writes and reads. */
+export const STORE_SCHEMA_VERSION = 1;
+
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
 
@@ -448,8 +451,23 @@ export function parseStoreText<T extends z.ZodType>(file: string, text: string, 
     throw corrupt(file, 'not valid JSON', error);
   }
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw corrupt(file, describeZodError(parsed.error), parsed.error);
+  if (!parsed.success) throw newerVersion(file, value) ?? corrupt(file, describeZodError(parsed.error), parsed.error);
   return parsed.data;
+}
+
+/**
+ * A file of the store's layout (a `schemaVersion` number) of a version above
+ * the one this notarize writes: written by a newer notarize, not damaged;
+ * left untouched, and the way out is that version, not a repair by hand.
+ */
+function newerVersion(file: string, value: unknown): StoreError | undefined {
+  const version = (value as { schemaVersion?: unknown } | null)?.schemaVersion;
+  if (typeof version !== 'number' || !Number.isInteger(version) || version <= STORE_SCHEMA_VERSION) return undefined;
+  return new StoreError(
+    file,
+    `store file ${file} was written by a newer notarize (store version ${version}; this one reads ${STORE_SCHEMA_VERSION})`,
+    { hint: 'run the newer notarize that wrote it, or give this one another NOTARIZE_CONFIG_DIR' },
+  );
 }
 
 /**

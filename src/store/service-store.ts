@@ -21,6 +21,7 @@ import {
   readStoreFile,
   removeFile,
   removeFileOffThread,
+  STORE_SCHEMA_VERSION,
   tightenDirIfExists,
   writeFileAtomic,
 } from './files.js';
@@ -30,7 +31,7 @@ import {
  * with. The store alone deals with it: its write path puts it first, its
  * readers refuse any other and hand entries out without it.
  */
-const STORE_VERSION = { schemaVersion: 1 } as const;
+const STORE_VERSION = { schemaVersion: STORE_SCHEMA_VERSION } as const;
 
 /**
  * namedHashes lists a folder of up to this many bytes per hash it would

@@ -131,7 +131,7 @@ describe('ServiceStore', () => {
 
   it.each([
     ['a pending file', 'pending', '"custody": false', '"custody": "no"', 'custody'],
-    ['a ledger file of another schemaVersion', 'ledger', '"schemaVersion": 1', '"schemaVersion": 2', 'schemaVersion'],
+    ['a ledger file of another schemaVersion', 'ledger', '"schemaVersion": 1', '"schemaVersion": 0', 'schemaVersion'],
   ] as const)(
     'reports %s (valid JSON, wrong shape) as damaged, naming the field, leaving it unchanged',
     async (_, kind, from, to, field) => {
@@ -147,6 +147,22 @@ describe('ServiceStore', () => {
       expect(readFileSync(file, 'utf8')).toBe(text);
     },
   );
+
+  it("a file of a newer store version: said to be a newer notarize's (not damaged, no repair by hand), left unchanged", async () => {
+    const store = serviceStore();
+    const hash = hashOf('newer');
+    await store.saveRecord(record(hash));
+    const file = store.ledgerFile(hash);
+    const text = readFileSync(file, 'utf8').replace('"schemaVersion": 1', '"schemaVersion": 2');
+    writeFileSync(file, text);
+    const error = thrown(() => store.readRecord(hash));
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).message).toBe(
+      `store file ${file} was written by a newer notarize (store version 2; this one reads 1)`,
+    );
+    expect((error as StoreError).hint).toContain('newer notarize');
+    expect(readFileSync(file, 'utf8')).toBe(text);
+  });
 
   it.runIf(posix)('creates its directories 0700 and its files 0600', async () => {
     const store = serviceStore();
