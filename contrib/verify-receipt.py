@@ -29,13 +29,15 @@ def need(ok, why="the receipt is malformed"):
     if not ok: raise ValueError(why)
 # zod's z.object: an object with all these members, others allowed; z.int(): an integral number from `least` to 2^53-1.
 members = lambda value, where, *keys: need(isinstance(value, dict) and all(k in value for k in keys), "the receipt is malformed: " + where) or [value[k] for k in keys]
-whole = lambda value, least, where: need(type(value) is float and value % 1 == 0 and least <= value <= MAX_SAFE, "the receipt is malformed: " + where) or int(value)
+is_int = lambda value, least=-MAX_SAFE: type(value) is float and value % 1 == 0 and least <= value <= MAX_SAFE
+whole = lambda value, least, where: need(is_int(value, least), "the receipt is malformed: " + where) or int(value)
+is_record = lambda r: (is_hex(r.get("hash"), ANY_CASE_HEX64) and r.get("status") == "registered" and all(type(r.get(k)) is str for k in ("description", "blockchainType"))
+    and all(type(r.get(k)) is bool for k in ("custody", "signed")) and is_int(r.get("creationDate"), 0) and is_int(r.get("userId")) and type(r.get("paymentId")) in (str, type(None)) and type(r.get("tags", [])) is list)
 def depth(text):  # how deep arrays and objects nest in JSON text, strings passed over (notarize's jsonDepth)
     level = deepest = 0
     for bracket in re.findall(r"[][{}]", re.sub(r'"[^"\\]*(?:\\.[^"\\]*)*"', "", text)):
         level += 1 if bracket in "[{" else -1; deepest = max(deepest, level)
     return deepest
-
 def fold(fn, size, node, path):  # RFC 9162 section 2.1.3.2: the root a proof of leaf fn leads to, or None
     sn = size - 1
     if fn > sn: return None
@@ -55,9 +57,8 @@ def read_receipt(text):  # (digest, verificationUrl or None) of a consistent rec
     except ValueError: raise ValueError("the receipt is not JSON")  # JSONDecodeError is one
     need(depth(text) <= MAX_DEPTH, DEEP)
     need(isinstance(receipt, dict), "the receipt is not a JSON object")
-    if "type" not in receipt:  # written before v1: the bare record
-        need(is_hex(receipt.get("hash"), ANY_CASE_HEX64), "the receipt is neither a notarize receipt nor a notarization record")
-        return receipt["hash"].lower(), None
+    if "type" not in receipt:  # written before v1: the bare record, the service's record of a completed registration (notarizationRecordSchema)
+        return need(is_record(receipt), "the receipt is neither a notarize receipt nor a notarization record of a completed registration") or (receipt["hash"].lower(), None)
     need(receipt["type"] == "notarize-receipt" and type(receipt.get("version")) is float and receipt["version"] == 1, "the receipt's type or version is not notarize-receipt 1")
     document, record, service, registered_at, proof = members(receipt, "receipt", "document", "record", "service", "registeredAt", "proof")
     (sha256, name, size), (record_hash,) = members(document, "document", "sha256", "name", "size"), members(record, "record", "hash")
@@ -95,5 +96,4 @@ def main(argv):
     if sha256 != digest: return print("modified: %s has digest %s; its receipt is of %s" % (shown(argv[1]), digest, sha256)) or 6
     print("verified: %s matches its receipt" % shown(argv[1]) + ("; the receipt's record can be confirmed at " + shown(url) if url else ""))
     return 0
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+if __name__ == "__main__": sys.exit(main(sys.argv))

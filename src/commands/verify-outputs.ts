@@ -16,7 +16,7 @@
  *   the proof of a receipt passed over.
  *
  * Anyone can write a file that reads as a receipt (a bare record is any
- * JSON object with a 64-hex `hash`), and a digest is public: a file planted
+ * JSON object of the record's shape), and a digest is public: a file planted
  * in a release folder as `postinstall.notarization.json`, passed over on its
  * looks or its digest alone, let the release check exit 0 with it
  * unverified. One that belongs to no document is `unknown`, as any file

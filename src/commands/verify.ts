@@ -74,7 +74,8 @@ names another hash, or it is malformed).
 A receipt is evidence, not a signature: anyone can write one that holds together. It tells
 which digest was registered and where the service shows it: open its verification URL to
 confirm the registration itself (a warning names receipts of another service than the one
-configured). Receipts written before format v1 (the bare record) are read.
+configured). Receipts written before format v1 (the bare record) are read: only the
+service's record of a completed registration is one (not a saved register output line).
 A document that cannot be read (missing, unreadable, not a regular file), or a receipt found
 that cannot be, is a failed result and the others go on. Exit 0 when every document is verified;
 2 when one could not be checked (nothing is ever sent); else 6. A --receipt-dir that is no

@@ -23,10 +23,12 @@
  * it is consistent (`readReceipt`): its record is of the registered digest
  * (its document's, or its proof's root), its verification URL is of that
  * digest, and its proof, if any, leads from its document there. Receipts
- * written before version 1 were the bare record; they are still read.
+ * written before version 1 were the bare record; they are still read, but
+ * only a record of a completed registration is one (readBareRecord).
  */
 import { z } from 'zod';
 import { verificationUrl } from '../api/pages.js';
+import { notarizationRecordSchema } from '../api/schemas.js';
 import { hasKeyTwice, jsonDepth, memberText } from '../exact-json.js';
 import { EXIT, NotarizeError } from '../errors.js';
 import { BASE_URL_PATTERN } from '../validation.js';
@@ -34,6 +36,8 @@ import { leafHash, rootFromPath } from './merkle.js';
 
 export const RECEIPT_TYPE = 'notarize-receipt';
 export const RECEIPT_VERSION = 1;
+/** The status of the service's record of a completed registration (shared/service-api.md): a bare record must have it. */
+const COMPLETED_STATUS = 'registered';
 /**
  * A receipt nested deeper than this is invalid: far deeper than any record,
  * and deep enough to exhaust a recursive reader (contrib/verify-receipt.py
@@ -273,11 +277,33 @@ export function proofProblem(sha256: string, proof: InclusionProof): string | un
   return undefined;
 }
 
-/** A receipt written before v1: the record alone, whose `hash` is the document's digest. */
+/**
+ * A receipt written before v1: the record alone, whose `hash` is the
+ * document's digest. Any JSON object with a `hash` is not one: notarize's own
+ * result lines (`register --output ndjson`, a "pending" or "failed" line among
+ * them) carry the digest too. Only the service's record of a completed
+ * registration is: of the shape the client requires of forfait's answer
+ * (notarizationRecordSchema, unchanged since the first notarize, so every
+ * bare record notarize wrote has it), with the status a completion gives.
+ * contrib/verify-receipt.py checks the same.
+ */
 function readBareRecord(value: object, text: string): ConsistentReceipt | InvalidReceipt {
   const hash = (value as { hash?: unknown }).hash;
   if (typeof hash !== 'string' || !/^[0-9a-fA-F]{64}$/.test(hash)) {
     return { consistent: false, reason: 'the receipt is neither a notarize receipt nor a notarization record' };
+  }
+  const record = notarizationRecordSchema.safeParse(value);
+  if (!record.success) {
+    return {
+      consistent: false,
+      reason: `the receipt is neither a notarize receipt nor a notarization record: ${firstIssue(record.error)}`,
+    };
+  }
+  if (record.data.status !== COMPLETED_STATUS) {
+    return {
+      consistent: false,
+      reason: `the receipt is a notarization record of no completed registration: its status is ${JSON.stringify(record.data.status)}, not "${COMPLETED_STATUS}"`,
+    };
   }
   return {
     consistent: true,

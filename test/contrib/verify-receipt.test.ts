@@ -9,7 +9,9 @@ import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { receiptText } from '../../src/core/receipt-format.js';
+import { parseFaults } from '../../src/sandbox/server.js';
 import { Bed } from '../helpers/bed.js';
+import { sampleRecord } from '../helpers/fixtures.js';
 import { vectorLeaf } from '../helpers/merkle.js';
 import { describeRun, REPO_ROOT, runProcess } from '../helpers/cli.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
@@ -96,6 +98,44 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
       (_, receipt) =>
         writeFileSync(receipt, JSON.stringify((JSON.parse(readFileSync(receipt, 'utf8')) as ReceiptFields).record)),
       'verified',
+    ],
+    // A bare record is the service's record of a completed registration (notarizationRecordSchema), nothing less.
+    ...(
+      [
+        ["the documentation's sample record", {}, 'verified'],
+        [
+          'a sample record with unknown fields, paymentId null, no tags',
+          { future: [1], paymentId: null, tags: undefined },
+          'verified',
+        ],
+        ['a sample record of status "pending"', { status: 'pending' }, 'invalid'],
+        ['a sample record of status "not_registered"', { status: 'not_registered' }, 'invalid'],
+        ['a sample record without description', { description: undefined }, 'invalid'],
+        ['a sample record whose custody is "false"', { custody: 'false' }, 'invalid'],
+        ['a sample record whose signed is 0', { signed: 0 }, 'invalid'],
+        ['a sample record whose blockchainType is null', { blockchainType: null }, 'invalid'],
+        ['a sample record whose creationDate is 1.5', { creationDate: 1.5 }, 'invalid'],
+        ['a sample record whose creationDate is -1', { creationDate: -1 }, 'invalid'],
+        ['a sample record whose userId is -1', { userId: -1 }, 'verified'],
+        ['a sample record whose userId is 2^53', { userId: 2 ** 53 }, 'invalid'],
+        ['a sample record whose userId is true', { userId: true }, 'invalid'],
+        ['a sample record whose paymentId is 5', { paymentId: 5 }, 'invalid'],
+        ['a sample record whose tags are null', { tags: null }, 'invalid'],
+        ['a sample record whose tags are {}', { tags: {} }, 'invalid'],
+      ] as const
+    ).map(([name, extra, verdict]): Case => [
+      `a bare record: ${name}`,
+      (_, r) => writeFileSync(r, sampleRecord(hashes['a.txt']!, extra)),
+      verdict,
+    ]),
+    [
+      "a bare record: notarize's own pending line (register --no-complete --output ndjson)",
+      (_, r) =>
+        writeFileSync(
+          r,
+          JSON.stringify({ schemaVersion: 1, file: 'a.txt', hash: hashes['a.txt'], status: 'pending', session: {} }),
+        ),
+      'invalid',
     ],
     ['one byte of the document changed', (doc) => writeFileSync(doc, `${readFileSync(doc, 'utf8')}!`), 'modified'],
     ['the receipt of another document', (_, receipt) => cpSync(receipt.replace('a.txt', 'b.txt'), receipt), 'modified'],
@@ -290,6 +330,36 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
       expect(python.stderr).toBe('');
     },
   );
+
+  it("register's own failed or pending line saved as the receipt: invalid for both, exit 6, found beside or named", async () => {
+    // The service fails every completion: register prints a "failed" line (exit 4), or, told not to complete, a "pending" one.
+    const failing = await bed.extraSandbox({ faults: parseFaults('forfait:status=503') });
+    const env = { NOTARIZE_BASE_URL: failing.url, NOTARIZE_API_KEY: failing.apiKey };
+    here = mkdtempSync(join(bed.root, 'case-'));
+    const lines: [string, string[], number, string][] = [
+      ['failed.bin', ['--retries', '0'], 4, 'failed'],
+      ['pending.bin', ['--no-complete'], 0, 'pending'],
+    ];
+    for (const [name, options, code, status] of lines) {
+      const doc = join(here, name);
+      writeFileSync(doc, `never registered: ${name}\n`);
+      const register = await bed.main(['register', doc, ...options, '--output', 'ndjson'], { env });
+      expect(register.code, describeRun(register)).toBe(code);
+      expect(parseResults(`[${register.stdout.trim()}]`)[0]).toMatchObject({ status });
+      writeFileSync(`${doc}.notarization.json`, register.stdout);
+      const { python, notarize, pythonVerdict, status: verdict } = await bothVerdicts(doc, `${doc}.notarization.json`);
+      expect(pythonVerdict, describeRun(python)).toBe('invalid');
+      expect(python.code).toBe(6);
+      expect(verdict, describeRun(notarize)).toBe('invalid');
+      expect(notarize.code).toBe(6);
+      // Found beside the document, with an empty store: the same.
+      const beside = await bed.main(['verify', doc, '--output', 'ndjson'], {
+        env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'empty-store-')), NOTARIZE_API_KEY: '' },
+      });
+      expect(beside.code, describeRun(beside)).toBe(6);
+      expect(parseResults(`[${beside.stdout.trim()}]`)[0]).toMatchObject({ status: 'invalid', source: 'receipt' });
+    }
+  });
 
   it('a receipt larger than 1 MiB: exit 2 from both, refused unread; one of exactly 1 MiB is read', async () => {
     const { doc, receipt } = download();

@@ -15,6 +15,7 @@ import {
 import { NotarizeError } from '../../src/errors.js';
 import { IO } from '../../src/output/io.js';
 import { vectorLeaf } from '../helpers/merkle.js';
+import { readFixture, sampleRecord } from '../helpers/fixtures.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
 
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -114,15 +115,51 @@ describe('readReceipt', () => {
     }
   });
 
-  it('a bare record (receipts before v1) is read as one, of any case', () => {
-    expect(readReceipt(`{"hash":"${HASH.toUpperCase()}","status":"registered"}\n`)).toMatchObject({
-      consistent: true,
-      format: 'record',
-      sha256: HASH,
-      baseUrl: undefined,
-      proof: null,
-    });
+  it('a bare record (receipts before v1) is read as one, of any case, unknown fields and all', () => {
+    for (const text of [readFixture('record.json'), sampleRecord(HASH.toUpperCase(), { future: { x: [1] } })]) {
+      expect(readReceipt(`${text}\n`)).toMatchObject({
+        consistent: true,
+        format: 'record',
+        sha256: (JSON.parse(text) as { hash: string }).hash.toLowerCase(),
+        recordJson: text.trim(),
+        baseUrl: undefined,
+        proof: null,
+      });
+    }
   });
+
+  // notarize's own output lines carry a digest too: `register --output ndjson` > x.notarization.json is no receipt.
+  const pending = JSON.stringify({ schemaVersion: 1, file: 'app.bin', hash: HASH, status: 'pending', session: {} });
+  const failed = JSON.stringify({ schemaVersion: 1, file: 'app.bin', hash: HASH, status: 'failed', error: {} });
+  it.each([
+    ["a register line of a pending registration (notarize's own output)", pending, 'description: '],
+    ["a register line of a failed registration (notarize's own output)", failed, 'description: '],
+    ['a hash alone', `{"hash":"${HASH}"}`, 'description: '],
+    ['a record without its userId', sampleRecord(HASH, { userId: undefined }), 'userId: '],
+    [
+      'a record whose creationDate is a string',
+      sampleRecord(HASH, { creationDate: '1649855665000' }),
+      'creationDate: ',
+    ],
+    ['a record whose custody is the string "false"', sampleRecord(HASH, { custody: 'false' }), 'custody: '],
+    ['a record whose tags are null', sampleRecord(HASH, { tags: null }), 'tags: '],
+  ])('a bare record that is no notarization record is invalid: %s', (_, text, issue) => {
+    const read = readReceipt(text);
+    expect(read).toMatchObject({ consistent: false });
+    expect(read.consistent === false && read.reason).toMatch(
+      new RegExp(`^the receipt is neither a notarize receipt nor a notarization record: ${issue}`),
+    );
+  });
+
+  it.each(['pending', 'not_registered', 'failed', 'REGISTERED', ''])(
+    'a bare record whose status is %j, not "registered", is of no completed registration: invalid',
+    (status) => {
+      expect(readReceipt(sampleRecord(HASH, { status }))).toEqual({
+        consistent: false,
+        reason: `the receipt is a notarization record of no completed registration: its status is ${JSON.stringify(status)}, not "registered"`,
+      });
+    },
+  );
 
   it('a record with a hash of any case is of its document', () => {
     const text = edited((r) => (r.record.hash = HASH.toUpperCase()));

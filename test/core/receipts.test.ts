@@ -18,13 +18,15 @@ import {
 } from '../../src/core/receipts.js';
 import { receiptText } from '../../src/core/receipt-format.js';
 import { NotarizeError, UsageError } from '../../src/errors.js';
+import { sampleRecord } from '../helpers/fixtures.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 import { rejectionOf, thrownOf } from '../helpers/catch.js';
 
 const tempDir = useTempDirs('notarize-receipts-');
 const posix = process.platform !== 'win32';
 const hashOf = (label: string) => createHash('sha256').update(label).digest('hex');
-const recordOf = (hash: string) => `{"hash":"${hash}","status":"registered"}`;
+/** The service's record of `hash`: a bare record, as receipts were before v1. */
+const recordOf = (hash: string) => sampleRecord(hash);
 /** The v1 receipt of `hash`, as register writes it. */
 const SERVICE = 'https://notary.example';
 const receiptOf = (hash: string, baseUrl = SERVICE) =>

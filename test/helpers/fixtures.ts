@@ -12,3 +12,12 @@ export function readFixture(name: FixtureName): string {
 export function fixtureObject(name: FixtureName): Record<string, unknown> {
   return JSON.parse(readFixture(name)) as Record<string, unknown>;
 }
+
+/**
+ * The documentation's sample record (a completed registration) of `hash`,
+ * with `extra` members added, as one line of JSON: the bare record a receipt
+ * written before v1 is.
+ */
+export function sampleRecord(hash: string, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({ ...fixtureObject('record.json'), hash, ...extra });
+}
