@@ -10804,14 +10804,29 @@ var init_evidence = __esmMin((() => {
 			this.#sources = sources;
 			this.#ledger = ledger;
 		}
+		/**
+		* The receipt looked for first for document `index` (`item`) of digest
+		* `hash`: in --receipt-dir under the name register gave it, else beside it;
+		* undefined with --receipt (that one is read), or for standard input or
+		* --hash without --receipt-dir (none is looked for).
+		*/
+		namedReceipt(item, index, hash) {
+			const { receipt, receiptDir } = this.#sources;
+			if (receipt) return void 0;
+			if (receiptDir) return join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`);
+			return item.kind === "file" ? `${item.path}${RECEIPT_SUFFIX}` : void 0;
+		}
+		/** Where register puts the receipt of a document of digest `hash` with no name (standard input, --hash): in --receipt-dir only. */
+		digestReceipt(hash) {
+			const { receiptDir } = this.#sources;
+			return receiptDir ? join(receiptDir.dir, `${hash}${RECEIPT_SUFFIX}`) : void 0;
+		}
 		/** The finding for document `index` (`item`) of digest `hash`. Throws UsageError for a receipt that cannot be read. */
 		async judge(item, index, hash) {
 			const { receipt, receiptDir } = this.#sources;
 			if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
-			const candidates = [];
-			if (receiptDir) candidates.push(join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`));
-			else if (item.kind === "file") candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
-			for (const path of candidates) {
+			const named = this.namedReceipt(item, index, hash);
+			for (const path of named === void 0 ? [] : [named]) {
 				const text = await readReceiptFile(path);
 				if (text === void 0) continue;
 				const finding = judgeByReceipt(hash, path, text);
@@ -20557,12 +20572,14 @@ var init_ledger = __esmMin((() => {
 * (a receipt that holds together, a manifest byte for byte as register
 * writes it) and it belongs to the documents checked in the same run:
 *
-* - a receipt, when it was a document's evidence; or when it is named as
-*   the receipt of a document checked here (`<file>.notarization.json`
-*   beside that file, under the name register gives it in a folder of
-*   receipts, or `<digest>.notarization.json` for one without a name) and is
-*   of that document's digest (or that document is not verified: the run
-*   fails on it anyway). A receipt beside a file left out with --exclude is
+* - a receipt, when it was a document's evidence; or when it is at the very
+*   path of the receipt of a document checked here (`<file>.notarization.json`
+*   beside that file; in --receipt-dir, the name register gives it there, or
+*   `<digest>.notarization.json` as register names one without a name) and
+*   is of that document's digest (or that document is not verified: the run
+*   fails on it anyway). One of such a name in any other folder of the walk
+*   is not (`dist/other/app.notarization.json` is no receipt of
+*   `dist/linux/app`). A receipt beside a file left out with --exclude is
 *   not passed over: exclude it too;
 * - a manifest, when its root is that of a document verified here, or of
 *   the proof of a receipt passed over.
@@ -20625,7 +20642,8 @@ function insideReceiptDir(path) {
 }
 /** Why a receipt or manifest that belongs to no document checked is `unknown`. */
 function unownedReason(output) {
-	return `${output.kind === "receipt" ? `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none` : `the manifest of root ${output.root}, under which no document was verified here`}: a file nothing proves (leave it out with --exclude if it is not shipped)`;
+	if (output.kind === "manifest") return `the manifest of root ${output.root}, under which no document was verified here: a file nothing proves (leave it out with --exclude if it is not shipped)`;
+	return `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: a file nothing proves (a folder of receipts counts only as --receipt-dir; else leave it out with --exclude if it is not shipped)`;
 }
 var INSIDE_RECEIPT_DIR, WalkOutputs;
 var init_verify_outputs = __esmMin((() => {
@@ -20641,12 +20659,10 @@ var init_verify_outputs = __esmMin((() => {
 		#evidence = /* @__PURE__ */ new Set();
 		/** The roots documents were verified under. */
 		#roots = /* @__PURE__ */ new Set();
-		/** By receipt name (`<name>.notarization.json`, a name as register gives): the digests it may be of (any: undefined). */
+		/** The receipts named as a document's, by real path (#real): the digests each may be of (any: undefined). */
 		#named = /* @__PURE__ */ new Map();
-		/** The documents checked, by resolved path: the digest a receipt beside one must be of (any: undefined). */
-		#files = /* @__PURE__ */ new Map();
-		/** The digests of the documents verified: a receipt named by its digest (stdin, --hash) may be of one. */
-		#digests = /* @__PURE__ */ new Set();
+		/** Each folder's real path, by its resolved path. */
+		#folders = /* @__PURE__ */ new Map();
 		/**
 		* The items of a walk without notarize's outputs, which are held for
 		* settle(). Anything else in --receipt-dir (`inReceiptDir`), whatever its
@@ -20673,16 +20689,27 @@ var init_verify_outputs = __esmMin((() => {
 				hint: "name the documents, or the folders that hold them"
 			});
 		}
-		/** Takes what the document `item` of digest `sha256`, found to be `finding`, accounts for. */
-		checked(item, sha256, finding) {
-			if (finding.receipt !== void 0) this.#evidence.add(resolve(finding.receipt));
-			if (finding.status === "verified" && finding.proof) this.#roots.add(finding.proof.root);
-			if (finding.status === "verified") this.#digests.add(sha256);
-			if (item.kind !== "file") return;
-			this.#files.set(resolve(item.path), finding.status === "verified" ? sha256 : void 0);
-			for (const name of /* @__PURE__ */ new Set([basename(item.path), ...item.relative === void 0 ? [] : [item.relative]])) {
-				const key = `${name}${RECEIPT_SUFFIX}`;
-				if (finding.status !== "verified") this.#named.set(key, void 0);
+		/**
+		* Takes what the document `item` of digest `sha256`, found to be
+		* `finding`, accounts for. `named` is the receipt looked for first for it
+		* (Evidence.namedReceipt: in --receipt-dir under the name register gave
+		* it, else beside it), `byDigest` where register puts the receipt of a
+		* document of its digest with no name (Evidence.digestReceipt). Exact
+		* paths: a file of the same name in another folder is not its receipt.
+		*/
+		checked(item, sha256, finding, named, byDigest) {
+			if (finding.receipt !== void 0) this.#evidence.add(this.#real(finding.receipt));
+			const verified = finding.status === "verified";
+			if (verified && finding.proof) this.#roots.add(finding.proof.root);
+			const beside = item.kind === "file" ? `${item.path}${RECEIPT_SUFFIX}` : void 0;
+			for (const path of [
+				named,
+				beside,
+				verified ? byDigest : void 0
+			]) {
+				if (path === void 0) continue;
+				const key = this.#real(path);
+				if (!verified) this.#named.set(key, void 0);
 				else if (!this.#named.has(key) || this.#named.get(key) !== void 0) this.#named.set(key, /* @__PURE__ */ new Set([...this.#named.get(key) ?? [], sha256]));
 			}
 		}
@@ -20702,22 +20729,38 @@ var init_verify_outputs = __esmMin((() => {
 				else unowned(output.path, unownedReason(output));
 			}
 		}
+		/**
+		* Whether a receipt met belongs to a document checked: it was its evidence,
+		* or it is at the very path named as its receipt (checked()) and of its
+		* digest. Not one of the same name in another folder of the walk, nor one
+		* beside a file left out (--exclude it too), nor beside another receipt
+		* (`x.notarization.json.notarization.json`).
+		*/
+		/**
+		* `path` in its folder's real path: one receipt whether reached through a
+		* link to a folder or not (--receipt-dir named through a link to the
+		* folder walked). The file itself is not followed: a walk meets no link's
+		* target.
+		*/
+		#real(path) {
+			const folder = dirname(resolve(path));
+			let real = this.#folders.get(folder);
+			if (real === void 0) {
+				try {
+					real = realpathSync(folder);
+				} catch {
+					real = folder;
+				}
+				this.#folders.set(folder, real);
+			}
+			return join(real, basename(path));
+		}
 		#ownsReceipt(receipt) {
-			if (this.#evidence.has(resolve(receipt.path))) return true;
-			if (basename(receipt.path) === `${receipt.sha256}.notarization.json` && this.#digests.has(receipt.sha256)) return true;
-			const beside = resolve(receipt.path.slice(0, -RECEIPT_SUFFIX.length));
-			if (this.#files.has(beside)) {
-				const sha256 = this.#files.get(beside);
-				if (sha256 === void 0 || sha256 === receipt.sha256) return true;
-			}
-			const parts = receipt.path.split(sep);
-			for (let from = parts.length - 1; from >= 0; from--) {
-				const key = parts.slice(from).join("/");
-				if (!this.#named.has(key)) continue;
-				const digests = this.#named.get(key);
-				if (digests === void 0 || digests.has(receipt.sha256)) return true;
-			}
-			return false;
+			const path = this.#real(receipt.path);
+			if (this.#evidence.has(path)) return true;
+			if (!this.#named.has(path)) return false;
+			const digests = this.#named.get(path);
+			return digests === void 0 || digests.has(receipt.sha256);
 		}
 	};
 }));
@@ -20752,10 +20795,11 @@ that cannot be, is a failed result and the others go on. Exit 0 when every docum
 folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest byte for byte as register writes it, is failed too: register passes such files
 over, so they have none. Receipts and manifests met while walking a folder are passed over
-only when they belong to a document checked: a receipt that was its evidence, or is named
-as its receipt (beside it, or as register names it in a folder of receipts) and of its
-digest; a manifest of the root a document was verified under. Any other is unknown: a file
-nothing proves. What they say in free text is not checked: the service confirms. So is a
+only when they belong to a document checked: a receipt that was its evidence, or is at the
+very path of its receipt (beside it, or in --receipt-dir as register names it there) and of
+its digest; a manifest of the root a document was verified under. Any other is unknown: a
+file nothing proves (the same name in another folder, or a folder of receipts walked without
+naming it as --receipt-dir). What they say in free text is not checked: the service confirms. So is a
 symbolic link or special file met under a folder walked: verify does not follow it, so what
 it stands for is not checked (--exclude leaves it out on purpose).
 ${examples([
@@ -20849,7 +20893,8 @@ async function runVerify(options, items = new ItemResults()) {
 				}
 				if (r.ok) {
 					elsewhere.add(r.value.finding);
-					outputs.checked(item, r.value.hash, r.value.finding);
+					const { hash, finding } = r.value;
+					outputs.checked(item, hash, finding, evidence.namedReceipt(item, i, hash), evidence.digestReceipt(hash));
 				}
 				items.add(i, toResult(item, r, baseUrl));
 			}

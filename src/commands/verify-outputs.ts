@@ -5,12 +5,14 @@
  * (a receipt that holds together, a manifest byte for byte as register
  * writes it) and it belongs to the documents checked in the same run:
  *
- * - a receipt, when it was a document's evidence; or when it is named as
- *   the receipt of a document checked here (`<file>.notarization.json`
- *   beside that file, under the name register gives it in a folder of
- *   receipts, or `<digest>.notarization.json` for one without a name) and is
- *   of that document's digest (or that document is not verified: the run
- *   fails on it anyway). A receipt beside a file left out with --exclude is
+ * - a receipt, when it was a document's evidence; or when it is at the very
+ *   path of the receipt of a document checked here (`<file>.notarization.json`
+ *   beside that file; in --receipt-dir, the name register gives it there, or
+ *   `<digest>.notarization.json` as register names one without a name) and
+ *   is of that document's digest (or that document is not verified: the run
+ *   fails on it anyway). One of such a name in any other folder of the walk
+ *   is not (`dist/other/app.notarization.json` is no receipt of
+ *   `dist/linux/app`). A receipt beside a file left out with --exclude is
  *   not passed over: exclude it too;
  * - a manifest, when its root is that of a document verified here, or of
  *   the proof of a receipt passed over.
@@ -24,7 +26,8 @@
  * description, the service's record) is not checked here: only the service
  * confirms a registration (docs/verify-by-hand.md).
  */
-import { basename, resolve, sep } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { readReceipt } from '../core/receipt-format.js';
 import { readReceiptFile, type Finding } from '../core/evidence.js';
 import type { InputItem } from '../core/inputs.js';
@@ -45,12 +48,10 @@ export class WalkOutputs {
   readonly #evidence = new Set<string>();
   /** The roots documents were verified under. */
   readonly #roots = new Set<string>();
-  /** By receipt name (`<name>.notarization.json`, a name as register gives): the digests it may be of (any: undefined). */
+  /** The receipts named as a document's, by real path (#real): the digests each may be of (any: undefined). */
   readonly #named = new Map<string, Set<string> | undefined>();
-  /** The documents checked, by resolved path: the digest a receipt beside one must be of (any: undefined). */
-  readonly #files = new Map<string, string | undefined>();
-  /** The digests of the documents verified: a receipt named by its digest (stdin, --hash) may be of one. */
-  readonly #digests = new Set<string>();
+  /** Each folder's real path, by its resolved path. */
+  readonly #folders = new Map<string, string>();
 
   /**
    * The items of a walk without notarize's outputs, which are held for
@@ -84,16 +85,31 @@ export class WalkOutputs {
     }
   }
 
-  /** Takes what the document `item` of digest `sha256`, found to be `finding`, accounts for. */
-  checked(item: InputItem, sha256: string, finding: Finding): void {
-    if (finding.receipt !== undefined) this.#evidence.add(resolve(finding.receipt));
-    if (finding.status === 'verified' && finding.proof) this.#roots.add(finding.proof.root);
-    if (finding.status === 'verified') this.#digests.add(sha256);
-    if (item.kind !== 'file') return;
-    this.#files.set(resolve(item.path), finding.status === 'verified' ? sha256 : undefined);
-    for (const name of new Set([basename(item.path), ...(item.relative === undefined ? [] : [item.relative])])) {
-      const key = `${name}${RECEIPT_SUFFIX}`;
-      if (finding.status !== 'verified') this.#named.set(key, undefined);
+  /**
+   * Takes what the document `item` of digest `sha256`, found to be
+   * `finding`, accounts for. `named` is the receipt looked for first for it
+   * (Evidence.namedReceipt: in --receipt-dir under the name register gave
+   * it, else beside it), `byDigest` where register puts the receipt of a
+   * document of its digest with no name (Evidence.digestReceipt). Exact
+   * paths: a file of the same name in another folder is not its receipt.
+   */
+  checked(
+    item: InputItem,
+    sha256: string,
+    finding: Finding,
+    named: string | undefined,
+    byDigest: string | undefined,
+  ): void {
+    if (finding.receipt !== undefined) this.#evidence.add(this.#real(finding.receipt));
+    const verified = finding.status === 'verified';
+    if (verified && finding.proof) this.#roots.add(finding.proof.root);
+    // Beside it too with --receipt-dir, where it is not looked for: not a file nothing proves when of its digest.
+    const beside = item.kind === 'file' ? `${item.path}${RECEIPT_SUFFIX}` : undefined;
+    for (const path of [named, beside, verified ? byDigest : undefined]) {
+      if (path === undefined) continue;
+      const key = this.#real(path);
+      // Of a document not verified, any receipt there: the run fails on that document anyway.
+      if (!verified) this.#named.set(key, undefined);
       else if (!this.#named.has(key) || this.#named.get(key) !== undefined) {
         this.#named.set(key, new Set([...(this.#named.get(key) ?? []), sha256]));
       }
@@ -124,28 +140,39 @@ export class WalkOutputs {
     }
   }
 
+  /**
+   * Whether a receipt met belongs to a document checked: it was its evidence,
+   * or it is at the very path named as its receipt (checked()) and of its
+   * digest. Not one of the same name in another folder of the walk, nor one
+   * beside a file left out (--exclude it too), nor beside another receipt
+   * (`x.notarization.json.notarization.json`).
+   */
+  /**
+   * `path` in its folder's real path: one receipt whether reached through a
+   * link to a folder or not (--receipt-dir named through a link to the
+   * folder walked). The file itself is not followed: a walk meets no link's
+   * target.
+   */
+  #real(path: string): string {
+    const folder = dirname(resolve(path));
+    let real = this.#folders.get(folder);
+    if (real === undefined) {
+      try {
+        real = realpathSync(folder);
+      } catch {
+        real = folder; // not there: as named
+      }
+      this.#folders.set(folder, real);
+    }
+    return join(real, basename(path));
+  }
+
   #ownsReceipt(receipt: Extract<Output, { kind: 'receipt' }>): boolean {
-    if (this.#evidence.has(resolve(receipt.path))) return true;
-    // Of a document with no name (stdin, --hash), named by its digest as register names it.
-    if (basename(receipt.path) === `${receipt.sha256}${RECEIPT_SUFFIX}` && this.#digests.has(receipt.sha256))
-      return true;
-    // Beside the document checked that it is named after, and of its digest. Not beside a
-    // file left out (--exclude it too), nor beside another receipt (`x.notarization.json.notarization.json`).
-    const beside = resolve(receipt.path.slice(0, -RECEIPT_SUFFIX.length));
-    if (this.#files.has(beside)) {
-      const sha256 = this.#files.get(beside);
-      if (sha256 === undefined || sha256 === receipt.sha256) return true;
-    }
-    // In a folder of receipts, under the name register gives a document checked here (its base
-    // name, or its path below the folder walked), and of its digest: each tail of the path looked up.
-    const parts = receipt.path.split(sep);
-    for (let from = parts.length - 1; from >= 0; from--) {
-      const key = parts.slice(from).join('/');
-      if (!this.#named.has(key)) continue;
-      const digests = this.#named.get(key);
-      if (digests === undefined || digests.has(receipt.sha256)) return true;
-    }
-    return false;
+    const path = this.#real(receipt.path);
+    if (this.#evidence.has(path)) return true;
+    if (!this.#named.has(path)) return false;
+    const digests = this.#named.get(path);
+    return digests === undefined || digests.has(receipt.sha256);
   }
 }
 
@@ -191,9 +218,11 @@ function insideReceiptDir(path: string): InputItem {
 
 /** Why a receipt or manifest that belongs to no document checked is `unknown`. */
 function unownedReason(output: Output): string {
-  const what =
-    output.kind === 'receipt'
-      ? `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none`
-      : `the manifest of root ${output.root}, under which no document was verified here`;
-  return `${what}: a file nothing proves (leave it out with --exclude if it is not shipped)`;
+  if (output.kind === 'manifest') {
+    return `the manifest of root ${output.root}, under which no document was verified here: a file nothing proves (leave it out with --exclude if it is not shipped)`;
+  }
+  return (
+    `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: ` +
+    'a file nothing proves (a folder of receipts counts only as --receipt-dir; else leave it out with --exclude if it is not shipped)'
+  );
 }

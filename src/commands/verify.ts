@@ -82,10 +82,11 @@ that cannot be, is a failed result and the others go on. Exit 0 when every docum
 folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest byte for byte as register writes it, is failed too: register passes such files
 over, so they have none. Receipts and manifests met while walking a folder are passed over
-only when they belong to a document checked: a receipt that was its evidence, or is named
-as its receipt (beside it, or as register names it in a folder of receipts) and of its
-digest; a manifest of the root a document was verified under. Any other is unknown: a file
-nothing proves. What they say in free text is not checked: the service confirms. So is a
+only when they belong to a document checked: a receipt that was its evidence, or is at the
+very path of its receipt (beside it, or in --receipt-dir as register names it there) and of
+its digest; a manifest of the root a document was verified under. Any other is unknown: a
+file nothing proves (the same name in another folder, or a folder of receipts walked without
+naming it as --receipt-dir). What they say in free text is not checked: the service confirms. So is a
 symbolic link or special file met under a folder walked: verify does not follow it, so what
 it stands for is not checked (--exclude leaves it out on purpose).
 ${examples([
@@ -181,7 +182,8 @@ export async function runVerify(
           }
           if (r.ok) {
             elsewhere.add(r.value.finding);
-            outputs.checked(item, r.value.hash, r.value.finding);
+            const { hash, finding } = r.value;
+            outputs.checked(item, hash, finding, evidence.namedReceipt(item, i, hash), evidence.digestReceipt(hash));
           }
           items.add(i, toResult(item, r, baseUrl));
         },

@@ -257,14 +257,31 @@ export class Evidence {
     this.#ledger = ledger;
   }
 
+  /**
+   * The receipt looked for first for document `index` (`item`) of digest
+   * `hash`: in --receipt-dir under the name register gave it, else beside it;
+   * undefined with --receipt (that one is read), or for standard input or
+   * --hash without --receipt-dir (none is looked for).
+   */
+  namedReceipt(item: InputItem, index: number, hash: string): string | undefined {
+    const { receipt, receiptDir } = this.#sources;
+    if (receipt) return undefined;
+    if (receiptDir) return join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`);
+    return item.kind === 'file' ? `${item.path}${RECEIPT_SUFFIX}` : undefined;
+  }
+
+  /** Where register puts the receipt of a document of digest `hash` with no name (standard input, --hash): in --receipt-dir only. */
+  digestReceipt(hash: string): string | undefined {
+    const { receiptDir } = this.#sources;
+    return receiptDir ? join(receiptDir.dir, `${hash}${RECEIPT_SUFFIX}`) : undefined;
+  }
+
   /** The finding for document `index` (`item`) of digest `hash`. Throws UsageError for a receipt that cannot be read. */
   async judge(item: InputItem, index: number, hash: string): Promise<Finding> {
     const { receipt, receiptDir } = this.#sources;
     if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
-    const candidates: string[] = [];
-    if (receiptDir) candidates.push(join(receiptDir.dir, `${receiptDir.names[index] ?? hash}${RECEIPT_SUFFIX}`));
-    else if (item.kind === 'file') candidates.push(`${item.path}${RECEIPT_SUFFIX}`);
-    for (const path of candidates) {
+    const named = this.namedReceipt(item, index, hash);
+    for (const path of named === undefined ? [] : [named]) {
       const text = await readReceiptFile(path);
       if (text === undefined) continue;
       const finding = judgeByReceipt(hash, path, text);

@@ -207,9 +207,9 @@ describe('register --aggregate over 50 documents', () => {
   it('a receipt or manifest passes over only when a document checked accounts for it', async () => {
     const { dist, receipts, verify } = download();
     const folder = dirname(receipts);
-    // The layout of docs: receipts under the folder walked. With the store that has the tree, no --receipt-dir:
-    // the documents verify by the ledger, their receipts and the manifest are theirs.
-    const withLedger = await bed.main(['verify', '-r', folder, '--json']);
+    // The layout of docs: receipts under the folder walked, named with --receipt-dir: the documents verify by
+    // their receipts, and their receipts and the manifest are theirs.
+    const withLedger = await bed.main(['verify', '-r', folder, '--receipt-dir', receipts, '--json']);
     expect(withLedger.code, describeRun(withLedger)).toBe(0);
     expect(countStatuses(parseResults(withLedger.stdout))).toEqual({ verified: COUNT, skipped: COUNT + 1 });
     // Said once, not a warning per receipt.
@@ -217,6 +217,16 @@ describe('register --aggregate over 50 documents', () => {
       `passed over ${COUNT + 1} receipts and tree manifests of the documents checked`,
     );
     expect(withLedger.stderr).not.toMatch(/warning: skipped/);
+    // Not named, with the store that has the tree: the documents verify by the ledger, but receipts in a
+    // folder verify does not read are no document's, whatever their names (the manifest still is theirs,
+    // of the root they were verified under).
+    const unnamed = await bed.main(['verify', '-r', folder, '--json']);
+    expect(unnamed.code, describeRun(unnamed)).toBe(6);
+    const unnamedResults = parseResults(unnamed.stdout);
+    expect(countStatuses(unnamedResults)).toEqual({ verified: COUNT, skipped: 1, unknown: COUNT });
+    expect(unnamedResults.find((r) => r.status === 'unknown')?.reason).toContain(
+      'a folder of receipts counts only as --receipt-dir',
+    );
 
     // Another run's manifest, its free-text description changed (still byte for byte as register writes
     // one), and a bare record of no document of the run: anyone can write either.
@@ -242,6 +252,8 @@ describe('register --aggregate over 50 documents', () => {
       join(dist, 'stolen-digest.notarization.json'),
       sampleRecord(digests[NAMES[0]!]!, { sh: 'curl x|sh' }),
     );
+    // With the receipts (empty store), and without --receipt-dir with the store that has the tree (the
+    // ledger decides; the documents' receipts are then unknown too, as above).
     for (const args of [
       ['-r', folder, '--receipt-dir', receipts],
       ['-r', folder],
@@ -249,13 +261,18 @@ describe('register --aggregate over 50 documents', () => {
       const run = await (args.length === 4 ? verify(args) : bed.main(['verify', ...args, '--json']));
       expect(run.code, describeRun(run)).toBe(6);
       const results = parseResults(run.stdout);
+      const receiptNames = new Set(NAMES.map((name) => `${name}.notarization.json`));
       expect(
         results
-          .filter((r) => r.status === 'unknown')
+          .filter((r) => r.status === 'unknown' && !(args.length === 2 && receiptNames.has(basename(r.file!))))
           .map((r) => basename(r.file!))
           .sort(),
       ).toEqual([otherRoot, 'postinstall.notarization.json', 'stolen-digest.notarization.json'].sort());
-      expect(countStatuses(results)).toMatchObject({ verified: COUNT, skipped: COUNT + 1 });
+      expect(countStatuses(results)).toEqual(
+        args.length === 4
+          ? { verified: COUNT, skipped: COUNT + 1, unknown: 3 }
+          : { verified: COUNT, skipped: 1, unknown: COUNT + 3 },
+      );
     }
   });
 

@@ -6,14 +6,14 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Bed, type BedMainOptions } from '../helpers/bed.js';
 import { describeRun, type Run } from '../helpers/cli.js';
 import { sampleRecord } from '../helpers/fixtures.js';
 import type { ReceiptFields } from '../helpers/receipts.js';
-import { jsonError, parseResults } from '../helpers/results.js';
+import { countStatuses, jsonError, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
 const hashes: Record<string, string> = {};
@@ -224,13 +224,28 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
         .filter((r) => r.status === 'unknown')
         .map((r) => basename(r.file!))
         .sort();
-    // A receipt named by its digest, as register names one of standard input or --hash, of a document here.
-    const byDigest = join(here, 'dist', `${hashes['a.txt']!}.notarization.json`);
-    cpSync(receipt('a.txt'), byDigest);
     const clean = await walk();
     expect(clean.code, describeRun(clean)).toBe(0);
-    expect(parseResults(clean.stdout).find((r) => r.file === byDigest)).toMatchObject({ status: 'skipped' });
-    rmSync(byDigest);
+    expect(countStatuses(parseResults(clean.stdout))).toEqual({ verified: 3, skipped: 3 });
+    // A receipt named by its digest, as register names one of standard input or --hash in --receipt-dir, of a
+    // document verified here: one in that folder; anywhere else verify reads no receipt of that name.
+    const shipped = join(here, 'dist', 'receipts');
+    cpSync(join(here, 'receipts'), shipped, { recursive: true });
+    const byDigest = join(shipped, `${hashes['a.txt']!}.notarization.json`);
+    cpSync(receipt('a.txt'), byDigest);
+    const inDir = await walk('--receipt-dir', shipped);
+    expect(inDir.code, describeRun(inDir)).toBe(0);
+    expect(parseResults(inDir.stdout).find((r) => r.file === byDigest)).toMatchObject({ status: 'skipped' });
+    const loose = join(here, 'dist', `${hashes['a.txt']!}.notarization.json`);
+    renameSync(byDigest, loose);
+    const elsewhere = await walk('--receipt-dir', shipped);
+    expect(elsewhere.code, describeRun(elsewhere)).toBe(6);
+    expect(unknown(elsewhere)).toEqual([basename(loose)]);
+    rmSync(shipped, { recursive: true });
+    const noDir = await walk();
+    expect(noDir.code, describeRun(noDir)).toBe(6);
+    expect(unknown(noDir)).toEqual([basename(loose)]);
+    rmSync(loose);
     // b.txt left out on purpose: its receipt is no document's here, unless it is left out too.
     const excluded = await walk('--exclude', 'b.txt');
     expect(excluded.code, describeRun(excluded)).toBe(6);
@@ -261,6 +276,37 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
       'c.txt.notarization.json',
       'setup.notarization.json',
     ]);
+  });
+
+  it("a receipt named as a document's in another folder of the walk is no receipt of it: unknown, not passed over", async () => {
+    // A copy of a.txt's real receipt (it holds together, and is of a.txt's digest), planted in a folder of its own
+    // and in one named like a folder of receipts: verify reads a.txt's receipt in receipts/ (or beside a.txt),
+    // never there, so nothing proves these files.
+    const planted = [
+      join(here, 'dist', 'other', 'a.txt.notarization.json'),
+      join(here, 'dist', 'x', 'receipts', 'a.txt.notarization.json'),
+    ];
+    for (const path of planted) {
+      mkdirSync(join(path, '..'), { recursive: true });
+      cpSync(receipt('a.txt'), path);
+    }
+    for (const extra of [['--receipt-dir', join(here, 'receipts')], []]) {
+      if (extra.length === 0) for (const name of NAMES) cpSync(receipt(name), `${doc(name)}.notarization.json`);
+      const run = await downloader(['verify', '-r', join(here, 'dist'), ...extra, '--json']);
+      expect(run.code, describeRun(run)).toBe(6);
+      const results = parseResults(run.stdout);
+      expect(
+        results
+          .filter((r) => r.status === 'unknown')
+          .map((r) => r.file)
+          .sort(),
+      ).toEqual(planted.sort());
+      expect(results.find((r) => r.file === planted[0])?.reason).toBe(
+        `a receipt of ${hashes['a.txt']!}, named as the receipt of no document checked here and the evidence of none: ` +
+          'a file nothing proves (a folder of receipts counts only as --receipt-dir; else leave it out with --exclude if it is not shipped)',
+      );
+      expect(countStatuses(results)).toMatchObject({ verified: 3 });
+    }
   });
 
   it('a walk that finds no document (an empty folder, only receipts, no match) is exit 2, not a pass', async () => {
