@@ -20928,7 +20928,8 @@ async function runVerify(options, items = new ItemResults()) {
 	const failure = verifyFailure(items.counts, {
 		baseUrl,
 		unfollowed,
-		receiptDir: options.receiptDir
+		receiptDir: options.receiptDir,
+		ledgerSearched: ledger !== void 0
 	});
 	return {
 		kind: "items",
@@ -21009,7 +21010,7 @@ function checkReceiptDir(dir) {
 * What ends a run whose documents are not all verified. Nothing is ever sent
 * by verify, so a document that cannot be read is exit 2 (it comes before 6).
 */
-function verifyFailure(counts, { baseUrl, unfollowed, receiptDir }) {
+function verifyFailure(counts, { baseUrl, unfollowed, receiptDir, ledgerSearched }) {
 	let checked = 0;
 	for (const n of counts.values()) checked += n;
 	const unreadable = counts.get("failed") ?? 0;
@@ -21024,7 +21025,8 @@ function verifyFailure(counts, { baseUrl, unfollowed, receiptDir }) {
 		"invalid",
 		"unknown"
 	].filter((status) => counts.has(status)).map((status) => `${counts.get(status)} ${status}`).join(", ");
-	const hints = [...counts.has("unknown") ? [receiptDir === void 0 ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url (the ledger of ${baseUrl} was searched)` : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url (a document whose receipt was never written or not kept has none to find: the service sends a record once, to the run that paid)`] : [], ...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []];
+	const noLedger = "no ledger was searched (no usable store)";
+	const hints = [...counts.has("unknown") ? [receiptDir === void 0 ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it)` + (ledgerSearched ? `, or check --base-url (the ledger of ${baseUrl} was searched)` : `; ${noLedger}`) : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) ` + (ledgerSearched ? `and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url` : `and ${noLedger}: check --receipt-dir`) + " (a document whose receipt was never written or not kept has none to find: the service sends a record once, to the run that paid)"] : [], ...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []];
 	return new NotNotarizedError(`${bad} of ${checked} document${checked === 1 ? " is" : "s are"} not verified (${what})`, { hint: hints.join("; ") });
 }
 /** What a note adds for a document verified as a leaf of a registered Merkle root. */

@@ -226,7 +226,12 @@ export async function runVerify(
       github: { title: TITLE, results },
     };
   }
-  const failure = verifyFailure(items.counts, { baseUrl, unfollowed, receiptDir: options.receiptDir });
+  const failure = verifyFailure(items.counts, {
+    baseUrl,
+    unfollowed,
+    receiptDir: options.receiptDir,
+    ledgerSearched: ledger !== undefined,
+  });
   return { kind: 'items', title: TITLE, items, ...(failure ? { failure } : {}) };
 }
 
@@ -346,7 +351,12 @@ function checkReceiptDir(dir: string): void {
  */
 function verifyFailure(
   counts: ReadonlyMap<ItemStatus, number>,
-  { baseUrl, unfollowed, receiptDir }: { baseUrl: string; unfollowed: number; receiptDir: string | undefined },
+  {
+    baseUrl,
+    unfollowed,
+    receiptDir,
+    ledgerSearched,
+  }: { baseUrl: string; unfollowed: number; receiptDir: string | undefined; ledgerSearched: boolean },
 ): NotarizeError | undefined {
   // The paths not followed are among the failed (ItemResults.addUnordered).
   let checked = 0;
@@ -368,15 +378,20 @@ function verifyFailure(
     .filter((status) => counts.has(status))
     .map((status) => `${counts.get(status)} ${status}`)
     .join(', ');
+  // No usable store (none here, or one refused with a warning): receipts alone were searched.
+  const noLedger = 'no ledger was searched (no usable store)';
   const hints = [
     ...(counts.has('unknown')
       ? [
           receiptDir === undefined
-            ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), ` +
-              `or check --base-url (the ledger of ${baseUrl} was searched)`
+            ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it)` +
+              (ledgerSearched ? `, or check --base-url (the ledger of ${baseUrl} was searched)` : `; ${noLedger}`)
             : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) ` +
-              `and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url (a document whose receipt ` +
-              `was never written or not kept has none to find: the service sends a record once, to the run that paid)`,
+              (ledgerSearched
+                ? `and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url`
+                : `and ${noLedger}: check --receipt-dir`) +
+              ' (a document whose receipt was never written or not kept has none to find: the service sends a ' +
+              'record once, to the run that paid)',
         ]
       : []),
     ...(counts.has('modified') || counts.has('invalid')

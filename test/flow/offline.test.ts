@@ -3,10 +3,10 @@
  * sandbox which is then closed (same base URL, so the same ledger, but any
  * request would now fail), and verify/list/show answer from the ledger alone.
  */
-import { chmodSync, existsSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { Bed, type BedMainOptions } from '../helpers/bed.js';
 import { describeRun, type Run } from '../helpers/cli.js';
 import { jsonError, parseResults } from '../helpers/results.js';
@@ -40,6 +40,9 @@ beforeEach(async () => {
   await cp(bed.storeDir, store, { recursive: true });
 });
 
+/** The last line of `text` (the run's failure, after the results). */
+const lastLine = (text: string): string => text.trimEnd().split('\n').at(-1) ?? '';
+
 /** Runs notarize on this test's copy of the store, in-process (documents named by absolute path). */
 function offline(args: string[], options: BedMainOptions = {}): Promise<Run> {
   return bed.main(args, { ...options, env: { ...options.env, NOTARIZE_CONFIG_DIR: store } });
@@ -48,6 +51,8 @@ function offline(args: string[], options: BedMainOptions = {}): Promise<Run> {
 describe('verify, with no store it can use', () => {
   it('none there: receipts decide, the ledger is none, nothing is made; one the store refuses: a warning, receipts decide', async () => {
     const receipt = bed.path('a.txt.notarization.json');
+    // Beside a.txt it would decide the later tests' verify: gone even if this test fails.
+    onTestFinished(() => rmSync(receipt, { force: true }));
     const made = await offline(['receipt', bed.path('a.txt'), '-o', receipt]);
     expect(made.code, describeRun(made)).toBe(0);
     const missing = join(bed.root, 'no-store-here');
@@ -60,6 +65,9 @@ describe('verify, with no store it can use', () => {
       ['unknown', undefined],
     ]);
     expect(existsSync(missing)).toBe(false);
+    // Its last line says what was searched: receipts alone, no ledger.
+    expect(lastLine(none.stderr)).toContain('no ledger was searched (no usable store)');
+    expect(none.stderr).not.toContain('was searched)');
     // World-writable (anyone could have planted a record there): not read, and said so; receipts still decide.
     chmodSync(store, 0o1777);
     const shared = await offline(['verify', bed.path('a.txt'), bed.path('b.txt'), '--json']);
@@ -67,7 +75,22 @@ describe('verify, with no store it can use', () => {
     expect(parseResults(shared.stdout).map((r) => r.status)).toEqual(['verified', 'unknown']);
     expect(shared.stderr).toContain(`cannot use the store directory ${store}: it is world-writable`);
     expect(shared.stderr).toContain('documents are checked against their receipts only');
-    rmSync(receipt);
+    expect(lastLine(shared.stderr)).toContain(
+      'unknown: give its receipt (--receipt, --receipt-dir, or <document>.notarization.json beside it); ' +
+        'no ledger was searched (no usable store)',
+    );
+    expect(shared.stderr).not.toContain(`the ledger of ${bed.url} was searched`);
+    // The same with --receipt-dir: not "the ledger of … has none".
+    const withDir = await offline([
+      'verify',
+      bed.path('b.txt'),
+      '--receipt-dir',
+      mkdtempSync(join(bed.root, 'no-receipts-')),
+      '--json',
+    ]);
+    expect(withDir.code, describeRun(withDir)).toBe(6);
+    expect(lastLine(withDir.stderr)).toContain(`and no ledger was searched (no usable store): check --receipt-dir (`);
+    expect(withDir.stderr).not.toContain('the ledger of');
   });
 });
 
