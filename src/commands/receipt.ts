@@ -8,7 +8,7 @@ import { basename } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { notInLedger, recordOf } from '../core/trees.js';
-import { hashFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
+import { hashOneFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
 import { UsageError } from '../errors.js';
@@ -74,7 +74,7 @@ ${examples([
 export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> {
   const { target } = options;
   const baseUrl = options.baseUrl();
-  const file = (await isDigestNotFile(target)) ? undefined : await hashFile(target);
+  const file = (await isDigestNotFile(target)) ? undefined : await hashOneFile(target);
   const hash = file?.hash ?? normalizeHash(target);
   // The digest's own record, or the record of the Merkle root it was registered under (register --aggregate).
   const held = await recordOf(options.ledger(), hash);

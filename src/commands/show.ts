@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { notInLedger, recordOf } from '../core/trees.js';
 import type { Context } from '../context.js';
-import { hashFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
+import { hashOneFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
 import type { RecordResult } from '../output/present.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, viewOf } from './action.js';
@@ -38,7 +38,7 @@ ${examples([
 export async function runShow(options: ShowOptions): Promise<RecordResult> {
   const { target } = options;
   const baseUrl = options.baseUrl();
-  const hash = (await isDigestNotFile(target)) ? normalizeHash(target) : (await hashFile(target)).hash;
+  const hash = (await isDigestNotFile(target)) ? normalizeHash(target) : (await hashOneFile(target)).hash;
   const held = await recordOf(options.ledger(), hash);
   if (!held) {
     throw await notInLedger(

@@ -149,6 +149,24 @@ export async function hashFile(path: string, onProgress?: HashProgress): Promise
   }
 }
 
+/**
+ * hashFile for a command that takes one file or a digest and no --recursive
+ * (`show`, `receipt`): a directory gets a hint that fits it, not "add
+ * --recursive".
+ */
+export async function hashOneFile(path: string): Promise<HashedFile> {
+  try {
+    return await hashFile(path);
+  } catch (error) {
+    if (!(error instanceof InputFileError) || error.code !== 'is_directory') throw error;
+    throw new InputFileError(path, error.reason, {
+      code: error.code,
+      message: error.message,
+      hint: 'name one file in it, or a digest; `notarize list` shows what the ledger holds',
+    });
+  }
+}
+
 async function fstatAfter(path: string, file: FileHandle): Promise<BigIntStats> {
   try {
     return await file.stat({ bigint: true });

@@ -72,6 +72,17 @@ describe('runShow', () => {
     expect(await runShow({ target: await bed.file('copy.txt', 'a\n'), ...ledgerOf(t) })).toEqual(byHash);
   });
 
+  it('a directory: exit 2, with a hint that fits show (it takes no --recursive)', async () => {
+    await bed.file('folder/a.txt', 'a\n');
+    const run = await bed.main(['show', bed.path('folder')]);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toBe(
+      `notarize: '${bed.path('folder')}' is a directory ` +
+        '(name one file in it, or a digest; `notarize list` shows what the ledger holds)\n',
+    );
+    expect(run.stderr).not.toContain('--recursive');
+  });
+
   it('a digest not in the ledger: exit 6, naming the service', async () => {
     const hash = sha256('never');
     await expect(runShow({ target: hash, ...ledgerOf(contextFor(bed)) })).rejects.toMatchObject({

@@ -148,6 +148,20 @@ describe('notarize receipt', () => {
     expect(JSON.parse(dash.stdout)).toMatchObject({ document: { name: 'special.txt', sha256: sha256('special\n') } });
   });
 
+  it('a directory: exit 2, with a hint that fits receipt (it takes no --recursive)', async () => {
+    await bed.file('folder/a.txt', 'a\n');
+    const run = await bed.main(['receipt', bed.path('folder'), '--json']);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(JSON.parse(run.stderr)).toEqual({
+      error: {
+        code: 'is_directory',
+        exitCode: 2,
+        message: `'${bed.path('folder')}' is a directory`,
+        hint: 'name one file in it, or a digest; `notarize list` shows what the ledger holds',
+      },
+    });
+  });
+
   it('not in the ledger: exit 6, nothing written', async () => {
     const path = await bed.file('new.txt', 'never registered\n');
     const out = join(bed.workDir, 'new.json');
