@@ -299,8 +299,12 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
     const help = `see \`${failed ? commandPath(failed) : 'notarize'} --help\``;
     const unknown = unknownOptionName(error);
     if (unknown !== undefined) {
-      return new UsageError(`unknown option '${unknown}'`, {
-        hint: `${help}; what followed ${unknown} is not shown: it may be a secret, and notarize never takes one on the command line`,
+      const { name, suggestion } = unknown;
+      // `--quiet=x`: a known flag given a value it does not take, not an unknown option.
+      const known = isOptionOf(failed, name);
+      const message = known ? `option '${name}' takes no value` : `unknown option '${name}'${suggestion}`;
+      return new UsageError(message, {
+        hint: `${help}; what followed ${name} is not shown: it may be a secret, and notarize never takes one on the command line`,
       });
     }
     const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
@@ -310,20 +314,33 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
   return new NotarizeError('unexpected', EXIT.refused, message, { hint: 'run again with --verbose for details' });
 }
 
+/** Whether `name` (`--quiet`, `-q`) is an option of `command` or of a command it belongs to. */
+function isOptionOf(command: Command | undefined, name: string): boolean {
+  for (let at = command; at; at = at.parent ?? undefined) {
+    if (at.options.some((option) => option.long === name || option.short === name)) return true;
+  }
+  return false;
+}
+
 /**
  * The name alone of an unknown option commander quotes with more than its
  * name (`--api-key=<key>`, `-k<key>`): what was typed with it may be a secret
- * (a key typed into an option that does not exist), and is never echoed.
+ * (a key typed into an option that does not exist), and is never echoed;
+ * commander's suggestion, which names one of notarize's own options, is kept.
  * Undefined for any other error, and for an option quoted as its name alone
- * (`--bogus`), whose message, with commander's suggestion, is kept.
+ * (`--bogus`), whose message, with the suggestion, is kept as it is.
  */
-function unknownOptionName(error: CommanderError): string | undefined {
+function unknownOptionName(error: CommanderError): { name: string; suggestion: string } | undefined {
   if (error.code !== 'commander.unknownOption') return undefined;
-  const flag = /^error: unknown option '([\s\S]*)'(?:\n\(Did you mean [^\n]*\?\))?$/.exec(error.message)?.[1];
+  const match = /^error: unknown option '([\s\S]*)'(?:\n(\(Did you mean (?:--?[A-Za-z0-9-]+)\?\)))?$/.exec(
+    error.message,
+  );
   // A message of another shape (another commander): nothing of it is quoted.
-  if (flag === undefined) return 'an option';
+  if (match === null) return { name: 'an option', suggestion: '' };
+  const flag = match[1]!;
   const name = flag.startsWith('--') ? flag.split('=')[0]! : flag.slice(0, 2);
-  return name === flag ? undefined : name;
+  // Commander's suggestion names one of notarize's own options: kept.
+  return name === flag ? undefined : { name, suggestion: match[2] ? ` ${match[2]}` : '' };
 }
 
 /**

@@ -120,6 +120,16 @@ describe('hints name the real command', () => {
     }
   });
 
+  it('a known flag given a value is said to take none, and a misspelt one keeps its suggestion, the value unshown', async () => {
+    const quiet = await bed.main(['login', '--quiet=s3cret-value-x']);
+    expectOneLineUsage(quiet, /option '--quiet' takes no value \(see `notarize login --help`; /);
+    expect(quiet.stderr).not.toContain('s3cret-value-x');
+    // Commander suggests by the whole word typed (a short value keeps it close enough to the option's name).
+    const misspelt = await bed.run(['register', '--receipt-di=x', 'x.txt']);
+    expectOneLineUsage(misspelt, /unknown option '--receipt-di' \(Did you mean --receipt-dir\?\) \(see /);
+    expect(misspelt.stderr).not.toContain('=x');
+  });
+
   it('with --json the hint is in the error object', async () => {
     const error = expectJsonError(await bed.main(['--json', 'hash', '--bogus']), EXIT.usage);
     expect(error.hint).toBe('see `notarize hash --help`');
