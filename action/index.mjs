@@ -9682,7 +9682,7 @@ function redactedReceipt(text, sha256, redact) {
 }
 /** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
 function redactedReceiptWarning(where) {
-	return `${where}: the service's record held your API key or token; it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
+	return `${where}: it held your API key or token (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
 }
 /** The first problem zod found, as "field: message". */
 function firstIssue(error) {
@@ -23734,6 +23734,8 @@ init_github();
 init_safe_text();
 init_exact_json();
 init_secrets();
+/** A JSON string as it appears in JSON text (no raw line break inside). */
+const JSON_STRING = /"(?:[^"\\\n]|\\.)*"/g;
 /** Characters `dataSoon` queues at most before writing them (a few hundred lines of `hash`). */
 const QUEUED_MAX_CHARS = 65536;
 const NO_SPINNER = {
@@ -23896,9 +23898,27 @@ var IO = class {
 	* a secret is searched for as it was, not as shown.
 	*/
 	redact(text) {
+		if (this.#longestFirst.length === 0) return text;
+		const out = this.#redactPlain(text);
+		return out.includes("\\") ? out.replace(JSON_STRING, (token) => this.#redactJsonString(token)) : out;
+	}
+	#redactPlain(text) {
 		let out = text;
 		for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, "[redacted]");
 		return out;
+	}
+	/** `token`, a JSON string with escapes, as it is unless what it reads as holds a secret. */
+	#redactJsonString(token) {
+		if (!token.includes("\\")) return token;
+		let value;
+		try {
+			value = JSON.parse(token);
+		} catch {
+			return token;
+		}
+		if (typeof value !== "string") return token;
+		const clean = this.#redactPlain(value);
+		return clean === value ? token : JSON.stringify(clean);
 	}
 	/** Whether progress lines are shown: stderr is a terminal, not CI, not --quiet/--verbose. */
 	get showsProgress() {
@@ -39198,26 +39218,43 @@ function asReported(error, failed) {
 	if (error instanceof CommanderError) {
 		const help = `see \`${failed ? commandPath(failed) : "notarize"} --help\``;
 		const unknown = unknownOptionName(error);
-		if (unknown !== void 0) return new UsageError(`unknown option '${unknown}'`, { hint: `${help}; what followed ${unknown} is not shown: it may be a secret, and notarize never takes one on the command line` });
+		if (unknown !== void 0) {
+			const { name, suggestion } = unknown;
+			const message = isOptionOf(failed, name) ? `option '${name}' takes no value` : `unknown option '${name}'${suggestion}`;
+			return new UsageError(message, { hint: `${help}; what followed ${name} is not shown: it may be a secret, and notarize never takes one on the command line` });
+		}
 		const message = error.message.replace(/^error: /, "").replace(/\s*\n\s*/g, " ");
 		return new UsageError(message, { hint: help });
 	}
 	const message = `unexpected error: ${error?.message ?? String(error)}`;
 	return new NotarizeError("unexpected", EXIT.refused, message, { hint: "run again with --verbose for details" });
 }
+/** Whether `name` (`--quiet`, `-q`) is an option of `command` or of a command it belongs to. */
+function isOptionOf(command, name) {
+	for (let at = command; at; at = at.parent ?? void 0) if (at.options.some((option) => option.long === name || option.short === name)) return true;
+	return false;
+}
 /**
 * The name alone of an unknown option commander quotes with more than its
 * name (`--api-key=<key>`, `-k<key>`): what was typed with it may be a secret
-* (a key typed into an option that does not exist), and is never echoed.
+* (a key typed into an option that does not exist), and is never echoed;
+* commander's suggestion, which names one of notarize's own options, is kept.
 * Undefined for any other error, and for an option quoted as its name alone
-* (`--bogus`), whose message, with commander's suggestion, is kept.
+* (`--bogus`), whose message, with the suggestion, is kept as it is.
 */
 function unknownOptionName(error) {
 	if (error.code !== "commander.unknownOption") return void 0;
-	const flag = /^error: unknown option '([\s\S]*)'(?:\n\(Did you mean [^\n]*\?\))?$/.exec(error.message)?.[1];
-	if (flag === void 0) return "an option";
+	const match = /^error: unknown option '([\s\S]*)'(?:\n(\(Did you mean (?:--?[A-Za-z0-9-]+)\?\)))?$/.exec(error.message);
+	if (match === null) return {
+		name: "an option",
+		suggestion: ""
+	};
+	const flag = match[1];
 	const name = flag.startsWith("--") ? flag.split("=")[0] : flag.slice(0, 2);
-	return name === flag ? void 0 : name;
+	return name === flag ? void 0 : {
+		name,
+		suggestion: match[2] ? ` ${match[2]}` : ""
+	};
 }
 /**
 * A stack trace for --verbose: its first line (the error's name and

@@ -16,6 +16,8 @@ import { forTerminal, forTerminalLines } from './safe-text.js';
 import { stringifyExact } from '../exact-json.js';
 import { secretParts } from '../core/secrets.js';
 
+/** A JSON string as it appears in JSON text (no raw line break inside). */
+const JSON_STRING = /"(?:[^"\\\n]|\\.)*"/g;
 export interface Sink {
   /** False when the text was only queued (a full pipe): see `IO.drained`. */
   write(text: string): unknown;
@@ -228,10 +230,32 @@ export class IO {
    * a secret is searched for as it was, not as shown.
    */
   redact(text: string): string {
+    if (this.#longestFirst.length === 0) return text;
+    const out = this.#redactPlain(text);
+    // A JSON string can spell a secret with escapes the service chose (`\/`, `\u00e9`), which no search
+    // of the text finds: such a string is read, searched as it reads, and written anew without it.
+    return out.includes('\\') ? out.replace(JSON_STRING, (token) => this.#redactJsonString(token)) : out;
+  }
+
+  #redactPlain(text: string): string {
     let out = text;
     // Searched before replaced: most lines hold none, and a search alone allocates nothing.
     for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, '[redacted]');
     return out;
+  }
+
+  /** `token`, a JSON string with escapes, as it is unless what it reads as holds a secret. */
+  #redactJsonString(token: string): string {
+    if (!token.includes('\\')) return token;
+    let value: unknown;
+    try {
+      value = JSON.parse(token);
+    } catch {
+      return token; // Quotes in plain text, not a JSON string.
+    }
+    if (typeof value !== 'string') return token;
+    const clean = this.#redactPlain(value);
+    return clean === value ? token : JSON.stringify(clean);
   }
 
   /** Whether progress lines are shown: stderr is a terminal, not CI, not --quiet/--verbose. */

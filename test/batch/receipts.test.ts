@@ -235,7 +235,7 @@ describe('a record that echoes a secret', () => {
     }
     expect(JSON.parse(text)).toMatchObject({ record: { hash: a, note: '[redacted]' } });
     expect(run.stderr).toContain(
-      `warning: receipt ${join(receipts, 'a.txt.notarization.json')}: the service's record held your API key or token; it is written with [redacted] in its place`,
+      `warning: receipt ${join(receipts, 'a.txt.notarization.json')}: it held your API key or token (echoed in the service's record, or in a file's name); it is written with [redacted] in its place`,
     );
     // The ledger, private, keeps the record as the service sent it.
     expect(bed.ledgerEntry(a).recordJson).toContain(apiKey);
@@ -245,5 +245,27 @@ describe('a record that echoes a secret', () => {
     });
     expect(verified.code, describeRun(verified)).toBe(0);
     expect(parseResults(verified.stdout).map((r) => r.status)).toEqual(['verified', 'verified']);
+  });
+
+  it('a key the service spells with JSON escapes (\\u0073, \\/): found as it reads, in the receipt and on stdout', async () => {
+    const apiKey = bed.sandbox.apiKey;
+    // Legal JSON for the same text: every character of the key as \uXXXX, as a service may write it.
+    const spelt = [...apiKey].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+    const proxy = await bed.proxy((method, path, status, body) => {
+      if (method !== 'POST' || !path.endsWith('/forfait') || status !== 200) return undefined;
+      return body.replace(/\}\s*$/, `,"note":"echo ${spelt}"}`);
+    });
+    const a = await bed.write('dist/a.txt', 'escaped echo\n');
+    const receipts = bed.path('receipts');
+    const run = await bed.main(['register', '-r', bed.path('dist'), '--receipt-dir', receipts, '--output', 'ndjson'], {
+      env: { NOTARIZE_BASE_URL: proxy.url },
+    });
+    expect(run.code, describeRun(run)).toBe(0);
+    const text = await receipt(bed, 'a.txt');
+    expect(text).not.toContain(spelt);
+    expect(JSON.parse(text)).toMatchObject({ record: { hash: a, note: 'echo [redacted]' } });
+    expect(JSON.stringify(JSON.parse(run.stdout))).not.toContain(apiKey);
+    expect(run.stdout).not.toContain(spelt);
+    expect(run.stderr).toContain('it is written with [redacted] in its place');
   });
 });

@@ -106,7 +106,9 @@ describe('notarize receipt', () => {
     const out = join(bed.workDir, 'echo.txt.notarization.json');
     const run = await bed.main(['receipt', path, '-o', out], { env });
     expect(run.code, describeRun(run)).toBe(0);
-    expect(run.stderr).toContain(`warning: receipt ${out}: the service's record held your API key or token`);
+    expect(run.stderr).toContain(
+      `warning: receipt ${out}: it held your API key or token (echoed in the service's record, or in a file's name)`,
+    );
     const text = readFileSync(out, 'utf8');
     expect(text).not.toContain(key);
     expect(text).toContain('"description":"echo [redacted]"');

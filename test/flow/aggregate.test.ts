@@ -2749,7 +2749,9 @@ describe('register --aggregate with a record that echoes the key', () => {
       const text = readFileSync(join(receipts, `${name}.notarization.json`), 'utf8');
       expect(text).not.toContain(key);
       expect(text).toContain('echo [redacted]');
-      expect(run.stderr).toContain(`warning: receipt ${join(receipts, `${name}.notarization.json`)}: the service's`);
+      expect(run.stderr).toContain(
+        `warning: receipt ${join(receipts, `${name}.notarization.json`)}: it held your API key or token`,
+      );
     }
     const verified = await own.main(['verify', '-r', own.path('dist'), '--receipt-dir', receipts, '--json'], {
       env: { NOTARIZE_CONFIG_DIR: own.path('empty-store'), NOTARIZE_BASE_URL: proxy.url },

@@ -120,6 +120,19 @@ describe('IO.addSecret', () => {
     expect(stderr()).toBe(`warning: the service said: Bearer [redacted].[redacted].${header}\n`);
   });
 
+  it('finds a secret a JSON string spells with escapes, and leaves every other byte as it was', () => {
+    const { io } = bufferIO();
+    const key = 'live/Qx7Zp3Kd9Lm2Rt8Vw4Yb';
+    io.addSecret(key);
+    // `\/` (PHP's default) and `\u0051` for "Q": the same text, which no search of the bytes finds.
+    expect(io.redact('{"d":"echo live\\/\\u0051x7Zp3Kd9Lm2Rt8Vw4Yb","n":1.50e3,"e":"a\\/b"}')).toBe(
+      '{"d":"echo [redacted]","n":1.50e3,"e":"a\\/b"}',
+    );
+    // Without a secret, escapes and all stay byte for byte; quotes in plain text are no JSON to rewrite.
+    const plain = 'said "a\\/b" and "x\\q" then "unterminated \\" \\u0051';
+    expect(io.redact(plain)).toBe(plain);
+  });
+
   it('ignores undefined and secrets too short to scrub safely', () => {
     const { io, stdout } = bufferIO();
     io.addSecret(undefined);
