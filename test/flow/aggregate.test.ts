@@ -1222,8 +1222,9 @@ describe('switching between --aggregate and per-document registration never pays
     const env = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'race-')) };
     const paths = storePaths(env.NOTARIZE_CONFIG_DIR, bed.url);
     for (const [step, fault] of [
-      ['request', 'request:latency=700*2'],
-      ['forfait', 'forfait:latency=700*2'],
+      // Long enough for the look below to see it at work on a busy machine (a spawned process can take seconds to start).
+      ['request', 'request:latency=1500*2'],
+      ['forfait', 'forfait:latency=1500*2'],
     ] as const) {
       const docs = await writeDocs(`race-${step}`, `raced at ${step}`, ['a', 'b']);
       const hashes = docs.map((path) => createHash('sha256').update(readFileSync(path)).digest('hex'));
@@ -1233,7 +1234,7 @@ describe('switching between --aggregate and per-document registration never pays
       // Its locks taken (request in flight), or its sessions saved (forfait in flight).
       const atWork = () =>
         hashes.every((hash) => existsSync(step === 'request' ? paths.lock(hash) : paths.pending(hash)));
-      for (let i = 0; i < 200 && !atWork(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      for (let i = 0; i < 1000 && !atWork(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
       expect(atWork(), step).toBe(true);
       const aggregate = await bed.main(['register', '--aggregate', ...docs, '--json'], { env });
       const first = await perDocument;
