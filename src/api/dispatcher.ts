@@ -73,9 +73,9 @@ class TunnelPool extends Pool {
  */
 function withoutIpServername(connect: Connector): Connector {
   return (options, callback) => {
-    const { servername } = options;
-    const named =
-      typeof servername === 'string' && isIP(servername) !== 0 ? { ...options, servername: undefined } : options;
+    // An IPv6 proxy's host comes bracketed, as a URL writes it (`[::1]`).
+    const address = typeof options.servername === 'string' ? options.servername.replace(/^\[(.*)\]$/, '$1') : '';
+    const named = isIP(address) !== 0 ? { ...options, servername: undefined } : options;
     connect(named, callback);
   };
 }
