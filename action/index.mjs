@@ -8732,7 +8732,7 @@ function sentAlready(error) {
 		cause: error
 	});
 }
-var EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, AuthError, ServiceRefusedError, TransientError, HeldBackError, ProtocolError, UnreadableAnswerError, StoreError, InvalidAnswerError, NotNotarizedError, InputFileError;
+var EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, AuthError, ServiceRefusedError, TransientError, HeldBackError, ProtocolError, UnreadableAnswerError, StoreError, NewerStoreFileError, InvalidAnswerError, NotNotarizedError, InputFileError;
 var init_errors = __esmMin((() => {
 	EXIT = {
 		ok: 0,
@@ -8838,6 +8838,7 @@ var init_errors = __esmMin((() => {
 			this.file = file;
 		}
 	};
+	NewerStoreFileError = class extends StoreError {};
 	InvalidAnswerError = class extends ProtocolError {
 		raw;
 		json;
@@ -10154,7 +10155,7 @@ function parseStoreText(file, text, schema) {
 function newerVersion(file, value) {
 	const version = value?.schemaVersion;
 	if (typeof version !== "number" || !Number.isInteger(version) || version <= 1) return void 0;
-	return new StoreError(file, `store file ${file} was written by a newer notarize (store version ${version}; this one reads 1)`, { hint: "run the newer notarize that wrote it, or give this one another NOTARIZE_CONFIG_DIR" });
+	return new NewerStoreFileError(file, `store file ${file} was written by a newer notarize (store version ${version}; this one reads 1)`, { hint: "run the newer notarize that wrote it, or give this one another NOTARIZE_CONFIG_DIR" });
 }
 /**
 * The failure of a listing that passed over files it could not read
@@ -10166,7 +10167,7 @@ function passedOver(problems, what) {
 	const [first] = problems;
 	if (first === void 0) return void 0;
 	const which = problems.length === 1 ? `a ${what}` : `${problems.length} ${what}s`;
-	return new StoreError(first.file, `${which} could not be read: the list leaves ${problems.length === 1 ? "it" : "them"} out`, { hint: "see the warnings above for each; restore such a file from a backup, or move it aside" });
+	return new StoreError(first.file, `${which} could not be read: the list leaves ${problems.length === 1 ? "it" : "them"} out`, { hint: "see the warnings above for what to do with each" });
 }
 /** The error for a damaged store file: names it and says how to recover. */
 function corrupt(file, reason, cause) {
@@ -11965,7 +11966,7 @@ async function register(deps, input) {
 	return locked(deps, input.hash, async (tracked) => {
 		const existing = store.readRecord(input.hash);
 		if (existing) store.removeLeftoverPending(existing);
-		if (existing && !input.force) return alreadyInLedger(deps, existing, tracked);
+		if (existing && !input.force) return alreadyInLedger(deps, existing, tracked, input.walletName);
 		let pending = store.readPending(input.hash);
 		const reused = pending !== void 0;
 		if (pending !== void 0) refuseOtherRequest(pending, input);
@@ -12011,7 +12012,12 @@ async function register(deps, input) {
 * file's name, which a renamed copy changes: only a given one counts.
 */
 function refuseOtherRequest(pending, input) {
-	const asked = [input.descriptionGiven === true && input.description !== pending.description ? `the description ${JSON.stringify(pending.description)}` : void 0, input.custody && !pending.custody ? "no custody" : void 0].filter((part) => part !== void 0);
+	if (input.asRequested === true) return;
+	const asked = [
+		input.descriptionGiven === true && input.description !== pending.description ? `the description ${JSON.stringify(pending.description)}` : void 0,
+		input.custody && !pending.custody ? "no custody" : void 0,
+		input.signed && pending.signed === false ? "signed: false" : void 0
+	].filter((part) => part !== void 0);
 	if (asked.length === 0) return;
 	throw new UsageError(`a pending session for ${input.hash} was requested with ${asked.join(" and ")}; nothing was sent`, {
 		code: "pending_session_differs",
@@ -12128,12 +12134,14 @@ async function finishGiven(deps, pending) {
 */
 async function finish$1(deps, pending, reusedSession, input, tracked) {
 	const metadata = pending.custody ? custodyMetadata(input, pending) : void 0;
+	if (typeof metadata === "string") await saveCustodyOwed(deps, pending.hash, metadata);
 	let entry;
 	try {
-		entry = await completeStep(deps, pending, typeof metadata === "string" ? metadata : void 0);
+		entry = await completeStep(deps, pending);
 	} catch (error) {
 		if (!isAlreadyRegistered(error)) throw error;
 		const retiredSession = await retire(deps, pending.hash, `${ANSWERED_409}: ${error.serviceMessage ?? ""}`);
+		if (typeof metadata === "string") await deps.store.removeCustodyOwed(pending.hash);
 		const service = {
 			message: error.serviceMessage,
 			retiredSession
@@ -12157,13 +12165,30 @@ async function finish$1(deps, pending, reusedSession, input, tracked) {
 		reusedSession,
 		custody: metadata
 	};
-	const sent = await sendOwedMetadata(deps, entry, metadata, tracked);
 	return {
 		kind: "completed",
-		entry: sent.entry,
+		entry,
 		reusedSession,
-		custody: sent.custody
+		custody: await sendOwedMetadata(deps, entry.hash, metadata, tracked)
 	};
+}
+/**
+* Saves the custody metadata a registration will owe, before its forfait;
+* if the disk refuses, nothing more is sent and the session stays pending.
+*/
+async function saveCustodyOwed(deps, hash, metadataJson) {
+	try {
+		await deps.store.saveCustodyOwed({
+			hash,
+			savedAt: now(deps).toISOString(),
+			metadataJson
+		});
+	} catch (error) {
+		throw new NotarizeError("store_write", EXIT.refused, `the custody metadata of ${hash} could not be saved, so its completion was not sent: ${error.message}`, {
+			hint: `the session is kept: \`notarize complete ${hash}\` finishes it once the store can be written`,
+			cause: error
+		});
+	}
 }
 /**
 * The custody metadata's failure, when a run tried to send it: the
@@ -12175,23 +12200,37 @@ function custodyFailure(outcome) {
 }
 /**
 * A hash the ledger has: already registered, nothing paid. Custody metadata
-* an earlier run could not send (its record says it is owed) is sent now, so
-* that re-running the same command finishes what exit 4 left.
+* an earlier run could not send (still owed in the store) is sent now, with
+* this run's --wallet-name if it gives one, so that re-running the same
+* command (or `complete`) finishes what exit 4 left.
 */
-async function alreadyInLedger(deps, existing, tracked) {
-	const owed = existing.custodyOwed;
+async function alreadyInLedger(deps, existing, tracked, walletName) {
+	const { hash } = existing;
+	let owed;
+	try {
+		owed = deps.store.readCustodyOwed(hash);
+	} catch (error) {
+		return {
+			kind: "already-registered",
+			hash,
+			entry: existing,
+			custody: {
+				metadataSent: false,
+				error: new NotarizeError("store_damaged", EXIT.refused, error.message, { hint: `the registration of ${hash} is complete; move ${deps.store.custodyFile(hash)} aside, or restore it` })
+			}
+		};
+	}
 	if (owed === void 0) return {
 		kind: "already-registered",
-		hash: existing.hash,
+		hash,
 		entry: existing
 	};
 	tracked.recordSaved(true);
-	const { entry, custody } = await sendOwedMetadata(deps, existing, owed, tracked);
 	return {
 		kind: "already-registered",
-		hash: existing.hash,
-		entry,
-		custody
+		hash,
+		entry: existing,
+		custody: await sendOwedMetadata(deps, hash, owed.metadataJson, tracked, walletName)
 	};
 }
 /** Moves a pending session aside; if the disk refuses, says so with exit 1 (forfait was sent). */
@@ -12249,6 +12288,8 @@ async function requestStep(deps, input) {
 			hash: input.hash,
 			description: input.description,
 			custody: input.custody,
+			signed: input.signed,
+			...input.custody && input.walletName !== void 0 ? { walletName: input.walletName } : {},
 			savedAt: now(deps).toISOString(),
 			...input.file ? { file: input.file } : {},
 			sessionJson
@@ -12286,18 +12327,17 @@ async function requestStep(deps, input) {
 * (interrupt.ts); none starts once an interruption is under way (and no
 * attempt goes out then, the client's retry policy sees to it).
 */
-async function completeStep(deps, pending, custodyOwed) {
+async function completeStep(deps, pending) {
 	await deps.beforeCompletion?.(pending.hash);
 	await beforeSending();
 	const recorded = sendingCompletion();
 	try {
-		return await sendCompletion(deps, pending, custodyOwed);
+		return await sendCompletion(deps, pending);
 	} finally {
 		recorded();
 	}
 }
-/** Forfait; the record saved with the custody metadata still to send (`custodyOwed`), if any. */
-async function sendCompletion(deps, pending, custodyOwed) {
+async function sendCompletion(deps, pending) {
 	deps.onStep?.("completing");
 	const { store } = deps;
 	const save = async (recordJson) => {
@@ -12305,8 +12345,7 @@ async function sendCompletion(deps, pending, custodyOwed) {
 			hash: pending.hash,
 			completedAt: now(deps).toISOString(),
 			...pending.file ? { file: pending.file } : {},
-			recordJson,
-			...custodyOwed === void 0 ? {} : { custodyOwed }
+			recordJson
 		};
 		try {
 			await store.saveRecord(entry);
@@ -12420,6 +12459,7 @@ function notSaved(message, error, answer) {
 */
 function custodyMetadata(input, pending) {
 	const file = input.file ?? pending.file;
+	const walletName = input.walletName ?? pending.walletName;
 	const session = subscriptionSessionSchema.safeParse(JSON.parse(pending.sessionJson));
 	if (!file || !session.success) return {
 		metadataSent: false,
@@ -12432,50 +12472,46 @@ function custodyMetadata(input, pending) {
 		size: file.size,
 		lastModified: file.lastModified,
 		userId: session.data.userId,
-		...input.walletName === void 0 ? {} : { walletName: input.walletName }
+		...walletName === void 0 ? {} : { walletName }
 	};
 	return JSON.stringify(metadata);
 }
 /**
-* Sends the custody metadata `entry` owes, then saves the record without it.
-* Not sent: the record keeps it, and the hint says a re-run sends it. A
-* signal stops the wait for the answer (the record is saved; its result and
-* receipt are what the exit must not lose), and the metadata stays owed.
+* Sends custody metadata owed for `hash` (`owed`, the body as saved; this
+* run's `walletName` in place of its own, if given). Taken: no longer owed.
+* Refused (4xx): no longer owed either, since the same body would be
+* refused again (the run fails once, saying so). Any other failure, or a
+* signal that stops the wait for the answer (the record's result and
+* receipt come first), leaves it owed, and the hint says what sends it.
 */
-async function sendOwedMetadata(deps, entry, owed, tracked) {
-	const again = `a re-run of the same command sends it (\`notarize register\` or \`notarize complete ${entry.hash}\`)`;
-	const stands = `the registration of ${entry.hash} is complete (its record is in the ledger); its file metadata was not sent`;
+async function sendOwedMetadata(deps, hash, owed, tracked, walletName) {
+	const stands = `the registration of ${hash} is complete (its record is in the ledger); its file metadata was not taken`;
 	const metadata = fileMetadataSchema.safeParse(JSON.parse(owed));
-	if (!metadata.success || metadata.data.hash !== entry.hash) return {
-		entry,
-		custody: {
-			metadataSent: false,
-			error: new NotarizeError("store_damaged", EXIT.refused, `${stands}: the metadata kept with its record is not of the documented shape`)
-		}
+	if (!metadata.success || metadata.data.hash !== hash) return {
+		metadataSent: false,
+		error: new NotarizeError("store_damaged", EXIT.refused, `${stands}: the metadata kept in ${deps.store.custodyFile(hash)} is not of the documented shape`)
 	};
 	deps.onStep?.("metadata");
 	try {
 		const stopping = (deps.stopping ?? whenStopping)().then(interruptedMetadata);
-		await Promise.race([deps.api.putFileMetadata(metadata.data), stopping]);
+		const body = walletName === void 0 ? metadata.data : {
+			...metadata.data,
+			walletName
+		};
+		await Promise.race([deps.api.putFileMetadata(body), stopping]);
 	} catch (error) {
 		if (!(error instanceof NotarizeError)) throw error;
-		error.hint = [`${stands}; ${again}`, error.hint].filter(Boolean).join("; ");
+		const refused = error instanceof ServiceRefusedError;
+		if (refused) await deps.store.removeCustodyOwed(hash).catch(() => void 0);
+		error.hint = [`${stands}; ${refused ? "the service refused it, so it is not sent again" : `\`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it (nothing is paid again)`}`, error.hint].filter(Boolean).join("; ");
 		return {
-			entry,
-			custody: {
-				metadataSent: false,
-				error
-			}
+			metadataSent: false,
+			error
 		};
 	}
 	tracked?.recordSaved(false);
-	const taken = { ...entry };
-	delete taken.custodyOwed;
-	await deps.store.saveRecord(taken).catch(() => void 0);
-	return {
-		entry: taken,
-		custody: { metadataSent: true }
-	};
+	await deps.store.removeCustodyOwed(hash).catch(() => void 0);
+	return { metadataSent: true };
 }
 /** Thrown in place of the custody metadata's answer once a signal is being handled. */
 function interruptedMetadata() {
@@ -13703,7 +13739,7 @@ function recordHashOf(recordJson) {
 	const record = JSON.parse(recordJson);
 	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
 }
-var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
+var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, custodyOwedSchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
 var init_service_store = __esmMin((() => {
 	init_zod();
 	init_errors();
@@ -13730,6 +13766,10 @@ var init_service_store = __esmMin((() => {
 		hash: hashSchema,
 		description: string$1(),
 		custody: boolean(),
+		/** What the request step said of `signed` (absent in sessions saved before it was kept). */
+		signed: boolean().optional(),
+		/** With custody: the wallet name to send with the file metadata, as the request's run gave it. */
+		walletName: string$1().optional(),
 		savedAt: string$1(),
 		file: fileFacts.optional(),
 		/**
@@ -13753,13 +13793,13 @@ var init_service_store = __esmMin((() => {
 		completedAt: string$1(),
 		file: fileFacts.optional(),
 		/** The forfait answer, exactly as received. */
-		recordJson: jsonObjectText,
-		/**
-		* With custody: the file metadata (`PUT /api/v2/file/{hash}`'s body, as
-		* sent) the service has not yet taken. Saved with the record, removed
-		* once it is taken, so that a re-run sends it (core/notarize.ts).
-		*/
-		custodyOwed: jsonObjectText.optional()
+		recordJson: jsonObjectText
+	}).transform(withoutVersion);
+	custodyOwedSchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		savedAt: string$1(),
+		metadataJson: jsonObjectText
 	}).transform(withoutVersion);
 	treeLeafSchema = object({
 		index: int().nonnegative(),
@@ -13888,7 +13928,7 @@ var init_service_store = __esmMin((() => {
 			try {
 				entry = this.readPending(hash);
 			} catch (error) {
-				if (!(error instanceof StoreError)) throw error;
+				if (!(error instanceof StoreError) || error instanceof NewerStoreFileError) throw error;
 				const file = this.retiredFile(hash, at).replace(/\.json$/, ".damaged.json");
 				this.#privateDir(join(file, ".."));
 				renameSync(this.pendingFile(hash), file);
@@ -14060,6 +14100,24 @@ var init_service_store = __esmMin((() => {
 		clearUnanswered(hash) {
 			removeFile(this.unansweredFile(hash));
 		}
+		custodyFile(hash) {
+			return join(this.dir, "custody", `${hash}.json`);
+		}
+		/** The custody metadata owed for a hash, if any; throws StoreError if its file is damaged. */
+		readCustodyOwed(hash) {
+			return ofHash(hash, this.custodyFile(hash), readStoreFile(this.custodyFile(hash), custodyOwedSchema));
+		}
+		/** Saves custody metadata owed (see CustodyOwed); resolves once it is durably on disk. */
+		saveCustodyOwed(entry) {
+			return this.#writeEntry(this.custodyFile(entry.hash), entry);
+		}
+		/** Forgets custody metadata owed: the service took it, or refused it. */
+		removeCustodyOwed(hash) {
+			return removeFileOffThread(this.custodyFile(hash));
+		}
+		listCustodyOwed() {
+			return this.#list("custody", (hash) => this.readCustodyOwed(hash));
+		}
 		listUnanswered() {
 			return this.#list("unanswered", (hash) => this.readUnanswered(hash));
 		}
@@ -14110,7 +14168,8 @@ var init_service_store = __esmMin((() => {
 					"retired",
 					"quarantine",
 					"unanswered",
-					"trees"
+					"trees",
+					"custody"
 				].map((d) => join(this.dir, d))
 			]) if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
 		}
@@ -15267,7 +15326,8 @@ async function registerRoot(deps, tree, flags) {
 				signed: flags.signed,
 				blockchain: flags.blockchain,
 				complete: flags.complete,
-				force: false
+				force: false,
+				asRequested: true
 			}),
 			sent
 		};
@@ -19156,7 +19216,8 @@ is -d, else "Merkle root of N documents ...". Files only.
 --custody sends the file's metadata (name, type, size, last modified). The service does
 not document how file bytes are uploaded, so notarize does NOT upload the file. The metadata
 is sent once the record is saved; if it is not taken, the registration stands, the document
-fails with why (exit by its cause), and the same command (or complete <hash>) sends it again.
+fails with why (exit by its cause), and the same command (or complete) sends it again; one
+the service refuses (4xx) is said once and not sent again.
 ${examples([
 		"notarize register contract.pdf",
 		"notarize register contract.pdf --json > record.json",
@@ -19616,7 +19677,7 @@ var init_register = __esmMin((() => {
 			const { store } = this.#deps;
 			try {
 				const entry = store.readRecord(input.hash);
-				if (entry === void 0 || entry.custodyOwed !== void 0 || existsSync(store.pendingFile(input.hash)) || store.hasLock(input.hash)) return void 0;
+				if (entry === void 0 || existsSync(store.custodyFile(input.hash)) || existsSync(store.pendingFile(input.hash)) || store.hasLock(input.hash)) return void 0;
 				return {
 					kind: "already-registered",
 					hash: input.hash,
@@ -20175,8 +20236,12 @@ async function requestsUnread(store, pending) {
 }
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */
 async function pendingHashes(store) {
-	const { entries, problems } = await store.listPending();
-	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].sort();
+	const hashes = /* @__PURE__ */ new Set();
+	for (const listing of [await store.listPending(), await store.listCustodyOwed()]) {
+		for (const entry of listing.entries) hashes.add(entry.hash);
+		for (const problem of listing.problems) hashes.add(basename(problem.file, ".json"));
+	}
+	return [...hashes].sort();
 }
 var optionsSchema$5, CONCURRENCY;
 var init_complete = __esmMin((() => {
@@ -38473,8 +38538,8 @@ var dispatcher_exports = /* @__PURE__ */ __exportAll({
 */
 function withoutIpServername(connect) {
 	return (options, callback) => {
-		const { servername } = options;
-		connect(typeof servername === "string" && isIP(servername) !== 0 ? {
+		const address = typeof options.servername === "string" ? options.servername.replace(/^\[(.*)\]$/, "$1") : "";
+		connect(isIP(address) !== 0 ? {
 			...options,
 			servername: void 0
 		} : options, callback);

@@ -178,6 +178,9 @@ export class StoreError extends UsageError {
   }
 }
 
+/** A store file written by a newer notarize (a higher store version): not damaged, never moved aside or rewritten. */
+export class NewerStoreFileError extends StoreError {}
+
 /**
  * A 2xx answer whose body does not match the documented shape. Keeps the raw
  * text so a caller can still save what the service sent (a registration must

@@ -250,6 +250,11 @@ async function requestsUnread(store: ServiceStore, pending: ReadonlySet<string>)
 
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */
 async function pendingHashes(store: ServiceStore): Promise<string[]> {
-  const { entries, problems } = await store.listPending();
-  return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, '.json'))].sort();
+  // Sessions pending, and registrations whose custody metadata is still owed (complete sends it).
+  const hashes = new Set<string>();
+  for (const listing of [await store.listPending(), await store.listCustodyOwed()]) {
+    for (const entry of listing.entries) hashes.add(entry.hash);
+    for (const problem of listing.problems) hashes.add(basename(problem.file, '.json'));
+  }
+  return [...hashes].sort();
 }

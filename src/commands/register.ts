@@ -133,7 +133,8 @@ is -d, else "Merkle root of N documents ...". Files only.
 --custody sends the file's metadata (name, type, size, last modified). The service does
 not document how file bytes are uploaded, so notarize does NOT upload the file. The metadata
 is sent once the record is saved; if it is not taken, the registration stands, the document
-fails with why (exit by its cause), and the same command (or complete <hash>) sends it again.
+fails with why (exit by its cause), and the same command (or complete) sends it again; one
+the service refuses (4xx) is said once and not sent again.
 ${examples([
   'notarize register contract.pdf',
   'notarize register contract.pdf --json > record.json',
@@ -480,7 +481,7 @@ class Registrar {
       // A session, or a lock (held, or left by a run that died: the flow takes it over and clears it), goes to the flow.
       if (
         entry === undefined ||
-        entry.custodyOwed !== undefined ||
+        existsSync(store.custodyFile(input.hash)) ||
         existsSync(store.pendingFile(input.hash)) ||
         store.hasLock(input.hash)
       )

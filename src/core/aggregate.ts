@@ -449,6 +449,8 @@ export async function registerRoot(
         blockchain: flags.blockchain,
         complete: flags.complete,
         force: false,
+        // A pending root is completed as it was requested: the run has warned that --signed is not used for it.
+        asRequested: true,
       },
     );
     // A 409 to its request step (a planned root the service has: its session dropped after a

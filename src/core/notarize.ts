@@ -51,6 +51,12 @@ export interface RegisterInput {
    * one is then refused, not completed with it unsaid.
    */
   descriptionGiven?: boolean;
+  /**
+   * True when the caller has said what a pending session's own request
+   * makes of this input's (aggregate.ts warns that --signed is not used for
+   * a pending root): completed as requested, not refused.
+   */
+  asRequested?: boolean;
   custody: boolean;
   signed: boolean;
   blockchain: Blockchain;
@@ -72,7 +78,7 @@ export type Outcome =
       entry: LedgerEntry | undefined;
       /** Present when the service said so (a 409) rather than the ledger. */
       service?: ServiceSaysRegistered;
-      /** The custody metadata a run before this one could not send, sent again (custodyOwed). */
+      /** The custody metadata a run before this one could not send, sent again (ServiceStore.readCustodyOwed). */
       custody?: CustodyOutcome;
     }
   | { kind: 'pending'; entry: PendingEntry; reused: boolean }
@@ -156,7 +162,7 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
   return locked(deps, input.hash, async (tracked) => {
     const existing = store.readRecord(input.hash);
     if (existing) store.removeLeftoverPending(existing);
-    if (existing && !input.force) return alreadyInLedger(deps, existing, tracked);
+    if (existing && !input.force) return alreadyInLedger(deps, existing, tracked, input.walletName);
     // Even with --force, a pending session is reused, never replaced: it may
     // be the only copy of a paid checkout session. A damaged pending file
     // stops the run here (StoreError naming it), so it is never overwritten.
@@ -199,11 +205,14 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
  * file's name, which a renamed copy changes: only a given one counts.
  */
 function refuseOtherRequest(pending: PendingEntry, input: RegisterInput): void {
+  if (input.asRequested === true) return;
   const asked = [
     input.descriptionGiven === true && input.description !== pending.description
       ? `the description ${JSON.stringify(pending.description)}`
       : undefined,
     input.custody && !pending.custody ? 'no custody' : undefined,
+    // Sessions saved before `signed` was kept do not say: only a known difference is refused.
+    input.signed && pending.signed === false ? 'signed: false' : undefined,
   ].filter((part): part is string => part !== undefined);
   if (asked.length === 0) return;
   throw new UsageError(
@@ -367,20 +376,48 @@ async function finish(
   tracked?: Tracked,
 ): Promise<Outcome> {
   const metadata = pending.custody ? custodyMetadata(input, pending) : undefined;
+  // Owed before forfait is sent: however the run ends after it, a re-run finds it (store's custody/).
+  if (typeof metadata === 'string') await saveCustodyOwed(deps, pending.hash, metadata);
   let entry: LedgerEntry;
   try {
-    entry = await completeStep(deps, pending, typeof metadata === 'string' ? metadata : undefined);
+    entry = await completeStep(deps, pending);
   } catch (error) {
     if (!isAlreadyRegistered(error)) throw error;
     const retiredSession = await retire(deps, pending.hash, `${ANSWERED_409}: ${error.serviceMessage ?? ''}`);
+    // Registered, but not by this session: no metadata of ours goes with it.
+    if (typeof metadata === 'string') await deps.store.removeCustodyOwed(pending.hash);
     const service = { message: error.serviceMessage, retiredSession };
     return { kind: 'already-registered', hash: pending.hash, entry: undefined, service };
   }
   tracked?.recordSaved(typeof metadata === 'string');
   if (metadata === undefined) return { kind: 'completed', entry, reusedSession };
   if (typeof metadata !== 'string') return { kind: 'completed', entry, reusedSession, custody: metadata };
-  const sent = await sendOwedMetadata(deps, entry, metadata, tracked);
-  return { kind: 'completed', entry: sent.entry, reusedSession, custody: sent.custody };
+  return {
+    kind: 'completed',
+    entry,
+    reusedSession,
+    custody: await sendOwedMetadata(deps, entry.hash, metadata, tracked),
+  };
+}
+
+/**
+ * Saves the custody metadata a registration will owe, before its forfait;
+ * if the disk refuses, nothing more is sent and the session stays pending.
+ */
+async function saveCustodyOwed(deps: FlowDeps, hash: string, metadataJson: string): Promise<void> {
+  try {
+    await deps.store.saveCustodyOwed({ hash, savedAt: now(deps).toISOString(), metadataJson });
+  } catch (error) {
+    throw new NotarizeError(
+      'store_write',
+      EXIT.refused,
+      `the custody metadata of ${hash} could not be saved, so its completion was not sent: ${(error as Error).message}`,
+      {
+        hint: `the session is kept: \`notarize complete ${hash}\` finishes it once the store can be written`,
+        cause: error,
+      },
+    );
+  }
 }
 
 /**
@@ -394,15 +431,31 @@ export function custodyFailure(outcome: Outcome): NotarizeError | undefined {
 
 /**
  * A hash the ledger has: already registered, nothing paid. Custody metadata
- * an earlier run could not send (its record says it is owed) is sent now, so
- * that re-running the same command finishes what exit 4 left.
+ * an earlier run could not send (still owed in the store) is sent now, with
+ * this run's --wallet-name if it gives one, so that re-running the same
+ * command (or `complete`) finishes what exit 4 left.
  */
-async function alreadyInLedger(deps: FlowDeps, existing: LedgerEntry, tracked: Tracked): Promise<Outcome> {
-  const owed = existing.custodyOwed;
-  if (owed === undefined) return { kind: 'already-registered', hash: existing.hash, entry: existing };
+async function alreadyInLedger(
+  deps: FlowDeps,
+  existing: LedgerEntry,
+  tracked: Tracked,
+  walletName?: string,
+): Promise<Outcome> {
+  const { hash } = existing;
+  let owed;
+  try {
+    owed = deps.store.readCustodyOwed(hash);
+  } catch (error) {
+    // Damaged: nothing to send from it. The record stands; the run says so (exit 1) and leaves the file.
+    const failure = new NotarizeError('store_damaged', EXIT.refused, (error as Error).message, {
+      hint: `the registration of ${hash} is complete; move ${deps.store.custodyFile(hash)} aside, or restore it`,
+    });
+    return { kind: 'already-registered', hash, entry: existing, custody: { metadataSent: false, error: failure } };
+  }
+  if (owed === undefined) return { kind: 'already-registered', hash, entry: existing };
   tracked.recordSaved(true);
-  const { entry, custody } = await sendOwedMetadata(deps, existing, owed, tracked);
-  return { kind: 'already-registered', hash: existing.hash, entry, custody };
+  const custody = await sendOwedMetadata(deps, hash, owed.metadataJson, tracked, walletName);
+  return { kind: 'already-registered', hash, entry: existing, custody };
 }
 
 /** Moves a pending session aside; if the disk refuses, says so with exit 1 (forfait was sent). */
@@ -496,6 +549,8 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
       hash: input.hash,
       description: input.description,
       custody: input.custody,
+      signed: input.signed,
+      ...(input.custody && input.walletName !== undefined ? { walletName: input.walletName } : {}),
       savedAt: now(deps).toISOString(),
       ...(input.file ? { file: input.file } : {}),
       sessionJson,
@@ -538,19 +593,18 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
  * (interrupt.ts); none starts once an interruption is under way (and no
  * attempt goes out then, the client's retry policy sees to it).
  */
-async function completeStep(deps: FlowDeps, pending: PendingEntry, custodyOwed?: string): Promise<LedgerEntry> {
+async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
   await deps.beforeCompletion?.(pending.hash);
   await beforeSending();
   const recorded = sendingCompletion();
   try {
-    return await sendCompletion(deps, pending, custodyOwed);
+    return await sendCompletion(deps, pending);
   } finally {
     recorded();
   }
 }
 
-/** Forfait; the record saved with the custody metadata still to send (`custodyOwed`), if any. */
-async function sendCompletion(deps: FlowDeps, pending: PendingEntry, custodyOwed?: string): Promise<LedgerEntry> {
+async function sendCompletion(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
   deps.onStep?.('completing');
   const { store } = deps;
   const save = async (recordJson: string): Promise<LedgerEntry> => {
@@ -559,7 +613,6 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry, custodyOwed
       completedAt: now(deps).toISOString(),
       ...(pending.file ? { file: pending.file } : {}),
       recordJson,
-      ...(custodyOwed === undefined ? {} : { custodyOwed }),
     };
     try {
       await store.saveRecord(entry);
@@ -715,6 +768,7 @@ function custodyMetadata(
   pending: PendingEntry,
 ): string | CustodyOutcome {
   const file = input.file ?? pending.file;
+  const walletName = input.walletName ?? pending.walletName;
   // A session reaching here is the text of a JSON object: the store's schema, or the request step's parse, says so.
   const session = subscriptionSessionSchema.safeParse(JSON.parse(pending.sessionJson));
   if (!file || !session.success) {
@@ -733,50 +787,57 @@ function custodyMetadata(
     size: file.size,
     lastModified: file.lastModified,
     userId: session.data.userId,
-    ...(input.walletName === undefined ? {} : { walletName: input.walletName }),
+    ...(walletName === undefined ? {} : { walletName }),
   };
   return JSON.stringify(metadata);
 }
 
 /**
- * Sends the custody metadata `entry` owes, then saves the record without it.
- * Not sent: the record keeps it, and the hint says a re-run sends it. A
- * signal stops the wait for the answer (the record is saved; its result and
- * receipt are what the exit must not lose), and the metadata stays owed.
+ * Sends custody metadata owed for `hash` (`owed`, the body as saved; this
+ * run's `walletName` in place of its own, if given). Taken: no longer owed.
+ * Refused (4xx): no longer owed either, since the same body would be
+ * refused again (the run fails once, saying so). Any other failure, or a
+ * signal that stops the wait for the answer (the record's result and
+ * receipt come first), leaves it owed, and the hint says what sends it.
  */
 async function sendOwedMetadata(
   deps: FlowDeps,
-  entry: LedgerEntry,
+  hash: string,
   owed: string,
   tracked?: Tracked,
-): Promise<{ entry: LedgerEntry; custody: CustodyOutcome }> {
-  const again = `a re-run of the same command sends it (\`notarize register\` or \`notarize complete ${entry.hash}\`)`;
-  const stands = `the registration of ${entry.hash} is complete (its record is in the ledger); its file metadata was not sent`;
+  walletName?: string,
+): Promise<CustodyOutcome> {
+  const stands = `the registration of ${hash} is complete (its record is in the ledger); its file metadata was not taken`;
   const metadata = fileMetadataSchema.safeParse(JSON.parse(owed));
-  if (!metadata.success || metadata.data.hash !== entry.hash) {
-    // Damaged by hand: nothing to send, now or by a re-run.
+  if (!metadata.success || metadata.data.hash !== hash) {
+    // Damaged by hand: nothing to send, now or later.
     const error = new NotarizeError(
       'store_damaged',
       EXIT.refused,
-      `${stands}: the metadata kept with its record is not of the documented shape`,
+      `${stands}: the metadata kept in ${deps.store.custodyFile(hash)} is not of the documented shape`,
     );
-    return { entry, custody: { metadataSent: false, error } };
+    return { metadataSent: false, error };
   }
   deps.onStep?.('metadata');
   try {
     const stopping = (deps.stopping ?? whenStopping)().then(interruptedMetadata);
-    await Promise.race([deps.api.putFileMetadata(metadata.data), stopping]);
+    const body = walletName === undefined ? metadata.data : { ...metadata.data, walletName };
+    await Promise.race([deps.api.putFileMetadata(body), stopping]);
   } catch (error) {
     if (!(error instanceof NotarizeError)) throw error;
-    error.hint = [`${stands}; ${again}`, error.hint].filter(Boolean).join('; ');
-    return { entry, custody: { metadataSent: false, error } };
+    const refused = error instanceof ServiceRefusedError;
+    // Removed off the answer's path: should it fail, a re-run sends it again and is refused again.
+    if (refused) await deps.store.removeCustodyOwed(hash).catch(() => undefined);
+    const next = refused
+      ? 'the service refused it, so it is not sent again'
+      : `\`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it (nothing is paid again)`;
+    error.hint = [`${stands}; ${next}`, error.hint].filter(Boolean).join('; ');
+    return { metadataSent: false, error };
   }
   tracked?.recordSaved(false);
-  const taken = { ...entry };
-  delete taken.custodyOwed;
-  // Should this write fail, a re-run sends the metadata again: a PUT of the same body, harmless.
-  await deps.store.saveRecord(taken).catch(() => undefined);
-  return { entry: taken, custody: { metadataSent: true } };
+  // Should this fail, a re-run sends the metadata again: a PUT of the same body, harmless.
+  await deps.store.removeCustodyOwed(hash).catch(() => undefined);
+  return { metadataSent: true };
 }
 
 /** Thrown in place of the custody metadata's answer once a signal is being handled. */

@@ -36,7 +36,7 @@ import {
 import { rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { z } from 'zod';
-import { StoreError } from '../errors.js';
+import { NewerStoreFileError, StoreError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
 import { describeZodError } from '../validation.js';
 
@@ -460,10 +460,10 @@ export function parseStoreText<T extends z.ZodType>(file: string, text: string, 
  * the one this notarize writes: written by a newer notarize, not damaged;
  * left untouched, and the way out is that version, not a repair by hand.
  */
-function newerVersion(file: string, value: unknown): StoreError | undefined {
+function newerVersion(file: string, value: unknown): NewerStoreFileError | undefined {
   const version = (value as { schemaVersion?: unknown } | null)?.schemaVersion;
   if (typeof version !== 'number' || !Number.isInteger(version) || version <= STORE_SCHEMA_VERSION) return undefined;
-  return new StoreError(
+  return new NewerStoreFileError(
     file,
     `store file ${file} was written by a newer notarize (store version ${version}; this one reads ${STORE_SCHEMA_VERSION})`,
     { hint: 'run the newer notarize that wrote it, or give this one another NOTARIZE_CONFIG_DIR' },
@@ -484,7 +484,7 @@ export function passedOver(problems: readonly StoreError[], what: string): Store
     first.file,
     `${which} could not be read: the list leaves ${problems.length === 1 ? 'it' : 'them'} out`,
     {
-      hint: 'see the warnings above for each; restore such a file from a backup, or move it aside',
+      hint: 'see the warnings above for what to do with each',
     },
   );
 }

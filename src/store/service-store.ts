@@ -9,7 +9,7 @@ import { existsSync, lstatSync, readdirSync, renameSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { StoreError } from '../errors.js';
+import { NewerStoreFileError, StoreError } from '../errors.js';
 import { hashSchema } from '../validation.js';
 import {
   corrupt,
@@ -72,6 +72,10 @@ const pendingEntrySchema = z
     hash: hashSchema,
     description: z.string(),
     custody: z.boolean(),
+    /** What the request step said of `signed` (absent in sessions saved before it was kept). */
+    signed: z.boolean().optional(),
+    /** With custody: the wallet name to send with the file metadata, as the request's run gave it. */
+    walletName: z.string().optional(),
     savedAt: z.string(),
     file: fileFacts.optional(),
     /**
@@ -109,15 +113,25 @@ const ledgerEntrySchema = z
     file: fileFacts.optional(),
     /** The forfait answer, exactly as received. */
     recordJson: jsonObjectText,
-    /**
-     * With custody: the file metadata (`PUT /api/v2/file/{hash}`'s body, as
-     * sent) the service has not yet taken. Saved with the record, removed
-     * once it is taken, so that a re-run sends it (core/notarize.ts).
-     */
-    custodyOwed: jsonObjectText.optional(),
   })
   .transform(withoutVersion);
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
+
+/**
+ * Custody metadata the service has not yet taken (`PUT /api/v2/file/{hash}`'s
+ * body, as it is sent): saved before forfait when the session asked for
+ * custody, removed once the service takes it (or refuses it), so that a
+ * re-run, `complete <hash>` or `complete --all` sends it (core/notarize.ts).
+ */
+const custodyOwedSchema = z
+  .object({
+    schemaVersion: storeVersion,
+    hash: hashSchema,
+    savedAt: z.string(),
+    metadataJson: jsonObjectText,
+  })
+  .transform(withoutVersion);
+export type CustodyOwed = z.infer<typeof custodyOwedSchema>;
 
 /** One document of an aggregate registration's tree: which leaf it is, and what its leaf hash is made of. */
 const treeLeafSchema = z.object({
@@ -428,7 +442,8 @@ export class ServiceStore {
     try {
       entry = this.readPending(hash);
     } catch (error) {
-      if (!(error instanceof StoreError)) throw error;
+      // A newer notarize's session is not damaged: left where it is, for that version.
+      if (!(error instanceof StoreError) || error instanceof NewerStoreFileError) throw error;
       // A damaged file is moved aside as it is, bytes untouched.
       const file = this.retiredFile(hash, at).replace(/\.json$/, '.damaged.json');
       this.#privateDir(join(file, '..'));
@@ -616,6 +631,29 @@ export class ServiceStore {
     removeFile(this.unansweredFile(hash));
   }
 
+  custodyFile(hash: string): string {
+    return join(this.dir, 'custody', `${hash}.json`);
+  }
+
+  /** The custody metadata owed for a hash, if any; throws StoreError if its file is damaged. */
+  readCustodyOwed(hash: string): CustodyOwed | undefined {
+    return ofHash(hash, this.custodyFile(hash), readStoreFile(this.custodyFile(hash), custodyOwedSchema));
+  }
+
+  /** Saves custody metadata owed (see CustodyOwed); resolves once it is durably on disk. */
+  saveCustodyOwed(entry: CustodyOwed): Promise<void> {
+    return this.#writeEntry(this.custodyFile(entry.hash), entry);
+  }
+
+  /** Forgets custody metadata owed: the service took it, or refused it. */
+  removeCustodyOwed(hash: string): Promise<void> {
+    return removeFileOffThread(this.custodyFile(hash));
+  }
+
+  listCustodyOwed(): Promise<Listing<CustodyOwed>> {
+    return this.#list('custody', (hash) => this.readCustodyOwed(hash));
+  }
+
   listUnanswered(): Promise<Listing<UnansweredEntry>> {
     return this.#list('unanswered', (hash) => this.readUnanswered(hash));
   }
@@ -664,7 +702,9 @@ export class ServiceStore {
     for (const dir of [
       join(this.dir, '..'),
       this.dir,
-      ...['pending', 'ledger', 'locks', 'retired', 'quarantine', 'unanswered', 'trees'].map((d) => join(this.dir, d)),
+      ...['pending', 'ledger', 'locks', 'retired', 'quarantine', 'unanswered', 'trees', 'custody'].map((d) =>
+        join(this.dir, d),
+      ),
     ]) {
       if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
     }

@@ -364,17 +364,23 @@ describe('a service that does not answer', () => {
     for (const result of results) {
       // Failed for the run, the registration standing: its record is in the result.
       expect(result.record).toMatchObject({ hash: result.hash });
-      expect(result.error?.hint).toContain('its file metadata was not sent; a re-run of the same command sends it');
+      expect(result.error?.hint).toContain('its file metadata was not taken; `notarize complete');
     }
     expect(bed.calls('forfait')).toBe(4);
     expect(bed.calls('file')).toBe(4);
     expect(bed.sandbox.files.size).toBe(0);
 
+    // complete --all visits the metadata still owed, as it does sessions still pending.
+    const completed = await bed.main(['complete', '--all', '--json']);
+    expect(completed.code, describeRun(completed)).toBe(0);
+    expect(countStatuses(parseResults(completed.stdout))).toEqual({ 'already-registered': 4 });
+    expect(bed.calls('forfait')).toBe(4);
+    expect(bed.sandbox.files.size).toBe(4);
+    // Then nothing is owed: the same register command sends nothing.
     const again = await bed.main(args);
     expect(again.code, describeRun(again)).toBe(0);
     expect(countStatuses(parseNdjson(again.stdout))).toEqual({ 'already-registered': 4 });
-    expect(bed.calls('forfait')).toBe(4);
-    expect(bed.sandbox.files.size).toBe(4);
+    expect(bed.calls('file')).toBe(8);
   });
 });
 

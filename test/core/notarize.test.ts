@@ -7,7 +7,7 @@
  * take every branch of the flow (see vitest.config.ts):
  *   npx vitest run --coverage --coverage.include=src/core/notarize.ts test/core/notarize
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/client.js';
@@ -33,7 +33,7 @@ import {
   UsageError,
 } from '../../src/errors.js';
 import { parseFaults } from '../../src/sandbox/server.js';
-import { ServiceStore, type PendingEntry } from '../../src/store/service-store.js';
+import { ServiceStore, type CustodyOwed, type PendingEntry } from '../../src/store/service-store.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { sandboxApi as sandboxApiOf, sandboxTransport } from '../helpers/sandbox-api.js';
 import { sha256 } from '../helpers/documents.js';
@@ -145,8 +145,8 @@ const diskFull = () => Object.assign(new Error('ENOSPC: no space left on device,
  * test/wire/disk-full.test.ts fills one for node:fs and goes through main().
  */
 class FullDiskStore extends ServiceStore {
-  readonly #full: 'lock' | 'pending';
-  constructor(dir: string, full: 'lock' | 'pending') {
+  readonly #full: 'lock' | 'pending' | 'custody';
+  constructor(dir: string, full: 'lock' | 'pending' | 'custody') {
     super(dir, bed.url);
     this.#full = full;
   }
@@ -156,6 +156,9 @@ class FullDiskStore extends ServiceStore {
   }
   override savePending(entry: PendingEntry): Promise<void> {
     return this.#full === 'pending' ? Promise.reject(diskFull()) : super.savePending(entry);
+  }
+  override saveCustodyOwed(entry: CustodyOwed): Promise<void> {
+    return this.#full === 'custody' ? Promise.reject(diskFull()) : super.saveCustodyOwed(entry);
   }
 }
 
@@ -281,6 +284,7 @@ describe('register', () => {
         hash,
         description: `document ${hash.slice(0, 8)}`,
         custody: false,
+        signed: false,
         savedAt: NOW.toISOString(),
         file: FILE,
         sessionJson: expect.any(String),
@@ -308,10 +312,16 @@ describe('register', () => {
       { description: 'first', descriptionGiven: true, custody: true },
       { description: 'second', descriptionGiven: true, complete: false },
       { description: 'second', descriptionGiven: true, force: true },
+      { description: 'first', descriptionGiven: true, signed: true },
     ]) {
       const error = await rejectionOf(register(deps, input(hash, overrides)), UsageError);
       expect(error).toMatchObject({ code: 'pending_session_differs', exitCode: 2 });
-      const expected = overrides.custody ? 'with no custody' : 'with the description "first"';
+      const expected =
+        'custody' in overrides
+          ? 'with no custody'
+          : 'signed' in overrides
+            ? 'with signed: false'
+            : 'with the description "first"';
       expect(error.message).toBe(`a pending session for ${hash} was requested ${expected}; nothing was sent`);
       expect(error.hint).toContain(`notarize pending drop ${hash}`);
     }
@@ -324,6 +334,13 @@ describe('register', () => {
       kind: 'pending',
       reused: true,
     });
+    // Completed as requested when the caller says so (a pending Merkle root: aggregate.ts warns instead).
+    expect(
+      await register(
+        deps,
+        input(hash, { description: 'other', descriptionGiven: true, asRequested: true, complete: false }),
+      ),
+    ).toMatchObject({ kind: 'pending', reused: true });
     expect(await register(deps, input(hash, { description: 'copy.txt' }))).toMatchObject({ kind: 'completed' });
     expect(forfaitBodies()).toEqual([entry.sessionJson]);
   });
@@ -830,7 +847,8 @@ describe('the end of a registration', () => {
 
     it('without a local file, no metadata is sent, and the outcome says why', async () => {
       const hash = sha256('custody without file');
-      const outcome = await register(world().deps, input(hash, { custody: true }));
+      const { store, deps } = world();
+      const outcome = await register(deps, input(hash, { custody: true }));
       expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: false } });
       if (outcome.kind !== 'completed') return;
       // Forfait was sent (paid): exit 1, never the usage error's "nothing was sent".
@@ -838,12 +856,12 @@ describe('the end of a registration', () => {
       expect(outcome.custody?.error).toMatchObject({ code: 'custody_unsendable', exitCode: 1 });
       expect(outcome.custody?.error?.message).toBe('custody metadata needs the local file and a valid session');
       expect(called()).toEqual(['request', 'forfait']);
-      // Nothing a re-run could send: no metadata kept with the record.
-      expect(outcome.entry.custodyOwed).toBeUndefined();
+      // Nothing a re-run could send: no metadata kept.
+      expect(store.readCustodyOwed(hash)).toBeUndefined();
     });
 
-    it('a refused metadata call leaves the registration completed, the error in the outcome', async () => {
-      const hash = sha256('custody refused');
+    it('a metadata call that fails leaves the registration completed, the error in the outcome, the metadata owed', async () => {
+      const hash = sha256('custody failed');
       fault('file:status=500*1');
       const { store, deps } = world();
       const outcome = await register(deps, input(hash, { custody: true, file: FILE }));
@@ -852,12 +870,12 @@ describe('the end of a registration', () => {
       expect(outcome.custody?.error).toBeInstanceOf(TransientError);
       expect(outcome.custody?.error?.hint).toMatch(
         new RegExp(
-          `^the registration of ${hash} is complete \\(its record is in the ledger\\); its file metadata was not sent; a re-run of the same command sends it`,
+          `^the registration of ${hash} is complete \\(its record is in the ledger\\); its file metadata was not taken; \`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it`,
         ),
       );
-      // The record keeps the metadata as it would have been sent, for a re-run.
-      const kept = store.readRecord(hash);
-      expect(JSON.parse(kept?.custodyOwed ?? '{}')).toEqual({
+      // The store keeps the metadata as it would have been sent, for a re-run; the record is the service's.
+      expect(store.readRecord(hash)?.recordJson).toBe(outcome.entry.recordJson);
+      expect(JSON.parse(store.readCustodyOwed(hash)?.metadataJson ?? '{}')).toEqual({
         hash,
         name: FILE.name,
         type: 'application/pdf',
@@ -881,8 +899,7 @@ describe('the end of a registration', () => {
       expect(outcome).toMatchObject({ kind: 'already-registered', custody: { metadataSent: true } });
       expect(called()).toEqual(['request', 'forfait', 'file', 'file']);
       expect(bed.sandbox.files.get(hash)).toMatchObject({ hash, name: FILE.name, walletName: 'w', userId: 1390 });
-      expect(store.readRecord(hash)?.custodyOwed).toBeUndefined();
-      if (outcome.kind === 'already-registered') expect(outcome.entry?.custodyOwed).toBeUndefined();
+      expect(store.readCustodyOwed(hash)).toBeUndefined();
       // And then it is done: nothing more sent.
       expect(await register(deps, input(hash, { custody: true, file: FILE }))).toEqual({
         kind: 'already-registered',
@@ -904,7 +921,7 @@ describe('the end of a registration', () => {
       const failure = custodyFailure(outcome);
       expect(failure).toBeInstanceOf(TransientError);
       expect(failure?.message).toBe('interrupted before the service answered the file metadata');
-      expect(store.readRecord(hash)?.custodyOwed).toBeDefined();
+      expect(store.readCustodyOwed(hash)).toBeDefined();
       // No custody, or nothing failed: no failure for the run.
       expect(custodyFailure(await register(deps, input(sha256('custody none'))))).toBeUndefined();
       expect(
@@ -917,16 +934,80 @@ describe('the end of a registration', () => {
       fault('file:status=500*1');
       const { store, deps } = world();
       await register(deps, input(hash, { custody: true, file: FILE }));
-      const kept = store.readRecord(hash)!;
-      await store.saveRecord({ ...kept, custodyOwed: '{"hash":"nope"}' });
+      const kept = store.readCustodyOwed(hash)!;
+      await store.saveCustodyOwed({ ...kept, metadataJson: '{"hash":"nope"}' });
       const outcome = await register(deps, input(hash, { custody: true, file: FILE }));
       expect(outcome).toMatchObject({ kind: 'already-registered', custody: { metadataSent: false } });
       if (outcome.kind !== 'already-registered') return;
       expect(outcome.custody?.error).toMatchObject({ exitCode: 1 });
       expect(outcome.custody?.error?.message).toContain(
-        'the metadata kept with its record is not of the documented shape',
+        `the metadata kept in ${store.custodyFile(hash)} is not of the documented shape`,
       );
       expect(called()).toEqual(['request', 'forfait', 'file']);
+      // A file that is no JSON of the store's shape: the record stands, exit 1 naming the file, nothing sent.
+      writeFileSync(store.custodyFile(hash), 'garbage');
+      const damaged = await register(deps, input(hash, { custody: true, file: FILE }));
+      expect(damaged).toMatchObject({ kind: 'already-registered', entry: store.readRecord(hash) });
+      expect(custodyFailure(damaged)).toMatchObject({ code: 'store_damaged', exitCode: 1 });
+      expect(called()).toEqual(['request', 'forfait', 'file']);
+    });
+
+    it('a custody registration answered 409 (registered, not by this session): no metadata of its own is kept', async () => {
+      const hash = sha256('custody 409');
+      fault('forfait:status=409*1');
+      const { store, deps } = world();
+      const outcome = await register(deps, input(hash, { custody: true, file: FILE }));
+      expect(outcome).toMatchObject({ kind: 'already-registered', entry: undefined });
+      expect(store.readCustodyOwed(hash)).toBeUndefined();
+      expect(called()).toEqual(['request', 'forfait']);
+    });
+
+    it('custody metadata that cannot be saved before forfait: forfait not sent, the session kept, exit 1 saying so', async () => {
+      const hash = sha256('custody disk full');
+      const store = new FullDiskStore(join(bed.root, `full-custody-${stores++}`), 'custody');
+      const error = await rejectionOf(
+        register(world({ store }).deps, input(hash, { custody: true, file: FILE })),
+        NotarizeError,
+      );
+      expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
+      expect(error.message).toContain(
+        `the custody metadata of ${hash} could not be saved, so its completion was not sent`,
+      );
+      expect(error.hint).toBe(
+        `the session is kept: \`notarize complete ${hash}\` finishes it once the store can be written`,
+      );
+      expect(called()).toEqual(['request']);
+      expect(store.readPending(hash)).toBeDefined();
+    });
+
+    it('a metadata call the service refuses (4xx): not owed any more, said once; a re-run answers from the ledger', async () => {
+      const hash = sha256('custody refused');
+      fault('file:status=400*1');
+      const { store, deps } = world();
+      const outcome = await register(deps, input(hash, { custody: true, file: FILE }));
+      expect(custodyFailure(outcome)).toBeInstanceOf(ServiceRefusedError);
+      expect(custodyFailure(outcome)?.hint).toContain('the service refused it, so it is not sent again');
+      expect(store.readCustodyOwed(hash)).toBeUndefined();
+      expect(await register(deps, input(hash, { custody: true, file: FILE }))).toEqual({
+        kind: 'already-registered',
+        hash,
+        entry: store.readRecord(hash),
+      });
+      expect(called()).toEqual(['request', 'forfait', 'file']);
+    });
+
+    it("a re-run's --wallet-name replaces the owed one; --no-complete keeps the wallet name for complete", async () => {
+      const hash = sha256('custody wallet');
+      fault('file:status=503*1');
+      const { deps } = world();
+      await register(deps, input(hash, { custody: true, file: FILE, walletName: 'bad wallet' }));
+      await register(deps, input(hash, { custody: true, file: FILE, walletName: 'good' }));
+      expect(bed.sandbox.files.get(hash)).toMatchObject({ walletName: 'good' });
+
+      const later = sha256('custody wallet later');
+      const { store } = await requestOnly(later, newStore(), { custody: true, file: FILE, walletName: 'kept' });
+      await complete(world({ store }).deps, later, { kind: 'store' });
+      expect(bed.sandbox.files.get(later)).toMatchObject({ walletName: 'kept' });
     });
 
     it('a metadata call answered 2xx with a page that is no JSON object: not sent (exit 5), the registration stands', async () => {

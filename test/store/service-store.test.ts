@@ -1,11 +1,20 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { StoreError } from '../../src/errors.js';
+import { NewerStoreFileError, StoreError } from '../../src/errors.js';
 import { jsonWithRows, ServiceStore, type LedgerEntry, type PendingEntry } from '../../src/store/service-store.js';
 import { Store } from '../../src/store/store.js';
-import { thrown } from '../helpers/catch.js';
+import { rejection, thrown } from '../helpers/catch.js';
 import { readFixture } from '../helpers/fixtures.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
@@ -162,6 +171,19 @@ describe('ServiceStore', () => {
     );
     expect((error as StoreError).hint).toContain('newer notarize');
     expect(readFileSync(file, 'utf8')).toBe(text);
+  });
+
+  it("a newer notarize's pending session is never moved aside as damaged: retiring it is refused, the file left", async () => {
+    const store = serviceStore();
+    const hash = hashOf('newer pending');
+    await store.savePending(pending(hash));
+    const file = store.pendingFile(hash);
+    const text = readFileSync(file, 'utf8').replace('"schemaVersion": 1', '"schemaVersion": 3');
+    writeFileSync(file, text);
+    const error = await rejection(store.retirePending(hash, 'dropped by hand', new Date()));
+    expect(error).toBeInstanceOf(NewerStoreFileError);
+    expect(readFileSync(file, 'utf8')).toBe(text);
+    expect(existsSync(join(store.dir, 'retired'))).toBe(false);
   });
 
   it.runIf(posix)('creates its directories 0700 and its files 0600', async () => {
