@@ -12485,7 +12485,7 @@ function custodyMetadata(input, pending) {
 * receipt come first), leaves it owed, and the hint says what sends it.
 */
 async function sendOwedMetadata(deps, hash, owed, tracked, walletName) {
-	const stands = `the registration of ${hash} is complete (its record is in the ledger); its file metadata was not taken`;
+	const stands = `the registration of ${hash} is complete (its record is in the ledger); its file metadata was not confirmed as taken`;
 	const metadata = fileMetadataSchema.safeParse(JSON.parse(owed));
 	if (!metadata.success || metadata.data.hash !== hash) return {
 		metadataSent: false,

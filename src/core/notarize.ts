@@ -807,7 +807,7 @@ async function sendOwedMetadata(
   tracked?: Tracked,
   walletName?: string,
 ): Promise<CustodyOutcome> {
-  const stands = `the registration of ${hash} is complete (its record is in the ledger); its file metadata was not taken`;
+  const stands = `the registration of ${hash} is complete (its record is in the ledger); its file metadata was not confirmed as taken`;
   const metadata = fileMetadataSchema.safeParse(JSON.parse(owed));
   if (!metadata.success || metadata.data.hash !== hash) {
     // Damaged by hand: nothing to send, now or later.

@@ -364,7 +364,7 @@ describe('a service that does not answer', () => {
     for (const result of results) {
       // Failed for the run, the registration standing: its record is in the result.
       expect(result.record).toMatchObject({ hash: result.hash });
-      expect(result.error?.hint).toContain('its file metadata was not taken; `notarize complete');
+      expect(result.error?.hint).toContain('its file metadata was not confirmed as taken; `notarize complete');
     }
     expect(bed.calls('forfait')).toBe(4);
     expect(bed.calls('file')).toBe(4);

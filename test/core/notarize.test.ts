@@ -870,7 +870,7 @@ describe('the end of a registration', () => {
       expect(outcome.custody?.error).toBeInstanceOf(TransientError);
       expect(outcome.custody?.error?.hint).toMatch(
         new RegExp(
-          `^the registration of ${hash} is complete \\(its record is in the ledger\\); its file metadata was not taken; \`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it`,
+          `^the registration of ${hash} is complete \\(its record is in the ledger\\); its file metadata was not confirmed as taken; \`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it`,
         ),
       );
       // The store keeps the metadata as it would have been sent, for a re-run; the record is the service's.
