@@ -63,6 +63,8 @@ describe('runAll', () => {
       },
       { concurrency: 4, window: 10 },
     );
+    // Waited for (bounded: a loaded machine is slow to start them), then a while longer for any past it.
+    for (let i = 0; i < 500 && !started.includes(9); i++) await new Promise((resolve) => setTimeout(resolve, 10));
     await new Promise((resolve) => setTimeout(resolve, 20));
     // Item 0 holds the window: nothing past index 9 has started.
     expect(Math.max(...started)).toBe(9);
@@ -98,7 +100,9 @@ describe('runAll', () => {
       { concurrency: 3, onSettled: (index) => settled.push(index) },
     );
     // Nothing can finish until a gate opens: 3 operations finishing, 3 more freed
-    // their lanes, whose lanes wait for room; no 7th started.
+    // their lanes, whose lanes wait for room; no 7th started. Waited for, bounded
+    // (a loaded machine fires the 1 ms timers late), then a while longer for a 7th.
+    for (let i = 0; i < 500 && finishing < 6; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     await new Promise((resolve) => setTimeout(resolve, 30));
     expect(started).toBe(6);
     expect(finishing).toBe(6);
