@@ -12016,7 +12016,8 @@ function refuseOtherRequest(pending, input) {
 	const asked = [
 		input.descriptionGiven === true && input.description !== pending.description ? `the description ${JSON.stringify(pending.description)}` : void 0,
 		input.custody && !pending.custody ? "no custody" : void 0,
-		input.signed && pending.signed === false ? "signed: false" : void 0
+		input.signed && pending.signed === false ? "signed: false" : void 0,
+		input.signed && pending.signed === void 0 ? "`signed` unknown (saved by an older notarize)" : void 0
 	].filter((part) => part !== void 0);
 	if (asked.length === 0) return;
 	throw new UsageError(`a pending session for ${input.hash} was requested with ${asked.join(" and ")}; nothing was sent`, {
@@ -12141,16 +12142,24 @@ async function finish$1(deps, pending, reusedSession, input, tracked) {
 	} catch (error) {
 		if (!isAlreadyRegistered(error)) throw error;
 		const retiredSession = await retire(deps, pending.hash, `${ANSWERED_409}: ${error.serviceMessage ?? ""}`);
-		if (typeof metadata === "string") await deps.store.removeCustodyOwed(pending.hash);
 		const service = {
 			message: error.serviceMessage,
 			retiredSession
 		};
-		return {
+		if (typeof metadata !== "string") return {
 			kind: "already-registered",
 			hash: pending.hash,
 			entry: void 0,
 			service
+		};
+		tracked?.recordSaved(true);
+		const custody = await sendOwedMetadata(deps, pending.hash, metadata, tracked);
+		return {
+			kind: "already-registered",
+			hash: pending.hash,
+			entry: void 0,
+			service,
+			custody
 		};
 	}
 	tracked?.recordSaved(typeof metadata === "string");
@@ -12210,13 +12219,15 @@ async function alreadyInLedger(deps, existing, tracked, walletName) {
 	try {
 		owed = deps.store.readCustodyOwed(hash);
 	} catch (error) {
+		const failure = asNotarizeError(error);
+		failure.hint = `the registration of ${hash} is complete; move ${deps.store.custodyFile(hash)} aside, or restore it`;
 		return {
 			kind: "already-registered",
 			hash,
 			entry: existing,
 			custody: {
 				metadataSent: false,
-				error: new NotarizeError("store_damaged", EXIT.refused, error.message, { hint: `the registration of ${hash} is complete; move ${deps.store.custodyFile(hash)} aside, or restore it` })
+				error: failure
 			}
 		};
 	}
@@ -12230,8 +12241,24 @@ async function alreadyInLedger(deps, existing, tracked, walletName) {
 		kind: "already-registered",
 		hash,
 		entry: existing,
-		custody: await sendOwedMetadata(deps, hash, owed.metadataJson, tracked, walletName)
+		custody: await sendOwedMetadata(deps, hash, await withWalletName(deps, owed, walletName), tracked)
 	};
+}
+/**
+* The owed metadata with this run's --wallet-name, if it gives another one:
+* kept so (saved again), so that should this run's call fail too, the next
+* one sends what was last asked for.
+*/
+async function withWalletName(deps, owed, walletName) {
+	if (walletName === void 0) return owed.metadataJson;
+	const metadata = JSON.parse(owed.metadataJson);
+	if (metadata.walletName === walletName) return owed.metadataJson;
+	const metadataJson = JSON.stringify({
+		...metadata,
+		walletName
+	});
+	await saveCustodyOwed(deps, owed.hash, metadataJson);
+	return metadataJson;
 }
 /** Moves a pending session aside; if the disk refuses, says so with exit 1 (forfait was sent). */
 async function retire(deps, hash, reason) {
@@ -12484,26 +12511,22 @@ function custodyMetadata(input, pending) {
 * signal that stops the wait for the answer (the record's result and
 * receipt come first), leaves it owed, and the hint says what sends it.
 */
-async function sendOwedMetadata(deps, hash, owed, tracked, walletName) {
-	const stands = `the registration of ${hash} is complete (its record is in the ledger); its file metadata was not confirmed as taken`;
+async function sendOwedMetadata(deps, hash, owed, tracked) {
+	const stands = (how) => `the registration of ${hash} stands; its file metadata ${how}`;
 	const metadata = fileMetadataSchema.safeParse(JSON.parse(owed));
 	if (!metadata.success || metadata.data.hash !== hash) return {
 		metadataSent: false,
-		error: new NotarizeError("store_damaged", EXIT.refused, `${stands}: the metadata kept in ${deps.store.custodyFile(hash)} is not of the documented shape`)
+		error: new NotarizeError("store_damaged", EXIT.refused, `${stands("was not sent")}: the metadata kept in ${deps.store.custodyFile(hash)} is not of the documented shape`)
 	};
 	deps.onStep?.("metadata");
 	try {
 		const stopping = (deps.stopping ?? whenStopping)().then(interruptedMetadata);
-		const body = walletName === void 0 ? metadata.data : {
-			...metadata.data,
-			walletName
-		};
-		await Promise.race([deps.api.putFileMetadata(body), stopping]);
+		await Promise.race([deps.api.putFileMetadata(metadata.data), stopping]);
 	} catch (error) {
 		if (!(error instanceof NotarizeError)) throw error;
 		const refused = error instanceof ServiceRefusedError;
 		if (refused) await deps.store.removeCustodyOwed(hash).catch(() => void 0);
-		error.hint = [`${stands}; ${refused ? "the service refused it, so it is not sent again" : `\`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it (nothing is paid again)`}`, error.hint].filter(Boolean).join("; ");
+		error.hint = [stands(refused ? "was refused, so it is not sent again" : `was ${error instanceof TransientError && error.notProcessed ? "not taken" : "not confirmed as taken"}; \`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it (nothing is paid again)`), error.hint].filter(Boolean).join("; ");
 		return {
 			metadataSent: false,
 			error
@@ -12528,6 +12551,7 @@ var init_notarize = __esmMin((() => {
 	init_disk();
 	init_interrupt();
 	init_lock();
+	init_batch();
 	init_mime();
 	ANSWERED_409 = "forfait answered 409";
 	REQUEST_ANSWERED_409 = "request answered 409";
@@ -20175,6 +20199,7 @@ async function runCompleteMany(options) {
 			options.items.add(skipped++, failedResult(null, hash, error));
 		}
 		warnLeftOut(options.io, [...covered.keys()]);
+		hashes = [...hashes, ...await owedHashes(store, withSession)];
 	}
 	if (options.all && hashes.length === 0 && skipped === 0) options.io.warn(`no session is pending in this store (${store.dir}): if the registrations were made on another machine or with another NOTARIZE_CONFIG_DIR, complete them there, or here with --session`);
 	const baseUrl = options.baseUrl();
@@ -20236,12 +20261,17 @@ async function requestsUnread(store, pending) {
 }
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */
 async function pendingHashes(store) {
-	const hashes = /* @__PURE__ */ new Set();
-	for (const listing of [await store.listPending(), await store.listCustodyOwed()]) {
-		for (const entry of listing.entries) hashes.add(entry.hash);
-		for (const problem of listing.problems) hashes.add(basename(problem.file, ".json"));
-	}
-	return [...hashes].sort();
+	const { entries, problems } = await store.listPending();
+	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].sort();
+}
+/**
+* Registrations in the ledger whose custody metadata is still owed, without
+* a pending session (complete sends it). Metadata of a hash with no record
+* waits for its session: completing that sends it.
+*/
+async function owedHashes(store, pending) {
+	const { entries, problems } = await store.listCustodyOwed();
+	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].filter((hash) => !pending.has(hash) && existsSync(store.ledgerFile(hash))).sort();
 }
 var optionsSchema$5, CONCURRENCY;
 var init_complete = __esmMin((() => {
@@ -20374,8 +20404,10 @@ async function runPendingDrop(options) {
 	const { retired, unanswered } = await withLock(store.lockFile(hash), DROP_LOCK_WAIT_MS, async () => {
 		const unanswered = store.readUnanswered(hash) !== void 0;
 		store.clearUnanswered(hash);
+		const retired = await store.retirePending(hash, "retired by hand (notarize pending drop)", /* @__PURE__ */ new Date());
+		if (retired !== void 0 && !existsSync(store.ledgerFile(hash))) await store.removeCustodyOwed(hash);
 		return {
-			retired: await store.retirePending(hash, "retired by hand (notarize pending drop)", /* @__PURE__ */ new Date()),
+			retired,
 			unanswered
 		};
 	});

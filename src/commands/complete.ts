@@ -172,6 +172,8 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
       options.items.add(skipped++, failedResult(null, hash, error));
     }
     warnLeftOut(options.io, [...covered.keys()]);
+    // Registrations done whose custody metadata is still owed: complete sends it (no session, nothing paid).
+    hashes = [...hashes, ...(await owedHashes(store, withSession))];
   }
   if (options.all && hashes.length === 0 && skipped === 0) {
     // Exit 0: nothing left to finish is what a re-run after success meets. But a job on another
@@ -250,11 +252,17 @@ async function requestsUnread(store: ServiceStore, pending: ReadonlySet<string>)
 
 /** The hashes of every session pending in the store, a damaged one included (it fails, naming its file). */
 async function pendingHashes(store: ServiceStore): Promise<string[]> {
-  // Sessions pending, and registrations whose custody metadata is still owed (complete sends it).
-  const hashes = new Set<string>();
-  for (const listing of [await store.listPending(), await store.listCustodyOwed()]) {
-    for (const entry of listing.entries) hashes.add(entry.hash);
-    for (const problem of listing.problems) hashes.add(basename(problem.file, '.json'));
-  }
-  return [...hashes].sort();
+  const { entries, problems } = await store.listPending();
+  return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, '.json'))].sort();
+}
+
+/**
+ * Registrations in the ledger whose custody metadata is still owed, without
+ * a pending session (complete sends it). Metadata of a hash with no record
+ * waits for its session: completing that sends it.
+ */
+async function owedHashes(store: ServiceStore, pending: ReadonlySet<string>): Promise<string[]> {
+  const { entries, problems } = await store.listCustodyOwed();
+  const hashes = [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, '.json'))];
+  return hashes.filter((hash) => !pending.has(hash) && existsSync(store.ledgerFile(hash))).sort();
 }

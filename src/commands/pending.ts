@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander';
 import { isSubscriptionSession } from '../api/schemas.js';
+import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
@@ -154,10 +155,10 @@ export async function runPendingDrop(options: PendingOptions & { hash: string })
   const { retired, unanswered } = await withLock(store.lockFile(hash), DROP_LOCK_WAIT_MS, async () => {
     const unanswered = store.readUnanswered(hash) !== undefined;
     store.clearUnanswered(hash);
-    return {
-      retired: await store.retirePending(hash, 'retired by hand (notarize pending drop)', new Date()),
-      unanswered,
-    };
+    const retired = await store.retirePending(hash, 'retired by hand (notarize pending drop)', new Date());
+    // The custody metadata that session would have owed goes with it; a registration in the ledger keeps its own.
+    if (retired !== undefined && !existsSync(store.ledgerFile(hash))) await store.removeCustodyOwed(hash);
+    return { retired, unanswered };
   });
   if (retired === undefined && unanswered) {
     return {

@@ -34,10 +34,11 @@ import {
   UnreadableAnswerError,
   UsageError,
 } from '../errors.js';
-import type { FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
+import type { CustodyOwed, FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
 import { beforeSending, sendingCompletion, track, whenStopping, type Tracked } from '../interrupt.js';
 import { holdLock, releaseOwnLock, withLock, type LockTiming } from '../store/lock.js';
+import { asNotarizeError } from './batch.js';
 import { mimeType } from './mime.js';
 
 export type Blockchain = (typeof BLOCKCHAIN_TYPES)[number];
@@ -211,8 +212,9 @@ function refuseOtherRequest(pending: PendingEntry, input: RegisterInput): void {
       ? `the description ${JSON.stringify(pending.description)}`
       : undefined,
     input.custody && !pending.custody ? 'no custody' : undefined,
-    // Sessions saved before `signed` was kept do not say: only a known difference is refused.
     input.signed && pending.signed === false ? 'signed: false' : undefined,
+    // Saved by a notarize that did not keep it: whether it was requested signed cannot be told.
+    input.signed && pending.signed === undefined ? '`signed` unknown (saved by an older notarize)' : undefined,
   ].filter((part): part is string => part !== undefined);
   if (asked.length === 0) return;
   throw new UsageError(
@@ -384,10 +386,14 @@ async function finish(
   } catch (error) {
     if (!isAlreadyRegistered(error)) throw error;
     const retiredSession = await retire(deps, pending.hash, `${ANSWERED_409}: ${error.serviceMessage ?? ''}`);
-    // Registered, but not by this session: no metadata of ours goes with it.
-    if (typeof metadata === 'string') await deps.store.removeCustodyOwed(pending.hash);
     const service = { message: error.serviceMessage, retiredSession };
-    return { kind: 'already-registered', hash: pending.hash, entry: undefined, service };
+    if (typeof metadata !== 'string')
+      return { kind: 'already-registered', hash: pending.hash, entry: undefined, service };
+    // Registered: perhaps by this very session, its answer lost before. The metadata asked for is sent all the
+    // same; the service takes it or refuses it (a 4xx: not kept), and is the one to tell.
+    tracked?.recordSaved(true);
+    const custody = await sendOwedMetadata(deps, pending.hash, metadata, tracked);
+    return { kind: 'already-registered', hash: pending.hash, entry: undefined, service, custody };
   }
   tracked?.recordSaved(typeof metadata === 'string');
   if (metadata === undefined) return { kind: 'completed', entry, reusedSession };
@@ -446,16 +452,31 @@ async function alreadyInLedger(
   try {
     owed = deps.store.readCustodyOwed(hash);
   } catch (error) {
-    // Damaged: nothing to send from it. The record stands; the run says so (exit 1) and leaves the file.
-    const failure = new NotarizeError('store_damaged', EXIT.refused, (error as Error).message, {
-      hint: `the registration of ${hash} is complete; move ${deps.store.custodyFile(hash)} aside, or restore it`,
-    });
+    // Damaged: nothing to send from it, and nothing sent (exit 2, the StoreError's). The record stands; the file is left.
+    const failure = asNotarizeError(error);
+    failure.hint = `the registration of ${hash} is complete; move ${deps.store.custodyFile(hash)} aside, or restore it`;
     return { kind: 'already-registered', hash, entry: existing, custody: { metadataSent: false, error: failure } };
   }
   if (owed === undefined) return { kind: 'already-registered', hash, entry: existing };
   tracked.recordSaved(true);
-  const custody = await sendOwedMetadata(deps, hash, owed.metadataJson, tracked, walletName);
+  const metadataJson = await withWalletName(deps, owed, walletName);
+  const custody = await sendOwedMetadata(deps, hash, metadataJson, tracked);
   return { kind: 'already-registered', hash, entry: existing, custody };
+}
+
+/**
+ * The owed metadata with this run's --wallet-name, if it gives another one:
+ * kept so (saved again), so that should this run's call fail too, the next
+ * one sends what was last asked for.
+ */
+async function withWalletName(deps: FlowDeps, owed: CustodyOwed, walletName: string | undefined): Promise<string> {
+  if (walletName === undefined) return owed.metadataJson;
+  // The text of a JSON object: the store's schema says so (a wrong shape inside, sendOwedMetadata reports).
+  const metadata = JSON.parse(owed.metadataJson) as Record<string, unknown>;
+  if (metadata.walletName === walletName) return owed.metadataJson;
+  const metadataJson = JSON.stringify({ ...metadata, walletName });
+  await saveCustodyOwed(deps, owed.hash, metadataJson);
+  return metadataJson;
 }
 
 /** Moves a pending session aside; if the disk refuses, says so with exit 1 (forfait was sent). */
@@ -805,33 +826,32 @@ async function sendOwedMetadata(
   hash: string,
   owed: string,
   tracked?: Tracked,
-  walletName?: string,
 ): Promise<CustodyOutcome> {
-  const stands = `the registration of ${hash} is complete (its record is in the ledger); its file metadata was not confirmed as taken`;
+  const stands = (how: string) => `the registration of ${hash} stands; its file metadata ${how}`;
   const metadata = fileMetadataSchema.safeParse(JSON.parse(owed));
   if (!metadata.success || metadata.data.hash !== hash) {
     // Damaged by hand: nothing to send, now or later.
     const error = new NotarizeError(
       'store_damaged',
       EXIT.refused,
-      `${stands}: the metadata kept in ${deps.store.custodyFile(hash)} is not of the documented shape`,
+      `${stands('was not sent')}: the metadata kept in ${deps.store.custodyFile(hash)} is not of the documented shape`,
     );
     return { metadataSent: false, error };
   }
   deps.onStep?.('metadata');
   try {
     const stopping = (deps.stopping ?? whenStopping)().then(interruptedMetadata);
-    const body = walletName === undefined ? metadata.data : { ...metadata.data, walletName };
-    await Promise.race([deps.api.putFileMetadata(body), stopping]);
+    await Promise.race([deps.api.putFileMetadata(metadata.data), stopping]);
   } catch (error) {
     if (!(error instanceof NotarizeError)) throw error;
     const refused = error instanceof ServiceRefusedError;
     // Removed off the answer's path: should it fail, a re-run sends it again and is refused again.
     if (refused) await deps.store.removeCustodyOwed(hash).catch(() => undefined);
-    const next = refused
-      ? 'the service refused it, so it is not sent again'
-      : `\`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it (nothing is paid again)`;
-    error.hint = [`${stands}; ${next}`, error.hint].filter(Boolean).join('; ');
+    const how = refused
+      ? 'was refused, so it is not sent again'
+      : `was ${error instanceof TransientError && error.notProcessed ? 'not taken' : 'not confirmed as taken'}; ` +
+        `\`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it (nothing is paid again)`;
+    error.hint = [stands(how), error.hint].filter(Boolean).join('; ');
     return { metadataSent: false, error };
   }
   tracked?.recordSaved(false);

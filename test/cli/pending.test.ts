@@ -53,3 +53,23 @@ describe('runPending', () => {
     await expect(runPendingDrop({ hash, ledger })).rejects.toMatchObject({ code: 'no_pending_session', exitCode: 2 });
   });
 });
+
+describe('pending drop of a session that asked for custody', () => {
+  it('takes the custody metadata it would have owed with it: never sent later, complete --all not stuck on it', async () => {
+    const doc = await bed.file('custody-dropped.txt', 'custody, then dropped');
+    const hash = sha256('custody, then dropped');
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'status', value: 400, count: 1 }]);
+    expect((await bed.main(['register', doc, '--custody'])).code).toBe(1);
+    const custody = `${bed.serviceDir()}/custody/${hash}.json`;
+    expect(existsSync(custody)).toBe(true);
+    const dropped = await bed.main(['pending', 'drop', hash]);
+    expect(dropped.code, dropped.stderr).toBe(0);
+    expect(existsSync(custody)).toBe(false);
+    const all = await bed.main(['complete', '--all']);
+    expect(all.code, all.stderr).toBe(0);
+    // Registered again without custody: no metadata of the dropped session goes with it.
+    expect((await bed.main(['register', doc])).code).toBe(0);
+    expect((await bed.main(['complete', '--all'])).code).toBe(0);
+    expect(bed.sandbox.files.has(hash)).toBe(false);
+  });
+});

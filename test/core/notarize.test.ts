@@ -334,6 +334,15 @@ describe('register', () => {
       kind: 'pending',
       reused: true,
     });
+    // A session saved by an older notarize (no `signed` kept): --signed cannot be checked, so it is refused too.
+    const older = { ...store.readPending(hash)! };
+    delete older.signed;
+    await store.savePending(older);
+    const unknown = await rejectionOf(register(deps, input(hash, { signed: true })), UsageError);
+    expect(unknown.message).toBe(
+      `a pending session for ${hash} was requested with \`signed\` unknown (saved by an older notarize); nothing was sent`,
+    );
+    expect(called()).toEqual(['request']);
     // Completed as requested when the caller says so (a pending Merkle root: aggregate.ts warns instead).
     expect(
       await register(
@@ -870,7 +879,7 @@ describe('the end of a registration', () => {
       expect(outcome.custody?.error).toBeInstanceOf(TransientError);
       expect(outcome.custody?.error?.hint).toMatch(
         new RegExp(
-          `^the registration of ${hash} is complete \\(its record is in the ledger\\); its file metadata was not confirmed as taken; \`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it`,
+          `^the registration of ${hash} stands; its file metadata was not confirmed as taken; \`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it`,
         ),
       );
       // The store keeps the metadata as it would have been sent, for a re-run; the record is the service's.
@@ -929,7 +938,7 @@ describe('the end of a registration', () => {
       ).toBeUndefined();
     });
 
-    it('metadata kept with a record but damaged by hand: nothing sent, exit 1 saying so', async () => {
+    it('metadata kept with a record but damaged by hand: nothing sent, saying so', async () => {
       const hash = sha256('custody owed damaged');
       fault('file:status=500*1');
       const { store, deps } = world();
@@ -944,22 +953,26 @@ describe('the end of a registration', () => {
         `the metadata kept in ${store.custodyFile(hash)} is not of the documented shape`,
       );
       expect(called()).toEqual(['request', 'forfait', 'file']);
-      // A file that is no JSON of the store's shape: the record stands, exit 1 naming the file, nothing sent.
+      // A file that is no JSON of the store's shape: the record stands, exit 2 (nothing sent) naming the file.
       writeFileSync(store.custodyFile(hash), 'garbage');
       const damaged = await register(deps, input(hash, { custody: true, file: FILE }));
       expect(damaged).toMatchObject({ kind: 'already-registered', entry: store.readRecord(hash) });
-      expect(custodyFailure(damaged)).toMatchObject({ code: 'store_damaged', exitCode: 1 });
+      expect(custodyFailure(damaged)).toMatchObject({ code: 'store', exitCode: 2 });
+      expect(custodyFailure(damaged)?.hint).toContain(`move ${store.custodyFile(hash)} aside`);
       expect(called()).toEqual(['request', 'forfait', 'file']);
     });
 
-    it('a custody registration answered 409 (registered, not by this session): no metadata of its own is kept', async () => {
+    it('a custody registration answered 409 (perhaps by this very session, its answer lost): the metadata is sent all the same', async () => {
       const hash = sha256('custody 409');
-      fault('forfait:status=409*1');
+      fault('forfait:drop-after*1');
       const { store, deps } = world();
-      const outcome = await register(deps, input(hash, { custody: true, file: FILE }));
-      expect(outcome).toMatchObject({ kind: 'already-registered', entry: undefined });
+      await rejection(register(deps, input(hash, { custody: true, file: FILE, walletName: 'w' })));
+      expect(store.readCustodyOwed(hash)).toBeDefined();
+      const outcome = await complete(deps, hash, { kind: 'store' });
+      expect(outcome).toMatchObject({ kind: 'already-registered', entry: undefined, custody: { metadataSent: true } });
+      expect(bed.sandbox.files.get(hash)).toMatchObject({ hash, walletName: 'w' });
       expect(store.readCustodyOwed(hash)).toBeUndefined();
-      expect(called()).toEqual(['request', 'forfait']);
+      expect(called()).toEqual(['request', 'forfait', 'forfait', 'file']);
     });
 
     it('custody metadata that cannot be saved before forfait: forfait not sent, the session kept, exit 1 saying so', async () => {
@@ -986,27 +999,42 @@ describe('the end of a registration', () => {
       const { store, deps } = world();
       const outcome = await register(deps, input(hash, { custody: true, file: FILE }));
       expect(custodyFailure(outcome)).toBeInstanceOf(ServiceRefusedError);
-      expect(custodyFailure(outcome)?.hint).toContain('the service refused it, so it is not sent again');
+      expect(custodyFailure(outcome)?.hint).toContain('its file metadata was refused, so it is not sent again');
       expect(store.readCustodyOwed(hash)).toBeUndefined();
+      // Provably not processed (a 429): said plainly, and kept for a re-run.
+      const again = sha256('custody throttled');
+      fault('file:status=429*1');
+      const throttled = await register(deps, input(again, { custody: true, file: FILE }));
+      expect(custodyFailure(throttled)?.hint).toContain('its file metadata was not taken; `notarize complete');
+      expect(store.readCustodyOwed(again)).toBeDefined();
       expect(await register(deps, input(hash, { custody: true, file: FILE }))).toEqual({
         kind: 'already-registered',
         hash,
         entry: store.readRecord(hash),
       });
-      expect(called()).toEqual(['request', 'forfait', 'file']);
+      expect(called()).toEqual(['request', 'forfait', 'file', 'request', 'forfait', 'file']);
     });
 
     it("a re-run's --wallet-name replaces the owed one; --no-complete keeps the wallet name for complete", async () => {
       const hash = sha256('custody wallet');
       fault('file:status=503*1');
-      const { deps } = world();
+      const { store, deps } = world();
       await register(deps, input(hash, { custody: true, file: FILE, walletName: 'bad wallet' }));
+      // This run's call fails too: the name it asked for is what the next one sends.
+      fault('file:status=503*1');
       await register(deps, input(hash, { custody: true, file: FILE, walletName: 'good' }));
+      const owed = store.readCustodyOwed(hash)!;
+      expect(JSON.parse(owed.metadataJson)).toMatchObject({ walletName: 'good' });
+      // The same name again, failing again: kept as it was.
+      fault('file:status=503*1');
+      await register(deps, input(hash, { custody: true, file: FILE, walletName: 'good' }));
+      expect(store.readCustodyOwed(hash)).toEqual(owed);
+      await complete(deps, hash, { kind: 'store' });
       expect(bed.sandbox.files.get(hash)).toMatchObject({ walletName: 'good' });
 
       const later = sha256('custody wallet later');
-      const { store } = await requestOnly(later, newStore(), { custody: true, file: FILE, walletName: 'kept' });
-      await complete(world({ store }).deps, later, { kind: 'store' });
+      const { store: other } = await requestOnly(later, newStore(), { custody: true, file: FILE, walletName: 'kept' });
+      await complete(world({ store: other }).deps, later, { kind: 'store' });
       expect(bed.sandbox.files.get(later)).toMatchObject({ walletName: 'kept' });
     });
 
