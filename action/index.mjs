@@ -12017,7 +12017,7 @@ function refuseOtherRequest(pending, input) {
 		input.descriptionGiven === true && input.description !== pending.description ? `the description ${JSON.stringify(pending.description)}` : void 0,
 		input.custody && !pending.custody ? "no custody" : void 0,
 		input.signed && pending.signed === false ? "signed: false" : void 0,
-		input.signed && pending.signed === void 0 ? "`signed` unknown (saved by an older notarize)" : void 0
+		input.signed && pending.signed === void 0 ? "`signed` unknown (the saved session does not say)" : void 0
 	].filter((part) => part !== void 0);
 	if (asked.length === 0) return;
 	throw new UsageError(`a pending session for ${input.hash} was requested with ${asked.join(" and ")}; nothing was sent`, {
@@ -12134,7 +12134,7 @@ async function finishGiven(deps, pending) {
 * decides, not this run's flags). A 409 from forfait retires the session.
 */
 async function finish$1(deps, pending, reusedSession, input, tracked) {
-	const metadata = pending.custody ? custodyMetadata(input, pending) : void 0;
+	const metadata = pending.custody ? custodyMetadata(input, pending, owedWalletName(deps, pending.hash)) : void 0;
 	if (typeof metadata === "string") await saveCustodyOwed(deps, pending.hash, metadata);
 	let entry;
 	try {
@@ -12152,14 +12152,13 @@ async function finish$1(deps, pending, reusedSession, input, tracked) {
 			entry: void 0,
 			service
 		};
-		tracked?.recordSaved(true);
-		const custody = await sendOwedMetadata(deps, pending.hash, metadata, tracked);
+		await deps.store.removeCustodyOwed(pending.hash).catch(() => void 0);
 		return {
 			kind: "already-registered",
 			hash: pending.hash,
 			entry: void 0,
 			service,
-			custody
+			custody: { metadataSent: false }
 		};
 	}
 	tracked?.recordSaved(typeof metadata === "string");
@@ -12245,6 +12244,19 @@ async function alreadyInLedger(deps, existing, tracked, walletName) {
 	};
 }
 /**
+* The wallet name of custody metadata already owed for `hash` (an earlier
+* completion of the same session that failed), if readable.
+*/
+function owedWalletName(deps, hash) {
+	try {
+		const owed = deps.store.readCustodyOwed(hash);
+		const walletName = owed && JSON.parse(owed.metadataJson).walletName;
+		return typeof walletName === "string" ? walletName : void 0;
+	} catch {
+		return;
+	}
+}
+/**
 * The owed metadata with this run's --wallet-name, if it gives another one:
 * kept so (saved again), so that should this run's call fail too, the next
 * one sends what was last asked for.
@@ -12257,7 +12269,10 @@ async function withWalletName(deps, owed, walletName) {
 		...metadata,
 		walletName
 	});
-	await saveCustodyOwed(deps, owed.hash, metadataJson);
+	await deps.store.saveCustodyOwed({
+		...owed,
+		metadataJson
+	}).catch(() => void 0);
 	return metadataJson;
 }
 /** Moves a pending session aside; if the disk refuses, says so with exit 1 (forfait was sent). */
@@ -12484,9 +12499,9 @@ function notSaved(message, error, answer) {
 * `pending`, as JSON text, or why there is none (no local file, or a session
 * without the userId the call needs: nothing to send, now or later).
 */
-function custodyMetadata(input, pending) {
+function custodyMetadata(input, pending, owedWalletName) {
 	const file = input.file ?? pending.file;
-	const walletName = input.walletName ?? pending.walletName;
+	const walletName = input.walletName ?? owedWalletName ?? pending.walletName;
 	const session = subscriptionSessionSchema.safeParse(JSON.parse(pending.sessionJson));
 	if (!file || !session.success) return {
 		metadataSent: false,
@@ -13553,6 +13568,7 @@ function showAlreadyRegistered(io, outcome, verification, json) {
 		return;
 	}
 	io.info(`${hash} is already registered: ${said ?? "the service says so"}; this store has no record of it, see ${verification}`);
+	showCustody(io, outcome.custody);
 	if (json) {
 		const summary = {
 			hash,
@@ -20210,7 +20226,7 @@ async function runCompleteMany(options) {
 		api,
 		store,
 		onStep: (step) => {
-			if (step === "completing") sent = true;
+			if (step === "completing" || step === "metadata") sent = true;
 		},
 		...treesNow && { beforeCompletion: (hash) => treesNow.settle({ store }, hash, "its documents' own sessions are completed") }
 	};
@@ -20351,7 +20367,12 @@ function stateOf(entry, underRoot, blocked) {
 /** Lists pending sessions and unread request steps; a damaged file is a warning, passed over, and fails the run (exit 2) once the rest is shown. */
 async function runPending(options) {
 	const ledger = options.ledger();
-	const [pending, unanswered] = await Promise.all([ledger.listPending(), ledger.listUnanswered()]);
+	const [pending, unanswered, custody] = await Promise.all([
+		ledger.listPending(),
+		ledger.listUnanswered(),
+		ledger.listCustodyOwed()
+	]);
+	const owed = custody.entries.filter((e) => existsSync(ledger.ledgerFile(e.hash))).map((e) => e.hash);
 	const { covered, blocked } = await sessionsUnderRoots(ledger, [...pending.entries.map((e) => e.hash), ...pending.problems.map((problem) => basename(problem.file, ".json"))]);
 	const blockedBy = [...new Set([...blocked.values()].map((error) => `${error.message}; ${error.hint ?? ""}`))];
 	const rows = [...pending.entries.map((e) => ({
@@ -20374,7 +20395,11 @@ async function runPending(options) {
 	return {
 		kind: "rows",
 		...failure ? { failure } : {},
-		warnings: [...problems.map((p) => `${p.message}; ${p.hint ?? ""}`), ...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`)],
+		warnings: [
+			...problems.map((p) => `${p.message}; ${p.hint ?? ""}`),
+			...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`),
+			...owed.length === 0 ? [] : [`custody metadata not yet taken by the service, of ${someDocuments(owed.length, owed[0])} (registered): \`notarize complete --all\` sends it`]
+		],
 		rows,
 		headers: [
 			"HASH",
@@ -20430,6 +20455,7 @@ var init_pending = __esmMin((() => {
 	init_hash$1();
 	init_trees();
 	init_errors();
+	init_render();
 	init_results();
 	init_files();
 	init_lock();

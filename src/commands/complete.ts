@@ -193,7 +193,8 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
     api,
     store,
     onStep: (step: string) => {
-      if (step === 'completing') sent = true;
+      // A forfait, or custody metadata owed by a registration done: something was sent (never exit 2).
+      if (step === 'completing' || step === 'metadata') sent = true;
     },
     ...(treesNow && {
       beforeCompletion: (hash: string) => treesNow.settle({ store }, hash, "its documents' own sessions are completed"),

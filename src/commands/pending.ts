@@ -12,6 +12,7 @@ import { normalizeHash } from '../core/hash.js';
 import { sessionsUnderRoots } from '../core/trees.js';
 import { UsageError } from '../errors.js';
 import type { RowsResult, ValueResult } from '../output/present.js';
+import { someDocuments } from '../output/render.js';
 import { embed } from '../output/results.js';
 import type { ExactJson } from '../exact-json.js';
 import { passedOver } from '../store/files.js';
@@ -98,7 +99,13 @@ export interface PendingRow {
 /** Lists pending sessions and unread request steps; a damaged file is a warning, passed over, and fails the run (exit 2) once the rest is shown. */
 export async function runPending(options: PendingOptions): Promise<RowsResult<PendingRow>> {
   const ledger = options.ledger();
-  const [pending, unanswered] = await Promise.all([ledger.listPending(), ledger.listUnanswered()]);
+  const [pending, unanswered, custody] = await Promise.all([
+    ledger.listPending(),
+    ledger.listUnanswered(),
+    ledger.listCustodyOwed(),
+  ]);
+  // Registrations done whose custody metadata the service has not taken: no session, but not finished either.
+  const owed = custody.entries.filter((e) => existsSync(ledger.ledgerFile(e.hash))).map((e) => e.hash);
   // As complete --all judges them: every session, a damaged one's hash included.
   const { covered, blocked } = await sessionsUnderRoots(ledger, [
     ...pending.entries.map((e) => e.hash),
@@ -135,6 +142,12 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
     warnings: [
       ...problems.map((p) => `${p.message}; ${p.hint ?? ''}`),
       ...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`),
+      ...(owed.length === 0
+        ? []
+        : [
+            `custody metadata not yet taken by the service, of ${someDocuments(owed.length, owed[0]!)} (registered): ` +
+              '`notarize complete --all` sends it',
+          ]),
     ],
     rows,
     headers: ['HASH', 'DESCRIPTION', 'PLAN', 'SAVED', 'STATE'],

@@ -214,7 +214,7 @@ function refuseOtherRequest(pending: PendingEntry, input: RegisterInput): void {
     input.custody && !pending.custody ? 'no custody' : undefined,
     input.signed && pending.signed === false ? 'signed: false' : undefined,
     // Saved by a notarize that did not keep it: whether it was requested signed cannot be told.
-    input.signed && pending.signed === undefined ? '`signed` unknown (saved by an older notarize)' : undefined,
+    input.signed && pending.signed === undefined ? '`signed` unknown (the saved session does not say)' : undefined,
   ].filter((part): part is string => part !== undefined);
   if (asked.length === 0) return;
   throw new UsageError(
@@ -377,7 +377,7 @@ async function finish(
   input: Pick<RegisterInput, 'hash' | 'file' | 'walletName'>,
   tracked?: Tracked,
 ): Promise<Outcome> {
-  const metadata = pending.custody ? custodyMetadata(input, pending) : undefined;
+  const metadata = pending.custody ? custodyMetadata(input, pending, owedWalletName(deps, pending.hash)) : undefined;
   // Owed before forfait is sent: however the run ends after it, a re-run finds it (store's custody/).
   if (typeof metadata === 'string') await saveCustodyOwed(deps, pending.hash, metadata);
   let entry: LedgerEntry;
@@ -389,11 +389,16 @@ async function finish(
     const service = { message: error.serviceMessage, retiredSession };
     if (typeof metadata !== 'string')
       return { kind: 'already-registered', hash: pending.hash, entry: undefined, service };
-    // Registered: perhaps by this very session, its answer lost before. The metadata asked for is sent all the
-    // same; the service takes it or refuses it (a 4xx: not kept), and is the one to tell.
-    tracked?.recordSaved(true);
-    const custody = await sendOwedMetadata(deps, pending.hash, metadata, tracked);
-    return { kind: 'already-registered', hash: pending.hash, entry: undefined, service, custody };
+    // Registered, and nothing tells by whom (this session, its answer lost before; or another, without
+    // custody): no metadata of ours goes onto it, and the outcome says it was not sent (a known limit).
+    await deps.store.removeCustodyOwed(pending.hash).catch(() => undefined);
+    return {
+      kind: 'already-registered',
+      hash: pending.hash,
+      entry: undefined,
+      service,
+      custody: { metadataSent: false },
+    };
   }
   tracked?.recordSaved(typeof metadata === 'string');
   if (metadata === undefined) return { kind: 'completed', entry, reusedSession };
@@ -465,6 +470,20 @@ async function alreadyInLedger(
 }
 
 /**
+ * The wallet name of custody metadata already owed for `hash` (an earlier
+ * completion of the same session that failed), if readable.
+ */
+function owedWalletName(deps: FlowDeps, hash: string): string | undefined {
+  try {
+    const owed = deps.store.readCustodyOwed(hash);
+    const walletName = owed && (JSON.parse(owed.metadataJson) as { walletName?: unknown }).walletName;
+    return typeof walletName === 'string' ? walletName : undefined;
+  } catch {
+    return undefined; // Damaged: rebuilt from the session, which is saved over it.
+  }
+}
+
+/**
  * The owed metadata with this run's --wallet-name, if it gives another one:
  * kept so (saved again), so that should this run's call fail too, the next
  * one sends what was last asked for.
@@ -475,7 +494,8 @@ async function withWalletName(deps: FlowDeps, owed: CustodyOwed, walletName: str
   const metadata = JSON.parse(owed.metadataJson) as Record<string, unknown>;
   if (metadata.walletName === walletName) return owed.metadataJson;
   const metadataJson = JSON.stringify({ ...metadata, walletName });
-  await saveCustodyOwed(deps, owed.hash, metadataJson);
+  // Not saved (a disk refusing): this run still sends the name it asks for; only a later retry would not.
+  await deps.store.saveCustodyOwed({ ...owed, metadataJson }).catch(() => undefined);
   return metadataJson;
 }
 
@@ -787,9 +807,11 @@ function notSaved(message: string, error: unknown, answer: { what: string; text:
 function custodyMetadata(
   input: Pick<RegisterInput, 'hash' | 'file' | 'walletName'>,
   pending: PendingEntry,
+  owedWalletName?: string,
 ): string | CustodyOutcome {
   const file = input.file ?? pending.file;
-  const walletName = input.walletName ?? pending.walletName;
+  // The last one asked for: this run's, an earlier attempt's of this session, the request's.
+  const walletName = input.walletName ?? owedWalletName ?? pending.walletName;
   // A session reaching here is the text of a JSON object: the store's schema, or the request step's parse, says so.
   const session = subscriptionSessionSchema.safeParse(JSON.parse(pending.sessionJson));
   if (!file || !session.success) {

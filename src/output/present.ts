@@ -343,6 +343,7 @@ function showAlreadyRegistered(
   io.info(
     `${hash} is already registered: ${said ?? 'the service says so'}; this store has no record of it, see ${verification}`,
   );
+  showCustody(io, outcome.custody);
   if (json) {
     const summary = {
       hash,

@@ -1,5 +1,5 @@
 /** runPending and runPendingDrop in process: the sessions left pending as rows, and one retired by hand. */
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runPending, runPendingDrop } from '../../src/commands/pending.js';
 import { present } from '../../src/output/present.js';
@@ -71,5 +71,30 @@ describe('pending drop of a session that asked for custody', () => {
     expect((await bed.main(['register', doc])).code).toBe(0);
     expect((await bed.main(['complete', '--all'])).code).toBe(0);
     expect(bed.sandbox.files.has(hash)).toBe(false);
+  });
+
+  it('`pending` says when a registration still owes its custody metadata, and what sends it', async () => {
+    const doc = await bed.file('custody-owed.txt', 'custody owed');
+    const hash = sha256('custody owed');
+    bed.sandbox.addFaults([{ route: 'file', kind: 'status', value: 503, count: 1 }]);
+    expect((await bed.main(['register', doc, '--custody', '--retries', '0'])).code).toBe(4);
+    const listed = await bed.main(['pending']);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stderr).toContain(
+      `custody metadata not yet taken by the service, of ${hash} (registered): \`notarize complete --all\` sends it`,
+    );
+    expect((await bed.main(['complete', '--all'])).code).toBe(0);
+    expect((await bed.main(['pending'])).stderr).not.toContain('custody');
+  });
+
+  it('complete --all that sent metadata for one and found another damaged: exit 1, never 2 (something was sent)', async () => {
+    const [a, b] = [await bed.file('owed-a.txt', 'owed a'), await bed.file('owed-b.txt', 'owed b')];
+    bed.sandbox.addFaults([{ route: 'file', kind: 'status', value: 503, count: 2 }]);
+    expect((await bed.main(['register', a, b, '--custody', '--retries', '0'])).code).toBe(4);
+    writeFileSync(`${bed.serviceDir()}/custody/${sha256('owed a')}.json`, 'garbage');
+    const all = await bed.main(['complete', '--all']);
+    expect(all.code, all.stderr).toBe(1);
+    expect(bed.sandbox.files.has(sha256('owed b'))).toBe(true);
+    expect(all.stderr).toContain(`custody/${sha256('owed a')}.json`);
   });
 });

@@ -340,7 +340,7 @@ describe('register', () => {
     await store.savePending(older);
     const unknown = await rejectionOf(register(deps, input(hash, { signed: true })), UsageError);
     expect(unknown.message).toBe(
-      `a pending session for ${hash} was requested with \`signed\` unknown (saved by an older notarize); nothing was sent`,
+      `a pending session for ${hash} was requested with \`signed\` unknown (the saved session does not say); nothing was sent`,
     );
     expect(called()).toEqual(['request']);
     // Completed as requested when the caller says so (a pending Merkle root: aggregate.ts warns instead).
@@ -962,17 +962,31 @@ describe('the end of a registration', () => {
       expect(called()).toEqual(['request', 'forfait', 'file']);
     });
 
-    it('a custody registration answered 409 (perhaps by this very session, its answer lost): the metadata is sent all the same', async () => {
+    it('a custody registration answered 409: who registered it cannot be told, so no metadata is sent, and it is said', async () => {
       const hash = sha256('custody 409');
       fault('forfait:drop-after*1');
       const { store, deps } = world();
       await rejection(register(deps, input(hash, { custody: true, file: FILE, walletName: 'w' })));
       expect(store.readCustodyOwed(hash)).toBeDefined();
       const outcome = await complete(deps, hash, { kind: 'store' });
-      expect(outcome).toMatchObject({ kind: 'already-registered', entry: undefined, custody: { metadataSent: true } });
-      expect(bed.sandbox.files.get(hash)).toMatchObject({ hash, walletName: 'w' });
+      expect(outcome).toMatchObject({ kind: 'already-registered', entry: undefined, custody: { metadataSent: false } });
+      expect(custodyFailure(outcome)).toBeUndefined();
+      expect(bed.sandbox.files.has(hash)).toBe(false);
+      // Nothing left that nothing could clear.
       expect(store.readCustodyOwed(hash)).toBeUndefined();
-      expect(called()).toEqual(['request', 'forfait', 'forfait', 'file']);
+      expect(called()).toEqual(['request', 'forfait', 'forfait']);
+    });
+
+    it('a damaged custody file beside a pending session: rebuilt from the session, saved over, sent', async () => {
+      const hash = sha256('custody damaged pending');
+      fault('forfait:status=503*1');
+      const { store, deps } = world();
+      await rejection(register(deps, input(hash, { custody: true, file: FILE, walletName: 'w' })));
+      writeFileSync(store.custodyFile(hash), 'garbage');
+      const outcome = await complete(deps, hash, { kind: 'store' });
+      expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: true } });
+      expect(bed.sandbox.files.get(hash)).toMatchObject({ hash, walletName: 'w' });
+      expect(existsSync(store.custodyFile(hash))).toBe(false);
     });
 
     it('custody metadata that cannot be saved before forfait: forfait not sent, the session kept, exit 1 saying so', async () => {
@@ -1031,6 +1045,17 @@ describe('the end of a registration', () => {
       expect(store.readCustodyOwed(hash)).toEqual(owed);
       await complete(deps, hash, { kind: 'store' });
       expect(bed.sandbox.files.get(hash)).toMatchObject({ walletName: 'good' });
+
+      // While the session is still pending (its forfait failing): the last name asked for is the one sent.
+      const pendingHash = sha256('custody wallet pending');
+      fault('forfait:status=503*2');
+      await rejection(register(deps, input(pendingHash, { custody: true, file: FILE, walletName: 'OLD' })));
+      await rejection(register(deps, input(pendingHash, { custody: true, file: FILE, walletName: 'NEW' })));
+      fault('file:status=503*1');
+      await complete(deps, pendingHash, { kind: 'store' });
+      expect(JSON.parse(store.readCustodyOwed(pendingHash)!.metadataJson)).toMatchObject({ walletName: 'NEW' });
+      await complete(deps, pendingHash, { kind: 'store' });
+      expect(bed.sandbox.files.get(pendingHash)).toMatchObject({ walletName: 'NEW' });
 
       const later = sha256('custody wallet later');
       const { store: other } = await requestOnly(later, newStore(), { custody: true, file: FILE, walletName: 'kept' });
