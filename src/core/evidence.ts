@@ -281,10 +281,9 @@ export class Evidence {
     const { receipt, receiptDir } = this.#sources;
     if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
     const named = this.namedReceipt(item, index, hash);
-    for (const path of named === undefined ? [] : [named]) {
-      const text = await readReceiptFile(path);
-      if (text === undefined) continue;
-      const finding = judgeByReceipt(hash, path, text);
+    const text = named === undefined ? undefined : await readReceiptFile(named);
+    if (named !== undefined && text !== undefined) {
+      const finding = judgeByReceipt(hash, named, text);
       // Its name's receipt is of another digest: `modified`, even when a receipt of its digest is there
       // under another name. Names depend on the folder walked (`-r dist` names dist/linux/app.tgz
       // `linux/app.tgz`; `-r dist/linux`, `app.tgz`), but a receipts folder kept across releases also holds
