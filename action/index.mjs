@@ -10827,10 +10827,9 @@ var init_evidence = __esmMin((() => {
 			const { receipt, receiptDir } = this.#sources;
 			if (receipt) return judgeByReceipt(hash, receipt.path, receipt.text);
 			const named = this.namedReceipt(item, index, hash);
-			for (const path of named === void 0 ? [] : [named]) {
-				const text = await readReceiptFile(path);
-				if (text === void 0) continue;
-				const finding = judgeByReceipt(hash, path, text);
+			const text = named === void 0 ? void 0 : await readReceiptFile(named);
+			if (named !== void 0 && text !== void 0) {
+				const finding = judgeByReceipt(hash, named, text);
 				if (finding.status === "modified" && receiptDir) {
 					const elsewhere = await this.#ofDigest(receiptDir.dir, hash);
 					if (elsewhere) return {
@@ -14157,6 +14156,19 @@ var init_service_store = __esmMin((() => {
 		}
 		listCustodyOwed() {
 			return this.#list("custody", (hash) => this.readCustodyOwed(hash));
+		}
+		/**
+		* The custody metadata owed by registrations the ledger has (what
+		* `complete` sends on its own); that of a hash with no record waits for
+		* its session, whose completion sends it.
+		*/
+		async listCustodyOwedOfRecords() {
+			const { entries, problems } = await this.listCustodyOwed();
+			const recorded = (hash) => existsSync(this.ledgerFile(hash));
+			return {
+				entries: entries.filter((entry) => recorded(entry.hash)),
+				problems: problems.filter((problem) => recorded(basename(problem.file, ".json")))
+			};
 		}
 		listUnanswered() {
 			return this.#list("unanswered", (hash) => this.readUnanswered(hash));
@@ -20280,14 +20292,10 @@ async function pendingHashes(store) {
 	const { entries, problems } = await store.listPending();
 	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].sort();
 }
-/**
-* Registrations in the ledger whose custody metadata is still owed, without
-* a pending session (complete sends it). Metadata of a hash with no record
-* waits for its session: completing that sends it.
-*/
+/** Registrations in the ledger whose custody metadata is still owed, without a pending session (complete sends it). */
 async function owedHashes(store, pending) {
-	const { entries, problems } = await store.listCustodyOwed();
-	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].filter((hash) => !pending.has(hash) && existsSync(store.ledgerFile(hash))).sort();
+	const { entries, problems } = await store.listCustodyOwedOfRecords();
+	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].filter((hash) => !pending.has(hash)).sort();
 }
 var optionsSchema$5, CONCURRENCY;
 var init_complete = __esmMin((() => {
@@ -20370,9 +20378,9 @@ async function runPending(options) {
 	const [pending, unanswered, custody] = await Promise.all([
 		ledger.listPending(),
 		ledger.listUnanswered(),
-		ledger.listCustodyOwed()
+		ledger.listCustodyOwedOfRecords()
 	]);
-	const owed = custody.entries.filter((e) => existsSync(ledger.ledgerFile(e.hash))).map((e) => e.hash);
+	const owed = custody.entries.map((e) => e.hash);
 	const { covered, blocked } = await sessionsUnderRoots(ledger, [...pending.entries.map((e) => e.hash), ...pending.problems.map((problem) => basename(problem.file, ".json"))]);
 	const blockedBy = [...new Set([...blocked.values()].map((error) => `${error.message}; ${error.hint ?? ""}`))];
 	const rows = [...pending.entries.map((e) => ({

@@ -257,13 +257,9 @@ async function pendingHashes(store: ServiceStore): Promise<string[]> {
   return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, '.json'))].sort();
 }
 
-/**
- * Registrations in the ledger whose custody metadata is still owed, without
- * a pending session (complete sends it). Metadata of a hash with no record
- * waits for its session: completing that sends it.
- */
+/** Registrations in the ledger whose custody metadata is still owed, without a pending session (complete sends it). */
 async function owedHashes(store: ServiceStore, pending: ReadonlySet<string>): Promise<string[]> {
-  const { entries, problems } = await store.listCustodyOwed();
+  const { entries, problems } = await store.listCustodyOwedOfRecords();
   const hashes = [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, '.json'))];
-  return hashes.filter((hash) => !pending.has(hash) && existsSync(store.ledgerFile(hash))).sort();
+  return hashes.filter((hash) => !pending.has(hash)).sort();
 }

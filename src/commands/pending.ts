@@ -102,10 +102,10 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
   const [pending, unanswered, custody] = await Promise.all([
     ledger.listPending(),
     ledger.listUnanswered(),
-    ledger.listCustodyOwed(),
+    ledger.listCustodyOwedOfRecords(),
   ]);
   // Registrations done whose custody metadata the service has not taken: no session, but not finished either.
-  const owed = custody.entries.filter((e) => existsSync(ledger.ledgerFile(e.hash))).map((e) => e.hash);
+  const owed = custody.entries.map((e) => e.hash);
   // As complete --all judges them: every session, a damaged one's hash included.
   const { covered, blocked } = await sessionsUnderRoots(ledger, [
     ...pending.entries.map((e) => e.hash),

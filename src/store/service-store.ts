@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, renameSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { z } from 'zod';
 import { NewerStoreFileError, StoreError } from '../errors.js';
 import { hashSchema } from '../validation.js';
@@ -652,6 +652,20 @@ export class ServiceStore {
 
   listCustodyOwed(): Promise<Listing<CustodyOwed>> {
     return this.#list('custody', (hash) => this.readCustodyOwed(hash));
+  }
+
+  /**
+   * The custody metadata owed by registrations the ledger has (what
+   * `complete` sends on its own); that of a hash with no record waits for
+   * its session, whose completion sends it.
+   */
+  async listCustodyOwedOfRecords(): Promise<Listing<CustodyOwed>> {
+    const { entries, problems } = await this.listCustodyOwed();
+    const recorded = (hash: string) => existsSync(this.ledgerFile(hash));
+    return {
+      entries: entries.filter((entry) => recorded(entry.hash)),
+      problems: problems.filter((problem) => recorded(basename(problem.file, '.json'))),
+    };
   }
 
   listUnanswered(): Promise<Listing<UnansweredEntry>> {

@@ -186,6 +186,20 @@ describe('ServiceStore', () => {
     expect(existsSync(join(store.dir, 'retired'))).toBe(false);
   });
 
+  it('lists the custody metadata owed by registrations the ledger has, not that of a hash still without a record', async () => {
+    const store = serviceStore();
+    const [recorded, pendingOnly, damaged] = [hashOf('owed recorded'), hashOf('owed pending'), hashOf('owed damaged')];
+    for (const hash of [recorded, pendingOnly, damaged]) {
+      await store.saveCustodyOwed({ hash, savedAt: '2026-11-26T00:00:00.000Z', metadataJson: '{}' });
+    }
+    await store.saveRecord(record(recorded));
+    await store.saveRecord(record(damaged));
+    writeFileSync(store.custodyFile(damaged), 'garbage');
+    const { entries, problems } = await store.listCustodyOwedOfRecords();
+    expect(entries.map((entry) => entry.hash)).toEqual([recorded]);
+    expect(problems.map((problem) => problem.file)).toEqual([store.custodyFile(damaged)]);
+  });
+
   it.runIf(posix)('creates its directories 0700 and its files 0600', async () => {
     const store = serviceStore();
     const hash = hashOf('modes');
