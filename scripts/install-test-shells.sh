@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the shells test/cli/completion.test.ts drives (bash, zsh, fish:
 # Debian packages of the same names) when any is missing. Its tests fail on a
-# machine without them rather than skip, so CI runs this first.
+# machine without them rather than skip, so `npm test` runs this first: the
+# README's `npm ci && npm test` then works on a fresh machine with only Node
+# and npm (as root or with password-less sudo, as CI runners are).
 #
 # Quiet and idempotent: does nothing when all three are there; runs
 # `apt-get update` only when the package lists cannot provide one of them.
@@ -17,7 +19,7 @@ done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 fail() {
-  echo "install-test-shells: $*" >&2
+  echo "install-test-shells: $*; install bash, zsh and fish, then run the tests again" >&2
   exit 1
 }
 
