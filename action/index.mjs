@@ -15470,13 +15470,34 @@ async function checkManifestPath(plan, root) {
 		hint: "remove it and run again, or choose another --receipt-dir"
 	});
 }
-/** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there, never a link). */
-async function writeManifest(plan, tree) {
-	await writeFileAtomic(manifestPath(plan, tree.entry.root), treeManifestText(tree.entry), {
+/**
+* Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular
+* file there, never a link). A manifest travels like the receipts (0644, an
+* artifact): a secret in a document's name is written as `[redacted]`,
+* with a warning (a description holding one is refused before anything is
+* sent). Names are no part of the tree's hashes, so the manifest still makes
+* the same root and every proof; the store's tree file keeps them as they were.
+*/
+async function writeManifest(plan, tree, output) {
+	const { entry } = tree;
+	const leaves = entry.leaves.map((leaf) => {
+		const name = leaf.name === null ? null : output.redact(leaf.name);
+		return name === leaf.name ? leaf : {
+			...leaf,
+			name
+		};
+	});
+	const redacted = leaves.some((leaf, i) => leaf !== entry.leaves[i]);
+	const path = manifestPath(plan, entry.root);
+	await writeFileAtomic(path, treeManifestText(redacted ? {
+		...entry,
+		leaves
+	} : entry), {
 		mode: 438,
 		replace: true,
 		flushes: plan.flushes
 	});
+	if (redacted) output.warn(redactedReceiptWarning(`the tree manifest ${path}`));
 }
 /**
 * Writes the manifest of `tree` before its root's completion (forfait, the
@@ -15491,9 +15512,9 @@ async function writeManifest(plan, tree) {
 * `complete <root>` may pay for it later, and writes none. One that cannot
 * be written stops the root there, its session kept pending, nothing paid.
 */
-async function writeManifestFirst(plan, tree) {
+async function writeManifestFirst(plan, tree, output) {
 	try {
-		await writeManifest(plan, tree);
+		await writeManifest(plan, tree, output);
 	} catch (error) {
 		const done = "its request step was sent, nothing was paid for: its session is kept pending";
 		throw diskRefused(error, plan.dir, done, "choose another --receipt-dir") ?? manifestNotWritten(plan, tree.entry.root, error, `${done}; check that --receipt-dir is a folder you can write to, then run the same command again`);
@@ -15507,6 +15528,7 @@ function manifestNotWritten(plan, root, error, hint) {
 	});
 }
 var init_manifest_files = __esmMin((() => {
+	init_receipt_format();
 	init_trees();
 	init_errors();
 	init_disk();
@@ -15883,7 +15905,7 @@ var init_register_roots = __esmMin((() => {
 				const { signed, blockchain, complete } = this.#options;
 				this.#flagsNotForRoots(root);
 				const plan = this.#receipts;
-				const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree) };
+				const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree, this.#options.io) };
 				done = (plan ? checkManifestPath(plan, root) : Promise.resolve()).then(() => registerRoot({
 					...this.#deps,
 					onStep,
@@ -18812,7 +18834,7 @@ var init_register_aggregate = __esmMin((() => {
 				beforeCompletion: async (root) => {
 					const [plan, tree] = [this.#documents.receipts, trees.get(root)];
 					if (plan === void 0 || tree === void 0) return;
-					await writeManifestFirst(plan, tree);
+					await writeManifestFirst(plan, tree, io);
 					this.#manifestsWritten.add(root);
 				}
 			};
@@ -19131,7 +19153,7 @@ var init_register_aggregate = __esmMin((() => {
 				const result = roots.get(root);
 				if (result?.ok !== true || this.#manifestsWritten.has(root)) continue;
 				try {
-					await writeManifest(plan, tree);
+					await writeManifest(plan, tree, this.#options.io);
 					this.#manifestsWritten.add(root);
 				} catch (error) {
 					failure ??= manifestNotWritten(plan, root, error, result.outcome.kind === "pending" ? "its session is saved in the store; running the same command again writes it" : "the registration itself is done and in the ledger; running the same command again writes it");

@@ -7,6 +7,7 @@
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ReceiptPlan } from '../core/receipts.js';
+import { redactedReceiptWarning } from '../core/receipt-format.js';
 import { manifestName, treeManifestText, type LoadedTree } from '../core/trees.js';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { diskRefused } from '../store/disk.js';
@@ -33,13 +34,34 @@ export async function checkManifestPath(plan: ReceiptPlan, root: string): Promis
   }
 }
 
-/** Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular file there, never a link). */
-export async function writeManifest(plan: ReceiptPlan, tree: LoadedTree): Promise<void> {
-  await writeFileAtomic(manifestPath(plan, tree.entry.root), treeManifestText(tree.entry), {
+/** What a manifest is written with: the run's secrets to scrub from it (IO.redact), and where to say it was. */
+export interface ManifestOutput {
+  redact(text: string): string;
+  warn(text: string): void;
+}
+
+/**
+ * Writes `<root>.tree.json` of `tree` in --receipt-dir (replacing a regular
+ * file there, never a link). A manifest travels like the receipts (0644, an
+ * artifact): a secret in a document's name is written as `[redacted]`,
+ * with a warning (a description holding one is refused before anything is
+ * sent). Names are no part of the tree's hashes, so the manifest still makes
+ * the same root and every proof; the store's tree file keeps them as they were.
+ */
+export async function writeManifest(plan: ReceiptPlan, tree: LoadedTree, output: ManifestOutput): Promise<void> {
+  const { entry } = tree;
+  const leaves = entry.leaves.map((leaf) => {
+    const name = leaf.name === null ? null : output.redact(leaf.name);
+    return name === leaf.name ? leaf : { ...leaf, name };
+  });
+  const redacted = leaves.some((leaf, i) => leaf !== entry.leaves[i]);
+  const path = manifestPath(plan, entry.root);
+  await writeFileAtomic(path, treeManifestText(redacted ? { ...entry, leaves } : entry), {
     mode: 0o666,
     replace: true,
     flushes: plan.flushes,
   });
+  if (redacted) output.warn(redactedReceiptWarning(`the tree manifest ${path}`));
 }
 
 /**
@@ -55,9 +77,9 @@ export async function writeManifest(plan: ReceiptPlan, tree: LoadedTree): Promis
  * `complete <root>` may pay for it later, and writes none. One that cannot
  * be written stops the root there, its session kept pending, nothing paid.
  */
-export async function writeManifestFirst(plan: ReceiptPlan, tree: LoadedTree): Promise<void> {
+export async function writeManifestFirst(plan: ReceiptPlan, tree: LoadedTree, output: ManifestOutput): Promise<void> {
   try {
-    await writeManifest(plan, tree);
+    await writeManifest(plan, tree, output);
   } catch (error) {
     const done = 'its request step was sent, nothing was paid for: its session is kept pending';
     throw (

@@ -355,7 +355,7 @@ export class Aggregator {
       beforeCompletion: async (root: string) => {
         const [plan, tree] = [this.#documents.receipts, trees.get(root)];
         if (plan === undefined || tree === undefined) return;
-        await writeManifestFirst(plan, tree);
+        await writeManifestFirst(plan, tree, io);
         this.#manifestsWritten.add(root);
       },
     };
@@ -744,7 +744,7 @@ export class Aggregator {
       const result = roots.get(root);
       if (result?.ok !== true || this.#manifestsWritten.has(root)) continue;
       try {
-        await writeManifest(plan, tree);
+        await writeManifest(plan, tree, this.#options.io);
         this.#manifestsWritten.add(root);
       } catch (error) {
         failure ??= manifestNotWritten(

@@ -306,7 +306,7 @@ export class DocumentRoots {
       // With --receipt-dir, its manifest goes there before it is paid for, as an aggregate run's does
       // (its place checked first: nothing is sent when it cannot be written).
       const plan = this.#receipts;
-      const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree) };
+      const manifest = plan && { beforeCompletion: () => writeManifestFirst(plan, tree, this.#options.io) };
       done = (plan ? checkManifestPath(plan, root) : Promise.resolve()).then(() =>
         registerRoot({ ...this.#deps, onStep, ...manifest }, tree, { signed, blockchain, complete }),
       );

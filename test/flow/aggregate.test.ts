@@ -22,7 +22,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
-import { plantTree, treeManifestText, Trees, type LoadedTree } from '../../src/core/trees.js';
+import { exactManifestDigests, plantTree, treeManifestText, Trees, type LoadedTree } from '../../src/core/trees.js';
 import { registerRoot } from '../../src/core/aggregate.js';
 import { ServiceStore } from '../../src/store/service-store.js';
 import { sandboxApi } from '../helpers/sandbox-api.js';
@@ -2759,5 +2759,34 @@ describe('register --aggregate with a record that echoes the key', () => {
     });
     expect(verified.code, describeRun(verified)).toBe(0);
     expect(parseResults(verified.stdout).map((r) => r.status)).toEqual(['verified', 'verified']);
+  });
+
+  it("the tree manifest has a key found in a document's name redacted, with a warning, and still makes its root", async () => {
+    const own = await Bed.create({ keyInEnv: true });
+    onTestFinished(() => own.finish());
+    const key = own.sandbox.apiKey;
+    await own.write(`dist/${key}.txt`, 'a document named after the key\n');
+    await own.write('dist/b.txt', 'a document named plainly\n');
+    const receipts = own.path('receipts');
+    const run = await own.main([
+      'register',
+      '--aggregate',
+      '-r',
+      own.path('dist'),
+      '--receipt-dir',
+      receipts,
+      '--output',
+      'ndjson',
+    ]);
+    expect(run.code, describeRun(run)).toBe(0);
+    const root = parseNdjson(run.stdout)[0]!.proof!.root;
+    const manifest = join(receipts, `${root}.tree.json`);
+    const text = readFileSync(manifest, 'utf8');
+    expect(text).not.toContain(key);
+    const written = JSON.parse(text) as { leaves: { name: string }[] };
+    expect(written.leaves.map((leaf) => leaf.name).sort()).toEqual(['[redacted].txt', 'b.txt']);
+    expect(run.stderr).toContain(`warning: the tree manifest ${manifest}: it held your API key or token`);
+    // Still the manifest of its root, exactly as notarize writes one: verify passes over it as no document.
+    expect(exactManifestDigests(manifest, root)).toHaveLength(2);
   });
 });
