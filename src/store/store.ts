@@ -34,7 +34,7 @@
 import { createHash } from 'node:crypto';
 import { lstatSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { NotarizeError, StoreError, TransientError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
 import { SETTINGS } from '../settings.js';
@@ -114,7 +114,9 @@ export class Store {
   #prepared = false;
 
   constructor(dir: string, warn: (message: string) => void = () => {}) {
-    this.dir = dir;
+    // Resolved first: \`link/\` and \`link/.\` name the link's target to lstat, so a store directory
+    // given so would pass the link check (files.ts) and be chmod'ed and written through.
+    this.dir = resolve(dir);
     this.#warn = warn;
   }
 

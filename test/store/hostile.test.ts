@@ -178,6 +178,27 @@ describe('finding 8: store directories', () => {
     expect(statSync(real).mode & 0o777).toBe(0o700);
   });
 
+  it.each(['/', '/.', '//'])(
+    'NOTARIZE_CONFIG_DIR given as a link with %s after it is refused as the link is, nothing chmod-ed or written there',
+    async (tail) => {
+      const real = join(bed.root, `real-store-${tail.length}${tail.endsWith('.') ? 'd' : 's'}`);
+      mkdirSync(real);
+      chmodSync(real, 0o775);
+      const link = `${real}-link`;
+      symlinkSync(real, link);
+      for (const args of [
+        ['config', 'set', 'timeout', '5000'],
+        ['login', '--api-key-stdin'],
+      ]) {
+        const run = await bed.main(args, { env: { NOTARIZE_CONFIG_DIR: `${link}${tail}` }, input: bed.sandbox.apiKey });
+        expectRefused(run, link, /symbolic link/);
+      }
+      expect(readdirSync(real)).toEqual([]);
+      expect(statSync(real).mode & 0o7777).toBe(0o775);
+      expect(bed.sandbox.calls).toEqual([]);
+    },
+  );
+
   it('NOTARIZE_CONFIG_DIR naming a file is refused', async () => {
     const file = join(bed.root, 'a-file');
     writeFileSync(file, 'x');
