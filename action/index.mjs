@@ -14665,7 +14665,7 @@ var init_trees = __esmMin((() => {
 * order it would (newest first, then the largest), with the test a
 * manifest's leaf digests must pass (see adoptManifests); none with --force.
 */
-async function manifestCandidates(input, unplaced) {
+async function manifestCandidates(input, unplaced, storeRoots) {
 	const dir = input.manifestDir;
 	const byDigest = /* @__PURE__ */ new Map();
 	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
@@ -14684,14 +14684,17 @@ async function manifestCandidates(input, unplaced) {
 				size: info?.size ?? 0,
 				mtimeMs: info?.mtimeMs ?? 0
 			};
-		}))).filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves).sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1)),
+		}))).filter(({ root }) => !storeRoots.has(root)).filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves).sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1)),
 		useful,
 		byDigest
 	};
 }
-/** Whether a manifest in --receipt-dir may place one of the `unplaced` documents (read, not parsed; nothing sent). */
-async function anyManifestFor(input, unplaced) {
-	const { candidates, useful } = await manifestCandidates(input, unplaced);
+/**
+* Whether a manifest in --receipt-dir, of none of `storeRoots`, may place one
+* of the `unplaced` documents (read, not parsed; nothing sent).
+*/
+async function anyManifestFor(input, unplaced, storeRoots = /* @__PURE__ */ new Set()) {
+	const { candidates, useful } = await manifestCandidates(input, unplaced, storeRoots);
 	return candidates.some(({ file }) => mayPlace(file, useful));
 }
 /** Whether the manifest `file` may place a document: its leaves are `useful`, or it must be read to tell. */
@@ -14704,9 +14707,11 @@ function mayPlace(file, useful) {
 	}
 }
 /**
-* Places the `unplaced` documents (under no tree of the store; each removed
-* from the set once placed) under the roots of earlier runs' manifests in
-* --receipt-dir (`<root>.tree.json`) that the service says it already has.
+* Places the `unplaced` documents (under no tree of the store, or under one
+* of `storeRoots`, the store's roots not paid for yet; each removed from the
+* set once placed) under the roots of earlier runs' manifests in
+* --receipt-dir (`<root>.tree.json`) that the service says it already has;
+* never those of `storeRoots` themselves.
 * A CI re-run over the same documents on an empty store then pays nothing:
 * where a new tree would be a second paid registration, the manifest's root
 * is asked about with a request step, and its 409 (read as "the service has
@@ -14746,13 +14751,13 @@ function mayPlace(file, useful) {
 * A manifest that cannot be read or does not make its root is passed over,
 * and `warn` told.
 */
-async function adoptManifests(deps, input, unplaced) {
+async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ */ new Set()) {
 	const adoptions = {
 		placements: /* @__PURE__ */ new Map(),
 		roots: /* @__PURE__ */ new Map(),
 		sent: false
 	};
-	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
+	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced, storeRoots);
 	/** The roots asked about, and the files whose roots the service does not have (answered with a session). */
 	const asks = input.asks ?? new RootAsks();
 	/** Places under `tree` the documents of this run it holds that nothing placed yet. */
@@ -15103,17 +15108,30 @@ async function placeDocuments(deps, input) {
 	if (input.documents.length === 0) throw new RangeError("an aggregate needs at least one document");
 	const first = await locked(deps, "aggregate", async () => {
 		const placed = await placeInStore(deps, input);
-		const unplaced = new Set(input.documents.flatMap((doc, i) => placed[i] ? [] : [doc.sha256]));
-		if (await anyManifestFor(input, unplaced)) return unplaced;
+		const unsettled = {
+			digests: /* @__PURE__ */ new Set(),
+			storeRoots: /* @__PURE__ */ new Set()
+		};
+		for (const [i, doc] of input.documents.entries()) {
+			const tree = placed[i]?.tree;
+			if (tree !== void 0 && !unpaid(tree)) continue;
+			unsettled.digests.add(doc.sha256);
+			if (tree !== void 0) unsettled.storeRoots.add(tree.entry.root);
+		}
+		if (await anyManifestFor(input, unsettled.digests, unsettled.storeRoots)) return unsettled;
 		return plantTheRest(deps, input, placed, NO_ADOPTIONS);
 	});
-	if (!(first instanceof Set)) return first;
-	const adopted = await adoptManifests(deps, input, first);
+	if (!("digests" in first)) return first;
+	const adopted = await adoptManifests(deps, input, first.digests, first.storeRoots);
 	try {
 		return await locked(deps, "aggregate", async () => plantTheRest(deps, input, await placeInStore(deps, input), adopted));
 	} catch (error) {
 		throw adopted.sent ? sentAlready(error) : error;
 	}
+}
+/** A tree of the store whose root is not paid for yet: planned (never answered) or pending (not completed). */
+function unpaid(tree) {
+	return !tree.adopted && (tree.state === "planned" || tree.state === "pending");
 }
 /** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
 async function placeInStore(deps, input) {
@@ -15139,14 +15157,25 @@ async function placeInStore(deps, input) {
 async function plantTheRest(deps, input, placed, adopted) {
 	const { store } = deps;
 	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
-	for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
+	const moved = /* @__PURE__ */ new Set();
+	for (const [i, doc] of input.documents.entries()) {
+		const adoption = adopted.placements.get(doc.sha256);
+		const own = placed[i]?.tree;
+		if (adoption === void 0 || own !== void 0 && !unpaid(own)) continue;
+		if (own !== void 0) moved.add(own);
+		placed[i] = adoption;
+	}
 	await keepRecordedTrees(store, adopted, input.warn);
 	const holds = /* @__PURE__ */ new Map();
 	const leftOut = [];
 	try {
-		await holdPlannedRoots(deps, placed, holds);
+		await holdPlannedRoots(deps, [...placed, ...[...moved].map((tree) => ({
+			tree,
+			leafIndex: 0
+		}))], holds);
 		const stopped = input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed");
-		const abandoned = stopped ? [] : abandonTakenUp(deps, input, placed, holds);
+		const abandoned = stopped ? [] : abandonTakenUp(deps, input, placed, holds, moved);
+		warnPendingPassedOver(input, placed, moved);
 		let newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 			doc,
 			i
@@ -15250,17 +15279,32 @@ async function holdPlannedRoots(deps, placed, holds) {
 * as before, and its session is shown `under-root`). Returns the roots
 * abandoned. --force: none.
 */
-function abandonTakenUp(deps, input, placed, holds) {
+function abandonTakenUp(deps, input, placed, holds, moved) {
 	const abandoned = /* @__PURE__ */ new Set();
-	for (const place of placed) {
-		const tree = place?.tree;
+	for (const tree of [...placed.map((place) => place?.tree), ...moved]) {
 		if (tree === void 0 || tree.state !== "planned" || !holds.has(tree.entry.root)) continue;
 		const root = tree.entry.root;
 		if (abandoned.has(root) || existsSync(deps.store.unansweredFile(root))) continue;
+		if (moved.has(tree)) abandoned.add(root);
 		if (takenUp(deps, input, tree.entry.leaves.map((leaf) => leaf.sha256), { sessions: false }).size > 0) abandoned.add(root);
 	}
 	for (const [i, place] of placed.entries()) if (place && abandoned.has(place.tree.entry.root)) placed[i] = void 0;
 	return [...abandoned];
+}
+/**
+* A pending root of the store none of whose documents of this run is left
+* under it (`moved`: the service has them under a manifest's root) is not
+* completed by this run: completing it would pay for them a second time.
+* It stays pending (its session may be all that is left of a request the
+* owner wants); the warning says how to let it go.
+*/
+function warnPendingPassedOver(input, placed, moved) {
+	const still = new Set(placed.map((place) => place?.tree.entry.root));
+	for (const tree of moved) {
+		const root = tree.entry.root;
+		if (tree.state !== "pending" || still.has(root)) continue;
+		input.warn?.(`root ${root} is pending in this store, but the service has its documents of this run under another root (a tree manifest in --receipt-dir): it is not completed, which would pay for them again; \`notarize pending drop ${root}\` forgets it`);
+	}
 }
 /**
 * Of `digests`, those another process has taken up on their own since the
@@ -15728,13 +15772,21 @@ var init_register_roots = __esmMin((() => {
 					}
 				};
 			}
-			if (leaf?.state === "pending") return {
-				outcome: await this.#underPendingRoot(leaf.tree, onStep),
-				under: {
-					sha256: hash,
-					proof: leaf.proof
+			if (leaf?.state === "pending") {
+				const root = leaf.tree.entry.root;
+				const elsewhere = await this.#underEarlierRoot(hash, index, root);
+				if (elsewhere !== void 0) {
+					this.#options.io.warn(`root ${root} is pending in this store, but the service has ${hash} under root ${elsewhere.under.proof.root} (--receipt-dir): it is not completed for it, which would pay for it again; \`notarize pending drop ${root}\` forgets it once no document needs it`);
+					return elsewhere;
 				}
-			};
+				return {
+					outcome: await this.#underPendingRoot(leaf.tree, onStep),
+					under: {
+						sha256: hash,
+						proof: leaf.proof
+					}
+				};
+			}
 			if (leaf?.state === "planned") await this.#tidy(leaf.tree);
 			return this.#underEarlierRoot(hash, index);
 		}
@@ -15752,9 +15804,11 @@ var init_register_roots = __esmMin((() => {
 		* passed over, and with none left the flow registers the document on its
 		* own; an ask without an answer fails the document rather than pay for it
 		* again, as does a manifest left unasked once MAX_ABSENT_ROOTS roots were
-		* unknown to the service. --force asks nothing.
+		* unknown to the service. --force asks nothing. `pendingRoot`: a root of
+		* this store's, pending, that holds the document: never asked about (its
+		* session would be replaced), only another that holds it.
 		*/
-		async #underEarlierRoot(hash, index) {
+		async #underEarlierRoot(hash, index, pendingRoot) {
 			const receipts = this.#receipts;
 			const { store } = this.#deps;
 			if (receipts === void 0 || this.#options.force) return void 0;
@@ -15765,6 +15819,7 @@ var init_register_roots = __esmMin((() => {
 			}
 			const own = await earlierProof(receipts, index, hash);
 			for await (const found of this.#proofsOf(hash, own)) {
+				if (found.proof.root === pendingRoot) continue;
 				const entry = readableRecord(this.#deps.store, found.proof.root);
 				if (entry) return this.#under(hash, found.proof, { entry });
 				this.#refuseOnceTooManyAbsent(found.proof.root, found.path);
@@ -15780,6 +15835,7 @@ var init_register_roots = __esmMin((() => {
 			}
 			this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) => this.#options.io.warn(message));
 			for (const manifest of await this.#manifests.holding(hash)) {
+				if (manifest.root === pendingRoot) continue;
 				let placement;
 				try {
 					placement = this.#manifests.placement(manifest, hash);
@@ -38954,7 +39010,7 @@ var init_store = __esmMin((() => {
 		#flushes = new DirFlushes();
 		#prepared = false;
 		constructor(dir, warn = () => {}) {
-			this.dir = dir;
+			this.dir = resolve(dir);
 			this.#warn = warn;
 		}
 		/**
@@ -39200,6 +39256,22 @@ function closableSink(stream) {
 		off: (event, listener) => stream.off(event, listener)
 	};
 }
+/**
+* Makes `stream.columns` read 80 where the terminal says 0 (a pty given no
+* size: \`script\`, \`docker exec -t\`, \`ssh -tt\` from a script), now and after
+* a resize. ora divides a line's width by it to know how many lines to
+* clear: with 0, it cleared Infinity lines, in a loop that held the event
+* loop for good (no signal answered, output without end).
+*/
+function atLeastOneColumn(stream) {
+	let columns = stream.columns;
+	Object.defineProperty(stream, "columns", {
+		configurable: true,
+		enumerable: true,
+		get: () => columns > 0 ? columns : 80,
+		set: (value) => columns = value
+	});
+}
 /** The IO object over this process's streams. */
 function processIO(env, streams = {}) {
 	return new IO({
@@ -39215,7 +39287,9 @@ function processIO(env, streams = {}) {
 			let spinner;
 			let stopped = false;
 			Promise.resolve().then(() => (init_ora(), ora_exports)).then(({ default: ora }) => {
-				if (!stopped) spinner = ora({
+				if (stopped) return;
+				atLeastOneColumn(process.stderr);
+				spinner = ora({
 					text,
 					stream: process.stderr
 				}).start();

@@ -115,6 +115,18 @@ export class DocumentRoots {
       return { outcome: finishedRoot(leaf.tree), under: { sha256: hash, proof: leaf.proof } };
     }
     if (leaf?.state === 'pending') {
+      // Another root the service has (another store's run: its receipt or manifest in --receipt-dir)
+      // answers for it first: completing this store's root would pay for it a second time.
+      const root = leaf.tree.entry.root;
+      const elsewhere = await this.#underEarlierRoot(hash, index, root);
+      if (elsewhere !== undefined) {
+        this.#options.io.warn(
+          `root ${root} is pending in this store, but the service has ${hash} under root ${elsewhere.under.proof.root} ` +
+            `(--receipt-dir): it is not completed for it, which would pay for it again; ` +
+            `\`notarize pending drop ${root}\` forgets it once no document needs it`,
+        );
+        return elsewhere;
+      }
       return { outcome: await this.#underPendingRoot(leaf.tree, onStep), under: { sha256: hash, proof: leaf.proof } };
     }
     if (leaf?.state === 'planned') await this.#tidy(leaf.tree);
@@ -135,9 +147,11 @@ export class DocumentRoots {
    * passed over, and with none left the flow registers the document on its
    * own; an ask without an answer fails the document rather than pay for it
    * again, as does a manifest left unasked once MAX_ABSENT_ROOTS roots were
-   * unknown to the service. --force asks nothing.
+   * unknown to the service. --force asks nothing. `pendingRoot`: a root of
+   * this store's, pending, that holds the document: never asked about (its
+   * session would be replaced), only another that holds it.
    */
-  async #underEarlierRoot(hash: string, index: number): Promise<Rooted | undefined> {
+  async #underEarlierRoot(hash: string, index: number, pendingRoot?: string): Promise<Rooted | undefined> {
     const receipts = this.#receipts;
     const { store } = this.#deps;
     if (receipts === undefined || this.#options.force) return undefined;
@@ -151,6 +165,7 @@ export class DocumentRoots {
     // document): the root each leads to answers for this digest too; only its own is kept as its.
     const own = await earlierProof(receipts, index, hash);
     for await (const found of this.#proofsOf(hash, own)) {
+      if (found.proof.root === pendingRoot) continue;
       // Its root's record here (completed with `complete --session`, its tree never here): nothing to ask.
       const entry = readableRecord(this.#deps.store, found.proof.root);
       if (entry) return this.#under(hash, found.proof, { entry });
@@ -168,6 +183,7 @@ export class DocumentRoots {
       this.#options.io.warn(message),
     );
     for (const manifest of await this.#manifests.holding(hash)) {
+      if (manifest.root === pendingRoot) continue;
       let placement: Placement;
       try {
         placement = this.#manifests.placement(manifest, hash);

@@ -123,15 +123,24 @@ export interface Placed {
  */
 export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Promise<Placed> {
   if (input.documents.length === 0) throw new RangeError('an aggregate needs at least one document');
-  const first = await locked(deps, 'aggregate', async (): Promise<Placed | Set<string>> => {
+  const first = await locked(deps, 'aggregate', async (): Promise<Placed | Unsettled> => {
     const placed = await placeInStore(deps, input);
-    const unplaced = new Set(input.documents.flatMap((doc, i) => (placed[i] ? [] : [doc.sha256])));
+    // Under no tree, or under a root of this store not paid for yet: a manifest of another root the
+    // service has (another store's run over the same documents, its receipts beside it) places such a
+    // document there, where this store's root would pay for it a second time.
+    const unsettled: Unsettled = { digests: new Set(), storeRoots: new Set() };
+    for (const [i, doc] of input.documents.entries()) {
+      const tree = placed[i]?.tree;
+      if (tree !== undefined && !unpaid(tree)) continue;
+      unsettled.digests.add(doc.sha256);
+      if (tree !== undefined) unsettled.storeRoots.add(tree.entry.root);
+    }
     // A manifest to ask about: asked outside the lock, placed again under it (below).
-    if (await anyManifestFor(input, unplaced)) return unplaced;
+    if (await anyManifestFor(input, unsettled.digests, unsettled.storeRoots)) return unsettled;
     return plantTheRest(deps, input, placed, NO_ADOPTIONS);
   });
-  if (!(first instanceof Set)) return first;
-  const adopted = await adoptManifests(deps, input, first);
+  if (!('digests' in first)) return first;
+  const adopted = await adoptManifests(deps, input, first.digests, first.storeRoots);
   try {
     return await locked(deps, 'aggregate', async () =>
       plantTheRest(deps, input, await placeInStore(deps, input), adopted),
@@ -140,6 +149,17 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
     // Taking the lock included: a disk that refuses it is exit 2 only while nothing was sent.
     throw adopted.sent ? sentAlready(error) : error;
   }
+}
+
+/** The documents a manifest may place (placeDocuments), and the roots of the store's unpaid trees among them. */
+interface Unsettled {
+  digests: Set<string>;
+  storeRoots: Set<string>;
+}
+
+/** A tree of the store whose root is not paid for yet: planned (never answered) or pending (not completed). */
+function unpaid(tree: LoadedTree): boolean {
+  return !tree.adopted && (tree.state === 'planned' || tree.state === 'pending');
 }
 
 /** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
@@ -174,15 +194,24 @@ async function plantTheRest(
 ): Promise<Placed> {
   const { store } = deps;
   const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
-  // Under a root asked about (adoptManifests): never saved, never sent again.
-  for (const [i, doc] of input.documents.entries()) placed[i] ??= adopted.placements.get(doc.sha256);
+  // Under a root asked about (adoptManifests): never saved, never sent again. Also a document this
+  // store has under a root not paid for yet (`moved`: the service has it under the manifest's root).
+  const moved = new Set<LoadedTree>();
+  for (const [i, doc] of input.documents.entries()) {
+    const adoption = adopted.placements.get(doc.sha256);
+    const own = placed[i]?.tree;
+    if (adoption === undefined || (own !== undefined && !unpaid(own))) continue;
+    if (own !== undefined) moved.add(own);
+    placed[i] = adoption;
+  }
   await keepRecordedTrees(store, adopted, input.warn);
   const holds = new Map<string, () => void>();
   const leftOut: number[] = [];
   try {
-    await holdPlannedRoots(deps, placed, holds);
+    await holdPlannedRoots(deps, [...placed, ...[...moved].map((tree) => ({ tree, leafIndex: 0 }))], holds);
     const stopped = input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === 'failed');
-    const abandoned = stopped ? [] : abandonTakenUp(deps, input, placed, holds);
+    const abandoned = stopped ? [] : abandonTakenUp(deps, input, placed, holds, moved);
+    warnPendingPassedOver(input, placed, moved);
     let newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
     const plant = () =>
       plantTree(
@@ -310,18 +339,44 @@ function abandonTakenUp(
   input: AggregateInput,
   placed: (Placement | undefined)[],
   holds: ReadonlyMap<string, () => void>,
+  moved: ReadonlySet<LoadedTree>,
 ): string[] {
   const abandoned = new Set<string>();
-  for (const place of placed) {
-    const tree = place?.tree;
+  for (const tree of [...placed.map((place) => place?.tree), ...moved]) {
     if (tree === undefined || tree.state !== 'planned' || !holds.has(tree.entry.root)) continue;
     const root = tree.entry.root;
     if (abandoned.has(root) || existsSync(deps.store.unansweredFile(root))) continue;
+    // One whose documents the service has under another root (a manifest's): the same as taken up.
+    if (moved.has(tree)) abandoned.add(root);
     const leaves = tree.entry.leaves.map((leaf) => leaf.sha256);
     if (takenUp(deps, input, leaves, { sessions: false }).size > 0) abandoned.add(root);
   }
   for (const [i, place] of placed.entries()) if (place && abandoned.has(place.tree.entry.root)) placed[i] = undefined;
   return [...abandoned];
+}
+
+/**
+ * A pending root of the store none of whose documents of this run is left
+ * under it (`moved`: the service has them under a manifest's root) is not
+ * completed by this run: completing it would pay for them a second time.
+ * It stays pending (its session may be all that is left of a request the
+ * owner wants); the warning says how to let it go.
+ */
+function warnPendingPassedOver(
+  input: AggregateInput,
+  placed: readonly (Placement | undefined)[],
+  moved: ReadonlySet<LoadedTree>,
+): void {
+  const still = new Set(placed.map((place) => place?.tree.entry.root));
+  for (const tree of moved) {
+    const root = tree.entry.root;
+    if (tree.state !== 'pending' || still.has(root)) continue;
+    input.warn?.(
+      `root ${root} is pending in this store, but the service has its documents of this run under another root ` +
+        `(a tree manifest in --receipt-dir): it is not completed, which would pay for them again; ` +
+        `\`notarize pending drop ${root}\` forgets it`,
+    );
+  }
 }
 
 /**

@@ -151,7 +151,11 @@ export const NO_ADOPTIONS: Adoptions = { placements: new Map(), roots: new Map()
  * order it would (newest first, then the largest), with the test a
  * manifest's leaf digests must pass (see adoptManifests); none with --force.
  */
-async function manifestCandidates(input: ManifestQuery, unplaced: ReadonlySet<string>) {
+async function manifestCandidates(
+  input: ManifestQuery,
+  unplaced: ReadonlySet<string>,
+  storeRoots: ReadonlySet<string>,
+) {
   const dir = input.manifestDir;
   const byDigest = new Map<string, AggregateDocument>();
   for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
@@ -175,14 +179,23 @@ async function manifestCandidates(input: ManifestQuery, unplaced: ReadonlySet<st
     }),
   );
   const candidates = found
+    // The store's own roots are its to register: asking about a pending one would replace its session.
+    .filter(({ root }) => !storeRoots.has(root))
     .filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) // else too many leaves for this run
     .sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1));
   return { candidates, useful, byDigest };
 }
 
-/** Whether a manifest in --receipt-dir may place one of the `unplaced` documents (read, not parsed; nothing sent). */
-export async function anyManifestFor(input: ManifestQuery, unplaced: ReadonlySet<string>): Promise<boolean> {
-  const { candidates, useful } = await manifestCandidates(input, unplaced);
+/**
+ * Whether a manifest in --receipt-dir, of none of `storeRoots`, may place one
+ * of the `unplaced` documents (read, not parsed; nothing sent).
+ */
+export async function anyManifestFor(
+  input: ManifestQuery,
+  unplaced: ReadonlySet<string>,
+  storeRoots: ReadonlySet<string> = new Set(),
+): Promise<boolean> {
+  const { candidates, useful } = await manifestCandidates(input, unplaced, storeRoots);
   return candidates.some(({ file }) => mayPlace(file, useful));
 }
 
@@ -198,9 +211,11 @@ function mayPlace(file: string, useful: (digests: readonly string[]) => boolean)
 }
 
 /**
- * Places the `unplaced` documents (under no tree of the store; each removed
- * from the set once placed) under the roots of earlier runs' manifests in
- * --receipt-dir (`<root>.tree.json`) that the service says it already has.
+ * Places the `unplaced` documents (under no tree of the store, or under one
+ * of `storeRoots`, the store's roots not paid for yet; each removed from the
+ * set once placed) under the roots of earlier runs' manifests in
+ * --receipt-dir (`<root>.tree.json`) that the service says it already has;
+ * never those of `storeRoots` themselves.
  * A CI re-run over the same documents on an empty store then pays nothing:
  * where a new tree would be a second paid registration, the manifest's root
  * is asked about with a request step, and its 409 (read as "the service has
@@ -240,9 +255,14 @@ function mayPlace(file: string, useful: (digests: readonly string[]) => boolean)
  * A manifest that cannot be read or does not make its root is passed over,
  * and `warn` told.
  */
-export async function adoptManifests(deps: FlowDeps, input: ManifestQuery, unplaced: Set<string>): Promise<Adoptions> {
+export async function adoptManifests(
+  deps: FlowDeps,
+  input: ManifestQuery,
+  unplaced: Set<string>,
+  storeRoots: ReadonlySet<string> = new Set(),
+): Promise<Adoptions> {
   const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
-  const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced);
+  const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced, storeRoots);
   /** The roots asked about, and the files whose roots the service does not have (answered with a session). */
   const asks = input.asks ?? new RootAsks();
   /** Places under `tree` the documents of this run it holds that nothing placed yet. */

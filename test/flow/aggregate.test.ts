@@ -1260,7 +1260,8 @@ describe('switching between --aggregate and per-document registration never pays
     bed.sandbox.addFaults(parseFaults('request:latency=150*12,forfait:latency=150*12'));
     const perDocument = bed.run(['register', ...docs, '-j', '1', '--quiet'], { env });
     // The batch is under way (its first document registered) when the aggregate starts.
-    for (let i = 0; i < 300 && !existsSync(paths.ledger(hashes[0]!)); i++) {
+    // (Bounded at 10 s, not 3: a spawned process under a loaded machine's start-up.)
+    for (let i = 0; i < 1000 && !existsSync(paths.ledger(hashes[0]!)); i++) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     expect(existsSync(paths.ledger(hashes[0]!))).toBe(true);
@@ -2092,6 +2093,88 @@ async function onStore(store: string, receipts: string, docs: string[], flags: s
 
 /** A new empty store, as a CI runner starts with. */
 const freshStore = () => mkdtempSync(join(bed.root, 'ci-store-'));
+
+/** The roots of the trees in `store`. */
+const treesOf = (store: string) =>
+  readdirSync(join(storePaths(store, bed.sandbox.url).service, 'trees')).map((name) => name.replace(/\.json$/, ''));
+
+describe("register --aggregate on a store with an unpaid root of its own, beside another store's paid root", () => {
+  // A runner that keeps its store (self-hosted, a developer's machine) and one that starts empty share
+  // --receipt-dir: the kept store's root must not be paid for documents the other store's root holds.
+  it('a planned root (its request step failed) is abandoned: nothing requested or paid, the receipts stay', async () => {
+    const docs = await writeDocs('unpaid-planned', 'kept runner, planned:', ['a', 'b']);
+    const receipts = bed.path('unpaid-planned-receipts');
+    const kept = freshStore();
+    bed.sandbox.addFaults(parseFaults('request:status=503*1'));
+    const failed = await onStore(kept, receipts, docs, ['--retries', '0']);
+    expect(failed.run.code, describeRun(failed.run)).toBe(4);
+    const [planned] = treesOf(kept);
+    const other = await onStore(freshStore(), receipts, docs);
+    expect(other.run.code, describeRun(other.run)).toBe(0);
+    const paid = parseResults(other.run.stdout)[0]!.proof!.root;
+    const before = readdirSync(receipts).map((name) => readFileSync(join(receipts, name), 'utf8'));
+
+    const again = await onStore(kept, receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['request:409']);
+    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof?.root])).toEqual(
+      docs.map(() => ['already-registered', paid]),
+    );
+    expect(readdirSync(receipts).map((name) => readFileSync(join(receipts, name), 'utf8'))).toEqual(before);
+    // The planned tree is let go: a later run asks nothing more of it.
+    expect(existsSync(join(storePaths(kept, bed.sandbox.url).service, 'trees', `${planned}.json`))).toBe(false);
+  });
+
+  it('a pending root (its completion failed) is not completed, and a warning says how to let it go', async () => {
+    const docs = await writeDocs('unpaid-pending', 'kept runner, pending:', ['a', 'b']);
+    const receipts = bed.path('unpaid-pending-receipts');
+    const kept = freshStore();
+    bed.sandbox.addFaults(parseFaults('forfait:status=503*1'));
+    const failed = await onStore(kept, receipts, docs, ['--retries', '0']);
+    expect(failed.run.code, describeRun(failed.run)).toBe(4);
+    const [pending] = treesOf(kept);
+    // The other store does not ask about the kept store's pending root: it holds its documents alone here.
+    rmSync(join(receipts, `${pending}.tree.json`));
+    const other = await onStore(freshStore(), receipts, docs);
+    expect(other.run.code, describeRun(other.run)).toBe(0);
+    const paid = parseResults(other.run.stdout)[0]!.proof!.root;
+
+    const again = await onStore(kept, receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['request:409']);
+    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof?.root])).toEqual(
+      docs.map(() => ['already-registered', paid]),
+    );
+    expect(again.run.stderr).toContain(
+      `warning: root ${pending} is pending in this store, but the service has its documents of this run under another root`,
+    );
+    expect(again.run.stderr).toContain(`notarize pending drop ${pending}`);
+    expect(existsSync(join(storePaths(kept, bed.sandbox.url).service, 'pending', `${pending}.json`))).toBe(true);
+  });
+
+  it('per-document register does not complete the pending root either: the other root answers', async () => {
+    const docs = await writeDocs('unpaid-pending-alone', 'kept runner, pending, then alone:', ['a', 'b']);
+    const receipts = bed.path('unpaid-pending-alone-receipts');
+    const kept = freshStore();
+    bed.sandbox.addFaults(parseFaults('forfait:status=503*1'));
+    expect((await onStore(kept, receipts, docs, ['--retries', '0'])).run.code).toBe(4);
+    const [pending] = treesOf(kept);
+    rmSync(join(receipts, `${pending}.tree.json`));
+    const other = await onStore(freshStore(), receipts, docs);
+    const paid = parseResults(other.run.stdout)[0]!.proof!.root;
+
+    const mark = bed.mark();
+    const alone = await bed.main(['register', ...docs, '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: kept },
+    });
+    expect(alone.code, describeRun(alone)).toBe(0);
+    expect(bed.callsSince(mark).map((c) => `${c.route}:${c.status}`)).toEqual(['request:409']);
+    expect(parseResults(alone.stdout).map((r) => [r.status, r.proof?.root])).toEqual(
+      docs.map(() => ['already-registered', paid]),
+    );
+    expect(alone.stderr).toContain(`warning: root ${pending} is pending in this store, but the service has`);
+  });
+});
 
 describe('register --aggregate on an empty store, beside the manifests of an earlier run (a CI re-run)', () => {
   it('sends the same root again: the 409 says the service has it, nothing is paid, the receipts stay', async () => {
