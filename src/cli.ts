@@ -65,6 +65,23 @@ function closableSink(stream: NodeJS.WriteStream): Sink {
   };
 }
 
+/**
+ * Makes `stream.columns` read 80 where the terminal says 0 (a pty given no
+ * size: \`script\`, \`docker exec -t\`, \`ssh -tt\` from a script), now and after
+ * a resize. ora divides a line's width by it to know how many lines to
+ * clear: with 0, it cleared Infinity lines, in a loop that held the event
+ * loop for good (no signal answered, output without end).
+ */
+function atLeastOneColumn(stream: NodeJS.WriteStream): void {
+  let columns = stream.columns;
+  Object.defineProperty(stream, 'columns', {
+    configurable: true,
+    enumerable: true,
+    get: () => (columns > 0 ? columns : 80),
+    set: (value: number) => (columns = value),
+  });
+}
+
 /** The IO object over this process's streams. */
 export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {}): IO {
   const options: IOOptions = {
@@ -81,7 +98,9 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
       let spinner: { text: string; stop(): void } | undefined;
       let stopped = false;
       void import('ora').then(({ default: ora }) => {
-        if (!stopped) spinner = ora({ text, stream: process.stderr }).start();
+        if (stopped) return;
+        atLeastOneColumn(process.stderr);
+        spinner = ora({ text, stream: process.stderr }).start();
       });
       return {
         update: (next) => {
