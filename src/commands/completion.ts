@@ -118,17 +118,27 @@ export async function completionSpec(program: Command, commands: readonly Comman
     }),
   );
   // `help [command...]`, which commander adds by itself (so the program's commands do not list it):
-  // its argument is a command's name.
+  // what follows it is a command path (`help config set`), so it has every command as a
+  // subcommand, each with its own subcommands and nothing else (no option, no argument).
   const help: CommandSpec = {
     name: 'help',
     description: 'display help for command',
     options: [],
-    arguments: [
-      { name: 'command', variadic: false, value: { kind: 'choice', choices: commands.map((entry) => entry.name) } },
-    ],
-    subcommands: [],
+    arguments: [],
+    subcommands: subcommands.map(helpTopic),
   };
   return { ...describeCommand(program), subcommands: [...subcommands, help] };
+}
+
+/** What `help` takes for `command`: its name, then those of its subcommands, down to a leaf. */
+function helpTopic(command: CommandSpec): CommandSpec {
+  return {
+    name: command.name,
+    description: command.description,
+    options: [],
+    arguments: [],
+    subcommands: command.subcommands.map(helpTopic),
+  };
 }
 
 /** One line of text for a table cell: no tab, no newline, never empty. */

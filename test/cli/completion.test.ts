@@ -194,7 +194,12 @@ interface Case {
 
 /** The cases every shell must get right; pending's subcommands come from the command itself. */
 async function cases(): Promise<Case[]> {
-  const pending = (await configuredCommands()).find((c) => c.name() === 'pending')!;
+  const configured = await configuredCommands();
+  const subcommandsOf = (name: string) =>
+    configured
+      .find((c) => c.name() === name)!
+      .commands.map((c) => c.name())
+      .sort();
   return [
     // Commands, and nothing else (no file names) where a command goes.
     { line: 'notarize ', offered: COMMAND_NAMES },
@@ -224,7 +229,14 @@ async function cases(): Promise<Case[]> {
     { line: 'notarize completion ', offered: ['bash', 'fish', 'zsh'] },
     { line: 'notarize help ', offered: COMMANDS.map((c) => c.name).sort() },
     { line: 'notarize help reg', offered: ['register'], after: 'notarize help register ' },
-    { line: 'notarize pending ', offered: pending.commands.map((c) => c.name()).sort() },
+    { line: 'notarize pending ', offered: subcommandsOf('pending') },
+    // help takes a command path (help config set): a command's subcommands, as the command itself offers them.
+    { line: 'notarize help config ', offered: subcommandsOf('config') },
+    { line: 'notarize help pending ', offered: subcommandsOf('pending') },
+    { line: 'notarize help config s', offered: ['set'], after: 'notarize help config set ' },
+    { line: 'notarize --json help config ', offered: subcommandsOf('config') },
+    { line: 'notarize help config set ', offered: [] },
+    { line: 'notarize help register ', offered: [] },
     { line: 'notarize list ', offered: [] },
     { line: 'notarize complete ', offered: [] },
     // File names, with spaces, typed plain or quoted.
