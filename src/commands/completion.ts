@@ -211,10 +211,14 @@ _notarize_takes_value() {
   done
 }
 
-# Word $1 without the shell quoting the user typed ("my fi, my\\ fi), in REPLY.
+# Word $1 without the shell quoting the user typed ("my fi, my\\ fi), in REPLY;
+# in BEFORE, the part of REPLY that readline keeps, the candidates replacing
+# only what follows: readline's word starts after the last character of
+# COMP_WORDBREAKS (= and :, by default) neither quoted nor escaped, or after
+# the quote left open ("x=y: the word is x=y).
 _notarize_dequote() {
-  local s=$1 c q='' i
-  REPLY=''
+  local s=$1 c q='' i opened=''
+  REPLY='' BEFORE=''
   for ((i = 0; i < \${#s}; i++)); do
     c=\${s:i:1}
     if [[ $q == "'" ]]; then
@@ -223,43 +227,60 @@ _notarize_dequote() {
       i=$((i + 1))
       REPLY+=\${s:i:1}
     elif [[ $c == '"' ]]; then
-      if [[ $q == '"' ]]; then q=''; else q='"'; fi
+      if [[ $q == '"' ]]; then
+        q=''
+      elif [[ -z $q ]]; then
+        q='"'
+        opened=$REPLY
+      fi
     elif [[ -z $q && $c == "'" ]]; then
       q="'"
+      opened=$REPLY
     else
       REPLY+=$c
+      [[ -z $q && $COMP_WORDBREAKS == *"$c"* ]] && BEFORE=$REPLY
     fi
   done
+  [[ -n $q ]] && BEFORE=$opened
 }
 
-# Offers values of kind $1 (choices $2) that start with $3.
+# Offers values of kind $1 (choices $2) that start with the word $3 as typed,
+# each after $4 (--receipt-dir=, the option of an --option=value word).
 _notarize_values() {
-  local value
+  local value prefix=$4 BEFORE
   local -a list
+  _notarize_dequote "$4$3"
+  local typed=\${REPLY#"$prefix"}
   case $1 in
     choice)
       read -ra list <<<"$2"
       for value in "\${list[@]}"; do
-        [[ $value == "$3"* ]] && COMPREPLY+=("$value")
+        [[ $value == "$typed"* ]] && COMPREPLY+=("$prefix$value")
       done
       ;;
     file | dir)
       # File names are offered as they are; -o filenames makes readline quote
       # them (spaces...) and mark directories.
       compopt -o filenames 2>/dev/null
-      _notarize_dequote "$3"
       if [[ $1 == dir ]]; then
-        mapfile -t COMPREPLY < <(compgen -d -- "$REPLY")
+        mapfile -t list < <(compgen -d -- "$typed")
       else
-        mapfile -t COMPREPLY < <(compgen -f -- "$REPLY")
+        mapfile -t list < <(compgen -f -- "$typed")
       fi
-      # Readline completes only what follows the last : of the word.
-      if [[ $REPLY == *:* ]]; then
-        local before=\${REPLY%"\${REPLY##*:}"}
-        COMPREPLY=("\${COMPREPLY[@]#"$before"}")
-      fi
+      for value in "\${list[@]}"; do
+        # Readline marks as directories the names it is given, which lose
+        # their start below: mark them here, and end none with a space.
+        if [[ -n $BEFORE && -d $value ]]; then
+          value+=/
+          ((\${#list[@]} == 1)) && compopt -o nospace 2>/dev/null
+        fi
+        COMPREPLY+=("$prefix$value")
+      done
       ;;
   esac
+  # Readline replaces only its word (what follows BEFORE): offer that part.
+  [[ -n $BEFORE ]] && COMPREPLY=("\${COMPREPLY[@]#"$BEFORE"}")
+  return 0
 }
 
 _notarize() {
@@ -345,9 +366,8 @@ _notarize() {
     return 0
   fi
   if [[ -z $dashdash && $cur == --*=* ]]; then
-    # Readline completes what follows the =.
     _notarize_takes_value "\${cur%%=*}" &&
-      _notarize_values "\${option_kinds[$REPLY]}" "\${option_choices[$REPLY]}" "\${cur#*=}"
+      _notarize_values "\${option_kinds[$REPLY]}" "\${option_choices[$REPLY]}" "\${cur#*=}" "\${cur%%=*}="
     return 0
   fi
   if [[ -z $dashdash && $cur == -* ]]; then
@@ -506,7 +526,7 @@ _notarize() {
   elif [[ -z $dashdash && $PREFIX == --*=* ]]; then
     if __notarize_takes_value \${PREFIX%%=*}; then
       key=$REPLY
-      compset -P '*='
+      compset -P 1 '*='
       __notarize_values $option_kinds[$key] $option_choices[$key]
     fi
   elif [[ -z $dashdash && $PREFIX == -* ]]; then
@@ -598,12 +618,22 @@ function __notarize_complete
         switch $kind
             case choice
                 string split ' ' -- $choices
-            case file
+            case file dir
                 # fish's own file completion, which reads the token as typed:
                 # a command with no completions of its own gets file names.
-                complete -C"__notarize_no_such_command $token"
-            case dir
-                complete -C"__notarize_no_such_command $token" | string match -r -- '^[^\t]*/(\t.*)?$'
+                set -l names (complete -C"__notarize_no_such_command $token")
+                test $kind = dir; and set names (string match -r -- '^[^\t]*/(\t.*)?$' $names)
+                # For a token with a = or :, fish also completes what follows
+                # the last one (dd if=, PATH=): x= gets x=<every file here>,
+                # names no file has. Keep those that exist (a token with ~ or
+                # $ is left as it is: its names are not paths as they stand).
+                if string match -qr -- '[=:]' $token; and not string match -qr -- '^~|\\$' $token
+                    for name in $names
+                        test -e (string replace -r -- '\\t.*' '' $name); and printf '%s\\n' $name
+                    end
+                else
+                    string join \\n -- $names
+                end
         end
     end
 

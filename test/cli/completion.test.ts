@@ -51,7 +51,10 @@ function describeShell(shell: Shell, body: () => void): void {
 
 let dir: string;
 let home: string;
-/** Where completion runs: file names with a space, a directory with a space. */
+/**
+ * Where completion runs: file names with a space, a directory with a space,
+ * and names with the characters readline splits words at (= and :).
+ */
 let files: string;
 const scripts = {} as Record<Shell, { path: string; text: string }>;
 
@@ -64,6 +67,10 @@ beforeAll(async () => {
   await mkdir(join(files, 'a dir'), { recursive: true });
   await writeFile(join(files, 'my file.txt'), 'x');
   await writeFile(join(files, 'notes.md'), 'x');
+  await writeFile(join(files, 'x=y.txt'), 'x');
+  await writeFile(join(files, 'a:b.txt'), 'x');
+  await mkdir(join(files, 'some=dir'));
+  await mkdir(join(files, 'k=v dir'));
   await mkdir(join(dir, 'fpath'));
   for (const shell of ['bash', 'zsh', 'fish'] as const) {
     const run = await runMain(
@@ -188,6 +195,8 @@ interface Case {
   offered: string[];
   /** When fish shows them otherwise (it completes `--output=` with the option). */
   fish?: string[];
+  /** When bash shows them otherwise (only what follows the last = or : of the word, which readline replaces). */
+  bash?: string[];
   /** bash and zsh: the line after the Tab. */
   after?: string;
 }
@@ -200,6 +209,8 @@ async function cases(): Promise<Case[]> {
       .find((c) => c.name() === name)!
       .commands.map((c) => c.name())
       .sort();
+  const dirs = ['a dir', 'k=v dir', 'some=dir'];
+  const everything = [...dirs, 'a:b.txt', 'my file.txt', 'notes.md', 'x=y.txt'];
   return [
     // Commands, and nothing else (no file names) where a command goes.
     { line: 'notarize ', offered: COMMAND_NAMES },
@@ -220,7 +231,7 @@ async function cases(): Promise<Case[]> {
     { line: 'notarize register --blockchain ', offered: ['ALGORAND'] },
     { line: 'notarize register --base-url ', offered: [] },
     { line: 'notarize register -rj ', offered: [] },
-    { line: 'notarize register --receipt-dir ', offered: ['a dir'] },
+    { line: 'notarize register --receipt-dir ', offered: dirs },
     // Subcommands and their arguments.
     { line: 'notarize config ', offered: ['get', 'list', 'path', 'set', 'unset'] },
     { line: 'notarize --json config get ', offered: ['baseUrl', 'retries', 'timeout'] },
@@ -240,11 +251,31 @@ async function cases(): Promise<Case[]> {
     { line: 'notarize list ', offered: [] },
     { line: 'notarize complete ', offered: [] },
     // File names, with spaces, typed plain or quoted.
-    { line: 'notarize hash ', offered: ['a dir', 'my file.txt', 'notes.md'] },
+    { line: 'notarize hash ', offered: everything },
     { line: 'notarize hash my', offered: ['my file.txt'], after: 'notarize hash my\\ file.txt ' },
     { line: 'notarize show "my', offered: ['my file.txt'], after: 'notarize show "my file.txt" ' },
-    { line: 'notarize --timeout 5 show ', offered: ['a dir', 'my file.txt', 'notes.md'] },
+    { line: 'notarize --timeout 5 show ', offered: everything },
     { line: 'notarize verify --files-from my', offered: ['my file.txt'] },
+    // Names with = or :, where readline replaces only what follows the last one (bash lists that part).
+    { line: 'notarize hash x=', offered: ['x=y.txt'], bash: ['y.txt'], after: 'notarize hash x=y.txt ' },
+    { line: 'notarize hash a:', offered: ['a:b.txt'], bash: ['b.txt'], after: 'notarize hash a:b.txt ' },
+    { line: 'notarize hash k=v', offered: ['k=v dir'], bash: ['v dir'], after: 'notarize hash k=v\\ dir/' },
+    // An escaped = is no word break (zsh drops the escape, bash keeps it).
+    { line: 'notarize hash x\\=', offered: ['x=y.txt'] },
+    { line: 'notarize show "x=', offered: ['x=y.txt'], after: 'notarize show "x=y.txt" ' },
+    {
+      line: 'notarize register --receipt-dir some=',
+      offered: ['some=dir'],
+      bash: ['dir'],
+      after: 'notarize register --receipt-dir some=dir/',
+    },
+    {
+      line: 'notarize register --receipt-dir=some=',
+      offered: ['some=dir'],
+      bash: ['dir'],
+      fish: ['--receipt-dir=some=dir'],
+      after: 'notarize register --receipt-dir=some=dir/',
+    },
     // Options where options go; none after --.
     { line: 'notarize -', offered: [...GLOBAL_OPTIONS, ...ROOT_OWN_OPTIONS].sort() },
     { line: 'notarize register -- --o', offered: [] },
@@ -257,7 +288,7 @@ function expectCases(shell: Shell, got: Completed[], expected: Case[]): void {
     const offered = completed.offered.map(plain).sort();
     expect({ line: want.line, offered }).toEqual({
       line: want.line,
-      offered: (shell === 'fish' && want.fish ? want.fish : want.offered).slice().sort(),
+      offered: ((shell === 'fish' && want.fish) || (shell === 'bash' && want.bash) || want.offered).slice().sort(),
     });
     if (shell !== 'fish' && want.after !== undefined) {
       expect({ line: want.line, after: completed.after }).toEqual({ line: want.line, after: want.after });
