@@ -10,7 +10,7 @@ import type { Context } from '../context.js';
 import { readTextInput } from '../core/read-input.js';
 import { cleanSecret, keyDigest } from '../core/secrets.js';
 import { describeToken, isExpired, readClaims } from '../core/token.js';
-import { AuthError, UsageError } from '../errors.js';
+import { AuthError, ServiceRefusedError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ValueResult } from '../output/present.js';
 import { promptHidden } from '../output/prompt.js';
@@ -92,6 +92,25 @@ async function obtainKey(options: LoginOptions): Promise<string> {
   }
 }
 
+/**
+ * The token the service gives for `apiKey`. A refusal of any status is no
+ * usable credentials (exit 3), as when a command logs in on the fly
+ * (core/credentials.ts): the service documents none of its statuses, and a
+ * bad key may well earn a 400.
+ */
+async function loginWith(api: ApiClient, apiKey: string): Promise<string> {
+  try {
+    return await api.login(apiKey);
+  } catch (error) {
+    if (!(error instanceof ServiceRefusedError)) throw error;
+    throw new AuthError(`the login was refused: ${error.message}`, {
+      ...(error.status === undefined ? {} : { status: error.status }),
+      hint: 'check the API key',
+      cause: error,
+    });
+  }
+}
+
 /** Logs in and stores the token; returns who is logged in and until when. */
 export async function runLogin(options: LoginOptions): Promise<ValueResult> {
   const { io } = options;
@@ -109,7 +128,7 @@ export async function runLogin(options: LoginOptions): Promise<ValueResult> {
     });
   }
   io.addSecret(apiKey);
-  const token = await (await options.api()).login(apiKey);
+  const token = await loginWith(await options.api(), apiKey);
   io.addSecret(token);
   if (isExpired(token)) {
     throw new AuthError('the service answered with a token that has already expired; it was not stored', {

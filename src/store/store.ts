@@ -35,7 +35,7 @@ import { createHash } from 'node:crypto';
 import { lstatSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { NotarizeError, StoreError, TransientError, UsageError } from '../errors.js';
+import { EXIT, NotarizeError, StoreError, TransientError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
 import { SETTINGS } from '../settings.js';
 import {
@@ -348,6 +348,14 @@ export class Store {
         throw new TransientError(`another notarize process is changing ${file}`, {
           hint: `run the command again; if no notarize process is running, delete ${lock}`,
           notProcessed: true,
+          cause: error,
+        });
+      }
+      // Any other local refusal (a lock that is a link, a damaged file) after something was sent: exit 2
+      // would say nothing was.
+      if (afterSending !== undefined && error instanceof NotarizeError && error.exitCode === EXIT.usage) {
+        throw new NotarizeError(error.code, EXIT.refused, `${afterSending}: ${error.message}`, {
+          ...(error.hint === undefined ? {} : { hint: error.hint }),
           cause: error,
         });
       }

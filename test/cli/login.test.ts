@@ -1,8 +1,10 @@
 /** runLogin and runLogout in process against a sandbox on port 0: the token stored and forgotten, as data. */
+import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runLogin, type LoginOptions } from '../../src/commands/login.js';
 import { runLogout } from '../../src/commands/logout.js';
-import { SANDBOX_USER } from '../../src/sandbox/server.js';
+import { parseFaults, SANDBOX_USER } from '../../src/sandbox/server.js';
 import { present } from '../../src/output/present.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { contextFor, type TestContext } from '../helpers/context.js';
@@ -46,6 +48,33 @@ describe('runLogin and runLogout', () => {
   it('no key and standard input not a terminal: exit 3, nothing sent', async () => {
     await expect(runLogin(options(contextFor(bed)))).rejects.toMatchObject({ exitCode: 3 });
     expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it.each([400, 404, 422])(
+    'a login refused with %i is no usable credentials: exit 3, nothing stored',
+    async (status) => {
+      bed.sandbox.addFaults(parseFaults(`login:status=${status}*1`));
+      const t = contextFor(bed);
+      await expect(runLogin(options(t, { envApiKey: bed.sandbox.apiKey }))).rejects.toMatchObject({
+        exitCode: 3,
+        message: expect.stringMatching(new RegExp(`^the login was refused: .*${status}`)),
+        hint: 'check the API key',
+      });
+      expect(bed.storedTokens()).toEqual({});
+    },
+  );
+
+  it('a token that cannot be stored once the login was sent (its lock a link): exit 1, never 2', async () => {
+    const t = contextFor(bed);
+    const locks = join(bed.storeDir, 'locks');
+    mkdirSync(locks, { recursive: true, mode: 0o700 });
+    symlinkSync(join(bed.root, 'elsewhere'), join(locks, 'credentials.lock'));
+    await expect(runLogin(options(t, { envApiKey: bed.sandbox.apiKey }))).rejects.toMatchObject({
+      exitCode: 1,
+      message: expect.stringMatching(/^the login went through, but its token was not stored: .*symbolic link/),
+    });
+    expect(bed.sandbox.calls.map((call) => call.route)).toEqual(['login']);
+    expect(existsSync(join(bed.root, 'elsewhere'))).toBe(false);
   });
 
   it('logout forgets the token; says so, and warns while NOTARIZE_TOKEN is still set', async () => {

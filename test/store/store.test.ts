@@ -164,10 +164,12 @@ describe('Store settings', () => {
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).file).toBe(file);
     expect(readFileSync(file, 'utf8')).toBe(damaged);
-    // Setting a token must not wipe the damaged file either.
-    expect(await rejection(new Store(dir).setToken(REAL, 'new-token-gggggggg', 'key-digest-0123'))).toBeInstanceOf(
-      StoreError,
-    );
+    // Setting a token must not wipe the damaged file either. (A token comes from a login, which was
+    // sent: exit 1, not the StoreError's 2, which says nothing was.)
+    const refused = await rejection(new Store(dir).setToken(REAL, 'new-token-gggggggg', 'key-digest-0123'));
+    expect(refused).toMatchObject({ exitCode: 1, message: expect.stringContaining(file) });
+    expect((refused as Error).message).toMatch(/^the login went through, but its token was not stored: /);
+    expect((refused as Error).cause).toBeInstanceOf(StoreError);
     expect(readFileSync(file, 'utf8')).toBe(damaged);
   });
 });

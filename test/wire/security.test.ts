@@ -108,7 +108,8 @@ describe('secrets never appear in any output', () => {
         ['login', '--json'],
         cliEnv(tempDir(), { NOTARIZE_BASE_URL: fake.url, NOTARIZE_API_KEY: apiKey }),
       );
-      expect(viaKey.code, describeRun(viaKey)).toBe(1);
+      // A login refused, whatever its status: no usable credentials.
+      expect(viaKey.code, describeRun(viaKey)).toBe(3);
       expect(viaKey.stderr).toContain('[redacted]');
     } finally {
       await fake.close();
@@ -144,7 +145,7 @@ describe('secrets never appear in any output', () => {
             ['login', ...flags],
             cliEnv(tempDir(), { NOTARIZE_BASE_URL: fake.url, NOTARIZE_API_KEY: apiKey }),
           );
-          expect(run.code, describeRun(run)).toBe(1);
+          expect(run.code, describeRun(run)).toBe(3);
           expect(run.stderr).toContain('[redacted]');
           for (const form of ['secret', JSON.stringify(apiKey).slice(1, -1)]) {
             expect(run.stderr + run.stdout, `${spelled} ${flags.join(' ')}`).not.toContain(form);
