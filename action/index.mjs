@@ -15175,7 +15175,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 		}))], holds);
 		const stopped = input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed");
 		const abandoned = stopped ? [] : abandonTakenUp(deps, input, placed, holds, moved);
-		warnPendingPassedOver(input, placed, moved);
+		await settlePendingPassedOver(deps, input, placed, moved);
 		let newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 			doc,
 			i
@@ -15295,15 +15295,42 @@ function abandonTakenUp(deps, input, placed, holds, moved) {
 * A pending root of the store none of whose documents of this run is left
 * under it (`moved`: the service has them under a manifest's root) is not
 * completed by this run: completing it would pay for them a second time.
-* It stays pending (its session may be all that is left of a request the
-* owner wants); the warning says how to let it go.
+* When the service has every one of its leaves under other roots, nothing
+* is left for it to prove: its session is retired (kept in retired/, as
+* `pending drop` keeps one) and its tree let go, so that no later
+* `complete --all` pays for it. Under its lock, taken only when free (a
+* process completing it now is left to it). Otherwise it stays pending
+* (it may hold documents this run does not have), and the warning says how
+* to let it go.
 */
-function warnPendingPassedOver(input, placed, moved) {
+async function settlePendingPassedOver(deps, input, placed, moved) {
 	const still = new Set(placed.map((place) => place?.tree.entry.root));
+	const done = new Set(placed.flatMap((place) => place?.tree.state === "registered" || place?.tree.state === "confirmed" ? [place.tree] : []));
+	const elsewhere = new Set([...done].flatMap((tree) => tree.entry.leaves.map((leaf) => leaf.sha256)));
 	for (const tree of moved) {
 		const root = tree.entry.root;
 		if (tree.state !== "pending" || still.has(root)) continue;
+		if (tree.entry.leaves.every((leaf) => elsewhere.has(leaf.sha256)) && await retireRoot(deps, root)) {
+			input.warn?.(`root ${root} was pending in this store, but the service has all its documents under other roots (tree manifests in --receipt-dir): its session is retired, never completed (it would pay for them again)`);
+			continue;
+		}
 		input.warn?.(`root ${root} is pending in this store, but the service has its documents of this run under another root (a tree manifest in --receipt-dir): it is not completed, which would pay for them again; \`notarize pending drop ${root}\` forgets it`);
+	}
+}
+/** Retires the session of `root` and removes its tree, under its lock if free; whether it did. */
+async function retireRoot(deps, root) {
+	const { store } = deps;
+	try {
+		return await locked({
+			...deps,
+			lockWaitMs: 0
+		}, root, async () => {
+			if (await store.retirePending(root, "retired by register --aggregate: the service has all its documents under other roots", deps.now?.() ?? /* @__PURE__ */ new Date()) === void 0) return false;
+			store.removeTree(root);
+			return true;
+		});
+	} catch {
+		return false;
 	}
 }
 /**

@@ -2125,7 +2125,7 @@ describe("register --aggregate on a store with an unpaid root of its own, beside
     expect(existsSync(join(storePaths(kept, bed.sandbox.url).service, 'trees', `${planned}.json`))).toBe(false);
   });
 
-  it('a pending root (its completion failed) is not completed, and a warning says how to let it go', async () => {
+  it('a pending root (its completion failed) whose documents the service has elsewhere: retired, never paid', async () => {
     const docs = await writeDocs('unpaid-pending', 'kept runner, pending:', ['a', 'b']);
     const receipts = bed.path('unpaid-pending-receipts');
     const kept = freshStore();
@@ -2146,10 +2146,43 @@ describe("register --aggregate on a store with an unpaid root of its own, beside
       docs.map(() => ['already-registered', paid]),
     );
     expect(again.run.stderr).toContain(
+      `warning: root ${pending} was pending in this store, but the service has all its documents under other roots`,
+    );
+    // Retired, its tree let go: a later complete --all has nothing to pay for.
+    const paths = storePaths(kept, bed.sandbox.url);
+    expect(existsSync(paths.pending(pending!))).toBe(false);
+    expect(readdirSync(join(paths.service, 'retired')).some((name) => name.startsWith(pending!))).toBe(true);
+    expect(treesOf(kept)).toEqual([]);
+    const mark = bed.mark();
+    const all = await bed.main(['complete', '--all', '--json'], { env: { NOTARIZE_CONFIG_DIR: kept } });
+    expect(all.code, describeRun(all)).toBe(0);
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
+  it('a pending root with a document the service has nowhere else: not completed by this run, the warning says how to let it go', async () => {
+    const docs = await writeDocs('unpaid-partly', 'kept runner, partly elsewhere:', ['a', 'b', 'c']);
+    const receipts = bed.path('unpaid-partly-receipts');
+    const kept = freshStore();
+    bed.sandbox.addFaults(parseFaults('forfait:status=503*1'));
+    expect((await onStore(kept, receipts, docs, ['--retries', '0'])).run.code).toBe(4);
+    const [pending] = treesOf(kept);
+    rmSync(join(receipts, `${pending}.tree.json`));
+    // The other store registers a and b only.
+    const other = await onStore(freshStore(), receipts, docs.slice(0, 2));
+    const paid = parseResults(other.run.stdout)[0]!.proof!.root;
+
+    const again = await onStore(kept, receipts, docs.slice(0, 2));
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['request:409']);
+    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
+      ['already-registered', paid],
+      ['already-registered', paid],
+    ]);
+    expect(again.run.stderr).toContain(
       `warning: root ${pending} is pending in this store, but the service has its documents of this run under another root`,
     );
     expect(again.run.stderr).toContain(`notarize pending drop ${pending}`);
-    expect(existsSync(join(storePaths(kept, bed.sandbox.url).service, 'pending', `${pending}.json`))).toBe(true);
+    expect(existsSync(storePaths(kept, bed.sandbox.url).pending(pending!))).toBe(true);
   });
 
   it('per-document register does not complete the pending root either: the other root answers', async () => {
