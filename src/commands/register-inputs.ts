@@ -88,6 +88,11 @@ export async function listDocuments(options: RegisterOptions, skip: (s: SkippedP
   if (options.hash !== undefined) {
     if (options.paths.length > 0 || options.filesFrom !== undefined)
       throw new UsageError('give either documents or --hash, not both');
+    // They choose documents: with a digest alone they would do nothing, unsaid.
+    if (options.recursive || options.include.length > 0 || options.exclude.length > 0 || options.null)
+      throw new UsageError('-r, --include, --exclude and -0 choose documents: they do nothing with --hash', {
+        hint: 'leave them out, or name the documents instead of --hash',
+      });
     if (options.description === undefined) throw new UsageError('--hash needs --description or --description-file');
     documents = { items: [{ kind: 'hash', hash: normalizeHash(options.hash) }], single: true };
     checkOptions(options, 'hash');

@@ -4,8 +4,8 @@
  * `register`, `hash` and `verify`.
  *
  * Only problems with the arguments as a whole (no input, '-' twice, -0
- * without --files-from, a list that cannot be opened) are usage errors raised
- * up front. A named path that cannot be processed (missing, unreadable, a
+ * without --files-from, --include/--exclude without --recursive, a list that
+ * cannot be opened) are usage errors raised up front. A named path that cannot be processed (missing, unreadable, a
  * special file, a directory without --recursive) becomes an `unusable` item:
  * it fails on its own and the others go on. Symbolic links and special files
  * met while walking a directory are reported, not followed.
@@ -217,15 +217,18 @@ function unusable(path: string, error: unknown): InputItem {
  * its own, never checked in another's place. `shown`: the name with those
  * bytes as \xNN (escapedName), so it is not mistaken for the other.
  */
-function notUtf8(shown: string, where: string): InputItem {
+function notUtf8(shown: string, from: 'walk' | 'list'): InputItem {
+  const where = from === 'walk' ? 'found in a folder walked' : 'in the --files-from list';
   const reason = `its name is not valid UTF-8 (${where}), so notarize cannot open it by name`;
+  // --exclude filters a walk only (checkInputOptions): a list's name is left out of the list.
+  const leaveOut = from === 'walk' ? 'leave it out (--exclude)' : 'leave it out of the --files-from list';
   return {
     kind: 'unusable',
     path: shown,
     error: new InputFileError(shown, reason, {
       code: 'name_not_utf8',
       message: `'${shown}': ${reason}`,
-      hint: 'rename it to a UTF-8 name, or leave it out (--exclude)',
+      hint: `rename it to a UTF-8 name, or ${leaveOut}`,
     }),
   };
 }
@@ -301,7 +304,7 @@ async function* walk(
     if (!utf8 && fileOrFolder) {
       // Left out as any other would be; a folder may hold files --include lets through.
       const wanted = entry.isDirectory() ? !filter.excludes(relativePath) : filter.accepts(relativePath);
-      if (wanted) yield notUtf8(path, 'found in a folder walked');
+      if (wanted) yield notUtf8(path, 'walk');
     } else if (entry.isDirectory()) {
       yield* walk(path, relativePath, filter, onSkipped);
     } else if (!entry.isFile()) {
@@ -468,7 +471,7 @@ async function* expandAll(
         ),
       };
     } else if ('notUtf8' in entry) {
-      yield notUtf8(escapedName(entry.notUtf8), 'in the --files-from list');
+      yield notUtf8(escapedName(entry.notUtf8), 'list');
     } else if (entry.name === '-') {
       if (state.stdinTaken) {
         const reason = "'-' (standard input) can be named only once";
@@ -490,6 +493,28 @@ async function* expandAll(
 }
 
 /**
+ * Refuses an option that would do nothing as given: -0 without --files-from,
+ * --include/--exclude without --recursive (they filter the files a walk
+ * finds, nothing else). Ignored, such an option would let a run go on,
+ * and a register pay, for documents the user meant to leave out.
+ */
+export function checkInputOptions(options: InputOptions): void {
+  if (options.nul && options.filesFrom === undefined) throw new UsageError('-0 goes with --files-from');
+  const filters = [
+    ...((options.include?.length ?? 0) > 0 ? ['--include'] : []),
+    ...((options.exclude?.length ?? 0) > 0 ? ['--exclude'] : []),
+  ];
+  if (filters.length > 0 && !options.recursive) {
+    throw new UsageError(
+      `${filters.join(' and ')} ${filters.length === 1 ? 'goes' : 'go'} with --recursive: ${filters.length === 1 ? 'it filters' : 'they filter'} only the files found in folders walked`,
+      {
+        hint: 'add -r to walk folders, or name only the documents wanted, on the command line or in the --files-from list',
+      },
+    );
+  }
+}
+
+/**
  * Checks the arguments as a whole and returns the documents to come; see the
  * module comment. `onSkipped` hears of each path passed over while walking,
  * as it is met.
@@ -501,11 +526,8 @@ export async function expandInputs(
   onSkipped: (skipped: SkippedPath) => void = () => {},
 ): Promise<Expansion> {
   const stdinNamed = paths.includes('-');
-  if (options.filesFrom !== undefined) {
-    if (options.filesFrom === '-' && stdinNamed) throw new UsageError("'-' cannot be both a document and --files-from");
-  } else if (options.nul) {
-    throw new UsageError('-0 goes with --files-from');
-  }
+  if (options.filesFrom === '-' && stdinNamed) throw new UsageError("'-' cannot be both a document and --files-from");
+  checkInputOptions(options);
   if (paths.filter((p) => p === '-').length > 1) throw new UsageError("'-' (standard input) can be named only once");
   if (paths.length === 0 && options.filesFrom === undefined) {
     throw new UsageError('no input given', { hint: "name files, '-' for standard input, or use --files-from" });

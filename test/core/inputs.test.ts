@@ -70,6 +70,18 @@ describe('expandInputs: the arguments as a whole', () => {
     ["'-' twice", ['-', '-'], {}, "'-' (standard input) can be named only once"],
     ["'-' as a document and as the list", ['-'], { filesFrom: '-' }, "'-' cannot be both a document and --files-from"],
     ['-0 without a list', ['a'], { nul: true }, '-0 goes with --files-from'],
+    [
+      '--exclude without --recursive',
+      [],
+      { filesFrom: '-', exclude: ['*.log'] },
+      '--exclude goes with --recursive: it filters only the files found in folders walked',
+    ],
+    [
+      '--include and --exclude without --recursive',
+      ['a'],
+      { include: ['a'], exclude: ['b'] },
+      '--include and --exclude go with --recursive: they filter only the files found in folders walked',
+    ],
   ])('%s is a usage error before anything runs', async (_, paths, options, message) => {
     const error = await rejectionOf(expandInputs(paths, options, noStdin()), UsageError);
     expect(error.message).toBe(message);
@@ -181,7 +193,8 @@ describe('expandInputs: walking a directory', () => {
 
   it('filters only what is walked: a file named on the command line is always taken', async () => {
     const root = tree({ 'named.log': '' });
-    const { items } = await expanded([join(root, 'named.log')], { exclude: ['*.log'] });
+    // With -r (without it --exclude is refused: checkInputOptions).
+    const { items } = await expanded([join(root, 'named.log')], { recursive: true, exclude: ['*.log'] });
     expect(items.map(summary)).toEqual([join(root, 'named.log')]);
   });
 });

@@ -89,6 +89,37 @@ describe('usage errors: nothing is hashed or sent', () => {
     expect(none.stderr).toMatch(/no input given/);
     expect(bed.sandbox.calls).toEqual([]);
   });
+
+  it('--include/--exclude without --recursive are refused, never ignored: nothing hashed, nothing sent', async () => {
+    await bed.write('t5/a.log', 'a\n');
+    await bed.write('t5/b.txt', 'b\n');
+    const hint =
+      '(add -r to walk folders, or name only the documents wanted, on the command line or in the --files-from list)';
+    const listed = `${bed.path('t5/a.log')}\n${bed.path('t5/b.txt')}\n`;
+    const register = await bed.main(['register', '--files-from', '-', '--exclude', '*.log'], { input: listed });
+    expect(register.code, describeRun(register)).toBe(2);
+    expect(register.stdout).toBe('');
+    expect(register.stderr).toBe(
+      `notarize: --exclude goes with --recursive: it filters only the files found in folders walked ${hint}\n`,
+    );
+    for (const args of [
+      ['hash', bed.path('t5/b.txt'), '--exclude', 'b.txt'],
+      ['hash', bed.path('t5/b.txt'), '--include', 'nothing'],
+      ['verify', bed.path('t5/b.txt'), '--include', 'nothing', '--exclude', 'b.txt'],
+    ]) {
+      const run = await bed.main(args);
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^notarize: --(include|exclude)( and --exclude)? go(es)? with --recursive: /);
+    }
+    // With --hash they choose nothing either.
+    const digest = await bed.main(['register', '--hash', 'ab'.repeat(32), '-d', 'x', '--exclude', '*.log']);
+    expect(digest.code, describeRun(digest)).toBe(2);
+    expect(digest.stderr).toMatch(
+      /^notarize: -r, --include, --exclude and -0 choose documents: they do nothing with --hash/,
+    );
+    expect(bed.sandbox.calls).toEqual([]);
+  });
 });
 
 describe('--recursive', () => {
@@ -255,11 +286,13 @@ describe('--files-from', () => {
 });
 
 /** The JSON error lines of a --json run's stderr, in order. */
-function jsonErrors(stderr: string): { code: string; message: string; file?: string }[] {
+function jsonErrors(stderr: string): { code: string; message: string; hint?: string; file?: string }[] {
   return stderr
     .split('\n')
     .filter(Boolean)
-    .map((line) => (JSON.parse(line) as { error: { code: string; message: string; file?: string } }).error);
+    .map(
+      (line) => (JSON.parse(line) as { error: { code: string; message: string; hint?: string; file?: string } }).error,
+    );
 }
 
 describe('names that are not UTF-8: failed, never read as another file', () => {
@@ -285,6 +318,7 @@ describe('names that are not UTF-8: failed, never read as another file', () => {
     expect(jsonErrors(run.stderr)[0]!.message).toContain(
       `'${bed.path('walked/a')}\\xff': its name is not valid UTF-8 (found in a folder walked), so notarize cannot open it by name`,
     );
+    expect(jsonErrors(run.stderr)[0]!.hint).toBe('rename it to a UTF-8 name, or leave it out (--exclude)');
     // --exclude leaves it out as any other file; --include too, when it does not match.
     const excluded = await bed.main(['hash', '-r', bed.path('walked'), '--exclude', 'a*', '--json']);
     expect(excluded.code, describeRun(excluded)).toBe(0);
@@ -313,6 +347,8 @@ describe('names that are not UTF-8: failed, never read as another file', () => {
     expect(jsonErrors(run.stderr)[0]!.message).toContain(
       `'${bed.path('listed/a')}\\xff': its name is not valid UTF-8 (in the --files-from list)`,
     );
+    // --exclude does nothing to a list (it filters walks): the list is where to leave it out.
+    expect(jsonErrors(run.stderr)[0]!.hint).toBe('rename it to a UTF-8 name, or leave it out of the --files-from list');
   });
 
   it('a document named with U+FFFD fails on its own; an option value or another argument with one is refused', async () => {
