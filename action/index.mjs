@@ -20622,9 +20622,9 @@ ${examples([
 /**
 * Hashes every input, handing each checksum to `checksums` in input order as
 * soon as it is ready, so lines are printed as they come; an input that
-* cannot be read does not stop the others, as with sha256sum. One input
-* named alone that fails is the run's error; otherwise the run fails
-* (exit 2) once all are done if any failed.
+* cannot be read does not stop the others, as with sha256sum. The run
+* fails (exit 2) once all are done if any failed; one input named alone is
+* reported the same way, so --json's stdout and error lines keep one shape.
 */
 async function runHash(options, checksums = new Checksums()) {
 	const { io } = options;
@@ -20633,12 +20633,10 @@ async function runHash(options, checksums = new Checksums()) {
 	const ready = /* @__PURE__ */ new Map();
 	let handed = 0;
 	let failures = 0;
-	let singleError;
 	const flush = () => {
 		for (let next = ready.get(handed); next !== void 0; next = ready.get(handed)) {
 			ready.delete(handed);
-			if ("error" in next && expansion.single) singleError = next.error;
-			else checksums.add(next);
+			checksums.add(next);
 			handed++;
 		}
 	};
@@ -20671,7 +20669,6 @@ async function runHash(options, checksums = new Checksums()) {
 	} finally {
 		await pool.close();
 	}
-	if (singleError) throw singleError;
 	if (failures === 0) return {
 		kind: "checksums",
 		checksums
@@ -21118,7 +21115,7 @@ function readOnlyStore(ctx) {
 /**
 * Verifies every input against its receipt or the ledger; see the module
 * comment. One document named alone and verified gives its record;
-* otherwise each result goes to `items` as it settles.
+* otherwise (one that cannot be read too) each result goes to `items` as it settles.
 */
 async function runVerify(options, items = new ItemResults()) {
 	const { io } = options;
@@ -21139,7 +21136,6 @@ async function runVerify(options, items = new ItemResults()) {
 	const evidence = new Evidence(sources, index);
 	const pool = new HashPool(expansion.single ? 1 : void 0);
 	let only;
-	let singleError;
 	const elsewhere = new ElsewhereReceipts(baseUrl);
 	try {
 		await runAll(documents, async (item, i) => {
@@ -21152,10 +21148,7 @@ async function runVerify(options, items = new ItemResults()) {
 		}, {
 			concurrency: pool.size * 4,
 			onSettled: (i, r, item) => {
-				if (expansion.single) {
-					if (r.ok) only = r.value;
-					else if ("error" in r) singleError = r.error;
-				}
+				if (expansion.single && r.ok) only = r.value;
 				if (r.ok) {
 					elsewhere.add(r.value.finding);
 					const { hash, finding } = r.value;
@@ -21174,7 +21167,6 @@ async function runVerify(options, items = new ItemResults()) {
 	}, (path, reason) => items.addUnordered(itemResult(path, null, "unknown", { reason })));
 	if (passedOver > 0) io.info(`passed over ${passedOver} receipt${passedOver === 1 ? " or tree manifest" : "s and tree manifests"} of the documents checked (not documents)`);
 	elsewhere.warn(io);
-	if (singleError) throw singleError;
 	if (expansion.single && !items.streams && only?.finding.status === "verified") {
 		const results = items.list();
 		const { file, verificationUrl } = results[0];

@@ -9,7 +9,7 @@ import { runAll } from '../core/batch.js';
 import { hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName } from '../core/inputs.js';
-import { UsageError, type NotarizeError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import { checksumsFor, type ChecksumsResult } from '../output/present.js';
 import { Checksums, type Checksum } from '../output/results.js';
@@ -56,9 +56,9 @@ ${examples([
 /**
  * Hashes every input, handing each checksum to `checksums` in input order as
  * soon as it is ready, so lines are printed as they come; an input that
- * cannot be read does not stop the others, as with sha256sum. One input
- * named alone that fails is the run's error; otherwise the run fails
- * (exit 2) once all are done if any failed.
+ * cannot be read does not stop the others, as with sha256sum. The run
+ * fails (exit 2) once all are done if any failed; one input named alone is
+ * reported the same way, so --json's stdout and error lines keep one shape.
  */
 export async function runHash(options: HashOptions, checksums = new Checksums()): Promise<ChecksumsResult> {
   const { io } = options;
@@ -70,13 +70,10 @@ export async function runHash(options: HashOptions, checksums = new Checksums())
   const ready = new Map<number, Checksum>();
   let handed = 0;
   let failures = 0;
-  // One file named alone: its failure is the command's one-line error.
-  let singleError: NotarizeError | undefined;
   const flush = () => {
     for (let next = ready.get(handed); next !== undefined; next = ready.get(handed)) {
       ready.delete(handed);
-      if ('error' in next && expansion.single) singleError = next.error;
-      else checksums.add(next);
+      checksums.add(next);
       handed++;
     }
   };
@@ -110,7 +107,6 @@ export async function runHash(options: HashOptions, checksums = new Checksums())
   } finally {
     await pool.close();
   }
-  if (singleError) throw singleError;
   if (failures === 0) return { kind: 'checksums', checksums };
   const failure = new UsageError(`${failures} of ${total} file${total === 1 ? '' : 's'} could not be read`, {
     code: 'batch_failed',

@@ -139,7 +139,7 @@ function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'ledger'> 
 /**
  * Verifies every input against its receipt or the ledger; see the module
  * comment. One document named alone and verified gives its record;
- * otherwise each result goes to `items` as it settles.
+ * otherwise (one that cannot be read too) each result goes to `items` as it settles.
  */
 export async function runVerify(
   options: VerifyOptions,
@@ -162,7 +162,6 @@ export async function runVerify(
   const evidence = new Evidence(sources, index);
   const pool = new HashPool(expansion.single ? 1 : undefined);
   let only: Checked | undefined;
-  let singleError: NotarizeError | undefined;
   const elsewhere = new ElsewhereReceipts(baseUrl);
   try {
     await runAll(
@@ -176,10 +175,7 @@ export async function runVerify(
       {
         concurrency: pool.size * 4,
         onSettled: (i, r, item) => {
-          if (expansion.single) {
-            if (r.ok) only = r.value;
-            else if ('error' in r) singleError = r.error;
-          }
+          if (expansion.single && r.ok) only = r.value;
           if (r.ok) {
             elsewhere.add(r.value.finding);
             const { hash, finding } = r.value;
@@ -207,8 +203,6 @@ export async function runVerify(
     );
   }
   elsewhere.warn(io);
-  // One document named alone that cannot be read: the command's one-line error, as for any usage error.
-  if (singleError) throw singleError;
   // One document verified prints its record, unless results stream (NDJSON): then its line.
   if (expansion.single && !items.streams && only?.finding.status === 'verified') {
     const results = items.list();

@@ -60,9 +60,30 @@ describe('hash: like sha256sum, good lines on stdout, each bad input on stderr',
     ]);
   });
 
-  it('one file named alone that is missing is the usual one-line usage error', async () => {
-    const run = await bed.main(['hash', bed.path('missing.txt')]);
-    expectAloneMissing(run, bed.path('missing.txt'));
+  it("one file named alone that is missing is reported as in a batch: its line, the run's, exit 2", async () => {
+    const missing = bed.path('missing.txt');
+    const run = await bed.main(['hash', missing]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(lines(run.stderr)).toEqual([
+      `notarize: ${missing}: no such file or directory`,
+      'notarize: 1 of 1 file could not be read',
+    ]);
+    // --json: the array (empty), its JSON error line naming it in `file`, then the run's.
+    const json = await bed.main(['hash', '--json', missing]);
+    expect(json.code, describeRun(json)).toBe(2);
+    expect(JSON.parse(json.stdout)).toEqual([]);
+    expect(lines(json.stderr).map((line) => JSON.parse(line) as unknown)).toEqual([
+      {
+        error: {
+          code: 'unreadable_file',
+          exitCode: 2,
+          message: `cannot read '${missing}': no such file or directory`,
+          file: missing,
+        },
+      },
+      { error: { code: 'batch_failed', exitCode: 2, message: '1 of 1 file could not be read' } },
+    ]);
   });
 
   // Unreadable files are only found when opened for hashing (the stat before succeeds).

@@ -69,12 +69,18 @@ describe('runHash', () => {
     expect(result.checksums.list()).toEqual([{ file: '-', hash: sha256('from a pipe\n') }]);
   });
 
-  it('one file named alone that is missing is thrown (the usual one-line error)', async () => {
+  it('one file named alone that is missing is handed over as in a batch: its error in its place, the run fails', async () => {
     const missing = join(tempDir(), 'missing.txt');
     const handed: Checksum[] = [];
-    const run = runHash(options(bufferIO(), [missing]), new Checksums({ onChecksum: (c) => handed.push(c) }));
-    await expect(run).rejects.toMatchObject({ code: 'unreadable_file', exitCode: 2, path: missing });
-    expect(handed).toEqual([]);
+    const result = await runHash(options(bufferIO(), [missing]), new Checksums({ onChecksum: (c) => handed.push(c) }));
+    expect(handed).toEqual([
+      { file: missing, error: expect.objectContaining({ code: 'unreadable_file', path: missing }) },
+    ]);
+    expect(result.failure).toMatchObject({
+      code: 'batch_failed',
+      exitCode: 2,
+      message: '1 of 1 file could not be read',
+    });
   });
 
   it('through the renderer: sha256sum lines as they come, failures on stderr; with --json, the array', async () => {

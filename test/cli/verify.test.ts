@@ -13,6 +13,7 @@ import { ItemResults } from '../../src/output/results.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { sha256 } from '../helpers/documents.js';
 import { contextFor, type TestContext } from '../helpers/context.js';
+import { missingFileResult } from '../helpers/results.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -105,12 +106,17 @@ describe('runVerify', () => {
     });
   });
 
-  it('one document alone that cannot be read is thrown: the one-line error of any usage error', async () => {
+  it('one document alone that cannot be read is a failed result, as one not verified (README): exit 2', async () => {
     const t = contextFor(bed);
     const missing = join(bed.workDir, 'missing.txt');
-    const run = runVerify(options(t, [missing]));
-    await expect(run).rejects.toMatchObject({ code: 'unreadable_file', exitCode: 2, path: missing });
-    expect(t.stdout()).toBe('');
+    const result = await runVerify(options(t, [missing]));
+    expectKind(result, 'items');
+    expect(result.items.list()).toEqual([missingFileResult(missing)]);
+    expect(result.failure).toMatchObject({ code: 'batch_failed', exitCode: 2 });
+    // --json prints the result objects, as for any document not verified.
+    const run = await bed.main(['verify', '--json', missing]);
+    expect(run.code, run.stderr).toBe(2);
+    expect(JSON.parse(run.stdout)).toEqual([missingFileResult(missing)]);
   });
 
   it('through the renderer, prints what `notarize verify` prints, table and JSON', async () => {
