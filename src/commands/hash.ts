@@ -35,8 +35,9 @@ newline are escaped the same way), so \`sha256sum -c\` can check them. Nothing i
 Other characters in names (escape sequences included) are printed as they are, as
 sha256sum does: escaping them would break \`sha256sum -c\`. Hash untrusted trees into a file,
 or use --json. Messages on stderr are escaped (see the README, "Terminal safety").
-An input that cannot be read (missing, unreadable, not a regular file) is reported on
-stderr as "notarize: <path>: <reason>" and the others go on; exit 2 if any failed.
+An input that cannot be read (missing, unreadable, not a regular file, a name not in
+UTF-8) is reported on stderr as "notarize: <path>: <reason>" and the others go on; exit 2
+if any failed.
 With --json: an array of {"file","hash"}.
 ${examples([
   'notarize hash contract.pdf',

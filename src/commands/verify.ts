@@ -76,10 +76,10 @@ which digest was registered and where the service shows it: open its verificatio
 confirm the registration itself (a warning names receipts of another service than the one
 configured). Receipts written before format v1 (the bare record) are read: only the
 service's record of a completed registration is one (not a saved register output line).
-A document that cannot be read (missing, unreadable, not a regular file), or a receipt found
-that cannot be, is a failed result and the others go on. Exit 0 when every document is verified;
-2 when one could not be checked (nothing is ever sent); else 6. A --receipt-dir that is no
-folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
+A document that cannot be read (missing, unreadable, not a regular file, a name not in
+UTF-8), or a receipt found that cannot be, is a failed result and the others go on.
+Exit 0 when every document is verified; 2 when one could not be checked (nothing is ever
+sent); else 6. A --receipt-dir that is no folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest byte for byte as register writes it, is failed too: register passes such files
 over, so they have none. Receipts and manifests met while walking a folder are passed over
 only when they belong to a document checked: a receipt that was its evidence, or is at the

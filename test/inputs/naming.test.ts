@@ -6,13 +6,13 @@
  * cannot be processed, which fail on their own (more in test/batch/failed-items.test.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { escapedName } from '../../src/core/inputs.js';
 import { type Bed, useBed } from '../helpers/bed.js';
-import { BIN, describeRun, runProcess } from '../helpers/cli.js';
+import { BIN, describeRun, REPO_ROOT, runProcess } from '../helpers/cli.js';
 import { jsonError, missingFileResult, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
@@ -296,6 +296,19 @@ function jsonErrors(stderr: string): { code: string; message: string; hint?: str
 }
 
 describe('names that are not UTF-8: failed, never read as another file', () => {
+  it("is said where README lists why an input fails: register's and hash's sections", () => {
+    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+    const section = (heading: string) => {
+      const from = readme.indexOf(`\n### \`notarize ${heading}`);
+      return readme.slice(from, readme.indexOf('\n### ', from + 1));
+    };
+    for (const command of ['register', 'hash']) {
+      expect(section(command), command).toContain('not UTF-8');
+      expect(section(command), command).toContain('(#names-that-are-not-utf-8)');
+    }
+    expect(section('register')).toContain('\n#### Names that are not UTF-8\n');
+  });
+
   /** dir/a<0xff> (not UTF-8), beside dir/a\uFFFD (UTF-8, what a lossy decoding of the first gives) and dir/b. */
   async function threeFiles(dir: string) {
     await mkdir(bed.path(dir), { recursive: true });
