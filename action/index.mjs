@@ -10222,6 +10222,311 @@ var init_files = __esmMin((() => {
 		}
 	};
 }));
+// dist/core/hash.js
+/**
+* SHA-256 of local documents. The file never leaves the machine: only the
+* digest is sent. Files are read in blocks into at most two reused buffers,
+* so memory stays constant whatever the size.
+*
+* A digest is of one version of a file, never a mix of two: the file is
+* opened once, its metadata taken from that descriptor before the first
+* read, exactly that many bytes hashed, and the metadata taken again after
+* (see `checkVersion`). A file written to meanwhile fails with
+* `changed_while_hashed` (exit 2: nothing was sent for it). The size and
+* mtime returned with the digest come from that same fstat, so custody
+* metadata describes the bytes that were hashed.
+*
+* Nothing here can block forever: files are opened O_NONBLOCK (a FIFO's
+* open() would otherwise wait for a writer), and whatever is not a regular
+* file after opening is refused, as are the kernel's pseudo-files (/proc,
+* /sys), whose size says nothing of their content and whose reads may wait
+* (/proc/kmsg) or consume what they return.
+*/
+/**
+* Normalises a user-given SHA-256 digest to the lowercase form the service
+* wants. Throws UsageError (exit 2) for anything else, before any URL is built.
+*/
+function normalizeHash(input) {
+	const trimmed = input.trim();
+	if (!HEX_DIGEST.test(trimmed)) throw new UsageError(`invalid hash '${truncate$1(trimmed)}': expected a SHA-256 digest of 64 hex digits`, {
+		code: "invalid_hash",
+		hint: "compute one with `notarize hash <file>` or `sha256sum <file>`"
+	});
+	return trimmed.toLowerCase();
+}
+/** Hashes a readable stream to its lowercase hex SHA-256 digest. */
+async function hashStream(stream, onProgress) {
+	const hash = createHash("sha256");
+	let bytes = 0;
+	for await (const chunk of stream) {
+		hash.update(chunk);
+		bytes += chunk.length;
+		onProgress?.(bytes);
+	}
+	return hash.digest("hex");
+}
+/** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
+async function openDocument(path) {
+	try {
+		return await open$1(path, OPEN_FLAGS);
+	} catch (error) {
+		throw fileError(path, error);
+	}
+}
+/**
+* Hashes one version of a file; throws InputFileError (exit 2) for a missing
+* or unreadable file, one that is not a regular file, or one that changed
+* while it was read (see the module comment).
+*/
+async function hashFile(path, onProgress) {
+	const file = await openDocument(path);
+	try {
+		let before;
+		let read;
+		try {
+			before = await file.stat({ bigint: true });
+			checkRegular(path, before);
+			read = await hashHandle(file, before, onProgress);
+		} catch (error) {
+			throw asInputError(path, error);
+		}
+		return checkVersion(path, before, await fstatAfter(path, file), read);
+	} finally {
+		await file.close();
+	}
+}
+/**
+* hashFile for a command that takes one file or a digest and no --recursive
+* (`show`, `receipt`): a directory gets a hint that fits it, not "add
+* --recursive".
+*/
+async function hashOneFile(path) {
+	try {
+		return await hashFile(path);
+	} catch (error) {
+		if (!(error instanceof InputFileError) || error.code !== "is_directory") throw error;
+		throw new InputFileError(path, error.reason, {
+			code: error.code,
+			message: error.message,
+			hint: "name one file in it, or a digest; `notarize list` shows what the ledger holds"
+		});
+	}
+}
+async function fstatAfter(path, file) {
+	try {
+		return await file.stat({ bigint: true });
+	} catch (error) {
+		throw fileError(path, error);
+	}
+}
+/**
+* Hashes the first `size` bytes of an open regular file, then tries to read
+* one byte more (which must find none). Reads are at explicit offsets, never
+* past `size`: a file appended to without end still ends its hashing. A file
+* whose fstat moves from `before` between blocks is read no further (see
+* changedSince): fewer bytes than its size are returned.
+* Throws the fs error as is.
+*
+* Reads of full blocks are double-buffered: the next block is read on the
+* thread pool while this thread hashes the previous one, so reading and
+* hashing overlap (`openssl dgst` does one, then the other), and the event
+* loop stays free between blocks for spinners, requests and signals.
+*/
+async function hashHandle(file, before, onProgress) {
+	const size = Number(before.size);
+	const hash = createHash("sha256");
+	const block = Math.min(READ_BLOCK_BYTES, Math.max(MIN_BLOCK_BYTES, size));
+	const buffers = [Buffer.allocUnsafe(block)];
+	const read = (index, position) => file.read(buffers[index], 0, Math.min(block, size - position), position);
+	let current = 0;
+	let bytes = 0;
+	let reading = size > 0 ? read(current, 0) : void 0;
+	try {
+		while (reading) {
+			const { bytesRead } = await reading;
+			reading = void 0;
+			if (bytesRead === 0) break;
+			const filled = buffers[current];
+			bytes += bytesRead;
+			if (bytes < size && changedSince(before, fstatSync(file.fd, { bigint: true }))) break;
+			if (bytes < size) {
+				current = 1 - current;
+				buffers[current] ??= Buffer.allocUnsafe(block);
+				reading = read(current, bytes);
+			}
+			hash.update(filled.subarray(0, bytesRead));
+			onProgress?.(bytes);
+		}
+	} finally {
+		await reading?.catch(() => void 0);
+	}
+	if (bytes < size) return {
+		digest: hash.digest("hex"),
+		bytes,
+		grown: false
+	};
+	const probe = await file.read(buffers[0], 0, 1, bytes);
+	return {
+		digest: hash.digest("hex"),
+		bytes,
+		grown: probe.bytesRead > 0
+	};
+}
+/**
+* Throws unless `info` (an fstat of the opened path) is a regular file of a
+* real file system; see the module comment.
+*/
+function checkRegular(path, info) {
+	if (info.isDirectory()) throw new InputFileError(path, "is a directory", {
+		code: "is_directory",
+		message: `'${path}' is a directory`,
+		hint: "add --recursive to process the files in it"
+	});
+	if (!info.isFile()) throw notRegular(path);
+	if (onPseudoFileSystem(path, info.dev)) throw notRegular(path, "a pseudo-file of the kernel, as in /proc or /sys");
+}
+function notRegular(path, what) {
+	const reason = what ? `not a regular file (${what})` : "not a regular file";
+	return new InputFileError(path, reason, {
+		code: "not_a_file",
+		message: `'${path}' is ${reason}`
+	});
+}
+function onPseudoFileSystem(path, dev) {
+	if (process.platform !== "linux") return false;
+	let known = pseudoByDevice.get(dev);
+	if (known === void 0) {
+		try {
+			known = PSEUDO_FILE_SYSTEMS.has(statfsSync(path).type);
+		} catch {
+			return false;
+		}
+		if (statSync(path, {
+			bigint: true,
+			throwIfNoEntry: false
+		})?.dev === dev) pseudoByDevice.set(dev, known);
+	}
+	return known;
+}
+/**
+* The facts of the hashed version, once sure there was one: `before` and
+* `after` (fstats of the descriptor around the reads) must agree on device,
+* inode, size, mtime and ctime (ns), and all `size` bytes must have been
+* read and none after them. Otherwise the digest may mix two versions:
+* throws `changed_while_hashed` (exit 2) naming the file. (A file renamed
+* over the path meanwhile, as editors save, is not a change of the open one:
+* its digest is of one version, the one opened, and the facts returned are
+* that version's. The path is not stat'ed again: on a batch of small files
+* that stat was a tenth of the time.)
+*/
+function checkVersion(path, before, after, read) {
+	const same = !changedSince(before, after);
+	if (same && read.bytes === Number(before.size) && read.grown) throw notRegular(path, "it reads past its size");
+	if (!same || read.bytes !== Number(before.size)) throw new InputFileError(path, "changed while it was being hashed; hash it again when it is stable", {
+		code: "changed_while_hashed",
+		message: `'${path}' changed while it was being hashed; hash it again when it is stable`
+	});
+	return {
+		hash: read.digest,
+		size: Number(before.size),
+		lastModified: Number(before.mtimeMs)
+	};
+}
+/**
+* Whether two fstats of one descriptor disagree on device, inode, size,
+* mtime or ctime (ns): the file was written to in between. Also checked
+* between the blocks of a large file, so a file being written to stops
+* being read at once instead of at its end (a 400 MB file appended to took
+* its whole hashing time to be refused); ctime never moves back, so what
+* differs there still differs in checkVersion.
+*/
+function changedSince(before, now) {
+	return before.dev !== now.dev || before.ino !== now.ino || before.size !== now.size || before.mtimeNs !== now.mtimeNs || before.ctimeNs !== now.ctimeNs;
+}
+/**
+* Whether a command argument that may be a digest or a file (`show`,
+* `receipt`) is a digest: 64 hex digits, unless a regular file of that name
+* exists.
+*/
+async function isDigestNotFile(target) {
+	if (!/^[0-9a-fA-F]{64}$/.test(target)) return false;
+	return stat(target).then((info) => !info.isFile(), () => true);
+}
+/** An error of hashing `path` as it is reported: an fs error becomes the InputFileError naming the file; others pass. */
+function asInputError(path, error) {
+	if (error instanceof InputFileError) return error;
+	if (typeof error?.code === "string") return fileError(path, error);
+	return error;
+}
+/**
+* Why a file or folder could not be written or made, in a few words, from an
+* fs error: never Node's message, which names the temporary file written
+* first (store/files.ts writeFileAtomic) and gives no reason in words. For
+* receipts, whether `-o` or --receipt-dir.
+*/
+function writeErrorReason(error) {
+	const code = error?.code;
+	switch (code) {
+		case "ENOENT": return "its folder does not exist, or cannot hold files";
+		case "ENOTDIR": return "a part of the path that should be a folder is not one";
+		case "EROFS": return "read-only file system";
+		case "ENOSPC": return "no space left on the device";
+		case "EDQUOT": return "disk quota exceeded";
+		case void 0: return error?.message ?? String(error);
+		default: return fileErrorReason({
+			code,
+			message: `the system said ${code}`
+		});
+	}
+}
+/** Why a file could not be read, in a few words, from an fs error (or its code and message). */
+function fileErrorReason(error) {
+	switch (error.code) {
+		case "ENOENT": return "no such file or directory";
+		case "EACCES":
+		case "EPERM": return "permission denied";
+		case "EISDIR": return "is a directory";
+		case "ENOTDIR": return "not a directory";
+		case "ELOOP": return "too many levels of symbolic links";
+		case "ENAMETOOLONG": return "file name too long";
+		case "EAGAIN":
+		case "EWOULDBLOCK": return "not readable without waiting (a device or pseudo-file?)";
+		case "ESPIPE": return "not a regular file";
+		case "ERR_INVALID_ARG_VALUE":
+			if (error.message?.includes("null bytes")) return "the name holds a NUL byte, which no file name can (a NUL-separated list needs -0)";
+			return error.message ?? "unreadable";
+		default: return error.message ?? "unreadable";
+	}
+}
+/** The usage error for a file that cannot be read, from an fs error (or its code and message). */
+function fileError(path, error) {
+	if (error.code === "ENXIO") return notRegular(path);
+	return new InputFileError(path, fileErrorReason(error), { cause: error });
+}
+function truncate$1(text) {
+	return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+var HEX_DIGEST, READ_BLOCK_BYTES, MIN_BLOCK_BYTES, OPEN_FLAGS, PSEUDO_FILE_SYSTEMS, pseudoByDevice;
+var init_hash$1 = __esmMin((() => {
+	init_errors();
+	HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
+	READ_BLOCK_BYTES = 2097152;
+	MIN_BLOCK_BYTES = 65536;
+	OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
+	PSEUDO_FILE_SYSTEMS = /* @__PURE__ */ new Set([
+		40864,
+		1650812274,
+		1684170528,
+		1953653091,
+		1935894131,
+		2613483,
+		1667723888,
+		1650812272,
+		3405662737,
+		1634035564
+	]);
+	pseudoByDevice = /* @__PURE__ */ new Map();
+}));
 // dist/core/receipts.js
 /**
 * Receipt files for CI artifacts (--receipt-dir): `<name>.notarization.json`,
@@ -10397,14 +10702,14 @@ async function planReceipts(dir, subjects) {
 		makeDirs(dir, 511);
 	} catch (error) {
 		const code = error.code;
-		throw notUsable(code === "EEXIST" || code === "ENOTDIR" ? "is not a directory" : `cannot be created (${code})`, error);
+		throw notUsable(code === "EEXIST" || code === "ENOTDIR" ? "is not a directory" : `cannot be created: ${writeErrorReason(error)}`, error);
 	}
 	if (!(await stat(dir)).isDirectory()) throw notUsable("is not a directory");
 	const probe = join(dir, `.notarize-probe-${uniqueSuffix()}`);
 	try {
 		await writeFile(probe, "", { flag: "wx" });
 	} catch (error) {
-		throw notUsable(`is not writable (${error.code})`, error);
+		throw notUsable(`is not writable: ${writeErrorReason(error)}`, error);
 	}
 	await rm(probe, { force: true });
 	const names = receiptNames(subjects);
@@ -10567,11 +10872,11 @@ async function writeReceipt(plan, index, hash, text, overwrite) {
 				});
 				return path;
 			} catch (again) {
-				throw failed(`the receipt ${path} could not be written: ${again.message}`, again);
+				throw failed(`the receipt ${path} could not be written: ${writeErrorReason(again)}`, again);
 			}
 			throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
 		}
-		throw failed(`the receipt ${path} could not be written: ${error.message}`, error);
+		throw failed(`the receipt ${path} could not be written: ${writeErrorReason(error)}`, error);
 	}
 }
 var RECEIPT_SUFFIX, MAX_NAME_BYTES, MAX_PATH_BYTES;
@@ -10579,6 +10884,7 @@ var init_receipts = __esmMin((() => {
 	init_errors();
 	init_mkdirs();
 	init_files();
+	init_hash$1();
 	init_receipt_format();
 	RECEIPT_SUFFIX = ".notarization.json";
 	MAX_NAME_BYTES = 255;
@@ -10858,290 +11164,6 @@ var init_evidence = __esmMin((() => {
 			}
 		}
 	};
-}));
-// dist/core/hash.js
-/**
-* SHA-256 of local documents. The file never leaves the machine: only the
-* digest is sent. Files are read in blocks into at most two reused buffers,
-* so memory stays constant whatever the size.
-*
-* A digest is of one version of a file, never a mix of two: the file is
-* opened once, its metadata taken from that descriptor before the first
-* read, exactly that many bytes hashed, and the metadata taken again after
-* (see `checkVersion`). A file written to meanwhile fails with
-* `changed_while_hashed` (exit 2: nothing was sent for it). The size and
-* mtime returned with the digest come from that same fstat, so custody
-* metadata describes the bytes that were hashed.
-*
-* Nothing here can block forever: files are opened O_NONBLOCK (a FIFO's
-* open() would otherwise wait for a writer), and whatever is not a regular
-* file after opening is refused, as are the kernel's pseudo-files (/proc,
-* /sys), whose size says nothing of their content and whose reads may wait
-* (/proc/kmsg) or consume what they return.
-*/
-/**
-* Normalises a user-given SHA-256 digest to the lowercase form the service
-* wants. Throws UsageError (exit 2) for anything else, before any URL is built.
-*/
-function normalizeHash(input) {
-	const trimmed = input.trim();
-	if (!HEX_DIGEST.test(trimmed)) throw new UsageError(`invalid hash '${truncate$1(trimmed)}': expected a SHA-256 digest of 64 hex digits`, {
-		code: "invalid_hash",
-		hint: "compute one with `notarize hash <file>` or `sha256sum <file>`"
-	});
-	return trimmed.toLowerCase();
-}
-/** Hashes a readable stream to its lowercase hex SHA-256 digest. */
-async function hashStream(stream, onProgress) {
-	const hash = createHash("sha256");
-	let bytes = 0;
-	for await (const chunk of stream) {
-		hash.update(chunk);
-		bytes += chunk.length;
-		onProgress?.(bytes);
-	}
-	return hash.digest("hex");
-}
-/** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
-async function openDocument(path) {
-	try {
-		return await open$1(path, OPEN_FLAGS);
-	} catch (error) {
-		throw fileError(path, error);
-	}
-}
-/**
-* Hashes one version of a file; throws InputFileError (exit 2) for a missing
-* or unreadable file, one that is not a regular file, or one that changed
-* while it was read (see the module comment).
-*/
-async function hashFile(path, onProgress) {
-	const file = await openDocument(path);
-	try {
-		let before;
-		let read;
-		try {
-			before = await file.stat({ bigint: true });
-			checkRegular(path, before);
-			read = await hashHandle(file, before, onProgress);
-		} catch (error) {
-			throw asInputError(path, error);
-		}
-		return checkVersion(path, before, await fstatAfter(path, file), read);
-	} finally {
-		await file.close();
-	}
-}
-/**
-* hashFile for a command that takes one file or a digest and no --recursive
-* (`show`, `receipt`): a directory gets a hint that fits it, not "add
-* --recursive".
-*/
-async function hashOneFile(path) {
-	try {
-		return await hashFile(path);
-	} catch (error) {
-		if (!(error instanceof InputFileError) || error.code !== "is_directory") throw error;
-		throw new InputFileError(path, error.reason, {
-			code: error.code,
-			message: error.message,
-			hint: "name one file in it, or a digest; `notarize list` shows what the ledger holds"
-		});
-	}
-}
-async function fstatAfter(path, file) {
-	try {
-		return await file.stat({ bigint: true });
-	} catch (error) {
-		throw fileError(path, error);
-	}
-}
-/**
-* Hashes the first `size` bytes of an open regular file, then tries to read
-* one byte more (which must find none). Reads are at explicit offsets, never
-* past `size`: a file appended to without end still ends its hashing. A file
-* whose fstat moves from `before` between blocks is read no further (see
-* changedSince): fewer bytes than its size are returned.
-* Throws the fs error as is.
-*
-* Reads of full blocks are double-buffered: the next block is read on the
-* thread pool while this thread hashes the previous one, so reading and
-* hashing overlap (`openssl dgst` does one, then the other), and the event
-* loop stays free between blocks for spinners, requests and signals.
-*/
-async function hashHandle(file, before, onProgress) {
-	const size = Number(before.size);
-	const hash = createHash("sha256");
-	const block = Math.min(READ_BLOCK_BYTES, Math.max(MIN_BLOCK_BYTES, size));
-	const buffers = [Buffer.allocUnsafe(block)];
-	const read = (index, position) => file.read(buffers[index], 0, Math.min(block, size - position), position);
-	let current = 0;
-	let bytes = 0;
-	let reading = size > 0 ? read(current, 0) : void 0;
-	try {
-		while (reading) {
-			const { bytesRead } = await reading;
-			reading = void 0;
-			if (bytesRead === 0) break;
-			const filled = buffers[current];
-			bytes += bytesRead;
-			if (bytes < size && changedSince(before, fstatSync(file.fd, { bigint: true }))) break;
-			if (bytes < size) {
-				current = 1 - current;
-				buffers[current] ??= Buffer.allocUnsafe(block);
-				reading = read(current, bytes);
-			}
-			hash.update(filled.subarray(0, bytesRead));
-			onProgress?.(bytes);
-		}
-	} finally {
-		await reading?.catch(() => void 0);
-	}
-	if (bytes < size) return {
-		digest: hash.digest("hex"),
-		bytes,
-		grown: false
-	};
-	const probe = await file.read(buffers[0], 0, 1, bytes);
-	return {
-		digest: hash.digest("hex"),
-		bytes,
-		grown: probe.bytesRead > 0
-	};
-}
-/**
-* Throws unless `info` (an fstat of the opened path) is a regular file of a
-* real file system; see the module comment.
-*/
-function checkRegular(path, info) {
-	if (info.isDirectory()) throw new InputFileError(path, "is a directory", {
-		code: "is_directory",
-		message: `'${path}' is a directory`,
-		hint: "add --recursive to process the files in it"
-	});
-	if (!info.isFile()) throw notRegular(path);
-	if (onPseudoFileSystem(path, info.dev)) throw notRegular(path, "a pseudo-file of the kernel, as in /proc or /sys");
-}
-function notRegular(path, what) {
-	const reason = what ? `not a regular file (${what})` : "not a regular file";
-	return new InputFileError(path, reason, {
-		code: "not_a_file",
-		message: `'${path}' is ${reason}`
-	});
-}
-function onPseudoFileSystem(path, dev) {
-	if (process.platform !== "linux") return false;
-	let known = pseudoByDevice.get(dev);
-	if (known === void 0) {
-		try {
-			known = PSEUDO_FILE_SYSTEMS.has(statfsSync(path).type);
-		} catch {
-			return false;
-		}
-		if (statSync(path, {
-			bigint: true,
-			throwIfNoEntry: false
-		})?.dev === dev) pseudoByDevice.set(dev, known);
-	}
-	return known;
-}
-/**
-* The facts of the hashed version, once sure there was one: `before` and
-* `after` (fstats of the descriptor around the reads) must agree on device,
-* inode, size, mtime and ctime (ns), and all `size` bytes must have been
-* read and none after them. Otherwise the digest may mix two versions:
-* throws `changed_while_hashed` (exit 2) naming the file. (A file renamed
-* over the path meanwhile, as editors save, is not a change of the open one:
-* its digest is of one version, the one opened, and the facts returned are
-* that version's. The path is not stat'ed again: on a batch of small files
-* that stat was a tenth of the time.)
-*/
-function checkVersion(path, before, after, read) {
-	const same = !changedSince(before, after);
-	if (same && read.bytes === Number(before.size) && read.grown) throw notRegular(path, "it reads past its size");
-	if (!same || read.bytes !== Number(before.size)) throw new InputFileError(path, "changed while it was being hashed; hash it again when it is stable", {
-		code: "changed_while_hashed",
-		message: `'${path}' changed while it was being hashed; hash it again when it is stable`
-	});
-	return {
-		hash: read.digest,
-		size: Number(before.size),
-		lastModified: Number(before.mtimeMs)
-	};
-}
-/**
-* Whether two fstats of one descriptor disagree on device, inode, size,
-* mtime or ctime (ns): the file was written to in between. Also checked
-* between the blocks of a large file, so a file being written to stops
-* being read at once instead of at its end (a 400 MB file appended to took
-* its whole hashing time to be refused); ctime never moves back, so what
-* differs there still differs in checkVersion.
-*/
-function changedSince(before, now) {
-	return before.dev !== now.dev || before.ino !== now.ino || before.size !== now.size || before.mtimeNs !== now.mtimeNs || before.ctimeNs !== now.ctimeNs;
-}
-/**
-* Whether a command argument that may be a digest or a file (`show`,
-* `receipt`) is a digest: 64 hex digits, unless a regular file of that name
-* exists.
-*/
-async function isDigestNotFile(target) {
-	if (!/^[0-9a-fA-F]{64}$/.test(target)) return false;
-	return stat(target).then((info) => !info.isFile(), () => true);
-}
-/** An error of hashing `path` as it is reported: an fs error becomes the InputFileError naming the file; others pass. */
-function asInputError(path, error) {
-	if (error instanceof InputFileError) return error;
-	if (typeof error?.code === "string") return fileError(path, error);
-	return error;
-}
-/** Why a file could not be read, in a few words, from an fs error (or its code and message). */
-function fileErrorReason(error) {
-	switch (error.code) {
-		case "ENOENT": return "no such file or directory";
-		case "EACCES":
-		case "EPERM": return "permission denied";
-		case "EISDIR": return "is a directory";
-		case "ENOTDIR": return "not a directory";
-		case "ELOOP": return "too many levels of symbolic links";
-		case "ENAMETOOLONG": return "file name too long";
-		case "EAGAIN":
-		case "EWOULDBLOCK": return "not readable without waiting (a device or pseudo-file?)";
-		case "ESPIPE": return "not a regular file";
-		case "ERR_INVALID_ARG_VALUE":
-			if (error.message?.includes("null bytes")) return "the name holds a NUL byte, which no file name can (a NUL-separated list needs -0)";
-			return error.message ?? "unreadable";
-		default: return error.message ?? "unreadable";
-	}
-}
-/** The usage error for a file that cannot be read, from an fs error (or its code and message). */
-function fileError(path, error) {
-	if (error.code === "ENXIO") return notRegular(path);
-	return new InputFileError(path, fileErrorReason(error), { cause: error });
-}
-function truncate$1(text) {
-	return text.length > 80 ? `${text.slice(0, 77)}...` : text;
-}
-var HEX_DIGEST, READ_BLOCK_BYTES, MIN_BLOCK_BYTES, OPEN_FLAGS, PSEUDO_FILE_SYSTEMS, pseudoByDevice;
-var init_hash$1 = __esmMin((() => {
-	init_errors();
-	HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
-	READ_BLOCK_BYTES = 2097152;
-	MIN_BLOCK_BYTES = 65536;
-	OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
-	PSEUDO_FILE_SYSTEMS = /* @__PURE__ */ new Set([
-		40864,
-		1650812274,
-		1684170528,
-		1953653091,
-		1935894131,
-		2613483,
-		1667723888,
-		1650812272,
-		3405662737,
-		1634035564
-	]);
-	pseudoByDevice = /* @__PURE__ */ new Map();
 }));
 // dist/core/hash-pool.js
 /**
@@ -21538,10 +21560,7 @@ async function runReceipt(options) {
 			replace: true
 		});
 	} catch (error) {
-		throw new UsageError(`cannot write the receipt to ${options.output}: ${error.message}`, {
-			code: "receipt_write",
-			cause: error
-		});
+		throw notWritten(options.output, writeErrorReason(error), error);
 	}
 	return {
 		kind: "value",
@@ -21563,10 +21582,14 @@ function checkReplaceable(path) {
 		return;
 	}
 	if (info.isFile()) return;
-	const what = info.isSymbolicLink() ? "a symbolic link" : info.isDirectory() ? "a directory" : "not a regular file";
-	throw new UsageError(`cannot write the receipt to ${path}: it is ${what}, which -o would replace`, {
+	throw notWritten(path, `it is ${info.isSymbolicLink() ? "a symbolic link" : info.isDirectory() ? "a directory" : "not a regular file"}, which -o would replace`);
+}
+/** The error of an -o that cannot be written (exit 2: nothing was written), with what to do. */
+function notWritten(path, reason, cause) {
+	return new UsageError(`cannot write the receipt to ${path}: ${reason}`, {
 		code: "receipt_write",
-		hint: "name a regular file (or a new one), or use -o - (or no -o) for standard output"
+		hint: "name a new or regular file in a folder you can write in, or -o - for standard output",
+		...cause === void 0 ? {} : { cause }
 	});
 }
 var optionsSchema$2;

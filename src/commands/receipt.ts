@@ -8,7 +8,7 @@ import { basename } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { notInLedger, recordOf } from '../core/trees.js';
-import { hashOneFile, isDigestNotFile, normalizeHash } from '../core/hash.js';
+import { hashOneFile, isDigestNotFile, normalizeHash, writeErrorReason } from '../core/hash.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
 import { UsageError } from '../errors.js';
@@ -117,10 +117,7 @@ export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> 
     // A new file renamed over the name: a link there is replaced, never written through.
     await writeFileAtomic(options.output, text, { mode: 0o666, replace: true });
   } catch (error) {
-    throw new UsageError(`cannot write the receipt to ${options.output}: ${(error as Error).message}`, {
-      code: 'receipt_write',
-      cause: error,
-    });
+    throw notWritten(options.output, writeErrorReason(error), error);
   }
   return {
     kind: 'value',
@@ -144,8 +141,14 @@ function checkReplaceable(path: string): void {
   }
   if (info.isFile()) return;
   const what = info.isSymbolicLink() ? 'a symbolic link' : info.isDirectory() ? 'a directory' : 'not a regular file';
-  throw new UsageError(`cannot write the receipt to ${path}: it is ${what}, which -o would replace`, {
+  throw notWritten(path, `it is ${what}, which -o would replace`);
+}
+
+/** The error of an -o that cannot be written (exit 2: nothing was written), with what to do. */
+function notWritten(path: string, reason: string, cause?: unknown): UsageError {
+  return new UsageError(`cannot write the receipt to ${path}: ${reason}`, {
     code: 'receipt_write',
-    hint: 'name a regular file (or a new one), or use -o - (or no -o) for standard output',
+    hint: 'name a new or regular file in a folder you can write in, or -o - for standard output',
+    ...(cause === undefined ? {} : { cause }),
   });
 }

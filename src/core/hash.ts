@@ -349,6 +349,33 @@ export function asInputError(path: string, error: unknown): unknown {
   return error;
 }
 
+/**
+ * Why a file or folder could not be written or made, in a few words, from an
+ * fs error: never Node's message, which names the temporary file written
+ * first (store/files.ts writeFileAtomic) and gives no reason in words. For
+ * receipts, whether `-o` or --receipt-dir.
+ */
+export function writeErrorReason(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  switch (code) {
+    case 'ENOENT':
+      return 'its folder does not exist, or cannot hold files';
+    case 'ENOTDIR':
+      return 'a part of the path that should be a folder is not one';
+    case 'EROFS':
+      return 'read-only file system';
+    case 'ENOSPC':
+      return 'no space left on the device';
+    case 'EDQUOT':
+      return 'disk quota exceeded';
+    case undefined:
+      return (error as Error | undefined)?.message ?? String(error);
+    default:
+      // Known codes in the same words as for reading; any other by its code alone.
+      return fileErrorReason({ code, message: `the system said ${code}` });
+  }
+}
+
 /** Why a file could not be read, in a few words, from an fs error (or its code and message). */
 export function fileErrorReason(error: { code?: string; message?: string }): string {
   switch (error.code) {

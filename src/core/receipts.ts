@@ -35,6 +35,7 @@ import { basename, dirname, join, normalize, resolve, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
 import { DirFlushes, uniqueSuffix, writeFileAtomic } from '../store/files.js';
+import { writeErrorReason } from './hash.js';
 import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
@@ -228,7 +229,7 @@ export async function planReceipts(dir: string, subjects: readonly ReceiptSubjec
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     throw notUsable(
-      code === 'EEXIST' || code === 'ENOTDIR' ? 'is not a directory' : `cannot be created (${code})`,
+      code === 'EEXIST' || code === 'ENOTDIR' ? 'is not a directory' : `cannot be created: ${writeErrorReason(error)}`,
       error,
     );
   }
@@ -237,7 +238,7 @@ export async function planReceipts(dir: string, subjects: readonly ReceiptSubjec
   try {
     await writeFile(probe, '', { flag: 'wx' });
   } catch (error) {
-    throw notUsable(`is not writable (${(error as NodeJS.ErrnoException).code})`, error);
+    throw notUsable(`is not writable: ${writeErrorReason(error)}`, error);
   }
   await rm(probe, { force: true });
   const names = receiptNames(subjects);
@@ -444,11 +445,11 @@ export async function writeReceipt(
           await writeFileAtomic(path, text, { mode: 0o666, replace: true, flushes: plan.flushes });
           return path;
         } catch (again) {
-          throw failed(`the receipt ${path} could not be written: ${(again as Error).message}`, again);
+          throw failed(`the receipt ${path} could not be written: ${writeErrorReason(again)}`, again);
         }
       }
       throw failed(`receipt ${path} appeared with other content while ${hash} was being registered`, error);
     }
-    throw failed(`the receipt ${path} could not be written: ${(error as Error).message}`, error);
+    throw failed(`the receipt ${path} could not be written: ${writeErrorReason(error)}`, error);
   }
 }

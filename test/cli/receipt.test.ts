@@ -3,7 +3,7 @@
  * receipt of a ledger entry, made after the fact, that verify then accepts.
  */
 import { execFileSync } from 'node:child_process';
-import { lstatSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { optionsSchema, runReceipt } from '../../src/commands/receipt.js';
@@ -12,6 +12,9 @@ import { describeRun } from '../helpers/cli.js';
 import { contextFor } from '../helpers/context.js';
 import { sha256 } from '../helpers/documents.js';
 import { expectReceipt } from '../helpers/receipts.js';
+
+/** What an -o that cannot be written ends with. */
+const HINT = '(name a new or regular file in a folder you can write in, or -o - for standard output)';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -138,7 +141,7 @@ describe('notarize receipt', () => {
       const run = await bed.main(['receipt', path, '-o', out]);
       expect(run.code, describeRun(run)).toBe(2);
       expect(run.stderr).toBe(
-        `notarize: cannot write the receipt to ${out}: it is ${what}, which -o would replace (name a regular file (or a new one), or use -o - (or no -o) for standard output)\n`,
+        `notarize: cannot write the receipt to ${out}: it is ${what}, which -o would replace ${HINT}\n`,
       );
     }
     expect(readFileSync(target, 'utf8')).toBe('precious');
@@ -148,6 +151,22 @@ describe('notarize receipt', () => {
     const dash = await bed.main(['receipt', path, '-o', '-']);
     expect(dash.code, describeRun(dash)).toBe(0);
     expect(JSON.parse(dash.stdout)).toMatchObject({ document: { name: 'special.txt', sha256: sha256('special\n') } });
+  });
+
+  it('-o where no file can be made: the path given, the reason in words, the hint (never a temporary name)', async () => {
+    const path = await registered('plain.txt', 'plain\n');
+    const cases: [string, string][] = [
+      [join(path, 'no'), 'a part of the path that should be a folder is not one'],
+      [join(bed.workDir, 'missing', 'r.json'), 'its folder does not exist, or cannot hold files'],
+      ...(existsSync('/proc/self')
+        ? [['/proc/r.json', 'its folder does not exist, or cannot hold files'] as [string, string]]
+        : []),
+    ];
+    for (const [out, reason] of cases) {
+      const run = await bed.main(['receipt', path, '-o', out]);
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(run.stderr).toBe(`notarize: cannot write the receipt to ${out}: ${reason} ${HINT}\n`);
+    }
   });
 
   it('a directory: exit 2, with a hint that fits receipt (it takes no --recursive)', async () => {

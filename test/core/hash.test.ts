@@ -3,7 +3,8 @@ import { appendFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { changedSince, hashFile, hashStream, normalizeHash, statInput } from '../../src/core/hash.js';
+import { changedSince, hashFile, hashStream, normalizeHash, statInput, writeErrorReason } from '../../src/core/hash.js';
+import { writeFileAtomic } from '../../src/store/files.js';
 import { UsageError } from '../../src/errors.js';
 import { rejection, thrown } from '../helpers/catch.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
@@ -143,5 +144,26 @@ describe('changedSince', () => {
     expect(changedSince(before, patched)).toBe(true);
     expect(changedSince(before, { ...before, ctimeNs: before.ctimeNs + 1n })).toBe(true);
     expect(changedSince(before, { ...before, ino: before.ino + 1n })).toBe(true);
+  });
+});
+
+describe('writeErrorReason', () => {
+  const tempDir = useTempDirs();
+  it("gives the reason in words, never Node's text naming the temporary file written first", async () => {
+    const dir = tempDir();
+    const file = join(dir, 'plain');
+    writeFileSync(file, '');
+    for (const [target, reason] of [
+      [join(file, 'no'), 'a part of the path that should be a folder is not one'],
+      [join(dir, 'missing', 'r.json'), 'its folder does not exist, or cannot hold files'],
+    ] as const) {
+      const error = await rejection(writeFileAtomic(target, '{}'));
+      expect(String(error)).toContain('.tmp');
+      expect(writeErrorReason(error)).toBe(reason);
+    }
+    const coded = (code: string) => Object.assign(new Error(`${code}: raw, open '/x/.r.1.tmp'`), { code });
+    expect(writeErrorReason(coded('EROFS'))).toBe('read-only file system');
+    expect(writeErrorReason(coded('EACCES'))).toBe('permission denied');
+    expect(writeErrorReason(coded('EXDEV'))).toBe('the system said EXDEV');
   });
 });

@@ -184,6 +184,8 @@ describe.skipIf(!linux)('kernel pseudo-files', () => {
     writeFileSync(join(dir, 'doc.txt'), 'doc\n');
     const run = await promptly(['register', 'doc.txt', '--receipt-dir', '/proc/x/receipts']);
     expect(run.code, describeRun(run)).toBe(2);
-    expect(oneLine(run)).toContain('--receipt-dir /proc/x/receipts cannot be created (ENOENT)');
+    expect(oneLine(run)).toContain(
+      '--receipt-dir /proc/x/receipts cannot be created: its folder does not exist, or cannot hold files',
+    );
   });
 });
