@@ -13275,11 +13275,16 @@ var init_results = __esmMin((() => {
 		list() {
 			return [...this.#held, ...this.#skipped];
 		}
-		/** One line: how many items, how many of each status (in input order when kept, else as they settled). */
+		/**
+		* One line: how many items, how many of each status (in input order when
+		* kept, else as they settled); "0 items" alone for none (`complete --all`
+		* with nothing pending).
+		*/
 		summary() {
 			const counts = this.keep === "none" ? this.#counts : countStatuses(this.list());
 			let total = 0;
 			for (const n of counts.values()) total += n;
+			if (total === 0) return "0 items";
 			const parts = [...counts].map(([status, n]) => `${n} ${status}`);
 			return `${total} item${total === 1 ? "" : "s"}: ${parts.join(", ")}`;
 		}
@@ -13465,7 +13470,7 @@ function present(view, result) {
 			const { items } = result;
 			const results = items.list();
 			if (view.format === "json") io.dataJsonArray(results);
-			else if (view.format === "table") io.data(renderResults(results, io.colour));
+			else if (view.format === "table" && results.length > 0) io.data(renderResults(results, io.colour));
 			io.info(items.summary());
 			break;
 		}

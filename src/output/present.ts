@@ -177,7 +177,8 @@ export function present(view: View, result: CommandResult): void {
       const { items } = result;
       const results = items.list();
       if (view.format === 'json') io.dataJsonArray(results);
-      else if (view.format === 'table') io.data(renderResults(results, io.colour));
+      // No rows, no table: a header alone says nothing the summary does not.
+      else if (view.format === 'table' && results.length > 0) io.data(renderResults(results, io.colour));
       io.info(items.summary());
       break;
     }

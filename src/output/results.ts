@@ -259,11 +259,16 @@ export class ItemResults {
     return [...this.#held, ...this.#skipped];
   }
 
-  /** One line: how many items, how many of each status (in input order when kept, else as they settled). */
+  /**
+   * One line: how many items, how many of each status (in input order when
+   * kept, else as they settled); "0 items" alone for none (`complete --all`
+   * with nothing pending).
+   */
   summary(): string {
     const counts = this.keep === 'none' ? this.#counts : countStatuses(this.list());
     let total = 0;
     for (const n of counts.values()) total += n;
+    if (total === 0) return '0 items';
     const parts = [...counts].map(([status, n]) => `${n} ${status}`);
     return `${total} item${total === 1 ? '' : 's'}: ${parts.join(', ')}`;
   }

@@ -126,6 +126,11 @@ describe('complete of several registrations (hashes, or --all): one run, one log
     expect(JSON.parse(again.stdout)).toEqual([]);
     expect(again.stderr).toContain('warning: no session is pending in this store (');
     expect(again.stderr).toContain('complete them there, or here with --session');
+    // As a table: no header alone, and a summary that reads (it was "0 items: ").
+    const table = await bed.main(['complete', '--all']);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toBe('');
+    expect(table.stderr.trimEnd().split('\n').at(-1)).toBe('0 items');
   });
 
   it('--all does not send again a session whose last completion was answered unreadably: exit 5, its hash named', async () => {

@@ -167,6 +167,11 @@ describe('ItemResults', () => {
     items.add(0, results[0]!);
     expect(items.summary()).toBe('1 item: 1 registered');
   });
+
+  it('no item: the summary is "0 items", nothing after a colon, kept or streamed', () => {
+    expect(new ItemResults().summary()).toBe('0 items');
+    expect(new ItemResults({ keep: 'none' }).summary()).toBe('0 items');
+  });
 });
 
 describe('Checksums', () => {
