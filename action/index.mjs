@@ -15185,11 +15185,13 @@ async function plantTheRest(deps, input, placed, adopted) {
 	const { store } = deps;
 	const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
 	const moved = /* @__PURE__ */ new Set();
+	const unsure = /* @__PURE__ */ new Set();
 	for (const [i, doc] of input.documents.entries()) {
 		const adoption = adopted.placements.get(doc.sha256);
 		const own = placed[i]?.tree;
 		if (adoption === void 0 || own !== void 0 && !unpaid(own)) continue;
 		if (own !== void 0) moved.add(own);
+		if (own !== void 0 && adoption.tree.state !== "confirmed" && adoption.tree.state !== "registered") unsure.add(own);
 		placed[i] = adoption;
 	}
 	await keepRecordedTrees(store, adopted, input.warn);
@@ -15202,7 +15204,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 		}))], holds);
 		const stopped = input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === "failed");
 		const abandoned = stopped ? [] : abandonTakenUp(deps, input, placed, holds, moved);
-		await settlePendingPassedOver(deps, input, placed, moved);
+		await settlePendingPassedOver(deps, input, placed, new Set([...moved].filter((tree) => !unsure.has(tree))));
 		let newcomers = input.documents.flatMap((doc, i) => placed[i] ? [] : [{
 			doc,
 			i
@@ -15320,7 +15322,8 @@ function abandonTakenUp(deps, input, placed, holds, moved) {
 }
 /**
 * A pending root of the store none of whose documents of this run is left
-* under it (`moved`: the service has them under a manifest's root) is not
+* under it (`moved`: the service said it has them under a manifest's root;
+* not one whose documents' ask failed, which fail and say so) is not
 * completed by this run: completing it would pay for them a second time.
 * When the service has every one of its leaves under other roots, nothing
 * is left for it to prove: its session is retired (kept in retired/, as
@@ -20264,6 +20267,10 @@ in the store's retired/ folder, never sent again). A session given with --sessio
 --use-active-subscription is not kept when the service answers 404 (it does not know the hash).
 Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once, with one login: one result
 each (a table, or with --json an array), and the exit code of a batch (see \`notarize --help\`).
+complete knows nothing of --receipt-dir: a pending Merkle root whose documents another store
+has since registered under a root of its own (runners sharing a receipt folder) is paid for
+again. There, finish it with the same \`register --aggregate ... --receipt-dir R\` instead,
+which asks about the other roots first and retires a root the service has all of elsewhere.
 ${examples([
 		"notarize complete 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001",
 		"notarize complete <hash> --session session.json --json",

@@ -195,13 +195,17 @@ async function plantTheRest(
   const { store } = deps;
   const asked = new Map([...adopted.roots].map(([root, said]) => [root, rootResultOf(root, said)]));
   // Under a root asked about (adoptManifests): never saved, never sent again. Also a document this
-  // store has under a root not paid for yet (`moved`: the service has it under the manifest's root).
+  // store has under a root not paid for yet (`moved`: the service has it under the manifest's root,
+  // or the ask failed, and it fails rather than be paid for; `unsure`: the trees of those).
   const moved = new Set<LoadedTree>();
+  const unsure = new Set<LoadedTree>();
   for (const [i, doc] of input.documents.entries()) {
     const adoption = adopted.placements.get(doc.sha256);
     const own = placed[i]?.tree;
     if (adoption === undefined || (own !== undefined && !unpaid(own))) continue;
     if (own !== undefined) moved.add(own);
+    if (own !== undefined && adoption.tree.state !== 'confirmed' && adoption.tree.state !== 'registered')
+      unsure.add(own);
     placed[i] = adoption;
   }
   await keepRecordedTrees(store, adopted, input.warn);
@@ -211,7 +215,7 @@ async function plantTheRest(
     await holdPlannedRoots(deps, [...placed, ...[...moved].map((tree) => ({ tree, leafIndex: 0 }))], holds);
     const stopped = input.failFast === true && [...adopted.roots.values()].some((said) => said.kind === 'failed');
     const abandoned = stopped ? [] : abandonTakenUp(deps, input, placed, holds, moved);
-    await settlePendingPassedOver(deps, input, placed, moved);
+    await settlePendingPassedOver(deps, input, placed, new Set([...moved].filter((tree) => !unsure.has(tree))));
     let newcomers = input.documents.flatMap((doc, i) => (placed[i] ? [] : [{ doc, i }]));
     const plant = () =>
       plantTree(
@@ -357,7 +361,8 @@ function abandonTakenUp(
 
 /**
  * A pending root of the store none of whose documents of this run is left
- * under it (`moved`: the service has them under a manifest's root) is not
+ * under it (`moved`: the service said it has them under a manifest's root;
+ * not one whose documents' ask failed, which fail and say so) is not
  * completed by this run: completing it would pay for them a second time.
  * When the service has every one of its leaves under other roots, nothing
  * is left for it to prove: its session is retired (kept in retired/, as

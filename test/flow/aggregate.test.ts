@@ -2185,6 +2185,32 @@ describe("register --aggregate on a store with an unpaid root of its own, beside
     expect(existsSync(storePaths(kept, bed.sandbox.url).pending(pending!))).toBe(true);
   });
 
+  it('an ask about the other root that fails says nothing of it: the documents fail, the pending root is kept', async () => {
+    const docs = await writeDocs('unpaid-unasked', 'kept runner, ask failed:', ['a', 'b']);
+    const receipts = bed.path('unpaid-unasked-receipts');
+    const kept = freshStore();
+    expect((await onStore(kept, receipts, docs, ['--no-complete'])).run.code).toBe(0);
+    const [pending] = treesOf(kept);
+    rmSync(join(receipts, `${pending}.tree.json`));
+    const other = await onStore(freshStore(), receipts, docs);
+    const paid = parseResults(other.run.stdout)[0]!.proof!.root;
+
+    bed.sandbox.addFaults(parseFaults('request:status=503*1'));
+    const failed = await onStore(kept, receipts, docs, ['--retries', '0']);
+    expect(failed.run.code, describeRun(failed.run)).toBe(4);
+    expect(failed.calls).toEqual(['request:503']);
+    expect(parseResults(failed.run.stdout).map((r) => r.status)).toEqual(['failed', 'failed']);
+    expect(failed.run.stderr).not.toContain('the service has');
+    expect(existsSync(storePaths(kept, bed.sandbox.url).pending(pending!))).toBe(true);
+
+    // Asked again once the service answers: under the other root, the pending one retired.
+    const again = await onStore(kept, receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['request:409']);
+    expect(parseResults(again.run.stdout).map((r) => r.proof?.root)).toEqual([paid, paid]);
+    expect(existsSync(storePaths(kept, bed.sandbox.url).pending(pending!))).toBe(false);
+  });
+
   it('per-document register does not complete the pending root either: the other root answers', async () => {
     const docs = await writeDocs('unpaid-pending-alone', 'kept runner, pending, then alone:', ['a', 'b']);
     const receipts = bed.path('unpaid-pending-alone-receipts');
