@@ -11,6 +11,9 @@
 # password-less sudo, a package that cannot be fetched).
 set -euo pipefail
 
+# NOTARIZE_SKIP_SHELLS=1: nothing installed, as the completion tests then skip those shells.
+[ -n "${NOTARIZE_SKIP_SHELLS:-}" ] && exit 0
+
 shells=(bash zsh fish)
 missing=()
 for shell in "${shells[@]}"; do
@@ -19,7 +22,7 @@ done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 fail() {
-  echo "install-test-shells: $*; install bash, zsh and fish, then run the tests again" >&2
+  echo "install-test-shells: $*; install bash, zsh and fish, then run the tests again (or set NOTARIZE_SKIP_SHELLS=1 to skip the completion tests of missing shells)" >&2
   exit 1
 }
 

@@ -69,6 +69,10 @@ in the store's retired/ folder, never sent again). A session given with --sessio
 --use-active-subscription is not kept when the service answers 404 (it does not know the hash).
 Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once, with one login: one result
 each (a table, or with --json an array), and the exit code of a batch (see \`notarize --help\`).
+complete knows nothing of --receipt-dir: a pending Merkle root whose documents another store
+has since registered under a root of its own (runners sharing a receipt folder) is paid for
+again. There, finish it with the same \`register --aggregate ... --receipt-dir R\` instead,
+which asks about the other roots first and retires a root the service has all of elsewhere.
 ${examples([
   'notarize complete 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001',
   'notarize complete <hash> --session session.json --json',
