@@ -15340,11 +15340,23 @@ async function settlePendingPassedOver(deps, input, placed, moved) {
 	for (const tree of moved) {
 		const root = tree.entry.root;
 		if (tree.state !== "pending" || still.has(root)) continue;
+		if (completionUnread(deps.store, root)) {
+			input.warn?.(`root ${root} is pending in this store, its last completion answered unreadably (it may have been paid for); the service has its documents of this run under another root, so it is not sent again here: \`notarize complete ${root}\` finds out (a 409 records it)`);
+			continue;
+		}
 		if (tree.entry.leaves.every((leaf) => elsewhere.has(leaf.sha256)) && await retireRoot(deps, root)) {
 			input.warn?.(`root ${root} was pending in this store, but the service has all its documents under other roots (tree manifests in --receipt-dir): its session is retired, never completed (it would pay for them again)`);
 			continue;
 		}
 		input.warn?.(`root ${root} is pending in this store, but the service has its documents of this run under another root (a tree manifest in --receipt-dir): it is not completed, which would pay for them again; \`notarize pending drop ${root}\` forgets it`);
+	}
+}
+/** Whether the pending session of `root` had its completion answered unreadably (it may be paid for). */
+function completionUnread(store, root) {
+	try {
+		return store.readPending(root)?.forfaitUnreadAt !== void 0;
+	} catch {
+		return true;
 	}
 }
 /** Retires the session of `root` and removes its tree, under its lock if free; whether it did. */
@@ -15355,6 +15367,7 @@ async function retireRoot(deps, root) {
 			...deps,
 			lockWaitMs: 0
 		}, root, async () => {
+			if (completionUnread(store, root)) return false;
 			if (await store.retirePending(root, "retired by register --aggregate: the service has all its documents under other roots", deps.now?.() ?? /* @__PURE__ */ new Date()) === void 0) return false;
 			store.removeTree(root);
 			return true;
@@ -15833,7 +15846,11 @@ var init_register_roots = __esmMin((() => {
 				const root = leaf.tree.entry.root;
 				const elsewhere = await this.#underEarlierRoot(hash, index, root);
 				if (elsewhere !== void 0) {
-					this.#options.io.warn(`root ${root} is pending in this store, but the service has ${hash} under root ${elsewhere.under.proof.root} (--receipt-dir): it is not completed for it, which would pay for it again; \`notarize pending drop ${root}\` forgets it once no document needs it`);
+					let unread = true;
+					try {
+						unread = this.#deps.store.readPending(root)?.forfaitUnreadAt !== void 0;
+					} catch {}
+					this.#options.io.warn(`root ${root} is pending in this store, but the service has ${hash} under root ${elsewhere.under.proof.root} (--receipt-dir): it is not completed for it, which would pay for it again; ` + (unread ? `its last completion was answered unreadably: \`notarize complete ${root}\` finds out (a 409 records it)` : `\`notarize pending drop ${root}\` forgets it once no document needs it`));
 					return elsewhere;
 				}
 				return {

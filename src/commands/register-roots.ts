@@ -120,10 +120,19 @@ export class DocumentRoots {
       const root = leaf.tree.entry.root;
       const elsewhere = await this.#underEarlierRoot(hash, index, root);
       if (elsewhere !== undefined) {
+        // One whose completion was answered unreadably may be paid for already: complete finds out.
+        let unread = true; // A session that cannot be read may be anything: never advised dropped.
+        try {
+          unread = this.#deps.store.readPending(root)?.forfaitUnreadAt !== undefined;
+        } catch {
+          // Kept as unread.
+        }
         this.#options.io.warn(
           `root ${root} is pending in this store, but the service has ${hash} under root ${elsewhere.under.proof.root} ` +
             `(--receipt-dir): it is not completed for it, which would pay for it again; ` +
-            `\`notarize pending drop ${root}\` forgets it once no document needs it`,
+            (unread
+              ? `its last completion was answered unreadably: \`notarize complete ${root}\` finds out (a 409 records it)`
+              : `\`notarize pending drop ${root}\` forgets it once no document needs it`),
         );
         return elsewhere;
       }

@@ -389,6 +389,15 @@ async function settlePendingPassedOver(
   for (const tree of moved) {
     const root = tree.entry.root;
     if (tree.state !== 'pending' || still.has(root)) continue;
+    if (completionUnread(deps.store, root)) {
+      // Its completion was sent and answered unreadably: it may be paid for. Never retired.
+      input.warn?.(
+        `root ${root} is pending in this store, its last completion answered unreadably (it may have been paid ` +
+          `for); the service has its documents of this run under another root, so it is not sent again here: ` +
+          `\`notarize complete ${root}\` finds out (a 409 records it)`,
+      );
+      continue;
+    }
     if (tree.entry.leaves.every((leaf) => elsewhere.has(leaf.sha256)) && (await retireRoot(deps, root))) {
       input.warn?.(
         `root ${root} was pending in this store, but the service has all its documents under other roots ` +
@@ -404,11 +413,21 @@ async function settlePendingPassedOver(
   }
 }
 
+/** Whether the pending session of `root` had its completion answered unreadably (it may be paid for). */
+function completionUnread(store: ServiceStore, root: string): boolean {
+  try {
+    return store.readPending(root)?.forfaitUnreadAt !== undefined;
+  } catch {
+    return true; // Unreadable: it may be anything; never retired.
+  }
+}
+
 /** Retires the session of `root` and removes its tree, under its lock if free; whether it did. */
 async function retireRoot(deps: FlowDeps, root: string): Promise<boolean> {
   const { store } = deps;
   try {
     return await locked({ ...deps, lockWaitMs: 0 }, root, async () => {
+      if (completionUnread(store, root)) return false;
       const reason = 'retired by register --aggregate: the service has all its documents under other roots';
       if ((await store.retirePending(root, reason, deps.now?.() ?? new Date())) === undefined) return false;
       store.removeTree(root);

@@ -2211,6 +2211,33 @@ describe("register --aggregate on a store with an unpaid root of its own, beside
     expect(existsSync(storePaths(kept, bed.sandbox.url).pending(pending!))).toBe(false);
   });
 
+  it('a pending root whose completion was answered unreadably (maybe paid) is never retired', async () => {
+    const docs = await writeDocs('unpaid-unread', 'kept runner, answer unread:', ['a', 'b']);
+    const receipts = bed.path('unpaid-unread-receipts');
+    const kept = freshStore();
+    bed.sandbox.addFaults(parseFaults('forfait:truncated*1'));
+    expect((await onStore(kept, receipts, docs, ['--retries', '0'])).run.code).toBe(5);
+    const [pending] = treesOf(kept);
+    rmSync(join(receipts, `${pending}.tree.json`));
+    const other = await onStore(freshStore(), receipts, docs);
+    const paid = parseResults(other.run.stdout)[0]!.proof!.root;
+
+    const again = await onStore(kept, receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['request:409']);
+    expect(parseResults(again.run.stdout).map((r) => r.proof?.root)).toEqual([paid, paid]);
+    expect(again.run.stderr).toContain(
+      `warning: root ${pending} is pending in this store, its last completion answered unreadably`,
+    );
+    expect(again.run.stderr).not.toContain('retired');
+    expect(existsSync(storePaths(kept, bed.sandbox.url).pending(pending!))).toBe(true);
+    expect(treesOf(kept)).toEqual([pending]);
+    // As the warning says: complete finds out, and the 409 records it.
+    const complete = await bed.main(['complete', pending!, '--json'], { env: { NOTARIZE_CONFIG_DIR: kept } });
+    expect(complete.code, describeRun(complete)).toBe(0);
+    expect(JSON.parse(complete.stdout)).toMatchObject({ status: 'already-registered' });
+  });
+
   it('per-document register does not complete the pending root either: the other root answers', async () => {
     const docs = await writeDocs('unpaid-pending-alone', 'kept runner, pending, then alone:', ['a', 'b']);
     const receipts = bed.path('unpaid-pending-alone-receipts');
