@@ -15160,6 +15160,10 @@ async function placeDocuments(deps, input) {
 function unpaid(tree) {
 	return !tree.adopted && (tree.state === "planned" || tree.state === "pending");
 }
+/** A tree whose root the service has: registered here, or confirmed by its 409. */
+function serviceHas(tree) {
+	return tree.state === "registered" || tree.state === "confirmed";
+}
 /** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
 async function placeInStore(deps, input) {
 	const { store } = deps;
@@ -15191,7 +15195,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 		const own = placed[i]?.tree;
 		if (adoption === void 0 || own !== void 0 && !unpaid(own)) continue;
 		if (own !== void 0) moved.add(own);
-		if (own !== void 0 && adoption.tree.state !== "confirmed" && adoption.tree.state !== "registered") unsure.add(own);
+		if (own !== void 0 && !serviceHas(adoption.tree)) unsure.add(own);
 		placed[i] = adoption;
 	}
 	await keepRecordedTrees(store, adopted, input.warn);
@@ -15335,7 +15339,7 @@ function abandonTakenUp(deps, input, placed, holds, moved) {
 */
 async function settlePendingPassedOver(deps, input, placed, moved) {
 	const still = new Set(placed.map((place) => place?.tree.entry.root));
-	const done = new Set(placed.flatMap((place) => place?.tree.state === "registered" || place?.tree.state === "confirmed" ? [place.tree] : []));
+	const done = new Set(placed.flatMap((place) => place && serviceHas(place.tree) ? [place.tree] : []));
 	const elsewhere = new Set([...done].flatMap((tree) => tree.entry.leaves.map((leaf) => leaf.sha256)));
 	for (const tree of moved) {
 		const root = tree.entry.root;
@@ -15846,10 +15850,7 @@ var init_register_roots = __esmMin((() => {
 				const root = leaf.tree.entry.root;
 				const elsewhere = await this.#underEarlierRoot(hash, index, root);
 				if (elsewhere !== void 0) {
-					let unread = true;
-					try {
-						unread = this.#deps.store.readPending(root)?.forfaitUnreadAt !== void 0;
-					} catch {}
+					const unread = completionUnread(this.#deps.store, root);
 					this.#options.io.warn(`root ${root} is pending in this store, but the service has ${hash} under root ${elsewhere.under.proof.root} (--receipt-dir): it is not completed for it, which would pay for it again; ` + (unread ? `its last completion was answered unreadably: \`notarize complete ${root}\` finds out (a 409 records it)` : `\`notarize pending drop ${root}\` forgets it once no document needs it`));
 					return elsewhere;
 				}

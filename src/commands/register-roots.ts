@@ -8,7 +8,7 @@
  * twice for it. Undefined: nothing known, the flow's to register.
  */
 import { existsSync } from 'node:fs';
-import { finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
+import { completionUnread, finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
 import { askAboutRoot, ManifestIndex, RootAsks, readableRecord } from '../core/manifests.js';
 import { locked, type FlowDeps, type Outcome } from '../core/notarize.js';
 import type { UnderRoot } from '../output/results.js';
@@ -121,12 +121,7 @@ export class DocumentRoots {
       const elsewhere = await this.#underEarlierRoot(hash, index, root);
       if (elsewhere !== undefined) {
         // One whose completion was answered unreadably may be paid for already: complete finds out.
-        let unread = true; // A session that cannot be read may be anything: never advised dropped.
-        try {
-          unread = this.#deps.store.readPending(root)?.forfaitUnreadAt !== undefined;
-        } catch {
-          // Kept as unread.
-        }
+        const unread = completionUnread(this.#deps.store, root);
         this.#options.io.warn(
           `root ${root} is pending in this store, but the service has ${hash} under root ${elsewhere.under.proof.root} ` +
             `(--receipt-dir): it is not completed for it, which would pay for it again; ` +

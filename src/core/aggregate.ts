@@ -162,6 +162,11 @@ function unpaid(tree: LoadedTree): boolean {
   return !tree.adopted && (tree.state === 'planned' || tree.state === 'pending');
 }
 
+/** A tree whose root the service has: registered here, or confirmed by its 409. */
+function serviceHas(tree: LoadedTree): boolean {
+  return tree.state === 'registered' || tree.state === 'confirmed';
+}
+
 /** Each document's place under a tree of the store, if one holds it; checks those trees make their roots. */
 async function placeInStore(deps: FlowDeps, input: AggregateInput): Promise<(Placement | undefined)[]> {
   const { store } = deps;
@@ -204,8 +209,7 @@ async function plantTheRest(
     const own = placed[i]?.tree;
     if (adoption === undefined || (own !== undefined && !unpaid(own))) continue;
     if (own !== undefined) moved.add(own);
-    if (own !== undefined && adoption.tree.state !== 'confirmed' && adoption.tree.state !== 'registered')
-      unsure.add(own);
+    if (own !== undefined && !serviceHas(adoption.tree)) unsure.add(own);
     placed[i] = adoption;
   }
   await keepRecordedTrees(store, adopted, input.warn);
@@ -380,11 +384,7 @@ async function settlePendingPassedOver(
 ): Promise<void> {
   const still = new Set(placed.map((place) => place?.tree.entry.root));
   // The digests under roots the service has: this store's registered ones, those it confirmed.
-  const done = new Set(
-    placed.flatMap((place) =>
-      place?.tree.state === 'registered' || place?.tree.state === 'confirmed' ? [place.tree] : [],
-    ),
-  );
+  const done = new Set(placed.flatMap((place) => (place && serviceHas(place.tree) ? [place.tree] : [])));
   const elsewhere = new Set([...done].flatMap((tree) => tree.entry.leaves.map((leaf) => leaf.sha256)));
   for (const tree of moved) {
     const root = tree.entry.root;
@@ -414,7 +414,7 @@ async function settlePendingPassedOver(
 }
 
 /** Whether the pending session of `root` had its completion answered unreadably (it may be paid for). */
-function completionUnread(store: ServiceStore, root: string): boolean {
+export function completionUnread(store: ServiceStore, root: string): boolean {
   try {
     return store.readPending(root)?.forfaitUnreadAt !== undefined;
   } catch {
