@@ -9094,9 +9094,6 @@ function asNotarizeError(error) {
 /**
 * Runs `operation` over `items` with at most `concurrency` in flight, and
 * reports each result to `onSettled`; returns how many items there were.
-* An operation that frees its lane (FreeLane) goes on beside the next one:
-* at most `concurrency` operations before freeing their lanes and as many
-* after, and every one has settled when this returns.
 * Items are pulled from the (possibly async) iterable only as lanes free up,
 * so a source of millions is never held, and results are not kept here. With
 * failFast, items not yet started when one fails are reported as cancelled.
@@ -9141,7 +9138,6 @@ async function runAll(items, operation, options) {
 			for (const resolve of wake) resolve();
 		}
 	};
-	const finishing = /* @__PURE__ */ new Set();
 	let reportFailed;
 	const report = (index, result, item) => {
 		try {
@@ -9172,37 +9168,24 @@ async function runAll(items, operation, options) {
 				}, item);
 				continue;
 			}
-			let freeLane = () => {};
-			const freed = new Promise((resolve) => freeLane = resolve);
-			let done = false;
-			const settled = (async () => {
-				let result;
-				try {
-					result = {
-						ok: true,
-						value: await operation(item, index, freeLane)
-					};
-				} catch (error) {
-					if (options.failFast) stop = true;
-					result = {
-						ok: false,
-						error: asNotarizeError(error)
-					};
-				}
-				done = true;
-				report(index, result, item);
-			})();
-			await Promise.race([settled, freed]);
-			while (!done && finishing.size >= options.concurrency) await Promise.race([settled, ...finishing]);
-			if (!done) {
-				finishing.add(settled);
-				settled.then(() => finishing.delete(settled));
+			let result;
+			try {
+				result = {
+					ok: true,
+					value: await operation(item, index)
+				};
+			} catch (error) {
+				if (options.failFast) stop = true;
+				result = {
+					ok: false,
+					error: asNotarizeError(error)
+				};
 			}
+			report(index, result, item);
 		}
 	};
 	const lanes = Math.max(1, Array.isArray(items) ? Math.min(options.concurrency, items.length) : options.concurrency);
 	await Promise.all(Array.from({ length: lanes }, lane));
-	await Promise.all(finishing);
 	if (reportFailed) throw reportFailed.error;
 	if (sourceFailed) throw sourceFailed.error;
 	return count;
@@ -12388,19 +12371,20 @@ async function requestStep(deps, input) {
 * Forfait with the pending session; on success the record is in the ledger
 * and the session gone. An interruption waits a moment for one under way
 * (interrupt.ts); none starts once an interruption is under way (and no
-* attempt goes out then, the client's retry policy sees to it).
+* attempt goes out then, a retry or one that waited for its slot included:
+* the client's retry policy sees to it, context.ts).
 */
 async function completeStep(deps, pending) {
 	await deps.beforeCompletion?.(pending.hash);
 	await beforeSending();
-	const recorded = sendingCompletion();
+	let recorded;
 	try {
-		return await sendCompletion(deps, pending);
+		return await sendCompletion(deps, pending, () => recorded ??= sendingCompletion());
 	} finally {
-		recorded();
+		recorded?.();
 	}
 }
-async function sendCompletion(deps, pending) {
+async function sendCompletion(deps, pending, onSent) {
 	deps.onStep?.("completing");
 	const { store } = deps;
 	const save = async (recordJson) => {
@@ -12424,7 +12408,7 @@ async function sendCompletion(deps, pending) {
 	};
 	let answer;
 	try {
-		answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson);
+		answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson, onSent);
 	} catch (error) {
 		if (error instanceof InvalidAnswerError) throw await setAside(deps, pending, error.raw, error.message);
 		if (error instanceof UnreadableAnswerError) {
@@ -19387,7 +19371,7 @@ var register_exports = /* @__PURE__ */ __exportAll({
 	runRegister: () => runRegister
 });
 function configure$12(command, context) {
-	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "documents in flight at once", "8").option("--fail-fast", "check every document (readable, its receipt writable) before sending any; after the first failure, start no new one").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (a v1 receipt) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
+	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "requests at the service at once (twice as many documents in flight)", "8").option("--fail-fast", "check every document (readable, its receipt writable) before sending any; after the first failure, start no new one").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (a v1 receipt) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
 before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
 Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
 document under a Merkle root this store registered (--aggregate), with its proof; one under
@@ -19733,13 +19717,11 @@ var init_register = __esmMin((() => {
 			const checked = this.#options.failFast ? await this.#checkAll(report) : void 0;
 			let total = checked?.total ?? 0;
 			if (checked === void 0 || checked.ok) {
-				const overlap = this.#options.concurrency > 1;
-				const send = (doc, index, freeLane) => {
-					const lane = overlap ? freeLane : void 0;
-					return "input" in doc ? this.#send(doc.input, doc.index, lane) : this.#one(doc, index, lane);
-				};
+				const { concurrency } = this.#options;
+				this.#deps.api.limitRequests(concurrency);
+				const send = (doc, index) => "input" in doc ? this.#send(doc.input, doc.index) : this.#one(doc, index);
 				const sentTotal = await runAll(checked ? checked.documents : this.#documents.items, send, {
-					concurrency: this.#options.concurrency,
+					concurrency: concurrency === 1 ? 1 : 2 * concurrency,
 					failFast: this.#options.failFast,
 					onSettled: (index, settled, doc) => {
 						if ("input" in doc) report(doc.index, settled, doc.item);
@@ -19799,9 +19781,8 @@ var init_register = __esmMin((() => {
 		#showProgress() {
 			this.#options.io.progress(`registered ${this.#done}/${this.#known}, hashed ${formatBytes(this.#hashedBytes)}`);
 		}
-		/** `freeLane`: the batch's, called once this document's requests are over (see runAll). */
-		async #one(item, index = 0, freeLane) {
-			return this.#send(await this.#check(item, index), index, freeLane);
+		async #one(item, index = 0) {
+			return this.#send(await this.#check(item, index), index);
 		}
 		/** Hashes a document and checks that its receipt can be written: all that comes before sending. */
 		async #check(item, index) {
@@ -19825,14 +19806,13 @@ var init_register = __esmMin((() => {
 			return input;
 		}
 		/** Registers a document checked by #check (or finds it under a root of this store), and writes its receipt. */
-		async #send(input, index, freeLane) {
+		async #send(input, index) {
 			const options = this.#options;
 			await this.#items.ready();
 			const onStep = (step) => {
 				this.#sent = true;
 				this.#spinner.update(step);
 				if (step === "completing" && !this.#reporting.has(index)) this.#reporting.set(index, owingResult());
-				if (step === "saving") freeLane?.();
 			};
 			const { receipts } = this.#documents;
 			const recorded = this.#recordedOnly(input);
@@ -19993,38 +19973,62 @@ function backoffDelay(error, attempt, policy) {
 }
 /**
 * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
-* error. With `policy.outage`, a call held back by the run's outage fails
-* with a HeldBackError (see Outage); `route` names its kind of call there,
-* and `optional` says its failure fails nothing, so it never counts towards
-* an outage (custody metadata).
+* error. With `policy.slots`, the call waits for a slot first and keeps it
+* until it ends, its waits to retry included: a run that meets a failing
+* service has no more calls under way than its limit, as one at a time per
+* lane had before. With `policy.outage`, a call held back by the run's
+* outage fails with a HeldBackError (see Outage).
 */
-async function withRetries(operation, mode, policy, { route = "", optional = false } = {}) {
+async function withRetries(operation, mode, policy, { route = "", optional = false, finishing = false, onSent } = {}) {
 	const { outage } = policy;
-	const probe = await outage?.admit(route);
-	const began = outage?.begin(route) ?? 0;
-	for (let attempt = 1;; attempt++) {
-		await policy.beforeAttempt?.();
-		let failure;
-		try {
-			const value = await operation();
-			outage?.attemptEnded(route, began, void 0, {
-				final: true,
+	const { probe, release } = await admitted(route, finishing, policy);
+	try {
+		const began = outage?.begin(route) ?? 0;
+		for (let attempt = 1;; attempt++) {
+			await policy.beforeAttempt?.();
+			onSent?.();
+			let failure;
+			try {
+				const value = await operation();
+				outage?.attemptEnded(route, began, void 0, {
+					final: true,
+					probe
+				});
+				return value;
+			} catch (error) {
+				failure = error;
+			}
+			const delay = !(attempt > policy.retries) && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : void 0;
+			const final = delay === void 0 || probe !== void 0;
+			outage?.attemptEnded(route, began, failure, {
+				final: probe !== void 0 || final && !optional,
 				probe
 			});
-			return value;
-		} catch (error) {
-			failure = error;
+			if (final) throw failure;
+			policy.onRetry?.(failure, attempt, delay);
+			await (policy.wait ?? setTimeout$1)(delay);
+			if (outage?.holding(route)) throw failure;
 		}
-		const delay = !(attempt > policy.retries) && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : void 0;
-		const final = delay === void 0 || probe !== void 0;
-		outage?.attemptEnded(route, began, failure, {
-			final: probe !== void 0 || final && !optional,
-			probe
-		});
-		if (final) throw failure;
-		policy.onRetry?.(failure, attempt, delay);
-		await (policy.wait ?? setTimeout$1)(delay);
-		if (outage?.holding(route)) throw failure;
+	} finally {
+		release?.();
+	}
+}
+/**
+* Admits a call by the run's outage (Outage.admit), then gives it a slot.
+* An outage that began while it waited for the slot is asked again, the
+* slot given back meanwhile: a call never waits on an outage holding a slot
+* other routes' calls could use, and is never sent past an outage it did
+* not see.
+*/
+async function admitted(route, finishing, { outage, slots }) {
+	for (;;) {
+		const probe = await outage?.admit(route);
+		const release = await slots?.take(finishing);
+		if (probe !== void 0 || !outage?.holding(route)) return {
+			probe,
+			release
+		};
+		release?.();
 	}
 }
 var OUTAGE_HOLD_MS, OUTAGE_TIMING, Outage;
@@ -20195,6 +20199,15 @@ var init_client = __esmMin((() => {
 			this.#retry = retry;
 			this.#authorizer = authorizer;
 		}
+		/**
+		* From now on, at most `limit` of the run's calls at the service at once,
+		* its logins included (`register -j`): the retry policy's slots, which the
+		* context gives every run's client and its logins.
+		*/
+		limitRequests(limit) {
+			if (this.#retry.slots === void 0) throw new Error("this client's retry policy has no request slots");
+			this.#retry.slots.limit(limit);
+		}
 		/** `logIn` with this client's transport and retries (`notarize login`). */
 		login(apiKey) {
 			return logIn(this.transport, this.#retry, apiKey);
@@ -20213,16 +20226,19 @@ var init_client = __esmMin((() => {
 		/**
 		* Forfait: completes the registration of `hash` with `sessionJson`, sent
 		* exactly as given. Retried only when the service provably did not process
-		* it, so a notarization is never completed twice by this client.
+		* it, so a notarization is never completed twice by this client. `onSent`
+		* is called as an attempt goes out (not while it waits for its slot).
 		*/
-		completeRegistration(hash, sessionJson) {
+		completeRegistration(hash, sessionJson, onSent) {
 			return this.#authed({
 				method: "POST",
 				path: `/api/v2/registration/${hash}/forfait`,
 				body: sessionJson
 			}, {
 				route: "forfait",
-				mode: "unprocessed-only"
+				mode: "unprocessed-only",
+				finishing: true,
+				...onSent && { onSent }
 			}, (text) => parseRecordAnswer(text));
 		}
 		/**
@@ -20238,7 +20254,8 @@ var init_client = __esmMin((() => {
 			}, {
 				route: "file",
 				mode: "safe",
-				optional: true
+				optional: true,
+				finishing: true
 			}, (text) => {
 				parseAnswer(text, fileMetadataAnswerSchema, "answer to the file metadata");
 			});
@@ -20259,14 +20276,11 @@ var init_client = __esmMin((() => {
 		* call, so that an answer that cannot be read counts against the service
 		* in the run's outage (read errors are never retried).
 		*/
-		#authed(req, { route, mode, optional = false }, read) {
+		#authed(req, { mode, ...call }, read) {
 			return this.#authorizer.authorize((token) => withRetries(async () => read((await this.transport.send({
 				...req,
 				token
-			})).text), mode, this.#retry, {
-				route,
-				optional
-			}));
+			})).text), mode, this.#retry, call));
 		}
 	};
 }));
@@ -38872,6 +38886,44 @@ var init_dispatcher = __esmMin((() => {
 		}
 	};
 }));
+// dist/api/slots.js
+var slots_exports = /* @__PURE__ */ __exportAll({ RequestSlots: () => RequestSlots });
+var RequestSlots;
+var init_slots = __esmMin((() => {
+	RequestSlots = class {
+		#limit = Number.POSITIVE_INFINITY;
+		#taken = 0;
+		#finishing = [];
+		#beginning = [];
+		/** From now on, at most `limit` (≥ 1) requests at once; without a call, no limit. */
+		limit(limit) {
+			if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`a request limit must be a whole number ≥ 1, not ${limit}`);
+			this.#limit = limit;
+			this.#wake();
+		}
+		/** Waits for a slot (`finishing` requests first, each queue in arrival order) and returns its release. */
+		async take(finishing) {
+			if (this.#taken >= this.#limit || this.#finishing.length > 0 || this.#beginning.length > 0) await new Promise((resolve) => (finishing ? this.#finishing : this.#beginning).push(resolve));
+			else this.#taken++;
+			let released = false;
+			return () => {
+				if (released) return;
+				released = true;
+				this.#taken--;
+				this.#wake();
+			};
+		}
+		/** Hands free slots to the waiting requests, the finishing ones first. */
+		#wake() {
+			while (this.#taken < this.#limit) {
+				const next = this.#finishing.shift() ?? this.#beginning.shift();
+				if (next === void 0) return;
+				this.#taken++;
+				next();
+			}
+		}
+	};
+}));
 // dist/context.js
 var context_exports = /* @__PURE__ */ __exportAll({ Context: () => Context });
 var Context;
@@ -38950,12 +39002,13 @@ var init_context = __esmMin((() => {
 		/** The API client for the current service, with retries and credentials wired in. */
 		async api() {
 			if (this.#api) return this.#api;
-			const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }, { Outage, outageTiming }] = await Promise.all([
+			const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }, { Outage, outageTiming }, { RequestSlots }] = await Promise.all([
 				Promise.resolve().then(() => (init_client(), client_exports)),
 				Promise.resolve().then(() => (init_http(), http_exports)),
 				Promise.resolve().then(() => (init_credentials(), credentials_exports)),
 				Promise.resolve().then(() => (init_dispatcher(), dispatcher_exports)),
-				Promise.resolve().then(() => (init_retry(), retry_exports))
+				Promise.resolve().then(() => (init_retry(), retry_exports)),
+				Promise.resolve().then(() => (init_slots(), slots_exports))
 			]);
 			const baseUrl = this.baseUrl;
 			const route = proxyRoute(this.env, baseUrl);
@@ -38976,6 +39029,7 @@ var init_context = __esmMin((() => {
 				maxDelayMs: 3e4,
 				onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
 				outage: new Outage({ timing: outageTiming(baseDelayMs) }),
+				slots: new RequestSlots(),
 				beforeAttempt: beforeSending
 			};
 			const credentials = new TokenCredentials({

@@ -117,12 +117,14 @@ export class Context {
       { TokenCredentials },
       { createDispatcher, proxyRoute },
       { Outage, outageTiming },
+      { RequestSlots },
     ] = await Promise.all([
       import('./api/client.js'),
       import('./api/http.js'),
       import('./core/credentials.js'),
       import('./api/dispatcher.js'),
       import('./api/retry.js'),
+      import('./api/slots.js'),
     ]);
     const baseUrl = this.baseUrl;
     // Throws UsageError naming a malformed proxy variable, before anything is sent.
@@ -146,6 +148,8 @@ export class Context {
       onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
       // One for the run: a service that is down or failing is met once, not once per document.
       outage: new Outage({ timing: outageTiming(baseDelayMs) }),
+      // No limit until a command sets one (register -j): ApiClient.limitRequests.
+      slots: new RequestSlots(),
       // After SIGINT or SIGTERM nothing more goes out, a retry included: it could be paid and never recorded.
       beforeAttempt: beforeSending,
     };

@@ -14,7 +14,7 @@ import type { z } from 'zod';
 import { InvalidAnswerError, UnreadableAnswerError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
 import type { HttpRequest, HttpTransport } from './http.js';
-import { withRetries, type RetryMode, type RetryPolicy } from './retry.js';
+import { withRetries, type CallOptions, type RetryMode, type RetryPolicy } from './retry.js';
 import { describeZodError } from '../validation.js';
 import {
   fileMetadataAnswerSchema,
@@ -122,6 +122,16 @@ export class ApiClient {
     this.#authorizer = authorizer;
   }
 
+  /**
+   * From now on, at most `limit` of the run's calls at the service at once,
+   * its logins included (`register -j`): the retry policy's slots, which the
+   * context gives every run's client and its logins.
+   */
+  limitRequests(limit: number): void {
+    if (this.#retry.slots === undefined) throw new Error("this client's retry policy has no request slots");
+    this.#retry.slots.limit(limit);
+  }
+
   /** `logIn` with this client's transport and retries (`notarize login`). */
   login(apiKey: string): Promise<string> {
     return logIn(this.transport, this.#retry, apiKey);
@@ -140,12 +150,13 @@ export class ApiClient {
   /**
    * Forfait: completes the registration of `hash` with `sessionJson`, sent
    * exactly as given. Retried only when the service provably did not process
-   * it, so a notarization is never completed twice by this client.
+   * it, so a notarization is never completed twice by this client. `onSent`
+   * is called as an attempt goes out (not while it waits for its slot).
    */
-  completeRegistration(hash: string, sessionJson: string): Promise<Answer<NotarizationRecord>> {
+  completeRegistration(hash: string, sessionJson: string, onSent?: () => void): Promise<Answer<NotarizationRecord>> {
     return this.#authed(
       { method: 'POST', path: `/api/v2/registration/${hash}/forfait`, body: sessionJson },
-      { route: 'forfait', mode: 'unprocessed-only' },
+      { route: 'forfait', mode: 'unprocessed-only', finishing: true, ...(onSent && { onSent }) },
       (text) => parseRecordAnswer(text),
     );
   }
@@ -158,7 +169,7 @@ export class ApiClient {
   async putFileMetadata(metadata: FileMetadata): Promise<void> {
     await this.#authed(
       { method: 'PUT', path: `/api/v2/file/${metadata.hash}`, body: JSON.stringify(metadata) },
-      { route: 'file', mode: 'safe', optional: true },
+      { route: 'file', mode: 'safe', optional: true, finishing: true },
       // A 2xx that is no JSON object (a proxy's or a maintenance page) says nothing was stored: exit 5.
       (text) => {
         parseAnswer(text, fileMetadataAnswerSchema, 'answer to the file metadata');
@@ -183,14 +194,11 @@ export class ApiClient {
    */
   #authed<T>(
     req: HttpRequest,
-    { route, mode, optional = false }: { route: string; mode: RetryMode; optional?: boolean },
+    { mode, ...call }: CallOptions & { route: string; mode: RetryMode },
     read: (text: string) => T,
   ): Promise<T> {
     return this.#authorizer.authorize((token) =>
-      withRetries(async () => read((await this.transport.send({ ...req, token })).text), mode, this.#retry, {
-        route,
-        optional,
-      }),
+      withRetries(async () => read((await this.transport.send({ ...req, token })).text), mode, this.#retry, call),
     );
   }
 }

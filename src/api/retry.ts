@@ -6,6 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AuthError, HeldBackError, ownCopy, ProtocolError, ServiceRefusedError, TransientError } from '../errors.js';
+import type { ReleaseSlot, RequestSlots } from './slots.js';
 
 /**
  * `safe`: the call may be repeated whatever happened (login, request step, reads).
@@ -27,8 +28,22 @@ export interface RetryPolicy {
   onRetry?: (error: TransientError, attempt: number, delayMs: number) => void;
   /** Shared by a run's calls: while the service is known not to answer, calls are not sent (see Outage). */
   outage?: Outage;
-  /** Awaited before each attempt goes out: an interruption under way never lets it (interrupt.ts). */
+  /** Shared by a run's calls: how many may be under way at once (api/slots.ts), each with its retries. */
+  slots?: RequestSlots;
+  /** Awaited before each attempt goes out, once it has its slot: an interruption under way never lets it (interrupt.ts). */
   beforeAttempt?: () => Promise<void>;
+}
+
+/** What withRetries is told of a call besides its mode. */
+export interface CallOptions {
+  /** Its kind for the run's outage (login, request, forfait...). */
+  route?: string;
+  /** Its failure fails nothing, so it never counts towards an outage (custody metadata). */
+  optional?: boolean;
+  /** It finishes what a saved session began (forfait, custody metadata): it gets the next free slot. */
+  finishing?: boolean;
+  /** Called as each attempt goes out (admitted, its slot taken, beforeAttempt passed). */
+  onSent?: () => void;
 }
 
 /** The longest an outage waits between two calls let through to see whether the service is back. */
@@ -244,40 +259,66 @@ export function backoffDelay(error: TransientError, attempt: number, policy: Ret
 
 /**
  * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
- * error. With `policy.outage`, a call held back by the run's outage fails
- * with a HeldBackError (see Outage); `route` names its kind of call there,
- * and `optional` says its failure fails nothing, so it never counts towards
- * an outage (custody metadata).
+ * error. With `policy.slots`, the call waits for a slot first and keeps it
+ * until it ends, its waits to retry included: a run that meets a failing
+ * service has no more calls under way than its limit, as one at a time per
+ * lane had before. With `policy.outage`, a call held back by the run's
+ * outage fails with a HeldBackError (see Outage).
  */
 export async function withRetries<T>(
   operation: () => Promise<T>,
   mode: RetryMode,
   policy: RetryPolicy,
-  { route = '', optional = false }: { route?: string; optional?: boolean } = {},
+  { route = '', optional = false, finishing = false, onSent }: CallOptions = {},
 ): Promise<T> {
   const { outage } = policy;
-  const probe = await outage?.admit(route);
-  const began = outage?.begin(route) ?? 0;
-  for (let attempt = 1; ; attempt++) {
-    await policy.beforeAttempt?.();
-    let failure: unknown;
-    try {
-      const value = await operation();
-      outage?.attemptEnded(route, began, undefined, { final: true, probe });
-      return value;
-    } catch (error) {
-      failure = error;
+  const { probe, release } = await admitted(route, finishing, policy);
+  try {
+    const began = outage?.begin(route) ?? 0;
+    for (let attempt = 1; ; attempt++) {
+      await policy.beforeAttempt?.();
+      onSent?.();
+      let failure: unknown;
+      try {
+        const value = await operation();
+        outage?.attemptEnded(route, began, undefined, { final: true, probe });
+        return value;
+      } catch (error) {
+        failure = error;
+      }
+      const retriesSpent = attempt > policy.retries;
+      const delay = !retriesSpent && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : undefined;
+      // A probe ends with its first attempt: it only asks whether the service is back.
+      const final = delay === undefined || probe !== undefined;
+      // An optional call's answer tells the service works, but its failure starts nothing (a probe's reschedules).
+      outage?.attemptEnded(route, began, failure, { final: probe !== undefined || (final && !optional), probe });
+      if (final) throw failure;
+      policy.onRetry?.(failure as TransientError, attempt, delay);
+      await (policy.wait ?? sleep)(delay);
+      // Not "not sent": this call's first attempt may have been processed.
+      if (outage?.holding(route)) throw failure;
     }
-    const retriesSpent = attempt > policy.retries;
-    const delay = !retriesSpent && isRetryable(failure, mode) ? backoffDelay(failure, attempt, policy) : undefined;
-    // A probe ends with its first attempt: it only asks whether the service is back.
-    const final = delay === undefined || probe !== undefined;
-    // An optional call's answer tells the service works, but its failure starts nothing (a probe's reschedules).
-    outage?.attemptEnded(route, began, failure, { final: probe !== undefined || (final && !optional), probe });
-    if (final) throw failure;
-    policy.onRetry?.(failure as TransientError, attempt, delay);
-    await (policy.wait ?? sleep)(delay);
-    // Not "not sent": this call's first attempt may have been processed.
-    if (outage?.holding(route)) throw failure;
+  } finally {
+    release?.();
+  }
+}
+
+/**
+ * Admits a call by the run's outage (Outage.admit), then gives it a slot.
+ * An outage that began while it waited for the slot is asked again, the
+ * slot given back meanwhile: a call never waits on an outage holding a slot
+ * other routes' calls could use, and is never sent past an outage it did
+ * not see.
+ */
+async function admitted(
+  route: string,
+  finishing: boolean,
+  { outage, slots }: RetryPolicy,
+): Promise<{ probe: Held | undefined; release: ReleaseSlot | undefined }> {
+  for (;;) {
+    const probe = await outage?.admit(route);
+    const release = await slots?.take(finishing);
+    if (probe !== undefined || !outage?.holding(route)) return { probe, release };
+    release?.();
   }
 }

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
-import { asNotarizeError, FailureTally, runAll, type FreeLane, type Settled } from '../core/batch.js';
+import { asNotarizeError, FailureTally, runAll, type Settled } from '../core/batch.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
@@ -74,7 +74,7 @@ export function configure(command: Command, context: () => Context): void {
     .option('--no-complete', 'stop after saving the session; finish later with `notarize complete`')
     .option('--force', 'register again even if the ledger has the hash; overwrite receipts')
     .option('--wallet-name <name>', 'with --custody: the wallet name sent with the file metadata')
-    .option('-j, --concurrency <n>', 'documents in flight at once', '8')
+    .option('-j, --concurrency <n>', 'requests at the service at once (twice as many documents in flight)', '8')
     .option(
       '--fail-fast',
       'check every document (readable, its receipt writable) before sending any; after the first failure, start no new one',
@@ -327,15 +327,17 @@ class Registrar {
     const checked = this.#options.failFast ? await this.#checkAll(report) : undefined;
     let total = checked?.total ?? 0;
     if (checked === undefined || checked.ok) {
-      // -j 1 stays one document at a time from start to end, so its NDJSON lines come in input order.
-      const overlap = this.#options.concurrency > 1;
-      const send = (doc: Item | Checked, index: number, freeLane: FreeLane) => {
-        const lane = overlap ? freeLane : undefined;
-        return 'input' in doc ? this.#send(doc.input, doc.index, lane) : this.#one(doc, index, lane);
-      };
+      // -j is the requests at the service at once; twice as many documents are in flight, so that while
+      // one is hashed, locked or made durable another's request has the slot: the connections never wait
+      // for the disk (api/slots.ts). -j 1 stays one document at a time from start to end, so its NDJSON
+      // lines come in input order.
+      const { concurrency } = this.#options;
+      this.#deps.api.limitRequests(concurrency);
+      const send = (doc: Item | Checked, index: number) =>
+        'input' in doc ? this.#send(doc.input, doc.index) : this.#one(doc, index);
       const sendable = checked ? checked.documents : this.#documents.items;
       const sentTotal = await runAll<Item | Checked, Registered>(sendable, send, {
-        concurrency: this.#options.concurrency,
+        concurrency: concurrency === 1 ? 1 : 2 * concurrency,
         failFast: this.#options.failFast,
         onSettled: (index, settled, doc) => {
           if ('input' in doc) report(doc.index, settled, doc.item);
@@ -387,9 +389,8 @@ class Registrar {
     this.#options.io.progress(`registered ${this.#done}/${this.#known}, hashed ${formatBytes(this.#hashedBytes)}`);
   }
 
-  /** `freeLane`: the batch's, called once this document's requests are over (see runAll). */
-  async #one(item: Item, index = 0, freeLane?: FreeLane): Promise<Registered> {
-    return this.#send(await this.#check(item, index), index, freeLane);
+  async #one(item: Item, index = 0): Promise<Registered> {
+    return this.#send(await this.#check(item, index), index);
   }
 
   /** Hashes a document and checks that its receipt can be written: all that comes before sending. */
@@ -417,7 +418,7 @@ class Registrar {
   }
 
   /** Registers a document checked by #check (or finds it under a root of this store), and writes its receipt. */
-  async #send(input: RegisterInput, index: number, freeLane?: FreeLane): Promise<Registered> {
+  async #send(input: RegisterInput, index: number): Promise<Registered> {
     const options = this.#options;
     // With ndjson a line is printed per document: send no more while stdout is backed up.
     await this.#items.ready();
@@ -425,8 +426,6 @@ class Registrar {
       this.#sent = true;
       this.#spinner.update(step);
       if (step === 'completing' && !this.#reporting.has(index)) this.#reporting.set(index, owingResult());
-      // Its record and receipt are written while the next document's requests go out.
-      if (step === 'saving') freeLane?.();
     };
     const { receipts } = this.#documents;
     // Its record in the ledger, and nothing of a run left beside it: already registered, with no lock

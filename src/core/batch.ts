@@ -29,19 +29,8 @@ export interface RunOptions<T, R> {
 }
 
 /**
- * Given to each operation: called once its part that counts against the
- * concurrency is over (its requests), it lets its lane start the next item
- * while it finishes (its store writes). Calling it is optional; calling it
- * again does nothing.
- */
-export type FreeLane = () => void;
-
-/**
  * Runs `operation` over `items` with at most `concurrency` in flight, and
  * reports each result to `onSettled`; returns how many items there were.
- * An operation that frees its lane (FreeLane) goes on beside the next one:
- * at most `concurrency` operations before freeing their lanes and as many
- * after, and every one has settled when this returns.
  * Items are pulled from the (possibly async) iterable only as lanes free up,
  * so a source of millions is never held, and results are not kept here. With
  * failFast, items not yet started when one fails are reported as cancelled.
@@ -50,7 +39,7 @@ export type FreeLane = () => void;
  */
 export async function runAll<T, R>(
   items: Iterable<T> | AsyncIterable<T>,
-  operation: (item: T, index: number, freeLane: FreeLane) => Promise<R>,
+  operation: (item: T, index: number) => Promise<R>,
   options: RunOptions<T, R>,
 ): Promise<number> {
   const iterator: Iterator<T> | AsyncIterator<T> =
@@ -92,8 +81,6 @@ export async function runAll<T, R>(
       for (const resolve of wake) resolve();
     }
   };
-  // Operations whose lanes moved on: they still count for the window, and are awaited at the end.
-  const finishing = new Set<Promise<void>>();
   // onSettled's own failure (a defect of the caller): no item is started after it, and it ends the run.
   let reportFailed: { error: unknown } | undefined;
   const report = (index: number, result: Settled<R>, item: T) => {
@@ -124,32 +111,18 @@ export async function runAll<T, R>(
         report(index, { ok: false, cancelled: true }, item);
         continue;
       }
-      let freeLane = () => {};
-      const freed = new Promise<void>((resolve) => (freeLane = resolve));
-      let done = false;
-      const settled = (async () => {
-        let result: Settled<R>;
-        try {
-          result = { ok: true, value: await operation(item, index, freeLane) };
-        } catch (error) {
-          if (options.failFast) stop = true;
-          result = { ok: false, error: asNotarizeError(error) };
-        }
-        done = true;
-        report(index, result, item);
-      })();
-      await Promise.race([settled, freed]);
-      // Freed: the lane moves on once there is room among the finishing operations (or it has settled).
-      while (!done && finishing.size >= options.concurrency) await Promise.race([settled, ...finishing]);
-      if (!done) {
-        finishing.add(settled);
-        void settled.then(() => finishing.delete(settled));
+      let result: Settled<R>;
+      try {
+        result = { ok: true, value: await operation(item, index) };
+      } catch (error) {
+        if (options.failFast) stop = true;
+        result = { ok: false, error: asNotarizeError(error) };
       }
+      report(index, result, item);
     }
   };
   const lanes = Math.max(1, Array.isArray(items) ? Math.min(options.concurrency, items.length) : options.concurrency);
   await Promise.all(Array.from({ length: lanes }, lane));
-  await Promise.all(finishing);
   if (reportFailed) throw reportFailed.error;
   if (sourceFailed) throw sourceFailed.error;
   return count;

@@ -125,8 +125,7 @@ export interface FlowDeps {
   /**
    * Called as the flow moves on, for spinners and batches; never needed for
    * correctness. `saving`: the service has answered the last call this
-   * registration makes, and only its record is left to save (a batch may
-   * start its next document meanwhile).
+   * registration makes, and only its record is left to save.
    */
   onStep?: (step: 'requesting' | 'completing' | 'saving' | 'metadata') => void;
   /**
@@ -632,20 +631,22 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
  * Forfait with the pending session; on success the record is in the ledger
  * and the session gone. An interruption waits a moment for one under way
  * (interrupt.ts); none starts once an interruption is under way (and no
- * attempt goes out then, the client's retry policy sees to it).
+ * attempt goes out then, a retry or one that waited for its slot included:
+ * the client's retry policy sees to it, context.ts).
  */
 async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
   await deps.beforeCompletion?.(pending.hash);
   await beforeSending();
-  const recorded = sendingCompletion();
+  // Told once the forfait goes out: one still waiting for its slot (api/slots.ts) is not under way.
+  let recorded: (() => void) | undefined;
   try {
-    return await sendCompletion(deps, pending);
+    return await sendCompletion(deps, pending, () => (recorded ??= sendingCompletion()));
   } finally {
-    recorded();
+    recorded?.();
   }
 }
 
-async function sendCompletion(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
+async function sendCompletion(deps: FlowDeps, pending: PendingEntry, onSent: () => void): Promise<LedgerEntry> {
   deps.onStep?.('completing');
   const { store } = deps;
   const save = async (recordJson: string): Promise<LedgerEntry> => {
@@ -672,7 +673,7 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry): Promise<Le
   };
   let answer;
   try {
-    answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson);
+    answer = await deps.api.completeRegistration(pending.hash, pending.sessionJson, onSent);
   } catch (error) {
     if (error instanceof InvalidAnswerError) {
       throw await setAside(deps, pending, error.raw, error.message);

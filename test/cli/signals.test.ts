@@ -135,6 +135,40 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     });
   }
 
+  it('SIGINT while requests wait for a slot behind completions under way: none of them is sent in the grace', async () => {
+    // -j 2: two requests at the service at once, four documents in flight. The signal comes while both slots
+    // are held by completions; when they are answered, the completions that waited must not go (transport
+    // beforeSend): answered after the grace, they would be paid for and never recorded.
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'latency', value: 700 }]);
+    const docs = ['a', 'b', 'c', 'd'].map((name) => {
+      const path = join(bed.workDir, `${name}.txt`);
+      writeFileSync(path, `document ${name}\n`);
+      return path;
+    });
+    const spawned = spawnCli(['register', ...docs, '-j', '2', '--output', 'ndjson'], bed.env(), { cwd: bed.workDir });
+    // Every session saved, two completions sent: the other two wait for their slot.
+    await until(() => bed.calls('forfait') === 2 && bed.pendingHashes().length === 4, 'two forfaits wait for a slot');
+    const { run, ms } = await interrupt(spawned, 'SIGINT');
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(130);
+    expect(ms).toBeLessThan(EXIT_WITHIN_MS);
+    // Under way are the two sent, not those waiting for a slot: the exit follows their answers, not the grace's end.
+    const lines = run.stderr.trimEnd().split('\n');
+    expect(lines[0]).toBe(
+      `notarize: SIGINT: waiting up to ${COMPLETION_GRACE_MS / 1000} s for the answer to 2 completions under way, ` +
+        'to keep their records; nothing more is sent (SIGINT again to stop now)',
+    );
+    expect(lines.at(-1)).toBe(
+      'notarize: interrupted (SIGINT); 2 sessions are kept: `notarize pending` lists them, `notarize complete <hash>` finishes one',
+    );
+    await sleep(300);
+    // The other two documents' sessions were saved; their completions waited for a slot and stay pending.
+    expect(bed.calls('request')).toBe(4);
+    expect(bed.calls('forfait')).toBe(2);
+    expect(bed.ledgerHashes()).toHaveLength(2);
+    expect(bed.pendingHashes()).toHaveLength(2);
+  });
+
   it('a batch interrupted while completions are answered: every record saved has its NDJSON line and receipt', async () => {
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'latency', value: 600 }]);
     const docs = [1, 2, 3, 4, 5, 6].map((i) => {

@@ -73,51 +73,7 @@ describe('runAll', () => {
     expect(started).toHaveLength(100);
   });
 
-  it('starts the next item once an operation frees its lane: at most `concurrency` before freeing it and `concurrency` more after; all settled before returning', async () => {
-    let started = 0;
-    let busy = 0; // operations before freeing their lane: the ones the concurrency is about
-    let maxBusy = 0;
-    let finishing = 0; // operations after freeing it
-    let maxFinishing = 0;
-    const settled: number[] = [];
-    const gates: (() => void)[] = [];
-    const run = runAll(
-      Array.from({ length: 40 }, (_, i) => i),
-      async (item, _index, freeLane) => {
-        started++;
-        busy++;
-        maxBusy = Math.max(maxBusy, busy);
-        await new Promise((resolve) => setTimeout(resolve, 1));
-        busy--;
-        finishing++;
-        maxFinishing = Math.max(maxFinishing, finishing);
-        freeLane();
-        freeLane(); // a second call changes nothing
-        await new Promise<void>((resolve) => gates.push(resolve));
-        finishing--;
-        return item;
-      },
-      { concurrency: 3, onSettled: (index) => settled.push(index) },
-    );
-    // Nothing can finish until a gate opens: 3 operations finishing, 3 more freed
-    // their lanes, whose lanes wait for room; no 7th started. Waited for, bounded
-    // (a loaded machine fires the 1 ms timers late), then a while longer for a 7th.
-    for (let i = 0; i < 500 && finishing < 6; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    expect(started).toBe(6);
-    expect(finishing).toBe(6);
-    expect(settled).toEqual([]);
-    // Open the gates as they come: every item runs within the same bounds.
-    const opener = setInterval(() => gates.splice(0).forEach((open) => open()), 2);
-    expect(await run).toBe(40);
-    clearInterval(opener);
-    expect(settled.sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i));
-    expect(maxBusy).toBe(3);
-    expect(maxFinishing).toBe(6);
-    expect(finishing).toBe(0);
-  });
-
-  it("rejects with onSettled's own error for an item whose lane was freed, and leaves no rejection unhandled", async () => {
+  it("rejects with onSettled's own error for an item settled early, and leaves no rejection unhandled", async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
@@ -125,9 +81,8 @@ describe('runAll', () => {
       const calls: number[] = [];
       const run = runAll(
         [0, 1, 2, 3],
-        async (item, _index, freeLane) => {
-          freeLane();
-          // Item 0 is done long before the others: it is no longer among those awaited at the end.
+        async (item) => {
+          // Item 0 is done long before the others.
           await new Promise((resolve) => setTimeout(resolve, item === 0 ? 1 : 30));
           return item;
         },
@@ -150,12 +105,11 @@ describe('runAll', () => {
     }
   });
 
-  it('with failFast, a failure after the lane was freed still cancels the items not started', async () => {
+  it('with failFast, a failure cancels the items not started', async () => {
     const results: string[] = [];
     await runAll(
       Array.from({ length: 20 }, (_, i) => i),
-      async (item, _index, freeLane) => {
-        freeLane();
+      async (item) => {
         await new Promise((resolve) => setTimeout(resolve, 5));
         if (item === 0) throw new UsageError('bad 0');
         return item;

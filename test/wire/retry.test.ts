@@ -17,6 +17,7 @@ import {
   TransientError,
   UsageError,
 } from '../../src/errors.js';
+import { RequestSlots } from '../../src/api/slots.js';
 import { rejection } from '../helpers/catch.js';
 
 /** A policy whose waits are recorded instead of slept, with jitter pinned to its ceiling. */
@@ -166,6 +167,145 @@ describe('withRetries before each attempt', () => {
     expect(outcome).toBe('stopped');
     expect(op.calls).toBe(1);
     expect(events).toEqual(['before', 'wait', 'before']);
+  });
+});
+
+describe('withRetries with request slots (register -j)', () => {
+  /** Slots limited to `limit`, and an operation whose calls wait for `open()` and report how many ran at once. */
+  function gated(limit: number) {
+    const slots = new RequestSlots();
+    slots.limit(limit);
+    let running = 0;
+    const state = { most: 0, started: [] as string[], gates: [] as (() => void)[] };
+    const op = (name: string, fail?: () => Error | undefined) => async () => {
+      state.started.push(name);
+      running++;
+      state.most = Math.max(state.most, running);
+      await new Promise<void>((resolve) => state.gates.push(resolve));
+      running--;
+      const error = fail?.();
+      if (error) throw error;
+      return name;
+    };
+    /** Opens the gates of the calls running now, and lets the next ones start. */
+    const open = async () => {
+      state.gates.splice(0).forEach((go) => go());
+      await sleep(5);
+    };
+    return { slots, state, op, open };
+  }
+
+  it('runs at most `limit` attempts at once; the others wait their turn, then go', async () => {
+    const { slots, state, op, open } = gated(2);
+    const policy = recordingPolicy({ slots });
+    const calls = ['a', 'b', 'c', 'd', 'e'].map((name) => withRetries(op(name), 'safe', policy));
+    await sleep(5);
+    expect(state.started).toEqual(['a', 'b']);
+    for (let i = 0; i < 3; i++) await open();
+    expect(await Promise.all(calls)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(state.most).toBe(2);
+  });
+
+  it('keeps its slot while it waits to retry: a failing service meets no more calls at once than the limit', async () => {
+    const { slots, state, op, open } = gated(1);
+    let resumeRetry = () => {};
+    const policy = recordingPolicy({
+      slots,
+      wait: () => new Promise<void>((resolve) => (resumeRetry = resolve)),
+    });
+    let failures = 1;
+    const retried = withRetries(
+      op('retried', () => (failures-- > 0 ? transient() : undefined)),
+      'safe',
+      policy,
+    );
+    const other = withRetries(op('other'), 'safe', policy);
+    await sleep(5);
+    await open(); // the first attempt fails; its retry waits, the slot still its own
+    expect(state.started).toEqual(['retried']);
+    resumeRetry();
+    await sleep(5);
+    await open();
+    expect(await retried).toBe('retried');
+    await open();
+    expect(await other).toBe('other');
+    expect(state.started).toEqual(['retried', 'retried', 'other']);
+  });
+
+  it('gives a free slot to a finishing call (forfait) before beginning ones that waited longer', async () => {
+    const { slots, state, op, open } = gated(1);
+    const policy = recordingPolicy({ slots });
+    const calls = [
+      withRetries(op('request 1'), 'safe', policy),
+      withRetries(op('request 2'), 'safe', policy),
+      withRetries(op('request 3'), 'safe', policy),
+      withRetries(op('forfait'), 'unprocessed-only', policy, { finishing: true }),
+    ];
+    await sleep(5);
+    for (let i = 0; i < 4; i++) await open();
+    await Promise.all(calls);
+    expect(state.started).toEqual(['request 1', 'forfait', 'request 2', 'request 3']);
+  });
+
+  it('awaits beforeAttempt once it has its slot: a call that waited when an interruption came is never sent', async () => {
+    const { slots, state, op, open } = gated(1);
+    let stop = false;
+    const sent: string[] = [];
+    const policy = recordingPolicy({
+      slots,
+      // As interrupt.ts beforeSending: at once, or never once a signal is being handled.
+      beforeAttempt: () => (stop ? new Promise<void>(() => {}) : Promise.resolve()),
+    });
+    const first = withRetries(op('first'), 'safe', policy, { onSent: () => sent.push('first') });
+    const waiting = withRetries(op('waiting'), 'unprocessed-only', policy, {
+      finishing: true,
+      onSent: () => sent.push('waiting'),
+    });
+    await sleep(5);
+    stop = true; // the signal arrives while the second call waits for the first one's slot
+    await open();
+    expect(await first).toBe('first');
+    const outcome = await Promise.race([waiting.then(() => 'sent'), sleep(50).then(() => 'held')]);
+    expect(outcome).toBe('held');
+    expect(state.started).toEqual(['first']);
+    expect(sent).toEqual(['first']);
+  });
+
+  it('calls onSent as each attempt goes out, not while the call waits for its slot', async () => {
+    const { slots, op, open } = gated(1);
+    const sent: string[] = [];
+    const policy = recordingPolicy({ slots });
+    const first = withRetries(op('first'), 'safe', policy, { onSent: () => sent.push('first') });
+    let failures = 1;
+    const second = withRetries(
+      op('second', () => (failures-- > 0 ? transient({ notProcessed: true }) : undefined)),
+      'unprocessed-only',
+      policy,
+      { onSent: () => sent.push('second') },
+    );
+    await sleep(5);
+    expect(sent).toEqual(['first']);
+    for (let i = 0; i < 3; i++) await open();
+    await Promise.all([first, second]);
+    expect(sent).toEqual(['first', 'second', 'second']);
+  });
+
+  it('holds back a call that waited for its slot while an outage began, rather than sending it', async () => {
+    const { slots, state, op, open } = gated(1);
+    const outage = new Outage({ timing: { probeMs: 10_000, waitMs: 30, holdMs: 10_000 } });
+    const policy = recordingPolicy({ slots, outage, retries: 0 });
+    const down = () => transient({ status: 503 });
+    const route = { route: 'request' };
+    // Five calls admitted while the service looked fine; the first two end badly: an outage.
+    const calls = ['1', '2', '3', '4', '5'].map((name) =>
+      rejection(withRetries(op(name, down), 'safe', policy, route)),
+    );
+    await sleep(5);
+    for (let i = 0; i < 3; i++) await open();
+    const errors = await Promise.all(calls);
+    // The third is let through to see whether the service is back (and fails); the last two are not sent.
+    expect(state.started).toEqual(['1', '2', '3']);
+    expect(errors.slice(3).every((e) => e instanceof HeldBackError)).toBe(true);
   });
 });
 
