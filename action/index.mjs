@@ -11988,11 +11988,13 @@ async function register(deps, input) {
 					message: error.serviceMessage,
 					retiredSession: void 0
 				};
+				const custody = input.custody ? { custody: { metadataSent: false } } : {};
 				return {
 					kind: "already-registered",
 					hash: input.hash,
 					entry: existing,
-					service
+					service,
+					...custody
 				};
 			}
 		}
@@ -12546,7 +12548,7 @@ async function sendOwedMetadata(deps, hash, owed, tracked) {
 		if (!(error instanceof NotarizeError)) throw error;
 		const refused = error instanceof ServiceRefusedError;
 		if (refused) await deps.store.removeCustodyOwed(hash).catch(() => void 0);
-		error.hint = [stands(refused ? "was refused, so it is not sent again" : `was ${error instanceof TransientError && error.notProcessed ? "not taken" : "not confirmed as taken"}; \`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it (nothing is paid again)`), error.hint].filter(Boolean).join("; ");
+		error.hint = [stands(refused ? "was refused, so it is not sent again" : `was ${error instanceof TransientError && error.notProcessed ? "not taken" : "not confirmed as taken"}; \`notarize complete ${hash}\`, or \`notarize register\` of the file, with this store, sends it (nothing is paid again; a store without it cannot)`), error.hint].filter(Boolean).join("; ");
 		return {
 			metadataSent: false,
 			error
@@ -19417,8 +19419,9 @@ is -d, else "Merkle root of N documents ...". Files only.
 --custody sends the file's metadata (name, type, size, last modified). The service does
 not document how file bytes are uploaded, so notarize does NOT upload the file. The metadata
 is sent once the record is saved; if it is not taken, the registration stands, the document
-fails with why (exit by its cause), and the same command (or complete) sends it again; one
-the service refuses (4xx) is said once and not sent again.
+fails with why (exit by its cause), and the same command (or complete) on the same store
+sends it again; one the service refuses (4xx) is said once and not sent again. A hash the
+service already has (409) gets no metadata from this run, whoever registered it: it says so.
 ${examples([
 		"notarize register contract.pdf",
 		"notarize register contract.pdf --json > record.json",

@@ -133,8 +133,9 @@ is -d, else "Merkle root of N documents ...". Files only.
 --custody sends the file's metadata (name, type, size, last modified). The service does
 not document how file bytes are uploaded, so notarize does NOT upload the file. The metadata
 is sent once the record is saved; if it is not taken, the registration stands, the document
-fails with why (exit by its cause), and the same command (or complete) sends it again; one
-the service refuses (4xx) is said once and not sent again.
+fails with why (exit by its cause), and the same command (or complete) on the same store
+sends it again; one the service refuses (4xx) is said once and not sent again. A hash the
+service already has (409) gets no metadata from this run, whoever registered it: it says so.
 ${examples([
   'notarize register contract.pdf',
   'notarize register contract.pdf --json > record.json',

@@ -183,7 +183,10 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
         const reason = [REQUEST_ANSWERED_409, error.serviceMessage].join(': ');
         await store.keepAnswered409(input.hash, reason, now(deps)).catch(() => undefined);
         const service = { message: error.serviceMessage, retiredSession: undefined };
-        return { kind: 'already-registered', hash: input.hash, entry: existing, service };
+        // Asked for custody: as after a forfait answered 409 (finish), no metadata of ours goes onto a
+        // registration nothing tells is ours, and the outcome says it was not sent.
+        const custody = input.custody ? { custody: { metadataSent: false } } : {};
+        return { kind: 'already-registered', hash: input.hash, entry: existing, service, ...custody };
       }
     }
     tracked.sessionSaved();
@@ -873,7 +876,8 @@ async function sendOwedMetadata(
     const how = refused
       ? 'was refused, so it is not sent again'
       : `was ${error instanceof TransientError && error.notProcessed ? 'not taken' : 'not confirmed as taken'}; ` +
-        `\`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it (nothing is paid again)`;
+        `\`notarize complete ${hash}\`, or \`notarize register\` of the file, with this store, sends it ` +
+        '(nothing is paid again; a store without it cannot)';
     error.hint = [stands(how), error.hint].filter(Boolean).join('; ');
     return { metadataSent: false, error };
   }

@@ -879,7 +879,7 @@ describe('the end of a registration', () => {
       expect(outcome.custody?.error).toBeInstanceOf(TransientError);
       expect(outcome.custody?.error?.hint).toMatch(
         new RegExp(
-          `^the registration of ${hash} stands; its file metadata was not confirmed as taken; \`notarize complete ${hash}\`, or \`notarize register\` of the file, sends it`,
+          `^the registration of ${hash} stands; its file metadata was not confirmed as taken; \`notarize complete ${hash}\`, or \`notarize register\` of the file, with this store, sends it`,
         ),
       );
       // The store keeps the metadata as it would have been sent, for a re-run; the record is the service's.
@@ -975,6 +975,19 @@ describe('the end of a registration', () => {
       // Nothing left that nothing could clear.
       expect(store.readCustodyOwed(hash)).toBeUndefined();
       expect(called()).toEqual(['request', 'forfait', 'forfait']);
+    });
+
+    it('a custody registration whose request step is answered 409 (a cold store, another run paid): no metadata, and it is said', async () => {
+      const hash = sha256('custody request 409');
+      const paid = world();
+      await register(paid.deps, input(hash));
+      // A CI re-run: an empty store, the service already has the hash.
+      const { deps } = world();
+      const outcome = await register(deps, input(hash, { custody: true, file: FILE, walletName: 'w' }));
+      expect(outcome).toMatchObject({ kind: 'already-registered', entry: undefined, custody: { metadataSent: false } });
+      expect(custodyFailure(outcome)).toBeUndefined();
+      expect(bed.sandbox.files.has(hash)).toBe(false);
+      expect(called()).toEqual(['request', 'forfait', 'request']);
     });
 
     it('a damaged custody file beside a pending session: rebuilt from the session, saved over, sent', async () => {
