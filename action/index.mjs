@@ -12380,14 +12380,18 @@ async function completeStep(deps, pending) {
 	await deps.beforeCompletion?.(pending.hash);
 	await beforeSending();
 	let recorded;
+	const onSent = () => {
+		if (recorded) return;
+		recorded = sendingCompletion();
+		deps.onStep?.("completing");
+	};
 	try {
-		return await sendCompletion(deps, pending, () => recorded ??= sendingCompletion());
+		return await sendCompletion(deps, pending, onSent);
 	} finally {
 		recorded?.();
 	}
 }
 async function sendCompletion(deps, pending, onSent) {
-	deps.onStep?.("completing");
 	const { store } = deps;
 	const save = async (recordJson) => {
 		const entry = {

@@ -640,17 +640,22 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
 async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
   await deps.beforeCompletion?.(pending.hash);
   await beforeSending();
-  // Told once the forfait goes out: one still waiting for its slot (api/slots.ts) is not under way.
+  // Told once the forfait goes out: one still waiting for its slot (api/slots.ts) is not under way,
+  // neither for an interruption's wait nor for the caller (its result owed, something sent).
   let recorded: (() => void) | undefined;
+  const onSent = () => {
+    if (recorded) return;
+    recorded = sendingCompletion();
+    deps.onStep?.('completing');
+  };
   try {
-    return await sendCompletion(deps, pending, () => (recorded ??= sendingCompletion()));
+    return await sendCompletion(deps, pending, onSent);
   } finally {
     recorded?.();
   }
 }
 
 async function sendCompletion(deps: FlowDeps, pending: PendingEntry, onSent: () => void): Promise<LedgerEntry> {
-  deps.onStep?.('completing');
   const { store } = deps;
   const save = async (recordJson: string): Promise<LedgerEntry> => {
     const entry: LedgerEntry = {

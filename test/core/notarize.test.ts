@@ -23,6 +23,7 @@ import {
   type SessionSource,
 } from '../../src/core/notarize.js';
 import {
+  HeldBackError,
   InvalidAnswerError,
   NotarizeError,
   ProtocolError,
@@ -1121,6 +1122,40 @@ describe('the end of a registration', () => {
       });
       expect(await rejection(complete(world({ api, store }).deps, hash, { kind: 'store' }))).toBe(bug);
       expect(store.readRecord(hash)).toBeDefined();
+    });
+  });
+
+  describe("the 'completing' step", () => {
+    it('is told once, as the forfait goes out: not while it waits for its slot, and not again for a retry', async () => {
+      const hash = sha256('completing once');
+      const { store } = await requestOnly(hash);
+      const real = sandboxApi();
+      const seen: string[] = [];
+      const { deps, steps } = world({
+        store,
+        api: fakeApi({
+          completeRegistration: async (h, session, onSent) => {
+            seen.push(`before: ${steps.join(',')}`);
+            onSent?.(); // the first attempt goes out
+            onSent?.(); // and, refused with a 429, its retry
+            return real.completeRegistration(h, session);
+          },
+        }),
+      });
+      const outcome = await complete(deps, hash, { kind: 'store' });
+      expect(outcome).toMatchObject({ kind: 'completed', entry: { hash } });
+      expect(seen).toEqual(['before: ']);
+      expect(steps).toEqual(['completing', 'saving']);
+    });
+
+    it("is not told for a forfait that never went out (held back by the run's outage)", async () => {
+      const hash = sha256('completing never');
+      const { store } = await requestOnly(hash);
+      const held = new HeldBackError('not sent: the service failed two calls of this run in a row');
+      const { deps, steps } = world({ store, api: fakeApi({ completeRegistration: () => Promise.reject(held) }) });
+      expect(await rejection(complete(deps, hash, { kind: 'store' }))).toBe(held);
+      expect(steps).toEqual([]);
+      expect(store.readPending(hash)).toBeDefined();
     });
   });
 
