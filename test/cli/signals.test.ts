@@ -6,8 +6,9 @@
  * state under test (the document open, the session on disk and forfait
  * sent), never after a guessed delay.
  */
-import { readdirSync, readlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { Bed } from '../helpers/bed.js';
@@ -168,6 +169,37 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     expect(bed.ledgerHashes()).toHaveLength(2);
     expect(bed.pendingHashes()).toHaveLength(2);
   });
+
+  for (const [signal, json] of [
+    ['SIGTERM', false],
+    ['SIGINT', true],
+  ] as const) {
+    // Node 22 and later run module hooks while the main thread waits for them, so the held load below
+    // would hold the signal's delivery too: the window is shown on Node 20, whose loader turns the loop.
+    it.skipIf(Number(process.versions.node.split('.')[0]) >= 22)(
+      `${signal} while the bundle still loads${json ? ' (--json)' : ''}: exit ${CODE[signal]} with its line, not a death by the signal`,
+      async () => {
+        // The bundle's load held for 3 s (test/fixtures/slow-load): the window a slow machine has at every start.
+        const loading = join(bed.workDir, `loading-${signal}`);
+        const hooks = fileURLToPath(new URL('../fixtures/slow-load/register.mjs', import.meta.url));
+        const env = { ...bed.env(), NODE_OPTIONS: `--import ${hooks}`, NOTARIZE_TEST_LOADING: loading };
+        const spawned = spawnCli(['register', join(bed.workDir, 'never.txt'), ...(json ? ['--json'] : [])], env);
+        await until(() => existsSync(loading), 'the bundle begins to load');
+        const { run, ms } = await interrupt(spawned, signal);
+        bed.record(run);
+        expect(run.signal, describeRun(run)).toBeNull();
+        expect(run.code, describeRun(run)).toBe(CODE[signal]);
+        const line = json
+          ? JSON.stringify({
+              error: { code: 'interrupted', exitCode: CODE[signal], message: `interrupted (${signal})` },
+            })
+          : `notarize: interrupted (${signal})`;
+        expect(run.stderr).toBe(`${line}\n`);
+        expect(ms).toBeLessThan(EXIT_WITHIN_MS);
+        expect(bed.sandbox.calls).toEqual([]);
+      },
+    );
+  }
 
   it('a batch interrupted while completions are answered: every record saved has its NDJSON line and receipt', async () => {
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'latency', value: 600 }]);
