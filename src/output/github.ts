@@ -5,6 +5,7 @@
  * for workflow commands as it does stdout, so stdout stays pure data, e.g.
  * `--json > results.json`).
  */
+import { RECEIPT_SUFFIX } from '../core/receipts.js';
 import type { ItemResult } from './results.js';
 import { forTerminal } from './safe-text.js';
 
@@ -82,14 +83,36 @@ export function errorCommand(text: string, redact: Redact): string {
   return `::error::${escapeData(text, redact)}`;
 }
 
-/** The markdown summary of a command's results. */
+/**
+ * Why a result is what it is, in its own words: its error's message, else
+ * its reason, else what its status means. A bare `unknown` (verify found no
+ * receipt and no ledger entry) carries neither: it says so, and what to do,
+ * as `notarize verify`'s hint does.
+ */
+export function resultDetail(r: ItemResult): string {
+  return r.error?.message ?? r.reason ?? STATUS_MEANING[r.status] ?? '';
+}
+
+const STATUS_MEANING: Partial<Record<ItemResult['status'], string>> = {
+  unknown:
+    'not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt ' +
+    `(--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url; ` +
+    'a document never registered, or whose receipt was not kept, has none to find',
+};
+
+/**
+ * The markdown summary of a command's results. A row's Detail is its
+ * verification link, and for a result that did not end well (a failed
+ * registration can have a record and a link too) its detail first: the
+ * link never hides why.
+ */
 export function markdownSummary(title: string, results: readonly ItemResult[], redact: Redact): string {
-  const rows = results.map(
-    (r) =>
-      `| ${cell(r.file ?? '-', redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : '-'} | ${
-        r.verificationUrl ? link('verify', r.verificationUrl, redact) : cell(r.error?.message ?? r.reason ?? '', redact)
-      } |`,
-  );
+  const rows = results.map((r) => {
+    const shown = ANNOTATED.has(r.status) || !r.verificationUrl ? cell(resultDetail(r), redact) : '';
+    const url = r.verificationUrl ? link('verify', r.verificationUrl, redact) : '';
+    const detail = [shown, url].filter((part) => part !== '').join(' ');
+    return `| ${cell(r.file ?? '-', redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : '-'} | ${detail} |`;
+  });
   // Redacted again whole: a secret met as it is, in what was not outside text, is gone too.
   return redact(
     [`### ${title}`, '', '| File | Status | SHA-256 | Detail |', '|---|---|---|---|', ...rows, ''].join('\n') + '\n',
@@ -105,7 +128,7 @@ export function annotations(results: readonly ItemResult[], redact: Redact): str
   for (const r of results) {
     if (!ANNOTATED.has(r.status)) continue;
     const file = r.file && r.file !== '-' ? `file=${escapeProperty(r.file, redact)},` : '';
-    const message = r.error?.message ?? r.reason ?? r.status;
+    const message = resultDetail(r) || r.status;
     lines.push(
       `::error ${file}title=${escapeProperty(`notarize: ${r.status}`, redact)}::${escapeData(message, redact)}`,
     );

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
-import { parseResults } from '../helpers/results.js';
+import { parseNdjson, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -81,12 +81,39 @@ describe('in GitHub Actions', () => {
         'm',
       ),
     );
-    expect(text).toMatch(
-      new RegExp(`^\\| ${literal(bed.path('dist/b.txt'))} \\| unknown \\| \`[0-9a-f]{64}\` \\| {2}\\|$`, 'm'),
+    // What unknown means and what to do, as verify's own hint says: never an empty cell or a bare `unknown`.
+    const row = text.split('\n').find((line) => line.startsWith(`| ${bed.path('dist/b.txt')} | unknown |`));
+    expect(row).toMatch(
+      /\| not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt .*--receipt-dir.* \|$/,
     );
-    expect(run.stderr.split('\n').filter((line) => line.startsWith('::'))).toEqual([
-      `::error file=${bed.path('dist/b.txt')},title=notarize%3A unknown::unknown`,
-    ]);
+    const annotations = run.stderr.split('\n').filter((line) => line.startsWith('::'));
+    expect(annotations).toHaveLength(1);
+    expect(annotations[0]).toMatch(
+      new RegExp(
+        `^::error file=${literal(bed.path('dist/b.txt'))},title=notarize%3A unknown::not verified: no receipt of it was found[^\n]*--receipt-dir`,
+      ),
+    );
+  });
+
+  it('a failed registration that has a record and a verification link: its row says why it failed', async () => {
+    const hash = await bed.write('custA.txt', 'custody, metadata refused\n');
+    const summary = join(bed.root, 'custody-summary.md');
+    // The forfait is paid and answered (a record), then the file metadata call gets a 503.
+    bed.sandbox.addFaults([{ route: 'file', kind: 'status', value: 503, count: 10 }]);
+    const run = await bed.main(
+      ['register', bed.path('custA.txt'), '--custody', '--retries', '0', '--output', 'ndjson'],
+      {
+        env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary },
+      },
+    );
+    const [result] = parseNdjson(run.stdout);
+    expect(result, describeRun(run)).toMatchObject({ status: 'failed', hash });
+    expect(result!.record).toBeDefined();
+    expect(result!.verificationUrl).toBeDefined();
+    const row = (await readFile(summary, 'utf8')).split('\n').find((line) => line.includes(' | failed | '));
+    expect(row).toMatch(
+      / \| failed \| `[0-9a-f]{64}` \| [^|]*503[^|]* \[verify\]\(http:\/\/127\.0\.0\.1:\d+\/verification\/[0-9a-f]{64}\) \|$/,
+    );
   });
 
   it('no failure: a summary, and no annotation', async () => {

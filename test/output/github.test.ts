@@ -40,8 +40,10 @@ describe('GitHub Actions text', () => {
     expect(lines).toEqual([
       '::error file=bad.txt,title=notarize%3A failed::cannot read',
       '::error file=m.txt,title=notarize%3A modified::other digest',
-      // Standard input names no file of the repository.
-      '::error title=notarize%3A unknown::unknown',
+      // Standard input names no file of the repository. A bare unknown says what it means and what to do.
+      expect.stringMatching(
+        /^::error title=notarize%3A unknown::not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt \(--receipt, --receipt-dir, or <document>\.notarization\.json beside it\)/,
+      ),
       '::error file=r.txt,title=notarize%3A invalid::the receipt is not JSON',
     ]);
   });
@@ -82,6 +84,26 @@ describe('GitHub Actions text', () => {
         '',
       ].join('\n'),
     );
+  });
+
+  it('a result that did not end well shows why, its verification link beside: never the link alone', () => {
+    const url = `https://s/verification/${HASH}`;
+    const text = markdownSummary(
+      'notarize register',
+      [
+        itemResult('custA.txt', HASH, 'failed', {
+          verificationUrl: url,
+          error: { code: 'transient', exitCode: 4, message: 'PUT /api/v2/file answered 503' },
+        }),
+        itemResult('m.txt', HASH, 'modified', { verificationUrl: url, reason: 'other digest' }),
+        itemResult('u.txt', HASH, 'unknown'),
+      ],
+      asIs,
+    );
+    const rows = text.split('\n').filter((line) => /^\| [a-zA-Z]+\.txt/.test(line));
+    expect(rows[0]).toBe(`| custA.txt | failed | \`${HASH}\` | PUT /api/v2/file answered 503 [verify](${url}) |`);
+    expect(rows[1]).toBe(`| m.txt | modified | \`${HASH}\` | other digest [verify](${url}) |`);
+    expect(rows[2]).toMatch(/^\| u\.txt \| unknown \| `[0-9a-f]{64}` \| not verified: no receipt of it was found/);
   });
 
   it('a verification URL from a crafted receipt cannot add a row: what markdown reads is percent-encoded', () => {
