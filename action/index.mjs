@@ -28137,13 +28137,17 @@ var init_http = __esmMin((() => {
 	]);
 }));
 // dist/core/credentials.js
-var credentials_exports = /* @__PURE__ */ __exportAll({ TokenCredentials: () => TokenCredentials });
-var TokenCredentials;
+var credentials_exports = /* @__PURE__ */ __exportAll({
+	KEY_REFUSED: () => KEY_REFUSED,
+	TokenCredentials: () => TokenCredentials
+});
+var KEY_REFUSED, TokenCredentials;
 var init_credentials = __esmMin((() => {
 	init_retry();
 	init_errors();
 	init_secrets();
 	init_token();
+	KEY_REFUSED = "logging in with NOTARIZE_API_KEY failed";
 	TokenCredentials = class {
 		#sources;
 		/** The token in use and its `exp`, read once: every request of a batch asks whether it has expired. */
@@ -28274,7 +28278,7 @@ var init_credentials = __esmMin((() => {
 				});
 				if (error instanceof ServiceRefusedError || error instanceof AuthError && error.status !== 407) {
 					this.#loginCannotHelp = true;
-					throw new AuthError(`logging in with NOTARIZE_API_KEY failed: ${error.message}`, {
+					throw new AuthError(`${KEY_REFUSED}: ${error.message}`, {
 						...error.status === void 0 ? {} : { status: error.status },
 						hint: "check NOTARIZE_API_KEY, or log in with `notarize login`",
 						cause: error
@@ -39780,6 +39784,7 @@ async function main(options = {}) {
 */
 init_proxy_env();
 init_secrets();
+init_credentials();
 init_errors();
 init_github();
 const ACTION_COMMANDS = ["register", "verify"];
@@ -39911,8 +39916,14 @@ async function runAction(env = process.env) {
 		io
 	});
 	closeSync(results);
-	if (code === EXIT.auth) fail("the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)");
 	const ndjson = readFileSync(resultsPath, "utf8");
+	if (code === EXIT.auth) {
+		const advice = authAdvice(ndjson, {
+			keyFrom: apiKey !== "" ? "input" : (env.NOTARIZE_API_KEY ?? "").trim() !== "" ? "environment" : void 0,
+			tokenSet: (env.NOTARIZE_TOKEN ?? "").trim() !== ""
+		});
+		if (advice !== void 0) fail(advice);
+	}
 	if (code !== EXIT.ok && ndjson === "") {
 		if (code !== EXIT.auth) fail(`notarize stopped before any document, exit ${code}: see its message above`);
 		return code;
@@ -39927,6 +39938,33 @@ async function runAction(env = process.env) {
 		return code === EXIT.ok ? EXIT.refused : code;
 	}
 	return code;
+}
+/**
+* The action's own line after notarize's exit 3, or undefined when it has
+* nothing to add. notarize's hints name its own ways to give a key
+* (NOTARIZE_API_KEY, `notarize login`), which in a workflow are the
+* `api-key` input: that is said, from the exit-3 errors notarize put in the
+* results (`ndjson`), only when one of them is about the key (the key
+* refused, or none given where one was needed). Any other (a NOTARIZE_TOKEN
+* that cannot be used, a proxy that wants credentials, a clock that makes
+* tokens expire) is notarize's to explain, in its message and annotations,
+* and is never blamed on the input. `keyFrom`: where the run's key came
+* from, if it had one; `tokenSet`: NOTARIZE_TOKEN is set (notarize uses it
+* before the key, so a token the service refuses may be that one).
+*/
+function authAdvice(ndjson, { keyFrom, tokenSet }) {
+	const errors = [];
+	for (const line of ndjson.split("\n")) try {
+		const error = JSON.parse(line)?.error;
+		if (error?.exitCode === EXIT.auth && typeof error.message === "string") errors.push(error);
+	} catch {}
+	const where = keyFrom === "environment" ? "check the NOTARIZE_API_KEY the workflow sets, or give the `api-key` input (from a secret)" : "check the `api-key` input (from a secret)";
+	const noLogin = "`notarize login` does not apply to an action";
+	if (errors.length === 0) return `notarize could not authenticate (exit 3), see its message above; in a workflow the API key is the \`api-key\` input (from a secret), and ${noLogin}`;
+	if (errors.some((e) => e.message.startsWith("logging in with NOTARIZE_API_KEY failed"))) return `the API key was refused: ${where}; ${noLogin}`;
+	const namesKey = (e) => /NOTARIZE_API_KEY|`notarize login`/.test(`${e.message} ${e.hint ?? ""}`);
+	if (!errors.some(namesKey)) return void 0;
+	return keyFrom === void 0 ? `no API key was given: set the \`api-key\` input (from a secret; ${noLogin})` : `the service refused the run's credentials (see notarize's message above): ${tokenSet ? "NOTARIZE_TOKEN is set and is used before the API key: check it or unset it, else " : ""}${where}; ${noLogin}`;
 }
 /** A file system error's code (ENOENT...), else its message: one line, no stack. */
 function errnoOf(error) {

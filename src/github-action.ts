@@ -19,7 +19,8 @@ import { join } from 'node:path';
 import { addEnvironmentSecrets, main, processIO } from './cli.js';
 import { proxySecrets } from './api/proxy-env.js';
 import { keyDigest } from './core/secrets.js';
-import { EXIT, type ExitCode } from './errors.js';
+import { KEY_REFUSED } from './core/credentials.js';
+import { EXIT, type ErrorJson, type ExitCode } from './errors.js';
 import { errorCommand, type Redact } from './output/github.js';
 
 export const ACTION_COMMANDS = ['register', 'verify'] as const;
@@ -177,13 +178,12 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
   }
   const code = await main({ argv, env: notarizeEnv, io });
   closeSync(results);
-  if (code === EXIT.auth) {
-    // notarize's own hint names `notarize login` and NOTARIZE_API_KEY: in a workflow, the key is an input.
-    fail(
-      'the API key was refused, or none was given: check the `api-key` input (from a secret; `notarize login` does not apply to an action)',
-    );
-  }
   const ndjson = readFileSync(resultsPath, 'utf8');
+  if (code === EXIT.auth) {
+    const keyFrom = apiKey !== '' ? 'input' : (env.NOTARIZE_API_KEY ?? '').trim() !== '' ? 'environment' : undefined;
+    const advice = authAdvice(ndjson, { keyFrom, tokenSet: (env.NOTARIZE_TOKEN ?? '').trim() !== '' });
+    if (advice !== undefined) fail(advice);
+  }
   if (code !== EXIT.ok && ndjson === '') {
     // Stopped before any document (notarize refused an input, a setting or the store): as for the
     // action's own inputs, one ::error:: line on the run's page and no outputs, never `failed=0`.
@@ -210,6 +210,50 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
     return code === EXIT.ok ? EXIT.refused : code;
   }
   return code;
+}
+
+/**
+ * The action's own line after notarize's exit 3, or undefined when it has
+ * nothing to add. notarize's hints name its own ways to give a key
+ * (NOTARIZE_API_KEY, `notarize login`), which in a workflow are the
+ * `api-key` input: that is said, from the exit-3 errors notarize put in the
+ * results (`ndjson`), only when one of them is about the key (the key
+ * refused, or none given where one was needed). Any other (a NOTARIZE_TOKEN
+ * that cannot be used, a proxy that wants credentials, a clock that makes
+ * tokens expire) is notarize's to explain, in its message and annotations,
+ * and is never blamed on the input. `keyFrom`: where the run's key came
+ * from, if it had one; `tokenSet`: NOTARIZE_TOKEN is set (notarize uses it
+ * before the key, so a token the service refuses may be that one).
+ */
+export function authAdvice(
+  ndjson: string,
+  { keyFrom, tokenSet }: { keyFrom: 'input' | 'environment' | undefined; tokenSet: boolean },
+): string | undefined {
+  const errors: ErrorJson[] = [];
+  for (const line of ndjson.split('\n')) {
+    try {
+      const error = (JSON.parse(line) as { error?: ErrorJson } | null)?.error;
+      if (error?.exitCode === EXIT.auth && typeof error.message === 'string') errors.push(error);
+    } catch {
+      // Not a result: actionOutputs counts it as failed.
+    }
+  }
+  const where =
+    keyFrom === 'environment'
+      ? 'check the NOTARIZE_API_KEY the workflow sets, or give the `api-key` input (from a secret)'
+      : 'check the `api-key` input (from a secret)';
+  const noLogin = '`notarize login` does not apply to an action';
+  if (errors.length === 0) {
+    // Stopped before any document: notarize's own message, above, says what failed.
+    return `notarize could not authenticate (exit 3), see its message above; in a workflow the API key is the \`api-key\` input (from a secret), and ${noLogin}`;
+  }
+  if (errors.some((e) => e.message.startsWith(KEY_REFUSED))) return `the API key was refused: ${where}; ${noLogin}`;
+  const namesKey = (e: ErrorJson) => /NOTARIZE_API_KEY|`notarize login`/.test(`${e.message} ${e.hint ?? ''}`);
+  if (!errors.some(namesKey)) return undefined;
+  return keyFrom === undefined
+    ? `no API key was given: set the \`api-key\` input (from a secret; ${noLogin})`
+    : `the service refused the run's credentials (see notarize's message above): ` +
+        `${tokenSet ? 'NOTARIZE_TOKEN is set and is used before the API key: check it or unset it, else ' : ''}${where}; ${noLogin}`;
 }
 
 /** A file system error's code (ENOENT...), else its message: one line, no stack. */

@@ -45,6 +45,13 @@ export interface CredentialSources {
   now?: () => number;
 }
 
+/**
+ * How the error of a refused key begins (the service refused the login with
+ * NOTARIZE_API_KEY): the GitHub Action reads it in a result's error to tell
+ * a refused `api-key` input from any other failure of exit 3.
+ */
+export const KEY_REFUSED = 'logging in with NOTARIZE_API_KEY failed';
+
 /** The Authorizer the ApiClient uses; see the module comment. */
 export class TokenCredentials implements Authorizer {
   readonly #sources: CredentialSources;
@@ -209,7 +216,7 @@ export class TokenCredentials implements Authorizer {
       // (Not a 407: the proxy refused, and its error names the variable to fix.)
       if (error instanceof ServiceRefusedError || (error instanceof AuthError && error.status !== 407)) {
         this.#loginCannotHelp = true;
-        throw new AuthError(`logging in with NOTARIZE_API_KEY failed: ${error.message}`, {
+        throw new AuthError(`${KEY_REFUSED}: ${error.message}`, {
           ...(error.status === undefined ? {} : { status: error.status }),
           hint: 'check NOTARIZE_API_KEY, or log in with `notarize login`',
           cause: error,

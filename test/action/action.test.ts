@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACTION_COMMANDS, actionArgv, actionOutputs, storeName } from '../../src/github-action.js';
+import { ACTION_COMMANDS, actionArgv, actionOutputs, authAdvice, storeName } from '../../src/github-action.js';
 import { Bed } from '../helpers/bed.js';
 import { describeRun, REPO_ROOT, STACK_LINE } from '../helpers/cli.js';
 import { parseNdjson } from '../helpers/results.js';
@@ -152,8 +152,61 @@ describe('the action: what it refuses, where it keeps its store', () => {
     );
     expect(step.run.code, describeRun(step.run)).toBe(3);
     expect(step.run.stderr).toContain(
-      '::error::notarize action: the API key was refused, or none was given: check the `api-key` input',
+      '::error::notarize action: no API key was given: set the `api-key` input (from a secret; `notarize login` does not apply to an action)',
     );
+  });
+
+  it('a refused key: says the key was refused, and to check the api-key input', async () => {
+    const step = await runActionStep(
+      bed.workDir,
+      { command: 'register', paths: 'dist', 'base-url': url, 'api-key': 'sandbox_0123456789abcdef0123456789abcdef' },
+      { NOTARIZE_CONFIG_DIR: bed.path('refused-key-store') },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(3);
+    expect(step.run.stderr).toContain(
+      '::error::notarize action: the API key was refused: check the `api-key` input (from a secret); `notarize login` does not apply to an action',
+    );
+  });
+
+  it('a NOTARIZE_TOKEN it cannot use, with a good key: notarize says so, and the key is not blamed', async () => {
+    const step = await runActionStep(
+      bed.workDir,
+      { command: 'register', paths: 'dist', 'base-url': url, 'api-key': apiKey },
+      { NOTARIZE_CONFIG_DIR: bed.path('bad-token-store'), NOTARIZE_TOKEN: 'abc def' },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(3);
+    expect(step.run.stderr).toMatch(/^::error file=dist\/[^\n]*::the token in NOTARIZE_TOKEN cannot be used/m);
+    expect(step.run.stderr).not.toMatch(/api-key|API key/);
+    expect(step.run.stderr).not.toContain('notarize action:');
+  });
+
+  it('its line after exit 3 follows the errors notarize gave, never guessing the key', () => {
+    const results = (...errors: { message: string; hint?: string }[]) =>
+      errors.map((e) => JSON.stringify({ status: 'failed', error: { code: 'auth', exitCode: 3, ...e } })).join('\n');
+    const key = { keyFrom: 'input' as const, tokenSet: false };
+    // Not about the key: notarize's message and annotations say it all.
+    for (const error of [
+      { message: 'the token in NOTARIZE_TOKEN cannot be used: it contains spaces', hint: 'set it to the token alone' },
+      { message: 'GET x answered 407 (proxy authentication required)', hint: 'give the proxy\'s user and password in HTTPS_PROXY' },
+      { message: 'the service at x issued a token that has already expired', hint: "check this machine's clock" },
+    ]) {
+      expect(authAdvice(results(error), key)).toBeUndefined();
+      expect(authAdvice(results(error), { keyFrom: undefined, tokenSet: true })).toBeUndefined();
+    }
+    expect(
+      authAdvice(results({ message: 'logging in with NOTARIZE_API_KEY failed: POST x answered 401', hint: 'check NOTARIZE_API_KEY' }), key),
+    ).toMatch(/^the API key was refused: check the `api-key` input/);
+    expect(
+      authAdvice(results({ message: 'logging in with NOTARIZE_API_KEY failed: 401' }), { keyFrom: 'environment', tokenSet: false }),
+    ).toMatch(/^the API key was refused: check the NOTARIZE_API_KEY the workflow sets/);
+    const forbidden = { message: 'POST x answered 403', hint: 'log in again with `notarize login` (or set NOTARIZE_API_KEY)' };
+    expect(authAdvice(results(forbidden), { keyFrom: undefined, tokenSet: true })).toMatch(/^no API key was given/);
+    expect(authAdvice(results(forbidden), { keyFrom: 'input', tokenSet: true })).toMatch(
+      /^the service refused the run's credentials .*NOTARIZE_TOKEN is set and is used before the API key/,
+    );
+    expect(authAdvice(results(forbidden), key)).not.toContain('NOTARIZE_TOKEN');
+    // No result holds an error of exit 3: notarize's message above says what failed.
+    expect(authAdvice('', key)).toMatch(/^notarize could not authenticate \(exit 3\), see its message above/);
   });
 });
 
