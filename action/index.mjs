@@ -19263,7 +19263,7 @@ var init_register_aggregate = __esmMin((() => {
 			if (unrecorded.length > 0) {
 				const which = someDocuments(unrecorded.length, unrecorded[0]);
 				const one = unrecorded.length === 1;
-				options.io.warn(`no receipt written for ${which}: the service answered 409 (it has ${one ? "it" : "them"}), and this store has no record to write one from (the service sends a record once, to the run that paid); \`verify\` will call it unknown, and only its verification page can vouch for it`);
+				options.io.warn(`no receipt written for ${which}: the service answered 409 (it has ${one ? "it" : "them"}), and this store has no record to write one from (the service sends a record once, to the run that paid: if that run received it, its store or its receipts have it; if its answer was lost, nothing has: docs/reliability.md, "Limits"); \`verify\` will call it unknown, and only its verification page can vouch for it`);
 			}
 		}
 		#fail(index, file, hash, error) {
@@ -19930,7 +19930,7 @@ var init_register = __esmMin((() => {
 				first: "",
 				ownLost: false
 			};
-			const why = ownLost ? "a completion this store sent earlier went through but its answer was lost, and the service sends a record only once (docs/reliability.md, \"Limits\")" : `the service sends a record once, to the run that paid: its store, or its receipts in ${dir}, have it`;
+			const why = ownLost ? "a completion this store sent earlier went through but its answer was lost, and the service sends a record only once (docs/reliability.md, \"Limits\")" : `the service sends a record once, to the run that paid: if that run received it, its store, or its receipts in ${dir}, have it; if its answer was lost, nothing has: docs/reliability.md, "Limits"`;
 			this.#options.io.warn(`no receipt written for ${which}: the service says it is registered (a 409), but this store has no record to write one from (${why}); \`verify\` will call it unknown, and only its verification page can vouch for it`);
 		}
 		/** The item's result, with its hash if it was hashed before it failed. */

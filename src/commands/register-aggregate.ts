@@ -688,7 +688,8 @@ export class Aggregator {
       const one = unrecorded.length === 1;
       options.io.warn(
         `no receipt written for ${which}: the service answered 409 (it has ${one ? 'it' : 'them'}), and this store ` +
-          'has no record to write one from (the service sends a record once, to the run that paid); ' +
+          'has no record to write one from (the service sends a record once, to the run that paid: if that run ' +
+          'received it, its store or its receipts have it; if its answer was lost, nothing has: docs/reliability.md, "Limits"); ' +
           '`verify` will call it unknown, and only its verification page can vouch for it',
       );
     }

@@ -513,7 +513,9 @@ class Registrar {
     const why = ownLost
       ? 'a completion this store sent earlier went through but its answer was lost, and the service sends a record ' +
         'only once (docs/reliability.md, "Limits")'
-      : `the service sends a record once, to the run that paid: its store, or its receipts in ${dir}, have it`;
+      : // Another run paid (another store): whether it received the record is not known here.
+        `the service sends a record once, to the run that paid: if that run received it, its store, or its receipts ` +
+        `in ${dir}, have it; if its answer was lost, nothing has: docs/reliability.md, "Limits"`;
     this.#options.io.warn(
       `no receipt written for ${which}: the service says it is registered (a 409), but this store has no record ` +
         `to write one from (${why}); \`verify\` will call it unknown, and only its verification page can vouch for it`,

@@ -25,6 +25,19 @@ async function pending(): Promise<{ hash: string; state: string }[]> {
   return (JSON.parse(listed.stdout) as { hash: string; state: string }[]).map(({ hash, state }) => ({ hash, state }));
 }
 
+/**
+ * The one warning of a run that could write no receipt after a 409: it must not say that the run that paid has
+ * the record, which that run may never have received (its answer lost).
+ */
+function expectNoClaimedRecord(stderr: string): void {
+  const warnings = stderr.split('\n').filter((line) => line.includes('no receipt written'));
+  expect(warnings, stderr).toHaveLength(1);
+  expect(warnings[0]).toMatch(
+    /if that run received it, its store,? or its receipts[^;]* have it; if its answer was lost, nothing has/,
+  );
+  expect(warnings[0]).not.toMatch(/to the run that paid(: its store|\))/);
+}
+
 /** The files kept aside in `retired/` of the bed's service. */
 function retired(): string[] {
   const dir = join(bed.serviceDir(), 'retired');
@@ -105,6 +118,31 @@ describe('a forfait whose answer was lost (drop-after)', () => {
     expect(again.stderr).toContain('a completion this store sent earlier went through but its answer was lost');
     // Not "the run that paid has it": this store was that run.
     expect(again.stderr).not.toContain('to the run that paid');
+  });
+
+  it('register --receipt-dir on an empty store after another run paid and lost the answer: the warning claims no one has the record', async () => {
+    const doc = await bed.file('lost-elsewhere.txt', 'paid elsewhere, answer lost');
+    const receipts = bed.path('lost-elsewhere-receipts');
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'drop-after', count: 1 }]);
+    expect((await bed.main(['register', doc, '--receipt-dir', receipts])).code).toBe(4);
+    // A store of its own: this run is not the one that paid, and cannot know whether that one got the record.
+    const cold = await bed.main(['register', doc, '--receipt-dir', receipts], {
+      env: { NOTARIZE_CONFIG_DIR: bed.path('lost-elsewhere-store') },
+    });
+    expect(cold.code, cold.stderr).toBe(0);
+    expectNoClaimedRecord(cold.stderr);
+  });
+
+  it('--aggregate, a document of its own pending whose completion was answered 409: the warning claims no one has the record', async () => {
+    const doc = await bed.file('lost-own/a.txt', 'own session, completion answer lost');
+    const other = await bed.file('lost-own/b.txt', 'own session, the other document');
+    const receipts = bed.path('lost-own-receipts');
+    expect((await bed.main(['register', doc, '--no-complete'])).code).toBe(0);
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'drop-after', count: 1 }]);
+    expect((await bed.main(['complete', sha256('own session, completion answer lost')])).code).toBe(4);
+    const run = await bed.main(['register', '--aggregate', doc, other, '--receipt-dir', receipts]);
+    expect(run.code, run.stderr).toBe(0);
+    expectNoClaimedRecord(run.stderr);
   });
 
   it('the next complete ends with exit 0 and nothing pending; the session is kept aside, never re-sent', async () => {

@@ -256,7 +256,10 @@ describe('re-runs with receipts', () => {
     const warnings = cold.stderr.split('\n').filter((line) => line.includes('no receipt written'));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(`no receipt written for 6 documents (among them `);
-    expect(warnings[0]).toContain(`its receipts in ${dir}, have it); \`verify\` will call it unknown`);
+    expect(warnings[0]).toContain(
+      `if that run received it, its store, or its receipts in ${dir}, have it; if its answer was lost, nothing has`,
+    );
+    expect(warnings[0]).toContain('"Limits"); `verify` will call it unknown');
     const results = parseNdjson(cold.stdout) as { file: string; receipt?: string }[];
     expect(
       results
