@@ -9084,6 +9084,181 @@ var init_schemas = __esmMin((() => {
 		iss: string$1().optional()
 	});
 }));
+// dist/settings.js
+/**
+* A parse function for a whole number from `min` to `max`, written in plain
+* digits (no sign, fraction, exponent, hex or empty string, which Number()
+* would take as 0 or something else than the user meant).
+*/
+function wholeNumber(name, min, max) {
+	return (value) => {
+		const digits = value.trim();
+		const n = /^\d{1,16}$/.test(digits) ? Number(digits) : NaN;
+		if (!(n >= min && n <= max)) throw new UsageError(`invalid ${name}${quoted(value)}: expected a whole number from ${min} to ${max}`);
+		return String(n);
+	};
+}
+/** " '<value>'" when the value fits on one short line, so a message stays one line. */
+function quoted(value) {
+	return value.length <= 40 && !/\p{Cc}/u.test(value) ? ` '${value}'` : "";
+}
+/** The global flag that gives a storable setting: `--base-url` for baseUrl. */
+function settingFlag(definition) {
+	return `--${definition.key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
+/** Parses a setting's value; a refusal's hint says where the value came from, the user's next question. */
+function parseFrom(definition, value, source) {
+	try {
+		return definition.parse(value);
+	} catch (error) {
+		if (error instanceof UsageError) error.hint = error.hint ? `${source}; ${error.hint}` : source;
+		throw error;
+	}
+}
+function parseFlag(definition, value) {
+	return parseFrom(definition, value, `given with ${settingFlag(definition)}`);
+}
+/**
+* A setting's value by the precedence rule, and where it comes from.
+* Throws UsageError when the value in effect is invalid, naming the flag or
+* variable that gave it (the store names its file itself).
+*/
+function resolveSetting(key, inputs) {
+	const definition = ALL_SETTINGS.find((s) => s.key === key);
+	const flag = definition.storable ? inputs.flags[key] : void 0;
+	if (flag !== void 0) return {
+		value: parseFlag(definition, flag),
+		source: "flag"
+	};
+	const fromEnv = inputs.env[definition.env];
+	if (fromEnv !== void 0 && fromEnv !== "") return {
+		value: parseFrom(definition, fromEnv, `set by ${definition.env}`),
+		source: "env"
+	};
+	const stored = definition.storable ? inputs.stored(key) : void 0;
+	if (stored !== void 0) return {
+		value: definition.parse(stored),
+		source: "store"
+	};
+	return {
+		value: definition.parse(definition.default),
+		source: "default"
+	};
+}
+/**
+* Refuses a bad global flag up front, so that every command refuses it,
+* also those that would not use it, rather than one accepting it and
+* another refusing it.
+*/
+function checkSettingFlags(flags) {
+	for (const definition of SETTINGS) {
+		const flag = flags[definition.key];
+		if (flag !== void 0) parseFlag(definition, flag);
+	}
+}
+/** Finds a `notarize config` setting by key; throws UsageError listing the known keys otherwise. */
+function settingDefinition(key) {
+	const found = SETTINGS.find((s) => s.key === key);
+	if (!found) throw new UsageError(`unknown setting '${key}'`, { hint: `known settings: ${SETTINGS.map((s) => s.key).join(", ")}` });
+	return found;
+}
+/**
+* True for hosts whose traffic never leaves the machine: a literal loopback
+* address (127.0.0.0/8, ::1) or `localhost` itself, as the URL parser gives
+* them (lowercase, IPv4 in dotted decimal, IPv6 in brackets). Not
+* `*.localhost`: such a name goes to the system resolver like any other, and
+* a resolver (or a hosts file) may send it anywhere. Only these hosts may be
+* spoken to over plain http, and they are never reached through a proxy.
+*/
+function isLoopbackHost(hostname) {
+	const host = hostname.toLowerCase();
+	return host === "localhost" || host === "[::1]" || host === "::1" || /^127\.(25[0-5]|2[0-4]\d|1?\d?\d)\.(25[0-5]|2[0-4]\d|1?\d?\d)\.(25[0-5]|2[0-4]\d|1?\d?\d)$/.test(host);
+}
+/**
+* Validates a base URL: http(s) only, and plain http only to a loopback
+* address, so credentials are never sent in clear over a network.
+* Returns it without a trailing slash.
+*/
+function parseBaseUrl(value) {
+	if (/[\p{Cc}\p{Cf}\p{Z}]/u.test(value)) throw new UsageError("invalid base URL: it holds a space, control or invisible format character", {
+		code: "unsafe_base_url",
+		hint: "give it as plain text, e.g. https://app.dedit.io"
+	});
+	let url;
+	try {
+		url = new URL(value);
+	} catch {
+		throw new UsageError("invalid base URL: it is not a URL", {
+			code: "unsafe_base_url",
+			hint: "use e.g. https://app.dedit.io"
+		});
+	}
+	if (url.protocol !== "https:" && url.protocol !== "http:") throw new UsageError(`invalid base URL: its scheme is ${url.protocol.slice(0, -1)}, and only http and https are supported`, {
+		code: "unsafe_base_url",
+		hint: "use e.g. https://app.dedit.io"
+	});
+	if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) throw new UsageError(`refusing to send credentials over plain http to '${url.host}'`, {
+		code: "unsafe_base_url",
+		hint: "use https, or http only to a loopback address: 127.0.0.1 (127.0.0.0/8), [::1] or localhost itself"
+	});
+	if (url.username || url.password || url.search || url.hash) throw new UsageError(`invalid base URL for '${url.host}': no credentials, query or fragment allowed`, { code: "unsafe_base_url" });
+	const normalised = url.toString().replace(/\/+$/, "");
+	if (!BASE_URL_PATTERN.test(normalised)) throw new UsageError(`invalid base URL for '${url.host}': it holds a character a plain URL may not (RFC 3986)`, {
+		code: "unsafe_base_url",
+		hint: "in a path, percent-encode it (e.g. '|' as %7C); or use the service's URL as its documentation gives it"
+	});
+	return normalised;
+}
+var DEFAULT_BASE_URL, ALL_SETTINGS, LONGEST_RETRY_WAIT_MS, RETRY_HELP, SETTINGS;
+var init_settings = __esmMin((() => {
+	init_errors();
+	init_validation();
+	DEFAULT_BASE_URL = "https://app.dedit.io";
+	ALL_SETTINGS = [
+		{
+			key: "baseUrl",
+			description: "base URL of the notarization service",
+			env: "NOTARIZE_BASE_URL",
+			default: DEFAULT_BASE_URL,
+			parse: parseBaseUrl,
+			storable: true
+		},
+		{
+			key: "timeout",
+			description: "milliseconds each request may take",
+			env: "NOTARIZE_TIMEOUT",
+			default: "30000",
+			parse: wholeNumber("timeout", 1, 36e5),
+			storable: true
+		},
+		{
+			key: "retries",
+			description: "how many times a retryable request is tried again",
+			env: "NOTARIZE_RETRIES",
+			default: "3",
+			parse: wholeNumber("retries", 0, 20),
+			storable: true
+		},
+		{
+			key: "retryDelay",
+			description: "milliseconds before the first retry; doubles, with jitter",
+			env: "NOTARIZE_RETRY_DELAY_MS",
+			default: "500",
+			parse: wholeNumber("retry delay", 0, 6e4),
+			storable: false
+		}
+	];
+	LONGEST_RETRY_WAIT_MS = 3e4;
+	RETRY_HELP = `Retries: a call is tried again up to --retries times, with backoff. The service documents no
+status codes, so what they say of a call is assumed. Every call but forfait (login, the
+request step, custody metadata) is tried again after no answer, a 5xx or a 429; forfait (the
+paid step) only when it cannot have been processed: after a 429, or a 503 with Retry-After
+(both assumed to mean "not processed"), a connection that could not be opened, or a 401
+(once, after a new login with the API key); never after another 5xx, a timeout or a
+connection dropped once sent: the session is kept, and \`notarize complete <hash>\` sends it
+again when you ask. A Retry-After longer than ${LONGEST_RETRY_WAIT_MS / 1e3} s ends the retries (exit 4).`;
+	SETTINGS = ALL_SETTINGS.filter((s) => s.storable);
+}));
 // dist/core/batch.js
 /** An item's failure, normalised so unexpected errors have a code too. */
 function asNotarizeError(error) {
@@ -19445,6 +19620,8 @@ is sent once the record is saved; if it is not taken, the registration stands, t
 fails with why (exit by its cause), and the same command (or complete) on the same store
 sends it again; one the service refuses (4xx) is said once and not sent again. A hash the
 service already has (409) gets no metadata from this run, whoever registered it: it says so.
+
+${RETRY_HELP}
 ${examples([
 		"notarize register contract.pdf",
 		"notarize register contract.pdf --json > record.json",
@@ -19588,6 +19765,7 @@ var Registrar;
 var init_register = __esmMin((() => {
 	init_esm();
 	init_schemas();
+	init_settings();
 	init_batch();
 	init_evidence();
 	init_hash$1();
@@ -20329,6 +20507,8 @@ complete knows nothing of --receipt-dir: a pending Merkle root whose documents a
 has since registered under a root of its own (runners sharing a receipt folder) is paid for
 again. There, finish it with the same \`register --aggregate ... --receipt-dir R\` instead,
 which asks about the other roots first and retires a root the service has all of elsewhere.
+
+${RETRY_HELP}
 ${examples([
 		"notarize complete 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001",
 		"notarize complete <hash> --session session.json --json",
@@ -20521,6 +20701,7 @@ var init_complete = __esmMin((() => {
 	init_render();
 	init_results();
 	init_action();
+	init_settings();
 	init_options();
 	optionsSchema$5 = object({
 		session: string$1().optional(),
@@ -21885,172 +22066,6 @@ var init_logout = __esmMin((() => {
 	init_secrets();
 	init_action();
 	init_options();
-}));
-// dist/settings.js
-/**
-* A parse function for a whole number from `min` to `max`, written in plain
-* digits (no sign, fraction, exponent, hex or empty string, which Number()
-* would take as 0 or something else than the user meant).
-*/
-function wholeNumber(name, min, max) {
-	return (value) => {
-		const digits = value.trim();
-		const n = /^\d{1,16}$/.test(digits) ? Number(digits) : NaN;
-		if (!(n >= min && n <= max)) throw new UsageError(`invalid ${name}${quoted(value)}: expected a whole number from ${min} to ${max}`);
-		return String(n);
-	};
-}
-/** " '<value>'" when the value fits on one short line, so a message stays one line. */
-function quoted(value) {
-	return value.length <= 40 && !/\p{Cc}/u.test(value) ? ` '${value}'` : "";
-}
-/** The global flag that gives a storable setting: `--base-url` for baseUrl. */
-function settingFlag(definition) {
-	return `--${definition.key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-}
-/** Parses a setting's value; a refusal's hint says where the value came from, the user's next question. */
-function parseFrom(definition, value, source) {
-	try {
-		return definition.parse(value);
-	} catch (error) {
-		if (error instanceof UsageError) error.hint = error.hint ? `${source}; ${error.hint}` : source;
-		throw error;
-	}
-}
-function parseFlag(definition, value) {
-	return parseFrom(definition, value, `given with ${settingFlag(definition)}`);
-}
-/**
-* A setting's value by the precedence rule, and where it comes from.
-* Throws UsageError when the value in effect is invalid, naming the flag or
-* variable that gave it (the store names its file itself).
-*/
-function resolveSetting(key, inputs) {
-	const definition = ALL_SETTINGS.find((s) => s.key === key);
-	const flag = definition.storable ? inputs.flags[key] : void 0;
-	if (flag !== void 0) return {
-		value: parseFlag(definition, flag),
-		source: "flag"
-	};
-	const fromEnv = inputs.env[definition.env];
-	if (fromEnv !== void 0 && fromEnv !== "") return {
-		value: parseFrom(definition, fromEnv, `set by ${definition.env}`),
-		source: "env"
-	};
-	const stored = definition.storable ? inputs.stored(key) : void 0;
-	if (stored !== void 0) return {
-		value: definition.parse(stored),
-		source: "store"
-	};
-	return {
-		value: definition.parse(definition.default),
-		source: "default"
-	};
-}
-/**
-* Refuses a bad global flag up front, so that every command refuses it,
-* also those that would not use it, rather than one accepting it and
-* another refusing it.
-*/
-function checkSettingFlags(flags) {
-	for (const definition of SETTINGS) {
-		const flag = flags[definition.key];
-		if (flag !== void 0) parseFlag(definition, flag);
-	}
-}
-/** Finds a `notarize config` setting by key; throws UsageError listing the known keys otherwise. */
-function settingDefinition(key) {
-	const found = SETTINGS.find((s) => s.key === key);
-	if (!found) throw new UsageError(`unknown setting '${key}'`, { hint: `known settings: ${SETTINGS.map((s) => s.key).join(", ")}` });
-	return found;
-}
-/**
-* True for hosts whose traffic never leaves the machine: a literal loopback
-* address (127.0.0.0/8, ::1) or `localhost` itself, as the URL parser gives
-* them (lowercase, IPv4 in dotted decimal, IPv6 in brackets). Not
-* `*.localhost`: such a name goes to the system resolver like any other, and
-* a resolver (or a hosts file) may send it anywhere. Only these hosts may be
-* spoken to over plain http, and they are never reached through a proxy.
-*/
-function isLoopbackHost(hostname) {
-	const host = hostname.toLowerCase();
-	return host === "localhost" || host === "[::1]" || host === "::1" || /^127\.(25[0-5]|2[0-4]\d|1?\d?\d)\.(25[0-5]|2[0-4]\d|1?\d?\d)\.(25[0-5]|2[0-4]\d|1?\d?\d)$/.test(host);
-}
-/**
-* Validates a base URL: http(s) only, and plain http only to a loopback
-* address, so credentials are never sent in clear over a network.
-* Returns it without a trailing slash.
-*/
-function parseBaseUrl(value) {
-	if (/[\p{Cc}\p{Cf}\p{Z}]/u.test(value)) throw new UsageError("invalid base URL: it holds a space, control or invisible format character", {
-		code: "unsafe_base_url",
-		hint: "give it as plain text, e.g. https://app.dedit.io"
-	});
-	let url;
-	try {
-		url = new URL(value);
-	} catch {
-		throw new UsageError("invalid base URL: it is not a URL", {
-			code: "unsafe_base_url",
-			hint: "use e.g. https://app.dedit.io"
-		});
-	}
-	if (url.protocol !== "https:" && url.protocol !== "http:") throw new UsageError(`invalid base URL: its scheme is ${url.protocol.slice(0, -1)}, and only http and https are supported`, {
-		code: "unsafe_base_url",
-		hint: "use e.g. https://app.dedit.io"
-	});
-	if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) throw new UsageError(`refusing to send credentials over plain http to '${url.host}'`, {
-		code: "unsafe_base_url",
-		hint: "use https, or http only to a loopback address: 127.0.0.1 (127.0.0.0/8), [::1] or localhost itself"
-	});
-	if (url.username || url.password || url.search || url.hash) throw new UsageError(`invalid base URL for '${url.host}': no credentials, query or fragment allowed`, { code: "unsafe_base_url" });
-	const normalised = url.toString().replace(/\/+$/, "");
-	if (!BASE_URL_PATTERN.test(normalised)) throw new UsageError(`invalid base URL for '${url.host}': it holds a character a plain URL may not (RFC 3986)`, {
-		code: "unsafe_base_url",
-		hint: "in a path, percent-encode it (e.g. '|' as %7C); or use the service's URL as its documentation gives it"
-	});
-	return normalised;
-}
-var DEFAULT_BASE_URL, ALL_SETTINGS, SETTINGS;
-var init_settings = __esmMin((() => {
-	init_errors();
-	init_validation();
-	DEFAULT_BASE_URL = "https://app.dedit.io";
-	ALL_SETTINGS = [
-		{
-			key: "baseUrl",
-			description: "base URL of the notarization service",
-			env: "NOTARIZE_BASE_URL",
-			default: DEFAULT_BASE_URL,
-			parse: parseBaseUrl,
-			storable: true
-		},
-		{
-			key: "timeout",
-			description: "milliseconds each request may take",
-			env: "NOTARIZE_TIMEOUT",
-			default: "30000",
-			parse: wholeNumber("timeout", 1, 36e5),
-			storable: true
-		},
-		{
-			key: "retries",
-			description: "how many times a retryable request is tried again",
-			env: "NOTARIZE_RETRIES",
-			default: "3",
-			parse: wholeNumber("retries", 0, 20),
-			storable: true
-		},
-		{
-			key: "retryDelay",
-			description: "milliseconds before the first retry; doubles, with jitter",
-			env: "NOTARIZE_RETRY_DELAY_MS",
-			default: "500",
-			parse: wholeNumber("retry delay", 0, 6e4),
-			storable: false
-		}
-	];
-	SETTINGS = ALL_SETTINGS.filter((s) => s.storable);
 }));
 // dist/commands/config.js
 var config_exports = /* @__PURE__ */ __exportAll({
@@ -39056,7 +39071,7 @@ var init_context = __esmMin((() => {
 			const retry = {
 				retries: Number(this.setting("retries")),
 				baseDelayMs,
-				maxDelayMs: 3e4,
+				maxDelayMs: LONGEST_RETRY_WAIT_MS,
 				onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
 				outage: new Outage({ timing: outageTiming(baseDelayMs) }),
 				slots: new RequestSlots(),
@@ -39438,6 +39453,7 @@ init_esm();
 init_options();
 init_secrets();
 init_errors();
+init_settings();
 init_github();
 init_safe_text();
 init_interrupt();
@@ -39542,7 +39558,7 @@ function buildProgram(io, env, state) {
 		}
 		return state.context;
 	};
-	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000); through a proxy, opening its tunnel and the TLS handshake too, each").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through").addHelpText("after", `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
+	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000); through a proxy, opening its tunnel and the TLS handshake too, each").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through").addHelpText("after", `\n${RETRY_HELP}\n\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
 		writeOut: (text) => io.data(text.replace(/\n$/, "")),
 		writeErr: (text) => io.error(text.replace(/\n$/, "")),
 		outputError: () => {}

@@ -11,6 +11,7 @@ import { cleanSecret } from './core/secrets.js';
 import { environmentHelp, SECRET_VARIABLES } from './environment.js';
 import { errorJson, EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, type IOOptions, type Sink } from './output/io.js';
+import { RETRY_HELP } from './settings.js';
 import { inGitHubActions } from './output/github.js';
 import { forTerminal } from './output/safe-text.js';
 export { exitOnSignals, keepFileSizeSignalHarmless } from './interrupt.js';
@@ -158,7 +159,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
       '--retries <n>',
       'retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through',
     )
-    .addHelpText('after', `\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`)
+    .addHelpText('after', `\n${RETRY_HELP}\n\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`)
     .showSuggestionAfterError()
     .exitOverride()
     .configureOutput({

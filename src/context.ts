@@ -11,7 +11,13 @@ import type { IO } from './output/io.js';
 import { proxySecrets } from './api/proxy-env.js';
 import { cleanSecret } from './core/secrets.js';
 import { beforeSending } from './interrupt.js';
-import { checkSettingFlags, resolveSetting, type ResolvedSetting, type SettingKey } from './settings.js';
+import {
+  checkSettingFlags,
+  LONGEST_RETRY_WAIT_MS,
+  resolveSetting,
+  type ResolvedSetting,
+  type SettingKey,
+} from './settings.js';
 import { lstatSync } from 'node:fs';
 import type * as StoreModuleExports from './store/store.js';
 import type { Store } from './store/store.js';
@@ -144,7 +150,7 @@ export class Context {
     const retry: RetryPolicy = {
       retries: Number(this.setting('retries')),
       baseDelayMs,
-      maxDelayMs: 30_000,
+      maxDelayMs: LONGEST_RETRY_WAIT_MS,
       onRetry: (error, attempt, delay) => this.io.debug(`retry ${attempt} in ${delay} ms after: ${error.message}`),
       // One for the run: a service that is down or failing is met once, not once per document.
       outage: new Outage({ timing: outageTiming(baseDelayMs) }),

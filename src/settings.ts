@@ -99,6 +99,24 @@ export const ALL_SETTINGS: readonly SettingDefinition[] = [
   },
 ];
 
+/** The longest wait between two tries of a call: a Retry-After asking for more ends its retries. */
+export const LONGEST_RETRY_WAIT_MS = 30_000;
+
+/**
+ * What is retried, and what the client assumes to decide it (api/retry.ts
+ * RetryMode, api/http.ts notProcessed): in `notarize --help` and in the help
+ * of the commands that send forfait (register, complete), as README's
+ * "Reliability" says it. The service documents no status codes.
+ */
+export const RETRY_HELP = `Retries: a call is tried again up to --retries times, with backoff. The service documents no
+status codes, so what they say of a call is assumed. Every call but forfait (login, the
+request step, custody metadata) is tried again after no answer, a 5xx or a 429; forfait (the
+paid step) only when it cannot have been processed: after a 429, or a 503 with Retry-After
+(both assumed to mean "not processed"), a connection that could not be opened, or a 401
+(once, after a new login with the API key); never after another 5xx, a timeout or a
+connection dropped once sent: the session is kept, and \`notarize complete <hash>\` sends it
+again when you ask. A Retry-After longer than ${LONGEST_RETRY_WAIT_MS / 1000} s ends the retries (exit 4).`;
+
 /** The `notarize config` keys: the settings with a stored value and a global flag. */
 export const SETTINGS: readonly SettingDefinition[] = ALL_SETTINGS.filter((s) => s.storable);
 

@@ -25,6 +25,7 @@ import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, finishItems, viewOf } from './action.js';
+import { RETRY_HELP } from '../settings.js';
 import { examples, parseOptions } from './options.js';
 
 export const optionsSchema = z.object({
@@ -73,6 +74,8 @@ complete knows nothing of --receipt-dir: a pending Merkle root whose documents a
 has since registered under a root of its own (runners sharing a receipt folder) is paid for
 again. There, finish it with the same \`register --aggregate ... --receipt-dir R\` instead,
 which asks about the other roots first and retires a root the service has all of elsewhere.
+
+${RETRY_HELP}
 ${examples([
   'notarize complete 905d4f33b218427e8371341674a913db02402f648fef6cdf47c16f65d2dd3001',
   'notarize complete <hash> --session session.json --json',

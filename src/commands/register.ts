@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import type { Context } from '../context.js';
+import { RETRY_HELP } from '../settings.js';
 import { asNotarizeError, FailureTally, runAll, type Settled } from '../core/batch.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { hashFile, hashStream } from '../core/hash.js';
@@ -136,6 +137,8 @@ is sent once the record is saved; if it is not taken, the registration stands, t
 fails with why (exit by its cause), and the same command (or complete) on the same store
 sends it again; one the service refuses (4xx) is said once and not sent again. A hash the
 service already has (409) gets no metadata from this run, whoever registered it: it says so.
+
+${RETRY_HELP}
 ${examples([
   'notarize register contract.pdf',
   'notarize register contract.pdf --json > record.json',

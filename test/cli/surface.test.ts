@@ -47,6 +47,27 @@ describe('notarize help <command>', () => {
     }
   });
 
+  it('what the client assumes to retry the paid step is said in --help, and in that of the commands that send forfait', async () => {
+    for (const argv of [['--help'], ['register', '--help'], ['complete', '--help']]) {
+      const run = await bed.main(argv);
+      expect(run.code, run.stderr).toBe(0);
+      // Help text is wrapped: read as one line.
+      const help = run.stdout.replace(/\s+/g, ' ');
+      const name = argv.join(' ');
+      expect(help, name).toContain('The service documents no status codes, so what they say of a call is assumed.');
+      expect(help, name).toContain(
+        'Every call but forfait (login, the request step, custody metadata) is tried again after no answer, a 5xx or a 429',
+      );
+      expect(help, name).toContain(
+        'forfait (the paid step) only when it cannot have been processed: after a 429, or a 503 with Retry-After (both assumed to mean "not processed")',
+      );
+      expect(help, name).toContain(
+        'never after another 5xx, a timeout or a connection dropped once sent: the session is kept',
+      );
+      expect(help, name).toContain('A Retry-After longer than 30 s ends the retries');
+    }
+  });
+
   it('`help` alone is `--help`', async () => {
     const viaHelp = await bed.main(['help']);
     const viaFlag = await bed.main(['--help']);
