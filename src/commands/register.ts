@@ -75,7 +75,11 @@ export function configure(command: Command, context: () => Context): void {
     .option('--no-complete', 'stop after saving the session; finish later with `notarize complete`')
     .option('--force', 'register again even if the ledger has the hash; overwrite receipts')
     .option('--wallet-name <name>', 'with --custody: the wallet name sent with the file metadata')
-    .option('-j, --concurrency <n>', 'requests at the service at once (twice as many documents in flight)', '8')
+    .option(
+      '-j, --concurrency <n>',
+      'requests at the service at once (twice as many documents in flight, but with --fail-fast)',
+      '8',
+    )
     .option(
       '--fail-fast',
       'check every document (readable, its receipt writable) before sending any; after the first failure, start no new one',
@@ -333,15 +337,17 @@ class Registrar {
     if (checked === undefined || checked.ok) {
       // -j is the requests at the service at once; twice as many documents are in flight, so that while
       // one is hashed, locked or made durable another's request has the slot: the connections never wait
-      // for the disk (api/slots.ts). -j 1 stays one document at a time from start to end, so its NDJSON
-      // lines come in input order.
-      const { concurrency } = this.#options;
+      // for the disk (api/slots.ts). Not with -j 1, which stays one document at a time from start to end
+      // (its NDJSON lines in input order), nor with --fail-fast: a document waiting for its slot when
+      // another fails would still open its session once it had one, and no new one may start then.
+      const { concurrency, failFast } = this.#options;
+      const documentsAtOnce = concurrency === 1 || failFast ? concurrency : 2 * concurrency;
       this.#deps.api.limitRequests(concurrency);
       const send = (doc: Item | Checked, index: number) =>
         'input' in doc ? this.#send(doc.input, doc.index) : this.#one(doc, index);
       const sendable = checked ? checked.documents : this.#documents.items;
       const sentTotal = await runAll<Item | Checked, Registered>(sendable, send, {
-        concurrency: concurrency === 1 ? 1 : 2 * concurrency,
+        concurrency: documentsAtOnce,
         failFast: this.#options.failFast,
         onSettled: (index, settled, doc) => {
           if ('input' in doc) report(doc.index, settled, doc.item);

@@ -229,6 +229,22 @@ describe('--fail-fast', () => {
     expect(parseResults(again.stdout).map((r) => r.status)).toEqual(docs.map(() => 'registered'));
   });
 
+  it('-j 4: once a failure is answered, no document that had sent nothing yet opens a session', async () => {
+    // The first request step is refused; latency keeps the other three documents' requests out meanwhile.
+    const docs = await documents(bed, 30, 'fail fast j4');
+    bed.sandbox.addFaults([
+      { route: 'request', kind: 'status', value: 422, count: 1 },
+      { route: '*', kind: 'latency', value: 80 },
+    ]);
+    const run = await bed.main(['register', ...docs.map(([p]) => p), '--fail-fast', '-j', '4', '--json']);
+    expect(run.code, describeRun(run)).toBe(1);
+    const statuses = countStatuses(parseResults(run.stdout));
+    // The three under way with it when it failed finish; the 26 not yet sent are skipped.
+    expect(statuses).toEqual({ failed: 1, registered: 3, skipped: 26 });
+    expect(bed.calls('request')).toBe(4);
+    expect(bed.calls('forfait')).toBe(3);
+  });
+
   it('without --fail-fast the same failure does not stop the others', async () => {
     const docs = await documents(bed, 5, 'no fail fast');
     bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 422, count: 1 }]);
