@@ -261,9 +261,9 @@ export function backoffDelay(error: TransientError, attempt: number, policy: Ret
  * Runs `operation`, retrying it under `mode` and `policy`; rethrows the last
  * error. With `policy.slots`, the call waits for a slot first and keeps it
  * until it ends, its waits to retry included: a run that meets a failing
- * service has no more calls under way than its limit, as one at a time per
- * lane had before. With `policy.outage`, a call held back by the run's
- * outage fails with a HeldBackError (see Outage).
+ * service never has more calls under way than its limit, and the outage
+ * (below) forms before documents beyond them try. With `policy.outage`, a
+ * call held back by the run's outage fails with a HeldBackError (see Outage).
  */
 export async function withRetries<T>(
   operation: () => Promise<T>,
