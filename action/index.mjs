@@ -19913,8 +19913,10 @@ var init_register = __esmMin((() => {
 				this.#known = Math.max(this.#known, index + 1);
 				this.#done++;
 				this.#showProgress();
-				this.#items.add(index, this.#result(item, index, settled));
+				const result = this.#result(item, index, settled);
+				this.#items.add(index, result);
 				this.#reported(index);
+				if (settled.ok) this.#noMetadataSent(result, settled.value.outcome);
 				const failure = settled.ok ? settled.value.receiptError ?? custodyFailure(settled.value.outcome) : void 0;
 				tally.add(index, settled.ok ? failure : "error" in settled ? settled.error : void 0);
 			};
@@ -19978,6 +19980,18 @@ var init_register = __esmMin((() => {
 				total,
 				documents: documents.filter((doc) => doc !== void 0)
 			};
+		}
+		/**
+		* A batch's results have no custody field: a registration the service
+		* already had (409), which gets no metadata of this run and fails nothing,
+		* is said on stderr (a `::warning::` in a workflow), as one document alone
+		* says it (present.ts showCustody).
+		*/
+		#noMetadataSent(result, outcome) {
+			if (outcome.kind !== "already-registered" || outcome.custody?.metadataSent !== false) return;
+			if (outcome.custody.error !== void 0) return;
+			const what = result.file ?? result.hash ?? "a document";
+			this.#options.io.warn(`custody: ${what}: the service already had it (409), so no file metadata was sent, and the file itself was NOT uploaded`);
 		}
 		async close() {
 			this.#spinner.stop();

@@ -400,6 +400,27 @@ describe('a service that does not answer', () => {
   });
 });
 
+describe('--custody on a store without the hashes, which the service already has (409)', () => {
+  it('says, per document, that no metadata was sent, in a batch as one document alone does; exit 0', async () => {
+    const docs = await documents(bed, 2, 'custody cold 409');
+    const paths = docs.map(([p]) => p);
+    const paid = await bed.main(['register', ...paths, '--json']);
+    expect(paid.code, describeRun(paid)).toBe(0);
+    // A CI re-run: an empty store.
+    const env = { NOTARIZE_CONFIG_DIR: join(bed.root, 'cold-custody-store') };
+    for (const output of ['table', 'ndjson']) {
+      const run = await bed.main(['register', ...paths, '--custody', '--output', output], { env });
+      expect(run.code, describeRun(run)).toBe(0);
+      for (const path of paths) {
+        expect(run.stderr).toContain(
+          `warning: custody: ${path}: the service already had it (409), so no file metadata was sent, and the file itself was NOT uploaded`,
+        );
+      }
+    }
+    expect(bed.calls('file')).toBe(0);
+  });
+});
+
 describe('the way out of a failed item, at a terminal', () => {
   it("the table shows each item's error; the last line says what to do, and says it again on a re-run", async () => {
     const docs = await documents(bed, 2, 'hinted');
