@@ -13834,7 +13834,7 @@ function collect(value, previous = []) {
 }
 /** Adds --recursive, --include, --exclude, --files-from and -0 to a command. */
 function addInputOptions(command) {
-	return command.option("-r, --recursive", "process the files under directories").option("--include <glob>", "with --recursive: only files matching (repeatable; no slash: matches the name)", collect).option("--exclude <glob>", "with --recursive: skip files matching (repeatable)", collect).option("--files-from <file|->", "read the paths to process from a file, one per line").addOption(new Option("-0, --null", "with --files-from: paths are separated by NUL (find -print0)"));
+	return command.option("-r, --recursive", "process the files under directories").option("--include <glob>", "with --recursive: only files matching, of those found in folders (repeatable; no slash: matches the name)", collect).option("--exclude <glob>", "with --recursive: skip files matching, of those found in folders (repeatable); a file named itself is always taken", collect).option("--files-from <file|->", "read the paths to process from a file, one per line").addOption(new Option("-0, --null", "with --files-from: paths are separated by NUL (find -print0)"));
 }
 /** Converts parsed input options to core/inputs.ts's form. */
 function toInputOptions(o) {

@@ -15,10 +15,14 @@ export function addInputOptions(command: Command): Command {
     .option('-r, --recursive', 'process the files under directories')
     .option(
       '--include <glob>',
-      'with --recursive: only files matching (repeatable; no slash: matches the name)',
+      'with --recursive: only files matching, of those found in folders (repeatable; no slash: matches the name)',
       collect,
     )
-    .option('--exclude <glob>', 'with --recursive: skip files matching (repeatable)', collect)
+    .option(
+      '--exclude <glob>',
+      'with --recursive: skip files matching, of those found in folders (repeatable); a file named itself is always taken',
+      collect,
+    )
     .option('--files-from <file|->', 'read the paths to process from a file, one per line')
     .addOption(new Option('-0, --null', 'with --files-from: paths are separated by NUL (find -print0)'));
 }

@@ -196,6 +196,13 @@ describe('expandInputs: walking a directory', () => {
     // With -r (without it --exclude is refused: checkInputOptions).
     const { items } = await expanded([join(root, 'named.log')], { recursive: true, exclude: ['*.log'] });
     expect(items.map(summary)).toEqual([join(root, 'named.log')]);
+    // Named in a --files-from list, the same (as README's --exclude row says).
+    const listed = await expanded(
+      [],
+      { filesFrom: '-', recursive: true, exclude: ['*.log'] },
+      Readable.from([`${join(root, 'named.log')}\n`]),
+    );
+    expect(listed.items.map(summary)).toEqual([join(root, 'named.log')]);
   });
 });
 
