@@ -13184,7 +13184,15 @@ function escapeOne(char) {
 }
 /** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
 function forTerminal(text) {
-	return text.replace(UNSAFE, escapeOne);
+	return text.replace(UNSAFE, escapeOne).replace(LEGACY_COMMAND, "\\u0023");
+}
+/**
+* `forTerminal` for text that begins a line of output (a table's row, a
+* record's field name): one starting with `::`, spaces before it or not,
+* has that `:` escaped, so no runner reads the line as a workflow command.
+*/
+function lineStart(text) {
+	return forTerminal(text).replace(WORKFLOW_COMMAND_START, "$1\\u003a");
 }
 /**
 * Like `forTerminal`, but line feeds are kept: for output that is several
@@ -13195,7 +13203,7 @@ function forTerminal(text) {
 function forTerminalLines(text) {
 	return text.split("\n").map(forTerminal).join("\n");
 }
-var UNSAFE, SHORT;
+var UNSAFE, SHORT, LEGACY_COMMAND, WORKFLOW_COMMAND_START;
 var init_safe_text = __esmMin((() => {
 	UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/gu;
 	SHORT = {
@@ -13203,12 +13211,14 @@ var init_safe_text = __esmMin((() => {
 		"\r": "\\r",
 		"	": "\\t"
 	};
+	LEGACY_COMMAND = /#(?=#\[)/g;
+	WORKFLOW_COMMAND_START = /^(\p{Zs}*):(?=:)/u;
 }));
 // dist/output/render.js
 /** A two-column "field  value" table of every field of a record, unknown ones included. */
 function renderRecord(record, extra, colour) {
 	const chalk = new Chalk({ level: colour ? 1 : 0 });
-	const rows = [...Object.entries(record).map(([key, value]) => [key, formatValue(key, value)]), ...Object.entries(extra)].map(([key, value]) => [forTerminal(key), forTerminal(value)]);
+	const rows = [...Object.entries(record).map(([key, value]) => [key, formatValue(key, value)]), ...Object.entries(extra)].map(([key, value]) => startingLine([forTerminal(key), forTerminal(value)]));
 	const width = Math.max(...rows.map(([key]) => key.length));
 	return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join("\n");
 }
@@ -13228,10 +13238,24 @@ function isoOrRaw(ms) {
 /** A plain column table with a header row; no borders, easy to read and to grep. */
 function renderTable(headers, rows, colour) {
 	const chalk = new Chalk({ level: colour ? 1 : 0 });
-	const shown = rows.map((row) => row.map(forTerminal));
+	const shown = rows.map((row) => startingLine(row.map(forTerminal)));
 	const widths = headers.map((h, i) => Math.max(h.length, ...shown.map((row) => (row[i] ?? "").length)));
 	const line = (cells) => cells.map((cell, i) => i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
 	return [chalk.bold(line(headers)), ...shown.map(line)].join("\n");
+}
+/**
+* The escaped cells of one line, with what begins the line passed through
+* `lineStart`: the first cell, and the next ones while those before are only
+* spaces (an empty field name, an empty cell padded), since a runner looks
+* for `::` after the spaces a line starts with.
+*/
+function startingLine(cells) {
+	const out = [...cells];
+	for (let i = 0; i < out.length; i++) {
+		out[i] = lineStart(out[i]);
+		if (!/^\p{Zs}*$/u.test(out[i])) break;
+	}
+	return out;
 }
 /** A `sha256sum` line: names with a backslash or newline get GNU's escaping and a leading backslash. */
 function checksumLine(hash, name) {
@@ -24283,7 +24307,7 @@ var IO = class {
 	/** A message for the person at the terminal; silenced by --quiet. */
 	info(text) {
 		this.clearProgress();
-		if (!this.quiet) this.#writeErr(`${forTerminal(this.redact(text))}\n`);
+		if (!this.quiet) this.#writeErr(`${lineStart(this.redact(text))}\n`);
 	}
 	/** A warning: shown even with --quiet, since it says something went wrong. */
 	warn(text) {

@@ -12,7 +12,7 @@
  */
 import type { Readable } from 'node:stream';
 import { warningCommand } from './github.js';
-import { forTerminal, forTerminalLines } from './safe-text.js';
+import { forTerminal, forTerminalLines, lineStart } from './safe-text.js';
 import { stringifyExact } from '../exact-json.js';
 import { secretParts } from '../core/secrets.js';
 
@@ -193,7 +193,8 @@ export class IO {
   /** A message for the person at the terminal; silenced by --quiet. */
   info(text: string): void {
     this.clearProgress();
-    if (!this.quiet) this.#writeErr(`${forTerminal(this.redact(text))}\n`);
+    // It may begin with a file name: no line of it may pass for a workflow command.
+    if (!this.quiet) this.#writeErr(`${lineStart(this.redact(text))}\n`);
   }
 
   /** A warning: shown even with --quiet, since it says something went wrong. */

@@ -6,7 +6,7 @@
  */
 import { Chalk } from 'chalk';
 import { ExactJson, stringifyExact } from '../exact-json.js';
-import { forTerminal } from './safe-text.js';
+import { forTerminal, lineStart } from './safe-text.js';
 
 /** A two-column "field  value" table of every field of a record, unknown ones included. */
 export function renderRecord(record: Record<string, unknown>, extra: Record<string, string>, colour: boolean): string {
@@ -15,7 +15,7 @@ export function renderRecord(record: Record<string, unknown>, extra: Record<stri
   const rows: [string, string][] = [
     ...Object.entries(record).map(([key, value]): [string, string] => [key, formatValue(key, value)]),
     ...Object.entries(extra),
-  ].map(([key, value]) => [forTerminal(key), forTerminal(value)]);
+  ].map(([key, value]) => startingLine([forTerminal(key), forTerminal(value)]) as [string, string]);
   const width = Math.max(...rows.map(([key]) => key.length));
   return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join('\n');
 }
@@ -39,7 +39,7 @@ function isoOrRaw(ms: number): string {
 export function renderTable(headers: string[], rows: string[][], colour: boolean): string {
   const chalk = new Chalk({ level: colour ? 1 : 0 });
   // Escaped first, so a line break cannot split a row and widths count what is shown.
-  const shown = rows.map((row) => row.map(forTerminal));
+  const shown = rows.map((row) => startingLine(row.map(forTerminal)));
   const widths = headers.map((h, i) => Math.max(h.length, ...shown.map((row) => (row[i] ?? '').length)));
   const line = (cells: string[]) =>
     cells
@@ -47,6 +47,21 @@ export function renderTable(headers: string[], rows: string[][], colour: boolean
       .join('  ')
       .trimEnd();
   return [chalk.bold(line(headers)), ...shown.map(line)].join('\n');
+}
+
+/**
+ * The escaped cells of one line, with what begins the line passed through
+ * `lineStart`: the first cell, and the next ones while those before are only
+ * spaces (an empty field name, an empty cell padded), since a runner looks
+ * for `::` after the spaces a line starts with.
+ */
+function startingLine(cells: string[]): string[] {
+  const out = [...cells];
+  for (let i = 0; i < out.length; i++) {
+    out[i] = lineStart(out[i]!);
+    if (!/^\p{Zs}*$/u.test(out[i]!)) break;
+  }
+  return out;
 }
 
 /** A `sha256sum` line: names with a backslash or newline get GNU's escaping and a leading backslash. */

@@ -18,6 +18,14 @@
  * are needed to write Persian, Indic scripts and emoji and reorder nothing;
  * the line and paragraph separators U+2028/U+2029; and lone surrogates.
  *
+ * Workflow commands: a GitHub runner reads `##[command]data` anywhere in a
+ * line of a step's output (its legacy form) and `::command::data` at a
+ * line's start (after any spaces), from any program. Text from outside must
+ * form neither: the `#` before `#[` is escaped (`\u0023`) wherever it is,
+ * and a line that would start with `::` has its first `:` escaped
+ * (`\u003a`) by `lineStart`, which renderers call on what begins a line
+ * (not here: our own annotations are lines that start with `::`).
+ *
  * Why this form: every escape is also a JSON escape for the same character,
  * so escaping a line of JSON (an error printed with --json) leaves it valid
  * JSON of the same value. Why the backslash is left alone: Windows paths stay
@@ -40,9 +48,24 @@ function escapeOne(char: string): string {
   return out;
 }
 
+/** The `#` that makes `##[` with the text after it: escaped, no runner reads a command there. */
+const LEGACY_COMMAND = /#(?=#\[)/g;
+
 /** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
 export function forTerminal(text: string): string {
-  return text.replace(UNSAFE, escapeOne);
+  return text.replace(UNSAFE, escapeOne).replace(LEGACY_COMMAND, '\\u0023');
+}
+
+/** Spaces a runner trims before looking for `::` (.NET's TrimStart: forTerminal escapes the other white space). */
+const WORKFLOW_COMMAND_START = /^(\p{Zs}*):(?=:)/u;
+
+/**
+ * `forTerminal` for text that begins a line of output (a table's row, a
+ * record's field name): one starting with `::`, spaces before it or not,
+ * has that `:` escaped, so no runner reads the line as a workflow command.
+ */
+export function lineStart(text: string): string {
+  return forTerminal(text).replace(WORKFLOW_COMMAND_START, '$1\\u003a');
 }
 
 /**

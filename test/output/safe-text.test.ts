@@ -1,12 +1,59 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { renderRecord, renderTable } from '../../src/output/render.js';
-import { forTerminal, forTerminalLines } from '../../src/output/safe-text.js';
+import { forTerminal, forTerminalLines, lineStart } from '../../src/output/safe-text.js';
 import { bufferIO } from '../helpers/io.js';
 
 /** Characters a terminal acts on or that reorder what is shown; none may survive forTerminal. */
 // eslint-disable-next-line no-control-regex
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff]/;
+
+/** What a GitHub runner reads as a workflow command in a line (actions/runner ActionCommand.cs: TryParseV2, TryParse). */
+function runnerCommand(line: string): boolean {
+  return /^[\s\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]*::[^:]+::/u.test(line) || /##\[[^\]]*\]/.test(line);
+}
+
+describe('workflow commands', () => {
+  it('forTerminal escapes the # of any ##[ (the runner finds that form anywhere in a line)', () => {
+    expect(forTerminal('x ##[error]forged')).toBe('x \\u0023#[error]forged');
+    expect(forTerminal('###[add-mask]x')).toBe('#\\u0023#[add-mask]x');
+    expect(runnerCommand(forTerminal('a ##[warning]b ##[error]c'))).toBe(false);
+    // Idempotent, as the rest of forTerminal.
+    expect(forTerminal(forTerminal('##[error]x'))).toBe(forTerminal('##[error]x'));
+  });
+
+  it('lineStart escapes the first : of a line that would start with ::, spaces before it or not', () => {
+    expect(lineStart('::stop-commands::pwn')).toBe('\\u003a:stop-commands::pwn');
+    expect(lineStart(' \u00a0\u3000::error::x')).toBe(' \u00a0\u3000\\u003a:error::x');
+    // Not at the start, or one colon: as it is.
+    for (const text of ['a::b', ':x', 'http://[::1]:80', '']) expect(lineStart(text)).toBe(text);
+    expect(lineStart(lineStart('::x::y'))).toBe(lineStart('::x::y'));
+  });
+
+  it('no escaped text starting a line, any text at all, is a workflow command', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), (a, b) => {
+        const text = `${a}::${b}##[${a}]`;
+        expect(runnerCommand(lineStart(text))).toBe(false);
+        expect(runnerCommand(lineStart(`::${b}::${a}`))).toBe(false);
+      }),
+    );
+  });
+
+  it('renderRecord and renderTable: a field name or cell cannot start a line with ::, nor a value after an empty one', () => {
+    const record = renderRecord({ '::stop-commands::pwn': 1, '': '::error::forged', a: '##[error]x' }, {}, false);
+    const table = renderTable(
+      ['A', 'B'],
+      [
+        ['::warning::x', 'y'],
+        ['', '  ::error::z'],
+      ],
+      false,
+    );
+    for (const line of [...record.split('\n'), ...table.split('\n')]) expect(runnerCommand(line), line).toBe(false);
+    expect(record).toContain('\\u003a:stop-commands::pwn');
+  });
+});
 
 describe('forTerminal', () => {
   it('shows LF, CR and TAB as \\n, \\r, \\t and other controls as \\uXXXX', () => {

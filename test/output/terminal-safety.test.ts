@@ -208,6 +208,39 @@ describe('GitHub Actions', () => {
     writeFileSync(summary, '');
   });
 
+  /** Lines a runner would take as workflow commands: `::x::` at a line's start (after spaces), `##[x]` anywhere. */
+  const commands = (text: string) =>
+    text.split('\n').filter((line) => /^\s*::[^:]+::/u.test(line) || /##\[[^\]]*\]/.test(line));
+
+  it("field names of the service's record or of a receipt start no line with :: and hold no ##[ (forged commands)", async () => {
+    const env = { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary };
+    const forged = { '::stop-commands::pwn': 1, '::error file=README.md,line=1::forged': 2, legacy: '##[error]forged' };
+    const proxy = await bed.proxy((method, path, status, body) => {
+      if (method !== 'POST' || !path.endsWith('/forfait') || status !== 200) return undefined;
+      return JSON.stringify({ ...(JSON.parse(body) as Record<string, unknown>), ...forged });
+    });
+    const doc = await bed.file('doc.txt', 'forged field names');
+    const receipts = join(bed.workDir, 'receipts');
+    const registered = await bed.main(['register', doc, '--receipt-dir', receipts], {
+      env: { ...env, NOTARIZE_BASE_URL: proxy.url },
+    });
+    expect(registered.code, registered.stderr).toBe(0);
+    const shown = await bed.main(['show', doc], { env: { ...env, NOTARIZE_BASE_URL: proxy.url } });
+    // A receipt anyone can write: the same names put in by hand, verified from an empty store.
+    const receipt = join(receipts, 'doc.txt.notarization.json');
+    const written = JSON.parse(readFileSync(receipt, 'utf8')) as { record: Record<string, unknown> };
+    writeFileSync(receipt, JSON.stringify({ ...written, record: { ...written.record, '': '::warning::forged' } }));
+    const verified = await bed.main(['verify', doc, '--receipt-dir', receipts], {
+      env: { ...env, NOTARIZE_CONFIG_DIR: join(bed.root, 'empty-store') },
+    });
+    expect(verified.code, verified.stderr).toBe(0);
+    for (const run of [registered, shown, verified]) {
+      expect(run.stdout).toContain('stop-commands::pwn');
+      expect(commands(run.stdout)).toEqual([]);
+      expect(commands(run.stderr)).toEqual([]);
+    }
+  });
+
   it('annotations and the summary escape file names and messages by their rules', async () => {
     const good = await bed.file('ok.txt', 'fine');
     const missing = join(bed.workDir, 'bad\u001b[31m 100%\n::warning::forged,a:b.txt');
