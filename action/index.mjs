@@ -24252,6 +24252,11 @@ var IO = class {
 		if (this.#queued.length >= QUEUED_MAX_CHARS) this.flush();
 		else this.#queuedFlush ??= setImmediate(() => this.flush());
 	}
+	/** Once what was written to stdout has reached the system: the error that kept some of it out, if any. */
+	async outputFailure() {
+		this.flush();
+		return this.#stdout.settled?.();
+	}
 	/** Writes what `dataSoon` queued, now; main() calls it before it returns. */
 	flush() {
 		if (this.#queuedFlush !== void 0) clearImmediate(this.#queuedFlush);
@@ -39520,19 +39525,30 @@ function colourWanted(env, isTTY) {
 }
 /**
 * A stream of this process that a reader may close early (`notarize hash -r .
-* | head -1`): once the pipe is gone (EPIPE), further writes are dropped
-* instead of crashing the process with an unhandled 'error' event. The run
-* goes on, so a registration under way still ends and is saved.
+* | head -1`): once a write fails, further writes are dropped instead of
+* crashing the process with an unhandled 'error' event. The run goes on, so
+* a registration under way still ends and is saved. A reader gone (EPIPE)
+* read what it wanted; any other error (a full disk, an I/O error) lost
+* output, which `settled` gives main() to report (exit 1).
 */
 function closableSink(stream) {
 	let gone = false;
-	stream.on("error", () => {
+	let failure;
+	const lost = (error) => {
+		if (error && error.code !== "EPIPE" && error.code !== "ERR_STREAM_DESTROYED") failure ??= error;
+	};
+	stream.on("error", (error) => {
 		gone = true;
+		lost(error);
 	});
 	return {
 		write: (text) => gone || stream.write(text),
 		once: (event, listener) => stream.once(event, listener),
-		off: (event, listener) => stream.off(event, listener)
+		off: (event, listener) => stream.off(event, listener),
+		settled: () => gone ? Promise.resolve(failure) : new Promise((resolve) => stream.write("", (error) => {
+			lost(error);
+			resolve(failure);
+		}))
 	};
 }
 /**
@@ -39809,18 +39825,31 @@ async function main(options = {}) {
 	const program = buildProgram(io, env, state);
 	program.hook("preSubcommand", () => applyExitOverride(program, state));
 	const forgetFlush = flushOnInterrupt(() => io.flush());
+	const json = argv.includes("--json");
+	let code;
 	try {
 		await program.parseAsync(argv, { from: "user" });
-		return EXIT.ok;
+		code = EXIT.ok;
 	} catch (error) {
-		const json = argv.includes("--json");
 		if (argv.includes("--verbose")) io.verbose = true;
-		return report(io, error, json, state.failed);
+		code = report(io, error, json, state.failed);
 	} finally {
 		forgetFlush();
 		io.flush();
 		await state.context?.close();
 	}
+	const failure = await io.outputFailure();
+	if (failure === void 0) return code;
+	const lost = report(io, outputLost(failure), json, void 0);
+	return code === EXIT.ok ? lost : code;
+}
+/** The error main() reports when stdout could not be written. */
+function outputLost(failure) {
+	const reason = failure.code ?? failure.message;
+	return new NotarizeError("output_not_written", EXIT.refused, `could not write the output: ${reason}`, {
+		hint: "it is incomplete; free some space or write it elsewhere, and run the command again (a registration made is in the ledger: `notarize show`)",
+		cause: failure
+	});
 }
 // dist/github-action.js
 /**

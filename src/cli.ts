@@ -50,19 +50,36 @@ export function colourWanted(env: NodeJS.ProcessEnv, isTTY: boolean): boolean {
 
 /**
  * A stream of this process that a reader may close early (`notarize hash -r .
- * | head -1`): once the pipe is gone (EPIPE), further writes are dropped
- * instead of crashing the process with an unhandled 'error' event. The run
- * goes on, so a registration under way still ends and is saved.
+ * | head -1`): once a write fails, further writes are dropped instead of
+ * crashing the process with an unhandled 'error' event. The run goes on, so
+ * a registration under way still ends and is saved. A reader gone (EPIPE)
+ * read what it wanted; any other error (a full disk, an I/O error) lost
+ * output, which `settled` gives main() to report (exit 1).
  */
 function closableSink(stream: NodeJS.WriteStream): Sink {
   let gone = false;
-  stream.on('error', () => {
+  let failure: Error | undefined;
+  const lost = (error: NodeJS.ErrnoException | null | undefined): void => {
+    if (error && error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') failure ??= error;
+  };
+  stream.on('error', (error: NodeJS.ErrnoException) => {
     gone = true;
+    lost(error);
   });
   return {
     write: (text: string) => gone || stream.write(text),
     once: (event, listener) => stream.once(event, listener),
     off: (event, listener) => stream.off(event, listener),
+    // An empty write's callback comes after those of every write before it, an error's included.
+    settled: () =>
+      gone
+        ? Promise.resolve(failure)
+        : new Promise((resolve) =>
+            stream.write('', (error) => {
+              lost(error);
+              resolve(failure);
+            }),
+          ),
   };
 }
 
@@ -427,17 +444,32 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   const program = buildProgram(io, env, state);
   program.hook('preSubcommand', () => applyExitOverride(program, state));
   const forgetFlush = flushOnInterrupt(() => io.flush());
+  const json = argv.includes('--json');
+  let code: ExitCode;
   try {
     await program.parseAsync(argv, { from: 'user' });
-    return EXIT.ok;
+    code = EXIT.ok;
   } catch (error) {
-    const json = argv.includes('--json');
     if (argv.includes('--verbose')) io.verbose = true;
-    return report(io, error, json, state.failed);
+    code = report(io, error, json, state.failed);
   } finally {
     // Lines queued by io.dataSoon: written before the exit code is known to the caller.
     forgetFlush();
     io.flush();
     await state.context?.close();
   }
+  // Output that never reached its file (a full disk): a script must not read exit 0 and an empty file.
+  const failure = await io.outputFailure();
+  if (failure === undefined) return code;
+  const lost = report(io, outputLost(failure), json, undefined);
+  return code === EXIT.ok ? lost : code;
+}
+
+/** The error main() reports when stdout could not be written. */
+function outputLost(failure: Error): NotarizeError {
+  const reason = (failure as NodeJS.ErrnoException).code ?? failure.message;
+  return new NotarizeError('output_not_written', EXIT.refused, `could not write the output: ${reason}`, {
+    hint: 'it is incomplete; free some space or write it elsewhere, and run the command again (a registration made is in the ledger: `notarize show`)',
+    cause: failure,
+  });
 }

@@ -24,6 +24,12 @@ export interface Sink {
   /** A stream's events, to wait for 'drain' (or 'close') after a write returned false. */
   once?(event: 'drain' | 'close', listener: () => void): unknown;
   off?(event: 'drain' | 'close', listener: () => void): unknown;
+  /**
+   * Resolves once what was written has reached the system, with the first
+   * error a write met (a full disk, an I/O error), if any: a reader that
+   * went away early (`| head`) is none.
+   */
+  settled?(): Promise<Error | undefined>;
 }
 
 export interface Spinner {
@@ -130,6 +136,12 @@ export class IO {
     this.#queued += this.redact(text.endsWith('\n') ? text : `${text}\n`);
     if (this.#queued.length >= QUEUED_MAX_CHARS) this.flush();
     else this.#queuedFlush ??= setImmediate(() => this.flush());
+  }
+
+  /** Once what was written to stdout has reached the system: the error that kept some of it out, if any. */
+  async outputFailure(): Promise<Error | undefined> {
+    this.flush();
+    return this.#stdout.settled?.();
   }
 
   /** Writes what `dataSoon` queued, now; main() calls it before it returns. */

@@ -20,7 +20,7 @@ const SRC = join(REPO_ROOT, 'src');
 const VARIABLE_SHAPE = /^(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z]+_proxy)$/;
 
 /** Literals of that shape that are not variables (error codes), in files that read variables by computed name. */
-const NOT_VARIABLES = new Set(['invalid_proxy']);
+const NOT_VARIABLES = new Set(['invalid_proxy', 'ERR_STREAM_DESTROYED']);
 
 /** `env`, `process.env`, `ctx.env`, `this.env`: an expression that is an environment. */
 function isEnvironment(node: ts.Expression): boolean {

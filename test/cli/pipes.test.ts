@@ -3,6 +3,7 @@
  * its lines; notarize neither crashes with an unhandled EPIPE nor prints a
  * stack trace. Spawned: the closed pipe between two processes is the point.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,3 +34,32 @@ it('hash -r into `head -1`: one line, notarize exits 0, no EPIPE crash', async (
   expect(run.stderr).not.toMatch(/EPIPE/);
   expect(run.stderr).not.toMatch(STACK_LINE);
 });
+
+// /dev/full: every write fails with ENOSPC, as on a full disk.
+it.runIf(existsSync('/dev/full'))(
+  'stdout on a full disk: one line saying the output was lost, exit 1 (not 0); a failed run keeps its own code',
+  async () => {
+    const doc = join(dir, 'doc.txt');
+    await writeFile(doc, 'doc\n');
+    const toFull = (args: string) =>
+      runProcess('bash', ['-c', `"$NODE" "$BIN" ${args} > /dev/full`], {
+        NODE: process.execPath,
+        BIN,
+        DOC: doc,
+        PATH: process.env.PATH,
+      });
+    const hashed = await toFull('hash "$DOC"');
+    expect(hashed.code).toBe(1);
+    expect(hashed.stderr).toMatch(/^notarize: could not write the output: ENOSPC \(.*run the command again.*\)\n$/);
+    const json = await toFull('hash "$DOC" --json');
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stderr)).toMatchObject({ error: { code: 'output_not_written', exitCode: 1 } });
+    const version = await toFull('--version');
+    expect(version.code).toBe(1);
+    // Its own failure first (exit 2: nothing was sent), then the lost output.
+    const missing = await toFull('hash "$DOC.missing"');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('could not write the output: ENOSPC');
+    for (const run of [hashed, json, version, missing]) expect(run.stderr).not.toMatch(STACK_LINE);
+  },
+);
