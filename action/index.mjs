@@ -10717,9 +10717,14 @@ var init_hash$1 = __esmMin((() => {
 * folder for a link in the microseconds before the file is created: Node has
 * no openat(); keep the receipt directory your own.
 */
-/** The folders and name of a path as given, without `.`, `..` or empty segments. */
+/**
+* The folders and name of a path as given, without `.`, `..` or empty
+* segments. Split at this system's separator only: on Linux and macOS a
+* backslash is part of a file's name (`back\slash.txt` is one file), while
+* on Windows normalize() has turned every `/` into `\`.
+*/
 function segments(path) {
-	return normalize(path).split(/[/\\]+/).filter((part) => part !== "" && part !== "." && part !== "..");
+	return normalize(path).split(sep).filter((part) => part !== "" && part !== "." && part !== "..");
 }
 /**
 * The names of documents whose first choice collided: each keeps as many of

@@ -60,10 +60,15 @@ export interface ReceiptPlan {
   flushes: DirFlushes;
 }
 
-/** The folders and name of a path as given, without `.`, `..` or empty segments. */
+/**
+ * The folders and name of a path as given, without `.`, `..` or empty
+ * segments. Split at this system's separator only: on Linux and macOS a
+ * backslash is part of a file's name (`back\slash.txt` is one file), while
+ * on Windows normalize() has turned every `/` into `\`.
+ */
 function segments(path: string): string[] {
   return normalize(path)
-    .split(/[/\\]+/)
+    .split(sep)
     .filter((part) => part !== '' && part !== '.' && part !== '..');
 }
 

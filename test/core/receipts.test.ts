@@ -67,6 +67,12 @@ describe('receiptNames', () => {
     ]);
   });
 
+  it.runIf(process.platform !== 'win32')('a backslash is part of a name, not a folder separator, on POSIX', () => {
+    expect(receiptNames([{ path: 'docs/back\\slash.txt' }])).toEqual(['back\\slash.txt']);
+    // Two names that differ only there are told apart by name, not made one by their folders.
+    expect(receiptNames([{ path: 'a\\x.txt' }, { path: 'x.txt' }])).toEqual(['a\\x.txt', 'x.txt']);
+  });
+
   it('lets the same path named twice share its receipt', () => {
     expect(receiptNames([{ path: 'x.txt' }, { path: 'x.txt' }])).toEqual(['x.txt', 'x.txt']);
   });
