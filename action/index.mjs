@@ -16417,7 +16417,7 @@ function checkControls(text, what) {
 		"\u2028",
 		"\u2029"
 	].includes(match[0]);
-	throw new UsageError(`${what} holds a control character (${codePoint(match[0])} at character ${position}); only tab is allowed`, { hint: lineBreak ? "a description is one line: put the text on one line (a file may end with one line break)" : "remove it: it would be stored on the record for good" });
+	throw new UsageError(`${what} holds a control or format character (${codePoint(match[0])} at character ${position}); only tab is allowed`, { hint: lineBreak ? "a description is one line: put the text on one line (a file may end with one line break)" : "remove it: it would be stored on the record for good" });
 }
 /**
 * Checks --wallet-name (sent with the file metadata and kept by the
@@ -16426,7 +16426,7 @@ function checkControls(text, what) {
 function checkWalletName(name) {
 	const match = CONTROL.exec(name);
 	if (!match) return name;
-	throw new UsageError(`--wallet-name holds a control character (${codePoint(match[0])} at character ${[...name.slice(0, match.index)].length + 1})`, { hint: "remove it: the service keeps the wallet name with the file metadata" });
+	throw new UsageError(`--wallet-name holds a control or format character (${codePoint(match[0])} at character ${[...name.slice(0, match.index)].length + 1})`, { hint: "remove it: the service keeps the wallet name with the file metadata" });
 }
 /** Checks a description given with -d/--description; returns it unchanged. */
 function checkArgvDescription(text) {
@@ -19600,7 +19600,7 @@ var register_exports = /* @__PURE__ */ __exportAll({
 	runRegister: () => runRegister
 });
 function configure$12(command, context) {
-	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "requests at the service at once (twice as many documents in flight, but with --fail-fast)", "8").option("--fail-fast", "check every document (readable, its receipt writable) before sending any; after the first failure, start no new one").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (a v1 receipt) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
+	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control or format characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "requests at the service at once (twice as many documents in flight, but with --fail-fast)", "8").option("--fail-fast", "check every document (readable, its receipt writable) before sending any; after the first failure, start no new one").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (a v1 receipt) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
 before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
 Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
 document under a Merkle root this store registered (--aggregate), with its proof; one under
@@ -19623,8 +19623,9 @@ failure, except that once anything was sent a local failure gives 1, not 2 (2 me
 nothing was sent). --json prints an array of results.
 
 A description is stored on the record for good, so it is checked before anything is
-sent: it must be valid UTF-8 with no control characters but tab (no line breaks), else
-exit 2. A U+FFFD in -d is refused: it is what the bytes of a command line that are not
+sent: it must be valid UTF-8 with no control characters but tab (no line breaks) and no
+format characters (bidi marks, zero-width spaces, soft hyphen; not the zero-width joiners),
+else exit 2. A U+FFFD in -d is refused: it is what the bytes of a command line that are not
 UTF-8 become; --description-file decodes strictly, and takes a real U+FFFD.
 
 --aggregate registers one hash for all the documents: the root of an RFC 9162 Merkle tree

@@ -61,7 +61,7 @@ export function configure(command: Command, context: () => Context): void {
     .option('--hash <hex>', 'register a precomputed SHA-256 digest instead of a file')
     .option(
       '-d, --description <text>',
-      "description sent with the hash (default: the file's name); UTF-8, no control characters but tab",
+      "description sent with the hash (default: the file's name); UTF-8, no control or format characters but tab",
     )
     .option(
       '--description-file <file|->',
@@ -115,8 +115,9 @@ failure, except that once anything was sent a local failure gives 1, not 2 (2 me
 nothing was sent). --json prints an array of results.
 
 A description is stored on the record for good, so it is checked before anything is
-sent: it must be valid UTF-8 with no control characters but tab (no line breaks), else
-exit 2. A U+FFFD in -d is refused: it is what the bytes of a command line that are not
+sent: it must be valid UTF-8 with no control characters but tab (no line breaks) and no
+format characters (bidi marks, zero-width spaces, soft hyphen; not the zero-width joiners),
+else exit 2. A U+FFFD in -d is refused: it is what the bytes of a command line that are not
 UTF-8 become; --description-file decodes strictly, and takes a real U+FFFD.
 
 --aggregate registers one hash for all the documents: the root of an RFC 9162 Merkle tree

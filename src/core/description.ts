@@ -44,7 +44,7 @@ function checkControls(text: string, what: string): void {
   const position = [...text.slice(0, match.index)].length + 1;
   const lineBreak = ['\n', '\r', '\u2028', '\u2029'].includes(match[0]);
   throw new UsageError(
-    `${what} holds a control character (${codePoint(match[0])} at character ${position}); only tab is allowed`,
+    `${what} holds a control or format character (${codePoint(match[0])} at character ${position}); only tab is allowed`,
     {
       hint: lineBreak
         ? 'a description is one line: put the text on one line (a file may end with one line break)'
@@ -61,7 +61,7 @@ export function checkWalletName(name: string): string {
   const match = CONTROL.exec(name);
   if (!match) return name;
   throw new UsageError(
-    `--wallet-name holds a control character (${codePoint(match[0])} at character ${[...name.slice(0, match.index)].length + 1})`,
+    `--wallet-name holds a control or format character (${codePoint(match[0])} at character ${[...name.slice(0, match.index)].length + 1})`,
     { hint: 'remove it: the service keeps the wallet name with the file metadata' },
   );
 }

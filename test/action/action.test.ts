@@ -302,7 +302,7 @@ describe('the action against the sandbox', () => {
     expect(lines.filter((line) => line.startsWith('::'))).toEqual([
       '::error::notarize action: notarize stopped before any document, exit 2: see its message above',
     ]);
-    expect(step.run.stderr).toMatch(/^notarize: --description holds a control character/m);
+    expect(step.run.stderr).toMatch(/^notarize: --description holds a control or format character/m);
     expect(step.outputs).toEqual({});
   });
 

@@ -90,7 +90,7 @@ describe('-d, --description', () => {
     const doc = await bed.file('doc.txt', `control ${_}`);
     expectRefused(
       await bed.main(['register', doc, '-d', description]),
-      /--description holds a control character \(U\+00[0-9A-F]{2} at character \d+\); only tab is allowed/,
+      /--description holds a control or format character \(U\+00[0-9A-F]{2} at character \d+\); only tab is allowed/,
     );
   });
 
@@ -148,7 +148,7 @@ describe('--description-file', () => {
       const file = await bed.file('lines.txt', content);
       expectRefused(
         await bed.main(['register', doc, '--description-file', file]),
-        /the description in '.*lines\.txt' holds a control character/,
+        /the description in '.*lines\.txt' holds a control or format character/,
       );
     }
   });

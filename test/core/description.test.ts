@@ -59,7 +59,7 @@ describe('checkArgvDescription (-d)', () => {
     ['DEL', 'a\u007f', 'U+007F at character 2', 'remove it'],
   ])('refuses %s, naming it and where it is', (_, text, where, hint) => {
     const error = refusal(() => checkArgvDescription(text));
-    expect(error.message).toBe(`--description holds a control character (${where}); only tab is allowed`);
+    expect(error.message).toBe(`--description holds a control or format character (${where}); only tab is allowed`);
     expect(error.hint).toContain(hint);
   });
 });
@@ -72,7 +72,9 @@ describe('readDescriptionFile (--description-file)', () => {
   });
 
   it('refuses a second final line break: a description is one line', async () => {
-    await expect(fromFile('signed copy\n\n')).rejects.toThrow(/holds a control character \(U\+000A at character 12\)/);
+    await expect(fromFile('signed copy\n\n')).rejects.toThrow(
+      /holds a control or format character \(U\+000A at character 12\)/,
+    );
   });
 
   it('takes a real U+FFFD, which only -d cannot tell from a decoding failure', async () => {
@@ -91,7 +93,7 @@ describe('readDescriptionFile (--description-file)', () => {
     const file = join(tempDir(), 'bell.txt');
     writeFileSync(file, 'ding\u0007');
     await expect(readDescriptionFile(file, noStdin)).rejects.toThrow(
-      `the description in '${file}' holds a control character (U+0007 at character 5)`,
+      `the description in '${file}' holds a control or format character (U+0007 at character 5)`,
     );
   });
 

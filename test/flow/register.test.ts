@@ -344,7 +344,7 @@ describe('register and complete', () => {
     const mark = bed.mark();
     const result = await run(['register', doc, '--custody', '--wallet-name', 'w\u001b[31m']);
     expect(result.code, result.stderr).toBe(2);
-    expect(result.stderr).toContain('--wallet-name holds a control character (U+001B at character 2)');
+    expect(result.stderr).toContain('--wallet-name holds a control or format character (U+001B at character 2)');
     expect(routes(bed.callsSince(mark))).toEqual([]);
   });
 
