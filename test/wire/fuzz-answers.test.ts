@@ -145,8 +145,10 @@ describe('random service answers', () => {
           expect(provedUndone, JSON.stringify(refused)).toBe(true);
         }
         // One re-login, one forfait more: a 401 to that one too ends the run (exit 3), nothing sent after it.
+        // (A 401 the re-login could not answer, refused, failing or unreadable, ends it with the login's code.)
+        const refusedTwice = forfaits.filter((x) => x.answer.status === 401).length === 2;
         expect(forfaits.slice(0, -1).filter((x) => x.answer.status === 401).length).toBeLessThanOrEqual(1);
-        if (forfaits.at(-1)?.answer.status === 401 && forfaits.length > 1) expect(result.code).toBe(3);
+        if (refusedTwice && forfaits.at(-1)?.answer.status === 401) expect(result.code).toBe(3);
         if (existsSync(paths.ledger(s.hash))) tally.completed += 1;
         // Exit 0 leaves a record or a pending session, unless the service said 409 (already registered).
         const saidRegistered = served.some((x) => x.route !== 'login' && x.answer.status === 409);
