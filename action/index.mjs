@@ -10767,24 +10767,28 @@ function insideDir(dir) {
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 function receiptNames(subjects) {
 	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
+	const same = subjects.map((s) => s.path === void 0 ? void 0 : normalize(s.path));
 	const pathsByName = /* @__PURE__ */ new Map();
-	subjects.forEach((s, i) => {
-		const name = first[i];
-		if (name !== void 0) pathsByName.set(name, (pathsByName.get(name) ?? /* @__PURE__ */ new Set()).add(s.path));
+	first.forEach((name, i) => {
+		if (name !== void 0) pathsByName.set(name, (pathsByName.get(name) ?? /* @__PURE__ */ new Set()).add(same[i]));
 	});
 	const renamed = /* @__PURE__ */ new Map();
 	for (const paths of pathsByName.values()) if (paths.size > 1) for (const [path, name] of distinguish([...paths])) renamed.set(path, name);
-	const names = first.map((name, i) => name === void 0 ? void 0 : renamed.get(subjects[i].path) ?? name);
+	const names = first.map((name, i) => name === void 0 ? void 0 : renamed.get(same[i]) ?? name);
+	/** Each receipt name's path: as given (for the message) and as compared. */
 	const owner = /* @__PURE__ */ new Map();
 	names.forEach((name, i) => {
 		if (name === void 0) return;
 		const path = subjects[i].path;
 		const other = owner.get(name);
-		if (other !== void 0 && other !== path) throw new UsageError(`'${other}' and '${path}' would both get the receipt ${name}${RECEIPT_SUFFIX}`, {
+		if (other !== void 0 && other.same !== same[i]) throw new UsageError(`'${other.given}' and '${path}' would both get the receipt ${name}${RECEIPT_SUFFIX}`, {
 			code: "receipt_collision",
 			hint: "register them in separate runs, or with separate --receipt-dir directories"
 		});
-		owner.set(name, path);
+		owner.set(name, {
+			given: path,
+			same: same[i]
+		});
 	});
 	return names;
 }
@@ -18721,7 +18725,10 @@ async function* expandAll(paths, list, state) {
 			}
 		} else yield* expandPath(entry.name, state);
 	}
-	if (names === 0 && paths.length === 0) throw new UsageError("no input given", { hint: "name files, '-' for standard input, or use --files-from" });
+	if (names === 0 && paths.length === 0) {
+		const list = state.options.filesFrom === "-" ? "on standard input" : `'${state.options.filesFrom ?? ""}'`;
+		throw new UsageError(`no input given: the --files-from list ${list} holds no path`, { hint: `give the list one path per ${state.options.nul ? "NUL-terminated entry" : "line"}, or name files` });
+	}
 }
 /**
 * Refuses an option that would do nothing as given: -0 without --files-from,

@@ -487,8 +487,11 @@ async function* expandAll(
     } else yield* expandPath(entry.name, state);
   }
   if (names === 0 && paths.length === 0) {
-    // Nothing has run yet: an empty list is the same usage error as no argument at all.
-    throw new UsageError('no input given', { hint: "name files, '-' for standard input, or use --files-from" });
+    // Nothing has run yet: an empty list is the same usage error as no argument at all, said as what it is.
+    const list = state.options.filesFrom === '-' ? 'on standard input' : `'${state.options.filesFrom ?? ''}'`;
+    throw new UsageError(`no input given: the --files-from list ${list} holds no path`, {
+      hint: `give the list one path per ${state.options.nul ? 'NUL-terminated entry' : 'line'}, or name files`,
+    });
   }
 }
 

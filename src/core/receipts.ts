@@ -115,28 +115,30 @@ export function insideDir(dir: string): (path: string) => boolean {
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 export function receiptNames(subjects: readonly ReceiptSubject[]): (string | undefined)[] {
   const first = subjects.map((s) => (s.path === undefined ? undefined : (s.relative ?? segments(s.path).pop()!)));
+  // The same file however it is spelt (`a.txt`, `./a.txt`, `docs//a.txt`): one path, one receipt.
+  const same = subjects.map((s) => (s.path === undefined ? undefined : normalize(s.path)));
   const pathsByName = new Map<string, Set<string>>();
-  subjects.forEach((s, i) => {
-    const name = first[i];
-    if (name !== undefined) pathsByName.set(name, (pathsByName.get(name) ?? new Set()).add(s.path!));
+  first.forEach((name, i) => {
+    if (name !== undefined) pathsByName.set(name, (pathsByName.get(name) ?? new Set()).add(same[i]!));
   });
   const renamed = new Map<string, string>();
   for (const paths of pathsByName.values()) {
     if (paths.size > 1) for (const [path, name] of distinguish([...paths])) renamed.set(path, name);
   }
-  const names = first.map((name, i) => (name === undefined ? undefined : (renamed.get(subjects[i]!.path!) ?? name)));
-  const owner = new Map<string, string>();
+  const names = first.map((name, i) => (name === undefined ? undefined : (renamed.get(same[i]!) ?? name)));
+  /** Each receipt name's path: as given (for the message) and as compared. */
+  const owner = new Map<string, { given: string; same: string }>();
   names.forEach((name, i) => {
     if (name === undefined) return;
     const path = subjects[i]!.path!;
     const other = owner.get(name);
-    if (other !== undefined && other !== path) {
-      throw new UsageError(`'${other}' and '${path}' would both get the receipt ${name}${RECEIPT_SUFFIX}`, {
+    if (other !== undefined && other.same !== same[i]) {
+      throw new UsageError(`'${other.given}' and '${path}' would both get the receipt ${name}${RECEIPT_SUFFIX}`, {
         code: 'receipt_collision',
         hint: 'register them in separate runs, or with separate --receipt-dir directories',
       });
     }
-    owner.set(name, path);
+    owner.set(name, { given: path, same: same[i]! });
   });
   return names;
 }

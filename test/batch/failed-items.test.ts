@@ -256,7 +256,13 @@ describe('--files-from: bounded, never a crash', () => {
     await writeFile(bed.path('empty.txt'), '\n\n');
     const empty = await bed.main(['hash', '--files-from', bed.path('empty.txt')]);
     expect(empty.code).toBe(2);
-    expect(empty.stderr).toMatch(/no input given/);
+    expect(empty.stderr).toMatch(/no input given: the --files-from list '.*empty\.txt' holds no path/);
+    // Read from standard input: said so, and the hint does not send the user to --files-from they used.
+    const fromStdin = await bed.main(['register', '--aggregate', '--files-from', '-'], { input: '\n\n' });
+    expect(fromStdin.code).toBe(2);
+    expect(fromStdin.stderr).toBe(
+      'notarize: no input given: the --files-from list on standard input holds no path (give the list one path per line, or name files)\n',
+    );
 
     const a = await bed.write('a.txt', 'a\n');
     await writeFile(bed.path('list.txt'), `-\n${bed.path('a.txt')}\n-\n`);

@@ -100,7 +100,9 @@ describe('expandInputs: the arguments as a whole', () => {
 
   it('an empty --files-from list, with nothing else named, is "no input given" when read', async () => {
     const list = join(tree({ 'list.txt': '\n\n' }), 'list.txt');
-    await expect(expanded([], { filesFrom: list })).rejects.toThrow('no input given');
+    await expect(expanded([], { filesFrom: list })).rejects.toThrow(
+      `no input given: the --files-from list '${list}' holds no path`,
+    );
     // With a document named, an empty list adds nothing.
     const doc = join(tree({ 'a.txt': 'a' }), 'a.txt');
     expect((await expanded([doc], { filesFrom: list })).items.map(summary)).toEqual([doc]);

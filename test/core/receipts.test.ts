@@ -73,14 +73,25 @@ describe('receiptNames', () => {
     expect(receiptNames([{ path: 'a\\x.txt' }, { path: 'x.txt' }])).toEqual(['a\\x.txt', 'x.txt']);
   });
 
-  it('lets the same path named twice share its receipt', () => {
+  it('lets the same path named twice share its receipt, however it is spelt', () => {
     expect(receiptNames([{ path: 'x.txt' }, { path: 'x.txt' }])).toEqual(['x.txt', 'x.txt']);
+    expect(receiptNames([{ path: 'x.txt' }, { path: './x.txt' }, { path: 'd/../x.txt' }])).toEqual([
+      'x.txt',
+      'x.txt',
+      'x.txt',
+    ]);
+    // Beside another x.txt, told apart from it all the same.
+    expect(receiptNames([{ path: 'd//x.txt' }, { path: 'd/x.txt' }, { path: 'e/x.txt' }])).toEqual([
+      'd/x.txt',
+      'd/x.txt',
+      'e/x.txt',
+    ]);
   });
 
   it('refuses names no folder can tell apart, before anything is sent', () => {
-    const error = thrownOf(() => receiptNames([{ path: 'x.txt' }, { path: './x.txt' }]), UsageError);
+    const error = thrownOf(() => receiptNames([{ path: 'x.txt' }, { path: '../x.txt' }]), UsageError);
     expect(error).toMatchObject({ code: 'receipt_collision' });
-    expect(error.message).toBe(`'x.txt' and './x.txt' would both get the receipt x.txt${RECEIPT_SUFFIX}`);
+    expect(error.message).toBe(`'x.txt' and '../x.txt' would both get the receipt x.txt${RECEIPT_SUFFIX}`);
   });
 });
 
