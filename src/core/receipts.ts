@@ -73,6 +73,16 @@ function segments(path: string): string[] {
 }
 
 /**
+ * A path as the system reads it, whatever its spelling: without `.` or
+ * repeated separators. A `..` is kept: after a link (`link/../b.txt`) it
+ * leads elsewhere than the text says, so only the file system could tell.
+ */
+function spelling(path: string): string {
+  const parts = path.split(sep === '\\' ? /[/\\]/ : '/');
+  return parts.filter((part, i) => (part !== '' || i === 0) && part !== '.').join('/');
+}
+
+/**
  * The names of documents whose first choice collided: each keeps as many of
  * its parent folders as it takes to tell them all apart (`ca/x.txt`,
  * `cb/x.txt`), the same number for the whole group.
@@ -116,7 +126,7 @@ export function insideDir(dir: string): (path: string) => boolean {
 export function receiptNames(subjects: readonly ReceiptSubject[]): (string | undefined)[] {
   const first = subjects.map((s) => (s.path === undefined ? undefined : (s.relative ?? segments(s.path).pop()!)));
   // The same file however it is spelt (`a.txt`, `./a.txt`, `docs//a.txt`): one path, one receipt.
-  const same = subjects.map((s) => (s.path === undefined ? undefined : normalize(s.path)));
+  const same = subjects.map((s) => (s.path === undefined ? undefined : spelling(s.path)));
   const pathsByName = new Map<string, Set<string>>();
   first.forEach((name, i) => {
     if (name !== undefined) pathsByName.set(name, (pathsByName.get(name) ?? new Set()).add(same[i]!));

@@ -75,11 +75,13 @@ describe('receiptNames', () => {
 
   it('lets the same path named twice share its receipt, however it is spelt', () => {
     expect(receiptNames([{ path: 'x.txt' }, { path: 'x.txt' }])).toEqual(['x.txt', 'x.txt']);
-    expect(receiptNames([{ path: 'x.txt' }, { path: './x.txt' }, { path: 'd/../x.txt' }])).toEqual([
+    expect(receiptNames([{ path: 'x.txt' }, { path: './x.txt' }, { path: './/x.txt' }])).toEqual([
       'x.txt',
       'x.txt',
       'x.txt',
     ]);
+    // Not through '..': after a link ('link/../x.txt') it is another file, whatever the text says.
+    expect(() => receiptNames([{ path: 'x.txt' }, { path: 'link/../x.txt' }])).toThrow(/would both get the receipt/);
     // Beside another x.txt, told apart from it all the same.
     expect(receiptNames([{ path: 'd//x.txt' }, { path: 'd/x.txt' }, { path: 'e/x.txt' }])).toEqual([
       'd/x.txt',
