@@ -36,7 +36,7 @@ import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
-import { forTerminal } from '../output/safe-text.js';
+import { escapeControls } from '../output/safe-text.js';
 import { owingResult } from '../interrupt.js';
 import { checkManifestPath, manifestNotWritten, writeManifest, writeManifestFirst } from './manifest-files.js';
 import { DocumentRoots, type Rooted } from './register-roots.js';
@@ -645,7 +645,7 @@ export class Aggregator {
           }
           const input = {
             hash: doc.sha256,
-            description: options.description ?? forTerminal(doc.name ?? doc.sha256),
+            description: options.description ?? escapeControls(doc.name ?? doc.sha256),
             custody: false,
             signed: options.signed,
             blockchain: options.blockchain,

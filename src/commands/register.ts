@@ -31,7 +31,7 @@ import {
   type ItemResult,
   type UnderRoot,
 } from '../output/results.js';
-import { forTerminal } from '../output/safe-text.js';
+import { escapeControls } from '../output/safe-text.js';
 import { owingResult } from '../interrupt.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions } from './input-options.js';
@@ -621,7 +621,7 @@ async function describe(
   checkNameSent(options, name, options.custody);
   // A name is not chosen as a description is: one holding controls (a line
   // break, an escape sequence) is sent escaped, never raw onto a permanent record.
-  const description = options.description ?? forTerminal(name);
+  const description = options.description ?? escapeControls(name);
   // Size and mtime from the fstat the digest was checked against, not the
   // earlier stat of the walk: custody metadata describes the hashed bytes.
   const { hash, size, lastModified } =

@@ -53,7 +53,17 @@ const LEGACY_COMMAND = /#(?=#\[)/g;
 
 /** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
 export function forTerminal(text: string): string {
-  return text.replace(UNSAFE, escapeOne).replace(LEGACY_COMMAND, '\\u0023');
+  return escapeControls(text).replace(LEGACY_COMMAND, '\\u0023');
+}
+
+/**
+ * `text` with its control and format characters escaped as forTerminal
+ * escapes them, and nothing else: a file's name made a description, which
+ * the record keeps for good (a `##[` there is the name's own; forTerminal
+ * escapes it wherever the description is shown).
+ */
+export function escapeControls(text: string): string {
+  return text.replace(UNSAFE, escapeOne);
 }
 
 /** Spaces a runner trims before looking for `::` (.NET's TrimStart: forTerminal escapes the other white space). */

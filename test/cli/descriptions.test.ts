@@ -210,6 +210,15 @@ describe('the file name as default description', () => {
     const request = bed.sandbox.calls.find((c) => c.route === 'request')!;
     expect((JSON.parse(request.body) as { description: string }).description).toBe('bell\\u0007name.txt');
   });
+
+  it("a name holding '##[' is sent as it is: only the screen escapes it (no workflow command there)", async () => {
+    const odd = await bed.file('n##[x.txt', 'hashes in a name');
+    const run = await bed.main(['register', odd]);
+    expect(run.code, run.stderr).toBe(0);
+    const request = bed.sandbox.calls.find((c) => c.route === 'request')!;
+    expect((JSON.parse(request.body) as { description: string }).description).toBe('n##[x.txt');
+    expect(run.stdout).toMatch(/^description +n\\u0023#\[x\.txt$/m);
+  });
 });
 
 describe('characters that act like controls', () => {
