@@ -10727,6 +10727,14 @@ function segments(path) {
 	return normalize(path).split(sep).filter((part) => part !== "" && part !== "." && part !== "..");
 }
 /**
+* A path as the system reads it, whatever its spelling: without `.` or
+* repeated separators. A `..` is kept: after a link (`link/../b.txt`) it
+* leads elsewhere than the text says, so only the file system could tell.
+*/
+function spelling(path) {
+	return path.split(sep === "\\" ? /[/\\]/ : "/").filter((part, i) => (part !== "" || i === 0) && part !== ".").join("/");
+}
+/**
 * The names of documents whose first choice collided: each keeps as many of
 * its parent folders as it takes to tell them all apart (`ca/x.txt`,
 * `cb/x.txt`), the same number for the whole group.
@@ -10767,7 +10775,7 @@ function insideDir(dir) {
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 function receiptNames(subjects) {
 	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
-	const same = subjects.map((s) => s.path === void 0 ? void 0 : normalize(s.path));
+	const same = subjects.map((s) => s.path === void 0 ? void 0 : spelling(s.path));
 	const pathsByName = /* @__PURE__ */ new Map();
 	first.forEach((name, i) => {
 		if (name !== void 0) pathsByName.set(name, (pathsByName.get(name) ?? /* @__PURE__ */ new Set()).add(same[i]));
@@ -13193,7 +13201,16 @@ function escapeOne(char) {
 }
 /** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
 function forTerminal(text) {
-	return text.replace(UNSAFE, escapeOne).replace(LEGACY_COMMAND, "\\u0023");
+	return escapeControls(text).replace(LEGACY_COMMAND, "\\u0023");
+}
+/**
+* `text` with its control and format characters escaped as forTerminal
+* escapes them, and nothing else: a file's name made a description, which
+* the record keeps for good (a `##[` there is the name's own; forTerminal
+* escapes it wherever the description is shown).
+*/
+function escapeControls(text) {
+	return text.replace(UNSAFE, escapeOne);
 }
 /**
 * `forTerminal` for text that begins a line of output (a table's row, a
@@ -19434,7 +19451,7 @@ var init_register_aggregate = __esmMin((() => {
 					if (doc.name !== null && !existsSync(this.#store.pendingFile(doc.sha256))) checkNameSent(options, doc.name, false);
 					const input = {
 						hash: doc.sha256,
-						description: options.description ?? forTerminal(doc.name ?? doc.sha256),
+						description: options.description ?? escapeControls(doc.name ?? doc.sha256),
 						custody: false,
 						signed: options.signed,
 						blockchain: options.blockchain,
@@ -19769,7 +19786,7 @@ async function describe$1(options, item, pool, onProgress) {
 	};
 	const name = basename(item.path);
 	checkNameSent(options, name, options.custody);
-	const description = options.description ?? forTerminal(name);
+	const description = options.description ?? escapeControls(name);
 	const { hash, size, lastModified } = pool.size === 1 ? await hashFile(item.path, onProgress) : await pool.hash(item.path);
 	return {
 		...common,
@@ -39537,18 +39554,29 @@ function colourWanted(env, isTTY) {
 	return isTTY && env.TERM !== "dumb";
 }
 /**
+* Write errors that say the reader went away, not that output was lost: a
+* pipe (EPIPE) or a socket (ECONNRESET, ENOTCONN) closed by a reader done
+* with it, and the writes queued behind such an error (ERR_STREAM_DESTROYED).
+*/
+const READER_GONE = /* @__PURE__ */ new Set([
+	"EPIPE",
+	"ECONNRESET",
+	"ENOTCONN",
+	"ERR_STREAM_DESTROYED"
+]);
+/**
 * A stream of this process that a reader may close early (`notarize hash -r .
 * | head -1`): once a write fails, further writes are dropped instead of
 * crashing the process with an unhandled 'error' event. The run goes on, so
-* a registration under way still ends and is saved. A reader gone (EPIPE)
-* read what it wanted; any other error (a full disk, an I/O error) lost
-* output, which `settled` gives main() to report (exit 1).
+* a registration under way still ends and is saved. A reader gone
+* (READER_GONE) read what it wanted; any other error (a full disk, an I/O
+* error) lost output, which `settled` gives main() to report (exit 1).
 */
 function closableSink(stream) {
 	let gone = false;
 	let failure;
 	const lost = (error) => {
-		if (error && error.code !== "EPIPE" && error.code !== "ERR_STREAM_DESTROYED") failure ??= error;
+		if (error && !READER_GONE.has(error.code ?? "")) failure ??= error;
 	};
 	stream.on("error", (error) => {
 		gone = true;

@@ -49,18 +49,25 @@ export function colourWanted(env: NodeJS.ProcessEnv, isTTY: boolean): boolean {
 }
 
 /**
+ * Write errors that say the reader went away, not that output was lost: a
+ * pipe (EPIPE) or a socket (ECONNRESET, ENOTCONN) closed by a reader done
+ * with it, and the writes queued behind such an error (ERR_STREAM_DESTROYED).
+ */
+const READER_GONE = new Set(['EPIPE', 'ECONNRESET', 'ENOTCONN', 'ERR_STREAM_DESTROYED']);
+
+/**
  * A stream of this process that a reader may close early (`notarize hash -r .
  * | head -1`): once a write fails, further writes are dropped instead of
  * crashing the process with an unhandled 'error' event. The run goes on, so
- * a registration under way still ends and is saved. A reader gone (EPIPE)
- * read what it wanted; any other error (a full disk, an I/O error) lost
- * output, which `settled` gives main() to report (exit 1).
+ * a registration under way still ends and is saved. A reader gone
+ * (READER_GONE) read what it wanted; any other error (a full disk, an I/O
+ * error) lost output, which `settled` gives main() to report (exit 1).
  */
 function closableSink(stream: NodeJS.WriteStream): Sink {
   let gone = false;
   let failure: Error | undefined;
   const lost = (error: NodeJS.ErrnoException | null | undefined): void => {
-    if (error && error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') failure ??= error;
+    if (error && !READER_GONE.has(error.code ?? '')) failure ??= error;
   };
   stream.on('error', (error: NodeJS.ErrnoException) => {
     gone = true;

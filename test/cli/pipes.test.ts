@@ -4,10 +4,11 @@
  * stack trace. Spawned: the closed pipe between two processes is the point.
  */
 import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it, onTestFinished } from 'vitest';
 import { STACK_LINE, BIN, runProcess } from '../helpers/cli.js';
 
 let dir: string;
@@ -63,3 +64,22 @@ it.runIf(existsSync('/dev/full'))(
     for (const run of [hashed, json, version, missing]) expect(run.stderr).not.toMatch(STACK_LINE);
   },
 );
+
+it('stdout a socket whose reader resets it early: like `| head`, exit 0 and no error line', async () => {
+  const doc = join(dir, 'doc.txt');
+  await writeFile(doc, 'doc\n');
+  // The same file 30,000 times: more lines than the socket's buffers hold before the reset.
+  await writeFile(join(dir, 'list.txt'), `${doc}\n`.repeat(30_000));
+  const server = createServer((socket) => socket.once('data', () => socket.resetAndDestroy()));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { port } = server.address() as AddressInfo;
+  const run = await runProcess(
+    'bash',
+    ['-c', `"$NODE" "$BIN" hash --files-from "$LIST" > /dev/tcp/127.0.0.1/$PORT`],
+    { NODE: process.execPath, BIN, LIST: join(dir, 'list.txt'), PORT: String(port), PATH: process.env.PATH },
+    { timeoutMs: 60_000 },
+  );
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stderr).toBe('');
+});
