@@ -18586,6 +18586,15 @@ function replacementNamed(path) {
 		})
 	};
 }
+/**
+* The path of `dir`'s entry `name`, `dir` spelt as given: path.join would
+* also resolve a `..` in it as text, while the system follows a link before
+* it (`link/../d` is `sub/d` when link is sub/deep): the walk listed one
+* folder and would have read, registered and verified another's files.
+*/
+function entryPath(dir, name) {
+	return dir.endsWith(sep) || sep === "\\" && dir.endsWith("/") ? `${dir}${name}` : `${dir}${sep}${name}`;
+}
 /** The files under `dir` in name order (deterministic), depth first. */
 async function* walk(dir, below, filter, onSkipped) {
 	let listed;
@@ -18605,7 +18614,7 @@ async function* walk(dir, below, filter, onSkipped) {
 	}));
 	entries.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 	for (const { entry, name, utf8 } of entries) {
-		const path = join(dir, utf8 ? name : escapedName(entry.name));
+		const path = entryPath(dir, utf8 ? name : escapedName(entry.name));
 		const relativePath = below ? `${below}/${name}` : name;
 		const fileOrFolder = entry.isFile() || entry.isDirectory();
 		if (!utf8 && fileOrFolder) {

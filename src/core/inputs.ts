@@ -17,7 +17,7 @@
 import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, lstatSync, openSync, statSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { InputFileError, UsageError } from '../errors.js';
@@ -278,6 +278,16 @@ function replacementNamed(path: string): InputItem {
   };
 }
 
+/**
+ * The path of `dir`'s entry `name`, `dir` spelt as given: path.join would
+ * also resolve a `..` in it as text, while the system follows a link before
+ * it (`link/../d` is `sub/d` when link is sub/deep): the walk listed one
+ * folder and would have read, registered and verified another's files.
+ */
+function entryPath(dir: string, name: string): string {
+  return dir.endsWith(sep) || (sep === '\\' && dir.endsWith('/')) ? `${dir}${name}` : `${dir}${sep}${name}`;
+}
+
 /** The files under `dir` in name order (deterministic), depth first. */
 async function* walk(
   dir: string,
@@ -298,7 +308,7 @@ async function* walk(
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const { entry, name, utf8 } of entries) {
     // A name that is not UTF-8 is shown with \xNN for its bytes: never as the name of another file.
-    const path = join(dir, utf8 ? name : escapedName(entry.name));
+    const path = entryPath(dir, utf8 ? name : escapedName(entry.name));
     const relativePath = below ? `${below}/${name}` : name;
     const fileOrFolder = entry.isFile() || entry.isDirectory();
     if (!utf8 && fileOrFolder) {

@@ -5,7 +5,7 @@
  * splitting of a list into names is in test/unit/core/list.test.ts.)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createServer } from 'node:net';
@@ -191,6 +191,16 @@ describe('expandInputs: walking a directory', () => {
     const root = tree({ 'a/keep.md': '', 'a/skip.log': '', 'b/keep.md': '', 'top.md': '' });
     const { items } = await expanded([root], { recursive: true, ...filter });
     expect(items.map(summary)).toEqual(expected);
+  });
+
+  it.runIf(posix)('walks the folder the system reads: a .. after a link is not resolved as text', async () => {
+    const root = tree({ 'd/x.txt': 'top', 'sub/d/x.txt': 'below', 'sub/deep/keep': '' });
+    symlinkSync(join(root, 'sub', 'deep'), join(root, 'link'));
+    // link/../d is sub/d for the system; path.join would make it d.
+    const through = `${root}/link/../d`;
+    const { items } = await expanded([through], { recursive: true });
+    expect(items.map((item) => (item.kind === 'file' ? item.path : summary(item)))).toEqual([`${through}/x.txt`]);
+    expect(readFileSync(`${through}/x.txt`, 'utf8')).toBe('below');
   });
 
   it('filters only what is walked: a file named on the command line is always taken', async () => {
