@@ -19703,7 +19703,8 @@ ${examples([
 			io: ctx.io,
 			baseUrl: () => ctx.baseUrl,
 			api: () => ctx.api(),
-			ledger: () => ctx.ledger
+			ledger: () => ctx.ledger,
+			storedTokens: () => storedTokensIfReadable(ctx)
 		};
 		await finishItems(viewOf(ctx, flags.output), (items) => runRegister({
 			...flags,
@@ -19720,6 +19721,7 @@ ${examples([
 */
 async function runRegister(options, items = new ItemResults()) {
 	const baseUrl = options.baseUrl();
+	for (const token of options.storedTokens()) options.io.addSecret(token);
 	const flags = await withDescription(options);
 	const skip = (s) => {
 		options.io.warn(`skipped ${s.path}: ${s.reason}`);
@@ -19741,6 +19743,18 @@ async function runRegister(options, items = new ItemResults()) {
 		return documents.single && !items.streams ? await registrar.single() : await registrar.batch();
 	} finally {
 		await registrar.close();
+	}
+}
+/**
+* The store's tokens, or none when its credentials file cannot be read: a
+* damaged one holds no token to keep out, and a run with NOTARIZE_TOKEN
+* does not need it (one that does reports it when it asks for a token).
+*/
+function storedTokensIfReadable(ctx) {
+	try {
+		return ctx.store.storedTokens();
+	} catch {
+		return [];
 	}
 }
 /**
@@ -39378,6 +39392,13 @@ var init_store = __esmMin((() => {
 		getToken(baseUrl) {
 			const token = this.#tokens(this.#read("credentials"))[baseUrl];
 			return typeof token === "string" ? token : void 0;
+		}
+		/**
+		* Every token stored, whatever its service: secrets to keep out of what
+		* is sent and shown (a description, a file's name) before any is used.
+		*/
+		storedTokens() {
+			return Object.values(this.#tokens(this.#read("credentials"))).filter((t) => typeof t === "string");
 		}
 		/** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
 		getTokenKey(baseUrl) {

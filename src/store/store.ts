@@ -183,6 +183,14 @@ export class Store {
     return typeof token === 'string' ? token : undefined;
   }
 
+  /**
+   * Every token stored, whatever its service: secrets to keep out of what
+   * is sent and shown (a description, a file's name) before any is used.
+   */
+  storedTokens(): string[] {
+    return Object.values(this.#tokens(this.#read('credentials'))).filter((t): t is string => typeof t === 'string');
+  }
+
   /** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
   getTokenKey(baseUrl: string): string | undefined {
     const digest = this.#tokenKeys(this.#read('credentials'))[baseUrl];

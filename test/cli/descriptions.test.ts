@@ -4,6 +4,7 @@
  * sent (exit 2). --description-file reads a long one, bounded and strictly
  * decoded.
  */
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -57,6 +58,31 @@ describe('-d, --description', () => {
     const run = await bed.main(['register', doc, '-d', 'a description of its own', '--json']);
     expect(run.code, run.stderr).toBe(0);
     expect(sentDescriptions()).toEqual(['a description of its own']);
+  });
+
+  it('the token `notarize login` stored, in -d or a file name: exit 2, nothing sent (not only NOTARIZE_TOKEN)', async () => {
+    const login = await bed.main(['login', '--api-key-stdin', '-q'], {
+      input: bed.sandbox.apiKey,
+      env: { NOTARIZE_API_KEY: undefined },
+    });
+    expect(login.code, login.stderr).toBe(0);
+    const stored = JSON.parse(readFileSync(bed.credentialsFile, 'utf8')) as {
+      tokens: Record<string, string>;
+    };
+    const token = Object.values(stored.tokens)[0]!;
+    const before = bed.sandbox.calls.length;
+    const env = { NOTARIZE_API_KEY: undefined };
+    const doc = await bed.file('doc.txt', 'token in description');
+    const described = await bed.main(['register', doc, '-d', `build token ${token}`], { env });
+    const named = await bed.main(['register', await bed.file(`${token.split('.')[2]}.txt`, 'token in a name')], {
+      env,
+    });
+    for (const run of [described, named]) {
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(/holds your API key or token: it would be kept by the service for good/);
+      expect(run.stderr).not.toContain(token.split('.')[2]);
+    }
+    expect(bed.sandbox.calls.length).toBe(before);
   });
 
   it('bytes that are not UTF-8 on the command line: exit 2, nothing sent (the built bin, via bash)', async () => {
