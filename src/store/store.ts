@@ -92,6 +92,9 @@ type StoreFileName = 'config' | 'credentials';
  */
 const CHANGE_LOCK_WAIT_MS = 15_000;
 
+/** A JWT, as the service's tokens are: its header is a JSON object, so base64url starting `eyJ`. */
+const TOKEN_SHAPE = /eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g;
+
 /**
  * What the store's top directory holds: its files, their temporary files
  * mid-write (ours, and `<file>.tmp-<time><random>` of the conf-era notarize
@@ -186,9 +189,19 @@ export class Store {
   /**
    * Every token stored, whatever its service: secrets to keep out of what
    * is sent and shown (a description, a file's name) before any is used.
+   * Also every string shaped like one (a JWT) in the file's text: a file
+   * the store refuses as damaged (a key twice, a trailing comma) may still
+   * hold live tokens, and a run with NOTARIZE_TOKEN goes on without it.
    */
   storedTokens(): string[] {
-    return Object.values(this.#tokens(this.#read('credentials'))).filter((t): t is string => typeof t === 'string');
+    let tokens: string[] = [];
+    try {
+      tokens = Object.values(this.#tokens(this.#read('credentials'))).filter((t): t is string => typeof t === 'string');
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+    }
+    const text = readPrivateFile(this.#path('credentials')) ?? '';
+    return [...new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])];
   }
 
   /** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */

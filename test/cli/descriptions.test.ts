@@ -4,7 +4,7 @@
  * sent (exit 2). --description-file reads a long one, bounded and strictly
  * decoded.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -82,6 +82,19 @@ describe('-d, --description', () => {
       expect(run.stderr).toMatch(/holds your API key or token: it would be kept by the service for good/);
       expect(run.stderr).not.toContain(token.split('.')[2]);
     }
+    expect(bed.sandbox.calls.length).toBe(before);
+
+    // In a credentials file the store refuses as damaged (a key twice), with NOTARIZE_TOKEN the run goes on
+    // without it: the token there is a secret all the same.
+    const credentials = readFileSync(bed.credentialsFile, 'utf8').trim();
+    writeFileSync(bed.credentialsFile, `${credentials.slice(0, -1)}, "note": 1, "note": 2}`);
+    // NOTARIZE_TOKEN another token (a JWT of its own, never sent here): the stored one is not known from it.
+    const other = 'eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjQxMDI0NDQ4MDB9.b3RoZXItdG9rZW4tc2lnbmF0dXJl';
+    const damaged = await bed.main(['register', doc, '-d', `build token ${token.split('.')[2]}`], {
+      env: { ...env, NOTARIZE_TOKEN: other },
+    });
+    expect(damaged.code, damaged.stderr).toBe(2);
+    expect(damaged.stderr).toMatch(/holds your API key or token/);
     expect(bed.sandbox.calls.length).toBe(before);
   });
 
