@@ -18593,7 +18593,7 @@ function replacementNamed(path) {
 * folder and would have read, registered and verified another's files.
 */
 function entryPath(dir, name) {
-	return dir.endsWith(sep) || sep === "\\" && dir.endsWith("/") ? `${dir}${name}` : `${dir}${sep}${name}`;
+	return `${dir.replace(sep === "\\" ? /[/\\]+$/ : /\/+$/, "")}${sep}${name}`;
 }
 /** The files under `dir` in name order (deterministic), depth first. */
 async function* walk(dir, below, filter, onSkipped) {
@@ -39324,7 +39324,7 @@ function exists(path) {
 		throw new StoreError(path, `cannot use the store directory ${path}: ${error.message}`, { cause: error });
 	}
 }
-var CHANGE_LOCK_WAIT_MS, Store, MAX_READABLE_CHARS;
+var CHANGE_LOCK_WAIT_MS, TOKEN_SHAPE, Store, MAX_READABLE_CHARS;
 var init_store = __esmMin((() => {
 	init_errors();
 	init_exact_json();
@@ -39334,6 +39334,7 @@ var init_store = __esmMin((() => {
 	init_lock();
 	init_service_store();
 	CHANGE_LOCK_WAIT_MS = 15e3;
+	TOKEN_SHAPE = /eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g;
 	Store = class {
 		dir;
 		/** Told things worth a warning, e.g. a directory whose rights were tightened. */
@@ -39396,9 +39397,19 @@ var init_store = __esmMin((() => {
 		/**
 		* Every token stored, whatever its service: secrets to keep out of what
 		* is sent and shown (a description, a file's name) before any is used.
+		* Also every string shaped like one (a JWT) in the file's text: a file
+		* the store refuses as damaged (a key twice, a trailing comma) may still
+		* hold live tokens, and a run with NOTARIZE_TOKEN goes on without it.
 		*/
 		storedTokens() {
-			return Object.values(this.#tokens(this.#read("credentials"))).filter((t) => typeof t === "string");
+			let tokens = [];
+			try {
+				tokens = Object.values(this.#tokens(this.#read("credentials"))).filter((t) => typeof t === "string");
+			} catch (error) {
+				if (!(error instanceof StoreError)) throw error;
+			}
+			const text = readPrivateFile(this.#path("credentials")) ?? "";
+			return [.../* @__PURE__ */ new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])];
 		}
 		/** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
 		getTokenKey(baseUrl) {

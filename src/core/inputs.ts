@@ -285,7 +285,8 @@ function replacementNamed(path: string): InputItem {
  * folder and would have read, registered and verified another's files.
  */
 function entryPath(dir: string, name: string): string {
-  return dir.endsWith(sep) || (sep === '\\' && dir.endsWith('/')) ? `${dir}${name}` : `${dir}${sep}${name}`;
+  // Separators that end it are dropped (`d//` as `d`, `/` as ``), so one stands between them.
+  return `${dir.replace(sep === '\\' ? /[/\\]+$/ : /\/+$/, '')}${sep}${name}`;
 }
 
 /** The files under `dir` in name order (deterministic), depth first. */

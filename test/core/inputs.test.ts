@@ -201,6 +201,13 @@ describe('expandInputs: walking a directory', () => {
     const { items } = await expanded([through], { recursive: true });
     expect(items.map((item) => (item.kind === 'file' ? item.path : summary(item)))).toEqual([`${through}/x.txt`]);
     expect(readFileSync(`${through}/x.txt`, 'utf8')).toBe('below');
+    // Spelt with separators at its end, one stands between the folder and its entries.
+    for (const spelt of [`${root}/d/`, `${root}/d//`]) {
+      const walked = await expanded([spelt], { recursive: true });
+      expect(walked.items.map((item) => (item.kind === 'file' ? item.path : summary(item)))).toEqual([
+        `${root}/d/x.txt`,
+      ]);
+    }
   });
 
   it('filters only what is walked: a file named on the command line is always taken', async () => {
