@@ -10005,6 +10005,45 @@ function makeDirs(dir, mode) {
 	if (!statSync(dir).isDirectory()) throw Object.assign(/* @__PURE__ */ new Error(`not a directory: '${dir}'`), { code: "ENOTDIR" });
 }
 var init_mkdirs = __esmMin((() => {}));
+// dist/path-spelling.js
+/**
+* Paths as the user spelt them. path.join, resolve and normalize work a
+* `..` out as text, but the system follows a link before it: with `link`
+* pointing at `sub/deep`, `link/../R` is `sub/R`, while join and resolve
+* make it `./R`, another folder (and so does Node's fs.realpathSync, which
+* resolves first: only `realpathSync.native` asks the system). A folder
+* given by the user is therefore never combined with a name through them
+* (`entryPath`), compared only through the system's realpath or as spelt
+* (`sameSpelling`), and one with a `..` after
+* a folder's name is refused where notarize would write or read a whole
+* folder by name (`parentAfterName`: the store, --receipt-dir).
+*/
+/** The path of `dir`'s entry `name`: `dir` as given, its trailing separators dropped, one separator, the name. */
+function entryPath(dir, name) {
+	return `${dir.replace(TRAILING_SEPARATORS, "")}${sep}${name}`;
+}
+/** Whether `path` has a `..` after a folder's name (`a/../b`), where its text and the system may name two folders. */
+function parentAfterName(path) {
+	let named = false;
+	for (const part of path.split(SEPARATORS)) {
+		if (part === ".." && named) return true;
+		if (part !== "" && part !== "." && part !== "..") named = true;
+	}
+	return false;
+}
+/**
+* `path` made absolute (from the working directory) without `.` or repeated
+* separators, a `..` kept: two paths of one spelling are one file
+* (`x.txt`, `./x.txt`, `/work/x.txt` run in /work).
+*/
+function sameSpelling(path, cwd = process.cwd()) {
+	return (isAbsolute(path) ? path : `${cwd}${sep}${path}`).split(SEPARATORS).filter((part, i) => (part !== "" || i === 0) && part !== ".").join("/");
+}
+var SEPARATORS, TRAILING_SEPARATORS;
+var init_path_spelling = __esmMin((() => {
+	SEPARATORS = sep === "\\" ? /[/\\]/ : /\//;
+	TRAILING_SEPARATORS = sep === "\\" ? /[/\\]+$/ : /\/+$/;
+}));
 // dist/store/files.js
 /**
 * File primitives of the local store: private directories, atomic writes and
@@ -10727,14 +10766,6 @@ function segments(path) {
 	return normalize(path).split(sep).filter((part) => part !== "" && part !== "." && part !== "..");
 }
 /**
-* A path as the system reads it, whatever its spelling: without `.` or
-* repeated separators. A `..` is kept: after a link (`link/../b.txt`) it
-* leads elsewhere than the text says, so only the file system could tell.
-*/
-function spelling(path) {
-	return path.split(sep === "\\" ? /[/\\]/ : "/").filter((part, i) => (part !== "" || i === 0) && part !== ".").join("/");
-}
-/**
 * The names of documents whose first choice collided: each keeps as many of
 * its parent folders as it takes to tell them all apart (`ca/x.txt`,
 * `cb/x.txt`), the same number for the whole group.
@@ -10758,7 +10789,7 @@ function distinguish(paths) {
 function insideDir(dir) {
 	const real = (path) => {
 		try {
-			return realpathSync(path);
+			return realpathSync.native(path);
 		} catch {
 			return resolve(path);
 		}
@@ -10766,7 +10797,7 @@ function insideDir(dir) {
 	const root = real(dir) + sep;
 	const folders = /* @__PURE__ */ new Map();
 	return (path) => {
-		const folder = dirname(resolve(path));
+		const folder = dirname(path);
 		let realFolder = folders.get(folder);
 		if (realFolder === void 0) folders.set(folder, realFolder = real(folder));
 		return join(realFolder, basename(path)).startsWith(root);
@@ -10775,13 +10806,20 @@ function insideDir(dir) {
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 function receiptNames(subjects) {
 	const first = subjects.map((s) => s.path === void 0 ? void 0 : s.relative ?? segments(s.path).pop());
-	const same = subjects.map((s) => s.path === void 0 ? void 0 : spelling(s.path));
+	const same = subjects.map((s) => s.path === void 0 ? void 0 : sameSpelling(s.path));
 	const pathsByName = /* @__PURE__ */ new Map();
 	first.forEach((name, i) => {
-		if (name !== void 0) pathsByName.set(name, (pathsByName.get(name) ?? /* @__PURE__ */ new Set()).add(same[i]));
+		if (name === void 0) return;
+		const paths = pathsByName.get(name) ?? /* @__PURE__ */ new Map();
+		if (!paths.has(same[i])) paths.set(same[i], subjects[i].path);
+		pathsByName.set(name, paths);
 	});
 	const renamed = /* @__PURE__ */ new Map();
-	for (const paths of pathsByName.values()) if (paths.size > 1) for (const [path, name] of distinguish([...paths])) renamed.set(path, name);
+	for (const paths of pathsByName.values()) {
+		if (paths.size <= 1) continue;
+		const names = distinguish([...paths.values()]);
+		for (const [spelling, given] of paths) renamed.set(spelling, names.get(given));
+	}
 	const names = first.map((name, i) => name === void 0 ? void 0 : renamed.get(same[i]) ?? name);
 	/** Each receipt name's path: as given (for the message) and as compared. */
 	const owner = /* @__PURE__ */ new Map();
@@ -10873,6 +10911,7 @@ async function planReceipts(dir, subjects) {
 		hint: "name a directory you can write in (it is created if missing)",
 		...cause === void 0 ? {} : { cause }
 	});
+	if (parentAfterName(dir)) throw notUsable(PARENT_AFTER_NAME);
 	try {
 		makeDirs(dir, 511);
 	} catch (error) {
@@ -11054,16 +11093,18 @@ async function writeReceipt(plan, index, hash, text, overwrite) {
 		throw failed(`the receipt ${path} could not be written: ${writeErrorReason(error)}`, error);
 	}
 }
-var RECEIPT_SUFFIX, MAX_NAME_BYTES, MAX_PATH_BYTES;
+var RECEIPT_SUFFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, PARENT_AFTER_NAME;
 var init_receipts = __esmMin((() => {
 	init_errors();
 	init_mkdirs();
+	init_path_spelling();
 	init_files();
 	init_hash$1();
 	init_receipt_format();
 	RECEIPT_SUFFIX = ".notarization.json";
 	MAX_NAME_BYTES = 255;
 	MAX_PATH_BYTES = 4095;
+	PARENT_AFTER_NAME = "is spelt with '..' after a folder's name, which after a link names another folder than it reads: give it without (its real path)";
 }));
 // dist/core/evidence.js
 /**
@@ -18586,15 +18627,6 @@ function replacementNamed(path) {
 		})
 	};
 }
-/**
-* The path of `dir`'s entry `name`, `dir` spelt as given: path.join would
-* also resolve a `..` in it as text, while the system follows a link before
-* it (`link/../d` is `sub/d` when link is sub/deep): the walk listed one
-* folder and would have read, registered and verified another's files.
-*/
-function entryPath(dir, name) {
-	return `${dir.replace(sep === "\\" ? /[/\\]+$/ : /\/+$/, "")}${sep}${name}`;
-}
 /** The files under `dir` in name order (deterministic), depth first. */
 async function* walk(dir, below, filter, onSkipped) {
 	let listed;
@@ -18794,6 +18826,7 @@ async function expandInputs(paths, options, stdin, onSkipped = () => {}) {
 }
 var import_picomatch;
 var init_inputs = __esmMin((() => {
+	init_path_spelling();
 	import_picomatch = /* @__PURE__ */ __toESM(require_picomatch(), 1);
 	init_errors();
 	init_interrupt();
@@ -21371,11 +21404,11 @@ var init_verify_outputs = __esmMin((() => {
 		* target.
 		*/
 		#real(path) {
-			const folder = dirname(resolve(path));
+			const folder = dirname(path);
 			let real = this.#folders.get(folder);
 			if (real === void 0) {
 				try {
-					real = realpathSync(folder);
+					real = realpathSync.native(folder);
 				} catch {
 					real = folder;
 				}
@@ -21618,7 +21651,8 @@ async function receiptSources(options, expansion, outputs) {
 */
 function checkReceiptDir(dir) {
 	let reason;
-	try {
+	if (parentAfterName(dir)) reason = PARENT_AFTER_NAME;
+	else try {
 		if (!statSync(dir).isDirectory()) reason = "not a directory";
 	} catch (error) {
 		reason = fileErrorReason(error);
@@ -21682,6 +21716,7 @@ var init_verify = __esmMin((() => {
 	init_ledger();
 	init_read_input();
 	init_receipts();
+	init_path_spelling();
 	init_errors();
 	init_results();
 	init_action();
@@ -39328,6 +39363,7 @@ var CHANGE_LOCK_WAIT_MS, TOKEN_SHAPE, Store, MAX_READABLE_CHARS;
 var init_store = __esmMin((() => {
 	init_errors();
 	init_exact_json();
+	init_path_spelling();
 	init_settings();
 	init_files();
 	init_disk();
@@ -39342,8 +39378,11 @@ var init_store = __esmMin((() => {
 		/** The directory flushes shared by every write of this store, its services' included. */
 		#flushes = new DirFlushes();
 		#prepared = false;
+		/** The directory as given: `a/../b` is refused (prepare), as resolve() would make it another folder. */
+		#given;
 		constructor(dir, warn = () => {}) {
 			this.dir = resolve(dir);
+			this.#given = dir;
 			this.#warn = warn;
 		}
 		/**
@@ -39352,6 +39391,7 @@ var init_store = __esmMin((() => {
 		*/
 		prepare() {
 			if (this.#prepared) return;
+			if (parentAfterName(this.#given)) throw new StoreError(this.#given, `cannot use the store directory ${this.#given}: it is spelt with '..' after a folder's name, which after a link names another folder than resolving it does`, { hint: "use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR" });
 			if (ensurePrivateDir(this.dir, isStoreEntry)) this.#warn(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
 			for (const sub of ["locks", "services"].map((name) => join(this.dir, name))) if (tightenDirIfExists(sub)) this.#warn(`tightened the rights of ${sub} to owner-only (0700)`);
 			this.#prepared = true;

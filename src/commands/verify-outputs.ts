@@ -27,7 +27,7 @@
  * confirms a registration (docs/verify-by-hand.md).
  */
 import { realpathSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { readReceipt } from '../core/receipt-format.js';
 import { readReceiptFile, type Finding } from '../core/evidence.js';
 import type { InputItem } from '../core/inputs.js';
@@ -154,11 +154,13 @@ export class WalkOutputs {
    * target.
    */
   #real(path: string): string {
-    const folder = dirname(resolve(path));
+    // As given, for realpath: resolve() would work a '..' out as text (path-spelling.ts).
+    const folder = dirname(path);
     let real = this.#folders.get(folder);
     if (real === undefined) {
       try {
-        real = realpathSync(folder);
+        // The system's realpath: Node's own works a '..' out as text first (path-spelling.ts).
+        real = realpathSync.native(folder);
       } catch {
         real = folder; // not there: as named
       }

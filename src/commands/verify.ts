@@ -16,7 +16,8 @@ import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex } from '../core/ledger.js';
 import { readTextInput } from '../core/read-input.js';
-import { insideDir, RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
+import { insideDir, PARENT_AFTER_NAME, RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
+import { parentAfterName } from '../path-spelling.js';
 import { InputFileError, NotarizeError, NotNotarizedError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, RecordResult } from '../output/present.js';
@@ -327,11 +328,13 @@ async function receiptSources(
  */
 function checkReceiptDir(dir: string): void {
   let reason: string | undefined;
-  try {
-    if (!statSync(dir).isDirectory()) reason = 'not a directory';
-  } catch (error) {
-    reason = fileErrorReason(error as NodeJS.ErrnoException);
-  }
+  if (parentAfterName(dir)) reason = PARENT_AFTER_NAME;
+  else
+    try {
+      if (!statSync(dir).isDirectory()) reason = 'not a directory';
+    } catch (error) {
+      reason = fileErrorReason(error as NodeJS.ErrnoException);
+    }
   if (reason === undefined) return;
   throw new UsageError(`cannot read receipts from --receipt-dir '${dir}': ${reason}`, {
     code: 'receipt_dir_unusable',

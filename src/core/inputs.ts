@@ -17,7 +17,7 @@
 import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, lstatSync, openSync, statSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
-import { sep } from 'node:path';
+import { entryPath } from '../path-spelling.js';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { InputFileError, UsageError } from '../errors.js';
@@ -276,17 +276,6 @@ function replacementNamed(path: string): InputItem {
       hint: 'rename it to a UTF-8 name: notarize names every file in UTF-8 (in results, receipts and manifests)',
     }),
   };
-}
-
-/**
- * The path of `dir`'s entry `name`, `dir` spelt as given: path.join would
- * also resolve a `..` in it as text, while the system follows a link before
- * it (`link/../d` is `sub/d` when link is sub/deep): the walk listed one
- * folder and would have read, registered and verified another's files.
- */
-function entryPath(dir: string, name: string): string {
-  // Separators that end it are dropped (`d//` as `d`, `/` as ``), so one stands between them.
-  return `${dir.replace(sep === '\\' ? /[/\\]+$/ : /\/+$/, '')}${sep}${name}`;
 }
 
 /** The files under `dir` in name order (deterministic), depth first. */

@@ -34,6 +34,7 @@ import { lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, normalize, resolve, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
+import { parentAfterName, sameSpelling } from '../path-spelling.js';
 import { DirFlushes, uniqueSuffix, writeFileAtomic } from '../store/files.js';
 import { writeErrorReason } from './hash.js';
 import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
@@ -73,16 +74,6 @@ function segments(path: string): string[] {
 }
 
 /**
- * A path as the system reads it, whatever its spelling: without `.` or
- * repeated separators. A `..` is kept: after a link (`link/../b.txt`) it
- * leads elsewhere than the text says, so only the file system could tell.
- */
-function spelling(path: string): string {
-  const parts = path.split(sep === '\\' ? /[/\\]/ : '/');
-  return parts.filter((part, i) => (part !== '' || i === 0) && part !== '.').join('/');
-}
-
-/**
  * The names of documents whose first choice collided: each keeps as many of
  * its parent folders as it takes to tell them all apart (`ca/x.txt`,
  * `cb/x.txt`), the same number for the whole group.
@@ -107,7 +98,8 @@ function distinguish(paths: readonly string[]): Map<string, string> {
 export function insideDir(dir: string): (path: string) => boolean {
   const real = (path: string): string => {
     try {
-      return realpathSync(path);
+      // The system's realpath: Node's own works a '..' out as text first (path-spelling.ts).
+      return realpathSync.native(path);
     } catch {
       return resolve(path); // not there (yet): as named
     }
@@ -115,7 +107,8 @@ export function insideDir(dir: string): (path: string) => boolean {
   const root = real(dir) + sep;
   const folders = new Map<string, string>();
   return (path) => {
-    const folder = dirname(resolve(path));
+    // As given, for realpath: resolve() would work a '..' out as text (path-spelling.ts).
+    const folder = dirname(path);
     let realFolder = folders.get(folder);
     if (realFolder === undefined) folders.set(folder, (realFolder = real(folder)));
     return join(realFolder, basename(path)).startsWith(root);
@@ -126,14 +119,20 @@ export function insideDir(dir: string): (path: string) => boolean {
 export function receiptNames(subjects: readonly ReceiptSubject[]): (string | undefined)[] {
   const first = subjects.map((s) => (s.path === undefined ? undefined : (s.relative ?? segments(s.path).pop()!)));
   // The same file however it is spelt (`a.txt`, `./a.txt`, `docs//a.txt`): one path, one receipt.
-  const same = subjects.map((s) => (s.path === undefined ? undefined : spelling(s.path)));
-  const pathsByName = new Map<string, Set<string>>();
+  const same = subjects.map((s) => (s.path === undefined ? undefined : sameSpelling(s.path)));
+  // By first name: each file (its spelling) with a path as given, from which folders tell them apart.
+  const pathsByName = new Map<string, Map<string, string>>();
   first.forEach((name, i) => {
-    if (name !== undefined) pathsByName.set(name, (pathsByName.get(name) ?? new Set()).add(same[i]!));
+    if (name === undefined) return;
+    const paths = pathsByName.get(name) ?? new Map<string, string>();
+    if (!paths.has(same[i]!)) paths.set(same[i]!, subjects[i]!.path!);
+    pathsByName.set(name, paths);
   });
   const renamed = new Map<string, string>();
   for (const paths of pathsByName.values()) {
-    if (paths.size > 1) for (const [path, name] of distinguish([...paths])) renamed.set(path, name);
+    if (paths.size <= 1) continue;
+    const names = distinguish([...paths.values()]);
+    for (const [spelling, given] of paths) renamed.set(spelling, names.get(given)!);
   }
   const names = first.map((name, i) => (name === undefined ? undefined : (renamed.get(same[i]!) ?? name)));
   /** Each receipt name's path: as given (for the message) and as compared. */
@@ -229,6 +228,14 @@ function checkFits(dir: string, name: string): void {
 }
 
 /**
+ * Why a folder spelt `a/../R` is refused as --receipt-dir (path-spelling.ts):
+ * its receipts would be written, and read, in another folder than the one
+ * the system reads under that name.
+ */
+export const PARENT_AFTER_NAME =
+  "is spelt with '..' after a folder's name, which after a link names another folder than it reads: give it without (its real path)";
+
+/**
  * Creates the receipt directory if needed and proves it is a directory this
  * process can write in (by creating and removing a file there), then names
  * every document's receipt. Throws UsageError (nothing was sent yet).
@@ -240,6 +247,7 @@ export async function planReceipts(dir: string, subjects: readonly ReceiptSubjec
       hint: 'name a directory you can write in (it is created if missing)',
       ...(cause === undefined ? {} : { cause }),
     });
+  if (parentAfterName(dir)) throw notUsable(PARENT_AFTER_NAME);
   try {
     // Not mkdir's recursive mode: under /proc it never returns (see mkdirs.ts).
     makeDirs(dir, 0o777);

@@ -37,6 +37,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { EXIT, NotarizeError, StoreError, TransientError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
+import { parentAfterName } from '../path-spelling.js';
 import { SETTINGS } from '../settings.js';
 import {
   corrupt,
@@ -116,10 +117,14 @@ export class Store {
   readonly #flushes = new DirFlushes();
   #prepared = false;
 
+  /** The directory as given: `a/../b` is refused (prepare), as resolve() would make it another folder. */
+  readonly #given: string;
+
   constructor(dir: string, warn: (message: string) => void = () => {}) {
     // Resolved first: \`link/\` and \`link/.\` name the link's target to lstat, so a store directory
     // given so would pass the link check (files.ts) and be chmod'ed and written through.
     this.dir = resolve(dir);
+    this.#given = dir;
     this.#warn = warn;
   }
 
@@ -129,6 +134,14 @@ export class Store {
    */
   prepare(): void {
     if (this.#prepared) return;
+    if (parentAfterName(this.#given)) {
+      // resolve() works the '..' out as text; the system follows a link before it (path-spelling.ts).
+      throw new StoreError(
+        this.#given,
+        `cannot use the store directory ${this.#given}: it is spelt with '..' after a folder's name, which after a link names another folder than resolving it does`,
+        { hint: 'use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR' },
+      );
+    }
     if (ensurePrivateDir(this.dir, isStoreEntry)) {
       this.#warn(`tightened the rights of ${this.dir} to owner-only (0700): it holds credentials`);
     }

@@ -1,0 +1,41 @@
+/**
+ * Paths as the user spelt them. path.join, resolve and normalize work a
+ * `..` out as text, but the system follows a link before it: with `link`
+ * pointing at `sub/deep`, `link/../R` is `sub/R`, while join and resolve
+ * make it `./R`, another folder (and so does Node's fs.realpathSync, which
+ * resolves first: only `realpathSync.native` asks the system). A folder
+ * given by the user is therefore never combined with a name through them
+ * (`entryPath`), compared only through the system's realpath or as spelt
+ * (`sameSpelling`), and one with a `..` after
+ * a folder's name is refused where notarize would write or read a whole
+ * folder by name (`parentAfterName`: the store, --receipt-dir).
+ */
+import { isAbsolute, sep } from 'node:path';
+
+const SEPARATORS = sep === '\\' ? /[/\\]/ : /\//;
+const TRAILING_SEPARATORS = sep === '\\' ? /[/\\]+$/ : /\/+$/;
+
+/** The path of `dir`'s entry `name`: `dir` as given, its trailing separators dropped, one separator, the name. */
+export function entryPath(dir: string, name: string): string {
+  return `${dir.replace(TRAILING_SEPARATORS, '')}${sep}${name}`;
+}
+
+/** Whether `path` has a `..` after a folder's name (`a/../b`), where its text and the system may name two folders. */
+export function parentAfterName(path: string): boolean {
+  let named = false;
+  for (const part of path.split(SEPARATORS)) {
+    if (part === '..' && named) return true;
+    if (part !== '' && part !== '.' && part !== '..') named = true;
+  }
+  return false;
+}
+
+/**
+ * `path` made absolute (from the working directory) without `.` or repeated
+ * separators, a `..` kept: two paths of one spelling are one file
+ * (`x.txt`, `./x.txt`, `/work/x.txt` run in /work).
+ */
+export function sameSpelling(path: string, cwd: string = process.cwd()): string {
+  const parts = (isAbsolute(path) ? path : `${cwd}${sep}${path}`).split(SEPARATORS);
+  return parts.filter((part, i) => (part !== '' || i === 0) && part !== '.').join('/');
+}
