@@ -10039,10 +10039,31 @@ function parentAfterName(path) {
 function sameSpelling(path, cwd = process.cwd()) {
 	return (isAbsolute(path) ? path : `${cwd}${sep}${path}`).split(SEPARATORS).filter((part, i) => (part !== "" || i === 0) && part !== ".").join("/");
 }
-var SEPARATORS, TRAILING_SEPARATORS;
+/** The system's realpath of `path`, or undefined when it cannot be had (not there). */
+function systemRealPath(path) {
+	try {
+		return realpathSync.native(path);
+	} catch {
+		return;
+	}
+}
+var SEPARATORS, TRAILING_SEPARATORS, RealFolders;
 var init_path_spelling = __esmMin((() => {
 	SEPARATORS = sep === "\\" ? /[/\\]/ : /\//;
 	TRAILING_SEPARATORS = sep === "\\" ? /[/\\]+$/ : /\/+$/;
+	RealFolders = class {
+		#byFolder = /* @__PURE__ */ new Map();
+		#missing;
+		constructor(missing = (folder) => folder) {
+			this.#missing = missing;
+		}
+		of(path) {
+			const folder = dirname(path);
+			let real = this.#byFolder.get(folder);
+			if (real === void 0) this.#byFolder.set(folder, real = systemRealPath(folder) ?? this.#missing(folder));
+			return join(real, basename(path));
+		}
+	};
 }));
 // dist/store/files.js
 /**
@@ -10787,21 +10808,9 @@ function distinguish(paths) {
 * folder as `docs/R` met walking `docs`. A path's folder is resolved once.
 */
 function insideDir(dir) {
-	const real = (path) => {
-		try {
-			return realpathSync.native(path);
-		} catch {
-			return resolve(path);
-		}
-	};
-	const root = real(dir) + sep;
-	const folders = /* @__PURE__ */ new Map();
-	return (path) => {
-		const folder = dirname(path);
-		let realFolder = folders.get(folder);
-		if (realFolder === void 0) folders.set(folder, realFolder = real(folder));
-		return join(realFolder, basename(path)).startsWith(root);
-	};
+	const root = (systemRealPath(dir) ?? resolve(dir)) + sep;
+	const folders = new RealFolders(resolve);
+	return (path) => folders.of(path).startsWith(root);
 }
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 function receiptNames(subjects) {
@@ -21313,6 +21322,7 @@ var init_verify_outputs = __esmMin((() => {
 	init_trees();
 	init_receipts();
 	init_errors();
+	init_path_spelling();
 	INSIDE_RECEIPT_DIR = "inside_receipt_dir";
 	WalkOutputs = class {
 		#held = [];
@@ -21322,8 +21332,8 @@ var init_verify_outputs = __esmMin((() => {
 		#roots = /* @__PURE__ */ new Set();
 		/** The receipts named as a document's, by real path (#real): the digests each may be of (any: undefined). */
 		#named = /* @__PURE__ */ new Map();
-		/** Each folder's real path, by its resolved path. */
-		#folders = /* @__PURE__ */ new Map();
+		/** Each folder's real path, by its path as given. */
+		#folders = new RealFolders();
 		/**
 		* The items of a walk without notarize's outputs, which are held for
 		* settle(). Anything else in --receipt-dir (`inReceiptDir`), whatever its
@@ -21391,31 +21401,21 @@ var init_verify_outputs = __esmMin((() => {
 			}
 		}
 		/**
-		* Whether a receipt met belongs to a document checked: it was its evidence,
-		* or it is at the very path named as its receipt (checked()) and of its
-		* digest. Not one of the same name in another folder of the walk, nor one
-		* beside a file left out (--exclude it too), nor beside another receipt
-		* (`x.notarization.json.notarization.json`).
-		*/
-		/**
 		* `path` in its folder's real path: one receipt whether reached through a
 		* link to a folder or not (--receipt-dir named through a link to the
 		* folder walked). The file itself is not followed: a walk meets no link's
 		* target.
 		*/
 		#real(path) {
-			const folder = dirname(path);
-			let real = this.#folders.get(folder);
-			if (real === void 0) {
-				try {
-					real = realpathSync.native(folder);
-				} catch {
-					real = folder;
-				}
-				this.#folders.set(folder, real);
-			}
-			return join(real, basename(path));
+			return this.#folders.of(path);
 		}
+		/**
+		* Whether a receipt met belongs to a document checked: it was its evidence,
+		* or it is at the very path named as its receipt (checked()) and of its
+		* digest. Not one of the same name in another folder of the walk, nor one
+		* beside a file left out (--exclude it too), nor beside another receipt
+		* (`x.notarization.json.notarization.json`).
+		*/
 		#ownsReceipt(receipt) {
 			const path = this.#real(receipt.path);
 			if (this.#evidence.has(path)) return true;

@@ -10,7 +10,8 @@
  * a folder's name is refused where notarize would write or read a whole
  * folder by name (`parentAfterName`: the store, --receipt-dir).
  */
-import { isAbsolute, sep } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, sep } from 'node:path';
 
 const SEPARATORS = sep === '\\' ? /[/\\]/ : /\//;
 const TRAILING_SEPARATORS = sep === '\\' ? /[/\\]+$/ : /\/+$/;
@@ -38,4 +39,36 @@ export function parentAfterName(path: string): boolean {
 export function sameSpelling(path: string, cwd: string = process.cwd()): string {
   const parts = (isAbsolute(path) ? path : `${cwd}${sep}${path}`).split(SEPARATORS);
   return parts.filter((part, i) => (part !== '' || i === 0) && part !== '.').join('/');
+}
+
+/** The system's realpath of `path`, or undefined when it cannot be had (not there). */
+export function systemRealPath(path: string): string | undefined {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Paths with their folder's real path, the system's, asked once per folder:
+ * one file whether its folder is reached through a link or not (the file
+ * itself is not followed). A folder that is not there is taken as
+ * `missing` makes it (as named, by default).
+ */
+export class RealFolders {
+  readonly #byFolder = new Map<string, string>();
+  readonly #missing: (folder: string) => string;
+
+  constructor(missing: (folder: string) => string = (folder) => folder) {
+    this.#missing = missing;
+  }
+
+  of(path: string): string {
+    // The folder as given: resolve() would work a '..' out as text.
+    const folder = dirname(path);
+    let real = this.#byFolder.get(folder);
+    if (real === undefined) this.#byFolder.set(folder, (real = systemRealPath(folder) ?? this.#missing(folder)));
+    return join(real, basename(path));
+  }
 }

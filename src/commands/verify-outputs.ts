@@ -26,14 +26,14 @@
  * description, the service's record) is not checked here: only the service
  * confirms a registration (docs/verify-by-hand.md).
  */
-import { realpathSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename } from 'node:path';
 import { readReceipt } from '../core/receipt-format.js';
 import { readReceiptFile, type Finding } from '../core/evidence.js';
 import type { InputItem } from '../core/inputs.js';
 import { exactManifestDigests, manifestRoot } from '../core/trees.js';
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
 import { InputFileError, UsageError } from '../errors.js';
+import { RealFolders } from '../path-spelling.js';
 
 export const INSIDE_RECEIPT_DIR = 'inside_receipt_dir';
 
@@ -50,8 +50,8 @@ export class WalkOutputs {
   readonly #roots = new Set<string>();
   /** The receipts named as a document's, by real path (#real): the digests each may be of (any: undefined). */
   readonly #named = new Map<string, Set<string> | undefined>();
-  /** Each folder's real path, by its resolved path. */
-  readonly #folders = new Map<string, string>();
+  /** Each folder's real path, by its path as given. */
+  readonly #folders = new RealFolders();
 
   /**
    * The items of a walk without notarize's outputs, which are held for
@@ -141,34 +141,22 @@ export class WalkOutputs {
   }
 
   /**
-   * Whether a receipt met belongs to a document checked: it was its evidence,
-   * or it is at the very path named as its receipt (checked()) and of its
-   * digest. Not one of the same name in another folder of the walk, nor one
-   * beside a file left out (--exclude it too), nor beside another receipt
-   * (`x.notarization.json.notarization.json`).
-   */
-  /**
    * `path` in its folder's real path: one receipt whether reached through a
    * link to a folder or not (--receipt-dir named through a link to the
    * folder walked). The file itself is not followed: a walk meets no link's
    * target.
    */
   #real(path: string): string {
-    // As given, for realpath: resolve() would work a '..' out as text (path-spelling.ts).
-    const folder = dirname(path);
-    let real = this.#folders.get(folder);
-    if (real === undefined) {
-      try {
-        // The system's realpath: Node's own works a '..' out as text first (path-spelling.ts).
-        real = realpathSync.native(folder);
-      } catch {
-        real = folder; // not there: as named
-      }
-      this.#folders.set(folder, real);
-    }
-    return join(real, basename(path));
+    return this.#folders.of(path);
   }
 
+  /**
+   * Whether a receipt met belongs to a document checked: it was its evidence,
+   * or it is at the very path named as its receipt (checked()) and of its
+   * digest. Not one of the same name in another folder of the walk, nor one
+   * beside a file left out (--exclude it too), nor beside another receipt
+   * (`x.notarization.json.notarization.json`).
+   */
   #ownsReceipt(receipt: Extract<Output, { kind: 'receipt' }>): boolean {
     const path = this.#real(receipt.path);
     if (this.#evidence.has(path)) return true;

@@ -29,12 +29,12 @@
  * folder for a link in the microseconds before the file is created: Node has
  * no openat(); keep the receipt directory your own.
  */
-import { constants, realpathSync } from 'node:fs';
+import { constants } from 'node:fs';
 import { lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, normalize, resolve, sep } from 'node:path';
+import { join, normalize, resolve, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { makeDirs } from '../mkdirs.js';
-import { parentAfterName, sameSpelling } from '../path-spelling.js';
+import { parentAfterName, RealFolders, sameSpelling, systemRealPath } from '../path-spelling.js';
 import { DirFlushes, uniqueSuffix, writeFileAtomic } from '../store/files.js';
 import { writeErrorReason } from './hash.js';
 import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
@@ -96,23 +96,10 @@ function distinguish(paths: readonly string[]): Map<string, string> {
  * folder as `docs/R` met walking `docs`. A path's folder is resolved once.
  */
 export function insideDir(dir: string): (path: string) => boolean {
-  const real = (path: string): string => {
-    try {
-      // The system's realpath: Node's own works a '..' out as text first (path-spelling.ts).
-      return realpathSync.native(path);
-    } catch {
-      return resolve(path); // not there (yet): as named
-    }
-  };
-  const root = real(dir) + sep;
-  const folders = new Map<string, string>();
-  return (path) => {
-    // As given, for realpath: resolve() would work a '..' out as text (path-spelling.ts).
-    const folder = dirname(path);
-    let realFolder = folders.get(folder);
-    if (realFolder === undefined) folders.set(folder, (realFolder = real(folder)));
-    return join(realFolder, basename(path)).startsWith(root);
-  };
+  // Not there (yet): as named, made absolute.
+  const root = (systemRealPath(dir) ?? resolve(dir)) + sep;
+  const folders = new RealFolders(resolve);
+  return (path) => folders.of(path).startsWith(root);
 }
 
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
