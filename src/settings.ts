@@ -114,8 +114,11 @@ request step, custody metadata) is tried again after no answer, a 5xx or a 429; 
 paid step) only when it cannot have been processed: after a 429, or a 503 with Retry-After
 (both assumed to mean "not processed"), a connection that could not be opened, or a 401
 (once, after a new login with the API key); never after another 5xx, a timeout or a
-connection dropped once sent: the session is kept, and \`notarize complete <hash>\` sends it
-again when you ask. A Retry-After longer than ${LONGEST_RETRY_WAIT_MS / 1000} s ends the retries (exit 4).`;
+connection dropped once sent: the session is kept, and the next run (the same \`register\`,
+or \`notarize complete <hash>\`) sends it again. That assumes the service completes a hash
+once: a forfait for a hash it has is answered 409 (read as already registered), not paid
+again; how it answers a repeated forfait is undocumented. A Retry-After longer than
+${LONGEST_RETRY_WAIT_MS / 1000} s ends the retries (exit 4).`;
 
 /** The `notarize config` keys: the settings with a stored value and a global flag. */
 export const SETTINGS: readonly SettingDefinition[] = ALL_SETTINGS.filter((s) => s.storable);

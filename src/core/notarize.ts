@@ -736,8 +736,10 @@ async function setAside(deps: FlowDeps, pending: PendingEntry, raw: string, why:
 
 /**
  * Adds to a failed completion's hint what happened to the session and what to
- * do next. Only failures that prove the service did not complete it (network
- * errors before an answer, 5xx, 429, 401) say to simply run `complete` again.
+ * do next. Only failures that prove the service did not complete it (no
+ * connection, a 429 or a 503 with Retry-After, a 401: api/http.ts
+ * notProcessed) say to simply run `complete` again; after any other 5xx or
+ * no answer, it may have, and the hint says how to tell.
  */
 function withCompleteHint(deps: FlowDeps, error: unknown, hash: string): unknown {
   if (!(error instanceof NotarizeError) || error instanceof UsageError) return error;
@@ -752,10 +754,12 @@ function withCompleteHint(deps: FlowDeps, error: unknown, hash: string): unknown
     next =
       `the service may have completed it, but its answer could not be read (see ${page}); ` +
       `the session is kept: \`notarize complete ${hash}\` sends it again`;
-  } else if (error instanceof TransientError && !error.notProcessed && error.status === undefined) {
-    // Sent, and no answer (a timeout, a connection lost): not "could not be reached".
+  } else if (error instanceof TransientError && !error.notProcessed) {
+    // Sent, and no answer (a timeout, a connection lost: not "could not be reached"), or a 5xx
+    // that does not say it turned the call away: the retry policy's "may have been processed".
+    const why = error.status === undefined ? 'no answer came' : `the service answered ${error.status}`;
     error.hint =
-      `no answer came, so the service may have completed it (see ${page}); the session is kept: ` +
+      `${why}, so the service may have completed it (see ${page}); the session is kept: ` +
       `\`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`;
     return error;
   } else {

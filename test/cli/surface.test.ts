@@ -64,6 +64,10 @@ describe('notarize help <command>', () => {
       expect(help, name).toContain(
         'never after another 5xx, a timeout or a connection dropped once sent: the session is kept',
       );
+      // What a re-run after exit 4 rests on: said where the retries are.
+      expect(help, name).toContain(
+        'the next run (the same `register`, or `notarize complete <hash>`) sends it again. That assumes the service completes a hash once: a forfait for a hash it has is answered 409 (read as already registered), not paid again; how it answers a repeated forfait is undocumented.',
+      );
       expect(help, name).toContain('A Retry-After longer than 30 s ends the retries');
     }
   });

@@ -673,7 +673,7 @@ describe('complete', () => {
   it('a session given by hand that meets a failure other than a refusal is kept too', async () => {
     const hash = sha256('busy given');
     const { entry } = await requestOnly(hash);
-    fault('forfait:status=503*1');
+    fault('forfait:status=503@1*4');
     const { store, deps } = world();
     const error = await rejectionOf(complete(deps, hash, { kind: 'given', json: entry.sessionJson }), TransientError);
     expect(error.hint).toBe(
@@ -1236,10 +1236,18 @@ describe('the end of a registration', () => {
     const sessionKept = (hash: string) => `the session is kept: finish with \`notarize complete ${hash}\``;
     it.each<{ what: string; spec: string; kind: ErrorClass; hint: (hash: string, store: ServiceStore) => string }>([
       {
-        what: 'a 5xx (its own hint first)',
-        spec: 'forfait:status=503*1',
+        what: 'a 503 with Retry-After, not processed by the assumption of the retries (its own hint first)',
+        spec: 'forfait:status=503@1*4',
         kind: TransientError,
         hint: (hash: string) => `the service is unavailable or busy; try again later; ${sessionKept(hash)}`,
+      },
+      {
+        what: 'a 5xx that does not say it turned the call away: it may have been completed',
+        spec: 'forfait:status=500*1',
+        kind: TransientError,
+        hint: (hash: string) =>
+          `the service answered 500, so the service may have completed it (see ${page(hash)}); the session is kept: ` +
+          `\`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`,
       },
       {
         what: 'no answer (the connection lost once sent): not "could not be reached", it may have been completed',
