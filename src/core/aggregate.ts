@@ -446,7 +446,7 @@ async function retireRoot(deps: FlowDeps, root: string): Promise<boolean> {
  */
 function takenUp(
   deps: FlowDeps,
-  input: AggregateInput,
+  input: Partial<Pick<AggregateInput, 'force'>>,
   digests: readonly string[],
   { sessions = true } = {},
 ): Set<string> {
@@ -466,6 +466,26 @@ function takenUp(
     }
   }
   return taken;
+}
+
+/**
+ * A planned root not requested: documents of its tree were taken up on their
+ * own by another process since it was planned (takenUp), and requesting it
+ * would pay for them twice. Nothing was sent for it; the next run abandons
+ * the tree (abandonTakenUp) and plants its other documents anew.
+ */
+export class TakenUpSince extends TransientError {
+  constructor(root: string, taken: ReadonlySet<string>) {
+    const [first] = taken;
+    const which =
+      taken.size === 1
+        ? `its document ${first} was taken up on its own`
+        : `${taken.size} of its documents (${first} first) were taken up on their own`;
+    super(
+      `the Merkle root ${root} was not requested: ${which} by another notarize process since its tree was planned`,
+      { hint: 'run the same command again: it plants a new tree without them', notProcessed: true },
+    );
+  }
 }
 
 /**
@@ -545,18 +565,35 @@ export async function registerRoots(
 export async function registerRoot(
   deps: FlowDeps,
   tree: LoadedTree,
-  flags: Pick<AggregateInput, 'signed' | 'blockchain' | 'complete'>,
+  flags: Pick<AggregateInput, 'signed' | 'blockchain' | 'complete'> & Partial<Pick<AggregateInput, 'force'>>,
 ): Promise<RootResult> {
   let sent = false;
   const onStep: FlowDeps['onStep'] = (step) => {
     sent = true;
     deps.onStep?.(step);
   };
+  const root = tree.entry.root;
+  // A planned root whose lock this run did not hold from its placing on (holdPlannedRoots found it
+  // held a moment, by a per-document run looking at the trees, say) had its documents looked at by
+  // no one under that lock (abandonTakenUp): looked at here, under it, before it is requested.
+  const unheld = tree.state === 'planned' && !deps.heldAcross?.has(root);
+  const beforeRequest = async (hash: string): Promise<void> => {
+    if (unheld && hash === root) {
+      const taken = takenUp(
+        deps,
+        flags,
+        tree.entry.leaves.map((leaf) => leaf.sha256),
+        { sessions: false },
+      );
+      if (taken.size > 0) throw new TakenUpSince(root, taken);
+    }
+    await deps.beforeRequest?.(hash);
+  };
   try {
     const outcome = await register(
-      { ...deps, onStep },
+      { ...deps, onStep, beforeRequest },
       {
-        hash: tree.entry.root,
+        hash: root,
         description: tree.entry.description,
         custody: false,
         signed: flags.signed,

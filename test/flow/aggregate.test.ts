@@ -23,7 +23,7 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { exactManifestDigests, plantTree, treeManifestText, Trees, type LoadedTree } from '../../src/core/trees.js';
-import { registerRoot } from '../../src/core/aggregate.js';
+import { registerRoot, TakenUpSince } from '../../src/core/aggregate.js';
 import { ServiceStore } from '../../src/store/service-store.js';
 import { sandboxApi } from '../helpers/sandbox-api.js';
 import type { TreeEntry } from '../../src/store/service-store.js';
@@ -1079,6 +1079,42 @@ describe('switching between --aggregate and per-document registration never pays
       [hashes[1], 'registered', root, 1],
     ]);
     expect(readdirSync(join(paths.service, 'trees'))).toEqual([`${root}.json`]);
+  });
+
+  it('a tree only planned whose root lock the run could not hold as it placed it: its documents looked at under that lock before the request', async () => {
+    // Another run's --aggregate placed d1, d2 under this planned tree while a per-document run held the root's
+    // lock a moment (looking at the trees), so it could not hold it and abandonTakenUp looked at nothing; that
+    // per-document run then took d1 up on its own (its lock held now). Requesting the root would pay for d1 twice.
+    const { env, docs, hashes, store } = await failedAggregate('planned-unheld', ['d1', 'd2']);
+    const [tree] = (await Trees.load(store)).all;
+    expect(tree!.state).toBe('planned');
+    const root = tree!.entry.root;
+    const releaseD1 = await holdLock(store.lockFile(hashes[0]!), 0);
+    onTestFinished(releaseD1);
+    const mark = bed.mark();
+    const flags = { signed: false, blockchain: 'ALGORAND', complete: true } as const;
+    const result = await registerRoot({ api: sandboxApi(bed), store }, tree!, flags);
+    expect(result.ok).toBe(false);
+    const error = 'error' in result ? result.error : undefined;
+    expect(error).toBeInstanceOf(TakenUpSince);
+    expect(error).toMatchObject({
+      exitCode: 4,
+      message:
+        `the Merkle root ${root} was not requested: its document ${hashes[0]} was taken up on its own ` +
+        'by another notarize process since its tree was planned',
+      hint: 'run the same command again: it plants a new tree without them',
+    });
+    expect(bed.callsSince(mark)).toEqual([]);
+    // The run again, once that one has let d1 go unpaid (its request failed, say): no dead end, the same
+    // root answers for both, one request and one payment.
+    releaseD1();
+    const again = await bed.main(['register', '--aggregate', ...docs, '--json'], { env });
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(parseResults(again.stdout).map((r) => [r.status, r.proof?.root])).toEqual([
+      ['registered', root],
+      ['registered', root],
+    ]);
+    expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['request', 'forfait']);
   });
 
   it('complete --all beside an aggregate retried over a tree only planned: the own session waits for the root, then is left out', async () => {
