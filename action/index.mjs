@@ -9255,8 +9255,11 @@ request step, custody metadata) is tried again after no answer, a 5xx or a 429; 
 paid step) only when it cannot have been processed: after a 429, or a 503 with Retry-After
 (both assumed to mean "not processed"), a connection that could not be opened, or a 401
 (once, after a new login with the API key); never after another 5xx, a timeout or a
-connection dropped once sent: the session is kept, and \`notarize complete <hash>\` sends it
-again when you ask. A Retry-After longer than ${LONGEST_RETRY_WAIT_MS / 1e3} s ends the retries (exit 4).`;
+connection dropped once sent: the session is kept, and the next run (the same \`register\`,
+or \`notarize complete <hash>\`) sends it again. That assumes the service completes a hash
+once: a forfait for a hash it has is answered 409 (read as already registered), not paid
+again; how it answers a repeated forfait is undocumented. A Retry-After longer than
+${LONGEST_RETRY_WAIT_MS / 1e3} s ends the retries (exit 4).`;
 	SETTINGS = ALL_SETTINGS.filter((s) => s.storable);
 }));
 // dist/core/batch.js
@@ -12699,8 +12702,10 @@ async function setAside(deps, pending, raw, why) {
 }
 /**
 * Adds to a failed completion's hint what happened to the session and what to
-* do next. Only failures that prove the service did not complete it (network
-* errors before an answer, 5xx, 429, 401) say to simply run `complete` again.
+* do next. Only failures that prove the service did not complete it (no
+* connection, a 429 or a 503 with Retry-After, a 401: api/http.ts
+* notProcessed) say to simply run `complete` again; after any other 5xx or
+* no answer, it may have, and the hint says how to tell.
 */
 function withCompleteHint(deps, error, hash) {
 	if (!(error instanceof NotarizeError) || error instanceof UsageError) return error;
@@ -12709,8 +12714,8 @@ function withCompleteHint(deps, error, hash) {
 	let next;
 	if (error instanceof ServiceRefusedError) next = `the session is kept in ${file}; if the service will never accept it, \`notarize pending drop ${hash}\` puts it aside`;
 	else if (error instanceof ProtocolError) next = `the service may have completed it, but its answer could not be read (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again`;
-	else if (error instanceof TransientError && !error.notProcessed && error.status === void 0) {
-		error.hint = `no answer came, so the service may have completed it (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`;
+	else if (error instanceof TransientError && !error.notProcessed) {
+		error.hint = `${error.status === void 0 ? "no answer came" : `the service answered ${error.status}`}, so the service may have completed it (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`;
 		return error;
 	} else next = `the session is kept: finish with \`notarize complete ${hash}\``;
 	error.hint = error.hint ? `${error.hint}; ${next}` : next;
@@ -15276,6 +15281,21 @@ var init_manifests = __esmMin((() => {
 			return manifestsLeft(file);
 		}
 		/**
+		* Tells `warn`, once, of the tree manifests (not receipts: a run rewrites
+		* those of its documents) whose roots the service said it does not have,
+		* still in --receipt-dir: manifests of runs that never registered their
+		* roots, which `verify` over the folder reports unknown. Said once per
+		* run, unless staleManifests (via refusal) said it already.
+		*/
+		warnStaleManifests(warn) {
+			if (this.#warned) return;
+			const manifests = this.#absent.filter((file) => manifestRoot(basename(file)) !== void 0 && existsSync(file));
+			if (manifests.length === 0) return;
+			this.#warned = true;
+			const files = manifests.join(", ");
+			warn(manifests.length === 1 ? `the service does not have the root of this tree manifest in --receipt-dir: unless a run elsewhere still completes it, the manifest proves nothing, and \`verify\` over that folder reports it unknown (move it aside, or leave it out with --exclude): ${files}` : `the service does not have the roots of these ${manifests.length} tree manifests in --receipt-dir: unless runs elsewhere still complete them, they prove nothing, and \`verify\` over that folder reports them unknown (move them aside, or leave them out with --exclude): ${files}`);
+		}
+		/**
 		* What the service says of `root`: asked with `ask` the first time (`file`
 		* then kept among the absent if the service does not have it), the same
 		* answer every time after, with no second request step.
@@ -15767,14 +15787,24 @@ async function registerRoot(deps, tree, flags) {
 		sent = true;
 		deps.onStep?.(step);
 	};
+	const root = tree.entry.root;
+	const unheld = tree.state === "planned" && !deps.heldAcross?.has(root);
+	const beforeRequest = async (hash) => {
+		if (unheld && hash === root) {
+			const taken = takenUp(deps, flags, tree.entry.leaves.map((leaf) => leaf.sha256), { sessions: false });
+			if (taken.size > 0) throw new TakenUpSince(root, taken);
+		}
+		await deps.beforeRequest?.(hash);
+	};
 	try {
 		return {
 			ok: true,
 			outcome: await register({
 				...deps,
-				onStep
+				onStep,
+				beforeRequest
 			}, {
-				hash: tree.entry.root,
+				hash: root,
 				description: tree.entry.description,
 				custody: false,
 				signed: flags.signed,
@@ -15839,13 +15869,23 @@ function finishedRoot(tree) {
 		}
 	};
 }
-var CONFIRMED_MESSAGE;
+var TakenUpSince, CONFIRMED_MESSAGE;
 var init_aggregate = __esmMin((() => {
 	init_errors();
 	init_disk();
 	init_manifests();
 	init_notarize();
 	init_trees();
+	TakenUpSince = class extends TransientError {
+		constructor(root, taken) {
+			const [first] = taken;
+			const which = taken.size === 1 ? `its document ${first} was taken up on its own` : `${taken.size} of its documents (${first} first) were taken up on their own`;
+			super(`the Merkle root ${root} was not requested: ${which} by another notarize process since its tree was planned`, {
+				hint: "run the same command again: it plants a new tree without them",
+				notProcessed: true
+			});
+		}
+	};
 	CONFIRMED_MESSAGE = "the service answered 409 for this root before (to its completion, or to a request step once its session was dropped); its record was never received here; nothing sent";
 }));
 // dist/commands/manifest-files.js
@@ -16298,6 +16338,10 @@ var init_register_roots = __esmMin((() => {
 			if (flags.length === 0 || this.#warnedRootFlags) return;
 			this.#warnedRootFlags = true;
 			this.#options.io.warn(`${flags.join(", ")} ${flags.length === 1 ? "is" : "are"} not used for the documents under a pending Merkle root (${root} first): completing it registers the root as it was requested; --force registers them on their own`);
+		}
+		/** Says which manifests of --receipt-dir name roots the service does not have (RootAsks.warnStaleManifests). */
+		warnStaleManifests() {
+			this.#asks.warnStaleManifests((message) => this.#options.io.warn(message));
 		}
 		/** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
 		async #tidy(tree) {
@@ -19044,6 +19088,13 @@ var init_register_aggregate = __esmMin((() => {
 			this.#store = store;
 		}
 		async run() {
+			try {
+				return await this.#run();
+			} finally {
+				this.#asks.warnStaleManifests((message) => this.#options.io.warn(message));
+			}
+		}
+		async #run() {
 			let result;
 			let thrown;
 			try {
@@ -20115,6 +20166,7 @@ var init_register = __esmMin((() => {
 		async close() {
 			this.#spinner.stop();
 			await this.#pool.close();
+			this.#roots.warnStaleManifests();
 		}
 		#showProgress() {
 			this.#options.io.progress(`registered ${this.#done}/${this.#known}, hashed ${formatBytes(this.#hashedBytes)}`);

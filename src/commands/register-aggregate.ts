@@ -112,6 +112,14 @@ export class Aggregator {
   }
 
   async run(): Promise<ItemsResult> {
+    try {
+      return await this.#run();
+    } finally {
+      this.#asks.warnStaleManifests((message) => this.#options.io.warn(message));
+    }
+  }
+
+  async #run(): Promise<ItemsResult> {
     let result: ItemsResult | undefined;
     let thrown: { error: unknown } | undefined;
     try {

@@ -302,6 +302,11 @@ export class DocumentRoots {
     );
   }
 
+  /** Says which manifests of --receipt-dir name roots the service does not have (RootAsks.warnStaleManifests). */
+  warnStaleManifests(): void {
+    this.#asks.warnStaleManifests((message) => this.#options.io.warn(message));
+  }
+
   /** What a run killed may have left of the root of `tree`, which this run sends nothing for (tidyRoot): once per root. */
   async #tidy(tree: LoadedTree): Promise<void> {
     const root = tree.entry.root;

@@ -433,6 +433,7 @@ class Registrar {
   async close(): Promise<void> {
     this.#spinner.stop();
     await this.#pool.close();
+    this.#roots.warnStaleManifests();
   }
 
   #showProgress(): void {

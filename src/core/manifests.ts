@@ -6,7 +6,7 @@
  * nothing for them (see adoptManifests). Sends only those request steps;
  * never prints, never writes.
  */
-import { lstatSync } from 'node:fs';
+import { existsSync, lstatSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { EXIT, NotarizeError, StoreError } from '../errors.js';
@@ -110,6 +110,30 @@ export class RootAsks {
     if (!this.#warned) warn?.(staleManifests(this.#absent));
     this.#warned = true;
     return manifestsLeft(file);
+  }
+
+  /**
+   * Tells `warn`, once, of the tree manifests (not receipts: a run rewrites
+   * those of its documents) whose roots the service said it does not have,
+   * still in --receipt-dir: manifests of runs that never registered their
+   * roots, which `verify` over the folder reports unknown. Said once per
+   * run, unless staleManifests (via refusal) said it already.
+   */
+  warnStaleManifests(warn: (message: string) => void): void {
+    if (this.#warned) return;
+    const manifests = this.#absent.filter((file) => manifestRoot(basename(file)) !== undefined && existsSync(file));
+    if (manifests.length === 0) return;
+    this.#warned = true;
+    const files = manifests.join(', ');
+    warn(
+      manifests.length === 1
+        ? 'the service does not have the root of this tree manifest in --receipt-dir: unless a run elsewhere ' +
+            'still completes it, the manifest proves nothing, and `verify` over that folder reports it unknown ' +
+            `(move it aside, or leave it out with --exclude): ${files}`
+        : `the service does not have the roots of these ${manifests.length} tree manifests in --receipt-dir: ` +
+            'unless runs elsewhere still complete them, they prove nothing, and `verify` over that folder reports ' +
+            `them unknown (move them aside, or leave them out with --exclude): ${files}`,
+    );
   }
 
   /**

@@ -829,6 +829,36 @@ describe('switching between --aggregate and per-document registration never pays
     expect(bed.callsSince(mark).filter((call) => call.route === 'forfait')).toEqual([]);
   });
 
+  it('a manifest of a root never paid (its run failed at forfait, its store lost): re-runs say it proves nothing', async () => {
+    const docs = await writeDocs('never-paid', 'never paid', ['a', 'b']);
+    const receipts = bed.path('never-paid-receipts');
+    bed.sandbox.addFaults(parseFaults('forfait:status=500*1'));
+    const failed = await onStore(freshStore(), receipts, docs, ['--retries', '0']);
+    expect(failed.run.code, describeRun(failed.run)).toBe(4);
+    const [stale] = readdirSync(receipts).filter((name) => name.endsWith('.tree.json'));
+    const said =
+      'the service does not have the root of this tree manifest in --receipt-dir: unless a run elsewhere still ' +
+      'completes it, the manifest proves nothing, and `verify` over that folder reports it unknown (move it aside, ' +
+      `or leave it out with --exclude): ${join(receipts, stale!)}`;
+    // Per-document, on a fresh store: its root asked about (the service has not got it), a paid on its own.
+    const mark = bed.mark();
+    const alone = await bed.main(['register', docs[0]!, '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore() },
+    });
+    expect(alone.code, describeRun(alone)).toBe(0);
+    expect(bed.callsSince(mark).map((c) => `${c.route}:${c.status}`)).toEqual([
+      'login:200',
+      'request:200',
+      'request:200',
+      'forfait:200',
+    ]);
+    expect(alone.stderr).toContain(said);
+    // --aggregate, on a fresh store: the same, b in a new tree; said once.
+    const again = await onStore(freshStore(), receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.run.stderr.split(said)).toHaveLength(2);
+  });
+
   it('a receipt whose root the service does not have: the document is registered on its own, its receipt replaced', async () => {
     const sha256 = await bed.write('stale-root/doc.txt', 'a receipt of a root never registered\n');
     const salt = Buffer.alloc(32, 7);
