@@ -21612,10 +21612,14 @@ async function runVerify(options, items = new ItemResults()) {
 		await pool.close();
 	}
 	let passedOver = 0;
+	let strays = 0;
 	outputs.settle((path, reason) => {
 		passedOver++;
 		items.skip(skippedResult(path, reason));
-	}, (path, reason) => items.addUnordered(itemResult(path, null, "unknown", { reason })));
+	}, (path, reason) => {
+		strays++;
+		items.addUnordered(itemResult(path, null, "unknown", { reason }));
+	});
 	if (passedOver > 0) io.info(`passed over ${passedOver} receipt${passedOver === 1 ? " or tree manifest" : "s and tree manifests"} of the documents checked (not documents)`);
 	elsewhere.warn(io);
 	if (expansion.single && !items.streams && only?.finding.status === "verified") {
@@ -21636,6 +21640,7 @@ async function runVerify(options, items = new ItemResults()) {
 	const failure = verifyFailure(items.counts, {
 		baseUrl,
 		unfollowed,
+		strays,
 		receiptDir: options.receiptDir,
 		ledgerSearched: ledger !== void 0
 	});
@@ -21719,7 +21724,7 @@ function checkReceiptDir(dir) {
 * What ends a run whose documents are not all verified. Nothing is ever sent
 * by verify, so a document that cannot be read is exit 2 (it comes before 6).
 */
-function verifyFailure(counts, { baseUrl, unfollowed, receiptDir, ledgerSearched }) {
+function verifyFailure(counts, { baseUrl, unfollowed, strays, receiptDir, ledgerSearched }) {
 	let checked = 0;
 	for (const n of counts.values()) checked += n;
 	const unreadable = counts.get("failed") ?? 0;
@@ -21735,7 +21740,11 @@ function verifyFailure(counts, { baseUrl, unfollowed, receiptDir, ledgerSearched
 		"unknown"
 	].filter((status) => counts.has(status)).map((status) => `${counts.get(status)} ${status}`).join(", ");
 	const noLedger = "no ledger was searched (no usable store)";
-	const hints = [...counts.has("unknown") ? [receiptDir === void 0 ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it)` + (ledgerSearched ? `, or check --base-url (the ledger of ${baseUrl} was searched)` : `; ${noLedger}`) : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) ` + (ledgerSearched ? `and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url` : `and ${noLedger}: check --receipt-dir`) + " (a document whose receipt was never written or not kept has none to find: the service sends a record once, to the run that paid)"] : [], ...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []];
+	const hints = [
+		...strays > 0 ? [`unknown: ${strays === 1 ? "a receipt or tree manifest" : `${strays} receipts or tree manifests`} walked that no document checked is under (${strays === 1 ? "it proves" : "they prove"} nothing here, say one of a run that never registered its root): move ${strays === 1 ? "it aside, or leave it" : "them aside, or leave them"} out with --exclude`] : [],
+		...(counts.get("unknown") ?? 0) > strays ? [receiptDir === void 0 ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it)` + (ledgerSearched ? `, or check --base-url (the ledger of ${baseUrl} was searched)` : `; ${noLedger}`) : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) ` + (ledgerSearched ? `and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url` : `and ${noLedger}: check --receipt-dir`) + " (a document whose receipt was never written or not kept has none to find: the service sends a record once, to the run that paid)"] : [],
+		...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []
+	];
 	return new NotNotarizedError(`${bad} of ${checked} document${checked === 1 ? " is" : "s are"} not verified (${what})`, { hint: hints.join("; ") });
 }
 /** What a note adds for a document verified as a leaf of a registered Merkle root. */

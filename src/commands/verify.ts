@@ -191,12 +191,17 @@ export async function runVerify(
   }
   // Passed over as expected (the receipts of the documents checked): said once, not a warning each.
   let passedOver = 0;
+  // Receipts and manifests walked that no document checked is under: unknown, with a hint of their own.
+  let strays = 0;
   outputs.settle(
     (path, reason) => {
       passedOver++;
       items.skip(skippedResult(path, reason));
     },
-    (path, reason) => items.addUnordered(itemResult(path, null, 'unknown', { reason })),
+    (path, reason) => {
+      strays++;
+      items.addUnordered(itemResult(path, null, 'unknown', { reason }));
+    },
   );
   if (passedOver > 0) {
     io.info(
@@ -224,6 +229,7 @@ export async function runVerify(
   const failure = verifyFailure(items.counts, {
     baseUrl,
     unfollowed,
+    strays,
     receiptDir: options.receiptDir,
     ledgerSearched: ledger !== undefined,
   });
@@ -351,9 +357,17 @@ function verifyFailure(
   {
     baseUrl,
     unfollowed,
+    strays,
     receiptDir,
     ledgerSearched,
-  }: { baseUrl: string; unfollowed: number; receiptDir: string | undefined; ledgerSearched: boolean },
+  }: {
+    baseUrl: string;
+    unfollowed: number;
+    /** Of the unknown, the receipts and tree manifests walked that belong to no document checked. */
+    strays: number;
+    receiptDir: string | undefined;
+    ledgerSearched: boolean;
+  },
 ): NotarizeError | undefined {
   // The paths not followed are among the failed (ItemResults.addUnordered).
   let checked = 0;
@@ -378,7 +392,14 @@ function verifyFailure(
   // No usable store (none here, or one refused with a warning): receipts alone were searched.
   const noLedger = 'no ledger was searched (no usable store)';
   const hints = [
-    ...(counts.has('unknown')
+    ...(strays > 0
+      ? [
+          `unknown: ${strays === 1 ? 'a receipt or tree manifest' : `${strays} receipts or tree manifests`} walked ` +
+            `that no document checked is under (${strays === 1 ? 'it proves' : 'they prove'} nothing here, ` +
+            `say one of a run that never registered its root): move ${strays === 1 ? 'it aside, or leave it' : 'them aside, or leave them'} out with --exclude`,
+        ]
+      : []),
+    ...((counts.get('unknown') ?? 0) > strays
       ? [
           receiptDir === undefined
             ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it)` +

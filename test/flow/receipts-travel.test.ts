@@ -306,6 +306,11 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
           'a file nothing proves (a folder of receipts counts only as --receipt-dir; else leave it out with --exclude if it is not shipped)',
       );
       expect(countStatuses(results)).toMatchObject({ verified: 3 });
+      // The run's hint is of those files, not of documents without a receipt.
+      expect(jsonError(run.stderr).hint).toBe(
+        'unknown: 2 receipts or tree manifests walked that no document checked is under (they prove nothing here, ' +
+          'say one of a run that never registered its root): move them aside, or leave them out with --exclude',
+      );
     }
   });
 
