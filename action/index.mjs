@@ -12715,7 +12715,7 @@ function withCompleteHint(deps, error, hash) {
 	if (error instanceof ServiceRefusedError) next = `the session is kept in ${file}; if the service will never accept it, \`notarize pending drop ${hash}\` puts it aside`;
 	else if (error instanceof ProtocolError) next = `the service may have completed it, but its answer could not be read (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again`;
 	else if (error instanceof TransientError && !error.notProcessed) {
-		error.hint = `${error.status === void 0 ? "no answer came" : `the service answered ${error.status}`}, so the service may have completed it (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`;
+		error.hint = `${error.status === void 0 ? "no answer came, so " : ""}the service may have completed it (see ${page}); the session is kept: \`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`;
 		return error;
 	} else next = `the session is kept: finish with \`notarize complete ${hash}\``;
 	error.hint = error.hint ? `${error.hint}; ${next}` : next;

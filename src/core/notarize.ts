@@ -757,9 +757,10 @@ function withCompleteHint(deps: FlowDeps, error: unknown, hash: string): unknown
   } else if (error instanceof TransientError && !error.notProcessed) {
     // Sent, and no answer (a timeout, a connection lost: not "could not be reached"), or a 5xx
     // that does not say it turned the call away: the retry policy's "may have been processed".
-    const why = error.status === undefined ? 'no answer came' : `the service answered ${error.status}`;
+    // The message names a status already: only a missing answer is said here.
+    const why = error.status === undefined ? 'no answer came, so ' : '';
     error.hint =
-      `${why}, so the service may have completed it (see ${page}); the session is kept: ` +
+      `${why}the service may have completed it (see ${page}); the session is kept: ` +
       `\`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`;
     return error;
   } else {

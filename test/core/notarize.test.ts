@@ -1246,7 +1246,7 @@ describe('the end of a registration', () => {
         spec: 'forfait:status=500*1',
         kind: TransientError,
         hint: (hash: string) =>
-          `the service answered 500, so the service may have completed it (see ${page(hash)}); the session is kept: ` +
+          `the service may have completed it (see ${page(hash)}); the session is kept: ` +
           `\`notarize complete ${hash}\` sends it again (an "already registered" then means it had)`,
       },
       {
