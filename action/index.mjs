@@ -15262,6 +15262,8 @@ var init_manifests = __esmMin((() => {
 		#answers = /* @__PURE__ */ new Map();
 		/** The files whose roots the service said it does not have: the ones to move aside. */
 		#absent = [];
+		/** The manifests among the files naming those roots, whoever asked first (a receipt may have): warnStaleManifests. */
+		#absentManifests = /* @__PURE__ */ new Set();
 		/** Whether the warning listing them (staleManifests) was given. */
 		#warned = false;
 		/** Whether `root` was asked about in this run. */
@@ -15289,7 +15291,7 @@ var init_manifests = __esmMin((() => {
 		*/
 		warnStaleManifests(warn) {
 			if (this.#warned) return;
-			const manifests = this.#absent.filter((file) => manifestRoot(basename(file)) !== void 0 && existsSync(file));
+			const manifests = [...this.#absentManifests].filter((file) => existsSync(file));
 			if (manifests.length === 0) return;
 			this.#warned = true;
 			const files = manifests.join(", ");
@@ -15302,14 +15304,16 @@ var init_manifests = __esmMin((() => {
 		*/
 		ask(root, file, ask) {
 			let asked = this.#answers.get(root);
-			if (asked === void 0) {
-				asked = ask().then((said) => {
-					if (said.kind === "absent" && file !== void 0) this.#absent.push(file);
-					return said;
-				});
-				this.#answers.set(root, asked);
-			}
-			return asked;
+			const first = asked === void 0;
+			asked ??= ask();
+			this.#answers.set(root, asked);
+			return asked.then((said) => {
+				if (said.kind === "absent" && file !== void 0) {
+					if (first) this.#absent.push(file);
+					if (manifestRoot(basename(file)) !== void 0) this.#absentManifests.add(file);
+				}
+				return said;
+			});
 		}
 	};
 	NO_ADOPTIONS = {

@@ -91,6 +91,8 @@ export class RootAsks {
   readonly #answers = new Map<string, Promise<Asked | { kind: 'absent' }>>();
   /** The files whose roots the service said it does not have: the ones to move aside. */
   readonly #absent: string[] = [];
+  /** The manifests among the files naming those roots, whoever asked first (a receipt may have): warnStaleManifests. */
+  readonly #absentManifests = new Set<string>();
   /** Whether the warning listing them (staleManifests) was given. */
   #warned = false;
 
@@ -121,7 +123,7 @@ export class RootAsks {
    */
   warnStaleManifests(warn: (message: string) => void): void {
     if (this.#warned) return;
-    const manifests = this.#absent.filter((file) => manifestRoot(basename(file)) !== undefined && existsSync(file));
+    const manifests = [...this.#absentManifests].filter((file) => existsSync(file));
     if (manifests.length === 0) return;
     this.#warned = true;
     const files = manifests.join(', ');
@@ -147,14 +149,16 @@ export class RootAsks {
     ask: () => Promise<Asked | { kind: 'absent' }>,
   ): Promise<Asked | { kind: 'absent' }> {
     let asked = this.#answers.get(root);
-    if (asked === undefined) {
-      asked = ask().then((said) => {
-        if (said.kind === 'absent' && file !== undefined) this.#absent.push(file);
-        return said;
-      });
-      this.#answers.set(root, asked);
-    }
-    return asked;
+    const first = asked === undefined;
+    asked ??= ask();
+    this.#answers.set(root, asked);
+    return asked.then((said) => {
+      if (said.kind === 'absent' && file !== undefined) {
+        if (first) this.#absent.push(file);
+        if (manifestRoot(basename(file)) !== undefined) this.#absentManifests.add(file);
+      }
+      return said;
+    });
   }
 }
 

@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { registerAggregate } from '../../src/core/aggregate.js';
-import { adoptManifests, anyManifestFor } from '../../src/core/manifests.js';
+import { adoptManifests, anyManifestFor, RootAsks } from '../../src/core/manifests.js';
 import { treeManifestText, type AggregateDocument } from '../../src/core/trees.js';
 import { aggregateDeps, aggregateInput, docs } from '../helpers/aggregate.js';
 import { type Bed, useBed } from '../helpers/bed.js';
@@ -172,5 +172,46 @@ describe('adoptManifests', () => {
       `asking about root ${root} (its manifest in --receipt-dir) got no answer that says whether the service has it; ` +
         'run the same command again once it answers normally',
     );
+  });
+});
+
+describe('RootAsks.warnStaleManifests', () => {
+  // No service needed: what the asks answered is given.
+  const absent = () => Promise.resolve({ kind: 'absent' } as const);
+
+  it('names a manifest of a root the service does not have, also when a receipt asked about that root first', async () => {
+    const dir = bed.path('stale-asks');
+    mkdirSync(dir, { recursive: true });
+    const root = 'ab'.repeat(32);
+    const manifest = join(dir, `${root}.tree.json`);
+    writeFileSync(manifest, '{}');
+    const asks = new RootAsks();
+    let asked = 0;
+    const ask = () => (asked++, absent());
+    await asks.ask(root, join(dir, 'a.txt.notarization.json'), ask);
+    await asks.ask(root, manifest, ask);
+    expect(asked).toBe(1);
+    const warnings: string[] = [];
+    asks.warnStaleManifests((message) => warnings.push(message));
+    asks.warnStaleManifests((message) => warnings.push(message));
+    expect(warnings).toEqual([
+      'the service does not have the root of this tree manifest in --receipt-dir: unless a run elsewhere still ' +
+        'completes it, the manifest proves nothing, and `verify` over that folder reports it unknown (move it ' +
+        `aside, or leave it out with --exclude): ${manifest}`,
+    ]);
+  });
+
+  it('says nothing of receipts, of manifests gone since, nor of roots the service has', async () => {
+    const dir = bed.path('stale-none');
+    mkdirSync(dir, { recursive: true });
+    const asks = new RootAsks();
+    await asks.ask('cd'.repeat(32), join(dir, 'b.txt.notarization.json'), absent);
+    await asks.ask('ef'.repeat(32), join(dir, `${'ef'.repeat(32)}.tree.json`), absent);
+    const has = join(dir, `${'12'.repeat(32)}.tree.json`);
+    writeFileSync(has, '{}');
+    await asks.ask('12'.repeat(32), has, () => Promise.resolve({ kind: 'has', message: undefined } as const));
+    const warnings: string[] = [];
+    asks.warnStaleManifests((message) => warnings.push(message));
+    expect(warnings).toEqual([]);
   });
 });
