@@ -15278,7 +15278,7 @@ var init_manifests = __esmMin((() => {
 		*/
 		refusal(root, file, warn) {
 			if (this.#answers.has(root) || this.#absent.length < 16) return void 0;
-			if (!this.#warned) warn?.(staleManifests(this.#absent));
+			if (!this.#warned) warn?.(staleManifests([.../* @__PURE__ */ new Set([...this.#absent, ...this.#absentManifests])]));
 			this.#warned = true;
 			return manifestsLeft(file);
 		}
@@ -21745,7 +21745,7 @@ function verifyFailure(counts, { baseUrl, unfollowed, strays, receiptDir, ledger
 	].filter((status) => counts.has(status)).map((status) => `${counts.get(status)} ${status}`).join(", ");
 	const noLedger = "no ledger was searched (no usable store)";
 	const hints = [
-		...strays > 0 ? [`unknown: ${strays === 1 ? "a receipt or tree manifest" : `${strays} receipts or tree manifests`} walked that no document checked is under (${strays === 1 ? "it proves" : "they prove"} nothing here, say one of a run that never registered its root): move ${strays === 1 ? "it aside, or leave it" : "them aside, or leave them"} out with --exclude`] : [],
+		...strays > 0 ? [`unknown: ${strays === 1 ? "a receipt or tree manifest" : `${strays} receipts or tree manifests`} checked as ${strays === 1 ? "a file" : "files"} that no document checked is under: nothing proves ${strays === 1 ? "it" : "them"} as shipped files (see ${strays === 1 ? "its line" : "their lines"}; a receipt of a document renamed since proves that document with --receipt): leave ${strays === 1 ? "it out of the files checked if it is" : "them out of the files checked if they are"} not shipped`] : [],
 		...(counts.get("unknown") ?? 0) > strays ? [receiptDir === void 0 ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it)` + (ledgerSearched ? `, or check --base-url (the ledger of ${baseUrl} was searched)` : `; ${noLedger}`) : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) ` + (ledgerSearched ? `and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url` : `and ${noLedger}: check --receipt-dir`) + " (a document whose receipt was never written or not kept has none to find: the service sends a record once, to the run that paid)"] : [],
 		...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []
 	];

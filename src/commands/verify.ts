@@ -394,9 +394,12 @@ function verifyFailure(
   const hints = [
     ...(strays > 0
       ? [
-          `unknown: ${strays === 1 ? 'a receipt or tree manifest' : `${strays} receipts or tree manifests`} walked ` +
-            `that no document checked is under (${strays === 1 ? 'it proves' : 'they prove'} nothing here, ` +
-            `say one of a run that never registered its root): move ${strays === 1 ? 'it aside, or leave it' : 'them aside, or leave them'} out with --exclude`,
+          // Not "proves nothing": a receipt of a document renamed since still proves that document.
+          `unknown: ${strays === 1 ? 'a receipt or tree manifest' : `${strays} receipts or tree manifests`} checked ` +
+            `as ${strays === 1 ? 'a file' : 'files'} that no document checked is under: nothing proves ` +
+            `${strays === 1 ? 'it' : 'them'} as shipped files (see ${strays === 1 ? 'its line' : 'their lines'}; a ` +
+            'receipt of a document renamed since proves that document with --receipt): leave ' +
+            `${strays === 1 ? 'it out of the files checked if it is' : 'them out of the files checked if they are'} not shipped`,
         ]
       : []),
     ...((counts.get('unknown') ?? 0) > strays

@@ -308,10 +308,32 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
       expect(countStatuses(results)).toMatchObject({ verified: 3 });
       // The run's hint is of those files, not of documents without a receipt.
       expect(jsonError(run.stderr).hint).toBe(
-        'unknown: 2 receipts or tree manifests walked that no document checked is under (they prove nothing here, ' +
-          'say one of a run that never registered its root): move them aside, or leave them out with --exclude',
+        'unknown: 2 receipts or tree manifests checked as files that no document checked is under: nothing proves ' +
+          'them as shipped files (see their lines; a receipt of a document renamed since proves that document with ' +
+          '--receipt): leave them out of the files checked if they are not shipped',
       );
     }
+  });
+
+  it('a document renamed, its receipt beside it under the old name: the hint never says to throw that receipt away', async () => {
+    const dir = join(here, 'renamed');
+    mkdirSync(dir);
+    cpSync(doc('a.txt'), join(dir, 'renamed.txt'));
+    cpSync(receipt('a.txt'), join(dir, 'a.txt.notarization.json'));
+    const run = await downloader(['verify', '-r', dir, '--json']);
+    expect(run.code, describeRun(run)).toBe(6);
+    const { hint } = jsonError(run.stderr);
+    expect(hint).toContain('a receipt of a document renamed since proves that document with --receipt');
+    expect(hint).toContain('unknown: give its receipt');
+    expect(hint).not.toMatch(/aside|proves nothing/);
+    // As it does.
+    const proved = await downloader([
+      'verify',
+      join(dir, 'renamed.txt'),
+      '--receipt',
+      join(dir, 'a.txt.notarization.json'),
+    ]);
+    expect(proved.code, describeRun(proved)).toBe(0);
   });
 
   it('a walk that finds no document (an empty folder, only receipts, no match) is exit 2, not a pass', async () => {
