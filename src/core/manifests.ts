@@ -109,7 +109,8 @@ export class RootAsks {
    */
   refusal(root: string, file: string, warn?: (message: string) => void): NotarizeError | undefined {
     if (this.#answers.has(root) || this.#absent.length < MAX_ABSENT_ROOTS) return undefined;
-    if (!this.#warned) warn?.(staleManifests(this.#absent));
+    // Every manifest of such a root too, whoever asked about it first (a receipt may have).
+    if (!this.#warned) warn?.(staleManifests([...new Set([...this.#absent, ...this.#absentManifests])]));
     this.#warned = true;
     return manifestsLeft(file);
   }

@@ -201,6 +201,24 @@ describe('RootAsks.warnStaleManifests', () => {
     ]);
   });
 
+  it('after 16 unknown roots, the warning that stops the asking names such a manifest too', async () => {
+    const dir = bed.path('stale-refusal');
+    mkdirSync(dir, { recursive: true });
+    const roots = Array.from({ length: 17 }, (_, i) => i.toString(16).padStart(2, '0').repeat(32));
+    const asks = new RootAsks();
+    for (const [i, root] of roots.slice(0, 16).entries()) {
+      await asks.ask(root, join(dir, `d${i}.txt.notarization.json`), absent);
+    }
+    const manifest = join(dir, `${roots[0]}.tree.json`);
+    await asks.ask(roots[0]!, manifest, absent);
+    const warnings: string[] = [];
+    expect(asks.refusal(roots[16]!, join(dir, 'd16.txt.notarization.json'), (m) => warnings.push(m))).toBeDefined();
+    asks.warnStaleManifests((message) => warnings.push(message));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^the service does not have the roots of these 17 tree manifests and receipts /);
+    expect(warnings[0]).toContain(manifest);
+  });
+
   it('says nothing of receipts, of manifests gone since, nor of roots the service has', async () => {
     const dir = bed.path('stale-none');
     mkdirSync(dir, { recursive: true });
