@@ -21368,8 +21368,8 @@ function insideReceiptDir(path) {
 }
 /** Why a receipt or manifest that belongs to no document checked is `unknown`. */
 function unownedReason(output) {
-	if (output.kind === "manifest") return `the manifest of root ${output.root}, under which no document was verified here: a file nothing proves (leave it out with --exclude if it is not shipped)`;
-	return `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: a file nothing proves (a folder of receipts counts only as --receipt-dir; else leave it out with --exclude if it is not shipped)`;
+	if (output.kind === "manifest") return `the manifest of root ${output.root}, under which no document was verified here: nothing checked here proves this file (leave it out of the files checked if it is not shipped)`;
+	return `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: nothing checked here proves this file (a folder of receipts counts only as --receipt-dir; else leave it out of the files checked if it is not shipped)`;
 }
 var INSIDE_RECEIPT_DIR, WalkOutputs;
 var init_verify_outputs = __esmMin((() => {
@@ -21745,7 +21745,7 @@ function verifyFailure(counts, { baseUrl, unfollowed, strays, receiptDir, ledger
 	].filter((status) => counts.has(status)).map((status) => `${counts.get(status)} ${status}`).join(", ");
 	const noLedger = "no ledger was searched (no usable store)";
 	const hints = [
-		...strays > 0 ? [`unknown: ${strays === 1 ? "a receipt or tree manifest" : `${strays} receipts or tree manifests`} checked as ${strays === 1 ? "a file" : "files"} that no document checked is under: nothing proves ${strays === 1 ? "it" : "them"} as shipped files (see ${strays === 1 ? "its line" : "their lines"}; a receipt of a document renamed since proves that document with --receipt): leave ${strays === 1 ? "it out of the files checked if it is" : "them out of the files checked if they are"} not shipped`] : [],
+		...strays > 0 ? [`unknown: ${strays === 1 ? "a receipt or tree manifest" : `${strays} receipts or tree manifests`} among the files checked that no document checked is under (see ${strays === 1 ? "its line" : "their lines"}): one registered as a document of its own is checked as one when named alone, and a receipt of a document renamed since proves that document with --receipt; else leave ${strays === 1 ? "it" : "them"} out of the files checked`] : [],
 		...(counts.get("unknown") ?? 0) > strays ? [receiptDir === void 0 ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it)` + (ledgerSearched ? `, or check --base-url (the ledger of ${baseUrl} was searched)` : `; ${noLedger}`) : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) ` + (ledgerSearched ? `and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url` : `and ${noLedger}: check --receipt-dir`) + " (a document whose receipt was never written or not kept has none to find: the service sends a record once, to the run that paid)"] : [],
 		...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []
 	];

@@ -209,10 +209,10 @@ function insideReceiptDir(path: string): InputItem {
 /** Why a receipt or manifest that belongs to no document checked is `unknown`. */
 function unownedReason(output: Output): string {
   if (output.kind === 'manifest') {
-    return `the manifest of root ${output.root}, under which no document was verified here: a file nothing proves (leave it out with --exclude if it is not shipped)`;
+    return `the manifest of root ${output.root}, under which no document was verified here: nothing checked here proves this file (leave it out of the files checked if it is not shipped)`;
   }
   return (
     `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: ` +
-    'a file nothing proves (a folder of receipts counts only as --receipt-dir; else leave it out with --exclude if it is not shipped)'
+    'nothing checked here proves this file (a folder of receipts counts only as --receipt-dir; else leave it out of the files checked if it is not shipped)'
   );
 }

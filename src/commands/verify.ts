@@ -394,12 +394,13 @@ function verifyFailure(
   const hints = [
     ...(strays > 0
       ? [
-          // Not "proves nothing": a receipt of a document renamed since still proves that document.
-          `unknown: ${strays === 1 ? 'a receipt or tree manifest' : `${strays} receipts or tree manifests`} checked ` +
-            `as ${strays === 1 ? 'a file' : 'files'} that no document checked is under: nothing proves ` +
-            `${strays === 1 ? 'it' : 'them'} as shipped files (see ${strays === 1 ? 'its line' : 'their lines'}; a ` +
-            'receipt of a document renamed since proves that document with --receipt): leave ' +
-            `${strays === 1 ? 'it out of the files checked if it is' : 'them out of the files checked if they are'} not shipped`,
+          // No claim that nothing proves them: a receipt of a document renamed since proves that document,
+          // and one registered as a document of its own is checked as one when named alone.
+          `unknown: ${strays === 1 ? 'a receipt or tree manifest' : `${strays} receipts or tree manifests`} among ` +
+            `the files checked that no document checked is under (see ${strays === 1 ? 'its line' : 'their lines'}): ` +
+            'one registered as a document of its own is checked as one when named alone, and a receipt of a ' +
+            'document renamed since proves that document with --receipt; else leave ' +
+            `${strays === 1 ? 'it' : 'them'} out of the files checked`,
         ]
       : []),
     ...((counts.get('unknown') ?? 0) > strays

@@ -303,14 +303,14 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
       ).toEqual(planted.sort());
       expect(results.find((r) => r.file === planted[0])?.reason).toBe(
         `a receipt of ${hashes['a.txt']!}, named as the receipt of no document checked here and the evidence of none: ` +
-          'a file nothing proves (a folder of receipts counts only as --receipt-dir; else leave it out with --exclude if it is not shipped)',
+          'nothing checked here proves this file (a folder of receipts counts only as --receipt-dir; else leave it out of the files checked if it is not shipped)',
       );
       expect(countStatuses(results)).toMatchObject({ verified: 3 });
       // The run's hint is of those files, not of documents without a receipt.
       expect(jsonError(run.stderr).hint).toBe(
-        'unknown: 2 receipts or tree manifests checked as files that no document checked is under: nothing proves ' +
-          'them as shipped files (see their lines; a receipt of a document renamed since proves that document with ' +
-          '--receipt): leave them out of the files checked if they are not shipped',
+        'unknown: 2 receipts or tree manifests among the files checked that no document checked is under (see ' +
+          'their lines): one registered as a document of its own is checked as one when named alone, and a receipt ' +
+          'of a document renamed since proves that document with --receipt; else leave them out of the files checked',
       );
     }
   });
