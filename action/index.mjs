@@ -21745,11 +21745,29 @@ function verifyFailure(counts, { baseUrl, unfollowed, strays, receiptDir, ledger
 	].filter((status) => counts.has(status)).map((status) => `${counts.get(status)} ${status}`).join(", ");
 	const noLedger = "no ledger was searched (no usable store)";
 	const hints = [
-		...strays > 0 ? [`unknown: ${strays === 1 ? "a receipt or tree manifest" : `${strays} receipts or tree manifests`} among the files checked that no document checked is under (see ${strays === 1 ? "its line" : "their lines"}): one registered as a document of its own is checked as one when named alone, and a receipt of a document renamed since proves that document with --receipt; else leave ${strays === 1 ? "it" : "them"} out of the files checked`] : [],
+		...strays > 0 ? [straysHint(strays)] : [],
 		...(counts.get("unknown") ?? 0) > strays ? [receiptDir === void 0 ? `unknown: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it)` + (ledgerSearched ? `, or check --base-url (the ledger of ${baseUrl} was searched)` : `; ${noLedger}`) : `unknown: ${receiptDir} holds no receipt of it (with --receipt-dir, none beside a document is read) ` + (ledgerSearched ? `and the ledger of ${baseUrl} has none: check --receipt-dir and --base-url` : `and ${noLedger}: check --receipt-dir`) + " (a document whose receipt was never written or not kept has none to find: the service sends a record once, to the run that paid)"] : [],
 		...counts.has("modified") || counts.has("invalid") ? ["modified or invalid: the document, or its receipt, is not what was registered"] : []
 	];
 	return new NotNotarizedError(`${bad} of ${checked} document${checked === 1 ? " is" : "s are"} not verified (${what})`, { hint: hints.join("; ") });
+}
+/**
+* The hint for the receipts and manifests among the files checked that no
+* document checked is under. No claim that nothing proves them: a receipt
+* of a document renamed since proves that document, and one registered as a
+* document of its own is checked as one when named alone.
+*/
+function straysHint(strays) {
+	const [these, lines, them] = strays === 1 ? [
+		"a receipt or tree manifest",
+		"its line",
+		"it"
+	] : [
+		`${strays} receipts or tree manifests`,
+		"their lines",
+		"them"
+	];
+	return `unknown: ${these} among the files checked that no document checked is under (see ${lines}): one registered as a document of its own is checked as one when named alone, and a receipt of a document renamed since proves that document with --receipt; else leave ${them} out of the files checked`;
 }
 /** What a note adds for a document verified as a leaf of a registered Merkle root. */
 function underRoot(proof, source) {
@@ -39507,14 +39525,19 @@ var init_store = __esmMin((() => {
 		* hold live tokens, and a run with NOTARIZE_TOKEN goes on without it.
 		*/
 		storedTokens() {
+			const file = this.#path("credentials");
+			let text;
+			let read = false;
 			let tokens = [];
 			try {
-				tokens = Object.values(this.#tokens(this.#read("credentials"))).filter((t) => typeof t === "string");
+				text = this.#readText("credentials");
+				read = true;
+				if (text !== void 0) tokens = Object.values(this.#tokens(this.#parse(file, text))).filter((t) => typeof t === "string");
 			} catch (error) {
 				if (!(error instanceof StoreError)) throw error;
 			}
-			const text = readPrivateFile(this.#path("credentials")) ?? "";
-			return [.../* @__PURE__ */ new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])];
+			if (!read) text = readPrivateFile(file);
+			return [.../* @__PURE__ */ new Set([...tokens, ...Array.from((text ?? "").matchAll(TOKEN_SHAPE), (m) => m[0])])];
 		}
 		/** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
 		getTokenKey(baseUrl) {
@@ -39607,11 +39630,19 @@ var init_store = __esmMin((() => {
 		* or `"x"` must not be rewritten as an object with numbered keys.
 		*/
 		#read(name) {
+			const text = this.#readText(name);
+			return text === void 0 ? {} : this.#parse(this.#path(name), text);
+		}
+		/** The text of `name`, its rights tightened (once said) if others could read it; undefined if there is none. */
+		#readText(name) {
 			this.prepare();
 			const file = this.#path(name);
 			const text = readPrivateFile(file, this.#checked.has(name) ? void 0 : () => this.#warn(`tightened the rights of ${file} to owner-only (0600)`));
 			this.#checked.add(name);
-			if (text === void 0) return {};
+			return text;
+		}
+		/** The JSON object `text` of `file` holds; StoreError when it is not one, or a key appears twice. */
+		#parse(file, text) {
 			let value;
 			try {
 				value = JSON.parse(text);

@@ -207,14 +207,23 @@ export class Store {
    * hold live tokens, and a run with NOTARIZE_TOKEN goes on without it.
    */
   storedTokens(): string[] {
+    const file = this.#path('credentials');
+    let text: string | undefined;
+    let read = false;
     let tokens: string[] = [];
     try {
-      tokens = Object.values(this.#tokens(this.#read('credentials'))).filter((t): t is string => typeof t === 'string');
+      text = this.#readText('credentials');
+      read = true;
+      if (text !== undefined) {
+        const stored = Object.values(this.#tokens(this.#parse(file, text)));
+        tokens = stored.filter((t): t is string => typeof t === 'string');
+      }
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
     }
-    const text = readPrivateFile(this.#path('credentials')) ?? '';
-    return [...new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])];
+    // Read as it lies only when the store's own read refused it (the store itself refused, say).
+    if (!read) text = readPrivateFile(file);
+    return [...new Set([...tokens, ...Array.from((text ?? '').matchAll(TOKEN_SHAPE), (m) => m[0])])];
   }
 
   /** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
@@ -322,6 +331,12 @@ export class Store {
    * or `"x"` must not be rewritten as an object with numbered keys.
    */
   #read(name: StoreFileName): JsonObject {
+    const text = this.#readText(name);
+    return text === undefined ? {} : this.#parse(this.#path(name), text);
+  }
+
+  /** The text of `name`, its rights tightened (once said) if others could read it; undefined if there is none. */
+  #readText(name: StoreFileName): string | undefined {
     this.prepare();
     const file = this.#path(name);
     const tighten = this.#checked.has(name)
@@ -329,7 +344,11 @@ export class Store {
       : () => this.#warn(`tightened the rights of ${file} to owner-only (0600)`);
     const text = readPrivateFile(file, tighten);
     this.#checked.add(name);
-    if (text === undefined) return {};
+    return text;
+  }
+
+  /** The JSON object `text` of `file` holds; StoreError when it is not one, or a key appears twice. */
+  #parse(file: string, text: string): JsonObject {
     let value: unknown;
     try {
       value = JSON.parse(text);
