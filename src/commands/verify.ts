@@ -392,17 +392,7 @@ function verifyFailure(
   // No usable store (none here, or one refused with a warning): receipts alone were searched.
   const noLedger = 'no ledger was searched (no usable store)';
   const hints = [
-    ...(strays > 0
-      ? [
-          // No claim that nothing proves them: a receipt of a document renamed since proves that document,
-          // and one registered as a document of its own is checked as one when named alone.
-          `unknown: ${strays === 1 ? 'a receipt or tree manifest' : `${strays} receipts or tree manifests`} among ` +
-            `the files checked that no document checked is under (see ${strays === 1 ? 'its line' : 'their lines'}): ` +
-            'one registered as a document of its own is checked as one when named alone, and a receipt of a ' +
-            'document renamed since proves that document with --receipt; else leave ' +
-            `${strays === 1 ? 'it' : 'them'} out of the files checked`,
-        ]
-      : []),
+    ...(strays > 0 ? [straysHint(strays)] : []),
     ...((counts.get('unknown') ?? 0) > strays
       ? [
           receiptDir === undefined
@@ -425,6 +415,24 @@ function verifyFailure(
     {
       hint: hints.join('; '),
     },
+  );
+}
+
+/**
+ * The hint for the receipts and manifests among the files checked that no
+ * document checked is under. No claim that nothing proves them: a receipt
+ * of a document renamed since proves that document, and one registered as a
+ * document of its own is checked as one when named alone.
+ */
+function straysHint(strays: number): string {
+  const [these, lines, them] =
+    strays === 1
+      ? ['a receipt or tree manifest', 'its line', 'it']
+      : [`${strays} receipts or tree manifests`, 'their lines', 'them'];
+  return (
+    `unknown: ${these} among the files checked that no document checked is under (see ${lines}): one registered ` +
+    'as a document of its own is checked as one when named alone, and a receipt of a document renamed since ' +
+    `proves that document with --receipt; else leave ${them} out of the files checked`
   );
 }
 
