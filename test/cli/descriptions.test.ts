@@ -242,20 +242,22 @@ describe('--description-file', () => {
 });
 
 describe('the file name as default description', () => {
-  it('a name holding a control character is sent escaped, never raw', async () => {
-    const odd = await bed.file('bell\u0007name.txt', 'odd name');
-    const run = await bed.main(['register', odd]);
+  /** `register` of a file of this name (exit 0), and the description its request step sent. */
+  async function registerNamed(name: string, content: string) {
+    const run = await bed.main(['register', await bed.file(name, content)]);
     expect(run.code, run.stderr).toBe(0);
     const request = bed.sandbox.calls.find((c) => c.route === 'request')!;
-    expect((JSON.parse(request.body) as { description: string }).description).toBe('bell\\u0007name.txt');
+    return { run, sent: (JSON.parse(request.body) as { description: string }).description };
+  }
+
+  it('a name holding a control character is sent escaped, never raw', async () => {
+    const { sent } = await registerNamed('bell\u0007name.txt', 'odd name');
+    expect(sent).toBe('bell\\u0007name.txt');
   });
 
   it("a name holding '##[' is sent as it is: only the screen escapes it (no workflow command there)", async () => {
-    const odd = await bed.file('n##[x.txt', 'hashes in a name');
-    const run = await bed.main(['register', odd]);
-    expect(run.code, run.stderr).toBe(0);
-    const request = bed.sandbox.calls.find((c) => c.route === 'request')!;
-    expect((JSON.parse(request.body) as { description: string }).description).toBe('n##[x.txt');
+    const { run, sent } = await registerNamed('n##[x.txt', 'hashes in a name');
+    expect(sent).toBe('n##[x.txt');
     expect(run.stdout).toMatch(/^description +n\\u0023#\[x\.txt$/m);
   });
 });
