@@ -40098,7 +40098,7 @@ function input(env, name) {
 function actionArgv(env) {
 	const command = input(env, "command");
 	if (!ACTION_COMMANDS.includes(command)) throw new Error(`input command must be register or verify, not '${command}'`);
-	const paths = input(env, "paths").split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== "");
+	const paths = input(env, "paths").split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== "").map((line) => line === "-" ? "./-" : line);
 	if (paths.length === 0) throw new Error("input paths names no document: give one path a line");
 	const argv = [
 		command,
@@ -40144,15 +40144,19 @@ const REFUSED_ARGS = [
 	["--version", "the version is not a run"],
 	["-V", "the version is not a run"]
 ];
-/** The step's outputs from the NDJSON results. */
-function actionOutputs(ndjson, resultsPath) {
-	const documents = ndjson.split("\n").filter((line) => line !== "").map((line) => {
+/** The results of notarize's NDJSON that are documents: not the paths skipped before any (a link, say). */
+function documentResults(ndjson) {
+	return ndjson.split("\n").filter((line) => line !== "").map((line) => {
 		try {
 			const value = JSON.parse(line);
 			if (typeof value === "object" && value !== null && typeof value.status === "string") return value;
 		} catch {}
 		return { status: "failed" };
 	}).filter((r) => r.status !== "skipped");
+}
+/** The step's outputs from the NDJSON results. */
+function actionOutputs(ndjson, resultsPath) {
+	const documents = documentResults(ndjson);
 	const count = (...statuses) => String(documents.filter((r) => statuses.includes(r.status)).length);
 	const one = documents.length === 1 ? documents[0].verificationUrl : void 0;
 	return {
@@ -40226,7 +40230,7 @@ async function runAction(env = process.env) {
 		});
 		if (advice !== void 0) fail(advice);
 	}
-	if (code !== EXIT.ok && ndjson === "") {
+	if (code !== EXIT.ok && documentResults(ndjson).length === 0) {
 		if (code !== EXIT.auth) fail(`notarize stopped before any document, exit ${code}: see its message above`);
 		return code;
 	}

@@ -36,11 +36,13 @@ export function actionArgv(env: NodeJS.ProcessEnv): string[] {
   if (!(ACTION_COMMANDS as readonly string[]).includes(command)) {
     throw new Error(`input command must be register or verify, not '${command}'`);
   }
-  // One path a line, so that names with spaces need no quoting.
+  // One path a line, so that names with spaces need no quoting. A path is a file's name, never
+  // standard input: notarize reads `-` as stdin even after `--`, so a file named `-` is given as `./-`.
   const paths = input(env, 'paths')
     .split(/\r?\n/)
     .map((line) => line.trim())
-    .filter((line) => line !== '');
+    .filter((line) => line !== '')
+    .map((line) => (line === '-' ? './-' : line));
   if (paths.length === 0) throw new Error('input paths names no document: give one path a line');
   const argv = [command, '--recursive', '--output', 'ndjson'];
   const description = input(env, 'description');
@@ -80,9 +82,9 @@ const REFUSED_ARGS: readonly (readonly [string, string])[] = [
   ['-V', 'the version is not a run'],
 ];
 
-/** The step's outputs from the NDJSON results. */
-export function actionOutputs(ndjson: string, resultsPath: string): Record<string, string> {
-  const results = ndjson
+/** The results of notarize's NDJSON that are documents: not the paths skipped before any (a link, say). */
+function documentResults(ndjson: string): { status: string; verificationUrl?: string }[] {
+  return ndjson
     .split('\n')
     .filter((line) => line !== '')
     .map((line): { status: string; verificationUrl?: string } => {
@@ -96,8 +98,13 @@ export function actionOutputs(ndjson: string, resultsPath: string): Record<strin
         // Not JSON: below.
       }
       return { status: 'failed' };
-    });
-  const documents = results.filter((r) => r.status !== 'skipped');
+    })
+    .filter((r) => r.status !== 'skipped');
+}
+
+/** The step's outputs from the NDJSON results. */
+export function actionOutputs(ndjson: string, resultsPath: string): Record<string, string> {
+  const documents = documentResults(ndjson);
   const count = (...statuses: string[]) => String(documents.filter((r) => statuses.includes(r.status)).length);
   const one = documents.length === 1 ? documents[0]!.verificationUrl : undefined;
   return {
@@ -184,9 +191,10 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
     const advice = authAdvice(ndjson, { keyFrom, tokenSet: (env.NOTARIZE_TOKEN ?? '').trim() !== '' });
     if (advice !== undefined) fail(advice);
   }
-  if (code !== EXIT.ok && ndjson === '') {
-    // Stopped before any document (notarize refused an input, a setting or the store): as for the
-    // action's own inputs, one ::error:: line on the run's page and no outputs, never `failed=0`.
+  if (code !== EXIT.ok && documentResults(ndjson).length === 0) {
+    // Stopped before any document (notarize refused an input, a setting or the store; paths skipped
+    // before it, links say, are no documents): as for the action's own inputs, one ::error:: line on
+    // the run's page and no outputs, never `failed=0`.
     if (code !== EXIT.auth) fail(`notarize stopped before any document, exit ${code}: see its message above`);
     return code;
   }

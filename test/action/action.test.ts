@@ -87,6 +87,8 @@ describe('action.yml', () => {
       "input command must be register or verify, not 'deploy'",
     );
     expect(() => actionArgv({ ...env, INPUT_PATHS: '\n' })).toThrow('input paths names no document');
+    // A path names a file, never standard input (which notarize reads `-` as, after `--` too).
+    expect(actionArgv({ ...env, INPUT_PATHS: '-\n./-\n-x' }).slice(-3)).toEqual(['./-', './-', '-x']);
   });
 });
 
@@ -227,6 +229,19 @@ describe('the action against the sandbox', () => {
     expect(everythingPrinted(registered)).not.toContain(apiKey);
   });
 
+  it('a file named `-` in paths: that file is registered, not standard input', async () => {
+    const hash = await bed.write('-', 'a file named dash\n');
+    const step = await runActionStep(
+      bed.workDir,
+      { command: 'register', paths: '-', 'base-url': url, 'api-key': apiKey },
+      { NOTARIZE_CONFIG_DIR: bed.path('dash-store') },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(0);
+    expect(parseNdjson(readFileSync(step.outputs.results!, 'utf8')).map((r) => [r.file, r.hash])).toEqual([
+      ['./-', hash],
+    ]);
+  });
+
   it('verify with the receipts on an empty store, no key, the service stopped: exit 0, all verified', async () => {
     await bed.sandbox.close();
     const step = await runActionStep(
@@ -303,6 +318,21 @@ describe('the action against the sandbox', () => {
       '::error::notarize action: notarize stopped before any document, exit 2: see its message above',
     ]);
     expect(step.run.stderr).toMatch(/^notarize: --description holds a control or format character/m);
+    expect(step.outputs).toEqual({});
+  });
+
+  it('paths that are only links notarize skips: exit 2, one ::error:: line, no outputs (never failed=0)', async () => {
+    mkdirSync(bed.path('links-only'));
+    symlinkSync(bed.path('dist/notes.txt'), bed.path('links-only/notes.txt'));
+    const step = await runActionStep(
+      bed.workDir,
+      { command: 'register', paths: 'links-only', 'base-url': url, 'api-key': apiKey },
+      { NOTARIZE_CONFIG_DIR: bed.path('links-store') },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(2);
+    expect(step.run.stderr.split('\n').filter((line) => line.startsWith('::error'))).toEqual([
+      '::error::notarize action: notarize stopped before any document, exit 2: see its message above',
+    ]);
     expect(step.outputs).toEqual({});
   });
 
