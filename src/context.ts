@@ -61,6 +61,27 @@ export class Context {
     checkSettingFlags(globals);
     // A proxy URL may carry a password; no message quotes one, and none may slip through.
     for (const secret of proxySecrets(env)) io.addSecret(secret);
+    if (storeModule) this.#storedTokensAreSecrets();
+  }
+
+  /**
+   * Makes every token the store holds a secret before the command does
+   * anything: a token is otherwise known as one only once a request uses it
+   * (api() onToken), too late for register's checks of a description or a
+   * file's name, which must keep it off the permanent record, and never for
+   * commands that print what the service sent (show, list, receipt,
+   * pending): a service may echo a token in a record. A store that does not
+   * exist is not made for it. A store or credentials file that cannot be
+   * read is passed over here: a damaged file holds no token to use (its
+   * token-shaped strings are still taken, Store.storedTokens), and the
+   * command reports the problem itself if it needs the store.
+   */
+  #storedTokensAreSecrets(): void {
+    try {
+      if (this.storeExists) for (const token of this.store.storedTokens()) this.io.addSecret(token);
+    } catch {
+      // See above.
+    }
   }
 
   get store(): Store {

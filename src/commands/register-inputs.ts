@@ -66,8 +66,6 @@ export interface RegisterOptions extends RegisterFlags {
   api: () => Promise<ApiClient>;
   /** The pending sessions and ledger of the service. */
   ledger: () => ServiceStore;
-  /** Every token the store holds (Store.storedTokens). */
-  storedTokens: () => string[];
 }
 
 /** A document to register: an input, or a digest given with --hash. */

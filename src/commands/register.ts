@@ -165,7 +165,6 @@ ${examples([
         baseUrl: () => ctx.baseUrl,
         api: () => ctx.api(),
         ledger: () => ctx.ledger,
-        storedTokens: () => storedTokensIfReadable(ctx),
       };
       await finishItems(viewOf(ctx, flags.output), (items) => runRegister({ ...flags, paths, ...services }, items));
     });
@@ -182,9 +181,7 @@ export async function runRegister(
   items = new ItemResults(),
 ): Promise<OutcomeResult | RecordResult | ItemsResult> {
   const baseUrl = options.baseUrl(); // validated before anything is read or sent
-  // A stored token is known as a secret once a request uses it (credentials.ts onToken): too late for
-  // the checks of the description and names below, which must keep it off the permanent record.
-  for (const token of options.storedTokens()) options.io.addSecret(token);
+  // The store's tokens are secrets already (Context), for the checks of the description and names below.
   const flags = await withDescription(options);
   const skip = (s: SkippedPath) => {
     options.io.warn(`skipped ${s.path}: ${s.reason}`);
@@ -199,19 +196,6 @@ export async function runRegister(
     return documents.single && !items.streams ? await registrar.single() : await registrar.batch();
   } finally {
     await registrar.close();
-  }
-}
-
-/**
- * The store's tokens, or none when its credentials file cannot be read: a
- * damaged one holds no token to keep out, and a run with NOTARIZE_TOKEN
- * does not need it (one that does reports it when it asks for a token).
- */
-function storedTokensIfReadable(ctx: Context): string[] {
-  try {
-    return ctx.store.storedTokens();
-  } catch {
-    return [];
   }
 }
 

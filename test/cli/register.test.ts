@@ -30,7 +30,6 @@ function options(t: TestContext, paths: string[], flags: Record<string, unknown>
     baseUrl: () => ctx.baseUrl,
     api: () => ctx.api(),
     ledger: () => ctx.ledger,
-    storedTokens: () => ctx.store.storedTokens(),
   };
 }
 

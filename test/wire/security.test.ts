@@ -5,7 +5,7 @@
  * base URL must be http(s), plain http only to loopback. (The store's own
  * privacy is in test/store/privacy.test.ts.)
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HttpTransport } from '../../src/api/http.js';
@@ -17,7 +17,7 @@ import { cliEnv, NO_REMOTE_TRAFFIC } from '../helpers/env.js';
 import { startFakeService } from '../helpers/local-server.js';
 import { runMain } from '../helpers/main.js';
 import { handMadeJwt, useSandboxes } from '../helpers/sandbox.js';
-import { storePaths } from '../helpers/store.js';
+import { storedTokens, storePaths } from '../helpers/store.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 import { readFixture } from '../helpers/fixtures.js';
 
@@ -113,6 +113,44 @@ describe('secrets never appear in any output', () => {
       expect(viaKey.stderr).toContain('[redacted]');
     } finally {
       await fake.close();
+    }
+  });
+
+  it('a token a service echoed into a record or a session: no command that prints the store shows it', async () => {
+    const sandbox = await newSandbox();
+    const configDir = tempDir();
+    const doc = makeDocument(tempDir(), 'echoed.txt');
+    const pendingDoc = makeDocument(tempDir(), 'echoed-pending.txt');
+    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
+    for (const args of [
+      ['register', doc.path, '-d', 'ECHO-HERE'],
+      ['register', pendingDoc.path, '-d', 'ECHO-HERE', '--no-complete'],
+    ]) {
+      const run = await runMain(args, env);
+      expect(run.code, describeRun(run)).toBe(0);
+    }
+    // What a service echoing the token would have put there: the store keeps answers as they came.
+    const token = Object.values(storedTokens(configDir))[0]!;
+    const paths = storePaths(configDir, sandbox.url);
+    for (const file of [paths.ledger(doc.hash), paths.pending(pendingDoc.hash)]) {
+      writeFileSync(file, readFileSync(file, 'utf8').replaceAll('ECHO-HERE', `echo ${token}`));
+    }
+    // Without the key in the environment: the stored token is known from the store alone.
+    const noKey = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url });
+    for (const args of [
+      ['show', doc.hash],
+      ['show', doc.hash, '--json'],
+      ['list'],
+      ['list', '--json'],
+      ['receipt', doc.hash],
+      ['verify', doc.path, '--json'],
+      ['pending'],
+      ['pending', '--json'],
+    ]) {
+      const run = await runMain(args, noKey);
+      expect(run.code, describeRun(run)).toBe(0);
+      expect(run.stdout + run.stderr, args.join(' ')).toContain('[redacted]');
+      expect(run.stdout + run.stderr, args.join(' ')).not.toContain(token.split('.')[2]);
     }
   });
 
