@@ -78,9 +78,8 @@ export class IO {
   /** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
   #longestFirst: string[] = [];
   #progressShown = false;
-  /** Set while stdout holds queued data; resolved when it has drained. */
+  /** Set from a write stdout queued until it drains (or closes); resolved then. */
   #draining: Promise<void> | undefined;
-  #backlogged = false;
   /** Data lines taken by `dataSoon`, not written yet. */
   #queued = '';
   #queuedFlush: NodeJS.Immediate | undefined;
@@ -156,23 +155,23 @@ export class IO {
 
   /** Writes scrubbed data. */
   #writeOut(text: string): void {
-    if (this.#stdout.write(text) === false) this.#backlogged = true;
+    if (this.#stdout.write(text) === false) this.#awaitDrain();
   }
 
   /**
-   * Resolves once stdout has taken what was written: at once, unless a write
-   * was queued (a pipe whose reader is slower than us). A command printing a
-   * line per document awaits it before starting more, so the queue, and
-   * memory, stay bounded however many documents there are.
+   * Listens for stdout's 'drain' from the write that was queued on, not from
+   * when someone waits: a drain that came in between would otherwise be
+   * missed, and the wait for the next one, which only a further write
+   * brings, would never end (the run then died with Node's exit 13, its
+   * results and receipts unwritten).
    */
-  drained(): Promise<void> {
+  #awaitDrain(): void {
     const sink = this.#stdout;
-    if (!this.#backlogged || !sink.once || !sink.off) return Promise.resolve();
-    this.#draining ??= new Promise<void>((resolve) => {
+    if (this.#draining !== undefined || !sink.once || !sink.off) return;
+    this.#draining = new Promise<void>((resolve) => {
       const done = () => {
         sink.off!('drain', done);
         sink.off!('close', done);
-        this.#backlogged = false;
         this.#draining = undefined;
         resolve();
       };
@@ -180,7 +179,17 @@ export class IO {
       sink.once!('drain', done);
       sink.once!('close', done);
     });
-    return this.#draining;
+  }
+
+  /**
+   * Resolves once stdout has taken what was written: at once, unless a write
+   * was queued (a pipe whose reader is slower than us) and has not drained
+   * since. A command printing a line per document awaits it before starting
+   * more, so the queue, and memory, stay bounded however many documents
+   * there are.
+   */
+  drained(): Promise<void> {
+    return this.#draining ?? Promise.resolve();
   }
 
   /**

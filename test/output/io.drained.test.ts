@@ -39,6 +39,18 @@ describe('IO.drained', () => {
     expect(sink.listenerCount('drain') + sink.listenerCount('close')).toBe(0);
   });
 
+  it('a drain that came before anyone waited is not waited for again (it would never come: exit 13)', async () => {
+    const sink = Object.assign(new EventEmitter(), { full: true, write: () => !sink.full });
+    const io = ioOver(sink);
+    io.data('queued');
+    // The reader caught up before the command asked.
+    sink.full = false;
+    sink.emit('drain');
+    const never = new Promise<string>((resolve) => setTimeout(() => resolve('still waiting'), 200));
+    await expect(Promise.race([io.drained().then(() => 'drained'), never])).resolves.toBe('drained');
+    expect(sink.listenerCount('drain') + sink.listenerCount('close')).toBe(0);
+  });
+
   it('does not wait forever on a stream that closed instead of draining', async () => {
     const sink = Object.assign(new EventEmitter(), { write: () => false });
     const io = ioOver(sink);
