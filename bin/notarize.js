@@ -36,4 +36,27 @@ exitOnSignals({ json });
 // Only now: with no listener at all for an instant, Node would let the signal kill the process.
 for (const [signal, handler] of Object.entries(whileLoading)) process.off(signal, handler);
 keepFileSizeSignalHarmless();
-process.exitCode = await main();
+// Should main() ever wait on something that cannot come (a bug: a stream event already missed), the
+// event loop empties and Node ends the process with its own exit 13, which no table lists, saying
+// nothing. One line and the documented exit 1 instead (something may have been sent). A signal's
+// process.exit(130/143) is left as it is.
+let ended = false;
+process.on('exit', (code) => {
+  if (ended || (code !== 0 && code !== 13)) return;
+  const message = 'unexpected error: the run stopped before its end, waiting for something that could not come';
+  const hint = 'what it printed stands; run the same command again to finish the rest';
+  const line = json
+    ? JSON.stringify({ error: { code: 'unexpected', exitCode: 1, message, hint } })
+    : `notarize: ${message} (${hint})`;
+  try {
+    writeSync(2, `${line}\n`);
+  } catch {
+    // stderr closed: the exit code says it.
+  }
+  process.exitCode = 1;
+});
+// Not a top-level await: Node would print its own warning about it before the line above.
+void main().then((code) => {
+  ended = true;
+  process.exitCode = code;
+});
