@@ -30,17 +30,20 @@ import { basename } from 'node:path';
 import { readReceipt } from '../core/receipt-format.js';
 import { readReceiptFile, type Finding } from '../core/evidence.js';
 import type { InputItem } from '../core/inputs.js';
-import { exactManifestDigests, manifestRoot } from '../core/trees.js';
+import { exactManifestDigests, manifestRoot, TREE_MANIFEST_SUFFIX } from '../core/trees.js';
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
 import { InputFileError, UsageError } from '../errors.js';
 import { RealFolders } from '../path-spelling.js';
+import { isTemporaryOf } from '../store/files.js';
 
 export const INSIDE_RECEIPT_DIR = 'inside_receipt_dir';
 
 /** A receipt or manifest met while walking, held until the documents are checked. */
 type Output =
   | { kind: 'receipt'; path: string; inside: boolean; sha256: string; root: string | undefined }
-  | { kind: 'manifest'; path: string; inside: boolean; root: string };
+  | { kind: 'manifest'; path: string; inside: boolean; root: string }
+  /** In --receipt-dir, the temporary file of a receipt or manifest a stopped run left (isTemporaryOf). */
+  | { kind: 'leftover'; path: string; inside: true };
 
 export class WalkOutputs {
   readonly #held: Output[] = [];
@@ -69,7 +72,12 @@ export class WalkOutputs {
     for await (const item of items) {
       const walked = item.kind === 'file' && item.relative !== undefined;
       const inside = item.kind === 'file' && inReceiptDir !== undefined && inReceiptDir(item.path);
-      const output = walked || inside ? await notarizeOutput(item.path, inside) : undefined;
+      const output =
+        inside && isLeftover(item.path)
+          ? { kind: 'leftover' as const, path: item.path, inside }
+          : walked || inside
+            ? await notarizeOutput(item.path, inside)
+            : undefined;
       if (output !== undefined) {
         this.#held.push(output);
         continue;
@@ -129,7 +137,10 @@ export class WalkOutputs {
     }
     for (const output of this.#held) {
       const where = output.inside ? 'inside --receipt-dir: ' : '';
-      if (output.kind === 'receipt' ? owned.has(output) : roots.has(output.root)) {
+      if (output.kind === 'leftover') {
+        // Register never takes a file inside --receipt-dir for a document: nothing there goes unchecked.
+        skip(output.path, `${where}${LEFTOVER_REASON}`);
+      } else if (output.kind === 'receipt' ? owned.has(output) : roots.has(output.root)) {
         skip(
           output.path,
           `${where}${output.kind === 'receipt' ? 'a receipt' : 'a tree manifest'} of a document checked (not a document)`,
@@ -192,6 +203,15 @@ async function notarizeOutput(path: string, inside: boolean): Promise<Output | u
   }
 }
 
+const LEFTOVER_REASON =
+  'the temporary file of a receipt or tree manifest, left by a run stopped before it renamed it (not a document; it can be removed)';
+
+/** Whether `path` is the temporary file of a receipt or a tree manifest (writeFileAtomic's) a stopped run left. */
+function isLeftover(path: string): boolean {
+  const name = basename(path);
+  return isTemporaryOf(name, RECEIPT_SUFFIX) || isTemporaryOf(name, TREE_MANIFEST_SUFFIX);
+}
+
 /** The failed item of a file inside --receipt-dir that is no receipt (see WalkOutputs.documents). */
 function insideReceiptDir(path: string): InputItem {
   const reason = 'inside --receipt-dir, and no receipt: register passes such a file over, so it has none';
@@ -207,7 +227,7 @@ function insideReceiptDir(path: string): InputItem {
 }
 
 /** Why a receipt or manifest that belongs to no document checked is `unknown`. */
-function unownedReason(output: Output): string {
+function unownedReason(output: Exclude<Output, { kind: 'leftover' }>): string {
   if (output.kind === 'manifest') {
     return `the manifest of root ${output.root}, under which no document was verified here: nothing checked here proves this file (leave it out of the files checked if it is not shipped)`;
   }

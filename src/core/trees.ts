@@ -479,9 +479,12 @@ export async function notInLedger(
   );
 }
 
+/** How the name of a tree's manifest ends. */
+export const TREE_MANIFEST_SUFFIX = '.tree.json';
+
 /** The name of a tree's manifest in --receipt-dir: `<root>.tree.json`. */
 export function manifestName(root: string): string {
-  return `${root}.tree.json`;
+  return `${root}${TREE_MANIFEST_SUFFIX}`;
 }
 
 /** The root a manifest's file name names, or undefined for a name that is no manifest's. */

@@ -362,6 +362,17 @@ const PROCESS_TAG = randomBytes(4).toString('hex');
 let writeCounter = 0;
 
 /**
+ * Whether `name` is that of the temporary file writeFileAtomic writes for
+ * `<target>` (`.<target>.<uniqueSuffix>.tmp`) before renaming it, with a
+ * target whose name ends with `targetSuffix`: a file a run stopped between
+ * the two leaves behind.
+ */
+export function isTemporaryOf(name: string, targetSuffix: string): boolean {
+  const match = /^\.(.+)\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.tmp$/.exec(name);
+  return match !== null && match[1]!.endsWith(targetSuffix);
+}
+
+/**
  * Flushes of directories' entries, shared: a caller needs a flush that
  * started after its rename, so while one runs, every caller arriving joins
  * the single next one. A batch's documents then share a few flushes per

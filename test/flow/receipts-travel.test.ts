@@ -216,6 +216,33 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     expect(statuses.filter(([, status]) => status === 'skipped')).toHaveLength(NAMES.length + 1);
   });
 
+  it('a run stopped before renaming a receipt or manifest: its temporary file in --receipt-dir is passed over, nowhere else', async () => {
+    cpSync(join(here, 'receipts'), join(here, 'dist', 'receipts'), { recursive: true });
+    // As writeFileAtomic names them (`.<target>.<pid>.<tag>.<count>.tmp`); a killed run leaves one behind.
+    const leftovers = [
+      '.a.txt.notarization.json.4242.0badcafe.1z.tmp',
+      `.${'e'.repeat(64)}.tree.json.7.deadbeef.0.tmp`,
+    ];
+    for (const name of leftovers) writeFileSync(join(here, 'dist', 'receipts', name), '{"half":');
+    const args = ['verify', '-r', join(here, 'dist'), '--receipt-dir', join(here, 'dist', 'receipts'), '--json'];
+    const run = await downloader(args);
+    expect(run.code, describeRun(run)).toBe(0);
+    const results = parseResults(run.stdout);
+    expect(countStatuses(results)).toEqual({ verified: NAMES.length, skipped: NAMES.length + 2 });
+    for (const name of leftovers) {
+      expect(results.find((r) => r.file === join(here, 'dist', 'receipts', name))!.reason).toMatch(
+        /^inside --receipt-dir: the temporary file of a receipt or tree manifest, left by a run stopped/,
+      );
+    }
+    // Out of --receipt-dir such a name is a file like any other: nothing proves it.
+    writeFileSync(join(here, 'dist', leftovers[0]!), '{"half":');
+    const outside = await downloader(args);
+    expect(outside.code, describeRun(outside)).toBe(6);
+    expect(parseResults(outside.stdout).find((r) => r.file === join(here, 'dist', leftovers[0]!))).toMatchObject({
+      status: 'unknown',
+    });
+  });
+
   it('receipts beside their documents pass over, also of one modified; any other receipt-named file is unknown', async () => {
     for (const name of NAMES) cpSync(receipt(name), `${doc(name)}.notarization.json`);
     const walk = (...extra: string[]) => downloader(['verify', '-r', join(here, 'dist'), ...extra, '--json']);
