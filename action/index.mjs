@@ -8760,7 +8760,7 @@ var init_errors = __esmMin((() => {
   2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
   3  authentication: no usable credentials (a login refused, whatever its status), or the service answered 401/403
   4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
-  5  the service answered 2xx with something unreadable or not of the documented shape; the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
+  5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, or whose status is not \`registered\`); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
   6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
 	NotarizeError = class extends Error {
 		code;
@@ -9007,7 +9007,7 @@ function isSubscriptionSession(json) {
 		return false;
 	}
 }
-var BLOCKCHAIN_TYPES, wireBoolean, registrationRequestSchema, nullableString, unixSeconds, subscriptionSessionSchema, notarizationRecordSchema, loginRequestSchema, fileMetadataAnswerSchema, loginResponseSchema, fileMetadataSchema, tokenClaimsSchema;
+var BLOCKCHAIN_TYPES, wireBoolean, registrationRequestSchema, nullableString, unixSeconds, subscriptionSessionSchema, COMPLETED_STATUS, notarizationRecordSchema, loginRequestSchema, fileMetadataAnswerSchema, loginResponseSchema, fileMetadataSchema, tokenClaimsSchema;
 var init_schemas = __esmMin((() => {
 	init_zod();
 	init_secrets();
@@ -9044,6 +9044,7 @@ var init_schemas = __esmMin((() => {
 		defaultPaymentMethod: nullableString.optional(),
 		latestInvoice: nullableString.optional()
 	});
+	COMPLETED_STATUS = "registered";
 	notarizationRecordSchema = looseObject({
 		hash: string$1().regex(/^[0-9a-fA-F]{64}$/, "expected 64 hex characters"),
 		description: string$1(),
@@ -9925,7 +9926,7 @@ function readBareRecord(value, text) {
 		consistent: false,
 		reason: `the receipt is neither a notarize receipt nor a notarization record: ${firstIssue(record.error)}`
 	};
-	if (record.data.status !== COMPLETED_STATUS) return {
+	if (record.data.status !== "registered") return {
 		consistent: false,
 		reason: `the receipt is a notarization record of no completed registration: its status is ${JSON.stringify(record.data.status)}, not "${COMPLETED_STATUS}"`
 	};
@@ -9939,7 +9940,7 @@ function readBareRecord(value, text) {
 		proof: null
 	};
 }
-var RECEIPT_TYPE, COMPLETED_STATUS, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema;
+var RECEIPT_TYPE, RECORD_SLOT, sha256Hex, PROOF_TYPE, proofSchema, receiptSchema;
 var init_receipt_format = __esmMin((() => {
 	init_zod();
 	init_pages();
@@ -9949,7 +9950,6 @@ var init_receipt_format = __esmMin((() => {
 	init_validation();
 	init_merkle();
 	RECEIPT_TYPE = "notarize-receipt";
-	COMPLETED_STATUS = "registered";
 	RECORD_SLOT = "\0record\0";
 	sha256Hex = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits");
 	PROOF_TYPE = "rfc9162-sha256-salted-leaf";
@@ -10313,6 +10313,16 @@ function ignoreErrors(fn) {
 */
 function uniqueSuffix() {
 	return `${process.pid}.${PROCESS_TAG}.${(writeCounter++).toString(36)}`;
+}
+/**
+* Whether `name` is that of the temporary file writeFileAtomic writes for
+* `<target>` (`.<target>.<uniqueSuffix>.tmp`) before renaming it, with a
+* target whose name ends with `targetSuffix`: a file a run stopped between
+* the two leaves behind.
+*/
+function isTemporaryOf(name, targetSuffix) {
+	const match = /^\.(.+)\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.tmp$/.exec(name);
+	return match !== null && match[1].endsWith(targetSuffix);
 }
 /** Flushes a directory's entries (the rename) to disk; best effort, as some platforms cannot. */
 async function syncDir(dir) {
@@ -12671,6 +12681,10 @@ async function sendCompletion(deps, pending, onSent) {
 		throw withCompleteHint(deps, error, pending.hash);
 	}
 	if (answer.value.hash.toLowerCase() !== pending.hash) throw await setAside(deps, pending, answer.raw, `the answer is a record of hash ${answer.value.hash}`);
+	if (answer.value.status !== "registered") {
+		const status = JSON.stringify(answer.value.status);
+		throw await setAside(deps, pending, answer.raw, `the record's status is ${status}, not "${COMPLETED_STATUS}"`);
+	}
 	if (!pending.custody) deps.onStep?.("saving");
 	return save(answer.raw);
 }
@@ -14830,7 +14844,7 @@ async function notInLedger(store, sha256, baseUrl, hint) {
 }
 /** The name of a tree's manifest in --receipt-dir: `<root>.tree.json`. */
 function manifestName(root) {
-	return `${root}.tree.json`;
+	return `${root}${TREE_MANIFEST_SUFFIX}`;
 }
 /** The root a manifest's file name names, or undefined for a name that is no manifest's. */
 function manifestRoot(name) {
@@ -14869,7 +14883,7 @@ function treeManifestText(entry) {
 		...entry
 	}, "leaves", LEAVES_DIGEST);
 }
-var LoadedTree, RANK, Trees;
+var LoadedTree, RANK, Trees, TREE_MANIFEST_SUFFIX;
 var init_trees = __esmMin((() => {
 	init_service_store();
 	init_errors();
@@ -14966,6 +14980,7 @@ var init_trees = __esmMin((() => {
 			return this.#byDigest.get(sha256);
 		}
 	};
+	TREE_MANIFEST_SUFFIX = ".tree.json";
 }));
 // dist/core/manifests.js
 /**
@@ -19800,8 +19815,7 @@ ${examples([
 			io: ctx.io,
 			baseUrl: () => ctx.baseUrl,
 			api: () => ctx.api(),
-			ledger: () => ctx.ledger,
-			storedTokens: () => storedTokensIfReadable(ctx)
+			ledger: () => ctx.ledger
 		};
 		await finishItems(viewOf(ctx, flags.output), (items) => runRegister({
 			...flags,
@@ -19818,7 +19832,6 @@ ${examples([
 */
 async function runRegister(options, items = new ItemResults()) {
 	const baseUrl = options.baseUrl();
-	for (const token of options.storedTokens()) options.io.addSecret(token);
 	const flags = await withDescription(options);
 	const skip = (s) => {
 		options.io.warn(`skipped ${s.path}: ${s.reason}`);
@@ -19840,18 +19853,6 @@ async function runRegister(options, items = new ItemResults()) {
 		return documents.single && !items.streams ? await registrar.single() : await registrar.batch();
 	} finally {
 		await registrar.close();
-	}
-}
-/**
-* The store's tokens, or none when its credentials file cannot be read: a
-* damaged one holds no token to keep out, and a run with NOTARIZE_TOKEN
-* does not need it (one that does reports it when it asks for a token).
-*/
-function storedTokensIfReadable(ctx) {
-	try {
-		return ctx.store.storedTokens();
-	} catch {
-		return [];
 	}
 }
 /**
@@ -21353,6 +21354,11 @@ async function notarizeOutput(path, inside) {
 		return;
 	}
 }
+/** Whether `path` is the temporary file of a receipt or a tree manifest (writeFileAtomic's) a stopped run left. */
+function isLeftover(path) {
+	const name = basename(path);
+	return isTemporaryOf(name, ".notarization.json") || isTemporaryOf(name, ".tree.json");
+}
 /** The failed item of a file inside --receipt-dir that is no receipt (see WalkOutputs.documents). */
 function insideReceiptDir(path) {
 	const reason = "inside --receipt-dir, and no receipt: register passes such a file over, so it has none";
@@ -21371,7 +21377,7 @@ function unownedReason(output) {
 	if (output.kind === "manifest") return `the manifest of root ${output.root}, under which no document was verified here: nothing checked here proves this file (leave it out of the files checked if it is not shipped)`;
 	return `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: nothing checked here proves this file (a folder of receipts counts only as --receipt-dir; else leave it out of the files checked if it is not shipped)`;
 }
-var INSIDE_RECEIPT_DIR, WalkOutputs;
+var INSIDE_RECEIPT_DIR, WalkOutputs, LEFTOVER_REASON;
 var init_verify_outputs = __esmMin((() => {
 	init_receipt_format();
 	init_evidence();
@@ -21379,6 +21385,7 @@ var init_verify_outputs = __esmMin((() => {
 	init_receipts();
 	init_errors();
 	init_path_spelling();
+	init_files();
 	INSIDE_RECEIPT_DIR = "inside_receipt_dir";
 	WalkOutputs = class {
 		#held = [];
@@ -21403,7 +21410,11 @@ var init_verify_outputs = __esmMin((() => {
 			for await (const item of items) {
 				const walked = item.kind === "file" && item.relative !== void 0;
 				const inside = item.kind === "file" && inReceiptDir !== void 0 && inReceiptDir(item.path);
-				const output = walked || inside ? await notarizeOutput(item.path, inside) : void 0;
+				const output = inside && isLeftover(item.path) ? {
+					kind: "leftover",
+					path: item.path,
+					inside
+				} : walked || inside ? await notarizeOutput(item.path, inside) : void 0;
 				if (output !== void 0) {
 					this.#held.push(output);
 					continue;
@@ -21452,7 +21463,8 @@ var init_verify_outputs = __esmMin((() => {
 			}
 			for (const output of this.#held) {
 				const where = output.inside ? "inside --receipt-dir: " : "";
-				if (output.kind === "receipt" ? owned.has(output) : roots.has(output.root)) skip(output.path, `${where}${output.kind === "receipt" ? "a receipt" : "a tree manifest"} of a document checked (not a document)`);
+				if (output.kind === "leftover") skip(output.path, `${where}${LEFTOVER_REASON}`);
+				else if (output.kind === "receipt" ? owned.has(output) : roots.has(output.root)) skip(output.path, `${where}${output.kind === "receipt" ? "a receipt" : "a tree manifest"} of a document checked (not a document)`);
 				else unowned(output.path, unownedReason(output));
 			}
 		}
@@ -21480,6 +21492,7 @@ var init_verify_outputs = __esmMin((() => {
 			return digests === void 0 || digests.has(receipt.sha256);
 		}
 	};
+	LEFTOVER_REASON = "the temporary file of a receipt or tree manifest, left by a run stopped before it renamed it (not a document; it can be removed)";
 }));
 // dist/commands/verify.js
 var verify_exports = /* @__PURE__ */ __exportAll({
@@ -21511,7 +21524,8 @@ UTF-8), or a receipt found that cannot be, is a failed result and the others go 
 Exit 0 when every document is verified; 2 when one could not be checked (nothing is ever
 sent); else 6. A --receipt-dir that is no folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest byte for byte as register writes it, is failed too: register passes such files
-over, so they have none. Receipts and manifests met while walking a folder are passed over
+over, so they have none (but the temporary file of one, .<name>.<pid>.<tag>.<n>.tmp, that a
+run stopped before renaming it left there: passed over, and it can be removed). Receipts and manifests met while walking a folder are passed over
 only when they belong to a document checked: a receipt that was its evidence, or is at the
 very path of its receipt (beside it, or in --receipt-dir as register names it there) and of
 its digest; a manifest of the root a document was verified under. Any other is unknown: a
@@ -24369,9 +24383,8 @@ var IO = class {
 	/** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
 	#longestFirst = [];
 	#progressShown = false;
-	/** Set while stdout holds queued data; resolved when it has drained. */
+	/** Set from a write stdout queued until it drains (or closes); resolved then. */
 	#draining;
-	#backlogged = false;
 	/** Data lines taken by `dataSoon`, not written yet. */
 	#queued = "";
 	#queuedFlush;
@@ -24439,29 +24452,38 @@ var IO = class {
 	}
 	/** Writes scrubbed data. */
 	#writeOut(text) {
-		if (this.#stdout.write(text) === false) this.#backlogged = true;
+		if (this.#stdout.write(text) === false) this.#awaitDrain();
 	}
 	/**
-	* Resolves once stdout has taken what was written: at once, unless a write
-	* was queued (a pipe whose reader is slower than us). A command printing a
-	* line per document awaits it before starting more, so the queue, and
-	* memory, stay bounded however many documents there are.
+	* Listens for stdout's 'drain' from the write that was queued on, not from
+	* when someone waits: a drain that came in between would otherwise be
+	* missed, and the wait for the next one, which only a further write
+	* brings, would never end (the run then died with Node's exit 13, its
+	* results and receipts unwritten).
 	*/
-	drained() {
+	#awaitDrain() {
 		const sink = this.#stdout;
-		if (!this.#backlogged || !sink.once || !sink.off) return Promise.resolve();
-		this.#draining ??= new Promise((resolve) => {
+		if (this.#draining !== void 0 || !sink.once || !sink.off) return;
+		this.#draining = new Promise((resolve) => {
 			const done = () => {
 				sink.off("drain", done);
 				sink.off("close", done);
-				this.#backlogged = false;
 				this.#draining = void 0;
 				resolve();
 			};
 			sink.once("drain", done);
 			sink.once("close", done);
 		});
-		return this.#draining;
+	}
+	/**
+	* Resolves once stdout has taken what was written: at once, unless a write
+	* was queued (a pipe whose reader is slower than us) and has not drained
+	* since. A command printing a line per document awaits it before starting
+	* more, so the queue, and memory, stay bounded however many documents
+	* there are.
+	*/
+	drained() {
+		return this.#draining ?? Promise.resolve();
 	}
 	/**
 	* Writes an array to stdout exactly as `data(stringifyExact(items, 2))`
@@ -39210,6 +39232,24 @@ var init_context = __esmMin((() => {
 			this.#storeModule = storeModule;
 			checkSettingFlags(globals);
 			for (const secret of proxySecrets(env)) io.addSecret(secret);
+			if (storeModule) this.#storedTokensAreSecrets();
+		}
+		/**
+		* Makes every token the store holds a secret before the command does
+		* anything: a token is otherwise known as one only once a request uses it
+		* (api() onToken), too late for register's checks of a description or a
+		* file's name, which must keep it off the permanent record, and never for
+		* commands that print what the service sent (show, list, receipt,
+		* pending): a service may echo a token in a record. A store that does not
+		* exist is not made for it. A store or credentials file that cannot be
+		* read is passed over here: a damaged file holds no token to use (its
+		* token-shaped strings are still taken, Store.storedTokens), and the
+		* command reports the problem itself if it needs the store.
+		*/
+		#storedTokensAreSecrets() {
+			try {
+				if (this.storeExists) for (const token of this.store.storedTokens()) this.io.addSecret(token);
+			} catch {}
 		}
 		get store() {
 			if (!this.#storeModule) throw new Error("internal: this command is registered with usesStore: false");

@@ -70,6 +70,9 @@ export function isSubscriptionSession(json: string): boolean {
   }
 }
 
+/** The status of the service's record of a completed registration (shared/service-api.md): a record must have it. */
+export const COMPLETED_STATUS = 'registered';
+
 /**
  * The notarization record: answer of forfait. The chain fields are null right
  * after completion (the chain write happens later) and their types once

@@ -17,6 +17,7 @@
 import type { ApiClient } from '../api/client.js';
 import { verificationPath } from '../api/pages.js';
 import {
+  COMPLETED_STATUS,
   fileMetadataSchema,
   isSubscriptionSession,
   subscriptionSessionSchema,
@@ -698,6 +699,12 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry, onSent: () 
   }
   if (answer.value.hash.toLowerCase() !== pending.hash) {
     throw await setAside(deps, pending, answer.raw, `the answer is a record of hash ${answer.value.hash}`);
+  }
+  // The service says what it did in the record's status: one of no completed registration is no proof
+  // (verify refuses such a receipt), so it never enters the ledger, where verify would take it for one.
+  if (answer.value.status !== COMPLETED_STATUS) {
+    const status = JSON.stringify(answer.value.status);
+    throw await setAside(deps, pending, answer.raw, `the record's status is ${status}, not "${COMPLETED_STATUS}"`);
   }
   // With custody, the file's metadata is sent after the record is saved.
   if (!pending.custody) deps.onStep?.('saving');

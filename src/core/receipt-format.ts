@@ -28,7 +28,7 @@
  */
 import { z } from 'zod';
 import { verificationUrl } from '../api/pages.js';
-import { notarizationRecordSchema } from '../api/schemas.js';
+import { COMPLETED_STATUS, notarizationRecordSchema } from '../api/schemas.js';
 import { hasKeyTwice, jsonDepth, memberText } from '../exact-json.js';
 import { EXIT, NotarizeError } from '../errors.js';
 import { BASE_URL_PATTERN } from '../validation.js';
@@ -36,8 +36,6 @@ import { leafHash, rootFromPath } from './merkle.js';
 
 export const RECEIPT_TYPE = 'notarize-receipt';
 export const RECEIPT_VERSION = 1;
-/** The status of the service's record of a completed registration (shared/service-api.md): a bare record must have it. */
-const COMPLETED_STATUS = 'registered';
 /**
  * A receipt nested deeper than this is invalid: far deeper than any record,
  * and deep enough to exhaust a recursive reader (contrib/verify-receipt.py

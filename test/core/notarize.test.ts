@@ -1232,6 +1232,24 @@ describe('the end of a registration', () => {
       expect(store.readPending(hash)?.forfaitUnreadAt).toBe(NOW.toISOString());
     });
 
+    // Fake: the sandbox's records always say "registered".
+    it.each(['not_registered', 'failed', 'Registered'])(
+      'a record whose status is %j, not "registered", is no proof: quarantined, never in the ledger',
+      async (status) => {
+        const hash = sha256(`status ${status}`);
+        const { store } = await requestOnly(hash);
+        const text = recordText(hash).replace('"status": "registered"', `"status": ${JSON.stringify(status)}`);
+        expect(text).toContain(`"status": ${JSON.stringify(status)}`);
+        const api = fakeApi({
+          completeRegistration: () => Promise.resolve(parseAnswer(text, notarizationRecordSchema, 'record')),
+        });
+        const error = await rejectionOf(complete(world({ api, store }).deps, hash, { kind: 'store' }), ProtocolError);
+        expect(error.message).toContain(`(the record's status is ${JSON.stringify(status)}, not "registered")`);
+        expect(store.readRecord(hash)).toBeUndefined();
+        expect(store.readPending(hash)?.forfaitUnreadAt).toBe(NOW.toISOString());
+      },
+    );
+
     type ErrorClass = abstract new (...args: never[]) => NotarizeError;
     const sessionKept = (hash: string) => `the session is kept: finish with \`notarize complete ${hash}\``;
     it.each<{ what: string; spec: string; kind: ErrorClass; hint: (hash: string, store: ServiceStore) => string }>([
