@@ -8760,7 +8760,7 @@ var init_errors = __esmMin((() => {
   2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
   3  authentication: no usable credentials (a login refused, whatever its status), or the service answered 401/403
   4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
-  5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, or whose status is not \`registered\`); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
+  5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, whose status is not \`registered\`, or nested deeper than a receipt can carry); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
   6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
 	NotarizeError = class extends Error {
 		code;
@@ -11338,7 +11338,7 @@ var init_evidence = __esmMin((() => {
 	init_errors();
 	init_receipt_format();
 	init_receipts();
-	MAX_RECEIPT_BYTES = 1048576;
+	MAX_RECEIPT_BYTES = 4259840;
 	runIndexes = /* @__PURE__ */ new WeakMap();
 	Evidence = class {
 		#sources;
@@ -12685,6 +12685,7 @@ async function sendCompletion(deps, pending, onSent) {
 		const status = JSON.stringify(answer.value.status);
 		throw await setAside(deps, pending, answer.raw, `the record's status is ${status}, not "${COMPLETED_STATUS}"`);
 	}
+	if (jsonDepth(answer.raw) > 63) throw await setAside(deps, pending, answer.raw, `the record nests more than 63 levels deep, which no receipt can carry`);
 	if (!pending.custody) deps.onStep?.("saving");
 	return save(answer.raw);
 }
@@ -12839,6 +12840,8 @@ var init_notarize = __esmMin((() => {
 	init_interrupt();
 	init_lock();
 	init_batch();
+	init_receipt_format();
+	init_exact_json();
 	init_mime();
 	ANSWERED_409 = "forfait answered 409";
 	REQUEST_ANSWERED_409 = "request answered 409";

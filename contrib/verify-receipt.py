@@ -2,12 +2,12 @@
 """python3 verify-receipt.py <document|-> <receipt>: notarize verify --receipt, standard library only (-: standard input).
 
 Verdicts: verified (exit 0); modified, a consistent receipt of another digest, or invalid, a receipt that
-contradicts itself (exit 6); exit 2: bad arguments, unreadable files, a receipt over 1 MiB. See docs/verify-by-hand.md:
+contradicts itself (exit 6); exit 2: bad arguments, unreadable files, a receipt over 4 MiB + 64 KiB. See docs/verify-by-hand.md:
 a receipt is evidence, not a signature; its verificationUrl is where the registration is confirmed. The rules are
 notarize's (src/core/receipt-format.ts), its JSON read as JSON.parse reads it: numbers are doubles (2.0 is 2)."""
 import hashlib, json, os, re, stat, sys
 
-MAX_BYTES, MAX_DEPTH, MAX_SAFE = 1 << 20, 64, 2**53 - 1  # MAX_RECEIPT_BYTES, MAX_RECEIPT_DEPTH, Number.MAX_SAFE_INTEGER
+MAX_BYTES, MAX_DEPTH, MAX_SAFE = (4 << 20) + (64 << 10), 64, 2**53 - 1  # MAX_RECEIPT_BYTES, MAX_RECEIPT_DEPTH, Number.MAX_SAFE_INTEGER
 HEX64, ANY_CASE_HEX64, BASE_URL = re.compile(r"[0-9a-f]{64}\Z"), re.compile(r"[0-9a-fA-F]{64}\Z"), re.compile(r"https?://[A-Za-z0-9._~!$&'()*+,;=:\[\]-]+(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?\Z")  # BASE_URL: validation.ts BASE_URL_PATTERN
 # zod's z.iso.datetime({offset: true}): a real date (leap years too), 00:00:00 to 23:59:59, Z or an offset to 23:59; ASCII digits.
 ISO_TIME = re.compile(r"(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])"

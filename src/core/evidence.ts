@@ -28,8 +28,14 @@ import type { LedgerIndex } from './ledger.js';
 import { readReceipt, type InclusionProof } from './receipt-format.js';
 import { RECEIPT_SUFFIX, type ReceiptPlan } from './receipts.js';
 
-/** Receipts are a few kilobytes; a file far larger is no receipt, and is not read whole. */
-export const MAX_RECEIPT_BYTES = 1024 * 1024;
+/**
+ * Receipts are a few kilobytes; a file far larger is no receipt, and is not
+ * read whole. But the record a receipt carries is the service's answer as it
+ * came, up to api/http.ts's MAX_ANSWER_BYTES (4 MiB): every receipt register
+ * can write must be read, so the limit is that plus room for the rest (the
+ * document's name, a proof). contrib/verify-receipt.py has the same.
+ */
+export const MAX_RECEIPT_BYTES = 4 * 1024 * 1024 + 64 * 1024;
 
 export type FindingStatus = 'verified' | 'modified' | 'unknown' | 'invalid';
 

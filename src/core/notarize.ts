@@ -40,6 +40,8 @@ import { diskRefusedBeforeSending } from '../store/disk.js';
 import { beforeSending, sendingCompletion, track, whenStopping, type Tracked } from '../interrupt.js';
 import { holdLock, releaseOwnLock, withLock, type LockTiming } from '../store/lock.js';
 import { asNotarizeError } from './batch.js';
+import { MAX_RECORD_DEPTH } from './receipt-format.js';
+import { jsonDepth } from '../exact-json.js';
 import { mimeType } from './mime.js';
 
 export type Blockchain = (typeof BLOCKCHAIN_TYPES)[number];
@@ -705,6 +707,11 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry, onSent: () 
   if (answer.value.status !== COMPLETED_STATUS) {
     const status = JSON.stringify(answer.value.status);
     throw await setAside(deps, pending, answer.raw, `the record's status is ${status}, not "${COMPLETED_STATUS}"`);
+  }
+  // Nor one no receipt can carry: verify would call every receipt of it invalid.
+  if (jsonDepth(answer.raw) > MAX_RECORD_DEPTH) {
+    const why = `the record nests more than ${MAX_RECORD_DEPTH} levels deep, which no receipt can carry`;
+    throw await setAside(deps, pending, answer.raw, why);
   }
   // With custody, the file's metadata is sent after the record is saved.
   if (!pending.custody) deps.onStep?.('saving');

@@ -42,6 +42,8 @@ export const RECEIPT_VERSION = 1;
  * refuses it the same way).
  */
 export const MAX_RECEIPT_DEPTH = 64;
+/** The deepest record a receipt can carry (it sits one level down): a deeper one is no record notarize takes. */
+export const MAX_RECORD_DEPTH = MAX_RECEIPT_DEPTH - 1;
 
 /** The document a receipt is of: its name (null for standard input or a bare digest) and size (null if unknown). */
 export interface ReceiptDocument {

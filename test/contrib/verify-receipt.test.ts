@@ -8,6 +8,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_ANSWER_BYTES } from '../../src/api/http.js';
+import { MAX_RECEIPT_BYTES } from '../../src/core/evidence.js';
 import { receiptText } from '../../src/core/receipt-format.js';
 import { parseFaults } from '../../src/sandbox/server.js';
 import { Bed } from '../helpers/bed.js';
@@ -361,17 +363,28 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
     }
   });
 
-  it('a receipt larger than 1 MiB: exit 2 from both, refused unread; one of exactly 1 MiB is read', async () => {
+  it('a receipt larger than MAX_RECEIPT_BYTES: exit 2 from both, refused unread; one carrying a 4 MiB record is read', async () => {
+    // Every receipt register can write is read: its record is the service's answer, taken up to MAX_ANSWER_BYTES.
+    expect(MAX_RECEIPT_BYTES).toBe(MAX_ANSWER_BYTES + 64 * 1024);
     const { doc, receipt } = download();
-    const text = readFileSync(receipt('a.txt'), 'utf8');
-    writeFileSync(receipt('a.txt'), text.padEnd(1024 * 1024 + 1, ' '));
+    const parsed = JSON.parse(readFileSync(receipt('a.txt'), 'utf8')) as { record: Record<string, unknown> };
+    parsed.record.payload = '';
+    parsed.record.payload = 'P'.repeat(MAX_ANSWER_BYTES - JSON.stringify(parsed.record).length);
+    expect(JSON.stringify(parsed.record)).toHaveLength(MAX_ANSWER_BYTES);
+    const text = JSON.stringify(parsed, null, 2);
+    writeFileSync(receipt('a.txt'), text);
+    const largest = await bothVerdicts(doc('a.txt'), receipt('a.txt'));
+    expect(largest.python.code, describeRun(largest.python)).toBe(0);
+    expect(largest.status).toBe('verified');
+    writeFileSync(receipt('a.txt'), text.padEnd(MAX_RECEIPT_BYTES + 1, ' '));
     const { python, notarize } = await bothVerdicts(doc('a.txt'), receipt('a.txt'));
     expect(python.code, describeRun(python)).toBe(2);
     expect(python.stdout).toBe('');
-    expect(python.stderr).toBe(`verify-receipt: the receipt from '${receipt('a.txt')}' is larger than 1048576 bytes\n`);
+    const larger = `the receipt from '${receipt('a.txt')}' is larger than ${MAX_RECEIPT_BYTES} bytes`;
+    expect(python.stderr).toBe(`verify-receipt: ${larger}\n`);
     expect(notarize.code, describeRun(notarize)).toBe(2);
-    expect(notarize.stderr).toContain(`the receipt from '${receipt('a.txt')}' is larger than 1048576 bytes`);
-    writeFileSync(receipt('a.txt'), text.padEnd(1024 * 1024, ' '));
+    expect(notarize.stderr).toContain(larger);
+    writeFileSync(receipt('a.txt'), text.padEnd(MAX_RECEIPT_BYTES, ' '));
     const exact = await bothVerdicts(doc('a.txt'), receipt('a.txt'));
     expect(exact.python.code, describeRun(exact.python)).toBe(0);
     expect(exact.status).toBe('verified');

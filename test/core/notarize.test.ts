@@ -35,6 +35,7 @@ import {
 } from '../../src/errors.js';
 import { parseFaults } from '../../src/sandbox/server.js';
 import { ServiceStore, type CustodyOwed, type PendingEntry } from '../../src/store/service-store.js';
+import { MAX_RECORD_DEPTH } from '../../src/core/receipt-format.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { sandboxApi as sandboxApiOf, sandboxTransport } from '../helpers/sandbox-api.js';
 import { sha256 } from '../helpers/documents.js';
@@ -1249,6 +1250,31 @@ describe('the end of a registration', () => {
         expect(store.readPending(hash)?.forfaitUnreadAt).toBe(NOW.toISOString());
       },
     );
+
+    it('a record nested deeper than a receipt can carry is no record: quarantined; one just as deep is the record', async () => {
+      const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+      for (const [levels, accepted] of [
+        [MAX_RECORD_DEPTH - 1, true],
+        [MAX_RECORD_DEPTH, false],
+      ] as const) {
+        const hash = sha256(`nested ${levels}`);
+        const { store } = await requestOnly(hash);
+        // The record object is one level, its payload the rest.
+        const text = recordText(hash).replace('"payload": null', `"payload": ${nested(levels)}`);
+        expect(text).toContain(nested(levels));
+        const api = fakeApi({
+          completeRegistration: () => Promise.resolve(parseAnswer(text, notarizationRecordSchema, 'record')),
+        });
+        const done = complete(world({ api, store }).deps, hash, { kind: 'store' });
+        if (accepted) {
+          expect(await done).toMatchObject({ kind: 'completed', entry: { recordJson: text } });
+          continue;
+        }
+        const error = await rejectionOf(done, ProtocolError);
+        expect(error.message).toContain(`(the record nests more than ${MAX_RECORD_DEPTH} levels deep`);
+        expect(store.readRecord(hash)).toBeUndefined();
+      }
+    });
 
     type ErrorClass = abstract new (...args: never[]) => NotarizeError;
     const sessionKept = (hash: string) => `the session is kept: finish with \`notarize complete ${hash}\``;
