@@ -12338,6 +12338,7 @@ async function complete(deps, hash, source) {
 		const existing = store.readRecord(hash);
 		if (existing) {
 			store.removeLeftoverPending(existing);
+			store.clearUnanswered(hash);
 			return alreadyInLedger(deps, existing, tracked);
 		}
 		const stored = store.readPending(hash);
@@ -12365,9 +12366,8 @@ async function complete(deps, hash, source) {
 			if (!stored) {
 				await savePendingOrExplain(deps, pending, { sentBefore: source.kind !== "given" });
 				tracked.sessionSaved();
-				const outcome = await finishGiven(deps, pending);
 				store.clearUnanswered(hash);
-				return outcome;
+				return await finishGiven(deps, pending);
 			}
 		}
 		return finish$1(deps, pending, true, { hash }, tracked);

@@ -306,6 +306,8 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
     const existing = store.readRecord(hash);
     if (existing) {
       store.removeLeftoverPending(existing);
+      // A hash in the ledger has no request step left unread (a store of an older notarize may say so).
+      store.clearUnanswered(hash);
       return alreadyInLedger(deps, existing, tracked);
     }
     const stored = store.readPending(hash);
@@ -340,10 +342,10 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
         // A session given by hand is saved before anything is sent; one from the active subscription after a read.
         await savePendingOrExplain(deps, pending, { sentBefore: source.kind !== 'given' });
         tracked.sessionSaved();
-        const outcome = await finishGiven(deps, pending);
-        // A session given by hand finished what an unread request step began.
+        // The session saved stands for what an unread request step began, even if its completion fails
+        // now: `complete` (--all too) finishes it from the store from here on, as any pending session.
         store.clearUnanswered(hash);
-        return outcome;
+        return await finishGiven(deps, pending);
       }
     }
     return finish(deps, pending, true, { hash }, tracked);

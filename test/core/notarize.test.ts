@@ -379,6 +379,31 @@ describe('register', () => {
     expect(store.readUnanswered(hash)).toBeUndefined();
   });
 
+  it('an unread request step finished with the active subscription after a failed try: no mark left behind', async () => {
+    const hash = sha256('unread, then active subscription twice');
+    fault('request:truncated*1');
+    const { store, deps } = world();
+    await rejectionOf(register(deps, input(hash)), UnreadableAnswerError);
+    expect(store.readUnanswered(hash)).toBeDefined();
+    fault('forfait:status=503@1*1');
+    await rejectionOf(complete(deps, hash, { kind: 'active-subscription' }), TransientError);
+    // The session read is pending now, and is what the next `complete` (--all too) finishes.
+    expect(store.readUnanswered(hash)).toBeUndefined();
+    expect(store.readPending(hash)).toBeDefined();
+    expect(await complete(deps, hash, { kind: 'store', resendUnread: false })).toMatchObject({ kind: 'completed' });
+    expect(await complete(deps, hash, { kind: 'store' })).toMatchObject({ kind: 'already-registered' });
+  });
+
+  it('a hash in the ledger that a store of an older notarize also marks unread: complete clears the mark', async () => {
+    const hash = sha256('recorded and marked');
+    const { store, deps } = world();
+    expect(await register(deps, input(hash))).toMatchObject({ kind: 'completed' });
+    await store.markUnanswered({ hash, description: 'd', requestedAt: NOW.toISOString() });
+    expect(store.readUnanswered(hash)).toBeDefined();
+    expect(await complete(deps, hash, { kind: 'store' })).toMatchObject({ kind: 'already-registered' });
+    expect(store.readUnanswered(hash)).toBeUndefined();
+  });
+
   it('an unread answer to the request step whose mark cannot be saved is still reported with what to do', async () => {
     const hash = sha256('unmarked');
     fault('request:html*1');
