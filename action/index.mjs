@@ -22113,12 +22113,22 @@ function hasExpired(exp, nowMs = Date.now()) {
 function isExpired(token, nowMs = Date.now()) {
 	return hasExpired(expiryOf(token), nowMs);
 }
+/**
+* `exp` (Unix seconds) as ISO 8601, or undefined past the dates JavaScript
+* can write (±275,760 years): a token that says 1e13 is valid for good, not
+* an error after the login that stored it.
+*/
+function expiryIso(exp) {
+	const date = /* @__PURE__ */ new Date(exp * 1e3);
+	return Number.isNaN(date.getTime()) ? void 0 : date.toISOString();
+}
 /** "user@example (user 12), valid until <ISO>" for messages; never the token. */
 function describeToken(token) {
 	const claims = readClaims(token);
 	if (!claims) return "an opaque token (no readable claims)";
 	const who = [claims.email, claims.userId === void 0 ? void 0 : `user ${claims.userId}`].filter(Boolean);
-	const until = claims.exp === void 0 ? "no expiry given" : `valid until ${(/* @__PURE__ */ new Date(claims.exp * 1e3)).toISOString()}`;
+	const iso = claims.exp === void 0 ? void 0 : expiryIso(claims.exp);
+	const until = claims.exp === void 0 ? "no expiry given" : iso === void 0 ? "valid past any date" : `valid until ${iso}`;
 	return `${who.length > 0 ? who.join(", ") : "unknown user"}; ${until}`;
 }
 var EXPIRY_MARGIN_SECONDS;
@@ -22242,7 +22252,7 @@ async function runLogin(options) {
 			baseUrl,
 			email: claims?.email ?? null,
 			userId: claims?.userId ?? null,
-			expiresAt: claims?.exp === void 0 ? null : (/* @__PURE__ */ new Date(claims.exp * 1e3)).toISOString()
+			expiresAt: claims?.exp === void 0 ? null : expiryIso(claims.exp) ?? null
 		},
 		text: { info: [`logged in to ${baseUrl} as ${describeToken(token)}`] }
 	};

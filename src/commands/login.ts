@@ -9,7 +9,7 @@ import type { ApiClient } from '../api/client.js';
 import type { Context } from '../context.js';
 import { readTextInput } from '../core/read-input.js';
 import { cleanSecret, keyDigest } from '../core/secrets.js';
-import { describeToken, isExpired, readClaims } from '../core/token.js';
+import { describeToken, expiryIso, isExpired, readClaims } from '../core/token.js';
 import { AuthError, ServiceRefusedError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ValueResult } from '../output/present.js';
@@ -143,7 +143,7 @@ export async function runLogin(options: LoginOptions): Promise<ValueResult> {
       baseUrl,
       email: claims?.email ?? null,
       userId: claims?.userId ?? null,
-      expiresAt: claims?.exp === undefined ? null : new Date(claims.exp * 1000).toISOString(),
+      expiresAt: claims?.exp === undefined ? null : (expiryIso(claims.exp) ?? null),
     },
     // A message, not data: --quiet silences it (--json gives the same as data).
     text: { info: [`logged in to ${baseUrl} as ${describeToken(token)}`] },

@@ -40,12 +40,23 @@ export function isExpired(token: string, nowMs = Date.now()): boolean {
   return hasExpired(expiryOf(token), nowMs);
 }
 
+/**
+ * `exp` (Unix seconds) as ISO 8601, or undefined past the dates JavaScript
+ * can write (±275,760 years): a token that says 1e13 is valid for good, not
+ * an error after the login that stored it.
+ */
+export function expiryIso(exp: number): string | undefined {
+  const date = new Date(exp * 1000);
+  return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
+}
+
 /** "user@example (user 12), valid until <ISO>" for messages; never the token. */
 export function describeToken(token: string): string {
   const claims = readClaims(token);
   if (!claims) return 'an opaque token (no readable claims)';
   const who = [claims.email, claims.userId === undefined ? undefined : `user ${claims.userId}`].filter(Boolean);
+  const iso = claims.exp === undefined ? undefined : expiryIso(claims.exp);
   const until =
-    claims.exp === undefined ? 'no expiry given' : `valid until ${new Date(claims.exp * 1000).toISOString()}`;
+    claims.exp === undefined ? 'no expiry given' : iso === undefined ? 'valid past any date' : `valid until ${iso}`;
   return `${who.length > 0 ? who.join(', ') : 'unknown user'}; ${until}`;
 }

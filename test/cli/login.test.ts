@@ -9,6 +9,10 @@ import { present } from '../../src/output/present.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { contextFor, type TestContext } from '../helpers/context.js';
 import { BIN, describeRun, runProcess } from '../helpers/cli.js';
+import { cliEnv } from '../helpers/env.js';
+import { startFakeService } from '../helpers/local-server.js';
+import { runMain } from '../helpers/main.js';
+import { handMadeJwt } from '../helpers/sandbox.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
@@ -43,6 +47,26 @@ describe('runLogin and runLogout', () => {
     present({ io: t.io, env: {}, format: 'json' }, result);
     expect(JSON.parse(t.stdout())).toEqual(result.json);
     expect(t.stderr()).toBe('');
+  });
+
+  it('a token valid past any date JavaScript can write (exp 1e13): logged in, exit 0, expiresAt null', async () => {
+    for (const exp of [1e13, 1e300]) {
+      const fake = await startFakeService(() => ({ status: 200, body: JSON.stringify({ token: handMadeJwt(exp) }) }));
+      try {
+        const env = cliEnv(bed.path(`far-${exp}`), {
+          NOTARIZE_BASE_URL: fake.url,
+          NOTARIZE_API_KEY: 'k_far_future_key',
+        });
+        const json = await runMain(['login', '--json'], env);
+        expect(json.code, describeRun(json)).toBe(0);
+        expect(JSON.parse(json.stdout)).toMatchObject({ baseUrl: fake.url, expiresAt: null });
+        const text = await runMain(['login'], env);
+        expect(text.code, describeRun(text)).toBe(0);
+        expect(text.stderr).toMatch(/; valid past any date\n$/);
+      } finally {
+        await fake.close();
+      }
+    }
   });
 
   it('no key and standard input not a terminal: exit 3, nothing sent', async () => {
