@@ -8760,7 +8760,7 @@ var init_errors = __esmMin((() => {
   2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
   3  authentication: no usable credentials (a login refused, whatever its status), or the service answered 401/403
   4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
-  5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, whose status is not \`registered\`, or nested deeper than a receipt can carry); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
+  5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, whose status is not \`registered\`, or nested deeper than a receipt can carry), or an unexpected status (a redirect: notarize follows none); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
   6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
 	NotarizeError = class extends Error {
 		code;
@@ -28300,7 +28300,8 @@ function statusError(method, url, status, text, retryAfter, secrets) {
 		});
 	}
 	if (status >= 400) return new ServiceRefusedError(status, what, said === void 0 ? {} : { serviceMessage: said });
-	return new ProtocolError(`${what} (an unexpected status)`);
+	const redirect = status >= 300 && status < 400;
+	return new ProtocolError(`${what} (an unexpected status)`, { ...redirect ? { hint: "notarize follows no redirect: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting)" } : {} });
 }
 var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, TUNNEL_REFUSED, CERTIFICATE_CODES;
 var init_http = __esmMin((() => {

@@ -37,7 +37,7 @@ export const EXIT_CODE_HELP = `Exit codes:
   2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
   3  authentication: no usable credentials (a login refused, whatever its status), or the service answered 401/403
   4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
-  5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, whose status is not \`registered\`, or nested deeper than a receipt can carry); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
+  5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, whose status is not \`registered\`, or nested deeper than a receipt can carry), or an unexpected status (a redirect: notarize follows none); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
   6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
 
 export interface ErrorDetails {

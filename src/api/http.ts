@@ -441,5 +441,13 @@ function statusError(
     });
   }
   if (status >= 400) return new ServiceRefusedError(status, what, said === undefined ? {} : { serviceMessage: said });
-  return new ProtocolError(`${what} (an unexpected status)`);
+  // A redirect is never followed: a request re-sent elsewhere could be paid there, and its answer trusted.
+  const redirect = status >= 300 && status < 400;
+  return new ProtocolError(`${what} (an unexpected status)`, {
+    ...(redirect
+      ? {
+          hint: 'notarize follows no redirect: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting)',
+        }
+      : {}),
+  });
 }

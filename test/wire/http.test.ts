@@ -177,7 +177,10 @@ describe('HttpTransport: error statuses', () => {
     answerWith(302, '', { location: 'http://127.0.0.1:1/elsewhere' });
     const error = await rejection(transport().send({ method: 'GET', path: '/api/v2/x', token: TOKEN }));
     expect(error).toBeInstanceOf(ProtocolError);
-    expect(error).toMatchObject({ exitCode: 5 });
+    expect(error).toMatchObject({
+      exitCode: 5,
+      hint: 'notarize follows no redirect: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting)',
+    });
     expect(server.received).toHaveLength(1);
   });
 
