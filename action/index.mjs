@@ -22216,7 +22216,8 @@ async function obtainKey(options) {
 }
 /**
 * The token the service gives for `apiKey`. A refusal of any status is no
-* usable credentials (exit 3), as when a command logs in on the fly
+* usable credentials (exit 3), said as the key refused (not a proxy's 407,
+* whose own error names what to fix), as when a command logs in on the fly
 * (core/credentials.ts): the service documents none of its statuses, and a
 * bad key may well earn a 400.
 */
@@ -22224,7 +22225,7 @@ async function loginWith(api, apiKey) {
 	try {
 		return await api.login(apiKey);
 	} catch (error) {
-		if (!(error instanceof ServiceRefusedError)) throw error;
+		if (!(error instanceof ServiceRefusedError || error instanceof AuthError && error.status !== 407)) throw error;
 		throw new AuthError(`the login was refused: ${error.message}`, {
 			...error.status === void 0 ? {} : { status: error.status },
 			hint: "check the API key",

@@ -94,7 +94,8 @@ async function obtainKey(options: LoginOptions): Promise<string> {
 
 /**
  * The token the service gives for `apiKey`. A refusal of any status is no
- * usable credentials (exit 3), as when a command logs in on the fly
+ * usable credentials (exit 3), said as the key refused (not a proxy's 407,
+ * whose own error names what to fix), as when a command logs in on the fly
  * (core/credentials.ts): the service documents none of its statuses, and a
  * bad key may well earn a 400.
  */
@@ -102,7 +103,9 @@ async function loginWith(api: ApiClient, apiKey: string): Promise<string> {
   try {
     return await api.login(apiKey);
   } catch (error) {
-    if (!(error instanceof ServiceRefusedError)) throw error;
+    // A 401 or 403 is the key refused here, not a token to renew: its own hint ("log in again") would
+    // send the user round to the very command that failed.
+    if (!(error instanceof ServiceRefusedError || (error instanceof AuthError && error.status !== 407))) throw error;
     throw new AuthError(`the login was refused: ${error.message}`, {
       ...(error.status === undefined ? {} : { status: error.status }),
       hint: 'check the API key',

@@ -69,6 +69,14 @@ describe('runLogin and runLogout', () => {
     }
   });
 
+  it('a key the service refuses (401): exit 3, saying to check the key, not to log in again', async () => {
+    const env = cliEnv(bed.path('refused-key'), { NOTARIZE_BASE_URL: bed.url, NOTARIZE_API_KEY: 'k_not_the_key_1234' });
+    const run = await runMain(['login'], env);
+    expect(run.code, describeRun(run)).toBe(3);
+    expect(run.stderr).toMatch(/^notarize: the login was refused: POST \S+ answered 401\b.* \(check the API key\)\n$/);
+    expect(run.stderr).not.toContain('log in again');
+  });
+
   it('no key and standard input not a terminal: exit 3, nothing sent', async () => {
     await expect(runLogin(options(contextFor(bed)))).rejects.toMatchObject({ exitCode: 3 });
     expect(bed.sandbox.calls).toEqual([]);
