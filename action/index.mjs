@@ -16478,19 +16478,15 @@ var init_register_roots = __esmMin((() => {
 }));
 // dist/read-bounded.js
 /**
-* Reading a stream to its end as UTF-8 text, up to a size bound: the
+* Reading a stream to its end, up to a size bound: the
 * service's answers (api/http.ts) and small user inputs such as a session or
 * a list of paths (core/read-input.ts). Past the bound it stops reading, so
 * a huge or endless source is never held in memory.
 */
-/** The text of `input`, or undefined as soon as it exceeds `limit` bytes (the iteration is then ended). */
-async function readBounded(input, limit) {
-	return (await readBoundedBytes(input, limit))?.toString("utf8");
-}
 /**
-* The bytes of `input`, or undefined as soon as it exceeds `limit` bytes: for
-* a caller that decodes them itself (strictly, where a bad byte must be
-* refused rather than become U+FFFD).
+* The bytes of `input`, or undefined as soon as it exceeds `limit` bytes; the
+* caller decodes them, strictly: a bad byte must be refused rather than
+* become U+FFFD.
 */
 async function readBoundedBytes(input, limit) {
 	const chunks = [];
@@ -28113,7 +28109,7 @@ async function readAnswerBody(answer, what) {
 	}
 	let bounded;
 	try {
-		bounded = await readBounded(answer.body, MAX_ANSWER_BYTES);
+		bounded = await readBoundedBytes(answer.body, MAX_ANSWER_BYTES);
 	} catch (error) {
 		const reason = errorCode(error).endsWith("_TIMEOUT") || error.name === "TimeoutError" ? "it stalled" : "it broke off";
 		throw new UnreadableAnswerError(`${what}, but its body could not be read (${reason})`, { cause: error });
@@ -28122,7 +28118,8 @@ async function readAnswerBody(answer, what) {
 		discard(answer);
 		throw new UnreadableAnswerError(`${what}, but its body is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; it was cut off`);
 	}
-	return bounded;
+	if (!isUtf8(bounded)) throw new UnreadableAnswerError(`${what}, but its body is not UTF-8 text, as JSON must be`);
+	return bounded.toString("utf8");
 }
 /** An error's `code` as a string (undici's are strings; some errors carry numbers). */
 function errorCode(error) {

@@ -1,19 +1,14 @@
 /**
- * Reading a stream to its end as UTF-8 text, up to a size bound: the
+ * Reading a stream to its end, up to a size bound: the
  * service's answers (api/http.ts) and small user inputs such as a session or
  * a list of paths (core/read-input.ts). Past the bound it stops reading, so
  * a huge or endless source is never held in memory.
  */
 
-/** The text of `input`, or undefined as soon as it exceeds `limit` bytes (the iteration is then ended). */
-export async function readBounded(input: AsyncIterable<Buffer | string>, limit: number): Promise<string | undefined> {
-  return (await readBoundedBytes(input, limit))?.toString('utf8');
-}
-
 /**
- * The bytes of `input`, or undefined as soon as it exceeds `limit` bytes: for
- * a caller that decodes them itself (strictly, where a bad byte must be
- * refused rather than become U+FFFD).
+ * The bytes of `input`, or undefined as soon as it exceeds `limit` bytes; the
+ * caller decodes them, strictly: a bad byte must be refused rather than
+ * become U+FFFD.
  */
 export async function readBoundedBytes(
   input: AsyncIterable<Buffer | string>,

@@ -5,6 +5,7 @@
  * statuses and network failures to error classes; and logs requests with
  * secrets left out (bodies and headers are never logged).
  */
+import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from './undici.js';
 import {
@@ -16,7 +17,7 @@ import {
   UsageError,
 } from '../errors.js';
 import { isSendableToken, secretParts } from '../core/secrets.js';
-import { readBounded } from '../read-bounded.js';
+import { readBoundedBytes } from '../read-bounded.js';
 
 /** Answers larger than this are cut off: no documented answer comes near it. */
 export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
@@ -151,9 +152,9 @@ async function readAnswerBody(answer: Dispatcher.ResponseData, what: string): Pr
       `${what}, but its body is encoded as '${encoding.slice(0, 40)}', which notarize did not ask for`,
     );
   }
-  let bounded: string | undefined;
+  let bounded: Buffer | undefined;
   try {
-    bounded = await readBounded(answer.body, MAX_ANSWER_BYTES);
+    bounded = await readBoundedBytes(answer.body, MAX_ANSWER_BYTES);
   } catch (error) {
     const code = errorCode(error);
     const stalled = code.endsWith('_TIMEOUT') || (error as Error).name === 'TimeoutError';
@@ -166,7 +167,10 @@ async function readAnswerBody(answer: Dispatcher.ResponseData, what: string): Pr
       `${what}, but its body is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; it was cut off`,
     );
   }
-  return bounded;
+  // JSON is UTF-8 (RFC 8259). Decoded leniently, a bad byte would become U+FFFD, and a session sent
+  // back, or a record kept, would no longer be what the service sent, with nothing said.
+  if (!isUtf8(bounded)) throw new UnreadableAnswerError(`${what}, but its body is not UTF-8 text, as JSON must be`);
+  return bounded.toString('utf8');
 }
 
 /** An error's `code` as a string (undici's are strings; some errors carry numbers). */

@@ -53,6 +53,17 @@ function answerWith(status: number, body: string, headers: Record<string, string
 }
 
 describe('HttpTransport: 2xx', () => {
+  it('an answer that is not UTF-8 is unreadable (exit 5), never decoded into other characters', async () => {
+    server.handle((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(Buffer.concat([Buffer.from('{"sessionId":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]));
+    });
+    const error = await rejection(transport().send({ method: 'GET', path: '/api/v2/x', token: TOKEN }));
+    expect(error).toBeInstanceOf(UnreadableAnswerError);
+    expect(error).toMatchObject({ exitCode: 5 });
+    expect((error as Error).message).toMatch(/ answered 200, but its body is not UTF-8 text, as JSON must be$/);
+  });
+
   it('returns the exact text of the answer, spacing and non-ASCII included', async () => {
     const body = ' {"b": 2,  "a": "é ✓"}\n';
     answerWith(200, body);
