@@ -13670,19 +13670,47 @@ function resultDetail(r) {
 * registration can have a record and a link too) its detail first: the
 * link never hides why.
 */
-function markdownSummary(title, results, redact) {
-	const rows = results.map((r) => {
+function markdownSummary(title, results, redact, maxBytes = SUMMARY_MAX_BYTES) {
+	const row = (r) => {
 		const detail = [ANNOTATED.has(r.status) || !r.verificationUrl ? cell$1(resultDetail(r), redact) : "", r.verificationUrl ? link("verify", r.verificationUrl, redact) : ""].filter((part) => part !== "").join(" ");
 		return `| ${cell$1(r.file ?? "-", redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${detail} |`;
-	});
-	return redact([
+	};
+	const head = [
 		`### ${title}`,
 		"",
 		"| File | Status | SHA-256 | Detail |",
-		"|---|---|---|---|",
-		...rows,
+		"|---|---|---|---|"
+	];
+	const text = (lines) => redact([
+		...head,
+		...lines,
 		""
 	].join("\n") + "\n");
+	const rows = results.map(row);
+	const whole = text(rows);
+	if (Buffer.byteLength(whole) <= maxBytes) return whole;
+	const order = results.map((_, i) => i).sort((a, b) => rank(results[a]) - rank(results[b]) || a - b);
+	const kept = [];
+	let bytes = Buffer.byteLength(text([])) + SUMMARY_NOTE_BYTES;
+	for (const i of order) {
+		bytes += Buffer.byteLength(rows[i]) + 1;
+		if (bytes > maxBytes) break;
+		kept.push(i);
+	}
+	kept.sort((a, b) => a - b);
+	const counts = /* @__PURE__ */ new Map();
+	for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+	const tally = [...counts].map(([status, n]) => `${n} ${status}`).join(", ");
+	const note = `${results.length - kept.length} more results are not shown (GitHub takes at most 1 MiB of summary per step; all ${results.length}: ${tally}); every result is in notarize's output (the action's \`results\` file)`;
+	return text([
+		...kept.map((i) => rows[i]),
+		"",
+		note
+	]);
+}
+/** Results that did not end well first (0), when not all rows fit. */
+function rank(result) {
+	return ANNOTATED.has(result.status) ? 0 : 1;
 }
 /** The `::error` annotations of the results that failed or were not verified, one line each. */
 function annotations(results, redact) {
@@ -13695,11 +13723,13 @@ function annotations(results, redact) {
 	}
 	return lines;
 }
-var STATUS_MEANING, ANNOTATED;
+var STATUS_MEANING, SUMMARY_MAX_BYTES, SUMMARY_NOTE_BYTES, ANNOTATED;
 var init_github = __esmMin((() => {
 	init_receipts();
 	init_safe_text();
 	STATUS_MEANING = { unknown: `not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url; a document never registered, or whose receipt was not kept, has none to find` };
+	SUMMARY_MAX_BYTES = 524288;
+	SUMMARY_NOTE_BYTES = 512;
 	ANNOTATED = /* @__PURE__ */ new Set([
 		"failed",
 		"modified",

@@ -106,17 +106,56 @@ const STATUS_MEANING: Partial<Record<ItemResult['status'], string>> = {
  * registration can have a record and a link too) its detail first: the
  * link never hides why.
  */
-export function markdownSummary(title: string, results: readonly ItemResult[], redact: Redact): string {
-  const rows = results.map((r) => {
+export function markdownSummary(
+  title: string,
+  results: readonly ItemResult[],
+  redact: Redact,
+  maxBytes = SUMMARY_MAX_BYTES,
+): string {
+  const row = (r: ItemResult) => {
     const shown = ANNOTATED.has(r.status) || !r.verificationUrl ? cell(resultDetail(r), redact) : '';
     const url = r.verificationUrl ? link('verify', r.verificationUrl, redact) : '';
     const detail = [shown, url].filter((part) => part !== '').join(' ');
     return `| ${cell(r.file ?? '-', redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : '-'} | ${detail} |`;
-  });
+  };
+  const head = [`### ${title}`, '', '| File | Status | SHA-256 | Detail |', '|---|---|---|---|'];
   // Redacted again whole: a secret met as it is, in what was not outside text, is gone too.
-  return redact(
-    [`### ${title}`, '', '| File | Status | SHA-256 | Detail |', '|---|---|---|---|', ...rows, ''].join('\n') + '\n',
-  );
+  const text = (lines: string[]) => redact([...head, ...lines, ''].join('\n') + '\n');
+  const rows = results.map(row);
+  const whole = text(rows);
+  if (Buffer.byteLength(whole) <= maxBytes) return whole;
+  // GitHub refuses a step's summary over 1 MiB whole, table and all: the rows that fit, those that did
+  // not end well first, and a line saying how many are left out and where they all are.
+  const order = results.map((_, i) => i).sort((a, b) => rank(results[a]!) - rank(results[b]!) || a - b);
+  const kept: number[] = [];
+  let bytes = Buffer.byteLength(text([])) + SUMMARY_NOTE_BYTES;
+  for (const i of order) {
+    bytes += Buffer.byteLength(rows[i]!) + 1;
+    if (bytes > maxBytes) break;
+    kept.push(i);
+  }
+  kept.sort((a, b) => a - b);
+  const counts = new Map<string, number>();
+  for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+  const tally = [...counts].map(([status, n]) => `${n} ${status}`).join(', ');
+  const note =
+    `${results.length - kept.length} more results are not shown (GitHub takes at most 1 MiB of summary per step; ` +
+    `all ${results.length}: ${tally}); every result is in notarize's output (the action's \`results\` file)`;
+  return text([...kept.map((i) => rows[i]!), '', note]);
+}
+
+/**
+ * How much of a step's summary one table may take: GitHub refuses the whole
+ * summary of a step past 1 MiB, and a step may run notarize more than once
+ * (a retry loop), so half of it.
+ */
+const SUMMARY_MAX_BYTES = 512 * 1024;
+/** Room kept for the line that says what was left out. */
+const SUMMARY_NOTE_BYTES = 512;
+
+/** Results that did not end well first (0), when not all rows fit. */
+function rank(result: ItemResult): number {
+  return ANNOTATED.has(result.status) ? 0 : 1;
 }
 
 /** Statuses that fail a run: a document not processed, or not verified. */

@@ -86,6 +86,31 @@ describe('GitHub Actions text', () => {
     );
   });
 
+  it('a table too large for a step summary: the rows that fit, failures first, and a line on the rest', () => {
+    const url = `https://s/verification/${HASH}`;
+    const many = Array.from({ length: 6000 }, (_, i) =>
+      i % 1000 === 999
+        ? itemResult(`f${i}.bin`, HASH, 'failed', { error: { code: 'x', exitCode: 4, message: `broke ${i}` } })
+        : itemResult(`f${i}.bin`, HASH, 'registered', { verificationUrl: url }),
+    );
+    const text = markdownSummary('notarize register', many, asIs);
+    // GitHub refuses a step's whole summary past 1 MiB; one table keeps to half of it.
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(512 * 1024);
+    const rows = text.split('\n').filter((line) => line.startsWith('| f'));
+    expect(rows.length).toBeGreaterThan(1000);
+    expect(rows.length).toBeLessThan(6000);
+    // Every failure is shown, rows stay in the order given.
+    expect(rows.filter((line) => line.includes(' failed '))).toHaveLength(6);
+    const numbers = rows.map((line) => Number(/^\| f(\d+)\.bin/.exec(line)![1]));
+    expect(numbers).toEqual([...numbers].sort((a, b) => a - b));
+    expect(text.trimEnd().split('\n').at(-1)).toBe(
+      `${6000 - rows.length} more results are not shown (GitHub takes at most 1 MiB of summary per step; ` +
+        "all 6000: 5994 registered, 6 failed); every result is in notarize's output (the action's `results` file)",
+    );
+    // One that fits is left whole.
+    expect(markdownSummary('notarize register', many.slice(0, 10), asIs)).not.toContain('not shown');
+  });
+
   it('a result that did not end well shows why, its verification link beside: never the link alone', () => {
     const url = `https://s/verification/${HASH}`;
     const text = markdownSummary(
