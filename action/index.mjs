@@ -19072,6 +19072,10 @@ var init_register_inputs = __esmMin((() => {
 * Merkle root registered for all of them (core/aggregate.ts), and a result
 * and a receipt per document carrying its proof to that root.
 */
+/** Whether a failed completion may have been processed all the same (core/notarize.ts withCompleteHint). */
+function mayHaveCompleted(error) {
+	return error instanceof TransientError && !error.notProcessed || error instanceof ProtocolError;
+}
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
 function checkAggregate(options) {
 	const refuse = (what, why) => new UsageError(`--aggregate cannot be used with ${what}: ${why}`, { hint: "name the documents as files" });
@@ -19410,6 +19414,7 @@ var init_register_aggregate = __esmMin((() => {
 				io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? "" : "s"}`);
 				const roots = await registerRoots(deps, input, placements, placed.asked, holds);
 				io.clearProgress();
+				this.#warnAnswerLost(roots);
 				const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
 				const manifestFailure = await this.#manifestsAfter(trees, roots);
 				await runAll(inTrees, async ({ doc, placement }) => {
@@ -19647,6 +19652,25 @@ var init_register_aggregate = __esmMin((() => {
 		#fail(index, file, hash, error) {
 			this.#items.add(index, failedResult(file, hash, error));
 			this.#tally.add(index, error);
+		}
+		/**
+		* One warning for each root whose completion may have been paid for without
+		* an answer this run could read (no answer, a 5xx that does not say it
+		* turned the call away, an answer that is no record) and whose session is
+		* kept: only its tree leads a later run to it, its root being of salted
+		* leaves. A run that finds the tree (this store, or its manifest in
+		* --receipt-dir) sends the session again, and a repeated completion is
+		* answered 409, not paid (the Retries assumption); one with neither, a new
+		* runner say, plants and pays a new root for the same documents.
+		*/
+		#warnAnswerLost(roots) {
+			const plan = this.#documents.receipts;
+			for (const [root, result] of roots) {
+				if (result.ok || !("error" in result) || !mayHaveCompleted(result.error)) continue;
+				if (!existsSync(this.#store.pendingFile(root))) continue;
+				const where = this.#manifestsWritten.has(root) && plan !== void 0 ? `this store (${this.#store.dir}) and ${join(plan.dir, manifestName(root))} hold its tree: run the same command again with either of them kept (on a new runner, the receipt folder restored: docs/ci.md)` : `only this store (${this.#store.dir}) holds its tree: run the same command again with it`;
+				this.#options.io.warn(`the Merkle root ${root} may have been registered and paid for, its answer lost; ${where}; a run that has neither cannot find this root, and registers the documents again under a new one`);
+			}
 		}
 		/** One warning for every root whose documents got no receipt: the store has no record to write them from. */
 		#warnNoRecords() {

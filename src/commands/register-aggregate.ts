@@ -4,7 +4,7 @@
  * and a receipt per document carrying its proof to that root.
  */
 import { existsSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { register, type Outcome } from '../core/notarize.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
@@ -13,6 +13,7 @@ import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js
 import {
   confirmedBefore,
   confirmedRoots,
+  manifestName,
   Trees,
   type AggregateDocument,
   type LoadedTree,
@@ -31,7 +32,7 @@ import {
 } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning, type InclusionProof } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
-import { sentAlready, UsageError } from '../errors.js';
+import { ProtocolError, sentAlready, TransientError, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
@@ -52,6 +53,11 @@ import {
 } from './register-inputs.js';
 
 const FAIL_FAST_REASON = 'not registered: another document or root failed (--fail-fast)';
+
+/** Whether a failed completion may have been processed all the same (core/notarize.ts withCompleteHint). */
+function mayHaveCompleted(error: unknown): boolean {
+  return (error instanceof TransientError && !error.notProcessed) || error instanceof ProtocolError;
+}
 
 /** The flags --aggregate cannot go with, refused before anything is read or sent. */
 export function checkAggregate(options: RegisterOptions): void {
@@ -410,6 +416,7 @@ export class Aggregator {
       io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? '' : 's'}`);
       const roots = await registerRoots(deps, input, placements, placed.asked, holds);
       io.clearProgress();
+      this.#warnAnswerLost(roots);
       const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
       const manifestFailure = await this.#manifestsAfter(trees, roots);
       await runAll(
@@ -706,6 +713,33 @@ export class Aggregator {
   #fail(index: number, file: string | null, hash: string | null, error: NotarizeError): void {
     this.#items.add(index, failedResult(file, hash, error));
     this.#tally.add(index, error);
+  }
+
+  /**
+   * One warning for each root whose completion may have been paid for without
+   * an answer this run could read (no answer, a 5xx that does not say it
+   * turned the call away, an answer that is no record) and whose session is
+   * kept: only its tree leads a later run to it, its root being of salted
+   * leaves. A run that finds the tree (this store, or its manifest in
+   * --receipt-dir) sends the session again, and a repeated completion is
+   * answered 409, not paid (the Retries assumption); one with neither, a new
+   * runner say, plants and pays a new root for the same documents.
+   */
+  #warnAnswerLost(roots: Map<string, RootResult>): void {
+    const plan = this.#documents.receipts;
+    for (const [root, result] of roots) {
+      if (result.ok || !('error' in result) || !mayHaveCompleted(result.error)) continue;
+      if (!existsSync(this.#store.pendingFile(root))) continue;
+      const where =
+        this.#manifestsWritten.has(root) && plan !== undefined
+          ? `this store (${this.#store.dir}) and ${join(plan.dir, manifestName(root))} hold its tree: run the same command ` +
+            'again with either of them kept (on a new runner, the receipt folder restored: docs/ci.md)'
+          : `only this store (${this.#store.dir}) holds its tree: run the same command again with it`;
+      this.#options.io.warn(
+        `the Merkle root ${root} may have been registered and paid for, its answer lost; ${where}; ` +
+          'a run that has neither cannot find this root, and registers the documents again under a new one',
+      );
+    }
   }
 
   /** One warning for every root whose documents got no receipt: the store has no record to write them from. */

@@ -705,6 +705,43 @@ describe('switching between --aggregate and per-document registration never pays
     ]);
   });
 
+  it('a completion whose answer was lost: the run says where the tree is, without which a re-run pays a new root', async () => {
+    const [a, b] = await writeDocs('answer-lost-warning', 'completion answer lost, warned', ['a', 'b']);
+    const receipts = bed.path('answer-lost-warning-receipts');
+    const store = mkdtempSync(join(bed.root, 'lost-w-'));
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    const lost = await bed.main(['register', '--aggregate', a!, b!, '--receipt-dir', receipts], {
+      env: { NOTARIZE_CONFIG_DIR: store },
+    });
+    expect(lost.code, describeRun(lost)).toBe(4);
+    const [manifest] = readdirSync(receipts);
+    const lostRoot = manifest!.slice(0, 64);
+    const warnings = lost.stderr.split('\n').filter((line) => line.includes('may have been registered and paid for'));
+    expect(warnings).toEqual([
+      `warning: the Merkle root ${lostRoot} may have been registered and paid for, its answer lost; this store ` +
+        `(${storePaths(store, bed.url).service}) and ${join(receipts, manifest!)} hold its tree: run the same command again ` +
+        'with either of them kept (on a new runner, the receipt folder restored: docs/ci.md); a run that has ' +
+        'neither cannot find this root, and registers the documents again under a new one',
+    ]);
+    // Without --receipt-dir only the store has it; and a failure that proves nothing was taken says nothing of it.
+    const [c] = await writeDocs('answer-lost-no-dir', 'completion answer lost, no receipts', ['c']);
+    bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
+    const alone = await bed.main(['register', '--aggregate', c!], {
+      env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'lost-x-')) },
+    });
+    expect(alone.code, describeRun(alone)).toBe(4);
+    expect(alone.stderr).toMatch(
+      /its answer lost; only this store \(.+\) holds its tree: run the same command again with it;/,
+    );
+    const [d] = await writeDocs('answer-refused-503', 'completion turned away', ['d']);
+    bed.sandbox.addFaults(parseFaults('forfait:status=503@1*1'));
+    const refused = await bed.main(['register', '--aggregate', d!, '--retries', '0'], {
+      env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'lost-y-')) },
+    });
+    expect(refused.code, describeRun(refused)).toBe(4);
+    expect(refused.stderr).not.toContain('may have been registered');
+  });
+
   it('a fresh store registering documents one by one finds their root in a manifest when the aggregate wrote no receipts', async () => {
     const [a, b] = await writeDocs('lost-answer', 'completion answer lost', ['a', 'b']);
     const receipts = bed.path('lost-answer-receipts');
