@@ -18963,14 +18963,18 @@ async function listDocuments(options, skip) {
 	if (options.receiptDir === void 0) return documents;
 	const inReceiptDir = insideDir(options.receiptDir);
 	const all = [];
-	let skippedInside = 0;
+	const inside = [];
+	const reason = "inside --receipt-dir (receipts are not registered)";
 	for await (const item of documents.items) if (item.kind === "file" && inReceiptDir(item.path)) {
-		skippedInside++;
+		inside.push(item.path);
 		skip({
 			path: item.path,
-			reason: "inside --receipt-dir (receipts are not registered)"
-		});
+			reason
+		}, false);
 	} else all.push(item);
+	const skippedInside = inside.length;
+	if (skippedInside > MANY_INSIDE) options.io.warn(`skipped ${skippedInside} files, ${inside[0]} and others: ${reason}`);
+	else for (const path of inside) options.io.warn(`skipped ${path}: ${reason}`);
 	if (all.length === 0 && skippedInside > 0) throw new UsageError(documents.single ? "nothing to register: the document named is inside --receipt-dir" : "nothing to register: every document named or found is inside --receipt-dir", { hint: "receipts are outputs; name the documents themselves, or another --receipt-dir" });
 	return {
 		...documents,
@@ -19034,7 +19038,7 @@ async function firstOf(items) {
 	for await (const item of items) return item;
 	throw new Error("no item");
 }
-var TITLE$1, CONCURRENCY$1, optionsSchema$6, STDIN_TWICE;
+var TITLE$1, CONCURRENCY$1, optionsSchema$6, MANY_INSIDE, STDIN_TWICE;
 var init_register_inputs = __esmMin((() => {
 	init_zod();
 	init_schemas();
@@ -19064,6 +19068,7 @@ var init_register_inputs = __esmMin((() => {
 		receiptDir: string$1().optional(),
 		aggregate: boolean().default(false)
 	});
+	MANY_INSIDE = 3;
 	STDIN_TWICE = "'-' cannot be both a document and --description-file";
 }));
 // dist/commands/register-aggregate.js
@@ -19886,8 +19891,8 @@ ${examples([
 async function runRegister(options, items = new ItemResults()) {
 	const baseUrl = options.baseUrl();
 	const flags = await withDescription(options);
-	const skip = (s) => {
-		options.io.warn(`skipped ${s.path}: ${s.reason}`);
+	const skip = (s, warn = true) => {
+		if (warn) options.io.warn(`skipped ${s.path}: ${s.reason}`);
 		items.skip(skippedResult(s.path, s.reason));
 	};
 	if (flags.aggregate) checkAggregate(flags);

@@ -83,7 +83,10 @@ export interface Documents {
 }
 
 /** The documents named (or the digest given), with their receipts planned; nothing is hashed yet. */
-export async function listDocuments(options: RegisterOptions, skip: (s: SkippedPath) => void): Promise<Documents> {
+export async function listDocuments(
+  options: RegisterOptions,
+  skip: (s: SkippedPath, warn?: boolean) => void,
+): Promise<Documents> {
   let documents: Documents;
   if (options.hash !== undefined) {
     if (options.paths.length > 0 || options.filesFrom !== undefined)
@@ -110,14 +113,23 @@ export async function listDocuments(options: RegisterOptions, skip: (s: SkippedP
   // -r dist --receipt-dir dist/receipts` run twice must not register them.
   const inReceiptDir = insideDir(options.receiptDir);
   const all: Item[] = [];
-  let skippedInside = 0;
+  const inside: string[] = [];
+  const reason = 'inside --receipt-dir (receipts are not registered)';
   for await (const item of documents.items) {
     if (item.kind === 'file' && inReceiptDir(item.path)) {
-      skippedInside++;
-      skip({ path: item.path, reason: 'inside --receipt-dir (receipts are not registered)' });
+      inside.push(item.path);
+      // Each is a skipped result; the warnings are said together below: a re-run of `register -r dist
+      // --receipt-dir dist/receipts` meets every receipt of the last one.
+      skip({ path: item.path, reason }, false);
     } else {
       all.push(item);
     }
+  }
+  const skippedInside = inside.length;
+  if (skippedInside > MANY_INSIDE) {
+    options.io.warn(`skipped ${skippedInside} files, ${inside[0]} and others: ${reason}`);
+  } else {
+    for (const path of inside) options.io.warn(`skipped ${path}: ${reason}`);
   }
   // Every document inside it (named, listed or found): a run that would register nothing and pass.
   if (all.length === 0 && skippedInside > 0) {
@@ -130,6 +142,9 @@ export async function listDocuments(options: RegisterOptions, skip: (s: SkippedP
   }
   return { ...documents, items: all, receipts: await planReceipts(options.receiptDir, all.map(receiptSubject)) };
 }
+
+/** Files met inside --receipt-dir past which they are warned about in one line, not one each. */
+const MANY_INSIDE = 3;
 
 export function receiptSubject(item: Item): ReceiptSubject {
   if (item.kind !== 'file' && item.kind !== 'unusable') return {};

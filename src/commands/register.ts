@@ -183,8 +183,8 @@ export async function runRegister(
   const baseUrl = options.baseUrl(); // validated before anything is read or sent
   // The store's tokens are secrets already (Context), for the checks of the description and names below.
   const flags = await withDescription(options);
-  const skip = (s: SkippedPath) => {
-    options.io.warn(`skipped ${s.path}: ${s.reason}`);
+  const skip = (s: SkippedPath, warn = true) => {
+    if (warn) options.io.warn(`skipped ${s.path}: ${s.reason}`);
     items.skip(skippedResult(s.path, s.reason));
   };
   if (flags.aggregate) checkAggregate(flags);

@@ -177,6 +177,32 @@ describe('--receipt-dir', () => {
   });
 });
 
+describe('register -r with --receipt-dir inside the walked folder, run again', () => {
+  it('the receipts met are skipped results, warned about one line each up to three, else in one line', async () => {
+    for (const [folder, count] of [
+      ['few', 2],
+      ['many', 5],
+    ] as const) {
+      for (let i = 0; i < count; i++) await bed.write(`${folder}/d${i}.txt`, `${folder} document ${i}\n`);
+      const args = ['register', '-r', bed.path(folder), '--receipt-dir', bed.path(`${folder}/R`), '--json'];
+      expect((await bed.main(args)).code).toBe(0);
+      const again = await bed.main(args);
+      expect(again.code, describeRun(again)).toBe(0);
+      const results = JSON.parse(again.stdout) as { status: string; file: string }[];
+      const skipped = results.filter((r) => r.status === 'skipped').map((r) => r.file);
+      expect(skipped).toHaveLength(count);
+      const warnings = again.stderr.split('\n').filter((line) => line.startsWith('warning: skipped'));
+      expect(warnings).toEqual(
+        count <= 3
+          ? skipped.map((file) => `warning: skipped ${file}: inside --receipt-dir (receipts are not registered)`)
+          : [
+              `warning: skipped ${count} files, ${skipped[0]} and others: inside --receipt-dir (receipts are not registered)`,
+            ],
+      );
+    }
+  });
+});
+
 describe('verify -r with --receipt-dir inside the walked folder', () => {
   it('a stray file in --receipt-dir fails on its own; the documents keep the receipt names register gave them', async () => {
     const readme = await bed.write('docs/README.md', 'the real readme\n');
