@@ -1236,70 +1236,53 @@ describe('the end of a registration', () => {
       expect(store.readRecord(hash)).toBeUndefined();
     });
 
-    // Fake: the sandbox always answers forfait with the record of the hash asked, in lowercase.
-    it.each([
-      ['a record of another hash is quarantined', sha256('another'), false],
-      ['a record naming the hash in capitals is the record', undefined, true],
-    ])('%s', async (_, named, accepted) => {
-      const hash = sha256(`named ${String(named)}`);
-      const { store } = await requestOnly(hash);
-      const text = recordText(named ?? hash.toUpperCase());
-      const api = fakeApi({
-        completeRegistration: () => Promise.resolve(parseAnswer(text, notarizationRecordSchema, 'record')),
-      });
-      const done = complete(world({ api, store }).deps, hash, { kind: 'store' });
-      if (accepted) {
-        expect(await done).toMatchObject({ kind: 'completed', entry: { recordJson: text } });
-        return;
-      }
-      const error = await rejectionOf(done, ProtocolError);
-      expect(error.message).toContain(`(the answer is a record of hash ${named})`);
-      expect(store.readRecord(hash)).toBeUndefined();
-      expect(store.readPending(hash)?.forfaitUnreadAt).toBe(NOW.toISOString());
-    });
-
-    // Fake: the sandbox's records always say "registered".
-    it.each(['not_registered', 'failed', 'Registered'])(
-      'a record whose status is %j, not "registered", is no proof: quarantined, never in the ledger',
-      async (status) => {
-        const hash = sha256(`status ${status}`);
+    // Fake: the sandbox answers forfait with the record of the hash asked: lowercase, "registered", flat.
+    const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    const withStatus = (status: string) => (hash: string) =>
+      recordText(hash).replace('"status": "registered"', `"status": ${JSON.stringify(status)}`);
+    const withPayloadDepth = (levels: number) => (hash: string) =>
+      recordText(hash).replace('"payload": null', `"payload": ${nested(levels)}`);
+    it.each<[string, (hash: string) => string, string | undefined]>([
+      [
+        'a record of another hash',
+        () => recordText(sha256('another')),
+        `the answer is a record of hash ${sha256('another')}`,
+      ],
+      ['a record naming the hash in capitals', (hash) => recordText(hash.toUpperCase()), undefined],
+      ...['not_registered', 'failed', 'Registered'].map((status): [string, (hash: string) => string, string] => [
+        `a record of status ${status}`,
+        withStatus(status),
+        `the record's status is ${JSON.stringify(status)}, not "registered"`,
+      ]),
+      // The record object is one level, its payload the rest; a receipt adds one.
+      ['a record as deep as a receipt can carry', withPayloadDepth(MAX_RECORD_DEPTH - 1), undefined],
+      [
+        'a record one level deeper',
+        withPayloadDepth(MAX_RECORD_DEPTH),
+        `the record nests more than ${MAX_RECORD_DEPTH} levels deep, which no receipt can carry`,
+      ],
+    ])(
+      '%s: the record only if of this hash, registered, and one a receipt can carry',
+      async (what, answer, refused) => {
+        const hash = sha256(`answered: ${what}`);
         const { store } = await requestOnly(hash);
-        const text = recordText(hash).replace('"status": "registered"', `"status": ${JSON.stringify(status)}`);
-        expect(text).toContain(`"status": ${JSON.stringify(status)}`);
-        const api = fakeApi({
-          completeRegistration: () => Promise.resolve(parseAnswer(text, notarizationRecordSchema, 'record')),
-        });
-        const error = await rejectionOf(complete(world({ api, store }).deps, hash, { kind: 'store' }), ProtocolError);
-        expect(error.message).toContain(`(the record's status is ${JSON.stringify(status)}, not "registered")`);
-        expect(store.readRecord(hash)).toBeUndefined();
-        expect(store.readPending(hash)?.forfaitUnreadAt).toBe(NOW.toISOString());
-      },
-    );
-
-    it('a record nested deeper than a receipt can carry is no record: quarantined; one just as deep is the record', async () => {
-      const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
-      for (const [levels, accepted] of [
-        [MAX_RECORD_DEPTH - 1, true],
-        [MAX_RECORD_DEPTH, false],
-      ] as const) {
-        const hash = sha256(`nested ${levels}`);
-        const { store } = await requestOnly(hash);
-        // The record object is one level, its payload the rest.
-        const text = recordText(hash).replace('"payload": null', `"payload": ${nested(levels)}`);
-        expect(text).toContain(nested(levels));
+        const text = answer(hash);
+        expect(text).not.toBe(recordText(hash));
         const api = fakeApi({
           completeRegistration: () => Promise.resolve(parseAnswer(text, notarizationRecordSchema, 'record')),
         });
         const done = complete(world({ api, store }).deps, hash, { kind: 'store' });
-        if (accepted) {
+        if (refused === undefined) {
           expect(await done).toMatchObject({ kind: 'completed', entry: { recordJson: text } });
-          continue;
+          return;
         }
+        // Quarantined: never in the ledger, where verify would take it for proof; the session kept and marked.
         const error = await rejectionOf(done, ProtocolError);
-        expect(error.message).toContain(`(the record nests more than ${MAX_RECORD_DEPTH} levels deep`);
+        expect(error.message).toContain(`(${refused})`);
         expect(store.readRecord(hash)).toBeUndefined();
-      }
-    });
+        expect(store.readPending(hash)?.forfaitUnreadAt).toBe(NOW.toISOString());
+      },
+    );
 
     type ErrorClass = abstract new (...args: never[]) => NotarizeError;
     const sessionKept = (hash: string) => `the session is kept: finish with \`notarize complete ${hash}\``;
