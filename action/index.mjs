@@ -10315,14 +10315,12 @@ function uniqueSuffix() {
 	return `${process.pid}.${PROCESS_TAG}.${(writeCounter++).toString(36)}`;
 }
 /**
-* Whether `name` is that of the temporary file writeFileAtomic writes for
-* `<target>` (`.<target>.<uniqueSuffix>.tmp`) before renaming it, with a
-* target whose name ends with `targetSuffix`: a file a run stopped between
-* the two leaves behind.
+* The name of the file `name` is writeFileAtomic's temporary file for
+* (`.<target>.<uniqueSuffix>.tmp`, renamed to `<target>` once written), or
+* undefined: a run stopped between the two leaves one behind.
 */
-function isTemporaryOf(name, targetSuffix) {
-	const match = /^\.(.+)\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.tmp$/.exec(name);
-	return match !== null && match[1].endsWith(targetSuffix);
+function temporaryTarget(name) {
+	return /^\.(.+)\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.tmp$/.exec(name)?.[1];
 }
 /** Flushes a directory's entries (the rename) to disk; best effort, as some platforms cannot. */
 async function syncDir(dir) {
@@ -19663,18 +19661,28 @@ var init_register_aggregate = __esmMin((() => {
 		* an answer this run could read (no answer, a 5xx that does not say it
 		* turned the call away, an answer that is no record) and whose session is
 		* kept: only its tree leads a later run to it, its root being of salted
-		* leaves. A run that finds the tree (this store, or its manifest in
-		* --receipt-dir) sends the session again, and a repeated completion is
-		* answered 409, not paid (the Retries assumption); one with neither, a new
-		* runner say, plants and pays a new root for the same documents.
+		* leaves. With this store, the session is sent again (by the same command,
+		* or, once an answer came that could not be read, only by `complete`), and
+		* a repeated completion is answered 409, not paid (the Retries
+		* assumption); with the manifest alone (a new runner), the root is asked
+		* about, and a new one is paid only if the service does not have it. With
+		* neither, a new root is planted and paid for the same documents.
 		*/
 		#warnAnswerLost(roots) {
 			const plan = this.#documents.receipts;
 			for (const [root, result] of roots) {
 				if (result.ok || !("error" in result) || !mayHaveCompleted(result.error)) continue;
-				if (!existsSync(this.#store.pendingFile(root))) continue;
-				const where = this.#manifestsWritten.has(root) && plan !== void 0 ? `this store (${this.#store.dir}) and ${join(plan.dir, manifestName(root))} hold its tree: run the same command again with either of them kept (on a new runner, the receipt folder restored: docs/ci.md)` : `only this store (${this.#store.dir}) holds its tree: run the same command again with it`;
-				this.#options.io.warn(`the Merkle root ${root} may have been registered and paid for, its answer lost; ${where}; a run that has neither cannot find this root, and registers the documents again under a new one`);
+				let session;
+				try {
+					session = this.#store.readPending(root);
+				} catch {
+					continue;
+				}
+				if (session === void 0) continue;
+				const next = session.forfaitUnreadAt === void 0 ? "the same command run again with this store sends its session again" : `\`notarize complete ${root}\` with this store sends its session again (answered 409 if it went through)`;
+				const manifest = plan === void 0 ? void 0 : join(plan.dir, manifestName(root));
+				const where = manifest !== void 0 && existsSync(manifest) ? `its tree is in this store (${this.#store.dir}) and in ${manifest}: a run with either of them never pays for these documents twice (on a new runner, restore the receipt folder: docs/ci.md)` : `its tree is only in this store (${this.#store.dir}): keep it`;
+				this.#options.io.warn(`the Merkle root ${root} may have been registered and paid for, its answer lost; ${next}; ${where}; a run with neither cannot find this root, and registers the documents again under a new one`);
 			}
 		}
 		/** One warning for every root whose documents got no receipt: the store has no record to write them from. */
@@ -21412,10 +21420,20 @@ async function notarizeOutput(path, inside) {
 		return;
 	}
 }
-/** Whether `path` is the temporary file of a receipt or a tree manifest (writeFileAtomic's) a stopped run left. */
-function isLeftover(path) {
-	const name = basename(path);
-	return isTemporaryOf(name, ".notarization.json") || isTemporaryOf(name, ".tree.json");
+/** The receipt or manifest `path` is named as the temporary file of (writeFileAtomic's), if it is. */
+function leftoverTarget(path) {
+	const target = temporaryTarget(basename(path));
+	return target !== void 0 && (target.endsWith(".notarization.json") || target.endsWith(".tree.json")) ? target : void 0;
+}
+/** Whether the bytes of the file `piece` are the first bytes of the file `whole` (both receipts' size at most). */
+function isPrefixOf(piece, whole) {
+	try {
+		const start = readFileSync(piece);
+		const all = readFileSync(whole);
+		return start.length <= all.length && start.length <= 4259840 && all.subarray(0, start.length).equals(start);
+	} catch {
+		return false;
+	}
 }
 /** The failed item of a file inside --receipt-dir that is no receipt (see WalkOutputs.documents). */
 function insideReceiptDir(path) {
@@ -21435,7 +21453,7 @@ function unownedReason(output) {
 	if (output.kind === "manifest") return `the manifest of root ${output.root}, under which no document was verified here: nothing checked here proves this file (leave it out of the files checked if it is not shipped)`;
 	return `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: nothing checked here proves this file (a folder of receipts counts only as --receipt-dir; else leave it out of the files checked if it is not shipped)`;
 }
-var INSIDE_RECEIPT_DIR, WalkOutputs, LEFTOVER_REASON;
+var INSIDE_RECEIPT_DIR, WalkOutputs, LEFTOVER_REASON, LEFTOVER_UNOWNED_REASON;
 var init_verify_outputs = __esmMin((() => {
 	init_receipt_format();
 	init_evidence();
@@ -21468,11 +21486,15 @@ var init_verify_outputs = __esmMin((() => {
 			for await (const item of items) {
 				const walked = item.kind === "file" && item.relative !== void 0;
 				const inside = item.kind === "file" && inReceiptDir !== void 0 && inReceiptDir(item.path);
-				const output = inside && isLeftover(item.path) ? {
+				const target = item.kind === "file" && inside ? leftoverTarget(item.path) : void 0;
+				let output;
+				if (item.kind === "file" && target !== void 0) output = {
 					kind: "leftover",
 					path: item.path,
-					inside
-				} : walked || inside ? await notarizeOutput(item.path, inside) : void 0;
+					inside: true,
+					target
+				};
+				else if (walked || inside) output = await notarizeOutput(item.path, inside);
 				if (output !== void 0) {
 					this.#held.push(output);
 					continue;
@@ -21519,11 +21541,20 @@ var init_verify_outputs = __esmMin((() => {
 				owned.add(receipt);
 				if (receipt.root !== void 0) roots.add(receipt.root);
 			}
+			const passed = /* @__PURE__ */ new Set();
 			for (const output of this.#held) {
+				if (output.kind === "leftover") continue;
 				const where = output.inside ? "inside --receipt-dir: " : "";
-				if (output.kind === "leftover") skip(output.path, `${where}${LEFTOVER_REASON}`);
-				else if (output.kind === "receipt" ? owned.has(output) : roots.has(output.root)) skip(output.path, `${where}${output.kind === "receipt" ? "a receipt" : "a tree manifest"} of a document checked (not a document)`);
-				else unowned(output.path, unownedReason(output));
+				if (output.kind === "receipt" ? owned.has(output) : roots.has(output.root)) {
+					passed.add(output.path);
+					skip(output.path, `${where}${output.kind === "receipt" ? "a receipt" : "a tree manifest"} of a document checked (not a document)`);
+				} else unowned(output.path, unownedReason(output));
+			}
+			for (const output of this.#held) {
+				if (output.kind !== "leftover") continue;
+				const of = join(dirname(output.path), output.target);
+				if (passed.has(of) && isPrefixOf(output.path, of)) skip(output.path, `inside --receipt-dir: ${LEFTOVER_REASON}`);
+				else unowned(output.path, LEFTOVER_UNOWNED_REASON);
 			}
 		}
 		/**
@@ -21550,7 +21581,8 @@ var init_verify_outputs = __esmMin((() => {
 			return digests === void 0 || digests.has(receipt.sha256);
 		}
 	};
-	LEFTOVER_REASON = "the temporary file of a receipt or tree manifest, left by a run stopped before it renamed it (not a document; it can be removed)";
+	LEFTOVER_REASON = "the temporary file of a receipt or tree manifest passed over here, left by a run stopped before it renamed it (it holds the start of that file; not a document; it can be removed)";
+	LEFTOVER_UNOWNED_REASON = "inside --receipt-dir, named as a temporary file of a receipt or tree manifest, but it holds no start of one passed over here: nothing checked here proves this file (remove it)";
 }));
 // dist/commands/verify.js
 var verify_exports = /* @__PURE__ */ __exportAll({
@@ -21582,8 +21614,9 @@ UTF-8), or a receipt found that cannot be, is a failed result and the others go 
 Exit 0 when every document is verified; 2 when one could not be checked (nothing is ever
 sent); else 6. A --receipt-dir that is no folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest byte for byte as register writes it, is failed too: register passes such files
-over, so they have none (but the temporary file of one, .<name>.<pid>.<tag>.<n>.tmp, that a
-run stopped before renaming it left there: passed over, and it can be removed). Receipts and manifests met while walking a folder are passed over
+over, so they have none (but the temporary file of a receipt or manifest passed over,
+.<name>.<pid>.<tag>.<n>.tmp, that a run stopped before renaming it left there, holding the
+start of that file: passed over, and it can be removed; so named, anything else is unknown). Receipts and manifests met while walking a folder are passed over
 only when they belong to a document checked: a receipt that was its evidence, or is at the
 very path of its receipt (beside it, or in --receipt-dir as register names it there) and of
 its digest; a manifest of the root a document was verified under. Any other is unknown: a

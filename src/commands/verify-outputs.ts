@@ -26,15 +26,16 @@
  * description, the service's record) is not checked here: only the service
  * confirms a registration (docs/verify-by-hand.md).
  */
-import { basename } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { readReceipt } from '../core/receipt-format.js';
-import { readReceiptFile, type Finding } from '../core/evidence.js';
+import { MAX_RECEIPT_BYTES, readReceiptFile, type Finding } from '../core/evidence.js';
 import type { InputItem } from '../core/inputs.js';
 import { exactManifestDigests, manifestRoot, TREE_MANIFEST_SUFFIX } from '../core/trees.js';
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
 import { InputFileError, UsageError } from '../errors.js';
 import { RealFolders } from '../path-spelling.js';
-import { isTemporaryOf } from '../store/files.js';
+import { temporaryTarget } from '../store/files.js';
 
 export const INSIDE_RECEIPT_DIR = 'inside_receipt_dir';
 
@@ -42,8 +43,8 @@ export const INSIDE_RECEIPT_DIR = 'inside_receipt_dir';
 type Output =
   | { kind: 'receipt'; path: string; inside: boolean; sha256: string; root: string | undefined }
   | { kind: 'manifest'; path: string; inside: boolean; root: string }
-  /** In --receipt-dir, the temporary file of a receipt or manifest a stopped run left (isTemporaryOf). */
-  | { kind: 'leftover'; path: string; inside: true };
+  /** In --receipt-dir, what may be the temporary file of a receipt or manifest a stopped run left (`target`). */
+  | { kind: 'leftover'; path: string; inside: true; target: string };
 
 export class WalkOutputs {
   readonly #held: Output[] = [];
@@ -72,12 +73,11 @@ export class WalkOutputs {
     for await (const item of items) {
       const walked = item.kind === 'file' && item.relative !== undefined;
       const inside = item.kind === 'file' && inReceiptDir !== undefined && inReceiptDir(item.path);
-      const output =
-        inside && isLeftover(item.path)
-          ? { kind: 'leftover' as const, path: item.path, inside }
-          : walked || inside
-            ? await notarizeOutput(item.path, inside)
-            : undefined;
+      const target = item.kind === 'file' && inside ? leftoverTarget(item.path) : undefined;
+      let output: Output | undefined;
+      if (item.kind === 'file' && target !== undefined)
+        output = { kind: 'leftover', path: item.path, inside: true, target };
+      else if (walked || inside) output = await notarizeOutput(item.path, inside);
       if (output !== undefined) {
         this.#held.push(output);
         continue;
@@ -135,12 +135,13 @@ export class WalkOutputs {
       owned.add(receipt);
       if (receipt.root !== undefined) roots.add(receipt.root);
     }
+    // The receipts and manifests passed over, by path: what a leftover may be a piece of.
+    const passed = new Set<string>();
     for (const output of this.#held) {
+      if (output.kind === 'leftover') continue;
       const where = output.inside ? 'inside --receipt-dir: ' : '';
-      if (output.kind === 'leftover') {
-        // Register never takes a file inside --receipt-dir for a document: nothing there goes unchecked.
-        skip(output.path, `${where}${LEFTOVER_REASON}`);
-      } else if (output.kind === 'receipt' ? owned.has(output) : roots.has(output.root)) {
+      if (output.kind === 'receipt' ? owned.has(output) : roots.has(output.root)) {
+        passed.add(output.path);
         skip(
           output.path,
           `${where}${output.kind === 'receipt' ? 'a receipt' : 'a tree manifest'} of a document checked (not a document)`,
@@ -148,6 +149,13 @@ export class WalkOutputs {
       } else {
         unowned(output.path, unownedReason(output));
       }
+    }
+    for (const output of this.#held) {
+      if (output.kind !== 'leftover') continue;
+      // Only a piece of a receipt or manifest passed over: anyone can give a file such a name.
+      const of = join(dirname(output.path), output.target);
+      if (passed.has(of) && isPrefixOf(output.path, of)) skip(output.path, `inside --receipt-dir: ${LEFTOVER_REASON}`);
+      else unowned(output.path, LEFTOVER_UNOWNED_REASON);
     }
   }
 
@@ -204,12 +212,31 @@ async function notarizeOutput(path: string, inside: boolean): Promise<Output | u
 }
 
 const LEFTOVER_REASON =
-  'the temporary file of a receipt or tree manifest, left by a run stopped before it renamed it (not a document; it can be removed)';
+  'the temporary file of a receipt or tree manifest passed over here, left by a run stopped before it renamed it ' +
+  '(it holds the start of that file; not a document; it can be removed)';
+const LEFTOVER_UNOWNED_REASON =
+  'inside --receipt-dir, named as a temporary file of a receipt or tree manifest, but it holds no start of one ' +
+  'passed over here: nothing checked here proves this file (remove it)';
 
-/** Whether `path` is the temporary file of a receipt or a tree manifest (writeFileAtomic's) a stopped run left. */
-function isLeftover(path: string): boolean {
-  const name = basename(path);
-  return isTemporaryOf(name, RECEIPT_SUFFIX) || isTemporaryOf(name, TREE_MANIFEST_SUFFIX);
+/** The receipt or manifest `path` is named as the temporary file of (writeFileAtomic's), if it is. */
+function leftoverTarget(path: string): string | undefined {
+  const target = temporaryTarget(basename(path));
+  return target !== undefined && (target.endsWith(RECEIPT_SUFFIX) || target.endsWith(TREE_MANIFEST_SUFFIX))
+    ? target
+    : undefined;
+}
+
+/** Whether the bytes of the file `piece` are the first bytes of the file `whole` (both receipts' size at most). */
+function isPrefixOf(piece: string, whole: string): boolean {
+  try {
+    const start = readFileSync(piece);
+    const all = readFileSync(whole);
+    return (
+      start.length <= all.length && start.length <= MAX_RECEIPT_BYTES && all.subarray(0, start.length).equals(start)
+    );
+  } catch {
+    return false;
+  }
 }
 
 /** The failed item of a file inside --receipt-dir that is no receipt (see WalkOutputs.documents). */

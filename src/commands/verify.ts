@@ -82,8 +82,9 @@ UTF-8), or a receipt found that cannot be, is a failed result and the others go 
 Exit 0 when every document is verified; 2 when one could not be checked (nothing is ever
 sent); else 6. A --receipt-dir that is no folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest byte for byte as register writes it, is failed too: register passes such files
-over, so they have none (but the temporary file of one, .<name>.<pid>.<tag>.<n>.tmp, that a
-run stopped before renaming it left there: passed over, and it can be removed). Receipts and manifests met while walking a folder are passed over
+over, so they have none (but the temporary file of a receipt or manifest passed over,
+.<name>.<pid>.<tag>.<n>.tmp, that a run stopped before renaming it left there, holding the
+start of that file: passed over, and it can be removed; so named, anything else is unknown). Receipts and manifests met while walking a folder are passed over
 only when they belong to a document checked: a receipt that was its evidence, or is at the
 very path of its receipt (beside it, or in --receipt-dir as register names it there) and of
 its digest; a manifest of the root a document was verified under. Any other is unknown: a

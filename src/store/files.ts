@@ -362,14 +362,12 @@ const PROCESS_TAG = randomBytes(4).toString('hex');
 let writeCounter = 0;
 
 /**
- * Whether `name` is that of the temporary file writeFileAtomic writes for
- * `<target>` (`.<target>.<uniqueSuffix>.tmp`) before renaming it, with a
- * target whose name ends with `targetSuffix`: a file a run stopped between
- * the two leaves behind.
+ * The name of the file `name` is writeFileAtomic's temporary file for
+ * (`.<target>.<uniqueSuffix>.tmp`, renamed to `<target>` once written), or
+ * undefined: a run stopped between the two leaves one behind.
  */
-export function isTemporaryOf(name: string, targetSuffix: string): boolean {
-  const match = /^\.(.+)\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.tmp$/.exec(name);
-  return match !== null && match[1]!.endsWith(targetSuffix);
+export function temporaryTarget(name: string): string | undefined {
+  return /^\.(.+)\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.tmp$/.exec(name)?.[1];
 }
 
 /**

@@ -216,31 +216,44 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     expect(statuses.filter(([, status]) => status === 'skipped')).toHaveLength(NAMES.length + 1);
   });
 
-  it('a run stopped before renaming a receipt or manifest: its temporary file in --receipt-dir is passed over, nowhere else', async () => {
+  it('a run stopped before renaming a receipt: its temporary file in --receipt-dir is passed over only if it is one', async () => {
     cpSync(join(here, 'receipts'), join(here, 'dist', 'receipts'), { recursive: true });
-    // As writeFileAtomic names them (`.<target>.<pid>.<tag>.<count>.tmp`); a killed run leaves one behind.
-    const leftovers = [
-      '.a.txt.notarization.json.4242.0badcafe.1z.tmp',
-      `.${'e'.repeat(64)}.tree.json.7.deadbeef.0.tmp`,
-    ];
-    for (const name of leftovers) writeFileSync(join(here, 'dist', 'receipts', name), '{"half":');
+    const inReceipts = (name: string) => join(here, 'dist', 'receipts', name);
+    // As writeFileAtomic names them (`.<target>.<pid>.<tag>.<count>.tmp`); a killed run leaves what it had written.
+    const whole = readFileSync(inReceipts('a.txt.notarization.json'));
+    const leftovers = {
+      '.a.txt.notarization.json.4242.0badcafe.1z.tmp': whole.subarray(0, 100),
+      '.b.txt.notarization.json.4242.0badcafe.2.tmp': Buffer.alloc(0),
+    };
+    for (const [name, bytes] of Object.entries(leftovers)) writeFileSync(inReceipts(name), bytes);
     const args = ['verify', '-r', join(here, 'dist'), '--receipt-dir', join(here, 'dist', 'receipts'), '--json'];
     const run = await downloader(args);
     expect(run.code, describeRun(run)).toBe(0);
     const results = parseResults(run.stdout);
     expect(countStatuses(results)).toEqual({ verified: NAMES.length, skipped: NAMES.length + 2 });
-    for (const name of leftovers) {
-      expect(results.find((r) => r.file === join(here, 'dist', 'receipts', name))!.reason).toMatch(
-        /^inside --receipt-dir: the temporary file of a receipt or tree manifest, left by a run stopped/,
+    for (const name of Object.keys(leftovers)) {
+      expect(results.find((r) => r.file === inReceipts(name))!.reason).toMatch(
+        /^inside --receipt-dir: the temporary file of a receipt or tree manifest passed over here, left by a run stopped/,
       );
     }
-    // Out of --receipt-dir such a name is a file like any other: nothing proves it.
-    writeFileSync(join(here, 'dist', leftovers[0]!), '{"half":');
-    const outside = await downloader(args);
-    expect(outside.code, describeRun(outside)).toBe(6);
-    expect(parseResults(outside.stdout).find((r) => r.file === join(here, 'dist', leftovers[0]!))).toMatchObject({
-      status: 'unknown',
-    });
+    // Named so, but no start of a receipt passed over (anyone can name a file so), or of one that is not there:
+    // nothing proves it.
+    const planted = {
+      '.c.txt.notarization.json.1.deadbeef.1.tmp': '#!/bin/sh\necho pwned\n',
+      '.gone.txt.notarization.json.1.deadbeef.2.tmp': whole.subarray(0, 10).toString(),
+      [`.${'e'.repeat(64)}.tree.json.7.deadbeef.0.tmp`]: '',
+    };
+    for (const [name, text] of Object.entries(planted)) writeFileSync(inReceipts(name), text);
+    const refused = await downloader(args);
+    expect(refused.code, describeRun(refused)).toBe(6);
+    for (const name of Object.keys(planted)) {
+      expect(parseResults(refused.stdout).find((r) => r.file === inReceipts(name))).toMatchObject({
+        status: 'unknown',
+        reason: expect.stringMatching(
+          /^inside --receipt-dir, named as a temporary file of a receipt or tree manifest, but/,
+        ),
+      });
+    }
   });
 
   it('receipts beside their documents pass over, also of one modified; any other receipt-named file is unknown', async () => {
