@@ -720,24 +720,37 @@ export class Aggregator {
    * an answer this run could read (no answer, a 5xx that does not say it
    * turned the call away, an answer that is no record) and whose session is
    * kept: only its tree leads a later run to it, its root being of salted
-   * leaves. A run that finds the tree (this store, or its manifest in
-   * --receipt-dir) sends the session again, and a repeated completion is
-   * answered 409, not paid (the Retries assumption); one with neither, a new
-   * runner say, plants and pays a new root for the same documents.
+   * leaves. With this store, the session is sent again (by the same command,
+   * or, once an answer came that could not be read, only by `complete`), and
+   * a repeated completion is answered 409, not paid (the Retries
+   * assumption); with the manifest alone (a new runner), the root is asked
+   * about, and a new one is paid only if the service does not have it. With
+   * neither, a new root is planted and paid for the same documents.
    */
   #warnAnswerLost(roots: Map<string, RootResult>): void {
     const plan = this.#documents.receipts;
     for (const [root, result] of roots) {
       if (result.ok || !('error' in result) || !mayHaveCompleted(result.error)) continue;
-      if (!existsSync(this.#store.pendingFile(root))) continue;
+      let session;
+      try {
+        session = this.#store.readPending(root);
+      } catch {
+        continue; // A damaged session file: its own error says so.
+      }
+      if (session === undefined) continue;
+      const next =
+        session.forfaitUnreadAt === undefined
+          ? 'the same command run again with this store sends its session again'
+          : `\`notarize complete ${root}\` with this store sends its session again (answered 409 if it went through)`;
+      const manifest = plan === undefined ? undefined : join(plan.dir, manifestName(root));
       const where =
-        this.#manifestsWritten.has(root) && plan !== undefined
-          ? `this store (${this.#store.dir}) and ${join(plan.dir, manifestName(root))} hold its tree: run the same command ` +
-            'again with either of them kept (on a new runner, the receipt folder restored: docs/ci.md)'
-          : `only this store (${this.#store.dir}) holds its tree: run the same command again with it`;
+        manifest !== undefined && existsSync(manifest)
+          ? `its tree is in this store (${this.#store.dir}) and in ${manifest}: a run with either of them ` +
+            'never pays for these documents twice (on a new runner, restore the receipt folder: docs/ci.md)'
+          : `its tree is only in this store (${this.#store.dir}): keep it`;
       this.#options.io.warn(
-        `the Merkle root ${root} may have been registered and paid for, its answer lost; ${where}; ` +
-          'a run that has neither cannot find this root, and registers the documents again under a new one',
+        `the Merkle root ${root} may have been registered and paid for, its answer lost; ${next}; ${where}; ` +
+          'a run with neither cannot find this root, and registers the documents again under a new one',
       );
     }
   }

@@ -717,12 +717,31 @@ describe('switching between --aggregate and per-document registration never pays
     const [manifest] = readdirSync(receipts);
     const lostRoot = manifest!.slice(0, 64);
     const warnings = lost.stderr.split('\n').filter((line) => line.includes('may have been registered and paid for'));
+    const tree = `its tree is in this store (${storePaths(store, bed.url).service}) and in ${join(receipts, manifest!)}`;
     expect(warnings).toEqual([
-      `warning: the Merkle root ${lostRoot} may have been registered and paid for, its answer lost; this store ` +
-        `(${storePaths(store, bed.url).service}) and ${join(receipts, manifest!)} hold its tree: run the same command again ` +
-        'with either of them kept (on a new runner, the receipt folder restored: docs/ci.md); a run that has ' +
-        'neither cannot find this root, and registers the documents again under a new one',
+      `warning: the Merkle root ${lostRoot} may have been registered and paid for, its answer lost; the same command ` +
+        `run again with this store sends its session again; ${tree}: a run with either of them never pays for these ` +
+        'documents twice (on a new runner, restore the receipt folder: docs/ci.md); a run with neither cannot find ' +
+        'this root, and registers the documents again under a new one',
     ]);
+    // An answer that could not be read: only `complete` sends it again; a run after it says so too, naming the
+    // manifest the first wrote.
+    const [u] = await writeDocs('answer-unread', 'completion answer unreadable', ['u']);
+    const unreadReceipts = bed.path('answer-unread-receipts');
+    const unreadStore = mkdtempSync(join(bed.root, 'lost-u-'));
+    bed.sandbox.addFaults(parseFaults('forfait:truncated*1'));
+    for (const expected of [5, 5]) {
+      const unread = await bed.main(['register', '--aggregate', u!, '--receipt-dir', unreadReceipts], {
+        env: { NOTARIZE_CONFIG_DIR: unreadStore },
+      });
+      expect(unread.code, describeRun(unread)).toBe(expected);
+      const [unreadManifest] = readdirSync(unreadReceipts);
+      expect(unread.stderr).toContain(
+        `its answer lost; \`notarize complete ${unreadManifest!.slice(0, 64)}\` with this store sends its session ` +
+          `again (answered 409 if it went through); its tree is in this store (${storePaths(unreadStore, bed.url).service}) ` +
+          `and in ${join(unreadReceipts, unreadManifest!)}: `,
+      );
+    }
     // Without --receipt-dir only the store has it; and a failure that proves nothing was taken says nothing of it.
     const [c] = await writeDocs('answer-lost-no-dir', 'completion answer lost, no receipts', ['c']);
     bed.sandbox.addFaults(parseFaults('forfait:drop-after*1'));
@@ -731,7 +750,7 @@ describe('switching between --aggregate and per-document registration never pays
     });
     expect(alone.code, describeRun(alone)).toBe(4);
     expect(alone.stderr).toMatch(
-      /its answer lost; only this store \(.+\) holds its tree: run the same command again with it;/,
+      /sends its session again; its tree is only in this store \(.+\): keep it; a run with neither/,
     );
     const [d] = await writeDocs('answer-refused-503', 'completion turned away', ['d']);
     bed.sandbox.addFaults(parseFaults('forfait:status=503@1*1'));
