@@ -28189,7 +28189,7 @@ var http_exports = /* @__PURE__ */ __exportAll({
 	parseRetryAfter: () => parseRetryAfter
 });
 /**
-* The body of an answer as text, bounded in size. Throws UnreadableAnswerError
+* The body of an answer, bounded in size. Throws UnreadableAnswerError
 * when it stalls past the timeout, breaks off, is too large, or comes
 * compressed although notarize never asks for compression.
 */
@@ -28210,8 +28210,7 @@ async function readAnswerBody(answer, what) {
 		discard(answer);
 		throw new UnreadableAnswerError(`${what}, but its body is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; it was cut off`);
 	}
-	if (!isUtf8(bounded)) throw new UnreadableAnswerError(`${what}, but its body is not UTF-8 text, as JSON must be`);
-	return bounded.toString("utf8");
+	return bounded;
 }
 /** An error's `code` as a string (undici's are strings; some errors carry numbers). */
 function errorCode(error) {
@@ -28458,7 +28457,9 @@ var init_http = __esmMin((() => {
 			const ok = status >= 200 && status < 300;
 			let text;
 			try {
-				text = await readAnswerBody(answer, `${method} ${url} answered ${status}`);
+				const body = await readAnswerBody(answer, `${method} ${url} answered ${status}`);
+				if (ok && !isUtf8(body)) this.options.warn?.(`${method} ${url} answered ${status} with bytes that are not UTF-8, as JSON must be: read as U+FFFD, so what is kept of this answer (a session sent back, a record) differs from what the service sent there`);
+				text = body.toString("utf8");
 			} catch (error) {
 				this.options.log?.(`${method} ${url} -> ${status}, body unreadable after ${elapsed()}`);
 				if (ok) throw error;
@@ -39424,7 +39425,8 @@ var init_context = __esmMin((() => {
 				timeoutMs,
 				userAgent: `notarize/${VERSION} node/${process.versions.node}`,
 				dispatcher: this.#dispatcher,
-				log: (line) => this.io.debug(line)
+				log: (line) => this.io.debug(line),
+				warn: (line) => this.io.warn(line)
 			});
 			const baseDelayMs = Number(this.setting("retryDelay"));
 			const retry = {

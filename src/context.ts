@@ -165,6 +165,7 @@ export class Context {
       userAgent: `notarize/${VERSION} node/${process.versions.node}`,
       dispatcher: this.#dispatcher,
       log: (line) => this.io.debug(line),
+      warn: (line) => this.io.warn(line),
     });
     // Resolved when the client is built, as before: only commands that send check it.
     const baseDelayMs = Number(this.setting('retryDelay'));

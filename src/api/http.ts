@@ -34,6 +34,8 @@ export interface TransportOptions {
   proxyVariable?: string;
   /** Receives one line per request (method, URL, status, time); never secrets. */
   log?: (line: string) => void;
+  /** Receives what the user must be told of an answer taken all the same (bytes not UTF-8). */
+  warn?: (line: string) => void;
 }
 
 export interface HttpRequest {
@@ -121,7 +123,17 @@ export class HttpTransport {
     const ok = status >= 200 && status < 300;
     let text: string;
     try {
-      text = await readAnswerBody(answer, `${method} ${url} answered ${status}`);
+      const body = await readAnswerBody(answer, `${method} ${url} answered ${status}`);
+      // JSON is UTF-8 (RFC 8259), but a record is the service's only copy: an answer with other bytes
+      // is read all the same, each such byte as U+FFFD, and said, since what is kept and printed of it
+      // is then not byte for byte what came.
+      if (ok && !isUtf8(body)) {
+        this.options.warn?.(
+          `${method} ${url} answered ${status} with bytes that are not UTF-8, as JSON must be: read as U+FFFD, ` +
+            'so what is kept of this answer (a session sent back, a record) differs from what the service sent there',
+        );
+      }
+      text = body.toString('utf8');
     } catch (error) {
       this.options.log?.(`${method} ${url} -> ${status}, body unreadable after ${elapsed()}`);
       // Once a 2xx status has arrived the service has said yes: a body that
@@ -140,11 +152,11 @@ export class HttpTransport {
 }
 
 /**
- * The body of an answer as text, bounded in size. Throws UnreadableAnswerError
+ * The body of an answer, bounded in size. Throws UnreadableAnswerError
  * when it stalls past the timeout, breaks off, is too large, or comes
  * compressed although notarize never asks for compression.
  */
-async function readAnswerBody(answer: Dispatcher.ResponseData, what: string): Promise<string> {
+async function readAnswerBody(answer: Dispatcher.ResponseData, what: string): Promise<Buffer> {
   const encoding = headerValue(answer.headers['content-encoding'])?.trim().toLowerCase();
   if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
     discard(answer);
@@ -167,10 +179,7 @@ async function readAnswerBody(answer: Dispatcher.ResponseData, what: string): Pr
       `${what}, but its body is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; it was cut off`,
     );
   }
-  // JSON is UTF-8 (RFC 8259). Decoded leniently, a bad byte would become U+FFFD, and a session sent
-  // back, or a record kept, would no longer be what the service sent, with nothing said.
-  if (!isUtf8(bounded)) throw new UnreadableAnswerError(`${what}, but its body is not UTF-8 text, as JSON must be`);
-  return bounded.toString('utf8');
+  return bounded;
 }
 
 /** An error's `code` as a string (undici's are strings; some errors carry numbers). */

@@ -184,6 +184,37 @@ describe('answers from a stand-in service', () => {
     }
   });
 
+  it('a record with a byte that is not UTF-8 (Latin-1 é) is kept, never lost: exit 0, in the ledger, and said', async () => {
+    const fake = await startFakeService((route, req) => {
+      if (route === 'request') return { status: 200, body: session };
+      if (route === 'forfait') {
+        const text = record(req.url.split('/')[4]!).replace('"description": "', '"description": "caf\u0000');
+        return { status: 200, body: Buffer.from(Buffer.from(text, 'latin1').map((b) => (b === 0 ? 0xe9 : b))) };
+      }
+      return { status: 404, body: '{}' };
+    });
+    try {
+      const configDir = tempDir();
+      const doc = makeDocument(tempDir(), 'latin1.txt');
+      const env = cliEnv(configDir, {
+        NOTARIZE_BASE_URL: fake.url,
+        NOTARIZE_TOKEN: handMadeJwt(Date.now() / 1000 + 3600),
+      });
+      const run = await runMain(['register', doc.path, '--json'], env);
+      expect(run.code, describeRun(run)).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({
+        hash: doc.hash,
+        description: expect.stringMatching(/^caf\ufffd/),
+      });
+      expect(ledgerHashes(configDir, fake.url)).toEqual([doc.hash]);
+      expect(run.stderr).toMatch(
+        /^warning: POST \S+\/forfait answered 200 with bytes that are not UTF-8, as JSON must be/m,
+      );
+    } finally {
+      await fake.close();
+    }
+  });
+
   it('numbers JSON.parse would change (a uint64 asset id, 1.50) are shown as sent: tables, show, pending --json', async () => {
     const bigSession = session.replace(/\}\s*$/, ',\n  "big": 12345678901234567890123, "escaped": "\\u202e"\n}\n');
     const bigRecord = (hash: string) =>

@@ -53,15 +53,34 @@ function answerWith(status: number, body: string, headers: Record<string, string
 }
 
 describe('HttpTransport: 2xx', () => {
-  it('an answer that is not UTF-8 is unreadable (exit 5), never decoded into other characters', async () => {
+  it('an answer that is not UTF-8 is taken all the same (a record is the only copy), each bad byte as U+FFFD, and said', async () => {
     server.handle((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(Buffer.concat([Buffer.from('{"sessionId":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]));
+      res.end(Buffer.concat([Buffer.from('{"description":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]));
     });
-    const error = await rejection(transport().send({ method: 'GET', path: '/api/v2/x', token: TOKEN }));
-    expect(error).toBeInstanceOf(UnreadableAnswerError);
-    expect(error).toMatchObject({ exitCode: 5 });
-    expect((error as Error).message).toMatch(/ answered 200, but its body is not UTF-8 text, as JSON must be$/);
+    const warnings: string[] = [];
+    const answer = await transport({ warn: (line) => warnings.push(line) }).send({
+      method: 'GET',
+      path: '/api/v2/x',
+      token: TOKEN,
+    });
+    expect(answer).toEqual({ status: 200, text: '{"description":"caf\ufffd"}' });
+    expect(warnings).toEqual([
+      expect.stringMatching(/^GET \S+ answered 200 with bytes that are not UTF-8, as JSON must be: read as U\+FFFD, /),
+    ]);
+    // A refusal's body so spelt still gives the service's words.
+    server.handle((_req, res) =>
+      res
+        .writeHead(400)
+        .end(
+          Buffer.from([0x7b, 0x22, 0x6d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65, 0x22, 0x3a, 0x22, 0x62, 0xff, 0x22, 0x7d]),
+        ),
+    );
+    const refused = await rejection(
+      transport({ warn: (line) => warnings.push(line) }).send({ method: 'GET', path: '/api/v2/x', token: TOKEN }),
+    );
+    expect((refused as Error).message).toMatch(/answered 400: b\ufffd$/);
+    expect(warnings).toHaveLength(1);
   });
 
   it('returns the exact text of the answer, spacing and non-ASCII included', async () => {
