@@ -24462,6 +24462,11 @@ init_exact_json();
 init_secrets();
 /** A JSON string as it appears in JSON text (no raw line break inside). */
 const JSON_STRING = /"(?:[^"\\\n]|\\.)*"/g;
+/**
+* A JWT, as the service's tokens are (a JSON header and payload, so both
+* base64url starting `eyJ`, and a signature): never printed, whoever's.
+*/
+const JWT_SHAPE = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/g;
 /** Characters `dataSoon` queues at most before writing them (a few hundred lines of `hash`). */
 const QUEUED_MAX_CHARS = 65536;
 const NO_SPINNER = {
@@ -24637,14 +24642,13 @@ var IO = class {
 	* a secret is searched for as it was, not as shown.
 	*/
 	redact(text) {
-		if (this.#longestFirst.length === 0) return text;
 		const out = this.#redactPlain(text);
 		return out.includes("\\") ? out.replace(JSON_STRING, (token) => this.#redactJsonString(token)) : out;
 	}
 	#redactPlain(text) {
 		let out = text;
 		for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, "[redacted]");
-		return out;
+		return out.includes("eyJ") ? out.replace(JWT_SHAPE, "[redacted]") : out;
 	}
 	/** `token`, a JSON string with escapes, as it is unless what it reads as holds a secret. */
 	#redactJsonString(token) {

@@ -56,6 +56,12 @@ export interface IOOptions {
   warningAnnotations?: boolean;
 }
 
+/**
+ * A JWT, as the service's tokens are (a JSON header and payload, so both
+ * base64url starting `eyJ`, and a signature): never printed, whoever's.
+ */
+const JWT_SHAPE = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/g;
+
 /** Characters `dataSoon` queues at most before writing them (a few hundred lines of `hash`). */
 const QUEUED_MAX_CHARS = 64 * 1024;
 
@@ -252,7 +258,6 @@ export class IO {
    * a secret is searched for as it was, not as shown.
    */
   redact(text: string): string {
-    if (this.#longestFirst.length === 0) return text;
     const out = this.#redactPlain(text);
     // A JSON string can spell a secret with escapes the service chose (`\/`, `\u00e9`), which no search
     // of the text finds: such a string is read, searched as it reads, and written anew without it.
@@ -263,7 +268,9 @@ export class IO {
     let out = text;
     // Searched before replaced: most lines hold none, and a search alone allocates nothing.
     for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, '[redacted]');
-    return out;
+    // Any JWT too, not only the tokens known now: one the store held before (replaced by a later
+    // login, or logged out) is still valid for hours, and a service may echo one in what it sends.
+    return out.includes('eyJ') ? out.replace(JWT_SHAPE, '[redacted]') : out;
   }
 
   /** `token`, a JSON string with escapes, as it is unless what it reads as holds a secret. */

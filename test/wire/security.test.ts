@@ -152,6 +152,15 @@ describe('secrets never appear in any output', () => {
       expect(run.stdout + run.stderr, args.join(' ')).toContain('[redacted]');
       expect(run.stdout + run.stderr, args.join(' ')).not.toContain(token.split('.')[2]);
     }
+    // Logged out (or replaced by another login), the token is still valid for hours: never printed either.
+    const logout = await runMain(['logout'], noKey);
+    expect(logout.code, describeRun(logout)).toBe(0);
+    expect(storedTokens(configDir)).toEqual({});
+    for (const args of [['show', doc.hash, '--json'], ['list'], ['receipt', doc.hash], ['pending', '--json']]) {
+      const run = await runMain(args, noKey);
+      expect(run.code, describeRun(run)).toBe(0);
+      expect(run.stdout + run.stderr, args.join(' ')).not.toContain(token.split('.')[2]);
+    }
   });
 
   it('a key echoed with `\\/` for its slash across the cut of a long message: not even its first characters', async () => {
