@@ -39673,21 +39673,21 @@ var init_store = __esmMin((() => {
 		* Also every string shaped like one (a JWT) in the file's text: a file
 		* the store refuses as damaged (a key twice, a trailing comma) may still
 		* hold live tokens, and a run with NOTARIZE_TOKEN goes on without it.
+		* Read as it lies, changing nothing (no folder made, no rights tightened:
+		* every command asks, `config path` too); a link or another user's file
+		* is refused as any store file is (StoreError).
 		*/
 		storedTokens() {
 			const file = this.#path("credentials");
-			let text;
-			let read = false;
+			const text = readRegularFile(file, {});
+			if (text === void 0) return [];
 			let tokens = [];
 			try {
-				text = this.#readText("credentials");
-				read = true;
-				if (text !== void 0) tokens = Object.values(this.#tokens(this.#parse(file, text))).filter((t) => typeof t === "string");
+				tokens = Object.values(this.#tokens(this.#parse(file, text))).filter((t) => typeof t === "string");
 			} catch (error) {
 				if (!(error instanceof StoreError)) throw error;
 			}
-			if (!read) text = readPrivateFile(file);
-			return [.../* @__PURE__ */ new Set([...tokens, ...Array.from((text ?? "").matchAll(TOKEN_SHAPE), (m) => m[0])])];
+			return [.../* @__PURE__ */ new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])];
 		}
 		/** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
 		getTokenKey(baseUrl) {

@@ -44,6 +44,7 @@ import {
   DirFlushes,
   ensurePrivateDir,
   readPrivateFile,
+  readRegularFile,
   tightenDirIfExists,
   writeFileAtomic,
 } from './files.js';
@@ -205,25 +206,21 @@ export class Store {
    * Also every string shaped like one (a JWT) in the file's text: a file
    * the store refuses as damaged (a key twice, a trailing comma) may still
    * hold live tokens, and a run with NOTARIZE_TOKEN goes on without it.
+   * Read as it lies, changing nothing (no folder made, no rights tightened:
+   * every command asks, `config path` too); a link or another user's file
+   * is refused as any store file is (StoreError).
    */
   storedTokens(): string[] {
     const file = this.#path('credentials');
-    let text: string | undefined;
-    let read = false;
+    const text = readRegularFile(file, {});
+    if (text === undefined) return [];
     let tokens: string[] = [];
     try {
-      text = this.#readText('credentials');
-      read = true;
-      if (text !== undefined) {
-        const stored = Object.values(this.#tokens(this.#parse(file, text)));
-        tokens = stored.filter((t): t is string => typeof t === 'string');
-      }
+      tokens = Object.values(this.#tokens(this.#parse(file, text))).filter((t): t is string => typeof t === 'string');
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
     }
-    // Read as it lies only when the store's own read refused it (the store itself refused, say).
-    if (!read) text = readPrivateFile(file);
-    return [...new Set([...tokens, ...Array.from((text ?? '').matchAll(TOKEN_SHAPE), (m) => m[0])])];
+    return [...new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])];
   }
 
   /** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */

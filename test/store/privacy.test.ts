@@ -27,6 +27,26 @@ describe('secrets and file rights', () => {
   let bed: Bed;
   useBed((created) => (bed = created));
 
+  it('a command that only reads (config path, config get) changes no rights of the store or its credentials', async () => {
+    const login = await bed.main(['login', '--api-key-stdin', '-q'], { input: bed.sandbox.apiKey });
+    expect(login.code, describeRun(login)).toBe(0);
+    chmodSync(bed.storeDir, 0o755);
+    chmodSync(bed.credentialsFile, 0o644);
+    for (const args of [
+      ['config', 'path'],
+      ['config', 'get', 'baseUrl'],
+    ]) {
+      const run = await bed.main(args);
+      expect(run.code, describeRun(run)).toBe(0);
+      expect(run.stderr, args.join(' ')).toBe('');
+    }
+    expect([mode(bed.storeDir), mode(bed.credentialsFile)]).toEqual([0o755, 0o644]);
+    // A command that uses the store tightens it, with a warning, as before (the file when it is read).
+    const list = await bed.main(['list']);
+    expect(list.stderr).toMatch(/tightened the rights of/);
+    expect(mode(bed.storeDir)).toBe(0o700);
+  });
+
   it('never prints the API key or a token, even with --verbose or when failing; credentials 0600, store 0700', async () => {
     const login = await bed.main(['login', '--api-key-stdin', '--verbose'], { input: bed.sandbox.apiKey });
     expect(login.code, login.stderr).toBe(0);
