@@ -12565,7 +12565,7 @@ function unexpectedSession(hash) {
 /** The refusal to send again a session whose last forfait was answered unreadably (`forfaitUnreadAt` set). */
 function answerUnread(deps, pending) {
 	const page = deps.api.transport.url(verificationPath(pending.hash));
-	return new ProtocolError(`the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt} and answered, but the answer could not be read; notarize does not send it again on its own`, { hint: `the service may have completed it (see ${page}); \`notarize complete ${pending.hash}\` sends the session again (if it went through, the service answers 409 and the session is retired), or \`notarize pending drop ${pending.hash}\` puts it aside` });
+	return new ProtocolError(`the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt} and answered, but the answer could not be read, or was no record of it; notarize does not send it again on its own`, { hint: `the service may have completed it (see ${page}); \`notarize complete ${pending.hash}\` sends the session again (if it went through, the service answers 409 and the session is retired), or \`notarize pending drop ${pending.hash}\` puts it aside` });
 }
 function now(deps) {
 	return deps.now?.() ?? /* @__PURE__ */ new Date();

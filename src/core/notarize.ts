@@ -561,7 +561,7 @@ function answerUnread(deps: FlowDeps, pending: PendingEntry): ProtocolError {
   const page = deps.api.transport.url(verificationPath(pending.hash));
   return new ProtocolError(
     `the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt!} and answered, ` +
-      'but the answer could not be read; notarize does not send it again on its own',
+      'but the answer could not be read, or was no record of it; notarize does not send it again on its own',
     {
       hint:
         `the service may have completed it (see ${page}); \`notarize complete ${pending.hash}\` sends the session again ` +

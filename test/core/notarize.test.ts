@@ -494,7 +494,7 @@ describe('register', () => {
     const again = await rejectionOf(register(deps, input(hash)), ProtocolError);
     expect(again.message).toBe(
       `the completion of ${hash} was sent at ${NOW.toISOString()} and answered, ` +
-        'but the answer could not be read; notarize does not send it again on its own',
+        'but the answer could not be read, or was no record of it; notarize does not send it again on its own',
     );
     expect(called()).toEqual(['request', 'forfait']);
 
