@@ -21425,14 +21425,30 @@ function leftoverTarget(path) {
 	const target = temporaryTarget(basename(path));
 	return target !== void 0 && (target.endsWith(".notarization.json") || target.endsWith(".tree.json")) ? target : void 0;
 }
-/** Whether the bytes of the file `piece` are the first bytes of the file `whole` (both receipts' size at most). */
+/**
+* Whether the bytes of the file `piece` are the first bytes of the file
+* `whole` (a receipt or manifest read whole already). `piece` is read only
+* if it is a regular file no larger than `whole`: a file planted under such
+* a name may be anything (a FIFO, gigabytes), never waited on or held.
+*/
 function isPrefixOf(piece, whole) {
+	let fd;
 	try {
-		const start = readFileSync(piece);
 		const all = readFileSync(whole);
-		return start.length <= all.length && start.length <= 4259840 && all.subarray(0, start.length).equals(start);
+		fd = openSync(piece, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+		const info = fstatSync(fd);
+		if (!info.isFile() || info.size > all.length) return false;
+		const start = Buffer.alloc(info.size);
+		for (let read = 0; read < start.length;) {
+			const n = readSync(fd, start, read, start.length - read, read);
+			if (n === 0) return false;
+			read += n;
+		}
+		return all.subarray(0, start.length).equals(start);
 	} catch {
 		return false;
+	} finally {
+		if (fd !== void 0) closeSync(fd);
 	}
 }
 /** The failed item of a file inside --receipt-dir that is no receipt (see WalkOutputs.documents). */

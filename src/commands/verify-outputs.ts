@@ -26,10 +26,10 @@
  * description, the service's record) is not checked here: only the service
  * confirms a registration (docs/verify-by-hand.md).
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { readReceipt } from '../core/receipt-format.js';
-import { MAX_RECEIPT_BYTES, readReceiptFile, type Finding } from '../core/evidence.js';
+import { readReceiptFile, type Finding } from '../core/evidence.js';
 import type { InputItem } from '../core/inputs.js';
 import { exactManifestDigests, manifestRoot, TREE_MANIFEST_SUFFIX } from '../core/trees.js';
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
@@ -226,16 +226,30 @@ function leftoverTarget(path: string): string | undefined {
     : undefined;
 }
 
-/** Whether the bytes of the file `piece` are the first bytes of the file `whole` (both receipts' size at most). */
+/**
+ * Whether the bytes of the file `piece` are the first bytes of the file
+ * `whole` (a receipt or manifest read whole already). `piece` is read only
+ * if it is a regular file no larger than `whole`: a file planted under such
+ * a name may be anything (a FIFO, gigabytes), never waited on or held.
+ */
 function isPrefixOf(piece: string, whole: string): boolean {
+  let fd: number | undefined;
   try {
-    const start = readFileSync(piece);
     const all = readFileSync(whole);
-    return (
-      start.length <= all.length && start.length <= MAX_RECEIPT_BYTES && all.subarray(0, start.length).equals(start)
-    );
+    fd = openSync(piece, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+    const info = fstatSync(fd);
+    if (!info.isFile() || info.size > all.length) return false;
+    const start = Buffer.alloc(info.size);
+    for (let read = 0; read < start.length;) {
+      const n = readSync(fd, start, read, start.length - read, read);
+      if (n === 0) return false; // Shorter than it said: changing under us.
+      read += n;
+    }
+    return all.subarray(0, start.length).equals(start);
   } catch {
     return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

@@ -241,6 +241,8 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     const planted = {
       '.c.txt.notarization.json.1.deadbeef.1.tmp': '#!/bin/sh\necho pwned\n',
       '.gone.txt.notarization.json.1.deadbeef.2.tmp': whole.subarray(0, 10).toString(),
+      // The whole receipt and more: no piece of it.
+      '.a.txt.notarization.json.1.deadbeef.3.tmp': `${whole.toString()}#!/bin/sh\n`,
       [`.${'e'.repeat(64)}.tree.json.7.deadbeef.0.tmp`]: '',
     };
     for (const [name, text] of Object.entries(planted)) writeFileSync(inReceipts(name), text);
