@@ -9845,7 +9845,7 @@ function redactedReceipt(text, sha256, redact) {
 }
 /** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
 function redactedReceiptWarning(where) {
-	return `${where}: it held your API key or token (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
+	return `${where}: it held your API key or a token (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
 }
 /** The first problem zod found, as "field: message". */
 function firstIssue(error) {
@@ -21562,13 +21562,13 @@ var init_verify_outputs = __esmMin((() => {
 				if (output.kind === "leftover") continue;
 				const where = output.inside ? "inside --receipt-dir: " : "";
 				if (output.kind === "receipt" ? owned.has(output) : roots.has(output.root)) {
-					passed.add(output.path);
+					passed.add(resolve(output.path));
 					skip(output.path, `${where}${output.kind === "receipt" ? "a receipt" : "a tree manifest"} of a document checked (not a document)`);
 				} else unowned(output.path, unownedReason(output));
 			}
 			for (const output of this.#held) {
 				if (output.kind !== "leftover") continue;
-				const of = join(dirname(output.path), output.target);
+				const of = resolve(dirname(output.path), output.target);
 				if (passed.has(of) && isPrefixOf(output.path, of)) skip(output.path, `inside --receipt-dir: ${LEFTOVER_REASON}`);
 				else unowned(output.path, LEFTOVER_UNOWNED_REASON);
 			}
@@ -24480,9 +24480,12 @@ init_secrets();
 const JSON_STRING = /"(?:[^"\\\n]|\\.)*"/g;
 /**
 * A JWT, as the service's tokens are (a JSON header and payload, so both
-* base64url starting `eyJ`, and a signature): never printed, whoever's.
+* base64url starting `eyJ`, and a signature), standing alone: never printed,
+* whoever's. Not inside a longer run of base64url or after an escape's hex
+* digit (`\u001eyJ...` is no token): a JSON string spelling one with escapes
+* is read and searched as it reads (redact).
 */
-const JWT_SHAPE = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/g;
+const JWT_SHAPE = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])/g;
 /** Characters `dataSoon` queues at most before writing them (a few hundred lines of `hash`). */
 const QUEUED_MAX_CHARS = 65536;
 const NO_SPINNER = {

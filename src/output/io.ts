@@ -58,9 +58,12 @@ export interface IOOptions {
 
 /**
  * A JWT, as the service's tokens are (a JSON header and payload, so both
- * base64url starting `eyJ`, and a signature): never printed, whoever's.
+ * base64url starting `eyJ`, and a signature), standing alone: never printed,
+ * whoever's. Not inside a longer run of base64url or after an escape's hex
+ * digit (`\u001eyJ...` is no token): a JSON string spelling one with escapes
+ * is read and searched as it reads (redact).
  */
-const JWT_SHAPE = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/g;
+const JWT_SHAPE = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])/g;
 
 /** Characters `dataSoon` queues at most before writing them (a few hundred lines of `hash`). */
 const QUEUED_MAX_CHARS = 64 * 1024;

@@ -89,6 +89,27 @@ describe('IO.dataJsonArray', () => {
   });
 });
 
+describe('IO.redact: any JWT, known or not', () => {
+  const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjF9.c2lnbmF0dXJlc2lnbmF0dXJl';
+
+  it('a JWT standing alone, or in a JSON string after an escape, is redacted and the JSON stays valid', () => {
+    const { io } = bufferIO();
+    expect(io.redact(`token ${JWT}.`)).toBe('token [redacted].');
+    const json = JSON.stringify({ note: `a\n${JWT}`, other: `\u001e${JWT}` });
+    const out = io.redact(json);
+    expect(JSON.parse(out)).toEqual({ note: 'a\n[redacted]', other: '\u001e[redacted]' });
+  });
+
+  it('nothing that only looks like part of one: an escape before `yJ`, a longer base64url run', () => {
+    const { io } = bufferIO();
+    // A name starting with U+001E then `yJ...`, as JSON writes it: no `eyJ` in what it reads as.
+    const escaped = JSON.stringify({ file: `\u001eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.abcdefghijklmnopqrstuv` });
+    expect(io.redact(escaped)).toBe(escaped);
+    const longer = `x${JWT}`;
+    expect(io.redact(longer)).toBe(longer);
+  });
+});
+
 describe('IO.addSecret', () => {
   const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjF9.c2lnbmF0dXJl';
   const API_KEY = 'ak_live_0123456789abcdef';
