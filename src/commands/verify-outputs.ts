@@ -27,7 +27,7 @@
  * confirms a registration (docs/verify-by-hand.md).
  */
 import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { readReceipt } from '../core/receipt-format.js';
 import { readReceiptFile, type Finding } from '../core/evidence.js';
 import type { InputItem } from '../core/inputs.js';
@@ -135,13 +135,14 @@ export class WalkOutputs {
       owned.add(receipt);
       if (receipt.root !== undefined) roots.add(receipt.root);
     }
-    // The receipts and manifests passed over, by path: what a leftover may be a piece of.
+    // The receipts and manifests passed over, by absolute path (however the walk spelt it): what a
+    // leftover may be a piece of.
     const passed = new Set<string>();
     for (const output of this.#held) {
       if (output.kind === 'leftover') continue;
       const where = output.inside ? 'inside --receipt-dir: ' : '';
       if (output.kind === 'receipt' ? owned.has(output) : roots.has(output.root)) {
-        passed.add(output.path);
+        passed.add(resolve(output.path));
         skip(
           output.path,
           `${where}${output.kind === 'receipt' ? 'a receipt' : 'a tree manifest'} of a document checked (not a document)`,
@@ -153,7 +154,7 @@ export class WalkOutputs {
     for (const output of this.#held) {
       if (output.kind !== 'leftover') continue;
       // Only a piece of a receipt or manifest passed over: anyone can give a file such a name.
-      const of = join(dirname(output.path), output.target);
+      const of = resolve(dirname(output.path), output.target);
       if (passed.has(of) && isPrefixOf(output.path, of)) skip(output.path, `inside --receipt-dir: ${LEFTOVER_REASON}`);
       else unowned(output.path, LEFTOVER_UNOWNED_REASON);
     }

@@ -231,6 +231,17 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     expect(run.code, describeRun(run)).toBe(0);
     const results = parseResults(run.stdout);
     expect(countStatuses(results)).toEqual({ verified: NAMES.length, skipped: NAMES.length + 2 });
+    // However the folders are spelt (`-r ./dist/ --receipt-dir dist/receipts/`).
+    const spelt = await downloader([
+      'verify',
+      '-r',
+      `${here}/./dist/`,
+      '--receipt-dir',
+      `${here}/dist/receipts/`,
+      '--json',
+    ]);
+    expect(spelt.code, describeRun(spelt)).toBe(0);
+    expect(countStatuses(parseResults(spelt.stdout))).toEqual({ verified: NAMES.length, skipped: NAMES.length + 2 });
     for (const name of Object.keys(leftovers)) {
       expect(results.find((r) => r.file === inReceipts(name))!.reason).toMatch(
         /^inside --receipt-dir: the temporary file of a receipt or tree manifest passed over here, left by a run stopped/,
