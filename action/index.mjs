@@ -10507,13 +10507,14 @@ async function openDocument(path) {
 * or unreadable file, one that is not a regular file, or one that changed
 * while it was read (see the module comment).
 */
-async function hashFile(path, onProgress) {
+async function hashFile(path, onProgress, listed) {
 	const file = await openDocument(path);
 	try {
 		let before;
 		let read;
 		try {
 			before = await file.stat({ bigint: true });
+			checkListed(path, before, listed);
 			checkRegular(path, before);
 			read = await hashHandle(file, before, onProgress);
 		} catch (error) {
@@ -10600,6 +10601,20 @@ async function hashHandle(file, before, onProgress) {
 		bytes,
 		grown: probe.bytesRead > 0
 	};
+}
+/**
+* Throws unless `info` (an fstat of the opened path) is the file the walk saw
+* there, when it was found by one: Node has no openat(), so a link swapped in
+* for the file, or for a folder above it, after the walk would be followed
+* out of the folder walked, and its bytes hashed under a name inside it.
+*/
+function checkListed(path, info, listed) {
+	if (listed === void 0 || info.dev === listed.dev && info.ino === listed.ino) return;
+	throw new InputFileError(path, "was replaced after its folder was walked (by a link, or another file)", {
+		code: "changed_while_hashed",
+		message: `'${path}' was replaced after its folder was walked (by a link, or another file)`,
+		hint: "walk it again when it is stable; a link met in a walk is never followed"
+	});
 }
 /**
 * Throws unless `info` (an fstat of the opened path) is a regular file of a
@@ -11514,11 +11529,11 @@ var init_hash_pool = __esmMin((() => {
 			this.size = Math.max(1, size);
 		}
 		/** The lowercase hex SHA-256 of a file and the facts of that version; UsageError if it cannot be read. */
-		hash(path) {
-			if (this.size === 1) return hashFile(path);
-			return this.#hash(path);
+		hash(path, listed) {
+			if (this.size === 1) return hashFile(path, void 0, listed);
+			return this.#hash(path, listed);
 		}
-		async #hash(path) {
+		async #hash(path, listed) {
 			let fd;
 			try {
 				fd = openSync(path, OPEN_FLAGS);
@@ -11530,6 +11545,7 @@ var init_hash_pool = __esmMin((() => {
 				let read;
 				try {
 					before = fstatSync(fd, { bigint: true });
+					checkListed(path, before, listed);
 					checkRegular(path, before);
 					const size = Number(before.size);
 					read = size <= 65536 ? hashSmallFile(fd, size) : await this.#inWorker(fd, path, size);
@@ -18554,12 +18570,13 @@ var require_picomatch = /* @__PURE__ */ __commonJSMin(((exports, module) => {
 * --files-from list of millions of paths is streamed (never held whole, as
 * text or as an array), so memory stays bounded however long it is.
 */
-function fileItem(path, info, relative) {
+function fileItem(path, info, relative, listed) {
 	return {
 		kind: "file",
 		path,
 		size: info.size,
-		...relative ? { relative } : {}
+		...relative ? { relative } : {},
+		...listed ? { listed } : {}
 	};
 }
 /** The name an item is reported under: its path, or '-' for standard input. */
@@ -18760,12 +18777,15 @@ async function* walk(dir, below, filter, onSkipped) {
 		} else if (filter.accepts(relativePath)) {
 			let info;
 			try {
-				info = lstatSync(path);
+				info = lstatSync(path, { bigint: true });
 			} catch (error) {
 				yield unusable(path, error);
 				continue;
 			}
-			yield fileItem(path, info, relativePath);
+			yield fileItem(path, { size: Number(info.size) }, relativePath, {
+				dev: info.dev,
+				ino: info.ino
+			});
 		}
 	}
 }
@@ -19459,7 +19479,7 @@ var init_register_aggregate = __esmMin((() => {
 				this.#total = await runAll(this.#documents.items, async (item, index) => {
 					if (item.kind === "unusable") throw item.error;
 					if (item.kind !== "file") throw new UsageError("--aggregate takes files only, not '-' or a digest");
-					const { hash, size } = await pool.hash(item.path);
+					const { hash, size } = await pool.hash(item.path, item.listed);
 					digests.set(index, hash);
 					const { receipts } = this.#documents;
 					if (receipts) await checkBeforeSending(receipts, index, hash, options.force, this.#baseUrl);
@@ -19974,7 +19994,7 @@ async function describe$1(options, item, pool, onProgress) {
 	const name = basename(item.path);
 	checkNameSent(options, name, options.custody);
 	const description = options.description ?? escapeControls(name);
-	const { hash, size, lastModified } = pool.size === 1 ? await hashFile(item.path, onProgress) : await pool.hash(item.path);
+	const { hash, size, lastModified } = pool.size === 1 ? await hashFile(item.path, onProgress, item.listed) : await pool.hash(item.path, item.listed);
 	return {
 		...common,
 		hash,
@@ -21177,7 +21197,7 @@ async function runHash(options, checksums = new Checksums()) {
 		total = await runAll(expansion.items, async (item) => {
 			await checksums.ready();
 			if (item.kind === "unusable") throw item.error;
-			return item.kind === "stdin" ? await hashStream(io.stdin) : (await pool.hash(item.path)).hash;
+			return item.kind === "stdin" ? await hashStream(io.stdin) : (await pool.hash(item.path, item.listed)).hash;
 		}, {
 			concurrency,
 			window: concurrency * 64,
@@ -21716,7 +21736,7 @@ async function runVerify(options, items = new ItemResults()) {
 	try {
 		await runAll(documents, async (item, i) => {
 			if (item.kind === "unusable") throw item.error;
-			const hash = item.kind === "stdin" ? await hashStream(io.stdin) : (await pool.hash(item.path)).hash;
+			const hash = item.kind === "stdin" ? await hashStream(io.stdin) : (await pool.hash(item.path, item.listed)).hash;
 			return {
 				hash,
 				finding: await evidence.judge(item, i, hash)

@@ -89,7 +89,7 @@ export async function runHash(options: HashOptions, checksums = new Checksums())
         await checksums.ready();
         if (item.kind === 'unusable') throw item.error;
         // HashPool.hash already hashes in this thread for a pool of one.
-        return item.kind === 'stdin' ? await hashStream(io.stdin) : (await pool.hash(item.path)).hash;
+        return item.kind === 'stdin' ? await hashStream(io.stdin) : (await pool.hash(item.path, item.listed)).hash;
       },
       {
         concurrency,

@@ -465,7 +465,7 @@ export class Aggregator {
         async (item: Item, index): Promise<Hashed> => {
           if (item.kind === 'unusable') throw item.error;
           if (item.kind !== 'file') throw new UsageError("--aggregate takes files only, not '-' or a digest");
-          const { hash, size } = await pool.hash(item.path);
+          const { hash, size } = await pool.hash(item.path, item.listed);
           digests.set(index, hash);
           const { receipts } = this.#documents;
           if (receipts) await checkBeforeSending(receipts, index, hash, options.force, this.#baseUrl);

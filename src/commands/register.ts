@@ -632,7 +632,7 @@ async function describe(
   // Size and mtime from the fstat the digest was checked against, not the
   // earlier stat of the walk: custody metadata describes the hashed bytes.
   const { hash, size, lastModified } =
-    pool.size === 1 ? await hashFile(item.path, onProgress) : await pool.hash(item.path);
+    pool.size === 1 ? await hashFile(item.path, onProgress, item.listed) : await pool.hash(item.path, item.listed);
   return {
     ...common,
     hash,

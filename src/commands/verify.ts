@@ -172,7 +172,8 @@ export async function runVerify(
       async (item, i): Promise<Checked> => {
         if (item.kind === 'unusable') throw item.error;
         // HashPool.hash already hashes in this thread for a pool of one.
-        const hash = item.kind === 'stdin' ? await hashStream(io.stdin) : (await pool.hash(item.path)).hash;
+        const hash =
+          item.kind === 'stdin' ? await hashStream(io.stdin) : (await pool.hash(item.path, item.listed)).hash;
         return { hash, finding: await evidence.judge(item, i, hash) };
       },
       {

@@ -24,6 +24,8 @@ import {
   fileError,
   hashFile,
   OPEN_FLAGS,
+  checkListed,
+  type Listed,
   type HashedFile,
   type ReadResult,
 } from './hash.js';
@@ -128,12 +130,12 @@ export class HashPool {
   }
 
   /** The lowercase hex SHA-256 of a file and the facts of that version; UsageError if it cannot be read. */
-  hash(path: string): Promise<HashedFile> {
-    if (this.size === 1) return hashFile(path);
-    return this.#hash(path);
+  hash(path: string, listed?: Listed): Promise<HashedFile> {
+    if (this.size === 1) return hashFile(path, undefined, listed);
+    return this.#hash(path, listed);
   }
 
-  async #hash(path: string): Promise<HashedFile> {
+  async #hash(path: string, listed: Listed | undefined): Promise<HashedFile> {
     let fd: number;
     try {
       // Non-blocking, so that a FIFO (named by mistake, or swapped in after the walk) cannot hang this thread in open().
@@ -146,6 +148,7 @@ export class HashPool {
       let read: ReadResult;
       try {
         before = fstatSync(fd, { bigint: true });
+        checkListed(path, before, listed);
         checkRegular(path, before);
         const size = Number(before.size);
         // A small file costs a few system calls of microseconds here, less

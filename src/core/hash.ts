@@ -131,13 +131,14 @@ export interface ReadResult {
  * or unreadable file, one that is not a regular file, or one that changed
  * while it was read (see the module comment).
  */
-export async function hashFile(path: string, onProgress?: HashProgress): Promise<HashedFile> {
+export async function hashFile(path: string, onProgress?: HashProgress, listed?: Listed): Promise<HashedFile> {
   const file = await openDocument(path);
   try {
     let before: BigIntStats;
     let read: ReadResult;
     try {
       before = await file.stat({ bigint: true });
+      checkListed(path, before, listed);
       checkRegular(path, before);
       read = await hashHandle(file, before, onProgress);
     } catch (error) {
@@ -223,6 +224,27 @@ async function hashHandle(file: FileHandle, before: BigIntStats, onProgress?: Ha
   if (bytes < size) return { digest: hash.digest('hex'), bytes, grown: false };
   const probe = await file.read(buffers[0]!, 0, 1, bytes);
   return { digest: hash.digest('hex'), bytes, grown: probe.bytesRead > 0 };
+}
+
+/** The file a directory walk saw at a path (its lstat's device and inode). */
+export interface Listed {
+  dev: bigint;
+  ino: bigint;
+}
+
+/**
+ * Throws unless `info` (an fstat of the opened path) is the file the walk saw
+ * there, when it was found by one: Node has no openat(), so a link swapped in
+ * for the file, or for a folder above it, after the walk would be followed
+ * out of the folder walked, and its bytes hashed under a name inside it.
+ */
+export function checkListed(path: string, info: BigIntStats, listed: Listed | undefined): void {
+  if (listed === undefined || (info.dev === listed.dev && info.ino === listed.ino)) return;
+  throw new InputFileError(path, 'was replaced after its folder was walked (by a link, or another file)', {
+    code: 'changed_while_hashed',
+    message: `'${path}' was replaced after its folder was walked (by a link, or another file)`,
+    hint: 'walk it again when it is stable; a link met in a walk is never followed',
+  });
 }
 
 /**

@@ -22,7 +22,7 @@ import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { InputFileError, UsageError } from '../errors.js';
 import { unblockOnInterrupt } from '../interrupt.js';
-import { fileErrorReason } from './hash.js';
+import { fileErrorReason, type Listed } from './hash.js';
 
 export interface InputOptions {
   recursive?: boolean;
@@ -47,17 +47,24 @@ export type InputItem =
       size: number;
       /** For a file found under a directory: its path below it, with '/' (e.g. `linux/app.tar.gz`). */
       relative?: string;
+      /**
+       * For a file found under a directory: the file the walk saw (lstat), which
+       * the file opened must be (hash.ts Listed): a link swapped in for it, or
+       * for a folder above it, would lead out of the folder walked.
+       */
+      listed?: Listed;
     }
   | { kind: 'stdin' }
   /** Fails on its own when processed (see the module comment). */
   | { kind: 'unusable'; path: string; error: InputFileError };
 
-function fileItem(path: string, info: { size: number }, relative?: string): InputItem {
+function fileItem(path: string, info: { size: number }, relative?: string, listed?: Listed): InputItem {
   return {
     kind: 'file',
     path,
     size: info.size,
     ...(relative ? { relative } : {}),
+    ...(listed ? { listed } : {}),
   };
 }
 
@@ -314,12 +321,12 @@ async function* walk(
     } else if (filter.accepts(relativePath)) {
       let info;
       try {
-        info = lstatSync(path); // synchronous: see expandPath
+        info = lstatSync(path, { bigint: true }); // synchronous: see expandPath
       } catch (error) {
         yield unusable(path, error);
         continue;
       }
-      yield fileItem(path, info, relativePath);
+      yield fileItem(path, { size: Number(info.size) }, relativePath, { dev: info.dev, ino: info.ino });
     }
   }
 }

@@ -5,7 +5,7 @@
  * splitting of a list into names is in test/unit/core/list.test.ts.)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createServer } from 'node:net';
@@ -155,11 +155,14 @@ describe('expandInputs: walking a directory', () => {
     const { items, skipped } = await expanded([root], { recursive: true });
     expect(items.map(summary)).toEqual(['.hidden', 'C.txt', 'a/c/d.txt', 'a/z.txt', 'b.txt']);
     expect(items.map(itemName)).toEqual(items.map((item) => (item as { path: string }).path));
+    const z = lstatSync(join(root, 'a', 'z.txt'), { bigint: true });
     expect(items.find((item) => summary(item) === 'a/z.txt')).toEqual({
       kind: 'file',
       path: join(root, 'a', 'z.txt'),
       size: 1,
       relative: 'a/z.txt',
+      // The file the walk saw, which the one opened must be (test/inputs/swapped.test.ts).
+      listed: { dev: z.dev, ino: z.ino },
     });
     if (posix) {
       expect(skipped).toEqual([
