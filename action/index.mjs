@@ -10451,6 +10451,90 @@ var init_files = __esmMin((() => {
 		}
 	};
 }));
+// dist/read-bounded.js
+/**
+* Reading a stream to its end, up to a size bound: the
+* service's answers (api/http.ts) and small user inputs such as a session or
+* a list of paths (core/read-input.ts). Past the bound it stops reading, so
+* a huge or endless source is never held in memory.
+*/
+/**
+* The bytes of `input`, or undefined as soon as it exceeds `limit` bytes; the
+* caller decodes them, strictly: a bad byte must be refused rather than
+* become U+FFFD.
+*/
+async function readBoundedBytes(input, limit) {
+	const chunks = [];
+	let size = 0;
+	for await (const chunk of input) {
+		const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+		size += bytes.length;
+		if (size > limit) return void 0;
+		chunks.push(bytes);
+	}
+	return Buffer.concat(chunks);
+}
+var init_read_bounded = __esmMin((() => {}));
+// dist/core/read-input.js
+/**
+* Reading small text inputs (a session, an API key, a list of paths) from a
+* file or standard input with a size bound, so that a wrong argument such as
+* /dev/zero or a huge file fails at once instead of filling memory.
+*/
+/**
+* The text of `source` ('-' for standard input, else a regular file), at most
+* `limit` bytes. Throws UsageError naming `what` when it cannot be read or is
+* larger.
+*/
+async function readTextInput(source, stdin, limit, what) {
+	return (await readBytesInput(source, stdin, limit, what)).toString("utf8");
+}
+/** The bytes of `source`, as `readTextInput` reads them, for a caller that decodes them itself. */
+async function readBytesInput(source, stdin, limit, what) {
+	let bytes;
+	try {
+		if (source === "-") {
+			checkStandardInput(stdin);
+			bytes = await readBoundedBytes(stdin, limit);
+		} else {
+			if (!(await stat(source)).isFile()) throw new Error("not a regular file");
+			bytes = await readBoundedBytes(createReadStream(source), limit);
+		}
+	} catch (error) {
+		if (error instanceof InputFileError) throw new UsageError(`cannot read ${what} from '-': ${error.reason}`, { ...error.hint ? { hint: error.hint } : {} });
+		const reason = error.code === "ENOENT" ? "no such file" : error.message;
+		throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
+	}
+	if (bytes === void 0) throw new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, { hint: `check that '${source}' holds ${what}` });
+	return bytes;
+}
+/**
+* Throws InputFileError (exit 2) when the process's standard input, as `-`,
+* is a directory (`< .`): Node reads one as empty, so the digest of zero
+* bytes (registered and paid for), or an empty description, would be taken
+* for what was meant (`sha256sum - < .` fails the same way). A closed
+* standard input cannot be told from `< /dev/null` here: Node opens
+* /dev/null in its place at start. Any other stream (a test's) is taken as
+* it is.
+*/
+function checkStandardInput(stdin) {
+	if (stdin !== process.stdin) return;
+	let directory;
+	try {
+		directory = fstatSync(0).isDirectory();
+	} catch {
+		return;
+	}
+	if (directory) throw new InputFileError("-", "standard input is a directory", {
+		code: "is_directory",
+		message: "standard input ('-') is a directory",
+		hint: "give '-' a file (`< file`, or a pipe), or name the files, with --recursive for a folder"
+	});
+}
+var init_read_input = __esmMin((() => {
+	init_errors();
+	init_read_bounded();
+}));
 // dist/core/hash.js
 /**
 * SHA-256 of local documents. The file never leaves the machine: only the
@@ -10485,6 +10569,7 @@ function normalizeHash(input) {
 }
 /** Hashes a readable stream to its lowercase hex SHA-256 digest. */
 async function hashStream(stream, onProgress) {
+	checkStandardInput(stream);
 	const hash = createHash("sha256");
 	let bytes = 0;
 	for await (const chunk of stream) {
@@ -10753,6 +10838,7 @@ function truncate$1(text) {
 var HEX_DIGEST, READ_BLOCK_BYTES, MIN_BLOCK_BYTES, OPEN_FLAGS, PSEUDO_FILE_SYSTEMS, pseudoByDevice;
 var init_hash$1 = __esmMin((() => {
 	init_errors();
+	init_read_input();
 	HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
 	READ_BLOCK_BYTES = 2097152;
 	MIN_BLOCK_BYTES = 65536;
@@ -16519,64 +16605,6 @@ var init_register_roots = __esmMin((() => {
 			};
 		}
 	};
-}));
-// dist/read-bounded.js
-/**
-* Reading a stream to its end, up to a size bound: the
-* service's answers (api/http.ts) and small user inputs such as a session or
-* a list of paths (core/read-input.ts). Past the bound it stops reading, so
-* a huge or endless source is never held in memory.
-*/
-/**
-* The bytes of `input`, or undefined as soon as it exceeds `limit` bytes; the
-* caller decodes them, strictly: a bad byte must be refused rather than
-* become U+FFFD.
-*/
-async function readBoundedBytes(input, limit) {
-	const chunks = [];
-	let size = 0;
-	for await (const chunk of input) {
-		const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-		size += bytes.length;
-		if (size > limit) return void 0;
-		chunks.push(bytes);
-	}
-	return Buffer.concat(chunks);
-}
-var init_read_bounded = __esmMin((() => {}));
-// dist/core/read-input.js
-/**
-* Reading small text inputs (a session, an API key, a list of paths) from a
-* file or standard input with a size bound, so that a wrong argument such as
-* /dev/zero or a huge file fails at once instead of filling memory.
-*/
-/**
-* The text of `source` ('-' for standard input, else a regular file), at most
-* `limit` bytes. Throws UsageError naming `what` when it cannot be read or is
-* larger.
-*/
-async function readTextInput(source, stdin, limit, what) {
-	return (await readBytesInput(source, stdin, limit, what)).toString("utf8");
-}
-/** The bytes of `source`, as `readTextInput` reads them, for a caller that decodes them itself. */
-async function readBytesInput(source, stdin, limit, what) {
-	let bytes;
-	try {
-		if (source === "-") bytes = await readBoundedBytes(stdin, limit);
-		else {
-			if (!(await stat(source)).isFile()) throw new Error("not a regular file");
-			bytes = await readBoundedBytes(createReadStream(source), limit);
-		}
-	} catch (error) {
-		const reason = error.code === "ENOENT" ? "no such file" : error.message;
-		throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
-	}
-	if (bytes === void 0) throw new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, { hint: `check that '${source}' holds ${what}` });
-	return bytes;
-}
-var init_read_input = __esmMin((() => {
-	init_errors();
-	init_read_bounded();
 }));
 // dist/core/description.js
 function codePoint(char) {

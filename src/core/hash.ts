@@ -22,6 +22,7 @@ import { constants, fstatSync, statfsSync, statSync, type BigIntStats } from 'no
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { InputFileError, UsageError } from '../errors.js';
+import { checkStandardInput } from './read-input.js';
 
 /** 64 hex digits, any case, as accepted on the command line. */
 const HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
@@ -63,6 +64,7 @@ export type HashProgress = (bytes: number) => void;
 
 /** Hashes a readable stream to its lowercase hex SHA-256 digest. */
 export async function hashStream(stream: Readable, onProgress?: HashProgress): Promise<string> {
+  checkStandardInput(stream);
   const hash = createHash('sha256');
   let bytes = 0;
   for await (const chunk of stream) {

@@ -3,10 +3,10 @@
  * file or standard input with a size bound, so that a wrong argument such as
  * /dev/zero or a huge file fails at once instead of filling memory.
  */
-import { createReadStream } from 'node:fs';
+import { createReadStream, fstatSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import { UsageError } from '../errors.js';
+import { InputFileError, UsageError } from '../errors.js';
 import { readBoundedBytes } from '../read-bounded.js';
 
 /**
@@ -22,12 +22,19 @@ export async function readTextInput(source: string, stdin: Readable, limit: numb
 export async function readBytesInput(source: string, stdin: Readable, limit: number, what: string): Promise<Buffer> {
   let bytes: Buffer | undefined;
   try {
-    if (source === '-') bytes = await readBoundedBytes(stdin, limit);
-    else {
+    if (source === '-') {
+      checkStandardInput(stdin);
+      bytes = await readBoundedBytes(stdin, limit);
+    } else {
       if (!(await stat(source)).isFile()) throw new Error('not a regular file');
       bytes = await readBoundedBytes(createReadStream(source), limit);
     }
   } catch (error) {
+    if (error instanceof InputFileError) {
+      throw new UsageError(`cannot read ${what} from '-': ${error.reason}`, {
+        ...(error.hint ? { hint: error.hint } : {}),
+      });
+    }
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
     throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
   }
@@ -37,4 +44,30 @@ export async function readBytesInput(source: string, stdin: Readable, limit: num
     });
   }
   return bytes;
+}
+
+/**
+ * Throws InputFileError (exit 2) when the process's standard input, as `-`,
+ * is a directory (`< .`): Node reads one as empty, so the digest of zero
+ * bytes (registered and paid for), or an empty description, would be taken
+ * for what was meant (`sha256sum - < .` fails the same way). A closed
+ * standard input cannot be told from `< /dev/null` here: Node opens
+ * /dev/null in its place at start. Any other stream (a test's) is taken as
+ * it is.
+ */
+export function checkStandardInput(stdin: Readable): void {
+  if (stdin !== process.stdin) return;
+  let directory: boolean;
+  try {
+    directory = fstatSync(0).isDirectory();
+  } catch {
+    return; // Unknown: read it as it comes.
+  }
+  if (directory) {
+    throw new InputFileError('-', 'standard input is a directory', {
+      code: 'is_directory',
+      message: "standard input ('-') is a directory",
+      hint: "give '-' a file (`< file`, or a pipe), or name the files, with --recursive for a folder",
+    });
+  }
 }
