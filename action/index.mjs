@@ -10853,7 +10853,8 @@ var init_hash$1 = __esmMin((() => {
 		1667723888,
 		1650812272,
 		3405662737,
-		1634035564
+		1634035564,
+		1853056627
 	]);
 	pseudoByDevice = /* @__PURE__ */ new Map();
 }));
@@ -18944,6 +18945,10 @@ async function* expandAll(paths, list, state) {
 function checkInputOptions(options) {
 	if (options.nul && options.filesFrom === void 0) throw new UsageError("-0 goes with --files-from");
 	const filters = [...(options.include?.length ?? 0) > 0 ? ["--include"] : [], ...(options.exclude?.length ?? 0) > 0 ? ["--exclude"] : []];
+	for (const [flag, globs] of [["--include", options.include ?? []], ["--exclude", options.exclude ?? []]]) for (const glob of globs) {
+		if (glob.endsWith("/")) throw new UsageError(`${flag} '${glob}' names a folder, and globs match files`, { hint: `write '${glob}**' for the files in it (or '**/${glob.replace(/^\/+/, "")}**' at any depth)` });
+		if (glob.startsWith("/")) throw new UsageError(`${flag} '${glob}' starts with '/', and globs match paths below the folder walked`, { hint: `write '${glob.replace(/^\/+/, "")}'` });
+	}
 	if (filters.length > 0 && !options.recursive) throw new UsageError(`${filters.join(" and ")} ${filters.length === 1 ? "goes" : "go"} with --recursive: ${filters.length === 1 ? "it filters" : "they filter"} only the files found in folders walked`, { hint: "add -r to walk folders, or name only the documents wanted, on the command line or in the --files-from list" });
 }
 /**
@@ -19056,7 +19061,10 @@ function checkNameSent(options, name, custody) {
 }
 async function describedAs(options) {
 	const { description, descriptionFile } = options;
-	if (options.walletName !== void 0) checkWalletName(options.walletName);
+	if (options.walletName !== void 0) {
+		if (!options.custody) throw new UsageError("--wallet-name goes with --custody: it is sent with the file metadata, which only --custody sends", { hint: "add --custody, or leave --wallet-name out" });
+		checkWalletName(options.walletName);
+	}
 	if (descriptionFile === void 0) return description === void 0 ? options : {
 		...options,
 		description: checkArgvDescription(description)

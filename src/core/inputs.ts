@@ -514,6 +514,26 @@ export function checkInputOptions(options: InputOptions): void {
     ...((options.include?.length ?? 0) > 0 ? ['--include'] : []),
     ...((options.exclude?.length ?? 0) > 0 ? ['--exclude'] : []),
   ];
+  // A glob is matched against a file's path below the folder walked (`sub/x.txt`): the folder and
+  // anchored forms of .gitignore (`sub/`, `/x.txt`) can match no file, and would let a run go on, and a
+  // register pay, for what the user meant to leave out.
+  for (const [flag, globs] of [
+    ['--include', options.include ?? []],
+    ['--exclude', options.exclude ?? []],
+  ] as const) {
+    for (const glob of globs) {
+      if (glob.endsWith('/')) {
+        throw new UsageError(`${flag} '${glob}' names a folder, and globs match files`, {
+          hint: `write '${glob}**' for the files in it (or '**/${glob.replace(/^\/+/, '')}**' at any depth)`,
+        });
+      }
+      if (glob.startsWith('/')) {
+        throw new UsageError(`${flag} '${glob}' starts with '/', and globs match paths below the folder walked`, {
+          hint: `write '${glob.replace(/^\/+/, '')}'`,
+        });
+      }
+    }
+  }
   if (filters.length > 0 && !options.recursive) {
     throw new UsageError(
       `${filters.join(' and ')} ${filters.length === 1 ? 'goes' : 'go'} with --recursive: ${filters.length === 1 ? 'it filters' : 'they filter'} only the files found in folders walked`,

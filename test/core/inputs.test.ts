@@ -82,6 +82,19 @@ describe('expandInputs: the arguments as a whole', () => {
       { include: ['a'], exclude: ['b'] },
       '--include and --exclude go with --recursive: they filter only the files found in folders walked',
     ],
+    // .gitignore's folder and anchored forms match no file here: left to run, they would exclude nothing.
+    [
+      "an --exclude glob naming a folder ('node_modules/')",
+      ['a'],
+      { recursive: true, exclude: ['node_modules/'] },
+      "--exclude 'node_modules/' names a folder, and globs match files",
+    ],
+    [
+      "an --include glob starting with '/'",
+      ['a'],
+      { recursive: true, include: ['/a.txt'] },
+      "--include '/a.txt' starts with '/', and globs match paths below the folder walked",
+    ],
   ])('%s is a usage error before anything runs', async (_, paths, options, message) => {
     const error = await rejectionOf(expandInputs(paths, options, noStdin()), UsageError);
     expect(error.message).toBe(message);
