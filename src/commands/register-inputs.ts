@@ -187,7 +187,18 @@ export function checkNameSent(options: RegisterOptions, name: string, custody: b
 
 async function describedAs(options: RegisterOptions): Promise<RegisterOptions> {
   const { description, descriptionFile } = options;
-  if (options.walletName !== undefined) checkWalletName(options.walletName);
+  if (options.walletName !== undefined) {
+    // Ignored, it would let a registration be paid for without the custody its wallet name asked for.
+    if (!options.custody) {
+      throw new UsageError(
+        '--wallet-name goes with --custody: it is sent with the file metadata, which only --custody sends',
+        {
+          hint: 'add --custody, or leave --wallet-name out',
+        },
+      );
+    }
+    checkWalletName(options.walletName);
+  }
   if (descriptionFile === undefined) {
     return description === undefined ? options : { ...options, description: checkArgvDescription(description) };
   }

@@ -338,6 +338,16 @@ describe('register and complete', () => {
     expect(help.stdout).toMatch(/does NOT upload the file/);
   });
 
+  it('--wallet-name without --custody is refused before anything is sent (exit 2): no registration paid without it', async () => {
+    await login();
+    const doc = await bed.file('wallet-alone.pdf', 'wallet name alone');
+    const mark = bed.mark();
+    const result = await run(['register', doc, '--wallet-name', 'w']);
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toContain('--wallet-name goes with --custody');
+    expect(routes(bed.callsSince(mark))).toEqual([]);
+  });
+
   it('--wallet-name with a control character is refused before anything is sent (exit 2), as a description is', async () => {
     await login();
     const doc = await bed.file('wallet.pdf', 'wallet name checked');
