@@ -286,6 +286,7 @@ const PSEUDO_FILE_SYSTEMS = new Set([
   0x62656570, // configfs
   0xcafe4a11, // bpf
   0x6165676c, // pstore
+  0x6e736673, // nsfs (/proc/<pid>/ns/*)
 ]);
 
 /** Whether each device holds a pseudo file system; one statfs per device, not per file. */
