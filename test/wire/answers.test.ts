@@ -9,8 +9,8 @@ import type { Fault } from '../../src/sandbox/server.js';
 import { auditSecrets } from '../helpers/audit.js';
 import { describeRun } from '../helpers/cli.js';
 import { makeDocument } from '../helpers/documents.js';
-import { cliEnv } from '../helpers/env.js';
-import { startFakeService } from '../helpers/local-server.js';
+import { cliEnv, type EnvVars } from '../helpers/env.js';
+import { startFakeService, type FakeService } from '../helpers/local-server.js';
 import { runMain } from '../helpers/main.js';
 import { callsTo, handMadeJwt, useSandboxes } from '../helpers/sandbox.js';
 import { ledgerHashes, pendingHashes, readJson, storePaths } from '../helpers/store.js';
@@ -150,19 +150,41 @@ describe('answers from a stand-in service', () => {
       .replace(/"hash": "[0-9a-f]{64}"/, `"hash": "${hash}"`)
       .replace(/\}\s*$/, ',\n  "zzUnknown": {"kept": [1, "two", null]}\n}\n');
 
-  it('unknown fields are kept: stored, sent back to forfait byte for byte, stored in the ledger and printed', async () => {
+  /**
+   * A stand-in answering the request step with `answers.session` and forfait
+   * with `answers.forfait(hash)`, a store of its own, a token, and a document
+   * named `name`: what `use` checks. The stand-in is closed after.
+   */
+  async function withStandIn(
+    answers: { session?: string; forfait: (hash: string) => string | Buffer },
+    name: string,
+    use: (bed: {
+      fake: FakeService;
+      configDir: string;
+      doc: ReturnType<typeof makeDocument>;
+      env: EnvVars;
+    }) => Promise<void>,
+  ): Promise<void> {
     const fake = await startFakeService((route, req) => {
-      if (route === 'request') return { status: 200, body: session };
-      if (route === 'forfait') return { status: 200, body: record(req.url.split('/')[4]!) };
+      if (route === 'request') return { status: 200, body: answers.session ?? session };
+      if (route === 'forfait') return { status: 200, body: answers.forfait(req.url.split('/')[4]!) };
       return { status: 404, body: '{}' };
     });
     try {
       const configDir = tempDir();
-      const doc = makeDocument(tempDir(), 'extra.txt');
+      const doc = makeDocument(tempDir(), name);
       const env = cliEnv(configDir, {
         NOTARIZE_BASE_URL: fake.url,
         NOTARIZE_TOKEN: handMadeJwt(Date.now() / 1000 + 3600),
       });
+      await use({ fake, configDir, doc, env });
+    } finally {
+      await fake.close();
+    }
+  }
+
+  it('unknown fields are kept: stored, sent back to forfait byte for byte, stored in the ledger and printed', async () => {
+    await withStandIn({ forfait: record }, 'extra.txt', async ({ fake, configDir, doc, env }) => {
       const saved = await runMain(['register', doc.path, '--no-complete', '--json'], env);
       expect(saved.code, describeRun(saved)).toBe(0);
       expect(saved.stdout.trim()).toBe(session.trim());
@@ -179,27 +201,15 @@ describe('answers from a stand-in service', () => {
       const shown = await runMain(['register', doc.path], env);
       expect(shown.code, describeRun(shown)).toBe(0);
       expect(shown.stdout).toMatch(/zzUnknown\s+\{"kept":\[1,"two",null\]\}/);
-    } finally {
-      await fake.close();
-    }
+    });
   });
 
   it('a record with a byte that is not UTF-8 (Latin-1 é) is kept, never lost: exit 0, in the ledger, and said', async () => {
-    const fake = await startFakeService((route, req) => {
-      if (route === 'request') return { status: 200, body: session };
-      if (route === 'forfait') {
-        const text = record(req.url.split('/')[4]!).replace('"description": "', '"description": "caf\u0000');
-        return { status: 200, body: Buffer.from(Buffer.from(text, 'latin1').map((b) => (b === 0 ? 0xe9 : b))) };
-      }
-      return { status: 404, body: '{}' };
-    });
-    try {
-      const configDir = tempDir();
-      const doc = makeDocument(tempDir(), 'latin1.txt');
-      const env = cliEnv(configDir, {
-        NOTARIZE_BASE_URL: fake.url,
-        NOTARIZE_TOKEN: handMadeJwt(Date.now() / 1000 + 3600),
-      });
+    const latin1 = (hash: string) => {
+      const text = record(hash).replace('"description": "', '"description": "caf\u0000');
+      return Buffer.from(Buffer.from(text, 'latin1').map((b) => (b === 0 ? 0xe9 : b)));
+    };
+    await withStandIn({ forfait: latin1 }, 'latin1.txt', async ({ fake, configDir, doc, env }) => {
       const run = await runMain(['register', doc.path, '--json'], env);
       expect(run.code, describeRun(run)).toBe(0);
       expect(JSON.parse(run.stdout)).toMatchObject({
@@ -210,9 +220,7 @@ describe('answers from a stand-in service', () => {
       expect(run.stderr).toMatch(
         /^warning: POST \S+\/forfait answered 200 with bytes that are not UTF-8, as JSON must be/m,
       );
-    } finally {
-      await fake.close();
-    }
+    });
   });
 
   it('numbers JSON.parse would change (a uint64 asset id, 1.50) are shown as sent: tables, show, pending --json', async () => {
@@ -221,18 +229,7 @@ describe('answers from a stand-in service', () => {
       record(hash)
         .replace(/"assetId": null/, '"assetId": 18446744073709551615')
         .replace(/\}\s*$/, ', "nested": {"n": 9007199254740993, "price": 1.50}}\n');
-    const fake = await startFakeService((route, req) => {
-      if (route === 'request') return { status: 200, body: bigSession };
-      if (route === 'forfait') return { status: 200, body: bigRecord(req.url.split('/')[4]!) };
-      return { status: 404, body: '{}' };
-    });
-    try {
-      const configDir = tempDir();
-      const doc = makeDocument(tempDir(), 'big.txt');
-      const env = cliEnv(configDir, {
-        NOTARIZE_BASE_URL: fake.url,
-        NOTARIZE_TOKEN: handMadeJwt(Date.now() / 1000 + 3600),
-      });
+    await withStandIn({ session: bigSession, forfait: bigRecord }, 'big.txt', async ({ doc, env }) => {
       const saved = await runMain(['register', doc.path, '--no-complete'], env);
       expect(saved.code, describeRun(saved)).toBe(0);
       expect(saved.stdout).toMatch(/^big\s+12345678901234567890123$/m);
@@ -247,27 +244,14 @@ describe('answers from a stand-in service', () => {
         expect(run.stdout).toMatch(/^nested\s+\{"n":9007199254740993,"price":1\.50\}$/m);
         expect(run.stdout).toMatch(/^creationDate\s+1649855665000 \(2022-04-13T13:14:25\.000Z\)$/m);
       }
-    } finally {
-      await fake.close();
-    }
+    });
   });
 
   it('a record naming two hashes (one key twice) is set aside: exit 5, not in the ledger, `verify` not verified', async () => {
     const other = 'f'.repeat(64);
     // JSON.parse keeps the last `hash` (the document's); a reader keeping the first sees another document.
-    const fake = await startFakeService((route, req) => {
-      if (route === 'request') return { status: 200, body: session };
-      if (route === 'forfait')
-        return { status: 200, body: `{"hash":"${other}",${record(req.url.split('/')[4]!).slice(1)}` };
-      return { status: 404, body: '{}' };
-    });
-    try {
-      const configDir = tempDir();
-      const doc = makeDocument(tempDir(), 'twice.txt');
-      const env = cliEnv(configDir, {
-        NOTARIZE_BASE_URL: fake.url,
-        NOTARIZE_TOKEN: handMadeJwt(Date.now() / 1000 + 3600),
-      });
+    const twice = (hash: string) => `{"hash":"${other}",${record(hash).slice(1)}`;
+    await withStandIn({ forfait: twice }, 'twice.txt', async ({ fake, configDir, doc, env }) => {
       const run = await runMain(['register', doc.path], env);
       expect(run.code, describeRun(run)).toBe(5);
       expect(run.stderr).toMatch(/has a key twice in one object/);
@@ -275,9 +259,7 @@ describe('answers from a stand-in service', () => {
       expect(pendingHashes(configDir, fake.url)).toEqual([doc.hash]);
       const verified = await runMain(['verify', doc.path], env);
       expect(verified.code, describeRun(verified)).toBe(6);
-    } finally {
-      await fake.close();
-    }
+    });
   });
 
   it('a 200 whose endless body trickles in (one byte every 50 ms) is cut off by --timeout: exit 5, never retried, promptly', async () => {
