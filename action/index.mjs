@@ -10528,7 +10528,7 @@ function checkStandardInput(stdin) {
 	if (directory) throw new InputFileError("-", "standard input is a directory", {
 		code: "is_directory",
 		message: "standard input ('-') is a directory",
-		hint: "give '-' a file (`< file`, or a pipe), or name the files, with --recursive for a folder"
+		hint: "give '-' a file (`< file`) or a pipe, or name a file instead of '-'"
 	});
 }
 var init_read_input = __esmMin((() => {
@@ -10689,12 +10689,24 @@ async function hashHandle(file, before, onProgress) {
 }
 /**
 * Throws unless `info` (an fstat of the opened path) is the file the walk saw
-* there, when it was found by one: Node has no openat(), so a link swapped in
-* for the file, or for a folder above it, after the walk would be followed
-* out of the folder walked, and its bytes hashed under a name inside it.
+* there, when it was found by one, and the folders above it (below the one
+* named) are still the folders the walk listed: Node has no openat(), so a
+* link swapped in for the file, or for a folder above it, after the walk
+* would be followed out of the folder walked, and its bytes hashed under a
+* name inside it. Checked after the open: a swap back to hide it would have
+* to come between the two.
 */
 function checkListed(path, info, listed) {
-	if (listed === void 0 || info.dev === listed.dev && info.ino === listed.ino) return;
+	if (listed === void 0) return;
+	const same = (seen, was) => seen !== void 0 && seen.dev === was.dev && seen.ino === was.ino;
+	const foldersHeld = (listed.folders ?? []).every((folder) => {
+		const now = lstatSync(folder.path, {
+			bigint: true,
+			throwIfNoEntry: false
+		});
+		return now?.isDirectory() === true && same(now, folder);
+	});
+	if (same(info, listed) && foldersHeld) return;
 	throw new InputFileError(path, "was replaced after its folder was walked (by a link, or another file)", {
 		code: "changed_while_hashed",
 		message: `'${path}' was replaced after its folder was walked (by a link, or another file)`,
@@ -18704,6 +18716,14 @@ function leftOut(path, relativePath, filter) {
 	} catch {}
 	return !toFolder && !filter.accepts(relativePath);
 }
+/** A folder found by a walk that was not the folder it was when its parent was listed. */
+function replacedError(dir) {
+	return new InputFileError(dir, "was replaced while its folder was walked (by a link, or another folder)", {
+		code: "changed_while_hashed",
+		message: `'${dir}' was replaced while its folder was walked (by a link, or another folder)`,
+		hint: "walk it again when it is stable; a link met in a walk is never followed"
+	});
+}
 function unusable(path, error) {
 	return {
 		kind: "unusable",
@@ -18773,15 +18793,31 @@ function replacementNamed(path) {
 	};
 }
 /** The files under `dir` in name order (deterministic), depth first. */
-async function* walk(dir, below, filter, onSkipped) {
+async function* walk(dir, below, filter, onSkipped, folders = []) {
 	let listed;
+	let inside = folders;
 	try {
+		const seen = below === "" ? void 0 : lstatSync(dir, { bigint: true });
+		if (seen !== void 0 && !seen.isDirectory()) throw replacedError(dir);
 		listed = await readdir(dir, {
 			withFileTypes: true,
 			encoding: "buffer"
 		});
+		if (seen !== void 0) {
+			const after = lstatSync(dir, { bigint: true });
+			if (!after.isDirectory() || after.dev !== seen.dev || after.ino !== seen.ino) throw replacedError(dir);
+			inside = [...folders, {
+				path: dir,
+				dev: seen.dev,
+				ino: seen.ino
+			}];
+		}
 	} catch (error) {
-		yield unusable(dir, error);
+		yield error instanceof InputFileError ? {
+			kind: "unusable",
+			path: dir,
+			error
+		} : unusable(dir, error);
 		return;
 	}
 	const entries = listed.map((entry) => ({
@@ -18796,7 +18832,7 @@ async function* walk(dir, below, filter, onSkipped) {
 		const fileOrFolder = entry.isFile() || entry.isDirectory();
 		if (!utf8 && fileOrFolder) {
 			if (entry.isDirectory() ? !filter.excludes(relativePath) : filter.accepts(relativePath)) yield notUtf8(path, "walk");
-		} else if (entry.isDirectory()) yield* walk(path, relativePath, filter, onSkipped);
+		} else if (entry.isDirectory()) yield* walk(path, relativePath, filter, onSkipped, inside);
 		else if (!entry.isFile()) {
 			if (leftOut(path, relativePath, filter)) continue;
 			onSkipped({
@@ -18813,7 +18849,8 @@ async function* walk(dir, below, filter, onSkipped) {
 			}
 			yield fileItem(path, { size: Number(info.size) }, relativePath, {
 				dev: info.dev,
-				ino: info.ino
+				ino: info.ino,
+				folders: inside
 			});
 		}
 	}
@@ -18850,7 +18887,15 @@ async function* expandPath(path, state) {
 }
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
 async function openList(source, stdin) {
-	if (source === "-") return stdin;
+	if (source === "-") {
+		try {
+			checkStandardInput(stdin);
+		} catch (error) {
+			const { reason, hint } = error;
+			throw new UsageError(`cannot read the --files-from list from '-': ${reason}`, { ...hint ? { hint } : {} });
+		}
+		return stdin;
+	}
 	let unblock = () => {};
 	try {
 		const info = await stat(source);
@@ -18946,7 +18991,11 @@ function checkInputOptions(options) {
 	if (options.nul && options.filesFrom === void 0) throw new UsageError("-0 goes with --files-from");
 	const filters = [...(options.include?.length ?? 0) > 0 ? ["--include"] : [], ...(options.exclude?.length ?? 0) > 0 ? ["--exclude"] : []];
 	for (const [flag, globs] of [["--include", options.include ?? []], ["--exclude", options.exclude ?? []]]) for (const glob of globs) {
-		if (glob.endsWith("/")) throw new UsageError(`${flag} '${glob}' names a folder, and globs match files`, { hint: `write '${glob}**' for the files in it (or '**/${glob.replace(/^\/+/, "")}**' at any depth)` });
+		if (glob.endsWith("/")) {
+			const folder = glob.replace(/^\/+/, "");
+			const anyDepth = folder.startsWith("**/") ? "" : ` (or '**/${folder}**' at any depth)`;
+			throw new UsageError(`${flag} '${glob}' names a folder, and globs match files`, { hint: `write '${folder}**' for the files in it${anyDepth}` });
+		}
 		if (glob.startsWith("/")) throw new UsageError(`${flag} '${glob}' starts with '/', and globs match paths below the folder walked`, { hint: `write '${glob.replace(/^\/+/, "")}'` });
 	}
 	if (filters.length > 0 && !options.recursive) throw new UsageError(`${filters.join(" and ")} ${filters.length === 1 ? "goes" : "go"} with --recursive: ${filters.length === 1 ? "it filters" : "they filter"} only the files found in folders walked`, { hint: "add -r to walk folders, or name only the documents wanted, on the command line or in the --files-from list" });
@@ -18983,6 +19032,7 @@ var init_inputs = __esmMin((() => {
 	init_errors();
 	init_interrupt();
 	init_hash$1();
+	init_read_input();
 }));
 // dist/commands/register-inputs.js
 function displayName(item) {

@@ -18,7 +18,7 @@
  * (/proc/kmsg) or consume what they return.
  */
 import { createHash } from 'node:crypto';
-import { constants, fstatSync, statfsSync, statSync, type BigIntStats } from 'node:fs';
+import { constants, fstatSync, lstatSync, statfsSync, statSync, type BigIntStats } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { InputFileError, UsageError } from '../errors.js';
@@ -228,20 +228,39 @@ async function hashHandle(file: FileHandle, before: BigIntStats, onProgress?: Ha
   return { digest: hash.digest('hex'), bytes, grown: probe.bytesRead > 0 };
 }
 
-/** The file a directory walk saw at a path (its lstat's device and inode). */
-export interface Listed {
+/** A folder a directory walk went into below the one named: its path, and its lstat's device and inode. */
+export interface ListedFolder {
+  path: string;
   dev: bigint;
   ino: bigint;
 }
 
+/** The file a directory walk saw at a path (its lstat's device and inode), and the folders it is in. */
+export interface Listed {
+  dev: bigint;
+  ino: bigint;
+  /** The folders between the one named and the file, as the walk listed them. */
+  folders?: readonly ListedFolder[];
+}
+
 /**
  * Throws unless `info` (an fstat of the opened path) is the file the walk saw
- * there, when it was found by one: Node has no openat(), so a link swapped in
- * for the file, or for a folder above it, after the walk would be followed
- * out of the folder walked, and its bytes hashed under a name inside it.
+ * there, when it was found by one, and the folders above it (below the one
+ * named) are still the folders the walk listed: Node has no openat(), so a
+ * link swapped in for the file, or for a folder above it, after the walk
+ * would be followed out of the folder walked, and its bytes hashed under a
+ * name inside it. Checked after the open: a swap back to hide it would have
+ * to come between the two.
  */
 export function checkListed(path: string, info: BigIntStats, listed: Listed | undefined): void {
-  if (listed === undefined || (info.dev === listed.dev && info.ino === listed.ino)) return;
+  if (listed === undefined) return;
+  const same = (seen: BigIntStats | undefined, was: { dev: bigint; ino: bigint }) =>
+    seen !== undefined && seen.dev === was.dev && seen.ino === was.ino;
+  const foldersHeld = (listed.folders ?? []).every((folder) => {
+    const now = lstatSync(folder.path, { bigint: true, throwIfNoEntry: false });
+    return now?.isDirectory() === true && same(now, folder);
+  });
+  if (same(info, listed) && foldersHeld) return;
   throw new InputFileError(path, 'was replaced after its folder was walked (by a link, or another file)', {
     code: 'changed_while_hashed',
     message: `'${path}' was replaced after its folder was walked (by a link, or another file)`,

@@ -22,7 +22,8 @@ import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { InputFileError, UsageError } from '../errors.js';
 import { unblockOnInterrupt } from '../interrupt.js';
-import { fileErrorReason, type Listed } from './hash.js';
+import { fileErrorReason, type Listed, type ListedFolder } from './hash.js';
+import { checkStandardInput } from './read-input.js';
 
 export interface InputOptions {
   recursive?: boolean;
@@ -213,6 +214,15 @@ function leftOut(path: string, relativePath: string, filter: PathFilter): boolea
   return !toFolder && !filter.accepts(relativePath);
 }
 
+/** A folder found by a walk that was not the folder it was when its parent was listed. */
+function replacedError(dir: string): InputFileError {
+  return new InputFileError(dir, 'was replaced while its folder was walked (by a link, or another folder)', {
+    code: 'changed_while_hashed',
+    message: `'${dir}' was replaced while its folder was walked (by a link, or another folder)`,
+    hint: 'walk it again when it is stable; a link met in a walk is never followed',
+  });
+}
+
 function unusable(path: string, error: unknown): InputItem {
   return { kind: 'unusable', path, error: new InputFileError(path, fileErrorReason(error as NodeJS.ErrnoException)) };
 }
@@ -291,14 +301,26 @@ async function* walk(
   below: string,
   filter: PathFilter,
   onSkipped: (skipped: SkippedPath) => void,
+  folders: readonly ListedFolder[] = [],
 ): AsyncGenerator<InputItem> {
   let listed;
+  let inside = folders;
   try {
+    // A folder found by the walk (not the one named) must be a folder, not a link swapped in for it
+    // since its parent was listed, both before it is listed and after: else its listing may be of
+    // another folder's, outside the one walked (readdir takes a path, and follows a link).
+    const seen = below === '' ? undefined : lstatSync(dir, { bigint: true });
+    if (seen !== undefined && !seen.isDirectory()) throw replacedError(dir);
     // As bytes: a name that is not UTF-8 must not be decoded into another's (notUtf8).
     listed = await readdir(dir, { withFileTypes: true, encoding: 'buffer' });
+    if (seen !== undefined) {
+      const after = lstatSync(dir, { bigint: true });
+      if (!after.isDirectory() || after.dev !== seen.dev || after.ino !== seen.ino) throw replacedError(dir);
+      inside = [...folders, { path: dir, dev: seen.dev, ino: seen.ino }];
+    }
   } catch (error) {
     // A subdirectory that cannot be listed fails on its own, like a named file.
-    yield unusable(dir, error);
+    yield error instanceof InputFileError ? { kind: 'unusable', path: dir, error } : unusable(dir, error);
     return;
   }
   const entries = listed.map((entry) => ({ entry, name: entry.name.toString('utf8'), utf8: isUtf8(entry.name) }));
@@ -313,7 +335,7 @@ async function* walk(
       const wanted = entry.isDirectory() ? !filter.excludes(relativePath) : filter.accepts(relativePath);
       if (wanted) yield notUtf8(path, 'walk');
     } else if (entry.isDirectory()) {
-      yield* walk(path, relativePath, filter, onSkipped);
+      yield* walk(path, relativePath, filter, onSkipped, inside);
     } else if (!entry.isFile()) {
       // A link or special file: reported (verify fails it), unless --include/--exclude leave it out.
       if (leftOut(path, relativePath, filter)) continue;
@@ -326,7 +348,11 @@ async function* walk(
         yield unusable(path, error);
         continue;
       }
-      yield fileItem(path, { size: Number(info.size) }, relativePath, { dev: info.dev, ino: info.ino });
+      yield fileItem(path, { size: Number(info.size) }, relativePath, {
+        dev: info.dev,
+        ino: info.ino,
+        folders: inside,
+      });
     }
   }
 }
@@ -378,7 +404,15 @@ async function* expandPath(path: string, state: ExpandState): AsyncGenerator<Inp
 
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
 async function openList(source: string, stdin: Readable): Promise<AsyncIterable<Buffer | string>> {
-  if (source === '-') return stdin;
+  if (source === '-') {
+    try {
+      checkStandardInput(stdin);
+    } catch (error) {
+      const { reason, hint } = error as InputFileError;
+      throw new UsageError(`cannot read the --files-from list from '-': ${reason}`, { ...(hint ? { hint } : {}) });
+    }
+    return stdin;
+  }
   let unblock = () => {};
   try {
     const info = await stat(source);
@@ -523,8 +557,10 @@ export function checkInputOptions(options: InputOptions): void {
   ] as const) {
     for (const glob of globs) {
       if (glob.endsWith('/')) {
+        const folder = glob.replace(/^\/+/, '');
+        const anyDepth = folder.startsWith('**/') ? '' : ` (or '**/${folder}**' at any depth)`;
         throw new UsageError(`${flag} '${glob}' names a folder, and globs match files`, {
-          hint: `write '${glob}**' for the files in it (or '**/${glob.replace(/^\/+/, '')}**' at any depth)`,
+          hint: `write '${folder}**' for the files in it${anyDepth}`,
         });
       }
       if (glob.startsWith('/')) {

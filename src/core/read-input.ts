@@ -67,7 +67,7 @@ export function checkStandardInput(stdin: Readable): void {
     throw new InputFileError('-', 'standard input is a directory', {
       code: 'is_directory',
       message: "standard input ('-') is a directory",
-      hint: "give '-' a file (`< file`, or a pipe), or name the files, with --recursive for a folder",
+      hint: "give '-' a file (`< file`) or a pipe, or name a file instead of '-'",
     });
   }
 }

@@ -100,6 +100,20 @@ describe('expandInputs: the arguments as a whole', () => {
     expect(error.message).toBe(message);
   });
 
+  it("a folder glob's hint names a glob that works, whatever its slashes", async () => {
+    for (const [glob, hint] of [
+      ['dist/', "write 'dist/**' for the files in it (or '**/dist/**' at any depth)"],
+      ['/dist/', "write 'dist/**' for the files in it (or '**/dist/**' at any depth)"],
+      ['**/cache/', "write '**/cache/**' for the files in it"],
+    ]) {
+      const error = await rejectionOf(
+        expandInputs(['a'], { recursive: true, exclude: [glob!] }, noStdin()),
+        UsageError,
+      );
+      expect(error.hint, glob).toBe(hint);
+    }
+  });
+
   it('a --files-from list that cannot be opened is a usage error up front', async () => {
     const dir = tempDir();
     for (const [source, reason] of [
@@ -168,14 +182,14 @@ describe('expandInputs: walking a directory', () => {
     const { items, skipped } = await expanded([root], { recursive: true });
     expect(items.map(summary)).toEqual(['.hidden', 'C.txt', 'a/c/d.txt', 'a/z.txt', 'b.txt']);
     expect(items.map(itemName)).toEqual(items.map((item) => (item as { path: string }).path));
-    const z = lstatSync(join(root, 'a', 'z.txt'), { bigint: true });
+    const [z, a] = [join(root, 'a', 'z.txt'), join(root, 'a')].map((path) => lstatSync(path, { bigint: true }));
     expect(items.find((item) => summary(item) === 'a/z.txt')).toEqual({
       kind: 'file',
       path: join(root, 'a', 'z.txt'),
       size: 1,
       relative: 'a/z.txt',
-      // The file the walk saw, which the one opened must be (test/inputs/swapped.test.ts).
-      listed: { dev: z.dev, ino: z.ino },
+      // The file the walk saw, and the folder it is in, which must be what is opened (test/inputs/swapped.test.ts).
+      listed: { dev: z!.dev, ino: z!.ino, folders: [{ path: join(root, 'a'), dev: a!.dev, ino: a!.ino }] },
     });
     if (posix) {
       expect(skipped).toEqual([

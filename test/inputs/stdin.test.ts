@@ -38,6 +38,12 @@ describe("'-' when standard input is a directory", () => {
     }
   });
 
+  it('--files-from - says so, not that the list holds no path (nor reads it as empty)', () => {
+    const run = withDirectoryAsStdin(['hash', '--files-from', '-']);
+    expect(run.status, run.stderr).toBe(2);
+    expect(run.stderr).toContain("cannot read the --files-from list from '-': standard input is a directory");
+  });
+
   it('--description-file - says so too, not that the description is empty', () => {
     const run = withDirectoryAsStdin(['register', '--hash', 'ab'.repeat(32), '--description-file', '-']);
     expect(run.status, run.stderr).toBe(2);

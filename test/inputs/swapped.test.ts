@@ -61,4 +61,29 @@ describe('a file swapped after the walk', () => {
       }
     },
   );
+
+  it('a folder swapped for a link while the walk is under way: not followed, that folder fails (exit 2)', async () => {
+    const root = dir();
+    writeFileSync(join(root, 'outside.txt'), 'outside the folder walked\n');
+    mkdirSync(join(root, 'dist', 'a'), { recursive: true });
+    mkdirSync(join(root, 'dist', 'z'));
+    writeFileSync(join(root, 'dist', 'a', 'first.txt'), 'first\n');
+    writeFileSync(join(root, 'dist', 'z', 'f.txt'), 'inside\n');
+    mkdirSync(join(root, 'elsewhere'));
+    writeFileSync(join(root, 'elsewhere', 'f.txt'), 'outside the folder walked\n');
+    const expansion = await expandInputs([join(root, 'dist')], { recursive: true }, Readable.from([]));
+    const items: InputItem[] = [];
+    for await (const item of expansion.items) {
+      items.push(item);
+      // Once the walk has listed 'dist' and gone into 'a', 'z' becomes a link before its turn.
+      if (items.length === 1) {
+        renameSync(join(root, 'dist', 'z'), join(root, 'z-moved'));
+        symlinkSync(join(root, 'elsewhere'), join(root, 'dist', 'z'));
+      }
+    }
+    expect(items.map((i) => (i.kind === 'unusable' ? `unusable ${i.error.code} ${i.path}` : `${i.kind}`))).toEqual([
+      'file',
+      `unusable changed_while_hashed ${join(root, 'dist', 'z')}`,
+    ]);
+  });
 });
