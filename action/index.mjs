@@ -177,12 +177,23 @@ function handleSignalsInCommand() {
 	takenOver = true;
 }
 /** The line printed on an interruption, by what is under way. */
+/**
+* What the line of an interruption says of the kept session of `hash`, if it
+* is kept: how to finish it, and what must be kept for that (a Merkle root's
+* tree). Set before its completion is sent; a later note replaces it.
+*/
+function sessionNote(hash, note) {
+	sessionNotes.set(hash, note);
+}
 function interruptionMessage(signal) {
 	const kept = [...underway].filter((u) => u.sessionSaved && !u.recordSaved).map((u) => u.hash);
 	const recorded = [.../* @__PURE__ */ new Set([...metadataUnsent, ...[...underway].filter((u) => u.metadataOwed).map((u) => u.hash)])];
 	const head = `interrupted (${signal})`;
 	const metadata = recorded.length === 0 ? "" : recorded.length === 1 ? `; the record of ${recorded[0]} is saved, its custody metadata not sent: run the same command again to send it` : `; ${recorded.length} records are saved, their custody metadata not sent: run the same command again to send it`;
-	if (kept.length === 1) return `${head}; the session of ${kept[0]} is kept: finish it with \`notarize complete ${kept[0]}\`${metadata}`;
+	if (kept.length === 1) {
+		const finish = sessionNotes.get(kept[0]) ?? `finish it with \`notarize complete ${kept[0]}\``;
+		return `${head}; the session of ${kept[0]} is kept: ${finish}${metadata}`;
+	}
 	if (kept.length > 1) return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${metadata}`;
 	if (recorded.length > 0) return `${head}${metadata}`;
 	if (underway.size > 0) return `${head}; any saved session is kept: see \`notarize pending\``;
@@ -253,7 +264,7 @@ function exitNow(signal, code, options) {
 	} catch {}
 	process.exit(code);
 }
-var EXIT_ON, underway, metadataUnsent, completing, owed, stopping, onCompletionsRecorded, stoppingNow, nowStopping, COMPLETION_GRACE_MS, pendingOutput, takenOver;
+var EXIT_ON, underway, metadataUnsent, sessionNotes, completing, owed, stopping, onCompletionsRecorded, stoppingNow, nowStopping, COMPLETION_GRACE_MS, pendingOutput, takenOver;
 var init_interrupt = __esmMin((() => {
 	EXIT_ON = {
 		SIGINT: 130,
@@ -261,6 +272,7 @@ var init_interrupt = __esmMin((() => {
 	};
 	underway = /* @__PURE__ */ new Set();
 	metadataUnsent = /* @__PURE__ */ new Set();
+	sessionNotes = /* @__PURE__ */ new Map();
 	completing = /* @__PURE__ */ new Set();
 	owed = /* @__PURE__ */ new Set();
 	stopping = false;
@@ -19476,9 +19488,12 @@ var init_register_aggregate = __esmMin((() => {
 				},
 				beforeCompletion: async (root) => {
 					const [plan, tree] = [this.#documents.receipts, trees.get(root)];
-					if (plan === void 0 || tree === void 0) return;
-					await writeManifestFirst(plan, tree, io);
-					this.#manifestsWritten.add(root);
+					if (plan !== void 0 && tree !== void 0) {
+						await writeManifestFirst(plan, tree, io);
+						this.#manifestsWritten.add(root);
+					}
+					const manifest = plan === void 0 ? void 0 : join(plan.dir, manifestName(root));
+					sessionNote(root, `finish it with \`notarize complete ${root}\` or the same command (the Merkle root of this run's documents; ${manifest !== void 0 && existsSync(manifest) ? `this store and ${manifest} hold its tree: keep either (on a new runner, the receipt folder: docs/ci.md)` : "only this store holds its tree: keep it"})`);
 				}
 			};
 			const input = {

@@ -45,6 +45,8 @@ interface Underway {
 const underway = new Set<Underway>();
 /** Hashes let go of with their custody metadata unsent (a signal cut the wait for its answer): for the line. */
 const metadataUnsent = new Set<string>();
+/** What to say of a session kept, by hash, instead of `notarize complete <hash>` alone (sessionNote). */
+const sessionNotes = new Map<string, string>();
 /** Completions sent whose answer is not yet recorded. */
 const completing = new Set<object>();
 /** Registrations completed (or being completed) whose result and receipt are not yet out. */
@@ -168,6 +170,15 @@ export function handleSignalsInCommand(): void {
 }
 
 /** The line printed on an interruption, by what is under way. */
+/**
+ * What the line of an interruption says of the kept session of `hash`, if it
+ * is kept: how to finish it, and what must be kept for that (a Merkle root's
+ * tree). Set before its completion is sent; a later note replaces it.
+ */
+export function sessionNote(hash: string, note: string): void {
+  sessionNotes.set(hash, note);
+}
+
 export function interruptionMessage(signal: string): string {
   const kept = [...underway].filter((u) => u.sessionSaved && !u.recordSaved).map((u) => u.hash);
   const recorded = [...new Set([...metadataUnsent, ...[...underway].filter((u) => u.metadataOwed).map((u) => u.hash)])];
@@ -179,8 +190,10 @@ export function interruptionMessage(signal: string): string {
       : recorded.length === 1
         ? `; the record of ${recorded[0]} is saved, its custody metadata not sent: run the same command again to send it`
         : `; ${recorded.length} records are saved, their custody metadata not sent: run the same command again to send it`;
-  if (kept.length === 1)
-    return `${head}; the session of ${kept[0]} is kept: finish it with \`notarize complete ${kept[0]}\`${metadata}`;
+  if (kept.length === 1) {
+    const finish = sessionNotes.get(kept[0]!) ?? `finish it with \`notarize complete ${kept[0]}\``;
+    return `${head}; the session of ${kept[0]} is kept: ${finish}${metadata}`;
+  }
   if (kept.length > 1) {
     return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${metadata}`;
   }

@@ -38,7 +38,7 @@ import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { escapeControls } from '../output/safe-text.js';
-import { owingResult } from '../interrupt.js';
+import { owingResult, sessionNote } from '../interrupt.js';
 import { checkManifestPath, manifestNotWritten, writeManifest, writeManifestFirst } from './manifest-files.js';
 import { DocumentRoots, type Rooted } from './register-roots.js';
 import { TreesNow } from '../core/trees-now.js';
@@ -368,9 +368,20 @@ export class Aggregator {
       },
       beforeCompletion: async (root: string) => {
         const [plan, tree] = [this.#documents.receipts, trees.get(root)];
-        if (plan === undefined || tree === undefined) return;
-        await writeManifestFirst(plan, tree, io);
-        this.#manifestsWritten.add(root);
+        if (plan !== undefined && tree !== undefined) {
+          await writeManifestFirst(plan, tree, io);
+          this.#manifestsWritten.add(root);
+        }
+        // Stopped by a signal before its answer, this root may be paid for: only its tree leads to it.
+        const manifest = plan === undefined ? undefined : join(plan.dir, manifestName(root));
+        const where =
+          manifest !== undefined && existsSync(manifest)
+            ? `this store and ${manifest} hold its tree: keep either (on a new runner, the receipt folder: docs/ci.md)`
+            : 'only this store holds its tree: keep it';
+        sessionNote(
+          root,
+          `finish it with \`notarize complete ${root}\` or the same command (the Merkle root of this run's documents; ${where})`,
+        );
       },
     };
     const input = {

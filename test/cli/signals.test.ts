@@ -112,6 +112,29 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     });
   }
 
+  it('SIGTERM while a Merkle root waits on a forfait that never answers: the line says where its tree is', async () => {
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'hang', count: 1 }]);
+    for (const name of ['a.txt', 'b.txt']) writeFileSync(join(bed.workDir, `root-${name}`), `a root's ${name}\n`);
+    const receipts = join(bed.workDir, 'root-receipts');
+    const docs = ['root-a.txt', 'root-b.txt'].map((name) => join(bed.workDir, name));
+    const spawned = spawnCli(['register', '--aggregate', ...docs, '--receipt-dir', receipts], bed.env(), {
+      cwd: bed.workDir,
+    });
+    await until(() => bed.calls('forfait') > 0, 'forfait is sent');
+    const [root] = bed.pendingHashes();
+    const { run } = await interrupt(spawned, 'SIGTERM');
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(143);
+    // A cancelled CI job: a new runner pays a new root unless the tree is kept.
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
+      `notarize: interrupted (SIGTERM); the session of ${root} is kept: finish it with \`notarize complete ${root}\` ` +
+        `or the same command (the Merkle root of this run's documents; this store and ${join(receipts, `${root}.tree.json`)} ` +
+        'hold its tree: keep either (on a new runner, the receipt folder: docs/ci.md))',
+    );
+    const finished = await bed.run(['complete', root!]);
+    expect(finished.code, describeRun(finished)).toBe(0);
+  });
+
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`${signal} while a forfait already sent is answered within the grace: its record is kept, exit ${CODE[signal]}`, async () => {
       // A forfait sent may be paid whether or not its answer arrives; a re-run would only hear "already registered".
