@@ -169,7 +169,6 @@ export function handleSignalsInCommand(): void {
   takenOver = true;
 }
 
-/** The line printed on an interruption, by what is under way. */
 /**
  * What the line of an interruption says of the kept session of `hash`, if it
  * is kept: how to finish it, and what must be kept for that (a Merkle root's
@@ -179,6 +178,7 @@ export function sessionNote(hash: string, note: string): void {
   sessionNotes.set(hash, note);
 }
 
+/** The line printed on an interruption, by what is under way. */
 export function interruptionMessage(signal: string): string {
   const kept = [...underway].filter((u) => u.sessionSaved && !u.recordSaved).map((u) => u.hash);
   const recorded = [...new Set([...metadataUnsent, ...[...underway].filter((u) => u.metadataOwed).map((u) => u.hash)])];

@@ -7,8 +7,8 @@
 
 /**
  * The bytes of `input`, or undefined as soon as it exceeds `limit` bytes; the
- * caller decodes them, strictly: a bad byte must be refused rather than
- * become U+FFFD.
+ * caller decodes them as what they hold demands (strictly for a description,
+ * with a warning for a service's answer: api/http.ts).
  */
 export async function readBoundedBytes(
   input: AsyncIterable<Buffer | string>,
