@@ -176,7 +176,6 @@ function unblockOnInterrupt(unblock) {
 function handleSignalsInCommand() {
 	takenOver = true;
 }
-/** The line printed on an interruption, by what is under way. */
 /**
 * What the line of an interruption says of the kept session of `hash`, if it
 * is kept: how to finish it, and what must be kept for that (a Merkle root's
@@ -185,6 +184,7 @@ function handleSignalsInCommand() {
 function sessionNote(hash, note) {
 	sessionNotes.set(hash, note);
 }
+/** The line printed on an interruption, by what is under way. */
 function interruptionMessage(signal) {
 	const kept = [...underway].filter((u) => u.sessionSaved && !u.recordSaved).map((u) => u.hash);
 	const recorded = [.../* @__PURE__ */ new Set([...metadataUnsent, ...[...underway].filter((u) => u.metadataOwed).map((u) => u.hash)])];
@@ -10472,8 +10472,8 @@ var init_files = __esmMin((() => {
 */
 /**
 * The bytes of `input`, or undefined as soon as it exceeds `limit` bytes; the
-* caller decodes them, strictly: a bad byte must be refused rather than
-* become U+FFFD.
+* caller decodes them as what they hold demands (strictly for a description,
+* with a warning for a service's answer: api/http.ts).
 */
 async function readBoundedBytes(input, limit) {
 	const chunks = [];
@@ -10506,14 +10506,14 @@ async function readBytesInput(source, stdin, limit, what) {
 	let bytes;
 	try {
 		if (source === "-") {
-			checkStandardInput(stdin);
+			checkStandardInput(stdin, what);
 			bytes = await readBoundedBytes(stdin, limit);
 		} else {
 			if (!(await stat(source)).isFile()) throw new Error("not a regular file");
 			bytes = await readBoundedBytes(createReadStream(source), limit);
 		}
 	} catch (error) {
-		if (error instanceof InputFileError) throw new UsageError(`cannot read ${what} from '-': ${error.reason}`, { ...error.hint ? { hint: error.hint } : {} });
+		if (error instanceof UsageError) throw error;
 		const reason = error.code === "ENOENT" ? "no such file" : error.message;
 		throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
 	}
@@ -10521,15 +10521,16 @@ async function readBytesInput(source, stdin, limit, what) {
 	return bytes;
 }
 /**
-* Throws InputFileError (exit 2) when the process's standard input, as `-`,
-* is a directory (`< .`): Node reads one as empty, so the digest of zero
-* bytes (registered and paid for), or an empty description, would be taken
-* for what was meant (`sha256sum - < .` fails the same way). A closed
-* standard input cannot be told from `< /dev/null` here: Node opens
-* /dev/null in its place at start. Any other stream (a test's) is taken as
-* it is.
+* Throws when the process's standard input, as `-`, is a directory (`< .`):
+* Node reads one as empty, so the digest of zero bytes (registered and paid
+* for), or an empty description, would be taken for what was meant
+* (`sha256sum - < .` fails the same way). A document's read fails alone
+* (InputFileError); the read of `what` (a description, a list) stops the
+* run (UsageError), both exit 2. A closed standard input cannot be told from
+* `< /dev/null` here: Node opens /dev/null in its place at start. Any other
+* stream (a test's) is taken as it is.
 */
-function checkStandardInput(stdin) {
+function checkStandardInput(stdin, what) {
 	if (stdin !== process.stdin) return;
 	let directory;
 	try {
@@ -10537,10 +10538,13 @@ function checkStandardInput(stdin) {
 	} catch {
 		return;
 	}
-	if (directory) throw new InputFileError("-", "standard input is a directory", {
+	if (!directory) return;
+	const hint = "give '-' a file (`< file`) or a pipe, or name a file instead of '-'";
+	if (what !== void 0) throw new UsageError(`cannot read ${what} from '-': standard input is a directory`, { hint });
+	throw new InputFileError("-", "standard input is a directory", {
 		code: "is_directory",
 		message: "standard input ('-') is a directory",
-		hint: "give '-' a file (`< file`) or a pipe, or name a file instead of '-'"
+		hint
 	});
 }
 var init_read_input = __esmMin((() => {
@@ -18900,12 +18904,7 @@ async function* expandPath(path, state) {
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
 async function openList(source, stdin) {
 	if (source === "-") {
-		try {
-			checkStandardInput(stdin);
-		} catch (error) {
-			const { reason, hint } = error;
-			throw new UsageError(`cannot read the --files-from list from '-': ${reason}`, { ...hint ? { hint } : {} });
-		}
+		checkStandardInput(stdin, "the --files-from list");
 		return stdin;
 	}
 	let unblock = () => {};

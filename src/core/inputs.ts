@@ -405,12 +405,7 @@ async function* expandPath(path: string, state: ExpandState): AsyncGenerator<Inp
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
 async function openList(source: string, stdin: Readable): Promise<AsyncIterable<Buffer | string>> {
   if (source === '-') {
-    try {
-      checkStandardInput(stdin);
-    } catch (error) {
-      const { reason, hint } = error as InputFileError;
-      throw new UsageError(`cannot read the --files-from list from '-': ${reason}`, { ...(hint ? { hint } : {}) });
-    }
+    checkStandardInput(stdin, 'the --files-from list');
     return stdin;
   }
   let unblock = () => {};

@@ -23,18 +23,14 @@ export async function readBytesInput(source: string, stdin: Readable, limit: num
   let bytes: Buffer | undefined;
   try {
     if (source === '-') {
-      checkStandardInput(stdin);
+      checkStandardInput(stdin, what);
       bytes = await readBoundedBytes(stdin, limit);
     } else {
       if (!(await stat(source)).isFile()) throw new Error('not a regular file');
       bytes = await readBoundedBytes(createReadStream(source), limit);
     }
   } catch (error) {
-    if (error instanceof InputFileError) {
-      throw new UsageError(`cannot read ${what} from '-': ${error.reason}`, {
-        ...(error.hint ? { hint: error.hint } : {}),
-      });
-    }
+    if (error instanceof UsageError) throw error;
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
     throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
   }
@@ -47,15 +43,16 @@ export async function readBytesInput(source: string, stdin: Readable, limit: num
 }
 
 /**
- * Throws InputFileError (exit 2) when the process's standard input, as `-`,
- * is a directory (`< .`): Node reads one as empty, so the digest of zero
- * bytes (registered and paid for), or an empty description, would be taken
- * for what was meant (`sha256sum - < .` fails the same way). A closed
- * standard input cannot be told from `< /dev/null` here: Node opens
- * /dev/null in its place at start. Any other stream (a test's) is taken as
- * it is.
+ * Throws when the process's standard input, as `-`, is a directory (`< .`):
+ * Node reads one as empty, so the digest of zero bytes (registered and paid
+ * for), or an empty description, would be taken for what was meant
+ * (`sha256sum - < .` fails the same way). A document's read fails alone
+ * (InputFileError); the read of `what` (a description, a list) stops the
+ * run (UsageError), both exit 2. A closed standard input cannot be told from
+ * `< /dev/null` here: Node opens /dev/null in its place at start. Any other
+ * stream (a test's) is taken as it is.
  */
-export function checkStandardInput(stdin: Readable): void {
+export function checkStandardInput(stdin: Readable, what?: string): void {
   if (stdin !== process.stdin) return;
   let directory: boolean;
   try {
@@ -63,11 +60,12 @@ export function checkStandardInput(stdin: Readable): void {
   } catch {
     return; // Unknown: read it as it comes.
   }
-  if (directory) {
-    throw new InputFileError('-', 'standard input is a directory', {
-      code: 'is_directory',
-      message: "standard input ('-') is a directory",
-      hint: "give '-' a file (`< file`) or a pipe, or name a file instead of '-'",
-    });
-  }
+  if (!directory) return;
+  const hint = "give '-' a file (`< file`) or a pipe, or name a file instead of '-'";
+  if (what !== undefined) throw new UsageError(`cannot read ${what} from '-': standard input is a directory`, { hint });
+  throw new InputFileError('-', 'standard input is a directory', {
+    code: 'is_directory',
+    message: "standard input ('-') is a directory",
+    hint,
+  });
 }
