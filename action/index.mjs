@@ -10714,18 +10714,25 @@ async function hashHandle(file, before, onProgress) {
 */
 function checkListed(path, info, listed) {
 	if (listed === void 0) return;
-	const same = (seen, was) => seen !== void 0 && seen.dev === was.dev && seen.ino === was.ino;
-	const foldersHeld = (listed.folders ?? []).every((folder) => {
-		const now = lstatSync(folder.path, {
-			bigint: true,
-			throwIfNoEntry: false
-		});
-		return now?.isDirectory() === true && same(now, folder);
-	});
-	if (same(info, listed) && foldersHeld) return;
-	throw new InputFileError(path, "was replaced after its folder was walked (by a link, or another file)", {
+	const foldersHeld = (listed.folders ?? []).every((folder) => isFolderSeen(lstatSync(folder.path, {
+		bigint: true,
+		throwIfNoEntry: false
+	}), folder));
+	if (!sameFile(info, listed) || !foldersHeld) throw replacedSinceWalked(path, "after its folder was walked", "file");
+}
+/** Whether `now` (an lstat) is still the folder a walk saw as `seen`: a folder, the same one. */
+function isFolderSeen(now, seen) {
+	return now?.isDirectory() === true && sameFile(now, seen);
+}
+function sameFile(now, seen) {
+	return now.dev === seen.dev && now.ino === seen.ino;
+}
+/** A file or folder found by a walk that is no longer what the walk saw `when` (exit 2, that one alone). */
+function replacedSinceWalked(path, when, what) {
+	const reason = `was replaced ${when} (by a link, or another ${what})`;
+	return new InputFileError(path, reason, {
 		code: "changed_while_hashed",
-		message: `'${path}' was replaced after its folder was walked (by a link, or another file)`,
+		message: `'${path}' ${reason}`,
 		hint: "walk it again when it is stable; a link met in a walk is never followed"
 	});
 }
@@ -18732,14 +18739,6 @@ function leftOut(path, relativePath, filter) {
 	} catch {}
 	return !toFolder && !filter.accepts(relativePath);
 }
-/** A folder found by a walk that was not the folder it was when its parent was listed. */
-function replacedError(dir) {
-	return new InputFileError(dir, "was replaced while its folder was walked (by a link, or another folder)", {
-		code: "changed_while_hashed",
-		message: `'${dir}' was replaced while its folder was walked (by a link, or another folder)`,
-		hint: "walk it again when it is stable; a link met in a walk is never followed"
-	});
-}
 function unusable(path, error) {
 	return {
 		kind: "unusable",
@@ -18814,14 +18813,13 @@ async function* walk(dir, below, filter, onSkipped, folders = []) {
 	let inside = folders;
 	try {
 		const seen = below === "" ? void 0 : lstatSync(dir, { bigint: true });
-		if (seen !== void 0 && !seen.isDirectory()) throw replacedError(dir);
+		if (seen !== void 0 && !seen.isDirectory()) throw replacedSinceWalked(dir, WHILE_WALKED, "folder");
 		listed = await readdir(dir, {
 			withFileTypes: true,
 			encoding: "buffer"
 		});
 		if (seen !== void 0) {
-			const after = lstatSync(dir, { bigint: true });
-			if (!after.isDirectory() || after.dev !== seen.dev || after.ino !== seen.ino) throw replacedError(dir);
+			if (!isFolderSeen(lstatSync(dir, { bigint: true }), seen)) throw replacedSinceWalked(dir, WHILE_WALKED, "folder");
 			inside = [...folders, {
 				path: dir,
 				dev: seen.dev,
@@ -19036,7 +19034,7 @@ async function expandInputs(paths, options, stdin, onSkipped = () => {}) {
 		stdinNamed
 	};
 }
-var import_picomatch;
+var import_picomatch, WHILE_WALKED;
 var init_inputs = __esmMin((() => {
 	init_path_spelling();
 	import_picomatch = /* @__PURE__ */ __toESM(require_picomatch(), 1);
@@ -19044,6 +19042,7 @@ var init_inputs = __esmMin((() => {
 	init_interrupt();
 	init_hash$1();
 	init_read_input();
+	WHILE_WALKED = "while its folder was walked";
 }));
 // dist/commands/register-inputs.js
 function displayName(item) {

@@ -254,16 +254,27 @@ export interface Listed {
  */
 export function checkListed(path: string, info: BigIntStats, listed: Listed | undefined): void {
   if (listed === undefined) return;
-  const same = (seen: BigIntStats | undefined, was: { dev: bigint; ino: bigint }) =>
-    seen !== undefined && seen.dev === was.dev && seen.ino === was.ino;
-  const foldersHeld = (listed.folders ?? []).every((folder) => {
-    const now = lstatSync(folder.path, { bigint: true, throwIfNoEntry: false });
-    return now?.isDirectory() === true && same(now, folder);
-  });
-  if (same(info, listed) && foldersHeld) return;
-  throw new InputFileError(path, 'was replaced after its folder was walked (by a link, or another file)', {
+  const foldersHeld = (listed.folders ?? []).every((folder) =>
+    isFolderSeen(lstatSync(folder.path, { bigint: true, throwIfNoEntry: false }), folder),
+  );
+  if (!sameFile(info, listed) || !foldersHeld) throw replacedSinceWalked(path, 'after its folder was walked', 'file');
+}
+
+/** Whether `now` (an lstat) is still the folder a walk saw as `seen`: a folder, the same one. */
+export function isFolderSeen(now: BigIntStats | undefined, seen: { dev: bigint; ino: bigint }): boolean {
+  return now?.isDirectory() === true && sameFile(now, seen);
+}
+
+function sameFile(now: { dev: bigint; ino: bigint }, seen: { dev: bigint; ino: bigint }): boolean {
+  return now.dev === seen.dev && now.ino === seen.ino;
+}
+
+/** A file or folder found by a walk that is no longer what the walk saw `when` (exit 2, that one alone). */
+export function replacedSinceWalked(path: string, when: string, what: 'file' | 'folder'): InputFileError {
+  const reason = `was replaced ${when} (by a link, or another ${what})`;
+  return new InputFileError(path, reason, {
     code: 'changed_while_hashed',
-    message: `'${path}' was replaced after its folder was walked (by a link, or another file)`,
+    message: `'${path}' ${reason}`,
     hint: 'walk it again when it is stable; a link met in a walk is never followed',
   });
 }

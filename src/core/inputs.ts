@@ -22,7 +22,7 @@ import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { InputFileError, UsageError } from '../errors.js';
 import { unblockOnInterrupt } from '../interrupt.js';
-import { fileErrorReason, type Listed, type ListedFolder } from './hash.js';
+import { fileErrorReason, isFolderSeen, replacedSinceWalked, type Listed, type ListedFolder } from './hash.js';
 import { checkStandardInput } from './read-input.js';
 
 export interface InputOptions {
@@ -214,14 +214,8 @@ function leftOut(path: string, relativePath: string, filter: PathFilter): boolea
   return !toFolder && !filter.accepts(relativePath);
 }
 
-/** A folder found by a walk that was not the folder it was when its parent was listed. */
-function replacedError(dir: string): InputFileError {
-  return new InputFileError(dir, 'was replaced while its folder was walked (by a link, or another folder)', {
-    code: 'changed_while_hashed',
-    message: `'${dir}' was replaced while its folder was walked (by a link, or another folder)`,
-    hint: 'walk it again when it is stable; a link met in a walk is never followed',
-  });
-}
+/** When a folder the walk went into was found replaced (replacedSinceWalked). */
+const WHILE_WALKED = 'while its folder was walked';
 
 function unusable(path: string, error: unknown): InputItem {
   return { kind: 'unusable', path, error: new InputFileError(path, fileErrorReason(error as NodeJS.ErrnoException)) };
@@ -310,12 +304,13 @@ async function* walk(
     // since its parent was listed, both before it is listed and after: else its listing may be of
     // another folder's, outside the one walked (readdir takes a path, and follows a link).
     const seen = below === '' ? undefined : lstatSync(dir, { bigint: true });
-    if (seen !== undefined && !seen.isDirectory()) throw replacedError(dir);
+    if (seen !== undefined && !seen.isDirectory()) throw replacedSinceWalked(dir, WHILE_WALKED, 'folder');
     // As bytes: a name that is not UTF-8 must not be decoded into another's (notUtf8).
     listed = await readdir(dir, { withFileTypes: true, encoding: 'buffer' });
     if (seen !== undefined) {
-      const after = lstatSync(dir, { bigint: true });
-      if (!after.isDirectory() || after.dev !== seen.dev || after.ino !== seen.ino) throw replacedError(dir);
+      if (!isFolderSeen(lstatSync(dir, { bigint: true }), seen)) {
+        throw replacedSinceWalked(dir, WHILE_WALKED, 'folder');
+      }
       inside = [...folders, { path: dir, dev: seen.dev, ino: seen.ino }];
     }
   } catch (error) {
