@@ -328,20 +328,15 @@ export class Store {
    * or `"x"` must not be rewritten as an object with numbered keys.
    */
   #read(name: StoreFileName): JsonObject {
-    const text = this.#readText(name);
-    return text === undefined ? {} : this.#parse(this.#path(name), text);
-  }
-
-  /** The text of `name`, its rights tightened (once said) if others could read it; undefined if there is none. */
-  #readText(name: StoreFileName): string | undefined {
     this.prepare();
     const file = this.#path(name);
+    // Its rights tightened (once said) if others could read it.
     const tighten = this.#checked.has(name)
       ? undefined
       : () => this.#warn(`tightened the rights of ${file} to owner-only (0600)`);
     const text = readPrivateFile(file, tighten);
     this.#checked.add(name);
-    return text;
+    return text === undefined ? {} : this.#parse(file, text);
   }
 
   /** The JSON object `text` of `file` holds; StoreError when it is not one, or a key appears twice. */
