@@ -39487,15 +39487,15 @@ var init_context = __esmMin((() => {
 		* (api() onToken), too late for register's checks of a description or a
 		* file's name, which must keep it off the permanent record, and never for
 		* commands that print what the service sent (show, list, receipt,
-		* pending): a service may echo a token in a record. A store that does not
-		* exist is not made for it. A store or credentials file that cannot be
-		* read is passed over here: a damaged file holds no token to use (its
-		* token-shaped strings are still taken, Store.storedTokens), and the
-		* command reports the problem itself if it needs the store.
+		* pending): a service may echo a token in a record. Nothing is made or
+		* changed for it (Store.storedTokens reads the file as it lies). A store
+		* or credentials file that cannot be read is passed over here: a damaged
+		* file holds no token to use (its token-shaped strings are still taken),
+		* and the command reports the problem itself if it needs the store.
 		*/
 		#storedTokensAreSecrets() {
 			try {
-				if (this.storeExists) for (const token of this.store.storedTokens()) this.io.addSecret(token);
+				for (const token of this.store.storedTokens()) this.io.addSecret(token);
 			} catch {}
 		}
 		get store() {
@@ -39918,16 +39918,11 @@ var init_store = __esmMin((() => {
 		* or `"x"` must not be rewritten as an object with numbered keys.
 		*/
 		#read(name) {
-			const text = this.#readText(name);
-			return text === void 0 ? {} : this.#parse(this.#path(name), text);
-		}
-		/** The text of `name`, its rights tightened (once said) if others could read it; undefined if there is none. */
-		#readText(name) {
 			this.prepare();
 			const file = this.#path(name);
 			const text = readPrivateFile(file, this.#checked.has(name) ? void 0 : () => this.#warn(`tightened the rights of ${file} to owner-only (0600)`));
 			this.#checked.add(name);
-			return text;
+			return text === void 0 ? {} : this.#parse(file, text);
 		}
 		/** The JSON object `text` of `file` holds; StoreError when it is not one, or a key appears twice. */
 		#parse(file, text) {

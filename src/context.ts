@@ -70,15 +70,15 @@ export class Context {
    * (api() onToken), too late for register's checks of a description or a
    * file's name, which must keep it off the permanent record, and never for
    * commands that print what the service sent (show, list, receipt,
-   * pending): a service may echo a token in a record. A store that does not
-   * exist is not made for it. A store or credentials file that cannot be
-   * read is passed over here: a damaged file holds no token to use (its
-   * token-shaped strings are still taken, Store.storedTokens), and the
-   * command reports the problem itself if it needs the store.
+   * pending): a service may echo a token in a record. Nothing is made or
+   * changed for it (Store.storedTokens reads the file as it lies). A store
+   * or credentials file that cannot be read is passed over here: a damaged
+   * file holds no token to use (its token-shaped strings are still taken),
+   * and the command reports the problem itself if it needs the store.
    */
   #storedTokensAreSecrets(): void {
     try {
-      if (this.storeExists) for (const token of this.store.storedTokens()) this.io.addSecret(token);
+      for (const token of this.store.storedTokens()) this.io.addSecret(token);
     } catch {
       // See above.
     }
