@@ -19490,8 +19490,8 @@ var init_register_aggregate = __esmMin((() => {
 						await writeManifestFirst(plan, tree, io);
 						this.#manifestsWritten.add(root);
 					}
-					const manifest = plan === void 0 ? void 0 : join(plan.dir, manifestName(root));
-					sessionNote(root, `finish it with \`notarize complete ${root}\` or the same command (the Merkle root of this run's documents; ${manifest !== void 0 && existsSync(manifest) ? `this store and ${manifest} hold its tree: keep either (on a new runner, the receipt folder: docs/ci.md)` : "only this store holds its tree: keep it"})`);
+					const manifest = this.#manifestThere(root);
+					sessionNote(root, `finish it with \`notarize complete ${root}\` or the same command (the Merkle root of this run's documents; ${manifest !== void 0 ? `this store and ${manifest} hold its tree: keep either (on a new runner, the receipt folder: docs/ci.md)` : "only this store holds its tree: keep it"})`);
 				}
 			};
 			const input = {
@@ -19788,7 +19788,6 @@ var init_register_aggregate = __esmMin((() => {
 		* neither, a new root is planted and paid for the same documents.
 		*/
 		#warnAnswerLost(roots) {
-			const plan = this.#documents.receipts;
 			for (const [root, result] of roots) {
 				if (result.ok || !("error" in result) || !mayHaveCompleted(result.error)) continue;
 				let session;
@@ -19799,10 +19798,16 @@ var init_register_aggregate = __esmMin((() => {
 				}
 				if (session === void 0) continue;
 				const next = session.forfaitUnreadAt === void 0 ? "the same command run again with this store sends its session again" : `\`notarize complete ${root}\` with this store sends its session again (answered 409 if it went through)`;
-				const manifest = plan === void 0 ? void 0 : join(plan.dir, manifestName(root));
-				const where = manifest !== void 0 && existsSync(manifest) ? `its tree is in this store (${this.#store.dir}) and in ${manifest}: a run with either of them never pays for these documents twice (on a new runner, restore the receipt folder: docs/ci.md)` : `its tree is only in this store (${this.#store.dir}): keep it`;
+				const manifest = this.#manifestThere(root);
+				const where = manifest !== void 0 ? `its tree is in this store (${this.#store.dir}) and in ${manifest}: a run with either of them never pays for these documents twice (on a new runner, restore the receipt folder: docs/ci.md)` : `its tree is only in this store (${this.#store.dir}): keep it`;
 				this.#options.io.warn(`the Merkle root ${root} may have been registered and paid for, its answer lost; ${next}; ${where}; a run with neither cannot find this root, and registers the documents again under a new one`);
 			}
+		}
+		/** The manifest of `root` in --receipt-dir, if there is one there: with this store, where its tree is kept. */
+		#manifestThere(root) {
+			const plan = this.#documents.receipts;
+			const manifest = plan === void 0 ? void 0 : join(plan.dir, manifestName(root));
+			return manifest !== void 0 && existsSync(manifest) ? manifest : void 0;
 		}
 		/** One warning for every root whose documents got no receipt: the store has no record to write them from. */
 		#warnNoRecords() {

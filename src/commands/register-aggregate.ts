@@ -373,9 +373,9 @@ export class Aggregator {
           this.#manifestsWritten.add(root);
         }
         // Stopped by a signal before its answer, this root may be paid for: only its tree leads to it.
-        const manifest = plan === undefined ? undefined : join(plan.dir, manifestName(root));
+        const manifest = this.#manifestThere(root);
         const where =
-          manifest !== undefined && existsSync(manifest)
+          manifest !== undefined
             ? `this store and ${manifest} hold its tree: keep either (on a new runner, the receipt folder: docs/ci.md)`
             : 'only this store holds its tree: keep it';
         sessionNote(
@@ -739,7 +739,6 @@ export class Aggregator {
    * neither, a new root is planted and paid for the same documents.
    */
   #warnAnswerLost(roots: Map<string, RootResult>): void {
-    const plan = this.#documents.receipts;
     for (const [root, result] of roots) {
       if (result.ok || !('error' in result) || !mayHaveCompleted(result.error)) continue;
       let session;
@@ -753,9 +752,9 @@ export class Aggregator {
         session.forfaitUnreadAt === undefined
           ? 'the same command run again with this store sends its session again'
           : `\`notarize complete ${root}\` with this store sends its session again (answered 409 if it went through)`;
-      const manifest = plan === undefined ? undefined : join(plan.dir, manifestName(root));
+      const manifest = this.#manifestThere(root);
       const where =
-        manifest !== undefined && existsSync(manifest)
+        manifest !== undefined
           ? `its tree is in this store (${this.#store.dir}) and in ${manifest}: a run with either of them ` +
             'never pays for these documents twice (on a new runner, restore the receipt folder: docs/ci.md)'
           : `its tree is only in this store (${this.#store.dir}): keep it`;
@@ -764,6 +763,13 @@ export class Aggregator {
           'a run with neither cannot find this root, and registers the documents again under a new one',
       );
     }
+  }
+
+  /** The manifest of `root` in --receipt-dir, if there is one there: with this store, where its tree is kept. */
+  #manifestThere(root: string): string | undefined {
+    const plan = this.#documents.receipts;
+    const manifest = plan === undefined ? undefined : join(plan.dir, manifestName(root));
+    return manifest !== undefined && existsSync(manifest) ? manifest : undefined;
   }
 
   /** One warning for every root whose documents got no receipt: the store has no record to write them from. */
