@@ -15478,8 +15478,22 @@ var init_manifests = __esmMin((() => {
 			const manifests = [...this.#absentManifests].filter((file) => existsSync(file));
 			if (manifests.length === 0) return;
 			this.#warned = true;
-			const files = manifests.join(", ");
-			warn(manifests.length === 1 ? `the service does not have the root of this tree manifest in --receipt-dir: unless a run elsewhere still completes it, the manifest proves nothing, and \`verify\` over that folder reports it unknown (move it aside, or leave it out with --exclude): ${files}` : `the service does not have the roots of these ${manifests.length} tree manifests in --receipt-dir: unless runs elsewhere still complete them, they prove nothing, and \`verify\` over that folder reports them unknown (move them aside, or leave them out with --exclude): ${files}`);
+			const [roots, these, a, completes, subject, it] = manifests.length === 1 ? [
+				"root",
+				"this tree manifest",
+				"a run",
+				"completes",
+				"the manifest proves",
+				"it"
+			] : [
+				"roots",
+				`these ${manifests.length} tree manifests`,
+				"runs",
+				"complete",
+				"they prove",
+				"them"
+			];
+			warn(`the service does not have the ${roots} of ${these} in --receipt-dir: unless ${a} elsewhere still ${completes} ${it}, ${subject} nothing, and \`verify\` over that folder reports ${it} unknown (move ${it} aside, or leave ${it} out with --exclude): ${manifests.join(", ")}`);
 		}
 		/**
 		* What the service says of `root`: asked with `ask` the first time (`file`

@@ -7,7 +7,7 @@
  * around them: test/flow/aggregate.test.ts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { registerAggregate } from '../../src/core/aggregate.js';
 import { adoptManifests, anyManifestFor, RootAsks } from '../../src/core/manifests.js';
@@ -198,6 +198,22 @@ describe('RootAsks.warnStaleManifests', () => {
       'the service does not have the root of this tree manifest in --receipt-dir: unless a run elsewhere still ' +
         'completes it, the manifest proves nothing, and `verify` over that folder reports it unknown (move it ' +
         `aside, or leave it out with --exclude): ${manifest}`,
+    ]);
+  });
+
+  it('names several such manifests in one warning', async () => {
+    const dir = bed.path('stale-several');
+    mkdirSync(dir, { recursive: true });
+    const manifests = ['cd', 'ef'].map((pair) => join(dir, `${pair.repeat(32)}.tree.json`));
+    for (const manifest of manifests) writeFileSync(manifest, '{}');
+    const asks = new RootAsks();
+    for (const manifest of manifests) await asks.ask(basename(manifest).slice(0, 64), manifest, absent);
+    const warnings: string[] = [];
+    asks.warnStaleManifests((message) => warnings.push(message));
+    expect(warnings).toEqual([
+      'the service does not have the roots of these 2 tree manifests in --receipt-dir: unless runs elsewhere ' +
+        'still complete them, they prove nothing, and `verify` over that folder reports them unknown (move them ' +
+        `aside, or leave them out with --exclude): ${manifests.join(', ')}`,
     ]);
   });
 
