@@ -23910,7 +23910,18 @@ _notarize_values() {
   return 0
 }
 
+# The user's shell options stay theirs, and this script runs with bash's
+# defaults: set -u (nounset) would stop it at the first unset word.
 _notarize() {
+  local nounset=''
+  [[ $- == *u* ]] && nounset=1 && set +u
+  _notarize_complete "$@"
+  local status=$?
+  [[ -n $nounset ]] && set -u
+  return $status
+}
+
+_notarize_complete() {
   COMPREPLY=()
   local table=${shQuote(table)}
   local -A option_kinds=() option_choices=() argument_kinds=() argument_choices=() subcmds=() flags_at=()
@@ -24195,11 +24206,13 @@ _notarize() {
   return 0
 }
 
-if [[ $funcstack[1] == _notarize ]]; then
+# Read as the user's options leave them (ksharrays too): \${funcstack[*]} and
+# \${+functions[...]}, never $funcstack[1] or $+functions[...].
+if [[ "\${funcstack[*]} " == '_notarize '* ]]; then
   # Autoloaded from $fpath: this file is the body of _notarize, run by the
   # first Tab, which must complete too (not only define the function).
   _notarize "$@"
-elif (( $+functions[compdef] )); then
+elif (( \${+functions[compdef]} )); then
   compdef _notarize notarize
 else
   print -u2 'notarize: zsh completion needs compinit first: autoload -Uz compinit && compinit'

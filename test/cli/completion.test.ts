@@ -116,7 +116,7 @@ const PTY_SECONDS = 8;
  * Completes each line with one Tab in a fresh interactive bash or zsh. zsh
  * `mode`: the script saved in $fpath, eval'd or sourced (after compinit).
  */
-async function completeInPty(shell: 'bash' | 'zsh', lines: string[], mode = 'eval'): Promise<Completed[]> {
+async function completeInPty(shell: 'bash' | 'zsh', lines: string[], mode = 'eval', userRc = ''): Promise<Completed[]> {
   const run = await runProcess(
     'zsh',
     ['-f', join(SHELL_DIR, 'pty-complete.zsh'), shell, join(SHELL_DIR, `setup.${shell}`), ...lines],
@@ -124,6 +124,7 @@ async function completeInPty(shell: 'bash' | 'zsh', lines: string[], mode = 'eva
       HOME: home,
       TERM: 'xterm',
       NOTARIZE_MODE: mode,
+      NOTARIZE_USER_RC: userRc,
       NOTARIZE_SCRIPT: scripts[shell].path,
       NOTARIZE_FPATH: join(dir, 'fpath'),
       NOTARIZE_PTY_SECONDS: String(PTY_SECONDS),
@@ -159,9 +160,18 @@ async function completeInFish(lines: string[]): Promise<Completed[]> {
   return cases;
 }
 
-async function complete(shell: Shell, lines: string[], mode?: string): Promise<Completed[]> {
-  return shell === 'fish' ? completeInFish(lines) : completeInPty(shell, lines, mode);
+async function complete(shell: Shell, lines: string[], mode?: string, userRc?: string): Promise<Completed[]> {
+  return shell === 'fish' ? completeInFish(lines) : completeInPty(shell, lines, mode, userRc);
 }
+
+/**
+ * Options users set in their rc files that change how a script reads: the
+ * scripts must complete the same under them (each once stopped them dead).
+ */
+const USER_OPTIONS: Record<'bash' | 'zsh', string> = {
+  bash: 'set -u',
+  zsh: 'setopt ksharrays nounset shwordsplit',
+};
 
 /** Candidates as the user reads them: zsh shows `a\ dir`, fish `a dir/`. */
 function plain(candidate: string): string {
@@ -378,6 +388,30 @@ for (const shell of ['bash', 'zsh', 'fish'] as const) {
         expected,
       );
     }, 120_000);
+
+    if (shell !== 'fish') {
+      it(`completes the same under the user's own options (${USER_OPTIONS[shell]})`, async () => {
+        const expected = await cases();
+        expectCases(
+          shell,
+          await complete(
+            shell,
+            expected.map((c) => c.line),
+            'eval',
+            USER_OPTIONS[shell],
+          ),
+          expected,
+        );
+        if (shell === 'zsh') {
+          // Saved in $fpath, its first Tab runs the file as the function's body, under the user's options.
+          const some = expected.filter((c) =>
+            ['notarize reg', 'notarize register --output ', 'notarize hash my'].includes(c.line),
+          );
+          const lines = some.map((c) => c.line);
+          expectCases(shell, await complete(shell, lines, 'fpath', USER_OPTIONS.zsh), some);
+        }
+      }, 120_000);
+    }
 
     it("offers every command's options, with the global ones", async () => {
       const commands = await configuredCommands();

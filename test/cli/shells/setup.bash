@@ -5,6 +5,8 @@
 PS1='' PS2=''
 unset HISTFILE
 bind 'set bell-style none'
+# The user's own shell options (set -u...), as their rc file sets them.
+eval "${NOTARIZE_USER_RC-}"
 case $NOTARIZE_MODE in
   eval) eval "$(cat "$NOTARIZE_SCRIPT")" ;;
   source) source "$NOTARIZE_SCRIPT" ;;

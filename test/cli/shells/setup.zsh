@@ -5,10 +5,13 @@ PS1='' RPS1='' PROMPT_EOL_MARK=''
 # compinit's dump, one per mode (their $fpath differ): the first shell writes
 # it, later ones start fast, as a user's do.
 dump=$HOME/.zcompdump-$NOTARIZE_MODE
+# The user's own shell options (setopt ksharrays...), as their .zshrc sets
+# them: from here on, this file reads arrays as any option leaves them.
+eval "${NOTARIZE_USER_RC-}"
 case $NOTARIZE_MODE in
   fpath)
     # The script saved as _notarize in a directory of $fpath, found by compinit.
-    fpath=("$NOTARIZE_FPATH" $fpath)
+    fpath=("$NOTARIZE_FPATH" "${fpath[@]}")
     autoload -Uz compinit && compinit -u -d "$dump"
     ;;
   eval)
