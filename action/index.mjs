@@ -8779,12 +8779,14 @@ var init_errors = __esmMin((() => {
 		exitCode;
 		/** Mutable so a caller higher up can add what the user should do next. */
 		hint;
+		unsaved;
 		constructor(code, exitCode, message, details = {}) {
 			super(message, details.cause === void 0 ? void 0 : { cause: details.cause });
 			this.name = new.target.name;
 			this.code = code;
 			this.exitCode = exitCode;
 			this.hint = details.hint;
+			this.unsaved = details.unsaved;
 		}
 	};
 	UsageError = class extends NotarizeError {
@@ -12893,14 +12895,19 @@ async function savePendingOrExplain(deps, entry, { sentBefore } = { sentBefore: 
 }
 /**
 * A store write that failed after the service answered: the message says
-* why, and the hint quotes the answer so the user can keep it. Exit 1: this
-* is not a usage error (something was sent) nor worth a blind retry.
+* why, and the hint quotes the answer whole, however long (a record echoes
+* a description of up to 64 KiB), so the user can keep it: the service
+* sends it once. Exit 1: this is not a usage error (something was sent)
+* nor worth a blind retry.
 */
 function notSaved(message, error, answer) {
-	const quoted = answer.text.length <= MAX_QUOTED_CHARS ? `the ${answer.what} the service sent: ${answer.text.trim()}` : `the ${answer.what} the service sent is too long to show`;
 	return new NotarizeError("store_write", EXIT.refused, `${message}: ${error.message}`, {
-		hint: `${answer.next}; ${quoted}`,
-		cause: error
+		hint: `${answer.next}; the ${answer.what} the service sent: ${answer.text.trim()}`,
+		cause: error,
+		unsaved: {
+			what: answer.what,
+			text: answer.text
+		}
 	});
 }
 /**
@@ -12967,7 +12974,7 @@ function interruptedMetadata() {
 function isPlainObject(value) {
 	return typeof value === "object" && value !== null && !Array.isArray(value);
 }
-var ANSWERED_409, REQUEST_ANSWERED_409, DEFAULT_LOCK_WAIT_MS, MAX_QUOTED_CHARS;
+var ANSWERED_409, REQUEST_ANSWERED_409, DEFAULT_LOCK_WAIT_MS;
 var init_notarize = __esmMin((() => {
 	init_pages();
 	init_schemas();
@@ -12982,7 +12989,6 @@ var init_notarize = __esmMin((() => {
 	ANSWERED_409 = "forfait answered 409";
 	REQUEST_ANSWERED_409 = "request answered 409";
 	DEFAULT_LOCK_WAIT_MS = 6e4;
-	MAX_QUOTED_CHARS = 4e3;
 }));
 // node_modules/chalk/source/vendor/ansi-styles/index.js
 function assembleStyles() {
@@ -13580,9 +13586,19 @@ function receiptDetails(receipt, failure) {
 		...failure ? { status: "failed" } : {}
 	};
 }
-/** The result of an input that failed, with the hash when it was known before the failure. */
+/**
+* The result of an input that failed, with the hash when it was known before
+* the failure; with the record or session the store could not save, exactly
+* as the service sent it (its only copy: ItemResults has it shown at once).
+*/
 function failedResult(file, hash, error) {
-	return itemResult(file, hash, "failed", { error: errorJson(error) });
+	const { unsaved } = error;
+	const result = itemResult(file, hash, "failed", {
+		...unsaved ? { [unsaved.what]: embed(unsaved.text) } : {},
+		error: errorJson(error)
+	});
+	if (unsaved) CARRY_UNSAVED.add(result);
+	return result;
 }
 /**
 * What a result says of a hash the ledger (or the service) holds: the record
@@ -13634,7 +13650,7 @@ function renderResults(results, colour) {
 		r.error?.message ?? r.reason ?? r.receipt ?? ""
 	]), colour);
 }
-var STATUS_OF, ItemResults, Checksums;
+var STATUS_OF, CARRY_UNSAVED, ItemResults, Checksums;
 var init_results = __esmMin((() => {
 	init_pages();
 	init_errors();
@@ -13645,10 +13661,12 @@ var init_results = __esmMin((() => {
 		pending: "pending",
 		completed: "registered"
 	};
+	CARRY_UNSAVED = /* @__PURE__ */ new WeakSet();
 	ItemResults = class {
 		keep;
 		#onResult;
 		#ready;
+		#onUnsaved;
 		#held = [];
 		#skipped = [];
 		/** By status, in the order statuses first settled: the summary of a batch that keeps nothing. */
@@ -13657,6 +13675,7 @@ var init_results = __esmMin((() => {
 			this.keep = options.keep ?? "whole";
 			this.#onResult = options.onResult;
 			this.#ready = options.ready ?? (() => Promise.resolve());
+			this.#onUnsaved = options.onResult ? void 0 : options.onUnsaved;
 		}
 		/** True when each result is passed on as it settles. */
 		get streams() {
@@ -13666,6 +13685,7 @@ var init_results = __esmMin((() => {
 		add(index, result) {
 			this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
 			this.#onResult?.(result);
+			if (CARRY_UNSAVED.has(result)) this.#onUnsaved?.(result);
 			if (this.keep !== "none") this.#held[index] = this.keep === "whole" ? result : compact(result);
 		}
 		/**
@@ -13676,6 +13696,7 @@ var init_results = __esmMin((() => {
 		addUnordered(result) {
 			this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
 			this.#onResult?.(result);
+			if (CARRY_UNSAVED.has(result)) this.#onUnsaved?.(result);
 			if (this.keep !== "none") this.#skipped.push(this.keep === "whole" ? result : compact(result));
 		}
 		/**
@@ -13891,8 +13912,15 @@ function itemResultsFor(view) {
 	return new ItemResults({
 		keep: format === "json" ? "whole" : format === "table" || inGitHubActions(view.env) ? "compact" : "none",
 		ready: () => io.drained(),
-		...format === "ndjson" ? { onResult: (result) => io.dataSoon(stringifyExact(result)) } : {}
+		...format === "ndjson" ? { onResult: (result) => io.dataSoon(stringifyExact(result)) } : {},
+		onUnsaved: (result) => io.warn(unsavedLine(result))
 	});
+}
+/** A failed result's record or session the store could not save, whole, on one line: its only copy until the end. */
+function unsavedLine(result) {
+	const [what, answer] = result.record !== void 0 ? ["record", result.record] : ["session", result.session];
+	const text = answer instanceof ExactJson ? answer.text : String(answer);
+	return `${result.file ?? result.hash}: the ${what} the service sent could not be saved; keep it (it is sent only once): ${text}`;
 }
 /**
 * Where `hash` hands its checksums, in input order: a digest is printed at

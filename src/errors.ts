@@ -44,6 +44,20 @@ export interface ErrorDetails {
   /** What the user can do about it, in one line. */
   hint?: string;
   cause?: unknown;
+  /** An answer of the service the store could not keep (see UnsavedAnswer). */
+  unsaved?: UnsavedAnswer;
+}
+
+/**
+ * A record or session the service sent that the store could not save (a
+ * full disk): the service sends it once, so wherever the error is shown the
+ * answer is shown whole with it (its hint; a batch's item result and a
+ * warning of its own, output/results.ts).
+ */
+export interface UnsavedAnswer {
+  what: 'record' | 'session';
+  /** As the service sent it. */
+  text: string;
 }
 
 /** Base of every error notarize expects; carries a stable code, an exit code and a hint. */
@@ -52,6 +66,7 @@ export class NotarizeError extends Error {
   readonly exitCode: ExitCode;
   /** Mutable so a caller higher up can add what the user should do next. */
   hint: string | undefined;
+  readonly unsaved: UnsavedAnswer | undefined;
 
   constructor(code: string, exitCode: ExitCode, message: string, details: ErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
@@ -59,6 +74,7 @@ export class NotarizeError extends Error {
     this.code = code;
     this.exitCode = exitCode;
     this.hint = details.hint;
+    this.unsaved = details.unsaved;
   }
 }
 

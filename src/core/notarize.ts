@@ -34,6 +34,7 @@ import {
   TransientError,
   UnreadableAnswerError,
   UsageError,
+  type UnsavedAnswer,
 } from '../errors.js';
 import type { CustodyOwed, FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
@@ -810,22 +811,18 @@ async function savePendingOrExplain(
   }
 }
 
-/** Largest answer quoted in a hint; larger ones cannot be a documented session or record. */
-const MAX_QUOTED_CHARS = 4000;
-
 /**
  * A store write that failed after the service answered: the message says
- * why, and the hint quotes the answer so the user can keep it. Exit 1: this
- * is not a usage error (something was sent) nor worth a blind retry.
+ * why, and the hint quotes the answer whole, however long (a record echoes
+ * a description of up to 64 KiB), so the user can keep it: the service
+ * sends it once. Exit 1: this is not a usage error (something was sent)
+ * nor worth a blind retry.
  */
-function notSaved(message: string, error: unknown, answer: { what: string; text: string; next: string }) {
-  const quoted =
-    answer.text.length <= MAX_QUOTED_CHARS
-      ? `the ${answer.what} the service sent: ${answer.text.trim()}`
-      : `the ${answer.what} the service sent is too long to show`;
+function notSaved(message: string, error: unknown, answer: UnsavedAnswer & { next: string }) {
   return new NotarizeError('store_write', EXIT.refused, `${message}: ${(error as Error).message}`, {
-    hint: `${answer.next}; ${quoted}`,
+    hint: `${answer.next}; the ${answer.what} the service sent: ${answer.text.trim()}`,
     cause: error,
+    unsaved: { what: answer.what, text: answer.text },
   });
 }
 

@@ -121,7 +121,15 @@ export function itemResultsFor(view: View): ItemResults {
     // Queued, written with the lines of the same turn: an aggregate settles a
     // thousand documents at once, and a write per line was a system call each.
     ...(format === 'ndjson' ? { onResult: (result: ItemResult) => io.dataSoon(stringifyExact(result)) } : {}),
+    onUnsaved: (result) => io.warn(unsavedLine(result)),
   });
+}
+
+/** A failed result's record or session the store could not save, whole, on one line: its only copy until the end. */
+function unsavedLine(result: ItemResult): string {
+  const [what, answer] = result.record !== undefined ? ['record', result.record] : ['session', result.session];
+  const text = answer instanceof ExactJson ? answer.text : String(answer);
+  return `${result.file ?? result.hash}: the ${what} the service sent could not be saved; keep it (it is sent only once): ${text}`;
 }
 
 /**

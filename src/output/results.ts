@@ -135,9 +135,22 @@ export function receiptDetails(
   };
 }
 
-/** The result of an input that failed, with the hash when it was known before the failure. */
+/** The failed results that carry an answer of the service the store could not save (UnsavedAnswer). */
+const CARRY_UNSAVED = new WeakSet<ItemResult>();
+
+/**
+ * The result of an input that failed, with the hash when it was known before
+ * the failure; with the record or session the store could not save, exactly
+ * as the service sent it (its only copy: ItemResults has it shown at once).
+ */
 export function failedResult(file: string | null, hash: string | null, error: NotarizeError): ItemResult {
-  return itemResult(file, hash, 'failed', { error: errorJson(error) });
+  const { unsaved } = error;
+  const result = itemResult(file, hash, 'failed', {
+    ...(unsaved ? { [unsaved.what]: embed(unsaved.text) } : {}),
+    error: errorJson(error),
+  });
+  if (unsaved) CARRY_UNSAVED.add(result);
+  return result;
 }
 
 /**
@@ -189,6 +202,12 @@ export interface ItemResultsOptions {
   onResult?: (result: ItemResult) => void;
   /** Resolves when the output can take more; a batch awaits it before starting each item. */
   ready?: () => Promise<void>;
+  /**
+   * Called at once with each failed result carrying an answer the store
+   * could not save (failedResult), unless results stream (onResult): a
+   * table or a JSON array printed at the end must not be its only copy.
+   */
+  onUnsaved?: (result: ItemResult) => void;
 }
 
 /**
@@ -201,6 +220,7 @@ export class ItemResults {
   readonly keep: Keep;
   readonly #onResult: ((result: ItemResult) => void) | undefined;
   readonly #ready: () => Promise<void>;
+  readonly #onUnsaved: ((result: ItemResult) => void) | undefined;
   readonly #held: ItemResult[] = [];
   readonly #skipped: ItemResult[] = [];
   /** By status, in the order statuses first settled: the summary of a batch that keeps nothing. */
@@ -210,6 +230,7 @@ export class ItemResults {
     this.keep = options.keep ?? 'whole';
     this.#onResult = options.onResult;
     this.#ready = options.ready ?? (() => Promise.resolve());
+    this.#onUnsaved = options.onResult ? undefined : options.onUnsaved;
   }
 
   /** True when each result is passed on as it settles. */
@@ -221,6 +242,7 @@ export class ItemResults {
   add(index: number, result: ItemResult): void {
     this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
     this.#onResult?.(result);
+    if (CARRY_UNSAVED.has(result)) this.#onUnsaved?.(result);
     if (this.keep !== 'none') this.#held[index] = this.keep === 'whole' ? result : compact(result);
   }
 
@@ -232,6 +254,7 @@ export class ItemResults {
   addUnordered(result: ItemResult): void {
     this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
     this.#onResult?.(result);
+    if (CARRY_UNSAVED.has(result)) this.#onUnsaved?.(result);
     if (this.keep !== 'none') this.#skipped.push(this.keep === 'whole' ? result : compact(result));
   }
 

@@ -749,7 +749,7 @@ describe('complete', () => {
     expect(called()).toEqual([]);
   });
 
-  it('a given session that cannot be saved otherwise: exit 1, saying one too long to quote is too long', async () => {
+  it('a given session that cannot be saved otherwise: exit 1, quoted whole however long, and carried', async () => {
     const hash = sha256('given, too long');
     const store = plantLink(newStore(), 'pending');
     const given = JSON.stringify({ sessionId: 'x'.repeat(5000) });
@@ -760,8 +760,9 @@ describe('complete', () => {
     expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
     expect(error.hint).toBe(
       `save it to a file and finish with \`notarize complete ${hash} --session <file>\`; ` +
-        'the session the service sent is too long to show',
+        `the session the service sent: ${given}`,
     );
+    expect(error.unsaved).toEqual({ what: 'session', text: given });
     expect(called()).toEqual([]);
   });
 });

@@ -8,11 +8,15 @@
  * system would need a mount.
  */
 import type * as NodeFs from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { sep } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
+import { sha256 } from '../helpers/documents.js';
 import { readFixture } from '../helpers/fixtures.js';
+
+const sha256Of = (path: string) => sha256(readFileSync(path));
 
 /** The store directory (`locks`, `pending`...) whose writes fail, if any. */
 const full = vi.hoisted(() => ({ dir: undefined as string | undefined, code: 'ENOSPC' }));
@@ -101,5 +105,49 @@ describe('a full disk in a run', () => {
     expect(run.stderr).toContain('the session the service sent: {');
     expect(run.stderr).not.toContain('nothing was sent');
     expect(bed.calls('request')).toBe(1);
+  });
+
+  /** The warnings of a run that quote a record not saved, by the file they name. */
+  function unsavedRecords(stderr: string): Map<string, { hash: string }> {
+    const quoted = new Map<string, { hash: string }>();
+    for (const line of stderr.split('\n')) {
+      const match =
+        /^warning: (.+): the record the service sent could not be saved; keep it \(it is sent only once\): (\{.*\})$/.exec(
+          line,
+        );
+      if (match) quoted.set(match[1]!, JSON.parse(match[2]!) as { hash: string });
+    }
+    return quoted;
+  }
+
+  it('records paid for but not saved, in a batch: each one whole on stderr (table) and in its result (--json)', async () => {
+    const docs = await Promise.all(['r1.txt', 'r2.txt', 'r3.txt'].map((name) => bed.file(name)));
+    full.dir = 'ledger';
+    const table = await bed.main(['register', ...docs]);
+    expect(table.code, describeRun(table)).toBe(1);
+    expect(bed.calls('forfait')).toBe(3);
+    const quoted = unsavedRecords(table.stderr);
+    expect([...quoted.keys()].sort()).toEqual([...docs].sort());
+    for (const doc of docs) expect(quoted.get(doc)!.hash).toBe(sha256Of(doc));
+
+    const more = await Promise.all(['j1.txt', 'j2.txt'].map((name) => bed.file(name)));
+    const json = await bed.main(['register', ...more, '--json']);
+    expect(json.code, describeRun(json)).toBe(1);
+    const results = JSON.parse(json.stdout) as { file: string; status: string; record?: { hash: string } }[];
+    expect(results.map((r) => [r.file, r.status, r.record?.hash])).toEqual(
+      more.map((doc) => [doc, 'failed', sha256Of(doc)]),
+    );
+    expect([...unsavedRecords(json.stderr).keys()].sort()).toEqual([...more].sort());
+  });
+
+  it('a record longer than any quote used to be (a long description): still quoted whole', async () => {
+    const doc = await bed.file('long.txt');
+    const description = 'd'.repeat(6000);
+    full.dir = 'ledger';
+    const run = await bed.main(['register', doc, '--description', description]);
+    expect(run.code, describeRun(run)).toBe(1);
+    const quote = /the record the service sent: (\{.*\})\)$/m.exec(run.stderr);
+    expect(quote, run.stderr).not.toBeNull();
+    expect(JSON.parse(quote![1]!)).toMatchObject({ hash: sha256Of(doc), description });
   });
 });
