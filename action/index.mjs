@@ -11782,7 +11782,9 @@ function diskRefused(error, dir, sent, elsewhere = "point NOTARIZE_CONFIG_DIR el
 			ENOSPC: "free some space there",
 			EDQUOT: "free some space there or raise the quota",
 			EROFS: "make it writable",
-			EFBIG: "raise the limit (ulimit -f)"
+			EFBIG: "raise the limit (ulimit -f)",
+			EACCES: "give this user write access to it",
+			EPERM: "lift the restriction (lsattr, chattr -i)"
 		}[code]} (or ${elsewhere}), then run the command again`,
 		cause: error
 	};
@@ -11797,7 +11799,9 @@ var init_disk = __esmMin((() => {
 		ENOSPC: (dir) => `no space left on the device holding ${dir}`,
 		EDQUOT: (dir) => `the disk quota is exceeded on the device holding ${dir}`,
 		EROFS: (dir) => `the device holding ${dir} is read-only`,
-		EFBIG: (dir) => `a file size limit (ulimit -f) stops writes in ${dir}`
+		EFBIG: (dir) => `a file size limit (ulimit -f) stops writes in ${dir}`,
+		EACCES: (dir) => `permission is denied in ${dir}`,
+		EPERM: (dir) => `the system does not permit this change in ${dir} (an immutable file or folder?)`
 	};
 }));
 // dist/store/lock.js
@@ -21256,6 +21260,8 @@ async function runPendingDrop(options) {
 			retired,
 			unanswered
 		};
+	}).catch((error) => {
+		throw diskRefusedBeforeSending(error, store.dir) ?? error;
 	});
 	if (retired === void 0 && unanswered) return {
 		kind: "value",
@@ -21278,6 +21284,7 @@ var init_pending = __esmMin((() => {
 	init_errors();
 	init_render();
 	init_results();
+	init_disk();
 	init_files();
 	init_lock();
 	init_action();

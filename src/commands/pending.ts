@@ -15,6 +15,7 @@ import type { RowsResult, ValueResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
 import { embed } from '../output/results.js';
 import type { ExactJson } from '../exact-json.js';
+import { diskRefusedBeforeSending } from '../store/disk.js';
 import { passedOver } from '../store/files.js';
 import { LEASE_MS, withLock } from '../store/lock.js';
 import type { PendingEntry, ServiceStore } from '../store/service-store.js';
@@ -172,6 +173,9 @@ export async function runPendingDrop(options: PendingOptions & { hash: string })
     // The custody metadata that session would have owed goes with it; a registration in the ledger keeps its own.
     if (retired !== undefined && !existsSync(store.ledgerFile(hash))) await store.removeCustodyOwed(hash);
     return { retired, unanswered };
+  }).catch((error: unknown) => {
+    // A full, read-only or forbidden store (its lock first): the user's to fix; run again once it is.
+    throw diskRefusedBeforeSending(error, store.dir) ?? error;
   });
   if (retired === undefined && unanswered) {
     return {

@@ -1,5 +1,5 @@
 /**
- * Disk refusals (full, over quota, read-only) met while preparing a store
+ * Disk refusals (full, over quota, read-only, no permission) met while preparing a store
  * write before anything was sent, e.g. creating a hash's lock. They are the
  * user's to fix, and nothing was lost: exit 2 (UsageError), saying which
  * device, rather than "unexpected error: ENOSPC" with exit 1.
@@ -16,6 +16,9 @@ const REFUSALS: Record<string, (dir: string) => string> = {
   EDQUOT: (dir) => `the disk quota is exceeded on the device holding ${dir}`,
   EROFS: (dir) => `the device holding ${dir} is read-only`,
   EFBIG: (dir) => `a file size limit (ulimit -f) stops writes in ${dir}`,
+  // Not the device's, but as much the user's to fix, and met before any write changed anything.
+  EACCES: (dir) => `permission is denied in ${dir}`,
+  EPERM: (dir) => `the system does not permit this change in ${dir} (an immutable file or folder?)`,
 };
 
 /** The errno code of `error` or of an error it wraps (StoreError keeps the system's as its cause). */
@@ -28,7 +31,7 @@ function errnoCode(error: unknown): string | undefined {
   return undefined;
 }
 
-/** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit. */
+/** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission. */
 export function isDiskRefusal(error: unknown): boolean {
   return errnoCode(error) !== undefined;
 }
@@ -60,6 +63,8 @@ export function diskRefused(
     EDQUOT: 'free some space there or raise the quota',
     EROFS: 'make it writable',
     EFBIG: 'raise the limit (ulimit -f)',
+    EACCES: 'give this user write access to it',
+    EPERM: 'lift the restriction (lsattr, chattr -i)',
   };
   const details = {
     code: 'disk_refused',

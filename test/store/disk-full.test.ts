@@ -62,20 +62,24 @@ afterEach(() => {
 });
 
 describe('a full disk in a run', () => {
-  it.each(['ENOSPC', 'EDQUOT'])(
-    'making the locks directory (%s): exit 2, "no space left...", nothing sent',
-    async (code) => {
-      full.dir = 'locks';
-      full.code = code;
-      const doc = await bed.file('a.txt');
-      const run = await bed.main(['register', doc]);
-      expect(run.code, describeRun(run)).toBe(2);
-      expect(run.stderr).toContain(code === 'ENOSPC' ? 'no space left on the device holding' : 'disk quota');
-      expect(run.stderr).toContain('nothing was sent');
-      expect(run.stderr).not.toContain('unexpected error');
-      expect(bed.sandbox.calls).toEqual([]);
-    },
-  );
+  const SAYS: Record<string, string> = {
+    ENOSPC: 'no space left on the device holding',
+    EDQUOT: 'disk quota',
+    EACCES: 'permission is denied in',
+    EPERM: 'the system does not permit this change in',
+  };
+
+  it.each(Object.keys(SAYS))('making the locks directory (%s): exit 2, saying why, nothing sent', async (code) => {
+    full.dir = 'locks';
+    full.code = code;
+    const doc = await bed.file('a.txt');
+    const run = await bed.main(['register', doc]);
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toContain(SAYS[code]);
+    expect(run.stderr).toContain('nothing was sent');
+    expect(run.stderr).not.toContain('unexpected error');
+    expect(bed.sandbox.calls).toEqual([]);
+  });
 
   it('creating the lock file itself (the directory exists): exit 2, nothing sent for it', async () => {
     const first = await bed.main(['register', await bed.file('first.txt')]);
@@ -87,6 +91,25 @@ describe('a full disk in a run', () => {
     expect(run.stderr).toMatch(/^notarize: no space left on the device holding .+ \(ENOSPC\); nothing was sent/);
     expect(bed.callsSince(mark)).toEqual([]);
   });
+
+  it.each(['ENOSPC', 'EACCES'])(
+    'pending drop, its lock refused (%s): exit 2 saying why, the session kept',
+    async (code) => {
+      const doc = await bed.file('kept.txt');
+      const saved = await bed.main(['register', doc, '--no-complete']);
+      expect(saved.code, describeRun(saved)).toBe(0);
+      const hash = sha256Of(doc);
+      full.dir = 'locks';
+      full.code = code;
+      const run = await bed.main(['pending', 'drop', hash]);
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(run.stderr).toContain(SAYS[code]);
+      expect(run.stderr).not.toContain('unexpected error');
+      full.dir = undefined;
+      const listed = await bed.main(['pending', '--json']);
+      expect((JSON.parse(listed.stdout) as { hash: string }[]).map((row) => row.hash)).toEqual([hash]);
+    },
+  );
 
   it('complete --session given by hand, on a full disk: exit 2, nothing sent', async () => {
     const session = readFixture('session-free-plan.json');

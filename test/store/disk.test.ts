@@ -15,6 +15,12 @@ describe('diskRefusedBeforeSending', () => {
     ['EDQUOT', 'the disk quota is exceeded on the device holding /store', 'free some space there or raise the quota'],
     ['EROFS', 'the device holding /store is read-only', 'make it writable'],
     ['EFBIG', 'a file size limit (ulimit -f) stops writes in /store', 'raise the limit (ulimit -f)'],
+    ['EACCES', 'permission is denied in /store', 'give this user write access to it'],
+    [
+      'EPERM',
+      'the system does not permit this change in /store (an immutable file or folder?)',
+      'lift the restriction (lsattr, chattr -i)',
+    ],
   ])('%s is a usage error (exit 2) saying so, and that nothing was sent; the hint fits it', (code, says, remedy) => {
     const error = diskRefusedBeforeSending(errno(code), '/store');
     expect(error?.exitCode).toBe(2);
@@ -42,7 +48,7 @@ describe('diskRefusedBeforeSending', () => {
 
   it('leaves other errors to the caller', () => {
     for (const error of [
-      errno('EACCES'),
+      errno('EIO'),
       errno('ENOENT'),
       Object.assign(new Error('numeric'), { code: 28 }),
       new Error('ENOSPC in a message only'),
