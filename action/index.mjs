@@ -8982,13 +8982,74 @@ function sendableToken(token, source, hint) {
 */
 function secretParts(secret) {
 	const segments = secret.split(".");
-	return (segments.length !== 3 || !segments.every((s) => /^[A-Za-z0-9_-]+$/.test(s)) ? [secret] : [secret, ...segments.slice(1).filter((segment) => segment.length >= 16)]).flatMap((part) => {
-		const inJson = JSON.stringify(part).slice(1, -1);
-		return inJson === part ? [part] : [part, inJson];
-	});
+	const parts = segments.length !== 3 || !segments.every((s) => /^[A-Za-z0-9_-]+$/.test(s)) ? [secret] : [secret, ...segments.slice(1).filter((segment) => segment.length >= 16)];
+	return [...new Set(parts.flatMap((part) => {
+		const inUrl = encodeURIComponent(part);
+		return [
+			part,
+			JSON.stringify(part).slice(1, -1),
+			inUrl,
+			inUrl.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())
+		];
+	}))];
 }
+/**
+* The strings in `text` that are an API key whose keyDigest is among
+* `digests`: the key of a stored token, which notarize knows by its digest
+* alone (no NOTARIZE_API_KEY in this run), when a service echoes it. A key
+* is looked for as a whole run of key characters, or as the part of one
+* between separators (`apiKey=<key>&`, `/<key>/`); each candidate of 8
+* characters or more is hashed, so only text that is the key matches.
+*/
+function keysIn(text, digests) {
+	const found = /* @__PURE__ */ new Set();
+	for (const [run] of text.matchAll(KEY_RUN)) {
+		const starts = [0];
+		const ends = [run.length];
+		for (let i = 0; i < run.length; i++) {
+			if (KEY_STARTS_AFTER.has(run[i]) && starts.length < MAX_BOUNDS) starts.push(i + 1);
+			if (KEY_ENDS_BEFORE.has(run[i]) && ends.length < MAX_BOUNDS) ends.push(i);
+		}
+		for (const start of starts) for (const end of ends) {
+			if (end - start < 8) continue;
+			const candidate = run.slice(start, end);
+			if (digests.has(keyDigest(candidate)) || digests.has(keyDigest(urlDecoded(candidate)))) found.add(candidate);
+		}
+	}
+	return [...found].sort((a, b) => b.length - a.length);
+}
+/** `text` with its %XX escapes read (as a URL spells a key), or as it is when it has none or they are malformed. */
+function urlDecoded(text) {
+	if (!text.includes("%")) return text;
+	try {
+		return decodeURIComponent(text);
+	} catch {
+		return text;
+	}
+}
+var KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
 var init_secrets = __esmMin((() => {
 	init_errors();
+	KEY_RUN = /[A-Za-z0-9_\-.~+/=:?&@#%!$*]{8,}/g;
+	KEY_STARTS_AFTER = /* @__PURE__ */ new Set([
+		"=",
+		":",
+		"/",
+		"?",
+		"&",
+		"@",
+		"#"
+	]);
+	KEY_ENDS_BEFORE = /* @__PURE__ */ new Set([
+		".",
+		":",
+		"/",
+		"?",
+		"&",
+		"#",
+		"!"
+	]);
+	MAX_BOUNDS = 8;
 }));
 // dist/validation.js
 /**
@@ -24694,6 +24755,9 @@ var IO = class {
 	#secrets = /* @__PURE__ */ new Set();
 	/** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
 	#longestFirst = [];
+	/** The keyDigests of API keys known by their digest alone (addKeyDigest). */
+	#keyDigests = /* @__PURE__ */ new Set();
+	#warnedShortSecret = false;
 	#progressShown = false;
 	/** Set from a write stdout queued until it drains (or closes); resolved then. */
 	#draining;
@@ -24719,13 +24783,31 @@ var IO = class {
 	* behind code that never puts them in messages in the first place.
 	*/
 	addSecret(secret) {
-		if (secret === void 0 || secret.length < 8) return;
+		if (secret === void 0 || secret.trim() === "") return;
+		if (secret.length < 8) {
+			this.#warnShortSecret();
+			return;
+		}
 		for (const part of secretParts(secret)) this.#secrets.add(part);
 		this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
 	}
-	/** Whether `text` holds a secret registered so far (addSecret): such text must not leave the machine either. */
+	/**
+	* Registers the keyDigest of an API key this run does not have (the key a
+	* stored token was logged in with, `notarize login`): text that is that
+	* key is scrubbed as a secret is (keysIn), though only its digest is known.
+	*/
+	addKeyDigest(digest) {
+		this.#keyDigests.add(digest);
+	}
+	/** A secret so short it would match ordinary text cannot be scrubbed: said once, not silently left. */
+	#warnShortSecret() {
+		if (this.#warnedShortSecret) return;
+		this.#warnedShortSecret = true;
+		this.warn("a secret given to notarize (a token, key or password) is shorter than 8 characters: notarize cannot tell it from ordinary text, so it is not kept out of what is printed, sent or written; use a longer one");
+	}
+	/** Whether `text` holds a secret registered so far (addSecret, addKeyDigest): such text must not leave the machine either. */
 	holdsSecret(text) {
-		return this.#longestFirst.some((secret) => text.includes(secret));
+		return this.#longestFirst.some((secret) => text.includes(secret)) || this.#keyDigests.size > 0 && keysIn(text, this.#keyDigests).length > 0;
 	}
 	/** Writes data (the command's result) to stdout. */
 	data(text) {
@@ -24853,6 +24935,7 @@ var IO = class {
 	#redactPlain(text) {
 		let out = text;
 		for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, "[redacted]");
+		if (this.#keyDigests.size > 0) for (const key of keysIn(out, this.#keyDigests)) out = out.replaceAll(key, "[redacted]");
 		return out.includes("eyJ") ? out.replace(JWT_SHAPE, "[redacted]") : out;
 	}
 	/** `token`, a JSON string with escapes, as it is unless what it reads as holds a secret. */
@@ -39555,14 +39638,17 @@ var init_context = __esmMin((() => {
 		* file's name, which must keep it off the permanent record, and never for
 		* commands that print what the service sent (show, list, receipt,
 		* pending): a service may echo a token in a record. Nothing is made or
-		* changed for it (Store.storedTokens reads the file as it lies). A store
+		* changed for it (Store.storedSecrets reads the file as it lies). A store
 		* or credentials file that cannot be read is passed over here: a damaged
 		* file holds no token to use (its token-shaped strings are still taken),
 		* and the command reports the problem itself if it needs the store.
 		*/
 		#storedTokensAreSecrets() {
 			try {
-				for (const token of this.store.storedTokens()) this.io.addSecret(token);
+				const { tokens, keyDigests } = this.store.storedSecrets();
+				for (const token of tokens) this.io.addSecret(token);
+				const envKey = cleanSecret(this.env.NOTARIZE_API_KEY);
+				for (const digest of keyDigests) if (envKey === void 0 || digest !== keyDigest(envKey)) this.io.addKeyDigest(digest);
 			} catch {}
 		}
 		get store() {
@@ -39873,7 +39959,8 @@ var init_store = __esmMin((() => {
 			return typeof token === "string" ? token : void 0;
 		}
 		/**
-		* Every token stored, whatever its service: secrets to keep out of what
+		* Every token stored, whatever its service, and the keyDigest of the API
+		* key each was logged in with: secrets to keep out of what
 		* is sent and shown (a description, a file's name) before any is used.
 		* Also every string shaped like one (a JWT) in the file's text: a file
 		* the store refuses as damaged (a key twice, a trailing comma) may still
@@ -39882,17 +39969,27 @@ var init_store = __esmMin((() => {
 		* every command asks, `config path` too); a link or another user's file
 		* is refused as any store file is (StoreError).
 		*/
-		storedTokens() {
+		storedSecrets() {
 			const file = this.#path("credentials");
 			const text = readRegularFile(file, {});
-			if (text === void 0) return [];
+			if (text === void 0) return {
+				tokens: [],
+				keyDigests: []
+			};
 			let tokens = [];
+			let keyDigests = [];
 			try {
-				tokens = Object.values(this.#tokens(this.#parse(file, text))).filter((t) => typeof t === "string");
+				const data = this.#parse(file, text);
+				const strings = (values) => Object.values(values).filter((v) => typeof v === "string");
+				tokens = strings(this.#tokens(data));
+				keyDigests = strings(this.#tokenKeys(data));
 			} catch (error) {
 				if (!(error instanceof StoreError)) throw error;
 			}
-			return [.../* @__PURE__ */ new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])];
+			return {
+				tokens: [.../* @__PURE__ */ new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])],
+				keyDigests
+			};
 		}
 		/** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
 		getTokenKey(baseUrl) {

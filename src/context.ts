@@ -9,7 +9,7 @@ import type { RetryPolicy } from './api/retry.js';
 import type { Dispatcher } from 'undici';
 import type { IO } from './output/io.js';
 import { proxySecrets } from './api/proxy-env.js';
-import { cleanSecret } from './core/secrets.js';
+import { cleanSecret, keyDigest } from './core/secrets.js';
 import { beforeSending } from './interrupt.js';
 import {
   checkSettingFlags,
@@ -71,14 +71,20 @@ export class Context {
    * file's name, which must keep it off the permanent record, and never for
    * commands that print what the service sent (show, list, receipt,
    * pending): a service may echo a token in a record. Nothing is made or
-   * changed for it (Store.storedTokens reads the file as it lies). A store
+   * changed for it (Store.storedSecrets reads the file as it lies). A store
    * or credentials file that cannot be read is passed over here: a damaged
    * file holds no token to use (its token-shaped strings are still taken),
    * and the command reports the problem itself if it needs the store.
    */
   #storedTokensAreSecrets(): void {
     try {
-      for (const token of this.store.storedTokens()) this.io.addSecret(token);
+      const { tokens, keyDigests } = this.store.storedSecrets();
+      for (const token of tokens) this.io.addSecret(token);
+      // The key of a stored token (`notarize login`) is known by its digest alone; one in the
+      // environment is a secret already, found by its text.
+      const envKey = cleanSecret(this.env.NOTARIZE_API_KEY);
+      for (const digest of keyDigests)
+        if (envKey === undefined || digest !== keyDigest(envKey)) this.io.addKeyDigest(digest);
     } catch {
       // See above.
     }

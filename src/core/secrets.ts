@@ -60,9 +60,61 @@ export function secretParts(secret: string): string[] {
       ? [secret]
       : [secret, ...segments.slice(1).filter((segment) => segment.length >= 16)];
   // As JSON text spells them too (a key holding `"` or `\`): an error body
-  // before it is parsed, and every --json line, carry that form.
-  return parts.flatMap((part) => {
-    const inJson = JSON.stringify(part).slice(1, -1);
-    return inJson === part ? [part] : [part, inJson];
-  });
+  // before it is parsed, and every --json line, carry that form. And as a URL
+  // spells them (`%2F`, either case): a service may echo a key in a query.
+  return [
+    ...new Set(
+      parts.flatMap((part) => {
+        const inUrl = encodeURIComponent(part);
+        return [part, JSON.stringify(part).slice(1, -1), inUrl, inUrl.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())];
+      }),
+    ),
+  ];
+}
+
+/** What may be a key in text: a run of the characters keys and the URLs or fields around them are made of. */
+const KEY_RUN = /[A-Za-z0-9_\-.~+/=:?&@#%!$*]{8,}/g;
+/** Where in a run a key may begin (after one of these) or end (before one). */
+const KEY_STARTS_AFTER = new Set(['=', ':', '/', '?', '&', '@', '#']);
+const KEY_ENDS_BEFORE = new Set(['.', ':', '/', '?', '&', '#', '!']);
+/** Bounds per run, so that a long run of separators costs little: a key is found at its ends or at a separator. */
+const MAX_BOUNDS = 8;
+
+/**
+ * The strings in `text` that are an API key whose keyDigest is among
+ * `digests`: the key of a stored token, which notarize knows by its digest
+ * alone (no NOTARIZE_API_KEY in this run), when a service echoes it. A key
+ * is looked for as a whole run of key characters, or as the part of one
+ * between separators (`apiKey=<key>&`, `/<key>/`); each candidate of 8
+ * characters or more is hashed, so only text that is the key matches.
+ */
+export function keysIn(text: string, digests: ReadonlySet<string>): string[] {
+  const found = new Set<string>();
+  for (const [run] of text.matchAll(KEY_RUN)) {
+    const starts = [0];
+    const ends = [run.length];
+    for (let i = 0; i < run.length; i++) {
+      if (KEY_STARTS_AFTER.has(run[i]!) && starts.length < MAX_BOUNDS) starts.push(i + 1);
+      if (KEY_ENDS_BEFORE.has(run[i]!) && ends.length < MAX_BOUNDS) ends.push(i);
+    }
+    for (const start of starts) {
+      for (const end of ends) {
+        if (end - start < 8) continue;
+        const candidate = run.slice(start, end);
+        if (digests.has(keyDigest(candidate)) || digests.has(keyDigest(urlDecoded(candidate)))) found.add(candidate);
+      }
+    }
+  }
+  // Longest first, so a key containing another is removed whole.
+  return [...found].sort((a, b) => b.length - a.length);
+}
+
+/** `text` with its %XX escapes read (as a URL spells a key), or as it is when it has none or they are malformed. */
+function urlDecoded(text: string): string {
+  if (!text.includes('%')) return text;
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }

@@ -14,7 +14,7 @@ import type { Readable } from 'node:stream';
 import { warningCommand } from './github.js';
 import { forTerminal, forTerminalLines, lineStart } from './safe-text.js';
 import { stringifyExact } from '../exact-json.js';
-import { secretParts } from '../core/secrets.js';
+import { keysIn, secretParts } from '../core/secrets.js';
 
 /** A JSON string as it appears in JSON text (no raw line break inside). */
 const JSON_STRING = /"(?:[^"\\\n]|\\.)*"/g;
@@ -86,6 +86,9 @@ export class IO {
   readonly #secrets = new Set<string>();
   /** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
   #longestFirst: string[] = [];
+  /** The keyDigests of API keys known by their digest alone (addKeyDigest). */
+  readonly #keyDigests = new Set<string>();
+  #warnedShortSecret = false;
   #progressShown = false;
   /** Set from a write stdout queued until it drains (or closes); resolved then. */
   #draining: Promise<void> | undefined;
@@ -113,14 +116,40 @@ export class IO {
    * behind code that never puts them in messages in the first place.
    */
   addSecret(secret: string | undefined): void {
-    if (secret === undefined || secret.length < 8) return;
+    if (secret === undefined || secret.trim() === '') return;
+    if (secret.length < 8) {
+      this.#warnShortSecret();
+      return;
+    }
     for (const part of secretParts(secret)) this.#secrets.add(part);
     this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
   }
 
-  /** Whether `text` holds a secret registered so far (addSecret): such text must not leave the machine either. */
+  /**
+   * Registers the keyDigest of an API key this run does not have (the key a
+   * stored token was logged in with, `notarize login`): text that is that
+   * key is scrubbed as a secret is (keysIn), though only its digest is known.
+   */
+  addKeyDigest(digest: string): void {
+    this.#keyDigests.add(digest);
+  }
+
+  /** A secret so short it would match ordinary text cannot be scrubbed: said once, not silently left. */
+  #warnShortSecret(): void {
+    if (this.#warnedShortSecret) return;
+    this.#warnedShortSecret = true;
+    this.warn(
+      'a secret given to notarize (a token, key or password) is shorter than 8 characters: ' +
+        'notarize cannot tell it from ordinary text, so it is not kept out of what is printed, sent or written; use a longer one',
+    );
+  }
+
+  /** Whether `text` holds a secret registered so far (addSecret, addKeyDigest): such text must not leave the machine either. */
   holdsSecret(text: string): boolean {
-    return this.#longestFirst.some((secret) => text.includes(secret));
+    return (
+      this.#longestFirst.some((secret) => text.includes(secret)) ||
+      (this.#keyDigests.size > 0 && keysIn(text, this.#keyDigests).length > 0)
+    );
   }
 
   /** Writes data (the command's result) to stdout. */
@@ -271,6 +300,8 @@ export class IO {
     let out = text;
     // Searched before replaced: most lines hold none, and a search alone allocates nothing.
     for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, '[redacted]');
+    if (this.#keyDigests.size > 0)
+      for (const key of keysIn(out, this.#keyDigests)) out = out.replaceAll(key, '[redacted]');
     // Any JWT too, not only the tokens known now: one the store held before (replaced by a later
     // login, or logged out) is still valid for hours, and a service may echo one in what it sends.
     return out.includes('eyJ') ? out.replace(JWT_SHAPE, '[redacted]') : out;

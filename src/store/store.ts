@@ -201,7 +201,8 @@ export class Store {
   }
 
   /**
-   * Every token stored, whatever its service: secrets to keep out of what
+   * Every token stored, whatever its service, and the keyDigest of the API
+   * key each was logged in with: secrets to keep out of what
    * is sent and shown (a description, a file's name) before any is used.
    * Also every string shaped like one (a JWT) in the file's text: a file
    * the store refuses as damaged (a key twice, a trailing comma) may still
@@ -210,17 +211,21 @@ export class Store {
    * every command asks, `config path` too); a link or another user's file
    * is refused as any store file is (StoreError).
    */
-  storedTokens(): string[] {
+  storedSecrets(): { tokens: string[]; keyDigests: string[] } {
     const file = this.#path('credentials');
     const text = readRegularFile(file, {});
-    if (text === undefined) return [];
+    if (text === undefined) return { tokens: [], keyDigests: [] };
     let tokens: string[] = [];
+    let keyDigests: string[] = [];
     try {
-      tokens = Object.values(this.#tokens(this.#parse(file, text))).filter((t): t is string => typeof t === 'string');
+      const data = this.#parse(file, text);
+      const strings = (values: JsonObject) => Object.values(values).filter((v): v is string => typeof v === 'string');
+      tokens = strings(this.#tokens(data));
+      keyDigests = strings(this.#tokenKeys(data));
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
     }
-    return [...new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])];
+    return { tokens: [...new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])], keyDigests };
   }
 
   /** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */

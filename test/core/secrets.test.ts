@@ -60,9 +60,21 @@ describe('secretParts', () => {
     expect(secretParts(JWT)).toEqual(
       [JWT, 'eyJ1c2VySWQiOjEzOTB9', 'c2lnbmF0dXJl-_'].filter((p) => p.length >= 16 || p === JWT),
     );
-    expect(secretParts('a.b c.d')).toEqual(['a.b c.d']);
+    expect(secretParts('a.b c.d')).toEqual(['a.b c.d', 'a.b%20c.d']);
   });
   it('a secret JSON text spells otherwise (a quote, a backslash, a control character) also in that spelling', () => {
-    expect(secretParts('my"key\\x\t1')).toEqual(['my"key\\x\t1', 'my\\"key\\\\x\\t1']);
+    expect(secretParts('my"key\\x\t1')).toEqual([
+      'my"key\\x\t1',
+      'my\\"key\\\\x\\t1',
+      'my%22key%5Cx%091',
+      'my%22key%5cx%091',
+    ]);
+  });
+  it('and as a URL spells it, its escapes in either case', () => {
+    expect(secretParts('sk_live_Zq9xW2/Lm+Vb7Rt4Ka==')).toEqual([
+      'sk_live_Zq9xW2/Lm+Vb7Rt4Ka==',
+      'sk_live_Zq9xW2%2FLm%2BVb7Rt4Ka%3D%3D',
+      'sk_live_Zq9xW2%2fLm%2bVb7Rt4Ka%3d%3d',
+    ]);
   });
 });

@@ -132,6 +132,33 @@ describe('IO.addSecret', () => {
     );
   });
 
+  it('scrubs a key as a URL spells it (%2F, %2f), and warns once of a secret too short to be told from text', () => {
+    const { io, stderr } = bufferIO();
+    const key = 'sk_live_Zq9xW2/Lm+Vb7Rt4Ka==';
+    io.addSecret(key);
+    const upper = encodeURIComponent(key);
+    const lower = upper.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase());
+    expect(io.redact(`a?k=${upper}&b=${lower}`)).toBe('a?k=[redacted]&b=[redacted]');
+    io.addSecret('k123');
+    io.addSecret('tok1234');
+    expect(stderr().match(/shorter than 8 characters/g)).toHaveLength(1);
+    io.addSecret('');
+    io.addSecret('  ');
+    expect(stderr().match(/shorter than 8 characters/g)).toHaveLength(1);
+  });
+
+  it('scrubs a key known by its digest alone, whole or between separators, and says text holds it', async () => {
+    const { keyDigest } = await import('../../src/core/secrets.js');
+    const { io } = bufferIO();
+    const key = 'sk_live_Zq9xW2/Lm+Vb7Rt4Ka==';
+    io.addKeyDigest(keyDigest(key));
+    expect(io.holdsSecret('nothing here, sk_live_other/key==')).toBe(false);
+    expect(io.holdsSecret(`note ${key}.`)).toBe(true);
+    expect(io.redact(`key ${key}; q?apiKey=${encodeURIComponent(key)}&x=1 /keys/${key}/ {"k":"${key}"} ${key}.`)).toBe(
+      'key [redacted]; q?apiKey=[redacted]&x=1 /keys/[redacted]/ {"k":"[redacted]"} [redacted].',
+    );
+  });
+
   it("scrubs a token's signature and payload echoed apart from it (a service quoting them reordered)", () => {
     const { io, stderr } = bufferIO();
     const token = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjEzOTAsImV4cCI6MTd9.1FEf6qdwXkZ4gq7sR0Xy1bKqhE';

@@ -163,6 +163,44 @@ describe('secrets never appear in any output', () => {
     }
   });
 
+  it('a key echoed into a record after `notarize login` (known by its digest alone): no command, receipt or spelling shows it', async () => {
+    const apiKey = 'sk_live_Zq9xW2/Lm+Vb7Rt4Ka==';
+    const sandbox = await newSandbox({ apiKey });
+    const configDir = tempDir();
+    const doc = makeDocument(tempDir(), 'echoed-key.txt');
+    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url });
+    const login = await runMain(['login', '--api-key-stdin'], env, { input: apiKey });
+    expect(login.code, describeRun(login)).toBe(0);
+    const registered = await runMain(['register', doc.path, '-d', 'ECHO-HERE'], env);
+    expect(registered.code, describeRun(registered)).toBe(0);
+    // What a service echoing the key would have put there: plain, in a URL's query, and as a path segment.
+    const echo = `key ${apiKey}, callback?apiKey=${encodeURIComponent(apiKey)}&x=1, /keys/${apiKey}/`;
+    const ledger = storePaths(configDir, sandbox.url).ledger(doc.hash);
+    writeFileSync(ledger, readFileSync(ledger, 'utf8').replaceAll('ECHO-HERE', echo));
+    const receipts = tempDir();
+    for (const args of [
+      ['show', doc.hash],
+      ['show', doc.hash, '--json'],
+      ['list', '--json'],
+      ['receipt', doc.hash],
+      ['receipt', doc.hash, '-o', join(receipts, 'r.json')],
+      ['verify', doc.path, '--json'],
+    ]) {
+      const run = await runMain(args, env);
+      expect(run.code, describeRun(run)).toBe(0);
+      const shown = run.stdout + run.stderr;
+      expect(shown, args.join(' ')).toContain('[redacted]');
+      for (const form of [apiKey, encodeURIComponent(apiKey), 'Zq9xW2'])
+        expect(shown, args.join(' ')).not.toContain(form);
+    }
+    expect(readFileSync(join(receipts, 'r.json'), 'utf8')).not.toContain('Zq9xW2');
+    // And a description holding the key is refused before it is sent, as with the key in the environment.
+    const other = makeDocument(tempDir(), 'described.txt');
+    const refused = await runMain(['register', other.path, '-d', `note ${apiKey}`], env);
+    expect(refused.code, describeRun(refused)).toBe(2);
+    expect(refused.stderr).toContain('holds your API key or token');
+  });
+
   it('a key echoed with `\\/` for its slash across the cut of a long message: not even its first characters', async () => {
     const apiKey = 'sk_live/ABCDEFGHIJ0123456789';
     const body = `{"message":"${'x'.repeat(275)} key sk_live\\/ABCDEFGHIJ0123456789"}`;
