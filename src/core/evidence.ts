@@ -94,7 +94,8 @@ function readReceiptText(path: string): string | undefined {
     fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    // No such receipt: also where its name would be too long to exist (a document named 238+ bytes).
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENAMETOOLONG') return undefined;
     throw unreadable(error);
   }
   let bytes: Buffer | undefined;

@@ -39,6 +39,13 @@ async function registered(name: string, content: string): Promise<string> {
 }
 
 describe('runVerify', () => {
+  it('a document whose receipt name would be too long to exist (238+ bytes): checked against the ledger, verified', async () => {
+    const path = await registered(`${'x'.repeat(240)}.txt`, 'a long name');
+    const run = await bed.main(['verify', path]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout + run.stderr).not.toContain('ENAMETOOLONG');
+  });
+
   it('one verified document: its record from the ledger, a note, and its result for GitHub', async () => {
     const path = await registered('contract.pdf', 'contract\n');
     const hash = sha256('contract\n');
