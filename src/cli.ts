@@ -20,7 +20,8 @@ import { flushOnInterrupt } from './interrupt.js';
 import { VERSION } from './version.js';
 
 const TOP_EXAMPLES = `Examples:
-  notarize sandbox &                                  # a local emulator, no account needed
+  notarize sandbox &                                  # a local emulator, no account needed: set the
+                                                      # NOTARIZE_BASE_URL and NOTARIZE_API_KEY it prints
   notarize register contract.pdf                      # hash, register, complete, print the record
   notarize verify contract.pdf                        # check against the local ledger, offline
   # CI: register every artifact; exit 4 means "transient, run again later"
@@ -65,6 +66,7 @@ const READER_GONE = new Set(['EPIPE', 'ECONNRESET', 'ENOTCONN', 'ERR_STREAM_DEST
  */
 function closableSink(stream: NodeJS.WriteStream): Sink {
   let gone = false;
+  let wrote = false;
   let failure: Error | undefined;
   const lost = (error: NodeJS.ErrnoException | null | undefined): void => {
     if (error && !READER_GONE.has(error.code ?? '')) failure ??= error;
@@ -74,12 +76,17 @@ function closableSink(stream: NodeJS.WriteStream): Sink {
     lost(error);
   });
   return {
-    write: (text: string) => gone || stream.write(text),
+    write: (text: string) => {
+      if (gone) return true;
+      wrote = true;
+      return stream.write(text);
+    },
     once: (event, listener) => stream.once(event, listener),
     off: (event, listener) => stream.off(event, listener),
     // An empty write's callback comes after those of every write before it, an error's included.
+    // Nothing written, nothing lost: /dev/full refuses even the empty write (a `config set` that worked was exit 1).
     settled: () =>
-      gone
+      gone || !wrote
         ? Promise.resolve(failure)
         : new Promise((resolve) =>
             stream.write('', (error) => {
