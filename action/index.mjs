@@ -11373,7 +11373,7 @@ function readReceiptText(path) {
 		fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
 	} catch (error) {
 		const code = error.code;
-		if (code === "ENOENT" || code === "ENOTDIR") return void 0;
+		if (code === "ENOENT" || code === "ENOTDIR" || code === "ENAMETOOLONG") return void 0;
 		throw unreadable(error);
 	}
 	let bytes;
@@ -20270,6 +20270,8 @@ var init_register = __esmMin((() => {
 		/** Items known so far: a --files-from list is read as the batch goes. */
 		#known = 0;
 		#hashedBytes = 0;
+		/** Documents registered this run whose custody metadata was sent (said once at the end). */
+		#metadataSent = 0;
 		/** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
 		#sent = false;
 		/**
@@ -20389,6 +20391,7 @@ var init_register = __esmMin((() => {
 				this.#items.add(index, result);
 				this.#reported(index);
 				if (settled.ok) this.#noMetadataSent(result, settled.value.outcome);
+				if (settled.ok && settled.value.outcome.kind === "completed" && settled.value.outcome.custody?.metadataSent) this.#metadataSent++;
 				const failure = settled.ok ? settled.value.receiptError ?? custodyFailure(settled.value.outcome) : void 0;
 				tally.add(index, settled.ok ? failure : "error" in settled ? settled.error : void 0);
 			};
@@ -20411,6 +20414,10 @@ var init_register = __esmMin((() => {
 			}
 			this.#options.io.clearProgress();
 			this.#noReceipts();
+			if (this.#metadataSent > 0) {
+				const which = this.#metadataSent === 1 ? "one document" : `${this.#metadataSent} documents`;
+				this.#options.io.info(`custody: the file metadata of ${which} was sent. The files themselves were NOT uploaded: the service does not document how to upload file bytes.`);
+			}
 			const failure = tally.failure(this.#sent, total);
 			return {
 				kind: "items",
@@ -40157,7 +40164,8 @@ init_safe_text();
 init_interrupt();
 init_version();
 const TOP_EXAMPLES = `Examples:
-  notarize sandbox &                                  # a local emulator, no account needed
+  notarize sandbox &                                  # a local emulator, no account needed: set the
+                                                      # NOTARIZE_BASE_URL and NOTARIZE_API_KEY it prints
   notarize register contract.pdf                      # hash, register, complete, print the record
   notarize verify contract.pdf                        # check against the local ledger, offline
   # CI: register every artifact; exit 4 means "transient, run again later"
@@ -40198,6 +40206,7 @@ const READER_GONE = /* @__PURE__ */ new Set([
 */
 function closableSink(stream) {
 	let gone = false;
+	let wrote = false;
 	let failure;
 	const lost = (error) => {
 		if (error && !READER_GONE.has(error.code ?? "")) failure ??= error;
@@ -40207,10 +40216,14 @@ function closableSink(stream) {
 		lost(error);
 	});
 	return {
-		write: (text) => gone || stream.write(text),
+		write: (text) => {
+			if (gone) return true;
+			wrote = true;
+			return stream.write(text);
+		},
 		once: (event, listener) => stream.once(event, listener),
 		off: (event, listener) => stream.off(event, listener),
-		settled: () => gone ? Promise.resolve(failure) : new Promise((resolve) => stream.write("", (error) => {
+		settled: () => gone || !wrote ? Promise.resolve(failure) : new Promise((resolve) => stream.write("", (error) => {
 			lost(error);
 			resolve(failure);
 		}))

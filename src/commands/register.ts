@@ -234,6 +234,8 @@ class Registrar {
   /** Items known so far: a --files-from list is read as the batch goes. */
   #known = 0;
   #hashedBytes = 0;
+  /** Documents registered this run whose custody metadata was sent (said once at the end). */
+  #metadataSent = 0;
   /** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
   #sent = false;
   /**
@@ -338,6 +340,9 @@ class Registrar {
       this.#items.add(index, result);
       this.#reported(index);
       if (settled.ok) this.#noMetadataSent(result, settled.value.outcome);
+      if (settled.ok && settled.value.outcome.kind === 'completed' && settled.value.outcome.custody?.metadataSent) {
+        this.#metadataSent++;
+      }
       const failure = settled.ok ? (settled.value.receiptError ?? custodyFailure(settled.value.outcome)) : undefined;
       tally.add(index, settled.ok ? failure : 'error' in settled ? settled.error : undefined);
     };
@@ -367,6 +372,13 @@ class Registrar {
     }
     this.#options.io.clearProgress();
     this.#noReceipts();
+    if (this.#metadataSent > 0) {
+      // As one document alone says it (present.ts showCustody): --custody never uploads the bytes.
+      const which = this.#metadataSent === 1 ? 'one document' : `${this.#metadataSent} documents`;
+      this.#options.io.info(
+        `custody: the file metadata of ${which} was sent. The files themselves were NOT uploaded: the service does not document how to upload file bytes.`,
+      );
+    }
     const failure = tally.failure(this.#sent, total);
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }

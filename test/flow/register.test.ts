@@ -338,6 +338,18 @@ describe('register and complete', () => {
     expect(help.stdout).toMatch(/does NOT upload the file/);
   });
 
+  it('--custody over several documents: said once at the end, in every format, that the files were NOT uploaded', async () => {
+    await login();
+    for (const format of [[], ['--output', 'ndjson']]) {
+      const docs = [await bed.file(`c1-${format.length}.txt`), await bed.file(`c2-${format.length}.txt`)];
+      const result = await run(['register', ...docs, '--custody', ...format]);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toContain(
+        'custody: the file metadata of 2 documents was sent. The files themselves were NOT uploaded',
+      );
+    }
+  });
+
   it('--wallet-name without --custody is refused before anything is sent (exit 2): no registration paid without it', async () => {
     await login();
     const doc = await bed.file('wallet-alone.pdf', 'wallet name alone');
