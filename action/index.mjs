@@ -13492,6 +13492,19 @@ function escapeControls(text) {
 	return text.replace(UNSAFE, escapeOne);
 }
 /**
+* JSON text (`--json` data, a receipt) as a terminal shows it, of the same
+* JSON value: in its strings, what forTerminal escapes is written as the
+* JSON escape of the same character (the bidi overrides and C1 controls a
+* service may send raw, the `#` of `##[`); between values, a CR, which JSON
+* allows as white space but which sends a terminal back to the line's start
+* for what follows to overwrite, is dropped before a line feed and a space
+* elsewhere. Redirected, the text is printed as it is (io.ts).
+*/
+function jsonForTerminal(text) {
+	if (!UNSAFE_TEST.test(text)) return text;
+	return text.replace(JSON_PIECES, (piece) => piece.startsWith("\"") ? forTerminal(piece) : piece.replace(/\r\n?/g, (cr) => cr === "\r\n" ? "\n" : " "));
+}
+/**
 * `forTerminal` for text that begins a line of output (a table's row, a
 * record's field name): one starting with `::`, spaces before it or not,
 * has that `:` escaped, so no runner reads the line as a workflow command.
@@ -13508,7 +13521,7 @@ function lineStart(text) {
 function forTerminalLines(text) {
 	return text.split("\n").map(forTerminal).join("\n");
 }
-var UNSAFE, SHORT, LEGACY_COMMAND, WORKFLOW_COMMAND_START;
+var UNSAFE, SHORT, LEGACY_COMMAND, UNSAFE_TEST, JSON_PIECES, WORKFLOW_COMMAND_START;
 var init_safe_text = __esmMin((() => {
 	UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/gu;
 	SHORT = {
@@ -13517,6 +13530,8 @@ var init_safe_text = __esmMin((() => {
 		"	": "\\t"
 	};
 	LEGACY_COMMAND = /#(?=#\[)/g;
+	UNSAFE_TEST = /(?![\n\t])[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}|##\[/u;
+	JSON_PIECES = /"(?:[^"\\]|\\[\s\S])*"|[^"]+/g;
 	WORKFLOW_COMMAND_START = /^(\p{Zs}*):(?=:)/u;
 }));
 // dist/output/render.js
@@ -13977,7 +13992,7 @@ function itemResultsFor(view) {
 	return new ItemResults({
 		keep: format === "json" ? "whole" : format === "table" || inGitHubActions(view.env) ? "compact" : "none",
 		ready: () => io.drained(),
-		...format === "ndjson" ? { onResult: (result) => io.dataSoon(stringifyExact(result)) } : {},
+		...format === "ndjson" ? { onResult: (result) => io.dataJsonSoon(stringifyExact(result)) } : {},
 		onUnsaved: (result) => io.warn(unsavedLine(result))
 	});
 }
@@ -14056,7 +14071,7 @@ function present(view, result) {
 			else io.data(renderTable([...result.headers], result.rows.map((row) => result.cells(row)), io.colour));
 			break;
 		case "value":
-			if (json && result.json !== void 0) io.data(JSON.stringify(result.json));
+			if (json && result.json !== void 0) io.dataJson(JSON.stringify(result.json));
 			else {
 				if (result.text?.data !== void 0) io.data(result.text.data);
 				for (const line of result.text?.info ?? []) io.info(line);
@@ -14103,7 +14118,7 @@ function parsedObject(text) {
 }
 /** A completed record; with --json, the service's exact text. */
 function showRecord(io, recordJson, verification, json) {
-	if (json) io.data(recordJson);
+	if (json) io.dataJson(recordJson);
 	else io.data(renderRecord(parsedObject(recordJson), { verification }, io.colour));
 }
 /**
@@ -14119,7 +14134,7 @@ function showOutcome(io, outcome, baseUrl, json) {
 		case "pending": {
 			const { entry } = outcome;
 			io.info(`${outcome.reused ? "a session was already pending" : "session saved"} for ${entry.hash}; complete it with: notarize complete ${entry.hash} (or the same register command without --no-complete, which also writes its receipt with --receipt-dir)`);
-			if (json) io.data(entry.sessionJson);
+			if (json) io.dataJson(entry.sessionJson);
 			else {
 				const session = parsedObject(entry.sessionJson);
 				io.data(renderRecord({
@@ -14168,7 +14183,7 @@ function showAlreadyRegistered(io, outcome, verification, json) {
 			verificationUrl: verification,
 			message: service?.message ?? null
 		};
-		io.data(JSON.stringify(summary, null, 2));
+		io.dataJson(JSON.stringify(summary, null, 2));
 	} else io.data(renderRecord({
 		hash,
 		status: "already registered (the service says so; no local record)",
@@ -22373,7 +22388,7 @@ async function runReceipt(options) {
 	}), hash, options.redact);
 	if (options.output === void 0 || options.output === "-") return {
 		kind: "value",
-		text: { data: options.toTerminal ? forTerminalLines(text) : text },
+		text: { data: options.toTerminal ? jsonForTerminal(text) : text },
 		...redacted ? { warnings: [redactedReceiptWarning(`the receipt of ${hash}`)] } : {}
 	};
 	checkReplaceable(options.output);
@@ -24740,6 +24755,10 @@ const JSON_STRING = /"(?:[^"\\\n]|\\.)*"/g;
 * is read and searched as it reads (redact).
 */
 const JWT_SHAPE = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])/g;
+/** `text` ending with a line feed. */
+function asLine(text) {
+	return text.endsWith("\n") ? text : `${text}\n`;
+}
 /** Characters `dataSoon` queues at most before writing them (a few hundred lines of `hash`). */
 const QUEUED_MAX_CHARS = 65536;
 const NO_SPINNER = {
@@ -24820,7 +24839,26 @@ var IO = class {
 	data(text) {
 		this.clearProgress();
 		this.flush();
-		this.#writeOut(this.redact(text.endsWith("\n") ? text : `${text}\n`));
+		this.#writeOut(this.redact(asLine(text)));
+	}
+	/**
+	* Writes JSON data: exactly as given into a pipe or file; on a terminal,
+	* the same JSON value with what could act on the terminal escaped
+	* (jsonForTerminal).
+	*/
+	dataJson(text) {
+		this.clearProgress();
+		this.flush();
+		this.#writeOut(this.#jsonShown(asLine(text)));
+	}
+	/** dataSoon for a line of JSON (NDJSON), as dataJson shows it. */
+	dataJsonSoon(text) {
+		this.#queue(this.#jsonShown(asLine(text)));
+	}
+	/** JSON text redacted and, on a terminal, shown safely; redacted first: a secret is searched for as it was. */
+	#jsonShown(text) {
+		const redacted = this.redact(text);
+		return this.stdoutIsTTY ? jsonForTerminal(redacted) : redacted;
 	}
 	/**
 	* Writes data like `data`, for one line of thousands in a row (`hash`
@@ -24832,8 +24870,12 @@ var IO = class {
 	* everything still comes out in the order it was written.
 	*/
 	dataSoon(text) {
+		this.#queue(this.redact(asLine(text)));
+	}
+	/** Queues text ready to write (see dataSoon). */
+	#queue(shown) {
 		this.clearProgress();
-		this.#queued += this.redact(text.endsWith("\n") ? text : `${text}\n`);
+		this.#queued += shown;
 		if (this.#queued.length >= QUEUED_MAX_CHARS) this.flush();
 		else this.#queuedFlush ??= setImmediate(() => this.flush());
 	}
@@ -24900,7 +24942,7 @@ var IO = class {
 		const last = items.length - 1;
 		items.forEach((item, index) => {
 			const element = (stringifyExact(item, 2) ?? "null").replace(/\n/g, "\n  ");
-			this.#stdout.write(this.redact(`${index === 0 ? "[\n" : ""}  ${element}${index === last ? "\n]\n" : ",\n"}`));
+			this.#stdout.write(this.#jsonShown(`${index === 0 ? "[\n" : ""}  ${element}${index === last ? "\n]\n" : ",\n"}`));
 		});
 	}
 	/** A message for the person at the terminal; silenced by --quiet. */

@@ -13,7 +13,7 @@ import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/re
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
 import { UsageError } from '../errors.js';
 import type { ValueResult } from '../output/present.js';
-import { forTerminalLines } from '../output/safe-text.js';
+import { jsonForTerminal } from '../output/safe-text.js';
 import { writeFileAtomic } from '../store/files.js';
 import { lstatSync } from 'node:fs';
 import type { ServiceStore } from '../store/service-store.js';
@@ -108,7 +108,7 @@ export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> 
     // U+202E) are shown as JSON escapes: the same JSON value, safe to look at. Redirected, byte for byte.
     return {
       kind: 'value',
-      text: { data: options.toTerminal ? forTerminalLines(text) : text },
+      text: { data: options.toTerminal ? jsonForTerminal(text) : text },
       ...(redacted ? { warnings: [redactedReceiptWarning(`the receipt of ${hash}`)] } : {}),
     };
   }

@@ -12,7 +12,7 @@
  */
 import type { Readable } from 'node:stream';
 import { warningCommand } from './github.js';
-import { forTerminal, forTerminalLines, lineStart } from './safe-text.js';
+import { forTerminal, forTerminalLines, jsonForTerminal, lineStart } from './safe-text.js';
 import { stringifyExact } from '../exact-json.js';
 import { keysIn, secretParts } from '../core/secrets.js';
 
@@ -64,6 +64,11 @@ export interface IOOptions {
  * is read and searched as it reads (redact).
  */
 const JWT_SHAPE = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])/g;
+
+/** `text` ending with a line feed. */
+function asLine(text: string): string {
+  return text.endsWith('\n') ? text : `${text}\n`;
+}
 
 /** Characters `dataSoon` queues at most before writing them (a few hundred lines of `hash`). */
 const QUEUED_MAX_CHARS = 64 * 1024;
@@ -156,7 +161,29 @@ export class IO {
   data(text: string): void {
     this.clearProgress();
     this.flush();
-    this.#writeOut(this.redact(text.endsWith('\n') ? text : `${text}\n`));
+    this.#writeOut(this.redact(asLine(text)));
+  }
+
+  /**
+   * Writes JSON data: exactly as given into a pipe or file; on a terminal,
+   * the same JSON value with what could act on the terminal escaped
+   * (jsonForTerminal).
+   */
+  dataJson(text: string): void {
+    this.clearProgress();
+    this.flush();
+    this.#writeOut(this.#jsonShown(asLine(text)));
+  }
+
+  /** dataSoon for a line of JSON (NDJSON), as dataJson shows it. */
+  dataJsonSoon(text: string): void {
+    this.#queue(this.#jsonShown(asLine(text)));
+  }
+
+  /** JSON text redacted and, on a terminal, shown safely; redacted first: a secret is searched for as it was. */
+  #jsonShown(text: string): string {
+    const redacted = this.redact(text);
+    return this.stdoutIsTTY ? jsonForTerminal(redacted) : redacted;
   }
 
   /**
@@ -169,8 +196,13 @@ export class IO {
    * everything still comes out in the order it was written.
    */
   dataSoon(text: string): void {
+    this.#queue(this.redact(asLine(text)));
+  }
+
+  /** Queues text ready to write (see dataSoon). */
+  #queue(shown: string): void {
     this.clearProgress();
-    this.#queued += this.redact(text.endsWith('\n') ? text : `${text}\n`);
+    this.#queued += shown;
     if (this.#queued.length >= QUEUED_MAX_CHARS) this.flush();
     else this.#queuedFlush ??= setImmediate(() => this.flush());
   }
@@ -245,7 +277,7 @@ export class IO {
     items.forEach((item, index) => {
       // JSON escapes newlines inside strings, so every newline here is layout: indent it one level.
       const element = (stringifyExact(item, 2) ?? 'null').replace(/\n/g, '\n  ');
-      this.#stdout.write(this.redact(`${index === 0 ? '[\n' : ''}  ${element}${index === last ? '\n]\n' : ',\n'}`));
+      this.#stdout.write(this.#jsonShown(`${index === 0 ? '[\n' : ''}  ${element}${index === last ? '\n]\n' : ',\n'}`));
     });
   }
 

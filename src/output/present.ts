@@ -120,7 +120,7 @@ export function itemResultsFor(view: View): ItemResults {
     ready: () => io.drained(),
     // Queued, written with the lines of the same turn: an aggregate settles a
     // thousand documents at once, and a write per line was a system call each.
-    ...(format === 'ndjson' ? { onResult: (result: ItemResult) => io.dataSoon(stringifyExact(result)) } : {}),
+    ...(format === 'ndjson' ? { onResult: (result: ItemResult) => io.dataJsonSoon(stringifyExact(result)) } : {}),
     onUnsaved: (result) => io.warn(unsavedLine(result)),
   });
 }
@@ -212,7 +212,7 @@ export function present(view: View, result: CommandResult): void {
         );
       break;
     case 'value':
-      if (json && result.json !== undefined) io.data(JSON.stringify(result.json));
+      if (json && result.json !== undefined) io.dataJson(JSON.stringify(result.json));
       else {
         if (result.text?.data !== undefined) io.data(result.text.data);
         for (const line of result.text?.info ?? []) io.info(line);
@@ -273,7 +273,7 @@ function parsedObject(text: string): Record<string, unknown> {
 
 /** A completed record; with --json, the service's exact text. */
 function showRecord(io: IO, recordJson: string, verification: string, json: boolean): void {
-  if (json) io.data(recordJson);
+  if (json) io.dataJson(recordJson);
   else io.data(renderRecord(parsedObject(recordJson), { verification }, io.colour));
 }
 
@@ -294,7 +294,7 @@ function showOutcome(io: IO, outcome: Outcome, baseUrl: string, json: boolean): 
           `complete it with: notarize complete ${entry.hash} (or the same register command without --no-complete, ` +
           'which also writes its receipt with --receipt-dir)',
       );
-      if (json) io.data(entry.sessionJson);
+      if (json) io.dataJson(entry.sessionJson);
       else {
         const session = parsedObject(entry.sessionJson);
         io.data(
@@ -361,7 +361,7 @@ function showAlreadyRegistered(
       verificationUrl: verification,
       message: service?.message ?? null,
     };
-    io.data(JSON.stringify(summary, null, 2));
+    io.dataJson(JSON.stringify(summary, null, 2));
   } else {
     io.data(
       renderRecord(

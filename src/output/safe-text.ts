@@ -32,7 +32,7 @@
  * readable, and escaping is idempotent, so text escaped where it is embedded
  * can go through the IO object's own escaping again unchanged. The price is
  * that a name really spelled `a\u001bb` shows the same as `a<ESC>b`: the
- * terminal form is for people; --json output is exact.
+ * terminal form is for people; --json output redirected is exact.
  */
 
 // With the `u` flag a well-formed surrogate pair is one character, so \p{Cs} matches lone surrogates only.
@@ -64,6 +64,27 @@ export function forTerminal(text: string): string {
  */
 export function escapeControls(text: string): string {
   return text.replace(UNSAFE, escapeOne);
+}
+
+/** Whether jsonForTerminal has anything to change (a line feed or tab is JSON's own layout): its fast path. */
+const UNSAFE_TEST = /(?![\n\t])[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}|##\[/u;
+/** A JSON text's strings, and what lies between them. */
+const JSON_PIECES = /"(?:[^"\\]|\\[\s\S])*"|[^"]+/g;
+
+/**
+ * JSON text (`--json` data, a receipt) as a terminal shows it, of the same
+ * JSON value: in its strings, what forTerminal escapes is written as the
+ * JSON escape of the same character (the bidi overrides and C1 controls a
+ * service may send raw, the `#` of `##[`); between values, a CR, which JSON
+ * allows as white space but which sends a terminal back to the line's start
+ * for what follows to overwrite, is dropped before a line feed and a space
+ * elsewhere. Redirected, the text is printed as it is (io.ts).
+ */
+export function jsonForTerminal(text: string): string {
+  if (!UNSAFE_TEST.test(text)) return text;
+  return text.replace(JSON_PIECES, (piece) =>
+    piece.startsWith('"') ? forTerminal(piece) : piece.replace(/\r\n?/g, (cr) => (cr === '\r\n' ? '\n' : ' ')),
+  );
 }
 
 /** Spaces a runner trims before looking for `::` (.NET's TrimStart: forTerminal escapes the other white space). */

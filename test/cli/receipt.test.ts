@@ -70,6 +70,42 @@ describe('notarize receipt', () => {
     expect(JSON.parse(shown.stdout)).toEqual(JSON.parse(piped.stdout));
   });
 
+  it('--json data on a terminal (show, register): what would act on it escaped, a CR between values gone; piped, exact', async () => {
+    const path = await registered('cr.txt', 'a record with a CR\n');
+    const other = await registered('other.txt', 'another document\n');
+    const hash = sha256('a record with a CR\n');
+    // What a service may send: a CR between values (valid JSON white space) and a bidi override in a string.
+    const file = bed.ledgerFile(hash);
+    const entry = JSON.parse(readFileSync(file, 'utf8')) as { recordJson: string };
+    entry.recordJson = entry.recordJson
+      .replace('"signer":null', `"signer":"MALLORY"\r${' '.repeat(40)}`)
+      .replace('"custody"', '"note":"a\u202eb","custody"');
+    writeFileSync(file, JSON.stringify(entry));
+    // One record alone is the service's bytes, its CR too.
+    expect((await bed.main(['show', hash, '--json'])).stdout).toMatch(/MALLORY"\r/);
+    const values = (text: string, ndjson: boolean): unknown =>
+      ndjson
+        ? text
+            .trim()
+            .split('\n')
+            .map((line) => JSON.parse(line) as unknown)
+        : JSON.parse(text);
+    for (const args of [
+      ['show', hash, '--json'],
+      ['register', path, '--json'],
+      ['register', path, other, '--json'],
+      ['register', path, other, '--output', 'ndjson'],
+    ]) {
+      const piped = await bed.main(args);
+      const shown = await bed.main(args, { stdoutIsTTY: true });
+      expect(shown.code, describeRun(shown)).toBe(0);
+      expect(piped.stdout, args.join(' ')).toMatch(/\u202e/);
+      expect(shown.stdout, args.join(' ')).not.toMatch(/[\r\u202e]/);
+      const ndjson = args.includes('ndjson');
+      expect(values(shown.stdout, ndjson)).toEqual(values(piped.stdout, ndjson));
+    }
+  });
+
   it('of a digest: the name and size the ledger kept', async () => {
     await registered('kept.txt', 'kept\n');
     const hash = sha256('kept\n');

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { renderRecord, renderTable } from '../../src/output/render.js';
-import { forTerminal, forTerminalLines, lineStart } from '../../src/output/safe-text.js';
+import { forTerminal, forTerminalLines, jsonForTerminal, lineStart } from '../../src/output/safe-text.js';
 import { bufferIO } from '../helpers/io.js';
 
 /** Characters a terminal acts on or that reorder what is shown; none may survive forTerminal. */
@@ -52,6 +52,29 @@ describe('workflow commands', () => {
     );
     for (const line of [...record.split('\n'), ...table.split('\n')]) expect(runnerCommand(line), line).toBe(false);
     expect(record).toContain('\\u003a:stop-commands::pwn');
+  });
+});
+
+describe('jsonForTerminal', () => {
+  it('escapes in strings what forTerminal escapes, drops or spaces a CR between values: the same JSON value', () => {
+    // A CR between values would send the cursor back for the spaces after it to hide "MALLORY".
+    const hidden = '{"signer":"MALLORY"\r' + ' '.repeat(20) + ',"d":"a\u202eb"}\r\n';
+    expect(jsonForTerminal(hidden)).toBe('{"signer":"MALLORY" ' + ' '.repeat(20) + ',"d":"a\\u202eb"}\n');
+    expect(jsonForTerminal('{"a":"y\u009b31m","b":"##[error]"}')).toBe('{"a":"y\\u009b31m","b":"\\u0023#[error]"}');
+    // Pretty-printed JSON of safe text is left as it is (line feeds and tabs are its layout).
+    expect(jsonForTerminal('{\n\t"a": [1, "b\\n"]\n}')).toBe('{\n\t"a": [1, "b\\n"]\n}');
+  });
+
+  it('any JSON value, spelled with raw CRs between its tokens: no character a terminal acts on, the same value', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.constantFrom('\r', '\r\n', ' \r '), (value, cr) => {
+        const text = (JSON.stringify(value, null, 1) ?? 'null').replace(/\n/g, `${cr}\n`);
+        // JSON.stringify leaves U+2028, bidi and C1 characters raw in strings, as a service may send them.
+        const shown = jsonForTerminal(text);
+        expect(shown.replace(/[\n\t]/g, '')).not.toMatch(UNSAFE);
+        expect(JSON.parse(shown)).toEqual(JSON.parse(text));
+      }),
+    );
   });
 });
 
