@@ -375,33 +375,23 @@ function tableOf(shell: Shell, script: string): string[][] {
   return text.split('\n').map((line) => line.split('\t'));
 }
 
+/** Completes every case of cases() in `shell` (loaded by `mode`, under the user's options `userRc`) and checks each. */
+async function completesEveryCase(shell: Shell, mode?: string, userRc?: string): Promise<Case[]> {
+  const expected = await cases();
+  const lines = expected.map((c) => c.line);
+  expectCases(shell, await complete(shell, lines, mode, userRc), expected);
+  return expected;
+}
+
 for (const shell of ['bash', 'zsh', 'fish'] as const) {
   describeShell(shell, () => {
     it('completes commands, subcommands, option values and file names, first Tab of a fresh shell', async () => {
-      const expected = await cases();
-      expectCases(
-        shell,
-        await complete(
-          shell,
-          expected.map((c) => c.line),
-        ),
-        expected,
-      );
+      await completesEveryCase(shell);
     }, 120_000);
 
     if (shell !== 'fish') {
       it(`completes the same under the user's own options (${USER_OPTIONS[shell]})`, async () => {
-        const expected = await cases();
-        expectCases(
-          shell,
-          await complete(
-            shell,
-            expected.map((c) => c.line),
-            'eval',
-            USER_OPTIONS[shell],
-          ),
-          expected,
-        );
+        const expected = await completesEveryCase(shell, 'eval', USER_OPTIONS[shell]);
         if (shell === 'zsh') {
           // Saved in $fpath, its first Tab runs the file as the function's body, under the user's options.
           const some = expected.filter((c) =>
