@@ -10170,12 +10170,12 @@ function myUid() {
 */
 function unsafeDirReason(info) {
 	if (info.isSymbolicLink()) return "it is a symbolic link, which notarize does not follow";
-	if (!info.isDirectory()) return "it is not a directory";
+	if (!info.isDirectory()) return NOT_A_DIRECTORY;
 	const uid = myUid();
 	if (uid !== void 0 && info.uid !== uid) return `it belongs to another user (uid ${info.uid}, you are ${uid})`;
 	if (process.platform !== "win32" && (info.mode & 514) !== 0) return `it is world-writable or sticky, as shared directories are (mode ${(info.mode & 4095).toString(8)})`;
 }
-function dirError(dir, reason, cause, hint = HINT_DIR) {
+function dirError(dir, reason, cause, hint = reason === NOT_A_DIRECTORY ? HINT_NOT_A_DIRECTORY : HINT_DIR) {
 	return new StoreError(dir, `cannot use the store directory ${dir}: ${reason}`, {
 		hint,
 		...cause === void 0 ? {} : { cause }
@@ -10205,7 +10205,7 @@ function ensurePrivateDir(dir, own) {
 	} catch (error) {
 		const code = error.code;
 		if (isLink(dir)) throw dirError(dir, "it is a symbolic link, which notarize does not follow", error);
-		if (code === "EEXIST" || code === "ENOTDIR") throw dirError(dir, "it is not a directory", error);
+		if (code === "EEXIST" || code === "ENOTDIR") throw dirError(dir, NOT_A_DIRECTORY, error);
 		throw dirError(dir, error.message, error);
 	}
 	const tightened = tightenDirIfExists(dir, own);
@@ -10490,7 +10490,7 @@ function recoveryHint(file) {
 	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
 	return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${basename(file, ".json")}\` (kept aside) to start that registration afresh`;
 }
-var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, PROCESS_TAG, writeCounter, DirFlushes;
+var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, NOT_A_DIRECTORY, HINT_NOT_A_DIRECTORY, PROCESS_TAG, writeCounter, DirFlushes;
 var init_files = __esmMin((() => {
 	init_errors();
 	init_mkdirs();
@@ -10500,6 +10500,8 @@ var init_files = __esmMin((() => {
 	O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 	CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW;
 	HINT_DIR = "use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR";
+	NOT_A_DIRECTORY = "it is not a directory";
+	HINT_NOT_A_DIRECTORY = "move that file aside (notarize makes the folder anew), or name another store in NOTARIZE_CONFIG_DIR";
 	PROCESS_TAG = randomBytes(4).toString("hex");
 	writeCounter = 0;
 	DirFlushes = class {

@@ -56,6 +56,12 @@ export const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_E
 
 const HINT_DIR = 'use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR';
 
+const NOT_A_DIRECTORY = 'it is not a directory';
+
+/** A file where a folder of the store goes is no one's choice of store: moved aside, notarize makes the folder. */
+const HINT_NOT_A_DIRECTORY =
+  'move that file aside (notarize makes the folder anew), or name another store in NOTARIZE_CONFIG_DIR';
+
 /** This process's user id; undefined where the platform has none (Windows: no owner checks). */
 function myUid(): number | undefined {
   return process.getuid?.();
@@ -67,7 +73,7 @@ function myUid(): number | undefined {
  */
 function unsafeDirReason(info: Stats): string | undefined {
   if (info.isSymbolicLink()) return 'it is a symbolic link, which notarize does not follow';
-  if (!info.isDirectory()) return 'it is not a directory';
+  if (!info.isDirectory()) return NOT_A_DIRECTORY;
   const uid = myUid();
   if (uid !== undefined && info.uid !== uid) return `it belongs to another user (uid ${info.uid}, you are ${uid})`;
   // Sticky or world-writable: others may have put anything in it, and it is
@@ -78,7 +84,12 @@ function unsafeDirReason(info: Stats): string | undefined {
   return undefined;
 }
 
-function dirError(dir: string, reason: string, cause?: unknown, hint = HINT_DIR): StoreError {
+function dirError(
+  dir: string,
+  reason: string,
+  cause?: unknown,
+  hint = reason === NOT_A_DIRECTORY ? HINT_NOT_A_DIRECTORY : HINT_DIR,
+): StoreError {
   return new StoreError(dir, `cannot use the store directory ${dir}: ${reason}`, {
     hint,
     ...(cause === undefined ? {} : { cause }),
@@ -122,7 +133,7 @@ export function ensurePrivateDir(dir: string, own?: OwnEntries): boolean {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (isLink(dir)) throw dirError(dir, 'it is a symbolic link, which notarize does not follow', error);
-    if (code === 'EEXIST' || code === 'ENOTDIR') throw dirError(dir, 'it is not a directory', error);
+    if (code === 'EEXIST' || code === 'ENOTDIR') throw dirError(dir, NOT_A_DIRECTORY, error);
     throw dirError(dir, (error as Error).message, error);
   }
   const tightened = tightenDirIfExists(dir, own);

@@ -10,6 +10,7 @@ import {
   readPrivateFile,
   readStoreFile,
   removeFile,
+  tightenDirIfExists,
   writeFileAtomic,
 } from '../../src/store/files.js';
 import { rejection, thrown } from '../helpers/catch.js';
@@ -116,6 +117,16 @@ describe('ensurePrivateDir', () => {
     }
     expect(mode(real)).toBe(0o755);
     expect(statSync(shared).mode & 0o7777).toBe(0o1777);
+  });
+
+  it.runIf(posix)('a file where a folder goes: the hint says to move it aside, not to choose another store', () => {
+    const file = join(tempDir(), 'ledger');
+    writeFileSync(file, '');
+    for (const check of [() => ensurePrivateDir(file), () => tightenDirIfExists(file)]) {
+      const error = thrown(check) as StoreError;
+      expect(error.message).toMatch(/not a directory/);
+      expect(error.hint).toMatch(/^move that file aside \(notarize makes the folder anew\)/);
+    }
   });
 });
 
