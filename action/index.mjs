@@ -8993,16 +8993,66 @@ function secretParts(secret) {
 		];
 	}))];
 }
+/** The KeyTrace of `apiKey` (trimmed, as every key is used). */
+function keyTrace(apiKey) {
+	const key = apiKey.trim();
+	const inUrl = encodeURIComponent(key);
+	const spellings = /* @__PURE__ */ new Set([
+		key,
+		inUrl,
+		inUrl.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())
+	]);
+	return {
+		digest: keyDigest(key),
+		prints: [...spellings].map((spelt) => `${spelt.length}:${rollingPrint(spelt, 0, spelt.length)}`)
+	};
+}
+/** The polynomial hash of text.slice(from, to), modulo 2^32. */
+function rollingPrint(text, from, to) {
+	let print = 0;
+	for (let i = from; i < to; i++) print = Math.imul(print, PRINT_BASE) + text.charCodeAt(i) >>> 0;
+	return print;
+}
 /**
-* The strings in `text` that are an API key whose keyDigest is among
-* `digests`: the key of a stored token, which notarize knows by its digest
-* alone (no NOTARIZE_API_KEY in this run), when a service echoes it. A key
-* is looked for as a whole run of key characters, or as the part of one
-* between separators (`apiKey=<key>&`, `/<key>/`); each candidate of 8
-* characters or more is hashed, so only text that is the key matches.
+* The strings in `text` that are an API key of `traces`: the key of a
+* stored token, which notarize knows by its trace alone (no
+* NOTARIZE_API_KEY in this run), when a service echoes it or a name or
+* description holds it. Each spelling of known length and print is found
+* wherever it stands (Rabin-Karp: one pass, each window whose print matches
+* confirmed by the key's digest). A trace without prints (a store from
+* before they were kept) is looked for as a run of key characters, whole
+* or between separators (`apiKey=<key>&`, `/<key>/`).
 */
-function keysIn(text, digests) {
+function keysIn(text, traces) {
 	const found = /* @__PURE__ */ new Set();
+	for (const trace of traces) {
+		const isKey = (candidate) => keyDigest(candidate) === trace.digest || keyDigest(urlDecoded(candidate)) === trace.digest;
+		if (trace.prints.length === 0) {
+			for (const candidate of separatedCandidates(text)) if (isKey(candidate)) found.add(candidate);
+			continue;
+		}
+		for (const shape of trace.prints) {
+			const [length, print] = shape.split(":").map(Number);
+			for (const candidate of windowsPrinted(text, length, print)) if (isKey(candidate)) found.add(candidate);
+		}
+	}
+	return [...found].sort((a, b) => b.length - a.length);
+}
+/** Every window of `length` units of `text` whose rolling print is `print`. */
+function* windowsPrinted(text, length, print) {
+	if (!Number.isInteger(length) || length < 8 || length > text.length) return;
+	let top = 1;
+	for (let i = 1; i < length; i++) top = Math.imul(top, PRINT_BASE) >>> 0;
+	let rolling = rollingPrint(text, 0, length);
+	for (let at = 0;; at++) {
+		if (rolling === print) yield text.slice(at, at + length);
+		if (at + length >= text.length) return;
+		const out = Math.imul(text.charCodeAt(at), top) >>> 0;
+		rolling = Math.imul(rolling - out >>> 0, PRINT_BASE) + text.charCodeAt(at + length) >>> 0;
+	}
+}
+/** keysIn's candidates for a key of unknown length: whole runs of key characters, or their parts between separators. */
+function* separatedCandidates(text) {
 	for (const [run] of text.matchAll(KEY_RUN)) {
 		const starts = [0];
 		const ends = [run.length];
@@ -9010,13 +9060,8 @@ function keysIn(text, digests) {
 			if (KEY_STARTS_AFTER.has(run[i]) && starts.length < MAX_BOUNDS) starts.push(i + 1);
 			if (KEY_ENDS_BEFORE.has(run[i]) && ends.length < MAX_BOUNDS) ends.push(i);
 		}
-		for (const start of starts) for (const end of ends) {
-			if (end - start < 8) continue;
-			const candidate = run.slice(start, end);
-			if (digests.has(keyDigest(candidate)) || digests.has(keyDigest(urlDecoded(candidate)))) found.add(candidate);
-		}
+		for (const start of starts) for (const end of ends) if (end - start >= 8) yield run.slice(start, end);
 	}
-	return [...found].sort((a, b) => b.length - a.length);
 }
 /** `text` with its %XX escapes read (as a URL spells a key), or as it is when it has none or they are malformed. */
 function urlDecoded(text) {
@@ -9027,9 +9072,10 @@ function urlDecoded(text) {
 		return text;
 	}
 }
-var KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
+var PRINT_BASE, KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
 var init_secrets = __esmMin((() => {
 	init_errors();
+	PRINT_BASE = 16777619;
 	KEY_RUN = /[A-Za-z0-9_\-.~+/=:?&@#%!$*]{8,}/g;
 	KEY_STARTS_AFTER = /* @__PURE__ */ new Set([
 		"=",
@@ -22603,11 +22649,11 @@ async function runLogin(options) {
 	store.getToken(baseUrl);
 	const apiKey = await obtainKey(options);
 	if (apiKey === "") throw new AuthError("the API key is empty", { hint: "give the key (a CI secret may be unavailable to this job, e.g. on a pull request from a fork)" });
-	io.addSecret(apiKey);
+	io.addSecret(apiKey, "the API key given");
 	const token = await loginWith(await options.api(), apiKey);
-	io.addSecret(token);
+	io.addSecret(token, "the token the service sent");
 	if (isExpired(token)) throw new AuthError("the service answered with a token that has already expired; it was not stored", { hint: "check this machine's clock, then log in again" });
-	await store.setToken(baseUrl, token, keyDigest(apiKey));
+	await store.setToken(baseUrl, token, keyTrace(apiKey));
 	const claims = readClaims(token);
 	return {
 		kind: "value",
@@ -24783,9 +24829,9 @@ var IO = class {
 	#secrets = /* @__PURE__ */ new Set();
 	/** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
 	#longestFirst = [];
-	/** The keyDigests of API keys known by their digest alone (addKeyDigest). */
-	#keyDigests = /* @__PURE__ */ new Set();
-	#warnedShortSecret = false;
+	/** The API keys known by their trace alone (addKeyTrace). */
+	#keyTraces = [];
+	#warnedShort = /* @__PURE__ */ new Set();
 	#progressShown = false;
 	/** Set from a write stdout queued until it drains (or closes); resolved then. */
 	#draining;
@@ -24810,32 +24856,36 @@ var IO = class {
 	* line written is scrubbed of registered secrets, as a last line of defence
 	* behind code that never puts them in messages in the first place.
 	*/
-	addSecret(secret) {
+	addSecret(secret, name) {
 		if (secret === void 0 || secret.trim() === "") return;
 		if (secret.length < 8) {
-			this.#warnShortSecret();
+			if (name !== void 0) this.#warnShortSecret(name);
 			return;
 		}
 		for (const part of secretParts(secret)) this.#secrets.add(part);
 		this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
 	}
 	/**
-	* Registers the keyDigest of an API key this run does not have (the key a
+	* Registers the trace of an API key this run does not have (the key a
 	* stored token was logged in with, `notarize login`): text that is that
-	* key is scrubbed as a secret is (keysIn), though only its digest is known.
+	* key is scrubbed as a secret is (keysIn), though only its trace is known.
 	*/
-	addKeyDigest(digest) {
-		this.#keyDigests.add(digest);
+	addKeyTrace(trace) {
+		this.#keyTraces.push(trace);
 	}
-	/** A secret so short it would match ordinary text cannot be scrubbed: said once, not silently left. */
-	#warnShortSecret() {
-		if (this.#warnedShortSecret) return;
-		this.#warnedShortSecret = true;
-		this.warn("a secret given to notarize (a token, key or password) is shorter than 8 characters: notarize cannot tell it from ordinary text, so it is not kept out of what is printed, sent or written; use a longer one");
+	/**
+	* A secret so short it would match ordinary text cannot be scrubbed: said
+	* once for each that `name`s it (a variable, the key given), not silently
+	* left. (A proxy setting may hold no password at all: not named, not said.)
+	*/
+	#warnShortSecret(name) {
+		if (this.#warnedShort.has(name)) return;
+		this.#warnedShort.add(name);
+		this.warn(`${name} is shorter than 8 characters: notarize cannot tell it from ordinary text, so it is not kept out of what is printed, sent or written; use a longer one`);
 	}
-	/** Whether `text` holds a secret registered so far (addSecret, addKeyDigest): such text must not leave the machine either. */
+	/** Whether `text` holds a secret registered so far (addSecret, addKeyTrace): such text must not leave the machine either. */
 	holdsSecret(text) {
-		return this.#longestFirst.some((secret) => text.includes(secret)) || this.#keyDigests.size > 0 && keysIn(text, this.#keyDigests).length > 0;
+		return this.#longestFirst.some((secret) => text.includes(secret)) || this.#keyTraces.length > 0 && keysIn(text, this.#keyTraces).length > 0;
 	}
 	/** Writes data (the command's result) to stdout. */
 	data(text) {
@@ -24986,7 +25036,7 @@ var IO = class {
 	#redactPlain(text) {
 		let out = text;
 		for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, "[redacted]");
-		if (this.#keyDigests.size > 0) for (const key of keysIn(out, this.#keyDigests)) out = out.replaceAll(key, "[redacted]");
+		if (this.#keyTraces.length > 0) for (const key of keysIn(out, this.#keyTraces)) out = out.replaceAll(key, "[redacted]");
 		return out.includes("eyJ") ? out.replace(JWT_SHAPE, "[redacted]") : out;
 	}
 	/** `token`, a JSON string with escapes, as it is unless what it reads as holds a secret. */
@@ -28703,17 +28753,27 @@ function proxyAuthError(what, proxyVariable, cause) {
 * The service's own message from a JSON error body, if it sent one, without
 * the secrets of the request: redacted in the body as sent and in the
 * message parsed from it (JSON may spell a secret in more ways than one,
-* `\u0022` for a quote, `\/` for a slash), and only then cut to length, so
-* that no cut leaves a secret's first characters behind.
+* `\u0022` for a quote, `\/` for a slash), and only then cut to length, at a
+* word's end, so that no cut leaves a secret's first characters behind.
 */
 function serviceMessage(text, secrets) {
 	try {
 		const body = JSON.parse(redact(text, secrets));
 		const message = body.message ?? body.error;
-		return typeof message === "string" ? redact(message, secrets).slice(0, 300) : void 0;
+		return typeof message === "string" ? cutAtWord(redact(message, secrets), 300) : void 0;
 	} catch {
 		return;
 	}
+}
+/**
+* At most `max` characters of `text`, never part of a word: a secret this
+* request did not carry (the API key, once logged in) is scrubbed later, by
+* its whole text, which a cut through it would leave only the start of.
+*/
+function cutAtWord(text, max) {
+	if (text.length <= max) return text;
+	const cut = text.slice(0, max);
+	return (/\s/.test(text[max]) ? cut : cut.replace(/\S*$/, "")).trimEnd();
 }
 function statusError(method, url, status, text, retryAfter, secrets) {
 	const said = serviceMessage(text, secrets);
@@ -28990,7 +29050,7 @@ var init_credentials = __esmMin((() => {
 				this.#loginCannotHelp = true;
 				throw new AuthError(`the service at ${baseUrl} issued a token that has already expired`, { hint: "check this machine's clock (the token's exp is in the past or within 30 s)" });
 			}
-			await store.setToken(baseUrl, token, keyDigest(apiKey));
+			await store.setToken(baseUrl, token, keyTrace(apiKey));
 			return this.#use(token);
 		}
 	};
@@ -39696,10 +39756,10 @@ var init_context = __esmMin((() => {
 		*/
 		#storedTokensAreSecrets() {
 			try {
-				const { tokens, keyDigests } = this.store.storedSecrets();
-				for (const token of tokens) this.io.addSecret(token);
+				const { tokens, keys } = this.store.storedSecrets();
+				for (const token of tokens) this.io.addSecret(token, `a token in ${this.store.dir}`);
 				const envKey = cleanSecret(this.env.NOTARIZE_API_KEY);
-				for (const digest of keyDigests) if (envKey === void 0 || digest !== keyDigest(envKey)) this.io.addKeyDigest(digest);
+				for (const key of keys) if (envKey === void 0 || key.digest !== keyDigest(envKey)) this.io.addKeyTrace(key);
 			} catch {}
 		}
 		get store() {
@@ -39791,7 +39851,7 @@ var init_context = __esmMin((() => {
 				apiKey: cleanSecret(this.env.NOTARIZE_API_KEY),
 				login: (apiKey) => logIn(transport, retry, apiKey),
 				onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
-				onToken: (token) => this.io.addSecret(token)
+				onToken: (token) => this.io.addSecret(token, "the token the service sent")
 			});
 			this.#api = new ApiClient(transport, retry, credentials);
 			return this.#api;
@@ -40010,8 +40070,8 @@ var init_store = __esmMin((() => {
 			return typeof token === "string" ? token : void 0;
 		}
 		/**
-		* Every token stored, whatever its service, and the keyDigest of the API
-		* key each was logged in with: secrets to keep out of what
+		* Every token stored, whatever its service, and the trace of the API key
+		* each was logged in with (KeyTrace): secrets to keep out of what
 		* is sent and shown (a description, a file's name) before any is used.
 		* Also every string shaped like one (a JWT) in the file's text: a file
 		* the store refuses as damaged (a key twice, a trailing comma) may still
@@ -40025,21 +40085,28 @@ var init_store = __esmMin((() => {
 			const text = readRegularFile(file, {});
 			if (text === void 0) return {
 				tokens: [],
-				keyDigests: []
+				keys: []
 			};
 			let tokens = [];
-			let keyDigests = [];
+			let keys = [];
 			try {
 				const data = this.#parse(file, text);
-				const strings = (values) => Object.values(values).filter((v) => typeof v === "string");
-				tokens = strings(this.#tokens(data));
-				keyDigests = strings(this.#tokenKeys(data));
+				tokens = Object.values(this.#tokens(data)).filter((t) => typeof t === "string");
+				const prints = this.#byService(data, "tokenKeyPrints");
+				keys = Object.entries(this.#tokenKeys(data)).flatMap(([baseUrl, digest]) => {
+					if (typeof digest !== "string") return [];
+					const printed = prints[baseUrl];
+					return [{
+						digest,
+						prints: Array.isArray(printed) ? printed.filter((p) => typeof p === "string") : []
+					}];
+				});
 			} catch (error) {
 				if (!(error instanceof StoreError)) throw error;
 			}
 			return {
 				tokens: [.../* @__PURE__ */ new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])],
-				keyDigests
+				keys
 			};
 		}
 		/** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
@@ -40048,11 +40115,11 @@ var init_store = __esmMin((() => {
 			return typeof digest === "string" ? digest : void 0;
 		}
 		/**
-		* Stores the token of a service, with the digest of the key it was logged
-		* in with (keyDigest); the tokens of other services, even ones stored
+		* Stores the token of a service, with the trace of the key it was logged
+		* in with (keyTrace: never the key); the tokens of other services, even ones stored
 		* meanwhile, are kept.
 		*/
-		async setToken(baseUrl, token, keyDigest) {
+		async setToken(baseUrl, token, key) {
 			await this.#change("credentials", (data) => {
 				data.tokens = {
 					...this.#tokens(data),
@@ -40060,7 +40127,11 @@ var init_store = __esmMin((() => {
 				};
 				data.tokenKeys = {
 					...this.#tokenKeys(data),
-					[baseUrl]: keyDigest
+					[baseUrl]: key.digest
+				};
+				data.tokenKeyPrints = {
+					...this.#byService(data, "tokenKeyPrints"),
+					[baseUrl]: key.prints
 				};
 				return true;
 			}, "the login went through, but its token was not stored");
@@ -40077,6 +40148,9 @@ var init_store = __esmMin((() => {
 				const keys = { ...this.#tokenKeys(data) };
 				delete keys[baseUrl];
 				data.tokenKeys = keys;
+				const prints = { ...this.#byService(data, "tokenKeyPrints") };
+				delete prints[baseUrl];
+				data.tokenKeyPrints = prints;
 				return true;
 			});
 			return had;
@@ -40533,8 +40607,8 @@ function report(io, error, json, failed) {
 */
 function addEnvironmentSecrets(io, env) {
 	for (const name of SECRET_VARIABLES) {
-		io.addSecret(env[name]);
-		io.addSecret(cleanSecret(env[name]));
+		io.addSecret(env[name], name);
+		io.addSecret(cleanSecret(env[name]), name);
 	}
 }
 /** Runs the CLI and returns the exit code; never throws, never exits the process. */

@@ -441,8 +441,8 @@ function report(io: IO, error: unknown, json: boolean, failed: Command | undefin
  */
 export function addEnvironmentSecrets(io: IO, env: NodeJS.ProcessEnv): void {
   for (const name of SECRET_VARIABLES) {
-    io.addSecret(env[name]);
-    io.addSecret(cleanSecret(env[name]));
+    io.addSecret(env[name], name);
+    io.addSecret(cleanSecret(env[name]), name);
   }
 }
 

@@ -78,13 +78,12 @@ export class Context {
    */
   #storedTokensAreSecrets(): void {
     try {
-      const { tokens, keyDigests } = this.store.storedSecrets();
-      for (const token of tokens) this.io.addSecret(token);
-      // The key of a stored token (`notarize login`) is known by its digest alone; one in the
+      const { tokens, keys } = this.store.storedSecrets();
+      for (const token of tokens) this.io.addSecret(token, `a token in ${this.store.dir}`);
+      // The key of a stored token (`notarize login`) is known by its trace alone; one in the
       // environment is a secret already, found by its text.
       const envKey = cleanSecret(this.env.NOTARIZE_API_KEY);
-      for (const digest of keyDigests)
-        if (envKey === undefined || digest !== keyDigest(envKey)) this.io.addKeyDigest(digest);
+      for (const key of keys) if (envKey === undefined || key.digest !== keyDigest(envKey)) this.io.addKeyTrace(key);
     } catch {
       // See above.
     }
@@ -197,7 +196,7 @@ export class Context {
       apiKey: cleanSecret(this.env.NOTARIZE_API_KEY),
       login: (apiKey) => logIn(transport, retry, apiKey),
       onLogin: (reason) => this.io.debug(`logging in with NOTARIZE_API_KEY (${reason})`),
-      onToken: (token) => this.io.addSecret(token),
+      onToken: (token) => this.io.addSecret(token, 'the token the service sent'),
     });
     this.#api = new ApiClient(transport, retry, credentials);
     return this.#api;

@@ -416,17 +416,28 @@ function proxyAuthError(what: string, proxyVariable: string | undefined, cause?:
  * The service's own message from a JSON error body, if it sent one, without
  * the secrets of the request: redacted in the body as sent and in the
  * message parsed from it (JSON may spell a secret in more ways than one,
- * `\u0022` for a quote, `\/` for a slash), and only then cut to length, so
- * that no cut leaves a secret's first characters behind.
+ * `\u0022` for a quote, `\/` for a slash), and only then cut to length, at a
+ * word's end, so that no cut leaves a secret's first characters behind.
  */
 function serviceMessage(text: string, secrets: string[]): string | undefined {
   try {
     const body = JSON.parse(redact(text, secrets)) as Record<string, unknown>;
     const message = body.message ?? body.error;
-    return typeof message === 'string' ? redact(message, secrets).slice(0, 300) : undefined;
+    return typeof message === 'string' ? cutAtWord(redact(message, secrets), 300) : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * At most `max` characters of `text`, never part of a word: a secret this
+ * request did not carry (the API key, once logged in) is scrubbed later, by
+ * its whole text, which a cut through it would leave only the start of.
+ */
+function cutAtWord(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max);
+  return (/\s/.test(text[max]!) ? cut : cut.replace(/\S*$/, '')).trimEnd();
 }
 
 function statusError(

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { ApiClient } from '../api/client.js';
 import type { Context } from '../context.js';
 import { readTextInput } from '../core/read-input.js';
-import { cleanSecret, keyDigest } from '../core/secrets.js';
+import { cleanSecret, keyTrace } from '../core/secrets.js';
 import { describeToken, expiryIso, isExpired, readClaims } from '../core/token.js';
 import { AuthError, ServiceRefusedError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
@@ -130,15 +130,15 @@ export async function runLogin(options: LoginOptions): Promise<ValueResult> {
       hint: 'give the key (a CI secret may be unavailable to this job, e.g. on a pull request from a fork)',
     });
   }
-  io.addSecret(apiKey);
+  io.addSecret(apiKey, 'the API key given');
   const token = await loginWith(await options.api(), apiKey);
-  io.addSecret(token);
+  io.addSecret(token, 'the token the service sent');
   if (isExpired(token)) {
     throw new AuthError('the service answered with a token that has already expired; it was not stored', {
       hint: "check this machine's clock, then log in again",
     });
   }
-  await store.setToken(baseUrl, token, keyDigest(apiKey));
+  await store.setToken(baseUrl, token, keyTrace(apiKey));
   const claims = readClaims(token);
   return {
     kind: 'value',

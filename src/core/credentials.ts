@@ -25,7 +25,7 @@ import {
   UnreadableAnswerError,
 } from '../errors.js';
 import type { Store } from '../store/store.js';
-import { cleanSecret, isSendableToken, keyDigest, sendableToken } from './secrets.js';
+import { cleanSecret, isSendableToken, keyDigest, keyTrace, sendableToken } from './secrets.js';
 import { expiryOf, hasExpired, isExpired } from './token.js';
 
 export interface CredentialSources {
@@ -231,7 +231,7 @@ export class TokenCredentials implements Authorizer {
         hint: "check this machine's clock (the token's exp is in the past or within 30 s)",
       });
     }
-    await store.setToken(baseUrl, token, keyDigest(apiKey));
+    await store.setToken(baseUrl, token, keyTrace(apiKey));
     return this.#use(token);
   }
 }

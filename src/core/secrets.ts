@@ -8,6 +8,9 @@
  */
 import { createHash } from 'node:crypto';
 import { AuthError } from '../errors.js';
+import type { KeyTrace } from '../store/store.js';
+
+export type { KeyTrace };
 
 /** The secret without surrounding whitespace (spaces, tabs, CR, LF, BOM); undefined when nothing is left. */
 export function cleanSecret(value: string | undefined): string | undefined {
@@ -72,6 +75,69 @@ export function secretParts(secret: string): string[] {
   ];
 }
 
+/** The KeyTrace of `apiKey` (trimmed, as every key is used). */
+export function keyTrace(apiKey: string): KeyTrace {
+  const key = apiKey.trim();
+  const inUrl = encodeURIComponent(key);
+  const spellings = new Set([key, inUrl, inUrl.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())]);
+  return {
+    digest: keyDigest(key),
+    prints: [...spellings].map((spelt) => `${spelt.length}:${rollingPrint(spelt, 0, spelt.length)}`),
+  };
+}
+
+/** The rolling hash's base: any odd multiplier spreads the UTF-16 units over 32 bits. */
+const PRINT_BASE = 0x01000193;
+
+/** The polynomial hash of text.slice(from, to), modulo 2^32. */
+function rollingPrint(text: string, from: number, to: number): number {
+  let print = 0;
+  for (let i = from; i < to; i++) print = (Math.imul(print, PRINT_BASE) + text.charCodeAt(i)) >>> 0;
+  return print;
+}
+
+/**
+ * The strings in `text` that are an API key of `traces`: the key of a
+ * stored token, which notarize knows by its trace alone (no
+ * NOTARIZE_API_KEY in this run), when a service echoes it or a name or
+ * description holds it. Each spelling of known length and print is found
+ * wherever it stands (Rabin-Karp: one pass, each window whose print matches
+ * confirmed by the key's digest). A trace without prints (a store from
+ * before they were kept) is looked for as a run of key characters, whole
+ * or between separators (`apiKey=<key>&`, `/<key>/`).
+ */
+export function keysIn(text: string, traces: readonly KeyTrace[]): string[] {
+  const found = new Set<string>();
+  for (const trace of traces) {
+    const isKey = (candidate: string) =>
+      keyDigest(candidate) === trace.digest || keyDigest(urlDecoded(candidate)) === trace.digest;
+    if (trace.prints.length === 0) {
+      for (const candidate of separatedCandidates(text)) if (isKey(candidate)) found.add(candidate);
+      continue;
+    }
+    for (const shape of trace.prints) {
+      const [length, print] = shape.split(':').map(Number) as [number, number];
+      for (const candidate of windowsPrinted(text, length, print)) if (isKey(candidate)) found.add(candidate);
+    }
+  }
+  // Longest first, so a key containing another is removed whole.
+  return [...found].sort((a, b) => b.length - a.length);
+}
+
+/** Every window of `length` units of `text` whose rolling print is `print`. */
+function* windowsPrinted(text: string, length: number, print: number): Generator<string> {
+  if (!Number.isInteger(length) || length < 8 || length > text.length) return;
+  let top = 1; // PRINT_BASE ** (length - 1), modulo 2^32: the weight of the unit leaving the window
+  for (let i = 1; i < length; i++) top = Math.imul(top, PRINT_BASE) >>> 0;
+  let rolling = rollingPrint(text, 0, length);
+  for (let at = 0; ; at++) {
+    if (rolling === print) yield text.slice(at, at + length);
+    if (at + length >= text.length) return;
+    const out = Math.imul(text.charCodeAt(at), top) >>> 0;
+    rolling = (Math.imul((rolling - out) >>> 0, PRINT_BASE) + text.charCodeAt(at + length)) >>> 0;
+  }
+}
+
 /** What may be a key in text: a run of the characters keys and the URLs or fields around them are made of. */
 const KEY_RUN = /[A-Za-z0-9_\-.~+/=:?&@#%!$*]{8,}/g;
 /** Where in a run a key may begin (after one of these) or end (before one). */
@@ -80,16 +146,8 @@ const KEY_ENDS_BEFORE = new Set(['.', ':', '/', '?', '&', '#', '!']);
 /** Bounds per run, so that a long run of separators costs little: a key is found at its ends or at a separator. */
 const MAX_BOUNDS = 8;
 
-/**
- * The strings in `text` that are an API key whose keyDigest is among
- * `digests`: the key of a stored token, which notarize knows by its digest
- * alone (no NOTARIZE_API_KEY in this run), when a service echoes it. A key
- * is looked for as a whole run of key characters, or as the part of one
- * between separators (`apiKey=<key>&`, `/<key>/`); each candidate of 8
- * characters or more is hashed, so only text that is the key matches.
- */
-export function keysIn(text: string, digests: ReadonlySet<string>): string[] {
-  const found = new Set<string>();
+/** keysIn's candidates for a key of unknown length: whole runs of key characters, or their parts between separators. */
+function* separatedCandidates(text: string): Generator<string> {
   for (const [run] of text.matchAll(KEY_RUN)) {
     const starts = [0];
     const ends = [run.length];
@@ -98,15 +156,9 @@ export function keysIn(text: string, digests: ReadonlySet<string>): string[] {
       if (KEY_ENDS_BEFORE.has(run[i]!) && ends.length < MAX_BOUNDS) ends.push(i);
     }
     for (const start of starts) {
-      for (const end of ends) {
-        if (end - start < 8) continue;
-        const candidate = run.slice(start, end);
-        if (digests.has(keyDigest(candidate)) || digests.has(keyDigest(urlDecoded(candidate)))) found.add(candidate);
-      }
+      for (const end of ends) if (end - start >= 8) yield run.slice(start, end);
     }
   }
-  // Longest first, so a key containing another is removed whole.
-  return [...found].sort((a, b) => b.length - a.length);
 }
 
 /** `text` with its %XX escapes read (as a URL spells a key), or as it is when it has none or they are malformed. */

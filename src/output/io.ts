@@ -14,7 +14,7 @@ import type { Readable } from 'node:stream';
 import { warningCommand } from './github.js';
 import { forTerminal, forTerminalLines, jsonForTerminal, lineStart } from './safe-text.js';
 import { stringifyExact } from '../exact-json.js';
-import { keysIn, secretParts } from '../core/secrets.js';
+import { keysIn, secretParts, type KeyTrace } from '../core/secrets.js';
 
 /** A JSON string as it appears in JSON text (no raw line break inside). */
 const JSON_STRING = /"(?:[^"\\\n]|\\.)*"/g;
@@ -91,9 +91,9 @@ export class IO {
   readonly #secrets = new Set<string>();
   /** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
   #longestFirst: string[] = [];
-  /** The keyDigests of API keys known by their digest alone (addKeyDigest). */
-  readonly #keyDigests = new Set<string>();
-  #warnedShortSecret = false;
+  /** The API keys known by their trace alone (addKeyTrace). */
+  readonly #keyTraces: KeyTrace[] = [];
+  readonly #warnedShort = new Set<string>();
   #progressShown = false;
   /** Set from a write stdout queued until it drains (or closes); resolved then. */
   #draining: Promise<void> | undefined;
@@ -120,10 +120,10 @@ export class IO {
    * line written is scrubbed of registered secrets, as a last line of defence
    * behind code that never puts them in messages in the first place.
    */
-  addSecret(secret: string | undefined): void {
+  addSecret(secret: string | undefined, name?: string): void {
     if (secret === undefined || secret.trim() === '') return;
     if (secret.length < 8) {
-      this.#warnShortSecret();
+      if (name !== undefined) this.#warnShortSecret(name);
       return;
     }
     for (const part of secretParts(secret)) this.#secrets.add(part);
@@ -131,29 +131,33 @@ export class IO {
   }
 
   /**
-   * Registers the keyDigest of an API key this run does not have (the key a
+   * Registers the trace of an API key this run does not have (the key a
    * stored token was logged in with, `notarize login`): text that is that
-   * key is scrubbed as a secret is (keysIn), though only its digest is known.
+   * key is scrubbed as a secret is (keysIn), though only its trace is known.
    */
-  addKeyDigest(digest: string): void {
-    this.#keyDigests.add(digest);
+  addKeyTrace(trace: KeyTrace): void {
+    this.#keyTraces.push(trace);
   }
 
-  /** A secret so short it would match ordinary text cannot be scrubbed: said once, not silently left. */
-  #warnShortSecret(): void {
-    if (this.#warnedShortSecret) return;
-    this.#warnedShortSecret = true;
+  /**
+   * A secret so short it would match ordinary text cannot be scrubbed: said
+   * once for each that `name`s it (a variable, the key given), not silently
+   * left. (A proxy setting may hold no password at all: not named, not said.)
+   */
+  #warnShortSecret(name: string): void {
+    if (this.#warnedShort.has(name)) return;
+    this.#warnedShort.add(name);
     this.warn(
-      'a secret given to notarize (a token, key or password) is shorter than 8 characters: ' +
-        'notarize cannot tell it from ordinary text, so it is not kept out of what is printed, sent or written; use a longer one',
+      `${name} is shorter than 8 characters: notarize cannot tell it from ordinary text, ` +
+        'so it is not kept out of what is printed, sent or written; use a longer one',
     );
   }
 
-  /** Whether `text` holds a secret registered so far (addSecret, addKeyDigest): such text must not leave the machine either. */
+  /** Whether `text` holds a secret registered so far (addSecret, addKeyTrace): such text must not leave the machine either. */
   holdsSecret(text: string): boolean {
     return (
       this.#longestFirst.some((secret) => text.includes(secret)) ||
-      (this.#keyDigests.size > 0 && keysIn(text, this.#keyDigests).length > 0)
+      (this.#keyTraces.length > 0 && keysIn(text, this.#keyTraces).length > 0)
     );
   }
 
@@ -332,8 +336,8 @@ export class IO {
     let out = text;
     // Searched before replaced: most lines hold none, and a search alone allocates nothing.
     for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, '[redacted]');
-    if (this.#keyDigests.size > 0)
-      for (const key of keysIn(out, this.#keyDigests)) out = out.replaceAll(key, '[redacted]');
+    if (this.#keyTraces.length > 0)
+      for (const key of keysIn(out, this.#keyTraces)) out = out.replaceAll(key, '[redacted]');
     // Any JWT too, not only the tokens known now: one the store held before (replaced by a later
     // login, or logged out) is still valid for hours, and a service may echo one in what it sends.
     return out.includes('eyJ') ? out.replace(JWT_SHAPE, '[redacted]') : out;

@@ -109,6 +109,19 @@ function isStoreEntry(name: string): boolean {
   );
 }
 
+/**
+ * What the store keeps of the API key a token was logged in with, never the
+ * key: its keyDigest (which key it was), and the length and rolling print
+ * of each way the key is spelt (as it is, as a URL spells it), so that text
+ * can be searched for the key in one pass (core/secrets.ts keysIn). A print is 32 bits of a
+ * polynomial hash: it tells a search where to look, the digest decides.
+ */
+export interface KeyTrace {
+  digest: string;
+  /** `<length>:<print>` of each spelling; none in a store written before they were kept. */
+  prints: string[];
+}
+
 /** Entry point to everything notarize keeps on disk. Opens files lazily. */
 export class Store {
   readonly dir: string;
@@ -201,8 +214,8 @@ export class Store {
   }
 
   /**
-   * Every token stored, whatever its service, and the keyDigest of the API
-   * key each was logged in with: secrets to keep out of what
+   * Every token stored, whatever its service, and the trace of the API key
+   * each was logged in with (KeyTrace): secrets to keep out of what
    * is sent and shown (a description, a file's name) before any is used.
    * Also every string shaped like one (a JWT) in the file's text: a file
    * the store refuses as damaged (a key twice, a trailing comma) may still
@@ -211,21 +224,27 @@ export class Store {
    * every command asks, `config path` too); a link or another user's file
    * is refused as any store file is (StoreError).
    */
-  storedSecrets(): { tokens: string[]; keyDigests: string[] } {
+  storedSecrets(): { tokens: string[]; keys: KeyTrace[] } {
     const file = this.#path('credentials');
     const text = readRegularFile(file, {});
-    if (text === undefined) return { tokens: [], keyDigests: [] };
+    if (text === undefined) return { tokens: [], keys: [] };
     let tokens: string[] = [];
-    let keyDigests: string[] = [];
+    let keys: KeyTrace[] = [];
     try {
       const data = this.#parse(file, text);
-      const strings = (values: JsonObject) => Object.values(values).filter((v): v is string => typeof v === 'string');
-      tokens = strings(this.#tokens(data));
-      keyDigests = strings(this.#tokenKeys(data));
+      tokens = Object.values(this.#tokens(data)).filter((t): t is string => typeof t === 'string');
+      const prints = this.#byService(data, 'tokenKeyPrints');
+      keys = Object.entries(this.#tokenKeys(data)).flatMap(([baseUrl, digest]) => {
+        if (typeof digest !== 'string') return [];
+        const printed = prints[baseUrl];
+        return [
+          { digest, prints: Array.isArray(printed) ? printed.filter((p): p is string => typeof p === 'string') : [] },
+        ];
+      });
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
     }
-    return { tokens: [...new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])], keyDigests };
+    return { tokens: [...new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])], keys };
   }
 
   /** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
@@ -235,17 +254,18 @@ export class Store {
   }
 
   /**
-   * Stores the token of a service, with the digest of the key it was logged
-   * in with (keyDigest); the tokens of other services, even ones stored
+   * Stores the token of a service, with the trace of the key it was logged
+   * in with (keyTrace: never the key); the tokens of other services, even ones stored
    * meanwhile, are kept.
    */
-  async setToken(baseUrl: string, token: string, keyDigest: string): Promise<void> {
+  async setToken(baseUrl: string, token: string, key: KeyTrace): Promise<void> {
     // A token comes from a login, which was sent: a disk refusing it is no "nothing was sent".
     await this.#change(
       'credentials',
       (data) => {
         data.tokens = { ...this.#tokens(data), [baseUrl]: token };
-        data.tokenKeys = { ...this.#tokenKeys(data), [baseUrl]: keyDigest };
+        data.tokenKeys = { ...this.#tokenKeys(data), [baseUrl]: key.digest };
+        data.tokenKeyPrints = { ...this.#byService(data, 'tokenKeyPrints'), [baseUrl]: key.prints };
         return true;
       },
       'the login went through, but its token was not stored',
@@ -264,6 +284,9 @@ export class Store {
       const keys = { ...this.#tokenKeys(data) };
       delete keys[baseUrl];
       data.tokenKeys = keys;
+      const prints = { ...this.#byService(data, 'tokenKeyPrints') };
+      delete prints[baseUrl];
+      data.tokenKeyPrints = prints;
       return true;
     });
     return had;
@@ -314,7 +337,7 @@ export class Store {
    * A map of credentials.json by base URL. One that is not an object makes
    * the file damaged: it is reported, and never overwritten by a login or logout.
    */
-  #byService(data: JsonObject, field: 'tokens' | 'tokenKeys'): JsonObject {
+  #byService(data: JsonObject, field: 'tokens' | 'tokenKeys' | 'tokenKeyPrints'): JsonObject {
     const map = data[field];
     if (map === undefined || map === null) return {};
     if (typeof map !== 'object' || Array.isArray(map)) {

@@ -12,7 +12,7 @@ import { logIn } from '../../src/api/client.js';
 import { HttpTransport } from '../../src/api/http.js';
 import { Outage, OUTAGE_HOLD_MS, withRetries, type RetryPolicy } from '../../src/api/retry.js';
 import { TokenCredentials, type CredentialSources } from '../../src/core/credentials.js';
-import { keyDigest } from '../../src/core/secrets.js';
+import { keyDigest, keyTrace } from '../../src/core/secrets.js';
 import { AuthError, HeldBackError, ProtocolError, TransientError } from '../../src/errors.js';
 import { startSandbox, type Fault, type Sandbox, type SandboxOptions } from '../../src/sandbox/server.js';
 import { Store } from '../../src/store/store.js';
@@ -99,7 +99,7 @@ async function failure(promise: Promise<unknown>): Promise<AuthError> {
 describe('a stored token and a key in the environment', () => {
   it('a token another key logged in for is not used: the key logs in, its token replaces it', async () => {
     const other = jwt({ userId: 2, exp: Math.floor(Date.now() / 1000) + 3600 });
-    await store.setToken(sandbox.url, other, keyDigest('another_account_key_0123456789'));
+    await store.setToken(sandbox.url, other, keyTrace('another_account_key_0123456789'));
     const owner = credentials({ apiKey: sandbox.apiKey });
     const since = sandbox.calls.length;
     const token = await owner.token();
@@ -117,11 +117,11 @@ describe('a stored token and a key in the environment', () => {
 describe('where the token comes from', () => {
   it('the stored token of this service, read once for the run', async () => {
     const token = await issuedToken();
-    await store.setToken(sandbox.url, `${token}\n`, keyDigest(sandbox.apiKey));
+    await store.setToken(sandbox.url, `${token}\n`, keyTrace(sandbox.apiKey));
     const owner = credentials();
     await owner.authorize(send);
     // Another process changing the store meanwhile does not change the token of this run.
-    await store.setToken(sandbox.url, EXPIRED, keyDigest(sandbox.apiKey));
+    await store.setToken(sandbox.url, EXPIRED, keyTrace(sandbox.apiKey));
     await owner.authorize(send);
     expect(sent).toEqual([token, token]);
     expect(calls(1)).toEqual(['active 200', 'active 200']);
@@ -130,7 +130,7 @@ describe('where the token comes from', () => {
   it("judges the run's token against the clock at each request", async () => {
     // Unsigned, so the sandbox refuses it; only its expiry matters here.
     const token = jwt({ userId: 1, exp: Math.floor(Date.now() / 1000) + 3600 });
-    await store.setToken(sandbox.url, token, keyDigest(sandbox.apiKey));
+    await store.setToken(sandbox.url, token, keyTrace(sandbox.apiKey));
     const owner = credentials();
     await failure(owner.authorize(send));
     vi.useFakeTimers({ toFake: ['Date'] });
@@ -142,7 +142,7 @@ describe('where the token comes from', () => {
 
   it('NOTARIZE_TOKEN before the stored token', async () => {
     const token = await issuedToken();
-    await store.setToken(sandbox.url, EXPIRED, keyDigest(sandbox.apiKey));
+    await store.setToken(sandbox.url, EXPIRED, keyTrace(sandbox.apiKey));
     await credentials({ envToken: token }).authorize(send);
     expect(sent).toEqual([token]);
   });
@@ -156,7 +156,7 @@ describe('where the token comes from', () => {
   });
 
   it('an expired stored token is never sent', async () => {
-    await store.setToken(sandbox.url, EXPIRED, keyDigest(sandbox.apiKey));
+    await store.setToken(sandbox.url, EXPIRED, keyTrace(sandbox.apiKey));
     const error = await failure(credentials().authorize(send));
     expect(error.message).toBe(`the stored token for ${sandbox.url} has expired`);
     expect(sent).toEqual([]);
@@ -177,7 +177,7 @@ describe('where the token comes from', () => {
   });
 
   it('a damaged stored token: refused without a key, replaced by a login with one', async () => {
-    await store.setToken(sandbox.url, 'two words', keyDigest(sandbox.apiKey));
+    await store.setToken(sandbox.url, 'two words', keyTrace(sandbox.apiKey));
     const error = await failure(credentials().authorize(send));
     expect(error.message).toContain(`the token in the store (credentials.json, for ${sandbox.url}) cannot be used`);
     expect(sandbox.calls).toEqual([]);
@@ -190,7 +190,7 @@ describe('where the token comes from', () => {
 
 describe('a login on the fly with the API key', () => {
   it('happens when no token is usable, is stored, and is told', async () => {
-    await store.setToken(sandbox.url, EXPIRED, keyDigest(sandbox.apiKey));
+    await store.setToken(sandbox.url, EXPIRED, keyTrace(sandbox.apiKey));
     const owner = credentials({ apiKey: sandbox.apiKey });
     expect(await owner.authorize(send)).toContain('sessionId');
     const [token] = sent;
@@ -319,7 +319,7 @@ describe('a 401 to the request', () => {
         NO_RETRIES,
         other.apiKey,
       );
-      await store.setToken(sandbox.url, foreign, keyDigest(key));
+      await store.setToken(sandbox.url, foreign, keyTrace(key));
       return foreign;
     } finally {
       await other.close();
@@ -401,7 +401,7 @@ describe('a 401 to the request', () => {
     // The first request goes with the stored token; before its answer, that
     // token expires and a second request logs in on the fly, refused.
     const token = jwt({ userId: 1, exp: Math.floor(Date.now() / 1000) + 3600 });
-    await store.setToken(sandbox.url, token, keyDigest('sandbox_0123456789abcdef0123456789abcdef'));
+    await store.setToken(sandbox.url, token, keyTrace('sandbox_0123456789abcdef0123456789abcdef'));
     const owner = credentials({ apiKey: 'sandbox_0123456789abcdef0123456789abcdef' });
     let started!: () => void;
     let answer!: () => void;
@@ -423,7 +423,7 @@ describe('a 401 to the request', () => {
   });
 
   it('other refusals of the request are passed on untouched, without a login', async () => {
-    await store.setToken(sandbox.url, await issuedToken(), keyDigest(sandbox.apiKey));
+    await store.setToken(sandbox.url, await issuedToken(), keyTrace(sandbox.apiKey));
     sandbox.addFaults([{ route: 'active', kind: 'status', value: 403, count: 1 }]);
     const error = await failure(credentials({ apiKey: sandbox.apiKey }).authorize(send));
     expect(error.status).toBe(403);

@@ -132,30 +132,62 @@ describe('IO.addSecret', () => {
     );
   });
 
-  it('scrubs a key as a URL spells it (%2F, %2f), and warns once of a secret too short to be told from text', () => {
+  it('scrubs a key as a URL spells it (%2F, %2f), and warns once of a named secret too short to be told from text', () => {
     const { io, stderr } = bufferIO();
     const key = 'sk_live_Zq9xW2/Lm+Vb7Rt4Ka==';
     io.addSecret(key);
     const upper = encodeURIComponent(key);
     const lower = upper.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase());
     expect(io.redact(`a?k=${upper}&b=${lower}`)).toBe('a?k=[redacted]&b=[redacted]');
-    io.addSecret('k123');
-    io.addSecret('tok1234');
-    expect(stderr().match(/shorter than 8 characters/g)).toHaveLength(1);
-    io.addSecret('');
-    io.addSecret('  ');
-    expect(stderr().match(/shorter than 8 characters/g)).toHaveLength(1);
+    // Named (a variable, the key given): said once each, with its name, never its value; a proxy's, unnamed: not said.
+    io.addSecret('k123', 'NOTARIZE_API_KEY');
+    io.addSecret('k123', 'NOTARIZE_API_KEY');
+    io.addSecret('squid');
+    io.addSecret('tok1234', 'NOTARIZE_TOKEN');
+    io.addSecret('', 'NOTARIZE_TOKEN');
+    io.addSecret('  ', 'NOTARIZE_API_KEY');
+    const said = stderr()
+      .split('\n')
+      .filter((line) => line.includes('shorter than 8 characters'));
+    expect(said.map((line) => line.split(' ')[1])).toEqual(['NOTARIZE_API_KEY', 'NOTARIZE_TOKEN']);
+    expect(stderr()).not.toMatch(/k123|tok1234|squid/);
   });
 
-  it('scrubs a key known by its digest alone, whole or between separators, and says text holds it', async () => {
+  it('scrubs a key known by its trace alone wherever it stands, and says text holds it', async () => {
+    const { keyTrace } = await import('../../src/core/secrets.js');
+    const { io } = bufferIO();
+    const key = 'sk_live_Zq9xW2/Lm+Vb7Rt4Ka==';
+    io.addKeyTrace(keyTrace(key));
+    expect(io.holdsSecret('nothing here, sk_live_other/key==')).toBe(false);
+    const url = encodeURIComponent(key);
+    for (const around of [
+      (k: string) => `note ${k}.`,
+      (k: string) => `ref-${k}`,
+      (k: string) => `${k}x`,
+      (k: string) => `notes_${k}.txt`,
+      (k: string) => `a?b/c/d/e/f/g/h/i/j?apiKey=${k}&z=1`,
+      (k: string) => `https://h.example/v1/keys/by/user/1390/${k}/x`,
+      (k: string) => `{"k":"${k}"}`,
+    ]) {
+      for (const spelt of [key, url, url.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())]) {
+        const text = around(spelt);
+        expect(io.holdsSecret(text), text).toBe(true);
+        expect(io.redact(text), text).toBe(around('[redacted]'));
+      }
+    }
+    // A key with characters that split words elsewhere (, ;), found whole.
+    const odd = 'Zq9xW2Lm,7Rt4KaPQ;x8';
+    io.addKeyTrace(keyTrace(odd));
+    expect(io.redact(`note ${odd} end`)).toBe('note [redacted] end');
+  });
+
+  it('a key traced by a store from before prints were kept: found whole or between separators', async () => {
     const { keyDigest } = await import('../../src/core/secrets.js');
     const { io } = bufferIO();
     const key = 'sk_live_Zq9xW2/Lm+Vb7Rt4Ka==';
-    io.addKeyDigest(keyDigest(key));
-    expect(io.holdsSecret('nothing here, sk_live_other/key==')).toBe(false);
-    expect(io.holdsSecret(`note ${key}.`)).toBe(true);
-    expect(io.redact(`key ${key}; q?apiKey=${encodeURIComponent(key)}&x=1 /keys/${key}/ {"k":"${key}"} ${key}.`)).toBe(
-      'key [redacted]; q?apiKey=[redacted]&x=1 /keys/[redacted]/ {"k":"[redacted]"} [redacted].',
+    io.addKeyTrace({ digest: keyDigest(key), prints: [] });
+    expect(io.redact(`key ${key}; q?apiKey=${encodeURIComponent(key)}&x=1 /keys/${key}/`)).toBe(
+      'key [redacted]; q?apiKey=[redacted]&x=1 /keys/[redacted]/',
     );
   });
 

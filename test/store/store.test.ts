@@ -49,7 +49,7 @@ describe('Store directory', () => {
     const { store, warnings } = warnedStore(dir);
     store.prepare();
     store.service(REAL);
-    await store.setToken(REAL, 'token-value-1234', 'key-digest-0123');
+    await store.setToken(REAL, 'token-value-1234', { digest: 'key-digest-0123', prints: [] });
     expect(warnings).toHaveLength(1);
   });
 
@@ -57,7 +57,7 @@ describe('Store directory', () => {
     const dir = join(tempDir(), 'notarize');
     mkdirSync(dir, { mode: 0o700 });
     const { store, warnings } = warnedStore(dir);
-    await store.setToken(REAL, 'token-value-1234', 'key-digest-0123');
+    await store.setToken(REAL, 'token-value-1234', { digest: 'key-digest-0123', prints: [] });
     expect(warnings).toEqual([]);
   });
 
@@ -74,8 +74,8 @@ describe('Store tokens', () => {
   it('keeps one token per base URL and deletes them one by one', async () => {
     const store = new Store(tempDir());
     expect(store.getToken(REAL)).toBeUndefined();
-    await store.setToken(REAL, 'real-token-aaaaaaaa', 'key-digest-0123');
-    await store.setToken(SANDBOX, 'sandbox-token-bbbbbbbb', 'key-digest-0123');
+    await store.setToken(REAL, 'real-token-aaaaaaaa', { digest: 'key-digest-0123', prints: [] });
+    await store.setToken(SANDBOX, 'sandbox-token-bbbbbbbb', { digest: 'key-digest-0123', prints: [] });
     expect(store.getToken(REAL)).toBe('real-token-aaaaaaaa');
     expect(store.getToken(SANDBOX)).toBe('sandbox-token-bbbbbbbb');
 
@@ -87,7 +87,7 @@ describe('Store tokens', () => {
 
   it('persists tokens across Store instances, in credentials.json only', async () => {
     const dir = tempDir();
-    await new Store(dir).setToken(REAL, 'persisted-token-cccccccc', 'key-digest-0123');
+    await new Store(dir).setToken(REAL, 'persisted-token-cccccccc', { digest: 'key-digest-0123', prints: [] });
     const again = new Store(dir);
     expect(again.getToken(REAL)).toBe('persisted-token-cccccccc');
     expect(again.credentialsPath).toBe(join(dir, 'credentials.json'));
@@ -98,14 +98,14 @@ describe('Store tokens', () => {
 
   it('keeps a base URL containing dots as one key (no dot-notation nesting)', async () => {
     const store = new Store(tempDir());
-    await store.setToken(REAL, 'dotted-token-dddddddd', 'key-digest-0123');
+    await store.setToken(REAL, 'dotted-token-dddddddd', { digest: 'key-digest-0123', prints: [] });
     const saved = JSON.parse(readFileSync(store.credentialsPath, 'utf8')) as { tokens: Record<string, string> };
     expect(saved.tokens[REAL]).toBe('dotted-token-dddddddd');
   });
 
   it.runIf(posix)('writes credentials.json with mode 0600', async () => {
     const store = new Store(tempDir());
-    await store.setToken(REAL, 'mode-token-eeeeeeee', 'key-digest-0123');
+    await store.setToken(REAL, 'mode-token-eeeeeeee', { digest: 'key-digest-0123', prints: [] });
     expect(mode(store.credentialsPath)).toBe(0o600);
   });
 
@@ -114,7 +114,7 @@ describe('Store tokens', () => {
     writeFileSync(join(dir, 'credentials.json'), '{"tokens":{}}', { mode: 0o644 });
     chmodSync(join(dir, 'credentials.json'), 0o644);
     const store = new Store(dir);
-    await store.setToken(REAL, 'fresh-token-ffffffff', 'key-digest-0123');
+    await store.setToken(REAL, 'fresh-token-ffffffff', { digest: 'key-digest-0123', prints: [] });
     expect(mode(store.credentialsPath)).toBe(0o600);
   });
 
@@ -166,7 +166,9 @@ describe('Store settings', () => {
     expect(readFileSync(file, 'utf8')).toBe(damaged);
     // Setting a token must not wipe the damaged file either. (A token comes from a login, which was
     // sent: exit 1, not the StoreError's 2, which says nothing was.)
-    const refused = await rejection(new Store(dir).setToken(REAL, 'new-token-gggggggg', 'key-digest-0123'));
+    const refused = await rejection(
+      new Store(dir).setToken(REAL, 'new-token-gggggggg', { digest: 'key-digest-0123', prints: [] }),
+    );
     expect(refused).toMatchObject({ exitCode: 1, message: expect.stringContaining(file) });
     expect((refused as Error).message).toMatch(/^the login went through, but its token was not stored: /);
     expect((refused as Error).cause).toBeInstanceOf(StoreError);

@@ -201,6 +201,30 @@ describe('secrets never appear in any output', () => {
     expect(refused.stderr).toContain('holds your API key or token');
   });
 
+  it('a logged-in key a service echoes where its long message is cut: not even its first characters', async () => {
+    const apiKey = 'sk_live_Zq9xW2Lm7Rt4KaPQ';
+    const token = handMadeJwt(Math.floor(Date.now() / 1000) + 3600);
+    const fake = await startFakeService((route) =>
+      route === 'login'
+        ? { status: 200, body: JSON.stringify({ token }) }
+        : { status: 400, body: JSON.stringify({ message: `${'x'.repeat(277)} ${apiKey}` }) },
+    );
+    try {
+      const env = cliEnv(tempDir(), { NOTARIZE_BASE_URL: fake.url });
+      const login = await runMain(['login', '--api-key-stdin'], env, { input: apiKey });
+      expect(login.code, describeRun(login)).toBe(0);
+      const doc = makeDocument(tempDir(), 'cut.txt');
+      for (const flags of [[], ['--json']]) {
+        const run = await runMain(['register', doc.path, '-d', 'plain', ...flags], env);
+        expect(run.code, describeRun(run)).toBe(1);
+        expect(run.stderr).toContain('x'.repeat(50));
+        expect(run.stderr).not.toContain('sk_live_Zq');
+      }
+    } finally {
+      await fake.close();
+    }
+  });
+
   it('a key echoed with `\\/` for its slash across the cut of a long message: not even its first characters', async () => {
     const apiKey = 'sk_live/ABCDEFGHIJ0123456789';
     const body = `{"message":"${'x'.repeat(275)} key sk_live\\/ABCDEFGHIJ0123456789"}`;
