@@ -37,7 +37,7 @@ import {
   type UnsavedAnswer,
 } from '../errors.js';
 import type { CustodyOwed, FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
-import { diskRefusedBeforeSending } from '../store/disk.js';
+import { diskRefusedBeforeSending, isDiskRefusal } from '../store/disk.js';
 import { beforeSending, sendingCompletion, track, whenStopping, type Tracked } from '../interrupt.js';
 import { holdLock, releaseOwnLock, withLock, type LockTiming } from '../store/lock.js';
 import { asNotarizeError } from './batch.js';
@@ -165,7 +165,7 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
   const { store } = deps;
   return locked(deps, input.hash, async (tracked) => {
     const existing = store.readRecord(input.hash);
-    if (existing) store.removeLeftoverPending(existing);
+    if (existing) removeLeftover(deps, existing);
     if (existing && !input.force) return alreadyInLedger(deps, existing, tracked, input.walletName);
     // Even with --force, a pending session is reused, never replaced: it may
     // be the only copy of a paid checkout session. A damaged pending file
@@ -232,6 +232,19 @@ function refuseOtherRequest(pending: PendingEntry, input: RegisterInput): void {
         `(\`notarize pending drop ${input.hash}\`) and register again`,
     },
   );
+}
+
+/**
+ * Removes the session file a registration in the ledger left behind; met
+ * before anything is sent, a disk refusing it (no permission, read-only) is
+ * a usage error saying so (store/disk.ts), not an unexpected one.
+ */
+function removeLeftover(deps: Pick<FlowDeps, 'store'>, existing: LedgerEntry): void {
+  try {
+    deps.store.removeLeftoverPending(existing);
+  } catch (error) {
+    throw diskRefusedBeforeSending(error, deps.store.dir) ?? error;
+  }
 }
 
 /**
@@ -306,7 +319,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
   return locked(deps, hash, async (tracked) => {
     const existing = store.readRecord(hash);
     if (existing) {
-      store.removeLeftoverPending(existing);
+      removeLeftover(deps, existing);
       // A hash in the ledger has no request step left unread (a store of an older notarize may say so).
       store.clearUnanswered(hash);
       return alreadyInLedger(deps, existing, tracked);
@@ -681,8 +694,15 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry, onSent: () 
           'gets a 409, and no record); keep the record quoted here: the service sends it only this once',
       });
     }
-    // Only now that the record is on disk may the session go.
-    await store.removePending(pending.hash);
+    // Only now that the record is on disk may the session go. A disk that refuses to let it
+    // go (a folder made read-only meanwhile) takes nothing from a registration done and
+    // recorded: the ledger answers for the hash, and the next run that meets the session
+    // file removes it as a leftover, or says why it cannot (removeLeftover).
+    try {
+      await store.removePending(pending.hash);
+    } catch (error) {
+      if (!isDiskRefusal(error)) throw error;
+    }
     return entry;
   };
   let answer;

@@ -34,7 +34,7 @@ import {
   UsageError,
 } from '../../src/errors.js';
 import { parseFaults } from '../../src/sandbox/server.js';
-import { ServiceStore, type CustodyOwed, type PendingEntry } from '../../src/store/service-store.js';
+import { ServiceStore, type CustodyOwed, type LedgerEntry, type PendingEntry } from '../../src/store/service-store.js';
 import { MAX_RECORD_DEPTH } from '../../src/core/receipt-format.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { sandboxApi as sandboxApiOf, sandboxTransport } from '../helpers/sandbox-api.js';
@@ -146,11 +146,28 @@ const diskFull = () => Object.assign(new Error('ENOSPC: no space left on device,
  * session). Fake because a really full disk needs a mount;
  * test/wire/disk-full.test.ts fills one for node:fs and goes through main().
  */
+/** An errno error as node:fs throws it where the user may not write. */
+const noPermission = () => Object.assign(new Error('EACCES: permission denied, unlink'), { code: 'EACCES' });
+
 class FullDiskStore extends ServiceStore {
-  readonly #full: 'lock' | 'pending' | 'custody';
-  constructor(dir: string, full: 'lock' | 'pending' | 'custody') {
+  readonly #full: 'lock' | 'pending' | 'custody' | 'drop' | 'leftover';
+  /** For 'drop' and 'leftover': what removing a session throws (no permission by default). */
+  readonly #refusal: () => Error;
+  constructor(
+    dir: string,
+    full: 'lock' | 'pending' | 'custody' | 'drop' | 'leftover',
+    refusal: () => Error = noPermission,
+  ) {
     super(dir, bed.url);
     this.#full = full;
+    this.#refusal = refusal;
+  }
+  override removePending(hash: string): Promise<void> {
+    return this.#full === 'drop' ? Promise.reject(this.#refusal()) : super.removePending(hash);
+  }
+  override removeLeftoverPending(record: LedgerEntry): void {
+    if (this.#full === 'leftover') throw this.#refusal();
+    super.removeLeftoverPending(record);
   }
   override lockFile(hash: string): string {
     if (this.#full === 'lock') throw diskFull();
@@ -549,6 +566,40 @@ describe('the lock', () => {
     expect(error).toMatchObject({ code: 'store_write', exitCode: 1 });
     expect(error.message).toBe(`the session for ${hash} could not be saved: ENOSPC: no space left on device, open`);
     expect(called()).toEqual(['request']);
+  });
+});
+
+describe('the session of a registration recorded', () => {
+  it('a disk refusing to let it go: the registration stands, recorded; the next run says why it cannot remove it', async () => {
+    const hash = sha256('session kept by a read-only folder');
+    const dir = join(bed.root, 'no-drop');
+    const outcome = await register(world({ store: new FullDiskStore(dir, 'drop') }).deps, input(hash));
+    expect(outcome).toMatchObject({ kind: 'completed', entry: { hash } });
+    const store = new ServiceStore(dir, bed.url);
+    expect(store.readRecord(hash)?.recordJson).toContain(hash);
+    expect(existsSync(store.pendingFile(hash))).toBe(true);
+    // Still refused: exit 2 saying so, nothing sent; once allowed, the leftover goes and nothing is sent either.
+    const mark = bed.sandbox.calls.length;
+    const refused = await rejectionOf(
+      register(world({ store: new FullDiskStore(dir, 'leftover') }).deps, input(hash)),
+      UsageError,
+    );
+    expect(refused).toMatchObject({ code: 'disk_refused', exitCode: 2 });
+    expect(refused.message).toBe(`permission is denied in ${dir} (EACCES); nothing was sent`);
+    const again = await complete(world({ store }).deps, hash, { kind: 'store' });
+    expect(again).toMatchObject({ kind: 'already-registered', hash });
+    expect(existsSync(store.pendingFile(hash))).toBe(false);
+    expect(bed.sandbox.calls.slice(mark)).toEqual([]);
+  });
+
+  it('any other failure to let it go, or to remove it as a leftover, passes unchanged', async () => {
+    const boom = () => new Error('boom');
+    const hash = sha256('session removal fails otherwise');
+    const dir = join(bed.root, 'drop-boom');
+    await rejectionOf(register(world({ store: new FullDiskStore(dir, 'drop', boom) }).deps, input(hash)), Error);
+    const leftover = new FullDiskStore(dir, 'leftover', boom);
+    const error = await rejectionOf(complete(world({ store: leftover }).deps, hash, { kind: 'store' }), Error);
+    expect(error.message).toBe('boom');
   });
 });
 
