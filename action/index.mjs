@@ -11869,6 +11869,10 @@ function errnoCode(error) {
 		current = current.cause;
 	}
 }
+/** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission. */
+function isDiskRefusal(error) {
+	return errnoCode(error) !== void 0;
+}
 /**
 * The UsageError (exit 2) for a disk refusal met under `dir` before anything was
 * sent, or undefined when `error` is no disk refusal (the caller rethrows it).
@@ -12475,7 +12479,7 @@ async function register(deps, input) {
 	const { store } = deps;
 	return locked(deps, input.hash, async (tracked) => {
 		const existing = store.readRecord(input.hash);
-		if (existing) store.removeLeftoverPending(existing);
+		if (existing) removeLeftover(deps, existing);
 		if (existing && !input.force) return alreadyInLedger(deps, existing, tracked, input.walletName);
 		let pending = store.readPending(input.hash);
 		const reused = pending !== void 0;
@@ -12538,6 +12542,18 @@ function refuseOtherRequest(pending, input) {
 	});
 }
 /**
+* Removes the session file a registration in the ledger left behind; met
+* before anything is sent, a disk refusing it (no permission, read-only) is
+* a usage error saying so (store/disk.ts), not an unexpected one.
+*/
+function removeLeftover(deps, existing) {
+	try {
+		deps.store.removeLeftoverPending(existing);
+	} catch (error) {
+		throw diskRefusedBeforeSending(error, deps.store.dir) ?? error;
+	}
+}
+/**
 * Runs `fn` holding the lock of `hash`, known to interrupt.ts meanwhile: a
 * signal then releases the lock, and its line names the session once `fn`
 * says it is saved. Until `fn` starts, only the lock is being made and
@@ -12588,7 +12604,7 @@ async function complete(deps, hash, source) {
 	return locked(deps, hash, async (tracked) => {
 		const existing = store.readRecord(hash);
 		if (existing) {
-			store.removeLeftoverPending(existing);
+			removeLeftover(deps, existing);
 			store.clearUnanswered(hash);
 			return alreadyInLedger(deps, existing, tracked);
 		}
@@ -12915,7 +12931,11 @@ async function sendCompletion(deps, pending, onSent) {
 				next: `the session stays pending in ${store.pendingFile(pending.hash)}, though paid (completing it again gets a 409, and no record); keep the record quoted here: the service sends it only this once`
 			});
 		}
-		await store.removePending(pending.hash);
+		try {
+			await store.removePending(pending.hash);
+		} catch (error) {
+			if (!isDiskRefusal(error)) throw error;
+		}
 		return entry;
 	};
 	let answer;
@@ -13102,6 +13122,206 @@ var init_notarize = __esmMin((() => {
 	ANSWERED_409 = "forfait answered 409";
 	REQUEST_ANSWERED_409 = "request answered 409";
 	DEFAULT_LOCK_WAIT_MS = 6e4;
+}));
+// dist/output/safe-text.js
+function escapeOne(char) {
+	const short = SHORT[char];
+	if (short !== void 0) return short;
+	let out = "";
+	for (let i = 0; i < char.length; i++) out += `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`;
+	return out;
+}
+/** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
+function forTerminal(text) {
+	return escapeControls(text).replace(LEGACY_COMMAND, "\\u0023");
+}
+/**
+* `text` with its control and format characters escaped as forTerminal
+* escapes them, and nothing else: a file's name made a description, which
+* the record keeps for good (a `##[` there is the name's own; forTerminal
+* escapes it wherever the description is shown).
+*/
+function escapeControls(text) {
+	return text.replace(UNSAFE, escapeOne);
+}
+/**
+* JSON text (`--json` data, a receipt) as a terminal shows it, of the same
+* JSON value: in its strings, what forTerminal escapes is written as the
+* JSON escape of the same character (the bidi overrides and C1 controls a
+* service may send raw, the `#` of `##[`); between values, a CR, which JSON
+* allows as white space but which sends a terminal back to the line's start
+* for what follows to overwrite, is dropped before a line feed and a space
+* elsewhere. Redirected, the text is printed as it is (io.ts).
+*/
+function jsonForTerminal(text) {
+	if (!UNSAFE_TEST.test(text)) return text;
+	return text.replace(JSON_PIECES, (piece) => piece.startsWith("\"") ? forTerminal(piece) : piece.replace(/\r\n?/g, (cr) => cr === "\r\n" ? "\n" : " "));
+}
+/**
+* `forTerminal` for text that begins a line of output (a table's row, a
+* record's field name): one starting with `::`, spaces before it or not,
+* has that `:` escaped, so no runner reads the line as a workflow command.
+*/
+function lineStart(text) {
+	return forTerminal(text).replace(WORKFLOW_COMMAND_START, "$1\\u003a");
+}
+/**
+* Like `forTerminal`, but line feeds are kept: for output that is several
+* lines on purpose (help, a stack trace, pretty JSON) whose lines hold
+* outside text that must not control the terminal. A CR is still escaped,
+* since it would let the rest of a line overwrite its start.
+*/
+function forTerminalLines(text) {
+	return text.split("\n").map(forTerminal).join("\n");
+}
+var UNSAFE, SHORT, LEGACY_COMMAND, UNSAFE_TEST, JSON_PIECES, WORKFLOW_COMMAND_START;
+var init_safe_text = __esmMin((() => {
+	UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/gu;
+	SHORT = {
+		"\n": "\\n",
+		"\r": "\\r",
+		"	": "\\t"
+	};
+	LEGACY_COMMAND = /#(?=#\[)/g;
+	UNSAFE_TEST = /(?![\n\t])[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}|##\[/u;
+	JSON_PIECES = /"(?:[^"\\]|\\[\s\S])*"|[^"]+/g;
+	WORKFLOW_COMMAND_START = /^(\p{Zs}*):(?=:)/u;
+}));
+// dist/output/github.js
+/** True when running as a GitHub Actions step. */
+function inGitHubActions(env) {
+	return env.GITHUB_ACTIONS === "true";
+}
+/**
+* A workflow command's message. The runner decodes only %25, %0D and %0A
+* (and, in properties, %3A and %2C), and the log shows the rest as is, ANSI
+* colours included: so outside text is first escaped as for a terminal
+* (safe-text.ts), then %-encoded (forTerminal already leaves no CR or LF:
+* their encoding is kept as the runner's rule, not relied on). A file name
+* that had to be escaped names no file in the repository: its annotation
+* is then shown without a link, which beats a forged one.
+*/
+function escapeData(text, redact) {
+	return forTerminal(redact(text)).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+}
+function escapeProperty(text, redact) {
+	return escapeData(text, redact).replace(/:/g, "%3A").replace(/,/g, "%2C");
+}
+/**
+* A markdown table cell, shown as the text it is: escaped as for a terminal
+* (no line breaks, no bidi overrides), then every character markdown or
+* HTML could act on backslash-escaped (GitHub renders both in a summary,
+* and a file name or a receipt's URL is anyone's to write).
+*/
+function cell$1(text, redact) {
+	return forTerminal(redact(text)).replace(/[\\`*_{}[\]<>()!|~&]/g, "\\$&");
+}
+/**
+* A markdown link to `url` that cannot end its cell or its row: an http(s)
+* URL with every character markdown could read (brackets, parentheses,
+* pipes, quotes, spaces...) percent-encoded. A verification URL may come
+* from a receipt, which anyone can write; one that is no http(s) URL is
+* shown as text.
+*/
+function link(label, url, redact) {
+	let parsed;
+	try {
+		parsed = new URL(redact(url));
+	} catch {
+		return cell$1(url, redact);
+	}
+	if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return cell$1(url, redact);
+	return `[${label}](${parsed.href.replace(/[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`)})`;
+}
+/** A warning as a workflow command: the runner shows it on the run's page, not only in the log. */
+function warningCommand(text, redact) {
+	return `::warning title=notarize::${escapeData(text, redact)}`;
+}
+/** An error as a workflow command, its text escaped as data (it may quote an input: no forged command). */
+function errorCommand(text, redact) {
+	return `::error::${escapeData(text, redact)}`;
+}
+/**
+* Why a result is what it is, in its own words: its error's message, else
+* its reason, else what its status means. A bare `unknown` (verify found no
+* receipt and no ledger entry) carries neither: it says so, and what to do,
+* as `notarize verify`'s hint does.
+*/
+function resultDetail(r) {
+	return r.error?.message ?? r.reason ?? STATUS_MEANING[r.status] ?? "";
+}
+/**
+* The markdown summary of a command's results. A row's Detail is its
+* verification link, and for a result that did not end well (a failed
+* registration can have a record and a link too) its detail first: the
+* link never hides why.
+*/
+function markdownSummary(title, results, redact, maxBytes = SUMMARY_MAX_BYTES) {
+	const row = (r) => {
+		const detail = [ANNOTATED.has(r.status) || !r.verificationUrl ? cell$1(resultDetail(r), redact) : "", r.verificationUrl ? link("verify", r.verificationUrl, redact) : ""].filter((part) => part !== "").join(" ");
+		return `| ${cell$1(r.file ?? "-", redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${detail} |`;
+	};
+	const head = [
+		`### ${title}`,
+		"",
+		"| File | Status | SHA-256 | Detail |",
+		"|---|---|---|---|"
+	];
+	const text = (lines) => redact([
+		...head,
+		...lines,
+		""
+	].join("\n") + "\n");
+	const rows = results.map(row);
+	const whole = text(rows);
+	if (Buffer.byteLength(whole) <= maxBytes) return whole;
+	const order = results.map((_, i) => i).sort((a, b) => rank(results[a]) - rank(results[b]) || a - b);
+	const kept = [];
+	let bytes = Buffer.byteLength(text([])) + SUMMARY_NOTE_BYTES;
+	for (const i of order) {
+		bytes += Buffer.byteLength(rows[i]) + 1;
+		if (bytes > maxBytes) break;
+		kept.push(i);
+	}
+	kept.sort((a, b) => a - b);
+	const counts = /* @__PURE__ */ new Map();
+	for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+	const tally = [...counts].map(([status, n]) => `${n} ${status}`).join(", ");
+	const note = `${results.length - kept.length} more results are not shown (GitHub takes at most 1 MiB of summary per step; all ${results.length}: ${tally}); every result is in notarize's output (the action's \`results\` file)`;
+	return text([
+		...kept.map((i) => rows[i]),
+		"",
+		note
+	]);
+}
+/** Results that did not end well first (0), when not all rows fit. */
+function rank(result) {
+	return ANNOTATED.has(result.status) ? 0 : 1;
+}
+/** The `::error` annotations of the results that failed or were not verified, one line each. */
+function annotations(results, redact) {
+	const lines = [];
+	for (const r of results) {
+		if (!ANNOTATED.has(r.status)) continue;
+		const file = r.file && r.file !== "-" ? `file=${escapeProperty(r.file, redact)},` : "";
+		const message = resultDetail(r) || r.status;
+		lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`, redact)}::${escapeData(message, redact)}`);
+	}
+	return lines;
+}
+var STATUS_MEANING, SUMMARY_MAX_BYTES, SUMMARY_NOTE_BYTES, ANNOTATED;
+var init_github = __esmMin((() => {
+	init_receipts();
+	init_safe_text();
+	STATUS_MEANING = { unknown: `not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url; a document never registered, or whose receipt was not kept, has none to find` };
+	SUMMARY_MAX_BYTES = 524288;
+	SUMMARY_NOTE_BYTES = 512;
+	ANNOTATED = /* @__PURE__ */ new Set([
+		"failed",
+		"modified",
+		"unknown",
+		"invalid"
+	]);
 }));
 // node_modules/chalk/source/vendor/ansi-styles/index.js
 function assembleStyles() {
@@ -13518,70 +13738,6 @@ var init_source = __esmMin((() => {
 	chalk = createChalk();
 	createChalk({ level: stderrColor ? stderrColor.level : 0 });
 }));
-// dist/output/safe-text.js
-function escapeOne(char) {
-	const short = SHORT[char];
-	if (short !== void 0) return short;
-	let out = "";
-	for (let i = 0; i < char.length; i++) out += `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`;
-	return out;
-}
-/** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
-function forTerminal(text) {
-	return escapeControls(text).replace(LEGACY_COMMAND, "\\u0023");
-}
-/**
-* `text` with its control and format characters escaped as forTerminal
-* escapes them, and nothing else: a file's name made a description, which
-* the record keeps for good (a `##[` there is the name's own; forTerminal
-* escapes it wherever the description is shown).
-*/
-function escapeControls(text) {
-	return text.replace(UNSAFE, escapeOne);
-}
-/**
-* JSON text (`--json` data, a receipt) as a terminal shows it, of the same
-* JSON value: in its strings, what forTerminal escapes is written as the
-* JSON escape of the same character (the bidi overrides and C1 controls a
-* service may send raw, the `#` of `##[`); between values, a CR, which JSON
-* allows as white space but which sends a terminal back to the line's start
-* for what follows to overwrite, is dropped before a line feed and a space
-* elsewhere. Redirected, the text is printed as it is (io.ts).
-*/
-function jsonForTerminal(text) {
-	if (!UNSAFE_TEST.test(text)) return text;
-	return text.replace(JSON_PIECES, (piece) => piece.startsWith("\"") ? forTerminal(piece) : piece.replace(/\r\n?/g, (cr) => cr === "\r\n" ? "\n" : " "));
-}
-/**
-* `forTerminal` for text that begins a line of output (a table's row, a
-* record's field name): one starting with `::`, spaces before it or not,
-* has that `:` escaped, so no runner reads the line as a workflow command.
-*/
-function lineStart(text) {
-	return forTerminal(text).replace(WORKFLOW_COMMAND_START, "$1\\u003a");
-}
-/**
-* Like `forTerminal`, but line feeds are kept: for output that is several
-* lines on purpose (help, a stack trace, pretty JSON) whose lines hold
-* outside text that must not control the terminal. A CR is still escaped,
-* since it would let the rest of a line overwrite its start.
-*/
-function forTerminalLines(text) {
-	return text.split("\n").map(forTerminal).join("\n");
-}
-var UNSAFE, SHORT, LEGACY_COMMAND, UNSAFE_TEST, JSON_PIECES, WORKFLOW_COMMAND_START;
-var init_safe_text = __esmMin((() => {
-	UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/gu;
-	SHORT = {
-		"\n": "\\n",
-		"\r": "\\r",
-		"	": "\\t"
-	};
-	LEGACY_COMMAND = /#(?=#\[)/g;
-	UNSAFE_TEST = /(?![\n\t])[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}|##\[/u;
-	JSON_PIECES = /"(?:[^"\\]|\\[\s\S])*"|[^"]+/g;
-	WORKFLOW_COMMAND_START = /^(\p{Zs}*):(?=:)/u;
-}));
 // dist/output/render.js
 /** A two-column "field  value" table of every field of a record, unknown ones included. */
 function renderRecord(record, extra, colour) {
@@ -13886,142 +14042,6 @@ var init_results = __esmMin((() => {
 		}
 	};
 }));
-// dist/output/github.js
-/** True when running as a GitHub Actions step. */
-function inGitHubActions(env) {
-	return env.GITHUB_ACTIONS === "true";
-}
-/**
-* A workflow command's message. The runner decodes only %25, %0D and %0A
-* (and, in properties, %3A and %2C), and the log shows the rest as is, ANSI
-* colours included: so outside text is first escaped as for a terminal
-* (safe-text.ts), then %-encoded (forTerminal already leaves no CR or LF:
-* their encoding is kept as the runner's rule, not relied on). A file name
-* that had to be escaped names no file in the repository: its annotation
-* is then shown without a link, which beats a forged one.
-*/
-function escapeData(text, redact) {
-	return forTerminal(redact(text)).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
-}
-function escapeProperty(text, redact) {
-	return escapeData(text, redact).replace(/:/g, "%3A").replace(/,/g, "%2C");
-}
-/**
-* A markdown table cell, shown as the text it is: escaped as for a terminal
-* (no line breaks, no bidi overrides), then every character markdown or
-* HTML could act on backslash-escaped (GitHub renders both in a summary,
-* and a file name or a receipt's URL is anyone's to write).
-*/
-function cell$1(text, redact) {
-	return forTerminal(redact(text)).replace(/[\\`*_{}[\]<>()!|~&]/g, "\\$&");
-}
-/**
-* A markdown link to `url` that cannot end its cell or its row: an http(s)
-* URL with every character markdown could read (brackets, parentheses,
-* pipes, quotes, spaces...) percent-encoded. A verification URL may come
-* from a receipt, which anyone can write; one that is no http(s) URL is
-* shown as text.
-*/
-function link(label, url, redact) {
-	let parsed;
-	try {
-		parsed = new URL(redact(url));
-	} catch {
-		return cell$1(url, redact);
-	}
-	if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return cell$1(url, redact);
-	return `[${label}](${parsed.href.replace(/[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`)})`;
-}
-/** A warning as a workflow command: the runner shows it on the run's page, not only in the log. */
-function warningCommand(text, redact) {
-	return `::warning title=notarize::${escapeData(text, redact)}`;
-}
-/** An error as a workflow command, its text escaped as data (it may quote an input: no forged command). */
-function errorCommand(text, redact) {
-	return `::error::${escapeData(text, redact)}`;
-}
-/**
-* Why a result is what it is, in its own words: its error's message, else
-* its reason, else what its status means. A bare `unknown` (verify found no
-* receipt and no ledger entry) carries neither: it says so, and what to do,
-* as `notarize verify`'s hint does.
-*/
-function resultDetail(r) {
-	return r.error?.message ?? r.reason ?? STATUS_MEANING[r.status] ?? "";
-}
-/**
-* The markdown summary of a command's results. A row's Detail is its
-* verification link, and for a result that did not end well (a failed
-* registration can have a record and a link too) its detail first: the
-* link never hides why.
-*/
-function markdownSummary(title, results, redact, maxBytes = SUMMARY_MAX_BYTES) {
-	const row = (r) => {
-		const detail = [ANNOTATED.has(r.status) || !r.verificationUrl ? cell$1(resultDetail(r), redact) : "", r.verificationUrl ? link("verify", r.verificationUrl, redact) : ""].filter((part) => part !== "").join(" ");
-		return `| ${cell$1(r.file ?? "-", redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${detail} |`;
-	};
-	const head = [
-		`### ${title}`,
-		"",
-		"| File | Status | SHA-256 | Detail |",
-		"|---|---|---|---|"
-	];
-	const text = (lines) => redact([
-		...head,
-		...lines,
-		""
-	].join("\n") + "\n");
-	const rows = results.map(row);
-	const whole = text(rows);
-	if (Buffer.byteLength(whole) <= maxBytes) return whole;
-	const order = results.map((_, i) => i).sort((a, b) => rank(results[a]) - rank(results[b]) || a - b);
-	const kept = [];
-	let bytes = Buffer.byteLength(text([])) + SUMMARY_NOTE_BYTES;
-	for (const i of order) {
-		bytes += Buffer.byteLength(rows[i]) + 1;
-		if (bytes > maxBytes) break;
-		kept.push(i);
-	}
-	kept.sort((a, b) => a - b);
-	const counts = /* @__PURE__ */ new Map();
-	for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
-	const tally = [...counts].map(([status, n]) => `${n} ${status}`).join(", ");
-	const note = `${results.length - kept.length} more results are not shown (GitHub takes at most 1 MiB of summary per step; all ${results.length}: ${tally}); every result is in notarize's output (the action's \`results\` file)`;
-	return text([
-		...kept.map((i) => rows[i]),
-		"",
-		note
-	]);
-}
-/** Results that did not end well first (0), when not all rows fit. */
-function rank(result) {
-	return ANNOTATED.has(result.status) ? 0 : 1;
-}
-/** The `::error` annotations of the results that failed or were not verified, one line each. */
-function annotations(results, redact) {
-	const lines = [];
-	for (const r of results) {
-		if (!ANNOTATED.has(r.status)) continue;
-		const file = r.file && r.file !== "-" ? `file=${escapeProperty(r.file, redact)},` : "";
-		const message = resultDetail(r) || r.status;
-		lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`, redact)}::${escapeData(message, redact)}`);
-	}
-	return lines;
-}
-var STATUS_MEANING, SUMMARY_MAX_BYTES, SUMMARY_NOTE_BYTES, ANNOTATED;
-var init_github = __esmMin((() => {
-	init_receipts();
-	init_safe_text();
-	STATUS_MEANING = { unknown: `not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url; a document never registered, or whose receipt was not kept, has none to find` };
-	SUMMARY_MAX_BYTES = 524288;
-	SUMMARY_NOTE_BYTES = 512;
-	ANNOTATED = /* @__PURE__ */ new Set([
-		"failed",
-		"modified",
-		"unknown",
-		"invalid"
-	]);
-}));
 // dist/output/present.js
 /**
 * The one renderer of command results. A run function returns data (and
@@ -14200,6 +14220,20 @@ function showOutcome(io, outcome, baseUrl, json) {
 			showCustody(io, outcome.custody);
 			return;
 	}
+}
+/**
+* How a batch says, once at its end, that it sent the custody metadata of
+* `count` documents (registered, or owed by an earlier run) and uploaded no
+* file, as showCustody says it of one document alone; nothing when none.
+*/
+function showMetadataSent(io, count) {
+	if (count === 0) return;
+	const which = count === 1 ? "one document" : `${count} documents`;
+	io.info(`custody: the file metadata of ${which} was sent. The files themselves were NOT uploaded: the service does not document how to upload file bytes.`);
+}
+/** Whether `outcome` sent custody metadata this run (its registration's, or one an earlier run owed). */
+function sentMetadata(outcome) {
+	return outcome.kind !== "pending" && outcome.custody?.metadataSent === true;
 }
 /** What became of the custody metadata, when this run sent (or tried to send) it. */
 function showCustody(io, custody) {
@@ -20308,6 +20342,7 @@ var init_register = __esmMin((() => {
 	init_notarize();
 	init_receipts();
 	init_receipt_format();
+	init_present();
 	init_render();
 	init_results();
 	init_safe_text();
@@ -20454,7 +20489,7 @@ var init_register = __esmMin((() => {
 				this.#items.add(index, result);
 				this.#reported(index);
 				if (settled.ok) this.#noMetadataSent(result, settled.value.outcome);
-				if (settled.ok && settled.value.outcome.kind === "completed" && settled.value.outcome.custody?.metadataSent) this.#metadataSent++;
+				if (settled.ok && sentMetadata(settled.value.outcome)) this.#metadataSent++;
 				const failure = settled.ok ? settled.value.receiptError ?? custodyFailure(settled.value.outcome) : void 0;
 				tally.add(index, settled.ok ? failure : "error" in settled ? settled.error : void 0);
 			};
@@ -20477,10 +20512,7 @@ var init_register = __esmMin((() => {
 			}
 			this.#options.io.clearProgress();
 			this.#noReceipts();
-			if (this.#metadataSent > 0) {
-				const which = this.#metadataSent === 1 ? "one document" : `${this.#metadataSent} documents`;
-				this.#options.io.info(`custody: the file metadata of ${which} was sent. The files themselves were NOT uploaded: the service does not document how to upload file bytes.`);
-			}
+			showMetadataSent(this.#options.io, this.#metadataSent);
 			const failure = tally.failure(this.#sent, total);
 			return {
 				kind: "items",
@@ -21195,6 +21227,8 @@ async function runCompleteMany(options) {
 	};
 	/** The documents left out once a root another process was registering answered for them (TreesNow). */
 	const placedMeanwhile = [];
+	/** Registrations whose custody metadata this run sent (said once at the end). */
+	let metadataSent = 0;
 	const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
 		concurrency: CONCURRENCY,
 		onSettled: (i, settled, hash) => {
@@ -21203,6 +21237,7 @@ async function runCompleteMany(options) {
 			if (settled.ok) {
 				options.items.add(index, outcomeResult(null, settled.value, baseUrl, receiptDetails(void 0, failure)));
 				if (failure) tally.add(index, failure);
+				if (sentMetadata(settled.value)) metadataSent++;
 			} else if ("error" in settled && settled.error instanceof UnderRootSince) {
 				placedMeanwhile.push(hash);
 				const reason = `left out: placed under the Merkle root ${settled.error.root} by another process as it was about to be sent, so completing its own session would pay a second time`;
@@ -21215,6 +21250,7 @@ async function runCompleteMany(options) {
 		}
 	});
 	warnLeftOut(options.io, placedMeanwhile);
+	showMetadataSent(options.io, metadataSent);
 	const failure = tally.failure(sent, skipped + total);
 	return {
 		kind: "items",
@@ -21256,6 +21292,7 @@ var init_complete = __esmMin((() => {
 	init_trees();
 	init_trees_now();
 	init_errors();
+	init_present();
 	init_render();
 	init_results();
 	init_action();

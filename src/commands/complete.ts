@@ -20,7 +20,7 @@ import { confirmedBefore, confirmedRoots, sessionsUnderRoots } from '../core/tre
 import { TreesNow, UnderRootSince } from '../core/trees-now.js';
 import { NotarizeError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
-import type { ItemsResult, OutcomeResult } from '../output/present.js';
+import { sentMetadata, showMetadataSent, type ItemsResult, type OutcomeResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
@@ -211,6 +211,8 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   const source = { kind: 'store', resendUnread: !options.all } as const;
   /** The documents left out once a root another process was registering answered for them (TreesNow). */
   const placedMeanwhile: string[] = [];
+  /** Registrations whose custody metadata this run sent (said once at the end). */
+  let metadataSent = 0;
   const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
     concurrency: CONCURRENCY,
     onSettled: (i, settled, hash) => {
@@ -220,6 +222,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
         // The custody metadata not sent fails the item, its record in it (receiptDetails).
         options.items.add(index, outcomeResult(null, settled.value, baseUrl, receiptDetails(undefined, failure)));
         if (failure) tally.add(index, failure);
+        if (sentMetadata(settled.value)) metadataSent++;
       } else if ('error' in settled && settled.error instanceof UnderRootSince) {
         placedMeanwhile.push(hash);
         const reason = `left out: placed under the Merkle root ${settled.error.root} by another process as it was about to be sent, so completing its own session would pay a second time`;
@@ -232,6 +235,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
     },
   });
   warnLeftOut(options.io, placedMeanwhile);
+  showMetadataSent(options.io, metadataSent);
   const failure = tally.failure(sent, skipped + total);
   return { kind: 'items', title: 'notarize complete', items: options.items, ...(failure ? { failure } : {}) };
 }

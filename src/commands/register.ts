@@ -19,7 +19,13 @@ import { checkBeforeSending, keptReceipt, writeReceipt, type ReceiptPlan } from 
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
 import type { Spinner } from '../output/io.js';
-import type { ItemsResult, OutcomeResult, RecordResult } from '../output/present.js';
+import {
+  sentMetadata,
+  showMetadataSent,
+  type ItemsResult,
+  type OutcomeResult,
+  type RecordResult,
+} from '../output/present.js';
 import { formatBytes, someDocuments } from '../output/render.js';
 import {
   failedResult,
@@ -340,9 +346,7 @@ class Registrar {
       this.#items.add(index, result);
       this.#reported(index);
       if (settled.ok) this.#noMetadataSent(result, settled.value.outcome);
-      if (settled.ok && settled.value.outcome.kind === 'completed' && settled.value.outcome.custody?.metadataSent) {
-        this.#metadataSent++;
-      }
+      if (settled.ok && sentMetadata(settled.value.outcome)) this.#metadataSent++;
       const failure = settled.ok ? (settled.value.receiptError ?? custodyFailure(settled.value.outcome)) : undefined;
       tally.add(index, settled.ok ? failure : 'error' in settled ? settled.error : undefined);
     };
@@ -372,13 +376,7 @@ class Registrar {
     }
     this.#options.io.clearProgress();
     this.#noReceipts();
-    if (this.#metadataSent > 0) {
-      // As one document alone says it (present.ts showCustody): --custody never uploads the bytes.
-      const which = this.#metadataSent === 1 ? 'one document' : `${this.#metadataSent} documents`;
-      this.#options.io.info(
-        `custody: the file metadata of ${which} was sent. The files themselves were NOT uploaded: the service does not document how to upload file bytes.`,
-      );
-    }
+    showMetadataSent(this.#options.io, this.#metadataSent);
     const failure = tally.failure(this.#sent, total);
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }

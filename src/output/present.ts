@@ -315,6 +315,24 @@ function showOutcome(io: IO, outcome: Outcome, baseUrl: string, json: boolean): 
   }
 }
 
+/**
+ * How a batch says, once at its end, that it sent the custody metadata of
+ * `count` documents (registered, or owed by an earlier run) and uploaded no
+ * file, as showCustody says it of one document alone; nothing when none.
+ */
+export function showMetadataSent(io: IO, count: number): void {
+  if (count === 0) return;
+  const which = count === 1 ? 'one document' : `${count} documents`;
+  io.info(
+    `custody: the file metadata of ${which} was sent. The files themselves were NOT uploaded: the service does not document how to upload file bytes.`,
+  );
+}
+
+/** Whether `outcome` sent custody metadata this run (its registration's, or one an earlier run owed). */
+export function sentMetadata(outcome: Outcome): boolean {
+  return outcome.kind !== 'pending' && outcome.custody?.metadataSent === true;
+}
+
 /** What became of the custody metadata, when this run sent (or tried to send) it. */
 function showCustody(io: IO, custody: CustodyOutcome | undefined): void {
   if (!custody) return;

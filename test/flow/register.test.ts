@@ -340,6 +340,25 @@ describe('register and complete', () => {
 
   it('--custody over several documents: said once at the end, in every format, that the files were NOT uploaded', async () => {
     await login();
+    // complete --all of several sessions requested with --custody says it too.
+    const held = [await bed.file('h1.txt'), await bed.file('h2.txt')];
+    const requested = await run(['register', ...held, '--custody', '--no-complete']);
+    expect(requested.code, requested.stderr).toBe(0);
+    const completed = await run(['complete', '--all']);
+    expect(completed.code, completed.stderr).toBe(0);
+    expect(completed.stderr).toContain(
+      'custody: the file metadata of 2 documents was sent. The files themselves were NOT uploaded',
+    );
+    // The metadata an earlier run could not send, sent by the re-run of several (already registered): said too.
+    const owed = [await bed.file('o1.txt'), await bed.file('o2.txt')];
+    bed.sandbox.addFaults([{ route: 'file', kind: 'status', value: 503, count: 2 }]);
+    const first = await run(['register', ...owed, '--custody', '-j', '1'], { env: { NOTARIZE_RETRIES: '0' } });
+    expect(first.code, first.stderr).toBe(4);
+    const rerun = await run(['register', ...owed, '--custody']);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(rerun.stderr).toContain(
+      'custody: the file metadata of 2 documents was sent. The files themselves were NOT uploaded',
+    );
     for (const format of [[], ['--output', 'ndjson']]) {
       const docs = [await bed.file(`c1-${format.length}.txt`), await bed.file(`c2-${format.length}.txt`)];
       const result = await run(['register', ...docs, '--custody', ...format]);
