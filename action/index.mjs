@@ -8983,25 +8983,21 @@ function sendableToken(token, source, hint) {
 function secretParts(secret) {
 	const segments = secret.split(".");
 	const parts = segments.length !== 3 || !segments.every((s) => /^[A-Za-z0-9_-]+$/.test(s)) ? [secret] : [secret, ...segments.slice(1).filter((segment) => segment.length >= 16)];
-	return [...new Set(parts.flatMap((part) => {
-		const inUrl = encodeURIComponent(part);
-		return [
-			part,
-			JSON.stringify(part).slice(1, -1),
-			inUrl,
-			inUrl.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())
-		];
-	}))];
+	return [...new Set(parts.flatMap((part) => [
+		part,
+		JSON.stringify(part).slice(1, -1),
+		...urlSpellings(part)
+	]))];
+}
+/** `text` as a URL spells it: its %XX escapes in upper case (encodeURIComponent's), and in lower case. */
+function urlSpellings(text) {
+	const inUrl = encodeURIComponent(text);
+	return [inUrl, inUrl.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())];
 }
 /** The KeyTrace of `apiKey` (trimmed, as every key is used). */
 function keyTrace(apiKey) {
 	const key = apiKey.trim();
-	const inUrl = encodeURIComponent(key);
-	const spellings = /* @__PURE__ */ new Set([
-		key,
-		inUrl,
-		inUrl.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())
-	]);
+	const spellings = /* @__PURE__ */ new Set([key, ...urlSpellings(key)]);
 	return {
 		digest: keyDigest(key),
 		prints: [...spellings].map((spelt) => `${spelt.length}:${rollingPrint(spelt, 0, spelt.length)}`)
@@ -24926,9 +24922,7 @@ var IO = class {
 	}
 	/** Writes data (the command's result) to stdout. */
 	data(text) {
-		this.clearProgress();
-		this.flush();
-		this.#writeOut(this.redact(asLine(text)));
+		this.#writeNow(this.redact(asLine(text)));
 	}
 	/**
 	* Writes JSON data: exactly as given into a pipe or file; on a terminal,
@@ -24936,9 +24930,13 @@ var IO = class {
 	* (jsonForTerminal).
 	*/
 	dataJson(text) {
+		this.#writeNow(this.#jsonShown(asLine(text)));
+	}
+	/** Writes text ready to write, after what was queued before it. */
+	#writeNow(shown) {
 		this.clearProgress();
 		this.flush();
-		this.#writeOut(this.#jsonShown(asLine(text)));
+		this.#writeOut(shown);
 	}
 	/** dataSoon for a line of JSON (NDJSON), as dataJson shows it. */
 	dataJsonSoon(text) {

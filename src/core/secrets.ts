@@ -65,21 +65,19 @@ export function secretParts(secret: string): string[] {
   // As JSON text spells them too (a key holding `"` or `\`): an error body
   // before it is parsed, and every --json line, carry that form. And as a URL
   // spells them (`%2F`, either case): a service may echo a key in a query.
-  return [
-    ...new Set(
-      parts.flatMap((part) => {
-        const inUrl = encodeURIComponent(part);
-        return [part, JSON.stringify(part).slice(1, -1), inUrl, inUrl.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())];
-      }),
-    ),
-  ];
+  return [...new Set(parts.flatMap((part) => [part, JSON.stringify(part).slice(1, -1), ...urlSpellings(part)]))];
+}
+
+/** `text` as a URL spells it: its %XX escapes in upper case (encodeURIComponent's), and in lower case. */
+function urlSpellings(text: string): string[] {
+  const inUrl = encodeURIComponent(text);
+  return [inUrl, inUrl.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())];
 }
 
 /** The KeyTrace of `apiKey` (trimmed, as every key is used). */
 export function keyTrace(apiKey: string): KeyTrace {
   const key = apiKey.trim();
-  const inUrl = encodeURIComponent(key);
-  const spellings = new Set([key, inUrl, inUrl.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())]);
+  const spellings = new Set([key, ...urlSpellings(key)]);
   return {
     digest: keyDigest(key),
     prints: [...spellings].map((spelt) => `${spelt.length}:${rollingPrint(spelt, 0, spelt.length)}`),

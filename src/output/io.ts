@@ -163,9 +163,7 @@ export class IO {
 
   /** Writes data (the command's result) to stdout. */
   data(text: string): void {
-    this.clearProgress();
-    this.flush();
-    this.#writeOut(this.redact(asLine(text)));
+    this.#writeNow(this.redact(asLine(text)));
   }
 
   /**
@@ -174,9 +172,14 @@ export class IO {
    * (jsonForTerminal).
    */
   dataJson(text: string): void {
+    this.#writeNow(this.#jsonShown(asLine(text)));
+  }
+
+  /** Writes text ready to write, after what was queued before it. */
+  #writeNow(shown: string): void {
     this.clearProgress();
     this.flush();
-    this.#writeOut(this.#jsonShown(asLine(text)));
+    this.#writeOut(shown);
   }
 
   /** dataSoon for a line of JSON (NDJSON), as dataJson shows it. */
