@@ -8994,57 +8994,83 @@ function urlSpellings(text) {
 	const inUrl = encodeURIComponent(text);
 	return [inUrl, inUrl.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())];
 }
-/** The KeyTrace of `apiKey` (trimmed, as every key is used). */
+/** The KeyTrace of `apiKey` (trimmed, as every key is used): its digest, and the length and print of its UTF-8 bytes. */
 function keyTrace(apiKey) {
 	const key = apiKey.trim();
-	const spellings = /* @__PURE__ */ new Set([key, ...urlSpellings(key)]);
+	const bytes = Buffer.from(key, "utf8");
+	let print = 0;
+	for (const byte of bytes) print = Math.imul(print, PRINT_BASE) + byte >>> 0;
 	return {
 		digest: keyDigest(key),
-		prints: [...spellings].map((spelt) => `${spelt.length}:${rollingPrint(spelt, 0, spelt.length)}`)
+		prints: [`${bytes.length}:${print}`]
 	};
-}
-/** The polynomial hash of text.slice(from, to), modulo 2^32. */
-function rollingPrint(text, from, to) {
-	let print = 0;
-	for (let i = from; i < to; i++) print = Math.imul(print, PRINT_BASE) + text.charCodeAt(i) >>> 0;
-	return print;
 }
 /**
 * The strings in `text` that are an API key of `traces`: the key of a
 * stored token, which notarize knows by its trace alone (no
 * NOTARIZE_API_KEY in this run), when a service echoes it or a name or
-* description holds it. Each spelling of known length and print is found
-* wherever it stands (Rabin-Karp: one pass, each window whose print matches
-* confirmed by the key's digest). A trace without prints (a store from
-* before they were kept) is looked for as a run of key characters, whole
-* or between separators (`apiKey=<key>&`, `/<key>/`).
+* description holds it; or a known secret as a URL may spell it. A key of
+* known length and print is found wherever it stands, as it is or with any
+* of its bytes written %XX, in either case (Rabin-Karp over the text's bytes
+* as a URL decoder reads them: one pass, each window whose print matches
+* confirmed by the key's digest). A trace without a usable print (a store
+* from before prints were kept, or a damaged one) is looked for as a run of
+* key characters, whole or between separators (`apiKey=<key>&`, `/<key>/`).
 */
 function keysIn(text, traces) {
 	const found = /* @__PURE__ */ new Set();
 	for (const trace of traces) {
 		const isKey = (candidate) => keyDigest(candidate) === trace.digest || keyDigest(urlDecoded(candidate)) === trace.digest;
-		if (trace.prints.length === 0) {
-			for (const candidate of separatedCandidates(text)) if (isKey(candidate)) found.add(candidate);
-			continue;
-		}
-		for (const shape of trace.prints) {
-			const [length, print] = shape.split(":").map(Number);
-			for (const candidate of windowsPrinted(text, length, print)) if (isKey(candidate)) found.add(candidate);
-		}
+		const prints = trace.prints.flatMap(parsePrint);
+		const candidates = prints.length === 0 ? separatedCandidates(text) : prints.flatMap(({ length, print }) => [...windowsPrinted(text, length, print)]);
+		for (const candidate of candidates) if (isKey(candidate)) found.add(candidate);
 	}
 	return [...found].sort((a, b) => b.length - a.length);
 }
-/** Every window of `length` units of `text` whose rolling print is `print`. */
+/** A print `<length>:<print>` as numbers, or none when it is not one keysIn can use. */
+function parsePrint(shape) {
+	const match = /^(\d{1,5}):(\d{1,10})$/.exec(shape);
+	if (!match) return [];
+	const [length, print] = [Number(match[1]), Number(match[2])];
+	return length >= 8 && length <= MAX_KEY_BYTES && print < 2 ** 32 ? [{
+		length,
+		print
+	}] : [];
+}
+/** The value of the hex digit `byte`, or -1. */
+function hexValue(byte) {
+	if (byte === void 0) return -1;
+	if (byte >= 48 && byte <= 57) return byte - 48;
+	const lower = byte | 32;
+	return lower >= 97 && lower <= 102 ? lower - 97 + 10 : -1;
+}
+/**
+* Every stretch of `text` that reads as `length` bytes whose rolling print
+* is `print`, a %XX escape read as the byte it stands for (as a URL decoder
+* reads it): the key itself, or any spelling of it in a URL.
+*/
 function* windowsPrinted(text, length, print) {
-	if (!Number.isInteger(length) || length < 8 || length > text.length) return;
+	const bytes = Buffer.from(text, "utf8");
+	if (bytes.length < length) return;
 	let top = 1;
 	for (let i = 1; i < length; i++) top = Math.imul(top, PRINT_BASE) >>> 0;
-	let rolling = rollingPrint(text, 0, length);
-	for (let at = 0;; at++) {
-		if (rolling === print) yield text.slice(at, at + length);
-		if (at + length >= text.length) return;
-		const out = Math.imul(text.charCodeAt(at), top) >>> 0;
-		rolling = Math.imul(rolling - out >>> 0, PRINT_BASE) + text.charCodeAt(at + length) >>> 0;
+	const values = new Uint8Array(length);
+	const starts = new Uint32Array(length);
+	let rolling = 0;
+	let count = 0;
+	for (let at = 0; at < bytes.length;) {
+		const high = bytes[at] === PERCENT ? hexValue(bytes[at + 1]) : -1;
+		const low = high < 0 ? -1 : hexValue(bytes[at + 2]);
+		const escaped = low >= 0;
+		const value = escaped ? high * 16 + low : bytes[at];
+		const slot = count % length;
+		if (count >= length) rolling = rolling - Math.imul(values[slot], top) >>> 0;
+		rolling = Math.imul(rolling, PRINT_BASE) + value >>> 0;
+		values[slot] = value;
+		starts[slot] = at;
+		at += escaped ? 3 : 1;
+		count++;
+		if (count >= length && rolling === print) yield bytes.subarray(starts[count % length], at).toString("utf8");
 	}
 }
 /** keysIn's candidates for a key of unknown length: whole runs of key characters, or their parts between separators. */
@@ -9068,10 +9094,12 @@ function urlDecoded(text) {
 		return text;
 	}
 }
-var PRINT_BASE, KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
+var PRINT_BASE, MAX_KEY_BYTES, PERCENT, KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
 var init_secrets = __esmMin((() => {
 	init_errors();
 	PRINT_BASE = 16777619;
+	MAX_KEY_BYTES = 4096;
+	PERCENT = 37;
 	KEY_RUN = /[A-Za-z0-9_\-.~+/=:?&@#%!$*]{8,}/g;
 	KEY_STARTS_AFTER = /* @__PURE__ */ new Set([
 		"=",
@@ -14463,6 +14491,10 @@ function recordHashOf(recordJson) {
 	const record = JSON.parse(recordJson);
 	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
 }
+/** A session saved no later than the record of its hash was completed: that registration's, left over. */
+function isLeftoverOf(pending, record) {
+	return pending.savedAt <= record.completedAt;
+}
 var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, custodyOwedSchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
 var init_service_store = __esmMin((() => {
 	init_zod();
@@ -14720,7 +14752,21 @@ var init_service_store = __esmMin((() => {
 			} catch {
 				return;
 			}
-			if (pending && pending.savedAt <= record.completedAt) removeFile(this.pendingFile(record.hash));
+			if (pending && isLeftoverOf(pending, record)) removeFile(this.pendingFile(record.hash));
+		}
+		/**
+		* Whether `pending` is a leftover of a registration the ledger holds (one
+		* completed at or after it was saved; a run that could not remove it left
+		* it): nothing is sent for it, and the next run that meets it removes it.
+		*/
+		isLeftover(pending) {
+			let record;
+			try {
+				record = this.readRecord(pending.hash);
+			} catch {
+				return false;
+			}
+			return record !== void 0 && isLeftoverOf(pending, record);
 		}
 		/**
 		* The ledger record for a hash; throws StoreError if its file is damaged,
@@ -21364,7 +21410,8 @@ async function runPending(options) {
 	const owed = custody.entries.map((e) => e.hash);
 	const { covered, blocked } = await sessionsUnderRoots(ledger, [...pending.entries.map((e) => e.hash), ...pending.problems.map((problem) => basename(problem.file, ".json"))]);
 	const blockedBy = [...new Set([...blocked.values()].map((error) => `${error.message}; ${error.hint ?? ""}`))];
-	const rows = [...pending.entries.map((e) => ({
+	const leftovers = pending.entries.filter((e) => ledger.isLeftover(e)).map((e) => e.hash);
+	const rows = [...pending.entries.filter((e) => !leftovers.includes(e.hash)).map((e) => ({
 		hash: e.hash,
 		description: e.description,
 		savedAt: e.savedAt,
@@ -21387,6 +21434,7 @@ async function runPending(options) {
 		warnings: [
 			...problems.map((p) => `${p.message}; ${p.hint ?? ""}`),
 			...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`),
+			...leftovers.length === 0 ? [] : [`not listed: the session ${leftovers.length === 1 ? "file" : "files"} of ${someDocuments(leftovers.length, leftovers[0])}, registered and in the ledger, left over by a run that could not remove them (nothing is sent for them; the next run that meets them removes them)`],
 			...owed.length === 0 ? [] : [`custody metadata not yet taken by the service, of ${someDocuments(owed.length, owed[0])} (registered): \`notarize complete --all\` sends it`]
 		],
 		rows,
@@ -24864,6 +24912,8 @@ var IO = class {
 	#longestFirst = [];
 	/** The API keys known by their trace alone (addKeyTrace). */
 	#keyTraces = [];
+	/** The traces of secrets known (addSecret) that a URL may spell otherwise: searched in text holding a `%`. */
+	#spelledTraces = [];
 	#warnedShort = /* @__PURE__ */ new Set();
 	#progressShown = false;
 	/** Set from a write stdout queued until it drains (or closes); resolved then. */
@@ -24897,6 +24947,10 @@ var IO = class {
 		}
 		for (const part of secretParts(secret)) this.#secrets.add(part);
 		this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
+		if (/[^A-Za-z0-9_.-]/.test(secret.trim())) {
+			const trace = keyTrace(secret);
+			if (!this.#spelledTraces.some((known) => known.digest === trace.digest)) this.#spelledTraces.push(trace);
+		}
 	}
 	/**
 	* Registers the trace of an API key this run does not have (the key a
@@ -24918,7 +24972,7 @@ var IO = class {
 	}
 	/** Whether `text` holds a secret registered so far (addSecret, addKeyTrace): such text must not leave the machine either. */
 	holdsSecret(text) {
-		return this.#longestFirst.some((secret) => text.includes(secret)) || this.#keyTraces.length > 0 && keysIn(text, this.#keyTraces).length > 0;
+		return this.#longestFirst.some((secret) => text.includes(secret)) || this.#tracedKeysIn(text).length > 0;
 	}
 	/** Writes data (the command's result) to stdout. */
 	data(text) {
@@ -25071,8 +25125,13 @@ var IO = class {
 	#redactPlain(text) {
 		let out = text;
 		for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, "[redacted]");
-		if (this.#keyTraces.length > 0) for (const key of keysIn(out, this.#keyTraces)) out = out.replaceAll(key, "[redacted]");
+		for (const key of this.#tracedKeysIn(out)) out = out.replaceAll(key, "[redacted]");
 		return out.includes("eyJ") ? out.replace(JWT_SHAPE, "[redacted]") : out;
+	}
+	/** The secrets found in `text` by their traces: the stored keys' anywhere, the others' as a URL spells them. */
+	#tracedKeysIn(text) {
+		const traces = text.includes("%") ? [...this.#keyTraces, ...this.#spelledTraces] : this.#keyTraces;
+		return traces.length === 0 ? [] : keysIn(text, traces);
 	}
 	/** `token`, a JSON string with escapes, as it is unless what it reads as holds a secret. */
 	#redactJsonString(token) {
@@ -28808,7 +28867,9 @@ function serviceMessage(text, secrets) {
 function cutAtWord(text, max) {
 	if (text.length <= max) return text;
 	const cut = text.slice(0, max);
-	return (/\s/.test(text[max]) ? cut : cut.replace(/\S*$/, "")).trimEnd();
+	if (/\s/.test(text[max])) return `${cut.trimEnd()}…`;
+	const word = /\S*$/.exec(cut)[0].length;
+	return `${cut.slice(0, max - Math.min(word, KEY_ROOM)).trimEnd()}…`;
 }
 function statusError(method, url, status, text, retryAfter, secrets) {
 	const said = serviceMessage(text, secrets);
@@ -28830,7 +28891,7 @@ function statusError(method, url, status, text, retryAfter, secrets) {
 	const redirect = status >= 300 && status < 400;
 	return new ProtocolError(`${what} (an unexpected status)`, { ...redirect ? { hint: "notarize follows no redirect: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting)" } : {} });
 }
-var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, TUNNEL_REFUSED, CERTIFICATE_CODES;
+var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, TUNNEL_REFUSED, CERTIFICATE_CODES, KEY_ROOM;
 var init_http = __esmMin((() => {
 	init_errors();
 	init_secrets();
@@ -28930,6 +28991,7 @@ var init_http = __esmMin((() => {
 		"UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
 		"UNABLE_TO_VERIFY_LEAF_SIGNATURE"
 	]);
+	KEY_ROOM = 128;
 }));
 // dist/core/credentials.js
 var credentials_exports = /* @__PURE__ */ __exportAll({
@@ -40131,9 +40193,10 @@ var init_store = __esmMin((() => {
 				keys = Object.entries(this.#tokenKeys(data)).flatMap(([baseUrl, digest]) => {
 					if (typeof digest !== "string") return [];
 					const printed = prints[baseUrl];
+					const own = `${digest}:`;
 					return [{
 						digest,
-						prints: Array.isArray(printed) ? printed.filter((p) => typeof p === "string") : []
+						prints: Array.isArray(printed) ? printed.filter((p) => typeof p === "string" && p.startsWith(own)).map((p) => p.slice(own.length)) : []
 					}];
 				});
 			} catch (error) {
@@ -40164,9 +40227,10 @@ var init_store = __esmMin((() => {
 					...this.#tokenKeys(data),
 					[baseUrl]: key.digest
 				};
+				const prints = key.prints.map((print) => `${key.digest}:${print}`);
 				data.tokenKeyPrints = {
 					...this.#byService(data, "tokenKeyPrints"),
-					[baseUrl]: key.prints
+					[baseUrl]: prints
 				};
 				return true;
 			}, "the login went through, but its token was not stored");

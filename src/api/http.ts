@@ -437,8 +437,14 @@ function serviceMessage(text: string, secrets: string[]): string | undefined {
 function cutAtWord(text: string, max: number): string {
   if (text.length <= max) return text;
   const cut = text.slice(0, max);
-  return (/\s/.test(text[max]!) ? cut : cut.replace(/\S*$/, '')).trimEnd();
+  if (/\s/.test(text[max]!)) return `${cut.trimEnd()}…`;
+  // The word cut through goes; of a word longer than any key, its last KEY_ROOM characters.
+  const word = /\S*$/.exec(cut)![0].length;
+  return `${cut.slice(0, max - Math.min(word, KEY_ROOM)).trimEnd()}…`;
 }
+
+/** Characters of a cut word dropped at most: a key straddling the cut is at most this long. */
+const KEY_ROOM = 128;
 
 function statusError(
   method: string,

@@ -74,65 +74,96 @@ function urlSpellings(text: string): string[] {
   return [inUrl, inUrl.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())];
 }
 
-/** The KeyTrace of `apiKey` (trimmed, as every key is used). */
+/** The KeyTrace of `apiKey` (trimmed, as every key is used): its digest, and the length and print of its UTF-8 bytes. */
 export function keyTrace(apiKey: string): KeyTrace {
   const key = apiKey.trim();
-  const spellings = new Set([key, ...urlSpellings(key)]);
-  return {
-    digest: keyDigest(key),
-    prints: [...spellings].map((spelt) => `${spelt.length}:${rollingPrint(spelt, 0, spelt.length)}`),
-  };
-}
-
-/** The rolling hash's base: any odd multiplier spreads the UTF-16 units over 32 bits. */
-const PRINT_BASE = 0x01000193;
-
-/** The polynomial hash of text.slice(from, to), modulo 2^32. */
-function rollingPrint(text: string, from: number, to: number): number {
+  const bytes = Buffer.from(key, 'utf8');
   let print = 0;
-  for (let i = from; i < to; i++) print = (Math.imul(print, PRINT_BASE) + text.charCodeAt(i)) >>> 0;
-  return print;
+  for (const byte of bytes) print = (Math.imul(print, PRINT_BASE) + byte) >>> 0;
+  return { digest: keyDigest(key), prints: [`${bytes.length}:${print}`] };
 }
+
+/** The rolling hash's base: an odd multiplier spreads the bytes over 32 bits. */
+const PRINT_BASE = 0x01000193;
+/** The longest key a print is looked for (a damaged store could name any length). */
+const MAX_KEY_BYTES = 4096;
 
 /**
  * The strings in `text` that are an API key of `traces`: the key of a
  * stored token, which notarize knows by its trace alone (no
  * NOTARIZE_API_KEY in this run), when a service echoes it or a name or
- * description holds it. Each spelling of known length and print is found
- * wherever it stands (Rabin-Karp: one pass, each window whose print matches
- * confirmed by the key's digest). A trace without prints (a store from
- * before they were kept) is looked for as a run of key characters, whole
- * or between separators (`apiKey=<key>&`, `/<key>/`).
+ * description holds it; or a known secret as a URL may spell it. A key of
+ * known length and print is found wherever it stands, as it is or with any
+ * of its bytes written %XX, in either case (Rabin-Karp over the text's bytes
+ * as a URL decoder reads them: one pass, each window whose print matches
+ * confirmed by the key's digest). A trace without a usable print (a store
+ * from before prints were kept, or a damaged one) is looked for as a run of
+ * key characters, whole or between separators (`apiKey=<key>&`, `/<key>/`).
  */
 export function keysIn(text: string, traces: readonly KeyTrace[]): string[] {
   const found = new Set<string>();
   for (const trace of traces) {
     const isKey = (candidate: string) =>
       keyDigest(candidate) === trace.digest || keyDigest(urlDecoded(candidate)) === trace.digest;
-    if (trace.prints.length === 0) {
-      for (const candidate of separatedCandidates(text)) if (isKey(candidate)) found.add(candidate);
-      continue;
-    }
-    for (const shape of trace.prints) {
-      const [length, print] = shape.split(':').map(Number) as [number, number];
-      for (const candidate of windowsPrinted(text, length, print)) if (isKey(candidate)) found.add(candidate);
-    }
+    const prints = trace.prints.flatMap(parsePrint);
+    const candidates =
+      prints.length === 0
+        ? separatedCandidates(text)
+        : prints.flatMap(({ length, print }) => [...windowsPrinted(text, length, print)]);
+    for (const candidate of candidates) if (isKey(candidate)) found.add(candidate);
   }
   // Longest first, so a key containing another is removed whole.
   return [...found].sort((a, b) => b.length - a.length);
 }
 
-/** Every window of `length` units of `text` whose rolling print is `print`. */
+/** A print `<length>:<print>` as numbers, or none when it is not one keysIn can use. */
+function parsePrint(shape: string): { length: number; print: number }[] {
+  const match = /^(\d{1,5}):(\d{1,10})$/.exec(shape);
+  if (!match) return [];
+  const [length, print] = [Number(match[1]), Number(match[2])];
+  return length >= 8 && length <= MAX_KEY_BYTES && print < 2 ** 32 ? [{ length, print }] : [];
+}
+
+const PERCENT = 0x25;
+
+/** The value of the hex digit `byte`, or -1. */
+function hexValue(byte: number | undefined): number {
+  if (byte === undefined) return -1;
+  if (byte >= 0x30 && byte <= 0x39) return byte - 0x30;
+  const lower = byte | 0x20;
+  return lower >= 0x61 && lower <= 0x66 ? lower - 0x61 + 10 : -1;
+}
+
+/**
+ * Every stretch of `text` that reads as `length` bytes whose rolling print
+ * is `print`, a %XX escape read as the byte it stands for (as a URL decoder
+ * reads it): the key itself, or any spelling of it in a URL.
+ */
 function* windowsPrinted(text: string, length: number, print: number): Generator<string> {
-  if (!Number.isInteger(length) || length < 8 || length > text.length) return;
-  let top = 1; // PRINT_BASE ** (length - 1), modulo 2^32: the weight of the unit leaving the window
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length < length) return;
+  let top = 1; // PRINT_BASE ** (length - 1), modulo 2^32: the weight of the byte leaving the window
   for (let i = 1; i < length; i++) top = Math.imul(top, PRINT_BASE) >>> 0;
-  let rolling = rollingPrint(text, 0, length);
-  for (let at = 0; ; at++) {
-    if (rolling === print) yield text.slice(at, at + length);
-    if (at + length >= text.length) return;
-    const out = Math.imul(text.charCodeAt(at), top) >>> 0;
-    rolling = (Math.imul((rolling - out) >>> 0, PRINT_BASE) + text.charCodeAt(at + length)) >>> 0;
+  // The window's bytes as read, and where each began in `bytes`: rings of `length`.
+  const values = new Uint8Array(length);
+  const starts = new Uint32Array(length);
+  let rolling = 0;
+  let count = 0;
+  for (let at = 0; at < bytes.length;) {
+    const high = bytes[at] === PERCENT ? hexValue(bytes[at + 1]) : -1;
+    const low = high < 0 ? -1 : hexValue(bytes[at + 2]);
+    const escaped = low >= 0;
+    const value = escaped ? high * 16 + low : bytes[at]!;
+    const slot = count % length;
+    if (count >= length) rolling = (rolling - Math.imul(values[slot]!, top)) >>> 0;
+    rolling = (Math.imul(rolling, PRINT_BASE) + value) >>> 0;
+    values[slot] = value;
+    starts[slot] = at;
+    at += escaped ? 3 : 1;
+    count++;
+    if (count >= length && rolling === print) {
+      yield bytes.subarray(starts[count % length], at).toString('utf8');
+    }
   }
 }
 

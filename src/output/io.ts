@@ -14,7 +14,7 @@ import type { Readable } from 'node:stream';
 import { warningCommand } from './github.js';
 import { forTerminal, forTerminalLines, jsonForTerminal, lineStart } from './safe-text.js';
 import { stringifyExact } from '../exact-json.js';
-import { keysIn, secretParts, type KeyTrace } from '../core/secrets.js';
+import { keyTrace, keysIn, secretParts, type KeyTrace } from '../core/secrets.js';
 
 /** A JSON string as it appears in JSON text (no raw line break inside). */
 const JSON_STRING = /"(?:[^"\\\n]|\\.)*"/g;
@@ -93,6 +93,8 @@ export class IO {
   #longestFirst: string[] = [];
   /** The API keys known by their trace alone (addKeyTrace). */
   readonly #keyTraces: KeyTrace[] = [];
+  /** The traces of secrets known (addSecret) that a URL may spell otherwise: searched in text holding a `%`. */
+  readonly #spelledTraces: KeyTrace[] = [];
   readonly #warnedShort = new Set<string>();
   #progressShown = false;
   /** Set from a write stdout queued until it drains (or closes); resolved then. */
@@ -128,6 +130,11 @@ export class IO {
     }
     for (const part of secretParts(secret)) this.#secrets.add(part);
     this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
+    // A URL may write any of its other characters %XX, in either case: found by its trace (keysIn).
+    if (/[^A-Za-z0-9_.-]/.test(secret.trim())) {
+      const trace = keyTrace(secret);
+      if (!this.#spelledTraces.some((known) => known.digest === trace.digest)) this.#spelledTraces.push(trace);
+    }
   }
 
   /**
@@ -155,10 +162,7 @@ export class IO {
 
   /** Whether `text` holds a secret registered so far (addSecret, addKeyTrace): such text must not leave the machine either. */
   holdsSecret(text: string): boolean {
-    return (
-      this.#longestFirst.some((secret) => text.includes(secret)) ||
-      (this.#keyTraces.length > 0 && keysIn(text, this.#keyTraces).length > 0)
-    );
+    return this.#longestFirst.some((secret) => text.includes(secret)) || this.#tracedKeysIn(text).length > 0;
   }
 
   /** Writes data (the command's result) to stdout. */
@@ -339,11 +343,16 @@ export class IO {
     let out = text;
     // Searched before replaced: most lines hold none, and a search alone allocates nothing.
     for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, '[redacted]');
-    if (this.#keyTraces.length > 0)
-      for (const key of keysIn(out, this.#keyTraces)) out = out.replaceAll(key, '[redacted]');
+    for (const key of this.#tracedKeysIn(out)) out = out.replaceAll(key, '[redacted]');
     // Any JWT too, not only the tokens known now: one the store held before (replaced by a later
     // login, or logged out) is still valid for hours, and a service may echo one in what it sends.
     return out.includes('eyJ') ? out.replace(JWT_SHAPE, '[redacted]') : out;
+  }
+
+  /** The secrets found in `text` by their traces: the stored keys' anywhere, the others' as a URL spells them. */
+  #tracedKeysIn(text: string): string[] {
+    const traces = text.includes('%') ? [...this.#keyTraces, ...this.#spelledTraces] : this.#keyTraces;
+    return traces.length === 0 ? [] : keysIn(text, traces);
   }
 
   /** `token`, a JSON string with escapes, as it is unless what it reads as holds a secret. */

@@ -112,13 +112,16 @@ function isStoreEntry(name: string): boolean {
 /**
  * What the store keeps of the API key a token was logged in with, never the
  * key: its keyDigest (which key it was), and the length and rolling print
- * of each way the key is spelt (as it is, as a URL spells it), so that text
- * can be searched for the key in one pass (core/secrets.ts keysIn). A print is 32 bits of a
+ * of its UTF-8 bytes, so that text can be searched for the key, as it is or
+ * as a URL spells it, in one pass (core/secrets.ts keysIn). A print is 32 bits of a
  * polynomial hash: it tells a search where to look, the digest decides.
  */
 export interface KeyTrace {
   digest: string;
-  /** `<length>:<print>` of each spelling; none in a store written before they were kept. */
+  /**
+   * `<length>:<print>` of the key's UTF-8 bytes (stored as `<digest>:<length>:<print>`);
+   * none in a store written before they were kept, or by another login.
+   */
   prints: string[];
 }
 
@@ -237,9 +240,13 @@ export class Store {
       keys = Object.entries(this.#tokenKeys(data)).flatMap(([baseUrl, digest]) => {
         if (typeof digest !== 'string') return [];
         const printed = prints[baseUrl];
-        return [
-          { digest, prints: Array.isArray(printed) ? printed.filter((p): p is string => typeof p === 'string') : [] },
-        ];
+        const own = `${digest}:`;
+        const ofThisKey = Array.isArray(printed)
+          ? printed
+              .filter((p): p is string => typeof p === 'string' && p.startsWith(own))
+              .map((p) => p.slice(own.length))
+          : [];
+        return [{ digest, prints: ofThisKey }];
       });
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
@@ -265,7 +272,10 @@ export class Store {
       (data) => {
         data.tokens = { ...this.#tokens(data), [baseUrl]: token };
         data.tokenKeys = { ...this.#tokenKeys(data), [baseUrl]: key.digest };
-        data.tokenKeyPrints = { ...this.#byService(data, 'tokenKeyPrints'), [baseUrl]: key.prints };
+        // Each print names the digest it belongs to: one left by another login (an older notarize
+        // rewrites tokenKeys alone) is not taken for this key's.
+        const prints = key.prints.map((print) => `${key.digest}:${print}`);
+        data.tokenKeyPrints = { ...this.#byService(data, 'tokenKeyPrints'), [baseUrl]: prints };
         return true;
       },
       'the login went through, but its token was not stored',

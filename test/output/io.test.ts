@@ -181,6 +181,38 @@ describe('IO.addSecret', () => {
     expect(io.redact(`note ${odd} end`)).toBe('note [redacted] end');
   });
 
+  it('finds a key however a URL spells it (URLSearchParams, every escape, mixed case), by trace or known', async () => {
+    const { keyTrace } = await import('../../src/core/secrets.js');
+    const key = 'Kx7!pQ2~mZ9(rT4)vB8*';
+    const everyEscape = [...key].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('');
+    const spellings = [
+      new URLSearchParams({ apiKey: key }).toString().slice('apiKey='.length),
+      encodeURIComponent(key).replace(/[!'()*~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`),
+      everyEscape,
+      everyEscape.replace(/%(..)/g, (_, hex: string, at: number) => `%${at % 2 ? hex.toUpperCase() : hex}`),
+    ];
+    const traced = bufferIO().io;
+    traced.addKeyTrace(keyTrace(key));
+    const known = bufferIO().io;
+    known.addSecret(key);
+    for (const io of [traced, known]) {
+      for (const spelt of spellings) {
+        expect(io.redact(`q?apiKey=${spelt}&x=1`), spelt).toBe('q?apiKey=[redacted]&x=1');
+        expect(io.holdsSecret(`a ${spelt} b`), spelt).toBe(true);
+      }
+    }
+  });
+
+  it('a trace whose prints cannot be used (damaged): the key is still looked for, between separators', async () => {
+    const { keyDigest } = await import('../../src/core/secrets.js');
+    const key = 'Kx7pQ2mZ9rT4vB8xw';
+    for (const prints of [['garbage'], ['3:1'], ['99999999:1'], ['20:99999999999']]) {
+      const { io } = bufferIO();
+      io.addKeyTrace({ digest: keyDigest(key), prints });
+      expect(io.holdsSecret(`ref ${key} here`), prints.join()).toBe(true);
+    }
+  });
+
   it('a key traced by a store from before prints were kept: found whole or between separators', async () => {
     const { keyDigest } = await import('../../src/core/secrets.js');
     const { io } = bufferIO();

@@ -2,6 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { keyDigest, keyTrace } from '../../src/core/secrets.js';
 import { StoreError, UsageError } from '../../src/errors.js';
 import { defaultStoreDir, serviceDirName, Store } from '../../src/store/store.js';
 import { rejection, thrown } from '../helpers/catch.js';
@@ -69,6 +70,24 @@ describe('Store directory', () => {
 });
 
 describe('Store tokens', () => {
+  it("keeps a key's trace with its token, and never takes another login's prints for this key's", async () => {
+    const dir = join(tempDir(), 'notarize');
+    const store = new Store(dir);
+    const trace = keyTrace('sk_live_first_key_0123');
+    await store.setToken(REAL, 'token-value-1234', trace);
+    expect(store.storedSecrets().keys).toEqual([trace]);
+    expect(readFileSync(join(dir, 'credentials.json'), 'utf8')).not.toContain('sk_live_first_key_0123');
+    // An older notarize logs in with another key: it rewrites tokenKeys alone.
+    const file = join(dir, 'credentials.json');
+    const data = JSON.parse(readFileSync(file, 'utf8')) as { tokenKeys: Record<string, string> };
+    data.tokenKeys[REAL] = keyDigest('sk_live_second_key_4567');
+    writeFileSync(file, JSON.stringify(data));
+    expect(new Store(dir).storedSecrets().keys).toEqual([{ digest: keyDigest('sk_live_second_key_4567'), prints: [] }]);
+    await new Store(dir).deleteToken(REAL);
+    expect(new Store(dir).storedSecrets().keys).toEqual([]);
+    expect(readFileSync(file, 'utf8')).not.toMatch(/:\d+:\d+"/);
+  });
+
   const tempDir = useTempDirs();
 
   it('keeps one token per base URL and deletes them one by one', async () => {

@@ -201,6 +201,20 @@ describe('secrets never appear in any output', () => {
     expect(refused.stderr).toContain('holds your API key or token');
   });
 
+  it('a long message without a space is cut, not lost: its start is shown, then an ellipsis', async () => {
+    const fake = await startFakeService(() => ({ status: 400, body: JSON.stringify({ message: 'y'.repeat(400) }) }));
+    try {
+      const run = await runMain(
+        ['login'],
+        cliEnv(tempDir(), { NOTARIZE_BASE_URL: fake.url, NOTARIZE_API_KEY: 'sk_live_a_key_long_enough' }),
+      );
+      expect(run.code, describeRun(run)).toBe(3);
+      expect(run.stderr).toMatch(/answered 400: y{172}…/);
+    } finally {
+      await fake.close();
+    }
+  });
+
   it('a logged-in key a service echoes where its long message is cut: not even its first characters', async () => {
     const apiKey = 'sk_live_Zq9xW2Lm7Rt4KaPQ';
     const token = handMadeJwt(Math.floor(Date.now() / 1000) + 3600);
