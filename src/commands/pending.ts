@@ -113,16 +113,20 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
     ...pending.problems.map((problem) => basename(problem.file, '.json')),
   ]);
   const blockedBy = [...new Set([...blocked.values()].map((error) => `${error.message}; ${error.hint ?? ''}`))];
+  // Sessions of registrations the ledger holds, left over by a run that could not remove them: not pending.
+  const leftovers = pending.entries.filter((e) => ledger.isLeftover(e)).map((e) => e.hash);
   const rows: PendingRow[] = [
-    ...pending.entries.map((e) => ({
-      hash: e.hash,
-      description: e.description,
-      savedAt: e.savedAt,
-      plan: planOf(e),
-      state: stateOf(e, covered.has(e.hash), blocked.has(e.hash)),
-      // As the service sent it (big integers, number spellings, escapes): --json prints that text.
-      session: embed(e.sessionJson),
-    })),
+    ...pending.entries
+      .filter((e) => !leftovers.includes(e.hash))
+      .map((e) => ({
+        hash: e.hash,
+        description: e.description,
+        savedAt: e.savedAt,
+        plan: planOf(e),
+        state: stateOf(e, covered.has(e.hash), blocked.has(e.hash)),
+        // As the service sent it (big integers, number spellings, escapes): --json prints that text.
+        session: embed(e.sessionJson),
+      })),
     ...unanswered.entries
       .filter((e) => !pending.entries.some((p) => p.hash === e.hash))
       .map((e) => ({
@@ -143,6 +147,13 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
     warnings: [
       ...problems.map((p) => `${p.message}; ${p.hint ?? ''}`),
       ...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`),
+      ...(leftovers.length === 0
+        ? []
+        : [
+            `not listed: the session ${leftovers.length === 1 ? 'file' : 'files'} of ` +
+              `${someDocuments(leftovers.length, leftovers[0]!)}, registered and in the ledger, left over by a run ` +
+              'that could not remove them (nothing is sent for them; the next run that meets them removes them)',
+          ]),
       ...(owed.length === 0
         ? []
         : [

@@ -512,7 +512,22 @@ export class ServiceStore {
     } catch {
       return;
     }
-    if (pending && pending.savedAt <= record.completedAt) removeFile(this.pendingFile(record.hash));
+    if (pending && isLeftoverOf(pending, record)) removeFile(this.pendingFile(record.hash));
+  }
+
+  /**
+   * Whether `pending` is a leftover of a registration the ledger holds (one
+   * completed at or after it was saved; a run that could not remove it left
+   * it): nothing is sent for it, and the next run that meets it removes it.
+   */
+  isLeftover(pending: PendingEntry): boolean {
+    let record: LedgerEntry | undefined;
+    try {
+      record = this.readRecord(pending.hash);
+    } catch {
+      return false; // A damaged entry is reported where it is read.
+    }
+    return record !== undefined && isLeftoverOf(pending, record);
   }
 
   /**
@@ -746,4 +761,9 @@ export class ServiceStore {
     }
     return { entries, problems };
   }
+}
+
+/** A session saved no later than the record of its hash was completed: that registration's, left over. */
+function isLeftoverOf(pending: PendingEntry, record: LedgerEntry): boolean {
+  return pending.savedAt <= record.completedAt;
 }

@@ -1,5 +1,5 @@
 /** runPending and runPendingDrop in process: the sessions left pending as rows, and one retired by hand. */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runPending, runPendingDrop } from '../../src/commands/pending.js';
 import { present } from '../../src/output/present.js';
@@ -17,6 +17,28 @@ describe('runPending', () => {
     expect(result.rows).toEqual([]);
     present({ io: t.io, env: {}, format: 'table' }, result);
     expect([t.stdout(), t.stderr()]).toEqual(['', 'no pending registrations\n']);
+  });
+
+  it('a session file left over by a registration the ledger holds: not listed as ready, said so', async () => {
+    const path = await bed.file('left.txt', 'left over\n');
+    const hash = sha256('left over\n');
+    expect((await bed.main(['register', path, '--no-complete', '--quiet'])).code).toBe(0);
+    const session = readFileSync(bed.pendingFile(hash));
+    expect((await bed.main(['complete', hash, '--quiet'])).code).toBe(0);
+    // What a run that could not remove it (a read-only folder) leaves behind.
+    writeFileSync(bed.pendingFile(hash), session);
+    const t = contextFor(bed);
+    const listed = await runPending({ ledger: () => t.ctx.ledger });
+    expect(listed.rows).toEqual([]);
+    expect(listed.failure).toBeUndefined();
+    expect(listed.warnings).toEqual([
+      `not listed: the session file of ${hash}, registered and in the ledger, left over by a run that could not remove them (nothing is sent for them; the next run that meets them removes them)`,
+    ]);
+    // The next run that meets it removes it, sending nothing.
+    const mark = bed.mark();
+    expect((await bed.main(['register', path, '--quiet'])).code).toBe(0);
+    expect(existsSync(bed.pendingFile(hash))).toBe(false);
+    expect(bed.callsSince(mark)).toEqual([]);
   });
 
   it('a registration left pending: its row, ready, with the session; then dropped, kept aside', async () => {
