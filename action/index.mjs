@@ -9000,9 +9000,10 @@ function keyTrace(apiKey) {
 	const bytes = Buffer.from(key, "utf8");
 	let print = 0;
 	for (const byte of bytes) print = Math.imul(print, PRINT_BASE) + byte >>> 0;
+	const shape = `${bytes.length}:${print}`;
 	return {
 		digest: keyDigest(key),
-		prints: [`${bytes.length}:${print}`]
+		prints: [`${shape}:${printCheck(shape)}`]
 	};
 }
 /**
@@ -9022,20 +9023,29 @@ function keysIn(text, traces) {
 	for (const trace of traces) {
 		const isKey = (candidate) => keyDigest(candidate) === trace.digest || keyDigest(urlDecoded(candidate)) === trace.digest;
 		const prints = trace.prints.flatMap(parsePrint);
-		const candidates = prints.length === 0 ? separatedCandidates(text) : prints.flatMap(({ length, print }) => [...windowsPrinted(text, length, print)]);
+		const readings = text.includes("%") ? [true, false] : [true];
+		const candidates = prints.length === 0 ? separatedCandidates(text) : prints.flatMap(({ length, print }) => readings.flatMap((decoding) => [...windowsPrinted(text, length, print, decoding)]));
 		for (const candidate of candidates) if (isKey(candidate)) found.add(candidate);
 	}
 	return [...found].sort((a, b) => b.length - a.length);
 }
-/** A print `<length>:<print>` as numbers, or none when it is not one keysIn can use. */
+/**
+* A print `<length>:<print>:<check>` as numbers, or none when it is not one
+* keysIn can use: malformed, out of range, or failing its check (damaged),
+* when the key is looked for without it.
+*/
 function parsePrint(shape) {
-	const match = /^(\d{1,5}):(\d{1,10})$/.exec(shape);
-	if (!match) return [];
+	const match = /^(\d{1,5}):(\d{1,10}):([0-9a-f]{8})$/.exec(shape);
+	if (!match || printCheck(`${match[1]}:${match[2]}`) !== match[3]) return [];
 	const [length, print] = [Number(match[1]), Number(match[2])];
 	return length >= 8 && length <= MAX_KEY_BYTES && print < 2 ** 32 ? [{
 		length,
 		print
 	}] : [];
+}
+/** What a print is checked by: a store file damaged (or edited) in it does not pass for a key's print. */
+function printCheck(shape) {
+	return createHash("sha256").update(`notarize key print ${shape}`).digest("hex").slice(0, 8);
 }
 /** The value of the hex digit `byte`, or -1. */
 function hexValue(byte) {
@@ -9044,12 +9054,19 @@ function hexValue(byte) {
 	const lower = byte | 32;
 	return lower >= 97 && lower <= 102 ? lower - 97 + 10 : -1;
 }
+/** The byte the %XX escape at `at` stands for, or -1 when none starts there (a `%` not followed by two hex digits). */
+function escapedByte(bytes, at) {
+	if (bytes[at] !== PERCENT) return -1;
+	const high = hexValue(bytes[at + 1]);
+	const low = high < 0 ? -1 : hexValue(bytes[at + 2]);
+	return low < 0 ? -1 : high * 16 + low;
+}
 /**
 * Every stretch of `text` that reads as `length` bytes whose rolling print
-* is `print`, a %XX escape read as the byte it stands for (as a URL decoder
-* reads it): the key itself, or any spelling of it in a URL.
+* is `print`; `decoding`: a %XX escape read as the byte it stands for (as a
+* URL decoder reads it), which finds any spelling of the key in a URL.
 */
-function* windowsPrinted(text, length, print) {
+function* windowsPrinted(text, length, print, decoding) {
 	const bytes = Buffer.from(text, "utf8");
 	if (bytes.length < length) return;
 	let top = 1;
@@ -9059,16 +9076,14 @@ function* windowsPrinted(text, length, print) {
 	let rolling = 0;
 	let count = 0;
 	for (let at = 0; at < bytes.length;) {
-		const high = bytes[at] === PERCENT ? hexValue(bytes[at + 1]) : -1;
-		const low = high < 0 ? -1 : hexValue(bytes[at + 2]);
-		const escaped = low >= 0;
-		const value = escaped ? high * 16 + low : bytes[at];
+		const escaped = decoding ? escapedByte(bytes, at) : -1;
+		const value = escaped >= 0 ? escaped : bytes[at];
 		const slot = count % length;
 		if (count >= length) rolling = rolling - Math.imul(values[slot], top) >>> 0;
 		rolling = Math.imul(rolling, PRINT_BASE) + value >>> 0;
 		values[slot] = value;
 		starts[slot] = at;
-		at += escaped ? 3 : 1;
+		at += escaped >= 0 ? 3 : 1;
 		count++;
 		if (count >= length && rolling === print) yield bytes.subarray(starts[count % length], at).toString("utf8");
 	}
@@ -9085,14 +9100,21 @@ function* separatedCandidates(text) {
 		for (const start of starts) for (const end of ends) if (end - start >= 8) yield run.slice(start, end);
 	}
 }
-/** `text` with its %XX escapes read (as a URL spells a key), or as it is when it has none or they are malformed. */
+/**
+* `text` with its %XX escapes read as the bytes they stand for, as keysIn's
+* windows read them: one not followed by two hex digits stays as it is.
+*/
 function urlDecoded(text) {
 	if (!text.includes("%")) return text;
-	try {
-		return decodeURIComponent(text);
-	} catch {
-		return text;
+	const bytes = Buffer.from(text, "utf8");
+	const out = Buffer.alloc(bytes.length);
+	let length = 0;
+	for (let at = 0; at < bytes.length;) {
+		const escaped = escapedByte(bytes, at);
+		out[length++] = escaped >= 0 ? escaped : bytes[at];
+		at += escaped >= 0 ? 3 : 1;
 	}
+	return out.subarray(0, length).toString("utf8");
 }
 var PRINT_BASE, MAX_KEY_BYTES, PERCENT, KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
 var init_secrets = __esmMin((() => {
@@ -9100,7 +9122,7 @@ var init_secrets = __esmMin((() => {
 	PRINT_BASE = 16777619;
 	MAX_KEY_BYTES = 4096;
 	PERCENT = 37;
-	KEY_RUN = /[A-Za-z0-9_\-.~+/=:?&@#%!$*]{8,}/g;
+	KEY_RUN = /[^\s"\\<>]{8,}/gu;
 	KEY_STARTS_AFTER = /* @__PURE__ */ new Set([
 		"=",
 		":",
@@ -9108,7 +9130,13 @@ var init_secrets = __esmMin((() => {
 		"?",
 		"&",
 		"@",
-		"#"
+		"#",
+		",",
+		";",
+		"(",
+		"[",
+		"{",
+		"'"
 	]);
 	KEY_ENDS_BEFORE = /* @__PURE__ */ new Set([
 		".",
@@ -9117,7 +9145,13 @@ var init_secrets = __esmMin((() => {
 		"?",
 		"&",
 		"#",
-		"!"
+		"!",
+		",",
+		";",
+		")",
+		"]",
+		"}",
+		"'"
 	]);
 	MAX_BOUNDS = 8;
 }));
@@ -24947,10 +24981,8 @@ var IO = class {
 		}
 		for (const part of secretParts(secret)) this.#secrets.add(part);
 		this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
-		if (/[^A-Za-z0-9_.-]/.test(secret.trim())) {
-			const trace = keyTrace(secret);
-			if (!this.#spelledTraces.some((known) => known.digest === trace.digest)) this.#spelledTraces.push(trace);
-		}
+		const trace = keyTrace(secret);
+		if (!this.#spelledTraces.some((known) => known.digest === trace.digest)) this.#spelledTraces.push(trace);
 	}
 	/**
 	* Registers the trace of an API key this run does not have (the key a
@@ -28991,7 +29023,7 @@ var init_http = __esmMin((() => {
 		"UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
 		"UNABLE_TO_VERIFY_LEAF_SIGNATURE"
 	]);
-	KEY_ROOM = 128;
+	KEY_ROOM = 256;
 }));
 // dist/core/credentials.js
 var credentials_exports = /* @__PURE__ */ __exportAll({
@@ -40189,7 +40221,7 @@ var init_store = __esmMin((() => {
 			try {
 				const data = this.#parse(file, text);
 				tokens = Object.values(this.#tokens(data)).filter((t) => typeof t === "string");
-				const prints = this.#byService(data, "tokenKeyPrints");
+				const prints = this.#prints(data);
 				keys = Object.entries(this.#tokenKeys(data)).flatMap(([baseUrl, digest]) => {
 					if (typeof digest !== "string") return [];
 					const printed = prints[baseUrl];
@@ -40229,7 +40261,7 @@ var init_store = __esmMin((() => {
 				};
 				const prints = key.prints.map((print) => `${key.digest}:${print}`);
 				data.tokenKeyPrints = {
-					...this.#byService(data, "tokenKeyPrints"),
+					...this.#prints(data),
 					[baseUrl]: prints
 				};
 				return true;
@@ -40247,7 +40279,7 @@ var init_store = __esmMin((() => {
 				const keys = { ...this.#tokenKeys(data) };
 				delete keys[baseUrl];
 				data.tokenKeys = keys;
-				const prints = { ...this.#byService(data, "tokenKeyPrints") };
+				const prints = { ...this.#prints(data) };
 				delete prints[baseUrl];
 				data.tokenKeyPrints = prints;
 				return true;
@@ -40282,6 +40314,15 @@ var init_store = __esmMin((() => {
 		/** The stored tokens by base URL (see #byService). */
 		#tokens(data) {
 			return this.#byService(data, "tokens");
+		}
+		/**
+		* The prints of the keys the stored tokens were logged in with, by base
+		* URL (KeyTrace). Read leniently: damaged, they only mean the keys are
+		* looked for without them, and a login writes them anew.
+		*/
+		#prints(data) {
+			const prints = data.tokenKeyPrints;
+			return typeof prints === "object" && prints !== null && !Array.isArray(prints) ? prints : {};
 		}
 		/** The digests of the keys the stored tokens were logged in with, by base URL (see #byService). */
 		#tokenKeys(data) {

@@ -444,7 +444,7 @@ function cutAtWord(text: string, max: number): string {
 }
 
 /** Characters of a cut word dropped at most: a key straddling the cut is at most this long. */
-const KEY_ROOM = 128;
+const KEY_ROOM = 256;
 
 function statusError(
   method: string,

@@ -80,7 +80,8 @@ export function keyTrace(apiKey: string): KeyTrace {
   const bytes = Buffer.from(key, 'utf8');
   let print = 0;
   for (const byte of bytes) print = (Math.imul(print, PRINT_BASE) + byte) >>> 0;
-  return { digest: keyDigest(key), prints: [`${bytes.length}:${print}`] };
+  const shape = `${bytes.length}:${print}`;
+  return { digest: keyDigest(key), prints: [`${shape}:${printCheck(shape)}`] };
 }
 
 /** The rolling hash's base: an odd multiplier spreads the bytes over 32 bits. */
@@ -106,22 +107,35 @@ export function keysIn(text: string, traces: readonly KeyTrace[]): string[] {
     const isKey = (candidate: string) =>
       keyDigest(candidate) === trace.digest || keyDigest(urlDecoded(candidate)) === trace.digest;
     const prints = trace.prints.flatMap(parsePrint);
+    // %XX read as a URL decoder reads it, and, where the text has one, as written too (a key may hold "%41").
+    const readings = text.includes('%') ? [true, false] : [true];
     const candidates =
       prints.length === 0
         ? separatedCandidates(text)
-        : prints.flatMap(({ length, print }) => [...windowsPrinted(text, length, print)]);
+        : prints.flatMap(({ length, print }) =>
+            readings.flatMap((decoding) => [...windowsPrinted(text, length, print, decoding)]),
+          );
     for (const candidate of candidates) if (isKey(candidate)) found.add(candidate);
   }
   // Longest first, so a key containing another is removed whole.
   return [...found].sort((a, b) => b.length - a.length);
 }
 
-/** A print `<length>:<print>` as numbers, or none when it is not one keysIn can use. */
+/**
+ * A print `<length>:<print>:<check>` as numbers, or none when it is not one
+ * keysIn can use: malformed, out of range, or failing its check (damaged),
+ * when the key is looked for without it.
+ */
 function parsePrint(shape: string): { length: number; print: number }[] {
-  const match = /^(\d{1,5}):(\d{1,10})$/.exec(shape);
-  if (!match) return [];
+  const match = /^(\d{1,5}):(\d{1,10}):([0-9a-f]{8})$/.exec(shape);
+  if (!match || printCheck(`${match[1]}:${match[2]}`) !== match[3]) return [];
   const [length, print] = [Number(match[1]), Number(match[2])];
   return length >= 8 && length <= MAX_KEY_BYTES && print < 2 ** 32 ? [{ length, print }] : [];
+}
+
+/** What a print is checked by: a store file damaged (or edited) in it does not pass for a key's print. */
+function printCheck(shape: string): string {
+  return createHash('sha256').update(`notarize key print ${shape}`).digest('hex').slice(0, 8);
 }
 
 const PERCENT = 0x25;
@@ -134,12 +148,20 @@ function hexValue(byte: number | undefined): number {
   return lower >= 0x61 && lower <= 0x66 ? lower - 0x61 + 10 : -1;
 }
 
+/** The byte the %XX escape at `at` stands for, or -1 when none starts there (a `%` not followed by two hex digits). */
+function escapedByte(bytes: Buffer, at: number): number {
+  if (bytes[at] !== PERCENT) return -1;
+  const high = hexValue(bytes[at + 1]);
+  const low = high < 0 ? -1 : hexValue(bytes[at + 2]);
+  return low < 0 ? -1 : high * 16 + low;
+}
+
 /**
  * Every stretch of `text` that reads as `length` bytes whose rolling print
- * is `print`, a %XX escape read as the byte it stands for (as a URL decoder
- * reads it): the key itself, or any spelling of it in a URL.
+ * is `print`; `decoding`: a %XX escape read as the byte it stands for (as a
+ * URL decoder reads it), which finds any spelling of the key in a URL.
  */
-function* windowsPrinted(text: string, length: number, print: number): Generator<string> {
+function* windowsPrinted(text: string, length: number, print: number, decoding: boolean): Generator<string> {
   const bytes = Buffer.from(text, 'utf8');
   if (bytes.length < length) return;
   let top = 1; // PRINT_BASE ** (length - 1), modulo 2^32: the weight of the byte leaving the window
@@ -150,16 +172,14 @@ function* windowsPrinted(text: string, length: number, print: number): Generator
   let rolling = 0;
   let count = 0;
   for (let at = 0; at < bytes.length;) {
-    const high = bytes[at] === PERCENT ? hexValue(bytes[at + 1]) : -1;
-    const low = high < 0 ? -1 : hexValue(bytes[at + 2]);
-    const escaped = low >= 0;
-    const value = escaped ? high * 16 + low : bytes[at]!;
+    const escaped = decoding ? escapedByte(bytes, at) : -1;
+    const value = escaped >= 0 ? escaped : bytes[at]!;
     const slot = count % length;
     if (count >= length) rolling = (rolling - Math.imul(values[slot]!, top)) >>> 0;
     rolling = (Math.imul(rolling, PRINT_BASE) + value) >>> 0;
     values[slot] = value;
     starts[slot] = at;
-    at += escaped ? 3 : 1;
+    at += escaped >= 0 ? 3 : 1;
     count++;
     if (count >= length && rolling === print) {
       yield bytes.subarray(starts[count % length], at).toString('utf8');
@@ -167,11 +187,11 @@ function* windowsPrinted(text: string, length: number, print: number): Generator
   }
 }
 
-/** What may be a key in text: a run of the characters keys and the URLs or fields around them are made of. */
-const KEY_RUN = /[A-Za-z0-9_\-.~+/=:?&@#%!$*]{8,}/g;
+/** What may be a key in text: a run of anything but white space, quotes, a backslash and angle brackets. */
+const KEY_RUN = /[^\s"\\<>]{8,}/gu;
 /** Where in a run a key may begin (after one of these) or end (before one). */
-const KEY_STARTS_AFTER = new Set(['=', ':', '/', '?', '&', '@', '#']);
-const KEY_ENDS_BEFORE = new Set(['.', ':', '/', '?', '&', '#', '!']);
+const KEY_STARTS_AFTER = new Set(['=', ':', '/', '?', '&', '@', '#', ',', ';', '(', '[', '{', "'"]);
+const KEY_ENDS_BEFORE = new Set(['.', ':', '/', '?', '&', '#', '!', ',', ';', ')', ']', '}', "'"]);
 /** Bounds per run, so that a long run of separators costs little: a key is found at its ends or at a separator. */
 const MAX_BOUNDS = 8;
 
@@ -190,12 +210,19 @@ function* separatedCandidates(text: string): Generator<string> {
   }
 }
 
-/** `text` with its %XX escapes read (as a URL spells a key), or as it is when it has none or they are malformed. */
+/**
+ * `text` with its %XX escapes read as the bytes they stand for, as keysIn's
+ * windows read them: one not followed by two hex digits stays as it is.
+ */
 function urlDecoded(text: string): string {
   if (!text.includes('%')) return text;
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
+  const bytes = Buffer.from(text, 'utf8');
+  const out = Buffer.alloc(bytes.length);
+  let length = 0;
+  for (let at = 0; at < bytes.length;) {
+    const escaped = escapedByte(bytes, at);
+    out[length++] = escaped >= 0 ? escaped : bytes[at]!;
+    at += escaped >= 0 ? 3 : 1;
   }
+  return out.subarray(0, length).toString('utf8');
 }

@@ -130,11 +130,9 @@ export class IO {
     }
     for (const part of secretParts(secret)) this.#secrets.add(part);
     this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
-    // A URL may write any of its other characters %XX, in either case: found by its trace (keysIn).
-    if (/[^A-Za-z0-9_.-]/.test(secret.trim())) {
-      const trace = keyTrace(secret);
-      if (!this.#spelledTraces.some((known) => known.digest === trace.digest)) this.#spelledTraces.push(trace);
-    }
+    // A URL may write any of its characters %XX, in either case: found by its trace (keysIn).
+    const trace = keyTrace(secret);
+    if (!this.#spelledTraces.some((known) => known.digest === trace.digest)) this.#spelledTraces.push(trace);
   }
 
   /**

@@ -236,7 +236,7 @@ export class Store {
     try {
       const data = this.#parse(file, text);
       tokens = Object.values(this.#tokens(data)).filter((t): t is string => typeof t === 'string');
-      const prints = this.#byService(data, 'tokenKeyPrints');
+      const prints = this.#prints(data);
       keys = Object.entries(this.#tokenKeys(data)).flatMap(([baseUrl, digest]) => {
         if (typeof digest !== 'string') return [];
         const printed = prints[baseUrl];
@@ -275,7 +275,7 @@ export class Store {
         // Each print names the digest it belongs to: one left by another login (an older notarize
         // rewrites tokenKeys alone) is not taken for this key's.
         const prints = key.prints.map((print) => `${key.digest}:${print}`);
-        data.tokenKeyPrints = { ...this.#byService(data, 'tokenKeyPrints'), [baseUrl]: prints };
+        data.tokenKeyPrints = { ...this.#prints(data), [baseUrl]: prints };
         return true;
       },
       'the login went through, but its token was not stored',
@@ -294,7 +294,7 @@ export class Store {
       const keys = { ...this.#tokenKeys(data) };
       delete keys[baseUrl];
       data.tokenKeys = keys;
-      const prints = { ...this.#byService(data, 'tokenKeyPrints') };
+      const prints = { ...this.#prints(data) };
       delete prints[baseUrl];
       data.tokenKeyPrints = prints;
       return true;
@@ -338,6 +338,16 @@ export class Store {
     return this.#byService(data, 'tokens');
   }
 
+  /**
+   * The prints of the keys the stored tokens were logged in with, by base
+   * URL (KeyTrace). Read leniently: damaged, they only mean the keys are
+   * looked for without them, and a login writes them anew.
+   */
+  #prints(data: JsonObject): JsonObject {
+    const prints = data.tokenKeyPrints;
+    return typeof prints === 'object' && prints !== null && !Array.isArray(prints) ? (prints as JsonObject) : {};
+  }
+
   /** The digests of the keys the stored tokens were logged in with, by base URL (see #byService). */
   #tokenKeys(data: JsonObject): JsonObject {
     return this.#byService(data, 'tokenKeys');
@@ -347,7 +357,7 @@ export class Store {
    * A map of credentials.json by base URL. One that is not an object makes
    * the file damaged: it is reported, and never overwritten by a login or logout.
    */
-  #byService(data: JsonObject, field: 'tokens' | 'tokenKeys' | 'tokenKeyPrints'): JsonObject {
+  #byService(data: JsonObject, field: 'tokens' | 'tokenKeys'): JsonObject {
     const map = data[field];
     if (map === undefined || map === null) return {};
     if (typeof map !== 'object' || Array.isArray(map)) {

@@ -203,13 +203,42 @@ describe('IO.addSecret', () => {
     }
   });
 
+  it('finds a key holding a literal %XX as it is, and a plain key (known or traced) spelt all %XX', async () => {
+    const { keyTrace } = await import('../../src/core/secrets.js');
+    for (const key of ['abc%41def-secretkey-99', 'plainAlnumKey12345678']) {
+      const spelt = [...key].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('');
+      const partly = `${key.slice(0, 5)}%${key.charCodeAt(5).toString(16).toUpperCase()}${key.slice(6)}`;
+      const traced = bufferIO().io;
+      traced.addKeyTrace(keyTrace(key));
+      const known = bufferIO().io;
+      known.addSecret(key);
+      for (const io of [traced, known]) {
+        for (const text of [`bad key ${key} here`, `bad key ${spelt} here`, `bad key ${partly} here`]) {
+          expect(io.redact(text), text).toBe('bad key [redacted] here');
+        }
+      }
+    }
+  });
+
   it('a trace whose prints cannot be used (damaged): the key is still looked for, between separators', async () => {
     const { keyDigest } = await import('../../src/core/secrets.js');
     const key = 'Kx7pQ2mZ9rT4vB8xw';
-    for (const prints of [['garbage'], ['3:1'], ['99999999:1'], ['20:99999999999']]) {
+    for (const prints of [
+      ['garbage'],
+      ['3:1:00000000'],
+      ['17:1'],
+      ['17:123456:deadbeef'],
+      ['20:99999999999:00000000'],
+    ]) {
       const { io } = bufferIO();
       io.addKeyTrace({ digest: keyDigest(key), prints });
       expect(io.holdsSecret(`ref ${key} here`), prints.join()).toBe(true);
+    }
+    // Keys of any characters, between the separators around them.
+    for (const odd of ["k(1)'2,3;4-abcdefgh", 'k!~()*é-Key-1234']) {
+      const { io } = bufferIO();
+      io.addKeyTrace({ digest: keyDigest(odd), prints: [] });
+      expect(io.redact(`note ${odd} end; q?k=${odd}&x`), odd).toBe('note [redacted] end; q?k=[redacted]&x');
     }
   });
 

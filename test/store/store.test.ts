@@ -83,9 +83,18 @@ describe('Store tokens', () => {
     data.tokenKeys[REAL] = keyDigest('sk_live_second_key_4567');
     writeFileSync(file, JSON.stringify(data));
     expect(new Store(dir).storedSecrets().keys).toEqual([{ digest: keyDigest('sk_live_second_key_4567'), prints: [] }]);
+    // Prints that are no map (damaged): the key is still known by its digest, and a login writes them anew.
+    for (const damaged of [5, 'str', [1, 2], null]) {
+      writeFileSync(file, JSON.stringify({ ...data, tokenKeyPrints: damaged }));
+      expect(new Store(dir).storedSecrets().keys, JSON.stringify(damaged)).toEqual([
+        { digest: keyDigest('sk_live_second_key_4567'), prints: [] },
+      ]);
+    }
+    await new Store(dir).setToken(REAL, 'token-value-5678', keyTrace('sk_live_second_key_4567'));
+    expect(new Store(dir).storedSecrets().keys).toEqual([keyTrace('sk_live_second_key_4567')]);
     await new Store(dir).deleteToken(REAL);
     expect(new Store(dir).storedSecrets().keys).toEqual([]);
-    expect(readFileSync(file, 'utf8')).not.toMatch(/:\d+:\d+"/);
+    expect(readFileSync(file, 'utf8')).not.toMatch(/:\d+:\d+:/);
   });
 
   const tempDir = useTempDirs();
