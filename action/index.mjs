@@ -21468,7 +21468,7 @@ async function runPending(options) {
 		warnings: [
 			...problems.map((p) => `${p.message}; ${p.hint ?? ""}`),
 			...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`),
-			...leftovers.length === 0 ? [] : [`not listed: the session ${leftovers.length === 1 ? "file" : "files"} of ${someDocuments(leftovers.length, leftovers[0])}, registered and in the ledger, left over by a run that could not remove them (nothing is sent for them; the next run that meets them removes them)`],
+			...leftovers.length === 0 ? [] : [leftovers.length === 1 ? `not listed: the session file of ${leftovers[0]}, registered and in the ledger, left over by a run that could not remove it (nothing is sent for it; the next run that meets it removes it)` : `not listed: the session files of ${someDocuments(leftovers.length, leftovers[0])}, registered and in the ledger, left over by a run that could not remove them (nothing is sent for them; the next run that meets them removes them)`],
 			...owed.length === 0 ? [] : [`custody metadata not yet taken by the service, of ${someDocuments(owed.length, owed[0])} (registered): \`notarize complete --all\` sends it`]
 		],
 		rows,

@@ -150,9 +150,12 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
       ...(leftovers.length === 0
         ? []
         : [
-            `not listed: the session ${leftovers.length === 1 ? 'file' : 'files'} of ` +
-              `${someDocuments(leftovers.length, leftovers[0]!)}, registered and in the ledger, left over by a run ` +
-              'that could not remove them (nothing is sent for them; the next run that meets them removes them)',
+            leftovers.length === 1
+              ? `not listed: the session file of ${leftovers[0]!}, registered and in the ledger, left over by a run ` +
+                'that could not remove it (nothing is sent for it; the next run that meets it removes it)'
+              : `not listed: the session files of ${someDocuments(leftovers.length, leftovers[0]!)}, registered and ` +
+                'in the ledger, left over by a run that could not remove them (nothing is sent for them; the next ' +
+                'run that meets them removes them)',
           ]),
       ...(owed.length === 0
         ? []

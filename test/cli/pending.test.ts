@@ -32,7 +32,7 @@ describe('runPending', () => {
     expect(listed.rows).toEqual([]);
     expect(listed.failure).toBeUndefined();
     expect(listed.warnings).toEqual([
-      `not listed: the session file of ${hash}, registered and in the ledger, left over by a run that could not remove them (nothing is sent for them; the next run that meets them removes them)`,
+      `not listed: the session file of ${hash}, registered and in the ledger, left over by a run that could not remove it (nothing is sent for it; the next run that meets it removes it)`,
     ]);
     // The next run that meets it removes it, sending nothing.
     const mark = bed.mark();
