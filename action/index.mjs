@@ -12599,6 +12599,14 @@ function refuseOtherRequest(pending, input) {
 		hint: `complete it as it was requested (\`notarize complete ${input.hash}\`), or drop it (\`notarize pending drop ${input.hash}\`) and register again`
 	});
 }
+/** The pending session of `hash`, or undefined when there is none or it cannot be read (the ledger answers then). */
+function readPendingIfAny(store, hash) {
+	try {
+		return store.readPending(hash);
+	} catch {
+		return;
+	}
+}
 /**
 * Removes the session file a registration in the ledger left behind; met
 * before anything is sent, a disk refusing it (no permission, read-only) is
@@ -12661,12 +12669,12 @@ async function complete(deps, hash, source) {
 	const { store } = deps;
 	return locked(deps, hash, async (tracked) => {
 		const existing = store.readRecord(hash);
-		if (existing) {
-			removeLeftover(deps, existing);
+		if (existing) removeLeftover(deps, existing);
+		const stored = existing ? readPendingIfAny(store, hash) : store.readPending(hash);
+		if (existing && !(source.kind === "store" && stored)) {
 			store.clearUnanswered(hash);
 			return alreadyInLedger(deps, existing, tracked);
 		}
-		const stored = store.readPending(hash);
 		if (stored) tracked.sessionSaved();
 		let pending;
 		if (source.kind === "store") {

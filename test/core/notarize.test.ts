@@ -697,6 +697,26 @@ describe('complete', () => {
     expect(steps).toEqual(['completing', 'saving']);
   });
 
+  it('a session saved after the record (register --force --no-complete) is completed; a damaged one is not', async () => {
+    const hash = sha256('registered again');
+    const { store, entry } = await requestOnly(hash);
+    await complete(world({ store }).deps, hash, { kind: 'store' });
+    // Asked for again: a session newer than the record.
+    const record = store.readRecord(hash)!;
+    await store.savePending({ ...entry, savedAt: new Date(Date.parse(record.completedAt) + 60_000).toISOString() });
+    const before = forfaitBodies().length;
+    const again = await complete(world({ store }).deps, hash, { kind: 'store' });
+    expect(forfaitBodies()).toHaveLength(before + 1);
+    // The sandbox has it: a 409, read as already registered, the session moved aside.
+    expect(again).toMatchObject({ kind: 'already-registered', hash });
+    expect(store.readPending(hash)).toBeUndefined();
+    // A damaged one beside the record: the ledger answers, nothing sent.
+    writeFileSync(store.pendingFile(hash), '{');
+    const damaged = await complete(world({ store }).deps, hash, { kind: 'store' });
+    expect(damaged).toMatchObject({ kind: 'already-registered', hash });
+    expect(forfaitBodies()).toHaveLength(before + 1);
+  });
+
   it('a session given by hand is kept, sent exactly as given, and completing clears an unread request step', async () => {
     const hash = sha256('given');
     // The request step went through, but its answer was cut: the sandbox holds a session notarize never saw.
