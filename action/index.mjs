@@ -11918,6 +11918,639 @@ var init_hash_pool = __esmMin((() => {
 		}
 	};
 }));
+// dist/store/service-store.js
+/**
+* Pending sessions and completed records of one service, one file per hash.
+* The service's answers are kept as the exact text received, so a session is
+* sent back to forfait byte for byte and a record printed as the service sent
+* it, unknown fields included.
+*/
+/** An entry as the store hands it out: its file's content without the version. */
+function withoutVersion({ schemaVersion: _version, ...entry }) {
+	return entry;
+}
+/**
+* A tree's manifest (`<root>.tree.json`, written beside the receipts: its
+* own type and version instead of the store's) read as the store's tree
+* file, so that a damaged or lost tree file is restored by copying the
+* manifest in. Anything else passes unchanged.
+*/
+function fromManifest(value) {
+	if (typeof value !== "object" || value === null || "schemaVersion" in value) return value;
+	const { type, version, ...tree } = value;
+	if (type !== TREE_MANIFEST.type || version !== TREE_MANIFEST.version) return value;
+	delete tree.proofType;
+	return {
+		schemaVersion: STORE_VERSION.schemaVersion,
+		...tree
+	};
+}
+/**
+* The text of `value` as two-space indented JSON, piece by piece, except that
+* the array under `key` (its last field) has one element per line: a file of
+* 100,000 rows is readable and never built as one string. With `digestKey`,
+* a last field of that name holds the SHA-256 of the rows (RowsDigest), so
+* that a reader can tell the rows are as written without parsing them.
+*/
+function* jsonWithRows(value, key, digestKey) {
+	const head = { ...value };
+	const rows = head[key];
+	delete head[key];
+	if (digestKey !== void 0) delete head[digestKey];
+	yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`;
+	const digest = new RowsDigest();
+	for (const [i, row] of rows.entries()) {
+		const json = JSON.stringify(row);
+		digest.add(json);
+		yield `    ${json}${i < rows.length - 1 ? "," : ""}\n`;
+	}
+	yield digestKey === void 0 ? "  ]\n}\n" : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.hex()}"\n}\n`;
+}
+/**
+* The leaves' digests of a tree file's text, read without parsing it, when
+* the file is exactly as notarize wrote it: its layout, one well-formed line
+* per leaf numbered in order, as many as its treeSize, and the digest of
+* those lines in its last field. Undefined for anything else (cut short,
+* edited, damaged, written before the digest): then it is parsed in full.
+*/
+function leafDigestsOfWholeTree(text) {
+	const size = /\n {2}"treeSize": (\d+),\n/.exec(text)?.[1];
+	const start = text.indexOf("\n  \"leaves\": [\n");
+	const end = new RegExp(`\\n {2}\\],\\n {2}"${LEAVES_DIGEST}": "([0-9a-f]{64})"\\n\\}\\n$`).exec(text);
+	if (size === void 0 || start === -1 || !end) return void 0;
+	const lines = text.slice(start + 15, end.index).split("\n");
+	if (lines.length !== Number(size)) return void 0;
+	const digest = new RowsDigest();
+	const digests = [];
+	for (const [i, line] of lines.entries()) {
+		const match = LEAF_LINE.exec(line);
+		if (!match || Number(match[2]) !== i || line.endsWith(",") !== i < lines.length - 1) return void 0;
+		digest.add(match[1]);
+		digests.push(match[3]);
+	}
+	return digest.hex() === end[1] ? digests : void 0;
+}
+/**
+* The leaves' digests of the tree file `file` when it is exactly as notarize
+* writes it, read without parsing it; undefined when it does not exist or
+* is anything else. Throws StoreError as readTreeFile does when it cannot
+* be read (a link, not a regular file, or, without `anyOwner`, another's).
+*/
+function treeFileDigests(file, { anyOwner = false } = {}) {
+	const text = readRegularFile(file, { anyOwner });
+	return text === void 0 ? void 0 : leafDigestsOfWholeTree(text);
+}
+/**
+* Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
+* `<root>.tree.json`, which reads the same) and checks it is the tree of
+* `root` with the leaves it was written with; undefined when it does not
+* exist. With `wanted`, a file written whole by notarize whose leaves'
+* digests `wanted` turns down is passed over unparsed (undefined): many
+* large trees are searched without building them all. With `anyOwner`, a
+* file of another user is read too; with `exactOnly`, one that is not
+* exactly as notarize writes it (which would have to be parsed to be
+* looked at) is refused. Throws StoreError naming the file when it cannot
+* be read or is damaged.
+*/
+function readTreeFile(file, root, wanted, { anyOwner = false, exactOnly = false } = {}) {
+	const text = readRegularFile(file, { anyOwner });
+	if (text === void 0) return void 0;
+	if (wanted || exactOnly) {
+		const digests = leafDigestsOfWholeTree(text);
+		if (digests === void 0 && exactOnly) throw corrupt(file, "it is not exactly as notarize writes a tree");
+		if (digests && wanted && !wanted(digests)) return void 0;
+	}
+	return treeOfText(file, text, root);
+}
+/**
+* The tree of `root` in a tree file's text (read from `file`, named in
+* errors): throws StoreError when it is not one, holds another root, or
+* its leaves are not those it was written with.
+*/
+function treeOfText(file, text, root) {
+	const entry = parseStoreText(file, text, treeEntrySchema);
+	if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
+	if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
+	return entry;
+}
+/**
+* An entry read from `<hash>.json` must be about that hash: a file renamed or
+* edited by hand would otherwise complete or show another hash.
+*/
+function ofHash(hash, file, entry) {
+	if (entry !== void 0 && entry.hash !== hash) throw corrupt(file, `it holds hash ${entry.hash}, not the ${hash} its name says`);
+	return entry;
+}
+/**
+* The `hash` a record names, lowercase; undefined when it names none. Throws
+* when the text is not a JSON object (a stored record always is).
+*/
+function recordHashOf(recordJson) {
+	const record = JSON.parse(recordJson);
+	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
+}
+/** A session saved no later than the record of its hash was completed: that registration's, left over. */
+function isLeftoverOf(pending, record) {
+	const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
+	return Number.isFinite(saved) && Number.isFinite(completed) && saved <= completed;
+}
+/**
+* Whether `pending` was saved after `record` was completed, both times
+* readable: a registration asked for again (`register --force
+* --no-complete`), the one session of a recorded hash `complete` sends.
+*/
+function savedAfterRecord(pending, record) {
+	const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
+	return Number.isFinite(saved) && Number.isFinite(completed) && saved > completed;
+}
+var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, custodyOwedSchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
+var init_service_store = __esmMin((() => {
+	init_zod();
+	init_errors();
+	init_validation();
+	init_files();
+	STORE_VERSION = { schemaVersion: 1 };
+	LISTING_BYTES_PER_HASH = 512;
+	storeVersion = literal(STORE_VERSION.schemaVersion);
+	fileFacts = object({
+		name: string$1(),
+		size: int().nonnegative(),
+		lastModified: int().nonnegative()
+	});
+	jsonObjectText = string$1().refine((text) => {
+		try {
+			const value = JSON.parse(text);
+			return typeof value === "object" && value !== null && !Array.isArray(value);
+		} catch {
+			return false;
+		}
+	}, "expected the text of a JSON object");
+	pendingEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		description: string$1(),
+		custody: boolean(),
+		/** What the request step said of `signed` (absent in sessions saved before it was kept). */
+		signed: boolean().optional(),
+		/** With custody: the wallet name to send with the file metadata, as the request's run gave it. */
+		walletName: string$1().optional(),
+		savedAt: string$1(),
+		file: fileFacts.optional(),
+		/**
+		* Set when forfait was sent with this session and answered 2xx with a body
+		* that could not be read: the service may have completed it, so only an
+		* explicit `notarize complete` sends the session again.
+		*/
+		forfaitUnreadAt: string$1().optional(),
+		/** The request step's answer, exactly as received. */
+		sessionJson: jsonObjectText
+	}).transform(withoutVersion);
+	unansweredEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		description: string$1(),
+		requestedAt: string$1()
+	}).transform(withoutVersion);
+	ledgerEntrySchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		completedAt: string$1(),
+		file: fileFacts.optional(),
+		/** The forfait answer, exactly as received. */
+		recordJson: jsonObjectText
+	}).transform(withoutVersion);
+	custodyOwedSchema = object({
+		schemaVersion: storeVersion,
+		hash: hashSchema,
+		savedAt: string$1(),
+		metadataJson: jsonObjectText
+	}).transform(withoutVersion);
+	treeLeafSchema = object({
+		index: int().nonnegative(),
+		/** The document's file name (its base name), as `file.name` in the ledger; null when it has none. */
+		name: string$1().nullable(),
+		sha256: hashSchema,
+		size: int().nonnegative().nullable(),
+		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
+		salt: hashSchema
+	});
+	TREE_MANIFEST = {
+		type: "notarize-tree",
+		version: 1
+	};
+	treeEntrySchema = preprocess(fromManifest, object({
+		schemaVersion: storeVersion,
+		root: hashSchema,
+		treeSize: int().positive(),
+		description: string$1(),
+		createdAt: string$1(),
+		leaves: array(treeLeafSchema),
+		/** The SHA-256 of the leaf lines as written (jsonWithRows); absent in a file written without it. */
+		leavesSha256: hashSchema.optional()
+	})).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
+	RowsDigest = class RowsDigest {
+		#hash = createHash("sha256");
+		add(rowJson) {
+			this.#hash.update(`${rowJson}\n`);
+		}
+		hex() {
+			return this.#hash.digest("hex");
+		}
+		static of(rows) {
+			const digest = new RowsDigest();
+			for (const row of rows) digest.add(JSON.stringify(row));
+			return digest.hex();
+		}
+	};
+	LEAVES_DIGEST = "leavesSha256";
+	LEAF_LINE = /^ {4}(\{"index":(\d+),"name":(?:null|"(?:[^"\\]|\\.)*"),"sha256":"([0-9a-f]{64})","size":(?:\d+|null),"salt":"[0-9a-f]{64}"\}),?$/;
+	ServiceStore = class {
+		dir;
+		baseUrl;
+		#warn;
+		#flushes;
+		/** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
+		constructor(dir, baseUrl, warn = () => {}, flushes = new DirFlushes()) {
+			this.dir = dir;
+			this.baseUrl = baseUrl;
+			this.#warn = warn;
+			this.#flushes = flushes;
+		}
+		pendingFile(hash) {
+			return join(this.dir, "pending", `${hash}.json`);
+		}
+		/**
+		* Where a retired session of `hash` is kept aside: never listed as pending,
+		* never sent again, never deleted by notarize. One file per retirement.
+		*/
+		retiredFile(hash, at) {
+			return this.#asideFile("retired", hash, at);
+		}
+		ledgerFile(hash) {
+			return join(this.dir, "ledger", `${hash}.json`);
+		}
+		/**
+		* The lock file guarding the flow of one hash (see store/lock.ts), or of
+		* another named step (`aggregate`: choosing the trees of a run); its
+		* directory is created.
+		*/
+		/** Whether a lock of `hash` is there (held, or left by a process that died), without making the locks folder. */
+		hasLock(hash) {
+			return existsSync(join(this.dir, "locks", `${hash}.lock`));
+		}
+		/**
+		* The hashes named in the locks, pending and ledger folders, each read in
+		* one listing, so that a run about to look up `hashes` hashes there by
+		* name looks up only these; undefined when a folder is too large for its
+		* listing to be the cheaper (LISTING_BYTES_PER_HASH). A snapshot
+		* like the lookups: the folders are read in the reverse of the order a
+		* registration leaves them (its lock first, its record last), so one under
+		* way when the locks were read is still seen in one of them.
+		*/
+		namedHashes(hashes) {
+			const named = /* @__PURE__ */ new Set();
+			try {
+				for (const folder of [
+					"locks",
+					"pending",
+					"ledger"
+				]) {
+					const dir = join(this.dir, folder);
+					const info = lstatSync(dir, { throwIfNoEntry: false });
+					if (info === void 0) continue;
+					if (!info.isDirectory() || info.size > hashes * LISTING_BYTES_PER_HASH) return void 0;
+					for (const name of readdirSync(dir)) named.add(name.startsWith(".") ? name.slice(1, 65) : name.slice(0, 64));
+				}
+			} catch {
+				return;
+			}
+			return named;
+		}
+		lockFile(hash) {
+			const dir = join(this.dir, "locks");
+			this.#privateDir(dir);
+			return join(dir, `${hash}.lock`);
+		}
+		/** The pending session for a hash; throws StoreError if its file is damaged. */
+		readPending(hash) {
+			return ofHash(hash, this.pendingFile(hash), readStoreFile(this.pendingFile(hash), pendingEntrySchema));
+		}
+		/**
+		* Saves a pending session atomically (replacing any earlier one for the
+		* hash); resolves once it is durably on disk, rejects if it could not be.
+		*/
+		savePending(entry) {
+			return this.#writeEntry(this.pendingFile(entry.hash), entry);
+		}
+		/**
+		* Moves the pending session of `hash` aside into `retired/`, with when and
+		* why, and returns where it went (undefined when none was pending). The
+		* copy is durable before the pending file goes, so the session is never lost.
+		*/
+		async retirePending(hash, reason, at) {
+			let entry;
+			try {
+				entry = this.readPending(hash);
+			} catch (error) {
+				if (!(error instanceof StoreError) || error instanceof NewerStoreFileError) throw error;
+				const file = this.retiredFile(hash, at).replace(/\.json$/, ".damaged.json");
+				this.#privateDir(join(file, ".."));
+				renameSync(this.pendingFile(hash), file);
+				return file;
+			}
+			if (entry === void 0) return void 0;
+			const file = this.retiredFile(hash, at);
+			await this.#writeEntry(file, {
+				...entry,
+				retiredAt: at.toISOString(),
+				retiredBecause: reason
+			});
+			await this.removePending(hash);
+			return file;
+		}
+		/**
+		* Keeps in `retired/` that the service answered 409 for `hash` when there
+		* was no session to put aside (a Merkle root's request step), as a
+		* retired session's `retiredBecause` would: retirements() reads it back.
+		*/
+		async keepAnswered409(hash, reason, at) {
+			const file = this.retiredFile(hash, at);
+			await this.#writeEntry(file, {
+				hash,
+				retiredAt: at.toISOString(),
+				retiredBecause: reason
+			});
+			return file;
+		}
+		/**
+		* Why each retired session was put aside (`retiredBecause`), by hash. A
+		* file that cannot be read is left out: it says nothing either way.
+		*/
+		async retirements() {
+			const reasons = /* @__PURE__ */ new Map();
+			let names;
+			try {
+				names = await readdir(join(this.dir, "retired"));
+			} catch {
+				return reasons;
+			}
+			for (const name of names) {
+				if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue;
+				const hash = name.slice(0, 64);
+				try {
+					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, "retired", name)) ?? "{}");
+					if (typeof retiredBecause === "string") reasons.set(hash, [...reasons.get(hash) ?? [], retiredBecause]);
+				} catch {}
+			}
+			return reasons;
+		}
+		/** Removes the pending session of a hash; one already gone is not an error. */
+		removePending(hash) {
+			return removeFileOffThread(this.pendingFile(hash));
+		}
+		/**
+		* Removes a pending session left beside the ledger record of its hash by a
+		* process stopped between saving the record and removing the session. Only
+		* a session saved before the record was completed goes; a damaged file stays.
+		*/
+		removeLeftoverPending(record) {
+			let pending;
+			try {
+				pending = this.readPending(record.hash);
+			} catch {
+				return;
+			}
+			if (pending && isLeftoverOf(pending, record)) removeFile(this.pendingFile(record.hash));
+		}
+		/**
+		* Whether `pending` is a leftover of a registration the ledger holds (not
+		* saved after it was completed, savedAfterRecord): nothing is sent for it,
+		* and the next run that meets it removes it (if it can tell it is older).
+		*/
+		isLeftover(pending) {
+			let record;
+			try {
+				record = this.readRecord(pending.hash);
+			} catch {
+				return false;
+			}
+			return record !== void 0 && !savedAfterRecord(pending, record);
+		}
+		/**
+		* The ledger record for a hash; throws StoreError if its file is damaged,
+		* including when the record inside is not a record of that hash: an entry
+		* is proof of a notarization only if the service's own record names it.
+		*/
+		readRecord(hash) {
+			const file = this.ledgerFile(hash);
+			const entry = ofHash(hash, file, readStoreFile(file, ledgerEntrySchema));
+			if (entry !== void 0) {
+				const named = recordHashOf(entry.recordJson);
+				if (named !== hash) throw corrupt(file, `its record is of hash ${named ?? "(none)"}, not ${hash}`);
+			}
+			return entry;
+		}
+		/**
+		* Keeps aside a forfait answer that is not a record of `hash`, in
+		* `quarantine/`, and returns the file. It is never read back by notarize.
+		*/
+		async quarantine(hash, answerText, reason, at) {
+			const file = this.#asideFile("quarantine", hash, at);
+			await this.#write(file, {
+				hash,
+				receivedAt: at.toISOString(),
+				reason,
+				answerText
+			});
+			return file;
+		}
+		/** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
+		saveRecord(entry) {
+			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
+		}
+		/** Where the trees of --aggregate runs are (one file a root). */
+		get treesDir() {
+			return join(this.dir, "trees");
+		}
+		treeFile(root) {
+			return join(this.treesDir, `${root}.json`);
+		}
+		/**
+		* The tree whose root is `root`; throws StoreError if its file is damaged
+		* (including a tree of another root). That its leaves fold to its root is
+		* for the reader to check (core/trees.ts), as the store knows no hashing.
+		* With `holding`, a file written whole by notarize that names none of
+		* those digests is passed over unparsed (undefined): a store of many large
+		* trees is searched without building them all.
+		*/
+		readTree(root, holding) {
+			return readTreeFile(this.treeFile(root), root, holding && ((digests) => digests.some((digest) => holding.has(digest))));
+		}
+		/** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */
+		async saveTree(entry) {
+			const file = this.treeFile(entry.root);
+			this.#privateDir(join(file, ".."));
+			await writeFileAtomic(file, jsonWithRows({
+				...STORE_VERSION,
+				...entry
+			}, "leaves", LEAVES_DIGEST), { flushes: this.#flushes });
+		}
+		/**
+		* Removes the tree of `root`: only one planted and never sent, whose
+		* root's lock the caller holds (core/aggregate.ts, when another process
+		* took up some of its documents meanwhile and it is planted again without
+		* them).
+		*/
+		removeTree(root) {
+			removeFile(this.treeFile(root));
+		}
+		/**
+		* Every tree, or with `holding` those that may hold one of these digests
+		* (see readTree); with `roots`, only the trees of those roots are read.
+		*/
+		listTrees(holding, roots) {
+			return this.#list("trees", (root) => roots && !roots.has(root) ? void 0 : this.readTree(root, holding));
+		}
+		/**
+		* As listTrees(holding), one tree at a time: `use` sees each that may hold
+		* one of these digests and keeps what it needs, so that many large trees
+		* are looked through in the memory of one. Resolves with the trees that
+		* could not be read.
+		*/
+		async eachTree(holding, use) {
+			return (await this.#list("trees", (root) => {
+				const entry = this.readTree(root, holding);
+				if (entry !== void 0) use(entry);
+			})).problems;
+		}
+		unansweredFile(hash) {
+			return join(this.dir, "unanswered", `${hash}.json`);
+		}
+		/** The unread request step of a hash, if any; throws StoreError if its file is damaged. */
+		readUnanswered(hash) {
+			return ofHash(hash, this.unansweredFile(hash), readStoreFile(this.unansweredFile(hash), unansweredEntrySchema));
+		}
+		/** Records a request step answered 2xx unreadably (see UnansweredEntry). */
+		markUnanswered(entry) {
+			return this.#writeEntry(this.unansweredFile(entry.hash), entry);
+		}
+		/** Forgets an unread request step: it was completed, dropped by hand, or requested again. */
+		clearUnanswered(hash) {
+			removeFile(this.unansweredFile(hash));
+		}
+		custodyFile(hash) {
+			return join(this.dir, "custody", `${hash}.json`);
+		}
+		/** The custody metadata owed for a hash, if any; throws StoreError if its file is damaged. */
+		readCustodyOwed(hash) {
+			return ofHash(hash, this.custodyFile(hash), readStoreFile(this.custodyFile(hash), custodyOwedSchema));
+		}
+		/** Saves custody metadata owed (see CustodyOwed); resolves once it is durably on disk. */
+		saveCustodyOwed(entry) {
+			return this.#writeEntry(this.custodyFile(entry.hash), entry);
+		}
+		/** Forgets custody metadata owed: the service took it, or refused it. */
+		removeCustodyOwed(hash) {
+			return removeFileOffThread(this.custodyFile(hash));
+		}
+		listCustodyOwed() {
+			return this.#list("custody", (hash) => this.readCustodyOwed(hash));
+		}
+		/**
+		* The custody metadata owed by registrations the ledger has (what
+		* `complete` sends on its own); that of a hash with no record waits for
+		* its session, whose completion sends it.
+		*/
+		async listCustodyOwedOfRecords() {
+			const { entries, problems } = await this.listCustodyOwed();
+			const recorded = (hash) => existsSync(this.ledgerFile(hash));
+			return {
+				entries: entries.filter((entry) => recorded(entry.hash)),
+				problems: problems.filter((problem) => recorded(basename(problem.file, ".json")))
+			};
+		}
+		listUnanswered() {
+			return this.#list("unanswered", (hash) => this.readUnanswered(hash));
+		}
+		listPending() {
+			return this.#list("pending", (hash) => this.readPending(hash));
+		}
+		listRecords() {
+			return this.#list("ledger", (hash) => this.readRecord(hash));
+		}
+		/**
+		* A file kept aside (retired/, quarantine/), one per event: the time in its
+		* name, with no ':' (not allowed in Windows file names).
+		*/
+		#asideFile(folder, hash, at) {
+			return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, "-")}.json`);
+		}
+		/** Writes an entry with the store's version first. */
+		#writeEntry(file, entry) {
+			return this.#write(file, {
+				...STORE_VERSION,
+				...entry
+			});
+		}
+		async #write(file, value) {
+			this.#privateDir(join(file, ".."));
+			await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
+		}
+		/** Directories this process has already made private: checked once, not on every write of a batch. */
+		#readyDirs = /* @__PURE__ */ new Set();
+		#privateDir(dir) {
+			if (this.#readyDirs.has(dir)) return;
+			if (ensurePrivateDir(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
+			this.#readyDirs.add(dir);
+		}
+		/**
+		* Checks this service's existing directories (made by an older notarize, or
+		* by hand): tightens ours, warning for each; refuses a link, another user's
+		* or one shared with everyone (see files.ts), before anything is sent.
+		*/
+		tightenExisting() {
+			for (const dir of [
+				join(this.dir, ".."),
+				this.dir,
+				...[
+					"pending",
+					"ledger",
+					"locks",
+					"retired",
+					"quarantine",
+					"unanswered",
+					"trees",
+					"custody"
+				].map((d) => join(this.dir, d))
+			]) if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
+		}
+		async #list(kind, read) {
+			let names;
+			try {
+				names = await readdir(join(this.dir, kind));
+			} catch (error) {
+				if (error.code === "ENOENT") return {
+					entries: [],
+					problems: []
+				};
+				throw error;
+			}
+			const entries = [];
+			const problems = [];
+			for (const name of names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).sort()) try {
+				const entry = read(name.slice(0, 64));
+				if (entry !== void 0) entries.push(entry);
+			} catch (error) {
+				if (!(error instanceof StoreError)) throw error;
+				problems.push(error);
+			}
+			return {
+				entries,
+				problems
+			};
+		}
+	};
+}));
 // dist/store/disk.js
 /** The errno code of `error` or of an error it wraps (StoreError keeps the system's as its cause). */
 function errnoCode(error) {
@@ -12671,7 +13304,7 @@ async function complete(deps, hash, source) {
 		const existing = store.readRecord(hash);
 		if (existing) removeLeftover(deps, existing);
 		const stored = existing ? readPendingIfAny(store, hash) : store.readPending(hash);
-		if (existing && !(source.kind === "store" && stored)) {
+		if (existing && !(source.kind === "store" && stored && savedAfterRecord(stored, existing))) {
 			store.clearUnanswered(hash);
 			return alreadyInLedger(deps, existing, tracked);
 		}
@@ -13178,6 +13811,7 @@ var init_notarize = __esmMin((() => {
 	init_pages();
 	init_schemas();
 	init_errors();
+	init_service_store();
 	init_disk();
 	init_interrupt();
 	init_lock();
@@ -14400,629 +15034,6 @@ var init_input_options = __esmMin((() => {
 		exclude: array(string$1()).default([]),
 		filesFrom: string$1().optional(),
 		null: boolean().default(false)
-	};
-}));
-// dist/store/service-store.js
-/**
-* Pending sessions and completed records of one service, one file per hash.
-* The service's answers are kept as the exact text received, so a session is
-* sent back to forfait byte for byte and a record printed as the service sent
-* it, unknown fields included.
-*/
-/** An entry as the store hands it out: its file's content without the version. */
-function withoutVersion({ schemaVersion: _version, ...entry }) {
-	return entry;
-}
-/**
-* A tree's manifest (`<root>.tree.json`, written beside the receipts: its
-* own type and version instead of the store's) read as the store's tree
-* file, so that a damaged or lost tree file is restored by copying the
-* manifest in. Anything else passes unchanged.
-*/
-function fromManifest(value) {
-	if (typeof value !== "object" || value === null || "schemaVersion" in value) return value;
-	const { type, version, ...tree } = value;
-	if (type !== TREE_MANIFEST.type || version !== TREE_MANIFEST.version) return value;
-	delete tree.proofType;
-	return {
-		schemaVersion: STORE_VERSION.schemaVersion,
-		...tree
-	};
-}
-/**
-* The text of `value` as two-space indented JSON, piece by piece, except that
-* the array under `key` (its last field) has one element per line: a file of
-* 100,000 rows is readable and never built as one string. With `digestKey`,
-* a last field of that name holds the SHA-256 of the rows (RowsDigest), so
-* that a reader can tell the rows are as written without parsing them.
-*/
-function* jsonWithRows(value, key, digestKey) {
-	const head = { ...value };
-	const rows = head[key];
-	delete head[key];
-	if (digestKey !== void 0) delete head[digestKey];
-	yield `${JSON.stringify(head, null, 2).slice(0, -2)},\n  ${JSON.stringify(key)}: [\n`;
-	const digest = new RowsDigest();
-	for (const [i, row] of rows.entries()) {
-		const json = JSON.stringify(row);
-		digest.add(json);
-		yield `    ${json}${i < rows.length - 1 ? "," : ""}\n`;
-	}
-	yield digestKey === void 0 ? "  ]\n}\n" : `  ],\n  ${JSON.stringify(digestKey)}: "${digest.hex()}"\n}\n`;
-}
-/**
-* The leaves' digests of a tree file's text, read without parsing it, when
-* the file is exactly as notarize wrote it: its layout, one well-formed line
-* per leaf numbered in order, as many as its treeSize, and the digest of
-* those lines in its last field. Undefined for anything else (cut short,
-* edited, damaged, written before the digest): then it is parsed in full.
-*/
-function leafDigestsOfWholeTree(text) {
-	const size = /\n {2}"treeSize": (\d+),\n/.exec(text)?.[1];
-	const start = text.indexOf("\n  \"leaves\": [\n");
-	const end = new RegExp(`\\n {2}\\],\\n {2}"${LEAVES_DIGEST}": "([0-9a-f]{64})"\\n\\}\\n$`).exec(text);
-	if (size === void 0 || start === -1 || !end) return void 0;
-	const lines = text.slice(start + 15, end.index).split("\n");
-	if (lines.length !== Number(size)) return void 0;
-	const digest = new RowsDigest();
-	const digests = [];
-	for (const [i, line] of lines.entries()) {
-		const match = LEAF_LINE.exec(line);
-		if (!match || Number(match[2]) !== i || line.endsWith(",") !== i < lines.length - 1) return void 0;
-		digest.add(match[1]);
-		digests.push(match[3]);
-	}
-	return digest.hex() === end[1] ? digests : void 0;
-}
-/**
-* The leaves' digests of the tree file `file` when it is exactly as notarize
-* writes it, read without parsing it; undefined when it does not exist or
-* is anything else. Throws StoreError as readTreeFile does when it cannot
-* be read (a link, not a regular file, or, without `anyOwner`, another's).
-*/
-function treeFileDigests(file, { anyOwner = false } = {}) {
-	const text = readRegularFile(file, { anyOwner });
-	return text === void 0 ? void 0 : leafDigestsOfWholeTree(text);
-}
-/**
-* Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
-* `<root>.tree.json`, which reads the same) and checks it is the tree of
-* `root` with the leaves it was written with; undefined when it does not
-* exist. With `wanted`, a file written whole by notarize whose leaves'
-* digests `wanted` turns down is passed over unparsed (undefined): many
-* large trees are searched without building them all. With `anyOwner`, a
-* file of another user is read too; with `exactOnly`, one that is not
-* exactly as notarize writes it (which would have to be parsed to be
-* looked at) is refused. Throws StoreError naming the file when it cannot
-* be read or is damaged.
-*/
-function readTreeFile(file, root, wanted, { anyOwner = false, exactOnly = false } = {}) {
-	const text = readRegularFile(file, { anyOwner });
-	if (text === void 0) return void 0;
-	if (wanted || exactOnly) {
-		const digests = leafDigestsOfWholeTree(text);
-		if (digests === void 0 && exactOnly) throw corrupt(file, "it is not exactly as notarize writes a tree");
-		if (digests && wanted && !wanted(digests)) return void 0;
-	}
-	return treeOfText(file, text, root);
-}
-/**
-* The tree of `root` in a tree file's text (read from `file`, named in
-* errors): throws StoreError when it is not one, holds another root, or
-* its leaves are not those it was written with.
-*/
-function treeOfText(file, text, root) {
-	const entry = parseStoreText(file, text, treeEntrySchema);
-	if (entry.root !== root) throw corrupt(file, `it holds root ${entry.root}, not ${root}`);
-	if (entry.leavesSha256 !== void 0 && entry.leavesSha256 !== RowsDigest.of(entry.leaves)) throw corrupt(file, `its leaves are not those it was written with (${LEAVES_DIGEST} does not match)`);
-	return entry;
-}
-/**
-* An entry read from `<hash>.json` must be about that hash: a file renamed or
-* edited by hand would otherwise complete or show another hash.
-*/
-function ofHash(hash, file, entry) {
-	if (entry !== void 0 && entry.hash !== hash) throw corrupt(file, `it holds hash ${entry.hash}, not the ${hash} its name says`);
-	return entry;
-}
-/**
-* The `hash` a record names, lowercase; undefined when it names none. Throws
-* when the text is not a JSON object (a stored record always is).
-*/
-function recordHashOf(recordJson) {
-	const record = JSON.parse(recordJson);
-	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
-}
-/** A session saved no later than the record of its hash was completed: that registration's, left over. */
-function isLeftoverOf(pending, record) {
-	return pending.savedAt <= record.completedAt;
-}
-var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, custodyOwedSchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
-var init_service_store = __esmMin((() => {
-	init_zod();
-	init_errors();
-	init_validation();
-	init_files();
-	STORE_VERSION = { schemaVersion: 1 };
-	LISTING_BYTES_PER_HASH = 512;
-	storeVersion = literal(STORE_VERSION.schemaVersion);
-	fileFacts = object({
-		name: string$1(),
-		size: int().nonnegative(),
-		lastModified: int().nonnegative()
-	});
-	jsonObjectText = string$1().refine((text) => {
-		try {
-			const value = JSON.parse(text);
-			return typeof value === "object" && value !== null && !Array.isArray(value);
-		} catch {
-			return false;
-		}
-	}, "expected the text of a JSON object");
-	pendingEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		description: string$1(),
-		custody: boolean(),
-		/** What the request step said of `signed` (absent in sessions saved before it was kept). */
-		signed: boolean().optional(),
-		/** With custody: the wallet name to send with the file metadata, as the request's run gave it. */
-		walletName: string$1().optional(),
-		savedAt: string$1(),
-		file: fileFacts.optional(),
-		/**
-		* Set when forfait was sent with this session and answered 2xx with a body
-		* that could not be read: the service may have completed it, so only an
-		* explicit `notarize complete` sends the session again.
-		*/
-		forfaitUnreadAt: string$1().optional(),
-		/** The request step's answer, exactly as received. */
-		sessionJson: jsonObjectText
-	}).transform(withoutVersion);
-	unansweredEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		description: string$1(),
-		requestedAt: string$1()
-	}).transform(withoutVersion);
-	ledgerEntrySchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		completedAt: string$1(),
-		file: fileFacts.optional(),
-		/** The forfait answer, exactly as received. */
-		recordJson: jsonObjectText
-	}).transform(withoutVersion);
-	custodyOwedSchema = object({
-		schemaVersion: storeVersion,
-		hash: hashSchema,
-		savedAt: string$1(),
-		metadataJson: jsonObjectText
-	}).transform(withoutVersion);
-	treeLeafSchema = object({
-		index: int().nonnegative(),
-		/** The document's file name (its base name), as `file.name` in the ledger; null when it has none. */
-		name: string$1().nullable(),
-		sha256: hashSchema,
-		size: int().nonnegative().nullable(),
-		/** The leaf's random salt (core/merkle.ts): leaf = SHA-256(0x00 || sha256 || salt). */
-		salt: hashSchema
-	});
-	TREE_MANIFEST = {
-		type: "notarize-tree",
-		version: 1
-	};
-	treeEntrySchema = preprocess(fromManifest, object({
-		schemaVersion: storeVersion,
-		root: hashSchema,
-		treeSize: int().positive(),
-		description: string$1(),
-		createdAt: string$1(),
-		leaves: array(treeLeafSchema),
-		/** The SHA-256 of the leaf lines as written (jsonWithRows); absent in a file written without it. */
-		leavesSha256: hashSchema.optional()
-	})).refine((tree) => tree.leaves.length === tree.treeSize, "its treeSize is not its number of leaves").refine((tree) => tree.leaves.every((leaf, i) => leaf.index === i), "its leaves are not numbered in order").transform(withoutVersion);
-	RowsDigest = class RowsDigest {
-		#hash = createHash("sha256");
-		add(rowJson) {
-			this.#hash.update(`${rowJson}\n`);
-		}
-		hex() {
-			return this.#hash.digest("hex");
-		}
-		static of(rows) {
-			const digest = new RowsDigest();
-			for (const row of rows) digest.add(JSON.stringify(row));
-			return digest.hex();
-		}
-	};
-	LEAVES_DIGEST = "leavesSha256";
-	LEAF_LINE = /^ {4}(\{"index":(\d+),"name":(?:null|"(?:[^"\\]|\\.)*"),"sha256":"([0-9a-f]{64})","size":(?:\d+|null),"salt":"[0-9a-f]{64}"\}),?$/;
-	ServiceStore = class {
-		dir;
-		baseUrl;
-		#warn;
-		#flushes;
-		/** `flushes`: the Store's, so that its writes share directory flushes; its own by default. */
-		constructor(dir, baseUrl, warn = () => {}, flushes = new DirFlushes()) {
-			this.dir = dir;
-			this.baseUrl = baseUrl;
-			this.#warn = warn;
-			this.#flushes = flushes;
-		}
-		pendingFile(hash) {
-			return join(this.dir, "pending", `${hash}.json`);
-		}
-		/**
-		* Where a retired session of `hash` is kept aside: never listed as pending,
-		* never sent again, never deleted by notarize. One file per retirement.
-		*/
-		retiredFile(hash, at) {
-			return this.#asideFile("retired", hash, at);
-		}
-		ledgerFile(hash) {
-			return join(this.dir, "ledger", `${hash}.json`);
-		}
-		/**
-		* The lock file guarding the flow of one hash (see store/lock.ts), or of
-		* another named step (`aggregate`: choosing the trees of a run); its
-		* directory is created.
-		*/
-		/** Whether a lock of `hash` is there (held, or left by a process that died), without making the locks folder. */
-		hasLock(hash) {
-			return existsSync(join(this.dir, "locks", `${hash}.lock`));
-		}
-		/**
-		* The hashes named in the locks, pending and ledger folders, each read in
-		* one listing, so that a run about to look up `hashes` hashes there by
-		* name looks up only these; undefined when a folder is too large for its
-		* listing to be the cheaper (LISTING_BYTES_PER_HASH). A snapshot
-		* like the lookups: the folders are read in the reverse of the order a
-		* registration leaves them (its lock first, its record last), so one under
-		* way when the locks were read is still seen in one of them.
-		*/
-		namedHashes(hashes) {
-			const named = /* @__PURE__ */ new Set();
-			try {
-				for (const folder of [
-					"locks",
-					"pending",
-					"ledger"
-				]) {
-					const dir = join(this.dir, folder);
-					const info = lstatSync(dir, { throwIfNoEntry: false });
-					if (info === void 0) continue;
-					if (!info.isDirectory() || info.size > hashes * LISTING_BYTES_PER_HASH) return void 0;
-					for (const name of readdirSync(dir)) named.add(name.startsWith(".") ? name.slice(1, 65) : name.slice(0, 64));
-				}
-			} catch {
-				return;
-			}
-			return named;
-		}
-		lockFile(hash) {
-			const dir = join(this.dir, "locks");
-			this.#privateDir(dir);
-			return join(dir, `${hash}.lock`);
-		}
-		/** The pending session for a hash; throws StoreError if its file is damaged. */
-		readPending(hash) {
-			return ofHash(hash, this.pendingFile(hash), readStoreFile(this.pendingFile(hash), pendingEntrySchema));
-		}
-		/**
-		* Saves a pending session atomically (replacing any earlier one for the
-		* hash); resolves once it is durably on disk, rejects if it could not be.
-		*/
-		savePending(entry) {
-			return this.#writeEntry(this.pendingFile(entry.hash), entry);
-		}
-		/**
-		* Moves the pending session of `hash` aside into `retired/`, with when and
-		* why, and returns where it went (undefined when none was pending). The
-		* copy is durable before the pending file goes, so the session is never lost.
-		*/
-		async retirePending(hash, reason, at) {
-			let entry;
-			try {
-				entry = this.readPending(hash);
-			} catch (error) {
-				if (!(error instanceof StoreError) || error instanceof NewerStoreFileError) throw error;
-				const file = this.retiredFile(hash, at).replace(/\.json$/, ".damaged.json");
-				this.#privateDir(join(file, ".."));
-				renameSync(this.pendingFile(hash), file);
-				return file;
-			}
-			if (entry === void 0) return void 0;
-			const file = this.retiredFile(hash, at);
-			await this.#writeEntry(file, {
-				...entry,
-				retiredAt: at.toISOString(),
-				retiredBecause: reason
-			});
-			await this.removePending(hash);
-			return file;
-		}
-		/**
-		* Keeps in `retired/` that the service answered 409 for `hash` when there
-		* was no session to put aside (a Merkle root's request step), as a
-		* retired session's `retiredBecause` would: retirements() reads it back.
-		*/
-		async keepAnswered409(hash, reason, at) {
-			const file = this.retiredFile(hash, at);
-			await this.#writeEntry(file, {
-				hash,
-				retiredAt: at.toISOString(),
-				retiredBecause: reason
-			});
-			return file;
-		}
-		/**
-		* Why each retired session was put aside (`retiredBecause`), by hash. A
-		* file that cannot be read is left out: it says nothing either way.
-		*/
-		async retirements() {
-			const reasons = /* @__PURE__ */ new Map();
-			let names;
-			try {
-				names = await readdir(join(this.dir, "retired"));
-			} catch {
-				return reasons;
-			}
-			for (const name of names) {
-				if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue;
-				const hash = name.slice(0, 64);
-				try {
-					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, "retired", name)) ?? "{}");
-					if (typeof retiredBecause === "string") reasons.set(hash, [...reasons.get(hash) ?? [], retiredBecause]);
-				} catch {}
-			}
-			return reasons;
-		}
-		/** Removes the pending session of a hash; one already gone is not an error. */
-		removePending(hash) {
-			return removeFileOffThread(this.pendingFile(hash));
-		}
-		/**
-		* Removes a pending session left beside the ledger record of its hash by a
-		* process stopped between saving the record and removing the session. Only
-		* a session saved before the record was completed goes; a damaged file stays.
-		*/
-		removeLeftoverPending(record) {
-			let pending;
-			try {
-				pending = this.readPending(record.hash);
-			} catch {
-				return;
-			}
-			if (pending && isLeftoverOf(pending, record)) removeFile(this.pendingFile(record.hash));
-		}
-		/**
-		* Whether `pending` is a leftover of a registration the ledger holds (one
-		* completed at or after it was saved; a run that could not remove it left
-		* it): nothing is sent for it, and the next run that meets it removes it.
-		*/
-		isLeftover(pending) {
-			let record;
-			try {
-				record = this.readRecord(pending.hash);
-			} catch {
-				return false;
-			}
-			return record !== void 0 && isLeftoverOf(pending, record);
-		}
-		/**
-		* The ledger record for a hash; throws StoreError if its file is damaged,
-		* including when the record inside is not a record of that hash: an entry
-		* is proof of a notarization only if the service's own record names it.
-		*/
-		readRecord(hash) {
-			const file = this.ledgerFile(hash);
-			const entry = ofHash(hash, file, readStoreFile(file, ledgerEntrySchema));
-			if (entry !== void 0) {
-				const named = recordHashOf(entry.recordJson);
-				if (named !== hash) throw corrupt(file, `its record is of hash ${named ?? "(none)"}, not ${hash}`);
-			}
-			return entry;
-		}
-		/**
-		* Keeps aside a forfait answer that is not a record of `hash`, in
-		* `quarantine/`, and returns the file. It is never read back by notarize.
-		*/
-		async quarantine(hash, answerText, reason, at) {
-			const file = this.#asideFile("quarantine", hash, at);
-			await this.#write(file, {
-				hash,
-				receivedAt: at.toISOString(),
-				reason,
-				answerText
-			});
-			return file;
-		}
-		/** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
-		saveRecord(entry) {
-			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
-		}
-		/** Where the trees of --aggregate runs are (one file a root). */
-		get treesDir() {
-			return join(this.dir, "trees");
-		}
-		treeFile(root) {
-			return join(this.treesDir, `${root}.json`);
-		}
-		/**
-		* The tree whose root is `root`; throws StoreError if its file is damaged
-		* (including a tree of another root). That its leaves fold to its root is
-		* for the reader to check (core/trees.ts), as the store knows no hashing.
-		* With `holding`, a file written whole by notarize that names none of
-		* those digests is passed over unparsed (undefined): a store of many large
-		* trees is searched without building them all.
-		*/
-		readTree(root, holding) {
-			return readTreeFile(this.treeFile(root), root, holding && ((digests) => digests.some((digest) => holding.has(digest))));
-		}
-		/** Saves a tree atomically, one leaf per line, written line by line (a tree may have 100,000); resolves once durable. */
-		async saveTree(entry) {
-			const file = this.treeFile(entry.root);
-			this.#privateDir(join(file, ".."));
-			await writeFileAtomic(file, jsonWithRows({
-				...STORE_VERSION,
-				...entry
-			}, "leaves", LEAVES_DIGEST), { flushes: this.#flushes });
-		}
-		/**
-		* Removes the tree of `root`: only one planted and never sent, whose
-		* root's lock the caller holds (core/aggregate.ts, when another process
-		* took up some of its documents meanwhile and it is planted again without
-		* them).
-		*/
-		removeTree(root) {
-			removeFile(this.treeFile(root));
-		}
-		/**
-		* Every tree, or with `holding` those that may hold one of these digests
-		* (see readTree); with `roots`, only the trees of those roots are read.
-		*/
-		listTrees(holding, roots) {
-			return this.#list("trees", (root) => roots && !roots.has(root) ? void 0 : this.readTree(root, holding));
-		}
-		/**
-		* As listTrees(holding), one tree at a time: `use` sees each that may hold
-		* one of these digests and keeps what it needs, so that many large trees
-		* are looked through in the memory of one. Resolves with the trees that
-		* could not be read.
-		*/
-		async eachTree(holding, use) {
-			return (await this.#list("trees", (root) => {
-				const entry = this.readTree(root, holding);
-				if (entry !== void 0) use(entry);
-			})).problems;
-		}
-		unansweredFile(hash) {
-			return join(this.dir, "unanswered", `${hash}.json`);
-		}
-		/** The unread request step of a hash, if any; throws StoreError if its file is damaged. */
-		readUnanswered(hash) {
-			return ofHash(hash, this.unansweredFile(hash), readStoreFile(this.unansweredFile(hash), unansweredEntrySchema));
-		}
-		/** Records a request step answered 2xx unreadably (see UnansweredEntry). */
-		markUnanswered(entry) {
-			return this.#writeEntry(this.unansweredFile(entry.hash), entry);
-		}
-		/** Forgets an unread request step: it was completed, dropped by hand, or requested again. */
-		clearUnanswered(hash) {
-			removeFile(this.unansweredFile(hash));
-		}
-		custodyFile(hash) {
-			return join(this.dir, "custody", `${hash}.json`);
-		}
-		/** The custody metadata owed for a hash, if any; throws StoreError if its file is damaged. */
-		readCustodyOwed(hash) {
-			return ofHash(hash, this.custodyFile(hash), readStoreFile(this.custodyFile(hash), custodyOwedSchema));
-		}
-		/** Saves custody metadata owed (see CustodyOwed); resolves once it is durably on disk. */
-		saveCustodyOwed(entry) {
-			return this.#writeEntry(this.custodyFile(entry.hash), entry);
-		}
-		/** Forgets custody metadata owed: the service took it, or refused it. */
-		removeCustodyOwed(hash) {
-			return removeFileOffThread(this.custodyFile(hash));
-		}
-		listCustodyOwed() {
-			return this.#list("custody", (hash) => this.readCustodyOwed(hash));
-		}
-		/**
-		* The custody metadata owed by registrations the ledger has (what
-		* `complete` sends on its own); that of a hash with no record waits for
-		* its session, whose completion sends it.
-		*/
-		async listCustodyOwedOfRecords() {
-			const { entries, problems } = await this.listCustodyOwed();
-			const recorded = (hash) => existsSync(this.ledgerFile(hash));
-			return {
-				entries: entries.filter((entry) => recorded(entry.hash)),
-				problems: problems.filter((problem) => recorded(basename(problem.file, ".json")))
-			};
-		}
-		listUnanswered() {
-			return this.#list("unanswered", (hash) => this.readUnanswered(hash));
-		}
-		listPending() {
-			return this.#list("pending", (hash) => this.readPending(hash));
-		}
-		listRecords() {
-			return this.#list("ledger", (hash) => this.readRecord(hash));
-		}
-		/**
-		* A file kept aside (retired/, quarantine/), one per event: the time in its
-		* name, with no ':' (not allowed in Windows file names).
-		*/
-		#asideFile(folder, hash, at) {
-			return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, "-")}.json`);
-		}
-		/** Writes an entry with the store's version first. */
-		#writeEntry(file, entry) {
-			return this.#write(file, {
-				...STORE_VERSION,
-				...entry
-			});
-		}
-		async #write(file, value) {
-			this.#privateDir(join(file, ".."));
-			await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { flushes: this.#flushes });
-		}
-		/** Directories this process has already made private: checked once, not on every write of a batch. */
-		#readyDirs = /* @__PURE__ */ new Set();
-		#privateDir(dir) {
-			if (this.#readyDirs.has(dir)) return;
-			if (ensurePrivateDir(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
-			this.#readyDirs.add(dir);
-		}
-		/**
-		* Checks this service's existing directories (made by an older notarize, or
-		* by hand): tightens ours, warning for each; refuses a link, another user's
-		* or one shared with everyone (see files.ts), before anything is sent.
-		*/
-		tightenExisting() {
-			for (const dir of [
-				join(this.dir, ".."),
-				this.dir,
-				...[
-					"pending",
-					"ledger",
-					"locks",
-					"retired",
-					"quarantine",
-					"unanswered",
-					"trees",
-					"custody"
-				].map((d) => join(this.dir, d))
-			]) if (tightenDirIfExists(dir)) this.#warn(`tightened the rights of ${dir} to owner-only (0700)`);
-		}
-		async #list(kind, read) {
-			let names;
-			try {
-				names = await readdir(join(this.dir, kind));
-			} catch (error) {
-				if (error.code === "ENOENT") return {
-					entries: [],
-					problems: []
-				};
-				throw error;
-			}
-			const entries = [];
-			const problems = [];
-			for (const name of names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).sort()) try {
-				const entry = read(name.slice(0, 64));
-				if (entry !== void 0) entries.push(entry);
-			} catch (error) {
-				if (!(error instanceof StoreError)) throw error;
-				problems.push(error);
-			}
-			return {
-				entries,
-				problems
-			};
-		}
 	};
 }));
 // dist/core/trees.js

@@ -36,7 +36,14 @@ import {
   UsageError,
   type UnsavedAnswer,
 } from '../errors.js';
-import type { CustodyOwed, FileFacts, LedgerEntry, PendingEntry, ServiceStore } from '../store/service-store.js';
+import {
+  savedAfterRecord,
+  type CustodyOwed,
+  type FileFacts,
+  type LedgerEntry,
+  type PendingEntry,
+  type ServiceStore,
+} from '../store/service-store.js';
 import { diskRefusedBeforeSending, isDiskRefusal } from '../store/disk.js';
 import { beforeSending, sendingCompletion, track, whenStopping, type Tracked } from '../interrupt.js';
 import { holdLock, releaseOwnLock, withLock, type LockTiming } from '../store/lock.js';
@@ -331,7 +338,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
     // With a record, only a readable session saved after it (`register --force --no-complete`:
     // registered again, as asked) is completed; anything else would pay for a hash the ledger has.
     const stored = existing ? readPendingIfAny(store, hash) : store.readPending(hash);
-    if (existing && !(source.kind === 'store' && stored)) {
+    if (existing && !(source.kind === 'store' && stored && savedAfterRecord(stored, existing))) {
       // A hash in the ledger has no request step left unread (a store of an older notarize may say so).
       store.clearUnanswered(hash);
       return alreadyInLedger(deps, existing, tracked);

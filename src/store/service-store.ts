@@ -516,9 +516,9 @@ export class ServiceStore {
   }
 
   /**
-   * Whether `pending` is a leftover of a registration the ledger holds (one
-   * completed at or after it was saved; a run that could not remove it left
-   * it): nothing is sent for it, and the next run that meets it removes it.
+   * Whether `pending` is a leftover of a registration the ledger holds (not
+   * saved after it was completed, savedAfterRecord): nothing is sent for it,
+   * and the next run that meets it removes it (if it can tell it is older).
    */
   isLeftover(pending: PendingEntry): boolean {
     let record: LedgerEntry | undefined;
@@ -527,7 +527,7 @@ export class ServiceStore {
     } catch {
       return false; // A damaged entry is reported where it is read.
     }
-    return record !== undefined && isLeftoverOf(pending, record);
+    return record !== undefined && !savedAfterRecord(pending, record);
   }
 
   /**
@@ -765,5 +765,16 @@ export class ServiceStore {
 
 /** A session saved no later than the record of its hash was completed: that registration's, left over. */
 function isLeftoverOf(pending: PendingEntry, record: LedgerEntry): boolean {
-  return pending.savedAt <= record.completedAt;
+  const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
+  return Number.isFinite(saved) && Number.isFinite(completed) && saved <= completed;
+}
+
+/**
+ * Whether `pending` was saved after `record` was completed, both times
+ * readable: a registration asked for again (`register --force
+ * --no-complete`), the one session of a recorded hash `complete` sends.
+ */
+export function savedAfterRecord(pending: PendingEntry, record: LedgerEntry): boolean {
+  const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
+  return Number.isFinite(saved) && Number.isFinite(completed) && saved > completed;
 }

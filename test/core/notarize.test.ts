@@ -710,10 +710,21 @@ describe('complete', () => {
     // The sandbox has it: a 409, read as already registered, the session moved aside.
     expect(again).toMatchObject({ kind: 'already-registered', hash });
     expect(store.readPending(hash)).toBeUndefined();
-    // A damaged one beside the record: the ledger answers, nothing sent.
+    // A damaged one beside the record, or one not provably saved after it: the ledger answers, nothing sent.
     writeFileSync(store.pendingFile(hash), '{');
     const damaged = await complete(world({ store }).deps, hash, { kind: 'store' });
     expect(damaged).toMatchObject({ kind: 'already-registered', hash });
+    const before1h = new Date(Date.parse(record.completedAt) - 3_600_000 + 60_000);
+    // The same instant as the record's minus 59 minutes, written with an offset that sorts after it as text.
+    const offset = `${before1h
+      .toISOString()
+      .slice(0, 19)
+      .replace(/T(\d\d)/, (_, h: string) => `T${String((Number(h) + 1) % 24).padStart(2, '0')}`)}+01:00`;
+    for (const savedAt of ['garbage', 'Z', offset]) {
+      await store.savePending({ ...entry, savedAt });
+      const refused = await complete(world({ store }).deps, hash, { kind: 'store' });
+      expect(refused, savedAt).toMatchObject({ kind: 'already-registered', hash });
+    }
     expect(forfaitBodies()).toHaveLength(before + 1);
   });
 
