@@ -114,19 +114,22 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
   ]);
   const blockedBy = [...new Set([...blocked.values()].map((error) => `${error.message}; ${error.hint ?? ''}`))];
   // Sessions of registrations the ledger holds, left over by a run that could not remove them: not pending.
-  const leftovers = pending.entries.filter((e) => ledger.isLeftover(e)).map((e) => e.hash);
+  const listed: PendingEntry[] = [];
+  const leftovers: string[] = [];
+  for (const entry of pending.entries) {
+    if (ledger.isLeftover(entry)) leftovers.push(entry.hash);
+    else listed.push(entry);
+  }
   const rows: PendingRow[] = [
-    ...pending.entries
-      .filter((e) => !leftovers.includes(e.hash))
-      .map((e) => ({
-        hash: e.hash,
-        description: e.description,
-        savedAt: e.savedAt,
-        plan: planOf(e),
-        state: stateOf(e, covered.has(e.hash), blocked.has(e.hash)),
-        // As the service sent it (big integers, number spellings, escapes): --json prints that text.
-        session: embed(e.sessionJson),
-      })),
+    ...listed.map((e) => ({
+      hash: e.hash,
+      description: e.description,
+      savedAt: e.savedAt,
+      plan: planOf(e),
+      state: stateOf(e, covered.has(e.hash), blocked.has(e.hash)),
+      // As the service sent it (big integers, number spellings, escapes): --json prints that text.
+      session: embed(e.sessionJson),
+    })),
     ...unanswered.entries
       .filter((e) => !pending.entries.some((p) => p.hash === e.hash))
       .map((e) => ({

@@ -103,22 +103,34 @@ const MAX_KEY_BYTES = 4096;
  */
 export function keysIn(text: string, traces: readonly KeyTrace[]): string[] {
   const found = new Set<string>();
+  // %XX read as a URL decoder reads it, and, where the text has one, as written too (a key may hold "%41").
+  const readings = text.includes('%') ? [true, false] : [true];
+  let bytes: Buffer | undefined; // the text's, made once for every print and reading
   for (const trace of traces) {
     const isKey = (candidate: string) =>
       keyDigest(candidate) === trace.digest || keyDigest(urlDecoded(candidate)) === trace.digest;
-    const prints = trace.prints.flatMap(parsePrint);
-    // %XX read as a URL decoder reads it, and, where the text has one, as written too (a key may hold "%41").
-    const readings = text.includes('%') ? [true, false] : [true];
+    const prints = usablePrints(trace);
     const candidates =
       prints.length === 0
         ? separatedCandidates(text)
         : prints.flatMap(({ length, print }) =>
-            readings.flatMap((decoding) => [...windowsPrinted(text, length, print, decoding)]),
+            readings.flatMap((decoding) => [
+              ...windowsPrinted((bytes ??= Buffer.from(text, 'utf8')), length, print, decoding),
+            ]),
           );
     for (const candidate of candidates) if (isKey(candidate)) found.add(candidate);
   }
   // Longest first, so a key containing another is removed whole.
   return [...found].sort((a, b) => b.length - a.length);
+}
+
+/** Each trace's usable prints, parsed (and checked) once: keysIn runs on every line written. */
+const parsedPrints = new WeakMap<KeyTrace, { length: number; print: number }[]>();
+
+function usablePrints(trace: KeyTrace): { length: number; print: number }[] {
+  let prints = parsedPrints.get(trace);
+  if (prints === undefined) parsedPrints.set(trace, (prints = trace.prints.flatMap(parsePrint)));
+  return prints;
 }
 
 /**
@@ -157,12 +169,11 @@ function escapedByte(bytes: Buffer, at: number): number {
 }
 
 /**
- * Every stretch of `text` that reads as `length` bytes whose rolling print
+ * Every stretch of `bytes` (a text's) that reads as `length` bytes whose rolling print
  * is `print`; `decoding`: a %XX escape read as the byte it stands for (as a
  * URL decoder reads it), which finds any spelling of the key in a URL.
  */
-function* windowsPrinted(text: string, length: number, print: number, decoding: boolean): Generator<string> {
-  const bytes = Buffer.from(text, 'utf8');
+function* windowsPrinted(bytes: Buffer, length: number, print: number, decoding: boolean): Generator<string> {
   if (bytes.length < length) return;
   let top = 1; // PRINT_BASE ** (length - 1), modulo 2^32: the weight of the byte leaving the window
   for (let i = 1; i < length; i++) top = Math.imul(top, PRINT_BASE) >>> 0;

@@ -765,8 +765,8 @@ export class ServiceStore {
 
 /** A session saved no later than the record of its hash was completed: that registration's, left over. */
 function isLeftoverOf(pending: PendingEntry, record: LedgerEntry): boolean {
-  const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
-  return Number.isFinite(saved) && Number.isFinite(completed) && saved <= completed;
+  const after = savedAfterCompleted(pending, record);
+  return after !== undefined && after <= 0;
 }
 
 /**
@@ -775,6 +775,12 @@ function isLeftoverOf(pending: PendingEntry, record: LedgerEntry): boolean {
  * --no-complete`), the one session of a recorded hash `complete` sends.
  */
 export function savedAfterRecord(pending: PendingEntry, record: LedgerEntry): boolean {
+  const after = savedAfterCompleted(pending, record);
+  return after !== undefined && after > 0;
+}
+
+/** Milliseconds from the record's completion to the session's saving; undefined when either time cannot be read. */
+function savedAfterCompleted(pending: PendingEntry, record: LedgerEntry): number | undefined {
   const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
-  return Number.isFinite(saved) && Number.isFinite(completed) && saved > completed;
+  return Number.isFinite(saved) && Number.isFinite(completed) ? saved - completed : undefined;
 }
