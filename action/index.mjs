@@ -6,15 +6,15 @@ import { basename, dirname, extname, isAbsolute, join, normalize, resolve, sep }
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
 import { lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
+import { isUtf8 } from "node:buffer";
+import { performance as performance$1 } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import { setTimeout as setTimeout$1 } from "node:timers/promises";
 import tty from "node:tty";
-import { isUtf8 } from "node:buffer";
 import { createServer } from "node:http";
 import { gzipSync } from "node:zlib";
 import { isDeepStrictEqual, stripVTControlCharacters } from "node:util";
 import { setFlagsFromString } from "node:v8";
-import { performance as performance$1 } from "node:perf_hooks";
 import { isIP } from "node:net";
 // \0rolldown/runtime.js
 var __create = Object.create;
@@ -9020,14 +9020,20 @@ function keyTrace(apiKey) {
 */
 function keysIn(text, traces) {
 	const found = /* @__PURE__ */ new Set();
+	const readings = text.includes("%") ? [true, false] : [true];
+	let bytes;
 	for (const trace of traces) {
 		const isKey = (candidate) => keyDigest(candidate) === trace.digest || keyDigest(urlDecoded(candidate)) === trace.digest;
-		const prints = trace.prints.flatMap(parsePrint);
-		const readings = text.includes("%") ? [true, false] : [true];
-		const candidates = prints.length === 0 ? separatedCandidates(text) : prints.flatMap(({ length, print }) => readings.flatMap((decoding) => [...windowsPrinted(text, length, print, decoding)]));
+		const prints = usablePrints(trace);
+		const candidates = prints.length === 0 ? separatedCandidates(text) : prints.flatMap(({ length, print }) => readings.flatMap((decoding) => [...windowsPrinted(bytes ??= Buffer.from(text, "utf8"), length, print, decoding)]));
 		for (const candidate of candidates) if (isKey(candidate)) found.add(candidate);
 	}
 	return [...found].sort((a, b) => b.length - a.length);
+}
+function usablePrints(trace) {
+	let prints = parsedPrints.get(trace);
+	if (prints === void 0) parsedPrints.set(trace, prints = trace.prints.flatMap(parsePrint));
+	return prints;
 }
 /**
 * A print `<length>:<print>:<check>` as numbers, or none when it is not one
@@ -9062,12 +9068,11 @@ function escapedByte(bytes, at) {
 	return low < 0 ? -1 : high * 16 + low;
 }
 /**
-* Every stretch of `text` that reads as `length` bytes whose rolling print
+* Every stretch of `bytes` (a text's) that reads as `length` bytes whose rolling print
 * is `print`; `decoding`: a %XX escape read as the byte it stands for (as a
 * URL decoder reads it), which finds any spelling of the key in a URL.
 */
-function* windowsPrinted(text, length, print, decoding) {
-	const bytes = Buffer.from(text, "utf8");
+function* windowsPrinted(bytes, length, print, decoding) {
 	if (bytes.length < length) return;
 	let top = 1;
 	for (let i = 1; i < length; i++) top = Math.imul(top, PRINT_BASE) >>> 0;
@@ -9116,11 +9121,12 @@ function urlDecoded(text) {
 	}
 	return out.subarray(0, length).toString("utf8");
 }
-var PRINT_BASE, MAX_KEY_BYTES, PERCENT, KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
+var PRINT_BASE, MAX_KEY_BYTES, parsedPrints, PERCENT, KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
 var init_secrets = __esmMin((() => {
 	init_errors();
 	PRINT_BASE = 16777619;
 	MAX_KEY_BYTES = 4096;
+	parsedPrints = /* @__PURE__ */ new WeakMap();
 	PERCENT = 37;
 	KEY_RUN = /[^\s"\\<>]{8,}/gu;
 	KEY_STARTS_AFTER = /* @__PURE__ */ new Set([
@@ -9609,6 +9615,361 @@ var init_batch = __esmMin((() => {
 			super("batch_failed", exitCode, `${failed} of ${total} item${total === 1 ? "" : "s"} failed`, hint ? { hint } : {});
 		}
 	};
+}));
+// dist/read-bounded.js
+/**
+* Reading a stream to its end, up to a size bound: the
+* service's answers (api/http.ts) and small user inputs such as a session or
+* a list of paths (core/read-input.ts). Past the bound it stops reading, so
+* a huge or endless source is never held in memory.
+*/
+/**
+* The bytes of `input`, or undefined as soon as it exceeds `limit` bytes; the
+* caller decodes them as what they hold demands (strictly for a description,
+* with a warning for a service's answer: api/http.ts).
+*/
+async function readBoundedBytes(input, limit) {
+	const chunks = [];
+	let size = 0;
+	for await (const chunk of input) {
+		const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+		size += bytes.length;
+		if (size > limit) return void 0;
+		chunks.push(bytes);
+	}
+	return Buffer.concat(chunks);
+}
+var init_read_bounded = __esmMin((() => {}));
+// dist/api/http.js
+/**
+* The single HTTP choke point: every byte notarize sends to the service goes
+* through `HttpTransport.send`. It sets the base URL, user agent, bearer
+* token and timeout; always consumes the body (bounded in size); maps
+* statuses and network failures to error classes; and logs requests with
+* secrets left out (bodies and headers are never logged).
+*/
+var http_exports = /* @__PURE__ */ __exportAll({
+	HttpTransport: () => HttpTransport,
+	MAX_ANSWER_BYTES: () => MAX_ANSWER_BYTES,
+	parseRetryAfter: () => parseRetryAfter
+});
+/**
+* The body of an answer, bounded in size. Throws UnreadableAnswerError
+* when it stalls past the timeout, breaks off, is too large, or comes
+* compressed although notarize never asks for compression.
+*/
+async function readAnswerBody(answer, what) {
+	const encoding = headerValue(answer.headers["content-encoding"])?.trim().toLowerCase();
+	if (encoding !== void 0 && encoding !== "" && encoding !== "identity") {
+		discard(answer);
+		throw new UnreadableAnswerError(`${what}, but its body is encoded as '${encoding.slice(0, 40)}', which notarize did not ask for`);
+	}
+	let bounded;
+	try {
+		bounded = await readBoundedBytes(answer.body, MAX_ANSWER_BYTES);
+	} catch (error) {
+		const reason = errorCode(error).endsWith("_TIMEOUT") || error.name === "TimeoutError" ? "it stalled" : "it broke off";
+		throw new UnreadableAnswerError(`${what}, but its body could not be read (${reason})`, { cause: error });
+	}
+	if (bounded === void 0) {
+		discard(answer);
+		throw new UnreadableAnswerError(`${what}, but its body is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; it was cut off`);
+	}
+	return bounded;
+}
+/** An error's `code` as a string (undici's are strings; some errors carry numbers). */
+function errorCode(error) {
+	const code = error.code;
+	return typeof code === "string" || typeof code === "number" ? String(code) : "";
+}
+/** Stops receiving a body notarize will not read; the abort this causes is expected, not an error. */
+function discard(answer) {
+	answer.body.on("error", () => {});
+	answer.body.destroy();
+}
+/**
+* Paths are built from validated hashes (core/hash.ts, the store's schemas);
+* this is the last check before a URL exists: only the documented path
+* characters, and no `.` or `..` segment that could lead elsewhere.
+*/
+function assertSafePath(path) {
+	const [pathname = ""] = path.split("?");
+	if (!(/^\/api\/v2\/[A-Za-z0-9._~/-]*(\?[A-Za-z0-9=&._~-]*)?$/.test(path) && !pathname.split("/").some((segment) => segment === "." || segment === ".."))) throw new UsageError("refusing to send a request to an unexpected path", {
+		code: "unsafe_path",
+		hint: "a hash must be 64 hex digits"
+	});
+}
+/** The secrets a request carries (its token, an API key in its body), to keep out of error messages. */
+function secretsOf(req) {
+	const secrets = req.token === void 0 ? [] : [req.token];
+	try {
+		const body = req.body === void 0 ? void 0 : JSON.parse(req.body);
+		if (typeof body?.apiKey === "string") secrets.push(body.apiKey);
+	} catch {}
+	return secrets.filter((secret) => secret.length >= 8).flatMap(secretParts);
+}
+/** An error body with any secret the service echoed back replaced, before it can reach a message. */
+function redact(text, secrets) {
+	return secrets.reduce((out, secret) => out.replaceAll(secret, "[redacted]"), text);
+}
+function headerValue(value) {
+	return Array.isArray(value) ? value[0] : value;
+}
+/** Seconds from a Retry-After header (delta-seconds or HTTP date), if valid. */
+function parseRetryAfter(value, now = Date.now()) {
+	if (value === void 0) return void 0;
+	const trimmed = value.trim();
+	if (/^\d+$/.test(trimmed)) return Number(trimmed);
+	if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(trimmed) && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(trimmed)) return void 0;
+	const date = Date.parse(trimmed);
+	return Number.isNaN(date) ? void 0 : Math.max(0, Math.ceil((date - now) / 1e3));
+}
+function networkError(method, url, error, proxyVariable) {
+	const code = errorCode(error);
+	if (code === "UND_ERR_INVALID_ARG" || error.name === "InvalidArgumentError") return new UsageError(`${method} ${url} was not sent: the request was refused locally (${code || "invalid argument"})`, {
+		code: "invalid_request",
+		hint: "check NOTARIZE_TOKEN, the stored token and the settings; if they are fine, report this as a bug",
+		cause: error
+	});
+	const name = error.name ?? "";
+	const tunnel = TUNNEL_REFUSED.exec(error?.message ?? "");
+	if (tunnel) return tunnelRefused(method, url, Number(tunnel[1]), proxyVariable, error);
+	if (code === "UND_ERR_PRX_CONN") return tunnelBrokenOff(method, url, proxyVariable, error);
+	const certificate = certificateRefusal(error);
+	if (certificate !== void 0) return certificateRefused(method, url, certificate, proxyVariable, error);
+	const reason = name === "TimeoutError" || code.endsWith("_TIMEOUT") || code === "UND_ERR_ABORTED" ? "timed out" : code || error.message;
+	const through = proxyVariable === void 0 ? "" : ` through the proxy in ${proxyVariable}`;
+	return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
+		hint: proxyVariable === void 0 ? "the service could not be reached; try again later" : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
+		notProcessed: NOT_SENT_CODES.has(code),
+		cause: error
+	});
+}
+/**
+* The proxy would not open a tunnel to the service: the request never
+* reached it. A 407 wants credentials, which no retry brings; any other
+* status (403 by policy, 502 upstream unreachable) is reported as the
+* proxy's, and may be retried, since the service saw nothing.
+*/
+function tunnelRefused(method, url, status, proxyVariable, cause) {
+	const host = new URL(url).host;
+	const what = `the proxy in ${proxyVariable ?? "the proxy variables"} answered ${status} to CONNECT ${host}`;
+	if (status === 407) return proxyAuthError(what, proxyVariable, cause);
+	return new TransientError(`${method} ${url} failed: ${what}`, {
+		hint: `the proxy would not open a connection to ${host}; check the proxy, or NO_PROXY`,
+		notProcessed: true,
+		cause
+	});
+}
+/**
+* The proxy broke off the CONNECT before the tunnel opened (api/dispatcher.ts
+* ProxyTunnelError): the request never reached the service, and may be
+* retried; a proxy that never opens one fails every attempt the same way.
+*/
+function tunnelBrokenOff(method, url, proxyVariable, cause) {
+	const { host, hostname } = new URL(url);
+	return new TransientError(`${method} ${url} failed: the proxy in ${proxyVariable ?? "the proxy variables"} closed the connection to CONNECT ${host} before the tunnel opened`, {
+		hint: `check that it is an HTTP proxy that opens tunnels (CONNECT), or set NO_PROXY for ${hostname}`,
+		notProcessed: true,
+		cause
+	});
+}
+/**
+* The code of the certificate refusal `error` is, if it is one: Node's own,
+* or the one undici wraps as UND_ERR_PRX_TLS (an https proxy's certificate
+* for another name).
+*/
+function certificateRefusal(error) {
+	const code = errorCode(error);
+	if (CERTIFICATE_CODES.has(code)) return code;
+	if (code !== "UND_ERR_PRX_TLS") return void 0;
+	const cause = errorCode(error.cause);
+	return CERTIFICATE_CODES.has(cause) ? cause : void 0;
+}
+/**
+* A certificate Node would not trust: the handshake stopped before any
+* request was sent. Still exit 4 (a server's expired certificate gets
+* renewed), but with what to do rather than "try again later": a CI
+* runner's TLS-inspecting proxy is the usual cause, and its CA goes in
+* NODE_EXTRA_CA_CERTS. Whose certificate it was is named when known: through
+* a proxy it may be the proxy's or the service's (undici does not say).
+*/
+function certificateRefused(method, url, code, proxyVariable, cause) {
+	const { host } = new URL(url);
+	const whose = proxyVariable === void 0 ? `the certificate of ${host}` : `a certificate (${host}'s or the proxy's in ${proxyVariable})`;
+	return new TransientError(`${method} ${url} failed: ${whose} was not trusted (${code}), so the request was not sent`, {
+		hint: "if your network inspects TLS, give its CA certificate (a PEM file) in NODE_EXTRA_CA_CERTS; an expired certificate or one for another name is the server's to fix",
+		notProcessed: true,
+		cause
+	});
+}
+/**
+* A 407, to CONNECT or to a plain request: a proxy wants credentials. Exit 3
+* and never retried (the same request would get the same answer), naming the
+* variable to fix and never quoting it (it may already hold a password).
+*/
+function proxyAuthError(what, proxyVariable, cause) {
+	const message = `${what} (proxy authentication required)`;
+	if (proxyVariable === void 0) return new AuthError(`${message}, though no proxy is set for this service`, {
+		status: 407,
+		hint: "a proxy between here and the service wants credentials; set HTTPS_PROXY to it as http://user:password@host:port",
+		cause
+	});
+	return new AuthError(message, {
+		status: 407,
+		hint: `give the proxy's user and password in ${proxyVariable} (http://user:password@host:port, URL-encoded); if it has them, the proxy refused them`,
+		cause
+	});
+}
+/**
+* The service's own message from a JSON error body, if it sent one, without
+* the secrets of the request: redacted in the body as sent and in the
+* message parsed from it (JSON may spell a secret in more ways than one,
+* `\u0022` for a quote, `\/` for a slash), and only then cut to length, at a
+* word's end, so that no cut leaves a secret's first characters behind.
+*/
+function serviceMessage(text, secrets) {
+	try {
+		const body = JSON.parse(redact(text, secrets));
+		const message = body.message ?? body.error;
+		return typeof message === "string" ? cutAtWord(redact(message, secrets), 300) : void 0;
+	} catch {
+		return;
+	}
+}
+/**
+* At most `max` characters of `text`, never part of a word: a secret this
+* request did not carry (the API key, once logged in) is scrubbed later, by
+* its whole text, which a cut through it would leave only the start of.
+*/
+function cutAtWord(text, max) {
+	if (text.length <= max) return text;
+	const cut = text.slice(0, max);
+	if (/\s/.test(text[max])) return `${cut.trimEnd()}…`;
+	const word = /\S*$/.exec(cut)[0].length;
+	return `${cut.slice(0, max - Math.min(word, KEY_ROOM)).trimEnd()}…`;
+}
+function statusError(method, url, status, text, retryAfter, secrets) {
+	const said = serviceMessage(text, secrets);
+	const what = `${method} ${url} answered ${status}${said ? `: ${said}` : ""}`;
+	if (status === 401 || status === 403) return new AuthError(what, {
+		status,
+		hint: "log in again with `notarize login` (or set NOTARIZE_API_KEY)"
+	});
+	if (status === 429 || status >= 500) {
+		const retryAfterSeconds = parseRetryAfter(retryAfter);
+		return new TransientError(what, {
+			status,
+			retryAfterSeconds,
+			notProcessed: status === 429 || status === 503 && retryAfterSeconds !== void 0,
+			hint: "the service is unavailable or busy; try again later"
+		});
+	}
+	if (status >= 400) return new ServiceRefusedError(status, what, said === void 0 ? {} : { serviceMessage: said });
+	const redirect = status >= 300 && status < 400;
+	return new ProtocolError(`${what} (an unexpected status)`, { ...redirect ? { hint: "notarize follows no redirect: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting)" } : {} });
+}
+var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, TUNNEL_REFUSED, CERTIFICATE_CODES, KEY_ROOM;
+var init_http$1 = __esmMin((() => {
+	init_errors();
+	init_secrets();
+	init_read_bounded();
+	MAX_ANSWER_BYTES = 4194304;
+	NOT_SENT_CODES = /* @__PURE__ */ new Set([
+		"ECONNREFUSED",
+		"ENOTFOUND",
+		"EAI_AGAIN",
+		"UND_ERR_CONNECT_TIMEOUT",
+		"EHOSTUNREACH",
+		"ENETUNREACH"
+	]);
+	HttpTransport = class {
+		options;
+		constructor(options) {
+			this.options = options;
+		}
+		/** The absolute URL of a path on this service. */
+		url(path) {
+			return `${this.options.baseUrl}${path}`;
+		}
+		/**
+		* Sends one request and returns the 2xx answer. Throws AuthError (401/403,
+		* and 407 from a proxy),
+		* TransientError (network, timeout, 429, 5xx), ServiceRefusedError (other
+		* 4xx) or ProtocolError (unexpected status, oversized answer).
+		*/
+		async send(req) {
+			const { method, path } = req;
+			assertSafePath(path);
+			const url = this.url(path);
+			const started = performance$1.now();
+			const headers = {
+				"user-agent": this.options.userAgent,
+				accept: "application/json"
+			};
+			if (req.body !== void 0) headers["content-type"] = "application/json";
+			if (req.token !== void 0) {
+				if (!isSendableToken(req.token)) throw new AuthError("the bearer token holds characters an HTTP header cannot carry; nothing was sent", { hint: "log in again with `notarize login` (or check NOTARIZE_TOKEN)" });
+				headers.authorization = `Bearer ${req.token}`;
+			}
+			const elapsed = () => `${Math.round(performance$1.now() - started)} ms`;
+			let answer;
+			try {
+				const target = new URL(url);
+				answer = await this.options.dispatcher.request({
+					origin: target.origin,
+					path: `${target.pathname}${target.search}`,
+					method,
+					headers,
+					body: req.body,
+					headersTimeout: this.options.timeoutMs,
+					bodyTimeout: this.options.timeoutMs,
+					signal: AbortSignal.timeout(this.options.timeoutMs)
+				});
+			} catch (error) {
+				this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);
+				throw networkError(method, url, error, this.options.proxyVariable);
+			}
+			const status = answer.statusCode;
+			const ok = status >= 200 && status < 300;
+			let text;
+			try {
+				const body = await readAnswerBody(answer, `${method} ${url} answered ${status}`);
+				if (ok && !isUtf8(body)) this.options.warn?.(`${method} ${url} answered ${status} with bytes that are not UTF-8, as JSON must be: read as U+FFFD, so what is kept of this answer (a session sent back, a record) differs from what the service sent there`);
+				text = body.toString("utf8");
+			} catch (error) {
+				this.options.log?.(`${method} ${url} -> ${status}, body unreadable after ${elapsed()}`);
+				if (ok) throw error;
+				text = "";
+			}
+			const retryAfter = headerValue(answer.headers["retry-after"]);
+			this.options.log?.(`${method} ${url} -> ${status} in ${elapsed()}`);
+			if (ok) return {
+				status,
+				text
+			};
+			if (status === 407) throw proxyAuthError(`${method} ${url} answered 407`, this.options.proxyVariable);
+			throw statusError(method, url, status, text, retryAfter, secretsOf(req));
+		}
+	};
+	TUNNEL_REFUSED = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/;
+	CERTIFICATE_CODES = /* @__PURE__ */ new Set([
+		"CERT_HAS_EXPIRED",
+		"CERT_NOT_YET_VALID",
+		"CERT_REJECTED",
+		"CERT_REVOKED",
+		"CERT_SIGNATURE_FAILURE",
+		"CERT_UNTRUSTED",
+		"DEPTH_ZERO_SELF_SIGNED_CERT",
+		"ERR_TLS_CERT_ALTNAME_INVALID",
+		"HOSTNAME_MISMATCH",
+		"INVALID_CA",
+		"SELF_SIGNED_CERT_IN_CHAIN",
+		"UNABLE_TO_GET_ISSUER_CERT",
+		"UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+		"UNABLE_TO_VERIFY_LEAF_SIGNATURE"
+	]);
+	KEY_ROOM = 256;
 }));
 // dist/api/pages.js
 /** The path of the public verification page of `hash`, for a client that adds its own base URL. */
@@ -10632,30 +10993,6 @@ var init_files = __esmMin((() => {
 		}
 	};
 }));
-// dist/read-bounded.js
-/**
-* Reading a stream to its end, up to a size bound: the
-* service's answers (api/http.ts) and small user inputs such as a session or
-* a list of paths (core/read-input.ts). Past the bound it stops reading, so
-* a huge or endless source is never held in memory.
-*/
-/**
-* The bytes of `input`, or undefined as soon as it exceeds `limit` bytes; the
-* caller decodes them as what they hold demands (strictly for a description,
-* with a warning for a service's answer: api/http.ts).
-*/
-async function readBoundedBytes(input, limit) {
-	const chunks = [];
-	let size = 0;
-	for await (const chunk of input) {
-		const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-		size += bytes.length;
-		if (size > limit) return void 0;
-		chunks.push(bytes);
-	}
-	return Buffer.concat(chunks);
-}
-var init_read_bounded = __esmMin((() => {}));
 // dist/core/read-input.js
 /**
 * Reading small text inputs (a session, an API key, a list of paths) from a
@@ -10673,16 +11010,14 @@ async function readTextInput(source, stdin, limit, what) {
 /** The bytes of `source`, as `readTextInput` reads them, for a caller that decodes them itself. */
 async function readBytesInput(source, stdin, limit, what) {
 	let bytes;
+	if (source === "-") checkStandardInput(stdin, what);
 	try {
-		if (source === "-") {
-			checkStandardInput(stdin, what);
-			bytes = await readBoundedBytes(stdin, limit);
-		} else {
+		if (source === "-") bytes = await readBoundedBytes(stdin, limit);
+		else {
 			if (!(await stat(source)).isFile()) throw new Error("not a regular file");
 			bytes = await readBoundedBytes(createReadStream(source), limit);
 		}
 	} catch (error) {
-		if (error instanceof UsageError) throw error;
 		const reason = error.code === "ENOENT" ? "no such file" : error.message;
 		throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
 	}
@@ -10883,7 +11218,7 @@ async function hashHandle(file, before, onProgress) {
 */
 function checkListed(path, info, listed) {
 	if (listed === void 0) return;
-	const foldersHeld = (listed.folders ?? []).every((folder) => isFolderSeen(lstatSync(folder.path, {
+	const foldersHeld = listed.folders.every((folder) => isFolderSeen(lstatSync(folder.path, {
 		bigint: true,
 		throwIfNoEntry: false
 	}), folder));
@@ -11639,10 +11974,11 @@ function elsewhereNote(found) {
 }
 var MAX_RECEIPT_BYTES, runIndexes, Evidence;
 var init_evidence = __esmMin((() => {
+	init_http$1();
 	init_errors();
 	init_receipt_format();
 	init_receipts();
-	MAX_RECEIPT_BYTES = 4259840;
+	MAX_RECEIPT_BYTES = MAX_ANSWER_BYTES + 65536;
 	runIndexes = /* @__PURE__ */ new WeakMap();
 	Evidence = class {
 		#sources;
@@ -12051,8 +12387,8 @@ function recordHashOf(recordJson) {
 }
 /** A session saved no later than the record of its hash was completed: that registration's, left over. */
 function isLeftoverOf(pending, record) {
-	const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
-	return Number.isFinite(saved) && Number.isFinite(completed) && saved <= completed;
+	const after = savedAfterCompleted(pending, record);
+	return after !== void 0 && after <= 0;
 }
 /**
 * Whether `pending` was saved after `record` was completed, both times
@@ -12060,8 +12396,13 @@ function isLeftoverOf(pending, record) {
 * --no-complete`), the one session of a recorded hash `complete` sends.
 */
 function savedAfterRecord(pending, record) {
+	const after = savedAfterCompleted(pending, record);
+	return after !== void 0 && after > 0;
+}
+/** Milliseconds from the record's completion to the session's saving; undefined when either time cannot be read. */
+function savedAfterCompleted(pending, record) {
 	const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
-	return Number.isFinite(saved) && Number.isFinite(completed) && saved > completed;
+	return Number.isFinite(saved) && Number.isFinite(completed) ? saved - completed : void 0;
 }
 var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, custodyOwedSchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
 var init_service_store = __esmMin((() => {
@@ -13823,206 +14164,6 @@ var init_notarize = __esmMin((() => {
 	REQUEST_ANSWERED_409 = "request answered 409";
 	DEFAULT_LOCK_WAIT_MS = 6e4;
 }));
-// dist/output/safe-text.js
-function escapeOne(char) {
-	const short = SHORT[char];
-	if (short !== void 0) return short;
-	let out = "";
-	for (let i = 0; i < char.length; i++) out += `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`;
-	return out;
-}
-/** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
-function forTerminal(text) {
-	return escapeControls(text).replace(LEGACY_COMMAND, "\\u0023");
-}
-/**
-* `text` with its control and format characters escaped as forTerminal
-* escapes them, and nothing else: a file's name made a description, which
-* the record keeps for good (a `##[` there is the name's own; forTerminal
-* escapes it wherever the description is shown).
-*/
-function escapeControls(text) {
-	return text.replace(UNSAFE, escapeOne);
-}
-/**
-* JSON text (`--json` data, a receipt) as a terminal shows it, of the same
-* JSON value: in its strings, what forTerminal escapes is written as the
-* JSON escape of the same character (the bidi overrides and C1 controls a
-* service may send raw, the `#` of `##[`); between values, a CR, which JSON
-* allows as white space but which sends a terminal back to the line's start
-* for what follows to overwrite, is dropped before a line feed and a space
-* elsewhere. Redirected, the text is printed as it is (io.ts).
-*/
-function jsonForTerminal(text) {
-	if (!UNSAFE_TEST.test(text)) return text;
-	return text.replace(JSON_PIECES, (piece) => piece.startsWith("\"") ? forTerminal(piece) : piece.replace(/\r\n?/g, (cr) => cr === "\r\n" ? "\n" : " "));
-}
-/**
-* `forTerminal` for text that begins a line of output (a table's row, a
-* record's field name): one starting with `::`, spaces before it or not,
-* has that `:` escaped, so no runner reads the line as a workflow command.
-*/
-function lineStart(text) {
-	return forTerminal(text).replace(WORKFLOW_COMMAND_START, "$1\\u003a");
-}
-/**
-* Like `forTerminal`, but line feeds are kept: for output that is several
-* lines on purpose (help, a stack trace, pretty JSON) whose lines hold
-* outside text that must not control the terminal. A CR is still escaped,
-* since it would let the rest of a line overwrite its start.
-*/
-function forTerminalLines(text) {
-	return text.split("\n").map(forTerminal).join("\n");
-}
-var UNSAFE, SHORT, LEGACY_COMMAND, UNSAFE_TEST, JSON_PIECES, WORKFLOW_COMMAND_START;
-var init_safe_text = __esmMin((() => {
-	UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/gu;
-	SHORT = {
-		"\n": "\\n",
-		"\r": "\\r",
-		"	": "\\t"
-	};
-	LEGACY_COMMAND = /#(?=#\[)/g;
-	UNSAFE_TEST = /(?![\n\t])[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}|##\[/u;
-	JSON_PIECES = /"(?:[^"\\]|\\[\s\S])*"|[^"]+/g;
-	WORKFLOW_COMMAND_START = /^(\p{Zs}*):(?=:)/u;
-}));
-// dist/output/github.js
-/** True when running as a GitHub Actions step. */
-function inGitHubActions(env) {
-	return env.GITHUB_ACTIONS === "true";
-}
-/**
-* A workflow command's message. The runner decodes only %25, %0D and %0A
-* (and, in properties, %3A and %2C), and the log shows the rest as is, ANSI
-* colours included: so outside text is first escaped as for a terminal
-* (safe-text.ts), then %-encoded (forTerminal already leaves no CR or LF:
-* their encoding is kept as the runner's rule, not relied on). A file name
-* that had to be escaped names no file in the repository: its annotation
-* is then shown without a link, which beats a forged one.
-*/
-function escapeData(text, redact) {
-	return forTerminal(redact(text)).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
-}
-function escapeProperty(text, redact) {
-	return escapeData(text, redact).replace(/:/g, "%3A").replace(/,/g, "%2C");
-}
-/**
-* A markdown table cell, shown as the text it is: escaped as for a terminal
-* (no line breaks, no bidi overrides), then every character markdown or
-* HTML could act on backslash-escaped (GitHub renders both in a summary,
-* and a file name or a receipt's URL is anyone's to write).
-*/
-function cell$1(text, redact) {
-	return forTerminal(redact(text)).replace(/[\\`*_{}[\]<>()!|~&]/g, "\\$&");
-}
-/**
-* A markdown link to `url` that cannot end its cell or its row: an http(s)
-* URL with every character markdown could read (brackets, parentheses,
-* pipes, quotes, spaces...) percent-encoded. A verification URL may come
-* from a receipt, which anyone can write; one that is no http(s) URL is
-* shown as text.
-*/
-function link(label, url, redact) {
-	let parsed;
-	try {
-		parsed = new URL(redact(url));
-	} catch {
-		return cell$1(url, redact);
-	}
-	if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return cell$1(url, redact);
-	return `[${label}](${parsed.href.replace(/[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`)})`;
-}
-/** A warning as a workflow command: the runner shows it on the run's page, not only in the log. */
-function warningCommand(text, redact) {
-	return `::warning title=notarize::${escapeData(text, redact)}`;
-}
-/** An error as a workflow command, its text escaped as data (it may quote an input: no forged command). */
-function errorCommand(text, redact) {
-	return `::error::${escapeData(text, redact)}`;
-}
-/**
-* Why a result is what it is, in its own words: its error's message, else
-* its reason, else what its status means. A bare `unknown` (verify found no
-* receipt and no ledger entry) carries neither: it says so, and what to do,
-* as `notarize verify`'s hint does.
-*/
-function resultDetail(r) {
-	return r.error?.message ?? r.reason ?? STATUS_MEANING[r.status] ?? "";
-}
-/**
-* The markdown summary of a command's results. A row's Detail is its
-* verification link, and for a result that did not end well (a failed
-* registration can have a record and a link too) its detail first: the
-* link never hides why.
-*/
-function markdownSummary(title, results, redact, maxBytes = SUMMARY_MAX_BYTES) {
-	const row = (r) => {
-		const detail = [ANNOTATED.has(r.status) || !r.verificationUrl ? cell$1(resultDetail(r), redact) : "", r.verificationUrl ? link("verify", r.verificationUrl, redact) : ""].filter((part) => part !== "").join(" ");
-		return `| ${cell$1(r.file ?? "-", redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${detail} |`;
-	};
-	const head = [
-		`### ${title}`,
-		"",
-		"| File | Status | SHA-256 | Detail |",
-		"|---|---|---|---|"
-	];
-	const text = (lines) => redact([
-		...head,
-		...lines,
-		""
-	].join("\n") + "\n");
-	const rows = results.map(row);
-	const whole = text(rows);
-	if (Buffer.byteLength(whole) <= maxBytes) return whole;
-	const order = results.map((_, i) => i).sort((a, b) => rank(results[a]) - rank(results[b]) || a - b);
-	const kept = [];
-	let bytes = Buffer.byteLength(text([])) + SUMMARY_NOTE_BYTES;
-	for (const i of order) {
-		bytes += Buffer.byteLength(rows[i]) + 1;
-		if (bytes > maxBytes) break;
-		kept.push(i);
-	}
-	kept.sort((a, b) => a - b);
-	const counts = /* @__PURE__ */ new Map();
-	for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
-	const tally = [...counts].map(([status, n]) => `${n} ${status}`).join(", ");
-	const note = `${results.length - kept.length} more results are not shown (GitHub takes at most 1 MiB of summary per step; all ${results.length}: ${tally}); every result is in notarize's output (the action's \`results\` file)`;
-	return text([
-		...kept.map((i) => rows[i]),
-		"",
-		note
-	]);
-}
-/** Results that did not end well first (0), when not all rows fit. */
-function rank(result) {
-	return ANNOTATED.has(result.status) ? 0 : 1;
-}
-/** The `::error` annotations of the results that failed or were not verified, one line each. */
-function annotations(results, redact) {
-	const lines = [];
-	for (const r of results) {
-		if (!ANNOTATED.has(r.status)) continue;
-		const file = r.file && r.file !== "-" ? `file=${escapeProperty(r.file, redact)},` : "";
-		const message = resultDetail(r) || r.status;
-		lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`, redact)}::${escapeData(message, redact)}`);
-	}
-	return lines;
-}
-var STATUS_MEANING, SUMMARY_MAX_BYTES, SUMMARY_NOTE_BYTES, ANNOTATED;
-var init_github = __esmMin((() => {
-	init_receipts();
-	init_safe_text();
-	STATUS_MEANING = { unknown: `not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url; a document never registered, or whose receipt was not kept, has none to find` };
-	SUMMARY_MAX_BYTES = 524288;
-	SUMMARY_NOTE_BYTES = 512;
-	ANNOTATED = /* @__PURE__ */ new Set([
-		"failed",
-		"modified",
-		"unknown",
-		"invalid"
-	]);
-}));
 // node_modules/chalk/source/vendor/ansi-styles/index.js
 function assembleStyles() {
 	const codes = /* @__PURE__ */ new Map();
@@ -14438,6 +14579,70 @@ var init_source = __esmMin((() => {
 	chalk = createChalk();
 	createChalk({ level: stderrColor ? stderrColor.level : 0 });
 }));
+// dist/output/safe-text.js
+function escapeOne(char) {
+	const short = SHORT[char];
+	if (short !== void 0) return short;
+	let out = "";
+	for (let i = 0; i < char.length; i++) out += `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`;
+	return out;
+}
+/** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
+function forTerminal(text) {
+	return escapeControls(text).replace(LEGACY_COMMAND, "\\u0023");
+}
+/**
+* `text` with its control and format characters escaped as forTerminal
+* escapes them, and nothing else: a file's name made a description, which
+* the record keeps for good (a `##[` there is the name's own; forTerminal
+* escapes it wherever the description is shown).
+*/
+function escapeControls(text) {
+	return text.replace(UNSAFE, escapeOne);
+}
+/**
+* JSON text (`--json` data, a receipt) as a terminal shows it, of the same
+* JSON value: in its strings, what forTerminal escapes is written as the
+* JSON escape of the same character (the bidi overrides and C1 controls a
+* service may send raw, the `#` of `##[`); between values, a CR, which JSON
+* allows as white space but which sends a terminal back to the line's start
+* for what follows to overwrite, is dropped before a line feed and a space
+* elsewhere. Redirected, the text is printed as it is (io.ts).
+*/
+function jsonForTerminal(text) {
+	if (!UNSAFE_TEST.test(text)) return text;
+	return text.replace(JSON_PIECES, (piece) => piece.startsWith("\"") ? forTerminal(piece) : piece.replace(/\r\n?/g, (cr) => cr === "\r\n" ? "\n" : " "));
+}
+/**
+* `forTerminal` for text that begins a line of output (a table's row, a
+* record's field name): one starting with `::`, spaces before it or not,
+* has that `:` escaped, so no runner reads the line as a workflow command.
+*/
+function lineStart(text) {
+	return forTerminal(text).replace(WORKFLOW_COMMAND_START, "$1\\u003a");
+}
+/**
+* Like `forTerminal`, but line feeds are kept: for output that is several
+* lines on purpose (help, a stack trace, pretty JSON) whose lines hold
+* outside text that must not control the terminal. A CR is still escaped,
+* since it would let the rest of a line overwrite its start.
+*/
+function forTerminalLines(text) {
+	return text.split("\n").map(forTerminal).join("\n");
+}
+var UNSAFE, SHORT, LEGACY_COMMAND, UNSAFE_TEST, JSON_PIECES, WORKFLOW_COMMAND_START;
+var init_safe_text = __esmMin((() => {
+	UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/gu;
+	SHORT = {
+		"\n": "\\n",
+		"\r": "\\r",
+		"	": "\\t"
+	};
+	LEGACY_COMMAND = /#(?=#\[)/g;
+	UNSAFE_TEST = /(?![\n\t])[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}|##\[/u;
+	JSON_PIECES = /"(?:[^"\\]|\\[\s\S])*"|[^"]+/g;
+	WORKFLOW_COMMAND_START = /^(\p{Zs}*):(?=:)/u;
+}));
 // dist/output/render.js
 /** A two-column "field  value" table of every field of a record, unknown ones included. */
 function renderRecord(record, extra, colour) {
@@ -14615,6 +14820,7 @@ function compact(result) {
 function embed(text) {
 	return ExactJson.of(text) ?? text;
 }
+/** How many results have each status, in the order statuses first appear. */
 function countStatuses(results) {
 	const counts = /* @__PURE__ */ new Map();
 	for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
@@ -14741,6 +14947,141 @@ var init_results = __esmMin((() => {
 			return this.#kept;
 		}
 	};
+}));
+// dist/output/github.js
+/** True when running as a GitHub Actions step. */
+function inGitHubActions(env) {
+	return env.GITHUB_ACTIONS === "true";
+}
+/**
+* A workflow command's message. The runner decodes only %25, %0D and %0A
+* (and, in properties, %3A and %2C), and the log shows the rest as is, ANSI
+* colours included: so outside text is first escaped as for a terminal
+* (safe-text.ts), then %-encoded (forTerminal already leaves no CR or LF:
+* their encoding is kept as the runner's rule, not relied on). A file name
+* that had to be escaped names no file in the repository: its annotation
+* is then shown without a link, which beats a forged one.
+*/
+function escapeData(text, redact) {
+	return forTerminal(redact(text)).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+}
+function escapeProperty(text, redact) {
+	return escapeData(text, redact).replace(/:/g, "%3A").replace(/,/g, "%2C");
+}
+/**
+* A markdown table cell, shown as the text it is: escaped as for a terminal
+* (no line breaks, no bidi overrides), then every character markdown or
+* HTML could act on backslash-escaped (GitHub renders both in a summary,
+* and a file name or a receipt's URL is anyone's to write).
+*/
+function cell$1(text, redact) {
+	return forTerminal(redact(text)).replace(/[\\`*_{}[\]<>()!|~&]/g, "\\$&");
+}
+/**
+* A markdown link to `url` that cannot end its cell or its row: an http(s)
+* URL with every character markdown could read (brackets, parentheses,
+* pipes, quotes, spaces...) percent-encoded. A verification URL may come
+* from a receipt, which anyone can write; one that is no http(s) URL is
+* shown as text.
+*/
+function link(label, url, redact) {
+	let parsed;
+	try {
+		parsed = new URL(redact(url));
+	} catch {
+		return cell$1(url, redact);
+	}
+	if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return cell$1(url, redact);
+	return `[${label}](${parsed.href.replace(/[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`)})`;
+}
+/** A warning as a workflow command: the runner shows it on the run's page, not only in the log. */
+function warningCommand(text, redact) {
+	return `::warning title=notarize::${escapeData(text, redact)}`;
+}
+/** An error as a workflow command, its text escaped as data (it may quote an input: no forged command). */
+function errorCommand(text, redact) {
+	return `::error::${escapeData(text, redact)}`;
+}
+/**
+* Why a result is what it is, in its own words: its error's message, else
+* its reason, else what its status means. A bare `unknown` (verify found no
+* receipt and no ledger entry) carries neither: it says so, and what to do,
+* as `notarize verify`'s hint does.
+*/
+function resultDetail(r) {
+	return r.error?.message ?? r.reason ?? STATUS_MEANING[r.status] ?? "";
+}
+/**
+* The markdown summary of a command's results. A row's Detail is its
+* verification link, and for a result that did not end well (a failed
+* registration can have a record and a link too) its detail first: the
+* link never hides why.
+*/
+function markdownSummary(title, results, redact) {
+	const row = (r) => {
+		const detail = [ANNOTATED.has(r.status) || !r.verificationUrl ? cell$1(resultDetail(r), redact) : "", r.verificationUrl ? link("verify", r.verificationUrl, redact) : ""].filter((part) => part !== "").join(" ");
+		return `| ${cell$1(r.file ?? "-", redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${detail} |`;
+	};
+	const head = [
+		`### ${title}`,
+		"",
+		"| File | Status | SHA-256 | Detail |",
+		"|---|---|---|---|"
+	];
+	const text = (lines) => redact([
+		...head,
+		...lines,
+		""
+	].join("\n") + "\n");
+	const rows = results.map(row);
+	const whole = text(rows);
+	if (Buffer.byteLength(whole) <= SUMMARY_MAX_BYTES) return whole;
+	const order = results.map((_, i) => i).sort((a, b) => rank(results[a]) - rank(results[b]) || a - b);
+	const kept = [];
+	let bytes = Buffer.byteLength(text([])) + SUMMARY_NOTE_BYTES;
+	for (const i of order) {
+		bytes += Buffer.byteLength(rows[i]) + 1;
+		if (bytes > SUMMARY_MAX_BYTES) break;
+		kept.push(i);
+	}
+	kept.sort((a, b) => a - b);
+	const tally = [...countStatuses(results)].map(([status, n]) => `${n} ${status}`).join(", ");
+	const note = `${results.length - kept.length} more results are not shown (GitHub takes at most 1 MiB of summary per step; all ${results.length}: ${tally}); every result is in notarize's output (the action's \`results\` file)`;
+	return text([
+		...kept.map((i) => rows[i]),
+		"",
+		note
+	]);
+}
+/** Results that did not end well first (0), when not all rows fit. */
+function rank(result) {
+	return ANNOTATED.has(result.status) ? 0 : 1;
+}
+/** The `::error` annotations of the results that failed or were not verified, one line each. */
+function annotations(results, redact) {
+	const lines = [];
+	for (const r of results) {
+		if (!ANNOTATED.has(r.status)) continue;
+		const file = r.file && r.file !== "-" ? `file=${escapeProperty(r.file, redact)},` : "";
+		const message = resultDetail(r) || r.status;
+		lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`, redact)}::${escapeData(message, redact)}`);
+	}
+	return lines;
+}
+var STATUS_MEANING, SUMMARY_MAX_BYTES, SUMMARY_NOTE_BYTES, ANNOTATED;
+var init_github = __esmMin((() => {
+	init_receipts();
+	init_results();
+	init_safe_text();
+	STATUS_MEANING = { unknown: `not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url; a document never registered, or whose receipt was not kept, has none to find` };
+	SUMMARY_MAX_BYTES = 524288;
+	SUMMARY_NOTE_BYTES = 512;
+	ANNOTATED = /* @__PURE__ */ new Set([
+		"failed",
+		"modified",
+		"unknown",
+		"invalid"
+	]);
 }));
 // dist/output/present.js
 /**
@@ -19038,11 +19379,12 @@ function leftOut(path, relativePath, filter) {
 	} catch {}
 	return !toFolder && !filter.accepts(relativePath);
 }
+/** The item of `path`, which could not be used: `error`, or, an errno error, the reason it gives. */
 function unusable(path, error) {
 	return {
 		kind: "unusable",
 		path,
-		error: new InputFileError(path, fileErrorReason(error))
+		error: error instanceof InputFileError ? error : new InputFileError(path, fileErrorReason(error))
 	};
 }
 /**
@@ -19126,11 +19468,7 @@ async function* walk(dir, below, filter, onSkipped, folders = []) {
 			}];
 		}
 	} catch (error) {
-		yield error instanceof InputFileError ? {
-			kind: "unusable",
-			path: dir,
-			error
-		} : unusable(dir, error);
+		yield unusable(dir, error);
 		return;
 	}
 	const entries = listed.map((entry) => ({
@@ -20088,7 +20426,7 @@ var init_register_aggregate = __esmMin((() => {
 		*/
 		#warnAnswerLost(roots) {
 			for (const [root, result] of roots) {
-				if (result.ok || !("error" in result) || !mayHaveCompleted(result.error)) continue;
+				if (!("error" in result) || !mayHaveCompleted(result.error)) continue;
 				let session;
 				try {
 					session = this.#store.readPending(root);
@@ -20105,7 +20443,7 @@ var init_register_aggregate = __esmMin((() => {
 		/** The manifest of `root` in --receipt-dir, if there is one there: with this store, where its tree is kept. */
 		#manifestThere(root) {
 			const plan = this.#documents.receipts;
-			const manifest = plan === void 0 ? void 0 : join(plan.dir, manifestName(root));
+			const manifest = plan === void 0 ? void 0 : manifestPath(plan, root);
 			return manifest !== void 0 && existsSync(manifest) ? manifest : void 0;
 		}
 		/** One warning for every root whose documents got no receipt: the store has no record to write them from. */
@@ -21463,8 +21801,11 @@ async function runPending(options) {
 	const owed = custody.entries.map((e) => e.hash);
 	const { covered, blocked } = await sessionsUnderRoots(ledger, [...pending.entries.map((e) => e.hash), ...pending.problems.map((problem) => basename(problem.file, ".json"))]);
 	const blockedBy = [...new Set([...blocked.values()].map((error) => `${error.message}; ${error.hint ?? ""}`))];
-	const leftovers = pending.entries.filter((e) => ledger.isLeftover(e)).map((e) => e.hash);
-	const rows = [...pending.entries.filter((e) => !leftovers.includes(e.hash)).map((e) => ({
+	const listed = [];
+	const leftovers = [];
+	for (const entry of pending.entries) if (ledger.isLeftover(entry)) leftovers.push(entry.hash);
+	else listed.push(entry);
+	const rows = [...listed.map((e) => ({
 		hash: e.hash,
 		description: e.description,
 		savedAt: e.savedAt,
@@ -23305,7 +23646,7 @@ function writeText(res, status, contentType, text, headers = {}) {
 	res.end(text);
 }
 var MAX_BODY_BYTES, MAX_DRAIN_BYTES, SandboxHttpError, ERROR_CODES;
-var init_http$1 = __esmMin((() => {
+var init_http = __esmMin((() => {
 	MAX_BODY_BYTES = 1048576;
 	MAX_DRAIN_BYTES = 64 * MAX_BODY_BYTES;
 	SandboxHttpError = class extends Error {
@@ -23626,7 +23967,7 @@ var ok, badRequest, nowSeconds, HANDLERS;
 var init_handlers = __esmMin((() => {
 	init_schemas();
 	init_validation();
-	init_http$1();
+	init_http();
 	init_jwt();
 	init_state();
 	init_verification();
@@ -23742,7 +24083,7 @@ var init_serve = __esmMin((() => {
 	init_delivery();
 	init_faults();
 	init_handlers();
-	init_http$1();
+	init_http();
 	init_routes();
 	init_verification();
 }));
@@ -28712,337 +29053,6 @@ var init_proxy_env = __esmMin((() => {
 		"http:": 80,
 		"https:": 443
 	};
-}));
-// dist/api/http.js
-/**
-* The single HTTP choke point: every byte notarize sends to the service goes
-* through `HttpTransport.send`. It sets the base URL, user agent, bearer
-* token and timeout; always consumes the body (bounded in size); maps
-* statuses and network failures to error classes; and logs requests with
-* secrets left out (bodies and headers are never logged).
-*/
-var http_exports = /* @__PURE__ */ __exportAll({
-	HttpTransport: () => HttpTransport,
-	MAX_ANSWER_BYTES: () => MAX_ANSWER_BYTES,
-	parseRetryAfter: () => parseRetryAfter
-});
-/**
-* The body of an answer, bounded in size. Throws UnreadableAnswerError
-* when it stalls past the timeout, breaks off, is too large, or comes
-* compressed although notarize never asks for compression.
-*/
-async function readAnswerBody(answer, what) {
-	const encoding = headerValue(answer.headers["content-encoding"])?.trim().toLowerCase();
-	if (encoding !== void 0 && encoding !== "" && encoding !== "identity") {
-		discard(answer);
-		throw new UnreadableAnswerError(`${what}, but its body is encoded as '${encoding.slice(0, 40)}', which notarize did not ask for`);
-	}
-	let bounded;
-	try {
-		bounded = await readBoundedBytes(answer.body, MAX_ANSWER_BYTES);
-	} catch (error) {
-		const reason = errorCode(error).endsWith("_TIMEOUT") || error.name === "TimeoutError" ? "it stalled" : "it broke off";
-		throw new UnreadableAnswerError(`${what}, but its body could not be read (${reason})`, { cause: error });
-	}
-	if (bounded === void 0) {
-		discard(answer);
-		throw new UnreadableAnswerError(`${what}, but its body is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; it was cut off`);
-	}
-	return bounded;
-}
-/** An error's `code` as a string (undici's are strings; some errors carry numbers). */
-function errorCode(error) {
-	const code = error.code;
-	return typeof code === "string" || typeof code === "number" ? String(code) : "";
-}
-/** Stops receiving a body notarize will not read; the abort this causes is expected, not an error. */
-function discard(answer) {
-	answer.body.on("error", () => {});
-	answer.body.destroy();
-}
-/**
-* Paths are built from validated hashes (core/hash.ts, the store's schemas);
-* this is the last check before a URL exists: only the documented path
-* characters, and no `.` or `..` segment that could lead elsewhere.
-*/
-function assertSafePath(path) {
-	const [pathname = ""] = path.split("?");
-	if (!(/^\/api\/v2\/[A-Za-z0-9._~/-]*(\?[A-Za-z0-9=&._~-]*)?$/.test(path) && !pathname.split("/").some((segment) => segment === "." || segment === ".."))) throw new UsageError("refusing to send a request to an unexpected path", {
-		code: "unsafe_path",
-		hint: "a hash must be 64 hex digits"
-	});
-}
-/** The secrets a request carries (its token, an API key in its body), to keep out of error messages. */
-function secretsOf(req) {
-	const secrets = req.token === void 0 ? [] : [req.token];
-	try {
-		const body = req.body === void 0 ? void 0 : JSON.parse(req.body);
-		if (typeof body?.apiKey === "string") secrets.push(body.apiKey);
-	} catch {}
-	return secrets.filter((secret) => secret.length >= 8).flatMap(secretParts);
-}
-/** An error body with any secret the service echoed back replaced, before it can reach a message. */
-function redact(text, secrets) {
-	return secrets.reduce((out, secret) => out.replaceAll(secret, "[redacted]"), text);
-}
-function headerValue(value) {
-	return Array.isArray(value) ? value[0] : value;
-}
-/** Seconds from a Retry-After header (delta-seconds or HTTP date), if valid. */
-function parseRetryAfter(value, now = Date.now()) {
-	if (value === void 0) return void 0;
-	const trimmed = value.trim();
-	if (/^\d+$/.test(trimmed)) return Number(trimmed);
-	if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(trimmed) && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(trimmed)) return void 0;
-	const date = Date.parse(trimmed);
-	return Number.isNaN(date) ? void 0 : Math.max(0, Math.ceil((date - now) / 1e3));
-}
-function networkError(method, url, error, proxyVariable) {
-	const code = errorCode(error);
-	if (code === "UND_ERR_INVALID_ARG" || error.name === "InvalidArgumentError") return new UsageError(`${method} ${url} was not sent: the request was refused locally (${code || "invalid argument"})`, {
-		code: "invalid_request",
-		hint: "check NOTARIZE_TOKEN, the stored token and the settings; if they are fine, report this as a bug",
-		cause: error
-	});
-	const name = error.name ?? "";
-	const tunnel = TUNNEL_REFUSED.exec(error?.message ?? "");
-	if (tunnel) return tunnelRefused(method, url, Number(tunnel[1]), proxyVariable, error);
-	if (code === "UND_ERR_PRX_CONN") return tunnelBrokenOff(method, url, proxyVariable, error);
-	const certificate = certificateRefusal(error);
-	if (certificate !== void 0) return certificateRefused(method, url, certificate, proxyVariable, error);
-	const reason = name === "TimeoutError" || code.endsWith("_TIMEOUT") || code === "UND_ERR_ABORTED" ? "timed out" : code || error.message;
-	const through = proxyVariable === void 0 ? "" : ` through the proxy in ${proxyVariable}`;
-	return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
-		hint: proxyVariable === void 0 ? "the service could not be reached; try again later" : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
-		notProcessed: NOT_SENT_CODES.has(code),
-		cause: error
-	});
-}
-/**
-* The proxy would not open a tunnel to the service: the request never
-* reached it. A 407 wants credentials, which no retry brings; any other
-* status (403 by policy, 502 upstream unreachable) is reported as the
-* proxy's, and may be retried, since the service saw nothing.
-*/
-function tunnelRefused(method, url, status, proxyVariable, cause) {
-	const host = new URL(url).host;
-	const what = `the proxy in ${proxyVariable ?? "the proxy variables"} answered ${status} to CONNECT ${host}`;
-	if (status === 407) return proxyAuthError(what, proxyVariable, cause);
-	return new TransientError(`${method} ${url} failed: ${what}`, {
-		hint: `the proxy would not open a connection to ${host}; check the proxy, or NO_PROXY`,
-		notProcessed: true,
-		cause
-	});
-}
-/**
-* The proxy broke off the CONNECT before the tunnel opened (api/dispatcher.ts
-* ProxyTunnelError): the request never reached the service, and may be
-* retried; a proxy that never opens one fails every attempt the same way.
-*/
-function tunnelBrokenOff(method, url, proxyVariable, cause) {
-	const { host, hostname } = new URL(url);
-	return new TransientError(`${method} ${url} failed: the proxy in ${proxyVariable ?? "the proxy variables"} closed the connection to CONNECT ${host} before the tunnel opened`, {
-		hint: `check that it is an HTTP proxy that opens tunnels (CONNECT), or set NO_PROXY for ${hostname}`,
-		notProcessed: true,
-		cause
-	});
-}
-/**
-* The code of the certificate refusal `error` is, if it is one: Node's own,
-* or the one undici wraps as UND_ERR_PRX_TLS (an https proxy's certificate
-* for another name).
-*/
-function certificateRefusal(error) {
-	const code = errorCode(error);
-	if (CERTIFICATE_CODES.has(code)) return code;
-	if (code !== "UND_ERR_PRX_TLS") return void 0;
-	const cause = errorCode(error.cause);
-	return CERTIFICATE_CODES.has(cause) ? cause : void 0;
-}
-/**
-* A certificate Node would not trust: the handshake stopped before any
-* request was sent. Still exit 4 (a server's expired certificate gets
-* renewed), but with what to do rather than "try again later": a CI
-* runner's TLS-inspecting proxy is the usual cause, and its CA goes in
-* NODE_EXTRA_CA_CERTS. Whose certificate it was is named when known: through
-* a proxy it may be the proxy's or the service's (undici does not say).
-*/
-function certificateRefused(method, url, code, proxyVariable, cause) {
-	const { host } = new URL(url);
-	const whose = proxyVariable === void 0 ? `the certificate of ${host}` : `a certificate (${host}'s or the proxy's in ${proxyVariable})`;
-	return new TransientError(`${method} ${url} failed: ${whose} was not trusted (${code}), so the request was not sent`, {
-		hint: "if your network inspects TLS, give its CA certificate (a PEM file) in NODE_EXTRA_CA_CERTS; an expired certificate or one for another name is the server's to fix",
-		notProcessed: true,
-		cause
-	});
-}
-/**
-* A 407, to CONNECT or to a plain request: a proxy wants credentials. Exit 3
-* and never retried (the same request would get the same answer), naming the
-* variable to fix and never quoting it (it may already hold a password).
-*/
-function proxyAuthError(what, proxyVariable, cause) {
-	const message = `${what} (proxy authentication required)`;
-	if (proxyVariable === void 0) return new AuthError(`${message}, though no proxy is set for this service`, {
-		status: 407,
-		hint: "a proxy between here and the service wants credentials; set HTTPS_PROXY to it as http://user:password@host:port",
-		cause
-	});
-	return new AuthError(message, {
-		status: 407,
-		hint: `give the proxy's user and password in ${proxyVariable} (http://user:password@host:port, URL-encoded); if it has them, the proxy refused them`,
-		cause
-	});
-}
-/**
-* The service's own message from a JSON error body, if it sent one, without
-* the secrets of the request: redacted in the body as sent and in the
-* message parsed from it (JSON may spell a secret in more ways than one,
-* `\u0022` for a quote, `\/` for a slash), and only then cut to length, at a
-* word's end, so that no cut leaves a secret's first characters behind.
-*/
-function serviceMessage(text, secrets) {
-	try {
-		const body = JSON.parse(redact(text, secrets));
-		const message = body.message ?? body.error;
-		return typeof message === "string" ? cutAtWord(redact(message, secrets), 300) : void 0;
-	} catch {
-		return;
-	}
-}
-/**
-* At most `max` characters of `text`, never part of a word: a secret this
-* request did not carry (the API key, once logged in) is scrubbed later, by
-* its whole text, which a cut through it would leave only the start of.
-*/
-function cutAtWord(text, max) {
-	if (text.length <= max) return text;
-	const cut = text.slice(0, max);
-	if (/\s/.test(text[max])) return `${cut.trimEnd()}…`;
-	const word = /\S*$/.exec(cut)[0].length;
-	return `${cut.slice(0, max - Math.min(word, KEY_ROOM)).trimEnd()}…`;
-}
-function statusError(method, url, status, text, retryAfter, secrets) {
-	const said = serviceMessage(text, secrets);
-	const what = `${method} ${url} answered ${status}${said ? `: ${said}` : ""}`;
-	if (status === 401 || status === 403) return new AuthError(what, {
-		status,
-		hint: "log in again with `notarize login` (or set NOTARIZE_API_KEY)"
-	});
-	if (status === 429 || status >= 500) {
-		const retryAfterSeconds = parseRetryAfter(retryAfter);
-		return new TransientError(what, {
-			status,
-			retryAfterSeconds,
-			notProcessed: status === 429 || status === 503 && retryAfterSeconds !== void 0,
-			hint: "the service is unavailable or busy; try again later"
-		});
-	}
-	if (status >= 400) return new ServiceRefusedError(status, what, said === void 0 ? {} : { serviceMessage: said });
-	const redirect = status >= 300 && status < 400;
-	return new ProtocolError(`${what} (an unexpected status)`, { ...redirect ? { hint: "notarize follows no redirect: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting)" } : {} });
-}
-var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, TUNNEL_REFUSED, CERTIFICATE_CODES, KEY_ROOM;
-var init_http = __esmMin((() => {
-	init_errors();
-	init_secrets();
-	init_read_bounded();
-	MAX_ANSWER_BYTES = 4194304;
-	NOT_SENT_CODES = /* @__PURE__ */ new Set([
-		"ECONNREFUSED",
-		"ENOTFOUND",
-		"EAI_AGAIN",
-		"UND_ERR_CONNECT_TIMEOUT",
-		"EHOSTUNREACH",
-		"ENETUNREACH"
-	]);
-	HttpTransport = class {
-		options;
-		constructor(options) {
-			this.options = options;
-		}
-		/** The absolute URL of a path on this service. */
-		url(path) {
-			return `${this.options.baseUrl}${path}`;
-		}
-		/**
-		* Sends one request and returns the 2xx answer. Throws AuthError (401/403,
-		* and 407 from a proxy),
-		* TransientError (network, timeout, 429, 5xx), ServiceRefusedError (other
-		* 4xx) or ProtocolError (unexpected status, oversized answer).
-		*/
-		async send(req) {
-			const { method, path } = req;
-			assertSafePath(path);
-			const url = this.url(path);
-			const started = performance$1.now();
-			const headers = {
-				"user-agent": this.options.userAgent,
-				accept: "application/json"
-			};
-			if (req.body !== void 0) headers["content-type"] = "application/json";
-			if (req.token !== void 0) {
-				if (!isSendableToken(req.token)) throw new AuthError("the bearer token holds characters an HTTP header cannot carry; nothing was sent", { hint: "log in again with `notarize login` (or check NOTARIZE_TOKEN)" });
-				headers.authorization = `Bearer ${req.token}`;
-			}
-			const elapsed = () => `${Math.round(performance$1.now() - started)} ms`;
-			let answer;
-			try {
-				const target = new URL(url);
-				answer = await this.options.dispatcher.request({
-					origin: target.origin,
-					path: `${target.pathname}${target.search}`,
-					method,
-					headers,
-					body: req.body,
-					headersTimeout: this.options.timeoutMs,
-					bodyTimeout: this.options.timeoutMs,
-					signal: AbortSignal.timeout(this.options.timeoutMs)
-				});
-			} catch (error) {
-				this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);
-				throw networkError(method, url, error, this.options.proxyVariable);
-			}
-			const status = answer.statusCode;
-			const ok = status >= 200 && status < 300;
-			let text;
-			try {
-				const body = await readAnswerBody(answer, `${method} ${url} answered ${status}`);
-				if (ok && !isUtf8(body)) this.options.warn?.(`${method} ${url} answered ${status} with bytes that are not UTF-8, as JSON must be: read as U+FFFD, so what is kept of this answer (a session sent back, a record) differs from what the service sent there`);
-				text = body.toString("utf8");
-			} catch (error) {
-				this.options.log?.(`${method} ${url} -> ${status}, body unreadable after ${elapsed()}`);
-				if (ok) throw error;
-				text = "";
-			}
-			const retryAfter = headerValue(answer.headers["retry-after"]);
-			this.options.log?.(`${method} ${url} -> ${status} in ${elapsed()}`);
-			if (ok) return {
-				status,
-				text
-			};
-			if (status === 407) throw proxyAuthError(`${method} ${url} answered 407`, this.options.proxyVariable);
-			throw statusError(method, url, status, text, retryAfter, secretsOf(req));
-		}
-	};
-	TUNNEL_REFUSED = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/;
-	CERTIFICATE_CODES = /* @__PURE__ */ new Set([
-		"CERT_HAS_EXPIRED",
-		"CERT_NOT_YET_VALID",
-		"CERT_REJECTED",
-		"CERT_REVOKED",
-		"CERT_SIGNATURE_FAILURE",
-		"CERT_UNTRUSTED",
-		"DEPTH_ZERO_SELF_SIGNED_CERT",
-		"ERR_TLS_CERT_ALTNAME_INVALID",
-		"HOSTNAME_MISMATCH",
-		"INVALID_CA",
-		"SELF_SIGNED_CERT_IN_CHAIN",
-		"UNABLE_TO_GET_ISSUER_CERT",
-		"UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
-		"UNABLE_TO_VERIFY_LEAF_SIGNATURE"
-	]);
-	KEY_ROOM = 256;
 }));
 // dist/core/credentials.js
 var credentials_exports = /* @__PURE__ */ __exportAll({
@@ -39963,7 +39973,7 @@ var init_context = __esmMin((() => {
 			if (this.#api) return this.#api;
 			const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }, { Outage, outageTiming }, { RequestSlots }] = await Promise.all([
 				Promise.resolve().then(() => (init_client(), client_exports)),
-				Promise.resolve().then(() => (init_http(), http_exports)),
+				Promise.resolve().then(() => (init_http$1(), http_exports)),
 				Promise.resolve().then(() => (init_credentials(), credentials_exports)),
 				Promise.resolve().then(() => (init_dispatcher(), dispatcher_exports)),
 				Promise.resolve().then(() => (init_retry(), retry_exports)),

@@ -4,7 +4,7 @@
  * and a receipt per document carrying its proof to that root.
  */
 import { existsSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { register, type Outcome } from '../core/notarize.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
@@ -13,7 +13,6 @@ import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js
 import {
   confirmedBefore,
   confirmedRoots,
-  manifestName,
   Trees,
   type AggregateDocument,
   type LoadedTree,
@@ -39,7 +38,13 @@ import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResul
 import type { ServiceStore } from '../store/service-store.js';
 import { escapeControls } from '../output/safe-text.js';
 import { owingResult, sessionNote } from '../interrupt.js';
-import { checkManifestPath, manifestNotWritten, writeManifest, writeManifestFirst } from './manifest-files.js';
+import {
+  checkManifestPath,
+  manifestNotWritten,
+  manifestPath,
+  writeManifest,
+  writeManifestFirst,
+} from './manifest-files.js';
 import { DocumentRoots, type Rooted } from './register-roots.js';
 import { TreesNow } from '../core/trees-now.js';
 import {
@@ -740,7 +745,7 @@ export class Aggregator {
    */
   #warnAnswerLost(roots: Map<string, RootResult>): void {
     for (const [root, result] of roots) {
-      if (result.ok || !('error' in result) || !mayHaveCompleted(result.error)) continue;
+      if (!('error' in result) || !mayHaveCompleted(result.error)) continue;
       let session;
       try {
         session = this.#store.readPending(root);
@@ -768,7 +773,7 @@ export class Aggregator {
   /** The manifest of `root` in --receipt-dir, if there is one there: with this store, where its tree is kept. */
   #manifestThere(root: string): string | undefined {
     const plan = this.#documents.receipts;
-    const manifest = plan === undefined ? undefined : join(plan.dir, manifestName(root));
+    const manifest = plan === undefined ? undefined : manifestPath(plan, root);
     return manifest !== undefined && existsSync(manifest) ? manifest : undefined;
   }
 

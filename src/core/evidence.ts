@@ -22,6 +22,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { MAX_ANSWER_BYTES } from '../api/http.js';
 import { UsageError } from '../errors.js';
 import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
@@ -35,7 +36,7 @@ import { RECEIPT_SUFFIX, type ReceiptPlan } from './receipts.js';
  * can write must be read, so the limit is that plus room for the rest (the
  * document's name, a proof). contrib/verify-receipt.py has the same.
  */
-export const MAX_RECEIPT_BYTES = 4 * 1024 * 1024 + 64 * 1024;
+export const MAX_RECEIPT_BYTES = MAX_ANSWER_BYTES + 64 * 1024;
 
 export type FindingStatus = 'verified' | 'modified' | 'unknown' | 'invalid';
 

@@ -240,7 +240,7 @@ export interface Listed {
   dev: bigint;
   ino: bigint;
   /** The folders between the one named and the file, as the walk listed them. */
-  folders?: readonly ListedFolder[];
+  folders: readonly ListedFolder[];
 }
 
 /**
@@ -254,7 +254,7 @@ export interface Listed {
  */
 export function checkListed(path: string, info: BigIntStats, listed: Listed | undefined): void {
   if (listed === undefined) return;
-  const foldersHeld = (listed.folders ?? []).every((folder) =>
+  const foldersHeld = listed.folders.every((folder) =>
     isFolderSeen(lstatSync(folder.path, { bigint: true, throwIfNoEntry: false }), folder),
   );
   if (!sameFile(info, listed) || !foldersHeld) throw replacedSinceWalked(path, 'after its folder was walked', 'file');

@@ -217,8 +217,11 @@ function leftOut(path: string, relativePath: string, filter: PathFilter): boolea
 /** When a folder the walk went into was found replaced (replacedSinceWalked). */
 const WHILE_WALKED = 'while its folder was walked';
 
+/** The item of `path`, which could not be used: `error`, or, an errno error, the reason it gives. */
 function unusable(path: string, error: unknown): InputItem {
-  return { kind: 'unusable', path, error: new InputFileError(path, fileErrorReason(error as NodeJS.ErrnoException)) };
+  const reason =
+    error instanceof InputFileError ? error : new InputFileError(path, fileErrorReason(error as NodeJS.ErrnoException));
+  return { kind: 'unusable', path, error: reason };
 }
 
 /**
@@ -315,7 +318,7 @@ async function* walk(
     }
   } catch (error) {
     // A subdirectory that cannot be listed fails on its own, like a named file.
-    yield error instanceof InputFileError ? { kind: 'unusable', path: dir, error } : unusable(dir, error);
+    yield unusable(dir, error);
     return;
   }
   const entries = listed.map((entry) => ({ entry, name: entry.name.toString('utf8'), utf8: isUtf8(entry.name) }));

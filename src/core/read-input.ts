@@ -21,16 +21,15 @@ export async function readTextInput(source: string, stdin: Readable, limit: numb
 /** The bytes of `source`, as `readTextInput` reads them, for a caller that decodes them itself. */
 export async function readBytesInput(source: string, stdin: Readable, limit: number, what: string): Promise<Buffer> {
   let bytes: Buffer | undefined;
+  if (source === '-') checkStandardInput(stdin, what);
   try {
     if (source === '-') {
-      checkStandardInput(stdin, what);
       bytes = await readBoundedBytes(stdin, limit);
     } else {
       if (!(await stat(source)).isFile()) throw new Error('not a regular file');
       bytes = await readBoundedBytes(createReadStream(source), limit);
     }
   } catch (error) {
-    if (error instanceof UsageError) throw error;
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
     throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
   }

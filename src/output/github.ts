@@ -6,7 +6,7 @@
  * `--json > results.json`).
  */
 import { RECEIPT_SUFFIX } from '../core/receipts.js';
-import type { ItemResult } from './results.js';
+import { countStatuses, type ItemResult } from './results.js';
 import { forTerminal } from './safe-text.js';
 
 /**
@@ -106,12 +106,7 @@ const STATUS_MEANING: Partial<Record<ItemResult['status'], string>> = {
  * registration can have a record and a link too) its detail first: the
  * link never hides why.
  */
-export function markdownSummary(
-  title: string,
-  results: readonly ItemResult[],
-  redact: Redact,
-  maxBytes = SUMMARY_MAX_BYTES,
-): string {
+export function markdownSummary(title: string, results: readonly ItemResult[], redact: Redact): string {
   const row = (r: ItemResult) => {
     const shown = ANNOTATED.has(r.status) || !r.verificationUrl ? cell(resultDetail(r), redact) : '';
     const url = r.verificationUrl ? link('verify', r.verificationUrl, redact) : '';
@@ -123,7 +118,7 @@ export function markdownSummary(
   const text = (lines: string[]) => redact([...head, ...lines, ''].join('\n') + '\n');
   const rows = results.map(row);
   const whole = text(rows);
-  if (Buffer.byteLength(whole) <= maxBytes) return whole;
+  if (Buffer.byteLength(whole) <= SUMMARY_MAX_BYTES) return whole;
   // GitHub refuses a step's summary over 1 MiB whole, table and all: the rows that fit, those that did
   // not end well first, and a line saying how many are left out and where they all are.
   const order = results.map((_, i) => i).sort((a, b) => rank(results[a]!) - rank(results[b]!) || a - b);
@@ -131,13 +126,11 @@ export function markdownSummary(
   let bytes = Buffer.byteLength(text([])) + SUMMARY_NOTE_BYTES;
   for (const i of order) {
     bytes += Buffer.byteLength(rows[i]!) + 1;
-    if (bytes > maxBytes) break;
+    if (bytes > SUMMARY_MAX_BYTES) break;
     kept.push(i);
   }
   kept.sort((a, b) => a - b);
-  const counts = new Map<string, number>();
-  for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
-  const tally = [...counts].map(([status, n]) => `${n} ${status}`).join(', ');
+  const tally = [...countStatuses(results)].map(([status, n]) => `${n} ${status}`).join(', ');
   const note =
     `${results.length - kept.length} more results are not shown (GitHub takes at most 1 MiB of summary per step; ` +
     `all ${results.length}: ${tally}); every result is in notarize's output (the action's \`results\` file)`;

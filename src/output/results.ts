@@ -297,7 +297,8 @@ export class ItemResults {
   }
 }
 
-function countStatuses(results: readonly ItemResult[]): Map<ItemStatus, number> {
+/** How many results have each status, in the order statuses first appear. */
+export function countStatuses(results: readonly ItemResult[]): Map<ItemStatus, number> {
   const counts = new Map<ItemStatus, number>();
   for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
   return counts;
