@@ -75,9 +75,14 @@ export function parseAnswer<S extends z.ZodType>(raw: string, schema: S, what: s
     json = JSON.parse(raw);
   } catch {
     // Never quoted: a body that is not JSON may be anything, a token included.
-    const looks = /^\s*</.test(raw) ? 'it looks like an HTML page' : `${Buffer.byteLength(raw)} bytes`;
+    const page = /^\s*</.test(raw);
+    const looks = page ? 'it looks like an HTML page' : `${Buffer.byteLength(raw)} bytes`;
     throw new UnreadableAnswerError(`the ${what} is not JSON (${looks})`, {
-      hint: 'the service may be down or behind a proxy; check the base URL',
+      // A page is someone else's answer (a proxy, a maintenance page, another site); other text
+      // that is not JSON is most often an answer cut short on its way.
+      hint: page
+        ? 'the service may be down or behind a proxy; check the base URL'
+        : 'the answer may have been cut short on its way (a proxy, a dropped connection); if it keeps coming, check the base URL',
     });
   }
   const parsed = schema.safeParse(json);

@@ -32,10 +32,20 @@ async function withFaults(faults: Fault[]) {
 describe('malformed answers from the sandbox: exit 5, the field named, nothing lost', () => {
   it.each([
     { route: 'login', kind: 'wrong-shape', field: /token/ },
-    { route: 'login', kind: 'html', field: /not JSON/ },
-    { route: 'login', kind: 'truncated', field: /not JSON/ },
-    { route: 'request', kind: 'html', field: /not JSON/ },
-    { route: 'request', kind: 'truncated', field: /not JSON/ },
+    // A page is someone else's answer; JSON cut short is not "the service may be down".
+    {
+      route: 'login',
+      kind: 'html',
+      field: /not JSON \(it looks like an HTML page\) \(the service may be down or behind a proxy/,
+    },
+    {
+      route: 'login',
+      kind: 'truncated',
+      field: /not JSON \(\d+ bytes\) \(the answer may have been cut short on its way/,
+    },
+    // (the request step's hint says what became of the session instead)
+    { route: 'request', kind: 'html', field: /not JSON \(it looks like an HTML page\)/ },
+    { route: 'request', kind: 'truncated', field: /not JSON \(\d+ bytes\)/ },
   ])(
     '$route: $kind -> exit 5 ($field), no session saved, a re-run succeeds (after an unread request step: asked with --force)',
     async ({ route, kind, field }) => {
