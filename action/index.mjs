@@ -82,9 +82,12 @@ var __require = /* #__PURE__ */ (() => createRequire(import.meta.url))();
 * whether or not its answer arrives, and once it is, a re-run only hears
 * "already registered", without the record. So when the signal finds
 * completions in flight, nothing more is sent (`beforeSending`) and the exit
-* waits up to COMPLETION_GRACE_MS for their answers to be recorded; CI
-* cancellations (SIGINT, then SIGTERM, then SIGKILL seconds later) leave
-* that much time, and it keeps the exit within the 2 s promised.
+* waits up to COMPLETION_GRACE_MS for their answers to be recorded. That is
+* 5 s: an answer lost costs a record and its receipts for good, and CI
+* cancellations leave that much (GitHub Actions sends SIGINT, then SIGTERM
+* 7.5 s later; `docker stop` waits 10 s before SIGKILL); a second signal,
+* as the line says, stops the wait at once. A 1 s wait lost the record of
+* every completion answered later than that.
 */
 /**
 * Resolves once a signal is being handled: what waits for an answer that
@@ -276,7 +279,7 @@ var init_interrupt = __esmMin((() => {
 	completing = /* @__PURE__ */ new Set();
 	owed = /* @__PURE__ */ new Set();
 	stopping = false;
-	COMPLETION_GRACE_MS = 1e3;
+	COMPLETION_GRACE_MS = 5e3;
 	pendingOutput = /* @__PURE__ */ new Set();
 	takenOver = false;
 }));
@@ -21388,8 +21391,9 @@ function parseAnswer(raw, schema, what) {
 	try {
 		json = JSON.parse(raw);
 	} catch {
-		const looks = /^\s*</.test(raw) ? "it looks like an HTML page" : `${Buffer.byteLength(raw)} bytes`;
-		throw new UnreadableAnswerError(`the ${what} is not JSON (${looks})`, { hint: "the service may be down or behind a proxy; check the base URL" });
+		const page = /^\s*</.test(raw);
+		const looks = page ? "it looks like an HTML page" : `${Buffer.byteLength(raw)} bytes`;
+		throw new UnreadableAnswerError(`the ${what} is not JSON (${looks})`, { hint: page ? "the service may be down or behind a proxy; check the base URL" : "the answer may have been cut short on its way (a proxy, a dropped connection); if it keeps coming, check the base URL" });
 	}
 	const parsed = schema.safeParse(json);
 	if (!parsed.success) throw new InvalidAnswerError(`the ${what} does not match the documented shape: ${describeZodError(parsed.error)}`, raw, json);

@@ -23,9 +23,12 @@
  * whether or not its answer arrives, and once it is, a re-run only hears
  * "already registered", without the record. So when the signal finds
  * completions in flight, nothing more is sent (`beforeSending`) and the exit
- * waits up to COMPLETION_GRACE_MS for their answers to be recorded; CI
- * cancellations (SIGINT, then SIGTERM, then SIGKILL seconds later) leave
- * that much time, and it keeps the exit within the 2 s promised.
+ * waits up to COMPLETION_GRACE_MS for their answers to be recorded. That is
+ * 5 s: an answer lost costs a record and its receipts for good, and CI
+ * cancellations leave that much (GitHub Actions sends SIGINT, then SIGTERM
+ * 7.5 s later; `docker stop` waits 10 s before SIGKILL); a second signal,
+ * as the line says, stops the wait at once. A 1 s wait lost the record of
+ * every completion answered later than that.
  */
 import { writeSync } from 'node:fs';
 
@@ -72,7 +75,7 @@ export function whenStopping(): Promise<void> {
 }
 
 /** How long a signal waits for completions already sent (see the module comment). */
-export const COMPLETION_GRACE_MS = 1000;
+export const COMPLETION_GRACE_MS = 5000;
 
 /**
  * Tells this module that a completion (forfait) is being sent; call the
