@@ -5,11 +5,11 @@ import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
 import { basename, dirname, extname, isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
+import { setTimeout as setTimeout$1 } from "node:timers/promises";
 import { lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { isUtf8 } from "node:buffer";
 import { performance as performance$1 } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
-import { setTimeout as setTimeout$1 } from "node:timers/promises";
 import tty from "node:tty";
 import { createServer } from "node:http";
 import { gzipSync } from "node:zlib";
@@ -9451,7 +9451,95 @@ again; how it answers a repeated forfait is undocumented. A Retry-After longer t
 ${LONGEST_RETRY_WAIT_MS / 1e3} s ends the retries (exit 4).`;
 	SETTINGS = ALL_SETTINGS.filter((s) => s.storable);
 }));
+// dist/fd-shortage.js
+/**
+* Out of file descriptors: EMFILE (this process's limit, `ulimit -n`: 1,024
+* by default on Linux, 256 on macOS, sometimes 64 in a container) or ENFILE
+* (the system's). In a batch it passes: the documents in flight each hold a
+* lock and a connection and close a file or two a moment later. Failing at
+* once turned a moment of it into a whole batch failed (each document's
+* open failed in microseconds, and the queue drained: 1,959 of 2,000 with
+* `-j 16` under `ulimit -n 64`), and a record the service had answered, paid
+* for, into one never saved. So the opens that matter (a document's, a
+* lock's, the session's and the record's files) wait a moment and try
+* again, for up to FD_WAIT_MS in all; then the error stands, saying what to
+* change.
+*/
+/** Whether `error` is (or wraps, as a StoreError does) a shortage of file descriptors. */
+function isFdShortage(error) {
+	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+		const code = current.code;
+		if (code === "EMFILE" || code === "ENFILE") return true;
+		current = current.cause;
+	}
+	return false;
+}
+/**
+* Runs `op`, and while it fails for want of file descriptors, runs it again
+* after a short wait (1 ms, doubling up to 100 ms), for up to `budgetMs` in
+* all; any other error, or the shortage past the budget, is thrown as it is.
+* `op` must be safe to run again after such a failure (an open that failed
+* made nothing).
+*/
+async function whenFdsFree(op, wait = {}) {
+	const deadline = Date.now() + (wait.budgetMs ?? 3e4);
+	for (let step = 1;; step = Math.min(step * 2, MAX_STEP_MS)) {
+		try {
+			return await op();
+		} catch (error) {
+			if (!isFdShortage(error) || wait.onlyIf && !wait.onlyIf(error) || Date.now() + step > deadline) throw error;
+		}
+		await setTimeout$1(step);
+	}
+}
+/**
+* How many more files this process may open now: its limit (`ulimit -n`,
+* the soft one) less those open; undefined where the system does not say
+* (it is read from /proc, which only Linux has).
+*/
+function descriptorsLeft() {
+	try {
+		const limits = readFileSync("/proc/self/limits", "utf8");
+		const soft = /^Max open files\s+(\d+|unlimited)\s/m.exec(limits)?.[1];
+		if (soft === void 0 || soft === "unlimited") return void 0;
+		return Number(soft) - readdirSync("/proc/self/fd").length;
+	} catch {
+		return;
+	}
+}
+/**
+* The concurrency that fits the descriptors left (`left`), when `perUnit`
+* are held for each unit of it, and a warning when `wanted` does not fit.
+* A shortage is waited out (whenFdsFree), but a concurrency whose files
+* cannot all be open at once waits on itself: every unit holds some and
+* waits for one more.
+*/
+function fitConcurrency(wanted, perUnit, left = descriptorsLeft()) {
+	if (left === void 0) return { concurrency: wanted };
+	const fits = Math.max(1, Math.floor((left - RESERVED) / perUnit));
+	if (fits >= wanted) return { concurrency: wanted };
+	return {
+		concurrency: fits,
+		warning: `-j ${wanted} would hold about ${wanted * perUnit + RESERVED} more files open, and this process may open ${left} more (ulimit -n): ${fits} at a time instead`
+	};
+}
+var MAX_STEP_MS, FD_SHORTAGE_REMEDY, RESERVED;
+var init_fd_shortage = __esmMin((() => {
+	MAX_STEP_MS = 100;
+	FD_SHORTAGE_REMEDY = "lower -j, or raise the limit of open files (ulimit -n)";
+	RESERVED = 8;
+}));
 // dist/core/batch.js
+/**
+* Whether an item's failure left nothing sent for it (exit 2), so that it can
+* simply be run again: an item that failed for want of file descriptors, its
+* document's open or its lock's, is, once the others in flight have freed
+* theirs (fd-shortage.ts). Failing it at once drained a whole batch in
+* milliseconds.
+*/
+function nothingSent(error) {
+	return error instanceof NotarizeError && error.exitCode === EXIT.usage;
+}
 /** An item's failure, normalised so unexpected errors have a code too. */
 function asNotarizeError(error) {
 	if (error instanceof NotarizeError) return error;
@@ -9539,7 +9627,7 @@ async function runAll(items, operation, options) {
 			try {
 				result = {
 					ok: true,
-					value: await operation(item, index)
+					value: await whenFdsFree(() => operation(item, index), { onlyIf: nothingSent })
 				};
 			} catch (error) {
 				if (options.failFast) stop = true;
@@ -9564,6 +9652,7 @@ function settledError(settled) {
 var FailureTally, BatchError;
 var init_batch = __esmMin((() => {
 	init_errors();
+	init_fd_shortage();
 	FailureTally = class {
 		failed = 0;
 		/** The lasting (not transient) failure of the lowest index so far, and what its error says to do. */
@@ -10796,7 +10885,7 @@ async function writeFileAtomic(file, data, options = {}) {
 	const dir = dirname(file);
 	const temp = join(dir, `.${basename(file)}.${uniqueSuffix()}.tmp`);
 	const pieces = typeof data === "string" ? [data] : options.replace === false ? [[...data].join("")] : data;
-	let fd = await onPool((done) => open(temp, CREATE_NEW, options.mode ?? 384, done));
+	let fd = await whenFdsFree(() => onPool((done) => open(temp, CREATE_NEW, options.mode ?? 384, done)));
 	let bytes = Buffer.alloc(0);
 	try {
 		for (const piece of pieces) {
@@ -10865,12 +10954,17 @@ function uniqueSuffix() {
 function temporaryTarget(name) {
 	return /^\.(.+)\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.tmp$/.exec(name)?.[1];
 }
-/** Flushes a directory's entries (the rename) to disk; best effort, as some platforms cannot. */
+/**
+* Flushes a directory's entries (the rename) to disk; best effort, as some
+* platforms cannot. Not for want of a descriptor: that passes (it waits),
+* or fails the write, which was never made durable.
+*/
 async function syncDir(dir) {
 	let fd;
 	try {
-		fd = openSync(dir, "r");
-	} catch {
+		fd = await whenFdsFree(() => openSync(dir, "r"));
+	} catch (error) {
+		if (isFdShortage(error)) throw error;
 		return;
 	}
 	try {
@@ -10961,6 +11055,7 @@ function recoveryHint(file) {
 var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, NOT_A_DIRECTORY, HINT_NOT_A_DIRECTORY, PROCESS_TAG, writeCounter, DirFlushes;
 var init_files = __esmMin((() => {
 	init_errors();
+	init_fd_shortage();
 	init_mkdirs();
 	init_validation();
 	O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
@@ -11360,6 +11455,8 @@ function fileErrorReason(error) {
 		case "ENOTDIR": return "not a directory";
 		case "ELOOP": return "too many levels of symbolic links";
 		case "ENAMETOOLONG": return "file name too long";
+		case "EMFILE":
+		case "ENFILE": return `too many files open at once (${FD_SHORTAGE_REMEDY})`;
 		case "EAGAIN":
 		case "EWOULDBLOCK": return "not readable without waiting (a device or pseudo-file?)";
 		case "ESPIPE": return "not a regular file";
@@ -11380,6 +11477,7 @@ function truncate$1(text) {
 var HEX_DIGEST, READ_BLOCK_BYTES, MIN_BLOCK_BYTES, OPEN_FLAGS, PSEUDO_FILE_SYSTEMS, pseudoByDevice;
 var init_hash$1 = __esmMin((() => {
 	init_errors();
+	init_fd_shortage();
 	init_read_input();
 	HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
 	READ_BLOCK_BYTES = 2097152;
@@ -12904,7 +13002,7 @@ function errnoCode(error) {
 		current = current.cause;
 	}
 }
-/** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission. */
+/** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission, no descriptor left. */
 function isDiskRefusal(error) {
 	return errnoCode(error) !== void 0;
 }
@@ -12932,25 +13030,31 @@ function diskRefused(error, dir, sent, elsewhere = "point NOTARIZE_CONFIG_DIR el
 			EROFS: "make it writable",
 			EFBIG: "raise the limit (ulimit -f)",
 			EACCES: "give this user write access to it",
-			EPERM: "lift the restriction (lsattr, chattr -i)"
-		}[code]} (or ${elsewhere}), then run the command again`,
+			EPERM: "lift the restriction (lsattr, chattr -i)",
+			EMFILE: FD_SHORTAGE_REMEDY,
+			ENFILE: FD_SHORTAGE_REMEDY
+		}[code]}${NOT_OF_THE_PLACE.has(code) ? "" : ` (or ${elsewhere})`}, then run the command again`,
 		cause: error
 	};
 	const message = `${REFUSALS[code](dir)} (${code})`;
 	if (sent === void 0) return new UsageError(`${message}; nothing was sent`, details);
 	return new NotarizeError(details.code, EXIT.refused, `${message}; ${sent}`, details);
 }
-var REFUSALS;
+var REFUSALS, NOT_OF_THE_PLACE;
 var init_disk = __esmMin((() => {
 	init_errors();
+	init_fd_shortage();
 	REFUSALS = {
 		ENOSPC: (dir) => `no space left on the device holding ${dir}`,
 		EDQUOT: (dir) => `the disk quota is exceeded on the device holding ${dir}`,
 		EROFS: (dir) => `the device holding ${dir} is read-only`,
 		EFBIG: (dir) => `a file size limit (ulimit -f) stops writes in ${dir}`,
 		EACCES: (dir) => `permission is denied in ${dir}`,
-		EPERM: (dir) => `the system does not permit this change in ${dir} (an immutable file or folder?)`
+		EPERM: (dir) => `the system does not permit this change in ${dir} (an immutable file or folder?)`,
+		EMFILE: (dir) => `this process has too many files open to work in ${dir}`,
+		ENFILE: (dir) => `the system has too many files open to work in ${dir}`
 	};
+	NOT_OF_THE_PLACE = /* @__PURE__ */ new Set(["EMFILE", "ENFILE"]);
 }));
 // dist/store/lock.js
 /**
@@ -20766,7 +20870,7 @@ function toResult$1(item, knownHash, settled, baseUrl) {
 		...under ? { under } : {}
 	});
 }
-var Registrar;
+var FILES_PER_REQUEST_SLOT, Registrar;
 var init_register = __esmMin((() => {
 	init_esm();
 	init_schemas();
@@ -20778,6 +20882,7 @@ var init_register = __esmMin((() => {
 	init_notarize();
 	init_receipts();
 	init_receipt_format();
+	init_fd_shortage();
 	init_present();
 	init_render();
 	init_results();
@@ -20790,6 +20895,7 @@ var init_register = __esmMin((() => {
 	init_register_roots();
 	init_trees_now();
 	init_register_inputs();
+	FILES_PER_REQUEST_SLOT = 3;
 	Registrar = class {
 		#options;
 		#documents;
@@ -20932,7 +21038,8 @@ var init_register = __esmMin((() => {
 			const checked = this.#options.failFast ? await this.#checkAll(report) : void 0;
 			let total = checked?.total ?? 0;
 			if (checked === void 0 || checked.ok) {
-				const { concurrency, failFast } = this.#options;
+				const { failFast } = this.#options;
+				const concurrency = this.#concurrencyThatFits();
 				const documentsAtOnce = concurrency === 1 || failFast ? concurrency : 2 * concurrency;
 				this.#deps.api.limitRequests(concurrency);
 				const send = (doc, index) => "input" in doc ? this.#send(doc.input, doc.index) : this.#one(doc, index);
@@ -20956,6 +21063,16 @@ var init_register = __esmMin((() => {
 				items: this.#items,
 				...failure ? { failure } : {}
 			};
+		}
+		/**
+		* -j, lowered to what the open files allowed fit (fd-shortage.ts): each of
+		* its requests holds a connection, and each of the (up to) two documents
+		* in flight for it a lock and, a moment at a time, a file.
+		*/
+		#concurrencyThatFits() {
+			const { concurrency, warning } = fitConcurrency(this.#options.concurrency, FILES_PER_REQUEST_SLOT);
+			if (warning !== void 0) this.#options.io.warn(warning);
+			return concurrency;
 		}
 		/**
 		* --fail-fast's first pass: every document hashed and its receipt checked,

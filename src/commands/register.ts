@@ -18,6 +18,7 @@ import { custodyFailure, register, type FlowDeps, type Outcome, type RegisterInp
 import { checkBeforeSending, keptReceipt, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
+import { fitConcurrency } from '../fd-shortage.js';
 import type { Spinner } from '../output/io.js';
 import {
   sentMetadata,
@@ -61,6 +62,14 @@ import {
 } from './register-inputs.js';
 
 export { optionsSchema, type RegisterFlags, type RegisterOptions } from './register-inputs.js';
+
+/**
+ * Files held for each unit of -j: its connection, and its two documents'
+ * locks; a document's file, a session's or a record's, a moment at a time
+ * (peaks measured at 42, 60 and 111 open in all with -j 8, 16 and 32, 20 at
+ * the start).
+ */
+const FILES_PER_REQUEST_SLOT = 3;
 
 export function configure(command: Command, context: () => Context): void {
   addInputOptions(command.argument('[paths...]', "documents to notarize ('-' reads standard input)"))
@@ -358,7 +367,8 @@ class Registrar {
       // for the disk (api/slots.ts). Not with -j 1, which stays one document at a time from start to end
       // (its NDJSON lines in input order), nor with --fail-fast: a document waiting for its slot when
       // another fails would still open its session once it had one, and no new one may start then.
-      const { concurrency, failFast } = this.#options;
+      const { failFast } = this.#options;
+      const concurrency = this.#concurrencyThatFits();
       const documentsAtOnce = concurrency === 1 || failFast ? concurrency : 2 * concurrency;
       this.#deps.api.limitRequests(concurrency);
       const send = (doc: Item | Checked, index: number) =>
@@ -379,6 +389,17 @@ class Registrar {
     showMetadataSent(this.#options.io, this.#metadataSent);
     const failure = tally.failure(this.#sent, total);
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
+  }
+
+  /**
+   * -j, lowered to what the open files allowed fit (fd-shortage.ts): each of
+   * its requests holds a connection, and each of the (up to) two documents
+   * in flight for it a lock and, a moment at a time, a file.
+   */
+  #concurrencyThatFits(): number {
+    const { concurrency, warning } = fitConcurrency(this.#options.concurrency, FILES_PER_REQUEST_SLOT);
+    if (warning !== undefined) this.#options.io.warn(warning);
+    return concurrency;
   }
 
   /**

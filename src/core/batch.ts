@@ -2,9 +2,22 @@
  * Running one operation over many inputs: a bounded number at once, each
  * with its own result, one failure never stopping the others (unless
  * --fail-fast), and an exit code that tells a script whether a retry can
- * help. Knows nothing of what the operation is.
+ * help. Knows nothing of what the operation is, but that a failure of exit
+ * 2 sent nothing.
  */
 import { EXIT, NotarizeError, type ExitCode } from '../errors.js';
+import { whenFdsFree } from '../fd-shortage.js';
+
+/**
+ * Whether an item's failure left nothing sent for it (exit 2), so that it can
+ * simply be run again: an item that failed for want of file descriptors, its
+ * document's open or its lock's, is, once the others in flight have freed
+ * theirs (fd-shortage.ts). Failing it at once drained a whole batch in
+ * milliseconds.
+ */
+function nothingSent(error: unknown): boolean {
+  return error instanceof NotarizeError && error.exitCode === EXIT.usage;
+}
 
 /** An item's failure, normalised so unexpected errors have a code too. */
 export function asNotarizeError(error: unknown): NotarizeError {
@@ -113,7 +126,7 @@ export async function runAll<T, R>(
       }
       let result: Settled<R>;
       try {
-        result = { ok: true, value: await operation(item, index) };
+        result = { ok: true, value: await whenFdsFree(() => operation(item, index), { onlyIf: nothingSent }) };
       } catch (error) {
         if (options.failFast) stop = true;
         result = { ok: false, error: asNotarizeError(error) };

@@ -22,6 +22,7 @@ import { constants, fstatSync, lstatSync, statfsSync, statSync, type BigIntStats
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { InputFileError, UsageError } from '../errors.js';
+import { FD_SHORTAGE_REMEDY } from '../fd-shortage.js';
 import { checkStandardInput } from './read-input.js';
 
 /** 64 hex digits, any case, as accepted on the command line. */
@@ -447,6 +448,10 @@ export function fileErrorReason(error: { code?: string; message?: string }): str
       return 'too many levels of symbolic links';
     case 'ENAMETOOLONG':
       return 'file name too long';
+    case 'EMFILE':
+    case 'ENFILE':
+      // Only once a batch has waited for descriptors to be freed (core/batch.ts).
+      return `too many files open at once (${FD_SHORTAGE_REMEDY})`;
     case 'EAGAIN':
     case 'EWOULDBLOCK':
       // A non-blocking read found nothing yet: waiting could be forever, so it is not retried.

@@ -1,5 +1,6 @@
 /**
- * Disk refusals (full, over quota, read-only, no permission) met while preparing a store
+ * Disk refusals (full, over quota, read-only, no permission; and no file
+ * descriptor left, which is as much the user's to fix) met while preparing a store
  * write before anything was sent, e.g. creating a hash's lock. They are the
  * user's to fix, and nothing was lost: exit 2 (UsageError), saying which
  * device, rather than "unexpected error: ENOSPC" with exit 1.
@@ -9,6 +10,7 @@
  * calling this there would wrongly say nothing was sent.
  */
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
+import { FD_SHORTAGE_REMEDY } from '../fd-shortage.js';
 
 /** What each code says about the device, completed with "the device holding <dir>". */
 const REFUSALS: Record<string, (dir: string) => string> = {
@@ -19,7 +21,13 @@ const REFUSALS: Record<string, (dir: string) => string> = {
   // Not the device's, but as much the user's to fix, and met before any write changed anything.
   EACCES: (dir) => `permission is denied in ${dir}`,
   EPERM: (dir) => `the system does not permit this change in ${dir} (an immutable file or folder?)`,
+  // Not the disk's either: no file could be opened at all (src/fd-shortage.ts waited first where it could).
+  EMFILE: (dir) => `this process has too many files open to work in ${dir}`,
+  ENFILE: (dir) => `the system has too many files open to work in ${dir}`,
 };
+
+/** Codes whose remedy is not where the files go: "or point … elsewhere" would send the user the wrong way. */
+const NOT_OF_THE_PLACE = new Set(['EMFILE', 'ENFILE']);
 
 /** The errno code of `error` or of an error it wraps (StoreError keeps the system's as its cause). */
 function errnoCode(error: unknown): string | undefined {
@@ -31,7 +39,7 @@ function errnoCode(error: unknown): string | undefined {
   return undefined;
 }
 
-/** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission. */
+/** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission, no descriptor left. */
 export function isDiskRefusal(error: unknown): boolean {
   return errnoCode(error) !== undefined;
 }
@@ -65,10 +73,12 @@ export function diskRefused(
     EFBIG: 'raise the limit (ulimit -f)',
     EACCES: 'give this user write access to it',
     EPERM: 'lift the restriction (lsattr, chattr -i)',
+    EMFILE: FD_SHORTAGE_REMEDY,
+    ENFILE: FD_SHORTAGE_REMEDY,
   };
   const details = {
     code: 'disk_refused',
-    hint: `${remedy[code]!} (or ${elsewhere}), then run the command again`,
+    hint: `${remedy[code]!}${NOT_OF_THE_PLACE.has(code) ? '' : ` (or ${elsewhere})`}, then run the command again`,
     cause: error,
   };
   const message = `${REFUSALS[code]!(dir)} (${code})`;

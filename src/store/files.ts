@@ -37,6 +37,7 @@ import { rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { z } from 'zod';
 import { NewerStoreFileError, StoreError } from '../errors.js';
+import { isFdShortage, whenFdsFree } from '../fd-shortage.js';
 import { makeDirs } from '../mkdirs.js';
 import { describeZodError } from '../validation.js';
 
@@ -290,8 +291,9 @@ export async function writeFileAtomic(
   // Pieces are written one by one: a tree of 100,000 leaves never becomes one
   // string (store/service-store.ts). Only linkOrCreate's fallback needs the whole.
   const pieces = typeof data === 'string' ? [data] : options.replace === false ? [[...data].join('')] : data;
-  let fd: number | undefined = await onPool<number>((done) =>
-    open(temp, CREATE_NEW, options.mode ?? PRIVATE_FILE_MODE, done),
+  // Out of descriptors for a moment (a batch's other documents hold them): wait, do not lose the write.
+  let fd: number | undefined = await whenFdsFree(() =>
+    onPool<number>((done) => open(temp, CREATE_NEW, options.mode ?? PRIVATE_FILE_MODE, done)),
   );
   let bytes = Buffer.alloc(0);
   try {
@@ -415,12 +417,17 @@ export class DirFlushes {
   }
 }
 
-/** Flushes a directory's entries (the rename) to disk; best effort, as some platforms cannot. */
+/**
+ * Flushes a directory's entries (the rename) to disk; best effort, as some
+ * platforms cannot. Not for want of a descriptor: that passes (it waits),
+ * or fails the write, which was never made durable.
+ */
 async function syncDir(dir: string): Promise<void> {
   let fd: number;
   try {
-    fd = openSync(dir, 'r');
-  } catch {
+    fd = await whenFdsFree(() => openSync(dir, 'r'));
+  } catch (error) {
+    if (isFdShortage(error)) throw error;
     // Windows and some file systems cannot open a directory.
     return;
   }

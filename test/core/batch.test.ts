@@ -137,6 +137,27 @@ describe('runAll', () => {
     ).rejects.toThrow('no input given');
     expect(settled).toEqual([0]);
   });
+
+  it('runs again an item that failed for want of file descriptors with nothing sent (exit 2), not one that sent something', async () => {
+    const emfile = () => Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+    const attempts = [0, 0];
+    const results: Settled<string>[] = [];
+    await runAll(
+      [0, 1],
+      async (item) => {
+        await Promise.resolve();
+        attempts[item]!++;
+        // Item 0: its document's open failed twice (nothing sent); item 1: a record not saved (sent: exit 1).
+        if (item === 0 && attempts[0]! < 3) throw new UsageError("cannot read 'a'", { cause: emfile() });
+        if (item === 1) throw new ProtocolError('record not saved', { cause: emfile() });
+        return 'registered';
+      },
+      { concurrency: 2, onSettled: (index, result) => (results[index] = result) },
+    );
+    expect(attempts).toEqual([3, 1]);
+    expect(results[0]).toEqual({ ok: true, value: 'registered' });
+    expect(results[1]).toMatchObject({ ok: false, error: { message: 'record not saved' } });
+  });
 });
 
 describe('FailureTally', () => {

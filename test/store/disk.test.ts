@@ -30,6 +30,16 @@ describe('diskRefusedBeforeSending', () => {
     expect(error?.cause).toBeInstanceOf(Error);
   });
 
+  it.each([
+    ['EMFILE', 'this process has too many files open to work in /store'],
+    ['ENFILE', 'the system has too many files open to work in /store'],
+  ])('%s (no descriptor left) is exit 2 too, its hint not sending the user to another store', (code, says) => {
+    const error = diskRefusedBeforeSending(errno(code), '/store');
+    expect(error?.exitCode).toBe(2);
+    expect(error?.message).toBe(`${says} (${code}); nothing was sent`);
+    expect(error?.hint).toBe('lower -j, or raise the limit of open files (ulimit -n), then run the command again');
+  });
+
   it('finds the code in a StoreError that wraps it (ensurePrivateDir, conf)', () => {
     const wrapped = new StoreError('/store/x', 'cannot use the store directory /store/x', { cause: errno('ENOSPC') });
     expect(isDiskRefusal(wrapped)).toBe(true);

@@ -1,0 +1,102 @@
+/**
+ * Out of file descriptors: EMFILE (this process's limit, `ulimit -n`: 1,024
+ * by default on Linux, 256 on macOS, sometimes 64 in a container) or ENFILE
+ * (the system's). In a batch it passes: the documents in flight each hold a
+ * lock and a connection and close a file or two a moment later. Failing at
+ * once turned a moment of it into a whole batch failed (each document's
+ * open failed in microseconds, and the queue drained: 1,959 of 2,000 with
+ * `-j 16` under `ulimit -n 64`), and a record the service had answered, paid
+ * for, into one never saved. So the opens that matter (a document's, a
+ * lock's, the session's and the record's files) wait a moment and try
+ * again, for up to FD_WAIT_MS in all; then the error stands, saying what to
+ * change.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** How long an open waits in all for a descriptor to be freed before its error stands. */
+export const FD_WAIT_MS = 30_000;
+
+/** The longest single wait between two tries. */
+const MAX_STEP_MS = 100;
+
+/** Whether `error` is (or wraps, as a StoreError does) a shortage of file descriptors. */
+export function isFdShortage(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+    const code = (current as NodeJS.ErrnoException).code;
+    if (code === 'EMFILE' || code === 'ENFILE') return true;
+    current = current.cause;
+  }
+  return false;
+}
+
+/** What to change when descriptors stay short. */
+export const FD_SHORTAGE_REMEDY = 'lower -j, or raise the limit of open files (ulimit -n)';
+
+export interface FdWait {
+  /** How long to wait in all (default FD_WAIT_MS). */
+  budgetMs?: number;
+  /** Which shortages to wait out: those `op` can be run again after (default: every one). */
+  onlyIf?: (error: unknown) => boolean;
+}
+
+/**
+ * Runs `op`, and while it fails for want of file descriptors, runs it again
+ * after a short wait (1 ms, doubling up to 100 ms), for up to `budgetMs` in
+ * all; any other error, or the shortage past the budget, is thrown as it is.
+ * `op` must be safe to run again after such a failure (an open that failed
+ * made nothing).
+ */
+export async function whenFdsFree<T>(op: () => T | Promise<T>, wait: FdWait = {}): Promise<T> {
+  const deadline = Date.now() + (wait.budgetMs ?? FD_WAIT_MS);
+  for (let step = 1; ; step = Math.min(step * 2, MAX_STEP_MS)) {
+    try {
+      return await op();
+    } catch (error) {
+      if (!isFdShortage(error) || (wait.onlyIf && !wait.onlyIf(error)) || Date.now() + step > deadline) throw error;
+    }
+    await sleep(step);
+  }
+}
+
+/**
+ * How many more files this process may open now: its limit (`ulimit -n`,
+ * the soft one) less those open; undefined where the system does not say
+ * (it is read from /proc, which only Linux has).
+ */
+export function descriptorsLeft(): number | undefined {
+  try {
+    const limits = readFileSync('/proc/self/limits', 'utf8');
+    const soft = /^Max open files\s+(\d+|unlimited)\s/m.exec(limits)?.[1];
+    if (soft === undefined || soft === 'unlimited') return undefined;
+    return Number(soft) - readdirSync('/proc/self/fd').length;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Descriptors kept for what is not yet open when this is asked: the hash pool's workers, the store's own files. */
+const RESERVED = 8;
+
+/**
+ * The concurrency that fits the descriptors left (`left`), when `perUnit`
+ * are held for each unit of it, and a warning when `wanted` does not fit.
+ * A shortage is waited out (whenFdsFree), but a concurrency whose files
+ * cannot all be open at once waits on itself: every unit holds some and
+ * waits for one more.
+ */
+export function fitConcurrency(
+  wanted: number,
+  perUnit: number,
+  left = descriptorsLeft(),
+): { concurrency: number; warning?: string } {
+  if (left === undefined) return { concurrency: wanted };
+  const fits = Math.max(1, Math.floor((left - RESERVED) / perUnit));
+  if (fits >= wanted) return { concurrency: wanted };
+  return {
+    concurrency: fits,
+    warning:
+      `-j ${wanted} would hold about ${wanted * perUnit + RESERVED} more files open, and this process may open ${left} more ` +
+      `(ulimit -n): ${fits} at a time instead`,
+  };
+}

@@ -1,0 +1,153 @@
+/**
+ * Out of file descriptors (src/fd-shortage.ts): waited out where an open can
+ * be tried again, and a concurrency that cannot fit lowered, in a real
+ * process under a real `ulimit -n`.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { descriptorsLeft, fitConcurrency, isFdShortage, whenFdsFree } from '../../src/fd-shortage.js';
+import { fileErrorReason } from '../../src/core/hash.js';
+import { useBed, type Bed } from '../helpers/bed.js';
+import { describeRun, runProcess } from '../helpers/cli.js';
+import { useTempDirs } from '../helpers/temp-dirs.js';
+
+const errno = (code: string) => Object.assign(new Error(`${code}: whatever`), { code });
+const tempDir = useTempDirs();
+
+describe('whenFdsFree', () => {
+  it('runs an open again while descriptors are short, and gives its value', async () => {
+    let calls = 0;
+    const value = await whenFdsFree(() => {
+      calls++;
+      if (calls < 3) throw errno(calls === 1 ? 'EMFILE' : 'ENFILE');
+      return 'opened';
+    });
+    expect(value).toBe('opened');
+    expect(calls).toBe(3);
+  });
+
+  it('throws any other error at once, and a shortage once the budget is spent', async () => {
+    let calls = 0;
+    const other = await whenFdsFree(() => {
+      calls++;
+      throw errno('ENOENT');
+    }).catch((error: unknown) => error);
+    expect(other).toMatchObject({ code: 'ENOENT' });
+    expect(calls).toBe(1);
+    calls = 0;
+    const started = Date.now();
+    const short = await whenFdsFree(
+      () => {
+        calls++;
+        throw errno('EMFILE');
+      },
+      { budgetMs: 60 },
+    ).catch((error: unknown) => error);
+    expect(short).toMatchObject({ code: 'EMFILE' });
+    expect(calls).toBeGreaterThan(2);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('waits out only the shortages it is told to (onlyIf), as a wrapped one (a cause) counts', async () => {
+    let calls = 0;
+    const error = await whenFdsFree(
+      () => {
+        calls++;
+        throw new Error('could not save', { cause: errno('EMFILE') });
+      },
+      { onlyIf: () => false },
+    ).catch((e: unknown) => e);
+    expect(isFdShortage(error)).toBe(true);
+    expect(calls).toBe(1);
+  });
+});
+
+it('a document that still cannot be opened says what to change', () => {
+  for (const code of ['EMFILE', 'ENFILE'])
+    expect(fileErrorReason({ code })).toBe(
+      'too many files open at once (lower -j, or raise the limit of open files (ulimit -n))',
+    );
+});
+
+describe('fitConcurrency', () => {
+  it('keeps what fits, and lowers what does not with a warning that says why', () => {
+    expect(fitConcurrency(8, 3, 1000)).toEqual({ concurrency: 8 });
+    expect(fitConcurrency(16, 3, 44)).toEqual({
+      concurrency: 12,
+      warning:
+        '-j 16 would hold about 56 more files open, and this process may open 44 more (ulimit -n): 12 at a time instead',
+    });
+    expect(fitConcurrency(8, 3, 5).concurrency).toBe(1);
+    expect(fitConcurrency(256, 3, undefined)).toEqual({ concurrency: 256 });
+  });
+
+  it.runIf(process.platform === 'linux')("reads what is left of this process's limit from /proc", () => {
+    const soft = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+    const left = descriptorsLeft();
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThan(Number(soft));
+  });
+});
+
+describe('in a process out of descriptors (ulimit -n)', () => {
+  it('a store write waits for a descriptor to be freed instead of failing (a record answered is not lost)', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'record.json');
+    // Every descriptor taken, then the write started, then three freed 150 ms later.
+    const program = `
+      import { closeSync, openSync } from 'node:fs';
+      import { pathToFileURL } from 'node:url';
+      const [dist, file] = process.argv.slice(1);
+      const { writeFileAtomic } = await import(pathToFileURL(dist + '/store/files.js').href);
+      const held = [];
+      for (;;) {
+        try { held.push(openSync('/dev/null', 'r')); } catch (error) { if (error.code === 'EMFILE') break; throw error; }
+      }
+      setTimeout(() => held.splice(0, 3).forEach((fd) => closeSync(fd)), 150);
+      const started = Date.now();
+      await writeFileAtomic(file, '{"saved":true}\\n');
+      console.log('written after', Date.now() - started, 'ms');
+    `;
+    const dist = join(import.meta.dirname, '..', '..', 'dist');
+    const run = await runProcess('bash', [
+      '-c',
+      'ulimit -n 256; exec "$0" "$@"',
+      process.execPath,
+      '--input-type=module',
+      '-e',
+      program,
+      dist,
+      file,
+    ]);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stdout).toMatch(/^written after \d+ ms\n$/);
+    expect(Number(/\d+/.exec(run.stdout)![0])).toBeGreaterThanOrEqual(100);
+    expect(readFileSync(file, 'utf8')).toBe('{"saved":true}\n');
+  });
+});
+
+describe('register under a low limit of open files', () => {
+  let bed!: Bed;
+  useBed((created) => (bed = created), { keyInEnv: true });
+
+  it('-j 32 under ulimit -n 48: -j lowered with a warning, every document registered, nothing failed', async () => {
+    const docs = await Promise.all(
+      Array.from({ length: 150 }, (_, i) => bed.write(`many/doc-${i}.txt`, `document ${i} of many\n`)),
+    );
+    const run = await bed.run(['register', '-r', bed.path('many'), '-j', '32', '--output', 'ndjson'], {
+      shell: 'ulimit -n 48',
+    });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).toMatch(
+      /^warning: -j 32 would hold about \d+ more files open, and this process may open \d+ more \(ulimit -n\): \d+ at a time instead$/m,
+    );
+    const statuses = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { status: string }).status);
+    expect(statuses).toEqual(docs.map(() => 'registered'));
+    expect(bed.ledgerHashes()).toHaveLength(docs.length);
+    expect(bed.pendingHashes()).toEqual([]);
+  });
+});
