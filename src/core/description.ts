@@ -15,7 +15,7 @@
  */
 import type { Readable } from 'node:stream';
 import { UsageError } from '../errors.js';
-import { readBytesInput } from './read-input.js';
+import { readBytesInput, tooLarge } from './read-input.js';
 
 /** The most --description-file reads: far more than a description needs, far less than a mistake can hold. */
 export const DESCRIPTION_FILE_LIMIT = 64 * 1024;
@@ -88,7 +88,8 @@ export function checkArgvDescription(text: string): string {
  */
 export async function readDescriptionFile(source: string, stdin: Readable): Promise<string> {
   const what = 'the description';
-  const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what);
+  // Room for the line break an editor ends the file with: the limit is the description's.
+  const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, '\r\n'.length);
   let text: string;
   try {
     // fatal: a byte that is not UTF-8 is an error, not U+FFFD. ignoreBOM false: a leading BOM is dropped.
@@ -100,6 +101,7 @@ export async function readDescriptionFile(source: string, stdin: Readable): Prom
     });
   }
   text = text.replace(/\r?\n$/, '');
+  if (Buffer.byteLength(text) > DESCRIPTION_FILE_LIMIT) throw tooLarge(source, DESCRIPTION_FILE_LIMIT, what);
   checkControls(text, `the description in '${source}'`);
   return text;
 }

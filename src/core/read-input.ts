@@ -18,27 +18,40 @@ export async function readTextInput(source: string, stdin: Readable, limit: numb
   return (await readBytesInput(source, stdin, limit, what)).toString('utf8');
 }
 
-/** The bytes of `source`, as `readTextInput` reads them, for a caller that decodes them itself. */
-export async function readBytesInput(source: string, stdin: Readable, limit: number, what: string): Promise<Buffer> {
+/**
+ * The bytes of `source`, as `readTextInput` reads them, for a caller that
+ * decodes them itself; `slack` more than `limit` are read, for what the
+ * caller drops before it checks `limit` itself (a final line break).
+ */
+export async function readBytesInput(
+  source: string,
+  stdin: Readable,
+  limit: number,
+  what: string,
+  slack = 0,
+): Promise<Buffer> {
   let bytes: Buffer | undefined;
   if (source === '-') checkStandardInput(stdin, what);
   try {
     if (source === '-') {
-      bytes = await readBoundedBytes(stdin, limit);
+      bytes = await readBoundedBytes(stdin, limit + slack);
     } else {
       if (!(await stat(source)).isFile()) throw new Error('not a regular file');
-      bytes = await readBoundedBytes(createReadStream(source), limit);
+      bytes = await readBoundedBytes(createReadStream(source), limit + slack);
     }
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
     throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
   }
-  if (bytes === undefined) {
-    throw new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, {
-      hint: `check that '${source}' holds ${what}`,
-    });
-  }
+  if (bytes === undefined) throw tooLarge(source, limit, what);
   return bytes;
+}
+
+/** The error for `what` from `source` over `limit` bytes. */
+export function tooLarge(source: string, limit: number, what: string): UsageError {
+  return new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, {
+    hint: `check that '${source}' holds ${what}`,
+  });
 }
 
 /**

@@ -105,8 +105,17 @@ describe('readDescriptionFile (--description-file)', () => {
 
   it('reads at most DESCRIPTION_FILE_LIMIT bytes', async () => {
     expect(await fromFile('a'.repeat(DESCRIPTION_FILE_LIMIT))).toHaveLength(DESCRIPTION_FILE_LIMIT);
-    await expect(fromFile('a'.repeat(DESCRIPTION_FILE_LIMIT + 1))).rejects.toThrow(
-      `is larger than ${DESCRIPTION_FILE_LIMIT} bytes`,
-    );
+    for (const over of [
+      'a'.repeat(DESCRIPTION_FILE_LIMIT + 1),
+      `${'a'.repeat(DESCRIPTION_FILE_LIMIT + 1)}\n`,
+      'a'.repeat(DESCRIPTION_FILE_LIMIT + 3),
+    ])
+      await expect(fromFile(over)).rejects.toThrow(`is larger than ${DESCRIPTION_FILE_LIMIT} bytes`);
+  });
+
+  it("the limit is the description's: one of DESCRIPTION_FILE_LIMIT bytes saved by an editor (a final LF or CRLF) is read", async () => {
+    const full = 'b'.repeat(DESCRIPTION_FILE_LIMIT);
+    expect(await fromFile(`${full}\n`)).toBe(full);
+    expect(await fromFile(`${full}\r\n`)).toBe(full);
   });
 });
