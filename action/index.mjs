@@ -9823,6 +9823,11 @@ function networkError(method, url, error, proxyVariable) {
 		hint: "check NOTARIZE_TOKEN, the stored token and the settings; if they are fine, report this as a bug",
 		cause: error
 	});
+	if (WASM_OUT_OF_MEMORY.test(error?.message ?? "")) return new UsageError(`${method} ${url} was not sent: no memory for the HTTP parser (WebAssembly)`, {
+		code: "no_wasm_memory",
+		hint: "a limit on virtual memory (ulimit -v) leaves it no room: lift the limit, or run with NODE_OPTIONS=--disable-wasm-trap-handler (Node then needs no such room)",
+		cause: error
+	});
 	const name = error.name ?? "";
 	const tunnel = TUNNEL_REFUSED.exec(error?.message ?? "");
 	if (tunnel) return tunnelRefused(method, url, Number(tunnel[1]), proxyVariable, error);
@@ -9961,7 +9966,7 @@ function statusError(method, url, status, text, retryAfter, secrets) {
 	const redirect = status >= 300 && status < 400;
 	return new ProtocolError(`${what} (an unexpected status)`, { ...redirect ? { hint: "notarize follows no redirect: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting)" } : {} });
 }
-var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, TUNNEL_REFUSED, CERTIFICATE_CODES, KEY_ROOM;
+var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, WASM_OUT_OF_MEMORY, TUNNEL_REFUSED, CERTIFICATE_CODES, KEY_ROOM;
 var init_http$1 = __esmMin((() => {
 	init_errors();
 	init_secrets();
@@ -10044,6 +10049,7 @@ var init_http$1 = __esmMin((() => {
 			throw statusError(method, url, status, text, retryAfter, secretsOf(req));
 		}
 	};
+	WASM_OUT_OF_MEMORY = /^WebAssembly\.\w+\(\): Out of memory/;
 	TUNNEL_REFUSED = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/;
 	CERTIFICATE_CODES = /* @__PURE__ */ new Set([
 		"CERT_HAS_EXPIRED",
@@ -11105,22 +11111,30 @@ var init_files = __esmMin((() => {
 async function readTextInput(source, stdin, limit, what) {
 	return (await readBytesInput(source, stdin, limit, what)).toString("utf8");
 }
-/** The bytes of `source`, as `readTextInput` reads them, for a caller that decodes them itself. */
-async function readBytesInput(source, stdin, limit, what) {
+/**
+* The bytes of `source`, as `readTextInput` reads them, for a caller that
+* decodes them itself; `slack` more than `limit` are read, for what the
+* caller drops before it checks `limit` itself (a final line break).
+*/
+async function readBytesInput(source, stdin, limit, what, slack = 0) {
 	let bytes;
 	if (source === "-") checkStandardInput(stdin, what);
 	try {
-		if (source === "-") bytes = await readBoundedBytes(stdin, limit);
+		if (source === "-") bytes = await readBoundedBytes(stdin, limit + slack);
 		else {
 			if (!(await stat(source)).isFile()) throw new Error("not a regular file");
-			bytes = await readBoundedBytes(createReadStream(source), limit);
+			bytes = await readBoundedBytes(createReadStream(source), limit + slack);
 		}
 	} catch (error) {
 		const reason = error.code === "ENOENT" ? "no such file" : error.message;
 		throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
 	}
-	if (bytes === void 0) throw new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, { hint: `check that '${source}' holds ${what}` });
+	if (bytes === void 0) throw tooLarge(source, limit, what);
 	return bytes;
+}
+/** The error for `what` from `source` over `limit` bytes. */
+function tooLarge(source, limit, what) {
+	return new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, { hint: `check that '${source}' holds ${what}` });
 }
 /**
 * Throws when the process's standard input, as `-`, is a directory (`< .`):
@@ -17429,7 +17443,8 @@ function checkArgvDescription(text) {
 * (editors add one), then checked like -d.
 */
 async function readDescriptionFile(source, stdin) {
-	const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, "the description");
+	const what = "the description";
+	const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, 2);
 	let text;
 	try {
 		text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
@@ -17440,6 +17455,7 @@ async function readDescriptionFile(source, stdin) {
 		});
 	}
 	text = text.replace(/\r?\n$/, "");
+	if (Buffer.byteLength(text) > 65536) throw tooLarge(source, DESCRIPTION_FILE_LIMIT, what);
 	checkControls(text, `the description in '${source}'`);
 	return text;
 }

@@ -249,6 +249,9 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
   return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000));
 }
 
+/** What V8 says when a WebAssembly instance cannot get its memory (WebAssembly.Instance(), .instantiate()). */
+const WASM_OUT_OF_MEMORY = /^WebAssembly\.\w+\(\): Out of memory/;
+
 /** What undici says when a proxy answers a CONNECT with anything but 200 (the tunnel never opened). */
 const TUNNEL_REFUSED = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/;
 
@@ -266,6 +269,18 @@ function networkError(method: string, url: string, error: unknown, proxyVariable
         cause: error,
       },
     );
+  }
+  if (WASM_OUT_OF_MEMORY.test((error as Error | undefined)?.message ?? '')) {
+    // undici's HTTP parser (llhttp) is WebAssembly, whose memory V8 places in a reserved region of
+    // about 10 GB of address space: under a lower `ulimit -v`, it is made on the first connection,
+    // before anything is written, and fails. No retry brings the room ("try again later" lied).
+    return new UsageError(`${method} ${url} was not sent: no memory for the HTTP parser (WebAssembly)`, {
+      code: 'no_wasm_memory',
+      hint:
+        'a limit on virtual memory (ulimit -v) leaves it no room: lift the limit, ' +
+        'or run with NODE_OPTIONS=--disable-wasm-trap-handler (Node then needs no such room)',
+      cause: error,
+    });
   }
   const name = (error as { name?: string }).name ?? '';
   const tunnel = TUNNEL_REFUSED.exec((error as Error | undefined)?.message ?? '');

@@ -94,3 +94,30 @@ describe('a 407 to a plain request', () => {
     expect((error as AuthError).message).toContain('no proxy is set for this service');
   });
 });
+
+describe('no room for the HTTP parser (ulimit -v)', () => {
+  it('is exit 2 at once, nothing sent, never "try again later", saying what to change; the way out it names works', async () => {
+    // undici's parser is WebAssembly, placed in a region of about 10 GB of address space. Node 24
+    // finds the limit and does without that room; Node 20 (and the 10 GB) cannot.
+    const doc = await bed.file('limited.txt');
+    const limited = { shell: 'ulimit -v 4000000', env: bed.withKey() };
+    const run = await bed.run(['register', doc, '--verbose'], limited);
+    if (run.code === 0 && Number(process.versions.node.split('.')[0]) > 20) {
+      expect(bed.ledgerHashes()).toHaveLength(1);
+      return;
+    }
+    expect(run.code, describeRun(run)).toBe(2);
+    expect(run.stderr).toContain(
+      '/api/v2/auth/login was not sent: no memory for the HTTP parser (WebAssembly) (a limit on virtual memory ' +
+        '(ulimit -v) leaves it no room: lift the limit, or run with NODE_OPTIONS=--disable-wasm-trap-handler',
+    );
+    expect(run.stderr).not.toMatch(/\[notarize\] retry|try again later/);
+    expect(bed.sandbox.calls).toEqual([]);
+    const fixed = await bed.run(['register', doc], {
+      ...limited,
+      env: { ...limited.env, NODE_OPTIONS: '--disable-wasm-trap-handler' },
+    });
+    expect(fixed.code, describeRun(fixed)).toBe(0);
+    expect(bed.ledgerHashes()).toHaveLength(1);
+  });
+});
