@@ -272,6 +272,27 @@ export class IO {
   }
 
   /**
+   * Writes lines (none holding a line break) as `data(lines.join('\n'))`
+   * would, in pieces of about QUEUED_MAX_CHARS: a table of 200,000 rows never
+   * becomes one string (nor its scrubbed copy), which past V8's longest
+   * (512 MiB) could not be made at all. A piece ends with a line, and no
+   * secret spans two, so each is scrubbed on its own.
+   */
+  dataLines(lines: readonly string[]): void {
+    this.clearProgress();
+    this.flush();
+    let piece = '';
+    for (const line of lines) {
+      piece += `${line}\n`;
+      if (piece.length >= QUEUED_MAX_CHARS) {
+        this.#writeOut(this.redact(piece));
+        piece = '';
+      }
+    }
+    if (piece !== '') this.#writeOut(this.redact(piece));
+  }
+
+  /**
    * Writes an array to stdout exactly as `data(stringifyExact(items, 2))`
    * would, one element at a time: a batch's results (kilobytes each, 10,000
    * documents or more) then never become one string of tens of megabytes,

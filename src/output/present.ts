@@ -12,8 +12,8 @@ import { errorJson, InputFileError } from '../errors.js';
 import { annotations, inGitHubActions, markdownSummary } from './github.js';
 import { ExactJson, memberText, stringifyExact } from '../exact-json.js';
 import type { IO } from './io.js';
-import { checksumLine, renderRecord, renderTable } from './render.js';
-import { Checksums, ItemResults, renderResults, type Checksum, type ItemResult } from './results.js';
+import { checksumLine, renderRecord, tableLines } from './render.js';
+import { Checksums, ItemResults, resultLines, type Checksum, type ItemResult } from './results.js';
 import { forTerminal } from './safe-text.js';
 
 /** How data is printed: --json (or --output json), --output ndjson, or the default table. */
@@ -186,7 +186,7 @@ export function present(view: View, result: CommandResult): void {
       const results = items.list();
       if (view.format === 'json') io.dataJsonArray(results);
       // No rows, no table: a header alone says nothing the summary does not.
-      else if (view.format === 'table' && results.length > 0) io.data(renderResults(results, io.colour));
+      else if (view.format === 'table' && results.length > 0) io.dataLines(resultLines(results, io.colour));
       io.info(items.summary());
       break;
     }
@@ -203,8 +203,8 @@ export function present(view: View, result: CommandResult): void {
       if (json) io.dataJsonArray(result.rows);
       else if (result.rows.length === 0 && result.empty !== undefined) io.info(result.empty);
       else
-        io.data(
-          renderTable(
+        io.dataLines(
+          tableLines(
             [...result.headers],
             result.rows.map((row) => result.cells(row)),
             io.colour,

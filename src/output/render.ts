@@ -16,7 +16,8 @@ export function renderRecord(record: Record<string, unknown>, extra: Record<stri
     ...Object.entries(record).map(([key, value]): [string, string] => [key, formatValue(key, value)]),
     ...Object.entries(extra),
   ].map(([key, value]) => startingLine([forTerminal(key), forTerminal(value)]) as [string, string]);
-  const width = Math.max(...rows.map(([key]) => key.length));
+  // A loop, not a spread: a record may have more fields than V8 takes arguments.
+  const width = rows.reduce((widest, [key]) => Math.max(widest, key.length), 0);
   return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join('\n');
 }
 
@@ -35,18 +36,28 @@ function isoOrRaw(ms: number): string {
   return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString();
 }
 
-/** A plain column table with a header row; no borders, easy to read and to grep. */
-export function renderTable(headers: string[], rows: string[][], colour: boolean): string {
+/**
+ * A plain column table with a header row, as its lines (none holds a line
+ * break); no borders, easy to read and to grep. Lines, not one string, and
+ * widths found by a loop, not by spreading a column into Math.max: `list`
+ * of 200,000 records overflowed the stack, and one of large descriptions
+ * passed the longest string V8 makes (512 MiB), each an "unexpected error"
+ * with nothing printed.
+ */
+export function tableLines(headers: string[], rows: string[][], colour: boolean): string[] {
   const chalk = new Chalk({ level: colour ? 1 : 0 });
   // Escaped first, so a line break cannot split a row and widths count what is shown.
   const shown = rows.map((row) => startingLine(row.map(forTerminal)));
-  const widths = headers.map((h, i) => Math.max(h.length, ...shown.map((row) => (row[i] ?? '').length)));
+  const widths = headers.map((h) => h.length);
+  for (const row of shown) {
+    for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i]!, (row[i] ?? '').length);
+  }
   const line = (cells: string[]) =>
     cells
       .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
       .join('  ')
       .trimEnd();
-  return [chalk.bold(line(headers)), ...shown.map(line)].join('\n');
+  return [chalk.bold(line(headers)), ...shown.map(line)];
 }
 
 /**

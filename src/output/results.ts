@@ -10,7 +10,7 @@ import type { Outcome } from '../core/notarize.js';
 import type { InclusionProof } from '../core/receipt-format.js';
 import { errorJson, type ErrorJson, type NotarizeError } from '../errors.js';
 import { ExactJson } from '../exact-json.js';
-import { renderTable } from './render.js';
+import { tableLines } from './render.js';
 
 export const RESULT_SCHEMA_VERSION = 1;
 
@@ -346,9 +346,9 @@ export class Checksums {
   }
 }
 
-/** The table of results: file, status, hash, and the error message of failures. */
-export function renderResults(results: readonly ItemResult[], colour: boolean): string {
-  return renderTable(
+/** The table of results, as its lines: file, status, hash, and the error message of failures. */
+export function resultLines(results: readonly ItemResult[], colour: boolean): string[] {
+  return tableLines(
     ['STATUS', 'HASH', 'FILE', 'DETAIL'],
     results.map((r) => [r.status, r.hash ?? '-', r.file ?? '-', r.error?.message ?? r.reason ?? r.receipt ?? '']),
     colour,

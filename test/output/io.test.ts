@@ -89,6 +89,30 @@ describe('IO.dataJsonArray', () => {
   });
 });
 
+describe('IO.dataLines', () => {
+  it('writes the lines as data would write them joined, in pieces that end with a line, secrets scrubbed in each', () => {
+    const chunks: string[] = [];
+    const io = new IO({
+      stdout: { write: (text: string) => chunks.push(text) },
+      stderr: { write: () => {} },
+      stdin: Readable.from([]),
+      stdinIsTTY: false,
+      stderrIsTTY: false,
+      colour: false,
+    });
+    io.addSecret('ak_live_0123456789abcdef');
+    // 20,000 lines of about 40 characters: 800 KB, more than one piece.
+    const lines = Array.from(
+      { length: 20_000 },
+      (_, i) => `row ${i}  ${i % 997 === 0 ? 'ak_live_0123456789abcdef' : 'plain text here'}`,
+    );
+    io.dataLines(lines);
+    expect(chunks.length).toBeGreaterThan(5);
+    expect(chunks.every((chunk) => chunk.endsWith('\n') && chunk.length < 70 * 1024)).toBe(true);
+    expect(chunks.join('')).toBe(`${lines.join('\n').replaceAll('ak_live_0123456789abcdef', '[redacted]')}\n`);
+  });
+});
+
 describe('IO.redact: any JWT, known or not', () => {
   const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJ1c2VySWQiOjF9.c2lnbmF0dXJlc2lnbmF0dXJl';
 

@@ -15,7 +15,7 @@ import {
   itemResult,
   ItemResults,
   proofOf,
-  renderResults,
+  resultLines,
   RESULT_SCHEMA_VERSION,
   skippedResult,
   type Checksum,
@@ -94,13 +94,13 @@ describe('building an item result', () => {
   });
 
   it('the table: status, hash, file, and the error, reason or receipt', () => {
-    const table = renderResults(
+    const table = resultLines(
       [
         itemResult('a', HASH, 'registered', { receipt: 'a.json' }),
         itemResult(null, null, 'failed', { error: { code: 'x', exitCode: 1, message: 'went wrong' } }),
       ],
       false,
-    );
+    ).join('\n');
     expect(table.split('\n')).toEqual([
       expect.stringMatching(/^STATUS +HASH +FILE +DETAIL$/),
       expect.stringMatching(new RegExp(`^registered +${HASH} +a +a\\.json$`)),

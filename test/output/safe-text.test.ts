@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { renderRecord, renderTable } from '../../src/output/render.js';
+import { renderRecord, tableLines } from '../../src/output/render.js';
 import { forTerminal, forTerminalLines, jsonForTerminal, lineStart } from '../../src/output/safe-text.js';
 import { bufferIO } from '../helpers/io.js';
 
@@ -42,14 +42,14 @@ describe('workflow commands', () => {
 
   it('renderRecord and renderTable: a field name or cell cannot start a line with ::, nor a value after an empty one', () => {
     const record = renderRecord({ '::stop-commands::pwn': 1, '': '::error::forged', a: '##[error]x' }, {}, false);
-    const table = renderTable(
+    const table = tableLines(
       ['A', 'B'],
       [
         ['::warning::x', 'y'],
         ['', '  ::error::z'],
       ],
       false,
-    );
+    ).join('\n');
     for (const line of [...record.split('\n'), ...table.split('\n')]) expect(runnerCommand(line), line).toBe(false);
     expect(record).toContain('\\u003a:stop-commands::pwn');
   });
@@ -133,14 +133,14 @@ describe('forTerminalLines', () => {
 
 describe('renderers escape the data, not their own styling', () => {
   it('renderTable keeps one line per row and aligns on the escaped text', () => {
-    const text = renderTable(
+    const text = tableLines(
       ['A', 'B'],
       [
         ['x\ny', '1'],
         ['\u001b[31m', '2'],
       ],
       false,
-    );
+    ).join('\n');
     expect(text.split('\n')).toEqual(['A           B', 'x\\ny        1', '\\u001b[31m  2']);
   });
 
