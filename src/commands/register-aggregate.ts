@@ -238,7 +238,7 @@ export class Aggregator {
     for (const [i, doc] of candidates.entries()) {
       // --fail-fast: after an ask that failed, no other is sent (the rest are skipped).
       if (this.#options.failFast && this.#tally.failed > 0) {
-        rest.push(...candidates.slice(i));
+        for (const left of candidates.slice(i)) rest.push(left);
         break;
       }
       // Under a tree of this store paid for or pending: placeDocuments places it, sending nothing to
@@ -594,7 +594,8 @@ export class Aggregator {
       }),
     );
     const alone = ownWay.filter((doc) => !underRoot.has(doc));
-    rest.push(...underRoot);
+    // A loop, not a spread: a re-run over 200,000 documents under roots is past V8's argument limit.
+    for (const doc of underRoot) rest.push(doc);
     rest.sort((a, b) => a.index - b.index);
     // Said once their place is known (#registerTree): a planned tree may yet be abandoned.
     this.#rootedSessions = sessions.filter((doc) => underRoot.has(doc));

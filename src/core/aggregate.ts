@@ -247,7 +247,7 @@ async function plantTheRest(
           newcomers.map(({ doc }) => doc.sha256),
         );
       for (let taken = taking(); taken.size > 0; taken = taking()) {
-        leftOut.push(...newcomers.flatMap(({ doc, i }) => (taken.has(doc.sha256) ? [i] : [])));
+        for (const { doc, i } of newcomers) if (taken.has(doc.sha256)) leftOut.push(i);
         newcomers = newcomers.filter(({ doc }) => !taken.has(doc.sha256));
         const replaced: LoadedTree = tree;
         tree = newcomers.length === 0 ? undefined : plant();

@@ -80,7 +80,9 @@ function segments(path: string): string[] {
  */
 function distinguish(paths: readonly string[]): Map<string, string> {
   const split = new Map(paths.map((path) => [path, segments(path)]));
-  const longest = Math.max(...[...split.values()].map((parts) => parts.length));
+  // A loop, not a spread: a group may be of 200,000 index.html (past V8's argument limit).
+  let longest = 0;
+  for (const parts of split.values()) longest = Math.max(longest, parts.length);
   let names = new Map<string, string>();
   for (let keep = 2; keep <= longest; keep++) {
     names = new Map([...split].map(([path, parts]) => [path, parts.slice(-keep).join('/')]));
