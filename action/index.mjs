@@ -11560,7 +11560,8 @@ function segments(path) {
 */
 function distinguish(paths) {
 	const split = new Map(paths.map((path) => [path, segments(path)]));
-	const longest = Math.max(...[...split.values()].map((parts) => parts.length));
+	let longest = 0;
+	for (const parts of split.values()) longest = Math.max(longest, parts.length);
 	let names = /* @__PURE__ */ new Map();
 	for (let keep = 2; keep <= longest; keep++) {
 		names = new Map([...split].map(([path, parts]) => [path, parts.slice(-keep).join("/")]));
@@ -14769,7 +14770,7 @@ var init_safe_text = __esmMin((() => {
 function renderRecord(record, extra, colour) {
 	const chalk = new Chalk({ level: colour ? 1 : 0 });
 	const rows = [...Object.entries(record).map(([key, value]) => [key, formatValue(key, value)]), ...Object.entries(extra)].map(([key, value]) => startingLine([forTerminal(key), forTerminal(value)]));
-	const width = Math.max(...rows.map(([key]) => key.length));
+	const width = rows.reduce((widest, [key]) => Math.max(widest, key.length), 0);
 	return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join("\n");
 }
 /** A value on one line; an ExactJson (a number or object the service sent) as its exact text. */
@@ -14785,13 +14786,21 @@ function isoOrRaw(ms) {
 	const date = new Date(ms);
 	return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString();
 }
-/** A plain column table with a header row; no borders, easy to read and to grep. */
-function renderTable(headers, rows, colour) {
+/**
+* A plain column table with a header row, as its lines (none holds a line
+* break); no borders, easy to read and to grep. Lines, not one string, and
+* widths found by a loop, not by spreading a column into Math.max: `list`
+* of 200,000 records overflowed the stack, and one of large descriptions
+* passed the longest string V8 makes (512 MiB), each an "unexpected error"
+* with nothing printed.
+*/
+function tableLines(headers, rows, colour) {
 	const chalk = new Chalk({ level: colour ? 1 : 0 });
 	const shown = rows.map((row) => startingLine(row.map(forTerminal)));
-	const widths = headers.map((h, i) => Math.max(h.length, ...shown.map((row) => (row[i] ?? "").length)));
+	const widths = headers.map((h) => h.length);
+	for (const row of shown) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i], (row[i] ?? "").length);
 	const line = (cells) => cells.map((cell, i) => i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
-	return [chalk.bold(line(headers)), ...shown.map(line)].join("\n");
+	return [chalk.bold(line(headers)), ...shown.map(line)];
 }
 /**
 * The escaped cells of one line, with what begins the line passed through
@@ -14947,9 +14956,9 @@ function countStatuses(results) {
 	for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
 	return counts;
 }
-/** The table of results: file, status, hash, and the error message of failures. */
-function renderResults(results, colour) {
-	return renderTable([
+/** The table of results, as its lines: file, status, hash, and the error message of failures. */
+function resultLines(results, colour) {
+	return tableLines([
 		"STATUS",
 		"HASH",
 		"FILE",
@@ -15280,7 +15289,7 @@ function present(view, result) {
 			const { items } = result;
 			const results = items.list();
 			if (view.format === "json") io.dataJsonArray(results);
-			else if (view.format === "table" && results.length > 0) io.data(renderResults(results, io.colour));
+			else if (view.format === "table" && results.length > 0) io.dataLines(resultLines(results, io.colour));
 			io.info(items.summary());
 			break;
 		}
@@ -15298,7 +15307,7 @@ function present(view, result) {
 			for (const warning of result.warnings ?? []) io.warn(warning);
 			if (json) io.dataJsonArray(result.rows);
 			else if (result.rows.length === 0 && result.empty !== void 0) io.info(result.empty);
-			else io.data(renderTable([...result.headers], result.rows.map((row) => result.cells(row)), io.colour));
+			else io.dataLines(tableLines([...result.headers], result.rows.map((row) => result.cells(row)), io.colour));
 			break;
 		case "value":
 			if (json && result.json !== void 0) io.dataJson(JSON.stringify(result.json));
@@ -16482,7 +16491,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 			await saveNewTree(deps, input, adopted, tree, holds);
 			const taking = () => takenUp(deps, input, newcomers.map(({ doc }) => doc.sha256));
 			for (let taken = taking(); taken.size > 0; taken = taking()) {
-				leftOut.push(...newcomers.flatMap(({ doc, i }) => taken.has(doc.sha256) ? [i] : []));
+				for (const { doc, i } of newcomers) if (taken.has(doc.sha256)) leftOut.push(i);
 				newcomers = newcomers.filter(({ doc }) => !taken.has(doc.sha256));
 				const replaced = tree;
 				tree = newcomers.length === 0 ? void 0 : plant();
@@ -20118,7 +20127,7 @@ var init_register_aggregate = __esmMin((() => {
 			const failed = /* @__PURE__ */ new Map();
 			for (const [i, doc] of candidates.entries()) {
 				if (this.#options.failFast && this.#tally.failed > 0) {
-					rest.push(...candidates.slice(i));
+					for (const left of candidates.slice(i)) rest.push(left);
 					break;
 				}
 				const placed = known.place(doc.sha256);
@@ -20432,7 +20441,7 @@ var init_register_aggregate = __esmMin((() => {
 				return !(placed.tree.state === "planned" && inFlightSet.has(doc) && !this.#store.hasLock(placed.tree.entry.root));
 			}));
 			const alone = ownWay.filter((doc) => !underRoot.has(doc));
-			rest.push(...underRoot);
+			for (const doc of underRoot) rest.push(doc);
 			rest.sort((a, b) => a.index - b.index);
 			this.#rootedSessions = sessions.filter((doc) => underRoot.has(doc));
 			this.#warnOwnSessions(sessions.filter((doc) => !underRoot.has(doc)));
@@ -25597,6 +25606,26 @@ var IO = class {
 	*/
 	drained() {
 		return this.#draining ?? Promise.resolve();
+	}
+	/**
+	* Writes lines (none holding a line break) as `data(lines.join('\n'))`
+	* would, in pieces of about QUEUED_MAX_CHARS: a table of 200,000 rows never
+	* becomes one string (nor its scrubbed copy), which past V8's longest
+	* (512 MiB) could not be made at all. A piece ends with a line, and no
+	* secret spans two, so each is scrubbed on its own.
+	*/
+	dataLines(lines) {
+		this.clearProgress();
+		this.flush();
+		let piece = "";
+		for (const line of lines) {
+			piece += `${line}\n`;
+			if (piece.length >= QUEUED_MAX_CHARS) {
+				this.#writeOut(this.redact(piece));
+				piece = "";
+			}
+		}
+		if (piece !== "") this.#writeOut(this.redact(piece));
 	}
 	/**
 	* Writes an array to stdout exactly as `data(stringifyExact(items, 2))`
