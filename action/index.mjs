@@ -8717,6 +8717,18 @@ var init_zod = __esmMin((() => {
 }));
 // dist/errors.js
 /**
+* The system's code (ENOSPC, EMFILE...) of `error` or of an error it wraps,
+* a few causes deep (a StoreError keeps the system's as its cause), if
+* `wanted` takes it.
+*/
+function errnoCodeIn(error, wanted) {
+	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+		const code = current.code;
+		if (typeof code === "string" && wanted(code)) return code;
+		current = current.cause;
+	}
+}
+/**
 * A copy of `error` for one more caller. An error met once for many
 * documents (a run's failed login, an outage) is handed to each as its own:
 * a document's flow adds to its hint (`notarize complete <hash>`), which
@@ -9467,12 +9479,7 @@ ${LONGEST_RETRY_WAIT_MS / 1e3} s ends the retries (exit 4).`;
 */
 /** Whether `error` is (or wraps, as a StoreError does) a shortage of file descriptors. */
 function isFdShortage(error) {
-	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
-		const code = current.code;
-		if (code === "EMFILE" || code === "ENFILE") return true;
-		current = current.cause;
-	}
-	return false;
+	return errnoCodeIn(error, (code) => code === "EMFILE" || code === "ENFILE") !== void 0;
 }
 /**
 * Runs `op`, and while it fails for want of file descriptors, runs it again
@@ -9525,6 +9532,7 @@ function fitConcurrency(wanted, perUnit, left = descriptorsLeft()) {
 }
 var MAX_STEP_MS, FD_SHORTAGE_REMEDY, RESERVED;
 var init_fd_shortage = __esmMin((() => {
+	init_errors();
 	MAX_STEP_MS = 100;
 	FD_SHORTAGE_REMEDY = "lower -j, or raise the limit of open files (ulimit -n)";
 	RESERVED = 8;
@@ -13009,13 +13017,9 @@ var init_service_store = __esmMin((() => {
 	};
 }));
 // dist/store/disk.js
-/** The errno code of `error` or of an error it wraps (StoreError keeps the system's as its cause). */
+/** The refusal's code of `error` or of an error it wraps. */
 function errnoCode(error) {
-	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
-		const code = current.code;
-		if (typeof code === "string" && code in REFUSALS) return code;
-		current = current.cause;
-	}
+	return errnoCodeIn(error, (code) => code in REFUSALS);
 }
 /** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission, no descriptor left. */
 function isDiskRefusal(error) {

@@ -79,6 +79,20 @@ export class NotarizeError extends Error {
 }
 
 /**
+ * The system's code (ENOSPC, EMFILE...) of `error` or of an error it wraps,
+ * a few causes deep (a StoreError keeps the system's as its cause), if
+ * `wanted` takes it.
+ */
+export function errnoCodeIn(error: unknown, wanted: (code: string) => boolean): string | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+    const code = (current as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && wanted(code)) return code;
+    current = current.cause;
+  }
+  return undefined;
+}
+
+/**
  * A copy of `error` for one more caller. An error met once for many
  * documents (a run's failed login, an outage) is handed to each as its own:
  * a document's flow adds to its hint (`notarize complete <hash>`), which

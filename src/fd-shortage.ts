@@ -13,6 +13,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { errnoCodeIn } from './errors.js';
 
 /** How long an open waits in all for a descriptor to be freed before its error stands. */
 export const FD_WAIT_MS = 30_000;
@@ -22,12 +23,7 @@ const MAX_STEP_MS = 100;
 
 /** Whether `error` is (or wraps, as a StoreError does) a shortage of file descriptors. */
 export function isFdShortage(error: unknown): boolean {
-  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
-    const code = (current as NodeJS.ErrnoException).code;
-    if (code === 'EMFILE' || code === 'ENFILE') return true;
-    current = current.cause;
-  }
-  return false;
+  return errnoCodeIn(error, (code) => code === 'EMFILE' || code === 'ENFILE') !== undefined;
 }
 
 /** What to change when descriptors stay short. */

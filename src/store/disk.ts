@@ -9,7 +9,7 @@
  * answered is exit 1 with the answer quoted (core/notarize.ts, `notSaved`):
  * calling this there would wrongly say nothing was sent.
  */
-import { EXIT, NotarizeError, UsageError } from '../errors.js';
+import { errnoCodeIn, EXIT, NotarizeError, UsageError } from '../errors.js';
 import { FD_SHORTAGE_REMEDY } from '../fd-shortage.js';
 
 /** What each code says about the device, completed with "the device holding <dir>". */
@@ -29,14 +29,9 @@ const REFUSALS: Record<string, (dir: string) => string> = {
 /** Codes whose remedy is not where the files go: "or point … elsewhere" would send the user the wrong way. */
 const NOT_OF_THE_PLACE = new Set(['EMFILE', 'ENFILE']);
 
-/** The errno code of `error` or of an error it wraps (StoreError keeps the system's as its cause). */
+/** The refusal's code of `error` or of an error it wraps. */
 function errnoCode(error: unknown): string | undefined {
-  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
-    const code = (current as NodeJS.ErrnoException).code;
-    if (typeof code === 'string' && code in REFUSALS) return code;
-    current = current.cause;
-  }
-  return undefined;
+  return errnoCodeIn(error, (code) => code in REFUSALS);
 }
 
 /** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission, no descriptor left. */
