@@ -9538,13 +9538,7 @@ var init_fd_shortage = __esmMin((() => {
 	RESERVED = 8;
 }));
 // dist/core/batch.js
-/**
-* Whether an item's failure left nothing sent for it (exit 2), so that it can
-* simply be run again: an item that failed for want of file descriptors, its
-* document's open or its lock's, is, once the others in flight have freed
-* theirs (fd-shortage.ts). Failing it at once drained a whole batch in
-* milliseconds.
-*/
+/** Whether an item's failure left nothing sent for it (exit 2). */
 function nothingSent(error) {
 	return error instanceof NotarizeError && error.exitCode === EXIT.usage;
 }
@@ -9635,7 +9629,7 @@ async function runAll(items, operation, options) {
 			try {
 				result = {
 					ok: true,
-					value: await whenFdsFree(() => operation(item, index), { onlyIf: nothingSent })
+					value: await whenFdsFree(() => operation(item, index), { onlyIf: options.runAgain?.(item) ? (error) => nothingSent(error) : () => false })
 				};
 			} catch (error) {
 				if (options.failFast) stop = true;
@@ -20899,7 +20893,7 @@ function toResult$1(item, knownHash, settled, baseUrl) {
 		...under ? { under } : {}
 	});
 }
-var FILES_PER_REQUEST_SLOT, Registrar;
+var readableTwice, FILES_PER_REQUEST_SLOT, Registrar;
 var init_register = __esmMin((() => {
 	init_esm();
 	init_schemas();
@@ -20924,6 +20918,7 @@ var init_register = __esmMin((() => {
 	init_register_roots();
 	init_trees_now();
 	init_register_inputs();
+	readableTwice = (doc) => "input" in doc || doc.kind !== "stdin";
 	FILES_PER_REQUEST_SLOT = 3;
 	Registrar = class {
 		#options;
@@ -21075,6 +21070,7 @@ var init_register = __esmMin((() => {
 				const sentTotal = await runAll(checked ? checked.documents : this.#documents.items, send, {
 					concurrency: documentsAtOnce,
 					failFast: this.#options.failFast,
+					runAgain: readableTwice,
 					onSettled: (index, settled, doc) => {
 						if ("input" in doc) report(doc.index, settled, doc.item);
 						else report(index, settled, doc);
@@ -21113,6 +21109,7 @@ var init_register = __esmMin((() => {
 			let ok = true;
 			const total = await runAll(this.#documents.items, (item, index) => this.#check(item, index), {
 				concurrency: Math.max(this.#options.concurrency, this.#pool.size * 4),
+				runAgain: readableTwice,
 				onSettled: (index, settled, item) => {
 					if (settled.ok) documents[index] = {
 						item,

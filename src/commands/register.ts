@@ -64,6 +64,14 @@ import {
 export { optionsSchema, type RegisterFlags, type RegisterOptions } from './register-inputs.js';
 
 /**
+ * Whether a document can be run again from the start after it failed for
+ * want of file descriptors (core/batch.ts runAgain): one already hashed by
+ * --fail-fast's check, or read from a file, can; standard input, read once,
+ * would be hashed again as empty (and that digest paid for).
+ */
+const readableTwice = (doc: Item | Checked): boolean => 'input' in doc || doc.kind !== 'stdin';
+
+/**
  * Files held for each unit of -j: its connection, and its two documents'
  * locks; a document's file, a session's or a record's, a moment at a time
  * (peaks measured at 42, 60 and 111 open in all with -j 8, 16 and 32, 20 at
@@ -377,6 +385,7 @@ class Registrar {
       const sentTotal = await runAll<Item | Checked, Registered>(sendable, send, {
         concurrency: documentsAtOnce,
         failFast: this.#options.failFast,
+        runAgain: readableTwice,
         onSettled: (index, settled, doc) => {
           if ('input' in doc) report(doc.index, settled, doc.item);
           else report(index, settled, doc);
@@ -414,6 +423,7 @@ class Registrar {
     let ok = true;
     const total = await runAll(this.#documents.items, (item: Item, index) => this.#check(item, index), {
       concurrency: Math.max(this.#options.concurrency, this.#pool.size * 4),
+      runAgain: readableTwice,
       onSettled: (index, settled, item) => {
         if (settled.ok) documents[index] = { item, index, input: settled.value };
         else {

@@ -3,18 +3,12 @@
  * with its own result, one failure never stopping the others (unless
  * --fail-fast), and an exit code that tells a script whether a retry can
  * help. Knows nothing of what the operation is, but that a failure of exit
- * 2 sent nothing.
+ * 2 sent nothing, and what the caller says may be run again (`runAgain`).
  */
 import { EXIT, NotarizeError, type ExitCode } from '../errors.js';
 import { whenFdsFree } from '../fd-shortage.js';
 
-/**
- * Whether an item's failure left nothing sent for it (exit 2), so that it can
- * simply be run again: an item that failed for want of file descriptors, its
- * document's open or its lock's, is, once the others in flight have freed
- * theirs (fd-shortage.ts). Failing it at once drained a whole batch in
- * milliseconds.
- */
+/** Whether an item's failure left nothing sent for it (exit 2). */
 function nothingSent(error: unknown): boolean {
   return error instanceof NotarizeError && error.exitCode === EXIT.usage;
 }
@@ -39,6 +33,15 @@ export interface RunOptions<T, R> {
   window?: number;
   /** Called as each item settles, in completion order (for in-order printing, NDJSON and progress). */
   onSettled?: (index: number, result: Settled<R>, item: T) => void;
+  /**
+   * Whether `item` may be run again from the start, when it failed for want
+   * of file descriptors with nothing sent (exit 2): its document's open or
+   * its lock's, once the items in flight have freed theirs (fd-shortage.ts;
+   * failing at once drained a whole batch in milliseconds). Only an item
+   * whose input can be read twice: standard input, read once, would be
+   * hashed again as empty. Default: none.
+   */
+  runAgain?: (item: T) => boolean;
 }
 
 /**
@@ -126,7 +129,8 @@ export async function runAll<T, R>(
       }
       let result: Settled<R>;
       try {
-        result = { ok: true, value: await whenFdsFree(() => operation(item, index), { onlyIf: nothingSent }) };
+        const again = options.runAgain?.(item) ? (error: unknown) => nothingSent(error) : () => false;
+        result = { ok: true, value: await whenFdsFree(() => operation(item, index), { onlyIf: again }) };
       } catch (error) {
         if (options.failFast) stop = true;
         result = { ok: false, error: asNotarizeError(error) };

@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { descriptorsLeft, fitConcurrency, isFdShortage, whenFdsFree } from '../../src/fd-shortage.js';
 import { fileErrorReason } from '../../src/core/hash.js';
 import { useBed, type Bed } from '../helpers/bed.js';
-import { describeRun, runProcess } from '../helpers/cli.js';
+import { BIN, describeRun, runProcess } from '../helpers/cli.js';
+import { sha256 } from '../helpers/documents.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
 const errno = (code: string) => Object.assign(new Error(`${code}: whatever`), { code });
@@ -132,6 +133,7 @@ describe('register under a low limit of open files', () => {
   useBed((created) => (bed = created), { keyInEnv: true });
 
   it('-j 32 under ulimit -n 48: -j lowered with a warning, every document registered, nothing failed', async () => {
+    // (bed.write gives each document's digest)
     const docs = await Promise.all(
       Array.from({ length: 150 }, (_, i) => bed.write(`many/doc-${i}.txt`, `document ${i} of many\n`)),
     );
@@ -149,5 +151,47 @@ describe('register under a low limit of open files', () => {
     expect(statuses).toEqual(docs.map(() => 'registered'));
     expect(bed.ledgerHashes()).toHaveLength(docs.length);
     expect(bed.pendingHashes()).toEqual([]);
+  });
+
+  it("standard input is never read twice: '-' whose lock found no descriptor fails, never registered as empty", async () => {
+    // The first open of a lock's run file fails with EMFILE, as a moment of shortage would make it.
+    const wrapper = join(bed.workDir, 'emfile-once.mjs');
+    await bed.write(
+      'emfile-once.mjs',
+      `import fs from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
+const real = fs.openSync;
+let once = true;
+fs.openSync = function (path, ...rest) {
+  if (once && String(path).endsWith('.run')) {
+    once = false;
+    throw Object.assign(new Error(\`EMFILE: too many open files, open '\${path}'\`), { code: 'EMFILE' });
+  }
+  return real.call(this, path, ...rest);
+};
+syncBuiltinESMExports();
+await import(${JSON.stringify(BIN)});
+`,
+    );
+    await bed.write('other.txt', 'another document\n');
+    const other = bed.path('other.txt');
+    const run = await runProcess(
+      process.execPath,
+      [wrapper, 'register', '-', other, '-d', 'contract', '-j', '1', '--output', 'ndjson'],
+      bed.env(),
+      { input: 'my contract v2\n' },
+    );
+    bed.record(run);
+    const results = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { file: string; hash: string; status: string; error?: { exitCode: number } });
+    expect(results.map((r) => [r.file, r.status])).toEqual([
+      ['-', 'failed'],
+      [other, 'registered'],
+    ]);
+    expect(results[0]).toMatchObject({ hash: sha256('my contract v2\n'), error: { exitCode: 2 } });
+    expect(bed.requestedHashes()).toEqual([sha256('another document\n')]);
+    expect(bed.requestedHashes()).not.toContain(sha256(''));
   });
 });

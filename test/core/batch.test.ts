@@ -152,11 +152,29 @@ describe('runAll', () => {
         if (item === 1) throw new ProtocolError('record not saved', { cause: emfile() });
         return 'registered';
       },
-      { concurrency: 2, onSettled: (index, result) => (results[index] = result) },
+      { concurrency: 2, onSettled: (index, result) => (results[index] = result), runAgain: () => true },
     );
     expect(attempts).toEqual([3, 1]);
     expect(results[0]).toEqual({ ok: true, value: 'registered' });
     expect(results[1]).toMatchObject({ ok: false, error: { message: 'record not saved' } });
+  });
+
+  it('never runs again an item the caller does not say may be (standard input, read once)', async () => {
+    let attempts = 0;
+    const results: Settled<string>[] = [];
+    await runAll(
+      ['-'],
+      async () => {
+        await Promise.resolve();
+        attempts++;
+        throw new UsageError('no descriptor for its lock', {
+          cause: Object.assign(new Error('EMFILE'), { code: 'EMFILE' }),
+        });
+      },
+      { concurrency: 1, onSettled: (index, result) => (results[index] = result), runAgain: (item) => item !== '-' },
+    );
+    expect(attempts).toBe(1);
+    expect(results[0]).toMatchObject({ ok: false, error: { message: 'no descriptor for its lock' } });
   });
 });
 
