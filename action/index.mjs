@@ -9516,18 +9516,20 @@ function descriptorsLeft() {
 }
 /**
 * The concurrency that fits the descriptors left (`left`), when `perUnit`
-* are held for each unit of it, and a warning when `wanted` does not fit.
-* A shortage is waited out (whenFdsFree), but a concurrency whose files
+* are held for each unit of it and `reserved` by what is yet to start (the
+* hash pool's workers), and a warning when `wanted` does not fit. A
+* shortage is waited out (whenFdsFree), but a concurrency whose files
 * cannot all be open at once waits on itself: every unit holds some and
 * waits for one more.
 */
-function fitConcurrency(wanted, perUnit, left = descriptorsLeft()) {
+function fitConcurrency(wanted, perUnit, reserved = 0, left = descriptorsLeft()) {
 	if (left === void 0) return { concurrency: wanted };
-	const fits = Math.max(1, Math.floor((left - RESERVED) / perUnit));
+	const kept = RESERVED + reserved;
+	const fits = Math.max(1, Math.floor((left - kept) / perUnit));
 	if (fits >= wanted) return { concurrency: wanted };
 	return {
 		concurrency: fits,
-		warning: `-j ${wanted} would hold about ${wanted * perUnit + RESERVED} more files open, and this process may open ${left} more (ulimit -n): ${fits} at a time instead`
+		warning: `-j ${wanted} would hold about ${wanted * perUnit + kept} more files open, and this process may open ${left} more (ulimit -n): ${fits} at a time instead`
 	};
 }
 var MAX_STEP_MS, FD_SHORTAGE_REMEDY, RESERVED;
@@ -9980,7 +9982,9 @@ var init_http$1 = __esmMin((() => {
 		"EAI_AGAIN",
 		"UND_ERR_CONNECT_TIMEOUT",
 		"EHOSTUNREACH",
-		"ENETUNREACH"
+		"ENETUNREACH",
+		"EMFILE",
+		"ENFILE"
 	]);
 	HttpTransport = class {
 		options;
@@ -21095,9 +21099,13 @@ var init_register = __esmMin((() => {
 		* in flight for it a lock and, a moment at a time, a file.
 		*/
 		#concurrencyThatFits() {
-			const { concurrency, warning } = fitConcurrency(this.#options.concurrency, FILES_PER_REQUEST_SLOT);
+			const { concurrency, warning } = fitConcurrency(this.#options.concurrency, FILES_PER_REQUEST_SLOT, this.#workerFiles());
 			if (warning !== void 0) this.#options.io.warn(warning);
 			return concurrency;
+		}
+		/** The descriptors the hash pool's workers will hold once started (a file over 64 KiB starts them). */
+		#workerFiles() {
+			return this.#pool.size === 1 ? 0 : this.#pool.size * 4;
 		}
 		/**
 		* --fail-fast's first pass: every document hashed and its receipt checked,
@@ -21108,7 +21116,7 @@ var init_register = __esmMin((() => {
 			const documents = [];
 			let ok = true;
 			const total = await runAll(this.#documents.items, (item, index) => this.#check(item, index), {
-				concurrency: Math.max(this.#options.concurrency, this.#pool.size * 4),
+				concurrency: fitConcurrency(Math.max(this.#options.concurrency, this.#pool.size * 4), 1, this.#workerFiles()).concurrency,
 				runAgain: readableTwice,
 				onSettled: (index, settled, item) => {
 					if (settled.ok) documents[index] = {

@@ -71,28 +71,34 @@ export function descriptorsLeft(): number | undefined {
   }
 }
 
-/** Descriptors kept for what is not yet open when this is asked: the hash pool's workers, the store's own files. */
+/** Descriptors kept for what is not yet open when this is asked (the store's own files), besides `reserved`. */
 const RESERVED = 8;
+
+/** Descriptors a worker thread holds once started (its event loop's): 4 each, measured with 1 to 8. */
+export const FILES_PER_WORKER = 4;
 
 /**
  * The concurrency that fits the descriptors left (`left`), when `perUnit`
- * are held for each unit of it, and a warning when `wanted` does not fit.
- * A shortage is waited out (whenFdsFree), but a concurrency whose files
+ * are held for each unit of it and `reserved` by what is yet to start (the
+ * hash pool's workers), and a warning when `wanted` does not fit. A
+ * shortage is waited out (whenFdsFree), but a concurrency whose files
  * cannot all be open at once waits on itself: every unit holds some and
  * waits for one more.
  */
 export function fitConcurrency(
   wanted: number,
   perUnit: number,
+  reserved = 0,
   left = descriptorsLeft(),
 ): { concurrency: number; warning?: string } {
   if (left === undefined) return { concurrency: wanted };
-  const fits = Math.max(1, Math.floor((left - RESERVED) / perUnit));
+  const kept = RESERVED + reserved;
+  const fits = Math.max(1, Math.floor((left - kept) / perUnit));
   if (fits >= wanted) return { concurrency: wanted };
   return {
     concurrency: fits,
     warning:
-      `-j ${wanted} would hold about ${wanted * perUnit + RESERVED} more files open, and this process may open ${left} more ` +
+      `-j ${wanted} would hold about ${wanted * perUnit + kept} more files open, and this process may open ${left} more ` +
       `(ulimit -n): ${fits} at a time instead`,
   };
 }

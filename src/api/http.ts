@@ -60,6 +60,9 @@ const NOT_SENT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'EHOSTUNREACH',
   'ENETUNREACH',
+  // No socket could be made (ulimit -n): nothing went out.
+  'EMFILE',
+  'ENFILE',
 ]);
 
 /** Sends requests to one service; see the module comment for what it guarantees. */

@@ -18,7 +18,7 @@ import { custodyFailure, register, type FlowDeps, type Outcome, type RegisterInp
 import { checkBeforeSending, keptReceipt, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
-import { fitConcurrency } from '../fd-shortage.js';
+import { FILES_PER_WORKER, fitConcurrency } from '../fd-shortage.js';
 import type { Spinner } from '../output/io.js';
 import {
   sentMetadata,
@@ -406,9 +406,18 @@ class Registrar {
    * in flight for it a lock and, a moment at a time, a file.
    */
   #concurrencyThatFits(): number {
-    const { concurrency, warning } = fitConcurrency(this.#options.concurrency, FILES_PER_REQUEST_SLOT);
+    const { concurrency, warning } = fitConcurrency(
+      this.#options.concurrency,
+      FILES_PER_REQUEST_SLOT,
+      this.#workerFiles(),
+    );
     if (warning !== undefined) this.#options.io.warn(warning);
     return concurrency;
+  }
+
+  /** The descriptors the hash pool's workers will hold once started (a file over 64 KiB starts them). */
+  #workerFiles(): number {
+    return this.#pool.size === 1 ? 0 : this.#pool.size * FILES_PER_WORKER;
   }
 
   /**
@@ -422,7 +431,9 @@ class Registrar {
     const documents: Checked[] = [];
     let ok = true;
     const total = await runAll(this.#documents.items, (item: Item, index) => this.#check(item, index), {
-      concurrency: Math.max(this.#options.concurrency, this.#pool.size * 4),
+      // Each document in this pass holds its file open while it is hashed: as many as fit.
+      concurrency: fitConcurrency(Math.max(this.#options.concurrency, this.#pool.size * 4), 1, this.#workerFiles())
+        .concurrency,
       runAgain: readableTwice,
       onSettled: (index, settled, item) => {
         if (settled.ok) documents[index] = { item, index, input: settled.value };

@@ -73,14 +73,19 @@ it('a document that still cannot be opened says what to change', () => {
 
 describe('fitConcurrency', () => {
   it('keeps what fits, and lowers what does not with a warning that says why', () => {
-    expect(fitConcurrency(8, 3, 1000)).toEqual({ concurrency: 8 });
-    expect(fitConcurrency(16, 3, 44)).toEqual({
+    expect(fitConcurrency(8, 3, 0, 1000)).toEqual({ concurrency: 8 });
+    expect(fitConcurrency(16, 3, 0, 44)).toEqual({
       concurrency: 12,
       warning:
         '-j 16 would hold about 56 more files open, and this process may open 44 more (ulimit -n): 12 at a time instead',
     });
-    expect(fitConcurrency(8, 3, 5).concurrency).toBe(1);
-    expect(fitConcurrency(256, 3, undefined)).toEqual({ concurrency: 256 });
+    expect(fitConcurrency(8, 3, 0, 5).concurrency).toBe(1);
+    // 8 hash workers (4 descriptors each) yet to start leave room for one.
+    expect(fitConcurrency(8, 3, 32, 44)).toEqual({
+      concurrency: 1,
+      warning:
+        '-j 8 would hold about 64 more files open, and this process may open 44 more (ulimit -n): 1 at a time instead',
+    });
   });
 
   it.runIf(process.platform === 'linux')("reads what is left of this process's limit from /proc", () => {
@@ -128,6 +133,49 @@ describe('in a process out of descriptors (ulimit -n)', () => {
   });
 });
 
+describe('a call that cannot make its socket (ulimit -n)', () => {
+  it('is told not sent (notProcessed): a completion that never left is not "may have been completed"', async () => {
+    const program = `
+      import { closeSync, openSync } from 'node:fs';
+      import { createServer } from 'node:http';
+      import { pathToFileURL } from 'node:url';
+      const [dist] = process.argv.slice(1);
+      const { HttpTransport } = await import(pathToFileURL(dist + '/api/http.js').href);
+      const { Agent } = await import('undici');
+      const server = createServer((req, res) => res.end('{}'));
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const transport = new HttpTransport({
+        baseUrl: 'http://127.0.0.1:' + server.address().port,
+        timeoutMs: 5000,
+        userAgent: 'notarize (test)',
+        dispatcher: new Agent(),
+        log: () => {},
+      });
+      const held = [];
+      for (;;) {
+        try { held.push(openSync('/dev/null', 'r')); } catch (error) { if (error.code === 'EMFILE') break; throw error; }
+      }
+      const error = await transport.send({ method: 'POST', path: '/api/v2/x', body: '{}' }).catch((e) => e);
+      held.forEach((fd) => closeSync(fd));
+      console.log(JSON.stringify({ message: error.message, exitCode: error.exitCode, notProcessed: error.notProcessed }));
+      server.close();
+    `;
+    const dist = join(import.meta.dirname, '..', '..', 'dist');
+    const run = await runProcess(
+      'bash',
+      ['-c', 'ulimit -n 256; exec "$0" "$@"', process.execPath, '--input-type=module', '-e', program, dist],
+      {},
+      { cwd: join(import.meta.dirname, '..', '..') },
+    );
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({
+      message: expect.stringMatching(/^POST http:\/\/127\.0\.0\.1:\d+\/api\/v2\/x failed: EMFILE$/),
+      exitCode: 4,
+      notProcessed: true,
+    });
+  });
+});
+
 describe('register under a low limit of open files', () => {
   let bed!: Bed;
   useBed((created) => (bed = created), { keyInEnv: true });
@@ -151,6 +199,42 @@ describe('register under a low limit of open files', () => {
     expect(statuses).toEqual(docs.map(() => 'registered'));
     expect(bed.ledgerHashes()).toHaveLength(docs.length);
     expect(bed.pendingHashes()).toEqual([]);
+  });
+
+  it('8 hash workers under ulimit -n 64: their descriptors are kept aside, and a worker that cannot start is waited out', async () => {
+    // A machine of 8 cores, played by a wrapper: files over 64 KiB are hashed on up to 8 worker threads.
+    const wrapper = join(bed.workDir, 'eight-cores.mjs');
+    await bed.write(
+      'eight-cores.mjs',
+      `import os from 'node:os';
+import { syncBuiltinESMExports } from 'node:module';
+os.availableParallelism = () => 8;
+syncBuiltinESMExports();
+await import(${JSON.stringify(BIN)});
+`,
+    );
+    const docs = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => bed.write(`large/doc-${i}.bin`, Buffer.alloc(200_000, i))),
+    );
+    const run = await runProcess(
+      'bash',
+      [
+        '-c',
+        'ulimit -n 64; exec "$0" "$@"',
+        process.execPath,
+        wrapper,
+        'register',
+        '-r',
+        bed.path('large'),
+        '--output',
+        'ndjson',
+      ],
+      bed.env(),
+    );
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).toMatch(/^warning: -j 8 would hold about \d+ more files open/m);
+    expect(bed.ledgerHashes().sort()).toEqual([...docs].sort());
   });
 
   it("standard input is never read twice: '-' whose lock found no descriptor fails, never registered as empty", async () => {
