@@ -20,6 +20,9 @@ import { readBytesInput, tooLarge } from './read-input.js';
 /** The most --description-file reads: far more than a description needs, far less than a mistake can hold. */
 export const DESCRIPTION_FILE_LIMIT = 64 * 1024;
 
+/** The UTF-8 byte-order mark's length (EF BB BF), which the decoder drops. */
+const BOM_BYTES = 3;
+
 /**
  * Control characters (C0, DEL, C1) other than tab, and the characters that
  * act like them: line and paragraph separators (U+2028/U+2029) and invisible
@@ -88,8 +91,9 @@ export function checkArgvDescription(text: string): string {
  */
 export async function readDescriptionFile(source: string, stdin: Readable): Promise<string> {
   const what = 'the description';
-  // Room for the line break an editor ends the file with: the limit is the description's.
-  const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, '\r\n'.length);
+  // Room for what an editor adds, a byte-order mark before and a line break after, both dropped
+  // below: the limit is the description's.
+  const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, BOM_BYTES + '\r\n'.length);
   let text: string;
   try {
     // fatal: a byte that is not UTF-8 is an error, not U+FFFD. ignoreBOM false: a leading BOM is dropped.

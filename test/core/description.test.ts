@@ -113,9 +113,12 @@ describe('readDescriptionFile (--description-file)', () => {
       await expect(fromFile(over)).rejects.toThrow(`is larger than ${DESCRIPTION_FILE_LIMIT} bytes`);
   });
 
-  it("the limit is the description's: one of DESCRIPTION_FILE_LIMIT bytes saved by an editor (a final LF or CRLF) is read", async () => {
+  it("the limit is the description's: one of DESCRIPTION_FILE_LIMIT bytes saved by an editor (a final LF or CRLF, a BOM) is read", async () => {
     const full = 'b'.repeat(DESCRIPTION_FILE_LIMIT);
     expect(await fromFile(`${full}\n`)).toBe(full);
     expect(await fromFile(`${full}\r\n`)).toBe(full);
+    // Notepad's way: a byte-order mark first.
+    expect(await fromFile(`\uFEFF${full}\r\n`)).toBe(full);
+    await expect(fromFile(`\uFEFF${full}x\r\n`)).rejects.toThrow(`is larger than ${DESCRIPTION_FILE_LIMIT} bytes`);
   });
 });
