@@ -9277,12 +9277,12 @@ var init_schemas = __esmMin((() => {
 		walletName: string$1().nullable().optional()
 	});
 	tokenClaimsSchema = looseObject({
-		userId: int().optional(),
-		email: string$1().optional(),
-		iat: number().optional(),
-		nbf: number().optional(),
-		exp: number().optional(),
-		iss: string$1().optional()
+		userId: int().optional().catch(void 0),
+		email: string$1().optional().catch(void 0),
+		iat: number().optional().catch(void 0),
+		nbf: number().optional().catch(void 0),
+		exp: number().optional().catch(void 0),
+		iss: string$1().optional().catch(void 0)
 	});
 }));
 // dist/settings.js
@@ -17455,7 +17455,7 @@ function checkArgvDescription(text) {
 */
 async function readDescriptionFile(source, stdin) {
 	const what = "the description";
-	const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, 2);
+	const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, 5);
 	let text;
 	try {
 		text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);

@@ -123,13 +123,19 @@ export const fileMetadataSchema = z.looseObject({
 });
 export type FileMetadata = z.infer<typeof fileMetadataSchema>;
 
-/** The claims notarize reads from the (HS256) JWT; the rest are kept but unused. */
+/**
+ * The claims notarize reads from the (HS256) JWT; the rest are kept but
+ * unused. Each is read on its own, one of another type as absent: the
+ * service documents none of their types, and a `userId` sent as a string
+ * made the whole payload unreadable, `exp` with it, so a token long expired
+ * was sent as one that never expires.
+ */
 export const tokenClaimsSchema = z.looseObject({
-  userId: z.int().optional(),
-  email: z.string().optional(),
-  iat: z.number().optional(),
-  nbf: z.number().optional(),
-  exp: z.number().optional(),
-  iss: z.string().optional(),
+  userId: z.int().optional().catch(undefined),
+  email: z.string().optional().catch(undefined),
+  iat: z.number().optional().catch(undefined),
+  nbf: z.number().optional().catch(undefined),
+  exp: z.number().optional().catch(undefined),
+  iss: z.string().optional().catch(undefined),
 });
 export type TokenClaims = z.infer<typeof tokenClaimsSchema>;

@@ -32,9 +32,16 @@ describe('readClaims', () => {
     ['an empty string', ''],
     ['a payload that is not base64 JSON', 'aaa.%%%.bbb'],
     ['a payload that is a JSON number', `x.${Buffer.from('42').toString('base64url')}.y`],
-    ['claims of the wrong type', jwt({ exp: 'tomorrow' })],
   ])('gives undefined for %s', (_label, token) => {
     expect(readClaims(token)).toBeUndefined();
+  });
+
+  it('reads a claim of another type as absent, and every other claim still: exp outlives a userId sent as a string', () => {
+    expect(readClaims(jwt({ exp: 'tomorrow', userId: 7 }))).toMatchObject({ exp: undefined, userId: 7 });
+    for (const odd of [{ userId: 'u1' }, { email: null }, { iss: 42 }, { iat: '1' }, { nbf: [] }]) {
+      expect(readClaims(jwt({ ...odd, exp: NOW_S - 3600 }))?.exp).toBe(NOW_S - 3600);
+      expect(isExpired(jwt({ ...odd, exp: NOW_S - 3600 }), NOW_MS)).toBe(true);
+    }
   });
 });
 
