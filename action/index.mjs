@@ -13412,21 +13412,56 @@ function createLock(file, run, leaseMs) {
 		const fd = createWithoutLink(file, text);
 		if (fd === void 0) return void 0;
 		const stop = keepFresh(fd, leaseMs);
-		return { release() {
-			release(file, text);
-			stop();
-		} };
+		const alone = {
+			release() {
+				if (heldHere.get(file) === alone) heldHere.delete(file);
+				release(file, text);
+				stop();
+			},
+			stillHeld: () => {
+				try {
+					return readPrivateFile(file) === text;
+				} catch {
+					return false;
+				}
+			}
+		};
+		heldHere.set(file, alone);
+		return alone;
 	}
-	const held = { release() {
-		if (heldHere.get(file) !== held) return;
-		heldHere.delete(file);
-		try {
-			const info = lstatSync(file);
-			if (info.ino === run.ino && info.dev === run.dev) removeFile(file);
-		} catch {}
-	} };
+	const ours = () => {
+		const info = lstatSync(file);
+		return info.ino === run.ino && info.dev === run.dev;
+	};
+	const held = {
+		release() {
+			if (heldHere.get(file) !== held) return;
+			heldHere.delete(file);
+			try {
+				if (ours()) removeFile(file);
+			} catch {}
+		},
+		stillHeld: () => {
+			try {
+				return heldHere.get(file) === held && ours();
+			} catch {
+				return false;
+			}
+		}
+	};
 	heldHere.set(file, held);
 	return held;
+}
+/**
+* Whether this process still holds the lock `file`: it took it, has not
+* released it, and no one has taken it over since. A live holder's lease is
+* refreshed every few seconds, but a process stopped longer than the lease
+* (SIGSTOP, a paused VM, a debugger) is taken for dead and its lock taken
+* over; once it runs again, this is how it finds out, before it sends
+* anything more for the hash (core/notarize.ts).
+*/
+function stillHolds(file) {
+	return heldHere.get(file)?.stillHeld() ?? false;
 }
 /**
 * Deletes the stale lock instance `seen` at `file`, under its claim (see the
@@ -14014,10 +14049,27 @@ function registrationRequest(input) {
 		status: "not_registered"
 	};
 }
+/**
+* Throws unless this process still holds the lock of `hash`: one stopped
+* longer than its lease (SIGSTOP, a paused VM) had it taken over by another
+* run, which may have registered the hash meanwhile. Its session would then
+* pass for one saved after that record (and be completed by `complete`),
+* its forfait would be a second completion: neither is done. Checked before
+* the session is saved and before the forfait goes, the two steps whose
+* doing twice costs.
+*/
+function checkStillHeld(deps, hash, notDone) {
+	if (stillHolds(deps.store.lockFile(hash))) return;
+	throw new TransientError(`the lock on ${hash} was taken over by another notarize while this one was stopped: ${notDone}`, {
+		hint: "run the same command again: it finds where the registration stands (the other run may have finished it)",
+		notProcessed: true
+	});
+}
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps, input) {
 	deps.onStep?.("requesting");
 	const save = async (sessionJson) => {
+		checkStillHeld(deps, input.hash, "its session is not saved, nor its completion sent");
 		const entry = {
 			hash: input.hash,
 			description: input.description,
@@ -14065,6 +14117,7 @@ async function requestStep(deps, input) {
 async function completeStep(deps, pending) {
 	await deps.beforeCompletion?.(pending.hash);
 	await beforeSending();
+	checkStillHeld(deps, pending.hash, "its completion (forfait) is not sent");
 	let recorded;
 	const onSent = () => {
 		if (recorded) return;

@@ -46,7 +46,7 @@ import {
 } from '../store/service-store.js';
 import { diskRefusedBeforeSending, isDiskRefusal } from '../store/disk.js';
 import { beforeSending, sendingCompletion, track, whenStopping, type Tracked } from '../interrupt.js';
-import { holdLock, releaseOwnLock, withLock, type LockTiming } from '../store/lock.js';
+import { holdLock, releaseOwnLock, stillHolds, withLock, type LockTiming } from '../store/lock.js';
 import { asNotarizeError } from './batch.js';
 import { MAX_RECORD_DEPTH } from './receipt-format.js';
 import { jsonDepth } from '../exact-json.js';
@@ -621,10 +621,32 @@ export function registrationRequest(
   };
 }
 
+/**
+ * Throws unless this process still holds the lock of `hash`: one stopped
+ * longer than its lease (SIGSTOP, a paused VM) had it taken over by another
+ * run, which may have registered the hash meanwhile. Its session would then
+ * pass for one saved after that record (and be completed by `complete`),
+ * its forfait would be a second completion: neither is done. Checked before
+ * the session is saved and before the forfait goes, the two steps whose
+ * doing twice costs.
+ */
+function checkStillHeld(deps: FlowDeps, hash: string, notDone: string): void {
+  if (stillHolds(deps.store.lockFile(hash))) return;
+  throw new TransientError(
+    `the lock on ${hash} was taken over by another notarize while this one was stopped: ${notDone}`,
+    {
+      hint: 'run the same command again: it finds where the registration stands (the other run may have finished it)',
+      // Nothing of the step went out.
+      notProcessed: true,
+    },
+  );
+}
+
 /** The request step; the answer is saved before this returns or throws. */
 async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<PendingEntry> {
   deps.onStep?.('requesting');
   const save = async (sessionJson: string): Promise<PendingEntry> => {
+    checkStillHeld(deps, input.hash, 'its session is not saved, nor its completion sent');
     const entry: PendingEntry = {
       hash: input.hash,
       description: input.description,
@@ -677,6 +699,7 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
 async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
   await deps.beforeCompletion?.(pending.hash);
   await beforeSending();
+  checkStillHeld(deps, pending.hash, 'its completion (forfait) is not sent');
   // Told once the forfait goes out: one still waiting for its slot (api/slots.ts) is not under way,
   // neither for an interruption's wait nor for the caller (its result owed, something sent).
   let recorded: (() => void) | undefined;

@@ -502,6 +502,8 @@ function renewRunFile(run: RunFile, dir: string, leaseMs: number): RunFile {
 /** A lock this process holds: released once, by withLock. */
 interface Held {
   release(): void;
+  /** Whether the lock at its path is still this one: not taken over meanwhile (stillHolds). */
+  stillHeld(): boolean;
 }
 
 /**
@@ -522,24 +524,44 @@ function createLock(file: string, run: RunFile, leaseMs: number): Held | typeof 
     const fd = createWithoutLink(file, text);
     if (fd === undefined) return undefined;
     const stop = keepFresh(fd, leaseMs);
-    return {
+    const alone: Held = {
       release() {
+        if (heldHere.get(file) === alone) heldHere.delete(file);
         release(file, text);
         stop();
       },
+      stillHeld: () => {
+        try {
+          return readPrivateFile(file) === text;
+        } catch {
+          return false;
+        }
+      },
     };
+    heldHere.set(file, alone);
+    return alone;
   }
+  // Ours while it is our run file's inode: no one takes over the lock of a live run.
+  const ours = () => {
+    const info = lstatSync(file);
+    return info.ino === run.ino && info.dev === run.dev;
+  };
   const held: Held = {
     release() {
       // Another holder in this process since (this link removed by hand, say) has its own lock there now.
       if (heldHere.get(file) !== held) return;
       heldHere.delete(file);
       try {
-        // Ours while it is our run file's inode: no one takes over the lock of a live run.
-        const info = lstatSync(file);
-        if (info.ino === run.ino && info.dev === run.dev) removeFile(file);
+        if (ours()) removeFile(file);
       } catch {
         // Gone already.
+      }
+    },
+    stillHeld: () => {
+      try {
+        return heldHere.get(file) === held && ours();
+      } catch {
+        return false;
       }
     },
   };
@@ -548,10 +570,23 @@ function createLock(file: string, run: RunFile, leaseMs: number): Held | typeof 
 }
 
 /**
- * The locks this module instance holds as links, by path: all are links to
- * one inode, so only this tells two holders of one path in one process apart.
+ * The locks this module instance holds, by path: those held as links are
+ * all links to one inode, so only this tells two holders of one path in one
+ * process apart.
  */
 const heldHere = new Map<string, Held>();
+
+/**
+ * Whether this process still holds the lock `file`: it took it, has not
+ * released it, and no one has taken it over since. A live holder's lease is
+ * refreshed every few seconds, but a process stopped longer than the lease
+ * (SIGSTOP, a paused VM, a debugger) is taken for dead and its lock taken
+ * over; once it runs again, this is how it finds out, before it sends
+ * anything more for the hash (core/notarize.ts).
+ */
+export function stillHolds(file: string): boolean {
+  return heldHere.get(file)?.stillHeld() ?? false;
+}
 
 /**
  * Deletes the stale lock instance `seen` at `file`, under its claim (see the

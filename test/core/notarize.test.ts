@@ -935,6 +935,57 @@ describe('the end of a registration', () => {
     expect(await register(deps, input(hash))).toMatchObject({ kind: 'completed', reusedSession: true });
   });
 
+  describe('a lock taken over while this process was stopped (SIGSTOP, a paused VM)', () => {
+    /** What another notarize does once this one's lease has run out: the lock at the path is its own. */
+    const takeOver = (store: ServiceStore, hash: string) => {
+      const file = store.lockFile(hash);
+      renameSync(file, `${file}.gone`);
+      writeFileSync(file, 'another run\n');
+    };
+
+    it('the request step answered after the takeover: its session is not saved, nothing more sent, exit 4', async () => {
+      const hash = sha256('stopped during the request step');
+      const store = newStore();
+      const api = fakeApi({
+        requestRegistration: () => {
+          takeOver(store, hash);
+          return Promise.resolve(
+            parseAnswer(
+              readFixture('session-free-plan.json'),
+              subscriptionSessionSchema,
+              'answer to the registration request',
+            ),
+          );
+        },
+      });
+      const error = await rejectionOf(register(world({ api, store }).deps, input(hash)), TransientError);
+      expect(error.exitCode).toBe(4);
+      expect(error.message).toBe(
+        `the lock on ${hash} was taken over by another notarize while this one was stopped: ` +
+          'its session is not saved, nor its completion sent',
+      );
+      expect(store.readPending(hash)).toBeUndefined();
+      expect(store.readRecord(hash)).toBeUndefined();
+    });
+
+    it('taken over once the session was saved: its forfait is not sent, the session kept for whoever holds the lock', async () => {
+      const hash = sha256('stopped before forfait');
+      const { store, deps } = world();
+      deps.beforeCompletion = (h) => {
+        takeOver(store, h);
+        return Promise.resolve();
+      };
+      const error = await rejectionOf(register(deps, input(hash)), TransientError);
+      expect(error.message).toBe(
+        `the lock on ${hash} was taken over by another notarize while this one was stopped: ` +
+          'its completion (forfait) is not sent',
+      );
+      expect(error.notProcessed).toBe(true);
+      expect(called()).toEqual(['request']);
+      expect(store.readPending(hash)).toBeDefined();
+    });
+  });
+
   describe('custody', () => {
     it.each([
       ['with a wallet name', { walletName: 'my wallet' }],
