@@ -21712,10 +21712,13 @@ var init_client = __esmMin((() => {
 		* in the run's outage (read errors are never retried).
 		*/
 		#authed(req, { mode, ...call }, read) {
-			return this.#authorizer.authorize((token) => withRetries(async () => read((await this.transport.send({
-				...req,
-				token
-			})).text), mode, this.#retry, call));
+			return this.#authorizer.authorize((token) => withRetries(async () => {
+				this.#authorizer.checkUnexpired?.(token);
+				return read((await this.transport.send({
+					...req,
+					token
+				})).text);
+			}, mode, this.#retry, call));
 		}
 	};
 }));
@@ -29287,13 +29290,14 @@ var credentials_exports = /* @__PURE__ */ __exportAll({
 	KEY_REFUSED: () => KEY_REFUSED,
 	TokenCredentials: () => TokenCredentials
 });
-var KEY_REFUSED, TokenCredentials;
+var KEY_REFUSED, ExpiredWhileWaiting, TokenCredentials;
 var init_credentials = __esmMin((() => {
 	init_retry();
 	init_errors();
 	init_secrets();
 	init_token();
 	KEY_REFUSED = "logging in with NOTARIZE_API_KEY failed";
+	ExpiredWhileWaiting = class extends AuthError {};
 	TokenCredentials = class {
 		#sources;
 		/** The token in use and its `exp`, read once: every request of a batch asks whether it has expired. */
@@ -29322,15 +29326,25 @@ var init_credentials = __esmMin((() => {
 		* without a call to `send`.
 		*/
 		async authorize(send) {
-			const token = await this.token();
-			try {
+			let token = await this.token();
+			let renewed = false;
+			for (;;) try {
 				return await send(token);
 			} catch (error) {
-				if (!(error instanceof AuthError) || error.status !== 401) throw error;
+				if (error instanceof ExpiredWhileWaiting) {
+					token = await this.token();
+					continue;
+				}
+				if (!(error instanceof AuthError) || error.status !== 401 || renewed) throw error;
+				renewed = true;
 				const fresh = await this.#renew();
 				if (fresh === void 0) throw error;
-				return await send(fresh);
+				token = fresh;
 			}
+		}
+		/** See Authorizer.checkUnexpired: the token of a call retried past its exp is never sent. */
+		checkUnexpired(token) {
+			if (hasExpired(this.#current?.token === token ? this.#current.exp : expiryOf(token))) throw new ExpiredWhileWaiting("the token expired while a call waited to be sent again");
 		}
 		/** A token usable now, logging in with the API key if need be; throws AuthError when there is none. */
 		async token() {
@@ -29374,9 +29388,14 @@ var init_credentials = __esmMin((() => {
 					if (!this.#loginCannotHelp && this.#renewal === renewal) this.#renewal = void 0;
 				});
 			}
-			const token = await this.#renewal.catch((error) => {
+			const renewal = this.#renewal;
+			const token = await renewal.catch((error) => {
 				throw ownCopy(error);
 			});
+			if (isExpired(token)) {
+				if (this.#renewal === renewal) this.#renewal = void 0;
+				return this.#renew();
+			}
 			this.#sources.onToken?.(token);
 			return token;
 		}

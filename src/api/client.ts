@@ -41,6 +41,13 @@ export interface Authorizer {
    * when no token can be had.
    */
   authorize<T>(send: (token: string) => Promise<T>): Promise<T>;
+  /**
+   * Throws the AuthError `authorize` answers as it does a 401 (a renewal, or
+   * the error itself) when `token` has expired since it was handed out: a
+   * call that waited to be sent again (Retry-After, its slot) past the
+   * token's exp must not send it.
+   */
+  checkUnexpired?(token: string): void;
 }
 
 /**
@@ -203,7 +210,15 @@ export class ApiClient {
     read: (text: string) => T,
   ): Promise<T> {
     return this.#authorizer.authorize((token) =>
-      withRetries(async () => read((await this.transport.send({ ...req, token })).text), mode, this.#retry, call),
+      withRetries(
+        async () => {
+          this.#authorizer.checkUnexpired?.(token);
+          return read((await this.transport.send({ ...req, token })).text);
+        },
+        mode,
+        this.#retry,
+        call,
+      ),
     );
   }
 }

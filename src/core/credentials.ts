@@ -52,6 +52,9 @@ export interface CredentialSources {
  */
 export const KEY_REFUSED = 'logging in with NOTARIZE_API_KEY failed';
 
+/** A token that expired while its call waited to be sent again: answered as a 401 would be (a renewal), never sent. */
+class ExpiredWhileWaiting extends AuthError {}
+
 /** The Authorizer the ApiClient uses; see the module comment. */
 export class TokenCredentials implements Authorizer {
   readonly #sources: CredentialSources;
@@ -84,15 +87,31 @@ export class TokenCredentials implements Authorizer {
    * without a call to `send`.
    */
   async authorize<T>(send: (token: string) => Promise<T>): Promise<T> {
-    const token = await this.token();
-    try {
-      return await send(token);
-    } catch (error) {
-      if (!(error instanceof AuthError) || error.status !== 401) throw error;
-      const fresh = await this.#renew();
-      if (fresh === undefined) throw error;
-      return await send(fresh);
+    let token = await this.token();
+    let renewed = false;
+    for (;;) {
+      try {
+        return await send(token);
+      } catch (error) {
+        // Expired while the call waited to be sent again: a token usable now (a login with the key;
+        // without one, the error that says the token has expired), as often as it happens.
+        if (error instanceof ExpiredWhileWaiting) {
+          token = await this.token();
+          continue;
+        }
+        if (!(error instanceof AuthError) || error.status !== 401 || renewed) throw error;
+        renewed = true;
+        const fresh = await this.#renew();
+        if (fresh === undefined) throw error;
+        token = fresh;
+      }
     }
+  }
+
+  /** See Authorizer.checkUnexpired: the token of a call retried past its exp is never sent. */
+  checkUnexpired(token: string): void {
+    const exp = this.#current?.token === token ? this.#current.exp : expiryOf(token);
+    if (hasExpired(exp)) throw new ExpiredWhileWaiting('the token expired while a call waited to be sent again');
   }
 
   /** A token usable now, logging in with the API key if need be; throws AuthError when there is none. */
@@ -161,9 +180,16 @@ export class TokenCredentials implements Authorizer {
       });
     }
     // Its failure is every such caller's, each with its own copy (see #usable).
-    const token = await this.#renewal.catch((error: unknown) => {
+    const renewal = this.#renewal;
+    const token = await renewal.catch((error: unknown) => {
       throw ownCopy(error);
     });
+    // A run longer than a token's life: the renewal's token has expired since, so log in again
+    // (#logIn refuses a token that arrives expired, which ends this).
+    if (isExpired(token)) {
+      if (this.#renewal === renewal) this.#renewal = undefined;
+      return this.#renew();
+    }
     this.#sources.onToken?.(token);
     return token;
   }

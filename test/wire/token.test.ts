@@ -12,6 +12,7 @@ import { describeRun } from '../helpers/cli.js';
 import { makeDocument } from '../helpers/documents.js';
 import { cliEnv } from '../helpers/env.js';
 import { runMain } from '../helpers/main.js';
+import { parseFaults } from '../../src/sandbox/server.js';
 import { handMadeJwt, startTestSandbox, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
 import { ledgerHashes, readJson } from '../helpers/store.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
@@ -98,6 +99,53 @@ describe('an expired token is never sent', () => {
     expect(withKey.code, describeRun(withKey)).toBe(0);
     expect(routes(sandbox)).toEqual(['login:200', 'request:200', 'forfait:200']);
     expect(storedTokens(configDir)[sandbox.url]).not.toBe(expired);
+  });
+});
+
+describe('a token that expires while a call waits to be sent again (Retry-After) is not sent', () => {
+  // Tokens of 34 s: past 4 s they count as expired (the 30 s margin). The request step is answered 503
+  // with Retry-After 3 twice, so one of its attempts comes after those 4 s, whenever the first went.
+  const slowly = { tokenTtlSeconds: 34, faults: parseFaults('request:status=503@3*2') };
+
+  it('a stored token, no API key: exit 3 saying so, the expired token never sent', async () => {
+    const sandbox = await newSandbox(slowly);
+    const configDir = tempDir();
+    const login = await runMain(['login', '--api-key-stdin'], cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url }), {
+      input: sandbox.apiKey,
+    });
+    expect(login.code, describeRun(login)).toBe(0);
+    const doc = makeDocument(tempDir(), 'slow.txt');
+    const run = await runMain(['register', doc.path], cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url }));
+    expect(run.code, describeRun(run)).toBe(3);
+    expect(run.stderr).toContain(`the stored token for ${sandbox.url} has expired`);
+    expect(routes(sandbox).filter((r) => r.endsWith(':401'))).toEqual([]);
+    expect(routes(sandbox)).not.toContain('forfait:200');
+  });
+
+  it('with NOTARIZE_API_KEY: a new login instead, and the document registered', async () => {
+    const sandbox = await newSandbox(slowly);
+    const configDir = tempDir();
+    const doc = makeDocument(tempDir(), 'slow-with-key.txt');
+    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
+    const run = await runMain(['register', doc.path], env);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(ledgerHashes(configDir, sandbox.url)).toEqual([doc.hash]);
+    expect(routes(sandbox).filter((r) => r.endsWith(':401'))).toEqual([]);
+    expect(routes(sandbox).filter((r) => r.startsWith('login:'))).toEqual(['login:200', 'login:200']);
+  });
+
+  it('with NOTARIZE_API_KEY, after the one re-login a 401 earns: that token too is replaced once it expires', async () => {
+    const sandbox = await newSandbox({
+      tokenTtlSeconds: 34,
+      faults: parseFaults('request:status=401*1,request:status=503@3*2'),
+    });
+    const configDir = tempDir();
+    const doc = makeDocument(tempDir(), 'renewed-then-expired.txt');
+    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
+    const run = await runMain(['register', doc.path], env);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(ledgerHashes(configDir, sandbox.url)).toEqual([doc.hash]);
+    expect(routes(sandbox).filter((r) => r.startsWith('login:'))).toEqual(['login:200', 'login:200', 'login:200']);
   });
 });
 
