@@ -12507,24 +12507,19 @@ function recordHashOf(recordJson) {
 	const record = JSON.parse(recordJson);
 	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
 }
-/** A session saved no later than the record of its hash was completed: that registration's, left over. */
-function isLeftoverOf(pending, record) {
-	const after = savedAfterCompleted(pending, record);
-	return after !== void 0 && after <= 0;
-}
 /**
-* Whether `pending` was saved after `record` was completed, both times
-* readable: a registration asked for again (`register --force
-* --no-complete`), the one session of a recorded hash `complete` sends.
+* Whether `pending` was requested knowing `record` (its `follows` is the
+* record's completedAt): a registration asked for again (`register --force
+* --no-complete`), the one session of a recorded hash `complete` sends. Any
+* other beside a record is that registration's, left over by a process
+* stopped between saving the record and removing the session. Told by a
+* mark, not by comparing times: the session and the record may be written
+* by hosts whose clocks differ (a store shared between containers), and a
+* leftover saved by one an hour ahead passed for a new one and was paid for
+* again.
 */
-function savedAfterRecord(pending, record) {
-	const after = savedAfterCompleted(pending, record);
-	return after !== void 0 && after > 0;
-}
-/** Milliseconds from the record's completion to the session's saving; undefined when either time cannot be read. */
-function savedAfterCompleted(pending, record) {
-	const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
-	return Number.isFinite(saved) && Number.isFinite(completed) ? saved - completed : void 0;
+function followsRecord(pending, record) {
+	return pending.follows !== void 0 && pending.follows === record.completedAt;
 }
 var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, custodyOwedSchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
 var init_service_store = __esmMin((() => {
@@ -12565,6 +12560,12 @@ var init_service_store = __esmMin((() => {
 		* explicit `notarize complete` sends the session again.
 		*/
 		forfaitUnreadAt: string$1().optional(),
+		/**
+		* Set when the session was requested for a hash the ledger already held
+		* (`register --force`): that record's completedAt. Only such a session,
+		* beside that very record, is a registration asked for again (followsRecord).
+		*/
+		follows: string$1().optional(),
 		/** The request step's answer, exactly as received. */
 		sessionJson: jsonObjectText
 	}).transform(withoutVersion);
@@ -12783,12 +12784,12 @@ var init_service_store = __esmMin((() => {
 			} catch {
 				return;
 			}
-			if (pending && isLeftoverOf(pending, record)) removeFile(this.pendingFile(record.hash));
+			if (pending && !followsRecord(pending, record)) removeFile(this.pendingFile(record.hash));
 		}
 		/**
 		* Whether `pending` is a leftover of a registration the ledger holds (not
-		* saved after it was completed, savedAfterRecord): nothing is sent for it,
-		* and the next run that meets it removes it (if it can tell it is older).
+		* requested again after it, followsRecord): nothing is sent for it, and the
+		* next run that meets it removes it.
 		*/
 		isLeftover(pending) {
 			let record;
@@ -12797,7 +12798,7 @@ var init_service_store = __esmMin((() => {
 			} catch {
 				return false;
 			}
-			return record !== void 0 && !savedAfterRecord(pending, record);
+			return record !== void 0 && !followsRecord(pending, record);
 		}
 		/**
 		* The ledger record for a hash; throws StoreError if its file is damaged,
@@ -13680,7 +13681,7 @@ async function register(deps, input) {
 			if (unanswered !== void 0) throw requestUnread(input.hash, unanswered.requestedAt);
 			await deps.beforeRequest?.(input.hash);
 			try {
-				pending = await requestStep(deps, input);
+				pending = await requestStep(deps, input, existing?.completedAt);
 			} catch (error) {
 				if (!isAlreadyRegistered(error)) throw error;
 				const reason = [REQUEST_ANSWERED_409, error.serviceMessage].join(": ");
@@ -13804,7 +13805,7 @@ async function complete(deps, hash, source) {
 		const existing = store.readRecord(hash);
 		if (existing) removeLeftover(deps, existing);
 		const stored = existing ? readPendingIfAny(store, hash) : store.readPending(hash);
-		if (existing && !(source.kind === "store" && stored && savedAfterRecord(stored, existing))) {
+		if (existing && !(source.kind === "store" && stored && followsRecord(stored, existing))) {
 			store.clearUnanswered(hash);
 			return alreadyInLedger(deps, existing, tracked);
 		}
@@ -14065,8 +14066,12 @@ function checkStillHeld(deps, hash, notDone) {
 		notProcessed: true
 	});
 }
-/** The request step; the answer is saved before this returns or throws. */
-async function requestStep(deps, input) {
+/**
+* The request step; the answer is saved before this returns or throws.
+* `follows`: the completedAt of the record of the hash, when there is one
+* (--force), kept in the session (see followsRecord).
+*/
+async function requestStep(deps, input, follows) {
 	deps.onStep?.("requesting");
 	const save = async (sessionJson) => {
 		checkStillHeld(deps, input.hash, "its session is not saved, nor its completion sent");
@@ -14078,6 +14083,7 @@ async function requestStep(deps, input) {
 			...input.custody && input.walletName !== void 0 ? { walletName: input.walletName } : {},
 			savedAt: now(deps).toISOString(),
 			...input.file ? { file: input.file } : {},
+			...follows === void 0 ? {} : { follows },
 			sessionJson
 		};
 		await savePendingOrExplain(deps, entry);

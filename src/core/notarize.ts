@@ -37,7 +37,7 @@ import {
   type UnsavedAnswer,
 } from '../errors.js';
 import {
-  savedAfterRecord,
+  followsRecord,
   type CustodyOwed,
   type FileFacts,
   type LedgerEntry,
@@ -187,7 +187,8 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
       if (unanswered !== undefined) throw requestUnread(input.hash, unanswered.requestedAt);
       await deps.beforeRequest?.(input.hash);
       try {
-        pending = await requestStep(deps, input);
+        // With --force over a record: the session says which record it was asked for after.
+        pending = await requestStep(deps, input, existing?.completedAt);
       } catch (error) {
         if (!isAlreadyRegistered(error)) throw error;
         // Only a help (the service has it whatever happens here): when the disk refuses, the next run asks again.
@@ -335,10 +336,10 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
   return locked(deps, hash, async (tracked) => {
     const existing = store.readRecord(hash);
     if (existing) removeLeftover(deps, existing);
-    // With a record, only a readable session saved after it (`register --force --no-complete`:
+    // With a record, only a readable session requested after it (`register --force --no-complete`:
     // registered again, as asked) is completed; anything else would pay for a hash the ledger has.
     const stored = existing ? readPendingIfAny(store, hash) : store.readPending(hash);
-    if (existing && !(source.kind === 'store' && stored && savedAfterRecord(stored, existing))) {
+    if (existing && !(source.kind === 'store' && stored && followsRecord(stored, existing))) {
       // A hash in the ledger has no request step left unread (a store of an older notarize may say so).
       store.clearUnanswered(hash);
       return alreadyInLedger(deps, existing, tracked);
@@ -624,9 +625,9 @@ export function registrationRequest(
 /**
  * Throws unless this process still holds the lock of `hash`: one stopped
  * longer than its lease (SIGSTOP, a paused VM) had it taken over by another
- * run, which may have registered the hash meanwhile. Its session would then
- * pass for one saved after that record (and be completed by `complete`),
- * its forfait would be a second completion: neither is done. Checked before
+ * run, which may have registered the hash meanwhile. Its session, saved
+ * beside that record, would be a leftover at best; its forfait would be a
+ * second completion: neither is done. Checked before
  * the session is saved and before the forfait goes, the two steps whose
  * doing twice costs.
  */
@@ -642,8 +643,12 @@ function checkStillHeld(deps: FlowDeps, hash: string, notDone: string): void {
   );
 }
 
-/** The request step; the answer is saved before this returns or throws. */
-async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<PendingEntry> {
+/**
+ * The request step; the answer is saved before this returns or throws.
+ * `follows`: the completedAt of the record of the hash, when there is one
+ * (--force), kept in the session (see followsRecord).
+ */
+async function requestStep(deps: FlowDeps, input: RegisterInput, follows?: string): Promise<PendingEntry> {
   deps.onStep?.('requesting');
   const save = async (sessionJson: string): Promise<PendingEntry> => {
     checkStillHeld(deps, input.hash, 'its session is not saved, nor its completion sent');
@@ -655,6 +660,7 @@ async function requestStep(deps: FlowDeps, input: RegisterInput): Promise<Pendin
       ...(input.custody && input.walletName !== undefined ? { walletName: input.walletName } : {}),
       savedAt: now(deps).toISOString(),
       ...(input.file ? { file: input.file } : {}),
+      ...(follows === undefined ? {} : { follows }),
       sessionJson,
     };
     await savePendingOrExplain(deps, entry);

@@ -84,6 +84,12 @@ const pendingEntrySchema = z
      * explicit `notarize complete` sends the session again.
      */
     forfaitUnreadAt: z.string().optional(),
+    /**
+     * Set when the session was requested for a hash the ledger already held
+     * (`register --force`): that record's completedAt. Only such a session,
+     * beside that very record, is a registration asked for again (followsRecord).
+     */
+    follows: z.string().optional(),
     /** The request step's answer, exactly as received. */
     sessionJson: jsonObjectText,
   })
@@ -512,13 +518,13 @@ export class ServiceStore {
     } catch {
       return;
     }
-    if (pending && isLeftoverOf(pending, record)) removeFile(this.pendingFile(record.hash));
+    if (pending && !followsRecord(pending, record)) removeFile(this.pendingFile(record.hash));
   }
 
   /**
    * Whether `pending` is a leftover of a registration the ledger holds (not
-   * saved after it was completed, savedAfterRecord): nothing is sent for it,
-   * and the next run that meets it removes it (if it can tell it is older).
+   * requested again after it, followsRecord): nothing is sent for it, and the
+   * next run that meets it removes it.
    */
   isLeftover(pending: PendingEntry): boolean {
     let record: LedgerEntry | undefined;
@@ -527,7 +533,7 @@ export class ServiceStore {
     } catch {
       return false; // A damaged entry is reported where it is read.
     }
-    return record !== undefined && !savedAfterRecord(pending, record);
+    return record !== undefined && !followsRecord(pending, record);
   }
 
   /**
@@ -763,24 +769,17 @@ export class ServiceStore {
   }
 }
 
-/** A session saved no later than the record of its hash was completed: that registration's, left over. */
-function isLeftoverOf(pending: PendingEntry, record: LedgerEntry): boolean {
-  const after = savedAfterCompleted(pending, record);
-  return after !== undefined && after <= 0;
-}
-
 /**
- * Whether `pending` was saved after `record` was completed, both times
- * readable: a registration asked for again (`register --force
- * --no-complete`), the one session of a recorded hash `complete` sends.
+ * Whether `pending` was requested knowing `record` (its `follows` is the
+ * record's completedAt): a registration asked for again (`register --force
+ * --no-complete`), the one session of a recorded hash `complete` sends. Any
+ * other beside a record is that registration's, left over by a process
+ * stopped between saving the record and removing the session. Told by a
+ * mark, not by comparing times: the session and the record may be written
+ * by hosts whose clocks differ (a store shared between containers), and a
+ * leftover saved by one an hour ahead passed for a new one and was paid for
+ * again.
  */
-export function savedAfterRecord(pending: PendingEntry, record: LedgerEntry): boolean {
-  const after = savedAfterCompleted(pending, record);
-  return after !== undefined && after > 0;
-}
-
-/** Milliseconds from the record's completion to the session's saving; undefined when either time cannot be read. */
-function savedAfterCompleted(pending: PendingEntry, record: LedgerEntry): number | undefined {
-  const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
-  return Number.isFinite(saved) && Number.isFinite(completed) ? saved - completed : undefined;
+export function followsRecord(pending: PendingEntry, record: LedgerEntry): boolean {
+  return pending.follows !== undefined && pending.follows === record.completedAt;
 }

@@ -697,33 +697,54 @@ describe('complete', () => {
     expect(steps).toEqual(['completing', 'saving']);
   });
 
-  it('a session saved after the record (register --force --no-complete) is completed; a damaged one is not', async () => {
+  it('a session requested over the record (register --force --no-complete) is completed; a leftover, however dated, is not', async () => {
     const hash = sha256('registered again');
-    const { store, entry } = await requestOnly(hash);
+    const { store } = await requestOnly(hash);
     await complete(world({ store }).deps, hash, { kind: 'store' });
-    // Asked for again: a session newer than the record.
     const record = store.readRecord(hash)!;
-    await store.savePending({ ...entry, savedAt: new Date(Date.parse(record.completedAt) + 60_000).toISOString() });
+    // Asked for again (a service that opens a session for a hash it has; the sandbox answers 409):
+    // the session says which record it was asked for after.
+    const api = fakeApi({
+      requestRegistration: () =>
+        Promise.resolve(
+          parseAnswer(
+            readFixture('session-free-plan.json'),
+            subscriptionSessionSchema,
+            'answer to the registration request',
+          ),
+        ),
+    });
+    const again = await register(world({ api, store }).deps, input(hash, { force: true, complete: false }));
+    expect(again).toMatchObject({ kind: 'pending' });
+    const asked = store.readPending(hash)!;
+    expect(asked.follows).toBe(record.completedAt);
     const before = forfaitBodies().length;
-    const again = await complete(world({ store }).deps, hash, { kind: 'store' });
-    expect(forfaitBodies()).toHaveLength(before + 1);
     // The sandbox has it: a 409, read as already registered, the session moved aside.
-    expect(again).toMatchObject({ kind: 'already-registered', hash });
+    expect(await complete(world({ store }).deps, hash, { kind: 'store' })).toMatchObject({
+      kind: 'already-registered',
+      hash,
+    });
+    expect(forfaitBodies()).toHaveLength(before + 1);
     expect(store.readPending(hash)).toBeUndefined();
-    // A damaged one beside the record, or one not provably saved after it: the ledger answers, nothing sent.
+    // Beside the record, a damaged session, or one not asked for after this very record, is a leftover:
+    // the ledger answers, nothing sent, whatever its savedAt says (written by a host whose clock is an
+    // hour ahead, say).
+    const later = new Date(Date.parse(record.completedAt) + 3_600_000).toISOString();
+    const leftovers = [
+      { ...asked, follows: undefined, savedAt: later },
+      { ...asked, follows: '2000-01-01T00:00:00.000Z', savedAt: later },
+    ];
     writeFileSync(store.pendingFile(hash), '{');
-    const damaged = await complete(world({ store }).deps, hash, { kind: 'store' });
-    expect(damaged).toMatchObject({ kind: 'already-registered', hash });
-    const before1h = new Date(Date.parse(record.completedAt) - 3_600_000 + 60_000);
-    // The same instant as the record's minus 59 minutes, written with an offset that sorts after it as text.
-    const offset = `${before1h
-      .toISOString()
-      .slice(0, 19)
-      .replace(/T(\d\d)/, (_, h: string) => `T${String((Number(h) + 1) % 24).padStart(2, '0')}`)}+01:00`;
-    for (const savedAt of ['garbage', 'Z', offset]) {
-      await store.savePending({ ...entry, savedAt });
+    expect(await complete(world({ store }).deps, hash, { kind: 'store' })).toMatchObject({
+      kind: 'already-registered',
+      hash,
+    });
+    for (const leftover of leftovers) {
+      await store.savePending(leftover);
+      expect(store.isLeftover(leftover)).toBe(true);
       const refused = await complete(world({ store }).deps, hash, { kind: 'store' });
-      expect(refused, savedAt).toMatchObject({ kind: 'already-registered', hash });
+      expect(refused, JSON.stringify(leftover.follows)).toMatchObject({ kind: 'already-registered', hash });
+      expect(store.readPending(hash)).toBeUndefined();
     }
     expect(forfaitBodies()).toHaveLength(before + 1);
   });

@@ -281,16 +281,24 @@ describe('ServiceStore', () => {
     }
   });
 
-  it('removes a session left beside its record only when it was saved before the completion', async () => {
+  it('removes a session left beside its record unless it follows that record (asked for again), whatever its savedAt', async () => {
     const store = serviceStore();
     const hash = hashOf('leftover');
     await store.saveRecord(record(hash)); // completed at 12:01
-    await store.savePending(pending(hash, { savedAt: '2024-01-01T12:02:00.000Z' }));
+    const completedAt = store.readRecord(hash)!.completedAt;
+    await store.savePending(pending(hash, { savedAt: '2024-01-01T12:02:00.000Z', follows: completedAt }));
     store.removeLeftoverPending(store.readRecord(hash)!);
-    expect(store.readPending(hash)).toBeDefined();
-    await store.savePending(pending(hash)); // saved at 12:00
-    store.removeLeftoverPending(store.readRecord(hash)!);
-    expect(store.readPending(hash)).toBeUndefined();
+    expect(store.readPending(hash)?.follows).toBe(completedAt);
+    // Saved "after" by its date (a clock ahead), before, or following another record: a leftover.
+    for (const left of [
+      pending(hash, { savedAt: '2024-01-01T13:00:00.000Z' }),
+      pending(hash),
+      pending(hash, { savedAt: '2024-01-01T12:02:00.000Z', follows: '2023-12-31T00:00:00.000Z' }),
+    ]) {
+      await store.savePending(left);
+      store.removeLeftoverPending(store.readRecord(hash)!);
+      expect(store.readPending(hash)).toBeUndefined();
+    }
     // A damaged one stays, for a person to look at.
     writeFileSync(store.pendingFile(hash), '{');
     store.removeLeftoverPending(store.readRecord(hash)!);
