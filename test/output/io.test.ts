@@ -16,7 +16,7 @@ function bufferIO(options: Partial<IOOptions> = {}) {
     colour: false,
     ...options,
   });
-  return { io, stdout: () => out.join(''), stderr: () => err.join('') };
+  return { io, stdout: () => out.join(''), stderr: () => err.join(''), chunks: out };
 }
 
 describe('IO streams', () => {
@@ -71,15 +71,7 @@ describe('IO.dataJsonArray', () => {
   });
 
   it('writes one element at a time and scrubs secrets in each', () => {
-    const chunks: string[] = [];
-    const io = new IO({
-      stdout: { write: (text: string) => chunks.push(text) },
-      stderr: { write: () => {} },
-      stdin: Readable.from([]),
-      stdinIsTTY: false,
-      stderrIsTTY: false,
-      colour: false,
-    });
+    const { io, chunks } = bufferIO();
     io.addSecret('ak_live_0123456789abcdef');
     io.dataJsonArray([{ file: 'a', note: 'ak_live_0123456789abcdef' }, { file: 'b\nc' }]);
     expect(chunks).toEqual([
@@ -91,15 +83,7 @@ describe('IO.dataJsonArray', () => {
 
 describe('IO.dataLines', () => {
   it('writes the lines as data would write them joined, in pieces that end with a line, secrets scrubbed in each', () => {
-    const chunks: string[] = [];
-    const io = new IO({
-      stdout: { write: (text: string) => chunks.push(text) },
-      stderr: { write: () => {} },
-      stdin: Readable.from([]),
-      stdinIsTTY: false,
-      stderrIsTTY: false,
-      colour: false,
-    });
+    const { io, chunks } = bufferIO();
     io.addSecret('ak_live_0123456789abcdef');
     // 20,000 lines of about 40 characters: 800 KB, more than one piece.
     const lines = Array.from(
