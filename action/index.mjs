@@ -9472,10 +9472,12 @@ ${LONGEST_RETRY_WAIT_MS / 1e3} s ends the retries (exit 4).`;
 * once turned a moment of it into a whole batch failed (each document's
 * open failed in microseconds, and the queue drained: 1,959 of 2,000 with
 * `-j 16` under `ulimit -n 64`), and a record the service had answered, paid
-* for, into one never saved. So the opens that matter (a document's, a
-* lock's, the session's and the record's files) wait a moment and try
-* again, for up to FD_WAIT_MS in all; then the error stands, saying what to
-* change.
+* for, into one never saved. So the writes that matter (a session's, a
+* record's, a receipt's file and its directory's flush: store/files.ts) wait
+* a moment and try again, for up to FD_WAIT_MS in all, and a document whose
+* own open or lock found none, nothing sent, is run again by its batch
+* (core/batch.ts runAgain); then the error stands, saying what to change.
+* Fewer of either happen when -j fits the limit (fitConcurrency).
 */
 /** Whether `error` is (or wraps, as a StoreError does) a shortage of file descriptors. */
 function isFdShortage(error) {
@@ -9631,7 +9633,7 @@ async function runAll(items, operation, options) {
 			try {
 				result = {
 					ok: true,
-					value: await whenFdsFree(() => operation(item, index), { onlyIf: options.runAgain?.(item) ? (error) => nothingSent(error) : () => false })
+					value: await whenFdsFree(() => operation(item, index), { onlyIf: options.runAgain?.(item) ? nothingSent : () => false })
 				};
 			} catch (error) {
 				if (options.failFast) stop = true;
@@ -14053,9 +14055,9 @@ function registrationRequest(input) {
 /**
 * Throws unless this process still holds the lock of `hash`: one stopped
 * longer than its lease (SIGSTOP, a paused VM) had it taken over by another
-* run, which may have registered the hash meanwhile. Its session would then
-* pass for one saved after that record (and be completed by `complete`),
-* its forfait would be a second completion: neither is done. Checked before
+* run, which may have registered the hash meanwhile. Its session, saved
+* beside that record, would be a leftover at best; its forfait would be a
+* second completion: neither is done. Checked before
 * the session is saved and before the forfait goes, the two steps whose
 * doing twice costs.
 */
@@ -29296,7 +29298,7 @@ var credentials_exports = /* @__PURE__ */ __exportAll({
 	KEY_REFUSED: () => KEY_REFUSED,
 	TokenCredentials: () => TokenCredentials
 });
-var KEY_REFUSED, ExpiredWhileWaiting, TokenCredentials;
+var KEY_REFUSED, ExpiredWhileWaiting, MAX_EXPIRED_PER_CALL, TokenCredentials;
 var init_credentials = __esmMin((() => {
 	init_retry();
 	init_errors();
@@ -29304,6 +29306,7 @@ var init_credentials = __esmMin((() => {
 	init_token();
 	KEY_REFUSED = "logging in with NOTARIZE_API_KEY failed";
 	ExpiredWhileWaiting = class extends AuthError {};
+	MAX_EXPIRED_PER_CALL = 3;
 	TokenCredentials = class {
 		#sources;
 		/** The token in use and its `exp`, read once: every request of a batch asks whether it has expired. */
@@ -29334,10 +29337,11 @@ var init_credentials = __esmMin((() => {
 		async authorize(send) {
 			let token = await this.token();
 			let renewed = false;
+			let expired = 0;
 			for (;;) try {
 				return await send(token);
 			} catch (error) {
-				if (error instanceof ExpiredWhileWaiting) {
+				if (error instanceof ExpiredWhileWaiting && expired++ < MAX_EXPIRED_PER_CALL) {
 					token = await this.token();
 					continue;
 				}
@@ -29350,7 +29354,8 @@ var init_credentials = __esmMin((() => {
 		}
 		/** See Authorizer.checkUnexpired: the token of a call retried past its exp is never sent. */
 		checkUnexpired(token) {
-			if (hasExpired(this.#current?.token === token ? this.#current.exp : expiryOf(token))) throw new ExpiredWhileWaiting("the token expired while a call waited to be sent again");
+			if (!hasExpired(this.#current?.token === token ? this.#current.exp : expiryOf(token))) return;
+			throw new ExpiredWhileWaiting("the token expired while a call waited to be sent again, more than once", { hint: "the service's tokens live less than this call's waits to be sent again (Retry-After): run the command again later" });
 		}
 		/** A token usable now, logging in with the API key if need be; throws AuthError when there is none. */
 		async token() {

@@ -6,10 +6,12 @@
  * once turned a moment of it into a whole batch failed (each document's
  * open failed in microseconds, and the queue drained: 1,959 of 2,000 with
  * `-j 16` under `ulimit -n 64`), and a record the service had answered, paid
- * for, into one never saved. So the opens that matter (a document's, a
- * lock's, the session's and the record's files) wait a moment and try
- * again, for up to FD_WAIT_MS in all; then the error stands, saying what to
- * change.
+ * for, into one never saved. So the writes that matter (a session's, a
+ * record's, a receipt's file and its directory's flush: store/files.ts) wait
+ * a moment and try again, for up to FD_WAIT_MS in all, and a document whose
+ * own open or lock found none, nothing sent, is run again by its batch
+ * (core/batch.ts runAgain); then the error stands, saying what to change.
+ * Fewer of either happen when -j fits the limit (fitConcurrency).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';

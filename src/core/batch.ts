@@ -129,7 +129,7 @@ export async function runAll<T, R>(
       }
       let result: Settled<R>;
       try {
-        const again = options.runAgain?.(item) ? (error: unknown) => nothingSent(error) : () => false;
+        const again = options.runAgain?.(item) ? nothingSent : () => false;
         result = { ok: true, value: await whenFdsFree(() => operation(item, index), { onlyIf: again }) };
       } catch (error) {
         if (options.failFast) stop = true;

@@ -52,8 +52,11 @@ export interface CredentialSources {
  */
 export const KEY_REFUSED = 'logging in with NOTARIZE_API_KEY failed';
 
-/** A token that expired while its call waited to be sent again: answered as a 401 would be (a renewal), never sent. */
+/** A token that expired while its call waited to be sent again: replaced (authorize), never sent. */
 class ExpiredWhileWaiting extends AuthError {}
+
+/** How many tokens one call may see expire while it waits to be sent again before it gives up (exit 3). */
+const MAX_EXPIRED_PER_CALL = 3;
 
 /** The Authorizer the ApiClient uses; see the module comment. */
 export class TokenCredentials implements Authorizer {
@@ -89,13 +92,15 @@ export class TokenCredentials implements Authorizer {
   async authorize<T>(send: (token: string) => Promise<T>): Promise<T> {
     let token = await this.token();
     let renewed = false;
+    let expired = 0;
     for (;;) {
       try {
         return await send(token);
       } catch (error) {
         // Expired while the call waited to be sent again: a token usable now (a login with the key;
-        // without one, the error that says the token has expired), as often as it happens.
-        if (error instanceof ExpiredWhileWaiting) {
+        // without one, the error that says the token has expired). A few times at most: tokens that
+        // live less than the call's waits would otherwise be replaced for as long as the service fails.
+        if (error instanceof ExpiredWhileWaiting && expired++ < MAX_EXPIRED_PER_CALL) {
           token = await this.token();
           continue;
         }
@@ -111,7 +116,10 @@ export class TokenCredentials implements Authorizer {
   /** See Authorizer.checkUnexpired: the token of a call retried past its exp is never sent. */
   checkUnexpired(token: string): void {
     const exp = this.#current?.token === token ? this.#current.exp : expiryOf(token);
-    if (hasExpired(exp)) throw new ExpiredWhileWaiting('the token expired while a call waited to be sent again');
+    if (!hasExpired(exp)) return;
+    throw new ExpiredWhileWaiting('the token expired while a call waited to be sent again, more than once', {
+      hint: "the service's tokens live less than this call's waits to be sent again (Retry-After): run the command again later",
+    });
   }
 
   /** A token usable now, logging in with the API key if need be; throws AuthError when there is none. */

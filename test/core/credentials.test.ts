@@ -430,3 +430,29 @@ describe('a 401 to the request', () => {
     expect(calls(1)).toEqual(['active 403']);
   });
 });
+
+describe('a token that expires while its call waits to be sent again', () => {
+  it('is replaced by a login with the key, a few times at most for one call, then the call fails exit 3', async () => {
+    // Tokens that count as expired a second after they are issued (the 30 s margin), a call that
+    // waits longer than that before each attempt.
+    let logins = 0;
+    const shortLived = () => {
+      logins++;
+      return Promise.resolve(jwt({ userId: 1, exp: Math.floor(Date.now() / 1000) + 31 }));
+    };
+    const creds = credentials({ apiKey: sandbox.apiKey, login: shortLived });
+    const attempts: string[] = [];
+    const error = await failure(
+      creds.authorize(async (token) => {
+        await new Promise((resolve) => setTimeout(resolve, 1100));
+        creds.checkUnexpired(token);
+        attempts.push(token);
+        return 'sent';
+      }),
+    );
+    expect(error.exitCode).toBe(3);
+    expect(error.message).toBe('the token expired while a call waited to be sent again, more than once');
+    expect(attempts).toEqual([]);
+    expect(logins).toBe(4);
+  });
+});
