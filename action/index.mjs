@@ -15210,7 +15210,7 @@ function resultDetail(r) {
 * registration can have a record and a link too) its detail first: the
 * link never hides why.
 */
-function markdownSummary(title, results, redact) {
+function markdownSummary(title, results, redact, maxBytes = SUMMARY_MAX_BYTES) {
 	const row = (r) => {
 		const detail = [ANNOTATED.has(r.status) || !r.verificationUrl ? cell$1(resultDetail(r), redact) : "", r.verificationUrl ? link("verify", r.verificationUrl, redact) : ""].filter((part) => part !== "").join(" ");
 		return `| ${cell$1(r.file ?? "-", redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${detail} |`;
@@ -15228,13 +15228,13 @@ function markdownSummary(title, results, redact) {
 	].join("\n") + "\n");
 	const rows = results.map(row);
 	const whole = text(rows);
-	if (Buffer.byteLength(whole) <= SUMMARY_MAX_BYTES) return whole;
+	if (Buffer.byteLength(whole) <= maxBytes) return whole;
 	const order = results.map((_, i) => i).sort((a, b) => rank(results[a]) - rank(results[b]) || a - b);
 	const kept = [];
 	let bytes = Buffer.byteLength(text([])) + SUMMARY_NOTE_BYTES;
 	for (const i of order) {
 		bytes += Buffer.byteLength(rows[i]) + 1;
-		if (bytes > SUMMARY_MAX_BYTES) break;
+		if (bytes > maxBytes) break;
 		kept.push(i);
 	}
 	kept.sort((a, b) => a - b);
@@ -15245,6 +15245,14 @@ function markdownSummary(title, results, redact) {
 		"",
 		note
 	]);
+}
+/**
+* How many bytes this run's table may take, when the step's summary already
+* holds `written`: the docs' retry loop runs notarize three times in one
+* step, and three tables of 512 KiB made GitHub drop the step's summary whole.
+*/
+function summaryRoom(written) {
+	return Math.min(SUMMARY_MAX_BYTES, STEP_SUMMARY_LIMIT - written - SUMMARY_NOTE_BYTES);
 }
 /** Results that did not end well first (0), when not all rows fit. */
 function rank(result) {
@@ -15261,12 +15269,13 @@ function annotations(results, redact) {
 	}
 	return lines;
 }
-var STATUS_MEANING, SUMMARY_MAX_BYTES, SUMMARY_NOTE_BYTES, ANNOTATED;
+var STATUS_MEANING, STEP_SUMMARY_LIMIT, SUMMARY_MAX_BYTES, SUMMARY_NOTE_BYTES, ANNOTATED;
 var init_github = __esmMin((() => {
 	init_receipts();
 	init_results();
 	init_safe_text();
 	STATUS_MEANING = { unknown: `not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url; a document never registered, or whose receipt was not kept, has none to find` };
+	STEP_SUMMARY_LIMIT = 1048576;
 	SUMMARY_MAX_BYTES = 524288;
 	SUMMARY_NOTE_BYTES = 512;
 	ANNOTATED = /* @__PURE__ */ new Set([
@@ -15392,6 +15401,14 @@ function githubReportOf(result) {
 		results: result.items.list()
 	};
 }
+/** The size of the step's summary so far (none yet: 0). */
+function summaryBytes(file) {
+	try {
+		return statSync(file).size;
+	} catch {
+		return 0;
+	}
+}
 /** Writes the step summary and the annotations when in GitHub Actions; does nothing elsewhere. */
 function reportToGitHub(view, report) {
 	const { io, env } = view;
@@ -15401,7 +15418,12 @@ function reportToGitHub(view, report) {
 	const summaryFile = env.GITHUB_STEP_SUMMARY;
 	if (!summaryFile) return;
 	try {
-		appendFileSync(summaryFile, markdownSummary(report.title, report.results, redact));
+		const room = summaryRoom(summaryBytes(summaryFile));
+		if (room < 2048) {
+			io.warn("no table in the step summary: this step's summary is near the 1 MiB GitHub takes, whole or not at all (earlier runs in the step); every result is in notarize's output");
+			return;
+		}
+		appendFileSync(summaryFile, markdownSummary(report.title, report.results, redact, room));
 	} catch (error) {
 		io.warn(`could not append to GITHUB_STEP_SUMMARY (${summaryFile}): ${error.message}`);
 	}
@@ -41191,14 +41213,39 @@ function writeOutputs(file, outputs, redact) {
 function storeName(apiKey) {
 	return apiKey === "" ? "notarize-store" : `notarize-store-${keyDigest(apiKey)}`;
 }
+/**
+* The job's store a step uses (see storeName), and, when it cannot tell
+* which, what to say. A `verify` step needs no key (it sends nothing), but
+* the ledger it falls back on is in the store of the key the job's
+* `register` step had: without a key of its own it reads that store when
+* the job has one keyed store (before, it read the keyless one, empty, and
+* a document registered a step earlier was `unknown`).
+*/
+function jobStore(runnerTemp, key, command) {
+	const own = { dir: join(runnerTemp, storeName(key)) };
+	if (key !== "" || command !== "verify") return own;
+	let keyed;
+	try {
+		keyed = readdirSync(runnerTemp).filter((name) => /^notarize-store-[0-9a-f]{16}$/.test(name));
+	} catch {
+		return own;
+	}
+	if (keyed.length === 1) return { dir: join(runnerTemp, keyed[0]) };
+	if (keyed.length === 0) return own;
+	return {
+		...own,
+		warning: `this job has ${keyed.length} stores (one per api-key of its register steps), and this verify step no api-key to choose: give it the api-key of the register step whose ledger it should read (verify sends nothing)`
+	};
+}
 /** Runs the action: the exit code is notarize's (2 for inputs it cannot use). */
 async function runAction(env = process.env) {
 	const apiKey = input(env, "api-key");
 	const runnerTemp = env.RUNNER_TEMP || tmpdir();
+	const store = env.NOTARIZE_CONFIG_DIR ? void 0 : jobStore(runnerTemp, apiKey || (env.NOTARIZE_API_KEY ?? "").trim(), input(env, "command"));
 	const notarizeEnv = {
 		...env,
 		...apiKey !== "" ? { NOTARIZE_API_KEY: apiKey } : {},
-		...env.NOTARIZE_CONFIG_DIR ? {} : { NOTARIZE_CONFIG_DIR: join(runnerTemp, storeName(apiKey || (env.NOTARIZE_API_KEY ?? "").trim())) }
+		...store ? { NOTARIZE_CONFIG_DIR: store.dir } : {}
 	};
 	let results;
 	const io = processIO(notarizeEnv, { stdout: { write: (text) => results === void 0 ? true : writeSync(results, text) } });
@@ -41206,6 +41253,7 @@ async function runAction(env = process.env) {
 	for (const secret of proxySecrets(notarizeEnv)) io.addSecret(secret);
 	const redact = (text) => io.redact(text);
 	const fail = (message) => process.stderr.write(`${errorCommand(`notarize action: ${message}`, redact)}\n`);
+	if (store?.warning !== void 0) io.warn(`notarize action: ${store.warning}`);
 	let argv;
 	try {
 		argv = actionArgv(env);
@@ -41234,6 +41282,10 @@ async function runAction(env = process.env) {
 			tokenSet: (env.NOTARIZE_TOKEN ?? "").trim() !== ""
 		});
 		if (advice !== void 0) fail(advice);
+	}
+	if (code === EXIT.protocol && argv[0] === "register") {
+		const where = notarizeEnv.NOTARIZE_CONFIG_DIR;
+		fail(`an answer of the service could not be used (exit 5): the action runs register and verify only, and running this step again does not send that session again on its own; the commands notarize names above (\`notarize complete\`, \`notarize pending drop\`) finish it from a later \`run:\` step of this job with NOTARIZE_CONFIG_DIR=${where ?? "<the store the workflow set>"} (the job's store)`);
 	}
 	if (code !== EXIT.ok && documentResults(ndjson).length === 0) {
 		if (code !== EXIT.auth) fail(`notarize stopped before any document, exit ${code}: see its message above`);

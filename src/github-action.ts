@@ -13,7 +13,7 @@
  * (GITHUB_ACTIONS=true, output/github.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdtempSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { addEnvironmentSecrets, main, processIO } from './cli.js';
@@ -137,10 +137,40 @@ export function storeName(apiKey: string): string {
   return apiKey === '' ? 'notarize-store' : `notarize-store-${keyDigest(apiKey)}`;
 }
 
+/**
+ * The job's store a step uses (see storeName), and, when it cannot tell
+ * which, what to say. A `verify` step needs no key (it sends nothing), but
+ * the ledger it falls back on is in the store of the key the job's
+ * `register` step had: without a key of its own it reads that store when
+ * the job has one keyed store (before, it read the keyless one, empty, and
+ * a document registered a step earlier was `unknown`).
+ */
+export function jobStore(runnerTemp: string, key: string, command: string): { dir: string; warning?: string } {
+  const own = { dir: join(runnerTemp, storeName(key)) };
+  if (key !== '' || command !== 'verify') return own;
+  let keyed: string[];
+  try {
+    keyed = readdirSync(runnerTemp).filter((name) => /^notarize-store-[0-9a-f]{16}$/.test(name));
+  } catch {
+    return own;
+  }
+  if (keyed.length === 1) return { dir: join(runnerTemp, keyed[0]!) };
+  if (keyed.length === 0) return own;
+  return {
+    ...own,
+    warning:
+      `this job has ${keyed.length} stores (one per api-key of its register steps), and this verify step no api-key ` +
+      'to choose: give it the api-key of the register step whose ledger it should read (verify sends nothing)',
+  };
+}
+
 /** Runs the action: the exit code is notarize's (2 for inputs it cannot use). */
 export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {
   const apiKey = input(env, 'api-key');
   const runnerTemp = env.RUNNER_TEMP || tmpdir();
+  const store = env.NOTARIZE_CONFIG_DIR
+    ? undefined
+    : jobStore(runnerTemp, apiKey || (env.NOTARIZE_API_KEY ?? '').trim(), input(env, 'command'));
   const notarizeEnv = {
     ...env,
     ...(apiKey !== '' ? { NOTARIZE_API_KEY: apiKey } : {}),
@@ -150,9 +180,7 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
     // after a failure finds the sessions and trees the first try left (a second try of --aggregate
     // would otherwise plant and pay a new root). A workflow that sets NOTARIZE_CONFIG_DIR chooses its own.
     // The key is the input's, else the workflow's NOTARIZE_API_KEY: either way, one store per key.
-    ...(env.NOTARIZE_CONFIG_DIR
-      ? {}
-      : { NOTARIZE_CONFIG_DIR: join(runnerTemp, storeName(apiKey || (env.NOTARIZE_API_KEY ?? '').trim())) }),
+    ...(store ? { NOTARIZE_CONFIG_DIR: store.dir } : {}),
   };
   // notarize's IO, made first: its secrets (the key, a proxy's password, and the token once it
   // logs in) are scrubbed from every line the action writes too, as it is, before %-encoding.
@@ -164,6 +192,7 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
   for (const secret of proxySecrets(notarizeEnv)) io.addSecret(secret);
   const redact: Redact = (text) => io.redact(text);
   const fail = (message: string) => process.stderr.write(`${errorCommand(`notarize action: ${message}`, redact)}\n`);
+  if (store?.warning !== undefined) io.warn(`notarize action: ${store.warning}`);
   let argv: string[];
   try {
     argv = actionArgv(env);
@@ -190,6 +219,17 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
     const keyFrom = apiKey !== '' ? 'input' : (env.NOTARIZE_API_KEY ?? '').trim() !== '' ? 'environment' : undefined;
     const advice = authAdvice(ndjson, { keyFrom, tokenSet: (env.NOTARIZE_TOKEN ?? '').trim() !== '' });
     if (advice !== undefined) fail(advice);
+  }
+  if (code === EXIT.protocol && argv[0] === 'register') {
+    // notarize's hint names `notarize complete` or `pending drop`, which the action does not run, on a
+    // store whose path it chose: where that store is, for a later `run:` step of the job.
+    const where = notarizeEnv.NOTARIZE_CONFIG_DIR;
+    fail(
+      'an answer of the service could not be used (exit 5): the action runs register and verify only, and running ' +
+        'this step again does not send that session again on its own; the commands notarize names above ' +
+        `(\`notarize complete\`, \`notarize pending drop\`) finish it from a later \`run:\` step of this job with ` +
+        `NOTARIZE_CONFIG_DIR=${where ?? '<the store the workflow set>'} (the job's store)`,
+    );
   }
   if (code !== EXIT.ok && documentResults(ndjson).length === 0) {
     // Stopped before any document (notarize refused an input, a setting or the store; paths skipped

@@ -106,7 +106,12 @@ const STATUS_MEANING: Partial<Record<ItemResult['status'], string>> = {
  * registration can have a record and a link too) its detail first: the
  * link never hides why.
  */
-export function markdownSummary(title: string, results: readonly ItemResult[], redact: Redact): string {
+export function markdownSummary(
+  title: string,
+  results: readonly ItemResult[],
+  redact: Redact,
+  maxBytes = SUMMARY_MAX_BYTES,
+): string {
   const row = (r: ItemResult) => {
     const shown = ANNOTATED.has(r.status) || !r.verificationUrl ? cell(resultDetail(r), redact) : '';
     const url = r.verificationUrl ? link('verify', r.verificationUrl, redact) : '';
@@ -118,7 +123,7 @@ export function markdownSummary(title: string, results: readonly ItemResult[], r
   const text = (lines: string[]) => redact([...head, ...lines, ''].join('\n') + '\n');
   const rows = results.map(row);
   const whole = text(rows);
-  if (Buffer.byteLength(whole) <= SUMMARY_MAX_BYTES) return whole;
+  if (Buffer.byteLength(whole) <= maxBytes) return whole;
   // GitHub refuses a step's summary over 1 MiB whole, table and all: the rows that fit, those that did
   // not end well first, and a line saying how many are left out and where they all are.
   const order = results.map((_, i) => i).sort((a, b) => rank(results[a]!) - rank(results[b]!) || a - b);
@@ -126,7 +131,7 @@ export function markdownSummary(title: string, results: readonly ItemResult[], r
   let bytes = Buffer.byteLength(text([])) + SUMMARY_NOTE_BYTES;
   for (const i of order) {
     bytes += Buffer.byteLength(rows[i]!) + 1;
-    if (bytes > SUMMARY_MAX_BYTES) break;
+    if (bytes > maxBytes) break;
     kept.push(i);
   }
   kept.sort((a, b) => a - b);
@@ -137,14 +142,29 @@ export function markdownSummary(title: string, results: readonly ItemResult[], r
   return text([...kept.map((i) => rows[i]!), '', note]);
 }
 
+/** GitHub refuses the whole summary of a step past this (table and all, every run of the step). */
+export const STEP_SUMMARY_LIMIT = 1024 * 1024;
+
 /**
- * How much of a step's summary one table may take: GitHub refuses the whole
- * summary of a step past 1 MiB, and a step may run notarize more than once
- * (a retry loop), so half of it.
+ * How much of a step's summary one table may take at most: half, so that a
+ * step that runs notarize more than once (a retry loop) keeps room for the
+ * table of its last run; and never more than the step has left
+ * (summaryRoom).
  */
 const SUMMARY_MAX_BYTES = 512 * 1024;
 /** Room kept for the line that says what was left out. */
 const SUMMARY_NOTE_BYTES = 512;
+/** Less room than this left in the step's summary, no table at all: its head and note alone take about that. */
+export const SUMMARY_MIN_BYTES = 2 * 1024;
+
+/**
+ * How many bytes this run's table may take, when the step's summary already
+ * holds `written`: the docs' retry loop runs notarize three times in one
+ * step, and three tables of 512 KiB made GitHub drop the step's summary whole.
+ */
+export function summaryRoom(written: number): number {
+  return Math.min(SUMMARY_MAX_BYTES, STEP_SUMMARY_LIMIT - written - SUMMARY_NOTE_BYTES);
+}
 
 /** Results that did not end well first (0), when not all rows fit. */
 function rank(result: ItemResult): number {

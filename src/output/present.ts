@@ -5,11 +5,11 @@
  * it, a JSON array, an NDJSON stream, sha256sum lines), messages on stderr,
  * and in GitHub Actions a step summary and `::error` annotations.
  */
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, statSync } from 'node:fs';
 import { verificationUrl } from '../api/pages.js';
 import type { CustodyOutcome, Outcome } from '../core/notarize.js';
 import { errorJson, InputFileError } from '../errors.js';
-import { annotations, inGitHubActions, markdownSummary } from './github.js';
+import { annotations, inGitHubActions, markdownSummary, SUMMARY_MIN_BYTES, summaryRoom } from './github.js';
 import { ExactJson, memberText, stringifyExact } from '../exact-json.js';
 import type { IO } from './io.js';
 import { checksumLine, renderRecord, tableLines } from './render.js';
@@ -233,6 +233,15 @@ function githubReportOf(result: CommandResult): GitHubReport | undefined {
   return undefined;
 }
 
+/** The size of the step's summary so far (none yet: 0). */
+function summaryBytes(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
 /** Writes the step summary and the annotations when in GitHub Actions; does nothing elsewhere. */
 function reportToGitHub(view: View, report: GitHubReport): void {
   const { io, env } = view;
@@ -243,7 +252,15 @@ function reportToGitHub(view: View, report: GitHubReport): void {
   const summaryFile = env.GITHUB_STEP_SUMMARY;
   if (!summaryFile) return;
   try {
-    appendFileSync(summaryFile, markdownSummary(report.title, report.results, redact));
+    const room = summaryRoom(summaryBytes(summaryFile));
+    if (room < SUMMARY_MIN_BYTES) {
+      io.warn(
+        `no table in the step summary: this step's summary is near the 1 MiB GitHub takes, whole or not at all ` +
+          `(earlier runs in the step); every result is in notarize's output`,
+      );
+      return;
+    }
+    appendFileSync(summaryFile, markdownSummary(report.title, report.results, redact, room));
   } catch (error) {
     io.warn(`could not append to GITHUB_STEP_SUMMARY (${summaryFile}): ${(error as Error).message}`);
   }

@@ -146,6 +146,48 @@ describe('the action: what it refuses, where it keeps its store', () => {
     expect(existsSync(join(fromEnv.runnerTemp, storeName(apiKey), 'credentials.json'))).toBe(true);
   });
 
+  it("verify with no api-key reads the ledger of the job's register step; with two keys' stores, says which to give", async () => {
+    const home = bed.path('job-home');
+    const temp = bed.path('job-runner-temp');
+    mkdirSync(home);
+    mkdirSync(temp);
+    await bed.write('job/dist/s.txt', 'registered, then verified in the same job\n');
+    const job = { HOME: home, RUNNER_TEMP: temp };
+    const register = await runActionStep(
+      bed.path('job'),
+      { command: 'register', paths: 'dist', 'base-url': url, 'api-key': apiKey },
+      job,
+    );
+    expect(register.run.code, describeRun(register.run)).toBe(0);
+    const verify = () => runActionStep(bed.path('job'), { command: 'verify', paths: 'dist', 'base-url': url }, job);
+    const verified = await verify();
+    expect(verified.run.code, describeRun(verified.run)).toBe(0);
+    expect(verified.outputs.verified).toBe('1');
+    // A second key's store in the job (another account): which ledger is not guessed.
+    mkdirSync(join(temp, storeName(`${apiKey}-other`)));
+    const ambiguous = await verify();
+    expect(ambiguous.run.code, describeRun(ambiguous.run)).toBe(6);
+    expect(ambiguous.run.stderr).toContain(
+      'notarize action: this job has 2 stores (one per api-key of its register steps), and this verify step no api-key to choose',
+    );
+  });
+
+  it('exit 5: says where the job\'s store is, for the commands notarize names, which the action does not run', async () => {
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'wrong-shape', count: 1 }]);
+    await bed.write('shape/odd.txt', 'a document whose completion is answered oddly\n');
+    const store = bed.path('odd-store');
+    const step = await runActionStep(
+      bed.path('shape'),
+      { command: 'register', paths: 'odd.txt', 'base-url': url, 'api-key': apiKey },
+      { NOTARIZE_CONFIG_DIR: store },
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(5);
+    expect(step.run.stderr).toContain(
+      '::error::notarize action: an answer of the service could not be used (exit 5): the action runs register and verify only',
+    );
+    expect(step.run.stderr).toContain(`later \`run:\` step of this job with NOTARIZE_CONFIG_DIR=${store} (the job's store)`);
+  });
+
   it('refused for want of a key: says to give the api-key input', async () => {
     const step = await runActionStep(
       bed.workDir,

@@ -128,6 +128,28 @@ describe('in GitHub Actions', () => {
   });
 });
 
+describe('in GitHub Actions, a step that runs notarize more than once (the retry loop of docs/ci.md)', () => {
+  it('each table keeps to what the step summary has left of its 1 MiB; none when too little is left', async () => {
+    // 1,500 documents whose rows take about 330 KiB: one table fits in 512 KiB whole.
+    for (let i = 0; i < 1500; i++) await bed.write(`many/artifact-with-a-rather-long-name-${i}.bin`, `artifact ${i}\n`);
+    const summary = join(bed.root, 'retried-summary.md');
+    // What two earlier attempts in the step wrote: 850 KiB.
+    await writeFile(summary, `${'x'.repeat(850 * 1024 - 1)}\n`);
+    const env = { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary };
+    const run = await bed.main(['register', '-r', bed.path('many'), '--output', 'ndjson'], { env });
+    expect(run.code, describeRun(run)).toBe(0);
+    const size = (await readFile(summary)).byteLength;
+    expect(size).toBeLessThanOrEqual(1024 * 1024);
+    expect(size).toBeGreaterThan(1000 * 1024);
+    expect(await readFile(summary, 'utf8')).toMatch(/\n\d+ more results are not shown \(GitHub takes at most 1 MiB/);
+    // Another attempt: too little left for a table; a warning, and the summary as it was.
+    const again = await bed.main(['register', '-r', bed.path('many'), '--output', 'ndjson'], { env });
+    expect(again.code, describeRun(again)).toBe(0);
+    expect((await readFile(summary)).byteLength).toBe(size);
+    expect(again.stderr).toContain("warning: no table in the step summary: this step's summary is near the 1 MiB");
+  });
+});
+
 describe('in GitHub Actions, with one document', () => {
   it('summarises a single registration too, and annotates its failure', async () => {
     const hash = await bed.write('app.tar.gz', 'the one release artifact\n');
