@@ -209,14 +209,18 @@ export class ApiClient {
     { mode, ...call }: CallOptions & { route: string; mode: RetryMode },
     read: (text: string) => T,
   ): Promise<T> {
+    // Attempts sent so far: a token replaced because it expired while the call waited (authorize
+    // sends again) starts no new budget of retries, which would let a call go on for ever.
+    let sent = 0;
     return this.#authorizer.authorize((token) =>
       withRetries(
         async () => {
           this.#authorizer.checkUnexpired?.(token);
+          sent++;
           return read((await this.transport.send({ ...req, token })).text);
         },
         mode,
-        this.#retry,
+        { ...this.#retry, retries: Math.max(0, this.#retry.retries - sent) },
         call,
       ),
     );

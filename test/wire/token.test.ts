@@ -151,6 +151,21 @@ describe('a token that expires while a call waits to be sent again (Retry-After)
       'login:200',
     ]);
   });
+
+  it('a service failing all along: the call still ends after --retries attempts, tokens replaced or not (exit 4)', async () => {
+    const sandbox = await newSandbox({ tokenTtlSeconds: 32, faults: parseFaults('request:status=503@3') });
+    const configDir = tempDir();
+    const doc = makeDocument(tempDir(), 'never-answered.txt');
+    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
+    const run = await runMain(['register', doc.path, '--retries', '2'], env);
+    expect(run.code, describeRun(run)).toBe(4);
+    expect(routes(sandbox).filter((r) => r.startsWith('request:'))).toEqual([
+      'request:503',
+      'request:503',
+      'request:503',
+    ]);
+    expect(routes(sandbox).filter((r) => r.startsWith('login:')).length).toBeLessThanOrEqual(3);
+  });
 });
 
 describe('a 401 with NOTARIZE_API_KEY: one new login, one retry', () => {
