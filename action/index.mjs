@@ -12279,6 +12279,10 @@ var init_hash_pool = __esmMin((() => {
 		constructor(size = availableParallelism()) {
 			this.size = Math.max(1, size);
 		}
+		/** Worker threads yet to start (a pool of one starts none: it hashes on this thread). */
+		get unstarted() {
+			return this.size === 1 ? 0 : this.size - this.#workers.length;
+		}
 		/** The lowercase hex SHA-256 of a file and the facts of that version; UsageError if it cannot be read. */
 		hash(path, listed) {
 			if (this.size === 1) return hashFile(path, void 0, listed);
@@ -12522,6 +12526,19 @@ function recordHashOf(recordJson) {
 */
 function followsRecord(pending, record) {
 	return pending.follows !== void 0 && pending.follows === record.completedAt;
+}
+/**
+* Whether `pending`, beside `record`, is provably that registration's
+* leftover, to be removed: it follows an earlier record, or it has no mark
+* and was saved no later than the record was completed. One with no mark
+* dated after the record (a notarize before the mark saved it with `register
+* --force --no-complete`, or a host whose clock is ahead) is not sent, and
+* not removed either: its request may have opened a paid checkout session.
+*/
+function provablyLeftover(pending, record) {
+	if (pending.follows !== void 0) return pending.follows !== record.completedAt;
+	const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
+	return Number.isFinite(saved) && Number.isFinite(completed) && saved <= completed;
 }
 var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, custodyOwedSchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
 var init_service_store = __esmMin((() => {
@@ -12776,8 +12793,10 @@ var init_service_store = __esmMin((() => {
 		}
 		/**
 		* Removes a pending session left beside the ledger record of its hash by a
-		* process stopped between saving the record and removing the session. Only
-		* a session saved before the record was completed goes; a damaged file stays.
+		* process stopped between saving the record and removing the session, when
+		* that is provable (provablyLeftover); a damaged file, or one that cannot
+		* be told (no mark, dated after the record), stays: never sent, for
+		* `pending drop` to put aside.
 		*/
 		removeLeftoverPending(record) {
 			let pending;
@@ -12786,12 +12805,12 @@ var init_service_store = __esmMin((() => {
 			} catch {
 				return;
 			}
-			if (pending && !followsRecord(pending, record)) removeFile(this.pendingFile(record.hash));
+			if (pending && provablyLeftover(pending, record)) removeFile(this.pendingFile(record.hash));
 		}
 		/**
 		* Whether `pending` is a leftover of a registration the ledger holds (not
 		* requested again after it, followsRecord): nothing is sent for it, and the
-		* next run that meets it removes it.
+		* next run that meets it removes it when it can tell (provablyLeftover).
 		*/
 		isLeftover(pending) {
 			let record;
@@ -21186,9 +21205,13 @@ var init_register = __esmMin((() => {
 			if (warning !== void 0) this.#options.io.warn(warning);
 			return concurrency;
 		}
-		/** The descriptors the hash pool's workers will hold once started (a file over 64 KiB starts them). */
+		/**
+		* The descriptors the hash pool's workers yet to start will hold (a file
+		* over 64 KiB starts them); those started hold theirs already, counted in
+		* what is left (--fail-fast's check pass starts them first).
+		*/
 		#workerFiles() {
-			return this.#pool.size === 1 ? 0 : this.#pool.size * 4;
+			return this.#pool.unstarted * 4;
 		}
 		/**
 		* --fail-fast's first pass: every document hashed and its receipt checked,
@@ -21742,13 +21765,18 @@ var init_client = __esmMin((() => {
 		* in the run's outage (read errors are never retried).
 		*/
 		#authed(req, { mode, ...call }, read) {
+			let sent = 0;
 			return this.#authorizer.authorize((token) => withRetries(async () => {
 				this.#authorizer.checkUnexpired?.(token);
+				sent++;
 				return read((await this.transport.send({
 					...req,
 					token
 				})).text);
-			}, mode, this.#retry, call));
+			}, mode, {
+				...this.#retry,
+				retries: Math.max(0, this.#retry.retries - sent)
+			}, call));
 		}
 	};
 }));
@@ -22069,7 +22097,7 @@ async function runPending(options) {
 		warnings: [
 			...problems.map((p) => `${p.message}; ${p.hint ?? ""}`),
 			...blockedBy.map((why) => `sessions marked blocked are not completed by \`complete --all\`: ${why}`),
-			...leftovers.length === 0 ? [] : [leftovers.length === 1 ? `not listed: the session file of ${leftovers[0]}, registered and in the ledger, left over by a run that could not remove it (nothing is sent for it; the next run that meets it removes it)` : `not listed: the session files of ${someDocuments(leftovers.length, leftovers[0])}, registered and in the ledger, left over by a run that could not remove them (nothing is sent for them; the next run that meets them removes them)`],
+			...leftovers.length === 0 ? [] : [leftovers.length === 1 ? `not listed: the session file of ${leftovers[0]}, registered and in the ledger, left over by a run that could not remove it (nothing is sent for it; the next run that meets it removes it, or, if it cannot tell it is older than the record, \`notarize pending drop ${leftovers[0]}\` puts it aside)` : `not listed: the session files of ${someDocuments(leftovers.length, leftovers[0])}, registered and in the ledger, left over by a run that could not remove them (nothing is sent for them; the next run that meets them removes them, or, if it cannot tell they are older than the records, \`notarize pending drop <hash>\` puts one aside)`],
 			...owed.length === 0 ? [] : [`custody metadata not yet taken by the service, of ${someDocuments(owed.length, owed[0])} (registered): \`notarize complete --all\` sends it`]
 		],
 		rows,

@@ -155,10 +155,12 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
         : [
             leftovers.length === 1
               ? `not listed: the session file of ${leftovers[0]!}, registered and in the ledger, left over by a run ` +
-                'that could not remove it (nothing is sent for it; the next run that meets it removes it)'
+                'that could not remove it (nothing is sent for it; the next run that meets it removes it, or, ' +
+                `if it cannot tell it is older than the record, \`notarize pending drop ${leftovers[0]!}\` puts it aside)`
               : `not listed: the session files of ${someDocuments(leftovers.length, leftovers[0]!)}, registered and ` +
                 'in the ledger, left over by a run that could not remove them (nothing is sent for them; the next ' +
-                'run that meets them removes them)',
+                'run that meets them removes them, or, if it cannot tell they are older than the records, ' +
+                '`notarize pending drop <hash>` puts one aside)',
           ]),
       ...(owed.length === 0
         ? []

@@ -508,8 +508,10 @@ export class ServiceStore {
 
   /**
    * Removes a pending session left beside the ledger record of its hash by a
-   * process stopped between saving the record and removing the session. Only
-   * a session saved before the record was completed goes; a damaged file stays.
+   * process stopped between saving the record and removing the session, when
+   * that is provable (provablyLeftover); a damaged file, or one that cannot
+   * be told (no mark, dated after the record), stays: never sent, for
+   * `pending drop` to put aside.
    */
   removeLeftoverPending(record: LedgerEntry): void {
     let pending: PendingEntry | undefined;
@@ -518,13 +520,13 @@ export class ServiceStore {
     } catch {
       return;
     }
-    if (pending && !followsRecord(pending, record)) removeFile(this.pendingFile(record.hash));
+    if (pending && provablyLeftover(pending, record)) removeFile(this.pendingFile(record.hash));
   }
 
   /**
    * Whether `pending` is a leftover of a registration the ledger holds (not
    * requested again after it, followsRecord): nothing is sent for it, and the
-   * next run that meets it removes it.
+   * next run that meets it removes it when it can tell (provablyLeftover).
    */
   isLeftover(pending: PendingEntry): boolean {
     let record: LedgerEntry | undefined;
@@ -782,4 +784,18 @@ export class ServiceStore {
  */
 export function followsRecord(pending: PendingEntry, record: LedgerEntry): boolean {
   return pending.follows !== undefined && pending.follows === record.completedAt;
+}
+
+/**
+ * Whether `pending`, beside `record`, is provably that registration's
+ * leftover, to be removed: it follows an earlier record, or it has no mark
+ * and was saved no later than the record was completed. One with no mark
+ * dated after the record (a notarize before the mark saved it with `register
+ * --force --no-complete`, or a host whose clock is ahead) is not sent, and
+ * not removed either: its request may have opened a paid checkout session.
+ */
+function provablyLeftover(pending: PendingEntry, record: LedgerEntry): boolean {
+  if (pending.follows !== undefined) return pending.follows !== record.completedAt;
+  const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
+  return Number.isFinite(saved) && Number.isFinite(completed) && saved <= completed;
 }

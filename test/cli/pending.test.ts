@@ -32,7 +32,9 @@ describe('runPending', () => {
     expect(listed.rows).toEqual([]);
     expect(listed.failure).toBeUndefined();
     expect(listed.warnings).toEqual([
-      `not listed: the session file of ${hash}, registered and in the ledger, left over by a run that could not remove it (nothing is sent for it; the next run that meets it removes it)`,
+      `not listed: the session file of ${hash}, registered and in the ledger, left over by a run that could not remove it ` +
+        '(nothing is sent for it; the next run that meets it removes it, or, if it cannot tell it is older than the record, ' +
+        `\`notarize pending drop ${hash}\` puts it aside)`,
     ]);
     // The next run that meets it removes it, sending nothing.
     const mark = bed.mark();

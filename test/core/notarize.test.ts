@@ -7,7 +7,16 @@
  * take every branch of the flow (see vitest.config.ts):
  *   npx vitest run --coverage --coverage.include=src/core/notarize.ts test/core/notarize
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/client.js';
@@ -744,7 +753,11 @@ describe('complete', () => {
       expect(store.isLeftover(leftover)).toBe(true);
       const refused = await complete(world({ store }).deps, hash, { kind: 'store' });
       expect(refused, JSON.stringify(leftover.follows)).toMatchObject({ kind: 'already-registered', hash });
-      expect(store.readPending(hash)).toBeUndefined();
+      // One of an earlier record goes; one with no mark dated after the record stays (it may be a paid session).
+      expect(store.readPending(hash) === undefined, JSON.stringify(leftover.follows)).toBe(
+        leftover.follows !== undefined,
+      );
+      rmSync(store.pendingFile(hash), { force: true });
     }
     expect(forfaitBodies()).toHaveLength(before + 1);
   });

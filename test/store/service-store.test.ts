@@ -281,7 +281,7 @@ describe('ServiceStore', () => {
     }
   });
 
-  it('removes a session left beside its record unless it follows that record (asked for again), whatever its savedAt', async () => {
+  it('removes a session left beside its record when provably a leftover; sends none but one that follows that record', async () => {
     const store = serviceStore();
     const hash = hashOf('leftover');
     await store.saveRecord(record(hash)); // completed at 12:01
@@ -289,16 +289,23 @@ describe('ServiceStore', () => {
     await store.savePending(pending(hash, { savedAt: '2024-01-01T12:02:00.000Z', follows: completedAt }));
     store.removeLeftoverPending(store.readRecord(hash)!);
     expect(store.readPending(hash)?.follows).toBe(completedAt);
-    // Saved "after" by its date (a clock ahead), before, or following another record: a leftover.
+    // Saved before the record, or following another record: a leftover, removed.
     for (const left of [
-      pending(hash, { savedAt: '2024-01-01T13:00:00.000Z' }),
       pending(hash),
       pending(hash, { savedAt: '2024-01-01T12:02:00.000Z', follows: '2023-12-31T00:00:00.000Z' }),
     ]) {
       await store.savePending(left);
+      expect(store.isLeftover(left)).toBe(true);
       store.removeLeftoverPending(store.readRecord(hash)!);
       expect(store.readPending(hash)).toBeUndefined();
     }
+    // No mark and dated after the record (an older notarize's --force --no-complete, or a clock ahead):
+    // never sent (a leftover to `complete`), and not removed either (its session may be a paid one).
+    const unmarked = pending(hash, { savedAt: '2024-01-01T13:00:00.000Z' });
+    await store.savePending(unmarked);
+    expect(store.isLeftover(unmarked)).toBe(true);
+    store.removeLeftoverPending(store.readRecord(hash)!);
+    expect(store.readPending(hash)).toEqual(unmarked);
     // A damaged one stays, for a person to look at.
     writeFileSync(store.pendingFile(hash), '{');
     store.removeLeftoverPending(store.readRecord(hash)!);
