@@ -415,9 +415,13 @@ class Registrar {
     return concurrency;
   }
 
-  /** The descriptors the hash pool's workers will hold once started (a file over 64 KiB starts them). */
+  /**
+   * The descriptors the hash pool's workers yet to start will hold (a file
+   * over 64 KiB starts them); those started hold theirs already, counted in
+   * what is left (--fail-fast's check pass starts them first).
+   */
   #workerFiles(): number {
-    return this.#pool.size === 1 ? 0 : this.#pool.size * FILES_PER_WORKER;
+    return this.#pool.unstarted * FILES_PER_WORKER;
   }
 
   /**

@@ -129,6 +129,11 @@ export class HashPool {
     this.size = Math.max(1, size);
   }
 
+  /** Worker threads yet to start (a pool of one starts none: it hashes on this thread). */
+  get unstarted(): number {
+    return this.size === 1 ? 0 : this.size - this.#workers.length;
+  }
+
   /** The lowercase hex SHA-256 of a file and the facts of that version; UsageError if it cannot be read. */
   hash(path: string, listed?: Listed): Promise<HashedFile> {
     if (this.size === 1) return hashFile(path, undefined, listed);
