@@ -21766,17 +21766,20 @@ var init_client = __esmMin((() => {
 		*/
 		#authed(req, { mode, ...call }, read) {
 			let sent = 0;
-			return this.#authorizer.authorize((token) => withRetries(async () => {
-				this.#authorizer.checkUnexpired?.(token);
-				sent++;
-				return read((await this.transport.send({
-					...req,
-					token
-				})).text);
-			}, mode, {
-				...this.#retry,
-				retries: Math.max(0, this.#retry.retries - sent)
-			}, call));
+			return this.#authorizer.authorize((token, replaced) => {
+				if (replaced !== "expired") sent = 0;
+				return withRetries(async () => {
+					this.#authorizer.checkUnexpired?.(token);
+					sent++;
+					return read((await this.transport.send({
+						...req,
+						token
+					})).text);
+				}, mode, {
+					...this.#retry,
+					retries: Math.max(0, this.#retry.retries - sent)
+				}, call);
+			});
 		}
 	};
 }));
@@ -29386,13 +29389,15 @@ var init_credentials = __esmMin((() => {
 		*/
 		async authorize(send) {
 			let token = await this.token();
+			let replaced;
 			let renewed = false;
 			let expired = 0;
 			for (;;) try {
-				return await send(token);
+				return await send(token, replaced);
 			} catch (error) {
 				if (error instanceof ExpiredWhileWaiting && expired++ < MAX_EXPIRED_PER_CALL) {
 					token = await this.token();
+					replaced = "expired";
 					continue;
 				}
 				if (!(error instanceof AuthError) || error.status !== 401 || renewed) throw error;
@@ -29400,6 +29405,7 @@ var init_credentials = __esmMin((() => {
 				const fresh = await this.#renew();
 				if (fresh === void 0) throw error;
 				token = fresh;
+				replaced = "renewed";
 			}
 		}
 		/** See Authorizer.checkUnexpired: the token of a call retried past its exp is never sent. */

@@ -34,13 +34,21 @@ export interface Answer<T> {
 }
 
 /** What gives an authenticated request its bearer token: see the module comment. */
+/**
+ * Why `authorize` calls `send` again: the token expired while the call
+ * waited to be sent again (the call goes on, its retries as they were), or
+ * the service answered 401 and a new login was made (a new call, with its
+ * own retries, as the run's one re-login allows).
+ */
+export type TokenReplaced = 'expired' | 'renewed';
+
 export interface Authorizer {
   /**
    * Calls `send` with a usable token and returns what it returns; after a 401
    * from `send`, at most once more with a renewed token. Throws AuthError
    * when no token can be had.
    */
-  authorize<T>(send: (token: string) => Promise<T>): Promise<T>;
+  authorize<T>(send: (token: string, replaced?: TokenReplaced) => Promise<T>): Promise<T>;
   /**
    * Throws the AuthError `authorize` answers as it does a 401 (a renewal, or
    * the error itself) when `token` has expired since it was handed out: a
@@ -210,10 +218,12 @@ export class ApiClient {
     read: (text: string) => T,
   ): Promise<T> {
     // Attempts sent so far: a token replaced because it expired while the call waited (authorize
-    // sends again) starts no new budget of retries, which would let a call go on for ever.
+    // sends again) starts no new budget of retries, which would let a call go on for ever; the
+    // resend after a 401's re-login is a new call, with its own, as it always was.
     let sent = 0;
-    return this.#authorizer.authorize((token) =>
-      withRetries(
+    return this.#authorizer.authorize((token, replaced) => {
+      if (replaced !== 'expired') sent = 0;
+      return withRetries(
         async () => {
           this.#authorizer.checkUnexpired?.(token);
           sent++;
@@ -222,7 +232,7 @@ export class ApiClient {
         mode,
         { ...this.#retry, retries: Math.max(0, this.#retry.retries - sent) },
         call,
-      ),
-    );
+      );
+    });
   }
 }

@@ -13,7 +13,7 @@
  * ApiClient: the client asks this object for tokens, and this object holds
  * no reference back to the client.
  */
-import type { Authorizer } from '../api/client.js';
+import type { Authorizer, TokenReplaced } from '../api/client.js';
 import { OUTAGE_HOLD_MS } from '../api/retry.js';
 import {
   AuthError,
@@ -89,19 +89,21 @@ export class TokenCredentials implements Authorizer {
    * A failure to get a token, a refused login included, is thrown as it is,
    * without a call to `send`.
    */
-  async authorize<T>(send: (token: string) => Promise<T>): Promise<T> {
+  async authorize<T>(send: (token: string, replaced?: TokenReplaced) => Promise<T>): Promise<T> {
     let token = await this.token();
+    let replaced: TokenReplaced | undefined;
     let renewed = false;
     let expired = 0;
     for (;;) {
       try {
-        return await send(token);
+        return await send(token, replaced);
       } catch (error) {
         // Expired while the call waited to be sent again: a token usable now (a login with the key;
         // without one, the error that says the token has expired). A few times at most: tokens that
         // live less than the call's waits would otherwise be replaced for as long as the service fails.
         if (error instanceof ExpiredWhileWaiting && expired++ < MAX_EXPIRED_PER_CALL) {
           token = await this.token();
+          replaced = 'expired';
           continue;
         }
         if (!(error instanceof AuthError) || error.status !== 401 || renewed) throw error;
@@ -109,6 +111,7 @@ export class TokenCredentials implements Authorizer {
         const fresh = await this.#renew();
         if (fresh === undefined) throw error;
         token = fresh;
+        replaced = 'renewed';
       }
     }
   }

@@ -152,6 +152,26 @@ describe('a token that expires while a call waits to be sent again (Retry-After)
     ]);
   });
 
+  it('a 401 then 503s: the resend after the re-login has all of --retries, as before (exit 0)', async () => {
+    const sandbox = await newSandbox({ faults: parseFaults('request:status=401*1,request:status=503*3') });
+    const configDir = tempDir();
+    const doc = makeDocument(tempDir(), 'renewed-then-busy.txt');
+    const env = cliEnv(configDir, {
+      NOTARIZE_BASE_URL: sandbox.url,
+      NOTARIZE_API_KEY: sandbox.apiKey,
+      NOTARIZE_RETRY_DELAY_MS: '20',
+    });
+    const run = await runMain(['register', doc.path], env);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(routes(sandbox).filter((r) => r.startsWith('request:'))).toEqual([
+      'request:401',
+      'request:503',
+      'request:503',
+      'request:503',
+      'request:200',
+    ]);
+  });
+
   it('a service failing all along: the call still ends after --retries attempts, tokens replaced or not (exit 4)', async () => {
     const sandbox = await newSandbox({ tokenTtlSeconds: 32, faults: parseFaults('request:status=503@3') });
     const configDir = tempDir();
