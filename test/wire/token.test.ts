@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { auditSecrets } from '../helpers/audit.js';
 import { describeRun } from '../helpers/cli.js';
 import { makeDocument } from '../helpers/documents.js';
-import { cliEnv } from '../helpers/env.js';
+import { cliEnv, type EnvVars } from '../helpers/env.js';
 import { runMain } from '../helpers/main.js';
 import { parseFaults } from '../../src/sandbox/server.js';
 import { handMadeJwt, startTestSandbox, useSandboxes, type TestSandbox } from '../helpers/sandbox.js';
@@ -123,10 +123,10 @@ describe('a token that expires while a call waits to be sent again (Retry-After)
   });
 
   /** One document registered with NOTARIZE_API_KEY against `sandbox`: exit 0, in the ledger; the sandbox's logins. */
-  async function registeredWithKey(sandbox: TestSandbox, name: string): Promise<string[]> {
+  async function registeredWithKey(sandbox: TestSandbox, name: string, extra: EnvVars = {}): Promise<string[]> {
     const configDir = tempDir();
     const doc = makeDocument(tempDir(), name);
-    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey });
+    const env = cliEnv(configDir, { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey, ...extra });
     const run = await runMain(['register', doc.path], env);
     expect(run.code, describeRun(run)).toBe(0);
     expect(ledgerHashes(configDir, sandbox.url)).toEqual([doc.hash]);
@@ -154,15 +154,10 @@ describe('a token that expires while a call waits to be sent again (Retry-After)
 
   it('a 401 then 503s: the resend after the re-login has all of --retries, as before (exit 0)', async () => {
     const sandbox = await newSandbox({ faults: parseFaults('request:status=401*1,request:status=503*3') });
-    const configDir = tempDir();
-    const doc = makeDocument(tempDir(), 'renewed-then-busy.txt');
-    const env = cliEnv(configDir, {
-      NOTARIZE_BASE_URL: sandbox.url,
-      NOTARIZE_API_KEY: sandbox.apiKey,
-      NOTARIZE_RETRY_DELAY_MS: '20',
-    });
-    const run = await runMain(['register', doc.path], env);
-    expect(run.code, describeRun(run)).toBe(0);
+    expect(await registeredWithKey(sandbox, 'renewed-then-busy.txt', { NOTARIZE_RETRY_DELAY_MS: '20' })).toEqual([
+      'login:200',
+      'login:200',
+    ]);
     expect(routes(sandbox).filter((r) => r.startsWith('request:'))).toEqual([
       'request:401',
       'request:503',
