@@ -100,7 +100,7 @@ export function configure(command: Command, context: () => Context): void {
     .option('--wallet-name <name>', 'with --custody: the wallet name sent with the file metadata')
     .option(
       '-j, --concurrency <n>',
-      'requests at the service at once (twice as many documents in flight, but with --fail-fast)',
+      'requests at the service at once (twice as many documents in flight, but with --fail-fast; lowered to fit ulimit -n)',
       '8',
     )
     .option(
