@@ -12600,7 +12600,14 @@ var init_service_store = __esmMin((() => {
 		completedAt: string$1(),
 		file: fileFacts.optional(),
 		/** The forfait answer, exactly as received. */
-		recordJson: jsonObjectText
+		recordJson: jsonObjectText,
+		/**
+		* Custody metadata owed, as the builds of 2026-11-26 from b57b6c0 to
+		* 8e2c3ab's parent kept it (the body as sent), before it moved to
+		* custody/<hash>.json: still read, so that a store of theirs sends what
+		* it owes (readCustodyOwed), and dropped once taken; never written.
+		*/
+		custodyOwed: jsonObjectText.optional()
 	}).transform(withoutVersion);
 	custodyOwedSchema = object({
 		schemaVersion: storeVersion,
@@ -12928,15 +12935,39 @@ var init_service_store = __esmMin((() => {
 		}
 		/** The custody metadata owed for a hash, if any; throws StoreError if its file is damaged. */
 		readCustodyOwed(hash) {
-			return ofHash(hash, this.custodyFile(hash), readStoreFile(this.custodyFile(hash), custodyOwedSchema));
+			const owed = ofHash(hash, this.custodyFile(hash), readStoreFile(this.custodyFile(hash), custodyOwedSchema));
+			if (owed !== void 0) return owed;
+			const legacy = this.#recordIfReadable(hash);
+			return legacy?.custodyOwed === void 0 ? void 0 : {
+				hash,
+				savedAt: legacy.completedAt,
+				metadataJson: legacy.custodyOwed
+			};
+		}
+		/** The ledger record of `hash`, or undefined when there is none or it is damaged (reported where it is read). */
+		#recordIfReadable(hash) {
+			try {
+				return this.readRecord(hash);
+			} catch {
+				return;
+			}
 		}
 		/** Saves custody metadata owed (see CustodyOwed); resolves once it is durably on disk. */
 		saveCustodyOwed(entry) {
 			return this.#writeEntry(this.custodyFile(entry.hash), entry);
 		}
-		/** Forgets custody metadata owed: the service took it, or refused it. */
-		removeCustodyOwed(hash) {
-			return removeFileOffThread(this.custodyFile(hash));
+		/**
+		* Forgets custody metadata owed: the service took it, or refused it. An
+		* older build's, in the ledger record, goes by writing the record again
+		* without it (the record read as it is: the service's text untouched).
+		*/
+		async removeCustodyOwed(hash) {
+			await removeFileOffThread(this.custodyFile(hash));
+			const record = this.#recordIfReadable(hash);
+			if (record?.custodyOwed === void 0) return;
+			const kept = { ...record };
+			delete kept.custodyOwed;
+			await this.saveRecord(kept);
 		}
 		listCustodyOwed() {
 			return this.#list("custody", (hash) => this.readCustodyOwed(hash));
@@ -21361,7 +21392,7 @@ var init_register = __esmMin((() => {
 			const { store } = this.#deps;
 			try {
 				const entry = store.readRecord(input.hash);
-				if (entry === void 0 || existsSync(store.custodyFile(input.hash)) || existsSync(store.pendingFile(input.hash)) || store.hasLock(input.hash)) return void 0;
+				if (entry === void 0 || existsSync(store.custodyFile(input.hash)) || entry.custodyOwed !== void 0 || existsSync(store.pendingFile(input.hash)) || store.hasLock(input.hash)) return void 0;
 				return {
 					kind: "already-registered",
 					hash: input.hash,

@@ -572,6 +572,7 @@ class Registrar {
       if (
         entry === undefined ||
         existsSync(store.custodyFile(input.hash)) ||
+        entry.custodyOwed !== undefined ||
         existsSync(store.pendingFile(input.hash)) ||
         store.hasLock(input.hash)
       )

@@ -119,6 +119,13 @@ const ledgerEntrySchema = z
     file: fileFacts.optional(),
     /** The forfait answer, exactly as received. */
     recordJson: jsonObjectText,
+    /**
+     * Custody metadata owed, as the builds of 2026-11-26 from b57b6c0 to
+     * 8e2c3ab's parent kept it (the body as sent), before it moved to
+     * custody/<hash>.json: still read, so that a store of theirs sends what
+     * it owes (readCustodyOwed), and dropped once taken; never written.
+     */
+    custodyOwed: jsonObjectText.optional(),
   })
   .transform(withoutVersion);
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
@@ -660,7 +667,21 @@ export class ServiceStore {
 
   /** The custody metadata owed for a hash, if any; throws StoreError if its file is damaged. */
   readCustodyOwed(hash: string): CustodyOwed | undefined {
-    return ofHash(hash, this.custodyFile(hash), readStoreFile(this.custodyFile(hash), custodyOwedSchema));
+    const owed = ofHash(hash, this.custodyFile(hash), readStoreFile(this.custodyFile(hash), custodyOwedSchema));
+    if (owed !== undefined) return owed;
+    const legacy = this.#recordIfReadable(hash);
+    return legacy?.custodyOwed === undefined
+      ? undefined
+      : { hash, savedAt: legacy.completedAt, metadataJson: legacy.custodyOwed };
+  }
+
+  /** The ledger record of `hash`, or undefined when there is none or it is damaged (reported where it is read). */
+  #recordIfReadable(hash: string): LedgerEntry | undefined {
+    try {
+      return this.readRecord(hash);
+    } catch {
+      return undefined;
+    }
   }
 
   /** Saves custody metadata owed (see CustodyOwed); resolves once it is durably on disk. */
@@ -668,9 +689,18 @@ export class ServiceStore {
     return this.#writeEntry(this.custodyFile(entry.hash), entry);
   }
 
-  /** Forgets custody metadata owed: the service took it, or refused it. */
-  removeCustodyOwed(hash: string): Promise<void> {
-    return removeFileOffThread(this.custodyFile(hash));
+  /**
+   * Forgets custody metadata owed: the service took it, or refused it. An
+   * older build's, in the ledger record, goes by writing the record again
+   * without it (the record read as it is: the service's text untouched).
+   */
+  async removeCustodyOwed(hash: string): Promise<void> {
+    await removeFileOffThread(this.custodyFile(hash));
+    const record = this.#recordIfReadable(hash);
+    if (record?.custodyOwed === undefined) return;
+    const kept: LedgerEntry = { ...record };
+    delete kept.custodyOwed;
+    await this.saveRecord(kept);
   }
 
   listCustodyOwed(): Promise<Listing<CustodyOwed>> {

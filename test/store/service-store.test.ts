@@ -312,6 +312,21 @@ describe('ServiceStore', () => {
     expect(readFileSync(store.pendingFile(hash), 'utf8')).toBe('{');
   });
 
+  it("an older build's custody metadata owed, kept in the ledger record: read, and gone from it once taken", async () => {
+    const store = serviceStore();
+    const hash = hashOf('owed by an older build');
+    await store.saveRecord(record(hash));
+    // As the builds of 2026-11-26 from b57b6c0 wrote it: a field of the ledger record.
+    const metadataJson = `{"hash":"${hash}","name":"c.txt","type":"text/plain","size":3,"lastModified":1,"userId":1390}`;
+    const file = store.ledgerFile(hash);
+    writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), custodyOwed: metadataJson }));
+    expect(store.readCustodyOwed(hash)).toEqual({ hash, savedAt: '2024-01-01T12:01:00.000Z', metadataJson });
+    await store.removeCustodyOwed(hash);
+    expect(store.readCustodyOwed(hash)).toBeUndefined();
+    expect(JSON.parse(readFileSync(file, 'utf8'))).not.toHaveProperty('custodyOwed');
+    expect(store.readRecord(hash)).toEqual(record(hash));
+  });
+
   it('retires a damaged pending file as it is, bytes untouched, and nothing when none is pending', async () => {
     const store = serviceStore();
     const hash = hashOf('retire damaged');
