@@ -12513,6 +12513,14 @@ function recordHashOf(recordJson) {
 	const record = JSON.parse(recordJson);
 	return typeof record.hash === "string" ? record.hash.toLowerCase() : void 0;
 }
+/** What `read` gives, or undefined when it throws: a damaged store file, reported where it is read for itself. */
+function ifReadable(read) {
+	try {
+		return read();
+	} catch {
+		return;
+	}
+}
 /**
 * Whether `pending` was requested knowing `record` (its `follows` is the
 * record's completedAt): a registration asked for again (`register --force
@@ -12806,12 +12814,7 @@ var init_service_store = __esmMin((() => {
 		* `pending drop` to put aside.
 		*/
 		removeLeftoverPending(record) {
-			let pending;
-			try {
-				pending = this.readPending(record.hash);
-			} catch {
-				return;
-			}
+			const pending = this.pendingIfReadable(record.hash);
 			if (pending && provablyLeftover(pending, record)) removeFile(this.pendingFile(record.hash));
 		}
 		/**
@@ -12820,12 +12823,7 @@ var init_service_store = __esmMin((() => {
 		* next run that meets it removes it when it can tell (provablyLeftover).
 		*/
 		isLeftover(pending) {
-			let record;
-			try {
-				record = this.readRecord(pending.hash);
-			} catch {
-				return false;
-			}
+			const record = this.#recordIfReadable(pending.hash);
 			return record !== void 0 && !followsRecord(pending, record);
 		}
 		/**
@@ -12946,11 +12944,11 @@ var init_service_store = __esmMin((() => {
 		}
 		/** The ledger record of `hash`, or undefined when there is none or it is damaged (reported where it is read). */
 		#recordIfReadable(hash) {
-			try {
-				return this.readRecord(hash);
-			} catch {
-				return;
-			}
+			return ifReadable(() => this.readRecord(hash));
+		}
+		/** The pending session of `hash`, or undefined when there is none or it is damaged (reported where it is read). */
+		pendingIfReadable(hash) {
+			return ifReadable(() => this.readPending(hash));
 		}
 		/** Saves custody metadata owed (see CustodyOwed); resolves once it is durably on disk. */
 		saveCustodyOwed(entry) {
@@ -13785,14 +13783,6 @@ function refuseOtherRequest(pending, input) {
 		hint: `complete it as it was requested (\`notarize complete ${input.hash}\`), or drop it (\`notarize pending drop ${input.hash}\`) and register again`
 	});
 }
-/** The pending session of `hash`, or undefined when there is none or it cannot be read (the ledger answers then). */
-function readPendingIfAny(store, hash) {
-	try {
-		return store.readPending(hash);
-	} catch {
-		return;
-	}
-}
 /**
 * Removes the session file a registration in the ledger left behind; met
 * before anything is sent, a disk refusing it (no permission, read-only) is
@@ -13856,7 +13846,7 @@ async function complete(deps, hash, source) {
 	return locked(deps, hash, async (tracked) => {
 		const existing = store.readRecord(hash);
 		if (existing) removeLeftover(deps, existing);
-		const stored = existing ? readPendingIfAny(store, hash) : store.readPending(hash);
+		const stored = existing ? store.pendingIfReadable(hash) : store.readPending(hash);
 		if (existing && !(source.kind === "store" && stored && followsRecord(stored, existing))) {
 			store.clearUnanswered(hash);
 			return alreadyInLedger(deps, existing, tracked);
@@ -15116,10 +15106,14 @@ var init_results = __esmMin((() => {
 		}
 		/** Takes the result of the item at `index` (input order). */
 		add(index, result) {
+			this.#passOn(result);
+			if (this.keep !== "none") this.#held[index] = this.keep === "whole" ? result : compact(result);
+		}
+		/** What every result taken gets, in or out of the input order: counted, streamed, its unsaved answer shown. */
+		#passOn(result) {
 			this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
 			this.#onResult?.(result);
 			if (CARRY_UNSAVED.has(result)) this.#onUnsaved?.(result);
-			if (this.keep !== "none") this.#held[index] = this.keep === "whole" ? result : compact(result);
 		}
 		/**
 		* Takes the result of an item with no place in the input order (a path a
@@ -15127,9 +15121,7 @@ var init_results = __esmMin((() => {
 		* streamed, and kept after the items, as add does with the others.
 		*/
 		addUnordered(result) {
-			this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
-			this.#onResult?.(result);
-			if (CARRY_UNSAVED.has(result)) this.#onUnsaved?.(result);
+			this.#passOn(result);
 			if (this.keep !== "none") this.#skipped.push(this.keep === "whole" ? result : compact(result));
 		}
 		/**

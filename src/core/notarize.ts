@@ -242,15 +242,6 @@ function refuseOtherRequest(pending: PendingEntry, input: RegisterInput): void {
   );
 }
 
-/** The pending session of `hash`, or undefined when there is none or it cannot be read (the ledger answers then). */
-function readPendingIfAny(store: ServiceStore, hash: string): PendingEntry | undefined {
-  try {
-    return store.readPending(hash);
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Removes the session file a registration in the ledger left behind; met
  * before anything is sent, a disk refusing it (no permission, read-only) is
@@ -338,7 +329,8 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
     if (existing) removeLeftover(deps, existing);
     // With a record, only a readable session requested after it (`register --force --no-complete`:
     // registered again, as asked) is completed; anything else would pay for a hash the ledger has.
-    const stored = existing ? readPendingIfAny(store, hash) : store.readPending(hash);
+    // (One that cannot be read beside a record: the ledger answers.)
+    const stored = existing ? store.pendingIfReadable(hash) : store.readPending(hash);
     if (existing && !(source.kind === 'store' && stored && followsRecord(stored, existing))) {
       // A hash in the ledger has no request step left unread (a store of an older notarize may say so).
       store.clearUnanswered(hash);

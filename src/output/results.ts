@@ -240,10 +240,15 @@ export class ItemResults {
 
   /** Takes the result of the item at `index` (input order). */
   add(index: number, result: ItemResult): void {
+    this.#passOn(result);
+    if (this.keep !== 'none') this.#held[index] = this.keep === 'whole' ? result : compact(result);
+  }
+
+  /** What every result taken gets, in or out of the input order: counted, streamed, its unsaved answer shown. */
+  #passOn(result: ItemResult): void {
     this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
     this.#onResult?.(result);
     if (CARRY_UNSAVED.has(result)) this.#onUnsaved?.(result);
-    if (this.keep !== 'none') this.#held[index] = this.keep === 'whole' ? result : compact(result);
   }
 
   /**
@@ -252,9 +257,7 @@ export class ItemResults {
    * streamed, and kept after the items, as add does with the others.
    */
   addUnordered(result: ItemResult): void {
-    this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
-    this.#onResult?.(result);
-    if (CARRY_UNSAVED.has(result)) this.#onUnsaved?.(result);
+    this.#passOn(result);
     if (this.keep !== 'none') this.#skipped.push(this.keep === 'whole' ? result : compact(result));
   }
 

@@ -521,12 +521,7 @@ export class ServiceStore {
    * `pending drop` to put aside.
    */
   removeLeftoverPending(record: LedgerEntry): void {
-    let pending: PendingEntry | undefined;
-    try {
-      pending = this.readPending(record.hash);
-    } catch {
-      return;
-    }
+    const pending = this.pendingIfReadable(record.hash);
     if (pending && provablyLeftover(pending, record)) removeFile(this.pendingFile(record.hash));
   }
 
@@ -536,12 +531,7 @@ export class ServiceStore {
    * next run that meets it removes it when it can tell (provablyLeftover).
    */
   isLeftover(pending: PendingEntry): boolean {
-    let record: LedgerEntry | undefined;
-    try {
-      record = this.readRecord(pending.hash);
-    } catch {
-      return false; // A damaged entry is reported where it is read.
-    }
+    const record = this.#recordIfReadable(pending.hash);
     return record !== undefined && !followsRecord(pending, record);
   }
 
@@ -677,11 +667,12 @@ export class ServiceStore {
 
   /** The ledger record of `hash`, or undefined when there is none or it is damaged (reported where it is read). */
   #recordIfReadable(hash: string): LedgerEntry | undefined {
-    try {
-      return this.readRecord(hash);
-    } catch {
-      return undefined;
-    }
+    return ifReadable(() => this.readRecord(hash));
+  }
+
+  /** The pending session of `hash`, or undefined when there is none or it is damaged (reported where it is read). */
+  pendingIfReadable(hash: string): PendingEntry | undefined {
+    return ifReadable(() => this.readPending(hash));
   }
 
   /** Saves custody metadata owed (see CustodyOwed); resolves once it is durably on disk. */
@@ -798,6 +789,15 @@ export class ServiceStore {
       }
     }
     return { entries, problems };
+  }
+}
+
+/** What `read` gives, or undefined when it throws: a damaged store file, reported where it is read for itself. */
+function ifReadable<T>(read: () => T | undefined): T | undefined {
+  try {
+    return read();
+  } catch {
+    return undefined;
   }
 }
 
