@@ -41261,6 +41261,9 @@ function writeOutputs(file, outputs, redact) {
 		appendFileSync(file, `${name}<<${delimiter}\n${redact(value)}\n${delimiter}\n`);
 	}
 }
+const STORE_NAME = "notarize-store";
+/** A name storeName gives a key's store: the digest's length taken from keyDigest, not spelled again. */
+const KEYED_STORE_NAME = new RegExp(`^${STORE_NAME}-[0-9a-f]{${keyDigest("").length}}$`);
 /**
 * The job's store for a step with `apiKey`: one per key, so that a step
 * with another key (another account) never completes on the token a step
@@ -41268,7 +41271,7 @@ function writeOutputs(file, outputs, redact) {
 * token), which says nothing of it.
 */
 function storeName(apiKey) {
-	return apiKey === "" ? "notarize-store" : `notarize-store-${keyDigest(apiKey)}`;
+	return apiKey === "" ? STORE_NAME : `${STORE_NAME}-${keyDigest(apiKey)}`;
 }
 /**
 * The job's store a step uses (see storeName), and, when it cannot tell
@@ -41283,7 +41286,7 @@ function jobStore(runnerTemp, key, command) {
 	if (key !== "" || command !== "verify") return own;
 	let keyed;
 	try {
-		keyed = readdirSync(runnerTemp).filter((name) => /^notarize-store-[0-9a-f]{16}$/.test(name));
+		keyed = readdirSync(runnerTemp).filter((name) => KEYED_STORE_NAME.test(name));
 	} catch {
 		return own;
 	}

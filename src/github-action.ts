@@ -127,6 +127,11 @@ export function writeOutputs(file: string, outputs: Record<string, string>, reda
   }
 }
 
+const STORE_NAME = 'notarize-store';
+
+/** A name storeName gives a key's store: the digest's length taken from keyDigest, not spelled again. */
+const KEYED_STORE_NAME = new RegExp(`^${STORE_NAME}-[0-9a-f]{${keyDigest('').length}}$`);
+
 /**
  * The job's store for a step with `apiKey`: one per key, so that a step
  * with another key (another account) never completes on the token a step
@@ -134,7 +139,7 @@ export function writeOutputs(file: string, outputs: Record<string, string>, reda
  * token), which says nothing of it.
  */
 export function storeName(apiKey: string): string {
-  return apiKey === '' ? 'notarize-store' : `notarize-store-${keyDigest(apiKey)}`;
+  return apiKey === '' ? STORE_NAME : `${STORE_NAME}-${keyDigest(apiKey)}`;
 }
 
 /**
@@ -150,7 +155,7 @@ export function jobStore(runnerTemp: string, key: string, command: string): { di
   if (key !== '' || command !== 'verify') return own;
   let keyed: string[];
   try {
-    keyed = readdirSync(runnerTemp).filter((name) => /^notarize-store-[0-9a-f]{16}$/.test(name));
+    keyed = readdirSync(runnerTemp).filter((name) => KEYED_STORE_NAME.test(name));
   } catch {
     return own;
   }
