@@ -8785,7 +8785,7 @@ var init_errors = __esmMin((() => {
   0  success, including "already registered" (a 409 from the service is read as that: an assumption, its status codes are undocumented)
   1  the service refused the operation (4xx other than 401/403/409); or something was sent but did not end well locally (a receipt or record not written, a batch item that failed locally); or an unexpected error
   2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
-  3  authentication: no usable credentials (a login refused, whatever its status), or the service answered 401/403
+  3  authentication: no usable credentials (a login refused, whatever its status; to a 404 or 405 the hint names the base URL), or the service answered 401/403
   4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
   5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, whose status is not \`registered\`, or nested deeper than a receipt can carry), or an unexpected status (a redirect: notarize follows none); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
   6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
@@ -23314,6 +23314,201 @@ var init_token = __esmMin((() => {
 	init_schemas();
 	EXPIRY_MARGIN_SECONDS = 30;
 }));
+// dist/core/credentials.js
+var credentials_exports = /* @__PURE__ */ __exportAll({
+	KEY_REFUSED: () => KEY_REFUSED,
+	NO_LOGIN_THERE: () => NO_LOGIN_THERE,
+	TokenCredentials: () => TokenCredentials,
+	loginRefusedHint: () => loginRefusedHint
+});
+/**
+* What to check when the service refused a login: `keyHint` (the key), or,
+* for a 404 or 405, the base URL first. Read as "no login at that address"
+* (an assumption: the service documents none of its statuses), the usual
+* mistake being a base URL that already ends in /api, to which notarize
+* adds /api/v2/ again.
+*/
+function loginRefusedHint(status, keyHint) {
+	if (status !== 404 && status !== 405) return keyHint;
+	return `${NO_LOGIN_THERE}: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting), the service's address without /api/v2/, which notarize adds; else ${keyHint}`;
+}
+var KEY_REFUSED, NO_LOGIN_THERE, ExpiredWhileWaiting, MAX_EXPIRED_PER_CALL, TokenCredentials;
+var init_credentials = __esmMin((() => {
+	init_retry();
+	init_errors();
+	init_secrets();
+	init_token();
+	KEY_REFUSED = "logging in with NOTARIZE_API_KEY failed";
+	NO_LOGIN_THERE = "no login at that address";
+	ExpiredWhileWaiting = class extends AuthError {};
+	MAX_EXPIRED_PER_CALL = 3;
+	TokenCredentials = class {
+		#sources;
+		/** The token in use and its `exp`, read once: every request of a batch asks whether it has expired. */
+		#current;
+		/** A login in progress: concurrent callers (a batch's lanes) share it rather than each logging in. */
+		#loggingIn;
+		/** The last login's failure, given to callers instead of logging in again (see #loginWithKey). */
+		#loginFailed;
+		/** The one re-login after a 401, shared by every caller that meets a 401. */
+		#renewal;
+		/**
+		* Set when logging in again cannot help: the key was refused, or its
+		* tokens arrive expired. A request that another caller's token met with a
+		* 401 then fails with that 401 rather than try the key once more.
+		*/
+		#loginCannotHelp = false;
+		#now;
+		constructor(sources) {
+			this.#sources = sources;
+			this.#now = sources.now ?? Date.now;
+		}
+		/**
+		* Calls `send` with a usable token; when `send` fails with a 401, renews the
+		* token once for the run (an API key is at hand) and calls it once more.
+		* A failure to get a token, a refused login included, is thrown as it is,
+		* without a call to `send`.
+		*/
+		async authorize(send) {
+			let token = await this.token();
+			let replaced;
+			let renewed = false;
+			let expired = 0;
+			for (;;) try {
+				return await send(token, replaced);
+			} catch (error) {
+				if (error instanceof ExpiredWhileWaiting && expired++ < MAX_EXPIRED_PER_CALL) {
+					token = await this.token();
+					replaced = "expired";
+					continue;
+				}
+				if (!(error instanceof AuthError) || error.status !== 401 || renewed) throw error;
+				renewed = true;
+				const fresh = await this.#renew();
+				if (fresh === void 0) throw error;
+				token = fresh;
+				replaced = "renewed";
+			}
+		}
+		/** See Authorizer.checkUnexpired: the token of a call retried past its exp is never sent. */
+		checkUnexpired(token) {
+			if (!hasExpired(this.#current?.token === token ? this.#current.exp : expiryOf(token))) return;
+			throw new ExpiredWhileWaiting("the token expired while a call waited to be sent again, more than once", { hint: "the service's tokens live less than this call's waits to be sent again (Retry-After): run the command again later" });
+		}
+		/** A token usable now, logging in with the API key if need be; throws AuthError when there is none. */
+		async token() {
+			const token = await this.#usable();
+			this.#sources.onToken?.(token);
+			return token;
+		}
+		async #usable() {
+			if (this.#current !== void 0 && !hasExpired(this.#current.exp)) return this.#current.token;
+			const { envToken, store, baseUrl, apiKey } = this.#sources;
+			if (envToken !== void 0 && envToken !== "") {
+				sendableToken(envToken, "NOTARIZE_TOKEN", "set it to the token alone (a JWT: letters, digits, -, _ and dots)");
+				if (!isExpired(envToken)) return this.#use(envToken);
+				if (apiKey === void 0) throw new AuthError("the token in NOTARIZE_TOKEN has expired", { hint: "get a new one with `notarize login`, or set NOTARIZE_API_KEY" });
+			} else {
+				const stored = cleanSecret(store.getToken(baseUrl));
+				if (stored !== void 0 && apiKey === void 0) sendableToken(stored, `the store (credentials.json, for ${baseUrl})`, "log in again with `notarize login`");
+				const ofThisKey = apiKey === void 0 || store.getTokenKey(baseUrl) === keyDigest(apiKey);
+				if (stored !== void 0 && ofThisKey && isSendableToken(stored) && !isExpired(stored)) return this.#use(stored);
+				if (apiKey === void 0) throw new AuthError(stored === void 0 ? `not logged in to ${baseUrl}` : `the stored token for ${baseUrl} has expired`, { hint: "run `notarize login`, or set NOTARIZE_API_KEY (or NOTARIZE_TOKEN)" });
+			}
+			this.#loggingIn ??= this.#loginWithKey("no usable token").finally(() => {
+				this.#loggingIn = void 0;
+			});
+			return this.#loggingIn.catch((error) => {
+				throw ownCopy(error);
+			});
+		}
+		/**
+		* After a 401: one new login for the whole run, or undefined when none can
+		* help. Callers that meet a 401 later get the same fresh token (each
+		* retries once), never a second login.
+		*/
+		async #renew() {
+			if (this.#sources.apiKey === void 0) return void 0;
+			if (this.#renewal === void 0) {
+				if (this.#loginCannotHelp) return void 0;
+				const renewal = this.#loginWithKey("the service answered 401");
+				this.#renewal = renewal;
+				renewal.catch(() => {
+					if (!this.#loginCannotHelp && this.#renewal === renewal) this.#renewal = void 0;
+				});
+			}
+			const renewal = this.#renewal;
+			const token = await renewal.catch((error) => {
+				throw ownCopy(error);
+			});
+			if (isExpired(token)) {
+				if (this.#renewal === renewal) this.#renewal = void 0;
+				return this.#renew();
+			}
+			this.#sources.onToken?.(token);
+			return token;
+		}
+		#use(token) {
+			this.#current = {
+				token,
+				exp: expiryOf(token)
+			};
+			return token;
+		}
+		/**
+		* Logs in with the key, unless the last login failed and that failure is
+		* still kept: the login is the same for every document and has had its
+		* retries, so trying it again per document would send a refused key once
+		* more each time, or wait for a failing service once more each time. A
+		* failure is kept for the run when the key cannot help, for
+		* OUTAGE_HOLD_MS otherwise (a run reading its list from a pipe may last
+		* hours); a login held back by the run's outage is the outage's to end.
+		*/
+		async #loginWithKey(reason) {
+			const kept = this.#loginFailed;
+			if (kept !== void 0 && (this.#loginCannotHelp || this.#now() < kept.until)) throw ownCopy(kept.error);
+			try {
+				return await this.#logIn(reason);
+			} catch (error) {
+				if (!(error instanceof HeldBackError)) this.#loginFailed = {
+					error,
+					until: this.#now() + OUTAGE_HOLD_MS
+				};
+				throw error;
+			}
+		}
+		async #logIn(reason) {
+			const { apiKey, store, baseUrl, login } = this.#sources;
+			if (apiKey === void 0) throw new AuthError("no credentials");
+			this.#sources.onLogin?.(reason);
+			let token;
+			try {
+				token = await login(apiKey);
+			} catch (error) {
+				if (error instanceof AuthError) this.#loginCannotHelp = true;
+				if (error instanceof InvalidAnswerError || error instanceof UnreadableAnswerError) throw new ProtocolError(error.message, {
+					...error.hint ? { hint: error.hint } : {},
+					cause: error
+				});
+				if (error instanceof ServiceRefusedError || error instanceof AuthError && error.status !== 407) {
+					this.#loginCannotHelp = true;
+					throw new AuthError(`${KEY_REFUSED}: ${error.message}`, {
+						...error.status === void 0 ? {} : { status: error.status },
+						hint: loginRefusedHint(error.status, "check NOTARIZE_API_KEY, or log in with `notarize login`"),
+						cause: error
+					});
+				}
+				throw error;
+			}
+			if (isExpired(token)) {
+				this.#loginCannotHelp = true;
+				throw new AuthError(`the service at ${baseUrl} issued a token that has already expired`, { hint: "check this machine's clock (the token's exp is in the past or within 30 s)" });
+			}
+			await store.setToken(baseUrl, token, keyTrace(apiKey));
+			return this.#use(token);
+		}
+	};
+}));
 // dist/output/prompt.js
 /** Asks `question` on `output` and reads a line from `input` without echo. */
 function promptHidden(question, input, output) {
@@ -23352,6 +23547,8 @@ function configure$4(command, context) {
 	command.option("--api-key-stdin", "read the API key from standard input").addHelpText("after", `\nThe API key is read from NOTARIZE_API_KEY, from standard input (--api-key-stdin), or
 from a hidden prompt on a terminal; never from the command line. The token is stored in
 credentials.json (mode 0600) in the store directory (see \`notarize config path\`).
+A refused login is exit 3 whatever its status; a 404 or 405 is read as no login at the
+base URL (an assumption: the service documents no status), and the hint says to check it.
 ${examples([
 		"notarize login",
 		"# CI: the key from a secret, on standard input (never as an argument)",
@@ -23406,7 +23603,7 @@ async function loginWith(api, apiKey) {
 		if (!(error instanceof ServiceRefusedError || error instanceof AuthError && error.status !== 407)) throw error;
 		throw new AuthError(`the login was refused: ${error.message}`, {
 			...error.status === void 0 ? {} : { status: error.status },
-			hint: "check the API key",
+			hint: loginRefusedHint(error.status, "check the API key"),
 			cause: error
 		});
 	}
@@ -23439,6 +23636,7 @@ async function runLogin(options) {
 var optionsSchema$1;
 var init_login = __esmMin((() => {
 	init_zod();
+	init_credentials();
 	init_read_input();
 	init_secrets();
 	init_token();
@@ -29367,187 +29565,6 @@ var init_proxy_env = __esmMin((() => {
 	DEFAULT_PORTS = {
 		"http:": 80,
 		"https:": 443
-	};
-}));
-// dist/core/credentials.js
-var credentials_exports = /* @__PURE__ */ __exportAll({
-	KEY_REFUSED: () => KEY_REFUSED,
-	TokenCredentials: () => TokenCredentials
-});
-var KEY_REFUSED, ExpiredWhileWaiting, MAX_EXPIRED_PER_CALL, TokenCredentials;
-var init_credentials = __esmMin((() => {
-	init_retry();
-	init_errors();
-	init_secrets();
-	init_token();
-	KEY_REFUSED = "logging in with NOTARIZE_API_KEY failed";
-	ExpiredWhileWaiting = class extends AuthError {};
-	MAX_EXPIRED_PER_CALL = 3;
-	TokenCredentials = class {
-		#sources;
-		/** The token in use and its `exp`, read once: every request of a batch asks whether it has expired. */
-		#current;
-		/** A login in progress: concurrent callers (a batch's lanes) share it rather than each logging in. */
-		#loggingIn;
-		/** The last login's failure, given to callers instead of logging in again (see #loginWithKey). */
-		#loginFailed;
-		/** The one re-login after a 401, shared by every caller that meets a 401. */
-		#renewal;
-		/**
-		* Set when logging in again cannot help: the key was refused, or its
-		* tokens arrive expired. A request that another caller's token met with a
-		* 401 then fails with that 401 rather than try the key once more.
-		*/
-		#loginCannotHelp = false;
-		#now;
-		constructor(sources) {
-			this.#sources = sources;
-			this.#now = sources.now ?? Date.now;
-		}
-		/**
-		* Calls `send` with a usable token; when `send` fails with a 401, renews the
-		* token once for the run (an API key is at hand) and calls it once more.
-		* A failure to get a token, a refused login included, is thrown as it is,
-		* without a call to `send`.
-		*/
-		async authorize(send) {
-			let token = await this.token();
-			let replaced;
-			let renewed = false;
-			let expired = 0;
-			for (;;) try {
-				return await send(token, replaced);
-			} catch (error) {
-				if (error instanceof ExpiredWhileWaiting && expired++ < MAX_EXPIRED_PER_CALL) {
-					token = await this.token();
-					replaced = "expired";
-					continue;
-				}
-				if (!(error instanceof AuthError) || error.status !== 401 || renewed) throw error;
-				renewed = true;
-				const fresh = await this.#renew();
-				if (fresh === void 0) throw error;
-				token = fresh;
-				replaced = "renewed";
-			}
-		}
-		/** See Authorizer.checkUnexpired: the token of a call retried past its exp is never sent. */
-		checkUnexpired(token) {
-			if (!hasExpired(this.#current?.token === token ? this.#current.exp : expiryOf(token))) return;
-			throw new ExpiredWhileWaiting("the token expired while a call waited to be sent again, more than once", { hint: "the service's tokens live less than this call's waits to be sent again (Retry-After): run the command again later" });
-		}
-		/** A token usable now, logging in with the API key if need be; throws AuthError when there is none. */
-		async token() {
-			const token = await this.#usable();
-			this.#sources.onToken?.(token);
-			return token;
-		}
-		async #usable() {
-			if (this.#current !== void 0 && !hasExpired(this.#current.exp)) return this.#current.token;
-			const { envToken, store, baseUrl, apiKey } = this.#sources;
-			if (envToken !== void 0 && envToken !== "") {
-				sendableToken(envToken, "NOTARIZE_TOKEN", "set it to the token alone (a JWT: letters, digits, -, _ and dots)");
-				if (!isExpired(envToken)) return this.#use(envToken);
-				if (apiKey === void 0) throw new AuthError("the token in NOTARIZE_TOKEN has expired", { hint: "get a new one with `notarize login`, or set NOTARIZE_API_KEY" });
-			} else {
-				const stored = cleanSecret(store.getToken(baseUrl));
-				if (stored !== void 0 && apiKey === void 0) sendableToken(stored, `the store (credentials.json, for ${baseUrl})`, "log in again with `notarize login`");
-				const ofThisKey = apiKey === void 0 || store.getTokenKey(baseUrl) === keyDigest(apiKey);
-				if (stored !== void 0 && ofThisKey && isSendableToken(stored) && !isExpired(stored)) return this.#use(stored);
-				if (apiKey === void 0) throw new AuthError(stored === void 0 ? `not logged in to ${baseUrl}` : `the stored token for ${baseUrl} has expired`, { hint: "run `notarize login`, or set NOTARIZE_API_KEY (or NOTARIZE_TOKEN)" });
-			}
-			this.#loggingIn ??= this.#loginWithKey("no usable token").finally(() => {
-				this.#loggingIn = void 0;
-			});
-			return this.#loggingIn.catch((error) => {
-				throw ownCopy(error);
-			});
-		}
-		/**
-		* After a 401: one new login for the whole run, or undefined when none can
-		* help. Callers that meet a 401 later get the same fresh token (each
-		* retries once), never a second login.
-		*/
-		async #renew() {
-			if (this.#sources.apiKey === void 0) return void 0;
-			if (this.#renewal === void 0) {
-				if (this.#loginCannotHelp) return void 0;
-				const renewal = this.#loginWithKey("the service answered 401");
-				this.#renewal = renewal;
-				renewal.catch(() => {
-					if (!this.#loginCannotHelp && this.#renewal === renewal) this.#renewal = void 0;
-				});
-			}
-			const renewal = this.#renewal;
-			const token = await renewal.catch((error) => {
-				throw ownCopy(error);
-			});
-			if (isExpired(token)) {
-				if (this.#renewal === renewal) this.#renewal = void 0;
-				return this.#renew();
-			}
-			this.#sources.onToken?.(token);
-			return token;
-		}
-		#use(token) {
-			this.#current = {
-				token,
-				exp: expiryOf(token)
-			};
-			return token;
-		}
-		/**
-		* Logs in with the key, unless the last login failed and that failure is
-		* still kept: the login is the same for every document and has had its
-		* retries, so trying it again per document would send a refused key once
-		* more each time, or wait for a failing service once more each time. A
-		* failure is kept for the run when the key cannot help, for
-		* OUTAGE_HOLD_MS otherwise (a run reading its list from a pipe may last
-		* hours); a login held back by the run's outage is the outage's to end.
-		*/
-		async #loginWithKey(reason) {
-			const kept = this.#loginFailed;
-			if (kept !== void 0 && (this.#loginCannotHelp || this.#now() < kept.until)) throw ownCopy(kept.error);
-			try {
-				return await this.#logIn(reason);
-			} catch (error) {
-				if (!(error instanceof HeldBackError)) this.#loginFailed = {
-					error,
-					until: this.#now() + OUTAGE_HOLD_MS
-				};
-				throw error;
-			}
-		}
-		async #logIn(reason) {
-			const { apiKey, store, baseUrl, login } = this.#sources;
-			if (apiKey === void 0) throw new AuthError("no credentials");
-			this.#sources.onLogin?.(reason);
-			let token;
-			try {
-				token = await login(apiKey);
-			} catch (error) {
-				if (error instanceof AuthError) this.#loginCannotHelp = true;
-				if (error instanceof InvalidAnswerError || error instanceof UnreadableAnswerError) throw new ProtocolError(error.message, {
-					...error.hint ? { hint: error.hint } : {},
-					cause: error
-				});
-				if (error instanceof ServiceRefusedError || error instanceof AuthError && error.status !== 407) {
-					this.#loginCannotHelp = true;
-					throw new AuthError(`${KEY_REFUSED}: ${error.message}`, {
-						...error.status === void 0 ? {} : { status: error.status },
-						hint: "check NOTARIZE_API_KEY, or log in with `notarize login`",
-						cause: error
-					});
-				}
-				throw error;
-			}
-			if (isExpired(token)) {
-				this.#loginCannotHelp = true;
-				throw new AuthError(`the service at ${baseUrl} issued a token that has already expired`, { hint: "check this machine's clock (the token's exp is in the past or within 30 s)" });
-			}
-			await store.setToken(baseUrl, token, keyTrace(apiKey));
-			return this.#use(token);
-		}
 	};
 }));
 // node_modules/undici/lib/core/errors.js
@@ -41384,7 +41401,9 @@ function authAdvice(ndjson, { keyFrom, tokenSet }) {
 	const where = keyFrom === "environment" ? "check the NOTARIZE_API_KEY the workflow sets, or give the `api-key` input (from a secret)" : "check the `api-key` input (from a secret)";
 	const noLogin = "`notarize login` does not apply to an action";
 	if (errors.length === 0) return `notarize could not authenticate (exit 3), see its message above; in a workflow the API key is the \`api-key\` input (from a secret), and ${noLogin}`;
-	if (errors.some((e) => e.message.startsWith("logging in with NOTARIZE_API_KEY failed"))) return `the API key was refused: ${where}; ${noLogin}`;
+	const refused = errors.filter((e) => e.message.startsWith(KEY_REFUSED));
+	if (refused.some((e) => e.hint?.startsWith("no login at that address"))) return "the service has no login at the base URL: check the `base-url` input (the service's address without /api/v2/)";
+	if (refused.length > 0) return `the API key was refused: ${where}; ${noLogin}`;
 	const namesKey = (e) => /NOTARIZE_API_KEY|`notarize login`/.test(`${e.message} ${e.hint ?? ""}`);
 	if (!errors.some(namesKey)) return void 0;
 	return keyFrom === void 0 ? `no API key was given: set the \`api-key\` input (from a secret; ${noLogin})` : `the service refused the run's credentials (see notarize's message above): ${tokenSet ? "NOTARIZE_TOKEN is set and is used before the API key: check it or unset it, else " : ""}${where}; ${noLogin}`;

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { addEnvironmentSecrets, main, processIO } from './cli.js';
 import { proxySecrets } from './api/proxy-env.js';
 import { keyDigest } from './core/secrets.js';
-import { KEY_REFUSED } from './core/credentials.js';
+import { KEY_REFUSED, NO_LOGIN_THERE } from './core/credentials.js';
 import { EXIT, type ErrorJson, type ExitCode } from './errors.js';
 import { errorCommand, type Redact } from './output/github.js';
 
@@ -300,7 +300,12 @@ export function authAdvice(
     // Stopped before any document: notarize's own message, above, says what failed.
     return `notarize could not authenticate (exit 3), see its message above; in a workflow the API key is the \`api-key\` input (from a secret), and ${noLogin}`;
   }
-  if (errors.some((e) => e.message.startsWith(KEY_REFUSED))) return `the API key was refused: ${where}; ${noLogin}`;
+  const refused = errors.filter((e) => e.message.startsWith(KEY_REFUSED));
+  // A login answered 404 or 405: most likely no login at the base URL, which the key would not mend.
+  if (refused.some((e) => e.hint?.startsWith(NO_LOGIN_THERE))) {
+    return "the service has no login at the base URL: check the `base-url` input (the service's address without /api/v2/)";
+  }
+  if (refused.length > 0) return `the API key was refused: ${where}; ${noLogin}`;
   const namesKey = (e: ErrorJson) => /NOTARIZE_API_KEY|`notarize login`/.test(`${e.message} ${e.hint ?? ''}`);
   if (!errors.some(namesKey)) return undefined;
   return keyFrom === undefined

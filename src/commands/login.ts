@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import type { ApiClient } from '../api/client.js';
 import type { Context } from '../context.js';
+import { loginRefusedHint } from '../core/credentials.js';
 import { readTextInput } from '../core/read-input.js';
 import { cleanSecret, keyTrace } from '../core/secrets.js';
 import { describeToken, expiryIso, isExpired, readClaims } from '../core/token.js';
@@ -41,6 +42,8 @@ export function configure(command: Command, context: () => Context): void {
       `\nThe API key is read from NOTARIZE_API_KEY, from standard input (--api-key-stdin), or
 from a hidden prompt on a terminal; never from the command line. The token is stored in
 credentials.json (mode 0600) in the store directory (see \`notarize config path\`).
+A refused login is exit 3 whatever its status; a 404 or 405 is read as no login at the
+base URL (an assumption: the service documents no status), and the hint says to check it.
 ${examples([
   'notarize login',
   '# CI: the key from a secret, on standard input (never as an argument)',
@@ -108,7 +111,7 @@ async function loginWith(api: ApiClient, apiKey: string): Promise<string> {
     if (!(error instanceof ServiceRefusedError || (error instanceof AuthError && error.status !== 407))) throw error;
     throw new AuthError(`the login was refused: ${error.message}`, {
       ...(error.status === undefined ? {} : { status: error.status }),
-      hint: 'check the API key',
+      hint: loginRefusedHint(error.status, 'check the API key'),
       cause: error,
     });
   }

@@ -52,6 +52,24 @@ export interface CredentialSources {
  */
 export const KEY_REFUSED = 'logging in with NOTARIZE_API_KEY failed';
 
+/** The start of the hint of a login answered 404 or 405 (loginRefusedHint). */
+export const NO_LOGIN_THERE = 'no login at that address';
+
+/**
+ * What to check when the service refused a login: `keyHint` (the key), or,
+ * for a 404 or 405, the base URL first. Read as "no login at that address"
+ * (an assumption: the service documents none of its statuses), the usual
+ * mistake being a base URL that already ends in /api, to which notarize
+ * adds /api/v2/ again.
+ */
+export function loginRefusedHint(status: number | undefined, keyHint: string): string {
+  if (status !== 404 && status !== 405) return keyHint;
+  return (
+    `${NO_LOGIN_THERE}: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting), ` +
+    `the service's address without /api/v2/, which notarize adds; else ${keyHint}`
+  );
+}
+
 /** A token that expired while its call waited to be sent again: replaced (authorize), never sent. */
 class ExpiredWhileWaiting extends AuthError {}
 
@@ -255,7 +273,7 @@ export class TokenCredentials implements Authorizer {
         this.#loginCannotHelp = true;
         throw new AuthError(`${KEY_REFUSED}: ${error.message}`, {
           ...(error.status === undefined ? {} : { status: error.status }),
-          hint: 'check NOTARIZE_API_KEY, or log in with `notarize login`',
+          hint: loginRefusedHint(error.status, 'check NOTARIZE_API_KEY, or log in with `notarize login`'),
           cause: error,
         });
       }

@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loginRefusedHint } from '../../src/core/credentials.js';
 import { ACTION_COMMANDS, actionArgv, actionOutputs, authAdvice, storeName } from '../../src/github-action.js';
 import { Bed } from '../helpers/bed.js';
 import { describeRun, REPO_ROOT, STACK_LINE } from '../helpers/cli.js';
@@ -240,6 +241,9 @@ describe('the action: what it refuses, where it keeps its store', () => {
     expect(
       authAdvice(results({ message: 'logging in with NOTARIZE_API_KEY failed: POST x answered 401', hint: 'check NOTARIZE_API_KEY' }), key),
     ).toMatch(/^the API key was refused: check the `api-key` input/);
+    // A login answered 404: the base URL, not the key (core/credentials.ts loginRefusedHint).
+    const notFound = { message: 'logging in with NOTARIZE_API_KEY failed: POST x answered 404', hint: loginRefusedHint(404, 'check NOTARIZE_API_KEY') };
+    expect(authAdvice(results(notFound), key)).toMatch(/^the service has no login at the base URL: check the `base-url` input/);
     expect(
       authAdvice(results({ message: 'logging in with NOTARIZE_API_KEY failed: 401' }), { keyFrom: 'environment', tokenSet: false }),
     ).toMatch(/^the API key was refused: check the NOTARIZE_API_KEY the workflow sets/);

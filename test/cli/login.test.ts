@@ -69,6 +69,22 @@ describe('runLogin and runLogout', () => {
     }
   });
 
+  it('a base URL that already ends in /api (its login a 404): exit 3, login and register both say to check the base URL', async () => {
+    const env = cliEnv(bed.path('api-suffix'), {
+      NOTARIZE_BASE_URL: `${bed.url}/api`,
+      NOTARIZE_API_KEY: bed.sandbox.apiKey,
+    });
+    for (const args of [['login'], ['register', '--hash', 'ab'.repeat(32), '--description', 'x']]) {
+      const run = await runMain(args, env);
+      expect(run.code, describeRun(run)).toBe(3);
+      expect(run.stderr).toMatch(
+        /answered 404.*\(no login at that address: check the base URL \(--base-url, NOTARIZE_BASE_URL/,
+      );
+    }
+    // One login each, to the path the base URL made; nothing else.
+    expect(bed.sandbox.calls.map((call) => call.path)).toEqual(Array(2).fill('/api/api/v2/auth/login'));
+  });
+
   it('a key the service refuses (401): exit 3, saying to check the key, not to log in again', async () => {
     const env = cliEnv(bed.path('refused-key'), { NOTARIZE_BASE_URL: bed.url, NOTARIZE_API_KEY: 'k_not_the_key_1234' });
     const run = await runMain(['login'], env);
@@ -82,15 +98,20 @@ describe('runLogin and runLogout', () => {
     expect(bed.sandbox.calls).toEqual([]);
   });
 
-  it.each([400, 404, 422])(
-    'a login refused with %i is no usable credentials: exit 3, nothing stored',
-    async (status) => {
+  it.each([
+    [400, /^check the API key$/],
+    [404, /^no login at that address: check the base URL .*; else check the API key$/],
+    [405, /^no login at that address: check the base URL .*; else check the API key$/],
+    [422, /^check the API key$/],
+  ])(
+    'a login refused with %i is no usable credentials: exit 3, nothing stored, the hint fit for the status',
+    async (status, hint) => {
       bed.sandbox.addFaults(parseFaults(`login:status=${status}*1`));
       const t = contextFor(bed);
       await expect(runLogin(options(t, { envApiKey: bed.sandbox.apiKey }))).rejects.toMatchObject({
         exitCode: 3,
         message: expect.stringMatching(new RegExp(`^the login was refused: .*${status}`)),
-        hint: 'check the API key',
+        hint: expect.stringMatching(hint),
       });
       expect(bed.storedTokens()).toEqual({});
     },

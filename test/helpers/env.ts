@@ -28,8 +28,9 @@ export interface EnvOptions {
   noProxyCheck?: boolean;
 }
 
-// The loopback range: a proxy on 127.0.0.3 is told apart from the service on 127.0.0.1.
-export const LOCAL_URL = /^http:\/\/127\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d+\/?$/;
+// The loopback range: a proxy on 127.0.0.3 is told apart from the service on 127.0.0.1. A path
+// (a base URL given with /api by mistake) changes nothing of where a request goes.
+export const LOCAL_URL = /^http:\/\/127\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d+(\/[\w./-]*)?$/;
 const PROXY_VARIABLES = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'];
 
 /**
