@@ -9840,6 +9840,7 @@ function networkError(method, url, error, proxyVariable) {
 	if (code === "UND_ERR_PRX_CONN") return tunnelBrokenOff(method, url, proxyVariable, error);
 	const certificate = certificateRefusal(error);
 	if (certificate !== void 0) return certificateRefused(method, url, certificate, proxyVariable, error);
+	if (code === NOT_TLS) return notTls(method, url, proxyVariable, error);
 	const reason = name === "TimeoutError" || code.endsWith("_TIMEOUT") || code === "UND_ERR_ABORTED" ? "timed out" : code || error.message;
 	const through = proxyVariable === void 0 ? "" : ` through the proxy in ${proxyVariable}`;
 	return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
@@ -9902,6 +9903,22 @@ function certificateRefused(method, url, code, proxyVariable, cause) {
 	const whose = proxyVariable === void 0 ? `the certificate of ${host}` : `a certificate (${host}'s or the proxy's in ${proxyVariable})`;
 	return new TransientError(`${method} ${url} failed: ${whose} was not trusted (${code}), so the request was not sent`, {
 		hint: "if your network inspects TLS, give its CA certificate (a PEM file) in NODE_EXTRA_CA_CERTS; an expired certificate or one for another name is the server's to fix",
+		notProcessed: true,
+		cause
+	});
+}
+/**
+* The server answered the TLS handshake with something else than TLS: no
+* request was sent. Exit 4 as a certificate refusal is (a network fault,
+* nothing lost; a mix-up of ports or a middlebox may pass), but said as what
+* it usually is, an https:// base URL for a server of plain http, rather
+* than "try again later", which no retry would make true.
+*/
+function notTls(method, url, proxyVariable, cause) {
+	const { host } = new URL(url);
+	const who = proxyVariable === void 0 ? host : `${host} or the proxy in ${proxyVariable}`;
+	return new TransientError(`${method} ${url} failed: ${who} did not answer in TLS, so the request was not sent`, {
+		hint: proxyVariable === void 0 ? "check the base URL: a server of plain http is http://, not https:// (plain http only on this machine)" : `check the base URL, and the scheme of the proxy in ${proxyVariable} (http:// for a plain one)`,
 		notProcessed: true,
 		cause
 	});
@@ -9972,7 +9989,7 @@ function statusError(method, url, status, text, retryAfter, secrets) {
 	const redirect = status >= 300 && status < 400;
 	return new ProtocolError(`${what} (an unexpected status)`, { ...redirect ? { hint: "notarize follows no redirect: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting)" } : {} });
 }
-var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, WASM_OUT_OF_MEMORY, TUNNEL_REFUSED, CERTIFICATE_CODES, KEY_ROOM;
+var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, WASM_OUT_OF_MEMORY, TUNNEL_REFUSED, CERTIFICATE_CODES, NOT_TLS, KEY_ROOM;
 var init_http$1 = __esmMin((() => {
 	init_errors();
 	init_secrets();
@@ -10075,6 +10092,7 @@ var init_http$1 = __esmMin((() => {
 		"UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
 		"UNABLE_TO_VERIFY_LEAF_SIGNATURE"
 	]);
+	NOT_TLS = "ERR_SSL_WRONG_VERSION_NUMBER";
 	KEY_ROOM = 256;
 }));
 // dist/api/pages.js
@@ -40144,7 +40162,7 @@ function withoutIpServername(connect) {
 /**
 * A dispatcher for requests to `baseUrl` in this environment (direct, or
 * through the proxy `proxyRoute` chooses). Without a base URL, a direct one.
-* `timeoutMs` (--timeout) bounds the opening of a proxy's tunnel.
+* `timeoutMs` (--timeout) bounds making a connection (and opening a proxy's tunnel).
 */
 function createDispatcher(env, baseUrl, timeoutMs) {
 	const options = {
@@ -40152,7 +40170,10 @@ function createDispatcher(env, baseUrl, timeoutMs) {
 		connections: 64
 	};
 	const route = baseUrl === void 0 ? void 0 : proxyRoute(env, baseUrl);
-	if (route === void 0) return new import_agent.default(options);
+	if (route === void 0) return new import_agent.default(timeoutMs === void 0 ? options : {
+		...options,
+		connect: { timeout: timeoutMs }
+	});
 	const bound = timeoutMs === void 0 ? {} : {
 		headersTimeout: timeoutMs,
 		bodyTimeout: timeoutMs
@@ -40932,7 +40953,7 @@ function buildProgram(io, env, state) {
 		}
 		return state.context;
 	};
-	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000); through a proxy, opening its tunnel and the TLS handshake too, each").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through").addHelpText("after", `\n${RETRY_HELP}\n\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
+	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000), and making its connection; through a proxy, opening its tunnel and the TLS handshake too, each").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through").addHelpText("after", `\n${RETRY_HELP}\n\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
 		writeOut: (text) => io.data(text.replace(/\n$/, "")),
 		writeErr: (text) => io.error(text.replace(/\n$/, "")),
 		outputError: () => {}

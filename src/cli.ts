@@ -184,7 +184,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     .option('--verbose', 'log each request (method, URL, status, time; never secrets) and show stack traces')
     .option(
       '--timeout <ms>',
-      'milliseconds each request may take (default 30000); through a proxy, opening its tunnel and the TLS handshake too, each',
+      'milliseconds each request may take (default 30000), and making its connection; through a proxy, opening its tunnel and the TLS handshake too, each',
     )
     .option(
       '--retries <n>',

@@ -83,12 +83,16 @@ function withoutIpServername(connect: Connector): Connector {
 /**
  * A dispatcher for requests to `baseUrl` in this environment (direct, or
  * through the proxy `proxyRoute` chooses). Without a base URL, a direct one.
- * `timeoutMs` (--timeout) bounds the opening of a proxy's tunnel.
+ * `timeoutMs` (--timeout) bounds making a connection (and opening a proxy's tunnel).
  */
 export function createDispatcher(env: NodeJS.ProcessEnv, baseUrl?: string, timeoutMs?: number): Dispatcher {
   const options = { keepAliveTimeout: 10_000, connections: 64 };
   const route = baseUrl === undefined ? undefined : proxyRoute(env, baseUrl);
-  if (route === undefined) return new Agent(options);
+  // A connection (TCP, then TLS) is made outside the request too, deaf to its signal: bounded by
+  // --timeout here, not by undici's fixed 10 s (a server that never answered the TLS hello held a
+  // '--timeout 1000' run 10.5 s per attempt, and a handshake slower than 10 s failed whatever --timeout said).
+  if (route === undefined)
+    return new Agent(timeoutMs === undefined ? options : { ...options, connect: { timeout: timeoutMs } });
   // The tunnel is opened outside the request (its CONNECT, then TLS through it), deaf to the request's
   // own timeouts and signal: bounded by --timeout here, not by undici's 300 s and 10 s defaults (a
   // reviewer's proxy that never answered the CONNECT held a '--timeout 3000' run for 301 s per attempt).

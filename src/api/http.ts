@@ -292,6 +292,7 @@ function networkError(method: string, url: string, error: unknown, proxyVariable
   if (code === 'UND_ERR_PRX_CONN') return tunnelBrokenOff(method, url, proxyVariable, error);
   const certificate = certificateRefusal(error);
   if (certificate !== undefined) return certificateRefused(method, url, certificate, proxyVariable, error);
+  if (code === NOT_TLS) return notTls(method, url, proxyVariable, error);
   const timedOut = name === 'TimeoutError' || code.endsWith('_TIMEOUT') || code === 'UND_ERR_ABORTED';
   const reason = timedOut ? 'timed out' : code || (error as Error).message;
   const through = proxyVariable === undefined ? '' : ` through the proxy in ${proxyVariable}`;
@@ -407,6 +408,29 @@ function certificateRefused(
       cause,
     },
   );
+}
+
+/** OpenSSL's code for a first answer that is no TLS record: a server speaking plain HTTP, usually. */
+const NOT_TLS = 'ERR_SSL_WRONG_VERSION_NUMBER';
+
+/**
+ * The server answered the TLS handshake with something else than TLS: no
+ * request was sent. Exit 4 as a certificate refusal is (a network fault,
+ * nothing lost; a mix-up of ports or a middlebox may pass), but said as what
+ * it usually is, an https:// base URL for a server of plain http, rather
+ * than "try again later", which no retry would make true.
+ */
+function notTls(method: string, url: string, proxyVariable: string | undefined, cause: unknown): Error {
+  const { host } = new URL(url);
+  const who = proxyVariable === undefined ? host : `${host} or the proxy in ${proxyVariable}`;
+  return new TransientError(`${method} ${url} failed: ${who} did not answer in TLS, so the request was not sent`, {
+    hint:
+      proxyVariable === undefined
+        ? 'check the base URL: a server of plain http is http://, not https:// (plain http only on this machine)'
+        : `check the base URL, and the scheme of the proxy in ${proxyVariable} (http:// for a plain one)`,
+    notProcessed: true,
+    cause,
+  });
 }
 
 /**

@@ -11,8 +11,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { createServer as createTlsServer, type Server } from 'node:tls';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun, REPO_ROOT } from '../helpers/cli.js';
@@ -23,12 +24,12 @@ useBed((created) => (bed = created), { keyInEnv: true });
 const CERT = `${REPO_ROOT}test/fixtures/tls/cert.pem`;
 const tls = { cert: readFileSync(CERT), key: readFileSync(`${REPO_ROOT}test/fixtures/tls/key.pem`) };
 
-const servers: Server[] = [];
+const servers: NetServer[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => new Promise((done) => server.close(done))));
 });
 
-async function listen(server: Server, host: string): Promise<string> {
+async function listen(server: NetServer, host: string): Promise<string> {
   servers.push(server);
   await new Promise<void>((done) => server.listen(0, host, done));
   return `${host}:${(server.address() as AddressInfo).port}`;
@@ -84,6 +85,47 @@ describe('a certificate Node does not trust', () => {
     );
     expect(run.stderr).toContain('NODE_EXTRA_CA_CERTS');
     expect(proxy.connects).toEqual([]);
+  });
+});
+
+describe('a handshake that goes wrong (src/api/dispatcher.ts, src/api/http.ts notTls)', () => {
+  it('https:// to a server of plain http: exit 4 saying to check the scheme, not "try again later"; no request reaches it', async () => {
+    const requests: string[] = [];
+    const server = createHttpServer((req, res) => {
+      requests.push(`${req.method} ${req.url}`);
+      res.end('{}');
+    });
+    const origin = await listen(server, '127.0.0.3');
+    const document = await bed.file('doc.txt', 'not tls\n');
+    const run = await bed.main(['register', document, '--retries', '0'], {
+      env: { NOTARIZE_BASE_URL: `https://${origin}` },
+      noBaseUrlCheck: true,
+    });
+    expect(run.code, describeRun(run)).toBe(4);
+    expect(run.stderr).toContain(`${origin} did not answer in TLS, so the request was not sent`);
+    expect(run.stderr).toContain('a server of plain http is http://, not https://');
+    expect(run.stderr).not.toContain('try again later');
+    expect(requests).toEqual([]);
+  });
+
+  it("a server that never answers the TLS hello: each attempt ends at --timeout, not at undici's own 10 s", async () => {
+    const hellos: number[] = [];
+    const server = createNetServer((socket) => {
+      socket.on('error', () => {});
+      socket.once('data', (hello: Buffer) => hellos.push(hello.length));
+    });
+    const origin = await listen(server, '127.0.0.3');
+    const document = await bed.file('doc.txt', 'silent tls\n');
+    const started = performance.now();
+    const run = await bed.main(['register', document, '--retries', '1', '--timeout', '300'], {
+      env: { NOTARIZE_BASE_URL: `https://${origin}`, NOTARIZE_RETRY_DELAY_MS: '0' },
+      noBaseUrlCheck: true,
+    });
+    expect(run.code, describeRun(run)).toBe(4);
+    expect(run.stderr).toContain('timed out');
+    expect(hellos).toHaveLength(2);
+    // Two attempts of about 0.3 s (undici's connect timer fires up to a second late); 10 s each before.
+    expect(performance.now() - started).toBeLessThan(8000);
   });
 });
 
