@@ -16881,7 +16881,10 @@ async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ ne
 }
 /**
 * Registers one tree's root by the ordinary flow: a pending root's session
-* is completed (never a new request), a planned root is requested again.
+* is completed (never a new request), a planned root is requested again,
+* with the description this run gave (-d) if any, else the one it was
+* planned with: its request step was never answered, so nothing holds the
+* old one (a run fixing a typo after a failed request step sent the typo).
 * Never throws: an error is the result's.
 */
 async function registerRoot(deps, tree, flags) {
@@ -16908,7 +16911,7 @@ async function registerRoot(deps, tree, flags) {
 				beforeRequest
 			}, {
 				hash: root,
-				description: tree.entry.description,
+				description: flags.description ?? tree.entry.description,
 				custody: false,
 				signed: flags.signed,
 				blockchain: flags.blockchain,
@@ -17197,6 +17200,24 @@ var init_trees_now = __esmMin((() => {
 * service asked). Registering it on its own in any of these cases would pay
 * twice for it. Undefined: nothing known, the flow's to register.
 */
+/**
+* What a run completing the pending Merkle root `root` says of the flags it
+* was given, or undefined: what was asked for the documents themselves does
+* not go on the root's registration, which is completed as it was requested
+* (its description and `signed` are the ones its session was requested with;
+* a root has no file). Per-document register and --aggregate say it alike.
+*/
+function flagsNotForPendingRoot(options, root) {
+	const { custody, walletName, description, signed } = options;
+	const flags = [
+		...description === void 0 ? [] : ["the description"],
+		...custody ? ["--custody"] : [],
+		...walletName === void 0 ? [] : ["--wallet-name"],
+		...signed ? ["--signed"] : []
+	];
+	if (flags.length === 0) return void 0;
+	return `${flags.join(", ")} ${flags.length === 1 ? "is" : "are"} not used for the documents under a pending Merkle root (${root} first): completing it registers the root as it was requested; --force registers them on their own`;
+}
 var DocumentRoots;
 var init_register_roots = __esmMin((() => {
 	init_aggregate();
@@ -17425,22 +17446,13 @@ var init_register_roots = __esmMin((() => {
 			if (!this.#asks.has(root)) this.#onSent();
 			return this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
 		}
-		/**
-		* Said once, when this run completes a pending root: what was asked for
-		* the documents themselves does not go on the root's registration (its
-		* description is the one saved with its session; a root has no file).
-		*/
+		/** Said once, when this run completes a pending root (see flagsNotForPendingRoot). */
 		#flagsNotForRoots(root) {
-			const { custody, walletName, description, signed } = this.#options;
-			const flags = [
-				...description === void 0 ? [] : ["the description"],
-				...custody ? ["--custody"] : [],
-				...walletName === void 0 ? [] : ["--wallet-name"],
-				...signed ? ["--signed"] : []
-			];
-			if (flags.length === 0 || this.#warnedRootFlags) return;
+			if (this.#warnedRootFlags) return;
+			const warning = flagsNotForPendingRoot(this.#options, root);
+			if (warning === void 0) return;
 			this.#warnedRootFlags = true;
-			this.#options.io.warn(`${flags.join(", ")} ${flags.length === 1 ? "is" : "are"} not used for the documents under a pending Merkle root (${root} first): completing it registers the root as it was requested; --force registers them on their own`);
+			this.#options.io.warn(warning);
 		}
 		/** Says which manifests of --receipt-dir name roots the service does not have (RootAsks.warnStaleManifests). */
 		warnStaleManifests() {
@@ -20221,6 +20233,12 @@ var init_register_aggregate = __esmMin((() => {
 			}
 			return this.#registerTree(unrooted);
 		}
+		/** Said once, when a pending root among `trees` is to be completed (flagsNotForPendingRoot), as per-document register says it. */
+		#warnFlagsNotForPendingRoot(trees) {
+			const pending = trees.find((tree) => tree.state === "pending");
+			const warning = pending && flagsNotForPendingRoot(this.#options, pending.entry.root);
+			if (warning !== void 0) this.#options.io.warn(warning);
+		}
 		/**
 		* The documents left for a tree once those whose receipt in --receipt-dir
 		* carries a proof to a Merkle root of this service, whose tree neither
@@ -20447,6 +20465,7 @@ var init_register_aggregate = __esmMin((() => {
 				} catch (error) {
 					throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
 				}
+				this.#warnFlagsNotForPendingRoot(inTrees.map(({ placement }) => placement.tree));
 				io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? "" : "s"}`);
 				const roots = await registerRoots(deps, input, placements, placed.asked, holds);
 				io.clearProgress();

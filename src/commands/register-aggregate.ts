@@ -45,7 +45,7 @@ import {
   writeManifest,
   writeManifestFirst,
 } from './manifest-files.js';
-import { DocumentRoots, type Rooted } from './register-roots.js';
+import { DocumentRoots, flagsNotForPendingRoot, type Rooted } from './register-roots.js';
 import { TreesNow } from '../core/trees-now.js';
 import {
   checkNameSent,
@@ -182,6 +182,13 @@ export class Aggregator {
       return this.#end(this.#askedBefore);
     }
     return this.#registerTree(unrooted);
+  }
+
+  /** Said once, when a pending root among `trees` is to be completed (flagsNotForPendingRoot), as per-document register says it. */
+  #warnFlagsNotForPendingRoot(trees: LoadedTree[]): void {
+    const pending = trees.find((tree) => tree.state === 'pending');
+    const warning = pending && flagsNotForPendingRoot(this.#options, pending.entry.root);
+    if (warning !== undefined) this.#options.io.warn(warning);
   }
 
   /**
@@ -429,6 +436,7 @@ export class Aggregator {
       } catch (error) {
         throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
       }
+      this.#warnFlagsNotForPendingRoot(inTrees.map(({ placement }) => placement.tree));
       io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? '' : 's'}`);
       const roots = await registerRoots(deps, input, placements, placed.asked, holds);
       io.clearProgress();

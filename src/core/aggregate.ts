@@ -526,7 +526,7 @@ function rootResultOf(root: string, said: Asked): RootResult {
 /** Registers the root of every tree the documents were placed under, once each, in order. */
 export async function registerRoots(
   deps: FlowDeps,
-  input: Omit<AggregateInput, 'documents' | 'description'>,
+  input: Omit<AggregateInput, 'documents'>,
   placements: readonly (Placement | undefined)[],
   asked: ReadonlyMap<string, RootResult> = new Map(),
   holds: ReadonlyMap<string, () => void> = new Map(),
@@ -559,13 +559,17 @@ export async function registerRoots(
 
 /**
  * Registers one tree's root by the ordinary flow: a pending root's session
- * is completed (never a new request), a planned root is requested again.
+ * is completed (never a new request), a planned root is requested again,
+ * with the description this run gave (-d) if any, else the one it was
+ * planned with: its request step was never answered, so nothing holds the
+ * old one (a run fixing a typo after a failed request step sent the typo).
  * Never throws: an error is the result's.
  */
 export async function registerRoot(
   deps: FlowDeps,
   tree: LoadedTree,
-  flags: Pick<AggregateInput, 'signed' | 'blockchain' | 'complete'> & Partial<Pick<AggregateInput, 'force'>>,
+  flags: Pick<AggregateInput, 'signed' | 'blockchain' | 'complete'> &
+    Partial<Pick<AggregateInput, 'force' | 'description'>>,
 ): Promise<RootResult> {
   let sent = false;
   const onStep: FlowDeps['onStep'] = (step) => {
@@ -594,13 +598,15 @@ export async function registerRoot(
       { ...deps, onStep, beforeRequest },
       {
         hash: root,
-        description: tree.entry.description,
+        // A pending root's session keeps its own (asRequested); only a new request step sends this.
+        description: flags.description ?? tree.entry.description,
         custody: false,
         signed: flags.signed,
         blockchain: flags.blockchain,
         complete: flags.complete,
         force: false,
-        // A pending root is completed as it was requested: the run has warned that --signed is not used for it.
+        // A pending root is completed as it was requested: the run has warned that -d and --signed are not
+        // used for it (commands/register-roots.ts flagsNotForPendingRoot).
         asRequested: true,
       },
     );

@@ -452,6 +452,71 @@ describe('register --aggregate re-runs', () => {
   });
 });
 
+describe('register --aggregate re-runs with other flags', () => {
+  it('a pending root completed with -d and --signed given: said unused, as per-document register says it', async () => {
+    await writeDocs('flags-pending', 'pending root, flags', ['a', 'b']);
+    const left = await bed.main([
+      'register',
+      '--aggregate',
+      '--no-complete',
+      '-r',
+      bed.path('flags-pending'),
+      '--json',
+    ]);
+    expect(left.code, describeRun(left)).toBe(0);
+    const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
+    const again = await bed.main([
+      'register',
+      '--aggregate',
+      '-r',
+      bed.path('flags-pending'),
+      '-d',
+      'Release 2.0',
+      '--signed',
+      '--output',
+      'ndjson',
+    ]);
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(again.stderr).toContain(
+      `the description, --signed are not used for the documents under a pending Merkle root (${pendingRoot} first): ` +
+        'completing it registers the root as it was requested',
+    );
+    expect(countStatuses(parseNdjson(again.stdout))).toEqual({ registered: 2 });
+    // Without those flags, nothing to say.
+    await writeDocs('flags-quiet', 'pending root, no flags', ['c']);
+    await bed.main(['register', '--aggregate', '--no-complete', '-r', bed.path('flags-quiet')]);
+    const quiet = await bed.main(['register', '--aggregate', '-r', bed.path('flags-quiet')]);
+    expect(quiet.code, describeRun(quiet)).toBe(0);
+    expect(quiet.stderr).not.toContain('not used');
+  });
+
+  it('a root only planned (its request step failed) is requested again with the -d of the run that retries it', async () => {
+    await writeDocs('flags-planned', 'planned root, description', ['a', 'b']);
+    bed.sandbox.addFaults(parseFaults('request:status=500*4'));
+    const failed = await bed.main(
+      ['register', '--aggregate', '-r', bed.path('flags-planned'), '-d', 'typo descriptoin'],
+      {
+        env: { NOTARIZE_RETRY_DELAY_MS: '0' },
+      },
+    );
+    expect(failed.code, describeRun(failed)).toBe(4);
+    const mark = bed.mark();
+    const fixed = await bed.main([
+      'register',
+      '--aggregate',
+      '-r',
+      bed.path('flags-planned'),
+      '-d',
+      'Release 2.0',
+      '--json',
+    ]);
+    expect(fixed.code, describeRun(fixed)).toBe(0);
+    const root = parseResults(fixed.stdout)[0]!.proof!.root;
+    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
+    expect(JSON.parse(bed.ledgerEntry(root).recordJson)).toMatchObject({ description: 'Release 2.0' });
+  });
+});
+
 describe('--aggregate: a file name holding the API key is never sent', () => {
   it('a document left to its own flow (a dead lock) whose name would be its description: refused; one with a session: completed', async () => {
     const key = bed.sandbox.apiKey;
