@@ -10,6 +10,26 @@ import { writeSync } from 'node:fs';
 
 const json = process.argv.includes('--json');
 
+// The bundle needs Node 20.18.1 or later (package.json's engines, of which npm only warns): on an
+// older one it fails to load with a stack trace about a missing export that names no version, and
+// even --version cannot say what is wrong. One line and exit 2 (nothing was sent) instead.
+const NODE_NEEDED = '20.18.1';
+const [have, needed] = [process.versions.node, NODE_NEEDED].map((version) => version.split('.').map(Number));
+const differs = needed.findIndex((part, i) => have[i] !== part);
+if (differs !== -1 && have[differs] < needed[differs]) {
+  const message = `notarize needs Node.js ${NODE_NEEDED} or later; this is Node.js ${process.versions.node}`;
+  const hint = 'install a newer Node.js and run it again';
+  const line = json
+    ? JSON.stringify({ error: { code: 'node_too_old', exitCode: 2, message, hint } })
+    : `notarize: ${message} (${hint})`;
+  try {
+    writeSync(2, `${line}\n`);
+  } catch {
+    // stderr closed: the exit code says it.
+  }
+  process.exit(2);
+}
+
 // While the bundle loads (up to a few hundred ms on a slow machine), nothing
 // is sent or locked yet, but a signal must still end the run as documented:
 // one line, 130 or 143, not a silent death by the signal. These two say what

@@ -4,7 +4,7 @@
  * (a bug) would let Node end the run with its own exit 13 and no word; the
  * bin says so in one line and exits 1. A signal's exit is left as it is.
  */
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT, runProcess } from '../helpers/cli.js';
@@ -49,6 +49,39 @@ describe('the bin', () => {
       const run = await runProcess(process.execPath, [binOver(main), 'verify', 'x']);
       expect(run.code, main).toBe(code);
       expect(run.stderr, main).toBe('');
+    }
+  });
+
+  it("on a Node older than package.json's engines: one line naming both versions, exit 2, before the bundle loads", async () => {
+    const engines = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { engines: { node: string } })
+      .engines.node;
+    expect(engines).toBe('>=20.18.1');
+    // The bundle would print 'loaded' when imported: an old Node must never get that far.
+    const bin = binOver("async () => { process.stdout.write('loaded'); return 0; }");
+    const asIf = (version: string) => {
+      const preload = join(tempDir(), 'node-version.cjs');
+      writeFileSync(
+        preload,
+        `Object.defineProperty(process.versions, 'node', { value: ${JSON.stringify(version)} });\n`,
+      );
+      return preload;
+    };
+    for (const version of ['18.20.8', '20.9.0', '20.18.0', '19.99.99']) {
+      const text = await runProcess(process.execPath, ['-r', asIf(version), bin, '--version']);
+      expect(text.code, version).toBe(2);
+      expect(text.stdout, version).toBe('');
+      expect(text.stderr, version).toBe(
+        `notarize: notarize needs Node.js 20.18.1 or later; this is Node.js ${version} (install a newer Node.js and run it again)\n`,
+      );
+      const json = await runProcess(process.execPath, ['-r', asIf(version), bin, 'register', 'x', '--json']);
+      expect(json.code, version).toBe(2);
+      expect(JSON.parse(json.stderr), version).toMatchObject({ error: { code: 'node_too_old', exitCode: 2 } });
+    }
+    for (const version of ['20.18.1', '20.19.0', '21.0.0', '24.21.0', '100.0.0']) {
+      const run = await runProcess(process.execPath, ['-r', asIf(version), bin, '--version']);
+      expect(run.code, version).toBe(0);
+      expect(run.stdout, version).toBe('loaded');
+      expect(run.stderr, version).toBe('');
     }
   });
 });
