@@ -5,7 +5,7 @@
  * package has no runtime dependencies (the bundle in dist/bundle/ holds
  * them), which is what a CI runner with an empty cache needs.
  *
- * `npm pack` runs with --ignore-scripts: its `prepack` script rebuilds dist/,
+ * `npm pack` runs with --ignore-scripts: its `prepare` script rebuilds dist/,
  * which would rewrite the files the other test files' CLI runs are loading
  * at that moment. The suite runs after `npm run build`, so dist/ is current.
  */
@@ -59,6 +59,16 @@ describe('the packed package', () => {
       expect(files).toContain('package.json');
       // What verify --help and receipt --help point to travels with the package.
       expect(files).toEqual(expect.arrayContaining(['docs/verify-by-hand.md', 'contrib/verify-receipt.py']));
+      // So does every document a message of the bundle, or the README shipped, sends its reader to
+      // (a warning that a record may be lost named docs/reliability.md, which was not shipped).
+      const pointedTo = new Set<string>();
+      for (const file of files.filter((f) => f.startsWith('dist/bundle/') || f === 'README.md')) {
+        for (const [doc] of readFileSync(join(REPO_ROOT, file), 'utf8').matchAll(/\bdocs\/[\w-]+\.md\b/g))
+          pointedTo.add(doc);
+      }
+      expect([...pointedTo].sort()).toEqual(expect.arrayContaining(['docs/ci.md', 'docs/reliability.md']));
+      expect(files).toEqual(expect.arrayContaining([...pointedTo]));
+      expect(files).toContain('LICENSE');
       // The JSON Schemas of the receipt and result formats ship with the package.
       expect(files).toEqual(
         expect.arrayContaining(['schemas/receipt-v1.schema.json', 'schemas/result-v1.schema.json']),
@@ -79,6 +89,7 @@ describe('the packed package', () => {
       const installed = join(prefix, 'lib', 'node_modules');
       expect(await readdir(installed)).toEqual(['notarize']);
       expect((await readdir(join(installed, 'notarize'))).sort()).toEqual([
+        'LICENSE',
         'README.md',
         'bin',
         'contrib',
