@@ -74,7 +74,11 @@ export const ENVIRONMENT: readonly EnvironmentGroup[] = [
         description: 'proxy to reach the service by; never used for a loopback base URL',
       },
       { names: ['http_proxy', 'HTTP_PROXY'], description: 'the proxy when neither https_proxy nor HTTPS_PROXY is set' },
-      { names: ['no_proxy', 'NO_PROXY'], description: 'hosts reached without a proxy: a comma-separated list, or *' },
+      {
+        names: ['no_proxy', 'NO_PROXY'],
+        description:
+          'hosts reached without a proxy: a comma-separated list, or * (lowercase first; an empty one, as for the proxies, counts as unset)',
+      },
       {
         names: ['NODE_EXTRA_CA_CERTS'],
         description: 'a file of certificates to trust besides the usual ones',

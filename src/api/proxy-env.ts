@@ -59,22 +59,32 @@ export function parseProxyUrl(variable: string, value: string): URL {
   return url;
 }
 
-/** Whether NO_PROXY (or no_proxy) exempts `url`; the same rules as undici's EnvHttpProxyAgent. */
+/**
+ * Whether NO_PROXY (or no_proxy) exempts `url`; the rules of undici's
+ * EnvHttpProxyAgent, but an empty no_proxy is unset, as an empty proxy
+ * variable is here (and for Go and Python): it hid NO_PROXY, and the run
+ * went through the proxy its user had excluded. A name's final dot (a fully
+ * qualified `host.example.`) is the same name, as curl takes it.
+ */
 export function exemptByNoProxy(env: NodeJS.ProcessEnv, url: URL): boolean {
-  const value = env.no_proxy ?? env.NO_PROXY ?? '';
+  const value = firstSet(env, ['no_proxy', 'NO_PROXY'])?.value ?? '';
   const entries = value.split(/[,\s]/).filter((entry) => entry !== '');
   if (entries.length === 0) return false;
   if (value === '*') return true;
   // `host` keeps an IPv6 address's brackets, which is how NO_PROXY writes it.
-  const hostname = url.host.replace(/:\d*$/, '').toLowerCase();
+  const hostname = withoutFinalDot(url.host.replace(/:\d*$/, '').toLowerCase());
   const port = Number.parseInt(url.port, 10) || DEFAULT_PORTS[url.protocol] || 0;
   return entries.some((entry) => {
     const parsed = /^(.+):(\d+)$/.exec(entry);
-    const entryHost = (parsed ? parsed[1]! : entry).replace(/^\*?\./, '').toLowerCase();
+    const entryHost = withoutFinalDot((parsed ? parsed[1]! : entry).replace(/^\*?\./, '').toLowerCase());
     const entryPort = parsed ? Number.parseInt(parsed[2]!, 10) : 0;
     if (entryPort !== 0 && entryPort !== port) return false;
     return hostname === entryHost || hostname.endsWith(`.${entryHost}`);
   });
+}
+
+function withoutFinalDot(hostname: string): string {
+  return hostname.endsWith('.') ? hostname.slice(0, -1) : hostname;
 }
 
 /**
