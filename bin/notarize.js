@@ -10,6 +10,22 @@ import { writeSync } from 'node:fs';
 
 const json = process.argv.includes('--json');
 
+/**
+ * Writes one error as notarize prints errors before the bundle can (with
+ * --json, its error object); on a terminal, `onANewLine` starts it on a line
+ * of its own (a signal may come in the middle of one).
+ */
+function sayError({ code, exitCode, message, hint }, onANewLine = false) {
+  const line = json
+    ? JSON.stringify({ error: { code, exitCode, message, ...(hint === undefined ? {} : { hint }) } })
+    : `notarize: ${message}${hint === undefined ? '' : ` (${hint})`}`;
+  try {
+    writeSync(2, `${onANewLine && process.stderr.isTTY ? '\n' : ''}${line}\n`);
+  } catch {
+    // stderr closed: the exit code says it.
+  }
+}
+
 // The bundle needs Node 20.18.1 or later (package.json's engines, of which npm only warns): on an
 // older one it fails to load with a stack trace about a missing export that names no version, and
 // even --version cannot say what is wrong. One line and exit 2 (nothing was sent) instead.
@@ -17,16 +33,12 @@ const NODE_NEEDED = '20.18.1';
 const [have, needed] = [process.versions.node, NODE_NEEDED].map((version) => version.split('.').map(Number));
 const differs = needed.findIndex((part, i) => have[i] !== part);
 if (differs !== -1 && have[differs] < needed[differs]) {
-  const message = `notarize needs Node.js ${NODE_NEEDED} or later; this is Node.js ${process.versions.node}`;
-  const hint = 'install a newer Node.js and run it again';
-  const line = json
-    ? JSON.stringify({ error: { code: 'node_too_old', exitCode: 2, message, hint } })
-    : `notarize: ${message} (${hint})`;
-  try {
-    writeSync(2, `${line}\n`);
-  } catch {
-    // stderr closed: the exit code says it.
-  }
+  sayError({
+    code: 'node_too_old',
+    exitCode: 2,
+    message: `notarize needs Node.js ${NODE_NEEDED} or later; this is Node.js ${process.versions.node}`,
+    hint: 'install a newer Node.js and run it again',
+  });
   process.exit(2);
 }
 
@@ -35,15 +47,7 @@ if (differs !== -1 && have[differs] < needed[differs]) {
 // one line, 130 or 143, not a silent death by the signal. These two say what
 // src/interrupt.ts says when nothing is under way, and make way for it.
 const early = (signal, code) => () => {
-  const message = `interrupted (${signal})`;
-  const line = json
-    ? JSON.stringify({ error: { code: 'interrupted', exitCode: code, message } })
-    : `notarize: ${message}`;
-  try {
-    writeSync(2, `${process.stderr.isTTY ? '\n' : ''}${line}\n`);
-  } catch {
-    // stderr closed: the exit code says it.
-  }
+  sayError({ code: 'interrupted', exitCode: code, message: `interrupted (${signal})` }, true);
   process.exit(code);
 };
 const whileLoading = { SIGINT: early('SIGINT', 130), SIGTERM: early('SIGTERM', 143) };
@@ -63,16 +67,12 @@ keepFileSizeSignalHarmless();
 let ended = false;
 process.on('exit', (code) => {
   if (ended || (code !== 0 && code !== 13)) return;
-  const message = 'unexpected error: the run stopped before its end, waiting for something that could not come';
-  const hint = 'what it printed stands; run the same command again to finish the rest';
-  const line = json
-    ? JSON.stringify({ error: { code: 'unexpected', exitCode: 1, message, hint } })
-    : `notarize: ${message} (${hint})`;
-  try {
-    writeSync(2, `${line}\n`);
-  } catch {
-    // stderr closed: the exit code says it.
-  }
+  sayError({
+    code: 'unexpected',
+    exitCode: 1,
+    message: 'unexpected error: the run stopped before its end, waiting for something that could not come',
+    hint: 'what it printed stands; run the same command again to finish the rest',
+  });
   process.exitCode = 1;
 });
 // Not a top-level await: Node would print its own warning about it before the line above.
