@@ -77,7 +77,7 @@ export const ENVIRONMENT: readonly EnvironmentGroup[] = [
       {
         names: ['no_proxy', 'NO_PROXY'],
         description:
-          'hosts reached without a proxy: a comma-separated list, or * (lowercase first; an empty one, as for the proxies, counts as unset)',
+          'hosts reached without a proxy: a comma-separated list, or * (lowercase first; one with no entry, as an empty proxy variable, counts as unset)',
       },
       {
         names: ['NODE_EXTRA_CA_CERTS'],

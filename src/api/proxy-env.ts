@@ -61,14 +61,16 @@ export function parseProxyUrl(variable: string, value: string): URL {
 
 /**
  * Whether NO_PROXY (or no_proxy) exempts `url`; the rules of undici's
- * EnvHttpProxyAgent, but an empty no_proxy is unset, as an empty proxy
+ * EnvHttpProxyAgent, but a no_proxy with no entry is unset, as an empty proxy
  * variable is here (and for Go and Python): it hid NO_PROXY, and the run
  * went through the proxy its user had excluded. A name's final dot (a fully
  * qualified `host.example.`) is the same name, as curl takes it.
  */
 export function exemptByNoProxy(env: NodeJS.ProcessEnv, url: URL): boolean {
-  const value = firstSet(env, ['no_proxy', 'NO_PROXY'])?.value ?? '';
-  const entries = value.split(/[,\s]/).filter((entry) => entry !== '');
+  const entriesOf = (value: string | undefined) => (value ?? '').split(/[,\s]/).filter((entry) => entry !== '');
+  // One with no entry at all (empty, or only spaces and commas) is unset.
+  const value = ['no_proxy', 'NO_PROXY'].map((name) => env[name]).find((set) => entriesOf(set).length > 0) ?? '';
+  const entries = entriesOf(value);
   if (entries.length === 0) return false;
   if (value === '*') return true;
   // `host` keeps an IPv6 address's brackets, which is how NO_PROXY writes it.

@@ -128,8 +128,9 @@ describe('a non-loopback base URL goes through the proxy', () => {
     expect(route({ NO_PROXY: 'other.test, example.com' })).toBe('HTTPS_PROXY');
     expect(route({ NO_PROXY: 'xnotarize.test' })).toBe('HTTPS_PROXY');
     expect(exemptByNoProxy({ NO_PROXY: '[::1]' }, new URL('https://[::1]:8443'))).toBe(true);
-    // An empty no_proxy is unset, as an empty proxy variable is: it does not hide NO_PROXY.
-    expect(route({ no_proxy: '', NO_PROXY: 'notarize.test' })).toBeUndefined();
+    // A no_proxy with no entry is unset, as an empty proxy variable is: it does not hide NO_PROXY.
+    for (const none of ['', ' ', '\t', ' , '])
+      expect(route({ no_proxy: none, NO_PROXY: 'notarize.test' })).toBeUndefined();
     expect(route({ no_proxy: 'other.test', NO_PROXY: 'notarize.test' })).toBe('HTTPS_PROXY');
     // A final dot names the same host, on either side.
     expect(proxyRoute({ HTTPS_PROXY: proxy, NO_PROXY: 'notarize.test' }, 'https://notarize.test.')).toBeUndefined();
