@@ -13789,16 +13789,32 @@ async function register(deps, input) {
 */
 function refuseOtherRequest(pending, input) {
 	if (input.asRequested === true) return;
-	const asked = [
-		input.descriptionGiven === true && input.description !== pending.description ? `the description ${JSON.stringify(pending.description)}` : void 0,
-		input.custody && !pending.custody ? "no custody" : void 0,
-		input.signed && pending.signed === false ? "signed: false" : void 0,
-		input.signed && pending.signed === void 0 ? "`signed` unknown (the saved session does not say)" : void 0
+	const refusal = otherRequestRefusal(pending, {
+		hash: input.hash,
+		...input.descriptionGiven === true ? { description: input.description } : {},
+		custody: input.custody,
+		signed: input.signed
+	});
+	if (refusal) throw refusal;
+}
+/**
+* The refusal (exit 2, nothing sent) of a run asking `asked` of the pending
+* session `pending` was not requested with, or undefined when it asks
+* nothing else: another description given, custody or `signed` the session
+* did not ask for. Also what `register --aggregate` checks of a pending
+* Merkle root before it sends anything, its -d being that root's.
+*/
+function otherRequestRefusal(pending, asked) {
+	const differs = [
+		asked.description !== void 0 && asked.description !== pending.description ? `the description ${JSON.stringify(pending.description)}` : void 0,
+		asked.custody && !pending.custody ? "no custody" : void 0,
+		asked.signed && pending.signed === false ? "signed: false" : void 0,
+		asked.signed && pending.signed === void 0 ? "`signed` unknown (the saved session does not say)" : void 0
 	].filter((part) => part !== void 0);
-	if (asked.length === 0) return;
-	throw new UsageError(`a pending session for ${input.hash} was requested with ${asked.join(" and ")}; nothing was sent`, {
+	if (differs.length === 0) return void 0;
+	return new UsageError(`a pending session for ${asked.hash} was requested with ${differs.join(" and ")}; nothing was sent`, {
 		code: "pending_session_differs",
-		hint: `complete it as it was requested (\`notarize complete ${input.hash}\`), or drop it (\`notarize pending drop ${input.hash}\`) and register again`
+		hint: `complete it as it was requested (\`notarize complete ${asked.hash}\`), or drop it (\`notarize pending drop ${asked.hash}\`) and register again`
 	});
 }
 /**
@@ -16650,6 +16666,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 			});
 		}
 		for (const root of abandoned) dropTree(store, root, holds);
+		await redescribePlanned(deps, input, adopted, placed, holds);
 	} catch (error) {
 		for (const release of holds.values()) release();
 		throw error;
@@ -16676,6 +16693,11 @@ function dropTree(store, root, holds) {
 * tree planned by a run that is gone, which frees its documents.
 */
 async function saveNewTree(deps, input, adopted, tree, holds) {
+	await saveTree(deps, input, adopted, tree);
+	holds.set(tree.entry.root, await holdAcross(deps, tree.entry.root, 0));
+}
+/** Saves a tree before its root is sent; a disk refusing it is said as such, with what was sent so far. */
+async function saveTree(deps, input, adopted, tree) {
 	const { store } = deps;
 	try {
 		await store.saveTree(tree.entry);
@@ -16683,7 +16705,25 @@ async function saveNewTree(deps, input, adopted, tree, holds) {
 		const sent = adopted.sent || input.askedBefore ? "nothing was paid for: only the roots of manifests or receipts were asked about" : void 0;
 		throw diskRefused(error, store.dir, sent) ?? error;
 	}
-	holds.set(tree.entry.root, await holdAcross(deps, tree.entry.root, 0));
+}
+/**
+* The planned trees this run holds (holdPlannedRoots), to be requested
+* again, take the run's -d when it gives one: their request step was never
+* answered, so nothing holds the old description (a run fixing a typo after
+* a failed request step sent the typo, and its manifest kept it). Saved
+* before the root is sent, so that the manifest written from the tree and a
+* later run, should this answer be lost too, keep the same one. A planned
+* tree another process holds is left as it is: that process registers it.
+*/
+async function redescribePlanned(deps, input, adopted, placed, holds) {
+	const { description } = input;
+	if (description === void 0) return;
+	for (const tree of new Set(placed.flatMap((place) => place ? [place.tree] : []))) {
+		if (tree.state !== "planned" || tree.adopted || !holds.has(tree.entry.root)) continue;
+		if (tree.entry.description === description) continue;
+		tree.entry.description = description;
+		await saveTree(deps, input, adopted, tree);
+	}
 }
 /**
 * Holds the locks of the planned roots (saved by a run that stopped before
@@ -16881,10 +16921,9 @@ async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ ne
 }
 /**
 * Registers one tree's root by the ordinary flow: a pending root's session
-* is completed (never a new request), a planned root is requested again,
-* with the description this run gave (-d) if any, else the one it was
-* planned with: its request step was never answered, so nothing holds the
-* old one (a run fixing a typo after a failed request step sent the typo).
+* is completed (never a new request), a planned root is requested again
+* with its tree's description (the run's -d when it holds the tree:
+* redescribePlanned).
 * Never throws: an error is the result's.
 */
 async function registerRoot(deps, tree, flags) {
@@ -16911,7 +16950,7 @@ async function registerRoot(deps, tree, flags) {
 				beforeRequest
 			}, {
 				hash: root,
-				description: flags.description ?? tree.entry.description,
+				description: tree.entry.description,
 				custody: false,
 				signed: flags.signed,
 				blockchain: flags.blockchain,
@@ -17200,24 +17239,6 @@ var init_trees_now = __esmMin((() => {
 * service asked). Registering it on its own in any of these cases would pay
 * twice for it. Undefined: nothing known, the flow's to register.
 */
-/**
-* What a run completing the pending Merkle root `root` says of the flags it
-* was given, or undefined: what was asked for the documents themselves does
-* not go on the root's registration, which is completed as it was requested
-* (its description and `signed` are the ones its session was requested with;
-* a root has no file). Per-document register and --aggregate say it alike.
-*/
-function flagsNotForPendingRoot(options, root) {
-	const { custody, walletName, description, signed } = options;
-	const flags = [
-		...description === void 0 ? [] : ["the description"],
-		...custody ? ["--custody"] : [],
-		...walletName === void 0 ? [] : ["--wallet-name"],
-		...signed ? ["--signed"] : []
-	];
-	if (flags.length === 0) return void 0;
-	return `${flags.join(", ")} ${flags.length === 1 ? "is" : "are"} not used for the documents under a pending Merkle root (${root} first): completing it registers the root as it was requested; --force registers them on their own`;
-}
 var DocumentRoots;
 var init_register_roots = __esmMin((() => {
 	init_aggregate();
@@ -17446,13 +17467,22 @@ var init_register_roots = __esmMin((() => {
 			if (!this.#asks.has(root)) this.#onSent();
 			return this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
 		}
-		/** Said once, when this run completes a pending root (see flagsNotForPendingRoot). */
+		/**
+		* Said once, when this run completes a pending root: what was asked for
+		* the documents themselves does not go on the root's registration (its
+		* description is the one saved with its session; a root has no file).
+		*/
 		#flagsNotForRoots(root) {
-			if (this.#warnedRootFlags) return;
-			const warning = flagsNotForPendingRoot(this.#options, root);
-			if (warning === void 0) return;
+			const { custody, walletName, description, signed } = this.#options;
+			const flags = [
+				...description === void 0 ? [] : ["the description"],
+				...custody ? ["--custody"] : [],
+				...walletName === void 0 ? [] : ["--wallet-name"],
+				...signed ? ["--signed"] : []
+			];
+			if (flags.length === 0 || this.#warnedRootFlags) return;
 			this.#warnedRootFlags = true;
-			this.#options.io.warn(warning);
+			this.#options.io.warn(`${flags.join(", ")} ${flags.length === 1 ? "is" : "are"} not used for the documents under a pending Merkle root (${root} first): completing it registers the root as it was requested; --force registers them on their own`);
 		}
 		/** Says which manifests of --receipt-dir name roots the service does not have (RootAsks.warnStaleManifests). */
 		warnStaleManifests() {
@@ -20233,11 +20263,26 @@ var init_register_aggregate = __esmMin((() => {
 			}
 			return this.#registerTree(unrooted);
 		}
-		/** Said once, when a pending root among `trees` is to be completed (flagsNotForPendingRoot), as per-document register says it. */
-		#warnFlagsNotForPendingRoot(trees) {
-			const pending = trees.find((tree) => tree.state === "pending");
-			const warning = pending && flagsNotForPendingRoot(this.#options, pending.entry.root);
-			if (warning !== void 0) this.#options.io.warn(warning);
+		/**
+		* A pending root is completed as it was requested: a run whose -d, or
+		* --signed, is not what its session was requested with is refused before
+		* anything more is sent (as per-document register refuses a document's own
+		* session), rather than complete it with the old ones unsaid, for good.
+		*/
+		#refuseOtherRequest(trees) {
+			const { description, signed } = this.#options;
+			if (description === void 0 && !signed) return;
+			for (const tree of new Set(trees)) {
+				if (tree.state !== "pending") continue;
+				const pending = this.#store.pendingIfReadable(tree.entry.root);
+				const refusal = pending && otherRequestRefusal(pending, {
+					hash: tree.entry.root,
+					...description === void 0 ? {} : { description },
+					custody: false,
+					signed
+				});
+				if (refusal) throw refusal;
+			}
 		}
 		/**
 		* The documents left for a tree once those whose receipt in --receipt-dir
@@ -20461,11 +20506,11 @@ var init_register_aggregate = __esmMin((() => {
 			try {
 				for (const { placement } of inTrees) if (!placement.tree.adopted) trees.set(placement.tree.entry.root, placement.tree);
 				try {
+					this.#refuseOtherRequest(inTrees.map(({ placement }) => placement.tree));
 					await this.#checkManifests(inTrees.map(({ placement }) => placement));
 				} catch (error) {
 					throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
 				}
-				this.#warnFlagsNotForPendingRoot(inTrees.map(({ placement }) => placement.tree));
 				io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? "" : "s"}`);
 				const roots = await registerRoots(deps, input, placements, placed.asked, holds);
 				io.clearProgress();
@@ -25735,7 +25780,7 @@ const ENVIRONMENT = [
 			},
 			{
 				names: ["no_proxy", "NO_PROXY"],
-				description: "hosts reached without a proxy: a comma-separated list, or * (lowercase first; an empty one, as for the proxies, counts as unset)"
+				description: "hosts reached without a proxy: a comma-separated list, or * (lowercase first; one with no entry, as an empty proxy variable, counts as unset)"
 			},
 			{
 				names: ["NODE_EXTRA_CA_CERTS"],
@@ -29524,14 +29569,15 @@ function parseProxyUrl(variable, value) {
 }
 /**
 * Whether NO_PROXY (or no_proxy) exempts `url`; the rules of undici's
-* EnvHttpProxyAgent, but an empty no_proxy is unset, as an empty proxy
+* EnvHttpProxyAgent, but a no_proxy with no entry is unset, as an empty proxy
 * variable is here (and for Go and Python): it hid NO_PROXY, and the run
 * went through the proxy its user had excluded. A name's final dot (a fully
 * qualified `host.example.`) is the same name, as curl takes it.
 */
 function exemptByNoProxy(env, url) {
-	const value = firstSet(env, ["no_proxy", "NO_PROXY"])?.value ?? "";
-	const entries = value.split(/[,\s]/).filter((entry) => entry !== "");
+	const entriesOf = (value) => (value ?? "").split(/[,\s]/).filter((entry) => entry !== "");
+	const value = ["no_proxy", "NO_PROXY"].map((name) => env[name]).find((set) => entriesOf(set).length > 0) ?? "";
+	const entries = entriesOf(value);
 	if (entries.length === 0) return false;
 	if (value === "*") return true;
 	const hostname = withoutFinalDot(url.host.replace(/:\d*$/, "").toLowerCase());

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { register, type Outcome } from '../core/notarize.js';
+import { otherRequestRefusal, register, type Outcome } from '../core/notarize.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js';
@@ -45,7 +45,7 @@ import {
   writeManifest,
   writeManifestFirst,
 } from './manifest-files.js';
-import { DocumentRoots, flagsNotForPendingRoot, type Rooted } from './register-roots.js';
+import { DocumentRoots, type Rooted } from './register-roots.js';
 import { TreesNow } from '../core/trees-now.js';
 import {
   checkNameSent,
@@ -184,11 +184,28 @@ export class Aggregator {
     return this.#registerTree(unrooted);
   }
 
-  /** Said once, when a pending root among `trees` is to be completed (flagsNotForPendingRoot), as per-document register says it. */
-  #warnFlagsNotForPendingRoot(trees: LoadedTree[]): void {
-    const pending = trees.find((tree) => tree.state === 'pending');
-    const warning = pending && flagsNotForPendingRoot(this.#options, pending.entry.root);
-    if (warning !== undefined) this.#options.io.warn(warning);
+  /**
+   * A pending root is completed as it was requested: a run whose -d, or
+   * --signed, is not what its session was requested with is refused before
+   * anything more is sent (as per-document register refuses a document's own
+   * session), rather than complete it with the old ones unsaid, for good.
+   */
+  #refuseOtherRequest(trees: LoadedTree[]): void {
+    const { description, signed } = this.#options;
+    if (description === undefined && !signed) return;
+    for (const tree of new Set(trees)) {
+      if (tree.state !== 'pending') continue;
+      const pending = this.#store.pendingIfReadable(tree.entry.root);
+      const refusal =
+        pending &&
+        otherRequestRefusal(pending, {
+          hash: tree.entry.root,
+          ...(description === undefined ? {} : { description }),
+          custody: false,
+          signed,
+        });
+      if (refusal) throw refusal;
+    }
   }
 
   /**
@@ -432,11 +449,11 @@ export class Aggregator {
       for (const { placement } of inTrees)
         if (!placement.tree.adopted) trees.set(placement.tree.entry.root, placement.tree);
       try {
+        this.#refuseOtherRequest(inTrees.map(({ placement }) => placement.tree));
         await this.#checkManifests(inTrees.map(({ placement }) => placement));
       } catch (error) {
         throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
       }
-      this.#warnFlagsNotForPendingRoot(inTrees.map(({ placement }) => placement.tree));
       io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? '' : 's'}`);
       const roots = await registerRoots(deps, input, placements, placed.asked, holds);
       io.clearProgress();

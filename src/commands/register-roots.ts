@@ -280,13 +280,26 @@ export class DocumentRoots {
     return this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
   }
 
-  /** Said once, when this run completes a pending root (see flagsNotForPendingRoot). */
+  /**
+   * Said once, when this run completes a pending root: what was asked for
+   * the documents themselves does not go on the root's registration (its
+   * description is the one saved with its session; a root has no file).
+   */
   #flagsNotForRoots(root: string): void {
-    if (this.#warnedRootFlags) return;
-    const warning = flagsNotForPendingRoot(this.#options, root);
-    if (warning === undefined) return;
+    const { custody, walletName, description, signed } = this.#options;
+    const flags = [
+      ...(description === undefined ? [] : ['the description']),
+      ...(custody ? ['--custody'] : []),
+      ...(walletName === undefined ? [] : ['--wallet-name']),
+      // Sent with the request step, which the root had before this run.
+      ...(signed ? ['--signed'] : []),
+    ];
+    if (flags.length === 0 || this.#warnedRootFlags) return;
     this.#warnedRootFlags = true;
-    this.#options.io.warn(warning);
+    this.#options.io.warn(
+      `${flags.join(', ')} ${flags.length === 1 ? 'is' : 'are'} not used for the documents under a pending Merkle root ` +
+        `(${root} first): completing it registers the root as it was requested; --force registers them on their own`,
+    );
   }
 
   /** Says which manifests of --receipt-dir name roots the service does not have (RootAsks.warnStaleManifests). */
@@ -408,27 +421,4 @@ export class DocumentRoots {
     // Registered, or confirmed: the service answered 409 for the root, whose record this store never got.
     return { state: 'registered' as const, tree, proof };
   }
-}
-
-/**
- * What a run completing the pending Merkle root `root` says of the flags it
- * was given, or undefined: what was asked for the documents themselves does
- * not go on the root's registration, which is completed as it was requested
- * (its description and `signed` are the ones its session was requested with;
- * a root has no file). Per-document register and --aggregate say it alike.
- */
-export function flagsNotForPendingRoot(options: RegisterOptions, root: string): string | undefined {
-  const { custody, walletName, description, signed } = options;
-  const flags = [
-    ...(description === undefined ? [] : ['the description']),
-    ...(custody ? ['--custody'] : []),
-    ...(walletName === undefined ? [] : ['--wallet-name']),
-    // Sent with the request step, which the root had before this run.
-    ...(signed ? ['--signed'] : []),
-  ];
-  if (flags.length === 0) return undefined;
-  return (
-    `${flags.join(', ')} ${flags.length === 1 ? 'is' : 'are'} not used for the documents under a pending Merkle root ` +
-    `(${root} first): completing it registers the root as it was requested; --force registers them on their own`
-  );
 }

@@ -260,6 +260,7 @@ async function plantTheRest(
     }
     // Once their documents are under the new tree (or left out): a planned tree frees its documents.
     for (const root of abandoned) dropTree(store, root, holds);
+    await redescribePlanned(deps, input, adopted, placed, holds);
   } catch (error) {
     for (const release of holds.values()) release();
     throw error;
@@ -288,6 +289,13 @@ async function saveNewTree(
   tree: LoadedTree,
   holds: Map<string, () => void>,
 ): Promise<void> {
+  await saveTree(deps, input, adopted, tree);
+  // A new root (its leaves' salts are random): no one else holds its lock.
+  holds.set(tree.entry.root, await holdAcross(deps, tree.entry.root, 0));
+}
+
+/** Saves a tree before its root is sent; a disk refusing it is said as such, with what was sent so far. */
+async function saveTree(deps: FlowDeps, input: AggregateInput, adopted: Adoptions, tree: LoadedTree): Promise<void> {
   const { store } = deps;
   try {
     await store.saveTree(tree.entry);
@@ -299,8 +307,32 @@ async function saveNewTree(
         : undefined;
     throw diskRefused(error, store.dir, sent) ?? error;
   }
-  // A new root (its leaves' salts are random): no one else holds its lock.
-  holds.set(tree.entry.root, await holdAcross(deps, tree.entry.root, 0));
+}
+
+/**
+ * The planned trees this run holds (holdPlannedRoots), to be requested
+ * again, take the run's -d when it gives one: their request step was never
+ * answered, so nothing holds the old description (a run fixing a typo after
+ * a failed request step sent the typo, and its manifest kept it). Saved
+ * before the root is sent, so that the manifest written from the tree and a
+ * later run, should this answer be lost too, keep the same one. A planned
+ * tree another process holds is left as it is: that process registers it.
+ */
+async function redescribePlanned(
+  deps: FlowDeps,
+  input: AggregateInput,
+  adopted: Adoptions,
+  placed: readonly (Placement | undefined)[],
+  holds: ReadonlyMap<string, () => void>,
+): Promise<void> {
+  const { description } = input;
+  if (description === undefined) return;
+  for (const tree of new Set(placed.flatMap((place) => (place ? [place.tree] : [])))) {
+    if (tree.state !== 'planned' || tree.adopted || !holds.has(tree.entry.root)) continue;
+    if (tree.entry.description === description) continue;
+    tree.entry.description = description;
+    await saveTree(deps, input, adopted, tree);
+  }
 }
 
 /**
@@ -526,7 +558,7 @@ function rootResultOf(root: string, said: Asked): RootResult {
 /** Registers the root of every tree the documents were placed under, once each, in order. */
 export async function registerRoots(
   deps: FlowDeps,
-  input: Omit<AggregateInput, 'documents'>,
+  input: Omit<AggregateInput, 'documents' | 'description'>,
   placements: readonly (Placement | undefined)[],
   asked: ReadonlyMap<string, RootResult> = new Map(),
   holds: ReadonlyMap<string, () => void> = new Map(),
@@ -559,17 +591,15 @@ export async function registerRoots(
 
 /**
  * Registers one tree's root by the ordinary flow: a pending root's session
- * is completed (never a new request), a planned root is requested again,
- * with the description this run gave (-d) if any, else the one it was
- * planned with: its request step was never answered, so nothing holds the
- * old one (a run fixing a typo after a failed request step sent the typo).
+ * is completed (never a new request), a planned root is requested again
+ * with its tree's description (the run's -d when it holds the tree:
+ * redescribePlanned).
  * Never throws: an error is the result's.
  */
 export async function registerRoot(
   deps: FlowDeps,
   tree: LoadedTree,
-  flags: Pick<AggregateInput, 'signed' | 'blockchain' | 'complete'> &
-    Partial<Pick<AggregateInput, 'force' | 'description'>>,
+  flags: Pick<AggregateInput, 'signed' | 'blockchain' | 'complete'> & Partial<Pick<AggregateInput, 'force'>>,
 ): Promise<RootResult> {
   let sent = false;
   const onStep: FlowDeps['onStep'] = (step) => {
@@ -599,14 +629,14 @@ export async function registerRoot(
       {
         hash: root,
         // A pending root's session keeps its own (asRequested); only a new request step sends this.
-        description: flags.description ?? tree.entry.description,
+        description: tree.entry.description,
         custody: false,
         signed: flags.signed,
         blockchain: flags.blockchain,
         complete: flags.complete,
         force: false,
-        // A pending root is completed as it was requested: the run has warned that -d and --signed are not
-        // used for it (commands/register-roots.ts flagsNotForPendingRoot).
+        // A pending root is completed as it was requested: an aggregate run has refused other -d and
+        // --signed before (commands/register-aggregate.ts), per-document register warned they go unused.
         asRequested: true,
       },
     );

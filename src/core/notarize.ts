@@ -221,23 +221,43 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
  */
 function refuseOtherRequest(pending: PendingEntry, input: RegisterInput): void {
   if (input.asRequested === true) return;
-  const asked = [
-    input.descriptionGiven === true && input.description !== pending.description
+  const refusal = otherRequestRefusal(pending, {
+    hash: input.hash,
+    ...(input.descriptionGiven === true ? { description: input.description } : {}),
+    custody: input.custody,
+    signed: input.signed,
+  });
+  if (refusal) throw refusal;
+}
+
+/**
+ * The refusal (exit 2, nothing sent) of a run asking `asked` of the pending
+ * session `pending` was not requested with, or undefined when it asks
+ * nothing else: another description given, custody or `signed` the session
+ * did not ask for. Also what `register --aggregate` checks of a pending
+ * Merkle root before it sends anything, its -d being that root's.
+ */
+export function otherRequestRefusal(
+  pending: PendingEntry,
+  asked: { hash: string; description?: string; custody: boolean; signed: boolean },
+): UsageError | undefined {
+  const differs = [
+    asked.description !== undefined && asked.description !== pending.description
       ? `the description ${JSON.stringify(pending.description)}`
       : undefined,
-    input.custody && !pending.custody ? 'no custody' : undefined,
-    input.signed && pending.signed === false ? 'signed: false' : undefined,
+    asked.custody && !pending.custody ? 'no custody' : undefined,
+    asked.signed && pending.signed === false ? 'signed: false' : undefined,
     // Saved by a notarize that did not keep it: whether it was requested signed cannot be told.
-    input.signed && pending.signed === undefined ? '`signed` unknown (the saved session does not say)' : undefined,
+    asked.signed && pending.signed === undefined ? '`signed` unknown (the saved session does not say)' : undefined,
   ].filter((part): part is string => part !== undefined);
-  if (asked.length === 0) return;
-  throw new UsageError(
-    `a pending session for ${input.hash} was requested with ${asked.join(' and ')}; nothing was sent`,
+  if (differs.length === 0) return undefined;
+  return new UsageError(
+    `a pending session for ${asked.hash} was requested with ${differs.join(' and ')}; nothing was sent`,
     {
       code: 'pending_session_differs',
       hint:
-        `complete it as it was requested (\`notarize complete ${input.hash}\`), or drop it ` +
-        `(\`notarize pending drop ${input.hash}\`) and register again`,
+        `complete it as it was requested (\`notarize complete ${asked.hash}\`), or drop it ` +
+        `(\`notarize pending drop ${asked.hash}\`) and register again`,
     },
   );
 }

@@ -453,7 +453,7 @@ describe('register --aggregate re-runs', () => {
 });
 
 describe('register --aggregate re-runs with other flags', () => {
-  it('a pending root completed with -d and --signed given: said unused, as per-document register says it', async () => {
+  it('a pending root and a run giving another -d or --signed: refused, exit 2, nothing sent; as requested, completed', async () => {
     await writeDocs('flags-pending', 'pending root, flags', ['a', 'b']);
     const left = await bed.main([
       'register',
@@ -461,33 +461,28 @@ describe('register --aggregate re-runs with other flags', () => {
       '--no-complete',
       '-r',
       bed.path('flags-pending'),
-      '--json',
+      '-d',
+      'orig',
     ]);
     expect(left.code, describeRun(left)).toBe(0);
-    const pendingRoot = parseResults(left.stdout)[0]!.proof!.root;
-    const again = await bed.main([
-      'register',
-      '--aggregate',
-      '-r',
-      bed.path('flags-pending'),
-      '-d',
-      'Release 2.0',
-      '--signed',
-      '--output',
-      'ndjson',
-    ]);
+    const pendingRoot = bed.pendingHashes()[0]!;
+    const mark = bed.mark();
+    for (const flags of [['-d', 'Release 2.0'], ['--signed'], ['-d', 'Release 2.0', '--force']]) {
+      const refused = await bed.main(['register', '--aggregate', '-r', bed.path('flags-pending'), ...flags, '--json']);
+      expect(refused.code, describeRun(refused)).toBe(2);
+      expect(jsonError(refused.stderr)).toMatchObject({
+        code: 'pending_session_differs',
+        message: expect.stringMatching(new RegExp(`^a pending session for ${pendingRoot} was requested with `)),
+        hint: expect.stringContaining(`notarize pending drop ${pendingRoot}`),
+      });
+    }
+    expect(bed.callsSince(mark)).toEqual([]);
+    // The same description, or none: completed as it was requested.
+    const again = await bed.main(['register', '--aggregate', '-r', bed.path('flags-pending'), '-d', 'orig', '--json']);
     expect(again.code, describeRun(again)).toBe(0);
-    expect(again.stderr).toContain(
-      `the description, --signed are not used for the documents under a pending Merkle root (${pendingRoot} first): ` +
-        'completing it registers the root as it was requested',
-    );
-    expect(countStatuses(parseNdjson(again.stdout))).toEqual({ registered: 2 });
-    // Without those flags, nothing to say.
-    await writeDocs('flags-quiet', 'pending root, no flags', ['c']);
-    await bed.main(['register', '--aggregate', '--no-complete', '-r', bed.path('flags-quiet')]);
-    const quiet = await bed.main(['register', '--aggregate', '-r', bed.path('flags-quiet')]);
-    expect(quiet.code, describeRun(quiet)).toBe(0);
-    expect(quiet.stderr).not.toContain('not used');
+    expect(countStatuses(parseResults(again.stdout))).toEqual({ registered: 2 });
+    expect(JSON.parse(bed.ledgerEntry(pendingRoot).recordJson)).toMatchObject({ description: 'orig' });
+    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['forfait']);
   });
 
   it('a root only planned (its request step failed) is requested again with the -d of the run that retries it', async () => {
@@ -501,6 +496,7 @@ describe('register --aggregate re-runs with other flags', () => {
     );
     expect(failed.code, describeRun(failed)).toBe(4);
     const mark = bed.mark();
+    const receipts = bed.path('flags-planned-receipts');
     const fixed = await bed.main([
       'register',
       '--aggregate',
@@ -508,12 +504,18 @@ describe('register --aggregate re-runs with other flags', () => {
       bed.path('flags-planned'),
       '-d',
       'Release 2.0',
+      '--receipt-dir',
+      receipts,
       '--json',
     ]);
     expect(fixed.code, describeRun(fixed)).toBe(0);
     const root = parseResults(fixed.stdout)[0]!.proof!.root;
     expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['request', 'forfait']);
     expect(JSON.parse(bed.ledgerEntry(root).recordJson)).toMatchObject({ description: 'Release 2.0' });
+    // The tree says it too, in the store and in the manifest kept beside the receipts: no typo left.
+    const described = (file: string) => (JSON.parse(readFileSync(file, 'utf8')) as { description: string }).description;
+    expect(described(join(bed.serviceDir(), 'trees', `${root}.json`))).toBe('Release 2.0');
+    expect(described(join(receipts, `${root}.tree.json`))).toBe('Release 2.0');
   });
 });
 
