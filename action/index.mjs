@@ -166,6 +166,16 @@ function flushOnInterrupt(flush) {
 	return () => pendingOutput.delete(flush);
 }
 /**
+* Registers `clear`, which takes away what is drawn on the terminal for the
+* while (a spinner: its frames would go on over the line an interruption
+* says, and its last one stayed above it); returns the function that
+* unregisters it.
+*/
+function clearOnInterrupt(clear) {
+	transient.add(clear);
+	return () => transient.delete(clear);
+}
+/**
 * Registers `unblock`, which frees a thread of libuv's pool blocked in a
 * system call only another process can end (the open of a FIFO that no
 * writer has opened yet): process.exit() waits for the pool's threads, so
@@ -245,10 +255,19 @@ function waitingFor() {
 	if (completing.size === 0) return `${wait} to write the result${owed.size === 1 ? "" : "s"} of ${owed.size === 1 ? "a registration" : `${owed.size} registrations`} completed`;
 	return `${wait} for the answer to ${completing.size === 1 ? "the completion" : `${completing.size} completions`} under way, to keep ${completing.size === 1 ? "its record" : "their records"}`;
 }
-/** Writes a line to stderr at once (the process may exit right after); on a terminal, off the line a spinner or ^C is on. */
+/**
+* Writes a line to stderr at once (the process may exit right after). On a
+* terminal, what is drawn there for the while (a spinner, which would go on
+* turning over the line, or a progress line) is taken away first, and the
+* line starts over the one the cursor is on: only such a line, or the ^C the
+* terminal echoed, is ever left without its end there.
+*/
 function say(line) {
+	for (const clear of transient) try {
+		clear();
+	} catch {}
 	try {
-		writeSync(2, `${process.stderr.isTTY ? "\n" : ""}${line}\n`);
+		writeSync(2, `${process.stderr.isTTY ? "\r\x1B[K" : ""}${line}\n`);
 	} catch {}
 }
 /** The end of an interruption: output held back, one line, locks released, exit. */
@@ -267,7 +286,7 @@ function exitNow(signal, code, options) {
 	} catch {}
 	process.exit(code);
 }
-var EXIT_ON, underway, metadataUnsent, sessionNotes, completing, owed, stopping, onCompletionsRecorded, stoppingNow, nowStopping, COMPLETION_GRACE_MS, pendingOutput, takenOver;
+var EXIT_ON, underway, metadataUnsent, sessionNotes, completing, owed, stopping, onCompletionsRecorded, stoppingNow, nowStopping, COMPLETION_GRACE_MS, pendingOutput, takenOver, transient;
 var init_interrupt = __esmMin((() => {
 	EXIT_ON = {
 		SIGINT: 130,
@@ -282,6 +301,7 @@ var init_interrupt = __esmMin((() => {
 	COMPLETION_GRACE_MS = 5e3;
 	pendingOutput = /* @__PURE__ */ new Set();
 	takenOver = false;
+	transient = /* @__PURE__ */ new Set();
 }));
 // node_modules/commander/lib/error.js
 var require_error = /* @__PURE__ */ __commonJSMin(((exports) => {
@@ -40995,12 +41015,19 @@ function processIO(env, streams = {}) {
 		startSpinner: (text) => {
 			let spinner;
 			let stopped = false;
+			const stop = () => {
+				stopped = true;
+				spinner?.stop();
+			};
+			const forgetClear = clearOnInterrupt(stop);
 			Promise.resolve().then(() => (init_ora(), ora_exports)).then(({ default: ora }) => {
 				if (stopped) return;
 				atLeastOneColumn(process.stderr);
 				spinner = ora({
 					text,
-					stream: process.stderr
+					stream: process.stderr,
+					discardStdin: false,
+					color: colourWanted(env, true) ? "cyan" : false
 				}).start();
 			});
 			return {
@@ -41008,8 +41035,8 @@ function processIO(env, streams = {}) {
 					if (spinner) spinner.text = next;
 				},
 				stop: () => {
-					stopped = true;
-					spinner?.stop();
+					forgetClear();
+					stop();
 				}
 			};
 		}

@@ -16,7 +16,7 @@ import { inGitHubActions } from './output/github.js';
 import { forTerminal } from './output/safe-text.js';
 export { exitOnSignals, keepFileSizeSignalHarmless } from './interrupt.js';
 export { deferWasmTierUp } from './v8-flags.js';
-import { flushOnInterrupt } from './interrupt.js';
+import { clearOnInterrupt, flushOnInterrupt } from './interrupt.js';
 import { VERSION } from './version.js';
 
 const TOP_EXAMPLES = `Examples:
@@ -129,18 +129,32 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
       // ora is loaded only when a spinner is really shown, on a terminal.
       let spinner: { text: string; stop(): void } | undefined;
       let stopped = false;
+      const stop = () => {
+        stopped = true;
+        spinner?.stop();
+      };
+      const forgetClear = clearOnInterrupt(stop);
       void import('ora').then(({ default: ora }) => {
         if (stopped) return;
         atLeastOneColumn(process.stderr);
-        spinner = ora({ text, stream: process.stderr }).start();
+        spinner = ora({
+          text,
+          stream: process.stderr,
+          // ora's default puts standard input in raw mode to swallow keys, which turns off the
+          // terminal's own Ctrl-C, and (stdin-discarder 0.3) never reads the ^C it promises to pass on:
+          // a Ctrl-C at "requesting" was ignored, and the paid step sent. The terminal keeps its Ctrl-C.
+          discardStdin: false,
+          // Its colour follows NO_COLOR and FORCE_COLOR as notarize's own do (chalk's detection did not).
+          color: colourWanted(env, true) ? 'cyan' : false,
+        }).start();
       });
       return {
         update: (next) => {
           if (spinner) spinner.text = next;
         },
         stop: () => {
-          stopped = true;
-          spinner?.stop();
+          forgetClear();
+          stop();
         },
       };
     },

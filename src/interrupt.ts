@@ -156,6 +156,20 @@ export function flushOnInterrupt(flush: () => void): () => void {
   return () => pendingOutput.delete(flush);
 }
 
+/** What is drawn on the terminal for the while (a spinner): cleared before an interruption's line. */
+const transient = new Set<() => void>();
+
+/**
+ * Registers `clear`, which takes away what is drawn on the terminal for the
+ * while (a spinner: its frames would go on over the line an interruption
+ * says, and its last one stayed above it); returns the function that
+ * unregisters it.
+ */
+export function clearOnInterrupt(clear: () => void): () => void {
+  transient.add(clear);
+  return () => transient.delete(clear);
+}
+
 /**
  * Registers `unblock`, which frees a thread of libuv's pool blocked in a
  * system call only another process can end (the open of a FIFO that no
@@ -263,10 +277,23 @@ function waitingFor(): string {
   return `${wait} for the answer to ${what} under way, to keep ${completing.size === 1 ? 'its record' : 'their records'}`;
 }
 
-/** Writes a line to stderr at once (the process may exit right after); on a terminal, off the line a spinner or ^C is on. */
+/**
+ * Writes a line to stderr at once (the process may exit right after). On a
+ * terminal, what is drawn there for the while (a spinner, which would go on
+ * turning over the line, or a progress line) is taken away first, and the
+ * line starts over the one the cursor is on: only such a line, or the ^C the
+ * terminal echoed, is ever left without its end there.
+ */
 function say(line: string): void {
+  for (const clear of transient) {
+    try {
+      clear();
+    } catch {
+      // stderr closed: nothing to clear, nor to tell.
+    }
+  }
   try {
-    writeSync(2, `${process.stderr.isTTY ? '\n' : ''}${line}\n`);
+    writeSync(2, `${process.stderr.isTTY ? '\r\u001b[K' : ''}${line}\n`);
   } catch {
     // stderr closed: nothing to tell.
   }

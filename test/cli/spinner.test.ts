@@ -3,7 +3,9 @@
  * user's terminal or `docker exec -t` gives one. The process boundary is the
  * point: the spinner is shown only when stderr is a terminal.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Bed } from '../helpers/bed.js';
 import { BIN, describeRun, runProcess } from '../helpers/cli.js';
@@ -44,5 +46,61 @@ describe('the spinner', () => {
     expect(run.stdout).toMatch(/[\u2800-\u28ff]/); // the spinner was drawn (ora's frames, braille)
     expect(run.stdout.length).toBeLessThan(100_000);
     expect(existsSync(storePaths(bed.storeDir, bed.sandbox.url).pending(hash))).toBe(true);
+  });
+
+  it('Ctrl-C typed while it turns at "requesting": exit 130, the line said where the spinner was, nothing paid', async () => {
+    const hash = await bed.write('ctrl-c.txt', 'interrupted at the terminal\n');
+    // The request step answers after 3 s: time for the spinner to show, and for the ^C.
+    bed.sandbox.addFaults(parseFaults('request:latency=3000*1'));
+    const command = ['exec', quoted(process.execPath), quoted(BIN), 'register', quoted(bed.path('ctrl-c.txt'))].join(
+      ' ',
+    );
+    // Standard input stays open: what the test writes to it is typed at the terminal.
+    const child = spawn('script', ['-qfec', command, '/dev/null'], { cwd: bed.workDir, env: bed.env() });
+    let screen = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (screen += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    try {
+      const deadline = Date.now() + 10_000;
+      while (!/[\u2800-\u28ff] requesting/.test(screen)) {
+        if (Date.now() > deadline) throw new Error(`the spinner never said "requesting": ${screen}`);
+        await sleep(20);
+      }
+      child.stdin.write('\u0003');
+      const code = await Promise.race([exited, sleep(10_000).then(() => 'still running')]);
+      expect(code, screen).toBe(130);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(screen).toContain('interrupted (SIGINT)');
+    // The spinner's last frame is cleared, and the message written over its line, not left above it.
+    const between = screen.slice(screen.lastIndexOf('requesting'), screen.indexOf('notarize: interrupted'));
+    expect(between).not.toContain('\n');
+    expect(between.endsWith('\u001b[K')).toBe(true);
+    expect(bed.sandbox.calls.map((call) => call.route)).not.toContain('forfait');
+    // The request went out before the ^C: its session, once answered, is never paid by this run.
+    expect(existsSync(storePaths(bed.storeDir, bed.sandbox.url).ledger(hash))).toBe(false);
+  });
+
+  it('NO_COLOR: the spinner is drawn without colour', async () => {
+    await bed.write('no-colour.txt', 'a spinner without colour\n');
+    bed.sandbox.addFaults(parseFaults('request:latency=600*1'));
+    const command = ['exec', quoted(process.execPath), quoted(BIN), 'register', quoted(bed.path('no-colour.txt'))].join(
+      ' ',
+    );
+    const run = await runProcess(
+      'script',
+      ['-qec', command, '/dev/null'],
+      { ...bed.env(), NO_COLOR: '1', TERM: 'xterm-256color' },
+      {
+        cwd: bed.workDir,
+        timeoutMs: 15_000,
+      },
+    );
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stdout).toMatch(/[\u2800-\u28ff]/);
+    // No foreground colour (ESC [ 3x m) in any frame.
+    expect(run.stdout).not.toMatch(new RegExp(`${'\u001b'}\\[3\\dm`));
   });
 });
