@@ -7,6 +7,7 @@
 // SIGXFSZ harmless (a write past `ulimit -f` fails with EFBIG instead).
 // V8 flags are set before any WebAssembly is compiled (src/v8-flags.ts).
 import { writeSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 const json = process.argv.includes('--json');
 
@@ -53,7 +54,23 @@ const early = (signal, code) => () => {
 const whileLoading = { SIGINT: early('SIGINT', 130), SIGTERM: early('SIGTERM', 143) };
 for (const [signal, handler] of Object.entries(whileLoading)) process.on(signal, handler);
 
-const { deferWasmTierUp, exitOnSignals, keepFileSizeSignalHarmless, main } = await import('../dist/bundle/cli.js');
+const BUNDLE = new URL('../dist/bundle/cli.js', import.meta.url);
+let bundle;
+try {
+  bundle = await import(BUNDLE.href);
+} catch (error) {
+  // Never built (a checkout before `npm run build`, `npm ci --ignore-scripts`, an install from a git
+  // URL, which npm leaves unbuilt): one line saying so rather than Node's stack trace.
+  if (error?.code !== 'ERR_MODULE_NOT_FOUND' || error.url !== BUNDLE.href) throw error;
+  sayError({
+    code: 'not_built',
+    exitCode: 2,
+    message: `notarize is not built here: ${fileURLToPath(BUNDLE)} is missing`,
+    hint: `run \`npm ci && npm run build\` in ${fileURLToPath(new URL('..', import.meta.url))}, or install the tarball \`npm pack\` makes`,
+  });
+  process.exit(2);
+}
+const { deferWasmTierUp, exitOnSignals, keepFileSizeSignalHarmless, main } = bundle;
 
 deferWasmTierUp();
 exitOnSignals({ json });

@@ -84,4 +84,30 @@ describe('the bin', () => {
       expect(run.stderr, version).toBe('');
     }
   });
+
+  it('with no bundle beside it (never built): one line saying how to build it, exit 2, no stack trace', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'bin'));
+    copyFileSync(join(REPO_ROOT, 'bin', 'notarize.js'), join(dir, 'bin', 'notarize.js'));
+    const text = await runProcess(process.execPath, [join(dir, 'bin', 'notarize.js'), '--version']);
+    expect(text.code).toBe(2);
+    expect(text.stdout).toBe('');
+    expect(text.stderr).toBe(
+      `notarize: notarize is not built here: ${join(dir, 'dist', 'bundle', 'cli.js')} is missing ` +
+        `(run \`npm ci && npm run build\` in ${dir}/, or install the tarball \`npm pack\` makes)\n`,
+    );
+    const json = await runProcess(process.execPath, [join(dir, 'bin', 'notarize.js'), 'register', 'x', '--json']);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stderr)).toMatchObject({ error: { code: 'not_built', exitCode: 2 } });
+    // A bundle that is there but fails to load (a chunk of it missing) is no "not built": Node's error stands.
+    const broken = binOver('async () => 0');
+    writeFileSync(
+      join(broken, '..', '..', 'dist', 'bundle', 'cli.js'),
+      "import './gone.js';\nexport const main = 0;\n",
+    );
+    const failed = await runProcess(process.execPath, [broken, '--version']);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('ERR_MODULE_NOT_FOUND');
+    expect(failed.stderr).toContain('gone.js');
+  });
 });

@@ -5,7 +5,7 @@
  * package has no runtime dependencies (the bundle in dist/bundle/ holds
  * them), which is what a CI runner with an empty cache needs.
  *
- * `npm pack` runs with --ignore-scripts: its `prepare` script rebuilds dist/,
+ * `npm pack` runs with --ignore-scripts: its `prepack` script rebuilds dist/,
  * which would rewrite the files the other test files' CLI runs are loading
  * at that moment. The suite runs after `npm run build`, so dist/ is current.
  */
