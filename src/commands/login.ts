@@ -81,8 +81,9 @@ async function obtainKey(options: LoginOptions): Promise<string> {
       hint: 'set NOTARIZE_API_KEY, or pipe the key into `notarize login --api-key-stdin`',
     });
   }
+  let typed: string;
   try {
-    return cleanSecret(await promptHidden('API key: ', io.stdin, process.stderr)) ?? '';
+    typed = await promptHidden('API key: ', io.stdin, process.stderr);
   } catch {
     // Ctrl-C at the prompt (raw mode: a character, not a signal) ends the run as Ctrl-C does
     // anywhere else: the signal's own way out (exit 130, one line), when the CLI listens for it.
@@ -93,6 +94,14 @@ async function obtainKey(options: LoginOptions): Promise<string> {
     }
     throw new UsageError('login cancelled');
   }
+  const key = cleanSecret(typed);
+  // Said for the terminal it was typed at, not as for an empty CI secret (runLogin).
+  if (key === undefined) {
+    throw new AuthError('no API key was typed', {
+      hint: 'run `notarize login` again and type or paste the key at the prompt, which does not show it',
+    });
+  }
+  return key;
 }
 
 /**

@@ -25,12 +25,30 @@ export function promptHidden(question: string, input: RawStream, output: Sink): 
       if (error) reject(error);
       else resolve(answer);
     };
+    // Raw mode reads every key as it is: the line editing a terminal does for a password prompt
+    // (sudo's, ssh's) is done here, and no control character or key sequence becomes part of the key.
+    let escape: 'none' | 'started' | 'sequence' = 'none';
     const onData = (chunk: string) => {
       for (const char of chunk) {
-        if (char === '\r' || char === '\n' || char === '\u0004') return finish();
+        if (escape !== 'none') {
+          // ESC [ ... final byte, or ESC O x (arrows, Home, F-keys), or ESC x (Alt-x): skipped whole.
+          if (escape === 'started' && (char === '[' || char === 'O')) escape = 'sequence';
+          else if (escape === 'started' || (char >= '@' && char <= '~')) escape = 'none';
+          continue;
+        }
+        if (char === '\r' || char === '\n') return finish();
+        // Ctrl-D ends only an empty line (no key: the caller says so), as at a terminal's own prompt.
+        if (char === '\u0004') {
+          if (answer === '') return finish();
+          continue;
+        }
         if (char === '\u0003') return finish(new Error('cancelled'));
         if (char === '\u007f' || char === '\b') answer = answer.slice(0, -1);
-        else answer += char;
+        // Ctrl-U: start the line over; Ctrl-W: take back the last word.
+        else if (char === '\u0015') answer = '';
+        else if (char === '\u0017') answer = answer.replace(/\S*\s*$/, '');
+        else if (char === '\u001b') escape = 'started';
+        else if (char >= ' ') answer += char;
       }
     };
     input.on('data', onData);

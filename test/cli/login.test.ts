@@ -157,11 +157,20 @@ describe('the hidden prompt, on a real terminal (script(1) gives the bin a pseud
     return run;
   }
 
-  it('Enter alone is no key: exit 3 (no credentials), nothing sent', async () => {
+  it('Enter alone is no key: exit 3 (no credentials), said for the prompt, not for CI; nothing sent', async () => {
     const run = await typed('\\r');
     expect(run.code, describeRun(run)).toBe(3);
-    expect(run.stdout).toContain('the API key is empty');
+    expect(run.stdout).toContain(
+      'no API key was typed (run `notarize login` again and type or paste the key at the prompt, which does not show it)',
+    );
+    expect(run.stdout).not.toContain('CI');
     expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('Ctrl-U starts the line over, as at a password prompt: the key typed after it logs in', async () => {
+    const run = await typed(`sk_oops\\025${bed.sandbox.apiKey}\\r`);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stdout).toContain(`logged in to ${bed.url}`);
   });
 
   it('Ctrl-C is an interruption, as anywhere else: exit 130, one line, nothing sent', async () => {

@@ -28,7 +28,12 @@ describe('promptHidden', () => {
 
   it.each([
     ['a line feed', 'key\nrest', 'key'],
-    ['Ctrl-D', 'key\u0004', 'key'],
+    ['Ctrl-D on an empty line', '\u0004', ''],
+    ['Enter, not a Ctrl-D after some of the key (which is no end)', 'ke\u0004y\r', 'key'],
+    ['Ctrl-U, which starts the line over', 'sk_oops\u0015sk_right\r', 'sk_right'],
+    ['Ctrl-W, which takes back the last word', 'one two\u0017three\r', 'one three'],
+    ['arrow keys, Home and Alt-b, none of them part of the key', 'a\u001b[Db\u001bOHc\u001b[1;5Cd\u001bbe\r', 'abcde'],
+    ['other control characters, skipped', 'k\u0001e\u0002y\ty\r', 'keyy'],
     ['backspace (DEL and BS)', 'kex\u007fy\bz\r', 'kez'],
     ['input in several chunks', ['ab', 'c\r'], 'abc'],
   ])('ends on %s', async (_name, chunks, expected) => {
