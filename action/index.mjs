@@ -23628,12 +23628,25 @@ function promptHidden(question, input, output) {
 			if (error) reject(error);
 			else resolve(answer);
 		};
+		let escape = "none";
 		const onData = (chunk) => {
 			for (const char of chunk) {
-				if (char === "\r" || char === "\n" || char === "") return finish();
+				if (escape !== "none") {
+					if (escape === "started" && (char === "[" || char === "O")) escape = "sequence";
+					else if (escape === "started" || char >= "@" && char <= "~") escape = "none";
+					continue;
+				}
+				if (char === "\r" || char === "\n") return finish();
+				if (char === "") {
+					if (answer === "") return finish();
+					continue;
+				}
 				if (char === "") return finish(/* @__PURE__ */ new Error("cancelled"));
 				if (char === "" || char === "\b") answer = answer.slice(0, -1);
-				else answer += char;
+				else if (char === "") answer = "";
+				else if (char === "") answer = answer.replace(/\S*\s*$/, "");
+				else if (char === "\x1B") escape = "started";
+				else if (char >= " ") answer += char;
 			}
 		};
 		input.on("data", onData);
@@ -23681,8 +23694,9 @@ async function obtainKey(options) {
 		const why = io.stdinIsTTY ? "CI is set" : "standard input is not a terminal";
 		throw new AuthError(`no API key: ${why}, so notarize will not prompt`, { hint: "set NOTARIZE_API_KEY, or pipe the key into `notarize login --api-key-stdin`" });
 	}
+	let typed;
 	try {
-		return cleanSecret(await promptHidden("API key: ", io.stdin, process.stderr)) ?? "";
+		typed = await promptHidden("API key: ", io.stdin, process.stderr);
 	} catch {
 		if (process.listenerCount("SIGINT") > 0) {
 			process.kill(process.pid, "SIGINT");
@@ -23690,6 +23704,9 @@ async function obtainKey(options) {
 		}
 		throw new UsageError("login cancelled");
 	}
+	const key = cleanSecret(typed);
+	if (key === void 0) throw new AuthError("no API key was typed", { hint: "run `notarize login` again and type or paste the key at the prompt, which does not show it" });
+	return key;
 }
 /**
 * The token the service gives for `apiKey`. A refusal of any status is no
@@ -25896,6 +25913,7 @@ var IO = class {
 	#stdout;
 	#stderr;
 	#startSpinner;
+	#stderrColumns;
 	#secrets = /* @__PURE__ */ new Set();
 	/** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
 	#longestFirst = [];
@@ -25921,6 +25939,7 @@ var IO = class {
 		this.quiet = options.quiet ?? false;
 		this.verbose = options.verbose ?? false;
 		this.#startSpinner = options.startSpinner;
+		this.#stderrColumns = options.stderrColumns;
 		this.#annotate = options.warningAnnotations ?? false;
 	}
 	/**
@@ -26160,8 +26179,18 @@ var IO = class {
 	/** Replaces the progress line on stderr (terminal only; see showsProgress). */
 	progress(text) {
 		if (!this.showsProgress) return;
-		this.#writeErr(`\r\u001b[K${text}`);
+		this.#writeErr(`\r\u001b[K${this.#withinWidth(text)}`);
 		this.#progressShown = true;
+	}
+	/**
+	* `text` (ASCII: counts and sizes) cut to fit one line of the terminal: one
+	* that wraps onto a second line is cleared only on its last, and its first
+	* stayed above what came next.
+	*/
+	#withinWidth(text) {
+		const columns = this.#stderrColumns?.();
+		if (columns === void 0 || columns < 2 || text.length < columns) return text;
+		return `${text.slice(0, columns - 2)}…`;
 	}
 	/** Clears the progress line, if one is shown, so other lines never land after it. */
 	clearProgress() {
@@ -41012,6 +41041,7 @@ function processIO(env, streams = {}) {
 		stdoutIsTTY: Boolean(process.stdout.isTTY),
 		colour: colourWanted(env, Boolean(process.stdout.isTTY)),
 		warningAnnotations: inGitHubActions(env),
+		stderrColumns: () => process.stderr.columns || void 0,
 		startSpinner: (text) => {
 			let spinner;
 			let stopped = false;

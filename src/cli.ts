@@ -125,6 +125,8 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     colour: colourWanted(env, Boolean(process.stdout.isTTY)),
     warningAnnotations: inGitHubActions(env),
+    // 0 or none: a pty given no size says nothing of its width.
+    stderrColumns: () => process.stderr.columns || undefined,
     startSpinner: (text) => {
       // ora is loaded only when a spinner is really shown, on a terminal.
       let spinner: { text: string; stop(): void } | undefined;

@@ -52,6 +52,8 @@ export interface IOOptions {
   verbose?: boolean;
   /** Starts a spinner on stderr; only called when stderr is a terminal. */
   startSpinner?: (text: string) => Spinner;
+  /** The width of the terminal stderr is, when it says one: a progress line is kept within it. */
+  stderrColumns?: () => number | undefined;
   /** Warnings as GitHub Actions `::warning::` commands (GITHUB_ACTIONS=true), so that the run's page shows them. */
   warningAnnotations?: boolean;
 }
@@ -88,6 +90,7 @@ export class IO {
   readonly #stdout: Sink;
   readonly #stderr: Sink;
   readonly #startSpinner: ((text: string) => Spinner) | undefined;
+  readonly #stderrColumns: (() => number | undefined) | undefined;
   readonly #secrets = new Set<string>();
   /** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
   #longestFirst: string[] = [];
@@ -114,6 +117,7 @@ export class IO {
     this.quiet = options.quiet ?? false;
     this.verbose = options.verbose ?? false;
     this.#startSpinner = options.startSpinner;
+    this.#stderrColumns = options.stderrColumns;
     this.#annotate = options.warningAnnotations ?? false;
   }
 
@@ -396,8 +400,19 @@ export class IO {
   /** Replaces the progress line on stderr (terminal only; see showsProgress). */
   progress(text: string): void {
     if (!this.showsProgress) return;
-    this.#writeErr(`\r\u001b[K${text}`);
+    this.#writeErr(`\r\u001b[K${this.#withinWidth(text)}`);
     this.#progressShown = true;
+  }
+
+  /**
+   * `text` (ASCII: counts and sizes) cut to fit one line of the terminal: one
+   * that wraps onto a second line is cleared only on its last, and its first
+   * stayed above what came next.
+   */
+  #withinWidth(text: string): string {
+    const columns = this.#stderrColumns?.();
+    if (columns === undefined || columns < 2 || text.length < columns) return text;
+    return `${text.slice(0, columns - 2)}…`;
   }
 
   /** Clears the progress line, if one is shown, so other lines never land after it. */
