@@ -620,17 +620,19 @@ function takeOver(file: string, seen: Seen, watch: Watch, timing: Timing, depth 
 
 /**
  * Releases the lock `file` from a signal handler, where withLock's `finally`
- * never runs because the process exits: removed only when it names this
- * process on this host (only this process writes its own pid here). Left in
- * place it would be found stale by the next run anyway; removing it saves
- * that run the takeover. Never throws.
+ * never runs because the process exits: removed only while this process
+ * still holds it (stillHolds: the very lock it took, not one that names the
+ * same pid and host: in containers, every notarize may be pid 1 on a shared
+ * hostname, and a run stopped past its lease whose lock was taken over
+ * removed the live lock of the run that took it). Left in place it would be
+ * found stale by the next run anyway; removing it saves that run the
+ * takeover. Never throws.
  */
 export function releaseOwnLock(file: string): void {
   try {
-    const seen = inspect(file);
-    if (seen?.pid === process.pid && (seen.host === undefined || seen.host === HOST)) removeFile(file);
+    if (stillHolds(file)) removeFile(file);
   } catch {
-    // Gone already, or not a lock of ours: nothing to remove.
+    // Gone already: nothing to remove.
   }
 }
 
@@ -729,13 +731,17 @@ function holderDoes(file: string): string {
 /** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */
 function stillHeld(file: string, seen: Seen, leaseMs: number): TransientError {
   const legacy = seen.pid !== undefined && seen.leaseMs === undefined;
-  return new TransientError(
-    `another notarize process (pid ${seen.pid ?? '?'}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ''}) ${holderDoes(file)}`,
-    {
-      hint: legacy
-        ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 60_000} minutes old (${file})`
-        : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1000} s without a refresh`,
-      notProcessed: true,
-    },
-  );
+  // Its pid means nothing here when it runs on another host, or in another PID namespace (a container).
+  const where =
+    seen.host && seen.host !== HOST
+      ? ` on ${seen.host}`
+      : seen.ns !== undefined && seen.ns !== pidNamespace()
+        ? ' in another container or PID namespace'
+        : '';
+  return new TransientError(`another notarize process (pid ${seen.pid ?? '?'}${where}) ${holderDoes(file)}`, {
+    hint: legacy
+      ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 60_000} minutes old (${file})`
+      : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1000} s without a refresh`,
+    notProcessed: true,
+  });
 }

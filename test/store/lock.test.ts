@@ -5,6 +5,7 @@ import {
   linkSync,
   readdirSync,
   readFileSync,
+  renameSync,
   statSync,
   unlinkSync,
   utimesSync,
@@ -15,7 +16,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { TransientError } from '../../src/errors.js';
-import { LEASE_MS, lockText, withLock } from '../../src/store/lock.js';
+import { LEASE_MS, lockText, releaseOwnLock, withLock } from '../../src/store/lock.js';
 import { rejection } from '../helpers/catch.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
@@ -385,6 +386,16 @@ describe('withLock', () => {
     await holder;
   });
 
+  it('says when the holder runs in another PID namespace (a container), whose pid means nothing here', async () => {
+    const file = join(tempDir(), `${'cd'.repeat(32)}.lock`);
+    // A fresh lock of pid 1 in another namespace: held while its lease runs.
+    writeFileSync(file, `1 ${hostname()} theirs lease=${LEASE_MS} ns=00000000-0000-0000-0000-000000000000/1/2\n`);
+    const error = await rejection(withLock(file, 50, () => Promise.resolve()));
+    expect((error as Error).message).toBe(
+      'another notarize process (pid 1 in another container or PID namespace) is working on the same hash',
+    );
+  });
+
   it('treats a lock file of another live process (pid 1) as held', async () => {
     const file = join(tempDir(), 'h.lock');
     writeFileSync(file, '1');
@@ -419,5 +430,40 @@ describe('withLock', () => {
     );
     expect(ran).toBe(true);
     expect(performance.now() - started).toBeGreaterThanOrEqual(unreadableGraceMs - 100);
+  });
+});
+
+describe("releaseOwnLock (a signal handler's release)", () => {
+  const tempDir = useTempDirs();
+
+  it('removes the lock this process holds', async () => {
+    const file = join(tempDir(), 'own.lock');
+    await withLock(file, 0, () => {
+      releaseOwnLock(file);
+      expect(existsSync(file)).toBe(false);
+      return Promise.resolve();
+    });
+  });
+
+  it('leaves one taken over since, though it names the same pid on the same host (containers: pid 1 in each)', async () => {
+    const file = join(tempDir(), 'taken.lock');
+    const theirs = lockText(process.pid, 'another-container');
+    await withLock(file, 0, () => {
+      // What another process does once this one's lease ran out while it was stopped.
+      renameSync(file, `${file}.gone`);
+      writeFileSync(file, theirs);
+      releaseOwnLock(file);
+      expect(readFileSync(file, 'utf8')).toBe(theirs);
+      return Promise.resolve();
+    });
+    // Nor does the lock's own release take it.
+    expect(readFileSync(file, 'utf8')).toBe(theirs);
+  });
+
+  it('leaves a lock of this pid and host it never took', () => {
+    const file = join(tempDir(), 'never.lock');
+    writeFileSync(file, lockText(process.pid, 'not-ours'));
+    releaseOwnLock(file);
+    expect(existsSync(file)).toBe(true);
   });
 });
