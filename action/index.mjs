@@ -13579,15 +13579,17 @@ function takeOver(file, seen, watch, timing, depth = 0) {
 }
 /**
 * Releases the lock `file` from a signal handler, where withLock's `finally`
-* never runs because the process exits: removed only when it names this
-* process on this host (only this process writes its own pid here). Left in
-* place it would be found stale by the next run anyway; removing it saves
-* that run the takeover. Never throws.
+* never runs because the process exits: removed only while this process
+* still holds it (stillHolds: the very lock it took, not one that names the
+* same pid and host: in containers, every notarize may be pid 1 on a shared
+* hostname, and a run stopped past its lease whose lock was taken over
+* removed the live lock of the run that took it). Left in place it would be
+* found stale by the next run anyway; removing it saves that run the
+* takeover. Never throws.
 */
 function releaseOwnLock(file) {
 	try {
-		const seen = inspect(file);
-		if (seen?.pid === process.pid && (seen.host === void 0 || seen.host === HOST)) removeFile(file);
+		if (stillHolds(file)) removeFile(file);
 	} catch {}
 }
 /** Removes a lock or claim we hold, unless (impossibly, but cheaply checked) it is no longer ours. */
@@ -13675,7 +13677,8 @@ function holderDoes(file) {
 /** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */
 function stillHeld(file, seen, leaseMs) {
 	const legacy = seen.pid !== void 0 && seen.leaseMs === void 0;
-	return new TransientError(`another notarize process (pid ${seen.pid ?? "?"}${seen.host && seen.host !== HOST ? ` on ${seen.host}` : ""}) ${holderDoes(file)}`, {
+	const where = seen.host && seen.host !== HOST ? ` on ${seen.host}` : seen.ns !== void 0 && seen.ns !== pidNamespace() ? " in another container or PID namespace" : "";
+	return new TransientError(`another notarize process (pid ${seen.pid ?? "?"}${where}) ${holderDoes(file)}`, {
 		hint: legacy ? `wait for it to finish, then run the command again; its lock, written by an older notarize, is taken over once ${LEGACY_STALE_MS / 6e4} minutes old (${file})` : `wait for it to finish, then run the command again; a lock whose owner died is taken over once it has gone ${leaseMs / 1e3} s without a refresh`,
 		notProcessed: true
 	});
@@ -14186,7 +14189,7 @@ async function requestStep(deps, input, follows) {
 		return entry;
 	};
 	try {
-		const saved = await save((await deps.api.requestRegistration(registrationRequest(input))).raw);
+		const saved = await save((await deps.api.requestRegistration(registrationRequest(input), () => checkStillHeld(deps, input.hash, "its request step is not sent, nor its completion"))).raw);
 		deps.store.clearUnanswered(input.hash);
 		return saved;
 	} catch (error) {
@@ -14219,9 +14222,9 @@ async function requestStep(deps, input, follows) {
 async function completeStep(deps, pending) {
 	await deps.beforeCompletion?.(pending.hash);
 	await beforeSending();
-	checkStillHeld(deps, pending.hash, "its completion (forfait) is not sent");
 	let recorded;
 	const onSent = () => {
+		checkStillHeld(deps, pending.hash, "its completion (forfait) is not sent");
 		if (recorded) return;
 		recorded = sendingCompletion();
 		deps.onStep?.("completing");
@@ -21598,7 +21601,12 @@ async function withRetries(operation, mode, policy, { route = "", optional = fal
 		const began = outage?.begin(route) ?? 0;
 		for (let attempt = 1;; attempt++) {
 			await policy.beforeAttempt?.();
-			onSent?.();
+			try {
+				onSent?.();
+			} catch (error) {
+				if (probe !== void 0) outage?.probeNotSent(route, probe);
+				throw error;
+			}
 			let failure;
 			try {
 				const value = await operation();
@@ -21694,6 +21702,17 @@ var init_retry = __esmMin((() => {
 					});
 				});
 			}
+		}
+		/**
+		* The call `admit` let through to test the outage of `route` (`probe`)
+		* did not go out after all (its onSent refused it): it tested nothing, and
+		* the next call may go in its place at once rather than wait for it.
+		*/
+		probeNotSent(route, probe) {
+			if (this.#held.get(route) === probe) probe.probeOut = false;
+			const waiting = this.#waiting;
+			this.#waiting = [];
+			for (const wake of waiting) wake();
 		}
 		/** A call on `route` begins; returns what `attemptEnded` needs to know whether one ended well since. */
 		begin(route) {
@@ -21825,22 +21844,27 @@ var init_client = __esmMin((() => {
 		login(apiKey) {
 			return logIn(this.transport, this.#retry, apiKey);
 		}
-		/** The request step: returns the subscription session to keep and send to forfait. */
-		requestRegistration(body) {
+		/**
+		* The request step: returns the subscription session to keep and send to
+		* forfait. `onSent` as for completeRegistration.
+		*/
+		requestRegistration(body, onSent) {
 			return this.#authed({
 				method: "POST",
 				path: "/api/v2/registration/?subscription=true",
 				body: JSON.stringify(body)
 			}, {
 				route: "request",
-				mode: "safe"
+				mode: "safe",
+				...onSent && { onSent }
 			}, (text) => parseAnswer(text, subscriptionSessionSchema, "answer to the registration request"));
 		}
 		/**
 		* Forfait: completes the registration of `hash` with `sessionJson`, sent
 		* exactly as given. Retried only when the service provably did not process
 		* it, so a notarization is never completed twice by this client. `onSent`
-		* is called as an attempt goes out (not while it waits for its slot).
+		* is called as an attempt goes out (not while it waits for its slot); what
+		* it throws keeps that attempt from going out.
 		*/
 		completeRegistration(hash, sessionJson, onSent) {
 			return this.#authed({

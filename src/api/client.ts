@@ -157,12 +157,15 @@ export class ApiClient {
     return logIn(this.transport, this.#retry, apiKey);
   }
 
-  /** The request step: returns the subscription session to keep and send to forfait. */
-  requestRegistration(body: RegistrationRequest): Promise<Answer<SubscriptionSession>> {
+  /**
+   * The request step: returns the subscription session to keep and send to
+   * forfait. `onSent` as for completeRegistration.
+   */
+  requestRegistration(body: RegistrationRequest, onSent?: () => void): Promise<Answer<SubscriptionSession>> {
     // The slash before `?` is part of the documented path.
     return this.#authed(
       { method: 'POST', path: '/api/v2/registration/?subscription=true', body: JSON.stringify(body) },
-      { route: 'request', mode: 'safe' },
+      { route: 'request', mode: 'safe', ...(onSent && { onSent }) },
       (text) => parseAnswer(text, subscriptionSessionSchema, 'answer to the registration request'),
     );
   }
@@ -171,7 +174,8 @@ export class ApiClient {
    * Forfait: completes the registration of `hash` with `sessionJson`, sent
    * exactly as given. Retried only when the service provably did not process
    * it, so a notarization is never completed twice by this client. `onSent`
-   * is called as an attempt goes out (not while it waits for its slot).
+   * is called as an attempt goes out (not while it waits for its slot); what
+   * it throws keeps that attempt from going out.
    */
   completeRegistration(hash: string, sessionJson: string, onSent?: () => void): Promise<Answer<NotarizationRecord>> {
     return this.#authed(

@@ -42,7 +42,11 @@ export interface CallOptions {
   optional?: boolean;
   /** It finishes what a saved session began (forfait, custody metadata): it gets the next free slot. */
   finishing?: boolean;
-  /** Called as each attempt goes out (admitted, its slot taken, beforeAttempt passed). */
+  /**
+   * Called as each attempt goes out (admitted, its slot taken, beforeAttempt
+   * passed): the last word on it, after every wait. What it throws keeps the
+   * attempt from going out, and ends the call with that error.
+   */
   onSent?: () => void;
 }
 
@@ -153,6 +157,18 @@ export class Outage {
         });
       });
     }
+  }
+
+  /**
+   * The call `admit` let through to test the outage of `route` (`probe`)
+   * did not go out after all (its onSent refused it): it tested nothing, and
+   * the next call may go in its place at once rather than wait for it.
+   */
+  probeNotSent(route: string, probe: Held): void {
+    if (this.#held.get(route) === probe) probe.probeOut = false;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const wake of waiting) wake();
   }
 
   /** A call on `route` begins; returns what `attemptEnded` needs to know whether one ended well since. */
@@ -277,7 +293,13 @@ export async function withRetries<T>(
     const began = outage?.begin(route) ?? 0;
     for (let attempt = 1; ; attempt++) {
       await policy.beforeAttempt?.();
-      onSent?.();
+      try {
+        onSent?.();
+      } catch (error) {
+        // Kept from going out: a probe let through says nothing of the service, and must not be waited for.
+        if (probe !== undefined) outage?.probeNotSent(route, probe);
+        throw error;
+      }
       let failure: unknown;
       try {
         const value = await operation();

@@ -679,7 +679,11 @@ async function requestStep(deps: FlowDeps, input: RegisterInput, follows?: strin
     return entry;
   };
   try {
-    const answer = await deps.api.requestRegistration(registrationRequest(input));
+    // The lock looked at as the request goes out, after any wait for its slot or a retry: a run
+    // stopped past its lease meanwhile would open a session over the one of the run that took it over.
+    const answer = await deps.api.requestRegistration(registrationRequest(input), () =>
+      checkStillHeld(deps, input.hash, 'its request step is not sent, nor its completion'),
+    );
     const saved = await save(answer.raw);
     deps.store.clearUnanswered(input.hash);
     return saved;
@@ -717,11 +721,13 @@ async function requestStep(deps: FlowDeps, input: RegisterInput, follows?: strin
 async function completeStep(deps: FlowDeps, pending: PendingEntry): Promise<LedgerEntry> {
   await deps.beforeCompletion?.(pending.hash);
   await beforeSending();
-  checkStillHeld(deps, pending.hash, 'its completion (forfait) is not sent');
   // Told once the forfait goes out: one still waiting for its slot (api/slots.ts) is not under way,
   // neither for an interruption's wait nor for the caller (its result owed, something sent).
   let recorded: (() => void) | undefined;
   const onSent = () => {
+    // As each attempt goes out, after any wait for its slot (which a run stopped past its lease may
+    // have spent stopped): never a forfait over the run that took the lock over meanwhile.
+    checkStillHeld(deps, pending.hash, 'its completion (forfait) is not sent');
     if (recorded) return;
     recorded = sendingCompletion();
     deps.onStep?.('completing');

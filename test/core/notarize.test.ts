@@ -59,7 +59,7 @@ const NOW = new Date('2030-01-02T03:04:05.678Z');
 const FILE = { name: 'contract.pdf', size: 1234, lastModified: 1_700_000_000_000 };
 
 const transport = (userAgent?: string) => sandboxTransport(bed, userAgent);
-const sandboxApi = (options: { userAgent?: string; token?: string } = {}) => sandboxApiOf(bed, options);
+const sandboxApi = (options: Parameters<typeof sandboxApiOf>[1] = {}) => sandboxApiOf(bed, options);
 
 type Planned = Partial<
   Pick<ApiClient, 'requestRegistration' | 'completeRegistration' | 'putFileMetadata' | 'activeSubscription'>
@@ -1000,6 +1000,27 @@ describe('the end of a registration', () => {
       );
       expect(store.readPending(hash)).toBeUndefined();
       expect(store.readRecord(hash)).toBeUndefined();
+    });
+
+    // The look as each attempt goes out, after any wait for its slot (register -j) or its token: a run
+    // stopped there past its lease sent a request step over the session of the run that took over, and
+    // a forfait over its completion (the containers review).
+    it.each([
+      [1, 'the request step', 'its request step is not sent, nor its completion', []],
+      [2, 'forfait', 'its completion (forfait) is not sent', ['request']],
+    ])('taken over as call %i (%s) waited to go out: it does not go, exit 4', async (call, _name, notDone, routes) => {
+      const hash = sha256(`stopped while call ${call} waited to go out`);
+      const store = newStore();
+      let calls = 0;
+      const api = sandboxApi({ beforeSend: () => ++calls === call && takeOver(store, hash) });
+      const before = bed.sandbox.calls.length;
+      const error = await rejectionOf(register(world({ api, store }).deps, input(hash)), TransientError);
+      expect(error.message).toBe(
+        `the lock on ${hash} was taken over by another notarize while this one was stopped: ${notDone}`,
+      );
+      expect(error.notProcessed).toBe(true);
+      const sent = bed.sandbox.calls.slice(before).map((c) => c.route);
+      expect(sent.filter((route) => route !== 'login')).toEqual(routes);
     });
 
     it('taken over once the session was saved: its forfait is not sent, the session kept for whoever holds the lock', async () => {

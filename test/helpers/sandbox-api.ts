@@ -20,15 +20,26 @@ export function sandboxTransport(bed: Bed, userAgent = 'notarize-unit-test'): Ht
   return new HttpTransport({ baseUrl: bed.url, timeoutMs: 5000, userAgent, dispatcher });
 }
 
-/** The client of the bed's sandbox, with a token got once (or `token`). */
-export function sandboxApi(bed: Bed, options: { userAgent?: string; token?: string } = {}): ApiClient {
+/**
+ * The client of the bed's sandbox, with a token got once (or `token`);
+ * `beforeSend` runs as each call has its token, after the flow's own looks
+ * and before the call waits for its slot and goes out.
+ */
+export function sandboxApi(
+  bed: Bed,
+  options: { userAgent?: string; token?: string; beforeSend?: () => void } = {},
+): ApiClient {
   let token: Promise<string> | undefined;
   const get = () => (token ??= options.token === undefined ? bed.directLogin() : Promise.resolve(options.token));
   // Declared apart, so it fits the client's credentials (token/renew) and an authorizer (authorize) alike.
   const credentials = {
     token: get,
     renew: () => Promise.resolve(undefined),
-    authorize: <T>(send: (token: string) => Promise<T>) => get().then(send),
+    authorize: <T>(send: (token: string) => Promise<T>) =>
+      get().then((got) => {
+        options.beforeSend?.();
+        return send(got);
+      }),
   };
   return new ApiClient(
     sandboxTransport(bed, options.userAgent),

@@ -503,6 +503,26 @@ describe('an outage: two calls in a row on one route ended badly', () => {
     expect(outage.holding('request')).toBe(false);
   });
 
+  it('a call let through that its onSent keeps from going out tests nothing: the next is let through at once', async () => {
+    const outage = newOutage();
+    await ends(outage, refused());
+    await ends(outage, refused());
+    const kept = failing();
+    const refusal = new Error('the lock was taken over');
+    const onSent = () => {
+      throw refusal;
+    };
+    expect(await rejection(withRetries(kept.run, 'safe', once(outage), { ...route, onSent }))).toBe(refusal);
+    expect(kept.calls).toBe(0);
+    expect(outage.holding('request')).toBe(true);
+    // Not waiting for an answer that will never come: let through now, and its answer ends the outage.
+    const next = failing();
+    const started = Date.now();
+    expect(await withRetries(next.run, 'safe', once(outage), route)).toBe('done');
+    expect(Date.now() - started).toBeLessThan(timing.probeMs);
+    expect(outage.holding('request')).toBe(false);
+  });
+
   it('makes the others wait while one is let through: sent as soon as it ends well', async () => {
     const outage = newOutage();
     await ends(outage, refused());
