@@ -16644,6 +16644,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 		if (own !== void 0 && !serviceHas(adoption.tree)) unsure.add(own);
 		placed[i] = adoption;
 	}
+	refuseOtherRequests(deps, input, placed);
 	await keepRecordedTrees(store, adopted, input.warn);
 	const holds = /* @__PURE__ */ new Map();
 	const leftOut = [];
@@ -16727,6 +16728,28 @@ async function saveTree(deps, input, adopted, tree) {
 	} catch (error) {
 		const sent = adopted.sent || input.askedBefore ? "nothing was paid for: only the roots of manifests or receipts were asked about" : void 0;
 		throw diskRefused(error, store.dir, sent) ?? error;
+	}
+}
+/**
+* A pending root is completed as it was requested: a run whose -d, or
+* --signed, is not what its session was requested with is refused (exit 2,
+* or 1 once a manifest's root was asked about) before anything more is sent
+* or saved, as per-document register refuses a document's own session,
+* rather than complete it with the old ones unsaid, for good.
+*/
+function refuseOtherRequests(deps, input, placed) {
+	const { description, signed } = input;
+	if (description === void 0 && !signed) return;
+	for (const tree of new Set(placed.flatMap((place) => place ? [place.tree] : []))) {
+		if (tree.state !== "pending") continue;
+		const pending = deps.store.pendingIfReadable(tree.entry.root);
+		const refusal = pending && otherRequestRefusal(pending, {
+			hash: tree.entry.root,
+			...description === void 0 ? {} : { description },
+			custody: false,
+			signed
+		});
+		if (refusal) throw refusal;
 	}
 }
 /**
@@ -20287,27 +20310,6 @@ var init_register_aggregate = __esmMin((() => {
 			return this.#registerTree(unrooted);
 		}
 		/**
-		* A pending root is completed as it was requested: a run whose -d, or
-		* --signed, is not what its session was requested with is refused before
-		* anything more is sent (as per-document register refuses a document's own
-		* session), rather than complete it with the old ones unsaid, for good.
-		*/
-		#refuseOtherRequest(trees) {
-			const { description, signed } = this.#options;
-			if (description === void 0 && !signed) return;
-			for (const tree of new Set(trees)) {
-				if (tree.state !== "pending") continue;
-				const pending = this.#store.pendingIfReadable(tree.entry.root);
-				const refusal = pending && otherRequestRefusal(pending, {
-					hash: tree.entry.root,
-					...description === void 0 ? {} : { description },
-					custody: false,
-					signed
-				});
-				if (refusal) throw refusal;
-			}
-		}
-		/**
 		* The documents left for a tree once those whose receipt in --receipt-dir
 		* carries a proof to a Merkle root of this service, whose tree neither
 		* this store nor --receipt-dir holds (a cold runner that kept the receipts
@@ -20529,7 +20531,6 @@ var init_register_aggregate = __esmMin((() => {
 			try {
 				for (const { placement } of inTrees) if (!placement.tree.adopted) trees.set(placement.tree.entry.root, placement.tree);
 				try {
-					this.#refuseOtherRequest(inTrees.map(({ placement }) => placement.tree));
 					await this.#checkManifests(inTrees.map(({ placement }) => placement));
 				} catch (error) {
 					throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
@@ -25914,6 +25915,18 @@ const JSON_STRING = /"(?:[^"\\\n]|\\.)*"/g;
 * is read and searched as it reads (redact).
 */
 const JWT_SHAPE = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])/g;
+/**
+* A line drawn for the while on a terminal `columns` wide (a progress line,
+* a spinner's text after `before` columns of its own), cut with '…' to fit
+* one row with room to spare for the ^C a Ctrl-C echoes after it: a line
+* that wraps, or whose ^C wraps, is cleared only on its last row, and the
+* rest stayed above what came next. ASCII text (counts and sizes).
+*/
+function withinWidth(text, columns, before = 0) {
+	const room = columns === void 0 ? Infinity : columns - before - 3;
+	if (text.length <= room) return text;
+	return room < 2 ? text.slice(0, Math.max(0, room)) : `${text.slice(0, room - 1)}…`;
+}
 /** `text` ending with a line feed. */
 function asLine(text) {
 	return text.endsWith("\n") ? text : `${text}\n`;
@@ -26203,18 +26216,8 @@ var IO = class {
 	/** Replaces the progress line on stderr (terminal only; see showsProgress). */
 	progress(text) {
 		if (!this.showsProgress) return;
-		this.#writeErr(`\r\u001b[K${this.#withinWidth(text)}`);
+		this.#writeErr(`\r\u001b[K${withinWidth(text, this.#stderrColumns?.())}`);
 		this.#progressShown = true;
-	}
-	/**
-	* `text` (ASCII: counts and sizes) cut to fit one line of the terminal: one
-	* that wraps onto a second line is cleared only on its last, and its first
-	* stayed above what came next.
-	*/
-	#withinWidth(text) {
-		const columns = this.#stderrColumns?.();
-		if (columns === void 0 || columns < 2 || text.length < columns) return text;
-		return `${text.slice(0, columns - 2)}…`;
 	}
 	/** Clears the progress line, if one is shown, so other lines never land after it. */
 	clearProgress() {
@@ -41069,6 +41072,7 @@ function processIO(env, streams = {}) {
 		startSpinner: (text) => {
 			let spinner;
 			let stopped = false;
+			const fitted = (line) => withinWidth(line, process.stderr.columns || void 0, 2);
 			const stop = () => {
 				stopped = true;
 				spinner?.stop();
@@ -41078,7 +41082,7 @@ function processIO(env, streams = {}) {
 				if (stopped) return;
 				atLeastOneColumn(process.stderr);
 				spinner = ora({
-					text,
+					text: fitted(text),
 					stream: process.stderr,
 					discardStdin: false,
 					color: colourWanted(env, true) ? "cyan" : false
@@ -41086,7 +41090,7 @@ function processIO(env, streams = {}) {
 			});
 			return {
 				update: (next) => {
-					if (spinner) spinner.text = next;
+					if (spinner) spinner.text = fitted(next);
 				},
 				stop: () => {
 					forgetClear();

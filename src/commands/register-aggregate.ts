@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { otherRequestRefusal, register, type Outcome } from '../core/notarize.js';
+import { register, type Outcome } from '../core/notarize.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js';
@@ -182,30 +182,6 @@ export class Aggregator {
       return this.#end(this.#askedBefore);
     }
     return this.#registerTree(unrooted);
-  }
-
-  /**
-   * A pending root is completed as it was requested: a run whose -d, or
-   * --signed, is not what its session was requested with is refused before
-   * anything more is sent (as per-document register refuses a document's own
-   * session), rather than complete it with the old ones unsaid, for good.
-   */
-  #refuseOtherRequest(trees: LoadedTree[]): void {
-    const { description, signed } = this.#options;
-    if (description === undefined && !signed) return;
-    for (const tree of new Set(trees)) {
-      if (tree.state !== 'pending') continue;
-      const pending = this.#store.pendingIfReadable(tree.entry.root);
-      const refusal =
-        pending &&
-        otherRequestRefusal(pending, {
-          hash: tree.entry.root,
-          ...(description === undefined ? {} : { description }),
-          custody: false,
-          signed,
-        });
-      if (refusal) throw refusal;
-    }
   }
 
   /**
@@ -449,7 +425,6 @@ export class Aggregator {
       for (const { placement } of inTrees)
         if (!placement.tree.adopted) trees.set(placement.tree.entry.root, placement.tree);
       try {
-        this.#refuseOtherRequest(inTrees.map(({ placement }) => placement.tree));
         await this.#checkManifests(inTrees.map(({ placement }) => placement));
       } catch (error) {
         throw placed.sent || this.#askedBefore ? sentAlready(error) : error;

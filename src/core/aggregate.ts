@@ -45,7 +45,7 @@ import {
   type Asked,
   type ManifestQuery,
 } from './manifests.js';
-import { holdAcross, locked, register, type FlowDeps, type Outcome } from './notarize.js';
+import { holdAcross, locked, otherRequestRefusal, register, type FlowDeps, type Outcome } from './notarize.js';
 import { plantTree, Trees, type LoadedTree, type Placement } from './trees.js';
 
 /** An aggregate run: its documents and flags (ManifestQuery: those the manifests of --receipt-dir use too). */
@@ -212,6 +212,8 @@ async function plantTheRest(
     if (own !== undefined && !serviceHas(adoption.tree)) unsure.add(own);
     placed[i] = adoption;
   }
+  // Before the store is touched (a new tree saved would carry the refused -d into a later run).
+  refuseOtherRequests(deps, input, placed);
   await keepRecordedTrees(store, adopted, input.warn);
   const holds = new Map<string, () => void>();
   const leftOut: number[] = [];
@@ -306,6 +308,31 @@ async function saveTree(deps: FlowDeps, input: AggregateInput, adopted: Adoption
         ? 'nothing was paid for: only the roots of manifests or receipts were asked about'
         : undefined;
     throw diskRefused(error, store.dir, sent) ?? error;
+  }
+}
+
+/**
+ * A pending root is completed as it was requested: a run whose -d, or
+ * --signed, is not what its session was requested with is refused (exit 2,
+ * or 1 once a manifest's root was asked about) before anything more is sent
+ * or saved, as per-document register refuses a document's own session,
+ * rather than complete it with the old ones unsaid, for good.
+ */
+function refuseOtherRequests(deps: FlowDeps, input: AggregateInput, placed: readonly (Placement | undefined)[]): void {
+  const { description, signed } = input;
+  if (description === undefined && !signed) return;
+  for (const tree of new Set(placed.flatMap((place) => (place ? [place.tree] : [])))) {
+    if (tree.state !== 'pending') continue;
+    const pending = deps.store.pendingIfReadable(tree.entry.root);
+    const refusal =
+      pending &&
+      otherRequestRefusal(pending, {
+        hash: tree.entry.root,
+        ...(description === undefined ? {} : { description }),
+        custody: false,
+        signed,
+      });
+    if (refusal) throw refusal;
   }
 }
 
@@ -636,7 +663,7 @@ export async function registerRoot(
         complete: flags.complete,
         force: false,
         // A pending root is completed as it was requested: an aggregate run has refused other -d and
-        // --signed before (commands/register-aggregate.ts), per-document register warned they go unused.
+        // --signed before (refuseOtherRequests), per-document register warned they go unused.
         asRequested: true,
       },
     );

@@ -453,7 +453,7 @@ describe('register --aggregate re-runs', () => {
 });
 
 describe('register --aggregate re-runs with other flags', () => {
-  it('a pending root and a run giving another -d or --signed: refused, exit 2, nothing sent; as requested, completed', async () => {
+  it('a pending root and a run giving another -d or --signed: refused, exit 2, nothing sent or saved; as requested, completed', async () => {
     await writeDocs('flags-pending', 'pending root, flags', ['a', 'b']);
     const left = await bed.main([
       'register',
@@ -466,6 +466,11 @@ describe('register --aggregate re-runs with other flags', () => {
     ]);
     expect(left.code, describeRun(left)).toBe(0);
     const pendingRoot = bed.pendingHashes()[0]!;
+    // A newcomer beside them: the refused run plants no tree for it (a later run would send that -d).
+    await writeDocs('flags-pending', 'pending root, flags', ['c']);
+    const trees = () => readdirSync(join(bed.serviceDir(), 'trees')).sort();
+    const treesBefore = trees();
+    expect(treesBefore).toContain(`${pendingRoot}.json`);
     const mark = bed.mark();
     for (const flags of [['-d', 'Release 2.0'], ['--signed'], ['-d', 'Release 2.0', '--force']]) {
       const refused = await bed.main(['register', '--aggregate', '-r', bed.path('flags-pending'), ...flags, '--json']);
@@ -475,14 +480,20 @@ describe('register --aggregate re-runs with other flags', () => {
         message: expect.stringMatching(new RegExp(`^a pending session for ${pendingRoot} was requested with `)),
         hint: expect.stringContaining(`notarize pending drop ${pendingRoot}`),
       });
+      expect(trees()).toEqual(treesBefore);
     }
     expect(bed.callsSince(mark)).toEqual([]);
-    // The same description, or none: completed as it was requested.
-    const again = await bed.main(['register', '--aggregate', '-r', bed.path('flags-pending'), '-d', 'orig', '--json']);
+    // No -d: the pending root completed as it was requested, the newcomer under a root of its own.
+    const again = await bed.main(['register', '--aggregate', '-r', bed.path('flags-pending'), '--json']);
     expect(again.code, describeRun(again)).toBe(0);
-    expect(countStatuses(parseResults(again.stdout))).toEqual({ registered: 2 });
+    expect(countStatuses(parseResults(again.stdout))).toEqual({ registered: 3 });
     expect(JSON.parse(bed.ledgerEntry(pendingRoot).recordJson)).toMatchObject({ description: 'orig' });
-    expect(bed.callsSince(mark).map((c) => c.route)).toEqual(['forfait']);
+    expect(
+      bed
+        .callsSince(mark)
+        .map((c) => c.route)
+        .sort(),
+    ).toEqual(['forfait', 'forfait', 'request']);
   });
 
   it('a root only planned (its request step failed) is requested again with the -d of the run that retries it', async () => {
