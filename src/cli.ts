@@ -10,7 +10,7 @@ import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { cleanSecret } from './core/secrets.js';
 import { environmentHelp, SECRET_VARIABLES } from './environment.js';
 import { errorJson, EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
-import { IO, type IOOptions, type Sink } from './output/io.js';
+import { IO, withinWidth, type IOOptions, type Sink } from './output/io.js';
 import { RETRY_HELP } from './settings.js';
 import { inGitHubActions } from './output/github.js';
 import { forTerminal } from './output/safe-text.js';
@@ -131,6 +131,8 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
       // ora is loaded only when a spinner is really shown, on a terminal.
       let spinner: { text: string; stop(): void } | undefined;
       let stopped = false;
+      // After its frame and a space: one row, as a progress line (withinWidth).
+      const fitted = (line: string) => withinWidth(line, process.stderr.columns || undefined, 2);
       const stop = () => {
         stopped = true;
         spinner?.stop();
@@ -140,7 +142,7 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
         if (stopped) return;
         atLeastOneColumn(process.stderr);
         spinner = ora({
-          text,
+          text: fitted(text),
           stream: process.stderr,
           // ora's default puts standard input in raw mode to swallow keys, which turns off the
           // terminal's own Ctrl-C, and (stdin-discarder 0.3) never reads the ^C it promises to pass on:
@@ -152,7 +154,7 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
       });
       return {
         update: (next) => {
-          if (spinner) spinner.text = next;
+          if (spinner) spinner.text = fitted(next);
         },
         stop: () => {
           forgetClear();

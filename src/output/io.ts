@@ -67,6 +67,20 @@ export interface IOOptions {
  */
 const JWT_SHAPE = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])/g;
 
+/**
+ * A line drawn for the while on a terminal `columns` wide (a progress line,
+ * a spinner's text after `before` columns of its own), cut with '…' to fit
+ * one row with room to spare for the ^C a Ctrl-C echoes after it: a line
+ * that wraps, or whose ^C wraps, is cleared only on its last row, and the
+ * rest stayed above what came next. ASCII text (counts and sizes).
+ */
+export function withinWidth(text: string, columns: number | undefined, before = 0): string {
+  // The '^C' echo, and the column the cursor takes after it.
+  const room = columns === undefined ? Infinity : columns - before - 3;
+  if (text.length <= room) return text;
+  return room < 2 ? text.slice(0, Math.max(0, room)) : `${text.slice(0, room - 1)}…`;
+}
+
 /** `text` ending with a line feed. */
 function asLine(text: string): string {
   return text.endsWith('\n') ? text : `${text}\n`;
@@ -400,19 +414,8 @@ export class IO {
   /** Replaces the progress line on stderr (terminal only; see showsProgress). */
   progress(text: string): void {
     if (!this.showsProgress) return;
-    this.#writeErr(`\r\u001b[K${this.#withinWidth(text)}`);
+    this.#writeErr(`\r\u001b[K${withinWidth(text, this.#stderrColumns?.())}`);
     this.#progressShown = true;
-  }
-
-  /**
-   * `text` (ASCII: counts and sizes) cut to fit one line of the terminal: one
-   * that wraps onto a second line is cleared only on its last, and its first
-   * stayed above what came next.
-   */
-  #withinWidth(text: string): string {
-    const columns = this.#stderrColumns?.();
-    if (columns === undefined || columns < 2 || text.length < columns) return text;
-    return `${text.slice(0, columns - 2)}…`;
   }
 
   /** Clears the progress line, if one is shown, so other lines never land after it. */

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { IO, type IOOptions, type Spinner } from '../../src/output/io.js';
+import { IO, withinWidth, type IOOptions, type Spinner } from '../../src/output/io.js';
 
 /** An IO over string buffers, as commands' tests use it. */
 function bufferIO(options: Partial<IOOptions> = {}) {
@@ -301,6 +301,31 @@ describe('IO.addSecret', () => {
     io.data(`value: ${long}`);
     expect(stdout()).not.toContain('-and-more-5678');
     expect(stdout()).toBe('value: [redacted]\n');
+  });
+});
+
+describe('withinWidth: a line drawn for the while, with room for a ^C', () => {
+  it('leaves a line with room to spare as it is, and any line when the width is unknown', () => {
+    expect(withinWidth('registered 3/3', 40)).toBe('registered 3/3');
+    expect(withinWidth('x'.repeat(500), undefined)).toBe('x'.repeat(500));
+    expect(withinWidth('x'.repeat(37), 40)).toBe('x'.repeat(37));
+  });
+
+  it('cuts any other to three columns less than the width (after `before` of its own), ending in …', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'grapheme-ascii', maxLength: 300 }),
+        fc.integer({ min: 1, max: 200 }),
+        fc.nat(4),
+        (text, columns, before) => {
+          const line = withinWidth(text, columns, before);
+          expect(line.length).toBeLessThanOrEqual(Math.max(0, columns - before - 3));
+          if (line !== text) expect(text.startsWith(line.replace(/…$/, ''))).toBe(true);
+        },
+      ),
+    );
+    expect(withinWidth('registering the Merkle root of 3 documents', 40)).toBe('registering the Merkle root of 3 doc…');
+    expect(withinWidth('hashing 572.0 MiB of 4.0 GiB', 31, 2)).toBe('hashing 572.0 MiB of 4.0 …');
   });
 });
 
