@@ -16620,7 +16620,7 @@ async function placeInStore(deps, input) {
 	});
 	if (known.problems.length > 0) throw known.problems[0];
 	const placed = input.documents.map((doc) => known.place(doc.sha256));
-	for (const tree of new Set(placed.flatMap((p) => p ? [p.tree] : []))) tree.merkle(store.treeFile(tree.entry.root));
+	for (const tree of treesOf(placed)) tree.merkle(store.treeFile(tree.entry.root));
 	return placed;
 }
 /**
@@ -16704,6 +16704,10 @@ async function plantTheRest(deps, input, placed, adopted) {
 		sent: adopted.sent
 	};
 }
+/** The trees the documents are placed under, each once. */
+function treesOf(placed) {
+	return new Set(placed.flatMap((place) => place ? [place.tree] : []));
+}
 /** Removes the tree of `root`, never sent, from the store, then lets go of its root's lock (`holds`). */
 function dropTree(store, root, holds) {
 	store.removeTree(root);
@@ -16740,7 +16744,7 @@ async function saveTree(deps, input, adopted, tree) {
 function refuseOtherRequests(deps, input, placed) {
 	const { description, signed } = input;
 	if (description === void 0 && !signed) return;
-	for (const tree of new Set(placed.flatMap((place) => place ? [place.tree] : []))) {
+	for (const tree of treesOf(placed)) {
 		if (tree.state !== "pending") continue;
 		const pending = deps.store.pendingIfReadable(tree.entry.root);
 		const refusal = pending && otherRequestRefusal(pending, {
@@ -16764,7 +16768,7 @@ function refuseOtherRequests(deps, input, placed) {
 async function redescribePlanned(deps, input, adopted, placed, holds) {
 	const { description } = input;
 	if (description === void 0) return;
-	for (const tree of new Set(placed.flatMap((place) => place ? [place.tree] : []))) {
+	for (const tree of treesOf(placed)) {
 		if (tree.state !== "planned" || tree.adopted || !holds.has(tree.entry.root)) continue;
 		if (tree.entry.description === description) continue;
 		tree.entry.description = description;
@@ -41057,6 +41061,10 @@ function atLeastOneColumn(stream) {
 		set: (value) => columns = value
 	});
 }
+/** The width of stderr's terminal; 0 or none: a pty given no size says nothing of its width. */
+function stderrColumns() {
+	return process.stderr.columns || void 0;
+}
 /** The IO object over this process's streams. */
 function processIO(env, streams = {}) {
 	return new IO({
@@ -41068,11 +41076,11 @@ function processIO(env, streams = {}) {
 		stdoutIsTTY: Boolean(process.stdout.isTTY),
 		colour: colourWanted(env, Boolean(process.stdout.isTTY)),
 		warningAnnotations: inGitHubActions(env),
-		stderrColumns: () => process.stderr.columns || void 0,
+		stderrColumns,
 		startSpinner: (text) => {
 			let spinner;
 			let stopped = false;
-			const fitted = (line) => withinWidth(line, process.stderr.columns || void 0, 2);
+			const fitted = (line) => withinWidth(line, stderrColumns(), 2);
 			const stop = () => {
 				stopped = true;
 				spinner?.stop();

@@ -114,6 +114,11 @@ function atLeastOneColumn(stream: NodeJS.WriteStream): void {
   });
 }
 
+/** The width of stderr's terminal; 0 or none: a pty given no size says nothing of its width. */
+function stderrColumns(): number | undefined {
+  return process.stderr.columns || undefined;
+}
+
 /** The IO object over this process's streams. */
 export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {}): IO {
   const options: IOOptions = {
@@ -125,14 +130,13 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     colour: colourWanted(env, Boolean(process.stdout.isTTY)),
     warningAnnotations: inGitHubActions(env),
-    // 0 or none: a pty given no size says nothing of its width.
-    stderrColumns: () => process.stderr.columns || undefined,
+    stderrColumns,
     startSpinner: (text) => {
       // ora is loaded only when a spinner is really shown, on a terminal.
       let spinner: { text: string; stop(): void } | undefined;
       let stopped = false;
       // After its frame and a space: one row, as a progress line (withinWidth).
-      const fitted = (line: string) => withinWidth(line, process.stderr.columns || undefined, 2);
+      const fitted = (line: string) => withinWidth(line, stderrColumns(), 2);
       const stop = () => {
         stopped = true;
         spinner?.stop();

@@ -179,7 +179,7 @@ async function placeInStore(deps: FlowDeps, input: AggregateInput): Promise<(Pla
   if (known.problems.length > 0) throw known.problems[0]!;
   const placed = input.documents.map((doc) => known.place(doc.sha256));
   // A root is sent, and a proof given, only from a tree whose leaves make that root.
-  for (const tree of new Set(placed.flatMap((p) => (p ? [p.tree] : [])))) tree.merkle(store.treeFile(tree.entry.root));
+  for (const tree of treesOf(placed)) tree.merkle(store.treeFile(tree.entry.root));
   return placed;
 }
 
@@ -271,6 +271,11 @@ async function plantTheRest(
   return { placements: placed, leftOut, holds, asked, sent: adopted.sent };
 }
 
+/** The trees the documents are placed under, each once. */
+function treesOf(placed: readonly (Placement | undefined)[]): Set<LoadedTree> {
+  return new Set(placed.flatMap((place) => (place ? [place.tree] : [])));
+}
+
 /** Removes the tree of `root`, never sent, from the store, then lets go of its root's lock (`holds`). */
 function dropTree(store: ServiceStore, root: string, holds: Map<string, () => void>): void {
   store.removeTree(root);
@@ -321,7 +326,7 @@ async function saveTree(deps: FlowDeps, input: AggregateInput, adopted: Adoption
 function refuseOtherRequests(deps: FlowDeps, input: AggregateInput, placed: readonly (Placement | undefined)[]): void {
   const { description, signed } = input;
   if (description === undefined && !signed) return;
-  for (const tree of new Set(placed.flatMap((place) => (place ? [place.tree] : [])))) {
+  for (const tree of treesOf(placed)) {
     if (tree.state !== 'pending') continue;
     const pending = deps.store.pendingIfReadable(tree.entry.root);
     const refusal =
@@ -354,7 +359,7 @@ async function redescribePlanned(
 ): Promise<void> {
   const { description } = input;
   if (description === undefined) return;
-  for (const tree of new Set(placed.flatMap((place) => (place ? [place.tree] : [])))) {
+  for (const tree of treesOf(placed)) {
     if (tree.state !== 'planned' || tree.adopted || !holds.has(tree.entry.root)) continue;
     if (tree.entry.description === description) continue;
     tree.entry.description = description;
