@@ -8770,11 +8770,14 @@ function errorJson(error) {
 }
 /**
 * An error that stops a run after something was sent: exit 2 would say
-* nothing was, so a usage error becomes 1 (its message and hint kept).
+* nothing was, so a usage error becomes 1, its hint kept, and its message
+* too, but for a closing "nothing was sent", which is no longer true: no
+* more was (an --aggregate refusal after a root was asked about said both).
 */
 function sentAlready(error) {
 	if (!(error instanceof NotarizeError) || error.exitCode !== EXIT.usage) return error;
-	return new NotarizeError(error.code, EXIT.refused, error.message, {
+	const message = error.message.replace(/; nothing was sent$/, "; nothing more was sent");
+	return new NotarizeError(error.code, EXIT.refused, message, {
 		...error.hint === void 0 ? {} : { hint: error.hint },
 		cause: error
 	});

@@ -496,6 +496,23 @@ describe('register --aggregate re-runs with other flags', () => {
     ).toEqual(['forfait', 'forfait', 'request']);
   });
 
+  it('refused once a root was asked about for a manifest in --receipt-dir: exit 1, saying nothing more was sent', async () => {
+    const [a, b, c] = await writeDocs('flags-asked', 'refused after an ask', ['a', 'b', 'c']);
+    const receipts = bed.path('flags-asked-receipts');
+    const store = freshStore();
+    expect((await onStore(store, receipts, [a!, b!], ['-d', 'orig', '--no-complete'])).run.code).toBe(0);
+    // Another store's run over the newcomer leaves its manifest in the same folder: this run asks about it first.
+    expect((await onStore(freshStore(), receipts, [c!], ['--no-complete'])).run.code).toBe(0);
+    const { run, calls } = await onStore(store, receipts, [a!, b!, c!], ['-d', 'other']);
+    expect(run.code, describeRun(run)).toBe(1);
+    expect(calls.map((call) => call.split(':')[0])).toEqual(['request']);
+    expect(jsonError(run.stderr)).toMatchObject({
+      code: 'pending_session_differs',
+      exitCode: 1,
+      message: expect.stringMatching(/was requested with the description "orig"; nothing more was sent$/),
+    });
+  });
+
   it('a root only planned (its request step failed) is requested again with the -d of the run that retries it', async () => {
     await writeDocs('flags-planned', 'planned root, description', ['a', 'b']);
     bed.sandbox.addFaults(parseFaults('request:status=500*4'));
