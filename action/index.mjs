@@ -9775,6 +9775,30 @@ var http_exports = /* @__PURE__ */ __exportAll({
 	parseRetryAfter: () => parseRetryAfter
 });
 /**
+* An abort signal at `ms`, as AbortSignal.timeout gives, but patient with
+* what has come meanwhile: when its timer fires, the abort waits for the I/O
+* the event loop has ready (setImmediate runs after it). A process stopped
+* past the timeout (SIGSTOP, a paused container or VM) finds, once it runs
+* again, both its timers due and the answer that arrived meanwhile in its
+* socket, and timers run first: a forfait answered while the process was
+* stopped was given up as unanswered, its record lost (a re-run got 409).
+* undici's own header and body timers would do the same, so they are off.
+*/
+function patientTimeout(ms) {
+	const controller = new AbortController();
+	let immediate;
+	const timer = setTimeout(() => {
+		immediate = setImmediate(() => controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")));
+	}, ms);
+	return {
+		signal: controller.signal,
+		clear() {
+			clearTimeout(timer);
+			if (immediate !== void 0) clearImmediate(immediate);
+		}
+	};
+}
+/**
 * The body of an answer, bounded in size. Throws UnreadableAnswerError
 * when it stalls past the timeout, breaks off, is too large, or comes
 * compressed although notarize never asks for compression.
@@ -10044,7 +10068,7 @@ var init_http$1 = __esmMin((() => {
 		* 4xx) or ProtocolError (unexpected status, oversized answer).
 		*/
 		async send(req) {
-			const { method, path } = req;
+			const { path } = req;
 			assertSafePath(path);
 			const url = this.url(path);
 			const started = performance$1.now();
@@ -10058,6 +10082,16 @@ var init_http$1 = __esmMin((() => {
 				headers.authorization = `Bearer ${req.token}`;
 			}
 			const elapsed = () => `${Math.round(performance$1.now() - started)} ms`;
+			const timeout = patientTimeout(this.options.timeoutMs);
+			try {
+				return await this.#exchange(req, url, headers, timeout.signal, elapsed);
+			} finally {
+				timeout.clear();
+			}
+		}
+		/** One request and its answer, read (see send); `signal` ends it at the timeout. */
+		async #exchange(req, url, headers, signal, elapsed) {
+			const { method } = req;
 			let answer;
 			try {
 				const target = new URL(url);
@@ -10067,9 +10101,9 @@ var init_http$1 = __esmMin((() => {
 					method,
 					headers,
 					body: req.body,
-					headersTimeout: this.options.timeoutMs,
-					bodyTimeout: this.options.timeoutMs,
-					signal: AbortSignal.timeout(this.options.timeoutMs)
+					headersTimeout: 0,
+					bodyTimeout: 0,
+					signal
 				});
 			} catch (error) {
 				this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);

@@ -85,7 +85,7 @@ export class HttpTransport {
    * 4xx) or ProtocolError (unexpected status, oversized answer).
    */
   async send(req: HttpRequest): Promise<HttpAnswer> {
-    const { method, path } = req;
+    const { path } = req;
     assertSafePath(path);
     const url = this.url(path);
     const started = performance.now();
@@ -105,6 +105,23 @@ export class HttpTransport {
       headers.authorization = `Bearer ${req.token}`;
     }
     const elapsed = () => `${Math.round(performance.now() - started)} ms`;
+    const timeout = patientTimeout(this.options.timeoutMs);
+    try {
+      return await this.#exchange(req, url, headers, timeout.signal, elapsed);
+    } finally {
+      timeout.clear();
+    }
+  }
+
+  /** One request and its answer, read (see send); `signal` ends it at the timeout. */
+  async #exchange(
+    req: HttpRequest,
+    url: string,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+    elapsed: () => string,
+  ): Promise<HttpAnswer> {
+    const { method } = req;
     let answer: Dispatcher.ResponseData;
     try {
       const target = new URL(url);
@@ -114,9 +131,10 @@ export class HttpTransport {
         method,
         headers,
         body: req.body,
-        headersTimeout: this.options.timeoutMs,
-        bodyTimeout: this.options.timeoutMs,
-        signal: AbortSignal.timeout(this.options.timeoutMs),
+        // undici's own timers are off: the signal bounds the whole exchange (see patientTimeout).
+        headersTimeout: 0,
+        bodyTimeout: 0,
+        signal,
       });
     } catch (error) {
       this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);
@@ -152,6 +170,33 @@ export class HttpTransport {
     if (status === 407) throw proxyAuthError(`${method} ${url} answered 407`, this.options.proxyVariable);
     throw statusError(method, url, status, text, retryAfter, secretsOf(req));
   }
+}
+
+/**
+ * An abort signal at `ms`, as AbortSignal.timeout gives, but patient with
+ * what has come meanwhile: when its timer fires, the abort waits for the I/O
+ * the event loop has ready (setImmediate runs after it). A process stopped
+ * past the timeout (SIGSTOP, a paused container or VM) finds, once it runs
+ * again, both its timers due and the answer that arrived meanwhile in its
+ * socket, and timers run first: a forfait answered while the process was
+ * stopped was given up as unanswered, its record lost (a re-run got 409).
+ * undici's own header and body timers would do the same, so they are off.
+ */
+function patientTimeout(ms: number): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  let immediate: NodeJS.Immediate | undefined;
+  const timer = setTimeout(() => {
+    immediate = setImmediate(() =>
+      controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+    );
+  }, ms);
+  return {
+    signal: controller.signal,
+    clear() {
+      clearTimeout(timer);
+      if (immediate !== undefined) clearImmediate(immediate);
+    },
+  };
 }
 
 /**

@@ -1,4 +1,6 @@
 import { Agent, MockAgent } from 'undici';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HttpTransport, MAX_ANSWER_BYTES, parseRetryAfter, type TransportOptions } from '../../src/api/http.js';
@@ -320,6 +322,42 @@ describe('HttpTransport: network failures', () => {
     });
     const answer = await transport().send({ method: 'GET', path: '/api/v2/x', token: TOKEN });
     expect(answer.text.length).toBe(MAX_ANSWER_BYTES);
+  });
+});
+
+describe('HttpTransport: a process held past its timeout (SIGSTOP, a paused container)', () => {
+  // The server is another process: it answers while this one is held. Once the thread runs again,
+  // its timers are due and the answer is in the socket; the answer must win.
+  it('reads the answer that came while it was held, rather than give it up as timed out', async () => {
+    const server = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const s = require('node:http').createServer((req, res) => {
+           req.resume();
+           req.on('end', () => { console.log('received'); setTimeout(() => res.end('{"record":true}'), 100); });
+         });
+         s.listen(0, '127.0.0.1', () => console.log(s.address().port));
+         setTimeout(() => process.exit(0), 20000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      const lines = createInterface({ input: server.stdout })[Symbol.asyncIterator]();
+      const port = Number((await lines.next()).value);
+      const sending = transport({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 300 }).send({
+        method: 'POST',
+        path: '/api/v2/registration/x/forfait',
+        body: '{}',
+        token: TOKEN,
+      });
+      expect((await lines.next()).value).toBe('received');
+      // Held for 800 ms, past the 300 ms timeout: the answer comes after 100 ms of it.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 800);
+      await expect(sending).resolves.toEqual({ status: 200, text: '{"record":true}' });
+    } finally {
+      server.kill();
+    }
   });
 });
 
