@@ -11223,26 +11223,32 @@ function tooLarge(source, limit, what) {
 * Throws when the process's standard input, as `-`, is a directory (`< .`):
 * Node reads one as empty, so the digest of zero bytes (registered and paid
 * for), or an empty description, would be taken for what was meant
-* (`sha256sum - < .` fails the same way). A document's read fails alone
-* (InputFileError); the read of `what` (a description, a list) stops the
-* run (UsageError), both exit 2. A closed standard input cannot be told from
-* `< /dev/null` here: Node opens /dev/null in its place at start. Any other
-* stream (a test's) is taken as it is.
+* (`sha256sum - < .` fails the same way). With `refuseNull`, /dev/null too,
+* which is also what a closed standard input becomes (Node opens it in its
+* place at start): a cron job, `ssh -n` or a CI step with no input attached,
+* or a pipe left out, registered the empty document (`register /dev/null`
+* was refused all along). `hash -` and `verify -` read it, as sha256sum
+* does; an empty document piped in on purpose is read by all. A document's
+* read fails alone (InputFileError); the read of `what` (a description, a
+* list: never meant empty) stops the run (UsageError), both exit 2. Any
+* other stream (a test's) is taken as it is.
 */
-function checkStandardInput(stdin, what) {
+function checkStandardInput(stdin, what, refuseNull = what !== void 0) {
 	if (stdin !== process.stdin) return;
-	let directory;
+	let reason;
 	try {
-		directory = fstatSync(0).isDirectory();
+		const input = fstatSync(0);
+		if (input.isDirectory()) reason = "a directory";
+		else if (refuseNull && input.isCharacterDevice() && input.rdev === statSync("/dev/null").rdev) reason = "/dev/null (or closed)";
 	} catch {
 		return;
 	}
-	if (!directory) return;
+	if (reason === void 0) return;
 	const hint = "give '-' a file (`< file`) or a pipe, or name a file instead of '-'";
-	if (what !== void 0) throw new UsageError(`cannot read ${what} from '-': standard input is a directory`, { hint });
-	throw new InputFileError("-", "standard input is a directory", {
-		code: "is_directory",
-		message: "standard input ('-') is a directory",
+	if (what !== void 0) throw new UsageError(`cannot read ${what} from '-': standard input is ${reason}`, { hint });
+	throw new InputFileError("-", `standard input is ${reason}`, {
+		code: reason === "a directory" ? "is_directory" : "no_input",
+		message: `standard input ('-') is ${reason}`,
 		hint
 	});
 }
@@ -11282,9 +11288,13 @@ function normalizeHash(input) {
 	});
 	return trimmed.toLowerCase();
 }
-/** Hashes a readable stream to its lowercase hex SHA-256 digest. */
-async function hashStream(stream, onProgress) {
-	checkStandardInput(stream);
+/**
+* Hashes a readable stream to its lowercase hex SHA-256 digest; `refuseNull`:
+* a standard input that is /dev/null (or closed) is refused, as register
+* refuses it (checkStandardInput).
+*/
+async function hashStream(stream, onProgress, refuseNull = false) {
+	checkStandardInput(stream, void 0, refuseNull);
 	const hash = createHash("sha256");
 	let bytes = 0;
 	for await (const chunk of stream) {
@@ -21135,7 +21145,7 @@ async function describe$1(options, item, pool, onProgress) {
 	};
 	if (item.kind === "stdin") return {
 		...common,
-		hash: await hashStream(options.io.stdin, onProgress),
+		hash: await hashStream(options.io.stdin, onProgress, true),
 		description: options.description ?? ""
 	};
 	const name = basename(item.path);

@@ -679,7 +679,11 @@ async function describe(
   if (item.kind === 'unusable') throw item.error;
   if (item.kind === 'hash') return { ...common, hash: item.hash, description: options.description ?? '' };
   if (item.kind === 'stdin') {
-    return { ...common, hash: await hashStream(options.io.stdin, onProgress), description: options.description ?? '' };
+    return {
+      ...common,
+      hash: await hashStream(options.io.stdin, onProgress, true),
+      description: options.description ?? '',
+    };
   }
   const name = basename(item.path);
   checkNameSent(options, name, options.custody);

@@ -63,9 +63,13 @@ export function normalizeHash(input: string): string {
 /** Told the running byte count while hashing (for progress on a terminal). */
 export type HashProgress = (bytes: number) => void;
 
-/** Hashes a readable stream to its lowercase hex SHA-256 digest. */
-export async function hashStream(stream: Readable, onProgress?: HashProgress): Promise<string> {
-  checkStandardInput(stream);
+/**
+ * Hashes a readable stream to its lowercase hex SHA-256 digest; `refuseNull`:
+ * a standard input that is /dev/null (or closed) is refused, as register
+ * refuses it (checkStandardInput).
+ */
+export async function hashStream(stream: Readable, onProgress?: HashProgress, refuseNull = false): Promise<string> {
+  checkStandardInput(stream, undefined, refuseNull);
   const hash = createHash('sha256');
   let bytes = 0;
   for await (const chunk of stream) {

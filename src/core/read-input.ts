@@ -3,7 +3,7 @@
  * file or standard input with a size bound, so that a wrong argument such as
  * /dev/zero or a huge file fails at once instead of filling memory.
  */
-import { createReadStream, fstatSync } from 'node:fs';
+import { createReadStream, fstatSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { InputFileError, UsageError } from '../errors.js';
@@ -58,26 +58,34 @@ export function tooLarge(source: string, limit: number, what: string): UsageErro
  * Throws when the process's standard input, as `-`, is a directory (`< .`):
  * Node reads one as empty, so the digest of zero bytes (registered and paid
  * for), or an empty description, would be taken for what was meant
- * (`sha256sum - < .` fails the same way). A document's read fails alone
- * (InputFileError); the read of `what` (a description, a list) stops the
- * run (UsageError), both exit 2. A closed standard input cannot be told from
- * `< /dev/null` here: Node opens /dev/null in its place at start. Any other
- * stream (a test's) is taken as it is.
+ * (`sha256sum - < .` fails the same way). With `refuseNull`, /dev/null too,
+ * which is also what a closed standard input becomes (Node opens it in its
+ * place at start): a cron job, `ssh -n` or a CI step with no input attached,
+ * or a pipe left out, registered the empty document (`register /dev/null`
+ * was refused all along). `hash -` and `verify -` read it, as sha256sum
+ * does; an empty document piped in on purpose is read by all. A document's
+ * read fails alone (InputFileError); the read of `what` (a description, a
+ * list: never meant empty) stops the run (UsageError), both exit 2. Any
+ * other stream (a test's) is taken as it is.
  */
-export function checkStandardInput(stdin: Readable, what?: string): void {
+export function checkStandardInput(stdin: Readable, what?: string, refuseNull = what !== undefined): void {
   if (stdin !== process.stdin) return;
-  let directory: boolean;
+  let reason: string | undefined;
   try {
-    directory = fstatSync(0).isDirectory();
+    const input = fstatSync(0);
+    if (input.isDirectory()) reason = 'a directory';
+    else if (refuseNull && input.isCharacterDevice() && input.rdev === statSync('/dev/null').rdev) {
+      reason = '/dev/null (or closed)';
+    }
   } catch {
     return; // Unknown: read it as it comes.
   }
-  if (!directory) return;
+  if (reason === undefined) return;
   const hint = "give '-' a file (`< file`) or a pipe, or name a file instead of '-'";
-  if (what !== undefined) throw new UsageError(`cannot read ${what} from '-': standard input is a directory`, { hint });
-  throw new InputFileError('-', 'standard input is a directory', {
-    code: 'is_directory',
-    message: "standard input ('-') is a directory",
+  if (what !== undefined) throw new UsageError(`cannot read ${what} from '-': standard input is ${reason}`, { hint });
+  throw new InputFileError('-', `standard input is ${reason}`, {
+    code: reason === 'a directory' ? 'is_directory' : 'no_input',
+    message: `standard input ('-') is ${reason}`,
     hint,
   });
 }

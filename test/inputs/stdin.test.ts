@@ -50,3 +50,37 @@ describe("'-' when standard input is a directory", () => {
     expect(run.stderr).toContain("cannot read the description from '-': standard input is a directory");
   });
 });
+
+/** The bin run with `args` and /dev/null as its standard input ('ignore': what a closed one becomes too). */
+function withNullStdin(args: string[]) {
+  const env = { ...process.env, NOTARIZE_CONFIG_DIR: tempDir(), NOTARIZE_BASE_URL: 'http://127.0.0.1:9' };
+  return spawnSync(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env, encoding: 'utf8' });
+}
+
+describe("'-' when standard input is /dev/null, or closed (a cron job, `ssh -n`, a CI step with no input)", () => {
+  it('register refuses it, exit 2, nothing sent: the empty document was registered and paid for', () => {
+    const run = withNullStdin(['register', '-', '-d', 'nightly build', '--json']);
+    expect(run.status, run.stderr).toBe(2);
+    expect(run.stdout + run.stderr).toContain("standard input ('-') is /dev/null (or closed)");
+    expect(run.stdout + run.stderr).not.toMatch(/e3b0c442/);
+  });
+
+  it('a description or a list from it is refused too, not read as empty', () => {
+    const description = withNullStdin(['register', '--hash', 'ab'.repeat(32), '--description-file', '-']);
+    expect(description.status, description.stderr).toBe(2);
+    expect(description.stderr).toContain(
+      "cannot read the description from '-': standard input is /dev/null (or closed)",
+    );
+    const list = withNullStdin(['hash', '--files-from', '-']);
+    expect(list.status, list.stderr).toBe(2);
+    expect(list.stderr).toContain(
+      "cannot read the --files-from list from '-': standard input is /dev/null (or closed)",
+    );
+  });
+
+  it('hash - reads it as the empty document, as sha256sum does (nothing is paid for there)', () => {
+    const run = withNullStdin(['hash', '-']);
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  -\n');
+  });
+});
