@@ -12099,11 +12099,14 @@ function judgeByLedger(ledger, hash, name) {
 			...proof ? { proof } : {}
 		};
 	}
-	if (verdict.status === "modified") return {
-		status: "modified",
-		source: "ledger",
-		reason: `'${verdict.name}' was notarized with digest ${verdict.sha256} (${verdict.completedAt})`
-	};
+	if (verdict.status === "modified") {
+		const { name, sha256, completedAt, digests } = verdict;
+		return {
+			status: "modified",
+			source: "ledger",
+			reason: digests === 1 ? `'${name}' was notarized with digest ${sha256} (${completedAt})` : `'${name}' was notarized with ${digests} other digests, the latest ${sha256} (${completedAt})`
+		};
+	}
 	if (verdict.damaged) return {
 		status: "unknown",
 		reason: `its ledger entry is no proof: ${verdict.damaged.message}`
@@ -22528,13 +22531,21 @@ var init_ledger = __esmMin((() => {
 				for (const leaf of tree.entry.leaves) if (leaf.name !== null) this.#name(leaf.name, leaf.sha256, completedAt);
 			}
 		}
-		/** For a name notarized several times, the latest completion speaks for it. */
+		/** For a name notarized several times, the latest completion speaks for it; every digest is counted. */
 		#name(name, sha256, completedAt) {
 			const known = this.#byName.get(name);
-			if (!known || known.completedAt < completedAt) this.#byName.set(name, {
+			if (!known) this.#byName.set(name, {
 				sha256,
-				completedAt
+				completedAt,
+				all: /* @__PURE__ */ new Set([sha256])
 			});
+			else {
+				known.all.add(sha256);
+				if (known.completedAt < completedAt) Object.assign(known, {
+					sha256,
+					completedAt
+				});
+			}
 		}
 		/** Reads the whole ledger of a service and its registered trees; damaged files are returned as problems. */
 		static async load(store) {
@@ -22601,11 +22612,15 @@ var init_ledger = __esmMin((() => {
 			};
 			if (name !== void 0) this.#nameLeaves();
 			const sameName = name === void 0 ? void 0 : this.#byName.get(name);
-			return sameName && name !== void 0 ? {
+			if (sameName === void 0 || name === void 0) return { status: "unknown" };
+			const { sha256, completedAt, all } = sameName;
+			return {
 				status: "modified",
 				name,
-				...sameName
-			} : { status: "unknown" };
+				sha256,
+				completedAt,
+				digests: all.size
+			};
 		}
 	};
 }));

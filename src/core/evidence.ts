@@ -164,11 +164,14 @@ function judgeByLedger(ledger: LedgerIndex, hash: string, name: string | undefin
     return { status: 'verified', source: 'ledger', recordJson: entry.recordJson, ...(proof ? { proof } : {}) };
   }
   if (verdict.status === 'modified') {
-    return {
-      status: 'modified',
-      source: 'ledger',
-      reason: `'${verdict.name}' was notarized with digest ${verdict.sha256} (${verdict.completedAt})`,
-    };
+    const { name, sha256, completedAt, digests } = verdict;
+    // Several digests under this base name (versions of one document, or files of other folders sharing
+    // it): none is this one, and the latest is not named as if it were this file's own.
+    const reason =
+      digests === 1
+        ? `'${name}' was notarized with digest ${sha256} (${completedAt})`
+        : `'${name}' was notarized with ${digests} other digests, the latest ${sha256} (${completedAt})`;
+    return { status: 'modified', source: 'ledger', reason };
   }
   if (verdict.damaged) return { status: 'unknown', reason: `its ledger entry is no proof: ${verdict.damaged.message}` };
   if (verdict.confirmedUnder !== undefined) {

@@ -13,8 +13,12 @@ import type { InclusionProof } from './receipt-format.js';
 export type Verdict =
   /** `proof`: the document is a leaf of the registered root `entry` is the record of. */
   | { status: 'verified'; entry: LedgerEntry; proof?: InclusionProof }
-  /** A file of this name was notarized with digest `sha256`, completed at `completedAt`. */
-  | { status: 'modified'; name: string; sha256: string; completedAt: string }
+  /**
+   * A file of this name was notarized with digest `sha256`, completed at
+   * `completedAt` (the latest of `digests` distinct digests notarized under
+   * that name: a name is a base name, which files of several folders share).
+   */
+  | { status: 'modified'; name: string; sha256: string; completedAt: string; digests: number }
   /**
    * `damaged`: the ledger has a file for this digest, but it is no proof (unreadable, or a record of another hash).
    * `confirmedUnder`: the service answered 409 for this digest, or for the root of a tree holding it
@@ -28,10 +32,11 @@ function registeredRecord(tree: LoadedTree): LedgerEntry {
   return tree.record;
 }
 
-/** What the ledger knows of a file name: the digest it was last notarized with, and when. */
+/** What the ledger knows of a file name: the digest it was last notarized with, and when, and every digest under it. */
 interface NamedDigest {
   sha256: string;
   completedAt: string;
+  all: Set<string>;
 }
 
 /** The registered trees (trees.ts indexes them by document), and where a tree's file is, for its errors. */
@@ -81,10 +86,14 @@ export class LedgerIndex {
     }
   }
 
-  /** For a name notarized several times, the latest completion speaks for it. */
+  /** For a name notarized several times, the latest completion speaks for it; every digest is counted. */
   #name(name: string, sha256: string, completedAt: string): void {
     const known = this.#byName.get(name);
-    if (!known || known.completedAt < completedAt) this.#byName.set(name, { sha256, completedAt });
+    if (!known) this.#byName.set(name, { sha256, completedAt, all: new Set([sha256]) });
+    else {
+      known.all.add(sha256);
+      if (known.completedAt < completedAt) Object.assign(known, { sha256, completedAt });
+    }
   }
 
   /** Reads the whole ledger of a service and its registered trees; damaged files are returned as problems. */
@@ -126,6 +135,8 @@ export class LedgerIndex {
     if (confirmedUnder !== undefined) return { status: 'unknown', confirmedUnder };
     if (name !== undefined) this.#nameLeaves();
     const sameName = name === undefined ? undefined : this.#byName.get(name);
-    return sameName && name !== undefined ? { status: 'modified', name, ...sameName } : { status: 'unknown' };
+    if (sameName === undefined || name === undefined) return { status: 'unknown' };
+    const { sha256, completedAt, all } = sameName;
+    return { status: 'modified', name, sha256, completedAt, digests: all.size };
   }
 }

@@ -69,6 +69,21 @@ describe('runVerify', () => {
     expect(t.stderr()).toBe(`verified: ${path} is notarized\n`);
   });
 
+  it("files of one base name in two folders: one changed is modified without being blamed with the other's digest", async () => {
+    await registered('linux/app', 'the linux build\n');
+    const mac = await registered('mac/app', 'the mac build\n');
+    await writeFile(mac, 'the mac build, tampered\n');
+    const items = new ItemResults();
+    await runVerify(options(contextFor(bed), [mac]), items);
+    const [result] = items.list();
+    expect(result).toMatchObject({ status: 'modified' });
+    // Not "'app' was notarized with digest <linux/app's>", as if that were mac/app's own.
+    const latest = [sha256('the linux build\n'), sha256('the mac build\n')];
+    expect(result?.reason).toMatch(
+      new RegExp(`^'app' was notarized with 2 other digests, the latest (${latest.join('|')}) \\(`),
+    );
+  });
+
   it('verified, modified and unknown documents in input order; the run fails with exit 6', async () => {
     const good = await registered('a.txt', 'a\n');
     const goodHash = sha256('a\n');

@@ -47,6 +47,7 @@ describe('LedgerIndex', () => {
         name: 'contract.pdf',
         sha256: v2.hash,
         completedAt: v2.completedAt,
+        digests: 2,
       });
     }
   });
