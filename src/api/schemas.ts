@@ -117,7 +117,8 @@ export const fileMetadataSchema = z.looseObject({
   name: z.string(),
   type: z.string(),
   size: z.int().nonnegative(),
-  lastModified: z.int().nonnegative(),
+  // Unix milliseconds (service-api.md), negative before 1970.
+  lastModified: z.int(),
   userId: z.int(),
   walletName: z.string().nullable().optional(),
 });

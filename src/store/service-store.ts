@@ -52,7 +52,9 @@ function withoutVersion<T extends { schemaVersion: number }>({ schemaVersion: _v
 const fileFacts = z.object({
   name: z.string(),
   size: z.int().nonnegative(),
-  lastModified: z.int().nonnegative(),
+  // Unix milliseconds, before 1970 too (a file unpacked from an old archive): a record saved with one
+  // was read back as damaged, after it was paid for.
+  lastModified: z.int(),
 });
 export type FileFacts = z.infer<typeof fileFacts>;
 

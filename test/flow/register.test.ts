@@ -338,6 +338,47 @@ describe('register and complete', () => {
     expect(help.stdout).toMatch(/does NOT upload the file/);
   });
 
+  it('--custody for documents this store registered without it: said, for one and for a batch, nothing sent', async () => {
+    await login();
+    const one = await bed.file('plain-one.txt', 'registered without custody, one\n');
+    const two = await bed.file('plain-two.txt', 'registered without custody, two\n');
+    expect((await run(['register', one, two])).code).toBe(0);
+    const mark = bed.mark();
+    const single = await run(['register', one, '--custody']);
+    expect(single.code, single.stderr).toBe(0);
+    expect(single.stderr).toContain(
+      'custody: the file metadata could not be sent, and the file itself was NOT uploaded.',
+    );
+    const batch = await run(['register', one, two, '--custody']);
+    expect(batch.code, batch.stderr).toBe(0);
+    for (const doc of [one, two]) {
+      expect(batch.stderr).toContain(
+        `custody: ${doc}: it was registered before without custody, so no file metadata was sent, and the file itself was NOT uploaded`,
+      );
+    }
+    expect(bed.callsSince(mark)).toEqual([]);
+  });
+
+  it('a document last modified before 1970: registered with --custody, its metadata sent, its record read back by show and list', async () => {
+    await login();
+    const doc = await bed.file('old-archive.txt', 'unpacked from an old archive\n');
+    await utimes(doc, new Date(-1000), new Date(-1000));
+    const hash = sha256('unpacked from an old archive\n');
+    const mark = bed.mark();
+    const result = await run(['register', doc, '--custody']);
+    expect(result.code, result.stderr).toBe(0);
+    const calls = bed.callsSince(mark);
+    expect(routes(calls)).toEqual(['request', 'forfait', 'file']);
+    expect(JSON.parse(calls[2]!.body)).toMatchObject({ hash, lastModified: -1000 });
+    // Its own record is no "damaged store file": the ledger reads it, the re-run sends nothing.
+    for (const args of [['show', doc], ['list'], ['register', doc, '--custody']]) {
+      const again = await run(args);
+      expect(again.code, `${args.join(' ')}: ${again.stderr}`).toBe(0);
+      expect(again.stderr).not.toMatch(/damaged/);
+    }
+    expect(routes(bed.callsSince(mark))).toEqual(['request', 'forfait', 'file']);
+  });
+
   it('--custody over several documents: said once at the end, in every format, that the files were NOT uploaded', async () => {
     await login();
     // complete --all of several sessions requested with --custody says it too.
