@@ -9295,7 +9295,7 @@ var init_schemas = __esmMin((() => {
 		name: string$1(),
 		type: string$1(),
 		size: int().nonnegative(),
-		lastModified: int().nonnegative(),
+		lastModified: int(),
 		userId: int(),
 		walletName: string$1().nullable().optional()
 	});
@@ -12648,7 +12648,7 @@ var init_service_store = __esmMin((() => {
 	fileFacts = object({
 		name: string$1(),
 		size: int().nonnegative(),
-		lastModified: int().nonnegative()
+		lastModified: int()
 	});
 	jsonObjectText = string$1().refine((text) => {
 		try {
@@ -13813,7 +13813,7 @@ async function register(deps, input) {
 	return locked(deps, input.hash, async (tracked) => {
 		const existing = store.readRecord(input.hash);
 		if (existing) removeLeftover(deps, existing);
-		if (existing && !input.force) return alreadyInLedger(deps, existing, tracked, input.walletName);
+		if (existing && !input.force) return alreadyInLedger(deps, existing, tracked, input.walletName, input.custody);
 		let pending = store.readPending(input.hash);
 		const reused = pending !== void 0;
 		if (pending !== void 0) refuseOtherRequest(pending, input);
@@ -14089,7 +14089,7 @@ function custodyFailure(outcome) {
 * this run's --wallet-name if it gives one, so that re-running the same
 * command (or `complete`) finishes what exit 4 left.
 */
-async function alreadyInLedger(deps, existing, tracked, walletName) {
+async function alreadyInLedger(deps, existing, tracked, walletName, custodyAsked = false) {
 	const { hash } = existing;
 	let owed;
 	try {
@@ -14107,17 +14107,28 @@ async function alreadyInLedger(deps, existing, tracked, walletName) {
 			}
 		};
 	}
-	if (owed === void 0) return {
-		kind: "already-registered",
-		hash,
-		entry: existing
-	};
+	if (owed === void 0) return recordedOutcome(existing, custodyAsked);
 	tracked.recordSaved(true);
 	return {
 		kind: "already-registered",
 		hash,
 		entry: existing,
 		custody: await sendOwedMetadata(deps, hash, await withWalletName(deps, owed, walletName), tracked)
+	};
+}
+/**
+* The outcome of a run for a hash the ledger has, nothing left to send for
+* it. Asked for custody of a registration made without it, it says no
+* metadata was sent (exit 0 alone looked like custody in effect).
+*/
+function recordedOutcome(entry, custodyAsked) {
+	const withCustody = JSON.parse(entry.recordJson).custody === true;
+	const unsent = custodyAsked && !withCustody ? { custody: { metadataSent: false } } : {};
+	return {
+		kind: "already-registered",
+		hash: entry.hash,
+		entry,
+		...unsent
 	};
 }
 /**
@@ -21433,7 +21444,8 @@ var init_register = __esmMin((() => {
 		}
 		/**
 		* A batch's results have no custody field: a registration the service
-		* already had (409), which gets no metadata of this run and fails nothing,
+		* already had (409), or this store without custody, which gets no metadata
+		* of this run and fails nothing,
 		* is said on stderr (a `::warning::` in a workflow), as one document alone
 		* says it (present.ts showCustody).
 		*/
@@ -21441,7 +21453,8 @@ var init_register = __esmMin((() => {
 			if (outcome.kind !== "already-registered" || outcome.custody?.metadataSent !== false) return;
 			if (outcome.custody.error !== void 0) return;
 			const what = result.file ?? result.hash ?? "a document";
-			this.#options.io.warn(`custody: ${what}: the service already had it (409), so no file metadata was sent, and the file itself was NOT uploaded`);
+			const why = outcome.service ? "the service already had it (409)" : "it was registered before without custody";
+			this.#options.io.warn(`custody: ${what}: ${why}, so no file metadata was sent, and the file itself was NOT uploaded`);
 		}
 		async close() {
 			this.#spinner.stop();
@@ -21545,11 +21558,7 @@ var init_register = __esmMin((() => {
 			try {
 				const entry = store.readRecord(input.hash);
 				if (entry === void 0 || existsSync(store.custodyFile(input.hash)) || entry.custodyOwed !== void 0 || existsSync(store.pendingFile(input.hash)) || store.hasLock(input.hash)) return void 0;
-				return {
-					kind: "already-registered",
-					hash: input.hash,
-					entry
-				};
+				return recordedOutcome(entry, input.custody);
 			} catch {
 				return;
 			}

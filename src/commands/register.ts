@@ -14,7 +14,14 @@ import { planReceiptsByDigest } from '../core/evidence.js';
 import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
-import { custodyFailure, register, type FlowDeps, type Outcome, type RegisterInput } from '../core/notarize.js';
+import {
+  custodyFailure,
+  recordedOutcome,
+  register,
+  type FlowDeps,
+  type Outcome,
+  type RegisterInput,
+} from '../core/notarize.js';
 import { checkBeforeSending, keptReceipt, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
 import type { NotarizeError } from '../errors.js';
@@ -457,7 +464,8 @@ class Registrar {
 
   /**
    * A batch's results have no custody field: a registration the service
-   * already had (409), which gets no metadata of this run and fails nothing,
+   * already had (409), or this store without custody, which gets no metadata
+   * of this run and fails nothing,
    * is said on stderr (a `::warning::` in a workflow), as one document alone
    * says it (present.ts showCustody).
    */
@@ -465,8 +473,9 @@ class Registrar {
     if (outcome.kind !== 'already-registered' || outcome.custody?.metadataSent !== false) return;
     if (outcome.custody.error !== undefined) return; // a failed result, its error says why
     const what = result.file ?? result.hash ?? 'a document';
+    const why = outcome.service ? 'the service already had it (409)' : 'it was registered before without custody';
     this.#options.io.warn(
-      `custody: ${what}: the service already had it (409), so no file metadata was sent, and the file itself was NOT uploaded`,
+      `custody: ${what}: ${why}, so no file metadata was sent, and the file itself was NOT uploaded`,
     );
   }
 
@@ -577,7 +586,7 @@ class Registrar {
         store.hasLock(input.hash)
       )
         return undefined;
-      return { kind: 'already-registered', hash: input.hash, entry };
+      return recordedOutcome(entry, input.custody);
     } catch {
       return undefined; // A damaged record: the flow says so.
     }

@@ -173,7 +173,7 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
   return locked(deps, input.hash, async (tracked) => {
     const existing = store.readRecord(input.hash);
     if (existing) removeLeftover(deps, existing);
-    if (existing && !input.force) return alreadyInLedger(deps, existing, tracked, input.walletName);
+    if (existing && !input.force) return alreadyInLedger(deps, existing, tracked, input.walletName, input.custody);
     // Even with --force, a pending session is reused, never replaced: it may
     // be the only copy of a paid checkout session. A damaged pending file
     // stops the run here (StoreError naming it), so it is never overwritten.
@@ -503,6 +503,7 @@ async function alreadyInLedger(
   existing: LedgerEntry,
   tracked: Tracked,
   walletName?: string,
+  custodyAsked = false,
 ): Promise<Outcome> {
   const { hash } = existing;
   let owed;
@@ -514,11 +515,23 @@ async function alreadyInLedger(
     failure.hint = `the registration of ${hash} is complete; move ${deps.store.custodyFile(hash)} aside, or restore it`;
     return { kind: 'already-registered', hash, entry: existing, custody: { metadataSent: false, error: failure } };
   }
-  if (owed === undefined) return { kind: 'already-registered', hash, entry: existing };
+  if (owed === undefined) return recordedOutcome(existing, custodyAsked);
   tracked.recordSaved(true);
   const metadataJson = await withWalletName(deps, owed, walletName);
   const custody = await sendOwedMetadata(deps, hash, metadataJson, tracked);
   return { kind: 'already-registered', hash, entry: existing, custody };
+}
+
+/**
+ * The outcome of a run for a hash the ledger has, nothing left to send for
+ * it. Asked for custody of a registration made without it, it says no
+ * metadata was sent (exit 0 alone looked like custody in effect).
+ */
+export function recordedOutcome(entry: LedgerEntry, custodyAsked: boolean): Outcome {
+  // The ledger keeps only the text of a JSON object (its schema).
+  const withCustody = (JSON.parse(entry.recordJson) as { custody?: unknown }).custody === true;
+  const unsent = custodyAsked && !withCustody ? { custody: { metadataSent: false } } : {};
+  return { kind: 'already-registered', hash: entry.hash, entry, ...unsent };
 }
 
 /**

@@ -1042,6 +1042,21 @@ describe('the end of a registration', () => {
   });
 
   describe('custody', () => {
+    it('asked of a hash the ledger has without custody: said unsent; with custody (metadata sent): nothing to say', async () => {
+      const plain = sha256('registered without custody');
+      const { deps } = world();
+      await register(deps, input(plain));
+      expect(await register(deps, input(plain, { custody: true, file: FILE }))).toMatchObject({
+        kind: 'already-registered',
+        custody: { metadataSent: false },
+      });
+      const kept = sha256('registered with custody');
+      await register(deps, input(kept, { custody: true, file: FILE }));
+      const again = await register(deps, input(kept, { custody: true, file: FILE }));
+      expect(again).toMatchObject({ kind: 'already-registered' });
+      expect(again).not.toHaveProperty('custody');
+    });
+
     it.each([
       ['with a wallet name', { walletName: 'my wallet' }],
       ['without a wallet name', {}],
