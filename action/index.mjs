@@ -8809,7 +8809,7 @@ var init_errors = __esmMin((() => {
   1  the service refused the operation (4xx other than 401/403/409); or something was sent but did not end well locally (a receipt or record not written, a batch item that failed locally); or an unexpected error
   2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
   3  authentication: no usable credentials (a login refused, whatever its status; to a 404 or 405 the hint names the base URL), or the service answered 401/403
-  4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
+  4  transient: network failure, timeout, 5xx, 408 or 429; safe to retry later, pending sessions are kept
   5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, whose status is not \`registered\`, or nested deeper than a receipt can carry), or an unexpected status (a redirect: notarize follows none); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
   6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
 	NotarizeError = class extends Error {
@@ -9475,9 +9475,9 @@ var init_settings = __esmMin((() => {
 	LONGEST_RETRY_WAIT_MS = 3e4;
 	RETRY_HELP = `Retries: a call is tried again up to --retries times, with backoff. The service documents no
 status codes, so what they say of a call is assumed. Every call but forfait (login, the
-request step, custody metadata) is tried again after no answer, a 5xx or a 429; forfait (the
-paid step) only when it cannot have been processed: after a 429, or a 503 with Retry-After
-(both assumed to mean "not processed"), a connection that could not be opened, or a 401
+request step, custody metadata) is tried again after no answer, a 5xx, a 408 or a 429; forfait
+(the paid step) only when it cannot have been processed: after a 408 or a 429, or a 503 with
+Retry-After (all assumed to mean "not processed"), a connection that could not be opened, or a 401
 (once, after a new login with the API key); never after another 5xx, a timeout or a
 connection dropped once sent: the session is kept, and the next run (the same \`register\`,
 or \`notarize complete <hash>\`) sends it again. That assumes the service completes a hash
@@ -10023,12 +10023,12 @@ function statusError(method, url, status, text, retryAfter, secrets) {
 		status,
 		hint: "log in again with `notarize login` (or set NOTARIZE_API_KEY)"
 	});
-	if (status === 429 || status >= 500) {
+	if (status === 408 || status === 429 || status >= 500) {
 		const retryAfterSeconds = parseRetryAfter(retryAfter);
 		return new TransientError(what, {
 			status,
 			retryAfterSeconds,
-			notProcessed: status === 429 || status === 503 && retryAfterSeconds !== void 0,
+			notProcessed: status === 408 || status === 429 || status === 503 && retryAfterSeconds !== void 0,
 			hint: "the service is unavailable or busy; try again later"
 		});
 	}
@@ -21626,7 +21626,7 @@ function endedWell(error) {
 	if (error === void 0 || error instanceof ServiceRefusedError) return true;
 	return error instanceof AuthError && error.status !== void 0 && error.status !== 407;
 }
-/** No answer, a 5xx or 429, or an answer that could not be read. */
+/** No answer, a 5xx, 408 or 429, or an answer that could not be read. */
 function endedBadly(error) {
 	return (error instanceof TransientError || error instanceof ProtocolError) && !(error instanceof HeldBackError);
 }
@@ -41191,7 +41191,7 @@ function buildProgram(io, env, state) {
 		}
 		return state.context;
 	};
-	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000), and making its connection; through a proxy, opening its tunnel and the TLS handshake too, each").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through").addHelpText("after", `\n${RETRY_HELP}\n\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
+	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000), and making its connection; through a proxy, opening its tunnel and the TLS handshake too, each").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 408, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through").addHelpText("after", `\n${RETRY_HELP}\n\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
 		writeOut: (text) => io.data(text.replace(/\n$/, "")),
 		writeErr: (text) => io.error(text.replace(/\n$/, "")),
 		outputError: () => {}

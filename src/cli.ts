@@ -210,7 +210,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     )
     .option(
       '--retries <n>',
-      'retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through',
+      'retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 408, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through',
     )
     .addHelpText('after', `\n${RETRY_HELP}\n\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`)
     .showSuggestionAfterError()

@@ -36,7 +36,7 @@ export const EXIT_CODE_HELP = `Exit codes:
   1  the service refused the operation (4xx other than 401/403/409); or something was sent but did not end well locally (a receipt or record not written, a batch item that failed locally); or an unexpected error
   2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
   3  authentication: no usable credentials (a login refused, whatever its status; to a 404 or 405 the hint names the base URL), or the service answered 401/403
-  4  transient: network failure, timeout, 5xx or 429; safe to retry later, pending sessions are kept
+  4  transient: network failure, timeout, 5xx, 408 or 429; safe to retry later, pending sessions are kept
   5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, whose status is not \`registered\`, or nested deeper than a receipt can carry), or an unexpected status (a redirect: notarize follows none); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
   6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
 

@@ -110,9 +110,9 @@ export const LONGEST_RETRY_WAIT_MS = 30_000;
  */
 export const RETRY_HELP = `Retries: a call is tried again up to --retries times, with backoff. The service documents no
 status codes, so what they say of a call is assumed. Every call but forfait (login, the
-request step, custody metadata) is tried again after no answer, a 5xx or a 429; forfait (the
-paid step) only when it cannot have been processed: after a 429, or a 503 with Retry-After
-(both assumed to mean "not processed"), a connection that could not be opened, or a 401
+request step, custody metadata) is tried again after no answer, a 5xx, a 408 or a 429; forfait
+(the paid step) only when it cannot have been processed: after a 408 or a 429, or a 503 with
+Retry-After (all assumed to mean "not processed"), a connection that could not be opened, or a 401
 (once, after a new login with the API key); never after another 5xx, a timeout or a
 connection dropped once sent: the session is kept, and the next run (the same \`register\`,
 or \`notarize complete <hash>\`) sends it again. That assumes the service completes a hash

@@ -546,14 +546,17 @@ function statusError(
   if (status === 401 || status === 403) {
     return new AuthError(what, { status, hint: 'log in again with `notarize login` (or set NOTARIZE_API_KEY)' });
   }
-  if (status === 429 || status >= 500) {
+  if (status === 408 || status === 429 || status >= 500) {
     const retryAfterSeconds = parseRetryAfter(retryAfter);
     return new TransientError(what, {
       status,
       retryAfterSeconds,
       // A 429, or a 503 that says when to come back, means the service
-      // turned the request away without processing it.
-      notProcessed: status === 429 || (status === 503 && retryAfterSeconds !== undefined),
+      // turned the request away without processing it; a 408, that it did
+      // not receive the whole request in time (RFC 9110 15.5.9): not a
+      // refusal of the request, which was refused for good (custody
+      // metadata dropped as one the service would never take).
+      notProcessed: status === 408 || status === 429 || (status === 503 && retryAfterSeconds !== undefined),
       hint: 'the service is unavailable or busy; try again later',
     });
   }

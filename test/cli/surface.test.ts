@@ -56,10 +56,10 @@ describe('notarize help <command>', () => {
       const name = argv.join(' ');
       expect(help, name).toContain('The service documents no status codes, so what they say of a call is assumed.');
       expect(help, name).toContain(
-        'Every call but forfait (login, the request step, custody metadata) is tried again after no answer, a 5xx or a 429',
+        'Every call but forfait (login, the request step, custody metadata) is tried again after no answer, a 5xx, a 408 or a 429',
       );
       expect(help, name).toContain(
-        'forfait (the paid step) only when it cannot have been processed: after a 429, or a 503 with Retry-After (both assumed to mean "not processed")',
+        'forfait (the paid step) only when it cannot have been processed: after a 408 or a 429, or a 503 with Retry-After (all assumed to mean "not processed")',
       );
       expect(help, name).toContain(
         'never after another 5xx, a timeout or a connection dropped once sent: the session is kept',

@@ -1265,12 +1265,28 @@ describe('the end of a registration', () => {
       const throttled = await register(deps, input(again, { custody: true, file: FILE }));
       expect(custodyFailure(throttled)?.hint).toContain('its file metadata was not taken; `notarize complete');
       expect(store.readCustodyOwed(again)).toBeDefined();
+      // A 408 (not received whole in time) is no refusal of the body either: kept.
+      const late = sha256('custody timed out');
+      fault('file:status=408*1');
+      const timedOut = await register(deps, input(late, { custody: true, file: FILE }));
+      expect(custodyFailure(timedOut)?.hint).toContain('its file metadata was not taken; `notarize complete');
+      expect(store.readCustodyOwed(late)).toBeDefined();
       expect(await register(deps, input(hash, { custody: true, file: FILE }))).toEqual({
         kind: 'already-registered',
         hash,
         entry: store.readRecord(hash),
       });
-      expect(called()).toEqual(['request', 'forfait', 'file', 'request', 'forfait', 'file']);
+      expect(called()).toEqual([
+        'request',
+        'forfait',
+        'file',
+        'request',
+        'forfait',
+        'file',
+        'request',
+        'forfait',
+        'file',
+      ]);
     });
 
     it("a re-run's --wallet-name replaces the owed one; --no-complete keeps the wallet name for complete", async () => {

@@ -181,6 +181,15 @@ describe('HttpTransport: error statuses', () => {
     expect(error).toMatchObject({ notProcessed: true, retryAfterSeconds: undefined });
   });
 
+  it('marks a 408 (the request not received whole in time) as transient and not processed, not as a refusal', async () => {
+    answerWith(408, '{}');
+    const error = await rejection(
+      transport().send({ method: 'PUT', path: '/api/v2/file/x', body: '{}', token: TOKEN }),
+    );
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error).toMatchObject({ exitCode: 4, status: 408, notProcessed: true });
+  });
+
   it('marks a 503 with Retry-After as not processed', async () => {
     answerWith(503, '', { 'retry-after': '2' });
     const error = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
