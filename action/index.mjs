@@ -14122,13 +14122,15 @@ async function alreadyInLedger(deps, existing, tracked, walletName, custodyAsked
 * metadata was sent (exit 0 alone looked like custody in effect).
 */
 function recordedOutcome(entry, custodyAsked) {
-	const withCustody = JSON.parse(entry.recordJson).custody === true;
-	const unsent = custodyAsked && !withCustody ? { custody: { metadataSent: false } } : {};
-	return {
+	const recorded = {
 		kind: "already-registered",
 		hash: entry.hash,
-		entry,
-		...unsent
+		entry
+	};
+	if (!custodyAsked || JSON.parse(entry.recordJson).custody === true) return recorded;
+	return {
+		...recorded,
+		custody: { metadataSent: false }
 	};
 }
 /**
@@ -14215,9 +14217,10 @@ function registrationRequest(input) {
 * longer than its lease (SIGSTOP, a paused VM) had it taken over by another
 * run, which may have registered the hash meanwhile. Its session, saved
 * beside that record, would be a leftover at best; its forfait would be a
-* second completion: neither is done. Checked before
-* the session is saved and before the forfait goes, the two steps whose
-* doing twice costs.
+* second completion: neither is done. Checked as each attempt of the
+* request step and of the forfait goes out (their onSent, after any wait for
+* a slot or a retry), and before the session is saved: the steps whose doing
+* twice costs, or spoils the other run's session.
 */
 function checkStillHeld(deps, hash, notDone) {
 	if (stillHolds(deps.store.lockFile(hash))) return;

@@ -33,7 +33,6 @@ export interface Answer<T> {
   raw: string;
 }
 
-/** What gives an authenticated request its bearer token: see the module comment. */
 /**
  * Why `authorize` calls `send` again: the token expired while the call
  * waited to be sent again (the call goes on, its retries as they were), or
@@ -42,6 +41,7 @@ export interface Answer<T> {
  */
 export type TokenReplaced = 'expired' | 'renewed';
 
+/** What gives an authenticated request its bearer token: see the module comment. */
 export interface Authorizer {
   /**
    * Calls `send` with a usable token and returns what it returns; after a 401

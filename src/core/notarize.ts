@@ -528,10 +528,11 @@ async function alreadyInLedger(
  * metadata was sent (exit 0 alone looked like custody in effect).
  */
 export function recordedOutcome(entry: LedgerEntry, custodyAsked: boolean): Outcome {
-  // The ledger keeps only the text of a JSON object (its schema).
-  const withCustody = (JSON.parse(entry.recordJson) as { custody?: unknown }).custody === true;
-  const unsent = custodyAsked && !withCustody ? { custody: { metadataSent: false } } : {};
-  return { kind: 'already-registered', hash: entry.hash, entry, ...unsent };
+  const recorded = { kind: 'already-registered' as const, hash: entry.hash, entry };
+  // The record is read only when custody was asked for: a re-run over thousands of documents parses none.
+  // (The ledger keeps only the text of a JSON object: its schema.)
+  if (!custodyAsked || (JSON.parse(entry.recordJson) as { custody?: unknown }).custody === true) return recorded;
+  return { ...recorded, custody: { metadataSent: false } };
 }
 
 /**
@@ -652,9 +653,10 @@ export function registrationRequest(
  * longer than its lease (SIGSTOP, a paused VM) had it taken over by another
  * run, which may have registered the hash meanwhile. Its session, saved
  * beside that record, would be a leftover at best; its forfait would be a
- * second completion: neither is done. Checked before
- * the session is saved and before the forfait goes, the two steps whose
- * doing twice costs.
+ * second completion: neither is done. Checked as each attempt of the
+ * request step and of the forfait goes out (their onSent, after any wait for
+ * a slot or a retry), and before the session is saved: the steps whose doing
+ * twice costs, or spoils the other run's session.
  */
 function checkStillHeld(deps: FlowDeps, hash: string, notDone: string): void {
   if (stillHolds(deps.store.lockFile(hash))) return;
