@@ -10911,6 +10911,7 @@ function readPrivateFile(file, onTightened) {
 function readRegularFile(file, { onTightened, anyOwner = false }) {
 	let fd;
 	try {
+		if (lstatSync(file, { throwIfNoEntry: false }) === void 0) return void 0;
 		fd = openSync(file, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
 	} catch (error) {
 		const code = error.code;
@@ -11076,6 +11077,7 @@ async function removeFileOffThread(file) {
 /** Removes a file; a file already gone is not an error. */
 function removeFile(file) {
 	try {
+		if (lstatSync(file, { throwIfNoEntry: false }) === void 0) return;
 		unlinkSync(file);
 	} catch (error) {
 		if (error.code !== "ENOENT") throw error;
@@ -26030,6 +26032,8 @@ var IO = class {
 	#startSpinner;
 	#stderrColumns;
 	#secrets = /* @__PURE__ */ new Set();
+	/** The secrets addSecret was given: a batch hands in the same token before every call. */
+	#added = /* @__PURE__ */ new Set();
 	/** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
 	#longestFirst = [];
 	/** The API keys known by their trace alone (addKeyTrace). */
@@ -26063,11 +26067,12 @@ var IO = class {
 	* behind code that never puts them in messages in the first place.
 	*/
 	addSecret(secret, name) {
-		if (secret === void 0 || secret.trim() === "") return;
+		if (secret === void 0 || secret.trim() === "" || this.#added.has(secret)) return;
 		if (secret.length < 8) {
 			if (name !== void 0) this.#warnShortSecret(name);
 			return;
 		}
+		this.#added.add(secret);
 		for (const part of secretParts(secret)) this.#secrets.add(part);
 		this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
 		const trace = keyTrace(secret);

@@ -106,6 +106,8 @@ export class IO {
   readonly #startSpinner: ((text: string) => Spinner) | undefined;
   readonly #stderrColumns: (() => number | undefined) | undefined;
   readonly #secrets = new Set<string>();
+  /** The secrets addSecret was given: a batch hands in the same token before every call. */
+  readonly #added = new Set<string>();
   /** #secrets longest first, so a secret containing another is removed whole; kept, as every line is scrubbed. */
   #longestFirst: string[] = [];
   /** The API keys known by their trace alone (addKeyTrace). */
@@ -141,11 +143,12 @@ export class IO {
    * behind code that never puts them in messages in the first place.
    */
   addSecret(secret: string | undefined, name?: string): void {
-    if (secret === undefined || secret.trim() === '') return;
+    if (secret === undefined || secret.trim() === '' || this.#added.has(secret)) return;
     if (secret.length < 8) {
       if (name !== undefined) this.#warnShortSecret(name);
       return;
     }
+    this.#added.add(secret);
     for (const part of secretParts(secret)) this.#secrets.add(part);
     this.#longestFirst = [...this.#secrets].sort((a, b) => b.length - a.length);
     // A URL may write any of its characters %XX, in either case: found by its trace (keysIn).

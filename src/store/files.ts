@@ -203,6 +203,9 @@ export function readRegularFile(
 ): string | undefined {
   let fd: number;
   try {
+    // Most lookups are of files not there (a document's probes under its lock):
+    // an lstat says so without the exception a failed open throws.
+    if (lstatSync(file, { throwIfNoEntry: false }) === undefined) return undefined;
     fd = openSync(file, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -453,6 +456,8 @@ export async function removeFileOffThread(file: string): Promise<void> {
 /** Removes a file; a file already gone is not an error. */
 export function removeFile(file: string): void {
   try {
+    // Often not there (a document's unanswered request): no unlink, and no exception, for nothing.
+    if (lstatSync(file, { throwIfNoEntry: false }) === undefined) return;
     unlinkSync(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
