@@ -52,7 +52,7 @@ export function configure(command: Command, context: () => Context): void {
     .description('store a value')
     .action(async (key: string, value: string) => {
       const ctx = context();
-      finish(viewOf(ctx), await runConfigSet({ key, value, store: () => ctx.store }));
+      finish(viewOf(ctx), await runConfigSet({ key, value, store: () => ctx.store, resolve: resolver(ctx) }));
     });
   command
     .command('unset')
@@ -60,7 +60,7 @@ export function configure(command: Command, context: () => Context): void {
     .description('remove a stored value (the default applies again)')
     .action(async (key: string) => {
       const ctx = context();
-      finish(viewOf(ctx), await runConfigUnset({ key, store: () => ctx.store }));
+      finish(viewOf(ctx), await runConfigUnset({ key, store: () => ctx.store, resolve: resolver(ctx) }));
     });
   command
     .command('list')
@@ -85,20 +85,51 @@ export function runConfigGet(options: { key: string; resolve: ResolveSetting }):
   return { kind: 'value', json: { key, value, source }, text: { data: value } };
 }
 
+interface ChangeOptions {
+  key: string;
+  store: () => Store;
+  /** The value in effect once changed: an environment variable or a flag may still override the store. */
+  resolve: ResolveSetting;
+}
+
 /** Stores a setting's value, checked and normalized as when it is used. */
-export async function runConfigSet(options: { key: string; value: string; store: () => Store }): Promise<ValueResult> {
+export async function runConfigSet(options: ChangeOptions & { value: string }): Promise<ValueResult> {
   const { key } = options;
-  const normalized = settingDefinition(key).parse(options.value);
-  await options.store().setSetting(key, normalized);
-  return { kind: 'value', info: [`${key} = ${normalized}`] };
+  const definition = settingDefinition(key);
+  const normalized = definition.parse(options.value);
+  await options.store().setSetting(definition.key, normalized);
+  return { kind: 'value', info: [`${key} = ${normalized}`], ...overridden(definition.key, options.resolve) };
 }
 
 /** Removes a setting's stored value. */
-export async function runConfigUnset(options: { key: string; store: () => Store }): Promise<ValueResult> {
+export async function runConfigUnset(options: ChangeOptions): Promise<ValueResult> {
   const { key } = options;
-  settingDefinition(key);
-  await options.store().unsetSetting(key);
-  return { kind: 'value', info: [`${key} unset`] };
+  const definition = settingDefinition(key);
+  await options.store().unsetSetting(definition.key);
+  return { kind: 'value', info: [`${key} unset`], ...overridden(definition.key, options.resolve) };
+}
+
+/**
+ * A warning when what was just stored is not what commands will use: the
+ * environment (a variable exported long ago) or a flag outranks the store,
+ * and `config set` would otherwise look as if it had worked.
+ */
+function overridden(key: SettingKey, resolve: ResolveSetting): { warnings?: string[] } {
+  let source: SettingSource;
+  try {
+    ({ source } = resolve(key));
+  } catch {
+    // The overriding value is itself invalid: every command that uses it says so.
+    return {};
+  }
+  if (source === 'env') {
+    const { env } = settingDefinition(key);
+    return { warnings: [`${env} is set: commands use its value, not the stored one, while it is set`] };
+  }
+  if (source === 'flag') {
+    return { warnings: [`a flag on this command line gives ${key}: commands use a flag's value over the stored one`] };
+  }
+  return {};
 }
 
 /** One row of `config list`. */

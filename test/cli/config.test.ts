@@ -47,7 +47,7 @@ describe('config run functions', () => {
       json: { key: 'timeout', value: '30000', source: 'default' },
       text: { data: '30000' },
     });
-    await runConfigSet({ key: 'timeout', value: '4000', store: setup({}, {}, dir).store });
+    await runConfigSet({ key: 'timeout', value: '4000', ...setup({}, {}, dir) });
     expect(runConfigGet({ key: 'timeout', resolve: setup({}, {}, dir).resolve }).json).toMatchObject({
       value: '4000',
       source: 'store',
@@ -72,10 +72,10 @@ describe('config run functions', () => {
 
   it('set: stores the normalized value and says so; refuses an invalid one, storing nothing', async () => {
     const s = setup();
-    const result = await runConfigSet({ key: 'baseUrl', value: 'http://127.0.0.1:8787/', store: s.store });
+    const result = await runConfigSet({ key: 'baseUrl', value: 'http://127.0.0.1:8787/', ...s });
     expect(result).toEqual({ kind: 'value', info: ['baseUrl = http://127.0.0.1:8787'] });
     expect(s.store().getSetting('baseUrl')).toBe('http://127.0.0.1:8787');
-    await expect(runConfigSet({ key: 'retries', value: 'many', store: s.store })).rejects.toMatchObject({
+    await expect(runConfigSet({ key: 'retries', value: 'many', ...s })).rejects.toMatchObject({
       exitCode: 2,
     });
     expect(s.store().getSetting('retries')).toBeUndefined();
@@ -83,12 +83,37 @@ describe('config run functions', () => {
 
   it('unset: removes the stored value; the default applies again', async () => {
     const s = setup();
-    await runConfigSet({ key: 'retries', value: '5', store: s.store });
-    expect(await runConfigUnset({ key: 'retries', store: s.store })).toEqual({
+    await runConfigSet({ key: 'retries', value: '5', ...s });
+    expect(await runConfigUnset({ key: 'retries', ...s })).toEqual({
       kind: 'value',
       info: ['retries unset'],
     });
     expect(runConfigGet({ key: 'retries', resolve: s.resolve }).json).toMatchObject({ source: 'default' });
+  });
+
+  it('set and unset warn when an environment variable or a flag outranks the store: what was stored is not what is used', async () => {
+    const dir = tempDir();
+    const fromEnv = setup({ NOTARIZE_TIMEOUT: '100' }, {}, dir);
+    expect(await runConfigSet({ key: 'timeout', value: '5000', ...fromEnv })).toEqual({
+      kind: 'value',
+      info: ['timeout = 5000'],
+      warnings: ['NOTARIZE_TIMEOUT is set: commands use its value, not the stored one, while it is set'],
+    });
+    expect(fromEnv.store().getSetting('timeout')).toBe('5000');
+    expect((await runConfigUnset({ key: 'timeout', ...fromEnv })).warnings).toEqual([
+      'NOTARIZE_TIMEOUT is set: commands use its value, not the stored one, while it is set',
+    ]);
+    const fromFlag = setup({}, { timeout: '6000' }, dir);
+    expect((await runConfigSet({ key: 'timeout', value: '5000', ...fromFlag })).warnings).toEqual([
+      "a flag on this command line gives timeout: commands use a flag's value over the stored one",
+    ]);
+    // An invalid variable is said by every command that uses it, not here.
+    expect(
+      await runConfigSet({ key: 'timeout', value: '5000', ...setup({ NOTARIZE_TIMEOUT: 'soon' }, {}, dir) }),
+    ).toEqual({
+      kind: 'value',
+      info: ['timeout = 5000'],
+    });
   });
 
   it('list: every declared setting, in order, with its value, source and variable', () => {
