@@ -15703,8 +15703,13 @@ var init_present = __esmMin((() => {
 	init_safe_text();
 }));
 // dist/commands/action.js
-/** The view this run asked for: `format` when a command has its own option (--output), else --json or a table. */
+/**
+* The view this run asked for: `format` when a command has its own option
+* (--output), else --json or a table. --json is `--output json`: with
+* another --output the line asks for two outputs, and neither is guessed.
+*/
 function viewOf(ctx, format) {
+	if (format !== void 0 && format !== "json" && ctx.globals.json) throw new UsageError(`--json and --output ${format} ask for two different outputs`, { hint: "--json is --output json: give one of them" });
 	return {
 		io: ctx.io,
 		env: ctx.env,
@@ -15725,6 +15730,7 @@ async function finishItems(view, run) {
 	finish(view, await run(itemResultsFor(view)));
 }
 var init_action = __esmMin((() => {
+	init_errors();
 	init_present();
 }));
 // dist/commands/input-options.js
@@ -23939,14 +23945,16 @@ function configure$2(command, context) {
 		finish(viewOf(ctx), await runConfigSet({
 			key,
 			value,
-			store: () => ctx.store
+			store: () => ctx.store,
+			resolve: resolver(ctx)
 		}));
 	});
 	command.command("unset").addArgument(keyArgument()).description("remove a stored value (the default applies again)").action(async (key) => {
 		const ctx = context();
 		finish(viewOf(ctx), await runConfigUnset({
 			key,
-			store: () => ctx.store
+			store: () => ctx.store,
+			resolve: resolver(ctx)
 		}));
 	});
 	command.command("list").description("every setting with its value and where it comes from").action(() => {
@@ -23975,22 +23983,44 @@ function runConfigGet(options) {
 /** Stores a setting's value, checked and normalized as when it is used. */
 async function runConfigSet(options) {
 	const { key } = options;
-	const normalized = settingDefinition(key).parse(options.value);
-	await options.store().setSetting(key, normalized);
+	const definition = settingDefinition(key);
+	const normalized = definition.parse(options.value);
+	await options.store().setSetting(definition.key, normalized);
 	return {
 		kind: "value",
-		info: [`${key} = ${normalized}`]
+		info: [`${key} = ${normalized}`],
+		...overridden(definition.key, options.resolve)
 	};
 }
 /** Removes a setting's stored value. */
 async function runConfigUnset(options) {
 	const { key } = options;
-	settingDefinition(key);
-	await options.store().unsetSetting(key);
+	const definition = settingDefinition(key);
+	await options.store().unsetSetting(definition.key);
 	return {
 		kind: "value",
-		info: [`${key} unset`]
+		info: [`${key} unset`],
+		...overridden(definition.key, options.resolve)
 	};
+}
+/**
+* A warning when what was just stored is not what commands will use: the
+* environment (a variable exported long ago) or a flag outranks the store,
+* and `config set` would otherwise look as if it had worked.
+*/
+function overridden(key, resolve) {
+	let source;
+	try {
+		({source} = resolve(key));
+	} catch {
+		return {};
+	}
+	if (source === "env") {
+		const { env } = settingDefinition(key);
+		return { warnings: [`${env} is set: commands use its value, not the stored one, while it is set`] };
+	}
+	if (source === "flag") return { warnings: [`a flag on this command line gives ${key}: commands use a flag's value over the stored one`] };
+	return {};
 }
 /** Every setting with its value in effect and where it comes from. */
 function runConfigList(options) {
@@ -41219,26 +41249,56 @@ function buildProgram(io, env, state) {
 		state.ContextClass = ContextClass;
 		state.storeModule = storeModule;
 		module.configure(subcommand, context, COMMANDS);
+		for (const command of commandTree(subcommand)) {
+			acceptQuietInBundles(command);
+			if (command.commands.length > 0 && command.name() !== "help") {
+				command.helpCommand(false);
+				command.command("help [command...]", { hidden: true }).action((names) => showHelp(command, names));
+			}
+		}
 	};
-	program.helpCommand(false);
-	program.command("help [command...]").description("show the help of a command: `help <command>` is `<command> --help`").action(async (names) => {
-		let target = program;
-		for (const name of names) {
+	const showHelp = async (from, names) => {
+		let target = from;
+		for (const [index, name] of names.entries()) {
 			const next = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
-			if (!next) throw new UsageError(`unknown command '${[...names.slice(0, names.indexOf(name)), name].join(" ")}'`, { hint: `see \`${commandPath(target)} --help\`` });
+			if (!next) {
+				const typed = [
+					...commandPath(from).split(" ").slice(1),
+					...names.slice(0, index),
+					name
+				].join(" ");
+				throw new UsageError(`unknown command '${typed}'${didYouMean(name, target)}`, { hint: `see \`${commandPath(target)} --help\`` });
+			}
 			await load(next);
 			target = next;
 		}
 		target.outputHelp();
-	});
+	};
+	program.helpCommand(false);
+	program.command("help [command...]").description("show the help of a command: `help <command>` is `<command> --help`").action((names) => showHelp(program, names));
 	program.hook("preSubcommand", async (_program, subcommand) => {
 		await load(subcommand);
 	});
 	program.hook("preAction", (_program, action) => {
 		refuseUndecodedEnvironment(env);
 		refuseUndecoded(action);
+		for (let at = action; at && at !== program; at = at.parent) if (at.getOptionValue("quiet") === true) program.setOptionValueWithSource("quiet", true, "cli");
 	});
 	return program;
+}
+/**
+* `-rq`: the global -q bundled after a command's own flag. The program takes
+* -q anywhere on the line, and in a bundle that starts with it (`-qr`), but a
+* bundle that starts with the command's flag is the command's to split, and
+* -q is not among its options: a hidden copy on every command takes it
+* there, and the preAction hook hands it to the program.
+*/
+function acceptQuietInBundles(command) {
+	if (command.options.some((option) => option.short !== void 0) && !command.options.some((o) => o.short === "-q")) command.addOption(new Option("-q, --quiet").hideHelp());
+}
+/** `command` and every command below it. */
+function commandTree(command) {
+	return [command, ...command.commands.flatMap(commandTree)];
 }
 /** The commands whose arguments are documents: one holding U+FFFD fails on its own (core/inputs.ts). */
 const DOCUMENT_COMMANDS = /* @__PURE__ */ new Set([
@@ -41331,11 +41391,45 @@ function asReported(error, failed) {
 			const message = isOptionOf(failed, name) ? `option '${name}' takes no value` : `unknown option '${name}'${suggestion}`;
 			return new UsageError(message, { hint: `${help}; what followed ${name} is not shown: it may be a secret, and notarize never takes one on the command line` });
 		}
+		const word = failed?.args[0];
+		if (error.code === "commander.excessArguments" && failed?.commands.length && word !== void 0) {
+			const path = commandPath(failed).split(" ").slice(1).join(" ");
+			const typed = /^[A-Za-z][\w-]{0,39}$/.test(word) ? `unknown command '${path} ${word}'` : `unknown command after '${path}'`;
+			return new UsageError(`${typed}${didYouMean(word, failed)}`, { hint: help });
+		}
 		const message = error.message.replace(/^error: /, "").replace(/\s*\n\s*/g, " ");
 		return new UsageError(message, { hint: help });
 	}
 	const message = `unexpected error: ${error?.message ?? String(error)}`;
 	return new NotarizeError("unexpected", EXIT.refused, message, { hint: "run again with --verbose for details" });
+}
+/**
+* " (Did you mean X?)" naming the command of `parent` closest to `word`, as
+* commander says it of a mistyped top-level command; "" when none is close:
+* at most a third of the longer name's letters to change, insert, drop or swap.
+*/
+function didYouMean(word, parent) {
+	let best;
+	for (const name of parent.commands.map((c) => c.name())) {
+		const distance = editDistance(word, name);
+		if (distance * 3 <= Math.max(word.length, name.length) && (best === void 0 || distance < best.distance)) best = {
+			name,
+			distance
+		};
+	}
+	return best ? ` (Did you mean ${best.name}?)` : "";
+}
+/** Optimal string alignment distance: edits turning `a` into `b`, a swap of neighbours counting one. */
+function editDistance(a, b) {
+	const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+	for (let j = 1; j <= b.length; j++) rows[0][j] = j;
+	for (let i = 1; i <= a.length; i++) for (let j = 1; j <= b.length; j++) {
+		const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+		let d = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+		if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2][j - 2] + 1);
+		rows[i][j] = d;
+	}
+	return rows[a.length][b.length];
 }
 /** Whether `name` (`--quiet`, `-q`) is an option of `command` or of a command it belongs to. */
 function isOptionOf(command, name) {

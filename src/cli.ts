@@ -3,7 +3,7 @@
  * codes and messages. Commands are loaded lazily from the registry, so
  * `--version` and `--help` load almost nothing.
  */
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { commandPath } from './commands/options.js';
 import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
@@ -242,37 +242,71 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     state.ContextClass = ContextClass;
     state.storeModule = storeModule;
     module.configure(subcommand, context, COMMANDS);
+    for (const command of commandTree(subcommand)) {
+      acceptQuietInBundles(command);
+      // `config help set`, as commander's own help command of a command with subcommands is called;
+      // commander's prints the whole help for a name it does not know, without naming it.
+      if (command.commands.length > 0 && command.name() !== 'help') {
+        command.helpCommand(false);
+        command.command('help [command...]', { hidden: true }).action((names: string[]) => showHelp(command, names));
+      }
+    }
   };
   // commander's own `help <command>` shows the command before its module has
   // configured it (an empty command), and only one level deep; this one
   // loads the command first and walks subcommands (`help config set`), so it
   // prints exactly what `<command> --help` prints.
+  const showHelp = async (from: Command, names: string[]): Promise<void> => {
+    let target = from;
+    for (const [index, name] of names.entries()) {
+      const next = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
+      if (!next) {
+        const typed = [...commandPath(from).split(' ').slice(1), ...names.slice(0, index), name].join(' ');
+        throw new UsageError(`unknown command '${typed}'${didYouMean(name, target)}`, {
+          hint: `see \`${commandPath(target)} --help\``,
+        });
+      }
+      await load(next);
+      target = next;
+    }
+    target.outputHelp();
+  };
   program.helpCommand(false);
   program
     .command('help [command...]')
     .description('show the help of a command: `help <command>` is `<command> --help`')
-    .action(async (names: string[]) => {
-      let target: Command = program;
-      for (const name of names) {
-        const next = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
-        if (!next) {
-          throw new UsageError(`unknown command '${[...names.slice(0, names.indexOf(name)), name].join(' ')}'`, {
-            hint: `see \`${commandPath(target)} --help\``,
-          });
-        }
-        await load(next);
-        target = next;
-      }
-      target.outputHelp();
-    });
+    .action((names: string[]) => showHelp(program, names));
   program.hook('preSubcommand', async (_program, subcommand) => {
     await load(subcommand);
   });
   program.hook('preAction', (_program, action) => {
     refuseUndecodedEnvironment(env);
     refuseUndecoded(action);
+    // -q found in a bundle of the command's own flags (acceptQuietInBundles) is the global one.
+    for (let at: Command | null = action; at && at !== program; at = at.parent) {
+      if (at.getOptionValue('quiet') === true) program.setOptionValueWithSource('quiet', true, 'cli');
+    }
   });
   return program;
+}
+
+/**
+ * `-rq`: the global -q bundled after a command's own flag. The program takes
+ * -q anywhere on the line, and in a bundle that starts with it (`-qr`), but a
+ * bundle that starts with the command's flag is the command's to split, and
+ * -q is not among its options: a hidden copy on every command takes it
+ * there, and the preAction hook hands it to the program.
+ */
+function acceptQuietInBundles(command: Command): void {
+  // Only a command with short flags of its own has bundles to split (its usage line says [options] already).
+  if (command.options.some((option) => option.short !== undefined) && !command.options.some((o) => o.short === '-q')) {
+    command.addOption(new Option('-q, --quiet').hideHelp());
+  }
+}
+
+/** `command` and every command below it. */
+function commandTree(command: Command): Command[] {
+  return [command, ...command.commands.flatMap(commandTree)];
 }
 
 /** The commands whose arguments are documents: one holding U+FFFD fails on its own (core/inputs.ts). */
@@ -380,11 +414,52 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
         hint: `${help}; what followed ${name} is not shown: it may be a secret, and notarize never takes one on the command line`,
       });
     }
+    // `pending drp`: a word where a command of its own was meant, not an operand too many.
+    const word = failed?.args[0];
+    if (error.code === 'commander.excessArguments' && failed?.commands.length && word !== undefined) {
+      // Quoted only when it looks like a command's name: an operand typed there may be anything (a key).
+      const path = commandPath(failed).split(' ').slice(1).join(' ');
+      const typed = /^[A-Za-z][\w-]{0,39}$/.test(word)
+        ? `unknown command '${path} ${word}'`
+        : `unknown command after '${path}'`;
+      return new UsageError(`${typed}${didYouMean(word, failed)}`, { hint: help });
+    }
     const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
     return new UsageError(message, { hint: help });
   }
   const message = `unexpected error: ${(error as Error)?.message ?? String(error)}`;
   return new NotarizeError('unexpected', EXIT.refused, message, { hint: 'run again with --verbose for details' });
+}
+
+/**
+ * " (Did you mean X?)" naming the command of `parent` closest to `word`, as
+ * commander says it of a mistyped top-level command; "" when none is close:
+ * at most a third of the longer name's letters to change, insert, drop or swap.
+ */
+function didYouMean(word: string, parent: Command): string {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of parent.commands.map((c) => c.name())) {
+    const distance = editDistance(word, name);
+    if (distance * 3 <= Math.max(word.length, name.length) && (best === undefined || distance < best.distance)) {
+      best = { name, distance };
+    }
+  }
+  return best ? ` (Did you mean ${best.name}?)` : '';
+}
+
+/** Optimal string alignment distance: edits turning `a` into `b`, a swap of neighbours counting one. */
+function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) rows[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      rows[i]![j] = d;
+    }
+  }
+  return rows[a.length]![b.length]!;
 }
 
 /** Whether `name` (`--quiet`, `-q`) is an option of `command` or of a command it belongs to. */

@@ -5,11 +5,21 @@
  * main() to turn into the exit code.
  */
 import type { Context } from '../context.js';
+import { UsageError } from '../errors.js';
 import { itemResultsFor, present, type CommandResult, type Format, type View } from '../output/present.js';
 import type { ItemResults } from '../output/results.js';
 
-/** The view this run asked for: `format` when a command has its own option (--output), else --json or a table. */
+/**
+ * The view this run asked for: `format` when a command has its own option
+ * (--output), else --json or a table. --json is `--output json`: with
+ * another --output the line asks for two outputs, and neither is guessed.
+ */
 export function viewOf(ctx: Context, format?: Format): View {
+  if (format !== undefined && format !== 'json' && ctx.globals.json) {
+    throw new UsageError(`--json and --output ${format} ask for two different outputs`, {
+      hint: '--json is --output json: give one of them',
+    });
+  }
   return { io: ctx.io, env: ctx.env, format: format ?? (ctx.globals.json ? 'json' : 'table') };
 }
 

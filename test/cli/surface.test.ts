@@ -88,6 +88,40 @@ describe('notarize help <command>', () => {
     );
   });
 
+  it('a mistyped command is answered with the closest one, at every level, as a top-level typo is', async () => {
+    const cases: [string[], RegExp][] = [
+      [['regster'], /unknown command 'regster' \(Did you mean register\?\) \(see `notarize --help`\)$/m],
+      [['help', 'regster'], /unknown command 'regster' \(Did you mean register\?\) \(see `notarize --help`\)$/m],
+      [
+        ['help', 'config', 'st'],
+        /unknown command 'config st' \(Did you mean set\?\) \(see `notarize config --help`\)$/m,
+      ],
+      // `pending` runs on its own and has a command of its own: a word after it is that command mistyped.
+      [['pending', 'drp'], /unknown command 'pending drp' \(Did you mean drop\?\) \(see `notarize pending --help`\)$/m],
+      [['pending', 'regster'], /unknown command 'pending regster' \(see `notarize pending --help`\)$/m],
+    ];
+    for (const [argv, message] of cases) expectOneLineUsage(await bed.main(argv), message);
+  });
+
+  it('`<command> help <name>` is `help <command> <name>`: an unknown name is said, not the whole help', async () => {
+    expect((await bed.main(['config', 'help', 'set'])).stdout).toBe(
+      (await bed.main(['config', 'set', '--help'])).stdout,
+    );
+    expectOneLineUsage(
+      await bed.main(['config', 'help', 'sett']),
+      /unknown command 'config sett' \(Did you mean set\?\) \(see `notarize config --help`\)$/m,
+    );
+    expect(expectJsonError(await bed.main(['--json', 'config', 'help', 'bogus']), EXIT.usage).message).toBe(
+      "unknown command 'config bogus'",
+    );
+  });
+
+  it('a word after a command that is no command name is not echoed (it may be anything, a key)', async () => {
+    const run = await bed.main(['pending', 'sk_live.0123456789abcdef']);
+    expectOneLineUsage(run, /unknown command after 'pending' \(see `notarize pending --help`\)$/m);
+    expect(run.stderr).not.toContain('0123456789abcdef');
+  });
+
   it('no command at all shows the help on stderr and exits 2 (nothing ran)', async () => {
     for (const argv of [[], ['config']]) {
       const run = await bed.main(argv);
@@ -125,6 +159,29 @@ describe('hints name the real command', () => {
     expectOneLineUsage(await bed.main(['complete']), /\(see `notarize complete --help`\)$/m);
     expectOneLineUsage(await bed.main(['nosuch']), /unknown command 'nosuch' \(see `notarize --help`\)$/m);
     expectOneLineUsage(await bed.main(['--bogus', 'list']), /\(see `notarize --help`\)$/m);
+  });
+
+  it('--json with another --output asks for two outputs: refused, exit 2, nothing sent', async () => {
+    const file = join(bed.workDir, 'two-outputs.txt');
+    await mkdir(bed.workDir, { recursive: true });
+    await writeFile(file, 'two outputs\n');
+    const env = { NOTARIZE_API_KEY: bed.sandbox.apiKey };
+    for (const argv of [
+      ['register', file, '--output', 'table', '--json'],
+      ['--json', 'register', file, '--output', 'ndjson'],
+      ['verify', file, '--json', '--output', 'table'],
+    ]) {
+      const run = await bed.main(argv, { env });
+      expect(run.code, argv.join(' ')).toBe(EXIT.usage);
+      expect(run.stdout).toBe('');
+      expect(JSON.parse(run.stderr).error.message).toMatch(
+        /^--json and --output (table|ndjson) ask for two different outputs$/,
+      );
+    }
+    expect(bed.sandbox.calls).toHaveLength(0);
+    // The same output twice is one output.
+    const same = await bed.main(['verify', file, '--json', '--output', 'json']);
+    expect(JSON.parse(same.stdout)).toHaveLength(1);
   });
 
   it('an unknown option given a value (a key typed into it) is named without what followed it', async () => {
@@ -200,6 +257,26 @@ describe('--quiet', () => {
     expect((await quiet(['list'])).stdout).toContain(hash);
     expect((await quiet(['show', hash])).stdout).toContain(hash);
     expect((await quiet(['-q', 'logout'])).stdout).toBe('');
+  });
+
+  it("-q bundled after a command's own flag (-rq) is the global --quiet, as -qr and -r -q are", async () => {
+    await bed.file('bundle/a.txt', 'bundled a');
+    const dir = join(bed.workDir, 'bundle');
+    const loud = await bed.main(['verify', '-r', dir]);
+    expect(loud.stderr).toMatch(/^1 item: 1 unknown$/m);
+    for (const argv of [
+      ['verify', '-rq', dir],
+      ['verify', '-qr', dir],
+      ['-q', 'verify', '-r', dir],
+    ]) {
+      const run = await bed.main(argv);
+      expect(run.code, `${argv.join(' ')}: ${run.stderr}`).toBe(EXIT.notNotarized);
+      expect(run.stderr, argv.join(' ')).not.toMatch(/1 item/);
+      expect(run.stdout).toContain(sha256('bundled a'));
+    }
+    const hashed = await bed.main(['hash', '-rq', dir]);
+    expect(hashed.code, hashed.stderr).toBe(0);
+    expect(hashed.stdout).toContain(sha256('bundled a'));
   });
 
   it('sandbox --quiet prints its URL and key (data) and nothing on stderr, until it stops', async () => {
