@@ -10592,7 +10592,7 @@ function readReceipt(text) {
 	if (jsonDepth(text) > 64) return invalid(`the receipt nests more than 64 levels deep`);
 	if (typeof value !== "object" || value === null || Array.isArray(value)) return invalid("the receipt is not a JSON object");
 	if (hasKeyTwice(text)) return invalid("the receipt has a key twice in one object");
-	if (!("type" in value)) return readBareRecord(value, text);
+	if (!("type" in value) || "hash" in value) return readBareRecord(value, text);
 	const { type, version } = value;
 	if (type !== "notarize-receipt") return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
 	if (version !== 1) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);

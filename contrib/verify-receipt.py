@@ -57,7 +57,7 @@ def read_receipt(text):  # (digest, verificationUrl or None) of a consistent rec
     except ValueError: raise ValueError("the receipt is not JSON")  # JSONDecodeError is one
     need(depth(text) <= MAX_DEPTH, DEEP)
     need(isinstance(receipt, dict), "the receipt is not a JSON object")
-    if "type" not in receipt:  # written before v1: the bare record, the service's record of a completed registration (notarizationRecordSchema)
+    if "type" not in receipt or "hash" in receipt:  # the bare record (before v1), the service's record of a completed registration (notarizationRecordSchema): a v1 receipt has no "hash", a record may carry a receipt's members
         return need(is_record(receipt), "the receipt is neither a notarize receipt nor a notarization record of a completed registration") or (receipt["hash"].lower(), None)
     need(receipt["type"] == "notarize-receipt" and type(receipt.get("version")) is float and receipt["version"] == 1, "the receipt's type or version is not notarize-receipt 1")
     document, record, service, registered_at, proof = members(receipt, "receipt", "document", "record", "service", "registeredAt", "proof")

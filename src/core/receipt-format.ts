@@ -24,7 +24,11 @@
  * (its document's, or its proof's root), its verification URL is of that
  * digest, and its proof, if any, leads from its document there. Receipts
  * written before version 1 were the bare record; they are still read, but
- * only a record of a completed registration is one (readBareRecord).
+ * only a record of a completed registration is one (readBareRecord). An
+ * object with a top-level `hash` is always read as a record, never as v1
+ * (which has none), whatever else it holds: a service's record of one
+ * document that carried a receipt's members naming another would otherwise
+ * verify that other document.
  */
 import { z } from 'zod';
 import { verificationUrl } from '../api/pages.js';
@@ -216,7 +220,9 @@ export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
     return invalid('the receipt is not a JSON object');
   // JSON.parse keeps the last of two equal keys, other readers the first: such a receipt says two things.
   if (hasKeyTwice(text)) return invalid('the receipt has a key twice in one object');
-  if (!('type' in value)) return readBareRecord(value, text);
+  // A v1 receipt has no `hash` of its own; the service's record always has one, and may carry any
+  // other member, a receipt's `type`, `document` and `record` included: it is the record of its hash.
+  if (!('type' in value) || 'hash' in value) return readBareRecord(value, text);
   const { type, version } = value as { type: unknown; version: unknown };
   if (type !== RECEIPT_TYPE) return invalid(`the receipt's type is ${JSON.stringify(type)}, not "${RECEIPT_TYPE}"`);
   if (version !== RECEIPT_VERSION) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);

@@ -333,6 +333,32 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
     },
   );
 
+  it("a record that carries a receipt's members (a service may add any) is the record of its own hash, for both", async () => {
+    // The service's record of a.txt, with `type`, `document`, `record`... naming b.txt, never sent.
+    const { doc, receipt } = download();
+    const b = hashes['b.txt']!;
+    const disguised = sampleRecord(hashes['a.txt']!, {
+      type: 'notarize-receipt',
+      version: 1,
+      document: { name: 'b.txt', sha256: b, size: null },
+      record: { hash: b },
+      service: { baseUrl: bed.url, verificationUrl: `${bed.url}/verification/${b}` },
+      registeredAt: '2026-01-01T00:00:00Z',
+      proof: null,
+    });
+    writeFileSync(receipt('a.txt'), disguised);
+    const forB = await bothVerdicts(doc('b.txt'), receipt('a.txt'));
+    expect(forB.pythonVerdict, describeRun(forB.python)).toBe('modified');
+    expect(forB.status, describeRun(forB.notarize)).toBe('modified');
+    const forA = await bothVerdicts(doc('a.txt'), receipt('a.txt'));
+    expect(forA.pythonVerdict, describeRun(forA.python)).toBe('verified');
+    expect(forA.status, describeRun(forA.notarize)).toBe('verified');
+    // A harmless `type` of the service's own is no other format either.
+    writeFileSync(receipt('a.txt'), sampleRecord(hashes['a.txt']!, { type: 'NOTARIZATION' }));
+    const typed = await bothVerdicts(doc('a.txt'), receipt('a.txt'));
+    expect([typed.pythonVerdict, typed.status]).toEqual(['verified', 'verified']);
+  });
+
   it("register's own failed or pending line saved as the receipt: invalid for both, exit 6, found beside or named", async () => {
     // The service fails every completion: register prints a "failed" line (exit 4), or, told not to complete, a "pending" one.
     const failing = await bed.extraSandbox({ faults: parseFaults('forfait:status=503') });

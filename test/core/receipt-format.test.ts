@@ -128,6 +128,20 @@ describe('readReceipt', () => {
     }
   });
 
+  it("a record carrying a receipt's members is still the record of its own hash (a v1 receipt has no `hash`)", () => {
+    const other = sha('never sent');
+    const text = sampleRecord(HASH, {
+      type: 'notarize-receipt',
+      version: 1,
+      document: { name: 'other.bin', sha256: other, size: null },
+      record: { hash: other },
+      service: { baseUrl: 'https://notary.example', verificationUrl: `https://notary.example/verification/${other}` },
+      registeredAt: '2026-01-01T00:00:00Z',
+      proof: null,
+    });
+    expect(readReceipt(text)).toMatchObject({ consistent: true, format: 'record', sha256: HASH, baseUrl: undefined });
+  });
+
   // notarize's own output lines carry a digest too: `register --output ndjson` > x.notarization.json is no receipt.
   const pending = JSON.stringify({ schemaVersion: 1, file: 'app.bin', hash: HASH, status: 'pending', session: {} });
   const failed = JSON.stringify({ schemaVersion: 1, file: 'app.bin', hash: HASH, status: 'failed', error: {} });
