@@ -10219,12 +10219,14 @@ function compact$1(json) {
 /**
 * JSON text with its whitespace between tokens laid out again: none with
 * indent 0, else as JSON.stringify would with `indent`, nested `depth`
-* spaces deep. Strings and numbers are copied as they are.
+* spaces deep, down to MAX_LAID_LEVELS. Strings and numbers are copied as they are.
 */
 function relaid(json, indent, depth = 0) {
 	let out = "";
 	let level = 0;
-	const newline = () => indent === 0 ? "" : `\n${" ".repeat(depth + level * indent)}`;
+	/** Whether what is inside a container opened at `inner` levels goes on lines of its own. */
+	const laidOut = (inner) => indent !== 0 && depth / indent + inner <= 10;
+	const newline = (at) => `\n${" ".repeat(depth + at * indent)}`;
 	for (let i = 0; i < json.length; i++) {
 		const char = json[i];
 		if (char === "\"") {
@@ -10239,12 +10241,12 @@ function relaid(json, indent, depth = 0) {
 				i = next;
 			} else {
 				level++;
-				out += char + newline();
+				out += char + (laidOut(level) ? newline(level) : "");
 			}
 		} else if (char === "}" || char === "]") {
+			out += (laidOut(level) ? newline(level - 1) : "") + char;
 			level--;
-			out += newline() + char;
-		} else if (char === ",") out += char + newline();
+		} else if (char === ",") out += char + (laidOut(level) ? newline(level) : "");
 		else if (char === ":") out += indent === 0 ? ":" : ": ";
 		else if (!isJsonSpace(char)) out += char;
 	}

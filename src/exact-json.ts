@@ -106,14 +106,26 @@ function compact(json: string): string {
 }
 
 /**
+ * The levels of nesting that `relaid` lays out on lines of their own,
+ * counted from the left margin; deeper, a value stays on one line. A
+ * service's answer nested thousands deep (a session has no depth limit)
+ * would otherwise print a line per level, each indented by its depth:
+ * output growing with the square of the depth, out of memory at 20,000.
+ * Records and sessions nest a few levels; only the layout changes, never a token.
+ */
+export const MAX_LAID_LEVELS = 10;
+
+/**
  * JSON text with its whitespace between tokens laid out again: none with
  * indent 0, else as JSON.stringify would with `indent`, nested `depth`
- * spaces deep. Strings and numbers are copied as they are.
+ * spaces deep, down to MAX_LAID_LEVELS. Strings and numbers are copied as they are.
  */
 export function relaid(json: string, indent: number, depth = 0): string {
   let out = '';
   let level = 0;
-  const newline = (): string => (indent === 0 ? '' : `\n${' '.repeat(depth + level * indent)}`);
+  /** Whether what is inside a container opened at `inner` levels goes on lines of its own. */
+  const laidOut = (inner: number): boolean => indent !== 0 && depth / indent + inner <= MAX_LAID_LEVELS;
+  const newline = (at: number): string => `\n${' '.repeat(depth + at * indent)}`;
   for (let i = 0; i < json.length; i++) {
     const char = json[i]!;
     if (char === '"') {
@@ -129,13 +141,13 @@ export function relaid(json: string, indent: number, depth = 0): string {
         i = next;
       } else {
         level++;
-        out += char + newline();
+        out += char + (laidOut(level) ? newline(level) : '');
       }
     } else if (char === '}' || char === ']') {
+      out += (laidOut(level) ? newline(level - 1) : '') + char;
       level--;
-      out += newline() + char;
     } else if (char === ',') {
-      out += char + newline();
+      out += char + (laidOut(level) ? newline(level) : '');
     } else if (char === ':') {
       out += indent === 0 ? ':' : ': ';
     } else if (!isJsonSpace(char)) {

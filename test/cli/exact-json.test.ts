@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ExactJson, jsonDepth, memberText, relaid, stringifyExact } from '../../src/exact-json.js';
+import { ExactJson, jsonDepth, MAX_LAID_LEVELS, memberText, relaid, stringifyExact } from '../../src/exact-json.js';
 
 const RECORD = '{"hash":"ab","assetId":12345678901234567890123,"fee":1.50,"big":1E400,"k":1,"k":2,"nested":{"a":[ ]}}';
 
@@ -38,16 +38,38 @@ describe('stringifyExact', () => {
 
   it('for any JSON value, relaid text parses to the same value, and matches JSON.stringify where the tokens are its own', () => {
     fc.assert(
-      fc.property(fc.jsonValue(), fc.constantFrom(0, 2, 4), fc.nat(6), (value, indent, depth) => {
-        const compact = JSON.stringify(value);
-        const pretty = JSON.stringify(value, null, 2);
-        expect(relaid(pretty, 0)).toBe(compact);
-        const laid = relaid(compact, indent, depth);
-        expect(JSON.parse(laid)).toEqual(JSON.parse(compact));
-        if (depth === 0) expect(laid).toBe(JSON.stringify(value, null, indent));
-      }),
+      fc.property(
+        fc.jsonValue({ maxDepth: MAX_LAID_LEVELS }),
+        fc.constantFrom(0, 2, 4),
+        fc.nat(6),
+        (value, indent, depth) => {
+          const compact = JSON.stringify(value);
+          const pretty = JSON.stringify(value, null, 2);
+          expect(relaid(pretty, 0)).toBe(compact);
+          const laid = relaid(compact, indent, depth);
+          expect(JSON.parse(laid)).toEqual(JSON.parse(compact));
+          if (depth === 0) expect(laid).toBe(JSON.stringify(value, null, indent));
+        },
+      ),
       { numRuns: 300 },
     );
+  });
+
+  it('deeper than MAX_LAID_LEVELS a value stays on one line: 20,000 levels print about their own size, not its square', () => {
+    const levels = 20_000;
+    const deep = `{"sessionId":"1","x":${'['.repeat(levels)}${']'.repeat(levels)}}`;
+    const laid = stringifyExact([{ session: ExactJson.of(deep) }], 2);
+    expect(laid.length).toBeLessThan(deep.length + 1_000);
+    // The same tokens (a value this deep is compared as text: a recursive comparison overflows the stack).
+    expect(relaid(laid, 0)).toBe(`[{"session":${deep}}]`);
+    // Down to the limit, JSON.stringify's layout; below it, none.
+    const lines = laid.split('\n');
+    expect(Math.max(...lines.map((line) => /^ */.exec(line)![0].length))).toBe(2 * MAX_LAID_LEVELS);
+    // Many values at the deepest laid level: a line each, indented at most 2 × MAX_LAID_LEVELS.
+    const wide = `${'['.repeat(MAX_LAID_LEVELS + 5)}${Array(10_000).fill(0).join(',')}${']'.repeat(MAX_LAID_LEVELS + 5)}`;
+    const wideLaid = relaid(wide, 2);
+    expect(JSON.parse(wideLaid)).toEqual(JSON.parse(wide));
+    expect(wideLaid.length).toBeLessThan(wide.length + 2 * MAX_LAID_LEVELS ** 2 + 100);
   });
 });
 
