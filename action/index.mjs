@@ -8972,6 +8972,37 @@ var init_options = __esmMin((() => {
 		"ndjson"
 	]).optional();
 }));
+// dist/did-you-mean.js
+init_interrupt();
+init_options();
+/**
+* " (Did you mean X?)" naming the command of `parent` closest to `word`, as
+* commander says it of a mistyped top-level command; "" when none is close:
+* at most a third of the longer name's letters to change, insert, drop or swap.
+*/
+function didYouMean(word, parent) {
+	let best;
+	for (const name of parent.commands.map((c) => c.name())) {
+		const distance = editDistance(word, name);
+		if (distance * 3 <= Math.max(word.length, name.length) && (best === void 0 || distance < best.distance)) best = {
+			name,
+			distance
+		};
+	}
+	return best ? ` (Did you mean ${best.name}?)` : "";
+}
+/** Optimal string alignment distance: edits turning `a` into `b`, a swap of neighbours counting one. */
+function editDistance(a, b) {
+	const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+	for (let j = 1; j <= b.length; j++) rows[0][j] = j;
+	for (let i = 1; i <= a.length; i++) for (let j = 1; j <= b.length; j++) {
+		const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+		let d = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+		if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2][j - 2] + 1);
+		rows[i][j] = d;
+	}
+	return rows[a.length][b.length];
+}
 // dist/core/secrets.js
 /**
 * Secrets as they arrive from outside: NOTARIZE_TOKEN, NOTARIZE_API_KEY, the
@@ -14504,7 +14535,6 @@ var init_notarize = __esmMin((() => {
 	init_errors();
 	init_service_store();
 	init_disk();
-	init_interrupt();
 	init_lock();
 	init_batch();
 	init_receipt_format();
@@ -20242,7 +20272,6 @@ var init_register_inputs = __esmMin((() => {
 	init_receipts();
 	init_errors();
 	init_input_options();
-	init_options();
 	TITLE$1 = "notarize register";
 	CONCURRENCY$1 = "expected a whole number from 1 to 256";
 	optionsSchema$6 = object({
@@ -41404,34 +41433,6 @@ function asReported(error, failed) {
 	}
 	const message = `unexpected error: ${error?.message ?? String(error)}`;
 	return new NotarizeError("unexpected", EXIT.refused, message, { hint: "run again with --verbose for details" });
-}
-/**
-* " (Did you mean X?)" naming the command of `parent` closest to `word`, as
-* commander says it of a mistyped top-level command; "" when none is close:
-* at most a third of the longer name's letters to change, insert, drop or swap.
-*/
-function didYouMean(word, parent) {
-	let best;
-	for (const name of parent.commands.map((c) => c.name())) {
-		const distance = editDistance(word, name);
-		if (distance * 3 <= Math.max(word.length, name.length) && (best === void 0 || distance < best.distance)) best = {
-			name,
-			distance
-		};
-	}
-	return best ? ` (Did you mean ${best.name}?)` : "";
-}
-/** Optimal string alignment distance: edits turning `a` into `b`, a swap of neighbours counting one. */
-function editDistance(a, b) {
-	const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
-	for (let j = 1; j <= b.length; j++) rows[0][j] = j;
-	for (let i = 1; i <= a.length; i++) for (let j = 1; j <= b.length; j++) {
-		const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-		let d = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
-		if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2][j - 2] + 1);
-		rows[i][j] = d;
-	}
-	return rows[a.length][b.length];
 }
 /** Whether `name` (`--quiet`, `-q`) is an option of `command` or of a command it belongs to. */
 function isOptionOf(command, name) {

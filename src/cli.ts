@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { commandPath } from './commands/options.js';
+import { didYouMean } from './did-you-mean.js';
 import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { cleanSecret } from './core/secrets.js';
@@ -429,37 +430,6 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
   }
   const message = `unexpected error: ${(error as Error)?.message ?? String(error)}`;
   return new NotarizeError('unexpected', EXIT.refused, message, { hint: 'run again with --verbose for details' });
-}
-
-/**
- * " (Did you mean X?)" naming the command of `parent` closest to `word`, as
- * commander says it of a mistyped top-level command; "" when none is close:
- * at most a third of the longer name's letters to change, insert, drop or swap.
- */
-function didYouMean(word: string, parent: Command): string {
-  let best: { name: string; distance: number } | undefined;
-  for (const name of parent.commands.map((c) => c.name())) {
-    const distance = editDistance(word, name);
-    if (distance * 3 <= Math.max(word.length, name.length) && (best === undefined || distance < best.distance)) {
-      best = { name, distance };
-    }
-  }
-  return best ? ` (Did you mean ${best.name}?)` : '';
-}
-
-/** Optimal string alignment distance: edits turning `a` into `b`, a swap of neighbours counting one. */
-function editDistance(a: string, b: string): number {
-  const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) rows[0]![j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let d = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2]![j - 2]! + 1);
-      rows[i]![j] = d;
-    }
-  }
-  return rows[a.length]![b.length]!;
 }
 
 /** Whether `name` (`--quiet`, `-q`) is an option of `command` or of a command it belongs to. */
