@@ -8982,7 +8982,7 @@ init_options();
 */
 function didYouMean(word, parent) {
 	let best;
-	for (const name of parent.commands.map((c) => c.name())) {
+	for (const name of parent.createHelp().visibleCommands(parent).map((c) => c.name())) {
 		const distance = editDistance(word, name);
 		if (distance * 3 <= Math.max(word.length, name.length) && (best === void 0 || distance < best.distance)) best = {
 			name,
@@ -41284,7 +41284,7 @@ function buildProgram(io, env, state) {
 			acceptQuietInBundles(command);
 			if (command.commands.length > 0 && command.name() !== "help") {
 				command.helpCommand(false);
-				command.command("help [command...]", { hidden: true }).action((names) => showHelp(command, names));
+				command.command("help [command...]", { hidden: true }).description(`show the help of a command of ${commandPath(command)}: \`${commandPath(command)} help <command>\``).action((names) => showHelp(command, names));
 			}
 		}
 	};
@@ -41425,8 +41425,9 @@ function asReported(error, failed) {
 		const word = failed?.args[0];
 		if (error.code === "commander.excessArguments" && failed?.commands.length && word !== void 0) {
 			const path = commandPath(failed).split(" ").slice(1).join(" ");
-			const typed = /^[A-Za-z][\w-]{0,39}$/.test(word) ? `unknown command '${path} ${word}'` : `unknown command after '${path}'`;
-			return new UsageError(`${typed}${didYouMean(word, failed)}`, { hint: help });
+			const suggestion = didYouMean(word, failed);
+			const typed = suggestion ? `unknown command '${path} ${word}'` : `unknown command after '${path}'`;
+			return new UsageError(`${typed}${suggestion}`, { hint: help });
 		}
 		const message = error.message.replace(/^error: /, "").replace(/\s*\n\s*/g, " ");
 		return new UsageError(message, { hint: help });

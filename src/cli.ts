@@ -249,7 +249,12 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
       // commander's prints the whole help for a name it does not know, without naming it.
       if (command.commands.length > 0 && command.name() !== 'help') {
         command.helpCommand(false);
-        command.command('help [command...]', { hidden: true }).action((names: string[]) => showHelp(command, names));
+        command
+          .command('help [command...]', { hidden: true })
+          .description(
+            `show the help of a command of ${commandPath(command)}: \`${commandPath(command)} help <command>\``,
+          )
+          .action((names: string[]) => showHelp(command, names));
       }
     }
   };
@@ -418,12 +423,11 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
     // `pending drp`: a word where a command of its own was meant, not an operand too many.
     const word = failed?.args[0];
     if (error.code === 'commander.excessArguments' && failed?.commands.length && word !== undefined) {
-      // Quoted only when it looks like a command's name: an operand typed there may be anything (a key).
+      // Quoted only when it is a command's name mistyped: an operand typed there may be anything (a key).
       const path = commandPath(failed).split(' ').slice(1).join(' ');
-      const typed = /^[A-Za-z][\w-]{0,39}$/.test(word)
-        ? `unknown command '${path} ${word}'`
-        : `unknown command after '${path}'`;
-      return new UsageError(`${typed}${didYouMean(word, failed)}`, { hint: help });
+      const suggestion = didYouMean(word, failed);
+      const typed = suggestion ? `unknown command '${path} ${word}'` : `unknown command after '${path}'`;
+      return new UsageError(`${typed}${suggestion}`, { hint: help });
     }
     const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
     return new UsageError(message, { hint: help });

@@ -12,7 +12,11 @@ import type { Command } from 'commander';
  */
 export function didYouMean(word: string, parent: Command): string {
   let best: { name: string; distance: number } | undefined;
-  for (const name of parent.commands.map((c) => c.name())) {
+  // The commands its help lists: not the hidden `help` of a command with subcommands (cli.ts).
+  for (const name of parent
+    .createHelp()
+    .visibleCommands(parent)
+    .map((c) => c.name())) {
     const distance = editDistance(word, name);
     if (distance * 3 <= Math.max(word.length, name.length) && (best === undefined || distance < best.distance)) {
       best = { name, distance };
