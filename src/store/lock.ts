@@ -233,14 +233,33 @@ function inspect(file: string): Seen | undefined {
   }
 }
 
-/** False only when `kill(pid, 0)` says there is no such process (ESRCH). */
+/**
+ * False when `kill(pid, 0)` says there is no such process (ESRCH), or when
+ * it is a zombie: a process that has exited (a notarize SIGKILLed) but that
+ * its parent has not reaped yet, which kill() still finds. A container
+ * whose pid 1 reaps late, or a driver waiting on its children one by one,
+ * keeps such a pid for as long as it likes; the lock is abandoned all the same.
+ */
 function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code !== 'ESRCH';
   }
+  return !isZombie(pid);
+}
+
+/** Whether /proc says `pid` has exited and awaits its parent's wait (state Z, or X); false where /proc cannot tell. */
+function isZombie(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return false;
+  }
+  // "<pid> (<comm>) <state> ...": the command's name may hold spaces and parentheses, the state follows the last ')'.
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state === 'Z' || state === 'X';
 }
 
 /**

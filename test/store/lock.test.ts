@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import {
   existsSync,
   linkSync,
@@ -256,6 +257,28 @@ describe('withLock', () => {
     expect(performance.now() - started).toBeLessThan(500);
     expect(existsSync(file)).toBe(false);
   });
+
+  it.skipIf(!existsSync('/proc/self/stat'))(
+    'takes over at once a lock whose owner exited and awaits its parent (a zombie, which kill(pid, 0) still finds)',
+    async () => {
+      // `sleep 0` exits at once; its parent, exec'ed into `sleep 30`, never waits for it.
+      const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      try {
+        const pid = Number((await once(parent.stdout, 'data'))[0]);
+        for (let i = 0; i < 100 && !readFileSync(`/proc/${pid}/stat`, 'latin1').includes(') Z '); i++) {
+          await sleep(20);
+        }
+        expect(readFileSync(`/proc/${pid}/stat`, 'latin1')).toMatch(/\) Z /);
+        const file = join(tempDir(), 'h.lock');
+        writeFileSync(file, lockText(pid, 'killed'));
+        // Well within the lease: a zombie taken for alive would make this wait run out (TransientError).
+        await withLock(file, 2000, () => Promise.resolve());
+        expect(existsSync(file)).toBe(false);
+      } finally {
+        parent.kill('SIGKILL');
+      }
+    },
+  );
 
   it('never takes over on a dead pid alone: a lease lock of another namespace or host waits for its lease', async () => {
     const dir = tempDir();
