@@ -112,6 +112,25 @@ function holding(set: Set<object>): () => void {
 export function beforeSending(): Promise<void> {
   return stopping ? new Promise<void>(() => {}) : Promise.resolve();
 }
+/**
+ * What this process holds outside a registration's flow, to let go of at an
+ * interruption's exit: the lock of a store file being changed (a login on
+ * the fly writing the token), the empty file that checks --receipt-dir
+ * takes files. Left behind, a lock makes every process of another PID
+ * namespace that shares the store wait out its lease, and the file is met
+ * by every later `verify` of the folder.
+ */
+const cleanUps = new Set<() => void>();
+
+/** Registers `cleanUp` to run at an interruption's exit; returns the function that unregisters it. */
+export function cleanUpOnInterrupt(cleanUp: () => void): () => void {
+  const entry = () => cleanUp();
+  cleanUps.add(entry);
+  return () => {
+    cleanUps.delete(entry);
+  };
+}
+
 /** Output held back to be written in one go (IO.dataSoon): written before the interruption's line. */
 const pendingOutput = new Set<() => void>();
 /** A command that stops on signals itself (the sandbox) takes them over. */
@@ -299,7 +318,7 @@ function say(line: string): void {
   }
 }
 
-/** The end of an interruption: output held back, one line, locks released, exit. */
+/** The end of an interruption: output held back, one line, locks released (and cleanUps run), exit. */
 function exitNow(signal: 'SIGINT' | 'SIGTERM', code: number, options: SignalOptions): never {
   for (const flush of pendingOutput) {
     try {
@@ -312,9 +331,9 @@ function exitNow(signal: 'SIGINT' | 'SIGTERM', code: number, options: SignalOpti
   say(
     options.json ? JSON.stringify({ error: { code: 'interrupted', exitCode: code, message } }) : `notarize: ${message}`,
   );
-  for (const u of underway) {
+  for (const release of [...[...underway].map((u) => u.release), ...cleanUps]) {
     try {
-      u.release();
+      release();
     } catch {
       // A lock left behind is found stale by the next run (its pid is gone).
     }

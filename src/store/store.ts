@@ -49,7 +49,8 @@ import {
   writeFileAtomic,
 } from './files.js';
 import { diskRefused, diskRefusedBeforeSending } from './disk.js';
-import { withLock } from './lock.js';
+import { cleanUpOnInterrupt } from '../interrupt.js';
+import { releaseOwnLock, withLock } from './lock.js';
 import { ServiceStore } from './service-store.js';
 
 /**
@@ -421,15 +422,12 @@ export class Store {
     try {
       await withLock(lock, CHANGE_LOCK_WAIT_MS, async () => {
         locked = true;
-        const data = this.#read(name);
-        if (!edit(data)) return;
+        // A signal's exit lets it go, as it does a hash's (interrupt.ts).
+        const forget = cleanUpOnInterrupt(() => releaseOwnLock(lock));
         try {
-          await writeFileAtomic(file, `${JSON.stringify(data, undefined, '\t')}\n`, { flushes: this.#flushes });
-        } catch (error) {
-          throw new StoreError(file, `cannot write store file ${file}: ${(error as Error).message}`, {
-            hint: 'check that the store directory belongs to you and the disk is not full',
-            cause: error,
-          });
+          await this.#rewrite(file, name, edit);
+        } finally {
+          forget();
         }
       });
     } catch (error) {
@@ -453,6 +451,20 @@ export class Store {
         });
       }
       throw error;
+    }
+  }
+
+  /** Under the store file's lock (#change): `edit` applied to what the file holds, written back if it changed it. */
+  async #rewrite(file: string, name: StoreFileName, edit: (data: JsonObject) => boolean): Promise<void> {
+    const data = this.#read(name);
+    if (!edit(data)) return;
+    try {
+      await writeFileAtomic(file, `${JSON.stringify(data, undefined, '\t')}\n`, { flushes: this.#flushes });
+    } catch (error) {
+      throw new StoreError(file, `cannot write store file ${file}: ${(error as Error).message}`, {
+        hint: 'check that the store directory belongs to you and the disk is not full',
+        cause: error,
+      });
     }
   }
 }

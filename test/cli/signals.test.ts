@@ -6,7 +6,18 @@
  * state under test (the document open, the session on disk and forfait
  * sent), never after a guessed delay.
  */
-import { existsSync, readdirSync, readlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -320,6 +331,61 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     expect(JSON.parse(run.stderr)).toEqual({
       error: { code: 'interrupted', exitCode: 143, message: 'interrupted (SIGTERM)' },
     });
+  });
+
+  it("a signal while a store file is changed under its lock (a login's token, a setting) releases that lock", async () => {
+    // The build's Store and signal handling, as main() runs them. The one thread of libuv's pool
+    // is kept busy opening a FIFO no one writes, so the change, once it holds locks/config.lock,
+    // waits there to create its temporary file: the signal finds the lock held, deterministically.
+    const dir = join(bed.root, 'store-lock');
+    const fifo = join(bed.root, 'no-writer');
+    execFileSync('mkfifo', [fifo]);
+    const program = `
+      import { existsSync, open } from 'node:fs';
+      import { join } from 'node:path';
+      import { pathToFileURL } from 'node:url';
+      const [dist, dir, fifo] = process.argv.slice(1);
+      const { Store } = await import(pathToFileURL(dist + '/store/store.js').href);
+      const { exitOnSignals } = await import(pathToFileURL(dist + '/interrupt.js').href);
+      exitOnSignals();
+      open(fifo, 'r', () => {});
+      void new Store(dir).setSetting('timeout', '5000');
+      const held = setInterval(() => {
+        if (existsSync(join(dir, 'locks', 'config.lock'))) {
+          clearInterval(held);
+          console.log('held');
+        }
+      }, 5);
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', program, DIST, dir, fifo], {
+      env: { ...process.env, UV_THREADPOOL_SIZE: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+    // The pool's thread waits for a writer of the FIFO, and an exit waits for the pool: let it go.
+    const releasePool = () => {
+      try {
+        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch {
+        // No reader left (ENXIO): nothing waits.
+      }
+    };
+    try {
+      const first = await Promise.race([once(child.stdout, 'data'), exited]);
+      expect(String((first as Buffer[])[0]), stderr).toBe('held\n');
+      child.kill('SIGTERM');
+      // Only once the signal is handled (its line is written before the exit), else the change would go on.
+      await until(() => stderr.includes('interrupted'), 'the signal is handled');
+      releasePool();
+      expect(await exited, stderr).toBe(143);
+    } finally {
+      child.kill('SIGKILL');
+      releasePool();
+    }
+    expect(stderr).toBe('notarize: interrupted (SIGTERM)\n');
+    expect(existsSync(join(dir, 'locks', 'config.lock'))).toBe(false);
   });
 
   it('lines queued for one write (IO.dataSoon) in the turn a signal arrives are printed before the exit', async () => {
