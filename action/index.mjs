@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, rmSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
 import { basename, dirname, extname, isAbsolute, join, normalize, resolve, sep } from "node:path";
@@ -130,6 +130,14 @@ function holding(set) {
 */
 function beforeSending() {
 	return stopping ? new Promise(() => {}) : Promise.resolve();
+}
+/** Registers `cleanUp` to run at an interruption's exit; returns the function that unregisters it. */
+function cleanUpOnInterrupt(cleanUp) {
+	const entry = () => cleanUp();
+	cleanUps.add(entry);
+	return () => {
+		cleanUps.delete(entry);
+	};
 }
 /** Tells this module that a registration of `hash` is under way, its lock released by `release`. */
 function track(hash, release) {
@@ -270,7 +278,7 @@ function say(line) {
 		writeSync(2, `${process.stderr.isTTY ? "\r\x1B[K" : ""}${line}\n`);
 	} catch {}
 }
-/** The end of an interruption: output held back, one line, locks released, exit. */
+/** The end of an interruption: output held back, one line, locks released (and cleanUps run), exit. */
 function exitNow(signal, code, options) {
 	for (const flush of pendingOutput) try {
 		flush();
@@ -281,12 +289,12 @@ function exitNow(signal, code, options) {
 		exitCode: code,
 		message
 	} }) : `notarize: ${message}`);
-	for (const u of underway) try {
-		u.release();
+	for (const release of [...[...underway].map((u) => u.release), ...cleanUps]) try {
+		release();
 	} catch {}
 	process.exit(code);
 }
-var EXIT_ON, underway, metadataUnsent, sessionNotes, completing, owed, stopping, onCompletionsRecorded, stoppingNow, nowStopping, COMPLETION_GRACE_MS, pendingOutput, takenOver, transient;
+var EXIT_ON, underway, metadataUnsent, sessionNotes, completing, owed, stopping, onCompletionsRecorded, stoppingNow, nowStopping, COMPLETION_GRACE_MS, cleanUps, pendingOutput, takenOver, transient;
 var init_interrupt = __esmMin((() => {
 	EXIT_ON = {
 		SIGINT: 130,
@@ -299,6 +307,7 @@ var init_interrupt = __esmMin((() => {
 	owed = /* @__PURE__ */ new Set();
 	stopping = false;
 	COMPLETION_GRACE_MS = 5e3;
+	cleanUps = /* @__PURE__ */ new Set();
 	pendingOutput = /* @__PURE__ */ new Set();
 	takenOver = false;
 	transient = /* @__PURE__ */ new Set();
@@ -11672,6 +11681,10 @@ var init_hash$1 = __esmMin((() => {
 * folder for a link in the microseconds before the file is created: Node has
 * no openat(); keep the receipt directory your own.
 */
+/** Whether `name` is that of planReceipts's probe (its prefix, then store/files.ts's uniqueSuffix). */
+function isWriteProbe(name) {
+	return name.startsWith(WRITE_PROBE_PREFIX) && /^\d+\.[0-9a-f]{8}\.[0-9a-z]+$/.test(name.slice(16));
+}
 /**
 * The folders and name of a path as given, without `.`, `..` or empty
 * segments. Split at this system's separator only: on Linux and macOS a
@@ -11824,13 +11837,18 @@ async function planReceipts(dir, subjects) {
 		throw notUsable(code === "EEXIST" || code === "ENOTDIR" ? "is not a directory" : `cannot be created: ${writeErrorReason(error)}`, error);
 	}
 	if (!(await stat(dir)).isDirectory()) throw notUsable("is not a directory");
-	const probe = join(dir, `.notarize-probe-${uniqueSuffix()}`);
+	const probe = join(dir, `${WRITE_PROBE_PREFIX}${uniqueSuffix()}`);
+	const forget = cleanUpOnInterrupt(() => rmSync(probe, { force: true }));
 	try {
-		await writeFile(probe, "", { flag: "wx" });
-	} catch (error) {
-		throw notUsable(`is not writable: ${writeErrorReason(error)}`, error);
+		try {
+			await writeFile(probe, "", { flag: "wx" });
+		} catch (error) {
+			throw notUsable(`is not writable: ${writeErrorReason(error)}`, error);
+		}
+		await rm(probe, { force: true });
+	} finally {
+		forget();
 	}
-	await rm(probe, { force: true });
 	const names = receiptNames(subjects);
 	for (const name of names) {
 		if (name === void 0) continue;
@@ -11998,7 +12016,7 @@ async function writeReceipt(plan, index, hash, text, overwrite) {
 		throw failed(`the receipt ${path} could not be written: ${writeErrorReason(error)}`, error);
 	}
 }
-var RECEIPT_SUFFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, PARENT_AFTER_NAME;
+var RECEIPT_SUFFIX, WRITE_PROBE_PREFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, PARENT_AFTER_NAME;
 var init_receipts = __esmMin((() => {
 	init_errors();
 	init_mkdirs();
@@ -12007,6 +12025,7 @@ var init_receipts = __esmMin((() => {
 	init_hash$1();
 	init_receipt_format();
 	RECEIPT_SUFFIX = ".notarization.json";
+	WRITE_PROBE_PREFIX = ".notarize-probe-";
 	MAX_NAME_BYTES = 255;
 	MAX_PATH_BYTES = 4095;
 	PARENT_AFTER_NAME = "is spelt with '..' after a folder's name, which after a link names another folder than it reads: give it without (its real path)";
@@ -13383,14 +13402,31 @@ function inspect(file) {
 		closeSync(fd);
 	}
 }
-/** False only when `kill(pid, 0)` says there is no such process (ESRCH). */
+/**
+* False when `kill(pid, 0)` says there is no such process (ESRCH), or when
+* it is a zombie: a process that has exited (a notarize SIGKILLed) but that
+* its parent has not reaped yet, which kill() still finds. A container
+* whose pid 1 reaps late, or a driver waiting on its children one by one,
+* keeps such a pid for as long as it likes; the lock is abandoned all the same.
+*/
 function processExists(pid) {
 	try {
 		process.kill(pid, 0);
-		return true;
 	} catch (error) {
 		return error.code !== "ESRCH";
 	}
+	return !isZombie(pid);
+}
+/** Whether /proc says `pid` has exited and awaits its parent's wait (state Z, or X); false where /proc cannot tell. */
+function isZombie(pid) {
+	let stat;
+	try {
+		stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+	} catch {
+		return false;
+	}
+	const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+	return state === "Z" || state === "X";
 }
 /**
 * Whether the writer of `seen` is provably gone: it wrote in our own, known
@@ -14535,6 +14571,7 @@ var init_notarize = __esmMin((() => {
 	init_errors();
 	init_service_store();
 	init_disk();
+	init_interrupt();
 	init_lock();
 	init_batch();
 	init_receipt_format();
@@ -22738,6 +22775,11 @@ async function notarizeOutput(path, inside) {
 		return;
 	}
 }
+/** Whether `path` is an empty regular file (never followed, never opened: its size is all that is asked). */
+function isEmptyFile(path) {
+	const info = lstatSync(path, { throwIfNoEntry: false });
+	return info !== void 0 && info.isFile() && info.size === 0;
+}
 /** The receipt or manifest `path` is named as the temporary file of (writeFileAtomic's), if it is. */
 function leftoverTarget(path) {
 	const target = temporaryTarget(basename(path));
@@ -22787,7 +22829,7 @@ function unownedReason(output) {
 	if (output.kind === "manifest") return `the manifest of root ${output.root}, under which no document was verified here: nothing checked here proves this file (leave it out of the files checked if it is not shipped)`;
 	return `a receipt of ${output.sha256}, named as the receipt of no document checked here and the evidence of none: nothing checked here proves this file (a folder of receipts counts only as --receipt-dir; else leave it out of the files checked if it is not shipped)`;
 }
-var INSIDE_RECEIPT_DIR, WalkOutputs, LEFTOVER_REASON, LEFTOVER_UNOWNED_REASON;
+var INSIDE_RECEIPT_DIR, WalkOutputs, LEFTOVER_REASON, LEFTOVER_UNOWNED_REASON, PROBE_REASON, PROBE_UNOWNED_REASON;
 var init_verify_outputs = __esmMin((() => {
 	init_receipt_format();
 	init_evidence();
@@ -22827,6 +22869,11 @@ var init_verify_outputs = __esmMin((() => {
 					path: item.path,
 					inside: true,
 					target
+				};
+				else if (item.kind === "file" && inside && isWriteProbe(basename(item.path))) output = {
+					kind: "probe",
+					path: item.path,
+					inside: true
 				};
 				else if (walked || inside) output = await notarizeOutput(item.path, inside);
 				if (output !== void 0) {
@@ -22877,7 +22924,7 @@ var init_verify_outputs = __esmMin((() => {
 			}
 			const passed = /* @__PURE__ */ new Set();
 			for (const output of this.#held) {
-				if (output.kind === "leftover") continue;
+				if (output.kind === "leftover" || output.kind === "probe") continue;
 				const where = output.inside ? "inside --receipt-dir: " : "";
 				if (output.kind === "receipt" ? owned.has(output) : roots.has(output.root)) {
 					passed.add(resolve(output.path));
@@ -22885,6 +22932,10 @@ var init_verify_outputs = __esmMin((() => {
 				} else unowned(output.path, unownedReason(output));
 			}
 			for (const output of this.#held) {
+				if (output.kind === "probe") {
+					if (isEmptyFile(output.path)) skip(output.path, `inside --receipt-dir: ${PROBE_REASON}`);
+					else unowned(output.path, PROBE_UNOWNED_REASON);
+				}
 				if (output.kind !== "leftover") continue;
 				const of = resolve(dirname(output.path), output.target);
 				if (passed.has(of) && isPrefixOf(output.path, of)) skip(output.path, `inside --receipt-dir: ${LEFTOVER_REASON}`);
@@ -22917,6 +22968,8 @@ var init_verify_outputs = __esmMin((() => {
 	};
 	LEFTOVER_REASON = "the temporary file of a receipt or tree manifest passed over here, left by a run stopped before it renamed it (it holds the start of that file; not a document; it can be removed)";
 	LEFTOVER_UNOWNED_REASON = "inside --receipt-dir, named as a temporary file of a receipt or tree manifest, but it holds no start of one passed over here: nothing checked here proves this file (remove it)";
+	PROBE_REASON = "the empty file register makes to check that the folder takes files, left by a run killed at that moment (not a document; it can be removed)";
+	PROBE_UNOWNED_REASON = "inside --receipt-dir, named as the empty file register checks the folder with, but not empty: nothing checked here proves this file (remove it)";
 }));
 // dist/commands/verify.js
 var verify_exports = /* @__PURE__ */ __exportAll({
@@ -22950,7 +23003,8 @@ sent); else 6. A --receipt-dir that is no folder is exit 2. A file in --receipt-
 tree manifest byte for byte as register writes it, is failed too: register passes such files
 over, so they have none (but the temporary file of a receipt or manifest passed over,
 .<name>.<pid>.<tag>.<n>.tmp, that a run stopped before renaming it left there, holding the
-start of that file: passed over, and it can be removed; so named, anything else is unknown). Receipts and manifests met while walking a folder are passed over
+start of that file: passed over, and it can be removed; so named, anything else is unknown; and the
+empty .notarize-probe-<pid>.<tag>.<n> register checks the folder with, left by a run killed then). Receipts and manifests met while walking a folder are passed over
 only when they belong to a document checked: a receipt that was its evidence, or is at the
 very path of its receipt (beside it, or in --receipt-dir as register names it there) and of
 its digest; a manifest of the root a document was verified under. Any other is unknown: a
@@ -40829,6 +40883,7 @@ var init_store = __esmMin((() => {
 	init_settings();
 	init_files();
 	init_disk();
+	init_interrupt();
 	init_lock();
 	init_service_store();
 	CHANGE_LOCK_WAIT_MS = 15e3;
@@ -41080,15 +41135,11 @@ var init_store = __esmMin((() => {
 			try {
 				await withLock(lock, CHANGE_LOCK_WAIT_MS, async () => {
 					locked = true;
-					const data = this.#read(name);
-					if (!edit(data)) return;
+					const forget = cleanUpOnInterrupt(() => releaseOwnLock(lock));
 					try {
-						await writeFileAtomic(file, `${JSON.stringify(data, void 0, "	")}\n`, { flushes: this.#flushes });
-					} catch (error) {
-						throw new StoreError(file, `cannot write store file ${file}: ${error.message}`, {
-							hint: "check that the store directory belongs to you and the disk is not full",
-							cause: error
-						});
+						await this.#rewrite(file, name, edit);
+					} finally {
+						forget();
 					}
 				});
 			} catch (error) {
@@ -41104,6 +41155,19 @@ var init_store = __esmMin((() => {
 					cause: error
 				});
 				throw error;
+			}
+		}
+		/** Under the store file's lock (#change): `edit` applied to what the file holds, written back if it changed it. */
+		async #rewrite(file, name, edit) {
+			const data = this.#read(name);
+			if (!edit(data)) return;
+			try {
+				await writeFileAtomic(file, `${JSON.stringify(data, void 0, "	")}\n`, { flushes: this.#flushes });
+			} catch (error) {
+				throw new StoreError(file, `cannot write store file ${file}: ${error.message}`, {
+					hint: "check that the store directory belongs to you and the disk is not full",
+					cause: error
+				});
 			}
 		}
 	};

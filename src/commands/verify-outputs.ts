@@ -26,13 +26,13 @@
  * description, the service's record) is not checked here: only the service
  * confirms a registration (docs/verify-by-hand.md).
  */
-import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { readReceipt } from '../core/receipt-format.js';
 import { readReceiptFile, type Finding } from '../core/evidence.js';
 import type { InputItem } from '../core/inputs.js';
 import { exactManifestDigests, manifestRoot, TREE_MANIFEST_SUFFIX } from '../core/trees.js';
-import { RECEIPT_SUFFIX } from '../core/receipts.js';
+import { isWriteProbe, RECEIPT_SUFFIX } from '../core/receipts.js';
 import { InputFileError, UsageError } from '../errors.js';
 import { RealFolders } from '../path-spelling.js';
 import { temporaryTarget } from '../store/files.js';
@@ -44,7 +44,9 @@ type Output =
   | { kind: 'receipt'; path: string; inside: boolean; sha256: string; root: string | undefined }
   | { kind: 'manifest'; path: string; inside: boolean; root: string }
   /** In --receipt-dir, what may be the temporary file of a receipt or manifest a stopped run left (`target`). */
-  | { kind: 'leftover'; path: string; inside: true; target: string };
+  | { kind: 'leftover'; path: string; inside: true; target: string }
+  /** In --receipt-dir, what may be the empty file register checks the folder with, left by a run killed then. */
+  | { kind: 'probe'; path: string; inside: true };
 
 export class WalkOutputs {
   readonly #held: Output[] = [];
@@ -77,6 +79,8 @@ export class WalkOutputs {
       let output: Output | undefined;
       if (item.kind === 'file' && target !== undefined)
         output = { kind: 'leftover', path: item.path, inside: true, target };
+      else if (item.kind === 'file' && inside && isWriteProbe(basename(item.path)))
+        output = { kind: 'probe', path: item.path, inside: true };
       else if (walked || inside) output = await notarizeOutput(item.path, inside);
       if (output !== undefined) {
         this.#held.push(output);
@@ -139,7 +143,7 @@ export class WalkOutputs {
     // leftover may be a piece of.
     const passed = new Set<string>();
     for (const output of this.#held) {
-      if (output.kind === 'leftover') continue;
+      if (output.kind === 'leftover' || output.kind === 'probe') continue;
       const where = output.inside ? 'inside --receipt-dir: ' : '';
       if (output.kind === 'receipt' ? owned.has(output) : roots.has(output.root)) {
         passed.add(resolve(output.path));
@@ -152,6 +156,11 @@ export class WalkOutputs {
       }
     }
     for (const output of this.#held) {
+      if (output.kind === 'probe') {
+        // Anyone can give a file such a name: only an empty one holds nothing to prove.
+        if (isEmptyFile(output.path)) skip(output.path, `inside --receipt-dir: ${PROBE_REASON}`);
+        else unowned(output.path, PROBE_UNOWNED_REASON);
+      }
       if (output.kind !== 'leftover') continue;
       // Only a piece of a receipt or manifest passed over: anyone can give a file such a name.
       const of = resolve(dirname(output.path), output.target);
@@ -219,6 +228,17 @@ const LEFTOVER_UNOWNED_REASON =
   'inside --receipt-dir, named as a temporary file of a receipt or tree manifest, but it holds no start of one ' +
   'passed over here: nothing checked here proves this file (remove it)';
 
+const PROBE_REASON =
+  'the empty file register makes to check that the folder takes files, left by a run killed at that moment (not a document; it can be removed)';
+const PROBE_UNOWNED_REASON =
+  'inside --receipt-dir, named as the empty file register checks the folder with, but not empty: nothing checked here proves this file (remove it)';
+
+/** Whether `path` is an empty regular file (never followed, never opened: its size is all that is asked). */
+function isEmptyFile(path: string): boolean {
+  const info = lstatSync(path, { throwIfNoEntry: false });
+  return info !== undefined && info.isFile() && info.size === 0;
+}
+
 /** The receipt or manifest `path` is named as the temporary file of (writeFileAtomic's), if it is. */
 function leftoverTarget(path: string): string | undefined {
   const target = temporaryTarget(basename(path));
@@ -269,7 +289,7 @@ function insideReceiptDir(path: string): InputItem {
 }
 
 /** Why a receipt or manifest that belongs to no document checked is `unknown`. */
-function unownedReason(output: Exclude<Output, { kind: 'leftover' }>): string {
+function unownedReason(output: Exclude<Output, { kind: 'leftover' | 'probe' }>): string {
   if (output.kind === 'manifest') {
     return `the manifest of root ${output.root}, under which no document was verified here: nothing checked here proves this file (leave it out of the files checked if it is not shipped)`;
   }

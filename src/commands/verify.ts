@@ -84,7 +84,8 @@ sent); else 6. A --receipt-dir that is no folder is exit 2. A file in --receipt-
 tree manifest byte for byte as register writes it, is failed too: register passes such files
 over, so they have none (but the temporary file of a receipt or manifest passed over,
 .<name>.<pid>.<tag>.<n>.tmp, that a run stopped before renaming it left there, holding the
-start of that file: passed over, and it can be removed; so named, anything else is unknown). Receipts and manifests met while walking a folder are passed over
+start of that file: passed over, and it can be removed; so named, anything else is unknown; and the
+empty .notarize-probe-<pid>.<tag>.<n> register checks the folder with, left by a run killed then). Receipts and manifests met while walking a folder are passed over
 only when they belong to a document checked: a receipt that was its evidence, or is at the
 very path of its receipt (beside it, or in --receipt-dir as register names it there) and of
 its digest; a manifest of the root a document was verified under. Any other is unknown: a

@@ -29,10 +29,11 @@
  * folder for a link in the microseconds before the file is created: Node has
  * no openat(); keep the receipt directory your own.
  */
-import { constants } from 'node:fs';
+import { constants, rmSync } from 'node:fs';
 import { lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
 import { join, normalize, resolve, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
+import { cleanUpOnInterrupt } from '../interrupt.js';
 import { makeDirs } from '../mkdirs.js';
 import { parentAfterName, RealFolders, sameSpelling, systemRealPath } from '../path-spelling.js';
 import { DirFlushes, uniqueSuffix, writeFileAtomic } from '../store/files.js';
@@ -40,6 +41,20 @@ import { writeErrorReason } from './hash.js';
 import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
+
+/**
+ * The empty file planReceipts makes, and removes at once, to learn that
+ * --receipt-dir takes files. A run killed in between (SIGKILL) leaves it:
+ * `verify` passes over such a file when it is empty (isWriteProbe).
+ */
+const WRITE_PROBE_PREFIX = '.notarize-probe-';
+
+/** Whether `name` is that of planReceipts's probe (its prefix, then store/files.ts's uniqueSuffix). */
+export function isWriteProbe(name: string): boolean {
+  return (
+    name.startsWith(WRITE_PROBE_PREFIX) && /^\d+\.[0-9a-f]{8}\.[0-9a-z]+$/.test(name.slice(WRITE_PROBE_PREFIX.length))
+  );
+}
 
 /** Longest file name most filesystems take (NAME_MAX), and longest path (PATH_MAX less the NUL). */
 const MAX_NAME_BYTES = 255;
@@ -248,13 +263,19 @@ export async function planReceipts(dir: string, subjects: readonly ReceiptSubjec
     );
   }
   if (!(await stat(dir)).isDirectory()) throw notUsable('is not a directory');
-  const probe = join(dir, `.notarize-probe-${uniqueSuffix()}`);
+  const probe = join(dir, `${WRITE_PROBE_PREFIX}${uniqueSuffix()}`);
+  // A signal in between removes it too: an empty file left in the folder is met by every `verify -r` of it.
+  const forget = cleanUpOnInterrupt(() => rmSync(probe, { force: true }));
   try {
-    await writeFile(probe, '', { flag: 'wx' });
-  } catch (error) {
-    throw notUsable(`is not writable: ${writeErrorReason(error)}`, error);
+    try {
+      await writeFile(probe, '', { flag: 'wx' });
+    } catch (error) {
+      throw notUsable(`is not writable: ${writeErrorReason(error)}`, error);
+    }
+    await rm(probe, { force: true });
+  } finally {
+    forget();
   }
-  await rm(probe, { force: true });
   const names = receiptNames(subjects);
   for (const name of names) {
     if (name === undefined) continue;

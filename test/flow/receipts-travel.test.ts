@@ -269,6 +269,31 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     }
   });
 
+  it('a run killed while checking that --receipt-dir takes files: its empty probe is passed over, no other file so named', async () => {
+    cpSync(join(here, 'receipts'), join(here, 'dist', 'receipts'), { recursive: true });
+    const inReceipts = (name: string) => join(here, 'dist', 'receipts', name);
+    writeFileSync(inReceipts('.notarize-probe-4242.0badcafe.0'), '');
+    const args = ['verify', '-r', join(here, 'dist'), '--receipt-dir', join(here, 'dist', 'receipts'), '--json'];
+    const run = await downloader(args);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(countStatuses(parseResults(run.stdout))).toEqual({ verified: NAMES.length, skipped: NAMES.length + 1 });
+    expect(
+      parseResults(run.stdout).find((r) => r.file === inReceipts('.notarize-probe-4242.0badcafe.0'))!.reason,
+    ).toMatch(/^inside --receipt-dir: the empty file register makes to check that the folder takes files/);
+    // Not empty: anyone can name a file so, and nothing proves what it holds.
+    writeFileSync(inReceipts('.notarize-probe-4242.0badcafe.0'), '#!/bin/sh\necho pwned\n');
+    const refused = await downloader(args);
+    expect(refused.code, describeRun(refused)).toBe(6);
+    expect(
+      parseResults(refused.stdout).find((r) => r.file === inReceipts('.notarize-probe-4242.0badcafe.0')),
+    ).toMatchObject({
+      status: 'unknown',
+      reason: expect.stringMatching(
+        /^inside --receipt-dir, named as the empty file register checks the folder with, but not empty/,
+      ),
+    });
+  });
+
   it('receipts beside their documents pass over, also of one modified; any other receipt-named file is unknown', async () => {
     for (const name of NAMES) cpSync(receipt(name), `${doc(name)}.notarization.json`);
     const walk = (...extra: string[]) => downloader(['verify', '-r', join(here, 'dist'), ...extra, '--json']);
