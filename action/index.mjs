@@ -13208,9 +13208,40 @@ var init_service_store = __esmMin((() => {
 	};
 }));
 // dist/store/disk.js
+/**
+* Disk refusals (full, over quota, read-only, no permission; and no file
+* descriptor left, which is as much the user's to fix) met while preparing a store
+* write before anything was sent, e.g. creating a hash's lock. They are the
+* user's to fix, and nothing was lost: exit 2 (UsageError), saying which
+* device, rather than "unexpected error: ENOSPC" with exit 1.
+*
+* Only for writes before sending. A write that fails after the service
+* answered is exit 1 with the answer quoted (core/notarize.ts, `notSaved`):
+* calling this there would wrongly say nothing was sent.
+*/
 /** The refusal's code of `error` or of an error it wraps. */
 function errnoCode(error) {
 	return errnoCodeIn(error, (code) => code in REFUSALS);
+}
+/**
+* Where a permission was refused, from the path of the error carrying the
+* refusal's code: not the store's folder but a folder inside it (a
+* read-only locks/ or pending/: a file made, renamed or removed there, or
+* a folder made in it, asks its write permission), or a file there that is
+* another user's. Undefined when the error names no path.
+*/
+function refusedAt(error, code) {
+	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+		const errno = current;
+		if (errno.code === code) {
+			if (typeof errno.path !== "string") return void 0;
+			if (errno.syscall !== void 0 && ENTRY_CHANGES.has(errno.syscall)) return { folder: dirname(errno.path) };
+			const info = lstatSync(errno.path, { throwIfNoEntry: false });
+			if (info === void 0) return { folder: dirname(errno.path) };
+			return info.isDirectory() ? { folder: errno.path } : { file: errno.path };
+		}
+		current = current.cause;
+	}
 }
 /** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission, no descriptor left. */
 function isDiskRefusal(error) {
@@ -13232,25 +13263,39 @@ function diskRefusedBeforeSending(error, dir) {
 function diskRefused(error, dir, sent, elsewhere = "point NOTARIZE_CONFIG_DIR elsewhere") {
 	const code = errnoCode(error);
 	if (code === void 0) return void 0;
+	const refused = OF_THE_PATH.has(code) ? refusedAt(error, code) : void 0;
+	if (refused?.file !== void 0) {
+		const file = refused.file;
+		return refusal(error, code, `${code === "EACCES" ? "permission is denied for" : "the system does not permit changing"} ${file}`, sent, {
+			EACCES: "give it back to this user, or move it aside",
+			EPERM: "lift the restriction (lsattr, chattr -i), or move it aside"
+		}[code]);
+	}
+	const where = refused?.folder ?? dir;
+	const hint = `${{
+		ENOSPC: "free some space there",
+		EDQUOT: "free some space there or raise the quota",
+		EROFS: "make it writable",
+		EFBIG: "raise the limit (ulimit -f)",
+		EACCES: "give this user write access to it",
+		EPERM: "lift the restriction (lsattr, chattr -i)",
+		EMFILE: FD_SHORTAGE_REMEDY,
+		ENFILE: FD_SHORTAGE_REMEDY
+	}[code]}${NOT_OF_THE_PLACE.has(code) ? "" : ` (or ${elsewhere})`}`;
+	return refusal(error, code, REFUSALS[code](where), sent, hint);
+}
+/** The refusal's error: exit 2 when nothing was sent, else exit 1 saying what was (`sent`). */
+function refusal(error, code, what, sent, remedy) {
 	const details = {
 		code: "disk_refused",
-		hint: `${{
-			ENOSPC: "free some space there",
-			EDQUOT: "free some space there or raise the quota",
-			EROFS: "make it writable",
-			EFBIG: "raise the limit (ulimit -f)",
-			EACCES: "give this user write access to it",
-			EPERM: "lift the restriction (lsattr, chattr -i)",
-			EMFILE: FD_SHORTAGE_REMEDY,
-			ENFILE: FD_SHORTAGE_REMEDY
-		}[code]}${NOT_OF_THE_PLACE.has(code) ? "" : ` (or ${elsewhere})`}, then run the command again`,
+		hint: `${remedy}, then run the command again`,
 		cause: error
 	};
-	const message = `${REFUSALS[code](dir)} (${code})`;
+	const message = `${what} (${code})`;
 	if (sent === void 0) return new UsageError(`${message}; nothing was sent`, details);
 	return new NotarizeError(details.code, EXIT.refused, `${message}; ${sent}`, details);
 }
-var REFUSALS, NOT_OF_THE_PLACE;
+var REFUSALS, NOT_OF_THE_PLACE, ENTRY_CHANGES, OF_THE_PATH;
 var init_disk = __esmMin((() => {
 	init_errors();
 	init_fd_shortage();
@@ -13265,6 +13310,15 @@ var init_disk = __esmMin((() => {
 		ENFILE: (dir) => `the system has too many files open to work in ${dir}`
 	};
 	NOT_OF_THE_PLACE = /* @__PURE__ */ new Set(["EMFILE", "ENFILE"]);
+	ENTRY_CHANGES = /* @__PURE__ */ new Set([
+		"rename",
+		"link",
+		"unlink",
+		"mkdir",
+		"rmdir",
+		"symlink"
+	]);
+	OF_THE_PATH = /* @__PURE__ */ new Set(["EACCES", "EPERM"]);
 }));
 // dist/store/lock.js
 /**

@@ -9,6 +9,8 @@
  * answered is exit 1 with the answer quoted (core/notarize.ts, `notSaved`):
  * calling this there would wrongly say nothing was sent.
  */
+import { lstatSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { errnoCodeIn, EXIT, NotarizeError, UsageError } from '../errors.js';
 import { FD_SHORTAGE_REMEDY } from '../fd-shortage.js';
 
@@ -33,6 +35,35 @@ const NOT_OF_THE_PLACE = new Set(['EMFILE', 'ENFILE']);
 function errnoCode(error: unknown): string | undefined {
   return errnoCodeIn(error, (code) => code in REFUSALS);
 }
+
+/**
+ * Where a permission was refused, from the path of the error carrying the
+ * refusal's code: not the store's folder but a folder inside it (a
+ * read-only locks/ or pending/: a file made, renamed or removed there, or
+ * a folder made in it, asks its write permission), or a file there that is
+ * another user's. Undefined when the error names no path.
+ */
+function refusedAt(error: unknown, code: string): { folder?: string; file?: string } | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+    const errno = current as NodeJS.ErrnoException;
+    if (errno.code === code) {
+      if (typeof errno.path !== 'string') return undefined;
+      // Making, renaming, linking or removing an entry asks its folder, whatever the entry.
+      if (errno.syscall !== undefined && ENTRY_CHANGES.has(errno.syscall)) return { folder: dirname(errno.path) };
+      const info = lstatSync(errno.path, { throwIfNoEntry: false });
+      if (info === undefined) return { folder: dirname(errno.path) };
+      return info.isDirectory() ? { folder: errno.path } : { file: errno.path };
+    }
+    current = current.cause;
+  }
+  return undefined;
+}
+
+/** The calls that change a folder's entries: refused by the folder's permission. */
+const ENTRY_CHANGES = new Set(['rename', 'link', 'unlink', 'mkdir', 'rmdir', 'symlink']);
+
+/** Permissions are per folder and file: the one to change, rather than the store's own. */
+const OF_THE_PATH = new Set(['EACCES', 'EPERM']);
 
 /** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission, no descriptor left. */
 export function isDiskRefusal(error: unknown): boolean {
@@ -61,6 +92,21 @@ export function diskRefused(
 ): NotarizeError | undefined {
   const code = errnoCode(error);
   if (code === undefined) return undefined;
+  const refused = OF_THE_PATH.has(code) ? refusedAt(error, code) : undefined;
+  if (refused?.file !== undefined) {
+    const file = refused.file;
+    return refusal(
+      error,
+      code,
+      `${code === 'EACCES' ? 'permission is denied for' : 'the system does not permit changing'} ${file}`,
+      sent,
+      {
+        EACCES: 'give it back to this user, or move it aside',
+        EPERM: 'lift the restriction (lsattr, chattr -i), or move it aside',
+      }[code]!,
+    );
+  }
+  const where = refused?.folder ?? dir;
   const remedy: Record<string, string> = {
     ENOSPC: 'free some space there',
     EDQUOT: 'free some space there or raise the quota',
@@ -71,12 +117,14 @@ export function diskRefused(
     EMFILE: FD_SHORTAGE_REMEDY,
     ENFILE: FD_SHORTAGE_REMEDY,
   };
-  const details = {
-    code: 'disk_refused',
-    hint: `${remedy[code]!}${NOT_OF_THE_PLACE.has(code) ? '' : ` (or ${elsewhere})`}, then run the command again`,
-    cause: error,
-  };
-  const message = `${REFUSALS[code]!(dir)} (${code})`;
+  const hint = `${remedy[code]!}${NOT_OF_THE_PLACE.has(code) ? '' : ` (or ${elsewhere})`}`;
+  return refusal(error, code, REFUSALS[code]!(where), sent, hint);
+}
+
+/** The refusal's error: exit 2 when nothing was sent, else exit 1 saying what was (`sent`). */
+function refusal(error: unknown, code: string, what: string, sent: string | undefined, remedy: string): NotarizeError {
+  const details = { code: 'disk_refused', hint: `${remedy}, then run the command again`, cause: error };
+  const message = `${what} (${code})`;
   if (sent === undefined) return new UsageError(`${message}; nothing was sent`, details);
   return new NotarizeError(details.code, EXIT.refused, `${message}; ${sent}`, details);
 }

@@ -3,6 +3,9 @@
  * errors they are, and the usage error (exit 2) each becomes. A full disk in
  * a whole run is test/wire/disk-full.test.ts.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/errors.js';
 import { diskRefused, diskRefusedBeforeSending, isDiskRefusal } from '../../src/store/disk.js';
@@ -38,6 +41,46 @@ describe('diskRefusedBeforeSending', () => {
     expect(error?.exitCode).toBe(2);
     expect(error?.message).toBe(`${says} (${code}); nothing was sent`);
     expect(error?.hint).toBe('lower -j, or raise the limit of open files (ulimit -n), then run the command again');
+  });
+
+  it('a permission names the folder or file the system refused, not the store folder (which may be fine)', () => {
+    const store = mkdtempSync(join(tmpdir(), 'notarize-disk-'));
+    try {
+      mkdirSync(join(store, 'locks'));
+      writeFileSync(join(store, 'locks', 'held.lock'), '');
+      const refused = (syscall: string, path: string) =>
+        diskRefusedBeforeSending(
+          Object.assign(new Error(`EACCES: permission denied, ${syscall} '${path}'`), {
+            code: 'EACCES',
+            syscall,
+            path,
+          }),
+          store,
+        );
+      const inFolder = (syscall: string, path: string, folder: string) => {
+        const error = refused(syscall, path);
+        expect(error?.message, `${syscall} ${path}`).toBe(
+          `permission is denied in ${folder} (EACCES); nothing was sent`,
+        );
+        expect(error?.hint).toBe(
+          'give this user write access to it (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again',
+        );
+      };
+      // Made, renamed, linked, removed: the folder's permission, whether the entry is there or not.
+      inFolder('open', join(store, 'locks', '.new.tmp'), join(store, 'locks'));
+      inFolder('rename', join(store, 'locks', 'held.lock'), join(store, 'locks'));
+      inFolder('unlink', join(store, 'locks', 'held.lock'), join(store, 'locks'));
+      inFolder('mkdir', join(store, 'services'), store);
+      inFolder('scandir', join(store, 'locks'), join(store, 'locks'));
+      // A file there that cannot be opened: its own (another user's).
+      const file = refused('open', join(store, 'locks', 'held.lock'));
+      expect(file?.message).toBe(
+        `permission is denied for ${join(store, 'locks', 'held.lock')} (EACCES); nothing was sent`,
+      );
+      expect(file?.hint).toBe('give it back to this user, or move it aside, then run the command again');
+    } finally {
+      rmSync(store, { recursive: true, force: true });
+    }
   });
 
   it('finds the code in a StoreError that wraps it (ensurePrivateDir, conf)', () => {
