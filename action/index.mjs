@@ -10059,9 +10059,13 @@ function cutAtWord(text, max) {
 function statusError(method, url, status, text, retryAfter, secrets) {
 	const said = serviceMessage(text, secrets);
 	const what = `${method} ${url} answered ${status}${said ? `: ${said}` : ""}`;
-	if (status === 401 || status === 403) return new AuthError(what, {
+	if (status === 401) return new AuthError(what, {
 		status,
 		hint: "log in again with `notarize login` (or set NOTARIZE_API_KEY)"
+	});
+	if (status === 403) return new AuthError(what, {
+		status,
+		hint: "the service refuses this account this call (403): check the rights of the key's account, or log in with another key (`notarize login`)"
 	});
 	if (status === 408 || status === 429 || status >= 500) {
 		const retryAfterSeconds = parseRetryAfter(retryAfter);
@@ -14125,7 +14129,7 @@ async function finishGiven(deps, pending) {
 	} catch (error) {
 		if (error instanceof ServiceRefusedError && error.status === 404) {
 			await deps.store.removePending(pending.hash);
-			error.hint = `the service does not know ${pending.hash}, so the session given was not kept; register the document first (\`notarize register\`; if a request step for it went unread, \`notarize pending drop ${pending.hash}\` first, or register --force)`;
+			error.hint = `the service does not know ${pending.hash}, so the session given was not kept; register the document first (\`notarize register\`)`;
 		}
 		throw error;
 	}
@@ -23734,7 +23738,11 @@ var init_credentials = __esmMin((() => {
 					replaced = "expired";
 					continue;
 				}
-				if (!(error instanceof AuthError) || error.status !== 401 || renewed) throw error;
+				if (!(error instanceof AuthError) || error.status !== 401) throw error;
+				if (renewed) {
+					error.hint = "the service refused a token it had just given for the API key: logging in again cannot help; check that the key's account may do this";
+					throw error;
+				}
 				renewed = true;
 				const fresh = await this.#renew();
 				if (fresh === void 0) throw error;

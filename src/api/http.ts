@@ -543,8 +543,15 @@ function statusError(
 ): Error {
   const said = serviceMessage(text, secrets);
   const what = `${method} ${url} answered ${status}${said ? `: ${said}` : ''}`;
-  if (status === 401 || status === 403) {
+  if (status === 401) {
     return new AuthError(what, { status, hint: 'log in again with `notarize login` (or set NOTARIZE_API_KEY)' });
+  }
+  if (status === 403) {
+    // Assumed (service-api.md does not say): the account may not do this; a new token of the same key would not change it.
+    return new AuthError(what, {
+      status,
+      hint: "the service refuses this account this call (403): check the rights of the key's account, or log in with another key (`notarize login`)",
+    });
   }
   if (status === 408 || status === 429 || status >= 500) {
     const retryAfterSeconds = parseRetryAfter(retryAfter);

@@ -124,7 +124,14 @@ export class TokenCredentials implements Authorizer {
           replaced = 'expired';
           continue;
         }
-        if (!(error instanceof AuthError) || error.status !== 401 || renewed) throw error;
+        if (!(error instanceof AuthError) || error.status !== 401) throw error;
+        if (renewed) {
+          // A token the key was given this very moment, refused too: logging in again cannot help.
+          error.hint =
+            'the service refused a token it had just given for the API key: logging in again cannot help; ' +
+            "check that the key's account may do this";
+          throw error;
+        }
         renewed = true;
         const fresh = await this.#renew();
         if (fresh === undefined) throw error;

@@ -247,7 +247,10 @@ describe('the action: what it refuses, where it keeps its store', () => {
     expect(
       authAdvice(results({ message: 'logging in with NOTARIZE_API_KEY failed: 401' }), { keyFrom: 'environment', tokenSet: false }),
     ).toMatch(/^the API key was refused: check the NOTARIZE_API_KEY the workflow sets/);
-    const forbidden = { message: 'POST x answered 403', hint: 'log in again with `notarize login` (or set NOTARIZE_API_KEY)' };
+    const forbidden = {
+      message: 'POST x answered 403',
+      hint: "the service refuses this account this call (403): check the rights of the key's account, or log in with another key (`notarize login`)",
+    };
     expect(authAdvice(results(forbidden), { keyFrom: undefined, tokenSet: true })).toMatch(/^no API key was given/);
     expect(authAdvice(results(forbidden), { keyFrom: 'input', tokenSet: true })).toMatch(
       /^the service refused the run's credentials .*NOTARIZE_TOKEN is set and is used before the API key/,

@@ -383,6 +383,10 @@ describe('a 401 to the request', () => {
     const error = await failure(owner.authorize(send));
     expect(error.status).toBe(401);
     expect(calls()).toEqual(['active 401', 'login 200', 'active 401']);
+    // Not "log in again": that is what was just done (the hints review found the loop).
+    expect(error.hint).toBe(
+      "the service refused a token it had just given for the API key: logging in again cannot help; check that the key's account may do this",
+    );
     // A later request meeting a 401 gets the same renewed token, and no new login.
     await failure(owner.authorize(send));
     expect(calls().filter((c) => c.startsWith('login'))).toEqual(['login 200']);
@@ -428,6 +432,9 @@ describe('a 401 to the request', () => {
     const error = await failure(credentials({ apiKey: sandbox.apiKey }).authorize(send));
     expect(error.status).toBe(403);
     expect(calls(1)).toEqual(['active 403']);
+    expect(error.hint).toBe(
+      "the service refuses this account this call (403): check the rights of the key's account, or log in with another key (`notarize login`)",
+    );
   });
 });
 
