@@ -408,10 +408,10 @@ async function finishGiven(deps: FlowDeps, pending: PendingEntry): Promise<Outco
   } catch (error) {
     if (error instanceof ServiceRefusedError && error.status === 404) {
       await deps.store.removePending(pending.hash);
+      // Nothing of the hash is left here (an unread request step's mark went when the session was saved).
       error.hint =
         `the service does not know ${pending.hash}, so the session given was not kept; ` +
-        `register the document first (\`notarize register\`; if a request step for it went unread, ` +
-        `\`notarize pending drop ${pending.hash}\` first, or register --force)`;
+        'register the document first (`notarize register`)';
     }
     throw error;
   }

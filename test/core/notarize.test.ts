@@ -781,14 +781,17 @@ describe('complete', () => {
   it('a session given by hand for a hash the service does not know (404) is not kept', async () => {
     const hash = sha256('unknown to the service');
     const { store, deps } = world();
+    // Even after a request step answered unreadably: its mark goes with the session saved, so the hint
+    // names no `pending drop`, which would find nothing to drop (the hints review).
+    await store.markUnanswered({ hash, description: 'unread', requestedAt: new Date().toISOString() });
     const given = (await sandboxApi().activeSubscription()).raw;
     const error = await rejectionOf(complete(deps, hash, { kind: 'given', json: given }), ServiceRefusedError);
     expect(error).toMatchObject({ status: 404 });
     expect(error.hint).toBe(
-      `the service does not know ${hash}, so the session given was not kept; register the document first (\`notarize register\`; ` +
-        `if a request step for it went unread, \`notarize pending drop ${hash}\` first, or register --force)`,
+      `the service does not know ${hash}, so the session given was not kept; register the document first (\`notarize register\`)`,
     );
     expect(store.readPending(hash)).toBeUndefined();
+    expect(store.readUnanswered(hash)).toBeUndefined();
   });
 
   it('a session given by hand that the service refuses otherwise is kept, to finish later', async () => {
