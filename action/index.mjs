@@ -25055,7 +25055,8 @@ var init_server = __esmMin((() => {
 var sandbox_exports = /* @__PURE__ */ __exportAll({
 	configure: () => configure$1,
 	listenError: () => listenError,
-	runSandbox: () => runSandbox
+	runSandbox: () => runSandbox,
+	tryLine: () => tryLine
 });
 function configure$1(command, context) {
 	command.option("-p, --port <n>", "port to listen on (0 picks a free one)", "8787").option("--host <address>", "address to listen on", "127.0.0.1").option("--faults <rules>", "inject faults (see below; also NOTARIZE_SANDBOX_FAULTS)").addHelpText("after", `\nImplements every documented endpoint with the documented shapes and quirks, in memory.
@@ -25081,6 +25082,20 @@ ${examples([
 			onListening: (listening) => present(view, listening)
 		}));
 	});
+}
+/**
+* The line that shows how to use the sandbox, with a base URL notarize
+* accepts: plain http goes to a loopback address only (settings.ts), so a
+* sandbox on every address (0.0.0.0, ::) is named by its loopback one, and
+* one on another address is said to be out of notarize's reach.
+*/
+function tryLine(url) {
+	const listening = new URL(url);
+	if (!isLoopbackHost(listening.hostname)) {
+		if (listening.hostname !== "0.0.0.0" && listening.hostname !== "[::]") return `notarize sends credentials over plain http to a loopback address only: this sandbox, on ${listening.hostname}, is for other clients`;
+		listening.hostname = listening.hostname === "0.0.0.0" ? "127.0.0.1" : "[::1]";
+	}
+	return `try: NOTARIZE_BASE_URL=${listening.origin} NOTARIZE_API_KEY=<the key> notarize register <file>`;
 }
 /** Serves until a signal arrives (or `stopped` resolves), then closes cleanly. */
 async function runSandbox(options) {
@@ -25114,7 +25129,7 @@ async function runSandbox(options) {
 		},
 		text: {
 			data: `notarize sandbox listening on ${url}\nAPI key: ${sandbox.apiKey}`,
-			info: [`try: NOTARIZE_BASE_URL=${url} NOTARIZE_API_KEY=<the key> notarize register <file>`]
+			info: [tryLine(url)]
 		},
 		...faults.length > 0 ? { info: [`injecting ${faults.length} fault rule(s)`] } : {}
 	});
@@ -25176,6 +25191,7 @@ var optionsSchema;
 var init_sandbox = __esmMin((() => {
 	init_zod();
 	init_secrets();
+	init_settings();
 	init_errors();
 	init_interrupt();
 	init_present();

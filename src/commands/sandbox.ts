@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { cleanSecret } from '../core/secrets.js';
+import { isLoopbackHost } from '../settings.js';
 import { UsageError } from '../errors.js';
 import { handleSignalsInCommand } from '../interrupt.js';
 import { present, type ValueResult } from '../output/present.js';
@@ -75,6 +76,24 @@ ${examples([
     });
 }
 
+/**
+ * The line that shows how to use the sandbox, with a base URL notarize
+ * accepts: plain http goes to a loopback address only (settings.ts), so a
+ * sandbox on every address (0.0.0.0, ::) is named by its loopback one, and
+ * one on another address is said to be out of notarize's reach.
+ */
+export function tryLine(url: string): string {
+  const listening = new URL(url);
+  if (!isLoopbackHost(listening.hostname)) {
+    if (listening.hostname !== '0.0.0.0' && listening.hostname !== '[::]') {
+      return `notarize sends credentials over plain http to a loopback address only: this sandbox, on ${listening.hostname}, is for other clients`;
+    }
+    listening.hostname = listening.hostname === '0.0.0.0' ? '127.0.0.1' : '[::1]';
+  }
+  const base = listening.origin;
+  return `try: NOTARIZE_BASE_URL=${base} NOTARIZE_API_KEY=<the key> notarize register <file>`;
+}
+
 /** Serves until a signal arrives (or `stopped` resolves), then closes cleanly. */
 export async function runSandbox(options: SandboxOptions): Promise<ValueResult> {
   const spec = options.faults ?? options.envFaults;
@@ -106,7 +125,7 @@ export async function runSandbox(options: SandboxOptions): Promise<ValueResult> 
     json: { url, apiKey: sandbox.apiKey },
     text: {
       data: `notarize sandbox listening on ${url}\nAPI key: ${sandbox.apiKey}`,
-      info: [`try: NOTARIZE_BASE_URL=${url} NOTARIZE_API_KEY=<the key> notarize register <file>`],
+      info: [tryLine(url)],
     },
     ...(faults.length > 0 ? { info: [`injecting ${faults.length} fault rule(s)`] } : {}),
   });

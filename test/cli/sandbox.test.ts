@@ -4,7 +4,8 @@
  * and what it says when it stops. (Signals: test/cli/signals.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
-import { runSandbox } from '../../src/commands/sandbox.js';
+import { runSandbox, tryLine } from '../../src/commands/sandbox.js';
+import { parseBaseUrl } from '../../src/settings.js';
 import { present, type ValueResult } from '../../src/output/present.js';
 import { bufferIO } from '../helpers/io.js';
 
@@ -43,6 +44,23 @@ describe('runSandbox', () => {
     expect(out.stderr()).toBe(
       `try: NOTARIZE_BASE_URL=${url} NOTARIZE_API_KEY=<the key> notarize register <file>\ninjecting 1 fault rule(s)\n`,
     );
+  });
+
+  it('its try line names a base URL notarize accepts: the loopback one of a sandbox on every address', () => {
+    // A pure function of the URL: no test listens anywhere but 127.0.0.1.
+    expect(tryLine('http://0.0.0.0:8787')).toBe(
+      'try: NOTARIZE_BASE_URL=http://127.0.0.1:8787 NOTARIZE_API_KEY=<the key> notarize register <file>',
+    );
+    expect(tryLine('http://[::]:8787')).toBe(
+      'try: NOTARIZE_BASE_URL=http://[::1]:8787 NOTARIZE_API_KEY=<the key> notarize register <file>',
+    );
+    expect(tryLine('http://[::1]:8787')).toMatch(/^try: NOTARIZE_BASE_URL=http:\/\/\[::1\]:8787 /);
+    // Another address: notarize refuses plain http there (parseBaseUrl), and says so rather than suggest it.
+    expect(tryLine('http://192.0.2.7:8787')).toBe(
+      'notarize sends credentials over plain http to a loopback address only: this sandbox, on 192.0.2.7, is for other clients',
+    );
+    expect(() => parseBaseUrl('http://192.0.2.7:8787')).toThrow(/plain http/);
+    expect(parseBaseUrl('http://127.0.0.1:8787')).toBe('http://127.0.0.1:8787');
   });
 
   it('an invalid fault rule is a usage error before anything listens', async () => {
