@@ -41561,8 +41561,9 @@ function asReported(error, failed) {
 		const unknown = unknownOptionName(error);
 		if (unknown !== void 0) {
 			const { name, suggestion } = unknown;
-			const message = isOptionOf(failed, name) ? `option '${name}' takes no value` : `unknown option '${name}'${suggestion}`;
-			return new UsageError(message, { hint: `${help}; what followed ${name} is not shown: it may be a secret, and notarize never takes one on the command line` });
+			const known = isOptionOf(failed, name);
+			const message = known ? `option '${name}' takes no value` : `unknown option '${name}'${suggestion}`;
+			return new UsageError(message, { hint: `${help}${beforeCommand(failed, known)}; what followed ${name} is not shown: it may be a secret, and notarize never takes one on the command line` });
 		}
 		const word = failed?.args[0];
 		if (error.code === "commander.excessArguments" && failed?.commands.length && word !== void 0) {
@@ -41572,10 +41573,19 @@ function asReported(error, failed) {
 			return new UsageError(`${typed}${suggestion}`, { hint: help });
 		}
 		const message = error.message.replace(/^error: /, "").replace(/\s*\n\s*/g, " ");
-		return new UsageError(message, { hint: help });
+		const misplaced = error.code === "commander.unknownOption" ? beforeCommand(failed, false) : "";
+		return new UsageError(message, { hint: `${help}${misplaced}` });
 	}
 	const message = `unexpected error: ${error?.message ?? String(error)}`;
 	return new NotarizeError("unexpected", EXIT.refused, message, { hint: "run again with --verbose for details" });
+}
+/**
+* For an option unknown before any command (`notarize --output ndjson
+* register ...`): the program's help lists only the global options, and the
+* one meant is likely a command's, which goes after the command.
+*/
+function beforeCommand(failed, known) {
+	return failed === void 0 && !known ? "; a command's own options go after the command (`notarize <command> --help`)" : "";
 }
 /** Whether `name` (`--quiet`, `-q`) is an option of `command` or of a command it belongs to. */
 function isOptionOf(command, name) {

@@ -417,7 +417,7 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
       const known = isOptionOf(failed, name);
       const message = known ? `option '${name}' takes no value` : `unknown option '${name}'${suggestion}`;
       return new UsageError(message, {
-        hint: `${help}; what followed ${name} is not shown: it may be a secret, and notarize never takes one on the command line`,
+        hint: `${help}${beforeCommand(failed, known)}; what followed ${name} is not shown: it may be a secret, and notarize never takes one on the command line`,
       });
     }
     // `pending drp`: a word where a command of its own was meant, not an operand too many.
@@ -430,10 +430,22 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
       return new UsageError(`${typed}${suggestion}`, { hint: help });
     }
     const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
-    return new UsageError(message, { hint: help });
+    const misplaced = error.code === 'commander.unknownOption' ? beforeCommand(failed, false) : '';
+    return new UsageError(message, { hint: `${help}${misplaced}` });
   }
   const message = `unexpected error: ${(error as Error)?.message ?? String(error)}`;
   return new NotarizeError('unexpected', EXIT.refused, message, { hint: 'run again with --verbose for details' });
+}
+
+/**
+ * For an option unknown before any command (`notarize --output ndjson
+ * register ...`): the program's help lists only the global options, and the
+ * one meant is likely a command's, which goes after the command.
+ */
+function beforeCommand(failed: Command | undefined, known: boolean): string {
+  return failed === undefined && !known
+    ? "; a command's own options go after the command (`notarize <command> --help`)"
+    : '';
 }
 
 /** Whether `name` (`--quiet`, `-q`) is an option of `command` or of a command it belongs to. */

@@ -160,7 +160,11 @@ describe('hints name the real command', () => {
     );
     expectOneLineUsage(await bed.main(['complete']), /\(see `notarize complete --help`\)$/m);
     expectOneLineUsage(await bed.main(['nosuch']), /unknown command 'nosuch' \(see `notarize --help`\)$/m);
-    expectOneLineUsage(await bed.main(['--bogus', 'list']), /\(see `notarize --help`\)$/m);
+    // Before the command: the program's help lists only the global options; a command's go after it.
+    expectOneLineUsage(
+      await bed.main(['--output', 'ndjson', 'register', 'x.txt']),
+      /^notarize: unknown option '--output' \(see `notarize --help`; a command's own options go after the command \(`notarize <command> --help`\)\)$/m,
+    );
   });
 
   it('--json with another --output asks for two outputs: refused, exit 2, nothing sent', async () => {
