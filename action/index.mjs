@@ -11276,7 +11276,7 @@ function tooLarge(source, limit, what) {
 * place at start): a cron job, `ssh -n` or a CI step with no input attached,
 * or a pipe left out, registered the empty document (`register /dev/null`
 * was refused all along). `hash -` and `verify -` read it, as sha256sum
-* does; an empty document piped in on purpose is read by all. A document's
+* does (register also refuses a pipe that gives no byte: core/hash.ts). A document's
 * read fails alone (InputFileError); the read of `what` (a description, a
 * list: never meant empty) stops the run (UsageError), both exit 2. Any
 * other stream (a test's) is taken as it is.
@@ -11337,12 +11337,12 @@ function normalizeHash(input) {
 	return trimmed.toLowerCase();
 }
 /**
-* Hashes a readable stream to its lowercase hex SHA-256 digest; `refuseNull`:
+* Hashes a readable stream to its lowercase hex SHA-256 digest; `forRegister`:
 * a standard input that is /dev/null (or closed) is refused, as register
-* refuses it (checkStandardInput).
+* refuses it (checkStandardInput), and so is one that gives no byte at all.
 */
-async function hashStream(stream, onProgress, refuseNull = false) {
-	checkStandardInput(stream, void 0, refuseNull);
+async function hashStream(stream, onProgress, forRegister = false) {
+	checkStandardInput(stream, void 0, forRegister);
 	const hash = createHash("sha256");
 	let bytes = 0;
 	for await (const chunk of stream) {
@@ -11350,6 +11350,11 @@ async function hashStream(stream, onProgress, refuseNull = false) {
 		bytes += chunk.length;
 		onProgress?.(bytes);
 	}
+	if (forRegister && bytes === 0) throw new InputFileError("-", "standard input was empty", {
+		code: "no_input",
+		message: "standard input ('-') was empty: nothing to register",
+		hint: `a command piping into it may have failed (set -o pipefail); to register the empty document on purpose, give its digest: --hash ${EMPTY_SHA256}`
+	});
 	return hash.digest("hex");
 }
 /** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
@@ -11629,7 +11634,7 @@ function fileError(path, error) {
 function truncate$1(text) {
 	return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
-var HEX_DIGEST, READ_BLOCK_BYTES, MIN_BLOCK_BYTES, OPEN_FLAGS, PSEUDO_FILE_SYSTEMS, pseudoByDevice;
+var HEX_DIGEST, READ_BLOCK_BYTES, MIN_BLOCK_BYTES, OPEN_FLAGS, EMPTY_SHA256, PSEUDO_FILE_SYSTEMS, pseudoByDevice;
 var init_hash$1 = __esmMin((() => {
 	init_errors();
 	init_fd_shortage();
@@ -11638,6 +11643,7 @@ var init_hash$1 = __esmMin((() => {
 	READ_BLOCK_BYTES = 2097152;
 	MIN_BLOCK_BYTES = 65536;
 	OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
+	EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 	PSEUDO_FILE_SYSTEMS = /* @__PURE__ */ new Set([
 		40864,
 		1650812274,

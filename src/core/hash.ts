@@ -64,12 +64,12 @@ export function normalizeHash(input: string): string {
 export type HashProgress = (bytes: number) => void;
 
 /**
- * Hashes a readable stream to its lowercase hex SHA-256 digest; `refuseNull`:
+ * Hashes a readable stream to its lowercase hex SHA-256 digest; `forRegister`:
  * a standard input that is /dev/null (or closed) is refused, as register
- * refuses it (checkStandardInput).
+ * refuses it (checkStandardInput), and so is one that gives no byte at all.
  */
-export async function hashStream(stream: Readable, onProgress?: HashProgress, refuseNull = false): Promise<string> {
-  checkStandardInput(stream, undefined, refuseNull);
+export async function hashStream(stream: Readable, onProgress?: HashProgress, forRegister = false): Promise<string> {
+  checkStandardInput(stream, undefined, forRegister);
   const hash = createHash('sha256');
   let bytes = 0;
   for await (const chunk of stream) {
@@ -77,8 +77,20 @@ export async function hashStream(stream: Readable, onProgress?: HashProgress, re
     bytes += (chunk as Buffer).length;
     onProgress?.(bytes);
   }
+  // Nothing came down the pipe: for register, as /dev/null, a command before it that failed
+  // (`cat missing | notarize register -`), not a document to pay for.
+  if (forRegister && bytes === 0) {
+    throw new InputFileError('-', 'standard input was empty', {
+      code: 'no_input',
+      message: "standard input ('-') was empty: nothing to register",
+      hint: `a command piping into it may have failed (set -o pipefail); to register the empty document on purpose, give its digest: --hash ${EMPTY_SHA256}`,
+    });
+  }
   return hash.digest('hex');
 }
+
+/** The SHA-256 of no bytes at all. */
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 /** A file's digest and the facts of the version that was hashed (one fstat for all three). */
 export interface HashedFile {

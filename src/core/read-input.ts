@@ -63,7 +63,7 @@ export function tooLarge(source: string, limit: number, what: string): UsageErro
  * place at start): a cron job, `ssh -n` or a CI step with no input attached,
  * or a pipe left out, registered the empty document (`register /dev/null`
  * was refused all along). `hash -` and `verify -` read it, as sha256sum
- * does; an empty document piped in on purpose is read by all. A document's
+ * does (register also refuses a pipe that gives no byte: core/hash.ts). A document's
  * read fails alone (InputFileError); the read of `what` (a description, a
  * list: never meant empty) stops the run (UsageError), both exit 2. Any
  * other stream (a test's) is taken as it is.

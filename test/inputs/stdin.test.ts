@@ -84,3 +84,30 @@ describe("'-' when standard input is /dev/null, or closed (a cron job, `ssh -n`,
     expect(run.stdout).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  -\n');
   });
 });
+
+describe("'-' when standard input is a pipe that gives no byte (`cat missing | notarize register -`)", () => {
+  const withEmptyPipe = (args: string[]) => {
+    // Port 9 on 127.0.0.1 takes nothing: a run that tried to send would fail exit 4, not 2.
+    const env = { ...process.env, NOTARIZE_CONFIG_DIR: tempDir(), NOTARIZE_BASE_URL: 'http://127.0.0.1:9' };
+    return spawnSync(process.execPath, [BIN, ...args], { input: '', env, encoding: 'utf8' });
+  };
+
+  it('register refuses it, exit 2, nothing sent, and says how to register the empty document on purpose', () => {
+    const run = withEmptyPipe(['register', '-', '-d', 'release notes', '--json']);
+    expect(run.status, run.stderr).toBe(2);
+    expect(run.stdout).toBe('');
+    const { error } = JSON.parse(run.stderr) as { error: { code: string; message: string; hint: string } };
+    expect(error).toMatchObject({ code: 'no_input', message: "standard input ('-') was empty: nothing to register" });
+    expect(error.hint).toContain('--hash e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+  });
+
+  it('hash - and verify - read it as the empty document, as sha256sum does', () => {
+    const run = withEmptyPipe(['hash', '-']);
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  -\n');
+    const verify = withEmptyPipe(['verify', '-', '--json']);
+    expect(JSON.parse(verify.stdout)[0]).toMatchObject({
+      hash: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+    });
+  });
+});
