@@ -8751,9 +8751,13 @@ var init_zod = __esmMin((() => {
 * `wanted` takes it.
 */
 function errnoCodeIn(error, wanted) {
+	return errnoErrorIn(error, wanted)?.code;
+}
+/** The error of errnoCodeIn's code itself, with its `path` and `syscall`. */
+function errnoErrorIn(error, wanted) {
 	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
-		const code = current.code;
-		if (typeof code === "string" && wanted(code)) return code;
+		const errno = current;
+		if (typeof errno.code === "string" && wanted(errno.code)) return errno;
 		current = current.cause;
 	}
 }
@@ -13241,17 +13245,12 @@ function errnoCode(error) {
 * another user's. Undefined when the error names no path.
 */
 function refusedAt(error, code) {
-	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
-		const errno = current;
-		if (errno.code === code) {
-			if (typeof errno.path !== "string") return void 0;
-			if (errno.syscall !== void 0 && ENTRY_CHANGES.has(errno.syscall)) return { folder: dirname(errno.path) };
-			const info = lstatSync(errno.path, { throwIfNoEntry: false });
-			if (info === void 0) return { folder: dirname(errno.path) };
-			return info.isDirectory() ? { folder: errno.path } : { file: errno.path };
-		}
-		current = current.cause;
-	}
+	const { path, syscall } = errnoErrorIn(error, (found) => found === code) ?? {};
+	if (typeof path !== "string") return void 0;
+	if (syscall !== void 0 && ENTRY_CHANGES.has(syscall)) return { folder: dirname(path) };
+	const info = lstatSync(path, { throwIfNoEntry: false });
+	if (info === void 0) return { folder: dirname(path) };
+	return info.isDirectory() ? { folder: path } : { file: path };
 }
 /** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission, no descriptor left. */
 function isDiskRefusal(error) {

@@ -84,9 +84,17 @@ export class NotarizeError extends Error {
  * `wanted` takes it.
  */
 export function errnoCodeIn(error: unknown, wanted: (code: string) => boolean): string | undefined {
+  return errnoErrorIn(error, wanted)?.code;
+}
+
+/** The error of errnoCodeIn's code itself, with its `path` and `syscall`. */
+export function errnoErrorIn(
+  error: unknown,
+  wanted: (code: string) => boolean,
+): (NodeJS.ErrnoException & { code: string }) | undefined {
   for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
-    const code = (current as NodeJS.ErrnoException).code;
-    if (typeof code === 'string' && wanted(code)) return code;
+    const errno = current as NodeJS.ErrnoException;
+    if (typeof errno.code === 'string' && wanted(errno.code)) return errno as NodeJS.ErrnoException & { code: string };
     current = current.cause;
   }
   return undefined;

@@ -11,7 +11,7 @@
  */
 import { lstatSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { errnoCodeIn, EXIT, NotarizeError, UsageError } from '../errors.js';
+import { errnoCodeIn, errnoErrorIn, EXIT, NotarizeError, UsageError } from '../errors.js';
 import { FD_SHORTAGE_REMEDY } from '../fd-shortage.js';
 
 /** What each code says about the device, completed with "the device holding <dir>". */
@@ -44,19 +44,13 @@ function errnoCode(error: unknown): string | undefined {
  * another user's. Undefined when the error names no path.
  */
 function refusedAt(error: unknown, code: string): { folder?: string; file?: string } | undefined {
-  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
-    const errno = current as NodeJS.ErrnoException;
-    if (errno.code === code) {
-      if (typeof errno.path !== 'string') return undefined;
-      // Making, renaming, linking or removing an entry asks its folder, whatever the entry.
-      if (errno.syscall !== undefined && ENTRY_CHANGES.has(errno.syscall)) return { folder: dirname(errno.path) };
-      const info = lstatSync(errno.path, { throwIfNoEntry: false });
-      if (info === undefined) return { folder: dirname(errno.path) };
-      return info.isDirectory() ? { folder: errno.path } : { file: errno.path };
-    }
-    current = current.cause;
-  }
-  return undefined;
+  const { path, syscall } = errnoErrorIn(error, (found) => found === code) ?? {};
+  if (typeof path !== 'string') return undefined;
+  // Making, renaming, linking or removing an entry asks its folder, whatever the entry.
+  if (syscall !== undefined && ENTRY_CHANGES.has(syscall)) return { folder: dirname(path) };
+  const info = lstatSync(path, { throwIfNoEntry: false });
+  if (info === undefined) return { folder: dirname(path) };
+  return info.isDirectory() ? { folder: path } : { file: path };
 }
 
 /** The calls that change a folder's entries: refused by the folder's permission. */
