@@ -9016,6 +9016,18 @@ function editDistance(a, b) {
 	}
 	return rows[a.length][b.length];
 }
+/**
+* "unknown command '<path> <word>' (Did you mean X?)" for `word` met where
+* a command of `parent` goes, `path` the command names before it. The word
+* is quoted when it is close to a command (a typo) or looks like one (a
+* short lowercase word); anything else may be a key pasted in the wrong
+* place, which would land in a CI log: said without it.
+*/
+function unknownCommandMessage(word, path, parent) {
+	const suggestion = didYouMean(word, parent);
+	if (suggestion || /^[a-z][a-z-]{0,23}$/.test(word)) return `unknown command '${[...path, word].join(" ")}'${suggestion}`;
+	return path.length === 0 ? "unknown command" : `unknown command after '${path.join(" ")}'`;
+}
 // dist/core/secrets.js
 /**
 * Secrets as they arrive from outside: NOTARIZE_TOKEN, NOTARIZE_API_KEY, the
@@ -10065,7 +10077,7 @@ function statusError(method, url, status, text, retryAfter, secrets) {
 	const what = `${method} ${url} answered ${status}${said ? `: ${said}` : ""}`;
 	if (status === 401) return new AuthError(what, {
 		status,
-		hint: "log in again with `notarize login` (or set NOTARIZE_API_KEY)"
+		hint: "log in again with `notarize login` (or set NOTARIZE_API_KEY); if a fresh login is refused the same way, the key's account may not do this"
 	});
 	if (status === 403) return new AuthError(what, {
 		status,
@@ -13248,7 +13260,12 @@ function refusedAt(error, code) {
 	const { path, syscall } = errnoErrorIn(error, (found) => found === code) ?? {};
 	if (typeof path !== "string") return void 0;
 	if (syscall !== void 0 && ENTRY_CHANGES.has(syscall)) return { folder: dirname(path) };
-	const info = lstatSync(path, { throwIfNoEntry: false });
+	let info;
+	try {
+		info = lstatSync(path, { throwIfNoEntry: false });
+	} catch {
+		return { folder: dirname(path) };
+	}
 	if (info === void 0) return { folder: dirname(path) };
 	return info.isDirectory() ? { folder: path } : { file: path };
 }
@@ -13276,7 +13293,7 @@ function diskRefused(error, dir, sent, elsewhere = "point NOTARIZE_CONFIG_DIR el
 	if (refused?.file !== void 0) {
 		const file = refused.file;
 		return refusal(error, code, `${code === "EACCES" ? "permission is denied for" : "the system does not permit changing"} ${file}`, sent, {
-			EACCES: "give it back to this user, or move it aside",
+			EACCES: "give this user access to it (it may be another user's), or move it aside",
 			EPERM: "lift the restriction (lsattr, chattr -i), or move it aside"
 		}[code]);
 	}
@@ -13286,7 +13303,7 @@ function diskRefused(error, dir, sent, elsewhere = "point NOTARIZE_CONFIG_DIR el
 		EDQUOT: "free some space there or raise the quota",
 		EROFS: "make it writable",
 		EFBIG: "raise the limit (ulimit -f)",
-		EACCES: "give this user write access to it",
+		EACCES: "give this user write and search access to it (chmod u+wx)",
 		EPERM: "lift the restriction (lsattr, chattr -i)",
 		EMFILE: FD_SHORTAGE_REMEDY,
 		ENFILE: FD_SHORTAGE_REMEDY
@@ -41440,12 +41457,8 @@ function buildProgram(io, env, state) {
 		for (const [index, name] of names.entries()) {
 			const next = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
 			if (!next) {
-				const typed = [
-					...commandPath(from).split(" ").slice(1),
-					...names.slice(0, index),
-					name
-				].join(" ");
-				throw new UsageError(`unknown command '${typed}'${didYouMean(name, target)}`, { hint: `see \`${commandPath(target)} --help\`` });
+				const path = [...commandPath(from).split(" ").slice(1), ...names.slice(0, index)];
+				throw new UsageError(unknownCommandMessage(name, path, target), { hint: `see \`${commandPath(target)} --help\`` });
 			}
 			await load(next);
 			target = next;
@@ -41571,11 +41584,12 @@ function asReported(error, failed) {
 			return new UsageError(message, { hint: `${help}${beforeCommand(failed, known)}; what followed ${name} is not shown: it may be a secret, and notarize never takes one on the command line` });
 		}
 		const word = failed?.args[0];
-		if (error.code === "commander.excessArguments" && failed?.commands.length && word !== void 0) {
-			const path = commandPath(failed).split(" ").slice(1).join(" ");
-			const suggestion = didYouMean(word, failed);
-			const typed = suggestion ? `unknown command '${path} ${word}'` : `unknown command after '${path}'`;
-			return new UsageError(`${typed}${suggestion}`, { hint: help });
+		if (error.code === "commander.excessArguments" && failed?.commands.length && word !== void 0) return new UsageError(unknownCommandMessage(word, commandPath(failed).split(" ").slice(1), failed), { hint: help });
+		const unknownCommand = /^error: unknown command '([\s\S]*)'/.exec(error.message);
+		if (error.code === "commander.unknownCommand" && unknownCommand && failed) {
+			const word = unknownCommand[1];
+			const path = commandPath(failed).split(" ").slice(1);
+			return new UsageError(unknownCommandMessage(word, path, failed), { hint: help });
 		}
 		const message = error.message.replace(/^error: /, "").replace(/\s*\n\s*/g, " ");
 		const misplaced = error.code === "commander.unknownOption" ? beforeCommand(failed, false) : "";
@@ -41590,7 +41604,7 @@ function asReported(error, failed) {
 * one meant is likely a command's, which goes after the command.
 */
 function beforeCommand(failed, known) {
-	return failed === void 0 && !known ? "; a command's own options go after the command (`notarize <command> --help`)" : "";
+	return failed?.parent === null && !known ? "; a command's own options go after the command (`notarize <command> --help`)" : "";
 }
 /** Whether `name` (`--quiet`, `-q`) is an option of `command` or of a command it belongs to. */
 function isOptionOf(command, name) {
@@ -41673,7 +41687,7 @@ async function main(options = {}) {
 		code = EXIT.ok;
 	} catch (error) {
 		if (argv.includes("--verbose")) io.verbose = true;
-		code = report(io, error, json, state.failed);
+		code = report(io, error, json, state.failed ?? program);
 	} finally {
 		forgetFlush();
 		io.flush();

@@ -48,7 +48,13 @@ function refusedAt(error: unknown, code: string): { folder?: string; file?: stri
   if (typeof path !== 'string') return undefined;
   // Making, renaming, linking or removing an entry asks its folder, whatever the entry.
   if (syscall !== undefined && ENTRY_CHANGES.has(syscall)) return { folder: dirname(path) };
-  const info = lstatSync(path, { throwIfNoEntry: false });
+  let info;
+  try {
+    info = lstatSync(path, { throwIfNoEntry: false });
+  } catch {
+    // Not even looked up: the folder holding it lacks its search (x) permission.
+    return { folder: dirname(path) };
+  }
   if (info === undefined) return { folder: dirname(path) };
   return info.isDirectory() ? { folder: path } : { file: path };
 }
@@ -95,7 +101,7 @@ export function diskRefused(
       `${code === 'EACCES' ? 'permission is denied for' : 'the system does not permit changing'} ${file}`,
       sent,
       {
-        EACCES: 'give it back to this user, or move it aside',
+        EACCES: "give this user access to it (it may be another user's), or move it aside",
         EPERM: 'lift the restriction (lsattr, chattr -i), or move it aside',
       }[code]!,
     );
@@ -106,7 +112,7 @@ export function diskRefused(
     EDQUOT: 'free some space there or raise the quota',
     EROFS: 'make it writable',
     EFBIG: 'raise the limit (ulimit -f)',
-    EACCES: 'give this user write access to it',
+    EACCES: 'give this user write and search access to it (chmod u+wx)',
     EPERM: 'lift the restriction (lsattr, chattr -i)',
     EMFILE: FD_SHORTAGE_REMEDY,
     ENFILE: FD_SHORTAGE_REMEDY,

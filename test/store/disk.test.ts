@@ -18,7 +18,7 @@ describe('diskRefusedBeforeSending', () => {
     ['EDQUOT', 'the disk quota is exceeded on the device holding /store', 'free some space there or raise the quota'],
     ['EROFS', 'the device holding /store is read-only', 'make it writable'],
     ['EFBIG', 'a file size limit (ulimit -f) stops writes in /store', 'raise the limit (ulimit -f)'],
-    ['EACCES', 'permission is denied in /store', 'give this user write access to it'],
+    ['EACCES', 'permission is denied in /store', 'give this user write and search access to it (chmod u+wx)'],
     [
       'EPERM',
       'the system does not permit this change in /store (an immutable file or folder?)',
@@ -63,7 +63,7 @@ describe('diskRefusedBeforeSending', () => {
           `permission is denied in ${folder} (EACCES); nothing was sent`,
         );
         expect(error?.hint).toBe(
-          'give this user write access to it (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again',
+          'give this user write and search access to it (chmod u+wx) (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again',
         );
       };
       // Made, renamed, linked, removed: the folder's permission, whether the entry is there or not.
@@ -77,7 +77,12 @@ describe('diskRefusedBeforeSending', () => {
       expect(file?.message).toBe(
         `permission is denied for ${join(store, 'locks', 'held.lock')} (EACCES); nothing was sent`,
       );
-      expect(file?.hint).toBe('give it back to this user, or move it aside, then run the command again');
+      expect(file?.hint).toBe(
+        "give this user access to it (it may be another user's), or move it aside, then run the command again",
+      );
+      // A path that cannot even be looked up (its folder without search permission, for a user other than
+      // root; below a file here, ENOTDIR): its folder is named, and the refusal is not lost to the lookup.
+      inFolder('open', join(store, 'locks', 'held.lock', 'x'), join(store, 'locks', 'held.lock'));
     } finally {
       rmSync(store, { recursive: true, force: true });
     }
