@@ -544,7 +544,12 @@ function statusError(
   const said = serviceMessage(text, secrets);
   const what = `${method} ${url} answered ${status}${said ? `: ${said}` : ''}`;
   if (status === 401) {
-    return new AuthError(what, { status, hint: 'log in again with `notarize login` (or set NOTARIZE_API_KEY)' });
+    return new AuthError(what, {
+      status,
+      hint:
+        'log in again with `notarize login` (or set NOTARIZE_API_KEY); ' +
+        "if a fresh login is refused the same way, the key's account may not do this",
+    });
   }
   if (status === 403) {
     // Assumed (service-api.md does not say): the account may not do this; a new token of the same key would not change it.

@@ -332,6 +332,10 @@ describe('a 401 to the request', () => {
     expect(error.status).toBe(401);
     expect(sent).toHaveLength(1);
     expect(calls()).toEqual(['active 401']);
+    // Logging in again is the way out, and the hint says what a fresh refusal would mean (no loop).
+    expect(error.hint).toBe(
+      "log in again with `notarize login` (or set NOTARIZE_API_KEY); if a fresh login is refused the same way, the key's account may not do this",
+    );
   });
 
   it('with a key, when the renewal fails for a reason a later login may not meet: kept OUTAGE_HOLD_MS, then tried again', async () => {
