@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { commandPath } from './commands/options.js';
-import { didYouMean } from './did-you-mean.js';
+import { unknownCommandMessage } from './did-you-mean.js';
 import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { cleanSecret } from './core/secrets.js';
@@ -267,8 +267,8 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     for (const [index, name] of names.entries()) {
       const next = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
       if (!next) {
-        const typed = [...commandPath(from).split(' ').slice(1), ...names.slice(0, index), name].join(' ');
-        throw new UsageError(`unknown command '${typed}'${didYouMean(name, target)}`, {
+        const path = [...commandPath(from).split(' ').slice(1), ...names.slice(0, index)];
+        throw new UsageError(unknownCommandMessage(name, path, target), {
           hint: `see \`${commandPath(target)} --help\``,
         });
       }
@@ -423,11 +423,16 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
     // `pending drp`: a word where a command of its own was meant, not an operand too many.
     const word = failed?.args[0];
     if (error.code === 'commander.excessArguments' && failed?.commands.length && word !== undefined) {
-      // Quoted only when it is a command's name mistyped: an operand typed there may be anything (a key).
-      const path = commandPath(failed).split(' ').slice(1).join(' ');
-      const suggestion = didYouMean(word, failed);
-      const typed = suggestion ? `unknown command '${path} ${word}'` : `unknown command after '${path}'`;
-      return new UsageError(`${typed}${suggestion}`, { hint: help });
+      return new UsageError(unknownCommandMessage(word, commandPath(failed).split(' ').slice(1), failed), {
+        hint: help,
+      });
+    }
+    // `notarize <word>`, `config <word>`: commander quotes the word, which may be a key pasted there.
+    const unknownCommand = /^error: unknown command '([\s\S]*)'/.exec(error.message);
+    if (error.code === 'commander.unknownCommand' && unknownCommand && failed) {
+      const word = unknownCommand[1]!;
+      const path = commandPath(failed).split(' ').slice(1);
+      return new UsageError(unknownCommandMessage(word, path, failed), { hint: help });
     }
     const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
     const misplaced = error.code === 'commander.unknownOption' ? beforeCommand(failed, false) : '';
@@ -443,7 +448,7 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
  * one meant is likely a command's, which goes after the command.
  */
 function beforeCommand(failed: Command | undefined, known: boolean): string {
-  return failed === undefined && !known
+  return failed?.parent === null && !known
     ? "; a command's own options go after the command (`notarize <command> --help`)"
     : '';
 }
@@ -548,7 +553,8 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
     code = EXIT.ok;
   } catch (error) {
     if (argv.includes('--verbose')) io.verbose = true;
-    code = report(io, error, json, state.failed);
+    // An error before any command is the program's: its options are the ones to look among.
+    code = report(io, error, json, state.failed ?? program);
   } finally {
     // Lines queued by io.dataSoon: written before the exit code is known to the caller.
     forgetFlush();

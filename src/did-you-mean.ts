@@ -1,7 +1,8 @@
 /**
  * What commander says of a mistyped top-level command, "(Did you mean X?)",
  * said at every level: `help <typo>`, `<command> help <typo>` and a
- * mistyped subcommand of a command that also runs on its own (`pending drp`).
+ * mistyped subcommand of a command that also runs on its own (`pending drp`);
+ * and the word itself quoted only when it cannot be a secret pasted there.
  */
 import type { Command } from 'commander';
 
@@ -10,7 +11,7 @@ import type { Command } from 'commander';
  * commander says it of a mistyped top-level command; "" when none is close:
  * at most a third of the longer name's letters to change, insert, drop or swap.
  */
-export function didYouMean(word: string, parent: Command): string {
+function didYouMean(word: string, parent: Command): string {
   let best: { name: string; distance: number } | undefined;
   // The commands its help lists: not the hidden `help` of a command with subcommands (cli.ts).
   for (const name of parent
@@ -38,4 +39,18 @@ function editDistance(a: string, b: string): number {
     }
   }
   return rows[a.length]![b.length]!;
+}
+
+/**
+ * "unknown command '<path> <word>' (Did you mean X?)" for `word` met where
+ * a command of `parent` goes, `path` the command names before it. The word
+ * is quoted when it is close to a command (a typo) or looks like one (a
+ * short lowercase word); anything else may be a key pasted in the wrong
+ * place, which would land in a CI log: said without it.
+ */
+export function unknownCommandMessage(word: string, path: readonly string[], parent: Command): string {
+  const suggestion = didYouMean(word, parent);
+  if (suggestion || /^[a-z][a-z-]{0,23}$/.test(word))
+    return `unknown command '${[...path, word].join(' ')}'${suggestion}`;
+  return path.length === 0 ? 'unknown command' : `unknown command after '${path.join(' ')}'`;
 }

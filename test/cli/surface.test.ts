@@ -98,7 +98,7 @@ describe('notarize help <command>', () => {
       ],
       // `pending` runs on its own and has a command of its own: a word after it is that command mistyped.
       [['pending', 'drp'], /unknown command 'pending drp' \(Did you mean drop\?\) \(see `notarize pending --help`\)$/m],
-      [['pending', 'regster'], /unknown command after 'pending' \(see `notarize pending --help`\)$/m],
+      [['pending', 'regster'], /unknown command 'pending regster' \(see `notarize pending --help`\)$/m],
     ];
     for (const [argv, message] of cases) expectOneLineUsage(await bed.main(argv), message);
   });
@@ -118,9 +118,18 @@ describe('notarize help <command>', () => {
 
   it('a word after a command that is no command name is not echoed (it may be anything, a key)', async () => {
     for (const word of ['sk_live.0123456789abcdef', 'sandbox_0123456789abcdef0123456789abcdef']) {
-      const run = await bed.main(['pending', word]);
-      expectOneLineUsage(run, /unknown command after 'pending' \(see `notarize pending --help`\)$/m);
-      expect(run.stderr).not.toContain('0123456789abcdef');
+      // Wherever a command goes: after a command, after `help`, at the top.
+      for (const [argv, message] of [
+        [['pending', word], /unknown command after 'pending' \(see `notarize pending --help`\)$/m],
+        [['pending', 'help', word], /unknown command after 'pending' \(see `notarize pending --help`\)$/m],
+        [['config', word], /unknown command after 'config' \(see `notarize config --help`\)$/m],
+        [['help', 'config', word], /unknown command after 'config' \(see `notarize config --help`\)$/m],
+        [[word], /unknown command \(see `notarize --help`\)$/m],
+      ] as const) {
+        const run = await bed.main([...argv]);
+        expectOneLineUsage(run, message);
+        expect(run.stderr).not.toContain('0123456789abcdef');
+      }
     }
   });
 
@@ -160,6 +169,11 @@ describe('hints name the real command', () => {
     );
     expectOneLineUsage(await bed.main(['complete']), /\(see `notarize complete --help`\)$/m);
     expectOneLineUsage(await bed.main(['nosuch']), /unknown command 'nosuch' \(see `notarize --help`\)$/m);
+    // A global option given a value before the command: known, not to be moved after the command.
+    expectOneLineUsage(
+      await bed.main(['--quiet=1', 'hash', 'x.txt']),
+      /^notarize: option '--quiet' takes no value \(see `notarize --help`; what followed --quiet is not shown/m,
+    );
     // Before the command: the program's help lists only the global options; a command's go after it.
     expectOneLineUsage(
       await bed.main(['--output', 'ndjson', 'register', 'x.txt']),
