@@ -109,7 +109,8 @@ export const LONGEST_RETRY_WAIT_MS = 30_000;
  * "Reliability" says it. The service documents no status codes.
  */
 export const RETRY_HELP = `Retries: a call is tried again up to --retries times, with backoff. The service documents no
-status codes, so what they say of a call is assumed. Every call but forfait (login, the
+status codes, so what they say of a call is assumed: a 401 that the token was refused (renewed
+once with the API key), a 403 that the account may not do this (exit 3, not retried). Every call but forfait (login, the
 request step, custody metadata) is tried again after no answer, a 5xx, a 408 or a 429; forfait
 (the paid step) only when it cannot have been processed: after a 408 or a 429, or a 503 with
 Retry-After (all assumed to mean "not processed"), a connection that could not be opened, or a 401

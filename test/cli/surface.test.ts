@@ -54,7 +54,9 @@ describe('notarize help <command>', () => {
       // Help text is wrapped: read as one line.
       const help = run.stdout.replace(/\s+/g, ' ');
       const name = argv.join(' ');
-      expect(help, name).toContain('The service documents no status codes, so what they say of a call is assumed.');
+      expect(help, name).toContain(
+        'The service documents no status codes, so what they say of a call is assumed: a 401 that the token was refused (renewed once with the API key), a 403 that the account may not do this (exit 3, not retried).',
+      );
       expect(help, name).toContain(
         'Every call but forfait (login, the request step, custody metadata) is tried again after no answer, a 5xx, a 408 or a 429',
       );
