@@ -23768,7 +23768,10 @@ var init_credentials = __esmMin((() => {
 				}
 				renewed = true;
 				const fresh = await this.#renew();
-				if (fresh === void 0) throw error;
+				if (fresh === void 0) {
+					if (token === this.#sources.envToken) error.hint = "the token in NOTARIZE_TOKEN was refused: unset it (a stored token or the API key is then used), or set a valid one";
+					throw error;
+				}
 				token = fresh;
 				replaced = "renewed";
 			}

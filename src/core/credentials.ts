@@ -134,7 +134,14 @@ export class TokenCredentials implements Authorizer {
         }
         renewed = true;
         const fresh = await this.#renew();
-        if (fresh === undefined) throw error;
+        if (fresh === undefined) {
+          // NOTARIZE_TOKEN is sent before any stored token: `notarize login` would change nothing.
+          if (token === this.#sources.envToken) {
+            error.hint =
+              'the token in NOTARIZE_TOKEN was refused: unset it (a stored token or the API key is then used), or set a valid one';
+          }
+          throw error;
+        }
         token = fresh;
         replaced = 'renewed';
       }

@@ -147,6 +147,17 @@ describe('where the token comes from', () => {
     expect(sent).toEqual([token]);
   });
 
+  it('NOTARIZE_TOKEN refused (401) with no key: the hint names it, not `notarize login`, which it outranks', async () => {
+    await store.setToken(sandbox.url, await issuedToken(), keyTrace(sandbox.apiKey));
+    const error = await failure(
+      credentials({ envToken: jwt({ userId: 1, exp: Math.floor(Date.now() / 1000) + 3600 }) }).authorize(send),
+    );
+    expect(error.status).toBe(401);
+    expect(error.hint).toBe(
+      'the token in NOTARIZE_TOKEN was refused: unset it (a stored token or the API key is then used), or set a valid one',
+    );
+  });
+
   it('neither, and no key: not logged in, nothing sent', async () => {
     const error = await failure(credentials().authorize(send));
     expect(error.message).toBe(`not logged in to ${sandbox.url}`);
