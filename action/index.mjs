@@ -10884,11 +10884,33 @@ function unsafeDirReason(info) {
 	if (uid !== void 0 && info.uid !== uid) return `it belongs to another user (uid ${info.uid}, you are ${uid})`;
 	if (process.platform !== "win32" && (info.mode & 514) !== 0) return `it is world-writable or sticky, as shared directories are (mode ${(info.mode & 4095).toString(8)})`;
 }
-function dirError(dir, reason, cause, hint = reason === NOT_A_DIRECTORY ? HINT_NOT_A_DIRECTORY : HINT_DIR) {
+function dirError(dir, reason, cause, hint = accessHint(cause) ?? (reason === NOT_A_DIRECTORY ? HINT_NOT_A_DIRECTORY : HINT_DIR)) {
 	return new StoreError(dir, `cannot use the store directory ${dir}: ${reason}`, {
 		hint,
 		...cause === void 0 ? {} : { cause }
 	});
+}
+/**
+* What to change when the system refused this user a store path (EACCES):
+* a folder's read bit for its listing, a file's own rights for its opening,
+* else the search (and write) bits of the folder holding the path, which a
+* look-up, a create or a rename there needs. Undefined for any other error:
+* the caller's hint stands. The store is this user's own (files.ts refuses
+* anyone else's), so a chmod is the fix, not another store.
+*/
+function accessHint(cause) {
+	const errno = cause;
+	if (errno?.code !== "EACCES" || typeof errno.path !== "string") return void 0;
+	const path = errno.path;
+	if (errno.syscall === "scandir" || errno.syscall === "opendir") return `give this user read and search access to ${path} (chmod u+rwx)`;
+	if (errno.syscall === "open") {
+		let info;
+		try {
+			info = lstatSync(path, { throwIfNoEntry: false });
+		} catch {}
+		if (info?.isFile()) return `give this user read and write access to ${path} (chmod u+rw)`;
+	}
+	return `give this user read, write and search access to ${dirname(path)} (chmod u+rwx)`;
 }
 /**
 * Refuses to tighten a directory that holds entries not notarize's: its
@@ -11008,7 +11030,7 @@ function isLink(path) {
 }
 function fileError$1(file, reason, cause) {
 	return new StoreError(file, `cannot read store file ${file}: ${reason}`, {
-		hint: "notarize never reads or writes a store file through a link or owned by someone else: move it aside, or use a store of your own",
+		hint: accessHint(cause) ?? "notarize never reads or writes a store file through a link or owned by someone else: move it aside, or use a store of your own",
 		...cause === void 0 ? {} : { cause }
 	});
 }
@@ -13209,13 +13231,19 @@ var init_service_store = __esmMin((() => {
 		}
 		async #list(kind, read) {
 			let names;
+			const dir = join(this.dir, kind);
 			try {
-				names = await readdir(join(this.dir, kind));
+				names = await readdir(dir);
 			} catch (error) {
 				if (error.code === "ENOENT") return {
 					entries: [],
 					problems: []
 				};
+				const hint = accessHint(error);
+				if (hint !== void 0) throw new StoreError(dir, `cannot list the store folder ${dir}: ${error.message}`, {
+					hint,
+					cause: error
+				});
 				throw error;
 			}
 			const entries = [];
@@ -40976,7 +41004,11 @@ function exists(path) {
 		return true;
 	} catch (error) {
 		if (error.code === "ENOENT") return false;
-		throw new StoreError(path, `cannot use the store directory ${path}: ${error.message}`, { cause: error });
+		const hint = accessHint(error);
+		throw new StoreError(path, `cannot use the store directory ${path}: ${error.message}`, {
+			...hint === void 0 ? {} : { hint },
+			cause: error
+		});
 	}
 }
 var CHANGE_LOCK_WAIT_MS, TOKEN_SHAPE, Store, MAX_READABLE_CHARS;
@@ -41164,7 +41196,11 @@ var init_store = __esmMin((() => {
 				const disk = diskRefusedBeforeSending(error, service.dir);
 				if (disk !== void 0) throw disk;
 				if (error instanceof NotarizeError) throw error;
-				throw new StoreError(service.dir, `cannot use the store directory ${service.dir}: ${error.message}`, { cause: error });
+				const hint = accessHint(error);
+				throw new StoreError(service.dir, `cannot use the store directory ${service.dir}: ${error.message}`, {
+					...hint === void 0 ? {} : { hint },
+					cause: error
+				});
 			}
 			return service;
 		}
@@ -41269,7 +41305,7 @@ var init_store = __esmMin((() => {
 				await writeFileAtomic(file, `${JSON.stringify(data, void 0, "	")}\n`, { flushes: this.#flushes });
 			} catch (error) {
 				throw new StoreError(file, `cannot write store file ${file}: ${error.message}`, {
-					hint: "check that the store directory belongs to you and the disk is not full",
+					hint: accessHint(error) ?? "check that the store directory belongs to you and the disk is not full",
 					cause: error
 				});
 			}

@@ -89,12 +89,39 @@ function dirError(
   dir: string,
   reason: string,
   cause?: unknown,
-  hint = reason === NOT_A_DIRECTORY ? HINT_NOT_A_DIRECTORY : HINT_DIR,
+  hint = accessHint(cause) ?? (reason === NOT_A_DIRECTORY ? HINT_NOT_A_DIRECTORY : HINT_DIR),
 ): StoreError {
   return new StoreError(dir, `cannot use the store directory ${dir}: ${reason}`, {
     hint,
     ...(cause === undefined ? {} : { cause }),
   });
+}
+
+/**
+ * What to change when the system refused this user a store path (EACCES):
+ * a folder's read bit for its listing, a file's own rights for its opening,
+ * else the search (and write) bits of the folder holding the path, which a
+ * look-up, a create or a rename there needs. Undefined for any other error:
+ * the caller's hint stands. The store is this user's own (files.ts refuses
+ * anyone else's), so a chmod is the fix, not another store.
+ */
+export function accessHint(cause: unknown): string | undefined {
+  const errno = cause as NodeJS.ErrnoException | undefined;
+  if (errno?.code !== 'EACCES' || typeof errno.path !== 'string') return undefined;
+  const path = errno.path;
+  if (errno.syscall === 'scandir' || errno.syscall === 'opendir') {
+    return `give this user read and search access to ${path} (chmod u+rwx)`;
+  }
+  if (errno.syscall === 'open') {
+    let info: Stats | undefined;
+    try {
+      info = lstatSync(path, { throwIfNoEntry: false });
+    } catch {
+      // Its folder cannot be searched: below.
+    }
+    if (info?.isFile()) return `give this user read and write access to ${path} (chmod u+rw)`;
+  }
+  return `give this user read, write and search access to ${dirname(path)} (chmod u+rwx)`;
 }
 
 /**
@@ -245,7 +272,9 @@ function isLink(path: string): boolean {
 
 function fileError(file: string, reason: string, cause?: unknown): StoreError {
   return new StoreError(file, `cannot read store file ${file}: ${reason}`, {
-    hint: 'notarize never reads or writes a store file through a link or owned by someone else: move it aside, or use a store of your own',
+    hint:
+      accessHint(cause) ??
+      'notarize never reads or writes a store file through a link or owned by someone else: move it aside, or use a store of your own',
     ...(cause === undefined ? {} : { cause }),
   });
 }

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { NewerStoreFileError, StoreError } from '../errors.js';
 import { hashSchema } from '../validation.js';
 import {
+  accessHint,
   corrupt,
   DirFlushes,
   ensurePrivateDir,
@@ -772,10 +773,18 @@ export class ServiceStore {
 
   async #list<T>(kind: string, read: (hash: string) => T | undefined): Promise<Listing<T>> {
     let names: string[];
+    const dir = join(this.dir, kind);
     try {
-      names = await readdir(join(this.dir, kind));
+      names = await readdir(dir);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], problems: [] };
+      // Its listing refused (EACCES: the folder's read or search bit): the store's to fix, nothing was sent.
+      const hint = accessHint(error);
+      if (hint !== undefined)
+        throw new StoreError(dir, `cannot list the store folder ${dir}: ${(error as Error).message}`, {
+          hint,
+          cause: error,
+        });
       throw error;
     }
     const entries: T[] = [];

@@ -40,6 +40,7 @@ import { hasKeyTwice } from '../exact-json.js';
 import { parentAfterName } from '../path-spelling.js';
 import { SETTINGS } from '../settings.js';
 import {
+  accessHint,
   corrupt,
   DirFlushes,
   ensurePrivateDir,
@@ -327,7 +328,9 @@ export class Store {
       const disk = diskRefusedBeforeSending(error, service.dir);
       if (disk !== undefined) throw disk;
       if (error instanceof NotarizeError) throw error;
+      const hint = accessHint(error);
       throw new StoreError(service.dir, `cannot use the store directory ${service.dir}: ${(error as Error).message}`, {
+        ...(hint === undefined ? {} : { hint }),
         cause: error,
       });
     }
@@ -462,7 +465,7 @@ export class Store {
       await writeFileAtomic(file, `${JSON.stringify(data, undefined, '\t')}\n`, { flushes: this.#flushes });
     } catch (error) {
       throw new StoreError(file, `cannot write store file ${file}: ${(error as Error).message}`, {
-        hint: 'check that the store directory belongs to you and the disk is not full',
+        hint: accessHint(error) ?? 'check that the store directory belongs to you and the disk is not full',
         cause: error,
       });
     }
@@ -538,6 +541,10 @@ function exists(path: string): boolean {
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw new StoreError(path, `cannot use the store directory ${path}: ${(error as Error).message}`, { cause: error });
+    const hint = accessHint(error);
+    throw new StoreError(path, `cannot use the store directory ${path}: ${(error as Error).message}`, {
+      ...(hint === undefined ? {} : { hint }),
+      cause: error,
+    });
   }
 }

@@ -1,10 +1,22 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StoreError } from '../../src/errors.js';
 import {
+  accessHint,
   DirFlushes,
   ensurePrivateDir,
   readPrivateFile,
@@ -198,5 +210,45 @@ describe('removeFile', () => {
     const dir = join(tempDir(), 'a-directory');
     mkdirSync(dir);
     expect(() => removeFile(dir)).toThrow();
+  });
+});
+
+describe('accessHint: what to change when the system refuses this user a store path (EACCES)', () => {
+  it('names the folder to search or list, or the file itself, never a link or another store', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'notarize-access-'));
+    try {
+      writeFileSync(join(dir, 'config.json'), '{}');
+      const refused = (syscall: string, path: string) =>
+        accessHint(
+          Object.assign(new Error(`EACCES: permission denied, ${syscall} '${path}'`), {
+            code: 'EACCES',
+            syscall,
+            path,
+          }),
+        );
+      // A folder whose listing was refused: its read bit.
+      expect(refused('scandir', join(dir, 'ledger'))).toBe(
+        `give this user read and search access to ${join(dir, 'ledger')} (chmod u+rwx)`,
+      );
+      // A file of this user's there that could not be opened (mode 000): its own rights.
+      expect(refused('open', join(dir, 'config.json'))).toBe(
+        `give this user read and write access to ${join(dir, 'config.json')} (chmod u+rw)`,
+      );
+      // A look-up, or a create or rename there: the folder holding it.
+      for (const [syscall, path] of [
+        ['lstat', join(dir, 'locks')],
+        ['open', join(dir, '.config.json.1.deadbeef.0.tmp')],
+        ['rename', join(dir, 'config.json')],
+      ]) {
+        expect(refused(syscall!, path!), syscall).toBe(
+          `give this user read, write and search access to ${dir} (chmod u+rwx)`,
+        );
+      }
+      // Not a permission, or no path: the caller's hint stands.
+      expect(accessHint(Object.assign(new Error('ENOSPC'), { code: 'ENOSPC', path: dir }))).toBeUndefined();
+      expect(accessHint(Object.assign(new Error('EACCES'), { code: 'EACCES' }))).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
