@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, rmSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { accessSync, appendFileSync, closeSync, constants, createReadStream, existsSync, fchmodSync, fdatasync, fstatSync, fsync, fsyncSync, futimesSync, linkSync, lstatSync, mkdirSync, mkdtempSync, open, openSync, readFileSync, readSync, readdirSync, realpathSync, renameSync, rmSync, statSync, statfsSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { createHash, createHmac, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import os, { availableParallelism, homedir, hostname, tmpdir } from "node:os";
 import { basename, dirname, extname, isAbsolute, join, normalize, resolve, sep } from "node:path";
@@ -10893,24 +10893,54 @@ function dirError(dir, reason, cause, hint = accessHint(cause) ?? (reason === NO
 /**
 * What to change when the system refused this user a store path (EACCES):
 * a folder's read bit for its listing, a file's own rights for its opening,
-* else the search (and write) bits of the folder holding the path, which a
-* look-up, a create or a rename there needs. Undefined for any other error:
-* the caller's hint stands. The store is this user's own (files.ts refuses
-* anyone else's), so a chmod is the fix, not another store.
+* else the search bits of the highest folder above the path that lacks
+* them, or the write bit of the folder holding it (a create or a rename
+* there). Only a folder or file of this user's is named, with the chmod
+* that fixes it; for anyone else's (a store under another user's home, a
+* file another user owns) undefined: the caller's hint stands (a store of
+* your own, or the file moved aside). Undefined for any other error too.
 */
 function accessHint(cause) {
 	const errno = cause;
 	if (errno?.code !== "EACCES" || typeof errno.path !== "string") return void 0;
 	const path = errno.path;
-	if (errno.syscall === "scandir" || errno.syscall === "opendir") return `give this user read and search access to ${path} (chmod u+rwx)`;
-	if (errno.syscall === "open") {
-		let info;
-		try {
-			info = lstatSync(path, { throwIfNoEntry: false });
-		} catch {}
-		if (info?.isFile()) return `give this user read and write access to ${path} (chmod u+rw)`;
+	if (errno.syscall === "scandir" || errno.syscall === "opendir") return ownPath(path) ? `give this user read and search access to ${path} (chmod u+rwx)` : void 0;
+	const folder = refusedFolder(path, errno.syscall !== void 0 && ENTRY_CHANGES$1.has(errno.syscall));
+	if (folder !== void 0) return ownPath(folder) ? `give this user read, write and search access to ${folder} (chmod u+rwx)` : void 0;
+	return ownPath(path) ? `give this user read and write access to ${path} (chmod u+rw)` : void 0;
+}
+/**
+* The folder above `path` that refuses this user: the highest one it
+* cannot search, else the one holding `path` when it cannot write there
+* and the call changes its entries (`changesEntry`, or `path` is not there:
+* a create); undefined when none does.
+*/
+function refusedFolder(path, changesEntry) {
+	const folders = [];
+	for (let folder = dirname(path); !folders.includes(folder); folder = dirname(folder)) folders.unshift(folder);
+	for (const folder of folders) try {
+		accessSync(folder, constants.X_OK);
+	} catch {
+		return folder;
 	}
-	return `give this user read, write and search access to ${dirname(path)} (chmod u+rwx)`;
+	const holding = dirname(path);
+	if (!changesEntry && lstatSync(path, { throwIfNoEntry: false }) !== void 0) return void 0;
+	try {
+		accessSync(holding, constants.W_OK);
+		return;
+	} catch {
+		return holding;
+	}
+}
+/** Whether `path` can be looked up and is this user's (a chmod of it can then work). */
+function ownPath(path) {
+	try {
+		const info = lstatSync(path, { throwIfNoEntry: false });
+		const uid = myUid();
+		return info !== void 0 && (uid === void 0 || info.uid === uid);
+	} catch {
+		return false;
+	}
 }
 /**
 * Refuses to tighten a directory that holds entries not notarize's: its
@@ -11228,7 +11258,7 @@ function recoveryHint(file) {
 	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
 	return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${basename(file, ".json")}\` (kept aside) to start that registration afresh`;
 }
-var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, NOT_A_DIRECTORY, HINT_NOT_A_DIRECTORY, PROCESS_TAG, writeCounter, DirFlushes;
+var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, NOT_A_DIRECTORY, HINT_NOT_A_DIRECTORY, ENTRY_CHANGES$1, PROCESS_TAG, writeCounter, DirFlushes;
 var init_files = __esmMin((() => {
 	init_errors();
 	init_fd_shortage();
@@ -11241,6 +11271,14 @@ var init_files = __esmMin((() => {
 	HINT_DIR = "use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR";
 	NOT_A_DIRECTORY = "it is not a directory";
 	HINT_NOT_A_DIRECTORY = "move that file aside (notarize makes the folder anew), or name another store in NOTARIZE_CONFIG_DIR";
+	ENTRY_CHANGES$1 = /* @__PURE__ */ new Set([
+		"rename",
+		"link",
+		"unlink",
+		"mkdir",
+		"rmdir",
+		"symlink"
+	]);
 	PROCESS_TAG = randomBytes(4).toString("hex");
 	writeCounter = 0;
 	DirFlushes = class {
@@ -41015,11 +41053,11 @@ var CHANGE_LOCK_WAIT_MS, TOKEN_SHAPE, Store, MAX_READABLE_CHARS;
 var init_store = __esmMin((() => {
 	init_errors();
 	init_exact_json();
+	init_interrupt();
 	init_path_spelling();
 	init_settings();
 	init_files();
 	init_disk();
-	init_interrupt();
 	init_lock();
 	init_service_store();
 	CHANGE_LOCK_WAIT_MS = 15e3;

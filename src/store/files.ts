@@ -16,6 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
+  accessSync,
   closeSync,
   constants,
   readdirSync,
@@ -100,28 +101,66 @@ function dirError(
 /**
  * What to change when the system refused this user a store path (EACCES):
  * a folder's read bit for its listing, a file's own rights for its opening,
- * else the search (and write) bits of the folder holding the path, which a
- * look-up, a create or a rename there needs. Undefined for any other error:
- * the caller's hint stands. The store is this user's own (files.ts refuses
- * anyone else's), so a chmod is the fix, not another store.
+ * else the search bits of the highest folder above the path that lacks
+ * them, or the write bit of the folder holding it (a create or a rename
+ * there). Only a folder or file of this user's is named, with the chmod
+ * that fixes it; for anyone else's (a store under another user's home, a
+ * file another user owns) undefined: the caller's hint stands (a store of
+ * your own, or the file moved aside). Undefined for any other error too.
  */
 export function accessHint(cause: unknown): string | undefined {
   const errno = cause as NodeJS.ErrnoException | undefined;
   if (errno?.code !== 'EACCES' || typeof errno.path !== 'string') return undefined;
   const path = errno.path;
   if (errno.syscall === 'scandir' || errno.syscall === 'opendir') {
-    return `give this user read and search access to ${path} (chmod u+rwx)`;
+    return ownPath(path) ? `give this user read and search access to ${path} (chmod u+rwx)` : undefined;
   }
-  if (errno.syscall === 'open') {
-    let info: Stats | undefined;
+  const folder = refusedFolder(path, errno.syscall !== undefined && ENTRY_CHANGES.has(errno.syscall));
+  if (folder !== undefined) {
+    return ownPath(folder) ? `give this user read, write and search access to ${folder} (chmod u+rwx)` : undefined;
+  }
+  // Every folder above it let this user in: the file's own rights refused it.
+  return ownPath(path) ? `give this user read and write access to ${path} (chmod u+rw)` : undefined;
+}
+
+/** The calls that change a folder's entries, which its write permission governs. */
+const ENTRY_CHANGES = new Set(['rename', 'link', 'unlink', 'mkdir', 'rmdir', 'symlink']);
+
+/**
+ * The folder above `path` that refuses this user: the highest one it
+ * cannot search, else the one holding `path` when it cannot write there
+ * and the call changes its entries (`changesEntry`, or `path` is not there:
+ * a create); undefined when none does.
+ */
+function refusedFolder(path: string, changesEntry: boolean): string | undefined {
+  const folders: string[] = [];
+  for (let folder = dirname(path); !folders.includes(folder); folder = dirname(folder)) folders.unshift(folder);
+  for (const folder of folders) {
     try {
-      info = lstatSync(path, { throwIfNoEntry: false });
+      accessSync(folder, constants.X_OK);
     } catch {
-      // Its folder cannot be searched: below.
+      return folder;
     }
-    if (info?.isFile()) return `give this user read and write access to ${path} (chmod u+rw)`;
   }
-  return `give this user read, write and search access to ${dirname(path)} (chmod u+rwx)`;
+  const holding = dirname(path);
+  if (!changesEntry && lstatSync(path, { throwIfNoEntry: false }) !== undefined) return undefined;
+  try {
+    accessSync(holding, constants.W_OK);
+    return undefined;
+  } catch {
+    return holding;
+  }
+}
+
+/** Whether `path` can be looked up and is this user's (a chmod of it can then work). */
+function ownPath(path: string): boolean {
+  try {
+    const info = lstatSync(path, { throwIfNoEntry: false });
+    const uid = myUid();
+    return info !== undefined && (uid === undefined || info.uid === uid);
+  } catch {
+    return false;
+  }
 }
 
 /**

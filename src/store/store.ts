@@ -37,6 +37,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { EXIT, NotarizeError, StoreError, TransientError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
+import { cleanUpOnInterrupt } from '../interrupt.js';
 import { parentAfterName } from '../path-spelling.js';
 import { SETTINGS } from '../settings.js';
 import {
@@ -50,7 +51,6 @@ import {
   writeFileAtomic,
 } from './files.js';
 import { diskRefused, diskRefusedBeforeSending } from './disk.js';
-import { cleanUpOnInterrupt } from '../interrupt.js';
 import { releaseOwnLock, withLock } from './lock.js';
 import { ServiceStore } from './service-store.js';
 

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   mkdirSync,
@@ -26,6 +26,7 @@ import {
   writeFileAtomic,
 } from '../../src/store/files.js';
 import { rejection, thrown } from '../helpers/catch.js';
+import { DIST } from '../helpers/cli.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
 const posix = process.platform !== 'win32';
@@ -214,41 +215,78 @@ describe('removeFile', () => {
 });
 
 describe('accessHint: what to change when the system refuses this user a store path (EACCES)', () => {
-  it('names the folder to search or list, or the file itself, never a link or another store', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'notarize-access-'));
-    try {
-      writeFileSync(join(dir, 'config.json'), '{}');
-      const refused = (syscall: string, path: string) =>
-        accessHint(
-          Object.assign(new Error(`EACCES: permission denied, ${syscall} '${path}'`), {
-            code: 'EACCES',
-            syscall,
-            path,
-          }),
-        );
-      // A folder whose listing was refused: its read bit.
-      expect(refused('scandir', join(dir, 'ledger'))).toBe(
-        `give this user read and search access to ${join(dir, 'ledger')} (chmod u+rwx)`,
-      );
-      // A file of this user's there that could not be opened (mode 000): its own rights.
-      expect(refused('open', join(dir, 'config.json'))).toBe(
-        `give this user read and write access to ${join(dir, 'config.json')} (chmod u+rw)`,
-      );
-      // A look-up, or a create or rename there: the folder holding it.
-      for (const [syscall, path] of [
-        ['lstat', join(dir, 'locks')],
-        ['open', join(dir, '.config.json.1.deadbeef.0.tmp')],
-        ['rename', join(dir, 'config.json')],
-      ]) {
-        expect(refused(syscall!, path!), syscall).toBe(
-          `give this user read, write and search access to ${dir} (chmod u+rwx)`,
-        );
+  // Real refusals need a user the permissions bind: root passes every check, so as root the
+  // refusals are made by a child process running as nobody, in a folder that user owns.
+  const asRoot = process.getuid?.() === 0;
+  const nobody = 65534;
+  it.skipIf(process.platform === 'win32' || (asRoot && spawnSync('id', ['-u', 'nobody']).status !== 0))(
+    "names the highest folder that refuses the user, a folder's listing or a file's own rights, and nothing of anyone else's",
+    () => {
+      const root = mkdtempSync(join(tmpdir(), 'notarize-access-'));
+      chmodSync(root, 0o755);
+      const mine = join(root, 'mine');
+      mkdirSync(mine);
+      // Another user's, when that can be made: a file in the user's folder, and a private folder.
+      const theirs = join(root, 'theirs');
+      mkdirSync(theirs, { mode: 0o700 });
+      if (asRoot) {
+        execFileSync('chown', [String(nobody), mine]);
+        writeFileSync(join(mine, 'other.json'), '{}', { mode: 0o600 });
       }
-      // Not a permission, or no path: the caller's hint stands.
-      expect(accessHint(Object.assign(new Error('ENOSPC'), { code: 'ENOSPC', path: dir }))).toBeUndefined();
-      expect(accessHint(Object.assign(new Error('EACCES'), { code: 'EACCES' }))).toBeUndefined();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+      const program = `
+        import { chmodSync, mkdirSync, openSync, readdirSync, lstatSync, renameSync, writeFileSync } from 'node:fs';
+        import { join } from 'node:path';
+        import { pathToFileURL } from 'node:url';
+        const [dist, mine, theirs] = process.argv.slice(1);
+        const { accessHint } = await import(pathToFileURL(dist + '/store/files.js').href);
+        const hint = (fn) => { try { fn(); return 'no refusal'; } catch (error) { return accessHint(error) ?? null; } };
+        mkdirSync(join(mine, 'gp', 'p'), { recursive: true });
+        mkdirSync(join(mine, 'unlisted'));
+        mkdirSync(join(mine, 'readonly'));
+        writeFileSync(join(mine, 'readonly', 'a'), '');
+        writeFileSync(join(mine, 'config.json'), '{}');
+        chmodSync(join(mine, 'gp'), 0o600);
+        chmodSync(join(mine, 'unlisted'), 0o300);
+        chmodSync(join(mine, 'readonly'), 0o500);
+        chmodSync(join(mine, 'config.json'), 0o000);
+        const hints = {
+          unsearchable: hint(() => lstatSync(join(mine, 'gp', 'p', 'store'))),
+          unlisted: hint(() => readdirSync(join(mine, 'unlisted'))),
+          create: hint(() => openSync(join(mine, 'readonly', 'new'), 'wx')),
+          rename: hint(() => renameSync(join(mine, 'readonly', 'a'), join(mine, 'readonly', 'b'))),
+          file: hint(() => openSync(join(mine, 'config.json'), 'r')),
+          othersFile: hint(() => openSync(join(mine, 'other.json'), 'r')),
+          othersFolder: hint(() => lstatSync(join(theirs, 'store'))),
+        };
+        for (const folder of ['gp', 'unlisted', 'readonly']) chmodSync(join(mine, folder), 0o700);
+        chmodSync(join(mine, 'config.json'), 0o600);
+        process.stdout.write(JSON.stringify(hints));
+      `;
+      try {
+        const out = execFileSync(process.execPath, ['--input-type=module', '-e', program, DIST, mine, theirs], {
+          encoding: 'utf8',
+          ...(asRoot ? { uid: nobody, gid: nobody } : {}),
+        });
+        const hints = JSON.parse(out) as Record<string, string | null>;
+        const folder = (path: string) => `give this user read, write and search access to ${path} (chmod u+rwx)`;
+        expect(hints.unsearchable).toBe(folder(join(mine, 'gp')));
+        expect(hints.unlisted).toBe(`give this user read and search access to ${join(mine, 'unlisted')} (chmod u+rwx)`);
+        expect(hints.create).toBe(folder(join(mine, 'readonly')));
+        expect(hints.rename).toBe(folder(join(mine, 'readonly')));
+        expect(hints.file).toBe(`give this user read and write access to ${join(mine, 'config.json')} (chmod u+rw)`);
+        if (asRoot) {
+          // Another user's file, or a store under another user's private folder: no chmod of this user's can help.
+          expect(hints.othersFile).toBeNull();
+          expect(hints.othersFolder).toBeNull();
+        }
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it('anything but a permission with a path is left to the caller', () => {
+    expect(accessHint(Object.assign(new Error('ENOSPC'), { code: 'ENOSPC', path: tmpdir() }))).toBeUndefined();
+    expect(accessHint(Object.assign(new Error('EACCES'), { code: 'EACCES' }))).toBeUndefined();
   });
 });
