@@ -10907,7 +10907,7 @@ function accessHint(cause) {
 	if (errno.syscall === "scandir" || errno.syscall === "opendir") return ownPath(path) ? `give this user read and search access to ${path} (chmod u+rwx)` : void 0;
 	const folder = refusedFolder(path, errno.syscall !== void 0 && ENTRY_CHANGES$1.has(errno.syscall));
 	if (folder !== void 0) return ownPath(folder) ? `give this user read, write and search access to ${folder} (chmod u+rwx)` : void 0;
-	return ownPath(path) ? `give this user read and write access to ${path} (chmod u+rw)` : void 0;
+	return ownPath(path, true) ? `give this user read and write access to ${path} (chmod u+rw)` : void 0;
 }
 /**
 * The folder above `path` that refuses this user: the highest one it
@@ -10924,7 +10924,7 @@ function refusedFolder(path, changesEntry) {
 		return folder;
 	}
 	const holding = dirname(path);
-	if (!changesEntry && lstatSync(path, { throwIfNoEntry: false }) !== void 0) return void 0;
+	if (!changesEntry && exists$2(path)) return void 0;
 	try {
 		accessSync(holding, constants.W_OK);
 		return;
@@ -10932,12 +10932,26 @@ function refusedFolder(path, changesEntry) {
 		return holding;
 	}
 }
-/** Whether `path` can be looked up and is this user's (a chmod of it can then work). */
-function ownPath(path) {
+/**
+* Whether `path` can be looked up and is this user's, and so is what it
+* leads to (a link of this user's into another user's folder is not: a
+* chmod through it would fail); with `file`, a regular file only.
+*/
+function ownPath(path, file = false) {
 	try {
-		const info = lstatSync(path, { throwIfNoEntry: false });
+		const entry = lstatSync(path);
+		const target = statSync(path);
 		const uid = myUid();
-		return info !== void 0 && (uid === void 0 || info.uid === uid);
+		if (file && !entry.isFile()) return false;
+		return uid === void 0 || entry.uid === uid && target.uid === uid;
+	} catch {
+		return false;
+	}
+}
+/** Whether anything is at `path`; false when it cannot be looked up either. */
+function exists$2(path) {
+	try {
+		return lstatSync(path, { throwIfNoEntry: false }) !== void 0;
 	} catch {
 		return false;
 	}

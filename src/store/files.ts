@@ -30,6 +30,7 @@ import {
   open,
   openSync,
   readFileSync,
+  statSync,
   unlinkSync,
   writeSync,
   type Stats,
@@ -119,8 +120,9 @@ export function accessHint(cause: unknown): string | undefined {
   if (folder !== undefined) {
     return ownPath(folder) ? `give this user read, write and search access to ${folder} (chmod u+rwx)` : undefined;
   }
-  // Every folder above it let this user in: the file's own rights refused it.
-  return ownPath(path) ? `give this user read and write access to ${path} (chmod u+rw)` : undefined;
+  // Every folder above it let this user in: the file's own rights refused it (a regular file's only:
+  // anything else in a store file's place is no store file, which the caller's hint says).
+  return ownPath(path, true) ? `give this user read and write access to ${path} (chmod u+rw)` : undefined;
 }
 
 /** The calls that change a folder's entries, which its write permission governs. */
@@ -143,7 +145,7 @@ function refusedFolder(path: string, changesEntry: boolean): string | undefined 
     }
   }
   const holding = dirname(path);
-  if (!changesEntry && lstatSync(path, { throwIfNoEntry: false }) !== undefined) return undefined;
+  if (!changesEntry && exists(path)) return undefined;
   try {
     accessSync(holding, constants.W_OK);
     return undefined;
@@ -152,12 +154,27 @@ function refusedFolder(path: string, changesEntry: boolean): string | undefined 
   }
 }
 
-/** Whether `path` can be looked up and is this user's (a chmod of it can then work). */
-function ownPath(path: string): boolean {
+/**
+ * Whether `path` can be looked up and is this user's, and so is what it
+ * leads to (a link of this user's into another user's folder is not: a
+ * chmod through it would fail); with `file`, a regular file only.
+ */
+function ownPath(path: string, file = false): boolean {
   try {
-    const info = lstatSync(path, { throwIfNoEntry: false });
+    const entry = lstatSync(path);
+    const target = statSync(path);
     const uid = myUid();
-    return info !== undefined && (uid === undefined || info.uid === uid);
+    if (file && !entry.isFile()) return false;
+    return uid === undefined || (entry.uid === uid && target.uid === uid);
+  } catch {
+    return false;
+  }
+}
+
+/** Whether anything is at `path`; false when it cannot be looked up either. */
+function exists(path: string): boolean {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
   } catch {
     return false;
   }

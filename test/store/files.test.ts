@@ -232,8 +232,12 @@ describe('accessHint: what to change when the system refuses this user a store p
       if (asRoot) {
         execFileSync('chown', [String(nobody), mine]);
         writeFileSync(join(mine, 'other.json'), '{}', { mode: 0o600 });
+        // The user's own link into that private folder: what it leads to is not the user's.
+        symlinkSync(theirs, join(mine, 'link'));
+        execFileSync('chown', ['-h', String(nobody), join(mine, 'link')]);
       }
       const program = `
+        import { execFileSync } from 'node:child_process';
         import { chmodSync, mkdirSync, openSync, readdirSync, lstatSync, renameSync, writeFileSync } from 'node:fs';
         import { join } from 'node:path';
         import { pathToFileURL } from 'node:url';
@@ -249,6 +253,7 @@ describe('accessHint: what to change when the system refuses this user a store p
         chmodSync(join(mine, 'unlisted'), 0o300);
         chmodSync(join(mine, 'readonly'), 0o500);
         chmodSync(join(mine, 'config.json'), 0o000);
+        execFileSync('mkfifo', ['-m', '000', join(mine, 'fifo')]);
         const hints = {
           unsearchable: hint(() => lstatSync(join(mine, 'gp', 'p', 'store'))),
           unlisted: hint(() => readdirSync(join(mine, 'unlisted'))),
@@ -257,6 +262,8 @@ describe('accessHint: what to change when the system refuses this user a store p
           file: hint(() => openSync(join(mine, 'config.json'), 'r')),
           othersFile: hint(() => openSync(join(mine, 'other.json'), 'r')),
           othersFolder: hint(() => lstatSync(join(theirs, 'store'))),
+          throughLink: hint(() => lstatSync(join(mine, 'link', 'store'))),
+          fifo: hint(() => openSync(join(mine, 'fifo'), 'r')),
         };
         for (const folder of ['gp', 'unlisted', 'readonly']) chmodSync(join(mine, folder), 0o700);
         chmodSync(join(mine, 'config.json'), 0o600);
@@ -274,10 +281,13 @@ describe('accessHint: what to change when the system refuses this user a store p
         expect(hints.create).toBe(folder(join(mine, 'readonly')));
         expect(hints.rename).toBe(folder(join(mine, 'readonly')));
         expect(hints.file).toBe(`give this user read and write access to ${join(mine, 'config.json')} (chmod u+rw)`);
+        // A FIFO in a store file's place is no store file: no chmod makes it one.
+        expect(hints.fifo).toBeNull();
         if (asRoot) {
           // Another user's file, or a store under another user's private folder: no chmod of this user's can help.
           expect(hints.othersFile).toBeNull();
           expect(hints.othersFolder).toBeNull();
+          expect(hints.throughLink).toBeNull();
         }
       } finally {
         rmSync(root, { recursive: true, force: true });
