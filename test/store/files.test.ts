@@ -1,6 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
   chmodSync,
+  cpSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -11,7 +12,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StoreError } from '../../src/errors.js';
@@ -26,7 +27,7 @@ import {
   writeFileAtomic,
 } from '../../src/store/files.js';
 import { rejection, thrown } from '../helpers/catch.js';
-import { DIST } from '../helpers/cli.js';
+import { DIST, REPO_ROOT } from '../helpers/cli.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
 const posix = process.platform !== 'win32';
@@ -214,6 +215,18 @@ describe('removeFile', () => {
   });
 });
 
+/** Whether every folder from `/` down to `dir` lets anyone search it (o+x). */
+function searchableByAll(dir: string): boolean {
+  for (let at = dir; ; at = dirname(at)) {
+    try {
+      if ((statSync(at).mode & 0o001) === 0) return false;
+    } catch {
+      return false;
+    }
+    if (dirname(at) === at) return true;
+  }
+}
+
 describe('accessHint: what to change when the system refuses this user a store path (EACCES)', () => {
   // Real refusals need a user the permissions bind: root passes every check, so as root the
   // refusals are made by a child process running as nobody, in a folder that user owns.
@@ -222,8 +235,16 @@ describe('accessHint: what to change when the system refuses this user a store p
   it.skipIf(process.platform === 'win32' || (asRoot && spawnSync('id', ['-u', 'nobody']).status !== 0))(
     "names the highest folder that refuses the user, a folder's listing or a file's own rights, and nothing of anyone else's",
     () => {
-      const root = mkdtempSync(join(tmpdir(), 'notarize-access-'));
+      // Somewhere that user can reach (the suite's own temp folder may be private), with a copy of the
+      // build it can read (a CI checkout may sit in a private folder too).
+      const base = [tmpdir(), '/tmp'].find(searchableByAll);
+      if (base === undefined) return;
+      const root = mkdtempSync(join(base, 'notarize-access-'));
       chmodSync(root, 0o755);
+      const dist = join(root, 'dist');
+      cpSync(DIST, dist, { recursive: true });
+      // files.js reaches zod through validation.js: the one package the copy needs.
+      cpSync(join(REPO_ROOT, 'node_modules', 'zod'), join(root, 'node_modules', 'zod'), { recursive: true });
       const mine = join(root, 'mine');
       mkdirSync(mine);
       // Another user's, when that can be made: a file in the user's folder, and a private folder.
@@ -270,7 +291,7 @@ describe('accessHint: what to change when the system refuses this user a store p
         process.stdout.write(JSON.stringify(hints));
       `;
       try {
-        const out = execFileSync(process.execPath, ['--input-type=module', '-e', program, DIST, mine, theirs], {
+        const out = execFileSync(process.execPath, ['--input-type=module', '-e', program, dist, mine, theirs], {
           encoding: 'utf8',
           ...(asRoot ? { uid: nobody, gid: nobody } : {}),
         });
