@@ -238,7 +238,8 @@ describe('accessHint: what to change when the system refuses this user a store p
       // Somewhere that user can reach (the suite's own temp folder may be private), with a copy of the
       // build it can read (a CI checkout may sit in a private folder too).
       const base = [tmpdir(), '/tmp'].find(searchableByAll);
-      if (base === undefined) return;
+      // Nor can it run a node it cannot reach (CI's Node 24 sits in a private folder): the same code runs on Node 20.
+      if (base === undefined || (asRoot && !searchableByAll(process.execPath))) return;
       const root = mkdtempSync(join(base, 'notarize-access-'));
       chmodSync(root, 0o755);
       const dist = join(root, 'dist');
