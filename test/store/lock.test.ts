@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import {
@@ -258,11 +258,19 @@ describe('withLock', () => {
     expect(existsSync(file)).toBe(false);
   });
 
-  it.skipIf(!existsSync('/proc/self/stat'))(
+  it.skipIf(!existsSync('/proc/self/stat') || spawnSync('python3', ['--version']).status !== 0)(
     'takes over at once a lock whose owner exited and awaits its parent (a zombie, which kill(pid, 0) still finds)',
     async () => {
-      // `sleep 0` exits at once; its parent, exec'ed into `sleep 30`, never waits for it.
-      const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      // The child exits at once; its parent never waits for it (python reaps nothing by itself;
+      // a shell may reap a job that ends before it execs, which made this race).
+      const parent = spawn(
+        'python3',
+        [
+          '-c',
+          'import os, sys, time\npid = os.fork()\nif pid == 0: os._exit(0)\nprint(pid, flush=True)\ntime.sleep(30)',
+        ],
+        { stdio: ['ignore', 'pipe', 'ignore'] },
+      );
       try {
         const pid = Number((await once(parent.stdout, 'data'))[0]);
         for (let i = 0; i < 100 && !readFileSync(`/proc/${pid}/stat`, 'latin1').includes(') Z '); i++) {
