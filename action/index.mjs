@@ -9623,7 +9623,7 @@ var init_fd_shortage = __esmMin((() => {
 }));
 // dist/core/batch.js
 /** Whether an item's failure left nothing sent for it (exit 2). */
-function nothingSent(error) {
+function nothingSent$1(error) {
 	return error instanceof NotarizeError && error.exitCode === EXIT.usage;
 }
 /** An item's failure, normalised so unexpected errors have a code too. */
@@ -9713,7 +9713,7 @@ async function runAll(items, operation, options) {
 			try {
 				result = {
 					ok: true,
-					value: await whenFdsFree(() => operation(item, index), { onlyIf: options.runAgain?.(item) ? nothingSent : () => false })
+					value: await whenFdsFree(() => operation(item, index), { onlyIf: options.runAgain?.(item) ? nothingSent$1 : () => false })
 				};
 			} catch (error) {
 				if (options.failFast) stop = true;
@@ -20509,6 +20509,10 @@ function checkAggregate(options) {
 	if (options.custody) throw refuse("--custody", "the registered root is no file whose metadata could be sent");
 	if (options.paths.includes("-")) throw refuse("'-'", "each leaf is a file, kept by its name");
 }
+/** Whether `error` says nothing was sent: a NotarizeError of exit 2 (EXIT.usage) does. */
+function nothingSent(error) {
+	return error instanceof NotarizeError && error.exitCode === EXIT.usage;
+}
 var FAIL_FAST_REASON, Aggregator;
 var init_register_aggregate = __esmMin((() => {
 	init_notarize();
@@ -20844,7 +20848,7 @@ var init_register_aggregate = __esmMin((() => {
 				const roots = await registerRoots(deps, input, placements, placed.asked, holds);
 				io.clearProgress();
 				this.#warnAnswerLost(roots);
-				const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
+				const sent = placed.sent || [...roots.values()].some((r) => r.ok ? r.sent : !("error" in r) || !nothingSent(r.error));
 				const manifestFailure = await this.#manifestsAfter(trees, roots);
 				await runAll(inTrees, async ({ doc, placement }) => {
 					await this.#items.ready();

@@ -30,8 +30,7 @@ import {
   type ReceiptPlan,
 } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning, type InclusionProof } from '../core/receipt-format.js';
-import type { NotarizeError } from '../errors.js';
-import { ProtocolError, sentAlready, TransientError, UsageError } from '../errors.js';
+import { EXIT, NotarizeError, ProtocolError, sentAlready, TransientError, UsageError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
@@ -433,7 +432,10 @@ export class Aggregator {
       const roots = await registerRoots(deps, input, placements, placed.asked, holds);
       io.clearProgress();
       this.#warnAnswerLost(roots);
-      const sent = placed.sent || [...roots.values()].some((r) => !r.ok || r.sent);
+      // A root that failed with exit 2 sent nothing (that is what exit 2 says: a login refused
+      // locally, a store that cannot be written before its request); any other failure may have.
+      const sent =
+        placed.sent || [...roots.values()].some((r) => (r.ok ? r.sent : !('error' in r) || !nothingSent(r.error)));
       const manifestFailure = await this.#manifestsAfter(trees, roots);
       await runAll(
         inTrees,
@@ -924,4 +926,9 @@ export class Aggregator {
       return { receiptError: asNotarizeError(error) };
     }
   }
+}
+
+/** Whether `error` says nothing was sent: a NotarizeError of exit 2 (EXIT.usage) does. */
+function nothingSent(error: unknown): boolean {
+  return error instanceof NotarizeError && error.exitCode === EXIT.usage;
 }

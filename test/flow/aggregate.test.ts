@@ -3177,3 +3177,22 @@ describe('register --aggregate with a record that echoes the key', () => {
     expect(exactManifestDigests(manifest, root)).toHaveLength(2);
   });
 });
+
+describe('--aggregate: a root that fails before anything is sent keeps exit 2, as per-document register does', () => {
+  it('a damaged credentials.json with no key: exit 2 ("nothing was sent"), the sandbox got no call', async () => {
+    const alone = await Bed.create();
+    try {
+      const file = await alone.file('root-alone.txt', 'a root whose login cannot even start');
+      mkdirSync(alone.storeDir, { recursive: true, mode: 0o700 });
+      writeFileSync(join(alone.storeDir, 'credentials.json'), '{"tokens":', { mode: 0o600 });
+      const mark = alone.mark();
+      const aggregate = await alone.main(['register', '--aggregate', file]);
+      expect(aggregate.code, describeRun(aggregate)).toBe(2);
+      const single = await alone.main(['register', file]);
+      expect(single.code, describeRun(single)).toBe(2);
+      expect(alone.callsSince(mark)).toEqual([]);
+    } finally {
+      await alone.finish();
+    }
+  });
+});
