@@ -41704,7 +41704,7 @@ function beforeCommand(failed, known) {
 }
 /** Whether `name` (`--quiet`, `-q`) is an option of `command` or of a command it belongs to. */
 function isOptionOf(command, name) {
-	for (let at = command; at; at = at.parent ?? void 0) if (at.options.some((option) => option.long === name || option.short === name)) return true;
+	for (let at = command; at; at = at.parent ?? void 0) if ([...at.options, ...at.createHelp().visibleOptions(at)].some((option) => option.long === name || option.short === name)) return true;
 	return false;
 }
 /**

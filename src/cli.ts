@@ -456,7 +456,9 @@ function beforeCommand(failed: Command | undefined, known: boolean): string {
 /** Whether `name` (`--quiet`, `-q`) is an option of `command` or of a command it belongs to. */
 function isOptionOf(command: Command | undefined, name: string): boolean {
   for (let at = command; at; at = at.parent ?? undefined) {
-    if (at.options.some((option) => option.long === name || option.short === name)) return true;
+    // Its help lists -h, --help too, which commander keeps apart from .options.
+    const options = [...at.options, ...at.createHelp().visibleOptions(at)];
+    if (options.some((option) => option.long === name || option.short === name)) return true;
   }
   return false;
 }

@@ -171,6 +171,13 @@ describe('hints name the real command', () => {
     );
     expectOneLineUsage(await bed.main(['complete']), /\(see `notarize complete --help`\)$/m);
     expectOneLineUsage(await bed.main(['nosuch']), /unknown command 'nosuch' \(see `notarize --help`\)$/m);
+    // --help is known everywhere, though commander keeps it apart from the other options.
+    for (const argv of [['hash', '--help=1'], ['--help=1'], ['-h=1']]) {
+      expectOneLineUsage(
+        await bed.main(argv),
+        /^notarize: option '(--help|-h)' takes no value \(see `notarize (hash )?--help`; what followed/m,
+      );
+    }
     // A global option given a value before the command: known, not to be moved after the command.
     expectOneLineUsage(
       await bed.main(['--quiet=1', 'hash', 'x.txt']),
