@@ -258,6 +258,11 @@ export class InputFileError extends UsageError {
   }
 }
 
+/** Whether `error` says nothing was sent: a NotarizeError of exit 2 (EXIT.usage), as the exit codes promise. */
+export function nothingSent(error: unknown): error is NotarizeError {
+  return error instanceof NotarizeError && error.exitCode === EXIT.usage;
+}
+
 /**
  * An error that stops a run after something was sent: exit 2 would say
  * nothing was, so a usage error becomes 1, its hint kept, and its message
@@ -265,7 +270,7 @@ export class InputFileError extends UsageError {
  * more was (an --aggregate refusal after a root was asked about said both).
  */
 export function sentAlready(error: unknown): unknown {
-  if (!(error instanceof NotarizeError) || error.exitCode !== EXIT.usage) return error;
+  if (!nothingSent(error)) return error;
   const message = error.message.replace(/; nothing was sent$/, '; nothing more was sent');
   return new NotarizeError(error.code, EXIT.refused, message, {
     ...(error.hint === undefined ? {} : { hint: error.hint }),

@@ -30,7 +30,7 @@ import {
   type ReceiptPlan,
 } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning, type InclusionProof } from '../core/receipt-format.js';
-import { EXIT, NotarizeError, ProtocolError, sentAlready, TransientError, UsageError } from '../errors.js';
+import { nothingSent, ProtocolError, sentAlready, TransientError, UsageError, type NotarizeError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
@@ -926,9 +926,4 @@ export class Aggregator {
       return { receiptError: asNotarizeError(error) };
     }
   }
-}
-
-/** Whether `error` says nothing was sent: a NotarizeError of exit 2 (EXIT.usage) does. */
-function nothingSent(error: unknown): boolean {
-  return error instanceof NotarizeError && error.exitCode === EXIT.usage;
 }

@@ -5,13 +5,8 @@
  * help. Knows nothing of what the operation is, but that a failure of exit
  * 2 sent nothing, and what the caller says may be run again (`runAgain`).
  */
-import { EXIT, NotarizeError, type ExitCode } from '../errors.js';
+import { EXIT, NotarizeError, nothingSent, type ExitCode } from '../errors.js';
 import { whenFdsFree } from '../fd-shortage.js';
-
-/** Whether an item's failure left nothing sent for it (exit 2). */
-function nothingSent(error: unknown): boolean {
-  return error instanceof NotarizeError && error.exitCode === EXIT.usage;
-}
 
 /** An item's failure, normalised so unexpected errors have a code too. */
 export function asNotarizeError(error: unknown): NotarizeError {

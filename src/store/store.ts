@@ -35,7 +35,7 @@ import { createHash } from 'node:crypto';
 import { lstatSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { EXIT, NotarizeError, StoreError, TransientError, UsageError } from '../errors.js';
+import { EXIT, NotarizeError, nothingSent, StoreError, TransientError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
 import { parentAfterName } from '../path-spelling.js';
@@ -447,7 +447,7 @@ export class Store {
       }
       // Any other local refusal (a lock that is a link, a damaged file) after something was sent: exit 2
       // would say nothing was.
-      if (afterSending !== undefined && error instanceof NotarizeError && error.exitCode === EXIT.usage) {
+      if (afterSending !== undefined && nothingSent(error)) {
         throw new NotarizeError(error.code, EXIT.refused, `${afterSending}: ${error.message}`, {
           ...(error.hint === undefined ? {} : { hint: error.hint }),
           cause: error,
