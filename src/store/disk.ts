@@ -13,6 +13,7 @@ import { lstatSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { errnoCodeIn, errnoErrorIn, EXIT, NotarizeError, UsageError } from '../errors.js';
 import { FD_SHORTAGE_REMEDY } from '../fd-shortage.js';
+import { ENTRY_CHANGES } from './files.js';
 
 /** What each code says about the device, completed with "the device holding <dir>". */
 const REFUSALS: Record<string, (dir: string) => string> = {
@@ -58,9 +59,6 @@ function refusedAt(error: unknown, code: string): { folder?: string; file?: stri
   if (info === undefined) return { folder: dirname(path) };
   return info.isDirectory() ? { folder: path } : { file: path };
 }
-
-/** The calls that change a folder's entries: refused by the folder's permission. */
-const ENTRY_CHANGES = new Set(['rename', 'link', 'unlink', 'mkdir', 'rmdir', 'symlink']);
 
 /** Permissions are per folder and file: the one to change, rather than the store's own. */
 const OF_THE_PATH = new Set(['EACCES', 'EPERM']);

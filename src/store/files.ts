@@ -126,7 +126,7 @@ export function accessHint(cause: unknown): string | undefined {
 }
 
 /** The calls that change a folder's entries, which its write permission governs. */
-const ENTRY_CHANGES = new Set(['rename', 'link', 'unlink', 'mkdir', 'rmdir', 'symlink']);
+export const ENTRY_CHANGES = new Set(['rename', 'link', 'unlink', 'mkdir', 'rmdir', 'symlink']);
 
 /**
  * The folder above `path` that refuses this user: the highest one it
