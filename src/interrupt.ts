@@ -124,11 +124,8 @@ const cleanUps = new Set<() => void>();
 
 /** Registers `cleanUp` to run at an interruption's exit; returns the function that unregisters it. */
 export function cleanUpOnInterrupt(cleanUp: () => void): () => void {
-  const entry = () => cleanUp();
-  cleanUps.add(entry);
-  return () => {
-    cleanUps.delete(entry);
-  };
+  cleanUps.add(cleanUp);
+  return () => cleanUps.delete(cleanUp);
 }
 
 /** Output held back to be written in one go (IO.dataSoon): written before the interruption's line. */
