@@ -133,11 +133,8 @@ function beforeSending() {
 }
 /** Registers `cleanUp` to run at an interruption's exit; returns the function that unregisters it. */
 function cleanUpOnInterrupt(cleanUp) {
-	const entry = () => cleanUp();
-	cleanUps.add(entry);
-	return () => {
-		cleanUps.delete(entry);
-	};
+	cleanUps.add(cleanUp);
+	return () => cleanUps.delete(cleanUp);
 }
 /** Tells this module that a registration of `hash` is under way, its lock released by `release`. */
 function track(hash, release) {
@@ -8781,6 +8778,10 @@ function errorJson(error) {
 		...error.hint ? { hint: error.hint } : {}
 	};
 }
+/** Whether `error` says nothing was sent: a NotarizeError of exit 2 (EXIT.usage), as the exit codes promise. */
+function nothingSent(error) {
+	return error instanceof NotarizeError && error.exitCode === EXIT.usage;
+}
 /**
 * An error that stops a run after something was sent: exit 2 would say
 * nothing was, so a usage error becomes 1, its hint kept, and its message
@@ -8788,7 +8789,7 @@ function errorJson(error) {
 * more was (an --aggregate refusal after a root was asked about said both).
 */
 function sentAlready(error) {
-	if (!(error instanceof NotarizeError) || error.exitCode !== EXIT.usage) return error;
+	if (!nothingSent(error)) return error;
 	const message = error.message.replace(/; nothing was sent$/, "; nothing more was sent");
 	return new NotarizeError(error.code, EXIT.refused, message, {
 		...error.hint === void 0 ? {} : { hint: error.hint },
@@ -9018,12 +9019,13 @@ function editDistance(a, b) {
 }
 /**
 * "unknown command '<path> <word>' (Did you mean X?)" for `word` met where
-* a command of `parent` goes, `path` the command names before it. The word
+* a command of `parent` goes, `<path>` the command names down to `parent`. The word
 * is quoted when it is close to a command (a typo) or looks like one (a
 * short lowercase word); anything else may be a key pasted in the wrong
 * place, which would land in a CI log: said without it.
 */
-function unknownCommandMessage(word, path, parent) {
+function unknownCommandMessage(word, parent) {
+	const path = commandPath(parent).split(" ").slice(1);
 	const suggestion = didYouMean(word, parent);
 	if (suggestion || /^[a-z][a-z-]{0,23}$/.test(word)) return `unknown command '${[...path, word].join(" ")}'${suggestion}`;
 	return path.length === 0 ? "unknown command" : `unknown command after '${path.join(" ")}'`;
@@ -9622,10 +9624,6 @@ var init_fd_shortage = __esmMin((() => {
 	RESERVED = 8;
 }));
 // dist/core/batch.js
-/** Whether an item's failure left nothing sent for it (exit 2). */
-function nothingSent$1(error) {
-	return error instanceof NotarizeError && error.exitCode === EXIT.usage;
-}
 /** An item's failure, normalised so unexpected errors have a code too. */
 function asNotarizeError(error) {
 	if (error instanceof NotarizeError) return error;
@@ -9713,7 +9711,7 @@ async function runAll(items, operation, options) {
 			try {
 				result = {
 					ok: true,
-					value: await whenFdsFree(() => operation(item, index), { onlyIf: options.runAgain?.(item) ? nothingSent$1 : () => false })
+					value: await whenFdsFree(() => operation(item, index), { onlyIf: options.runAgain?.(item) ? nothingSent : () => false })
 				};
 			} catch (error) {
 				if (options.failFast) stop = true;
@@ -10905,7 +10903,7 @@ function accessHint(cause) {
 	if (errno?.code !== "EACCES" || typeof errno.path !== "string") return void 0;
 	const path = errno.path;
 	if (errno.syscall === "scandir" || errno.syscall === "opendir") return ownPath(path) ? `give this user read and search access to ${path} (chmod u+rwx)` : void 0;
-	const folder = refusedFolder(path, errno.syscall !== void 0 && ENTRY_CHANGES$1.has(errno.syscall));
+	const folder = refusedFolder(path, errno.syscall !== void 0 && ENTRY_CHANGES.has(errno.syscall));
 	if (folder !== void 0) return ownPath(folder) ? `give this user read, write and search access to ${folder} (chmod u+rwx)` : void 0;
 	return ownPath(path, true) ? `give this user read and write access to ${path} (chmod u+rw)` : void 0;
 }
@@ -11272,7 +11270,7 @@ function recoveryHint(file) {
 	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
 	return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${basename(file, ".json")}\` (kept aside) to start that registration afresh`;
 }
-var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, NOT_A_DIRECTORY, HINT_NOT_A_DIRECTORY, ENTRY_CHANGES$1, PROCESS_TAG, writeCounter, DirFlushes;
+var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, NOT_A_DIRECTORY, HINT_NOT_A_DIRECTORY, ENTRY_CHANGES, PROCESS_TAG, writeCounter, DirFlushes;
 var init_files = __esmMin((() => {
 	init_errors();
 	init_fd_shortage();
@@ -11285,7 +11283,7 @@ var init_files = __esmMin((() => {
 	HINT_DIR = "use a private directory of your own, named by its real path in NOTARIZE_CONFIG_DIR";
 	NOT_A_DIRECTORY = "it is not a directory";
 	HINT_NOT_A_DIRECTORY = "move that file aside (notarize makes the folder anew), or name another store in NOTARIZE_CONFIG_DIR";
-	ENTRY_CHANGES$1 = /* @__PURE__ */ new Set([
+	ENTRY_CHANGES = /* @__PURE__ */ new Set([
 		"rename",
 		"link",
 		"unlink",
@@ -13402,10 +13400,11 @@ function refusal(error, code, what, sent, remedy) {
 	if (sent === void 0) return new UsageError(`${message}; nothing was sent`, details);
 	return new NotarizeError(details.code, EXIT.refused, `${message}; ${sent}`, details);
 }
-var REFUSALS, NOT_OF_THE_PLACE, ENTRY_CHANGES, OF_THE_PATH;
+var REFUSALS, NOT_OF_THE_PLACE, OF_THE_PATH;
 var init_disk = __esmMin((() => {
 	init_errors();
 	init_fd_shortage();
+	init_files();
 	REFUSALS = {
 		ENOSPC: (dir) => `no space left on the device holding ${dir}`,
 		EDQUOT: (dir) => `the disk quota is exceeded on the device holding ${dir}`,
@@ -13417,14 +13416,6 @@ var init_disk = __esmMin((() => {
 		ENFILE: (dir) => `the system has too many files open to work in ${dir}`
 	};
 	NOT_OF_THE_PLACE = /* @__PURE__ */ new Set(["EMFILE", "ENFILE"]);
-	ENTRY_CHANGES = /* @__PURE__ */ new Set([
-		"rename",
-		"link",
-		"unlink",
-		"mkdir",
-		"rmdir",
-		"symlink"
-	]);
 	OF_THE_PATH = /* @__PURE__ */ new Set(["EACCES", "EPERM"]);
 }));
 // dist/store/lock.js
@@ -20470,6 +20461,7 @@ var init_register_inputs = __esmMin((() => {
 	init_receipts();
 	init_errors();
 	init_input_options();
+	init_options();
 	TITLE$1 = "notarize register";
 	CONCURRENCY$1 = "expected a whole number from 1 to 256";
 	optionsSchema$6 = object({
@@ -20508,10 +20500,6 @@ function checkAggregate(options) {
 	if (options.hash !== void 0) throw refuse("--hash", "its leaves are documents hashed here");
 	if (options.custody) throw refuse("--custody", "the registered root is no file whose metadata could be sent");
 	if (options.paths.includes("-")) throw refuse("'-'", "each leaf is a file, kept by its name");
-}
-/** Whether `error` says nothing was sent: a NotarizeError of exit 2 (EXIT.usage) does. */
-function nothingSent(error) {
-	return error instanceof NotarizeError && error.exitCode === EXIT.usage;
 }
 var FAIL_FAST_REASON, Aggregator;
 var init_register_aggregate = __esmMin((() => {
@@ -41346,7 +41334,7 @@ var init_store = __esmMin((() => {
 					notProcessed: true,
 					cause: error
 				});
-				if (afterSending !== void 0 && error instanceof NotarizeError && error.exitCode === EXIT.usage) throw new NotarizeError(error.code, EXIT.refused, `${afterSending}: ${error.message}`, {
+				if (afterSending !== void 0 && nothingSent(error)) throw new NotarizeError(error.code, EXIT.refused, `${afterSending}: ${error.message}`, {
 					...error.hint === void 0 ? {} : { hint: error.hint },
 					cause: error
 				});
@@ -41550,12 +41538,9 @@ function buildProgram(io, env, state) {
 	};
 	const showHelp = async (from, names) => {
 		let target = from;
-		for (const [index, name] of names.entries()) {
+		for (const name of names) {
 			const next = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
-			if (!next) {
-				const path = [...commandPath(from).split(" ").slice(1), ...names.slice(0, index)];
-				throw new UsageError(unknownCommandMessage(name, path, target), { hint: `see \`${commandPath(target)} --help\`` });
-			}
+			if (!next) throw new UsageError(unknownCommandMessage(name, target), { hint: `see \`${commandPath(target)} --help\`` });
 			await load(next);
 			target = next;
 		}
@@ -41680,13 +41665,9 @@ function asReported(error, failed) {
 			return new UsageError(message, { hint: `${help}${beforeCommand(failed, known)}; what followed ${name} is not shown: it may be a secret, and notarize never takes one on the command line` });
 		}
 		const word = failed?.args[0];
-		if (error.code === "commander.excessArguments" && failed?.commands.length && word !== void 0) return new UsageError(unknownCommandMessage(word, commandPath(failed).split(" ").slice(1), failed), { hint: help });
+		if (error.code === "commander.excessArguments" && failed?.commands.length && word !== void 0) return new UsageError(unknownCommandMessage(word, failed), { hint: help });
 		const unknownCommand = /^error: unknown command '([\s\S]*)'/.exec(error.message);
-		if (error.code === "commander.unknownCommand" && unknownCommand && failed) {
-			const word = unknownCommand[1];
-			const path = commandPath(failed).split(" ").slice(1);
-			return new UsageError(unknownCommandMessage(word, path, failed), { hint: help });
-		}
+		if (error.code === "commander.unknownCommand" && unknownCommand && failed) return new UsageError(unknownCommandMessage(unknownCommand[1], failed), { hint: help });
 		const message = error.message.replace(/^error: /, "").replace(/\s*\n\s*/g, " ");
 		const misplaced = error.code === "commander.unknownOption" ? beforeCommand(failed, false) : "";
 		return new UsageError(message, { hint: `${help}${misplaced}` });

@@ -264,11 +264,10 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
   // prints exactly what `<command> --help` prints.
   const showHelp = async (from: Command, names: string[]): Promise<void> => {
     let target = from;
-    for (const [index, name] of names.entries()) {
+    for (const name of names) {
       const next = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
       if (!next) {
-        const path = [...commandPath(from).split(' ').slice(1), ...names.slice(0, index)];
-        throw new UsageError(unknownCommandMessage(name, path, target), {
+        throw new UsageError(unknownCommandMessage(name, target), {
           hint: `see \`${commandPath(target)} --help\``,
         });
       }
@@ -423,16 +422,12 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
     // `pending drp`: a word where a command of its own was meant, not an operand too many.
     const word = failed?.args[0];
     if (error.code === 'commander.excessArguments' && failed?.commands.length && word !== undefined) {
-      return new UsageError(unknownCommandMessage(word, commandPath(failed).split(' ').slice(1), failed), {
-        hint: help,
-      });
+      return new UsageError(unknownCommandMessage(word, failed), { hint: help });
     }
     // `notarize <word>`, `config <word>`: commander quotes the word, which may be a key pasted there.
     const unknownCommand = /^error: unknown command '([\s\S]*)'/.exec(error.message);
     if (error.code === 'commander.unknownCommand' && unknownCommand && failed) {
-      const word = unknownCommand[1]!;
-      const path = commandPath(failed).split(' ').slice(1);
-      return new UsageError(unknownCommandMessage(word, path, failed), { hint: help });
+      return new UsageError(unknownCommandMessage(unknownCommand[1]!, failed), { hint: help });
     }
     const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
     const misplaced = error.code === 'commander.unknownOption' ? beforeCommand(failed, false) : '';

@@ -5,6 +5,7 @@
  * and the word itself quoted only when it cannot be a secret pasted there.
  */
 import type { Command } from 'commander';
+import { commandPath } from './commands/options.js';
 
 /**
  * " (Did you mean X?)" naming the command of `parent` closest to `word`, as
@@ -43,12 +44,13 @@ function editDistance(a: string, b: string): number {
 
 /**
  * "unknown command '<path> <word>' (Did you mean X?)" for `word` met where
- * a command of `parent` goes, `path` the command names before it. The word
+ * a command of `parent` goes, `<path>` the command names down to `parent`. The word
  * is quoted when it is close to a command (a typo) or looks like one (a
  * short lowercase word); anything else may be a key pasted in the wrong
  * place, which would land in a CI log: said without it.
  */
-export function unknownCommandMessage(word: string, path: readonly string[], parent: Command): string {
+export function unknownCommandMessage(word: string, parent: Command): string {
+  const path = commandPath(parent).split(' ').slice(1);
   const suggestion = didYouMean(word, parent);
   if (suggestion || /^[a-z][a-z-]{0,23}$/.test(word))
     return `unknown command '${[...path, word].join(' ')}'${suggestion}`;
