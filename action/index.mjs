@@ -10832,6 +10832,17 @@ function systemRealPath(path) {
 		return;
 	}
 }
+/**
+* Whether a path is inside the folder `dir` (--receipt-dir, whose files are
+* receipts, never documents; the store), by where both really are: a --receipt-dir
+* named through a symbolic link (`link/R`, `link` -> `docs`) is the same
+* folder as `docs/R` met walking `docs`. A path's folder is resolved once.
+*/
+function insideDir(dir) {
+	const root = (systemRealPath(dir) ?? resolve(dir)) + sep;
+	const folders = new RealFolders(resolve);
+	return (path) => folders.of(path).startsWith(root);
+}
 var SEPARATORS, TRAILING_SEPARATORS, RealFolders;
 var init_path_spelling = __esmMin((() => {
 	SEPARATORS = sep === "\\" ? /[/\\]/ : /\//;
@@ -11808,17 +11819,6 @@ function distinguish(paths) {
 		if (new Set(names.values()).size === paths.length) break;
 	}
 	return names;
-}
-/**
-* Whether a path is inside the folder `dir` (--receipt-dir, whose files are
-* receipts, never documents), by where both really are: a --receipt-dir
-* named through a symbolic link (`link/R`, `link` -> `docs`) is the same
-* folder as `docs/R` met walking `docs`. A path's folder is resolved once.
-*/
-function insideDir(dir) {
-	const root = (systemRealPath(dir) ?? resolve(dir)) + sep;
-	const folders = new RealFolders(resolve);
-	return (path) => folders.of(path).startsWith(root);
 }
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */
 function receiptNames(subjects) {
@@ -15962,14 +15962,15 @@ function collect(value, previous = []) {
 function addInputOptions(command) {
 	return command.option("-r, --recursive", "process the files under directories").option("--include <glob>", "with --recursive: only files matching, of those found in folders (repeatable; no slash: matches the name)", collect).option("--exclude <glob>", "with --recursive: skip files matching, of those found in folders (repeatable); a file named itself is always taken", collect).option("--files-from <file|->", "read the paths to process from a file, one per line").addOption(new Option("-0, --null", "with --files-from: paths are separated by NUL (find -print0)"));
 }
-/** Converts parsed input options to core/inputs.ts's form. */
+/** Converts parsed input options (and the store's folder, for commands that have one) to core/inputs.ts's form. */
 function toInputOptions(o) {
 	return {
 		recursive: o.recursive,
 		include: o.include,
 		exclude: o.exclude,
 		nul: o.null,
-		...o.filesFrom === void 0 ? {} : { filesFrom: o.filesFrom }
+		...o.filesFrom === void 0 ? {} : { filesFrom: o.filesFrom },
+		...o.storeDir === void 0 ? {} : { storeDir: o.storeDir }
 	};
 }
 var inputOptionsShape;
@@ -20111,12 +20112,17 @@ function replacementNamed(path) {
 	};
 }
 /** The files under `dir` in name order (deterministic), depth first. */
-async function* walk(dir, below, filter, onSkipped, folders = []) {
+async function* walk(dir, below, state, folders = []) {
+	const { filter, onSkipped } = state;
 	let listed;
 	let inside = folders;
 	try {
 		const seen = below === "" ? void 0 : lstatSync(dir, { bigint: true });
 		if (seen !== void 0 && !seen.isDirectory()) throw replacedSinceWalked(dir, WHILE_WALKED, "folder");
+		if (seen !== void 0 && state.store?.is(seen)) {
+			passOverStore(dir, state);
+			return;
+		}
 		listed = await readdir(dir, {
 			withFileTypes: true,
 			encoding: "buffer"
@@ -20145,7 +20151,7 @@ async function* walk(dir, below, filter, onSkipped, folders = []) {
 		const fileOrFolder = entry.isFile() || entry.isDirectory();
 		if (!utf8 && fileOrFolder) {
 			if (entry.isDirectory() ? !filter.excludes(relativePath) : filter.accepts(relativePath)) yield notUtf8(path, "walk");
-		} else if (entry.isDirectory()) yield* walk(path, relativePath, filter, onSkipped, inside);
+		} else if (entry.isDirectory()) yield* walk(path, relativePath, state, inside);
 		else if (!entry.isFile()) {
 			if (leftOut(path, relativePath, filter)) continue;
 			onSkipped({
@@ -20172,13 +20178,17 @@ async function* walk(dir, below, filter, onSkipped, folders = []) {
 async function* expandPath(path, state) {
 	let info;
 	try {
-		info = statSync(path);
+		info = statSync(path, { bigint: true });
 	} catch (error) {
 		yield unusable(path, error);
 		return;
 	}
+	if (state.store !== void 0 && (info.isDirectory() && state.store.is(info) || state.store.holds(path))) {
+		passOverStore(path, state);
+		return;
+	}
 	if (info.isDirectory()) {
-		if (state.options.recursive) yield* walk(path, "", state.filter, state.onSkipped);
+		if (state.options.recursive) yield* walk(path, "", state);
 		else yield {
 			kind: "unusable",
 			path,
@@ -20188,7 +20198,7 @@ async function* expandPath(path, state) {
 				hint: "add --recursive to process the files in it"
 			})
 		};
-	} else if (info.isFile()) yield fileItem(path, info);
+	} else if (info.isFile()) yield fileItem(path, { size: Number(info.size) });
 	else yield {
 		kind: "unusable",
 		path,
@@ -20197,6 +20207,14 @@ async function* expandPath(path, state) {
 			message: `'${path}' is not a regular file`
 		})
 	};
+}
+function passOverStore(path, state) {
+	state.inStore++;
+	state.onSkipped({
+		path,
+		reason: IN_STORE,
+		ownStore: true
+	});
 }
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
 async function openList(source, stdin) {
@@ -20229,6 +20247,10 @@ async function* expand(paths, list, state) {
 		yielded++;
 		yield item;
 	}
+	if (yielded === 0 && state.inStore > 0) throw new UsageError("no documents: every file named or found is in the notarize store, and its files are never documents", {
+		code: "no_documents",
+		hint: "name the documents themselves, and keep the store (NOTARIZE_CONFIG_DIR) out of the folders processed"
+	});
 	if (yielded === 0) throw noDocuments(state.options);
 }
 /** The error when the folders walked held no document. */
@@ -20327,13 +20349,15 @@ async function expandInputs(paths, options, stdin, onSkipped = () => {}) {
 			options,
 			filter: matcher(options.include ?? [], options.exclude ?? []),
 			onSkipped,
+			store: options.storeDir === void 0 ? void 0 : new StoreFolder(options.storeDir),
+			inStore: 0,
 			stdinTaken: stdinNamed || options.filesFrom === "-"
 		}),
 		single,
 		stdinNamed
 	};
 }
-var import_picomatch, WHILE_WALKED;
+var import_picomatch, IN_STORE, StoreFolder, WHILE_WALKED;
 var init_inputs = __esmMin((() => {
 	init_path_spelling();
 	import_picomatch = /* @__PURE__ */ __toESM(require_picomatch(), 1);
@@ -20341,6 +20365,28 @@ var init_inputs = __esmMin((() => {
 	init_interrupt();
 	init_hash$1();
 	init_read_input();
+	IN_STORE = "part of the notarize store, whose files are never documents";
+	StoreFolder = class {
+		#dir;
+		#holds;
+		#id;
+		constructor(dir) {
+			this.#dir = dir;
+			this.#holds = insideDir(dir);
+		}
+		/** Whether a folder, as lstat or stat saw it, is the store's. */
+		is(folder) {
+			this.#id ??= lstatSync(this.#dir, {
+				bigint: true,
+				throwIfNoEntry: false
+			});
+			return this.#id !== void 0 && folder.dev === this.#id.dev && folder.ino === this.#id.ino;
+		}
+		/** Whether a path is inside the store's folder. */
+		holds(path) {
+			return this.#holds(path);
+		}
+	};
 	WHILE_WALKED = "while its folder was walked";
 }));
 // dist/commands/register-inputs.js
@@ -20459,6 +20505,7 @@ var init_register_inputs = __esmMin((() => {
 	init_hash$1();
 	init_inputs();
 	init_receipts();
+	init_path_spelling();
 	init_errors();
 	init_input_options();
 	init_options();
@@ -21304,7 +21351,8 @@ ${examples([
 			io: ctx.io,
 			baseUrl: () => ctx.baseUrl,
 			api: () => ctx.api(),
-			ledger: () => ctx.ledger
+			ledger: () => ctx.ledger,
+			storeDir: ctx.store.dir
 		};
 		await finishItems(viewOf(ctx, flags.output), (items) => runRegister({
 			...flags,
@@ -23210,7 +23258,8 @@ function readOnlyStore(ctx) {
 	};
 	return {
 		baseUrl: () => storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore("baseUrl"),
-		ledger: () => storeUsable() ? ctx.ledger : void 0
+		ledger: () => storeUsable() ? ctx.ledger : void 0,
+		...ctx.storeExists ? { storeDir: ctx.store.dir } : {}
 	};
 }
 /**
@@ -23222,6 +23271,7 @@ async function runVerify(options, items = new ItemResults()) {
 	const { io } = options;
 	let unfollowed = 0;
 	const expansion = await expandInputs(options.paths, toInputOptions(options), io.stdin, (s) => {
+		if (s.ownStore) return io.warn(`skipped ${s.path}: ${s.reason}`);
 		unfollowed++;
 		items.addUnordered(failedResult(s.path, null, notFollowed(s.path, s.reason)));
 	});

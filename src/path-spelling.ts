@@ -11,7 +11,7 @@
  * folder by name (`parentAfterName`: the store, --receipt-dir).
  */
 import { realpathSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 
 const SEPARATORS = sep === '\\' ? /[/\\]/ : /\//;
 const TRAILING_SEPARATORS = sep === '\\' ? /[/\\]+$/ : /\/+$/;
@@ -71,4 +71,17 @@ export class RealFolders {
     if (real === undefined) this.#byFolder.set(folder, (real = systemRealPath(folder) ?? this.#missing(folder)));
     return join(real, basename(path));
   }
+}
+
+/**
+ * Whether a path is inside the folder `dir` (--receipt-dir, whose files are
+ * receipts, never documents; the store), by where both really are: a --receipt-dir
+ * named through a symbolic link (`link/R`, `link` -> `docs`) is the same
+ * folder as `docs/R` met walking `docs`. A path's folder is resolved once.
+ */
+export function insideDir(dir: string): (path: string) => boolean {
+  // Not there (yet): as named, made absolute.
+  const root = (systemRealPath(dir) ?? resolve(dir)) + sep;
+  const folders = new RealFolders(resolve);
+  return (path) => folders.of(path).startsWith(root);
 }

@@ -4,6 +4,7 @@
  */
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
+import type { InputOptions } from '../core/inputs.js';
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -36,19 +37,21 @@ export const inputOptionsShape = {
   null: z.boolean().default(false),
 };
 
-/** Converts parsed input options to core/inputs.ts's form. */
+/** Converts parsed input options (and the store's folder, for commands that have one) to core/inputs.ts's form. */
 export function toInputOptions(o: {
   recursive: boolean;
   include: string[];
   exclude: string[];
   filesFrom?: string | undefined;
   null: boolean;
-}) {
+  storeDir?: string | undefined;
+}): InputOptions {
   return {
     recursive: o.recursive,
     include: o.include,
     exclude: o.exclude,
     nul: o.null,
     ...(o.filesFrom === undefined ? {} : { filesFrom: o.filesFrom }),
+    ...(o.storeDir === undefined ? {} : { storeDir: o.storeDir }),
   };
 }

@@ -9,7 +9,8 @@ import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import { checkArgvDescription, checkWalletName, readDescriptionFile } from '../core/description.js';
 import { normalizeHash } from '../core/hash.js';
 import { expandInputs, type InputItem, type SkippedPath } from '../core/inputs.js';
-import { insideDir, planReceipts, type ReceiptPlan, type ReceiptSubject } from '../core/receipts.js';
+import { planReceipts, type ReceiptPlan, type ReceiptSubject } from '../core/receipts.js';
+import { insideDir } from '../path-spelling.js';
 import { UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemResults } from '../output/results.js';
@@ -66,6 +67,8 @@ export interface RegisterOptions extends RegisterFlags {
   api: () => Promise<ApiClient>;
   /** The pending sessions and ledger of the service. */
   ledger: () => ServiceStore;
+  /** The store's folder, whose files are never documents (core/inputs.ts). */
+  storeDir?: string;
 }
 
 /** A document to register: an input, or a digest given with --hash. */

@@ -195,6 +195,7 @@ ${examples([
         baseUrl: () => ctx.baseUrl,
         api: () => ctx.api(),
         ledger: () => ctx.ledger,
+        storeDir: ctx.store.dir,
       };
       await finishItems(viewOf(ctx, flags.output), (items) => runRegister({ ...flags, paths, ...services }, items));
     });

@@ -16,8 +16,8 @@ import { HashPool } from '../core/hash-pool.js';
 import { expandInputs, itemName, type InputItem } from '../core/inputs.js';
 import { LedgerIndex } from '../core/ledger.js';
 import { readTextInput } from '../core/read-input.js';
-import { insideDir, PARENT_AFTER_NAME, RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
-import { parentAfterName } from '../path-spelling.js';
+import { PARENT_AFTER_NAME, RECEIPT_SUFFIX, receiptNames } from '../core/receipts.js';
+import { insideDir, parentAfterName } from '../path-spelling.js';
 import { InputFileError, NotarizeError, NotNotarizedError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import type { ItemsResult, RecordResult } from '../output/present.js';
@@ -51,6 +51,8 @@ export interface VerifyOptions extends z.infer<typeof optionsSchema> {
   baseUrl: () => string;
   /** The ledger of the current service; undefined when there is no usable store (receipts alone then). */
   ledger: () => ServiceStore | undefined;
+  /** The store's folder, whose files are never documents (core/inputs.ts). */
+  storeDir?: string;
 }
 
 export function configure(command: Command, context: () => Context): void {
@@ -119,7 +121,7 @@ const TITLE = 'notarize verify';
  * are checked against their receipts only: a ledger left out can only
  * make fewer documents verified, never one more.
  */
-function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'ledger'> {
+function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'ledger' | 'storeDir'> {
   let usable: boolean | undefined;
   const storeUsable = (): boolean => {
     if (usable !== undefined) return usable;
@@ -137,6 +139,8 @@ function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'ledger'> 
   return {
     baseUrl: () => (storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore('baseUrl')),
     ledger: () => (storeUsable() ? ctx.ledger : undefined),
+    // Its files are never documents, usable or not; with none there, nothing to pass over.
+    ...(ctx.storeExists ? { storeDir: ctx.store.dir } : {}),
   };
 }
 
@@ -154,6 +158,7 @@ export async function runVerify(
   // unchecked, and a release check must not pass over it (a link out of dist ships its target).
   let unfollowed = 0;
   const expansion = await expandInputs(options.paths, toInputOptions(options), io.stdin, (s) => {
+    if (s.ownStore) return io.warn(`skipped ${s.path}: ${s.reason}`);
     unfollowed++;
     items.addUnordered(failedResult(s.path, null, notFollowed(s.path, s.reason)));
   });

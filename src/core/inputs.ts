@@ -17,7 +17,7 @@
 import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, lstatSync, openSync, statSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
-import { entryPath } from '../path-spelling.js';
+import { entryPath, insideDir } from '../path-spelling.js';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { InputFileError, UsageError } from '../errors.js';
@@ -33,6 +33,14 @@ export interface InputOptions {
   filesFrom?: string;
   /** The --files-from list is NUL-separated (-0). */
   nul?: boolean;
+  /**
+   * The notarize store's folder, whose files are never documents: a walk
+   * does not enter it, and a file named or listed inside it is passed over.
+   * Walked with the documents (`register -r .` with the store in `./.notarize`,
+   * or under the home folder walked), they would be registered and paid for,
+   * and the records each run writes there paid for again by the next.
+   */
+  storeDir?: string;
 }
 
 /** One document to process: a file on disk, standard input, or a named path that cannot be processed. */
@@ -74,10 +82,41 @@ export function itemName(item: InputItem): string {
   return item.kind === 'stdin' ? '-' : item.path;
 }
 
-/** A path passed over while walking a directory, and why. */
+/** A path passed over while walking a directory (or in the store), and why. */
 export interface SkippedPath {
   path: string;
   reason: string;
+  /** The store's folder or a file in it: passed over as no document at all, never a failure. */
+  ownStore?: boolean;
+}
+
+const IN_STORE = 'part of the notarize store, whose files are never documents';
+
+/**
+ * The store's folder as the documents meet it: by identity where a walk
+ * comes to a folder (looked up until it is there: the run itself may make
+ * it), by where a named or listed path really is otherwise.
+ */
+class StoreFolder {
+  readonly #dir: string;
+  readonly #holds: (path: string) => boolean;
+  #id: { dev: bigint; ino: bigint } | undefined;
+
+  constructor(dir: string) {
+    this.#dir = dir;
+    this.#holds = insideDir(dir);
+  }
+
+  /** Whether a folder, as lstat or stat saw it, is the store's. */
+  is(folder: { dev: bigint; ino: bigint }): boolean {
+    this.#id ??= lstatSync(this.#dir, { bigint: true, throwIfNoEntry: false });
+    return this.#id !== undefined && folder.dev === this.#id.dev && folder.ino === this.#id.ino;
+  }
+
+  /** Whether a path is inside the store's folder. */
+  holds(path: string): boolean {
+    return this.#holds(path);
+  }
 }
 
 export interface Expansion {
@@ -296,10 +335,10 @@ function replacementNamed(path: string): InputItem {
 async function* walk(
   dir: string,
   below: string,
-  filter: PathFilter,
-  onSkipped: (skipped: SkippedPath) => void,
+  state: ExpandState,
   folders: readonly ListedFolder[] = [],
 ): AsyncGenerator<InputItem> {
+  const { filter, onSkipped } = state;
   let listed;
   let inside = folders;
   try {
@@ -308,6 +347,10 @@ async function* walk(
     // another folder's, outside the one walked (readdir takes a path, and follows a link).
     const seen = below === '' ? undefined : lstatSync(dir, { bigint: true });
     if (seen !== undefined && !seen.isDirectory()) throw replacedSinceWalked(dir, WHILE_WALKED, 'folder');
+    if (seen !== undefined && state.store?.is(seen)) {
+      passOverStore(dir, state);
+      return;
+    }
     // As bytes: a name that is not UTF-8 must not be decoded into another's (notUtf8).
     listed = await readdir(dir, { withFileTypes: true, encoding: 'buffer' });
     if (seen !== undefined) {
@@ -333,7 +376,7 @@ async function* walk(
       const wanted = entry.isDirectory() ? !filter.excludes(relativePath) : filter.accepts(relativePath);
       if (wanted) yield notUtf8(path, 'walk');
     } else if (entry.isDirectory()) {
-      yield* walk(path, relativePath, filter, onSkipped, inside);
+      yield* walk(path, relativePath, state, inside);
     } else if (!entry.isFile()) {
       // A link or special file: reported (verify fails it), unless --include/--exclude leave it out.
       if (leftOut(path, relativePath, filter)) continue;
@@ -359,6 +402,9 @@ interface ExpandState {
   options: InputOptions;
   filter: PathFilter;
   onSkipped: (skipped: SkippedPath) => void;
+  store: StoreFolder | undefined;
+  /** Paths passed over as the store's: with no document besides, the run has nothing to do. */
+  inStore: number;
   /** Whether standard input is taken (by '-' or by the list): a second '-' fails. */
   stdinTaken: boolean;
 }
@@ -374,13 +420,17 @@ async function* expandPath(path: string, state: ExpandState): AsyncGenerator<Inp
     // Synchronous: a stat takes microseconds, while the thread-pool round trip of the
     // promise form made a list of a million small files 4 times slower (13.2 s against
     // 3.5 s for 200,000 paths); the hash pool opens files synchronously for the same reason.
-    info = statSync(path);
+    info = statSync(path, { bigint: true });
   } catch (error) {
     yield unusable(path, error);
     return;
   }
+  if (state.store !== undefined && ((info.isDirectory() && state.store.is(info)) || state.store.holds(path))) {
+    passOverStore(path, state);
+    return;
+  }
   if (info.isDirectory()) {
-    if (state.options.recursive) yield* walk(path, '', state.filter, state.onSkipped);
+    if (state.options.recursive) yield* walk(path, '', state);
     else {
       const error = new InputFileError(path, 'is a directory', {
         code: 'is_directory',
@@ -390,7 +440,7 @@ async function* expandPath(path: string, state: ExpandState): AsyncGenerator<Inp
       yield { kind: 'unusable', path, error };
     }
   } else if (info.isFile()) {
-    yield fileItem(path, info);
+    yield fileItem(path, { size: Number(info.size) });
   } else {
     const error = new InputFileError(path, 'not a regular file', {
       code: 'not_a_file',
@@ -398,6 +448,11 @@ async function* expandPath(path: string, state: ExpandState): AsyncGenerator<Inp
     });
     yield { kind: 'unusable', path, error };
   }
+}
+
+function passOverStore(path: string, state: ExpandState): void {
+  state.inStore++;
+  state.onSkipped({ path, reason: IN_STORE, ownStore: true });
 }
 
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
@@ -444,8 +499,17 @@ async function* expand(
     yielded++;
     yield item;
   }
-  // Only walks can come to nothing (a named file is an item even when missing): an
-  // empty folder is most often a build step that made nothing, which must not pass.
+  // Only walks and the store's files can come to nothing (a named file is an item even when
+  // missing): an empty folder is most often a build step that made nothing, which must not pass.
+  if (yielded === 0 && state.inStore > 0) {
+    throw new UsageError(
+      'no documents: every file named or found is in the notarize store, and its files are never documents',
+      {
+        code: 'no_documents',
+        hint: 'name the documents themselves, and keep the store (NOTARIZE_CONFIG_DIR) out of the folders processed',
+      },
+    );
+  }
   if (yielded === 0) throw noDocuments(state.options);
 }
 
@@ -603,6 +667,8 @@ export async function expandInputs(
     options,
     filter: matcher(options.include ?? [], options.exclude ?? []),
     onSkipped,
+    store: options.storeDir === undefined ? undefined : new StoreFolder(options.storeDir),
+    inStore: 0,
     stdinTaken: stdinNamed || options.filesFrom === '-',
   };
   return { items: expand(paths, list, state), single, stdinNamed };

@@ -31,11 +31,11 @@
  */
 import { constants, rmSync } from 'node:fs';
 import { lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
-import { join, normalize, resolve, sep } from 'node:path';
+import { join, normalize, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
 import { makeDirs } from '../mkdirs.js';
-import { parentAfterName, RealFolders, sameSpelling, systemRealPath } from '../path-spelling.js';
+import { parentAfterName, sameSpelling } from '../path-spelling.js';
 import { DirFlushes, uniqueSuffix, writeFileAtomic } from '../store/files.js';
 import { writeErrorReason } from './hash.js';
 import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
@@ -104,19 +104,6 @@ function distinguish(paths: readonly string[]): Map<string, string> {
     if (new Set(names.values()).size === paths.length) break;
   }
   return names;
-}
-
-/**
- * Whether a path is inside the folder `dir` (--receipt-dir, whose files are
- * receipts, never documents), by where both really are: a --receipt-dir
- * named through a symbolic link (`link/R`, `link` -> `docs`) is the same
- * folder as `docs/R` met walking `docs`. A path's folder is resolved once.
- */
-export function insideDir(dir: string): (path: string) => boolean {
-  // Not there (yet): as named, made absolute.
-  const root = (systemRealPath(dir) ?? resolve(dir)) + sep;
-  const folders = new RealFolders(resolve);
-  return (path) => folders.of(path).startsWith(root);
 }
 
 /** Receipt names for the documents of one run; see the module comment. Throws UsageError if two still collide. */

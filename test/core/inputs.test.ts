@@ -255,6 +255,81 @@ describe('expandInputs: walking a directory', () => {
   });
 });
 
+describe("expandInputs: the store's folder", () => {
+  // `register -r .` with the store in ./.notarize (or a walk of the home folder) registered
+  // credentials.json, the ledger's records and the run's own lock file, and every re-run paid
+  // for the records the run before it wrote.
+  const store = { ownStore: true, reason: 'part of the notarize store, whose files are never documents' };
+
+  it('a walk does not enter it, named as it is spelt or through a link', async () => {
+    const root = tree({
+      'app.bin': 'a',
+      '.notarize/credentials.json': '{}',
+      '.notarize/services/s/ledger/x.json': '{}',
+    });
+    const { items, skipped } = await expanded([root], { recursive: true, storeDir: join(root, '.notarize') });
+    expect(items.map(summary)).toEqual(['app.bin']);
+    expect(skipped).toEqual([{ path: join(root, '.notarize'), ...store }]);
+    if (posix) {
+      const link = join(tempDir(), 'link');
+      symlinkSync(root, link);
+      const through = await expanded([root], { recursive: true, storeDir: join(link, '.notarize') });
+      expect(through.items.map(summary)).toEqual(['app.bin']);
+      expect(through.skipped).toEqual([{ path: join(root, '.notarize'), ...store }]);
+    }
+  });
+
+  it('nor the store itself, or a folder in it, walked by name', async () => {
+    const root = tree({ 'store/credentials.json': '{}', 'store/services/s/ledger/x.json': '{}', 'doc.txt': 'd' });
+    const storeDir = join(root, 'store');
+    for (const walked of [storeDir, `${storeDir}/`, join(storeDir, 'services')]) {
+      const { items, skipped } = await expanded([walked, join(root, 'doc.txt')], { recursive: true, storeDir });
+      expect(items.map(summary)).toEqual([join(root, 'doc.txt')]);
+      expect(skipped).toEqual([{ path: walked, ...store }]);
+    }
+  });
+
+  it('a file in it named or listed is passed over; the others are documents', async () => {
+    const root = tree({ 'doc.txt': 'd', 'store/credentials.json': '{}', 'store/services/s/ledger/x.json': '{}' });
+    const storeDir = join(root, 'store');
+    const inStore = [join(storeDir, 'credentials.json'), join(storeDir, 'services/s/ledger/x.json')];
+    const { items, skipped } = await expanded(
+      [inStore[0]!, join(root, 'doc.txt')],
+      { filesFrom: '-', storeDir },
+      Readable.from([`${inStore[1]}\n`]),
+    );
+    expect(items.map(summary)).toEqual([join(root, 'doc.txt')]);
+    expect(skipped).toEqual(inStore.map((path) => ({ path, ...store })));
+  });
+
+  it('is found when the run makes it after the documents were named', async () => {
+    const root = tree({ 'doc.txt': 'd' });
+    const storeDir = join(root, '.notarize');
+    const expansion = await expandInputs([root], { recursive: true, storeDir }, noStdin());
+    mkdirSync(storeDir);
+    writeFileSync(join(storeDir, 'credentials.json'), '{}');
+    const items: InputItem[] = [];
+    for await (const item of expansion.items) items.push(item);
+    expect(items.map(summary)).toEqual(['doc.txt']);
+  });
+
+  it('nothing but its files is no documents, a usage error', async () => {
+    const root = tree({ 'store/credentials.json': '{}' });
+    const storeDir = join(root, 'store');
+    for (const paths of [[join(storeDir, 'credentials.json')], [root]]) {
+      const error = await rejectionOf(expanded(paths, { recursive: true, storeDir }), UsageError);
+      expect(error.code).toBe('no_documents');
+      expect(error.message).toMatch(/in the notarize store/);
+    }
+  });
+
+  it('without a store named, its files are files like any (hash has none)', async () => {
+    const root = tree({ 'store/credentials.json': '{}' });
+    const { items } = await expanded([root], { recursive: true });
+    expect(items.map(summary)).toEqual(['store/credentials.json']);
+  });
+});
+
 describe('expandInputs: --files-from', () => {
   it('reads the list after the named paths: CRLF, blank lines, directories with --recursive, and - once', async () => {
     const root = tree({ 'a.txt': 'a', 'b.txt': 'b', 'dir/c.txt': 'c' });

@@ -7,9 +7,9 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { insideDir, planReceipts, receiptNames } from '../../src/core/receipts.js';
+import { planReceipts, receiptNames } from '../../src/core/receipts.js';
 import { StoreError, UsageError } from '../../src/errors.js';
-import { entryPath, parentAfterName, sameSpelling } from '../../src/path-spelling.js';
+import { entryPath, insideDir, parentAfterName, sameSpelling } from '../../src/path-spelling.js';
 import { Store } from '../../src/store/store.js';
 import { rejectionOf, thrownOf } from '../helpers/catch.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';

@@ -7,10 +7,11 @@ import { statSync, readdirSync } from 'node:fs';
 import { utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parseResults } from '../helpers/results.js';
 import { type Bed, type BedMainOptions, useBed } from '../helpers/bed.js';
 import { routes } from '../helpers/sandbox.js';
 import { sha256 } from '../helpers/documents.js';
-import { STACK_LINE } from '../helpers/cli.js';
+import { describeRun, STACK_LINE } from '../helpers/cli.js';
 
 let bed: Bed;
 useBed((created) => {
@@ -447,5 +448,50 @@ describe('register and complete', () => {
     const next = await bed.main(['register', other]);
     expect(next.code, next.stderr).toBe(0);
     expect(routes(bed.callsSince(mark))).toEqual(['request', 'forfait']);
+  });
+});
+
+describe('the store inside the folder processed', () => {
+  // `register -r .` with NOTARIZE_CONFIG_DIR=.notarize registered the store's own files
+  // (credentials.json, the ledger's records, the run's lock file), and every re-run paid for
+  // the records the run before it had written.
+  it('register and verify pass over its files, walked or listed: a re-run sends nothing', async () => {
+    const app = await bed.write('dist/app.bin', 'app\n');
+    const store = bed.path('dist/.notarize');
+    const env = { ...bed.withKey(), NOTARIZE_CONFIG_DIR: store };
+    for (const status of ['registered', 'already-registered']) {
+      const run = await bed.main(['register', '-r', bed.path('dist'), '--json'], { env });
+      expect(run.code, describeRun(run)).toBe(0);
+      // A skipped path is a result of its own, not in input order (as a link met walking).
+      const results = parseResults(run.stdout).map((r) => [r.file, r.status]);
+      expect(results.sort()).toEqual([
+        [store, 'skipped'],
+        [bed.path('dist/app.bin'), status],
+      ]);
+      expect(run.stderr).toContain(
+        `warning: skipped ${store}: part of the notarize store, whose files are never documents`,
+      );
+    }
+    // A list made by `find dist -type f`, the store's files in it.
+    const storeFiles = readdirSync(store, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => join(entry.parentPath, entry.name));
+    expect(storeFiles).toContain(join(store, 'credentials.json'));
+    await bed.write('list.txt', [...storeFiles, bed.path('dist/app.bin')].join('\n'));
+    const listed = await bed.main(['register', '--files-from', bed.path('list.txt'), '--json'], { env });
+    expect(listed.code, describeRun(listed)).toBe(0);
+    expect(
+      parseResults(listed.stdout)
+        .filter((r) => r.status !== 'skipped')
+        .map((r) => r.file),
+    ).toEqual([bed.path('dist/app.bin')]);
+    expect(bed.requestedHashes()).toEqual([app]);
+    expect(bed.calls('forfait')).toBe(1);
+    // verify: the store's files neither verified nor failing the check.
+    const verified = await bed.main(['verify', '-r', bed.path('dist'), '--json'], { env });
+    expect(verified.code, describeRun(verified)).toBe(0);
+    expect(parseResults(verified.stdout).map((r) => [r.file, r.status])).toEqual([
+      [bed.path('dist/app.bin'), 'verified'],
+    ]);
   });
 });
