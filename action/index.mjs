@@ -11,9 +11,9 @@ import { isUtf8 } from "node:buffer";
 import { performance as performance$1 } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import tty from "node:tty";
+import { isDeepStrictEqual, stripVTControlCharacters } from "node:util";
 import { createServer } from "node:http";
 import { gzipSync } from "node:zlib";
-import { isDeepStrictEqual, stripVTControlCharacters } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { isIP } from "node:net";
 // \0rolldown/runtime.js
@@ -12706,24 +12706,19 @@ function treeFileDigests(file, { anyOwner = false } = {}) {
 	return text === void 0 ? void 0 : leafDigestsOfWholeTree(text);
 }
 /**
-* Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
-* `<root>.tree.json`, which reads the same) and checks it is the tree of
-* `root` with the leaves it was written with; undefined when it does not
-* exist. With `wanted`, a file written whole by notarize whose leaves'
-* digests `wanted` turns down is passed over unparsed (undefined): many
-* large trees are searched without building them all. With `anyOwner`, a
-* file of another user is read too; with `exactOnly`, one that is not
-* exactly as notarize writes it (which would have to be parsed to be
-* looked at) is refused. Throws StoreError naming the file when it cannot
-* be read or is damaged.
+* Reads the tree file `file` (a store's `trees/<root>.json`) and checks it
+* is the tree of `root` with the leaves it was written with; undefined when
+* it does not exist. With `wanted`, a file written whole by notarize whose
+* leaves' digests `wanted` turns down is passed over unparsed (undefined):
+* many large trees are searched without building them all. Throws
+* StoreError naming the file when it cannot be read or is damaged.
 */
-function readTreeFile(file, root, wanted, { anyOwner = false, exactOnly = false } = {}) {
-	const text = readRegularFile(file, { anyOwner });
+function readTreeFile(file, root, wanted) {
+	const text = readRegularFile(file, {});
 	if (text === void 0) return void 0;
-	if (wanted || exactOnly) {
+	if (wanted) {
 		const digests = leafDigestsOfWholeTree(text);
-		if (digests === void 0 && exactOnly) throw corrupt(file, "it is not exactly as notarize writes a tree");
-		if (digests && wanted && !wanted(digests)) return void 0;
+		if (digests && !wanted(digests)) return void 0;
 	}
 	return treeOfText(file, text, root);
 }
@@ -16254,19 +16249,47 @@ function manifestRoot(name) {
 	return /^[0-9a-f]{64}\.tree\.json$/.test(name) ? name.slice(0, 64) : void 0;
 }
 /**
+* The tree of the manifest `file` (named for `root`): read without being
+* parsed when its bytes are those treeManifestText wrote and `wanted` turns
+* its leaves down (many manifests are searched without building them all),
+* else parsed. A manifest travels: a checkout with core.autocrlf, `jq .` or
+* an editor's byte order mark change its bytes, never its value, and passing
+* it over made a re-run on a fresh store pay again for documents it had
+* registered. Of its fields only the root and the leaves are used (checked
+* against the SHA-256 of their lines it records, when it does). Undefined
+* when it is not there, or `wanted` turns it down; StoreError when it cannot
+* be read or is no tree of `root`.
+*/
+function readManifest(file, root, wanted) {
+	const text = readRegularFile(file, { anyOwner: true });
+	if (text === void 0) return void 0;
+	const digests = leafDigestsOfWholeTree(text);
+	if (digests !== void 0) return wanted && !wanted(digests) ? void 0 : treeOfText(file, text, root);
+	const entry = treeOfText(file, withoutByteOrderMark(text), root);
+	return wanted && !wanted(entry.leaves.map((leaf) => leaf.sha256)) ? void 0 : entry;
+}
+function withoutByteOrderMark(text) {
+	return text.startsWith("﻿") ? text.slice(1) : text;
+}
+/**
 * The digests of the documents under `root`, when `file` is its tree's
-* manifest exactly as treeManifestText writes it, byte for byte, its leaves
-* making that root; undefined otherwise. Only such a file can be passed over
-* by `verify` as no document (commands/verify-outputs.ts); anything else
-* named like one, a script with a manifest's tail say, is not.
+* manifest holding exactly what notarize wrote: those bytes, or the same
+* JSON value laid out otherwise (readManifest), its leaves making that
+* root; undefined otherwise. Only such a file can be passed over by
+* `verify` as no document (commands/verify-outputs.ts); anything else named
+* like one, a script with a manifest's tail or a manifest with a member
+* added, say, is not.
 */
 function exactManifestDigests(file, root) {
 	try {
 		const text = readRegularFile(file, { anyOwner: true });
 		if (text === void 0) return void 0;
-		const entry = treeOfText(file, text, root);
+		const value = withoutByteOrderMark(text);
+		const entry = treeOfText(file, value, root);
+		const written = [...treeManifestText(entry)].join("");
+		if (written !== text && !isDeepStrictEqual(JSON.parse(value), JSON.parse(written))) return void 0;
 		foldedTree(entry, file);
-		return [...treeManifestText(entry)].join("") === text ? entry.leaves.map((leaf) => leaf.sha256) : void 0;
+		return entry.leaves.map((leaf) => leaf.sha256);
 	} catch (error) {
 		if (error instanceof StoreError) return void 0;
 		throw error;
@@ -16469,8 +16492,9 @@ function mayPlace(file, useful) {
 *     leaves, documents this run lacks, only make the proofs: a re-run
 *     without one document, or with one changed, still pays nothing for
 *     the others);
-*   - its leaves must make its root, and its text be exactly as notarize
-*     writes it (read without being parsed unless it is used: bounded memory);
+*   - its leaves must make its root, and it must hold what notarize wrote
+*     (trees.ts readManifest: read without being parsed unless it is used,
+*     when its bytes are those written; else parsed, bounded by its size);
 *   - the newest are asked about first (then the largest), one only if it
 *     holds a document no root asked about holds yet; a document stays
 *     under the first that holds it; once MAX_ABSENT_ROOTS roots were
@@ -16506,10 +16530,7 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 		let entry;
 		let merkle;
 		try {
-			const read = readTreeFile(file, root, useful, {
-				anyOwner: true,
-				exactOnly: true
-			});
+			const read = readManifest(file, root, useful);
 			if (read === void 0) continue;
 			entry = adoptedEntry(read, byDigest, input.description);
 			merkle = foldedTree(entry, file);
@@ -16574,8 +16595,8 @@ function staleManifests(files) {
 /**
 * The digests of the leaves of the manifest of `root` in `dir`, when
 * adoptManifests would use it for a run of `documents` documents: there, at
-* most MANIFEST_LEAVES_PER_DOCUMENT leaves per document, exactly as notarize
-* writes it (its leaves making its root); else undefined. A document under
+* most MANIFEST_LEAVES_PER_DOCUMENT leaves per document, as notarize writes
+* it (readManifest; its leaves making its root); else undefined. A document under
 * a manifest that would be passed over is left to its receipt
 * (register-aggregate.ts, which reads each root's manifest once per run).
 */
@@ -16772,10 +16793,7 @@ var init_manifests = __esmMin((() => {
 		}
 		/** The tree of a manifest `holding` gave, checked (its leaves make its root), with the leaf of `sha256`. */
 		placement(manifest, sha256) {
-			const entry = readTreeFile(manifest.file, manifest.root, void 0, {
-				anyOwner: true,
-				exactOnly: true
-			});
+			const entry = readManifest(manifest.file, manifest.root);
 			return {
 				tree: new LoadedTree(entry, { state: "confirmed" }, foldedTree(entry, manifest.file), true),
 				leafIndex: entry.leaves.findIndex((leaf) => leaf.sha256 === sha256)
@@ -16804,7 +16822,7 @@ var init_manifests = __esmMin((() => {
 			for (const { root, file } of fitting.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
 				let digests;
 				try {
-					digests = treeFileDigests(file, { anyOwner: true });
+					digests = treeFileDigests(file, { anyOwner: true }) ?? readManifest(file, root)?.leaves.map((leaf) => leaf.sha256);
 				} catch {
 					digests = void 0;
 				}
@@ -22918,8 +22936,8 @@ var init_ledger = __esmMin((() => {
 * The receipts and tree manifests a walk of `verify` meets (`verify -r dist`,
 * receipts beside the documents or in a folder under them): notarize's
 * outputs, not documents. Such a file is passed over only when it is one
-* (a receipt that holds together, a manifest byte for byte as register
-* writes it) and it belongs to the documents checked in the same run:
+* (a receipt that holds together, a manifest as register writes it: its
+* bytes, or the same JSON value laid out otherwise) and it belongs to the documents checked in the same run:
 *
 * - a receipt, when it was a document's evidence; or when it is at the very
 *   path of the receipt of a document checked here (`<file>.notarization.json`
@@ -22944,7 +22962,7 @@ var init_ledger = __esmMin((() => {
 */
 /**
 * What `path` is when it is a receipt that holds together (readReceipt) or a
-* tree manifest exactly as notarize writes it; undefined when it is neither,
+* tree manifest as notarize writes it (trees.ts readManifest); undefined when it is neither,
 * so a document. Outside --receipt-dir only files named as register names
 * them (`*.notarization.json`, `<root>.tree.json`) are read as such; inside
 * it, a receipt must be so named too: another JSON file there that reads as
@@ -23201,7 +23219,7 @@ A document that cannot be read (missing, unreadable, not a regular file, a name 
 UTF-8), or a receipt found that cannot be, is a failed result and the others go on.
 Exit 0 when every document is verified; 2 when one could not be checked (nothing is ever
 sent); else 6. A --receipt-dir that is no folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
-tree manifest byte for byte as register writes it, is failed too: register passes such files
+tree manifest as register writes it (its bytes, or the same JSON laid out otherwise), is failed too: register passes such files
 over, so they have none (but the temporary file of a receipt or manifest passed over,
 .<name>.<pid>.<tag>.<n>.tmp, that a run stopped before renaming it left there, holding the
 start of that file: passed over, and it can be removed; so named, anything else is unknown; and the

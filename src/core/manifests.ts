@@ -10,13 +10,7 @@ import { existsSync, lstatSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { EXIT, NotarizeError, StoreError } from '../errors.js';
-import {
-  readTreeFile,
-  treeFileDigests,
-  type LedgerEntry,
-  type ServiceStore,
-  type TreeEntry,
-} from '../store/service-store.js';
+import { treeFileDigests, type LedgerEntry, type ServiceStore, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
 import {
@@ -25,6 +19,7 @@ import {
   LoadedTree,
   manifestName,
   manifestRoot,
+  readManifest,
   rootDescription,
   type AggregateDocument,
   type Placement,
@@ -231,7 +226,7 @@ export async function anyManifestFor(
 function mayPlace(file: string, useful: (digests: readonly string[]) => boolean): boolean {
   try {
     const digests = treeFileDigests(file, { anyOwner: true });
-    // One not as notarize writes it: adoptManifests passes it over, and says why.
+    // One laid out otherwise must be parsed to tell; one that is no manifest, adoptManifests passes over, and says why.
     return digests === undefined || useful(digests);
   } catch {
     return true; // unreadable: the same
@@ -267,8 +262,9 @@ function mayPlace(file: string, useful: (digests: readonly string[]) => boolean)
  *     leaves, documents this run lacks, only make the proofs: a re-run
  *     without one document, or with one changed, still pays nothing for
  *     the others);
- *   - its leaves must make its root, and its text be exactly as notarize
- *     writes it (read without being parsed unless it is used: bounded memory);
+ *   - its leaves must make its root, and it must hold what notarize wrote
+ *     (trees.ts readManifest: read without being parsed unless it is used,
+ *     when its bytes are those written; else parsed, bounded by its size);
  *   - the newest are asked about first (then the largest), one only if it
  *     holds a document no root asked about holds yet; a document stays
  *     under the first that holds it; once MAX_ABSENT_ROOTS roots were
@@ -304,7 +300,7 @@ export async function adoptManifests(
     let entry: TreeEntry;
     let merkle: MerkleTree;
     try {
-      const read = readTreeFile(file, root, useful, { anyOwner: true, exactOnly: true });
+      const read = readManifest(file, root, useful);
       if (read === undefined) continue;
       entry = adoptedEntry(read, byDigest, input.description);
       merkle = foldedTree(entry, file);
@@ -345,8 +341,9 @@ export async function adoptManifests(
  * per-document `register` on a store without their trees: which manifest's
  * root may hold a document, newest first. Read once, when first asked:
  * each manifest scanned as text (treeFileDigests), never parsed unless it
- * holds a document asked about; one not exactly as notarize writes it is
- * passed over, and `warn` told once.
+ * holds a document asked about (one laid out otherwise is parsed: trees.ts
+ * readManifest); one that is no manifest as notarize writes it is passed
+ * over, and `warn` told once.
  */
 export class ManifestIndex {
   readonly #dir: string;
@@ -370,7 +367,7 @@ export class ManifestIndex {
 
   /** The tree of a manifest `holding` gave, checked (its leaves make its root), with the leaf of `sha256`. */
   placement(manifest: { root: string; file: string }, sha256: string): Placement {
-    const entry = readTreeFile(manifest.file, manifest.root, undefined, { anyOwner: true, exactOnly: true })!;
+    const entry = readManifest(manifest.file, manifest.root)!;
     const tree = new LoadedTree(entry, { state: 'confirmed' }, foldedTree(entry, manifest.file), true);
     return { tree, leafIndex: entry.leaves.findIndex((leaf) => leaf.sha256 === sha256) };
   }
@@ -395,7 +392,9 @@ export class ManifestIndex {
     for (const { root, file } of fitting.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
       let digests: string[] | undefined;
       try {
-        digests = treeFileDigests(file, { anyOwner: true });
+        // Read as text when it is as notarize wrote it; else parsed (one that travelled: readManifest).
+        digests =
+          treeFileDigests(file, { anyOwner: true }) ?? readManifest(file, root)?.leaves.map((leaf) => leaf.sha256);
       } catch {
         digests = undefined;
       }
@@ -464,8 +463,8 @@ export function staleManifests(files: readonly string[]): string {
 /**
  * The digests of the leaves of the manifest of `root` in `dir`, when
  * adoptManifests would use it for a run of `documents` documents: there, at
- * most MANIFEST_LEAVES_PER_DOCUMENT leaves per document, exactly as notarize
- * writes it (its leaves making its root); else undefined. A document under
+ * most MANIFEST_LEAVES_PER_DOCUMENT leaves per document, as notarize writes
+ * it (readManifest; its leaves making its root); else undefined. A document under
  * a manifest that would be passed over is left to its receipt
  * (register-aggregate.ts, which reads each root's manifest once per run).
  */

@@ -10,9 +10,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import { basename, dirname } from 'node:path';
 import {
   jsonWithRows,
+  leafDigestsOfWholeTree,
   LEAVES_DIGEST,
   TREE_MANIFEST,
   treeOfText,
@@ -493,19 +495,53 @@ export function manifestRoot(name: string): string | undefined {
 }
 
 /**
+ * The tree of the manifest `file` (named for `root`): read without being
+ * parsed when its bytes are those treeManifestText wrote and `wanted` turns
+ * its leaves down (many manifests are searched without building them all),
+ * else parsed. A manifest travels: a checkout with core.autocrlf, `jq .` or
+ * an editor's byte order mark change its bytes, never its value, and passing
+ * it over made a re-run on a fresh store pay again for documents it had
+ * registered. Of its fields only the root and the leaves are used (checked
+ * against the SHA-256 of their lines it records, when it does). Undefined
+ * when it is not there, or `wanted` turns it down; StoreError when it cannot
+ * be read or is no tree of `root`.
+ */
+export function readManifest(
+  file: string,
+  root: string,
+  wanted?: (digests: readonly string[]) => boolean,
+): TreeEntry | undefined {
+  const text = readRegularFile(file, { anyOwner: true });
+  if (text === undefined) return undefined;
+  const digests = leafDigestsOfWholeTree(text);
+  if (digests !== undefined) return wanted && !wanted(digests) ? undefined : treeOfText(file, text, root);
+  const entry = treeOfText(file, withoutByteOrderMark(text), root);
+  return wanted && !wanted(entry.leaves.map((leaf) => leaf.sha256)) ? undefined : entry;
+}
+
+function withoutByteOrderMark(text: string): string {
+  return text.startsWith('\uFEFF') ? text.slice(1) : text;
+}
+
+/**
  * The digests of the documents under `root`, when `file` is its tree's
- * manifest exactly as treeManifestText writes it, byte for byte, its leaves
- * making that root; undefined otherwise. Only such a file can be passed over
- * by `verify` as no document (commands/verify-outputs.ts); anything else
- * named like one, a script with a manifest's tail say, is not.
+ * manifest holding exactly what notarize wrote: those bytes, or the same
+ * JSON value laid out otherwise (readManifest), its leaves making that
+ * root; undefined otherwise. Only such a file can be passed over by
+ * `verify` as no document (commands/verify-outputs.ts); anything else named
+ * like one, a script with a manifest's tail or a manifest with a member
+ * added, say, is not.
  */
 export function exactManifestDigests(file: string, root: string): string[] | undefined {
   try {
     const text = readRegularFile(file, { anyOwner: true });
     if (text === undefined) return undefined;
-    const entry = treeOfText(file, text, root);
+    const value = withoutByteOrderMark(text);
+    const entry = treeOfText(file, value, root);
+    const written = [...treeManifestText(entry)].join('');
+    if (written !== text && !isDeepStrictEqual(JSON.parse(value), JSON.parse(written))) return undefined;
     foldedTree(entry, file);
-    return [...treeManifestText(entry)].join('') === text ? entry.leaves.map((leaf) => leaf.sha256) : undefined;
+    return entry.leaves.map((leaf) => leaf.sha256);
   } catch (error) {
     if (error instanceof StoreError) return undefined;
     throw error;

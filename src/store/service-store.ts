@@ -268,7 +268,7 @@ const LEAF_LINE =
  * those lines in its last field. Undefined for anything else (cut short,
  * edited, damaged, written before the digest): then it is parsed in full.
  */
-function leafDigestsOfWholeTree(text: string): string[] | undefined {
+export function leafDigestsOfWholeTree(text: string): string[] | undefined {
   const size = /\n {2}"treeSize": (\d+),\n/.exec(text)?.[1];
   const opening = '\n  "leaves": [\n';
   const start = text.indexOf(opening);
@@ -299,29 +299,23 @@ export function treeFileDigests(file: string, { anyOwner = false } = {}): string
 }
 
 /**
- * Reads the tree file `file` (a store's `trees/<root>.json`, or a manifest
- * `<root>.tree.json`, which reads the same) and checks it is the tree of
- * `root` with the leaves it was written with; undefined when it does not
- * exist. With `wanted`, a file written whole by notarize whose leaves'
- * digests `wanted` turns down is passed over unparsed (undefined): many
- * large trees are searched without building them all. With `anyOwner`, a
- * file of another user is read too; with `exactOnly`, one that is not
- * exactly as notarize writes it (which would have to be parsed to be
- * looked at) is refused. Throws StoreError naming the file when it cannot
- * be read or is damaged.
+ * Reads the tree file `file` (a store's `trees/<root>.json`) and checks it
+ * is the tree of `root` with the leaves it was written with; undefined when
+ * it does not exist. With `wanted`, a file written whole by notarize whose
+ * leaves' digests `wanted` turns down is passed over unparsed (undefined):
+ * many large trees are searched without building them all. Throws
+ * StoreError naming the file when it cannot be read or is damaged.
  */
-export function readTreeFile(
+function readTreeFile(
   file: string,
   root: string,
   wanted?: (digests: readonly string[]) => boolean,
-  { anyOwner = false, exactOnly = false } = {},
 ): TreeEntry | undefined {
-  const text = readRegularFile(file, { anyOwner });
+  const text = readRegularFile(file, {});
   if (text === undefined) return undefined;
-  if (wanted || exactOnly) {
+  if (wanted) {
     const digests = leafDigestsOfWholeTree(text);
-    if (digests === undefined && exactOnly) throw corrupt(file, 'it is not exactly as notarize writes a tree');
-    if (digests && wanted && !wanted(digests)) return undefined;
+    if (digests && !wanted(digests)) return undefined;
   }
   return treeOfText(file, text, root);
 }

@@ -170,7 +170,7 @@ describe('register --aggregate over 50 documents', () => {
     }
   });
 
-  it('in --receipt-dir only an exact manifest and receipts named as register names them are passed over', async () => {
+  it('in --receipt-dir only a manifest as notarize writes it and receipts named as register names them are passed over', async () => {
     const { receipts, verify } = download();
     const folder = dirname(receipts);
     // Walked with its receipts: the 50 receipts and the manifest are no documents.
@@ -179,6 +179,19 @@ describe('register --aggregate over 50 documents', () => {
     expect(countStatuses(parseResults(clean.stdout))).toEqual({ verified: COUNT, skipped: COUNT + 1 });
 
     const manifest = readFileSync(join(receipts, `${root}.tree.json`), 'utf8');
+    // Laid out otherwise (a checkout with core.autocrlf, jq, a byte order mark): the same value,
+    // passed over all the same (it was failed, 'no receipt', and its hint said to move it away).
+    for (const travelled of [
+      manifest.replace(/\n/g, '\r\n'),
+      JSON.stringify(JSON.parse(manifest), null, 4),
+      `\uFEFF${manifest}`,
+    ]) {
+      writeFileSync(join(receipts, `${root}.tree.json`), travelled);
+      const again = await verify(['-r', folder, '--receipt-dir', receipts]);
+      expect(again.code, describeRun(again)).toBe(0);
+      expect(countStatuses(parseResults(again.stdout))).toEqual({ verified: COUNT, skipped: COUNT + 1 });
+    }
+    writeFileSync(join(receipts, `${root}.tree.json`), manifest);
     // A script with a manifest's tail, named as a manifest.
     const scriptName = `${'f'.repeat(64)}.tree.json`;
     writeFileSync(
@@ -2968,22 +2981,38 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     expect(readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8')).toBe(before);
   });
 
-  it('a manifest not exactly as notarize writes it is passed over with a warning, not parsed', async () => {
+  it('a manifest laid out otherwise (CRLF, jq, a byte order mark) is used; one with a leaf changed is passed over', async () => {
     await bed.write('t6/a.txt', 'a pretty-printed manifest\n');
     const receipts = bed.path('t6-receipts');
     const first = await onStore(freshStore(), receipts, [bed.path('t6/a.txt')]);
     const root = parseResults(first.run.stdout)[0]!.proof!.root;
     const manifest = join(receipts, `${root}.tree.json`);
-    writeFileSync(manifest, JSON.stringify(JSON.parse(readFileSync(manifest, 'utf8')), null, 4));
-    // The receipt leads to the root all the same (an artifact step rewrote the manifest): nothing paid again.
-    const byReceipt = await onStore(freshStore(), receipts, [bed.path('t6/a.txt')]);
-    expect(byReceipt.calls).toEqual(['login:200', 'request:409']);
+    const written = readFileSync(manifest, 'utf8');
     rmSync(join(receipts, 'a.txt.notarization.json'));
-    const again = await onStore(freshStore(), receipts, [bed.path('t6/a.txt')]);
-    expect(again.run.code, describeRun(again.run)).toBe(0);
-    expect(again.run.stderr).toContain(`a tree manifest was passed over`);
-    expect(again.run.stderr).toContain(`${root}.tree.json`);
-    expect(again.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
+    // As a checkout with core.autocrlf, `jq .` or an editor leaves it: the same value. A re-run on a
+    // fresh store passed it over, and paid for the document again.
+    for (const travelled of [
+      written.replace(/\n/g, '\r\n'),
+      JSON.stringify(JSON.parse(written), null, 4),
+      `\uFEFF${JSON.stringify(JSON.parse(written))}`,
+    ]) {
+      writeFileSync(manifest, travelled);
+      const again = await onStore(freshStore(), receipts, [bed.path('t6/a.txt')]);
+      expect(again.run.code, describeRun(again.run)).toBe(0);
+      expect(again.calls).toEqual(['login:200', 'request:409']);
+      expect(parseResults(again.run.stdout)).toMatchObject([{ status: 'already-registered', proof: { root } }]);
+      expect(again.run.stderr).not.toContain('passed over');
+    }
+    // A leaf changed is no tree the service was asked about: passed over, said, and the document paid anew.
+    writeFileSync(
+      manifest,
+      written.replace(/"salt":"(.)/, (_, c: string) => `"salt":"${c === '0' ? '1' : '0'}`),
+    );
+    const changed = await onStore(freshStore(), receipts, [bed.path('t6/a.txt')]);
+    expect(changed.run.code, describeRun(changed.run)).toBe(0);
+    expect(changed.run.stderr).toContain(`a tree manifest was passed over`);
+    expect(changed.run.stderr).toContain(`${root}.tree.json`);
+    expect(changed.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
   });
 
   it('a damaged tree in the store stops the run before any manifest is asked about: exit 2, nothing sent', async () => {
