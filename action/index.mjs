@@ -41028,7 +41028,7 @@ var store_exports = /* @__PURE__ */ __exportAll({
 	serviceDirName: () => serviceDirName
 });
 /**
-* The store directory: NOTARIZE_CONFIG_DIR, else the platform's config
+* The store directory: NOTARIZE_CONFIG_DIR (an absolute path), else the platform's config
 * directory. A variable set to the empty string counts as unset, as for
 * every setting, and a relative XDG_CONFIG_HOME or APPDATA is ignored (the
 * XDG spec says so of the first): an empty XDG_CONFIG_HOME made the store
@@ -41037,7 +41037,7 @@ var store_exports = /* @__PURE__ */ __exportAll({
 * refused for the same reason: the token would land in the checkout.
 */
 function defaultStoreDir(env) {
-	if (env.NOTARIZE_CONFIG_DIR) return env.NOTARIZE_CONFIG_DIR;
+	if (env.NOTARIZE_CONFIG_DIR) return absoluteStoreDir(env.NOTARIZE_CONFIG_DIR);
 	const absolute = (dir) => dir && isAbsolute(dir) ? dir : void 0;
 	const configHome = process.platform === "win32" ? absolute(env.APPDATA) : process.platform === "darwin" ? void 0 : absolute(env.XDG_CONFIG_HOME);
 	if (configHome !== void 0) return join(configHome, "notarize");
@@ -41049,6 +41049,21 @@ function defaultStoreDir(env) {
 	if (process.platform === "win32") return join(home, "AppData", "Roaming", "notarize");
 	if (process.platform === "darwin") return join(home, "Library", "Preferences", "notarize");
 	return join(home, ".config", "notarize");
+}
+/**
+* NOTARIZE_CONFIG_DIR, refused when relative, for the reason a relative HOME
+* is: the store, the token with it, would be made under whatever folder a
+* step runs in (a checkout, a build's output), and a later step run from
+* another folder would find none of its pending sessions. A `~` a workflow's
+* `env:` does not expand made a folder named `~` in the build's output.
+*/
+function absoluteStoreDir(dir) {
+	if (isAbsolute(dir)) return dir;
+	const tilde = dir === "~" || dir.startsWith("~/");
+	throw new UsageError(`NOTARIZE_CONFIG_DIR is a relative path ('${dir}'): the store would be made under the current folder`, {
+		code: "no_store_dir",
+		hint: tilde ? `a shell expands '~', a workflow's env: does not: give the whole path, e.g. "$HOME${dir.slice(1)}"` : `give an absolute path, e.g. "$PWD/${dir}", or one under $RUNNER_TEMP in CI`
+	});
 }
 /**
 * What the store's top directory holds: its files, their temporary files

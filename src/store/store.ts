@@ -55,7 +55,7 @@ import { releaseOwnLock, withLock } from './lock.js';
 import { ServiceStore } from './service-store.js';
 
 /**
- * The store directory: NOTARIZE_CONFIG_DIR, else the platform's config
+ * The store directory: NOTARIZE_CONFIG_DIR (an absolute path), else the platform's config
  * directory. A variable set to the empty string counts as unset, as for
  * every setting, and a relative XDG_CONFIG_HOME or APPDATA is ignored (the
  * XDG spec says so of the first): an empty XDG_CONFIG_HOME made the store
@@ -64,7 +64,7 @@ import { ServiceStore } from './service-store.js';
  * refused for the same reason: the token would land in the checkout.
  */
 export function defaultStoreDir(env: NodeJS.ProcessEnv): string {
-  if (env.NOTARIZE_CONFIG_DIR) return env.NOTARIZE_CONFIG_DIR;
+  if (env.NOTARIZE_CONFIG_DIR) return absoluteStoreDir(env.NOTARIZE_CONFIG_DIR);
   const absolute = (dir: string | undefined) => (dir && isAbsolute(dir) ? dir : undefined);
   // The platform's config folder when its variable names one; else under the home directory.
   const configHome =
@@ -84,6 +84,27 @@ export function defaultStoreDir(env: NodeJS.ProcessEnv): string {
   if (process.platform === 'win32') return join(home, 'AppData', 'Roaming', 'notarize');
   if (process.platform === 'darwin') return join(home, 'Library', 'Preferences', 'notarize');
   return join(home, '.config', 'notarize');
+}
+
+/**
+ * NOTARIZE_CONFIG_DIR, refused when relative, for the reason a relative HOME
+ * is: the store, the token with it, would be made under whatever folder a
+ * step runs in (a checkout, a build's output), and a later step run from
+ * another folder would find none of its pending sessions. A `~` a workflow's
+ * `env:` does not expand made a folder named `~` in the build's output.
+ */
+function absoluteStoreDir(dir: string): string {
+  if (isAbsolute(dir)) return dir;
+  const tilde = dir === '~' || dir.startsWith('~/');
+  throw new UsageError(
+    `NOTARIZE_CONFIG_DIR is a relative path ('${dir}'): the store would be made under the current folder`,
+    {
+      code: 'no_store_dir',
+      hint: tilde
+        ? `a shell expands '~', a workflow's env: does not: give the whole path, e.g. "$HOME${dir.slice(1)}"`
+        : `give an absolute path, e.g. "$PWD/${dir}", or one under $RUNNER_TEMP in CI`,
+    },
+  );
 }
 
 type JsonObject = Record<string, unknown>;

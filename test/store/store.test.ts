@@ -243,7 +243,7 @@ describe('defaultStoreDir', () => {
   );
 
   it.runIf(process.platform !== 'win32')(
-    'refuses an empty or relative HOME (the store, the token with it, would land in the current directory)',
+    'refuses an empty or relative HOME, and a relative NOTARIZE_CONFIG_DIR (the store, the token with it, would land in the current directory)',
     () => {
       for (const home of ['', 'relative/home']) {
         const error = thrown(() => defaultStoreDir({ HOME: home }));
@@ -253,6 +253,19 @@ describe('defaultStoreDir', () => {
       }
       // NOTARIZE_CONFIG_DIR is the user's own choice: taken as given.
       expect(defaultStoreDir({ HOME: '', NOTARIZE_CONFIG_DIR: '/srv/n' })).toBe('/srv/n');
+      // Unless relative, for the same reason (a `~` a workflow's env: leaves as it is, a folder named
+      // `~` in the build's output then).
+      for (const [dir, hint] of [
+        ['~/.notarize', /a shell expands '~', a workflow's env: does not: .*"\$HOME\/\.notarize"/],
+        ['.notarize', /absolute path, e\.g\. "\$PWD\/\.notarize"/],
+        ['store/', /absolute path/],
+      ] as const) {
+        const error = thrown(() => defaultStoreDir({ HOME: '/home/ci', NOTARIZE_CONFIG_DIR: dir }));
+        expect(error).toBeInstanceOf(UsageError);
+        expect(error).toMatchObject({ exitCode: 2, code: 'no_store_dir' });
+        expect((error as UsageError).message).toContain(`NOTARIZE_CONFIG_DIR is a relative path ('${dir}')`);
+        expect((error as UsageError).hint).toMatch(hint);
+      }
       // On Linux an absolute XDG_CONFIG_HOME places the store: HOME is not needed then.
       if (process.platform === 'linux')
         expect(defaultStoreDir({ HOME: '', XDG_CONFIG_HOME: '/cfg' })).toBe('/cfg/notarize');
