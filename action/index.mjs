@@ -26241,7 +26241,7 @@ const ENVIRONMENT = [
 			},
 			{
 				names: ["NOTARIZE_CONFIG_DIR"],
-				description: "store directory (settings, tokens, pending sessions, ledger)"
+				description: "store directory (settings, tokens, pending sessions, ledger); an absolute path: a relative one (or a ~ nothing expanded) is refused (exit 2)"
 			},
 			{
 				names: ["XDG_CONFIG_HOME"],

@@ -43,7 +43,11 @@ export const ENVIRONMENT: readonly EnvironmentGroup[] = [
         secret: true,
       },
       { names: ['NOTARIZE_TOKEN'], description: 'bearer token to use instead of the stored one', secret: true },
-      { names: ['NOTARIZE_CONFIG_DIR'], description: 'store directory (settings, tokens, pending sessions, ledger)' },
+      {
+        names: ['NOTARIZE_CONFIG_DIR'],
+        description:
+          'store directory (settings, tokens, pending sessions, ledger); an absolute path: a relative one (or a ~ nothing expanded) is refused (exit 2)',
+      },
       {
         names: ['XDG_CONFIG_HOME'],
         description:
