@@ -15926,11 +15926,13 @@ var init_present = __esmMin((() => {
 */
 function viewOf(ctx, format) {
 	if (format !== void 0 && format !== "json" && ctx.globals.json) throw new UsageError(`--json and --output ${format} ask for two different outputs`, { hint: "--json is --output json: give one of them" });
-	return {
+	const view = {
 		io: ctx.io,
 		env: ctx.env,
 		format: format ?? (ctx.globals.json ? "json" : "table")
 	};
+	if (view.format === "json") ctx.jsonErrors = true;
+	return view;
 }
 /** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
 function finish(view, result) {
@@ -40852,6 +40854,12 @@ var init_context = __esmMin((() => {
 		io;
 		env;
 		globals;
+		/**
+		* Whether main() prints this run's error as JSON: with --json, and once
+		* the command's data is JSON however asked for (`--output json`: see
+		* commands/action.ts viewOf), as README says --json is.
+		*/
+		jsonErrors;
 		#storeModule;
 		#store;
 		#api;
@@ -40862,6 +40870,7 @@ var init_context = __esmMin((() => {
 			this.io = io;
 			this.env = env;
 			this.globals = globals;
+			this.jsonErrors = globals.json === true;
 			this.#storeModule = storeModule;
 			checkSettingFlags(globals);
 			for (const secret of proxySecrets(env)) io.addSecret(secret);
@@ -41840,14 +41849,14 @@ async function main(options = {}) {
 	const program = buildProgram(io, env, state);
 	program.hook("preSubcommand", () => applyExitOverride(program, state));
 	const forgetFlush = flushOnInterrupt(() => io.flush());
-	const json = argv.includes("--json");
+	const json = () => state.context?.jsonErrors ?? beforeOperands(argv).some(asksForJson);
 	let code;
 	try {
 		await program.parseAsync(argv, { from: "user" });
 		code = EXIT.ok;
 	} catch (error) {
-		if (argv.includes("--verbose")) io.verbose = true;
-		code = report(io, error, json, state.failed ?? program);
+		if (state.context?.globals.verbose ?? beforeOperands(argv).includes("--verbose")) io.verbose = true;
+		code = report(io, error, json(), state.failed ?? program);
 	} finally {
 		forgetFlush();
 		io.flush();
@@ -41855,13 +41864,22 @@ async function main(options = {}) {
 	}
 	const failure = await io.outputFailure();
 	if (failure === void 0) return code;
-	const lost = report(io, outputLost(failure), json, void 0);
-	return code === EXIT.ok ? lost : code;
+	return report(io, outputLost(failure, code), json(), void 0);
 }
-/** The error main() reports when stdout could not be written. */
-function outputLost(failure) {
+/** The words of a command line before `--`, after which every word is an operand (`hash -- --json` names a file). */
+function beforeOperands(argv) {
+	const end = argv.indexOf("--");
+	return end === -1 ? argv : argv.slice(0, end);
+}
+/** Whether the word at `i` asks for JSON: --json, or --output json (README: --json is --output json). */
+function asksForJson(word, i, words) {
+	return word === "--json" || word === "--output=json" || word === "--output" && words[i + 1] === "json";
+}
+/** The error main() reports when stdout could not be written: exit 1, or the code the run failed with. */
+function outputLost(failure, runCode) {
 	const reason = failure.code ?? failure.message;
-	return new NotarizeError("output_not_written", EXIT.refused, `could not write the output: ${reason}`, {
+	const exitCode = runCode === EXIT.ok ? EXIT.refused : runCode;
+	return new NotarizeError("output_not_written", exitCode, `could not write the output: ${reason}`, {
 		hint: "it is incomplete; free some space or write it elsewhere, and run the command again (a registration made is in the ledger: `notarize show`)",
 		cause: failure
 	});

@@ -9,7 +9,14 @@
 import { writeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const json = process.argv.includes('--json');
+// As src/cli.ts reads it when a command fails before it runs: --json or --output json, among the
+// words before any `--` (after it, every word is a file: `hash -- --json`).
+const words = process.argv.slice(2);
+const json = words
+  .slice(0, words.includes('--') ? words.indexOf('--') : words.length)
+  .some(
+    (word, i, all) => word === '--json' || word === '--output=json' || (word === '--output' && all[i + 1] === 'json'),
+  );
 
 /**
  * Writes one error as notarize prints errors before the bundle can (with

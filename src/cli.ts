@@ -543,15 +543,16 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   const program = buildProgram(io, env, state);
   program.hook('preSubcommand', () => applyExitOverride(program, state));
   const forgetFlush = flushOnInterrupt(() => io.flush());
-  const json = argv.includes('--json');
+  // As parsed once a command runs; before that (the parse failed), as the words before any `--` say.
+  const json = () => state.context?.jsonErrors ?? beforeOperands(argv).some(asksForJson);
   let code: ExitCode;
   try {
     await program.parseAsync(argv, { from: 'user' });
     code = EXIT.ok;
   } catch (error) {
-    if (argv.includes('--verbose')) io.verbose = true;
+    if (state.context?.globals.verbose ?? beforeOperands(argv).includes('--verbose')) io.verbose = true;
     // An error before any command is the program's: its options are the ones to look among.
-    code = report(io, error, json, state.failed ?? program);
+    code = report(io, error, json(), state.failed ?? program);
   } finally {
     // Lines queued by io.dataSoon: written before the exit code is known to the caller.
     forgetFlush();
@@ -561,14 +562,26 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   // Output that never reached its file (a full disk): a script must not read exit 0 and an empty file.
   const failure = await io.outputFailure();
   if (failure === undefined) return code;
-  const lost = report(io, outputLost(failure), json, undefined);
-  return code === EXIT.ok ? lost : code;
+  // The run's own failure keeps its code (README), and the error line says that code too.
+  return report(io, outputLost(failure, code), json(), undefined);
 }
 
-/** The error main() reports when stdout could not be written. */
-function outputLost(failure: Error): NotarizeError {
+/** The words of a command line before `--`, after which every word is an operand (`hash -- --json` names a file). */
+function beforeOperands(argv: readonly string[]): readonly string[] {
+  const end = argv.indexOf('--');
+  return end === -1 ? argv : argv.slice(0, end);
+}
+
+/** Whether the word at `i` asks for JSON: --json, or --output json (README: --json is --output json). */
+function asksForJson(word: string, i: number, words: readonly string[]): boolean {
+  return word === '--json' || word === '--output=json' || (word === '--output' && words[i + 1] === 'json');
+}
+
+/** The error main() reports when stdout could not be written: exit 1, or the code the run failed with. */
+function outputLost(failure: Error, runCode: ExitCode): NotarizeError {
   const reason = (failure as NodeJS.ErrnoException).code ?? failure.message;
-  return new NotarizeError('output_not_written', EXIT.refused, `could not write the output: ${reason}`, {
+  const exitCode = runCode === EXIT.ok ? EXIT.refused : runCode;
+  return new NotarizeError('output_not_written', exitCode, `could not write the output: ${reason}`, {
     hint: 'it is incomplete; free some space or write it elsewhere, and run the command again (a registration made is in the ledger: `notarize show`)',
     cause: failure,
   });

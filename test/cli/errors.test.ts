@@ -30,3 +30,39 @@ describe('errorJson', () => {
     });
   });
 });
+
+describe('which runs print their error as JSON', () => {
+  async function run(argv: string[]) {
+    const out = bufferIO();
+    const code = await main({ argv, env: { NO_COLOR: '1', NOTARIZE_CONFIG_DIR: '/nonexistent/notarize' }, io: out.io });
+    return { code, stderr: out.stderr() };
+  }
+  const missing = '/nonexistent/notarize-missing.txt';
+
+  it('--output json is --json: its error is a JSON line, as --json is, once parsed or when the parse fails', async () => {
+    // It printed the error as text: a script that chose --output json had nothing to parse.
+    for (const argv of [
+      ['hash', missing, '--json'],
+      ['verify', missing, '--output', 'json'],
+      ['verify', missing, '--output=json'],
+      ['verify', missing, '--output', 'json', '--bogus'],
+    ]) {
+      const { code, stderr } = await run(argv);
+      expect(code, argv.join(' ')).toBe(2);
+      const lines = stderr.trim().split('\n');
+      expect(() => JSON.parse(lines.at(-1)!) as unknown, `${argv.join(' ')}: ${stderr}`).not.toThrow();
+      expect(JSON.parse(lines.at(-1)!)).toMatchObject({ error: { exitCode: 2 } });
+    }
+  });
+
+  it('a --json or --verbose after `--` is a file name: the error stays text, with no stack', async () => {
+    for (const word of ['--json', '--verbose']) {
+      const { code, stderr } = await run(['hash', '--', word, missing]);
+      expect(code).toBe(2);
+      expect(stderr).toContain(`notarize: ${word}: no such file or directory`);
+      expect(stderr).toMatch(/^notarize: 2 of 2 files could not be read$/m);
+      expect(stderr).not.toContain('{"error"');
+      expect(stderr).not.toMatch(/^\s+at /m);
+    }
+  });
+});

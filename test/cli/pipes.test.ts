@@ -56,6 +56,14 @@ it.runIf(existsSync('/dev/full'))(
     const json = await toFull('hash "$DOC" --json');
     expect(json.code).toBe(1);
     expect(JSON.parse(json.stderr)).toMatchObject({ error: { code: 'output_not_written', exitCode: 1 } });
+    // A run that failed and printed: its own code, which the last error line says too (it said 1).
+    const failed = await toFull('hash "$DOC" "$DOC.missing" --json');
+    expect(failed.code).toBe(2);
+    const lines = failed.stderr
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { error: object });
+    expect(lines.at(-1)).toMatchObject({ error: { code: 'output_not_written', exitCode: 2 } });
     const version = await toFull('--version');
     expect(version.code).toBe(1);
     // Its own failure (exit 2: nothing was sent); it printed nothing, so nothing was lost.
@@ -66,7 +74,7 @@ it.runIf(existsSync('/dev/full'))(
     const set = await toFull('config set timeout 5000');
     expect(set.code, set.stderr).toBe(0);
     expect(set.stderr).not.toContain('could not write the output');
-    for (const run of [hashed, json, version, missing, set]) expect(run.stderr).not.toMatch(STACK_LINE);
+    for (const run of [hashed, json, failed, version, missing, set]) expect(run.stderr).not.toMatch(STACK_LINE);
   },
 );
 
