@@ -12836,7 +12836,15 @@ var init_service_store = __esmMin((() => {
 		schemaVersion: storeVersion,
 		hash: hashSchema,
 		description: string$1(),
-		requestedAt: string$1()
+		requestedAt: string$1(),
+		/**
+		* With --custody: what the session would have kept (PendingEntry), so
+		* that a completion with the active subscription or a session given by
+		* hand still sends the file metadata (absent in marks written before).
+		*/
+		custody: boolean().optional(),
+		walletName: string$1().optional(),
+		file: fileFacts.optional()
 	}).transform(withoutVersion);
 	ledgerEntrySchema = object({
 		schemaVersion: storeVersion,
@@ -14165,6 +14173,14 @@ async function holdAcross(deps, hash, waitMs) {
 		release();
 	};
 }
+/** What a session keeps of a request with --custody, to send the file metadata once completed. */
+function custodyOf(request) {
+	return {
+		custody: request.custody,
+		...request.custody && request.walletName !== void 0 ? { walletName: request.walletName } : {},
+		...request.file ? { file: request.file } : {}
+	};
+}
 /** Completes the registration of `hash` (step 4); see the module comment. */
 async function complete(deps, hash, source) {
 	const { store } = deps;
@@ -14190,10 +14206,14 @@ async function complete(deps, hash, source) {
 			pending = stored;
 		} else {
 			const sessionJson = source.kind === "given" ? source.json : (await deps.api.activeSubscription()).raw;
+			const requested = stored ?? store.readUnanswered(hash);
 			pending = {
 				hash,
-				description: (source.kind === "given" ? source.description : void 0) ?? stored?.description ?? "",
-				custody: false,
+				description: (source.kind === "given" ? source.description : void 0) ?? requested?.description ?? "",
+				...custodyOf({
+					custody: requested?.custody ?? false,
+					...requested
+				}),
 				savedAt: now(deps).toISOString(),
 				sessionJson
 			};
@@ -14459,11 +14479,9 @@ async function requestStep(deps, input, follows) {
 		const entry = {
 			hash: input.hash,
 			description: input.description,
-			custody: input.custody,
+			...custodyOf(input),
 			signed: input.signed,
-			...input.custody && input.walletName !== void 0 ? { walletName: input.walletName } : {},
 			savedAt: now(deps).toISOString(),
-			...input.file ? { file: input.file } : {},
 			...follows === void 0 ? {} : { follows },
 			sessionJson
 		};
@@ -14487,7 +14505,8 @@ async function requestStep(deps, input, follows) {
 			await deps.store.markUnanswered({
 				hash: input.hash,
 				description: input.description,
-				requestedAt
+				requestedAt,
+				...input.custody ? custodyOf(input) : {}
 			}).catch(() => {});
 			error.hint = requestUnread(input.hash, requestedAt).hint;
 		}
@@ -22409,17 +22428,18 @@ async function runCompleteMany(options) {
 	const tally = new FailureTally();
 	if (options.all) {
 		const withSession = new Set(hashes);
-		const { covered, blocked } = await sessionsUnderRoots(store, hashes);
+		const unread = await requestsUnread(store, withSession);
+		const { covered, blocked } = await sessionsUnderRoots(store, [...hashes, ...unread.map(([hash]) => hash)]);
 		hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
 		for (const [hash, { root, pending }] of covered) {
-			const reason = `left out: ${pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`}, so completing its own session would pay a second time`;
+			const reason = `left out: ${pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`}, so completing ${withSession.has(hash) ? "its own session" : "its own request step, answered unreadably,"} would pay a second time`;
 			options.items.add(skipped++, itemResult(null, hash, "skipped", { reason }));
 		}
 		for (const [hash, error] of blocked) {
 			tally.add(skipped, error);
 			options.items.add(skipped++, failedResult(null, hash, error));
 		}
-		for (const [hash, error] of await requestsUnread(store, withSession)) {
+		for (const [hash, error] of unread.filter(([hash]) => !covered.has(hash) && !blocked.has(hash))) {
 			tally.add(skipped, error);
 			options.items.add(skipped++, failedResult(null, hash, error));
 		}
@@ -22531,8 +22551,9 @@ var pending_exports = /* @__PURE__ */ __exportAll({
 	runPendingDrop: () => runPendingDrop
 });
 function configure$10(command, context) {
-	command.addHelpText("after", `\nSTATE is 'ready' (complete sends it); 'under-root': a document's own session, though the document
-is a leaf of a Merkle root registered or pending here (register --no-complete, then --aggregate):
+	command.addHelpText("after", `\nSTATE is 'ready' (complete sends it); 'under-root': a document's own session (or its own request step
+answered unreadably), though the document is a leaf of a Merkle root registered or pending here
+(register --no-complete, then --aggregate):
 completing it would pay a second time, so \`complete --all\` leaves it out; drop it with \`pending drop\`;
 'blocked': a tree file that cannot be read may hold it under a root already paid for, or it is a leaf
 of a root whose request step was answered unreadably, so \`complete --all\` does not send it (a warning
@@ -22584,7 +22605,11 @@ async function runPending(options) {
 		ledger.listCustodyOwedOfRecords()
 	]);
 	const owed = custody.entries.map((e) => e.hash);
-	const { covered, blocked } = await sessionsUnderRoots(ledger, [...pending.entries.map((e) => e.hash), ...pending.problems.map((problem) => basename(problem.file, ".json"))]);
+	const { covered, blocked } = await sessionsUnderRoots(ledger, [
+		...pending.entries.map((e) => e.hash),
+		...pending.problems.map((problem) => basename(problem.file, ".json")),
+		...unanswered.entries.map((e) => e.hash)
+	]);
 	const blockedBy = [...new Set([...blocked.values()].map((error) => `${error.message}; ${error.hint ?? ""}`))];
 	const listed = [];
 	const leftovers = [];
@@ -22602,7 +22627,7 @@ async function runPending(options) {
 		description: e.description,
 		savedAt: e.requestedAt,
 		plan: "?",
-		state: "request-unread",
+		state: covered.has(e.hash) ? "under-root" : "request-unread",
 		session: null
 	}))].sort((a, b) => a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0);
 	const problems = [...pending.problems, ...unanswered.problems];

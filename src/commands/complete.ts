@@ -159,13 +159,18 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   const tally = new FailureTally();
   if (options.all) {
     const withSession = new Set(hashes);
-    const { covered, blocked } = await sessionsUnderRoots(store, hashes);
+    const unread = await requestsUnread(store, withSession);
+    // A document's own request step answered unreadably, then registered under a Merkle root
+    // (`register --aggregate`), is left out as its own session would be: failed on every run, its
+    // way out (--use-active-subscription) paid for it a second time.
+    const { covered, blocked } = await sessionsUnderRoots(store, [...hashes, ...unread.map(([hash]) => hash)]);
     hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
     for (const [hash, { root, pending }] of covered) {
       const under = pending
         ? `a leaf of the Merkle root ${root}, pending in this store`
         : `registered under the Merkle root ${root}`;
-      const reason = `left out: ${under}, so completing its own session would pay a second time`;
+      const own = withSession.has(hash) ? 'its own session' : 'its own request step, answered unreadably,';
+      const reason = `left out: ${under}, so completing ${own} would pay a second time`;
       options.items.add(skipped++, itemResult(null, hash, 'skipped', { reason }));
     }
     for (const [hash, error] of blocked) {
@@ -174,7 +179,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
     }
     // A request step answered unreadably has no session to complete, but is not done either:
     // failed with its way out (exit 5), never "nothing pending".
-    for (const [hash, error] of await requestsUnread(store, withSession)) {
+    for (const [hash, error] of unread.filter(([hash]) => !covered.has(hash) && !blocked.has(hash))) {
       tally.add(skipped, error);
       options.items.add(skipped++, failedResult(null, hash, error));
     }

@@ -33,8 +33,9 @@ export function configure(command: Command, context: () => Context): void {
   command
     .addHelpText(
       'after',
-      `\nSTATE is 'ready' (complete sends it); 'under-root': a document's own session, though the document
-is a leaf of a Merkle root registered or pending here (register --no-complete, then --aggregate):
+      `\nSTATE is 'ready' (complete sends it); 'under-root': a document's own session (or its own request step
+answered unreadably), though the document is a leaf of a Merkle root registered or pending here
+(register --no-complete, then --aggregate):
 completing it would pay a second time, so \`complete --all\` leaves it out; drop it with \`pending drop\`;
 'blocked': a tree file that cannot be read may hold it under a root already paid for, or it is a leaf
 of a root whose request step was answered unreadably, so \`complete --all\` does not send it (a warning
@@ -111,6 +112,7 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
   const { covered, blocked } = await sessionsUnderRoots(ledger, [
     ...pending.entries.map((e) => e.hash),
     ...pending.problems.map((problem) => basename(problem.file, '.json')),
+    ...unanswered.entries.map((e) => e.hash),
   ]);
   const blockedBy = [...new Set([...blocked.values()].map((error) => `${error.message}; ${error.hint ?? ''}`))];
   // Sessions of registrations the ledger holds, left over by a run that could not remove them: not pending.
@@ -137,7 +139,7 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
         description: e.description,
         savedAt: e.requestedAt,
         plan: '?',
-        state: 'request-unread' as const,
+        state: covered.has(e.hash) ? ('under-root' as const) : ('request-unread' as const),
         session: null,
       })),
   ].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));

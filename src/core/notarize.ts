@@ -329,6 +329,19 @@ export async function holdAcross(deps: FlowDeps, hash: string, waitMs: number): 
   };
 }
 
+/** What a session keeps of a request with --custody, to send the file metadata once completed. */
+function custodyOf(request: {
+  custody: boolean;
+  walletName?: string | undefined;
+  file?: FileFacts | undefined;
+}): Pick<PendingEntry, 'custody' | 'walletName' | 'file'> {
+  return {
+    custody: request.custody,
+    ...(request.custody && request.walletName !== undefined ? { walletName: request.walletName } : {}),
+    ...(request.file ? { file: request.file } : {}),
+  };
+}
+
 /** Where `complete` takes its session from. */
 export type SessionSource =
   /**
@@ -373,10 +386,13 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
       pending = stored;
     } else {
       const sessionJson = source.kind === 'given' ? source.json : (await deps.api.activeSubscription()).raw;
+      // What the request step asked (its session kept, or its unread answer marked): with --custody,
+      // the file metadata is sent after this completion as after any (it was dropped, never sent).
+      const requested = stored ?? store.readUnanswered(hash);
       pending = {
         hash,
-        description: (source.kind === 'given' ? source.description : undefined) ?? stored?.description ?? '',
-        custody: false,
+        description: (source.kind === 'given' ? source.description : undefined) ?? requested?.description ?? '',
+        ...custodyOf({ custody: requested?.custody ?? false, ...requested }),
         savedAt: now(deps).toISOString(),
         sessionJson,
       };
@@ -682,11 +698,9 @@ async function requestStep(deps: FlowDeps, input: RegisterInput, follows?: strin
     const entry: PendingEntry = {
       hash: input.hash,
       description: input.description,
-      custody: input.custody,
+      ...custodyOf(input),
       signed: input.signed,
-      ...(input.custody && input.walletName !== undefined ? { walletName: input.walletName } : {}),
       savedAt: now(deps).toISOString(),
-      ...(input.file ? { file: input.file } : {}),
       ...(follows === undefined ? {} : { follows }),
       sessionJson,
     };
@@ -718,7 +732,13 @@ async function requestStep(deps: FlowDeps, input: RegisterInput, follows?: strin
       // and a second request could open a second subscription session.
       const requestedAt = now(deps).toISOString();
       await deps.store
-        .markUnanswered({ hash: input.hash, description: input.description, requestedAt })
+        .markUnanswered({
+          hash: input.hash,
+          description: input.description,
+          requestedAt,
+          // What a completion with the active subscription or a given session needs to send the metadata.
+          ...(input.custody ? custodyOf(input) : {}),
+        })
         .catch(() => {});
       error.hint = requestUnread(input.hash, requestedAt).hint;
     }

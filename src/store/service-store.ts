@@ -110,6 +110,14 @@ const unansweredEntrySchema = z
     hash: hashSchema,
     description: z.string(),
     requestedAt: z.string(),
+    /**
+     * With --custody: what the session would have kept (PendingEntry), so
+     * that a completion with the active subscription or a session given by
+     * hand still sends the file metadata (absent in marks written before).
+     */
+    custody: z.boolean().optional(),
+    walletName: z.string().optional(),
+    file: fileFacts.optional(),
   })
   .transform(withoutVersion);
 export type UnansweredEntry = z.infer<typeof unansweredEntrySchema>;

@@ -391,6 +391,61 @@ describe('a 2xx whose body cannot be read', () => {
     expect((await bed.main(['pending', 'drop', sha256('under an unread root b')])).code).toBe(0);
   });
 
+  it('a document whose own request step was unread, registered since under a Merkle root: --all leaves it out', async () => {
+    // complete --all failed it (exit 5) on every run, and its way out, --use-active-subscription, paid
+    // for the document a second time.
+    const one = await bed.file('unread-then-root/one.txt', 'unread, then under a root');
+    const two = await bed.file('unread-then-root/two.txt', 'beside it under the root');
+    const hash = sha256('unread, then under a root');
+    bed.sandbox.addFaults([{ route: 'request', kind: 'truncated', count: 1 }]);
+    expect((await bed.main(['register', one])).code).toBe(5);
+    const aggregate = await bed.main(['register', '--aggregate', one, two, '--json']);
+    expect(aggregate.code, aggregate.stderr).toBe(0);
+    const root = (JSON.parse(aggregate.stdout) as { proof: { root: string } }[])[0]!.proof.root;
+    expect(await pending()).toEqual([{ hash, state: 'under-root' }]);
+    const mark = bed.mark();
+    const all = await bed.main(['complete', '--all', '--json']);
+    expect(all.code, all.stderr).toBe(0);
+    expect(JSON.parse(all.stdout)).toMatchObject([
+      {
+        hash,
+        status: 'skipped',
+        reason: `left out: registered under the Merkle root ${root}, so completing its own request step, answered unreadably, would pay a second time`,
+      },
+    ]);
+    expect(all.stderr).not.toContain('--use-active-subscription');
+    expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual([]);
+    expect((await bed.main(['pending', 'drop', hash])).code).toBe(0);
+  });
+
+  it('--custody over an unread request step: completed with the active subscription, the file metadata is sent', async () => {
+    // The metadata was dropped without a word: the record said custody true, and no PUT went out.
+    const doc = await bed.file('unread-custody.txt', 'custody over an unread request');
+    const hash = sha256('custody over an unread request');
+    bed.sandbox.addFaults([{ route: 'request', kind: 'truncated', count: 1 }]);
+    expect((await bed.main(['register', '--custody', doc])).code).toBe(5);
+    const mark = bed.mark();
+    const completed = await bed.main(['complete', hash, '--use-active-subscription']);
+    expect(completed.code, completed.stderr).toBe(0);
+    expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual(['active', 'forfait', 'file']);
+  });
+
+  it('--custody with its session pending, completed with a session given by hand: the file metadata is sent', async () => {
+    const doc = await bed.file('given-custody.txt', 'custody, completed by hand');
+    const hash = sha256('custody, completed by hand');
+    const issued = await bed.main(['register', '--custody', doc, '--no-complete', '--json']);
+    expect(issued.code, issued.stderr).toBe(0);
+    const mark = bed.mark();
+    const completed = await bed.main([
+      'complete',
+      hash,
+      '--session',
+      await bed.file('custody-session.json', issued.stdout),
+    ]);
+    expect(completed.code, completed.stderr).toBe(0);
+    expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual(['forfait', 'file']);
+  });
+
   it('pending drop forgets an unread request step, and register then requests anew', async () => {
     const doc = await bed.file('dropped-request.txt', 'dropped request');
     const hash = sha256('dropped request');
