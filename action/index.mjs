@@ -14197,10 +14197,13 @@ async function complete(deps, hash, source) {
 		if (source.kind === "store") {
 			const unread = stored ? void 0 : store.readUnanswered(hash);
 			if (unread) throw requestUnread(hash, unread.requestedAt);
-			if (!stored) throw new UsageError(`no pending session for ${hash}`, {
-				code: "no_pending_session",
-				hint: "register it first (`notarize register`), or pass the session with --session <file|->"
-			});
+			if (!stored) {
+				if ((await confirmedRoots(store)).has(hash)) return confirmedBefore(hash);
+				throw new UsageError(`no pending session for ${hash}`, {
+					code: "no_pending_session",
+					hint: "register it first (`notarize register`), or pass the session with --session <file|->"
+				});
+			}
 			const notOnItsOwn = source.resendUnread === false ? refusedOnItsOwn(deps, stored) : void 0;
 			if (notOnItsOwn) throw notOnItsOwn;
 			pending = stored;
@@ -14729,6 +14732,31 @@ function interruptedMetadata() {
 }
 function isPlainObject(value) {
 	return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+/** Whether a `retiredBecause` says the service answered 409: it has the hash. */
+function says409(reason) {
+	return reason.startsWith("forfait answered 409") || reason.startsWith("request answered 409");
+}
+/**
+* The outcome of a hash confirmedRoots holds and the ledger has no record
+* of: already registered by the service's word, nothing sent now.
+*/
+function confirmedBefore(hash) {
+	return {
+		kind: "already-registered",
+		hash,
+		entry: void 0,
+		service: {
+			message: "the service answered 409 for this document before (it has it; its record was never received here); nothing sent",
+			retiredSession: void 0
+		}
+	};
+}
+/** The hashes the service answered 409 for (a session retired, or a request step): it has them. */
+async function confirmedRoots(store) {
+	const confirmed = /* @__PURE__ */ new Set();
+	for (const [hash, reasons] of await store.retirements()) if (reasons.some(says409)) confirmed.add(hash);
+	return confirmed;
 }
 var ANSWERED_409, REQUEST_ANSWERED_409, DEFAULT_LOCK_WAIT_MS;
 var init_notarize = __esmMin((() => {
@@ -16061,31 +16089,6 @@ function better(a, b) {
 /** confirmedRoots of the store `trees` were loaded from, read again only if loading did not. */
 async function confirmedOf(store, trees) {
 	return trees.confirmed ?? confirmedRoots(store);
-}
-/** Whether a `retiredBecause` says the service answered 409: it has the hash. */
-function says409(reason) {
-	return reason.startsWith("forfait answered 409") || reason.startsWith("request answered 409");
-}
-/**
-* The outcome of a hash confirmedRoots holds and the ledger has no record
-* of: already registered by the service's word, nothing sent now.
-*/
-function confirmedBefore(hash) {
-	return {
-		kind: "already-registered",
-		hash,
-		entry: void 0,
-		service: {
-			message: "the service answered 409 for this document before (it has it; its record was never received here); nothing sent",
-			retiredSession: void 0
-		}
-	};
-}
-/** The hashes the service answered 409 for (a session retired, or a request step): it has them. */
-async function confirmedRoots(store) {
-	const confirmed = /* @__PURE__ */ new Set();
-	for (const [hash, reasons] of await store.retirements()) if (reasons.some(says409)) confirmed.add(hash);
-	return confirmed;
 }
 /**
 * The problems of a store's trees (Trees.load) that may hide a paid root:

@@ -14,9 +14,16 @@ import { subscriptionSessionSchema } from '../api/schemas.js';
 import type { Context } from '../context.js';
 import { normalizeHash } from '../core/hash.js';
 import { FailureTally, runAll, settledError } from '../core/batch.js';
-import { complete, custodyFailure, requestUnread, type SessionSource } from '../core/notarize.js';
+import {
+  complete,
+  confirmedBefore,
+  confirmedRoots,
+  custodyFailure,
+  requestUnread,
+  type SessionSource,
+} from '../core/notarize.js';
 import { readTextInput } from '../core/read-input.js';
-import { confirmedBefore, confirmedRoots, sessionsUnderRoots } from '../core/trees.js';
+import { sessionsUnderRoots } from '../core/trees.js';
 import { TreesNow, UnderRootSince } from '../core/trees-now.js';
 import { NotarizeError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
@@ -123,7 +130,8 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
   try {
     const store = options.ledger();
     // Run again after the service answered 409 (its session retired, no record here): the same answer,
-    // exit 0, rather than "no pending session" (exit 2), as a re-run after a completion gets.
+    // exit 0, rather than "no pending session" (exit 2), as a re-run after a completion gets; said
+    // here before credentials are needed (core complete() says it under the lock, for the others).
     if (source.kind === 'store' && store.readRecord(hash) === undefined && !existsSync(store.pendingFile(hash))) {
       if ((await confirmedRoots(store)).has(hash)) return { kind: 'outcome', outcome: confirmedBefore(hash), baseUrl };
     }

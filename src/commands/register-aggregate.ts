@@ -6,18 +6,11 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { register, type Outcome } from '../core/notarize.js';
+import { confirmedBefore, confirmedRoots, register, type Outcome } from '../core/notarize.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js';
-import {
-  confirmedBefore,
-  confirmedRoots,
-  Trees,
-  type AggregateDocument,
-  type LoadedTree,
-  type Placement,
-} from '../core/trees.js';
+import { Trees, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
 import { HashPool } from '../core/hash-pool.js';
 import {

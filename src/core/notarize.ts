@@ -376,6 +376,9 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
       const unread = stored ? undefined : store.readUnanswered(hash);
       if (unread) throw requestUnread(hash, unread.requestedAt);
       if (!stored) {
+        // Its session retired on a 409 meanwhile (another process completing it while this one
+        // waited for the lock, or an earlier run): the service has it, as a re-run is told.
+        if ((await confirmedRoots(store)).has(hash)) return confirmedBefore(hash);
         throw new UsageError(`no pending session for ${hash}`, {
           code: 'no_pending_session',
           hint: 'register it first (`notarize register`), or pass the session with --session <file|->',
@@ -1037,4 +1040,28 @@ function interruptedMetadata(): never {
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Whether a `retiredBecause` says the service answered 409: it has the hash. */
+export function says409(reason: string): boolean {
+  return reason.startsWith(ANSWERED_409) || reason.startsWith(REQUEST_ANSWERED_409);
+}
+
+/**
+ * The outcome of a hash confirmedRoots holds and the ledger has no record
+ * of: already registered by the service's word, nothing sent now.
+ */
+export function confirmedBefore(hash: string): Extract<Outcome, { kind: 'already-registered' }> {
+  const message =
+    'the service answered 409 for this document before (it has it; its record was never received here); nothing sent';
+  return { kind: 'already-registered', hash, entry: undefined, service: { message, retiredSession: undefined } };
+}
+
+/** The hashes the service answered 409 for (a session retired, or a request step): it has them. */
+export async function confirmedRoots(store: ServiceStore): Promise<Set<string>> {
+  const confirmed = new Set<string>();
+  for (const [hash, reasons] of await store.retirements()) {
+    if (reasons.some(says409)) confirmed.add(hash);
+  }
+  return confirmed;
 }

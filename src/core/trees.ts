@@ -26,7 +26,7 @@ import {
 import { NotNotarizedError, ProtocolError, StoreError, type NotarizeError } from '../errors.js';
 import { readRegularFile } from '../store/files.js';
 import { leafHash, MerkleTree } from './merkle.js';
-import { ANSWERED_409, REQUEST_ANSWERED_409, type Outcome } from './notarize.js';
+import { confirmedRoots, says409 } from './notarize.js';
 import { PROOF_TYPE, type InclusionProof } from './receipt-format.js';
 
 /** A document of an aggregate run, hashed. */
@@ -242,30 +242,6 @@ function better(a: LoadedTree, b: LoadedTree): boolean {
 /** confirmedRoots of the store `trees` were loaded from, read again only if loading did not. */
 export async function confirmedOf(store: ServiceStore, trees: Trees): Promise<ReadonlySet<string>> {
   return trees.confirmed ?? confirmedRoots(store);
-}
-
-/** Whether a `retiredBecause` says the service answered 409: it has the hash. */
-function says409(reason: string): boolean {
-  return reason.startsWith(ANSWERED_409) || reason.startsWith(REQUEST_ANSWERED_409);
-}
-
-/**
- * The outcome of a hash confirmedRoots holds and the ledger has no record
- * of: already registered by the service's word, nothing sent now.
- */
-export function confirmedBefore(hash: string): Extract<Outcome, { kind: 'already-registered' }> {
-  const message =
-    'the service answered 409 for this document before (it has it; its record was never received here); nothing sent';
-  return { kind: 'already-registered', hash, entry: undefined, service: { message, retiredSession: undefined } };
-}
-
-/** The hashes the service answered 409 for (a session retired, or a request step): it has them. */
-export async function confirmedRoots(store: ServiceStore): Promise<Set<string>> {
-  const confirmed = new Set<string>();
-  for (const [hash, reasons] of await store.retirements()) {
-    if (reasons.some(says409)) confirmed.add(hash);
-  }
-  return confirmed;
 }
 
 /**

@@ -446,6 +446,24 @@ describe('a 2xx whose body cannot be read', () => {
     expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual(['forfait', 'file']);
   });
 
+  it('complete of several hashes, one of them answered 409 before: already registered, exit 0, not "no pending session"', async () => {
+    // It failed with no_pending_session (exit 2 with --json, "register it first") on every re-run.
+    const a = await bed.file('confirmed-a.txt', 'confirmed by a 409 a');
+    const b = await bed.file('confirmed-b.txt', 'confirmed by a 409 b');
+    const [hashA, hashB] = [sha256('confirmed by a 409 a'), sha256('confirmed by a 409 b')];
+    expect((await bed.main(['register', a, b, '--no-complete'])).code).toBe(0);
+    const other = { env: { NOTARIZE_CONFIG_DIR: join(bed.root, 'other-store') } };
+    expect((await bed.main(['register', a], other)).code).toBe(0);
+    expect((await bed.main(['complete', hashA])).code).toBe(0); // 409: its session retired
+    // And again, as a CI re-run of the same step: the same answer.
+    for (const second of ['registered', 'already-registered']) {
+      const run = await bed.main(['complete', hashA, hashB, '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      const statuses = (JSON.parse(run.stdout) as { status: string }[]).map((r) => r.status);
+      expect(statuses).toEqual(['already-registered', second]);
+    }
+  });
+
   it('pending drop forgets an unread request step, and register then requests anew', async () => {
     const doc = await bed.file('dropped-request.txt', 'dropped request');
     const hash = sha256('dropped request');
