@@ -11976,6 +11976,10 @@ function receiptPath(plan, index, hash) {
 async function checkBeforeSending(plan, index, hash, overwrite, baseUrl) {
 	const path = receiptPath(plan, index, hash);
 	const name = plan.names[index] ?? hash;
+	if (plan.names[index] === void 0 && plan.names.includes(hash)) throw new UsageError(`receipt ${path} would belong both to the file named ${hash} and to this document, named after its digest`, {
+		code: "receipt_collision",
+		hint: "rename that file, or give this document as a file (its receipt is then named after it)"
+	});
 	checkFits(plan.dir, name);
 	await checkFolders(plan.dir, name);
 	let info;

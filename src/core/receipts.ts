@@ -295,6 +295,17 @@ export async function checkBeforeSending(
 ): Promise<void> {
   const path = receiptPath(plan, index, hash);
   const name = plan.names[index] ?? hash;
+  // Standard input or --hash, named after its digest: a file of the run named like that digest has
+  // the same receipt name. Found only after paying, it failed the run, and every re-run with it.
+  if (plan.names[index] === undefined && plan.names.includes(hash)) {
+    throw new UsageError(
+      `receipt ${path} would belong both to the file named ${hash} and to this document, named after its digest`,
+      {
+        code: 'receipt_collision',
+        hint: 'rename that file, or give this document as a file (its receipt is then named after it)',
+      },
+    );
+  }
   checkFits(plan.dir, name);
   await checkFolders(plan.dir, name);
   let info;

@@ -13,6 +13,8 @@ import { describeRun } from '../helpers/cli.js';
 import type { RecordingProxy } from '../helpers/proxy.js';
 import { expectReceipt } from '../helpers/receipts.js';
 import { jsonError, parseResults } from '../helpers/results.js';
+import { sha256 } from '../helpers/documents.js';
+import { requestedHash } from '../helpers/sandbox.js';
 
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
@@ -156,6 +158,32 @@ describe('--receipt-dir', () => {
     expect(rerun.code, describeRun(rerun)).toBe(0);
     expect(bed.requestedHashes()).toEqual([f]);
     expect(JSON.parse(await receipt(bed, 'f.txt'))).toMatchObject({ record: bed.sandbox.records.get(f) });
+  });
+
+  it('standard input beside a file named like its digest: refused before its request step, not after paying', async () => {
+    // Its receipt name is its digest: found only after the forfait, the run failed, and so did every re-run.
+    const content = 'read from standard input\n';
+    const digest = sha256(content);
+    const named = await bed.write(digest, 'a file named like the digest\n');
+    for (let run = 0; run < 2; run++) {
+      const mark = bed.mark();
+      const result = await bed.main(
+        ['register', bed.path(digest), '-', '-d', 'stdin', '--receipt-dir', bed.path('receipts'), '--json'],
+        { input: content },
+      );
+      expect(result.code, describeRun(result)).toBe(run === 0 ? 1 : 2);
+      const results = parseResults(result.stdout);
+      expect(results.find((r) => r.file === '-')).toMatchObject({
+        status: 'failed',
+        error: { code: 'receipt_collision' },
+      });
+      expect(
+        bed
+          .callsSince(mark)
+          .filter((c) => c.route === 'request')
+          .map(requestedHash),
+      ).toEqual(run === 0 ? [named] : []);
+    }
   });
 
   it('every document named, listed or found inside --receipt-dir: nothing to register, exit 2, not a pass', async () => {
