@@ -20008,11 +20008,15 @@ async function* splitList(input, nul) {
 	let heldBytes = 0;
 	let overflow = 0;
 	let gap = 0;
+	let first = true;
 	const end = () => {
 		let bytes = Buffer.concat(held, heldBytes);
 		held = [];
 		heldBytes = 0;
-		if (!nul && bytes.length > 0 && bytes[bytes.length - 1] === 13) bytes = bytes.subarray(0, -1);
+		if (first && bytes.subarray(0, 3).equals(BYTE_ORDER_MARK)) bytes = bytes.subarray(3);
+		first = false;
+		const carriageReturn = !nul && bytes.length > 0 && bytes[bytes.length - 1] === 13;
+		if (carriageReturn) bytes = bytes.subarray(0, -1);
 		const length = bytes.length + overflow;
 		overflow = 0;
 		if (length === 0) return void 0;
@@ -20021,7 +20025,10 @@ async function* splitList(input, nul) {
 			bytes: length
 		};
 		if (!isUtf8(bytes)) return { notUtf8: bytes };
-		return { name: bytes.toString("utf8") };
+		return carriageReturn ? {
+			name: bytes.toString("utf8"),
+			carriageReturn
+		} : { name: bytes.toString("utf8") };
 	};
 	for await (const raw of input) {
 		const chunk = typeof raw === "string" ? Buffer.from(raw) : raw;
@@ -20262,6 +20269,31 @@ function passOverStore(path, state) {
 		ownStore: true
 	});
 }
+/**
+* A list's line whose '\r' before the '\n' was dropped: a CRLF list's, or
+* the name of a file ending in a carriage return in a list written by
+* `find` (LF). The name without it, unless only the name with it is there;
+* with both there, neither is taken: the line fails on its own, rather than
+* register or verify another file than the one the list meant.
+*/
+async function* expandCarriageReturn(name, state) {
+	const withIt = `${name}\r`;
+	const there = (path) => lstatSync(path, { throwIfNoEntry: false }) !== void 0;
+	if (!there(withIt) || !there(name)) {
+		yield* expandPath(there(withIt) ? withIt : name, state);
+		return;
+	}
+	const reason = `names both '${name}' and a file whose name ends in a carriage return`;
+	yield {
+		kind: "unusable",
+		path: withIt,
+		error: new InputFileError(withIt, reason, {
+			code: "ambiguous_name",
+			message: `the --files-from line '${withIt}' ${reason}`,
+			hint: "give the list NUL-separated: find -print0, and -0"
+		})
+	};
+}
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
 async function openList(source, stdin) {
 	if (source === "-") {
@@ -20350,7 +20382,8 @@ async function* expandAll(paths, list, state) {
 				state.stdinTaken = true;
 				yield { kind: "stdin" };
 			}
-		} else yield* expandPath(entry.name, state);
+		} else if (entry.carriageReturn) yield* expandCarriageReturn(entry.name, state);
+		else yield* expandPath(entry.name, state);
 	}
 	if (names === 0 && paths.length === 0) {
 		const list = state.options.filesFrom === "-" ? "on standard input" : `'${state.options.filesFrom ?? ""}'`;
@@ -20403,7 +20436,7 @@ async function expandInputs(paths, options, stdin, onSkipped = () => {}) {
 		stdinNamed
 	};
 }
-var import_picomatch, IN_STORE, StoreFolder, WHILE_WALKED;
+var import_picomatch, IN_STORE, StoreFolder, BYTE_ORDER_MARK, WHILE_WALKED;
 var init_inputs = __esmMin((() => {
 	init_path_spelling();
 	import_picomatch = /* @__PURE__ */ __toESM(require_picomatch(), 1);
@@ -20433,6 +20466,11 @@ var init_inputs = __esmMin((() => {
 			return this.#holds(path);
 		}
 	};
+	BYTE_ORDER_MARK = Buffer.from([
+		239,
+		187,
+		191
+	]);
 	WHILE_WALKED = "while its folder was walked";
 }));
 // dist/commands/register-inputs.js

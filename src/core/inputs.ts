@@ -140,9 +140,12 @@ export const MAX_LIST_PATH_BYTES = 4096;
  */
 export const MAX_LIST_GAP_BYTES = 1024 * 1024;
 
+const BYTE_ORDER_MARK = Buffer.from([0xef, 0xbb, 0xbf]);
+
 /** What a --files-from list yields: a name, or a stretch that cannot be one. */
 type ListEntry =
-  | { name: string }
+  /** `carriageReturn`: a '\r' before the '\n' was dropped (a CRLF list, or a name ending in one). */
+  | { name: string; carriageReturn?: true }
   | { tooLong: string; bytes: number }
   | { garbage: number }
   /** Bytes that are not UTF-8 (shown with U+FFFD for them). */
@@ -163,18 +166,23 @@ export async function* splitList(
   let heldBytes = 0;
   let overflow = 0; // bytes of the current line past the limit, not held
   let gap = 0; // bytes read since the last name
+  let first = true;
   const end = (): ListEntry | undefined => {
     let bytes = Buffer.concat(held, heldBytes);
     held = [];
     heldBytes = 0;
-    if (!nul && bytes.length > 0 && bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, -1);
+    // A list saved by a Windows editor or PowerShell starts with a byte order mark: no name's.
+    if (first && bytes.subarray(0, 3).equals(BYTE_ORDER_MARK)) bytes = bytes.subarray(3);
+    first = false;
+    const carriageReturn = !nul && bytes.length > 0 && bytes[bytes.length - 1] === 0x0d;
+    if (carriageReturn) bytes = bytes.subarray(0, -1);
     const length = bytes.length + overflow;
     overflow = 0;
     if (length === 0) return undefined;
     if (length > MAX_LIST_PATH_BYTES) return { tooLong: bytes.subarray(0, 60).toString('utf8'), bytes: length };
     // Decoded strictly: a lossy decoding could name another file, one whose name has U+FFFD in it.
     if (!isUtf8(bytes)) return { notUtf8: bytes };
-    return { name: bytes.toString('utf8') };
+    return carriageReturn ? { name: bytes.toString('utf8'), carriageReturn } : { name: bytes.toString('utf8') };
   };
   for await (const raw of input) {
     const chunk = typeof raw === 'string' ? Buffer.from(raw) : raw;
@@ -455,6 +463,32 @@ function passOverStore(path: string, state: ExpandState): void {
   state.onSkipped({ path, reason: IN_STORE, ownStore: true });
 }
 
+/**
+ * A list's line whose '\r' before the '\n' was dropped: a CRLF list's, or
+ * the name of a file ending in a carriage return in a list written by
+ * `find` (LF). The name without it, unless only the name with it is there;
+ * with both there, neither is taken: the line fails on its own, rather than
+ * register or verify another file than the one the list meant.
+ */
+async function* expandCarriageReturn(name: string, state: ExpandState): AsyncGenerator<InputItem> {
+  const withIt = `${name}\r`;
+  const there = (path: string) => lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+  if (!there(withIt) || !there(name)) {
+    yield* expandPath(there(withIt) ? withIt : name, state);
+    return;
+  }
+  const reason = `names both '${name}' and a file whose name ends in a carriage return`;
+  yield {
+    kind: 'unusable',
+    path: withIt,
+    error: new InputFileError(withIt, reason, {
+      code: 'ambiguous_name',
+      message: `the --files-from line '${withIt}' ${reason}`,
+      hint: 'give the list NUL-separated: find -print0, and -0',
+    }),
+  };
+}
+
 /** Opens the --files-from list up front, so a list that cannot be read is a usage error before anything runs. */
 async function openList(source: string, stdin: Readable): Promise<AsyncIterable<Buffer | string>> {
   if (source === '-') {
@@ -582,6 +616,8 @@ async function* expandAll(
         state.stdinTaken = true;
         yield { kind: 'stdin' };
       }
+    } else if (entry.carriageReturn) {
+      yield* expandCarriageReturn(entry.name, state);
     } else yield* expandPath(entry.name, state);
   }
   if (names === 0 && paths.length === 0) {

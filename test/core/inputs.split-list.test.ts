@@ -23,8 +23,17 @@ function chunked(text: string | Buffer, size: number): Buffer[] {
 describe('splitList', () => {
   it('gives the same names whatever the chunk boundaries, with CRLF and blank lines', async () => {
     const text = 'a.txt\r\n\nsub dir/b.txt\nc.txt';
-    const expected = [{ name: 'a.txt' }, { name: 'sub dir/b.txt' }, { name: 'c.txt' }];
+    const expected = [{ name: 'a.txt', carriageReturn: true }, { name: 'sub dir/b.txt' }, { name: 'c.txt' }];
     for (const size of [1, 2, 3, 5, 64]) expect(await collect(chunked(text, size))).toEqual(expected);
+  });
+
+  it("drops a byte order mark at the list's start (a Windows editor's, PowerShell's), and only there", async () => {
+    for (const size of [1, 2, 64]) {
+      expect(await collect(chunked('\uFEFFa.txt\r\n\uFEFFb.txt\n', size))).toEqual([
+        { name: 'a.txt', carriageReturn: true },
+        { name: '\uFEFFb.txt' },
+      ]);
+    }
   });
 
   it('splits at NUL with -0, keeping newlines and carriage returns in names', async () => {
@@ -39,7 +48,7 @@ describe('splitList', () => {
       { name: 'b' },
     ]);
     const exact = 'z'.repeat(MAX_LIST_PATH_BYTES);
-    expect(await collect([`${exact}\r\n`])).toEqual([{ name: exact }]);
+    expect(await collect([`${exact}\r\n`])).toEqual([{ name: exact, carriageReturn: true }]);
   });
 
   it('stops with `garbage` after a bounded run without a name, however long the source', async () => {

@@ -376,6 +376,21 @@ describe('expandInputs: --files-from', () => {
     expect((items[1] as { error: InputFileError }).error.message).toBe("'-' (standard input) can be named only once");
   });
 
+  it.runIf(posix)(
+    "a carriage return before a line's end: the name without it, unless only the name with it is there",
+    async () => {
+      // A list written by `find` names a file ending in '\r'; dropping it took another file, x.txt, unsaid.
+      const root = tree({ 'plain.txt': 'p', 'x.txt': 'plain', 'x.txt\r': 'with a carriage return', 'only\r': 'o' });
+      const list = ['plain.txt', 'x.txt', 'only'].map((name) => `${join(root, name)}\r\n`).join('');
+      const { items } = await expanded([], { filesFrom: '-' }, Readable.from([list]));
+      expect(items.map(summary)).toEqual([
+        join(root, 'plain.txt'),
+        `ambiguous_name ${join(root, 'x.txt')}\r`,
+        join(root, 'only\r'),
+      ]);
+    },
+  );
+
   it('splits at NUL with -0, keeping newlines in names', async () => {
     const root = tree({ 'odd\nname.txt': 'x' });
     const list = join(root, 'list');
