@@ -10639,11 +10639,12 @@ function firstIssue(error) {
 * Reads a receipt's text and checks that it holds together (see the module
 * comment). Never throws: anything wrong is an InvalidReceipt saying what.
 */
-function readReceipt(text) {
+function readReceipt(saved) {
 	const invalid = (reason) => ({
 		consistent: false,
 		reason
 	});
+	const text = saved.startsWith("﻿") ? saved.slice(1) : saved;
 	let value;
 	try {
 		value = JSON.parse(text);

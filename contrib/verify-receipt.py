@@ -91,7 +91,7 @@ def main(argv):
     except OSError as error: return refuse("verify-receipt: %s: %s" % (error.filename or where, error.strerror))
     if len(text) > MAX_BYTES: return refuse("verify-receipt: the receipt from '%s' is larger than %d bytes" % (argv[2], MAX_BYTES))
     try:
-        sha256, url = read_receipt(text.decode("utf-8", "replace"))
+        sha256, url = read_receipt(text.decode("utf-8", "replace")[text.startswith(b"\xef\xbb\xbf"):])  # an editor's byte order mark dropped (RFC 8259 8.1)
     except ValueError as why: return print("invalid: %s" % shown(why)) or 6
     if sha256 != digest: return print("modified: %s has digest %s; its receipt is of %s" % (shown(argv[1]), digest, sha256)) or 6
     print("verified: %s matches its receipt" % shown(argv[1]) + ("; the receipt's record can be confirmed at " + shown(url) if url else ""))

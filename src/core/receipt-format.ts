@@ -205,8 +205,12 @@ function firstIssue(error: z.ZodError): string {
  * Reads a receipt's text and checks that it holds together (see the module
  * comment). Never throws: anything wrong is an InvalidReceipt saying what.
  */
-export function readReceipt(text: string): ConsistentReceipt | InvalidReceipt {
+export function readReceipt(saved: string): ConsistentReceipt | InvalidReceipt {
   const invalid = (reason: string): InvalidReceipt => ({ consistent: false, reason });
+  // A byte order mark an editor put at its start (Windows Notepad) is no part of the JSON text: RFC
+  // 8259 section 8.1 lets a reader ignore it. It made a good receipt 'not JSON', and register's
+  // re-run refuse it as no receipt of its document, with a way out that paid again (--force).
+  const text = saved.startsWith('\uFEFF') ? saved.slice(1) : saved;
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -310,6 +310,13 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
       'invalid',
     ],
     [
+      // An editor's (Windows Notepad): RFC 8259 section 8.1 lets a reader ignore it. It was 'not JSON'.
+      'a byte order mark at its start',
+      (_, r) => writeFileSync(r, `\uFEFF${readFileSync(r, 'utf8')}`),
+      'verified',
+    ],
+    ['a byte order mark inside it, before a key', (_, r) => rewrite(r, /^\{/, '{\uFEFF'), 'invalid'],
+    [
       'the same key in two different objects',
       (_, r) => rewrite(r, /"record": \{/, '"record": {"note": {"hash": 1, "x": [{"hash": 2}, {"hash": 3}]},'),
       'verified',
