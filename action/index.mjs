@@ -23173,7 +23173,7 @@ var init_verify_outputs = __esmMin((() => {
 					continue;
 				}
 				documents++;
-				yield inside ? insideReceiptDir(item.path) : item;
+				yield inside && walked ? insideReceiptDir(item.path) : item;
 			}
 			if (documents === 0) throw new UsageError("no documents: every file found is a receipt or a tree manifest", {
 				code: "no_documents",
@@ -23291,7 +23291,7 @@ service's record of a completed registration is one (not a saved register output
 A document that cannot be read (missing, unreadable, not a regular file, a name not in
 UTF-8), or a receipt found that cannot be, is a failed result and the others go on.
 Exit 0 when every document is verified; 2 when one could not be checked (nothing is ever
-sent); else 6. A --receipt-dir that is no folder is exit 2. A file in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
+sent); else 6. A --receipt-dir that is no folder is exit 2. A file a walk finds in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
 tree manifest as register writes it (its bytes, or the same JSON laid out otherwise), is failed too: register passes such files
 over, so they have none (but the temporary file of a receipt or manifest passed over,
 .<name>.<pid>.<tag>.<n>.tmp, that a run stopped before renaming it left there, holding the

@@ -87,7 +87,10 @@ export class WalkOutputs {
         continue;
       }
       documents++;
-      yield inside ? insideReceiptDir(item.path) : item;
+      // Found by a walk, it is a file register passed over, so it has no receipt; named or listed, it
+      // is a document like any (receipts kept beside their documents, that folder given as
+      // --receipt-dir): checked, as the one document named alone always was.
+      yield inside && walked ? insideReceiptDir(item.path) : item;
     }
     if (documents === 0) {
       throw new UsageError('no documents: every file found is a receipt or a tree manifest', {

@@ -94,6 +94,21 @@ describe('verify with receipts: empty store, service stopped, no credentials', (
     expect(results.filter((r) => r.status === 'skipped')).toHaveLength(3);
   });
 
+  it('receipts beside the documents, that folder given as --receipt-dir: one document or two, the same verdict', async () => {
+    // One named alone was verified; two named failed 'inside --receipt-dir, and no receipt'.
+    for (const name of NAMES) cpSync(receipt(name), `${doc(name)}.notarization.json`);
+    const dist = join(here, 'dist');
+    for (const names of [['a.txt'], ['a.txt', 'b.txt']]) {
+      const run = await downloader(['verify', ...names.map(doc), '--receipt-dir', dist, '--json']);
+      expect(run.code, describeRun(run)).toBe(0);
+      const results = names.length === 1 ? [JSON.parse(run.stdout) as { hash: string }] : parseResults(run.stdout);
+      expect(results.map((r) => r.hash)).toEqual(names.map((name) => hashes[name]));
+    }
+    // Found by a walk, a file in --receipt-dir is still one register passed over: failed, as before.
+    const walked = await downloader(['verify', '-r', dist, '--receipt-dir', dist, '--json']);
+    expect(walked.code, describeRun(walked)).toBe(2);
+  });
+
   it('with --receipt-dir, a receipt beside a document is not read: one planted in dist cannot vouch for an artifact', async () => {
     // A file added to dist after registration, with a receipt of its own digest beside it (it holds together).
     writeFileSync(join(here, 'dist', 'evil.bin'), 'never registered\n');
