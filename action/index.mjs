@@ -14232,7 +14232,7 @@ async function complete(deps, hash, source) {
 				return await finishGiven(deps, pending);
 			}
 		}
-		return finish$1(deps, pending, true, { hash }, tracked);
+		return finish$1(deps, pending, source.kind === "store", { hash }, tracked);
 	});
 }
 /**
@@ -14242,7 +14242,7 @@ async function complete(deps, hash, source) {
 */
 async function finishGiven(deps, pending) {
 	try {
-		return await finish$1(deps, pending, true, { hash: pending.hash });
+		return await finish$1(deps, pending, false, { hash: pending.hash });
 	} catch (error) {
 		if (error instanceof ServiceRefusedError && error.status === 404) {
 			await deps.store.removePending(pending.hash);

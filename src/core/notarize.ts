@@ -412,7 +412,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
         return await finishGiven(deps, pending);
       }
     }
-    return finish(deps, pending, true, { hash }, tracked);
+    return finish(deps, pending, source.kind === 'store', { hash }, tracked);
   });
 }
 
@@ -423,7 +423,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
  */
 async function finishGiven(deps: FlowDeps, pending: PendingEntry): Promise<Outcome> {
   try {
-    return await finish(deps, pending, true, { hash: pending.hash });
+    return await finish(deps, pending, false, { hash: pending.hash });
   } catch (error) {
     if (error instanceof ServiceRefusedError && error.status === 404) {
       await deps.store.removePending(pending.hash);

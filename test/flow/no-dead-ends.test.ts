@@ -428,6 +428,8 @@ describe('a 2xx whose body cannot be read', () => {
     const completed = await bed.main(['complete', hash, '--use-active-subscription']);
     expect(completed.code, completed.stderr).toBe(0);
     expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual(['active', 'forfait', 'file']);
+    // No session was pending: the active subscription's was used.
+    expect(completed.stderr).toMatch(new RegExp(`^registered ${hash}$`, 'm'));
   });
 
   it('--custody with its session pending, completed with a session given by hand: the file metadata is sent', async () => {
