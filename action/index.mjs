@@ -14051,6 +14051,10 @@ async function register(deps, input) {
 		if (pending === void 0) {
 			const unanswered = input.force ? void 0 : store.readUnanswered(input.hash);
 			if (unanswered !== void 0) throw requestUnread(input.hash, unanswered.requestedAt);
+			if (!input.force && (await deps.confirmed?.())?.has(input.hash)) return {
+				...confirmedBefore(input.hash),
+				...input.custody ? { custody: { metadataSent: false } } : {}
+			};
 			await deps.beforeRequest?.(input.hash);
 			try {
 				pending = await requestStep(deps, input, existing?.completedAt);
@@ -21622,9 +21626,11 @@ var init_register = __esmMin((() => {
 			this.#documents = documents;
 			this.#items = items;
 			this.#baseUrl = baseUrl;
+			let confirmed;
 			this.#deps = {
 				api,
-				store
+				store,
+				confirmed: () => confirmed ??= confirmedRoots(store)
 			};
 			this.#roots = new DocumentRoots({
 				options,
