@@ -22448,6 +22448,8 @@ async function runComplete(options) {
 				outcome: confirmedBefore(hash),
 				baseUrl
 			};
+			const under = store.readUnanswered(hash) && (await sessionsUnderRoots(store, [hash])).covered.get(hash);
+			if (under) throw underRootUnread(hash, under);
 		}
 		const outcome = await complete({
 			api: await options.api(),
@@ -22463,6 +22465,13 @@ async function runComplete(options) {
 	} finally {
 		spinner.stop();
 	}
+}
+/** The refusal of `complete <hash>` for a document's unread request step, the document under a Merkle root here. */
+function underRootUnread(hash, { root, pending }) {
+	return new UsageError(`${hash} is ${pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`}: its own request step, answered unreadably, is not completed (that would pay a second time)`, {
+		code: "under_root",
+		hint: `\`notarize pending drop ${hash}\` forgets that request step${pending ? `; \`notarize complete ${root}\` completes the root` : ""}`
+	});
 }
 /**
 * Completes several pending registrations (the hashes given, or with --all

@@ -134,6 +134,10 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
     // here before credentials are needed (core complete() says it under the lock, for the others).
     if (source.kind === 'store' && store.readRecord(hash) === undefined && !existsSync(store.pendingFile(hash))) {
       if ((await confirmedRoots(store)).has(hash)) return { kind: 'outcome', outcome: confirmedBefore(hash), baseUrl };
+      // Its own request step answered unreadably, the document registered since under a Merkle root:
+      // the way out of an unread step (--use-active-subscription) would pay for it a second time.
+      const under = store.readUnanswered(hash) && (await sessionsUnderRoots(store, [hash])).covered.get(hash);
+      if (under) throw underRootUnread(hash, under);
     }
     const outcome = await complete({ api: await options.api(), store }, hash, source);
     const failure = custodyFailure(outcome);
@@ -141,6 +145,18 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
   } finally {
     spinner.stop();
   }
+}
+
+/** The refusal of `complete <hash>` for a document's unread request step, the document under a Merkle root here. */
+function underRootUnread(hash: string, { root, pending }: { root: string; pending: boolean }): UsageError {
+  return new UsageError(
+    `${hash} is ${pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`}: ` +
+      'its own request step, answered unreadably, is not completed (that would pay a second time)',
+    {
+      code: 'under_root',
+      hint: `\`notarize pending drop ${hash}\` forgets that request step${pending ? `; \`notarize complete ${root}\` completes the root` : ''}`,
+    },
+  );
 }
 
 /** What `complete` of several hashes, or --all, uses. */

@@ -417,6 +417,11 @@ describe('a 2xx whose body cannot be read', () => {
       },
     ]);
     expect(all.stderr).not.toContain('--use-active-subscription');
+    // Named alone: refused, nothing sent, and no hint toward the active subscription (it paid again).
+    const named = await bed.main(['complete', hash]);
+    expectFailure(named, 2, new RegExp(`registered under the Merkle root ${root}: its own request step`));
+    expect(named.stderr).not.toContain('--use-active-subscription');
+    expect(named.stderr).toContain(`notarize pending drop ${hash}`);
     expect(routes(bed.callsSince(mark)).filter((r) => r !== 'login')).toEqual([]);
     expect((await bed.main(['pending', 'drop', hash])).code).toBe(0);
   });
