@@ -11,9 +11,9 @@ import { isUtf8 } from "node:buffer";
 import { performance as performance$1 } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import tty from "node:tty";
-import { isDeepStrictEqual, stripVTControlCharacters } from "node:util";
 import { createServer } from "node:http";
 import { gzipSync } from "node:zlib";
+import { isDeepStrictEqual, stripVTControlCharacters } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { isIP } from "node:net";
 // \0rolldown/runtime.js
@@ -16288,39 +16288,45 @@ function manifestRoot(name) {
 * else parsed. A manifest travels: a checkout with core.autocrlf, `jq .` or
 * an editor's byte order mark change its bytes, never its value, and passing
 * it over made a re-run on a fresh store pay again for documents it had
-* registered. Of its fields only the root and the leaves are used (checked
-* against the SHA-256 of their lines it records, when it does). Undefined
-* when it is not there, or `wanted` turns it down; StoreError when it cannot
-* be read or is no tree of `root`.
+* registered. Only its root and leaves are used (checked against the
+* SHA-256 of their lines it records, when it does, and folded to the root
+* by the caller). Undefined when it is not there, or `wanted` turns it
+* down; StoreError when it cannot be read or is no tree of `root`.
 */
 function readManifest(file, root, wanted) {
-	const text = readRegularFile(file, { anyOwner: true });
-	if (text === void 0) return void 0;
+	const read = readRegularFile(file, { anyOwner: true });
+	if (read === void 0) return void 0;
+	const text = withoutByteOrderMark(read);
 	const digests = leafDigestsOfWholeTree(text);
-	if (digests !== void 0) return wanted && !wanted(digests) ? void 0 : treeOfText(file, text, root);
-	const entry = treeOfText(file, withoutByteOrderMark(text), root);
-	return wanted && !wanted(entry.leaves.map((leaf) => leaf.sha256)) ? void 0 : entry;
+	if (digests !== void 0 && wanted && !wanted(digests)) return void 0;
+	const entry = treeOfText(file, text, root);
+	return digests === void 0 && wanted && !wanted(entry.leaves.map((leaf) => leaf.sha256)) ? void 0 : entry;
 }
 function withoutByteOrderMark(text) {
 	return text.startsWith("﻿") ? text.slice(1) : text;
 }
 /**
 * The digests of the documents under `root`, when `file` is its tree's
-* manifest holding exactly what notarize wrote: those bytes, or the same
-* JSON value laid out otherwise (readManifest), its leaves making that
+* manifest with the bytes treeManifestText wrote, its leaves making that
 * root; undefined otherwise. Only such a file can be passed over by
-* `verify` as no document (commands/verify-outputs.ts); anything else named
-* like one, a script with a manifest's tail or a manifest with a member
-* added, say, is not.
+* `verify` as no document (commands/verify-outputs.ts), unchecked: anything
+* else named like one, a script with a manifest's tail, a member given
+* twice, bytes after its end, is not. What a checkout with core.autocrlf or
+* an editor does to it carries nothing more, and is taken: every line
+* ending in CRLF, a byte order mark at its start.
 */
 function exactManifestDigests(file, root) {
 	try {
-		const text = readRegularFile(file, { anyOwner: true });
-		if (text === void 0) return void 0;
-		const value = withoutByteOrderMark(text);
-		const entry = treeOfText(file, value, root);
-		const written = [...treeManifestText(entry)].join("");
-		if (written !== text && !isDeepStrictEqual(JSON.parse(value), JSON.parse(written))) return void 0;
+		const read = readRegularFile(file, { anyOwner: true });
+		if (read === void 0) return void 0;
+		let text = withoutByteOrderMark(read);
+		if (text.includes("\r")) {
+			const lines = text.replace(/\r\n/g, "\n");
+			if (lines.includes("\r") || lines.replace(/\n/g, "\r\n") !== text) return void 0;
+			text = lines;
+		}
+		const entry = treeOfText(file, text, root);
+		if ([...treeManifestText(entry)].join("") !== text) return void 0;
 		foldedTree(entry, file);
 		return entry.leaves.map((leaf) => leaf.sha256);
 	} catch (error) {
@@ -23024,8 +23030,8 @@ var init_ledger = __esmMin((() => {
 * The receipts and tree manifests a walk of `verify` meets (`verify -r dist`,
 * receipts beside the documents or in a folder under them): notarize's
 * outputs, not documents. Such a file is passed over only when it is one
-* (a receipt that holds together, a manifest as register writes it: its
-* bytes, or the same JSON value laid out otherwise) and it belongs to the documents checked in the same run:
+* (a receipt that holds together, a manifest with the bytes register wrote:
+* trees.ts exactManifestDigests) and it belongs to the documents checked in the same run:
 *
 * - a receipt, when it was a document's evidence; or when it is at the very
 *   path of the receipt of a document checked here (`<file>.notarization.json`
@@ -23050,7 +23056,7 @@ var init_ledger = __esmMin((() => {
 */
 /**
 * What `path` is when it is a receipt that holds together (readReceipt) or a
-* tree manifest as notarize writes it (trees.ts readManifest); undefined when it is neither,
+* tree manifest as notarize writes it (trees.ts exactManifestDigests); undefined when it is neither,
 * so a document. Outside --receipt-dir only files named as register names
 * them (`*.notarization.json`, `<root>.tree.json`) are read as such; inside
 * it, a receipt must be so named too: another JSON file there that reads as
@@ -23307,7 +23313,7 @@ A document that cannot be read (missing, unreadable, not a regular file, a name 
 UTF-8), or a receipt found that cannot be, is a failed result and the others go on.
 Exit 0 when every document is verified; 2 when one could not be checked (nothing is ever
 sent); else 6. A --receipt-dir that is no folder is exit 2. A file a walk finds in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
-tree manifest as register writes it (its bytes, or the same JSON laid out otherwise), is failed too: register passes such files
+tree manifest with the bytes register wrote (CRLF line endings and a byte order mark allowed), is failed too: register passes such files
 over, so they have none (but the temporary file of a receipt or manifest passed over,
 .<name>.<pid>.<tag>.<n>.tmp, that a run stopped before renaming it left there, holding the
 start of that file: passed over, and it can be removed; so named, anything else is unknown; and the

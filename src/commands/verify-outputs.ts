@@ -2,8 +2,8 @@
  * The receipts and tree manifests a walk of `verify` meets (`verify -r dist`,
  * receipts beside the documents or in a folder under them): notarize's
  * outputs, not documents. Such a file is passed over only when it is one
- * (a receipt that holds together, a manifest as register writes it: its
- * bytes, or the same JSON value laid out otherwise) and it belongs to the documents checked in the same run:
+ * (a receipt that holds together, a manifest with the bytes register wrote:
+ * trees.ts exactManifestDigests) and it belongs to the documents checked in the same run:
  *
  * - a receipt, when it was a document's evidence; or when it is at the very
  *   path of the receipt of a document checked here (`<file>.notarization.json`
@@ -200,7 +200,7 @@ export class WalkOutputs {
 
 /**
  * What `path` is when it is a receipt that holds together (readReceipt) or a
- * tree manifest as notarize writes it (trees.ts readManifest); undefined when it is neither,
+ * tree manifest as notarize writes it (trees.ts exactManifestDigests); undefined when it is neither,
  * so a document. Outside --receipt-dir only files named as register names
  * them (`*.notarization.json`, `<root>.tree.json`) are read as such; inside
  * it, a receipt must be so named too: another JSON file there that reads as

