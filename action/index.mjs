@@ -20024,7 +20024,7 @@ async function* splitList(input, nul) {
 		let bytes = Buffer.concat(held, heldBytes);
 		held = [];
 		heldBytes = 0;
-		if (first && bytes.subarray(0, 3).equals(BYTE_ORDER_MARK)) bytes = bytes.subarray(3);
+		if (first && !nul && bytes.subarray(0, 3).equals(BYTE_ORDER_MARK)) bytes = bytes.subarray(3);
 		first = false;
 		const carriageReturn = !nul && bytes.length > 0 && bytes[bytes.length - 1] === 13;
 		if (carriageReturn) bytes = bytes.subarray(0, -1);
@@ -20289,7 +20289,13 @@ function passOverStore(path, state) {
 */
 async function* expandCarriageReturn(name, state) {
 	const withIt = `${name}\r`;
-	const there = (path) => lstatSync(path, { throwIfNoEntry: false }) !== void 0;
+	const there = (path) => {
+		try {
+			return lstatSync(path, { throwIfNoEntry: false }) !== void 0;
+		} catch {
+			return false;
+		}
+	};
 	if (!there(withIt) || !there(name)) {
 		yield* expandPath(there(withIt) ? withIt : name, state);
 		return;
@@ -23383,7 +23389,7 @@ async function runVerify(options, items = new ItemResults()) {
 	const { io } = options;
 	let unfollowed = 0;
 	const expansion = await expandInputs(options.paths, toInputOptions(options), io.stdin, (s) => {
-		if (s.ownStore) return io.warn(`skipped ${s.path}: ${s.reason}`);
+		if (s.ownStore) return items.addUnordered(failedResult(s.path, null, storeInside(s.path)));
 		unfollowed++;
 		items.addUnordered(failedResult(s.path, null, notFollowed(s.path, s.reason)));
 	});
@@ -23470,6 +23476,15 @@ function notFollowed(path, reason) {
 		code: "not_followed",
 		message: `${path}: ${why}`,
 		hint: "verify what it points to by its own path, or leave it out with --exclude if it is not shipped"
+	});
+}
+/** The error of the store's folder, or a file of it, met among the documents checked (core/inputs.ts storeDir). */
+function storeInside(path) {
+	const why = "part of the notarize store, which holds your token: it would ship with what is checked";
+	return new InputFileError(path, why, {
+		code: "store_inside",
+		message: `${path}: ${why}`,
+		hint: "keep the store (NOTARIZE_CONFIG_DIR) outside the folders you ship, e.g. under $RUNNER_TEMP"
 	});
 }
 /**

@@ -158,7 +158,8 @@ export async function runVerify(
   // unchecked, and a release check must not pass over it (a link out of dist ships its target).
   let unfollowed = 0;
   const expansion = await expandInputs(options.paths, toInputOptions(options), io.stdin, (s) => {
-    if (s.ownStore) return io.warn(`skipped ${s.path}: ${s.reason}`);
+    // The store met among what is checked ships with it, its token included: never a pass.
+    if (s.ownStore) return items.addUnordered(failedResult(s.path, null, storeInside(s.path)));
     unfollowed++;
     items.addUnordered(failedResult(s.path, null, notFollowed(s.path, s.reason)));
   });
@@ -284,6 +285,16 @@ function notFollowed(path: string, reason: string): InputFileError {
     code: 'not_followed',
     message: `${path}: ${why}`,
     hint: 'verify what it points to by its own path, or leave it out with --exclude if it is not shipped',
+  });
+}
+
+/** The error of the store's folder, or a file of it, met among the documents checked (core/inputs.ts storeDir). */
+function storeInside(path: string): InputFileError {
+  const why = 'part of the notarize store, which holds your token: it would ship with what is checked';
+  return new InputFileError(path, why, {
+    code: 'store_inside',
+    message: `${path}: ${why}`,
+    hint: 'keep the store (NOTARIZE_CONFIG_DIR) outside the folders you ship, e.g. under $RUNNER_TEMP',
   });
 }
 

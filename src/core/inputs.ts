@@ -172,7 +172,8 @@ export async function* splitList(
     held = [];
     heldBytes = 0;
     // A list saved by a Windows editor or PowerShell starts with a byte order mark: no name's.
-    if (first && bytes.subarray(0, 3).equals(BYTE_ORDER_MARK)) bytes = bytes.subarray(3);
+    // Not in a NUL-separated list (find -print0 writes none): there it is a name's.
+    if (first && !nul && bytes.subarray(0, 3).equals(BYTE_ORDER_MARK)) bytes = bytes.subarray(3);
     first = false;
     const carriageReturn = !nul && bytes.length > 0 && bytes[bytes.length - 1] === 0x0d;
     if (carriageReturn) bytes = bytes.subarray(0, -1);
@@ -472,7 +473,13 @@ function passOverStore(path: string, state: ExpandState): void {
  */
 async function* expandCarriageReturn(name: string, state: ExpandState): AsyncGenerator<InputItem> {
   const withIt = `${name}\r`;
-  const there = (path: string) => lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+  const there = (path: string) => {
+    try {
+      return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+    } catch {
+      return false; // a name the system refuses (a NUL in it): expandPath says why, for this line alone
+    }
+  };
   if (!there(withIt) || !there(name)) {
     yield* expandPath(there(withIt) ? withIt : name, state);
     return;

@@ -33,6 +33,11 @@ describe('splitList', () => {
         { name: 'a.txt', carriageReturn: true },
         { name: '\uFEFFb.txt' },
       ]);
+      // find -print0 writes none: in a NUL-separated list it is part of the first name.
+      expect(await collect(chunked('\uFEFFa.txt\0b.txt\0', size), true)).toEqual([
+        { name: '\uFEFFa.txt' },
+        { name: 'b.txt' },
+      ]);
     }
   });
 

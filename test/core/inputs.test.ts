@@ -381,12 +381,16 @@ describe('expandInputs: --files-from', () => {
     async () => {
       // A list written by `find` names a file ending in '\r'; dropping it took another file, x.txt, unsaid.
       const root = tree({ 'plain.txt': 'p', 'x.txt': 'plain', 'x.txt\r': 'with a carriage return', 'only\r': 'o' });
-      const list = ['plain.txt', 'x.txt', 'only'].map((name) => `${join(root, name)}\r\n`).join('');
+      const names = ['plain.txt', 'x.txt', 'only', 'nul\0name', 'plain.txt'];
+      const list = names.map((name) => `${join(root, name)}\r\n`).join('');
       const { items } = await expanded([], { filesFrom: '-' }, Readable.from([list]));
       expect(items.map(summary)).toEqual([
         join(root, 'plain.txt'),
         `ambiguous_name ${join(root, 'x.txt')}\r`,
         join(root, 'only\r'),
+        // A line the system refuses (a NUL in it) fails on its own, and the rest go on: it ended the run.
+        expect.stringMatching(/^[a-z_]+ .*nul/),
+        join(root, 'plain.txt'),
       ]);
     },
   );

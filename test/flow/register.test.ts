@@ -455,7 +455,7 @@ describe('the store inside the folder processed', () => {
   // `register -r .` with NOTARIZE_CONFIG_DIR=.notarize registered the store's own files
   // (credentials.json, the ledger's records, the run's lock file), and every re-run paid for
   // the records the run before it had written.
-  it('register and verify pass over its files, walked or listed: a re-run sends nothing', async () => {
+  it('register passes over its files, walked or listed (a re-run sends nothing); verify fails it', async () => {
     const app = await bed.write('dist/app.bin', 'app\n');
     const store = bed.path('dist/.notarize');
     const env = { ...bed.withKey(), NOTARIZE_CONFIG_DIR: store };
@@ -487,11 +487,16 @@ describe('the store inside the folder processed', () => {
     ).toEqual([bed.path('dist/app.bin')]);
     expect(bed.requestedHashes()).toEqual([app]);
     expect(bed.calls('forfait')).toBe(1);
-    // verify: the store's files neither verified nor failing the check.
+    // verify: the store is not checked as documents, and fails the check: it would ship, token and all.
     const verified = await bed.main(['verify', '-r', bed.path('dist'), '--json'], { env });
-    expect(verified.code, describeRun(verified)).toBe(0);
-    expect(parseResults(verified.stdout).map((r) => [r.file, r.status])).toEqual([
-      [bed.path('dist/app.bin'), 'verified'],
+    expect(verified.code, describeRun(verified)).toBe(2);
+    expect(
+      parseResults(verified.stdout)
+        .map((r) => [r.file, r.status, r.error?.code])
+        .sort(),
+    ).toEqual([
+      [store, 'failed', 'store_inside'],
+      [bed.path('dist/app.bin'), 'verified', undefined],
     ]);
   });
 });
