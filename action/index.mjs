@@ -23360,6 +23360,7 @@ ${examples([
 * make fewer documents verified, never one more.
 */
 function readOnlyStore(ctx) {
+	const named = ctx.env.NOTARIZE_CONFIG_DIR ? ctx.store.dir : void 0;
 	let usable;
 	const storeUsable = () => {
 		if (usable !== void 0) return usable;
@@ -23377,7 +23378,7 @@ function readOnlyStore(ctx) {
 	return {
 		baseUrl: () => storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore("baseUrl"),
 		ledger: () => storeUsable() ? ctx.ledger : void 0,
-		...ctx.storeExists ? { storeDir: ctx.store.dir } : {}
+		...ctx.storeExists ? { storeDir: named ?? ctx.store.dir } : {}
 	};
 }
 /**

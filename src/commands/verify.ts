@@ -122,6 +122,9 @@ const TITLE = 'notarize verify';
  * make fewer documents verified, never one more.
  */
 function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'ledger' | 'storeDir'> {
+  // Named in NOTARIZE_CONFIG_DIR, it must be a folder notarize takes (not a relative path): refused,
+  // exit 2, as by every command. It was passed over, its ledger unread, with no word of why.
+  const named = ctx.env.NOTARIZE_CONFIG_DIR ? ctx.store.dir : undefined;
   let usable: boolean | undefined;
   const storeUsable = (): boolean => {
     if (usable !== undefined) return usable;
@@ -140,7 +143,7 @@ function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'ledger' |
     baseUrl: () => (storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore('baseUrl')),
     ledger: () => (storeUsable() ? ctx.ledger : undefined),
     // Its files are never documents, usable or not; with none there, nothing to pass over.
-    ...(ctx.storeExists ? { storeDir: ctx.store.dir } : {}),
+    ...(ctx.storeExists ? { storeDir: named ?? ctx.store.dir } : {}),
   };
 }
 

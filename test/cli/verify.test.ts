@@ -164,3 +164,17 @@ function lastLine(text: string): string {
   const lines = text.trimEnd().split('\n');
   return `${lines[lines.length - 1]}\n`;
 }
+
+describe('verify with NOTARIZE_CONFIG_DIR a relative path', () => {
+  it('is refused, exit 2, as by every command: not a ledger passed over unsaid', async () => {
+    const doc = await bed.file('relative-store.txt', 'a relative store');
+    const run = await bed.main(['verify', doc, '--json'], { env: { NOTARIZE_CONFIG_DIR: 'relative-store' } });
+    expect(run.code, run.stderr).toBe(2);
+    expect(JSON.parse(run.stderr)).toMatchObject({
+      error: {
+        code: 'no_store_dir',
+        message: expect.stringContaining("NOTARIZE_CONFIG_DIR is a relative path ('relative-store')"),
+      },
+    });
+  });
+});
