@@ -41752,6 +41752,7 @@ function buildProgram(io, env, state) {
 		await load(subcommand);
 	});
 	program.hook("preAction", (_program, action) => {
+		state.outputJson = outputIsFormat(action) && action.getOptionValue("output") === "json";
 		refuseUndecodedEnvironment(env);
 		refuseUndecoded(action);
 		for (let at = action; at && at !== program; at = at.parent) if (at.getOptionValue("quiet") === true) program.setOptionValueWithSource("quiet", true, "cli");
@@ -41957,7 +41958,7 @@ async function main(options = {}) {
 	const program = buildProgram(io, env, state);
 	program.hook("preSubcommand", () => applyExitOverride(program, state));
 	const forgetFlush = flushOnInterrupt(() => io.flush());
-	const json = () => state.context?.jsonErrors ?? beforeOperands(argv).some(asksForJson);
+	const json = () => state.outputJson === true || (state.context?.jsonErrors ?? beforeOperands(argv).some(asksForJson(outputIsFormat(state.failed))));
 	let code;
 	try {
 		await program.parseAsync(argv, { from: "user" });
@@ -41979,9 +41980,16 @@ function beforeOperands(argv) {
 	const end = argv.indexOf("--");
 	return end === -1 ? argv : argv.slice(0, end);
 }
-/** Whether the word at `i` asks for JSON: --json, or --output json (README: --json is --output json). */
-function asksForJson(word, i, words) {
-	return word === "--json" || word === "--output=json" || word === "--output" && words[i + 1] === "json";
+/**
+* Whether the word at `i` asks for JSON: --json, or --output json (README: --json is --output json)
+* where the command's --output is a format (`formatOutput`), not a file (`receipt --output <file>`).
+*/
+function asksForJson(formatOutput) {
+	return (word, i, words) => word === "--json" || formatOutput && (word === "--output=json" || word === "--output" && words[i + 1] === "json");
+}
+/** Whether `command`'s --output chooses the output's format (commands/options.ts outputOption). */
+function outputIsFormat(command) {
+	return command?.options.some((option) => option.long === "--output" && option.argChoices?.includes("json")) ?? true;
 }
 /** The error main() reports when stdout could not be written: exit 1, or the code the run failed with. */
 function outputLost(failure, runCode) {

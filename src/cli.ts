@@ -178,6 +178,8 @@ interface RunState {
   context?: Context;
   /** The command whose parse failed (commander's errors do not say), so the hint can name it. */
   failed?: Command;
+  /** Its options parsed, the command's data is JSON (`--output json`): so are its errors. */
+  outputJson?: boolean;
 }
 
 function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command {
@@ -285,6 +287,8 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     await load(subcommand);
   });
   program.hook('preAction', (_program, action) => {
+    // Before the command's own checks of its flags (`-j 0`), which fail before it chooses its output.
+    state.outputJson = outputIsFormat(action) && action.getOptionValue('output') === 'json';
     refuseUndecodedEnvironment(env);
     refuseUndecoded(action);
     // -q found in a bundle of the command's own flags (acceptQuietInBundles) is the global one.
@@ -544,7 +548,9 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   program.hook('preSubcommand', () => applyExitOverride(program, state));
   const forgetFlush = flushOnInterrupt(() => io.flush());
   // As parsed once a command runs; before that (the parse failed), as the words before any `--` say.
-  const json = () => state.context?.jsonErrors ?? beforeOperands(argv).some(asksForJson);
+  const json = () =>
+    state.outputJson === true ||
+    (state.context?.jsonErrors ?? beforeOperands(argv).some(asksForJson(outputIsFormat(state.failed))));
   let code: ExitCode;
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -572,9 +578,19 @@ function beforeOperands(argv: readonly string[]): readonly string[] {
   return end === -1 ? argv : argv.slice(0, end);
 }
 
-/** Whether the word at `i` asks for JSON: --json, or --output json (README: --json is --output json). */
-function asksForJson(word: string, i: number, words: readonly string[]): boolean {
-  return word === '--json' || word === '--output=json' || (word === '--output' && words[i + 1] === 'json');
+/**
+ * Whether the word at `i` asks for JSON: --json, or --output json (README: --json is --output json)
+ * where the command's --output is a format (`formatOutput`), not a file (`receipt --output <file>`).
+ */
+function asksForJson(formatOutput: boolean): (word: string, i: number, words: readonly string[]) => boolean {
+  return (word, i, words) =>
+    word === '--json' ||
+    (formatOutput && (word === '--output=json' || (word === '--output' && words[i + 1] === 'json')));
+}
+
+/** Whether `command`'s --output chooses the output's format (commands/options.ts outputOption). */
+function outputIsFormat(command: Command | undefined): boolean {
+  return command?.options.some((option) => option.long === '--output' && option.argChoices?.includes('json')) ?? true;
 }
 
 /** The error main() reports when stdout could not be written: exit 1, or the code the run failed with. */

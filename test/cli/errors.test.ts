@@ -55,6 +55,17 @@ describe('which runs print their error as JSON', () => {
     }
   });
 
+  it("a flag refused by the command's own checks is JSON with --output json; receipt's --output is a file", async () => {
+    // `-j 0` failed before the command chose its output: a line of text.
+    const refused = await run(['register', missing, '--output', 'json', '-j', '0']);
+    expect(refused.code).toBe(2);
+    expect(JSON.parse(refused.stderr)).toMatchObject({ error: { code: 'usage', exitCode: 2 } });
+    // receipt --output <file>: a file named json, not a format.
+    const receipt = await run(['receipt', 'ab'.repeat(32), '--output', 'json', '--bogus']);
+    expect(receipt.code).toBe(2);
+    expect(receipt.stderr).toMatch(/^notarize: unknown option '--bogus'/);
+  });
+
   it('a --json or --verbose after `--` is a file name: the error stays text, with no stack', async () => {
     for (const word of ['--json', '--verbose']) {
       const { code, stderr } = await run(['hash', '--', word, missing]);
