@@ -8973,7 +8973,7 @@ function withValues(argument, values) {
 }
 /** `--output <format>` of the batch commands. */
 function outputOption() {
-	return new Option("--output <format>", "table, json (one array) or ndjson (a line per document as it finishes)").choices(outputSchema.unwrap().options);
+	return new Option("--output <format>", "table, json (one array; one document named alone: its record, as with --json) or ndjson (a line per document as it finishes)").choices(outputSchema.unwrap().options);
 }
 var outputSchema;
 var init_options = __esmMin((() => {
