@@ -20464,23 +20464,48 @@ var init_inputs = __esmMin((() => {
 	IN_STORE = "part of the notarize store, whose files are never documents";
 	StoreFolder = class {
 		#dir;
-		#holds;
 		#id;
+		/** Whether each folder met (a real path) is the store's or inside it. */
+		#inside = /* @__PURE__ */ new Map();
+		/** The same, by the folder of a path as named. */
+		#namedInside = /* @__PURE__ */ new Map();
 		constructor(dir) {
 			this.#dir = dir;
-			this.#holds = insideDir(dir);
 		}
-		/** Whether a folder, as lstat or stat saw it, is the store's. */
-		is(folder) {
-			this.#id ??= lstatSync(this.#dir, {
+		#identity() {
+			return this.#id ??= lstatSync(this.#dir, {
 				bigint: true,
 				throwIfNoEntry: false
 			});
-			return this.#id !== void 0 && folder.dev === this.#id.dev && folder.ino === this.#id.ino;
 		}
-		/** Whether a path is inside the store's folder. */
+		/** Whether a folder, as lstat or stat saw it, is the store's. */
+		is(folder) {
+			const id = this.#identity();
+			return id !== void 0 && folder.dev === id.dev && folder.ino === id.ino;
+		}
+		/** Whether a path (a file, or a folder named) is inside the store's folder. */
 		holds(path) {
-			return this.#holds(path);
+			if (this.#identity() === void 0) return false;
+			const named = dirname(path);
+			let inside = this.#namedInside.get(named);
+			if (inside === void 0) {
+				const folder = systemRealPath(named);
+				inside = folder !== void 0 && this.#folderInside(folder);
+				this.#namedInside.set(named, inside);
+			}
+			return inside;
+		}
+		#folderInside(folder) {
+			let inside = this.#inside.get(folder);
+			if (inside !== void 0) return inside;
+			const seen = statSync(folder, {
+				bigint: true,
+				throwIfNoEntry: false
+			});
+			const parent = dirname(folder);
+			inside = seen !== void 0 && this.is(seen) || parent !== folder && this.#folderInside(parent);
+			this.#inside.set(folder, inside);
+			return inside;
 		}
 	};
 	BYTE_ORDER_MARK = Buffer.from([

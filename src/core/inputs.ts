@@ -17,7 +17,8 @@
 import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, lstatSync, openSync, statSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
-import { entryPath, insideDir } from '../path-spelling.js';
+import { dirname } from 'node:path';
+import { entryPath, systemRealPath } from '../path-spelling.js';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { InputFileError, UsageError } from '../errors.js';
@@ -93,29 +94,56 @@ export interface SkippedPath {
 const IN_STORE = 'part of the notarize store, whose files are never documents';
 
 /**
- * The store's folder as the documents meet it: by identity where a walk
- * comes to a folder (looked up until it is there: the run itself may make
- * it), by where a named or listed path really is otherwise.
+ * The store's folder as the documents meet it, by identity (device and
+ * inode): the folder a walk comes to, and the folders above a file named or
+ * listed, from its folder's real path up. Not by path: a bind mount, or a
+ * link, shows the same folder under another. Looked up until it is there
+ * (the run itself may make it); each folder is asked about once.
  */
 class StoreFolder {
   readonly #dir: string;
-  readonly #holds: (path: string) => boolean;
   #id: { dev: bigint; ino: bigint } | undefined;
+  /** Whether each folder met (a real path) is the store's or inside it. */
+  readonly #inside = new Map<string, boolean>();
+  /** The same, by the folder of a path as named. */
+  readonly #namedInside = new Map<string, boolean>();
 
   constructor(dir: string) {
     this.#dir = dir;
-    this.#holds = insideDir(dir);
+  }
+
+  #identity(): { dev: bigint; ino: bigint } | undefined {
+    return (this.#id ??= lstatSync(this.#dir, { bigint: true, throwIfNoEntry: false }));
   }
 
   /** Whether a folder, as lstat or stat saw it, is the store's. */
   is(folder: { dev: bigint; ino: bigint }): boolean {
-    this.#id ??= lstatSync(this.#dir, { bigint: true, throwIfNoEntry: false });
-    return this.#id !== undefined && folder.dev === this.#id.dev && folder.ino === this.#id.ino;
+    const id = this.#identity();
+    return id !== undefined && folder.dev === id.dev && folder.ino === id.ino;
   }
 
-  /** Whether a path is inside the store's folder. */
+  /** Whether a path (a file, or a folder named) is inside the store's folder. */
   holds(path: string): boolean {
-    return this.#holds(path);
+    if (this.#identity() === undefined) return false;
+    // Once per folder as named: a list of 100,000 files in one folder asks the system once.
+    const named = dirname(path);
+    let inside = this.#namedInside.get(named);
+    if (inside === undefined) {
+      const folder = systemRealPath(named);
+      inside = folder !== undefined && this.#folderInside(folder);
+      this.#namedInside.set(named, inside);
+    }
+    return inside;
+  }
+
+  #folderInside(folder: string): boolean {
+    let inside = this.#inside.get(folder);
+    if (inside !== undefined) return inside;
+    const seen = statSync(folder, { bigint: true, throwIfNoEntry: false });
+    const parent = dirname(folder);
+    inside = (seen !== undefined && this.is(seen)) || (parent !== folder && this.#folderInside(parent));
+    this.#inside.set(folder, inside);
+    return inside;
   }
 }
 

@@ -302,6 +302,33 @@ describe("expandInputs: the store's folder", () => {
     expect(skipped).toEqual(inStore.map((path) => ({ path, ...store })));
   });
 
+  it.runIf(posix && process.getuid?.() === 0)(
+    "a file listed through a bind mount of the folder holding it is the store's all the same",
+    async (context) => {
+      // By real path it was not (a bind mount shows no link), and was registered and paid for.
+      const root = tree({ 'src/.notarize/credentials.json': '{}', 'src/doc.txt': 'd' });
+      mkdirSync(join(root, 'dst'));
+      try {
+        execFileSync('mount', ['--bind', join(root, 'src'), join(root, 'dst')], { stdio: 'ignore' });
+      } catch {
+        context.skip(); // no mount here (a container without the right): nothing to show
+      }
+      // Unmounted before the temporary folders go (after each test): a mount point cannot be removed.
+      try {
+        const listed = [join(root, 'dst', '.notarize', 'credentials.json'), join(root, 'dst', 'doc.txt')];
+        const { items, skipped } = await expanded(
+          [],
+          { filesFrom: '-', storeDir: join(root, 'src', '.notarize') },
+          Readable.from([`${listed.join('\n')}\n`]),
+        );
+        expect(items.map(summary)).toEqual([join(root, 'dst', 'doc.txt')]);
+        expect(skipped).toEqual([{ path: listed[0], ...store }]);
+      } finally {
+        execFileSync('umount', [join(root, 'dst')]);
+      }
+    },
+  );
+
   it('is found when the run makes it after the documents were named', async () => {
     const root = tree({ 'doc.txt': 'd' });
     const storeDir = join(root, '.notarize');
