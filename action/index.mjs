@@ -24409,7 +24409,7 @@ function configure$2(command, context) {
 		const ctx = context();
 		finish(viewOf(ctx), runConfigList({ resolve: resolver(ctx) }));
 	});
-	command.command("path").description("print the store directory").action(() => {
+	command.command("path").description("print the store directory (with --json: {\"path\"})").action(() => {
 		const ctx = context();
 		finish(viewOf(ctx), runConfigPath({ store: () => ctx.store }));
 	});
@@ -24496,9 +24496,11 @@ function runConfigList(options) {
 }
 /** The store directory: printed as is, with or without --json. */
 function runConfigPath(options) {
+	const path = options.store().dir;
 	return {
 		kind: "value",
-		text: { data: options.store().dir }
+		json: { path },
+		text: { data: path }
 	};
 }
 var init_config = __esmMin((() => {

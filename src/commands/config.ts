@@ -71,7 +71,7 @@ export function configure(command: Command, context: () => Context): void {
     });
   command
     .command('path')
-    .description('print the store directory')
+    .description('print the store directory (with --json: {"path"})')
     .action(() => {
       const ctx = context();
       finish(viewOf(ctx), runConfigPath({ store: () => ctx.store }));
@@ -153,5 +153,7 @@ export function runConfigList(options: { resolve: ResolveSetting }): RowsResult<
 
 /** The store directory: printed as is, with or without --json. */
 export function runConfigPath(options: { store: () => Store }): ValueResult {
-  return { kind: 'value', text: { data: options.store().dir } };
+  const path = options.store().dir;
+  // With --json, JSON as every other command prints: `{"path"}` (it printed the bare path, no JSON).
+  return { kind: 'value', json: { path }, text: { data: path } };
 }

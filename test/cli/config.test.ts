@@ -129,14 +129,17 @@ describe('config run functions', () => {
     expect(lines).toHaveLength(SETTINGS.length + 1);
   });
 
-  it('path: the store directory, printed as is with or without --json', () => {
+  it('path: the store directory as is, or with --json one line of JSON, as every command prints (it printed the bare path)', () => {
     const dir = tempDir();
-    for (const format of ['table', 'json'] as const) {
+    for (const [format, printed] of [
+      ['table', `${dir}\n`],
+      ['json', `${JSON.stringify({ path: dir })}\n`],
+    ] as const) {
       const s = setup({}, {}, dir);
       const result = runConfigPath({ store: s.store });
-      expect(result).toEqual({ kind: 'value', text: { data: dir } });
+      expect(result).toEqual({ kind: 'value', json: { path: dir }, text: { data: dir } });
       present({ io: s.io, env: {}, format }, result);
-      expect(s.stdout()).toBe(`${dir}\n`);
+      expect(s.stdout()).toBe(printed);
     }
   });
 
