@@ -14182,6 +14182,14 @@ async function holdAcross(deps, hash, waitMs) {
 		release();
 	};
 }
+/** The ledger's record of `hash`, or undefined when there is none or it cannot be read (reported where it is read for itself). */
+function recordIfReadable(store, hash) {
+	try {
+		return store.readRecord(hash);
+	} catch {
+		return;
+	}
+}
 /** What a session keeps of a request with --custody, to send the file metadata once completed. */
 function custodyOf(request) {
 	return {
@@ -14273,17 +14281,18 @@ async function finish$1(deps, pending, reusedSession, input, tracked) {
 			message: error.serviceMessage,
 			retiredSession
 		};
+		const recorded = recordIfReadable(deps.store, pending.hash);
 		if (typeof metadata !== "string") return {
 			kind: "already-registered",
 			hash: pending.hash,
-			entry: void 0,
+			entry: recorded,
 			service
 		};
 		await deps.store.removeCustodyOwed(pending.hash).catch(() => void 0);
 		return {
 			kind: "already-registered",
 			hash: pending.hash,
-			entry: void 0,
+			entry: recorded,
 			service,
 			custody: { metadataSent: false }
 		};

@@ -341,6 +341,15 @@ export async function holdAcross(deps: FlowDeps, hash: string, waitMs: number): 
   };
 }
 
+/** The ledger's record of `hash`, or undefined when there is none or it cannot be read (reported where it is read for itself). */
+function recordIfReadable(store: ServiceStore, hash: string): LedgerEntry | undefined {
+  try {
+    return store.readRecord(hash);
+  } catch {
+    return undefined;
+  }
+}
+
 /** What a session keeps of a request with --custody, to send the file metadata once completed. */
 function custodyOf(request: {
   custody: boolean;
@@ -470,15 +479,18 @@ async function finish(
     if (!isAlreadyRegistered(error)) throw error;
     const retiredSession = await retire(deps, pending.hash, `${ANSWERED_409}: ${error.serviceMessage ?? ''}`);
     const service = { message: error.serviceMessage, retiredSession };
+    // Completed meanwhile by the process that took the lock over from this one (stopped past its
+    // lease): the ledger has that record, which the result gives, not null.
+    const recorded = recordIfReadable(deps.store, pending.hash);
     if (typeof metadata !== 'string')
-      return { kind: 'already-registered', hash: pending.hash, entry: undefined, service };
+      return { kind: 'already-registered', hash: pending.hash, entry: recorded, service };
     // Registered, and nothing tells by whom (this session, its answer lost before; or another, without
     // custody): no metadata of ours goes onto it, and the outcome says it was not sent (a known limit).
     await deps.store.removeCustodyOwed(pending.hash).catch(() => undefined);
     return {
       kind: 'already-registered',
       hash: pending.hash,
-      entry: undefined,
+      entry: recorded,
       service,
       custody: { metadataSent: false },
     };

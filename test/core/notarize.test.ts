@@ -842,6 +842,19 @@ describe('complete', () => {
     expect(store.readPending(hash)).toBeUndefined();
   });
 
+  it("a 409 after another process completed it meanwhile (its lock taken over): the ledger's record, not null", async () => {
+    const hash = sha256('completed by the process that took over');
+    const { store, entry } = await requestOnly(hash);
+    const { deps } = world({ store });
+    // As the process that took the lock over does while this one is stopped: completes, saves the record.
+    deps.beforeCompletion = async () => {
+      const answer = await sandboxApi().completeRegistration(hash, entry.sessionJson);
+      await store.saveRecord({ hash, completedAt: NOW.toISOString(), recordJson: answer.raw });
+    };
+    const outcome = await complete(deps, hash, { kind: 'store' });
+    expect(outcome).toMatchObject({ kind: 'already-registered', entry: { hash } });
+  });
+
   it('with the active subscription: read, kept, then sent, for a hash requested elsewhere', async () => {
     const hash = sha256('active');
     await requestOnly(hash);
