@@ -13030,10 +13030,11 @@ var init_service_store = __esmMin((() => {
 			return file;
 		}
 		/**
-		* Why each retired session was put aside (`retiredBecause`), by hash. A
-		* file that cannot be read is left out: it says nothing either way.
+		* Why each retired session was put aside (`retiredBecause`), by hash
+		* (`only`: of that hash alone). A file that cannot be read is left out:
+		* it says nothing either way.
 		*/
-		async retirements() {
+		async retirements(only) {
 			const reasons = /* @__PURE__ */ new Map();
 			let names;
 			try {
@@ -13043,6 +13044,7 @@ var init_service_store = __esmMin((() => {
 			}
 			for (const name of names) {
 				if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue;
+				if (only !== void 0 && !name.startsWith(`${only}.`)) continue;
 				const hash = name.slice(0, 64);
 				try {
 					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, "retired", name)) ?? "{}");
@@ -14051,17 +14053,13 @@ async function register(deps, input) {
 		if (pending === void 0) {
 			const unanswered = input.force ? void 0 : store.readUnanswered(input.hash);
 			if (unanswered !== void 0) throw requestUnread(input.hash, unanswered.requestedAt);
-			if (!input.force && (await deps.confirmed?.())?.has(input.hash)) return {
-				...confirmedBefore(input.hash),
-				...input.custody ? { custody: { metadataSent: false } } : {}
-			};
 			await deps.beforeRequest?.(input.hash);
 			try {
 				pending = await requestStep(deps, input, existing?.completedAt);
 			} catch (error) {
 				if (!isAlreadyRegistered(error)) throw error;
 				const reason = [REQUEST_ANSWERED_409, error.serviceMessage].join(": ");
-				await store.keepAnswered409(input.hash, reason, now(deps)).catch(() => void 0);
+				if (!((await store.retirements(input.hash)).get(input.hash)?.some(says409) === true)) await store.keepAnswered409(input.hash, reason, now(deps)).catch(() => void 0);
 				const service = {
 					message: error.serviceMessage,
 					retiredSession: void 0
@@ -21672,11 +21670,9 @@ var init_register = __esmMin((() => {
 			this.#documents = documents;
 			this.#items = items;
 			this.#baseUrl = baseUrl;
-			let confirmed;
 			this.#deps = {
 				api,
-				store,
-				confirmed: () => confirmed ??= confirmedRoots(store)
+				store
 			};
 			this.#roots = new DocumentRoots({
 				options,

@@ -15,7 +15,6 @@ import { hashFile, hashStream } from '../core/hash.js';
 import { HashPool } from '../core/hash-pool.js';
 import type { SkippedPath } from '../core/inputs.js';
 import {
-  confirmedRoots,
   custodyFailure,
   recordedOutcome,
   register,
@@ -257,7 +256,7 @@ class Registrar {
   readonly #documents: Documents;
   readonly #items: ItemResults;
   readonly #baseUrl: string;
-  readonly #deps: Pick<FlowDeps, 'api' | 'store' | 'confirmed'>;
+  readonly #deps: Pick<FlowDeps, 'api' | 'store'>;
   readonly #pool: HashPool;
   readonly #spinner: Spinner;
   /** Hashes of items, known once hashed, so a failed item still reports its hash. */
@@ -286,9 +285,7 @@ class Registrar {
     this.#documents = documents;
     this.#items = items;
     this.#baseUrl = baseUrl;
-    // Read once for the run, when a document first needs a request step.
-    let confirmed: Promise<ReadonlySet<string>> | undefined;
-    this.#deps = { api, store, confirmed: () => (confirmed ??= confirmedRoots(store)) };
+    this.#deps = { api, store };
     this.#roots = new DocumentRoots({
       options,
       receipts: documents.receipts,

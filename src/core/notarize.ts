@@ -154,14 +154,6 @@ export interface FlowDeps {
    * the flow there, nothing sent.
    */
   beforeRequest?: (hash: string) => Promise<void>;
-  /**
-   * The hashes the service answered 409 for before (confirmedRoots), as the
-   * caller read them once for its run: register sends no request step for
-   * one (without --force), as complete and verify already take its word.
-   * A CI re-run over a document whose record was never received here sent
-   * one each time, and kept one more marker of it in retired/.
-   */
-  confirmed?: () => Promise<ReadonlySet<string>>;
   /** The locks the caller holds across steps (holdAcross), by the name `locked` takes: run under, not taken again. */
   heldAcross?: ReadonlySet<string>;
   /** How long to wait for another process working on the same hash. */
@@ -193,10 +185,6 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
       // session notarize never saw, so only an explicit choice requests again.
       const unanswered = input.force ? undefined : store.readUnanswered(input.hash);
       if (unanswered !== undefined) throw requestUnread(input.hash, unanswered.requestedAt);
-      if (!input.force && (await deps.confirmed?.())?.has(input.hash)) {
-        // No metadata of ours goes onto a registration nothing tells is ours (as after any 409).
-        return { ...confirmedBefore(input.hash), ...(input.custody ? { custody: { metadataSent: false } } : {}) };
-      }
       await deps.beforeRequest?.(input.hash);
       try {
         // With --force over a record: the session says which record it was asked for after.
@@ -205,7 +193,10 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
         if (!isAlreadyRegistered(error)) throw error;
         // Only a help (the service has it whatever happens here): when the disk refuses, the next run asks again.
         const reason = [REQUEST_ANSWERED_409, error.serviceMessage].join(': ');
-        await store.keepAnswered409(input.hash, reason, now(deps)).catch(() => undefined);
+        // One mark is enough: a re-run told 409 again (it asks again: the 409 is an assumption, and one
+        // the service sends for another reason must not stick) kept one more on every CI run.
+        const known = (await store.retirements(input.hash)).get(input.hash)?.some(says409) === true;
+        if (!known) await store.keepAnswered409(input.hash, reason, now(deps)).catch(() => undefined);
         const service = { message: error.serviceMessage, retiredSession: undefined };
         // Asked for custody: as after a forfait answered 409 (finish), no metadata of ours goes onto a
         // registration nothing tells is ours, and the outcome says it was not sent.

@@ -487,10 +487,11 @@ export class ServiceStore {
   }
 
   /**
-   * Why each retired session was put aside (`retiredBecause`), by hash. A
-   * file that cannot be read is left out: it says nothing either way.
+   * Why each retired session was put aside (`retiredBecause`), by hash
+   * (`only`: of that hash alone). A file that cannot be read is left out:
+   * it says nothing either way.
    */
-  async retirements(): Promise<Map<string, string[]>> {
+  async retirements(only?: string): Promise<Map<string, string[]>> {
     const reasons = new Map<string, string[]>();
     let names: string[];
     try {
@@ -500,6 +501,7 @@ export class ServiceStore {
     }
     for (const name of names) {
       if (!/^[0-9a-f]{64}\.[^.]+\.json$/.test(name)) continue; // not .damaged.json, not a temporary file
+      if (only !== undefined && !name.startsWith(`${only}.`)) continue; // one hash's: its files alone read
       const hash = name.slice(0, 64);
       try {
         const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, 'retired', name)) ?? '{}') as {
