@@ -855,6 +855,72 @@ describe('complete', () => {
     expect(outcome).toMatchObject({ kind: 'already-registered', entry: { hash } });
   });
 
+  it('a 409 whose record is damaged meanwhile: already registered, the damaged record left to who reads it', async () => {
+    const hash = sha256('record damaged meanwhile');
+    const { store, entry } = await requestOnly(hash);
+    const { deps } = world({ store });
+    deps.beforeCompletion = async () => {
+      await sandboxApi().completeRegistration(hash, entry.sessionJson);
+      mkdirSync(join(store.ledgerFile(hash), '..'), { recursive: true });
+      writeFileSync(store.ledgerFile(hash), '{ not json');
+    };
+    expect(await complete(deps, hash, { kind: 'store' })).toMatchObject({
+      kind: 'already-registered',
+      entry: undefined,
+    });
+  });
+
+  it('no session, but a 409 kept: the same answer again, nothing sent; a session retired for another reason is none', async () => {
+    // A session retired by a forfait answered 409, and a request step answered 409 (no session): each
+    // is the service's word that it has the hash.
+    const retired = sha256('retired by a 409');
+    const { store, entry } = await requestOnly(retired);
+    await sandboxApi().completeRegistration(retired, entry.sessionJson);
+    const { deps } = world({ store });
+    expect(await complete(deps, retired, { kind: 'store' })).toMatchObject({ kind: 'already-registered' });
+    const asked = sha256('a request step answered 409');
+    const elsewhere = await requestOnly(asked);
+    await sandboxApi().completeRegistration(asked, elsewhere.entry.sessionJson);
+    expect(await register(deps, input(asked))).toMatchObject({ kind: 'already-registered' });
+    const calls = called().length;
+    for (const hash of [retired, asked]) {
+      expect(await complete(deps, hash, { kind: 'store' })).toMatchObject({
+        kind: 'already-registered',
+        entry: undefined,
+        service: { message: expect.stringMatching(/answered 409 for this document before/) as string },
+      });
+    }
+    expect(called()).toHaveLength(calls);
+    // Retired by hand (`pending drop`): no word of the service's; no session to complete.
+    const dropped = sha256('dropped by hand');
+    await requestOnly(dropped, store);
+    await store.retirePending(dropped, 'dropped by hand (notarize pending drop)', NOW);
+    expect(await rejection(complete(deps, dropped, { kind: 'store' }))).toMatchObject({ code: 'no_pending_session' });
+  });
+
+  it("--custody over a request step answered unreadably: its mark keeps the file, which the active subscription's completion sends", async () => {
+    const hash = sha256('custody, request unread');
+    fault('request:truncated*1');
+    const { store, deps } = world();
+    await rejection(register(deps, input(hash, { custody: true, file: FILE })));
+    expect(store.readUnanswered(hash)).toMatchObject({ custody: true, file: FILE });
+    const outcome = await complete(deps, hash, { kind: 'active-subscription' });
+    expect(outcome).toMatchObject({ kind: 'completed', custody: { metadataSent: true } });
+    expect(called()).toContain('file');
+  });
+
+  it('a request step answered 409 again keeps no second mark of it', async () => {
+    const hash = sha256('told 409 twice');
+    const elsewhere = await requestOnly(hash);
+    await sandboxApi().completeRegistration(hash, elsewhere.entry.sessionJson);
+    const { store, deps } = world();
+    const marks = async () => (await store.retirements(hash)).get(hash) ?? [];
+    for (let run = 0; run < 3; run++) {
+      expect(await register(deps, input(hash))).toMatchObject({ kind: 'already-registered' });
+      expect(await marks()).toHaveLength(1);
+    }
+  });
+
   it('with the active subscription: read, kept, then sent, for a hash requested elsewhere', async () => {
     const hash = sha256('active');
     await requestOnly(hash);
