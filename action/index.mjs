@@ -22490,9 +22490,9 @@ async function runComplete(options) {
 				outcome: confirmedBefore(hash),
 				baseUrl
 			};
-			const under = store.readUnanswered(hash) && (await sessionsUnderRoots(store, [hash])).covered.get(hash);
-			if (under) throw underRootUnread(hash, under);
 		}
+		const refused = await unreadUnderRoot(store, hash);
+		if (refused) throw refused;
 		const outcome = await complete({
 			api: await options.api(),
 			store
@@ -22508,7 +22508,20 @@ async function runComplete(options) {
 		spinner.stop();
 	}
 }
-/** The refusal of `complete <hash>` for a document's unread request step, the document under a Merkle root here. */
+/**
+* The refusal to complete a document's own request step answered unreadably
+* (it has no session of its own: --use-active-subscription, --session, or
+* the hint of either) when a Merkle root of this store, registered or
+* pending, holds the document, or a tree that cannot be read may: that would
+* pay for it a second time. Undefined when nothing stands in the way.
+*/
+async function unreadUnderRoot(store, hash) {
+	if (store.readUnanswered(hash) === void 0 || existsSync(store.pendingFile(hash))) return void 0;
+	const { covered, blocked } = await sessionsUnderRoots(store, [hash, ...(await store.listPending()).entries.map((entry) => entry.hash)]);
+	const under = covered.get(hash);
+	return under ? underRootUnread(hash, under) : blocked.get(hash);
+}
+/** The refusal of unreadUnderRoot for a document under a Merkle root here. */
 function underRootUnread(hash, { root, pending }) {
 	return new UsageError(`${hash} is ${pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`}: its own request step, answered unreadably, is not completed (that would pay a second time)`, {
 		code: "under_root",
@@ -22570,7 +22583,11 @@ async function runCompleteMany(options) {
 	const placedMeanwhile = [];
 	/** Registrations whose custody metadata this run sent (said once at the end). */
 	let metadataSent = 0;
-	const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
+	const total = await runAll(hashes, async (hash) => {
+		const refused = await unreadUnderRoot(store, hash);
+		if (refused) throw refused;
+		return complete(deps, hash, source);
+	}, {
 		concurrency: CONCURRENCY,
 		onSettled: (i, settled, hash) => {
 			const index = skipped + i;
@@ -22666,7 +22683,8 @@ have completed it; only \`notarize complete <hash>\` sends it again (a 409 then 
 the session is retired); 'unexpected-shape': the request step's answer was not of the documented
 session shape and was kept as it came: only \`notarize complete <hash>\` sends it back; or 'request-unread': the request step was answered 2xx unreadably, so no
 session was saved (plan '?', session null): complete it with
-\`notarize complete <hash> --use-active-subscription\`, or \`pending drop\` it to let register request anew
+\`notarize complete <hash> --use-active-subscription\` (refused while a Merkle root here holds the document,
+which it then is: under-root or blocked), or \`pending drop\` it to let register request anew
 (\`complete --all\` reports it failed, exit 5; a root's documents are not registered one by one meanwhile).
 ${examples([
 		"notarize pending",
@@ -22730,7 +22748,7 @@ async function runPending(options) {
 		description: e.description,
 		savedAt: e.requestedAt,
 		plan: "?",
-		state: covered.has(e.hash) ? "under-root" : "request-unread",
+		state: covered.has(e.hash) ? "under-root" : blocked.has(e.hash) ? "blocked" : "request-unread",
 		session: null
 	}))].sort((a, b) => a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0);
 	const problems = [...pending.problems, ...unanswered.problems];

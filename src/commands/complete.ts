@@ -134,11 +134,9 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
     // here before credentials are needed (core complete() says it under the lock, for the others).
     if (source.kind === 'store' && store.readRecord(hash) === undefined && !existsSync(store.pendingFile(hash))) {
       if ((await confirmedRoots(store)).has(hash)) return { kind: 'outcome', outcome: confirmedBefore(hash), baseUrl };
-      // Its own request step answered unreadably, the document registered since under a Merkle root:
-      // the way out of an unread step (--use-active-subscription) would pay for it a second time.
-      const under = store.readUnanswered(hash) && (await sessionsUnderRoots(store, [hash])).covered.get(hash);
-      if (under) throw underRootUnread(hash, under);
     }
+    const refused = await unreadUnderRoot(store, hash);
+    if (refused) throw refused;
     const outcome = await complete({ api: await options.api(), store }, hash, source);
     const failure = custodyFailure(outcome);
     return { kind: 'outcome', outcome, baseUrl, ...(failure ? { failure } : {}) };
@@ -147,7 +145,23 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
   }
 }
 
-/** The refusal of `complete <hash>` for a document's unread request step, the document under a Merkle root here. */
+/**
+ * The refusal to complete a document's own request step answered unreadably
+ * (it has no session of its own: --use-active-subscription, --session, or
+ * the hint of either) when a Merkle root of this store, registered or
+ * pending, holds the document, or a tree that cannot be read may: that would
+ * pay for it a second time. Undefined when nothing stands in the way.
+ */
+async function unreadUnderRoot(store: ServiceStore, hash: string): Promise<NotarizeError | undefined> {
+  if (store.readUnanswered(hash) === undefined || existsSync(store.pendingFile(hash))) return undefined;
+  // A pending root counts as being completed (sessionsUnderRoots): its completion pays for the document.
+  const roots = (await store.listPending()).entries.map((entry) => entry.hash);
+  const { covered, blocked } = await sessionsUnderRoots(store, [hash, ...roots]);
+  const under = covered.get(hash);
+  return under ? underRootUnread(hash, under) : blocked.get(hash);
+}
+
+/** The refusal of unreadUnderRoot for a document under a Merkle root here. */
 function underRootUnread(hash: string, { root, pending }: { root: string; pending: boolean }): UsageError {
   return new UsageError(
     `${hash} is ${pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`}: ` +
@@ -242,27 +256,35 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   const placedMeanwhile: string[] = [];
   /** Registrations whose custody metadata this run sent (said once at the end). */
   let metadataSent = 0;
-  const total = await runAll(hashes, (hash) => complete(deps, hash, source), {
-    concurrency: CONCURRENCY,
-    onSettled: (i, settled, hash) => {
-      const index = skipped + i;
-      const failure = settled.ok ? custodyFailure(settled.value) : undefined;
-      if (settled.ok) {
-        // The custody metadata not sent fails the item, its record in it (receiptDetails).
-        options.items.add(index, outcomeResult(null, settled.value, baseUrl, receiptDetails(undefined, failure)));
-        if (failure) tally.add(index, failure);
-        if (sentMetadata(settled.value)) metadataSent++;
-      } else if ('error' in settled && settled.error instanceof UnderRootSince) {
-        placedMeanwhile.push(hash);
-        const reason = `left out: placed under the Merkle root ${settled.error.root} by another process as it was about to be sent, so completing its own session would pay a second time`;
-        options.items.add(index, itemResult(null, hash, 'skipped', { reason }));
-      } else {
-        const error = settledError(settled);
-        options.items.add(index, failedResult(null, hash, error));
-        tally.add(index, error);
-      }
+  const total = await runAll(
+    hashes,
+    async (hash) => {
+      const refused = await unreadUnderRoot(store, hash);
+      if (refused) throw refused;
+      return complete(deps, hash, source);
     },
-  });
+    {
+      concurrency: CONCURRENCY,
+      onSettled: (i, settled, hash) => {
+        const index = skipped + i;
+        const failure = settled.ok ? custodyFailure(settled.value) : undefined;
+        if (settled.ok) {
+          // The custody metadata not sent fails the item, its record in it (receiptDetails).
+          options.items.add(index, outcomeResult(null, settled.value, baseUrl, receiptDetails(undefined, failure)));
+          if (failure) tally.add(index, failure);
+          if (sentMetadata(settled.value)) metadataSent++;
+        } else if ('error' in settled && settled.error instanceof UnderRootSince) {
+          placedMeanwhile.push(hash);
+          const reason = `left out: placed under the Merkle root ${settled.error.root} by another process as it was about to be sent, so completing its own session would pay a second time`;
+          options.items.add(index, itemResult(null, hash, 'skipped', { reason }));
+        } else {
+          const error = settledError(settled);
+          options.items.add(index, failedResult(null, hash, error));
+          tally.add(index, error);
+        }
+      },
+    },
+  );
   warnLeftOut(options.io, placedMeanwhile);
   showMetadataSent(options.io, metadataSent);
   const failure = tally.failure(sent, skipped + total);

@@ -45,7 +45,8 @@ have completed it; only \`notarize complete <hash>\` sends it again (a 409 then 
 the session is retired); 'unexpected-shape': the request step's answer was not of the documented
 session shape and was kept as it came: only \`notarize complete <hash>\` sends it back; or 'request-unread': the request step was answered 2xx unreadably, so no
 session was saved (plan '?', session null): complete it with
-\`notarize complete <hash> --use-active-subscription\`, or \`pending drop\` it to let register request anew
+\`notarize complete <hash> --use-active-subscription\` (refused while a Merkle root here holds the document,
+which it then is: under-root or blocked), or \`pending drop\` it to let register request anew
 (\`complete --all\` reports it failed, exit 5; a root's documents are not registered one by one meanwhile).
 ${examples([
   'notarize pending',
@@ -139,7 +140,11 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
         description: e.description,
         savedAt: e.requestedAt,
         plan: '?',
-        state: covered.has(e.hash) ? ('under-root' as const) : ('request-unread' as const),
+        state: covered.has(e.hash)
+          ? ('under-root' as const)
+          : blocked.has(e.hash)
+            ? ('blocked' as const)
+            : ('request-unread' as const),
         session: null,
       })),
   ].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));

@@ -429,6 +429,31 @@ describe('a 2xx whose body cannot be read', () => {
     expect((await bed.main(['pending', 'drop', hash])).code).toBe(0);
   });
 
+  it('an unread request step under a root pending here, or named with others, or with the active subscription: refused', async () => {
+    // Each of these paid for the document a second time (the review of 72daa7d).
+    const one = await bed.file('unread-pending-root/one.txt', 'unread, then under a pending root');
+    const two = await bed.file('unread-pending-root/two.txt', 'beside it under the pending root');
+    const hash = sha256('unread, then under a pending root');
+    bed.sandbox.addFaults([{ route: 'request', kind: 'truncated', count: 1 }]);
+    expect((await bed.main(['register', one])).code).toBe(5);
+    const aggregate = await bed.main(['register', '--aggregate', one, two, '--no-complete', '--json']);
+    expect(aggregate.code, aggregate.stderr).toBe(0);
+    expect(await pending()).toContainEqual({ hash, state: 'under-root' });
+    const mark = bed.mark();
+    for (const args of [
+      [hash],
+      [hash, '--use-active-subscription'],
+      [hash, sha256('beside it under the pending root')],
+    ]) {
+      const run = await bed.main(['complete', ...args]);
+      expect(run.code, run.stdout + run.stderr).not.toBe(0);
+      expect(run.stdout + run.stderr).toContain(`${hash} is a leaf of the Merkle root`);
+      expect(run.stderr).not.toContain(`notarize complete ${hash} --use-active-subscription`);
+    }
+    expect(routes(bed.callsSince(mark)).filter((r) => r === 'forfait' || r === 'active')).toEqual([]);
+    expect((await bed.main(['pending', 'drop', hash])).code).toBe(0);
+  });
+
   it('--custody over an unread request step: completed with the active subscription, the file metadata is sent', async () => {
     // The metadata was dropped without a word: the record said custody true, and no PUT went out.
     const doc = await bed.file('unread-custody.txt', 'custody over an unread request');
