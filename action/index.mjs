@@ -16320,7 +16320,8 @@ function withoutByteOrderMark(text) {
 * else named like one, a script with a manifest's tail, a member given
 * twice, bytes after its end, is not. What a checkout with core.autocrlf or
 * an editor does to it carries nothing more, and is taken: every line
-* ending in CRLF, a byte order mark at its start.
+* ending in CRLF, a byte order mark at its start, its final line break
+* dropped or doubled.
 */
 function exactManifestDigests(file, root) {
 	try {
@@ -16332,8 +16333,10 @@ function exactManifestDigests(file, root) {
 			if (lines.includes("\r") || lines.replace(/\n/g, "\r\n") !== text) return void 0;
 			text = lines;
 		}
+		if (text.includes("�") && !isUtf8(readFileSync(file))) return void 0;
 		const entry = treeOfText(file, text, root);
-		if ([...treeManifestText(entry)].join("") !== text) return void 0;
+		const written = [...treeManifestText(entry)].join("");
+		if (text !== written && `${text}\n` !== written && text !== `${written}\n`) return void 0;
 		foldedTree(entry, file);
 		return entry.leaves.map((leaf) => leaf.sha256);
 	} catch (error) {
@@ -23367,7 +23370,7 @@ A document that cannot be read (missing, unreadable, not a regular file, a name 
 UTF-8), or a receipt found that cannot be, is a failed result and the others go on.
 Exit 0 when every document is verified; 2 when one could not be checked (nothing is ever
 sent); else 6. A --receipt-dir that is no folder is exit 2. A file a walk finds in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
-tree manifest with the bytes register wrote (CRLF line endings and a byte order mark allowed), is failed too: register passes such files
+tree manifest with the bytes register wrote (CRLF line endings, a byte order mark, its final line break dropped or doubled allowed), is failed too: register passes such files
 over, so they have none (but the temporary file of a receipt or manifest passed over,
 .<name>.<pid>.<tag>.<n>.tmp, that a run stopped before renaming it left there, holding the
 start of that file: passed over, and it can be removed; so named, anything else is unknown; and the

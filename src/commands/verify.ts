@@ -83,7 +83,7 @@ A document that cannot be read (missing, unreadable, not a regular file, a name 
 UTF-8), or a receipt found that cannot be, is a failed result and the others go on.
 Exit 0 when every document is verified; 2 when one could not be checked (nothing is ever
 sent); else 6. A --receipt-dir that is no folder is exit 2. A file a walk finds in --receipt-dir that is no receipt named *${RECEIPT_SUFFIX}, nor a
-tree manifest with the bytes register wrote (CRLF line endings and a byte order mark allowed), is failed too: register passes such files
+tree manifest with the bytes register wrote (CRLF line endings, a byte order mark, its final line break dropped or doubled allowed), is failed too: register passes such files
 over, so they have none (but the temporary file of a receipt or manifest passed over,
 .<name>.<pid>.<tag>.<n>.tmp, that a run stopped before renaming it left there, holding the
 start of that file: passed over, and it can be removed; so named, anything else is unknown; and the

