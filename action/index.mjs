@@ -20496,7 +20496,16 @@ var init_inputs = __esmMin((() => {
 		/** Whether a path (a file, or a folder named) is inside the store's folder. */
 		holds(path) {
 			if (this.#identity() === void 0) return false;
-			const named = dirname(path);
+			if (this.#namedFolderInside(dirname(path))) return true;
+			let link = false;
+			try {
+				link = lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() === true;
+			} catch {}
+			const target = link ? systemRealPath(path) : void 0;
+			return target !== void 0 && this.#folderInside(dirname(target));
+		}
+		/** Once per folder as named: a list of 100,000 files in one folder asks the system once. */
+		#namedFolderInside(named) {
 			let inside = this.#namedInside.get(named);
 			if (inside === void 0) {
 				const folder = systemRealPath(named);

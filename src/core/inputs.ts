@@ -125,8 +125,20 @@ class StoreFolder {
   /** Whether a path (a file, or a folder named) is inside the store's folder. */
   holds(path: string): boolean {
     if (this.#identity() === undefined) return false;
-    // Once per folder as named: a list of 100,000 files in one folder asks the system once.
-    const named = dirname(path);
+    if (this.#namedFolderInside(dirname(path))) return true;
+    // A link named or listed (creds.json -> the store's credentials.json) leads into it from outside.
+    let link = false;
+    try {
+      link = lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() === true;
+    } catch {
+      // A name the system refuses: expandPath says why.
+    }
+    const target = link ? systemRealPath(path) : undefined;
+    return target !== undefined && this.#folderInside(dirname(target));
+  }
+
+  /** Once per folder as named: a list of 100,000 files in one folder asks the system once. */
+  #namedFolderInside(named: string): boolean {
     let inside = this.#namedInside.get(named);
     if (inside === undefined) {
       const folder = systemRealPath(named);

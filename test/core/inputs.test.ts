@@ -329,6 +329,20 @@ describe("expandInputs: the store's folder", () => {
     },
   );
 
+  it.runIf(posix)('a link named or listed that leads to a file of it is passed over too', async () => {
+    // creds.json -> the store's credentials.json was registered and paid for.
+    const root = tree({ 'store/credentials.json': '{}', 'dist/app.bin': 'a' });
+    symlinkSync(join(root, 'store', 'credentials.json'), join(root, 'dist', 'creds.json'));
+    const storeDir = join(root, 'store');
+    const { items, skipped } = await expanded(
+      [join(root, 'dist', 'creds.json')],
+      { filesFrom: '-', storeDir },
+      Readable.from([`${join(root, 'dist', 'creds.json')}\n${join(root, 'dist', 'app.bin')}\n`]),
+    );
+    expect(items.map(summary)).toEqual([join(root, 'dist', 'app.bin')]);
+    expect(skipped.map((s) => s.path)).toEqual([join(root, 'dist', 'creds.json'), join(root, 'dist', 'creds.json')]);
+  });
+
   it('is found when the run makes it after the documents were named', async () => {
     const root = tree({ 'doc.txt': 'd' });
     const storeDir = join(root, '.notarize');
