@@ -15989,13 +15989,11 @@ var init_present = __esmMin((() => {
 */
 function viewOf(ctx, format) {
 	if (format !== void 0 && format !== "json" && ctx.globals.json) throw new UsageError(`--json and --output ${format} ask for two different outputs`, { hint: "--json is --output json: give one of them" });
-	const view = {
+	return {
 		io: ctx.io,
 		env: ctx.env,
 		format: format ?? (ctx.globals.json ? "json" : "table")
 	};
-	if (view.format === "json") ctx.jsonErrors = true;
-	return view;
 }
 /** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
 function finish(view, result) {
@@ -41024,12 +41022,6 @@ var init_context = __esmMin((() => {
 		io;
 		env;
 		globals;
-		/**
-		* Whether main() prints this run's error as JSON: with --json, and once
-		* the command's data is JSON however asked for (`--output json`: see
-		* commands/action.ts viewOf), as README says --json is.
-		*/
-		jsonErrors;
 		#storeModule;
 		#store;
 		#api;
@@ -41040,7 +41032,6 @@ var init_context = __esmMin((() => {
 			this.io = io;
 			this.env = env;
 			this.globals = globals;
-			this.jsonErrors = globals.json === true;
 			this.#storeModule = storeModule;
 			checkSettingFlags(globals);
 			for (const secret of proxySecrets(env)) io.addSecret(secret);
@@ -42020,7 +42011,7 @@ async function main(options = {}) {
 	const program = buildProgram(io, env, state);
 	program.hook("preSubcommand", () => applyExitOverride(program, state));
 	const forgetFlush = flushOnInterrupt(() => io.flush());
-	const json = () => state.outputJson === true || (state.context?.jsonErrors ?? beforeOperands(argv).some(asksForJson(outputIsFormat(state.failed))));
+	const json = () => state.outputJson === true || (state.context ? state.context.globals.json === true : beforeOperands(argv).some(asksForJson(outputIsFormat(state.failed))));
 	let code;
 	try {
 		await program.parseAsync(argv, { from: "user" });

@@ -178,7 +178,10 @@ interface RunState {
   context?: Context;
   /** The command whose parse failed (commander's errors do not say), so the hint can name it. */
   failed?: Command;
-  /** Its options parsed, the command's data is JSON (`--output json`): so are its errors. */
+  /**
+   * Its options parsed, the command's data is JSON (`--output json`): so are its errors, as README
+   * says --json is --output json. Set before the command's own checks of its flags (`-j 0`).
+   */
   outputJson?: boolean;
 }
 
@@ -550,7 +553,9 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   // As parsed once a command runs; before that (the parse failed), as the words before any `--` say.
   const json = () =>
     state.outputJson === true ||
-    (state.context?.jsonErrors ?? beforeOperands(argv).some(asksForJson(outputIsFormat(state.failed))));
+    (state.context
+      ? state.context.globals.json === true
+      : beforeOperands(argv).some(asksForJson(outputIsFormat(state.failed))));
   let code: ExitCode;
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -46,12 +46,6 @@ export class Context {
   readonly io: IO;
   readonly env: NodeJS.ProcessEnv;
   readonly globals: GlobalOptions;
-  /**
-   * Whether main() prints this run's error as JSON: with --json, and once
-   * the command's data is JSON however asked for (`--output json`: see
-   * commands/action.ts viewOf), as README says --json is.
-   */
-  jsonErrors: boolean;
   readonly #storeModule: StoreModule | undefined;
   #store: Store | undefined;
   #api: ApiClient | undefined;
@@ -63,7 +57,6 @@ export class Context {
     this.io = io;
     this.env = env;
     this.globals = globals;
-    this.jsonErrors = globals.json === true;
     this.#storeModule = storeModule;
     checkSettingFlags(globals);
     // A proxy URL may carry a password; no message quotes one, and none may slip through.

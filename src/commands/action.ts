@@ -20,10 +20,7 @@ export function viewOf(ctx: Context, format?: Format): View {
       hint: '--json is --output json: give one of them',
     });
   }
-  const view: View = { io: ctx.io, env: ctx.env, format: format ?? (ctx.globals.json ? 'json' : 'table') };
-  // `--output json` is --json: its errors too.
-  if (view.format === 'json') ctx.jsonErrors = true;
-  return view;
+  return { io: ctx.io, env: ctx.env, format: format ?? (ctx.globals.json ? 'json' : 'table') };
 }
 
 /** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
