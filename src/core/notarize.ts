@@ -332,15 +332,6 @@ export async function holdAcross(deps: FlowDeps, hash: string, waitMs: number): 
   };
 }
 
-/** The ledger's record of `hash`, or undefined when there is none or it cannot be read (reported where it is read for itself). */
-function recordIfReadable(store: ServiceStore, hash: string): LedgerEntry | undefined {
-  try {
-    return store.readRecord(hash);
-  } catch {
-    return undefined;
-  }
-}
-
 /** What a session keeps of a request with --custody, to send the file metadata once completed. */
 function custodyOf(request: {
   custody: boolean;
@@ -407,7 +398,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
       pending = {
         hash,
         description: (source.kind === 'given' ? source.description : undefined) ?? requested?.description ?? '',
-        ...custodyOf({ custody: requested?.custody ?? false, ...requested }),
+        ...custodyOf({ ...requested, custody: requested?.custody ?? false }),
         savedAt: now(deps).toISOString(),
         sessionJson,
       };
@@ -472,7 +463,7 @@ async function finish(
     const service = { message: error.serviceMessage, retiredSession };
     // Completed meanwhile by the process that took the lock over from this one (stopped past its
     // lease): the ledger has that record, which the result gives, not null.
-    const recorded = recordIfReadable(deps.store, pending.hash);
+    const recorded = deps.store.recordIfReadable(pending.hash);
     if (typeof metadata !== 'string')
       return { kind: 'already-registered', hash: pending.hash, entry: recorded, service };
     // Registered, and nothing tells by whom (this session, its answer lost before; or another, without

@@ -538,7 +538,7 @@ export class ServiceStore {
    * next run that meets it removes it when it can tell (provablyLeftover).
    */
   isLeftover(pending: PendingEntry): boolean {
-    const record = this.#recordIfReadable(pending.hash);
+    const record = this.recordIfReadable(pending.hash);
     return record !== undefined && !followsRecord(pending, record);
   }
 
@@ -666,14 +666,14 @@ export class ServiceStore {
   readCustodyOwed(hash: string): CustodyOwed | undefined {
     const owed = ofHash(hash, this.custodyFile(hash), readStoreFile(this.custodyFile(hash), custodyOwedSchema));
     if (owed !== undefined) return owed;
-    const legacy = this.#recordIfReadable(hash);
+    const legacy = this.recordIfReadable(hash);
     return legacy?.custodyOwed === undefined
       ? undefined
       : { hash, savedAt: legacy.completedAt, metadataJson: legacy.custodyOwed };
   }
 
   /** The ledger record of `hash`, or undefined when there is none or it is damaged (reported where it is read). */
-  #recordIfReadable(hash: string): LedgerEntry | undefined {
+  recordIfReadable(hash: string): LedgerEntry | undefined {
     return ifReadable(() => this.readRecord(hash));
   }
 
@@ -694,7 +694,7 @@ export class ServiceStore {
    */
   async removeCustodyOwed(hash: string): Promise<void> {
     await removeFileOffThread(this.custodyFile(hash));
-    const record = this.#recordIfReadable(hash);
+    const record = this.recordIfReadable(hash);
     if (record?.custodyOwed === undefined) return;
     const kept: LedgerEntry = { ...record };
     delete kept.custodyOwed;
