@@ -264,3 +264,12 @@ function valueEnd(json: string, start: number): number {
   }
   return json.length;
 }
+
+/**
+ * A JSON text without the byte order mark an editor may put at its start
+ * (Windows Notepad): no part of the text, and RFC 8259 section 8.1 lets a
+ * reader ignore it. One mark, at the start only.
+ */
+export function withoutByteOrderMark(text: string): string {
+  return text.startsWith('\uFEFF') ? text.slice(1) : text;
+}

@@ -33,7 +33,7 @@
 import { z } from 'zod';
 import { verificationUrl } from '../api/pages.js';
 import { COMPLETED_STATUS, notarizationRecordSchema } from '../api/schemas.js';
-import { hasKeyTwice, jsonDepth, memberText } from '../exact-json.js';
+import { hasKeyTwice, jsonDepth, memberText, withoutByteOrderMark } from '../exact-json.js';
 import { EXIT, NotarizeError } from '../errors.js';
 import { BASE_URL_PATTERN } from '../validation.js';
 import { leafHash, rootFromPath } from './merkle.js';
@@ -207,10 +207,9 @@ function firstIssue(error: z.ZodError): string {
  */
 export function readReceipt(saved: string): ConsistentReceipt | InvalidReceipt {
   const invalid = (reason: string): InvalidReceipt => ({ consistent: false, reason });
-  // A byte order mark an editor put at its start (Windows Notepad) is no part of the JSON text: RFC
-  // 8259 section 8.1 lets a reader ignore it. It made a good receipt 'not JSON', and register's
-  // re-run refuse it as no receipt of its document, with a way out that paid again (--force).
-  const text = saved.startsWith('\uFEFF') ? saved.slice(1) : saved;
+  // A byte order mark made a good receipt 'not JSON', and register's re-run refuse it as no receipt
+  // of its document, with a way out that paid again (--force).
+  const text = withoutByteOrderMark(saved);
   let value: unknown;
   try {
     value = JSON.parse(text);

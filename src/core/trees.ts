@@ -24,6 +24,7 @@ import {
   type TreeLeaf,
 } from '../store/service-store.js';
 import { NotNotarizedError, ProtocolError, StoreError, type NotarizeError } from '../errors.js';
+import { withoutByteOrderMark } from '../exact-json.js';
 import { readRegularFile } from '../store/files.js';
 import { leafHash, MerkleTree } from './merkle.js';
 import { confirmedRoots, says409 } from './notarize.js';
@@ -494,10 +495,6 @@ export function readManifest(
   if (digests !== undefined && wanted && !wanted(digests)) return undefined;
   const entry = treeOfText(file, text, root);
   return digests === undefined && wanted && !wanted(entry.leaves.map((leaf) => leaf.sha256)) ? undefined : entry;
-}
-
-function withoutByteOrderMark(text: string): string {
-  return text.startsWith('\uFEFF') ? text.slice(1) : text;
 }
 
 /**
