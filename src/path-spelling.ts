@@ -10,7 +10,7 @@
  * a folder's name is refused where notarize would write or read a whole
  * folder by name (`parentAfterName`: the store, --receipt-dir).
  */
-import { realpathSync } from 'node:fs';
+import { lstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 
 const SEPARATORS = sep === '\\' ? /[/\\]/ : /\//;
@@ -51,6 +51,19 @@ export function systemRealPath(path: string): string | undefined {
 }
 
 /**
+ * Whether anything (a link included) is at `path`; false when it cannot be
+ * looked up either (a folder above it refuses the search, a name the system
+ * refuses: whoever opens it says why).
+ */
+export function anythingAt(path: string): boolean {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Paths with their folder's real path, the system's, asked once per folder:
  * one file whether its folder is reached through a link or not (the file
  * itself is not followed). A folder that is not there is taken as
@@ -75,7 +88,7 @@ export class RealFolders {
 
 /**
  * Whether a path is inside the folder `dir` (--receipt-dir, whose files are
- * receipts, never documents; the store), by where both really are: a --receipt-dir
+ * receipts, never documents), by where both really are: a --receipt-dir
  * named through a symbolic link (`link/R`, `link` -> `docs`) is the same
  * folder as `docs/R` met walking `docs`. A path's folder is resolved once.
  */

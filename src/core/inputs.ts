@@ -18,7 +18,7 @@ import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, lstatSync, openSync, statSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { entryPath, systemRealPath } from '../path-spelling.js';
+import { anythingAt, entryPath, systemRealPath } from '../path-spelling.js';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { InputFileError, UsageError } from '../errors.js';
@@ -87,7 +87,7 @@ export function itemName(item: InputItem): string {
 export interface SkippedPath {
   path: string;
   reason: string;
-  /** The store's folder or a file in it: passed over as no document at all, never a failure. */
+  /** The store's folder or a file in it: no document (register passes it over; verify fails it: it would ship). */
   ownStore?: boolean;
 }
 
@@ -513,15 +513,9 @@ function passOverStore(path: string, state: ExpandState): void {
  */
 async function* expandCarriageReturn(name: string, state: ExpandState): AsyncGenerator<InputItem> {
   const withIt = `${name}\r`;
-  const there = (path: string) => {
-    try {
-      return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
-    } catch {
-      return false; // a name the system refuses (a NUL in it): expandPath says why, for this line alone
-    }
-  };
-  if (!there(withIt) || !there(name)) {
-    yield* expandPath(there(withIt) ? withIt : name, state);
+  // A name the system refuses (a NUL in it) is not there: expandPath says why, for this line alone.
+  if (!anythingAt(withIt) || !anythingAt(name)) {
+    yield* expandPath(anythingAt(withIt) ? withIt : name, state);
     return;
   }
   const reason = `names both '${name}' and a file whose name ends in a carriage return`;

@@ -41,6 +41,7 @@ import type { z } from 'zod';
 import { NewerStoreFileError, StoreError } from '../errors.js';
 import { isFdShortage, whenFdsFree } from '../fd-shortage.js';
 import { makeDirs } from '../mkdirs.js';
+import { anythingAt } from '../path-spelling.js';
 import { describeZodError } from '../validation.js';
 
 /** The version of the service store's files (their `schemaVersion`): what this notarize writes and reads. */
@@ -145,7 +146,7 @@ function refusedFolder(path: string, changesEntry: boolean): string | undefined 
     }
   }
   const holding = dirname(path);
-  if (!changesEntry && exists(path)) return undefined;
+  if (!changesEntry && anythingAt(path)) return undefined;
   try {
     accessSync(holding, constants.W_OK);
     return undefined;
@@ -166,15 +167,6 @@ function ownPath(path: string, file = false): boolean {
     const uid = myUid();
     if (file && !entry.isFile()) return false;
     return uid === undefined || (entry.uid === uid && target.uid === uid);
-  } catch {
-    return false;
-  }
-}
-
-/** Whether anything is at `path`; false when it cannot be looked up either. */
-function exists(path: string): boolean {
-  try {
-    return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
   } catch {
     return false;
   }
