@@ -10408,6 +10408,14 @@ function valueEnd(json, start) {
 	}
 	return json.length;
 }
+/**
+* A JSON text without the byte order mark an editor may put at its start
+* (Windows Notepad): no part of the text, and RFC 8259 section 8.1 lets a
+* reader ignore it. One mark, at the start only.
+*/
+function withoutByteOrderMark(text) {
+	return text.startsWith("﻿") ? text.slice(1) : text;
+}
 var TAG, slotted, lastChecked, ExactJson, lastCompact;
 var init_exact_json = __esmMin((() => {
 	TAG = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
@@ -10644,7 +10652,7 @@ function readReceipt(saved) {
 		consistent: false,
 		reason
 	});
-	const text = saved.startsWith("﻿") ? saved.slice(1) : saved;
+	const text = withoutByteOrderMark(saved);
 	let value;
 	try {
 		value = JSON.parse(text);
@@ -10834,8 +10842,20 @@ function systemRealPath(path) {
 	}
 }
 /**
+* Whether anything (a link included) is at `path`; false when it cannot be
+* looked up either (a folder above it refuses the search, a name the system
+* refuses: whoever opens it says why).
+*/
+function anythingAt(path) {
+	try {
+		return lstatSync(path, { throwIfNoEntry: false }) !== void 0;
+	} catch {
+		return false;
+	}
+}
+/**
 * Whether a path is inside the folder `dir` (--receipt-dir, whose files are
-* receipts, never documents; the store), by where both really are: a --receipt-dir
+* receipts, never documents), by where both really are: a --receipt-dir
 * named through a symbolic link (`link/R`, `link` -> `docs`) is the same
 * folder as `docs/R` met walking `docs`. A path's folder is resolved once.
 */
@@ -10934,7 +10954,7 @@ function refusedFolder(path, changesEntry) {
 		return folder;
 	}
 	const holding = dirname(path);
-	if (!changesEntry && exists$2(path)) return void 0;
+	if (!changesEntry && anythingAt(path)) return void 0;
 	try {
 		accessSync(holding, constants.W_OK);
 		return;
@@ -10954,14 +10974,6 @@ function ownPath(path, file = false) {
 		const uid = myUid();
 		if (file && !entry.isFile()) return false;
 		return uid === void 0 || entry.uid === uid && target.uid === uid;
-	} catch {
-		return false;
-	}
-}
-/** Whether anything is at `path`; false when it cannot be looked up either. */
-function exists$2(path) {
-	try {
-		return lstatSync(path, { throwIfNoEntry: false }) !== void 0;
 	} catch {
 		return false;
 	}
@@ -11287,6 +11299,7 @@ var init_files = __esmMin((() => {
 	init_errors();
 	init_fd_shortage();
 	init_mkdirs();
+	init_path_spelling();
 	init_validation();
 	O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 	O_DIRECTORY = constants.O_DIRECTORY ?? 0;
@@ -13074,7 +13087,7 @@ var init_service_store = __esmMin((() => {
 		* next run that meets it removes it when it can tell (provablyLeftover).
 		*/
 		isLeftover(pending) {
-			const record = this.#recordIfReadable(pending.hash);
+			const record = this.recordIfReadable(pending.hash);
 			return record !== void 0 && !followsRecord(pending, record);
 		}
 		/**
@@ -13186,7 +13199,7 @@ var init_service_store = __esmMin((() => {
 		readCustodyOwed(hash) {
 			const owed = ofHash(hash, this.custodyFile(hash), readStoreFile(this.custodyFile(hash), custodyOwedSchema));
 			if (owed !== void 0) return owed;
-			const legacy = this.#recordIfReadable(hash);
+			const legacy = this.recordIfReadable(hash);
 			return legacy?.custodyOwed === void 0 ? void 0 : {
 				hash,
 				savedAt: legacy.completedAt,
@@ -13194,7 +13207,7 @@ var init_service_store = __esmMin((() => {
 			};
 		}
 		/** The ledger record of `hash`, or undefined when there is none or it is damaged (reported where it is read). */
-		#recordIfReadable(hash) {
+		recordIfReadable(hash) {
 			return ifReadable(() => this.readRecord(hash));
 		}
 		/** The pending session of `hash`, or undefined when there is none or it is damaged (reported where it is read). */
@@ -13212,7 +13225,7 @@ var init_service_store = __esmMin((() => {
 		*/
 		async removeCustodyOwed(hash) {
 			await removeFileOffThread(this.custodyFile(hash));
-			const record = this.#recordIfReadable(hash);
+			const record = this.recordIfReadable(hash);
 			if (record?.custodyOwed === void 0) return;
 			const kept = { ...record };
 			delete kept.custodyOwed;
@@ -14180,14 +14193,6 @@ async function holdAcross(deps, hash, waitMs) {
 		release();
 	};
 }
-/** The ledger's record of `hash`, or undefined when there is none or it cannot be read (reported where it is read for itself). */
-function recordIfReadable(store, hash) {
-	try {
-		return store.readRecord(hash);
-	} catch {
-		return;
-	}
-}
 /** What a session keeps of a request with --custody, to send the file metadata once completed. */
 function custodyOf(request) {
 	return {
@@ -14229,8 +14234,8 @@ async function complete(deps, hash, source) {
 				hash,
 				description: (source.kind === "given" ? source.description : void 0) ?? requested?.description ?? "",
 				...custodyOf({
-					custody: requested?.custody ?? false,
-					...requested
+					...requested,
+					custody: requested?.custody ?? false
 				}),
 				savedAt: now(deps).toISOString(),
 				sessionJson
@@ -14279,7 +14284,7 @@ async function finish$1(deps, pending, reusedSession, input, tracked) {
 			message: error.serviceMessage,
 			retiredSession
 		};
-		const recorded = recordIfReadable(deps.store, pending.hash);
+		const recorded = deps.store.recordIfReadable(pending.hash);
 		if (typeof metadata !== "string") return {
 			kind: "already-registered",
 			hash: pending.hash,
@@ -16307,9 +16312,6 @@ function readManifest(file, root, wanted) {
 	const entry = treeOfText(file, text, root);
 	return digests === void 0 && wanted && !wanted(entry.leaves.map((leaf) => leaf.sha256)) ? void 0 : entry;
 }
-function withoutByteOrderMark(text) {
-	return text.startsWith("﻿") ? text.slice(1) : text;
-}
 /**
 * The digests of the documents under `root`, when `file` is its tree's
 * manifest with the bytes treeManifestText wrote, its leaves making that
@@ -16360,6 +16362,7 @@ var LoadedTree, RANK, Trees, TREE_MANIFEST_SUFFIX;
 var init_trees = __esmMin((() => {
 	init_service_store();
 	init_errors();
+	init_exact_json();
 	init_files();
 	init_merkle();
 	init_notarize();
@@ -20297,15 +20300,8 @@ function passOverStore(path, state) {
 */
 async function* expandCarriageReturn(name, state) {
 	const withIt = `${name}\r`;
-	const there = (path) => {
-		try {
-			return lstatSync(path, { throwIfNoEntry: false }) !== void 0;
-		} catch {
-			return false;
-		}
-	};
-	if (!there(withIt) || !there(name)) {
-		yield* expandPath(there(withIt) ? withIt : name, state);
+	if (!anythingAt(withIt) || !anythingAt(name)) {
+		yield* expandPath(anythingAt(withIt) ? withIt : name, state);
 		return;
 	}
 	const reason = `names both '${name}' and a file whose name ends in a carriage return`;
@@ -22531,9 +22527,13 @@ async function unreadUnderRoot(store, hash) {
 	const under = covered.get(hash);
 	return under ? underRootUnread(hash, under) : blocked.get(hash);
 }
+/** Where a document stands under the Merkle root `root` of this store (sessionsUnderRoots' covered). */
+function underRoot$1(root, pending) {
+	return pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`;
+}
 /** The refusal of unreadUnderRoot for a document under a Merkle root here. */
 function underRootUnread(hash, { root, pending }) {
-	return new UsageError(`${hash} is ${pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`}: its own request step, answered unreadably, is not completed (that would pay a second time)`, {
+	return new UsageError(`${hash} is ${underRoot$1(root, pending)}: its own request step, answered unreadably, is not completed (that would pay a second time)`, {
 		code: "under_root",
 		hint: `\`notarize pending drop ${hash}\` forgets that request step${pending ? `; \`notarize complete ${root}\` completes the root` : ""}`
 	});
@@ -22558,7 +22558,7 @@ async function runCompleteMany(options) {
 		const { covered, blocked } = await sessionsUnderRoots(store, [...hashes, ...unread.map(([hash]) => hash)]);
 		hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
 		for (const [hash, { root, pending }] of covered) {
-			const reason = `left out: ${pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`}, so completing ${withSession.has(hash) ? "its own session" : "its own request step, answered unreadably,"} would pay a second time`;
+			const reason = `left out: ${underRoot$1(root, pending)}, so completing ${withSession.has(hash) ? "its own session" : "its own request step, answered unreadably,"} would pay a second time`;
 			options.items.add(skipped++, itemResult(null, hash, "skipped", { reason }));
 		}
 		for (const [hash, error] of blocked) {

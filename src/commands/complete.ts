@@ -161,10 +161,17 @@ async function unreadUnderRoot(store: ServiceStore, hash: string): Promise<Notar
   return under ? underRootUnread(hash, under) : blocked.get(hash);
 }
 
+/** Where a document stands under the Merkle root `root` of this store (sessionsUnderRoots' covered). */
+function underRoot(root: string, pending: boolean): string {
+  return pending
+    ? `a leaf of the Merkle root ${root}, pending in this store`
+    : `registered under the Merkle root ${root}`;
+}
+
 /** The refusal of unreadUnderRoot for a document under a Merkle root here. */
 function underRootUnread(hash: string, { root, pending }: { root: string; pending: boolean }): UsageError {
   return new UsageError(
-    `${hash} is ${pending ? `a leaf of the Merkle root ${root}, pending in this store` : `registered under the Merkle root ${root}`}: ` +
+    `${hash} is ${underRoot(root, pending)}: ` +
       'its own request step, answered unreadably, is not completed (that would pay a second time)',
     {
       code: 'under_root',
@@ -204,9 +211,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
     const { covered, blocked } = await sessionsUnderRoots(store, [...hashes, ...unread.map(([hash]) => hash)]);
     hashes = hashes.filter((hash) => !covered.has(hash) && !blocked.has(hash));
     for (const [hash, { root, pending }] of covered) {
-      const under = pending
-        ? `a leaf of the Merkle root ${root}, pending in this store`
-        : `registered under the Merkle root ${root}`;
+      const under = underRoot(root, pending);
       const own = withSession.has(hash) ? 'its own session' : 'its own request step, answered unreadably,';
       const reason = `left out: ${under}, so completing ${own} would pay a second time`;
       options.items.add(skipped++, itemResult(null, hash, 'skipped', { reason }));
