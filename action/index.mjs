@@ -15211,6 +15211,814 @@ var init_source = __esmMin((() => {
 	chalk = createChalk();
 	createChalk({ level: stderrColor ? stderrColor.level : 0 });
 }));
+// node_modules/ansi-regex/index.js
+function ansiRegex({ onlyFirst = false } = {}) {
+	return new RegExp(pattern, onlyFirst ? void 0 : "g");
+}
+var ST, stringControls, osc, controlString, pattern;
+var init_ansi_regex = __esmMin((() => {
+	ST = String.raw`(?:\u001B\u005C|\u009C)`;
+	stringControls = String.raw`\u0018\u001A\u001B\u0080-\u009F`;
+	osc = String.raw`(?:\u001B\]|\u009D)[^\u0007${stringControls}]*(?:\u0007|${ST})`;
+	controlString = String.raw`(?:\u001B[PX^_k]|[\u0090\u0098\u009E\u009F])[^${stringControls}]*${ST}`;
+	pattern = `${String.raw`\u001B\](?:P[\dA-Fa-f]{7}|R)(?:\u0007|${ST})?`}|${osc}|${controlString}|${String.raw`(?:\u001B\[|\u009B)[\u0030-\u003F]*[\u0020-\u002F]*[\u0040-\u007E]`}|${String.raw`\u001B(?:[\u0020-\u002F]+[\u0030-\u007E]|[\dA-PR-TZcf-oq-uy=><~|}])`}`;
+}));
+// node_modules/strip-ansi/index.js
+function stripAnsi(string) {
+	if (typeof string !== "string") throw new TypeError(`Expected a \`string\`, got \`${typeof string}\``);
+	if (!string.includes("\x1B") && !string.includes("")) return string;
+	return string.replace(regex, "");
+}
+var regex;
+var init_strip_ansi = __esmMin((() => {
+	init_ansi_regex();
+	regex = ansiRegex();
+})), ambiguousRanges, fullwidthRanges, wideRanges;
+var init_lookup_data = __esmMin((() => {
+	ambiguousRanges = [
+		161,
+		161,
+		164,
+		164,
+		167,
+		168,
+		170,
+		170,
+		173,
+		174,
+		176,
+		180,
+		182,
+		186,
+		188,
+		191,
+		198,
+		198,
+		208,
+		208,
+		215,
+		216,
+		222,
+		225,
+		230,
+		230,
+		232,
+		234,
+		236,
+		237,
+		240,
+		240,
+		242,
+		243,
+		247,
+		250,
+		252,
+		252,
+		254,
+		254,
+		257,
+		257,
+		273,
+		273,
+		275,
+		275,
+		283,
+		283,
+		294,
+		295,
+		299,
+		299,
+		305,
+		307,
+		312,
+		312,
+		319,
+		322,
+		324,
+		324,
+		328,
+		331,
+		333,
+		333,
+		338,
+		339,
+		358,
+		359,
+		363,
+		363,
+		462,
+		462,
+		464,
+		464,
+		466,
+		466,
+		468,
+		468,
+		470,
+		470,
+		472,
+		472,
+		474,
+		474,
+		476,
+		476,
+		593,
+		593,
+		609,
+		609,
+		708,
+		708,
+		711,
+		711,
+		713,
+		715,
+		717,
+		717,
+		720,
+		720,
+		728,
+		731,
+		733,
+		733,
+		735,
+		735,
+		768,
+		879,
+		913,
+		929,
+		931,
+		937,
+		945,
+		961,
+		963,
+		969,
+		1025,
+		1025,
+		1040,
+		1103,
+		1105,
+		1105,
+		8208,
+		8208,
+		8211,
+		8214,
+		8216,
+		8217,
+		8220,
+		8221,
+		8224,
+		8226,
+		8228,
+		8231,
+		8240,
+		8240,
+		8242,
+		8243,
+		8245,
+		8245,
+		8251,
+		8251,
+		8254,
+		8254,
+		8308,
+		8308,
+		8319,
+		8319,
+		8321,
+		8324,
+		8364,
+		8364,
+		8451,
+		8451,
+		8453,
+		8453,
+		8457,
+		8457,
+		8467,
+		8467,
+		8470,
+		8470,
+		8481,
+		8482,
+		8486,
+		8486,
+		8491,
+		8491,
+		8531,
+		8532,
+		8539,
+		8542,
+		8544,
+		8555,
+		8560,
+		8569,
+		8585,
+		8585,
+		8592,
+		8601,
+		8632,
+		8633,
+		8658,
+		8658,
+		8660,
+		8660,
+		8679,
+		8679,
+		8704,
+		8704,
+		8706,
+		8707,
+		8711,
+		8712,
+		8715,
+		8715,
+		8719,
+		8719,
+		8721,
+		8721,
+		8725,
+		8725,
+		8730,
+		8730,
+		8733,
+		8736,
+		8739,
+		8739,
+		8741,
+		8741,
+		8743,
+		8748,
+		8750,
+		8750,
+		8756,
+		8759,
+		8764,
+		8765,
+		8776,
+		8776,
+		8780,
+		8780,
+		8786,
+		8786,
+		8800,
+		8801,
+		8804,
+		8807,
+		8810,
+		8811,
+		8814,
+		8815,
+		8834,
+		8835,
+		8838,
+		8839,
+		8853,
+		8853,
+		8857,
+		8857,
+		8869,
+		8869,
+		8895,
+		8895,
+		8978,
+		8978,
+		9312,
+		9449,
+		9451,
+		9547,
+		9552,
+		9587,
+		9600,
+		9615,
+		9618,
+		9621,
+		9632,
+		9633,
+		9635,
+		9641,
+		9650,
+		9651,
+		9654,
+		9655,
+		9660,
+		9661,
+		9664,
+		9665,
+		9670,
+		9672,
+		9675,
+		9675,
+		9678,
+		9681,
+		9698,
+		9701,
+		9711,
+		9711,
+		9733,
+		9734,
+		9737,
+		9737,
+		9742,
+		9743,
+		9756,
+		9756,
+		9758,
+		9758,
+		9792,
+		9792,
+		9794,
+		9794,
+		9824,
+		9825,
+		9827,
+		9829,
+		9831,
+		9834,
+		9836,
+		9837,
+		9839,
+		9839,
+		9886,
+		9887,
+		9919,
+		9919,
+		9926,
+		9933,
+		9935,
+		9939,
+		9941,
+		9953,
+		9955,
+		9955,
+		9960,
+		9961,
+		9963,
+		9969,
+		9972,
+		9972,
+		9974,
+		9977,
+		9979,
+		9980,
+		9982,
+		9983,
+		10045,
+		10045,
+		10102,
+		10111,
+		11094,
+		11097,
+		12872,
+		12879,
+		57344,
+		63743,
+		65024,
+		65039,
+		65533,
+		65533,
+		127232,
+		127242,
+		127248,
+		127277,
+		127280,
+		127337,
+		127344,
+		127373,
+		127375,
+		127376,
+		127387,
+		127404,
+		917760,
+		917999,
+		983040,
+		1048573,
+		1048576,
+		1114109
+	];
+	fullwidthRanges = [
+		12288,
+		12288,
+		65281,
+		65376,
+		65504,
+		65510
+	];
+	wideRanges = [
+		4352,
+		4447,
+		8986,
+		8987,
+		9001,
+		9002,
+		9193,
+		9196,
+		9200,
+		9200,
+		9203,
+		9203,
+		9725,
+		9726,
+		9748,
+		9749,
+		9776,
+		9783,
+		9800,
+		9811,
+		9855,
+		9855,
+		9866,
+		9871,
+		9875,
+		9875,
+		9889,
+		9889,
+		9898,
+		9899,
+		9917,
+		9918,
+		9924,
+		9925,
+		9934,
+		9934,
+		9940,
+		9940,
+		9962,
+		9962,
+		9970,
+		9971,
+		9973,
+		9973,
+		9978,
+		9978,
+		9981,
+		9981,
+		9989,
+		9989,
+		9994,
+		9995,
+		10024,
+		10024,
+		10060,
+		10060,
+		10062,
+		10062,
+		10067,
+		10069,
+		10071,
+		10071,
+		10133,
+		10135,
+		10160,
+		10160,
+		10175,
+		10175,
+		11035,
+		11036,
+		11088,
+		11088,
+		11093,
+		11093,
+		11904,
+		11929,
+		11931,
+		12019,
+		12032,
+		12245,
+		12272,
+		12287,
+		12289,
+		12350,
+		12353,
+		12438,
+		12441,
+		12543,
+		12549,
+		12591,
+		12593,
+		12686,
+		12688,
+		12773,
+		12783,
+		12830,
+		12832,
+		12871,
+		12880,
+		42124,
+		42128,
+		42182,
+		43360,
+		43388,
+		44032,
+		55203,
+		63744,
+		64255,
+		65040,
+		65049,
+		65072,
+		65106,
+		65108,
+		65126,
+		65128,
+		65131,
+		94176,
+		94180,
+		94192,
+		94198,
+		94208,
+		101594,
+		101631,
+		101664,
+		101760,
+		101874,
+		101888,
+		102801,
+		102816,
+		102866,
+		110576,
+		110579,
+		110581,
+		110587,
+		110589,
+		110590,
+		110592,
+		110888,
+		110898,
+		110898,
+		110928,
+		110930,
+		110933,
+		110933,
+		110948,
+		110952,
+		110960,
+		111355,
+		119552,
+		119638,
+		119648,
+		119670,
+		126980,
+		126980,
+		127183,
+		127183,
+		127374,
+		127374,
+		127377,
+		127386,
+		127406,
+		127406,
+		127488,
+		127490,
+		127504,
+		127547,
+		127552,
+		127560,
+		127568,
+		127569,
+		127584,
+		127589,
+		127744,
+		127776,
+		127789,
+		127797,
+		127799,
+		127868,
+		127870,
+		127891,
+		127904,
+		127946,
+		127951,
+		127955,
+		127968,
+		127984,
+		127988,
+		127988,
+		127992,
+		128062,
+		128064,
+		128064,
+		128066,
+		128252,
+		128255,
+		128317,
+		128331,
+		128334,
+		128336,
+		128359,
+		128378,
+		128378,
+		128405,
+		128406,
+		128420,
+		128420,
+		128507,
+		128591,
+		128640,
+		128709,
+		128716,
+		128716,
+		128720,
+		128722,
+		128725,
+		128729,
+		128732,
+		128735,
+		128747,
+		128748,
+		128756,
+		128764,
+		128986,
+		128986,
+		128992,
+		129003,
+		129008,
+		129008,
+		129292,
+		129338,
+		129340,
+		129349,
+		129351,
+		129535,
+		129648,
+		129660,
+		129664,
+		129734,
+		129736,
+		129736,
+		129740,
+		129757,
+		129759,
+		129771,
+		129775,
+		129786,
+		131072,
+		196605,
+		196608,
+		262141
+	];
+}));
+// node_modules/get-east-asian-width/utilities.js
+var isInRange;
+var init_utilities = __esmMin((() => {
+	isInRange = (ranges, codePoint) => {
+		let low = 0;
+		let high = Math.floor(ranges.length / 2) - 1;
+		while (low <= high) {
+			const mid = Math.floor((low + high) / 2);
+			const i = mid * 2;
+			if (codePoint < ranges[i]) high = mid - 1;
+			else if (codePoint > ranges[i + 1]) low = mid + 1;
+			else return true;
+		}
+		return false;
+	};
+}));
+// node_modules/get-east-asian-width/lookup.js
+function findWideFastPathRange(ranges) {
+	let fastPathStart = ranges[0];
+	let fastPathEnd = ranges[1];
+	for (let index = 0; index < ranges.length; index += 2) {
+		const start = ranges[index];
+		const end = ranges[index + 1];
+		if (commonCjkCodePoint >= start && commonCjkCodePoint <= end) return [start, end];
+		if (end - start > fastPathEnd - fastPathStart) {
+			fastPathStart = start;
+			fastPathEnd = end;
+		}
+	}
+	return [fastPathStart, fastPathEnd];
+}
+var commonCjkCodePoint, wideFastPathStart, wideFastPathEnd, isAmbiguous, isFullwidth, isWide;
+var init_lookup = __esmMin((() => {
+	init_lookup_data();
+	init_utilities();
+	commonCjkCodePoint = 19968;
+	[wideFastPathStart, wideFastPathEnd] = /* #__PURE__ */ findWideFastPathRange(wideRanges);
+	isAmbiguous = (codePoint) => {
+		if (codePoint < 161 || codePoint > 1114109) return false;
+		return isInRange(ambiguousRanges, codePoint);
+	};
+	isFullwidth = (codePoint) => {
+		if (codePoint < 12288 || codePoint > 65510) return false;
+		return isInRange(fullwidthRanges, codePoint);
+	};
+	isWide = (codePoint) => {
+		if (codePoint >= wideFastPathStart && codePoint <= wideFastPathEnd) return true;
+		if (codePoint < 4352 || codePoint > 262141) return false;
+		return isInRange(wideRanges, codePoint);
+	};
+}));
+// node_modules/get-east-asian-width/index.js
+function validate(codePoint) {
+	if (!Number.isSafeInteger(codePoint)) throw new TypeError(`Expected a code point, got \`${typeof codePoint}\`.`);
+}
+function eastAsianWidth(codePoint, { ambiguousAsWide = false } = {}) {
+	validate(codePoint);
+	if (isFullwidth(codePoint) || isWide(codePoint) || ambiguousAsWide && isAmbiguous(codePoint)) return 2;
+	return 1;
+}
+var init_get_east_asian_width = __esmMin((() => {
+	init_lookup();
+}));
+// node_modules/string-width/index.js
+function isDoubleWidthNonRgiEmojiSequence(segment) {
+	if (segment.length > 50) return false;
+	if (unqualifiedKeycapRegex.test(segment)) return true;
+	if (segment.includes("‍")) {
+		const pictographics = segment.match(extendedPictographicRegex);
+		return pictographics !== null && pictographics.length >= 2;
+	}
+	return false;
+}
+function baseVisible(segment) {
+	const index = segment.search(visibleCharacterRegex);
+	return index === -1 ? void 0 : segment.slice(index);
+}
+function isHangulLeadingJamo(codePoint) {
+	return codePoint >= 4352 && codePoint <= 4447 || codePoint >= 43360 && codePoint <= 43388;
+}
+function isHangulVowelJamo(codePoint) {
+	return codePoint >= 4448 && codePoint <= 4519 || codePoint >= 55216 && codePoint <= 55238;
+}
+function isHangulTrailingJamo(codePoint) {
+	return codePoint >= 4520 && codePoint <= 4607 || codePoint >= 55243 && codePoint <= 55291;
+}
+function isHangulJamo(codePoint) {
+	return isHangulLeadingJamo(codePoint) || isHangulVowelJamo(codePoint) || isHangulTrailingJamo(codePoint);
+}
+function hangulClusterWidth(visibleSegment, eastAsianWidthOptions) {
+	const codePoints = [];
+	for (const character of visibleSegment) {
+		if (!visibleCharacterRegex.test(character)) continue;
+		codePoints.push(character.codePointAt(0));
+	}
+	if (codePoints.length === 0) return;
+	let width = 0;
+	for (let index = 0; index < codePoints.length; index++) {
+		const codePoint = codePoints[index];
+		if (!isHangulJamo(codePoint)) {
+			if (width === 0) return;
+			for (let remaining = index; remaining < codePoints.length; remaining++) width += eastAsianWidth(codePoints[remaining], eastAsianWidthOptions);
+			return width;
+		}
+		if (isHangulLeadingJamo(codePoint) && isHangulVowelJamo(codePoints[index + 1])) {
+			width += 2;
+			index += isHangulTrailingJamo(codePoints[index + 2]) ? 2 : 1;
+			continue;
+		}
+		width += eastAsianWidth(codePoint, eastAsianWidthOptions);
+	}
+	return width;
+}
+function trailingWidth(visibleSegment, eastAsianWidthOptions) {
+	let extra = 0;
+	let first = true;
+	for (const character of visibleSegment) {
+		if (first) {
+			first = false;
+			continue;
+		}
+		if (spacingMarkRegex.test(character) || character >= "＀" && character <= "￯") extra += eastAsianWidth(character.codePointAt(0), eastAsianWidthOptions);
+	}
+	return extra;
+}
+function stringWidth(input, options = {}) {
+	if (typeof input !== "string" || input.length === 0) return 0;
+	const { ambiguousIsNarrow = true, countAnsiEscapeCodes = false } = options;
+	let string = input;
+	if (!countAnsiEscapeCodes && (string.includes("\x1B") || string.includes(""))) string = stripAnsi(string);
+	if (string.length === 0) return 0;
+	if (/^[\u0020-\u007E]*$/.test(string)) return string.length;
+	let width = 0;
+	const eastAsianWidthOptions = { ambiguousAsWide: !ambiguousIsNarrow };
+	for (const { segment } of segmenter.segment(string)) {
+		const visibleSegment = baseVisible(segment);
+		if (visibleSegment === void 0) continue;
+		if (rgiEmojiRegex.test(segment) || isDoubleWidthNonRgiEmojiSequence(segment)) {
+			width += 2;
+			continue;
+		}
+		const hangulWidth = hangulClusterWidth(visibleSegment, eastAsianWidthOptions);
+		if (hangulWidth !== void 0) {
+			width += hangulWidth;
+			continue;
+		}
+		const codePoint = visibleSegment.codePointAt(0);
+		width += eastAsianWidth(codePoint, eastAsianWidthOptions);
+		width += trailingWidth(visibleSegment, eastAsianWidthOptions);
+	}
+	return width;
+}
+var segmenter, visibleCharacterRegex, spacingMarkRegex, rgiEmojiRegex, unqualifiedKeycapRegex, extendedPictographicRegex;
+var init_string_width = __esmMin((() => {
+	init_strip_ansi();
+	init_get_east_asian_width();
+	segmenter = new Intl.Segmenter();
+	visibleCharacterRegex = /[^\p{Default_Ignorable_Code_Point}\p{Control}\p{Format}\p{Nonspacing_Mark}\p{Enclosing_Mark}\p{Surrogate}]/v;
+	spacingMarkRegex = /\p{Spacing_Mark}/v;
+	rgiEmojiRegex = /^\p{RGI_Emoji}$/v;
+	unqualifiedKeycapRegex = /^[\d#*]\u20E3$/;
+	extendedPictographicRegex = /\p{Extended_Pictographic}/gu;
+}));
 // dist/output/safe-text.js
 function escapeOne(char) {
 	const short = SHORT[char];
@@ -15280,8 +16088,8 @@ var init_safe_text = __esmMin((() => {
 function renderRecord(record, extra, colour) {
 	const chalk = new Chalk({ level: colour ? 1 : 0 });
 	const rows = [...Object.entries(record).map(([key, value]) => [key, formatValue(key, value)]), ...Object.entries(extra)].map(([key, value]) => startingLine([forTerminal(key), forTerminal(value)]));
-	const width = rows.reduce((widest, [key]) => Math.max(widest, key.length), 0);
-	return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join("\n");
+	const width = rows.reduce((widest, [key]) => Math.max(widest, stringWidth(key)), 0);
+	return rows.map(([key, value]) => `${chalk.bold(padToColumns(key, width))}  ${value}`).join("\n");
 }
 /** A value on one line; an ExactJson (a number or object the service sent) as its exact text. */
 function formatValue(key, value) {
@@ -15307,10 +16115,23 @@ function isoOrRaw(ms) {
 function tableLines(headers, rows, colour) {
 	const chalk = new Chalk({ level: colour ? 1 : 0 });
 	const shown = rows.map((row) => startingLine(row.map(forTerminal)));
-	const widths = headers.map((h) => h.length);
-	for (const row of shown) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i], (row[i] ?? "").length);
-	const line = (cells) => cells.map((cell, i) => i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
-	return [chalk.bold(line(headers)), ...shown.map(line)];
+	const columnsOf = (cells) => cells.map((cell) => stringWidth(cell));
+	const headerColumns = columnsOf(headers);
+	const shownColumns = shown.map(columnsOf);
+	const widths = [...headerColumns];
+	for (const row of shownColumns) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i], row[i] ?? 0);
+	const line = (cells, columns) => cells.map((cell, i) => i === cells.length - 1 ? cell : padToColumns(cell, widths[i], columns[i])).join("  ").trimEnd();
+	return [chalk.bold(line(headers, headerColumns)), ...shown.map((row, i) => line(row, shownColumns[i]))];
+}
+/**
+* `text` followed by spaces up to `columns` columns of a terminal: counted as
+* a terminal shows them (string-width: a CJK character or an emoji takes two,
+* a combining mark none), not in UTF-16 units as `padEnd` counts, so columns
+* of names in any script line up. `used`: the columns `text` takes, when
+* already measured.
+*/
+function padToColumns(text, columns, used = stringWidth(text)) {
+	return text + " ".repeat(Math.max(0, columns - used));
 }
 /**
 * The escaped cells of one line, with what begins the line passed through
@@ -15354,6 +16175,7 @@ function formatBytes(bytes) {
 }
 var init_render = __esmMin((() => {
 	init_source();
+	init_string_width();
 	init_exact_json();
 	init_safe_text();
 }));
@@ -28934,814 +29756,6 @@ var init_symbols = __esmMin((() => {
 // node_modules/log-symbols/index.js
 var init_log_symbols = __esmMin((() => {
 	init_symbols();
-}));
-// node_modules/ansi-regex/index.js
-function ansiRegex({ onlyFirst = false } = {}) {
-	return new RegExp(pattern, onlyFirst ? void 0 : "g");
-}
-var ST, stringControls, osc, controlString, pattern;
-var init_ansi_regex = __esmMin((() => {
-	ST = String.raw`(?:\u001B\u005C|\u009C)`;
-	stringControls = String.raw`\u0018\u001A\u001B\u0080-\u009F`;
-	osc = String.raw`(?:\u001B\]|\u009D)[^\u0007${stringControls}]*(?:\u0007|${ST})`;
-	controlString = String.raw`(?:\u001B[PX^_k]|[\u0090\u0098\u009E\u009F])[^${stringControls}]*${ST}`;
-	pattern = `${String.raw`\u001B\](?:P[\dA-Fa-f]{7}|R)(?:\u0007|${ST})?`}|${osc}|${controlString}|${String.raw`(?:\u001B\[|\u009B)[\u0030-\u003F]*[\u0020-\u002F]*[\u0040-\u007E]`}|${String.raw`\u001B(?:[\u0020-\u002F]+[\u0030-\u007E]|[\dA-PR-TZcf-oq-uy=><~|}])`}`;
-}));
-// node_modules/strip-ansi/index.js
-function stripAnsi(string) {
-	if (typeof string !== "string") throw new TypeError(`Expected a \`string\`, got \`${typeof string}\``);
-	if (!string.includes("\x1B") && !string.includes("")) return string;
-	return string.replace(regex, "");
-}
-var regex;
-var init_strip_ansi = __esmMin((() => {
-	init_ansi_regex();
-	regex = ansiRegex();
-})), ambiguousRanges, fullwidthRanges, wideRanges;
-var init_lookup_data = __esmMin((() => {
-	ambiguousRanges = [
-		161,
-		161,
-		164,
-		164,
-		167,
-		168,
-		170,
-		170,
-		173,
-		174,
-		176,
-		180,
-		182,
-		186,
-		188,
-		191,
-		198,
-		198,
-		208,
-		208,
-		215,
-		216,
-		222,
-		225,
-		230,
-		230,
-		232,
-		234,
-		236,
-		237,
-		240,
-		240,
-		242,
-		243,
-		247,
-		250,
-		252,
-		252,
-		254,
-		254,
-		257,
-		257,
-		273,
-		273,
-		275,
-		275,
-		283,
-		283,
-		294,
-		295,
-		299,
-		299,
-		305,
-		307,
-		312,
-		312,
-		319,
-		322,
-		324,
-		324,
-		328,
-		331,
-		333,
-		333,
-		338,
-		339,
-		358,
-		359,
-		363,
-		363,
-		462,
-		462,
-		464,
-		464,
-		466,
-		466,
-		468,
-		468,
-		470,
-		470,
-		472,
-		472,
-		474,
-		474,
-		476,
-		476,
-		593,
-		593,
-		609,
-		609,
-		708,
-		708,
-		711,
-		711,
-		713,
-		715,
-		717,
-		717,
-		720,
-		720,
-		728,
-		731,
-		733,
-		733,
-		735,
-		735,
-		768,
-		879,
-		913,
-		929,
-		931,
-		937,
-		945,
-		961,
-		963,
-		969,
-		1025,
-		1025,
-		1040,
-		1103,
-		1105,
-		1105,
-		8208,
-		8208,
-		8211,
-		8214,
-		8216,
-		8217,
-		8220,
-		8221,
-		8224,
-		8226,
-		8228,
-		8231,
-		8240,
-		8240,
-		8242,
-		8243,
-		8245,
-		8245,
-		8251,
-		8251,
-		8254,
-		8254,
-		8308,
-		8308,
-		8319,
-		8319,
-		8321,
-		8324,
-		8364,
-		8364,
-		8451,
-		8451,
-		8453,
-		8453,
-		8457,
-		8457,
-		8467,
-		8467,
-		8470,
-		8470,
-		8481,
-		8482,
-		8486,
-		8486,
-		8491,
-		8491,
-		8531,
-		8532,
-		8539,
-		8542,
-		8544,
-		8555,
-		8560,
-		8569,
-		8585,
-		8585,
-		8592,
-		8601,
-		8632,
-		8633,
-		8658,
-		8658,
-		8660,
-		8660,
-		8679,
-		8679,
-		8704,
-		8704,
-		8706,
-		8707,
-		8711,
-		8712,
-		8715,
-		8715,
-		8719,
-		8719,
-		8721,
-		8721,
-		8725,
-		8725,
-		8730,
-		8730,
-		8733,
-		8736,
-		8739,
-		8739,
-		8741,
-		8741,
-		8743,
-		8748,
-		8750,
-		8750,
-		8756,
-		8759,
-		8764,
-		8765,
-		8776,
-		8776,
-		8780,
-		8780,
-		8786,
-		8786,
-		8800,
-		8801,
-		8804,
-		8807,
-		8810,
-		8811,
-		8814,
-		8815,
-		8834,
-		8835,
-		8838,
-		8839,
-		8853,
-		8853,
-		8857,
-		8857,
-		8869,
-		8869,
-		8895,
-		8895,
-		8978,
-		8978,
-		9312,
-		9449,
-		9451,
-		9547,
-		9552,
-		9587,
-		9600,
-		9615,
-		9618,
-		9621,
-		9632,
-		9633,
-		9635,
-		9641,
-		9650,
-		9651,
-		9654,
-		9655,
-		9660,
-		9661,
-		9664,
-		9665,
-		9670,
-		9672,
-		9675,
-		9675,
-		9678,
-		9681,
-		9698,
-		9701,
-		9711,
-		9711,
-		9733,
-		9734,
-		9737,
-		9737,
-		9742,
-		9743,
-		9756,
-		9756,
-		9758,
-		9758,
-		9792,
-		9792,
-		9794,
-		9794,
-		9824,
-		9825,
-		9827,
-		9829,
-		9831,
-		9834,
-		9836,
-		9837,
-		9839,
-		9839,
-		9886,
-		9887,
-		9919,
-		9919,
-		9926,
-		9933,
-		9935,
-		9939,
-		9941,
-		9953,
-		9955,
-		9955,
-		9960,
-		9961,
-		9963,
-		9969,
-		9972,
-		9972,
-		9974,
-		9977,
-		9979,
-		9980,
-		9982,
-		9983,
-		10045,
-		10045,
-		10102,
-		10111,
-		11094,
-		11097,
-		12872,
-		12879,
-		57344,
-		63743,
-		65024,
-		65039,
-		65533,
-		65533,
-		127232,
-		127242,
-		127248,
-		127277,
-		127280,
-		127337,
-		127344,
-		127373,
-		127375,
-		127376,
-		127387,
-		127404,
-		917760,
-		917999,
-		983040,
-		1048573,
-		1048576,
-		1114109
-	];
-	fullwidthRanges = [
-		12288,
-		12288,
-		65281,
-		65376,
-		65504,
-		65510
-	];
-	wideRanges = [
-		4352,
-		4447,
-		8986,
-		8987,
-		9001,
-		9002,
-		9193,
-		9196,
-		9200,
-		9200,
-		9203,
-		9203,
-		9725,
-		9726,
-		9748,
-		9749,
-		9776,
-		9783,
-		9800,
-		9811,
-		9855,
-		9855,
-		9866,
-		9871,
-		9875,
-		9875,
-		9889,
-		9889,
-		9898,
-		9899,
-		9917,
-		9918,
-		9924,
-		9925,
-		9934,
-		9934,
-		9940,
-		9940,
-		9962,
-		9962,
-		9970,
-		9971,
-		9973,
-		9973,
-		9978,
-		9978,
-		9981,
-		9981,
-		9989,
-		9989,
-		9994,
-		9995,
-		10024,
-		10024,
-		10060,
-		10060,
-		10062,
-		10062,
-		10067,
-		10069,
-		10071,
-		10071,
-		10133,
-		10135,
-		10160,
-		10160,
-		10175,
-		10175,
-		11035,
-		11036,
-		11088,
-		11088,
-		11093,
-		11093,
-		11904,
-		11929,
-		11931,
-		12019,
-		12032,
-		12245,
-		12272,
-		12287,
-		12289,
-		12350,
-		12353,
-		12438,
-		12441,
-		12543,
-		12549,
-		12591,
-		12593,
-		12686,
-		12688,
-		12773,
-		12783,
-		12830,
-		12832,
-		12871,
-		12880,
-		42124,
-		42128,
-		42182,
-		43360,
-		43388,
-		44032,
-		55203,
-		63744,
-		64255,
-		65040,
-		65049,
-		65072,
-		65106,
-		65108,
-		65126,
-		65128,
-		65131,
-		94176,
-		94180,
-		94192,
-		94198,
-		94208,
-		101594,
-		101631,
-		101664,
-		101760,
-		101874,
-		101888,
-		102801,
-		102816,
-		102866,
-		110576,
-		110579,
-		110581,
-		110587,
-		110589,
-		110590,
-		110592,
-		110888,
-		110898,
-		110898,
-		110928,
-		110930,
-		110933,
-		110933,
-		110948,
-		110952,
-		110960,
-		111355,
-		119552,
-		119638,
-		119648,
-		119670,
-		126980,
-		126980,
-		127183,
-		127183,
-		127374,
-		127374,
-		127377,
-		127386,
-		127406,
-		127406,
-		127488,
-		127490,
-		127504,
-		127547,
-		127552,
-		127560,
-		127568,
-		127569,
-		127584,
-		127589,
-		127744,
-		127776,
-		127789,
-		127797,
-		127799,
-		127868,
-		127870,
-		127891,
-		127904,
-		127946,
-		127951,
-		127955,
-		127968,
-		127984,
-		127988,
-		127988,
-		127992,
-		128062,
-		128064,
-		128064,
-		128066,
-		128252,
-		128255,
-		128317,
-		128331,
-		128334,
-		128336,
-		128359,
-		128378,
-		128378,
-		128405,
-		128406,
-		128420,
-		128420,
-		128507,
-		128591,
-		128640,
-		128709,
-		128716,
-		128716,
-		128720,
-		128722,
-		128725,
-		128729,
-		128732,
-		128735,
-		128747,
-		128748,
-		128756,
-		128764,
-		128986,
-		128986,
-		128992,
-		129003,
-		129008,
-		129008,
-		129292,
-		129338,
-		129340,
-		129349,
-		129351,
-		129535,
-		129648,
-		129660,
-		129664,
-		129734,
-		129736,
-		129736,
-		129740,
-		129757,
-		129759,
-		129771,
-		129775,
-		129786,
-		131072,
-		196605,
-		196608,
-		262141
-	];
-}));
-// node_modules/get-east-asian-width/utilities.js
-var isInRange;
-var init_utilities = __esmMin((() => {
-	isInRange = (ranges, codePoint) => {
-		let low = 0;
-		let high = Math.floor(ranges.length / 2) - 1;
-		while (low <= high) {
-			const mid = Math.floor((low + high) / 2);
-			const i = mid * 2;
-			if (codePoint < ranges[i]) high = mid - 1;
-			else if (codePoint > ranges[i + 1]) low = mid + 1;
-			else return true;
-		}
-		return false;
-	};
-}));
-// node_modules/get-east-asian-width/lookup.js
-function findWideFastPathRange(ranges) {
-	let fastPathStart = ranges[0];
-	let fastPathEnd = ranges[1];
-	for (let index = 0; index < ranges.length; index += 2) {
-		const start = ranges[index];
-		const end = ranges[index + 1];
-		if (commonCjkCodePoint >= start && commonCjkCodePoint <= end) return [start, end];
-		if (end - start > fastPathEnd - fastPathStart) {
-			fastPathStart = start;
-			fastPathEnd = end;
-		}
-	}
-	return [fastPathStart, fastPathEnd];
-}
-var commonCjkCodePoint, wideFastPathStart, wideFastPathEnd, isAmbiguous, isFullwidth, isWide;
-var init_lookup = __esmMin((() => {
-	init_lookup_data();
-	init_utilities();
-	commonCjkCodePoint = 19968;
-	[wideFastPathStart, wideFastPathEnd] = /* #__PURE__ */ findWideFastPathRange(wideRanges);
-	isAmbiguous = (codePoint) => {
-		if (codePoint < 161 || codePoint > 1114109) return false;
-		return isInRange(ambiguousRanges, codePoint);
-	};
-	isFullwidth = (codePoint) => {
-		if (codePoint < 12288 || codePoint > 65510) return false;
-		return isInRange(fullwidthRanges, codePoint);
-	};
-	isWide = (codePoint) => {
-		if (codePoint >= wideFastPathStart && codePoint <= wideFastPathEnd) return true;
-		if (codePoint < 4352 || codePoint > 262141) return false;
-		return isInRange(wideRanges, codePoint);
-	};
-}));
-// node_modules/get-east-asian-width/index.js
-function validate(codePoint) {
-	if (!Number.isSafeInteger(codePoint)) throw new TypeError(`Expected a code point, got \`${typeof codePoint}\`.`);
-}
-function eastAsianWidth(codePoint, { ambiguousAsWide = false } = {}) {
-	validate(codePoint);
-	if (isFullwidth(codePoint) || isWide(codePoint) || ambiguousAsWide && isAmbiguous(codePoint)) return 2;
-	return 1;
-}
-var init_get_east_asian_width = __esmMin((() => {
-	init_lookup();
-}));
-// node_modules/string-width/index.js
-function isDoubleWidthNonRgiEmojiSequence(segment) {
-	if (segment.length > 50) return false;
-	if (unqualifiedKeycapRegex.test(segment)) return true;
-	if (segment.includes("‍")) {
-		const pictographics = segment.match(extendedPictographicRegex);
-		return pictographics !== null && pictographics.length >= 2;
-	}
-	return false;
-}
-function baseVisible(segment) {
-	const index = segment.search(visibleCharacterRegex);
-	return index === -1 ? void 0 : segment.slice(index);
-}
-function isHangulLeadingJamo(codePoint) {
-	return codePoint >= 4352 && codePoint <= 4447 || codePoint >= 43360 && codePoint <= 43388;
-}
-function isHangulVowelJamo(codePoint) {
-	return codePoint >= 4448 && codePoint <= 4519 || codePoint >= 55216 && codePoint <= 55238;
-}
-function isHangulTrailingJamo(codePoint) {
-	return codePoint >= 4520 && codePoint <= 4607 || codePoint >= 55243 && codePoint <= 55291;
-}
-function isHangulJamo(codePoint) {
-	return isHangulLeadingJamo(codePoint) || isHangulVowelJamo(codePoint) || isHangulTrailingJamo(codePoint);
-}
-function hangulClusterWidth(visibleSegment, eastAsianWidthOptions) {
-	const codePoints = [];
-	for (const character of visibleSegment) {
-		if (!visibleCharacterRegex.test(character)) continue;
-		codePoints.push(character.codePointAt(0));
-	}
-	if (codePoints.length === 0) return;
-	let width = 0;
-	for (let index = 0; index < codePoints.length; index++) {
-		const codePoint = codePoints[index];
-		if (!isHangulJamo(codePoint)) {
-			if (width === 0) return;
-			for (let remaining = index; remaining < codePoints.length; remaining++) width += eastAsianWidth(codePoints[remaining], eastAsianWidthOptions);
-			return width;
-		}
-		if (isHangulLeadingJamo(codePoint) && isHangulVowelJamo(codePoints[index + 1])) {
-			width += 2;
-			index += isHangulTrailingJamo(codePoints[index + 2]) ? 2 : 1;
-			continue;
-		}
-		width += eastAsianWidth(codePoint, eastAsianWidthOptions);
-	}
-	return width;
-}
-function trailingWidth(visibleSegment, eastAsianWidthOptions) {
-	let extra = 0;
-	let first = true;
-	for (const character of visibleSegment) {
-		if (first) {
-			first = false;
-			continue;
-		}
-		if (spacingMarkRegex.test(character) || character >= "＀" && character <= "￯") extra += eastAsianWidth(character.codePointAt(0), eastAsianWidthOptions);
-	}
-	return extra;
-}
-function stringWidth(input, options = {}) {
-	if (typeof input !== "string" || input.length === 0) return 0;
-	const { ambiguousIsNarrow = true, countAnsiEscapeCodes = false } = options;
-	let string = input;
-	if (!countAnsiEscapeCodes && (string.includes("\x1B") || string.includes(""))) string = stripAnsi(string);
-	if (string.length === 0) return 0;
-	if (/^[\u0020-\u007E]*$/.test(string)) return string.length;
-	let width = 0;
-	const eastAsianWidthOptions = { ambiguousAsWide: !ambiguousIsNarrow };
-	for (const { segment } of segmenter.segment(string)) {
-		const visibleSegment = baseVisible(segment);
-		if (visibleSegment === void 0) continue;
-		if (rgiEmojiRegex.test(segment) || isDoubleWidthNonRgiEmojiSequence(segment)) {
-			width += 2;
-			continue;
-		}
-		const hangulWidth = hangulClusterWidth(visibleSegment, eastAsianWidthOptions);
-		if (hangulWidth !== void 0) {
-			width += hangulWidth;
-			continue;
-		}
-		const codePoint = visibleSegment.codePointAt(0);
-		width += eastAsianWidth(codePoint, eastAsianWidthOptions);
-		width += trailingWidth(visibleSegment, eastAsianWidthOptions);
-	}
-	return width;
-}
-var segmenter, visibleCharacterRegex, spacingMarkRegex, rgiEmojiRegex, unqualifiedKeycapRegex, extendedPictographicRegex;
-var init_string_width = __esmMin((() => {
-	init_strip_ansi();
-	init_get_east_asian_width();
-	segmenter = new Intl.Segmenter();
-	visibleCharacterRegex = /[^\p{Default_Ignorable_Code_Point}\p{Control}\p{Format}\p{Nonspacing_Mark}\p{Enclosing_Mark}\p{Surrogate}]/v;
-	spacingMarkRegex = /\p{Spacing_Mark}/v;
-	rgiEmojiRegex = /^\p{RGI_Emoji}$/v;
-	unqualifiedKeycapRegex = /^[\d#*]\u20E3$/;
-	extendedPictographicRegex = /\p{Extended_Pictographic}/gu;
 }));
 // node_modules/is-interactive/index.js
 function isInteractive({ stream = process.stdout } = {}) {

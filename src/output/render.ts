@@ -5,6 +5,7 @@
  * styled: the data, never our own colours.
  */
 import { Chalk } from 'chalk';
+import stringWidth from 'string-width';
 import { ExactJson, stringifyExact } from '../exact-json.js';
 import { forTerminal, lineStart } from './safe-text.js';
 
@@ -17,8 +18,8 @@ export function renderRecord(record: Record<string, unknown>, extra: Record<stri
     ...Object.entries(extra),
   ].map(([key, value]) => startingLine([forTerminal(key), forTerminal(value)]) as [string, string]);
   // A loop, not a spread: a record may have more fields than V8 takes arguments.
-  const width = rows.reduce((widest, [key]) => Math.max(widest, key.length), 0);
-  return rows.map(([key, value]) => `${chalk.bold(key.padEnd(width))}  ${value}`).join('\n');
+  const width = rows.reduce((widest, [key]) => Math.max(widest, stringWidth(key)), 0);
+  return rows.map(([key, value]) => `${chalk.bold(padToColumns(key, width))}  ${value}`).join('\n');
 }
 
 /** A value on one line; an ExactJson (a number or object the service sent) as its exact text. */
@@ -46,18 +47,33 @@ function isoOrRaw(ms: number): string {
  */
 export function tableLines(headers: string[], rows: string[][], colour: boolean): string[] {
   const chalk = new Chalk({ level: colour ? 1 : 0 });
-  // Escaped first, so a line break cannot split a row and widths count what is shown.
+  // Escaped first, so a line break cannot split a row and widths count what is shown;
+  // each cell measured once, in terminal columns (padToColumns).
   const shown = rows.map((row) => startingLine(row.map(forTerminal)));
-  const widths = headers.map((h) => h.length);
-  for (const row of shown) {
-    for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i]!, (row[i] ?? '').length);
+  const columnsOf = (cells: string[]) => cells.map((cell) => stringWidth(cell));
+  const headerColumns = columnsOf(headers);
+  const shownColumns = shown.map(columnsOf);
+  const widths = [...headerColumns];
+  for (const row of shownColumns) {
+    for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i]!, row[i] ?? 0);
   }
-  const line = (cells: string[]) =>
+  const line = (cells: string[], columns: number[]) =>
     cells
-      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .map((cell, i) => (i === cells.length - 1 ? cell : padToColumns(cell, widths[i]!, columns[i])))
       .join('  ')
       .trimEnd();
-  return [chalk.bold(line(headers)), ...shown.map(line)];
+  return [chalk.bold(line(headers, headerColumns)), ...shown.map((row, i) => line(row, shownColumns[i]!))];
+}
+
+/**
+ * `text` followed by spaces up to `columns` columns of a terminal: counted as
+ * a terminal shows them (string-width: a CJK character or an emoji takes two,
+ * a combining mark none), not in UTF-16 units as `padEnd` counts, so columns
+ * of names in any script line up. `used`: the columns `text` takes, when
+ * already measured.
+ */
+function padToColumns(text: string, columns: number, used = stringWidth(text)): string {
+  return text + ' '.repeat(Math.max(0, columns - used));
 }
 
 /**

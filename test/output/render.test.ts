@@ -58,6 +58,12 @@ describe('renderRecord', () => {
   });
 });
 
+describe('renderRecord, field names in any script', () => {
+  it('lines values up after field names of wide characters (a service may name its fields in any script)', () => {
+    expect(renderRecord({ 名前: 'a', hash: 'b' }, {}, false).split('\n')).toEqual(['名前  a', 'hash  b']);
+  });
+});
+
 describe('tableLines', () => {
   it('aligns columns to the widest cell, header included, without trailing spaces', () => {
     const text = tableLines(
@@ -81,6 +87,28 @@ describe('tableLines', () => {
     expect(lines).toHaveLength(300_001);
     expect(lines[0]).toBe('N       X');
     expect(lines.at(-1)).toBe('299999  x');
+  });
+
+  it('pads by the columns a terminal shows: wide CJK and emoji take two, combining marks none', () => {
+    // East Asian wide characters and emoji take two columns, a combining acute
+    // accent none: padEnd counted UTF-16 units and shifted every later column.
+    const lines = tableLines(
+      ['NAME', 'STATUS'],
+      [
+        ['契約書.pdf', 'verified'],
+        ['📄.pdf', 'verified'],
+        ['re\u0301sume\u0301.txt', 'verified'],
+        ['plain.txt', 'modified'],
+      ],
+      false,
+    );
+    expect(lines).toEqual([
+      'NAME        STATUS',
+      '契約書.pdf  verified',
+      '📄.pdf      verified',
+      're\u0301sume\u0301.txt  verified',
+      'plain.txt   modified',
+    ]);
   });
 
   it('fills missing cells with blanks and trims the line end', () => {
