@@ -9,7 +9,7 @@ import { unknownCommandMessage } from './did-you-mean.js';
 import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { cleanSecret } from './core/secrets.js';
-import { environmentHelp, SECRET_VARIABLES } from './environment.js';
+import { environmentHelp, inCI, SECRET_VARIABLES } from './environment.js';
 import { errorJson, EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, withinWidth, type IOOptions, type Sink } from './output/io.js';
 import { RETRY_HELP } from './settings.js';
@@ -127,7 +127,8 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
     stderr: closableSink(process.stderr),
     stdin: process.stdin,
     stdinIsTTY: Boolean(process.stdin.isTTY),
-    stderrIsTTY: Boolean(process.stderr.isTTY) && !env.CI,
+    // Lines drawn for the while: none in CI, and none on a dumb terminal (no erasing a line there).
+    stderrIsTTY: Boolean(process.stderr.isTTY) && !inCI(env) && env.TERM !== 'dumb',
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     colour: colourWanted(env, Boolean(process.stdout.isTTY)),
     warningAnnotations: inGitHubActions(env),
@@ -153,6 +154,8 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
           // terminal's own Ctrl-C, and (stdin-discarder 0.3) never reads the ^C it promises to pass on:
           // a Ctrl-C at "requesting" was ignored, and the paid step sent. The terminal keeps its Ctrl-C.
           discardStdin: false,
+          // Drawn once started: stderrIsTTY decided that (ora's own test reads CI=false as CI, then prints '- text').
+          isEnabled: true,
           // Its colour follows NO_COLOR and FORCE_COLOR as notarize's own do (chalk's detection did not).
           color: colourWanted(env, true) ? 'cyan' : false,
         }).start();

@@ -99,8 +99,11 @@ export const ENVIRONMENT: readonly EnvironmentGroup[] = [
         description:
           'empty, true, 1, 2 or 3: colours even when stdout is not a terminal; 0 or false: no colours, even on a terminal',
       },
-      { names: ['TERM'], description: 'dumb: no colours' },
-      { names: ['CI'], description: 'never prompt; no spinners or progress lines' },
+      { names: ['TERM'], description: 'dumb: no colours, spinners or progress lines' },
+      {
+        names: ['CI'],
+        description: 'set (but not to empty, 0 or false): never prompt; no spinners or progress lines',
+      },
       { names: ['GITHUB_ACTIONS'], description: 'true: ::error annotations for failed documents, and a summary' },
       { names: ['GITHUB_STEP_SUMMARY'], description: 'the file the summary table is appended to' },
       {
@@ -130,4 +133,15 @@ export function environmentHelp(): string {
     for (const v of group.variables) lines.push(`    ${names(v).padEnd(width)}  ${v.description}`);
   }
   return lines.join('\n');
+}
+
+/**
+ * Whether this runs in CI as the CI variable says. Runners set it to `true`
+ * (or `1`, or a name); `CI=false` or `CI=0` is someone saying it is not CI
+ * (to get the prompts back in a shell whose profile exports CI), read as
+ * ci-info reads it; empty is unset, as every variable here.
+ */
+export function inCI(env: NodeJS.ProcessEnv): boolean {
+  const value = env.CI?.trim().toLowerCase();
+  return value !== undefined && value !== '' && value !== '0' && value !== 'false';
 }

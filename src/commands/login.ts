@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { ApiClient } from '../api/client.js';
 import type { Context } from '../context.js';
 import { loginRefusedHint } from '../core/credentials.js';
+import { inCI } from '../environment.js';
 import { readTextInput } from '../core/read-input.js';
 import { cleanSecret, keyTrace } from '../core/secrets.js';
 import { describeToken, expiryIso, isExpired, readClaims } from '../core/token.js';
@@ -57,7 +58,7 @@ ${examples([
         ...flags,
         io: ctx.io,
         envApiKey: ctx.env.NOTARIZE_API_KEY,
-        ci: Boolean(ctx.env.CI),
+        ci: inCI(ctx.env),
         baseUrl: () => ctx.baseUrl,
         store: () => ctx.store,
         api: () => ctx.api(),

@@ -9,7 +9,7 @@ import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli.js';
-import { ENVIRONMENT_VARIABLES, environmentHelp, SECRET_VARIABLES } from '../../src/environment.js';
+import { ENVIRONMENT_VARIABLES, environmentHelp, inCI, SECRET_VARIABLES } from '../../src/environment.js';
 import { ALL_SETTINGS } from '../../src/settings.js';
 import { REPO_ROOT } from '../helpers/cli.js';
 import { bufferIO } from '../helpers/io.js';
@@ -171,5 +171,14 @@ describe('the help and README', () => {
       .filter((m): m is RegExpExecArray => m !== null)
       .map((m) => [m[1]!.replaceAll('`', '').split(', '), m[2]!.replaceAll('`', '')]);
     expect(rows).toEqual(ENVIRONMENT_VARIABLES.map((v) => [v.names, v.description]));
+  });
+});
+
+describe('inCI', () => {
+  it('is CI when CI is set as runners set it, and not when it is empty, 0 or false (any case, spaces around)', () => {
+    for (const value of ['true', '1', 'yes', 'woodpecker', 'TRUE']) expect(inCI({ CI: value }), value).toBe(true);
+    for (const value of [undefined, '', ' ', '0', 'false', 'False', ' false ']) {
+      expect(inCI({ CI: value }), String(value)).toBe(false);
+    }
   });
 });

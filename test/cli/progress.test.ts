@@ -64,4 +64,47 @@ describe('progress', () => {
     expect(underCi.stdout).not.toMatch(PROGRESS);
     expect(underCi.stdout).not.toContain('\u001b[K');
   });
+
+  it('on a dumb terminal (TERM=dumb) draws nothing: no escape sequence at all', async () => {
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) await bed.file(`dumb/${name}`);
+    const command = `'${process.execPath}' '${BIN}' register -r dumb && '${process.execPath}' '${BIN}' register dumb/a.txt --force`;
+    const run = await runProcess(
+      'script',
+      ['-q', '-e', '-c', command, '/dev/null'],
+      { ...bed.env(), TERM: 'dumb' },
+      {
+        cwd: bed.workDir,
+        timeoutMs: 20_000,
+      },
+    );
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stdout).toMatch(/3 items: 3 registered/);
+    expect(run.stdout).not.toContain('\u001b');
+    expect(run.stdout).not.toMatch(PROGRESS);
+  });
+
+  it('CI=false (or 0) on a terminal is not CI: progress shown, and the spinner drawn, not printed as lines', async () => {
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) await bed.file(`local/${name}`);
+    await bed.file('one.txt');
+    const command = `'${process.execPath}' '${BIN}' register -r local && '${process.execPath}' '${BIN}' register one.txt`;
+    for (const ci of ['false', '0']) {
+      const run = await runProcess(
+        'script',
+        ['-q', '-e', '-c', command, '/dev/null'],
+        { ...bed.env(), CI: ci },
+        {
+          cwd: bed.workDir,
+          timeoutMs: 20_000,
+        },
+      );
+      bed.record(run);
+      expect(run.code, describeRun(run)).toBe(0);
+      expect(run.stdout).toMatch(PROGRESS);
+      // ora left to itself reads any CI as CI and prints each spinner text as a line '- …'.
+      expect(run.stdout).not.toMatch(/^- /m);
+      await bed.file(`local/${ci}.txt`);
+      await bed.file(`one-${ci}.txt`);
+    }
+  });
 });
