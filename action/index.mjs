@@ -41790,7 +41790,9 @@ function buildProgram(io, env, state) {
 	};
 	program.description("Notarize documents: hash locally, register the SHA-256 on the Algorand blockchain, keep a local ledger.").version(VERSION, "-V, --version").option("--base-url <url>", "service base URL (default: NOTARIZE_BASE_URL, the stored setting, or https://app.dedit.io)").option("--json", "print data as JSON (exactly what the service returned) and errors as JSON on stderr").option("-q, --quiet", "no messages on stderr besides warnings and errors").option("--verbose", "log each request (method, URL, status, time; never secrets) and show stack traces").option("--timeout <ms>", "milliseconds each request may take (default 30000), and making its connection; through a proxy, opening its tunnel and the TLS handshake too, each").option("--retries <n>", "retries of a retryable request (default 3); after two requests in a row of one kind (login, request step, forfait) fail for good (no answer, 5xx, 408, 429 or unreadable), one of that kind at a time is let through to see whether the service is back, a request waiting to retry is not sent again, and the others wait for it, or up to 10 × NOTARIZE_RETRY_DELAY_MS (5 s by default), then fail at once (exit 4) until one gets through").addHelpText("after", `\n${RETRY_HELP}\n\n${EXIT_CODE_HELP}\n\n${environmentHelp()}\n\n${TOP_EXAMPLES}`).showSuggestionAfterError().exitOverride().configureOutput({
 		writeOut: (text) => io.data(text.replace(/\n$/, "")),
-		writeErr: (text) => io.error(text.replace(/\n$/, "")),
+		writeErr: (text) => {
+			if (state.errorsAsJson?.() !== true) io.error(text.replace(/\n$/, ""));
+		},
 		outputError: () => {}
 	});
 	for (const entry of COMMANDS) program.command(entry.name).description(entry.summary);
@@ -42004,13 +42006,20 @@ function stackTrace(error, stack) {
 	const frames = stack.slice(header.length + 1).split("\n");
 	return [forTerminal(header), ...frames.map(forTerminal)].join("\n");
 }
+/** The usage error of `notarize --json` or `config --json` with no command: the commands it could have been. */
+function commandNeeded(command) {
+	const path = command ? commandPath(command) : "notarize";
+	const names = command ? command.createHelp().visibleCommands(command).map((sub) => sub.name()) : [];
+	return new UsageError(`${path} needs a command: ${names.join(", ")}`, { hint: `see \`${path} --help\`` });
+}
 /** Prints an error the documented way and returns its exit code. */
 function report(io, error, json, failed) {
 	if (error instanceof CommanderError) {
 		if (error.code === "commander.helpDisplayed" || error.code === "commander.version") return EXIT.ok;
-		if (error.code === "commander.help") return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+		if (error.code === "commander.help" && error.exitCode === 0) return EXIT.ok;
+		if (error.code === "commander.help" && !json) return EXIT.usage;
 	}
-	const reported = asReported(error, failed);
+	const reported = error instanceof CommanderError && error.code === "commander.help" ? commandNeeded(failed) : asReported(error, failed);
 	const { message, hint } = reported;
 	if (json) io.error(JSON.stringify({ error: errorJson(reported) }));
 	else io.error(`notarize: ${forTerminal(message)}${hint ? ` (${forTerminal(hint)})` : ""}`);
@@ -42039,6 +42048,7 @@ async function main(options = {}) {
 	program.hook("preSubcommand", () => applyExitOverride(program, state));
 	const forgetFlush = flushOnInterrupt(() => io.flush());
 	const json = () => state.outputJson === true || (state.context ? state.context.globals.json === true : beforeOperands(argv).some(asksForJson(outputIsFormat(state.failed))));
+	state.errorsAsJson = json;
 	let code;
 	try {
 		await program.parseAsync(argv, { from: "user" });

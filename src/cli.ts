@@ -181,6 +181,8 @@ interface RunState {
   context?: Context;
   /** The command whose parse failed (commander's errors do not say), so the hint can name it. */
   failed?: Command;
+  /** Whether errors go out as JSON (main's reading of the command line), for the help commander writes on its own. */
+  errorsAsJson?: () => boolean;
   /**
    * Its options parsed, the command's data is JSON (`--output json`): so are its errors, as README
    * says --json is --output json. Set before the command's own checks of its flags (`-j 0`).
@@ -226,7 +228,11 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     .exitOverride()
     .configureOutput({
       writeOut: (text) => io.data(text.replace(/\n$/, '')),
-      writeErr: (text) => io.error(text.replace(/\n$/, '')),
+      // The help of a command given no subcommand (`notarize --json`): a script that asked for JSON reads
+      // stderr as JSON, and report() writes a JSON error instead.
+      writeErr: (text) => {
+        if (state.errorsAsJson?.() !== true) io.error(text.replace(/\n$/, ''));
+      },
       outputError: () => {
         // main() prints commander's errors, like every other error.
       },
@@ -505,15 +511,32 @@ function stackTrace(error: Error, stack: string): string {
   return [forTerminal(header), ...frames.map(forTerminal)].join('\n');
 }
 
+/** The usage error of `notarize --json` or `config --json` with no command: the commands it could have been. */
+function commandNeeded(command: Command | undefined): UsageError {
+  const path = command ? commandPath(command) : 'notarize';
+  const names = command
+    ? command
+        .createHelp()
+        .visibleCommands(command)
+        .map((sub) => sub.name())
+    : [];
+  return new UsageError(`${path} needs a command: ${names.join(', ')}`, {
+    hint: `see \`${path} --help\``,
+  });
+}
+
 /** Prints an error the documented way and returns its exit code. */
 function report(io: IO, error: unknown, json: boolean, failed: Command | undefined): ExitCode {
   if (error instanceof CommanderError) {
     if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return EXIT.ok;
     // Help shown because no (sub)command was given (`notarize`, `notarize
     // config`): it went to stderr and nothing ran, a usage error.
-    if (error.code === 'commander.help') return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    if (error.code === 'commander.help' && error.exitCode === 0) return EXIT.ok;
+    // With JSON errors asked for, that help was not written (configureOutput): a JSON error says it.
+    if (error.code === 'commander.help' && !json) return EXIT.usage;
   }
-  const reported = asReported(error, failed);
+  const helpShown = error instanceof CommanderError && error.code === 'commander.help';
+  const reported = helpShown ? commandNeeded(failed) : asReported(error, failed);
   const { message, hint } = reported;
   if (json) {
     io.error(JSON.stringify({ error: errorJson(reported) }));
@@ -559,6 +582,7 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
     (state.context
       ? state.context.globals.json === true
       : beforeOperands(argv).some(asksForJson(outputIsFormat(state.failed))));
+  state.errorsAsJson = json;
   let code: ExitCode;
   try {
     await program.parseAsync(argv, { from: 'user' });

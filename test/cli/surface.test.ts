@@ -144,6 +144,23 @@ describe('notarize help <command>', () => {
       expect(run.stderr).not.toMatch(STACK_LINE);
     }
   });
+
+  it('no command with --json: one JSON error on stderr (the commands it could be), no help text, exit 2', async () => {
+    for (const [argv, path, some] of [
+      [['--json'], 'notarize', 'register'],
+      [['config', '--json'], 'notarize config', 'get'],
+      [['--json', 'config'], 'notarize config', 'path'],
+    ] as const) {
+      const run = await bed.main([...argv]);
+      expect(run.code, argv.join(' ')).toBe(EXIT.usage);
+      expect(run.stdout).toBe('');
+      const { error } = JSON.parse(run.stderr) as {
+        error: { code: string; exitCode: number; message: string; hint: string };
+      };
+      expect(error).toMatchObject({ code: 'usage', exitCode: 2, hint: `see \`${path} --help\`` });
+      expect(error.message).toMatch(new RegExp(`^${path} needs a command: .*\\b${some}\\b`));
+    }
+  });
 });
 
 describe('hints name the real command', () => {
