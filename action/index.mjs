@@ -309,6 +309,89 @@ var init_interrupt = __esmMin((() => {
 	takenOver = false;
 	transient = /* @__PURE__ */ new Set();
 }));
+// dist/path-spelling.js
+/**
+* Paths as the user spelt them. path.join, resolve and normalize work a
+* `..` out as text, but the system follows a link before it: with `link`
+* pointing at `sub/deep`, `link/../R` is `sub/R`, while join and resolve
+* make it `./R`, another folder (and so does Node's fs.realpathSync, which
+* resolves first: only `realpathSync.native` asks the system). A folder
+* given by the user is therefore never combined with a name through them
+* (`entryPath`), compared only through the system's realpath or as spelt
+* (`sameSpelling`), and one with a `..` after
+* a folder's name is refused where notarize would write or read a whole
+* folder by name (`parentAfterName`: the store, --receipt-dir).
+*/
+/** The path of `dir`'s entry `name`: `dir` as given, its trailing separators dropped, one separator, the name. */
+function entryPath(dir, name) {
+	return `${dir.replace(TRAILING_SEPARATORS, "")}${sep}${name}`;
+}
+/** Whether `path` has a `..` after a folder's name (`a/../b`), where its text and the system may name two folders. */
+function parentAfterName(path) {
+	let named = false;
+	for (const part of path.split(SEPARATORS)) {
+		if (part === ".." && named) return true;
+		if (part !== "" && part !== "." && part !== "..") named = true;
+	}
+	return false;
+}
+/**
+* `path` made absolute (from the working directory) without `.` or repeated
+* separators, a `..` kept: two paths of one spelling are one file
+* (`x.txt`, `./x.txt`, `/work/x.txt` run in /work).
+*/
+function sameSpelling(path, cwd = process.cwd()) {
+	return (isAbsolute(path) ? path : `${cwd}${sep}${path}`).split(SEPARATORS).filter((part, i) => (part !== "" || i === 0) && part !== ".").join("/");
+}
+/** The system's realpath of `path`, or undefined when it cannot be had (not there). */
+function systemRealPath(path) {
+	try {
+		return realpathSync.native(path);
+	} catch {
+		return;
+	}
+}
+/**
+* Whether anything (a link included) is at `path`; false when it cannot be
+* looked up either (a folder above it refuses the search, a name the system
+* refuses: whoever opens it says why).
+*/
+function anythingAt(path) {
+	try {
+		return lstatSync(path, { throwIfNoEntry: false }) !== void 0;
+	} catch {
+		return false;
+	}
+}
+/**
+* Whether a path is inside the folder `dir` (--receipt-dir, whose files are
+* receipts, never documents), by where both really are: a --receipt-dir
+* named through a symbolic link (`link/R`, `link` -> `docs`) is the same
+* folder as `docs/R` met walking `docs`. A path's folder is resolved once.
+*/
+function insideDir(dir) {
+	const root = (systemRealPath(dir) ?? resolve(dir)) + sep;
+	const folders = new RealFolders(resolve);
+	return (path) => folders.of(path).startsWith(root);
+}
+var SEPARATORS, TRAILING_SEPARATORS, RealFolders;
+var init_path_spelling = __esmMin((() => {
+	SEPARATORS = sep === "\\" ? /[/\\]/ : /\//;
+	TRAILING_SEPARATORS = sep === "\\" ? /[/\\]+$/ : /\/+$/;
+	RealFolders = class {
+		#byFolder = /* @__PURE__ */ new Map();
+		#missing;
+		constructor(missing = (folder) => folder) {
+			this.#missing = missing;
+		}
+		of(path) {
+			const folder = dirname(path);
+			let real = this.#byFolder.get(folder);
+			if (real === void 0) this.#byFolder.set(folder, real = systemRealPath(folder) ?? this.#missing(folder));
+			return join(real, basename(path));
+		}
+	};
+}));
 // node_modules/commander/lib/error.js
 var require_error = /* @__PURE__ */ __commonJSMin(((exports) => {
 	/**
@@ -8988,6 +9071,7 @@ var init_options = __esmMin((() => {
 }));
 // dist/did-you-mean.js
 init_interrupt();
+init_path_spelling();
 init_options();
 /**
 * " (Did you mean X?)" naming the command of `parent` closest to `word`, as
@@ -10799,89 +10883,6 @@ function makeDirs(dir, mode) {
 	if (!statSync(dir).isDirectory()) throw Object.assign(/* @__PURE__ */ new Error(`not a directory: '${dir}'`), { code: "ENOTDIR" });
 }
 var init_mkdirs = __esmMin((() => {}));
-// dist/path-spelling.js
-/**
-* Paths as the user spelt them. path.join, resolve and normalize work a
-* `..` out as text, but the system follows a link before it: with `link`
-* pointing at `sub/deep`, `link/../R` is `sub/R`, while join and resolve
-* make it `./R`, another folder (and so does Node's fs.realpathSync, which
-* resolves first: only `realpathSync.native` asks the system). A folder
-* given by the user is therefore never combined with a name through them
-* (`entryPath`), compared only through the system's realpath or as spelt
-* (`sameSpelling`), and one with a `..` after
-* a folder's name is refused where notarize would write or read a whole
-* folder by name (`parentAfterName`: the store, --receipt-dir).
-*/
-/** The path of `dir`'s entry `name`: `dir` as given, its trailing separators dropped, one separator, the name. */
-function entryPath(dir, name) {
-	return `${dir.replace(TRAILING_SEPARATORS, "")}${sep}${name}`;
-}
-/** Whether `path` has a `..` after a folder's name (`a/../b`), where its text and the system may name two folders. */
-function parentAfterName(path) {
-	let named = false;
-	for (const part of path.split(SEPARATORS)) {
-		if (part === ".." && named) return true;
-		if (part !== "" && part !== "." && part !== "..") named = true;
-	}
-	return false;
-}
-/**
-* `path` made absolute (from the working directory) without `.` or repeated
-* separators, a `..` kept: two paths of one spelling are one file
-* (`x.txt`, `./x.txt`, `/work/x.txt` run in /work).
-*/
-function sameSpelling(path, cwd = process.cwd()) {
-	return (isAbsolute(path) ? path : `${cwd}${sep}${path}`).split(SEPARATORS).filter((part, i) => (part !== "" || i === 0) && part !== ".").join("/");
-}
-/** The system's realpath of `path`, or undefined when it cannot be had (not there). */
-function systemRealPath(path) {
-	try {
-		return realpathSync.native(path);
-	} catch {
-		return;
-	}
-}
-/**
-* Whether anything (a link included) is at `path`; false when it cannot be
-* looked up either (a folder above it refuses the search, a name the system
-* refuses: whoever opens it says why).
-*/
-function anythingAt(path) {
-	try {
-		return lstatSync(path, { throwIfNoEntry: false }) !== void 0;
-	} catch {
-		return false;
-	}
-}
-/**
-* Whether a path is inside the folder `dir` (--receipt-dir, whose files are
-* receipts, never documents), by where both really are: a --receipt-dir
-* named through a symbolic link (`link/R`, `link` -> `docs`) is the same
-* folder as `docs/R` met walking `docs`. A path's folder is resolved once.
-*/
-function insideDir(dir) {
-	const root = (systemRealPath(dir) ?? resolve(dir)) + sep;
-	const folders = new RealFolders(resolve);
-	return (path) => folders.of(path).startsWith(root);
-}
-var SEPARATORS, TRAILING_SEPARATORS, RealFolders;
-var init_path_spelling = __esmMin((() => {
-	SEPARATORS = sep === "\\" ? /[/\\]/ : /\//;
-	TRAILING_SEPARATORS = sep === "\\" ? /[/\\]+$/ : /\/+$/;
-	RealFolders = class {
-		#byFolder = /* @__PURE__ */ new Map();
-		#missing;
-		constructor(missing = (folder) => folder) {
-			this.#missing = missing;
-		}
-		of(path) {
-			const folder = dirname(path);
-			let real = this.#byFolder.get(folder);
-			if (real === void 0) this.#byFolder.set(folder, real = systemRealPath(folder) ?? this.#missing(folder));
-			return join(real, basename(path));
-		}
-	};
-}));
 // dist/store/files.js
 /**
 * File primitives of the local store: private directories, atomic writes and
@@ -11299,7 +11300,6 @@ var init_files = __esmMin((() => {
 	init_errors();
 	init_fd_shortage();
 	init_mkdirs();
-	init_path_spelling();
 	init_validation();
 	O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 	O_DIRECTORY = constants.O_DIRECTORY ?? 0;
@@ -42105,6 +42105,7 @@ function outputLost(failure, runCode) {
 * summary and the annotations of failed documents are notarize's own
 * (GITHUB_ACTIONS=true, output/github.ts).
 */
+init_path_spelling();
 init_proxy_env();
 init_secrets();
 init_credentials();
@@ -42121,6 +42122,8 @@ function actionArgv(env) {
 	if (!ACTION_COMMANDS.includes(command)) throw new Error(`input command must be register or verify, not '${command}'`);
 	const paths = input(env, "paths").split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== "").map((line) => line === "-" ? "./-" : line);
 	if (paths.length === 0) throw new Error("input paths names no document: give one path a line");
+	const holding = paths.find((path) => insideDir(path)(join(runnerTemp(env), "notarize-")));
+	if (holding !== void 0) throw new Error(`input paths names ${holding}, which holds the runner's temporary folder (RUNNER_TEMP), where the action keeps its results, the job's stores (the token among them) and the runner its output files, none of them a document: put the documents in a folder of their own (such as \`\${{ runner.temp }}/dist\`) and name that`);
 	const argv = [
 		command,
 		"--recursive",
@@ -42149,6 +42152,8 @@ function actionArgv(env) {
 		...paths
 	];
 }
+/** Where the help is: notarize is no npm package, a `run:` step installs it as docs/ci.md does. */
+const HELP_IS_NO_RUN = "help is not a run; see `notarize register --help` in a `run:` step (docs/ci.md installs notarize there)";
 /**
 * Arguments the action cannot pass on, each with why: the step's outputs
 * are read from notarize's NDJSON (another format, or help text, would
@@ -42160,8 +42165,8 @@ const REFUSED_ARGS = [
 	["--output", "the action reads its outputs from NDJSON, and its results file holds them (the `results` output)"],
 	["--json", "the action reads its outputs from NDJSON, and its results file holds them (the `results` output)"],
 	["--no-complete", "the action cannot complete sessions later; run notarize in a `run:` step for that"],
-	["--help", "help is not a run; run `npx notarize register --help` in a `run:` step"],
-	["-h", "help is not a run; run `npx notarize register --help` in a `run:` step"],
+	["--help", HELP_IS_NO_RUN],
+	["-h", HELP_IS_NO_RUN],
 	["--version", "the version is not a run"],
 	["-V", "the version is not a run"]
 ];
@@ -42234,11 +42239,15 @@ function jobStore(runnerTemp, key, command) {
 		warning: `this job has ${keyed.length} stores (one per api-key of its register steps), and this verify step no api-key to choose: give it the api-key of the register step whose ledger it should read (verify sends nothing)`
 	};
 }
+/** The runner's temporary folder, where the action keeps its files (the system's outside a runner). */
+function runnerTemp(env) {
+	return env.RUNNER_TEMP || tmpdir();
+}
 /** Runs the action: the exit code is notarize's (2 for inputs it cannot use). */
 async function runAction(env = process.env) {
 	const apiKey = input(env, "api-key");
-	const runnerTemp = env.RUNNER_TEMP || tmpdir();
-	const store = env.NOTARIZE_CONFIG_DIR ? void 0 : jobStore(runnerTemp, apiKey || (env.NOTARIZE_API_KEY ?? "").trim(), input(env, "command"));
+	const temp = runnerTemp(env);
+	const store = env.NOTARIZE_CONFIG_DIR ? void 0 : jobStore(temp, apiKey || (env.NOTARIZE_API_KEY ?? "").trim(), input(env, "command"));
 	const notarizeEnv = {
 		...env,
 		...apiKey !== "" ? { NOTARIZE_API_KEY: apiKey } : {},
@@ -42260,10 +42269,10 @@ async function runAction(env = process.env) {
 	}
 	let resultsPath;
 	try {
-		resultsPath = join(mkdtempSync(join(runnerTemp, "notarize-")), "results.ndjson");
+		resultsPath = join(mkdtempSync(join(temp, "notarize-")), "results.ndjson");
 		results = openSync(resultsPath, "w", 384);
 	} catch (error) {
-		fail(`cannot create its results file under RUNNER_TEMP (${runnerTemp}): ${errnoOf(error)}; nothing was sent: run it as a step of a GitHub Actions job, or set RUNNER_TEMP to a directory that exists and can be written`);
+		fail(`cannot create its results file under RUNNER_TEMP (${temp}): ${errnoOf(error)}; nothing was sent: run it as a step of a GitHub Actions job, or set RUNNER_TEMP to a directory that exists and can be written`);
 		return EXIT.usage;
 	}
 	const code = await main({
@@ -42280,7 +42289,7 @@ async function runAction(env = process.env) {
 		});
 		if (advice !== void 0) fail(advice);
 	}
-	if (code === EXIT.protocol && argv[0] === "register") {
+	if (code === EXIT.protocol && argv[0] === "register" && namesLaterCommands(ndjson)) {
 		const where = notarizeEnv.NOTARIZE_CONFIG_DIR;
 		fail(`an answer of the service could not be used (exit 5): the action runs register and verify only, and running this step again does not send that session again on its own; the commands notarize names above (\`notarize complete\`, \`notarize pending drop\`) finish it from a later \`run:\` step of this job with NOTARIZE_CONFIG_DIR=${where ?? "<the store the workflow set>"} (the job's store)`);
 	}
@@ -42300,6 +42309,25 @@ async function runAction(env = process.env) {
 	return code;
 }
 /**
+* Whether a failed result's hint names a command the action does not run
+* (`notarize complete`, `notarize pending drop`): a session or request step
+* kept that a later run of the step does not send again. Not, say, a login
+* answered unreadably, after which nothing is kept and the step run again
+* does it all.
+*/
+function namesLaterCommands(ndjson) {
+	return errorsIn(ndjson).some((error) => /`notarize (complete|pending drop)\b/.test(`${error.message} ${error.hint ?? ""}`));
+}
+/** The errors of notarize's failed results, in its NDJSON. */
+function errorsIn(ndjson) {
+	const errors = [];
+	for (const line of ndjson.split("\n")) try {
+		const error = JSON.parse(line)?.error;
+		if (error !== void 0 && typeof error.message === "string") errors.push(error);
+	} catch {}
+	return errors;
+}
+/**
 * The action's own line after notarize's exit 3, or undefined when it has
 * nothing to add. notarize's hints name its own ways to give a key
 * (NOTARIZE_API_KEY, `notarize login`), which in a workflow are the
@@ -42313,11 +42341,7 @@ async function runAction(env = process.env) {
 * before the key, so a token the service refuses may be that one).
 */
 function authAdvice(ndjson, { keyFrom, tokenSet }) {
-	const errors = [];
-	for (const line of ndjson.split("\n")) try {
-		const error = JSON.parse(line)?.error;
-		if (error?.exitCode === EXIT.auth && typeof error.message === "string") errors.push(error);
-	} catch {}
+	const errors = errorsIn(ndjson).filter((error) => error.exitCode === EXIT.auth);
 	const where = keyFrom === "environment" ? "check the NOTARIZE_API_KEY the workflow sets, or give the `api-key` input (from a secret)" : "check the `api-key` input (from a secret)";
 	const noLogin = "`notarize login` does not apply to an action";
 	if (errors.length === 0) return `notarize could not authenticate (exit 3), see its message above; in a workflow the API key is the \`api-key\` input (from a secret), and ${noLogin}`;

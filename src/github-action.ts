@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { appendFileSync, closeSync, mkdtempSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { insideDir } from './path-spelling.js';
 import { addEnvironmentSecrets, main, processIO } from './cli.js';
 import { proxySecrets } from './api/proxy-env.js';
 import { keyDigest } from './core/secrets.js';
@@ -44,6 +45,14 @@ export function actionArgv(env: NodeJS.ProcessEnv): string[] {
     .filter((line) => line !== '')
     .map((line) => (line === '-' ? './-' : line));
   if (paths.length === 0) throw new Error('input paths names no document: give one path a line');
+  const holding = paths.find((path) => insideDir(path)(join(runnerTemp(env), 'notarize-')));
+  if (holding !== undefined) {
+    throw new Error(
+      `input paths names ${holding}, which holds the runner's temporary folder (RUNNER_TEMP), where the action keeps ` +
+        "its results, the job's stores (the token among them) and the runner its output files, none of them a " +
+        'document: put the documents in a folder of their own (such as `${{ runner.temp }}/dist`) and name that',
+    );
+  }
   const argv = [command, '--recursive', '--output', 'ndjson'];
   const description = input(env, 'description');
   if (description !== '' && command === 'register') argv.push('--description', description);
@@ -65,6 +74,10 @@ export function actionArgv(env: NodeJS.ProcessEnv): string[] {
   return [...argv, ...words, '--', ...paths];
 }
 
+/** Where the help is: notarize is no npm package, a `run:` step installs it as docs/ci.md does. */
+const HELP_IS_NO_RUN =
+  'help is not a run; see `notarize register --help` in a `run:` step (docs/ci.md installs notarize there)';
+
 /**
  * Arguments the action cannot pass on, each with why: the step's outputs
  * are read from notarize's NDJSON (another format, or help text, would
@@ -76,8 +89,8 @@ const REFUSED_ARGS: readonly (readonly [string, string])[] = [
   ['--output', 'the action reads its outputs from NDJSON, and its results file holds them (the `results` output)'],
   ['--json', 'the action reads its outputs from NDJSON, and its results file holds them (the `results` output)'],
   ['--no-complete', 'the action cannot complete sessions later; run notarize in a `run:` step for that'],
-  ['--help', 'help is not a run; run `npx notarize register --help` in a `run:` step'],
-  ['-h', 'help is not a run; run `npx notarize register --help` in a `run:` step'],
+  ['--help', HELP_IS_NO_RUN],
+  ['-h', HELP_IS_NO_RUN],
   ['--version', 'the version is not a run'],
   ['-V', 'the version is not a run'],
 ];
@@ -169,13 +182,18 @@ export function jobStore(runnerTemp: string, key: string, command: string): { di
   };
 }
 
+/** The runner's temporary folder, where the action keeps its files (the system's outside a runner). */
+function runnerTemp(env: NodeJS.ProcessEnv): string {
+  return env.RUNNER_TEMP || tmpdir();
+}
+
 /** Runs the action: the exit code is notarize's (2 for inputs it cannot use). */
 export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<ExitCode> {
   const apiKey = input(env, 'api-key');
-  const runnerTemp = env.RUNNER_TEMP || tmpdir();
+  const temp = runnerTemp(env);
   const store = env.NOTARIZE_CONFIG_DIR
     ? undefined
-    : jobStore(runnerTemp, apiKey || (env.NOTARIZE_API_KEY ?? '').trim(), input(env, 'command'));
+    : jobStore(temp, apiKey || (env.NOTARIZE_API_KEY ?? '').trim(), input(env, 'command'));
   const notarizeEnv = {
     ...env,
     ...(apiKey !== '' ? { NOTARIZE_API_KEY: apiKey } : {}),
@@ -207,12 +225,12 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
   }
   let resultsPath: string;
   try {
-    resultsPath = join(mkdtempSync(join(runnerTemp, 'notarize-')), 'results.ndjson');
+    resultsPath = join(mkdtempSync(join(temp, 'notarize-')), 'results.ndjson');
     results = openSync(resultsPath, 'w', 0o600);
   } catch (error) {
     // Before anything is sent: no stack trace, one line saying what to fix.
     fail(
-      `cannot create its results file under RUNNER_TEMP (${runnerTemp}): ${errnoOf(error)}; nothing was sent: ` +
+      `cannot create its results file under RUNNER_TEMP (${temp}): ${errnoOf(error)}; nothing was sent: ` +
         'run it as a step of a GitHub Actions job, or set RUNNER_TEMP to a directory that exists and can be written',
     );
     return EXIT.usage;
@@ -225,7 +243,7 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
     const advice = authAdvice(ndjson, { keyFrom, tokenSet: (env.NOTARIZE_TOKEN ?? '').trim() !== '' });
     if (advice !== undefined) fail(advice);
   }
-  if (code === EXIT.protocol && argv[0] === 'register') {
+  if (code === EXIT.protocol && argv[0] === 'register' && namesLaterCommands(ndjson)) {
     // notarize's hint names `notarize complete` or `pending drop`, which the action does not run, on a
     // store whose path it chose: where that store is, for a later `run:` step of the job.
     const where = notarizeEnv.NOTARIZE_CONFIG_DIR;
@@ -266,6 +284,33 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
 }
 
 /**
+ * Whether a failed result's hint names a command the action does not run
+ * (`notarize complete`, `notarize pending drop`): a session or request step
+ * kept that a later run of the step does not send again. Not, say, a login
+ * answered unreadably, after which nothing is kept and the step run again
+ * does it all.
+ */
+function namesLaterCommands(ndjson: string): boolean {
+  return errorsIn(ndjson).some((error) =>
+    /`notarize (complete|pending drop)\b/.test(`${error.message} ${error.hint ?? ''}`),
+  );
+}
+
+/** The errors of notarize's failed results, in its NDJSON. */
+function errorsIn(ndjson: string): ErrorJson[] {
+  const errors: ErrorJson[] = [];
+  for (const line of ndjson.split('\n')) {
+    try {
+      const error = (JSON.parse(line) as { error?: ErrorJson } | null)?.error;
+      if (error !== undefined && typeof error.message === 'string') errors.push(error);
+    } catch {
+      // Not a result: actionOutputs counts it as failed.
+    }
+  }
+  return errors;
+}
+
+/**
  * The action's own line after notarize's exit 3, or undefined when it has
  * nothing to add. notarize's hints name its own ways to give a key
  * (NOTARIZE_API_KEY, `notarize login`), which in a workflow are the
@@ -282,15 +327,7 @@ export function authAdvice(
   ndjson: string,
   { keyFrom, tokenSet }: { keyFrom: 'input' | 'environment' | undefined; tokenSet: boolean },
 ): string | undefined {
-  const errors: ErrorJson[] = [];
-  for (const line of ndjson.split('\n')) {
-    try {
-      const error = (JSON.parse(line) as { error?: ErrorJson } | null)?.error;
-      if (error?.exitCode === EXIT.auth && typeof error.message === 'string') errors.push(error);
-    } catch {
-      // Not a result: actionOutputs counts it as failed.
-    }
-  }
+  const errors = errorsIn(ndjson).filter((error) => error.exitCode === EXIT.auth);
   const where =
     keyFrom === 'environment'
       ? 'check the NOTARIZE_API_KEY the workflow sets, or give the `api-key` input (from a secret)'

@@ -189,6 +189,55 @@ describe('the action: what it refuses, where it keeps its store', () => {
     expect(step.run.stderr).toContain(`later \`run:\` step of this job with NOTARIZE_CONFIG_DIR=${store} (the job's store)`);
   });
 
+  it("paths holding RUNNER_TEMP (the action's results, the job's stores, the runner's files): exit 2, nothing sent", async () => {
+    // As on a runner whose artifacts are built in runner.temp: walked, its results file and
+    // stores were registered and paid for, and their receipts failed every run after.
+    await bed.write('temp-job/_temp/dist/app.tar.gz', 'built into the runner temp folder\n');
+    const job = { NOTARIZE_CONFIG_DIR: bed.path('temp-job-store'), RUNNER_TEMP: bed.path('temp-job/_temp') };
+    for (const paths of ['_temp', '.', `${bed.path('temp-job')}/./_temp/`]) {
+      const before = bed.mark();
+      const step = await runActionStep(
+        bed.path('temp-job'),
+        { command: 'register', paths, 'base-url': url, 'api-key': apiKey, 'receipt-dir': 'receipts' },
+        job,
+      );
+      expect(step.run.code, describeRun(step.run)).toBe(2);
+      expect(step.run.stderr).toMatch(
+        /^::error::notarize action: input paths names [^\n]*, which holds the runner's temporary folder \(RUNNER_TEMP\)[^\n]*name that\n$/,
+      );
+      expect(step.outputs).toEqual({});
+      expect(bed.callsSince(before)).toEqual([]);
+    }
+    // A folder of its own inside it: registered, as any.
+    const own = await runActionStep(
+      bed.path('temp-job'),
+      { command: 'register', paths: '_temp/dist', 'base-url': url, 'api-key': apiKey },
+      job,
+    );
+    expect(own.run.code, describeRun(own.run)).toBe(0);
+    expect(own.outputs.registered).toBe('1');
+  });
+
+  it('exit 5 with nothing kept (a login answered unreadably): no line saying a re-run does not help; the re-run does it', async () => {
+    bed.sandbox.addFaults([{ route: 'login', kind: 'truncated', count: 1 }]);
+    await bed.write('cut/doc.txt', 'a document whose login answer is cut short\n');
+    const job = { NOTARIZE_CONFIG_DIR: bed.path('cut-store') };
+    const step = await runActionStep(
+      bed.path('cut'),
+      { command: 'register', paths: 'doc.txt', 'base-url': url, 'api-key': apiKey },
+      job,
+    );
+    expect(step.run.code, describeRun(step.run)).toBe(5);
+    expect(step.run.stderr).not.toContain('running this step again does not send');
+    const again = await runActionStep(
+      bed.path('cut'),
+      { command: 'register', paths: 'doc.txt', 'base-url': url, 'api-key': apiKey },
+      job,
+    );
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.outputs.registered).toBe('1');
+  });
+
   it('refused for want of a key: says to give the api-key input', async () => {
     const step = await runActionStep(
       bed.workDir,
