@@ -272,7 +272,8 @@ function say(line) {
 		clear();
 	} catch {}
 	try {
-		writeSync(2, `${process.stderr.isTTY ? "\r\x1B[K" : ""}${line}\n`);
+		const start = process.stderr.isTTY ? process.env.TERM === "dumb" ? "\r" : "\r\x1B[K" : "";
+		writeSync(2, `${start}${line}\n`);
 	} catch {}
 }
 /** The end of an interruption: output held back, one line, locks released (and cleanUps run), exit. */

@@ -309,7 +309,9 @@ function say(line: string): void {
     }
   }
   try {
-    writeSync(2, `${process.stderr.isTTY ? '\r\u001b[K' : ''}${line}\n`);
+    // A dumb terminal erases nothing (no ESC [K there, as it gets no spinner): the line goes over the ^C.
+    const start = process.stderr.isTTY ? (process.env.TERM === 'dumb' ? '\r' : '\r\u001b[K') : '';
+    writeSync(2, `${start}${line}\n`);
   } catch {
     // stderr closed: nothing to tell.
   }

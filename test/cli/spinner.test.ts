@@ -82,6 +82,35 @@ describe('the spinner', () => {
     expect(existsSync(storePaths(bed.storeDir, bed.sandbox.url).ledger(hash))).toBe(false);
   });
 
+  it('Ctrl-C on a dumb terminal (TERM=dumb): the interruption line has no escape sequence either', async () => {
+    await bed.write('dumb-ctrl-c.txt', 'interrupted at a dumb terminal\n');
+    bed.sandbox.addFaults(parseFaults('request:latency=3000*1'));
+    const before = bed.sandbox.calls.length;
+    const command = ['exec', quoted(process.execPath), quoted(BIN), 'register', quoted(bed.path('dumb-ctrl-c.txt'))];
+    const child = spawn('script', ['-qfec', command.join(' '), '/dev/null'], {
+      cwd: bed.workDir,
+      env: { ...bed.env(), TERM: 'dumb' },
+    });
+    let screen = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (screen += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    try {
+      // Nothing is drawn there: the request reaching the sandbox says it is waiting for the answer.
+      const deadline = Date.now() + 10_000;
+      while (!bed.sandbox.calls.slice(before).some((call) => call.route === 'request')) {
+        if (Date.now() > deadline) throw new Error(`no request step: ${screen}`);
+        await sleep(20);
+      }
+      child.stdin.write('\u0003');
+      const code = await Promise.race([exited, sleep(10_000).then(() => 'still running')]);
+      expect(code, screen).toBe(130);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(screen).toContain('notarize: interrupted (SIGINT)');
+    expect(screen).not.toContain('\u001b');
+  });
+
   it('NO_COLOR: the spinner is drawn without colour', async () => {
     await bed.write('no-colour.txt', 'a spinner without colour\n');
     bed.sandbox.addFaults(parseFaults('request:latency=600*1'));
