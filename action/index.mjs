@@ -17290,6 +17290,18 @@ var init_trees = __esmMin((() => {
 * nothing for them (see adoptManifests). Sends only those request steps;
 * never prints, never writes.
 */
+/** The most leaves a manifest read by a run of `documents` documents may have. */
+function manifestLeavesFor(documents) {
+	return Math.max(MANIFEST_LEAVES_ANY_RUN, MANIFEST_LEAVES_PER_DOCUMENT * documents);
+}
+/** The largest manifest file (in bytes) a run of `documents` documents reads: its leaves, each with room. */
+function manifestBytesFor(documents) {
+	return 4096 + MANIFEST_BYTES_PER_LEAF * manifestLeavesFor(documents);
+}
+/** The warning naming manifests not read for their size: a document under their roots may be paid for again. */
+function manifestsTooLarge(files, documents) {
+	return `tree manifests not read, as larger than a run of ${documents} document${documents === 1 ? "" : "s"} reads (${manifestLeavesFor(documents)} leaves): a document under their roots whose receipt is gone is registered again; keep the receipts, or run over more of their documents: ${files.join(", ")}`;
+}
 /**
 * The manifests of --receipt-dir that adoptManifests may ask about, in the
 * order it would (newest first, then the largest), with the test a
@@ -17299,39 +17311,49 @@ async function manifestCandidates(input, unplaced, storeRoots) {
 	const dir = input.manifestDir;
 	const byDigest = /* @__PURE__ */ new Map();
 	for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * (input.runSize ?? input.documents.length);
-	const useful = (digests) => digests.length <= maxLeaves && digests.some((digest) => unplaced.has(digest));
+	const runSize = input.runSize ?? input.documents.length;
+	const maxLeaves = manifestLeavesFor(runSize);
+	const holdsUnplaced = (digests) => digests.some((digest) => unplaced.has(digest));
+	const useful = (digests) => digests.length <= maxLeaves && holdsUnplaced(digests);
+	/** Would be useful, but has more leaves than this run reads: said (manifestsTooLarge), never silently passed over. */
+	const overfull = (digests) => digests.length > maxLeaves && holdsUnplaced(digests);
 	let names = [];
 	if (dir !== void 0 && !input.force && unplaced.size > 0) try {
 		names = (await readdir(dir)).filter((name) => manifestRoot(name) !== void 0);
 	} catch {}
+	const others = (await Promise.all(names.map(async (name) => {
+		const info = await lstat(join(dir, name)).catch(() => void 0);
+		return {
+			root: manifestRoot(name),
+			file: join(dir, name),
+			size: info?.size ?? 0,
+			mtimeMs: info?.mtimeMs ?? 0
+		};
+	}))).filter(({ root }) => !storeRoots.has(root));
+	const tooLarge = others.filter(({ size }) => size > manifestBytesFor(runSize)).map(({ file }) => file);
 	return {
-		candidates: (await Promise.all(names.map(async (name) => {
-			const info = await lstat(join(dir, name)).catch(() => void 0);
-			return {
-				root: manifestRoot(name),
-				file: join(dir, name),
-				size: info?.size ?? 0,
-				mtimeMs: info?.mtimeMs ?? 0
-			};
-		}))).filter(({ root }) => !storeRoots.has(root)).filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves).sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1)),
+		candidates: others.filter(({ size }) => size <= manifestBytesFor(runSize)).sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1)),
 		useful,
-		byDigest
+		overfull,
+		byDigest,
+		tooLarge,
+		runSize
 	};
 }
 /**
 * Whether a manifest in --receipt-dir, of none of `storeRoots`, may place one
-* of the `unplaced` documents (read, not parsed; nothing sent).
+* of the `unplaced` documents (read, not parsed; nothing sent), or is one
+* adoptManifests warns of, as too large for this run to read.
 */
 async function anyManifestFor(input, unplaced, storeRoots = /* @__PURE__ */ new Set()) {
-	const { candidates, useful } = await manifestCandidates(input, unplaced, storeRoots);
-	return candidates.some(({ file }) => mayPlace(file, useful));
+	const { candidates, useful, overfull, tooLarge } = await manifestCandidates(input, unplaced, storeRoots);
+	return tooLarge.length > 0 || candidates.some(({ file }) => mayPlace(file, (d) => useful(d) || overfull(d)));
 }
-/** Whether the manifest `file` may place a document: its leaves are `useful`, or it must be read to tell. */
-function mayPlace(file, useful) {
+/** Whether the manifest `file` may place a document, or be said of: its leaves pass `test`, or it must be read to tell. */
+function mayPlace(file, test) {
 	try {
 		const digests = treeFileDigests(file, { anyOwner: true });
-		return digests === void 0 || useful(digests);
+		return digests === void 0 || test(digests);
 	} catch {
 		return true;
 	}
@@ -17361,10 +17383,11 @@ function mayPlace(file, useful) {
 * never a description or a leaf name, and never make a run pay more than
 * it would without them (at worst, its one new tree). Further:
 *   - it must hold a document of this run not placed yet, and its leaves be at
-*     most MANIFEST_LEAVES_PER_DOCUMENT times the run's documents (its other
-*     leaves, documents this run lacks, only make the proofs: a re-run
-*     without one document, or with one changed, still pays nothing for
-*     the others);
+*     most manifestLeavesFor the run's documents (its other leaves, documents
+*     this run lacks, only make the proofs: a re-run without one document, or
+*     with one changed, still pays nothing for the others); one with more is
+*     named in a warning (manifestsTooLarge) if documents are left for a new
+*     tree;
 *   - its leaves must make its root, and it must hold what notarize wrote
 *     (trees.ts readManifest: read without being parsed unless it is used,
 *     when its bytes are those written; else parsed, bounded by its size);
@@ -17388,7 +17411,7 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 		roots: /* @__PURE__ */ new Map(),
 		sent: false
 	};
-	const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced, storeRoots);
+	const { candidates, useful, overfull, byDigest, tooLarge, runSize } = await manifestCandidates(input, unplaced, storeRoots);
 	/** The roots asked about, and the files whose roots the service does not have (answered with a session). */
 	const asks = input.asks ?? new RootAsks();
 	/** Places under `tree` the documents of this run it holds that nothing placed yet. */
@@ -17403,7 +17426,10 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 		let entry;
 		let merkle;
 		try {
-			const read = readManifest(file, root, useful);
+			const read = readManifest(file, root, (digests) => {
+				if (overfull(digests)) tooLarge.push(file);
+				return useful(digests);
+			});
 			if (read === void 0) continue;
 			entry = adoptedEntry(read, byDigest, input.description);
 			merkle = foldedTree(entry, file);
@@ -17435,6 +17461,7 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 		adoptions.roots.set(root, said);
 		if (said.kind === "failed" && input.failFast) break;
 	}
+	if (tooLarge.length > 0 && unplaced.size > 0) input.warn?.(manifestsTooLarge(tooLarge, runSize));
 	return adoptions;
 }
 /**
@@ -17468,16 +17495,16 @@ function staleManifests(files) {
 /**
 * The digests of the leaves of the manifest of `root` in `dir`, when
 * adoptManifests would use it for a run of `documents` documents: there, at
-* most MANIFEST_LEAVES_PER_DOCUMENT leaves per document, as notarize writes
+* most manifestLeavesFor(documents) leaves, as notarize writes
 * it (readManifest; its leaves making its root); else undefined. A document under
 * a manifest that would be passed over is left to its receipt
 * (register-aggregate.ts, which reads each root's manifest once per run).
 */
 function usableManifest(dir, root, documents) {
 	const file = join(dir, manifestName(root));
-	const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * documents;
+	const maxLeaves = manifestLeavesFor(documents);
 	try {
-		if (lstatSync(file).size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) return void 0;
+		if (lstatSync(file).size > manifestBytesFor(documents)) return void 0;
 	} catch {
 		return;
 	}
@@ -17562,7 +17589,7 @@ async function askAbout(deps, entry, input, source = "its manifest in --receipt-
 		};
 	}
 }
-var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, RootAsks, NO_ADOPTIONS, ManifestIndex;
+var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MANIFEST_LEAVES_ANY_RUN, RootAsks, NO_ADOPTIONS, ManifestIndex;
 var init_manifests = __esmMin((() => {
 	init_errors();
 	init_service_store();
@@ -17570,6 +17597,7 @@ var init_manifests = __esmMin((() => {
 	init_trees();
 	MANIFEST_BYTES_PER_LEAF = 2048;
 	MANIFEST_LEAVES_PER_DOCUMENT = 4;
+	MANIFEST_LEAVES_ANY_RUN = 1e5;
 	RootAsks = class {
 		#answers = /* @__PURE__ */ new Map();
 		/** The files whose roots the service said it does not have: the ones to move aside. */
@@ -17649,14 +17677,14 @@ var init_manifests = __esmMin((() => {
 	};
 	ManifestIndex = class {
 		#dir;
-		/** The largest manifest read: as for register --aggregate, at most MANIFEST_LEAVES_PER_DOCUMENT leaves per document of the run. */
-		#maxBytes;
+		/** How many documents the run has: as for register --aggregate, they bound the manifests read (manifestLeavesFor). */
+		#documents;
 		#warn;
 		#byDigest;
 		/** `documents`: how many the run has (bounds the manifests read, and so time and memory). */
 		constructor(dir, documents, warn) {
 			this.#dir = dir;
-			this.#maxBytes = 4096 + MANIFEST_BYTES_PER_LEAF * MANIFEST_LEAVES_PER_DOCUMENT * documents;
+			this.#documents = documents;
 			this.#warn = warn;
 		}
 		/** The manifests that list `sha256` among their leaves, newest first. */
@@ -17691,8 +17719,13 @@ var init_manifests = __esmMin((() => {
 				};
 			}));
 			const passedOver = [];
-			const fitting = found.filter(({ size }) => size <= this.#maxBytes);
-			for (const { root, file } of fitting.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
+			const tooLarge = [];
+			let room = manifestLeavesFor(this.#documents);
+			for (const { root, file, size } of found.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
+				if (size > manifestBytesFor(this.#documents) || room <= 0) {
+					tooLarge.push(file);
+					continue;
+				}
 				let digests;
 				try {
 					digests = treeFileDigests(file, { anyOwner: true }) ?? readManifest(file, root)?.leaves.map((leaf) => leaf.sha256);
@@ -17703,12 +17736,23 @@ var init_manifests = __esmMin((() => {
 					passedOver.push(file);
 					continue;
 				}
-				for (const digest of new Set(digests)) byDigest.set(digest, [...byDigest.get(digest) ?? [], {
+				if (digests.length > room) {
+					tooLarge.push(file);
+					continue;
+				}
+				room -= digests.length;
+				const manifest = {
 					root,
 					file
-				}]);
+				};
+				for (const digest of new Set(digests)) {
+					const holding = byDigest.get(digest);
+					if (holding === void 0) byDigest.set(digest, [manifest]);
+					else holding.push(manifest);
+				}
 			}
 			if (passedOver.length > 0) this.#warn(`tree manifests passed over (not as notarize writes them, or unreadable): ${passedOver.join(", ")}`);
+			if (tooLarge.length > 0) this.#warn(manifestsTooLarge(tooLarge, this.#documents));
 			return byDigest;
 		}
 	};

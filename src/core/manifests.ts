@@ -30,10 +30,40 @@ const MANIFEST_BYTES_PER_LEAF = 2048;
 
 /**
  * A manifest may have this many times as many leaves as the run has
- * documents, no more: a document named twice has two leaves, but a manifest
- * must not make a run of one document build a tree of a million.
+ * documents, or MANIFEST_LEAVES_ANY_RUN, no more: a document named twice has
+ * two leaves, but a manifest must not make a run of one document build a
+ * tree of a million.
  */
 const MANIFEST_LEAVES_PER_DOCUMENT = 4;
+
+/**
+ * A manifest of up to this many leaves is read by a run of any size: a tree
+ * as large as those notarize is measured with (100,000 documents, about
+ * 20 MB of manifest, read and folded in well under a second). Below it, a
+ * re-run of one document of a release's tree on a fresh runner, its receipt
+ * lost, paid again for it: a manifest of more than four leaves per document
+ * was passed over without a word.
+ */
+const MANIFEST_LEAVES_ANY_RUN = 100_000;
+
+/** The most leaves a manifest read by a run of `documents` documents may have. */
+function manifestLeavesFor(documents: number): number {
+  return Math.max(MANIFEST_LEAVES_ANY_RUN, MANIFEST_LEAVES_PER_DOCUMENT * documents);
+}
+
+/** The largest manifest file (in bytes) a run of `documents` documents reads: its leaves, each with room. */
+function manifestBytesFor(documents: number): number {
+  return 4096 + MANIFEST_BYTES_PER_LEAF * manifestLeavesFor(documents);
+}
+
+/** The warning naming manifests not read for their size: a document under their roots may be paid for again. */
+function manifestsTooLarge(files: readonly string[], documents: number): string {
+  return (
+    `tree manifests not read, as larger than a run of ${documents} document${documents === 1 ? '' : 's'} reads ` +
+    `(${manifestLeavesFor(documents)} leaves): a document under their roots whose receipt is gone is registered ` +
+    `again; keep the receipts, or run over more of their documents: ${files.join(', ')}`
+  );
+}
 
 /**
  * At most this many roots that the service turns out not to have (stale or
@@ -60,8 +90,8 @@ export interface ManifestQuery {
   /** --receipt-dir, where the manifests are. */
   manifestDir?: string;
   /**
-   * The documents of the run a manifest's leaves are bounded by (at most
-   * MANIFEST_LEAVES_PER_DOCUMENT each): by default `documents`; the whole
+   * The documents of the run a manifest's leaves are bounded by
+   * (manifestLeavesFor): by default `documents`; the whole
    * run's when some were placed before (register-aggregate.ts), so that a
    * manifest judged usable for them stays so.
    */
@@ -182,11 +212,14 @@ async function manifestCandidates(
   const dir = input.manifestDir;
   const byDigest = new Map<string, AggregateDocument>();
   for (const doc of input.documents) if (!byDigest.has(doc.sha256)) byDigest.set(doc.sha256, doc);
-  const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * (input.runSize ?? input.documents.length);
+  const runSize = input.runSize ?? input.documents.length;
+  const maxLeaves = manifestLeavesFor(runSize);
   // Leaves of documents not in this run are allowed (a re-run without one of them, or with one changed or
   // unreadable): they only make the proofs; the documents of this run it holds are what it places.
-  const useful = (digests: readonly string[]) =>
-    digests.length <= maxLeaves && digests.some((digest) => unplaced.has(digest));
+  const holdsUnplaced = (digests: readonly string[]) => digests.some((digest) => unplaced.has(digest));
+  const useful = (digests: readonly string[]) => digests.length <= maxLeaves && holdsUnplaced(digests);
+  /** Would be useful, but has more leaves than this run reads: said (manifestsTooLarge), never silently passed over. */
+  const overfull = (digests: readonly string[]) => digests.length > maxLeaves && holdsUnplaced(digests);
   let names: string[] = [];
   if (dir !== undefined && !input.force && unplaced.size > 0) {
     try {
@@ -201,33 +234,36 @@ async function manifestCandidates(
       return { root: manifestRoot(name)!, file: join(dir!, name), size: info?.size ?? 0, mtimeMs: info?.mtimeMs ?? 0 };
     }),
   );
-  const candidates = found
-    // The store's own roots are its to register: asking about a pending one would replace its session.
-    .filter(({ root }) => !storeRoots.has(root))
-    .filter(({ size }) => size <= 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) // else too many leaves for this run
+  // The store's own roots are its to register: asking about a pending one would replace its session.
+  const others = found.filter(({ root }) => !storeRoots.has(root));
+  const tooLarge = others.filter(({ size }) => size > manifestBytesFor(runSize)).map(({ file }) => file);
+  const candidates = others
+    .filter(({ size }) => size <= manifestBytesFor(runSize))
     .sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1));
-  return { candidates, useful, byDigest };
+  return { candidates, useful, overfull, byDigest, tooLarge, runSize };
 }
 
 /**
  * Whether a manifest in --receipt-dir, of none of `storeRoots`, may place one
- * of the `unplaced` documents (read, not parsed; nothing sent).
+ * of the `unplaced` documents (read, not parsed; nothing sent), or is one
+ * adoptManifests warns of, as too large for this run to read.
  */
 export async function anyManifestFor(
   input: ManifestQuery,
   unplaced: ReadonlySet<string>,
   storeRoots: ReadonlySet<string> = new Set(),
 ): Promise<boolean> {
-  const { candidates, useful } = await manifestCandidates(input, unplaced, storeRoots);
-  return candidates.some(({ file }) => mayPlace(file, useful));
+  const { candidates, useful, overfull, tooLarge } = await manifestCandidates(input, unplaced, storeRoots);
+  // One too large to read: adoptManifests names it in a warning.
+  return tooLarge.length > 0 || candidates.some(({ file }) => mayPlace(file, (d) => useful(d) || overfull(d)));
 }
 
-/** Whether the manifest `file` may place a document: its leaves are `useful`, or it must be read to tell. */
-function mayPlace(file: string, useful: (digests: readonly string[]) => boolean): boolean {
+/** Whether the manifest `file` may place a document, or be said of: its leaves pass `test`, or it must be read to tell. */
+function mayPlace(file: string, test: (digests: readonly string[]) => boolean): boolean {
   try {
     const digests = treeFileDigests(file, { anyOwner: true });
     // One laid out otherwise must be parsed to tell; one that is no manifest, adoptManifests passes over, and says why.
-    return digests === undefined || useful(digests);
+    return digests === undefined || test(digests);
   } catch {
     return true; // unreadable: the same
   }
@@ -258,10 +294,11 @@ function mayPlace(file: string, useful: (digests: readonly string[]) => boolean)
  * never a description or a leaf name, and never make a run pay more than
  * it would without them (at worst, its one new tree). Further:
  *   - it must hold a document of this run not placed yet, and its leaves be at
- *     most MANIFEST_LEAVES_PER_DOCUMENT times the run's documents (its other
- *     leaves, documents this run lacks, only make the proofs: a re-run
- *     without one document, or with one changed, still pays nothing for
- *     the others);
+ *     most manifestLeavesFor the run's documents (its other leaves, documents
+ *     this run lacks, only make the proofs: a re-run without one document, or
+ *     with one changed, still pays nothing for the others); one with more is
+ *     named in a warning (manifestsTooLarge) if documents are left for a new
+ *     tree;
  *   - its leaves must make its root, and it must hold what notarize wrote
  *     (trees.ts readManifest: read without being parsed unless it is used,
  *     when its bytes are those written; else parsed, bounded by its size);
@@ -286,7 +323,11 @@ export async function adoptManifests(
   storeRoots: ReadonlySet<string> = new Set(),
 ): Promise<Adoptions> {
   const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
-  const { candidates, useful, byDigest } = await manifestCandidates(input, unplaced, storeRoots);
+  const { candidates, useful, overfull, byDigest, tooLarge, runSize } = await manifestCandidates(
+    input,
+    unplaced,
+    storeRoots,
+  );
   /** The roots asked about, and the files whose roots the service does not have (answered with a session). */
   const asks = input.asks ?? new RootAsks();
   /** Places under `tree` the documents of this run it holds that nothing placed yet. */
@@ -300,7 +341,10 @@ export async function adoptManifests(
     let entry: TreeEntry;
     let merkle: MerkleTree;
     try {
-      const read = readManifest(file, root, useful);
+      const read = readManifest(file, root, (digests) => {
+        if (overfull(digests)) tooLarge.push(file);
+        return useful(digests);
+      });
       if (read === undefined) continue;
       entry = adoptedEntry(read, byDigest, input.description);
       merkle = foldedTree(entry, file);
@@ -333,6 +377,8 @@ export async function adoptManifests(
     adoptions.roots.set(root, said);
     if (said.kind === 'failed' && input.failFast) break;
   }
+  // Only while documents are left for a new tree: a manifest not read then may have held them.
+  if (tooLarge.length > 0 && unplaced.size > 0) input.warn?.(manifestsTooLarge(tooLarge, runSize));
   return adoptions;
 }
 
@@ -347,15 +393,15 @@ export async function adoptManifests(
  */
 export class ManifestIndex {
   readonly #dir: string;
-  /** The largest manifest read: as for register --aggregate, at most MANIFEST_LEAVES_PER_DOCUMENT leaves per document of the run. */
-  readonly #maxBytes: number;
+  /** How many documents the run has: as for register --aggregate, they bound the manifests read (manifestLeavesFor). */
+  readonly #documents: number;
   readonly #warn: (message: string) => void;
   #byDigest: Promise<Map<string, { root: string; file: string }[]>> | undefined;
 
   /** `documents`: how many the run has (bounds the manifests read, and so time and memory). */
   constructor(dir: string, documents: number, warn: (message: string) => void) {
     this.#dir = dir;
-    this.#maxBytes = 4096 + MANIFEST_BYTES_PER_LEAF * MANIFEST_LEAVES_PER_DOCUMENT * documents;
+    this.#documents = documents;
     this.#warn = warn;
   }
 
@@ -388,8 +434,15 @@ export class ManifestIndex {
       }),
     );
     const passedOver: string[] = [];
-    const fitting = found.filter(({ size }) => size <= this.#maxBytes); // else too many leaves for this run
-    for (const { root, file } of fitting.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
+    const tooLarge: string[] = [];
+    // The leaves indexed, newest manifests first: all of them at most what one manifest may have
+    // (about 200 bytes each here), so that a folder of many large ones is not all held at once.
+    let room = manifestLeavesFor(this.#documents);
+    for (const { root, file, size } of found.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
+      if (size > manifestBytesFor(this.#documents) || room <= 0) {
+        tooLarge.push(file);
+        continue;
+      }
       let digests: string[] | undefined;
       try {
         // Read as text when it is as notarize wrote it; else parsed (one that travelled: readManifest).
@@ -402,11 +455,22 @@ export class ManifestIndex {
         passedOver.push(file);
         continue;
       }
-      for (const digest of new Set(digests)) byDigest.set(digest, [...(byDigest.get(digest) ?? []), { root, file }]);
+      if (digests.length > room) {
+        tooLarge.push(file);
+        continue;
+      }
+      room -= digests.length;
+      const manifest = { root, file };
+      for (const digest of new Set(digests)) {
+        const holding = byDigest.get(digest);
+        if (holding === undefined) byDigest.set(digest, [manifest]);
+        else holding.push(manifest);
+      }
     }
     if (passedOver.length > 0) {
       this.#warn(`tree manifests passed over (not as notarize writes them, or unreadable): ${passedOver.join(', ')}`);
     }
+    if (tooLarge.length > 0) this.#warn(manifestsTooLarge(tooLarge, this.#documents));
     return byDigest;
   }
 }
@@ -463,16 +527,16 @@ export function staleManifests(files: readonly string[]): string {
 /**
  * The digests of the leaves of the manifest of `root` in `dir`, when
  * adoptManifests would use it for a run of `documents` documents: there, at
- * most MANIFEST_LEAVES_PER_DOCUMENT leaves per document, as notarize writes
+ * most manifestLeavesFor(documents) leaves, as notarize writes
  * it (readManifest; its leaves making its root); else undefined. A document under
  * a manifest that would be passed over is left to its receipt
  * (register-aggregate.ts, which reads each root's manifest once per run).
  */
 export function usableManifest(dir: string, root: string, documents: number): ReadonlySet<string> | undefined {
   const file = join(dir, manifestName(root));
-  const maxLeaves = MANIFEST_LEAVES_PER_DOCUMENT * documents;
+  const maxLeaves = manifestLeavesFor(documents);
   try {
-    if (lstatSync(file).size > 4096 + MANIFEST_BYTES_PER_LEAF * maxLeaves) return undefined;
+    if (lstatSync(file).size > manifestBytesFor(documents)) return undefined;
   } catch {
     return undefined;
   }

@@ -54,14 +54,49 @@ describe('anyManifestFor', () => {
       true,
     );
     expect(bed.callsSince(mark)).toEqual([]);
-    // Not one whose leaves are more than 4 times the run's documents: a run of one never builds a big tree.
+    // One of a larger tree's documents: read (a re-run of one document, its receipt lost, pays nothing).
     const many = docs('many-1', 'many-2', 'many-3', 'many-4', 'many-5');
     const { dir: manyDir } = await manifestOf(many);
     const one = [many[0]!];
-    expect(await anyManifestFor(aggregateInput(one, { manifestDir: manyDir }), digests(one))).toBe(false);
-    expect(
-      await anyManifestFor(aggregateInput(many.slice(0, 2), { manifestDir: manyDir }), digests(many.slice(0, 2))),
-    ).toBe(true);
+    expect(await anyManifestFor(aggregateInput(one, { manifestDir: manyDir }), digests(one))).toBe(true);
+    // Not one of more than 100,000 leaves, and more than 4 per document of the run: a run of one never
+    // builds a tree of a million (only its leaf lines are read here, so its root need not fold).
+    const huge = join(bed.root, 'huge-manifest');
+    mkdirSync(huge);
+    const leaves = (count: number) =>
+      Array.from({ length: count }, (_, index) => ({
+        index,
+        name: `l${index}`,
+        sha256: one[0]!.sha256,
+        size: 1,
+        salt: 'ab'.repeat(32),
+      }));
+    const entry = (count: number) => ({
+      root: 'cd'.repeat(32),
+      treeSize: count,
+      description: 'd',
+      createdAt: '2026-01-01T00:00:00Z',
+      leaves: leaves(count),
+    });
+    writeFileSync(join(huge, `${'cd'.repeat(32)}.tree.json`), [...treeManifestText(entry(100_001))].join(''));
+    // Said yes of, so that adoptManifests names it in a warning; never asked about, nothing placed.
+    expect(await anyManifestFor(aggregateInput(one, { manifestDir: huge }), digests(one))).toBe(true);
+    const warnings: string[] = [];
+    const unplaced = digests(one);
+    const hugeMark = bed.mark();
+    const adopted = await adoptManifests(
+      aggregateDeps(bed),
+      aggregateInput(one, { manifestDir: huge, warn: (message) => warnings.push(message) }),
+      unplaced,
+    );
+    expect(adopted.placements.size).toBe(0);
+    expect(unplaced.size).toBe(1);
+    expect(bed.callsSince(hugeMark)).toEqual([]);
+    expect(warnings).toEqual([
+      expect.stringMatching(/^tree manifests not read, as larger than a run of 1 document reads \(100000 leaves\)/),
+    ]);
+    writeFileSync(join(huge, `${'cd'.repeat(32)}.tree.json`), [...treeManifestText(entry(100_000))].join(''));
+    expect(await anyManifestFor(aggregateInput(one, { manifestDir: huge }), digests(one))).toBe(true);
   });
 
   it('says yes for a manifest not as notarize writes it, so that it is passed over with a warning', async () => {

@@ -18,6 +18,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -955,7 +956,7 @@ describe('switching between --aggregate and per-document registration never pays
     expect(receiptOf(NAMES[8]!, receipts).proof).toMatchObject({ root, leafIndex: 8 });
   });
 
-  it('manifests are read up to four leaves per document of the run; too many unknown roots are listed, and stop', async () => {
+  it('manifests are read by a run of any size (up to 100,000 leaves); too many unknown roots are listed, and stop', async () => {
     // A root the service has, of 80 documents; only its manifest kept (the receipts lost).
     const docs = await writeDocs(
       'bound',
@@ -971,13 +972,23 @@ describe('switching between --aggregate and per-document registration never pays
     );
     expect(whole.code, describeRun(whole)).toBe(0);
     for (const name of readdirSync(kept)) if (!name.endsWith('.tree.json')) rmSync(join(kept, name));
-    // One document alone: the manifest (80 leaves) is more than four per document of the run, so not read.
+    // One document alone, its receipt lost: the manifest (80 leaves) is read all the same, its root
+    // asked about, nothing paid (it was read only up to four leaves per document, and paid again).
     let mark = bed.mark();
     const alone = await bed.main(['register', docs[0]!, '--receipt-dir', kept, '--json'], {
       env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'bound-b-')) },
     });
     expect(alone.code, describeRun(alone)).toBe(0);
-    expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['login', 'request', 'forfait']);
+    expect(bed.callsSince(mark).map((call) => [call.route, call.status])).toEqual([
+      ['login', 200],
+      ['request', 409],
+    ]);
+    expect(JSON.parse(alone.stdout)).toMatchObject({ status: 'already-registered' });
+    // --aggregate over two of them likewise: under the root the service has, no new tree.
+    mark = bed.mark();
+    const two = await onStore(mkdtempSync(join(bed.root, 'bound-d-')), kept, docs.slice(1, 3));
+    expect(two.run.code, describeRun(two.run)).toBe(0);
+    expect(two.calls).toEqual(['login:200', 'request:409']);
     // All 80: read, one ask, nothing paid.
     mark = bed.mark();
     const all = await bed.main(['register', '-r', bed.path('bound'), '--receipt-dir', kept, '--output', 'ndjson'], {
@@ -3135,10 +3146,10 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     },
   );
 
-  it('a manifest with more than four leaves per document of the run is not even asked about', async () => {
+  it('a manifest of more than 100,000 leaves (and four per document of the run) is not asked about, and said', async () => {
     const digest = await bed.write('t3/a.txt', 'one document, listed many times\n');
     const receipts = bed.path('t3-receipts');
-    const root = plant(receipts, Array<string>(5).fill(digest), {
+    const root = plant(receipts, Array<string>(100_001).fill(digest), {
       description: 'x',
       createdAt: '2026-01-01T00:00:00Z',
     });
@@ -3147,6 +3158,56 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     expect(run.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
     expect(parseResults(run.run.stdout)[0]!.proof).toMatchObject({ treeSize: 1 });
     expect(parseResults(run.run.stdout)[0]!.proof!.root).not.toBe(root);
+    expect(run.run.stderr).toContain(
+      `tree manifests not read, as larger than a run of 1 document reads (100000 leaves): a document under their roots ` +
+        `whose receipt is gone is registered again; keep the receipts, or run over more of their documents: ` +
+        join(receipts, `${root}.tree.json`),
+    );
+  });
+
+  it('per-document register reads manifests up to 100,000 leaves in all, newest first, and names the rest', async () => {
+    const digest = await bed.write('t14/a.txt', 'one document, under an older large tree\n');
+    const receipts = bed.path('t14-receipts');
+    const older = plant(receipts, Array<string>(60_000).fill(digest), {
+      description: 'o',
+      createdAt: '2026-01-01T00:00:00Z',
+    });
+    utimesSync(join(receipts, `${older}.tree.json`), new Date('2026-01-01'), new Date('2026-01-01'));
+    const other = await bed.write('t14/other.txt', 'another document\n');
+    const newer = plant(receipts, Array<string>(60_000).fill(other), {
+      description: 'n',
+      createdAt: '2026-01-02T00:00:00Z',
+    });
+    const mark = bed.mark();
+    const run = await bed.main(['register', bed.path('t14/a.txt'), '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore() },
+    });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['login', 'request', 'forfait']);
+    expect(run.stderr).toContain(
+      `tree manifests not read, as larger than a run of 1 document reads (100000 leaves): a document under their ` +
+        `roots whose receipt is gone is registered again; keep the receipts, or run over more of their documents: ` +
+        join(receipts, `${older}.tree.json`),
+    );
+    expect(run.stderr).not.toContain(newer);
+  });
+
+  it("a root confirmed by one document's receipt places the others its manifest lists, whatever its size", async () => {
+    // A tree of 9; a fresh runner with q1's receipt and the manifest, q2's receipt lost: q2 was put
+    // under a new paid tree (the manifest, more than four leaves per document of the run, not read).
+    const docs = await writeDocs('t13', 'nine under one root', ['q1', 'q2', 'q3', 'q4', 'q5', 'q6', 'q7', 'q8', 'q9']);
+    const receipts = bed.path('t13-receipts');
+    const first = await onStore(freshStore(), receipts, docs);
+    expect(first.run.code, describeRun(first.run)).toBe(0);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    rmSync(join(receipts, 'q2.txt.notarization.json'));
+    const again = await onStore(freshStore(), receipts, docs.slice(0, 2));
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['login:200', 'request:409']);
+    expect(parseResults(again.run.stdout).map((r) => [r.status, r.proof!.root === root])).toEqual([
+      ['already-registered', true],
+      ['already-registered', true],
+    ]);
   });
 
   it('after the 409 the store keeps nothing of the adopted root: --force registers the documents anew', async () => {
