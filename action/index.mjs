@@ -17132,8 +17132,18 @@ function readManifest(file, root, wanted) {
 	const text = withoutByteOrderMark(read);
 	const digests = leafDigestsOfWholeTree(text);
 	if (digests !== void 0 && wanted && !wanted(digests)) return void 0;
-	const entry = treeOfText(file, text, root);
+	const entry = asManifest(file, () => treeOfText(file, text, root));
 	return digests === void 0 && wanted && !wanted(entry.leaves.map((leaf) => leaf.sha256)) ? void 0 : entry;
+}
+/** What `read` gives; its StoreError named for what `file` is, a tree manifest (of --receipt-dir), not a store file. */
+function asManifest(file, read) {
+	try {
+		return read();
+	} catch (error) {
+		if (!(error instanceof StoreError)) throw error;
+		const message = error.message.replace(/^(cannot read )?store file /, "$1tree manifest ");
+		throw new StoreError(file, message, { cause: error });
+	}
 }
 /**
 * The digests of the documents under `root`, when `file` is its tree's

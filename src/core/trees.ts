@@ -493,8 +493,19 @@ export function readManifest(
   const text = withoutByteOrderMark(read);
   const digests = leafDigestsOfWholeTree(text);
   if (digests !== undefined && wanted && !wanted(digests)) return undefined;
-  const entry = treeOfText(file, text, root);
+  const entry = asManifest(file, () => treeOfText(file, text, root));
   return digests === undefined && wanted && !wanted(entry.leaves.map((leaf) => leaf.sha256)) ? undefined : entry;
+}
+
+/** What `read` gives; its StoreError named for what `file` is, a tree manifest (of --receipt-dir), not a store file. */
+function asManifest<T>(file: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    const message = error.message.replace(/^(cannot read )?store file /, '$1tree manifest ');
+    throw new StoreError(file, message, { cause: error });
+  }
 }
 
 /**
