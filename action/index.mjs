@@ -41887,6 +41887,7 @@ function buildProgram(io, env, state) {
 	program.command("help [command...]").description("show the help of a command: `help <command>` is `<command> --help`").action((names) => showHelp(program, names));
 	program.hook("preSubcommand", async (_program, subcommand) => {
 		await load(subcommand);
+		refuseUnknownCommandWithHelp(subcommand, program.args.slice(program.args.indexOf(subcommand.name()) + 1));
 	});
 	program.hook("preAction", (_program, action) => {
 		state.outputJson = outputIsFormat(action) && action.getOptionValue("output") === "json";
@@ -42106,6 +42107,7 @@ async function main(options = {}) {
 	state.errorsAsJson = json;
 	let code;
 	try {
+		refuseUnknownCommandWithHelp(program, argv);
 		await program.parseAsync(argv, { from: "user" });
 		code = EXIT.ok;
 	} catch (error) {
@@ -42119,6 +42121,29 @@ async function main(options = {}) {
 	const failure = await io.outputFailure();
 	if (failure === void 0) return code;
 	return report(io, outputLost(failure, code), json(), void 0);
+}
+/**
+* `notarize regster --help`, `config sett -h`: commander shows the parent's
+* help for a help flag before it looks at the word, and exits 0, as if the
+* command existed; a script checking `notarize <command> --help` for a
+* command this notarize lacks read success. The word is refused as
+* `help regster` refuses it (did-you-mean, exit 2). Other words are
+* commander's to judge, as without a help flag.
+*/
+function refuseUnknownCommandWithHelp(parent, words) {
+	if (parent.commands.length === 0) return;
+	const before = beforeOperands(words);
+	if (!before.includes("--help") && !before.includes("-h")) return;
+	const takesValue = (word) => parent.options.some((option) => (option.required || option.optional) && (option.long === word || option.short === word));
+	for (let i = 0; i < before.length; i++) {
+		const word = before[i];
+		if (word.startsWith("-")) {
+			if (takesValue(word)) i++;
+			continue;
+		}
+		if (parent.commands.some((sub) => sub.name() === word || sub.aliases().includes(word))) return;
+		throw new UsageError(unknownCommandMessage(word, parent), { hint: `see \`${commandPath(parent)} --help\`` });
+	}
 }
 /** The words of a command line before `--`, after which every word is an operand (`hash -- --json` names a file). */
 function beforeOperands(argv) {

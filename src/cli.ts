@@ -297,6 +297,8 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     .action((names: string[]) => showHelp(program, names));
   program.hook('preSubcommand', async (_program, subcommand) => {
     await load(subcommand);
+    // The words after the command's name (commander set them before dispatching to it).
+    refuseUnknownCommandWithHelp(subcommand, program.args.slice(program.args.indexOf(subcommand.name()) + 1));
   });
   program.hook('preAction', (_program, action) => {
     // Before the command's own checks of its flags (`-j 0`), which fail before it chooses its output.
@@ -585,6 +587,7 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   state.errorsAsJson = json;
   let code: ExitCode;
   try {
+    refuseUnknownCommandWithHelp(program, argv);
     await program.parseAsync(argv, { from: 'user' });
     code = EXIT.ok;
   } catch (error) {
@@ -602,6 +605,33 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   if (failure === undefined) return code;
   // The run's own failure keeps its code (README), and the error line says that code too.
   return report(io, outputLost(failure, code), json(), undefined);
+}
+
+/**
+ * `notarize regster --help`, `config sett -h`: commander shows the parent's
+ * help for a help flag before it looks at the word, and exits 0, as if the
+ * command existed; a script checking `notarize <command> --help` for a
+ * command this notarize lacks read success. The word is refused as
+ * `help regster` refuses it (did-you-mean, exit 2). Other words are
+ * commander's to judge, as without a help flag.
+ */
+function refuseUnknownCommandWithHelp(parent: Command, words: readonly string[]): void {
+  if (parent.commands.length === 0) return;
+  const before = beforeOperands(words);
+  if (!before.includes('--help') && !before.includes('-h')) return;
+  const takesValue = (word: string) =>
+    parent.options.some(
+      (option) => (option.required || option.optional) && (option.long === word || option.short === word),
+    );
+  for (let i = 0; i < before.length; i++) {
+    const word = before[i]!;
+    if (word.startsWith('-')) {
+      if (takesValue(word)) i++;
+      continue;
+    }
+    if (parent.commands.some((sub) => sub.name() === word || sub.aliases().includes(word))) return;
+    throw new UsageError(unknownCommandMessage(word, parent), { hint: `see \`${commandPath(parent)} --help\`` });
+  }
 }
 
 /** The words of a command line before `--`, after which every word is an operand (`hash -- --json` names a file). */

@@ -145,6 +145,32 @@ describe('notarize help <command>', () => {
     }
   });
 
+  it('a mistyped command with --help or -h: refused as `help <word>` refuses it, exit 2, not the help and exit 0', async () => {
+    for (const [argv, message] of [
+      [['regster', '--help'], "unknown command 'regster' (Did you mean register?)"],
+      [['--help', 'regster'], "unknown command 'regster' (Did you mean register?)"],
+      [['--base-url', 'http://127.0.0.1:9', 'regster', '-h'], "unknown command 'regster' (Did you mean register?)"],
+      [['config', 'sett', '--help'], "unknown command 'config sett' (Did you mean set?)"],
+    ] as const) {
+      const run = await bed.main([...argv]);
+      expect(run.code, argv.join(' ')).toBe(EXIT.usage);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(
+        new RegExp(`^notarize: ${message.replace(/[()?]/g, '\\$&')} \\(see \`notarize( config)? --help\`\\)\n$`),
+      );
+    }
+    // A command's own help, at every level, as before.
+    for (const argv of [
+      ['register', '--help'],
+      ['config', 'set', '-h'],
+      ['--timeout', '5', 'config', '--help'],
+    ]) {
+      const run = await bed.main(argv);
+      expect(run.code, argv.join(' ')).toBe(EXIT.ok);
+      expect(run.stdout).toMatch(/^Usage: notarize /);
+    }
+  });
+
   it('no command with --json: one JSON error on stderr (the commands it could be), no help text, exit 2', async () => {
     for (const [argv, path, some] of [
       [['--json'], 'notarize', 'register'],
