@@ -11352,9 +11352,11 @@ var init_files = __esmMin((() => {
 /**
 * The text of `source` ('-' for standard input, else a regular file), at most
 * `limit` bytes. Throws UsageError naming `what` when it cannot be read or is
-* larger.
+* larger. `flag`: the option that reads standard input with no '-' typed
+* (`login --api-key-stdin`), which the messages name instead.
 */
-async function readTextInput(source, stdin, limit, what) {
+async function readTextInput(source, stdin, limit, what, flag) {
+	if (flag !== void 0) checkStandardInput(stdin, what, true, flag);
 	return (await readBytesInput(source, stdin, limit, what)).toString("utf8");
 }
 /**
@@ -11396,7 +11398,7 @@ function tooLarge(source, limit, what) {
 * list: never meant empty) stops the run (UsageError), both exit 2. Any
 * other stream (a test's) is taken as it is.
 */
-function checkStandardInput(stdin, what, refuseNull = what !== void 0) {
+function checkStandardInput(stdin, what, refuseNull = what !== void 0, flag) {
 	if (stdin !== process.stdin) return;
 	let reason;
 	try {
@@ -11407,6 +11409,7 @@ function checkStandardInput(stdin, what, refuseNull = what !== void 0) {
 		return;
 	}
 	if (reason === void 0) return;
+	if (flag !== void 0) throw new UsageError(`cannot read ${what} with ${flag}: standard input is ${reason}`, { hint: `pipe it in, or redirect a file to it (\`< file\`)` });
 	const hint = "give '-' a file (`< file`) or a pipe, or name a file instead of '-'";
 	if (what !== void 0) throw new UsageError(`cannot read ${what} from '-': standard input is ${reason}`, { hint });
 	throw new InputFileError("-", `standard input is ${reason}`, {
@@ -25289,7 +25292,7 @@ async function obtainKey(options) {
 	const { io } = options;
 	if (options.apiKeyStdin) {
 		if (io.stdinIsTTY) throw new UsageError("--api-key-stdin reads standard input, but it is a terminal", { hint: "pipe the key in" });
-		return cleanSecret(await readTextInput("-", io.stdin, 65536, "the API key")) ?? "";
+		return cleanSecret(await readTextInput("-", io.stdin, 65536, "the API key", "--api-key-stdin")) ?? "";
 	}
 	const fromEnv = cleanSecret(options.envApiKey);
 	if (fromEnv !== void 0) return fromEnv;

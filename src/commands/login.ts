@@ -72,7 +72,7 @@ async function obtainKey(options: LoginOptions): Promise<string> {
   if (options.apiKeyStdin) {
     if (io.stdinIsTTY)
       throw new UsageError('--api-key-stdin reads standard input, but it is a terminal', { hint: 'pipe the key in' });
-    return cleanSecret(await readTextInput('-', io.stdin, 64 * 1024, 'the API key')) ?? '';
+    return cleanSecret(await readTextInput('-', io.stdin, 64 * 1024, 'the API key', '--api-key-stdin')) ?? '';
   }
   const fromEnv = cleanSecret(options.envApiKey);
   if (fromEnv !== undefined) return fromEnv;

@@ -12,9 +12,17 @@ import { readBoundedBytes } from '../read-bounded.js';
 /**
  * The text of `source` ('-' for standard input, else a regular file), at most
  * `limit` bytes. Throws UsageError naming `what` when it cannot be read or is
- * larger.
+ * larger. `flag`: the option that reads standard input with no '-' typed
+ * (`login --api-key-stdin`), which the messages name instead.
  */
-export async function readTextInput(source: string, stdin: Readable, limit: number, what: string): Promise<string> {
+export async function readTextInput(
+  source: string,
+  stdin: Readable,
+  limit: number,
+  what: string,
+  flag?: string,
+): Promise<string> {
+  if (flag !== undefined) checkStandardInput(stdin, what, true, flag);
   return (await readBytesInput(source, stdin, limit, what)).toString('utf8');
 }
 
@@ -68,7 +76,12 @@ export function tooLarge(source: string, limit: number, what: string): UsageErro
  * list: never meant empty) stops the run (UsageError), both exit 2. Any
  * other stream (a test's) is taken as it is.
  */
-export function checkStandardInput(stdin: Readable, what?: string, refuseNull = what !== undefined): void {
+export function checkStandardInput(
+  stdin: Readable,
+  what?: string,
+  refuseNull = what !== undefined,
+  flag?: string,
+): void {
   if (stdin !== process.stdin) return;
   let reason: string | undefined;
   try {
@@ -81,6 +94,11 @@ export function checkStandardInput(stdin: Readable, what?: string, refuseNull = 
     return; // Unknown: read it as it comes.
   }
   if (reason === undefined) return;
+  if (flag !== undefined) {
+    throw new UsageError(`cannot read ${what} with ${flag}: standard input is ${reason}`, {
+      hint: `pipe it in, or redirect a file to it (\`< file\`)`,
+    });
+  }
   const hint = "give '-' a file (`< file`) or a pipe, or name a file instead of '-'";
   if (what !== undefined) throw new UsageError(`cannot read ${what} from '-': standard input is ${reason}`, { hint });
   throw new InputFileError('-', `standard input is ${reason}`, {

@@ -78,6 +78,15 @@ describe("'-' when standard input is /dev/null, or closed (a cron job, `ssh -n`,
     );
   });
 
+  it("login --api-key-stdin is refused naming that flag, not a '-' nobody typed, with what to do", () => {
+    const run = withNullStdin(['login', '--api-key-stdin']);
+    expect(run.status, run.stderr).toBe(2);
+    expect(run.stderr).toBe(
+      'notarize: cannot read the API key with --api-key-stdin: standard input is /dev/null (or closed) ' +
+        '(pipe it in, or redirect a file to it (`< file`))\n',
+    );
+  });
+
   it('hash - reads it as the empty document, as sha256sum does (nothing is paid for there)', () => {
     const run = withNullStdin(['hash', '-']);
     expect(run.status, run.stderr).toBe(0);
