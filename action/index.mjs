@@ -41894,6 +41894,7 @@ function buildProgram(io, env, state) {
 	});
 	program.hook("preAction", (_program, action) => {
 		state.outputJson = outputIsFormat(action) && action.getOptionValue("output") === "json";
+		state.ran = action;
 		refuseUndecodedEnvironment(env);
 		refuseUndecoded(action);
 		for (let at = action; at && at !== program; at = at.parent) if (at.getOptionValue("quiet") === true) program.setOptionValueWithSource("quiet", true, "cli");
@@ -42123,7 +42124,7 @@ async function main(options = {}) {
 	}
 	const failure = await io.outputFailure();
 	if (failure === void 0) return code;
-	return report(io, outputLost(failure, code), json(), void 0);
+	return report(io, outputLost(failure, code, state.ran), json(), void 0);
 }
 /**
 * `notarize regster --help`, `config sett -h`: commander shows the parent's
@@ -42165,14 +42166,17 @@ function outputIsFormat(command) {
 	return command?.options.some((option) => option.long === "--output" && option.argChoices?.includes("json")) ?? true;
 }
 /** The error main() reports when stdout could not be written: exit 1, or the code the run failed with. */
-function outputLost(failure, runCode) {
+function outputLost(failure, runCode, ran) {
 	const reason = failure.code ?? failure.message;
 	const exitCode = runCode === EXIT.ok ? EXIT.refused : runCode;
+	const ledger = ran !== void 0 && REGISTERING.has(ran.name()) && ran.parent?.parent === null ? " (a registration made is in the ledger: `notarize show`)" : "";
 	return new NotarizeError("output_not_written", exitCode, `could not write the output: ${reason}`, {
-		hint: "it is incomplete; free some space or write it elsewhere, and run the command again (a registration made is in the ledger: `notarize show`)",
+		hint: `it is incomplete; free some space or write it elsewhere, and run the command again${ledger}`,
 		cause: failure
 	});
 }
+/** The commands that register (and keep what they registered in the ledger). */
+const REGISTERING = /* @__PURE__ */ new Set(["register", "complete"]);
 // dist/github-action.js
 /**
 * The GitHub Action (action.yml at the repository root): the runner's

@@ -181,6 +181,8 @@ interface RunState {
   context?: Context;
   /** The command whose parse failed (commander's errors do not say), so the hint can name it. */
   failed?: Command;
+  /** The command whose action ran (its options parsed). */
+  ran?: Command;
   /** Whether errors go out as JSON (main's reading of the command line), for the help commander writes on its own. */
   errorsAsJson?: () => boolean;
   /**
@@ -303,6 +305,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
   program.hook('preAction', (_program, action) => {
     // Before the command's own checks of its flags (`-j 0`), which fail before it chooses its output.
     state.outputJson = outputIsFormat(action) && action.getOptionValue('output') === 'json';
+    state.ran = action;
     refuseUndecodedEnvironment(env);
     refuseUndecoded(action);
     // -q found in a bundle of the command's own flags (acceptQuietInBundles) is the global one.
@@ -604,7 +607,7 @@ export async function main(options: MainOptions = {}): Promise<ExitCode> {
   const failure = await io.outputFailure();
   if (failure === undefined) return code;
   // The run's own failure keeps its code (README), and the error line says that code too.
-  return report(io, outputLost(failure, code), json(), undefined);
+  return report(io, outputLost(failure, code, state.ran), json(), undefined);
 }
 
 /**
@@ -656,11 +659,17 @@ function outputIsFormat(command: Command | undefined): boolean {
 }
 
 /** The error main() reports when stdout could not be written: exit 1, or the code the run failed with. */
-function outputLost(failure: Error, runCode: ExitCode): NotarizeError {
+function outputLost(failure: Error, runCode: ExitCode, ran: Command | undefined): NotarizeError {
   const reason = (failure as NodeJS.ErrnoException).code ?? failure.message;
   const exitCode = runCode === EXIT.ok ? EXIT.refused : runCode;
+  // Only a command that registers has registrations to point at (`hash` or `login` has none).
+  const registers = ran !== undefined && REGISTERING.has(ran.name()) && ran.parent?.parent === null;
+  const ledger = registers ? ' (a registration made is in the ledger: `notarize show`)' : '';
   return new NotarizeError('output_not_written', exitCode, `could not write the output: ${reason}`, {
-    hint: 'it is incomplete; free some space or write it elsewhere, and run the command again (a registration made is in the ledger: `notarize show`)',
+    hint: `it is incomplete; free some space or write it elsewhere, and run the command again${ledger}`,
     cause: failure,
   });
 }
+
+/** The commands that register (and keep what they registered in the ledger). */
+const REGISTERING = new Set(['register', 'complete']);

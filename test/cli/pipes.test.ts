@@ -52,7 +52,14 @@ it.runIf(existsSync('/dev/full'))(
       });
     const hashed = await toFull('hash "$DOC"');
     expect(hashed.code).toBe(1);
-    expect(hashed.stderr).toMatch(/^notarize: could not write the output: ENOSPC \(.*run the command again.*\)\n$/);
+    expect(hashed.stderr).toMatch(/^notarize: could not write the output: ENOSPC \(.*run the command again\)\n$/);
+    // hash registers nothing: no ledger to point at; a command that registers points at it.
+    expect(hashed.stderr).not.toContain('ledger');
+    const completed = await toFull('complete --all --json');
+    expect(completed.code).toBe(1);
+    expect(JSON.parse(completed.stderr.trim().split('\n').at(-1)!)).toMatchObject({
+      error: { code: 'output_not_written', hint: expect.stringContaining('a registration made is in the ledger') },
+    });
     const json = await toFull('hash "$DOC" --json');
     expect(json.code).toBe(1);
     expect(JSON.parse(json.stderr)).toMatchObject({ error: { code: 'output_not_written', exitCode: 1 } });
