@@ -12775,7 +12775,8 @@ function recordHashOf(recordJson) {
 function ifReadable(read) {
 	try {
 		return read();
-	} catch {
+	} catch (error) {
+		if (!(error instanceof StoreError)) throw error;
 		return;
 	}
 }
@@ -17451,7 +17452,7 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 			input.warn?.(`a tree manifest was passed over: ${error.message}`);
 			continue;
 		}
-		const record = readableRecord(deps.store, root);
+		const record = deps.store.recordIfReadable(root);
 		if (record !== void 0) {
 			place(new LoadedTree(entry, {
 				state: "registered",
@@ -17476,19 +17477,6 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 	}
 	if (tooLarge.length > 0 && unplaced.size > 0) input.warn?.(manifestsTooLarge(tooLarge, runSize));
 	return adoptions;
-}
-/**
-* The ledger's record of `root`, if this store has a readable one (a damaged
-* one: the service is asked, as before): the record that places a manifest's
-* or a receipt's documents without asking (here, and register-roots.ts).
-*/
-function readableRecord(store, root) {
-	try {
-		return store.readRecord(root);
-	} catch (error) {
-		if (!(error instanceof StoreError)) throw error;
-		return;
-	}
 }
 /**
 * Why a document a manifest (or, for per-document register, a receipt: a
@@ -18656,7 +18644,7 @@ var init_register_roots = __esmMin((() => {
 			const own = await earlierProof(receipts, index, hash);
 			for await (const found of this.#proofsOf(hash, own)) {
 				if (found.proof.root === pendingRoot) continue;
-				const entry = readableRecord(this.#deps.store, found.proof.root);
+				const entry = this.#deps.store.recordIfReadable(found.proof.root);
 				if (entry) return this.#under(hash, found.proof, { entry });
 				this.#refuseOnceTooManyAbsent(found.proof.root, found.path);
 				const said = await this.#ask(found.proof.root, found.proof.treeSize, "its receipt in --receipt-dir", found.path);
@@ -18681,7 +18669,7 @@ var init_register_roots = __esmMin((() => {
 					continue;
 				}
 				const { tree, leafIndex } = placement;
-				const entry = readableRecord(this.#deps.store, manifest.root);
+				const entry = this.#deps.store.recordIfReadable(manifest.root);
 				if (entry) return this.#under(hash, tree.proof(leafIndex, manifest.file), { entry });
 				this.#refuseOnceTooManyAbsent(manifest.root, manifest.file);
 				const said = await this.#ask(manifest.root, tree.entry.treeSize, "its manifest in --receipt-dir", manifest.file);

@@ -9,7 +9,7 @@
  */
 import { existsSync } from 'node:fs';
 import { completionUnread, finishedRoot, registerRoot, tidyRoot, type RootResult } from '../core/aggregate.js';
-import { askAboutRoot, ManifestIndex, RootAsks, readableRecord } from '../core/manifests.js';
+import { askAboutRoot, ManifestIndex, RootAsks } from '../core/manifests.js';
 import { locked, type FlowDeps, type Outcome } from '../core/notarize.js';
 import type { UnderRoot } from '../output/results.js';
 import type { LedgerEntry } from '../store/service-store.js';
@@ -171,7 +171,7 @@ export class DocumentRoots {
     for await (const found of this.#proofsOf(hash, own)) {
       if (found.proof.root === pendingRoot) continue;
       // Its root's record here (completed with `complete --session`, its tree never here): nothing to ask.
-      const entry = readableRecord(this.#deps.store, found.proof.root);
+      const entry = this.#deps.store.recordIfReadable(found.proof.root);
       if (entry) return this.#under(hash, found.proof, { entry });
       // Receipts are as easy to plant as manifests: the same bound on the roots asked about in vain.
       this.#refuseOnceTooManyAbsent(found.proof.root, found.path);
@@ -197,7 +197,7 @@ export class DocumentRoots {
         continue;
       }
       const { tree, leafIndex } = placement;
-      const entry = readableRecord(this.#deps.store, manifest.root);
+      const entry = this.#deps.store.recordIfReadable(manifest.root);
       if (entry) return this.#under(hash, tree.proof(leafIndex, manifest.file), { entry });
       this.#refuseOnceTooManyAbsent(manifest.root, manifest.file);
       const said = await this.#ask(manifest.root, tree.entry.treeSize, 'its manifest in --receipt-dir', manifest.file);

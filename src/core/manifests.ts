@@ -10,7 +10,7 @@ import { existsSync, lstatSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { EXIT, NotarizeError, StoreError } from '../errors.js';
-import { treeFileDigests, type LedgerEntry, type ServiceStore, type TreeEntry } from '../store/service-store.js';
+import { treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
 import {
@@ -353,7 +353,8 @@ export async function adoptManifests(
       input.warn?.(`a tree manifest was passed over: ${error.message}`);
       continue;
     }
-    const record = readableRecord(deps.store, root);
+    // A damaged one: the service is asked, as before.
+    const record = deps.store.recordIfReadable(root);
     if (record !== undefined) {
       // This store has the root's record (completed here with `complete --session`, its tree
       // planted by another store): registered, as the record proves, so nothing is asked and
@@ -472,20 +473,6 @@ export class ManifestIndex {
     }
     if (tooLarge.length > 0) this.#warn(manifestsTooLarge(tooLarge, this.#documents));
     return byDigest;
-  }
-}
-
-/**
- * The ledger's record of `root`, if this store has a readable one (a damaged
- * one: the service is asked, as before): the record that places a manifest's
- * or a receipt's documents without asking (here, and register-roots.ts).
- */
-export function readableRecord(store: ServiceStore, root: string): LedgerEntry | undefined {
-  try {
-    return store.readRecord(root);
-  } catch (error) {
-    if (!(error instanceof StoreError)) throw error;
-    return undefined;
   }
 }
 

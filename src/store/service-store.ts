@@ -811,7 +811,9 @@ export class ServiceStore {
 function ifReadable<T>(read: () => T | undefined): T | undefined {
   try {
     return read();
-  } catch {
+  } catch (error) {
+    // Unreadable or damaged (a StoreError); anything else is no answer about the file, and goes on up.
+    if (!(error instanceof StoreError)) throw error;
     return undefined;
   }
 }
