@@ -17312,9 +17312,12 @@ function manifestLeavesFor(documents) {
 function manifestBytesFor(documents) {
 	return 4096 + MANIFEST_BYTES_PER_LEAF * manifestLeavesFor(documents);
 }
-/** The warning naming manifests not read for their size: a document under their roots may be paid for again. */
-function manifestsTooLarge(files, documents) {
-	return `tree manifests not read, as larger than a run of ${documents} document${documents === 1 ? "" : "s"} reads (${manifestLeavesFor(documents)} leaves): a document under their roots whose receipt is gone is registered again; keep the receipts, or run over more of their documents: ${files.join(", ")}`;
+/**
+* The warning naming manifests not read for their size, which may hold
+* `documents` (those left to be registered on their own, or under a new root).
+*/
+function manifestsTooLarge(files, runSize, documents) {
+	return `tree manifests in --receipt-dir not read, as larger than a run of ${runSize} document${runSize === 1 ? "" : "s"} reads (${manifestLeavesFor(runSize)} leaves): if ${documents} is under one of their roots, its receipt gone, it is registered again (keep the receipts, or run over more of their documents): ${files.join(", ")}`;
 }
 /**
 * The manifests of --receipt-dir that adoptManifests may ask about, in the
@@ -17475,7 +17478,7 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 		adoptions.roots.set(root, said);
 		if (said.kind === "failed" && input.failFast) break;
 	}
-	if (tooLarge.length > 0 && unplaced.size > 0) input.warn?.(manifestsTooLarge(tooLarge, runSize));
+	if (tooLarge.length > 0 && unplaced.size > 0) input.warn?.(manifestsTooLarge(tooLarge, runSize, `a document of this run (${[...unplaced][0]})`));
 	return adoptions;
 }
 /**
@@ -17598,7 +17601,7 @@ var init_manifests = __esmMin((() => {
 	init_trees();
 	MANIFEST_BYTES_PER_LEAF = 2048;
 	MANIFEST_LEAVES_PER_DOCUMENT = 4;
-	MANIFEST_LEAVES_ANY_RUN = 1e5;
+	MANIFEST_LEAVES_ANY_RUN = 1e4;
 	RootAsks = class {
 		#answers = /* @__PURE__ */ new Map();
 		/** The files whose roots the service said it does not have: the ones to move aside. */
@@ -17682,6 +17685,9 @@ var init_manifests = __esmMin((() => {
 		#documents;
 		#warn;
 		#byDigest;
+		/** The manifests not read for their size (manifestsTooLarge), said once, at the first document none holds. */
+		#tooLarge = [];
+		#toldTooLarge = false;
 		/** `documents`: how many the run has (bounds the manifests read, and so time and memory). */
 		constructor(dir, documents, warn) {
 			this.#dir = dir;
@@ -17691,7 +17697,12 @@ var init_manifests = __esmMin((() => {
 		/** The manifests that list `sha256` among their leaves, newest first. */
 		async holding(sha256) {
 			this.#byDigest ??= this.#read();
-			return (await this.#byDigest).get(sha256) ?? [];
+			const holding = (await this.#byDigest).get(sha256) ?? [];
+			if (holding.length === 0 && this.#tooLarge.length > 0 && !this.#toldTooLarge) {
+				this.#toldTooLarge = true;
+				this.#warn(manifestsTooLarge(this.#tooLarge, this.#documents, sha256));
+			}
+			return holding;
 		}
 		/** The tree of a manifest `holding` gave, checked (its leaves make its root), with the leaf of `sha256`. */
 		placement(manifest, sha256) {
@@ -17720,11 +17731,9 @@ var init_manifests = __esmMin((() => {
 				};
 			}));
 			const passedOver = [];
-			const tooLarge = [];
-			let room = manifestLeavesFor(this.#documents);
 			for (const { root, file, size } of found.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
-				if (size > manifestBytesFor(this.#documents) || room <= 0) {
-					tooLarge.push(file);
+				if (size > manifestBytesFor(this.#documents)) {
+					this.#tooLarge.push(file);
 					continue;
 				}
 				let digests;
@@ -17737,11 +17746,10 @@ var init_manifests = __esmMin((() => {
 					passedOver.push(file);
 					continue;
 				}
-				if (digests.length > room) {
-					tooLarge.push(file);
+				if (digests.length > manifestLeavesFor(this.#documents)) {
+					this.#tooLarge.push(file);
 					continue;
 				}
-				room -= digests.length;
 				const manifest = {
 					root,
 					file
@@ -17753,7 +17761,6 @@ var init_manifests = __esmMin((() => {
 				}
 			}
 			if (passedOver.length > 0) this.#warn(`tree manifests passed over (not as notarize writes them, or unreadable): ${passedOver.join(", ")}`);
-			if (tooLarge.length > 0) this.#warn(manifestsTooLarge(tooLarge, this.#documents));
 			return byDigest;
 		}
 	};

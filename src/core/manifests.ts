@@ -37,14 +37,15 @@ const MANIFEST_BYTES_PER_LEAF = 2048;
 const MANIFEST_LEAVES_PER_DOCUMENT = 4;
 
 /**
- * A manifest of up to this many leaves is read by a run of any size: a tree
- * as large as those notarize is measured with (100,000 documents, about
- * 20 MB of manifest, read and folded in well under a second). Below it, a
- * re-run of one document of a release's tree on a fresh runner, its receipt
- * lost, paid again for it: a manifest of more than four leaves per document
- * was passed over without a word.
+ * A manifest of up to this many leaves is read by a run of any size (about
+ * 2 MB: a release's tree of artifacts): a re-run of one document of such a
+ * tree on a fresh runner, its receipt lost, paid again for it when a
+ * manifest was read only up to four leaves per document of the run.
+ * Larger ones only by a run of a quarter as many documents: every manifest
+ * of the folder is read (planted ones too), so their size is what bounds a
+ * run's time and memory.
  */
-const MANIFEST_LEAVES_ANY_RUN = 100_000;
+const MANIFEST_LEAVES_ANY_RUN = 10_000;
 
 /** The most leaves a manifest read by a run of `documents` documents may have. */
 function manifestLeavesFor(documents: number): number {
@@ -56,12 +57,16 @@ function manifestBytesFor(documents: number): number {
   return 4096 + MANIFEST_BYTES_PER_LEAF * manifestLeavesFor(documents);
 }
 
-/** The warning naming manifests not read for their size: a document under their roots may be paid for again. */
-function manifestsTooLarge(files: readonly string[], documents: number): string {
+/**
+ * The warning naming manifests not read for their size, which may hold
+ * `documents` (those left to be registered on their own, or under a new root).
+ */
+function manifestsTooLarge(files: readonly string[], runSize: number, documents: string): string {
   return (
-    `tree manifests not read, as larger than a run of ${documents} document${documents === 1 ? '' : 's'} reads ` +
-    `(${manifestLeavesFor(documents)} leaves): a document under their roots whose receipt is gone is registered ` +
-    `again; keep the receipts, or run over more of their documents: ${files.join(', ')}`
+    `tree manifests in --receipt-dir not read, as larger than a run of ${runSize} ` +
+    `document${runSize === 1 ? '' : 's'} reads (${manifestLeavesFor(runSize)} leaves): if ${documents} ` +
+    `is under one of their roots, its receipt gone, it is registered again (keep the receipts, or run over more ` +
+    `of their documents): ${files.join(', ')}`
   );
 }
 
@@ -379,7 +384,9 @@ export async function adoptManifests(
     if (said.kind === 'failed' && input.failFast) break;
   }
   // Only while documents are left for a new tree: a manifest not read then may have held them.
-  if (tooLarge.length > 0 && unplaced.size > 0) input.warn?.(manifestsTooLarge(tooLarge, runSize));
+  if (tooLarge.length > 0 && unplaced.size > 0) {
+    input.warn?.(manifestsTooLarge(tooLarge, runSize, `a document of this run (${[...unplaced][0]!})`));
+  }
   return adoptions;
 }
 
@@ -398,6 +405,9 @@ export class ManifestIndex {
   readonly #documents: number;
   readonly #warn: (message: string) => void;
   #byDigest: Promise<Map<string, { root: string; file: string }[]>> | undefined;
+  /** The manifests not read for their size (manifestsTooLarge), said once, at the first document none holds. */
+  readonly #tooLarge: string[] = [];
+  #toldTooLarge = false;
 
   /** `documents`: how many the run has (bounds the manifests read, and so time and memory). */
   constructor(dir: string, documents: number, warn: (message: string) => void) {
@@ -409,7 +419,12 @@ export class ManifestIndex {
   /** The manifests that list `sha256` among their leaves, newest first. */
   async holding(sha256: string): Promise<{ root: string; file: string }[]> {
     this.#byDigest ??= this.#read();
-    return (await this.#byDigest).get(sha256) ?? [];
+    const holding = (await this.#byDigest).get(sha256) ?? [];
+    if (holding.length === 0 && this.#tooLarge.length > 0 && !this.#toldTooLarge) {
+      this.#toldTooLarge = true;
+      this.#warn(manifestsTooLarge(this.#tooLarge, this.#documents, sha256));
+    }
+    return holding;
   }
 
   /** The tree of a manifest `holding` gave, checked (its leaves make its root), with the leaf of `sha256`. */
@@ -435,13 +450,9 @@ export class ManifestIndex {
       }),
     );
     const passedOver: string[] = [];
-    const tooLarge: string[] = [];
-    // The leaves indexed, newest manifests first: all of them at most what one manifest may have
-    // (about 200 bytes each here), so that a folder of many large ones is not all held at once.
-    let room = manifestLeavesFor(this.#documents);
     for (const { root, file, size } of found.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
-      if (size > manifestBytesFor(this.#documents) || room <= 0) {
-        tooLarge.push(file);
+      if (size > manifestBytesFor(this.#documents)) {
+        this.#tooLarge.push(file);
         continue;
       }
       let digests: string[] | undefined;
@@ -456,11 +467,10 @@ export class ManifestIndex {
         passedOver.push(file);
         continue;
       }
-      if (digests.length > room) {
-        tooLarge.push(file);
+      if (digests.length > manifestLeavesFor(this.#documents)) {
+        this.#tooLarge.push(file);
         continue;
       }
-      room -= digests.length;
       const manifest = { root, file };
       for (const digest of new Set(digests)) {
         const holding = byDigest.get(digest);
@@ -471,7 +481,6 @@ export class ManifestIndex {
     if (passedOver.length > 0) {
       this.#warn(`tree manifests passed over (not as notarize writes them, or unreadable): ${passedOver.join(', ')}`);
     }
-    if (tooLarge.length > 0) this.#warn(manifestsTooLarge(tooLarge, this.#documents));
     return byDigest;
   }
 }

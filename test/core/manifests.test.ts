@@ -59,7 +59,7 @@ describe('anyManifestFor', () => {
     const { dir: manyDir } = await manifestOf(many);
     const one = [many[0]!];
     expect(await anyManifestFor(aggregateInput(one, { manifestDir: manyDir }), digests(one))).toBe(true);
-    // Not one of more than 100,000 leaves, and more than 4 per document of the run: a run of one never
+    // Not one of more than 10,000 leaves, and more than 4 per document of the run: a run of one never
     // builds a tree of a million (only its leaf lines are read here, so its root need not fold).
     const huge = join(bed.root, 'huge-manifest');
     mkdirSync(huge);
@@ -78,7 +78,7 @@ describe('anyManifestFor', () => {
       createdAt: '2026-01-01T00:00:00Z',
       leaves: leaves(count),
     });
-    writeFileSync(join(huge, `${'cd'.repeat(32)}.tree.json`), [...treeManifestText(entry(100_001))].join(''));
+    writeFileSync(join(huge, `${'cd'.repeat(32)}.tree.json`), [...treeManifestText(entry(10_001))].join(''));
     // Said yes of, so that adoptManifests names it in a warning; never asked about, nothing placed.
     expect(await anyManifestFor(aggregateInput(one, { manifestDir: huge }), digests(one))).toBe(true);
     const warnings: string[] = [];
@@ -93,9 +93,11 @@ describe('anyManifestFor', () => {
     expect(unplaced.size).toBe(1);
     expect(bed.callsSince(hugeMark)).toEqual([]);
     expect(warnings).toEqual([
-      expect.stringMatching(/^tree manifests not read, as larger than a run of 1 document reads \(100000 leaves\)/),
+      expect.stringMatching(
+        /^tree manifests in --receipt-dir not read, as larger than a run of 1 document reads \(10000 leaves\)/,
+      ),
     ]);
-    writeFileSync(join(huge, `${'cd'.repeat(32)}.tree.json`), [...treeManifestText(entry(100_000))].join(''));
+    writeFileSync(join(huge, `${'cd'.repeat(32)}.tree.json`), [...treeManifestText(entry(10_000))].join(''));
     expect(await anyManifestFor(aggregateInput(one, { manifestDir: huge }), digests(one))).toBe(true);
   });
 

@@ -956,7 +956,7 @@ describe('switching between --aggregate and per-document registration never pays
     expect(receiptOf(NAMES[8]!, receipts).proof).toMatchObject({ root, leafIndex: 8 });
   });
 
-  it('manifests are read by a run of any size (up to 100,000 leaves); too many unknown roots are listed, and stop', async () => {
+  it('manifests are read by a run of any size (up to 10,000 leaves); too many unknown roots are listed, and stop', async () => {
     // A root the service has, of 80 documents; only its manifest kept (the receipts lost).
     const docs = await writeDocs(
       'bound',
@@ -3148,10 +3148,10 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     },
   );
 
-  it('a manifest of more than 100,000 leaves (and four per document of the run) is not asked about, and said', async () => {
+  it('a manifest of more than 10,000 leaves (and four per document of the run) is not asked about, and said', async () => {
     const digest = await bed.write('t3/a.txt', 'one document, listed many times\n');
     const receipts = bed.path('t3-receipts');
-    const root = plant(receipts, Array<string>(100_001).fill(digest), {
+    const root = plant(receipts, Array<string>(10_001).fill(digest), {
       description: 'x',
       createdAt: '2026-01-01T00:00:00Z',
     });
@@ -3161,37 +3161,55 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     expect(parseResults(run.run.stdout)[0]!.proof).toMatchObject({ treeSize: 1 });
     expect(parseResults(run.run.stdout)[0]!.proof!.root).not.toBe(root);
     expect(run.run.stderr).toContain(
-      `tree manifests not read, as larger than a run of 1 document reads (100000 leaves): a document under their roots ` +
-        `whose receipt is gone is registered again; keep the receipts, or run over more of their documents: ` +
-        join(receipts, `${root}.tree.json`),
+      `tree manifests in --receipt-dir not read, as larger than a run of 1 document reads (10000 leaves): if a ` +
+        `document of this run (${digest}) is under one of their roots, its receipt gone, it is registered again ` +
+        `(keep the receipts, or run over more of their documents): ${join(receipts, `${root}.tree.json`)}`,
     );
   });
 
-  it('per-document register reads manifests up to 100,000 leaves in all, newest first, and names the rest', async () => {
-    const digest = await bed.write('t14/a.txt', 'one document, under an older large tree\n');
+  it('per-document register: newer manifests, however many, crowd out none; a larger one is named, not read', async () => {
+    // A tree of 5 registered, its receipts lost; beside it, newer unrelated manifests of 10,000 leaves
+    // (never registered) and a planted one of 10,001. (With the leaves read capped in all, the newer
+    // ones used up the room and the tree's documents were paid for again.)
+    const docs = await writeDocs('t14', 'five under one root', ['d1', 'd2', 'd3', 'd4', 'd5']);
     const receipts = bed.path('t14-receipts');
-    const older = plant(receipts, Array<string>(60_000).fill(digest), {
-      description: 'o',
-      createdAt: '2026-01-01T00:00:00Z',
-    });
-    utimesSync(join(receipts, `${older}.tree.json`), new Date('2026-01-01'), new Date('2026-01-01'));
-    const other = await bed.write('t14/other.txt', 'another document\n');
-    const newer = plant(receipts, Array<string>(60_000).fill(other), {
-      description: 'n',
+    const first = await onStore(freshStore(), receipts, docs);
+    expect(first.run.code, describeRun(first.run)).toBe(0);
+    for (const name of readdirSync(receipts)) {
+      if (name.endsWith('.notarization.json')) rmSync(join(receipts, name));
+      else utimesSync(join(receipts, name), new Date('2026-01-01'), new Date('2026-01-01'));
+    }
+    for (let i = 0; i < 11; i++) {
+      const digests = Array.from({ length: 10_000 }, (_, j) =>
+        createHash('sha256').update(`other ${i} ${j}`).digest('hex'),
+      );
+      plant(receipts, digests, { description: `unrelated ${i}`, createdAt: '2026-01-02T00:00:00Z' });
+    }
+    const large = plant(receipts, Array<string>(10_001).fill('ab'.repeat(32)), {
+      description: 'larger',
       createdAt: '2026-01-02T00:00:00Z',
     });
-    const mark = bed.mark();
-    const run = await bed.main(['register', bed.path('t14/a.txt'), '--receipt-dir', receipts, '--json'], {
+    let mark = bed.mark();
+    const again = await bed.main(['register', docs[0]!, docs[1]!, '--receipt-dir', receipts, '--output', 'ndjson'], {
       env: { NOTARIZE_CONFIG_DIR: freshStore() },
     });
-    expect(run.code, describeRun(run)).toBe(0);
-    expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['login', 'request', 'forfait']);
-    expect(run.stderr).toContain(
-      `tree manifests not read, as larger than a run of 1 document reads (100000 leaves): a document under their ` +
-        `roots whose receipt is gone is registered again; keep the receipts, or run over more of their documents: ` +
-        join(receipts, `${older}.tree.json`),
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(countStatuses(parseNdjson(again.stdout))).toEqual({ 'already-registered': 2 });
+    expect(bed.callsSince(mark).filter((call) => call.route === 'forfait')).toEqual([]);
+    expect(again.stderr).not.toContain('not read');
+    // A new document: the larger manifest, which might hold it, is named once; the document is paid for.
+    const fresh = await bed.write('t14/new.txt', 'a new document\n');
+    mark = bed.mark();
+    const added = await bed.main(['register', bed.path('t14/new.txt'), '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore() },
+    });
+    expect(added.code, describeRun(added)).toBe(0);
+    expect(added.stderr).toContain(
+      `tree manifests in --receipt-dir not read, as larger than a run of 1 document reads (10000 leaves): if ${fresh} ` +
+        `is under one of their roots, its receipt gone, it is registered again (keep the receipts, or run over more ` +
+        `of their documents): ${join(receipts, `${large}.tree.json`)}`,
     );
-    expect(run.stderr).not.toContain(newer);
+    expect(bed.callsSince(mark).filter((call) => call.route === 'forfait')).toHaveLength(1);
   });
 
   it("a root confirmed by one document's receipt places the others its manifest lists, whatever its size", async () => {
