@@ -11461,6 +11461,7 @@ function normalizeHash(input) {
 */
 async function hashStream(stream, onProgress, forRegister = false) {
 	checkStandardInput(stream, void 0, forRegister);
+	const before = regularStandardInput(stream);
 	const hash = createHash("sha256");
 	let bytes = 0;
 	for await (const chunk of stream) {
@@ -11468,12 +11469,26 @@ async function hashStream(stream, onProgress, forRegister = false) {
 		bytes += chunk.length;
 		onProgress?.(bytes);
 	}
+	if (before !== void 0 && changedSince(before, fstatSync(0, { bigint: true }))) throw new InputFileError("-", "changed while it was being hashed; hash it again when it is stable", {
+		code: "changed_while_hashed",
+		message: "standard input ('-') changed while it was being hashed; hash it again when it is stable"
+	});
 	if (forRegister && bytes === 0) throw new InputFileError("-", "standard input was empty", {
 		code: "no_input",
 		message: "standard input ('-') was empty: nothing to register",
 		hint: `a command piping into it may have failed (set -o pipefail); to register the empty document on purpose, give its digest: --hash ${EMPTY_SHA256}`
 	});
 	return hash.digest("hex");
+}
+/** The fstat of this process's standard input when `stream` is it and it is a regular file (`< file`). */
+function regularStandardInput(stream) {
+	if (stream !== process.stdin) return void 0;
+	try {
+		const info = fstatSync(0, { bigint: true });
+		return info.isFile() ? info : void 0;
+	} catch {
+		return;
+	}
 }
 /** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
 async function openDocument(path) {

@@ -70,12 +70,21 @@ export type HashProgress = (bytes: number) => void;
  */
 export async function hashStream(stream: Readable, onProgress?: HashProgress, forRegister = false): Promise<string> {
   checkStandardInput(stream, undefined, forRegister);
+  const before = regularStandardInput(stream);
   const hash = createHash('sha256');
   let bytes = 0;
   for await (const chunk of stream) {
     hash.update(chunk as Buffer);
     bytes += (chunk as Buffer).length;
     onProgress?.(bytes);
+  }
+  // `< file`: the digest must be of one version of it, as for a file named (checkVersion). Not its size
+  // against the bytes read: a shell may hand over the descriptor partly read (`{ head -c 4; notarize hash -; } < f`).
+  if (before !== undefined && changedSince(before, fstatSync(0, { bigint: true }))) {
+    throw new InputFileError('-', 'changed while it was being hashed; hash it again when it is stable', {
+      code: 'changed_while_hashed',
+      message: "standard input ('-') changed while it was being hashed; hash it again when it is stable",
+    });
   }
   // Nothing came down the pipe: for register, as /dev/null, a command before it that failed
   // (`cat missing | notarize register -`), not a document to pay for.
@@ -87,6 +96,17 @@ export async function hashStream(stream: Readable, onProgress?: HashProgress, fo
     });
   }
   return hash.digest('hex');
+}
+
+/** The fstat of this process's standard input when `stream` is it and it is a regular file (`< file`). */
+function regularStandardInput(stream: Readable): BigIntStats | undefined {
+  if (stream !== process.stdin) return undefined;
+  try {
+    const info = fstatSync(0, { bigint: true });
+    return info.isFile() ? info : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The SHA-256 of no bytes at all. */

@@ -20,7 +20,7 @@ import type { Bed } from '../helpers/bed.js';
 import { useBed } from '../helpers/bed.js';
 import { sha256 } from '../helpers/documents.js';
 import { useTempDir } from '../helpers/temp-dirs.js';
-import { describeRun, runCli } from '../helpers/cli.js';
+import { BIN, describeRun, runCli, runProcess } from '../helpers/cli.js';
 
 const BIG_BYTES = 400 * 1024 * 1024;
 const CHANGED = /changed while it was being hashed; hash it again when it is stable/;
@@ -93,6 +93,39 @@ describe('hash: a file written to while it is hashed', () => {
       expect(run.code, describeRun(run)).toBe(2);
       expect(run.stdout).toBe(`${sha256('stable\n')}  ${stable}\n`);
       expect(run.stderr).toMatch(new RegExp(`^notarize: ${big}: ${CHANGED.source}\n`));
+    },
+  );
+
+  it(
+    'standard input redirected from a file written to meanwhile (`hash - < file`): exit 2, no digest',
+    { timeout: 30_000 },
+    async () => {
+      // Read through the descriptor with no fstat around the reads, it gave digests of versions that
+      // never were on disk, and register registered one.
+      const big = bigSparseFile(dir);
+      await startWriter(big, 'patch');
+      const run = await runProcess('bash', ['-c', '"$NODE" "$BIN" hash - < "$BIG"'], {
+        NODE: process.execPath,
+        BIN,
+        BIG: big,
+        PATH: process.env.PATH,
+        ...env(),
+      });
+      expect(run.code, describeRun(run)).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain('notarize: -: changed while it was being hashed; hash it again when it is stable');
+      // A stable one is hashed as ever, from where the shell left the descriptor.
+      const stable = join(dir, 'stable.txt');
+      writeFileSync(stable, 'head:stable\n');
+      const partly = await runProcess('bash', ['-c', '{ head -c 5 >/dev/null; "$NODE" "$BIN" hash -; } < "$F"'], {
+        NODE: process.execPath,
+        BIN,
+        F: stable,
+        PATH: process.env.PATH,
+        ...env(),
+      });
+      expect(partly.code, describeRun(partly)).toBe(0);
+      expect(partly.stdout).toBe(`${sha256('stable\n')}  -\n`);
     },
   );
 
