@@ -11493,7 +11493,7 @@ function regularStandardInput(stream) {
 /** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
 async function openDocument(path) {
 	try {
-		return await open$1(path, OPEN_FLAGS);
+		return await whenFdsFree(() => open$1(path, OPEN_FLAGS));
 	} catch (error) {
 		throw fileError(path, error);
 	}
@@ -12455,6 +12455,8 @@ var init_evidence = __esmMin((() => {
 * once. Small files are hashed here instead, with plain synchronous reads: a
 * worker or thread-pool round trip costs more than hashing 64 KiB. A pool of
 * one hashes everything here: starting a worker would cost more than it saves.
+* A worker that cannot start (no descriptor or memory left for a thread)
+* leaves its file to those that did, or, with none, to this thread.
 *
 * The guarantees of hash.ts hold here too: the open is non-blocking, what is
 * not a regular file is refused (never read "to its end" somewhere else: a
@@ -12471,30 +12473,14 @@ var init_evidence = __esmMin((() => {
 * early when the file is written to meanwhile (see changedSince in hash.ts),
 * and never closes the descriptor: the pool owns it.
 */
-function workerMain() {
+function workerMain(read) {
 	const { parentPort } = process.getBuiltinModule("node:worker_threads");
-	const { createHash } = process.getBuiltinModule("node:crypto");
-	const { fstatSync, readSync } = process.getBuiltinModule("node:fs");
 	const buffer = Buffer.allocUnsafe(1048576);
 	parentPort.on("message", (job) => {
 		try {
-			const hash = createHash("sha256");
-			const start = fstatSync(job.fd, { bigint: true });
-			let bytes = 0;
-			while (bytes < job.size) {
-				const n = readSync(job.fd, buffer, 0, Math.min(buffer.length, job.size - bytes), bytes);
-				if (n === 0) break;
-				hash.update(buffer.subarray(0, n));
-				bytes += n;
-				const now = fstatSync(job.fd, { bigint: true });
-				if (now.size !== start.size || now.mtimeNs !== start.mtimeNs || now.ctimeNs !== start.ctimeNs) break;
-			}
-			const grown = bytes === job.size && readSync(job.fd, buffer, 0, 1, bytes) > 0;
 			parentPort.postMessage({
 				id: job.id,
-				digest: hash.digest("hex"),
-				bytes,
-				grown
+				...read(job.fd, job.size, buffer)
 			});
 		} catch (error) {
 			const e = error;
@@ -12507,6 +12493,32 @@ function workerMain() {
 			});
 		}
 	});
+}
+/**
+* Reads and hashes `size` bytes of an open file in blocks of `buffer`'s
+* size, as a worker does (and this thread when no worker can start);
+* self-contained, as it runs in the eval'd worker too (see workerMain).
+*/
+function readOpenFile(fd, size, buffer) {
+	const { createHash } = process.getBuiltinModule("node:crypto");
+	const { fstatSync, readSync } = process.getBuiltinModule("node:fs");
+	const hash = createHash("sha256");
+	const start = fstatSync(fd, { bigint: true });
+	let bytes = 0;
+	while (bytes < size) {
+		const n = readSync(fd, buffer, 0, Math.min(buffer.length, size - bytes), bytes);
+		if (n === 0) break;
+		hash.update(buffer.subarray(0, n));
+		bytes += n;
+		const now = fstatSync(fd, { bigint: true });
+		if (now.size !== start.size || now.mtimeNs !== start.mtimeNs || now.ctimeNs !== start.ctimeNs) break;
+	}
+	const grown = bytes === size && readSync(fd, buffer, 0, 1, bytes) > 0;
+	return {
+		digest: hash.digest("hex"),
+		bytes,
+		grown
+	};
 }
 /**
 * Hashes the first `size` (at most about INLINE_MAX_BYTES) bytes of an open
@@ -12546,16 +12558,22 @@ function hashSmallFile(fd, size) {
 }
 var smallFileBuffer, HashPool;
 var init_hash_pool = __esmMin((() => {
+	init_fd_shortage();
 	init_hash$1();
 	HashPool = class {
 		size;
+		/** How many workers may run: `size`, until one could not start (then as many as did). */
+		#maxWorkers;
 		#workers = [];
 		#queue = [];
+		/** This thread's read buffer, once no worker could start. */
+		#buffer;
 		#nextId = 0;
 		#closed = false;
 		/** `size` defaults to the number of cores the process may use. */
 		constructor(size = availableParallelism()) {
 			this.size = Math.max(1, size);
+			this.#maxWorkers = this.size;
 		}
 		/** Worker threads yet to start (a pool of one starts none: it hashes on this thread). */
 		get unstarted() {
@@ -12569,7 +12587,7 @@ var init_hash_pool = __esmMin((() => {
 		async #hash(path, listed) {
 			let fd;
 			try {
-				fd = openSync(path, OPEN_FLAGS);
+				fd = await whenFdsFree(() => openSync(path, OPEN_FLAGS));
 			} catch (error) {
 				throw fileError(path, error);
 			}
@@ -12607,7 +12625,11 @@ var init_hash_pool = __esmMin((() => {
 		#dispatch() {
 			while (this.#queue.length > 0) {
 				let slot = this.#workers.find((w) => w.busy === void 0);
-				if (!slot && this.#workers.length < this.size) slot = this.#spawn();
+				if (!slot && this.#workers.length < this.#maxWorkers) slot = this.#spawn();
+				if (!slot && this.#workers.length === 0) {
+					this.#onThisThread(this.#queue.shift());
+					continue;
+				}
 				if (!slot) return;
 				const job = this.#queue.shift();
 				slot.busy = job;
@@ -12619,12 +12641,21 @@ var init_hash_pool = __esmMin((() => {
 				});
 			}
 		}
+		#onThisThread(job) {
+			try {
+				job.resolve(readOpenFile(job.fd, job.size, this.#buffer ??= Buffer.allocUnsafe(1048576)));
+			} catch (error) {
+				job.reject(fileError(job.path, error));
+			}
+		}
 		#spawn() {
-			const worker = new Worker(`(${workerMain.toString()})()`, { eval: true });
+			const worker = new Worker(`(${workerMain.toString()})(${readOpenFile.toString()})`, { eval: true });
 			const slot = {
 				worker,
-				busy: void 0
+				busy: void 0,
+				online: false
 			};
+			worker.once("online", () => slot.online = true);
 			worker.on("message", (reply) => {
 				const job = slot.busy;
 				slot.busy = void 0;
@@ -12640,9 +12671,14 @@ var init_hash_pool = __esmMin((() => {
 				this.#dispatch();
 			});
 			worker.on("error", (error) => {
-				slot.busy?.reject(error);
+				const job = slot.busy;
 				slot.busy = void 0;
 				this.#workers = this.#workers.filter((w) => w !== slot);
+				if (slot.online) job?.reject(error);
+				else {
+					this.#maxWorkers = this.#workers.length;
+					if (job) this.#queue.unshift(job);
+				}
 				this.#dispatch();
 			});
 			this.#workers.push(slot);

@@ -7,6 +7,8 @@
  * once. Small files are hashed here instead, with plain synchronous reads: a
  * worker or thread-pool round trip costs more than hashing 64 KiB. A pool of
  * one hashes everything here: starting a worker would cost more than it saves.
+ * A worker that cannot start (no descriptor or memory left for a thread)
+ * leaves its file to those that did, or, with none, to this thread.
  *
  * The guarantees of hash.ts hold here too: the open is non-blocking, what is
  * not a regular file is refused (never read "to its end" somewhere else: a
@@ -17,6 +19,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync, type BigIntStats } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { whenFdsFree } from '../fd-shortage.js';
 import {
   asInputError,
   checkRegular,
@@ -43,32 +46,41 @@ export const INLINE_MAX_BYTES = 64 * 1024;
  * early when the file is written to meanwhile (see changedSince in hash.ts),
  * and never closes the descriptor: the pool owns it.
  */
-function workerMain(): void {
+function workerMain(read: typeof readOpenFile): void {
   const { parentPort } = process.getBuiltinModule('node:worker_threads');
-  const { createHash } = process.getBuiltinModule('node:crypto');
-  const { fstatSync, readSync } = process.getBuiltinModule('node:fs');
   const buffer = Buffer.allocUnsafe(1024 * 1024);
   parentPort!.on('message', (job: { id: number; fd: number; size: number }) => {
     try {
-      const hash = createHash('sha256');
-      const start = fstatSync(job.fd, { bigint: true });
-      let bytes = 0;
-      while (bytes < job.size) {
-        const n = readSync(job.fd, buffer, 0, Math.min(buffer.length, job.size - bytes), bytes);
-        if (n === 0) break;
-        hash.update(buffer.subarray(0, n));
-        bytes += n;
-        // Written to already (as changedSince in hash.ts): stop, bytes < size, and checkVersion refuses it.
-        const now = fstatSync(job.fd, { bigint: true });
-        if (now.size !== start.size || now.mtimeNs !== start.mtimeNs || now.ctimeNs !== start.ctimeNs) break;
-      }
-      const grown = bytes === job.size && readSync(job.fd, buffer, 0, 1, bytes) > 0;
-      parentPort!.postMessage({ id: job.id, digest: hash.digest('hex'), bytes, grown });
+      parentPort!.postMessage({ id: job.id, ...read(job.fd, job.size, buffer) });
     } catch (error) {
       const e = error as NodeJS.ErrnoException;
       parentPort!.postMessage({ id: job.id, error: { code: e.code, message: e.message } });
     }
   });
+}
+
+/**
+ * Reads and hashes `size` bytes of an open file in blocks of `buffer`'s
+ * size, as a worker does (and this thread when no worker can start);
+ * self-contained, as it runs in the eval'd worker too (see workerMain).
+ */
+function readOpenFile(fd: number, size: number, buffer: Buffer): ReadResult {
+  const { createHash } = process.getBuiltinModule('node:crypto');
+  const { fstatSync, readSync } = process.getBuiltinModule('node:fs');
+  const hash = createHash('sha256');
+  const start = fstatSync(fd, { bigint: true });
+  let bytes = 0;
+  while (bytes < size) {
+    const n = readSync(fd, buffer, 0, Math.min(buffer.length, size - bytes), bytes);
+    if (n === 0) break;
+    hash.update(buffer.subarray(0, n));
+    bytes += n;
+    // Written to already (as changedSince in hash.ts): stop, bytes < size, and checkVersion refuses it.
+    const now = fstatSync(fd, { bigint: true });
+    if (now.size !== start.size || now.mtimeNs !== start.mtimeNs || now.ctimeNs !== start.ctimeNs) break;
+  }
+  const grown = bytes === size && readSync(fd, buffer, 0, 1, bytes) > 0;
+  return { digest: hash.digest('hex'), bytes, grown };
 }
 
 /** Shared by every small file: hashing is synchronous, so one buffer serves them all in turn. */
@@ -112,6 +124,8 @@ interface Job {
 interface Slot {
   worker: Worker;
   busy: Job | undefined;
+  /** Whether it started: a worker that fails before (no descriptor or memory left for one) never will. */
+  online: boolean;
 }
 
 type Reply = ({ id: number } & ReadResult) | { id: number; error: { code?: string; message: string } };
@@ -119,14 +133,19 @@ type Reply = ({ id: number } & ReadResult) | { id: number; error: { code?: strin
 /** Hashes files on up to `size` threads; call `close()` when done. */
 export class HashPool {
   readonly size: number;
+  /** How many workers may run: `size`, until one could not start (then as many as did). */
+  #maxWorkers: number;
   #workers: Slot[] = [];
   #queue: Job[] = [];
+  /** This thread's read buffer, once no worker could start. */
+  #buffer: Buffer | undefined;
   #nextId = 0;
   #closed = false;
 
   /** `size` defaults to the number of cores the process may use. */
   constructor(size = availableParallelism()) {
     this.size = Math.max(1, size);
+    this.#maxWorkers = this.size;
   }
 
   /** Worker threads yet to start (a pool of one starts none: it hashes on this thread). */
@@ -144,7 +163,8 @@ export class HashPool {
     let fd: number;
     try {
       // Non-blocking, so that a FIFO (named by mistake, or swapped in after the walk) cannot hang this thread in open().
-      fd = openSync(path, OPEN_FLAGS);
+      // Short of descriptors (a low `ulimit -n`), it waits for the files being hashed to close one (fd-shortage.ts).
+      fd = await whenFdsFree(() => openSync(path, OPEN_FLAGS));
     } catch (error) {
       throw fileError(path, error as NodeJS.ErrnoException);
     }
@@ -180,7 +200,12 @@ export class HashPool {
   #dispatch(): void {
     while (this.#queue.length > 0) {
       let slot = this.#workers.find((w) => w.busy === undefined);
-      if (!slot && this.#workers.length < this.size) slot = this.#spawn();
+      if (!slot && this.#workers.length < this.#maxWorkers) slot = this.#spawn();
+      if (!slot && this.#workers.length === 0) {
+        // No worker could start: this thread reads the file, blocking while it does, rather than fail it.
+        this.#onThisThread(this.#queue.shift()!);
+        continue;
+      }
       if (!slot) return;
       const job = this.#queue.shift()!;
       slot.busy = job;
@@ -190,9 +215,18 @@ export class HashPool {
     }
   }
 
+  #onThisThread(job: Job): void {
+    try {
+      job.resolve(readOpenFile(job.fd, job.size, (this.#buffer ??= Buffer.allocUnsafe(1024 * 1024))));
+    } catch (error) {
+      job.reject(fileError(job.path, error as NodeJS.ErrnoException));
+    }
+  }
+
   #spawn(): Slot {
-    const worker = new Worker(`(${workerMain.toString()})()`, { eval: true });
-    const slot: Slot = { worker, busy: undefined };
+    const worker = new Worker(`(${workerMain.toString()})(${readOpenFile.toString()})`, { eval: true });
+    const slot: Slot = { worker, busy: undefined, online: false };
+    worker.once('online', () => (slot.online = true));
     worker.on('message', (reply: Reply) => {
       const job = slot.busy;
       slot.busy = undefined;
@@ -204,9 +238,18 @@ export class HashPool {
       this.#dispatch();
     });
     worker.on('error', (error) => {
-      slot.busy?.reject(error);
+      const job = slot.busy;
       slot.busy = undefined;
       this.#workers = this.#workers.filter((w) => w !== slot);
+      if (slot.online) {
+        job?.reject(error);
+      } else {
+        // It could not start (`Worker initialization failure: EMFILE` under a low `ulimit -n`): no more are
+        // tried, and its file goes to another worker or to this thread. Failing it instead failed every
+        // large file of a run, and every re-run the same.
+        this.#maxWorkers = this.#workers.length;
+        if (job) this.#queue.unshift(job);
+      }
       this.#dispatch();
     });
     this.#workers.push(slot);

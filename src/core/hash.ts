@@ -22,7 +22,7 @@ import { constants, fstatSync, lstatSync, statfsSync, statSync, type BigIntStats
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { InputFileError, UsageError } from '../errors.js';
-import { FD_SHORTAGE_REMEDY } from '../fd-shortage.js';
+import { FD_SHORTAGE_REMEDY, whenFdsFree } from '../fd-shortage.js';
 import { checkStandardInput } from './read-input.js';
 
 /** 64 hex digits, any case, as accepted on the command line. */
@@ -150,7 +150,8 @@ export async function statInput(path: string): Promise<FileInfo> {
 /** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
 async function openDocument(path: string): Promise<FileHandle> {
   try {
-    return await open(path, OPEN_FLAGS);
+    // Short of descriptors (a low `ulimit -n`), it waits for another file to close one (fd-shortage.ts).
+    return await whenFdsFree(() => open(path, OPEN_FLAGS));
   } catch (error) {
     throw fileError(path, error as NodeJS.ErrnoException);
   }

@@ -237,6 +237,57 @@ await import(${JSON.stringify(BIN)});
     expect(bed.ledgerHashes().sort()).toEqual([...docs].sort());
   });
 
+  it('hash and verify (no -j to lower) under ulimit -n 28: opens wait for a descriptor, workers that cannot start leave it to this thread', async () => {
+    // Every file over 64 KiB failed, 'Worker initialization failure: EMFILE' or 'too many files open
+    // at once (lower -j ...)' with no -j to lower, and every re-run the same.
+    const docs = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => bed.write(`limited/doc-${i}.bin`, Buffer.alloc(100_000, i + 1))),
+    );
+    const digests = (run: { stdout: string }) =>
+      run.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => line.slice(0, 64))
+        .sort();
+    const hashed = await bed.run(['hash', '-r', bed.path('limited')], { shell: 'ulimit -n 28' });
+    expect(hashed.code, describeRun(hashed)).toBe(0);
+    expect(digests(hashed)).toEqual([...docs].sort());
+    // 8 cores (a wrapper plays them) under ulimit -n 40: workers that cannot start ('Worker
+    // initialization failure: EMFILE') leave their files to the ones that did, or to this thread.
+    await bed.write(
+      'eight-cores-hash.mjs',
+      `import os from 'node:os';
+import { syncBuiltinESMExports } from 'node:module';
+os.availableParallelism = () => 8;
+syncBuiltinESMExports();
+await import(${JSON.stringify(BIN)});
+`,
+    );
+    const eight = await runProcess(
+      'bash',
+      [
+        '-c',
+        'ulimit -n 40; exec "$0" "$@"',
+        process.execPath,
+        join(bed.workDir, 'eight-cores-hash.mjs'),
+        'hash',
+        '-r',
+        bed.path('limited'),
+      ],
+      bed.env(),
+    );
+    expect(eight.code, describeRun(eight)).toBe(0);
+    expect(digests(eight)).toEqual([...docs].sort());
+    const registered = await bed.run(['register', '-r', bed.path('limited'), '--receipt-dir', bed.path('limited-rc')]);
+    expect(registered.code, describeRun(registered)).toBe(0);
+    const verified = await bed.run(
+      ['verify', '-r', bed.path('limited'), '--receipt-dir', bed.path('limited-rc'), '--output', 'ndjson'],
+      { shell: 'ulimit -n 28' },
+    );
+    expect(verified.code, describeRun(verified)).toBe(0);
+    expect(verified.stdout.trimEnd().split('\n')).toHaveLength(docs.length);
+  });
+
   it("standard input is never read twice: '-' whose lock found no descriptor fails, never registered as empty", async () => {
     // The first open of a lock's run file fails with EMFILE, as a moment of shortage would make it.
     const wrapper = join(bed.workDir, 'emfile-once.mjs');
