@@ -12456,7 +12456,8 @@ var init_evidence = __esmMin((() => {
 * worker or thread-pool round trip costs more than hashing 64 KiB. A pool of
 * one hashes everything here: starting a worker would cost more than it saves.
 * A worker that cannot start (no descriptor or memory left for a thread)
-* leaves its file to those that did, or, with none, to this thread.
+* leaves its file to those that did, or, with none, to this thread; under a
+* low `ulimit -v` none is started (addressSpaceLimited).
 *
 * The guarantees of hash.ts hold here too: the open is non-blocking, what is
 * not a regular file is refused (never read "to its end" somewhere else: a
@@ -12556,10 +12557,27 @@ function hashSmallFile(fd, size) {
 		};
 	}
 }
-var smallFileBuffer, HashPool;
+/**
+* Whether this process's address space is limited below WORKER_ADDRESS_SPACE
+* (`ulimit -v`): a worker thread reserves room for its code when it starts,
+* and V8 aborts the whole process when it cannot (exit 133, "Fatal process
+* OOM ... CodeRange": nothing to catch), in the middle of a batch that may
+* have paid. Under such a limit files are hashed on this thread. Read from
+* /proc (Linux); elsewhere, not limited.
+*/
+function addressSpaceLimited() {
+	try {
+		const soft = /^Max address space\s+(\S+)/m.exec(readFileSync("/proc/self/limits", "utf8"))?.[1];
+		return soft !== void 0 && soft !== "unlimited" && Number(soft) < WORKER_ADDRESS_SPACE;
+	} catch {
+		return false;
+	}
+}
+var smallFileBuffer, WORKER_ADDRESS_SPACE, HashPool;
 var init_hash_pool = __esmMin((() => {
 	init_fd_shortage();
 	init_hash$1();
+	WORKER_ADDRESS_SPACE = 8 * 1024 ** 3;
 	HashPool = class {
 		size;
 		/** How many workers may run: `size`, until one could not start (then as many as did). */
@@ -12573,11 +12591,11 @@ var init_hash_pool = __esmMin((() => {
 		/** `size` defaults to the number of cores the process may use. */
 		constructor(size = availableParallelism()) {
 			this.size = Math.max(1, size);
-			this.#maxWorkers = this.size;
+			this.#maxWorkers = addressSpaceLimited() ? 0 : this.size;
 		}
 		/** Worker threads yet to start (a pool of one starts none: it hashes on this thread). */
 		get unstarted() {
-			return this.size === 1 ? 0 : this.size - this.#workers.length;
+			return this.size === 1 ? 0 : this.#maxWorkers - this.#workers.length;
 		}
 		/** The lowercase hex SHA-256 of a file and the facts of that version; UsageError if it cannot be read. */
 		hash(path, listed) {

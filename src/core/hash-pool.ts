@@ -8,7 +8,8 @@
  * worker or thread-pool round trip costs more than hashing 64 KiB. A pool of
  * one hashes everything here: starting a worker would cost more than it saves.
  * A worker that cannot start (no descriptor or memory left for a thread)
- * leaves its file to those that did, or, with none, to this thread.
+ * leaves its file to those that did, or, with none, to this thread; under a
+ * low `ulimit -v` none is started (addressSpaceLimited).
  *
  * The guarantees of hash.ts hold here too: the open is non-blocking, what is
  * not a regular file is refused (never read "to its end" somewhere else: a
@@ -16,7 +17,7 @@
  * read, and the fstat after the reads must match (`checkVersion`).
  */
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, openSync, readSync, type BigIntStats } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, type BigIntStats } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { whenFdsFree } from '../fd-shortage.js';
@@ -112,6 +113,26 @@ function hashSmallFile(fd: number, size: number): ReadResult {
   }
 }
 
+/** Below this much address space (`ulimit -v`), no worker thread is started. */
+const WORKER_ADDRESS_SPACE = 8 * 1024 ** 3;
+
+/**
+ * Whether this process's address space is limited below WORKER_ADDRESS_SPACE
+ * (`ulimit -v`): a worker thread reserves room for its code when it starts,
+ * and V8 aborts the whole process when it cannot (exit 133, "Fatal process
+ * OOM ... CodeRange": nothing to catch), in the middle of a batch that may
+ * have paid. Under such a limit files are hashed on this thread. Read from
+ * /proc (Linux); elsewhere, not limited.
+ */
+function addressSpaceLimited(): boolean {
+  try {
+    const soft = /^Max address space\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+    return soft !== undefined && soft !== 'unlimited' && Number(soft) < WORKER_ADDRESS_SPACE;
+  } catch {
+    return false;
+  }
+}
+
 interface Job {
   id: number;
   fd: number;
@@ -145,12 +166,12 @@ export class HashPool {
   /** `size` defaults to the number of cores the process may use. */
   constructor(size = availableParallelism()) {
     this.size = Math.max(1, size);
-    this.#maxWorkers = this.size;
+    this.#maxWorkers = addressSpaceLimited() ? 0 : this.size;
   }
 
   /** Worker threads yet to start (a pool of one starts none: it hashes on this thread). */
   get unstarted(): number {
-    return this.size === 1 ? 0 : this.size - this.#workers.length;
+    return this.size === 1 ? 0 : this.#maxWorkers - this.#workers.length;
   }
 
   /** The lowercase hex SHA-256 of a file and the facts of that version; UsageError if it cannot be read. */

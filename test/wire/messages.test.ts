@@ -120,4 +120,18 @@ describe('no room for the HTTP parser (ulimit -v)', () => {
     expect(fixed.code, describeRun(fixed)).toBe(0);
     expect(bed.ledgerHashes()).toHaveLength(1);
   });
+
+  it('with that way out, a batch of files over 64 KiB is hashed on this thread: a worker thread there aborted Node', async () => {
+    // A worker reserves room for its code when it starts; under ulimit -v 2 GB V8 aborted the whole
+    // process (exit 133, "Fatal process OOM ... CodeRange") in the middle of a batch that had paid.
+    const docs = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => bed.write(`large-limited/doc-${i}.bin`, Buffer.alloc(100_000, i + 1))),
+    );
+    const run = await bed.run(['register', '-r', bed.path('large-limited'), '--output', 'ndjson'], {
+      shell: 'ulimit -v 2000000',
+      env: { ...bed.withKey(), NODE_OPTIONS: '--disable-wasm-trap-handler' },
+    });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(bed.ledgerHashes()).toEqual(expect.arrayContaining(docs));
+  });
 });
