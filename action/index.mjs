@@ -371,7 +371,8 @@ function anythingAt(path) {
 * folder as `docs/R` met walking `docs`. A path's folder is resolved once.
 */
 function insideDir(dir) {
-	const root = (systemRealPath(dir) ?? resolve(dir)) + sep;
+	const real = systemRealPath(dir) ?? resolve(dir);
+	const root = real.endsWith(sep) ? real : real + sep;
 	const folders = new RealFolders(resolve);
 	return (path) => folders.of(path).startsWith(root);
 }
@@ -17200,7 +17201,7 @@ function manifestRoot(name) {
 * down; StoreError when it cannot be read or is no tree of `root`.
 */
 function readManifest(file, root, wanted) {
-	const read = readRegularFile(file, { anyOwner: true });
+	const read = asManifest(file, () => readRegularFile(file, { anyOwner: true }));
 	if (read === void 0) return void 0;
 	const text = withoutByteOrderMark(read);
 	const digests = leafDigestsOfWholeTree(text);

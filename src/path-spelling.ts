@@ -94,7 +94,9 @@ export class RealFolders {
  */
 export function insideDir(dir: string): (path: string) => boolean {
   // Not there (yet): as named, made absolute.
-  const root = (systemRealPath(dir) ?? resolve(dir)) + sep;
+  const real = systemRealPath(dir) ?? resolve(dir);
+  // The root folder ends with its separator already: '/' + sep is '//', which no path starts with.
+  const root = real.endsWith(sep) ? real : real + sep;
   const folders = new RealFolders(resolve);
   return (path) => folders.of(path).startsWith(root);
 }

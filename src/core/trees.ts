@@ -488,7 +488,7 @@ export function readManifest(
   root: string,
   wanted?: (digests: readonly string[]) => boolean,
 ): TreeEntry | undefined {
-  const read = readRegularFile(file, { anyOwner: true });
+  const read = asManifest(file, () => readRegularFile(file, { anyOwner: true }));
   if (read === undefined) return undefined;
   const text = withoutByteOrderMark(read);
   const digests = leafDigestsOfWholeTree(text);

@@ -194,7 +194,7 @@ describe('the action: what it refuses, where it keeps its store', () => {
     // stores were registered and paid for, and their receipts failed every run after.
     await bed.write('temp-job/_temp/dist/app.tar.gz', 'built into the runner temp folder\n');
     const job = { NOTARIZE_CONFIG_DIR: bed.path('temp-job-store'), RUNNER_TEMP: bed.path('temp-job/_temp') };
-    for (const paths of ['_temp', '.', `${bed.path('temp-job')}/./_temp/`]) {
+    for (const paths of ['_temp', '.', `${bed.path('temp-job')}/./_temp/`, '/']) {
       const before = bed.mark();
       const step = await runActionStep(
         bed.path('temp-job'),

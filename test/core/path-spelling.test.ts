@@ -62,6 +62,8 @@ describe.runIf(posix)('folders given through link/..', () => {
     // link/../R is sub/R for the system: inside. (resolve() made it ./R: outside.)
     expect(inside(`${root}/link/../R/x.txt.notarization.json`)).toBe(true);
     expect(inside(join(root, 'R', 'x.txt.notarization.json'))).toBe(false);
+    // The root folder holds everything ('/' plus a separator was '//', which nothing starts with).
+    expect(insideDir('/')(join(root, 'R', 'x.txt'))).toBe(true);
   });
 
   it('NOTARIZE_CONFIG_DIR spelt a/../cfg is refused (exit 2) rather than opened as ./cfg', () => {

@@ -18,6 +18,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
@@ -3048,6 +3049,14 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
       `a tree manifest was passed over: tree manifest ${manifest} is damaged (its leaves are not those it was written with`,
     );
     expect(changed.calls).toEqual(['login:200', 'request:200', 'forfait:200']);
+    // A link in its place: named a tree manifest too.
+    const linkedTo = `${manifest}.real`;
+    writeFileSync(linkedTo, written);
+    rmSync(manifest);
+    symlinkSync(linkedTo, manifest);
+    const linked = await onStore(freshStore(), receipts, [bed.path('t6/a.txt')]);
+    expect(linked.run.stderr).toContain(`a tree manifest was passed over: cannot read tree manifest ${manifest}`);
+    expect(linked.run.stderr).not.toContain('store file');
   });
 
   it('a damaged tree in the store stops the run before any manifest is asked about: exit 2, nothing sent', async () => {
