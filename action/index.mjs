@@ -15285,29 +15285,6 @@ var init_source = __esmMin((() => {
 	Object.defineProperties(createChalk.prototype, styles);
 	chalk = createChalk();
 	createChalk({ level: stderrColor ? stderrColor.level : 0 });
-}));
-// node_modules/ansi-regex/index.js
-function ansiRegex({ onlyFirst = false } = {}) {
-	return new RegExp(pattern, onlyFirst ? void 0 : "g");
-}
-var ST, stringControls, osc, controlString, pattern;
-var init_ansi_regex = __esmMin((() => {
-	ST = String.raw`(?:\u001B\u005C|\u009C)`;
-	stringControls = String.raw`\u0018\u001A\u001B\u0080-\u009F`;
-	osc = String.raw`(?:\u001B\]|\u009D)[^\u0007${stringControls}]*(?:\u0007|${ST})`;
-	controlString = String.raw`(?:\u001B[PX^_k]|[\u0090\u0098\u009E\u009F])[^${stringControls}]*${ST}`;
-	pattern = `${String.raw`\u001B\](?:P[\dA-Fa-f]{7}|R)(?:\u0007|${ST})?`}|${osc}|${controlString}|${String.raw`(?:\u001B\[|\u009B)[\u0030-\u003F]*[\u0020-\u002F]*[\u0040-\u007E]`}|${String.raw`\u001B(?:[\u0020-\u002F]+[\u0030-\u007E]|[\dA-PR-TZcf-oq-uy=><~|}])`}`;
-}));
-// node_modules/strip-ansi/index.js
-function stripAnsi(string) {
-	if (typeof string !== "string") throw new TypeError(`Expected a \`string\`, got \`${typeof string}\``);
-	if (!string.includes("\x1B") && !string.includes("")) return string;
-	return string.replace(regex, "");
-}
-var regex;
-var init_strip_ansi = __esmMin((() => {
-	init_ansi_regex();
-	regex = ansiRegex();
 })), ambiguousRanges, fullwidthRanges, wideRanges;
 var init_lookup_data = __esmMin((() => {
 	ambiguousRanges = [
@@ -15994,6 +15971,29 @@ function eastAsianWidth(codePoint, { ambiguousAsWide = false } = {}) {
 var init_get_east_asian_width = __esmMin((() => {
 	init_lookup();
 }));
+// node_modules/ansi-regex/index.js
+function ansiRegex({ onlyFirst = false } = {}) {
+	return new RegExp(pattern, onlyFirst ? void 0 : "g");
+}
+var ST, stringControls, osc, controlString, pattern;
+var init_ansi_regex = __esmMin((() => {
+	ST = String.raw`(?:\u001B\u005C|\u009C)`;
+	stringControls = String.raw`\u0018\u001A\u001B\u0080-\u009F`;
+	osc = String.raw`(?:\u001B\]|\u009D)[^\u0007${stringControls}]*(?:\u0007|${ST})`;
+	controlString = String.raw`(?:\u001B[PX^_k]|[\u0090\u0098\u009E\u009F])[^${stringControls}]*${ST}`;
+	pattern = `${String.raw`\u001B\](?:P[\dA-Fa-f]{7}|R)(?:\u0007|${ST})?`}|${osc}|${controlString}|${String.raw`(?:\u001B\[|\u009B)[\u0030-\u003F]*[\u0020-\u002F]*[\u0040-\u007E]`}|${String.raw`\u001B(?:[\u0020-\u002F]+[\u0030-\u007E]|[\dA-PR-TZcf-oq-uy=><~|}])`}`;
+}));
+// node_modules/strip-ansi/index.js
+function stripAnsi(string) {
+	if (typeof string !== "string") throw new TypeError(`Expected a \`string\`, got \`${typeof string}\``);
+	if (!string.includes("\x1B") && !string.includes("")) return string;
+	return string.replace(regex, "");
+}
+var regex;
+var init_strip_ansi = __esmMin((() => {
+	init_ansi_regex();
+	regex = ansiRegex();
+}));
 // node_modules/string-width/index.js
 function isDoubleWidthNonRgiEmojiSequence(segment) {
 	if (segment.length > 50) return false;
@@ -16163,7 +16163,7 @@ var init_safe_text = __esmMin((() => {
 function renderRecord(record, extra, colour) {
 	const chalk = new Chalk({ level: colour ? 1 : 0 });
 	const rows = [...Object.entries(record).map(([key, value]) => [key, formatValue(key, value)]), ...Object.entries(extra)].map(([key, value]) => startingLine([forTerminal(key), forTerminal(value)]));
-	const width = rows.reduce((widest, [key]) => Math.max(widest, stringWidth(key)), 0);
+	const width = rows.reduce((widest, [key]) => Math.max(widest, terminalColumns(key)), 0);
 	return rows.map(([key, value]) => `${chalk.bold(padToColumns(key, width))}  ${value}`).join("\n");
 }
 /** A value on one line; an ExactJson (a number or object the service sent) as its exact text. */
@@ -16190,7 +16190,7 @@ function isoOrRaw(ms) {
 function tableLines(headers, rows, colour) {
 	const chalk = new Chalk({ level: colour ? 1 : 0 });
 	const shown = rows.map((row) => startingLine(row.map(forTerminal)));
-	const columnsOf = (cells) => cells.map((cell) => stringWidth(cell));
+	const columnsOf = (cells) => cells.map(terminalColumns);
 	const headerColumns = columnsOf(headers);
 	const shownColumns = shown.map(columnsOf);
 	const widths = [...headerColumns];
@@ -16205,8 +16205,16 @@ function tableLines(headers, rows, colour) {
 * of names in any script line up. `used`: the columns `text` takes, when
 * already measured.
 */
-function padToColumns(text, columns, used = stringWidth(text)) {
+function padToColumns(text, columns, used = terminalColumns(text)) {
 	return text + " ".repeat(Math.max(0, columns - used));
+}
+/** The columns a terminal gives `text` (escaped already: no control character in it). */
+function terminalColumns(text) {
+	if (/^[\x20-\x7e]*$/.test(text)) return text.length;
+	if (CLUSTERED.test(text)) return stringWidth(text);
+	let columns = 0;
+	for (const char of text) columns += eastAsianWidth(char.codePointAt(0));
+	return columns;
 }
 /**
 * The escaped cells of one line, with what begins the line passed through
@@ -16248,11 +16256,14 @@ function formatBytes(bytes) {
 	}
 	return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
+var CLUSTERED;
 var init_render = __esmMin((() => {
 	init_source();
+	init_get_east_asian_width();
 	init_string_width();
 	init_exact_json();
 	init_safe_text();
+	CLUSTERED = /[\p{M}\p{Default_Ignorable_Code_Point}\p{Extended_Pictographic}\p{Regional_Indicator}\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]/u;
 }));
 // dist/output/results.js
 /** The one builder of an item's result: every result of every batch command is made here. */
