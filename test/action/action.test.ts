@@ -221,19 +221,16 @@ describe('the action: what it refuses, where it keeps its store', () => {
   it('exit 5 with nothing kept (a login answered unreadably): no line saying a re-run does not help; the re-run does it', async () => {
     bed.sandbox.addFaults([{ route: 'login', kind: 'truncated', count: 1 }]);
     await bed.write('cut/doc.txt', 'a document whose login answer is cut short\n');
-    const job = { NOTARIZE_CONFIG_DIR: bed.path('cut-store') };
-    const step = await runActionStep(
-      bed.path('cut'),
-      { command: 'register', paths: 'doc.txt', 'base-url': url, 'api-key': apiKey },
-      job,
-    );
+    const runStep = () =>
+      runActionStep(
+        bed.path('cut'),
+        { command: 'register', paths: 'doc.txt', 'base-url': url, 'api-key': apiKey },
+        { NOTARIZE_CONFIG_DIR: bed.path('cut-store') },
+      );
+    const step = await runStep();
     expect(step.run.code, describeRun(step.run)).toBe(5);
     expect(step.run.stderr).not.toContain('running this step again does not send');
-    const again = await runActionStep(
-      bed.path('cut'),
-      { command: 'register', paths: 'doc.txt', 'base-url': url, 'api-key': apiKey },
-      job,
-    );
+    const again = await runStep();
     expect(again.run.code, describeRun(again.run)).toBe(0);
     expect(again.outputs.registered).toBe('1');
   });

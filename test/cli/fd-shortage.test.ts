@@ -180,6 +180,20 @@ describe('register under a low limit of open files', () => {
   let bed!: Bed;
   useBed((created) => (bed = created), { keyInEnv: true });
 
+  /** A script running notarize as on a machine of 8 cores: files over 64 KiB hashed on up to 8 worker threads. */
+  const eightCores = async (): Promise<string> => {
+    await bed.write(
+      'eight-cores.mjs',
+      `import os from 'node:os';
+import { syncBuiltinESMExports } from 'node:module';
+os.availableParallelism = () => 8;
+syncBuiltinESMExports();
+await import(${JSON.stringify(BIN)});
+`,
+    );
+    return join(bed.workDir, 'eight-cores.mjs');
+  };
+
   it('-j 32 under ulimit -n 48: -j lowered with a warning, every document registered, nothing failed', async () => {
     // (bed.write gives each document's digest)
     const docs = await Promise.all(
@@ -203,16 +217,7 @@ describe('register under a low limit of open files', () => {
 
   it('8 hash workers under ulimit -n 64: their descriptors are kept aside, and a worker that cannot start is waited out', async () => {
     // A machine of 8 cores, played by a wrapper: files over 64 KiB are hashed on up to 8 worker threads.
-    const wrapper = join(bed.workDir, 'eight-cores.mjs');
-    await bed.write(
-      'eight-cores.mjs',
-      `import os from 'node:os';
-import { syncBuiltinESMExports } from 'node:module';
-os.availableParallelism = () => 8;
-syncBuiltinESMExports();
-await import(${JSON.stringify(BIN)});
-`,
-    );
+    const wrapper = await eightCores();
     const docs = await Promise.all(
       Array.from({ length: 24 }, (_, i) => bed.write(`large/doc-${i}.bin`, Buffer.alloc(200_000, i))),
     );
@@ -254,26 +259,9 @@ await import(${JSON.stringify(BIN)});
     expect(digests(hashed)).toEqual([...docs].sort());
     // 8 cores (a wrapper plays them) under ulimit -n 40: workers that cannot start ('Worker
     // initialization failure: EMFILE') leave their files to the ones that did, or to this thread.
-    await bed.write(
-      'eight-cores-hash.mjs',
-      `import os from 'node:os';
-import { syncBuiltinESMExports } from 'node:module';
-os.availableParallelism = () => 8;
-syncBuiltinESMExports();
-await import(${JSON.stringify(BIN)});
-`,
-    );
     const eight = await runProcess(
       'bash',
-      [
-        '-c',
-        'ulimit -n 40; exec "$0" "$@"',
-        process.execPath,
-        join(bed.workDir, 'eight-cores-hash.mjs'),
-        'hash',
-        '-r',
-        bed.path('limited'),
-      ],
+      ['-c', 'ulimit -n 40; exec "$0" "$@"', process.execPath, await eightCores(), 'hash', '-r', bed.path('limited')],
       bed.env(),
     );
     expect(eight.code, describeRun(eight)).toBe(0);

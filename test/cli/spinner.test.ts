@@ -21,6 +21,37 @@ afterAll(() => bed.finish());
 /** A shell-quoted word. */
 const quoted = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
 
+/**
+ * Runs `register <file>` on a terminal (script(1)) with `env`; types Ctrl-C
+ * there once `ready(screen)` (standard input stays open: what is written to
+ * it is typed), expects exit 130, and gives what the terminal showed.
+ */
+async function typeCtrlC(
+  file: string,
+  env: NodeJS.ProcessEnv,
+  ready: (screen: string) => boolean,
+  waitingFor: string,
+): Promise<string> {
+  const command = ['exec', quoted(process.execPath), quoted(BIN), 'register', quoted(file)].join(' ');
+  const child = spawn('script', ['-qfec', command, '/dev/null'], { cwd: bed.workDir, env });
+  let screen = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (screen += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  try {
+    const deadline = Date.now() + 10_000;
+    while (!ready(screen)) {
+      if (Date.now() > deadline) throw new Error(`${waitingFor}: ${screen}`);
+      await sleep(20);
+    }
+    child.stdin.write('\u0003');
+    const code = await Promise.race([exited, sleep(10_000).then(() => 'still running')]);
+    expect(code, screen).toBe(130);
+  } finally {
+    child.kill('SIGKILL');
+  }
+  return screen;
+}
+
 describe('the spinner', () => {
   // A pty given no size (`script`, `docker exec -t`, `ssh -tt` from a script) says 0 columns: ora divided
   // by it, and its clearing loop never ended, holding the event loop (no signal answered).
@@ -52,26 +83,12 @@ describe('the spinner', () => {
     const hash = await bed.write('ctrl-c.txt', 'interrupted at the terminal\n');
     // The request step answers after 3 s: time for the spinner to show, and for the ^C.
     bed.sandbox.addFaults(parseFaults('request:latency=3000*1'));
-    const command = ['exec', quoted(process.execPath), quoted(BIN), 'register', quoted(bed.path('ctrl-c.txt'))].join(
-      ' ',
+    const screen = await typeCtrlC(
+      bed.path('ctrl-c.txt'),
+      bed.env(),
+      (shown) => /[\u2800-\u28ff] requesting/.test(shown),
+      'the spinner never said "requesting"',
     );
-    // Standard input stays open: what the test writes to it is typed at the terminal.
-    const child = spawn('script', ['-qfec', command, '/dev/null'], { cwd: bed.workDir, env: bed.env() });
-    let screen = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (screen += chunk));
-    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-    try {
-      const deadline = Date.now() + 10_000;
-      while (!/[\u2800-\u28ff] requesting/.test(screen)) {
-        if (Date.now() > deadline) throw new Error(`the spinner never said "requesting": ${screen}`);
-        await sleep(20);
-      }
-      child.stdin.write('\u0003');
-      const code = await Promise.race([exited, sleep(10_000).then(() => 'still running')]);
-      expect(code, screen).toBe(130);
-    } finally {
-      child.kill('SIGKILL');
-    }
     expect(screen).toContain('interrupted (SIGINT)');
     // The spinner's last frame is cleared, and the message written over its line, not left above it.
     const between = screen.slice(screen.lastIndexOf('requesting'), screen.indexOf('notarize: interrupted'));
@@ -86,27 +103,13 @@ describe('the spinner', () => {
     await bed.write('dumb-ctrl-c.txt', 'interrupted at a dumb terminal\n');
     bed.sandbox.addFaults(parseFaults('request:latency=3000*1'));
     const before = bed.sandbox.calls.length;
-    const command = ['exec', quoted(process.execPath), quoted(BIN), 'register', quoted(bed.path('dumb-ctrl-c.txt'))];
-    const child = spawn('script', ['-qfec', command.join(' '), '/dev/null'], {
-      cwd: bed.workDir,
-      env: { ...bed.env(), TERM: 'dumb' },
-    });
-    let screen = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (screen += chunk));
-    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-    try {
-      // Nothing is drawn there: the request reaching the sandbox says it is waiting for the answer.
-      const deadline = Date.now() + 10_000;
-      while (!bed.sandbox.calls.slice(before).some((call) => call.route === 'request')) {
-        if (Date.now() > deadline) throw new Error(`no request step: ${screen}`);
-        await sleep(20);
-      }
-      child.stdin.write('\u0003');
-      const code = await Promise.race([exited, sleep(10_000).then(() => 'still running')]);
-      expect(code, screen).toBe(130);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    // Nothing is drawn there: the request reaching the sandbox says it is waiting for the answer.
+    const screen = await typeCtrlC(
+      bed.path('dumb-ctrl-c.txt'),
+      { ...bed.env(), TERM: 'dumb' },
+      () => bed.sandbox.calls.slice(before).some((call) => call.route === 'request'),
+      'no request step',
+    );
     expect(screen).toContain('notarize: interrupted (SIGINT)');
     expect(screen).not.toContain('\u001b');
   });
