@@ -17428,9 +17428,10 @@ async function manifestCandidates(input, unplaced, storeRoots) {
 			mtimeMs: info?.mtimeMs ?? 0
 		};
 	}))).filter(({ root }) => !storeRoots.has(root));
-	const tooLarge = others.filter(({ size }) => size > manifestBytesFor(runSize)).map(({ file }) => file);
+	const maxBytes = manifestBytesFor(runSize);
+	const tooLarge = others.filter(({ size }) => size > maxBytes).map(({ file }) => file);
 	return {
-		candidates: others.filter(({ size }) => size <= manifestBytesFor(runSize)).sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1)),
+		candidates: others.filter(({ size }) => size <= maxBytes).sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1)),
 		useful,
 		overfull,
 		byDigest,

@@ -241,9 +241,10 @@ async function manifestCandidates(
   );
   // The store's own roots are its to register: asking about a pending one would replace its session.
   const others = found.filter(({ root }) => !storeRoots.has(root));
-  const tooLarge = others.filter(({ size }) => size > manifestBytesFor(runSize)).map(({ file }) => file);
+  const maxBytes = manifestBytesFor(runSize);
+  const tooLarge = others.filter(({ size }) => size > maxBytes).map(({ file }) => file);
   const candidates = others
-    .filter(({ size }) => size <= manifestBytesFor(runSize))
+    .filter(({ size }) => size <= maxBytes)
     .sort((a, b) => b.mtimeMs - a.mtimeMs || b.size - a.size || (a.root < b.root ? -1 : 1));
   return { candidates, useful, overfull, byDigest, tooLarge, runSize };
 }
