@@ -12667,8 +12667,15 @@ var init_hash_pool = __esmMin((() => {
 				job.reject(fileError(job.path, error));
 			}
 		}
+		/** A new worker, or undefined when the system gives no thread (`ulimit -u`, a container's pids.max): none tried again. */
 		#spawn() {
-			const worker = new Worker(`(${workerMain.toString()})(${readOpenFile.toString()})`, { eval: true });
+			let worker;
+			try {
+				worker = new Worker(`(${workerMain.toString()})(${readOpenFile.toString()})`, { eval: true });
+			} catch {
+				this.#maxWorkers = this.#workers.length;
+				return;
+			}
 			const slot = {
 				worker,
 				busy: void 0,
@@ -17767,7 +17774,7 @@ var init_manifests = __esmMin((() => {
 		#documents;
 		#warn;
 		#byDigest;
-		/** The manifests not read for their size (manifestsTooLarge), said once, at the first document none holds. */
+		/** The manifests not read for their size (manifestsTooLarge), said once, at the first document none placed. */
 		#tooLarge = [];
 		#toldTooLarge = false;
 		/** `documents`: how many the run has (bounds the manifests read, and so time and memory). */
@@ -17779,12 +17786,20 @@ var init_manifests = __esmMin((() => {
 		/** The manifests that list `sha256` among their leaves, newest first. */
 		async holding(sha256) {
 			this.#byDigest ??= this.#read();
-			const holding = (await this.#byDigest).get(sha256) ?? [];
-			if (holding.length === 0 && this.#tooLarge.length > 0 && !this.#toldTooLarge) {
-				this.#toldTooLarge = true;
-				this.#warn(manifestsTooLarge(this.#tooLarge, this.#documents, sha256));
-			}
-			return holding;
+			return (await this.#byDigest).get(sha256) ?? [];
+		}
+		/**
+		* Says, once a run, that `sha256`, which no manifest read places (none
+		* lists it, or those that do were passed over), is to be registered
+		* while manifests too large to read may hold it. `ownRoot`: a root of
+		* this store's own trees, whose leaves the store has (never named).
+		*/
+		unplaced(sha256, ownRoot) {
+			if (this.#toldTooLarge) return;
+			const files = this.#tooLarge.filter((file) => !ownRoot(manifestRoot(basename(file))));
+			if (files.length === 0) return;
+			this.#toldTooLarge = true;
+			this.#warn(manifestsTooLarge(files, this.#documents, sha256));
 		}
 		/** The tree of a manifest `holding` gave, checked (its leaves make its root), with the leaf of `sha256`. */
 		placement(manifest, sha256) {
@@ -18765,6 +18780,7 @@ var init_register_roots = __esmMin((() => {
 				if (said.kind === "failed") throw said.error;
 				if (said.kind === "has") return this.#under(hash, tree.proof(leafIndex, manifest.file), said);
 			}
+			this.#manifests.unplaced(hash, (root) => existsSync(store.treeFile(root)));
 		}
 		/**
 		* The proofs to roots of this service that the receipts in --receipt-dir

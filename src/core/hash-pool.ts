@@ -244,8 +244,16 @@ export class HashPool {
     }
   }
 
-  #spawn(): Slot {
-    const worker = new Worker(`(${workerMain.toString()})(${readOpenFile.toString()})`, { eval: true });
+  /** A new worker, or undefined when the system gives no thread (`ulimit -u`, a container's pids.max): none tried again. */
+  #spawn(): Slot | undefined {
+    let worker: Worker;
+    try {
+      worker = new Worker(`(${workerMain.toString()})(${readOpenFile.toString()})`, { eval: true });
+    } catch {
+      // Thrown at once (EAGAIN, ERR_WORKER_INIT_FAILED), where a failure after the start is an 'error' event (below).
+      this.#maxWorkers = this.#workers.length;
+      return undefined;
+    }
     const slot: Slot = { worker, busy: undefined, online: false };
     worker.once('online', () => (slot.online = true));
     worker.on('message', (reply: Reply) => {
