@@ -204,6 +204,7 @@ export class DocumentRoots {
       if (said.kind === 'failed') throw said.error;
       if (said.kind === 'has') return this.#under(hash, tree.proof(leafIndex, manifest.file), said);
     }
+    this.#manifests.unplaced(hash, (root) => existsSync(store.treeFile(root)));
     return undefined;
   }
 

@@ -406,7 +406,7 @@ export class ManifestIndex {
   readonly #documents: number;
   readonly #warn: (message: string) => void;
   #byDigest: Promise<Map<string, { root: string; file: string }[]>> | undefined;
-  /** The manifests not read for their size (manifestsTooLarge), said once, at the first document none holds. */
+  /** The manifests not read for their size (manifestsTooLarge), said once, at the first document none placed. */
   readonly #tooLarge: string[] = [];
   #toldTooLarge = false;
 
@@ -420,12 +420,21 @@ export class ManifestIndex {
   /** The manifests that list `sha256` among their leaves, newest first. */
   async holding(sha256: string): Promise<{ root: string; file: string }[]> {
     this.#byDigest ??= this.#read();
-    const holding = (await this.#byDigest).get(sha256) ?? [];
-    if (holding.length === 0 && this.#tooLarge.length > 0 && !this.#toldTooLarge) {
-      this.#toldTooLarge = true;
-      this.#warn(manifestsTooLarge(this.#tooLarge, this.#documents, sha256));
-    }
-    return holding;
+    return (await this.#byDigest).get(sha256) ?? [];
+  }
+
+  /**
+   * Says, once a run, that `sha256`, which no manifest read places (none
+   * lists it, or those that do were passed over), is to be registered
+   * while manifests too large to read may hold it. `ownRoot`: a root of
+   * this store's own trees, whose leaves the store has (never named).
+   */
+  unplaced(sha256: string, ownRoot: (root: string) => boolean): void {
+    if (this.#toldTooLarge) return;
+    const files = this.#tooLarge.filter((file) => !ownRoot(manifestRoot(basename(file))!));
+    if (files.length === 0) return;
+    this.#toldTooLarge = true;
+    this.#warn(manifestsTooLarge(files, this.#documents, sha256));
   }
 
   /** The tree of a manifest `holding` gave, checked (its leaves make its root), with the leaf of `sha256`. */

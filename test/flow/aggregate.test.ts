@@ -3221,6 +3221,40 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
     expect(bed.callsSince(mark).filter((call) => call.route === 'forfait')).toHaveLength(1);
   });
 
+  it("per-document register: the size warning also after a manifest listing the document was passed over, never for the store's own tree", async () => {
+    const receipts = bed.path('t15-receipts');
+    const big = plant(receipts, Array<string>(10_001).fill('cd'.repeat(32)), {
+      description: 'larger',
+      createdAt: '2026-01-02T00:00:00Z',
+    });
+    const doc = await bed.write('t15/a.txt', 'listed by a damaged manifest\n');
+    // A small manifest listing the document under another root's name: read, then passed over (it holds another root).
+    const small = plant(bed.path('t15-elsewhere'), [doc, 'ef'.repeat(32)], {
+      description: 'small',
+      createdAt: '2026-01-03T00:00:00Z',
+    });
+    const smallFile = join(receipts, `${'f'.repeat(64)}.tree.json`);
+    cpSync(join(bed.path('t15-elsewhere'), `${small}.tree.json`), smallFile);
+    const bigFile = join(receipts, `${big}.tree.json`);
+    const store = freshStore();
+    const run = await bed.main(['register', bed.path('t15/a.txt'), '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: store },
+    });
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stderr).toContain(`a tree manifest was passed over: tree manifest ${smallFile} is damaged`);
+    expect(run.stderr).toContain(
+      `tree manifests in --receipt-dir not read, as larger than a run of 1 document reads (10000 leaves): if ${doc} `,
+    );
+    // The large one made this store's own tree (its file in the store): its leaves are known here, never named.
+    cpSync(bigFile, join(storePaths(store, bed.sandbox.url).service, 'trees', `${big}.json`));
+    await bed.write('t15/b.txt', 'a new document on the warm store\n');
+    const warm = await bed.main(['register', bed.path('t15/b.txt'), '--receipt-dir', receipts, '--json'], {
+      env: { NOTARIZE_CONFIG_DIR: store },
+    });
+    expect(warm.code, describeRun(warm)).toBe(0);
+    expect(warm.stderr).not.toContain('not read');
+  });
+
   it("a root confirmed by one document's receipt places the others its manifest lists, whatever its size", async () => {
     // A tree of 9; a fresh runner with q1's receipt and the manifest, q2's receipt lost: q2 was put
     // under a new paid tree (the manifest, more than four leaves per document of the run, not read).
