@@ -12,7 +12,7 @@ import { defineConfig } from 'vitest/config';
 // replaces a module gets a graph of its own.
 
 /** Files that replace a module (vi.mock): test/cli/test-layout.test.ts checks the list is complete. */
-export const OWN_MODULES = ['test/store/disk-full.test.ts'];
+export const OWN_MODULES = ['test/core/hash-pool.no-thread.test.ts', 'test/store/disk-full.test.ts'];
 
 export default defineConfig({
   test: {
