@@ -11357,17 +11357,17 @@ var init_files = __esmMin((() => {
 * (`login --api-key-stdin`), which the messages name instead.
 */
 async function readTextInput(source, stdin, limit, what, flag) {
-	if (flag !== void 0) checkStandardInput(stdin, what, true, flag);
-	return (await readBytesInput(source, stdin, limit, what)).toString("utf8");
+	return (await readBytesInput(source, stdin, limit, what, 0, flag)).toString("utf8");
 }
 /**
 * The bytes of `source`, as `readTextInput` reads them, for a caller that
 * decodes them itself; `slack` more than `limit` are read, for what the
 * caller drops before it checks `limit` itself (a final line break).
+* `flag`: as for readTextInput.
 */
-async function readBytesInput(source, stdin, limit, what, slack = 0) {
+async function readBytesInput(source, stdin, limit, what, slack = 0, flag) {
 	let bytes;
-	if (source === "-") checkStandardInput(stdin, what);
+	if (source === "-") checkStandardInput(stdin, what, true, flag);
 	try {
 		if (source === "-") bytes = await readBoundedBytes(stdin, limit + slack);
 		else {
@@ -11470,10 +11470,7 @@ async function hashStream(stream, onProgress, forRegister = false) {
 		bytes += chunk.length;
 		onProgress?.(bytes);
 	}
-	if (before !== void 0 && changedSince(before, fstatSync(0, { bigint: true }))) throw new InputFileError("-", "changed while it was being hashed; hash it again when it is stable", {
-		code: "changed_while_hashed",
-		message: "standard input ('-') changed while it was being hashed; hash it again when it is stable"
-	});
+	if (before !== void 0 && changedSince(before, fstatSync(0, { bigint: true }))) throw changedWhileHashed("-", "standard input ('-')");
 	if (forRegister && bytes === 0) throw new InputFileError("-", "standard input was empty", {
 		code: "no_input",
 		message: "standard input ('-') was empty: nothing to register",
@@ -11682,15 +11679,19 @@ function onPseudoFileSystem(path, dev) {
 function checkVersion(path, before, after, read) {
 	const same = !changedSince(before, after);
 	if (same && read.bytes === Number(before.size) && read.grown) throw notRegular(path, "it reads past its size");
-	if (!same || read.bytes !== Number(before.size)) throw new InputFileError(path, "changed while it was being hashed; hash it again when it is stable", {
-		code: "changed_while_hashed",
-		message: `'${path}' changed while it was being hashed; hash it again when it is stable`
-	});
+	if (!same || read.bytes !== Number(before.size)) throw changedWhileHashed(path, `'${path}'`);
 	return {
 		hash: read.digest,
 		size: Number(before.size),
 		lastModified: Number(before.mtimeMs)
 	};
+}
+/** The failure of a document (`path`, shown in a message as `shown`) whose digest may mix two versions. */
+function changedWhileHashed(path, shown) {
+	return new InputFileError(path, "changed while it was being hashed; hash it again when it is stable", {
+		code: "changed_while_hashed",
+		message: `${shown} changed while it was being hashed; hash it again when it is stable`
+	});
 }
 /**
 * Whether two fstats of one descriptor disagree on device, inode, size,
@@ -42167,12 +42168,16 @@ function commandNeeded(command) {
 }
 /** Prints an error the documented way and returns its exit code. */
 function report(io, error, json, failed) {
+	let reported;
 	if (error instanceof CommanderError) {
 		if (error.code === "commander.helpDisplayed" || error.code === "commander.version") return EXIT.ok;
-		if (error.code === "commander.help" && error.exitCode === 0) return EXIT.ok;
-		if (error.code === "commander.help" && !json) return EXIT.usage;
+		if (error.code === "commander.help") {
+			if (error.exitCode === 0) return EXIT.ok;
+			if (!json) return EXIT.usage;
+			reported = commandNeeded(failed);
+		}
 	}
-	const reported = error instanceof CommanderError && error.code === "commander.help" ? commandNeeded(failed) : asReported(error, failed);
+	reported ??= asReported(error, failed);
 	const { message, hint } = reported;
 	if (json) io.error(JSON.stringify({ error: errorJson(reported) }));
 	else io.error(`notarize: ${forTerminal(message)}${hint ? ` (${forTerminal(hint)})` : ""}`);

@@ -81,10 +81,7 @@ export async function hashStream(stream: Readable, onProgress?: HashProgress, fo
   // `< file`: the digest must be of one version of it, as for a file named (checkVersion). Not its size
   // against the bytes read: a shell may hand over the descriptor partly read (`{ head -c 4; notarize hash -; } < f`).
   if (before !== undefined && changedSince(before, fstatSync(0, { bigint: true }))) {
-    throw new InputFileError('-', 'changed while it was being hashed; hash it again when it is stable', {
-      code: 'changed_while_hashed',
-      message: "standard input ('-') changed while it was being hashed; hash it again when it is stable",
-    });
+    throw changedWhileHashed('-', "standard input ('-')");
   }
   // Nothing came down the pipe: for register, as /dev/null, a command before it that failed
   // (`cat missing | notarize register -`), not a document to pay for.
@@ -393,13 +390,16 @@ export function checkVersion(path: string, before: BigIntStats, after: BigIntSta
     // More bytes than the size, with metadata that never moved: no regular file reads like that.
     throw notRegular(path, 'it reads past its size');
   }
-  if (!same || read.bytes !== Number(before.size)) {
-    throw new InputFileError(path, 'changed while it was being hashed; hash it again when it is stable', {
-      code: 'changed_while_hashed',
-      message: `'${path}' changed while it was being hashed; hash it again when it is stable`,
-    });
-  }
+  if (!same || read.bytes !== Number(before.size)) throw changedWhileHashed(path, `'${path}'`);
   return { hash: read.digest, size: Number(before.size), lastModified: Number(before.mtimeMs) };
+}
+
+/** The failure of a document (`path`, shown in a message as `shown`) whose digest may mix two versions. */
+function changedWhileHashed(path: string, shown: string): InputFileError {
+  return new InputFileError(path, 'changed while it was being hashed; hash it again when it is stable', {
+    code: 'changed_while_hashed',
+    message: `${shown} changed while it was being hashed; hash it again when it is stable`,
+  });
 }
 
 /**
