@@ -22,14 +22,14 @@ export async function readTextInput(
   what: string,
   flag?: string,
 ): Promise<string> {
-  if (flag !== undefined) checkStandardInput(stdin, what, true, flag);
-  return (await readBytesInput(source, stdin, limit, what)).toString('utf8');
+  return (await readBytesInput(source, stdin, limit, what, 0, flag)).toString('utf8');
 }
 
 /**
  * The bytes of `source`, as `readTextInput` reads them, for a caller that
  * decodes them itself; `slack` more than `limit` are read, for what the
  * caller drops before it checks `limit` itself (a final line break).
+ * `flag`: as for readTextInput.
  */
 export async function readBytesInput(
   source: string,
@@ -37,9 +37,10 @@ export async function readBytesInput(
   limit: number,
   what: string,
   slack = 0,
+  flag?: string,
 ): Promise<Buffer> {
   let bytes: Buffer | undefined;
-  if (source === '-') checkStandardInput(stdin, what);
+  if (source === '-') checkStandardInput(stdin, what, true, flag);
   try {
     if (source === '-') {
       bytes = await readBoundedBytes(stdin, limit + slack);
