@@ -532,16 +532,19 @@ function commandNeeded(command: Command | undefined): UsageError {
 
 /** Prints an error the documented way and returns its exit code. */
 function report(io: IO, error: unknown, json: boolean, failed: Command | undefined): ExitCode {
+  let reported: NotarizeError | undefined;
   if (error instanceof CommanderError) {
     if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return EXIT.ok;
-    // Help shown because no (sub)command was given (`notarize`, `notarize
-    // config`): it went to stderr and nothing ran, a usage error.
-    if (error.code === 'commander.help' && error.exitCode === 0) return EXIT.ok;
-    // With JSON errors asked for, that help was not written (configureOutput): a JSON error says it.
-    if (error.code === 'commander.help' && !json) return EXIT.usage;
+    if (error.code === 'commander.help') {
+      if (error.exitCode === 0) return EXIT.ok;
+      // Help shown because no (sub)command was given (`notarize`, `notarize config`): it went to
+      // stderr and nothing ran, a usage error; with JSON errors asked for it was not written
+      // (configureOutput), and a JSON error says it.
+      if (!json) return EXIT.usage;
+      reported = commandNeeded(failed);
+    }
   }
-  const helpShown = error instanceof CommanderError && error.code === 'commander.help';
-  const reported = helpShown ? commandNeeded(failed) : asReported(error, failed);
+  reported ??= asReported(error, failed);
   const { message, hint } = reported;
   if (json) {
     io.error(JSON.stringify({ error: errorJson(reported) }));
