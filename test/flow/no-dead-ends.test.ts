@@ -397,16 +397,30 @@ describe('a 2xx whose body cannot be read', () => {
     expect((await bed.main(['pending', 'drop', sha256('under an unread root b')])).code).toBe(0);
   });
 
+  /**
+   * A document (`<folder>/one.txt` holding `text`) whose request step is answered unreadably (exit 5),
+   * then registered with `--aggregate` beside `<folder>/two.txt` (holding `beside`), with `flags`:
+   * its digest, and the aggregate run.
+   */
+  async function unreadThenUnderRoot(folder: string, text: string, beside: string, flags: string[]) {
+    const one = await bed.file(`${folder}/one.txt`, text);
+    const two = await bed.file(`${folder}/two.txt`, beside);
+    bed.sandbox.addFaults([{ route: 'request', kind: 'truncated', count: 1 }]);
+    expect((await bed.main(['register', one])).code).toBe(5);
+    const aggregate = await bed.main(['register', '--aggregate', one, two, ...flags]);
+    expect(aggregate.code, aggregate.stderr).toBe(0);
+    return { hash: sha256(text), aggregate };
+  }
+
   it('a document whose own request step was unread, registered since under a Merkle root: --all leaves it out', async () => {
     // complete --all failed it (exit 5) on every run, and its way out, --use-active-subscription, paid
     // for the document a second time.
-    const one = await bed.file('unread-then-root/one.txt', 'unread, then under a root');
-    const two = await bed.file('unread-then-root/two.txt', 'beside it under the root');
-    const hash = sha256('unread, then under a root');
-    bed.sandbox.addFaults([{ route: 'request', kind: 'truncated', count: 1 }]);
-    expect((await bed.main(['register', one])).code).toBe(5);
-    const aggregate = await bed.main(['register', '--aggregate', one, two, '--json']);
-    expect(aggregate.code, aggregate.stderr).toBe(0);
+    const { hash, aggregate } = await unreadThenUnderRoot(
+      'unread-then-root',
+      'unread, then under a root',
+      'beside it under the root',
+      ['--json'],
+    );
     const root = (JSON.parse(aggregate.stdout) as { proof: { root: string } }[])[0]!.proof.root;
     expect(await pending()).toEqual([{ hash, state: 'under-root' }]);
     const mark = bed.mark();
@@ -431,13 +445,12 @@ describe('a 2xx whose body cannot be read', () => {
 
   it('an unread request step under a root pending here, or named with others, or with the active subscription: refused', async () => {
     // Each of these paid for the document a second time (the review of 72daa7d).
-    const one = await bed.file('unread-pending-root/one.txt', 'unread, then under a pending root');
-    const two = await bed.file('unread-pending-root/two.txt', 'beside it under the pending root');
-    const hash = sha256('unread, then under a pending root');
-    bed.sandbox.addFaults([{ route: 'request', kind: 'truncated', count: 1 }]);
-    expect((await bed.main(['register', one])).code).toBe(5);
-    const aggregate = await bed.main(['register', '--aggregate', one, two, '--no-complete', '--json']);
-    expect(aggregate.code, aggregate.stderr).toBe(0);
+    const { hash } = await unreadThenUnderRoot(
+      'unread-pending-root',
+      'unread, then under a pending root',
+      'beside it under the pending root',
+      ['--no-complete', '--json'],
+    );
     expect(await pending()).toContainEqual({ hash, state: 'under-root' });
     const mark = bed.mark();
     for (const args of [
