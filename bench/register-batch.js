@@ -9,11 +9,20 @@
  * the wire's limit is 2,000 × 20 ms / 8 = 5.0 s, ≤ 1.05 × the minimal script
  * (issue 13). For context, a third script does what the minimal one does
  * plus the store's per-document writes (bench/reference/minimal-store.js):
- * how much of the gap is the design, how much notarize's code.
+ * how much of the gap is the design, how much notarize's code; a fourth
+ * (bench/reference/minimal-journal.js) makes the same writes durable by group
+ * commit into one journal: how much a store redesign could save at most.
  */
 import { join } from 'node:path';
 import { removeDir, tempDir, writeRandomFiles } from './lib/files.js';
-import { runMinimal, runMinimalStore, runNotarize, runShellLoop, writeList } from './lib/register.js';
+import {
+  runMinimal,
+  runMinimalJournal,
+  runMinimalStore,
+  runNotarize,
+  runShellLoop,
+  writeList,
+} from './lib/register.js';
 import { best, interleave, max, mb, ms } from './lib/stats.js';
 import { infoRow, ratioRow } from './lib/table.js';
 
@@ -36,6 +45,7 @@ export async function registerBatch(ctx) {
         { name: 'notarize', run: () => runNotarize(dir, list, count) },
         { name: 'minimal', run: () => runMinimal(dir, list, count) },
         { name: 'minimalStore', run: () => runMinimalStore(dir, list, count) },
+        { name: 'minimalJournal', run: () => runMinimalJournal(dir, list, count) },
         { name: 'notarizeLatency', run: () => runNotarize(dir, list, count, { faults: LATENCY }) },
         { name: 'minimalLatency', run: () => runMinimal(dir, list, count, { faults: LATENCY }) },
         {
@@ -96,6 +106,14 @@ export async function registerBatch(ctx) {
         `minimal ${ms(wall('minimal'))}`,
         wall('minimalStore') / wall('minimal'),
         "the design's own cost: 2 fdatasync + 2 directory fsync per document",
+      ),
+      // What group commit (issue 13's redesign, not built) could save at most: bench/reference/minimal-journal.js.
+      infoRow(
+        `${label}: minimal undici + group-committed journal vs minimal undici`,
+        ms(wall('minimalJournal')),
+        `minimal ${ms(wall('minimal'))}`,
+        wall('minimalJournal') / wall('minimal'),
+        'the same promises with one fdatasync per group of writes: a bound on the redesign',
       ),
       infoRow(`${label}: throughput`, rps('notarize'), `minimal ${rps('minimal')}`, undefined),
       infoRow(`${label}: CPU time (user + system)`, cpu('notarize'), `minimal ${cpu('minimal')}`, cpuRatio()),

@@ -76,6 +76,18 @@ export function runMinimalStore(workDir, listFile, count, { faults } = {}) {
   ]);
 }
 
+/** bench/reference/minimal-journal.js over the same list with a fresh store, 8 in flight. */
+export function runMinimalJournal(workDir, listFile, count, { faults } = {}) {
+  const store = mkdtempSync(join(workDir, 'minimal-journal-'));
+  return runReference('minimal-journal.js', 'the minimal script with a journal', workDir, count, faults, (url, key) => [
+    url,
+    key,
+    listFile,
+    store,
+    '8',
+  ]);
+}
+
 /** bench/reference/minimal-aggregate.js: one root over the files of the list. */
 export function runMinimalAggregate(workDir, listFile, count, { faults } = {}) {
   return runReference('minimal-aggregate.js', 'the minimal aggregate script', workDir, count, faults, (url, key) => [
