@@ -11376,14 +11376,18 @@ async function readBytesInput(source, stdin, limit, what, slack = 0, flag) {
 		}
 	} catch (error) {
 		const reason = error.code === "ENOENT" ? "no such file" : error.message;
-		throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
+		throw new UsageError(`cannot read ${what} ${sourceWords(source, flag)}: ${reason}`, { cause: error });
 	}
-	if (bytes === void 0) throw tooLarge(source, limit, what);
+	if (bytes === void 0) throw tooLarge(source, limit, what, flag);
 	return bytes;
 }
-/** The error for `what` from `source` over `limit` bytes. */
-function tooLarge(source, limit, what) {
-	return new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, { hint: `check that '${source}' holds ${what}` });
+/** The error for `what` from `source` over `limit` bytes; `flag` as for readTextInput. */
+function tooLarge(source, limit, what, flag) {
+	return new UsageError(`${what} ${sourceWords(source, flag)} is larger than ${limit} bytes`, { hint: flag === void 0 ? `check that '${source}' holds ${what}` : `check that what goes to ${flag} is ${what}` });
+}
+/** "from '<source>'", or "with <flag>" when the user typed a flag, not '-'. */
+function sourceWords(source, flag) {
+	return flag === void 0 ? `from '${source}'` : `with ${flag}`;
 }
 /**
 * Throws when the process's standard input, as `-`, is a directory (`< .`):

@@ -50,17 +50,22 @@ export async function readBytesInput(
     }
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
-    throw new UsageError(`cannot read ${what} from '${source}': ${reason}`, { cause: error });
+    throw new UsageError(`cannot read ${what} ${sourceWords(source, flag)}: ${reason}`, { cause: error });
   }
-  if (bytes === undefined) throw tooLarge(source, limit, what);
+  if (bytes === undefined) throw tooLarge(source, limit, what, flag);
   return bytes;
 }
 
-/** The error for `what` from `source` over `limit` bytes. */
-export function tooLarge(source: string, limit: number, what: string): UsageError {
-  return new UsageError(`${what} from '${source}' is larger than ${limit} bytes`, {
-    hint: `check that '${source}' holds ${what}`,
+/** The error for `what` from `source` over `limit` bytes; `flag` as for readTextInput. */
+export function tooLarge(source: string, limit: number, what: string, flag?: string): UsageError {
+  return new UsageError(`${what} ${sourceWords(source, flag)} is larger than ${limit} bytes`, {
+    hint: flag === undefined ? `check that '${source}' holds ${what}` : `check that what goes to ${flag} is ${what}`,
   });
+}
+
+/** "from '<source>'", or "with <flag>" when the user typed a flag, not '-'. */
+function sourceWords(source: string, flag: string | undefined): string {
+  return flag === undefined ? `from '${source}'` : `with ${flag}`;
 }
 
 /**

@@ -174,6 +174,14 @@ describe('exit 3: authentication', () => {
     expect(bed.storedTokens()).toEqual({});
   });
 
+  it("an API key too large for --api-key-stdin is refused naming that flag, not a '-' nobody typed", async () => {
+    const login = await bed.main(['login', '--api-key-stdin'], { input: 'k'.repeat(70_000) });
+    expectFailure(login, 2, /the API key with --api-key-stdin is larger than 65536 bytes/);
+    expect(login.stderr).toContain('(check that what goes to --api-key-stdin is the API key)');
+    expect(login.stderr).not.toContain("'-'");
+    expect(bed.sandbox.calls).toEqual([]);
+  });
+
   it('a wrong NOTARIZE_API_KEY is tried once, not twice', async () => {
     // The 401 of the on-the-fly login refuses the key, not a request: logging in again with it cannot help.
     const wrongKey = 'sandbox_fedcba9876543210fedcba9876543210';
