@@ -13,6 +13,7 @@ import { receiptText } from '../../src/core/receipt-format.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { vectorLeaf } from '../helpers/merkle.js';
 import { describeRun, REPO_ROOT } from '../helpers/cli.js';
+import { BASE_URL_CASES, REGISTERED_AT_CASES } from '../helpers/receipts.js';
 import { parseNdjson, parseResults } from '../helpers/results.js';
 
 let bed: Bed;
@@ -173,5 +174,15 @@ describe('schemas/receipt-v1.schema.json', () => {
     expect(validateReceipt({ ...written, version: 2 })).toBe(false);
     expect(validateReceipt({ ...written, proof: {} })).toBe(false);
     expect(validateReceipt({ ...written, registeredAt: 'yesterday' })).toBe(false);
+
+    // Stricter than the two verifiers, as its description says: what they refuse, it refuses.
+    const record = written.record as { hash: string };
+    for (const [baseUrl, verdict] of BASE_URL_CASES) {
+      const moved = { ...written, service: { baseUrl, verificationUrl: `${baseUrl}/verification/${record.hash}` } };
+      expect(validateReceipt(moved), baseUrl).toBe(verdict === 'verified');
+    }
+    for (const [registeredAt, verdict] of REGISTERED_AT_CASES) {
+      expect(validateReceipt({ ...written, registeredAt }), registeredAt).toBe(verdict === 'verified');
+    }
   });
 });
