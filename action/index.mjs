@@ -10924,23 +10924,46 @@ function dirError(dir, reason, cause, hint = accessHint(cause) ?? (reason === NO
 	});
 }
 /**
+* Where the system refused this user a path (EACCES, EPERM), from the
+* error's path and call: a folder whose listing was refused; else the
+* highest folder above the path it cannot search, or the folder holding
+* the path when the call changes its entries (a create, a rename, a link,
+* a removal), which its write permission governs; else what is at the
+* path itself (a folder's or a file's own rights), or, when nothing is
+* there, its folder. Undefined when the error names no path.
+*/
+function refusedPlace(cause) {
+	const { path, syscall } = cause ?? {};
+	if (typeof path !== "string") return void 0;
+	if (syscall === "scandir" || syscall === "opendir") return { folder: path };
+	const changesEntry = syscall !== void 0 && ENTRY_CHANGES.has(syscall);
+	const folder = refusedFolder(path, changesEntry);
+	if (folder !== void 0) return { folder };
+	if (changesEntry) return { folder: dirname(path) };
+	let info;
+	try {
+		info = lstatSync(path, { throwIfNoEntry: false });
+	} catch {}
+	if (info === void 0) return { folder: dirname(path) };
+	return info.isDirectory() ? { folder: path } : { file: path };
+}
+/**
 * What to change when the system refused this user a store path (EACCES):
-* a folder's read bit for its listing, a file's own rights for its opening,
-* else the search bits of the highest folder above the path that lacks
-* them, or the write bit of the folder holding it (a create or a rename
-* there). Only a folder or file of this user's is named, with the chmod
-* that fixes it; for anyone else's (a store under another user's home, a
-* file another user owns) undefined: the caller's hint stands (a store of
-* your own, or the file moved aside). Undefined for any other error too.
+* the folder or file refusedPlace finds, with the chmod that fixes it. Only
+* a folder or file of this user's is named; for anyone else's (a store
+* under another user's home, a file another user owns) undefined: the
+* caller's hint stands (a store of your own, or the file moved aside).
+* Undefined for any other error too.
 */
 function accessHint(cause) {
 	const errno = cause;
-	if (errno?.code !== "EACCES" || typeof errno.path !== "string") return void 0;
-	const path = errno.path;
-	if (errno.syscall === "scandir" || errno.syscall === "opendir") return ownPath(path) ? `give this user read and search access to ${path} (chmod u+rwx)` : void 0;
-	const folder = refusedFolder(path, errno.syscall !== void 0 && ENTRY_CHANGES.has(errno.syscall));
-	if (folder !== void 0) return ownPath(folder) ? `give this user read, write and search access to ${folder} (chmod u+rwx)` : void 0;
-	return ownPath(path, true) ? `give this user read and write access to ${path} (chmod u+rw)` : void 0;
+	if (errno?.code !== "EACCES") return void 0;
+	const place = refusedPlace(errno);
+	if (place?.folder !== void 0) {
+		const access = errno.syscall === "scandir" || errno.syscall === "opendir" ? "read and search" : "read, write and search";
+		return ownPath(place.folder) ? `give this user ${access} access to ${place.folder} (chmod u+rwx)` : void 0;
+	}
+	return place?.file !== void 0 && ownPath(place.file, true) ? `give this user read and write access to ${place.file} (chmod u+rw)` : void 0;
 }
 /**
 * The folder above `path` that refuses this user: the highest one it
@@ -13423,40 +13446,9 @@ var init_service_store = __esmMin((() => {
 	};
 }));
 // dist/store/disk.js
-/**
-* Disk refusals (full, over quota, read-only, no permission; and no file
-* descriptor left, which is as much the user's to fix) met while preparing a store
-* write before anything was sent, e.g. creating a hash's lock. They are the
-* user's to fix, and nothing was lost: exit 2 (UsageError), saying which
-* device, rather than "unexpected error: ENOSPC" with exit 1.
-*
-* Only for writes before sending. A write that fails after the service
-* answered is exit 1 with the answer quoted (core/notarize.ts, `notSaved`):
-* calling this there would wrongly say nothing was sent.
-*/
 /** The refusal's code of `error` or of an error it wraps. */
 function errnoCode(error) {
 	return errnoCodeIn(error, (code) => code in REFUSALS);
-}
-/**
-* Where a permission was refused, from the path of the error carrying the
-* refusal's code: not the store's folder but a folder inside it (a
-* read-only locks/ or pending/: a file made, renamed or removed there, or
-* a folder made in it, asks its write permission), or a file there that is
-* another user's. Undefined when the error names no path.
-*/
-function refusedAt(error, code) {
-	const { path, syscall } = errnoErrorIn(error, (found) => found === code) ?? {};
-	if (typeof path !== "string") return void 0;
-	if (syscall !== void 0 && ENTRY_CHANGES.has(syscall)) return { folder: dirname(path) };
-	let info;
-	try {
-		info = lstatSync(path, { throwIfNoEntry: false });
-	} catch {
-		return { folder: dirname(path) };
-	}
-	if (info === void 0) return { folder: dirname(path) };
-	return info.isDirectory() ? { folder: path } : { file: path };
 }
 /** Whether `error` is (or wraps) a disk refusal: full, over quota, read-only, size limit, no permission, no descriptor left. */
 function isDiskRefusal(error) {
@@ -13478,7 +13470,7 @@ function diskRefusedBeforeSending(error, dir) {
 function diskRefused(error, dir, sent, elsewhere = "point NOTARIZE_CONFIG_DIR elsewhere") {
 	const code = errnoCode(error);
 	if (code === void 0) return void 0;
-	const refused = OF_THE_PATH.has(code) ? refusedAt(error, code) : void 0;
+	const refused = OF_THE_PATH.has(code) ? refusedPlace(errnoErrorIn(error, (found) => found === code)) : void 0;
 	if (refused?.file !== void 0) {
 		const file = refused.file;
 		return refusal(error, code, `${code === "EACCES" ? "permission is denied for" : "the system does not permit changing"} ${file}`, sent, {

@@ -9,11 +9,9 @@
  * answered is exit 1 with the answer quoted (core/notarize.ts, `notSaved`):
  * calling this there would wrongly say nothing was sent.
  */
-import { lstatSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { errnoCodeIn, errnoErrorIn, EXIT, NotarizeError, UsageError } from '../errors.js';
 import { FD_SHORTAGE_REMEDY } from '../fd-shortage.js';
-import { ENTRY_CHANGES } from './files.js';
+import { refusedPlace } from './files.js';
 
 /** What each code says about the device, completed with "the device holding <dir>". */
 const REFUSALS: Record<string, (dir: string) => string> = {
@@ -35,29 +33,6 @@ const NOT_OF_THE_PLACE = new Set(['EMFILE', 'ENFILE']);
 /** The refusal's code of `error` or of an error it wraps. */
 function errnoCode(error: unknown): string | undefined {
   return errnoCodeIn(error, (code) => code in REFUSALS);
-}
-
-/**
- * Where a permission was refused, from the path of the error carrying the
- * refusal's code: not the store's folder but a folder inside it (a
- * read-only locks/ or pending/: a file made, renamed or removed there, or
- * a folder made in it, asks its write permission), or a file there that is
- * another user's. Undefined when the error names no path.
- */
-function refusedAt(error: unknown, code: string): { folder?: string; file?: string } | undefined {
-  const { path, syscall } = errnoErrorIn(error, (found) => found === code) ?? {};
-  if (typeof path !== 'string') return undefined;
-  // Making, renaming, linking or removing an entry asks its folder, whatever the entry.
-  if (syscall !== undefined && ENTRY_CHANGES.has(syscall)) return { folder: dirname(path) };
-  let info;
-  try {
-    info = lstatSync(path, { throwIfNoEntry: false });
-  } catch {
-    // Not even looked up: the folder holding it lacks its search (x) permission.
-    return { folder: dirname(path) };
-  }
-  if (info === undefined) return { folder: dirname(path) };
-  return info.isDirectory() ? { folder: path } : { file: path };
 }
 
 /** Permissions are per folder and file: the one to change, rather than the store's own. */
@@ -90,7 +65,7 @@ export function diskRefused(
 ): NotarizeError | undefined {
   const code = errnoCode(error);
   if (code === undefined) return undefined;
-  const refused = OF_THE_PATH.has(code) ? refusedAt(error, code) : undefined;
+  const refused = OF_THE_PATH.has(code) ? refusedPlace(errnoErrorIn(error, (found) => found === code)) : undefined;
   if (refused?.file !== undefined) {
     const file = refused.file;
     return refusal(

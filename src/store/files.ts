@@ -101,33 +101,59 @@ function dirError(
 }
 
 /**
+ * Where the system refused this user a path (EACCES, EPERM), from the
+ * error's path and call: a folder whose listing was refused; else the
+ * highest folder above the path it cannot search, or the folder holding
+ * the path when the call changes its entries (a create, a rename, a link,
+ * a removal), which its write permission governs; else what is at the
+ * path itself (a folder's or a file's own rights), or, when nothing is
+ * there, its folder. Undefined when the error names no path.
+ */
+export function refusedPlace(cause: unknown): { folder?: string; file?: string } | undefined {
+  const { path, syscall } = (cause ?? {}) as NodeJS.ErrnoException;
+  if (typeof path !== 'string') return undefined;
+  if (syscall === 'scandir' || syscall === 'opendir') return { folder: path };
+  const changesEntry = syscall !== undefined && ENTRY_CHANGES.has(syscall);
+  const folder = refusedFolder(path, changesEntry);
+  if (folder !== undefined) return { folder };
+  // The folders look open to access(2) (root's always do): a change of entries is still its folder's to allow.
+  if (changesEntry) return { folder: dirname(path) };
+  let info;
+  try {
+    info = lstatSync(path, { throwIfNoEntry: false });
+  } catch {
+    // A folder above changed its rights since: its folder is where to look.
+  }
+  if (info === undefined) return { folder: dirname(path) };
+  return info.isDirectory() ? { folder: path } : { file: path };
+}
+
+/**
  * What to change when the system refused this user a store path (EACCES):
- * a folder's read bit for its listing, a file's own rights for its opening,
- * else the search bits of the highest folder above the path that lacks
- * them, or the write bit of the folder holding it (a create or a rename
- * there). Only a folder or file of this user's is named, with the chmod
- * that fixes it; for anyone else's (a store under another user's home, a
- * file another user owns) undefined: the caller's hint stands (a store of
- * your own, or the file moved aside). Undefined for any other error too.
+ * the folder or file refusedPlace finds, with the chmod that fixes it. Only
+ * a folder or file of this user's is named; for anyone else's (a store
+ * under another user's home, a file another user owns) undefined: the
+ * caller's hint stands (a store of your own, or the file moved aside).
+ * Undefined for any other error too.
  */
 export function accessHint(cause: unknown): string | undefined {
   const errno = cause as NodeJS.ErrnoException | undefined;
-  if (errno?.code !== 'EACCES' || typeof errno.path !== 'string') return undefined;
-  const path = errno.path;
-  if (errno.syscall === 'scandir' || errno.syscall === 'opendir') {
-    return ownPath(path) ? `give this user read and search access to ${path} (chmod u+rwx)` : undefined;
-  }
-  const folder = refusedFolder(path, errno.syscall !== undefined && ENTRY_CHANGES.has(errno.syscall));
-  if (folder !== undefined) {
-    return ownPath(folder) ? `give this user read, write and search access to ${folder} (chmod u+rwx)` : undefined;
+  if (errno?.code !== 'EACCES') return undefined;
+  const place = refusedPlace(errno);
+  if (place?.folder !== undefined) {
+    const access =
+      errno.syscall === 'scandir' || errno.syscall === 'opendir' ? 'read and search' : 'read, write and search';
+    return ownPath(place.folder) ? `give this user ${access} access to ${place.folder} (chmod u+rwx)` : undefined;
   }
   // Every folder above it let this user in: the file's own rights refused it (a regular file's only:
   // anything else in a store file's place is no store file, which the caller's hint says).
-  return ownPath(path, true) ? `give this user read and write access to ${path} (chmod u+rw)` : undefined;
+  return place?.file !== undefined && ownPath(place.file, true)
+    ? `give this user read and write access to ${place.file} (chmod u+rw)`
+    : undefined;
 }
 
 /** The calls that change a folder's entries, which its write permission governs. */
-export const ENTRY_CHANGES = new Set(['rename', 'link', 'unlink', 'mkdir', 'rmdir', 'symlink']);
+const ENTRY_CHANGES = new Set(['rename', 'link', 'unlink', 'mkdir', 'rmdir', 'symlink']);
 
 /**
  * The folder above `path` that refuses this user: the highest one it
