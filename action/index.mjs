@@ -11221,11 +11221,6 @@ function uniqueSuffix() {
 function temporaryTarget(name) {
 	return /^\.(.+)\.\d+\.[0-9a-f]{8}\.[0-9a-z]+\.tmp$/.exec(name)?.[1];
 }
-/**
-* Flushes a directory's entries (the rename) to disk; best effort, as some
-* platforms cannot. Not for want of a descriptor: that passes (it waits),
-* or fails the write, which was never made durable.
-*/
 async function syncDir(dir) {
 	let fd;
 	try {
@@ -11235,7 +11230,7 @@ async function syncDir(dir) {
 		return;
 	}
 	try {
-		await new Promise((resolve) => fsync(fd, () => resolve()));
+		await new Promise((resolve, reject) => fsync(fd, (error) => error && !CANNOT_FLUSH_DIR.has(error.code ?? "") ? reject(error) : resolve()));
 	} finally {
 		ignoreErrors(() => closeSync(fd));
 	}
@@ -11320,7 +11315,7 @@ function recoveryHint(file) {
 	if (basename(dirname(file)) === "ledger") return `${untouched}: repair it by hand or restore it from a backup; moved aside, its hash can be registered again`;
 	return `${untouched}: repair it by hand, or retire it with \`notarize pending drop ${basename(file, ".json")}\` (kept aside) to start that registration afresh`;
 }
-var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, NOT_A_DIRECTORY, HINT_NOT_A_DIRECTORY, ENTRY_CHANGES, PROCESS_TAG, writeCounter, DirFlushes;
+var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, NOT_A_DIRECTORY, HINT_NOT_A_DIRECTORY, ENTRY_CHANGES, PROCESS_TAG, writeCounter, DirFlushes, CANNOT_FLUSH_DIR;
 var init_files = __esmMin((() => {
 	init_errors();
 	init_fd_shortage();
@@ -11359,13 +11354,22 @@ var init_files = __esmMin((() => {
 				return running;
 			};
 			if (flushes.running === void 0) return start();
-			flushes.next ??= flushes.running.then(() => {
+			const startNext = () => {
 				flushes.next = void 0;
 				return start();
-			});
+			};
+			flushes.next ??= flushes.running.then(startNext, startNext);
 			return flushes.next;
 		}
 	};
+	CANNOT_FLUSH_DIR = /* @__PURE__ */ new Set([
+		"EINVAL",
+		"ENOTSUP",
+		"EOPNOTSUPP",
+		"EISDIR",
+		"EBADF",
+		"EPERM"
+	]);
 }));
 // dist/core/read-input.js
 /**
@@ -41755,11 +41759,6 @@ var init_store = __esmMin((() => {
 			} catch (error) {
 				const refused = locked ? void 0 : diskRefused(error, this.dir, afterSending);
 				if (refused !== void 0) throw refused;
-				if (!locked && error instanceof TransientError) throw new TransientError(`another notarize process is changing ${file}`, {
-					hint: `run the command again; if no notarize process is running, delete ${lock}`,
-					notProcessed: true,
-					cause: error
-				});
 				if (afterSending !== void 0 && nothingSent(error)) throw new NotarizeError(error.code, EXIT.refused, `${afterSending}: ${error.message}`, {
 					...error.hint === void 0 ? {} : { hint: error.hint },
 					cause: error

@@ -515,19 +515,27 @@ export class DirFlushes {
       return running;
     };
     if (flushes.running === undefined) return start();
-    flushes.next ??= flushes.running.then(() => {
+    const startNext = (): Promise<void> => {
       flushes.next = undefined;
       return start();
-    });
+    };
+    // Whatever the running flush's outcome: it may have started before this caller's rename.
+    flushes.next ??= flushes.running.then(startNext, startNext);
     return flushes.next;
   }
 }
 
 /**
- * Flushes a directory's entries (the rename) to disk; best effort, as some
- * platforms cannot. Not for want of a descriptor: that passes (it waits),
- * or fails the write, which was never made durable.
+ * Flushes a directory's entries (the rename) to disk. Skipped where the
+ * platform cannot (a directory that cannot be opened, as on Windows, or a
+ * file system refusing to flush one: CANNOT_FLUSH_DIR); any other failure
+ * (EIO, a full disk) rejects: the rename may not be durable, and the
+ * caller promised it would be. Not for want of a descriptor either: that
+ * passes (it waits), or fails the write, which was never made durable.
  */
+/** What fsync(2) of a directory answers on file systems that cannot flush one: not a failure of the write. */
+const CANNOT_FLUSH_DIR = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR', 'EBADF', 'EPERM']);
+
 async function syncDir(dir: string): Promise<void> {
   let fd: number;
   try {
@@ -538,7 +546,9 @@ async function syncDir(dir: string): Promise<void> {
     return;
   }
   try {
-    await new Promise<void>((resolve) => fsync(fd, () => resolve()));
+    await new Promise<void>((resolve, reject) =>
+      fsync(fd, (error) => (error && !CANNOT_FLUSH_DIR.has(error.code ?? '') ? reject(error) : resolve())),
+    );
   } finally {
     ignoreErrors(() => closeSync(fd));
   }

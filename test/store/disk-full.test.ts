@@ -5,12 +5,14 @@
  * (`notSaved`); the mapping alone is unit-tested in test/store/disk.test.ts.
  * The disk is made full by a stand-in for node:fs that fails
  * writes under one store directory with ENOSPC, in-process: a real full file
- * system would need a mount.
+ * system would need a mount. A directory flush that fails (EIO) is the same
+ * stand-in's fsync.
  */
 import type * as NodeFs from 'node:fs';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { sep } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { DirFlushes } from '../../src/store/files.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
 import { sha256 } from '../helpers/documents.js';
@@ -18,8 +20,17 @@ import { readFixture } from '../helpers/fixtures.js';
 
 const sha256Of = (path: string) => sha256(readFileSync(path));
 
-/** The store directory (`locks`, `pending`...) whose writes fail, if any. */
-const full = vi.hoisted(() => ({ dir: undefined as string | undefined, code: 'ENOSPC' }));
+/**
+ * The store directory (`locks`, `pending`...) whose writes fail, if any;
+ * `flushDir`: one whose flush (fsync of the directory) fails with EIO, and
+ * the descriptors opened on it.
+ */
+const full = vi.hoisted(() => ({
+  dir: undefined as string | undefined,
+  code: 'ENOSPC',
+  flushDir: undefined as string | undefined,
+  flushFds: new Set<number>(),
+}));
 
 vi.mock('node:fs', async (importOriginal) => {
   const real = await importOriginal<typeof NodeFs>();
@@ -40,8 +51,16 @@ vi.mock('node:fs', async (importOriginal) => {
     }) as typeof real.mkdirSync,
     openSync: ((path: string, flags?: unknown, mode?: unknown) => {
       if (writing(flags)) refuse(path);
-      return real.openSync(path, flags as never, mode as never);
+      const fd = real.openSync(path, flags as never, mode as never);
+      if (full.flushDir !== undefined && path.endsWith(`${sep}${full.flushDir}`)) full.flushFds.add(fd);
+      return fd;
     }) as typeof real.openSync,
+    fsync: ((fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => {
+      if (!full.flushFds.delete(fd)) return real.fsync(fd, callback);
+      setImmediate(() =>
+        callback(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO', syscall: 'fsync' })),
+      );
+    }) as typeof real.fsync,
     writeFileSync: ((path: unknown, data: unknown, options?: unknown) => {
       refuse(path);
       return real.writeFileSync(path as never, data as never, options as never);
@@ -59,6 +78,8 @@ useBed((created) => (bed = created), { keyInEnv: true });
 afterEach(() => {
   full.dir = undefined;
   full.code = 'ENOSPC';
+  full.flushDir = undefined;
+  full.flushFds.clear();
 });
 
 describe('a full disk in a run', () => {
@@ -128,6 +149,33 @@ describe('a full disk in a run', () => {
     expect(run.stderr).toContain('the session the service sent: {');
     expect(run.stderr).not.toContain('nothing was sent');
     expect(bed.calls('request')).toBe(1);
+  });
+
+  it("a session whose folder's flush fails (EIO): forfait is not sent on a session that may not be durable", async () => {
+    full.flushDir = 'pending';
+    const doc = await bed.file('unflushed.txt');
+    const run = await bed.main(['register', doc]);
+    expect(run.code, describeRun(run)).toBe(1);
+    expect(run.stderr).toContain('could not be saved');
+    expect(run.stderr).toContain('the session the service sent: {');
+    expect(bed.calls('request')).toBe(1);
+    expect(bed.calls('forfait')).toBe(0);
+  });
+
+  it('a shared directory flush that failed: its waiters get a flush of their own, and later callers too', async () => {
+    const dir = bed.path('flushed');
+    mkdirSync(dir);
+    const flushes = new DirFlushes();
+    full.flushDir = 'flushed';
+    const failing = flushes.flush(dir);
+    // Opened on the pool's next turn: only this first flush fails.
+    await new Promise((resolve) => setImmediate(resolve));
+    full.flushDir = undefined;
+    const waiting = flushes.flush(dir);
+    await expect(failing).rejects.toMatchObject({ code: 'EIO' });
+    await expect(waiting).resolves.toBeUndefined();
+    const running = flushes.flush(dir);
+    await expect(Promise.all([running, flushes.flush(dir)])).resolves.toEqual([undefined, undefined]);
   });
 
   /** The warnings of a run that quote a record not saved, by the file they name. */
