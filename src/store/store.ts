@@ -35,7 +35,7 @@ import { createHash } from 'node:crypto';
 import { lstatSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { EXIT, NotarizeError, nothingSent, StoreError, TransientError, UsageError } from '../errors.js';
+import { EXIT, NotarizeError, nothingSent, StoreError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
 import { parentAfterName } from '../path-spelling.js';
@@ -458,14 +458,8 @@ export class Store {
       // The lock could not be made on a full or read-only disk: the user's to fix, nothing changed.
       const refused = locked ? undefined : diskRefused(error, this.dir, afterSending);
       if (refused !== undefined) throw refused;
-      // withLock's own wait ran out (its message speaks of a hash): say which file.
-      if (!locked && error instanceof TransientError) {
-        throw new TransientError(`another notarize process is changing ${file}`, {
-          hint: `run the command again; if no notarize process is running, delete ${lock}`,
-          notProcessed: true,
-          cause: error,
-        });
-      }
+      // withLock's own wait ran out: its error (exit 4) names the file and the holder, and says a dead
+      // holder's lock is taken over by itself; "delete the lock" would invite removing a live one.
       // Any other local refusal (a lock that is a link, a damaged file) after something was sent: exit 2
       // would say nothing was.
       if (afterSending !== undefined && nothingSent(error)) {
