@@ -62,11 +62,11 @@ var __require = /* #__PURE__ */ (() => createRequire(import.meta.url))();
 * with one line on stderr and exit 130 (SIGINT) or 143 (SIGTERM), as a shell
 * reports a process killed by them.
 *
-* Node's default (no listener) would end it too, but silently, and only
-* while no listener exists: conf's writer (atomically, through when-exit)
-* adds one as soon as the store is loaded, after which a signal does nothing
-* until the event loop turns. So the entry point (bin/notarize.js) installs
-* these handlers first, and they exit themselves. They can run only while
+* Node's default (no listener) would end it too, but silently, with no word
+* of the session kept or the lock held, and only while no other module has
+* added a listener (one that did would leave a signal doing nothing). So the
+* entry point (bin/notarize.js) installs these handlers first, and they exit
+* themselves. They can run only while
 * the main thread is free, which is why every open and read of an input or
 * store file is non-blocking (core/hash.ts, store/files.ts readPrivateFile): a blocking
 * read of a FIFO could never be interrupted.
@@ -75,8 +75,10 @@ var __require = /* #__PURE__ */ (() => createRequire(import.meta.url))();
 * the line can say which session is kept and how to finish it, and so that
 * its lock is released rather than left for the next run to find stale.
 * process.exit() then ends everything else: worker threads, sockets, timers.
-* Store writes are atomic (temporary file, then rename), so a write cut off
-* by the exit leaves the old file or the new one, never a torn one.
+* Store writes are atomic (temporary file, then rename; a file whose name
+* must be free is hard-linked in place), so a write cut off by the exit
+* leaves the old file or the new one, never a torn one (on a file system
+* without hard links, such a file is written in place: store/files.ts).
 *
 * One wait, bounded: a completion (forfait) already sent may be paid for
 * whether or not its answer arrives, and once it is, a re-run only hears
@@ -8896,11 +8898,11 @@ var init_errors = __esmMin((() => {
 		usage: 2,
 		/** No usable credentials, or the service answered 401/403. */
 		auth: 3,
-		/** Network failure, timeout, 5xx, 429: safe to retry later; pending sessions are kept. */
+		/** Network failure, timeout, 5xx, 408, 429: safe to retry later; pending sessions are kept. */
 		transient: 4,
 		/** The service answered 2xx with something that cannot be read or does not match the documented shape. */
 		protocol: 5,
-		/** verify/show: a document is not in the local ledger, or was modified since. */
+		/** verify/show/receipt: a document is not verified (unknown, modified, its receipt invalid), or not in the local ledger. */
 		notNotarized: 6
 	};
 	EXIT_CODE_HELP = `Exit codes:
@@ -9882,7 +9884,7 @@ var init_batch = __esmMin((() => {
 /**
 * Reading a stream to its end, up to a size bound: the
 * service's answers (api/http.ts) and small user inputs such as a session or
-* a list of paths (core/read-input.ts). Past the bound it stops reading, so
+* an API key (core/read-input.ts). Past the bound it stops reading, so
 * a huge or endless source is never held in memory.
 */
 /**
@@ -11373,7 +11375,7 @@ var init_files = __esmMin((() => {
 }));
 // dist/core/read-input.js
 /**
-* Reading small text inputs (a session, an API key, a list of paths) from a
+* Reading small text inputs (a session, an API key, a description, a receipt) from a
 * file or standard input with a size bound, so that a wrong argument such as
 * /dev/zero or a huge file fails at once instead of filling memory.
 */
@@ -13526,9 +13528,11 @@ var init_disk = __esmMin((() => {
 }));
 // dist/store/lock.js
 /**
-* A per-hash lock between notarize processes, so two processes never run the
+* A lock between notarize processes, so two processes never run the
 * request/forfait flow for the same hash at once (which could complete one
-* notarization twice).
+* notarization twice); the same kind guards the placing of documents in
+* Merkle trees (aggregate.lock) and each change of config.json or
+* credentials.json (their `<file>.lock`).
 *
 * A lock is a file holding `<pid> <host> <nonce> lease=<ms> [ns=<id>]`. It
 * comes into existence complete: its text is written once per process (and
@@ -23019,7 +23023,7 @@ function endedWell(error) {
 	if (error === void 0 || error instanceof ServiceRefusedError) return true;
 	return error instanceof AuthError && error.status !== void 0 && error.status !== 407;
 }
-/** No answer, a 5xx, 408 or 429, or an answer that could not be read. */
+/** No answer, a 5xx, 408 or 429, or an answer that could not be read or used (any ProtocolError). */
 function endedBadly(error) {
 	return (error instanceof TransientError || error instanceof ProtocolError) && !(error instanceof HeldBackError);
 }
@@ -23643,7 +23647,6 @@ var init_complete = __esmMin((() => {
 	optionsSchema$5 = object({
 		session: string$1().optional(),
 		useActiveSubscription: boolean().default(false),
-		description: string$1().optional(),
 		all: boolean().default(false)
 	});
 	CONCURRENCY = 8;

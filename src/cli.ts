@@ -249,7 +249,7 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     const entry = subcommand.parent === program ? COMMANDS.find((c) => c.name === subcommand.name()) : undefined;
     if (!entry || configured.has(subcommand)) return;
     configured.add(subcommand);
-    // The context (store, conf, settings) is loaded only for a command that
+    // The context (store, settings, output) is loaded only for a command that
     // runs, never for --version or --help.
     const [module, { Context: ContextClass }, storeModule] = await Promise.all([
       entry.load(),

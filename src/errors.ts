@@ -1,7 +1,8 @@
 /**
  * Error classes and the exit-code table. Code anywhere below the CLI throws
  * one of these; only `main()` in cli.ts turns them into an exit code and a
- * one-line message, so no helper ever calls `process.exit`.
+ * one-line message. The one other exit is a signal's (interrupt.ts): it
+ * ends the process at once, with 130 or 143.
  */
 
 /** The documented exit codes (README, `notarize --help`). */
@@ -18,11 +19,11 @@ export const EXIT = {
   usage: 2,
   /** No usable credentials, or the service answered 401/403. */
   auth: 3,
-  /** Network failure, timeout, 5xx, 429: safe to retry later; pending sessions are kept. */
+  /** Network failure, timeout, 5xx, 408, 429: safe to retry later; pending sessions are kept. */
   transient: 4,
   /** The service answered 2xx with something that cannot be read or does not match the documented shape. */
   protocol: 5,
-  /** verify/show: a document is not in the local ledger, or was modified since. */
+  /** verify/show/receipt: a document is not verified (unknown, modified, its receipt invalid), or not in the local ledger. */
   notNotarized: 6,
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

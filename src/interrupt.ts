@@ -3,11 +3,11 @@
  * with one line on stderr and exit 130 (SIGINT) or 143 (SIGTERM), as a shell
  * reports a process killed by them.
  *
- * Node's default (no listener) would end it too, but silently, and only
- * while no listener exists: conf's writer (atomically, through when-exit)
- * adds one as soon as the store is loaded, after which a signal does nothing
- * until the event loop turns. So the entry point (bin/notarize.js) installs
- * these handlers first, and they exit themselves. They can run only while
+ * Node's default (no listener) would end it too, but silently, with no word
+ * of the session kept or the lock held, and only while no other module has
+ * added a listener (one that did would leave a signal doing nothing). So the
+ * entry point (bin/notarize.js) installs these handlers first, and they exit
+ * themselves. They can run only while
  * the main thread is free, which is why every open and read of an input or
  * store file is non-blocking (core/hash.ts, store/files.ts readPrivateFile): a blocking
  * read of a FIFO could never be interrupted.
@@ -16,8 +16,10 @@
  * the line can say which session is kept and how to finish it, and so that
  * its lock is released rather than left for the next run to find stale.
  * process.exit() then ends everything else: worker threads, sockets, timers.
- * Store writes are atomic (temporary file, then rename), so a write cut off
- * by the exit leaves the old file or the new one, never a torn one.
+ * Store writes are atomic (temporary file, then rename; a file whose name
+ * must be free is hard-linked in place), so a write cut off by the exit
+ * leaves the old file or the new one, never a torn one (on a file system
+ * without hard links, such a file is written in place: store/files.ts).
  *
  * One wait, bounded: a completion (forfait) already sent may be paid for
  * whether or not its answer arrives, and once it is, a re-run only hears

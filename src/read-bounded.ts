@@ -1,7 +1,7 @@
 /**
  * Reading a stream to its end, up to a size bound: the
  * service's answers (api/http.ts) and small user inputs such as a session or
- * a list of paths (core/read-input.ts). Past the bound it stops reading, so
+ * an API key (core/read-input.ts). Past the bound it stops reading, so
  * a huge or endless source is never held in memory.
  */
 

@@ -84,7 +84,8 @@ const OUTAGE_TIMING = outageTiming(500);
  * Calls are told apart by route (login, request, forfait...). A call ends
  * badly when its last attempt, not to be tried again, got no answer (no
  * connection, a timeout, a connection closed), a 5xx, 408 or 429, or an answer
- * that could not be read; well when it was answered and processed (a
+ * that could not be read or used (not JSON, the wrong shape, a redirect
+ * notarize does not follow: every ProtocolError); well when it was answered and processed (a
  * success, or a refusal such as a 409). An outage starts when two calls in
  * a row on one route end badly with no call on that route ending well since
  * either began: one bad call may be about its document alone, two in a row
@@ -244,7 +245,7 @@ function endedWell(error: unknown): boolean {
   return error instanceof AuthError && error.status !== undefined && error.status !== 407;
 }
 
-/** No answer, a 5xx, 408 or 429, or an answer that could not be read. */
+/** No answer, a 5xx, 408 or 429, or an answer that could not be read or used (any ProtocolError). */
 function endedBadly(error: unknown): error is TransientError | ProtocolError {
   return (error instanceof TransientError || error instanceof ProtocolError) && !(error instanceof HeldBackError);
 }

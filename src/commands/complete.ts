@@ -38,7 +38,6 @@ import { examples, parseOptions } from './options.js';
 export const optionsSchema = z.object({
   session: z.string().optional(),
   useActiveSubscription: z.boolean().default(false),
-  description: z.string().optional(),
   all: z.boolean().default(false),
 });
 

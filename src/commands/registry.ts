@@ -1,6 +1,6 @@
 /**
  * Every command, with the one line `notarize --help` shows. A command's
- * module (and what it imports: zod, undici, conf...) is loaded only when that
+ * module (and what it imports: zod, undici...) is loaded only when that
  * command runs or its help is asked for, which keeps start-up fast.
  */
 import type { CommandEntry } from './command.js';

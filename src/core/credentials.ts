@@ -270,7 +270,8 @@ export class TokenCredentials implements Authorizer {
     try {
       token = await login(apiKey);
     } catch (error) {
-      // The key itself was refused: logging in again with it cannot help.
+      // Credentials were refused, the key's or a proxy's (407), neither of which changes during the run:
+      // logging in again cannot help.
       if (error instanceof AuthError) this.#loginCannotHelp = true;
       // A malformed login answer surfaces inside the request step, which keeps
       // any odd-shaped object it gets as a session; this one is not a session.

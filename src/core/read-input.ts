@@ -1,5 +1,5 @@
 /**
- * Reading small text inputs (a session, an API key, a list of paths) from a
+ * Reading small text inputs (a session, an API key, a description, a receipt) from a
  * file or standard input with a size bound, so that a wrong argument such as
  * /dev/zero or a huge file fails at once instead of filling memory.
  */

@@ -5,9 +5,12 @@
  * user's to fix, and nothing was lost: exit 2 (UsageError), saying which
  * device, rather than "unexpected error: ENOSPC" with exit 1.
  *
- * Only for writes before sending. A write that fails after the service
- * answered is exit 1 with the answer quoted (core/notarize.ts, `notSaved`):
- * calling this there would wrongly say nothing was sent.
+ * A write after something was sent that paid nothing (a token after its
+ * login, a tree saved after roots were asked about, a manifest after its
+ * request step) passes what was sent
+ * (`diskRefused`'s `sent`): exit 1, saying so. A write that fails after a
+ * paid or paying answer is no refusal to map: exit 1 with the answer quoted
+ * (core/notarize.ts, `notSaved`).
  */
 import { errnoCodeIn, errnoErrorIn, EXIT, NotarizeError, UsageError } from '../errors.js';
 import { FD_SHORTAGE_REMEDY } from '../fd-shortage.js';

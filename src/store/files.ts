@@ -358,7 +358,8 @@ export interface WriteOptions {
   mode?: number;
   /**
    * false: fail with EEXIST when `file` exists (a link included) rather
-   * than replace it; the new file still appears whole, never half-written.
+   * than replace it; the new file still appears whole, never half-written,
+   * except on a file system without hard links (linkOrCreate).
    */
   replace?: boolean;
   /** Shares the directory's flush with the owner's other writes; without it, this write flushes alone. */

@@ -1,7 +1,9 @@
 /**
- * A per-hash lock between notarize processes, so two processes never run the
+ * A lock between notarize processes, so two processes never run the
  * request/forfait flow for the same hash at once (which could complete one
- * notarization twice).
+ * notarization twice); the same kind guards the placing of documents in
+ * Merkle trees (aggregate.lock) and each change of config.json or
+ * credentials.json (their `<file>.lock`).
  *
  * A lock is a file holding `<pid> <host> <nonce> lease=<ms> [ns=<id>]`. It
  * comes into existence complete: its text is written once per process (and
