@@ -63,25 +63,6 @@ export type RootResult =
   /** Not attempted: an earlier root of the run failed, with --fail-fast. */
   | { ok: false; cancelled: true };
 
-export interface AggregateResult {
-  /** Each document's place, by the index of the document in the input (Placed.placements). */
-  placements: (Placement | undefined)[];
-  /** The documents left for their own registration (Placed.leftOut). */
-  leftOut: number[];
-  /** Each root this run dealt with, and what happened to it. */
-  roots: Map<string, RootResult>;
-}
-
-/** Registers `input.documents` under Merkle roots (see the module comment): `placeDocuments`, then `registerRoots`. */
-export async function registerAggregate(deps: FlowDeps, input: AggregateInput): Promise<AggregateResult> {
-  const { placements, leftOut, asked, holds } = await placeDocuments(deps, input);
-  try {
-    return { placements, leftOut, roots: await registerRoots(deps, input, placements, asked, holds) };
-  } finally {
-    for (const release of holds.values()) release();
-  }
-}
-
 /** Where the documents of a run go (placeDocuments), and what was sent to find out. */
 export interface Placed {
   /**

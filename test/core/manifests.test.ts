@@ -9,10 +9,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { registerAggregate } from '../../src/core/aggregate.js';
 import { adoptManifests, anyManifestFor, RootAsks } from '../../src/core/manifests.js';
 import { treeManifestText, type AggregateDocument } from '../../src/core/trees.js';
-import { aggregateDeps, aggregateInput, docs } from '../helpers/aggregate.js';
+import { aggregateDeps, aggregateInput, docs, registerAggregate } from '../helpers/aggregate.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { parseFaults } from '../../src/sandbox/server.js';
 import type { NotarizeError } from '../../src/errors.js';

@@ -8,13 +8,12 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { registerAggregate } from '../../src/core/aggregate.js';
 import { LedgerIndex } from '../../src/core/ledger.js';
 import { findLeaf, LoadedTree, recordOf, treeManifestText, Trees } from '../../src/core/trees.js';
 import { StoreError } from '../../src/errors.js';
 import { parseFaults } from '../../src/sandbox/server.js';
 import { type TreeEntry } from '../../src/store/service-store.js';
-import { aggregateDeps, aggregateInput as input, docs } from '../helpers/aggregate.js';
+import { aggregateDeps, aggregateInput as input, docs, registerAggregate } from '../helpers/aggregate.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { rejectionOf } from '../helpers/catch.js';
 import { sha256 } from '../helpers/documents.js';
