@@ -11,7 +11,7 @@ import type { SandboxCall, SandboxOptions } from '../../src/sandbox/server.js';
 import { describeRun, runCli } from './cli.js';
 import { cliEnv, type EnvVars } from './env.js';
 import { runMain } from './main.js';
-import type { TestSandbox } from './sandbox.js';
+import { callsTo, type TestSandbox } from './sandbox.js';
 import { storePaths } from './store.js';
 
 /** How long the crash tests' sandbox waits before answering the request step and forfait: the windows kills aim at. */
@@ -98,4 +98,29 @@ export function expectNoLocksLeft(locksDir: string): void {
     names.filter((n) => /\.(lock|claim|run)$/.test(n)),
     names.join(' '),
   ).toEqual([]);
+}
+
+/** How many forfaits (completions: what is paid for) of each of `hashes` the sandbox has received so far. */
+export function forfaitsSent(sandbox: TestSandbox, hashes: Iterable<string>): Map<string, number> {
+  return new Map([...hashes].map((hash) => [hash, callsTo(sandbox.calls, 'forfait', hash).length]));
+}
+
+/**
+ * Each document completed once by the recovery that ran between `before`
+ * and `after` (forfaitsSent): none sent for a document whose record the
+ * store held when it began (`recorded`), at most one for any other (a
+ * killed run's completion may never have had its answer read: the second
+ * gets the service's 409). Counted as sent, not as answered 200: the
+ * sandbox answers every completion of a recorded hash 409, so a 200 twice
+ * cannot happen whatever the client does.
+ */
+export function expectCompletedOnce(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  recorded: Set<string>,
+): void {
+  for (const [hash, sent] of after) {
+    const again = sent - (before.get(hash) ?? 0);
+    expect(again, `forfaits of ${hash} in the recovery`).toBeLessThanOrEqual(recorded.has(hash) ? 0 : 1);
+  }
 }

@@ -18,7 +18,9 @@ import { ledgerHashes, pendingHashes } from '../helpers/store.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 import {
   expectNoLocksLeft,
+  expectCompletedOnce,
   expectStoreLoads,
+  forfaitsSent,
   KILL_TARGETS,
   killMoment,
   LATENCY_MS,
@@ -138,6 +140,11 @@ describe(`${KILLS} notarize processes killed with SIGKILL at many points`, () =>
     // locks of the killed processes.
     // In this process: what matters here is the store and the locks the
     // killed processes left, not the recovering run's process boundary.
+    const hashes = victims.map((v) => v.hash);
+    const sentBefore = forfaitsSent(sandbox, hashes);
+    // No killed process sent a completion twice.
+    for (const [hash, sent] of sentBefore) expect(sent, hash).toBeLessThanOrEqual(1);
+    const recorded = new Set(hashes.filter((hash) => existsSync(paths.ledger(hash))));
     const recoveries = await mapLimit(victims, RECOVERY_PARALLEL, async (v) => {
       const pendingNow = existsSync(paths.pending(v.hash));
       const processed = sandbox.records.has(v.hash);
@@ -167,9 +174,7 @@ describe(`${KILLS} notarize processes killed with SIGKILL at many points`, () =>
         expect(existsSync(paths.pending(v.hash))).toBe(false);
       }
     }
-    for (const v of victims) {
-      expect(callsTo(sandbox.calls, 'forfait', v.hash).filter((c) => c.status === 200).length).toBeLessThanOrEqual(1);
-    }
+    expectCompletedOnce(sentBefore, forfaitsSent(sandbox, hashes), recorded);
     expectNoLocksLeft(paths.locksDir);
 
     const killed = victims.length - (phases.get('exited before the kill') ?? 0);
