@@ -368,10 +368,12 @@ describe('an outage: two calls in a row on one route ended badly', () => {
   /** Past the outage's wait, with the call let through then ending badly: calls now fail at once for a while. */
   async function pastWait(outage: Outage, options = route): Promise<void> {
     await sleep(timing.waitMs);
-    for (;;) {
+    // Bounded: an outage that held every call back forever would otherwise hang the suite, not fail it.
+    for (let tries = 0; tries < 1000; tries++) {
       const error = await ends(outage, refused(), options);
       if (!(error instanceof HeldBackError)) return;
     }
+    throw new Error('past its wait, the outage still held back 1,000 calls in a row');
   }
   /** Whether `promise` is still unsettled once pending jobs have run. */
   async function stillPending(promise: Promise<unknown>): Promise<boolean> {
