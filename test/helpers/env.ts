@@ -60,10 +60,14 @@ export function cleanEnv(extra: EnvVars = {}, options: EnvOptions = {}): Record<
 /**
  * The environment of a run of notarize: `cleanEnv`, plus the rule that every
  * run has its own store (NOTARIZE_CONFIG_DIR) and, unless the test knows
- * better, a 127.0.0.1 base URL.
+ * better, a 127.0.0.1 base URL; and, unless the test sets proxy variables
+ * itself, NO_REMOTE_TRAFFIC.
  */
 export function notarizeEnv(extra: EnvVars, options: EnvOptions = {}): Record<string, string> {
-  const env = cleanEnv(extra, options);
+  // No proxy variable of the test's own: anything not for 127.0.0.1 (a URL refused too late by a bug,
+  // a default base URL) goes to a closed local port, never off the machine.
+  const proxied = PROXY_VARIABLES.some((key) => key in extra) || 'NO_PROXY' in extra || 'no_proxy' in extra;
+  const env = cleanEnv(proxied ? extra : { ...NO_REMOTE_TRAFFIC, ...extra }, options);
   if (!env.NOTARIZE_CONFIG_DIR) throw new Error('every run of notarize needs its own NOTARIZE_CONFIG_DIR');
   if (!env.NOTARIZE_BASE_URL && !options.noBaseUrlCheck) {
     throw new Error(
