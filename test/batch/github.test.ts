@@ -108,8 +108,9 @@ describe('in GitHub Actions', () => {
     );
     const [result] = parseNdjson(run.stdout);
     expect(result, describeRun(run)).toMatchObject({ status: 'failed', hash });
-    expect(result!.record).toBeDefined();
-    expect(result!.verificationUrl).toBeDefined();
+    // Paid for: its record and where to confirm it are given, not null.
+    expect(result!.record).toMatchObject({ hash });
+    expect(result!.verificationUrl).toBe(`${bed.sandbox.url}/verification/${hash}`);
     const row = (await readFile(summary, 'utf8')).split('\n').find((line) => line.includes(' | failed | '));
     expect(row).toMatch(
       / \| failed \| `[0-9a-f]{64}` \| [^|]*503[^|]* \[verify\]\(http:\/\/127\.0\.0\.1:\d+\/verification\/[0-9a-f]{64}\) \|$/,
