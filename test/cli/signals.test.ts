@@ -26,6 +26,7 @@ import type { Bed } from '../helpers/bed.js';
 import { useBed } from '../helpers/bed.js';
 import { COMPLETION_GRACE_MS } from '../../src/interrupt.js';
 import { DIST, describeRun, runProcess, spawnCli, type SpawnedProcess } from '../helpers/cli.js';
+import { cleanEnv } from '../helpers/env.js';
 
 /** The time a signalled process may take to exit (the issue's bound). */
 const EXIT_WITHIN_MS = 2000;
@@ -358,7 +359,7 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
       }, 5);
     `;
     const child = spawn(process.execPath, ['--input-type=module', '-e', program, DIST, dir, fifo], {
-      env: { ...process.env, UV_THREADPOOL_SIZE: '1' },
+      env: cleanEnv({ UV_THREADPOOL_SIZE: '1' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';

@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
+import { cliEnv, notarizeEnv } from '../helpers/env.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
 const tempDir = useTempDirs();
@@ -17,7 +18,7 @@ function withDirectoryAsStdin(args: string[]) {
   const folder = tempDir();
   const fd = openSync(folder, 'r');
   try {
-    const env = { ...process.env, NOTARIZE_CONFIG_DIR: tempDir(), NOTARIZE_BASE_URL: 'http://127.0.0.1:9' };
+    const env = notarizeEnv(cliEnv(tempDir()));
     return spawnSync(process.execPath, [BIN, ...args], { stdio: [fd, 'pipe', 'pipe'], env, encoding: 'utf8' });
   } finally {
     closeSync(fd);
@@ -53,7 +54,7 @@ describe("'-' when standard input is a directory", () => {
 
 /** The bin run with `args` and /dev/null as its standard input ('ignore': what a closed one becomes too). */
 function withNullStdin(args: string[]) {
-  const env = { ...process.env, NOTARIZE_CONFIG_DIR: tempDir(), NOTARIZE_BASE_URL: 'http://127.0.0.1:9' };
+  const env = notarizeEnv(cliEnv(tempDir()));
   return spawnSync(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env, encoding: 'utf8' });
 }
 
@@ -97,7 +98,7 @@ describe("'-' when standard input is /dev/null, or closed (a cron job, `ssh -n`,
 describe("'-' when standard input is a pipe that gives no byte (`cat missing | notarize register -`)", () => {
   const withEmptyPipe = (args: string[]) => {
     // Port 9 on 127.0.0.1 takes nothing: a run that tried to send would fail exit 4, not 2.
-    const env = { ...process.env, NOTARIZE_CONFIG_DIR: tempDir(), NOTARIZE_BASE_URL: 'http://127.0.0.1:9' };
+    const env = notarizeEnv(cliEnv(tempDir()));
     return spawnSync(process.execPath, [BIN, ...args], { input: '', env, encoding: 'utf8' });
   };
 
