@@ -8878,7 +8878,7 @@ function nothingSent(error) {
 function sentAlready(error) {
 	if (!nothingSent(error)) return error;
 	const message = error.message.replace(/; nothing was sent$/, "; nothing more was sent");
-	return new NotarizeError(error.code, EXIT.refused, message, {
+	return new NotarizeError(error.code, EXIT.failed, message, {
 		...error.hint === void 0 ? {} : { hint: error.hint },
 		cause: error
 	});
@@ -8891,9 +8891,9 @@ var init_errors = __esmMin((() => {
 		* The service refused the operation (a 4xx other than 401/403/409); or
 		* something was sent but the run could not end well locally (a receipt or
 		* record not written, an item of a batch that failed locally); or an
-		* unexpected error.
+		* unexpected error. Not only a refusal: any run that failed otherwise.
 		*/
-		refused: 1,
+		failed: 1,
 		/** Usage or local input error; nothing was sent. */
 		usage: 2,
 		/** No usable credentials, or the service answered 401/403. */
@@ -8945,7 +8945,7 @@ var init_errors = __esmMin((() => {
 		/** The service's own `message` (or `error`) from its JSON error body, when it sent one. */
 		serviceMessage;
 		constructor(status, message, details = {}) {
-			super("refused", EXIT.refused, message, details);
+			super("refused", EXIT.failed, message, details);
 			this.status = status;
 			this.serviceMessage = details.serviceMessage;
 		}
@@ -9716,7 +9716,7 @@ var init_fd_shortage = __esmMin((() => {
 function asNotarizeError(error) {
 	if (error instanceof NotarizeError) return error;
 	const message = error instanceof Error ? error.message : String(error);
-	return new NotarizeError("unexpected", EXIT.refused, `unexpected error: ${message}`, { cause: error });
+	return new NotarizeError("unexpected", EXIT.failed, `unexpected error: ${message}`, { cause: error });
 }
 /**
 * Runs `operation` over `items` with at most `concurrency` in flight, and
@@ -9854,7 +9854,7 @@ var init_batch = __esmMin((() => {
 			if (this.failed === 0) return EXIT.ok;
 			if (this.#firstLasting === void 0) return EXIT.transient;
 			const { code } = this.#firstLasting;
-			return sent && code === EXIT.usage ? EXIT.refused : code;
+			return sent && code === EXIT.usage ? EXIT.failed : code;
 		}
 		/**
 		* What ends the batch (see `code`) for main() to report, after its
@@ -10677,7 +10677,7 @@ function receiptText(content) {
 	const { document, baseUrl, registeredAt, proof } = content;
 	if (hasKeyTwice(content.recordJson)) {
 		const hash = proof?.root ?? document.sha256;
-		throw new NotarizeError("record_key_twice", EXIT.refused, `no receipt: the service's record of ${hash} has a key twice in one object, and a receipt of it would be refused`, { hint: `the record is kept in the ledger as the service sent it: \`notarize show ${hash}\` prints it` });
+		throw new NotarizeError("record_key_twice", EXIT.failed, `no receipt: the service's record of ${hash} has a key twice in one object, and a receipt of it would be refused`, { hint: `the record is kept in the ledger as the service sent it: \`notarize show ${hash}\` prints it` });
 	}
 	const receipt = {
 		type: RECEIPT_TYPE,
@@ -10719,7 +10719,7 @@ function redactedReceipt(text, sha256, redact) {
 		text: redacted,
 		redacted: true
 	};
-	throw new NotarizeError("receipt_secret", EXIT.refused, `no receipt written for ${sha256}: the service's record holds your API key or token, and without it the receipt would not hold together`, { hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration` });
+	throw new NotarizeError("receipt_secret", EXIT.failed, `no receipt written for ${sha256}: the service's record holds your API key or token, and without it the receipt would not hold together`, { hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration` });
 }
 /** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
 function redactedReceiptWarning(where) {
@@ -12151,7 +12151,7 @@ async function receiptAt(path, hash) {
 */
 async function writeReceipt(plan, index, hash, text, overwrite) {
 	const path = receiptPath(plan, index, hash);
-	const failed = (message, cause) => new NotarizeError("receipt_write", EXIT.refused, message, {
+	const failed = (message, cause) => new NotarizeError("receipt_write", EXIT.failed, message, {
 		hint: `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`,
 		cause
 	});
@@ -13506,7 +13506,7 @@ function refusal(error, code, what, sent, remedy) {
 	};
 	const message = `${what} (${code})`;
 	if (sent === void 0) return new UsageError(`${message}; nothing was sent`, details);
-	return new NotarizeError(details.code, EXIT.refused, `${message}; ${sent}`, details);
+	return new NotarizeError(details.code, EXIT.failed, `${message}; ${sent}`, details);
 }
 var REFUSALS, NOT_OF_THE_PLACE, OF_THE_PATH;
 var init_disk = __esmMin((() => {
@@ -14418,7 +14418,7 @@ async function saveCustodyOwed(deps, hash, metadataJson) {
 			metadataJson
 		});
 	} catch (error) {
-		throw new NotarizeError("store_write", EXIT.refused, `the custody metadata of ${hash} could not be saved, so its completion was not sent: ${error.message}`, {
+		throw new NotarizeError("store_write", EXIT.failed, `the custody metadata of ${hash} could not be saved, so its completion was not sent: ${error.message}`, {
 			hint: `the session is kept: \`notarize complete ${hash}\` finishes it once the store can be written`,
 			cause: error
 		});
@@ -14519,7 +14519,7 @@ async function retire(deps, hash, reason) {
 	try {
 		return await deps.store.retirePending(hash, reason, now(deps));
 	} catch (error) {
-		throw new NotarizeError("store_write", EXIT.refused, `the service says ${hash} is already registered, but its pending session could not be moved aside: ${error.message}`, {
+		throw new NotarizeError("store_write", EXIT.failed, `the service says ${hash} is already registered, but its pending session could not be moved aside: ${error.message}`, {
 			hint: `retire it with \`notarize pending drop ${hash}\``,
 			cause: error
 		});
@@ -14768,7 +14768,7 @@ async function savePendingOrExplain(deps, entry, { sentBefore } = { sentBefore: 
 * nor worth a blind retry.
 */
 function notSaved(message, error, answer) {
-	return new NotarizeError("store_write", EXIT.refused, `${message}: ${error.message}`, {
+	return new NotarizeError("store_write", EXIT.failed, `${message}: ${error.message}`, {
 		hint: `${answer.next}; the ${answer.what} the service sent: ${answer.text.trim()}`,
 		cause: error,
 		unsaved: {
@@ -14788,7 +14788,7 @@ function custodyMetadata(input, pending, owedWalletName) {
 	const session = subscriptionSessionSchema.safeParse(JSON.parse(pending.sessionJson));
 	if (!file || !session.success) return {
 		metadataSent: false,
-		error: new NotarizeError("custody_unsendable", EXIT.refused, "custody metadata needs the local file and a valid session")
+		error: new NotarizeError("custody_unsendable", EXIT.failed, "custody metadata needs the local file and a valid session")
 	};
 	const metadata = {
 		hash: pending.hash,
@@ -14814,7 +14814,7 @@ async function sendOwedMetadata(deps, hash, owed, tracked) {
 	const metadata = fileMetadataSchema.safeParse(JSON.parse(owed));
 	if (!metadata.success || metadata.data.hash !== hash) return {
 		metadataSent: false,
-		error: new NotarizeError("store_damaged", EXIT.refused, `${stands("was not sent")}: the metadata kept in ${deps.store.custodyFile(hash)} is not of the documented shape`)
+		error: new NotarizeError("store_damaged", EXIT.failed, `${stands("was not sent")}: the metadata kept in ${deps.store.custodyFile(hash)} is not of the documented shape`)
 	};
 	deps.onStep?.("metadata");
 	try {
@@ -17582,7 +17582,7 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 */
 function manifestsLeft(file) {
 	const which = manifestRoot(basename(file)) === void 0 ? `its receipt ${file} leads to a root that may hold it` : `the tree manifest ${file} may hold it`;
-	return new NotarizeError("manifests_unasked", EXIT.refused, `not registered: ${which}, but 16 roots asked about were unknown to the service, and no more are asked about in one run`, { hint: "move aside the manifests and receipts the warning lists (the service does not have their roots; a re-run asks about the rest), or register the documents anew with --force" });
+	return new NotarizeError("manifests_unasked", EXIT.failed, `not registered: ${which}, but 16 roots asked about were unknown to the service, and no more are asked about in one run`, { hint: "move aside the manifests and receipts the warning lists (the service does not have their roots; a re-run asks about the rest), or register the documents anew with --force" });
 }
 /** The warning naming the manifests (and receipts) whose roots the service does not have: the ones to move aside. */
 function staleManifests(files) {
@@ -18498,7 +18498,7 @@ async function writeManifestFirst(plan, tree, output) {
 }
 /** The error (exit 1: its root was requested) of a manifest that could not be written; `hint` says where that leaves it. */
 function manifestNotWritten(plan, root, error, hint) {
-	return new NotarizeError("receipt_write", EXIT.refused, `the tree manifest ${manifestPath(plan, root)} could not be written: ${error.message}`, {
+	return new NotarizeError("receipt_write", EXIT.failed, `the tree manifest ${manifestPath(plan, root)} could not be written: ${error.message}`, {
 		hint,
 		cause: error
 	});
@@ -41762,7 +41762,7 @@ var init_store = __esmMin((() => {
 			} catch (error) {
 				const refused = locked ? void 0 : diskRefused(error, this.dir, afterSending);
 				if (refused !== void 0) throw refused;
-				if (afterSending !== void 0 && nothingSent(error)) throw new NotarizeError(error.code, EXIT.refused, `${afterSending}: ${error.message}`, {
+				if (afterSending !== void 0 && nothingSent(error)) throw new NotarizeError(error.code, EXIT.failed, `${afterSending}: ${error.message}`, {
 					...error.hint === void 0 ? {} : { hint: error.hint },
 					cause: error
 				});
@@ -42108,7 +42108,7 @@ function asReported(error, failed) {
 		return new UsageError(message, { hint: `${help}${misplaced}` });
 	}
 	const message = `unexpected error: ${error?.message ?? String(error)}`;
-	return new NotarizeError("unexpected", EXIT.refused, message, { hint: "run again with --verbose for details" });
+	return new NotarizeError("unexpected", EXIT.failed, message, { hint: "run again with --verbose for details" });
 }
 /**
 * For an option unknown before any command (`notarize --output ndjson
@@ -42264,7 +42264,7 @@ function outputIsFormat(command) {
 /** The error main() reports when stdout could not be written: exit 1, or the code the run failed with. */
 function outputLost(failure, runCode, ran) {
 	const reason = failure.code ?? failure.message;
-	const exitCode = runCode === EXIT.ok ? EXIT.refused : runCode;
+	const exitCode = runCode === EXIT.ok ? EXIT.failed : runCode;
 	const ledger = ran !== void 0 && REGISTERING.has(ran.name()) && ran.parent?.parent === null ? " (a registration made is in the ledger: `notarize show`)" : "";
 	return new NotarizeError("output_not_written", exitCode, `could not write the output: ${reason}`, {
 		hint: `it is incomplete; free some space or write it elsewhere, and run the command again${ledger}`,
@@ -42487,7 +42487,7 @@ async function runAction(env = process.env) {
 	} catch (error) {
 		const receiptDir = input(env, "receipt-dir");
 		fail(`${argv[0] === "register" ? `notarize ended with exit ${code}, ${outputs.registered} registered and ${outputs.failed} failed (registrations done are kept: the results are in ${resultsPath}${receiptDir !== "" ? `, the receipts in ${receiptDir}` : ""})` : `notarize ended with exit ${code}, ${outputs.verified} verified and ${outputs.failed} failed (the results are in ${resultsPath})`}, but the step's outputs could not be written to GITHUB_OUTPUT (${env.GITHUB_OUTPUT}): ${errnoOf(error)}; check that GITHUB_OUTPUT names a file the step can append to`);
-		return code === EXIT.ok ? EXIT.refused : code;
+		return code === EXIT.ok ? EXIT.failed : code;
 	}
 	return code;
 }

@@ -455,7 +455,7 @@ function asReported(error: unknown, failed: Command | undefined): NotarizeError 
     return new UsageError(message, { hint: `${help}${misplaced}` });
   }
   const message = `unexpected error: ${(error as Error)?.message ?? String(error)}`;
-  return new NotarizeError('unexpected', EXIT.refused, message, { hint: 'run again with --verbose for details' });
+  return new NotarizeError('unexpected', EXIT.failed, message, { hint: 'run again with --verbose for details' });
 }
 
 /**
@@ -664,7 +664,7 @@ function outputIsFormat(command: Command | undefined): boolean {
 /** The error main() reports when stdout could not be written: exit 1, or the code the run failed with. */
 function outputLost(failure: Error, runCode: ExitCode, ran: Command | undefined): NotarizeError {
   const reason = (failure as NodeJS.ErrnoException).code ?? failure.message;
-  const exitCode = runCode === EXIT.ok ? EXIT.refused : runCode;
+  const exitCode = runCode === EXIT.ok ? EXIT.failed : runCode;
   // Only a command that registers has registrations to point at (`hash` or `login` has none).
   const registers = ran !== undefined && REGISTERING.has(ran.name()) && ran.parent?.parent === null;
   const ledger = registers ? ' (a registration made is in the ledger: `notarize show`)' : '';

@@ -12,9 +12,9 @@ export const EXIT = {
    * The service refused the operation (a 4xx other than 401/403/409); or
    * something was sent but the run could not end well locally (a receipt or
    * record not written, an item of a batch that failed locally); or an
-   * unexpected error.
+   * unexpected error. Not only a refusal: any run that failed otherwise.
    */
-  refused: 1,
+  failed: 1,
   /** Usage or local input error; nothing was sent. */
   usage: 2,
   /** No usable credentials, or the service answered 401/403. */
@@ -154,7 +154,7 @@ export class ServiceRefusedError extends NotarizeError {
   /** The service's own `message` (or `error`) from its JSON error body, when it sent one. */
   readonly serviceMessage: string | undefined;
   constructor(status: number, message: string, details: ErrorDetails & { serviceMessage?: string } = {}) {
-    super('refused', EXIT.refused, message, details);
+    super('refused', EXIT.failed, message, details);
     this.status = status;
     this.serviceMessage = details.serviceMessage;
   }
@@ -273,7 +273,7 @@ export function nothingSent(error: unknown): error is NotarizeError {
 export function sentAlready(error: unknown): unknown {
   if (!nothingSent(error)) return error;
   const message = error.message.replace(/; nothing was sent$/, '; nothing more was sent');
-  return new NotarizeError(error.code, EXIT.refused, message, {
+  return new NotarizeError(error.code, EXIT.failed, message, {
     ...(error.hint === undefined ? {} : { hint: error.hint }),
     cause: error,
   });

@@ -278,7 +278,7 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
         'check that GITHUB_OUTPUT names a file the step can append to',
     );
     // The documented exit 1 (something was sent, or done, and did not end well locally), unless notarize's says worse.
-    return code === EXIT.ok ? EXIT.refused : code;
+    return code === EXIT.ok ? EXIT.failed : code;
   }
   return code;
 }

@@ -98,7 +98,7 @@ export async function writeManifestFirst(plan: ReceiptPlan, tree: LoadedTree, ou
 export function manifestNotWritten(plan: ReceiptPlan, root: string, error: unknown, hint: string): NotarizeError {
   return new NotarizeError(
     'receipt_write',
-    EXIT.refused,
+    EXIT.failed,
     `the tree manifest ${manifestPath(plan, root)} could not be written: ${(error as Error).message}`,
     { hint, cause: error },
   );

@@ -12,7 +12,7 @@ import { whenFdsFree } from '../fd-shortage.js';
 export function asNotarizeError(error: unknown): NotarizeError {
   if (error instanceof NotarizeError) return error;
   const message = error instanceof Error ? error.message : String(error);
-  return new NotarizeError('unexpected', EXIT.refused, `unexpected error: ${message}`, { cause: error });
+  return new NotarizeError('unexpected', EXIT.failed, `unexpected error: ${message}`, { cause: error });
 }
 
 export type Settled<R> = { ok: true; value: R } | { ok: false; error: NotarizeError } | { ok: false; cancelled: true };
@@ -175,7 +175,7 @@ export class FailureTally {
     if (this.failed === 0) return EXIT.ok;
     if (this.#firstLasting === undefined) return EXIT.transient;
     const { code } = this.#firstLasting;
-    return sent && code === EXIT.usage ? EXIT.refused : code;
+    return sent && code === EXIT.usage ? EXIT.failed : code;
   }
 
   /**

@@ -508,7 +508,7 @@ export function manifestsLeft(file: string): NotarizeError {
   // Exit 1, not 2: roots were asked about, so something was sent.
   return new NotarizeError(
     'manifests_unasked',
-    EXIT.refused,
+    EXIT.failed,
     `not registered: ${which}, but ${MAX_ABSENT_ROOTS} roots asked about were ` +
       `unknown to the service, and no more are asked about in one run`,
     {

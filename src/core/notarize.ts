@@ -498,7 +498,7 @@ async function saveCustodyOwed(deps: FlowDeps, hash: string, metadataJson: strin
   } catch (error) {
     throw new NotarizeError(
       'store_write',
-      EXIT.refused,
+      EXIT.failed,
       `the custody metadata of ${hash} could not be saved, so its completion was not sent: ${(error as Error).message}`,
       {
         hint: `the session is kept: \`notarize complete ${hash}\` finishes it once the store can be written`,
@@ -597,7 +597,7 @@ async function retire(deps: FlowDeps, hash: string, reason: string): Promise<str
   } catch (error) {
     throw new NotarizeError(
       'store_write',
-      EXIT.refused,
+      EXIT.failed,
       `the service says ${hash} is already registered, but its pending session could not be moved aside: ${(error as Error).message}`,
       { hint: `retire it with \`notarize pending drop ${hash}\``, cause: error },
     );
@@ -948,7 +948,7 @@ async function savePendingOrExplain(
  * nor worth a blind retry.
  */
 function notSaved(message: string, error: unknown, answer: UnsavedAnswer & { next: string }) {
-  return new NotarizeError('store_write', EXIT.refused, `${message}: ${(error as Error).message}`, {
+  return new NotarizeError('store_write', EXIT.failed, `${message}: ${(error as Error).message}`, {
     hint: `${answer.next}; the ${answer.what} the service sent: ${answer.text.trim()}`,
     cause: error,
     unsaved: { what: answer.what, text: answer.text },
@@ -974,7 +974,7 @@ function custodyMetadata(
     // Forfait is still sent (the registration asked for): exit 1, not a usage error, once it is paid.
     const error = new NotarizeError(
       'custody_unsendable',
-      EXIT.refused,
+      EXIT.failed,
       'custody metadata needs the local file and a valid session',
     );
     return { metadataSent: false, error };
@@ -1011,7 +1011,7 @@ async function sendOwedMetadata(
     // Damaged by hand: nothing to send, now or later.
     const error = new NotarizeError(
       'store_damaged',
-      EXIT.refused,
+      EXIT.failed,
       `${stands('was not sent')}: the metadata kept in ${deps.store.custodyFile(hash)} is not of the documented shape`,
     );
     return { metadataSent: false, error };

@@ -86,7 +86,7 @@ export function receiptText(content: ReceiptContent): string {
     const hash = proof?.root ?? document.sha256;
     throw new NotarizeError(
       'record_key_twice',
-      EXIT.refused,
+      EXIT.failed,
       `no receipt: the service's record of ${hash} has a key twice in one object, and a receipt of it would be refused`,
       { hint: `the record is kept in the ledger as the service sent it: \`notarize show ${hash}\` prints it` },
     );
@@ -128,7 +128,7 @@ export function redactedReceipt(text: string, sha256: string, redact: (text: str
   if (read.consistent && read.sha256 === sha256.toLowerCase()) return { text: redacted, redacted: true };
   throw new NotarizeError(
     'receipt_secret',
-    EXIT.refused,
+    EXIT.failed,
     `no receipt written for ${sha256}: the service's record holds your API key or token, and without it the receipt would not hold together`,
     {
       hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration`,

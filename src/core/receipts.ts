@@ -449,7 +449,7 @@ export async function writeReceipt(
 ): Promise<string> {
   const path = receiptPath(plan, index, hash);
   const failed = (message: string, cause: unknown) =>
-    new NotarizeError('receipt_write', EXIT.refused, message, {
+    new NotarizeError('receipt_write', EXIT.failed, message, {
       hint: `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`,
       cause,
     });

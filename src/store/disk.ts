@@ -102,5 +102,5 @@ function refusal(error: unknown, code: string, what: string, sent: string | unde
   const details = { code: 'disk_refused', hint: `${remedy}, then run the command again`, cause: error };
   const message = `${what} (${code})`;
   if (sent === undefined) return new UsageError(`${message}; nothing was sent`, details);
-  return new NotarizeError(details.code, EXIT.refused, `${message}; ${sent}`, details);
+  return new NotarizeError(details.code, EXIT.failed, `${message}; ${sent}`, details);
 }

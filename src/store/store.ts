@@ -463,7 +463,7 @@ export class Store {
       // Any other local refusal (a lock that is a link, a damaged file) after something was sent: exit 2
       // would say nothing was.
       if (afterSending !== undefined && nothingSent(error)) {
-        throw new NotarizeError(error.code, EXIT.refused, `${afterSending}: ${error.message}`, {
+        throw new NotarizeError(error.code, EXIT.failed, `${afterSending}: ${error.message}`, {
           ...(error.hint === undefined ? {} : { hint: error.hint }),
           cause: error,
         });
