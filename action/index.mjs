@@ -22468,7 +22468,7 @@ ${examples([
 			io: ctx.io,
 			baseUrl: () => ctx.baseUrl,
 			api: () => ctx.api(),
-			ledger: () => ctx.ledger,
+			serviceStore: () => ctx.serviceStore,
 			storeDir: ctx.store.dir
 		};
 		await finishItems(viewOf(ctx, flags.output), (items) => runRegister({
@@ -22499,7 +22499,7 @@ async function runRegister(options, items = new ItemResults()) {
 		items,
 		baseUrl,
 		api: await options.api(),
-		store: options.ledger()
+		store: options.serviceStore()
 	};
 	if (flags.aggregate) return new Aggregator(run).run();
 	const registrar = new Registrar(run);
@@ -23426,7 +23426,7 @@ ${examples([
 			io: ctx.io,
 			baseUrl: () => ctx.baseUrl,
 			api: () => ctx.api(),
-			ledger: () => ctx.ledger
+			serviceStore: () => ctx.serviceStore
 		};
 		if (hashes.length === 1 && !flags.all) {
 			finish(viewOf(ctx), await runComplete({
@@ -23467,7 +23467,7 @@ async function runComplete(options) {
 	else if (options.useActiveSubscription) source = { kind: "active-subscription" };
 	const spinner = options.io.spinner("completing");
 	try {
-		const store = options.ledger();
+		const store = options.serviceStore();
 		if (source.kind === "store" && store.readRecord(hash) === void 0 && !existsSync(store.pendingFile(hash))) {
 			if ((await confirmedRoots(store)).has(hash)) return {
 				kind: "outcome",
@@ -23526,7 +23526,7 @@ async function runCompleteMany(options) {
 	if (options.all && options.hashes.length > 0) throw usage("give the hashes to complete, or --all, not both");
 	if (!options.all && options.hashes.length === 0) throw usage("give the hash of a registration to complete, or --all");
 	if (options.session !== void 0 || options.useActiveSubscription) throw usage("--session and --use-active-subscription complete one hash at a time");
-	const store = options.ledger();
+	const store = options.serviceStore();
 	let hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
 	let skipped = 0;
 	const tally = new FailureTally();
@@ -23680,13 +23680,13 @@ ${examples([
 		"notarize complete --all --quiet"
 	])}`).action(async () => {
 		const ctx = context();
-		finish(viewOf(ctx), await runPending({ ledger: () => ctx.ledger }));
+		finish(viewOf(ctx), await runPending({ serviceStore: () => ctx.serviceStore }));
 	});
 	command.command("drop <hash>").description("retire a pending session: move it aside (kept, never sent again, no longer listed)").action(async (hash) => {
 		const ctx = context();
 		finish(viewOf(ctx), await runPendingDrop({
 			hash,
-			ledger: () => ctx.ledger
+			serviceStore: () => ctx.serviceStore
 		}));
 	});
 }
@@ -23706,7 +23706,7 @@ function stateOf(entry, underRoot, blocked) {
 }
 /** Lists pending sessions and unread request steps; a damaged file is a warning, passed over, and fails the run (exit 2) once the rest is shown. */
 async function runPending(options) {
-	const ledger = options.ledger();
+	const ledger = options.serviceStore();
 	const [pending, unanswered, custody] = await Promise.all([
 		ledger.listPending(),
 		ledger.listUnanswered(),
@@ -23774,7 +23774,7 @@ async function runPending(options) {
 */
 async function runPendingDrop(options) {
 	const hash = normalizeHash(options.hash);
-	const store = options.ledger();
+	const store = options.serviceStore();
 	const { retired, unanswered } = await withLock(store.lockFile(hash), DROP_LOCK_WAIT_MS, async () => {
 		const unanswered = store.readUnanswered(hash) !== void 0;
 		store.clearUnanswered(hash);
@@ -24412,7 +24412,7 @@ function readOnlyStore(ctx) {
 	};
 	return {
 		baseUrl: () => storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore("baseUrl"),
-		ledger: () => storeUsable() ? ctx.ledger : void 0,
+		serviceStore: () => storeUsable() ? ctx.serviceStore : void 0,
 		...ctx.storeExists ? { storeDir: named ?? ctx.store.dir } : {}
 	};
 }
@@ -24432,7 +24432,7 @@ async function runVerify(options, items = new ItemResults()) {
 	const outputs = new WalkOutputs();
 	const { documents, sources } = await receiptSources(options, expansion, outputs);
 	const baseUrl = options.baseUrl();
-	const ledger = options.ledger();
+	const ledger = options.serviceStore();
 	const { index, problems } = ledger ? await LedgerIndex.load(ledger) : {
 		index: new LedgerIndex([]),
 		problems: []
@@ -24714,7 +24714,7 @@ ${examples([
 		const ctx = context();
 		finish(viewOf(ctx), await runList({
 			baseUrl: () => ctx.baseUrl,
-			ledger: () => ctx.ledger
+			serviceStore: () => ctx.serviceStore
 		}));
 	});
 }
@@ -24730,7 +24730,7 @@ function describe(record) {
 */
 async function runList(options) {
 	const baseUrl = options.baseUrl();
-	const { entries, problems } = await options.ledger().listRecords();
+	const { entries, problems } = await options.serviceStore().listRecords();
 	entries.sort((a, b) => a.completedAt < b.completedAt ? -1 : a.completedAt > b.completedAt ? 1 : 0);
 	const failure = passedOver(problems, "ledger file");
 	return {
@@ -24784,7 +24784,7 @@ ${examples([
 		finish(viewOf(ctx), await runShow({
 			target,
 			baseUrl: () => ctx.baseUrl,
-			ledger: () => ctx.ledger
+			serviceStore: () => ctx.serviceStore
 		}));
 	});
 }
@@ -24793,8 +24793,8 @@ async function runShow(options) {
 	const { target } = options;
 	const baseUrl = options.baseUrl();
 	const hash = await isDigestNotFile(target) ? normalizeHash(target) : (await hashOneFile(target)).hash;
-	const held = await recordOf(options.ledger(), hash);
-	if (!held) throw await notInLedger(options.ledger(), hash, baseUrl, "`notarize list` shows what is; `notarize pending` what awaits completion");
+	const held = await recordOf(options.serviceStore(), hash);
+	if (!held) throw await notInLedger(options.serviceStore(), hash, baseUrl, "`notarize list` shows what is; `notarize pending` what awaits completion");
 	if (!held.underRoot) return {
 		kind: "record",
 		hash,
@@ -24842,7 +24842,7 @@ ${examples([
 			...flags,
 			target,
 			baseUrl: () => ctx.baseUrl,
-			ledger: () => ctx.ledger,
+			serviceStore: () => ctx.serviceStore,
 			toTerminal: ctx.io.stdoutIsTTY,
 			redact: (text) => ctx.io.redact(text)
 		}));
@@ -24854,8 +24854,8 @@ async function runReceipt(options) {
 	const baseUrl = options.baseUrl();
 	const file = await isDigestNotFile(target) ? void 0 : await hashOneFile(target);
 	const hash = file?.hash ?? normalizeHash(target);
-	const held = await recordOf(options.ledger(), hash);
-	if (!held) throw await notInLedger(options.ledger(), hash, baseUrl, "a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url");
+	const held = await recordOf(options.serviceStore(), hash);
+	if (!held) throw await notInLedger(options.serviceStore(), hash, baseUrl, "a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url");
 	const { entry, underRoot: found } = held;
 	const { text, redacted } = redactedReceipt(receiptText({
 		document: {
@@ -41207,7 +41207,7 @@ var init_context = __esmMin((() => {
 		#api;
 		#dispatcher;
 		/** The service stores opened in this run, by base URL: their directories are checked once, not on every read. */
-		#ledgers = /* @__PURE__ */ new Map();
+		#serviceStores = /* @__PURE__ */ new Map();
 		constructor(io, env, globals, storeModule) {
 			this.io = io;
 			this.env = env;
@@ -41275,15 +41275,15 @@ var init_context = __esmMin((() => {
 				return false;
 			}
 		}
-		/** The pending sessions and ledger of the current service. */
-		get ledger() {
+		/** The store of the current service: its pending sessions, ledger, trees and locks. */
+		get serviceStore() {
 			const baseUrl = this.baseUrl;
-			let ledger = this.#ledgers.get(baseUrl);
-			if (ledger === void 0) {
-				ledger = this.store.service(baseUrl);
-				this.#ledgers.set(baseUrl, ledger);
+			let store = this.#serviceStores.get(baseUrl);
+			if (store === void 0) {
+				store = this.store.service(baseUrl);
+				this.#serviceStores.set(baseUrl, store);
 			}
-			return ledger;
+			return store;
 		}
 		/** The API client for the current service, with retries and credentials wired in. */
 		async api() {

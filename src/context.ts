@@ -51,7 +51,7 @@ export class Context {
   #api: ApiClient | undefined;
   #dispatcher: Dispatcher | undefined;
   /** The service stores opened in this run, by base URL: their directories are checked once, not on every read. */
-  readonly #ledgers = new Map<string, ServiceStore>();
+  readonly #serviceStores = new Map<string, ServiceStore>();
 
   constructor(io: IO, env: NodeJS.ProcessEnv, globals: GlobalOptions, storeModule?: StoreModule) {
     this.io = io;
@@ -129,15 +129,15 @@ export class Context {
     }
   }
 
-  /** The pending sessions and ledger of the current service. */
-  get ledger(): ServiceStore {
+  /** The store of the current service: its pending sessions, ledger, trees and locks. */
+  get serviceStore(): ServiceStore {
     const baseUrl = this.baseUrl;
-    let ledger = this.#ledgers.get(baseUrl);
-    if (ledger === undefined) {
-      ledger = this.store.service(baseUrl);
-      this.#ledgers.set(baseUrl, ledger);
+    let store = this.#serviceStores.get(baseUrl);
+    if (store === undefined) {
+      store = this.store.service(baseUrl);
+      this.#serviceStores.set(baseUrl, store);
     }
-    return ledger;
+    return store;
   }
 
   /** The API client for the current service, with retries and credentials wired in. */

@@ -52,7 +52,7 @@ export interface CompleteOptions extends z.infer<typeof optionsSchema> {
   io: IO;
   baseUrl: () => string;
   api: () => Promise<ApiClient>;
-  ledger: () => ServiceStore;
+  serviceStore: () => ServiceStore;
 }
 
 export function configure(command: Command, context: () => Context): void {
@@ -92,7 +92,12 @@ ${examples([
     .action(async (hashes: string[], raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      const common = { io: ctx.io, baseUrl: () => ctx.baseUrl, api: () => ctx.api(), ledger: () => ctx.ledger };
+      const common = {
+        io: ctx.io,
+        baseUrl: () => ctx.baseUrl,
+        api: () => ctx.api(),
+        serviceStore: () => ctx.serviceStore,
+      };
       if (hashes.length === 1 && !flags.all) {
         finish(viewOf(ctx), await runComplete({ ...flags, ...common, hash: hashes[0]! }));
         return;
@@ -127,7 +132,7 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
   else if (options.useActiveSubscription) source = { kind: 'active-subscription' };
   const spinner = options.io.spinner('completing');
   try {
-    const store = options.ledger();
+    const store = options.serviceStore();
     // Run again after the service answered 409 (its session retired, no record here): the same answer,
     // exit 0, rather than "no pending session" (exit 2), as a re-run after a completion gets; said
     // here before credentials are needed (core complete() says it under the lock, for the others).
@@ -197,7 +202,7 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
   if (options.session !== undefined || options.useActiveSubscription) {
     throw usage('--session and --use-active-subscription complete one hash at a time');
   }
-  const store = options.ledger();
+  const store = options.serviceStore();
   let hashes = options.all ? await pendingHashes(store) : options.hashes.map((hash) => normalizeHash(hash));
   let skipped = 0;
   const tally = new FailureTally();

@@ -13,7 +13,7 @@ import { examples } from './options.js';
 /** What `list` uses: the ledger of the service. */
 export interface ListOptions {
   baseUrl: () => string;
-  ledger: () => ServiceStore;
+  serviceStore: () => ServiceStore;
 }
 
 export function configure(command: Command, context: () => Context): void {
@@ -26,7 +26,7 @@ ${examples(['notarize list', '# CI: keep the ledger as a build artifact', 'notar
     )
     .action(async () => {
       const ctx = context();
-      finish(viewOf(ctx), await runList({ baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger }));
+      finish(viewOf(ctx), await runList({ baseUrl: () => ctx.baseUrl, serviceStore: () => ctx.serviceStore }));
     });
 }
 
@@ -54,7 +54,7 @@ export interface ListRow {
  */
 export async function runList(options: ListOptions): Promise<RowsResult<ListRow>> {
   const baseUrl = options.baseUrl();
-  const { entries, problems } = await options.ledger().listRecords();
+  const { entries, problems } = await options.serviceStore().listRecords();
   entries.sort((a, b) => (a.completedAt < b.completedAt ? -1 : a.completedAt > b.completedAt ? 1 : 0));
   const failure = passedOver(problems, 'ledger file');
   return {

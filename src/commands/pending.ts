@@ -57,14 +57,14 @@ ${examples([
     )
     .action(async () => {
       const ctx = context();
-      finish(viewOf(ctx), await runPending({ ledger: () => ctx.ledger }));
+      finish(viewOf(ctx), await runPending({ serviceStore: () => ctx.serviceStore }));
     });
   command
     .command('drop <hash>')
     .description('retire a pending session: move it aside (kept, never sent again, no longer listed)')
     .action(async (hash: string) => {
       const ctx = context();
-      finish(viewOf(ctx), await runPendingDrop({ hash, ledger: () => ctx.ledger }));
+      finish(viewOf(ctx), await runPendingDrop({ hash, serviceStore: () => ctx.serviceStore }));
     });
 }
 
@@ -86,7 +86,7 @@ function stateOf(entry: PendingEntry, underRoot: boolean, blocked: boolean): Pen
 
 /** What `pending` and `pending drop` use: the pending sessions of the service. */
 export interface PendingOptions {
-  ledger: () => ServiceStore;
+  serviceStore: () => ServiceStore;
 }
 
 /** One row of the listing: a saved session, or a request step answered unreadably (no session). */
@@ -101,7 +101,7 @@ export interface PendingRow {
 
 /** Lists pending sessions and unread request steps; a damaged file is a warning, passed over, and fails the run (exit 2) once the rest is shown. */
 export async function runPending(options: PendingOptions): Promise<RowsResult<PendingRow>> {
-  const ledger = options.ledger();
+  const ledger = options.serviceStore();
   const [pending, unanswered, custody] = await Promise.all([
     ledger.listPending(),
     ledger.listUnanswered(),
@@ -191,7 +191,7 @@ export async function runPending(options: PendingOptions): Promise<RowsResult<Pe
  */
 export async function runPendingDrop(options: PendingOptions & { hash: string }): Promise<ValueResult> {
   const hash = normalizeHash(options.hash);
-  const store = options.ledger();
+  const store = options.serviceStore();
   const { retired, unanswered } = await withLock(store.lockFile(hash), DROP_LOCK_WAIT_MS, async () => {
     const unanswered = store.readUnanswered(hash) !== undefined;
     store.clearUnanswered(hash);

@@ -26,7 +26,7 @@ export const optionsSchema = z.object({ output: z.string().optional() });
 export interface ReceiptOptions extends z.infer<typeof optionsSchema> {
   target: string;
   baseUrl: () => string;
-  ledger: () => ServiceStore;
+  serviceStore: () => ServiceStore;
   /** Printed on a terminal: characters from outside are shown as JSON escapes (safe-text.ts). */
   toTerminal?: boolean;
   /** Removes the run's secrets (IO.redact): from the receipt written with -o too, not only from what is printed. */
@@ -62,7 +62,7 @@ ${examples([
           ...flags,
           target,
           baseUrl: () => ctx.baseUrl,
-          ledger: () => ctx.ledger,
+          serviceStore: () => ctx.serviceStore,
           toTerminal: ctx.io.stdoutIsTTY,
           redact: (text) => ctx.io.redact(text),
         }),
@@ -77,10 +77,10 @@ export async function runReceipt(options: ReceiptOptions): Promise<ValueResult> 
   const file = (await isDigestNotFile(target)) ? undefined : await hashOneFile(target);
   const hash = file?.hash ?? normalizeHash(target);
   // The digest's own record, or the record of the Merkle root it was registered under (register --aggregate).
-  const held = await recordOf(options.ledger(), hash);
+  const held = await recordOf(options.serviceStore(), hash);
   if (!held) {
     throw await notInLedger(
-      options.ledger(),
+      options.serviceStore(),
       hash,
       baseUrl,
       'a receipt is made from the ledger that registered it: run this where it was registered, or check --base-url',

@@ -65,8 +65,8 @@ export interface RegisterOptions extends RegisterFlags {
   /** The service's base URL, resolved (and checked) when the run first needs it. */
   baseUrl: () => string;
   api: () => Promise<ApiClient>;
-  /** The pending sessions and ledger of the service. */
-  ledger: () => ServiceStore;
+  /** The store of the service: its pending sessions, ledger, trees and locks. */
+  serviceStore: () => ServiceStore;
   /** The store's folder, whose files are never documents (core/inputs.ts). */
   storeDir?: string;
 }

@@ -194,7 +194,7 @@ ${examples([
         io: ctx.io,
         baseUrl: () => ctx.baseUrl,
         api: () => ctx.api(),
-        ledger: () => ctx.ledger,
+        serviceStore: () => ctx.serviceStore,
         storeDir: ctx.store.dir,
       };
       await finishItems(viewOf(ctx, flags.output), (items) => runRegister({ ...flags, paths, ...services }, items));
@@ -220,7 +220,7 @@ export async function runRegister(
   };
   if (flags.aggregate) checkAggregate(flags);
   const documents = await listDocuments(flags, skip);
-  const run = { options: flags, documents, items, baseUrl, api: await options.api(), store: options.ledger() };
+  const run = { options: flags, documents, items, baseUrl, api: await options.api(), store: options.serviceStore() };
   if (flags.aggregate) return new Aggregator(run).run();
   const registrar = new Registrar(run);
   try {

@@ -12,7 +12,7 @@ import { examples } from './options.js';
 export interface ShowOptions {
   target: string;
   baseUrl: () => string;
-  ledger: () => ServiceStore;
+  serviceStore: () => ServiceStore;
 }
 
 export function configure(command: Command, context: () => Context): void {
@@ -30,7 +30,7 @@ ${examples([
     )
     .action(async (target: string) => {
       const ctx = context();
-      finish(viewOf(ctx), await runShow({ target, baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger }));
+      finish(viewOf(ctx), await runShow({ target, baseUrl: () => ctx.baseUrl, serviceStore: () => ctx.serviceStore }));
     });
 }
 
@@ -39,10 +39,10 @@ export async function runShow(options: ShowOptions): Promise<RecordResult> {
   const { target } = options;
   const baseUrl = options.baseUrl();
   const hash = (await isDigestNotFile(target)) ? normalizeHash(target) : (await hashOneFile(target)).hash;
-  const held = await recordOf(options.ledger(), hash);
+  const held = await recordOf(options.serviceStore(), hash);
   if (!held) {
     throw await notInLedger(
-      options.ledger(),
+      options.serviceStore(),
       hash,
       baseUrl,
       '`notarize list` shows what is; `notarize pending` what awaits completion',

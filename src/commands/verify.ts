@@ -50,7 +50,7 @@ export interface VerifyOptions extends z.infer<typeof optionsSchema> {
   io: IO;
   baseUrl: () => string;
   /** The ledger of the current service; undefined when there is no usable store (receipts alone then). */
-  ledger: () => ServiceStore | undefined;
+  serviceStore: () => ServiceStore | undefined;
   /** The store's folder, whose files are never documents (core/inputs.ts). */
   storeDir?: string;
 }
@@ -121,7 +121,7 @@ const TITLE = 'notarize verify';
  * are checked against their receipts only: a ledger left out can only
  * make fewer documents verified, never one more.
  */
-function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'ledger' | 'storeDir'> {
+function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'serviceStore' | 'storeDir'> {
   // Named in NOTARIZE_CONFIG_DIR, it must be a folder notarize takes (not a relative path): refused,
   // exit 2, as by every command. It was passed over, its ledger unread, with no word of why.
   const named = ctx.env.NOTARIZE_CONFIG_DIR ? ctx.store.dir : undefined;
@@ -141,7 +141,7 @@ function readOnlyStore(ctx: Context): Pick<VerifyOptions, 'baseUrl' | 'ledger' |
   };
   return {
     baseUrl: () => (storeUsable() ? ctx.baseUrl : ctx.settingWithoutStore('baseUrl')),
-    ledger: () => (storeUsable() ? ctx.ledger : undefined),
+    serviceStore: () => (storeUsable() ? ctx.serviceStore : undefined),
     // Its files are never documents, usable or not; with none there, nothing to pass over.
     ...(ctx.storeExists ? { storeDir: named ?? ctx.store.dir } : {}),
   };
@@ -169,7 +169,7 @@ export async function runVerify(
   const outputs = new WalkOutputs();
   const { documents, sources } = await receiptSources(options, expansion, outputs);
   const baseUrl = options.baseUrl();
-  const ledger = options.ledger();
+  const ledger = options.serviceStore();
   const { index, problems } = ledger ? await LedgerIndex.load(ledger) : { index: new LedgerIndex([]), problems: [] };
   for (const problem of problems) io.warn(`${problem.message}; ${problem.hint ?? ''}`);
   const evidence = new Evidence(sources, index);

@@ -24,7 +24,7 @@ function options(t: TestContext, hash: string, flags: Record<string, unknown> = 
     io: ctx.io,
     baseUrl: () => ctx.baseUrl,
     api: () => ctx.api(),
-    ledger: () => ctx.ledger,
+    serviceStore: () => ctx.serviceStore,
   };
 }
 

@@ -12,7 +12,7 @@ import { contextFor, type TestContext } from '../helpers/context.js';
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
 
-const ledgerOf = (t: TestContext) => ({ baseUrl: () => t.ctx.baseUrl, ledger: () => t.ctx.ledger });
+const ledgerOf = (t: TestContext) => ({ baseUrl: () => t.ctx.baseUrl, serviceStore: () => t.ctx.serviceStore });
 
 async function registered(name: string, content: string): Promise<string> {
   const path = await bed.file(name, content);

@@ -13,7 +13,7 @@ useBed((created) => (bed = created), { keyInEnv: true });
 describe('runPending', () => {
   it('none: no rows, and the message for a table', async () => {
     const t = contextFor(bed);
-    const result = await runPending({ ledger: () => t.ctx.ledger });
+    const result = await runPending({ serviceStore: () => t.ctx.serviceStore });
     expect(result.rows).toEqual([]);
     present({ io: t.io, env: {}, format: 'table' }, result);
     expect([t.stdout(), t.stderr()]).toEqual(['', 'no pending registrations\n']);
@@ -28,7 +28,7 @@ describe('runPending', () => {
     // What a run that could not remove it (a read-only folder) leaves behind.
     writeFileSync(bed.pendingFile(hash), session);
     const t = contextFor(bed);
-    const listed = await runPending({ ledger: () => t.ctx.ledger });
+    const listed = await runPending({ serviceStore: () => t.ctx.serviceStore });
     expect(listed.rows).toEqual([]);
     expect(listed.failure).toBeUndefined();
     expect(listed.warnings).toEqual([
@@ -48,8 +48,8 @@ describe('runPending', () => {
     const hash = sha256('draft\n');
     expect((await bed.main(['register', path, '--no-complete', '--quiet'])).code).toBe(0);
     const t = contextFor(bed);
-    const ledger = () => t.ctx.ledger;
-    const listed = await runPending({ ledger });
+    const serviceStore = () => t.ctx.serviceStore;
+    const listed = await runPending({ serviceStore });
     expect(listed.rows).toEqual([
       {
         hash,
@@ -68,13 +68,16 @@ describe('runPending', () => {
       'ready',
     ]);
 
-    const dropped = await runPendingDrop({ hash, ledger });
+    const dropped = await runPendingDrop({ hash, serviceStore });
     expect(dropped.kind).toBe('value');
     const [message] = dropped.info ?? [];
     const kept = /^retired the pending session of [0-9a-f]{64}; kept in (.+)$/.exec(message ?? '')?.[1];
     expect(kept && existsSync(kept)).toBe(true);
     expect(bed.pendingHashes()).toEqual([]);
-    await expect(runPendingDrop({ hash, ledger })).rejects.toMatchObject({ code: 'no_pending_session', exitCode: 2 });
+    await expect(runPendingDrop({ hash, serviceStore })).rejects.toMatchObject({
+      code: 'no_pending_session',
+      exitCode: 2,
+    });
   });
 });
 

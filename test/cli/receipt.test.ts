@@ -33,7 +33,7 @@ function receiptOptions(target: string, output?: string) {
     ...optionsSchema.parse(output === undefined ? {} : { output }),
     target,
     baseUrl: () => ctx.baseUrl,
-    ledger: () => ctx.ledger,
+    serviceStore: () => ctx.serviceStore,
     redact: (text: string) => ctx.io.redact(text),
   };
 }

@@ -29,7 +29,7 @@ function options(t: TestContext, paths: string[], flags: Record<string, unknown>
     io: ctx.io,
     baseUrl: () => ctx.baseUrl,
     api: () => ctx.api(),
-    ledger: () => ctx.ledger,
+    serviceStore: () => ctx.serviceStore,
   };
 }
 

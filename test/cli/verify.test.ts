@@ -20,7 +20,13 @@ useBed((created) => (bed = created), { keyInEnv: true });
 
 function options(t: TestContext, paths: string[]): VerifyOptions {
   const { ctx } = t;
-  return { ...optionsSchema.parse({}), paths, io: ctx.io, baseUrl: () => ctx.baseUrl, ledger: () => ctx.ledger };
+  return {
+    ...optionsSchema.parse({}),
+    paths,
+    io: ctx.io,
+    baseUrl: () => ctx.baseUrl,
+    serviceStore: () => ctx.serviceStore,
+  };
 }
 
 function expectKind<K extends CommandResult['kind']>(

@@ -100,7 +100,7 @@ const storeModule = await load('store/store.js');
 
 const ctx = new Context(processIO(process.env), process.env, {}, storeModule);
 try {
-  await complete({ api: await ctx.api(), store: ctx.ledger, lockTiming: { leaseMs: Number(leaseMs) } }, hash, { kind: 'store' });
+  await complete({ api: await ctx.api(), store: ctx.serviceStore, lockTiming: { leaseMs: Number(leaseMs) } }, hash, { kind: 'store' });
 } finally {
   await ctx.close();
 }

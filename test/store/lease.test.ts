@@ -226,7 +226,7 @@ describe.skipIf(!canUnshare())('two notarize processes in different PID namespac
       expect(visible(pid)).toBe(false);
       const firstMtime = statSync(lock).mtimeMs;
 
-      const deps = { api: await outsideContext.api(), store: outsideContext.ledger, lockTiming: timing };
+      const deps = { api: await outsideContext.api(), store: outsideContext.serviceStore, lockTiming: timing };
       const outsideStarted = performance.now();
       const outside = complete(deps, doc.hash, { kind: 'store' }).then(() => performance.now() - outsideStarted);
       // Past the lease, the inside process still holds its lock, refreshed.

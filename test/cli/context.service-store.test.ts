@@ -1,5 +1,5 @@
 /**
- * The context opens the store of a service once per run: `ctx.ledger` is one
+ * The context opens the store of a service once per run: `ctx.serviceStore` is one
  * ServiceStore per base URL, its directories checked (and tightened) on the
  * first read only, not on each of a command's reads.
  */
@@ -15,7 +15,7 @@ import { useTempDirs } from '../helpers/temp-dirs.js';
 const tempDir = useTempDirs('notarize-context-');
 const BASE_URL = 'https://notary.example';
 
-describe('Context.ledger', () => {
+describe('Context.serviceStore', () => {
   it('is built once per run: the same service store on every read, its directories checked once', () => {
     const dir = tempDir();
     const service = join(dir, 'services', serviceDirName(BASE_URL));
@@ -24,7 +24,7 @@ describe('Context.ledger', () => {
     const output = bufferIO();
     const ctx = new Context(output.io, { NOTARIZE_CONFIG_DIR: dir, NOTARIZE_BASE_URL: BASE_URL }, {}, storeModule);
 
-    const first = ctx.ledger;
+    const first = ctx.serviceStore;
     expect(first.dir).toBe(service);
     expect(statSync(service).mode & 0o777).toBe(0o700);
     const warnings = output.stderr();
@@ -32,8 +32,8 @@ describe('Context.ledger', () => {
 
     // Widened again behind the run's back: the run does not look again.
     chmodSync(join(service, 'pending'), 0o755);
-    expect(ctx.ledger).toBe(first);
-    expect(ctx.ledger).toBe(first);
+    expect(ctx.serviceStore).toBe(first);
+    expect(ctx.serviceStore).toBe(first);
     expect(output.stderr()).toBe(warnings);
   });
 });
