@@ -117,33 +117,6 @@ export interface HashedFile {
   lastModified: number;
 }
 
-export interface FileInfo {
-  path: string;
-  size: number;
-  /** Unix milliseconds. */
-  lastModified: number;
-}
-
-/**
- * Checks that `path` is a regular readable file and returns its size and
- * mtime. Throws UsageError (exit 2) naming the path otherwise.
- */
-export async function statInput(path: string): Promise<FileInfo> {
-  let info;
-  try {
-    info = await stat(path);
-  } catch (error) {
-    throw fileError(path, error as NodeJS.ErrnoException);
-  }
-  if (info.isDirectory()) {
-    throw new UsageError(`'${path}' is a directory`, { code: 'is_directory', hint: 'give a file, not a directory' });
-  }
-  if (!info.isFile()) {
-    throw new UsageError(`'${path}' is not a regular file`, { code: 'not_a_file' });
-  }
-  return { path, size: info.size, lastModified: Math.floor(info.mtimeMs) };
-}
-
 /** Opens a document for reading; throws UsageError naming it when it cannot be opened. */
 async function openDocument(path: string): Promise<FileHandle> {
   try {

@@ -3,7 +3,7 @@ import { appendFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { changedSince, hashFile, hashStream, normalizeHash, statInput, writeErrorReason } from '../../src/core/hash.js';
+import { changedSince, hashFile, hashStream, normalizeHash, writeErrorReason } from '../../src/core/hash.js';
 import { writeFileAtomic } from '../../src/store/files.js';
 import { UsageError } from '../../src/errors.js';
 import { rejection, thrown } from '../helpers/catch.js';
@@ -62,35 +62,6 @@ describe('hashFile', () => {
     expect((error as UsageError).exitCode).toBe(2);
     expect((error as UsageError).message).toContain(dir);
     expect((error as UsageError).message).toContain('is a directory');
-  });
-});
-
-describe('statInput', () => {
-  const tempDir = useTempDirs();
-
-  it('returns the size and the mtime in whole milliseconds of a regular file', async () => {
-    const file = join(tempDir(), 'doc.txt');
-    writeFileSync(file, 'hello');
-    const info = await statInput(file);
-    expect(info).toMatchObject({ path: file, size: 5 });
-    expect(Number.isInteger(info.lastModified)).toBe(true);
-    expect(info.lastModified).toBeGreaterThan(0);
-  });
-
-  it('rejects a directory with a UsageError (exit 2, code is_directory) naming the path', async () => {
-    const dir = tempDir();
-    const error = await rejection(statInput(dir));
-    expect(error).toBeInstanceOf(UsageError);
-    expect(error).toMatchObject({ exitCode: 2, code: 'is_directory' });
-    expect((error as UsageError).message).toContain(dir);
-  });
-
-  it('rejects a missing file with a UsageError (exit 2) naming the path', async () => {
-    const file = join(tempDir(), 'missing');
-    const error = await rejection(statInput(file));
-    expect(error).toBeInstanceOf(UsageError);
-    expect(error).toMatchObject({ exitCode: 2 });
-    expect((error as UsageError).message).toContain(file);
   });
 });
 
