@@ -66,6 +66,16 @@ let bundle;
 try {
   bundle = await import(BUNDLE.href);
 } catch (error) {
+  // Too few descriptors to even read the bundle's files (`ulimit -n` of 25 or less): nothing was sent.
+  if (error?.code === 'EMFILE' || error?.code === 'ENFILE') {
+    sayError({
+      code: 'fd_shortage',
+      exitCode: 2,
+      message: `too many files are open to load notarize (${error.code}); nothing was sent`,
+      hint: 'raise the limit of open files (ulimit -n), then run the command again',
+    });
+    process.exit(2);
+  }
   // Never built (a checkout before `npm run build`, `npm ci --ignore-scripts`, an install from a git
   // URL, which npm leaves unbuilt): one line saying so rather than Node's stack trace.
   if (error?.code !== 'ERR_MODULE_NOT_FOUND' || error.url !== BUNDLE.href) throw error;
