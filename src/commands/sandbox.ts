@@ -51,7 +51,8 @@ export function configure(command: Command, context: () => Context): void {
       `\nImplements every documented endpoint with the documented shapes and quirks, in memory.
 It prints its URL and an API key that works with it (NOTARIZE_SANDBOX_API_KEY sets the key;
 one equal to NOTARIZE_API_KEY is printed [redacted], as every secret of yours is: unset it);
-with --json, one JSON line {"url","apiKey"}.
+with --json, one JSON line {"url","apiKey"}. It runs until SIGINT or SIGTERM, then stops
+and exits 0: a stop asked for, so \`kill %1; wait\` in a script under \`set -e\` goes on.
 
 ${FAULT_SPEC_HELP}
 ${examples([
