@@ -16387,7 +16387,7 @@ function countStatuses(results) {
 	return counts;
 }
 /** The table of results, as its lines: file, status, hash, and the error message of failures. */
-function resultLines(results, colour) {
+function resultLines$1(results, colour) {
 	return tableLines([
 		"STATUS",
 		"HASH",
@@ -16730,7 +16730,7 @@ function present(view, result) {
 			const { items } = result;
 			const results = items.list();
 			if (view.format === "json") io.dataJsonArray(results);
-			else if (view.format === "table" && results.length > 0) io.dataLines(resultLines(results, io.colour));
+			else if (view.format === "table" && results.length > 0) io.dataLines(resultLines$1(results, io.colour));
 			io.info(items.summary());
 			break;
 		}
@@ -26510,7 +26510,8 @@ function configure$1(command, context) {
 	command.option("-p, --port <n>", "port to listen on (0 picks a free one)", "8787").option("--host <address>", "address to listen on", "127.0.0.1").option("--faults <rules>", "inject faults (see below; also NOTARIZE_SANDBOX_FAULTS)").addHelpText("after", `\nImplements every documented endpoint with the documented shapes and quirks, in memory.
 It prints its URL and an API key that works with it (NOTARIZE_SANDBOX_API_KEY sets the key;
 one equal to NOTARIZE_API_KEY is printed [redacted], as every secret of yours is: unset it);
-with --json, one JSON line {"url","apiKey"}.
+with --json, one JSON line {"url","apiKey"}. It runs until SIGINT or SIGTERM, then stops
+and exits 0: a stop asked for, so \`kill %1; wait\` in a script under \`set -e\` goes on.
 
 ${FAULT_SPEC_HELP}
 ${examples([
@@ -42353,19 +42354,27 @@ const REFUSED_ARGS = [
 	["--version", "the version is not a run"],
 	["-V", "the version is not a run"]
 ];
-/** The results of notarize's NDJSON that are documents: not the paths skipped before any (a link, say). */
-function documentResults(ndjson) {
+/** Each line of notarize's NDJSON results, parsed once (a run may give 100,000); NOT_JSON for a line that is not JSON. */
+function resultLines(ndjson) {
 	return ndjson.split("\n").filter((line) => line !== "").map((line) => {
 		try {
-			const value = JSON.parse(line);
-			if (typeof value === "object" && value !== null && typeof value.status === "string") return value;
-		} catch {}
+			return JSON.parse(line);
+		} catch {
+			return NOT_JSON;
+		}
+	});
+}
+const NOT_JSON = Symbol("not JSON");
+/** The results that are documents: not the paths skipped before any (a link, say). */
+function documentResults(lines) {
+	return lines.map((value) => {
+		if (typeof value === "object" && value !== null && typeof value.status === "string") return value;
 		return { status: "failed" };
 	}).filter((r) => r.status !== "skipped");
 }
-/** The step's outputs from the NDJSON results. */
-function actionOutputs(ndjson, resultsPath) {
-	const documents = documentResults(ndjson);
+/** The step's outputs from the results (resultLines). */
+function actionOutputs(lines, resultsPath) {
+	const documents = documentResults(lines);
 	const count = (...statuses) => String(documents.filter((r) => statuses.includes(r.status)).length);
 	const one = documents.length === 1 ? documents[0].verificationUrl : void 0;
 	return {
@@ -42464,23 +42473,23 @@ async function runAction(env = process.env) {
 		io
 	});
 	closeSync(results);
-	const ndjson = readFileSync(resultsPath, "utf8");
+	const lines = resultLines(readFileSync(resultsPath, "utf8"));
 	if (code === EXIT.auth) {
-		const advice = authAdvice(ndjson, {
+		const advice = authAdvice(lines, {
 			keyFrom: apiKey !== "" ? "input" : (env.NOTARIZE_API_KEY ?? "").trim() !== "" ? "environment" : void 0,
 			tokenSet: (env.NOTARIZE_TOKEN ?? "").trim() !== ""
 		});
 		if (advice !== void 0) fail(advice);
 	}
-	if (code === EXIT.protocol && argv[0] === "register" && namesLaterCommands(ndjson)) {
+	if (code === EXIT.protocol && argv[0] === "register" && namesLaterCommands(lines)) {
 		const where = notarizeEnv.NOTARIZE_CONFIG_DIR;
 		fail(`an answer of the service could not be used (exit 5): the action runs register and verify only, and running this step again does not send that session again on its own; the commands notarize names above (\`notarize complete\`, \`notarize pending drop\`) finish it from a later \`run:\` step of this job with NOTARIZE_CONFIG_DIR=${where ?? "<the store the workflow set>"} (the job's store)`);
 	}
-	if (code !== EXIT.ok && documentResults(ndjson).length === 0) {
+	if (code !== EXIT.ok && documentResults(lines).length === 0) {
 		if (code !== EXIT.auth) fail(`notarize stopped before any document, exit ${code}: see its message above`);
 		return code;
 	}
-	const outputs = actionOutputs(ndjson, resultsPath);
+	const outputs = actionOutputs(lines, resultsPath);
 	if (!env.GITHUB_OUTPUT) return code;
 	try {
 		writeOutputs(env.GITHUB_OUTPUT, outputs, redact);
@@ -42498,16 +42507,16 @@ async function runAction(env = process.env) {
 * answered unreadably, after which nothing is kept and the step run again
 * does it all.
 */
-function namesLaterCommands(ndjson) {
-	return errorsIn(ndjson).some((error) => /`notarize (complete|pending drop)\b/.test(`${error.message} ${error.hint ?? ""}`));
+function namesLaterCommands(lines) {
+	return errorsIn(lines).some((error) => /`notarize (complete|pending drop)\b/.test(`${error.message} ${error.hint ?? ""}`));
 }
-/** The errors of notarize's failed results, in its NDJSON. */
-function errorsIn(ndjson) {
+/** The errors of notarize's failed results (resultLines); a line that is no result, actionOutputs counts as failed. */
+function errorsIn(lines) {
 	const errors = [];
-	for (const line of ndjson.split("\n")) try {
-		const error = JSON.parse(line)?.error;
-		if (error !== void 0 && typeof error.message === "string") errors.push(error);
-	} catch {}
+	for (const value of lines) {
+		const error = typeof value === "object" && value !== null ? value.error : void 0;
+		if (typeof error === "object" && error !== null && typeof error.message === "string") errors.push(error);
+	}
 	return errors;
 }
 /**
@@ -42515,7 +42524,7 @@ function errorsIn(ndjson) {
 * nothing to add. notarize's hints name its own ways to give a key
 * (NOTARIZE_API_KEY, `notarize login`), which in a workflow are the
 * `api-key` input: that is said, from the exit-3 errors notarize put in the
-* results (`ndjson`), only when one of them is about the key (the key
+* results (`lines`: resultLines), only when one of them is about the key (the key
 * refused, or none given where one was needed). Any other (a NOTARIZE_TOKEN
 * that cannot be used, a proxy that wants credentials, a clock that makes
 * tokens expire) is notarize's to explain, in its message and annotations,
@@ -42523,8 +42532,8 @@ function errorsIn(ndjson) {
 * from, if it had one; `tokenSet`: NOTARIZE_TOKEN is set (notarize uses it
 * before the key, so a token the service refuses may be that one).
 */
-function authAdvice(ndjson, { keyFrom, tokenSet }) {
-	const errors = errorsIn(ndjson).filter((error) => error.exitCode === EXIT.auth);
+function authAdvice(lines, { keyFrom, tokenSet }) {
+	const errors = errorsIn(lines).filter((error) => error.exitCode === EXIT.auth);
 	const where = keyFrom === "environment" ? "check the NOTARIZE_API_KEY the workflow sets, or give the `api-key` input (from a secret)" : "check the `api-key` input (from a secret)";
 	const noLogin = "`notarize login` does not apply to an action";
 	if (errors.length === 0) return `notarize could not authenticate (exit 3), see its message above; in a workflow the API key is the \`api-key\` input (from a secret), and ${noLogin}`;

@@ -95,29 +95,38 @@ const REFUSED_ARGS: readonly (readonly [string, string])[] = [
   ['-V', 'the version is not a run'],
 ];
 
-/** The results of notarize's NDJSON that are documents: not the paths skipped before any (a link, say). */
-function documentResults(ndjson: string): { status: string; verificationUrl?: string }[] {
+/** Each line of notarize's NDJSON results, parsed once (a run may give 100,000); NOT_JSON for a line that is not JSON. */
+export function resultLines(ndjson: string): unknown[] {
   return ndjson
     .split('\n')
     .filter((line) => line !== '')
-    .map((line): { status: string; verificationUrl?: string } => {
-      // Never a crash after a run that may have paid: a line that is not a result counts as a failure.
+    .map((line) => {
       try {
-        const value = JSON.parse(line) as unknown;
-        if (typeof value === 'object' && value !== null && typeof (value as { status?: unknown }).status === 'string') {
-          return value as { status: string; verificationUrl?: string };
-        }
+        return JSON.parse(line) as unknown;
       } catch {
-        // Not JSON: below.
+        return NOT_JSON;
+      }
+    });
+}
+
+const NOT_JSON = Symbol('not JSON');
+
+/** The results that are documents: not the paths skipped before any (a link, say). */
+function documentResults(lines: unknown[]): { status: string; verificationUrl?: string }[] {
+  return lines
+    .map((value): { status: string; verificationUrl?: string } => {
+      // Never a crash after a run that may have paid: a line that is not a result counts as a failure.
+      if (typeof value === 'object' && value !== null && typeof (value as { status?: unknown }).status === 'string') {
+        return value as { status: string; verificationUrl?: string };
       }
       return { status: 'failed' };
     })
     .filter((r) => r.status !== 'skipped');
 }
 
-/** The step's outputs from the NDJSON results. */
-export function actionOutputs(ndjson: string, resultsPath: string): Record<string, string> {
-  const documents = documentResults(ndjson);
+/** The step's outputs from the results (resultLines). */
+export function actionOutputs(lines: unknown[], resultsPath: string): Record<string, string> {
+  const documents = documentResults(lines);
   const count = (...statuses: string[]) => String(documents.filter((r) => statuses.includes(r.status)).length);
   const one = documents.length === 1 ? documents[0]!.verificationUrl : undefined;
   return {
@@ -237,13 +246,13 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
   }
   const code = await main({ argv, env: notarizeEnv, io });
   closeSync(results);
-  const ndjson = readFileSync(resultsPath, 'utf8');
+  const lines = resultLines(readFileSync(resultsPath, 'utf8'));
   if (code === EXIT.auth) {
     const keyFrom = apiKey !== '' ? 'input' : (env.NOTARIZE_API_KEY ?? '').trim() !== '' ? 'environment' : undefined;
-    const advice = authAdvice(ndjson, { keyFrom, tokenSet: (env.NOTARIZE_TOKEN ?? '').trim() !== '' });
+    const advice = authAdvice(lines, { keyFrom, tokenSet: (env.NOTARIZE_TOKEN ?? '').trim() !== '' });
     if (advice !== undefined) fail(advice);
   }
-  if (code === EXIT.protocol && argv[0] === 'register' && namesLaterCommands(ndjson)) {
+  if (code === EXIT.protocol && argv[0] === 'register' && namesLaterCommands(lines)) {
     // notarize's hint names `notarize complete` or `pending drop`, which the action does not run, on a
     // store whose path it chose: where that store is, for a later `run:` step of the job.
     const where = notarizeEnv.NOTARIZE_CONFIG_DIR;
@@ -254,14 +263,14 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
         `NOTARIZE_CONFIG_DIR=${where ?? '<the store the workflow set>'} (the job's store)`,
     );
   }
-  if (code !== EXIT.ok && documentResults(ndjson).length === 0) {
+  if (code !== EXIT.ok && documentResults(lines).length === 0) {
     // Stopped before any document (notarize refused an input, a setting or the store; paths skipped
     // before it, links say, are no documents): as for the action's own inputs, one ::error:: line on
     // the run's page and no outputs, never `failed=0`.
     if (code !== EXIT.auth) fail(`notarize stopped before any document, exit ${code}: see its message above`);
     return code;
   }
-  const outputs = actionOutputs(ndjson, resultsPath);
+  const outputs = actionOutputs(lines, resultsPath);
   if (!env.GITHUB_OUTPUT) return code;
   try {
     writeOutputs(env.GITHUB_OUTPUT, outputs, redact);
@@ -290,22 +299,18 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
  * answered unreadably, after which nothing is kept and the step run again
  * does it all.
  */
-function namesLaterCommands(ndjson: string): boolean {
-  return errorsIn(ndjson).some((error) =>
+function namesLaterCommands(lines: unknown[]): boolean {
+  return errorsIn(lines).some((error) =>
     /`notarize (complete|pending drop)\b/.test(`${error.message} ${error.hint ?? ''}`),
   );
 }
 
-/** The errors of notarize's failed results, in its NDJSON. */
-function errorsIn(ndjson: string): ErrorJson[] {
+/** The errors of notarize's failed results (resultLines); a line that is no result, actionOutputs counts as failed. */
+function errorsIn(lines: unknown[]): ErrorJson[] {
   const errors: ErrorJson[] = [];
-  for (const line of ndjson.split('\n')) {
-    try {
-      const error = (JSON.parse(line) as { error?: ErrorJson } | null)?.error;
-      if (error !== undefined && typeof error.message === 'string') errors.push(error);
-    } catch {
-      // Not a result: actionOutputs counts it as failed.
-    }
+  for (const value of lines) {
+    const error = typeof value === 'object' && value !== null ? (value as { error?: ErrorJson }).error : undefined;
+    if (typeof error === 'object' && error !== null && typeof error.message === 'string') errors.push(error);
   }
   return errors;
 }
@@ -315,7 +320,7 @@ function errorsIn(ndjson: string): ErrorJson[] {
  * nothing to add. notarize's hints name its own ways to give a key
  * (NOTARIZE_API_KEY, `notarize login`), which in a workflow are the
  * `api-key` input: that is said, from the exit-3 errors notarize put in the
- * results (`ndjson`), only when one of them is about the key (the key
+ * results (`lines`: resultLines), only when one of them is about the key (the key
  * refused, or none given where one was needed). Any other (a NOTARIZE_TOKEN
  * that cannot be used, a proxy that wants credentials, a clock that makes
  * tokens expire) is notarize's to explain, in its message and annotations,
@@ -324,10 +329,10 @@ function errorsIn(ndjson: string): ErrorJson[] {
  * before the key, so a token the service refuses may be that one).
  */
 export function authAdvice(
-  ndjson: string,
+  lines: unknown[],
   { keyFrom, tokenSet }: { keyFrom: 'input' | 'environment' | undefined; tokenSet: boolean },
 ): string | undefined {
-  const errors = errorsIn(ndjson).filter((error) => error.exitCode === EXIT.auth);
+  const errors = errorsIn(lines).filter((error) => error.exitCode === EXIT.auth);
   const where =
     keyFrom === 'environment'
       ? 'check the NOTARIZE_API_KEY the workflow sets, or give the `api-key` input (from a secret)'

@@ -8,7 +8,14 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, 
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loginRefusedHint } from '../../src/core/credentials.js';
-import { ACTION_COMMANDS, actionArgv, actionOutputs, authAdvice, storeName } from '../../src/github-action.js';
+import {
+  ACTION_COMMANDS,
+  actionArgv,
+  actionOutputs,
+  authAdvice,
+  resultLines,
+  storeName,
+} from '../../src/github-action.js';
 import { Bed } from '../helpers/bed.js';
 import { describeRun, REPO_ROOT, STACK_LINE } from '../helpers/cli.js';
 import { parseNdjson } from '../helpers/results.js';
@@ -49,7 +56,7 @@ describe('action.yml', () => {
     const source = readFileSync(join(REPO_ROOT, 'src', 'github-action.ts'), 'utf8');
     const read = [...source.matchAll(/input\(env, '([a-z-]+)'\)/g)].map((m) => m[1]);
     expect([...new Set(read)].sort()).toEqual(Object.keys(ACTION.inputs).sort());
-    expect(Object.keys(actionOutputs('', 'r')).sort()).toEqual(Object.keys(ACTION.outputs).sort());
+    expect(Object.keys(actionOutputs([], 'r')).sort()).toEqual(Object.keys(ACTION.outputs).sort());
     expect(ACTION.inputs.command!.default).toBe('register');
     expect(ACTION_COMMANDS).toEqual(['register', 'verify']);
   });
@@ -102,7 +109,7 @@ describe('the action: what it refuses, where it keeps its store', () => {
       );
     }
     // Outputs never crash on a line that is no result (it counts as failed).
-    expect(actionOutputs('{"status":"registered"}\nUsage: notarize\n[1]\n', 'r')).toMatchObject({ registered: '1', failed: '2' });
+    expect(actionOutputs(resultLines('{"status":"registered"}\nUsage: notarize\n[1]\n'), 'r')).toMatchObject({ registered: '1', failed: '2' });
     // A word that only starts like one is passed on (it is notarize's to judge).
     expect(actionArgv({ INPUT_COMMAND: 'register', INPUT_PATHS: 'dist', INPUT_ARGS: '--jsonx' })).toContain('--jsonx');
     const before = bed.mark();
@@ -273,7 +280,9 @@ describe('the action: what it refuses, where it keeps its store', () => {
 
   it('its line after exit 3 follows the errors notarize gave, never guessing the key', () => {
     const results = (...errors: { message: string; hint?: string }[]) =>
-      errors.map((e) => JSON.stringify({ status: 'failed', error: { code: 'auth', exitCode: 3, ...e } })).join('\n');
+      resultLines(
+        errors.map((e) => JSON.stringify({ status: 'failed', error: { code: 'auth', exitCode: 3, ...e } })).join('\n'),
+      );
     const key = { keyFrom: 'input' as const, tokenSet: false };
     // Not about the key: notarize's message and annotations say it all.
     for (const error of [
@@ -303,7 +312,7 @@ describe('the action: what it refuses, where it keeps its store', () => {
     );
     expect(authAdvice(results(forbidden), key)).not.toContain('NOTARIZE_TOKEN');
     // No result holds an error of exit 3: notarize's message above says what failed.
-    expect(authAdvice('', key)).toMatch(/^notarize could not authenticate \(exit 3\), see its message above/);
+    expect(authAdvice([], key)).toMatch(/^notarize could not authenticate \(exit 3\), see its message above/);
   });
 });
 
