@@ -25493,11 +25493,21 @@ function configure$3(command, context) {
 /** Forgets the stored token of the service, and says whether there was one. */
 async function runLogout(options) {
 	const baseUrl = options.baseUrl();
+	const store = options.store();
+	const otherNames = store.credentialsOtherNames();
+	const had = await store.deleteToken(baseUrl);
+	const warnings = [...cleanSecret(options.envToken) === void 0 ? [] : ["NOTARIZE_TOKEN is set in the environment and is still used"], ...had && otherNames !== void 0 ? [otherNamesWarning(store.credentialsPath, otherNames)] : []];
 	return {
 		kind: "value",
-		info: [await options.store().deleteToken(baseUrl) ? `logged out of ${baseUrl}` : `no token was stored for ${baseUrl}`],
-		...cleanSecret(options.envToken) === void 0 ? {} : { warnings: ["NOTARIZE_TOKEN is set in the environment and is still used"] }
+		info: [had ? `logged out of ${baseUrl}` : `no token was stored for ${baseUrl}`],
+		...warnings.length === 0 ? {} : { warnings }
 	};
+}
+/** The old credentials file lives on under its other names (hard links), the token in it: where to find them. */
+function otherNamesWarning(path, { count, inode }) {
+	const names = count === 1 ? "another name" : `${count} other names`;
+	const them = count === 1 ? "it" : "them";
+	return `${path} had ${names} (a hard link), where the token is still stored: find ${them} with \`find <mount point> -xdev -inum ${inode}\` on the file system holding it, and delete ${them}`;
 }
 var init_logout = __esmMin((() => {
 	init_secrets();
@@ -41659,6 +41669,23 @@ var init_store = __esmMin((() => {
 		/** Path of the credentials file (for messages; never its content). */
 		get credentialsPath() {
 			return this.#path("credentials");
+		}
+		/**
+		* The other names (hard links) of credentials.json's file, counted, and
+		* its inode: a rewrite gives credentials.json a new file, and the old one,
+		* tokens and all, lives on under those names. Undefined when it has none
+		* or is not there.
+		*/
+		credentialsOtherNames() {
+			try {
+				const info = lstatSync(this.credentialsPath, { throwIfNoEntry: false });
+				return info?.isFile() && info.nlink > 1 ? {
+					count: info.nlink - 1,
+					inode: info.ino
+				} : void 0;
+			} catch {
+				return;
+			}
 		}
 		/** The pending sessions and ledger of one service. */
 		service(baseUrl) {

@@ -30,12 +30,29 @@ export function configure(command: Command, context: () => Context): void {
 /** Forgets the stored token of the service, and says whether there was one. */
 export async function runLogout(options: LogoutOptions): Promise<ValueResult> {
   const baseUrl = options.baseUrl();
-  const had = await options.store().deleteToken(baseUrl);
+  const store = options.store();
+  // Counted before the rewrite, which leaves the old file (the token in it) to its other names.
+  const otherNames = store.credentialsOtherNames();
+  const had = await store.deleteToken(baseUrl);
+  const warnings = [
+    ...(cleanSecret(options.envToken) === undefined
+      ? []
+      : ['NOTARIZE_TOKEN is set in the environment and is still used']),
+    ...(had && otherNames !== undefined ? [otherNamesWarning(store.credentialsPath, otherNames)] : []),
+  ];
   return {
     kind: 'value',
     info: [had ? `logged out of ${baseUrl}` : `no token was stored for ${baseUrl}`],
-    ...(cleanSecret(options.envToken) === undefined
-      ? {}
-      : { warnings: ['NOTARIZE_TOKEN is set in the environment and is still used'] }),
+    ...(warnings.length === 0 ? {} : { warnings }),
   };
+}
+
+/** The old credentials file lives on under its other names (hard links), the token in it: where to find them. */
+function otherNamesWarning(path: string, { count, inode }: { count: number; inode: number }): string {
+  const names = count === 1 ? 'another name' : `${count} other names`;
+  const them = count === 1 ? 'it' : 'them';
+  return (
+    `${path} had ${names} (a hard link), where the token is still stored: find ${them} with ` +
+    `\`find <mount point> -xdev -inum ${inode}\` on the file system holding it, and delete ${them}`
+  );
 }

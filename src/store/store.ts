@@ -334,6 +334,21 @@ export class Store {
     return this.#path('credentials');
   }
 
+  /**
+   * The other names (hard links) of credentials.json's file, counted, and
+   * its inode: a rewrite gives credentials.json a new file, and the old one,
+   * tokens and all, lives on under those names. Undefined when it has none
+   * or is not there.
+   */
+  credentialsOtherNames(): { count: number; inode: number } | undefined {
+    try {
+      const info = lstatSync(this.credentialsPath, { throwIfNoEntry: false });
+      return info?.isFile() && info.nlink > 1 ? { count: info.nlink - 1, inode: info.ino } : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The pending sessions and ledger of one service. */
   service(baseUrl: string): ServiceStore {
     this.prepare();

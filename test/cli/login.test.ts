@@ -1,5 +1,5 @@
 /** runLogin and runLogout in process against a sandbox on port 0: the token stored and forgotten, as data. */
-import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runLogin, type LoginOptions } from '../../src/commands/login.js';
@@ -144,6 +144,39 @@ describe('runLogin and runLogout', () => {
       info: [`no token was stored for ${bed.url}`],
       warnings: ['NOTARIZE_TOKEN is set in the environment and is still used'],
     });
+  });
+});
+
+describe('credentials.json with another name (a hard link, made by a backup tool or by hand)', () => {
+  it('is never written through; logout says the old file, token and all, lives on there, and how to find it', async () => {
+    const t = contextFor(bed);
+    await runLogin(options(t, { envApiKey: bed.sandbox.apiKey }));
+    const token = bed.storedTokens()[bed.url]!;
+    const other = join(bed.root, 'backup-credentials.json');
+    linkSync(bed.credentialsFile, other);
+    const inode = statSync(other).ino;
+
+    // A login again rewrites credentials.json as a new file: the other name keeps the old one.
+    await runLogin(options(t, { envApiKey: bed.sandbox.apiKey }));
+    expect(statSync(bed.credentialsFile).ino).not.toBe(inode);
+    expect(readFileSync(other, 'utf8')).toContain(token);
+    const second = bed.storedTokens()[bed.url]!;
+    linkSync(bed.credentialsFile, join(bed.root, 'backup-2.json'));
+    const linked = statSync(bed.credentialsFile).ino;
+
+    const logout = { baseUrl: () => t.ctx.baseUrl, store: () => t.ctx.store, envToken: undefined };
+    expect(await runLogout(logout)).toEqual({
+      kind: 'value',
+      info: [`logged out of ${bed.url}`],
+      warnings: [
+        `${bed.credentialsFile} had another name (a hard link), where the token is still stored: find it with ` +
+          `\`find <mount point> -xdev -inum ${linked}\` on the file system holding it, and delete it`,
+      ],
+    });
+    expect(bed.storedTokens()).toEqual({});
+    expect(readFileSync(join(bed.root, 'backup-2.json'), 'utf8')).toContain(second);
+    // Nothing was stored any more: no warning, whatever the links.
+    expect(await runLogout(logout)).toEqual({ kind: 'value', info: [`no token was stored for ${bed.url}`] });
   });
 });
 
