@@ -88,7 +88,7 @@ export function diskRefused(
     EDQUOT: 'free some space there or raise the quota',
     EROFS: 'make it writable',
     EFBIG: 'raise the limit (ulimit -f)',
-    EACCES: 'give this user write and search access to it (chmod u+wx)',
+    EACCES: 'give this user read, write and search access to it (chmod u+rwx)',
     EPERM: 'lift the restriction (lsattr, chattr -i)',
     EMFILE: FD_SHORTAGE_REMEDY,
     ENFILE: FD_SHORTAGE_REMEDY,

@@ -18,7 +18,7 @@ describe('diskRefusedBeforeSending', () => {
     ['EDQUOT', 'the disk quota is exceeded on the device holding /store', 'free some space there or raise the quota'],
     ['EROFS', 'the device holding /store is read-only', 'make it writable'],
     ['EFBIG', 'a file size limit (ulimit -f) stops writes in /store', 'raise the limit (ulimit -f)'],
-    ['EACCES', 'permission is denied in /store', 'give this user write and search access to it (chmod u+wx)'],
+    ['EACCES', 'permission is denied in /store', 'give this user read, write and search access to it (chmod u+rwx)'],
     [
       'EPERM',
       'the system does not permit this change in /store (an immutable file or folder?)',
@@ -63,7 +63,7 @@ describe('diskRefusedBeforeSending', () => {
           `permission is denied in ${folder} (EACCES); nothing was sent`,
         );
         expect(error?.hint).toBe(
-          'give this user write and search access to it (chmod u+wx) (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again',
+          'give this user read, write and search access to it (chmod u+rwx) (or point NOTARIZE_CONFIG_DIR elsewhere), then run the command again',
         );
       };
       // Made, renamed, linked, removed: the folder's permission, whether the entry is there or not.
