@@ -740,13 +740,15 @@ async function acquire(file: string, waitMs: number, full: Timing): Promise<{ he
 
 /**
  * What the holder of the lock `file` is doing, told by the lock's name (the
- * store names them: `<hash>.lock`, `aggregate.lock`, `<file>.lock`).
+ * store names them: `<hash>.lock`, `aggregate.lock`, and `<file>.lock` in the
+ * locks/ folder beside the file, whose whole path is named: a CI job may
+ * have a store of its own).
  */
 function holderDoes(file: string): string {
   const name = basename(file, '.lock');
   if (/^[0-9a-f]{64}$/.test(name)) return 'is working on the same hash';
   if (name === 'aggregate') return 'is placing documents in Merkle trees (register --aggregate)';
-  return `is changing ${name}.json`;
+  return `is changing ${join(dirname(dirname(file)), `${name}.json`)}`;
 }
 
 /** The error when the wait for `file`, held as `seen`, runs out (exit 4: try again later). */

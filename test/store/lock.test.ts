@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import {
   existsSync,
   linkSync,
+  mkdirSync,
   readdirSync,
   readFileSync,
   renameSync,
@@ -406,9 +407,12 @@ describe('withLock', () => {
   it.each([
     [`${'ab'.repeat(32)}.lock`, 'is working on the same hash'],
     ['aggregate.lock', 'is placing documents in Merkle trees (register --aggregate)'],
-    ['credentials.lock', 'is changing credentials.json'],
-  ])('says what the holder of %s is doing when the wait runs out', async (name, doing) => {
-    const file = join(tempDir(), name);
+    ['credentials.lock', 'is changing <store>/credentials.json'],
+  ])('says what the holder of %s is doing when the wait runs out', async (name, says) => {
+    const store = tempDir();
+    mkdirSync(join(store, 'locks'));
+    const file = join(store, 'locks', name);
+    const doing = says.replace('<store>', store);
     const first = gate();
     const holder = withLock(file, 1000, () => first.opened);
     const error = await rejection(withLock(file, 50, () => Promise.resolve()));
