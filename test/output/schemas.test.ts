@@ -181,6 +181,8 @@ describe('schemas/receipt-v1.schema.json', () => {
       const moved = { ...written, service: { baseUrl, verificationUrl: `${baseUrl}/verification/${record.hash}` } };
       expect(validateReceipt(moved), baseUrl).toBe(verdict === 'verified');
     }
+    const base = (written.service as { baseUrl: string }).baseUrl;
+    expect(validateReceipt({ ...written, service: { baseUrl: base, verificationUrl: `${base}/v` } })).toBe(false);
     for (const [registeredAt, verdict] of REGISTERED_AT_CASES) {
       expect(validateReceipt({ ...written, registeredAt }), registeredAt).toBe(verdict === 'verified');
     }
