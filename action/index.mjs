@@ -12061,6 +12061,7 @@ async function checkBeforeSending(plan, index, hash, overwrite, baseUrl) {
 		code: "receipt_exists",
 		hint: "remove it and run again, or choose another --receipt-dir"
 	});
+	await checkReplaceable$1(path, info);
 	if (overwrite) return;
 	const receipt = receiptOf(await readNoFollow(path), hash);
 	if (receipt !== void 0) {
@@ -12073,6 +12074,22 @@ async function checkBeforeSending(plan, index, hash, overwrite, baseUrl) {
 	throw new UsageError(`receipt ${path} already exists and is not a receipt of ${hash}`, {
 		code: "receipt_exists",
 		hint: "remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)"
+	});
+}
+/**
+* A receipt another user owns, in a sticky folder (as /tmp) that is not
+* this user's either: only they may rename over it, so its replacement
+* would fail (EPERM) after the registration was paid for, and on every
+* re-run. Refused before anything is sent. root may (CAP_FOWNER).
+*/
+async function checkReplaceable$1(path, file) {
+	const uid = process.getuid?.();
+	if (uid === void 0 || uid === 0 || file.uid === uid) return;
+	const folder = await stat(dirname(path));
+	if ((folder.mode & STICKY) === 0 || folder.uid === uid) return;
+	throw new UsageError(`receipt ${path} belongs to another user, in a folder where only a file's owner may replace it (sticky, as /tmp)`, {
+		code: "receipt_exists",
+		hint: "have its owner move it aside, or choose another --receipt-dir"
 	});
 }
 /**
@@ -12187,7 +12204,7 @@ async function writeReceipt(plan, index, hash, text, overwrite) {
 		throw failed(`the receipt ${path} could not be written: ${writeErrorReason(error)}`, error);
 	}
 }
-var RECEIPT_SUFFIX, WRITE_PROBE_PREFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, PARENT_AFTER_NAME;
+var RECEIPT_SUFFIX, WRITE_PROBE_PREFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, PARENT_AFTER_NAME, STICKY;
 var init_receipts = __esmMin((() => {
 	init_errors();
 	init_mkdirs();
@@ -12200,6 +12217,7 @@ var init_receipts = __esmMin((() => {
 	MAX_NAME_BYTES = 255;
 	MAX_PATH_BYTES = 4095;
 	PARENT_AFTER_NAME = "is spelt with '..' after a folder's name, which after a link names another folder than it reads: give it without (its real path)";
+	STICKY = 512;
 }));
 // dist/core/evidence.js
 /**

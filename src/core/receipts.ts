@@ -29,9 +29,9 @@
  * folder for a link in the microseconds before the file is created: Node has
  * no openat(); keep the receipt directory your own.
  */
-import { constants, rmSync } from 'node:fs';
+import { constants, rmSync, type Stats } from 'node:fs';
 import { lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
-import { join, normalize, sep } from 'node:path';
+import { dirname, join, normalize, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
 import { makeDirs } from '../mkdirs.js';
@@ -321,6 +321,7 @@ export async function checkBeforeSending(
       hint: 'remove it and run again, or choose another --receipt-dir',
     });
   }
+  await checkReplaceable(path, info);
   if (overwrite) return;
   const receipt = receiptOf(await readNoFollow(path), hash);
   if (receipt !== undefined) {
@@ -339,6 +340,26 @@ export async function checkBeforeSending(
     code: 'receipt_exists',
     hint: 'remove it and run again, or choose another --receipt-dir (--force overwrites it, but also registers the document again)',
   });
+}
+
+/** The sticky bit of a folder's mode: only a file's owner (or the folder's) may rename or remove it. */
+const STICKY = 0o1000;
+
+/**
+ * A receipt another user owns, in a sticky folder (as /tmp) that is not
+ * this user's either: only they may rename over it, so its replacement
+ * would fail (EPERM) after the registration was paid for, and on every
+ * re-run. Refused before anything is sent. root may (CAP_FOWNER).
+ */
+async function checkReplaceable(path: string, file: Stats): Promise<void> {
+  const uid = process.getuid?.();
+  if (uid === undefined || uid === 0 || file.uid === uid) return;
+  const folder = await stat(dirname(path));
+  if ((folder.mode & STICKY) === 0 || folder.uid === uid) return;
+  throw new UsageError(
+    `receipt ${path} belongs to another user, in a folder where only a file's owner may replace it (sticky, as /tmp)`,
+    { code: 'receipt_exists', hint: 'have its owner move it aside, or choose another --receipt-dir' },
+  );
 }
 
 /** A receipt's proof to a Merkle root, the service the receipt names, and where it is. */

@@ -5,13 +5,15 @@
  * sandbox saw no request. A receipt that still cannot be written after the
  * completion is exit 1, with the record printed.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { receiptNames } from '../../src/core/receipts.js';
 import type { SandboxCall } from '../../src/sandbox/server.js';
 import { expectFailure } from '../helpers/assert.js';
 import { type Bed, useBed } from '../helpers/bed.js';
+import { cliCopyForOtherUsers, runProcess } from '../helpers/cli.js';
 import { sha256 } from '../helpers/documents.js';
 import { parseNdjson } from '../helpers/results.js';
 
@@ -294,4 +296,44 @@ describe('re-runs with receipts', () => {
     expect(bare.stderr.split('\n').filter((line) => line.includes('no receipt written'))).toHaveLength(1);
     expect(parseNdjson(bare.stdout)[0]).not.toHaveProperty('receipt');
   });
+});
+
+describe('a receipt another user owns, in a sticky folder (as /tmp)', () => {
+  // root may replace any file (CAP_FOWNER): as root, the run is made as nobody through setpriv.
+  const asRoot = process.getuid?.() === 0;
+  const canDrop = asRoot && spawnSync('setpriv', ['--version']).status === 0;
+  it.skipIf(process.platform === 'win32' || !asRoot || !canDrop)(
+    'is refused before sending, even with --force: its replacement would fail after paying, on every re-run',
+    async () => {
+      const shared = bed.path('shared');
+      mkdirSync(shared);
+      writeFileSync(bed.path('doc.txt'), 'a document, its receipt for a shared folder\n');
+      // root's receipt of it, left in the folder everyone writes in.
+      writeFileSync(join(shared, 'doc.txt.notarization.json'), '{"hash": "root\'s"}\n');
+      chmodSync(shared, 0o1777);
+      const home = bed.path('nobody-home');
+      mkdirSync(home, { mode: 0o777 });
+      chmodSync(home, 0o777);
+      for (const dir of [bed.root, bed.workDir]) chmodSync(dir, 0o755);
+      const bin = cliCopyForOtherUsers(bed.path('cli'));
+      const env = { ...bed.withKey(), NOTARIZE_CONFIG_DIR: join(home, 'store'), HOME: home };
+      const run = await runProcess(
+        'setpriv',
+        ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, bin, 'register', 'doc.txt'].concat([
+          '--receipt-dir',
+          shared,
+          '--force',
+        ]),
+        env,
+        { cwd: bed.workDir },
+      );
+      expectFailure(
+        run,
+        2,
+        /receipt .*doc\.txt\.notarization\.json belongs to another user, in a folder where only a file's owner may replace it/,
+      );
+      expect(run.stderr).toContain('have its owner move it aside, or choose another --receipt-dir');
+      nothingSent();
+    },
+  );
 });
