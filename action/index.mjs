@@ -22622,6 +22622,7 @@ var init_register = __esmMin((() => {
 	init_notarize();
 	init_receipts();
 	init_receipt_format();
+	init_errors();
 	init_fd_shortage();
 	init_present();
 	init_render();
@@ -22655,6 +22656,8 @@ var init_register = __esmMin((() => {
 		#metadataSent = 0;
 		/** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
 		#sent = false;
+		/** A root was asked about (DocumentRoots): sent for certain, unlike a step announced (#sent) that may stop before it leaves. */
+		#rootsAsked = false;
 		/**
 		* The documents whose completion was sent, until their result is out:
 		* held with the flow's own (interrupt.ts), so that a signal's grace also
@@ -22683,7 +22686,10 @@ var init_register = __esmMin((() => {
 				receipts: documents.receipts,
 				baseUrl,
 				deps: this.#deps,
-				onSent: () => this.#sent = true
+				onSent: () => {
+					this.#sent = true;
+					this.#rootsAsked = true;
+				}
 			});
 			this.#pool = new HashPool(documents.single ? 1 : void 0);
 			this.#spinner = documents.single ? options.io.spinner("hashing") : {
@@ -22709,11 +22715,12 @@ var init_register = __esmMin((() => {
 			try {
 				registered = await this.#one(item);
 			} catch (error) {
+				const honest = this.#rootsAsked ? sentAlready(error) : error;
 				const failed = this.#result(item, 0, {
 					ok: false,
-					error: asNotarizeError(error)
+					error: asNotarizeError(honest)
 				});
-				const failure = error instanceof Error ? error : asNotarizeError(error);
+				const failure = honest instanceof Error ? honest : asNotarizeError(honest);
 				return {
 					kind: "outcome",
 					baseUrl: this.#baseUrl,
@@ -22723,7 +22730,9 @@ var init_register = __esmMin((() => {
 			}
 			this.#spinner.stop();
 			const { outcome, receipt, receiptError, under } = registered;
-			const failure = receiptError ?? custodyFailure(outcome);
+			const sent = outcome.kind === "completed" || outcome.kind === "already-registered" && outcome.service !== void 0 || this.#rootsAsked;
+			const late = receiptError ?? custodyFailure(outcome);
+			const failure = late !== void 0 && sent ? sentAlready(late) : late;
 			const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
 			if (under && entry) {
 				const { proof } = under;
@@ -41794,10 +41803,10 @@ var init_store = __esmMin((() => {
 			this.prepare();
 			const file = this.#path(name);
 			const locks = join(this.dir, "locks");
-			if (ensurePrivateDir(locks)) this.#warn(`tightened the rights of ${locks} to owner-only (0700)`);
 			const lock = join(locks, `${name}.lock`);
 			let locked = false;
 			try {
+				if (ensurePrivateDir(locks)) this.#warn(`tightened the rights of ${locks} to owner-only (0700)`);
 				await withLock(lock, CHANGE_LOCK_WAIT_MS, async () => {
 					locked = true;
 					const forget = cleanUpOnInterrupt(() => releaseOwnLock(lock));

@@ -455,10 +455,12 @@ export class Store {
     this.prepare();
     const file = this.#path(name);
     const locks = join(this.dir, 'locks');
-    if (ensurePrivateDir(locks)) this.#warn(`tightened the rights of ${locks} to owner-only (0700)`);
     const lock = join(locks, `${name}.lock`);
     let locked = false;
     try {
+      // Inside the try: a locks/ folder that cannot be made after a login is as much a refusal after
+      // sending (exit 1, afterSending) as its lock.
+      if (ensurePrivateDir(locks)) this.#warn(`tightened the rights of ${locks} to owner-only (0700)`);
       await withLock(lock, CHANGE_LOCK_WAIT_MS, async () => {
         locked = true;
         // A signal's exit lets it go, as it does a hash's (interrupt.ts).

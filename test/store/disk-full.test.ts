@@ -11,6 +11,7 @@
 import type * as NodeFs from 'node:fs';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { sep } from 'node:path';
+import { serviceDirName } from '../../src/store/store.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DirFlushes } from '../../src/store/files.js';
 import { type Bed, useBed } from '../helpers/bed.js';
@@ -100,6 +101,38 @@ describe('a full disk in a run', () => {
     expect(run.stderr).toContain('nothing was sent');
     expect(run.stderr).not.toContain('unexpected error');
     expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('a login that went through on a fresh store whose locks/ cannot be made: exit 1, not 2 (it was sent)', async () => {
+    full.dir = 'locks';
+    const login = await bed.main(['login', '--api-key-stdin'], { input: bed.sandbox.apiKey });
+    expect(login.code, describeRun(login)).toBe(1);
+    expect(login.stderr).toMatch(
+      /no space left on the device holding .*; the login went through, but its token was not stored/,
+    );
+    expect(login.stderr).not.toContain('nothing was sent');
+    expect(bed.sandbox.calls.map((call) => call.route)).toEqual(['login']);
+  });
+
+  it("one document whose receipt's root was asked about, then its lock refused: exit 1, not 2", async () => {
+    // Receipts under a Merkle root, then a cold store and a service that has no such root: register of
+    // one of them asks the service about the root (a request step), then cannot make its lock.
+    const a = await bed.file('a.txt', 'under a root a\n');
+    const b = await bed.file('b.txt', 'under a root b\n');
+    const receipts = bed.path('receipts');
+    const aggregate = await bed.main(['register', '--aggregate', a, b, '--receipt-dir', receipts, '--quiet']);
+    expect(aggregate.code, describeRun(aggregate)).toBe(0);
+    // The same address, a service that knows nothing of that root.
+    await bed.replaceSandbox({ port: Number(new URL(bed.url).port) });
+    const cold = bed.path('cold-store');
+    // Only the service's locks/ is refused: the token of the login on the fly is stored.
+    full.dir = `${serviceDirName(bed.url)}${sep}locks`;
+    const mark = bed.calls('request');
+    const run = await bed.main(['register', a, '--receipt-dir', receipts], { env: { NOTARIZE_CONFIG_DIR: cold } });
+    expect(bed.calls('request'), describeRun(run)).toBeGreaterThan(mark);
+    expect(run.code, describeRun(run)).toBe(1);
+    expect(run.stderr).toContain('no space left on the device');
+    expect(run.stderr).not.toContain('; nothing was sent');
   });
 
   it('creating the lock file itself (the directory exists): exit 2, nothing sent for it', async () => {
