@@ -24,7 +24,7 @@ import {
 } from '../core/notarize.js';
 import { checkBeforeSending, keptReceipt, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
-import type { NotarizeError } from '../errors.js';
+import { sentAlready, type NotarizeError } from '../errors.js';
 import { FILES_PER_WORKER, fitConcurrency } from '../fd-shortage.js';
 import type { Spinner } from '../output/io.js';
 import {
@@ -269,6 +269,8 @@ class Registrar {
   #metadataSent = 0;
   /** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
   #sent = false;
+  /** A root was asked about (DocumentRoots): sent for certain, unlike a step announced (#sent) that may stop before it leaves. */
+  #rootsAsked = false;
   /**
    * The documents whose completion was sent, until their result is out:
    * held with the flow's own (interrupt.ts), so that a signal's grace also
@@ -291,7 +293,10 @@ class Registrar {
       receipts: documents.receipts,
       baseUrl,
       deps: this.#deps,
-      onSent: () => (this.#sent = true),
+      onSent: () => {
+        this.#sent = true;
+        this.#rootsAsked = true;
+      },
     });
     this.#pool = new HashPool(documents.single ? 1 : undefined);
     this.#spinner = documents.single ? options.io.spinner('hashing') : { update() {}, stop() {} };
@@ -314,15 +319,25 @@ class Registrar {
     try {
       registered = await this.#one(item);
     } catch (error) {
-      const failed = this.#result(item, 0, { ok: false, error: asNotarizeError(error) });
+      // After a root was asked about, exit 2 would say nothing was sent (the flow's own errors once
+      // its request went out are not exit 2 already).
+      const honest = this.#rootsAsked ? sentAlready(error) : error;
+      const failed = this.#result(item, 0, { ok: false, error: asNotarizeError(honest) });
       // The run ends with the error as it came: main() reports an unexpected one with its own hint.
-      const failure = error instanceof Error ? error : asNotarizeError(error);
+      const failure = honest instanceof Error ? honest : asNotarizeError(honest);
       return { kind: 'outcome', baseUrl: this.#baseUrl, github: github(failed), failure };
     }
     this.#spinner.stop();
     const { outcome, receipt, receiptError, under } = registered;
-    // Shown after the record: the registration itself went through.
-    const failure = receiptError ?? custodyFailure(outcome);
+    // Shown after the record. Once something was sent (a completion, a 409 heard, a root asked
+    // about), never exit 2: a custody call refused before it went out says "was not sent" of itself,
+    // not of the run, whose registration went through.
+    const sent =
+      outcome.kind === 'completed' ||
+      (outcome.kind === 'already-registered' && outcome.service !== undefined) ||
+      this.#rootsAsked;
+    const late = receiptError ?? custodyFailure(outcome);
+    const failure = late !== undefined && sent ? (sentAlready(late) as NotarizeError | Error) : late;
     const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
     if (under && entry) {
       // The root's record, as verify shows a document under a root.
