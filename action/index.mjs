@@ -11980,9 +11980,12 @@ async function readNoFollow(path) {
 /** Throws UsageError when `name`'s receipt cannot exist on a usual filesystem. */
 function checkFits(dir, name) {
 	const path = join(dir, `${name}${RECEIPT_SUFFIX}`);
-	if (Math.max(...path.split("/").map((part) => Buffer.byteLength(part))) > MAX_NAME_BYTES || Buffer.byteLength(path) > MAX_PATH_BYTES) throw new UsageError(`the receipt name for '${name}' is too long for the filesystem`, {
+	const parts = path.split("/");
+	const folders = parts.slice(0, -1).map((part) => Buffer.byteLength(part));
+	const fileName = Buffer.byteLength(parts.at(-1));
+	if (Math.max(0, ...folders) > MAX_NAME_BYTES || fileName > MAX_RECEIPT_NAME_BYTES || Buffer.byteLength(path) + 31 > MAX_PATH_BYTES) throw new UsageError(`the receipt name for '${name}' is too long for the filesystem`, {
 		code: "receipt_name_too_long",
-		hint: `file names may have at most ${MAX_NAME_BYTES} bytes: rename the document or register it without --receipt-dir`
+		hint: `a receipt's file name may have at most ${MAX_RECEIPT_NAME_BYTES} bytes (the ${MAX_NAME_BYTES} of a file name, less what its temporary name adds while it is written): rename the document or register it without --receipt-dir`
 	});
 }
 /**
@@ -12204,7 +12207,7 @@ async function writeReceipt(plan, index, hash, text, overwrite) {
 		throw failed(`the receipt ${path} could not be written: ${writeErrorReason(error)}`, error);
 	}
 }
-var RECEIPT_SUFFIX, WRITE_PROBE_PREFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, PARENT_AFTER_NAME, STICKY;
+var RECEIPT_SUFFIX, WRITE_PROBE_PREFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_RECEIPT_NAME_BYTES, PARENT_AFTER_NAME, STICKY;
 var init_receipts = __esmMin((() => {
 	init_errors();
 	init_mkdirs();
@@ -12216,6 +12219,7 @@ var init_receipts = __esmMin((() => {
 	WRITE_PROBE_PREFIX = ".notarize-probe-";
 	MAX_NAME_BYTES = 255;
 	MAX_PATH_BYTES = 4095;
+	MAX_RECEIPT_NAME_BYTES = MAX_NAME_BYTES - 31;
 	PARENT_AFTER_NAME = "is spelt with '..' after a folder's name, which after a link names another folder than it reads: give it without (its real path)";
 	STICKY = 512;
 }));

@@ -36,7 +36,7 @@ import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
 import { makeDirs } from '../mkdirs.js';
 import { parentAfterName, sameSpelling } from '../path-spelling.js';
-import { DirFlushes, uniqueSuffix, writeFileAtomic } from '../store/files.js';
+import { DirFlushes, TEMPORARY_NAME_EXTRA_BYTES, uniqueSuffix, writeFileAtomic } from '../store/files.js';
 import { writeErrorReason } from './hash.js';
 import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 
@@ -59,6 +59,13 @@ export function isWriteProbe(name: string): boolean {
 /** Longest file name most filesystems take (NAME_MAX), and longest path (PATH_MAX less the NUL). */
 const MAX_NAME_BYTES = 255;
 const MAX_PATH_BYTES = 4095;
+/**
+ * The longest receipt file name: a receipt is written to a temporary file
+ * named after it (writeFileAtomic: `.<name>.<pid>.<tag>.<counter>.tmp`),
+ * which must fit NAME_MAX too, or the write fails after the registration
+ * was paid for. TEMPORARY_NAME_EXTRA_BYTES is the most that name adds.
+ */
+const MAX_RECEIPT_NAME_BYTES = MAX_NAME_BYTES - TEMPORARY_NAME_EXTRA_BYTES;
 
 /** A document as the receipt namer sees it. */
 export interface ReceiptSubject {
@@ -209,11 +216,19 @@ async function readNoFollow(path: string): Promise<string | undefined> {
 /** Throws UsageError when `name`'s receipt cannot exist on a usual filesystem. */
 function checkFits(dir: string, name: string): void {
   const path = join(dir, `${name}${RECEIPT_SUFFIX}`);
-  const longest = Math.max(...path.split('/').map((part) => Buffer.byteLength(part)));
-  if (longest > MAX_NAME_BYTES || Buffer.byteLength(path) > MAX_PATH_BYTES) {
+  const parts = path.split('/');
+  const folders = parts.slice(0, -1).map((part) => Buffer.byteLength(part));
+  const fileName = Buffer.byteLength(parts.at(-1)!);
+  if (
+    Math.max(0, ...folders) > MAX_NAME_BYTES ||
+    fileName > MAX_RECEIPT_NAME_BYTES ||
+    Buffer.byteLength(path) + TEMPORARY_NAME_EXTRA_BYTES > MAX_PATH_BYTES
+  ) {
     throw new UsageError(`the receipt name for '${name}' is too long for the filesystem`, {
       code: 'receipt_name_too_long',
-      hint: `file names may have at most ${MAX_NAME_BYTES} bytes: rename the document or register it without --receipt-dir`,
+      hint:
+        `a receipt's file name may have at most ${MAX_RECEIPT_NAME_BYTES} bytes (the ${MAX_NAME_BYTES} of a file name, ` +
+        `less what its temporary name adds while it is written): rename the document or register it without --receipt-dir`,
     });
   }
 }

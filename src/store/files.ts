@@ -482,6 +482,14 @@ const PROCESS_TAG = randomBytes(4).toString('hex');
 let writeCounter = 0;
 
 /**
+ * The most bytes writeFileAtomic's temporary name adds to its target's
+ * name: `.`, `.`, a pid (7 digits: Linux's largest pid_max is 4194304), `.`,
+ * the tag (8), `.`, the counter (8 base-36 digits: 2.8 million million
+ * writes), `.tmp`. A target's name must leave room for them (core/receipts.ts).
+ */
+export const TEMPORARY_NAME_EXTRA_BYTES = 1 + 1 + 7 + 1 + 8 + 1 + 8 + 4;
+
+/**
  * The name of the file `name` is writeFileAtomic's temporary file for
  * (`.<target>.<uniqueSuffix>.tmp`, renamed to `<target>` once written), or
  * undefined: a run stopped between the two leaves one behind.

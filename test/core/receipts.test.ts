@@ -17,6 +17,7 @@ import {
   type ReceiptPlan,
 } from '../../src/core/receipts.js';
 import { receiptText } from '../../src/core/receipt-format.js';
+import { TEMPORARY_NAME_EXTRA_BYTES, writeFileAtomic } from '../../src/store/files.js';
 import { NotarizeError, UsageError } from '../../src/errors.js';
 import { sampleRecord } from '../helpers/fixtures.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
@@ -132,6 +133,21 @@ describe('planReceipts', () => {
   it('refuses a name too long for the filesystem', async () => {
     const error = await rejectionOf(planFor(`${'n'.repeat(250)}.txt`), UsageError);
     expect(error).toMatchObject({ code: 'receipt_name_too_long' });
+  });
+
+  it('refuses a name whose receipt fits NAME_MAX but whose temporary file would not: it failed after paying', async () => {
+    // 契約書 is 9 bytes: 25 of them and .pdf make 229 bytes, 247 with .notarization.json.
+    const cjk = `${'契約書'.repeat(25)}.pdf`;
+    const error = await rejectionOf(planFor(cjk), UsageError);
+    expect(error).toMatchObject({ code: 'receipt_name_too_long' });
+    expect(error.hint).toContain(`may have at most ${255 - TEMPORARY_NAME_EXTRA_BYTES} bytes`);
+    // The longest name taken is written for real, temporary file and all.
+    const longest = 'n'.repeat(255 - TEMPORARY_NAME_EXTRA_BYTES - '.notarization.json'.length);
+    const plan = await planFor(longest);
+    const path = receiptPath(plan, 0, 'ab'.repeat(32));
+    await writeFileAtomic(path, '{}\n', { replace: true });
+    expect(readFileSync(path, 'utf8')).toBe('{}\n');
+    await expect(planFor(`${longest}n`)).rejects.toMatchObject({ code: 'receipt_name_too_long' });
   });
 
   it.runIf(posix)('refuses a receipt folder that is a link, or not a folder', async () => {
