@@ -21335,10 +21335,17 @@ async function openList(source, stdin) {
 		unblock();
 	}
 }
-/** Opens and closes the writing end of the FIFO at `path` without waiting, so that a reader blocked opening it goes on. */
+/**
+* Opens the FIFO at `path` for reading and writing, without waiting, and
+* keeps it open (only an interruption's exit runs this, which closes it): a
+* reader blocked opening it goes on, and so does one whose open was queued
+* on the pool but not yet made when the signal came, which a writing end
+* opened and closed at once (O_WRONLY, ENXIO with no reader yet) left to
+* block for ever, and the exit with it. Linux opens a FIFO O_RDWR at once.
+*/
 function openWritingEnd(path) {
 	try {
-		closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+		openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
 	} catch {}
 }
 /** The documents of the arguments and the list (expandAll); a UsageError when walks found none. */

@@ -15,7 +15,7 @@
  * text or as an array), so memory stays bounded however long it is.
  */
 import { isUtf8 } from 'node:buffer';
-import { closeSync, constants, lstatSync, openSync, statSync } from 'node:fs';
+import { constants, lstatSync, openSync, statSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { anythingAt, entryPath, systemRealPath } from '../path-spelling.js';
@@ -554,12 +554,19 @@ async function openList(source: string, stdin: Readable): Promise<AsyncIterable<
   }
 }
 
-/** Opens and closes the writing end of the FIFO at `path` without waiting, so that a reader blocked opening it goes on. */
+/**
+ * Opens the FIFO at `path` for reading and writing, without waiting, and
+ * keeps it open (only an interruption's exit runs this, which closes it): a
+ * reader blocked opening it goes on, and so does one whose open was queued
+ * on the pool but not yet made when the signal came, which a writing end
+ * opened and closed at once (O_WRONLY, ENXIO with no reader yet) left to
+ * block for ever, and the exit with it. Linux opens a FIFO O_RDWR at once.
+ */
 function openWritingEnd(path: string): void {
   try {
-    closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+    openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
   } catch {
-    // No reader waiting any more (ENXIO), or the FIFO gone: nothing to free.
+    // The FIFO gone: nothing to free.
   }
 }
 
