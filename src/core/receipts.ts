@@ -336,8 +336,12 @@ export async function checkBeforeSending(
       hint: 'remove it and run again, or choose another --receipt-dir',
     });
   }
-  await checkReplaceable(path, info);
-  if (overwrite) return;
+  if (overwrite) {
+    // --force registers it again and replaces its receipt; without it a receipt of this document is
+    // kept as it is (a 409, a ledger's record), so one this user could not replace is no obstacle.
+    await checkReplaceable(path, info);
+    return;
+  }
   const receipt = receiptOf(await readNoFollow(path), hash);
   if (receipt !== undefined) {
     // Of this document, and of this service (or a bare record, which does not say): the new one replaces it.
