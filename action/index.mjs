@@ -12064,8 +12064,10 @@ async function checkBeforeSending(plan, index, hash, overwrite, baseUrl) {
 		code: "receipt_exists",
 		hint: "remove it and run again, or choose another --receipt-dir"
 	});
-	await checkReplaceable$1(path, info);
-	if (overwrite) return;
+	if (overwrite) {
+		await checkReplaceable$1(path, info);
+		return;
+	}
 	const receipt = receiptOf(await readNoFollow(path), hash);
 	if (receipt !== void 0) {
 		if (receipt.baseUrl === void 0 || receipt.baseUrl === baseUrl) return;
@@ -17588,8 +17590,9 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 			error: refused
 		};
 		else {
-			if (!asks.has(root)) adoptions.sent = true;
+			const first = !asks.has(root);
 			said = await asks.ask(root, file, () => askAbout(deps, entry, input));
+			if (first && !(said.kind === "failed" && nothingSent(said.error))) adoptions.sent = true;
 		}
 		if (said.kind === "absent") continue;
 		place(new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true));
@@ -18342,7 +18345,7 @@ async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ ne
 async function registerRoot(deps, tree, flags) {
 	let sent = false;
 	const onStep = (step) => {
-		sent = true;
+		if (step !== "requesting") sent = true;
 		deps.onStep?.(step);
 	};
 	const root = tree.entry.root;
@@ -18878,8 +18881,10 @@ var init_register_roots = __esmMin((() => {
 		* in the warning once too many roots were unknown to the service.
 		*/
 		async #ask(root, treeSize, source, file) {
-			if (!this.#asks.has(root)) this.#onSent();
-			return this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
+			const first = !this.#asks.has(root);
+			const said = await this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
+			if (first && !(said.kind === "failed" && nothingSent(said.error))) this.#onSent();
+			return said;
 		}
 		/**
 		* Said once, when this run completes a pending root: what was asked for
@@ -22930,7 +22935,7 @@ var init_register = __esmMin((() => {
 			const options = this.#options;
 			await this.#items.ready();
 			const onStep = (step) => {
-				this.#sent = true;
+				if (step !== "requesting") this.#sent = true;
 				this.#spinner.update(step);
 				if (step === "completing" && !this.#reporting.has(index)) this.#reporting.set(index, owingResult());
 			};

@@ -17,7 +17,7 @@ import { earlierProof, proofIn, type EarlierProof, type ReceiptPlan } from '../c
 import type { InclusionProof } from '../core/receipt-format.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { paidRootProblems, underUnreadRoot, type LoadedTree, type Placement, type Trees } from '../core/trees.js';
-import { StoreError } from '../errors.js';
+import { nothingSent, StoreError } from '../errors.js';
 import { TreesNow } from '../core/trees-now.js';
 import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
 import type { RegisterOptions } from './register-inputs.js';
@@ -277,8 +277,13 @@ export class DocumentRoots {
     source: string,
     file?: string,
   ): Promise<Awaited<ReturnType<typeof askAboutRoot>>> {
-    if (!this.#asks.has(root)) this.#onSent();
-    return this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
+    const first = !this.#asks.has(root);
+    const said = await this.#asks.ask(root, file, () =>
+      askAboutRoot(this.#deps, root, treeSize, this.#options, source),
+    );
+    // Sent, unless refused before it left (a damaged credentials file: exit 2, nothing sent).
+    if (first && !(said.kind === 'failed' && nothingSent(said.error))) this.#onSent();
+    return said;
   }
 
   /**

@@ -539,7 +539,9 @@ class Registrar {
     // With ndjson a line is printed per document: send no more while stdout is backed up.
     await this.#items.ready();
     const onStep = (step: string) => {
-      this.#sent = true;
+      // 'requesting' is said before the token is at hand (a damaged credentials file stops it there,
+      // nothing sent); the other steps follow a request that went out.
+      if (step !== 'requesting') this.#sent = true;
       this.#spinner.update(step);
       if (step === 'completing' && !this.#reporting.has(index)) this.#reporting.set(index, owingResult());
     };

@@ -616,7 +616,8 @@ export async function registerRoot(
 ): Promise<RootResult> {
   let sent = false;
   const onStep: FlowDeps['onStep'] = (step) => {
-    sent = true;
+    // 'requesting' is said before the token is at hand: a damaged credentials file stops it there.
+    if (step !== 'requesting') sent = true;
     deps.onStep?.(step);
   };
   const root = tree.entry.root;

@@ -9,7 +9,7 @@
 import { existsSync, lstatSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { EXIT, NotarizeError, StoreError } from '../errors.js';
+import { EXIT, NotarizeError, nothingSent, StoreError } from '../errors.js';
 import { treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
@@ -375,8 +375,10 @@ export async function adoptManifests(
       said = { kind: 'failed', error: refused };
     } else {
       // A root asked about already in this run (a receipt's) has its answer: no second request step.
-      if (!asks.has(root)) adoptions.sent = true;
+      const first = !asks.has(root);
       said = await asks.ask(root, file, () => askAbout(deps, entry, input));
+      // Sent, unless refused before it left (a damaged credentials file: exit 2).
+      if (first && !(said.kind === 'failed' && nothingSent(said.error))) adoptions.sent = true;
     }
     if (said.kind === 'absent') continue;
     // `confirmed`: the service has the root; `planned`: nothing is known of it (its ask failed).

@@ -299,41 +299,80 @@ describe('re-runs with receipts', () => {
 });
 
 describe('a receipt another user owns, in a sticky folder (as /tmp)', () => {
-  // root may replace any file (CAP_FOWNER): as root, the run is made as nobody through setpriv.
+  // root may replace any file (CAP_FOWNER): as root, the runs are made as nobody through setpriv.
   const asRoot = process.getuid?.() === 0;
   const canDrop = asRoot && spawnSync('setpriv', ['--version']).status === 0;
   it.skipIf(process.platform === 'win32' || !asRoot || !canDrop)(
-    'is refused before sending, even with --force: its replacement would fail after paying, on every re-run',
+    'is kept by a re-run (exit 0), and refused before sending with --force, whose replacement would fail after paying',
     async () => {
       const shared = bed.path('shared');
       mkdirSync(shared);
-      writeFileSync(bed.path('doc.txt'), 'a document, its receipt for a shared folder\n');
-      // root's receipt of it, left in the folder everyone writes in.
-      writeFileSync(join(shared, 'doc.txt.notarization.json'), '{"hash": "root\'s"}\n');
+      await bed.write('doc.txt', 'a document, its receipt in a shared folder\n');
+      // root's registration and receipt of it, left in the folder everyone writes in.
+      const first = await bed.main(['register', bed.path('doc.txt'), '--receipt-dir', shared, '--quiet']);
+      expect(first.code, first.stderr).toBe(0);
       chmodSync(shared, 0o1777);
       const home = bed.path('nobody-home');
       mkdirSync(home, { mode: 0o777 });
       chmodSync(home, 0o777);
       for (const dir of [bed.root, bed.workDir]) chmodSync(dir, 0o755);
       const bin = cliCopyForOtherUsers(bed.path('cli'));
-      const env = { ...bed.withKey(), NOTARIZE_CONFIG_DIR: join(home, 'store'), HOME: home };
-      const run = await runProcess(
-        'setpriv',
-        ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, bin, 'register', 'doc.txt'].concat([
-          '--receipt-dir',
-          shared,
-          '--force',
-        ]),
-        env,
-        { cwd: bed.workDir },
-      );
+      const env = {
+        ...bed.withKey(),
+        NOTARIZE_BASE_URL: bed.url,
+        NOTARIZE_CONFIG_DIR: join(home, 'store'),
+        HOME: home,
+      };
+      const asNobody = (...flags: string[]) =>
+        runProcess(
+          'setpriv',
+          ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, bin, 'register', 'doc.txt'].concat([
+            '--receipt-dir',
+            shared,
+            ...flags,
+          ]),
+          env,
+          { cwd: bed.workDir },
+        );
+      // A cold store: the service answers 409 and root's receipt stays the document's evidence.
+      const again = await asNobody();
+      expect(again.code, again.stderr).toBe(0);
+      const mark = bed.calls('request') + bed.calls('forfait');
+      const forced = await asNobody('--force');
       expectFailure(
-        run,
+        forced,
         2,
         /receipt .*doc\.txt\.notarization\.json belongs to another user, in a folder where only a file's owner may replace it/,
       );
-      expect(run.stderr).toContain('have its owner move it aside, or choose another --receipt-dir');
-      nothingSent();
+      expect(forced.stderr).toContain('have its owner move it aside, or choose another --receipt-dir');
+      expect(bed.calls('request') + bed.calls('forfait')).toBe(mark);
     },
   );
+});
+
+describe('a damaged credentials file stops a run before anything leaves: exit 2 whatever the output and the count', () => {
+  it('one document or two, table or NDJSON, with a receipt whose root would be asked about or not', async () => {
+    const a = await bed.file('a.txt', 'damaged credentials a\n');
+    const b = await bed.file('b.txt', 'damaged credentials b\n');
+    const receipts = bed.path('receipts');
+    const aggregate = await bed.main(['register', '--aggregate', a, b, '--receipt-dir', receipts, '--quiet']);
+    expect(aggregate.code, aggregate.stderr).toBe(0);
+    const cold = bed.path('cold-store');
+    mkdirSync(cold, { mode: 0o700 });
+    writeFileSync(join(cold, 'credentials.json'), '{ damaged', { mode: 0o600 });
+    const mark = bed.sandbox.calls.length;
+    for (const args of [
+      [a],
+      [a, '--output', 'ndjson'],
+      [a, b],
+      [a, '--receipt-dir', receipts],
+      [a, '--receipt-dir', receipts, '--output', 'ndjson'],
+      ['--aggregate', a, b, '--receipt-dir', receipts],
+    ]) {
+      const run = await bed.main(['register', ...args], { env: { NOTARIZE_CONFIG_DIR: cold } });
+      expect(run.code, `register ${args.join(' ')}: ${run.stderr}`).toBe(2);
+      expect(run.stdout + run.stderr).toContain('credentials.json is damaged');
+    }
+    expect(bed.sandbox.calls.slice(mark)).toEqual([]);
+  });
 });
