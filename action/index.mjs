@@ -25520,6 +25520,7 @@ var logout_exports = /* @__PURE__ */ __exportAll({
 	runLogout: () => runLogout
 });
 function configure$3(command, context) {
+	command.addHelpText("after", "\nIt forgets the token of the current service only: a store logged in to several keeps the others (log out of each).");
 	command.addHelpText("after", examples([
 		"notarize logout",
 		"# CI: leave no token behind on a shared runner",
@@ -25550,9 +25551,9 @@ async function runLogout(options) {
 }
 /** The old credentials file lives on under its other names (hard links), the token in it: where to find them. */
 function otherNamesWarning(path, { count, inode }) {
-	const names = count === 1 ? "another name" : `${count} other names`;
+	const names = count === 1 ? "another name (a hard link)" : `${count} other names (hard links)`;
 	const them = count === 1 ? "it" : "them";
-	return `${path} had ${names} (a hard link), where the token is still stored: find ${them} with \`find <mount point> -xdev -inum ${inode}\` on the file system holding it, and delete ${them}`;
+	return `${path} had ${names}, where this token, and every other it held then, is still stored: find ${them} with \`find <mount point> -xdev -inum ${inode}\` on the file system holding it, and delete ${them}`;
 }
 var init_logout = __esmMin((() => {
 	init_secrets();

@@ -18,6 +18,10 @@ export interface LogoutOptions {
 export function configure(command: Command, context: () => Context): void {
   command.addHelpText(
     'after',
+    '\nIt forgets the token of the current service only: a store logged in to several keeps the others (log out of each).',
+  );
+  command.addHelpText(
+    'after',
     examples(['notarize logout', '# CI: leave no token behind on a shared runner', 'notarize logout --quiet']),
   );
   command.action(async () => {
@@ -49,10 +53,10 @@ export async function runLogout(options: LogoutOptions): Promise<ValueResult> {
 
 /** The old credentials file lives on under its other names (hard links), the token in it: where to find them. */
 function otherNamesWarning(path: string, { count, inode }: { count: number; inode: number }): string {
-  const names = count === 1 ? 'another name' : `${count} other names`;
+  const names = count === 1 ? 'another name (a hard link)' : `${count} other names (hard links)`;
   const them = count === 1 ? 'it' : 'them';
   return (
-    `${path} had ${names} (a hard link), where the token is still stored: find ${them} with ` +
+    `${path} had ${names}, where this token, and every other it held then, is still stored: find ${them} with ` +
     `\`find <mount point> -xdev -inum ${inode}\` on the file system holding it, and delete ${them}`
   );
 }

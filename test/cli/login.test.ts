@@ -169,7 +169,7 @@ describe('credentials.json with another name (a hard link, made by a backup tool
       kind: 'value',
       info: [`logged out of ${bed.url}`],
       warnings: [
-        `${bed.credentialsFile} had another name (a hard link), where the token is still stored: find it with ` +
+        `${bed.credentialsFile} had another name (a hard link), where this token, and every other it held then, is still stored: find it with ` +
           `\`find <mount point> -xdev -inum ${linked}\` on the file system holding it, and delete it`,
       ],
     });
