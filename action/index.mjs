@@ -6,7 +6,7 @@ import { basename, dirname, extname, isAbsolute, join, normalize, resolve, sep }
 import { once, setMaxListeners } from "node:events";
 import process$1 from "node:process";
 import { setTimeout as setTimeout$1 } from "node:timers/promises";
-import { lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
+import { access, lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { isUtf8 } from "node:buffer";
 import { performance as performance$1 } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
@@ -11936,17 +11936,29 @@ function linkRefused(path, what) {
 }
 /** Throws UsageError when a folder of `name`'s receipt exists as a link or as something other than a folder. */
 async function checkFolders(dir, name) {
+	let deepest;
 	for (const folder of foldersOf(dir, name)) {
 		let info;
 		try {
 			info = await lstat(folder);
 		} catch {
-			return;
+			break;
 		}
 		if (info.isSymbolicLink()) throw linkRefused(folder, "receipt folder");
 		if (!info.isDirectory()) throw new UsageError(`receipt folder ${folder} exists and is not a directory`, {
 			code: "receipt_exists",
 			hint: "remove it and run again, or choose another --receipt-dir"
+		});
+		deepest = folder;
+	}
+	if (deepest === void 0) return;
+	try {
+		await access(deepest, constants.W_OK | constants.X_OK);
+	} catch (error) {
+		throw new UsageError(`receipt folder ${deepest} is not writable: ${writeErrorReason(error)}`, {
+			code: "receipt_dir",
+			hint: "give this user write access to it, or choose another --receipt-dir",
+			cause: error
 		});
 	}
 }

@@ -30,7 +30,7 @@
  * no openat(); keep the receipt directory your own.
  */
 import { constants, rmSync, type Stats } from 'node:fs';
-import { lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
+import { access, lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
@@ -165,12 +165,13 @@ function linkRefused(path: string, what: string): UsageError {
 
 /** Throws UsageError when a folder of `name`'s receipt exists as a link or as something other than a folder. */
 async function checkFolders(dir: string, name: string): Promise<void> {
+  let deepest: string | undefined;
   for (const folder of foldersOf(dir, name)) {
     let info;
     try {
       info = await lstat(folder);
     } catch {
-      return; // Missing: created when the receipt is written, and nothing below it can exist yet.
+      break; // Missing: created when the receipt is written, and nothing below it can exist yet.
     }
     if (info.isSymbolicLink()) throw linkRefused(folder, 'receipt folder');
     if (!info.isDirectory()) {
@@ -179,6 +180,19 @@ async function checkFolders(dir: string, name: string): Promise<void> {
         hint: 'remove it and run again, or choose another --receipt-dir',
       });
     }
+    deepest = folder;
+  }
+  // The receipt (or the next folder) is made in the deepest one there: planReceipts proved only the
+  // top folder writable, and a subfolder left by another user (a root build step) failed after paying.
+  if (deepest === undefined) return;
+  try {
+    await access(deepest, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    throw new UsageError(`receipt folder ${deepest} is not writable: ${writeErrorReason(error)}`, {
+      code: 'receipt_dir',
+      hint: 'give this user write access to it, or choose another --receipt-dir',
+      cause: error,
+    });
   }
 }
 

@@ -350,6 +350,47 @@ describe('a receipt another user owns, in a sticky folder (as /tmp)', () => {
   );
 });
 
+describe('a receipt subfolder this user cannot write in (left by a root build step)', () => {
+  const asRoot = process.getuid?.() === 0;
+  const canDrop = asRoot && spawnSync('setpriv', ['--version']).status === 0;
+  it.skipIf(process.platform === 'win32' || !asRoot || !canDrop)(
+    'is refused before sending (exit 2, nothing sent), not found after paying',
+    async () => {
+      await bed.write('dist/a/f.txt', 'in a subfolder\n');
+      await bed.write('dist/ok.txt', 'at the top\n');
+      const receipts = bed.path('receipts');
+      mkdirSync(join(receipts, 'a'), { recursive: true });
+      chmodSync(join(receipts, 'a'), 0o755);
+      const home = bed.path('nobody-home');
+      mkdirSync(home, { mode: 0o777 });
+      chmodSync(home, 0o777);
+      for (const dir of [bed.root, bed.workDir, bed.path('dist'), bed.path('dist/a')]) chmodSync(dir, 0o755);
+      spawnSync('chown', ['65534:65534', receipts]);
+      const bin = cliCopyForOtherUsers(bed.path('cli'));
+      const env = {
+        ...bed.withKey(),
+        NOTARIZE_BASE_URL: bed.url,
+        NOTARIZE_CONFIG_DIR: join(home, 'store'),
+        HOME: home,
+      };
+      const run = await runProcess(
+        'setpriv',
+        ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, bin, 'register', '-r', 'dist'].concat([
+          '--receipt-dir',
+          receipts,
+        ]),
+        env,
+        { cwd: bed.workDir },
+      );
+      expect(run.code, run.stdout + run.stderr).toBe(2);
+      expect(run.stdout + run.stderr).toContain(
+        `receipt folder ${join(receipts, 'a')} is not writable: permission denied`,
+      );
+      nothingSent();
+    },
+  );
+});
+
 describe('a damaged credentials file stops a run before anything leaves: exit 2 whatever the output and the count', () => {
   it('one document or two, table or NDJSON, with a receipt whose root would be asked about or not', async () => {
     const a = await bed.file('a.txt', 'damaged credentials a\n');
