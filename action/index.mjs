@@ -10214,6 +10214,16 @@ var init_http$1 = __esmMin((() => {
 		* TransientError (network, timeout, 429, 5xx), ServiceRefusedError (other
 		* 4xx) or ProtocolError (unexpected status, oversized answer).
 		*/
+		/**
+		* How many requests this transport handed to the network (login included),
+		* answered or not: 0 means nothing of the run left the machine, which only
+		* exit 2 may say. A connection refused counts too (one cannot tell it
+		* from a request lost on the way), so the count errs towards "sent".
+		*/
+		get dispatched() {
+			return this.#dispatched;
+		}
+		#dispatched = 0;
 		async send(req) {
 			const { path } = req;
 			assertSafePath(path);
@@ -10242,6 +10252,7 @@ var init_http$1 = __esmMin((() => {
 			let answer;
 			try {
 				const target = new URL(url);
+				this.#dispatched += 1;
 				answer = await this.options.dispatcher.request({
 					origin: target.origin,
 					path: `${target.pathname}${target.search}`,
@@ -22835,7 +22846,7 @@ var init_register = __esmMin((() => {
 			this.#options.io.clearProgress();
 			this.#noReceipts();
 			showMetadataSent(this.#options.io, this.#metadataSent);
-			const failure = tally.failure(this.#sent, total);
+			const failure = tally.failure(this.#sent || this.#deps.api.transport.dispatched > 0, total);
 			return {
 				kind: "items",
 				title: TITLE$1,

@@ -84,6 +84,17 @@ export class HttpTransport {
    * TransientError (network, timeout, 429, 5xx), ServiceRefusedError (other
    * 4xx) or ProtocolError (unexpected status, oversized answer).
    */
+  /**
+   * How many requests this transport handed to the network (login included),
+   * answered or not: 0 means nothing of the run left the machine, which only
+   * exit 2 may say. A connection refused counts too (one cannot tell it
+   * from a request lost on the way), so the count errs towards "sent".
+   */
+  get dispatched(): number {
+    return this.#dispatched;
+  }
+  #dispatched = 0;
+
   async send(req: HttpRequest): Promise<HttpAnswer> {
     const { path } = req;
     assertSafePath(path);
@@ -125,6 +136,7 @@ export class HttpTransport {
     let answer: Dispatcher.ResponseData;
     try {
       const target = new URL(url);
+      this.#dispatched += 1;
       answer = await this.options.dispatcher.request({
         origin: target.origin,
         path: `${target.pathname}${target.search}`,

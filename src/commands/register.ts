@@ -419,7 +419,9 @@ class Registrar {
     this.#options.io.clearProgress();
     this.#noReceipts();
     showMetadataSent(this.#options.io, this.#metadataSent);
-    const failure = tally.failure(this.#sent, total);
+    // Sent: a step that follows a request, a root asked about, or any request handed to the network
+    // (a login, a request step that failed): exit 2 then would lie.
+    const failure = tally.failure(this.#sent || this.#deps.api.transport.dispatched > 0, total);
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 

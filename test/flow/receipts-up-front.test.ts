@@ -416,4 +416,14 @@ describe('a damaged credentials file stops a run before anything leaves: exit 2 
     }
     expect(bed.sandbox.calls.slice(mark)).toEqual([]);
   });
+
+  it('while a run where a request left, and another document failed locally, is exit 1 (something was sent)', async () => {
+    const a = await bed.file('sent.txt', 'its request step answered 503\n');
+    bed.sandbox.addFaults([{ route: 'request', kind: 'status', value: 503 }]);
+    for (const output of [[], ['--output', 'ndjson']]) {
+      const run = await bed.main(['register', bed.path('missing.txt'), a, '-j', '1', '--retries', '0', ...output]);
+      expect(run.code, `${output.join(' ')}: ${run.stdout}${run.stderr}`).toBe(1);
+    }
+    expect(bed.calls('request')).toBeGreaterThan(0);
+  });
 });
