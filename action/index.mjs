@@ -10218,7 +10218,8 @@ var init_http$1 = __esmMin((() => {
 		* How many requests this transport handed to the network (login included),
 		* answered or not: 0 means nothing of the run left the machine, which only
 		* exit 2 may say. A connection refused counts too (one cannot tell it
-		* from a request lost on the way), so the count errs towards "sent".
+		* from a request lost on the way), so the count errs towards "sent"; a
+		* failure known to have sent nothing (exit 2) does not.
 		*/
 		get dispatched() {
 			return this.#dispatched;
@@ -10265,7 +10266,9 @@ var init_http$1 = __esmMin((() => {
 				});
 			} catch (error) {
 				this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);
-				throw networkError(method, url, error, this.options.proxyVariable);
+				const failure = networkError(method, url, error, this.options.proxyVariable);
+				if (nothingSent(failure)) this.#dispatched -= 1;
+				throw failure;
 			}
 			const status = answer.statusCode;
 			const ok = status >= 200 && status < 300;
@@ -18906,7 +18909,7 @@ var init_register_roots = __esmMin((() => {
 		async #ask(root, treeSize, source, file) {
 			const first = !this.#asks.has(root);
 			const said = await this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
-			if (first && !(said.kind === "failed" && nothingSent(said.error))) this.#onSent();
+			if (first && !(said.kind === "failed" && nothingSent(said.error))) this.#onSent?.();
 			return said;
 		}
 		/**
@@ -22693,10 +22696,6 @@ var init_register = __esmMin((() => {
 		#hashedBytes = 0;
 		/** Documents registered this run whose custody metadata was sent (said once at the end). */
 		#metadataSent = 0;
-		/** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
-		#sent = false;
-		/** A root was asked about (DocumentRoots): sent for certain, unlike a step announced (#sent) that may stop before it leaves. */
-		#rootsAsked = false;
 		/**
 		* The documents whose completion was sent, until their result is out:
 		* held with the flow's own (interrupt.ts), so that a signal's grace also
@@ -22724,17 +22723,22 @@ var init_register = __esmMin((() => {
 				options,
 				receipts: documents.receipts,
 				baseUrl,
-				deps: this.#deps,
-				onSent: () => {
-					this.#sent = true;
-					this.#rootsAsked = true;
-				}
+				deps: this.#deps
 			});
 			this.#pool = new HashPool(documents.single ? 1 : void 0);
 			this.#spinner = documents.single ? options.io.spinner("hashing") : {
 				update() {},
 				stop() {}
 			};
+		}
+		/**
+		* Whether anything of the run left for the service (a login, a root asked about, a request step,
+		* a completion, whether answered or not): from then on exit 2 ("nothing was sent") would lie. The
+		* requests the transport handed to the network, not the steps announced: a step is said before
+		* its token is read, which a damaged credentials file stops with nothing sent.
+		*/
+		#sentAny() {
+			return this.#deps.api.transport.dispatched > 0;
 		}
 		/** The one document's outcome; its failure is the run's, after its GitHub summary. */
 		async single() {
@@ -22754,7 +22758,7 @@ var init_register = __esmMin((() => {
 			try {
 				registered = await this.#one(item);
 			} catch (error) {
-				const honest = this.#rootsAsked ? sentAlready(error) : error;
+				const honest = this.#sentAny() ? sentAlready(error) : error;
 				const failed = this.#result(item, 0, {
 					ok: false,
 					error: asNotarizeError(honest)
@@ -22769,9 +22773,8 @@ var init_register = __esmMin((() => {
 			}
 			this.#spinner.stop();
 			const { outcome, receipt, receiptError, under } = registered;
-			const sent = outcome.kind === "completed" || outcome.kind === "already-registered" && outcome.service !== void 0 || this.#rootsAsked;
 			const late = receiptError ?? custodyFailure(outcome);
-			const failure = late !== void 0 && sent ? sentAlready(late) : late;
+			const failure = late !== void 0 && this.#sentAny() ? sentAlready(late) : late;
 			const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
 			if (under && entry) {
 				const { proof } = under;
@@ -22846,7 +22849,7 @@ var init_register = __esmMin((() => {
 			this.#options.io.clearProgress();
 			this.#noReceipts();
 			showMetadataSent(this.#options.io, this.#metadataSent);
-			const failure = tally.failure(this.#sent || this.#deps.api.transport.dispatched > 0, total);
+			const failure = tally.failure(this.#sentAny(), total);
 			return {
 				kind: "items",
 				title: TITLE$1,
@@ -22958,7 +22961,6 @@ var init_register = __esmMin((() => {
 			const options = this.#options;
 			await this.#items.ready();
 			const onStep = (step) => {
-				if (step !== "requesting") this.#sent = true;
 				this.#spinner.update(step);
 				if (step === "completing" && !this.#reporting.has(index)) this.#reporting.set(index, owingResult());
 			};

@@ -13,6 +13,7 @@ import {
   ProtocolError,
   ServiceRefusedError,
   TransientError,
+  nothingSent,
   UnreadableAnswerError,
   UsageError,
 } from '../errors.js';
@@ -88,7 +89,8 @@ export class HttpTransport {
    * How many requests this transport handed to the network (login included),
    * answered or not: 0 means nothing of the run left the machine, which only
    * exit 2 may say. A connection refused counts too (one cannot tell it
-   * from a request lost on the way), so the count errs towards "sent".
+   * from a request lost on the way), so the count errs towards "sent"; a
+   * failure known to have sent nothing (exit 2) does not.
    */
   get dispatched(): number {
     return this.#dispatched;
@@ -150,7 +152,10 @@ export class HttpTransport {
       });
     } catch (error) {
       this.options.log?.(`${method} ${url} -> failed after ${elapsed()}`);
-      throw networkError(method, url, error, this.options.proxyVariable);
+      const failure = networkError(method, url, error, this.options.proxyVariable);
+      // Known not to have left (no memory for the parser: exit 2): not counted.
+      if (nothingSent(failure)) this.#dispatched -= 1;
+      throw failure;
     }
     const status = answer.statusCode;
     const ok = status >= 200 && status < 300;

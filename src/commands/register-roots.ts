@@ -37,7 +37,7 @@ interface DocumentRootsRun {
   baseUrl: string;
   deps: Pick<FlowDeps, 'api' | 'store'>;
   /** Told when a request goes out for a root (an ask, a completion): exit 2 would lie from then on. */
-  onSent: () => void;
+  onSent?: () => void;
   /** The asks of the run, when shared with its manifests' (register --aggregate); else its own. */
   asks?: RootAsks;
 }
@@ -51,7 +51,7 @@ export class DocumentRoots {
   readonly #receipts: ReceiptPlan | undefined;
   readonly #baseUrl: string;
   readonly #deps: Pick<FlowDeps, 'api' | 'store'>;
-  readonly #onSent: () => void;
+  readonly #onSent: (() => void) | undefined;
   /** The trees of this store as they are now, read when a document first needs them (#underRoot). */
   readonly #treesNow: TreesNow;
   /** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
@@ -282,7 +282,7 @@ export class DocumentRoots {
       askAboutRoot(this.#deps, root, treeSize, this.#options, source),
     );
     // Sent, unless refused before it left (a damaged credentials file: exit 2, nothing sent).
-    if (first && !(said.kind === 'failed' && nothingSent(said.error))) this.#onSent();
+    if (first && !(said.kind === 'failed' && nothingSent(said.error))) this.#onSent?.();
     return said;
   }
 

@@ -267,10 +267,6 @@ class Registrar {
   #hashedBytes = 0;
   /** Documents registered this run whose custody metadata was sent (said once at the end). */
   #metadataSent = 0;
-  /** Whether any item reached the service: from then on exit 2 ("nothing was sent") would lie. */
-  #sent = false;
-  /** A root was asked about (DocumentRoots): sent for certain, unlike a step announced (#sent) that may stop before it leaves. */
-  #rootsAsked = false;
   /**
    * The documents whose completion was sent, until their result is out:
    * held with the flow's own (interrupt.ts), so that a signal's grace also
@@ -293,13 +289,19 @@ class Registrar {
       receipts: documents.receipts,
       baseUrl,
       deps: this.#deps,
-      onSent: () => {
-        this.#sent = true;
-        this.#rootsAsked = true;
-      },
     });
     this.#pool = new HashPool(documents.single ? 1 : undefined);
     this.#spinner = documents.single ? options.io.spinner('hashing') : { update() {}, stop() {} };
+  }
+
+  /**
+   * Whether anything of the run left for the service (a login, a root asked about, a request step,
+   * a completion, whether answered or not): from then on exit 2 ("nothing was sent") would lie. The
+   * requests the transport handed to the network, not the steps announced: a step is said before
+   * its token is read, which a damaged credentials file stops with nothing sent.
+   */
+  #sentAny(): boolean {
+    return this.#deps.api.transport.dispatched > 0;
   }
 
   /** The one document's outcome; its failure is the run's, after its GitHub summary. */
@@ -319,9 +321,8 @@ class Registrar {
     try {
       registered = await this.#one(item);
     } catch (error) {
-      // After a root was asked about, exit 2 would say nothing was sent (the flow's own errors once
-      // its request went out are not exit 2 already).
-      const honest = this.#rootsAsked ? sentAlready(error) : error;
+      // Once a request left (a root asked about, a login), exit 2 would say nothing was sent.
+      const honest = this.#sentAny() ? sentAlready(error) : error;
       const failed = this.#result(item, 0, { ok: false, error: asNotarizeError(honest) });
       // The run ends with the error as it came: main() reports an unexpected one with its own hint.
       const failure = honest instanceof Error ? honest : asNotarizeError(honest);
@@ -332,12 +333,8 @@ class Registrar {
     // Shown after the record. Once something was sent (a completion, a 409 heard, a root asked
     // about), never exit 2: a custody call refused before it went out says "was not sent" of itself,
     // not of the run, whose registration went through.
-    const sent =
-      outcome.kind === 'completed' ||
-      (outcome.kind === 'already-registered' && outcome.service !== undefined) ||
-      this.#rootsAsked;
     const late = receiptError ?? custodyFailure(outcome);
-    const failure = late !== undefined && sent ? (sentAlready(late) as NotarizeError | Error) : late;
+    const failure = late !== undefined && this.#sentAny() ? (sentAlready(late) as NotarizeError | Error) : late;
     const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
     if (under && entry) {
       // The root's record, as verify shows a document under a root.
@@ -419,9 +416,7 @@ class Registrar {
     this.#options.io.clearProgress();
     this.#noReceipts();
     showMetadataSent(this.#options.io, this.#metadataSent);
-    // Sent: a step that follows a request, a root asked about, or any request handed to the network
-    // (a login, a request step that failed): exit 2 then would lie.
-    const failure = tally.failure(this.#sent || this.#deps.api.transport.dispatched > 0, total);
+    const failure = tally.failure(this.#sentAny(), total);
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 
@@ -541,9 +536,6 @@ class Registrar {
     // With ndjson a line is printed per document: send no more while stdout is backed up.
     await this.#items.ready();
     const onStep = (step: string) => {
-      // 'requesting' is said before the token is at hand (a damaged credentials file stops it there,
-      // nothing sent); the other steps follow a request that went out.
-      if (step !== 'requesting') this.#sent = true;
       this.#spinner.update(step);
       if (step === 'completing' && !this.#reporting.has(index)) this.#reporting.set(index, owingResult());
     };
