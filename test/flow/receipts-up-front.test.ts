@@ -298,11 +298,28 @@ describe('re-runs with receipts', () => {
   });
 });
 
+/** root may do what these tests refuse (CAP_FOWNER, DAC override): as root, the runs are made as nobody. */
+const canRunAsNobody =
+  process.platform !== 'win32' && process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
+
+/**
+ * `notarize ...args` as nobody (setpriv), from the work folder, on a store
+ * of its own, with the bed's sandbox and key; the bed's folders (and
+ * `open`) opened to it.
+ */
+function asNobody(open: string[] = []): (...args: string[]) => ReturnType<typeof runProcess> {
+  const home = bed.path('nobody-home');
+  mkdirSync(home, { mode: 0o777 });
+  chmodSync(home, 0o777);
+  for (const dir of [bed.root, bed.workDir, ...open]) chmodSync(dir, 0o755);
+  const bin = cliCopyForOtherUsers(bed.path('cli'));
+  const env = { ...bed.withKey(), NOTARIZE_BASE_URL: bed.url, NOTARIZE_CONFIG_DIR: join(home, 'store'), HOME: home };
+  const drop = ['--reuid=65534', '--regid=65534', '--clear-groups'];
+  return (...args) => runProcess('setpriv', [...drop, process.execPath, bin, ...args], env, { cwd: bed.workDir });
+}
+
 describe('a receipt another user owns, in a sticky folder (as /tmp)', () => {
-  // root may replace any file (CAP_FOWNER): as root, the runs are made as nobody through setpriv.
-  const asRoot = process.getuid?.() === 0;
-  const canDrop = asRoot && spawnSync('setpriv', ['--version']).status === 0;
-  it.skipIf(process.platform === 'win32' || !asRoot || !canDrop)(
+  it.runIf(canRunAsNobody)(
     'is kept by a re-run (exit 0), and refused before sending with --force, whose replacement would fail after paying',
     async () => {
       const shared = bed.path('shared');
@@ -312,33 +329,12 @@ describe('a receipt another user owns, in a sticky folder (as /tmp)', () => {
       const first = await bed.main(['register', bed.path('doc.txt'), '--receipt-dir', shared, '--quiet']);
       expect(first.code, first.stderr).toBe(0);
       chmodSync(shared, 0o1777);
-      const home = bed.path('nobody-home');
-      mkdirSync(home, { mode: 0o777 });
-      chmodSync(home, 0o777);
-      for (const dir of [bed.root, bed.workDir]) chmodSync(dir, 0o755);
-      const bin = cliCopyForOtherUsers(bed.path('cli'));
-      const env = {
-        ...bed.withKey(),
-        NOTARIZE_BASE_URL: bed.url,
-        NOTARIZE_CONFIG_DIR: join(home, 'store'),
-        HOME: home,
-      };
-      const asNobody = (...flags: string[]) =>
-        runProcess(
-          'setpriv',
-          ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, bin, 'register', 'doc.txt'].concat([
-            '--receipt-dir',
-            shared,
-            ...flags,
-          ]),
-          env,
-          { cwd: bed.workDir },
-        );
+      const notarize = asNobody();
       // A cold store: the service answers 409 and root's receipt stays the document's evidence.
-      const again = await asNobody();
+      const again = await notarize('register', 'doc.txt', '--receipt-dir', shared);
       expect(again.code, again.stderr).toBe(0);
       const mark = bed.calls('request') + bed.calls('forfait');
-      const forced = await asNobody('--force');
+      const forced = await notarize('register', 'doc.txt', '--receipt-dir', shared, '--force');
       expectFailure(
         forced,
         2,
@@ -351,44 +347,26 @@ describe('a receipt another user owns, in a sticky folder (as /tmp)', () => {
 });
 
 describe('a receipt subfolder this user cannot write in (left by a root build step)', () => {
-  const asRoot = process.getuid?.() === 0;
-  const canDrop = asRoot && spawnSync('setpriv', ['--version']).status === 0;
-  it.skipIf(process.platform === 'win32' || !asRoot || !canDrop)(
-    'is refused before sending (exit 2, nothing sent), not found after paying',
-    async () => {
-      await bed.write('dist/a/f.txt', 'in a subfolder\n');
-      await bed.write('dist/ok.txt', 'at the top\n');
-      const receipts = bed.path('receipts');
-      mkdirSync(join(receipts, 'a'), { recursive: true });
-      chmodSync(join(receipts, 'a'), 0o755);
-      const home = bed.path('nobody-home');
-      mkdirSync(home, { mode: 0o777 });
-      chmodSync(home, 0o777);
-      for (const dir of [bed.root, bed.workDir, bed.path('dist'), bed.path('dist/a')]) chmodSync(dir, 0o755);
-      spawnSync('chown', ['65534:65534', receipts]);
-      const bin = cliCopyForOtherUsers(bed.path('cli'));
-      const env = {
-        ...bed.withKey(),
-        NOTARIZE_BASE_URL: bed.url,
-        NOTARIZE_CONFIG_DIR: join(home, 'store'),
-        HOME: home,
-      };
-      const run = await runProcess(
-        'setpriv',
-        ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, bin, 'register', '-r', 'dist'].concat([
-          '--receipt-dir',
-          receipts,
-        ]),
-        env,
-        { cwd: bed.workDir },
-      );
-      expect(run.code, run.stdout + run.stderr).toBe(2);
-      expect(run.stdout + run.stderr).toContain(
-        `receipt folder ${join(receipts, 'a')} is not writable: permission denied`,
-      );
-      nothingSent();
-    },
-  );
+  it.runIf(canRunAsNobody)('is refused before sending (exit 2, nothing sent), not found after paying', async () => {
+    await bed.write('dist/a/f.txt', 'in a subfolder\n');
+    await bed.write('dist/ok.txt', 'at the top\n');
+    const receipts = bed.path('receipts');
+    mkdirSync(join(receipts, 'a'), { recursive: true });
+    chmodSync(join(receipts, 'a'), 0o755);
+    spawnSync('chown', ['65534:65534', receipts]);
+    const run = await asNobody([bed.path('dist'), bed.path('dist/a')])(
+      'register',
+      '-r',
+      'dist',
+      '--receipt-dir',
+      receipts,
+    );
+    expect(run.code, run.stdout + run.stderr).toBe(2);
+    expect(run.stdout + run.stderr).toContain(
+      `receipt folder ${join(receipts, 'a')} is not writable: permission denied`,
+    );
+    nothingSent();
+  });
 });
 
 describe('a damaged credentials file stops a run before anything leaves: exit 2 whatever the output and the count', () => {
