@@ -66,26 +66,18 @@ export function runMinimal(workDir, listFile, count, { concurrency = 8, faults }
 
 /** bench/reference/minimal-store.js over the same list with a fresh store, 8 in flight. */
 export function runMinimalStore(workDir, listFile, count, { faults } = {}) {
-  const store = mkdtempSync(join(workDir, 'minimal-store-'));
-  return runReference('minimal-store.js', 'the minimal script with the store', workDir, count, faults, (url, key) => [
-    url,
-    key,
-    listFile,
-    store,
-    '8',
-  ]);
+  return runWithStore('minimal-store', 'the minimal script with the store', workDir, listFile, count, faults);
 }
 
 /** bench/reference/minimal-journal.js over the same list with a fresh store, 8 in flight. */
 export function runMinimalJournal(workDir, listFile, count, { faults } = {}) {
-  const store = mkdtempSync(join(workDir, 'minimal-journal-'));
-  return runReference('minimal-journal.js', 'the minimal script with a journal', workDir, count, faults, (url, key) => [
-    url,
-    key,
-    listFile,
-    store,
-    '8',
-  ]);
+  return runWithStore('minimal-journal', 'the minimal script with a journal', workDir, listFile, count, faults);
+}
+
+/** A reference script `<script>.js` taking a store folder: a fresh one under `workDir`, 8 in flight. */
+function runWithStore(script, name, workDir, listFile, count, faults) {
+  const store = mkdtempSync(join(workDir, `${script}-`));
+  return runReference(`${script}.js`, name, workDir, count, faults, (url, key) => [url, key, listFile, store, '8']);
 }
 
 /** bench/reference/minimal-aggregate.js: one root over the files of the list. */
