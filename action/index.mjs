@@ -14399,8 +14399,8 @@ async function finishGiven(deps, pending) {
 		return await finish$1(deps, pending, false, { hash: pending.hash });
 	} catch (error) {
 		if (error instanceof ServiceRefusedError && error.status === 404) {
-			await deps.store.removePending(pending.hash);
-			error.hint = `the service does not know ${pending.hash}, so the session given was not kept; register the document first (\`notarize register\`)`;
+			const stuck = await deps.store.removePending(pending.hash).then(() => void 0, (removal) => removal);
+			error.hint = stuck === void 0 ? `the service does not know ${pending.hash}, so the session given was not kept; register the document first (\`notarize register\`)` : `the service does not know ${pending.hash}; the session given could not be removed (${stuck.message}): \`notarize pending drop ${pending.hash}\` puts it aside once the store is writable; register the document first (\`notarize register\`)`;
 		}
 		throw error;
 	}

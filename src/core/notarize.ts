@@ -429,11 +429,20 @@ async function finishGiven(deps: FlowDeps, pending: PendingEntry): Promise<Outco
     return await finish(deps, pending, false, { hash: pending.hash });
   } catch (error) {
     if (error instanceof ServiceRefusedError && error.status === 404) {
-      await deps.store.removePending(pending.hash);
-      // Nothing of the hash is left here (an unread request step's mark went when the session was saved).
+      // The 404 is the answer to report, even when the store can no longer be changed (made read-only
+      // since the session was saved): the session then stays where `pending drop` finds it.
+      const stuck = await deps.store.removePending(pending.hash).then(
+        () => undefined,
+        (removal: unknown) => removal as Error,
+      );
+      // Nothing else of the hash is left here (an unread request step's mark went when the session was saved).
       error.hint =
-        `the service does not know ${pending.hash}, so the session given was not kept; ` +
-        'register the document first (`notarize register`)';
+        stuck === undefined
+          ? `the service does not know ${pending.hash}, so the session given was not kept; ` +
+            'register the document first (`notarize register`)'
+          : `the service does not know ${pending.hash}; the session given could not be removed (${stuck.message}): ` +
+            `\`notarize pending drop ${pending.hash}\` puts it aside once the store is writable; ` +
+            'register the document first (`notarize register`)';
     }
     throw error;
   }

@@ -18,7 +18,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ApiClient } from '../../src/api/client.js';
 import { parseAnswer } from '../../src/api/client.js';
 import { notarizationRecordSchema, subscriptionSessionSchema } from '../../src/api/schemas.js';
@@ -793,6 +793,27 @@ describe('complete', () => {
     );
     expect(store.readPending(hash)).toBeUndefined();
     expect(store.readUnanswered(hash)).toBeUndefined();
+  });
+
+  it('a 404 for a session given by hand that can no longer be removed: the 404, saying where it is kept', async () => {
+    const hash = sha256('unknown to the service, session stuck');
+    const { store, deps } = world();
+    // The session's file turns into a folder while forfait is on the wire: its removal fails (EISDIR),
+    // as it would in a store made read-only meanwhile.
+    fault('forfait:latency=300');
+    const given = (await sandboxApi().activeSubscription()).raw;
+    const completing = rejectionOf(complete(deps, hash, { kind: 'given', json: given }), ServiceRefusedError);
+    await vi.waitFor(() => expect(bed.calls('forfait')).toBe(1), { timeout: 5_000, interval: 2 });
+    rmSync(store.pendingFile(hash));
+    mkdirSync(join(store.pendingFile(hash), 'inside'), { recursive: true });
+    const error = await completing;
+    expect(error).toMatchObject({ status: 404 });
+    expect(error.hint).toBe(
+      `the service does not know ${hash}; the session given could not be removed ` +
+        `(EISDIR: illegal operation on a directory, unlink '${store.pendingFile(hash)}'): ` +
+        `\`notarize pending drop ${hash}\` puts it aside once the store is writable; ` +
+        'register the document first (`notarize register`)',
+    );
   });
 
   it('a session given by hand that the service refuses otherwise is kept, to finish later', async () => {

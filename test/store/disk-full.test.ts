@@ -9,6 +9,7 @@
  * stand-in's fsync.
  */
 import type * as NodeFs from 'node:fs';
+import type * as NodeFsPromises from 'node:fs/promises';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { sep } from 'node:path';
 import { serviceDirName } from '../../src/store/store.js';
@@ -31,6 +32,7 @@ const full = vi.hoisted(() => ({
   code: 'ENOSPC',
   flushDir: undefined as string | undefined,
   flushFds: new Set<number>(),
+  unlinkDir: undefined as string | undefined,
 }));
 
 vi.mock('node:fs', async (importOriginal) => {
@@ -74,6 +76,20 @@ vi.mock('node:fs', async (importOriginal) => {
   return { ...stub, default: stub };
 });
 
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const real = await importOriginal<typeof NodeFsPromises>();
+  const stub = {
+    ...real,
+    // A store made read-only while a run went on: its removals refused (full.unlinkDir).
+    unlink: (async (path: string) => {
+      if (full.unlinkDir !== undefined && path.includes(`${sep}${full.unlinkDir}${sep}`))
+        throw Object.assign(new Error(`EACCES: permission denied, unlink '${path}'`), { code: 'EACCES', path });
+      return real.unlink(path);
+    }) as typeof real.unlink,
+  };
+  return { ...stub, default: stub };
+});
+
 let bed: Bed;
 useBed((created) => (bed = created), { keyInEnv: true });
 afterEach(() => {
@@ -81,6 +97,7 @@ afterEach(() => {
   full.code = 'ENOSPC';
   full.flushDir = undefined;
   full.flushFds.clear();
+  full.unlinkDir = undefined;
 });
 
 describe('a full disk in a run', () => {
@@ -172,6 +189,22 @@ describe('a full disk in a run', () => {
     expect(run.code, describeRun(run)).toBe(2);
     expect(run.stderr).toContain('no space left on the device holding');
     expect(bed.sandbox.calls).toEqual([]);
+  });
+
+  it('complete --use-active-subscription answered 404, its session no longer removable: the 404, and where it is kept', async () => {
+    const hash = sha256('never requested, read-only store');
+    full.unlinkDir = 'pending';
+    const run = await bed.main(['complete', hash, '--use-active-subscription']);
+    expect(run.code, describeRun(run)).toBe(1);
+    expect(run.stderr).toContain('answered 404');
+    expect(run.stderr).toContain(
+      `the session given could not be removed (EACCES: permission denied, unlink '${bed.pendingFile(hash)}')`,
+    );
+    expect(run.stderr).toContain(`notarize pending drop ${hash}`);
+    expect(run.stderr).not.toContain('unexpected error');
+    full.unlinkDir = undefined;
+    const dropped = await bed.main(['pending', 'drop', hash]);
+    expect(dropped.code, describeRun(dropped)).toBe(0);
   });
 
   it('after the request step was answered: still exit 1 with the session quoted (it exists nowhere else)', async () => {
