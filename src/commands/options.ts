@@ -57,6 +57,6 @@ export const outputSchema = z.enum(['table', 'json', 'ndjson']).optional();
 export function outputOption(): Option {
   return new Option(
     '--output <format>',
-    'table, json (one array; one document named alone: its record, as with --json) or ndjson (a line per document as it finishes)',
+    'table, json (one array; one document named alone and registered, or verified: its record alone, as with --json) or ndjson (a line per document as it finishes)',
   ).choices(outputSchema.unwrap().options);
 }
