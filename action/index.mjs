@@ -9060,7 +9060,7 @@ function withValues(argument, values) {
 }
 /** `--output <format>` of the batch commands. */
 function outputOption() {
-	return new Option("--output <format>", "table, json (one array; one document named alone: its record, as with --json) or ndjson (a line per document as it finishes)").choices(outputSchema.unwrap().options);
+	return new Option("--output <format>", "table, json (one array; one document named alone and registered, or verified: its record alone, as with --json) or ndjson (a line per document as it finishes)").choices(outputSchema.unwrap().options);
 }
 var outputSchema;
 var init_options = __esmMin((() => {
@@ -22293,7 +22293,7 @@ var init_register_aggregate = __esmMin((() => {
 			if (unrecorded.length > 0) {
 				const which = someDocuments(unrecorded.length, unrecorded[0]);
 				const one = unrecorded.length === 1;
-				options.io.warn(`no receipt written for ${which}: the service answered 409 (it has ${one ? "it" : "them"}), and this store has no record to write one from (the service sends a record once, to the run that paid: if that run received it, its store or its receipts have it; if its answer was lost, nothing has: docs/reliability.md, "Limits"); \`verify\` will call it unknown, and only its verification page can vouch for it`);
+				options.io.warn(`no receipt written for ${which}: the service answered 409 (it has ${one ? "it" : "them"}), and this store has no record to write one from (the service sends a record once, to the run that paid: if that run received it, its store or its receipts have it; if its answer was lost, nothing has: docs/reliability.md, "Limits"); \`verify\` will not call it verified, and only its verification page can vouch for it`);
 			}
 		}
 		#fail(index, file, hash, error) {
@@ -23051,7 +23051,7 @@ var init_register = __esmMin((() => {
 				ownLost: false
 			};
 			const why = ownLost ? "a completion this store sent earlier went through but its answer was lost, and the service sends a record only once (docs/reliability.md, \"Limits\")" : `the service sends a record once, to the run that paid: if that run received it, its store, or its receipts in ${dir}, have it; if its answer was lost, nothing has: docs/reliability.md, "Limits"`;
-			this.#options.io.warn(`no receipt written for ${which}: the service says it is registered (a 409), but this store has no record to write one from (${why}); \`verify\` will call it unknown, and only its verification page can vouch for it`);
+			this.#options.io.warn(`no receipt written for ${which}: the service says it is registered (a 409), but this store has no record to write one from (${why}); \`verify\` will not call it verified, and only its verification page can vouch for it`);
 		}
 		/** The item's result, with its hash if it was hashed before it failed. */
 		#result(item, index, settled) {

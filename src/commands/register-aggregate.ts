@@ -717,7 +717,7 @@ export class Aggregator {
         `no receipt written for ${which}: the service answered 409 (it has ${one ? 'it' : 'them'}), and this store ` +
           'has no record to write one from (the service sends a record once, to the run that paid: if that run ' +
           'received it, its store or its receipts have it; if its answer was lost, nothing has: docs/reliability.md, "Limits"); ' +
-          '`verify` will call it unknown, and only its verification page can vouch for it',
+          '`verify` will not call it verified, and only its verification page can vouch for it',
       );
     }
   }

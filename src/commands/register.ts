@@ -630,7 +630,7 @@ class Registrar {
         `in ${dir}, have it; if its answer was lost, nothing has: docs/reliability.md, "Limits"`;
     this.#options.io.warn(
       `no receipt written for ${which}: the service says it is registered (a 409), but this store has no record ` +
-        `to write one from (${why}); \`verify\` will call it unknown, and only its verification page can vouch for it`,
+        `to write one from (${why}); \`verify\` will not call it verified, and only its verification page can vouch for it`,
     );
   }
 

@@ -261,7 +261,7 @@ describe('re-runs with receipts', () => {
     expect(warnings[0]).toContain(
       `if that run received it, its store, or its receipts in ${dir}, have it; if its answer was lost, nothing has`,
     );
-    expect(warnings[0]).toContain('"Limits"); `verify` will call it unknown');
+    expect(warnings[0]).toContain('"Limits"); `verify` will not call it verified');
     const results = parseNdjson(cold.stdout) as { file: string; receipt?: string }[];
     expect(
       results
