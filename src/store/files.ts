@@ -598,15 +598,19 @@ export function readStoreFile<T extends z.ZodType>(file: string, schema: T): z.i
 
 /** Parses and validates the text of the store file `file`, read by the caller; throws StoreError as readStoreFile. */
 export function parseStoreText<T extends z.ZodType>(file: string, text: string, schema: T): z.infer<T> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw corrupt(file, 'not valid JSON', error);
-  }
+  const value = parseStoreJson(file, text);
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw newerVersion(file, value) ?? corrupt(file, describeZodError(parsed.error), parsed.error);
   return parsed.data;
+}
+
+/** The JSON value of the text of the store file `file`; StoreError naming the file when it is not JSON. */
+export function parseStoreJson(file: string, text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw corrupt(file, 'not valid JSON', error);
+  }
 }
 
 /**

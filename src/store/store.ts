@@ -45,6 +45,7 @@ import {
   corrupt,
   DirFlushes,
   ensurePrivateDir,
+  parseStoreJson,
   readPrivateFile,
   readRegularFile,
   tightenDirIfExists,
@@ -429,12 +430,7 @@ export class Store {
 
   /** The JSON object `text` of `file` holds; StoreError when it is not one, or a key appears twice. */
   #parse(file: string, text: string): JsonObject {
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      throw corrupt(file, 'not valid JSON', error);
-    }
+    const value = parseStoreJson(file, text);
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw corrupt(file, 'expected a JSON object');
     }
