@@ -9127,6 +9127,17 @@ function unknownCommandMessage(word, parent) {
 * CI settings page or saved by a Windows editor often ends in "\n", "\r\n"
 * or starts with a byte-order mark, and none of that is part of the secret.
 */
+/**
+* `text` with every one of `secrets` replaced by REDACTED, in the order
+* given: longest first, so that a secret inside a longer one leaves none of
+* the longer one behind. Each is searched before it is replaced: most text
+* holds none, and a search alone allocates nothing.
+*/
+function replaceSecrets(text, longestFirst) {
+	let out = text;
+	for (const secret of longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, REDACTED);
+	return out;
+}
 /** The secret without surrounding whitespace (spaces, tabs, CR, LF, BOM); undefined when nothing is left. */
 function cleanSecret(value) {
 	const trimmed = value?.trim();
@@ -9305,9 +9316,10 @@ function urlDecoded(text) {
 	}
 	return out.subarray(0, length).toString("utf8");
 }
-var PRINT_BASE, MAX_KEY_BYTES, parsedPrints, PERCENT, KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
+var REDACTED, PRINT_BASE, MAX_KEY_BYTES, parsedPrints, PERCENT, KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
 var init_secrets = __esmMin((() => {
 	init_errors();
+	REDACTED = "[redacted]";
 	PRINT_BASE = 16777619;
 	MAX_KEY_BYTES = 4096;
 	parsedPrints = /* @__PURE__ */ new WeakMap();
@@ -9987,18 +9999,14 @@ function assertSafePath(path) {
 		hint: "a hash must be 64 hex digits"
 	});
 }
-/** The secrets a request carries (its token, an API key in its body), to keep out of error messages. */
+/** The secrets a request carries (its token, an API key in its body), to keep out of error messages: longest first. */
 function secretsOf(req) {
 	const secrets = req.token === void 0 ? [] : [req.token];
 	try {
 		const body = req.body === void 0 ? void 0 : JSON.parse(req.body);
 		if (typeof body?.apiKey === "string") secrets.push(body.apiKey);
 	} catch {}
-	return secrets.filter((secret) => secret.length >= 8).flatMap(secretParts);
-}
-/** An error body with any secret the service echoed back replaced, before it can reach a message. */
-function redact(text, secrets) {
-	return secrets.reduce((out, secret) => out.replaceAll(secret, "[redacted]"), text);
+	return secrets.filter((secret) => secret.length >= 8).flatMap(secretParts).sort((a, b) => b.length - a.length);
 }
 function headerValue(value) {
 	return Array.isArray(value) ? value[0] : value;
@@ -10140,9 +10148,9 @@ function proxyAuthError(what, proxyVariable, cause) {
 */
 function serviceMessage(text, secrets) {
 	try {
-		const body = JSON.parse(redact(text, secrets));
+		const body = JSON.parse(replaceSecrets(text, secrets));
 		const message = body.message ?? body.error;
-		return typeof message === "string" ? cutAtWord(redact(message, secrets), 300) : void 0;
+		return typeof message === "string" ? cutAtWord(replaceSecrets(message, secrets), 300) : void 0;
 	} catch {
 		return;
 	}
@@ -11282,15 +11290,18 @@ function readStoreFile(file, schema) {
 }
 /** Parses and validates the text of the store file `file`, read by the caller; throws StoreError as readStoreFile. */
 function parseStoreText(file, text, schema) {
-	let value;
-	try {
-		value = JSON.parse(text);
-	} catch (error) {
-		throw corrupt(file, "not valid JSON", error);
-	}
+	const value = parseStoreJson(file, text);
 	const parsed = schema.safeParse(value);
 	if (!parsed.success) throw newerVersion(file, value) ?? corrupt(file, describeZodError(parsed.error), parsed.error);
 	return parsed.data;
+}
+/** The JSON value of the text of the store file `file`; StoreError naming the file when it is not JSON. */
+function parseStoreJson(file, text) {
+	try {
+		return JSON.parse(text);
+	} catch (error) {
+		throw corrupt(file, "not valid JSON", error);
+	}
 }
 /**
 * A file of the store's layout (a `schemaVersion` number) of a version above
@@ -27868,10 +27879,9 @@ var IO = class {
 		return out.includes("\\") ? out.replace(JSON_STRING, (token) => this.#redactJsonString(token)) : out;
 	}
 	#redactPlain(text) {
-		let out = text;
-		for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, "[redacted]");
-		for (const key of this.#tracedKeysIn(out)) out = out.replaceAll(key, "[redacted]");
-		return out.includes("eyJ") ? out.replace(JWT_SHAPE, "[redacted]") : out;
+		let out = replaceSecrets(text, this.#longestFirst);
+		for (const key of this.#tracedKeysIn(out)) out = out.replaceAll(key, REDACTED);
+		return out.includes("eyJ") ? out.replace(JWT_SHAPE, REDACTED) : out;
 	}
 	/** The secrets found in `text` by their traces: the stored keys' anywhere, the others' as a URL spells them. */
 	#tracedKeysIn(text) {
@@ -41824,12 +41834,7 @@ var init_store = __esmMin((() => {
 		}
 		/** The JSON object `text` of `file` holds; StoreError when it is not one, or a key appears twice. */
 		#parse(file, text) {
-			let value;
-			try {
-				value = JSON.parse(text);
-			} catch (error) {
-				throw corrupt(file, "not valid JSON", error);
-			}
+			const value = parseStoreJson(file, text);
 			if (typeof value !== "object" || value === null || Array.isArray(value)) throw corrupt(file, "expected a JSON object");
 			if (hasKeyTwice(text)) throw corrupt(file, "a key appears twice in one object, and which one counts is unclear");
 			return value;

@@ -17,7 +17,7 @@ import {
   UnreadableAnswerError,
   UsageError,
 } from '../errors.js';
-import { isSendableToken, secretParts } from '../core/secrets.js';
+import { isSendableToken, replaceSecrets, secretParts } from '../core/secrets.js';
 import { readBoundedBytes } from '../read-bounded.js';
 
 /** Answers larger than this are cut off: no documented answer comes near it. */
@@ -277,7 +277,7 @@ function assertSafePath(path: string): void {
   }
 }
 
-/** The secrets a request carries (its token, an API key in its body), to keep out of error messages. */
+/** The secrets a request carries (its token, an API key in its body), to keep out of error messages: longest first. */
 function secretsOf(req: HttpRequest): string[] {
   const secrets = req.token === undefined ? [] : [req.token];
   try {
@@ -286,12 +286,10 @@ function secretsOf(req: HttpRequest): string[] {
   } catch {
     // Not JSON: no API key in it.
   }
-  return secrets.filter((secret) => secret.length >= 8).flatMap(secretParts);
-}
-
-/** An error body with any secret the service echoed back replaced, before it can reach a message. */
-function redact(text: string, secrets: string[]): string {
-  return secrets.reduce((out, secret) => out.replaceAll(secret, '[redacted]'), text);
+  return secrets
+    .filter((secret) => secret.length >= 8)
+    .flatMap(secretParts)
+    .sort((a, b) => b.length - a.length);
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
@@ -525,9 +523,9 @@ function proxyAuthError(what: string, proxyVariable: string | undefined, cause?:
  */
 function serviceMessage(text: string, secrets: string[]): string | undefined {
   try {
-    const body = JSON.parse(redact(text, secrets)) as Record<string, unknown>;
+    const body = JSON.parse(replaceSecrets(text, secrets)) as Record<string, unknown>;
     const message = body.message ?? body.error;
-    return typeof message === 'string' ? cutAtWord(redact(message, secrets), 300) : undefined;
+    return typeof message === 'string' ? cutAtWord(replaceSecrets(message, secrets), 300) : undefined;
   } catch {
     return undefined;
   }

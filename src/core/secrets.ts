@@ -10,7 +10,20 @@ import { createHash } from 'node:crypto';
 import { AuthError } from '../errors.js';
 import type { KeyTrace } from '../store/store.js';
 
-export type { KeyTrace };
+/** What stands for a secret in anything notarize writes out. */
+export const REDACTED = '[redacted]';
+
+/**
+ * `text` with every one of `secrets` replaced by REDACTED, in the order
+ * given: longest first, so that a secret inside a longer one leaves none of
+ * the longer one behind. Each is searched before it is replaced: most text
+ * holds none, and a search alone allocates nothing.
+ */
+export function replaceSecrets(text: string, longestFirst: readonly string[]): string {
+  let out = text;
+  for (const secret of longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, REDACTED);
+  return out;
+}
 
 /** The secret without surrounding whitespace (spaces, tabs, CR, LF, BOM); undefined when nothing is left. */
 export function cleanSecret(value: string | undefined): string | undefined {

@@ -14,7 +14,8 @@ import type { Readable } from 'node:stream';
 import { warningCommand } from './github.js';
 import { forTerminal, forTerminalLines, jsonForTerminal, lineStart } from './safe-text.js';
 import { stringifyExact } from '../exact-json.js';
-import { keyTrace, keysIn, secretParts, type KeyTrace } from '../core/secrets.js';
+import { keyTrace, keysIn, REDACTED, replaceSecrets, secretParts } from '../core/secrets.js';
+import type { KeyTrace } from '../store/store.js';
 
 /** A JSON string as it appears in JSON text (no raw line break inside). */
 const JSON_STRING = /"(?:[^"\\\n]|\\.)*"/g;
@@ -380,13 +381,11 @@ export class IO {
   }
 
   #redactPlain(text: string): string {
-    let out = text;
-    // Searched before replaced: most lines hold none, and a search alone allocates nothing.
-    for (const secret of this.#longestFirst) if (out.includes(secret)) out = out.replaceAll(secret, '[redacted]');
-    for (const key of this.#tracedKeysIn(out)) out = out.replaceAll(key, '[redacted]');
+    let out = replaceSecrets(text, this.#longestFirst);
+    for (const key of this.#tracedKeysIn(out)) out = out.replaceAll(key, REDACTED);
     // Any JWT too, not only the tokens known now: one the store held before (replaced by a later
     // login, or logged out) is still valid for hours, and a service may echo one in what it sends.
-    return out.includes('eyJ') ? out.replace(JWT_SHAPE, '[redacted]') : out;
+    return out.includes('eyJ') ? out.replace(JWT_SHAPE, REDACTED) : out;
   }
 
   /** The secrets found in `text` by their traces: the stored keys' anywhere, the others' as a URL spells them. */
