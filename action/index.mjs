@@ -12125,7 +12125,7 @@ async function checkBeforeSending(plan, index, hash, overwrite, baseUrl) {
 * re-run. Refused before anything is sent. root may (CAP_FOWNER).
 */
 async function checkReplaceable$1(path, file) {
-	const uid = process.getuid?.();
+	const uid = myUid();
 	if (uid === void 0 || uid === 0 || file.uid === uid) return;
 	const folder = await stat(dirname(path));
 	if ((folder.mode & STICKY) === 0 || folder.uid === uid) return;

@@ -36,7 +36,7 @@ import { EXIT, NotarizeError, UsageError } from '../errors.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
 import { makeDirs } from '../mkdirs.js';
 import { parentAfterName, sameSpelling } from '../path-spelling.js';
-import { DirFlushes, TEMPORARY_NAME_EXTRA_BYTES, uniqueSuffix, writeFileAtomic } from '../store/files.js';
+import { DirFlushes, myUid, TEMPORARY_NAME_EXTRA_BYTES, uniqueSuffix, writeFileAtomic } from '../store/files.js';
 import { writeErrorReason } from './hash.js';
 import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 
@@ -385,7 +385,7 @@ const STICKY = 0o1000;
  * re-run. Refused before anything is sent. root may (CAP_FOWNER).
  */
 async function checkReplaceable(path: string, file: Stats): Promise<void> {
-  const uid = process.getuid?.();
+  const uid = myUid();
   if (uid === undefined || uid === 0 || file.uid === uid) return;
   const folder = await stat(dirname(path));
   if ((folder.mode & STICKY) === 0 || folder.uid === uid) return;

@@ -67,7 +67,7 @@ const HINT_NOT_A_DIRECTORY =
   'move that file aside (notarize makes the folder anew), or name another store in NOTARIZE_CONFIG_DIR';
 
 /** This process's user id; undefined where the platform has none (Windows: no owner checks). */
-function myUid(): number | undefined {
+export function myUid(): number | undefined {
   return process.getuid?.();
 }
 
