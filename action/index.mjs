@@ -312,6 +312,198 @@ var init_interrupt = __esmMin((() => {
 	takenOver = false;
 	transient = /* @__PURE__ */ new Set();
 }));
+// dist/errors.js
+/**
+* The system's code (ENOSPC, EMFILE...) of `error` or of an error it wraps,
+* a few causes deep (a StoreError keeps the system's as its cause), if
+* `wanted` takes it.
+*/
+function errnoCodeIn(error, wanted) {
+	return errnoErrorIn(error, wanted)?.code;
+}
+/** The error of errnoCodeIn's code itself, with its `path` and `syscall`. */
+function errnoErrorIn(error, wanted) {
+	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+		const errno = current;
+		if (typeof errno.code === "string" && wanted(errno.code)) return errno;
+		current = current.cause;
+	}
+}
+/**
+* A copy of `error` for one more caller. An error met once for many
+* documents (a run's failed login, an outage) is handed to each as its own:
+* a document's flow adds to its hint (`notarize complete <hash>`), which
+* must not show up in another document's result.
+*/
+function ownCopy(error) {
+	if (!(error instanceof Error)) return error;
+	const copy = Reflect.construct(Error, [], error.constructor);
+	return Object.defineProperties(copy, Object.getOwnPropertyDescriptors(error));
+}
+/** The one way an error becomes JSON (`{ code, exitCode, message, hint? }`), wherever it is printed. */
+function errorJson(error) {
+	return {
+		code: error.code,
+		exitCode: error.exitCode,
+		message: error.message,
+		...error.hint ? { hint: error.hint } : {}
+	};
+}
+/** Whether `error` says nothing was sent: a NotarizeError of exit 2 (EXIT.usage), as the exit codes promise. */
+function nothingSent(error) {
+	return error instanceof NotarizeError && error.exitCode === EXIT.usage;
+}
+/**
+* An error that stops a run after something was sent: exit 2 would say
+* nothing was, so a usage error becomes 1, its hint kept, and its message
+* too, but for a closing "nothing was sent", which is no longer true: no
+* more was (an --aggregate refusal after a root was asked about said both).
+*/
+function sentAlready(error) {
+	if (!nothingSent(error)) return error;
+	const message = error.message.replace(/; nothing was sent$/, "; nothing more was sent");
+	return new NotarizeError(error.code, EXIT.failed, message, {
+		...error.hint === void 0 ? {} : { hint: error.hint },
+		cause: error
+	});
+}
+var EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, AuthError, ServiceRefusedError, TransientError, HeldBackError, ProtocolError, UnreadableAnswerError, StoreError, NewerStoreFileError, InvalidAnswerError, NotNotarizedError, InputFileError;
+var init_errors$2 = __esmMin((() => {
+	EXIT = {
+		ok: 0,
+		/**
+		* The service refused the operation (a 4xx other than 401/403/409); or
+		* something was sent but the run could not end well locally (a receipt or
+		* record not written, an item of a batch that failed locally); or an
+		* unexpected error. Not only a refusal: any run that failed otherwise.
+		*/
+		failed: 1,
+		/** Usage or local input error; nothing was sent. */
+		usage: 2,
+		/** No usable credentials, or the service answered 401/403. */
+		auth: 3,
+		/** Network failure, timeout, 5xx, 408, 429: safe to retry later; pending sessions are kept. */
+		transient: 4,
+		/** The service answered 2xx with something that cannot be read or does not match the documented shape. */
+		protocol: 5,
+		/** verify/show/receipt: a document is not verified (unknown, modified, its receipt invalid), or not in the local ledger. */
+		notNotarized: 6
+	};
+	EXIT_CODE_HELP = `Exit codes:
+  0  success, including "already registered" (a 409 from the service is read as that: an assumption, its status codes are undocumented)
+  1  the service refused the operation (4xx other than 401/403/409); or something was sent but did not end well locally (a receipt or record not written, a batch item that failed locally); or an unexpected error
+  2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
+  3  authentication: no usable credentials (a login refused, whatever its status; to a 404 or 405 the hint names the base URL), or the service answered 401/403
+  4  transient: network failure, timeout, 5xx, 408 or 429; safe to retry later, pending sessions are kept
+  5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, whose status is not \`registered\`, or nested deeper than a receipt can carry), or an unexpected status (a redirect: notarize follows none); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
+  6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
+	NotarizeError = class extends Error {
+		code;
+		exitCode;
+		/** Mutable so a caller higher up can add what the user should do next. */
+		hint;
+		unsaved;
+		constructor(code, exitCode, message, details = {}) {
+			super(message, details.cause === void 0 ? void 0 : { cause: details.cause });
+			this.name = new.target.name;
+			this.code = code;
+			this.exitCode = exitCode;
+			this.hint = details.hint;
+			this.unsaved = details.unsaved;
+		}
+	};
+	UsageError = class extends NotarizeError {
+		constructor(message, details = {}) {
+			super(details.code ?? "usage", EXIT.usage, message, details);
+		}
+	};
+	AuthError = class extends NotarizeError {
+		status;
+		constructor(message, details = {}) {
+			super("auth", EXIT.auth, message, details);
+			this.status = details.status;
+		}
+	};
+	ServiceRefusedError = class extends NotarizeError {
+		status;
+		/** The service's own `message` (or `error`) from its JSON error body, when it sent one. */
+		serviceMessage;
+		constructor(status, message, details = {}) {
+			super("refused", EXIT.failed, message, details);
+			this.status = status;
+			this.serviceMessage = details.serviceMessage;
+		}
+	};
+	TransientError = class extends NotarizeError {
+		status;
+		/** Seconds the service asked us to wait (Retry-After), when it said so. */
+		retryAfterSeconds;
+		/** True when the failure proves the service never processed the request. */
+		notProcessed;
+		constructor(message, details = {}) {
+			super("transient", EXIT.transient, message, details);
+			this.status = details.status;
+			this.retryAfterSeconds = details.retryAfterSeconds;
+			this.notProcessed = details.notProcessed ?? false;
+		}
+	};
+	HeldBackError = class extends TransientError {
+		constructor(message, details = {}) {
+			super(message, {
+				...details,
+				notProcessed: true
+			});
+		}
+	};
+	ProtocolError = class extends NotarizeError {
+		constructor(message, details = {}) {
+			super("protocol", EXIT.protocol, message, details);
+		}
+	};
+	UnreadableAnswerError = class extends ProtocolError {
+		constructor(message, details = {}) {
+			super(message, details);
+		}
+	};
+	StoreError = class extends UsageError {
+		file;
+		constructor(file, message, details = {}) {
+			super(message, {
+				...details,
+				code: "store"
+			});
+			this.file = file;
+		}
+	};
+	NewerStoreFileError = class extends StoreError {};
+	InvalidAnswerError = class extends ProtocolError {
+		raw;
+		json;
+		constructor(message, raw, json, details = {}) {
+			super(message, details);
+			this.raw = raw;
+			this.json = json;
+		}
+	};
+	NotNotarizedError = class extends NotarizeError {
+		constructor(message, details = {}) {
+			super("not_notarized", EXIT.notNotarized, message, details);
+		}
+	};
+	InputFileError = class extends UsageError {
+		path;
+		reason;
+		constructor(path, reason, details = {}) {
+			const { message, code, ...rest } = details;
+			super(message ?? `cannot read '${path}': ${reason}`, {
+				...rest,
+				code: code ?? "unreadable_file"
+			});
+			this.path = path;
+			this.reason = reason;
+		}
+	};
+}));
 // dist/path-spelling.js
 /**
 * Paths as the user spelt them. path.join, resolve and normalize work a
@@ -343,8 +535,29 @@ function parentAfterName(path) {
 * separators, a `..` kept: two paths of one spelling are one file
 * (`x.txt`, `./x.txt`, `/work/x.txt` run in /work).
 */
-function sameSpelling(path, cwd = process.cwd()) {
-	return (isAbsolute(path) ? path : `${cwd}${sep}${path}`).split(SEPARATORS).filter((part, i) => (part !== "" || i === 0) && part !== ".").join("/");
+function sameSpelling(path, cwd) {
+	return (isAbsolute(path) ? path : `${cwd ?? workingDir()}${sep}${path}`).split(SEPARATORS).filter((part, i) => (part !== "" || i === 0) && part !== ".").join("/");
+}
+/**
+* The working directory, asked only for a relative path: a CI step may run
+* in a folder an earlier step removed, where absolute paths still work but
+* the system has no working directory to give (uv_cwd ENOENT). UsageError
+* then (exit 2: asked before anything is sent).
+*/
+function workingDir() {
+	try {
+		return process.cwd();
+	} catch (error) {
+		throw new UsageError("the current directory no longer exists (removed after it was entered)", {
+			code: "no_working_directory",
+			hint: "`cd` into an existing folder, or name every path in full",
+			cause: error
+		});
+	}
+}
+/** `path` made absolute from the working directory (workingDir), as path.resolve does. */
+function absolute(path) {
+	return isAbsolute(path) ? resolve(path) : resolve(workingDir(), path);
 }
 /** The system's realpath of `path`, or undefined when it cannot be had (not there). */
 function systemRealPath(path) {
@@ -373,13 +586,14 @@ function anythingAt(path) {
 * folder as `docs/R` met walking `docs`. A path's folder is resolved once.
 */
 function insideDir(dir) {
-	const real = systemRealPath(dir) ?? resolve(dir);
+	const real = systemRealPath(dir) ?? absolute(dir);
 	const root = real.endsWith(sep) ? real : real + sep;
-	const folders = new RealFolders(resolve);
+	const folders = new RealFolders(absolute);
 	return (path) => folders.of(path).startsWith(root);
 }
 var SEPARATORS, TRAILING_SEPARATORS, RealFolders;
 var init_path_spelling = __esmMin((() => {
+	init_errors$2();
 	SEPARATORS = sep === "\\" ? /[/\\]/ : /\//;
 	TRAILING_SEPARATORS = sep === "\\" ? /[/\\]+$/ : /\/+$/;
 	RealFolders = class {
@@ -4131,7 +4345,7 @@ function formatError(error, mapper = (issue) => issue.message) {
 	return fieldErrors;
 }
 var _messageDesc, _issuesDesc, _installedToString, initializer$1, $ZodError;
-var init_errors$2 = __esmMin((() => {
+var init_errors$1 = __esmMin((() => {
 	init_core$1();
 	init_util();
 	_messageDesc = {
@@ -7816,7 +8030,7 @@ var init_json_schema_processors = __esmMin((() => {
 var init_core = __esmMin((() => {
 	init_core$1();
 	init_parse$1();
-	init_errors$2();
+	init_errors$1();
 	init_schemas$2();
 	init_memoizer();
 	init_checks$1();
@@ -7860,7 +8074,7 @@ function _lazyMethod(proto, key, make) {
 	});
 }
 var _installedErrorProtos, initializer, ZodRealError;
-var init_errors$1 = __esmMin((() => {
+var init_errors = __esmMin((() => {
 	init_core();
 	init_util();
 	_installedErrorProtos = /* @__PURE__ */ new WeakSet([Object.prototype, Error.prototype]);
@@ -7894,7 +8108,7 @@ var init_errors$1 = __esmMin((() => {
 var parse$1, parseAsync, safeParse, safeParseAsync, encode, decode, encodeAsync, decodeAsync, safeEncode, safeDecode, safeEncodeAsync, safeDecodeAsync;
 var init_parse = __esmMin((() => {
 	init_core();
-	init_errors$1();
+	init_errors();
 	parse$1 = /* @__PURE__ */ _parse(ZodRealError);
 	parseAsync = /* @__PURE__ */ _parseAsync(ZodRealError);
 	safeParse = /* @__PURE__ */ _safeParse(ZodRealError);
@@ -8810,7 +9024,7 @@ var init_external = __esmMin((() => {
 	init_core();
 	init_schemas$1();
 	init_checks();
-	init_errors$1();
+	init_errors();
 	init_parse();
 	init_compat();
 	init_json_schema_processors();
@@ -8827,198 +9041,6 @@ var init_external = __esmMin((() => {
 var init_zod = __esmMin((() => {
 	init_external();
 	init_external();
-}));
-// dist/errors.js
-/**
-* The system's code (ENOSPC, EMFILE...) of `error` or of an error it wraps,
-* a few causes deep (a StoreError keeps the system's as its cause), if
-* `wanted` takes it.
-*/
-function errnoCodeIn(error, wanted) {
-	return errnoErrorIn(error, wanted)?.code;
-}
-/** The error of errnoCodeIn's code itself, with its `path` and `syscall`. */
-function errnoErrorIn(error, wanted) {
-	for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
-		const errno = current;
-		if (typeof errno.code === "string" && wanted(errno.code)) return errno;
-		current = current.cause;
-	}
-}
-/**
-* A copy of `error` for one more caller. An error met once for many
-* documents (a run's failed login, an outage) is handed to each as its own:
-* a document's flow adds to its hint (`notarize complete <hash>`), which
-* must not show up in another document's result.
-*/
-function ownCopy(error) {
-	if (!(error instanceof Error)) return error;
-	const copy = Reflect.construct(Error, [], error.constructor);
-	return Object.defineProperties(copy, Object.getOwnPropertyDescriptors(error));
-}
-/** The one way an error becomes JSON (`{ code, exitCode, message, hint? }`), wherever it is printed. */
-function errorJson(error) {
-	return {
-		code: error.code,
-		exitCode: error.exitCode,
-		message: error.message,
-		...error.hint ? { hint: error.hint } : {}
-	};
-}
-/** Whether `error` says nothing was sent: a NotarizeError of exit 2 (EXIT.usage), as the exit codes promise. */
-function nothingSent(error) {
-	return error instanceof NotarizeError && error.exitCode === EXIT.usage;
-}
-/**
-* An error that stops a run after something was sent: exit 2 would say
-* nothing was, so a usage error becomes 1, its hint kept, and its message
-* too, but for a closing "nothing was sent", which is no longer true: no
-* more was (an --aggregate refusal after a root was asked about said both).
-*/
-function sentAlready(error) {
-	if (!nothingSent(error)) return error;
-	const message = error.message.replace(/; nothing was sent$/, "; nothing more was sent");
-	return new NotarizeError(error.code, EXIT.failed, message, {
-		...error.hint === void 0 ? {} : { hint: error.hint },
-		cause: error
-	});
-}
-var EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, AuthError, ServiceRefusedError, TransientError, HeldBackError, ProtocolError, UnreadableAnswerError, StoreError, NewerStoreFileError, InvalidAnswerError, NotNotarizedError, InputFileError;
-var init_errors = __esmMin((() => {
-	EXIT = {
-		ok: 0,
-		/**
-		* The service refused the operation (a 4xx other than 401/403/409); or
-		* something was sent but the run could not end well locally (a receipt or
-		* record not written, an item of a batch that failed locally); or an
-		* unexpected error. Not only a refusal: any run that failed otherwise.
-		*/
-		failed: 1,
-		/** Usage or local input error; nothing was sent. */
-		usage: 2,
-		/** No usable credentials, or the service answered 401/403. */
-		auth: 3,
-		/** Network failure, timeout, 5xx, 408, 429: safe to retry later; pending sessions are kept. */
-		transient: 4,
-		/** The service answered 2xx with something that cannot be read or does not match the documented shape. */
-		protocol: 5,
-		/** verify/show/receipt: a document is not verified (unknown, modified, its receipt invalid), or not in the local ledger. */
-		notNotarized: 6
-	};
-	EXIT_CODE_HELP = `Exit codes:
-  0  success, including "already registered" (a 409 from the service is read as that: an assumption, its status codes are undocumented)
-  1  the service refused the operation (4xx other than 401/403/409); or something was sent but did not end well locally (a receipt or record not written, a batch item that failed locally); or an unexpected error
-  2  usage or local input error (bad option, unreadable file, invalid hash, unsafe base URL, receipt problem found up front); nothing was sent
-  3  authentication: no usable credentials (a login refused, whatever its status; to a 404 or 405 the hint names the base URL), or the service answered 401/403
-  4  transient: network failure, timeout, 5xx, 408 or 429; safe to retry later, pending sessions are kept
-  5  the service answered 2xx with something unreadable or not of the documented shape (a completion's record of another hash, whose status is not \`registered\`, or nested deeper than a receipt can carry), or an unexpected status (a redirect: notarize follows none); the session is kept (\`notarize complete <hash>\` sends it again; to an unread request step, no session came: the hint says how to complete it)
-  6  verify/show/receipt: a document is not verified (unknown, modified, or its receipt invalid), or not in the local ledger`;
-	NotarizeError = class extends Error {
-		code;
-		exitCode;
-		/** Mutable so a caller higher up can add what the user should do next. */
-		hint;
-		unsaved;
-		constructor(code, exitCode, message, details = {}) {
-			super(message, details.cause === void 0 ? void 0 : { cause: details.cause });
-			this.name = new.target.name;
-			this.code = code;
-			this.exitCode = exitCode;
-			this.hint = details.hint;
-			this.unsaved = details.unsaved;
-		}
-	};
-	UsageError = class extends NotarizeError {
-		constructor(message, details = {}) {
-			super(details.code ?? "usage", EXIT.usage, message, details);
-		}
-	};
-	AuthError = class extends NotarizeError {
-		status;
-		constructor(message, details = {}) {
-			super("auth", EXIT.auth, message, details);
-			this.status = details.status;
-		}
-	};
-	ServiceRefusedError = class extends NotarizeError {
-		status;
-		/** The service's own `message` (or `error`) from its JSON error body, when it sent one. */
-		serviceMessage;
-		constructor(status, message, details = {}) {
-			super("refused", EXIT.failed, message, details);
-			this.status = status;
-			this.serviceMessage = details.serviceMessage;
-		}
-	};
-	TransientError = class extends NotarizeError {
-		status;
-		/** Seconds the service asked us to wait (Retry-After), when it said so. */
-		retryAfterSeconds;
-		/** True when the failure proves the service never processed the request. */
-		notProcessed;
-		constructor(message, details = {}) {
-			super("transient", EXIT.transient, message, details);
-			this.status = details.status;
-			this.retryAfterSeconds = details.retryAfterSeconds;
-			this.notProcessed = details.notProcessed ?? false;
-		}
-	};
-	HeldBackError = class extends TransientError {
-		constructor(message, details = {}) {
-			super(message, {
-				...details,
-				notProcessed: true
-			});
-		}
-	};
-	ProtocolError = class extends NotarizeError {
-		constructor(message, details = {}) {
-			super("protocol", EXIT.protocol, message, details);
-		}
-	};
-	UnreadableAnswerError = class extends ProtocolError {
-		constructor(message, details = {}) {
-			super(message, details);
-		}
-	};
-	StoreError = class extends UsageError {
-		file;
-		constructor(file, message, details = {}) {
-			super(message, {
-				...details,
-				code: "store"
-			});
-			this.file = file;
-		}
-	};
-	NewerStoreFileError = class extends StoreError {};
-	InvalidAnswerError = class extends ProtocolError {
-		raw;
-		json;
-		constructor(message, raw, json, details = {}) {
-			super(message, details);
-			this.raw = raw;
-			this.json = json;
-		}
-	};
-	NotNotarizedError = class extends NotarizeError {
-		constructor(message, details = {}) {
-			super("not_notarized", EXIT.notNotarized, message, details);
-		}
-	};
-	InputFileError = class extends UsageError {
-		path;
-		reason;
-		constructor(path, reason, details = {}) {
-			const { message, code, ...rest } = details;
-			super(message ?? `cannot read '${path}': ${reason}`, {
-				...rest,
-				code: code ?? "unreadable_file"
-			});
-			this.path = path;
-			this.reason = reason;
-		}
-	};
 }));
 // dist/commands/options.js
 /** The command line that names `command`, e.g. "notarize config set", for hints. */
@@ -9066,7 +9088,7 @@ var outputSchema;
 var init_options = __esmMin((() => {
 	init_esm();
 	init_zod();
-	init_errors();
+	init_errors$2();
 	outputSchema = _enum([
 		"table",
 		"json",
@@ -9318,7 +9340,7 @@ function urlDecoded(text) {
 }
 var REDACTED, PRINT_BASE, MAX_KEY_BYTES, parsedPrints, PERCENT, KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
 var init_secrets = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	REDACTED = "[redacted]";
 	PRINT_BASE = 16777619;
 	MAX_KEY_BYTES = 4096;
@@ -9593,7 +9615,7 @@ function parseBaseUrl(value) {
 }
 var DEFAULT_BASE_URL, ALL_SETTINGS, LONGEST_RETRY_WAIT_MS, RETRY_HELP, SETTINGS;
 var init_settings = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_validation();
 	DEFAULT_BASE_URL = "https://app.dedit.io";
 	ALL_SETTINGS = [
@@ -9718,7 +9740,7 @@ function fitConcurrency(wanted, perUnit, reserved = 0, left = descriptorsLeft())
 }
 var MAX_STEP_MS, FD_SHORTAGE_REMEDY, RESERVED;
 var init_fd_shortage = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	MAX_STEP_MS = 100;
 	FD_SHORTAGE_REMEDY = "lower -j, or raise the limit of open files (ulimit -n)";
 	RESERVED = 8;
@@ -9835,7 +9857,7 @@ function settledError(settled) {
 }
 var FailureTally, BatchError;
 var init_batch = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_fd_shortage();
 	FailureTally = class {
 		failed = 0;
@@ -10193,7 +10215,7 @@ function statusError(method, url, status, text, retryAfter, secrets) {
 }
 var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, WASM_OUT_OF_MEMORY, TUNNEL_REFUSED, CERTIFICATE_CODES, NOT_TLS, KEY_ROOM;
 var init_http$1 = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_secrets();
 	init_read_bounded();
 	MAX_ANSWER_BYTES = 4194304;
@@ -10847,7 +10869,7 @@ var init_receipt_format = __esmMin((() => {
 	init_pages();
 	init_schemas();
 	init_exact_json();
-	init_errors();
+	init_errors$2();
 	init_validation();
 	init_merkle();
 	RECEIPT_TYPE = "notarize-receipt";
@@ -11344,7 +11366,7 @@ function recoveryHint(file) {
 }
 var O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK, CREATE_NEW, HINT_DIR, NOT_A_DIRECTORY, HINT_NOT_A_DIRECTORY, ENTRY_CHANGES, PROCESS_TAG, writeCounter, DirFlushes, CANNOT_FLUSH_DIR;
 var init_files = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_fd_shortage();
 	init_mkdirs();
 	init_validation();
@@ -11478,7 +11500,7 @@ function checkStandardInput(stdin, what, refuseNull = what !== void 0, flag) {
 	});
 }
 var init_read_input = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_read_bounded();
 }));
 // dist/core/hash.js
@@ -11829,7 +11851,7 @@ function truncate$1(text) {
 }
 var HEX_DIGEST, READ_BLOCK_BYTES, MIN_BLOCK_BYTES, OPEN_FLAGS, EMPTY_SHA256, PSEUDO_FILE_SYSTEMS, pseudoByDevice;
 var init_hash$1 = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_fd_shortage();
 	init_read_input();
 	HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
@@ -12248,7 +12270,7 @@ async function writeReceipt(plan, index, hash, text, overwrite) {
 }
 var RECEIPT_SUFFIX, WRITE_PROBE_PREFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_RECEIPT_NAME_BYTES, PARENT_AFTER_NAME, STICKY;
 var init_receipts = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_mkdirs();
 	init_path_spelling();
 	init_files();
@@ -12473,7 +12495,7 @@ function elsewhereNote(found) {
 var MAX_RECEIPT_BYTES, runIndexes, Evidence;
 var init_evidence = __esmMin((() => {
 	init_http$1();
-	init_errors();
+	init_errors$2();
 	init_receipt_format();
 	init_receipts();
 	MAX_RECEIPT_BYTES = MAX_ANSWER_BYTES + 65536;
@@ -12982,7 +13004,7 @@ function provablyLeftover(pending, record) {
 var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, custodyOwedSchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
 var init_service_store = __esmMin((() => {
 	init_zod();
-	init_errors();
+	init_errors$2();
 	init_validation();
 	init_files();
 	STORE_VERSION = { schemaVersion: 1 };
@@ -13571,7 +13593,7 @@ function refusal(error, code, what, sent, remedy) {
 }
 var REFUSALS, NOT_OF_THE_PLACE, OF_THE_PATH;
 var init_disk = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_fd_shortage();
 	init_files();
 	REFUSALS = {
@@ -14131,7 +14153,7 @@ function stillHeld(file, seen, leaseMs) {
 }
 var POLL_MS, LOCK_READ_FLAGS, LEASE_MS, REFRESHES_PER_LEASE, LEGACY_STALE_MS, UNREADABLE_GRACE_MS, MAX_CLAIM_DEPTH, MAX_PID, HOST, namespaceMemo, Watch, runFiles, RUN_FILE, exitHooked, RUN_FILE_GONE, heldHere;
 var init_lock = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_files();
 	POLL_MS = 25;
 	LOCK_READ_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
@@ -14933,7 +14955,7 @@ var ANSWERED_409, REQUEST_ANSWERED_409, DEFAULT_LOCK_WAIT_MS;
 var init_notarize = __esmMin((() => {
 	init_pages();
 	init_schemas();
-	init_errors();
+	init_errors$2();
 	init_service_store();
 	init_disk();
 	init_interrupt();
@@ -16466,7 +16488,7 @@ function resultLines$1(results, colour) {
 var STATUS_OF, CARRY_UNSAVED, ItemResults, Checksums;
 var init_results = __esmMin((() => {
 	init_pages();
-	init_errors();
+	init_errors$2();
 	init_exact_json();
 	init_render();
 	STATUS_OF = {
@@ -16962,7 +16984,7 @@ function showAlreadyRegistered(io, outcome, verification, json) {
 }
 var init_present = __esmMin((() => {
 	init_pages();
-	init_errors();
+	init_errors$2();
 	init_github();
 	init_exact_json();
 	init_render();
@@ -16997,7 +17019,7 @@ async function finishItems(view, run) {
 	finish(view, await run(itemResultsFor(view)));
 }
 var init_action = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_present();
 }));
 // dist/commands/input-options.js
@@ -17354,7 +17376,7 @@ function treeManifestText(entry) {
 var LoadedTree, RANK, Trees, TREE_MANIFEST_SUFFIX;
 var init_trees = __esmMin((() => {
 	init_service_store();
-	init_errors();
+	init_errors$2();
 	init_exact_json();
 	init_files();
 	init_merkle();
@@ -17753,7 +17775,7 @@ async function askAbout(deps, entry, input, source = "its manifest in --receipt-
 }
 var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MANIFEST_LEAVES_ANY_RUN, RootAsks, NO_ADOPTIONS, ManifestIndex;
 var init_manifests = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_service_store();
 	init_notarize();
 	init_trees();
@@ -18469,7 +18491,7 @@ function finishedRoot(tree) {
 }
 var TakenUpSince, CONFIRMED_MESSAGE;
 var init_aggregate = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_disk();
 	init_manifests();
 	init_notarize();
@@ -18570,7 +18592,7 @@ function manifestNotWritten(plan, root, error, hint) {
 var init_manifest_files = __esmMin((() => {
 	init_receipt_format();
 	init_trees();
-	init_errors();
+	init_errors$2();
 	init_disk();
 	init_files();
 }));
@@ -18602,7 +18624,7 @@ function treesStamp(treesDir) {
 }
 var MAX_LOOKS, UnderRootSince, TreesNow, TREE_FILE;
 var init_trees_now = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_notarize();
 	init_trees();
 	MAX_LOOKS = 8;
@@ -18700,7 +18722,7 @@ var init_register_roots = __esmMin((() => {
 	init_receipts();
 	init_evidence();
 	init_trees();
-	init_errors();
+	init_errors$2();
 	init_trees_now();
 	init_manifest_files();
 	DocumentRoots = class {
@@ -19113,7 +19135,7 @@ async function readDescriptionFile(source, stdin) {
 }
 var DESCRIPTION_FILE_LIMIT, CONTROL;
 var init_description = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_read_input();
 	DESCRIPTION_FILE_LIMIT = 65536;
 	CONTROL = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
@@ -21512,7 +21534,7 @@ var import_picomatch, IN_STORE, StoreFolder, BYTE_ORDER_MARK, WHILE_WALKED;
 var init_inputs = __esmMin((() => {
 	init_path_spelling();
 	import_picomatch = /* @__PURE__ */ __toESM(require_picomatch(), 1);
-	init_errors();
+	init_errors$2();
 	init_interrupt();
 	init_hash$1();
 	init_read_input();
@@ -21696,7 +21718,7 @@ var init_register_inputs = __esmMin((() => {
 	init_inputs();
 	init_receipts();
 	init_path_spelling();
-	init_errors();
+	init_errors$2();
 	init_input_options();
 	init_options();
 	TITLE$1 = "notarize register";
@@ -21749,7 +21771,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_hash_pool();
 	init_receipts();
 	init_receipt_format();
-	init_errors();
+	init_errors$2();
 	init_render();
 	init_results();
 	init_safe_text();
@@ -22675,7 +22697,7 @@ var init_register = __esmMin((() => {
 	init_notarize();
 	init_receipts();
 	init_receipt_format();
-	init_errors();
+	init_errors$2();
 	init_fd_shortage();
 	init_present();
 	init_render();
@@ -23195,7 +23217,7 @@ async function admitted(route, finishing, { outage, slots }) {
 }
 var OUTAGE_HOLD_MS, OUTAGE_TIMING, Outage;
 var init_retry = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	OUTAGE_HOLD_MS = 3e4;
 	OUTAGE_TIMING = outageTiming(500);
 	Outage = class {
@@ -23359,7 +23381,7 @@ function parseRecordAnswer(raw) {
 }
 var ApiClient;
 var init_client = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_exact_json();
 	init_retry();
 	init_validation();
@@ -23718,7 +23740,7 @@ var init_complete = __esmMin((() => {
 	init_read_input();
 	init_trees();
 	init_trees_now();
-	init_errors();
+	init_errors$2();
 	init_present();
 	init_render();
 	init_results();
@@ -23886,7 +23908,7 @@ var init_pending = __esmMin((() => {
 	init_schemas();
 	init_hash$1();
 	init_trees();
-	init_errors();
+	init_errors$2();
 	init_render();
 	init_results();
 	init_disk();
@@ -23995,7 +24017,7 @@ var init_hash = __esmMin((() => {
 	init_hash$1();
 	init_hash_pool();
 	init_inputs();
-	init_errors();
+	init_errors$2();
 	init_present();
 	init_results();
 	init_action();
@@ -24017,7 +24039,7 @@ function registeredRecord(tree) {
 }
 var LedgerIndex;
 var init_ledger = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_trees();
 	LedgerIndex = class LedgerIndex {
 		#byHash = /* @__PURE__ */ new Map();
@@ -24270,7 +24292,7 @@ var init_verify_outputs = __esmMin((() => {
 	init_evidence();
 	init_trees();
 	init_receipts();
-	init_errors();
+	init_errors$2();
 	init_path_spelling();
 	init_files();
 	INSIDE_RECEIPT_DIR = "inside_receipt_dir";
@@ -24740,7 +24762,7 @@ var init_verify = __esmMin((() => {
 	init_read_input();
 	init_receipts();
 	init_path_spelling();
-	init_errors();
+	init_errors$2();
 	init_results();
 	init_action();
 	init_verify_outputs();
@@ -25000,7 +25022,7 @@ var init_receipt = __esmMin((() => {
 	init_hash$1();
 	init_receipt_format();
 	init_receipts();
-	init_errors();
+	init_errors$2();
 	init_safe_text();
 	init_files();
 	init_action();
@@ -25080,7 +25102,7 @@ function loginRefusedHint(status, keyHint) {
 var KEY_REFUSED, NO_LOGIN_THERE, ExpiredWhileWaiting, MAX_EXPIRED_PER_CALL, TokenCredentials;
 var init_credentials = __esmMin((() => {
 	init_retry();
-	init_errors();
+	init_errors$2();
 	init_secrets();
 	init_token();
 	KEY_REFUSED = "logging in with NOTARIZE_API_KEY failed";
@@ -25544,7 +25566,7 @@ var init_login = __esmMin((() => {
 	init_read_input();
 	init_secrets();
 	init_token();
-	init_errors();
+	init_errors$2();
 	init_prompt();
 	init_action();
 	init_options();
@@ -26733,7 +26755,7 @@ var init_sandbox = __esmMin((() => {
 	init_zod();
 	init_secrets();
 	init_settings();
-	init_errors();
+	init_errors$2();
 	init_interrupt();
 	init_present();
 	init_faults();
@@ -27505,7 +27527,7 @@ async function runCompletion(options) {
 var SHELLS, GENERATORS;
 var init_completion = __esmMin((() => {
 	init_esm();
-	init_errors();
+	init_errors$2();
 	init_action();
 	init_options();
 	SHELLS = [
@@ -30612,7 +30634,7 @@ function decoded(text) {
 }
 var DEFAULT_PORTS;
 var init_proxy_env = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_settings();
 	DEFAULT_PORTS = {
 		"http:": 80,
@@ -41582,7 +41604,7 @@ function exists(path) {
 }
 var CHANGE_LOCK_WAIT_MS, TOKEN_SHAPE, Store, MAX_READABLE_CHARS;
 var init_store = __esmMin((() => {
-	init_errors();
+	init_errors$2();
 	init_exact_json();
 	init_interrupt();
 	init_path_spelling();
@@ -41894,7 +41916,7 @@ init_esm();
 init_options();
 init_secrets();
 init_environment();
-init_errors();
+init_errors$2();
 init_settings();
 init_github();
 init_safe_text();
@@ -42396,7 +42418,7 @@ init_path_spelling();
 init_proxy_env();
 init_secrets();
 init_credentials();
-init_errors();
+init_errors$2();
 init_github();
 const ACTION_COMMANDS = ["register", "verify"];
 /** An input as the runner passes it: INPUT_<NAME>, upper-cased, spaces as '_', hyphens kept; trimmed. */

@@ -12,6 +12,7 @@
  */
 import { lstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { UsageError } from './errors.js';
 
 const SEPARATORS = sep === '\\' ? /[/\\]/ : /\//;
 const TRAILING_SEPARATORS = sep === '\\' ? /[/\\]+$/ : /\/+$/;
@@ -36,9 +37,32 @@ export function parentAfterName(path: string): boolean {
  * separators, a `..` kept: two paths of one spelling are one file
  * (`x.txt`, `./x.txt`, `/work/x.txt` run in /work).
  */
-export function sameSpelling(path: string, cwd: string = process.cwd()): string {
-  const parts = (isAbsolute(path) ? path : `${cwd}${sep}${path}`).split(SEPARATORS);
+export function sameSpelling(path: string, cwd?: string): string {
+  const parts = (isAbsolute(path) ? path : `${cwd ?? workingDir()}${sep}${path}`).split(SEPARATORS);
   return parts.filter((part, i) => (part !== '' || i === 0) && part !== '.').join('/');
+}
+
+/**
+ * The working directory, asked only for a relative path: a CI step may run
+ * in a folder an earlier step removed, where absolute paths still work but
+ * the system has no working directory to give (uv_cwd ENOENT). UsageError
+ * then (exit 2: asked before anything is sent).
+ */
+export function workingDir(): string {
+  try {
+    return process.cwd();
+  } catch (error) {
+    throw new UsageError('the current directory no longer exists (removed after it was entered)', {
+      code: 'no_working_directory',
+      hint: '`cd` into an existing folder, or name every path in full',
+      cause: error,
+    });
+  }
+}
+
+/** `path` made absolute from the working directory (workingDir), as path.resolve does. */
+function absolute(path: string): string {
+  return isAbsolute(path) ? resolve(path) : resolve(workingDir(), path);
 }
 
 /** The system's realpath of `path`, or undefined when it cannot be had (not there). */
@@ -94,9 +118,9 @@ export class RealFolders {
  */
 export function insideDir(dir: string): (path: string) => boolean {
   // Not there (yet): as named, made absolute.
-  const real = systemRealPath(dir) ?? resolve(dir);
+  const real = systemRealPath(dir) ?? absolute(dir);
   // The root folder ends with its separator already: '/' + sep is '//', which no path starts with.
   const root = real.endsWith(sep) ? real : real + sep;
-  const folders = new RealFolders(resolve);
+  const folders = new RealFolders(absolute);
   return (path) => folders.of(path).startsWith(root);
 }

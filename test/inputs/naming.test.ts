@@ -444,6 +444,35 @@ describe('names that are not UTF-8: failed, never read as another file', () => {
     expect(existsSync(bed.path('env-store'))).toBe(false);
   });
 
+  it('a working directory removed before the run: absolute paths work, --receipt-dir too; a relative one is exit 2', async () => {
+    await bed.write('abs/doc.txt', 'named in full\n');
+    const doc = bed.path('abs/doc.txt');
+    const receipts = bed.path('abs-receipts');
+    await mkdir(receipts);
+    // As a CI step may find it: its folder removed by an earlier step, the shell still in it.
+    const inRemovedFolder = (args: string) =>
+      runProcess(
+        'bash',
+        ['-c', `mkdir "$DIR" && cd "$DIR" && rmdir "$DIR" && exec "$NODE" "$BIN" ${args}`],
+        { ...bed.env(), NODE: process.execPath, BIN, DIR: bed.path(`gone-${Math.random().toString(36).slice(2)}`) },
+        { cwd: bed.workDir },
+      );
+    const registered = await inRemovedFolder(`register "${doc}" --receipt-dir "${receipts}" --quiet`);
+    bed.record(registered);
+    expect(registered.code, describeRun(registered)).toBe(0);
+    expect(existsSync(join(receipts, 'doc.txt.notarization.json'))).toBe(true);
+    const verified = await inRemovedFolder(`verify "${doc}" --receipt-dir "${receipts}" --quiet`);
+    expect(verified.code, describeRun(verified)).toBe(0);
+    const calls = bed.sandbox.calls.length;
+    const relative = await inRemovedFolder(`register "${doc}" --receipt-dir receipts`);
+    expect(relative.code, describeRun(relative)).toBe(2);
+    expect(relative.stderr).toMatch(
+      /^notarize: the current directory no longer exists .*\(`cd` into an existing folder/m,
+    );
+    expect(relative.stderr).not.toContain('unexpected error');
+    expect(bed.sandbox.calls.length).toBe(calls);
+  });
+
   it('bytes that are not UTF-8 in a --files-from value, through a real shell: refused before anything runs', async () => {
     await threeFiles('shell');
     const run = await runProcess(
