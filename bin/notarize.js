@@ -6,8 +6,8 @@
 // any module adds listeners of its own, as is the listener that keeps
 // SIGXFSZ harmless (a write past `ulimit -f` fails with EFBIG instead).
 // V8 flags are set before any WebAssembly is compiled (src/v8-flags.ts).
-import { writeSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { realpathSync, writeSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 // As src/cli.ts reads it when a command fails before it runs: --json or --output json, among the
 // words before any `--` (after it, every word is a file: `hash -- --json`).
@@ -61,11 +61,24 @@ const early = (signal, code) => () => {
 const whileLoading = { SIGINT: early('SIGINT', 130), SIGTERM: early('SIGTERM', 143) };
 for (const [signal, handler] of Object.entries(whileLoading)) process.on(signal, handler);
 
-const BUNDLE = new URL('../dist/bundle/cli.js', import.meta.url);
-let bundle;
-try {
-  bundle = await import(BUNDLE.href);
-} catch (error) {
+/** The bundle's URL beside the bin at `binUrl`, and the bundle imported from there (its import's failure). */
+const bundleBeside = async (binUrl) => {
+  const url = new URL('../dist/bundle/cli.js', binUrl);
+  try {
+    return { url, bundle: await import(url.href) };
+  } catch (error) {
+    return { url, error };
+  }
+};
+let loaded = await bundleBeside(import.meta.url);
+// Run through a link under --preserve-symlinks-main (npm's bin links), import.meta.url is the link's:
+// the bundle is beside the file the link leads to.
+if (loaded.error?.code === 'ERR_MODULE_NOT_FOUND' && loaded.error.url === loaded.url.href) {
+  const real = pathToFileURL(realpathSync(fileURLToPath(import.meta.url))).href;
+  if (real !== import.meta.url) loaded = await bundleBeside(real);
+}
+const { url: BUNDLE, bundle, error } = loaded;
+if (error !== undefined) {
   // Too few descriptors to even read the bundle's files (`ulimit -n` of 25 or less): nothing was sent.
   if (error?.code === 'EMFILE' || error?.code === 'ENFILE') {
     sayError({
@@ -76,14 +89,14 @@ try {
     });
     process.exit(2);
   }
-  // Never built (a checkout before `npm run build`, `npm ci --ignore-scripts`, an install from a git
-  // URL, which npm leaves unbuilt): one line saying so rather than Node's stack trace.
+  // Never built (a checkout before `npm run build`, `npm ci --ignore-scripts`): one line saying so
+  // rather than Node's stack trace.
   if (error?.code !== 'ERR_MODULE_NOT_FOUND' || error.url !== BUNDLE.href) throw error;
   sayError({
     code: 'not_built',
     exitCode: 2,
     message: `notarize is not built here: ${fileURLToPath(BUNDLE)} is missing`,
-    hint: `run \`npm ci && npm run build\` in ${fileURLToPath(new URL('..', import.meta.url))}, or install the tarball \`npm pack\` makes`,
+    hint: `run \`npm ci && npm run build\` in ${fileURLToPath(new URL('../..', BUNDLE))}, or install the tarball \`npm pack\` makes`,
   });
   process.exit(2);
 }

@@ -4,7 +4,7 @@
  * (a bug) would let Node end the run with its own exit 13 and no word; the
  * bin says so in one line and exits 1. A signal's exit is left as it is.
  */
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT, runProcess } from '../helpers/cli.js';
@@ -109,5 +109,26 @@ describe('the bin', () => {
     expect(failed.code).toBe(1);
     expect(failed.stderr).toContain('ERR_MODULE_NOT_FOUND');
     expect(failed.stderr).toContain('gone.js');
+  });
+
+  it("run through a link (npm's bin links) under --preserve-symlinks-main: the bundle beside the real file loads", async () => {
+    const bin = binOver('async () => { process.stdout.write("loaded"); return 0; }');
+    const links = tempDir();
+    symlinkSync(bin, join(links, 'notarize'));
+    const env = { NODE_OPTIONS: '--preserve-symlinks-main' };
+    const run = await runProcess(process.execPath, [join(links, 'notarize'), '--version'], env);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('loaded');
+    expect(run.code).toBe(0);
+    // Not built: the message names the real folder, not the link's.
+    const unbuilt = tempDir();
+    mkdirSync(join(unbuilt, 'bin'));
+    copyFileSync(join(REPO_ROOT, 'bin', 'notarize.js'), join(unbuilt, 'bin', 'notarize.js'));
+    symlinkSync(join(unbuilt, 'bin', 'notarize.js'), join(links, 'unbuilt'));
+    const missing = await runProcess(process.execPath, [join(links, 'unbuilt'), '--version'], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(
+      `notarize is not built here: ${join(unbuilt, 'dist', 'bundle', 'cli.js')} is missing`,
+    );
   });
 });
