@@ -16728,7 +16728,7 @@ var init_github = __esmMin((() => {
 	init_receipts();
 	init_results();
 	init_safe_text();
-	STATUS_MEANING = { unknown: `not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url; a document never registered, or whose receipt was not kept, has none to find` };
+	STATUS_MEANING = { unknown: `not verified: no receipt of it was found, nor an entry in a ledger, where one was searched: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it); a document never registered, or whose receipt was not kept, has none to find` };
 	STEP_SUMMARY_LIMIT = 1048576;
 	SUMMARY_MAX_BYTES = 524288;
 	SUMMARY_NOTE_BYTES = 512;

@@ -95,8 +95,9 @@ export function resultDetail(r: ItemResult): string {
 
 const STATUS_MEANING: Partial<Record<ItemResult['status'], string>> = {
   unknown:
-    'not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt ' +
-    `(--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it), or check --base-url; ` +
+    // Whether a ledger was searched at all (no store on a fresh runner), and which, the run's last line says.
+    'not verified: no receipt of it was found, nor an entry in a ledger, where one was searched: give its receipt ' +
+    `(--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it); ` +
     'a document never registered, or whose receipt was not kept, has none to find',
 };
 

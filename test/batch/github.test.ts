@@ -84,7 +84,7 @@ describe('in GitHub Actions', () => {
     // What unknown means and what to do, as verify's own hint says: never an empty cell or a bare `unknown`.
     const row = text.split('\n').find((line) => line.startsWith(`| ${bed.path('dist/b.txt')} | unknown |`));
     expect(row).toMatch(
-      /\| not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt .*--receipt-dir.* \|$/,
+      /\| not verified: no receipt of it was found, nor an entry in a ledger, where one was searched: give its receipt .*--receipt-dir.* \|$/,
     );
     const annotations = run.stderr.split('\n').filter((line) => line.startsWith('::'));
     expect(annotations).toHaveLength(1);

@@ -42,7 +42,7 @@ describe('GitHub Actions text', () => {
       '::error file=m.txt,title=notarize%3A modified::other digest',
       // Standard input names no file of the repository. A bare unknown says what it means and what to do.
       expect.stringMatching(
-        /^::error title=notarize%3A unknown::not verified: no receipt of it was found, nor an entry in the ledger searched: give its receipt \(--receipt, --receipt-dir, or <document>\.notarization\.json beside it\)/,
+        /^::error title=notarize%3A unknown::not verified: no receipt of it was found, nor an entry in a ledger, where one was searched: give its receipt \(--receipt, --receipt-dir, or <document>\.notarization\.json beside it\)/,
       ),
       '::error file=r.txt,title=notarize%3A invalid::the receipt is not JSON',
     ]);
