@@ -17604,8 +17604,7 @@ function mayPlace(file, test) {
 async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ */ new Set()) {
 	const adoptions = {
 		placements: /* @__PURE__ */ new Map(),
-		roots: /* @__PURE__ */ new Map(),
-		sent: false
+		roots: /* @__PURE__ */ new Map()
 	};
 	const { candidates, useful, overfull, byDigest, tooLarge, runSize } = await manifestCandidates(input, unplaced, storeRoots);
 	/** The roots asked about, and the files whose roots the service does not have (answered with a session). */
@@ -17648,11 +17647,7 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 			kind: "failed",
 			error: refused
 		};
-		else {
-			const first = !asks.has(root);
-			said = await asks.ask(root, file, () => askAbout(deps, entry, input));
-			if (first && !(said.kind === "failed" && nothingSent(said.error))) adoptions.sent = true;
-		}
+		else said = await asks.ask(root, file, () => askAbout(deps, entry, input));
 		if (said.kind === "absent") continue;
 		place(new LoadedTree(entry, { state: said.kind === "has" ? "confirmed" : "planned" }, merkle, true));
 		adoptions.roots.set(root, said);
@@ -17856,8 +17851,7 @@ var init_manifests = __esmMin((() => {
 	};
 	NO_ADOPTIONS = {
 		placements: /* @__PURE__ */ new Map(),
-		roots: /* @__PURE__ */ new Map(),
-		sent: false
+		roots: /* @__PURE__ */ new Map()
 	};
 	ManifestIndex = class {
 		#dir;
@@ -18024,7 +18018,7 @@ async function placeDocuments(deps, input) {
 	try {
 		return await locked(deps, "aggregate", async () => plantTheRest(deps, input, await placeInStore(deps, input), adopted));
 	} catch (error) {
-		throw adopted.sent ? sentAlready(error) : error;
+		throw deps.api.anythingSent ? sentAlready(error) : error;
 	}
 }
 /** A tree of the store whose root is not paid for yet: planned (never answered) or pending (not completed). */
@@ -18098,14 +18092,14 @@ async function plantTheRest(deps, input, placed, adopted) {
 			});
 		} else if (newcomers.length > 0) {
 			let tree = plant();
-			await saveNewTree(deps, input, adopted, tree, holds);
+			await saveNewTree(deps, tree, holds);
 			const taking = () => takenUp(deps, input, newcomers.map(({ doc }) => doc.sha256));
 			for (let taken = taking(); taken.size > 0; taken = taking()) {
 				for (const { doc, i } of newcomers) if (taken.has(doc.sha256)) leftOut.push(i);
 				newcomers = newcomers.filter(({ doc }) => !taken.has(doc.sha256));
 				const replaced = tree;
 				tree = newcomers.length === 0 ? void 0 : plant();
-				if (tree) await saveNewTree(deps, input, adopted, tree, holds);
+				if (tree) await saveNewTree(deps, tree, holds);
 				dropTree(store, replaced.entry.root, holds);
 				if (!tree) break;
 			}
@@ -18115,7 +18109,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 			});
 		}
 		for (const root of abandoned) dropTree(store, root, holds);
-		await redescribePlanned(deps, input, adopted, placed, holds);
+		await redescribePlanned(deps, input, placed, holds);
 	} catch (error) {
 		for (const release of holds.values()) release();
 		throw error;
@@ -18125,8 +18119,7 @@ async function plantTheRest(deps, input, placed, adopted) {
 		placements: placed,
 		leftOut,
 		holds,
-		asked,
-		sent: adopted.sent
+		asked
 	};
 }
 /** The trees the documents are placed under, each once. */
@@ -18145,17 +18138,17 @@ function dropTree(store, root, holds) {
 * documents under it waits for it (register-roots.ts) rather than see a
 * tree planned by a run that is gone, which frees its documents.
 */
-async function saveNewTree(deps, input, adopted, tree, holds) {
-	await saveTree(deps, input, adopted, tree);
+async function saveNewTree(deps, tree, holds) {
+	await saveTree(deps, tree);
 	holds.set(tree.entry.root, await holdAcross(deps, tree.entry.root, 0));
 }
 /** Saves a tree before its root is sent; a disk refusing it is said as such, with what was sent so far. */
-async function saveTree(deps, input, adopted, tree) {
+async function saveTree(deps, tree) {
 	const { store } = deps;
 	try {
 		await store.saveTree(tree.entry);
 	} catch (error) {
-		const sent = adopted.sent || input.askedBefore ? "nothing was paid for: only the roots of manifests or receipts were asked about" : void 0;
+		const sent = deps.api.anythingSent ? "nothing was paid for: only the roots of manifests or receipts were asked about" : void 0;
 		throw diskRefused(error, store.dir, sent) ?? error;
 	}
 }
@@ -18190,14 +18183,14 @@ function refuseOtherRequests(deps, input, placed) {
 * later run, should this answer be lost too, keep the same one. A planned
 * tree another process holds is left as it is: that process registers it.
 */
-async function redescribePlanned(deps, input, adopted, placed, holds) {
+async function redescribePlanned(deps, input, placed, holds) {
 	const { description } = input;
 	if (description === void 0) return;
 	for (const tree of treesOf(placed)) {
 		if (tree.state !== "planned" || tree.adopted || !holds.has(tree.entry.root)) continue;
 		if (tree.entry.description === description) continue;
 		tree.entry.description = description;
-		await saveTree(deps, input, adopted, tree);
+		await saveTree(deps, tree);
 	}
 }
 /**
@@ -18347,7 +18340,6 @@ function rootResultOf(root, said) {
 	};
 	return {
 		ok: true,
-		sent: true,
 		outcome: {
 			kind: "already-registered",
 			hash: root,
@@ -18379,7 +18371,6 @@ async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ ne
 			await tidyRoot(deps, root);
 			roots.set(root, {
 				ok: true,
-				sent: false,
 				outcome: finishedRoot(tree)
 			});
 			continue;
@@ -18402,11 +18393,6 @@ async function registerRoots(deps, input, placements, asked = /* @__PURE__ */ ne
 * Never throws: an error is the result's.
 */
 async function registerRoot(deps, tree, flags) {
-	let sent = false;
-	const onStep = (step) => {
-		if (step !== "requesting") sent = true;
-		deps.onStep?.(step);
-	};
 	const root = tree.entry.root;
 	const unheld = tree.state === "planned" && !deps.heldAcross?.has(root);
 	const beforeRequest = async (hash) => {
@@ -18421,7 +18407,6 @@ async function registerRoot(deps, tree, flags) {
 			ok: true,
 			outcome: await register({
 				...deps,
-				onStep,
 				beforeRequest
 			}, {
 				hash: root,
@@ -18432,8 +18417,7 @@ async function registerRoot(deps, tree, flags) {
 				complete: flags.complete,
 				force: false,
 				asRequested: true
-			}),
-			sent
+			})
 		};
 	} catch (error) {
 		return {
@@ -18730,7 +18714,6 @@ var init_register_roots = __esmMin((() => {
 		#receipts;
 		#baseUrl;
 		#deps;
-		#onSent;
 		/** The trees of this store as they are now, read when a document first needs them (#underRoot). */
 		#treesNow;
 		/** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
@@ -18752,14 +18735,13 @@ var init_register_roots = __esmMin((() => {
 		#asks;
 		/** The manifests of --receipt-dir, read when a document first needs them. */
 		#manifests;
-		constructor({ options, receipts, baseUrl, deps, onSent, asks }) {
+		constructor({ options, receipts, baseUrl, deps, asks }) {
 			this.#asks = asks ?? new RootAsks();
 			this.#treesNow = new TreesNow(deps.store);
 			this.#options = options;
 			this.#receipts = receipts;
 			this.#baseUrl = baseUrl;
 			this.#deps = deps;
-			this.#onSent = onSent;
 		}
 		/**
 		* What must hold before anything is sent for the document of digest
@@ -18940,10 +18922,7 @@ var init_register_roots = __esmMin((() => {
 		* in the warning once too many roots were unknown to the service.
 		*/
 		async #ask(root, treeSize, source, file) {
-			const first = !this.#asks.has(root);
-			const said = await this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
-			if (first && !(said.kind === "failed" && nothingSent(said.error))) this.#onSent?.();
-			return said;
+			return this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
 		}
 		/**
 		* Said once, when this run completes a pending root: what was asked for
@@ -21796,16 +21775,14 @@ var init_register_aggregate = __esmMin((() => {
 		#asks = new RootAsks();
 		/** The documents left for roots once the registered ones are out: what manifests are judged by. */
 		#runSize = 0;
-		/** Whether a root was asked about for a document's receipt (#underReceiptRoots): something was sent. */
-		#askedBefore = false;
 		/** The roots whose manifest this run wrote (manifest-files.ts). */
 		#manifestsWritten = /* @__PURE__ */ new Set();
 		/** The documents with sessions of their own pending that a tree holds (#alreadyOnTheirOwn): said once placed. */
 		#rootedSessions = [];
 		/** The documents whose own registration settles them (#alreadyOnTheirOwn), after the tree's (#onTheirOwn). */
 		#alone = [];
-		/** What the tree's part of the run ended with (#end), for the run's end once #alone are settled. */
-		#ended = { sent: false };
+		/** A manifest the tree's part of the run could not write (#end), for the run's end once #alone are settled. */
+		#manifestFailure;
 		/** The last write of each receipt path still under way (see #receipt). */
 		#writing = /* @__PURE__ */ new Map();
 		constructor({ options, documents, items, baseUrl, api, store }) {
@@ -21831,37 +21808,36 @@ var init_register_aggregate = __esmMin((() => {
 			} catch (error) {
 				thrown = { error };
 			}
-			const sentBefore = this.#askedBefore || this.#ended.sent;
-			if (this.#alone.length === 0 || thrown && !sentBefore) {
+			if (this.#alone.length === 0 || thrown && !this.#sentAny()) {
 				if (thrown) throw thrown.error;
 				return result;
 			}
 			if (this.#options.failFast && (thrown || this.#tally.failed > 0)) this.#skip(this.#alone);
 			else await this.#onTheirOwn(this.#alone);
 			if (thrown) throw sentAlready(thrown.error);
-			return this.#end(this.#ended.sent, this.#ended.manifestFailure);
+			return this.#end(this.#manifestFailure);
 		}
 		async #runTree() {
 			const all = await this.#hashAll();
 			if (this.#options.failFast && this.#tally.failed > 0) {
 				this.#skip(all);
-				return this.#end(false);
+				return this.#end();
 			}
 			const rest = await this.#alreadyOnTheirOwn(all);
 			if (this.#options.failFast && this.#tally.failed > 0) {
 				this.#skip(rest);
-				return this.#end(false);
+				return this.#end();
 			}
-			if (rest.length === 0) return this.#end(false);
+			if (rest.length === 0) return this.#end();
 			this.#runSize = rest.length;
 			const unrooted = await this.#underReceiptRoots(rest);
 			if (this.#options.failFast && this.#tally.failed > 0) {
 				this.#skip(unrooted);
-				return this.#end(this.#askedBefore);
+				return this.#end();
 			}
 			if (unrooted.length === 0) {
 				this.#warnNoRecords();
-				return this.#end(this.#askedBefore);
+				return this.#end();
 			}
 			return this.#registerTree(unrooted);
 		}
@@ -21907,7 +21883,6 @@ var init_register_aggregate = __esmMin((() => {
 					api: this.#api,
 					store: this.#store
 				},
-				onSent: () => this.#askedBefore = true,
 				asks: this.#asks
 			});
 			/** The roots found so (or the service's word that it has the document on its own), by the digest of the document whose receipt led there. */
@@ -21979,7 +21954,6 @@ var init_register_aggregate = __esmMin((() => {
 				if (alone === void 0 || alone.baseUrl !== void 0 && alone.baseUrl !== this.#baseUrl) continue;
 				const refused = this.#asks.refusal(doc.sha256, path, (message) => this.#options.io.warn(message));
 				if (refused !== void 0) throw refused;
-				if (!this.#asks.has(doc.sha256)) this.#askedBefore = true;
 				const source = `its receipt ${path}`;
 				const said = await this.#asks.ask(doc.sha256, path, () => askAboutDocument({
 					api: this.#api,
@@ -22062,7 +22036,6 @@ var init_register_aggregate = __esmMin((() => {
 				failFast: this.#options.failFast,
 				...this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {},
 				runSize: this.#runSize,
-				askedBefore: this.#askedBefore,
 				asks: this.#asks,
 				warn: (message) => io.warn(message)
 			};
@@ -22070,7 +22043,7 @@ var init_register_aggregate = __esmMin((() => {
 			try {
 				placed = await placeDocuments(deps, input);
 			} catch (error) {
-				throw this.#askedBefore ? sentAlready(error) : error;
+				throw this.#sentAny() ? sentAlready(error) : error;
 			}
 			const { placements, holds } = placed;
 			this.#alone = [...this.#alone, ...placed.leftOut.map((i) => hashed[i])].sort((a, b) => a.index - b.index);
@@ -22089,20 +22062,19 @@ var init_register_aggregate = __esmMin((() => {
 				try {
 					await this.#checkManifests(inTrees.map(({ placement }) => placement));
 				} catch (error) {
-					throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
+					throw this.#sentAny() ? sentAlready(error) : error;
 				}
 				io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? "" : "s"}`);
 				const roots = await registerRoots(deps, input, placements, placed.asked, holds);
 				io.clearProgress();
 				this.#warnAnswerLost(roots);
-				const sent = placed.sent || [...roots.values()].some((r) => r.ok ? r.sent : !("error" in r) || !nothingSent(r.error));
 				const manifestFailure = await this.#manifestsAfter(trees, roots);
 				await runAll(inTrees, async ({ doc, placement }) => {
 					await this.#items.ready();
 					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
 				}, { concurrency: 16 });
 				this.#warnNoRecords();
-				return this.#end(sent, manifestFailure);
+				return this.#end(manifestFailure);
 			} finally {
 				for (const release of holds.values()) release();
 				reporting?.();
@@ -22112,13 +22084,14 @@ var init_register_aggregate = __esmMin((() => {
 		#skip(docs) {
 			for (const doc of docs) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
 		}
-		/** The run's result; `sent`: whether a root's steps reached the service. */
-		#end(sent, manifestFailure) {
-			this.#ended = {
-				sent,
-				...manifestFailure ? { manifestFailure } : {}
-			};
-			const failure = this.#tally.failure(sent || this.#askedBefore, this.#total) ?? manifestFailure;
+		/** Whether anything of the run left for the service (ApiClient.anythingSent): exit 2 would lie from then on. */
+		#sentAny() {
+			return this.#api.anythingSent;
+		}
+		/** The run's result, as the tree's part ended (a manifest not written: `manifestFailure`). */
+		#end(manifestFailure) {
+			this.#manifestFailure = manifestFailure;
+			const failure = this.#tally.failure(this.#sentAny(), this.#total) ?? manifestFailure;
 			return {
 				kind: "items",
 				title: TITLE$1,
@@ -22279,7 +22252,6 @@ var init_register_aggregate = __esmMin((() => {
 			await runAll(docs, async (doc) => {
 				let reporting;
 				const onStep = (step) => {
-					this.#askedBefore = true;
 					if (step === "completing") reporting ??= owingResult();
 				};
 				try {
@@ -22764,14 +22736,9 @@ var init_register = __esmMin((() => {
 				stop() {}
 			};
 		}
-		/**
-		* Whether anything of the run left for the service (a login, a root asked about, a request step,
-		* a completion, whether answered or not): from then on exit 2 ("nothing was sent") would lie. The
-		* requests the transport handed to the network, not the steps announced: a step is said before
-		* its token is read, which a damaged credentials file stops with nothing sent.
-		*/
+		/** Whether anything of the run left for the service (ApiClient.anythingSent): exit 2 would lie from then on. */
 		#sentAny() {
-			return this.#deps.api.transport.dispatched > 0;
+			return this.#deps.api.anythingSent;
 		}
 		/** The one document's outcome; its failure is the run's, after its GitHub summary. */
 		async single() {
@@ -23394,6 +23361,15 @@ var init_client = __esmMin((() => {
 			this.transport = transport;
 			this.#retry = retry;
 			this.#authorizer = authorizer;
+		}
+		/**
+		* Whether anything of the run left for the service (a login, a root asked about, a request step,
+		* a completion, answered or not): from then on exit 2 ("nothing was sent") would lie. The requests
+		* the transport handed to the network (HttpTransport.dispatched), not the steps a flow announced: a
+		* step is said before its token is read, which a damaged credentials file stops with nothing sent.
+		*/
+		get anythingSent() {
+			return this.transport.dispatched > 0;
 		}
 		/**
 		* From now on, at most `limit` of the run's calls at the service at once,

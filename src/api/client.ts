@@ -143,6 +143,16 @@ export class ApiClient {
   }
 
   /**
+   * Whether anything of the run left for the service (a login, a root asked about, a request step,
+   * a completion, answered or not): from then on exit 2 ("nothing was sent") would lie. The requests
+   * the transport handed to the network (HttpTransport.dispatched), not the steps a flow announced: a
+   * step is said before its token is read, which a damaged credentials file stops with nothing sent.
+   */
+  get anythingSent(): boolean {
+    return this.transport.dispatched > 0;
+  }
+
+  /**
    * From now on, at most `limit` of the run's calls at the service at once,
    * its logins included (`register -j`): the retry policy's slots, which the
    * context gives every run's client and its logins.

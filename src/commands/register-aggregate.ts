@@ -23,7 +23,7 @@ import {
   type ReceiptPlan,
 } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning, type InclusionProof } from '../core/receipt-format.js';
-import { nothingSent, ProtocolError, sentAlready, TransientError, UsageError, type NotarizeError } from '../errors.js';
+import { ProtocolError, sentAlready, TransientError, UsageError, type NotarizeError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
@@ -93,16 +93,14 @@ export class Aggregator {
   readonly #asks = new RootAsks();
   /** The documents left for roots once the registered ones are out: what manifests are judged by. */
   #runSize = 0;
-  /** Whether a root was asked about for a document's receipt (#underReceiptRoots): something was sent. */
-  #askedBefore = false;
   /** The roots whose manifest this run wrote (manifest-files.ts). */
   readonly #manifestsWritten = new Set<string>();
   /** The documents with sessions of their own pending that a tree holds (#alreadyOnTheirOwn): said once placed. */
   #rootedSessions: Hashed[] = [];
   /** The documents whose own registration settles them (#alreadyOnTheirOwn), after the tree's (#onTheirOwn). */
   #alone: Hashed[] = [];
-  /** What the tree's part of the run ended with (#end), for the run's end once #alone are settled. */
-  #ended: { sent: boolean; manifestFailure?: NotarizeError } = { sent: false };
+  /** A manifest the tree's part of the run could not write (#end), for the run's end once #alone are settled. */
+  #manifestFailure: NotarizeError | undefined;
   /** The last write of each receipt path still under way (see #receipt). */
   readonly #writing = new Map<string, Promise<void>>();
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
@@ -132,8 +130,7 @@ export class Aggregator {
     }
     // The tree's part failed with nothing sent (a usage error: exit 2 must stay true): the
     // documents with their own sessions are left as they are, their sessions pending.
-    const sentBefore = this.#askedBefore || this.#ended.sent;
-    if (this.#alone.length === 0 || (thrown && !sentBefore)) {
+    if (this.#alone.length === 0 || (thrown && !this.#sentAny())) {
       if (thrown) throw thrown.error;
       return result!;
     }
@@ -145,7 +142,7 @@ export class Aggregator {
     else await this.#onTheirOwn(this.#alone);
     // Something was sent: a usage error is exit 1 from here on (exit 2 promises nothing was).
     if (thrown) throw sentAlready(thrown.error);
-    return this.#end(this.#ended.sent, this.#ended.manifestFailure);
+    return this.#end(this.#manifestFailure);
   }
 
   async #runTree(): Promise<ItemsResult> {
@@ -153,25 +150,25 @@ export class Aggregator {
     // --fail-fast: one document that cannot be hashed stops the run before anything is sent.
     if (this.#options.failFast && this.#tally.failed > 0) {
       this.#skip(all);
-      return this.#end(false);
+      return this.#end();
     }
     const rest = await this.#alreadyOnTheirOwn(all);
     // --fail-fast: a record of one that cannot be read (or its receipt) stops the run before anything is sent.
     if (this.#options.failFast && this.#tally.failed > 0) {
       this.#skip(rest);
-      return this.#end(false);
+      return this.#end();
     }
-    if (rest.length === 0) return this.#end(false);
+    if (rest.length === 0) return this.#end();
     this.#runSize = rest.length;
     const unrooted = await this.#underReceiptRoots(rest);
     // --fail-fast: a root that could not be asked about stops the run before more is sent.
     if (this.#options.failFast && this.#tally.failed > 0) {
       this.#skip(unrooted);
-      return this.#end(this.#askedBefore);
+      return this.#end();
     }
     if (unrooted.length === 0) {
       this.#warnNoRecords();
-      return this.#end(this.#askedBefore);
+      return this.#end();
     }
     return this.#registerTree(unrooted);
   }
@@ -220,7 +217,6 @@ export class Aggregator {
       receipts: plan,
       baseUrl: this.#baseUrl,
       deps: { api: this.#api, store: this.#store },
-      onSent: () => (this.#askedBefore = true),
       asks: this.#asks,
     });
     /** The roots found so (or the service's word that it has the document on its own), by the digest of the document whose receipt led there. */
@@ -303,7 +299,6 @@ export class Aggregator {
       if (alone === undefined || (alone.baseUrl !== undefined && alone.baseUrl !== this.#baseUrl)) continue;
       const refused = this.#asks.refusal(doc.sha256, path, (message) => this.#options.io.warn(message));
       if (refused !== undefined) throw refused;
-      if (!this.#asks.has(doc.sha256)) this.#askedBefore = true;
       const source = `its receipt ${path}`;
       const said = await this.#asks.ask(doc.sha256, path, () =>
         askAboutDocument({ api: this.#api, store: this.#store }, doc.sha256, alone.description, this.#options, source),
@@ -392,7 +387,6 @@ export class Aggregator {
       ...(this.#documents.receipts ? { manifestDir: this.#documents.receipts.dir } : {}),
       // As #underReceiptRoots judged the manifests: by the run before receipts placed some documents.
       runSize: this.#runSize,
-      askedBefore: this.#askedBefore,
       asks: this.#asks,
       warn: (message: string) => io.warn(message),
     };
@@ -401,7 +395,7 @@ export class Aggregator {
       placed = await placeDocuments(deps, input);
     } catch (error) {
       // A root asked about for a receipt (#underReceiptRoots): something was sent, so not exit 2.
-      throw this.#askedBefore ? sentAlready(error) : error;
+      throw this.#sentAny() ? sentAlready(error) : error;
     }
     const { placements, holds } = placed;
     // Taken up by another process while their tree was planted: settled on their own, after the tree's.
@@ -419,16 +413,12 @@ export class Aggregator {
       try {
         await this.#checkManifests(inTrees.map(({ placement }) => placement));
       } catch (error) {
-        throw placed.sent || this.#askedBefore ? sentAlready(error) : error;
+        throw this.#sentAny() ? sentAlready(error) : error;
       }
       io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? '' : 's'}`);
       const roots = await registerRoots(deps, input, placements, placed.asked, holds);
       io.clearProgress();
       this.#warnAnswerLost(roots);
-      // A root that failed with exit 2 sent nothing (that is what exit 2 says: a login refused
-      // locally, a store that cannot be written before its request); any other failure may have.
-      const sent =
-        placed.sent || [...roots.values()].some((r) => (r.ok ? r.sent : !('error' in r) || !nothingSent(r.error)));
       const manifestFailure = await this.#manifestsAfter(trees, roots);
       await runAll(
         inTrees,
@@ -441,7 +431,7 @@ export class Aggregator {
         { concurrency: 16 },
       );
       this.#warnNoRecords();
-      return this.#end(sent, manifestFailure);
+      return this.#end(manifestFailure);
     } finally {
       for (const release of holds.values()) release();
       reporting?.();
@@ -455,11 +445,16 @@ export class Aggregator {
     }
   }
 
-  /** The run's result; `sent`: whether a root's steps reached the service. */
-  #end(sent: boolean, manifestFailure?: NotarizeError): ItemsResult {
-    this.#ended = { sent, ...(manifestFailure ? { manifestFailure } : {}) };
+  /** Whether anything of the run left for the service (ApiClient.anythingSent): exit 2 would lie from then on. */
+  #sentAny(): boolean {
+    return this.#api.anythingSent;
+  }
+
+  /** The run's result, as the tree's part ended (a manifest not written: `manifestFailure`). */
+  #end(manifestFailure?: NotarizeError): ItemsResult {
+    this.#manifestFailure = manifestFailure;
     // A manifest that could not be written fails the run (exit 1) even when every document succeeded.
-    const failure = this.#tally.failure(sent || this.#askedBefore, this.#total) ?? manifestFailure;
+    const failure = this.#tally.failure(this.#sentAny(), this.#total) ?? manifestFailure;
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 
@@ -661,7 +656,6 @@ export class Aggregator {
         // a signal's grace then covers what a record saved in it is owed (interrupt.ts).
         let reporting: (() => void) | undefined;
         const onStep = (step: string) => {
-          this.#askedBefore = true;
           if (step === 'completing') reporting ??= owingResult();
         };
         try {

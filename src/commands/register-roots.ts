@@ -17,7 +17,7 @@ import { earlierProof, proofIn, type EarlierProof, type ReceiptPlan } from '../c
 import type { InclusionProof } from '../core/receipt-format.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { paidRootProblems, underUnreadRoot, type LoadedTree, type Placement, type Trees } from '../core/trees.js';
-import { nothingSent, StoreError } from '../errors.js';
+import { StoreError } from '../errors.js';
 import { TreesNow } from '../core/trees-now.js';
 import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
 import type { RegisterOptions } from './register-inputs.js';
@@ -36,8 +36,6 @@ interface DocumentRootsRun {
   receipts: ReceiptPlan | undefined;
   baseUrl: string;
   deps: Pick<FlowDeps, 'api' | 'store'>;
-  /** Told when a request goes out for a root (an ask, a completion): exit 2 would lie from then on. */
-  onSent?: () => void;
   /** The asks of the run, when shared with its manifests' (register --aggregate); else its own. */
   asks?: RootAsks;
 }
@@ -51,7 +49,6 @@ export class DocumentRoots {
   readonly #receipts: ReceiptPlan | undefined;
   readonly #baseUrl: string;
   readonly #deps: Pick<FlowDeps, 'api' | 'store'>;
-  readonly #onSent: (() => void) | undefined;
   /** The trees of this store as they are now, read when a document first needs them (#underRoot). */
   readonly #treesNow: TreesNow;
   /** The planned roots whose trees were read again before paying for a document of theirs (#underRoot). */
@@ -74,14 +71,13 @@ export class DocumentRoots {
   /** The manifests of --receipt-dir, read when a document first needs them. */
   #manifests: ManifestIndex | undefined;
 
-  constructor({ options, receipts, baseUrl, deps, onSent, asks }: DocumentRootsRun) {
+  constructor({ options, receipts, baseUrl, deps, asks }: DocumentRootsRun) {
     this.#asks = asks ?? new RootAsks();
     this.#treesNow = new TreesNow(deps.store);
     this.#options = options;
     this.#receipts = receipts;
     this.#baseUrl = baseUrl;
     this.#deps = deps;
-    this.#onSent = onSent;
   }
 
   /**
@@ -277,13 +273,7 @@ export class DocumentRoots {
     source: string,
     file?: string,
   ): Promise<Awaited<ReturnType<typeof askAboutRoot>>> {
-    const first = !this.#asks.has(root);
-    const said = await this.#asks.ask(root, file, () =>
-      askAboutRoot(this.#deps, root, treeSize, this.#options, source),
-    );
-    // Sent, unless refused before it left (a damaged credentials file: exit 2, nothing sent).
-    if (first && !(said.kind === 'failed' && nothingSent(said.error))) this.#onSent?.();
-    return said;
+    return this.#asks.ask(root, file, () => askAboutRoot(this.#deps, root, treeSize, this.#options, source));
   }
 
   /**

@@ -294,14 +294,9 @@ class Registrar {
     this.#spinner = documents.single ? options.io.spinner('hashing') : { update() {}, stop() {} };
   }
 
-  /**
-   * Whether anything of the run left for the service (a login, a root asked about, a request step,
-   * a completion, whether answered or not): from then on exit 2 ("nothing was sent") would lie. The
-   * requests the transport handed to the network, not the steps announced: a step is said before
-   * its token is read, which a damaged credentials file stops with nothing sent.
-   */
+  /** Whether anything of the run left for the service (ApiClient.anythingSent): exit 2 would lie from then on. */
   #sentAny(): boolean {
-    return this.#deps.api.transport.dispatched > 0;
+    return this.#deps.api.anythingSent;
   }
 
   /** The one document's outcome; its failure is the run's, after its GitHub summary. */

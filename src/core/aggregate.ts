@@ -52,13 +52,11 @@ import { plantTree, Trees, type LoadedTree, type Placement } from './trees.js';
 export interface AggregateInput extends ManifestQuery {
   /** False for --no-complete: stop once the root's session is saved. */
   complete: boolean;
-  /** Roots were asked about before this (for documents' receipts): something was sent. */
-  askedBefore?: boolean;
 }
 
 /** What registering one root gave: the flow's outcome, or the error that stopped it. */
 export type RootResult =
-  | { ok: true; outcome: Outcome; sent: boolean }
+  | { ok: true; outcome: Outcome }
   | { ok: false; error: unknown }
   /** Not attempted: an earlier root of the run failed, with --fail-fast. */
   | { ok: false; cancelled: true };
@@ -85,8 +83,6 @@ export interface Placed {
   holds: Map<string, () => void>;
   /** The roots of manifests asked about (adoptManifests), and what the service said. */
   asked: Map<string, RootResult>;
-  /** Whether anything was sent: from then on, exit 2 would lie. */
-  sent: boolean;
 }
 
 /**
@@ -128,7 +124,7 @@ export async function placeDocuments(deps: FlowDeps, input: AggregateInput): Pro
     );
   } catch (error) {
     // Taking the lock included: a disk that refuses it is exit 2 only while nothing was sent.
-    throw adopted.sent ? sentAlready(error) : error;
+    throw deps.api.anythingSent ? sentAlready(error) : error;
   }
 }
 
@@ -217,7 +213,7 @@ async function plantTheRest(
       newcomers.forEach(({ i }, leafIndex) => (placed[i] = { tree, leafIndex }));
     } else if (newcomers.length > 0) {
       let tree: LoadedTree | undefined = plant();
-      await saveNewTree(deps, input, adopted, tree, holds);
+      await saveNewTree(deps, tree, holds);
       // A per-document run may have taken one of them up between the look at their locks
       // (commands/register-aggregate.ts) and this tree's being saved, and pay for it alone: it
       // looks at the trees only once it holds the document's lock, so a document whose lock is
@@ -234,7 +230,7 @@ async function plantTheRest(
         newcomers = newcomers.filter(({ doc }) => !taken.has(doc.sha256));
         const replaced: LoadedTree = tree;
         tree = newcomers.length === 0 ? undefined : plant();
-        if (tree) await saveNewTree(deps, input, adopted, tree, holds);
+        if (tree) await saveNewTree(deps, tree, holds);
         // The new tree first: a document it keeps is under a tree of the store all along.
         dropTree(store, replaced.entry.root, holds);
         if (!tree) break;
@@ -243,13 +239,13 @@ async function plantTheRest(
     }
     // Once their documents are under the new tree (or left out): a planned tree frees its documents.
     for (const root of abandoned) dropTree(store, root, holds);
-    await redescribePlanned(deps, input, adopted, placed, holds);
+    await redescribePlanned(deps, input, placed, holds);
   } catch (error) {
     for (const release of holds.values()) release();
     throw error;
   }
   leftOut.sort((a, b) => a - b);
-  return { placements: placed, leftOut, holds, asked, sent: adopted.sent };
+  return { placements: placed, leftOut, holds, asked };
 }
 
 /** The trees the documents are placed under, each once. */
@@ -270,29 +266,23 @@ function dropTree(store: ServiceStore, root: string, holds: Map<string, () => vo
  * documents under it waits for it (register-roots.ts) rather than see a
  * tree planned by a run that is gone, which frees its documents.
  */
-async function saveNewTree(
-  deps: FlowDeps,
-  input: AggregateInput,
-  adopted: Adoptions,
-  tree: LoadedTree,
-  holds: Map<string, () => void>,
-): Promise<void> {
-  await saveTree(deps, input, adopted, tree);
+async function saveNewTree(deps: FlowDeps, tree: LoadedTree, holds: Map<string, () => void>): Promise<void> {
+  await saveTree(deps, tree);
   // A new root (its leaves' salts are random): no one else holds its lock.
   holds.set(tree.entry.root, await holdAcross(deps, tree.entry.root, 0));
 }
 
 /** Saves a tree before its root is sent; a disk refusing it is said as such, with what was sent so far. */
-async function saveTree(deps: FlowDeps, input: AggregateInput, adopted: Adoptions, tree: LoadedTree): Promise<void> {
+async function saveTree(deps: FlowDeps, tree: LoadedTree): Promise<void> {
   const { store } = deps;
   try {
     await store.saveTree(tree.entry);
   } catch (error) {
-    // Full, a file size limit: the user's to fix, and nothing was paid for.
-    const sent =
-      adopted.sent || input.askedBefore
-        ? 'nothing was paid for: only the roots of manifests or receipts were asked about'
-        : undefined;
+    // Full, a file size limit: the user's to fix, and nothing was paid for (a tree is saved before its
+    // root is requested): whatever was sent before asked about roots of manifests or receipts.
+    const sent = deps.api.anythingSent
+      ? 'nothing was paid for: only the roots of manifests or receipts were asked about'
+      : undefined;
     throw diskRefused(error, store.dir, sent) ?? error;
   }
 }
@@ -334,7 +324,6 @@ function refuseOtherRequests(deps: FlowDeps, input: AggregateInput, placed: read
 async function redescribePlanned(
   deps: FlowDeps,
   input: AggregateInput,
-  adopted: Adoptions,
   placed: readonly (Placement | undefined)[],
   holds: ReadonlyMap<string, () => void>,
 ): Promise<void> {
@@ -344,7 +333,7 @@ async function redescribePlanned(
     if (tree.state !== 'planned' || tree.adopted || !holds.has(tree.entry.root)) continue;
     if (tree.entry.description === description) continue;
     tree.entry.description = description;
-    await saveTree(deps, input, adopted, tree);
+    await saveTree(deps, tree);
   }
 }
 
@@ -565,7 +554,7 @@ async function keepRecordedTrees(
 function rootResultOf(root: string, said: Asked): RootResult {
   if (said.kind === 'failed') return { ok: false, error: said.error };
   const service = { message: said.message, retiredSession: undefined };
-  return { ok: true, sent: true, outcome: { kind: 'already-registered', hash: root, entry: undefined, service } };
+  return { ok: true, outcome: { kind: 'already-registered', hash: root, entry: undefined, service } };
 }
 
 /** Registers the root of every tree the documents were placed under, once each, in order. */
@@ -590,7 +579,7 @@ export async function registerRoots(
     }
     if (tree.state === 'registered' || tree.state === 'confirmed') {
       await tidyRoot(deps, root);
-      roots.set(root, { ok: true, sent: false, outcome: finishedRoot(tree) });
+      roots.set(root, { ok: true, outcome: finishedRoot(tree) });
       continue;
     }
     const result = await registerRoot(holds.has(root) ? { ...deps, heldAcross: new Set([root]) } : deps, tree, input);
@@ -614,12 +603,6 @@ export async function registerRoot(
   tree: LoadedTree,
   flags: Pick<AggregateInput, 'signed' | 'blockchain' | 'complete'> & Partial<Pick<AggregateInput, 'force'>>,
 ): Promise<RootResult> {
-  let sent = false;
-  const onStep: FlowDeps['onStep'] = (step) => {
-    // 'requesting' is said before the token is at hand: a damaged credentials file stops it there.
-    if (step !== 'requesting') sent = true;
-    deps.onStep?.(step);
-  };
   const root = tree.entry.root;
   // A planned root whose lock this run did not hold from its placing on (holdPlannedRoots found it
   // held a moment, by a per-document run looking at the trees, say) had its documents looked at by
@@ -639,7 +622,7 @@ export async function registerRoot(
   };
   try {
     const outcome = await register(
-      { ...deps, onStep, beforeRequest },
+      { ...deps, beforeRequest },
       {
         hash: root,
         // A pending root's session keeps its own (asRequested); only a new request step sends this.
@@ -656,7 +639,7 @@ export async function registerRoot(
     );
     // A 409 to its request step (a planned root the service has: its session dropped after a
     // completion that went through) is kept by the flow: the tree is `confirmed` from then on.
-    return { ok: true, outcome, sent };
+    return { ok: true, outcome };
   } catch (error) {
     return { ok: false, error };
   }

@@ -9,7 +9,7 @@
 import { existsSync, lstatSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { EXIT, NotarizeError, nothingSent, StoreError } from '../errors.js';
+import { EXIT, NotarizeError, StoreError } from '../errors.js';
 import { treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
@@ -198,11 +198,9 @@ export interface Adoptions {
   placements: Map<string, Placement>;
   /** What asking about each of those roots gave. */
   roots: Map<string, Asked>;
-  /** Whether a request was attempted: from then on, exit 2 would lie. */
-  sent: boolean;
 }
 
-export const NO_ADOPTIONS: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
+export const NO_ADOPTIONS: Adoptions = { placements: new Map(), roots: new Map() };
 
 /**
  * The manifests of --receipt-dir that adoptManifests may ask about, in the
@@ -328,7 +326,7 @@ export async function adoptManifests(
   unplaced: Set<string>,
   storeRoots: ReadonlySet<string> = new Set(),
 ): Promise<Adoptions> {
-  const adoptions: Adoptions = { placements: new Map(), roots: new Map(), sent: false };
+  const adoptions: Adoptions = { placements: new Map(), roots: new Map() };
   const { candidates, useful, overfull, byDigest, tooLarge, runSize } = await manifestCandidates(
     input,
     unplaced,
@@ -375,10 +373,7 @@ export async function adoptManifests(
       said = { kind: 'failed', error: refused };
     } else {
       // A root asked about already in this run (a receipt's) has its answer: no second request step.
-      const first = !asks.has(root);
       said = await asks.ask(root, file, () => askAbout(deps, entry, input));
-      // Sent, unless refused before it left (a damaged credentials file: exit 2).
-      if (first && !(said.kind === 'failed' && nothingSent(said.error))) adoptions.sent = true;
     }
     if (said.kind === 'absent') continue;
     // `confirmed`: the service has the root; `planned`: nothing is known of it (its ask failed).

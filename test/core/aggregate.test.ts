@@ -47,7 +47,7 @@ describe('registerAggregate', () => {
       [root, 1],
       [root, 2],
     ]);
-    expect(roots.get(root)).toMatchObject({ ok: true, sent: true, outcome: { kind: 'completed' } });
+    expect(roots.get(root)).toMatchObject({ ok: true, outcome: { kind: 'completed' } });
     const saved = d.store.readTree(root)!;
     expect(saved).toMatchObject({ root, treeSize: 3, description: rootDescription(3) });
     expect(saved.leaves.map((l) => [l.index, l.name, l.sha256, l.size])).toEqual(
@@ -95,7 +95,7 @@ describe('registerAggregate', () => {
     mark = bed.mark();
     const third = await registerAggregate(d, input(docs('y', 'x')));
     expect(routes(mark)).toEqual([]);
-    expect(third.roots.get(root)).toMatchObject({ ok: true, sent: false, outcome: { kind: 'already-registered' } });
+    expect(third.roots.get(root)).toMatchObject({ ok: true, outcome: { kind: 'already-registered' } });
   });
 
   it("what a run killed after its root's record left (its lock, its session) is tidied by the re-run that sends nothing", async () => {
@@ -112,7 +112,7 @@ describe('registerAggregate', () => {
     const mark = bed.mark();
     const again = await registerAggregate(d, input(docs('k1', 'k2')));
     expect(routes(mark)).toEqual([]);
-    expect(again.roots.get(root)).toMatchObject({ ok: true, sent: false, outcome: { kind: 'already-registered' } });
+    expect(again.roots.get(root)).toMatchObject({ ok: true, outcome: { kind: 'already-registered' } });
     expect(existsSync(d.store.pendingFile(root))).toBe(false);
     expect(readdirSync(join(lock, '..')).filter((name) => name.startsWith(root))).toEqual([]);
 
@@ -120,20 +120,25 @@ describe('registerAggregate', () => {
     writeFileSync(d.store.pendingFile(root), session);
     writeFileSync(lock, lockText(1, 'alive'));
     const started = performance.now();
+    const heldMark = bed.mark();
     const held = await registerAggregate(d, input(docs('k1')));
+    expect(routes(heldMark)).toEqual([]);
     // Waiting for it would take the flow's lock wait (then give up): not waited.
     expect(performance.now() - started).toBeLessThan(d.lockWaitMs!);
-    expect(held.roots.get(root)).toMatchObject({ ok: true, sent: false, outcome: { kind: 'already-registered' } });
+    expect(held.roots.get(root)).toMatchObject({ ok: true, outcome: { kind: 'already-registered' } });
     expect(readFileSync(lock, 'utf8')).toBe(lockText(1, 'alive'));
     expect(readFileSync(d.store.pendingFile(root), 'utf8')).toBe(session);
 
     // Tidying is optional: a lock path that is not a lock fails no run, not even one that registers a new root too.
     rmSync(lock);
     mkdirSync(lock);
+    const mixedMark = bed.mark();
     const mixed = await registerAggregate(d, input(docs('k1', 'k3')));
-    expect(mixed.roots.get(root)).toMatchObject({ ok: true, sent: false, outcome: { kind: 'already-registered' } });
+    // Only the new root's steps: nothing for the registered one.
+    expect(routes(mixedMark)).toEqual(['request:200', 'forfait:200']);
+    expect(mixed.roots.get(root)).toMatchObject({ ok: true, outcome: { kind: 'already-registered' } });
     const newRoot = mixed.placements[1]!.tree.entry.root;
-    expect(mixed.roots.get(newRoot)).toMatchObject({ ok: true, sent: true, outcome: { kind: 'completed' } });
+    expect(mixed.roots.get(newRoot)).toMatchObject({ ok: true, outcome: { kind: 'completed' } });
   });
 
   it('new documents beside registered ones get a tree of their own; --force puts all under a new tree', async () => {
@@ -217,7 +222,6 @@ describe('registerAggregate', () => {
     expect(routes(mark)).toEqual([]);
     expect(third.roots.get(root)).toMatchObject({
       ok: true,
-      sent: false,
       outcome: { kind: 'already-registered', service: { message: expect.stringContaining('409') } },
     });
     // --force registers the confirmed documents anew (a new tree), but completes a pending root as it is.
