@@ -41515,6 +41515,14 @@ function isStoreEntry(name) {
 	return /^(config\.json|credentials\.json|locks|services|\.(config|credentials)\.json\.[^/]+\.tmp|(config|credentials)\.json\.tmp-[0-9a-z]+|\.DS_Store)$/.test(name);
 }
 /**
+* What credentials.json keeps to tie a key's digest to the token it was
+* stored with: 16 hex digits of the token's SHA-256 (the file is the
+* owner's alone and holds the token itself anyway).
+*/
+function tokenBinding(token) {
+	return createHash("sha256").update(token).digest("hex").slice(0, 16);
+}
+/**
 * The directory name of a base URL's store: a readable part (`http_` for
 * plain http, the host, the port if given) and the first 16 hex digits of
 * the SHA-256 of the normalised URL, e.g. `app.dedit.io-8443-1f0c...`.
@@ -41677,7 +41685,7 @@ var init_store = __esmMin((() => {
 			try {
 				const data = this.#parse(file, text);
 				tokens = Object.values(this.#tokens(data)).filter((t) => typeof t === "string");
-				const prints = this.#prints(data);
+				const prints = this.#lenient(data, "tokenKeyPrints");
 				keys = Object.entries(this.#tokenKeys(data)).flatMap(([baseUrl, digest]) => {
 					if (typeof digest !== "string") return [];
 					const printed = prints[baseUrl];
@@ -41695,10 +41703,20 @@ var init_store = __esmMin((() => {
 				keys
 			};
 		}
-		/** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
+		/**
+		* The digest of the API key the stored token of a service was logged in
+		* with (secrets.ts keyDigest), if known: only while it names that very
+		* token (tokenKeyTokens). An older notarize sharing the store (a pinned CI
+		* image) replaced `tokens` at its login and left `tokenKeys` as it was, so
+		* another account's token would pass for this key's.
+		*/
 		getTokenKey(baseUrl) {
-			const digest = this.#tokenKeys(this.#read("credentials"))[baseUrl];
-			return typeof digest === "string" ? digest : void 0;
+			const data = this.#read("credentials");
+			const digest = this.#tokenKeys(data)[baseUrl];
+			const token = this.#tokens(data)[baseUrl];
+			const bound = this.#lenient(data, "tokenKeyTokens")[baseUrl];
+			if (typeof digest !== "string" || typeof token !== "string" || bound !== tokenBinding(token)) return void 0;
+			return digest;
 		}
 		/**
 		* Stores the token of a service, with the trace of the key it was logged
@@ -41715,9 +41733,13 @@ var init_store = __esmMin((() => {
 					...this.#tokenKeys(data),
 					[baseUrl]: key.digest
 				};
+				data.tokenKeyTokens = {
+					...this.#lenient(data, "tokenKeyTokens"),
+					[baseUrl]: tokenBinding(token)
+				};
 				const prints = key.prints.map((print) => `${key.digest}:${print}`);
 				data.tokenKeyPrints = {
-					...this.#prints(data),
+					...this.#lenient(data, "tokenKeyPrints"),
 					[baseUrl]: prints
 				};
 				return true;
@@ -41735,9 +41757,11 @@ var init_store = __esmMin((() => {
 				const keys = { ...this.#tokenKeys(data) };
 				delete keys[baseUrl];
 				data.tokenKeys = keys;
-				const prints = { ...this.#prints(data) };
-				delete prints[baseUrl];
-				data.tokenKeyPrints = prints;
+				for (const field of ["tokenKeyPrints", "tokenKeyTokens"]) {
+					const byService = { ...this.#lenient(data, field) };
+					delete byService[baseUrl];
+					data[field] = byService;
+				}
 				return true;
 			});
 			return had;
@@ -41793,13 +41817,15 @@ var init_store = __esmMin((() => {
 			return this.#byService(data, "tokens");
 		}
 		/**
-		* The prints of the keys the stored tokens were logged in with, by base
-		* URL (KeyTrace). Read leniently: damaged, they only mean the keys are
-		* looked for without them, and a login writes them anew.
+		* A map of credentials.json by base URL read leniently: the prints of the
+		* keys the stored tokens were logged in with (KeyTrace), and the token each
+		* key's digest was stored with (tokenBinding). Damaged, they only mean the
+		* keys are looked for without prints, or a token's key is not known (a key
+		* at hand logs in anew); a login writes them anew.
 		*/
-		#prints(data) {
-			const prints = data.tokenKeyPrints;
-			return typeof prints === "object" && prints !== null && !Array.isArray(prints) ? prints : {};
+		#lenient(data, field) {
+			const map = data[field];
+			return typeof map === "object" && map !== null && !Array.isArray(map) ? map : {};
 		}
 		/** The digests of the keys the stored tokens were logged in with, by base URL (see #byService). */
 		#tokenKeys(data) {

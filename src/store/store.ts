@@ -149,6 +149,15 @@ export interface KeyTrace {
   prints: string[];
 }
 
+/**
+ * What credentials.json keeps to tie a key's digest to the token it was
+ * stored with: 16 hex digits of the token's SHA-256 (the file is the
+ * owner's alone and holds the token itself anyway).
+ */
+function tokenBinding(token: string): string {
+  return createHash('sha256').update(token).digest('hex').slice(0, 16);
+}
+
 /** Entry point to everything notarize keeps on disk. Opens files lazily. */
 export class Store {
   readonly dir: string;
@@ -260,7 +269,7 @@ export class Store {
     try {
       const data = this.#parse(file, text);
       tokens = Object.values(this.#tokens(data)).filter((t): t is string => typeof t === 'string');
-      const prints = this.#prints(data);
+      const prints = this.#lenient(data, 'tokenKeyPrints');
       keys = Object.entries(this.#tokenKeys(data)).flatMap(([baseUrl, digest]) => {
         if (typeof digest !== 'string') return [];
         const printed = prints[baseUrl];
@@ -278,10 +287,20 @@ export class Store {
     return { tokens: [...new Set([...tokens, ...Array.from(text.matchAll(TOKEN_SHAPE), (m) => m[0])])], keys };
   }
 
-  /** The digest of the API key the stored token of a service was logged in with (secrets.ts keyDigest), if known. */
+  /**
+   * The digest of the API key the stored token of a service was logged in
+   * with (secrets.ts keyDigest), if known: only while it names that very
+   * token (tokenKeyTokens). An older notarize sharing the store (a pinned CI
+   * image) replaced `tokens` at its login and left `tokenKeys` as it was, so
+   * another account's token would pass for this key's.
+   */
   getTokenKey(baseUrl: string): string | undefined {
-    const digest = this.#tokenKeys(this.#read('credentials'))[baseUrl];
-    return typeof digest === 'string' ? digest : undefined;
+    const data = this.#read('credentials');
+    const digest = this.#tokenKeys(data)[baseUrl];
+    const token = this.#tokens(data)[baseUrl];
+    const bound = this.#lenient(data, 'tokenKeyTokens')[baseUrl];
+    if (typeof digest !== 'string' || typeof token !== 'string' || bound !== tokenBinding(token)) return undefined;
+    return digest;
   }
 
   /**
@@ -296,10 +315,11 @@ export class Store {
       (data) => {
         data.tokens = { ...this.#tokens(data), [baseUrl]: token };
         data.tokenKeys = { ...this.#tokenKeys(data), [baseUrl]: key.digest };
+        data.tokenKeyTokens = { ...this.#lenient(data, 'tokenKeyTokens'), [baseUrl]: tokenBinding(token) };
         // Each print names the digest it belongs to: one left by another login (an older notarize
         // rewrites tokenKeys alone) is not taken for this key's.
         const prints = key.prints.map((print) => `${key.digest}:${print}`);
-        data.tokenKeyPrints = { ...this.#prints(data), [baseUrl]: prints };
+        data.tokenKeyPrints = { ...this.#lenient(data, 'tokenKeyPrints'), [baseUrl]: prints };
         return true;
       },
       'the login went through, but its token was not stored',
@@ -318,9 +338,11 @@ export class Store {
       const keys = { ...this.#tokenKeys(data) };
       delete keys[baseUrl];
       data.tokenKeys = keys;
-      const prints = { ...this.#prints(data) };
-      delete prints[baseUrl];
-      data.tokenKeyPrints = prints;
+      for (const field of ['tokenKeyPrints', 'tokenKeyTokens'] as const) {
+        const byService = { ...this.#lenient(data, field) };
+        delete byService[baseUrl];
+        data[field] = byService;
+      }
       return true;
     });
     return had;
@@ -380,13 +402,15 @@ export class Store {
   }
 
   /**
-   * The prints of the keys the stored tokens were logged in with, by base
-   * URL (KeyTrace). Read leniently: damaged, they only mean the keys are
-   * looked for without them, and a login writes them anew.
+   * A map of credentials.json by base URL read leniently: the prints of the
+   * keys the stored tokens were logged in with (KeyTrace), and the token each
+   * key's digest was stored with (tokenBinding). Damaged, they only mean the
+   * keys are looked for without prints, or a token's key is not known (a key
+   * at hand logs in anew); a login writes them anew.
    */
-  #prints(data: JsonObject): JsonObject {
-    const prints = data.tokenKeyPrints;
-    return typeof prints === 'object' && prints !== null && !Array.isArray(prints) ? (prints as JsonObject) : {};
+  #lenient(data: JsonObject, field: 'tokenKeyPrints' | 'tokenKeyTokens'): JsonObject {
+    const map = data[field];
+    return typeof map === 'object' && map !== null && !Array.isArray(map) ? (map as JsonObject) : {};
   }
 
   /** The digests of the keys the stored tokens were logged in with, by base URL (see #byService). */

@@ -6,6 +6,8 @@
  * temporary directory; the request sent under the token is the sandbox's
  * `GET /api/v2/payment/subscription/active`, which checks the token.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Agent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { logIn } from '../../src/api/client.js';
@@ -111,6 +113,23 @@ describe('a stored token and a key in the environment', () => {
     const again = credentials({ apiKey: sandbox.apiKey });
     expect(await again.token()).toBe(token);
     expect(calls(since)).toEqual(['login 200']);
+  });
+
+  it("a token an older notarize stored over this key's (tokens replaced, tokenKeys left) is not used", async () => {
+    const own = await credentials({ apiKey: sandbox.apiKey }).token();
+    // What a notarize from before tokenKeys were kept does at its login with another key, on a shared store.
+    const other = jwt({ userId: 2, exp: Math.floor(Date.now() / 1000) + 3600 });
+    const file = join(store.dir, 'credentials.json');
+    const data = JSON.parse(readFileSync(file, 'utf8')) as { tokens: Record<string, string> };
+    expect(data.tokens[sandbox.url]).toBe(own);
+    data.tokens[sandbox.url] = other;
+    writeFileSync(file, JSON.stringify(data), { mode: 0o600 });
+    expect(store.getTokenKey(sandbox.url)).toBeUndefined();
+    const since = sandbox.calls.length;
+    const token = await credentials({ apiKey: sandbox.apiKey }).token();
+    expect(token).not.toBe(other);
+    expect(calls(since)).toEqual(['login 200']);
+    expect(store.getTokenKey(sandbox.url)).toBe(keyDigest(sandbox.apiKey));
   });
 });
 
