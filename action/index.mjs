@@ -21370,25 +21370,31 @@ async function openList(source, stdin) {
 	try {
 		const info = await stat(source);
 		if (info.isDirectory()) throw Object.assign(/* @__PURE__ */ new Error("is a directory"), { code: "EISDIR" });
-		if (info.isFIFO()) unblock = unblockOnInterrupt(() => openWritingEnd(source));
-		return (await open$1(source, "r")).createReadStream({ highWaterMark: 262144 });
+		if (info.isFIFO()) unblock = unblockOnInterrupt(() => freeFifoReader(source));
+		const list = (await open$1(source, "r")).createReadStream({ highWaterMark: 262144 });
+		list.once("close", unblock);
+		return list;
 	} catch (error) {
-		throw new UsageError(`cannot read the --files-from list from '${source}': ${fileErrorReason(error)}`, { cause: error });
-	} finally {
 		unblock();
+		throw new UsageError(`cannot read the --files-from list from '${source}': ${fileErrorReason(error)}`, { cause: error });
 	}
 }
 /**
-* Opens the FIFO at `path` for reading and writing, without waiting, and
-* keeps it open (only an interruption's exit runs this, which closes it): a
-* reader blocked opening it goes on, and so does one whose open was queued
-* on the pool but not yet made when the signal came, which a writing end
-* opened and closed at once (O_WRONLY, ENXIO with no reader yet) left to
-* block for ever, and the exit with it. Linux opens a FIFO O_RDWR at once.
+* Frees the pool's thread that reads the FIFO at `path`, for an
+* interruption's exit, which waits for it: opens the FIFO for reading and
+* writing without waiting, and writes one line break. A reader blocked
+* opening it goes on, and so does one whose open was queued on the pool but
+* not yet made when the signal came (a writing end opened and closed at
+* once, O_WRONLY, failed ENXIO with no reader yet and left it to block for
+* ever), so the end is kept open (the exit closes it). A read waiting for a
+* writer that holds the FIFO open and sends nothing returns the line break
+* (an empty line: nothing of the list, and the process is ending). Linux
+* opens a FIFO O_RDWR at once.
 */
-function openWritingEnd(path) {
+function freeFifoReader(path) {
 	try {
-		openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
+		const fd = openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
+		writeSync(fd, "\n");
 	} catch {}
 }
 /** The documents of the arguments and the list (expandAll); a UsageError when walks found none. */

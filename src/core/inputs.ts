@@ -15,7 +15,7 @@
  * text or as an array), so memory stays bounded however long it is.
  */
 import { isUtf8 } from 'node:buffer';
-import { constants, lstatSync, openSync, statSync } from 'node:fs';
+import { constants, lstatSync, openSync, statSync, writeSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { anythingAt, entryPath, systemRealPath } from '../path-spelling.js';
@@ -540,33 +540,39 @@ async function openList(source: string, stdin: Readable): Promise<AsyncIterable<
   try {
     const info = await stat(source);
     if (info.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
-    // A FIFO's open waits for its writer, in a thread a signal's exit would wait for in turn:
-    // the signal opens the writing end itself (nothing written), which lets the open return.
-    if (info.isFIFO()) unblock = unblockOnInterrupt(() => openWritingEnd(source));
-    return (await open(source, 'r')).createReadStream({ highWaterMark: 256 * 1024 });
+    // A FIFO's open waits for its writer, and each read for its next bytes, in a thread a signal's
+    // exit would wait for in turn: the signal frees them (freeFifoReader) until the list is read.
+    if (info.isFIFO()) unblock = unblockOnInterrupt(() => freeFifoReader(source));
+    const list = (await open(source, 'r')).createReadStream({ highWaterMark: 256 * 1024 });
+    list.once('close', unblock);
+    return list;
   } catch (error) {
+    unblock();
     throw new UsageError(
       `cannot read the --files-from list from '${source}': ${fileErrorReason(error as NodeJS.ErrnoException)}`,
       { cause: error },
     );
-  } finally {
-    unblock();
   }
 }
 
 /**
- * Opens the FIFO at `path` for reading and writing, without waiting, and
- * keeps it open (only an interruption's exit runs this, which closes it): a
- * reader blocked opening it goes on, and so does one whose open was queued
- * on the pool but not yet made when the signal came, which a writing end
- * opened and closed at once (O_WRONLY, ENXIO with no reader yet) left to
- * block for ever, and the exit with it. Linux opens a FIFO O_RDWR at once.
+ * Frees the pool's thread that reads the FIFO at `path`, for an
+ * interruption's exit, which waits for it: opens the FIFO for reading and
+ * writing without waiting, and writes one line break. A reader blocked
+ * opening it goes on, and so does one whose open was queued on the pool but
+ * not yet made when the signal came (a writing end opened and closed at
+ * once, O_WRONLY, failed ENXIO with no reader yet and left it to block for
+ * ever), so the end is kept open (the exit closes it). A read waiting for a
+ * writer that holds the FIFO open and sends nothing returns the line break
+ * (an empty line: nothing of the list, and the process is ending). Linux
+ * opens a FIFO O_RDWR at once.
  */
-function openWritingEnd(path: string): void {
+function freeFifoReader(path: string): void {
   try {
-    openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
+    const fd = openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
+    writeSync(fd, '\n');
   } catch {
-    // The FIFO gone: nothing to free.
+    // The FIFO gone, or full (then no read waits on it): nothing to free.
   }
 }
 

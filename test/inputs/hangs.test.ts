@@ -8,7 +8,8 @@
  * 2. Every run is bounded well below the helper's own kill timeout, so a
  * regression fails here as "took too long", not as a hung suite.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -85,6 +86,34 @@ describe.skipIf(!unix)('a FIFO where a document was', () => {
     expect(Date.now() - started, describeRun(run)).toBeLessThan(PROMPT_MS);
     expect(run.code, describeRun(run)).toBe(143);
     expect(oneLine(run)).toBe('notarize: interrupted (SIGTERM)');
+  });
+
+  it('--files-from a FIFO whose writer sent a line, then holds it open silent: SIGTERM ends it, exit 143', async () => {
+    mkfifo(join(dir, 'silent.fifo'));
+    writeFileSync(join(dir, 'doc.txt'), 'doc\n');
+    const spawned = spawnCli(
+      ['hash', '--files-from', 'silent.fifo'],
+      { NOTARIZE_CONFIG_DIR: join(dir, 'store'), NOTARIZE_BASE_URL: 'http://127.0.0.1:9' },
+      { cwd: dir, timeoutMs: 15_000 },
+    );
+    // The writer: one name, then silence (a producer stuck), for longer than the test waits.
+    const writer = spawn('bash', ['-c', 'exec 3>silent.fifo; echo doc.txt >&3; sleep 30'], {
+      cwd: dir,
+      stdio: 'ignore',
+    });
+    try {
+      // Bounded: the name is hashed once read, and its line is the sign the read now waits.
+      const first = await Promise.race([spawned.firstLine, sleep(15_000, 'no line within 15 s')]);
+      expect(first).toMatch(/ {2}doc\.txt$/);
+      const started = Date.now();
+      spawned.child.kill('SIGTERM');
+      const run = await spawned.done;
+      expect(Date.now() - started, describeRun(run)).toBeLessThan(PROMPT_MS);
+      expect(run.code, describeRun(run)).toBe(143);
+      expect(oneLine(run)).toBe('notarize: interrupted (SIGTERM)');
+    } finally {
+      writer.kill('SIGKILL');
+    }
   });
 
   /** A file listed as regular (the walk's stat), then replaced by a FIFO before it is opened. */
