@@ -19,7 +19,7 @@ import { expandInputs, type InputItem } from '../../src/core/inputs.js';
 import { InputFileError } from '../../src/errors.js';
 import { serviceDirName } from '../../src/store/store.js';
 import { useTempDir } from '../helpers/temp-dirs.js';
-import { describeRun, runCli, spawnCli, STACK_LINE, type Run } from '../helpers/cli.js';
+import { describeRun, runCli, spawnCli, STACK_LINE, type Run, type SpawnedProcess } from '../helpers/cli.js';
 import { Readable } from 'node:stream';
 
 /** What "promptly" means here: a cold start of the bin is a few hundred ms, even on a loaded machine. */
@@ -60,6 +60,25 @@ function mkfifo(path: string): void {
   execFileSync('mkfifo', [path]);
 }
 
+/** `notarize hash --files-from <list>`, run in `dir` with its own store. */
+function hashListFrom(list: string): SpawnedProcess {
+  return spawnCli(
+    ['hash', '--files-from', list],
+    { NOTARIZE_CONFIG_DIR: join(dir, 'store'), NOTARIZE_BASE_URL: 'http://127.0.0.1:9' },
+    { cwd: dir, timeoutMs: 15_000 },
+  );
+}
+
+/** SIGTERM ends `spawned` within PROMPT_MS: exit 143, its one line. */
+async function endsAtSigterm(spawned: SpawnedProcess): Promise<void> {
+  const started = Date.now();
+  spawned.child.kill('SIGTERM');
+  const run = await spawned.done;
+  expect(Date.now() - started, describeRun(run)).toBeLessThan(PROMPT_MS);
+  expect(run.code, describeRun(run)).toBe(143);
+  expect(oneLine(run)).toBe('notarize: interrupted (SIGTERM)');
+}
+
 describe.skipIf(!unix)('a FIFO where a document was', () => {
   it('--files-from naming a FIFO: a failed item, exit 2, at once', async () => {
     mkfifo(join(dir, 'pipe'));
@@ -73,29 +92,16 @@ describe.skipIf(!unix)('a FIFO where a document was', () => {
 
   it('--files-from a FIFO no writer has opened: SIGTERM still ends it, exit 143 (the open no longer holds the exit)', async () => {
     mkfifo(join(dir, 'list.fifo'));
-    const spawned = spawnCli(
-      ['hash', '--files-from', 'list.fifo'],
-      { NOTARIZE_CONFIG_DIR: join(dir, 'store'), NOTARIZE_BASE_URL: 'http://127.0.0.1:9' },
-      { cwd: dir, timeoutMs: 15_000 },
-    );
+    const spawned = hashListFrom('list.fifo');
     // Bounded: the process is waiting in the FIFO's open once it has started (no output to wait for).
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    const started = Date.now();
-    spawned.child.kill('SIGTERM');
-    const run = await spawned.done;
-    expect(Date.now() - started, describeRun(run)).toBeLessThan(PROMPT_MS);
-    expect(run.code, describeRun(run)).toBe(143);
-    expect(oneLine(run)).toBe('notarize: interrupted (SIGTERM)');
+    await sleep(700);
+    await endsAtSigterm(spawned);
   });
 
   it('--files-from a FIFO whose writer sent a line, then holds it open silent: SIGTERM ends it, exit 143', async () => {
     mkfifo(join(dir, 'silent.fifo'));
     writeFileSync(join(dir, 'doc.txt'), 'doc\n');
-    const spawned = spawnCli(
-      ['hash', '--files-from', 'silent.fifo'],
-      { NOTARIZE_CONFIG_DIR: join(dir, 'store'), NOTARIZE_BASE_URL: 'http://127.0.0.1:9' },
-      { cwd: dir, timeoutMs: 15_000 },
-    );
+    const spawned = hashListFrom('silent.fifo');
     // The writer: one name, then silence (a producer stuck), for longer than the test waits.
     const writer = spawn('bash', ['-c', 'exec 3>silent.fifo; echo doc.txt >&3; sleep 30'], {
       cwd: dir,
@@ -105,12 +111,7 @@ describe.skipIf(!unix)('a FIFO where a document was', () => {
       // Bounded: the name is hashed once read, and its line is the sign the read now waits.
       const first = await Promise.race([spawned.firstLine, sleep(15_000, 'no line within 15 s')]);
       expect(first).toMatch(/ {2}doc\.txt$/);
-      const started = Date.now();
-      spawned.child.kill('SIGTERM');
-      const run = await spawned.done;
-      expect(Date.now() - started, describeRun(run)).toBeLessThan(PROMPT_MS);
-      expect(run.code, describeRun(run)).toBe(143);
-      expect(oneLine(run)).toBe('notarize: interrupted (SIGTERM)');
+      await endsAtSigterm(spawned);
     } finally {
       writer.kill('SIGKILL');
     }
