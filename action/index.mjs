@@ -10763,11 +10763,11 @@ function redactedReceipt(text, sha256, redact) {
 		text: redacted,
 		redacted: true
 	};
-	throw new NotarizeError("receipt_secret", EXIT.failed, `no receipt written for ${sha256}: the service's record holds your API key or token, and without it the receipt would not hold together`, { hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration` });
+	throw new NotarizeError("receipt_secret", EXIT.failed, `no receipt written for ${sha256}: the service's record holds a secret of yours (an API key, a token or a proxy password), and without it the receipt would not hold together`, { hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration` });
 }
 /** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
 function redactedReceiptWarning(where) {
-	return `${where}: it held your API key or a token (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
+	return `${where}: it held a secret of yours (an API key, a token or a proxy password) (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
 }
 /** The first problem zod found, as "field: message". */
 function firstIssue(error) {
@@ -21649,7 +21649,7 @@ function receiptSubject(item) {
 */
 async function withDescription(options) {
 	const checked = await describedAs(options);
-	for (const [what, text] of [["the description", checked.description], ["--wallet-name", checked.walletName]]) if (text !== void 0 && options.io.holdsSecret(text)) throw new UsageError(`${what} holds your API key or token: it would be kept by the service for good`, { hint: "remove it; notarize never sends a secret anywhere but to log in" });
+	for (const [what, text] of [["the description", checked.description], ["--wallet-name", checked.walletName]]) if (text !== void 0 && options.io.holdsSecret(text)) throw new UsageError(`${what} holds a secret of yours (an API key, a token or a proxy password): it would be kept by the service for good`, { hint: "remove it; notarize never sends a secret anywhere but to log in" });
 	return checked;
 }
 /**
@@ -21659,7 +21659,7 @@ async function withDescription(options) {
 */
 function checkNameSent(options, name, custody) {
 	if (options.description !== void 0 && !custody || !options.io.holdsSecret(name)) return;
-	throw new UsageError(`the file name holds your API key or token: it would be kept by the service for good as ${custody ? "custody metadata" : "the description"}`, { hint: custody ? "rename the file" : "rename the file, or give --description" });
+	throw new UsageError(`the file name holds a secret of yours (an API key, a token or a proxy password): it would be kept by the service for good as ${custody ? "custody metadata" : "the description"}`, { hint: custody ? "rename the file" : "rename the file, or give --description" });
 }
 async function describedAs(options) {
 	const { description, descriptionFile } = options;

@@ -167,9 +167,12 @@ export async function withDescription(options: RegisterOptions): Promise<Registe
     ['--wallet-name', checked.walletName],
   ] as const) {
     if (text !== undefined && options.io.holdsSecret(text)) {
-      throw new UsageError(`${what} holds your API key or token: it would be kept by the service for good`, {
-        hint: 'remove it; notarize never sends a secret anywhere but to log in',
-      });
+      throw new UsageError(
+        `${what} holds a secret of yours (an API key, a token or a proxy password): it would be kept by the service for good`,
+        {
+          hint: 'remove it; notarize never sends a secret anywhere but to log in',
+        },
+      );
     }
   }
   return checked;
@@ -183,7 +186,7 @@ export async function withDescription(options: RegisterOptions): Promise<Registe
 export function checkNameSent(options: RegisterOptions, name: string, custody: boolean): void {
   if ((options.description !== undefined && !custody) || !options.io.holdsSecret(name)) return;
   throw new UsageError(
-    `the file name holds your API key or token: it would be kept by the service for good as ${custody ? 'custody metadata' : 'the description'}`,
+    `the file name holds a secret of yours (an API key, a token or a proxy password): it would be kept by the service for good as ${custody ? 'custody metadata' : 'the description'}`,
     { hint: custody ? 'rename the file' : 'rename the file, or give --description' },
   );
 }

@@ -129,7 +129,7 @@ export function redactedReceipt(text: string, sha256: string, redact: (text: str
   throw new NotarizeError(
     'receipt_secret',
     EXIT.failed,
-    `no receipt written for ${sha256}: the service's record holds your API key or token, and without it the receipt would not hold together`,
+    `no receipt written for ${sha256}: the service's record holds a secret of yours (an API key, a token or a proxy password), and without it the receipt would not hold together`,
     {
       hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration`,
     },
@@ -138,7 +138,7 @@ export function redactedReceipt(text: string, sha256: string, redact: (text: str
 
 /** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
 export function redactedReceiptWarning(where: string): string {
-  return `${where}: it held your API key or a token (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
+  return `${where}: it held a secret of yours (an API key, a token or a proxy password) (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
 }
 
 /** A receipt that holds together: the digest it vouches for, and what it says about it. */

@@ -38,12 +38,18 @@ describe('-d, --description', () => {
       ['--custody', '--wallet-name', `w-${key}`],
     ]) {
       const run = await bed.main(['register', doc, ...args]);
-      expectRefused(run, /^notarize: (the description|--wallet-name) holds your API key or token: /);
+      expectRefused(
+        run,
+        /^notarize: (the description|--wallet-name) holds a secret of yours \(an API key, a token or a proxy password\): /,
+      );
       expect(run.stderr).not.toContain(key);
     }
     const file = join(bed.workDir, 'description.txt');
     await writeFile(file, `release notes\nkey: ${key}\n`.replace('\n', ' '));
-    expectRefused(await bed.main(['register', doc, '--description-file', file]), /the description holds your API key/);
+    expectRefused(
+      await bed.main(['register', doc, '--description-file', file]),
+      /the description holds a secret of yours \(an API key/,
+    );
   });
 
   it('a file name holding the API key, sent as the description by default or as custody metadata: exit 2, nothing sent', async () => {
@@ -51,7 +57,10 @@ describe('-d, --description', () => {
     const doc = await bed.file(`${key}.txt`, 'secret in a file name');
     for (const args of [[], ['--custody', '-d', 'a description of its own']]) {
       const run = await bed.main(['register', doc, ...args]);
-      expectRefused(run, /the file name holds your API key or token: it would be kept by the service for good/);
+      expectRefused(
+        run,
+        /the file name holds a secret of yours \(an API key, a token or a proxy password\): it would be kept by the service for good/,
+      );
       expect(run.stderr).not.toContain(key);
     }
     // With a description of its own and no custody, the name is not sent: registered.
@@ -79,7 +88,9 @@ describe('-d, --description', () => {
     });
     for (const run of [described, named]) {
       expect(run.code, run.stderr).toBe(2);
-      expect(run.stderr).toMatch(/holds your API key or token: it would be kept by the service for good/);
+      expect(run.stderr).toMatch(
+        /holds a secret of yours \(an API key, a token or a proxy password\): it would be kept by the service for good/,
+      );
       expect(run.stderr).not.toContain(token.split('.')[2]);
     }
     expect(bed.sandbox.calls.length).toBe(before);
@@ -94,7 +105,7 @@ describe('-d, --description', () => {
       env: { ...env, NOTARIZE_TOKEN: other },
     });
     expect(damaged.code, damaged.stderr).toBe(2);
-    expect(damaged.stderr).toMatch(/holds your API key or token/);
+    expect(damaged.stderr).toMatch(/holds a secret of yours \(an API key, a token or a proxy password\)/);
     expect(bed.sandbox.calls.length).toBe(before);
   });
 

@@ -607,7 +607,7 @@ describe('--aggregate: a file name holding the API key is never sent', () => {
     const [refused, completed] = parseResults(run.stdout);
     expect(refused).toMatchObject({ hash: named, status: 'failed' });
     expect(refused!.error!.message).toMatch(
-      /^the file name holds your API key or token: it would be kept by the service for good/,
+      /^the file name holds a secret of yours \(an API key, a token or a proxy password\): it would be kept by the service for good/,
     );
     expect(completed).toMatchObject({ hash: sessioned, status: 'registered' });
     expect(bed.callsSince(mark).map((call) => call.route)).toEqual(['forfait']);
@@ -3313,7 +3313,7 @@ describe('register --aggregate with a record that echoes the key', () => {
       expect(text).not.toContain(key);
       expect(text).toContain('echo [redacted]');
       expect(run.stderr).toContain(
-        `warning: receipt ${join(receipts, `${name}.notarization.json`)}: it held your API key or a token`,
+        `warning: receipt ${join(receipts, `${name}.notarization.json`)}: it held a secret of yours (an API key, a token or a proxy password)`,
       );
     }
     const verified = await own.main(['verify', '-r', own.path('dist'), '--receipt-dir', receipts, '--json'], {
@@ -3347,7 +3347,9 @@ describe('register --aggregate with a record that echoes the key', () => {
     expect(text).not.toContain(key);
     const written = JSON.parse(text) as { leaves: { name: string }[] };
     expect(written.leaves.map((leaf) => leaf.name).sort()).toEqual(['[redacted].txt', 'b.txt']);
-    expect(run.stderr).toContain(`warning: the tree manifest ${manifest}: it held your API key or a token`);
+    expect(run.stderr).toContain(
+      `warning: the tree manifest ${manifest}: it held a secret of yours (an API key, a token or a proxy password)`,
+    );
     // Still the manifest of its root, exactly as notarize writes one: verify passes over it as no document.
     expect(exactManifestDigests(manifest, root)).toHaveLength(2);
   });

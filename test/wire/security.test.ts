@@ -198,7 +198,7 @@ describe('secrets never appear in any output', () => {
     const other = makeDocument(tempDir(), 'described.txt');
     const refused = await runMain(['register', other.path, '-d', `note ${apiKey}`], env);
     expect(refused.code, describeRun(refused)).toBe(2);
-    expect(refused.stderr).toContain('holds your API key or token');
+    expect(refused.stderr).toContain('holds a secret of yours (an API key, a token or a proxy password)');
   });
 
   it('a long message without a space is cut, not lost: its start is shown, then an ellipsis', async () => {
