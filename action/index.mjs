@@ -10767,7 +10767,7 @@ function redactedReceipt(text, sha256, redact) {
 }
 /** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
 function redactedReceiptWarning(where) {
-	return `${where}: it held a secret of yours (an API key, a token or a proxy password) (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
+	return `${where}: it held a secret of yours, an API key, a token or a proxy password (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
 }
 /** The first problem zod found, as "field: message". */
 function firstIssue(error) {

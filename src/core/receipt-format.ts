@@ -138,7 +138,7 @@ export function redactedReceipt(text: string, sha256: string, redact: (text: str
 
 /** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
 export function redactedReceiptWarning(where: string): string {
-  return `${where}: it held a secret of yours (an API key, a token or a proxy password) (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
+  return `${where}: it held a secret of yours, an API key, a token or a proxy password (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
 }
 
 /** A receipt that holds together: the digest it vouches for, and what it says about it. */

@@ -289,7 +289,7 @@ describe('a record that echoes a secret', () => {
     }
     expect(JSON.parse(text)).toMatchObject({ record: { hash: a, note: '[redacted]' } });
     expect(run.stderr).toContain(
-      `warning: receipt ${join(receipts, 'a.txt.notarization.json')}: it held a secret of yours (an API key, a token or a proxy password) (echoed in the service's record, or in a file's name); it is written with [redacted] in its place`,
+      `warning: receipt ${join(receipts, 'a.txt.notarization.json')}: it held a secret of yours, an API key, a token or a proxy password (echoed in the service's record, or in a file's name); it is written with [redacted] in its place`,
     );
     // The ledger, private, keeps the record as the service sent it.
     expect(bed.ledgerEntry(a).recordJson).toContain(apiKey);

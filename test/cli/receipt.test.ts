@@ -146,7 +146,7 @@ describe('notarize receipt', () => {
     const run = await bed.main(['receipt', path, '-o', out], { env });
     expect(run.code, describeRun(run)).toBe(0);
     expect(run.stderr).toContain(
-      `warning: receipt ${out}: it held a secret of yours (an API key, a token or a proxy password) (echoed in the service's record, or in a file's name)`,
+      `warning: receipt ${out}: it held a secret of yours, an API key, a token or a proxy password (echoed in the service's record, or in a file's name)`,
     );
     const text = readFileSync(out, 'utf8');
     expect(text).not.toContain(key);

@@ -3313,7 +3313,7 @@ describe('register --aggregate with a record that echoes the key', () => {
       expect(text).not.toContain(key);
       expect(text).toContain('echo [redacted]');
       expect(run.stderr).toContain(
-        `warning: receipt ${join(receipts, `${name}.notarization.json`)}: it held a secret of yours (an API key, a token or a proxy password)`,
+        `warning: receipt ${join(receipts, `${name}.notarization.json`)}: it held a secret of yours, an API key, a token or a proxy password`,
       );
     }
     const verified = await own.main(['verify', '-r', own.path('dist'), '--receipt-dir', receipts, '--json'], {
@@ -3348,7 +3348,7 @@ describe('register --aggregate with a record that echoes the key', () => {
     const written = JSON.parse(text) as { leaves: { name: string }[] };
     expect(written.leaves.map((leaf) => leaf.name).sort()).toEqual(['[redacted].txt', 'b.txt']);
     expect(run.stderr).toContain(
-      `warning: the tree manifest ${manifest}: it held a secret of yours (an API key, a token or a proxy password)`,
+      `warning: the tree manifest ${manifest}: it held a secret of yours, an API key, a token or a proxy password`,
     );
     // Still the manifest of its root, exactly as notarize writes one: verify passes over it as no document.
     expect(exactManifestDigests(manifest, root)).toHaveLength(2);
