@@ -9080,9 +9080,12 @@ function withValues(argument, values) {
 	argument.argChoices = [...values];
 	return argument;
 }
-/** `--output <format>` of the batch commands. */
-function outputOption() {
-	return new Option("--output <format>", "table, json (one array; one document named alone and registered, or verified: its record alone, as with --json) or ndjson (a line per document as it finishes)").choices(outputSchema.unwrap().options);
+/**
+* `--output <format>` of the batch commands; `alone`: what json prints for
+* one document named alone, which is not the array (as with --json).
+*/
+function outputOption(alone) {
+	return new Option("--output <format>", `table, json (one array; ${alone}, as with --json) or ndjson (a line per document as it finishes, even for one)`).choices(outputSchema.unwrap().options);
 }
 var outputSchema;
 var init_options = __esmMin((() => {
@@ -22471,7 +22474,7 @@ var register_exports = /* @__PURE__ */ __exportAll({
 	runRegister: () => runRegister
 });
 function configure$12(command, context) {
-	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control or format characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "requests at the service at once (twice as many documents in flight, but with --fail-fast; lowered to fit ulimit -n)", "8").option("--fail-fast", "check every document (readable, its receipt writable) before sending any; after the first failure, start no new one").addOption(outputOption()).option("--receipt-dir <dir>", "write <file name>.notarization.json (a v1 receipt) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
+	addInputOptions(command.argument("[paths...]", "documents to notarize ('-' reads standard input)")).option("--hash <hex>", "register a precomputed SHA-256 digest instead of a file").option("-d, --description <text>", "description sent with the hash (default: the file's name); UTF-8, no control or format characters but tab").option("--description-file <file|->", "read the description from a file (or standard input), up to 64 KiB; one final line break is dropped").option("--custody", "ask the service to keep the file (metadata only: see below)").option("--signed", "mark the document as signed").addOption(new Option("--blockchain <type>", "blockchain to anchor on").choices(BLOCKCHAIN_TYPES).default("ALGORAND")).option("--no-complete", "stop after saving the session; finish later with `notarize complete`").option("--force", "register again even if the ledger has the hash; overwrite receipts").option("--wallet-name <name>", "with --custody: the wallet name sent with the file metadata").option("-j, --concurrency <n>", "requests at the service at once (twice as many documents in flight, but with --fail-fast; lowered to fit ulimit -n)", "8").option("--fail-fast", "check every document (readable, its receipt writable) before sending any; after the first failure, start no new one").addOption(outputOption("one document named alone: its record, its session with --no-complete, or for a 409 with no record here notarize's own object; nothing on stdout when it fails")).option("--receipt-dir <dir>", "write <file name>.notarization.json (a v1 receipt) per document; checked before anything is sent").option("--aggregate", "register all the documents as one: the root of a Merkle tree over them (see below)").addHelpText("after", `\nOnly SHA-256 digests leave this machine. The session the service returns is saved
 before anything else, so an interrupted run is finished with \`notarize complete <hash>\`.
 Re-running is safe: a hash already in the ledger is printed, not registered again; so is a
 document under a Merkle root this store registered (--aggregate), with its proof; one under
@@ -24418,7 +24421,7 @@ var verify_exports = /* @__PURE__ */ __exportAll({
 	underRoot: () => underRoot
 });
 function configure$8(command, context) {
-	addInputOptions(command.argument("[paths...]", "documents to check ('-' reads standard input)")).option("--receipt <file>", "check the one document named against this receipt").option("--receipt-dir <dir>", "look for receipts where `register --receipt-dir <dir>` wrote them").addOption(outputOption()).addHelpText("after", `
+	addInputOptions(command.argument("[paths...]", "documents to check ('-' reads standard input)")).option("--receipt <file>", "check the one document named against this receipt").option("--receipt-dir <dir>", "look for receipts where `register --receipt-dir <dir>` wrote them").addOption(outputOption("one document named alone and verified: its record alone")).addHelpText("after", `
 No network, no credentials, no store needed. Each document's digest is checked against the first of:
 --receipt <file>; its receipt under --receipt-dir (named as register names them: of another
 digest, it is modified, a receipt of its digest elsewhere named in the reason; with none of

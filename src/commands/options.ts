@@ -53,10 +53,13 @@ export function withValues(argument: Argument, values: readonly string[]): Argum
 /** The formats of a batch command's results (register, verify): `--output`, where --json gives `json`. */
 export const outputSchema = z.enum(['table', 'json', 'ndjson']).optional();
 
-/** `--output <format>` of the batch commands. */
-export function outputOption(): Option {
+/**
+ * `--output <format>` of the batch commands; `alone`: what json prints for
+ * one document named alone, which is not the array (as with --json).
+ */
+export function outputOption(alone: string): Option {
   return new Option(
     '--output <format>',
-    'table, json (one array; one document named alone and registered, or verified: its record alone, as with --json) or ndjson (a line per document as it finishes)',
+    `table, json (one array; ${alone}, as with --json) or ndjson (a line per document as it finishes, even for one)`,
   ).choices(outputSchema.unwrap().options);
 }

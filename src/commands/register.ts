@@ -114,7 +114,11 @@ export function configure(command: Command, context: () => Context): void {
       '--fail-fast',
       'check every document (readable, its receipt writable) before sending any; after the first failure, start no new one',
     )
-    .addOption(outputOption())
+    .addOption(
+      outputOption(
+        "one document named alone: its record, its session with --no-complete, or for a 409 with no record here notarize's own object; nothing on stdout when it fails",
+      ),
+    )
     .option(
       '--receipt-dir <dir>',
       'write <file name>.notarization.json (a v1 receipt) per document; checked before anything is sent',

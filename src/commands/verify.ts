@@ -59,7 +59,7 @@ export function configure(command: Command, context: () => Context): void {
   addInputOptions(command.argument('[paths...]', "documents to check ('-' reads standard input)"))
     .option('--receipt <file>', 'check the one document named against this receipt')
     .option('--receipt-dir <dir>', 'look for receipts where `register --receipt-dir <dir>` wrote them')
-    .addOption(outputOption())
+    .addOption(outputOption('one document named alone and verified: its record alone'))
     .addHelpText(
       'after',
       `
