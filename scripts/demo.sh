@@ -37,8 +37,8 @@ echo
 echo '$ notarize register README.md --json   # again: already in the ledger, nothing sent'
 node bin/notarize.js register README.md --json
 echo
-echo '$ notarize receipt README.md -o README.md.notarization.json   # a receipt to keep with the document'
+echo "\$ notarize receipt README.md -o $work/README.md.notarization.json   # a receipt to keep with the document"
 node bin/notarize.js receipt README.md -o "$work/README.md.notarization.json"
 echo
-echo '$ notarize verify README.md --receipt README.md.notarization.json   # elsewhere: no store, no key, no network'
+echo "\$ notarize verify README.md --receipt $work/README.md.notarization.json   # elsewhere: no store, no key, no network"
 NOTARIZE_CONFIG_DIR="$work/empty-store" node bin/notarize.js verify README.md --receipt "$work/README.md.notarization.json" >/dev/null
