@@ -7,7 +7,17 @@
  * RUNNER_TEMP: no store is shared, and the release job verifies with the
  * receipts alone after the service has stopped.
  */
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +33,7 @@ interface Step {
   run?: string;
   env?: Record<string, string>;
   with?: Record<string, string | number>;
+  if?: string;
 }
 interface Workflow {
   jobs: Record<string, { needs?: string; steps: Step[] }>;
@@ -35,6 +46,9 @@ const workflow = parse(blocks[0]!.text) as Workflow;
 let bed: Bed;
 let stubs = '';
 let artifacts = '';
+/** The cache action's store: a folder per key, and the keys in the order they were saved. */
+let caches = '';
+const savedKeys: string[] = [];
 
 beforeAll(async () => {
   bed = await Bed.create();
@@ -46,9 +60,12 @@ beforeAll(async () => {
   };
   stub('notarize', `exec "${process.execPath}" "${BIN}" "$@"`);
   stub('npm', 'echo "npm $*" >> "$RUNNER_TEMP/npm.log"');
-  stub('make', 'mkdir -p dist && echo "app of $GITHUB_WORKSPACE" > dist/app.tar.gz && echo notes > dist/notes.txt');
+  // The same bytes for every attempt of one run (BUILD, a reproducible build), new ones per run.
+  stub('make', 'mkdir -p dist && echo "app of $BUILD" > dist/app.tar.gz && echo "notes of $BUILD" > dist/notes.txt');
   artifacts = join(bed.root, 'artifacts');
   mkdirSync(artifacts);
+  caches = join(bed.root, 'caches');
+  mkdirSync(caches);
 });
 afterAll(async () => {
   await bed?.finish();
@@ -62,21 +79,70 @@ function newRunner(job: string) {
   return dirs;
 }
 
+/** A workflow run, and which attempt of it ("Re-run failed jobs" makes the next). */
+interface Attempt {
+  runId: string;
+  attempt: number;
+}
+
 /** `${{ ... }}` in a step, for the contexts the workflow uses; anything else is a test failure. */
-function expand(text: string, runner: ReturnType<typeof newRunner>): string {
+function expand(text: string, runner: ReturnType<typeof newRunner>, at: Attempt): string {
   return text.replace(/\$\{\{\s*([^}]+?)\s*\}\}/g, (_, expression: string) => {
     if (expression === 'secrets.NOTARIZE_API_KEY') return bed.sandbox.apiKey;
     if (expression === 'runner.temp') return runner.temp;
+    if (expression === 'github.run_id') return at.runId;
+    if (expression === 'github.run_attempt') return String(at.attempt);
     throw new Error(`the test does not know the expression ${expression}`);
   });
 }
 
-/** Runs every step of `job`; returns the runs of its `run:` steps. */
-async function runJob(job: string, runner = newRunner(job)): Promise<{ runs: Run[]; runner: typeof runner }> {
+/**
+ * actions/cache/restore: the cache of `key`, else the newest saved under one
+ * of `restore-keys` as a prefix (GitHub's matching), copied to `path`.
+ */
+function restoreCache(step: Step, runner: ReturnType<typeof newRunner>, at: Attempt): void {
+  const key = expand(String(step.with!.key), runner, at);
+  const prefixes = String(step.with!['restore-keys'] ?? '')
+    .split('\n')
+    .filter(Boolean)
+    .map((prefix) => expand(prefix, runner, at));
+  const hit = savedKeys.includes(key) ? key : savedKeys.findLast((k) => prefixes.some((p) => k.startsWith(p)));
+  if (hit !== undefined) cpSync(join(caches, hit), join(runner.workspace, String(step.with!.path)), { recursive: true });
+}
+
+/** actions/cache/save: `path` kept under `key`, which is never written twice (caches are immutable). */
+function saveCache(step: Step, runner: ReturnType<typeof newRunner>, at: Attempt): void {
+  const key = expand(String(step.with!.key), runner, at);
+  const path = join(runner.workspace, String(step.with!.path));
+  if (savedKeys.includes(key) || !existsSync(path)) return;
+  cpSync(path, join(caches, key), { recursive: true });
+  savedKeys.push(key);
+}
+
+/**
+ * Runs every step of `job` (as attempt `at` of its run, the build's bytes
+ * those of `build`, by default new for each runner); returns the runs of its `run:` steps. `failingAt`: the action
+ * at which the job fails (an upload refused, say), so no later step runs.
+ */
+async function runJob(
+  job: string,
+  { at = { runId: '1', attempt: 1 }, build, failingAt }: { at?: Attempt; build?: string; failingAt?: string } = {},
+  runner = newRunner(job),
+): Promise<{ runs: Run[]; runner: typeof runner }> {
   const runs: Run[] = [];
   for (const step of workflow.jobs[job]!.steps) {
     const action = step.uses?.split('@')[0];
+    if (action !== undefined && action === failingAt) break;
     if (action === 'actions/checkout' || action === 'actions/setup-node') continue;
+    if (action === 'actions/cache/restore') {
+      restoreCache(step, runner, at);
+      continue;
+    }
+    if (action === 'actions/cache/save') {
+      // Saved even after a failed step (`if: always()`): a failure here ends the job before it anyway.
+      saveCache(step, runner, at);
+      continue;
+    }
     if (action === 'actions/upload-artifact') {
       const into = join(artifacts, String(step.with!.name));
       for (const path of String(step.with!.path).split('\n').filter(Boolean)) {
@@ -97,12 +163,13 @@ async function runJob(job: string, runner = newRunner(job)): Promise<{ runs: Run
       GITHUB_ACTIONS: 'true',
       GITHUB_STEP_SUMMARY: join(runner.temp, 'summary.md'),
       CI: 'true',
+      BUILD: build ?? runner.workspace,
       // The service: the sandbox stands in for it.
       NOTARIZE_BASE_URL: bed.sandbox.url,
     };
-    for (const [key, value] of Object.entries(step.env ?? {})) env[key] = expand(value, runner);
+    for (const [key, value] of Object.entries(step.env ?? {})) env[key] = expand(value, runner, at);
     // GitHub's default for bash steps: bash --noprofile --norc -eo pipefail {0}.
-    const run = await runProcess('bash', ['--noprofile', '--norc', '-eo', 'pipefail', '-c', expand(step.run!, runner)], env, {
+    const run = await runProcess('bash', ['--noprofile', '--norc', '-eo', 'pipefail', '-c', expand(step.run!, runner, at)], env, {
       cwd: runner.workspace,
       timeoutMs: 60_000,
     });
@@ -113,6 +180,42 @@ async function runJob(job: string, runner = newRunner(job)): Promise<{ runs: Run
 }
 
 describe('docs/ci.md: the workflow', () => {
+  it('a build job that registered, then failed at a later step, re-run on a cold runner: its receipts come back', async () => {
+    const run = { runId: 'rerun', attempt: 1 };
+    // Attempt 1 registers and writes the receipts, then its upload fails: no artifact.
+    const first = await runJob('build', { at: run, build: 'rerun', failingAt: 'actions/upload-artifact' });
+    expect(readdirSync(join(first.runner.workspace, 'receipts')).sort()).toEqual([
+      'app.tar.gz.notarization.json',
+      'notes.txt.notarization.json',
+    ]);
+    expect(existsSync(join(artifacts, 'release'))).toBe(false);
+    // Attempt 2: a fresh runner and an empty store; the service answers 409 for both.
+    const forfaits = bed.calls('forfait');
+    const second = await runJob('build', { at: { ...run, attempt: 2 }, build: 'rerun' });
+    expect(bed.calls('forfait')).toBe(forfaits);
+    const statuses = readFileSync(join(second.runner.workspace, 'registrations.ndjson'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { status: string }).status);
+    expect(statuses).toEqual(['already-registered', 'already-registered']);
+    const release = await runJob('release');
+    expect(release.runs.at(-1)!.stderr).toContain('2 items: 2 verified');
+    rmSync(join(artifacts, 'release'), { recursive: true });
+
+    // Without the restore step, the same re-run writes no receipt, and the release gate fails on every re-run.
+    const restore = workflow.jobs.build!.steps.findIndex((step) => step.uses?.startsWith('actions/cache/restore'));
+    expect(restore).toBeGreaterThan(-1);
+    const [restoreStep] = workflow.jobs.build!.steps.splice(restore, 1);
+    try {
+      await runJob('build', { at: { ...run, attempt: 3 }, build: 'rerun' });
+    } finally {
+      workflow.jobs.build!.steps.splice(restore, 0, restoreStep!);
+    }
+    const uploaded = listTree(join(artifacts, 'release')).filter((f) => !f.isDir);
+    expect(uploaded.map((f) => f.path).filter((path) => path.startsWith('receipts/'))).toEqual([]);
+    rmSync(join(artifacts, 'release'), { recursive: true });
+  });
+
   it('build registers with receipts in its own store outside the checkout; release verifies with the receipts alone', async () => {
     const build = await runJob('build');
     const registrations = readFileSync(join(build.runner.workspace, 'registrations.ndjson'), 'utf8');
