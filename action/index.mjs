@@ -11,11 +11,11 @@ import { isUtf8 } from "node:buffer";
 import { performance as performance$1 } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import tty from "node:tty";
+import { Socket, isIP } from "node:net";
 import { createServer } from "node:http";
 import { gzipSync } from "node:zlib";
 import { isDeepStrictEqual, stripVTControlCharacters } from "node:util";
 import { setFlagsFromString } from "node:v8";
-import { isIP } from "node:net";
 // \0rolldown/runtime.js
 var __create = Object.create;
 var __defProp = Object.defineProperty;
@@ -21373,31 +21373,32 @@ async function openList(source, stdin) {
 	try {
 		const info = await stat(source);
 		if (info.isDirectory()) throw Object.assign(/* @__PURE__ */ new Error("is a directory"), { code: "EISDIR" });
-		if (info.isFIFO()) unblock = unblockOnInterrupt(() => freeFifoReader(source));
-		const list = (await open$1(source, "r")).createReadStream({ highWaterMark: 262144 });
-		list.once("close", unblock);
-		return list;
+		if (!info.isFIFO()) return (await open$1(source, "r")).createReadStream({ highWaterMark: 262144 });
+		unblock = unblockOnInterrupt(() => openWritingEnd(source));
+		const fd = await new Promise((resolve, reject) => open(source, "r", (error, opened) => error ? reject(error) : resolve(opened)));
+		return new Socket({
+			fd,
+			readable: true,
+			writable: false
+		});
 	} catch (error) {
-		unblock();
 		throw new UsageError(`cannot read the --files-from list from '${source}': ${fileErrorReason(error)}`, { cause: error });
+	} finally {
+		unblock();
 	}
 }
 /**
-* Frees the pool's thread that reads the FIFO at `path`, for an
-* interruption's exit, which waits for it: opens the FIFO for reading and
-* writing without waiting, and writes one line break. A reader blocked
-* opening it goes on, and so does one whose open was queued on the pool but
-* not yet made when the signal came (a writing end opened and closed at
-* once, O_WRONLY, failed ENXIO with no reader yet and left it to block for
-* ever), so the end is kept open (the exit closes it). A read waiting for a
-* writer that holds the FIFO open and sends nothing returns the line break
-* (an empty line: nothing of the list, and the process is ending). Linux
-* opens a FIFO O_RDWR at once.
+* Opens the FIFO at `path` for reading and writing, without waiting, and
+* keeps it open (only an interruption's exit runs this, which closes it): a
+* reader blocked opening it goes on, and so does one whose open was queued
+* on the pool but not yet made when the signal came, which a writing end
+* opened and closed at once (O_WRONLY, ENXIO with no reader yet) left to
+* block for ever, and the exit with it. Nothing is written: whatever is at
+* that path now is left as it is. Linux opens a FIFO O_RDWR at once.
 */
-function freeFifoReader(path) {
+function openWritingEnd(path) {
 	try {
-		const fd = openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
-		writeSync(fd, "\n");
+		openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
 	} catch {}
 }
 /** The documents of the arguments and the list (expandAll); a UsageError when walks found none. */

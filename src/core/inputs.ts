@@ -15,7 +15,8 @@
  * text or as an array), so memory stays bounded however long it is.
  */
 import { isUtf8 } from 'node:buffer';
-import { constants, lstatSync, openSync, statSync, writeSync } from 'node:fs';
+import { constants, lstatSync, open as openCallback, openSync, statSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { open, readdir, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { anythingAt, entryPath, systemRealPath } from '../path-spelling.js';
@@ -540,39 +541,40 @@ async function openList(source: string, stdin: Readable): Promise<AsyncIterable<
   try {
     const info = await stat(source);
     if (info.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
-    // A FIFO's open waits for its writer, and each read for its next bytes, in a thread a signal's
-    // exit would wait for in turn: the signal frees them (freeFifoReader) until the list is read.
-    if (info.isFIFO()) unblock = unblockOnInterrupt(() => freeFifoReader(source));
-    const list = (await open(source, 'r')).createReadStream({ highWaterMark: 256 * 1024 });
-    list.once('close', unblock);
-    return list;
+    if (!info.isFIFO()) return (await open(source, 'r')).createReadStream({ highWaterMark: 256 * 1024 });
+    // A FIFO's open waits for its writer, in a thread a signal's exit would wait for in turn: the
+    // signal opens the writing end itself (nothing written), which lets the open return.
+    unblock = unblockOnInterrupt(() => openWritingEnd(source));
+    const fd = await new Promise<number>((resolve, reject) =>
+      openCallback(source, 'r', (error, opened) => (error ? reject(error) : resolve(opened))),
+    );
+    // Read as a pipe is (standard input's way), on the event loop, never in a pool thread: a writer
+    // that holds the FIFO open and sends nothing cannot hold up a signal's exit.
+    return new Socket({ fd, readable: true, writable: false });
   } catch (error) {
-    unblock();
     throw new UsageError(
       `cannot read the --files-from list from '${source}': ${fileErrorReason(error as NodeJS.ErrnoException)}`,
       { cause: error },
     );
+  } finally {
+    unblock();
   }
 }
 
 /**
- * Frees the pool's thread that reads the FIFO at `path`, for an
- * interruption's exit, which waits for it: opens the FIFO for reading and
- * writing without waiting, and writes one line break. A reader blocked
- * opening it goes on, and so does one whose open was queued on the pool but
- * not yet made when the signal came (a writing end opened and closed at
- * once, O_WRONLY, failed ENXIO with no reader yet and left it to block for
- * ever), so the end is kept open (the exit closes it). A read waiting for a
- * writer that holds the FIFO open and sends nothing returns the line break
- * (an empty line: nothing of the list, and the process is ending). Linux
- * opens a FIFO O_RDWR at once.
+ * Opens the FIFO at `path` for reading and writing, without waiting, and
+ * keeps it open (only an interruption's exit runs this, which closes it): a
+ * reader blocked opening it goes on, and so does one whose open was queued
+ * on the pool but not yet made when the signal came, which a writing end
+ * opened and closed at once (O_WRONLY, ENXIO with no reader yet) left to
+ * block for ever, and the exit with it. Nothing is written: whatever is at
+ * that path now is left as it is. Linux opens a FIFO O_RDWR at once.
  */
-function freeFifoReader(path: string): void {
+function openWritingEnd(path: string): void {
   try {
-    const fd = openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
-    writeSync(fd, '\n');
+    openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
   } catch {
-    // The FIFO gone, or full (then no read waits on it): nothing to free.
+    // The FIFO gone: nothing to free.
   }
 }
 

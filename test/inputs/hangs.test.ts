@@ -10,7 +10,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { existsSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hashFile } from '../../src/core/hash.js';
@@ -98,23 +98,38 @@ describe.skipIf(!unix)('a FIFO where a document was', () => {
     await endsAtSigterm(spawned);
   });
 
-  it('--files-from a FIFO whose writer sent a line, then holds it open silent: SIGTERM ends it, exit 143', async () => {
-    mkfifo(join(dir, 'silent.fifo'));
+  /**
+   * `hash --files-from <fifo>` whose writer sends one name, then holds the
+   * FIFO open silent (a producer stuck) for longer than the test waits;
+   * `then` runs once that name is hashed, the sign that the read now waits.
+   */
+  async function withSilentWriter(fifo: string, then: (spawned: SpawnedProcess) => Promise<void>): Promise<void> {
+    mkfifo(join(dir, fifo));
     writeFileSync(join(dir, 'doc.txt'), 'doc\n');
-    const spawned = hashListFrom('silent.fifo');
-    // The writer: one name, then silence (a producer stuck), for longer than the test waits.
-    const writer = spawn('bash', ['-c', 'exec 3>silent.fifo; echo doc.txt >&3; sleep 30'], {
-      cwd: dir,
-      stdio: 'ignore',
-    });
+    const spawned = hashListFrom(fifo);
+    const writer = spawn('bash', ['-c', `exec 3>${fifo}; echo doc.txt >&3; sleep 30`], { cwd: dir, stdio: 'ignore' });
     try {
-      // Bounded: the name is hashed once read, and its line is the sign the read now waits.
+      // Bounded: a line within 15 s, or the test fails.
       const first = await Promise.race([spawned.firstLine, sleep(15_000, 'no line within 15 s')]);
       expect(first).toMatch(/ {2}doc\.txt$/);
-      await endsAtSigterm(spawned);
+      await then(spawned);
     } finally {
       writer.kill('SIGKILL');
     }
+  }
+
+  it('--files-from a FIFO whose writer sent a line, then holds it open silent: SIGTERM ends it, exit 143', async () => {
+    await withSilentWriter('silent.fifo', endsAtSigterm);
+  });
+
+  it("a signal writes nothing at the list's path: a file put there since is left as it is", async () => {
+    await withSilentWriter('swapped.fifo', async (spawned) => {
+      // The FIFO replaced by a file of the user's while notarize reads the one it opened.
+      unlinkSync(join(dir, 'swapped.fifo'));
+      writeFileSync(join(dir, 'swapped.fifo'), 'IMPORTANT DATA\n');
+      await endsAtSigterm(spawned);
+      expect(readFileSync(join(dir, 'swapped.fifo'), 'utf8')).toBe('IMPORTANT DATA\n');
+    });
   });
 
   /** A file listed as regular (the walk's stat), then replaced by a FIFO before it is opened. */
