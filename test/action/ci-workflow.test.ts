@@ -202,12 +202,26 @@ describe('docs/ci.md: the workflow', () => {
     expect(release.runs.at(-1)!.stderr).toContain('2 items: 2 verified');
     rmSync(join(artifacts, 'release'), { recursive: true });
 
+    // A build that is not reproducible: attempt 4 makes other bytes. The receipts restored for the old
+    // ones are dropped first (register would refuse to replace them: exit 2 on every re-run).
+    const paid = bed.calls('forfait');
+    const rebuilt = await runJob('build', { at: { ...run, attempt: 4 }, build: 'rerun, built again' });
+    expect(bed.calls('forfait')).toBe(paid + 2);
+    const again = readFileSync(join(rebuilt.runner.workspace, 'registrations.ndjson'), 'utf8');
+    expect(again.trim().split('\n').map((line) => (JSON.parse(line) as { status: string }).status)).toEqual([
+      'registered',
+      'registered',
+    ]);
+    const releaseAgain = await runJob('release');
+    expect(releaseAgain.runs.at(-1)!.stderr).toContain('2 items: 2 verified');
+    rmSync(join(artifacts, 'release'), { recursive: true });
+
     // Without the restore step, the same re-run writes no receipt, and the release gate fails on every re-run.
     const restore = workflow.jobs.build!.steps.findIndex((step) => step.uses?.startsWith('actions/cache/restore'));
     expect(restore).toBeGreaterThan(-1);
     const [restoreStep] = workflow.jobs.build!.steps.splice(restore, 1);
     try {
-      await runJob('build', { at: { ...run, attempt: 3 }, build: 'rerun' });
+      await runJob('build', { at: { ...run, attempt: 5 }, build: 'rerun' });
     } finally {
       workflow.jobs.build!.steps.splice(restore, 0, restoreStep!);
     }
