@@ -24915,8 +24915,8 @@ function configure$5(command, context) {
 	command.argument("<file|hash>", "a document, or its SHA-256 digest").option("-o, --output <file>", "write the receipt to this file instead of standard output").addHelpText("after", `
 Reads the local ledger only (no network). Exit 6 when the document is not in it.
 The receipt holds the document's name, digest and size, the record as the service sent
-it (your API key or token redacted, should the service echo one: a warning says so),
-and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
+it (a secret of yours, an API key, a token or a proxy password, redacted should the service
+echo one: a warning says so), and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
 see docs/verify-by-hand.md) checks a document against it without an account or a store.
 -o replaces a regular file named, and refuses a link, device or FIFO there; -o - prints.
 Printed on a terminal, characters that would act on it are shown as JSON escapes (same value).
@@ -30579,24 +30579,35 @@ function proxyRoute(env, baseUrl) {
 }
 /**
 * The proxy passwords in the proxy variables, raw and decoded, so output
-* can be scrubbed of them. Unparsable values are given whole: they may
+* can be scrubbed of them, each with what names it (for the warning about
+* one too short to scrub). Unparsable values are given whole: they may
 * hold a password in a form `new URL` cannot read.
 */
 function proxySecrets(env) {
 	const secrets = [];
-	for (const name of [
+	for (const variable of [
 		"https_proxy",
 		"HTTPS_PROXY",
 		"http_proxy",
 		"HTTP_PROXY"
 	]) {
-		const value = env[name];
+		const value = env[variable];
 		if (value === void 0 || value === "") continue;
 		try {
 			const { password } = new URL(value);
-			if (password !== "") secrets.push(password, decodedOrSame(password));
+			const name = `the password in ${variable}`;
+			if (password !== "") secrets.push({
+				secret: password,
+				name
+			}, {
+				secret: decodedOrSame(password),
+				name
+			});
 		} catch {
-			secrets.push(value);
+			secrets.push({
+				secret: value,
+				name: variable
+			});
 		}
 	}
 	return secrets;
@@ -41314,7 +41325,7 @@ var init_context = __esmMin((() => {
 			this.globals = globals;
 			this.#storeModule = storeModule;
 			checkSettingFlags(globals);
-			for (const secret of proxySecrets(env)) io.addSecret(secret);
+			for (const { secret, name } of proxySecrets(env)) io.addSecret(secret, name);
 			if (storeModule) this.#storedTokensAreSecrets();
 		}
 		/**
@@ -42585,7 +42596,7 @@ async function runAction(env = process.env) {
 	let results;
 	const io = processIO(notarizeEnv, { stdout: { write: (text) => results === void 0 ? true : writeSync(results, text) } });
 	addEnvironmentSecrets(io, notarizeEnv);
-	for (const secret of proxySecrets(notarizeEnv)) io.addSecret(secret);
+	for (const { secret, name } of proxySecrets(notarizeEnv)) io.addSecret(secret, name);
 	const redact = (text) => io.redact(text);
 	const fail = (message) => process.stderr.write(`${errorCommand(`notarize action: ${message}`, redact)}\n`);
 	if (store?.warning !== void 0) io.warn(`notarize action: ${store.warning}`);

@@ -60,7 +60,7 @@ export class Context {
     this.#storeModule = storeModule;
     checkSettingFlags(globals);
     // A proxy URL may carry a password; no message quotes one, and none may slip through.
-    for (const secret of proxySecrets(env)) io.addSecret(secret);
+    for (const { secret, name } of proxySecrets(env)) io.addSecret(secret, name);
     if (storeModule) this.#storedTokensAreSecrets();
   }
 

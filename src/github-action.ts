@@ -221,7 +221,7 @@ export async function runAction(env: NodeJS.ProcessEnv = process.env): Promise<E
     stdout: { write: (text: string) => (results === undefined ? true : writeSync(results, text)) },
   });
   addEnvironmentSecrets(io, notarizeEnv);
-  for (const secret of proxySecrets(notarizeEnv)) io.addSecret(secret);
+  for (const { secret, name } of proxySecrets(notarizeEnv)) io.addSecret(secret, name);
   const redact: Redact = (text) => io.redact(text);
   const fail = (message: string) => process.stderr.write(`${errorCommand(`notarize action: ${message}`, redact)}\n`);
   if (store?.warning !== undefined) io.warn(`notarize action: ${store.warning}`);

@@ -110,19 +110,21 @@ export function proxyRoute(env: NodeJS.ProcessEnv, baseUrl: string): ProxyRoute 
 
 /**
  * The proxy passwords in the proxy variables, raw and decoded, so output
- * can be scrubbed of them. Unparsable values are given whole: they may
+ * can be scrubbed of them, each with what names it (for the warning about
+ * one too short to scrub). Unparsable values are given whole: they may
  * hold a password in a form `new URL` cannot read.
  */
-export function proxySecrets(env: NodeJS.ProcessEnv): string[] {
-  const secrets: string[] = [];
-  for (const name of ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY']) {
-    const value = env[name];
+export function proxySecrets(env: NodeJS.ProcessEnv): { secret: string; name: string }[] {
+  const secrets: { secret: string; name: string }[] = [];
+  for (const variable of ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY']) {
+    const value = env[variable];
     if (value === undefined || value === '') continue;
     try {
       const { password } = new URL(value);
-      if (password !== '') secrets.push(password, decodedOrSame(password));
+      const name = `the password in ${variable}`;
+      if (password !== '') secrets.push({ secret: password, name }, { secret: decodedOrSame(password), name });
     } catch {
-      secrets.push(value);
+      secrets.push({ secret: value, name: variable });
     }
   }
   return secrets;

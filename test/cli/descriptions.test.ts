@@ -109,6 +109,21 @@ describe('-d, --description', () => {
     expect(bed.sandbox.calls.length).toBe(before);
   });
 
+  it("a proxy password too short to scrub: a warning names it, as for the key's (never its value)", async () => {
+    // The sandbox is on loopback, which no proxy is used for: the run goes on, and the warning is the point.
+    const env = { HTTPS_PROXY: 'http://bob:shrt@127.0.0.1:9' };
+    const run = await bed.main(['register', await bed.file('proxy.txt', 'a short proxy password'), '--quiet'], {
+      env,
+      // A proxy URL with a user and password, on 127.0.0.1: LOCAL_URL has no room for them.
+      noProxyCheck: true,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain(
+      'warning: the password in HTTPS_PROXY is shorter than 8 characters: notarize cannot tell it from ordinary text',
+    );
+    expect(run.stderr).not.toContain('shrt');
+  });
+
   it('bytes that are not UTF-8 on the command line: exit 2, nothing sent (the built bin, via bash)', async () => {
     await bed.file('doc.txt', 'latin-1 description');
     // Node's spawn() takes argv as strings; bash's $'...' puts the raw byte 0xE9 in it.

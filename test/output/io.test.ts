@@ -147,17 +147,22 @@ describe('IO.addSecret', () => {
     const upper = encodeURIComponent(key);
     const lower = upper.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase());
     expect(io.redact(`a?k=${upper}&b=${lower}`)).toBe('a?k=[redacted]&b=[redacted]');
-    // Named (a variable, the key given): said once each, with its name, never its value; a proxy's, unnamed: not said.
+    // Named (a variable, the key given, a proxy's password): said once each, with its name, never its value.
     io.addSecret('k123', 'NOTARIZE_API_KEY');
     io.addSecret('k123', 'NOTARIZE_API_KEY');
-    io.addSecret('squid');
+    io.addSecret('squid', 'the password in HTTPS_PROXY');
+    io.addSecret('squid', 'the password in HTTPS_PROXY');
     io.addSecret('tok1234', 'NOTARIZE_TOKEN');
     io.addSecret('', 'NOTARIZE_TOKEN');
     io.addSecret('  ', 'NOTARIZE_API_KEY');
     const said = stderr()
       .split('\n')
       .filter((line) => line.includes('shorter than 8 characters'));
-    expect(said.map((line) => line.split(' ')[1])).toEqual(['NOTARIZE_API_KEY', 'NOTARIZE_TOKEN']);
+    expect(said.map((line) => line.replace(/^warning: /, '').split(' is shorter')[0])).toEqual([
+      'NOTARIZE_API_KEY',
+      'the password in HTTPS_PROXY',
+      'NOTARIZE_TOKEN',
+    ]);
     expect(stderr()).not.toMatch(/k123|tok1234|squid/);
   });
 
