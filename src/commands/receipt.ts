@@ -42,8 +42,8 @@ export function configure(command: Command, context: () => Context): void {
       `
 Reads the local ledger only (no network). Exit 6 when the document is not in it.
 The receipt holds the document's name, digest and size, the record as the service sent
-it (your API key or token redacted, should the service echo one: a warning says so),
-and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
+it (a secret of yours, an API key, a token or a proxy password, redacted should the service
+echo one: a warning says so), and where the service shows the registration; \`notarize verify --receipt\` (or anyone,
 see docs/verify-by-hand.md) checks a document against it without an account or a store.
 -o replaces a regular file named, and refuses a link, device or FIFO there; -o - prints.
 Printed on a terminal, characters that would act on it are shown as JSON escapes (same value).
