@@ -21431,6 +21431,7 @@ async function* expandAll(paths, list, state) {
 	let names = 0;
 	for await (const entry of splitList(list, state.options.nul ?? false)) {
 		names++;
+		if (names % 256 === 0) await new Promise((resolve) => setImmediate(resolve));
 		if ("garbage" in entry) {
 			const source = state.options.filesFrom ?? "";
 			yield {

@@ -630,6 +630,10 @@ async function* expandAll(
   let names = 0;
   for await (const entry of splitList(list, state.options.nul ?? false)) {
     names++;
+    // A list that arrives fast (a pipe, a FIFO) of documents quick to hash is worked through in
+    // microtasks alone: every 256 names the event loop gets a turn, so that a signal is handled at
+    // once, not once the list is drained.
+    if (names % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     if ('garbage' in entry) {
       const source = state.options.filesFrom ?? '';
       yield {

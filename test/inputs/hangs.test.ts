@@ -132,6 +132,26 @@ describe.skipIf(!unix)('a FIFO where a document was', () => {
     });
   });
 
+  it('a long list through a FIFO, of documents quick to hash: SIGTERM ends it long before the list is drained', async () => {
+    mkdirSync(join(dir, 'many'));
+    for (let i = 0; i < 1000; i++) writeFileSync(join(dir, 'many', String(i)), '');
+    const names = Array.from({ length: 1000 }, (_, i) => `many/${i}\n`).join('');
+    writeFileSync(join(dir, 'names.txt'), names.repeat(100));
+    mkfifo(join(dir, 'long.fifo'));
+    const spawned = hashListFrom('long.fifo');
+    const writer = spawn('bash', ['-c', 'cat names.txt > long.fifo'], { cwd: dir, stdio: 'ignore' });
+    try {
+      const first = await Promise.race([spawned.firstLine, sleep(15_000, 'no line within 15 s')]);
+      expect(first).toMatch(/ {2}many\/0$/);
+      await endsAtSigterm(spawned);
+      // Handled between names, not once the 100,000 were hashed (the event loop had no turn before).
+      const run = await spawned.done;
+      expect(run.stdout.split('\n').length).toBeLessThan(100_000);
+    } finally {
+      writer.kill('SIGKILL');
+    }
+  });
+
   /** A file listed as regular (the walk's stat), then replaced by a FIFO before it is opened. */
   async function swappedAfterStat(): Promise<string> {
     const path = join(dir, 'doc.bin');
