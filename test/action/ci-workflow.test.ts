@@ -216,12 +216,21 @@ describe('docs/ci.md: the workflow', () => {
     expect(releaseAgain.runs.at(-1)!.stderr).toContain('2 items: 2 verified');
     rmSync(join(artifacts, 'release'), { recursive: true });
 
+    // Attempt 5 makes the first bytes again: their receipts, moved aside at attempt 4, not deleted, are
+    // found by digest; nothing is paid, and the release verifies both.
+    const back = await runJob('build', { at: { ...run, attempt: 5 }, build: 'rerun' });
+    expect(bed.calls('forfait')).toBe(paid + 2);
+    expect(readFileSync(join(back.runner.workspace, 'registrations.ndjson'), 'utf8')).toContain('already-registered');
+    const releaseBack = await runJob('release');
+    expect(releaseBack.runs.at(-1)!.stderr).toContain('2 items: 2 verified');
+    rmSync(join(artifacts, 'release'), { recursive: true });
+
     // Without the restore step, the same re-run writes no receipt, and the release gate fails on every re-run.
     const restore = workflow.jobs.build!.steps.findIndex((step) => step.uses?.startsWith('actions/cache/restore'));
     expect(restore).toBeGreaterThan(-1);
     const [restoreStep] = workflow.jobs.build!.steps.splice(restore, 1);
     try {
-      await runJob('build', { at: { ...run, attempt: 5 }, build: 'rerun' });
+      await runJob('build', { at: { ...run, attempt: 6 }, build: 'rerun' });
     } finally {
       workflow.jobs.build!.steps.splice(restore, 0, restoreStep!);
     }
