@@ -30580,12 +30580,17 @@ function proxyRoute(env, baseUrl) {
 }
 /**
 * The proxy passwords in the proxy variables, raw and decoded, so output
-* can be scrubbed of them, each with what names it (for the warning about
-* one too short to scrub). Unparsable values are given whole: they may
+* can be scrubbed of them, each once, with the first variable that holds it
+* (named in the warning about one too short to scrub). A value without a
+* scheme (`user:pw@host:port`, as curl takes it) is read as http://; one
+* that cannot be read even so is given whole when it has a `@`, as it may
 * hold a password in a form `new URL` cannot read.
 */
 function proxySecrets(env) {
-	const secrets = [];
+	const secrets = /* @__PURE__ */ new Map();
+	const add = (secret, name) => {
+		if (!secrets.has(secret)) secrets.set(secret, name);
+	};
 	for (const variable of [
 		"https_proxy",
 		"HTTPS_PROXY",
@@ -30595,23 +30600,18 @@ function proxySecrets(env) {
 		const value = env[variable];
 		if (value === void 0 || value === "") continue;
 		try {
-			const { password } = new URL(value);
-			const name = `the password in ${variable}`;
-			if (password !== "") secrets.push({
-				secret: password,
-				name
-			}, {
-				secret: decodedOrSame(password),
-				name
-			});
+			const { password } = new URL(value.includes("://") ? value : `http://${value}`);
+			if (password === "") continue;
+			add(password, `the password in ${variable}`);
+			add(decodedOrSame(password), `the password in ${variable}`);
 		} catch {
-			secrets.push({
-				secret: value,
-				name: variable
-			});
+			if (value.includes("@")) add(value, variable);
 		}
 	}
-	return secrets;
+	return [...secrets].map(([secret, name]) => ({
+		secret,
+		name
+	}));
 }
 function decodedOrSame(text) {
 	return decoded(text) ?? text;

@@ -110,24 +110,30 @@ export function proxyRoute(env: NodeJS.ProcessEnv, baseUrl: string): ProxyRoute 
 
 /**
  * The proxy passwords in the proxy variables, raw and decoded, so output
- * can be scrubbed of them, each with what names it (for the warning about
- * one too short to scrub). Unparsable values are given whole: they may
+ * can be scrubbed of them, each once, with the first variable that holds it
+ * (named in the warning about one too short to scrub). A value without a
+ * scheme (`user:pw@host:port`, as curl takes it) is read as http://; one
+ * that cannot be read even so is given whole when it has a `@`, as it may
  * hold a password in a form `new URL` cannot read.
  */
 export function proxySecrets(env: NodeJS.ProcessEnv): { secret: string; name: string }[] {
-  const secrets: { secret: string; name: string }[] = [];
+  const secrets = new Map<string, string>();
+  const add = (secret: string, name: string) => {
+    if (!secrets.has(secret)) secrets.set(secret, name);
+  };
   for (const variable of ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY']) {
     const value = env[variable];
     if (value === undefined || value === '') continue;
     try {
-      const { password } = new URL(value);
-      const name = `the password in ${variable}`;
-      if (password !== '') secrets.push({ secret: password, name }, { secret: decodedOrSame(password), name });
+      const { password } = new URL(value.includes('://') ? value : `http://${value}`);
+      if (password === '') continue;
+      add(password, `the password in ${variable}`);
+      add(decodedOrSame(password), `the password in ${variable}`);
     } catch {
-      secrets.push({ secret: value, name: variable });
+      if (value.includes('@')) add(value, variable);
     }
   }
-  return secrets;
+  return [...secrets].map(([secret, name]) => ({ secret, name }));
 }
 
 function decodedOrSame(text: string): string {

@@ -11,7 +11,7 @@
  * answers the CONNECT itself (403, or 407) and never connects out.
  */
 import { describe, expect, it } from 'vitest';
-import { exemptByNoProxy, proxyRoute } from '../../src/api/proxy-env.js';
+import { exemptByNoProxy, proxyRoute, proxySecrets } from '../../src/api/proxy-env.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { describeRun } from '../helpers/cli.js';
 import { parseResults } from '../helpers/results.js';
@@ -279,5 +279,36 @@ describe('a malformed proxy URL', () => {
     expect(run.stderr).toContain('HTTP_PROXY is not a valid proxy URL');
     expect(proxy.tunnels).toEqual([]);
     expect(proxy.exchanges).toEqual([]);
+  });
+});
+
+describe('proxySecrets', () => {
+  it('each password once, named by the first variable holding it; a value without a scheme read as http://', () => {
+    const url = 'http://bob:shrt@127.0.0.1:9';
+    expect(proxySecrets({ HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url })).toEqual([
+      { secret: 'shrt', name: 'the password in https_proxy' },
+    ]);
+    // Raw and decoded, both scrubbed.
+    expect(proxySecrets({ HTTPS_PROXY: 'http://bob:p%40ss@127.0.0.1:9' })).toEqual([
+      { secret: 'p%40ss', name: 'the password in HTTPS_PROXY' },
+      { secret: 'p@ss', name: 'the password in HTTPS_PROXY' },
+    ]);
+    // curl's form, user:password@host:port, holds a password too.
+    expect(proxySecrets({ HTTPS_PROXY: 'bob:hunter2long@127.0.0.1:3128' })).toEqual([
+      { secret: 'hunter2long', name: 'the password in HTTPS_PROXY' },
+    ]);
+    // No password: nothing to scrub, and nothing to warn about.
+    for (const value of [
+      'proxy',
+      '1.2.3.4',
+      'http://127.0.0.1:3128',
+      'http://bob@127.0.0.1:9',
+      'http://bob:@127.0.0.1:9',
+    ])
+      expect(proxySecrets({ HTTPS_PROXY: value }), value).toEqual([]);
+    // Unreadable with a `@`: given whole.
+    expect(proxySecrets({ HTTPS_PROXY: 'http://b ob:pw@[bad' })).toEqual([
+      { secret: 'http://b ob:pw@[bad', name: 'HTTPS_PROXY' },
+    ]);
   });
 });
