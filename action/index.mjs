@@ -30581,10 +30581,11 @@ function proxyRoute(env, baseUrl) {
 /**
 * The proxy passwords in the proxy variables, raw and decoded, so output
 * can be scrubbed of them, each once, with the first variable that holds it
-* (named in the warning about one too short to scrub). A value without a
-* scheme (`user:pw@host:port`, as curl takes it) is read as http://; one
-* that cannot be read even so is given whole when it has a `@`, as it may
-* hold a password in a form `new URL` cannot read.
+* (named in the warning about one too short to scrub). A value is read as
+* proxyRoute reads it, and one without `://` that gives no password so
+* (`user:pw@host:port`, as curl takes it) as http:// too; one that cannot be
+* read either way is given whole when it has a `@`, as it may hold a
+* password in a form `new URL` cannot read.
 */
 function proxySecrets(env) {
 	const secrets = /* @__PURE__ */ new Map();
@@ -30599,14 +30600,22 @@ function proxySecrets(env) {
 	]) {
 		const value = env[variable];
 		if (value === void 0 || value === "") continue;
-		try {
-			const { password } = new URL(value.includes("://") ? value : `http://${value}`);
+		const readings = value.includes("://") ? [value] : [value, `http://${value}`];
+		let read = false;
+		for (const reading of readings) {
+			let password;
+			try {
+				({password} = new URL(reading));
+			} catch {
+				continue;
+			}
+			read = true;
 			if (password === "") continue;
 			add(password, `the password in ${variable}`);
 			add(decodedOrSame(password), `the password in ${variable}`);
-		} catch {
-			if (value.includes("@")) add(value, variable);
+			break;
 		}
+		if (!read && value.includes("@")) add(value, variable);
 	}
 	return [...secrets].map(([secret, name]) => ({
 		secret,

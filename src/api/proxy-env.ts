@@ -111,10 +111,11 @@ export function proxyRoute(env: NodeJS.ProcessEnv, baseUrl: string): ProxyRoute 
 /**
  * The proxy passwords in the proxy variables, raw and decoded, so output
  * can be scrubbed of them, each once, with the first variable that holds it
- * (named in the warning about one too short to scrub). A value without a
- * scheme (`user:pw@host:port`, as curl takes it) is read as http://; one
- * that cannot be read even so is given whole when it has a `@`, as it may
- * hold a password in a form `new URL` cannot read.
+ * (named in the warning about one too short to scrub). A value is read as
+ * proxyRoute reads it, and one without `://` that gives no password so
+ * (`user:pw@host:port`, as curl takes it) as http:// too; one that cannot be
+ * read either way is given whole when it has a `@`, as it may hold a
+ * password in a form `new URL` cannot read.
  */
 export function proxySecrets(env: NodeJS.ProcessEnv): { secret: string; name: string }[] {
   const secrets = new Map<string, string>();
@@ -124,14 +125,24 @@ export function proxySecrets(env: NodeJS.ProcessEnv): { secret: string; name: st
   for (const variable of ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY']) {
     const value = env[variable];
     if (value === undefined || value === '') continue;
-    try {
-      const { password } = new URL(value.includes('://') ? value : `http://${value}`);
+    // As proxyRoute reads it first (`http:/u:pw@h` and `http:u:pw@h` are http://u:pw@h to a URL
+    // parser), then as curl reads a value without a scheme.
+    const readings = value.includes('://') ? [value] : [value, `http://${value}`];
+    let read = false;
+    for (const reading of readings) {
+      let password: string;
+      try {
+        ({ password } = new URL(reading));
+      } catch {
+        continue;
+      }
+      read = true;
       if (password === '') continue;
       add(password, `the password in ${variable}`);
       add(decodedOrSame(password), `the password in ${variable}`);
-    } catch {
-      if (value.includes('@')) add(value, variable);
+      break;
     }
+    if (!read && value.includes('@')) add(value, variable);
   }
   return [...secrets].map(([secret, name]) => ({ secret, name }));
 }

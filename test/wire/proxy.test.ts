@@ -293,10 +293,16 @@ describe('proxySecrets', () => {
       { secret: 'p%40ss', name: 'the password in HTTPS_PROXY' },
       { secret: 'p@ss', name: 'the password in HTTPS_PROXY' },
     ]);
-    // curl's form, user:password@host:port, holds a password too.
-    expect(proxySecrets({ HTTPS_PROXY: 'bob:hunter2long@127.0.0.1:3128' })).toEqual([
-      { secret: 'hunter2long', name: 'the password in HTTPS_PROXY' },
-    ]);
+    // curl's form, user:password@host:port, holds a password too; and what a URL parser (proxyRoute's)
+    // reads as http://u:pw@host, one slash or none after the scheme.
+    for (const value of [
+      'bob:hunter2long@127.0.0.1:3128',
+      'http:/bob:hunter2long@127.0.0.1:3128',
+      'HTTP:bob:hunter2long@127.0.0.1',
+    ])
+      expect(proxySecrets({ HTTPS_PROXY: value }), value).toEqual([
+        { secret: 'hunter2long', name: 'the password in HTTPS_PROXY' },
+      ]);
     // No password: nothing to scrub, and nothing to warn about.
     for (const value of [
       'proxy',
