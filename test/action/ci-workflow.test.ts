@@ -18,7 +18,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain JavaScript script without types; it lends only this function.
@@ -32,7 +32,7 @@ interface Step {
   uses?: string;
   run?: string;
   env?: Record<string, string>;
-  with?: Record<string, string | number>;
+  with?: Record<string, string | number | boolean>;
   if?: string;
 }
 interface Workflow {
@@ -145,8 +145,13 @@ async function runJob(
     }
     if (action === 'actions/upload-artifact') {
       const into = join(artifacts, String(step.with!.name));
+      // Since v4.4.0, hidden files and folders are left out unless include-hidden-files is true.
+      const hidden = step.with!['include-hidden-files'] === true ? () => false : (name: string) => name.startsWith('.');
       for (const path of String(step.with!.path).split('\n').filter(Boolean)) {
-        cpSync(join(runner.workspace, path), join(into, path), { recursive: true });
+        cpSync(join(runner.workspace, path), join(into, path), {
+          recursive: true,
+          filter: (source) => !hidden(basename(source)),
+        });
       }
       continue;
     }
