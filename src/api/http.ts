@@ -80,12 +80,6 @@ export class HttpTransport {
   }
 
   /**
-   * Sends one request and returns the 2xx answer. Throws AuthError (401/403,
-   * and 407 from a proxy),
-   * TransientError (network, timeout, 429, 5xx), ServiceRefusedError (other
-   * 4xx) or ProtocolError (unexpected status, oversized answer).
-   */
-  /**
    * How many requests this transport handed to the network (login included),
    * answered or not: 0 means nothing of the run left the machine, which only
    * exit 2 may say. A connection refused counts too (one cannot tell it
@@ -97,6 +91,12 @@ export class HttpTransport {
   }
   #dispatched = 0;
 
+  /**
+   * Sends one request and returns the 2xx answer. Throws AuthError (401/403,
+   * and 407 from a proxy),
+   * TransientError (network, timeout, 429, 5xx), ServiceRefusedError (other
+   * 4xx) or ProtocolError (unexpected status, oversized answer).
+   */
   async send(req: HttpRequest): Promise<HttpAnswer> {
     const { path } = req;
     assertSafePath(path);
