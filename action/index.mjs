@@ -10242,12 +10242,6 @@ var init_http$1 = __esmMin((() => {
 			return `${this.options.baseUrl}${path}`;
 		}
 		/**
-		* Sends one request and returns the 2xx answer. Throws AuthError (401/403,
-		* and 407 from a proxy),
-		* TransientError (network, timeout, 429, 5xx), ServiceRefusedError (other
-		* 4xx) or ProtocolError (unexpected status, oversized answer).
-		*/
-		/**
 		* How many requests this transport handed to the network (login included),
 		* answered or not: 0 means nothing of the run left the machine, which only
 		* exit 2 may say. A connection refused counts too (one cannot tell it
@@ -10258,6 +10252,12 @@ var init_http$1 = __esmMin((() => {
 			return this.#dispatched;
 		}
 		#dispatched = 0;
+		/**
+		* Sends one request and returns the 2xx answer. Throws AuthError (401/403,
+		* and 407 from a proxy),
+		* TransientError (network, timeout, 429, 5xx), ServiceRefusedError (other
+		* 4xx) or ProtocolError (unexpected status, oversized answer).
+		*/
 		async send(req) {
 			const { path } = req;
 			assertSafePath(path);
@@ -21819,7 +21819,7 @@ var init_register_aggregate = __esmMin((() => {
 			} catch (error) {
 				thrown = { error };
 			}
-			if (this.#alone.length === 0 || thrown && !this.#sentAny()) {
+			if (this.#alone.length === 0 || thrown && !this.#api.anythingSent) {
 				if (thrown) throw thrown.error;
 				return result;
 			}
@@ -22054,7 +22054,7 @@ var init_register_aggregate = __esmMin((() => {
 			try {
 				placed = await placeDocuments(deps, input);
 			} catch (error) {
-				throw this.#sentAny() ? sentAlready(error) : error;
+				throw this.#api.anythingSent ? sentAlready(error) : error;
 			}
 			const { placements, holds } = placed;
 			this.#alone = [...this.#alone, ...placed.leftOut.map((i) => hashed[i])].sort((a, b) => a.index - b.index);
@@ -22073,7 +22073,7 @@ var init_register_aggregate = __esmMin((() => {
 				try {
 					await this.#checkManifests(inTrees.map(({ placement }) => placement));
 				} catch (error) {
-					throw this.#sentAny() ? sentAlready(error) : error;
+					throw this.#api.anythingSent ? sentAlready(error) : error;
 				}
 				io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? "" : "s"}`);
 				const roots = await registerRoots(deps, input, placements, placed.asked, holds);
@@ -22095,14 +22095,10 @@ var init_register_aggregate = __esmMin((() => {
 		#skip(docs) {
 			for (const doc of docs) this.#items.add(doc.index, itemResult(doc.file, doc.sha256, "skipped", { reason: FAIL_FAST_REASON }));
 		}
-		/** Whether anything of the run left for the service (ApiClient.anythingSent): exit 2 would lie from then on. */
-		#sentAny() {
-			return this.#api.anythingSent;
-		}
 		/** The run's result, as the tree's part ended (a manifest not written: `manifestFailure`). */
 		#end(manifestFailure) {
 			this.#manifestFailure = manifestFailure;
-			const failure = this.#tally.failure(this.#sentAny(), this.#total) ?? manifestFailure;
+			const failure = this.#tally.failure(this.#api.anythingSent, this.#total) ?? manifestFailure;
 			return {
 				kind: "items",
 				title: TITLE$1,
@@ -22747,10 +22743,6 @@ var init_register = __esmMin((() => {
 				stop() {}
 			};
 		}
-		/** Whether anything of the run left for the service (ApiClient.anythingSent): exit 2 would lie from then on. */
-		#sentAny() {
-			return this.#deps.api.anythingSent;
-		}
 		/** The one document's outcome; its failure is the run's, after its GitHub summary. */
 		async single() {
 			try {
@@ -22769,7 +22761,7 @@ var init_register = __esmMin((() => {
 			try {
 				registered = await this.#one(item);
 			} catch (error) {
-				const honest = this.#sentAny() ? sentAlready(error) : error;
+				const honest = this.#deps.api.anythingSent ? sentAlready(error) : error;
 				const failed = this.#result(item, 0, {
 					ok: false,
 					error: asNotarizeError(honest)
@@ -22785,7 +22777,7 @@ var init_register = __esmMin((() => {
 			this.#spinner.stop();
 			const { outcome, receipt, receiptError, under } = registered;
 			const late = receiptError ?? custodyFailure(outcome);
-			const failure = late !== void 0 && this.#sentAny() ? sentAlready(late) : late;
+			const failure = late !== void 0 && this.#deps.api.anythingSent ? sentAlready(late) : late;
 			const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
 			if (under && entry) {
 				const { proof } = under;
@@ -22860,7 +22852,7 @@ var init_register = __esmMin((() => {
 			this.#options.io.clearProgress();
 			this.#noReceipts();
 			showMetadataSent(this.#options.io, this.#metadataSent);
-			const failure = tally.failure(this.#sentAny(), total);
+			const failure = tally.failure(this.#deps.api.anythingSent, total);
 			return {
 				kind: "items",
 				title: TITLE$1,

@@ -130,7 +130,7 @@ export class Aggregator {
     }
     // The tree's part failed with nothing sent (a usage error: exit 2 must stay true): the
     // documents with their own sessions are left as they are, their sessions pending.
-    if (this.#alone.length === 0 || (thrown && !this.#sentAny())) {
+    if (this.#alone.length === 0 || (thrown && !this.#api.anythingSent)) {
       if (thrown) throw thrown.error;
       return result!;
     }
@@ -395,7 +395,7 @@ export class Aggregator {
       placed = await placeDocuments(deps, input);
     } catch (error) {
       // A root asked about for a receipt (#underReceiptRoots): something was sent, so not exit 2.
-      throw this.#sentAny() ? sentAlready(error) : error;
+      throw this.#api.anythingSent ? sentAlready(error) : error;
     }
     const { placements, holds } = placed;
     // Taken up by another process while their tree was planted: settled on their own, after the tree's.
@@ -413,7 +413,7 @@ export class Aggregator {
       try {
         await this.#checkManifests(inTrees.map(({ placement }) => placement));
       } catch (error) {
-        throw this.#sentAny() ? sentAlready(error) : error;
+        throw this.#api.anythingSent ? sentAlready(error) : error;
       }
       io.progress(`registering the Merkle root of ${inTrees.length} document${inTrees.length === 1 ? '' : 's'}`);
       const roots = await registerRoots(deps, input, placements, placed.asked, holds);
@@ -445,16 +445,11 @@ export class Aggregator {
     }
   }
 
-  /** Whether anything of the run left for the service (ApiClient.anythingSent): exit 2 would lie from then on. */
-  #sentAny(): boolean {
-    return this.#api.anythingSent;
-  }
-
   /** The run's result, as the tree's part ended (a manifest not written: `manifestFailure`). */
   #end(manifestFailure?: NotarizeError): ItemsResult {
     this.#manifestFailure = manifestFailure;
     // A manifest that could not be written fails the run (exit 1) even when every document succeeded.
-    const failure = this.#tally.failure(this.#sentAny(), this.#total) ?? manifestFailure;
+    const failure = this.#tally.failure(this.#api.anythingSent, this.#total) ?? manifestFailure;
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 

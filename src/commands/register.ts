@@ -298,11 +298,6 @@ class Registrar {
     this.#spinner = documents.single ? options.io.spinner('hashing') : { update() {}, stop() {} };
   }
 
-  /** Whether anything of the run left for the service (ApiClient.anythingSent): exit 2 would lie from then on. */
-  #sentAny(): boolean {
-    return this.#deps.api.anythingSent;
-  }
-
   /** The one document's outcome; its failure is the run's, after its GitHub summary. */
   async single(): Promise<OutcomeResult | RecordResult> {
     try {
@@ -321,7 +316,7 @@ class Registrar {
       registered = await this.#one(item);
     } catch (error) {
       // Once a request left (a root asked about, a login), exit 2 would say nothing was sent.
-      const honest = this.#sentAny() ? sentAlready(error) : error;
+      const honest = this.#deps.api.anythingSent ? sentAlready(error) : error;
       const failed = this.#result(item, 0, { ok: false, error: asNotarizeError(honest) });
       // The run ends with the error as it came: main() reports an unexpected one with its own hint.
       const failure = honest instanceof Error ? honest : asNotarizeError(honest);
@@ -333,7 +328,8 @@ class Registrar {
     // about), never exit 2: a custody call refused before it went out says "was not sent" of itself,
     // not of the run, whose registration went through.
     const late = receiptError ?? custodyFailure(outcome);
-    const failure = late !== undefined && this.#sentAny() ? (sentAlready(late) as NotarizeError | Error) : late;
+    const failure =
+      late !== undefined && this.#deps.api.anythingSent ? (sentAlready(late) as NotarizeError | Error) : late;
     const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
     if (under && entry) {
       // The root's record, as verify shows a document under a root.
@@ -415,7 +411,7 @@ class Registrar {
     this.#options.io.clearProgress();
     this.#noReceipts();
     showMetadataSent(this.#options.io, this.#metadataSent);
-    const failure = tally.failure(this.#sentAny(), total);
+    const failure = tally.failure(this.#deps.api.anythingSent, total);
     return { kind: 'items', title: TITLE, items: this.#items, ...(failure ? { failure } : {}) };
   }
 
