@@ -9341,10 +9341,11 @@ function urlDecoded(text) {
 	}
 	return out.subarray(0, length).toString("utf8");
 }
-var REDACTED, PRINT_BASE, MAX_KEY_BYTES, parsedPrints, PERCENT, KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
+var REDACTED, YOUR_SECRET, PRINT_BASE, MAX_KEY_BYTES, parsedPrints, PERCENT, KEY_RUN, KEY_STARTS_AFTER, KEY_ENDS_BEFORE, MAX_BOUNDS;
 var init_secrets = __esmMin((() => {
 	init_errors$2();
 	REDACTED = "[redacted]";
+	YOUR_SECRET = "a secret of yours (an API key, a token or a proxy password)";
 	PRINT_BASE = 16777619;
 	MAX_KEY_BYTES = 4096;
 	parsedPrints = /* @__PURE__ */ new WeakMap();
@@ -10766,7 +10767,7 @@ function redactedReceipt(text, sha256, redact) {
 		text: redacted,
 		redacted: true
 	};
-	throw new NotarizeError("receipt_secret", EXIT.failed, `no receipt written for ${sha256}: the service's record holds a secret of yours (an API key, a token or a proxy password), and without it the receipt would not hold together`, { hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration` });
+	throw new NotarizeError("receipt_secret", EXIT.failed, `no receipt written for ${sha256}: the service's record holds ${YOUR_SECRET}, and without it the receipt would not hold together`, { hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration` });
 }
 /** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
 function redactedReceiptWarning(where) {
@@ -10875,6 +10876,7 @@ var init_receipt_format = __esmMin((() => {
 	init_errors$2();
 	init_validation();
 	init_merkle();
+	init_secrets();
 	RECEIPT_TYPE = "notarize-receipt";
 	RECORD_SLOT = "\0record\0";
 	sha256Hex = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits");
@@ -21654,7 +21656,7 @@ function receiptSubject(item) {
 */
 async function withDescription(options) {
 	const checked = await describedAs(options);
-	for (const [what, text] of [["the description", checked.description], ["--wallet-name", checked.walletName]]) if (text !== void 0 && options.io.holdsSecret(text)) throw new UsageError(`${what} holds a secret of yours (an API key, a token or a proxy password): it would be kept by the service for good`, { hint: "remove it; notarize never sends a secret anywhere but to log in" });
+	for (const [what, text] of [["the description", checked.description], ["--wallet-name", checked.walletName]]) if (text !== void 0 && options.io.holdsSecret(text)) throw new UsageError(`${what} holds ${YOUR_SECRET}: it would be kept by the service for good`, { hint: "remove it; notarize never sends a secret anywhere but to log in" });
 	return checked;
 }
 /**
@@ -21664,7 +21666,7 @@ async function withDescription(options) {
 */
 function checkNameSent(options, name, custody) {
 	if (options.description !== void 0 && !custody || !options.io.holdsSecret(name)) return;
-	throw new UsageError(`the file name holds a secret of yours (an API key, a token or a proxy password): it would be kept by the service for good as ${custody ? "custody metadata" : "the description"}`, { hint: custody ? "rename the file" : "rename the file, or give --description" });
+	throw new UsageError(`the file name holds ${YOUR_SECRET}: it would be kept by the service for good as ${custody ? "custody metadata" : "the description"}`, { hint: custody ? "rename the file" : "rename the file, or give --description" });
 }
 async function describedAs(options) {
 	const { description, descriptionFile } = options;
@@ -21705,6 +21707,7 @@ var init_register_inputs = __esmMin((() => {
 	init_schemas();
 	init_description();
 	init_hash$1();
+	init_secrets();
 	init_inputs();
 	init_receipts();
 	init_path_spelling();

@@ -8,6 +8,7 @@ import type { ApiClient } from '../api/client.js';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import { checkArgvDescription, checkWalletName, readDescriptionFile } from '../core/description.js';
 import { normalizeHash } from '../core/hash.js';
+import { YOUR_SECRET } from '../core/secrets.js';
 import { expandInputs, type InputItem, type SkippedPath } from '../core/inputs.js';
 import { planReceipts, type ReceiptPlan, type ReceiptSubject } from '../core/receipts.js';
 import { insideDir } from '../path-spelling.js';
@@ -167,12 +168,9 @@ export async function withDescription(options: RegisterOptions): Promise<Registe
     ['--wallet-name', checked.walletName],
   ] as const) {
     if (text !== undefined && options.io.holdsSecret(text)) {
-      throw new UsageError(
-        `${what} holds a secret of yours (an API key, a token or a proxy password): it would be kept by the service for good`,
-        {
-          hint: 'remove it; notarize never sends a secret anywhere but to log in',
-        },
-      );
+      throw new UsageError(`${what} holds ${YOUR_SECRET}: it would be kept by the service for good`, {
+        hint: 'remove it; notarize never sends a secret anywhere but to log in',
+      });
     }
   }
   return checked;
@@ -186,7 +184,7 @@ export async function withDescription(options: RegisterOptions): Promise<Registe
 export function checkNameSent(options: RegisterOptions, name: string, custody: boolean): void {
   if ((options.description !== undefined && !custody) || !options.io.holdsSecret(name)) return;
   throw new UsageError(
-    `the file name holds a secret of yours (an API key, a token or a proxy password): it would be kept by the service for good as ${custody ? 'custody metadata' : 'the description'}`,
+    `the file name holds ${YOUR_SECRET}: it would be kept by the service for good as ${custody ? 'custody metadata' : 'the description'}`,
     { hint: custody ? 'rename the file' : 'rename the file, or give --description' },
   );
 }

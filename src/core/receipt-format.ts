@@ -37,6 +37,7 @@ import { hasKeyTwice, jsonDepth, memberText, withoutByteOrderMark } from '../exa
 import { EXIT, NotarizeError } from '../errors.js';
 import { BASE_URL_PATTERN } from '../validation.js';
 import { leafHash, rootFromPath } from './merkle.js';
+import { YOUR_SECRET } from './secrets.js';
 
 export const RECEIPT_TYPE = 'notarize-receipt';
 export const RECEIPT_VERSION = 1;
@@ -129,7 +130,7 @@ export function redactedReceipt(text: string, sha256: string, redact: (text: str
   throw new NotarizeError(
     'receipt_secret',
     EXIT.failed,
-    `no receipt written for ${sha256}: the service's record holds a secret of yours (an API key, a token or a proxy password), and without it the receipt would not hold together`,
+    `no receipt written for ${sha256}: the service's record holds ${YOUR_SECRET}, and without it the receipt would not hold together`,
     {
       hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration`,
     },

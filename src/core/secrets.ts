@@ -13,6 +13,9 @@ import type { KeyTrace } from '../store/store.js';
 /** What stands for a secret in anything notarize writes out. */
 export const REDACTED = '[redacted]';
 
+/** How a refusal names the secrets it guards (IO.holdsSecret): the environment's, the store's, a proxy's. */
+export const YOUR_SECRET = 'a secret of yours (an API key, a token or a proxy password)';
+
 /**
  * `text` with every one of `secrets` replaced by REDACTED, in the order
  * given: longest first, so that a secret inside a longer one leaves none of
