@@ -548,6 +548,23 @@ describe.skipIf(!hasPython)('contrib/verify-receipt.py', () => {
     );
   });
 
+  it("docs/verify-by-hand.md's step 2 in Python reads a receipt with a byte order mark, as step 3 says it is read", async () => {
+    const doc = readFileSync(join(REPO_ROOT, 'docs', 'verify-by-hand.md'), 'utf8');
+    const command = /```sh\n *(python3 -c '[^']*') \\\n/.exec(doc)?.[1];
+    expect(command).toBeDefined();
+    const { doc: document, receipt } = download();
+    writeFileSync(receipt('a.txt'), `\ufeff${readFileSync(receipt('a.txt'), 'utf8')}`);
+    const run = await runProcess(
+      'bash',
+      ['-c', `${command} "$1"`, 'step2', receipt('a.txt')],
+      {},
+      { noBaseUrlCheck: true },
+    );
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(run.stdout.split(' ')[0]).toBe(hashes['a.txt']);
+    expect((await bothVerdicts(document('a.txt'), receipt('a.txt'))).status).toBe('verified');
+  });
+
   it("docs/verify-by-hand.md's worked example, run as written, prints its tree's root", async () => {
     const doc = readFileSync(join(REPO_ROOT, 'docs', 'verify-by-hand.md'), 'utf8');
     const script = /```sh\n(python3 - <<'PY'\n[\s\S]*?\nPY)\n```/.exec(doc)?.[1];
