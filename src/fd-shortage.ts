@@ -46,12 +46,14 @@ export interface FdWait {
  * made nothing).
  */
 export async function whenFdsFree<T>(op: () => T | Promise<T>, wait: FdWait = {}): Promise<T> {
-  const deadline = Date.now() + (wait.budgetMs ?? FD_WAIT_MS);
+  // This process's own clock, as a lock's wait (store/lock.ts): a wall clock stepped back stretches nothing.
+  const deadline = performance.now() + (wait.budgetMs ?? FD_WAIT_MS);
   for (let step = 1; ; step = Math.min(step * 2, MAX_STEP_MS)) {
     try {
       return await op();
     } catch (error) {
-      if (!isFdShortage(error) || (wait.onlyIf && !wait.onlyIf(error)) || Date.now() + step > deadline) throw error;
+      if (!isFdShortage(error) || (wait.onlyIf && !wait.onlyIf(error)) || performance.now() + step > deadline)
+        throw error;
     }
     await sleep(step);
   }

@@ -712,7 +712,8 @@ export async function holdLock(file: string, waitMs: number, timing: LockTiming 
 async function acquire(file: string, waitMs: number, full: Timing): Promise<{ held: Held; run: RunFile }> {
   const { leaseMs, pollMs } = full;
   const dir = dirname(file);
-  const deadline = Date.now() + waitMs;
+  // This process's own clock: a wall clock stepped back (NTP) stretched the wait by the step.
+  const deadline = performance.now() + waitMs;
   const watch = new Watch();
   let run = holdRunFile(dir, leaseMs);
   try {
@@ -729,7 +730,7 @@ async function acquire(file: string, waitMs: number, full: Timing): Promise<{ he
       // waiter, maybe one that died): wait like any waiter, never spin here,
       // which blocked this thread, signals included, until the claim went stale.
       if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
-      if (Date.now() >= deadline) throw stillHeld(file, seen, leaseMs);
+      if (performance.now() >= deadline) throw stillHeld(file, seen, leaseMs);
       await sleep(pollMs);
     }
   } catch (error) {

@@ -16,7 +16,7 @@ import {
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { TransientError } from '../../src/errors.js';
 import { LEASE_MS, lockText, releaseOwnLock, withLock } from '../../src/store/lock.js';
 import { rejection } from '../helpers/catch.js';
@@ -402,6 +402,25 @@ describe('withLock', () => {
     first.open();
     await holder;
     expect(existsSync(file)).toBe(false);
+  });
+
+  it("waits waitMs of this process's own time: the wall clock stepped back an hour (NTP) does not stretch the wait", async () => {
+    const file = join(tempDir(), 'h.lock');
+    const first = gate();
+    const holder = withLock(file, 1000, () => first.opened);
+    const wall = Date.now.bind(Date);
+    let asked = 0;
+    // The first reading as it is, every later one an hour earlier: a step back just as the wait starts.
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => wall() - (asked++ === 0 ? 0 : 3_600_000));
+    try {
+      const waited = withLock(file, 100, () => Promise.resolve());
+      const outcome = await Promise.race([rejection(waited), sleep(5000).then(() => 'still waiting after 5 s')]);
+      expect(outcome).toBeInstanceOf(TransientError);
+    } finally {
+      clock.mockRestore();
+      first.open();
+      await holder;
+    }
   });
 
   it.each([
