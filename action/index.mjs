@@ -9699,12 +9699,12 @@ function isFdShortage(error) {
 * made nothing).
 */
 async function whenFdsFree(op, wait = {}) {
-	const deadline = Date.now() + (wait.budgetMs ?? 3e4);
+	const deadline = performance.now() + (wait.budgetMs ?? 3e4);
 	for (let step = 1;; step = Math.min(step * 2, MAX_STEP_MS)) {
 		try {
 			return await op();
 		} catch (error) {
-			if (!isFdShortage(error) || wait.onlyIf && !wait.onlyIf(error) || Date.now() + step > deadline) throw error;
+			if (!isFdShortage(error) || wait.onlyIf && !wait.onlyIf(error) || performance.now() + step > deadline) throw error;
 		}
 		await setTimeout$1(step);
 	}
@@ -10968,7 +10968,7 @@ function unsafeDirReason(info) {
 	if (uid !== void 0 && info.uid !== uid) return `it belongs to another user (uid ${info.uid}, you are ${uid})`;
 	if (process.platform !== "win32" && (info.mode & 514) !== 0) return `it is world-writable or sticky, as shared directories are (mode ${(info.mode & 4095).toString(8)})`;
 }
-function dirError(dir, reason, cause, hint = accessHint(cause) ?? (reason === NOT_A_DIRECTORY ? HINT_NOT_A_DIRECTORY : HINT_DIR)) {
+function dirError(dir, reason, cause, hint = refusalHint(cause) ?? (reason === NOT_A_DIRECTORY ? HINT_NOT_A_DIRECTORY : HINT_DIR)) {
 	return new StoreError(dir, `cannot use the store directory ${dir}: ${reason}`, {
 		hint,
 		...cause === void 0 ? {} : { cause }
@@ -10997,6 +10997,16 @@ function refusedPlace(cause) {
 	} catch {}
 	if (info === void 0) return { folder: dirname(path) };
 	return info.isDirectory() ? { folder: path } : { file: path };
+}
+/**
+* What to change when the system refused a store path: this user's access
+* to it (accessHint), or a file descriptor to open it with (EMFILE, ENFILE:
+* a moment's shortage is waited out where the open can be tried again,
+* fd-shortage.ts; past that, the limit is what to change). Undefined for
+* any other error: the caller's hint stands.
+*/
+function refusalHint(cause) {
+	return accessHint(cause) ?? (isFdShortage(cause) ? "lower -j, or raise the limit of open files (ulimit -n)" : void 0);
 }
 /**
 * What to change when the system refused this user a store path (EACCES):
@@ -11173,7 +11183,7 @@ function isLink(path) {
 }
 function fileError$1(file, reason, cause) {
 	return new StoreError(file, `cannot read store file ${file}: ${reason}`, {
-		hint: accessHint(cause) ?? "notarize never reads or writes a store file through a link or owned by someone else: move it aside, or use a store of your own",
+		hint: refusalHint(cause) ?? "notarize never reads or writes a store file through a link or owned by someone else: move it aside, or use a store of your own",
 		...cause === void 0 ? {} : { cause }
 	});
 }
@@ -13516,7 +13526,7 @@ var init_service_store = __esmMin((() => {
 					entries: [],
 					problems: []
 				};
-				const hint = accessHint(error);
+				const hint = refusalHint(error);
 				if (hint !== void 0) throw new StoreError(dir, `cannot list the store folder ${dir}: ${error.message}`, {
 					hint,
 					cause: error
@@ -14110,7 +14120,7 @@ async function holdLock(file, waitMs, timing = {}) {
 async function acquire(file, waitMs, full) {
 	const { leaseMs, pollMs } = full;
 	const dir = dirname(file);
-	const deadline = Date.now() + waitMs;
+	const deadline = performance.now() + waitMs;
 	const watch = new Watch();
 	let run = holdRunFile(dir, leaseMs);
 	try {
@@ -14127,7 +14137,7 @@ async function acquire(file, waitMs, full) {
 			const seen = inspect(file);
 			if (seen === void 0) continue;
 			if (isStale(file, seen, watch, full) && takeOver(file, seen, watch, full)) continue;
-			if (Date.now() >= deadline) throw stillHeld(file, seen, leaseMs);
+			if (performance.now() >= deadline) throw stillHeld(file, seen, leaseMs);
 			await setTimeout$1(pollMs);
 		}
 	} catch (error) {
@@ -23491,7 +23501,7 @@ A 409 is read as "the service already has this hash" (an assumption: its status 
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
 --use-active-subscription is not kept when the service answers 404 (it does not know the hash).
-Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once, with one login: one result
+Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once (fewer when the limit of open files, ulimit -n, is low), with one login: one result
 each (a table, or with --json an array), and the exit code of a batch (see \`notarize --help\`).
 complete knows nothing of --receipt-dir: a pending Merkle root whose documents another store
 has since registered under a root of its own (runners sharing a receipt folder) is paid for
@@ -23661,7 +23671,8 @@ async function runCompleteMany(options) {
 		if (refused) throw refused;
 		return complete(deps, hash, source);
 	}, {
-		concurrency: CONCURRENCY,
+		concurrency: fitConcurrency(CONCURRENCY, FILES_PER_COMPLETION).concurrency,
+		runAgain: () => true,
 		onSettled: (i, settled, hash) => {
 			const index = skipped + i;
 			const failure = settled.ok ? custodyFailure(settled.value) : void 0;
@@ -23711,7 +23722,7 @@ async function owedHashes(store, pending) {
 	const { entries, problems } = await store.listCustodyOwedOfRecords();
 	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].filter((hash) => !pending.has(hash)).sort();
 }
-var optionsSchema$5, CONCURRENCY;
+var optionsSchema$5, CONCURRENCY, FILES_PER_COMPLETION;
 var init_complete = __esmMin((() => {
 	init_zod();
 	init_client();
@@ -23723,6 +23734,7 @@ var init_complete = __esmMin((() => {
 	init_trees();
 	init_trees_now();
 	init_errors$2();
+	init_fd_shortage();
 	init_present();
 	init_render();
 	init_results();
@@ -23735,6 +23747,7 @@ var init_complete = __esmMin((() => {
 		all: boolean().default(false)
 	});
 	CONCURRENCY = 8;
+	FILES_PER_COMPLETION = 3;
 }));
 // dist/commands/pending.js
 var pending_exports = /* @__PURE__ */ __exportAll({
@@ -41605,7 +41618,7 @@ function exists(path) {
 		return true;
 	} catch (error) {
 		if (error.code === "ENOENT") return false;
-		const hint = accessHint(error);
+		const hint = refusalHint(error);
 		throw new StoreError(path, `cannot use the store directory ${path}: ${error.message}`, {
 			...hint === void 0 ? {} : { hint },
 			cause: error
@@ -41830,7 +41843,7 @@ var init_store = __esmMin((() => {
 				const disk = diskRefusedBeforeSending(error, service.dir);
 				if (disk !== void 0) throw disk;
 				if (error instanceof NotarizeError) throw error;
-				const hint = accessHint(error);
+				const hint = refusalHint(error);
 				throw new StoreError(service.dir, `cannot use the store directory ${service.dir}: ${error.message}`, {
 					...hint === void 0 ? {} : { hint },
 					cause: error
@@ -41931,7 +41944,7 @@ var init_store = __esmMin((() => {
 				await writeFileAtomic(file, `${JSON.stringify(data, void 0, "	")}\n`, { flushes: this.#flushes });
 			} catch (error) {
 				throw new StoreError(file, `cannot write store file ${file}: ${error.message}`, {
-					hint: accessHint(error) ?? "check that the store directory belongs to you and the disk is not full",
+					hint: refusalHint(error) ?? "check that the store directory belongs to you and the disk is not full",
 					cause: error
 				});
 			}

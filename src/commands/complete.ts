@@ -26,6 +26,7 @@ import { readTextInput } from '../core/read-input.js';
 import { sessionsUnderRoots } from '../core/trees.js';
 import { TreesNow, UnderRootSince } from '../core/trees-now.js';
 import { NotarizeError, UsageError } from '../errors.js';
+import { fitConcurrency } from '../fd-shortage.js';
 import type { IO } from '../output/io.js';
 import { sentMetadata, showMetadataSent, type ItemsResult, type OutcomeResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
@@ -43,6 +44,9 @@ export const optionsSchema = z.object({
 
 /** How many registrations a run of several completes at once (as `register`'s default). */
 const CONCURRENCY = 8;
+
+/** Files held for each completion under way: its connection, its lock, and a store file a moment at a time. */
+const FILES_PER_COMPLETION = 3;
 
 /** What `complete` uses: the hash, where the session comes from, and the service. */
 export interface CompleteOptions extends z.infer<typeof optionsSchema> {
@@ -74,7 +78,7 @@ A 409 is read as "the service already has this hash" (an assumption: its status 
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
 --use-active-subscription is not kept when the service answers 404 (it does not know the hash).
-Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once, with one login: one result
+Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once (fewer when the limit of open files, ulimit -n, is low), with one login: one result
 each (a table, or with --json an array), and the exit code of a batch (see \`notarize --help\`).
 complete knows nothing of --receipt-dir: a pending Merkle root whose documents another store
 has since registered under a root of its own (runners sharing a receipt folder) is paid for
@@ -273,7 +277,11 @@ export async function runCompleteMany(options: CompleteManyOptions): Promise<Ite
       return complete(deps, hash, source);
     },
     {
-      concurrency: CONCURRENCY,
+      // Lowered to what the open files allowed fit (fd-shortage.ts): under a low `ulimit -n` eight at
+      // once would each hold some and wait on one more. A hash whose try found no descriptor, nothing
+      // sent, is tried again: its session is still in the store.
+      concurrency: fitConcurrency(CONCURRENCY, FILES_PER_COMPLETION).concurrency,
+      runAgain: () => true,
       onSettled: (i, settled, hash) => {
         const index = skipped + i;
         const failure = settled.ok ? custodyFailure(settled.value) : undefined;

@@ -39,7 +39,7 @@ import { rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { z } from 'zod';
 import { NewerStoreFileError, StoreError } from '../errors.js';
-import { isFdShortage, whenFdsFree } from '../fd-shortage.js';
+import { FD_SHORTAGE_REMEDY, isFdShortage, whenFdsFree } from '../fd-shortage.js';
 import { makeDirs } from '../mkdirs.js';
 import { anythingAt } from '../path-spelling.js';
 import { describeZodError } from '../validation.js';
@@ -92,7 +92,7 @@ function dirError(
   dir: string,
   reason: string,
   cause?: unknown,
-  hint = accessHint(cause) ?? (reason === NOT_A_DIRECTORY ? HINT_NOT_A_DIRECTORY : HINT_DIR),
+  hint = refusalHint(cause) ?? (reason === NOT_A_DIRECTORY ? HINT_NOT_A_DIRECTORY : HINT_DIR),
 ): StoreError {
   return new StoreError(dir, `cannot use the store directory ${dir}: ${reason}`, {
     hint,
@@ -126,6 +126,17 @@ export function refusedPlace(cause: unknown): { folder?: string; file?: string }
   }
   if (info === undefined) return { folder: dirname(path) };
   return info.isDirectory() ? { folder: path } : { file: path };
+}
+
+/**
+ * What to change when the system refused a store path: this user's access
+ * to it (accessHint), or a file descriptor to open it with (EMFILE, ENFILE:
+ * a moment's shortage is waited out where the open can be tried again,
+ * fd-shortage.ts; past that, the limit is what to change). Undefined for
+ * any other error: the caller's hint stands.
+ */
+export function refusalHint(cause: unknown): string | undefined {
+  return accessHint(cause) ?? (isFdShortage(cause) ? FD_SHORTAGE_REMEDY : undefined);
 }
 
 /**
@@ -347,7 +358,7 @@ function isLink(path: string): boolean {
 function fileError(file: string, reason: string, cause?: unknown): StoreError {
   return new StoreError(file, `cannot read store file ${file}: ${reason}`, {
     hint:
-      accessHint(cause) ??
+      refusalHint(cause) ??
       'notarize never reads or writes a store file through a link or owned by someone else: move it aside, or use a store of your own',
     ...(cause === undefined ? {} : { cause }),
   });

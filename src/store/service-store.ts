@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { NewerStoreFileError, StoreError } from '../errors.js';
 import { hashSchema } from '../validation.js';
 import {
-  accessHint,
+  refusalHint,
   corrupt,
   DirFlushes,
   ensurePrivateDir,
@@ -782,8 +782,8 @@ export class ServiceStore {
       names = await readdir(dir);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], problems: [] };
-      // Its listing refused (EACCES: the folder's read or search bit): the store's to fix, nothing was sent.
-      const hint = accessHint(error);
+      // Its listing refused (EACCES: the folder's read or search bit; EMFILE: no descriptor): the store's to fix, nothing was sent.
+      const hint = refusalHint(error);
       if (hint !== undefined)
         throw new StoreError(dir, `cannot list the store folder ${dir}: ${(error as Error).message}`, {
           hint,

@@ -41,7 +41,7 @@ import { cleanUpOnInterrupt } from '../interrupt.js';
 import { parentAfterName } from '../path-spelling.js';
 import { SETTINGS } from '../settings.js';
 import {
-  accessHint,
+  refusalHint,
   corrupt,
   DirFlushes,
   ensurePrivateDir,
@@ -387,7 +387,7 @@ export class Store {
       const disk = diskRefusedBeforeSending(error, service.dir);
       if (disk !== undefined) throw disk;
       if (error instanceof NotarizeError) throw error;
-      const hint = accessHint(error);
+      const hint = refusalHint(error);
       throw new StoreError(service.dir, `cannot use the store directory ${service.dir}: ${(error as Error).message}`, {
         ...(hint === undefined ? {} : { hint }),
         cause: error,
@@ -517,7 +517,7 @@ export class Store {
       await writeFileAtomic(file, `${JSON.stringify(data, undefined, '\t')}\n`, { flushes: this.#flushes });
     } catch (error) {
       throw new StoreError(file, `cannot write store file ${file}: ${(error as Error).message}`, {
-        hint: accessHint(error) ?? 'check that the store directory belongs to you and the disk is not full',
+        hint: refusalHint(error) ?? 'check that the store directory belongs to you and the disk is not full',
         cause: error,
       });
     }
@@ -593,7 +593,7 @@ function exists(path: string): boolean {
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    const hint = accessHint(error);
+    const hint = refusalHint(error);
     throw new StoreError(path, `cannot use the store directory ${path}: ${(error as Error).message}`, {
       ...(hint === undefined ? {} : { hint }),
       cause: error,

@@ -5,7 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it, vi } from 'vitest';
 import { descriptorsLeft, fitConcurrency, isFdShortage, whenFdsFree } from '../../src/fd-shortage.js';
 import { fileErrorReason } from '../../src/core/hash.js';
 import { useBed, type Bed } from '../helpers/bed.js';
@@ -48,6 +49,24 @@ describe('whenFdsFree', () => {
     expect(short).toMatchObject({ code: 'EMFILE' });
     expect(calls).toBeGreaterThan(2);
     expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it("spends its budget in this process's own time: the wall clock stepped back does not stretch it", async () => {
+    const wall = Date.now.bind(Date);
+    let asked = 0;
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => wall() - (asked++ === 0 ? 0 : 3_600_000));
+    try {
+      const short = whenFdsFree(
+        () => {
+          throw errno('EMFILE');
+        },
+        { budgetMs: 60 },
+      ).catch((error: unknown) => error);
+      const outcome = await Promise.race([short, sleep(5000).then(() => 'still waiting after 5 s')]);
+      expect(outcome).toMatchObject({ code: 'EMFILE' });
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('waits out only the shortages it is told to (onlyIf), as a wrapped one (a cause) counts', async () => {
@@ -240,6 +259,21 @@ await import(${JSON.stringify(BIN)});
       .map((line) => (JSON.parse(line) as { status: string }).status);
     expect(statuses).toEqual(docs.map(() => 'registered'));
     expect(bed.ledgerHashes()).toHaveLength(docs.length);
+    expect(bed.pendingHashes()).toEqual([]);
+  });
+
+  it('complete --all under ulimit -n 30: fewer at once, a store read short of descriptors waited out, every session completed', async () => {
+    const docs = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => bed.write(`owed/doc-${i}.txt`, `document ${i} owed a completion\n`)),
+    );
+    const registered = await bed.run(['register', '-r', bed.path('owed'), '--no-complete', '--quiet']);
+    expect(registered.code, describeRun(registered)).toBe(0);
+    expect(bed.pendingHashes()).toHaveLength(docs.length);
+    const run = await bed.run(['complete', '--all', '--json'], { shell: 'ulimit -n 30' });
+    expect(run.code, describeRun(run)).toBe(0);
+    const statuses = (JSON.parse(run.stdout) as { status: string }[]).map((result) => result.status);
+    expect(statuses).toEqual(docs.map(() => 'registered'));
+    expect(bed.ledgerHashes().sort()).toEqual([...docs].sort());
     expect(bed.pendingHashes()).toEqual([]);
   });
 

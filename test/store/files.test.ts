@@ -16,9 +16,11 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StoreError } from '../../src/errors.js';
+import { FD_SHORTAGE_REMEDY } from '../../src/fd-shortage.js';
 import {
   accessHint,
   DirFlushes,
+  refusalHint,
   ensurePrivateDir,
   readPrivateFile,
   readStoreFile,
@@ -320,5 +322,21 @@ describe('accessHint: what to change when the system refuses this user a store p
   it('anything but a permission with a path is left to the caller', () => {
     expect(accessHint(Object.assign(new Error('ENOSPC'), { code: 'ENOSPC', path: tmpdir() }))).toBeUndefined();
     expect(accessHint(Object.assign(new Error('EACCES'), { code: 'EACCES' }))).toBeUndefined();
+  });
+});
+
+describe('refusalHint: what to change when the system refuses a store path', () => {
+  it('no descriptor to open it with (EMFILE, ENFILE, or wrapped): the limit, never "move it aside"', () => {
+    for (const code of ['EMFILE', 'ENFILE']) {
+      const errno = Object.assign(new Error(`${code}: too many open files`), { code, path: tmpdir() });
+      expect(refusalHint(errno)).toBe(FD_SHORTAGE_REMEDY);
+      expect(refusalHint(new Error('could not read', { cause: errno }))).toBe(FD_SHORTAGE_REMEDY);
+    }
+  });
+
+  it("a permission is accessHint's, and anything else is left to the caller", () => {
+    const refused = Object.assign(new Error('EACCES'), { code: 'EACCES', path: join(tmpdir(), 'x', 'y') });
+    expect(refusalHint(refused)).toBe(accessHint(refused));
+    expect(refusalHint(Object.assign(new Error('ENOSPC'), { code: 'ENOSPC', path: tmpdir() }))).toBeUndefined();
   });
 });
