@@ -10055,7 +10055,7 @@ function networkError(method, url, error, proxyVariable) {
 	});
 	if (WASM_OUT_OF_MEMORY.test(error?.message ?? "")) return new UsageError(`${method} ${url} was not sent: no memory for the HTTP parser (WebAssembly)`, {
 		code: "no_wasm_memory",
-		hint: "a limit on virtual memory (ulimit -v) leaves it no room: lift the limit, or run with NODE_OPTIONS=--disable-wasm-trap-handler (Node then needs no such room)",
+		hint: "a limit on virtual memory (ulimit -v) leaves it no room: lift the limit, or run with NODE_OPTIONS=--disable-wasm-trap-handler (the parser then needs no such room; Node itself still needs about 1.5 GB)",
 		cause: error
 	});
 	const name = error.name ?? "";

@@ -341,7 +341,7 @@ function networkError(method: string, url: string, error: unknown, proxyVariable
       code: 'no_wasm_memory',
       hint:
         'a limit on virtual memory (ulimit -v) leaves it no room: lift the limit, ' +
-        'or run with NODE_OPTIONS=--disable-wasm-trap-handler (Node then needs no such room)',
+        'or run with NODE_OPTIONS=--disable-wasm-trap-handler (the parser then needs no such room; Node itself still needs about 1.5 GB)',
       cause: error,
     });
   }
