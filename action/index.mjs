@@ -8,12 +8,12 @@ import process$1 from "node:process";
 import { setTimeout as setTimeout$1 } from "node:timers/promises";
 import { access, lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { isUtf8 } from "node:buffer";
+import { brotliDecompressSync, gunzipSync, gzipSync, inflateRawSync, inflateSync } from "node:zlib";
 import { performance as performance$1 } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import tty from "node:tty";
 import { Socket, isIP } from "node:net";
 import { createServer } from "node:http";
-import { gzipSync } from "node:zlib";
 import { isDeepStrictEqual, stripVTControlCharacters } from "node:util";
 import { setFlagsFromString } from "node:v8";
 // \0rolldown/runtime.js
@@ -461,8 +461,12 @@ var init_errors$2 = __esmMin((() => {
 		}
 	};
 	UnreadableAnswerError = class extends ProtocolError {
+		/** The body, when it was read whole but is not JSON: a forfait's is kept aside (core/notarize.ts setAside). */
+		body;
 		constructor(message, details = {}) {
-			super(message, details);
+			const { body, ...rest } = details;
+			super(message, rest);
+			this.body = body;
 		}
 	};
 	StoreError = class extends UsageError {
@@ -9980,16 +9984,30 @@ function patientTimeout(ms) {
 	};
 }
 /**
-* The body of an answer, bounded in size. Throws UnreadableAnswerError
-* when it stalls past the timeout, breaks off, is too large, or comes
-* compressed although notarize never asks for compression.
+* The body of an answer, bounded in size, its content codings undone.
+* Throws UnreadableAnswerError when it stalls past the timeout, breaks off,
+* is too large (before or after decoding), or comes in a coding notarize
+* cannot undo or that does not decode.
 */
 async function readAnswerBody(answer, what) {
-	const encoding = headerValue(answer.headers["content-encoding"])?.trim().toLowerCase();
-	if (encoding !== void 0 && encoding !== "" && encoding !== "identity") {
+	const header = answer.headers["content-encoding"];
+	const codings = (Array.isArray(header) ? header.join(",") : header ?? "").split(",").map((coding) => coding.trim().toLowerCase()).filter((coding) => coding !== "" && coding !== "identity");
+	const unknown = codings.find((coding) => !Object.hasOwn(DECODERS, coding));
+	if (unknown !== void 0) {
 		discard(answer);
-		throw new UnreadableAnswerError(`${what}, but its body is encoded as '${encoding.slice(0, 40)}', which notarize did not ask for`);
+		throw new UnreadableAnswerError(`${what}, but its body is encoded as '${unknown.slice(0, 40)}', which notarize cannot decode`);
 	}
+	let decoded = await readBoundedBody(answer, what);
+	for (const coding of codings.reverse()) try {
+		decoded = DECODERS[coding](decoded, { maxOutputLength: MAX_ANSWER_BYTES });
+	} catch (error) {
+		const tooLarge = error instanceof RangeError;
+		throw new UnreadableAnswerError(tooLarge ? `${what}, but its body decoded ('${coding}') is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB` : `${what}, but its body does not decode as '${coding}' says it is`, { cause: error });
+	}
+	return decoded;
+}
+/** The bytes of an answer's body as they came, bounded in size (see readAnswerBody). */
+async function readBoundedBody(answer, what) {
 	let bounded;
 	try {
 		bounded = await readBoundedBytes(answer.body, MAX_ANSWER_BYTES);
@@ -10217,7 +10235,7 @@ function statusError(method, url, status, text, retryAfter, secrets) {
 	const redirect = status >= 300 && status < 400;
 	return new ProtocolError(`${what} (an unexpected status)`, { ...redirect ? { hint: "notarize follows no redirect: check the base URL (--base-url, NOTARIZE_BASE_URL or the stored setting)" } : {} });
 }
-var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, WASM_OUT_OF_MEMORY, TUNNEL_REFUSED, CERTIFICATE_CODES, NOT_TLS, KEY_ROOM;
+var MAX_ANSWER_BYTES, NOT_SENT_CODES, HttpTransport, DECODERS, WASM_OUT_OF_MEMORY, TUNNEL_REFUSED, CERTIFICATE_CODES, NOT_TLS, KEY_ROOM;
 var init_http$1 = __esmMin((() => {
 	init_errors$2();
 	init_secrets();
@@ -10266,7 +10284,8 @@ var init_http$1 = __esmMin((() => {
 			const started = performance$1.now();
 			const headers = {
 				"user-agent": this.options.userAgent,
-				accept: "application/json"
+				accept: "application/json",
+				"accept-encoding": "identity"
 			};
 			if (req.body !== void 0) headers["content-type"] = "application/json";
 			if (req.token !== void 0) {
@@ -10311,6 +10330,7 @@ var init_http$1 = __esmMin((() => {
 				const body = await readAnswerBody(answer, `${method} ${url} answered ${status}`);
 				if (ok && !isUtf8(body)) this.options.warn?.(`${method} ${url} answered ${status} with bytes that are not UTF-8, as JSON must be: read as U+FFFD, so what is kept of this answer (a session sent back, a record) differs from what the service sent there`);
 				text = body.toString("utf8");
+				if (text.charCodeAt(0) === 65279) text = text.slice(1);
 			} catch (error) {
 				this.options.log?.(`${method} ${url} -> ${status}, body unreadable after ${elapsed()}`);
 				if (ok) throw error;
@@ -10325,6 +10345,19 @@ var init_http$1 = __esmMin((() => {
 			if (status === 407) throw proxyAuthError(`${method} ${url} answered 407`, this.options.proxyVariable);
 			throw statusError(method, url, status, text, retryAfter, secretsOf(req));
 		}
+	};
+	DECODERS = {
+		gzip: gunzipSync,
+		"x-gzip": gunzipSync,
+		deflate: (bytes, options) => {
+			try {
+				return inflateSync(bytes, options);
+			} catch (error) {
+				if (error instanceof RangeError) throw error;
+				return inflateRawSync(bytes, options);
+			}
+		},
+		br: brotliDecompressSync
 	};
 	WASM_OUT_OF_MEMORY = /^WebAssembly\.\w+\(\): Out of memory/;
 	TUNNEL_REFUSED = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/;
@@ -14778,6 +14811,7 @@ async function sendCompletion(deps, pending, onSent) {
 	} catch (error) {
 		if (error instanceof InvalidAnswerError) throw await setAside(deps, pending, error.raw, error.message);
 		if (error instanceof UnreadableAnswerError) {
+			if (error.body !== void 0) error.message += `; ${await keptAside(deps, pending, error.body, "it is not JSON")}`;
 			const marked = await markAnswerUnread(deps, pending);
 			error.hint = [error.hint, answerUnread(deps, marked).hint].filter(Boolean).join("; ");
 			throw error;
@@ -14812,13 +14846,16 @@ async function markAnswerUnread(deps, pending) {
 */
 async function setAside(deps, pending, raw, why) {
 	const marked = await markAnswerUnread(deps, pending);
-	let kept;
-	try {
-		kept = `kept aside in ${await deps.store.quarantine(pending.hash, raw, why, now(deps))}`;
-	} catch {
-		kept = "it could not even be kept aside";
-	}
+	const kept = await keptAside(deps, pending, raw, why);
 	return new ProtocolError(`the service answered the completion of ${pending.hash} with something that is not its record (${why}); it was not put in the ledger: ${kept}`, { hint: answerUnread(deps, marked).hint });
+}
+/** Keeps a forfait's answer in quarantine/ (never read back by notarize), and says where, or that it could not. */
+async function keptAside(deps, pending, raw, why) {
+	try {
+		return `kept aside in ${await deps.store.quarantine(pending.hash, raw, why, now(deps))}`;
+	} catch {
+		return "it could not even be kept aside";
+	}
 }
 /**
 * Adds to a failed completion's hint what happened to the session and what to
@@ -23341,7 +23378,10 @@ function parseAnswer(raw, schema, what) {
 	} catch {
 		const page = /^\s*</.test(raw);
 		const looks = page ? "it looks like an HTML page" : `${Buffer.byteLength(raw)} bytes`;
-		throw new UnreadableAnswerError(`the ${what} is not JSON (${looks})`, { hint: page ? "the service may be down or behind a proxy; check the base URL" : "the answer may have been cut short on its way (a proxy, a dropped connection); if it keeps coming, check the base URL" });
+		throw new UnreadableAnswerError(`the ${what} is not JSON (${looks})`, {
+			body: raw,
+			hint: page ? "the service may be down or behind a proxy; check the base URL" : "the answer may have been cut short on its way (a proxy, a dropped connection); if it keeps coming, check the base URL"
+		});
 	}
 	const parsed = schema.safeParse(json);
 	if (!parsed.success) throw new InvalidAnswerError(`the ${what} does not match the documented shape: ${describeZodError(parsed.error)}`, raw, json);
@@ -25898,7 +25938,8 @@ var init_faults = __esmMin((() => {
 		"wrong-shape",
 		"huge",
 		"stall",
-		"gzip"
+		"gzip",
+		"undecodable"
 	];
 	FAULT_SPEC_HELP = `Fault rules, comma-separated: route:kind[=value][@retryAfter][*count]
   route         ${ROUTE_NAMES.join(", ")}, or * for every route
@@ -25913,7 +25954,10 @@ var init_faults = __esmMin((() => {
   wrong-shape   process, then answer 200 with JSON of the wrong shape
   huge[=BYTES]  answer 200 with a JSON-looking body that never ends (capped at BYTES, default 1 GiB)
   stall         process, then answer 200 with half the JSON body and never send the rest
-  gzip          process, then answer 200 with the JSON body gzip-compressed (Content-Encoding: gzip), unasked
+  gzip          process, then answer 200 with the JSON body gzip-compressed (Content-Encoding: gzip),
+                though the client asks for none (Accept-Encoding: identity)
+  undecodable   process, then answer 200 with the JSON body in a coding no client can undo
+                (Content-Encoding: x-sandbox-unknown)
   *N            apply the rule to the first N matching calls only (default: every call)
 Latency rules add up; besides them, at most one rule (the first that matches) applies to a call.
 Example: forfait:status=503@2*3,request:drop*1,*:latency=50`;
@@ -25984,13 +26028,16 @@ function stall(res, status, contentType, text) {
 	});
 	res.write(truncate(text));
 }
-/** Sends the body gzip-compressed with `Content-Encoding: gzip`, which the client never asked for. */
-function gzipped(res, status, contentType, text) {
+/**
+* Sends the body with a Content-Encoding, though the client asks for none
+* (identity): gzip-compressed, or as it is under a coding no client knows.
+*/
+function encoded(res, status, contentType, text, coding) {
 	if (res.destroyed || res.headersSent) return;
-	const body = gzipSync(text);
+	const body = coding === "gzip" ? gzipSync(text) : Buffer.from(text);
 	res.writeHead(status, {
 		"content-type": contentType,
-		"content-encoding": "gzip",
+		"content-encoding": coding,
 		"content-length": String(body.length)
 	});
 	res.end(body);
@@ -26030,9 +26077,10 @@ async function streamHuge(res, limitBytes) {
 	}
 	if (!closed) res.end("\"}");
 }
-var HUGE_CHUNK;
+var HUGE_CHUNK, UNKNOWN_CODING;
 var init_delivery = __esmMin((() => {
 	HUGE_CHUNK = Buffer.alloc(65536, "a");
+	UNKNOWN_CODING = "x-sandbox-unknown";
 }));
 // dist/sandbox/http.js
 /** The short error code the sandbox uses for an HTTP status, e.g. 404 -> 'not_found'. */
@@ -26524,9 +26572,10 @@ async function serve(ctx, req, res) {
 	const answer = received.tooLarge ? errorAnswer(413, "the request body is larger than 1 MiB") : run(ctx, req, match, query, received.text);
 	if (fault?.kind === "drop-after") req.socket.destroy();
 	else if (fault?.kind === "truncated") send(res, answered(answer), truncate);
-	else if (fault?.kind === "stall" || fault?.kind === "gzip") {
+	else if (fault?.kind === "stall" || fault?.kind === "gzip" || fault?.kind === "undecodable") {
 		const { contentType, text } = renderAnswer(answered(answer));
-		(fault.kind === "stall" ? stall : gzipped)(res, answer.status, contentType, text);
+		if (fault.kind === "stall") stall(res, answer.status, contentType, text);
+		else encoded(res, answer.status, contentType, text, fault.kind === "gzip" ? "gzip" : UNKNOWN_CODING);
 	} else if (fault?.kind === "wrong-shape" && match) send(res, answered(wrongShape(match.route, answer)));
 	else send(res, answered(answer));
 }

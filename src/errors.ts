@@ -198,13 +198,16 @@ export class ProtocolError extends NotarizeError {
 
 /**
  * The service answered 2xx, but its body could not be read: it stalled,
- * was cut off, was encoded in a way notarize did not ask for, or is not
- * JSON. The service said yes to something, so this is never retried blindly:
+ * was cut off, came in a coding notarize cannot undo, or is not JSON. The service said yes to something, so this is never retried blindly:
  * whoever catches it decides what may be sent again. Exit 5.
  */
 export class UnreadableAnswerError extends ProtocolError {
-  constructor(message: string, details: ErrorDetails = {}) {
-    super(message, details);
+  /** The body, when it was read whole but is not JSON: a forfait's is kept aside (core/notarize.ts setAside). */
+  readonly body: string | undefined;
+  constructor(message: string, details: ErrorDetails & { body?: string } = {}) {
+    const { body, ...rest } = details;
+    super(message, rest);
+    this.body = body;
   }
 }
 

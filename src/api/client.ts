@@ -89,10 +89,12 @@ export function parseAnswer<S extends z.ZodType>(raw: string, schema: S, what: s
   try {
     json = JSON.parse(raw);
   } catch {
-    // Never quoted: a body that is not JSON may be anything, a token included.
+    // Never quoted: a body that is not JSON may be anything, a token included. Carried, for a
+    // completion's answer may be its record all the same (NaN in a number): kept in the private store.
     const page = /^\s*</.test(raw);
     const looks = page ? 'it looks like an HTML page' : `${Buffer.byteLength(raw)} bytes`;
     throw new UnreadableAnswerError(`the ${what} is not JSON (${looks})`, {
+      body: raw,
       // A page is someone else's answer (a proxy, a maintenance page, another site); other text
       // that is not JSON is most often an answer cut short on its way.
       hint: page

@@ -6,6 +6,14 @@
  * secrets left out (bodies and headers are never logged).
  */
 import { isUtf8 } from 'node:buffer';
+import {
+  brotliDecompressSync,
+  gunzipSync,
+  inflateRawSync,
+  inflateSync,
+  type BrotliOptions,
+  type ZlibOptions,
+} from 'node:zlib';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from './undici.js';
 import {
@@ -105,6 +113,9 @@ export class HttpTransport {
     const headers: Record<string, string> = {
       'user-agent': this.options.userAgent,
       accept: 'application/json',
+      // No Accept-Encoding would leave the service free to compress (RFC 9110 section 12.5.3); an
+      // answer compressed all the same is decoded (decodeBody), never dropped: a record is paid for.
+      'accept-encoding': 'identity',
     };
     if (req.body !== undefined) headers['content-type'] = 'application/json';
     if (req.token !== undefined) {
@@ -172,6 +183,9 @@ export class HttpTransport {
         );
       }
       text = body.toString('utf8');
+      // A byte order mark before the JSON, which RFC 8259 section 8.1 lets a reader ignore: a record
+      // behind one is still the record, not "not JSON".
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     } catch (error) {
       this.options.log?.(`${method} ${url} -> ${status}, body unreadable after ${elapsed()}`);
       // Once a 2xx status has arrived the service has said yes: a body that
@@ -216,19 +230,62 @@ function patientTimeout(ms: number): { signal: AbortSignal; clear(): void } {
   };
 }
 
+/** The content codings an answer may come in although notarize asks for none (RFC 9110 section 8.4.1), and their decoders. */
+const DECODERS: Record<string, (bytes: Buffer, options: ZlibOptions & BrotliOptions) => Buffer> = {
+  gzip: gunzipSync,
+  'x-gzip': gunzipSync,
+  // "deflate" is the zlib format (RFC 9110 section 8.4.1.2); some servers send the raw one.
+  deflate: (bytes, options) => {
+    try {
+      return inflateSync(bytes, options);
+    } catch (error) {
+      if (error instanceof RangeError) throw error;
+      return inflateRawSync(bytes, options);
+    }
+  },
+  br: brotliDecompressSync,
+};
+
 /**
- * The body of an answer, bounded in size. Throws UnreadableAnswerError
- * when it stalls past the timeout, breaks off, is too large, or comes
- * compressed although notarize never asks for compression.
+ * The body of an answer, bounded in size, its content codings undone.
+ * Throws UnreadableAnswerError when it stalls past the timeout, breaks off,
+ * is too large (before or after decoding), or comes in a coding notarize
+ * cannot undo or that does not decode.
  */
 async function readAnswerBody(answer: Dispatcher.ResponseData, what: string): Promise<Buffer> {
-  const encoding = headerValue(answer.headers['content-encoding'])?.trim().toLowerCase();
-  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
+  const header = answer.headers['content-encoding'];
+  // Codings in the order they were applied, over one header or several (RFC 9110 section 8.4).
+  const codings = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== '' && coding !== 'identity');
+  const unknown = codings.find((coding) => !Object.hasOwn(DECODERS, coding));
+  if (unknown !== undefined) {
     discard(answer);
     throw new UnreadableAnswerError(
-      `${what}, but its body is encoded as '${encoding.slice(0, 40)}', which notarize did not ask for`,
+      `${what}, but its body is encoded as '${unknown.slice(0, 40)}', which notarize cannot decode`,
     );
   }
+  const body = await readBoundedBody(answer, what);
+  let decoded = body;
+  for (const coding of codings.reverse()) {
+    try {
+      decoded = DECODERS[coding]!(decoded, { maxOutputLength: MAX_ANSWER_BYTES });
+    } catch (error) {
+      const tooLarge = error instanceof RangeError;
+      throw new UnreadableAnswerError(
+        tooLarge
+          ? `${what}, but its body decoded ('${coding}') is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`
+          : `${what}, but its body does not decode as '${coding}' says it is`,
+        { cause: error },
+      );
+    }
+  }
+  return decoded;
+}
+
+/** The bytes of an answer's body as they came, bounded in size (see readAnswerBody). */
+async function readBoundedBody(answer: Dispatcher.ResponseData, what: string): Promise<Buffer> {
   let bounded: Buffer | undefined;
   try {
     bounded = await readBoundedBytes(answer.body, MAX_ANSWER_BYTES);

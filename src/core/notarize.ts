@@ -831,6 +831,10 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry, onSent: () 
       throw await setAside(deps, pending, error.raw, error.message);
     }
     if (error instanceof UnreadableAnswerError) {
+      // A body that came whole but is not JSON may be the record all the same (a number written
+      // NaN), paid for and sent once: kept aside, as an answer that is no record of it is.
+      if (error.body !== undefined)
+        error.message += `; ${await keptAside(deps, pending, error.body, 'it is not JSON')}`;
       // A 2xx whose body could not be read: the service may have completed
       // it. Marked so that only an explicit `complete` sends it again.
       const marked = await markAnswerUnread(deps, pending);
@@ -876,17 +880,21 @@ async function markAnswerUnread(deps: FlowDeps, pending: PendingEntry): Promise<
  */
 async function setAside(deps: FlowDeps, pending: PendingEntry, raw: string, why: string): Promise<ProtocolError> {
   const marked = await markAnswerUnread(deps, pending);
-  let kept: string;
-  try {
-    kept = `kept aside in ${await deps.store.quarantine(pending.hash, raw, why, now(deps))}`;
-  } catch {
-    kept = 'it could not even be kept aside';
-  }
+  const kept = await keptAside(deps, pending, raw, why);
   return new ProtocolError(
     `the service answered the completion of ${pending.hash} with something that is not its record (${why}); ` +
       `it was not put in the ledger: ${kept}`,
     { hint: answerUnread(deps, marked).hint },
   );
+}
+
+/** Keeps a forfait's answer in quarantine/ (never read back by notarize), and says where, or that it could not. */
+async function keptAside(deps: FlowDeps, pending: PendingEntry, raw: string, why: string): Promise<string> {
+  try {
+    return `kept aside in ${await deps.store.quarantine(pending.hash, raw, why, now(deps))}`;
+  } catch {
+    return 'it could not even be kept aside';
+  }
 }
 
 /**

@@ -44,13 +44,25 @@ export function stall(res: ServerResponse, status: number, contentType: string, 
   res.write(truncate(text));
 }
 
-/** Sends the body gzip-compressed with `Content-Encoding: gzip`, which the client never asked for. */
-export function gzipped(res: ServerResponse, status: number, contentType: string, text: string): void {
+/** The coding of the undecodable fault: no client knows it. */
+export const UNKNOWN_CODING = 'x-sandbox-unknown';
+
+/**
+ * Sends the body with a Content-Encoding, though the client asks for none
+ * (identity): gzip-compressed, or as it is under a coding no client knows.
+ */
+export function encoded(
+  res: ServerResponse,
+  status: number,
+  contentType: string,
+  text: string,
+  coding: 'gzip' | typeof UNKNOWN_CODING,
+): void {
   if (res.destroyed || res.headersSent) return;
-  const body = gzipSync(text);
+  const body = coding === 'gzip' ? gzipSync(text) : Buffer.from(text);
   res.writeHead(status, {
     'content-type': contentType,
-    'content-encoding': 'gzip',
+    'content-encoding': coding,
     'content-length': String(body.length),
   });
   res.end(body);

@@ -18,6 +18,7 @@ export const FAULT_KINDS = [
   'huge',
   'stall',
   'gzip',
+  'undecodable',
 ] as const;
 
 /** One kind of fault (see FAULT_SPEC_HELP for what each does). */
@@ -49,7 +50,10 @@ export const FAULT_SPEC_HELP = `Fault rules, comma-separated: route:kind[=value]
   wrong-shape   process, then answer 200 with JSON of the wrong shape
   huge[=BYTES]  answer 200 with a JSON-looking body that never ends (capped at BYTES, default 1 GiB)
   stall         process, then answer 200 with half the JSON body and never send the rest
-  gzip          process, then answer 200 with the JSON body gzip-compressed (Content-Encoding: gzip), unasked
+  gzip          process, then answer 200 with the JSON body gzip-compressed (Content-Encoding: gzip),
+                though the client asks for none (Accept-Encoding: identity)
+  undecodable   process, then answer 200 with the JSON body in a coding no client can undo
+                (Content-Encoding: x-sandbox-unknown)
   *N            apply the rule to the first N matching calls only (default: every call)
 Latency rules add up; besides them, at most one rule (the first that matches) applies to a call.
 Example: forfait:status=503@2*3,request:drop*1,*:latency=50`;

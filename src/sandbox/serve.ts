@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { gzipped, stall, truncate, streamHuge, wrongShape } from './delivery.js';
+import { encoded, stall, truncate, streamHuge, UNKNOWN_CODING, wrongShape } from './delivery.js';
 import { HUGE_DEFAULT_BYTES, type FaultBook, type FaultKind, type FaultPlan } from './faults.js';
 import { HANDLERS, type SandboxAuth } from './handlers.js';
 import { errorAnswer, readBody, renderAnswer, SandboxHttpError, writeText, type Answer } from './http.js';
@@ -144,9 +144,10 @@ export async function serve(ctx: ServeContext, req: IncomingMessage, res: Server
     req.socket.destroy();
   } else if (fault?.kind === 'truncated') {
     send(res, answered(answer), truncate);
-  } else if (fault?.kind === 'stall' || fault?.kind === 'gzip') {
+  } else if (fault?.kind === 'stall' || fault?.kind === 'gzip' || fault?.kind === 'undecodable') {
     const { contentType, text } = renderAnswer(answered(answer));
-    (fault.kind === 'stall' ? stall : gzipped)(res, answer.status, contentType, text);
+    if (fault.kind === 'stall') stall(res, answer.status, contentType, text);
+    else encoded(res, answer.status, contentType, text, fault.kind === 'gzip' ? 'gzip' : UNKNOWN_CODING);
   } else if (fault?.kind === 'wrong-shape' && match) {
     send(res, answered(wrongShape(match.route, answer)));
   } else {

@@ -424,7 +424,7 @@ describe('--custody on a store without the hashes, which the service already has
 describe('the way out of a failed item, at a terminal', () => {
   it("the table shows each item's error; the last line says what to do, and says it again on a re-run", async () => {
     const docs = await documents(bed, 2, 'hinted');
-    bed.sandbox.addFaults([{ route: 'forfait', kind: 'gzip', count: 1 }]);
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'undecodable', count: 1 }]);
     const args = ['register', ...docs.map(([path]) => path), '--output', 'table'];
     const first = await bed.main(args);
     expect(first.code, describeRun(first)).toBe(5);

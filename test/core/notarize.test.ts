@@ -534,8 +534,8 @@ describe('register', () => {
   });
 
   it('an unreadable completion with no hint of its own gets only what to do about the session', async () => {
-    const hash = sha256('gzip forfait');
-    fault('forfait:gzip*1');
+    const hash = sha256('undecodable forfait');
+    fault('forfait:undecodable*1');
     const error = await rejectionOf(register(world().deps, input(hash)), UnreadableAnswerError);
     expect(error.hint).toMatch(/^the service may have completed it \(see /);
   });
@@ -1558,6 +1558,37 @@ describe('the end of a registration', () => {
       const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), ProtocolError);
       expect(error.message).toMatch(/; it was not put in the ledger: it could not even be kept aside$/);
       expect(store.readRecord(hash)).toBeUndefined();
+    });
+
+    it('an answer that came whole but is not JSON (a number written NaN) is kept aside too, its own error and hint kept', async () => {
+      const hash = sha256('NaN in the record');
+      const { store, entry } = await requestOnly(hash);
+      const text = recordText(hash).replace('"payload": null', '"payload": NaN');
+      const api = fakeApi({
+        // Thrown as the answer is read (a rejection, as from the real client).
+        completeRegistration: () =>
+          Promise.resolve().then(() =>
+            parseAnswer(text, notarizationRecordSchema, 'answer to the completion (forfait)'),
+          ),
+      });
+      const error = await rejectionOf(
+        complete(world({ api, store }).deps, hash, { kind: 'store' }),
+        UnreadableAnswerError,
+      );
+      const [kept] = readdirSync(join(store.dir, 'quarantine'));
+      const file = join(store.dir, 'quarantine', kept!);
+      expect(error.message).toBe(
+        `the answer to the completion (forfait) is not JSON (${Buffer.byteLength(text)} bytes); kept aside in ${file}`,
+      );
+      expect(error.hint).toContain(`\`notarize complete ${hash}\` sends the session again`);
+      const quarantined = JSON.parse(readFileSync(file, 'utf8')) as {
+        hash: string;
+        answerText: string;
+        reason: string;
+      };
+      expect(quarantined).toEqual({ hash, receivedAt: NOW.toISOString(), reason: 'it is not JSON', answerText: text });
+      expect(store.readRecord(hash)).toBeUndefined();
+      expect(store.readPending(hash)).toEqual({ ...entry, forfaitUnreadAt: NOW.toISOString() });
     });
 
     // Fake: the sandbox answers forfait with the record of the hash asked: lowercase, "registered", flat.

@@ -284,7 +284,18 @@ describe('a given session the service does not know (404)', () => {
 });
 
 describe('a 2xx whose body cannot be read', () => {
-  it.each(['stall', 'gzip', 'html'] as const)(
+  it('a completion answered gzip-compressed, though notarize asks for none, is decoded: registered, its record kept', async () => {
+    const doc = await bed.file('gzip.txt', 'record sent compressed');
+    const hash = sha256('record sent compressed');
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'gzip', count: 1 }]);
+    const run = await bed.main(['register', doc, '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'registered', hash });
+    expect(await pending()).toEqual([]);
+    expect(bed.ledgerHashes()).toContain(hash);
+  });
+
+  it.each(['stall', 'undecodable', 'html'] as const)(
     'forfait answers 200 (%s): exit 5 with what to do; a re-run sends nothing; complete sends it again',
     async (kind) => {
       const doc = await bed.file(`${kind}.txt`, `unreadable ${kind}`);
@@ -303,7 +314,7 @@ describe('a 2xx whose body cannot be read', () => {
 
       const completed = await bed.main(['complete', hash], { env });
       expect(completed.code, completed.stderr).toBe(0);
-      // stall and gzip were processed by the sandbox (409 now), html was not.
+      // stall and undecodable were processed by the sandbox (409 now), html was not.
       expect(completed.stderr).toMatch(kind === 'html' ? /^registered / : /already registered/m);
       expect(await pending()).toEqual([]);
     },
@@ -518,7 +529,7 @@ describe('a 2xx whose body cannot be read', () => {
   it('pending drop forgets an unread request step, and register then requests anew', async () => {
     const doc = await bed.file('dropped-request.txt', 'dropped request');
     const hash = sha256('dropped request');
-    bed.sandbox.addFaults([{ route: 'request', kind: 'gzip', count: 1 }]);
+    bed.sandbox.addFaults([{ route: 'request', kind: 'undecodable', count: 1 }]);
     expect((await bed.main(['register', doc])).code).toBe(5);
     const dropped = await bed.main(['pending', 'drop', hash]);
     expect(dropped.code, dropped.stderr).toBe(0);

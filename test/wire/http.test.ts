@@ -1,7 +1,7 @@
 import { Agent } from 'undici';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HttpTransport, MAX_ANSWER_BYTES, parseRetryAfter, type TransportOptions } from '../../src/api/http.js';
 import {
@@ -272,7 +272,7 @@ describe('HttpTransport: network failures', () => {
     expect((error as Error).message).toMatch(/answered 200, but its body could not be read \(it broke off\)/);
   });
 
-  it('maps a 200 whose body stalls past the timeout to UnreadableAnswerError, and one sent gzip-compressed unasked', async () => {
+  it('maps a 200 whose body stalls past the timeout to UnreadableAnswerError', async () => {
     server.handle((_req, res) => {
       res.writeHead(200, { 'content-length': '1000' });
       res.write('{"hash":');
@@ -282,14 +282,63 @@ describe('HttpTransport: network failures', () => {
     );
     expect(stalled).toBeInstanceOf(UnreadableAnswerError);
     expect((stalled as Error).message).toMatch(/\(it stalled\)/);
-    server.handle((_req, res) => {
-      const body = gzipSync('{"hash":"x"}');
-      res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': String(body.length) });
-      res.end(body);
+  });
+
+  describe('content codings: none asked for, those that come all the same undone', () => {
+    const RECORD = '{"hash":"x","status":"registered"}';
+    const answering = (headers: Record<string, string | string[]>, body: Buffer) =>
+      server.handle((req, res) => {
+        seen.push(req.headers['accept-encoding']);
+        res.writeHead(200, { ...headers, 'content-length': String(body.length) });
+        res.end(body);
+      });
+    const send = () => transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN });
+    let seen: (string | undefined)[] = [];
+    beforeEach(() => {
+      seen = [];
     });
-    const gzipped = await rejection(transport().send({ method: 'POST', path: '/api/v2/x', body: '{}', token: TOKEN }));
-    expect(gzipped).toBeInstanceOf(UnreadableAnswerError);
-    expect((gzipped as Error).message).toMatch(/encoded as 'gzip', which notarize did not ask for/);
+
+    it.each([
+      ['gzip', gzipSync(RECORD)],
+      ['x-gzip', gzipSync(RECORD)],
+      ['deflate', deflateSync(RECORD)],
+      ['deflate', deflateRawSync(RECORD)],
+      ['br', brotliCompressSync(RECORD)],
+      ['identity', Buffer.from(RECORD)],
+    ])('asks for identity, and reads a body sent %s', async (coding, body) => {
+      answering({ 'content-encoding': coding }, body);
+      expect((await send()).text).toBe(RECORD);
+      expect(seen).toEqual(['identity']);
+    });
+
+    it('undoes codings applied one after the other, in one header or several', async () => {
+      const twice = brotliCompressSync(gzipSync(RECORD));
+      answering({ 'content-encoding': 'gzip, br' }, twice);
+      expect((await send()).text).toBe(RECORD);
+      answering({ 'content-encoding': ['gzip', 'br'] }, twice);
+      expect((await send()).text).toBe(RECORD);
+    });
+
+    it('a coding it cannot undo, one that does not decode, or one that decodes past the bound: UnreadableAnswerError', async () => {
+      answering({ 'content-encoding': 'compress' }, Buffer.from(RECORD));
+      const unknown = await rejection(send());
+      expect(unknown).toBeInstanceOf(UnreadableAnswerError);
+      expect((unknown as Error).message).toMatch(/encoded as 'compress', which notarize cannot decode$/);
+      answering({ 'content-encoding': 'gzip' }, Buffer.from(RECORD));
+      const broken = await rejection(send());
+      expect(broken).toBeInstanceOf(UnreadableAnswerError);
+      expect((broken as Error).message).toMatch(/its body does not decode as 'gzip' says it is$/);
+      // A bomb: 40 KiB that would decode to 5 MiB.
+      answering({ 'content-encoding': 'gzip' }, gzipSync(Buffer.alloc(MAX_ANSWER_BYTES + 1024 * 1024, 0x20)));
+      const bomb = await rejection(send());
+      expect(bomb).toBeInstanceOf(UnreadableAnswerError);
+      expect((bomb as Error).message).toMatch(/its body decoded \('gzip'\) is larger than 4 MiB$/);
+    });
+
+    it('passes over a byte order mark before the JSON (RFC 8259 section 8.1)', async () => {
+      answering({}, Buffer.from(`\ufeff${RECORD}`));
+      expect((await send()).text).toBe(RECORD);
+    });
   });
 
   it('a refusal whose body breaks off is still the refusal its status says', async () => {
