@@ -28,8 +28,8 @@ export function isFdShortage(error: unknown): boolean {
   return errnoCodeIn(error, (code) => code === 'EMFILE' || code === 'ENFILE') !== undefined;
 }
 
-/** What to change when descriptors stay short. */
-export const FD_SHORTAGE_REMEDY = 'lower -j, or raise the limit of open files (ulimit -n)';
+/** What to change when descriptors stay short: said by every command, so -j only as register's. */
+export const FD_SHORTAGE_REMEDY = "raise the limit of open files (ulimit -n), or lower register's -j";
 
 export interface FdWait {
   /** How long to wait in all (default FD_WAIT_MS). */

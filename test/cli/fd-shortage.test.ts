@@ -86,7 +86,7 @@ describe('whenFdsFree', () => {
 it('a document that still cannot be opened says what to change', () => {
   for (const code of ['EMFILE', 'ENFILE'])
     expect(fileErrorReason({ code })).toBe(
-      'too many files open at once (lower -j, or raise the limit of open files (ulimit -n))',
+      "too many files open at once (raise the limit of open files (ulimit -n), or lower register's -j)",
     );
 });
 

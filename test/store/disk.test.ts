@@ -40,7 +40,9 @@ describe('diskRefusedBeforeSending', () => {
     const error = diskRefusedBeforeSending(errno(code), '/store');
     expect(error?.exitCode).toBe(2);
     expect(error?.message).toBe(`${says} (${code}); nothing was sent`);
-    expect(error?.hint).toBe('lower -j, or raise the limit of open files (ulimit -n), then run the command again');
+    expect(error?.hint).toBe(
+      "raise the limit of open files (ulimit -n), or lower register's -j, then run the command again",
+    );
   });
 
   it('a permission names the folder or file the system refused, not the store folder (which may be fine)', () => {
