@@ -27,6 +27,7 @@ import { sessionsUnderRoots } from '../core/trees.js';
 import { TreesNow, UnderRootSince } from '../core/trees-now.js';
 import { NotarizeError, UsageError } from '../errors.js';
 import { fitConcurrency } from '../fd-shortage.js';
+import { withoutByteOrderMark } from '../exact-json.js';
 import type { IO } from '../output/io.js';
 import { sentMetadata, showMetadataSent, type ItemsResult, type OutcomeResult } from '../output/present.js';
 import { someDocuments } from '../output/render.js';
@@ -73,7 +74,8 @@ export function configure(command: Command, context: () => Context): void {
     )
     .addHelpText(
       'after',
-      `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
+      `\nThe session is sent to the service exactly as it was received (or given), byte for byte
+(but for a byte order mark before it, which JSON readers pass over: notarize drops it as it reads).
 A 409 is read as "the service already has this hash" (an assumption: its status codes are
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
@@ -111,8 +113,9 @@ ${examples([
 }
 
 async function readSession(from: string, stdin: Readable): Promise<string> {
-  // No session comes near 1 MiB; anything larger is not one.
-  const json = await readTextInput(from, stdin, 1024 * 1024, 'the session');
+  // No session comes near 1 MiB; anything larger is not one. A byte order mark (an editor's) dropped,
+  // as from the service's answer.
+  const json = withoutByteOrderMark(await readTextInput(from, stdin, 1024 * 1024, 'the session'));
   try {
     parseAnswer(json, subscriptionSessionSchema, 'session');
   } catch (error) {

@@ -33,6 +33,23 @@ describe('exit 0', () => {
   });
 });
 
+describe('complete --session', () => {
+  it('a session file an editor saved with a byte order mark: sent without the mark, registered', async () => {
+    const doc = await bed.file('bom-session.txt', 'session saved by an editor');
+    const hash = sha256('session saved by an editor');
+    const first = await bed.main(['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
+    expect(first.code, first.stderr).toBe(0);
+    const issued = first.stdout.replace(/\n$/, '');
+    const sessionFile = await bed.file('bom-session.json', `\ufeff${issued}`);
+    const mark = bed.mark();
+    const result = await bed.main(['complete', hash, '--session', sessionFile]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(routes(bed.callsSince(mark))).toEqual(['forfait']);
+    expect(bed.callsSince(mark)[0]!.body).toBe(issued);
+    expect(bed.sandbox.records.has(hash)).toBe(true);
+  });
+});
+
 describe('exit 1: the service refused the operation', () => {
   it('complete --session with a well-formed session the service did not issue (400); the issued session is kept', async () => {
     const doc = await bed.file('refused.txt', 'refused');
