@@ -461,12 +461,15 @@ var init_errors$2 = __esmMin((() => {
 		}
 	};
 	UnreadableAnswerError = class extends ProtocolError {
-		/** The body, when it was read whole but is not JSON: a forfait's is kept aside (core/notarize.ts setAside). */
+		/**
+		* What came whole of the body, for a forfait's to be kept aside (core/notarize.ts keptAside):
+		* its text when it is not JSON, or its bytes as they came when their coding could not be undone.
+		*/
 		body;
 		constructor(message, details = {}) {
-			const { body, ...rest } = details;
+			const { body, bytes, ...rest } = details;
 			super(message, rest);
-			this.body = body;
+			this.body = body ?? bytes;
 		}
 	};
 	StoreError = class extends UsageError {
@@ -9750,7 +9753,7 @@ var MAX_STEP_MS, FD_SHORTAGE_REMEDY, RESERVED;
 var init_fd_shortage = __esmMin((() => {
 	init_errors$2();
 	MAX_STEP_MS = 100;
-	FD_SHORTAGE_REMEDY = "lower -j, or raise the limit of open files (ulimit -n)";
+	FD_SHORTAGE_REMEDY = "raise the limit of open files (ulimit -n), or lower register's -j";
 	RESERVED = 8;
 }));
 // dist/core/batch.js
@@ -9946,6 +9949,235 @@ async function readBoundedBytes(input, limit) {
 	return Buffer.concat(chunks);
 }
 var init_read_bounded = __esmMin((() => {}));
+// dist/exact-json.js
+/**
+* The service's JSON (a record, a session) inside notarize's own JSON
+* output, written exactly as the service sent it. JSON.parse and
+* JSON.stringify would change it: an integer above 2^53 (an Algorand asset
+* id is a uint64) loses digits, `1.50` becomes `1.5`, `1E400` becomes null,
+* and of two equal keys one is lost. So a result holds the text
+* (ExactJson), and stringifyExact writes that text in its place, changing
+* only the whitespace between tokens: one line for NDJSON, indented like
+* the rest for a pretty array.
+*/
+/**
+* JSON.stringify(value, null, indent), with each ExactJson inside written
+* as its own text (its tokens unchanged, its whitespace laid out as the
+* rest). Without `indent`, one line.
+*/
+function stringifyExact(value, indent = 0) {
+	const outer = slotted;
+	const texts = slotted = [];
+	let text;
+	try {
+		text = JSON.stringify(value, null, indent);
+	} finally {
+		slotted = outer;
+	}
+	if (texts.length === 0) return text;
+	const open = `"${TAG}`;
+	let out = "";
+	let from = 0;
+	for (let at = text.indexOf(open); at !== -1; at = text.indexOf(open, from)) {
+		const close = text.indexOf("\"", at + open.length);
+		const json = texts[Number(text.slice(at + open.length, close))];
+		let laid;
+		if (indent === 0) laid = compact$1(json);
+		else {
+			const lineStart = text.lastIndexOf("\n", at) + 1;
+			laid = relaid(json, indent, /^ */.exec(text.slice(lineStart, at))[0].length);
+		}
+		out += text.slice(from, at) + laid;
+		from = close + 1;
+	}
+	return out + text.slice(from);
+}
+/** `json` on one line (relaid with no indent). */
+function compact$1(json) {
+	if (lastCompact?.json !== json) lastCompact = {
+		json,
+		compact: /\s/.test(json) ? relaid(json, 0) : json
+	};
+	return lastCompact.compact;
+}
+/**
+* JSON text with its whitespace between tokens laid out again: none with
+* indent 0, else as JSON.stringify would with `indent`, nested `depth`
+* spaces deep, down to MAX_LAID_LEVELS. Strings and numbers are copied as they are.
+*/
+function relaid(json, indent, depth = 0) {
+	let out = "";
+	let level = 0;
+	/** Whether what is inside a container opened at `inner` levels goes on lines of its own. */
+	const laidOut = (inner) => indent !== 0 && depth / indent + inner <= 10;
+	const newline = (at) => `\n${" ".repeat(depth + at * indent)}`;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") {
+			const end = stringEnd(json, i);
+			out += json.slice(i, end + 1);
+			i = end;
+		} else if (char === "{" || char === "[") {
+			const close = char === "{" ? "}" : "]";
+			const next = nextToken(json, i + 1);
+			if (json[next] === close) {
+				out += char + close;
+				i = next;
+			} else {
+				level++;
+				out += char + (laidOut(level) ? newline(level) : "");
+			}
+		} else if (char === "}" || char === "]") {
+			out += (laidOut(level) ? newline(level - 1) : "") + char;
+			level--;
+		} else if (char === ",") out += char + (laidOut(level) ? newline(level) : "");
+		else if (char === ":") out += indent === 0 ? ":" : ": ";
+		else if (!isJsonSpace(char)) out += char;
+	}
+	return out;
+}
+function nextToken(json, from) {
+	let i = from;
+	while (i < json.length && isJsonSpace(json[i])) i++;
+	return i;
+}
+function isJsonSpace(char) {
+	return char === " " || char === "	" || char === "\n" || char === "\r";
+}
+/** How deep arrays and objects nest in the JSON text `json` (0 for a scalar). */
+function jsonDepth(json) {
+	let depth = 0;
+	let deepest = 0;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") i = stringEnd(json, i);
+		else if (char === "{" || char === "[") deepest = Math.max(deepest, ++depth);
+		else if (char === "}" || char === "]") depth--;
+	}
+	return deepest;
+}
+/**
+* Whether an object of the JSON text `json` has a key twice (compared as
+* JSON.parse reads them, escapes undone). JSON.parse keeps the last of the
+* two, other readers the first: a receipt that says two things is refused
+* (receipt-format.ts). `json` must be JSON.
+*/
+function hasKeyTwice(json) {
+	const open = [];
+	let atKey = false;
+	for (let i = 0; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") {
+			const end = stringEnd(json, i);
+			const keys = open.at(-1);
+			if (keys !== void 0 && atKey) {
+				const name = JSON.parse(json.slice(i, end + 1));
+				if (keys.has(name)) return true;
+				keys.add(name);
+				atKey = false;
+			}
+			i = end;
+		} else if (char === "{") {
+			open.push(/* @__PURE__ */ new Set());
+			atKey = true;
+		} else if (char === "[") open.push(void 0);
+		else if (char === "}" || char === "]") {
+			open.pop();
+			atKey = false;
+		} else if (char === ",") atKey = open.at(-1) !== void 0;
+	}
+	return false;
+}
+/**
+* The text of the member `key` of the JSON object `json` (the last one, as
+* JSON.parse keeps the last of equal keys), exactly as written; undefined
+* when `json` is not an object or has no such member. `json` must be JSON.
+*/
+function memberText(json, key) {
+	let i = nextToken(json, 0);
+	if (json[i] !== "{") return void 0;
+	let found;
+	i = nextToken(json, i + 1);
+	while (json[i] === "\"") {
+		const keyEnd = stringEnd(json, i);
+		const name = JSON.parse(json.slice(i, keyEnd + 1));
+		const start = nextToken(json, nextToken(json, keyEnd + 1) + 1);
+		const end = valueEnd(json, start);
+		if (name === key) found = json.slice(start, end);
+		i = nextToken(json, end);
+		if (json[i] === ",") i = nextToken(json, i + 1);
+	}
+	return found;
+}
+/** The index of the closing quote of the string that opens at `start`. */
+function stringEnd(json, start) {
+	let end = start + 1;
+	while (json[end] !== "\"") end += json[end] === "\\" ? 2 : 1;
+	return end;
+}
+/** The index just past the value that starts at `start`. */
+function valueEnd(json, start) {
+	const first = json[start];
+	if (first === "\"") return stringEnd(json, start) + 1;
+	if (first !== "{" && first !== "[") {
+		let end = start;
+		while (end < json.length && !",}] 	\n\r".includes(json[end])) end++;
+		return end;
+	}
+	let depth = 0;
+	for (let i = start; i < json.length; i++) {
+		const char = json[i];
+		if (char === "\"") i = stringEnd(json, i);
+		else if (char === "{" || char === "[") depth++;
+		else if ((char === "}" || char === "]") && --depth === 0) return i + 1;
+	}
+	return json.length;
+}
+/**
+* A JSON text without the byte order mark an editor may put at its start
+* (Windows Notepad): no part of the text, and RFC 8259 section 8.1 lets a
+* reader ignore it. One mark, at the start only.
+*/
+function withoutByteOrderMark(text) {
+	return text.startsWith("﻿") ? text.slice(1) : text;
+}
+var TAG, slotted, lastChecked, ExactJson, lastCompact;
+var init_exact_json = __esmMin((() => {
+	TAG = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
+	ExactJson = class ExactJson {
+		text;
+		/** `text` must be JSON (see ExactJson.of). */
+		constructor(text) {
+			this.text = text;
+		}
+		/** The text as an ExactJson, or undefined when it is not JSON. */
+		static of(text) {
+			if (text !== lastChecked) {
+				try {
+					JSON.parse(text);
+				} catch {
+					return;
+				}
+				lastChecked = text;
+			}
+			return new ExactJson(text);
+		}
+		/** The value as JSON.parse reads it (numbers as doubles, the last of equal keys). */
+		parsed() {
+			return JSON.parse(this.text);
+		}
+		/**
+		* Within stringifyExact, a slot for the text (JSON.stringify calls this
+		* for every ExactJson it meets, with no replacer to slow every other
+		* value); for any other writer, the parsed value.
+		*/
+		toJSON() {
+			if (slotted === void 0) return this.parsed();
+			slotted.push(this.text);
+			return `${TAG}${slotted.length - 1}`;
+		}
+	};
+}));
 // dist/api/http.js
 /**
 * The single HTTP choke point: every byte notarize sends to the service goes
@@ -9992,17 +10224,18 @@ function patientTimeout(ms) {
 async function readAnswerBody(answer, what) {
 	const header = answer.headers["content-encoding"];
 	const codings = (Array.isArray(header) ? header.join(",") : header ?? "").split(",").map((coding) => coding.trim().toLowerCase()).filter((coding) => coding !== "" && coding !== "identity");
+	const body = await readBoundedBody(answer, what);
 	const unknown = codings.find((coding) => !Object.hasOwn(DECODERS, coding));
-	if (unknown !== void 0) {
-		discard(answer);
-		throw new UnreadableAnswerError(`${what}, but its body is encoded as '${unknown.slice(0, 40)}', which notarize cannot decode`);
-	}
-	let decoded = await readBoundedBody(answer, what);
+	if (unknown !== void 0) throw new UnreadableAnswerError(`${what}, but its body is encoded as '${unknown.slice(0, 40)}', which notarize cannot decode`, { bytes: body });
+	let decoded = body;
 	for (const coding of codings.reverse()) try {
 		decoded = DECODERS[coding](decoded, { maxOutputLength: MAX_ANSWER_BYTES });
 	} catch (error) {
 		const tooLarge = error instanceof RangeError;
-		throw new UnreadableAnswerError(tooLarge ? `${what}, but its body decoded ('${coding}') is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB` : `${what}, but its body does not decode as '${coding}' says it is`, { cause: error });
+		throw new UnreadableAnswerError(tooLarge ? `${what}, but its body decoded ('${coding}') is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB` : `${what}, but its body does not decode as '${coding}' says it is`, {
+			cause: error,
+			bytes: body
+		});
 	}
 	return decoded;
 }
@@ -10240,6 +10473,7 @@ var init_http$1 = __esmMin((() => {
 	init_errors$2();
 	init_secrets();
 	init_read_bounded();
+	init_exact_json();
 	MAX_ANSWER_BYTES = 4194304;
 	NOT_SENT_CODES = /* @__PURE__ */ new Set([
 		"ECONNREFUSED",
@@ -10330,7 +10564,7 @@ var init_http$1 = __esmMin((() => {
 				const body = await readAnswerBody(answer, `${method} ${url} answered ${status}`);
 				if (ok && !isUtf8(body)) this.options.warn?.(`${method} ${url} answered ${status} with bytes that are not UTF-8, as JSON must be: read as U+FFFD, so what is kept of this answer (a session sent back, a record) differs from what the service sent there`);
 				text = body.toString("utf8");
-				if (text.charCodeAt(0) === 65279) text = text.slice(1);
+				text = withoutByteOrderMark(text);
 			} catch (error) {
 				this.options.log?.(`${method} ${url} -> ${status}, body unreadable after ${elapsed()}`);
 				if (ok) throw error;
@@ -10392,235 +10626,6 @@ function verificationUrl(baseUrl, hash) {
 var VERIFICATION_PAGE;
 var init_pages = __esmMin((() => {
 	VERIFICATION_PAGE = "/verification/";
-}));
-// dist/exact-json.js
-/**
-* The service's JSON (a record, a session) inside notarize's own JSON
-* output, written exactly as the service sent it. JSON.parse and
-* JSON.stringify would change it: an integer above 2^53 (an Algorand asset
-* id is a uint64) loses digits, `1.50` becomes `1.5`, `1E400` becomes null,
-* and of two equal keys one is lost. So a result holds the text
-* (ExactJson), and stringifyExact writes that text in its place, changing
-* only the whitespace between tokens: one line for NDJSON, indented like
-* the rest for a pretty array.
-*/
-/**
-* JSON.stringify(value, null, indent), with each ExactJson inside written
-* as its own text (its tokens unchanged, its whitespace laid out as the
-* rest). Without `indent`, one line.
-*/
-function stringifyExact(value, indent = 0) {
-	const outer = slotted;
-	const texts = slotted = [];
-	let text;
-	try {
-		text = JSON.stringify(value, null, indent);
-	} finally {
-		slotted = outer;
-	}
-	if (texts.length === 0) return text;
-	const open = `"${TAG}`;
-	let out = "";
-	let from = 0;
-	for (let at = text.indexOf(open); at !== -1; at = text.indexOf(open, from)) {
-		const close = text.indexOf("\"", at + open.length);
-		const json = texts[Number(text.slice(at + open.length, close))];
-		let laid;
-		if (indent === 0) laid = compact$1(json);
-		else {
-			const lineStart = text.lastIndexOf("\n", at) + 1;
-			laid = relaid(json, indent, /^ */.exec(text.slice(lineStart, at))[0].length);
-		}
-		out += text.slice(from, at) + laid;
-		from = close + 1;
-	}
-	return out + text.slice(from);
-}
-/** `json` on one line (relaid with no indent). */
-function compact$1(json) {
-	if (lastCompact?.json !== json) lastCompact = {
-		json,
-		compact: /\s/.test(json) ? relaid(json, 0) : json
-	};
-	return lastCompact.compact;
-}
-/**
-* JSON text with its whitespace between tokens laid out again: none with
-* indent 0, else as JSON.stringify would with `indent`, nested `depth`
-* spaces deep, down to MAX_LAID_LEVELS. Strings and numbers are copied as they are.
-*/
-function relaid(json, indent, depth = 0) {
-	let out = "";
-	let level = 0;
-	/** Whether what is inside a container opened at `inner` levels goes on lines of its own. */
-	const laidOut = (inner) => indent !== 0 && depth / indent + inner <= 10;
-	const newline = (at) => `\n${" ".repeat(depth + at * indent)}`;
-	for (let i = 0; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") {
-			const end = stringEnd(json, i);
-			out += json.slice(i, end + 1);
-			i = end;
-		} else if (char === "{" || char === "[") {
-			const close = char === "{" ? "}" : "]";
-			const next = nextToken(json, i + 1);
-			if (json[next] === close) {
-				out += char + close;
-				i = next;
-			} else {
-				level++;
-				out += char + (laidOut(level) ? newline(level) : "");
-			}
-		} else if (char === "}" || char === "]") {
-			out += (laidOut(level) ? newline(level - 1) : "") + char;
-			level--;
-		} else if (char === ",") out += char + (laidOut(level) ? newline(level) : "");
-		else if (char === ":") out += indent === 0 ? ":" : ": ";
-		else if (!isJsonSpace(char)) out += char;
-	}
-	return out;
-}
-function nextToken(json, from) {
-	let i = from;
-	while (i < json.length && isJsonSpace(json[i])) i++;
-	return i;
-}
-function isJsonSpace(char) {
-	return char === " " || char === "	" || char === "\n" || char === "\r";
-}
-/** How deep arrays and objects nest in the JSON text `json` (0 for a scalar). */
-function jsonDepth(json) {
-	let depth = 0;
-	let deepest = 0;
-	for (let i = 0; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") i = stringEnd(json, i);
-		else if (char === "{" || char === "[") deepest = Math.max(deepest, ++depth);
-		else if (char === "}" || char === "]") depth--;
-	}
-	return deepest;
-}
-/**
-* Whether an object of the JSON text `json` has a key twice (compared as
-* JSON.parse reads them, escapes undone). JSON.parse keeps the last of the
-* two, other readers the first: a receipt that says two things is refused
-* (receipt-format.ts). `json` must be JSON.
-*/
-function hasKeyTwice(json) {
-	const open = [];
-	let atKey = false;
-	for (let i = 0; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") {
-			const end = stringEnd(json, i);
-			const keys = open.at(-1);
-			if (keys !== void 0 && atKey) {
-				const name = JSON.parse(json.slice(i, end + 1));
-				if (keys.has(name)) return true;
-				keys.add(name);
-				atKey = false;
-			}
-			i = end;
-		} else if (char === "{") {
-			open.push(/* @__PURE__ */ new Set());
-			atKey = true;
-		} else if (char === "[") open.push(void 0);
-		else if (char === "}" || char === "]") {
-			open.pop();
-			atKey = false;
-		} else if (char === ",") atKey = open.at(-1) !== void 0;
-	}
-	return false;
-}
-/**
-* The text of the member `key` of the JSON object `json` (the last one, as
-* JSON.parse keeps the last of equal keys), exactly as written; undefined
-* when `json` is not an object or has no such member. `json` must be JSON.
-*/
-function memberText(json, key) {
-	let i = nextToken(json, 0);
-	if (json[i] !== "{") return void 0;
-	let found;
-	i = nextToken(json, i + 1);
-	while (json[i] === "\"") {
-		const keyEnd = stringEnd(json, i);
-		const name = JSON.parse(json.slice(i, keyEnd + 1));
-		const start = nextToken(json, nextToken(json, keyEnd + 1) + 1);
-		const end = valueEnd(json, start);
-		if (name === key) found = json.slice(start, end);
-		i = nextToken(json, end);
-		if (json[i] === ",") i = nextToken(json, i + 1);
-	}
-	return found;
-}
-/** The index of the closing quote of the string that opens at `start`. */
-function stringEnd(json, start) {
-	let end = start + 1;
-	while (json[end] !== "\"") end += json[end] === "\\" ? 2 : 1;
-	return end;
-}
-/** The index just past the value that starts at `start`. */
-function valueEnd(json, start) {
-	const first = json[start];
-	if (first === "\"") return stringEnd(json, start) + 1;
-	if (first !== "{" && first !== "[") {
-		let end = start;
-		while (end < json.length && !",}] 	\n\r".includes(json[end])) end++;
-		return end;
-	}
-	let depth = 0;
-	for (let i = start; i < json.length; i++) {
-		const char = json[i];
-		if (char === "\"") i = stringEnd(json, i);
-		else if (char === "{" || char === "[") depth++;
-		else if ((char === "}" || char === "]") && --depth === 0) return i + 1;
-	}
-	return json.length;
-}
-/**
-* A JSON text without the byte order mark an editor may put at its start
-* (Windows Notepad): no part of the text, and RFC 8259 section 8.1 lets a
-* reader ignore it. One mark, at the start only.
-*/
-function withoutByteOrderMark(text) {
-	return text.startsWith("﻿") ? text.slice(1) : text;
-}
-var TAG, slotted, lastChecked, ExactJson, lastCompact;
-var init_exact_json = __esmMin((() => {
-	TAG = `exact-json-slot-${randomBytes(12).toString("hex")}-`;
-	ExactJson = class ExactJson {
-		text;
-		/** `text` must be JSON (see ExactJson.of). */
-		constructor(text) {
-			this.text = text;
-		}
-		/** The text as an ExactJson, or undefined when it is not JSON. */
-		static of(text) {
-			if (text !== lastChecked) {
-				try {
-					JSON.parse(text);
-				} catch {
-					return;
-				}
-				lastChecked = text;
-			}
-			return new ExactJson(text);
-		}
-		/** The value as JSON.parse reads it (numbers as doubles, the last of equal keys). */
-		parsed() {
-			return JSON.parse(this.text);
-		}
-		/**
-		* Within stringifyExact, a slot for the text (JSON.stringify calls this
-		* for every ExactJson it meets, with no replacer to slow every other
-		* value); for any other writer, the parsed value.
-		*/
-		toJSON() {
-			if (slotted === void 0) return this.parsed();
-			slotted.push(this.text);
-			return `${TAG}${slotted.length - 1}`;
-		}
-	};
 }));
 // dist/core/merkle.js
 /**
@@ -11039,7 +11044,7 @@ function refusedPlace(cause) {
 * any other error: the caller's hint stands.
 */
 function refusalHint(cause) {
-	return accessHint(cause) ?? (isFdShortage(cause) ? "lower -j, or raise the limit of open files (ulimit -n)" : void 0);
+	return accessHint(cause) ?? (isFdShortage(cause) ? "raise the limit of open files (ulimit -n), or lower register's -j" : void 0);
 }
 /**
 * What to change when the system refused this user a store path (EACCES):
@@ -13353,15 +13358,18 @@ var init_service_store = __esmMin((() => {
 		}
 		/**
 		* Keeps aside a forfait answer that is not a record of `hash`, in
-		* `quarantine/`, and returns the file. It is never read back by notarize.
+		* `quarantine/`, and returns the file: its text, or its bytes (base64)
+		* when they were not text to read (a coding not undone). It is never read
+		* back by notarize.
 		*/
-		async quarantine(hash, answerText, reason, at) {
+		async quarantine(hash, answer, reason, at) {
 			const file = this.#asideFile("quarantine", hash, at);
+			const kept = typeof answer === "string" ? { answerText: answer } : { answerBase64: answer.toString("base64") };
 			await this.#write(file, {
 				hash,
 				receivedAt: at.toISOString(),
 				reason,
-				answerText
+				...kept
 			});
 			return file;
 		}
@@ -14811,7 +14819,10 @@ async function sendCompletion(deps, pending, onSent) {
 	} catch (error) {
 		if (error instanceof InvalidAnswerError) throw await setAside(deps, pending, error.raw, error.message);
 		if (error instanceof UnreadableAnswerError) {
-			if (error.body !== void 0) error.message += `; ${await keptAside(deps, pending, error.body, "it is not JSON")}`;
+			if (error.body !== void 0) {
+				const why = typeof error.body === "string" ? "it is not JSON" : "its content coding could not be undone";
+				error.message += `; ${await keptAside(deps, pending, error.body, why)}`;
+			}
 			const marked = await markAnswerUnread(deps, pending);
 			error.hint = [error.hint, answerUnread(deps, marked).hint].filter(Boolean).join("; ");
 			throw error;
@@ -23536,7 +23547,8 @@ var complete_exports = /* @__PURE__ */ __exportAll({
 	runCompleteMany: () => runCompleteMany
 });
 function configure$11(command, context) {
-	command.argument("[hash...]", "SHA-256 digest of each registration to complete (64 hex digits)").option("--all", "complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor the own session of a document under a Merkle root registered or pending, or being registered by another process, which it waits for: name its hash)").option("--session <file|->", "take the subscription session JSON from a file or standard input (one hash)").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte.
+	command.argument("[hash...]", "SHA-256 digest of each registration to complete (64 hex digits)").option("--all", "complete every registration whose session is pending in the store, in one run (not one whose last completion was answered unreadably, nor the own session of a document under a Merkle root registered or pending, or being registered by another process, which it waits for: name its hash)").option("--session <file|->", "take the subscription session JSON from a file or standard input (one hash)").option("--use-active-subscription", "use the active subscription (GET /api/v2/payment/subscription/active) as the session (one hash)").addHelpText("after", `\nThe session is sent to the service exactly as it was received (or given), byte for byte
+(but for a byte order mark before it, which JSON readers pass over: notarize drops it as it reads).
 A 409 is read as "the service already has this hash" (an assumption: its status codes are
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
@@ -23580,7 +23592,7 @@ ${examples([
 	});
 }
 async function readSession(from, stdin) {
-	const json = await readTextInput(from, stdin, 1048576, "the session");
+	const json = withoutByteOrderMark(await readTextInput(from, stdin, 1048576, "the session"));
 	try {
 		parseAnswer(json, subscriptionSessionSchema, "session");
 	} catch (error) {
@@ -23775,6 +23787,7 @@ var init_complete = __esmMin((() => {
 	init_trees_now();
 	init_errors$2();
 	init_fd_shortage();
+	init_exact_json();
 	init_present();
 	init_render();
 	init_results();

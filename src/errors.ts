@@ -202,12 +202,15 @@ export class ProtocolError extends NotarizeError {
  * whoever catches it decides what may be sent again. Exit 5.
  */
 export class UnreadableAnswerError extends ProtocolError {
-  /** The body, when it was read whole but is not JSON: a forfait's is kept aside (core/notarize.ts setAside). */
-  readonly body: string | undefined;
-  constructor(message: string, details: ErrorDetails & { body?: string } = {}) {
-    const { body, ...rest } = details;
+  /**
+   * What came whole of the body, for a forfait's to be kept aside (core/notarize.ts keptAside):
+   * its text when it is not JSON, or its bytes as they came when their coding could not be undone.
+   */
+  readonly body: string | Buffer | undefined;
+  constructor(message: string, details: ErrorDetails & { body?: string; bytes?: Buffer } = {}) {
+    const { body, bytes, ...rest } = details;
     super(message, rest);
-    this.body = body;
+    this.body = body ?? bytes;
   }
 }
 

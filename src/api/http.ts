@@ -27,6 +27,7 @@ import {
 } from '../errors.js';
 import { isSendableToken, replaceSecrets, secretParts } from '../core/secrets.js';
 import { readBoundedBytes } from '../read-bounded.js';
+import { withoutByteOrderMark } from '../exact-json.js';
 
 /** Answers larger than this are cut off: no documented answer comes near it. */
 export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
@@ -185,7 +186,7 @@ export class HttpTransport {
       text = body.toString('utf8');
       // A byte order mark before the JSON, which RFC 8259 section 8.1 lets a reader ignore: a record
       // behind one is still the record, not "not JSON".
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      text = withoutByteOrderMark(text);
     } catch (error) {
       this.options.log?.(`${method} ${url} -> ${status}, body unreadable after ${elapsed()}`);
       // Once a 2xx status has arrived the service has said yes: a body that
@@ -259,14 +260,15 @@ async function readAnswerBody(answer: Dispatcher.ResponseData, what: string): Pr
     .split(',')
     .map((coding) => coding.trim().toLowerCase())
     .filter((coding) => coding !== '' && coding !== 'identity');
+  // Read whole even when it cannot be undone: a forfait's may be its record, kept aside as it came.
+  const body = await readBoundedBody(answer, what);
   const unknown = codings.find((coding) => !Object.hasOwn(DECODERS, coding));
   if (unknown !== undefined) {
-    discard(answer);
     throw new UnreadableAnswerError(
       `${what}, but its body is encoded as '${unknown.slice(0, 40)}', which notarize cannot decode`,
+      { bytes: body },
     );
   }
-  const body = await readBoundedBody(answer, what);
   let decoded = body;
   for (const coding of codings.reverse()) {
     try {
@@ -277,7 +279,7 @@ async function readAnswerBody(answer: Dispatcher.ResponseData, what: string): Pr
         tooLarge
           ? `${what}, but its body decoded ('${coding}') is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`
           : `${what}, but its body does not decode as '${coding}' says it is`,
-        { cause: error },
+        { cause: error, bytes: body },
       );
     }
   }

@@ -831,10 +831,13 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry, onSent: () 
       throw await setAside(deps, pending, error.raw, error.message);
     }
     if (error instanceof UnreadableAnswerError) {
-      // A body that came whole but is not JSON may be the record all the same (a number written
-      // NaN), paid for and sent once: kept aside, as an answer that is no record of it is.
-      if (error.body !== undefined)
-        error.message += `; ${await keptAside(deps, pending, error.body, 'it is not JSON')}`;
+      // A body that came whole but is not JSON (a number written NaN) or in a coding that could not
+      // be undone may be the record all the same, paid for and sent once: kept aside, as an answer
+      // that is no record of it is.
+      if (error.body !== undefined) {
+        const why = typeof error.body === 'string' ? 'it is not JSON' : 'its content coding could not be undone';
+        error.message += `; ${await keptAside(deps, pending, error.body, why)}`;
+      }
       // A 2xx whose body could not be read: the service may have completed
       // it. Marked so that only an explicit `complete` sends it again.
       const marked = await markAnswerUnread(deps, pending);
@@ -889,7 +892,7 @@ async function setAside(deps: FlowDeps, pending: PendingEntry, raw: string, why:
 }
 
 /** Keeps a forfait's answer in quarantine/ (never read back by notarize), and says where, or that it could not. */
-async function keptAside(deps: FlowDeps, pending: PendingEntry, raw: string, why: string): Promise<string> {
+async function keptAside(deps: FlowDeps, pending: PendingEntry, raw: string | Buffer, why: string): Promise<string> {
   try {
     return `kept aside in ${await deps.store.quarantine(pending.hash, raw, why, now(deps))}`;
   } catch {

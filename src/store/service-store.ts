@@ -559,11 +559,14 @@ export class ServiceStore {
 
   /**
    * Keeps aside a forfait answer that is not a record of `hash`, in
-   * `quarantine/`, and returns the file. It is never read back by notarize.
+   * `quarantine/`, and returns the file: its text, or its bytes (base64)
+   * when they were not text to read (a coding not undone). It is never read
+   * back by notarize.
    */
-  async quarantine(hash: string, answerText: string, reason: string, at: Date): Promise<string> {
+  async quarantine(hash: string, answer: string | Buffer, reason: string, at: Date): Promise<string> {
     const file = this.#asideFile('quarantine', hash, at);
-    await this.#write(file, { hash, receivedAt: at.toISOString(), reason, answerText });
+    const kept = typeof answer === 'string' ? { answerText: answer } : { answerBase64: answer.toString('base64') };
+    await this.#write(file, { hash, receivedAt: at.toISOString(), reason, ...kept });
     return file;
   }
 

@@ -1591,6 +1591,24 @@ describe('the end of a registration', () => {
       expect(store.readPending(hash)).toEqual({ ...entry, forfaitUnreadAt: NOW.toISOString() });
     });
 
+    it('an answer in a coding that cannot be undone is kept aside as its bytes came (base64)', async () => {
+      const hash = sha256('record in an unknown coding');
+      const { store, entry } = await requestOnly(hash);
+      fault('forfait:undecodable*1');
+      const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), UnreadableAnswerError);
+      const [kept] = readdirSync(join(store.dir, 'quarantine'));
+      const file = join(store.dir, 'quarantine', kept!);
+      expect(error.message).toMatch(
+        new RegExp(`which notarize cannot decode; kept aside in ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`),
+      );
+      const quarantined = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
+      expect(quarantined).toMatchObject({ hash, reason: 'its content coding could not be undone' });
+      expect(quarantined.answerText).toBeUndefined();
+      expect(JSON.parse(Buffer.from(quarantined.answerBase64!, 'base64').toString('utf8'))).toMatchObject({ hash });
+      expect(store.readRecord(hash)).toBeUndefined();
+      expect(store.readPending(hash)).toEqual({ ...entry, forfaitUnreadAt: NOW.toISOString() });
+    });
+
     // Fake: the sandbox answers forfait with the record of the hash asked: lowercase, "registered", flat.
     const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
     const withStatus = (status: string) => (hash: string) =>

@@ -324,10 +324,13 @@ describe('HttpTransport: network failures', () => {
       const unknown = await rejection(send());
       expect(unknown).toBeInstanceOf(UnreadableAnswerError);
       expect((unknown as Error).message).toMatch(/encoded as 'compress', which notarize cannot decode$/);
+      // Read whole all the same, for a forfait's to be kept aside as it came.
+      expect((unknown as UnreadableAnswerError).body).toEqual(Buffer.from(RECORD));
       answering({ 'content-encoding': 'gzip' }, Buffer.from(RECORD));
       const broken = await rejection(send());
       expect(broken).toBeInstanceOf(UnreadableAnswerError);
       expect((broken as Error).message).toMatch(/its body does not decode as 'gzip' says it is$/);
+      expect((broken as UnreadableAnswerError).body).toEqual(Buffer.from(RECORD));
       // A bomb: 40 KiB that would decode to 5 MiB.
       answering({ 'content-encoding': 'gzip' }, gzipSync(Buffer.alloc(MAX_ANSWER_BYTES + 1024 * 1024, 0x20)));
       const bomb = await rejection(send());
