@@ -13377,6 +13377,10 @@ var init_service_store = __esmMin((() => {
 		saveRecord(entry) {
 			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
 		}
+		/** Where forfait answers that are no record of their hash are kept aside (quarantine). */
+		get quarantineDir() {
+			return join(this.dir, "quarantine");
+		}
 		/** Where the trees of --aggregate runs are (one file a root). */
 		get treesDir() {
 			return join(this.dir, "trees");
@@ -14686,7 +14690,7 @@ function unexpectedSession(hash) {
 /** The refusal to send again a session whose last forfait was answered unreadably (`forfaitUnreadAt` set). */
 function answerUnread(deps, pending) {
 	const page = deps.api.transport.url(verificationPath(pending.hash));
-	return new ProtocolError(`the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt} and answered, but the answer could not be read, or was no record of it; notarize does not send it again on its own`, { hint: `the service may have completed it (see ${page}); \`notarize complete ${pending.hash}\` sends the session again (if it went through, the service answers 409 and the session is retired), or \`notarize pending drop ${pending.hash}\` puts it aside` });
+	return new ProtocolError(`the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt} and answered, but the answer could not be read, or was no record of it; notarize does not send it again on its own (an answer kept aside is in ${deps.store.quarantineDir})`, { hint: `the service may have completed it (see ${page}); \`notarize complete ${pending.hash}\` sends the session again (if it went through, the service answers 409 and the session is retired), or \`notarize pending drop ${pending.hash}\` puts it aside` });
 }
 function now(deps) {
 	return deps.now?.() ?? /* @__PURE__ */ new Date();
@@ -14820,7 +14824,7 @@ async function sendCompletion(deps, pending, onSent) {
 		if (error instanceof InvalidAnswerError) throw await setAside(deps, pending, error.raw, error.message);
 		if (error instanceof UnreadableAnswerError) {
 			if (error.body !== void 0) {
-				const why = typeof error.body === "string" ? "it is not JSON" : "its content coding could not be undone";
+				const why = typeof error.body === "string" ? "it is not JSON" : error.message;
 				error.message += `; ${await keptAside(deps, pending, error.body, why)}`;
 			}
 			const marked = await markAnswerUnread(deps, pending);

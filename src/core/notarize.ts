@@ -654,7 +654,8 @@ function answerUnread(deps: FlowDeps, pending: PendingEntry): ProtocolError {
   const page = deps.api.transport.url(verificationPath(pending.hash));
   return new ProtocolError(
     `the completion of ${pending.hash} was sent at ${pending.forfaitUnreadAt!} and answered, ` +
-      'but the answer could not be read, or was no record of it; notarize does not send it again on its own',
+      'but the answer could not be read, or was no record of it; notarize does not send it again on its own ' +
+      `(an answer kept aside is in ${deps.store.quarantineDir})`,
     {
       hint:
         `the service may have completed it (see ${page}); \`notarize complete ${pending.hash}\` sends the session again ` +
@@ -835,7 +836,8 @@ async function sendCompletion(deps: FlowDeps, pending: PendingEntry, onSent: () 
       // be undone may be the record all the same, paid for and sent once: kept aside, as an answer
       // that is no record of it is.
       if (error.body !== undefined) {
-        const why = typeof error.body === 'string' ? 'it is not JSON' : 'its content coding could not be undone';
+        // Its bytes are kept with the message, which names the coding (to undo them by hand).
+        const why = typeof error.body === 'string' ? 'it is not JSON' : error.message;
         error.message += `; ${await keptAside(deps, pending, error.body, why)}`;
       }
       // A 2xx whose body could not be read: the service may have completed

@@ -575,6 +575,11 @@ export class ServiceStore {
     return this.#writeEntry(this.ledgerFile(entry.hash), entry);
   }
 
+  /** Where forfait answers that are no record of their hash are kept aside (quarantine). */
+  get quarantineDir(): string {
+    return join(this.dir, 'quarantine');
+  }
+
   /** Where the trees of --aggregate runs are (one file a root). */
   get treesDir(): string {
     return join(this.dir, 'trees');
