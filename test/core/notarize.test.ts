@@ -1592,6 +1592,20 @@ describe('the end of a registration', () => {
       expect(store.readPending(hash)).toEqual({ ...entry, forfaitUnreadAt: NOW.toISOString() });
     });
 
+    it('an answer that broke off keeps nothing aside: nothing came whole', async () => {
+      const hash = sha256('answer broke off');
+      const { store, entry } = await requestOnly(hash);
+      const broke = 'POST /forfait answered 200, but its body could not be read (it broke off)';
+      const api = fakeApi({ completeRegistration: () => Promise.reject(new UnreadableAnswerError(broke)) });
+      const error = await rejectionOf(
+        complete(world({ api, store }).deps, hash, { kind: 'store' }),
+        UnreadableAnswerError,
+      );
+      expect(error.message).toBe(broke);
+      expect(existsSync(join(store.dir, 'quarantine'))).toBe(false);
+      expect(store.readPending(hash)).toEqual({ ...entry, forfaitUnreadAt: NOW.toISOString() });
+    });
+
     it('an answer in a coding that cannot be undone is kept aside as its bytes came (base64)', async () => {
       const hash = sha256('record in an unknown coding');
       const { store, entry } = await requestOnly(hash);
