@@ -8,8 +8,8 @@ import process$1 from "node:process";
 import { setTimeout as setTimeout$1 } from "node:timers/promises";
 import { access, lstat, mkdir, open as open$1, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { isUtf8 } from "node:buffer";
-import { brotliDecompressSync, gunzipSync, gzipSync, inflateRawSync, inflateSync } from "node:zlib";
 import { performance as performance$1 } from "node:perf_hooks";
+import { brotliDecompressSync, gunzipSync, gzipSync, inflateRawSync, inflateSync } from "node:zlib";
 import { Worker } from "node:worker_threads";
 import tty from "node:tty";
 import { Socket, isIP } from "node:net";
@@ -467,9 +467,9 @@ var init_errors$2 = __esmMin((() => {
 		*/
 		body;
 		constructor(message, details = {}) {
-			const { body, bytes, ...rest } = details;
+			const { body, ...rest } = details;
 			super(message, rest);
-			this.body = body ?? bytes;
+			this.body = body;
 		}
 	};
 	StoreError = class extends UsageError {
@@ -10226,7 +10226,7 @@ async function readAnswerBody(answer, what) {
 	const codings = (Array.isArray(header) ? header.join(",") : header ?? "").split(",").map((coding) => coding.trim().toLowerCase()).filter((coding) => coding !== "" && coding !== "identity");
 	const body = await readBoundedBody(answer, what);
 	const unknown = codings.find((coding) => !Object.hasOwn(DECODERS, coding));
-	if (unknown !== void 0) throw new UnreadableAnswerError(`${what}, but its body is encoded as '${unknown.slice(0, 40)}', which notarize cannot decode`, { bytes: body });
+	if (unknown !== void 0) throw new UnreadableAnswerError(`${what}, but its body is encoded as '${unknown.slice(0, 40)}', which notarize cannot decode`, { body });
 	let decoded = body;
 	for (const coding of codings.reverse()) try {
 		decoded = DECODERS[coding](decoded, { maxOutputLength: MAX_ANSWER_BYTES });
@@ -10234,7 +10234,7 @@ async function readAnswerBody(answer, what) {
 		const tooLarge = error instanceof RangeError;
 		throw new UnreadableAnswerError(tooLarge ? `${what}, but its body decoded ('${coding}') is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB` : `${what}, but its body does not decode as '${coding}' says it is`, {
 			cause: error,
-			bytes: body
+			body
 		});
 	}
 	return decoded;

@@ -198,8 +198,9 @@ export class ProtocolError extends NotarizeError {
 
 /**
  * The service answered 2xx, but its body could not be read: it stalled,
- * was cut off, came in a coding notarize cannot undo, or is not JSON. The service said yes to something, so this is never retried blindly:
- * whoever catches it decides what may be sent again. Exit 5.
+ * was cut off, came in a coding notarize cannot undo, or is not JSON. The
+ * service said yes to something, so this is never retried blindly: whoever
+ * catches it decides what may be sent again. Exit 5.
  */
 export class UnreadableAnswerError extends ProtocolError {
   /**
@@ -207,10 +208,10 @@ export class UnreadableAnswerError extends ProtocolError {
    * its text when it is not JSON, or its bytes as they came when their coding could not be undone.
    */
   readonly body: string | Buffer | undefined;
-  constructor(message: string, details: ErrorDetails & { body?: string; bytes?: Buffer } = {}) {
-    const { body, bytes, ...rest } = details;
+  constructor(message: string, details: ErrorDetails & { body?: string | Buffer } = {}) {
+    const { body, ...rest } = details;
     super(message, rest);
-    this.body = body ?? bytes;
+    this.body = body;
   }
 }
 

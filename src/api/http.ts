@@ -6,6 +6,7 @@
  * secrets left out (bodies and headers are never logged).
  */
 import { isUtf8 } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import {
   brotliDecompressSync,
   gunzipSync,
@@ -14,7 +15,6 @@ import {
   type BrotliOptions,
   type ZlibOptions,
 } from 'node:zlib';
-import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from './undici.js';
 import {
   AuthError,
@@ -115,7 +115,7 @@ export class HttpTransport {
       'user-agent': this.options.userAgent,
       accept: 'application/json',
       // No Accept-Encoding would leave the service free to compress (RFC 9110 section 12.5.3); an
-      // answer compressed all the same is decoded (decodeBody), never dropped: a record is paid for.
+      // answer compressed all the same is decoded (readAnswerBody), never dropped: a record is paid for.
       'accept-encoding': 'identity',
     };
     if (req.body !== undefined) headers['content-type'] = 'application/json';
@@ -266,7 +266,7 @@ async function readAnswerBody(answer: Dispatcher.ResponseData, what: string): Pr
   if (unknown !== undefined) {
     throw new UnreadableAnswerError(
       `${what}, but its body is encoded as '${unknown.slice(0, 40)}', which notarize cannot decode`,
-      { bytes: body },
+      { body },
     );
   }
   let decoded = body;
@@ -279,7 +279,7 @@ async function readAnswerBody(answer: Dispatcher.ResponseData, what: string): Pr
         tooLarge
           ? `${what}, but its body decoded ('${coding}') is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`
           : `${what}, but its body does not decode as '${coding}' says it is`,
-        { cause: error, bytes: body },
+        { cause: error, body },
       );
     }
   }
