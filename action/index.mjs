@@ -13196,7 +13196,7 @@ var init_service_store = __esmMin((() => {
 		* never sent again, never deleted by notarize. One file per retirement.
 		*/
 		retiredFile(hash, at) {
-			return this.#asideFile("retired", hash, at);
+			return this.#asideFile(this.retiredDir, hash, at);
 		}
 		ledgerFile(hash) {
 			return join(this.dir, "ledger", `${hash}.json`);
@@ -13303,7 +13303,7 @@ var init_service_store = __esmMin((() => {
 			const reasons = /* @__PURE__ */ new Map();
 			let names;
 			try {
-				names = await readdir(join(this.dir, "retired"));
+				names = await readdir(this.retiredDir);
 			} catch {
 				return reasons;
 			}
@@ -13312,7 +13312,7 @@ var init_service_store = __esmMin((() => {
 				if (only !== void 0 && !name.startsWith(`${only}.`)) continue;
 				const hash = name.slice(0, 64);
 				try {
-					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, "retired", name)) ?? "{}");
+					const { retiredBecause } = JSON.parse(readPrivateFile(join(this.retiredDir, name)) ?? "{}");
 					if (typeof retiredBecause === "string") reasons.set(hash, [...reasons.get(hash) ?? [], retiredBecause]);
 				} catch {}
 			}
@@ -13363,7 +13363,7 @@ var init_service_store = __esmMin((() => {
 		* back by notarize.
 		*/
 		async quarantine(hash, answer, reason, at) {
-			const file = this.#asideFile("quarantine", hash, at);
+			const file = this.#asideFile(this.quarantineDir, hash, at);
 			const kept = typeof answer === "string" ? { answerText: answer } : { answerBase64: answer.toString("base64") };
 			await this.#write(file, {
 				hash,
@@ -13376,6 +13376,10 @@ var init_service_store = __esmMin((() => {
 		/** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
 		saveRecord(entry) {
 			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
+		}
+		/** Where retired sessions are kept aside (retiredFile). */
+		get retiredDir() {
+			return join(this.dir, "retired");
 		}
 		/** Where forfait answers that are no record of their hash are kept aside (quarantine). */
 		get quarantineDir() {
@@ -13520,7 +13524,7 @@ var init_service_store = __esmMin((() => {
 		* name, with no ':' (not allowed in Windows file names).
 		*/
 		#asideFile(folder, hash, at) {
-			return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, "-")}.json`);
+			return join(folder, `${hash}.${at.toISOString().replace(/[:.]/g, "-")}.json`);
 		}
 		/** Writes an entry with the store's version first. */
 		#writeEntry(file, entry) {
@@ -23557,8 +23561,9 @@ A 409 is read as "the service already has this hash" (an assumption: its status 
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
 --use-active-subscription is not kept when the service answers 404 (it does not know the hash).
-Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once (fewer when the limit of open files, ulimit -n, is low), with one login: one result
-each (a table, or with --json an array), and the exit code of a batch (see \`notarize --help\`).
+Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once (fewer when the limit
+of open files, ulimit -n, is low), with one login: one result each (a table, or with --json
+an array), and the exit code of a batch (see \`notarize --help\`).
 complete knows nothing of --receipt-dir: a pending Merkle root whose documents another store
 has since registered under a root of its own (runners sharing a receipt folder) is paid for
 again. There, finish it with the same \`register --aggregate ... --receipt-dir R\` instead,

@@ -12,7 +12,6 @@ import { z } from 'zod';
 import { NewerStoreFileError, StoreError } from '../errors.js';
 import { hashSchema } from '../validation.js';
 import {
-  refusalHint,
   corrupt,
   DirFlushes,
   ensurePrivateDir,
@@ -20,6 +19,7 @@ import {
   readRegularFile,
   readPrivateFile,
   readStoreFile,
+  refusalHint,
   removeFile,
   removeFileOffThread,
   STORE_SCHEMA_VERSION,
@@ -387,7 +387,7 @@ export class ServiceStore {
    * never sent again, never deleted by notarize. One file per retirement.
    */
   retiredFile(hash: string, at: Date): string {
-    return this.#asideFile('retired', hash, at);
+    return this.#asideFile(this.retiredDir, hash, at);
   }
 
   ledgerFile(hash: string): string {
@@ -495,7 +495,7 @@ export class ServiceStore {
     const reasons = new Map<string, string[]>();
     let names: string[];
     try {
-      names = await readdir(join(this.dir, 'retired'));
+      names = await readdir(this.retiredDir);
     } catch {
       return reasons;
     }
@@ -504,7 +504,7 @@ export class ServiceStore {
       if (only !== undefined && !name.startsWith(`${only}.`)) continue; // one hash's: its files alone read
       const hash = name.slice(0, 64);
       try {
-        const { retiredBecause } = JSON.parse(readPrivateFile(join(this.dir, 'retired', name)) ?? '{}') as {
+        const { retiredBecause } = JSON.parse(readPrivateFile(join(this.retiredDir, name)) ?? '{}') as {
           retiredBecause?: unknown;
         };
         if (typeof retiredBecause === 'string') reasons.set(hash, [...(reasons.get(hash) ?? []), retiredBecause]);
@@ -564,7 +564,7 @@ export class ServiceStore {
    * back by notarize.
    */
   async quarantine(hash: string, answer: string | Buffer, reason: string, at: Date): Promise<string> {
-    const file = this.#asideFile('quarantine', hash, at);
+    const file = this.#asideFile(this.quarantineDir, hash, at);
     const kept = typeof answer === 'string' ? { answerText: answer } : { answerBase64: answer.toString('base64') };
     await this.#write(file, { hash, receivedAt: at.toISOString(), reason, ...kept });
     return file;
@@ -573,6 +573,11 @@ export class ServiceStore {
   /** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
   saveRecord(entry: LedgerEntry): Promise<void> {
     return this.#writeEntry(this.ledgerFile(entry.hash), entry);
+  }
+
+  /** Where retired sessions are kept aside (retiredFile). */
+  get retiredDir(): string {
+    return join(this.dir, 'retired');
   }
 
   /** Where forfait answers that are no record of their hash are kept aside (quarantine). */
@@ -743,8 +748,8 @@ export class ServiceStore {
    * A file kept aside (retired/, quarantine/), one per event: the time in its
    * name, with no ':' (not allowed in Windows file names).
    */
-  #asideFile(folder: 'retired' | 'quarantine', hash: string, at: Date): string {
-    return join(this.dir, folder, `${hash}.${at.toISOString().replace(/[:.]/g, '-')}.json`);
+  #asideFile(folder: string, hash: string, at: Date): string {
+    return join(folder, `${hash}.${at.toISOString().replace(/[:.]/g, '-')}.json`);
   }
 
   /** Writes an entry with the store's version first. */
@@ -790,7 +795,8 @@ export class ServiceStore {
       names = await readdir(dir);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], problems: [] };
-      // Its listing refused (EACCES: the folder's read or search bit; EMFILE: no descriptor): the store's to fix, nothing was sent.
+      // Its listing refused (EACCES: the folder's read or search bit; EMFILE: no descriptor): the
+      // store's to fix, nothing was sent.
       const hint = refusalHint(error);
       if (hint !== undefined)
         throw new StoreError(dir, `cannot list the store folder ${dir}: ${(error as Error).message}`, {

@@ -41,13 +41,13 @@ import { cleanUpOnInterrupt } from '../interrupt.js';
 import { parentAfterName } from '../path-spelling.js';
 import { SETTINGS } from '../settings.js';
 import {
-  refusalHint,
   corrupt,
   DirFlushes,
   ensurePrivateDir,
   parseStoreJson,
   readPrivateFile,
   readRegularFile,
+  refusalHint,
   tightenDirIfExists,
   writeFileAtomic,
 } from './files.js';
