@@ -80,8 +80,9 @@ A 409 is read as "the service already has this hash" (an assumption: its status 
 undocumented): exit 0, already-registered, and the pending session is retired (kept aside
 in the store's retired/ folder, never sent again). A session given with --session or
 --use-active-subscription is not kept when the service answers 404 (it does not know the hash).
-Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once (fewer when the limit of open files, ulimit -n, is low), with one login: one result
-each (a table, or with --json an array), and the exit code of a batch (see \`notarize --help\`).
+Several hashes, or --all, are completed in one run, ${CONCURRENCY} at once (fewer when the limit
+of open files, ulimit -n, is low), with one login: one result each (a table, or with --json
+an array), and the exit code of a batch (see \`notarize --help\`).
 complete knows nothing of --receipt-dir: a pending Merkle root whose documents another store
 has since registered under a root of its own (runners sharing a receipt folder) is paid for
 again. There, finish it with the same \`register --aggregate ... --receipt-dir R\` instead,

@@ -1529,13 +1529,19 @@ describe('the end of a registration', () => {
       expect(store.readPending(hash)).toEqual(entry);
     });
 
+    /** The one answer kept aside in `store`'s quarantine/: its file, and what the file holds. */
+    const keptAside = (store: ServiceStore) => {
+      const [name] = readdirSync(store.quarantineDir);
+      const file = join(store.quarantineDir, name!);
+      return { file, kept: JSON.parse(readFileSync(file, 'utf8')) as Record<string, string> };
+    };
+
     it('an answer of the wrong shape is kept aside in quarantine, not in the ledger; the session is marked', async () => {
       const hash = sha256('quarantined');
       const { store, entry } = await requestOnly(hash);
       fault('forfait:wrong-shape*1');
       const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), ProtocolError);
-      const [kept] = readdirSync(join(store.dir, 'quarantine'));
-      const file = join(store.dir, 'quarantine', kept!);
+      const { file, kept: quarantined } = keptAside(store);
       expect(error.message).toMatch(
         new RegExp(
           `^the service answered the completion of ${hash} with something that is not its record ` +
@@ -1544,9 +1550,8 @@ describe('the end of a registration', () => {
         ),
       );
       expect(error.hint).toContain(`\`notarize complete ${hash}\` sends the session again`);
-      const quarantined = JSON.parse(readFileSync(file, 'utf8')) as { hash: string; answerText: string };
       expect(quarantined).toMatchObject({ hash, receivedAt: NOW.toISOString() });
-      expect(JSON.parse(quarantined.answerText)).toMatchObject({ hash, creationDate: expect.any(String) });
+      expect(JSON.parse(quarantined.answerText!)).toMatchObject({ hash, creationDate: expect.any(String) });
       expect(store.readRecord(hash)).toBeUndefined();
       expect(store.readPending(hash)).toEqual({ ...entry, forfaitUnreadAt: NOW.toISOString() });
     });
@@ -1576,17 +1581,11 @@ describe('the end of a registration', () => {
         complete(world({ api, store }).deps, hash, { kind: 'store' }),
         UnreadableAnswerError,
       );
-      const [kept] = readdirSync(join(store.dir, 'quarantine'));
-      const file = join(store.dir, 'quarantine', kept!);
+      const { file, kept: quarantined } = keptAside(store);
       expect(error.message).toBe(
         `the answer to the completion (forfait) is not JSON (${Buffer.byteLength(text)} bytes); kept aside in ${file}`,
       );
       expect(error.hint).toContain(`\`notarize complete ${hash}\` sends the session again`);
-      const quarantined = JSON.parse(readFileSync(file, 'utf8')) as {
-        hash: string;
-        answerText: string;
-        reason: string;
-      };
       expect(quarantined).toEqual({ hash, receivedAt: NOW.toISOString(), reason: 'it is not JSON', answerText: text });
       expect(store.readRecord(hash)).toBeUndefined();
       expect(store.readPending(hash)).toEqual({ ...entry, forfaitUnreadAt: NOW.toISOString() });
@@ -1602,7 +1601,7 @@ describe('the end of a registration', () => {
         UnreadableAnswerError,
       );
       expect(error.message).toBe(broke);
-      expect(existsSync(join(store.dir, 'quarantine'))).toBe(false);
+      expect(existsSync(store.quarantineDir)).toBe(false);
       expect(store.readPending(hash)).toEqual({ ...entry, forfaitUnreadAt: NOW.toISOString() });
     });
 
@@ -1611,12 +1610,10 @@ describe('the end of a registration', () => {
       const { store, entry } = await requestOnly(hash);
       fault('forfait:undecodable*1');
       const error = await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), UnreadableAnswerError);
-      const [kept] = readdirSync(join(store.dir, 'quarantine'));
-      const file = join(store.dir, 'quarantine', kept!);
+      const { file, kept: quarantined } = keptAside(store);
       expect(error.message).toMatch(
         new RegExp(`which notarize cannot decode; kept aside in ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`),
       );
-      const quarantined = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
       expect(quarantined).toMatchObject({ hash });
       expect(quarantined.reason).toMatch(/encoded as 'x-sandbox-unknown', which notarize cannot decode$/);
       expect(quarantined.answerText).toBeUndefined();
