@@ -3635,6 +3635,60 @@ var init_esm = __esmMin((() => {
 	import_commander = /* @__PURE__ */ __toESM(require_commander(), 1);
 	({program, createCommand, createArgument, createOption, CommanderError, InvalidArgumentError, InvalidOptionArgumentError, Command, Argument, Option, Help} = import_commander.default);
 }));
+// dist/commands/command.js
+/** The command line that names `command`, e.g. "notarize config set", for hints. */
+function commandPath(command) {
+	const names = [];
+	for (let c = command; c; c = c.parent) names.unshift(c.name());
+	return names.join(" ");
+}
+var init_command = __esmMin((() => {}));
+// dist/did-you-mean.js
+init_interrupt();
+init_path_spelling();
+init_esm();
+init_command();
+/**
+* " (Did you mean X?)" naming the command of `parent` closest to `word`, as
+* commander says it of a mistyped top-level command; "" when none is close:
+* at most a third of the longer name's letters to change, insert, drop or swap.
+*/
+function didYouMean(word, parent) {
+	let best;
+	for (const name of parent.createHelp().visibleCommands(parent).map((c) => c.name())) {
+		const distance = editDistance(word, name);
+		if (distance * 3 <= Math.max(word.length, name.length) && (best === void 0 || distance < best.distance)) best = {
+			name,
+			distance
+		};
+	}
+	return best ? ` (Did you mean ${best.name}?)` : "";
+}
+/** Optimal string alignment distance: edits turning `a` into `b`, a swap of neighbours counting one. */
+function editDistance(a, b) {
+	const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+	for (let j = 1; j <= b.length; j++) rows[0][j] = j;
+	for (let i = 1; i <= a.length; i++) for (let j = 1; j <= b.length; j++) {
+		const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+		let d = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+		if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2][j - 2] + 1);
+		rows[i][j] = d;
+	}
+	return rows[a.length][b.length];
+}
+/**
+* "unknown command '<path> <word>' (Did you mean X?)" for `word` met where
+* a command of `parent` goes, `<path>` the command names down to `parent`. The word
+* is quoted when it is close to a command (a typo) or looks like one (a
+* short lowercase word); anything else may be a key pasted in the wrong
+* place, which would land in a CI log: said without it.
+*/
+function unknownCommandMessage(word, parent) {
+	const path = commandPath(parent).split(" ").slice(1);
+	const suggestion = didYouMean(word, parent);
+	if (suggestion || /^[a-z][a-z-]{0,23}$/.test(word)) return `unknown command '${[...path, word].join(" ")}'${suggestion}`;
+	return path.length === 0 ? "unknown command" : `unknown command after '${path.join(" ")}'`;
+}
 // node_modules/zod/v4/core/util.js
 function getEnumValues(entries) {
 	const numericValues = Object.values(entries).filter((v) => typeof v === "number");
@@ -9049,107 +9103,6 @@ var init_zod = __esmMin((() => {
 	init_external();
 	init_external();
 }));
-// dist/commands/options.js
-/** The command line that names `command`, e.g. "notarize config set", for hints. */
-function commandPath(command) {
-	const names = [];
-	for (let c = command; c; c = c.parent) names.unshift(c.name());
-	return names.join(" ");
-}
-/**
-* Validates `raw` (commander's opts()) with `schema`; throws UsageError on
-* failure, whose hint names `command`'s own --help.
-*/
-function parseOptions(schema, raw, command) {
-	const parsed = schema.safeParse(raw);
-	if (parsed.success) return parsed.data;
-	const issue = parsed.error.issues[0];
-	const option = issue?.path.map(String).join(".") ?? "";
-	const flag = option ? `--${option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` : "options";
-	throw new UsageError(`invalid ${flag}${given(raw, issue?.path[0])}: ${issue?.message ?? "invalid value"}`, { hint: `see \`${commandPath(command)} --help\`` });
-}
-/** " '<value>'" for a short one-line value the user typed, so the message shows what was refused. */
-function given(raw, key) {
-	if (key === void 0 || typeof raw !== "object" || raw === null) return "";
-	const value = raw[key];
-	return typeof value === "string" && value.length <= 40 && !/\p{Cc}/u.test(value) ? ` '${value}'` : "";
-}
-/** Examples appended to a command's --help. */
-function examples(lines) {
-	return `\nExamples:\n${lines.map((line) => `  ${line}`).join("\n")}\n`;
-}
-/**
-* Declares the values an argument takes, for `--help` and shell completion.
-* The action still checks the value, with its own message and hint:
-* commander's .choices() would reject it first, with its own.
-*/
-function withValues(argument, values) {
-	argument.argChoices = [...values];
-	return argument;
-}
-/**
-* `--output <format>` of the batch commands; `alone`: what json prints for
-* one document named alone, which is not the array (as with --json).
-*/
-function outputOption(alone) {
-	return new Option("--output <format>", `table, json (one array; ${alone}, as with --json) or ndjson (a line per document as it finishes, even for one)`).choices(outputSchema.unwrap().options);
-}
-var outputSchema;
-var init_options = __esmMin((() => {
-	init_esm();
-	init_zod();
-	init_errors$2();
-	outputSchema = _enum([
-		"table",
-		"json",
-		"ndjson"
-	]).optional();
-}));
-// dist/did-you-mean.js
-init_interrupt();
-init_path_spelling();
-init_options();
-/**
-* " (Did you mean X?)" naming the command of `parent` closest to `word`, as
-* commander says it of a mistyped top-level command; "" when none is close:
-* at most a third of the longer name's letters to change, insert, drop or swap.
-*/
-function didYouMean(word, parent) {
-	let best;
-	for (const name of parent.createHelp().visibleCommands(parent).map((c) => c.name())) {
-		const distance = editDistance(word, name);
-		if (distance * 3 <= Math.max(word.length, name.length) && (best === void 0 || distance < best.distance)) best = {
-			name,
-			distance
-		};
-	}
-	return best ? ` (Did you mean ${best.name}?)` : "";
-}
-/** Optimal string alignment distance: edits turning `a` into `b`, a swap of neighbours counting one. */
-function editDistance(a, b) {
-	const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
-	for (let j = 1; j <= b.length; j++) rows[0][j] = j;
-	for (let i = 1; i <= a.length; i++) for (let j = 1; j <= b.length; j++) {
-		const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-		let d = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
-		if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2][j - 2] + 1);
-		rows[i][j] = d;
-	}
-	return rows[a.length][b.length];
-}
-/**
-* "unknown command '<path> <word>' (Did you mean X?)" for `word` met where
-* a command of `parent` goes, `<path>` the command names down to `parent`. The word
-* is quoted when it is close to a command (a typo) or looks like one (a
-* short lowercase word); anything else may be a key pasted in the wrong
-* place, which would land in a CI log: said without it.
-*/
-function unknownCommandMessage(word, parent) {
-	const path = commandPath(parent).split(" ").slice(1);
-	const suggestion = didYouMean(word, parent);
-	if (suggestion || /^[a-z][a-z-]{0,23}$/.test(word)) return `unknown command '${[...path, word].join(" ")}'${suggestion}`;
-	return path.length === 0 ? "unknown command" : `unknown command after '${path.join(" ")}'`;
-}
 // dist/core/secrets.js
 /**
 * Secrets as they arrive from outside: NOTARIZE_TOKEN, NOTARIZE_API_KEY, the
@@ -9401,11 +9354,10 @@ function describeZodError(error) {
 	if (!issue) return "invalid value";
 	return `${issue.path.length > 0 ? issue.path.join(".") : "(body)"}: ${issue.message}`;
 }
-var hashSchema, BASE_URL_PATTERN;
+var hashSchema;
 var init_validation = __esmMin((() => {
 	init_zod();
 	hashSchema = string$1().regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex characters");
-	BASE_URL_PATTERN = /^https?:\/\/[A-Za-z0-9._~!$&'()*+,;=:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
 }));
 // dist/api/schemas.js
 /**
@@ -9624,10 +9576,9 @@ function parseBaseUrl(value) {
 	});
 	return normalised;
 }
-var DEFAULT_BASE_URL, ALL_SETTINGS, LONGEST_RETRY_WAIT_MS, RETRY_HELP, SETTINGS;
+var DEFAULT_BASE_URL, ALL_SETTINGS, LONGEST_RETRY_WAIT_MS, RETRY_HELP, SETTINGS, BASE_URL_PATTERN;
 var init_settings = __esmMin((() => {
 	init_errors$2();
-	init_validation();
 	DEFAULT_BASE_URL = "https://app.dedit.io";
 	ALL_SETTINGS = [
 		{
@@ -9677,6 +9628,7 @@ once: a forfait for a hash it has is answered 409 (read as already registered), 
 again; how it answers a repeated forfait is undocumented. A Retry-After longer than
 ${LONGEST_RETRY_WAIT_MS / 1e3} s ends the retries (exit 4).`;
 	SETTINGS = ALL_SETTINGS.filter((s) => s.storable);
+	BASE_URL_PATTERN = /^https?:\/\/[A-Za-z0-9._~!$&'()*+,;=:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
 }));
 // dist/fd-shortage.js
 /**
@@ -10912,7 +10864,7 @@ var init_receipt_format = __esmMin((() => {
 	init_schemas();
 	init_exact_json();
 	init_errors$2();
-	init_validation();
+	init_settings();
 	init_merkle();
 	init_secrets();
 	RECEIPT_TYPE = "notarize-receipt";
@@ -15039,6 +14991,101 @@ var init_notarize = __esmMin((() => {
 	REQUEST_ANSWERED_409 = "request answered 409";
 	DEFAULT_LOCK_WAIT_MS = 6e4;
 }));
+// dist/output/safe-text.js
+function escapeOne(char) {
+	const short = SHORT[char];
+	if (short !== void 0) return short;
+	let out = "";
+	for (let i = 0; i < char.length; i++) out += `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`;
+	return out;
+}
+/** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
+function forTerminal(text) {
+	return escapeControls(text).replace(LEGACY_COMMAND, "\\u0023");
+}
+/**
+* `text` with its control and format characters escaped as forTerminal
+* escapes them, and nothing else: a file's name made a description, which
+* the record keeps for good (a `##[` there is the name's own; forTerminal
+* escapes it wherever the description is shown).
+*/
+function escapeControls(text) {
+	return text.replace(UNSAFE, escapeOne);
+}
+/**
+* JSON text (`--json` data, a receipt) as a terminal shows it, of the same
+* JSON value: in its strings, what forTerminal escapes is written as the
+* JSON escape of the same character (the bidi overrides and C1 controls a
+* service may send raw, the `#` of `##[`); between values, a CR, which JSON
+* allows as white space but which sends a terminal back to the line's start
+* for what follows to overwrite, is dropped before a line feed and a space
+* elsewhere. Redirected, the text is printed as it is (io.ts).
+*/
+function jsonForTerminal(text) {
+	if (!UNSAFE_TEST.test(text)) return text;
+	return text.replace(JSON_PIECES, (piece) => piece.startsWith("\"") ? forTerminal(piece) : piece.replace(/\r\n?/g, (cr) => cr === "\r\n" ? "\n" : " "));
+}
+/**
+* `forTerminal` for text that begins a line of output (a table's row, a
+* record's field name): one starting with `::`, spaces before it or not,
+* has that `:` escaped, so no runner reads the line as a workflow command.
+*/
+function lineStart(text) {
+	return forTerminal(text).replace(WORKFLOW_COMMAND_START, "$1\\u003a");
+}
+/**
+* Like `forTerminal`, but line feeds are kept: for output that is several
+* lines on purpose (help, a stack trace, pretty JSON) whose lines hold
+* outside text that must not control the terminal. A CR is still escaped,
+* since it would let the rest of a line overwrite its start.
+*/
+function forTerminalLines(text) {
+	return text.split("\n").map(forTerminal).join("\n");
+}
+var UNSAFE, SHORT, LEGACY_COMMAND, UNSAFE_TEST, JSON_PIECES, WORKFLOW_COMMAND_START;
+var init_safe_text = __esmMin((() => {
+	UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/gu;
+	SHORT = {
+		"\n": "\\n",
+		"\r": "\\r",
+		"	": "\\t"
+	};
+	LEGACY_COMMAND = /#(?=#\[)/g;
+	UNSAFE_TEST = /(?![\n\t])[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}|##\[/u;
+	JSON_PIECES = /"(?:[^"\\]|\\[\s\S])*"|[^"]+/g;
+	WORKFLOW_COMMAND_START = /^(\p{Zs}*):(?=:)/u;
+}));
+// dist/output/github.js
+/** True when running as a GitHub Actions step. */
+function inGitHubActions(env) {
+	return env.GITHUB_ACTIONS === "true";
+}
+/**
+* A workflow command's message. The runner decodes only %25, %0D and %0A
+* (and, in properties, %3A and %2C), and the log shows the rest as is, ANSI
+* colours included: so outside text is first escaped as for a terminal
+* (safe-text.ts), then %-encoded (forTerminal already leaves no CR or LF:
+* their encoding is kept as the runner's rule, not relied on). A file name
+* that had to be escaped names no file in the repository: its annotation
+* is then shown without a link, which beats a forged one.
+*/
+function escapeData(text, redact) {
+	return forTerminal(redact(text)).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+}
+function escapeProperty(text, redact) {
+	return escapeData(text, redact).replace(/:/g, "%3A").replace(/,/g, "%2C");
+}
+/** A warning as a workflow command: the runner shows it on the run's page, not only in the log. */
+function warningCommand(text, redact) {
+	return `::warning title=notarize::${escapeData(text, redact)}`;
+}
+/** An error as a workflow command, its text escaped as data (it may quote an input: no forged command). */
+function errorCommand(text, redact) {
+	return `::error::${escapeData(text, redact)}`;
+}
+var init_github = __esmMin((() => {
+	init_safe_text();
+}));
 // node_modules/chalk/source/vendor/ansi-styles/index.js
 function assembleStyles() {
 	const codes = /* @__PURE__ */ new Map();
@@ -16262,70 +16309,6 @@ var init_string_width = __esmMin((() => {
 	unqualifiedKeycapRegex = /^[\d#*]\u20E3$/;
 	extendedPictographicRegex = /\p{Extended_Pictographic}/gu;
 }));
-// dist/output/safe-text.js
-function escapeOne(char) {
-	const short = SHORT[char];
-	if (short !== void 0) return short;
-	let out = "";
-	for (let i = 0; i < char.length; i++) out += `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`;
-	return out;
-}
-/** `text` with every unsafe character escaped (see the module comment); one line whatever it held. */
-function forTerminal(text) {
-	return escapeControls(text).replace(LEGACY_COMMAND, "\\u0023");
-}
-/**
-* `text` with its control and format characters escaped as forTerminal
-* escapes them, and nothing else: a file's name made a description, which
-* the record keeps for good (a `##[` there is the name's own; forTerminal
-* escapes it wherever the description is shown).
-*/
-function escapeControls(text) {
-	return text.replace(UNSAFE, escapeOne);
-}
-/**
-* JSON text (`--json` data, a receipt) as a terminal shows it, of the same
-* JSON value: in its strings, what forTerminal escapes is written as the
-* JSON escape of the same character (the bidi overrides and C1 controls a
-* service may send raw, the `#` of `##[`); between values, a CR, which JSON
-* allows as white space but which sends a terminal back to the line's start
-* for what follows to overwrite, is dropped before a line feed and a space
-* elsewhere. Redirected, the text is printed as it is (io.ts).
-*/
-function jsonForTerminal(text) {
-	if (!UNSAFE_TEST.test(text)) return text;
-	return text.replace(JSON_PIECES, (piece) => piece.startsWith("\"") ? forTerminal(piece) : piece.replace(/\r\n?/g, (cr) => cr === "\r\n" ? "\n" : " "));
-}
-/**
-* `forTerminal` for text that begins a line of output (a table's row, a
-* record's field name): one starting with `::`, spaces before it or not,
-* has that `:` escaped, so no runner reads the line as a workflow command.
-*/
-function lineStart(text) {
-	return forTerminal(text).replace(WORKFLOW_COMMAND_START, "$1\\u003a");
-}
-/**
-* Like `forTerminal`, but line feeds are kept: for output that is several
-* lines on purpose (help, a stack trace, pretty JSON) whose lines hold
-* outside text that must not control the terminal. A CR is still escaped,
-* since it would let the rest of a line overwrite its start.
-*/
-function forTerminalLines(text) {
-	return text.split("\n").map(forTerminal).join("\n");
-}
-var UNSAFE, SHORT, LEGACY_COMMAND, UNSAFE_TEST, JSON_PIECES, WORKFLOW_COMMAND_START;
-var init_safe_text = __esmMin((() => {
-	UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/gu;
-	SHORT = {
-		"\n": "\\n",
-		"\r": "\\r",
-		"	": "\\t"
-	};
-	LEGACY_COMMAND = /#(?=#\[)/g;
-	UNSAFE_TEST = /(?![\n\t])[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}|##\[/u;
-	JSON_PIECES = /"(?:[^"\\]|\\[\s\S])*"|[^"]+/g;
-	WORKFLOW_COMMAND_START = /^(\p{Zs}*):(?=:)/u;
-}));
 // dist/output/render.js
 /** A two-column "field  value" table of every field of a record, unknown ones included. */
 function renderRecord(record, extra, colour) {
@@ -16666,26 +16649,7 @@ var init_results = __esmMin((() => {
 		}
 	};
 }));
-// dist/output/github.js
-/** True when running as a GitHub Actions step. */
-function inGitHubActions(env) {
-	return env.GITHUB_ACTIONS === "true";
-}
-/**
-* A workflow command's message. The runner decodes only %25, %0D and %0A
-* (and, in properties, %3A and %2C), and the log shows the rest as is, ANSI
-* colours included: so outside text is first escaped as for a terminal
-* (safe-text.ts), then %-encoded (forTerminal already leaves no CR or LF:
-* their encoding is kept as the runner's rule, not relied on). A file name
-* that had to be escaped names no file in the repository: its annotation
-* is then shown without a link, which beats a forged one.
-*/
-function escapeData(text, redact) {
-	return forTerminal(redact(text)).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
-}
-function escapeProperty(text, redact) {
-	return escapeData(text, redact).replace(/:/g, "%3A").replace(/,/g, "%2C");
-}
+// dist/output/github-results.js
 /**
 * A markdown table cell, shown as the text it is: escaped as for a terminal
 * (no line breaks, no bidi overrides), then every character markdown or
@@ -16711,14 +16675,6 @@ function link(label, url, redact) {
 	}
 	if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return cell$1(url, redact);
 	return `[${label}](${parsed.href.replace(/[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`)})`;
-}
-/** A warning as a workflow command: the runner shows it on the run's page, not only in the log. */
-function warningCommand(text, redact) {
-	return `::warning title=notarize::${escapeData(text, redact)}`;
-}
-/** An error as a workflow command, its text escaped as data (it may quote an input: no forged command). */
-function errorCommand(text, redact) {
-	return `::error::${escapeData(text, redact)}`;
 }
 /**
 * Why a result is what it is, in its own words: its error's message, else
@@ -16795,8 +16751,9 @@ function annotations(results, redact) {
 	return lines;
 }
 var STATUS_MEANING, STEP_SUMMARY_LIMIT, SUMMARY_MAX_BYTES, SUMMARY_NOTE_BYTES, ANNOTATED;
-var init_github = __esmMin((() => {
+var init_github_results = __esmMin((() => {
 	init_receipts();
+	init_github();
 	init_results();
 	init_safe_text();
 	STATUS_MEANING = { unknown: `not verified: no receipt of it was found, nor an entry in a ledger, where one was searched: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it); a document never registered, or whose receipt was not kept, has none to find` };
@@ -17057,6 +17014,7 @@ var init_present = __esmMin((() => {
 	init_pages();
 	init_errors$2();
 	init_github();
+	init_github_results();
 	init_exact_json();
 	init_render();
 	init_results();
@@ -17094,6 +17052,10 @@ var init_action = __esmMin((() => {
 	init_present();
 }));
 // dist/commands/input-options.js
+/**
+* The input options shared by `register`, `hash` and `verify`, so the three
+* accept documents the same way (see core/inputs.ts).
+*/
 function collect(value, previous = []) {
 	return [...previous, value];
 }
@@ -17114,7 +17076,6 @@ function toInputOptions(o) {
 }
 var inputOptionsShape;
 var init_input_options = __esmMin((() => {
-	init_esm();
 	init_zod();
 	inputOptionsShape = {
 		recursive: boolean().default(false),
@@ -17123,6 +17084,57 @@ var init_input_options = __esmMin((() => {
 		filesFrom: string$1().optional(),
 		null: boolean().default(false)
 	};
+}));
+// dist/commands/options.js
+/**
+* Validates `raw` (commander's opts()) with `schema`; throws UsageError on
+* failure, whose hint names `command`'s own --help.
+*/
+function parseOptions(schema, raw, command) {
+	const parsed = schema.safeParse(raw);
+	if (parsed.success) return parsed.data;
+	const issue = parsed.error.issues[0];
+	const option = issue?.path.map(String).join(".") ?? "";
+	const flag = option ? `--${option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` : "options";
+	throw new UsageError(`invalid ${flag}${given(raw, issue?.path[0])}: ${issue?.message ?? "invalid value"}`, { hint: `see \`${commandPath(command)} --help\`` });
+}
+/** " '<value>'" for a short one-line value the user typed, so the message shows what was refused. */
+function given(raw, key) {
+	if (key === void 0 || typeof raw !== "object" || raw === null) return "";
+	const value = raw[key];
+	return typeof value === "string" && value.length <= 40 && !/\p{Cc}/u.test(value) ? ` '${value}'` : "";
+}
+/** Examples appended to a command's --help. */
+function examples(lines) {
+	return `\nExamples:\n${lines.map((line) => `  ${line}`).join("\n")}\n`;
+}
+/**
+* Declares the values an argument takes, for `--help` and shell completion.
+* The action still checks the value, with its own message and hint:
+* commander's .choices() would reject it first, with its own.
+*/
+function withValues(argument, values) {
+	argument.argChoices = [...values];
+	return argument;
+}
+/**
+* `--output <format>` of the batch commands; `alone`: what json prints for
+* one document named alone, which is not the array (as with --json).
+*/
+function outputOption(alone) {
+	return new Option("--output <format>", `table, json (one array; ${alone}, as with --json) or ndjson (a line per document as it finishes, even for one)`).choices(outputSchema.unwrap().options);
+}
+var outputSchema;
+var init_options = __esmMin((() => {
+	init_esm();
+	init_zod();
+	init_errors$2();
+	init_command();
+	outputSchema = _enum([
+		"table",
+		"json",
+		"ndjson"
+	]).optional();
 }));
 // dist/core/trees.js
 /**
@@ -42025,7 +42037,7 @@ var init_store = __esmMin((() => {
 }));
 // dist/cli.js
 init_esm();
-init_options();
+init_command();
 init_secrets();
 init_environment();
 init_errors$2();

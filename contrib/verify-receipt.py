@@ -8,7 +8,7 @@ notarize's (src/core/receipt-format.ts), its JSON read as JSON.parse reads it: n
 import hashlib, json, os, re, stat, sys
 
 MAX_BYTES, MAX_DEPTH, MAX_SAFE = (4 << 20) + (64 << 10), 64, 2**53 - 1  # MAX_RECEIPT_BYTES, MAX_RECEIPT_DEPTH, Number.MAX_SAFE_INTEGER
-HEX64, ANY_CASE_HEX64, BASE_URL = re.compile(r"[0-9a-f]{64}\Z"), re.compile(r"[0-9a-fA-F]{64}\Z"), re.compile(r"https?://[A-Za-z0-9._~!$&'()*+,;=:\[\]-]+(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?\Z")  # BASE_URL: validation.ts BASE_URL_PATTERN
+HEX64, ANY_CASE_HEX64, BASE_URL = re.compile(r"[0-9a-f]{64}\Z"), re.compile(r"[0-9a-fA-F]{64}\Z"), re.compile(r"https?://[A-Za-z0-9._~!$&'()*+,;=:\[\]-]+(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?\Z")  # BASE_URL: settings.ts BASE_URL_PATTERN
 # zod's z.iso.datetime({offset: true}): a real date (leap years too), 00:00:00 to 23:59:59, Z or an offset to 23:59; ASCII digits.
 ISO_TIME = re.compile(r"(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])"
                       r"-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2[0-8])))"

@@ -4,7 +4,7 @@
  * `--version` and `--help` load almost nothing.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { commandPath } from './commands/options.js';
+import { commandPath } from './commands/command.js';
 import { unknownCommandMessage } from './did-you-mean.js';
 import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';

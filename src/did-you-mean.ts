@@ -5,7 +5,7 @@
  * and the word itself quoted only when it cannot be a secret pasted there.
  */
 import type { Command } from 'commander';
-import { commandPath } from './commands/options.js';
+import { commandPath } from './commands/command.js';
 
 /**
  * " (Did you mean X?)" naming the command of `parent` closest to `word`, as

@@ -9,7 +9,6 @@
  * Every environment variable notarize reads is declared in environment.ts.
  */
 import { UsageError } from './errors.js';
-import { BASE_URL_PATTERN } from './validation.js';
 
 export const DEFAULT_BASE_URL = 'https://app.dedit.io';
 
@@ -214,6 +213,16 @@ export function isLoopbackHost(hostname: string): boolean {
     /^127\.(25[0-5]|2[0-4]\d|1?\d?\d)\.(25[0-5]|2[0-4]\d|1?\d?\d)\.(25[0-5]|2[0-4]\d|1?\d?\d)$/.test(host)
   );
 }
+
+/**
+ * A service's base URL as notarize takes one (parseBaseUrl below, after the URL
+ * parser's normalisation) and as a receipt may name it
+ * (receipt-format.ts): http(s), a host (and port) and a path of RFC 3986's
+ * characters for them only (no credentials, query, fragment, space or
+ * control character), so that every receipt a registration writes verifies.
+ * contrib/verify-receipt.py's BASE_URL is the same pattern.
+ */
+export const BASE_URL_PATTERN = /^https?:\/\/[A-Za-z0-9._~!$&'()*+,;=:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
 
 /**
  * Validates a base URL: http(s) only, and plain http only to a loopback

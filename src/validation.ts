@@ -12,16 +12,6 @@ import { z } from 'zod';
 export const hashSchema = z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex characters');
 
 /**
- * A service's base URL as notarize takes one (settings.ts parseBaseUrl, after
- * the URL parser's normalisation) and as a receipt may name it
- * (receipt-format.ts): http(s), a host (and port) and a path of RFC 3986's
- * characters for them only (no credentials, query, fragment, space or
- * control character), so that every receipt a registration writes verifies.
- * contrib/verify-receipt.py's BASE_URL is the same pattern.
- */
-export const BASE_URL_PATTERN = /^https?:\/\/[A-Za-z0-9._~!$&'()*+,;=:[\]-]+(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
-
-/**
  * Describes the first problem zod found as `field: message`, the form used in
  * exit-5 errors (an answer) and store errors (a file), so a user can see
  * which field was wrong.

@@ -26,3 +26,10 @@ export interface CommandEntry {
   /** False for commands that never open the store, which then start without loading it. */
   usesStore?: false;
 }
+
+/** The command line that names `command`, e.g. "notarize config set", for hints. */
+export function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = command; c; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}

@@ -5,13 +5,7 @@
 import { Option, type Argument, type Command } from 'commander';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
-
-/** The command line that names `command`, e.g. "notarize config set", for hints. */
-export function commandPath(command: Command): string {
-  const names: string[] = [];
-  for (let c: Command | null = command; c; c = c.parent) names.unshift(c.name());
-  return names.join(' ');
-}
+import { commandPath } from './command.js';
 
 /**
  * Validates `raw` (commander's opts()) with `schema`; throws UsageError on

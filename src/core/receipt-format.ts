@@ -35,7 +35,7 @@ import { verificationUrl } from '../api/pages.js';
 import { COMPLETED_STATUS, notarizationRecordSchema } from '../api/schemas.js';
 import { hasKeyTwice, jsonDepth, memberText, withoutByteOrderMark } from '../exact-json.js';
 import { EXIT, NotarizeError } from '../errors.js';
-import { BASE_URL_PATTERN } from '../validation.js';
+import { BASE_URL_PATTERN } from '../settings.js';
 import { leafHash, rootFromPath } from './merkle.js';
 import { YOUR_SECRET } from './secrets.js';
 
