@@ -15086,6 +15086,375 @@ function errorCommand(text, redact) {
 var init_github = __esmMin((() => {
 	init_safe_text();
 }));
+// dist/output/results.js
+/** The one builder of an item's result: every result of every batch command is made here. */
+function itemResult(file, hash, status, details = {}) {
+	return {
+		schemaVersion: 1,
+		file,
+		hash,
+		status,
+		...details
+	};
+}
+/** The result of an input that was not processed, and why (a symbolic link, --fail-fast...). */
+function skippedResult(file, reason) {
+	return itemResult(file, null, "skipped", { reason });
+}
+/** The digest a registration's outcome is about. */
+function outcomeHash(outcome) {
+	return outcome.kind === "already-registered" ? outcome.hash : outcome.entry.hash;
+}
+/**
+* The result of an item whose registration ended with `outcome` (register,
+* complete of several, register --aggregate): its session when left
+* pending, else the record and what the service said. `details` come after,
+* `status` overrides (a registration whose receipt could not be written is
+* `failed`). `under`: a document under a Merkle root, whose registration
+* `outcome` is; the result is the document's, with its proof to the root.
+*/
+function outcomeResult(file, outcome, baseUrl, { details = {}, status, under } = {}) {
+	const hash = under?.sha256 ?? outcomeHash(outcome);
+	if (outcome.kind === "pending") {
+		const session = embed(outcome.entry.sessionJson);
+		return itemResult(file, hash, "pending", under ? {
+			session,
+			proof: under.proof
+		} : { session });
+	}
+	const said = outcome.kind === "already-registered" ? outcome.service : void 0;
+	return itemResult(file, hash, status ?? STATUS_OF[outcome.kind], {
+		...proofOf(baseUrl, hash, outcome.entry?.recordJson, under?.proof),
+		...said ? { message: said.message ?? null } : {},
+		...details
+	});
+}
+/**
+* What outcomeResult adds for a registration's receipt (--receipt-dir): its
+* path, and what failed once the registration itself went through (the
+* receipt could not be written, or the custody metadata not sent), which
+* fails the result; the record is still in it.
+*/
+function receiptDetails(receipt, failure) {
+	return {
+		details: {
+			...receipt ? { receipt } : {},
+			...failure ? { error: errorJson(failure) } : {}
+		},
+		...failure ? { status: "failed" } : {}
+	};
+}
+/**
+* The result of an input that failed, with the hash when it was known before
+* the failure; with the record or session the store could not save, exactly
+* as the service sent it (its only copy: ItemResults has it shown at once).
+*/
+function failedResult(file, hash, error) {
+	const { unsaved } = error;
+	const result = itemResult(file, hash, "failed", {
+		...unsaved ? { [unsaved.what]: embed(unsaved.text) } : {},
+		error: errorJson(error)
+	});
+	if (unsaved) CARRY_UNSAVED.add(result);
+	return result;
+}
+/**
+* What a result says of a hash the ledger (or the service) holds: the record
+* as the service sent it (null when this store has none) and its public page;
+* for a document under a Merkle root, the root's page and the proof to it.
+*/
+function proofOf(baseUrl, hash, recordJson, inclusion) {
+	return {
+		record: recordJson === void 0 ? null : embed(recordJson),
+		verificationUrl: verificationUrl(baseUrl, inclusion?.root ?? hash),
+		...inclusion ? { proof: inclusion } : {}
+	};
+}
+/**
+* A result without the service's record or session, nor a Merkle proof, for
+* batches that hold every result until the end only to print a table or a
+* summary: kept small however many documents there are.
+*/
+function compact(result) {
+	const rest = { ...result };
+	delete rest.record;
+	delete rest.session;
+	delete rest.proof;
+	return rest;
+}
+/**
+* Stored service text for embedding in a result: written exactly as the
+* service sent it (exact-json.ts); text that is not JSON is embedded as a string.
+*/
+function embed(text) {
+	return ExactJson.of(text) ?? text;
+}
+/** How many results have each status, in the order statuses first appear. */
+function countStatuses(results) {
+	const counts = /* @__PURE__ */ new Map();
+	for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+	return counts;
+}
+var STATUS_OF, CARRY_UNSAVED, ItemResults, Checksums;
+var init_results = __esmMin((() => {
+	init_pages();
+	init_errors$2();
+	init_exact_json();
+	STATUS_OF = {
+		"already-registered": "already-registered",
+		pending: "pending",
+		completed: "registered"
+	};
+	CARRY_UNSAVED = /* @__PURE__ */ new WeakSet();
+	ItemResults = class {
+		keep;
+		#onResult;
+		#ready;
+		#onUnsaved;
+		#held = [];
+		#skipped = [];
+		/** By status, in the order statuses first settled: the summary of a batch that keeps nothing. */
+		#counts = /* @__PURE__ */ new Map();
+		constructor(options = {}) {
+			this.keep = options.keep ?? "whole";
+			this.#onResult = options.onResult;
+			this.#ready = options.ready ?? (() => Promise.resolve());
+			this.#onUnsaved = options.onResult ? void 0 : options.onUnsaved;
+		}
+		/** True when each result is passed on as it settles. */
+		get streams() {
+			return this.#onResult !== void 0;
+		}
+		/** Takes the result of the item at `index` (input order). */
+		add(index, result) {
+			this.#passOn(result);
+			if (this.keep !== "none") this.#held[index] = this.keep === "whole" ? result : compact(result);
+		}
+		/** What every result taken gets, in or out of the input order: counted, streamed, its unsaved answer shown. */
+		#passOn(result) {
+			this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
+			this.#onResult?.(result);
+			if (CARRY_UNSAVED.has(result)) this.#onUnsaved?.(result);
+		}
+		/**
+		* Takes the result of an item with no place in the input order (a path a
+		* walk met and could not take, which still decides the run): counted,
+		* streamed, and kept after the items, as add does with the others.
+		*/
+		addUnordered(result) {
+			this.#passOn(result);
+			if (this.keep !== "none") this.#skipped.push(this.keep === "whole" ? result : compact(result));
+		}
+		/**
+		* Takes a path passed over while walking: streamed as met, else listed
+		* after the items. (A streamed one is not counted in the summary.)
+		*/
+		skip(result) {
+			if (this.#onResult) this.#onResult(result);
+			else this.#skipped.push(result);
+		}
+		/** How many items settled with each status (the paths skipped while walking are not items). */
+		get counts() {
+			return this.#counts;
+		}
+		/** See ItemResultsOptions.ready. */
+		ready() {
+			return this.#ready();
+		}
+		/** What was kept: the items in input order, then the paths skipped. */
+		list() {
+			return [...this.#held, ...this.#skipped];
+		}
+		/**
+		* One line: how many items, how many of each status (in input order when
+		* kept, else as they settled); "0 items" alone for none (`complete --all`
+		* with nothing pending).
+		*/
+		summary() {
+			const counts = this.keep === "none" ? this.#counts : countStatuses(this.list());
+			let total = 0;
+			for (const n of counts.values()) total += n;
+			if (total === 0) return "0 items";
+			const parts = [...counts].map(([status, n]) => `${n} ${status}`);
+			return `${total} item${total === 1 ? "" : "s"}: ${parts.join(", ")}`;
+		}
+	};
+	Checksums = class {
+		#keep;
+		#onChecksum;
+		#ready;
+		#kept = [];
+		constructor(options = {}) {
+			this.#keep = options.keep ?? true;
+			this.#onChecksum = options.onChecksum;
+			this.#ready = options.ready ?? (() => Promise.resolve());
+		}
+		/** Takes the next checksum in input order. */
+		add(checksum) {
+			this.#onChecksum?.(checksum);
+			if (this.#keep) this.#kept.push(checksum);
+		}
+		/** See ChecksumsOptions.ready. */
+		ready() {
+			return this.#ready();
+		}
+		/** What was kept, in input order. */
+		list() {
+			return this.#kept;
+		}
+	};
+}));
+// dist/output/github-results.js
+/**
+* A markdown table cell, shown as the text it is: escaped as for a terminal
+* (no line breaks, no bidi overrides), then every character markdown or
+* HTML could act on backslash-escaped (GitHub renders both in a summary,
+* and a file name or a receipt's URL is anyone's to write).
+*/
+function cell$1(text, redact) {
+	return forTerminal(redact(text)).replace(/[\\`*_{}[\]<>()!|~&]/g, "\\$&");
+}
+/**
+* A markdown link to `url` that cannot end its cell or its row: an http(s)
+* URL with every character markdown could read (brackets, parentheses,
+* pipes, quotes, spaces...) percent-encoded. A verification URL may come
+* from a receipt, which anyone can write; one that is no http(s) URL is
+* shown as text.
+*/
+function link(label, url, redact) {
+	let parsed;
+	try {
+		parsed = new URL(redact(url));
+	} catch {
+		return cell$1(url, redact);
+	}
+	if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return cell$1(url, redact);
+	return `[${label}](${parsed.href.replace(/[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`)})`;
+}
+/**
+* Why a result is what it is, in its own words: its error's message, else
+* its reason, else what its status means. A bare `unknown` (verify found no
+* receipt and no ledger entry) carries neither: it says so, and what to do,
+* as `notarize verify`'s hint does.
+*/
+function resultDetail(r) {
+	return r.error?.message ?? r.reason ?? STATUS_MEANING[r.status] ?? "";
+}
+/**
+* The markdown summary of a command's results. A row's Detail is its
+* verification link, and for a result that did not end well (a failed
+* registration can have a record and a link too) its detail first: the
+* link never hides why.
+*/
+function markdownSummary(title, results, redact, maxBytes = SUMMARY_MAX_BYTES) {
+	const row = (r) => {
+		const detail = [ANNOTATED.has(r.status) || !r.verificationUrl ? cell$1(resultDetail(r), redact) : "", r.verificationUrl ? link("verify", r.verificationUrl, redact) : ""].filter((part) => part !== "").join(" ");
+		return `| ${cell$1(r.file ?? "-", redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${detail} |`;
+	};
+	const head = [
+		`### ${title}`,
+		"",
+		"| File | Status | SHA-256 | Detail |",
+		"|---|---|---|---|"
+	];
+	const text = (lines) => redact([
+		...head,
+		...lines,
+		""
+	].join("\n") + "\n");
+	const rows = results.map(row);
+	const whole = text(rows);
+	if (Buffer.byteLength(whole) <= maxBytes) return whole;
+	const order = results.map((_, i) => i).sort((a, b) => rank(results[a]) - rank(results[b]) || a - b);
+	const kept = [];
+	let bytes = Buffer.byteLength(text([])) + SUMMARY_NOTE_BYTES;
+	for (const i of order) {
+		bytes += Buffer.byteLength(rows[i]) + 1;
+		if (bytes > maxBytes) break;
+		kept.push(i);
+	}
+	kept.sort((a, b) => a - b);
+	const tally = [...countStatuses(results)].map(([status, n]) => `${n} ${status}`).join(", ");
+	const note = `${results.length - kept.length} more results are not shown (GitHub takes at most 1 MiB of summary per step; all ${results.length}: ${tally}); every result is in notarize's output (the action's \`results\` file)`;
+	return text([
+		...kept.map((i) => rows[i]),
+		"",
+		note
+	]);
+}
+/**
+* How many bytes this run's table may take, when the step's summary already
+* holds `written`: the docs' retry loop runs notarize three times in one
+* step, and three tables of 512 KiB made GitHub drop the step's summary whole.
+*/
+function summaryRoom(written) {
+	return Math.min(SUMMARY_MAX_BYTES, STEP_SUMMARY_LIMIT - written - SUMMARY_NOTE_BYTES);
+}
+/** Results that did not end well first (0), when not all rows fit. */
+function rank(result) {
+	return ANNOTATED.has(result.status) ? 0 : 1;
+}
+/** The `::error` annotations of the results that failed or were not verified, one line each. */
+function annotations(results, redact) {
+	const lines = [];
+	for (const r of results) {
+		if (!ANNOTATED.has(r.status)) continue;
+		const file = r.file && r.file !== "-" ? `file=${escapeProperty(r.file, redact)},` : "";
+		const message = resultDetail(r) || r.status;
+		lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`, redact)}::${escapeData(message, redact)}`);
+	}
+	return lines;
+}
+var STATUS_MEANING, STEP_SUMMARY_LIMIT, SUMMARY_MAX_BYTES, SUMMARY_NOTE_BYTES, ANNOTATED;
+var init_github_results = __esmMin((() => {
+	init_receipts();
+	init_github();
+	init_results();
+	init_safe_text();
+	STATUS_MEANING = { unknown: `not verified: no receipt of it was found, nor an entry in a ledger, where one was searched: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it); a document never registered, or whose receipt was not kept, has none to find` };
+	STEP_SUMMARY_LIMIT = 1048576;
+	SUMMARY_MAX_BYTES = 524288;
+	SUMMARY_NOTE_BYTES = 512;
+	ANNOTATED = /* @__PURE__ */ new Set([
+		"failed",
+		"modified",
+		"unknown",
+		"invalid"
+	]);
+}));
+// dist/output/wording.js
+/**
+* Plain-text wording of command output that needs no measuring or colour
+* (render.ts has the tables): a sha256sum line, how a message names some
+* documents, a size in binary units. Cheap to load, for every command.
+*/
+/** A `sha256sum` line: names with a backslash or newline get GNU's escaping and a leading backslash. */
+function checksumLine(hash, name) {
+	if (!/[\\\n\r]/.test(name)) return `${hash}  ${name}`;
+	return `\\${hash}  ${name.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r")}`;
+}
+/** How a warning names the documents it is about: the one digest, or how many and the first. */
+function someDocuments(count, first) {
+	return count === 1 ? first : `${count} documents (among them ${first})`;
+}
+/** Bytes in binary units, for progress lines: "512.0 MiB". */
+function formatBytes(bytes) {
+	const units = [
+		"B",
+		"KiB",
+		"MiB",
+		"GiB",
+		"TiB"
+	];
+	let value = bytes;
+	let unit = 0;
+	while (value >= 1024 && unit < units.length - 1) {
+		value /= 1024;
+		unit++;
+	}
+	return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+var init_wording = __esmMin((() => {}));
 // node_modules/chalk/source/vendor/ansi-styles/index.js
 function assembleStyles() {
 	const codes = /* @__PURE__ */ new Map();
@@ -16310,6 +16679,11 @@ var init_string_width = __esmMin((() => {
 	extendedPictographicRegex = /\p{Extended_Pictographic}/gu;
 }));
 // dist/output/render.js
+var render_exports = /* @__PURE__ */ __exportAll({
+	renderRecord: () => renderRecord,
+	resultLines: () => resultLines$1,
+	tableLines: () => tableLines
+});
 /** A two-column "field  value" table of every field of a record, unknown ones included. */
 function renderRecord(record, extra, colour) {
 	const chalk = new Chalk({ level: colour ? 1 : 0 });
@@ -16381,150 +16755,6 @@ function startingLine(cells) {
 	}
 	return out;
 }
-/** A `sha256sum` line: names with a backslash or newline get GNU's escaping and a leading backslash. */
-function checksumLine(hash, name) {
-	if (!/[\\\n\r]/.test(name)) return `${hash}  ${name}`;
-	return `\\${hash}  ${name.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r")}`;
-}
-/** How a warning names the documents it is about: the one digest, or how many and the first. */
-function someDocuments(count, first) {
-	return count === 1 ? first : `${count} documents (among them ${first})`;
-}
-/** Bytes in binary units, for progress lines: "512.0 MiB". */
-function formatBytes(bytes) {
-	const units = [
-		"B",
-		"KiB",
-		"MiB",
-		"GiB",
-		"TiB"
-	];
-	let value = bytes;
-	let unit = 0;
-	while (value >= 1024 && unit < units.length - 1) {
-		value /= 1024;
-		unit++;
-	}
-	return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
-}
-var CLUSTERED;
-var init_render = __esmMin((() => {
-	init_source();
-	init_get_east_asian_width();
-	init_string_width();
-	init_exact_json();
-	init_safe_text();
-	CLUSTERED = /[\p{M}\p{Default_Ignorable_Code_Point}\p{Extended_Pictographic}\p{Regional_Indicator}\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]/u;
-}));
-// dist/output/results.js
-/** The one builder of an item's result: every result of every batch command is made here. */
-function itemResult(file, hash, status, details = {}) {
-	return {
-		schemaVersion: 1,
-		file,
-		hash,
-		status,
-		...details
-	};
-}
-/** The result of an input that was not processed, and why (a symbolic link, --fail-fast...). */
-function skippedResult(file, reason) {
-	return itemResult(file, null, "skipped", { reason });
-}
-/** The digest a registration's outcome is about. */
-function outcomeHash(outcome) {
-	return outcome.kind === "already-registered" ? outcome.hash : outcome.entry.hash;
-}
-/**
-* The result of an item whose registration ended with `outcome` (register,
-* complete of several, register --aggregate): its session when left
-* pending, else the record and what the service said. `details` come after,
-* `status` overrides (a registration whose receipt could not be written is
-* `failed`). `under`: a document under a Merkle root, whose registration
-* `outcome` is; the result is the document's, with its proof to the root.
-*/
-function outcomeResult(file, outcome, baseUrl, { details = {}, status, under } = {}) {
-	const hash = under?.sha256 ?? outcomeHash(outcome);
-	if (outcome.kind === "pending") {
-		const session = embed(outcome.entry.sessionJson);
-		return itemResult(file, hash, "pending", under ? {
-			session,
-			proof: under.proof
-		} : { session });
-	}
-	const said = outcome.kind === "already-registered" ? outcome.service : void 0;
-	return itemResult(file, hash, status ?? STATUS_OF[outcome.kind], {
-		...proofOf(baseUrl, hash, outcome.entry?.recordJson, under?.proof),
-		...said ? { message: said.message ?? null } : {},
-		...details
-	});
-}
-/**
-* What outcomeResult adds for a registration's receipt (--receipt-dir): its
-* path, and what failed once the registration itself went through (the
-* receipt could not be written, or the custody metadata not sent), which
-* fails the result; the record is still in it.
-*/
-function receiptDetails(receipt, failure) {
-	return {
-		details: {
-			...receipt ? { receipt } : {},
-			...failure ? { error: errorJson(failure) } : {}
-		},
-		...failure ? { status: "failed" } : {}
-	};
-}
-/**
-* The result of an input that failed, with the hash when it was known before
-* the failure; with the record or session the store could not save, exactly
-* as the service sent it (its only copy: ItemResults has it shown at once).
-*/
-function failedResult(file, hash, error) {
-	const { unsaved } = error;
-	const result = itemResult(file, hash, "failed", {
-		...unsaved ? { [unsaved.what]: embed(unsaved.text) } : {},
-		error: errorJson(error)
-	});
-	if (unsaved) CARRY_UNSAVED.add(result);
-	return result;
-}
-/**
-* What a result says of a hash the ledger (or the service) holds: the record
-* as the service sent it (null when this store has none) and its public page;
-* for a document under a Merkle root, the root's page and the proof to it.
-*/
-function proofOf(baseUrl, hash, recordJson, inclusion) {
-	return {
-		record: recordJson === void 0 ? null : embed(recordJson),
-		verificationUrl: verificationUrl(baseUrl, inclusion?.root ?? hash),
-		...inclusion ? { proof: inclusion } : {}
-	};
-}
-/**
-* A result without the service's record or session, nor a Merkle proof, for
-* batches that hold every result until the end only to print a table or a
-* summary: kept small however many documents there are.
-*/
-function compact(result) {
-	const rest = { ...result };
-	delete rest.record;
-	delete rest.session;
-	delete rest.proof;
-	return rest;
-}
-/**
-* Stored service text for embedding in a result: written exactly as the
-* service sent it (exact-json.ts); text that is not JSON is embedded as a string.
-*/
-function embed(text) {
-	return ExactJson.of(text) ?? text;
-}
-/** How many results have each status, in the order statuses first appear. */
-function countStatuses(results) {
-	const counts = /* @__PURE__ */ new Map();
-	for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
-	return counts;
-}
 /** The table of results, as its lines: file, status, hash, and the error message of failures. */
 function resultLines$1(results, colour) {
 	return tableLines([
@@ -16539,233 +16769,14 @@ function resultLines$1(results, colour) {
 		r.error?.message ?? r.reason ?? r.receipt ?? ""
 	]), colour);
 }
-var STATUS_OF, CARRY_UNSAVED, ItemResults, Checksums;
-var init_results = __esmMin((() => {
-	init_pages();
-	init_errors$2();
+var CLUSTERED;
+var init_render = __esmMin((() => {
+	init_source();
+	init_get_east_asian_width();
+	init_string_width();
 	init_exact_json();
-	init_render();
-	STATUS_OF = {
-		"already-registered": "already-registered",
-		pending: "pending",
-		completed: "registered"
-	};
-	CARRY_UNSAVED = /* @__PURE__ */ new WeakSet();
-	ItemResults = class {
-		keep;
-		#onResult;
-		#ready;
-		#onUnsaved;
-		#held = [];
-		#skipped = [];
-		/** By status, in the order statuses first settled: the summary of a batch that keeps nothing. */
-		#counts = /* @__PURE__ */ new Map();
-		constructor(options = {}) {
-			this.keep = options.keep ?? "whole";
-			this.#onResult = options.onResult;
-			this.#ready = options.ready ?? (() => Promise.resolve());
-			this.#onUnsaved = options.onResult ? void 0 : options.onUnsaved;
-		}
-		/** True when each result is passed on as it settles. */
-		get streams() {
-			return this.#onResult !== void 0;
-		}
-		/** Takes the result of the item at `index` (input order). */
-		add(index, result) {
-			this.#passOn(result);
-			if (this.keep !== "none") this.#held[index] = this.keep === "whole" ? result : compact(result);
-		}
-		/** What every result taken gets, in or out of the input order: counted, streamed, its unsaved answer shown. */
-		#passOn(result) {
-			this.#counts.set(result.status, (this.#counts.get(result.status) ?? 0) + 1);
-			this.#onResult?.(result);
-			if (CARRY_UNSAVED.has(result)) this.#onUnsaved?.(result);
-		}
-		/**
-		* Takes the result of an item with no place in the input order (a path a
-		* walk met and could not take, which still decides the run): counted,
-		* streamed, and kept after the items, as add does with the others.
-		*/
-		addUnordered(result) {
-			this.#passOn(result);
-			if (this.keep !== "none") this.#skipped.push(this.keep === "whole" ? result : compact(result));
-		}
-		/**
-		* Takes a path passed over while walking: streamed as met, else listed
-		* after the items. (A streamed one is not counted in the summary.)
-		*/
-		skip(result) {
-			if (this.#onResult) this.#onResult(result);
-			else this.#skipped.push(result);
-		}
-		/** How many items settled with each status (the paths skipped while walking are not items). */
-		get counts() {
-			return this.#counts;
-		}
-		/** See ItemResultsOptions.ready. */
-		ready() {
-			return this.#ready();
-		}
-		/** What was kept: the items in input order, then the paths skipped. */
-		list() {
-			return [...this.#held, ...this.#skipped];
-		}
-		/**
-		* One line: how many items, how many of each status (in input order when
-		* kept, else as they settled); "0 items" alone for none (`complete --all`
-		* with nothing pending).
-		*/
-		summary() {
-			const counts = this.keep === "none" ? this.#counts : countStatuses(this.list());
-			let total = 0;
-			for (const n of counts.values()) total += n;
-			if (total === 0) return "0 items";
-			const parts = [...counts].map(([status, n]) => `${n} ${status}`);
-			return `${total} item${total === 1 ? "" : "s"}: ${parts.join(", ")}`;
-		}
-	};
-	Checksums = class {
-		#keep;
-		#onChecksum;
-		#ready;
-		#kept = [];
-		constructor(options = {}) {
-			this.#keep = options.keep ?? true;
-			this.#onChecksum = options.onChecksum;
-			this.#ready = options.ready ?? (() => Promise.resolve());
-		}
-		/** Takes the next checksum in input order. */
-		add(checksum) {
-			this.#onChecksum?.(checksum);
-			if (this.#keep) this.#kept.push(checksum);
-		}
-		/** See ChecksumsOptions.ready. */
-		ready() {
-			return this.#ready();
-		}
-		/** What was kept, in input order. */
-		list() {
-			return this.#kept;
-		}
-	};
-}));
-// dist/output/github-results.js
-/**
-* A markdown table cell, shown as the text it is: escaped as for a terminal
-* (no line breaks, no bidi overrides), then every character markdown or
-* HTML could act on backslash-escaped (GitHub renders both in a summary,
-* and a file name or a receipt's URL is anyone's to write).
-*/
-function cell$1(text, redact) {
-	return forTerminal(redact(text)).replace(/[\\`*_{}[\]<>()!|~&]/g, "\\$&");
-}
-/**
-* A markdown link to `url` that cannot end its cell or its row: an http(s)
-* URL with every character markdown could read (brackets, parentheses,
-* pipes, quotes, spaces...) percent-encoded. A verification URL may come
-* from a receipt, which anyone can write; one that is no http(s) URL is
-* shown as text.
-*/
-function link(label, url, redact) {
-	let parsed;
-	try {
-		parsed = new URL(redact(url));
-	} catch {
-		return cell$1(url, redact);
-	}
-	if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return cell$1(url, redact);
-	return `[${label}](${parsed.href.replace(/[^A-Za-z0-9\-._~:/?#@!$&'*+,;=%]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`)})`;
-}
-/**
-* Why a result is what it is, in its own words: its error's message, else
-* its reason, else what its status means. A bare `unknown` (verify found no
-* receipt and no ledger entry) carries neither: it says so, and what to do,
-* as `notarize verify`'s hint does.
-*/
-function resultDetail(r) {
-	return r.error?.message ?? r.reason ?? STATUS_MEANING[r.status] ?? "";
-}
-/**
-* The markdown summary of a command's results. A row's Detail is its
-* verification link, and for a result that did not end well (a failed
-* registration can have a record and a link too) its detail first: the
-* link never hides why.
-*/
-function markdownSummary(title, results, redact, maxBytes = SUMMARY_MAX_BYTES) {
-	const row = (r) => {
-		const detail = [ANNOTATED.has(r.status) || !r.verificationUrl ? cell$1(resultDetail(r), redact) : "", r.verificationUrl ? link("verify", r.verificationUrl, redact) : ""].filter((part) => part !== "").join(" ");
-		return `| ${cell$1(r.file ?? "-", redact)} | ${r.status} | ${r.hash ? `\`${r.hash}\`` : "-"} | ${detail} |`;
-	};
-	const head = [
-		`### ${title}`,
-		"",
-		"| File | Status | SHA-256 | Detail |",
-		"|---|---|---|---|"
-	];
-	const text = (lines) => redact([
-		...head,
-		...lines,
-		""
-	].join("\n") + "\n");
-	const rows = results.map(row);
-	const whole = text(rows);
-	if (Buffer.byteLength(whole) <= maxBytes) return whole;
-	const order = results.map((_, i) => i).sort((a, b) => rank(results[a]) - rank(results[b]) || a - b);
-	const kept = [];
-	let bytes = Buffer.byteLength(text([])) + SUMMARY_NOTE_BYTES;
-	for (const i of order) {
-		bytes += Buffer.byteLength(rows[i]) + 1;
-		if (bytes > maxBytes) break;
-		kept.push(i);
-	}
-	kept.sort((a, b) => a - b);
-	const tally = [...countStatuses(results)].map(([status, n]) => `${n} ${status}`).join(", ");
-	const note = `${results.length - kept.length} more results are not shown (GitHub takes at most 1 MiB of summary per step; all ${results.length}: ${tally}); every result is in notarize's output (the action's \`results\` file)`;
-	return text([
-		...kept.map((i) => rows[i]),
-		"",
-		note
-	]);
-}
-/**
-* How many bytes this run's table may take, when the step's summary already
-* holds `written`: the docs' retry loop runs notarize three times in one
-* step, and three tables of 512 KiB made GitHub drop the step's summary whole.
-*/
-function summaryRoom(written) {
-	return Math.min(SUMMARY_MAX_BYTES, STEP_SUMMARY_LIMIT - written - SUMMARY_NOTE_BYTES);
-}
-/** Results that did not end well first (0), when not all rows fit. */
-function rank(result) {
-	return ANNOTATED.has(result.status) ? 0 : 1;
-}
-/** The `::error` annotations of the results that failed or were not verified, one line each. */
-function annotations(results, redact) {
-	const lines = [];
-	for (const r of results) {
-		if (!ANNOTATED.has(r.status)) continue;
-		const file = r.file && r.file !== "-" ? `file=${escapeProperty(r.file, redact)},` : "";
-		const message = resultDetail(r) || r.status;
-		lines.push(`::error ${file}title=${escapeProperty(`notarize: ${r.status}`, redact)}::${escapeData(message, redact)}`);
-	}
-	return lines;
-}
-var STATUS_MEANING, STEP_SUMMARY_LIMIT, SUMMARY_MAX_BYTES, SUMMARY_NOTE_BYTES, ANNOTATED;
-var init_github_results = __esmMin((() => {
-	init_receipts();
-	init_github();
-	init_results();
 	init_safe_text();
-	STATUS_MEANING = { unknown: `not verified: no receipt of it was found, nor an entry in a ledger, where one was searched: give its receipt (--receipt, --receipt-dir, or <document>${RECEIPT_SUFFIX} beside it); a document never registered, or whose receipt was not kept, has none to find` };
-	STEP_SUMMARY_LIMIT = 1048576;
-	SUMMARY_MAX_BYTES = 524288;
-	SUMMARY_NOTE_BYTES = 512;
-	ANNOTATED = /* @__PURE__ */ new Set([
-		"failed",
-		"modified",
-		"unknown",
-		"invalid"
-	]);
+	CLUSTERED = /[\p{M}\p{Default_Ignorable_Code_Point}\p{Extended_Pictographic}\p{Regional_Indicator}\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]/u;
 }));
 // dist/output/present.js
 /**
@@ -16825,25 +16836,30 @@ function checksumsFor(view) {
 function failureLine({ file, error }) {
 	return forTerminal(error instanceof InputFileError ? `notarize: ${error.path}: ${error.reason}` : `notarize: ${file}: ${error.message}`);
 }
-/** Shows a run's result; see the module comment. Its failure is the caller's to throw. */
-function present(view, result) {
+/**
+* Shows a run's result; see the module comment. Its failure is the caller's
+* to throw. Asynchronous only to load render.ts when a table is drawn: what
+* is shown, and in which order, is as if it were not.
+*/
+async function present(view, result) {
 	const { io } = view;
 	const json = view.format === "json";
+	const tables = async () => json ? void 0 : await loadRender();
 	switch (result.kind) {
 		case "outcome":
 			if (result.note) io.info(result.note);
-			if (result.outcome) showOutcome(io, result.outcome, result.baseUrl, json);
+			if (result.outcome) showOutcome(io, result.outcome, result.baseUrl, await tables());
 			if (result.receipt) io.info(`receipt: ${result.receipt}`);
 			break;
 		case "record":
 			if (result.note) io.info(result.note);
-			showRecord(io, result.recordJson, verificationUrl(result.baseUrl, result.hash), json);
+			showRecord(io, result.recordJson, verificationUrl(result.baseUrl, result.hash), await tables());
 			break;
 		case "items": {
 			const { items } = result;
 			const results = items.list();
 			if (view.format === "json") io.dataJsonArray(results);
-			else if (view.format === "table" && results.length > 0) io.dataLines(resultLines$1(results, io.colour));
+			else if (view.format === "table" && results.length > 0) io.dataLines((await loadRender()).resultLines(results, io.colour));
 			io.info(items.summary());
 			break;
 		}
@@ -16861,7 +16877,7 @@ function present(view, result) {
 			for (const warning of result.warnings ?? []) io.warn(warning);
 			if (json) io.dataJsonArray(result.rows);
 			else if (result.rows.length === 0 && result.empty !== void 0) io.info(result.empty);
-			else io.dataLines(tableLines([...result.headers], result.rows.map((row) => result.cells(row)), io.colour));
+			else io.dataLines((await loadRender()).tableLines([...result.headers], result.rows.map((row) => result.cells(row)), io.colour));
 			break;
 		case "value":
 			if (json && result.json !== void 0) io.dataJson(JSON.stringify(result.json));
@@ -16922,28 +16938,28 @@ function parsedObject(text) {
 	} catch {}
 	return { answer: text };
 }
-/** A completed record; with --json, the service's exact text. */
-function showRecord(io, recordJson, verification, json) {
-	if (json) io.dataJson(recordJson);
-	else io.data(renderRecord(parsedObject(recordJson), { verification }, io.colour));
+/** A completed record: as a table with `render`, else (--json) the service's exact text. */
+function showRecord(io, recordJson, verification, render) {
+	if (render) io.data(render.renderRecord(parsedObject(recordJson), { verification }, io.colour));
+	else io.dataJson(recordJson);
 }
 /**
 * The outcome of register or complete: the record (or, for a registration
 * left pending, the session) on stdout, exactly as the service sent it with
 * --json, as a table otherwise; what happened on stderr.
 */
-function showOutcome(io, outcome, baseUrl, json) {
+function showOutcome(io, outcome, baseUrl, render) {
 	switch (outcome.kind) {
 		case "already-registered":
-			showAlreadyRegistered(io, outcome, verificationUrl(baseUrl, outcome.hash), json);
+			showAlreadyRegistered(io, outcome, verificationUrl(baseUrl, outcome.hash), render);
 			return;
 		case "pending": {
 			const { entry } = outcome;
 			io.info(`${outcome.reused ? "a session was already pending" : "session saved"} for ${entry.hash}; complete it with: notarize complete ${entry.hash} (or the same register command without --no-complete, which also writes its receipt with --receipt-dir)`);
-			if (json) io.dataJson(entry.sessionJson);
+			if (!render) io.dataJson(entry.sessionJson);
 			else {
 				const session = parsedObject(entry.sessionJson);
-				io.data(renderRecord({
+				io.data(render.renderRecord({
 					hash: entry.hash,
 					description: entry.description,
 					savedAt: entry.savedAt,
@@ -16954,7 +16970,7 @@ function showOutcome(io, outcome, baseUrl, json) {
 		}
 		case "completed":
 			io.info(`registered ${outcome.entry.hash}${outcome.reusedSession ? " (with the pending session)" : ""}`);
-			showRecord(io, outcome.entry.recordJson, verificationUrl(baseUrl, outcome.entry.hash), json);
+			showRecord(io, outcome.entry.recordJson, verificationUrl(baseUrl, outcome.entry.hash), render);
 			showCustody(io, outcome.custody);
 			return;
 	}
@@ -16983,19 +16999,19 @@ function showCustody(io, custody) {
 * record when this store has one; otherwise the service's words, no record,
 * and the public verification page.
 */
-function showAlreadyRegistered(io, outcome, verification, json) {
+function showAlreadyRegistered(io, outcome, verification, render) {
 	const { hash, entry, service } = outcome;
 	const said = service ? `the service says so (409${service.message ? `: ${service.message}` : ""})` : void 0;
 	if (service?.retiredSession) io.info(`its pending session was moved aside to ${service.retiredSession}`);
 	if (entry) {
 		io.info(`${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ""})` + (said ? "" : "; `notarize register --force` registers it again"));
-		showRecord(io, entry.recordJson, verification, json);
+		showRecord(io, entry.recordJson, verification, render);
 		showCustody(io, outcome.custody);
 		return;
 	}
 	io.info(`${hash} is already registered: ${said ?? "the service says so"}; this store has no record of it, see ${verification}`);
 	showCustody(io, outcome.custody);
-	if (json) {
+	if (!render) {
 		const summary = {
 			hash,
 			status: "already-registered",
@@ -17004,21 +17020,23 @@ function showAlreadyRegistered(io, outcome, verification, json) {
 			message: service?.message ?? null
 		};
 		io.dataJson(JSON.stringify(summary, null, 2));
-	} else io.data(renderRecord({
+	} else io.data(render.renderRecord({
 		hash,
 		status: "already registered (the service says so; no local record)",
 		message: service?.message ?? null
 	}, { verification }, io.colour));
 }
+var loadRender;
 var init_present = __esmMin((() => {
 	init_pages();
 	init_errors$2();
 	init_github();
 	init_github_results();
 	init_exact_json();
-	init_render();
 	init_results();
 	init_safe_text();
+	init_wording();
+	loadRender = () => Promise.resolve().then(() => (init_render(), render_exports));
 }));
 // dist/commands/action.js
 /**
@@ -17035,8 +17053,8 @@ function viewOf(ctx, format) {
 	};
 }
 /** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
-function finish(view, result) {
-	present(view, result);
+async function finish(view, result) {
+	await present(view, result);
 	if (result.failure !== void 0) throw result.failure;
 }
 /**
@@ -17045,7 +17063,7 @@ function finish(view, result) {
 * finishes as above.
 */
 async function finishItems(view, run) {
-	finish(view, await run(itemResultsFor(view)));
+	await finish(view, await run(itemResultsFor(view)));
 }
 var init_action = __esmMin((() => {
 	init_errors$2();
@@ -21843,7 +21861,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_receipts();
 	init_receipt_format();
 	init_errors$2();
-	init_render();
+	init_wording();
 	init_results();
 	init_safe_text();
 	init_interrupt();
@@ -22760,7 +22778,7 @@ var init_register = __esmMin((() => {
 	init_errors$2();
 	init_fd_shortage();
 	init_present();
-	init_render();
+	init_wording();
 	init_results();
 	init_safe_text();
 	init_interrupt();
@@ -23597,7 +23615,7 @@ ${examples([
 			serviceStore: () => ctx.serviceStore
 		};
 		if (hashes.length === 1 && !flags.all) {
-			finish(viewOf(ctx), await runComplete({
+			await finish(viewOf(ctx), await runComplete({
 				...flags,
 				...common,
 				hash: hashes[0]
@@ -23810,7 +23828,7 @@ var init_complete = __esmMin((() => {
 	init_fd_shortage();
 	init_exact_json();
 	init_present();
-	init_render();
+	init_wording();
 	init_results();
 	init_action();
 	init_settings();
@@ -23852,11 +23870,11 @@ ${examples([
 		"notarize complete --all --quiet"
 	])}`).action(async () => {
 		const ctx = context();
-		finish(viewOf(ctx), await runPending({ serviceStore: () => ctx.serviceStore }));
+		await finish(viewOf(ctx), await runPending({ serviceStore: () => ctx.serviceStore }));
 	});
 	command.command("drop <hash>").description("retire a pending session: move it aside (kept, never sent again, no longer listed)").action(async (hash) => {
 		const ctx = context();
-		finish(viewOf(ctx), await runPendingDrop({
+		await finish(viewOf(ctx), await runPendingDrop({
 			hash,
 			serviceStore: () => ctx.serviceStore
 		}));
@@ -23978,7 +23996,7 @@ var init_pending = __esmMin((() => {
 	init_hash$1();
 	init_trees();
 	init_errors$2();
-	init_render();
+	init_wording();
 	init_results();
 	init_disk();
 	init_files();
@@ -24012,7 +24030,7 @@ ${examples([
 		const ctx = context();
 		const flags = parseOptions(optionsSchema$4, raw, command);
 		const view = viewOf(ctx);
-		finish(view, await runHash({
+		await finish(view, await runHash({
 			...flags,
 			paths,
 			io: ctx.io
@@ -24884,7 +24902,7 @@ ${examples([
 		"notarize list --json > notarizations.json"
 	])}`).action(async () => {
 		const ctx = context();
-		finish(viewOf(ctx), await runList({
+		await finish(viewOf(ctx), await runList({
 			baseUrl: () => ctx.baseUrl,
 			serviceStore: () => ctx.serviceStore
 		}));
@@ -24953,7 +24971,7 @@ ${examples([
 		"notarize show dist/app.tar.gz --json > record.json"
 	])}`).action(async (target) => {
 		const ctx = context();
-		finish(viewOf(ctx), await runShow({
+		await finish(viewOf(ctx), await runShow({
 			target,
 			baseUrl: () => ctx.baseUrl,
 			serviceStore: () => ctx.serviceStore
@@ -25010,7 +25028,7 @@ ${examples([
 	])}`).action(async (target, raw) => {
 		const ctx = context();
 		const flags = parseOptions(optionsSchema$2, raw, command);
-		finish(viewOf(ctx), await runReceipt({
+		await finish(viewOf(ctx), await runReceipt({
 			...flags,
 			target,
 			baseUrl: () => ctx.baseUrl,
@@ -25554,7 +25572,7 @@ ${examples([
 			store: () => ctx.store,
 			api: () => ctx.api()
 		});
-		finish(viewOf(ctx), result);
+		await finish(viewOf(ctx), result);
 	});
 }
 async function obtainKey(options) {
@@ -25660,7 +25678,7 @@ function configure$3(command, context) {
 			store: () => ctx.store,
 			envToken: ctx.env.NOTARIZE_TOKEN
 		};
-		finish(viewOf(ctx), await runLogout(options));
+		await finish(viewOf(ctx), await runLogout(options));
 	});
 }
 /** Forgets the stored token of the service, and says whether there was one. */
@@ -25709,16 +25727,16 @@ function configure$2(command, context) {
 		"NOTARIZE_BASE_URL=https://app.dedit.io notarize config get baseUrl"
 	])}`);
 	const resolver = (ctx) => (key) => ctx.resolveSetting(key);
-	command.command("get").addArgument(keyArgument()).description("print the value in effect").action((key) => {
+	command.command("get").addArgument(keyArgument()).description("print the value in effect").action(async (key) => {
 		const ctx = context();
-		finish(viewOf(ctx), runConfigGet({
+		await finish(viewOf(ctx), runConfigGet({
 			key,
 			resolve: resolver(ctx)
 		}));
 	});
 	command.command("set").addArgument(keyArgument()).argument("<value>", "the value to store").description("store a value").action(async (key, value) => {
 		const ctx = context();
-		finish(viewOf(ctx), await runConfigSet({
+		await finish(viewOf(ctx), await runConfigSet({
 			key,
 			value,
 			store: () => ctx.store,
@@ -25727,19 +25745,19 @@ function configure$2(command, context) {
 	});
 	command.command("unset").addArgument(keyArgument()).description("remove a stored value (the default applies again)").action(async (key) => {
 		const ctx = context();
-		finish(viewOf(ctx), await runConfigUnset({
+		await finish(viewOf(ctx), await runConfigUnset({
 			key,
 			store: () => ctx.store,
 			resolve: resolver(ctx)
 		}));
 	});
-	command.command("list").description("every setting with its value and where it comes from").action(() => {
+	command.command("list").description("every setting with its value and where it comes from").action(async () => {
 		const ctx = context();
-		finish(viewOf(ctx), runConfigList({ resolve: resolver(ctx) }));
+		await finish(viewOf(ctx), runConfigList({ resolve: resolver(ctx) }));
 	});
-	command.command("path").description("print the store directory (with --json: {\"path\"})").action(() => {
+	command.command("path").description("print the store directory (with --json: {\"path\"})").action(async () => {
 		const ctx = context();
-		finish(viewOf(ctx), runConfigPath({ store: () => ctx.store }));
+		await finish(viewOf(ctx), runConfigPath({ store: () => ctx.store }));
 	});
 }
 /** The value in effect of a setting named by the user, and where it comes from. */
@@ -26716,7 +26734,7 @@ ${examples([
 		const ctx = context();
 		const flags = parseOptions(optionsSchema, raw, command);
 		const view = viewOf(ctx);
-		finish(view, await runSandbox({
+		await finish(view, await runSandbox({
 			...flags,
 			envFaults: ctx.env.NOTARIZE_SANDBOX_FAULTS,
 			envApiKey: ctx.env.NOTARIZE_SANDBOX_API_KEY,
@@ -26762,7 +26780,7 @@ async function runSandbox(options) {
 	const stop = new AbortController();
 	const stopped = options.stopped ?? signalled(stop.signal);
 	const { url } = sandbox;
-	options.onListening({
+	await options.onListening({
 		kind: "value",
 		json: {
 			url,
@@ -27590,7 +27608,7 @@ function configure(command, context, commands) {
 			program: command.parent ?? command,
 			commands
 		});
-		finish(viewOf(context()), result);
+		await finish(viewOf(context()), result);
 	});
 }
 /** The completion script of `shell` for `program` and every command of the registry, as data. */
@@ -42147,6 +42165,7 @@ function processIO(env, streams = {}) {
 		startSpinner: (text) => {
 			let spinner;
 			let stopped = false;
+			let latest = text;
 			const fitted = (line) => withinWidth(line, stderrColumns(), 2);
 			const stop = () => {
 				stopped = true;
@@ -42157,7 +42176,7 @@ function processIO(env, streams = {}) {
 				if (stopped) return;
 				atLeastOneColumn(process.stderr);
 				spinner = ora({
-					text: fitted(text),
+					text: fitted(latest),
 					stream: process.stderr,
 					discardStdin: false,
 					isEnabled: true,
@@ -42166,6 +42185,7 @@ function processIO(env, streams = {}) {
 			});
 			return {
 				update: (next) => {
+					latest = next;
 					if (spinner) spinner.text = fitted(next);
 				},
 				stop: () => {

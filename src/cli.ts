@@ -137,6 +137,8 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
       // ora is loaded only when a spinner is really shown, on a terminal.
       let spinner: { text: string; stop(): void } | undefined;
       let stopped = false;
+      // The step said last: one said while ora still loads is the one its first frame shows.
+      let latest = text;
       // After its frame and a space: one row, as a progress line (withinWidth).
       const fitted = (line: string) => withinWidth(line, stderrColumns(), 2);
       const stop = () => {
@@ -148,7 +150,7 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
         if (stopped) return;
         atLeastOneColumn(process.stderr);
         spinner = ora({
-          text: fitted(text),
+          text: fitted(latest),
           stream: process.stderr,
           // ora's default puts standard input in raw mode to swallow keys, which turns off the
           // terminal's own Ctrl-C, and (stdin-discarder 0.3) never reads the ^C it promises to pass on:
@@ -162,6 +164,7 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
       });
       return {
         update: (next) => {
+          latest = next;
           if (spinner) spinner.text = fitted(next);
         },
         stop: () => {

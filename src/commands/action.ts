@@ -24,8 +24,8 @@ export function viewOf(ctx: Context, format?: Format): View {
 }
 
 /** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
-export function finish(view: View, result: CommandResult): void {
-  present(view, result);
+export async function finish(view: View, result: CommandResult): Promise<void> {
+  await present(view, result);
   if (result.failure !== undefined) throw result.failure;
 }
 
@@ -35,5 +35,5 @@ export function finish(view: View, result: CommandResult): void {
  * finishes as above.
  */
 export async function finishItems(view: View, run: (items: ItemResults) => Promise<CommandResult>): Promise<void> {
-  finish(view, await run(itemResultsFor(view)));
+  await finish(view, await run(itemResultsFor(view)));
 }

@@ -30,7 +30,7 @@ import { fitConcurrency } from '../fd-shortage.js';
 import { withoutByteOrderMark } from '../exact-json.js';
 import type { IO } from '../output/io.js';
 import { sentMetadata, showMetadataSent, type ItemsResult, type OutcomeResult } from '../output/present.js';
-import { someDocuments } from '../output/render.js';
+import { someDocuments } from '../output/wording.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { finish, finishItems, viewOf } from './action.js';
@@ -106,7 +106,7 @@ ${examples([
         serviceStore: () => ctx.serviceStore,
       };
       if (hashes.length === 1 && !flags.all) {
-        finish(viewOf(ctx), await runComplete({ ...flags, ...common, hash: hashes[0]! }));
+        await finish(viewOf(ctx), await runComplete({ ...flags, ...common, hash: hashes[0]! }));
         return;
       }
       await finishItems(viewOf(ctx), (items) => runCompleteMany({ ...flags, ...common, hashes, items }));

@@ -41,9 +41,9 @@ export function configure(command: Command, context: () => Context): void {
     .command('get')
     .addArgument(keyArgument())
     .description('print the value in effect')
-    .action((key: string) => {
+    .action(async (key: string) => {
       const ctx = context();
-      finish(viewOf(ctx), runConfigGet({ key, resolve: resolver(ctx) }));
+      await finish(viewOf(ctx), runConfigGet({ key, resolve: resolver(ctx) }));
     });
   command
     .command('set')
@@ -52,7 +52,7 @@ export function configure(command: Command, context: () => Context): void {
     .description('store a value')
     .action(async (key: string, value: string) => {
       const ctx = context();
-      finish(viewOf(ctx), await runConfigSet({ key, value, store: () => ctx.store, resolve: resolver(ctx) }));
+      await finish(viewOf(ctx), await runConfigSet({ key, value, store: () => ctx.store, resolve: resolver(ctx) }));
     });
   command
     .command('unset')
@@ -60,21 +60,21 @@ export function configure(command: Command, context: () => Context): void {
     .description('remove a stored value (the default applies again)')
     .action(async (key: string) => {
       const ctx = context();
-      finish(viewOf(ctx), await runConfigUnset({ key, store: () => ctx.store, resolve: resolver(ctx) }));
+      await finish(viewOf(ctx), await runConfigUnset({ key, store: () => ctx.store, resolve: resolver(ctx) }));
     });
   command
     .command('list')
     .description('every setting with its value and where it comes from')
-    .action(() => {
+    .action(async () => {
       const ctx = context();
-      finish(viewOf(ctx), runConfigList({ resolve: resolver(ctx) }));
+      await finish(viewOf(ctx), runConfigList({ resolve: resolver(ctx) }));
     });
   command
     .command('path')
     .description('print the store directory (with --json: {"path"})')
-    .action(() => {
+    .action(async () => {
       const ctx = context();
-      finish(viewOf(ctx), runConfigPath({ store: () => ctx.store }));
+      await finish(viewOf(ctx), runConfigPath({ store: () => ctx.store }));
     });
 }
 

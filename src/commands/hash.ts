@@ -50,7 +50,7 @@ ${examples([
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
       const view = viewOf(ctx);
-      finish(view, await runHash({ ...flags, paths, io: ctx.io }, checksumsFor(view)));
+      await finish(view, await runHash({ ...flags, paths, io: ctx.io }, checksumsFor(view)));
     });
 }
 

@@ -26,7 +26,7 @@ ${examples(['notarize list', '# CI: keep the ledger as a build artifact', 'notar
     )
     .action(async () => {
       const ctx = context();
-      finish(viewOf(ctx), await runList({ baseUrl: () => ctx.baseUrl, serviceStore: () => ctx.serviceStore }));
+      await finish(viewOf(ctx), await runList({ baseUrl: () => ctx.baseUrl, serviceStore: () => ctx.serviceStore }));
     });
 }
 

@@ -63,7 +63,7 @@ ${examples([
         store: () => ctx.store,
         api: () => ctx.api(),
       });
-      finish(viewOf(ctx), result);
+      await finish(viewOf(ctx), result);
     });
 }
 

@@ -12,7 +12,7 @@ import { normalizeHash } from '../core/hash.js';
 import { sessionsUnderRoots } from '../core/trees.js';
 import { UsageError } from '../errors.js';
 import type { RowsResult, ValueResult } from '../output/present.js';
-import { someDocuments } from '../output/render.js';
+import { someDocuments } from '../output/wording.js';
 import { embed } from '../output/results.js';
 import type { ExactJson } from '../exact-json.js';
 import { diskRefusedBeforeSending } from '../store/disk.js';
@@ -57,14 +57,14 @@ ${examples([
     )
     .action(async () => {
       const ctx = context();
-      finish(viewOf(ctx), await runPending({ serviceStore: () => ctx.serviceStore }));
+      await finish(viewOf(ctx), await runPending({ serviceStore: () => ctx.serviceStore }));
     });
   command
     .command('drop <hash>')
     .description('retire a pending session: move it aside (kept, never sent again, no longer listed)')
     .action(async (hash: string) => {
       const ctx = context();
-      finish(viewOf(ctx), await runPendingDrop({ hash, serviceStore: () => ctx.serviceStore }));
+      await finish(viewOf(ctx), await runPendingDrop({ hash, serviceStore: () => ctx.serviceStore }));
     });
 }
 

@@ -56,7 +56,7 @@ ${examples([
     .action(async (target: string, raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      finish(
+      await finish(
         viewOf(ctx),
         await runReceipt({
           ...flags,

@@ -25,7 +25,7 @@ import {
 import { receiptText, redactedReceipt, redactedReceiptWarning, type InclusionProof } from '../core/receipt-format.js';
 import { ProtocolError, sentAlready, TransientError, UsageError, type NotarizeError } from '../errors.js';
 import type { ItemsResult } from '../output/present.js';
-import { someDocuments } from '../output/render.js';
+import { someDocuments } from '../output/wording.js';
 import { failedResult, itemResult, outcomeResult, receiptDetails, type ItemResults } from '../output/results.js';
 import type { ServiceStore } from '../store/service-store.js';
 import { escapeControls } from '../output/safe-text.js';

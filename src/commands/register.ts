@@ -34,7 +34,7 @@ import {
   type OutcomeResult,
   type RecordResult,
 } from '../output/present.js';
-import { formatBytes, someDocuments } from '../output/render.js';
+import { formatBytes, someDocuments } from '../output/wording.js';
 import {
   failedResult,
   itemResult,

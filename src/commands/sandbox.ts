@@ -36,7 +36,7 @@ export interface SandboxOptions extends z.infer<typeof optionsSchema> {
   /** NOTARIZE_SANDBOX_API_KEY, raw: the key to accept (default: a random one). */
   envApiKey: string | undefined;
   /** Called once the sandbox listens, with its URL and key: shown while it runs. */
-  onListening: (result: ValueResult) => void;
+  onListening: (result: ValueResult) => Promise<void> | void;
   /** Resolves when the sandbox should stop; default: SIGINT or SIGTERM. */
   stopped?: Promise<unknown>;
 }
@@ -73,7 +73,7 @@ ${examples([
         envApiKey: ctx.env.NOTARIZE_SANDBOX_API_KEY,
         onListening: (listening) => present(view, listening),
       });
-      finish(view, result);
+      await finish(view, result);
     });
 }
 
@@ -121,7 +121,7 @@ export async function runSandbox(options: SandboxOptions): Promise<ValueResult> 
   const stop = new AbortController();
   const stopped = options.stopped ?? signalled(stop.signal);
   const { url } = sandbox;
-  options.onListening({
+  await options.onListening({
     kind: 'value',
     json: { url, apiKey: sandbox.apiKey },
     text: {

@@ -30,7 +30,10 @@ ${examples([
     )
     .action(async (target: string) => {
       const ctx = context();
-      finish(viewOf(ctx), await runShow({ target, baseUrl: () => ctx.baseUrl, serviceStore: () => ctx.serviceStore }));
+      await finish(
+        viewOf(ctx),
+        await runShow({ target, baseUrl: () => ctx.baseUrl, serviceStore: () => ctx.serviceStore }),
+      );
     });
 }
 

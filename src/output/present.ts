@@ -13,9 +13,10 @@ import { inGitHubActions } from './github.js';
 import { annotations, markdownSummary, SUMMARY_MIN_BYTES, summaryRoom } from './github-results.js';
 import { ExactJson, memberText, stringifyExact } from '../exact-json.js';
 import type { IO } from './io.js';
-import { checksumLine, renderRecord, tableLines } from './render.js';
-import { Checksums, ItemResults, resultLines, type Checksum, type ItemResult } from './results.js';
+import type * as RenderModule from './render.js';
+import { Checksums, ItemResults, type Checksum, type ItemResult } from './results.js';
 import { forTerminal } from './safe-text.js';
+import { checksumLine } from './wording.js';
 
 /** How data is printed: --json (or --output json), --output ndjson, or the default table. */
 export type Format = 'table' | 'json' | 'ndjson';
@@ -27,6 +28,16 @@ export interface View {
   env: NodeJS.ProcessEnv;
   format: Format;
 }
+
+/** The tables and record views of render.ts. */
+type Render = typeof RenderModule;
+
+/**
+ * render.ts, loaded at the first table or record drawn: its width and colour
+ * packages cost a run tens of milliseconds to load, which a run printing JSON
+ * or NDJSON (most CI runs) has no use for.
+ */
+const loadRender = (): Promise<Render> => import('./render.js');
 
 /** A GitHub Actions step summary: a command's item results under a title. */
 export interface GitHubReport {
@@ -168,26 +179,33 @@ function failureLine({ file, error }: Extract<Checksum, { error: unknown }>): st
   );
 }
 
-/** Shows a run's result; see the module comment. Its failure is the caller's to throw. */
-export function present(view: View, result: CommandResult): void {
+/**
+ * Shows a run's result; see the module comment. Its failure is the caller's
+ * to throw. Asynchronous only to load render.ts when a table is drawn: what
+ * is shown, and in which order, is as if it were not.
+ */
+export async function present(view: View, result: CommandResult): Promise<void> {
   const { io } = view;
   const json = view.format === 'json';
+  // Where a record or a table is shown, instead of JSON: the renderer, loaded then.
+  const tables = async () => (json ? undefined : await loadRender());
   switch (result.kind) {
     case 'outcome':
       if (result.note) io.info(result.note);
-      if (result.outcome) showOutcome(io, result.outcome, result.baseUrl, json);
+      if (result.outcome) showOutcome(io, result.outcome, result.baseUrl, await tables());
       if (result.receipt) io.info(`receipt: ${result.receipt}`);
       break;
     case 'record':
       if (result.note) io.info(result.note);
-      showRecord(io, result.recordJson, verificationUrl(result.baseUrl, result.hash), json);
+      showRecord(io, result.recordJson, verificationUrl(result.baseUrl, result.hash), await tables());
       break;
     case 'items': {
       const { items } = result;
       const results = items.list();
       if (view.format === 'json') io.dataJsonArray(results);
       // No rows, no table: a header alone says nothing the summary does not.
-      else if (view.format === 'table' && results.length > 0) io.dataLines(resultLines(results, io.colour));
+      else if (view.format === 'table' && results.length > 0)
+        io.dataLines((await loadRender()).resultLines(results, io.colour));
       io.info(items.summary());
       break;
     }
@@ -205,7 +223,7 @@ export function present(view: View, result: CommandResult): void {
       else if (result.rows.length === 0 && result.empty !== undefined) io.info(result.empty);
       else
         io.dataLines(
-          tableLines(
+          (await loadRender()).tableLines(
             [...result.headers],
             result.rows.map((row) => result.cells(row)),
             io.colour,
@@ -289,10 +307,10 @@ function parsedObject(text: string): Record<string, unknown> {
   return { answer: text };
 }
 
-/** A completed record; with --json, the service's exact text. */
-function showRecord(io: IO, recordJson: string, verification: string, json: boolean): void {
-  if (json) io.dataJson(recordJson);
-  else io.data(renderRecord(parsedObject(recordJson), { verification }, io.colour));
+/** A completed record: as a table with `render`, else (--json) the service's exact text. */
+function showRecord(io: IO, recordJson: string, verification: string, render: Render | undefined): void {
+  if (render) io.data(render.renderRecord(parsedObject(recordJson), { verification }, io.colour));
+  else io.dataJson(recordJson);
 }
 
 /**
@@ -300,10 +318,10 @@ function showRecord(io: IO, recordJson: string, verification: string, json: bool
  * left pending, the session) on stdout, exactly as the service sent it with
  * --json, as a table otherwise; what happened on stderr.
  */
-function showOutcome(io: IO, outcome: Outcome, baseUrl: string, json: boolean): void {
+function showOutcome(io: IO, outcome: Outcome, baseUrl: string, render: Render | undefined): void {
   switch (outcome.kind) {
     case 'already-registered':
-      showAlreadyRegistered(io, outcome, verificationUrl(baseUrl, outcome.hash), json);
+      showAlreadyRegistered(io, outcome, verificationUrl(baseUrl, outcome.hash), render);
       return;
     case 'pending': {
       const { entry } = outcome;
@@ -312,11 +330,11 @@ function showOutcome(io: IO, outcome: Outcome, baseUrl: string, json: boolean): 
           `complete it with: notarize complete ${entry.hash} (or the same register command without --no-complete, ` +
           'which also writes its receipt with --receipt-dir)',
       );
-      if (json) io.dataJson(entry.sessionJson);
+      if (!render) io.dataJson(entry.sessionJson);
       else {
         const session = parsedObject(entry.sessionJson);
         io.data(
-          renderRecord(
+          render.renderRecord(
             { hash: entry.hash, description: entry.description, savedAt: entry.savedAt, ...session },
             {},
             io.colour,
@@ -327,7 +345,7 @@ function showOutcome(io: IO, outcome: Outcome, baseUrl: string, json: boolean): 
     }
     case 'completed':
       io.info(`registered ${outcome.entry.hash}${outcome.reusedSession ? ' (with the pending session)' : ''}`);
-      showRecord(io, outcome.entry.recordJson, verificationUrl(baseUrl, outcome.entry.hash), json);
+      showRecord(io, outcome.entry.recordJson, verificationUrl(baseUrl, outcome.entry.hash), render);
       showCustody(io, outcome.custody);
       return;
   }
@@ -370,7 +388,7 @@ function showAlreadyRegistered(
   io: IO,
   outcome: Extract<Outcome, { kind: 'already-registered' }>,
   verification: string,
-  json: boolean,
+  render: Render | undefined,
 ): void {
   const { hash, entry, service } = outcome;
   const said = service ? `the service says so (409${service.message ? `: ${service.message}` : ''})` : undefined;
@@ -381,7 +399,7 @@ function showAlreadyRegistered(
       `${hash} is already registered (completed ${entry.completedAt}${said ? `; ${said}` : ''})` +
         (said ? '' : '; `notarize register --force` registers it again'),
     );
-    showRecord(io, entry.recordJson, verification, json);
+    showRecord(io, entry.recordJson, verification, render);
     showCustody(io, outcome.custody);
     return;
   }
@@ -389,7 +407,7 @@ function showAlreadyRegistered(
     `${hash} is already registered: ${said ?? 'the service says so'}; this store has no record of it, see ${verification}`,
   );
   showCustody(io, outcome.custody);
-  if (json) {
+  if (!render) {
     const summary = {
       hash,
       status: 'already-registered',
@@ -400,7 +418,7 @@ function showAlreadyRegistered(
     io.dataJson(JSON.stringify(summary, null, 2));
   } else {
     io.data(
-      renderRecord(
+      render.renderRecord(
         {
           hash,
           status: 'already registered (the service says so; no local record)',

@@ -1,13 +1,18 @@
 /**
- * Renderers: turn data into the text commands print. Pure functions of their
+ * Renderers: turn data into the tables commands print. Pure functions of their
  * input, so tests can assert on them without a terminal. Every cell is
  * escaped with `forTerminal` (see safe-text.ts) before it is measured and
- * styled: the data, never our own colours.
+ * styled: the data, never our own colours. Measuring and styling take
+ * packages that cost a run tens of milliseconds to load (string-width builds
+ * an Intl.Segmenter and Unicode property regexes, chalk probes the terminal):
+ * present.ts loads this module only when it draws a table, never for JSON or
+ * NDJSON; plain-text lines that need neither are wording.ts's.
  */
 import { Chalk } from 'chalk';
 import { eastAsianWidth } from 'get-east-asian-width';
 import stringWidth from 'string-width';
 import { ExactJson, stringifyExact } from '../exact-json.js';
+import type { ItemResult } from './results.js';
 import { forTerminal, lineStart } from './safe-text.js';
 
 /** A two-column "field  value" table of every field of a record, unknown ones included. */
@@ -112,26 +117,11 @@ function startingLine(cells: string[]): string[] {
   return out;
 }
 
-/** A `sha256sum` line: names with a backslash or newline get GNU's escaping and a leading backslash. */
-export function checksumLine(hash: string, name: string): string {
-  if (!/[\\\n\r]/.test(name)) return `${hash}  ${name}`;
-  const escaped = name.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
-  return `\\${hash}  ${escaped}`;
-}
-
-/** How a warning names the documents it is about: the one digest, or how many and the first. */
-export function someDocuments(count: number, first: string): string {
-  return count === 1 ? first : `${count} documents (among them ${first})`;
-}
-
-/** Bytes in binary units, for progress lines: "512.0 MiB". */
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+/** The table of results, as its lines: file, status, hash, and the error message of failures. */
+export function resultLines(results: readonly ItemResult[], colour: boolean): string[] {
+  return tableLines(
+    ['STATUS', 'HASH', 'FILE', 'DETAIL'],
+    results.map((r) => [r.status, r.hash ?? '-', r.file ?? '-', r.error?.message ?? r.reason ?? r.receipt ?? '']),
+    colour,
+  );
 }

@@ -10,7 +10,6 @@ import type { Outcome } from '../core/notarize.js';
 import type { InclusionProof } from '../core/receipt-format.js';
 import { errorJson, type ErrorJson, type NotarizeError } from '../errors.js';
 import { ExactJson } from '../exact-json.js';
-import { tableLines } from './render.js';
 
 export const RESULT_SCHEMA_VERSION = 1;
 
@@ -347,13 +346,4 @@ export class Checksums {
   list(): readonly Checksum[] {
     return this.#kept;
   }
-}
-
-/** The table of results, as its lines: file, status, hash, and the error message of failures. */
-export function resultLines(results: readonly ItemResult[], colour: boolean): string[] {
-  return tableLines(
-    ['STATUS', 'HASH', 'FILE', 'DETAIL'],
-    results.map((r) => [r.status, r.hash ?? '-', r.file ?? '-', r.error?.message ?? r.reason ?? r.receipt ?? '']),
-    colour,
-  );
 }

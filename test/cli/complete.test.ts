@@ -52,7 +52,7 @@ describe('runComplete', () => {
     expect(result.failure).toBeUndefined();
     expect(bed.ledgerHashes()).toEqual([hash]);
     expect(bed.pendingHashes()).toEqual([]);
-    present({ io: t.io, env: {}, format: 'json' }, result);
+    await present({ io: t.io, env: {}, format: 'json' }, result);
     expect(t.stdout()).toBe(`${bed.ledgerEntry(hash).recordJson}\n`);
     expect(t.stderr()).toBe(`registered ${hash} (with the pending session)\n`);
   });

@@ -116,20 +116,20 @@ describe('config run functions', () => {
     });
   });
 
-  it('list: every declared setting, in order, with its value, source and variable', () => {
+  it('list: every declared setting, in order, with its value, source and variable', async () => {
     const s = setup({ NOTARIZE_RETRIES: '1' });
     const result = runConfigList({ resolve: s.resolve });
     expect(result.rows.map((r) => [r.key, r.source, r.env])).toEqual(
       SETTINGS.map((d) => [d.key, d.key === 'retries' ? 'env' : 'default', d.env]),
     );
-    present({ io: s.io, env: {}, format: 'table' }, result);
+    await present({ io: s.io, env: {}, format: 'table' }, result);
     const lines = s.stdout().trimEnd().split('\n');
     expect(lines[0]).toMatch(/^KEY +VALUE +SOURCE +ENV$/);
     expect(lines).toContainEqual(expect.stringMatching(/^retries +1 +env +NOTARIZE_RETRIES$/));
     expect(lines).toHaveLength(SETTINGS.length + 1);
   });
 
-  it('path: the store directory as is, or with --json one line of JSON, as every command prints (it printed the bare path)', () => {
+  it('path: the store directory as is, or with --json one line of JSON, as every command prints (it printed the bare path)', async () => {
     const dir = tempDir();
     for (const [format, printed] of [
       ['table', `${dir}\n`],
@@ -138,16 +138,16 @@ describe('config run functions', () => {
       const s = setup({}, {}, dir);
       const result = runConfigPath({ store: s.store });
       expect(result).toEqual({ kind: 'value', json: { path: dir }, text: { data: dir } });
-      present({ io: s.io, env: {}, format }, result);
+      await present({ io: s.io, env: {}, format }, result);
       expect(s.stdout()).toBe(printed);
     }
   });
 
-  it('get through the renderer: the bare value, or one line of JSON with --json', () => {
+  it('get through the renderer: the bare value, or one line of JSON with --json', async () => {
     const s = setup({ NOTARIZE_RETRIES: '2' });
     const result = runConfigGet({ key: 'retries', resolve: s.resolve });
-    present({ io: s.io, env: {}, format: 'table' }, result);
-    present({ io: s.io, env: {}, format: 'json' }, result);
+    await present({ io: s.io, env: {}, format: 'table' }, result);
+    await present({ io: s.io, env: {}, format: 'json' }, result);
     expect(s.stdout()).toBe('2\n{"key":"retries","value":"2","source":"env"}\n');
   });
 });

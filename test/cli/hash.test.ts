@@ -88,7 +88,7 @@ describe('runHash', () => {
     const missing = join(tempDir(), 'missing.txt');
     const text = bufferIO();
     const textView = { io: text.io, env: {}, format: 'table' as const };
-    present(textView, await runHash(options(text, [a, missing, b]), checksumsFor(textView)));
+    await present(textView, await runHash(options(text, [a, missing, b]), checksumsFor(textView)));
     const ha = sha256('content of a.txt\n');
     const hb = sha256('content of b\\name.txt\n');
     // A name with a backslash gets sha256sum's escaping.
@@ -97,7 +97,7 @@ describe('runHash', () => {
 
     const json = bufferIO();
     const jsonView = { io: json.io, env: {}, format: 'json' as const };
-    present(jsonView, await runHash(options(json, [a, missing, b]), checksumsFor(jsonView)));
+    await present(jsonView, await runHash(options(json, [a, missing, b]), checksumsFor(jsonView)));
     expect(JSON.parse(json.stdout())).toEqual([
       { file: a, hash: ha },
       { file: b, hash: hb },

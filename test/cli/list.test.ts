@@ -26,7 +26,7 @@ describe('runList', () => {
     const t = contextFor(bed);
     const result = await runList(ledgerOf(t));
     expect(result.rows).toEqual([]);
-    present({ io: t.io, env: {}, format: 'table' }, result);
+    await present({ io: t.io, env: {}, format: 'table' }, result);
     expect([t.stdout(), t.stderr()]).toEqual(['', `the ledger of ${bed.url} is empty\n`]);
   });
 
@@ -41,7 +41,7 @@ describe('runList', () => {
     ]);
     expect(result.rows[0]?.record).toEqual(ExactJson.of(bed.ledgerEntry(first).recordJson));
     expect(result.cells(result.rows[0]!)).toEqual([first, result.rows[0]!.completedAt, 'a.txt', 'about a.txt']);
-    present({ io: t.io, env: {}, format: 'json' }, result);
+    await present({ io: t.io, env: {}, format: 'json' }, result);
     expect(t.stdout()).toBe((await bed.main(['list', '--json'])).stdout);
   });
 

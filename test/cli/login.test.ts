@@ -44,7 +44,7 @@ describe('runLogin and runLogout', () => {
       expiresAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     expect(result.text?.info).toEqual([expect.stringMatching(new RegExp(`^logged in to ${bed.url} as `))]);
-    present({ io: t.io, env: {}, format: 'json' }, result);
+    await present({ io: t.io, env: {}, format: 'json' }, result);
     expect(JSON.parse(t.stdout())).toEqual(result.json);
     expect(t.stderr()).toBe('');
   });

@@ -15,7 +15,7 @@ describe('runPending', () => {
     const t = contextFor(bed);
     const result = await runPending({ serviceStore: () => t.ctx.serviceStore });
     expect(result.rows).toEqual([]);
-    present({ io: t.io, env: {}, format: 'table' }, result);
+    await present({ io: t.io, env: {}, format: 'table' }, result);
     expect([t.stdout(), t.stderr()]).toEqual(['', 'no pending registrations\n']);
   });
 

@@ -68,7 +68,7 @@ describe('runRegister, one document', () => {
         },
       ],
     });
-    present({ io: t.io, env: {}, format: 'json' }, result);
+    await present({ io: t.io, env: {}, format: 'json' }, result);
     expect(t.stdout()).toBe(`${recordJson}\n`);
     expect(t.stderr()).toBe(`registered ${hash}\n`);
   });
@@ -84,7 +84,7 @@ describe('runRegister, one document', () => {
     expectKind(again, 'outcome');
     expect(again.outcome).toMatchObject({ kind: 'already-registered', hash, entry: { hash } });
     expect(again.github?.results.map((r) => r.status)).toEqual(['already-registered']);
-    present({ io: t.io, env: {}, format: 'table' }, again);
+    await present({ io: t.io, env: {}, format: 'table' }, again);
     expect(t.stdout()).toMatch(new RegExp(`^verification +${pageOf(hash)}$`, 'm'));
     expect(t.stderr()).toMatch(
       new RegExp(
@@ -102,7 +102,7 @@ describe('runRegister, one document', () => {
     expectKind(result, 'outcome');
     expect(result.outcome).toMatchObject({ kind: 'pending', reused: false, entry: { hash } });
     expect(bed.calls('forfait')).toBe(0);
-    present({ io: t.io, env: {}, format: 'json' }, result);
+    await present({ io: t.io, env: {}, format: 'json' }, result);
     const saved = JSON.parse(readFileSync(bed.pendingFile(hash), 'utf8')) as { sessionJson: string };
     expect(t.stdout()).toBe(`${saved.sessionJson}\n`);
     expect(t.stderr()).toBe(
@@ -210,11 +210,11 @@ describe('runRegister, several documents', () => {
     const paths = [await bed.file('a.txt', 'a\n'), await bed.file('b.txt', 'b\n')];
     const t = contextFor(bed);
     const view = { io: t.io, env: {}, format: 'json' as const };
-    present(view, await runRegister(options(t, paths), itemResultsFor(view)));
+    await present(view, await runRegister(options(t, paths), itemResultsFor(view)));
     // The same documents again through main(): already registered now, in both runs below.
     const again = contextFor(bed);
     const againView = { io: again.io, env: {}, format: 'json' as const };
-    present(againView, await runRegister(options(again, paths), itemResultsFor(againView)));
+    await present(againView, await runRegister(options(again, paths), itemResultsFor(againView)));
     const viaMain = await bed.main(['register', ...paths, '--json']);
     expect(viaMain.code).toBe(0);
     expect(again.stdout()).toBe(viaMain.stdout);

@@ -39,7 +39,7 @@ describe('runSandbox', () => {
     expect(result).toEqual({ kind: 'value', info: ['sandbox stopped'] });
 
     const out = bufferIO();
-    present({ io: out.io, env: {}, format: 'table' }, listening!);
+    await present({ io: out.io, env: {}, format: 'table' }, listening!);
     expect(out.stdout()).toBe(`notarize sandbox listening on ${url}\nAPI key: ${apiKey}\n`);
     expect(out.stderr()).toBe(
       `try: NOTARIZE_BASE_URL=${url} NOTARIZE_API_KEY=<the key> notarize register <file>\ninjecting 1 fault rule(s)\n`,

@@ -2,8 +2,9 @@
  * What a command loads before it does anything: every run of notarize pays
  * for it, and a CI script runs notarize many times. `--version` and `--help`
  * load the CLI's core and commander only (the registry loads a command's own
- * modules, and their packages, when that command runs: registry.ts), and the
- * commands that send nothing load no HTTP client. Counted in modules, not
+ * modules, and their packages, when that command runs: registry.ts), the
+ * commands that send nothing load no HTTP client, and only a table loads the
+ * table renderer's packages (present.ts). Counted in modules, not
  * timed (bench/startup.js measures the time): a module hook records the URL
  * of every module the built bin loads (test/fixtures/loaded-modules), and the
  * bundle's chunks name the packages they hold (`// node_modules/<package>/...`,
@@ -15,29 +16,36 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from '../../src/sandbox/server.js';
 import { cliEnv } from '../helpers/env.js';
 import { describeRun, runCli } from '../helpers/cli.js';
 
 let dir: string;
+let sandbox: Sandbox;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'notarize-startup-'));
   await writeFile(join(dir, 'doc.txt'), 'a document\n');
+  sandbox = await startSandbox({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {
+  await sandbox.close();
   await rm(dir, { recursive: true, force: true });
 });
 
 const HOOKS = fileURLToPath(new URL('../fixtures/loaded-modules/register.mjs', import.meta.url));
 
-/** The packages in the bundle files `notarize ...args` loaded (it must exit `code`). */
+let runs = 0;
+
+/** The packages in the bundle files `notarize ...args` loaded (it must exit `code`), its store its own. */
 async function packagesLoaded(args: string[], code = 0): Promise<string[]> {
-  const modules = join(dir, `modules-${args.join('-')}.txt`);
+  const modules = join(dir, `modules-${++runs}.txt`);
   await writeFile(modules, '');
-  const run = await runCli(
-    args,
-    { ...cliEnv(join(dir, 'store')), NODE_OPTIONS: `--import ${HOOKS}`, NOTARIZE_TEST_MODULES: modules },
-    { cwd: dir },
-  );
+  const env = {
+    ...cliEnv(join(dir, `store-${runs}`), { NOTARIZE_BASE_URL: sandbox.url, NOTARIZE_API_KEY: sandbox.apiKey }),
+    NODE_OPTIONS: `--import ${HOOKS}`,
+    NOTARIZE_TEST_MODULES: modules,
+  };
+  const run = await runCli(args, env, { cwd: dir });
   expect(run.code, describeRun(run)).toBe(code);
   const bundleFiles = (await readFile(modules, 'utf8'))
     .split('\n')
@@ -70,5 +78,24 @@ describe('start-up', () => {
     // The check can fail: these commands do load zod, as a command that validates.
     expect(packages).toContain('zod');
     expect(packages).not.toContain('undici');
+  });
+
+  /** The table renderer's packages (render.ts): width and colour. */
+  const TABLES = ['chalk', 'string-width'];
+
+  it.each([
+    [['hash', 'doc.txt'], 0],
+    [['register', 'doc.txt', '--json'], 0],
+    // No receipt and an empty store: unknown, exit 6, as the table case below.
+    [['verify', 'doc.txt', '--json'], 6],
+    [['verify', 'doc.txt', '--output', 'ndjson'], 6],
+  ] as const)('`notarize %j` (JSON, NDJSON, sha256sum lines) loads no table renderer', async (args, code) => {
+    const packages = await packagesLoaded([...args], code);
+    for (const name of TABLES) expect(packages).not.toContain(name);
+  });
+
+  it('a table loads it: `notarize verify doc.txt` with no receipt, one row', async () => {
+    const packages = await packagesLoaded(['verify', 'doc.txt'], 6);
+    for (const name of TABLES) expect(packages).toContain(name);
   });
 });

@@ -70,7 +70,7 @@ describe('runVerify', () => {
       github: { title: 'notarize verify', results: [{ file: path, hash, status: 'verified' }] },
     });
     expect(result.failure).toBeUndefined();
-    present({ io: t.io, env: {}, format: 'json' }, result);
+    await present({ io: t.io, env: {}, format: 'json' }, result);
     expect(t.stdout()).toBe(`${recordJson}\n`);
     expect(t.stderr()).toBe(`verified: ${path} is notarized\n`);
   });
@@ -154,7 +154,7 @@ describe('runVerify', () => {
       const t = contextFor(bed, { json });
       const view = { io: t.io, env: {}, format: json ? ('json' as const) : ('table' as const) };
       const result = await runVerify(options(t, [good, unknown]), itemResultsFor(view));
-      present(view, result);
+      await present(view, result);
       const viaMain = await bed.main(['verify', good, unknown, ...(json ? ['--json'] : [])]);
       expect(viaMain.code).toBe(6);
       expect(t.stdout()).toBe(viaMain.stdout);

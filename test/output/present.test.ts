@@ -58,9 +58,13 @@ function viewOf(format: Format, env: NodeJS.ProcessEnv = {}, stdin?: string): Sh
 }
 
 /** What present() prints for `result` in `format`: [stdout, stderr]. */
-function shown(result: CommandResult, format: Format = 'table', env: NodeJS.ProcessEnv = {}): [string, string] {
+async function shown(
+  result: CommandResult,
+  format: Format = 'table',
+  env: NodeJS.ProcessEnv = {},
+): Promise<[string, string]> {
   const out = viewOf(format, env);
-  present(out.view, result);
+  await present(out.view, result);
   return [out.stdout(), out.stderr()];
 }
 
@@ -79,10 +83,10 @@ function fields(table: string): [string, string][] {
 const outcome = (value: Outcome): OutcomeResult => ({ kind: 'outcome', outcome: value, baseUrl: BASE });
 
 describe('present: one record or outcome', () => {
-  it('completed: the service text exactly with --json, a field table with the page otherwise', () => {
+  it('completed: the service text exactly with --json, a field table with the page otherwise', async () => {
     const completed = outcome({ kind: 'completed', entry, reusedSession: false });
-    expect(shown(completed, 'json')).toEqual([`${RECORD}\n`, `registered ${HASH}\n`]);
-    const [table, messages] = shown(completed);
+    expect(await shown(completed, 'json')).toEqual([`${RECORD}\n`, `registered ${HASH}\n`]);
+    const [table, messages] = await shown(completed);
     const rows = fields(table);
     expect(rows[0]).toEqual(['hash', HASH]);
     expect(rows).toContainEqual(['creationDate', '1649855665000 (2022-04-13T13:14:25.000Z)']);
@@ -90,8 +94,8 @@ describe('present: one record or outcome', () => {
     expect(messages).toBe(`registered ${HASH}\n`);
   });
 
-  it('completed with the pending session and custody: says both, and that no file was uploaded', () => {
-    const [, messages] = shown(
+  it('completed with the pending session and custody: says both, and that no file was uploaded', async () => {
+    const [, messages] = await shown(
       outcome({ kind: 'completed', entry, reusedSession: true, custody: { metadataSent: true } }),
       'json',
     );
@@ -99,28 +103,28 @@ describe('present: one record or outcome', () => {
       `registered ${HASH} (with the pending session)\n` +
         'custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes.\n',
     );
-    const [, failed] = shown(
+    const [, failed] = await shown(
       outcome({ kind: 'completed', entry, reusedSession: false, custody: { metadataSent: false } }),
     );
     expect(failed).toContain('custody: the file metadata could not be sent, and the file itself was NOT uploaded.\n');
   });
 
-  it('already registered from the ledger: the record, and how to register again', () => {
-    const [data, messages] = shown(outcome({ kind: 'already-registered', hash: HASH, entry }), 'json');
+  it('already registered from the ledger: the record, and how to register again', async () => {
+    const [data, messages] = await shown(outcome({ kind: 'already-registered', hash: HASH, entry }), 'json');
     expect(data).toBe(`${RECORD}\n`);
     expect(messages).toBe(
       `${HASH} is already registered (completed 2024-05-01T10:00:00.000Z); \`notarize register --force\` registers it again\n`,
     );
   });
 
-  it("already registered on the service's word (409), with no record here: its words and the page", () => {
+  it("already registered on the service's word (409), with no record here: its words and the page", async () => {
     const said = outcome({
       kind: 'already-registered',
       hash: HASH,
       entry: undefined,
       service: { message: 'hash exists', retiredSession: '/store/retired/x.json' },
     });
-    const [json, messages] = shown(said, 'json');
+    const [json, messages] = await shown(said, 'json');
     expect(JSON.parse(json)).toEqual({
       hash: HASH,
       status: 'already-registered',
@@ -133,7 +137,7 @@ describe('present: one record or outcome', () => {
       'its pending session was moved aside to /store/retired/x.json\n' +
         `${HASH} is already registered: the service says so (409: hash exists); this store has no record of it, see ${PAGE}\n`,
     );
-    const [table] = shown(said);
+    const [table] = await shown(said);
     expect(fields(table)).toEqual([
       ['hash', HASH],
       ['status', 'already registered (the service says so; no local record)'],
@@ -142,14 +146,14 @@ describe('present: one record or outcome', () => {
     ]);
   });
 
-  it('pending: the session as saved with --json; its fields after the hash, description and date otherwise', () => {
+  it('pending: the session as saved with --json; its fields after the hash, description and date otherwise', async () => {
     const pending = outcome({ kind: 'pending', entry: pendingEntry, reused: true });
-    const [json, messages] = shown(pending, 'json');
+    const [json, messages] = await shown(pending, 'json');
     expect(json).toBe(`${SESSION}\n`);
     expect(messages).toBe(
       `a session was already pending for ${HASH}; complete it with: notarize complete ${HASH} (or the same register command without --no-complete, which also writes its receipt with --receipt-dir)\n`,
     );
-    const rows = fields(shown(pending)[0]);
+    const rows = fields((await shown(pending))[0]);
     expect(rows.slice(0, 4)).toEqual([
       ['hash', HASH],
       ['description', 'Q3 report'],
@@ -158,21 +162,24 @@ describe('present: one record or outcome', () => {
     ]);
   });
 
-  it('a receipt written is said after the record; a run that failed before any outcome prints nothing', () => {
-    const [, messages] = shown({ ...outcome({ kind: 'completed', entry, reusedSession: false }), receipt: 'r.json' });
+  it('a receipt written is said after the record; a run that failed before any outcome prints nothing', async () => {
+    const [, messages] = await shown({
+      ...outcome({ kind: 'completed', entry, reusedSession: false }),
+      receipt: 'r.json',
+    });
     expect(messages).toBe(`registered ${HASH}\nreceipt: r.json\n`);
-    expect(shown({ kind: 'outcome', baseUrl: BASE, failure: new UsageError('x') })).toEqual(['', '']);
+    expect(await shown({ kind: 'outcome', baseUrl: BASE, failure: new UsageError('x') })).toEqual(['', '']);
   });
 
-  it('a record of the ledger: the note, then the record', () => {
+  it('a record of the ledger: the note, then the record', async () => {
     const record: CommandResult = { kind: 'record', hash: HASH, recordJson: RECORD, baseUrl: BASE, note: 'verified' };
-    expect(shown(record, 'json')).toEqual([`${RECORD}\n`, 'verified\n']);
-    expect(fields(shown(record)[0]).at(-1)).toEqual(['verification', PAGE]);
+    expect(await shown(record, 'json')).toEqual([`${RECORD}\n`, 'verified\n']);
+    expect(fields((await shown(record))[0]).at(-1)).toEqual(['verification', PAGE]);
   });
 
-  it('a record that is not a JSON object is shown raw, never dropped', () => {
+  it('a record that is not a JSON object is shown raw, never dropped', async () => {
     const record: CommandResult = { kind: 'record', hash: HASH, recordJson: '[1]', baseUrl: BASE };
-    expect(fields(shown(record)[0])).toEqual([
+    expect(fields((await shown(record))[0])).toEqual([
       ['answer', '[1]'],
       ['verification', PAGE],
     ]);
@@ -184,26 +191,26 @@ describe('present: a batch of items', () => {
   const failed = failedResult('b.txt', null, new UsageError("cannot read 'b.txt'"));
   const skipped = skippedResult('link', 'a symbolic link');
 
-  function batch(format: Format, env: NodeJS.ProcessEnv = {}): [string, string, Shown] {
+  async function batch(format: Format, env: NodeJS.ProcessEnv = {}): Promise<[string, string, Shown]> {
     const out = viewOf(format, env);
     const items = itemResultsFor(out.view);
     items.skip(skipped);
     // Settled out of order: shown in input order.
     items.add(1, failed);
     items.add(0, registered);
-    present(out.view, { kind: 'items', title: 'notarize register', items });
+    await present(out.view, { kind: 'items', title: 'notarize register', items });
     return [out.stdout(), out.stderr(), out];
   }
 
-  it('--json: one array of whole results in input order, then the paths skipped; the summary on stderr', () => {
-    const [data, messages] = batch('json');
+  it('--json: one array of whole results in input order, then the paths skipped; the summary on stderr', async () => {
+    const [data, messages] = await batch('json');
     expect(JSON.parse(data)).toEqual([registered, failed, skipped]);
     expect(data).toBe(`${JSON.stringify([registered, failed, skipped], null, 2)}\n`);
     expect(messages).toBe('3 items: 1 registered, 1 failed, 1 skipped\n');
   });
 
-  it('table: status, hash, file and detail, without the records', () => {
-    const [data] = batch('table');
+  it('table: status, hash, file and detail, without the records', async () => {
+    const [data] = await batch('table');
     expect(data.trimEnd().split('\n')).toEqual([
       expect.stringMatching(/^STATUS +HASH +FILE +DETAIL$/),
       expect.stringMatching(new RegExp(`^registered +${HASH} +a\\.txt$`)),
@@ -212,17 +219,17 @@ describe('present: a batch of items', () => {
     ]);
   });
 
-  it('NDJSON: a line per result as it is handed over (skipped ones as met), nothing at the end', () => {
-    const [data, messages] = batch('ndjson');
+  it('NDJSON: a line per result as it is handed over (skipped ones as met), nothing at the end', async () => {
+    const [data, messages] = await batch('ndjson');
     expect(data).toBe([skipped, failed, registered].map((r) => `${JSON.stringify(r)}\n`).join(''));
     // Counted as they settled; a streamed skip is not an item.
     expect(messages).toBe('2 items: 1 failed, 1 registered\n');
   });
 
-  it('in GitHub Actions: a summary table appended, an annotation per failure; nothing of it elsewhere', () => {
+  it('in GitHub Actions: a summary table appended, an annotation per failure; nothing of it elsewhere', async () => {
     const summary = join(tempDir(), 'summary.md');
     writeFileSync(summary, 'before\n');
-    const [data, messages] = batch('table', { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary });
+    const [data, messages] = await batch('table', { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary });
     expect(data.split('\n')).toHaveLength(5);
     expect(messages).toBe(
       '3 items: 1 registered, 1 failed, 1 skipped\n' +
@@ -235,13 +242,13 @@ describe('present: a batch of items', () => {
         '| link | skipped | - | a symbolic link |\n\n',
     );
     const elsewhere = join(tempDir(), 'summary.md');
-    batch('json', { GITHUB_STEP_SUMMARY: elsewhere });
+    await batch('json', { GITHUB_STEP_SUMMARY: elsewhere });
     expect(existsSync(elsewhere)).toBe(false);
   });
 
-  it('streamed in GitHub Actions: the items are summarised too (a path skipped was only streamed)', () => {
+  it('streamed in GitHub Actions: the items are summarised too (a path skipped was only streamed)', async () => {
     const summary = join(tempDir(), 'summary.md');
-    const [data, messages] = batch('ndjson', { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary });
+    const [data, messages] = await batch('ndjson', { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary });
     expect(data.split('\n')).toHaveLength(4);
     expect(messages).toBe(
       "2 items: 1 registered, 1 failed\n::error file=b.txt,title=notarize%3A failed::cannot read 'b.txt'\n",
@@ -255,14 +262,17 @@ describe('present: a batch of items', () => {
     ]);
   });
 
-  it('a step summary that cannot be written is a warning, not a failure', () => {
-    const [, messages] = batch('json', { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: join(tempDir(), 'no', 'x.md') });
+  it('a step summary that cannot be written is a warning, not a failure', async () => {
+    const [, messages] = await batch('json', {
+      GITHUB_ACTIONS: 'true',
+      GITHUB_STEP_SUMMARY: join(tempDir(), 'no', 'x.md'),
+    });
     expect(messages).toMatch(/^warning: could not append to GITHUB_STEP_SUMMARY \(.*x\.md\): ENOENT/m);
   });
 
-  it('one document in GitHub Actions: its result is summarised before the outcome is shown', () => {
+  it('one document in GitHub Actions: its result is summarised before the outcome is shown', async () => {
     const summary = join(tempDir(), 'summary.md');
-    const [, messages] = shown(
+    const [, messages] = await shown(
       {
         kind: 'outcome',
         baseUrl: BASE,
@@ -315,7 +325,7 @@ describe('present: checksums', () => {
       }
       if (format === 'table') expect(out.stdout()).toBe(`${HASH}  a.txt\n\\${HASH}  b\\nc.txt\n`);
       else expect(out.stdout()).toBe('');
-      present(out.view, { kind: 'checksums', checksums });
+      await present(out.view, { kind: 'checksums', checksums });
       if (format === 'json') {
         expect(JSON.parse(out.stdout())).toEqual([
           { file: 'a.txt', hash: HASH },
@@ -339,22 +349,22 @@ describe('present: rows and values', () => {
     warnings: ['a damaged file was passed over'],
   };
 
-  it('rows: warnings first, then a JSON array or a table', () => {
-    expect(shown(rows, 'json')).toEqual([
+  it('rows: warnings first, then a JSON array or a table', async () => {
+    expect(await shown(rows, 'json')).toEqual([
       `${JSON.stringify([{ name: 'a', size: 1 }], null, 2)}\n`,
       'warning: a damaged file was passed over\n',
     ]);
-    expect(shown(rows)[0]).toBe('NAME  SIZE\na     1\n');
+    expect((await shown(rows))[0]).toBe('NAME  SIZE\na     1\n');
   });
 
-  it('no rows: the empty message for a table, an empty array for --json; a table without one prints its header', () => {
+  it('no rows: the empty message for a table, an empty array for --json; a table without one prints its header', async () => {
     const none: CommandResult = { ...rows, rows: [], warnings: [] };
-    expect(shown(none)).toEqual(['', 'nothing here\n']);
-    expect(shown(none, 'json')).toEqual(['[]\n', '']);
-    expect(shown({ ...none, empty: undefined })).toEqual(['NAME  SIZE\n', '']);
+    expect(await shown(none)).toEqual(['', 'nothing here\n']);
+    expect(await shown(none, 'json')).toEqual(['[]\n', '']);
+    expect(await shown({ ...none, empty: undefined })).toEqual(['NAME  SIZE\n', '']);
   });
 
-  it('a value: one line of JSON with --json, else its text and messages; messages and warnings always', () => {
+  it('a value: one line of JSON with --json, else its text and messages; messages and warnings always', async () => {
     const value: CommandResult = {
       kind: 'value',
       json: { url: 'http://127.0.0.1:1', n: 1 },
@@ -362,25 +372,30 @@ describe('present: rows and values', () => {
       info: ['always'],
       warnings: ['careful'],
     };
-    expect(shown(value, 'json')).toEqual(['{"url":"http://127.0.0.1:1","n":1}\n', 'always\nwarning: careful\n']);
-    expect(shown(value)).toEqual(['line 1\nline 2\n', 'a message\nalways\nwarning: careful\n']);
+    expect(await shown(value, 'json')).toEqual(['{"url":"http://127.0.0.1:1","n":1}\n', 'always\nwarning: careful\n']);
+    expect(await shown(value)).toEqual(['line 1\nline 2\n', 'a message\nalways\nwarning: careful\n']);
     // Without a JSON form, --json shows the text.
-    expect(shown({ kind: 'value', text: { data: '/store' } }, 'json')).toEqual(['/store\n', '']);
+    expect(await shown({ kind: 'value', text: { data: '/store' } }, 'json')).toEqual(['/store\n', '']);
   });
 
-  it('messages are silenced by --quiet; data and warnings are not', () => {
+  it('messages are silenced by --quiet; data and warnings are not', async () => {
     const out = viewOf('table');
     out.io.quiet = true;
-    present(out.view, { kind: 'value', text: { data: 'data', info: ['said'] }, info: ['said too'], warnings: ['w'] });
+    await present(out.view, {
+      kind: 'value',
+      text: { data: 'data', info: ['said'] },
+      info: ['said too'],
+      warnings: ['w'],
+    });
     expect([out.stdout(), out.stderr()]).toEqual(['data\n', 'warning: w\n']);
   });
 });
 
 describe('present: what it does not do', () => {
-  it('never throws the failure: that is for the action, after the output', () => {
+  it('never throws the failure: that is for the action, after the output', async () => {
     const failure = new ServiceRefusedError(400, 'refused');
-    expect(() => present(viewOf('json').view, { kind: 'value', info: ['x'], failure })).not.toThrow();
+    await expect(present(viewOf('json').view, { kind: 'value', info: ['x'], failure })).resolves.toBeUndefined();
     const items = new ItemResults();
-    expect(() => present(viewOf('json').view, { kind: 'items', title: 't', items, failure })).not.toThrow();
+    await expect(present(viewOf('json').view, { kind: 'items', title: 't', items, failure })).resolves.toBeUndefined();
   });
 });

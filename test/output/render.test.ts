@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checksumLine, formatBytes, renderRecord, tableLines } from '../../src/output/render.js';
+import { renderRecord, resultLines, tableLines } from '../../src/output/render.js';
+import { itemResult } from '../../src/output/results.js';
 import { fixtureObject } from '../helpers/fixtures.js';
 
 // eslint-disable-next-line no-control-regex
@@ -131,27 +132,21 @@ describe('tableLines', () => {
   });
 });
 
-describe('checksumLine', () => {
-  const hash = 'ef'.repeat(32);
+describe('resultLines', () => {
+  const HASH = 'ab'.repeat(32);
 
-  it('is "<hash>  <name>", as sha256sum prints it', () => {
-    expect(checksumLine(hash, 'dist/app.tar.gz')).toBe(`${hash}  dist/app.tar.gz`);
-  });
-
-  it('escapes a backslash, newline or CR in the name the GNU way, with a leading backslash', () => {
-    expect(checksumLine(hash, 'a\\b\nc\rd')).toBe(`\\${hash}  a\\\\b\\nc\\rd`);
-  });
-
-  it('leaves other characters as they are, so `sha256sum -c` finds the file', () => {
-    expect(checksumLine(hash, 'caf\u00e9 \u001b.txt')).toBe(`${hash}  caf\u00e9 \u001b.txt`);
-  });
-});
-
-describe('formatBytes', () => {
-  it('uses binary units with one decimal, bytes as they are', () => {
-    expect(formatBytes(512)).toBe('512 B');
-    expect(formatBytes(1536)).toBe('1.5 KiB');
-    expect(formatBytes(512 * 1024 * 1024)).toBe('512.0 MiB');
-    expect(formatBytes(3 * 1024 ** 5)).toBe('3072.0 TiB');
+  it('the table: status, hash, file, and the error, reason or receipt', () => {
+    const table = resultLines(
+      [
+        itemResult('a', HASH, 'registered', { receipt: 'a.json' }),
+        itemResult(null, null, 'failed', { error: { code: 'x', exitCode: 1, message: 'went wrong' } }),
+      ],
+      false,
+    ).join('\n');
+    expect(table.split('\n')).toEqual([
+      expect.stringMatching(/^STATUS +HASH +FILE +DETAIL$/),
+      expect.stringMatching(new RegExp(`^registered +${HASH} +a +a\\.json$`)),
+      expect.stringMatching(/^failed +- +- +went wrong$/),
+    ]);
   });
 });

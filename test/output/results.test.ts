@@ -15,7 +15,6 @@ import {
   itemResult,
   ItemResults,
   proofOf,
-  resultLines,
   RESULT_SCHEMA_VERSION,
   skippedResult,
   type Checksum,
@@ -91,21 +90,6 @@ describe('building an item result', () => {
       verificationUrl: 'u',
     });
     expect(whole.session).toEqual({ id: 1 });
-  });
-
-  it('the table: status, hash, file, and the error, reason or receipt', () => {
-    const table = resultLines(
-      [
-        itemResult('a', HASH, 'registered', { receipt: 'a.json' }),
-        itemResult(null, null, 'failed', { error: { code: 'x', exitCode: 1, message: 'went wrong' } }),
-      ],
-      false,
-    ).join('\n');
-    expect(table.split('\n')).toEqual([
-      expect.stringMatching(/^STATUS +HASH +FILE +DETAIL$/),
-      expect.stringMatching(new RegExp(`^registered +${HASH} +a +a\\.json$`)),
-      expect.stringMatching(/^failed +- +- +went wrong$/),
-    ]);
   });
 });
 
