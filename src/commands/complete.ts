@@ -116,7 +116,15 @@ ${examples([
 async function readSession(from: string, stdin: Readable): Promise<string> {
   // No session comes near 1 MiB; anything larger is not one. A byte order mark (an editor's) dropped,
   // as from the service's answer.
-  const json = withoutByteOrderMark(await readTextInput(from, stdin, 1024 * 1024, 'the session'));
+  const text = await readTextInput(from, stdin, 1024 * 1024, 'the session');
+  const json = withoutByteOrderMark(text);
+  if (json.trim() === '') {
+    // Said as what it is: "not JSON (0 bytes)" of a file of three bytes (a mark alone) misled.
+    const what = json === text ? (text === '' ? 'empty' : 'blank') : 'empty but for a byte order mark';
+    throw new UsageError(`invalid --session: the session ${from === '-' ? 'on standard input' : 'file'} is ${what}`, {
+      hint: 'give the JSON the request step answered; `notarize pending --json` shows those this store keeps',
+    });
+  }
   try {
     parseAnswer(json, subscriptionSessionSchema, 'session');
   } catch (error) {

@@ -95,6 +95,26 @@ describe('runComplete', () => {
     await expect(run).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/^invalid --session: /) });
     expect(bed.sandbox.calls).toEqual([]);
   });
+
+  it('--session of a file empty, blank or a byte order mark alone: said so (it said "not JSON (0 bytes)"), nothing sent', async () => {
+    for (const [content, said] of [
+      ['', 'empty'],
+      [' \n', 'blank'],
+      ['\uFEFF', 'empty but for a byte order mark'],
+    ] as const) {
+      const file = await bed.file(`session-${said.length}.json`, content);
+      await expect(runComplete(options(contextFor(bed), sha256('x'), { session: file }))).rejects.toMatchObject({
+        exitCode: 2,
+        message: `invalid --session: the session file is ${said}`,
+        hint: expect.stringContaining('notarize pending --json'),
+      });
+    }
+    const t = contextFor(bed, { stdin: '\uFEFF' });
+    await expect(runComplete(options(t, sha256('x'), { session: '-' }))).rejects.toMatchObject({
+      message: 'invalid --session: the session on standard input is empty but for a byte order mark',
+    });
+    expect(bed.sandbox.calls).toEqual([]);
+  });
 });
 
 describe('complete of several registrations (hashes, or --all): one run, one login, one result each', () => {
