@@ -13325,6 +13325,17 @@ var init_service_store = __esmMin((() => {
 			});
 			return file;
 		}
+		/**
+		* The answers kept in quarantine/ for `hash`, oldest first (their names
+		* start with the time); none when the folder is absent or cannot be read.
+		*/
+		async quarantinedAnswers(hash) {
+			try {
+				return (await readdir(this.quarantineDir)).filter((name) => name.startsWith(`${hash}.`)).sort().map((name) => join(this.quarantineDir, name));
+			} catch {
+				return [];
+			}
+		}
 		/** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
 		saveRecord(entry) {
 			return this.#writeEntry(this.ledgerFile(entry.hash), entry);
@@ -14261,10 +14272,7 @@ async function register(deps, input) {
 				if (!isAlreadyRegistered(error)) throw error;
 				const reason = [REQUEST_ANSWERED_409, error.serviceMessage].join(": ");
 				if (!((await store.retirements(input.hash)).get(input.hash)?.some(says409) === true)) await store.keepAnswered409(input.hash, reason, now(deps)).catch(() => void 0);
-				const service = {
-					message: error.serviceMessage,
-					retiredSession: void 0
-				};
+				const service = await serviceSays(store, input.hash, error.serviceMessage, void 0, existing);
 				const custody = input.custody ? { custody: { metadataSent: false } } : {};
 				return {
 					kind: "already-registered",
@@ -14406,7 +14414,7 @@ async function complete(deps, hash, source) {
 			const unread = stored ? void 0 : store.readUnanswered(hash);
 			if (unread) throw requestUnread(hash, unread.requestedAt);
 			if (!stored) {
-				if ((await confirmedRoots(store)).has(hash)) return confirmedBefore(hash);
+				if ((await confirmedRoots(store)).has(hash)) return await confirmedBefore(store, hash);
 				throw new UsageError(`no pending session for ${hash}`, {
 					code: "no_pending_session",
 					hint: "register it first (`notarize register`), or pass the session with --session <file|->"
@@ -14468,11 +14476,8 @@ async function finish$1(deps, pending, reusedSession, input, tracked) {
 	} catch (error) {
 		if (!isAlreadyRegistered(error)) throw error;
 		const retiredSession = await retire(deps, pending.hash, `${ANSWERED_409}: ${error.serviceMessage ?? ""}`);
-		const service = {
-			message: error.serviceMessage,
-			retiredSession
-		};
 		const recorded = deps.store.recordIfReadable(pending.hash);
+		const service = await serviceSays(deps.store, pending.hash, error.serviceMessage, retiredSession, recorded);
 		if (typeof metadata !== "string") return {
 			kind: "already-registered",
 			hash: pending.hash,
@@ -14638,6 +14643,19 @@ function requestUnread(hash, requestedAt) {
 function refusedOnItsOwn(deps, pending) {
 	if (pending.forfaitUnreadAt !== void 0) return answerUnread(deps, pending);
 	if (!isSubscriptionSession(pending.sessionJson)) return unexpectedSession(pending.hash);
+}
+/**
+* What the service's 409 for `hash` tells, and, when this store has no record
+* of it, where an answer that may have held the record was kept aside (a
+* completion paid once, answered unreadably, then sent again and told 409).
+*/
+async function serviceSays(store, hash, message, retiredSession, recorded) {
+	const kept = recorded === void 0 ? (await store.quarantinedAnswers(hash)).at(-1) : void 0;
+	return {
+		message,
+		retiredSession,
+		...kept === void 0 ? {} : { answerKeptAside: kept }
+	};
 }
 /** The refusal to send on its own a session kept although not of the documented shape (`unexpectedShape`). */
 function unexpectedSession(hash) {
@@ -14957,15 +14975,12 @@ function says409(reason) {
 * The outcome of a hash confirmedRoots holds and the ledger has no record
 * of: already registered by the service's word, nothing sent now.
 */
-function confirmedBefore(hash) {
+async function confirmedBefore(store, hash) {
 	return {
 		kind: "already-registered",
 		hash,
 		entry: void 0,
-		service: {
-			message: "the service answered 409 for this document before (it has it; its record was never received here); nothing sent",
-			retiredSession: void 0
-		}
+		service: await serviceSays(store, hash, "the service answered 409 for this document before (it has it; its record was never received here); nothing sent")
 	};
 }
 /** The hashes the service answered 409 for (a session retired, or a request step): it has them. */
@@ -15126,8 +15141,13 @@ function outcomeResult(file, outcome, baseUrl, { details = {}, status, under } =
 	return itemResult(file, hash, status ?? STATUS_OF[outcome.kind], {
 		...proofOf(baseUrl, hash, outcome.entry?.recordJson, under?.proof),
 		...said ? { message: said.message ?? null } : {},
+		...said?.answerKeptAside ? { reason: keptAsideReason(said.answerKeptAside) } : {},
 		...details
 	});
+}
+/** Why an already-registered result has no record: the answer that may hold it is in quarantine/. */
+function keptAsideReason(file) {
+	return `no record here: the answer to its completion could not be read, and is kept in ${file}`;
 }
 /**
 * What outcomeResult adds for a registration's receipt (--receipt-dir): its
@@ -17009,7 +17029,8 @@ function showAlreadyRegistered(io, outcome, verification, render) {
 		showCustody(io, outcome.custody);
 		return;
 	}
-	io.info(`${hash} is already registered: ${said ?? "the service says so"}; this store has no record of it, see ${verification}`);
+	const kept = service?.answerKeptAside;
+	io.info(`${hash} is already registered: ${said ?? "the service says so"}; this store has no record of it` + (kept ? ` (the answer to its completion that could not be read is kept in ${kept}: it may hold the record)` : "") + `, see ${verification}`);
 	showCustody(io, outcome.custody);
 	if (!render) {
 		const summary = {
@@ -17017,7 +17038,8 @@ function showAlreadyRegistered(io, outcome, verification, render) {
 			status: "already-registered",
 			record: null,
 			verificationUrl: verification,
-			message: service?.message ?? null
+			message: service?.message ?? null,
+			...kept ? { answerKeptAside: kept } : {}
 		};
 		io.dataJson(JSON.stringify(summary, null, 2));
 	} else io.data(render.renderRecord({
@@ -22274,7 +22296,7 @@ var init_register_aggregate = __esmMin((() => {
 				}
 				if (entry === void 0 && confirmed.has(doc.sha256)) {
 					if (plan !== void 0) unrecorded.push(doc.sha256);
-					this.#items.add(doc.index, outcomeResult(doc.file, confirmedBefore(doc.sha256), this.#baseUrl));
+					this.#items.add(doc.index, outcomeResult(doc.file, await confirmedBefore(this.#store, doc.sha256), this.#baseUrl));
 					continue;
 				}
 				if (entry === void 0) {
@@ -23631,7 +23653,9 @@ ${examples([
 	});
 }
 async function readSession(from, stdin) {
-	const json = withoutByteOrderMark(await readTextInput(from, stdin, 1048576, "the session"));
+	const text = await readTextInput(from, stdin, 1048576, "the session");
+	const json = withoutByteOrderMark(text);
+	if (json.trim() === "") throw new UsageError(`invalid --session: the session ${from === "-" ? "on standard input" : "file"} is ${json === text ? text === "" ? "empty" : "blank" : "empty but for a byte order mark"}`, { hint: "give the JSON the request step answered; `notarize pending --json` shows those this store keeps" });
 	try {
 		parseAnswer(json, subscriptionSessionSchema, "session");
 	} catch (error) {
@@ -23657,7 +23681,7 @@ async function runComplete(options) {
 		if (source.kind === "store" && store.readRecord(hash) === void 0 && !existsSync(store.pendingFile(hash))) {
 			if ((await confirmedRoots(store)).has(hash)) return {
 				kind: "outcome",
-				outcome: confirmedBefore(hash),
+				outcome: await confirmedBefore(store, hash),
 				baseUrl
 			};
 		}

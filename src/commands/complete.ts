@@ -153,7 +153,8 @@ export async function runComplete(options: CompleteOptions): Promise<OutcomeResu
     // exit 0, rather than "no pending session" (exit 2), as a re-run after a completion gets; said
     // here before credentials are needed (core complete() says it under the lock, for the others).
     if (source.kind === 'store' && store.readRecord(hash) === undefined && !existsSync(store.pendingFile(hash))) {
-      if ((await confirmedRoots(store)).has(hash)) return { kind: 'outcome', outcome: confirmedBefore(hash), baseUrl };
+      if ((await confirmedRoots(store)).has(hash))
+        return { kind: 'outcome', outcome: await confirmedBefore(store, hash), baseUrl };
     }
     const refused = await unreadUnderRoot(store, hash);
     if (refused) throw refused;

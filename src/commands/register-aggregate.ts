@@ -528,7 +528,10 @@ export class Aggregator {
         // No record to write a receipt from: said once for all, with the root ones.
         if (plan !== undefined) unrecorded.push(doc.sha256);
         // Confirmed on its own (a 409 to its request step or its completion): not put in a tree.
-        this.#items.add(doc.index, outcomeResult(doc.file, confirmedBefore(doc.sha256), this.#baseUrl));
+        this.#items.add(
+          doc.index,
+          outcomeResult(doc.file, await confirmedBefore(this.#store, doc.sha256), this.#baseUrl),
+        );
         continue;
       }
       if (entry === undefined) {

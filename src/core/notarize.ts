@@ -102,6 +102,12 @@ export interface ServiceSaysRegistered {
   message: string | undefined;
   /** Where the pending session was moved aside, when there was one. */
   retiredSession: string | undefined;
+  /**
+   * With no record of the hash here: the latest answer to its completion kept
+   * in quarantine/ (it could not be read, or was no record of it), which may
+   * hold the record the service sent.
+   */
+  answerKeptAside?: string;
 }
 
 /**
@@ -197,7 +203,7 @@ export async function register(deps: FlowDeps, input: RegisterInput): Promise<Ou
         // the service sends for another reason must not stick) kept one more on every CI run.
         const known = (await store.retirements(input.hash)).get(input.hash)?.some(says409) === true;
         if (!known) await store.keepAnswered409(input.hash, reason, now(deps)).catch(() => undefined);
-        const service = { message: error.serviceMessage, retiredSession: undefined };
+        const service = await serviceSays(store, input.hash, error.serviceMessage, undefined, existing);
         // Asked for custody: as after a forfait answered 409 (finish), no metadata of ours goes onto a
         // registration nothing tells is ours, and the outcome says it was not sent.
         const custody = input.custody ? { custody: { metadataSent: false } } : {};
@@ -381,7 +387,7 @@ export async function complete(deps: FlowDeps, hash: string, source: SessionSour
       if (!stored) {
         // Its session retired on a 409 meanwhile (another process completing it while this one
         // waited for the lock, or an earlier run): the service has it, as a re-run is told.
-        if ((await confirmedRoots(store)).has(hash)) return confirmedBefore(hash);
+        if ((await confirmedRoots(store)).has(hash)) return await confirmedBefore(store, hash);
         throw new UsageError(`no pending session for ${hash}`, {
           code: 'no_pending_session',
           hint: 'register it first (`notarize register`), or pass the session with --session <file|->',
@@ -469,10 +475,10 @@ async function finish(
   } catch (error) {
     if (!isAlreadyRegistered(error)) throw error;
     const retiredSession = await retire(deps, pending.hash, `${ANSWERED_409}: ${error.serviceMessage ?? ''}`);
-    const service = { message: error.serviceMessage, retiredSession };
     // Completed meanwhile by the process that took the lock over from this one (stopped past its
     // lease): the ledger has that record, which the result gives, not null.
     const recorded = deps.store.recordIfReadable(pending.hash);
+    const service = await serviceSays(deps.store, pending.hash, error.serviceMessage, retiredSession, recorded);
     if (typeof metadata !== 'string')
       return { kind: 'already-registered', hash: pending.hash, entry: recorded, service };
     // Registered, and nothing tells by whom (this session, its answer lost before; or another, without
@@ -635,6 +641,22 @@ function refusedOnItsOwn(deps: FlowDeps, pending: PendingEntry): ProtocolError |
   if (pending.forfaitUnreadAt !== undefined) return answerUnread(deps, pending);
   if (!isSubscriptionSession(pending.sessionJson)) return unexpectedSession(pending.hash);
   return undefined;
+}
+
+/**
+ * What the service's 409 for `hash` tells, and, when this store has no record
+ * of it, where an answer that may have held the record was kept aside (a
+ * completion paid once, answered unreadably, then sent again and told 409).
+ */
+async function serviceSays(
+  store: ServiceStore,
+  hash: string,
+  message: string | undefined,
+  retiredSession?: string,
+  recorded?: LedgerEntry,
+): Promise<ServiceSaysRegistered> {
+  const kept = recorded === undefined ? (await store.quarantinedAnswers(hash)).at(-1) : undefined;
+  return { message, retiredSession, ...(kept === undefined ? {} : { answerKeptAside: kept }) };
 }
 
 /** The refusal to send on its own a session kept although not of the documented shape (`unexpectedShape`). */
@@ -1079,10 +1101,13 @@ export function says409(reason: string): boolean {
  * The outcome of a hash confirmedRoots holds and the ledger has no record
  * of: already registered by the service's word, nothing sent now.
  */
-export function confirmedBefore(hash: string): Extract<Outcome, { kind: 'already-registered' }> {
+export async function confirmedBefore(
+  store: ServiceStore,
+  hash: string,
+): Promise<Extract<Outcome, { kind: 'already-registered' }>> {
   const message =
     'the service answered 409 for this document before (it has it; its record was never received here); nothing sent';
-  return { kind: 'already-registered', hash, entry: undefined, service: { message, retiredSession: undefined } };
+  return { kind: 'already-registered', hash, entry: undefined, service: await serviceSays(store, hash, message) };
 }
 
 /** The hashes the service answered 409 for (a session retired, or a request step): it has them. */

@@ -403,8 +403,13 @@ function showAlreadyRegistered(
     showCustody(io, outcome.custody);
     return;
   }
+  const kept = service?.answerKeptAside;
   io.info(
-    `${hash} is already registered: ${said ?? 'the service says so'}; this store has no record of it, see ${verification}`,
+    `${hash} is already registered: ${said ?? 'the service says so'}; this store has no record of it` +
+      (kept
+        ? ` (the answer to its completion that could not be read is kept in ${kept}: it may hold the record)`
+        : '') +
+      `, see ${verification}`,
   );
   showCustody(io, outcome.custody);
   if (!render) {
@@ -414,6 +419,7 @@ function showAlreadyRegistered(
       record: null,
       verificationUrl: verification,
       message: service?.message ?? null,
+      ...(kept ? { answerKeptAside: kept } : {}),
     };
     io.dataJson(JSON.stringify(summary, null, 2));
   } else {

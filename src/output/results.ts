@@ -51,7 +51,11 @@ export interface ItemResult {
   source?: 'receipt' | 'ledger';
   /** Where a receipt was written (register --receipt-dir), or the receipt `verify` checked against. */
   receipt?: string;
-  /** Why an item was skipped, or what is wrong for `modified`, `invalid` (and a damaged ledger entry for `unknown`). */
+  /**
+   * Why an item was skipped, or what is wrong for `modified`, `invalid` (and a
+   * damaged ledger entry for `unknown`); for `already-registered` with no
+   * record here, where the unreadable answer that may hold it is kept.
+   */
   reason?: string;
   error?: ErrorJson;
 }
@@ -114,8 +118,14 @@ export function outcomeResult(
   return itemResult(file, hash, status ?? STATUS_OF[outcome.kind], {
     ...proofOf(baseUrl, hash, outcome.entry?.recordJson, under?.proof),
     ...(said ? { message: said.message ?? null } : {}),
+    ...(said?.answerKeptAside ? { reason: keptAsideReason(said.answerKeptAside) } : {}),
     ...details,
   });
+}
+
+/** Why an already-registered result has no record: the answer that may hold it is in quarantine/. */
+function keptAsideReason(file: string): string {
+  return `no record here: the answer to its completion could not be read, and is kept in ${file}`;
 }
 
 /**

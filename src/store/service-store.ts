@@ -570,6 +570,22 @@ export class ServiceStore {
     return file;
   }
 
+  /**
+   * The answers kept in quarantine/ for `hash`, oldest first (their names
+   * start with the time); none when the folder is absent or cannot be read.
+   */
+  async quarantinedAnswers(hash: string): Promise<string[]> {
+    try {
+      const names = await readdir(this.quarantineDir);
+      return names
+        .filter((name) => name.startsWith(`${hash}.`))
+        .sort()
+        .map((name) => join(this.quarantineDir, name));
+    } catch {
+      return [];
+    }
+  }
+
   /** Saves a completed record atomically; resolves once it is durably on disk, rejects if it could not be. */
   saveRecord(entry: LedgerEntry): Promise<void> {
     return this.#writeEntry(this.ledgerFile(entry.hash), entry);

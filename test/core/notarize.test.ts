@@ -1622,6 +1622,28 @@ describe('the end of a registration', () => {
       expect(store.readPending(hash)).toEqual({ ...entry, forfaitUnreadAt: NOW.toISOString() });
     });
 
+    it('sent again after such an answer, the 409 says where the answer that may hold the record is kept', async () => {
+      const hash = sha256('record kept aside, then 409');
+      const { store } = await requestOnly(hash);
+      fault('forfait:undecodable*1');
+      await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), UnreadableAnswerError);
+      const { file } = keptAside(store);
+      // The first forfait went through: the service has the hash, and answers the second 409.
+      const outcome = await complete(world({ store }).deps, hash, { kind: 'store' });
+      expect(outcome).toMatchObject({
+        kind: 'already-registered',
+        hash,
+        entry: undefined,
+        service: { answerKeptAside: file, retiredSession: expect.any(String) },
+      });
+      // complete run again (nothing pending, the 409 remembered), and a request step told 409 later
+      // (register run again) say so too.
+      const remembered = await complete(world({ store }).deps, hash, { kind: 'store' });
+      expect(remembered).toMatchObject({ kind: 'already-registered', service: { answerKeptAside: file } });
+      const again = await register(world({ store }).deps, input(hash));
+      expect(again).toMatchObject({ kind: 'already-registered', service: { answerKeptAside: file } });
+    });
+
     // Fake: the sandbox answers forfait with the record of the hash asked: lowercase, "registered", flat.
     const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
     const withStatus = (status: string) => (hash: string) =>

@@ -18,7 +18,7 @@ import {
   type OutcomeResult,
   type View,
 } from '../../src/output/present.js';
-import { failedResult, ItemResults, itemResult, skippedResult } from '../../src/output/results.js';
+import { failedResult, ItemResults, itemResult, outcomeResult, skippedResult } from '../../src/output/results.js';
 import type { LedgerEntry, PendingEntry } from '../../src/store/service-store.js';
 import { bufferIO, type BufferIO } from '../helpers/io.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
@@ -144,6 +144,24 @@ describe('present: one record or outcome', () => {
       ['message', 'hash exists'],
       ['verification', PAGE],
     ]);
+  });
+
+  it('409 with no record here, an unreadable answer to its completion kept aside: where it is, and that it may hold the record', async () => {
+    const kept = '/store/quarantine/x.json';
+    const said = outcome({
+      kind: 'already-registered',
+      hash: HASH,
+      entry: undefined,
+      service: { message: undefined, retiredSession: undefined, answerKeptAside: kept },
+    });
+    const [json, messages] = await shown(said, 'json');
+    expect(JSON.parse(json)).toMatchObject({ record: null, answerKeptAside: kept });
+    expect(messages).toBe(
+      `${HASH} is already registered: the service says so (409); this store has no record of it ` +
+        `(the answer to its completion that could not be read is kept in ${kept}: it may hold the record), see ${PAGE}\n`,
+    );
+    const result = outcomeResult('a.txt', said.outcome!, BASE);
+    expect(result).toMatchObject({ status: 'already-registered', record: null, reason: expect.stringContaining(kept) });
   });
 
   it('pending: the session as saved with --json; its fields after the hash, description and date otherwise', async () => {

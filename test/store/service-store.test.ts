@@ -354,6 +354,16 @@ describe('ServiceStore', () => {
     });
   });
 
+  it("lists a hash's answers kept in quarantine/, oldest first, and none without the folder", async () => {
+    const store = serviceStore();
+    const [hash, other] = [hashOf('kept'), hashOf('other kept')];
+    expect(await store.quarantinedAnswers(hash)).toEqual([]);
+    const later = await store.quarantine(hash, 'b', 'why', new Date('2024-05-06T07:08:10.000Z'));
+    await store.quarantine(other, 'c', 'why', new Date('2024-05-06T07:08:08.000Z'));
+    const earlier = await store.quarantine(hash, 'a', 'why', new Date('2024-05-06T07:08:09.000Z'));
+    expect(await store.quarantinedAnswers(hash)).toEqual([earlier, later]);
+  });
+
   it('keeps, lists and forgets unread request steps', async () => {
     const store = serviceStore();
     const hashes = [hashOf('u2'), hashOf('u1')];
