@@ -16807,6 +16807,19 @@ var init_render = __esmMin((() => {
 * and in GitHub Actions a step summary and `::error` annotations.
 */
 /**
+* Loads render.ts, whose width and colour packages cost a run tens of
+* milliseconds, which a run printing JSON or NDJSON (most CI runs) has no
+* use for. A command's view loads it before the run when the run will print
+* a table (commands/action.ts viewOf): a signal's exit, once the completions
+* under way are recorded, leaves the turn the results are printed in and no
+* more, and a module read from disk then would come after it, its table never
+* shown. present() loads it itself only for a view made otherwise.
+*/
+async function loadRender() {
+	loadedRender ??= await Promise.resolve().then(() => (init_render(), render_exports));
+	return loadedRender;
+}
+/**
 * Where a batch hands its item results: with NDJSON each is printed as it
 * settles; the rest is kept in input order for the end (whole for a JSON
 * array, compact for a table or a GitHub summary, nothing else).
@@ -16858,13 +16871,13 @@ function failureLine({ file, error }) {
 }
 /**
 * Shows a run's result; see the module comment. Its failure is the caller's
-* to throw. Asynchronous only to load render.ts when a table is drawn: what
-* is shown, and in which order, is as if it were not.
+* to throw. Asynchronous only to load render.ts for a table when the view
+* did not (loadRender): loaded, it waits on nothing.
 */
 async function present(view, result) {
 	const { io } = view;
 	const json = view.format === "json";
-	const tables = async () => json ? void 0 : await loadRender();
+	const tables = async () => json ? void 0 : loadedRender ?? await loadRender();
 	switch (result.kind) {
 		case "outcome":
 			if (result.note) io.info(result.note);
@@ -16879,7 +16892,7 @@ async function present(view, result) {
 			const { items } = result;
 			const results = items.list();
 			if (view.format === "json") io.dataJsonArray(results);
-			else if (view.format === "table" && results.length > 0) io.dataLines((await loadRender()).resultLines(results, io.colour));
+			else if (view.format === "table" && results.length > 0) io.dataLines((loadedRender ?? await loadRender()).resultLines(results, io.colour));
 			io.info(items.summary());
 			break;
 		}
@@ -16897,7 +16910,7 @@ async function present(view, result) {
 			for (const warning of result.warnings ?? []) io.warn(warning);
 			if (json) io.dataJsonArray(result.rows);
 			else if (result.rows.length === 0 && result.empty !== void 0) io.info(result.empty);
-			else io.dataLines((await loadRender()).tableLines([...result.headers], result.rows.map((row) => result.cells(row)), io.colour));
+			else io.dataLines((loadedRender ?? await loadRender()).tableLines([...result.headers], result.rows.map((row) => result.cells(row)), io.colour));
 			break;
 		case "value":
 			if (json && result.json !== void 0) io.dataJson(JSON.stringify(result.json));
@@ -17048,7 +17061,7 @@ function showAlreadyRegistered(io, outcome, verification, render) {
 		message: service?.message ?? null
 	}, { verification }, io.colour));
 }
-var loadRender;
+var loadedRender;
 var init_present = __esmMin((() => {
 	init_pages();
 	init_errors$2();
@@ -17058,21 +17071,24 @@ var init_present = __esmMin((() => {
 	init_results();
 	init_safe_text();
 	init_wording();
-	loadRender = () => Promise.resolve().then(() => (init_render(), render_exports));
 }));
 // dist/commands/action.js
 /**
 * The view this run asked for: `format` when a command has its own option
 * (--output), else --json or a table. --json is `--output json`: with
 * another --output the line asks for two outputs, and neither is guessed.
+* For a table, the renderer is loaded here, before the run (see loadRender),
+* unless `lines`: a command whose text is lines, never a table (hash).
 */
-function viewOf(ctx, format) {
+async function viewOf(ctx, format, { lines = false } = {}) {
 	if (format !== void 0 && format !== "json" && ctx.globals.json) throw new UsageError(`--json and --output ${format} ask for two different outputs`, { hint: "--json is --output json: give one of them" });
-	return {
+	const view = {
 		io: ctx.io,
 		env: ctx.env,
 		format: format ?? (ctx.globals.json ? "json" : "table")
 	};
+	if (view.format === "table" && !lines) await loadRender();
+	return view;
 }
 /** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
 async function finish(view, result) {
@@ -22666,7 +22682,7 @@ ${examples([
 			serviceStore: () => ctx.serviceStore,
 			storeDir: ctx.store.dir
 		};
-		await finishItems(viewOf(ctx, flags.output), (items) => runRegister({
+		await finishItems(await viewOf(ctx, flags.output), (items) => runRegister({
 			...flags,
 			paths,
 			...services
@@ -23637,14 +23653,14 @@ ${examples([
 			serviceStore: () => ctx.serviceStore
 		};
 		if (hashes.length === 1 && !flags.all) {
-			await finish(viewOf(ctx), await runComplete({
+			await finish(await viewOf(ctx), await runComplete({
 				...flags,
 				...common,
 				hash: hashes[0]
 			}));
 			return;
 		}
-		await finishItems(viewOf(ctx), (items) => runCompleteMany({
+		await finishItems(await viewOf(ctx), (items) => runCompleteMany({
 			...flags,
 			...common,
 			hashes,
@@ -23894,11 +23910,11 @@ ${examples([
 		"notarize complete --all --quiet"
 	])}`).action(async () => {
 		const ctx = context();
-		await finish(viewOf(ctx), await runPending({ serviceStore: () => ctx.serviceStore }));
+		await finish(await viewOf(ctx), await runPending({ serviceStore: () => ctx.serviceStore }));
 	});
 	command.command("drop <hash>").description("retire a pending session: move it aside (kept, never sent again, no longer listed)").action(async (hash) => {
 		const ctx = context();
-		await finish(viewOf(ctx), await runPendingDrop({
+		await finish(await viewOf(ctx), await runPendingDrop({
 			hash,
 			serviceStore: () => ctx.serviceStore
 		}));
@@ -24053,7 +24069,7 @@ ${examples([
 	])}`).action(async (paths, raw) => {
 		const ctx = context();
 		const flags = parseOptions(optionsSchema$4, raw, command);
-		const view = viewOf(ctx);
+		const view = await viewOf(ctx, void 0, { lines: true });
 		await finish(view, await runHash({
 			...flags,
 			paths,
@@ -24593,7 +24609,7 @@ ${examples([
 			io: ctx.io,
 			...readOnlyStore(ctx)
 		};
-		await finishItems(viewOf(ctx, flags.output), (items) => runVerify({
+		await finishItems(await viewOf(ctx, flags.output), (items) => runVerify({
 			...flags,
 			paths,
 			...services
@@ -24926,7 +24942,7 @@ ${examples([
 		"notarize list --json > notarizations.json"
 	])}`).action(async () => {
 		const ctx = context();
-		await finish(viewOf(ctx), await runList({
+		await finish(await viewOf(ctx), await runList({
 			baseUrl: () => ctx.baseUrl,
 			serviceStore: () => ctx.serviceStore
 		}));
@@ -24995,7 +25011,7 @@ ${examples([
 		"notarize show dist/app.tar.gz --json > record.json"
 	])}`).action(async (target) => {
 		const ctx = context();
-		await finish(viewOf(ctx), await runShow({
+		await finish(await viewOf(ctx), await runShow({
 			target,
 			baseUrl: () => ctx.baseUrl,
 			serviceStore: () => ctx.serviceStore
@@ -25052,7 +25068,7 @@ ${examples([
 	])}`).action(async (target, raw) => {
 		const ctx = context();
 		const flags = parseOptions(optionsSchema$2, raw, command);
-		await finish(viewOf(ctx), await runReceipt({
+		await finish(await viewOf(ctx), await runReceipt({
 			...flags,
 			target,
 			baseUrl: () => ctx.baseUrl,
@@ -25596,7 +25612,7 @@ ${examples([
 			store: () => ctx.store,
 			api: () => ctx.api()
 		});
-		await finish(viewOf(ctx), result);
+		await finish(await viewOf(ctx), result);
 	});
 }
 async function obtainKey(options) {
@@ -25702,7 +25718,7 @@ function configure$3(command, context) {
 			store: () => ctx.store,
 			envToken: ctx.env.NOTARIZE_TOKEN
 		};
-		await finish(viewOf(ctx), await runLogout(options));
+		await finish(await viewOf(ctx), await runLogout(options));
 	});
 }
 /** Forgets the stored token of the service, and says whether there was one. */
@@ -25753,14 +25769,14 @@ function configure$2(command, context) {
 	const resolver = (ctx) => (key) => ctx.resolveSetting(key);
 	command.command("get").addArgument(keyArgument()).description("print the value in effect").action(async (key) => {
 		const ctx = context();
-		await finish(viewOf(ctx), runConfigGet({
+		await finish(await viewOf(ctx), runConfigGet({
 			key,
 			resolve: resolver(ctx)
 		}));
 	});
 	command.command("set").addArgument(keyArgument()).argument("<value>", "the value to store").description("store a value").action(async (key, value) => {
 		const ctx = context();
-		await finish(viewOf(ctx), await runConfigSet({
+		await finish(await viewOf(ctx), await runConfigSet({
 			key,
 			value,
 			store: () => ctx.store,
@@ -25769,7 +25785,7 @@ function configure$2(command, context) {
 	});
 	command.command("unset").addArgument(keyArgument()).description("remove a stored value (the default applies again)").action(async (key) => {
 		const ctx = context();
-		await finish(viewOf(ctx), await runConfigUnset({
+		await finish(await viewOf(ctx), await runConfigUnset({
 			key,
 			store: () => ctx.store,
 			resolve: resolver(ctx)
@@ -25777,11 +25793,11 @@ function configure$2(command, context) {
 	});
 	command.command("list").description("every setting with its value and where it comes from").action(async () => {
 		const ctx = context();
-		await finish(viewOf(ctx), runConfigList({ resolve: resolver(ctx) }));
+		await finish(await viewOf(ctx), runConfigList({ resolve: resolver(ctx) }));
 	});
 	command.command("path").description("print the store directory (with --json: {\"path\"})").action(async () => {
 		const ctx = context();
-		await finish(viewOf(ctx), runConfigPath({ store: () => ctx.store }));
+		await finish(await viewOf(ctx), runConfigPath({ store: () => ctx.store }));
 	});
 }
 /** The value in effect of a setting named by the user, and where it comes from. */
@@ -26757,7 +26773,7 @@ ${examples([
 	])}`).action(async (raw) => {
 		const ctx = context();
 		const flags = parseOptions(optionsSchema, raw, command);
-		const view = viewOf(ctx);
+		const view = await viewOf(ctx);
 		await finish(view, await runSandbox({
 			...flags,
 			envFaults: ctx.env.NOTARIZE_SANDBOX_FAULTS,
@@ -27632,7 +27648,7 @@ function configure(command, context, commands) {
 			program: command.parent ?? command,
 			commands
 		});
-		await finish(viewOf(context()), result);
+		await finish(await viewOf(context()), result);
 	});
 }
 /** The completion script of `shell` for `program` and every command of the registry, as data. */

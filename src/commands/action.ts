@@ -6,21 +6,25 @@
  */
 import type { Context } from '../context.js';
 import { UsageError } from '../errors.js';
-import { itemResultsFor, present, type CommandResult, type Format, type View } from '../output/present.js';
+import { itemResultsFor, loadRender, present, type CommandResult, type Format, type View } from '../output/present.js';
 import type { ItemResults } from '../output/results.js';
 
 /**
  * The view this run asked for: `format` when a command has its own option
  * (--output), else --json or a table. --json is `--output json`: with
  * another --output the line asks for two outputs, and neither is guessed.
+ * For a table, the renderer is loaded here, before the run (see loadRender),
+ * unless `lines`: a command whose text is lines, never a table (hash).
  */
-export function viewOf(ctx: Context, format?: Format): View {
+export async function viewOf(ctx: Context, format?: Format, { lines = false } = {}): Promise<View> {
   if (format !== undefined && format !== 'json' && ctx.globals.json) {
     throw new UsageError(`--json and --output ${format} ask for two different outputs`, {
       hint: '--json is --output json: give one of them',
     });
   }
-  return { io: ctx.io, env: ctx.env, format: format ?? (ctx.globals.json ? 'json' : 'table') };
+  const view: View = { io: ctx.io, env: ctx.env, format: format ?? (ctx.globals.json ? 'json' : 'table') };
+  if (view.format === 'table' && !lines) await loadRender();
+  return view;
 }
 
 /** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */

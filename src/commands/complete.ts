@@ -106,10 +106,10 @@ ${examples([
         serviceStore: () => ctx.serviceStore,
       };
       if (hashes.length === 1 && !flags.all) {
-        await finish(viewOf(ctx), await runComplete({ ...flags, ...common, hash: hashes[0]! }));
+        await finish(await viewOf(ctx), await runComplete({ ...flags, ...common, hash: hashes[0]! }));
         return;
       }
-      await finishItems(viewOf(ctx), (items) => runCompleteMany({ ...flags, ...common, hashes, items }));
+      await finishItems(await viewOf(ctx), (items) => runCompleteMany({ ...flags, ...common, hashes, items }));
     });
 }
 

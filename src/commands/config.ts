@@ -43,7 +43,7 @@ export function configure(command: Command, context: () => Context): void {
     .description('print the value in effect')
     .action(async (key: string) => {
       const ctx = context();
-      await finish(viewOf(ctx), runConfigGet({ key, resolve: resolver(ctx) }));
+      await finish(await viewOf(ctx), runConfigGet({ key, resolve: resolver(ctx) }));
     });
   command
     .command('set')
@@ -52,7 +52,10 @@ export function configure(command: Command, context: () => Context): void {
     .description('store a value')
     .action(async (key: string, value: string) => {
       const ctx = context();
-      await finish(viewOf(ctx), await runConfigSet({ key, value, store: () => ctx.store, resolve: resolver(ctx) }));
+      await finish(
+        await viewOf(ctx),
+        await runConfigSet({ key, value, store: () => ctx.store, resolve: resolver(ctx) }),
+      );
     });
   command
     .command('unset')
@@ -60,21 +63,21 @@ export function configure(command: Command, context: () => Context): void {
     .description('remove a stored value (the default applies again)')
     .action(async (key: string) => {
       const ctx = context();
-      await finish(viewOf(ctx), await runConfigUnset({ key, store: () => ctx.store, resolve: resolver(ctx) }));
+      await finish(await viewOf(ctx), await runConfigUnset({ key, store: () => ctx.store, resolve: resolver(ctx) }));
     });
   command
     .command('list')
     .description('every setting with its value and where it comes from')
     .action(async () => {
       const ctx = context();
-      await finish(viewOf(ctx), runConfigList({ resolve: resolver(ctx) }));
+      await finish(await viewOf(ctx), runConfigList({ resolve: resolver(ctx) }));
     });
   command
     .command('path')
     .description('print the store directory (with --json: {"path"})')
     .action(async () => {
       const ctx = context();
-      await finish(viewOf(ctx), runConfigPath({ store: () => ctx.store }));
+      await finish(await viewOf(ctx), runConfigPath({ store: () => ctx.store }));
     });
 }
 

@@ -49,7 +49,7 @@ ${examples([
     .action(async (paths: string[], raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      const view = viewOf(ctx);
+      const view = await viewOf(ctx, undefined, { lines: true });
       await finish(view, await runHash({ ...flags, paths, io: ctx.io }, checksumsFor(view)));
     });
 }

@@ -26,7 +26,10 @@ ${examples(['notarize list', '# CI: keep the ledger as a build artifact', 'notar
     )
     .action(async () => {
       const ctx = context();
-      await finish(viewOf(ctx), await runList({ baseUrl: () => ctx.baseUrl, serviceStore: () => ctx.serviceStore }));
+      await finish(
+        await viewOf(ctx),
+        await runList({ baseUrl: () => ctx.baseUrl, serviceStore: () => ctx.serviceStore }),
+      );
     });
 }
 

@@ -57,14 +57,14 @@ ${examples([
     )
     .action(async () => {
       const ctx = context();
-      await finish(viewOf(ctx), await runPending({ serviceStore: () => ctx.serviceStore }));
+      await finish(await viewOf(ctx), await runPending({ serviceStore: () => ctx.serviceStore }));
     });
   command
     .command('drop <hash>')
     .description('retire a pending session: move it aside (kept, never sent again, no longer listed)')
     .action(async (hash: string) => {
       const ctx = context();
-      await finish(viewOf(ctx), await runPendingDrop({ hash, serviceStore: () => ctx.serviceStore }));
+      await finish(await viewOf(ctx), await runPendingDrop({ hash, serviceStore: () => ctx.serviceStore }));
     });
 }
 

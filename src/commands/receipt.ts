@@ -57,7 +57,7 @@ ${examples([
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
       await finish(
-        viewOf(ctx),
+        await viewOf(ctx),
         await runReceipt({
           ...flags,
           target,

@@ -201,7 +201,9 @@ ${examples([
         serviceStore: () => ctx.serviceStore,
         storeDir: ctx.store.dir,
       };
-      await finishItems(viewOf(ctx, flags.output), (items) => runRegister({ ...flags, paths, ...services }, items));
+      await finishItems(await viewOf(ctx, flags.output), (items) =>
+        runRegister({ ...flags, paths, ...services }, items),
+      );
     });
 }
 

@@ -31,7 +31,7 @@ ${examples([
     .action(async (target: string) => {
       const ctx = context();
       await finish(
-        viewOf(ctx),
+        await viewOf(ctx),
         await runShow({ target, baseUrl: () => ctx.baseUrl, serviceStore: () => ctx.serviceStore }),
       );
     });

@@ -107,7 +107,7 @@ ${examples([
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
       const services = { io: ctx.io, ...readOnlyStore(ctx) };
-      await finishItems(viewOf(ctx, flags.output), (items) => runVerify({ ...flags, paths, ...services }, items));
+      await finishItems(await viewOf(ctx, flags.output), (items) => runVerify({ ...flags, paths, ...services }, items));
     });
 }
 

@@ -32,12 +32,22 @@ export interface View {
 /** The tables and record views of render.ts. */
 type Render = typeof RenderModule;
 
+/** render.ts once loaded (loadRender). */
+let loadedRender: Render | undefined;
+
 /**
- * render.ts, loaded at the first table or record drawn: its width and colour
- * packages cost a run tens of milliseconds to load, which a run printing JSON
- * or NDJSON (most CI runs) has no use for.
+ * Loads render.ts, whose width and colour packages cost a run tens of
+ * milliseconds, which a run printing JSON or NDJSON (most CI runs) has no
+ * use for. A command's view loads it before the run when the run will print
+ * a table (commands/action.ts viewOf): a signal's exit, once the completions
+ * under way are recorded, leaves the turn the results are printed in and no
+ * more, and a module read from disk then would come after it, its table never
+ * shown. present() loads it itself only for a view made otherwise.
  */
-const loadRender = (): Promise<Render> => import('./render.js');
+export async function loadRender(): Promise<Render> {
+  loadedRender ??= await import('./render.js');
+  return loadedRender;
+}
 
 /** A GitHub Actions step summary: a command's item results under a title. */
 export interface GitHubReport {
@@ -181,14 +191,14 @@ function failureLine({ file, error }: Extract<Checksum, { error: unknown }>): st
 
 /**
  * Shows a run's result; see the module comment. Its failure is the caller's
- * to throw. Asynchronous only to load render.ts when a table is drawn: what
- * is shown, and in which order, is as if it were not.
+ * to throw. Asynchronous only to load render.ts for a table when the view
+ * did not (loadRender): loaded, it waits on nothing.
  */
 export async function present(view: View, result: CommandResult): Promise<void> {
   const { io } = view;
   const json = view.format === 'json';
-  // Where a record or a table is shown, instead of JSON: the renderer, loaded then.
-  const tables = async () => (json ? undefined : await loadRender());
+  // Where a record or a table is shown, instead of JSON: the renderer.
+  const tables = async () => (json ? undefined : (loadedRender ?? (await loadRender())));
   switch (result.kind) {
     case 'outcome':
       if (result.note) io.info(result.note);
@@ -205,7 +215,7 @@ export async function present(view: View, result: CommandResult): Promise<void> 
       if (view.format === 'json') io.dataJsonArray(results);
       // No rows, no table: a header alone says nothing the summary does not.
       else if (view.format === 'table' && results.length > 0)
-        io.dataLines((await loadRender()).resultLines(results, io.colour));
+        io.dataLines((loadedRender ?? (await loadRender())).resultLines(results, io.colour));
       io.info(items.summary());
       break;
     }
@@ -223,7 +233,7 @@ export async function present(view: View, result: CommandResult): Promise<void> 
       else if (result.rows.length === 0 && result.empty !== undefined) io.info(result.empty);
       else
         io.dataLines(
-          (await loadRender()).tableLines(
+          (loadedRender ?? (await loadRender())).tableLines(
             [...result.headers],
             result.rows.map((row) => result.cells(row)),
             io.colour,

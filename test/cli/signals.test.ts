@@ -170,6 +170,10 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
       // The exit follows the answer, not the grace's end.
       expect(ms).toBeLessThan(COMPLETION_GRACE_MS - 1000);
       expect(bed.ledgerHashes()).toHaveLength(1);
+      // Shown before the exit, as a table (loading its renderer once let the exit come first: nothing shown).
+      const [hash] = bed.ledgerHashes();
+      expect(lines).toContain(`registered ${hash}`);
+      expect(run.stdout).toMatch(new RegExp(`^hash +${hash}$`, 'm'));
       expect(bed.pendingHashes()).toEqual([]);
       expect(readdirSync(join(bed.onlyServiceDir(), 'locks'))).toEqual([]);
     });
@@ -239,6 +243,24 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
       },
     );
   }
+
+  it('a batch of two interrupted while both completions are answered: its table and summary are shown', async () => {
+    bed.sandbox.addFaults([{ route: 'forfait', kind: 'latency', value: 1500, count: 2 }]);
+    const docs = [1, 2].map((i) => {
+      const doc = join(bed.workDir, `table-${i}.txt`);
+      writeFileSync(doc, `a deed in a table, ${i}\n`);
+      return doc;
+    });
+    const spawned = spawnCli(['register', ...docs, '-j', '2'], bed.env(), { cwd: bed.workDir });
+    await until(() => bed.calls('forfait') >= 2, 'two forfaits are sent');
+    const { run } = await interrupt(spawned, 'SIGINT');
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(130);
+    const recorded = bed.ledgerHashes();
+    expect(recorded).toHaveLength(2);
+    for (const hash of recorded) expect(run.stdout).toMatch(new RegExp(`^registered +${hash} `, 'm'));
+    expect(run.stderr).toContain('2 items: 2 registered');
+  });
 
   it('a batch interrupted while completions are answered: every record saved has its NDJSON line and receipt', async () => {
     bed.sandbox.addFaults([{ route: 'forfait', kind: 'latency', value: 600 }]);
