@@ -349,6 +349,25 @@ function errorJson(error) {
 		...error.hint ? { hint: error.hint } : {}
 	};
 }
+/**
+* Loads a module of notarize's bundle on demand (a command's, the context, the
+* table renderer), always before the run sends anything. One that cannot be
+* read for want of a descriptor (`ulimit -n` near 20) is one line and exit 2,
+* as bin/notarize.js says it of the bundle itself, not an unexpected error.
+*/
+async function loadingModule(load) {
+	try {
+		return await load();
+	} catch (error) {
+		const code = error?.code;
+		if (code !== "EMFILE" && code !== "ENFILE") throw error;
+		throw new UsageError(`too many files are open to load notarize (${code}); nothing was sent`, {
+			code: "fd_shortage",
+			hint: "raise the limit of open files (ulimit -n), then run the command again",
+			cause: error
+		});
+	}
+}
 /** Whether `error` says nothing was sent: a NotarizeError of exit 2 (EXIT.usage), as the exit codes promise. */
 function nothingSent(error) {
 	return error instanceof NotarizeError && error.exitCode === EXIT.usage;
@@ -17087,7 +17106,7 @@ async function viewOf(ctx, format, { lines = false } = {}) {
 		env: ctx.env,
 		format: format ?? (ctx.globals.json ? "json" : "table")
 	};
-	if (view.format === "table" && !lines) await loadRender();
+	if (view.format === "table" && !lines) await loadingModule(loadRender);
 	return view;
 }
 /** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
@@ -42222,7 +42241,7 @@ function processIO(env, streams = {}) {
 					isEnabled: true,
 					color: colourWanted(env, true) ? "cyan" : false
 				}).start();
-			});
+			}).catch(() => void 0);
 			return {
 				update: (next) => {
 					latest = next;
@@ -42262,11 +42281,11 @@ function buildProgram(io, env, state) {
 		const entry = subcommand.parent === program ? COMMANDS.find((c) => c.name === subcommand.name()) : void 0;
 		if (!entry || configured.has(subcommand)) return;
 		configured.add(subcommand);
-		const [module, { Context: ContextClass }, storeModule] = await Promise.all([
+		const [module, { Context: ContextClass }, storeModule] = await loadingModule(() => Promise.all([
 			entry.load(),
 			Promise.resolve().then(() => (init_context(), context_exports)),
 			entry.usesStore === false ? void 0 : Promise.resolve().then(() => (init_store(), store_exports))
-		]);
+		]));
 		state.ContextClass = ContextClass;
 		state.storeModule = storeModule;
 		module.configure(subcommand, context, COMMANDS);

@@ -10,7 +10,7 @@ import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
 import { cleanSecret } from './core/secrets.js';
 import { environmentHelp, inCI, SECRET_VARIABLES } from './environment.js';
-import { errorJson, EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
+import { errorJson, EXIT, EXIT_CODE_HELP, loadingModule, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { IO, withinWidth, type IOOptions, type Sink } from './output/io.js';
 import { RETRY_HELP } from './settings.js';
 import { inGitHubActions } from './output/github.js';
@@ -146,22 +146,26 @@ export function processIO(env: NodeJS.ProcessEnv, streams: { stdout?: Sink } = {
         spinner?.stop();
       };
       const forgetClear = clearOnInterrupt(stop);
-      void import('ora').then(({ default: ora }) => {
-        if (stopped) return;
-        atLeastOneColumn(process.stderr);
-        spinner = ora({
-          text: fitted(latest),
-          stream: process.stderr,
-          // ora's default puts standard input in raw mode to swallow keys, which turns off the
-          // terminal's own Ctrl-C, and (stdin-discarder 0.3) never reads the ^C it promises to pass on:
-          // a Ctrl-C at "requesting" was ignored, and the paid step sent. The terminal keeps its Ctrl-C.
-          discardStdin: false,
-          // Drawn once started: stderrIsTTY decided that (ora's own test reads CI=false as CI, then prints '- text').
-          isEnabled: true,
-          // Its colour follows NO_COLOR and FORCE_COLOR as notarize's own do (chalk's detection did not).
-          color: colourWanted(env, true) ? 'cyan' : false,
-        }).start();
-      });
+      void import('ora')
+        .then(({ default: ora }) => {
+          if (stopped) return;
+          atLeastOneColumn(process.stderr);
+          spinner = ora({
+            text: fitted(latest),
+            stream: process.stderr,
+            // ora's default puts standard input in raw mode to swallow keys, which turns off the
+            // terminal's own Ctrl-C, and (stdin-discarder 0.3) never reads the ^C it promises to pass on:
+            // a Ctrl-C at "requesting" was ignored, and the paid step sent. The terminal keeps its Ctrl-C.
+            discardStdin: false,
+            // Drawn once started: stderrIsTTY decided that (ora's own test reads CI=false as CI, then prints '- text').
+            isEnabled: true,
+            // Its colour follows NO_COLOR and FORCE_COLOR as notarize's own do (chalk's detection did not).
+            color: colourWanted(env, true) ? 'cyan' : false,
+          }).start();
+        })
+        // ora not loaded (its files cannot be read for want of a descriptor): no spinner, the run goes on;
+        // a rejection left unhandled would end the process mid-run.
+        .catch(() => undefined);
       return {
         update: (next) => {
           latest = next;
@@ -254,11 +258,13 @@ function buildProgram(io: IO, env: NodeJS.ProcessEnv, state: RunState): Command 
     configured.add(subcommand);
     // The context (store, settings, output) is loaded only for a command that
     // runs, never for --version or --help.
-    const [module, { Context: ContextClass }, storeModule] = await Promise.all([
-      entry.load(),
-      import('./context.js'),
-      entry.usesStore === false ? undefined : import('./store/store.js'),
-    ]);
+    const [module, { Context: ContextClass }, storeModule] = await loadingModule(() =>
+      Promise.all([
+        entry.load(),
+        import('./context.js'),
+        entry.usesStore === false ? undefined : import('./store/store.js'),
+      ]),
+    );
     state.ContextClass = ContextClass;
     state.storeModule = storeModule;
     module.configure(subcommand, context, COMMANDS);

@@ -5,7 +5,7 @@
  * main() to turn into the exit code.
  */
 import type { Context } from '../context.js';
-import { UsageError } from '../errors.js';
+import { loadingModule, UsageError } from '../errors.js';
 import { itemResultsFor, loadRender, present, type CommandResult, type Format, type View } from '../output/present.js';
 import type { ItemResults } from '../output/results.js';
 
@@ -23,7 +23,7 @@ export async function viewOf(ctx: Context, format?: Format, { lines = false } = 
     });
   }
   const view: View = { io: ctx.io, env: ctx.env, format: format ?? (ctx.globals.json ? 'json' : 'table') };
-  if (view.format === 'table' && !lines) await loadRender();
+  if (view.format === 'table' && !lines) await loadingModule(loadRender);
   return view;
 }
 
