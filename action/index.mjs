@@ -349,25 +349,6 @@ function errorJson(error) {
 		...error.hint ? { hint: error.hint } : {}
 	};
 }
-/**
-* Loads a module of notarize's bundle on demand (a command's, the context, the
-* table renderer), always before the run sends anything. One that cannot be
-* read for want of a descriptor (`ulimit -n` near 20) is one line and exit 2,
-* as bin/notarize.js says it of the bundle itself, not an unexpected error.
-*/
-async function loadingModule(load) {
-	try {
-		return await load();
-	} catch (error) {
-		const code = error?.code;
-		if (code !== "EMFILE" && code !== "ENFILE") throw error;
-		throw new UsageError(`too many files are open to load notarize (${code}); nothing was sent`, {
-			code: "fd_shortage",
-			hint: "raise the limit of open files (ulimit -n), then run the command again",
-			cause: error
-		});
-	}
-}
 /** Whether `error` says nothing was sent: a NotarizeError of exit 2 (EXIT.usage), as the exit codes promise. */
 function nothingSent(error) {
 	return error instanceof NotarizeError && error.exitCode === EXIT.usage;
@@ -9665,9 +9646,32 @@ ${LONGEST_RETRY_WAIT_MS / 1e3} s ends the retries (exit 4).`;
 * (core/batch.ts runAgain); then the error stands, saying what to change.
 * Fewer of either happen when -j fits the limit (fitConcurrency).
 */
+/** The shortage `error` is (or wraps, as a StoreError does): EMFILE or ENFILE, else undefined. */
+function fdShortageCode(error) {
+	return errnoCodeIn(error, (code) => code === "EMFILE" || code === "ENFILE");
+}
 /** Whether `error` is (or wraps, as a StoreError does) a shortage of file descriptors. */
 function isFdShortage(error) {
-	return errnoCodeIn(error, (code) => code === "EMFILE" || code === "ENFILE") !== void 0;
+	return fdShortageCode(error) !== void 0;
+}
+/**
+* Loads a module of notarize's bundle on demand (a command's, the context, the
+* table renderer), always before the run sends anything. One that cannot be
+* read for want of a descriptor (`ulimit -n` near 20) is one line and exit 2,
+* as bin/notarize.js says it of the bundle itself, not an unexpected error.
+*/
+async function loadingModule(load) {
+	try {
+		return await load();
+	} catch (error) {
+		const code = fdShortageCode(error);
+		if (code === void 0) throw error;
+		throw new UsageError(`too many files are open to load notarize (${code}); nothing was sent`, {
+			code: "fd_shortage",
+			hint: "raise the limit of open files (ulimit -n), then run the command again",
+			cause: error
+		});
+	}
 }
 /**
 * Runs `op`, and while it fails for want of file descriptors, runs it again
@@ -16891,12 +16895,13 @@ function failureLine({ file, error }) {
 /**
 * Shows a run's result; see the module comment. Its failure is the caller's
 * to throw. Asynchronous only to load render.ts for a table when the view
-* did not (loadRender): loaded, it waits on nothing.
+* did not (loadRender): once loaded, it waits on no I/O, only on promises
+* already settled, which run before a signal's exit can.
 */
 async function present(view, result) {
 	const { io } = view;
 	const json = view.format === "json";
-	const tables = async () => json ? void 0 : loadedRender ?? await loadRender();
+	const tables = async () => json ? void 0 : await loadRender();
 	switch (result.kind) {
 		case "outcome":
 			if (result.note) io.info(result.note);
@@ -16911,7 +16916,7 @@ async function present(view, result) {
 			const { items } = result;
 			const results = items.list();
 			if (view.format === "json") io.dataJsonArray(results);
-			else if (view.format === "table" && results.length > 0) io.dataLines((loadedRender ?? await loadRender()).resultLines(results, io.colour));
+			else if (view.format === "table" && results.length > 0) io.dataLines((await loadRender()).resultLines(results, io.colour));
 			io.info(items.summary());
 			break;
 		}
@@ -16929,7 +16934,7 @@ async function present(view, result) {
 			for (const warning of result.warnings ?? []) io.warn(warning);
 			if (json) io.dataJsonArray(result.rows);
 			else if (result.rows.length === 0 && result.empty !== void 0) io.info(result.empty);
-			else io.dataLines((loadedRender ?? await loadRender()).tableLines([...result.headers], result.rows.map((row) => result.cells(row)), io.colour));
+			else io.dataLines((await loadRender()).tableLines([...result.headers], result.rows.map((row) => result.cells(row)), io.colour));
 			break;
 		case "value":
 			if (json && result.json !== void 0) io.dataJson(JSON.stringify(result.json));
@@ -17124,6 +17129,7 @@ async function finishItems(view, run) {
 }
 var init_action = __esmMin((() => {
 	init_errors$2();
+	init_fd_shortage();
 	init_present();
 }));
 // dist/commands/input-options.js
@@ -42118,6 +42124,7 @@ init_command();
 init_secrets();
 init_environment();
 init_errors$2();
+init_fd_shortage();
 init_settings();
 init_github();
 init_safe_text();

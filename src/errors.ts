@@ -139,26 +139,6 @@ export class UsageError extends NotarizeError {
   }
 }
 
-/**
- * Loads a module of notarize's bundle on demand (a command's, the context, the
- * table renderer), always before the run sends anything. One that cannot be
- * read for want of a descriptor (`ulimit -n` near 20) is one line and exit 2,
- * as bin/notarize.js says it of the bundle itself, not an unexpected error.
- */
-export async function loadingModule<T>(load: () => Promise<T>): Promise<T> {
-  try {
-    return await load();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException | undefined)?.code;
-    if (code !== 'EMFILE' && code !== 'ENFILE') throw error;
-    throw new UsageError(`too many files are open to load notarize (${code}); nothing was sent`, {
-      code: 'fd_shortage',
-      hint: 'raise the limit of open files (ulimit -n), then run the command again',
-      cause: error,
-    });
-  }
-}
-
 /** No credentials, or the service said 401/403. Exit 3. */
 export class AuthError extends NotarizeError {
   readonly status: number | undefined;

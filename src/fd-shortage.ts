@@ -15,7 +15,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { errnoCodeIn } from './errors.js';
+import { errnoCodeIn, UsageError } from './errors.js';
 
 /** How long an open waits in all for a descriptor to be freed before its error stands. */
 export const FD_WAIT_MS = 30_000;
@@ -23,9 +23,34 @@ export const FD_WAIT_MS = 30_000;
 /** The longest single wait between two tries. */
 const MAX_STEP_MS = 100;
 
+/** The shortage `error` is (or wraps, as a StoreError does): EMFILE or ENFILE, else undefined. */
+function fdShortageCode(error: unknown): string | undefined {
+  return errnoCodeIn(error, (code) => code === 'EMFILE' || code === 'ENFILE');
+}
+
 /** Whether `error` is (or wraps, as a StoreError does) a shortage of file descriptors. */
 export function isFdShortage(error: unknown): boolean {
-  return errnoCodeIn(error, (code) => code === 'EMFILE' || code === 'ENFILE') !== undefined;
+  return fdShortageCode(error) !== undefined;
+}
+
+/**
+ * Loads a module of notarize's bundle on demand (a command's, the context, the
+ * table renderer), always before the run sends anything. One that cannot be
+ * read for want of a descriptor (`ulimit -n` near 20) is one line and exit 2,
+ * as bin/notarize.js says it of the bundle itself, not an unexpected error.
+ */
+export async function loadingModule<T>(load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const code = fdShortageCode(error);
+    if (code === undefined) throw error;
+    throw new UsageError(`too many files are open to load notarize (${code}); nothing was sent`, {
+      code: 'fd_shortage',
+      hint: 'raise the limit of open files (ulimit -n), then run the command again',
+      cause: error,
+    });
+  }
 }
 
 /** What to change when descriptors stay short: said by every command, so -j only as register's. */

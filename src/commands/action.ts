@@ -5,7 +5,8 @@
  * main() to turn into the exit code.
  */
 import type { Context } from '../context.js';
-import { loadingModule, UsageError } from '../errors.js';
+import { UsageError } from '../errors.js';
+import { loadingModule } from '../fd-shortage.js';
 import { itemResultsFor, loadRender, present, type CommandResult, type Format, type View } from '../output/present.js';
 import type { ItemResults } from '../output/results.js';
 

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli.js';
-import { AuthError, errorJson, loadingModule, StoreError, UsageError } from '../../src/errors.js';
+import { AuthError, errorJson, StoreError, UsageError } from '../../src/errors.js';
 import { bufferIO } from '../helpers/io.js';
 
 describe('errorJson', () => {
@@ -75,27 +75,5 @@ describe('which runs print their error as JSON', () => {
       expect(stderr).not.toContain('{"error"');
       expect(stderr).not.toMatch(/^\s+at /m);
     }
-  });
-});
-
-describe('loadingModule', () => {
-  const failing = (code: string) => () => Promise.reject(Object.assign(new Error(`${code}: open 'x.js'`), { code }));
-
-  it('a module not read for want of a descriptor: exit 2, saying what to raise and that nothing was sent', async () => {
-    for (const code of ['EMFILE', 'ENFILE']) {
-      const error = await loadingModule(failing(code)).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(UsageError);
-      expect(errorJson(error as UsageError)).toEqual({
-        code: 'fd_shortage',
-        exitCode: 2,
-        message: `too many files are open to load notarize (${code}); nothing was sent`,
-        hint: 'raise the limit of open files (ulimit -n), then run the command again',
-      });
-    }
-  });
-
-  it('any other failure as it came, and a module loaded as it is', async () => {
-    await expect(loadingModule(failing('ENOENT'))).rejects.toThrow("ENOENT: open 'x.js'");
-    await expect(loadingModule(() => Promise.resolve(42))).resolves.toBe(42);
   });
 });

@@ -7,8 +7,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
-import { descriptorsLeft, fitConcurrency, isFdShortage, whenFdsFree } from '../../src/fd-shortage.js';
+import { descriptorsLeft, fitConcurrency, isFdShortage, loadingModule, whenFdsFree } from '../../src/fd-shortage.js';
 import { fileErrorReason } from '../../src/core/hash.js';
+import { errorJson, UsageError } from '../../src/errors.js';
 import { useBed, type Bed } from '../helpers/bed.js';
 import { BIN, describeRun, runProcess } from '../helpers/cli.js';
 import { sha256 } from '../helpers/documents.js';
@@ -378,5 +379,27 @@ await import(${JSON.stringify(BIN)});
     expect(results[0]).toMatchObject({ hash: sha256('my contract v2\n'), error: { exitCode: 2 } });
     expect(bed.requestedHashes()).toEqual([sha256('another document\n')]);
     expect(bed.requestedHashes()).not.toContain(sha256(''));
+  });
+});
+
+describe('loadingModule', () => {
+  const failing = (code: string) => () => Promise.reject(Object.assign(new Error(`${code}: open 'x.js'`), { code }));
+
+  it('a module not read for want of a descriptor: exit 2, saying what to raise and that nothing was sent', async () => {
+    for (const code of ['EMFILE', 'ENFILE']) {
+      const error = await loadingModule(failing(code)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UsageError);
+      expect(errorJson(error as UsageError)).toEqual({
+        code: 'fd_shortage',
+        exitCode: 2,
+        message: `too many files are open to load notarize (${code}); nothing was sent`,
+        hint: 'raise the limit of open files (ulimit -n), then run the command again',
+      });
+    }
+  });
+
+  it('any other failure as it came, and a module loaded as it is', async () => {
+    await expect(loadingModule(failing('ENOENT'))).rejects.toThrow("ENOENT: open 'x.js'");
+    await expect(loadingModule(() => Promise.resolve(42))).resolves.toBe(42);
   });
 });
