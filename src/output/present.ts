@@ -192,13 +192,14 @@ function failureLine({ file, error }: Extract<Checksum, { error: unknown }>): st
 /**
  * Shows a run's result; see the module comment. Its failure is the caller's
  * to throw. Asynchronous only to load render.ts for a table when the view
- * did not (loadRender): loaded, it waits on nothing.
+ * did not (loadRender): once loaded, it waits on no I/O, only on promises
+ * already settled, which run before a signal's exit can.
  */
 export async function present(view: View, result: CommandResult): Promise<void> {
   const { io } = view;
   const json = view.format === 'json';
   // Where a record or a table is shown, instead of JSON: the renderer.
-  const tables = async () => (json ? undefined : (loadedRender ?? (await loadRender())));
+  const tables = async () => (json ? undefined : await loadRender());
   switch (result.kind) {
     case 'outcome':
       if (result.note) io.info(result.note);
@@ -215,7 +216,7 @@ export async function present(view: View, result: CommandResult): Promise<void> 
       if (view.format === 'json') io.dataJsonArray(results);
       // No rows, no table: a header alone says nothing the summary does not.
       else if (view.format === 'table' && results.length > 0)
-        io.dataLines((loadedRender ?? (await loadRender())).resultLines(results, io.colour));
+        io.dataLines((await loadRender()).resultLines(results, io.colour));
       io.info(items.summary());
       break;
     }
@@ -233,7 +234,7 @@ export async function present(view: View, result: CommandResult): Promise<void> 
       else if (result.rows.length === 0 && result.empty !== undefined) io.info(result.empty);
       else
         io.dataLines(
-          (loadedRender ?? (await loadRender())).tableLines(
+          (await loadRender()).tableLines(
             [...result.headers],
             result.rows.map((row) => result.cells(row)),
             io.colour,
