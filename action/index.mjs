@@ -17102,16 +17102,18 @@ var init_present = __esmMin((() => {
 * (--output), else --json or a table. --json is `--output json`: with
 * another --output the line asks for two outputs, and neither is guessed.
 * For a table, the renderer is loaded here, before the run (see loadRender),
-* unless `lines`: a command whose text is lines, never a table (hash).
+* unless the command never draws one (`tables: false`): its text is lines
+* (hash) or a value (config get, login...). Such a command that drew a table
+* anyway would still get one, loaded as it is shown.
 */
-async function viewOf(ctx, format, { lines = false } = {}) {
+async function viewOf(ctx, format, { tables = true } = {}) {
 	if (format !== void 0 && format !== "json" && ctx.globals.json) throw new UsageError(`--json and --output ${format} ask for two different outputs`, { hint: "--json is --output json: give one of them" });
 	const view = {
 		io: ctx.io,
 		env: ctx.env,
 		format: format ?? (ctx.globals.json ? "json" : "table")
 	};
-	if (view.format === "table" && !lines) await loadingModule(loadRender);
+	if (view.format === "table" && tables) await loadingModule(loadRender);
 	return view;
 }
 /** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
@@ -23939,7 +23941,7 @@ ${examples([
 	});
 	command.command("drop <hash>").description("retire a pending session: move it aside (kept, never sent again, no longer listed)").action(async (hash) => {
 		const ctx = context();
-		await finish(await viewOf(ctx), await runPendingDrop({
+		await finish(await viewOf(ctx, void 0, { tables: false }), await runPendingDrop({
 			hash,
 			serviceStore: () => ctx.serviceStore
 		}));
@@ -24094,7 +24096,7 @@ ${examples([
 	])}`).action(async (paths, raw) => {
 		const ctx = context();
 		const flags = parseOptions(optionsSchema$4, raw, command);
-		const view = await viewOf(ctx, void 0, { lines: true });
+		const view = await viewOf(ctx, void 0, { tables: false });
 		await finish(view, await runHash({
 			...flags,
 			paths,
@@ -25093,7 +25095,7 @@ ${examples([
 	])}`).action(async (target, raw) => {
 		const ctx = context();
 		const flags = parseOptions(optionsSchema$2, raw, command);
-		await finish(await viewOf(ctx), await runReceipt({
+		await finish(await viewOf(ctx, void 0, { tables: false }), await runReceipt({
 			...flags,
 			target,
 			baseUrl: () => ctx.baseUrl,
@@ -25637,7 +25639,7 @@ ${examples([
 			store: () => ctx.store,
 			api: () => ctx.api()
 		});
-		await finish(await viewOf(ctx), result);
+		await finish(await viewOf(ctx, void 0, { tables: false }), result);
 	});
 }
 async function obtainKey(options) {
@@ -25743,7 +25745,7 @@ function configure$3(command, context) {
 			store: () => ctx.store,
 			envToken: ctx.env.NOTARIZE_TOKEN
 		};
-		await finish(await viewOf(ctx), await runLogout(options));
+		await finish(await viewOf(ctx, void 0, { tables: false }), await runLogout(options));
 	});
 }
 /** Forgets the stored token of the service, and says whether there was one. */
@@ -25794,14 +25796,14 @@ function configure$2(command, context) {
 	const resolver = (ctx) => (key) => ctx.resolveSetting(key);
 	command.command("get").addArgument(keyArgument()).description("print the value in effect").action(async (key) => {
 		const ctx = context();
-		await finish(await viewOf(ctx), runConfigGet({
+		await finish(await viewOf(ctx, void 0, { tables: false }), runConfigGet({
 			key,
 			resolve: resolver(ctx)
 		}));
 	});
 	command.command("set").addArgument(keyArgument()).argument("<value>", "the value to store").description("store a value").action(async (key, value) => {
 		const ctx = context();
-		await finish(await viewOf(ctx), await runConfigSet({
+		await finish(await viewOf(ctx, void 0, { tables: false }), await runConfigSet({
 			key,
 			value,
 			store: () => ctx.store,
@@ -25810,7 +25812,7 @@ function configure$2(command, context) {
 	});
 	command.command("unset").addArgument(keyArgument()).description("remove a stored value (the default applies again)").action(async (key) => {
 		const ctx = context();
-		await finish(await viewOf(ctx), await runConfigUnset({
+		await finish(await viewOf(ctx, void 0, { tables: false }), await runConfigUnset({
 			key,
 			store: () => ctx.store,
 			resolve: resolver(ctx)
@@ -25822,7 +25824,7 @@ function configure$2(command, context) {
 	});
 	command.command("path").description("print the store directory (with --json: {\"path\"})").action(async () => {
 		const ctx = context();
-		await finish(await viewOf(ctx), runConfigPath({ store: () => ctx.store }));
+		await finish(await viewOf(ctx, void 0, { tables: false }), runConfigPath({ store: () => ctx.store }));
 	});
 }
 /** The value in effect of a setting named by the user, and where it comes from. */
@@ -26798,7 +26800,7 @@ ${examples([
 	])}`).action(async (raw) => {
 		const ctx = context();
 		const flags = parseOptions(optionsSchema, raw, command);
-		const view = await viewOf(ctx);
+		const view = await viewOf(ctx, void 0, { tables: false });
 		await finish(view, await runSandbox({
 			...flags,
 			envFaults: ctx.env.NOTARIZE_SANDBOX_FAULTS,
@@ -27673,7 +27675,7 @@ function configure(command, context, commands) {
 			program: command.parent ?? command,
 			commands
 		});
-		await finish(await viewOf(context()), result);
+		await finish(await viewOf(context(), void 0, { tables: false }), result);
 	});
 }
 /** The completion script of `shell` for `program` and every command of the registry, as data. */

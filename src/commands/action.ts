@@ -15,16 +15,18 @@ import type { ItemResults } from '../output/results.js';
  * (--output), else --json or a table. --json is `--output json`: with
  * another --output the line asks for two outputs, and neither is guessed.
  * For a table, the renderer is loaded here, before the run (see loadRender),
- * unless `lines`: a command whose text is lines, never a table (hash).
+ * unless the command never draws one (`tables: false`): its text is lines
+ * (hash) or a value (config get, login...). Such a command that drew a table
+ * anyway would still get one, loaded as it is shown.
  */
-export async function viewOf(ctx: Context, format?: Format, { lines = false } = {}): Promise<View> {
+export async function viewOf(ctx: Context, format?: Format, { tables = true } = {}): Promise<View> {
   if (format !== undefined && format !== 'json' && ctx.globals.json) {
     throw new UsageError(`--json and --output ${format} ask for two different outputs`, {
       hint: '--json is --output json: give one of them',
     });
   }
   const view: View = { io: ctx.io, env: ctx.env, format: format ?? (ctx.globals.json ? 'json' : 'table') };
-  if (view.format === 'table' && !lines) await loadingModule(loadRender);
+  if (view.format === 'table' && tables) await loadingModule(loadRender);
   return view;
 }
 

@@ -784,7 +784,7 @@ export function configure(command: Command, context: () => Context, commands: re
     .action(async (shell: string) => {
       // The program (the parent) holds the global options.
       const result = await runCompletion({ shell, program: command.parent ?? command, commands });
-      await finish(await viewOf(context()), result);
+      await finish(await viewOf(context(), undefined, { tables: false }), result);
     });
 }
 

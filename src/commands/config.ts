@@ -43,7 +43,7 @@ export function configure(command: Command, context: () => Context): void {
     .description('print the value in effect')
     .action(async (key: string) => {
       const ctx = context();
-      await finish(await viewOf(ctx), runConfigGet({ key, resolve: resolver(ctx) }));
+      await finish(await viewOf(ctx, undefined, { tables: false }), runConfigGet({ key, resolve: resolver(ctx) }));
     });
   command
     .command('set')
@@ -53,7 +53,7 @@ export function configure(command: Command, context: () => Context): void {
     .action(async (key: string, value: string) => {
       const ctx = context();
       await finish(
-        await viewOf(ctx),
+        await viewOf(ctx, undefined, { tables: false }),
         await runConfigSet({ key, value, store: () => ctx.store, resolve: resolver(ctx) }),
       );
     });
@@ -63,7 +63,10 @@ export function configure(command: Command, context: () => Context): void {
     .description('remove a stored value (the default applies again)')
     .action(async (key: string) => {
       const ctx = context();
-      await finish(await viewOf(ctx), await runConfigUnset({ key, store: () => ctx.store, resolve: resolver(ctx) }));
+      await finish(
+        await viewOf(ctx, undefined, { tables: false }),
+        await runConfigUnset({ key, store: () => ctx.store, resolve: resolver(ctx) }),
+      );
     });
   command
     .command('list')
@@ -77,7 +80,7 @@ export function configure(command: Command, context: () => Context): void {
     .description('print the store directory (with --json: {"path"})')
     .action(async () => {
       const ctx = context();
-      await finish(await viewOf(ctx), runConfigPath({ store: () => ctx.store }));
+      await finish(await viewOf(ctx, undefined, { tables: false }), runConfigPath({ store: () => ctx.store }));
     });
 }
 

@@ -49,7 +49,7 @@ ${examples([
     .action(async (paths: string[], raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      const view = await viewOf(ctx, undefined, { lines: true });
+      const view = await viewOf(ctx, undefined, { tables: false });
       await finish(view, await runHash({ ...flags, paths, io: ctx.io }, checksumsFor(view)));
     });
 }

@@ -63,7 +63,7 @@ ${examples([
         store: () => ctx.store,
         api: () => ctx.api(),
       });
-      await finish(await viewOf(ctx), result);
+      await finish(await viewOf(ctx, undefined, { tables: false }), result);
     });
 }
 

@@ -27,7 +27,7 @@ export function configure(command: Command, context: () => Context): void {
   command.action(async () => {
     const ctx = context();
     const options = { baseUrl: () => ctx.baseUrl, store: () => ctx.store, envToken: ctx.env.NOTARIZE_TOKEN };
-    await finish(await viewOf(ctx), await runLogout(options));
+    await finish(await viewOf(ctx, undefined, { tables: false }), await runLogout(options));
   });
 }
 

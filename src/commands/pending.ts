@@ -64,7 +64,10 @@ ${examples([
     .description('retire a pending session: move it aside (kept, never sent again, no longer listed)')
     .action(async (hash: string) => {
       const ctx = context();
-      await finish(await viewOf(ctx), await runPendingDrop({ hash, serviceStore: () => ctx.serviceStore }));
+      await finish(
+        await viewOf(ctx, undefined, { tables: false }),
+        await runPendingDrop({ hash, serviceStore: () => ctx.serviceStore }),
+      );
     });
 }
 

@@ -57,7 +57,7 @@ ${examples([
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
       await finish(
-        await viewOf(ctx),
+        await viewOf(ctx, undefined, { tables: false }),
         await runReceipt({
           ...flags,
           target,

@@ -66,7 +66,7 @@ ${examples([
     .action(async (raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      const view = await viewOf(ctx);
+      const view = await viewOf(ctx, undefined, { tables: false });
       const result = await runSandbox({
         ...flags,
         envFaults: ctx.env.NOTARIZE_SANDBOX_FAULTS,

@@ -94,8 +94,23 @@ describe('start-up', () => {
     for (const name of TABLES) expect(packages).not.toContain(name);
   });
 
-  it('a table loads it: `notarize verify doc.txt` with no receipt, one row', async () => {
-    const packages = await packagesLoaded(['verify', 'doc.txt'], 6);
+  it.each([
+    [['config', 'path']],
+    [['config', 'get', 'timeout']],
+    [['config', 'set', 'retries', '2']],
+    [['logout']],
+    [['completion', 'bash']],
+  ] as const)('`notarize %j` (a value, never a table) loads no table renderer', async (args) => {
+    const packages = await packagesLoaded([...args]);
+    for (const name of TABLES) expect(packages).not.toContain(name);
+  });
+
+  it.each([
+    // No receipt: unknown, exit 6, one row.
+    [['verify', 'doc.txt'], 6],
+    [['config', 'list'], 0],
+  ] as const)('a table loads it: `notarize %j`', async (args, code) => {
+    const packages = await packagesLoaded([...args], code);
     for (const name of TABLES) expect(packages).toContain(name);
   });
 });
