@@ -18,7 +18,15 @@ export default defineConfig([
   {
     input: 'dist/cli.js',
     platform: 'node',
-    output: { dir: 'dist/bundle', format: 'esm', cleanDir: true },
+    output: {
+      dir: 'dist/bundle',
+      format: 'esm',
+      cleanDir: true,
+      // Everything the entry imports statically (the CLI's core, commander) in one chunk, core-*.js:
+      // Node opens a module's static imports all at once, and ten small chunks made `--version`
+      // need ten descriptors more than Node itself under a low `ulimit -n` (test/cli/fd-shortage.test.ts).
+      codeSplitting: { groups: [{ name: 'core', tags: ['$initial'] }] },
+    },
   },
   {
     input: 'dist/github-action-main.js',
