@@ -13350,11 +13350,13 @@ var init_service_store = __esmMin((() => {
 		}
 		/**
 		* The answers kept in quarantine/ for `hash`, oldest first (their names
-		* start with the time); none when the folder is absent or cannot be read.
+		* after the hash are the time: #asideFile); none when the folder is absent
+		* or cannot be read. Other files there (a copy, an editor's) are not named.
 		*/
 		async quarantinedAnswers(hash) {
+			const kept = new RegExp(`^${hash}\\.[0-9TZ+-]+\\.json$`);
 			try {
-				return (await readdir(this.quarantineDir)).filter((name) => name.startsWith(`${hash}.`)).sort().map((name) => join(this.quarantineDir, name));
+				return (await readdir(this.quarantineDir)).filter((name) => kept.test(name)).sort().map((name) => join(this.quarantineDir, name));
 			} catch {
 				return [];
 			}
@@ -15168,9 +15170,9 @@ function outcomeResult(file, outcome, baseUrl, { details = {}, status, under } =
 		...details
 	});
 }
-/** Why an already-registered result has no record: the answer that may hold it is in quarantine/. */
+/** Why an already-registered result has no record: its completion's answer was not taken for one, and is in quarantine/. */
 function keptAsideReason(file) {
-	return `no record here: the answer to its completion could not be read, and is kept in ${file}`;
+	return `no record here: the answer its completion got was not taken for its record, and is kept in ${file}, with why`;
 }
 /**
 * What outcomeResult adds for a registration's receipt (--receipt-dir): its
@@ -17067,7 +17069,7 @@ function showAlreadyRegistered(io, outcome, verification, render) {
 		return;
 	}
 	const kept = service?.answerKeptAside;
-	io.info(`${hash} is already registered: ${said ?? "the service says so"}; this store has no record of it` + (kept ? ` (the answer to its completion that could not be read is kept in ${kept}: it may hold the record)` : "") + `, see ${verification}`);
+	io.info(`${hash} is already registered: ${said ?? "the service says so"}; this store has no record of it` + (kept ? ` (the answer its completion got, not taken for its record, is kept in ${kept}, with why)` : "") + `, see ${verification}`);
 	showCustody(io, outcome.custody);
 	if (!render) {
 		const summary = {

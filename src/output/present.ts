@@ -417,9 +417,7 @@ function showAlreadyRegistered(
   const kept = service?.answerKeptAside;
   io.info(
     `${hash} is already registered: ${said ?? 'the service says so'}; this store has no record of it` +
-      (kept
-        ? ` (the answer to its completion that could not be read is kept in ${kept}: it may hold the record)`
-        : '') +
+      (kept ? ` (the answer its completion got, not taken for its record, is kept in ${kept}, with why)` : '') +
       `, see ${verification}`,
   );
   showCustody(io, outcome.custody);

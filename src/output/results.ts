@@ -123,9 +123,9 @@ export function outcomeResult(
   });
 }
 
-/** Why an already-registered result has no record: the answer that may hold it is in quarantine/. */
+/** Why an already-registered result has no record: its completion's answer was not taken for one, and is in quarantine/. */
 function keptAsideReason(file: string): string {
-  return `no record here: the answer to its completion could not be read, and is kept in ${file}`;
+  return `no record here: the answer its completion got was not taken for its record, and is kept in ${file}, with why`;
 }
 
 /**

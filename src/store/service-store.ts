@@ -572,13 +572,15 @@ export class ServiceStore {
 
   /**
    * The answers kept in quarantine/ for `hash`, oldest first (their names
-   * start with the time); none when the folder is absent or cannot be read.
+   * after the hash are the time: #asideFile); none when the folder is absent
+   * or cannot be read. Other files there (a copy, an editor's) are not named.
    */
   async quarantinedAnswers(hash: string): Promise<string[]> {
+    const kept = new RegExp(`^${hash}\\.[0-9TZ+-]+\\.json$`);
     try {
       const names = await readdir(this.quarantineDir);
       return names
-        .filter((name) => name.startsWith(`${hash}.`))
+        .filter((name) => kept.test(name))
         .sort()
         .map((name) => join(this.quarantineDir, name));
     } catch {

@@ -146,7 +146,7 @@ describe('present: one record or outcome', () => {
     ]);
   });
 
-  it('409 with no record here, an unreadable answer to its completion kept aside: where it is, and that it may hold the record', async () => {
+  it('409 with no record here, an answer to its completion kept aside: where it is, not taken for its record', async () => {
     const kept = '/store/quarantine/x.json';
     const said = outcome({
       kind: 'already-registered',
@@ -158,7 +158,7 @@ describe('present: one record or outcome', () => {
     expect(JSON.parse(json)).toMatchObject({ record: null, answerKeptAside: kept });
     expect(messages).toBe(
       `${HASH} is already registered: the service says so (409); this store has no record of it ` +
-        `(the answer to its completion that could not be read is kept in ${kept}: it may hold the record), see ${PAGE}\n`,
+        `(the answer its completion got, not taken for its record, is kept in ${kept}, with why), see ${PAGE}\n`,
     );
     const result = outcomeResult('a.txt', said.outcome!, BASE);
     expect(result).toMatchObject({ status: 'already-registered', record: null, reason: expect.stringContaining(kept) });
