@@ -23698,9 +23698,23 @@ ${examples([
 	});
 }
 async function readSession(from, stdin) {
-	const text = await readTextInput(from, stdin, 1048576, "the session");
+	const bytes = await readBytesInput(from, stdin, 1048576, "the session");
+	const source = `the session ${from === "-" ? "on standard input" : "file"}`;
+	if (UTF16_MARKS.some((mark) => bytes.subarray(0, 2).equals(mark))) throw new UsageError(`invalid --session: ${source} is UTF-16, not UTF-8`, { hint: "save it as UTF-8 (in PowerShell: Out-File -Encoding utf8); `notarize pending --json` shows the sessions this store keeps" });
+	let text;
+	try {
+		text = new TextDecoder("utf-8", {
+			fatal: true,
+			ignoreBOM: true
+		}).decode(bytes);
+	} catch (error) {
+		throw new UsageError(`invalid --session: ${source} is not UTF-8`, {
+			hint: SESSION_HINT,
+			cause: error
+		});
+	}
 	const json = withoutByteOrderMark(text);
-	if (json.trim() === "") throw new UsageError(`invalid --session: the session ${from === "-" ? "on standard input" : "file"} is ${json === text ? text === "" ? "empty" : "blank" : "empty but for a byte order mark"}`, { hint: "give the JSON the request step answered; `notarize pending --json` shows those this store keeps" });
+	if (/^[ \t\r\n]*$/.test(json)) throw new UsageError(`invalid --session: ${source} is ${json === "" ? "empty" : "blank"}${json === text ? "" : " but for a byte order mark"}`, { hint: SESSION_HINT });
 	try {
 		parseAnswer(json, subscriptionSessionSchema, "session");
 	} catch (error) {
@@ -23882,7 +23896,7 @@ async function owedHashes(store, pending) {
 	const { entries, problems } = await store.listCustodyOwedOfRecords();
 	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].filter((hash) => !pending.has(hash)).sort();
 }
-var optionsSchema$5, CONCURRENCY, FILES_PER_COMPLETION;
+var optionsSchema$5, CONCURRENCY, FILES_PER_COMPLETION, UTF16_MARKS, SESSION_HINT;
 var init_complete = __esmMin((() => {
 	init_zod();
 	init_client();
@@ -23909,6 +23923,8 @@ var init_complete = __esmMin((() => {
 	});
 	CONCURRENCY = 8;
 	FILES_PER_COMPLETION = 3;
+	UTF16_MARKS = [Buffer.of(255, 254), Buffer.of(254, 255)];
+	SESSION_HINT = "give the JSON the request step answered; `notarize pending --json` shows those this store keeps";
 }));
 // dist/commands/pending.js
 var pending_exports = /* @__PURE__ */ __exportAll({

@@ -22,7 +22,7 @@ import {
   requestUnread,
   type SessionSource,
 } from '../core/notarize.js';
-import { readTextInput } from '../core/read-input.js';
+import { readBytesInput } from '../core/read-input.js';
 import { sessionsUnderRoots } from '../core/trees.js';
 import { TreesNow, UnderRootSince } from '../core/trees-now.js';
 import { NotarizeError, UsageError } from '../errors.js';
@@ -113,16 +113,37 @@ ${examples([
     });
 }
 
+/** A UTF-16 text's byte order mark, little- and big-endian. */
+const UTF16_MARKS = [Buffer.of(0xff, 0xfe), Buffer.of(0xfe, 0xff)];
+
+/** Where a session comes from, for the messages of a session that is none. */
+const SESSION_HINT = 'give the JSON the request step answered; `notarize pending --json` shows those this store keeps';
+
 async function readSession(from: string, stdin: Readable): Promise<string> {
-  // No session comes near 1 MiB; anything larger is not one. A byte order mark (an editor's) dropped,
-  // as from the service's answer.
-  const text = await readTextInput(from, stdin, 1024 * 1024, 'the session');
+  // No session comes near 1 MiB; anything larger is not one.
+  const bytes = await readBytesInput(from, stdin, 1024 * 1024, 'the session');
+  const source = `the session ${from === '-' ? 'on standard input' : 'file'}`;
+  // Said as what it is: "not JSON (6 bytes)" of a file of two, or of a 36-byte session saved by
+  // PowerShell 5's `>` (UTF-16, its bytes counted once decoded as UTF-8), misled.
+  if (UTF16_MARKS.some((mark) => bytes.subarray(0, 2).equals(mark))) {
+    throw new UsageError(`invalid --session: ${source} is UTF-16, not UTF-8`, {
+      hint: 'save it as UTF-8 (in PowerShell: Out-File -Encoding utf8); `notarize pending --json` shows the sessions this store keeps',
+    });
+  }
+  let text: string;
+  try {
+    // fatal: a byte that is not UTF-8 is an error, not U+FFFD; the mark is kept, and dropped below.
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch (error) {
+    throw new UsageError(`invalid --session: ${source} is not UTF-8`, { hint: SESSION_HINT, cause: error });
+  }
+  // A byte order mark (an editor's) dropped, as from the service's answer.
   const json = withoutByteOrderMark(text);
-  if (json.trim() === '') {
-    // Said as what it is: "not JSON (0 bytes)" of a file of three bytes (a mark alone) misled.
-    const what = json === text ? (text === '' ? 'empty' : 'blank') : 'empty but for a byte order mark';
-    throw new UsageError(`invalid --session: the session ${from === '-' ? 'on standard input' : 'file'} is ${what}`, {
-      hint: 'give the JSON the request step answered; `notarize pending --json` shows those this store keeps',
+  // Blank as JSON has it (trim() would also pass over U+00A0 and the like, which JSON refuses).
+  if (/^[ \t\r\n]*$/.test(json)) {
+    const marked = json === text ? '' : ' but for a byte order mark';
+    throw new UsageError(`invalid --session: ${source} is ${json === '' ? 'empty' : 'blank'}${marked}`, {
+      hint: SESSION_HINT,
     });
   }
   try {

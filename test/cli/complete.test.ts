@@ -97,18 +97,31 @@ describe('runComplete', () => {
   });
 
   it('--session of a file empty, blank or a byte order mark alone: said so (it said "not JSON (0 bytes)"), nothing sent', async () => {
-    for (const [content, said] of [
+    const session = '{"sessionId":"1683554257039","id":null,"userId":1390}';
+    const cases: [string | Buffer, string][] = [
       ['', 'empty'],
       [' \n', 'blank'],
       ['\uFEFF', 'empty but for a byte order mark'],
-    ] as const) {
-      const file = await bed.file(`session-${said.length}.json`, content);
+      ['\uFEFF \r\n', 'blank but for a byte order mark'],
+      // What PowerShell 5's `>` writes: it said "not JSON (40 bytes)" of 36, and of a mark alone "(6 bytes)".
+      [Buffer.concat([Buffer.of(0xff, 0xfe), Buffer.from(session, 'utf16le')]), 'UTF-16, not UTF-8'],
+      [Buffer.of(0xfe, 0xff), 'UTF-16, not UTF-8'],
+      [Buffer.from([0x7b, 0xe9, 0x7d]), 'not UTF-8'],
+    ];
+    for (const [i, [content, said]] of cases.entries()) {
+      const file = await bed.file(`session-${i}.json`, content);
       await expect(runComplete(options(contextFor(bed), sha256('x'), { session: file }))).rejects.toMatchObject({
         exitCode: 2,
         message: `invalid --session: the session file is ${said}`,
         hint: expect.stringContaining('notarize pending --json'),
       });
     }
+    // Not blank to JSON, whatever trim() says: not JSON, as it is.
+    const nbsp = await bed.file('session-nbsp.json', '\u00A0\n');
+    await expect(runComplete(options(contextFor(bed), sha256('x'), { session: nbsp }))).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringMatching(/^invalid --session: the session is not JSON/),
+    });
     const t = contextFor(bed, { stdin: '\uFEFF' });
     await expect(runComplete(options(t, sha256('x'), { session: '-' }))).rejects.toMatchObject({
       message: 'invalid --session: the session on standard input is empty but for a byte order mark',
