@@ -19,6 +19,14 @@ import { STACK_LINE } from '../helpers/cli.js';
 let bed: Bed;
 useBed((created) => (bed = created));
 
+/** A document of `content` registered with --no-complete: its hash, and the session issued (the JSON printed). */
+async function issuedSession(name: string, content: string): Promise<{ hash: string; issued: string }> {
+  const doc = await bed.file(name, content);
+  const first = await bed.main(['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
+  expect(first.code, first.stderr).toBe(0);
+  return { hash: sha256(content), issued: first.stdout.replace(/\n$/, '') };
+}
+
 describe('exit 0', () => {
   it('--help lists the commands and the exit codes on stdout; --version prints the version', async () => {
     const help = await bed.run(['--help'], { env: { NOTARIZE_BASE_URL: undefined }, noBaseUrlCheck: true });
@@ -35,11 +43,7 @@ describe('exit 0', () => {
 
 describe('complete --session', () => {
   it('a session file an editor saved with a byte order mark: sent without the mark, registered', async () => {
-    const doc = await bed.file('bom-session.txt', 'session saved by an editor');
-    const hash = sha256('session saved by an editor');
-    const first = await bed.main(['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
-    expect(first.code, first.stderr).toBe(0);
-    const issued = first.stdout.replace(/\n$/, '');
+    const { hash, issued } = await issuedSession('bom-session.txt', 'session saved by an editor');
     const sessionFile = await bed.file('bom-session.json', `\ufeff${issued}`);
     const mark = bed.mark();
     const result = await bed.main(['complete', hash, '--session', sessionFile]);
@@ -52,11 +56,7 @@ describe('complete --session', () => {
 
 describe('exit 1: the service refused the operation', () => {
   it('complete --session with a well-formed session the service did not issue (400); the issued session is kept', async () => {
-    const doc = await bed.file('refused.txt', 'refused');
-    const hash = sha256('refused');
-    const first = await bed.main(['register', doc, '--no-complete', '--json'], { env: bed.withKey() });
-    expect(first.code, first.stderr).toBe(0);
-    const issued = first.stdout.replace(/\n$/, '');
+    const { hash, issued } = await issuedSession('refused.txt', 'refused');
     const forged = { ...(JSON.parse(issued) as Record<string, unknown>), sessionId: '1683554257039' };
     const sessionFile = await bed.file('forged-session.json', JSON.stringify(forged));
 
