@@ -10294,7 +10294,7 @@ function networkError(method, url, error, proxyVariable) {
 	const reason = name === "TimeoutError" || code.endsWith("_TIMEOUT") || code === "UND_ERR_ABORTED" ? "timed out" : code || error.message;
 	const through = proxyVariable === void 0 ? "" : ` through the proxy in ${proxyVariable}`;
 	return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
-		hint: proxyVariable === void 0 ? "the service could not be reached; try again later" : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
+		hint: isFdShortage(error) ? `no connection could be opened (nothing was sent): ${FD_SHORTAGE_REMEDY}` : proxyVariable === void 0 ? "the service could not be reached; try again later" : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
 		notProcessed: NOT_SENT_CODES.has(code),
 		cause: error
 	});
@@ -10448,6 +10448,7 @@ var init_http$1 = __esmMin((() => {
 	init_errors$2();
 	init_secrets();
 	init_read_bounded();
+	init_fd_shortage();
 	init_exact_json();
 	MAX_ANSWER_BYTES = 4194304;
 	NOT_SENT_CODES = /* @__PURE__ */ new Set([
@@ -27021,11 +27022,12 @@ async function completionSpec(program, commands) {
 	const noContext = () => {
 		throw new Error("completion never runs the commands it describes");
 	};
-	const subcommands = await Promise.all(commands.map(async (entry) => {
+	const subcommands = [];
+	for (const entry of commands) {
 		const command = new Command(entry.name).description(entry.summary);
-		(await entry.load()).configure(command, noContext, commands);
-		return describeCommand(command);
-	}));
+		(await loadingModule(entry.load)).configure(command, noContext, commands);
+		subcommands.push(describeCommand(command));
+	}
 	const help = {
 		name: "help",
 		description: "display help for command",
@@ -27709,6 +27711,7 @@ var SHELLS, GENERATORS;
 var init_completion = __esmMin((() => {
 	init_esm();
 	init_errors$2();
+	init_fd_shortage();
 	init_action();
 	init_options();
 	SHELLS = [
@@ -41511,6 +41514,7 @@ var init_context = __esmMin((() => {
 	init_proxy_env();
 	init_secrets();
 	init_interrupt();
+	init_fd_shortage();
 	init_settings();
 	init_version();
 	Context = class {
@@ -41603,14 +41607,14 @@ var init_context = __esmMin((() => {
 		/** The API client for the current service, with retries and credentials wired in. */
 		async api() {
 			if (this.#api) return this.#api;
-			const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }, { Outage, outageTiming }, { RequestSlots }] = await Promise.all([
+			const [{ ApiClient, logIn }, { HttpTransport }, { TokenCredentials }, { createDispatcher, proxyRoute }, { Outage, outageTiming }, { RequestSlots }] = await loadingModule(() => Promise.all([
 				Promise.resolve().then(() => (init_client(), client_exports)),
 				Promise.resolve().then(() => (init_http$1(), http_exports)),
 				Promise.resolve().then(() => (init_credentials(), credentials_exports)),
 				Promise.resolve().then(() => (init_dispatcher(), dispatcher_exports)),
 				Promise.resolve().then(() => (init_retry(), retry_exports)),
 				Promise.resolve().then(() => (init_slots(), slots_exports))
-			]);
+			]));
 			const baseUrl = this.baseUrl;
 			const route = proxyRoute(this.env, baseUrl);
 			const timeoutMs = Number(this.setting("timeout"));

@@ -11,6 +11,7 @@ import type { IO } from './output/io.js';
 import { proxySecrets } from './api/proxy-env.js';
 import { cleanSecret, keyDigest } from './core/secrets.js';
 import { beforeSending } from './interrupt.js';
+import { loadingModule } from './fd-shortage.js';
 import {
   checkSettingFlags,
   LONGEST_RETRY_WAIT_MS,
@@ -150,14 +151,17 @@ export class Context {
       { createDispatcher, proxyRoute },
       { Outage, outageTiming },
       { RequestSlots },
-    ] = await Promise.all([
-      import('./api/client.js'),
-      import('./api/http.js'),
-      import('./core/credentials.js'),
-      import('./api/dispatcher.js'),
-      import('./api/retry.js'),
-      import('./api/slots.js'),
-    ]);
+    ] = await loadingModule(() =>
+      // Before the first request of the run: a shortage of descriptors here is "nothing was sent".
+      Promise.all([
+        import('./api/client.js'),
+        import('./api/http.js'),
+        import('./core/credentials.js'),
+        import('./api/dispatcher.js'),
+        import('./api/retry.js'),
+        import('./api/slots.js'),
+      ]),
+    );
     const baseUrl = this.baseUrl;
     // Throws UsageError naming a malformed proxy variable, before anything is sent.
     const route = proxyRoute(this.env, baseUrl);

@@ -27,6 +27,7 @@ import {
 } from '../errors.js';
 import { isSendableToken, replaceSecrets, secretParts } from '../core/secrets.js';
 import { readBoundedBytes } from '../read-bounded.js';
+import { FD_SHORTAGE_REMEDY, isFdShortage } from '../fd-shortage.js';
 import { withoutByteOrderMark } from '../exact-json.js';
 
 /** Answers larger than this are cut off: no documented answer comes near it. */
@@ -416,8 +417,10 @@ function networkError(method: string, url: string, error: unknown, proxyVariable
   const reason = timedOut ? 'timed out' : code || (error as Error).message;
   const through = proxyVariable === undefined ? '' : ` through the proxy in ${proxyVariable}`;
   return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
-    hint:
-      proxyVariable === undefined
+    hint: isFdShortage(error)
+      ? // No socket for want of a descriptor: "later" is no cure where the limit is the cause.
+        `no connection could be opened (nothing was sent): ${FD_SHORTAGE_REMEDY}`
+      : proxyVariable === undefined
         ? 'the service could not be reached; try again later'
         : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
     notProcessed: NOT_SENT_CODES.has(code),

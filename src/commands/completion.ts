@@ -13,6 +13,7 @@
 import { Argument, Command, type Option } from 'commander';
 import type { Context } from '../context.js';
 import { UsageError } from '../errors.js';
+import { loadingModule } from '../fd-shortage.js';
 import type { ValueResult } from '../output/present.js';
 import { finish, viewOf } from './action.js';
 import { examples, withValues } from './options.js';
@@ -110,13 +111,14 @@ export async function completionSpec(program: Command, commands: readonly Comman
   const noContext = (): Context => {
     throw new Error('completion never runs the commands it describes');
   };
-  const subcommands = await Promise.all(
-    commands.map(async (entry) => {
-      const command = new Command(entry.name).description(entry.summary);
-      (await entry.load()).configure(command, noContext, commands);
-      return describeCommand(command);
-    }),
-  );
+  const subcommands: CommandSpec[] = [];
+  for (const entry of commands) {
+    const command = new Command(entry.name).description(entry.summary);
+    // One command's modules at a time, each load as the run's own (cli.ts): all thirteen at once
+    // opened their chunks together, and under a low `ulimit -n` one failed as an unexpected error.
+    (await loadingModule(entry.load)).configure(command, noContext, commands);
+    subcommands.push(describeCommand(command));
+  }
   // `help [command...]`, which commander adds by itself (so the program's commands do not list it):
   // what follows it is a command path (`help config set`), so it has every command as a
   // subcommand, each with its own subcommands and nothing else (no option, no argument).

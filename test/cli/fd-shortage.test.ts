@@ -220,7 +220,7 @@ describe('a call that cannot make its socket (ulimit -n)', () => {
       }
       const error = await transport.send({ method: 'POST', path: '/api/v2/x', body: '{}' }).catch((e) => e);
       held.forEach((fd) => closeSync(fd));
-      console.log(JSON.stringify({ message: error.message, exitCode: error.exitCode, notProcessed: error.notProcessed }));
+      console.log(JSON.stringify({ message: error.message, hint: error.hint, exitCode: error.exitCode, notProcessed: error.notProcessed }));
       server.close();
     `;
     const dist = join(import.meta.dirname, '..', '..', 'dist');
@@ -233,6 +233,8 @@ describe('a call that cannot make its socket (ulimit -n)', () => {
     expect(run.code, describeRun(run)).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({
       message: expect.stringMatching(/^POST http:\/\/127\.0\.0\.1:\d+\/api\/v2\/x failed: EMFILE$/),
+      // Not "try again later": the limit is the cause.
+      hint: "no connection could be opened (nothing was sent): raise the limit of open files (ulimit -n), or lower register's -j",
       exitCode: 4,
       notProcessed: true,
     });
@@ -256,6 +258,50 @@ await import(${JSON.stringify(BIN)});
     );
     return join(bed.workDir, 'eight-cores.mjs');
   };
+
+  it('under every limit from 19 to 34, register and completion work, or say the shortage with an exit code that tells whether anything was sent', async () => {
+    // Each command's modules load as it runs (its own, the HTTP client's, completion's every
+    // command's): a load short of descriptors is the bin's line, exit 2, never "unexpected error"
+    // (exit 1: a script could not tell that nothing was sent). Node's own failures (see above) skipped.
+    const line = 'notarize: too many files are open to load notarize (EMFILE); nothing was sent';
+    const outcomes = new Set<string>();
+    for (let limit = 19; limit <= 34; limit++) {
+      await bed.write(`limit-${limit}.txt`, `a document under ulimit -n ${limit}\n`);
+      for (const args of [
+        ['register', bed.path(`limit-${limit}.txt`)],
+        ['completion', 'bash'],
+      ]) {
+        const mark = bed.mark();
+        const run = await bed.run(args, { shell: `ulimit -n ${limit}` });
+        const said = `${args[0]} under ulimit -n ${limit}: ${describeRun(run)}`;
+        if (run.code === 0) {
+          outcomes.add(`${args[0]} worked`);
+          continue;
+        }
+        if (run.signal !== null || (!run.stderr.startsWith('notarize: ') && !run.stderr.includes('dist/bundle')))
+          continue;
+        expect(run.stderr, said).not.toMatch(/unexpected error/);
+        if (run.code === 1) {
+          // Something was sent and did not end well here (a login whose token could not be stored): exit 1 says so.
+          expect(bed.callsSince(mark).length, said).toBeGreaterThan(0);
+          continue;
+        }
+        expect(bed.callsSince(mark), said).toEqual([]);
+        // Or, once loaded, no socket for its first call: not processed, exit 4 (a call that cannot make its socket, below).
+        if (run.code === 4)
+          expect(run.stderr, said).toMatch(/\(no connection could be opened \(nothing was sent\): raise the limit/);
+        else expect([run.code, run.stderr.startsWith(line)], said).toEqual([2, true]);
+        outcomes.add(`${args[0]} short`);
+      }
+    }
+    // The sweep saw both ends for both commands: a check that passed on no run would prove nothing.
+    expect([...outcomes].sort()).toEqual([
+      'completion short',
+      'completion worked',
+      'register short',
+      'register worked',
+    ]);
+  }, 240_000);
 
   it('-j 32 under ulimit -n 48: -j lowered with a warning, every document registered, nothing failed', async () => {
     // (bed.write gives each document's digest)
