@@ -13030,7 +13030,7 @@ function provablyLeftover(pending, record) {
 	const [saved, completed] = [Date.parse(pending.savedAt), Date.parse(record.completedAt)];
 	return Number.isFinite(saved) && Number.isFinite(completed) && saved <= completed;
 }
-var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, custodyOwedSchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ServiceStore;
+var STORE_VERSION, LISTING_BYTES_PER_HASH, storeVersion, fileFacts, jsonObjectText, pendingEntrySchema, unansweredEntrySchema, ledgerEntrySchema, custodyOwedSchema, treeLeafSchema, TREE_MANIFEST, treeEntrySchema, RowsDigest, LEAVES_DIGEST, LEAF_LINE, ASIDE_TIME, ServiceStore;
 var init_service_store = __esmMin((() => {
 	init_zod();
 	init_errors$2();
@@ -13152,6 +13152,7 @@ var init_service_store = __esmMin((() => {
 	};
 	LEAVES_DIGEST = "leavesSha256";
 	LEAF_LINE = /^ {4}(\{"index":(\d+),"name":(?:null|"(?:[^"\\]|\\.)*"),"sha256":"([0-9a-f]{64})","size":(?:\d+|null),"salt":"[0-9a-f]{64}"\}),?$/;
+	ASIDE_TIME = String.raw`(?:\d{4}|[+-]\d{6})-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z`;
 	ServiceStore = class {
 		dir;
 		baseUrl;
@@ -13351,13 +13352,14 @@ var init_service_store = __esmMin((() => {
 		}
 		/**
 		* The answers kept in quarantine/ for `hash`, oldest first (their names
-		* after the hash are the time: #asideFile); none when the folder is absent
-		* or cannot be read. Other files there (a copy, an editor's) are not named.
+		* after the hash are the time, as #asideFile writes it); none when the
+		* folder is absent or cannot be read. Anything else there (a copy, an
+		* editor's, a link, a folder) is not named.
 		*/
 		async quarantinedAnswers(hash) {
-			const kept = new RegExp(`^${hash}\\.[0-9TZ+-]+\\.json$`);
+			const kept = new RegExp(`^${hash}\\.${ASIDE_TIME}\\.json$`);
 			try {
-				return (await readdir(this.quarantineDir)).filter((name) => kept.test(name)).sort().map((name) => join(this.quarantineDir, name));
+				return (await readdir(this.quarantineDir, { withFileTypes: true })).filter((entry) => entry.isFile() && kept.test(entry.name)).map((entry) => entry.name).sort().map((name) => join(this.quarantineDir, name));
 			} catch {
 				return [];
 			}
@@ -13510,7 +13512,8 @@ var init_service_store = __esmMin((() => {
 		}
 		/**
 		* A file kept aside (retired/, quarantine/), one per event: the time in its
-		* name, with no ':' (not allowed in Windows file names).
+		* name, with no ':' (not allowed in Windows file names): `<hash>.<time>.json`,
+		* the time as ASIDE_TIME matches it.
 		*/
 		#asideFile(folder, hash, at) {
 			return join(folder, `${hash}.${at.toISOString().replace(/[:.]/g, "-")}.json`);
@@ -23701,7 +23704,8 @@ ${examples([
 async function readSession(from, stdin) {
 	const bytes = await readBytesInput(from, stdin, 1048576, "the session");
 	const source = `the session ${from === "-" ? "on standard input" : "file"}`;
-	if (UTF16_MARKS.some((mark) => bytes.subarray(0, 2).equals(mark))) throw new UsageError(`invalid --session: ${source} is UTF-16, not UTF-8`, { hint: "save it as UTF-8 (in PowerShell: Out-File -Encoding utf8); `notarize pending --json` shows the sessions this store keeps" });
+	const encoding = OTHER_MARKS.find(([, mark]) => bytes.subarray(0, mark.length).equals(mark))?.[0];
+	if (encoding !== void 0) throw new UsageError(`invalid --session: ${source} is ${encoding}, not UTF-8`, { hint: "save it as UTF-8 (in PowerShell: Out-File -Encoding utf8); `notarize pending --json` shows the sessions this store keeps" });
 	let text;
 	try {
 		text = new TextDecoder("utf-8", {
@@ -23897,7 +23901,7 @@ async function owedHashes(store, pending) {
 	const { entries, problems } = await store.listCustodyOwedOfRecords();
 	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].filter((hash) => !pending.has(hash)).sort();
 }
-var optionsSchema$5, CONCURRENCY, FILES_PER_COMPLETION, UTF16_MARKS, SESSION_HINT;
+var optionsSchema$5, CONCURRENCY, FILES_PER_COMPLETION, OTHER_MARKS, SESSION_HINT;
 var init_complete = __esmMin((() => {
 	init_zod();
 	init_client();
@@ -23924,7 +23928,12 @@ var init_complete = __esmMin((() => {
 	});
 	CONCURRENCY = 8;
 	FILES_PER_COMPLETION = 3;
-	UTF16_MARKS = [Buffer.of(255, 254), Buffer.of(254, 255)];
+	OTHER_MARKS = [
+		["UTF-32", Buffer.of(255, 254, 0, 0)],
+		["UTF-32", Buffer.of(0, 0, 254, 255)],
+		["UTF-16", Buffer.of(255, 254)],
+		["UTF-16", Buffer.of(254, 255)]
+	];
 	SESSION_HINT = "give the JSON the request step answered; `notarize pending --json` shows those this store keeps";
 }));
 // dist/commands/pending.js

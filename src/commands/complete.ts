@@ -113,8 +113,13 @@ ${examples([
     });
 }
 
-/** A UTF-16 text's byte order mark, little- and big-endian. */
-const UTF16_MARKS = [Buffer.of(0xff, 0xfe), Buffer.of(0xfe, 0xff)];
+/** The byte order marks of the encodings a session file may be saved in but JSON is not read in (UTF-32's first). */
+const OTHER_MARKS: [string, Buffer][] = [
+  ['UTF-32', Buffer.of(0xff, 0xfe, 0, 0)],
+  ['UTF-32', Buffer.of(0, 0, 0xfe, 0xff)],
+  ['UTF-16', Buffer.of(0xff, 0xfe)],
+  ['UTF-16', Buffer.of(0xfe, 0xff)],
+];
 
 /** Where a session comes from, for the messages of a session that is none. */
 const SESSION_HINT = 'give the JSON the request step answered; `notarize pending --json` shows those this store keeps';
@@ -125,8 +130,9 @@ async function readSession(from: string, stdin: Readable): Promise<string> {
   const source = `the session ${from === '-' ? 'on standard input' : 'file'}`;
   // Said as what it is: "not JSON (6 bytes)" of a file of two, or of a 36-byte session saved by
   // PowerShell 5's `>` (UTF-16, its bytes counted once decoded as UTF-8), misled.
-  if (UTF16_MARKS.some((mark) => bytes.subarray(0, 2).equals(mark))) {
-    throw new UsageError(`invalid --session: ${source} is UTF-16, not UTF-8`, {
+  const encoding = OTHER_MARKS.find(([, mark]) => bytes.subarray(0, mark.length).equals(mark))?.[0];
+  if (encoding !== undefined) {
+    throw new UsageError(`invalid --session: ${source} is ${encoding}, not UTF-8`, {
       hint: 'save it as UTF-8 (in PowerShell: Out-File -Encoding utf8); `notarize pending --json` shows the sessions this store keeps',
     });
   }

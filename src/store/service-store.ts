@@ -363,6 +363,12 @@ export function recordHashOf(recordJson: string): string | undefined {
   return typeof record.hash === 'string' ? record.hash.toLowerCase() : undefined;
 }
 
+/**
+ * The time in the name of a file kept aside (#asideFile): toISOString() with
+ * ':' and '.' made '-' (a year beyond 9999 has a sign and six digits).
+ */
+const ASIDE_TIME = String.raw`(?:\d{4}|[+-]\d{6})-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z`;
+
 /** The on-disk pending sessions and ledger of one service. */
 export class ServiceStore {
   readonly dir: string;
@@ -572,15 +578,17 @@ export class ServiceStore {
 
   /**
    * The answers kept in quarantine/ for `hash`, oldest first (their names
-   * after the hash are the time: #asideFile); none when the folder is absent
-   * or cannot be read. Other files there (a copy, an editor's) are not named.
+   * after the hash are the time, as #asideFile writes it); none when the
+   * folder is absent or cannot be read. Anything else there (a copy, an
+   * editor's, a link, a folder) is not named.
    */
   async quarantinedAnswers(hash: string): Promise<string[]> {
-    const kept = new RegExp(`^${hash}\\.[0-9TZ+-]+\\.json$`);
+    const kept = new RegExp(`^${hash}\\.${ASIDE_TIME}\\.json$`);
     try {
-      const names = await readdir(this.quarantineDir);
-      return names
-        .filter((name) => kept.test(name))
+      const entries = await readdir(this.quarantineDir, { withFileTypes: true });
+      return entries
+        .filter((entry) => entry.isFile() && kept.test(entry.name))
+        .map((entry) => entry.name)
         .sort()
         .map((name) => join(this.quarantineDir, name));
     } catch {
@@ -764,7 +772,8 @@ export class ServiceStore {
 
   /**
    * A file kept aside (retired/, quarantine/), one per event: the time in its
-   * name, with no ':' (not allowed in Windows file names).
+   * name, with no ':' (not allowed in Windows file names): `<hash>.<time>.json`,
+   * the time as ASIDE_TIME matches it.
    */
   #asideFile(folder: string, hash: string, at: Date): string {
     return join(folder, `${hash}.${at.toISOString().replace(/[:.]/g, '-')}.json`);

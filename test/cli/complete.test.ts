@@ -106,6 +106,9 @@ describe('runComplete', () => {
       // What PowerShell 5's `>` writes: it said "not JSON (40 bytes)" of 36, and of a mark alone "(6 bytes)".
       [Buffer.concat([Buffer.of(0xff, 0xfe), Buffer.from(session, 'utf16le')]), 'UTF-16, not UTF-8'],
       [Buffer.of(0xfe, 0xff), 'UTF-16, not UTF-8'],
+      // PowerShell's Out-File -Encoding utf32: its mark begins as UTF-16's.
+      [Buffer.of(0xff, 0xfe, 0, 0, 0x7b, 0, 0, 0, 0x7d, 0, 0, 0), 'UTF-32, not UTF-8'],
+      [Buffer.of(0, 0, 0xfe, 0xff, 0, 0, 0, 0x7b), 'UTF-32, not UTF-8'],
       [Buffer.from([0x7b, 0xe9, 0x7d]), 'not UTF-8'],
     ];
     for (const [i, [content, said]] of cases.entries()) {

@@ -1628,10 +1628,19 @@ describe('the end of a registration', () => {
       fault('forfait:undecodable*1');
       await rejectionOf(complete(world({ store }).deps, hash, { kind: 'store' }), UnreadableAnswerError);
       const { file } = keptAside(store);
-      // Files there that notarize did not keep (a copy, an editor's backup), named after the
-      // hash and sorting after it, are not named as the latest answer.
-      for (const stray of [`${hash}.zz.json`, `${hash}.json~`, `${hash}.${'9'.repeat(20)}.txt`])
+      // What notarize did not keep there (a copy, an editor's backup, a link, a folder), named
+      // after the hash and sorting after it, is not named as the latest answer.
+      const later = '2999-01-01T00-00-00-000Z';
+      for (const stray of [
+        `${hash}.zz.json`,
+        `${hash}.Z.json`,
+        `${hash}.9.json`,
+        `${hash}.json~`,
+        `${hash}.${later}.txt`,
+      ])
         writeFileSync(join(store.quarantineDir, stray), '{}\n');
+      symlinkSync(file, join(store.quarantineDir, `${hash}.${later}.json`));
+      mkdirSync(join(store.quarantineDir, `${hash}.${later.replace('2999', '2998')}.json`));
       // The first forfait went through: the service has the hash, and answers the second 409.
       const outcome = await complete(world({ store }).deps, hash, { kind: 'store' });
       expect(outcome).toMatchObject({
