@@ -17108,7 +17108,7 @@ var init_present = __esmMin((() => {
 * (--output), else --json or a table. --json is `--output json`: with
 * another --output the line asks for two outputs, and neither is guessed.
 * For a table, the renderer is loaded here, before the run (see loadRender),
-* unless the command never draws one (`tables: false`): its text is lines
+* unless the command never draws one (`tables: false`, viewWithoutTables): its text is lines
 * (hash) or a value (config get, login...). Such a command that drew a table
 * anyway would still get one, loaded as it is shown.
 */
@@ -17121,6 +17121,10 @@ async function viewOf(ctx, format, { tables = true } = {}) {
 	};
 	if (view.format === "table" && tables) await loadingModule(loadRender);
 	return view;
+}
+/** viewOf for a command that never draws a table: its text is lines (hash) or a value (config get...). */
+function viewWithoutTables(ctx) {
+	return viewOf(ctx, void 0, { tables: false });
 }
 /** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */
 async function finish(view, result) {
@@ -23969,7 +23973,7 @@ ${examples([
 	});
 	command.command("drop <hash>").description("retire a pending session: move it aside (kept, never sent again, no longer listed)").action(async (hash) => {
 		const ctx = context();
-		await finish(await viewOf(ctx, void 0, { tables: false }), await runPendingDrop({
+		await finish(await viewWithoutTables(ctx), await runPendingDrop({
 			hash,
 			serviceStore: () => ctx.serviceStore
 		}));
@@ -24124,7 +24128,7 @@ ${examples([
 	])}`).action(async (paths, raw) => {
 		const ctx = context();
 		const flags = parseOptions(optionsSchema$4, raw, command);
-		const view = await viewOf(ctx, void 0, { tables: false });
+		const view = await viewWithoutTables(ctx);
 		await finish(view, await runHash({
 			...flags,
 			paths,
@@ -25123,7 +25127,7 @@ ${examples([
 	])}`).action(async (target, raw) => {
 		const ctx = context();
 		const flags = parseOptions(optionsSchema$2, raw, command);
-		await finish(await viewOf(ctx, void 0, { tables: false }), await runReceipt({
+		await finish(await viewWithoutTables(ctx), await runReceipt({
 			...flags,
 			target,
 			baseUrl: () => ctx.baseUrl,
@@ -25667,7 +25671,7 @@ ${examples([
 			store: () => ctx.store,
 			api: () => ctx.api()
 		});
-		await finish(await viewOf(ctx, void 0, { tables: false }), result);
+		await finish(await viewWithoutTables(ctx), result);
 	});
 }
 async function obtainKey(options) {
@@ -25773,7 +25777,7 @@ function configure$3(command, context) {
 			store: () => ctx.store,
 			envToken: ctx.env.NOTARIZE_TOKEN
 		};
-		await finish(await viewOf(ctx, void 0, { tables: false }), await runLogout(options));
+		await finish(await viewWithoutTables(ctx), await runLogout(options));
 	});
 }
 /** Forgets the stored token of the service, and says whether there was one. */
@@ -25824,14 +25828,14 @@ function configure$2(command, context) {
 	const resolver = (ctx) => (key) => ctx.resolveSetting(key);
 	command.command("get").addArgument(keyArgument()).description("print the value in effect").action(async (key) => {
 		const ctx = context();
-		await finish(await viewOf(ctx, void 0, { tables: false }), runConfigGet({
+		await finish(await viewWithoutTables(ctx), runConfigGet({
 			key,
 			resolve: resolver(ctx)
 		}));
 	});
 	command.command("set").addArgument(keyArgument()).argument("<value>", "the value to store").description("store a value").action(async (key, value) => {
 		const ctx = context();
-		await finish(await viewOf(ctx, void 0, { tables: false }), await runConfigSet({
+		await finish(await viewWithoutTables(ctx), await runConfigSet({
 			key,
 			value,
 			store: () => ctx.store,
@@ -25840,7 +25844,7 @@ function configure$2(command, context) {
 	});
 	command.command("unset").addArgument(keyArgument()).description("remove a stored value (the default applies again)").action(async (key) => {
 		const ctx = context();
-		await finish(await viewOf(ctx, void 0, { tables: false }), await runConfigUnset({
+		await finish(await viewWithoutTables(ctx), await runConfigUnset({
 			key,
 			store: () => ctx.store,
 			resolve: resolver(ctx)
@@ -25852,7 +25856,7 @@ function configure$2(command, context) {
 	});
 	command.command("path").description("print the store directory (with --json: {\"path\"})").action(async () => {
 		const ctx = context();
-		await finish(await viewOf(ctx, void 0, { tables: false }), runConfigPath({ store: () => ctx.store }));
+		await finish(await viewWithoutTables(ctx), runConfigPath({ store: () => ctx.store }));
 	});
 }
 /** The value in effect of a setting named by the user, and where it comes from. */
@@ -26828,7 +26832,7 @@ ${examples([
 	])}`).action(async (raw) => {
 		const ctx = context();
 		const flags = parseOptions(optionsSchema, raw, command);
-		const view = await viewOf(ctx, void 0, { tables: false });
+		const view = await viewWithoutTables(ctx);
 		await finish(view, await runSandbox({
 			...flags,
 			envFaults: ctx.env.NOTARIZE_SANDBOX_FAULTS,
@@ -27704,7 +27708,7 @@ function configure(command, context, commands) {
 			program: command.parent ?? command,
 			commands
 		});
-		await finish(await viewOf(context(), void 0, { tables: false }), result);
+		await finish(await viewWithoutTables(context()), result);
 	});
 }
 /** The completion script of `shell` for `program` and every command of the registry, as data. */

@@ -15,7 +15,7 @@ import type { ItemResults } from '../output/results.js';
  * (--output), else --json or a table. --json is `--output json`: with
  * another --output the line asks for two outputs, and neither is guessed.
  * For a table, the renderer is loaded here, before the run (see loadRender),
- * unless the command never draws one (`tables: false`): its text is lines
+ * unless the command never draws one (`tables: false`, viewWithoutTables): its text is lines
  * (hash) or a value (config get, login...). Such a command that drew a table
  * anyway would still get one, loaded as it is shown.
  */
@@ -28,6 +28,11 @@ export async function viewOf(ctx: Context, format?: Format, { tables = true } = 
   const view: View = { io: ctx.io, env: ctx.env, format: format ?? (ctx.globals.json ? 'json' : 'table') };
   if (view.format === 'table' && tables) await loadingModule(loadRender);
   return view;
+}
+
+/** viewOf for a command that never draws a table: its text is lines (hash) or a value (config get...). */
+export function viewWithoutTables(ctx: Context): Promise<View> {
+  return viewOf(ctx, undefined, { tables: false });
 }
 
 /** Shows `result`, then throws its failure, if any: main() is the one place exit codes are decided. */

@@ -15,7 +15,7 @@ import type { Context } from '../context.js';
 import { UsageError } from '../errors.js';
 import { loadingModule } from '../fd-shortage.js';
 import type { ValueResult } from '../output/present.js';
-import { finish, viewOf } from './action.js';
+import { finish, viewWithoutTables } from './action.js';
 import { examples, withValues } from './options.js';
 // Not from the registry, which loads this module: it hands its list in (see configure).
 import type { CommandEntry } from './command.js';
@@ -786,7 +786,7 @@ export function configure(command: Command, context: () => Context, commands: re
     .action(async (shell: string) => {
       // The program (the parent) holds the global options.
       const result = await runCompletion({ shell, program: command.parent ?? command, commands });
-      await finish(await viewOf(context(), undefined, { tables: false }), result);
+      await finish(await viewWithoutTables(context()), result);
     });
 }
 

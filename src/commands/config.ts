@@ -8,7 +8,7 @@ import type { Context } from '../context.js';
 import type { RowsResult, ValueResult } from '../output/present.js';
 import { SETTINGS, settingDefinition, type SettingKey, type SettingSource } from '../settings.js';
 import type { Store } from '../store/store.js';
-import { finish, viewOf } from './action.js';
+import { finish, viewOf, viewWithoutTables } from './action.js';
 import { examples, withValues } from './options.js';
 
 /** A setting's value in effect and where it comes from, by the same rule (and messages) as every command's. */
@@ -43,7 +43,7 @@ export function configure(command: Command, context: () => Context): void {
     .description('print the value in effect')
     .action(async (key: string) => {
       const ctx = context();
-      await finish(await viewOf(ctx, undefined, { tables: false }), runConfigGet({ key, resolve: resolver(ctx) }));
+      await finish(await viewWithoutTables(ctx), runConfigGet({ key, resolve: resolver(ctx) }));
     });
   command
     .command('set')
@@ -53,7 +53,7 @@ export function configure(command: Command, context: () => Context): void {
     .action(async (key: string, value: string) => {
       const ctx = context();
       await finish(
-        await viewOf(ctx, undefined, { tables: false }),
+        await viewWithoutTables(ctx),
         await runConfigSet({ key, value, store: () => ctx.store, resolve: resolver(ctx) }),
       );
     });
@@ -64,7 +64,7 @@ export function configure(command: Command, context: () => Context): void {
     .action(async (key: string) => {
       const ctx = context();
       await finish(
-        await viewOf(ctx, undefined, { tables: false }),
+        await viewWithoutTables(ctx),
         await runConfigUnset({ key, store: () => ctx.store, resolve: resolver(ctx) }),
       );
     });
@@ -80,7 +80,7 @@ export function configure(command: Command, context: () => Context): void {
     .description('print the store directory (with --json: {"path"})')
     .action(async () => {
       const ctx = context();
-      await finish(await viewOf(ctx, undefined, { tables: false }), runConfigPath({ store: () => ctx.store }));
+      await finish(await viewWithoutTables(ctx), runConfigPath({ store: () => ctx.store }));
     });
 }
 

@@ -13,7 +13,7 @@ import { UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';
 import { checksumsFor, type ChecksumsResult } from '../output/present.js';
 import { Checksums, type Checksum } from '../output/results.js';
-import { finish, viewOf } from './action.js';
+import { finish, viewWithoutTables } from './action.js';
 import { addInputOptions, inputOptionsShape, toInputOptions } from './input-options.js';
 import { examples, parseOptions } from './options.js';
 
@@ -49,7 +49,7 @@ ${examples([
     .action(async (paths: string[], raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      const view = await viewOf(ctx, undefined, { tables: false });
+      const view = await viewWithoutTables(ctx);
       await finish(view, await runHash({ ...flags, paths, io: ctx.io }, checksumsFor(view)));
     });
 }

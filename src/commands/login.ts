@@ -17,7 +17,7 @@ import type { IO } from '../output/io.js';
 import type { ValueResult } from '../output/present.js';
 import { promptHidden } from '../output/prompt.js';
 import type { Store } from '../store/store.js';
-import { finish, viewOf } from './action.js';
+import { finish, viewWithoutTables } from './action.js';
 import { examples, parseOptions } from './options.js';
 
 const optionsSchema = z.object({ apiKeyStdin: z.boolean().default(false) });
@@ -63,7 +63,7 @@ ${examples([
         store: () => ctx.store,
         api: () => ctx.api(),
       });
-      await finish(await viewOf(ctx, undefined, { tables: false }), result);
+      await finish(await viewWithoutTables(ctx), result);
     });
 }
 

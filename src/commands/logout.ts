@@ -4,7 +4,7 @@ import type { Context } from '../context.js';
 import { cleanSecret } from '../core/secrets.js';
 import type { ValueResult } from '../output/present.js';
 import type { Store } from '../store/store.js';
-import { finish, viewOf } from './action.js';
+import { finish, viewWithoutTables } from './action.js';
 import { examples } from './options.js';
 
 /** What `logout` uses: the store and the service the token is for, and NOTARIZE_TOKEN (still used when set). */
@@ -27,7 +27,7 @@ export function configure(command: Command, context: () => Context): void {
   command.action(async () => {
     const ctx = context();
     const options = { baseUrl: () => ctx.baseUrl, store: () => ctx.store, envToken: ctx.env.NOTARIZE_TOKEN };
-    await finish(await viewOf(ctx, undefined, { tables: false }), await runLogout(options));
+    await finish(await viewWithoutTables(ctx), await runLogout(options));
   });
 }
 

@@ -19,7 +19,7 @@ import { diskRefusedBeforeSending } from '../store/disk.js';
 import { passedOver } from '../store/files.js';
 import { LEASE_MS, withLock } from '../store/lock.js';
 import type { PendingEntry, ServiceStore } from '../store/service-store.js';
-import { finish, viewOf } from './action.js';
+import { finish, viewOf, viewWithoutTables } from './action.js';
 import { examples } from './options.js';
 
 /**
@@ -64,10 +64,7 @@ ${examples([
     .description('retire a pending session: move it aside (kept, never sent again, no longer listed)')
     .action(async (hash: string) => {
       const ctx = context();
-      await finish(
-        await viewOf(ctx, undefined, { tables: false }),
-        await runPendingDrop({ hash, serviceStore: () => ctx.serviceStore }),
-      );
+      await finish(await viewWithoutTables(ctx), await runPendingDrop({ hash, serviceStore: () => ctx.serviceStore }));
     });
 }
 

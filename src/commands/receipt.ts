@@ -17,7 +17,7 @@ import { jsonForTerminal } from '../output/safe-text.js';
 import { writeFileAtomic } from '../store/files.js';
 import { lstatSync } from 'node:fs';
 import type { ServiceStore } from '../store/service-store.js';
-import { finish, viewOf } from './action.js';
+import { finish, viewWithoutTables } from './action.js';
 import { examples, parseOptions } from './options.js';
 
 export const optionsSchema = z.object({ output: z.string().optional() });
@@ -57,7 +57,7 @@ ${examples([
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
       await finish(
-        await viewOf(ctx, undefined, { tables: false }),
+        await viewWithoutTables(ctx),
         await runReceipt({
           ...flags,
           target,

@@ -14,7 +14,7 @@ import { handleSignalsInCommand } from '../interrupt.js';
 import { present, type ValueResult } from '../output/present.js';
 import { FAULT_SPEC_HELP, parseFaults } from '../sandbox/faults.js';
 import { startSandbox } from '../sandbox/server.js';
-import { finish, viewOf } from './action.js';
+import { finish, viewWithoutTables } from './action.js';
 import { examples, parseOptions } from './options.js';
 
 const optionsSchema = z.object({
@@ -66,7 +66,7 @@ ${examples([
     .action(async (raw: unknown) => {
       const ctx = context();
       const flags = parseOptions(optionsSchema, raw, command);
-      const view = await viewOf(ctx, undefined, { tables: false });
+      const view = await viewWithoutTables(ctx);
       const result = await runSandbox({
         ...flags,
         envFaults: ctx.env.NOTARIZE_SANDBOX_FAULTS,
