@@ -11457,8 +11457,10 @@ var init_files = __esmMin((() => {
 */
 /**
 * The text of `source` ('-' for standard input, else a regular file), at most
-* `limit` bytes. Throws UsageError naming `what` when it cannot be read or is
-* larger. `flag`: the option that reads standard input with no '-' typed
+* `limit` bytes, a byte that is not UTF-8 read as U+FFFD (for a receipt, whose
+* hex fields decide and which verify-receipt.py reads the same way; text that
+* is sent or registered goes through decodeUtf8). Throws UsageError naming
+* `what` when it cannot be read or is larger. `flag`: the option that reads standard input with no '-' typed
 * (`login --api-key-stdin`), which the messages name instead.
 */
 async function readTextInput(source, stdin, limit, what, flag) {
@@ -11485,6 +11487,54 @@ async function readBytesInput(source, stdin, limit, what, slack = 0, flag) {
 	}
 	if (bytes === void 0) throw tooLarge(source, limit, what, flag);
 	return bytes;
+}
+/**
+* The encoding other than UTF-8 that `bytes` are in, told by its byte order
+* mark or, without one, by the zero bytes an ASCII first character has in it
+* (RFC 4627 section 3); undefined when none is told. UTF-32's marks are
+* looked for first: they begin as UTF-16's.
+*/
+function otherEncoding(bytes) {
+	const at = (...expected) => bytes.length >= expected.length && expected.every((byte, i) => byte === "ascii" ? bytes[i] > 0 && bytes[i] < 128 : bytes[i] === byte);
+	if (at(255, 254, 0, 0) || at(0, 0, 254, 255) || at("ascii", 0, 0, 0) || at(0, 0, 0, "ascii")) return "UTF-32";
+	if (at(255, 254) || at(254, 255) || at("ascii", 0) || at(0, "ascii")) return "UTF-16";
+}
+/**
+* `bytes` decoded as UTF-8, strictly: a byte that is not UTF-8 is refused,
+* not turned into U+FFFD (what would be sent or registered would not be what
+* was written), and a file saved as UTF-16 or UTF-32 (PowerShell 5's `>`,
+* Notepad's "Unicode") is said to be so, instead of being taken for text
+* that is not UTF-8, not JSON, or a key the service refuses. A UTF-8 byte
+* order mark (an editor's) is not part of `text`; `marked` says there was
+* one. Throws UsageError "<subject> is UTF-16, not UTF-8" or "<subject> is
+* not valid UTF-8", with `hint(encoding)` (undefined: not UTF-8 nor any
+* other encoding told).
+*/
+function decodeUtf8(bytes, subject, hint = convertHint) {
+	const other = otherEncoding(bytes);
+	if (other !== void 0) throw new UsageError(`${subject} is ${other}, not UTF-8`, { hint: hint(other) });
+	let text;
+	try {
+		text = new TextDecoder("utf-8", {
+			fatal: true,
+			ignoreBOM: true
+		}).decode(bytes);
+	} catch (error) {
+		throw new UsageError(`${subject} is not valid UTF-8`, {
+			hint: hint(void 0),
+			cause: error
+		});
+	}
+	const marked = text.startsWith("﻿");
+	return {
+		text: marked ? text.slice(1) : text,
+		marked
+	};
+}
+/** How to turn a file in `encoding` (undefined: an unknown 8-bit one, most often Latin-1) into UTF-8. */
+function convertHint(encoding) {
+	if (encoding === void 0) return "convert it to UTF-8, e.g. iconv -f LATIN1 -t UTF-8";
+	return `save it as UTF-8: iconv -f ${encoding} -t UTF-8, or in PowerShell Out-File -Encoding utf8`;
 }
 /** The error for `what` from `source` over `limit` bytes; `flag` as for readTextInput. */
 function tooLarge(source, limit, what, flag) {
@@ -19268,21 +19318,13 @@ function checkArgvDescription(text) {
 }
 /**
 * Reads --description-file (a file, or '-' for standard input): at most
-* DESCRIPTION_FILE_LIMIT bytes, strict UTF-8, one final LF or CRLF dropped
-* (editors add one), then checked like -d.
+* DESCRIPTION_FILE_LIMIT bytes, strict UTF-8 (read-input.ts: decodeUtf8), a
+* byte order mark and one final LF or CRLF dropped (editors add them), then
+* checked like -d.
 */
 async function readDescriptionFile(source, stdin) {
 	const what = "the description";
-	const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, 5);
-	let text;
-	try {
-		text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-	} catch (error) {
-		throw new UsageError(`the description in '${source}' is not valid UTF-8`, {
-			hint: "convert it, e.g. iconv -f LATIN1 -t UTF-8",
-			cause: error
-		});
-	}
+	let { text } = decodeUtf8(await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, 5), `the description in '${source}'`);
 	text = text.replace(/\r?\n$/, "");
 	if (Buffer.byteLength(text) > 65536) throw tooLarge(source, DESCRIPTION_FILE_LIMIT, what);
 	checkControls(text, `the description in '${source}'`);
@@ -23708,22 +23750,8 @@ ${examples([
 async function readSession(from, stdin) {
 	const bytes = await readBytesInput(from, stdin, 1048576, "the session");
 	const source = `the session ${from === "-" ? "on standard input" : "file"}`;
-	const encoding = OTHER_MARKS.find(([, mark]) => bytes.subarray(0, mark.length).equals(mark))?.[0];
-	if (encoding !== void 0) throw new UsageError(`invalid --session: ${source} is ${encoding}, not UTF-8`, { hint: "save it as UTF-8 (in PowerShell: Out-File -Encoding utf8); `notarize pending --json` shows the sessions this store keeps" });
-	let text;
-	try {
-		text = new TextDecoder("utf-8", {
-			fatal: true,
-			ignoreBOM: true
-		}).decode(bytes);
-	} catch (error) {
-		throw new UsageError(`invalid --session: ${source} is not UTF-8`, {
-			hint: SESSION_HINT,
-			cause: error
-		});
-	}
-	const json = withoutByteOrderMark(text);
-	if (/^[ \t\r\n]*$/.test(json)) throw new UsageError(`invalid --session: ${source} is ${json === "" ? "empty" : "blank"}${json === text ? "" : " but for a byte order mark"}`, { hint: SESSION_HINT });
+	const { text: json, marked } = decodeUtf8(bytes, `invalid --session: ${source}`, (encoding) => encoding === void 0 ? SESSION_HINT : `${convertHint(encoding)}; \`notarize pending --json\` shows the sessions this store keeps`);
+	if (/^[ \t\r\n]*$/.test(json)) throw new UsageError(`invalid --session: ${source} is ${json === "" ? "empty" : "blank"}${marked ? " but for a byte order mark" : ""}`, { hint: SESSION_HINT });
 	try {
 		parseAnswer(json, subscriptionSessionSchema, "session");
 	} catch (error) {
@@ -23905,7 +23933,7 @@ async function owedHashes(store, pending) {
 	const { entries, problems } = await store.listCustodyOwedOfRecords();
 	return [...entries.map((entry) => entry.hash), ...problems.map((problem) => basename(problem.file, ".json"))].filter((hash) => !pending.has(hash)).sort();
 }
-var optionsSchema$5, CONCURRENCY, FILES_PER_COMPLETION, OTHER_MARKS, SESSION_HINT;
+var optionsSchema$5, CONCURRENCY, FILES_PER_COMPLETION, SESSION_HINT;
 var init_complete = __esmMin((() => {
 	init_zod();
 	init_client();
@@ -23918,7 +23946,6 @@ var init_complete = __esmMin((() => {
 	init_trees_now();
 	init_errors$2();
 	init_fd_shortage();
-	init_exact_json();
 	init_present();
 	init_wording();
 	init_results();
@@ -23932,12 +23959,6 @@ var init_complete = __esmMin((() => {
 	});
 	CONCURRENCY = 8;
 	FILES_PER_COMPLETION = 3;
-	OTHER_MARKS = [
-		["UTF-32", Buffer.of(255, 254, 0, 0)],
-		["UTF-32", Buffer.of(0, 0, 254, 255)],
-		["UTF-16", Buffer.of(255, 254)],
-		["UTF-16", Buffer.of(254, 255)]
-	];
 	SESSION_HINT = "give the JSON the request step answered; `notarize pending --json` shows those this store keeps";
 }));
 // dist/commands/pending.js
@@ -25678,7 +25699,7 @@ async function obtainKey(options) {
 	const { io } = options;
 	if (options.apiKeyStdin) {
 		if (io.stdinIsTTY) throw new UsageError("--api-key-stdin reads standard input, but it is a terminal", { hint: "pipe the key in" });
-		return cleanSecret(await readTextInput("-", io.stdin, 65536, "the API key", "--api-key-stdin")) ?? "";
+		return cleanSecret(decodeUtf8(await readBytesInput("-", io.stdin, 65536, "the API key", 0, "--api-key-stdin"), "the API key with --api-key-stdin").text) ?? "";
 	}
 	const fromEnv = cleanSecret(options.envApiKey);
 	if (fromEnv !== void 0) return fromEnv;

@@ -22,12 +22,11 @@ import {
   requestUnread,
   type SessionSource,
 } from '../core/notarize.js';
-import { readBytesInput } from '../core/read-input.js';
+import { convertHint, decodeUtf8, readBytesInput } from '../core/read-input.js';
 import { sessionsUnderRoots } from '../core/trees.js';
 import { TreesNow, UnderRootSince } from '../core/trees-now.js';
 import { NotarizeError, UsageError } from '../errors.js';
 import { fitConcurrency } from '../fd-shortage.js';
-import { withoutByteOrderMark } from '../exact-json.js';
 import type { IO } from '../output/io.js';
 import { sentMetadata, showMetadataSent, type ItemsResult, type OutcomeResult } from '../output/present.js';
 import { someDocuments } from '../output/wording.js';
@@ -113,14 +112,6 @@ ${examples([
     });
 }
 
-/** The byte order marks of the encodings a session file may be saved in but JSON is not read in (UTF-32's first). */
-const OTHER_MARKS: [string, Buffer][] = [
-  ['UTF-32', Buffer.of(0xff, 0xfe, 0, 0)],
-  ['UTF-32', Buffer.of(0, 0, 0xfe, 0xff)],
-  ['UTF-16', Buffer.of(0xff, 0xfe)],
-  ['UTF-16', Buffer.of(0xfe, 0xff)],
-];
-
 /** Where a session comes from, for the messages of a session that is none. */
 const SESSION_HINT = 'give the JSON the request step answered; `notarize pending --json` shows those this store keeps';
 
@@ -130,25 +121,15 @@ async function readSession(from: string, stdin: Readable): Promise<string> {
   const source = `the session ${from === '-' ? 'on standard input' : 'file'}`;
   // Said as what it is: "not JSON (6 bytes)" of a file of two, or of a 36-byte session saved by
   // PowerShell 5's `>` (UTF-16, its bytes counted once decoded as UTF-8), misled.
-  const encoding = OTHER_MARKS.find(([, mark]) => bytes.subarray(0, mark.length).equals(mark))?.[0];
-  if (encoding !== undefined) {
-    throw new UsageError(`invalid --session: ${source} is ${encoding}, not UTF-8`, {
-      hint: 'save it as UTF-8 (in PowerShell: Out-File -Encoding utf8); `notarize pending --json` shows the sessions this store keeps',
-    });
-  }
-  let text: string;
-  try {
-    // fatal: a byte that is not UTF-8 is an error, not U+FFFD; the mark is kept, and dropped below.
-    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
-  } catch (error) {
-    throw new UsageError(`invalid --session: ${source} is not UTF-8`, { hint: SESSION_HINT, cause: error });
-  }
-  // A byte order mark (an editor's) dropped, as from the service's answer.
-  const json = withoutByteOrderMark(text);
+  const { text: json, marked } = decodeUtf8(bytes, `invalid --session: ${source}`, (encoding) =>
+    encoding === undefined
+      ? SESSION_HINT
+      : `${convertHint(encoding)}; \`notarize pending --json\` shows the sessions this store keeps`,
+  );
   // Blank as JSON has it (trim() would also pass over U+00A0 and the like, which JSON refuses).
   if (/^[ \t\r\n]*$/.test(json)) {
-    const marked = json === text ? '' : ' but for a byte order mark';
-    throw new UsageError(`invalid --session: ${source} is ${json === '' ? 'empty' : 'blank'}${marked}`, {
+    const but = marked ? ' but for a byte order mark' : '';
+    throw new UsageError(`invalid --session: ${source} is ${json === '' ? 'empty' : 'blank'}${but}`, {
       hint: SESSION_HINT,
     });
   }

@@ -9,7 +9,7 @@ import type { ApiClient } from '../api/client.js';
 import type { Context } from '../context.js';
 import { loginRefusedHint } from '../core/credentials.js';
 import { inCI } from '../environment.js';
-import { readTextInput } from '../core/read-input.js';
+import { decodeUtf8, readBytesInput } from '../core/read-input.js';
 import { cleanSecret, keyTrace } from '../core/secrets.js';
 import { describeToken, expiryIso, isExpired, readClaims } from '../core/token.js';
 import { AuthError, ServiceRefusedError, UsageError } from '../errors.js';
@@ -72,7 +72,10 @@ async function obtainKey(options: LoginOptions): Promise<string> {
   if (options.apiKeyStdin) {
     if (io.stdinIsTTY)
       throw new UsageError('--api-key-stdin reads standard input, but it is a terminal', { hint: 'pipe the key in' });
-    return cleanSecret(await readTextInput('-', io.stdin, 64 * 1024, 'the API key', '--api-key-stdin')) ?? '';
+    const bytes = await readBytesInput('-', io.stdin, 64 * 1024, 'the API key', 0, '--api-key-stdin');
+    // Strict: a key saved as UTF-16, or with a byte that is not UTF-8, would be sent garbled and
+    // refused as "not valid" by the service, where the fault is the file's.
+    return cleanSecret(decodeUtf8(bytes, 'the API key with --api-key-stdin').text) ?? '';
   }
   const fromEnv = cleanSecret(options.envApiKey);
   if (fromEnv !== undefined) return fromEnv;

@@ -15,7 +15,7 @@
  */
 import type { Readable } from 'node:stream';
 import { UsageError } from '../errors.js';
-import { readBytesInput, tooLarge } from './read-input.js';
+import { decodeUtf8, readBytesInput, tooLarge } from './read-input.js';
 
 /** The most --description-file reads: far more than a description needs, far less than a mistake can hold. */
 export const DESCRIPTION_FILE_LIMIT = 64 * 1024;
@@ -86,24 +86,16 @@ export function checkArgvDescription(text: string): string {
 
 /**
  * Reads --description-file (a file, or '-' for standard input): at most
- * DESCRIPTION_FILE_LIMIT bytes, strict UTF-8, one final LF or CRLF dropped
- * (editors add one), then checked like -d.
+ * DESCRIPTION_FILE_LIMIT bytes, strict UTF-8 (read-input.ts: decodeUtf8), a
+ * byte order mark and one final LF or CRLF dropped (editors add them), then
+ * checked like -d.
  */
 export async function readDescriptionFile(source: string, stdin: Readable): Promise<string> {
   const what = 'the description';
   // Room for what an editor adds, a byte-order mark before and a line break after, both dropped
   // below: the limit is the description's.
   const bytes = await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, BOM_BYTES + '\r\n'.length);
-  let text: string;
-  try {
-    // fatal: a byte that is not UTF-8 is an error, not U+FFFD. ignoreBOM false: a leading BOM is dropped.
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch (error) {
-    throw new UsageError(`the description in '${source}' is not valid UTF-8`, {
-      hint: 'convert it, e.g. iconv -f LATIN1 -t UTF-8',
-      cause: error,
-    });
-  }
+  let { text } = decodeUtf8(bytes, `the description in '${source}'`);
   text = text.replace(/\r?\n$/, '');
   if (Buffer.byteLength(text) > DESCRIPTION_FILE_LIMIT) throw tooLarge(source, DESCRIPTION_FILE_LIMIT, what);
   checkControls(text, `the description in '${source}'`);

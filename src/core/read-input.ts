@@ -11,8 +11,10 @@ import { readBoundedBytes } from '../read-bounded.js';
 
 /**
  * The text of `source` ('-' for standard input, else a regular file), at most
- * `limit` bytes. Throws UsageError naming `what` when it cannot be read or is
- * larger. `flag`: the option that reads standard input with no '-' typed
+ * `limit` bytes, a byte that is not UTF-8 read as U+FFFD (for a receipt, whose
+ * hex fields decide and which verify-receipt.py reads the same way; text that
+ * is sent or registered goes through decodeUtf8). Throws UsageError naming
+ * `what` when it cannot be read or is larger. `flag`: the option that reads standard input with no '-' typed
  * (`login --api-key-stdin`), which the messages name instead.
  */
 export async function readTextInput(
@@ -54,6 +56,56 @@ export async function readBytesInput(
   }
   if (bytes === undefined) throw tooLarge(source, limit, what, flag);
   return bytes;
+}
+
+/**
+ * The encoding other than UTF-8 that `bytes` are in, told by its byte order
+ * mark or, without one, by the zero bytes an ASCII first character has in it
+ * (RFC 4627 section 3); undefined when none is told. UTF-32's marks are
+ * looked for first: they begin as UTF-16's.
+ */
+function otherEncoding(bytes: Buffer): string | undefined {
+  const at = (...expected: (number | 'ascii')[]) =>
+    bytes.length >= expected.length &&
+    expected.every((byte, i) => (byte === 'ascii' ? bytes[i]! > 0 && bytes[i]! < 0x80 : bytes[i] === byte));
+  if (at(0xff, 0xfe, 0, 0) || at(0, 0, 0xfe, 0xff) || at('ascii', 0, 0, 0) || at(0, 0, 0, 'ascii')) return 'UTF-32';
+  if (at(0xff, 0xfe) || at(0xfe, 0xff) || at('ascii', 0) || at(0, 'ascii')) return 'UTF-16';
+  return undefined;
+}
+
+/**
+ * `bytes` decoded as UTF-8, strictly: a byte that is not UTF-8 is refused,
+ * not turned into U+FFFD (what would be sent or registered would not be what
+ * was written), and a file saved as UTF-16 or UTF-32 (PowerShell 5's `>`,
+ * Notepad's "Unicode") is said to be so, instead of being taken for text
+ * that is not UTF-8, not JSON, or a key the service refuses. A UTF-8 byte
+ * order mark (an editor's) is not part of `text`; `marked` says there was
+ * one. Throws UsageError "<subject> is UTF-16, not UTF-8" or "<subject> is
+ * not valid UTF-8", with `hint(encoding)` (undefined: not UTF-8 nor any
+ * other encoding told).
+ */
+export function decodeUtf8(
+  bytes: Buffer,
+  subject: string,
+  hint: (encoding: string | undefined) => string = convertHint,
+): { text: string; marked: boolean } {
+  const other = otherEncoding(bytes);
+  if (other !== undefined) throw new UsageError(`${subject} is ${other}, not UTF-8`, { hint: hint(other) });
+  let text: string;
+  try {
+    // fatal: a byte that is not UTF-8 is an error, not U+FFFD. ignoreBOM: the mark is kept, to be told.
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch (error) {
+    throw new UsageError(`${subject} is not valid UTF-8`, { hint: hint(undefined), cause: error });
+  }
+  const marked = text.startsWith('\ufeff');
+  return { text: marked ? text.slice(1) : text, marked };
+}
+
+/** How to turn a file in `encoding` (undefined: an unknown 8-bit one, most often Latin-1) into UTF-8. */
+export function convertHint(encoding: string | undefined): string {
+  if (encoding === undefined) return 'convert it to UTF-8, e.g. iconv -f LATIN1 -t UTF-8';
+  return `save it as UTF-8: iconv -f ${encoding} -t UTF-8, or in PowerShell Out-File -Encoding utf8`;
 }
 
 /** The error for `what` from `source` over `limit` bytes; `flag` as for readTextInput. */

@@ -199,6 +199,23 @@ describe('exit 3: authentication', () => {
     expect(bed.sandbox.calls).toEqual([]);
   });
 
+  it('an API key saved as UTF-16, or not UTF-8, is said so for --api-key-stdin, and not sent garbled', async () => {
+    const key = bed.sandbox.apiKey;
+    const cases: [Buffer, string][] = [
+      // PowerShell 5's `>`, with its mark, and iconv's UTF-16LE, without.
+      [Buffer.concat([Buffer.of(0xff, 0xfe), Buffer.from(`${key}\r\n`, 'utf16le')]), 'is UTF-16, not UTF-8'],
+      [Buffer.from(key, 'utf16le'), 'is UTF-16, not UTF-8'],
+      [Buffer.concat([Buffer.from(key), Buffer.of(0xe9)]), 'is not valid UTF-8'],
+    ];
+    for (const [input, said] of cases) {
+      const login = await bed.main(['login', '--api-key-stdin'], { input });
+      expectFailure(login, 2, new RegExp(`^notarize: the API key with --api-key-stdin ${said} \\(`));
+      expect(login.stderr).toContain('UTF-8');
+    }
+    expect(bed.sandbox.calls).toEqual([]);
+    expect(bed.storedTokens()).toEqual({});
+  });
+
   it('a wrong NOTARIZE_API_KEY is tried once, not twice', async () => {
     // The 401 of the on-the-fly login refuses the key, not a request: logging in again with it cannot help.
     const wrongKey = 'sandbox_fedcba9876543210fedcba9876543210';

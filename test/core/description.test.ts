@@ -89,6 +89,25 @@ describe('readDescriptionFile (--description-file)', () => {
     expect(error.hint).toContain('iconv');
   });
 
+  it('says a file saved as UTF-16 or UTF-32 is so, with or without a byte order mark, and how to convert it', async () => {
+    const text = 'signed copy\r\n';
+    const cases: [Buffer, string][] = [
+      // Notepad's "Unicode" and PowerShell 5's `>`: UTF-16LE with its mark.
+      [Buffer.concat([Buffer.of(0xff, 0xfe), Buffer.from(text, 'utf16le')]), 'UTF-16'],
+      [Buffer.from(text, 'utf16le'), 'UTF-16'],
+      [Buffer.from(text, 'utf16le').swap16(), 'UTF-16'],
+      [Buffer.concat([Buffer.of(0xff, 0xfe, 0, 0), Buffer.from('s\0\0\0', 'latin1')]), 'UTF-32'],
+      [Buffer.from('\0\0\0s\0\0\0i', 'latin1'), 'UTF-32'],
+    ];
+    for (const [i, [bytes, encoding]] of cases.entries()) {
+      const file = join(tempDir(), `wide-${i}.txt`);
+      writeFileSync(file, bytes);
+      const error = await rejectionOf(readDescriptionFile(file, noStdin), UsageError);
+      expect(error.message).toBe(`the description in '${file}' is ${encoding}, not UTF-8`);
+      expect(error.hint).toContain(`iconv -f ${encoding} -t UTF-8`);
+    }
+  });
+
   it('names the file in the refusal of a control character', async () => {
     const file = join(tempDir(), 'bell.txt');
     writeFileSync(file, 'ding\u0007');

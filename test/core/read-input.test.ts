@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { readBytesInput, readTextInput } from '../../src/core/read-input.js';
+import { decodeUtf8, readBytesInput, readTextInput } from '../../src/core/read-input.js';
 import { UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 import { rejectionOf } from '../helpers/catch.js';
@@ -64,5 +64,59 @@ describe('readBytesInput', () => {
     const bytes = Buffer.from([0x66, 0xfc, 0x72, 0x0a]);
     writeFileSync(file, bytes);
     expect((await readBytesInput(file, noStdin, 10, 'the description')).equals(bytes)).toBe(true);
+  });
+});
+
+describe('decodeUtf8', () => {
+  const decode = (bytes: Buffer) => decodeUtf8(bytes, 'the text');
+  const refusal = (bytes: Buffer) => {
+    try {
+      decode(bytes);
+    } catch (error) {
+      if (error instanceof UsageError) return error;
+      throw error;
+    }
+    throw new Error('not refused');
+  };
+
+  it('decodes UTF-8 as it is, telling and dropping one byte order mark', () => {
+    expect(decode(Buffer.from('grüße'))).toEqual({ text: 'grüße', marked: false });
+    expect(decode(Buffer.from('\ufeffgrüße'))).toEqual({ text: 'grüße', marked: true });
+    expect(decode(Buffer.from('\ufeff\ufeffx'))).toEqual({ text: '\ufeffx', marked: true });
+    expect(decode(Buffer.alloc(0))).toEqual({ text: '', marked: false });
+    // One byte: too short to be told for UTF-16.
+    expect(decode(Buffer.from('a'))).toEqual({ text: 'a', marked: false });
+    // A NUL that does not follow or lead an ASCII character first is UTF-8 as it is (a caller refuses it).
+    expect(decode(Buffer.from('ab\0'))).toEqual({ text: 'ab\0', marked: false });
+  });
+
+  it.each([
+    ['UTF-16LE with its mark', Buffer.of(0xff, 0xfe, 0x7b, 0), 'UTF-16'],
+    ['UTF-16BE with its mark', Buffer.of(0xfe, 0xff, 0, 0x7b), 'UTF-16'],
+    ['UTF-16LE, no mark', Buffer.from('{}', 'utf16le'), 'UTF-16'],
+    ['UTF-16BE, no mark', Buffer.from('{}', 'utf16le').swap16(), 'UTF-16'],
+    ["UTF-32LE with its mark (which begins as UTF-16LE's)", Buffer.of(0xff, 0xfe, 0, 0, 0x7b, 0, 0, 0), 'UTF-32'],
+    ['UTF-32BE with its mark', Buffer.of(0, 0, 0xfe, 0xff, 0, 0, 0, 0x7b), 'UTF-32'],
+    ['UTF-32LE, no mark', Buffer.of(0x7b, 0, 0, 0, 0x7d, 0, 0, 0), 'UTF-32'],
+    ['UTF-32BE, no mark', Buffer.of(0, 0, 0, 0x7b, 0, 0, 0, 0x7d), 'UTF-32'],
+  ])('says %s is not UTF-8, and how to convert it', (_, bytes, encoding) => {
+    const error = refusal(bytes);
+    expect(error.message).toBe(`the text is ${encoding}, not UTF-8`);
+    expect(error.hint).toContain(`iconv -f ${encoding} -t UTF-8`);
+    expect(error.exitCode).toBe(2);
+  });
+
+  it('refuses a byte that is not UTF-8 instead of reading U+FFFD, with the hint the caller gives', () => {
+    const error = refusal(Buffer.from([0x66, 0xfc, 0x72]));
+    expect(error.message).toBe('the text is not valid UTF-8');
+    expect(error.hint).toContain('iconv -f LATIN1 -t UTF-8');
+    const told = (() => {
+      try {
+        decodeUtf8(Buffer.of(0xc3), 'the key', (encoding) => `told ${encoding}`);
+      } catch (error) {
+        return error as UsageError;
+      }
+    })();
+    expect(told?.hint).toBe('told undefined');
   });
 });
