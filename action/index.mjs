@@ -10294,7 +10294,7 @@ function networkError(method, url, error, proxyVariable) {
 	const reason = name === "TimeoutError" || code.endsWith("_TIMEOUT") || code === "UND_ERR_ABORTED" ? "timed out" : code || error.message;
 	const through = proxyVariable === void 0 ? "" : ` through the proxy in ${proxyVariable}`;
 	return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
-		hint: isFdShortage(error) ? `no connection could be opened (nothing was sent): ${FD_SHORTAGE_REMEDY}` : proxyVariable === void 0 ? "the service could not be reached; try again later" : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
+		hint: isFdShortage(error) ? `no connection could be opened: ${FD_SHORTAGE_REMEDY}` : proxyVariable === void 0 ? "the service could not be reached; try again later" : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
 		notProcessed: NOT_SENT_CODES.has(code),
 		cause: error
 	});

@@ -418,8 +418,9 @@ function networkError(method: string, url: string, error: unknown, proxyVariable
   const through = proxyVariable === undefined ? '' : ` through the proxy in ${proxyVariable}`;
   return new TransientError(`${method} ${url} failed${through}: ${reason}`, {
     hint: isFdShortage(error)
-      ? // No socket for want of a descriptor: "later" is no cure where the limit is the cause.
-        `no connection could be opened (nothing was sent): ${FD_SHORTAGE_REMEDY}`
+      ? // No socket for want of a descriptor: "later" is no cure where the limit is the cause. Not
+        // "nothing was sent": this may be a retry, whose call's first attempt went out (api/retry.ts).
+        `no connection could be opened: ${FD_SHORTAGE_REMEDY}`
       : proxyVariable === undefined
         ? 'the service could not be reached; try again later'
         : `the service could not be reached through the proxy in ${proxyVariable}; check the proxy, or try again later`,
