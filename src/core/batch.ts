@@ -6,7 +6,7 @@
  * 2 sent nothing, and what the caller says may be run again (`runAgain`).
  */
 import { EXIT, NotarizeError, nothingSent, type ExitCode } from '../errors.js';
-import { whenFdsFree } from '../fd-shortage.js';
+import { FD_SHORTAGE_REMEDY, isFdShortage, whenFdsFree } from '../fd-shortage.js';
 
 /** An item's failure, normalised so unexpected errors have a code too. */
 export function asNotarizeError(error: unknown): NotarizeError {
@@ -150,6 +150,8 @@ export class FailureTally {
   #firstLasting: { index: number; code: ExitCode; hint: string | undefined } | undefined;
   /** The one hint failures gave so far; `several` once two differed (then each item's is in its JSON result). */
   #hints: { one: string } | 'several' | undefined;
+  /** Whether a transient failure was for want of a file descriptor, which "later" does not cure. */
+  #fdShortage = false;
 
   /** Counts the item at `index` (input order; items may settle in any order) if it failed. */
   add(index: number, error: NotarizeError | undefined): void {
@@ -158,6 +160,7 @@ export class FailureTally {
     if (error.hint !== undefined && this.#hints !== 'several') {
       this.#hints = this.#hints === undefined || this.#hints.one === error.hint ? { one: error.hint } : 'several';
     }
+    if (error.exitCode === EXIT.transient && isFdShortage(error)) this.#fdShortage = true;
     if (error.exitCode !== EXIT.transient && (this.#firstLasting === undefined || index < this.#firstLasting.index)) {
       this.#firstLasting = { index, code: error.exitCode, hint: error.hint };
     }
@@ -190,8 +193,12 @@ export class FailureTally {
     if (code === EXIT.ok) return undefined;
     const several = "each item's own hint is in its JSON result (--json)";
     let hint: string | undefined;
-    if (code === EXIT.transient) hint = 'every failure was transient: run the same command again later';
-    else if (this.#firstLasting?.hint !== undefined) {
+    if (code === EXIT.transient) {
+      // As each item's own hint says: where the limit of open files is the cause, "later" is no cure.
+      hint = this.#fdShortage
+        ? `every failure was transient: ${FD_SHORTAGE_REMEDY}, then run the command again`
+        : 'every failure was transient: run the same command again later';
+    } else if (this.#firstLasting?.hint !== undefined) {
       hint = this.#hints === 'several' ? `${this.#firstLasting.hint}; ${several}` : this.#firstLasting.hint;
     } else if (this.#hints !== undefined) hint = several;
     return new BatchError(this.failed, total, code, hint);

@@ -215,4 +215,16 @@ describe('FailureTally', () => {
     expect(tallyOf([usage, other]).failure(true, 2)?.hint).toBe("each item's own hint is in its JSON result (--json)");
     expect(tallyOf([usage]).failure(true, 1)?.hint).toBeUndefined();
   });
+  it('failure\'s hint when a transient failure lacked a file descriptor: the limit to raise, not "later" (r79)', () => {
+    const shortOfFds = new TransientError('POST /x failed: EMFILE', {
+      cause: Object.assign(new Error('EMFILE'), { code: 'EMFILE' }),
+    });
+    const expected =
+      "every failure was transient: raise the limit of open files (ulimit -n), or lower register's -j, then run the command again";
+    expect(tallyOf([shortOfFds, shortOfFds]).failure(true, 2)?.hint).toBe(expected);
+    expect(tallyOf([transient, shortOfFds]).failure(true, 2)?.hint).toBe(expected);
+    expect(tallyOf([transient, undefined]).failure(true, 2)?.hint).toBe(
+      'every failure was transient: run the same command again later',
+    );
+  });
 });
