@@ -17141,7 +17141,8 @@ function showAlreadyRegistered(io, outcome, verification, render) {
 	} else io.data(render.renderRecord({
 		hash,
 		status: "already registered (the service says so; no local record)",
-		message: service?.message ?? null
+		message: service?.message ?? null,
+		...kept ? { answerKeptAside: kept } : {}
 	}, { verification }, io.colour));
 }
 var loadedRender;

@@ -438,6 +438,8 @@ function showAlreadyRegistered(
           hash,
           status: 'already registered (the service says so; no local record)',
           message: service?.message ?? null,
+          // On stdout as in the JSON: -q silences the line above, and this may be the record's only copy.
+          ...(kept ? { answerKeptAside: kept } : {}),
         },
         { verification },
         io.colour,

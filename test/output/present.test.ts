@@ -160,6 +160,15 @@ describe('present: one record or outcome', () => {
       `${HASH} is already registered: the service says so (409); this store has no record of it ` +
         `(the answer its completion got, not taken for its record, is kept in ${kept}, with why), see ${PAGE}\n`,
     );
+    // The table carries it too: -q silences the line above, not stdout (r79).
+    const [table] = await shown(said);
+    expect(fields(table)).toEqual([
+      ['hash', HASH],
+      ['status', 'already registered (the service says so; no local record)'],
+      ['message', '-'],
+      ['answerKeptAside', kept],
+      ['verification', PAGE],
+    ]);
     const result = outcomeResult('a.txt', said.outcome!, BASE);
     expect(result).toMatchObject({ status: 'already-registered', record: null, reason: expect.stringContaining(kept) });
   });
