@@ -438,7 +438,11 @@ var init_errors$2 = __esmMin((() => {
 		status;
 		/** Seconds the service asked us to wait (Retry-After), when it said so. */
 		retryAfterSeconds;
-		/** True when the failure proves the service never processed the request. */
+		/**
+		* True when the failure proves the service never processed the request:
+		* of the whole call once it is thrown by api/retry.ts withRetries, which
+		* clears it when an earlier attempt of the call may have been processed.
+		*/
 		notProcessed;
 		constructor(message, details = {}) {
 			super("transient", EXIT.transient, message, details);
@@ -23353,6 +23357,7 @@ async function withRetries(operation, mode, policy, { route = "", optional = fal
 	const { probe, release } = await admitted(route, finishing, policy);
 	try {
 		const began = outage?.begin(route) ?? 0;
+		let processedMaybe = false;
 		for (let attempt = 1;; attempt++) {
 			await policy.beforeAttempt?.();
 			try {
@@ -23378,14 +23383,20 @@ async function withRetries(operation, mode, policy, { route = "", optional = fal
 				final: probe !== void 0 || final && !optional,
 				probe
 			});
-			if (final) throw failure;
+			processedMaybe ||= !(failure instanceof TransientError && failure.notProcessed);
+			if (final) throw ofTheCall(failure, processedMaybe);
 			policy.onRetry?.(failure, attempt, delay);
 			await (policy.wait ?? setTimeout$1)(delay);
-			if (outage?.holding(route)) throw failure;
+			if (outage?.holding(route)) throw ofTheCall(failure, processedMaybe);
 		}
 	} finally {
 		release?.();
 	}
+}
+/** The last attempt's `failure` as the call's: not "not processed" when an attempt may have been. */
+function ofTheCall(failure, processedMaybe) {
+	if (processedMaybe && failure instanceof TransientError) failure.notProcessed = false;
+	return failure;
 }
 /**
 * Admits a call by the run's outage (Outage.admit), then gives it a slot.

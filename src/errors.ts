@@ -165,8 +165,12 @@ export class TransientError extends NotarizeError {
   readonly status: number | undefined;
   /** Seconds the service asked us to wait (Retry-After), when it said so. */
   readonly retryAfterSeconds: number | undefined;
-  /** True when the failure proves the service never processed the request. */
-  readonly notProcessed: boolean;
+  /**
+   * True when the failure proves the service never processed the request:
+   * of the whole call once it is thrown by api/retry.ts withRetries, which
+   * clears it when an earlier attempt of the call may have been processed.
+   */
+  notProcessed: boolean;
   constructor(
     message: string,
     details: ErrorDetails & { status?: number; retryAfterSeconds?: number; notProcessed?: boolean } = {},

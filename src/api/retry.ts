@@ -292,6 +292,9 @@ export async function withRetries<T>(
   const { probe, release } = await admitted(route, finishing, policy);
   try {
     const began = outage?.begin(route) ?? 0;
+    // Whether an attempt so far may have been processed: then the call's failure is not "not processed",
+    // whatever its last attempt's says (a retry that found no socket after a connection dropped mid-answer).
+    let processedMaybe = false;
     for (let attempt = 1; ; attempt++) {
       await policy.beforeAttempt?.();
       try {
@@ -315,15 +318,22 @@ export async function withRetries<T>(
       const final = delay === undefined || probe !== undefined;
       // An optional call's answer tells the service works, but its failure starts nothing (a probe's reschedules).
       outage?.attemptEnded(route, began, failure, { final: probe !== undefined || (final && !optional), probe });
-      if (final) throw failure;
+      processedMaybe ||= !(failure instanceof TransientError && failure.notProcessed);
+      if (final) throw ofTheCall(failure, processedMaybe);
       policy.onRetry?.(failure as TransientError, attempt, delay);
       await (policy.wait ?? sleep)(delay);
       // Not "not sent": this call's first attempt may have been processed.
-      if (outage?.holding(route)) throw failure;
+      if (outage?.holding(route)) throw ofTheCall(failure, processedMaybe);
     }
   } finally {
     release?.();
   }
+}
+
+/** The last attempt's `failure` as the call's: not "not processed" when an attempt may have been. */
+function ofTheCall(failure: unknown, processedMaybe: boolean): unknown {
+  if (processedMaybe && failure instanceof TransientError) failure.notProcessed = false;
+  return failure;
 }
 
 /**

@@ -69,6 +69,27 @@ describe('withRetries in safe mode', () => {
     expect(policy.delays).toEqual([100, 200]);
   });
 
+  it('the call\'s failure is not "not processed" when an earlier attempt may have been (r81)', async () => {
+    // A connection dropped after the request went out, then no socket for the retries (EMFILE).
+    const processedMaybe = await rejection(
+      withRetries(failing(transient(), transient({ notProcessed: true })).run, 'safe', recordingPolicy({ retries: 1 })),
+    );
+    expect(processedMaybe).toMatchObject({ notProcessed: false });
+    const never = await rejection(
+      withRetries(
+        failing(transient({ notProcessed: true }), transient({ notProcessed: true })).run,
+        'safe',
+        recordingPolicy({ retries: 1 }),
+      ),
+    );
+    expect(never).toMatchObject({ notProcessed: true });
+    // One attempt: its own word stands.
+    const alone = await rejection(
+      withRetries(failing(transient({ notProcessed: true })).run, 'safe', recordingPolicy({ retries: 0 })),
+    );
+    expect(alone).toMatchObject({ notProcessed: true });
+  });
+
   it('retries up to `retries` times, then rethrows the last error', async () => {
     const policy = recordingPolicy({ retries: 2 });
     const errors = [transient(), transient(), transient({ status: 502 }), transient()];
