@@ -11467,8 +11467,9 @@ var init_files = __esmMin((() => {
 * `limit` bytes, a byte that is not UTF-8 read as U+FFFD (for a receipt, whose
 * hex fields decide and which verify-receipt.py reads the same way; text that
 * is sent or registered goes through decodeUtf8). Throws UsageError naming
-* `what` when it cannot be read or is larger. `flag`: the option that reads standard input with no '-' typed
-* (`login --api-key-stdin`), which the messages name instead.
+* `what` when it cannot be read or is larger. `flag`: the option that reads
+* standard input with no '-' typed (`login --api-key-stdin`), which the
+* messages name instead.
 */
 async function readTextInput(source, stdin, limit, what, flag) {
 	return (await readBytesInput(source, stdin, limit, what, 0, flag)).toString("utf8");
@@ -11496,15 +11497,24 @@ async function readBytesInput(source, stdin, limit, what, slack = 0, flag) {
 	return bytes;
 }
 /**
-* The encoding other than UTF-8 that `bytes` are in, told by its byte order
-* mark or, without one, by the zero bytes an ASCII first character has in it
-* (RFC 4627 section 3); undefined when none is told. UTF-32's marks are
-* looked for first: they begin as UTF-16's.
+* The encoding other than UTF-8 that `bytes` are in, as iconv names it:
+* told by its byte order mark (UTF-16, UTF-32: iconv reads the order from
+* the mark), or without one by the zero bytes a first character below U+0100
+* has (UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE: named with their order, which
+* iconv would otherwise guess, and a wrong guess is other text, valid UTF-8).
+* Undefined when none is told: UTF-16 text whose first character is above
+* U+00FF, saved without a mark, may pass for UTF-8. A zero byte there is
+* never UTF-8 text anyone meant (U+0000). UTF-32's patterns are looked for
+* first: they begin as UTF-16's.
 */
 function otherEncoding(bytes) {
-	const at = (...expected) => bytes.length >= expected.length && expected.every((byte, i) => byte === "ascii" ? bytes[i] > 0 && bytes[i] < 128 : bytes[i] === byte);
-	if (at(255, 254, 0, 0) || at(0, 0, 254, 255) || at("ascii", 0, 0, 0) || at(0, 0, 0, "ascii")) return "UTF-32";
-	if (at(255, 254) || at(254, 255) || at("ascii", 0) || at(0, "ascii")) return "UTF-16";
+	const at = (...expected) => bytes.length >= expected.length && expected.every((byte, i) => byte === "any" ? bytes[i] !== 0 : bytes[i] === byte);
+	if (at(255, 254, 0, 0) || at(0, 0, 254, 255)) return "UTF-32";
+	if (at(255, 254) || at(254, 255)) return "UTF-16";
+	if (at("any", 0, 0, 0)) return "UTF-32LE";
+	if (at(0, 0, 0, "any")) return "UTF-32BE";
+	if (at("any", 0)) return "UTF-16LE";
+	if (at(0, "any")) return "UTF-16BE";
 }
 /**
 * `bytes` decoded as UTF-8, strictly: a byte that is not UTF-8 is refused,

@@ -14,8 +14,9 @@ import { readBoundedBytes } from '../read-bounded.js';
  * `limit` bytes, a byte that is not UTF-8 read as U+FFFD (for a receipt, whose
  * hex fields decide and which verify-receipt.py reads the same way; text that
  * is sent or registered goes through decodeUtf8). Throws UsageError naming
- * `what` when it cannot be read or is larger. `flag`: the option that reads standard input with no '-' typed
- * (`login --api-key-stdin`), which the messages name instead.
+ * `what` when it cannot be read or is larger. `flag`: the option that reads
+ * standard input with no '-' typed (`login --api-key-stdin`), which the
+ * messages name instead.
  */
 export async function readTextInput(
   source: string,
@@ -59,17 +60,26 @@ export async function readBytesInput(
 }
 
 /**
- * The encoding other than UTF-8 that `bytes` are in, told by its byte order
- * mark or, without one, by the zero bytes an ASCII first character has in it
- * (RFC 4627 section 3); undefined when none is told. UTF-32's marks are
- * looked for first: they begin as UTF-16's.
+ * The encoding other than UTF-8 that `bytes` are in, as iconv names it:
+ * told by its byte order mark (UTF-16, UTF-32: iconv reads the order from
+ * the mark), or without one by the zero bytes a first character below U+0100
+ * has (UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE: named with their order, which
+ * iconv would otherwise guess, and a wrong guess is other text, valid UTF-8).
+ * Undefined when none is told: UTF-16 text whose first character is above
+ * U+00FF, saved without a mark, may pass for UTF-8. A zero byte there is
+ * never UTF-8 text anyone meant (U+0000). UTF-32's patterns are looked for
+ * first: they begin as UTF-16's.
  */
 function otherEncoding(bytes: Buffer): string | undefined {
-  const at = (...expected: (number | 'ascii')[]) =>
+  const at = (...expected: (number | 'any')[]) =>
     bytes.length >= expected.length &&
-    expected.every((byte, i) => (byte === 'ascii' ? bytes[i]! > 0 && bytes[i]! < 0x80 : bytes[i] === byte));
-  if (at(0xff, 0xfe, 0, 0) || at(0, 0, 0xfe, 0xff) || at('ascii', 0, 0, 0) || at(0, 0, 0, 'ascii')) return 'UTF-32';
-  if (at(0xff, 0xfe) || at(0xfe, 0xff) || at('ascii', 0) || at(0, 'ascii')) return 'UTF-16';
+    expected.every((byte, i) => (byte === 'any' ? bytes[i] !== 0 : bytes[i] === byte));
+  if (at(0xff, 0xfe, 0, 0) || at(0, 0, 0xfe, 0xff)) return 'UTF-32';
+  if (at(0xff, 0xfe) || at(0xfe, 0xff)) return 'UTF-16';
+  if (at('any', 0, 0, 0)) return 'UTF-32LE';
+  if (at(0, 0, 0, 'any')) return 'UTF-32BE';
+  if (at('any', 0)) return 'UTF-16LE';
+  if (at(0, 'any')) return 'UTF-16BE';
   return undefined;
 }
 

@@ -110,7 +110,7 @@ describe('runComplete', () => {
       [Buffer.of(0xff, 0xfe, 0, 0, 0x7b, 0, 0, 0, 0x7d, 0, 0, 0), 'UTF-32, not UTF-8'],
       [Buffer.of(0, 0, 0xfe, 0xff, 0, 0, 0, 0x7b), 'UTF-32, not UTF-8'],
       // iconv -t UTF-16LE: no mark, told by its zero bytes.
-      [Buffer.from(session, 'utf16le'), 'UTF-16, not UTF-8'],
+      [Buffer.from(session, 'utf16le'), 'UTF-16LE, not UTF-8'],
       [Buffer.from([0x7b, 0xe9, 0x7d]), 'not valid UTF-8'],
     ];
     for (const [i, [content, said]] of cases.entries()) {

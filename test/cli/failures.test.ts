@@ -204,7 +204,7 @@ describe('exit 3: authentication', () => {
     const cases: [Buffer, string][] = [
       // PowerShell 5's `>`, with its mark, and iconv's UTF-16LE, without.
       [Buffer.concat([Buffer.of(0xff, 0xfe), Buffer.from(`${key}\r\n`, 'utf16le')]), 'is UTF-16, not UTF-8'],
-      [Buffer.from(key, 'utf16le'), 'is UTF-16, not UTF-8'],
+      [Buffer.from(key, 'utf16le'), 'is UTF-16LE, not UTF-8'],
       [Buffer.concat([Buffer.from(key), Buffer.of(0xe9)]), 'is not valid UTF-8'],
     ];
     for (const [input, said] of cases) {

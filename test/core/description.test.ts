@@ -94,10 +94,11 @@ describe('readDescriptionFile (--description-file)', () => {
     const cases: [Buffer, string][] = [
       // Notepad's "Unicode" and PowerShell 5's `>`: UTF-16LE with its mark.
       [Buffer.concat([Buffer.of(0xff, 0xfe), Buffer.from(text, 'utf16le')]), 'UTF-16'],
-      [Buffer.from(text, 'utf16le'), 'UTF-16'],
-      [Buffer.from(text, 'utf16le').swap16(), 'UTF-16'],
+      // Without a mark, named with the byte order, which iconv would otherwise guess (r81).
+      [Buffer.from(text, 'utf16le'), 'UTF-16LE'],
+      [Buffer.from(text, 'utf16le').swap16(), 'UTF-16BE'],
       [Buffer.concat([Buffer.of(0xff, 0xfe, 0, 0), Buffer.from('s\0\0\0', 'latin1')]), 'UTF-32'],
-      [Buffer.from('\0\0\0s\0\0\0i', 'latin1'), 'UTF-32'],
+      [Buffer.from('\0\0\0s\0\0\0i', 'latin1'), 'UTF-32BE'],
     ];
     for (const [i, [bytes, encoding]] of cases.entries()) {
       const file = join(tempDir(), `wide-${i}.txt`);

@@ -14,6 +14,14 @@ import { useTempDirs } from '../helpers/temp-dirs.js';
 import { rejectionOf } from '../helpers/catch.js';
 
 const tempDir = useTempDirs('notarize-read-input-');
+const hasIconv = (() => {
+  try {
+    execFileSync('iconv', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
 const noStdin = Readable.from([]);
 
 describe('readTextInput', () => {
@@ -93,17 +101,42 @@ describe('decodeUtf8', () => {
   it.each([
     ['UTF-16LE with its mark', Buffer.of(0xff, 0xfe, 0x7b, 0), 'UTF-16'],
     ['UTF-16BE with its mark', Buffer.of(0xfe, 0xff, 0, 0x7b), 'UTF-16'],
-    ['UTF-16LE, no mark', Buffer.from('{}', 'utf16le'), 'UTF-16'],
-    ['UTF-16BE, no mark', Buffer.from('{}', 'utf16le').swap16(), 'UTF-16'],
+    ['UTF-16LE, no mark', Buffer.from('{}', 'utf16le'), 'UTF-16LE'],
+    ['UTF-16BE, no mark', Buffer.from('{}', 'utf16le').swap16(), 'UTF-16BE'],
+    ['UTF-16LE, no mark, a first character above ASCII', Buffer.from('Über', 'utf16le'), 'UTF-16LE'],
     ["UTF-32LE with its mark (which begins as UTF-16LE's)", Buffer.of(0xff, 0xfe, 0, 0, 0x7b, 0, 0, 0), 'UTF-32'],
     ['UTF-32BE with its mark', Buffer.of(0, 0, 0xfe, 0xff, 0, 0, 0, 0x7b), 'UTF-32'],
-    ['UTF-32LE, no mark', Buffer.of(0x7b, 0, 0, 0, 0x7d, 0, 0, 0), 'UTF-32'],
-    ['UTF-32BE, no mark', Buffer.of(0, 0, 0, 0x7b, 0, 0, 0, 0x7d), 'UTF-32'],
-  ])('says %s is not UTF-8, and how to convert it', (_, bytes, encoding) => {
+    ['UTF-32LE, no mark', Buffer.of(0x7b, 0, 0, 0, 0x7d, 0, 0, 0), 'UTF-32LE'],
+    ['UTF-32BE, no mark', Buffer.of(0, 0, 0, 0xdc, 0, 0, 0, 0x7d), 'UTF-32BE'],
+  ])('says %s is not UTF-8, and how to convert it, byte order included', (_, bytes, encoding) => {
     const error = refusal(bytes);
     expect(error.message).toBe(`the text is ${encoding}, not UTF-8`);
     expect(error.hint).toContain(`iconv -f ${encoding} -t UTF-8`);
     expect(error.exitCode).toBe(2);
+  });
+
+  it.runIf(hasIconv)('the conversion its hint gives turns the text back into what was written (r81)', () => {
+    // Without a mark, `iconv -f UTF-16` guesses the order, and a wrong guess is other text, valid UTF-8.
+    const text = 'Über signed copy\n';
+    const utf32 = (big: boolean) => {
+      const points = [...text].map((c) => c.codePointAt(0)!);
+      const out = Buffer.alloc(points.length * 4);
+      points.forEach((point, i) => (big ? out.writeUInt32BE(point, i * 4) : out.writeUInt32LE(point, i * 4)));
+      return out;
+    };
+    const saved = [
+      Buffer.concat([Buffer.of(0xff, 0xfe), Buffer.from(text, 'utf16le')]),
+      Buffer.concat([Buffer.of(0xfe, 0xff), Buffer.from(text, 'utf16le').swap16()]),
+      Buffer.from(text, 'utf16le'),
+      Buffer.from(text, 'utf16le').swap16(),
+      utf32(false),
+      utf32(true),
+      Buffer.concat([Buffer.of(0, 0, 0xfe, 0xff), utf32(true)]),
+    ];
+    for (const bytes of saved) {
+      const command = /iconv -f (\S+) -t UTF-8/.exec(refusal(bytes).hint ?? '')!;
+      expect(execFileSync('iconv', ['-f', command[1]!, '-t', 'UTF-8'], { input: bytes }).toString()).toBe(text);
+    }
   });
 
   it('refuses a byte that is not UTF-8 instead of reading U+FFFD, with the hint the caller gives', () => {
