@@ -9855,14 +9855,18 @@ var init_batch = __esmMin((() => {
 		#firstLasting;
 		/** The one hint failures gave so far; `several` once two differed (then each item's is in its JSON result). */
 		#hints;
-		/** Whether a transient failure was for want of a file descriptor, which "later" does not cure. */
-		#fdShortage = false;
+		/** Transient failures, and those of them for want of a file descriptor, which "later" does not cure. */
+		#transient = 0;
+		#fdShortage = 0;
 		/** Counts the item at `index` (input order; items may settle in any order) if it failed. */
 		add(index, error) {
 			if (error === void 0) return;
 			this.failed++;
 			if (error.hint !== void 0 && this.#hints !== "several") this.#hints = this.#hints === void 0 || this.#hints.one === error.hint ? { one: error.hint } : "several";
-			if (error.exitCode === EXIT.transient && isFdShortage(error)) this.#fdShortage = true;
+			if (error.exitCode === EXIT.transient) {
+				this.#transient++;
+				if (isFdShortage(error)) this.#fdShortage++;
+			}
 			if (error.exitCode !== EXIT.transient && (this.#firstLasting === void 0 || index < this.#firstLasting.index)) this.#firstLasting = {
 				index,
 				code: error.exitCode,
@@ -9895,8 +9899,11 @@ var init_batch = __esmMin((() => {
 			if (code === EXIT.ok) return void 0;
 			const several = "each item's own hint is in its JSON result (--json)";
 			let hint;
-			if (code === EXIT.transient) hint = this.#fdShortage ? `every failure was transient: ${FD_SHORTAGE_REMEDY}, then run the command again` : "every failure was transient: run the same command again later";
-			else if (this.#firstLasting?.hint !== void 0) hint = this.#hints === "several" ? `${this.#firstLasting.hint}; ${several}` : this.#firstLasting.hint;
+			if (code === EXIT.transient) {
+				if (this.#fdShortage === this.#transient) hint = `every failure was transient: ${FD_SHORTAGE_REMEDY}, then run the command again`;
+				else if (this.#fdShortage > 0) hint = `every failure was transient: run the same command again later (${this.#fdShortage} short of file descriptors: first ${FD_SHORTAGE_REMEDY})`;
+				else hint = "every failure was transient: run the same command again later";
+			} else if (this.#firstLasting?.hint !== void 0) hint = this.#hints === "several" ? `${this.#firstLasting.hint}; ${several}` : this.#firstLasting.hint;
 			else if (this.#hints !== void 0) hint = several;
 			return new BatchError(this.failed, total, code, hint);
 		}
