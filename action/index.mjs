@@ -10832,7 +10832,7 @@ function readReceipt(saved) {
 	if (version !== 1) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
 	const parsed = receiptSchema.safeParse(value);
 	if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
-	const { document, record, service, proof } = parsed.data;
+	const { document, record, service, proof, registeredAt } = parsed.data;
 	const registered = proof?.root ?? document.sha256;
 	if (record.hash.toLowerCase() !== registered) return invalid(proof ? `the receipt's record is of ${record.hash}, not of its proof's root ${registered}` : `the receipt's record is of ${record.hash}, not of its document's digest ${document.sha256}`);
 	if (proof) {
@@ -10850,7 +10850,8 @@ function readReceipt(saved) {
 		name: document.name,
 		recordJson: memberText(text, "record"),
 		baseUrl,
-		proof
+		proof,
+		registeredAt
 	};
 }
 /** Why `proof` does not lead from the document of digest `sha256` to its root; undefined when it does. */
@@ -12371,7 +12372,7 @@ async function writeReceipt(plan, index, hash, text, overwrite) {
 		throw failed(`the receipt ${path} could not be written: ${writeErrorReason(error)}`, error);
 	}
 }
-var RECEIPT_SUFFIX, WRITE_PROBE_PREFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_RECEIPT_NAME_BYTES, PARENT_AFTER_NAME, STICKY;
+var RECEIPT_SUFFIX, WRITE_PROBE_PREFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_RECEIPT_NAME_BYTES, PARENT_AFTER_NAME, STICKY, RootRecordsInReceipts;
 var init_receipts = __esmMin((() => {
 	init_errors$2();
 	init_mkdirs();
@@ -12386,6 +12387,51 @@ var init_receipts = __esmMin((() => {
 	MAX_RECEIPT_NAME_BYTES = MAX_NAME_BYTES - 31;
 	PARENT_AFTER_NAME = "is spelt with '..' after a folder's name, which after a link names another folder than it reads: give it without (its real path)";
 	STICKY = 512;
+	RootRecordsInReceipts = class {
+		#found = /* @__PURE__ */ new Map();
+		#baseUrl;
+		#byDigest;
+		/** `byDigest`: the receipts of the folder by the digest each names (planReceiptsByDigest). */
+		constructor(baseUrl, byDigest) {
+			this.#baseUrl = baseUrl;
+			this.#byDigest = byDigest;
+		}
+		/**
+		* The record of `root` as a receipt there of a document under it carries
+		* it: v1, of this service, holding together (its record of that root, its
+		* proof checked to lead there from its document). The record is what that
+		* receipt says, as verify takes it; that the other documents are under the
+		* root, which the service has, is checked by their own proofs. `digests`:
+		* the documents whose receipts are looked at, in this order (a tree's
+		* leaves); by default every receipt's. Undefined when none carries it.
+		*/
+		of(root, digests) {
+			let found = this.#found.get(root);
+			if (found === void 0) {
+				found = this.#look(root, digests);
+				this.#found.set(root, found);
+			}
+			return found;
+		}
+		async #look(root, digests) {
+			const byDigest = await this.#byDigest();
+			const seen = /* @__PURE__ */ new Set();
+			for (const digest of digests?.() ?? byDigest.keys()) {
+				if (seen.has(digest)) continue;
+				seen.add(digest);
+				for (const path of byDigest.get(digest) ?? []) {
+					const receipt = await receiptAt(path, digest);
+					if (receipt?.proof?.root !== root || receipt.baseUrl !== this.#baseUrl) continue;
+					if (receipt.registeredAt === void 0) continue;
+					return {
+						recordJson: receipt.recordJson,
+						completedAt: receipt.registeredAt,
+						path
+					};
+				}
+			}
+		}
+	};
 }));
 // dist/core/evidence.js
 /**
@@ -22023,6 +22069,8 @@ var init_register_aggregate = __esmMin((() => {
 		#total = 0;
 		/** Roots the service says it has, of which this store has no record: no receipts for their documents. */
 		#unrecordedRoots = /* @__PURE__ */ new Set();
+		/** The record of each root with none here, as the receipts in --receipt-dir carry it. */
+		#rootRecords;
 		/** The roots asked about in this run, for receipts and manifests alike: once each, 16 unknown at most. */
 		#asks = new RootAsks();
 		/** The documents left for roots once the registered ones are out: what manifests are judged by. */
@@ -22044,6 +22092,8 @@ var init_register_aggregate = __esmMin((() => {
 			this.#baseUrl = baseUrl;
 			this.#api = api;
 			this.#store = store;
+			const plan = documents.receipts;
+			this.#rootRecords = plan && new RootRecordsInReceipts(baseUrl, () => planReceiptsByDigest(plan));
 		}
 		async run() {
 			try {
@@ -22244,9 +22294,10 @@ var init_register_aggregate = __esmMin((() => {
 			const entry = outcome.kind === "already-registered" ? outcome.entry : void 0;
 			const plan = this.#documents.receipts;
 			const kept = given ?? (entry === void 0 ? await this.#keptReceipt(doc) : void 0);
-			if (outcome.kind === "already-registered" && entry === void 0 && kept === void 0) this.#unrecordedRoots.add(proof.root);
+			const record = entry ?? (kept === void 0 && outcome.kind === "already-registered" ? await this.#rootRecords?.of(proof.root) : void 0);
+			if (outcome.kind === "already-registered" && record === void 0 && kept === void 0) this.#unrecordedRoots.add(proof.root);
 			let written = {};
-			if (kept === void 0 && entry !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, entry, proof);
+			if (kept === void 0 && record !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, record, proof);
 			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
 				under: {
 					sha256: doc.sha256,
@@ -22666,7 +22717,11 @@ var init_register_aggregate = __esmMin((() => {
 			if (plan && entry) ({receipt, receiptError} = await this.#receipt(plan, doc, entry, proof));
 			else if (plan) {
 				receipt = await this.#keptReceipt(doc);
-				if (receipt === void 0) this.#unrecordedRoots.add(root);
+				if (receipt === void 0) {
+					const kept = await this.#rootRecords?.of(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
+					if (kept !== void 0) ({receipt, receiptError} = await this.#receipt(plan, doc, kept, proof));
+					else this.#unrecordedRoots.add(root);
+				}
 			}
 			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
 				under,
@@ -22825,13 +22880,11 @@ async function runRegister(options, items = new ItemResults()) {
 	}
 }
 /**
-* Writes the receipt of a registration that has a record; one without a
-* record gets none, and a warning. A write failure is returned, not thrown:
-* the registration's result must still be shown.
+* Writes the receipt of a registration from its record (`entry`: the
+* ledger's, or a root's as another receipt carries it). A write failure is
+* returned, not thrown: the registration's result must still be shown.
 */
-async function receiptFor(options, plan, index, outcome, baseUrl, under, size) {
-	const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
-	if (entry === void 0) return {};
+async function receiptFor(options, plan, index, entry, baseUrl, under, size) {
 	const sha256 = under?.sha256 ?? entry.hash;
 	try {
 		const { text, redacted } = redactedReceipt(receiptText({
@@ -22963,6 +23016,8 @@ var init_register = __esmMin((() => {
 		};
 		/** Where each document stands under the Merkle roots of the store, or of its receipt. */
 		#roots;
+		/** The record of each root with none here, as the receipts in --receipt-dir carry it. */
+		#rootRecords;
 		constructor({ options, documents, items, baseUrl, api, store }) {
 			this.#options = options;
 			this.#documents = documents;
@@ -22978,6 +23033,8 @@ var init_register = __esmMin((() => {
 				baseUrl,
 				deps: this.#deps
 			});
+			const plan = documents.receipts;
+			this.#rootRecords = plan && new RootRecordsInReceipts(baseUrl, () => planReceiptsByDigest(plan));
 			this.#pool = new HashPool(documents.single ? 1 : void 0);
 			this.#spinner = documents.single ? options.io.spinner("hashing") : {
 				update() {},
@@ -23242,6 +23299,19 @@ var init_register = __esmMin((() => {
 					...self,
 					receipt: kept
 				};
+				const record = under && await this.#rootRecords?.of(under.proof.root);
+				if (record !== void 0) {
+					const written = await receiptFor(options, receipts, index, {
+						hash: under.proof.root,
+						recordJson: record.recordJson,
+						completedAt: record.completedAt
+					}, this.#baseUrl, under, input.file?.size);
+					return {
+						outcome,
+						...self,
+						...written
+					};
+				}
 				this.#unrecorded.count++;
 				this.#unrecorded.first ||= under?.sha256 ?? outcome.hash;
 				this.#unrecorded.ownLost ||= outcome.service?.retiredSession !== void 0;
@@ -23251,7 +23321,12 @@ var init_register = __esmMin((() => {
 					...self
 				};
 			}
-			const written = await receiptFor(options, receipts, index, outcome, this.#baseUrl, under, input.file?.size);
+			const entry = outcome.kind === "pending" ? void 0 : outcome.entry;
+			if (entry === void 0) return {
+				outcome,
+				...self
+			};
+			const written = await receiptFor(options, receipts, index, entry, this.#baseUrl, under, input.file?.size);
 			return {
 				outcome,
 				...self,

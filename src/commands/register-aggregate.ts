@@ -19,6 +19,7 @@ import {
   keptReceipt,
   receiptPath,
   registrationIn,
+  RootRecordsInReceipts,
   writeReceipt,
   type ReceiptPlan,
 } from '../core/receipts.js';
@@ -89,6 +90,8 @@ export class Aggregator {
   #total = 0;
   /** Roots the service says it has, of which this store has no record: no receipts for their documents. */
   readonly #unrecordedRoots = new Set<string>();
+  /** The record of each root with none here, as the receipts in --receipt-dir carry it. */
+  readonly #rootRecords: RootRecordsInReceipts | undefined;
   /** The roots asked about in this run, for receipts and manifests alike: once each, 16 unknown at most. */
   readonly #asks = new RootAsks();
   /** The documents left for roots once the registered ones are out: what manifests are judged by. */
@@ -110,6 +113,8 @@ export class Aggregator {
     this.#baseUrl = baseUrl;
     this.#api = api;
     this.#store = store;
+    const plan = documents.receipts;
+    this.#rootRecords = plan && new RootRecordsInReceipts(baseUrl, () => planReceiptsByDigest(plan));
   }
 
   async run(): Promise<ItemsResult> {
@@ -329,12 +334,18 @@ export class Aggregator {
     const entry = outcome.kind === 'already-registered' ? outcome.entry : undefined;
     const plan = this.#documents.receipts;
     const kept = given ?? (entry === undefined ? await this.#keptReceipt(doc) : undefined);
-    if (outcome.kind === 'already-registered' && entry === undefined && kept === undefined) {
+    // With no record here, the receipt of another document under the root may carry it (#rootRecordKept).
+    const record =
+      entry ??
+      (kept === undefined && outcome.kind === 'already-registered'
+        ? await this.#rootRecords?.of(proof.root)
+        : undefined);
+    if (outcome.kind === 'already-registered' && record === undefined && kept === undefined) {
       this.#unrecordedRoots.add(proof.root);
     }
     let written: { receipt?: string; receiptError?: NotarizeError } = {};
-    if (kept === undefined && entry !== undefined && plan !== undefined) {
-      written = await this.#receipt(plan, doc, entry, proof);
+    if (kept === undefined && record !== undefined && plan !== undefined) {
+      written = await this.#receipt(plan, doc, record, proof);
     }
     const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
       under: { sha256: doc.sha256, proof },
@@ -864,7 +875,12 @@ export class Aggregator {
       // (a cold runner that kept the receipts folder); else said once for all such roots, after
       // the results (#warnNoRecords): there may be many documents.
       receipt = await this.#keptReceipt(doc);
-      if (receipt === undefined) this.#unrecordedRoots.add(root);
+      if (receipt === undefined) {
+        // Unless another document's receipt there carries the root's record (a run stopped while it wrote them).
+        const kept = await this.#rootRecords?.of(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
+        if (kept !== undefined) ({ receipt, receiptError } = await this.#receipt(plan, doc, kept, proof));
+        else this.#unrecordedRoots.add(root);
+      }
     }
     const result = outcomeResult(doc.file, outcome, this.#baseUrl, { under, ...receiptDetails(receipt, receiptError) });
     this.#items.add(doc.index, result);

@@ -22,7 +22,13 @@ import {
   type Outcome,
   type RegisterInput,
 } from '../core/notarize.js';
-import { checkBeforeSending, keptReceipt, writeReceipt, type ReceiptPlan } from '../core/receipts.js';
+import {
+  checkBeforeSending,
+  keptReceipt,
+  RootRecordsInReceipts,
+  writeReceipt,
+  type ReceiptPlan,
+} from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
 import { sentAlready, type NotarizeError } from '../errors.js';
 import { FILES_PER_WORKER, fitConcurrency } from '../fd-shortage.js';
@@ -47,6 +53,7 @@ import {
 } from '../output/results.js';
 import { escapeControls } from '../output/safe-text.js';
 import { owingResult } from '../interrupt.js';
+import type { LedgerEntry } from '../store/service-store.js';
 import { finishItems, viewOf } from './action.js';
 import { addInputOptions } from './input-options.js';
 import { examples, outputOption, parseOptions } from './options.js';
@@ -283,6 +290,8 @@ class Registrar {
   #unrecorded = { count: 0, first: '', ownLost: false };
   /** Where each document stands under the Merkle roots of the store, or of its receipt. */
   readonly #roots: DocumentRoots;
+  /** The record of each root with none here, as the receipts in --receipt-dir carry it. */
+  readonly #rootRecords: RootRecordsInReceipts | undefined;
 
   constructor({ options, documents, items, baseUrl, api, store }: RegisterRun) {
     this.#options = options;
@@ -296,6 +305,8 @@ class Registrar {
       baseUrl,
       deps: this.#deps,
     });
+    const plan = documents.receipts;
+    this.#rootRecords = plan && new RootRecordsInReceipts(baseUrl, () => planReceiptsByDigest(plan));
     this.#pool = new HashPool(documents.single ? 1 : undefined);
     this.#spinner = documents.single ? options.io.spinner('hashing') : { update() {}, stop() {} };
   }
@@ -564,6 +575,13 @@ class Registrar {
       // Its receipt from an earlier run is there and holds: it answers for it, nothing to warn of.
       const kept = await keptReceipt(receipts, index, input.hash, this.#baseUrl, () => planReceiptsByDigest(receipts));
       if (kept !== undefined) return { outcome, ...self, receipt: kept };
+      // Under a root: another document's receipt there may carry its record (a run stopped while it wrote them).
+      const record = under && (await this.#rootRecords?.of(under.proof.root));
+      if (record !== undefined) {
+        const entry = { hash: under!.proof.root, recordJson: record.recordJson, completedAt: record.completedAt };
+        const written = await receiptFor(options, receipts, index, entry, this.#baseUrl, under, input.file?.size);
+        return { outcome, ...self, ...written };
+      }
       this.#unrecorded.count++;
       // The document's digest, not its root's: the warning names documents.
       this.#unrecorded.first ||= under?.sha256 ?? outcome.hash;
@@ -572,7 +590,9 @@ class Registrar {
       if (this.#documents.single) this.#noReceipts();
       return { outcome, ...self };
     }
-    const written = await receiptFor(options, receipts, index, outcome, this.#baseUrl, under, input.file?.size);
+    const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
+    if (entry === undefined) return { outcome, ...self };
+    const written = await receiptFor(options, receipts, index, entry, this.#baseUrl, under, input.file?.size);
     return { outcome, ...self, ...written };
   }
 
@@ -640,21 +660,19 @@ class Registrar {
 }
 
 /**
- * Writes the receipt of a registration that has a record; one without a
- * record gets none, and a warning. A write failure is returned, not thrown:
- * the registration's result must still be shown.
+ * Writes the receipt of a registration from its record (`entry`: the
+ * ledger's, or a root's as another receipt carries it). A write failure is
+ * returned, not thrown: the registration's result must still be shown.
  */
 async function receiptFor(
   options: Pick<RegisterOptions, 'io' | 'force'>,
   plan: ReceiptPlan,
   index: number,
-  outcome: Outcome,
+  entry: Pick<LedgerEntry, 'hash' | 'recordJson' | 'completedAt'> & { file?: LedgerEntry['file'] },
   baseUrl: string,
   under: UnderRoot | undefined,
   size: number | undefined,
 ): Promise<Pick<Registered, 'receipt' | 'receiptError'>> {
-  const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
-  if (entry === undefined) return {};
   // Under a root: the document's own digest, and the proof from it to the root the record is of (whose
   // record holds no file): its size is the file's as hashed here, as `register --aggregate` writes it.
   const sha256 = under?.sha256 ?? entry.hash;

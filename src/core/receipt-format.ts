@@ -157,6 +157,8 @@ export interface ConsistentReceipt {
   baseUrl: string | undefined;
   /** For a document registered under a Merkle root: its proof, checked, leading to the record's hash. */
   proof: InclusionProof | null;
+  /** When the registration was completed, as a v1 receipt says; undefined for a bare record. */
+  registeredAt?: string;
 }
 
 /** A receipt that contradicts itself or cannot be read as one, and why. */
@@ -232,7 +234,7 @@ export function readReceipt(saved: string): ConsistentReceipt | InvalidReceipt {
   if (version !== RECEIPT_VERSION) return invalid(`unsupported receipt version ${JSON.stringify(version)}`);
   const parsed = receiptSchema.safeParse(value);
   if (!parsed.success) return invalid(`the receipt is malformed: ${firstIssue(parsed.error)}`);
-  const { document, record, service, proof } = parsed.data;
+  const { document, record, service, proof, registeredAt } = parsed.data;
   // What was registered: the document's own digest, or the root its proof leads to.
   const registered = proof?.root ?? document.sha256;
   if (record.hash.toLowerCase() !== registered) {
@@ -266,6 +268,7 @@ export function readReceipt(saved: string): ConsistentReceipt | InvalidReceipt {
     recordJson: memberText(text, 'record')!,
     baseUrl,
     proof,
+    registeredAt,
   };
 }
 

@@ -471,6 +471,71 @@ export async function keptReceipt(
   return undefined;
 }
 
+/** The record of a Merkle root as a receipt in --receipt-dir carries it (rootRecordInReceipts). */
+export interface RootRecordKept {
+  recordJson: string;
+  /** When its registration was completed, as that receipt says. */
+  completedAt: string;
+  /** The receipt it was read from. */
+  path: string;
+}
+
+/**
+ * The records of Merkle roots as receipts in --receipt-dir carry them, for
+ * roots this store has no record of: one is looked for once per root (`of`).
+ * The service sends a record once, to the run that paid: a run stopped while
+ * it wrote its receipts (a CI job cancelled, killed) left the record only in
+ * those it wrote, and a re-run on a new runner, whose store has no record
+ * (the service answers 409 for the root), wrote none for the other
+ * documents: `verify` said "unknown" of them on every re-run, with no way
+ * out but paying again (r80). From such a receipt, theirs are written.
+ */
+export class RootRecordsInReceipts {
+  readonly #found = new Map<string, Promise<RootRecordKept | undefined>>();
+  readonly #baseUrl: string;
+  readonly #byDigest: () => Promise<ReadonlyMap<string, readonly string[]>>;
+
+  /** `byDigest`: the receipts of the folder by the digest each names (planReceiptsByDigest). */
+  constructor(baseUrl: string, byDigest: () => Promise<ReadonlyMap<string, readonly string[]>>) {
+    this.#baseUrl = baseUrl;
+    this.#byDigest = byDigest;
+  }
+
+  /**
+   * The record of `root` as a receipt there of a document under it carries
+   * it: v1, of this service, holding together (its record of that root, its
+   * proof checked to lead there from its document). The record is what that
+   * receipt says, as verify takes it; that the other documents are under the
+   * root, which the service has, is checked by their own proofs. `digests`:
+   * the documents whose receipts are looked at, in this order (a tree's
+   * leaves); by default every receipt's. Undefined when none carries it.
+   */
+  of(root: string, digests?: () => Iterable<string>): Promise<RootRecordKept | undefined> {
+    let found = this.#found.get(root);
+    if (found === undefined) {
+      found = this.#look(root, digests);
+      this.#found.set(root, found);
+    }
+    return found;
+  }
+
+  async #look(root: string, digests: (() => Iterable<string>) | undefined): Promise<RootRecordKept | undefined> {
+    const byDigest = await this.#byDigest();
+    const seen = new Set<string>();
+    for (const digest of digests?.() ?? byDigest.keys()) {
+      if (seen.has(digest)) continue;
+      seen.add(digest);
+      for (const path of byDigest.get(digest) ?? []) {
+        const receipt = await receiptAt(path, digest);
+        if (receipt?.proof?.root !== root || receipt.baseUrl !== this.#baseUrl) continue;
+        if (receipt.registeredAt === undefined) continue;
+        return { recordJson: receipt.recordJson, completedAt: receipt.registeredAt, path };
+      }
+    }
+    return undefined;
+  }
+}
+
 /** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
 function receiptOf(text: string | undefined, hash: string): ConsistentReceipt | undefined {
   if (text === undefined) return undefined;

@@ -91,7 +91,7 @@ describe('receiptText', () => {
 });
 
 describe('readReceipt', () => {
-  it('a consistent v1 receipt: its digest, name, record (its text, big integers exact) and service', () => {
+  it('a consistent v1 receipt: its digest, name, record (its text, big integers exact), service and date', () => {
     expect(readReceipt(receiptText(CONTENT))).toEqual({
       consistent: true,
       format: 'v1',
@@ -100,6 +100,7 @@ describe('readReceipt', () => {
       recordJson: RECORD.trim(),
       baseUrl: 'https://notary.example',
       proof: null,
+      registeredAt: CONTENT.registeredAt,
     });
   });
 

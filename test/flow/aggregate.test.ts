@@ -2527,6 +2527,78 @@ describe("register --aggregate on a store with an unpaid root of its own, beside
 });
 
 describe('register --aggregate on an empty store, beside the manifests of an earlier run (a CI re-run)', () => {
+  it('a run stopped while it wrote its receipts: a re-run on a new runner writes the rest from those it wrote (r80)', async () => {
+    const docs = await writeDocs('ci-cut', 'receipts cut short:', ['a', 'b', 'c', 'd', 'e']);
+    const receipts = bed.path('ci-cut-receipts');
+    const first = await onStore(freshStore(), receipts, docs);
+    expect(first.run.code, describeRun(first.run)).toBe(0);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const receiptOf = (doc: string) => join(receipts, `${basename(doc)}.notarization.json`);
+    const written = docs.map((doc) => readFileSync(receiptOf(doc), 'utf8'));
+    const verifyAll = async () => {
+      const verify = await bed.main(['verify', '--receipt-dir', receipts, ...docs, '--json'], {
+        env: { NOTARIZE_CONFIG_DIR: freshStore(), NOTARIZE_API_KEY: '' },
+      });
+      return parseResults(verify.stdout).map((r) => r.status);
+    };
+    // As a run killed after its forfait leaves it: the manifest and the receipts of b and d alone (the record, once).
+    const cut = () => [0, 2, 4].forEach((i) => rmSync(receiptOf(docs[i]!)));
+    cut();
+    expect(await verifyAll()).toEqual(['unknown', 'verified', 'unknown', 'verified', 'unknown']);
+
+    const again = await onStore(freshStore(), receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    // The root asked about (409), nothing paid; every document has its receipt, the same as the first run wrote.
+    expect(again.calls).toEqual(['login:200', 'request:409']);
+    expect(again.run.stderr).not.toContain('no new receipts');
+    const results = parseResults(again.run.stdout);
+    expect(results.map((r) => [r.status, r.proof?.root, r.receipt])).toEqual(
+      docs.map((doc) => ['already-registered', root, receiptOf(doc)]),
+    );
+    expect(docs.map((doc) => readFileSync(receiptOf(doc), 'utf8'))).toEqual(written);
+    expect(await verifyAll()).toEqual(docs.map(() => 'verified'));
+
+    // Per-document register on a new runner does the same (each document found under the root by its manifest).
+    cut();
+    const mark = bed.mark();
+    const alone = await bed.main(['register', ...docs, '--receipt-dir', receipts, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore() },
+    });
+    expect(alone.code, describeRun(alone)).toBe(0);
+    expect(bed.callsSince(mark).filter((call) => call.route === 'forfait')).toEqual([]);
+    expect(alone.stderr).not.toContain('no receipt written');
+    // (NDJSON lines come as documents finish.)
+    expect(
+      parseNdjson(alone.stdout)
+        .map((r) => r.receipt)
+        .sort(),
+    ).toEqual(docs.map(receiptOf));
+    expect(docs.map((doc) => readFileSync(receiptOf(doc), 'utf8'))).toEqual(written);
+    expect(await verifyAll()).toEqual(docs.map(() => 'verified'));
+  });
+
+  it("a receipt under the root of another service, or whose proof does not lead there, is not taken for the root's record", async () => {
+    const docs = await writeDocs('ci-cut-other', 'receipts cut, the one left wrong:', ['a', 'b']);
+    const receipts = bed.path('ci-cut-other-receipts');
+    expect((await onStore(freshStore(), receipts, docs)).run.code).toBe(0);
+    const [a, b] = docs.map((doc) => join(receipts, `${basename(doc)}.notarization.json`));
+    rmSync(a!);
+    const kept = readFileSync(b!, 'utf8');
+    const receipt = JSON.parse(kept) as { proof: { leafSalt: string }; service: { baseUrl: string } };
+    for (const changed of [
+      kept.replace(receipt.proof.leafSalt, '0'.repeat(64)),
+      kept.replaceAll(receipt.service.baseUrl, 'http://127.0.0.1:9'),
+    ]) {
+      writeFileSync(b!, changed);
+      const again = await onStore(freshStore(), receipts, [docs[0]!]);
+      expect(again.run.code, describeRun(again.run)).toBe(0);
+      expect(again.calls).toEqual(['login:200', 'request:409']);
+      expect(parseResults(again.run.stdout)[0]!.receipt ?? null).toBeNull();
+      expect(existsSync(a!)).toBe(false);
+      expect(again.run.stderr).toContain('no new receipts');
+    }
+  });
+
   it('sends the same root again: the 409 says the service has it, nothing is paid, the receipts stay', async () => {
     const docs = await writeDocs('ci', 'built in CI:', ['a', 'b', 'c']);
     const receipts = bed.path('ci-receipts');
