@@ -10798,8 +10798,8 @@ function redactedReceipt(text, sha256, redact) {
 	throw new NotarizeError("receipt_secret", EXIT.failed, `no receipt written for ${sha256}: the service's record holds ${YOUR_SECRET}, and without it the receipt would not hold together`, { hint: `the record is kept in the ledger as the service sent it (\`notarize show ${sha256}\`); its verification page still confirms the registration` });
 }
 /** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
-function redactedReceiptWarning(where) {
-	return `${where}: it held a secret of yours, an API key, a token or a proxy password (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
+function redactedReceiptWarning(where, recordFrom) {
+	return `${where}: it held a secret of yours, an API key, a token or a proxy password (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (${recordFrom === void 0 ? "the ledger keeps the record as the service sent it" : `the record was taken from ${recordFrom}, left as it is`})`;
 }
 /** The first problem zod found, as "field: message". */
 function firstIssue(error) {
@@ -10860,6 +10860,22 @@ function proofProblem(sha256, proof) {
 	const root = rootFromPath(proof.leafIndex, proof.treeSize, leaf, proof.path.map((hash) => Buffer.from(hash, "hex")));
 	if (root === void 0) return `the receipt's proof is no proof for leaf ${proof.leafIndex} of a tree of ${proof.treeSize} (index out of range, or a path of the wrong length)`;
 	if (root.toString("hex") !== proof.root) return `the receipt's proof does not lead from its document to its root ${proof.root} (a wrong salt, index or path)`;
+}
+/**
+* Whether `recordJson` has the shape of the record of a completed
+* registration, as the client requires of forfait's answer
+* (notarizationRecordSchema, status "registered"): a v1 receipt's record is
+* only checked for its `hash`, which is all verify needs of it.
+*/
+function isCompletedRecord(recordJson) {
+	let value;
+	try {
+		value = JSON.parse(recordJson);
+	} catch {
+		return false;
+	}
+	const record = notarizationRecordSchema.safeParse(value);
+	return record.success && record.data.status === "registered";
 }
 /**
 * A receipt written before v1: the record alone, whose `hash` is the
@@ -12397,39 +12413,57 @@ var init_receipts = __esmMin((() => {
 			this.#byDigest = byDigest;
 		}
 		/**
-		* The record of `root` as a receipt there of a document under it carries
-		* it: v1, of this service, holding together (its record of that root, its
-		* proof checked to lead there from its document). The record is what that
-		* receipt says, as verify takes it; that the other documents are under the
-		* root, which the service has, is checked by their own proofs. `digests`:
-		* the documents whose receipts are looked at, in this order (a tree's
-		* leaves); by default every receipt's. Undefined when none carries it.
+		* The record of `root` as the receipts there of documents under it carry
+		* it: v1, of this service, holding together (a record of that root, a
+		* proof checked to lead there from its document), all alike. That the
+		* other documents are under the root, which the service has, is checked
+		* by their own proofs. `digests`: the documents whose receipts are looked
+		* at (a tree's leaves); by default every receipt's. Undefined when none
+		* carries it, or when they disagree.
 		*/
-		of(root, digests) {
+		async of(root, digests) {
 			let found = this.#found.get(root);
 			if (found === void 0) {
 				found = this.#look(root, digests);
 				this.#found.set(root, found);
 			}
-			return found;
+			const look = await found;
+			return "kept" in look ? look.kept : void 0;
+		}
+		/** One line per root looked for: where its record was taken from, or why none was. */
+		async warnings() {
+			const lines = [];
+			for (const [root, found] of this.#found) {
+				const look = await found;
+				if ("kept" in look) lines.push(`receipts of documents under the Merkle root ${root} written from the record in ${look.kept.path} (this store has none: the service sends it once, to the run that paid, which wrote it there)`);
+				else if ("disagree" in look) {
+					const [one, other] = look.disagree;
+					lines.push(`no receipt written from those under the Merkle root ${root}: ${one} and ${other} carry different records of it, or one not of a completed registration (one of them is not what the service sent: move it out of the receipt folder, and run again)`);
+				}
+			}
+			return lines;
 		}
 		async #look(root, digests) {
 			const byDigest = await this.#byDigest();
 			const seen = /* @__PURE__ */ new Set();
+			let first;
 			for (const digest of digests?.() ?? byDigest.keys()) {
 				if (seen.has(digest)) continue;
 				seen.add(digest);
 				for (const path of byDigest.get(digest) ?? []) {
 					const receipt = await receiptAt(path, digest);
 					if (receipt?.proof?.root !== root || receipt.baseUrl !== this.#baseUrl) continue;
-					if (receipt.registeredAt === void 0) continue;
-					return {
-						recordJson: receipt.recordJson,
-						completedAt: receipt.registeredAt,
+					const { recordJson, registeredAt } = receipt;
+					if (registeredAt === void 0 || !isCompletedRecord(recordJson)) return { disagree: [first?.path ?? path, path] };
+					if (first === void 0) first = {
+						recordJson,
+						completedAt: registeredAt,
 						path
 					};
+					else if (first.recordJson !== recordJson || first.completedAt !== registeredAt) return { disagree: [first.path, path] };
 				}
 			}
+			return first === void 0 ? { none: true } : { kept: first };
 		}
 	};
 }));
@@ -22138,7 +22172,7 @@ var init_register_aggregate = __esmMin((() => {
 				return this.#end();
 			}
 			if (unrooted.length === 0) {
-				this.#warnNoRecords();
+				await this.#warnNoRecords();
 				return this.#end();
 			}
 			return this.#registerTree(unrooted);
@@ -22376,7 +22410,7 @@ var init_register_aggregate = __esmMin((() => {
 					await this.#items.ready();
 					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
 				}, { concurrency: 16 });
-				this.#warnNoRecords();
+				await this.#warnNoRecords();
 				return this.#end(manifestFailure);
 			} finally {
 				for (const release of holds.values()) release();
@@ -22638,8 +22672,13 @@ var init_register_aggregate = __esmMin((() => {
 			const manifest = plan === void 0 ? void 0 : manifestPath(plan, root);
 			return manifest !== void 0 && existsSync(manifest) ? manifest : void 0;
 		}
-		/** One warning for every root whose documents got no receipt: the store has no record to write them from. */
-		#warnNoRecords() {
+		/**
+		* One warning for every root whose documents got no receipt: the store has
+		* no record to write them from; and where the record of those whose
+		* receipts were written from another receipt came from (or why not).
+		*/
+		async #warnNoRecords() {
+			for (const line of await this.#rootRecords?.warnings() ?? []) this.#options.io.warn(line);
 			const roots = [...this.#unrecordedRoots];
 			const plan = this.#documents.receipts;
 			if (roots.length === 0 || plan === void 0) return;
@@ -22730,7 +22769,11 @@ var init_register_aggregate = __esmMin((() => {
 			this.#items.add(doc.index, result);
 			this.#tally.add(doc.index, receiptError);
 		}
-		/** `proof`: to the root the record is of; none for a document registered on its own. */
+		/**
+		* `entry`: the ledger's record, or a root's as the receipt `path` carries it
+		* (RootRecordsInReceipts); `proof`: to the root the record is of; none for a
+		* document registered on its own.
+		*/
 		async #receipt(plan, doc, entry, proof) {
 			try {
 				const { io } = this.#options;
@@ -22753,7 +22796,7 @@ var init_register_aggregate = __esmMin((() => {
 					if (this.#writing.get(path) === settled) this.#writing.delete(path);
 				});
 				const receipt = await write;
-				if (redacted) io.warn(redactedReceiptWarning(`receipt ${receipt}`));
+				if (redacted) io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.path));
 				return { receipt };
 			} catch (error) {
 				return { receiptError: asNotarizeError(error) };
@@ -22881,7 +22924,7 @@ async function runRegister(options, items = new ItemResults()) {
 }
 /**
 * Writes the receipt of a registration from its record (`entry`: the
-* ledger's, or a root's as another receipt carries it). A write failure is
+* ledger's, or a root's as another receipt, `recordFrom`, carries it). A write failure is
 * returned, not thrown: the registration's result must still be shown.
 */
 async function receiptFor(options, plan, index, entry, baseUrl, under, size) {
@@ -22899,7 +22942,7 @@ async function receiptFor(options, plan, index, entry, baseUrl, under, size) {
 			...under ? { proof: under.proof } : {}
 		}), sha256, (raw) => options.io.redact(raw));
 		const receipt = await writeReceipt(plan, index, sha256, text, options.force);
-		if (redacted) options.io.warn(redactedReceiptWarning(`receipt ${receipt}`));
+		if (redacted) options.io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.recordFrom));
 		return { receipt };
 	} catch (error) {
 		return { receiptError: asNotarizeError(error) };
@@ -23148,6 +23191,7 @@ var init_register = __esmMin((() => {
 				total = checked ? total : sentTotal;
 			}
 			this.#options.io.clearProgress();
+			await this.#warnRootRecords();
 			this.#noReceipts();
 			showMetadataSent(this.#options.io, this.#metadataSent);
 			const failure = tally.failure(this.#deps.api.anythingSent, total);
@@ -23301,11 +23345,14 @@ var init_register = __esmMin((() => {
 				};
 				const record = under && await this.#rootRecords?.of(under.proof.root);
 				if (record !== void 0) {
+					const { recordJson, completedAt, path: recordFrom } = record;
 					const written = await receiptFor(options, receipts, index, {
 						hash: under.proof.root,
-						recordJson: record.recordJson,
-						completedAt: record.completedAt
+						recordJson,
+						completedAt,
+						recordFrom
 					}, this.#baseUrl, under, input.file?.size);
+					if (this.#documents.single) await this.#warnRootRecords();
 					return {
 						outcome,
 						...self,
@@ -23353,6 +23400,10 @@ var init_register = __esmMin((() => {
 		#reported(index) {
 			this.#reporting.get(index)?.();
 			this.#reporting.delete(index);
+		}
+		/** Where the records of roots the store lacks were taken from for receipts (RootRecordsInReceipts), once. */
+		async #warnRootRecords() {
+			for (const line of await this.#rootRecords?.warnings() ?? []) this.#options.io.warn(line);
 		}
 		/**
 		* One warning for all the documents left without a receipt because the

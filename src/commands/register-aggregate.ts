@@ -172,7 +172,7 @@ export class Aggregator {
       return this.#end();
     }
     if (unrooted.length === 0) {
-      this.#warnNoRecords();
+      await this.#warnNoRecords();
       return this.#end();
     }
     return this.#registerTree(unrooted);
@@ -441,7 +441,7 @@ export class Aggregator {
         // Receipts are written several at once: each waits for its own flush.
         { concurrency: 16 },
       );
-      this.#warnNoRecords();
+      await this.#warnNoRecords();
       return this.#end(manifestFailure);
     } finally {
       for (const release of holds.values()) release();
@@ -776,8 +776,13 @@ export class Aggregator {
     return manifest !== undefined && existsSync(manifest) ? manifest : undefined;
   }
 
-  /** One warning for every root whose documents got no receipt: the store has no record to write them from. */
-  #warnNoRecords(): void {
+  /**
+   * One warning for every root whose documents got no receipt: the store has
+   * no record to write them from; and where the record of those whose
+   * receipts were written from another receipt came from (or why not).
+   */
+  async #warnNoRecords(): Promise<void> {
+    for (const line of (await this.#rootRecords?.warnings()) ?? []) this.#options.io.warn(line);
     const roots = [...this.#unrecordedRoots];
     const plan = this.#documents.receipts;
     if (roots.length === 0 || plan === undefined) return;
@@ -887,11 +892,15 @@ export class Aggregator {
     this.#tally.add(doc.index, receiptError);
   }
 
-  /** `proof`: to the root the record is of; none for a document registered on its own. */
+  /**
+   * `entry`: the ledger's record, or a root's as the receipt `path` carries it
+   * (RootRecordsInReceipts); `proof`: to the root the record is of; none for a
+   * document registered on its own.
+   */
   async #receipt(
     plan: ReceiptPlan,
     doc: Hashed,
-    entry: { recordJson: string; completedAt: string },
+    entry: { recordJson: string; completedAt: string; path?: string },
     proof?: InclusionProof,
   ): Promise<{ receipt?: string; receiptError?: NotarizeError }> {
     try {
@@ -921,7 +930,7 @@ export class Aggregator {
         if (this.#writing.get(path) === settled) this.#writing.delete(path);
       });
       const receipt = await write;
-      if (redacted) io.warn(redactedReceiptWarning(`receipt ${receipt}`));
+      if (redacted) io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.path));
       return { receipt };
     } catch (error) {
       return { receiptError: asNotarizeError(error) };

@@ -422,6 +422,7 @@ class Registrar {
       total = checked ? total : sentTotal;
     }
     this.#options.io.clearProgress();
+    await this.#warnRootRecords();
     this.#noReceipts();
     showMetadataSent(this.#options.io, this.#metadataSent);
     const failure = tally.failure(this.#deps.api.anythingSent, total);
@@ -578,8 +579,10 @@ class Registrar {
       // Under a root: another document's receipt there may carry its record (a run stopped while it wrote them).
       const record = under && (await this.#rootRecords?.of(under.proof.root));
       if (record !== undefined) {
-        const entry = { hash: under!.proof.root, recordJson: record.recordJson, completedAt: record.completedAt };
+        const { recordJson, completedAt, path: recordFrom } = record;
+        const entry = { hash: under!.proof.root, recordJson, completedAt, recordFrom };
         const written = await receiptFor(options, receipts, index, entry, this.#baseUrl, under, input.file?.size);
+        if (this.#documents.single) await this.#warnRootRecords();
         return { outcome, ...self, ...written };
       }
       this.#unrecorded.count++;
@@ -627,6 +630,11 @@ class Registrar {
     this.#reporting.delete(index);
   }
 
+  /** Where the records of roots the store lacks were taken from for receipts (RootRecordsInReceipts), once. */
+  async #warnRootRecords(): Promise<void> {
+    for (const line of (await this.#rootRecords?.warnings()) ?? []) this.#options.io.warn(line);
+  }
+
   /**
    * One warning for all the documents left without a receipt because the
    * service said it has them (a 409) and this store has no record: a CI
@@ -661,14 +669,14 @@ class Registrar {
 
 /**
  * Writes the receipt of a registration from its record (`entry`: the
- * ledger's, or a root's as another receipt carries it). A write failure is
+ * ledger's, or a root's as another receipt, `recordFrom`, carries it). A write failure is
  * returned, not thrown: the registration's result must still be shown.
  */
 async function receiptFor(
   options: Pick<RegisterOptions, 'io' | 'force'>,
   plan: ReceiptPlan,
   index: number,
-  entry: Pick<LedgerEntry, 'hash' | 'recordJson' | 'completedAt'> & { file?: LedgerEntry['file'] },
+  entry: Pick<LedgerEntry, 'hash' | 'recordJson' | 'completedAt'> & { file?: LedgerEntry['file']; recordFrom?: string },
   baseUrl: string,
   under: UnderRoot | undefined,
   size: number | undefined,
@@ -689,7 +697,7 @@ async function receiptFor(
       (raw) => options.io.redact(raw),
     );
     const receipt = await writeReceipt(plan, index, sha256, text, options.force);
-    if (redacted) options.io.warn(redactedReceiptWarning(`receipt ${receipt}`));
+    if (redacted) options.io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.recordFrom));
     return { receipt };
   } catch (error) {
     return { receiptError: asNotarizeError(error) };

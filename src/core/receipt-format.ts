@@ -138,8 +138,12 @@ export function redactedReceipt(text: string, sha256: string, redact: (text: str
 }
 
 /** The warning for a receipt written with a secret removed (redactedReceipt): where, and why it differs from the record. */
-export function redactedReceiptWarning(where: string): string {
-  return `${where}: it held a secret of yours, an API key, a token or a proxy password (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (the ledger keeps the record as the service sent it)`;
+export function redactedReceiptWarning(where: string, recordFrom?: string): string {
+  const kept =
+    recordFrom === undefined
+      ? 'the ledger keeps the record as the service sent it'
+      : `the record was taken from ${recordFrom}, left as it is`;
+  return `${where}: it held a secret of yours, an API key, a token or a proxy password (echoed in the service's record, or in a file's name); it is written with [redacted] in its place (${kept})`;
 }
 
 /** A receipt that holds together: the digest it vouches for, and what it says about it. */
@@ -288,6 +292,23 @@ export function proofProblem(sha256: string, proof: InclusionProof): string | un
     return `the receipt's proof does not lead from its document to its root ${proof.root} (a wrong salt, index or path)`;
   }
   return undefined;
+}
+
+/**
+ * Whether `recordJson` has the shape of the record of a completed
+ * registration, as the client requires of forfait's answer
+ * (notarizationRecordSchema, status "registered"): a v1 receipt's record is
+ * only checked for its `hash`, which is all verify needs of it.
+ */
+export function isCompletedRecord(recordJson: string): boolean {
+  let value: unknown;
+  try {
+    value = JSON.parse(recordJson);
+  } catch {
+    return false;
+  }
+  const record = notarizationRecordSchema.safeParse(value);
+  return record.success && record.data.status === COMPLETED_STATUS;
 }
 
 /**

@@ -38,7 +38,7 @@ import { makeDirs } from '../mkdirs.js';
 import { parentAfterName, sameSpelling } from '../path-spelling.js';
 import { DirFlushes, myUid, TEMPORARY_NAME_EXTRA_BYTES, uniqueSuffix, writeFileAtomic } from '../store/files.js';
 import { writeErrorReason } from './hash.js';
-import { readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
+import { isCompletedRecord, readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 
 export const RECEIPT_SUFFIX = '.notarization.json';
 
@@ -482,16 +482,23 @@ export interface RootRecordKept {
 
 /**
  * The records of Merkle roots as receipts in --receipt-dir carry them, for
- * roots this store has no record of: one is looked for once per root (`of`).
+ * roots this store has no record of: looked for once per root (`of`).
  * The service sends a record once, to the run that paid: a run stopped while
  * it wrote its receipts (a CI job cancelled, killed) left the record only in
  * those it wrote, and a re-run on a new runner, whose store has no record
  * (the service answers 409 for the root), wrote none for the other
  * documents: `verify` said "unknown" of them on every re-run, with no way
  * out but paying again (r80). From such a receipt, theirs are written.
+ *
+ * A receipt is a file anyone may have edited, and notarize writes the ones
+ * it makes from it: every receipt of the root there must say the same (its
+ * record and date), and its record must be of the shape forfait answers
+ * (a stub `{"hash": ...}` holds together for verify, and is refused here),
+ * or none is used (r82). `warnings` says, once a run is over, which
+ * receipt each root's record came from, and which roots' receipts disagree.
  */
 export class RootRecordsInReceipts {
-  readonly #found = new Map<string, Promise<RootRecordKept | undefined>>();
+  readonly #found = new Map<string, Promise<RootRecordLook>>();
   readonly #baseUrl: string;
   readonly #byDigest: () => Promise<ReadonlyMap<string, readonly string[]>>;
 
@@ -502,39 +509,72 @@ export class RootRecordsInReceipts {
   }
 
   /**
-   * The record of `root` as a receipt there of a document under it carries
-   * it: v1, of this service, holding together (its record of that root, its
-   * proof checked to lead there from its document). The record is what that
-   * receipt says, as verify takes it; that the other documents are under the
-   * root, which the service has, is checked by their own proofs. `digests`:
-   * the documents whose receipts are looked at, in this order (a tree's
-   * leaves); by default every receipt's. Undefined when none carries it.
+   * The record of `root` as the receipts there of documents under it carry
+   * it: v1, of this service, holding together (a record of that root, a
+   * proof checked to lead there from its document), all alike. That the
+   * other documents are under the root, which the service has, is checked
+   * by their own proofs. `digests`: the documents whose receipts are looked
+   * at (a tree's leaves); by default every receipt's. Undefined when none
+   * carries it, or when they disagree.
    */
-  of(root: string, digests?: () => Iterable<string>): Promise<RootRecordKept | undefined> {
+  async of(root: string, digests?: () => Iterable<string>): Promise<RootRecordKept | undefined> {
     let found = this.#found.get(root);
     if (found === undefined) {
       found = this.#look(root, digests);
       this.#found.set(root, found);
     }
-    return found;
+    const look = await found;
+    return 'kept' in look ? look.kept : undefined;
   }
 
-  async #look(root: string, digests: (() => Iterable<string>) | undefined): Promise<RootRecordKept | undefined> {
+  /** One line per root looked for: where its record was taken from, or why none was. */
+  async warnings(): Promise<string[]> {
+    const lines: string[] = [];
+    for (const [root, found] of this.#found) {
+      const look = await found;
+      if ('kept' in look) {
+        lines.push(
+          `receipts of documents under the Merkle root ${root} written from the record in ${look.kept.path} ` +
+            '(this store has none: the service sends it once, to the run that paid, which wrote it there)',
+        );
+      } else if ('disagree' in look) {
+        const [one, other] = look.disagree;
+        lines.push(
+          `no receipt written from those under the Merkle root ${root}: ${one} and ${other} carry different ` +
+            'records of it, or one not of a completed registration (one of them is not what the service sent: ' +
+            'move it out of the receipt folder, and run again)',
+        );
+      }
+    }
+    return lines;
+  }
+
+  async #look(root: string, digests: (() => Iterable<string>) | undefined): Promise<RootRecordLook> {
     const byDigest = await this.#byDigest();
     const seen = new Set<string>();
+    let first: RootRecordKept | undefined;
     for (const digest of digests?.() ?? byDigest.keys()) {
       if (seen.has(digest)) continue;
       seen.add(digest);
       for (const path of byDigest.get(digest) ?? []) {
         const receipt = await receiptAt(path, digest);
         if (receipt?.proof?.root !== root || receipt.baseUrl !== this.#baseUrl) continue;
-        if (receipt.registeredAt === undefined) continue;
-        return { recordJson: receipt.recordJson, completedAt: receipt.registeredAt, path };
+        const { recordJson, registeredAt } = receipt;
+        if (registeredAt === undefined || !isCompletedRecord(recordJson)) {
+          return { disagree: [first?.path ?? path, path] };
+        }
+        if (first === undefined) first = { recordJson, completedAt: registeredAt, path };
+        else if (first.recordJson !== recordJson || first.completedAt !== registeredAt) {
+          return { disagree: [first.path, path] };
+        }
       }
     }
-    return undefined;
+    return first === undefined ? { none: true } : { kept: first };
   }
 }
+
+/** What RootRecordsInReceipts found of a root: its record, receipts that disagree, or nothing. */
+type RootRecordLook = { kept: RootRecordKept } | { disagree: [string, string] } | { none: true };
 
 /** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
 function receiptOf(text: string | undefined, hash: string): ConsistentReceipt | undefined {

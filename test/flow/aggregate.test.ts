@@ -2551,6 +2551,11 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     // The root asked about (409), nothing paid; every document has its receipt, the same as the first run wrote.
     expect(again.calls).toEqual(['login:200', 'request:409']);
     expect(again.run.stderr).not.toContain('no new receipts');
+    // Said once: which receipt the record came from (the first of the tree's leaves with one).
+    expect(again.run.stderr.match(/written from the record in/g)).toHaveLength(1);
+    expect(again.run.stderr).toContain(
+      `under the Merkle root ${root} written from the record in ${receiptOf(docs[1]!)}`,
+    );
     const results = parseResults(again.run.stdout);
     expect(results.map((r) => [r.status, r.proof?.root, r.receipt])).toEqual(
       docs.map((doc) => ['already-registered', root, receiptOf(doc)]),
@@ -2567,6 +2572,7 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(alone.code, describeRun(alone)).toBe(0);
     expect(bed.callsSince(mark).filter((call) => call.route === 'forfait')).toEqual([]);
     expect(alone.stderr).not.toContain('no receipt written');
+    expect(alone.stderr.match(/written from the record in/g)).toHaveLength(1);
     // (NDJSON lines come as documents finish.)
     expect(
       parseNdjson(alone.stdout)
@@ -2577,6 +2583,27 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(await verifyAll()).toEqual(docs.map(() => 'verified'));
   });
 
+  it('receipts of one root that disagree on its record: none is taken, and the run says which (r82)', async () => {
+    const docs = await writeDocs('ci-cut-forged', 'receipts cut, one forged beside:', ['a', 'b', 'c']);
+    const receipts = bed.path('ci-cut-forged-receipts');
+    expect((await onStore(freshStore(), receipts, docs)).run.code).toBe(0);
+    const [a, b] = docs.map((doc) => join(receipts, `${basename(doc)}.notarization.json`));
+    rmSync(a!);
+    // A copy of b's receipt whose record says otherwise, where docs/ci.md moves earlier attempts' receipts,
+    // beside the genuine one.
+    const genuine = readFileSync(b!, 'utf8');
+    const forged = join(receipts, 'earlier-attempts', '1', `${basename(docs[1]!)}.notarization.json`);
+    mkdirSync(dirname(forged), { recursive: true });
+    writeFileSync(forged, genuine.replace('"status":"registered"', '"status":"registered","description2":"forged"'));
+    expect(readFileSync(forged, 'utf8')).not.toBe(genuine);
+    const again = await onStore(freshStore(), receipts, docs);
+    expect(again.run.code, describeRun(again.run)).toBe(0);
+    expect(again.calls).toEqual(['login:200', 'request:409']);
+    expect(existsSync(a!)).toBe(false);
+    expect(again.run.stderr).toContain(`${b} and ${forged} carry different records of it`);
+    expect(again.run.stderr).toContain('no new receipts');
+  });
+
   it("a receipt under the root of another service, or whose proof does not lead there, is not taken for the root's record", async () => {
     const docs = await writeDocs('ci-cut-other', 'receipts cut, the one left wrong:', ['a', 'b']);
     const receipts = bed.path('ci-cut-other-receipts');
@@ -2584,10 +2611,20 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     const [a, b] = docs.map((doc) => join(receipts, `${basename(doc)}.notarization.json`));
     rmSync(a!);
     const kept = readFileSync(b!, 'utf8');
-    const receipt = JSON.parse(kept) as { proof: { leafSalt: string }; service: { baseUrl: string } };
+    const receipt = JSON.parse(kept) as {
+      proof: { leafSalt: string; root: string };
+      service: { baseUrl: string };
+      record: unknown;
+    };
+    const recordText = JSON.stringify(receipt.record);
+    const withRecord = (record: object) => kept.replace(/"record": \{[^\n]*\}/, `"record": ${JSON.stringify(record)}`);
+    expect(withRecord({})).not.toBe(kept);
     for (const changed of [
       kept.replace(receipt.proof.leafSalt, '0'.repeat(64)),
       kept.replaceAll(receipt.service.baseUrl, 'http://127.0.0.1:9'),
+      // A record cut down to its hash holds together for verify, but is no record of a completed registration (r82).
+      withRecord({ hash: receipt.proof.root }),
+      withRecord({ ...(JSON.parse(recordText) as object), status: 'revoked' }),
     ]) {
       writeFileSync(b!, changed);
       const again = await onStore(freshStore(), receipts, [docs[0]!]);
