@@ -6,15 +6,15 @@
  * keeps nothing, an answer that is neither fails the documents. The flow
  * around them: test/flow/aggregate.test.ts.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { adoptManifests, anyManifestFor, RootAsks } from '../../src/core/manifests.js';
+import { adoptManifests, anyManifestFor, ManifestIndex, RootAsks } from '../../src/core/manifests.js';
 import { treeManifestText, type AggregateDocument } from '../../src/core/trees.js';
 import { aggregateDeps, aggregateInput, docs, registerAggregate } from '../helpers/aggregate.js';
 import { type Bed, useBed } from '../helpers/bed.js';
 import { parseFaults } from '../../src/sandbox/server.js';
-import type { NotarizeError } from '../../src/errors.js';
+import { StoreError, type NotarizeError } from '../../src/errors.js';
 
 let bed: Bed;
 useBed((created) => (bed = created));
@@ -284,5 +284,40 @@ describe('RootAsks.warnStaleManifests', () => {
     const warnings: string[] = [];
     asks.warnStaleManifests((message) => warnings.push(message));
     expect(warnings).toEqual([]);
+  });
+});
+
+describe('ManifestIndex (per-document register on a store without the trees)', () => {
+  it("places every document of a manifest from one reading of it: one tree, each leaf's index (r82)", async () => {
+    const documents = docs('m-a', 'm-b', 'm-c', 'm-a');
+    const { dir, root } = await manifestOf(documents);
+    const index = new ManifestIndex(dir, documents.length, () => {});
+    const [manifest] = await index.holding(documents[1]!.sha256);
+    expect(manifest).toEqual({ root, file: join(dir, `${root}.tree.json`) });
+    const placements = documents.map((doc) => index.placement(manifest!, doc.sha256));
+    // A document named twice: its first leaf, as before.
+    expect(placements.map((p) => p.leafIndex)).toEqual([0, 1, 2, 0]);
+    // Read and folded once: per document it was read again, quadratic in a tree's size (3,000: 106 s).
+    for (const placement of placements) expect(placement.tree).toBe(placements[0]!.tree);
+    expect(placements[2]!.tree.proof(2, manifest!.file).root).toBe(root);
+    expect(index.placement(manifest!, 'f'.repeat(64)).leafIndex).toBe(-1);
+  });
+
+  it('a manifest that does not fold to its root fails each document that asks, with the same error', async () => {
+    const documents = docs('bad-a', 'bad-b');
+    const { dir, root } = await manifestOf(documents);
+    const file = join(dir, `${root}.tree.json`);
+    writeFileSync(file, readFileSync(file, 'utf8').replace(documents[0]!.sha256, documents[1]!.sha256));
+    const index = new ManifestIndex(dir, documents.length, () => {});
+    const errors = documents.map((doc) => {
+      try {
+        index.placement({ root, file }, doc.sha256);
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    });
+    expect(errors[0]).toBeInstanceOf(StoreError);
+    expect(errors[1]).toBe(errors[0]);
   });
 });
