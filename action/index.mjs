@@ -9855,18 +9855,14 @@ var init_batch = __esmMin((() => {
 		#firstLasting;
 		/** The one hint failures gave so far; `several` once two differed (then each item's is in its JSON result). */
 		#hints;
-		/** Transient failures, and those of them for want of a file descriptor, which "later" does not cure. */
-		#transient = 0;
+		/** Transient failures for want of a file descriptor, which "later" does not cure. */
 		#fdShortage = 0;
 		/** Counts the item at `index` (input order; items may settle in any order) if it failed. */
 		add(index, error) {
 			if (error === void 0) return;
 			this.failed++;
 			if (error.hint !== void 0 && this.#hints !== "several") this.#hints = this.#hints === void 0 || this.#hints.one === error.hint ? { one: error.hint } : "several";
-			if (error.exitCode === EXIT.transient) {
-				this.#transient++;
-				if (isFdShortage(error)) this.#fdShortage++;
-			}
+			if (error.exitCode === EXIT.transient && isFdShortage(error)) this.#fdShortage++;
 			if (error.exitCode !== EXIT.transient && (this.#firstLasting === void 0 || index < this.#firstLasting.index)) this.#firstLasting = {
 				index,
 				code: error.exitCode,
@@ -9900,7 +9896,7 @@ var init_batch = __esmMin((() => {
 			const several = "each item's own hint is in its JSON result (--json)";
 			let hint;
 			if (code === EXIT.transient) {
-				if (this.#fdShortage === this.#transient) hint = `every failure was transient: ${FD_SHORTAGE_REMEDY}, then run the command again`;
+				if (this.#fdShortage === this.failed) hint = `every failure was transient: ${FD_SHORTAGE_REMEDY}, then run the command again`;
 				else if (this.#fdShortage > 0) hint = `every failure was transient: run the same command again later (${this.#fdShortage} short of file descriptors: first ${FD_SHORTAGE_REMEDY})`;
 				else hint = "every failure was transient: run the same command again later";
 			} else if (this.#firstLasting?.hint !== void 0) hint = this.#hints === "several" ? `${this.#firstLasting.hint}; ${several}` : this.#firstLasting.hint;
@@ -11566,10 +11562,10 @@ function decodeUtf8(bytes, subject, hint = convertHint) {
 			cause: error
 		});
 	}
-	const marked = text.startsWith("﻿");
+	const unmarked = withoutByteOrderMark(text);
 	return {
-		text: marked ? text.slice(1) : text,
-		marked
+		text: unmarked,
+		marked: unmarked !== text
 	};
 }
 /** How to turn a file in `encoding` (undefined: an unknown 8-bit one, most often Latin-1) into UTF-8. */
@@ -11621,6 +11617,7 @@ function checkStandardInput(stdin, what, refuseNull = what !== void 0, flag) {
 }
 var init_read_input = __esmMin((() => {
 	init_errors$2();
+	init_exact_json();
 	init_read_bounded();
 }));
 // dist/core/hash.js

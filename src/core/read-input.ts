@@ -7,6 +7,7 @@ import { createReadStream, fstatSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { InputFileError, UsageError } from '../errors.js';
+import { withoutByteOrderMark } from '../exact-json.js';
 import { readBoundedBytes } from '../read-bounded.js';
 
 /**
@@ -108,8 +109,8 @@ export function decodeUtf8(
   } catch (error) {
     throw new UsageError(`${subject} is not valid UTF-8`, { hint: hint(undefined), cause: error });
   }
-  const marked = text.startsWith('\ufeff');
-  return { text: marked ? text.slice(1) : text, marked };
+  const unmarked = withoutByteOrderMark(text);
+  return { text: unmarked, marked: unmarked !== text };
 }
 
 /** How to turn a file in `encoding` (undefined: an unknown 8-bit one, most often Latin-1) into UTF-8. */
