@@ -150,8 +150,7 @@ export class FailureTally {
   #firstLasting: { index: number; code: ExitCode; hint: string | undefined } | undefined;
   /** The one hint failures gave so far; `several` once two differed (then each item's is in its JSON result). */
   #hints: { one: string } | 'several' | undefined;
-  /** Transient failures, and those of them for want of a file descriptor, which "later" does not cure. */
-  #transient = 0;
+  /** Transient failures for want of a file descriptor, which "later" does not cure. */
   #fdShortage = 0;
 
   /** Counts the item at `index` (input order; items may settle in any order) if it failed. */
@@ -161,10 +160,7 @@ export class FailureTally {
     if (error.hint !== undefined && this.#hints !== 'several') {
       this.#hints = this.#hints === undefined || this.#hints.one === error.hint ? { one: error.hint } : 'several';
     }
-    if (error.exitCode === EXIT.transient) {
-      this.#transient++;
-      if (isFdShortage(error)) this.#fdShortage++;
-    }
+    if (error.exitCode === EXIT.transient && isFdShortage(error)) this.#fdShortage++;
     if (error.exitCode !== EXIT.transient && (this.#firstLasting === undefined || index < this.#firstLasting.index)) {
       this.#firstLasting = { index, code: error.exitCode, hint: error.hint };
     }
@@ -199,7 +195,8 @@ export class FailureTally {
     let hint: string | undefined;
     if (code === EXIT.transient) {
       // As each item's own hint says: where the limit of open files is the cause, "later" is no cure.
-      if (this.#fdShortage === this.#transient)
+      // (Exit 4: every failure was transient.)
+      if (this.#fdShortage === this.failed)
         hint = `every failure was transient: ${FD_SHORTAGE_REMEDY}, then run the command again`;
       else if (this.#fdShortage > 0)
         hint = `every failure was transient: run the same command again later (${this.#fdShortage} short of file descriptors: first ${FD_SHORTAGE_REMEDY})`;
