@@ -10870,8 +10870,13 @@ function isCompletedRecord(recordJson) {
 	} catch {
 		return false;
 	}
+	return completedRecordProblem(value) === void 0;
+}
+/** Why `value` is not the record of a completed registration (the shape forfait answers with); undefined when it is. */
+function completedRecordProblem(value) {
 	const record = notarizationRecordSchema.safeParse(value);
-	return record.success && record.data.status === "registered";
+	if (!record.success) return `the receipt is neither a notarize receipt nor a notarization record: ${firstIssue(record.error)}`;
+	if (record.data.status !== "registered") return `the receipt is a notarization record of no completed registration: its status is ${JSON.stringify(record.data.status)}, not "${COMPLETED_STATUS}"`;
 }
 /**
 * A receipt written before v1: the record alone, whose `hash` is the
@@ -10889,14 +10894,10 @@ function readBareRecord(value, text) {
 		consistent: false,
 		reason: "the receipt is neither a notarize receipt nor a notarization record"
 	};
-	const record = notarizationRecordSchema.safeParse(value);
-	if (!record.success) return {
+	const problem = completedRecordProblem(value);
+	if (problem !== void 0) return {
 		consistent: false,
-		reason: `the receipt is neither a notarize receipt nor a notarization record: ${firstIssue(record.error)}`
-	};
-	if (record.data.status !== "registered") return {
-		consistent: false,
-		reason: `the receipt is a notarization record of no completed registration: its status is ${JSON.stringify(record.data.status)}, not "${COMPLETED_STATUS}"`
+		reason: problem
 	};
 	return {
 		consistent: true,

@@ -307,8 +307,18 @@ export function isCompletedRecord(recordJson: string): boolean {
   } catch {
     return false;
   }
+  return completedRecordProblem(value) === undefined;
+}
+
+/** Why `value` is not the record of a completed registration (the shape forfait answers with); undefined when it is. */
+function completedRecordProblem(value: unknown): string | undefined {
   const record = notarizationRecordSchema.safeParse(value);
-  return record.success && record.data.status === COMPLETED_STATUS;
+  if (!record.success)
+    return `the receipt is neither a notarize receipt nor a notarization record: ${firstIssue(record.error)}`;
+  if (record.data.status !== COMPLETED_STATUS) {
+    return `the receipt is a notarization record of no completed registration: its status is ${JSON.stringify(record.data.status)}, not "${COMPLETED_STATUS}"`;
+  }
+  return undefined;
 }
 
 /**
@@ -326,19 +336,8 @@ function readBareRecord(value: object, text: string): ConsistentReceipt | Invali
   if (typeof hash !== 'string' || !/^[0-9a-fA-F]{64}$/.test(hash)) {
     return { consistent: false, reason: 'the receipt is neither a notarize receipt nor a notarization record' };
   }
-  const record = notarizationRecordSchema.safeParse(value);
-  if (!record.success) {
-    return {
-      consistent: false,
-      reason: `the receipt is neither a notarize receipt nor a notarization record: ${firstIssue(record.error)}`,
-    };
-  }
-  if (record.data.status !== COMPLETED_STATUS) {
-    return {
-      consistent: false,
-      reason: `the receipt is a notarization record of no completed registration: its status is ${JSON.stringify(record.data.status)}, not "${COMPLETED_STATUS}"`,
-    };
-  }
+  const problem = completedRecordProblem(value);
+  if (problem !== undefined) return { consistent: false, reason: problem };
   return {
     consistent: true,
     format: 'record',
