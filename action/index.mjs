@@ -12436,7 +12436,8 @@ var init_receipts = __esmMin((() => {
 				if ("kept" in look) lines.push(`receipts of documents under the Merkle root ${root} written from the record in ${look.kept.path} (this store has none: the service sends it once, to the run that paid, which wrote it there)`);
 				else if ("disagree" in look) {
 					const [one, other] = look.disagree;
-					lines.push(`no receipt written from those under the Merkle root ${root}: ${one} and ${other} carry different records of it, or one not of a completed registration (one of them is not what the service sent: move it out of the receipt folder, and run again)`);
+					const why = other === void 0 ? `${one} carries no record of a completed registration` : `${one} and ${other} carry different records of it, or one not of a completed registration`;
+					lines.push(`no receipt written from those under the Merkle root ${root}: ${why} (one of them is not what the service sent: move it out of the receipt folder, and run again)`);
 				}
 			}
 			return lines;
@@ -12452,7 +12453,7 @@ var init_receipts = __esmMin((() => {
 					const receipt = await receiptAt(path, digest);
 					if (receipt?.proof?.root !== root || receipt.baseUrl !== this.#baseUrl) continue;
 					const { recordJson, registeredAt } = receipt;
-					if (registeredAt === void 0 || !isCompletedRecord(recordJson)) return { disagree: [first?.path ?? path, path] };
+					if (registeredAt === void 0 || !isCompletedRecord(recordJson)) return { disagree: first === void 0 ? [path] : [first.path, path] };
 					if (first === void 0) first = {
 						recordJson,
 						completedAt: registeredAt,

@@ -539,10 +539,13 @@ export class RootRecordsInReceipts {
         );
       } else if ('disagree' in look) {
         const [one, other] = look.disagree;
+        const why =
+          other === undefined
+            ? `${one} carries no record of a completed registration`
+            : `${one} and ${other} carry different records of it, or one not of a completed registration`;
         lines.push(
-          `no receipt written from those under the Merkle root ${root}: ${one} and ${other} carry different ` +
-            'records of it, or one not of a completed registration (one of them is not what the service sent: ' +
-            'move it out of the receipt folder, and run again)',
+          `no receipt written from those under the Merkle root ${root}: ${why} (one of them is not what the ` +
+            'service sent: move it out of the receipt folder, and run again)',
         );
       }
     }
@@ -561,7 +564,7 @@ export class RootRecordsInReceipts {
         if (receipt?.proof?.root !== root || receipt.baseUrl !== this.#baseUrl) continue;
         const { recordJson, registeredAt } = receipt;
         if (registeredAt === undefined || !isCompletedRecord(recordJson)) {
-          return { disagree: [first?.path ?? path, path] };
+          return { disagree: first === undefined ? [path] : [first.path, path] };
         }
         if (first === undefined) first = { recordJson, completedAt: registeredAt, path };
         else if (first.recordJson !== recordJson || first.completedAt !== registeredAt) {
@@ -574,7 +577,7 @@ export class RootRecordsInReceipts {
 }
 
 /** What RootRecordsInReceipts found of a root: its record, receipts that disagree, or nothing. */
-type RootRecordLook = { kept: RootRecordKept } | { disagree: [string, string] } | { none: true };
+type RootRecordLook = { kept: RootRecordKept } | { disagree: [string, string?] } | { none: true };
 
 /** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
 function receiptOf(text: string | undefined, hash: string): ConsistentReceipt | undefined {
