@@ -107,21 +107,24 @@ function whenStopping() {
 * function it returns once its answer is recorded, or it failed.
 */
 function sendingCompletion() {
-	return holding(completing);
+	const entry = {};
+	completing.add(entry);
+	return letGo(() => completing.delete(entry));
 }
 /**
 * Tells this module that the result of a registration whose completion is
 * sent is owed (its result line, its receipt: commands/register.ts); call the
 * function it returns once that is out. A signal's wait covers these too.
 */
-function owingResult() {
-	return holding(owed);
-}
-function holding(set) {
+function owingResult(owing) {
 	const entry = {};
-	set.add(entry);
+	owed.set(entry, owing);
+	return letGo(() => owed.delete(entry));
+}
+/** The function that lets go of what `remove` takes away, and ends a signal's wait when nothing is left. */
+function letGo(remove) {
 	return () => {
-		set.delete(entry);
+		remove();
 		if (completing.size === 0 && owed.size === 0 && onCompletionsRecorded) setImmediate(onCompletionsRecorded);
 	};
 }
@@ -209,13 +212,13 @@ function interruptionMessage(signal) {
 	const kept = [...underway].filter((u) => u.sessionSaved && !u.recordSaved).map((u) => u.hash);
 	const recorded = [.../* @__PURE__ */ new Set([...metadataUnsent, ...[...underway].filter((u) => u.metadataOwed).map((u) => u.hash)])];
 	const head = `interrupted (${signal})`;
-	const metadata = recorded.length === 0 ? "" : recorded.length === 1 ? `; the record of ${recorded[0]} is saved, its custody metadata not sent: run the same command again to send it` : `; ${recorded.length} records are saved, their custody metadata not sent: run the same command again to send it`;
+	const tail = `${recorded.length === 0 ? "" : recorded.length === 1 ? `; the record of ${recorded[0]} is saved, its custody metadata not sent: run the same command again to send it` : `; ${recorded.length} records are saved, their custody metadata not sent: run the same command again to send it`}${[...owed.values()].flatMap((owing) => owing?.() ?? []).map((clause) => `; ${clause}`).join("")}`;
 	if (kept.length === 1) {
 		const finish = sessionNotes.get(kept[0]) ?? `finish it with \`notarize complete ${kept[0]}\``;
-		return `${head}; the session of ${kept[0]} is kept: ${finish}${metadata}`;
+		return `${head}; the session of ${kept[0]} is kept: ${finish}${tail}`;
 	}
-	if (kept.length > 1) return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${metadata}`;
-	if (recorded.length > 0) return `${head}${metadata}`;
+	if (kept.length > 1) return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${tail}`;
+	if (tail !== "") return `${head}${tail}`;
 	if (underway.size > 0) return `${head}; any saved session is kept: see \`notarize pending\``;
 	return head;
 }
@@ -304,7 +307,7 @@ var init_interrupt = __esmMin((() => {
 	metadataUnsent = /* @__PURE__ */ new Set();
 	sessionNotes = /* @__PURE__ */ new Map();
 	completing = /* @__PURE__ */ new Set();
-	owed = /* @__PURE__ */ new Set();
+	owed = /* @__PURE__ */ new Map();
 	stopping = false;
 	COMPLETION_GRACE_MS = 5e3;
 	cleanUps = /* @__PURE__ */ new Set();
@@ -22370,11 +22373,18 @@ var init_register_aggregate = __esmMin((() => {
 			const { io } = this.#options;
 			const trees = /* @__PURE__ */ new Map();
 			let reporting;
+			const unwritten = /* @__PURE__ */ new Set();
+			let underRecords = 0;
+			const owing = () => {
+				if (unwritten.size === 0) return void 0;
+				const [what, verb] = this.#documents.receipts ? ["receipts", "written"] : ["results", "printed"];
+				return `the ${what} of ${unwritten.size} of the ${underRecords} documents under a Merkle root are not ${verb}: run the same command again to ${verb === "written" ? "write" : "print"} them`;
+			};
 			const deps = {
 				api: this.#api,
 				store: this.#store,
 				onStep: (step) => {
-					if (step === "completing") reporting ??= owingResult();
+					if (step === "completing") reporting ??= owingResult(owing);
 				},
 				beforeCompletion: async (root) => {
 					const [plan, tree] = [this.#documents.receipts, trees.get(root)];
@@ -22429,9 +22439,15 @@ var init_register_aggregate = __esmMin((() => {
 				io.clearProgress();
 				this.#warnAnswerLost(roots);
 				const manifestFailure = await this.#manifestsAfter(trees, roots);
+				for (const { doc, placement } of inTrees) {
+					const root = roots.get(placement.tree.entry.root);
+					if (root.ok && root.outcome.kind !== "pending" && root.outcome.entry !== void 0) unwritten.add(doc.index);
+				}
+				underRecords = unwritten.size;
 				await runAll(inTrees, async ({ doc, placement }) => {
 					await this.#items.ready();
 					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
+					unwritten.delete(doc.index);
 				}, { concurrency: 16 });
 				await this.#warnNoRecords();
 				return this.#end(manifestFailure);

@@ -54,8 +54,12 @@ const metadataUnsent = new Set<string>();
 const sessionNotes = new Map<string, string>();
 /** Completions sent whose answer is not yet recorded. */
 const completing = new Set<object>();
-/** Registrations completed (or being completed) whose result and receipt are not yet out. */
-const owed = new Set<object>();
+/**
+ * Registrations completed (or being completed) whose result and receipt are
+ * not yet out, each with what it still owes for the line, if it says
+ * (owingResult).
+ */
+const owed = new Map<object, Owing | undefined>();
 /** Set once a signal is being handled: nothing more is sent. */
 let stopping = false;
 /** Called when the last completion in flight is recorded, while a signal waits for it. */
@@ -84,23 +88,34 @@ export const COMPLETION_GRACE_MS = 5000;
  * function it returns once its answer is recorded, or it failed.
  */
 export function sendingCompletion(): () => void {
-  return holding(completing);
+  const entry = {};
+  completing.add(entry);
+  return letGo(() => completing.delete(entry));
 }
+
+/**
+ * What is owed of a registration's results, for the line if a signal's
+ * grace runs out before it is out: a clause such as "the receipts of 3 of 9
+ * documents under a Merkle root are not written: run the same command again
+ * to write them", or undefined once nothing is owed that a re-run gives.
+ */
+export type Owing = () => string | undefined;
 
 /**
  * Tells this module that the result of a registration whose completion is
  * sent is owed (its result line, its receipt: commands/register.ts); call the
  * function it returns once that is out. A signal's wait covers these too.
  */
-export function owingResult(): () => void {
-  return holding(owed);
+export function owingResult(owing?: Owing): () => void {
+  const entry = {};
+  owed.set(entry, owing);
+  return letGo(() => owed.delete(entry));
 }
 
-function holding(set: Set<object>): () => void {
-  const entry = {};
-  set.add(entry);
+/** The function that lets go of what `remove` takes away, and ends a signal's wait when nothing is left. */
+function letGo(remove: () => void): () => void {
   return () => {
-    set.delete(entry);
+    remove();
     // After this turn: the flow lets go of the hash (its lock), and the result is printed, before the exit.
     if (completing.size === 0 && owed.size === 0 && onCompletionsRecorded) setImmediate(onCompletionsRecorded);
   };
@@ -225,14 +240,17 @@ export function interruptionMessage(signal: string): string {
       : recorded.length === 1
         ? `; the record of ${recorded[0]} is saved, its custody metadata not sent: run the same command again to send it`
         : `; ${recorded.length} records are saved, their custody metadata not sent: run the same command again to send it`;
+  // Results a signal's grace did not cover (thousands of receipts under one root): a re-run writes them.
+  const unwritten = [...owed.values()].flatMap((owing) => owing?.() ?? []).map((clause) => `; ${clause}`);
+  const tail = `${metadata}${unwritten.join('')}`;
   if (kept.length === 1) {
     const finish = sessionNotes.get(kept[0]!) ?? `finish it with \`notarize complete ${kept[0]}\``;
-    return `${head}; the session of ${kept[0]} is kept: ${finish}${metadata}`;
+    return `${head}; the session of ${kept[0]} is kept: ${finish}${tail}`;
   }
   if (kept.length > 1) {
-    return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${metadata}`;
+    return `${head}; ${kept.length} sessions are kept: \`notarize pending\` lists them, \`notarize complete <hash>\` finishes one${tail}`;
   }
-  if (recorded.length > 0) return `${head}${metadata}`;
+  if (tail !== '') return `${head}${tail}`;
   if (underway.size > 0) return `${head}; any saved session is kept: see \`notarize pending\``;
   return head;
 }

@@ -363,11 +363,23 @@ export class Aggregator {
     // Held from a root's completion until every result and receipt is out, with the flow's own
     // (interrupt.ts): a signal's grace then covers what a record saved in it is owed.
     let reporting: (() => void) | undefined;
+    // The receipts (or result lines) of documents under a root with its record here, not yet out:
+    // a signal's grace may not cover thousands of them, and its line then says a re-run writes them.
+    const unwritten = new Set<number>();
+    let underRecords = 0;
+    const owing = () => {
+      if (unwritten.size === 0) return undefined;
+      const [what, verb] = this.#documents.receipts ? ['receipts', 'written'] : ['results', 'printed'];
+      return (
+        `the ${what} of ${unwritten.size} of the ${underRecords} documents under a Merkle root are not ${verb}: ` +
+        `run the same command again to ${verb === 'written' ? 'write' : 'print'} them`
+      );
+    };
     const deps = {
       api: this.#api,
       store: this.#store,
       onStep: (step: string) => {
-        if (step === 'completing') reporting ??= owingResult();
+        if (step === 'completing') reporting ??= owingResult(owing);
       },
       beforeCompletion: async (root: string) => {
         const [plan, tree] = [this.#documents.receipts, trees.get(root)];
@@ -431,12 +443,18 @@ export class Aggregator {
       io.clearProgress();
       this.#warnAnswerLost(roots);
       const manifestFailure = await this.#manifestsAfter(trees, roots);
+      for (const { doc, placement } of inTrees) {
+        const root = roots.get(placement.tree.entry.root)!;
+        if (root.ok && root.outcome.kind !== 'pending' && root.outcome.entry !== undefined) unwritten.add(doc.index);
+      }
+      underRecords = unwritten.size;
       await runAll(
         inTrees,
         async ({ doc, placement }) => {
           // With NDJSON a line per document: write no more while stdout is backed up.
           await this.#items.ready();
           await this.#settle(doc, placement, roots.get(placement.tree.entry.root)!);
+          unwritten.delete(doc.index);
         },
         // Receipts are written several at once: each waits for its own flush.
         { concurrency: 16 },

@@ -12,6 +12,7 @@ import {
   closeSync,
   constants,
   existsSync,
+  mkdirSync,
   openSync,
   readdirSync,
   readlinkSync,
@@ -147,6 +148,38 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     );
     const finished = await bed.run(['complete', root!]);
     expect(finished.code, describeRun(finished)).toBe(0);
+  });
+
+  it('a Merkle root stopped while its receipts are written: the line says how many are not, and a re-run writes them', async () => {
+    const count = 4000;
+    const docs = join(bed.workDir, 'many');
+    mkdirSync(docs);
+    for (let i = 0; i < count; i++) writeFileSync(join(docs, `d${i}.txt`), `one of many deeds, ${i}\n`);
+    const receipts = join(bed.workDir, 'many-receipts');
+    const args = ['register', '--aggregate', '-r', docs, '--receipt-dir', receipts, '--output', 'ndjson'];
+    const receiptCount = () =>
+      existsSync(receipts) ? readdirSync(receipts).filter((f) => f.endsWith('.notarization.json')).length : 0;
+    const spawned = spawnCli(args, bed.env(), { cwd: bed.workDir });
+    let stderr = '';
+    spawned.child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    await until(() => receiptCount() > 0, 'the first receipt is written');
+    spawned.child.kill('SIGTERM');
+    await until(() => stderr.includes('waiting up to'), 'the wait is told');
+    // A second signal: the grace cut short, as a CI runner's SIGKILL would, with receipts left to write.
+    const { run } = await interrupt(spawned, 'SIGTERM');
+    bed.record(run);
+    expect(run.code, describeRun(run)).toBe(143);
+    const written = receiptCount();
+    expect(written).toBeLessThan(count);
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
+      `notarize: interrupted (SIGTERM); the receipts of ${count - written} of the ${count} documents under a Merkle root ` +
+        'are not written: run the same command again to write them',
+    );
+    const forfaits = bed.calls('forfait');
+    const again = await bed.run(args);
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(receiptCount()).toBe(count);
+    expect(bed.calls('forfait')).toBe(forfaits);
   });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
