@@ -11525,7 +11525,8 @@ async function readBytesInput(source, stdin, limit, what, slack = 0, flag) {
 * told by its byte order mark (UTF-16, UTF-32: iconv reads the order from
 * the mark), or without one by the zero bytes a first character below U+0100
 * has (UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE: named with their order, which
-* iconv would otherwise guess, and a wrong guess is other text, valid UTF-8).
+* iconv would otherwise guess, and a wrong guess is other text, valid UTF-8),
+* in as many bytes as whole code units of it take.
 * Undefined when none is told: UTF-16 text whose first character is above
 * U+00FF, saved without a mark, may pass for UTF-8. A zero byte there is
 * never UTF-8 text anyone meant (U+0000). UTF-32's patterns are looked for
@@ -11535,10 +11536,10 @@ function otherEncoding(bytes) {
 	const at = (...expected) => bytes.length >= expected.length && expected.every((byte, i) => byte === "any" ? bytes[i] !== 0 : bytes[i] === byte);
 	if (at(255, 254, 0, 0) || at(0, 0, 254, 255)) return "UTF-32";
 	if (at(255, 254) || at(254, 255)) return "UTF-16";
-	if (at("any", 0, 0, 0)) return "UTF-32LE";
-	if (at(0, 0, 0, "any")) return "UTF-32BE";
-	if (at("any", 0)) return "UTF-16LE";
-	if (at(0, "any")) return "UTF-16BE";
+	if (bytes.length % 4 === 0 && at("any", 0, 0, 0)) return "UTF-32LE";
+	if (bytes.length % 4 === 0 && at(0, 0, 0, "any")) return "UTF-32BE";
+	if (bytes.length % 2 === 0 && at("any", 0)) return "UTF-16LE";
+	if (bytes.length % 2 === 0 && at(0, "any")) return "UTF-16BE";
 }
 /**
 * `bytes` decoded as UTF-8, strictly: a byte that is not UTF-8 is refused,

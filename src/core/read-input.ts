@@ -65,7 +65,8 @@ export async function readBytesInput(
  * told by its byte order mark (UTF-16, UTF-32: iconv reads the order from
  * the mark), or without one by the zero bytes a first character below U+0100
  * has (UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE: named with their order, which
- * iconv would otherwise guess, and a wrong guess is other text, valid UTF-8).
+ * iconv would otherwise guess, and a wrong guess is other text, valid UTF-8),
+ * in as many bytes as whole code units of it take.
  * Undefined when none is told: UTF-16 text whose first character is above
  * U+00FF, saved without a mark, may pass for UTF-8. A zero byte there is
  * never UTF-8 text anyone meant (U+0000). UTF-32's patterns are looked for
@@ -77,10 +78,11 @@ function otherEncoding(bytes: Buffer): string | undefined {
     expected.every((byte, i) => (byte === 'any' ? bytes[i] !== 0 : bytes[i] === byte));
   if (at(0xff, 0xfe, 0, 0) || at(0, 0, 0xfe, 0xff)) return 'UTF-32';
   if (at(0xff, 0xfe) || at(0xfe, 0xff)) return 'UTF-16';
-  if (at('any', 0, 0, 0)) return 'UTF-32LE';
-  if (at(0, 0, 0, 'any')) return 'UTF-32BE';
-  if (at('any', 0)) return 'UTF-16LE';
-  if (at(0, 'any')) return 'UTF-16BE';
+  // Without a mark, only whole code units: a stray zero byte in text of odd length is no UTF-16.
+  if (bytes.length % 4 === 0 && at('any', 0, 0, 0)) return 'UTF-32LE';
+  if (bytes.length % 4 === 0 && at(0, 0, 0, 'any')) return 'UTF-32BE';
+  if (bytes.length % 2 === 0 && at('any', 0)) return 'UTF-16LE';
+  if (bytes.length % 2 === 0 && at(0, 'any')) return 'UTF-16BE';
   return undefined;
 }
 

@@ -96,6 +96,10 @@ describe('decodeUtf8', () => {
     expect(decode(Buffer.from('a'))).toEqual({ text: 'a', marked: false });
     // A NUL that does not follow or lead an ASCII character first is UTF-8 as it is (a caller refuses it).
     expect(decode(Buffer.from('ab\0'))).toEqual({ text: 'ab\0', marked: false });
+    // Nor is one before ASCII in bytes that are no whole UTF-16 or UTF-32 code units (a key typed after a NUL).
+    expect(decode(Buffer.from('\0k_key0'))).toEqual({ text: '\0k_key0', marked: false });
+    expect(decode(Buffer.from('k\0key'))).toEqual({ text: 'k\0key', marked: false });
+    expect(refusal(Buffer.of(0x7b, 0, 0, 0, 0x7d, 0)).message).toBe('the text is UTF-16LE, not UTF-8');
   });
 
   it.each([
