@@ -12350,12 +12350,14 @@ async function receiptAt(path, hash) {
 * registration ended, and returns its path. Identical content already there
 * is left as is; another receipt of the same digest is replaced, also one
 * another run wrote between the look and the write. A failure here comes
-* after something was sent: exit 1, never 2.
+* after something was sent: exit 1, never 2. `recordFrom`: the receipt the
+* record came from, when the ledger has none (RootRecordsInReceipts).
 */
-async function writeReceipt(plan, index, hash, text, overwrite) {
+async function writeReceipt(plan, index, hash, text, overwrite, recordFrom) {
 	const path = receiptPath(plan, index, hash);
+	const hint = recordFrom === void 0 ? `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it` : `the registration itself is done; this store has no record of it, ${recordFrom} has: running the same command again writes the receipt from it`;
 	const failed = (message, cause) => new NotarizeError("receipt_write", EXIT.failed, message, {
-		hint: `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`,
+		hint,
 		cause
 	});
 	try {
@@ -12407,6 +12409,10 @@ var init_receipts = __esmMin((() => {
 	STICKY = 512;
 	RootRecordsInReceipts = class {
 		#found = /* @__PURE__ */ new Map();
+		/** Roots a receipt was written from the record of: only these are said to be (warnings). */
+		#wroteFrom = /* @__PURE__ */ new Set();
+		/** Roots already told of (warnings): a single document's run tells as it goes, and not again at its end. */
+		#told = /* @__PURE__ */ new Set();
 		#baseUrl;
 		#byDigest;
 		/** `byDigest`: the receipts of the folder by the digest each names (planReceiptsByDigest). */
@@ -12432,11 +12438,22 @@ var init_receipts = __esmMin((() => {
 			const look = await found;
 			return "kept" in look ? look.kept : void 0;
 		}
-		/** One line per root looked for: where its record was taken from, or why none was. */
+		/** A receipt was written from the record of `root` that `of` gave. */
+		wrote(root) {
+			this.#wroteFrom.add(root);
+		}
+		/**
+		* One line per root looked for and not told of yet: where its record was
+		* taken from (when a receipt was written from it: a write that failed
+		* says so itself), or why none was.
+		*/
 		async warnings() {
 			const lines = [];
 			for (const [root, found] of this.#found) {
+				if (this.#told.has(root)) continue;
 				const look = await found;
+				if ("kept" in look && !this.#wroteFrom.has(root)) continue;
+				this.#told.add(root);
 				if ("kept" in look) lines.push(`receipts of documents under the Merkle root ${root} written from the record in ${look.kept.path} (this store has none: the service sends it once, to the run that paid, which wrote it there)`);
 				else if ("disagree" in look) {
 					const [one, other] = look.disagree;
@@ -22829,13 +22846,14 @@ var init_register_aggregate = __esmMin((() => {
 					...proof ? { proof } : {}
 				}), doc.sha256, (raw) => io.redact(raw));
 				const path = receiptPath(plan, doc.index, doc.sha256);
-				const write = (this.#writing.get(path) ?? Promise.resolve()).then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force));
+				const write = (this.#writing.get(path) ?? Promise.resolve()).then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force, entry.path));
 				const settled = write.then(() => {}, () => {});
 				this.#writing.set(path, settled);
 				settled.then(() => {
 					if (this.#writing.get(path) === settled) this.#writing.delete(path);
 				});
 				const receipt = await write;
+				if (entry.path !== void 0 && proof !== void 0) this.#rootRecords?.wrote(proof.root);
 				if (redacted) io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.path));
 				return { receipt };
 			} catch (error) {
@@ -22981,7 +22999,7 @@ async function receiptFor(options, plan, index, entry, baseUrl, under, size) {
 			registeredAt: entry.completedAt,
 			...under ? { proof: under.proof } : {}
 		}), sha256, (raw) => options.io.redact(raw));
-		const receipt = await writeReceipt(plan, index, sha256, text, options.force);
+		const receipt = await writeReceipt(plan, index, sha256, text, options.force, entry.recordFrom);
 		if (redacted) options.io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.recordFrom));
 		return { receipt };
 	} catch (error) {
@@ -23386,12 +23404,14 @@ var init_register = __esmMin((() => {
 				const record = under && await this.#rootRecords?.of(under.proof.root);
 				if (record !== void 0) {
 					const { recordJson, completedAt, path: recordFrom } = record;
-					const written = await receiptFor(options, receipts, index, {
+					const entry = {
 						hash: under.proof.root,
 						recordJson,
 						completedAt,
 						recordFrom
-					}, this.#baseUrl, under, input.file?.size);
+					};
+					const written = await receiptFor(options, receipts, index, entry, this.#baseUrl, under, input.file?.size);
+					if (written.receipt !== void 0) this.#rootRecords.wrote(entry.hash);
 					if (this.#documents.single) await this.#warnRootRecords();
 					return {
 						outcome,
@@ -23402,7 +23422,10 @@ var init_register = __esmMin((() => {
 				this.#unrecorded.count++;
 				this.#unrecorded.first ||= under?.sha256 ?? outcome.hash;
 				this.#unrecorded.ownLost ||= outcome.service?.retiredSession !== void 0;
-				if (this.#documents.single) this.#noReceipts();
+				if (this.#documents.single) {
+					await this.#warnRootRecords();
+					this.#noReceipts();
+				}
 				return {
 					outcome,
 					...self

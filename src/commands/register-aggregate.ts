@@ -937,7 +937,7 @@ export class Aggregator {
       // Receipts are written several at once; a document named twice has one receipt path: its writes take turns.
       const path = receiptPath(plan, doc.index, doc.sha256);
       const before = this.#writing.get(path) ?? Promise.resolve();
-      const write = before.then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force));
+      const write = before.then(() => writeReceipt(plan, doc.index, doc.sha256, text, this.#options.force, entry.path));
       const settled = write.then(
         () => {},
         () => {},
@@ -948,6 +948,8 @@ export class Aggregator {
         if (this.#writing.get(path) === settled) this.#writing.delete(path);
       });
       const receipt = await write;
+      // Written from a root's record another receipt carries: the run's warnings say which.
+      if (entry.path !== undefined && proof !== undefined) this.#rootRecords?.wrote(proof.root);
       if (redacted) io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.path));
       return { receipt };
     } catch (error) {

@@ -582,6 +582,7 @@ class Registrar {
         const { recordJson, completedAt, path: recordFrom } = record;
         const entry = { hash: under!.proof.root, recordJson, completedAt, recordFrom };
         const written = await receiptFor(options, receipts, index, entry, this.#baseUrl, under, input.file?.size);
+        if (written.receipt !== undefined) this.#rootRecords!.wrote(entry.hash);
         if (this.#documents.single) await this.#warnRootRecords();
         return { outcome, ...self, ...written };
       }
@@ -590,7 +591,11 @@ class Registrar {
       this.#unrecorded.first ||= under?.sha256 ?? outcome.hash;
       // Its own session was retired on that 409: the run that paid was this store's, its answer lost.
       this.#unrecorded.ownLost ||= outcome.service?.retiredSession !== undefined;
-      if (this.#documents.single) this.#noReceipts();
+      // Receipts there that disagree on its root's record are named first: they are why none was written.
+      if (this.#documents.single) {
+        await this.#warnRootRecords();
+        this.#noReceipts();
+      }
       return { outcome, ...self };
     }
     const entry = outcome.kind === 'pending' ? undefined : outcome.entry;
@@ -696,7 +701,7 @@ async function receiptFor(
       sha256,
       (raw) => options.io.redact(raw),
     );
-    const receipt = await writeReceipt(plan, index, sha256, text, options.force);
+    const receipt = await writeReceipt(plan, index, sha256, text, options.force, entry.recordFrom);
     if (redacted) options.io.warn(redactedReceiptWarning(`receipt ${receipt}`, entry.recordFrom));
     return { receipt };
   } catch (error) {

@@ -499,6 +499,10 @@ export interface RootRecordKept {
  */
 export class RootRecordsInReceipts {
   readonly #found = new Map<string, Promise<RootRecordLook>>();
+  /** Roots a receipt was written from the record of: only these are said to be (warnings). */
+  readonly #wroteFrom = new Set<string>();
+  /** Roots already told of (warnings): a single document's run tells as it goes, and not again at its end. */
+  readonly #told = new Set<string>();
   readonly #baseUrl: string;
   readonly #byDigest: () => Promise<ReadonlyMap<string, readonly string[]>>;
 
@@ -527,11 +531,23 @@ export class RootRecordsInReceipts {
     return 'kept' in look ? look.kept : undefined;
   }
 
-  /** One line per root looked for: where its record was taken from, or why none was. */
+  /** A receipt was written from the record of `root` that `of` gave. */
+  wrote(root: string): void {
+    this.#wroteFrom.add(root);
+  }
+
+  /**
+   * One line per root looked for and not told of yet: where its record was
+   * taken from (when a receipt was written from it: a write that failed
+   * says so itself), or why none was.
+   */
   async warnings(): Promise<string[]> {
     const lines: string[] = [];
     for (const [root, found] of this.#found) {
+      if (this.#told.has(root)) continue;
       const look = await found;
+      if ('kept' in look && !this.#wroteFrom.has(root)) continue;
+      this.#told.add(root);
       if ('kept' in look) {
         lines.push(
           `receipts of documents under the Merkle root ${root} written from the record in ${look.kept.path} ` +
@@ -600,7 +616,8 @@ async function receiptAt(path: string, hash: string): Promise<ConsistentReceipt 
  * registration ended, and returns its path. Identical content already there
  * is left as is; another receipt of the same digest is replaced, also one
  * another run wrote between the look and the write. A failure here comes
- * after something was sent: exit 1, never 2.
+ * after something was sent: exit 1, never 2. `recordFrom`: the receipt the
+ * record came from, when the ledger has none (RootRecordsInReceipts).
  */
 export async function writeReceipt(
   plan: ReceiptPlan,
@@ -608,13 +625,15 @@ export async function writeReceipt(
   hash: string,
   text: string,
   overwrite: boolean,
+  recordFrom?: string,
 ): Promise<string> {
   const path = receiptPath(plan, index, hash);
+  const hint =
+    recordFrom === undefined
+      ? `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`
+      : `the registration itself is done; this store has no record of it, ${recordFrom} has: running the same command again writes the receipt from it`;
   const failed = (message: string, cause: unknown) =>
-    new NotarizeError('receipt_write', EXIT.failed, message, {
-      hint: `the registration itself is done and in the ledger; \`notarize receipt ${hash}\` prints the receipt, and running the same command again writes it`,
-      cause,
-    });
+    new NotarizeError('receipt_write', EXIT.failed, message, { hint, cause });
   try {
     await makeFolders(plan.dir, plan.names[index] ?? hash);
     const existing = await readNoFollow(path);

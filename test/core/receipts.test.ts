@@ -295,5 +295,12 @@ describe('writeReceipt', () => {
     expect(error.message).toBe(
       `the receipt ${join(dir, 'linux', 'app')}.notarization.json could not be written: ${join(dir, 'linux')} exists and is not a directory`,
     );
+    expect(error.hint).toContain('in the ledger');
+    // A record taken from another receipt (a cold re-run): the ledger has none, that receipt has it (r83).
+    const from = join(dir, 'other.notarization.json');
+    const cold = await rejectionOf(writeReceipt(plan, 0, hash, receiptOf(hash), false, from), NotarizeError);
+    expect(cold.hint).toBe(
+      `the registration itself is done; this store has no record of it, ${from} has: running the same command again writes the receipt from it`,
+    );
   });
 });

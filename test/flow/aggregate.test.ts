@@ -31,6 +31,8 @@ import { sandboxApi } from '../helpers/sandbox-api.js';
 import type { TreeEntry } from '../../src/store/service-store.js';
 import { leafHash, MerkleTree, rootFromPath } from '../../src/core/merkle.js';
 import { receiptText } from '../../src/core/receipt-format.js';
+import { RootRecordsInReceipts } from '../../src/core/receipts.js';
+import { receiptsByDigest } from '../../src/core/evidence.js';
 import { parseFaults } from '../../src/sandbox/server.js';
 import { holdLock, lockText } from '../../src/store/lock.js';
 import { Bed } from '../helpers/bed.js';
@@ -2573,6 +2575,13 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(bed.callsSince(mark).filter((call) => call.route === 'forfait')).toEqual([]);
     expect(alone.stderr).not.toContain('no receipt written');
     expect(alone.stderr.match(/written from the record in/g)).toHaveLength(1);
+    // One document alone, with NDJSON (a batch's path, which tells at its end): told once too (r83).
+    rmSync(receiptOf(docs[0]!));
+    const one = await bed.main(['register', docs[0]!, '--receipt-dir', receipts, '--output', 'ndjson'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore() },
+    });
+    expect(one.code, describeRun(one)).toBe(0);
+    expect(one.stderr.match(/written from the record in/g)).toHaveLength(1);
     // (NDJSON lines come as documents finish.)
     expect(
       parseNdjson(alone.stdout)
@@ -2581,6 +2590,26 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     ).toEqual(docs.map(receiptOf));
     expect(docs.map((doc) => readFileSync(receiptOf(doc), 'utf8'))).toEqual(written);
     expect(await verifyAll()).toEqual(docs.map(() => 'verified'));
+  });
+
+  it('a record taken from a receipt is said to be only once a receipt is written from it, and once (r83)', async () => {
+    const docs = await writeDocs('ci-cut-told', 'receipts cut, told once:', ['a', 'b']);
+    const receipts = bed.path('ci-cut-told-receipts');
+    const first = await onStore(freshStore(), receipts, docs);
+    expect(first.run.code, describeRun(first.run)).toBe(0);
+    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const b = join(receipts, `${basename(docs[1]!)}.notarization.json`);
+    rmSync(join(receipts, `${basename(docs[0]!)}.notarization.json`));
+    const records = new RootRecordsInReceipts(bed.sandbox.url, () => receiptsByDigest(receipts));
+    expect(await records.of(root)).toMatchObject({ path: b });
+    // Found, but its receipts could not be written (a full disk): nothing claims they were.
+    expect(await records.warnings()).toEqual([]);
+    records.wrote(root);
+    expect(await records.warnings()).toEqual([
+      `receipts of documents under the Merkle root ${root} written from the record in ${b} ` +
+        '(this store has none: the service sends it once, to the run that paid, which wrote it there)',
+    ]);
+    expect(await records.warnings()).toEqual([]);
   });
 
   it('receipts of one root that disagree on its record: none is taken, and the run says which (r82)', async () => {
@@ -2602,6 +2631,19 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(existsSync(a!)).toBe(false);
     expect(again.run.stderr).toContain(`${b} and ${forged} carry different records of it`);
     expect(again.run.stderr).toContain('no new receipts');
+
+    // One document registered on its own says the same, before the warning of no receipt (r83).
+    for (const output of ['table', 'ndjson']) {
+      const alone = await bed.main(['register', docs[0]!, '--receipt-dir', receipts, '--output', output], {
+        env: { NOTARIZE_CONFIG_DIR: freshStore() },
+      });
+      expect(alone.code, describeRun(alone)).toBe(0);
+      expect(existsSync(a!)).toBe(false);
+      const disagree = alone.stderr.indexOf(`${b} and ${forged} carry different records of it`);
+      expect(disagree, describeRun(alone)).toBeGreaterThan(-1);
+      expect(alone.stderr.indexOf('no receipt written for')).toBeGreaterThan(disagree);
+      expect(alone.stderr.match(/carry different records/g)).toHaveLength(1);
+    }
   });
 
   it("a receipt under the root of another service, or whose proof does not lead there, is not taken for the root's record", async () => {
