@@ -11523,23 +11523,29 @@ async function readBytesInput(source, stdin, limit, what, slack = 0, flag) {
 /**
 * The encoding other than UTF-8 that `bytes` are in, as iconv names it:
 * told by its byte order mark (UTF-16, UTF-32: iconv reads the order from
-* the mark), or without one by the zero bytes a first character below U+0100
-* has (UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE: named with their order, which
-* iconv would otherwise guess, and a wrong guess is other text, valid UTF-8),
-* in as many bytes as whole code units of it take.
-* Undefined when none is told: UTF-16 text whose first character is above
-* U+00FF, saved without a mark, may pass for UTF-8. A zero byte there is
-* never UTF-8 text anyone meant (U+0000). UTF-32's patterns are looked for
-* first: they begin as UTF-16's.
+* the mark), or without one as RFC 4627 (section 3) tells JSON's, by the
+* zero bytes of its first two characters when both are printable and below
+* U+0100 (UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE: named with their order,
+* which iconv would otherwise guess, and a wrong guess is other text, valid
+* UTF-8). One character is not enough: 00 4E is "N" in UTF-16BE and U+4E00
+* in UTF-16LE (r84). Undefined when none is told: UTF-16 text whose first
+* characters are above U+00FF, saved without a mark, may pass for UTF-8. A
+* zero byte there is never UTF-8 text anyone meant (U+0000). UTF-32's
+* patterns are looked for first: they begin as UTF-16's.
 */
 function otherEncoding(bytes) {
-	const at = (...expected) => bytes.length >= expected.length && expected.every((byte, i) => byte === "any" ? bytes[i] !== 0 : bytes[i] === byte);
+	/** Whether the first bytes are `expected`: 0 a zero byte, 'c' that of a printable character (tab, LF, CR, ≥ 0x20). */
+	const at = (...expected) => bytes.length >= expected.length && expected.every((byte, i) => byte === "c" ? isPrintableByte(bytes[i]) : bytes[i] === byte);
 	if (at(255, 254, 0, 0) || at(0, 0, 254, 255)) return "UTF-32";
 	if (at(255, 254) || at(254, 255)) return "UTF-16";
-	if (bytes.length % 4 === 0 && at("any", 0, 0, 0)) return "UTF-32LE";
-	if (bytes.length % 4 === 0 && at(0, 0, 0, "any")) return "UTF-32BE";
-	if (bytes.length % 2 === 0 && at("any", 0)) return "UTF-16LE";
-	if (bytes.length % 2 === 0 && at(0, "any")) return "UTF-16BE";
+	if (at("c", 0, 0, 0, "c", 0, 0, 0)) return "UTF-32LE";
+	if (at(0, 0, 0, "c", 0, 0, 0, "c")) return "UTF-32BE";
+	if (at("c", 0, "c", 0)) return "UTF-16LE";
+	if (at(0, "c", 0, "c")) return "UTF-16BE";
+}
+/** A byte that is a printable character below U+0100 by itself: tab, LF, CR, or 0x20 and above (DEL and C1 aside). */
+function isPrintableByte(byte) {
+	return byte === 9 || byte === 10 || byte === 13 || byte >= 32 && byte !== 127 && (byte < 128 || byte > 159);
 }
 /**
 * `bytes` decoded as UTF-8, strictly: a byte that is not UTF-8 is refused,

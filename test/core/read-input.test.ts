@@ -96,10 +96,23 @@ describe('decodeUtf8', () => {
     expect(decode(Buffer.from('a'))).toEqual({ text: 'a', marked: false });
     // A NUL that does not follow or lead an ASCII character first is UTF-8 as it is (a caller refuses it).
     expect(decode(Buffer.from('ab\0'))).toEqual({ text: 'ab\0', marked: false });
-    // Nor is one before ASCII in bytes that are no whole UTF-16 or UTF-32 code units (a key typed after a NUL).
+    // Nor is one beside ASCII in text whose second character does not follow suit (a key typed after a NUL).
     expect(decode(Buffer.from('\0k_key0'))).toEqual({ text: '\0k_key0', marked: false });
     expect(decode(Buffer.from('k\0key'))).toEqual({ text: 'k\0key', marked: false });
-    expect(refusal(Buffer.of(0x7b, 0, 0, 0, 0x7d, 0)).message).toBe('the text is UTF-16LE, not UTF-8');
+  });
+
+  it('names no byte order from one character: 00 4E is "N" in UTF-16BE and U+4E00 in UTF-16LE (r84)', () => {
+    // Followed, `iconv -f UTF-16BE` made other text of it, valid UTF-8, which was registered.
+    for (const bytes of [Buffer.from('一二三 report', 'utf16le'), Buffer.from('一二三 report', 'utf16le').swap16()]) {
+      expect(refusal(bytes).message).not.toMatch(/UTF-16|UTF-32/);
+    }
+    // UTF-32LE of the same: no UTF-16 named either.
+    const utf32 = Buffer.alloc(12);
+    [...'一二三'].forEach((c, i) => utf32.writeUInt32LE(c.codePointAt(0)!, i * 4));
+    expect(() => decode(utf32)).not.toThrow(/UTF-16/);
+    // A UTF-16LE key followed by the newline `echo` adds in one byte (odd length): still told (r84).
+    const key = Buffer.concat([Buffer.from('k_key_0123', 'utf16le'), Buffer.from('\n')]);
+    expect(refusal(key).message).toBe('the text is UTF-16LE, not UTF-8');
   });
 
   it.each([
