@@ -9699,6 +9699,25 @@ async function whenFdsFree(op, wait = {}) {
 	}
 }
 /**
+* What `read` gives, a shortage of descriptors waited out (whenFdsFree), or
+* for any other failure what `fallback` makes of it. For the reads whose
+* failure is taken to mean "nothing there" (no manifest in a folder, no
+* receipt, a file passed over): a moment without a descriptor is no such
+* answer. A manifest read in one made a run register again, paid, every
+* document it places, and a receipt holding a root's record read in one
+* left a document without its receipt, exit 0 (r84). A shortage that
+* outlasts the wait is thrown: the run fails on it, it does not go on
+* without what it could not read.
+*/
+async function readOr(read, fallback, wait = {}) {
+	try {
+		return await whenFdsFree(read, wait);
+	} catch (error) {
+		if (isFdShortage(error)) throw error;
+		return fallback(error);
+	}
+}
+/**
 * How many more files this process may open now: its limit (`ulimit -n`,
 * the soft one) less those open; undefined where the system does not say
 * (it is read from /proc, which only Linux has).
@@ -12151,18 +12170,19 @@ async function makeFolders(dir, name) {
 		if (!info.isDirectory()) throw new Error(`${folder} exists and is not a directory`);
 	}
 }
-/** The content of an existing receipt, read without following a link; undefined if unreadable. */
-async function readNoFollow(path) {
-	try {
+/**
+* The content of an existing receipt, read without following a link;
+* undefined if unreadable (a shortage of descriptors waited out: readOr).
+*/
+function readNoFollow(path) {
+	return readOr(async () => {
 		const handle = await open$1(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
 		try {
 			return (await handle.stat()).isFile() ? await handle.readFile("utf8") : void 0;
 		} finally {
 			await handle.close();
 		}
-	} catch {
-		return;
-	}
+	}, () => void 0);
 }
 /** Throws UsageError when `name`'s receipt cannot exist on a usual filesystem. */
 function checkFits(dir, name) {
@@ -12345,11 +12365,7 @@ function receiptOf(text, hash) {
 }
 /** receiptOf the file at `path` (opened without following a link); undefined when it cannot be read. */
 async function receiptAt(path, hash) {
-	try {
-		return receiptOf(await readNoFollow(path), hash);
-	} catch {
-		return;
-	}
+	return receiptOf(await readNoFollow(path), hash);
 }
 /**
 * Writes `text`, the receipt of document `index` (digest `hash`), after its
@@ -12401,6 +12417,7 @@ async function writeReceipt(plan, index, hash, text, overwrite, recordFrom) {
 var RECEIPT_SUFFIX, WRITE_PROBE_PREFIX, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_RECEIPT_NAME_BYTES, PARENT_AFTER_NAME, STICKY, RootRecordsInReceipts;
 var init_receipts = __esmMin((() => {
 	init_errors$2();
+	init_fd_shortage();
 	init_mkdirs();
 	init_path_spelling();
 	init_files();
@@ -12652,37 +12669,26 @@ function planReceiptsByDigest(plan) {
 * digest each says its document has: every one that says so, as the first
 * may not hold together (Evidence.judge checks each in turn). Read with
 * JSON.parse alone, not checked: this only finds receipts whose name was not
-* the one looked for. Files that cannot be read are passed over.
+* the one looked for. Files that cannot be read are passed over (but for
+* a shortage of descriptors: readOr).
 */
 async function receiptsByDigest(dir) {
 	const found = /* @__PURE__ */ new Map();
 	const walk = async (folder) => {
-		let entries;
-		try {
-			entries = await readdir(folder, { withFileTypes: true });
-		} catch {
-			return;
-		}
+		const entries = await readOr(() => readdir(folder, { withFileTypes: true }), () => void 0);
+		if (entries === void 0) return;
 		entries.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 		for (const entry of entries) {
 			const path = join(folder, entry.name);
 			if (entry.isDirectory()) await walk(path);
 			else if (entry.isFile() && entry.name.endsWith(".notarization.json")) {
-				const sha256 = claimedDigest(readQuietly(path));
+				const sha256 = claimedDigest(await readOr(() => readReceiptText(path), () => void 0));
 				if (sha256 !== void 0) found.set(sha256, [...found.get(sha256) ?? [], path]);
 			}
 		}
 	};
 	await walk(dir);
 	return found;
-}
-/** readReceiptText, or undefined for a file that cannot be read as a receipt file (passed over). */
-function readQuietly(path) {
-	try {
-		return readReceiptText(path);
-	} catch {
-		return;
-	}
 }
 /** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
 function claimedDigest(text) {
@@ -12705,6 +12711,7 @@ var MAX_RECEIPT_BYTES, runIndexes, Evidence;
 var init_evidence = __esmMin((() => {
 	init_http$1();
 	init_errors$2();
+	init_fd_shortage();
 	init_receipt_format();
 	init_receipts();
 	MAX_RECEIPT_BYTES = MAX_ANSWER_BYTES + 65536;
@@ -12765,7 +12772,7 @@ var init_evidence = __esmMin((() => {
 		async #ofDigest(dir, hash) {
 			this.#byDigest ??= receiptsByDigest(dir);
 			for (const path of (await this.#byDigest).get(hash) ?? []) {
-				const text = readQuietly(path);
+				const text = await readOr(() => readReceiptText(path), () => void 0);
 				const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
 				if (finding?.status === "verified") return finding;
 			}
@@ -17712,7 +17719,7 @@ function exactManifestDigests(file, root) {
 		foldedTree(entry, file);
 		return entry.leaves.map((leaf) => leaf.sha256);
 	} catch (error) {
-		if (error instanceof StoreError) return void 0;
+		if (error instanceof StoreError && !isFdShortage(error)) return void 0;
 		throw error;
 	}
 }
@@ -17735,6 +17742,7 @@ var init_trees = __esmMin((() => {
 	init_service_store();
 	init_errors$2();
 	init_exact_json();
+	init_fd_shortage();
 	init_files();
 	init_merkle();
 	init_notarize();
@@ -17869,19 +17877,7 @@ async function manifestCandidates(input, unplaced, storeRoots) {
 	const useful = (digests) => digests.length <= maxLeaves && holdsUnplaced(digests);
 	/** Would be useful, but has more leaves than this run reads: said (manifestsTooLarge), never silently passed over. */
 	const overfull = (digests) => digests.length > maxLeaves && holdsUnplaced(digests);
-	let names = [];
-	if (dir !== void 0 && !input.force && unplaced.size > 0) try {
-		names = (await readdir(dir)).filter((name) => manifestRoot(name) !== void 0);
-	} catch {}
-	const others = (await Promise.all(names.map(async (name) => {
-		const info = await lstat(join(dir, name)).catch(() => void 0);
-		return {
-			root: manifestRoot(name),
-			file: join(dir, name),
-			size: info?.size ?? 0,
-			mtimeMs: info?.mtimeMs ?? 0
-		};
-	}))).filter(({ root }) => !storeRoots.has(root));
+	const others = (dir !== void 0 && !input.force && unplaced.size > 0 ? await manifestsIn(dir) : []).filter(({ root }) => !storeRoots.has(root));
 	const maxBytes = manifestBytesFor(runSize);
 	const tooLarge = others.filter(({ size }) => size > maxBytes).map(({ file }) => file);
 	return {
@@ -17900,16 +17896,32 @@ async function manifestCandidates(input, unplaced, storeRoots) {
 */
 async function anyManifestFor(input, unplaced, storeRoots = /* @__PURE__ */ new Set()) {
 	const { candidates, useful, overfull, tooLarge } = await manifestCandidates(input, unplaced, storeRoots);
-	return tooLarge.length > 0 || candidates.some(({ file }) => mayPlace(file, (d) => useful(d) || overfull(d)));
+	if (tooLarge.length > 0) return true;
+	for (const { file } of candidates) if (await mayPlace(file, (d) => useful(d) || overfull(d))) return true;
+	return false;
 }
 /** Whether the manifest `file` may place a document, or be said of: its leaves pass `test`, or it must be read to tell. */
-function mayPlace(file, test) {
-	try {
-		const digests = treeFileDigests(file, { anyOwner: true });
-		return digests === void 0 || test(digests);
-	} catch {
-		return true;
-	}
+async function mayPlace(file, test) {
+	const digests = await readOr(() => treeFileDigests(file, { anyOwner: true }), () => "unreadable");
+	return digests === void 0 || digests === "unreadable" || test(digests);
+}
+/**
+* The files named `<root>.tree.json` in `dir`, with their sizes and times
+* (none when there is no such folder yet). A moment without a descriptor is
+* waited out (readOr): read as "no manifests", it made a run pay again.
+*/
+async function manifestsIn(dir) {
+	const names = await readOr(() => readdir(dir), () => []);
+	return Promise.all(names.filter((name) => manifestRoot(name) !== void 0).map(async (name) => {
+		const file = join(dir, name);
+		const info = await readOr(() => lstat(file), () => void 0);
+		return {
+			root: manifestRoot(name),
+			file,
+			size: info?.size ?? 0,
+			mtimeMs: info?.mtimeMs ?? 0
+		};
+	}));
 }
 /**
 * Places the `unplaced` documents (under no tree of the store, or under one
@@ -17978,15 +17990,15 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 		let entry;
 		let merkle;
 		try {
-			const read = readManifest(file, root, (digests) => {
+			const read = await whenFdsFree(() => readManifest(file, root, (digests) => {
 				if (overfull(digests)) tooLarge.push(file);
 				return useful(digests);
-			});
+			}));
 			if (read === void 0) continue;
 			entry = adoptedEntry(read, byDigest, input.description);
 			merkle = foldedTree(entry, file);
 		} catch (error) {
-			if (!(error instanceof StoreError)) throw error;
+			if (!(error instanceof StoreError) || isFdShortage(error)) throw error;
 			input.warn?.(`a tree manifest was passed over: ${error.message}`);
 			continue;
 		}
@@ -18128,6 +18140,7 @@ async function askAbout(deps, entry, input, source = "its manifest in --receipt-
 var MANIFEST_BYTES_PER_LEAF, MANIFEST_LEAVES_PER_DOCUMENT, MANIFEST_LEAVES_ANY_RUN, RootAsks, NO_ADOPTIONS, ManifestIndex;
 var init_manifests = __esmMin((() => {
 	init_errors$2();
+	init_fd_shortage();
 	init_service_store();
 	init_notarize();
 	init_trees();
@@ -18250,61 +18263,53 @@ var init_manifests = __esmMin((() => {
 			this.#toldTooLarge = true;
 			this.#warn(manifestsTooLarge(files, this.#documents, sha256));
 		}
-		/** The tree of a manifest `holding` gave, checked (its leaves make its root), with the leaf of `sha256`. */
-		placement(manifest, sha256) {
-			let read = this.#trees.get(manifest.file);
-			if (read === void 0) {
-				try {
+		/**
+		* The tree of a manifest `holding` gave, checked (its leaves make its
+		* root), with the leaf of `sha256`; undefined when it is passed over (it
+		* cannot be read, or is damaged: said once, however many documents it
+		* lists). A shortage of descriptors is waited out, never taken for a
+		* damaged manifest (readOr): that made every document it lists be
+		* registered again, paid (r84).
+		*/
+		async placement(manifest, sha256) {
+			let reading = this.#trees.get(manifest.file);
+			if (reading === void 0) {
+				reading = readOr(() => {
 					const entry = readManifest(manifest.file, manifest.root);
 					const tree = new LoadedTree(entry, { state: "confirmed" }, foldedTree(entry, manifest.file), true);
 					const leaves = /* @__PURE__ */ new Map();
 					for (const [index, leaf] of entry.leaves.entries()) if (!leaves.has(leaf.sha256)) leaves.set(leaf.sha256, index);
-					read = {
+					return {
 						tree,
 						leaves
 					};
-				} catch (error) {
+				}, (error) => {
 					if (!(error instanceof StoreError)) throw error;
-					read = { error };
-				}
-				this.#trees.set(manifest.file, read);
+					this.#warn(`a tree manifest was passed over: ${error.message}`);
+					return { passedOver: true };
+				});
+				this.#trees.set(manifest.file, reading);
+				const kept = reading;
+				kept.catch(() => {
+					if (this.#trees.get(manifest.file) === kept) this.#trees.delete(manifest.file);
+				});
 			}
-			if ("error" in read) throw read.error;
-			return {
+			const read = await reading;
+			return "passedOver" in read ? void 0 : {
 				tree: read.tree,
 				leafIndex: read.leaves.get(sha256) ?? -1
 			};
 		}
 		async #read() {
 			const byDigest = /* @__PURE__ */ new Map();
-			let names = [];
-			try {
-				names = (await readdir(this.#dir)).filter((name) => manifestRoot(name) !== void 0);
-			} catch {
-				return byDigest;
-			}
-			const found = await Promise.all(names.map(async (name) => {
-				const file = join(this.#dir, name);
-				const info = await lstat(file).catch(() => void 0);
-				return {
-					root: manifestRoot(name),
-					file,
-					size: info?.size ?? 0,
-					mtimeMs: info?.mtimeMs ?? 0
-				};
-			}));
+			const found = await manifestsIn(this.#dir);
 			const passedOver = [];
 			for (const { root, file, size } of found.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
 				if (size > manifestBytesFor(this.#documents)) {
 					this.#tooLarge.push(file);
 					continue;
 				}
-				let digests;
-				try {
-					digests = treeFileDigests(file, { anyOwner: true }) ?? readManifest(file, root)?.leaves.map((leaf) => leaf.sha256);
-				} catch {
-					digests = void 0;
-				}
+				const digests = await readOr(() => treeFileDigests(file, { anyOwner: true }) ?? readManifest(file, root)?.leaves.map((leaf) => leaf.sha256), () => void 0);
 				if (digests === void 0) {
 					passedOver.push(file);
 					continue;
@@ -19087,7 +19092,6 @@ var init_register_roots = __esmMin((() => {
 	init_receipts();
 	init_evidence();
 	init_trees();
-	init_errors$2();
 	init_trees_now();
 	init_manifest_files();
 	DocumentRoots = class {
@@ -19218,14 +19222,8 @@ var init_register_roots = __esmMin((() => {
 			this.#manifests ??= new ManifestIndex(receipts.dir, receipts.names.length, (message) => this.#options.io.warn(message));
 			for (const manifest of await this.#manifests.holding(hash)) {
 				if (manifest.root === pendingRoot) continue;
-				let placement;
-				try {
-					placement = this.#manifests.placement(manifest, hash);
-				} catch (error) {
-					if (!(error instanceof StoreError)) throw error;
-					this.#options.io.warn(`a tree manifest was passed over: ${error.message}`);
-					continue;
-				}
+				const placement = await this.#manifests.placement(manifest, hash);
+				if (placement === void 0) continue;
 				const { tree, leafIndex } = placement;
 				const entry = this.#deps.store.recordIfReadable(manifest.root);
 				if (entry) return this.#under(hash, tree.proof(leafIndex, manifest.file), { entry });

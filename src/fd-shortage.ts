@@ -85,6 +85,30 @@ export async function whenFdsFree<T>(op: () => T | Promise<T>, wait: FdWait = {}
 }
 
 /**
+ * What `read` gives, a shortage of descriptors waited out (whenFdsFree), or
+ * for any other failure what `fallback` makes of it. For the reads whose
+ * failure is taken to mean "nothing there" (no manifest in a folder, no
+ * receipt, a file passed over): a moment without a descriptor is no such
+ * answer. A manifest read in one made a run register again, paid, every
+ * document it places, and a receipt holding a root's record read in one
+ * left a document without its receipt, exit 0 (r84). A shortage that
+ * outlasts the wait is thrown: the run fails on it, it does not go on
+ * without what it could not read.
+ */
+export async function readOr<T, F>(
+  read: () => T | Promise<T>,
+  fallback: (error: unknown) => F,
+  wait: FdWait = {},
+): Promise<T | F> {
+  try {
+    return await whenFdsFree(read, wait);
+  } catch (error) {
+    if (isFdShortage(error)) throw error;
+    return fallback(error);
+  }
+}
+
+/**
  * How many more files this process may open now: its limit (`ulimit -n`,
  * the soft one) less those open; undefined where the system does not say
  * (it is read from /proc, which only Linux has).

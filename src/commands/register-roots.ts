@@ -16,8 +16,8 @@ import type { LedgerEntry } from '../store/service-store.js';
 import { earlierProof, proofIn, type EarlierProof, type ReceiptPlan } from '../core/receipts.js';
 import type { InclusionProof } from '../core/receipt-format.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
-import { paidRootProblems, underUnreadRoot, type LoadedTree, type Placement, type Trees } from '../core/trees.js';
-import { StoreError } from '../errors.js';
+import { paidRootProblems, underUnreadRoot, type LoadedTree, type Trees } from '../core/trees.js';
+import type { StoreError } from '../errors.js';
 import { TreesNow } from '../core/trees-now.js';
 import { checkManifestPath, writeManifestFirst } from './manifest-files.js';
 import type { RegisterOptions } from './register-inputs.js';
@@ -184,14 +184,8 @@ export class DocumentRoots {
     );
     for (const manifest of await this.#manifests.holding(hash)) {
       if (manifest.root === pendingRoot) continue;
-      let placement: Placement;
-      try {
-        placement = this.#manifests.placement(manifest, hash);
-      } catch (error) {
-        if (!(error instanceof StoreError)) throw error;
-        this.#options.io.warn(`a tree manifest was passed over: ${error.message}`);
-        continue;
-      }
+      const placement = await this.#manifests.placement(manifest, hash);
+      if (placement === undefined) continue;
       const { tree, leafIndex } = placement;
       const entry = this.#deps.store.recordIfReadable(manifest.root);
       if (entry) return this.#under(hash, tree.proof(leafIndex, manifest.file), { entry });

@@ -24,6 +24,7 @@ import { readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { MAX_ANSWER_BYTES } from '../api/http.js';
 import { UsageError } from '../errors.js';
+import { readOr } from '../fd-shortage.js';
 import type { InputItem } from './inputs.js';
 import type { LedgerIndex } from './ledger.js';
 import { readReceipt, type InclusionProof } from './receipt-format.js';
@@ -208,38 +209,34 @@ export function planReceiptsByDigest(plan: ReceiptPlan): Promise<Map<string, str
  * digest each says its document has: every one that says so, as the first
  * may not hold together (Evidence.judge checks each in turn). Read with
  * JSON.parse alone, not checked: this only finds receipts whose name was not
- * the one looked for. Files that cannot be read are passed over.
+ * the one looked for. Files that cannot be read are passed over (but for
+ * a shortage of descriptors: readOr).
  */
 export async function receiptsByDigest(dir: string): Promise<Map<string, string[]>> {
   const found = new Map<string, string[]>();
   const walk = async (folder: string): Promise<void> => {
-    let entries;
-    try {
-      entries = await readdir(folder, { withFileTypes: true });
-    } catch {
-      return;
-    }
+    const entries = await readOr(
+      () => readdir(folder, { withFileTypes: true }),
+      () => undefined,
+    );
+    if (entries === undefined) return;
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of entries) {
       const path = join(folder, entry.name);
       if (entry.isDirectory()) await walk(path);
       else if (entry.isFile() && entry.name.endsWith(RECEIPT_SUFFIX)) {
-        const sha256 = claimedDigest(readQuietly(path));
+        const sha256 = claimedDigest(
+          await readOr(
+            () => readReceiptText(path),
+            () => undefined,
+          ),
+        );
         if (sha256 !== undefined) found.set(sha256, [...(found.get(sha256) ?? []), path]);
       }
     }
   };
   await walk(dir);
   return found;
-}
-
-/** readReceiptText, or undefined for a file that cannot be read as a receipt file (passed over). */
-function readQuietly(path: string): string | undefined {
-  try {
-    return readReceiptText(path);
-  } catch {
-    return undefined;
-  }
 }
 
 /** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
@@ -317,7 +314,10 @@ export class Evidence {
   async #ofDigest(dir: string, hash: string): Promise<Finding | undefined> {
     this.#byDigest ??= receiptsByDigest(dir);
     for (const path of (await this.#byDigest).get(hash) ?? []) {
-      const text = readQuietly(path);
+      const text = await readOr(
+        () => readReceiptText(path),
+        () => undefined,
+      );
       const finding = text === undefined ? undefined : judgeByReceipt(hash, path, text);
       if (finding?.status === 'verified') return finding;
     }

@@ -10,6 +10,7 @@ import { existsSync, lstatSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { EXIT, NotarizeError, StoreError } from '../errors.js';
+import { isFdShortage, readOr, whenFdsFree } from '../fd-shortage.js';
 import { treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
@@ -223,20 +224,7 @@ async function manifestCandidates(
   const useful = (digests: readonly string[]) => digests.length <= maxLeaves && holdsUnplaced(digests);
   /** Would be useful, but has more leaves than this run reads: said (manifestsTooLarge), never silently passed over. */
   const overfull = (digests: readonly string[]) => digests.length > maxLeaves && holdsUnplaced(digests);
-  let names: string[] = [];
-  if (dir !== undefined && !input.force && unplaced.size > 0) {
-    try {
-      names = (await readdir(dir)).filter((name) => manifestRoot(name) !== undefined);
-    } catch {
-      // No folder (yet): no manifests.
-    }
-  }
-  const found = await Promise.all(
-    names.map(async (name) => {
-      const info = await lstat(join(dir!, name)).catch(() => undefined);
-      return { root: manifestRoot(name)!, file: join(dir!, name), size: info?.size ?? 0, mtimeMs: info?.mtimeMs ?? 0 };
-    }),
-  );
+  const found = dir !== undefined && !input.force && unplaced.size > 0 ? await manifestsIn(dir) : [];
   // The store's own roots are its to register: asking about a pending one would replace its session.
   const others = found.filter(({ root }) => !storeRoots.has(root));
   const maxBytes = manifestBytesFor(runSize);
@@ -259,18 +247,44 @@ export async function anyManifestFor(
 ): Promise<boolean> {
   const { candidates, useful, overfull, tooLarge } = await manifestCandidates(input, unplaced, storeRoots);
   // One too large to read: adoptManifests names it in a warning.
-  return tooLarge.length > 0 || candidates.some(({ file }) => mayPlace(file, (d) => useful(d) || overfull(d)));
+  if (tooLarge.length > 0) return true;
+  for (const { file } of candidates) if (await mayPlace(file, (d) => useful(d) || overfull(d))) return true;
+  return false;
 }
 
 /** Whether the manifest `file` may place a document, or be said of: its leaves pass `test`, or it must be read to tell. */
-function mayPlace(file: string, test: (digests: readonly string[]) => boolean): boolean {
-  try {
-    const digests = treeFileDigests(file, { anyOwner: true });
-    // One laid out otherwise must be parsed to tell; one that is no manifest, adoptManifests passes over, and says why.
-    return digests === undefined || test(digests);
-  } catch {
-    return true; // unreadable: the same
-  }
+async function mayPlace(file: string, test: (digests: readonly string[]) => boolean): Promise<boolean> {
+  const digests = await readOr(
+    () => treeFileDigests(file, { anyOwner: true }),
+    () => 'unreadable' as const,
+  );
+  // One laid out otherwise (or unreadable) must be parsed to tell; one that is no manifest, adoptManifests
+  // passes over, and says why.
+  return digests === undefined || digests === 'unreadable' || test(digests);
+}
+
+/**
+ * The files named `<root>.tree.json` in `dir`, with their sizes and times
+ * (none when there is no such folder yet). A moment without a descriptor is
+ * waited out (readOr): read as "no manifests", it made a run pay again.
+ */
+async function manifestsIn(dir: string): Promise<{ root: string; file: string; size: number; mtimeMs: number }[]> {
+  const names = await readOr(
+    () => readdir(dir),
+    () => [] as string[],
+  );
+  return Promise.all(
+    names
+      .filter((name) => manifestRoot(name) !== undefined)
+      .map(async (name) => {
+        const file = join(dir, name);
+        const info = await readOr(
+          () => lstat(file),
+          () => undefined,
+        );
+        return { root: manifestRoot(name)!, file, size: info?.size ?? 0, mtimeMs: info?.mtimeMs ?? 0 };
+      }),
+  );
 }
 
 /**
@@ -345,15 +359,18 @@ export async function adoptManifests(
     let entry: TreeEntry;
     let merkle: MerkleTree;
     try {
-      const read = readManifest(file, root, (digests) => {
-        if (overfull(digests)) tooLarge.push(file);
-        return useful(digests);
-      });
+      const read = await whenFdsFree(() =>
+        readManifest(file, root, (digests) => {
+          if (overfull(digests)) tooLarge.push(file);
+          return useful(digests);
+        }),
+      );
       if (read === undefined) continue;
       entry = adoptedEntry(read, byDigest, input.description);
       merkle = foldedTree(entry, file);
     } catch (error) {
-      if (!(error instanceof StoreError)) throw error;
+      // Still no descriptor after the wait: the run fails, rather than pay again for what the manifest places.
+      if (!(error instanceof StoreError) || isFdShortage(error)) throw error;
       input.warn?.(`a tree manifest was passed over: ${error.message}`);
       continue;
     }
@@ -412,7 +429,10 @@ export class ManifestIndex {
    * per-document register over 3,000 documents under one manifest read and
    * folded it 3,000 times (106 s; r82).
    */
-  readonly #trees = new Map<string, { tree: LoadedTree; leaves: Map<string, number> } | { error: StoreError }>();
+  readonly #trees = new Map<
+    string,
+    Promise<{ tree: LoadedTree; leaves: Map<string, number> } | { passedOver: true }>
+  >();
 
   /** `documents`: how many the run has (bounds the manifests read, and so time and memory). */
   constructor(dir: string, documents: number, warn: (message: string) => void) {
@@ -441,57 +461,59 @@ export class ManifestIndex {
     this.#warn(manifestsTooLarge(files, this.#documents, sha256));
   }
 
-  /** The tree of a manifest `holding` gave, checked (its leaves make its root), with the leaf of `sha256`. */
-  placement(manifest: { root: string; file: string }, sha256: string): Placement {
-    let read = this.#trees.get(manifest.file);
-    if (read === undefined) {
-      try {
-        const entry = readManifest(manifest.file, manifest.root)!;
-        const tree = new LoadedTree(entry, { state: 'confirmed' }, foldedTree(entry, manifest.file), true);
-        const leaves = new Map<string, number>();
-        // The first leaf of a digest, as findIndex gave it.
-        for (const [index, leaf] of entry.leaves.entries())
-          if (!leaves.has(leaf.sha256)) leaves.set(leaf.sha256, index);
-        read = { tree, leaves };
-      } catch (error) {
-        if (!(error instanceof StoreError)) throw error;
-        read = { error };
-      }
-      this.#trees.set(manifest.file, read);
+  /**
+   * The tree of a manifest `holding` gave, checked (its leaves make its
+   * root), with the leaf of `sha256`; undefined when it is passed over (it
+   * cannot be read, or is damaged: said once, however many documents it
+   * lists). A shortage of descriptors is waited out, never taken for a
+   * damaged manifest (readOr): that made every document it lists be
+   * registered again, paid (r84).
+   */
+  async placement(manifest: { root: string; file: string }, sha256: string): Promise<Placement | undefined> {
+    let reading = this.#trees.get(manifest.file);
+    if (reading === undefined) {
+      // The reading itself is kept: documents asking at once share it.
+      reading = readOr(
+        () => {
+          const entry = readManifest(manifest.file, manifest.root)!;
+          const tree = new LoadedTree(entry, { state: 'confirmed' }, foldedTree(entry, manifest.file), true);
+          const leaves = new Map<string, number>();
+          // The first leaf of a digest, as findIndex gave it.
+          for (const [index, leaf] of entry.leaves.entries())
+            if (!leaves.has(leaf.sha256)) leaves.set(leaf.sha256, index);
+          return { tree, leaves };
+        },
+        (error) => {
+          if (!(error instanceof StoreError)) throw error;
+          this.#warn(`a tree manifest was passed over: ${error.message}`);
+          return { passedOver: true as const };
+        },
+      );
+      this.#trees.set(manifest.file, reading);
+      // A shortage that outlasted the wait fails the document that asked; the next one reads again.
+      const kept = reading;
+      kept.catch(() => {
+        if (this.#trees.get(manifest.file) === kept) this.#trees.delete(manifest.file);
+      });
     }
-    if ('error' in read) throw read.error;
-    return { tree: read.tree, leafIndex: read.leaves.get(sha256) ?? -1 };
+    const read = await reading;
+    return 'passedOver' in read ? undefined : { tree: read.tree, leafIndex: read.leaves.get(sha256) ?? -1 };
   }
 
   async #read(): Promise<Map<string, { root: string; file: string }[]>> {
     const byDigest = new Map<string, { root: string; file: string }[]>();
-    let names: string[] = [];
-    try {
-      names = (await readdir(this.#dir)).filter((name) => manifestRoot(name) !== undefined);
-    } catch {
-      return byDigest; // No folder (yet): no manifests.
-    }
-    const found = await Promise.all(
-      names.map(async (name) => {
-        const file = join(this.#dir, name);
-        const info = await lstat(file).catch(() => undefined);
-        return { root: manifestRoot(name)!, file, size: info?.size ?? 0, mtimeMs: info?.mtimeMs ?? 0 };
-      }),
-    );
+    const found = await manifestsIn(this.#dir);
     const passedOver: string[] = [];
     for (const { root, file, size } of found.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.root < b.root ? -1 : 1))) {
       if (size > manifestBytesFor(this.#documents)) {
         this.#tooLarge.push(file);
         continue;
       }
-      let digests: string[] | undefined;
-      try {
-        // Read as text when it is as notarize wrote it; else parsed (one that travelled: readManifest).
-        digests =
-          treeFileDigests(file, { anyOwner: true }) ?? readManifest(file, root)?.leaves.map((leaf) => leaf.sha256);
-      } catch {
-        digests = undefined;
-      }
+      // Read as text when it is as notarize wrote it; else parsed (one that travelled: readManifest).
+      const digests = await readOr(
+        () => treeFileDigests(file, { anyOwner: true }) ?? readManifest(file, root)?.leaves.map((leaf) => leaf.sha256),
+        () => undefined,
+      );
       if (digests === undefined) {
         passedOver.push(file);
         continue;

@@ -33,6 +33,7 @@ import { constants, rmSync, type Stats } from 'node:fs';
 import { access, lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
+import { readOr } from '../fd-shortage.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
 import { makeDirs } from '../mkdirs.js';
 import { parentAfterName, sameSpelling } from '../path-spelling.js';
@@ -213,18 +214,22 @@ async function makeFolders(dir: string, name: string): Promise<void> {
   }
 }
 
-/** The content of an existing receipt, read without following a link; undefined if unreadable. */
-async function readNoFollow(path: string): Promise<string | undefined> {
-  try {
-    const handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
-    try {
-      return (await handle.stat()).isFile() ? await handle.readFile('utf8') : undefined;
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    return undefined;
-  }
+/**
+ * The content of an existing receipt, read without following a link;
+ * undefined if unreadable (a shortage of descriptors waited out: readOr).
+ */
+function readNoFollow(path: string): Promise<string | undefined> {
+  return readOr(
+    async () => {
+      const handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+      try {
+        return (await handle.stat()).isFile() ? await handle.readFile('utf8') : undefined;
+      } finally {
+        await handle.close();
+      }
+    },
+    () => undefined,
+  );
 }
 
 /** Throws UsageError when `name`'s receipt cannot exist on a usual filesystem. */
@@ -604,11 +609,7 @@ function receiptOf(text: string | undefined, hash: string): ConsistentReceipt | 
 
 /** receiptOf the file at `path` (opened without following a link); undefined when it cannot be read. */
 async function receiptAt(path: string, hash: string): Promise<ConsistentReceipt | undefined> {
-  try {
-    return receiptOf(await readNoFollow(path), hash);
-  } catch {
-    return undefined;
-  }
+  return receiptOf(await readNoFollow(path), hash);
 }
 
 /**

@@ -25,6 +25,7 @@ import {
 } from '../store/service-store.js';
 import { NotNotarizedError, ProtocolError, StoreError, type NotarizeError } from '../errors.js';
 import { withoutByteOrderMark } from '../exact-json.js';
+import { isFdShortage } from '../fd-shortage.js';
 import { readRegularFile } from '../store/files.js';
 import { leafHash, MerkleTree } from './merkle.js';
 import { confirmedRoots, says409 } from './notarize.js';
@@ -538,7 +539,8 @@ export function exactManifestDigests(file: string, root: string): string[] | und
     foldedTree(entry, file);
     return entry.leaves.map((leaf) => leaf.sha256);
   } catch (error) {
-    if (error instanceof StoreError) return undefined;
+    // A moment without a descriptor says nothing of the file: the caller waits it out (readOr).
+    if (error instanceof StoreError && !isFdShortage(error)) return undefined;
     throw error;
   }
 }

@@ -3,20 +3,32 @@
  * be tried again, and a concurrency that cannot fit lowered, in a real
  * process under a real `ulimit -n`.
  */
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
-import { descriptorsLeft, fitConcurrency, isFdShortage, loadingModule, whenFdsFree } from '../../src/fd-shortage.js';
+import {
+  descriptorsLeft,
+  fitConcurrency,
+  isFdShortage,
+  loadingModule,
+  readOr,
+  whenFdsFree,
+} from '../../src/fd-shortage.js';
 import { fileErrorReason } from '../../src/core/hash.js';
 import { errorJson, UsageError } from '../../src/errors.js';
 import { useBed, type Bed } from '../helpers/bed.js';
 import { BIN, describeRun, runProcess } from '../helpers/cli.js';
 import { sha256 } from '../helpers/documents.js';
+import { notarizeEnv } from '../helpers/env.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 
 const errno = (code: string) => Object.assign(new Error(`${code}: whatever`), { code });
 const tempDir = useTempDirs();
+/** prlimit (util-linux) changes a running process's limits: a shortage that comes and goes. */
+const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
 
 describe('whenFdsFree', () => {
   it('runs an open again while descriptors are short, and gives its value', async () => {
@@ -81,6 +93,35 @@ describe('whenFdsFree', () => {
     ).catch((e: unknown) => e);
     expect(isFdShortage(error)).toBe(true);
     expect(calls).toBe(1);
+  });
+});
+
+describe('readOr (a read whose failure is taken for "nothing there")', () => {
+  it('waits out a shortage, gives what any other failure makes, and throws a shortage that outlasts the wait', async () => {
+    let calls = 0;
+    const read = () => {
+      calls++;
+      if (calls < 3) throw errno('EMFILE');
+      return 'read';
+    };
+    // A moment without a descriptor is no "nothing there": a manifest read in one made a run pay again (r84).
+    expect(await readOr(read, () => 'nothing there')).toBe('read');
+    expect(calls).toBe(3);
+    expect(
+      await readOr(
+        () => Promise.reject(errno('ENOENT')),
+        (error) => error,
+      ),
+    ).toMatchObject({ code: 'ENOENT' });
+    const short = await readOr(
+      () => {
+        // Wrapped, as a StoreError wraps it.
+        throw new Error('cannot read tree manifest', { cause: errno('ENFILE') });
+      },
+      () => 'nothing there',
+      { budgetMs: 60 },
+    ).catch((error: unknown) => error);
+    expect(isFdShortage(short)).toBe(true);
   });
 });
 
@@ -302,6 +343,63 @@ await import(${JSON.stringify(BIN)});
       'register worked',
     ]);
   }, 240_000);
+
+  it.runIf(process.platform === 'linux' && hasPrlimit)(
+    'a manifest read while descriptors are short is waited out, not passed over: its documents are not paid again (r84)',
+    async () => {
+      const tag = `${Date.now()}`;
+      const b1 = `b1 ${tag}\n`;
+      const [a, , b2, b3] = await Promise.all(
+        [`a ${tag}\n`, b1, `b2 ${tag}\n`, `b3 ${tag}\n`].map((text, i) => bed.file(`short/d${i}.txt`, text)),
+      );
+      const receipts = bed.path('short/receipts');
+      // Two roots of earlier runs, their manifests kept, their receipts gone (a cold runner).
+      for (const group of [[a!], [bed.path('short/d1.txt'), b2!, b3!]]) {
+        const earlier = await bed.run(['register', '--aggregate', ...group, '--receipt-dir', receipts, '-q'], {
+          env: { NOTARIZE_CONFIG_DIR: tempDir() },
+        });
+        expect(earlier.code, describeRun(earlier)).toBe(0);
+      }
+      for (const name of readdirSync(receipts)) if (name.endsWith('.notarization.json')) rmSync(join(receipts, name));
+      const mark = bed.mark();
+      // b1 from standard input, held open: while the run waits for it, its limit is lowered to what it
+      // has open, so that its next open (b1's manifest, read once a document is found under it) fails.
+      const args = ['register', '-j', '1', a!, '-', b2!, b3!, '--receipt-dir', receipts, '-d', 'short', '--json'];
+      const child = spawn(process.execPath, [BIN, ...args], {
+        cwd: bed.workDir,
+        env: notarizeEnv(bed.env({ NOTARIZE_CONFIG_DIR: tempDir() })),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = once(child, 'close');
+      // a's root is asked about first (its manifest read with descriptors to spare): then the run waits on b1.
+      const deadline = Date.now() + 15_000;
+      while (bed.callsSince(mark).filter((c) => c.route === 'request').length < 1 && Date.now() < deadline)
+        await sleep(10);
+      await sleep(200);
+      const open = readdirSync(`/proc/${child.pid!}/fd`).length;
+      execFileSync('prlimit', ['--pid', String(child.pid), `--nofile=${open - 1}:4096`]);
+      child.stdin.end(b1);
+      await sleep(500);
+      execFileSync('prlimit', ['--pid', String(child.pid), '--nofile=4096:4096']);
+      const [code] = (await exited) as [number];
+      const said = `exit ${code}\nstdout: ${stdout}\nstderr: ${stderr}`;
+      expect(code, said).toBe(0);
+      expect(stderr, said).not.toContain('passed over');
+      // Every document under a root the service has: not one forfait (before: b2 and b3 paid again).
+      expect(
+        bed.callsSince(mark).filter((c) => c.route === 'forfait'),
+        said,
+      ).toEqual([]);
+      expect(
+        (JSON.parse(stdout) as { status: string }[]).map((r) => r.status),
+        said,
+      ).toEqual(Array(4).fill('already-registered'));
+    },
+  );
 
   it('-j 32 under ulimit -n 48: -j lowered with a warning, every document registered, nothing failed', async () => {
     // (bed.write gives each document's digest)
