@@ -17242,7 +17242,8 @@ function sentMetadata(outcome) {
 /** What became of the custody metadata, when this run sent (or tried to send) it. */
 function showCustody(io, custody) {
 	if (!custody) return;
-	io.info(custody.metadataSent ? "custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes." : "custody: the file metadata could not be sent, and the file itself was NOT uploaded.");
+	const perhapsTaken = custody.error instanceof TransientError && !custody.error.notProcessed;
+	io.info(custody.metadataSent ? "custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes." : perhapsTaken ? "custody: the file metadata was sent but not confirmed as taken, and the file itself was NOT uploaded." : "custody: the file metadata could not be sent, and the file itself was NOT uploaded.");
 }
 /**
 * A hash the ledger or the service (a 409) says is registered: the ledger's

@@ -8,7 +8,7 @@
 import { appendFileSync, statSync } from 'node:fs';
 import { verificationUrl } from '../api/pages.js';
 import type { CustodyOutcome, Outcome } from '../core/notarize.js';
-import { errorJson, InputFileError } from '../errors.js';
+import { errorJson, InputFileError, TransientError } from '../errors.js';
 import { inGitHubActions } from './github.js';
 import { annotations, markdownSummary, SUMMARY_MIN_BYTES, summaryRoom } from './github-results.js';
 import { ExactJson, memberText, stringifyExact } from '../exact-json.js';
@@ -383,10 +383,14 @@ export function sentMetadata(outcome: Outcome): boolean {
 /** What became of the custody metadata, when this run sent (or tried to send) it. */
 function showCustody(io: IO, custody: CustodyOutcome | undefined): void {
   if (!custody) return;
+  // A call that failed after an attempt that may have been processed (its answer lost) was sent (r84).
+  const perhapsTaken = custody.error instanceof TransientError && !custody.error.notProcessed;
   io.info(
     custody.metadataSent
       ? 'custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes.'
-      : 'custody: the file metadata could not be sent, and the file itself was NOT uploaded.',
+      : perhapsTaken
+        ? 'custody: the file metadata was sent but not confirmed as taken, and the file itself was NOT uploaded.'
+        : 'custody: the file metadata could not be sent, and the file itself was NOT uploaded.',
   );
 }
 

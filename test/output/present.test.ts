@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Outcome } from '../../src/core/notarize.js';
-import { InputFileError, ServiceRefusedError, UsageError } from '../../src/errors.js';
+import { InputFileError, ServiceRefusedError, TransientError, UsageError } from '../../src/errors.js';
 import {
   checksumsFor,
   itemResultsFor,
@@ -107,6 +107,17 @@ describe('present: one record or outcome', () => {
       outcome({ kind: 'completed', entry, reusedSession: false, custody: { metadataSent: false } }),
     );
     expect(failed).toContain('custody: the file metadata could not be sent, and the file itself was NOT uploaded.\n');
+    // A call an attempt of which may have been processed (its answer lost, then no connection): sent (r84).
+    for (const [notProcessed, said] of [
+      [true, 'could not be sent'],
+      [false, 'was sent but not confirmed as taken'],
+    ] as const) {
+      const error = new TransientError('PUT failed: EMFILE', { notProcessed });
+      const [, lost] = await shown(
+        outcome({ kind: 'completed', entry, reusedSession: false, custody: { metadataSent: false, error } }),
+      );
+      expect(lost).toContain(`custody: the file metadata ${said}, and the file itself was NOT uploaded.\n`);
+    }
   });
 
   it('already registered from the ledger: the record, and how to register again', async () => {
