@@ -9700,21 +9700,27 @@ async function whenFdsFree(op, wait = {}) {
 }
 /**
 * What `read` gives, a shortage of descriptors waited out (whenFdsFree), or
-* for any other failure what `fallback` makes of it. For the reads whose
-* failure is taken to mean "nothing there" (no manifest in a folder, no
-* receipt, a file passed over): a moment without a descriptor is no such
-* answer. A manifest read in one made a run register again, paid, every
-* document it places, and a receipt holding a root's record read in one
-* left a document without its receipt, exit 0 (r84). A shortage that
-* outlasts the wait is thrown: the run fails on it, it does not go on
-* without what it could not read.
+* for any other failure what `fallback` makes of it. For the reads of
+* --receipt-dir whose failure is taken to mean "nothing there" (no
+* manifest, no receipt, a file passed over): a moment without a descriptor
+* is no such answer. A manifest read in one made a run register again,
+* paid, every document it places, and a receipt holding a root's record
+* read in one left a document without its receipt, exit 0 (r84). A
+* shortage that outlasts the wait fails what needed the read, as a
+* document's own open does: exit 2 and the remedy (a caller that sent
+* something says so instead).
 */
 async function readOr(read, fallback, wait = {}) {
 	try {
 		return await whenFdsFree(read, wait);
 	} catch (error) {
-		if (isFdShortage(error)) throw error;
-		return fallback(error);
+		const code = fdShortageCode(error);
+		if (code === void 0) return fallback(error);
+		throw new UsageError(`this process has too many files open to read the receipt folder (${code}); nothing was sent`, {
+			code: "disk_refused",
+			hint: `${FD_SHORTAGE_REMEDY}, then run the command again`,
+			cause: error
+		});
 	}
 }
 /**
@@ -12459,6 +12465,10 @@ var init_receipts = __esmMin((() => {
 				this.#found.set(root, found);
 			}
 			const look = await found;
+			if ("unreadable" in look) throw new NotarizeError("receipt_write", EXIT.failed, `the receipts under the Merkle root ${root} could not be read for its record: ${look.unreadable.message}`, {
+				hint: look.unreadable.hint ?? "run the same command again",
+				cause: look.unreadable
+			});
 			return "kept" in look ? look.kept : void 0;
 		}
 		/** A receipt was written from the record of `root` that `of` gave. */
@@ -12487,6 +12497,14 @@ var init_receipts = __esmMin((() => {
 			return lines;
 		}
 		async #look(root, digests) {
+			try {
+				return await this.#lookThrough(root, digests);
+			} catch (error) {
+				if (error instanceof UsageError && isFdShortage(error)) return { unreadable: error };
+				throw error;
+			}
+		}
+		async #lookThrough(root, digests) {
 			const byDigest = await this.#byDigest();
 			const seen = /* @__PURE__ */ new Set();
 			let first;
@@ -22376,10 +22394,20 @@ var init_register_aggregate = __esmMin((() => {
 			const proof = under.proof;
 			const entry = outcome.kind === "already-registered" ? outcome.entry : void 0;
 			const plan = this.#documents.receipts;
-			const kept = given ?? (entry === void 0 ? await this.#keptReceipt(doc) : void 0);
-			const record = entry ?? (kept === void 0 && outcome.kind === "already-registered" ? await this.#rootRecords?.of(proof.root) : void 0);
-			if (outcome.kind === "already-registered" && record === void 0 && kept === void 0) this.#unrecordedRoots.add(proof.root);
 			let written = {};
+			let kept = given;
+			try {
+				kept ??= entry === void 0 ? await this.#keptReceipt(doc) : void 0;
+			} catch (error) {
+				written = { receiptError: asNotarizeError(error) };
+			}
+			let record = entry;
+			if (record === void 0 && kept === void 0 && !written.receiptError && outcome.kind === "already-registered") try {
+				record = await this.#rootRecords?.of(proof.root);
+			} catch (error) {
+				written = { receiptError: asNotarizeError(error) };
+			}
+			if (outcome.kind === "already-registered" && record === void 0 && kept === void 0 && !written.receiptError) this.#unrecordedRoots.add(proof.root);
 			if (kept === void 0 && record !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, record, proof);
 			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
 				under: {
@@ -22469,7 +22497,11 @@ var init_register_aggregate = __esmMin((() => {
 				underRecords = unwritten.size;
 				await runAll(inTrees, async ({ doc, placement }) => {
 					await this.#items.ready();
-					await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
+					try {
+						await this.#settle(doc, placement, roots.get(placement.tree.entry.root));
+					} catch (error) {
+						this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+					}
 					unwritten.delete(doc.index);
 				}, { concurrency: 16 });
 				await this.#warnNoRecords();
@@ -22819,9 +22851,14 @@ var init_register_aggregate = __esmMin((() => {
 			else if (plan) {
 				receipt = await this.#keptReceipt(doc);
 				if (receipt === void 0) {
-					const kept = await this.#rootRecords?.of(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
+					let kept;
+					try {
+						kept = await this.#rootRecords?.of(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
+					} catch (error) {
+						receiptError = asNotarizeError(error);
+					}
 					if (kept !== void 0) ({receipt, receiptError} = await this.#receipt(plan, doc, kept, proof));
-					else this.#unrecordedRoots.add(root);
+					else if (receiptError === void 0) this.#unrecordedRoots.add(root);
 				}
 			}
 			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {

@@ -86,14 +86,15 @@ export async function whenFdsFree<T>(op: () => T | Promise<T>, wait: FdWait = {}
 
 /**
  * What `read` gives, a shortage of descriptors waited out (whenFdsFree), or
- * for any other failure what `fallback` makes of it. For the reads whose
- * failure is taken to mean "nothing there" (no manifest in a folder, no
- * receipt, a file passed over): a moment without a descriptor is no such
- * answer. A manifest read in one made a run register again, paid, every
- * document it places, and a receipt holding a root's record read in one
- * left a document without its receipt, exit 0 (r84). A shortage that
- * outlasts the wait is thrown: the run fails on it, it does not go on
- * without what it could not read.
+ * for any other failure what `fallback` makes of it. For the reads of
+ * --receipt-dir whose failure is taken to mean "nothing there" (no
+ * manifest, no receipt, a file passed over): a moment without a descriptor
+ * is no such answer. A manifest read in one made a run register again,
+ * paid, every document it places, and a receipt holding a root's record
+ * read in one left a document without its receipt, exit 0 (r84). A
+ * shortage that outlasts the wait fails what needed the read, as a
+ * document's own open does: exit 2 and the remedy (a caller that sent
+ * something says so instead).
  */
 export async function readOr<T, F>(
   read: () => T | Promise<T>,
@@ -103,8 +104,12 @@ export async function readOr<T, F>(
   try {
     return await whenFdsFree(read, wait);
   } catch (error) {
-    if (isFdShortage(error)) throw error;
-    return fallback(error);
+    const code = fdShortageCode(error);
+    if (code === undefined) return fallback(error);
+    throw new UsageError(
+      `this process has too many files open to read the receipt folder (${code}); nothing was sent`,
+      { code: 'disk_refused', hint: `${FD_SHORTAGE_REMEDY}, then run the command again`, cause: error },
+    );
   }
 }
 

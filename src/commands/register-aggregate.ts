@@ -333,17 +333,26 @@ export class Aggregator {
     const proof = under.proof;
     const entry = outcome.kind === 'already-registered' ? outcome.entry : undefined;
     const plan = this.#documents.receipts;
-    const kept = given ?? (entry === undefined ? await this.#keptReceipt(doc) : undefined);
+    let written: { receipt?: string; receiptError?: NotarizeError } = {};
+    let kept = given;
+    try {
+      kept ??= entry === undefined ? await this.#keptReceipt(doc) : undefined;
+    } catch (error) {
+      // The folder unreadable for want of descriptors (readOr), after the ask was sent: this document fails.
+      written = { receiptError: asNotarizeError(error) };
+    }
     // With no record here, the receipt of another document under the root may carry it (#rootRecordKept).
-    const record =
-      entry ??
-      (kept === undefined && outcome.kind === 'already-registered'
-        ? await this.#rootRecords?.of(proof.root)
-        : undefined);
-    if (outcome.kind === 'already-registered' && record === undefined && kept === undefined) {
+    let record: { recordJson: string; completedAt: string; path?: string } | undefined = entry;
+    if (record === undefined && kept === undefined && !written.receiptError && outcome.kind === 'already-registered') {
+      try {
+        record = await this.#rootRecords?.of(proof.root);
+      } catch (error) {
+        written = { receiptError: asNotarizeError(error) };
+      }
+    }
+    if (outcome.kind === 'already-registered' && record === undefined && kept === undefined && !written.receiptError) {
       this.#unrecordedRoots.add(proof.root);
     }
-    let written: { receipt?: string; receiptError?: NotarizeError } = {};
     if (kept === undefined && record !== undefined && plan !== undefined) {
       written = await this.#receipt(plan, doc, record, proof);
     }
@@ -453,7 +462,12 @@ export class Aggregator {
         async ({ doc, placement }) => {
           // With NDJSON a line per document: write no more while stdout is backed up.
           await this.#items.ready();
-          await this.#settle(doc, placement, roots.get(placement.tree.entry.root)!);
+          try {
+            await this.#settle(doc, placement, roots.get(placement.tree.entry.root)!);
+          } catch (error) {
+            // A receipt folder unreadable for want of descriptors (readOr): the document fails, its result said.
+            this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+          }
           unwritten.delete(doc.index);
         },
         // Receipts are written several at once: each waits for its own flush.
@@ -900,9 +914,14 @@ export class Aggregator {
       receipt = await this.#keptReceipt(doc);
       if (receipt === undefined) {
         // Unless another document's receipt there carries the root's record (a run stopped while it wrote them).
-        const kept = await this.#rootRecords?.of(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
+        let kept;
+        try {
+          kept = await this.#rootRecords?.of(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
+        } catch (error) {
+          receiptError = asNotarizeError(error);
+        }
         if (kept !== undefined) ({ receipt, receiptError } = await this.#receipt(plan, doc, kept, proof));
-        else this.#unrecordedRoots.add(root);
+        else if (receiptError === undefined) this.#unrecordedRoots.add(root);
       }
     }
     const result = outcomeResult(doc.file, outcome, this.#baseUrl, { under, ...receiptDetails(receipt, receiptError) });

@@ -33,7 +33,7 @@ import { constants, rmSync, type Stats } from 'node:fs';
 import { access, lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
-import { readOr } from '../fd-shortage.js';
+import { isFdShortage, readOr } from '../fd-shortage.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
 import { makeDirs } from '../mkdirs.js';
 import { parentAfterName, sameSpelling } from '../path-spelling.js';
@@ -533,6 +533,15 @@ export class RootRecordsInReceipts {
       this.#found.set(root, found);
     }
     const look = await found;
+    if ('unreadable' in look) {
+      // Asked after the service's 409: something was sent, so exit 1, not the read's exit 2.
+      throw new NotarizeError(
+        'receipt_write',
+        EXIT.failed,
+        `the receipts under the Merkle root ${root} could not be read for its record: ${look.unreadable.message}`,
+        { hint: look.unreadable.hint ?? 'run the same command again', cause: look.unreadable },
+      );
+    }
     return 'kept' in look ? look.kept : undefined;
   }
 
@@ -574,6 +583,16 @@ export class RootRecordsInReceipts {
   }
 
   async #look(root: string, digests: (() => Iterable<string>) | undefined): Promise<RootRecordLook> {
+    try {
+      return await this.#lookThrough(root, digests);
+    } catch (error) {
+      // Still no descriptor after the wait (readOr): not "no record there", which would leave it unwritten, exit 0.
+      if (error instanceof UsageError && isFdShortage(error)) return { unreadable: error };
+      throw error;
+    }
+  }
+
+  async #lookThrough(root: string, digests: (() => Iterable<string>) | undefined): Promise<RootRecordLook> {
     const byDigest = await this.#byDigest();
     const seen = new Set<string>();
     let first: RootRecordKept | undefined;
@@ -598,7 +617,8 @@ export class RootRecordsInReceipts {
 }
 
 /** What RootRecordsInReceipts found of a root: its record, receipts that disagree, or nothing. */
-type RootRecordLook = { kept: RootRecordKept } | { disagree: [string, string?] } | { none: true };
+type RootRecordLook =
+  { kept: RootRecordKept } | { disagree: [string, string?] } | { none: true } | { unreadable: UsageError };
 
 /** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
 function receiptOf(text: string | undefined, hash: string): ConsistentReceipt | undefined {

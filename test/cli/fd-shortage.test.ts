@@ -121,6 +121,12 @@ describe('readOr (a read whose failure is taken for "nothing there")', () => {
       () => 'nothing there',
       { budgetMs: 60 },
     ).catch((error: unknown) => error);
+    // As a document's own open that finds none: exit 2 and the remedy, never "unexpected error" (r86).
+    expect(short).toBeInstanceOf(UsageError);
+    expect(short).toMatchObject({ code: 'disk_refused', exitCode: 2 });
+    expect((short as UsageError).hint).toBe(
+      "raise the limit of open files (ulimit -n), or lower register's -j, then run the command again",
+    );
     expect(isFdShortage(short)).toBe(true);
   });
 });
