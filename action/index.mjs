@@ -11549,28 +11549,42 @@ async function readBytesInput(source, stdin, limit, what, slack = 0, flag) {
 * The encoding other than UTF-8 that `bytes` are in, as iconv names it:
 * told by its byte order mark (UTF-16, UTF-32: iconv reads the order from
 * the mark), or without one as RFC 4627 (section 3) tells JSON's, by the
-* zero bytes of its first two characters when both are printable and below
-* U+0100 (UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE: named with their order,
-* which iconv would otherwise guess, and a wrong guess is other text, valid
-* UTF-8). One character is not enough: 00 4E is "N" in UTF-16BE and U+4E00
-* in UTF-16LE (r84). Undefined when none is told: UTF-16 text whose first
-* characters are above U+00FF, saved without a mark, may pass for UTF-8. A
-* zero byte there is never UTF-8 text anyone meant (U+0000). UTF-32's
-* patterns are looked for first: they begin as UTF-16's.
+* zero bytes of its first characters when they are printable ASCII
+* (UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE: named with their order, which
+* iconv would otherwise guess, and a wrong guess is other text, valid
+* UTF-8). Up to four of them are looked at, at least two: 00 4E is "N" in
+* UTF-16BE and U+4E00 in UTF-16LE (r84), and 00 C8 00 AC is "È¬" or "저가"
+* (r86); four CJK characters each a multiple of 256 are no text anyone
+* writes. Undefined when none is told: such text saved without a mark may
+* pass for UTF-8, or be refused as not UTF-8. A zero byte there is never
+* UTF-8 text anyone meant (U+0000). UTF-32's patterns are looked for first:
+* they begin as UTF-16's.
 */
 function otherEncoding(bytes) {
-	/** Whether the first bytes are `expected`: 0 a zero byte, 'c' that of a printable character (tab, LF, CR, ≥ 0x20). */
-	const at = (...expected) => bytes.length >= expected.length && expected.every((byte, i) => byte === "c" ? isPrintableByte(bytes[i]) : bytes[i] === byte);
+	const at = (...expected) => expected.every((byte, i) => bytes[i] === byte);
 	if (at(255, 254, 0, 0) || at(0, 0, 254, 255)) return "UTF-32";
 	if (at(255, 254) || at(254, 255)) return "UTF-16";
-	if (at("c", 0, 0, 0, "c", 0, 0, 0)) return "UTF-32LE";
-	if (at(0, 0, 0, "c", 0, 0, 0, "c")) return "UTF-32BE";
-	if (at("c", 0, "c", 0)) return "UTF-16LE";
-	if (at(0, "c", 0, "c")) return "UTF-16BE";
+	if (unitsAre(bytes, 4, 0)) return "UTF-32LE";
+	if (unitsAre(bytes, 4, 3)) return "UTF-32BE";
+	if (unitsAre(bytes, 2, 0)) return "UTF-16LE";
+	if (unitsAre(bytes, 2, 1)) return "UTF-16BE";
 }
-/** A byte that is a printable character below U+0100 by itself: tab, LF, CR, or 0x20 and above (DEL and C1 aside). */
-function isPrintableByte(byte) {
-	return byte === 9 || byte === 10 || byte === 13 || byte >= 32 && byte !== 127 && (byte < 128 || byte > 159);
+/**
+* Whether the first code units of `size` bytes (up to four, at least two)
+* each hold a printable ASCII character at byte `at` and zeros elsewhere.
+*/
+function unitsAre(bytes, size, at) {
+	const units = Math.min(4, Math.floor(bytes.length / size));
+	if (units < 2) return false;
+	for (let unit = 0; unit < units; unit++) for (let i = 0; i < size; i++) {
+		const byte = bytes[unit * size + i];
+		if (i === at ? !isPrintableAscii(byte) : byte !== 0) return false;
+	}
+	return true;
+}
+/** Tab, LF, CR, or a printable ASCII character. */
+function isPrintableAscii(byte) {
+	return byte === 9 || byte === 10 || byte === 13 || byte >= 32 && byte < 127;
 }
 /**
 * `bytes` decoded as UTF-8, strictly: a byte that is not UTF-8 is refused,
