@@ -22443,7 +22443,7 @@ var init_register_aggregate = __esmMin((() => {
 			const owing = () => {
 				if (unwritten.size === 0) return void 0;
 				const [what, verb] = this.#documents.receipts ? ["receipts", "written"] : ["results", "printed"];
-				return `the ${what} of ${unwritten.size} of the ${underRecords} documents under a Merkle root are not ${verb}: run the same command again to ${verb === "written" ? "write" : "print"} them`;
+				return `the ${what} of ${unwritten.size} of the ${underRecords} documents under a Merkle root are not known to be ${verb}: run the same command again to ${verb === "written" ? "write" : "print"} them`;
 			};
 			const deps = {
 				api: this.#api,
@@ -22509,6 +22509,7 @@ var init_register_aggregate = __esmMin((() => {
 					if (root.ok && root.outcome.kind !== "pending" && root.outcome.entry !== void 0) unwritten.add(doc.index);
 				}
 				underRecords = unwritten.size;
+				if (unwritten.size > 0) reporting ??= owingResult(owing);
 				await runAll(inTrees, async ({ doc, placement }) => {
 					await this.#items.ready();
 					try {
