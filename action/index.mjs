@@ -23801,6 +23801,7 @@ var client_exports = /* @__PURE__ */ __exportAll({
 * retries of a safe request. The key is never logged.
 */
 async function logIn(transport, retry, apiKey) {
+	checkKeySendable(apiKey);
 	return (await withRetries(async () => {
 		const { text } = await transport.send({
 			method: "POST",
@@ -23809,6 +23810,22 @@ async function logIn(transport, retry, apiKey) {
 		});
 		return parseAnswer(text, loginResponseSchema, "login answer");
 	}, "safe", retry, { route: "login" })).value.token;
+}
+/**
+* Throws UsageError (exit 2, nothing sent) for a key holding a control
+* character: a NUL piped in with it, an escape pasted at the prompt. The
+* service refused such a key (exit 3, "not valid"), where the fault was
+* local (r86). Never quotes the key, only where the character is.
+*/
+function checkKeySendable(apiKey) {
+	const match = /\p{Cc}/u.exec(apiKey);
+	if (match === null) return;
+	const codePoint = `U+${match[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+	const position = [...apiKey.slice(0, match.index)].length + 1;
+	throw new UsageError(`the API key holds a control character (${codePoint} at character ${position}); nothing was sent`, {
+		code: "api_key_invalid",
+		hint: "check what sets it (NOTARIZE_API_KEY, what is piped into --api-key-stdin): a key has no control character"
+	});
 }
 /**
 * Parses and validates an answer body. Throws UnreadableAnswerError for
@@ -25955,6 +25972,8 @@ from a hidden prompt on a terminal; never from the command line. The token is st
 credentials.json (mode 0600) in the store directory (see \`notarize config path\`).
 A refused login is exit 3 whatever its status; a 404 or 405 is read as no login at the
 base URL (an assumption: the service documents no status), and the hint says to check it.
+A key holding a control character (a NUL, an escape) is refused before it is sent, exit 2:
+the service documents no key format, but no key holds one (an assumption).
 ${examples([
 		"notarize login",
 		"# CI: the key from a secret, on standard input (never as an argument)",

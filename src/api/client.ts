@@ -11,7 +11,7 @@
  * neither holds a reference to the other.
  */
 import type { z } from 'zod';
-import { InvalidAnswerError, UnreadableAnswerError } from '../errors.js';
+import { InvalidAnswerError, UnreadableAnswerError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
 import type { HttpRequest, HttpTransport } from './http.js';
 import { withRetries, type CallOptions, type RetryMode, type RetryPolicy } from './retry.js';
@@ -63,6 +63,7 @@ export interface Authorizer {
  * retries of a safe request. The key is never logged.
  */
 export async function logIn(transport: HttpTransport, retry: RetryPolicy, apiKey: string): Promise<string> {
+  checkKeySendable(apiKey);
   const answer = await withRetries(
     async () => {
       const { text } = await transport.send({
@@ -77,6 +78,26 @@ export async function logIn(transport: HttpTransport, retry: RetryPolicy, apiKey
     { route: 'login' },
   );
   return answer.value.token;
+}
+
+/**
+ * Throws UsageError (exit 2, nothing sent) for a key holding a control
+ * character: a NUL piped in with it, an escape pasted at the prompt. The
+ * service refused such a key (exit 3, "not valid"), where the fault was
+ * local (r86). Never quotes the key, only where the character is.
+ */
+function checkKeySendable(apiKey: string): void {
+  const match = /\p{Cc}/u.exec(apiKey);
+  if (match === null) return;
+  const codePoint = `U+${match[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+  const position = [...apiKey.slice(0, match.index)].length + 1;
+  throw new UsageError(
+    `the API key holds a control character (${codePoint} at character ${position}); nothing was sent`,
+    {
+      code: 'api_key_invalid',
+      hint: 'check what sets it (NOTARIZE_API_KEY, what is piped into --api-key-stdin): a key has no control character',
+    },
+  );
 }
 
 /**

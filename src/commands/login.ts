@@ -45,6 +45,8 @@ from a hidden prompt on a terminal; never from the command line. The token is st
 credentials.json (mode 0600) in the store directory (see \`notarize config path\`).
 A refused login is exit 3 whatever its status; a 404 or 405 is read as no login at the
 base URL (an assumption: the service documents no status), and the hint says to check it.
+A key holding a control character (a NUL, an escape) is refused before it is sent, exit 2:
+the service documents no key format, but no key holds one (an assumption).
 ${examples([
   'notarize login',
   '# CI: the key from a secret, on standard input (never as an argument)',

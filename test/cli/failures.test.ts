@@ -216,6 +216,30 @@ describe('exit 3: authentication', () => {
     expect(bed.storedTokens()).toEqual({});
   });
 
+  it('an API key holding a control character is refused before it is sent: stdin, environment (r86)', async () => {
+    const key = bed.sandbox.apiKey;
+    for (const [input, at] of [
+      [`${key}\0`, `U+0000 at character ${key.length + 1}`],
+      [`\0${key}`, 'U+0000 at character 1'],
+      [`${key.slice(0, 3)}\u001b${key.slice(3)}`, 'U+001B at character 4'],
+    ] as const) {
+      const login = await bed.main(['login', '--api-key-stdin'], { input });
+      expectFailure(
+        login,
+        2,
+        new RegExp(
+          `^notarize: the API key holds a control character \\(${at.replace('+', '\\+')}\\); nothing was sent`,
+        ),
+      );
+    }
+    const register = await bed.main(['register', '--hash', 'a'.repeat(64), '-d', 'a key with a control character'], {
+      env: { NOTARIZE_API_KEY: `${key.slice(0, 3)}\u0001${key.slice(3)}` },
+    });
+    expectFailure(register, 2, /the API key holds a control character \(U\+0001 at character 4\)/);
+    expect(bed.sandbox.calls).toEqual([]);
+    expect(bed.storedTokens()).toEqual({});
+  });
+
   it('a wrong NOTARIZE_API_KEY is tried once, not twice', async () => {
     // The 401 of the on-the-fly login refuses the key, not a request: logging in again with it cannot help.
     const wrongKey = 'sandbox_fedcba9876543210fedcba9876543210';
