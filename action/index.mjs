@@ -212,7 +212,7 @@ function interruptionMessage(signal) {
 	const kept = [...underway].filter((u) => u.sessionSaved && !u.recordSaved).map((u) => u.hash);
 	const recorded = [.../* @__PURE__ */ new Set([...metadataUnsent, ...[...underway].filter((u) => u.metadataOwed).map((u) => u.hash)])];
 	const head = `interrupted (${signal})`;
-	const tail = `${recorded.length === 0 ? "" : recorded.length === 1 ? `; the record of ${recorded[0]} is saved, its custody metadata not sent: run the same command again to send it` : `; ${recorded.length} records are saved, their custody metadata not sent: run the same command again to send it`}${[...owed.values()].flatMap((owing) => owing?.() ?? []).map((clause) => `; ${clause}`).join("")}`;
+	const tail = `${recorded.length === 0 ? "" : recorded.length === 1 ? `; the record of ${recorded[0]} is saved, its custody metadata not confirmed as taken: run the same command again to send it` : `; ${recorded.length} records are saved, their custody metadata not confirmed as taken: run the same command again to send it`}${[...owed.values()].flatMap((owing) => owing?.() ?? []).map((clause) => `; ${clause}`).join("")}`;
 	if (kept.length === 1) {
 		const finish = sessionNotes.get(kept[0]) ?? `finish it with \`notarize complete ${kept[0]}\``;
 		return `${head}; the session of ${kept[0]} is kept: ${finish}${tail}`;

@@ -238,8 +238,8 @@ export function interruptionMessage(signal: string): string {
     recorded.length === 0
       ? ''
       : recorded.length === 1
-        ? `; the record of ${recorded[0]} is saved, its custody metadata not sent: run the same command again to send it`
-        : `; ${recorded.length} records are saved, their custody metadata not sent: run the same command again to send it`;
+        ? `; the record of ${recorded[0]} is saved, its custody metadata not confirmed as taken: run the same command again to send it`
+        : `; ${recorded.length} records are saved, their custody metadata not confirmed as taken: run the same command again to send it`;
   // Results a signal's grace did not cover (thousands of receipts under one root): a re-run writes them.
   const unwritten = [...owed.values()].flatMap((owing) => owing?.() ?? []).map((clause) => `; ${clause}`);
   const tail = `${metadata}${unwritten.join('')}`;

@@ -370,7 +370,7 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     expect(lines.every((r) => r.status === 'failed' && r.record !== undefined)).toBe(true);
     expect(readdirSync(receipts)).toHaveLength(3);
     expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(
-      'notarize: interrupted (SIGTERM); 3 records are saved, their custody metadata not sent: run the same command again to send it',
+      'notarize: interrupted (SIGTERM); 3 records are saved, their custody metadata not confirmed as taken: run the same command again to send it',
     );
     expect(readdirSync(join(bed.onlyServiceDir(), 'locks'))).toEqual([]);
   });
