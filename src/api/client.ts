@@ -11,6 +11,7 @@
  * neither holds a reference to the other.
  */
 import type { z } from 'zod';
+import { characterWhere } from '../core/description.js';
 import { InvalidAnswerError, UnreadableAnswerError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
 import type { HttpRequest, HttpTransport } from './http.js';
@@ -89,15 +90,10 @@ export async function logIn(transport: HttpTransport, retry: RetryPolicy, apiKey
 function checkKeySendable(apiKey: string): void {
   const match = /\p{Cc}/u.exec(apiKey);
   if (match === null) return;
-  const codePoint = `U+${match[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
-  const position = [...apiKey.slice(0, match.index)].length + 1;
-  throw new UsageError(
-    `the API key holds a control character (${codePoint} at character ${position}); nothing was sent`,
-    {
-      code: 'api_key_invalid',
-      hint: 'check what sets it (NOTARIZE_API_KEY, what is piped into --api-key-stdin): a key has no control character',
-    },
-  );
+  throw new UsageError(`the API key holds a control character (${characterWhere(apiKey, match)}); nothing was sent`, {
+    code: 'api_key_invalid',
+    hint: 'check what sets it (NOTARIZE_API_KEY, what is piped into --api-key-stdin): a key has no control character',
+  });
 }
 
 /**

@@ -32,8 +32,10 @@ const BOM_BYTES = 3;
  */
 const CONTROL = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
 
-function codePoint(char: string): string {
-  return `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+/** Where `match` was found in `text`, for an error: "U+001B at character 4" (characters counted, not UTF-16 units). */
+export function characterWhere(text: string, match: RegExpExecArray): string {
+  const codePoint = `U+${match[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+  return `${codePoint} at character ${[...text.slice(0, match.index)].length + 1}`;
 }
 
 /** Refuses a description holding a control character other than tab; `what` names where it came from. */
@@ -44,10 +46,9 @@ function checkControls(text: string, what: string): void {
   // Tab is the one control allowed; replaced by a space of the same length so that positions hold.
   const match = CONTROL.exec(text.replaceAll('\t', ' '));
   if (!match) return;
-  const position = [...text.slice(0, match.index)].length + 1;
   const lineBreak = ['\n', '\r', '\u2028', '\u2029'].includes(match[0]);
   throw new UsageError(
-    `${what} holds a control or format character (${codePoint(match[0])} at character ${position}); only tab is allowed`,
+    `${what} holds a control or format character (${characterWhere(text, match)}); only tab is allowed`,
     {
       hint: lineBreak
         ? 'a description is one line: put the text on one line (a file may end with one line break)'
@@ -63,10 +64,9 @@ function checkControls(text: string, what: string): void {
 export function checkWalletName(name: string): string {
   const match = CONTROL.exec(name);
   if (!match) return name;
-  throw new UsageError(
-    `--wallet-name holds a control or format character (${codePoint(match[0])} at character ${[...name.slice(0, match.index)].length + 1})`,
-    { hint: 'remove it: the service keeps the wallet name with the file metadata' },
-  );
+  throw new UsageError(`--wallet-name holds a control or format character (${characterWhere(name, match)})`, {
+    hint: 'remove it: the service keeps the wallet name with the file metadata',
+  });
 }
 
 /** Checks a description given with -d/--description; returns it unchanged. */
