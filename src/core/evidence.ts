@@ -225,18 +225,24 @@ export async function receiptsByDigest(dir: string): Promise<Map<string, string[
       const path = join(folder, entry.name);
       if (entry.isDirectory()) await walk(path);
       else if (entry.isFile() && entry.name.endsWith(RECEIPT_SUFFIX)) {
-        const sha256 = claimedDigest(
-          await readOr(
-            () => readReceiptText(path),
-            () => undefined,
-          ),
-        );
+        const sha256 = claimedDigest(await readQuietly(path));
         if (sha256 !== undefined) found.set(sha256, [...(found.get(sha256) ?? []), path]);
       }
     }
   };
   await walk(dir);
   return found;
+}
+
+/**
+ * readReceiptText, or undefined for a file that cannot be read as a receipt
+ * file (passed over), but for a shortage of descriptors (readOr).
+ */
+function readQuietly(path: string): Promise<string | undefined> {
+  return readOr(
+    () => readReceiptText(path),
+    () => undefined,
+  );
 }
 
 /** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
@@ -314,10 +320,7 @@ export class Evidence {
   async #ofDigest(dir: string, hash: string): Promise<Finding | undefined> {
     this.#byDigest ??= receiptsByDigest(dir);
     for (const path of (await this.#byDigest).get(hash) ?? []) {
-      const text = await readOr(
-        () => readReceiptText(path),
-        () => undefined,
-      );
+      const text = await readQuietly(path);
       const finding = text === undefined ? undefined : judgeByReceipt(hash, path, text);
       if (finding?.status === 'verified') return finding;
     }
