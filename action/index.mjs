@@ -12714,13 +12714,20 @@ async function receiptsByDigest(dir) {
 			const path = join(folder, entry.name);
 			if (entry.isDirectory()) await walk(path);
 			else if (entry.isFile() && entry.name.endsWith(".notarization.json")) {
-				const sha256 = claimedDigest(await readOr(() => readReceiptText(path), () => void 0));
+				const sha256 = claimedDigest(await readQuietly(path));
 				if (sha256 !== void 0) found.set(sha256, [...found.get(sha256) ?? [], path]);
 			}
 		}
 	};
 	await walk(dir);
 	return found;
+}
+/**
+* readReceiptText, or undefined for a file that cannot be read as a receipt
+* file (passed over), but for a shortage of descriptors (readOr).
+*/
+function readQuietly(path) {
+	return readOr(() => readReceiptText(path), () => void 0);
 }
 /** The digest a receipt's text says its document has (`document.sha256`, or a bare record's `hash`), unchecked. */
 function claimedDigest(text) {
@@ -12804,7 +12811,7 @@ var init_evidence = __esmMin((() => {
 		async #ofDigest(dir, hash) {
 			this.#byDigest ??= receiptsByDigest(dir);
 			for (const path of (await this.#byDigest).get(hash) ?? []) {
-				const text = await readOr(() => readReceiptText(path), () => void 0);
+				const text = await readQuietly(path);
 				const finding = text === void 0 ? void 0 : judgeByReceipt(hash, path, text);
 				if (finding?.status === "verified") return finding;
 			}
@@ -19469,22 +19476,22 @@ var init_register_roots = __esmMin((() => {
 	};
 }));
 // dist/core/description.js
-function codePoint(char) {
-	return `U+${char.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+/** Where `match` was found in `text`, for an error: "U+001B at character 4" (characters counted, not UTF-16 units). */
+function characterWhere(text, match) {
+	return `${`U+${match[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`} at character ${[...text.slice(0, match.index)].length + 1}`;
 }
 /** Refuses a description holding a control character other than tab; `what` names where it came from. */
 function checkControls(text, what) {
 	if (text.trim() === "") throw new UsageError(`${what} is empty`, { hint: "give a description with words in it, or leave it out" });
 	const match = CONTROL.exec(text.replaceAll("	", " "));
 	if (!match) return;
-	const position = [...text.slice(0, match.index)].length + 1;
 	const lineBreak = [
 		"\n",
 		"\r",
 		"\u2028",
 		"\u2029"
 	].includes(match[0]);
-	throw new UsageError(`${what} holds a control or format character (${codePoint(match[0])} at character ${position}); only tab is allowed`, { hint: lineBreak ? "a description is one line: put the text on one line (a file may end with one line break)" : "remove it: it would be stored on the record for good" });
+	throw new UsageError(`${what} holds a control or format character (${characterWhere(text, match)}); only tab is allowed`, { hint: lineBreak ? "a description is one line: put the text on one line (a file may end with one line break)" : "remove it: it would be stored on the record for good" });
 }
 /**
 * Checks --wallet-name (sent with the file metadata and kept by the
@@ -19493,7 +19500,7 @@ function checkControls(text, what) {
 function checkWalletName(name) {
 	const match = CONTROL.exec(name);
 	if (!match) return name;
-	throw new UsageError(`--wallet-name holds a control or format character (${codePoint(match[0])} at character ${[...name.slice(0, match.index)].length + 1})`, { hint: "remove it: the service keeps the wallet name with the file metadata" });
+	throw new UsageError(`--wallet-name holds a control or format character (${characterWhere(name, match)})`, { hint: "remove it: the service keeps the wallet name with the file metadata" });
 }
 /** Checks a description given with -d/--description; returns it unchanged. */
 function checkArgvDescription(text) {
@@ -22416,10 +22423,10 @@ var init_register_aggregate = __esmMin((() => {
 				written = { receiptError: asNotarizeError(error) };
 			}
 			let record = entry;
-			if (record === void 0 && kept === void 0 && !written.receiptError && outcome.kind === "already-registered") try {
-				record = await this.#rootRecords?.of(proof.root);
-			} catch (error) {
-				written = { receiptError: asNotarizeError(error) };
+			if (record === void 0 && kept === void 0 && !written.receiptError && outcome.kind === "already-registered") {
+				const found = await this.#rootRecordInReceipts(proof.root);
+				record = found.record;
+				if (found.receiptError) written = { receiptError: found.receiptError };
 			}
 			if (outcome.kind === "already-registered" && record === void 0 && kept === void 0 && !written.receiptError) this.#unrecordedRoots.add(proof.root);
 			if (kept === void 0 && record !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, record, proof);
@@ -22866,14 +22873,10 @@ var init_register_aggregate = __esmMin((() => {
 			else if (plan) {
 				receipt = await this.#keptReceipt(doc);
 				if (receipt === void 0) {
-					let kept;
-					try {
-						kept = await this.#rootRecords?.of(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
-					} catch (error) {
-						receiptError = asNotarizeError(error);
-					}
-					if (kept !== void 0) ({receipt, receiptError} = await this.#receipt(plan, doc, kept, proof));
-					else if (receiptError === void 0) this.#unrecordedRoots.add(root);
+					const found = await this.#rootRecordInReceipts(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
+					if (found.record !== void 0) ({receipt, receiptError} = await this.#receipt(plan, doc, found.record, proof));
+					else if (found.receiptError !== void 0) receiptError = found.receiptError;
+					else this.#unrecordedRoots.add(root);
 				}
 			}
 			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
@@ -22882,6 +22885,19 @@ var init_register_aggregate = __esmMin((() => {
 			});
 			this.#items.add(doc.index, result);
 			this.#tally.add(doc.index, receiptError);
+		}
+		/**
+		* The record of `root` as the receipts in --receipt-dir carry it
+		* (RootRecordsInReceipts.of, over `digests`), or why it could not be read:
+		* the document's receipt error, its result still said.
+		*/
+		async #rootRecordInReceipts(root, digests) {
+			try {
+				const record = await this.#rootRecords?.of(root, digests);
+				return record === void 0 ? {} : { record };
+			} catch (error) {
+				return { receiptError: asNotarizeError(error) };
+			}
 		}
 		/**
 		* `entry`: the ledger's record, or a root's as the receipt `path` carries it
@@ -23820,9 +23836,7 @@ async function logIn(transport, retry, apiKey) {
 function checkKeySendable(apiKey) {
 	const match = /\p{Cc}/u.exec(apiKey);
 	if (match === null) return;
-	const codePoint = `U+${match[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
-	const position = [...apiKey.slice(0, match.index)].length + 1;
-	throw new UsageError(`the API key holds a control character (${codePoint} at character ${position}); nothing was sent`, {
+	throw new UsageError(`the API key holds a control character (${characterWhere(apiKey, match)}); nothing was sent`, {
 		code: "api_key_invalid",
 		hint: "check what sets it (NOTARIZE_API_KEY, what is piped into --api-key-stdin): a key has no control character"
 	});
@@ -23865,6 +23879,7 @@ function parseRecordAnswer(raw) {
 }
 var ApiClient;
 var init_client = __esmMin((() => {
+	init_description();
 	init_errors$2();
 	init_exact_json();
 	init_retry();

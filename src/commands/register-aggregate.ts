@@ -21,6 +21,7 @@ import {
   registrationIn,
   RootRecordsInReceipts,
   writeReceipt,
+  type RootRecordKept,
   type ReceiptPlan,
 } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning, type InclusionProof } from '../core/receipt-format.js';
@@ -341,14 +342,12 @@ export class Aggregator {
       // The folder unreadable for want of descriptors (readOr), after the ask was sent: this document fails.
       written = { receiptError: asNotarizeError(error) };
     }
-    // With no record here, the receipt of another document under the root may carry it (#rootRecordKept).
+    // With no record here, the receipt of another document under the root may carry it.
     let record: { recordJson: string; completedAt: string; path?: string } | undefined = entry;
     if (record === undefined && kept === undefined && !written.receiptError && outcome.kind === 'already-registered') {
-      try {
-        record = await this.#rootRecords?.of(proof.root);
-      } catch (error) {
-        written = { receiptError: asNotarizeError(error) };
-      }
+      const found = await this.#rootRecordInReceipts(proof.root);
+      record = found.record;
+      if (found.receiptError) written = { receiptError: found.receiptError };
     }
     if (outcome.kind === 'already-registered' && record === undefined && kept === undefined && !written.receiptError) {
       this.#unrecordedRoots.add(proof.root);
@@ -917,19 +916,33 @@ export class Aggregator {
       receipt = await this.#keptReceipt(doc);
       if (receipt === undefined) {
         // Unless another document's receipt there carries the root's record (a run stopped while it wrote them).
-        let kept;
-        try {
-          kept = await this.#rootRecords?.of(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
-        } catch (error) {
-          receiptError = asNotarizeError(error);
-        }
-        if (kept !== undefined) ({ receipt, receiptError } = await this.#receipt(plan, doc, kept, proof));
-        else if (receiptError === undefined) this.#unrecordedRoots.add(root);
+        const found = await this.#rootRecordInReceipts(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
+        if (found.record !== undefined)
+          ({ receipt, receiptError } = await this.#receipt(plan, doc, found.record, proof));
+        else if (found.receiptError !== undefined) receiptError = found.receiptError;
+        else this.#unrecordedRoots.add(root);
       }
     }
     const result = outcomeResult(doc.file, outcome, this.#baseUrl, { under, ...receiptDetails(receipt, receiptError) });
     this.#items.add(doc.index, result);
     this.#tally.add(doc.index, receiptError);
+  }
+
+  /**
+   * The record of `root` as the receipts in --receipt-dir carry it
+   * (RootRecordsInReceipts.of, over `digests`), or why it could not be read:
+   * the document's receipt error, its result still said.
+   */
+  async #rootRecordInReceipts(
+    root: string,
+    digests?: () => Iterable<string>,
+  ): Promise<{ record?: RootRecordKept; receiptError?: NotarizeError }> {
+    try {
+      const record = await this.#rootRecords?.of(root, digests);
+      return record === undefined ? {} : { record };
+    } catch (error) {
+      return { receiptError: asNotarizeError(error) };
+    }
   }
 
   /**
