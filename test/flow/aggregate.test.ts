@@ -1164,11 +1164,18 @@ describe('switching between --aggregate and per-document registration never pays
   });
 
   it('--aggregate over part of a tree, its manifest kept: the receipts answer; the same content under another name too', async () => {
-    const docs = await writeDocs('part', 'a tree of ten', ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j']);
-    const receipts = bed.path('part-receipts');
-    const first = await onStore(freshStore(), receipts, docs);
-    expect(first.run.code, describeRun(first.run)).toBe(0);
-    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const { docs, receipts, root } = await registeredTree('part', 'a tree of ten', [
+      'a',
+      'b',
+      'c',
+      'd',
+      'e',
+      'f',
+      'g',
+      'h',
+      'i',
+      'j',
+    ]);
     const kept = readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8');
     // One document of ten (a manifest of more than four leaves per document is not read), and a copy
     // of it under a name with no receipt: one ask, nothing paid, a's receipt as it was.
@@ -2357,6 +2364,16 @@ async function onStore(store: string, receipts: string, docs: string[], flags: s
   return { run, calls: bed.callsSince(mark).map((c) => `${c.route}:${c.status}`) };
 }
 
+/** A fresh store's CI run over new documents `names` in `folder`, receipts in `<folder>-receipts`: exit 0, and its root. */
+async function registeredTree(folder: string, tag: string, names: string[]) {
+  const docs = await writeDocs(folder, tag, names);
+  const receipts = bed.path(`${folder}-receipts`);
+  const first = await onStore(freshStore(), receipts, docs);
+  expect(first.run.code, describeRun(first.run)).toBe(0);
+  const root = parseResults(first.run.stdout)[0]!.proof!.root;
+  return { docs, receipts, first, root };
+}
+
 /** A new empty store, as a CI runner starts with. */
 const freshStore = () => mkdtempSync(join(bed.root, 'ci-store-'));
 
@@ -2530,11 +2547,7 @@ describe("register --aggregate on a store with an unpaid root of its own, beside
 
 describe('register --aggregate on an empty store, beside the manifests of an earlier run (a CI re-run)', () => {
   it('a run stopped while it wrote its receipts: a re-run on a new runner writes the rest from those it wrote (r80)', async () => {
-    const docs = await writeDocs('ci-cut', 'receipts cut short:', ['a', 'b', 'c', 'd', 'e']);
-    const receipts = bed.path('ci-cut-receipts');
-    const first = await onStore(freshStore(), receipts, docs);
-    expect(first.run.code, describeRun(first.run)).toBe(0);
-    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const { docs, receipts, root } = await registeredTree('ci-cut', 'receipts cut short:', ['a', 'b', 'c', 'd', 'e']);
     const receiptOf = (doc: string) => join(receipts, `${basename(doc)}.notarization.json`);
     const written = docs.map((doc) => readFileSync(receiptOf(doc), 'utf8'));
     const verifyAll = async () => {
@@ -2593,11 +2606,7 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
   });
 
   it('a record taken from a receipt is said to be only once a receipt is written from it, and once (r83)', async () => {
-    const docs = await writeDocs('ci-cut-told', 'receipts cut, told once:', ['a', 'b']);
-    const receipts = bed.path('ci-cut-told-receipts');
-    const first = await onStore(freshStore(), receipts, docs);
-    expect(first.run.code, describeRun(first.run)).toBe(0);
-    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const { docs, receipts, root } = await registeredTree('ci-cut-told', 'receipts cut, told once:', ['a', 'b']);
     const b = join(receipts, `${basename(docs[1]!)}.notarization.json`);
     rmSync(join(receipts, `${basename(docs[0]!)}.notarization.json`));
     const records = new RootRecordsInReceipts(bed.sandbox.url, () => receiptsByDigest(receipts));
@@ -2685,11 +2694,7 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
   });
 
   it('sends the same root again: the 409 says the service has it, nothing is paid, the receipts stay', async () => {
-    const docs = await writeDocs('ci', 'built in CI:', ['a', 'b', 'c']);
-    const receipts = bed.path('ci-receipts');
-    const first = await onStore(freshStore(), receipts, docs);
-    expect(first.run.code, describeRun(first.run)).toBe(0);
-    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const { docs, receipts, root } = await registeredTree('ci', 'built in CI:', ['a', 'b', 'c']);
     const before = readdirSync(receipts).map((name) => readFileSync(join(receipts, name), 'utf8'));
 
     const again = await onStore(freshStore(), receipts, docs);
@@ -2904,11 +2909,7 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
   });
 
   it('per-document register of a copy (no receipt of its own) of a document whose receipt leads to a root: nothing paid', async () => {
-    const docs = await writeDocs('twin', 'twin content', ['a', 'b']);
-    const receipts = bed.path('twin-receipts');
-    const first = await onStore(freshStore(), receipts, docs);
-    expect(first.run.code, describeRun(first.run)).toBe(0);
-    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const { docs, receipts, root } = await registeredTree('twin', 'twin content', ['a', 'b']);
     rmSync(join(receipts, `${root}.tree.json`));
     cpSync(docs[0]!, bed.path('twin/a-copy.txt'));
     // The copy first: its own receipt is missing, a's (under another name) leads to the root.
@@ -3036,10 +3037,7 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
   });
 
   it('a re-run without one of the documents, or with one changed, pays nothing for the others', async () => {
-    const docs = await writeDocs('ci-sub', 'release', ['a', 'b', 'c']);
-    const receipts = bed.path('ci-sub-receipts');
-    const first = await onStore(freshStore(), receipts, docs);
-    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const { docs, receipts, root } = await registeredTree('ci-sub', 'release', ['a', 'b', 'c']);
 
     // b dropped from the run: a and c are under the root the service has (its 409), nothing paid.
     const without = await onStore(freshStore(), receipts, [docs[0]!, docs[2]!]);
@@ -3115,10 +3113,7 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
   }
 
   it('a document already under a tree of the store does not stop the manifest from placing the others', async () => {
-    const docs = await writeDocs('t1', 'trust one', ['a', 'b', 'c']);
-    const receipts = bed.path('t1-receipts');
-    const first = await onStore(freshStore(), receipts, docs);
-    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const { docs, receipts, root } = await registeredTree('t1', 'trust one', ['a', 'b', 'c']);
     const store = freshStore();
     expect((await onStore(store, bed.path('t1-alone'), [docs[0]!])).run.code).toBe(0);
     const again = await onStore(store, receipts, docs);
@@ -3152,10 +3147,7 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
   });
 
   it('a larger planted manifest beside the genuine one costs a request step, never a payment', async () => {
-    const docs = await writeDocs('t5', 'genuine', ['a', 'b']);
-    const receipts = bed.path('t5-receipts');
-    const first = await onStore(freshStore(), receipts, docs);
-    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const { docs, receipts, first, root } = await registeredTree('t5', 'genuine', ['a', 'b']);
     const before = readFileSync(join(receipts, 'a.txt.notarization.json'), 'utf8');
     const digests = parseResults(first.run.stdout).map((r) => r.hash!);
     const long = 'x'.repeat(400);
@@ -3415,11 +3407,17 @@ describe('register --aggregate: the manifests of --receipt-dir are trusted for t
   it("a root confirmed by one document's receipt places the others its manifest lists, whatever its size", async () => {
     // A tree of 9; a fresh runner with q1's receipt and the manifest, q2's receipt lost: q2 was put
     // under a new paid tree (the manifest, more than four leaves per document of the run, not read).
-    const docs = await writeDocs('t13', 'nine under one root', ['q1', 'q2', 'q3', 'q4', 'q5', 'q6', 'q7', 'q8', 'q9']);
-    const receipts = bed.path('t13-receipts');
-    const first = await onStore(freshStore(), receipts, docs);
-    expect(first.run.code, describeRun(first.run)).toBe(0);
-    const root = parseResults(first.run.stdout)[0]!.proof!.root;
+    const { docs, receipts, root } = await registeredTree('t13', 'nine under one root', [
+      'q1',
+      'q2',
+      'q3',
+      'q4',
+      'q5',
+      'q6',
+      'q7',
+      'q8',
+      'q9',
+    ]);
     rmSync(join(receipts, 'q2.txt.notarization.json'));
     const again = await onStore(freshStore(), receipts, docs.slice(0, 2));
     expect(again.run.code, describeRun(again.run)).toBe(0);
