@@ -18030,15 +18030,17 @@ async function adoptManifests(deps, input, unplaced, storeRoots = /* @__PURE__ *
 		let entry;
 		let merkle;
 		try {
-			const read = await whenFdsFree(() => readManifest(file, root, (digests) => {
+			const read = await readOr(() => readManifest(file, root, (digests) => {
 				if (overfull(digests)) tooLarge.push(file);
 				return useful(digests);
-			}));
+			}), (error) => {
+				throw error;
+			});
 			if (read === void 0) continue;
 			entry = adoptedEntry(read, byDigest, input.description);
 			merkle = foldedTree(entry, file);
 		} catch (error) {
-			if (!(error instanceof StoreError) || isFdShortage(error)) throw error;
+			if (!(error instanceof StoreError)) throw error;
 			input.warn?.(`a tree manifest was passed over: ${error.message}`);
 			continue;
 		}

@@ -10,7 +10,7 @@ import { existsSync, lstatSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { EXIT, NotarizeError, StoreError } from '../errors.js';
-import { isFdShortage, readOr, whenFdsFree } from '../fd-shortage.js';
+import { readOr } from '../fd-shortage.js';
 import { treeFileDigests, type TreeEntry } from '../store/service-store.js';
 import type { MerkleTree } from './merkle.js';
 import { isAlreadyRegistered, registrationRequest, type Blockchain, type FlowDeps } from './notarize.js';
@@ -359,18 +359,23 @@ export async function adoptManifests(
     let entry: TreeEntry;
     let merkle: MerkleTree;
     try {
-      const read = await whenFdsFree(() =>
-        readManifest(file, root, (digests) => {
-          if (overfull(digests)) tooLarge.push(file);
-          return useful(digests);
-        }),
+      // A shortage of descriptors waited out; one that outlasts the wait fails the run (readOr), rather
+      // than pay again for what the manifest places.
+      const read = await readOr(
+        () =>
+          readManifest(file, root, (digests) => {
+            if (overfull(digests)) tooLarge.push(file);
+            return useful(digests);
+          }),
+        (error) => {
+          throw error;
+        },
       );
       if (read === undefined) continue;
       entry = adoptedEntry(read, byDigest, input.description);
       merkle = foldedTree(entry, file);
     } catch (error) {
-      // Still no descriptor after the wait: the run fails, rather than pay again for what the manifest places.
-      if (!(error instanceof StoreError) || isFdShortage(error)) throw error;
+      if (!(error instanceof StoreError)) throw error;
       input.warn?.(`a tree manifest was passed over: ${error.message}`);
       continue;
     }
