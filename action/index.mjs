@@ -9110,7 +9110,7 @@ var init_zod = __esmMin((() => {
 	init_external();
 	init_external();
 }));
-// dist/core/secrets.js
+// dist/secrets.js
 /**
 * Secrets as they arrive from outside: NOTARIZE_TOKEN, NOTARIZE_API_KEY, the
 * key on standard input or at the prompt, the token in the store. Every one
@@ -19477,11 +19477,14 @@ var init_register_roots = __esmMin((() => {
 		}
 	};
 }));
-// dist/core/description.js
+// dist/characters.js
+/** Where a character is in a text, for an error that must not quote the text (a key) or would be long (a description). */
 /** Where `match` was found in `text`, for an error: "U+001B at character 4" (characters counted, not UTF-16 units). */
 function characterWhere(text, match) {
 	return `${`U+${match[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`} at character ${[...text.slice(0, match.index)].length + 1}`;
 }
+var init_characters = __esmMin((() => {}));
+// dist/core/description.js
 /** Refuses a description holding a control character other than tab; `what` names where it came from. */
 function checkControls(text, what) {
 	if (text.trim() === "") throw new UsageError(`${what} is empty`, { hint: "give a description with words in it, or leave it out" });
@@ -19527,6 +19530,7 @@ async function readDescriptionFile(source, stdin) {
 }
 var DESCRIPTION_FILE_LIMIT, CONTROL;
 var init_description = __esmMin((() => {
+	init_characters();
 	init_errors$2();
 	init_read_input();
 	DESCRIPTION_FILE_LIMIT = 65536;
@@ -23881,7 +23885,7 @@ function parseRecordAnswer(raw) {
 }
 var ApiClient;
 var init_client = __esmMin((() => {
-	init_description();
+	init_characters();
 	init_errors$2();
 	init_exact_json();
 	init_retry();
@@ -42893,7 +42897,7 @@ function report(io, error, json, failed) {
 /**
 * Registers with `io` the secrets of `env` it scrubs from everything written
 * (IO.addSecret): the secret variables, raw and trimmed (notarize uses them
-* trimmed, see core/secrets.ts). (A proxy URL's password is the Context's to add.)
+* trimmed, see secrets.ts). (A proxy URL's password is the Context's to add.)
 */
 function addEnvironmentSecrets(io, env) {
 	for (const name of SECRET_VARIABLES) {

@@ -8,7 +8,7 @@ import { commandPath } from './commands/command.js';
 import { unknownCommandMessage } from './did-you-mean.js';
 import { COMMANDS } from './commands/registry.js';
 import type { Context, GlobalOptions, StoreModule } from './context.js';
-import { cleanSecret } from './core/secrets.js';
+import { cleanSecret } from './secrets.js';
 import { environmentHelp, inCI, SECRET_VARIABLES } from './environment.js';
 import { errorJson, EXIT, EXIT_CODE_HELP, NotarizeError, UsageError, type ExitCode } from './errors.js';
 import { loadingModule } from './fd-shortage.js';
@@ -573,7 +573,7 @@ function report(io: IO, error: unknown, json: boolean, failed: Command | undefin
 /**
  * Registers with `io` the secrets of `env` it scrubs from everything written
  * (IO.addSecret): the secret variables, raw and trimmed (notarize uses them
- * trimmed, see core/secrets.ts). (A proxy URL's password is the Context's to add.)
+ * trimmed, see secrets.ts). (A proxy URL's password is the Context's to add.)
  */
 export function addEnvironmentSecrets(io: IO, env: NodeJS.ProcessEnv): void {
   for (const name of SECRET_VARIABLES) {

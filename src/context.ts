@@ -9,7 +9,7 @@ import type { RetryPolicy } from './api/retry.js';
 import type { Dispatcher } from 'undici';
 import type { IO } from './output/io.js';
 import { proxySecrets } from './api/proxy-env.js';
-import { cleanSecret, keyDigest } from './core/secrets.js';
+import { cleanSecret, keyDigest } from './secrets.js';
 import { beforeSending } from './interrupt.js';
 import { loadingModule } from './fd-shortage.js';
 import {

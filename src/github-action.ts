@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { insideDir } from './path-spelling.js';
 import { addEnvironmentSecrets, main, processIO } from './cli.js';
 import { proxySecrets } from './api/proxy-env.js';
-import { keyDigest } from './core/secrets.js';
+import { keyDigest } from './secrets.js';
 import { KEY_REFUSED, NO_LOGIN_THERE } from './core/credentials.js';
 import { EXIT, type ErrorJson, type ExitCode } from './errors.js';
 import { errorCommand, type Redact } from './output/github.js';

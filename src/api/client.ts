@@ -11,7 +11,7 @@
  * neither holds a reference to the other.
  */
 import type { z } from 'zod';
-import { characterWhere } from '../core/description.js';
+import { characterWhere } from '../characters.js';
 import { InvalidAnswerError, UnreadableAnswerError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
 import type { HttpRequest, HttpTransport } from './http.js';

@@ -25,7 +25,7 @@ import {
   UnreadableAnswerError,
   UsageError,
 } from '../errors.js';
-import { isSendableToken, replaceSecrets, secretParts } from '../core/secrets.js';
+import { isSendableToken, replaceSecrets, secretParts } from '../secrets.js';
 import { readBoundedBytes } from '../read-bounded.js';
 import { FD_SHORTAGE_REMEDY, isFdShortage } from '../fd-shortage.js';
 import { withoutByteOrderMark } from '../exact-json.js';

@@ -9,7 +9,7 @@
  * here only decides what is *checked*, not what is kept.
  */
 import { z } from 'zod';
-import { isSendableToken } from '../core/secrets.js';
+import { isSendableToken } from '../secrets.js';
 import { hashSchema } from '../validation.js';
 
 /** The only blockchain the documentation lists. */

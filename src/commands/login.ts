@@ -10,7 +10,7 @@ import type { Context } from '../context.js';
 import { loginRefusedHint } from '../core/credentials.js';
 import { inCI } from '../environment.js';
 import { decodeUtf8, readBytesInput } from '../core/read-input.js';
-import { cleanSecret, keyTrace } from '../core/secrets.js';
+import { cleanSecret, keyTrace } from '../secrets.js';
 import { describeToken, expiryIso, isExpired, readClaims } from '../core/token.js';
 import { AuthError, ServiceRefusedError, UsageError } from '../errors.js';
 import type { IO } from '../output/io.js';

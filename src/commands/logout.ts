@@ -1,7 +1,7 @@
 /** `notarize logout`: forget the token stored for the current service. */
 import type { Command } from 'commander';
 import type { Context } from '../context.js';
-import { cleanSecret } from '../core/secrets.js';
+import { cleanSecret } from '../secrets.js';
 import type { ValueResult } from '../output/present.js';
 import type { Store } from '../store/store.js';
 import { finish, viewWithoutTables } from './action.js';

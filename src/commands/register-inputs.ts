@@ -8,7 +8,7 @@ import type { ApiClient } from '../api/client.js';
 import { BLOCKCHAIN_TYPES } from '../api/schemas.js';
 import { checkArgvDescription, checkWalletName, readDescriptionFile } from '../core/description.js';
 import { normalizeHash } from '../core/hash.js';
-import { YOUR_SECRET } from '../core/secrets.js';
+import { YOUR_SECRET } from '../secrets.js';
 import { expandInputs, type InputItem, type SkippedPath } from '../core/inputs.js';
 import { planReceipts, type ReceiptPlan, type ReceiptSubject } from '../core/receipts.js';
 import { insideDir } from '../path-spelling.js';

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { once } from 'node:events';
 import { z } from 'zod';
 import type { Context } from '../context.js';
-import { cleanSecret } from '../core/secrets.js';
+import { cleanSecret } from '../secrets.js';
 import { isLoopbackHost } from '../settings.js';
 import { UsageError } from '../errors.js';
 import { handleSignalsInCommand } from '../interrupt.js';

@@ -25,7 +25,7 @@ import {
   UnreadableAnswerError,
 } from '../errors.js';
 import type { Store } from '../store/store.js';
-import { cleanSecret, isSendableToken, keyDigest, keyTrace, sendableToken } from './secrets.js';
+import { cleanSecret, isSendableToken, keyDigest, keyTrace, sendableToken } from '../secrets.js';
 import { expiryOf, hasExpired, isExpired } from './token.js';
 
 export interface CredentialSources {

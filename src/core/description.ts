@@ -14,6 +14,7 @@
  * --description-file, whose bytes are decoded strictly.
  */
 import type { Readable } from 'node:stream';
+import { characterWhere } from '../characters.js';
 import { UsageError } from '../errors.js';
 import { decodeUtf8, readBytesInput, tooLarge } from './read-input.js';
 
@@ -31,12 +32,6 @@ const BOM_BYTES = 3;
  * output/safe-text.ts escapes. None belongs on a permanent record.
  */
 const CONTROL = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
-
-/** Where `match` was found in `text`, for an error: "U+001B at character 4" (characters counted, not UTF-16 units). */
-export function characterWhere(text: string, match: RegExpExecArray): string {
-  const codePoint = `U+${match[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
-  return `${codePoint} at character ${[...text.slice(0, match.index)].length + 1}`;
-}
 
 /** Refuses a description holding a control character other than tab; `what` names where it came from. */
 function checkControls(text: string, what: string): void {

@@ -37,7 +37,7 @@ import { hasKeyTwice, jsonDepth, memberText, withoutByteOrderMark } from '../exa
 import { EXIT, NotarizeError } from '../errors.js';
 import { BASE_URL_PATTERN } from '../settings.js';
 import { leafHash, rootFromPath } from './merkle.js';
-import { YOUR_SECRET } from './secrets.js';
+import { YOUR_SECRET } from '../secrets.js';
 
 export const RECEIPT_TYPE = 'notarize-receipt';
 export const RECEIPT_VERSION = 1;

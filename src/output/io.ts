@@ -14,8 +14,7 @@ import type { Readable } from 'node:stream';
 import { warningCommand } from './github.js';
 import { forTerminal, forTerminalLines, jsonForTerminal, lineStart } from './safe-text.js';
 import { stringifyExact } from '../exact-json.js';
-import { keyTrace, keysIn, REDACTED, replaceSecrets, secretParts } from '../core/secrets.js';
-import type { KeyTrace } from '../store/store.js';
+import { keyTrace, keysIn, REDACTED, replaceSecrets, secretParts, type KeyTrace } from '../secrets.js';
 
 /** A JSON string as it appears in JSON text (no raw line break inside). */
 const JSON_STRING = /"(?:[^"\\\n]|\\.)*"/g;

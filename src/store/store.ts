@@ -38,6 +38,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { EXIT, NotarizeError, nothingSent, StoreError, UsageError } from '../errors.js';
 import { hasKeyTwice } from '../exact-json.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
+import type { KeyTrace } from '../secrets.js';
 import { parentAfterName } from '../path-spelling.js';
 import { SETTINGS } from '../settings.js';
 import {
@@ -131,22 +132,6 @@ function isStoreEntry(name: string): boolean {
   return /^(config\.json|credentials\.json|locks|services|\.(config|credentials)\.json\.[^/]+\.tmp|(config|credentials)\.json\.tmp-[0-9a-z]+|\.DS_Store)$/.test(
     name,
   );
-}
-
-/**
- * What the store keeps of the API key a token was logged in with, never the
- * key: its keyDigest (which key it was), and the length and rolling print
- * of its UTF-8 bytes, so that text can be searched for the key, as it is or
- * as a URL spells it, in one pass (core/secrets.ts keysIn). A print is 32 bits of a
- * polynomial hash: it tells a search where to look, the digest decides.
- */
-export interface KeyTrace {
-  digest: string;
-  /**
-   * `<length>:<print>` of the key's UTF-8 bytes (stored as `<digest>:<length>:<print>`);
-   * none in a store written before they were kept, or by another login.
-   */
-  prints: string[];
 }
 
 /**

@@ -12,7 +12,7 @@ import { Agent } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { HttpTransport } from '../../src/api/http.js';
 import { loginResponseSchema } from '../../src/api/schemas.js';
-import { cleanSecret } from '../../src/core/secrets.js';
+import { cleanSecret } from '../../src/secrets.js';
 import { AuthError, EXIT, TransientError, UsageError } from '../../src/errors.js';
 import { expectFailure, expectJsonError } from '../helpers/assert.js';
 import { type Bed, useBed } from '../helpers/bed.js';

@@ -14,7 +14,7 @@ import { logIn } from '../../src/api/client.js';
 import { HttpTransport } from '../../src/api/http.js';
 import { Outage, OUTAGE_HOLD_MS, withRetries, type RetryPolicy } from '../../src/api/retry.js';
 import { TokenCredentials, type CredentialSources } from '../../src/core/credentials.js';
-import { keyDigest, keyTrace } from '../../src/core/secrets.js';
+import { keyDigest, keyTrace } from '../../src/secrets.js';
 import { AuthError, HeldBackError, ProtocolError, TransientError } from '../../src/errors.js';
 import { startSandbox, type Fault, type Sandbox, type SandboxOptions } from '../../src/sandbox/server.js';
 import { Store } from '../../src/store/store.js';

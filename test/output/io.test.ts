@@ -167,7 +167,7 @@ describe('IO.addSecret', () => {
   });
 
   it('scrubs a key known by its trace alone wherever it stands, and says text holds it', async () => {
-    const { keyTrace } = await import('../../src/core/secrets.js');
+    const { keyTrace } = await import('../../src/secrets.js');
     const { io } = bufferIO();
     const key = 'sk_live_Zq9xW2/Lm+Vb7Rt4Ka==';
     io.addKeyTrace(keyTrace(key));
@@ -195,7 +195,7 @@ describe('IO.addSecret', () => {
   });
 
   it('finds a key however a URL spells it (URLSearchParams, every escape, mixed case), by trace or known', async () => {
-    const { keyTrace } = await import('../../src/core/secrets.js');
+    const { keyTrace } = await import('../../src/secrets.js');
     const key = 'Kx7!pQ2~mZ9(rT4)vB8*';
     const everyEscape = [...key].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('');
     const spellings = [
@@ -217,7 +217,7 @@ describe('IO.addSecret', () => {
   });
 
   it('finds a key holding a literal %XX as it is, and a plain key (known or traced) spelt all %XX', async () => {
-    const { keyTrace } = await import('../../src/core/secrets.js');
+    const { keyTrace } = await import('../../src/secrets.js');
     for (const key of ['abc%41def-secretkey-99', 'plainAlnumKey12345678']) {
       const spelt = [...key].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('');
       const partly = `${key.slice(0, 5)}%${key.charCodeAt(5).toString(16).toUpperCase()}${key.slice(6)}`;
@@ -234,7 +234,7 @@ describe('IO.addSecret', () => {
   });
 
   it('a trace whose prints cannot be used (damaged): the key is still looked for, between separators', async () => {
-    const { keyDigest } = await import('../../src/core/secrets.js');
+    const { keyDigest } = await import('../../src/secrets.js');
     const key = 'Kx7pQ2mZ9rT4vB8xw';
     for (const prints of [
       ['garbage'],
@@ -256,7 +256,7 @@ describe('IO.addSecret', () => {
   });
 
   it('a key traced by a store from before prints were kept: found whole or between separators', async () => {
-    const { keyDigest } = await import('../../src/core/secrets.js');
+    const { keyDigest } = await import('../../src/secrets.js');
     const { io } = bufferIO();
     const key = 'sk_live_Zq9xW2/Lm+Vb7Rt4Ka==';
     io.addKeyTrace({ digest: keyDigest(key), prints: [] });

@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { keyDigest, keyTrace } from '../../src/core/secrets.js';
+import { keyDigest, keyTrace } from '../../src/secrets.js';
 import { StoreError, UsageError } from '../../src/errors.js';
 import { defaultStoreDir, serviceDirName, Store } from '../../src/store/store.js';
 import { rejection, thrown } from '../helpers/catch.js';

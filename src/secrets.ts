@@ -7,8 +7,23 @@
  * or starts with a byte-order mark, and none of that is part of the secret.
  */
 import { createHash } from 'node:crypto';
-import { AuthError } from '../errors.js';
-import type { KeyTrace } from '../store/store.js';
+import { AuthError } from './errors.js';
+
+/**
+ * What the store keeps of the API key a token was logged in with, never the
+ * key: its keyDigest (which key it was), and the length and rolling print
+ * of its UTF-8 bytes, so that text can be searched for the key, as it is or
+ * as a URL spells it, in one pass (keysIn below). A print is 32 bits of a
+ * polynomial hash: it tells a search where to look, the digest decides.
+ */
+export interface KeyTrace {
+  digest: string;
+  /**
+   * `<length>:<print>` of the key's UTF-8 bytes (stored as `<digest>:<length>:<print>`);
+   * none in a store written before they were kept, or by another login.
+   */
+  prints: string[];
+}
 
 /** What stands for a secret in anything notarize writes out. */
 export const REDACTED = '[redacted]';

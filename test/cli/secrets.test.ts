@@ -1,6 +1,6 @@
-/** Secrets as they arrive from outside (src/core/secrets.ts): one way to clean them, one test of what a header can carry. */
+/** Secrets as they arrive from outside (src/secrets.ts): one way to clean them, one test of what a header can carry. */
 import { describe, expect, it } from 'vitest';
-import { cleanSecret, isSendableToken, secretParts, sendableToken } from '../../src/core/secrets.js';
+import { cleanSecret, isSendableToken, secretParts, sendableToken } from '../../src/secrets.js';
 import { AuthError } from '../../src/errors.js';
 import { thrownOf } from '../helpers/catch.js';
 
