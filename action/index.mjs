@@ -11505,6 +11505,13 @@ var init_files = __esmMin((() => {
 		"EPERM"
 	]);
 }));
+// dist/characters.js
+/** Where a character is in a text, for an error that must not quote the text (a key) or would be long (a description). */
+/** Where `match` was found in `text`, for an error: "U+001B at character 4" (characters counted, not UTF-16 units). */
+function characterWhere(text, match) {
+	return `${`U+${match[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`} at character ${[...text.slice(0, match.index)].length + 1}`;
+}
+var init_characters = __esmMin((() => {}));
 // dist/core/read-input.js
 /**
 * Reading small text inputs (a session, an API key, a description, a receipt) from a
@@ -11669,6 +11676,67 @@ var init_read_input = __esmMin((() => {
 	init_errors$2();
 	init_exact_json();
 	init_read_bounded();
+}));
+// dist/core/description.js
+/**
+* Whether `text` passes the checks a description given here passes (not
+* empty, no control character but tab): for one taken from elsewhere (a
+* receipt's record), which is sent only if so (r88: an escape sequence and a
+* line break in a forged receipt went into a request step as they were).
+*/
+function isSendableDescription(text) {
+	return text.trim() !== "" && !CONTROL.test(text.replaceAll("	", " "));
+}
+/** Refuses a description holding a control character other than tab; `what` names where it came from. */
+function checkControls(text, what) {
+	if (text.trim() === "") throw new UsageError(`${what} is empty`, { hint: "give a description with words in it, or leave it out" });
+	const match = CONTROL.exec(text.replaceAll("	", " "));
+	if (!match) return;
+	const lineBreak = [
+		"\n",
+		"\r",
+		"\u2028",
+		"\u2029"
+	].includes(match[0]);
+	throw new UsageError(`${what} holds a control or format character (${characterWhere(text, match)}); only tab is allowed`, { hint: lineBreak ? "a description is one line: put the text on one line (a file may end with one line break)" : "remove it: it would be stored on the record for good" });
+}
+/**
+* Checks --wallet-name (sent with the file metadata and kept by the
+* service): no control characters, as for a description; returns it unchanged.
+*/
+function checkWalletName(name) {
+	const match = CONTROL.exec(name);
+	if (!match) return name;
+	throw new UsageError(`--wallet-name holds a control or format character (${characterWhere(name, match)})`, { hint: "remove it: the service keeps the wallet name with the file metadata" });
+}
+/** Checks a description given with -d/--description; returns it unchanged. */
+function checkArgvDescription(text) {
+	const bad = text.indexOf("�");
+	if (bad !== -1) throw new UsageError(`--description is not valid UTF-8: byte(s) at character ${[...text.slice(0, bad)].length + 1} could not be decoded`, { hint: "give it in UTF-8 (check the locale of the shell), or with --description-file (which also takes a real U+FFFD)" });
+	checkControls(text, "--description");
+	return text;
+}
+/**
+* Reads --description-file (a file, or '-' for standard input): at most
+* DESCRIPTION_FILE_LIMIT bytes, strict UTF-8 (read-input.ts: decodeUtf8), a
+* byte order mark and one final LF or CRLF dropped (editors add them), then
+* checked like -d.
+*/
+async function readDescriptionFile(source, stdin) {
+	const what = "the description";
+	let { text } = decodeUtf8(await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, 5), `the description in '${source}'`);
+	text = text.replace(/\r?\n$/, "");
+	if (Buffer.byteLength(text) > 65536) throw tooLarge(source, DESCRIPTION_FILE_LIMIT, what);
+	checkControls(text, `the description in '${source}'`);
+	return text;
+}
+var DESCRIPTION_FILE_LIMIT, CONTROL;
+var init_description = __esmMin((() => {
+	init_characters();
+	init_errors$2();
+	init_read_input();
+	DESCRIPTION_FILE_LIMIT = 65536;
+	CONTROL = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
 }));
 // dist/core/hash.js
 /**
@@ -12359,10 +12427,11 @@ async function registrationIn(path, hash) {
 	const receipt = await receiptAt(path, hash);
 	if (receipt === void 0 || receipt.proof !== null) return void 0;
 	const { description } = JSON.parse(receipt.recordJson);
+	const sendable = typeof description === "string" && isSendableDescription(description);
 	return {
 		baseUrl: receipt.baseUrl,
 		path,
-		description: typeof description === "string" ? description : hash
+		description: sendable ? description : hash
 	};
 }
 /**
@@ -12441,6 +12510,7 @@ var init_receipts = __esmMin((() => {
 	init_mkdirs();
 	init_path_spelling();
 	init_files();
+	init_description();
 	init_hash$1();
 	init_receipt_format();
 	RECEIPT_SUFFIX = ".notarization.json";
@@ -18141,7 +18211,8 @@ function askAboutRoot(deps, root, treeSize, flags, source) {
 * Asks the service whether it has the document of digest `hash` registered
 * on its own (see askAbout), for one whose receipt in --receipt-dir
 * (`source`) says so: `register --aggregate` on a store without its record.
-* `description`: the one its receipt's record holds.
+* `description`: the one its receipt's record holds, if it passes the checks
+* a description given here does (registrationIn), else the digest.
 */
 function askAboutDocument(deps, hash, description, flags, source) {
 	return askAbout(deps, {
@@ -19476,65 +19547,6 @@ var init_register_roots = __esmMin((() => {
 			};
 		}
 	};
-}));
-// dist/characters.js
-/** Where a character is in a text, for an error that must not quote the text (a key) or would be long (a description). */
-/** Where `match` was found in `text`, for an error: "U+001B at character 4" (characters counted, not UTF-16 units). */
-function characterWhere(text, match) {
-	return `${`U+${match[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`} at character ${[...text.slice(0, match.index)].length + 1}`;
-}
-var init_characters = __esmMin((() => {}));
-// dist/core/description.js
-/** Refuses a description holding a control character other than tab; `what` names where it came from. */
-function checkControls(text, what) {
-	if (text.trim() === "") throw new UsageError(`${what} is empty`, { hint: "give a description with words in it, or leave it out" });
-	const match = CONTROL.exec(text.replaceAll("	", " "));
-	if (!match) return;
-	const lineBreak = [
-		"\n",
-		"\r",
-		"\u2028",
-		"\u2029"
-	].includes(match[0]);
-	throw new UsageError(`${what} holds a control or format character (${characterWhere(text, match)}); only tab is allowed`, { hint: lineBreak ? "a description is one line: put the text on one line (a file may end with one line break)" : "remove it: it would be stored on the record for good" });
-}
-/**
-* Checks --wallet-name (sent with the file metadata and kept by the
-* service): no control characters, as for a description; returns it unchanged.
-*/
-function checkWalletName(name) {
-	const match = CONTROL.exec(name);
-	if (!match) return name;
-	throw new UsageError(`--wallet-name holds a control or format character (${characterWhere(name, match)})`, { hint: "remove it: the service keeps the wallet name with the file metadata" });
-}
-/** Checks a description given with -d/--description; returns it unchanged. */
-function checkArgvDescription(text) {
-	const bad = text.indexOf("�");
-	if (bad !== -1) throw new UsageError(`--description is not valid UTF-8: byte(s) at character ${[...text.slice(0, bad)].length + 1} could not be decoded`, { hint: "give it in UTF-8 (check the locale of the shell), or with --description-file (which also takes a real U+FFFD)" });
-	checkControls(text, "--description");
-	return text;
-}
-/**
-* Reads --description-file (a file, or '-' for standard input): at most
-* DESCRIPTION_FILE_LIMIT bytes, strict UTF-8 (read-input.ts: decodeUtf8), a
-* byte order mark and one final LF or CRLF dropped (editors add them), then
-* checked like -d.
-*/
-async function readDescriptionFile(source, stdin) {
-	const what = "the description";
-	let { text } = decodeUtf8(await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, 5), `the description in '${source}'`);
-	text = text.replace(/\r?\n$/, "");
-	if (Buffer.byteLength(text) > 65536) throw tooLarge(source, DESCRIPTION_FILE_LIMIT, what);
-	checkControls(text, `the description in '${source}'`);
-	return text;
-}
-var DESCRIPTION_FILE_LIMIT, CONTROL;
-var init_description = __esmMin((() => {
-	init_characters();
-	init_errors$2();
-	init_read_input();
-	DESCRIPTION_FILE_LIMIT = 65536;
-	CONTROL = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
 }));
 // node_modules/picomatch/lib/constants.js
 var require_constants$3 = /* @__PURE__ */ __commonJSMin(((exports, module) => {

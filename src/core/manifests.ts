@@ -639,7 +639,8 @@ export function askAboutRoot(
  * Asks the service whether it has the document of digest `hash` registered
  * on its own (see askAbout), for one whose receipt in --receipt-dir
  * (`source`) says so: `register --aggregate` on a store without its record.
- * `description`: the one its receipt's record holds.
+ * `description`: the one its receipt's record holds, if it passes the checks
+ * a description given here does (registrationIn), else the digest.
  */
 export function askAboutDocument(
   deps: FlowDeps,

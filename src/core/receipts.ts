@@ -38,6 +38,7 @@ import { cleanUpOnInterrupt } from '../interrupt.js';
 import { makeDirs } from '../mkdirs.js';
 import { parentAfterName, sameSpelling } from '../path-spelling.js';
 import { DirFlushes, myUid, TEMPORARY_NAME_EXTRA_BYTES, uniqueSuffix, writeFileAtomic } from '../store/files.js';
+import { isSendableDescription } from './description.js';
 import { writeErrorReason } from './hash.js';
 import { isCompletedRecord, readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 
@@ -435,7 +436,10 @@ export interface EarlierRegistration {
   /** Undefined for a receipt written before v1 (the bare record), which does not say. */
   baseUrl: string | undefined;
   path: string;
-  /** The description its record holds (what the service registered it with). */
+  /**
+   * The description its record holds (what the service registered it with),
+   * when a description given here could be it; else the digest.
+   */
   description: string;
 }
 
@@ -449,7 +453,9 @@ export async function registrationIn(path: string, hash: string): Promise<Earlie
   const receipt = await receiptAt(path, hash);
   if (receipt === undefined || receipt.proof !== null) return undefined;
   const { description } = JSON.parse(receipt.recordJson) as { description?: unknown };
-  return { baseUrl: receipt.baseUrl, path, description: typeof description === 'string' ? description : hash };
+  // Sent as the description of a request step: a receipt is the folder's, not checked like -d.
+  const sendable = typeof description === 'string' && isSendableDescription(description);
+  return { baseUrl: receipt.baseUrl, path, description: sendable ? description : hash };
 }
 
 /**

@@ -7,7 +7,12 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { checkArgvDescription, DESCRIPTION_FILE_LIMIT, readDescriptionFile } from '../../src/core/description.js';
+import {
+  checkArgvDescription,
+  DESCRIPTION_FILE_LIMIT,
+  isSendableDescription,
+  readDescriptionFile,
+} from '../../src/core/description.js';
 import { UsageError } from '../../src/errors.js';
 import { useTempDirs } from '../helpers/temp-dirs.js';
 import { rejectionOf, thrownOf } from '../helpers/catch.js';
@@ -61,6 +66,28 @@ describe('checkArgvDescription (-d)', () => {
     const error = refusal(() => checkArgvDescription(text));
     expect(error.message).toBe(`--description holds a control or format character (${where}); only tab is allowed`);
     expect(error.hint).toContain(hint);
+  });
+});
+
+describe('isSendableDescription (a description from a receipt)', () => {
+  it('passes what -d takes and fails what -d refuses for its characters', () => {
+    for (const text of ['Release 1.2\tfinal', 'Merkle root of 3 documents', 'नमस्ते \u200d', '…ü']) {
+      expect(isSendableDescription(text), text).toBe(true);
+      expect(checkArgvDescription(text)).toBe(text);
+    }
+    for (const text of [
+      '',
+      '  ',
+      'evil\u001b]0;pwned\u0007',
+      'two\nlines',
+      'a\u2028b',
+      'bidi \u202e',
+      '\u007f',
+      '\u0085',
+    ]) {
+      expect(isSendableDescription(text), JSON.stringify(text)).toBe(false);
+      expect(() => checkArgvDescription(text), JSON.stringify(text)).toThrow(UsageError);
+    }
   });
 });
 

@@ -2860,6 +2860,20 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(third.run.code, describeRun(third.run)).toBe(0);
     expect(third.calls).toEqual(['login:200', 'request:200', 'request:200', 'forfait:200']);
     expect(parseResults(third.run.stdout).map((r) => [r.status, r.proof?.treeSize])).toEqual([['registered', 1]]);
+
+    // Its record's description is sent in that ask only if it passes the checks -d does (r88: an
+    // escape sequence, a BEL and a line break went to the service as they were); else the digest.
+    const [hostile] = await writeDocs('alone', 'never registered either', ['e']);
+    const hostileReceipt = JSON.parse(forgedText.replaceAll(digestOf(forged[0]!), digestOf(hostile!)));
+    hostileReceipt.document = { ...hostileReceipt.document, name: 'e.txt', size: readFileSync(hostile!).length };
+    hostileReceipt.record.description = 'evil\u001b]0;pwned\u0007\nforged line';
+    writeFileSync(receiptOf('e.txt'), `${JSON.stringify(hostileReceipt, null, 2)}\n`);
+    const mark = bed.mark();
+    const fourth = await onStore(freshStore(), receipts, [hostile!]);
+    expect(fourth.run.code, describeRun(fourth.run)).toBe(0);
+    expect(fourth.calls).toEqual(['login:200', 'request:200', 'request:200', 'forfait:200']);
+    const asked = bed.callsSince(mark).find((c) => c.route === 'request')!;
+    expect(JSON.parse(asked.body)).toMatchObject({ hash: digestOf(hostile!), description: digestOf(hostile!) });
   });
 
   it('a receipt written before v1 (the bare record) of a registration on its own: asked about too, kept', async () => {
