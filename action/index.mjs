@@ -12436,15 +12436,36 @@ async function registrationIn(path, hash) {
 }
 /**
 * The path of the receipt already at document `index`'s place when it is a
-* consistent receipt of that document (digest `hash`), else of one under
-* another name in the folder (`elsewhere`: the receipts by digest): a
-* registration the service confirmed with no record here leaves it as it
-* is, and it still answers for the document; else undefined.
+* consistent receipt of that document (digest `hash`) of the registration
+* the service confirmed (`confirmed`: the root it is under, or its own
+* digest), else of one under another name in the folder (`elsewhere`: the
+* receipts by digest): a registration the service confirmed with no record
+* here leaves it as it is, and it still answers for the document; else
+* undefined. A receipt of the document that claims another registration
+* (a root the service did not confirm, a forged proof: r88) answers for
+* nothing: `otherClaim` is told of the one at its place.
 */
-async function keptReceipt(plan, index, hash, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map())) {
+async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map()), otherClaim) {
+	const claims = (receipt) => receipt.proof?.root ?? hash;
 	const own = receiptPath(plan, index, hash);
-	if (await receiptAt(own, hash) !== void 0) return own;
-	for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) if ((await receiptAt(path, hash))?.baseUrl === baseUrl) return path;
+	const there = await receiptAt(own, hash);
+	if (there !== void 0) {
+		if (claims(there) === confirmed) return own;
+		otherClaim?.(own, claims(there));
+	}
+	for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) {
+		const receipt = await receiptAt(path, hash);
+		if (receipt?.baseUrl === baseUrl && claims(receipt) === confirmed) return path;
+	}
+}
+/**
+* What a run says of a receipt of document `hash` that keptReceipt passed
+* over: it claims `claimed` (a root, or `hash` on its own), the service
+* confirmed `confirmed`.
+*/
+function otherClaimWarning(path, hash, claimed, confirmed) {
+	const name = (registered) => registered === hash ? "its document registered on its own" : `Merkle root ${registered}`;
+	return `${path} is a receipt of ${name(claimed)}, not of ${name(confirmed)}, which is what is confirmed: it is left as it is, but no result names it`;
 }
 /** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
 function receiptOf(text, hash) {
@@ -22418,11 +22439,15 @@ var init_register_aggregate = __esmMin((() => {
 				};
 			}
 		}
-		/** The receipt of `doc` already in --receipt-dir (keptReceipt), when there is one. */
-		async #keptReceipt(doc) {
+		/**
+		* The receipt of `doc` already in --receipt-dir (keptReceipt) of the
+		* registration confirmed (`confirmed`: the root it is under, or its own
+		* digest), when there is one.
+		*/
+		async #keptReceipt(doc, confirmed) {
 			const plan = this.#documents.receipts;
 			if (plan === void 0) return void 0;
-			return keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () => planReceiptsByDigest(plan));
+			return keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () => planReceiptsByDigest(plan), (path, claimed) => this.#options.io.warn(otherClaimWarning(path, doc.sha256, claimed, confirmed)));
 		}
 		/**
 		* The result of `doc`, under the root a receipt led to (`kept`: that
@@ -22436,7 +22461,7 @@ var init_register_aggregate = __esmMin((() => {
 			let written = {};
 			let kept = given;
 			try {
-				kept ??= entry === void 0 ? await this.#keptReceipt(doc) : void 0;
+				kept ??= entry === void 0 ? await this.#keptReceipt(doc, proof.root) : void 0;
 			} catch (error) {
 				written = { receiptError: asNotarizeError(error) };
 			}
@@ -22742,7 +22767,7 @@ var init_register_aggregate = __esmMin((() => {
 					let written = {};
 					if (plan && entry) written = await this.#receipt(plan, doc, entry);
 					else if (plan && outcome.kind === "already-registered") {
-						const kept = await this.#keptReceipt(doc);
+						const kept = await this.#keptReceipt(doc, doc.sha256);
 						if (kept !== void 0) written = { receipt: kept };
 						else unrecorded.push(doc.sha256);
 					}
@@ -22889,7 +22914,7 @@ var init_register_aggregate = __esmMin((() => {
 			const plan = this.#documents.receipts;
 			if (plan && entry) ({receipt, receiptError} = await this.#receipt(plan, doc, entry, proof));
 			else if (plan) {
-				receipt = await this.#keptReceipt(doc);
+				receipt = await this.#keptReceipt(doc, root);
 				if (receipt === void 0) {
 					const found = await this.#rootRecordInReceipts(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
 					if (found.record !== void 0) ({receipt, receiptError} = await this.#receipt(plan, doc, found.record, proof));
@@ -23486,7 +23511,8 @@ var init_register = __esmMin((() => {
 				receipt: rooted.kept
 			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
-				const kept = await keptReceipt(receipts, index, input.hash, this.#baseUrl, () => planReceiptsByDigest(receipts));
+				const confirmed = under?.proof.root ?? input.hash;
+				const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () => planReceiptsByDigest(receipts), (path, claimed) => options.io.warn(otherClaimWarning(path, input.hash, claimed, confirmed)));
 				if (kept !== void 0) return {
 					outcome,
 					...self,

@@ -17,6 +17,7 @@ import {
   checkBeforeSending,
   earlierProof,
   keptReceipt,
+  otherClaimWarning,
   receiptPath,
   registrationIn,
   RootRecordsInReceipts,
@@ -318,11 +319,23 @@ export class Aggregator {
     return undefined;
   }
 
-  /** The receipt of `doc` already in --receipt-dir (keptReceipt), when there is one. */
-  async #keptReceipt(doc: Hashed): Promise<string | undefined> {
+  /**
+   * The receipt of `doc` already in --receipt-dir (keptReceipt) of the
+   * registration confirmed (`confirmed`: the root it is under, or its own
+   * digest), when there is one.
+   */
+  async #keptReceipt(doc: Hashed, confirmed: string): Promise<string | undefined> {
     const plan = this.#documents.receipts;
     if (plan === undefined) return undefined;
-    return keptReceipt(plan, doc.index, doc.sha256, this.#baseUrl, () => planReceiptsByDigest(plan));
+    return keptReceipt(
+      plan,
+      doc.index,
+      doc.sha256,
+      confirmed,
+      this.#baseUrl,
+      () => planReceiptsByDigest(plan),
+      (path, claimed) => this.#options.io.warn(otherClaimWarning(path, doc.sha256, claimed, confirmed)),
+    );
   }
 
   /**
@@ -337,7 +350,7 @@ export class Aggregator {
     let written: { receipt?: string; receiptError?: NotarizeError } = {};
     let kept = given;
     try {
-      kept ??= entry === undefined ? await this.#keptReceipt(doc) : undefined;
+      kept ??= entry === undefined ? await this.#keptReceipt(doc, proof.root) : undefined;
     } catch (error) {
       // The folder unreadable for want of descriptors (readOr), after the ask was sent: this document fails.
       written = { receiptError: asNotarizeError(error) };
@@ -722,7 +735,7 @@ export class Aggregator {
           if (plan && entry) written = await this.#receipt(plan, doc, entry);
           // A 409 with no record here: its receipt from an earlier run, if there and of it, answers for it.
           else if (plan && outcome.kind === 'already-registered') {
-            const kept = await this.#keptReceipt(doc);
+            const kept = await this.#keptReceipt(doc, doc.sha256);
             if (kept !== undefined) written = { receipt: kept };
             else unrecorded.push(doc.sha256);
           }
@@ -913,7 +926,7 @@ export class Aggregator {
       // No record to write one from (a 409): the receipt already there, if any, is its result's
       // (a cold runner that kept the receipts folder); else said once for all such roots, after
       // the results (#warnNoRecords): there may be many documents.
-      receipt = await this.#keptReceipt(doc);
+      receipt = await this.#keptReceipt(doc, root);
       if (receipt === undefined) {
         // Unless another document's receipt there carries the root's record (a run stopped while it wrote them).
         const found = await this.#rootRecordInReceipts(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));

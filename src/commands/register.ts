@@ -25,6 +25,7 @@ import {
 import {
   checkBeforeSending,
   keptReceipt,
+  otherClaimWarning,
   RootRecordsInReceipts,
   writeReceipt,
   type ReceiptPlan,
@@ -574,7 +575,17 @@ class Registrar {
     if (rooted?.kept !== undefined) return { outcome, ...self, receipt: rooted.kept };
     if (outcome.kind === 'already-registered' && outcome.entry === undefined) {
       // Its receipt from an earlier run is there and holds: it answers for it, nothing to warn of.
-      const kept = await keptReceipt(receipts, index, input.hash, this.#baseUrl, () => planReceiptsByDigest(receipts));
+      // Only one of the registration confirmed: the document's own, or the root it is under.
+      const confirmed = under?.proof.root ?? input.hash;
+      const kept = await keptReceipt(
+        receipts,
+        index,
+        input.hash,
+        confirmed,
+        this.#baseUrl,
+        () => planReceiptsByDigest(receipts),
+        (path, claimed) => options.io.warn(otherClaimWarning(path, input.hash, claimed, confirmed)),
+      );
       if (kept !== undefined) return { outcome, ...self, receipt: kept };
       // Under a root: another document's receipt there may carry its record (a run stopped while it wrote them).
       const record = under && (await this.#rootRecords?.of(under.proof.root));

@@ -460,26 +460,49 @@ export async function registrationIn(path: string, hash: string): Promise<Earlie
 
 /**
  * The path of the receipt already at document `index`'s place when it is a
- * consistent receipt of that document (digest `hash`), else of one under
- * another name in the folder (`elsewhere`: the receipts by digest): a
- * registration the service confirmed with no record here leaves it as it
- * is, and it still answers for the document; else undefined.
+ * consistent receipt of that document (digest `hash`) of the registration
+ * the service confirmed (`confirmed`: the root it is under, or its own
+ * digest), else of one under another name in the folder (`elsewhere`: the
+ * receipts by digest): a registration the service confirmed with no record
+ * here leaves it as it is, and it still answers for the document; else
+ * undefined. A receipt of the document that claims another registration
+ * (a root the service did not confirm, a forged proof: r88) answers for
+ * nothing: `otherClaim` is told of the one at its place.
  */
 export async function keptReceipt(
   plan: ReceiptPlan,
   index: number,
   hash: string,
+  confirmed: string,
   baseUrl: string,
   elsewhere: () => Promise<Map<string, string[]>> = () => Promise.resolve(new Map<string, string[]>()),
+  otherClaim?: (path: string, claimed: string) => void,
 ): Promise<string | undefined> {
+  const claims = (receipt: ConsistentReceipt) => receipt.proof?.root ?? hash;
   const own = receiptPath(plan, index, hash);
-  if ((await receiptAt(own, hash)) !== undefined) return own;
+  const there = await receiptAt(own, hash);
+  if (there !== undefined) {
+    if (claims(there) === confirmed) return own;
+    otherClaim?.(own, claims(there));
+  }
   // Then the receipts of the same digest under other names (receiptsByDigest: another layout of the
   // same folder, `-r dist` against `dist/sub/c.txt`, or a copy), of this service: verify finds those too.
   for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) {
-    if ((await receiptAt(path, hash))?.baseUrl === baseUrl) return path;
+    const receipt = await receiptAt(path, hash);
+    if (receipt?.baseUrl === baseUrl && claims(receipt) === confirmed) return path;
   }
   return undefined;
+}
+
+/**
+ * What a run says of a receipt of document `hash` that keptReceipt passed
+ * over: it claims `claimed` (a root, or `hash` on its own), the service
+ * confirmed `confirmed`.
+ */
+export function otherClaimWarning(path: string, hash: string, claimed: string, confirmed: string): string {
+  const name = (registered: string) =>
+    registered === hash ? 'its document registered on its own' : `Merkle root ${registered}`;
+  return `${path} is a receipt of ${name(claimed)}, not of ${name(confirmed)}, which is what is confirmed: it is left as it is, but no result names it`;
 }
 
 /** The record of a Merkle root as a receipt in --receipt-dir carries it (rootRecordInReceipts). */

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   checkBeforeSending,
+  keptReceipt,
   planReceipts,
   receiptNames,
   receiptPath,
@@ -16,6 +17,7 @@ import {
   writeReceipt,
   type ReceiptPlan,
 } from '../../src/core/receipts.js';
+import { leafHash } from '../../src/core/merkle.js';
 import { receiptText } from '../../src/core/receipt-format.js';
 import { TEMPORARY_NAME_EXTRA_BYTES, writeFileAtomic } from '../../src/store/files.js';
 import { NotarizeError, UsageError } from '../../src/errors.js';
@@ -95,6 +97,50 @@ describe('receiptNames', () => {
     const error = thrownOf(() => receiptNames([{ path: 'x.txt' }, { path: '../x.txt' }]), UsageError);
     expect(error).toMatchObject({ code: 'receipt_collision' });
     expect(error.message).toBe(`'x.txt' and '../x.txt' would both get the receipt x.txt${RECEIPT_SUFFIX}`);
+  });
+});
+
+describe('keptReceipt', () => {
+  it('keeps a receipt of the registration confirmed, and tells of one at its place that claims another (r88)', async () => {
+    const plan = await planFor('doc.txt');
+    const hash = hashOf('kept');
+    const salt = Buffer.alloc(32, 9);
+    const root = leafHash(Buffer.from(hash, 'hex'), salt).toString('hex');
+    const own = receiptPath(plan, 0, hash);
+    mkdirSync(join(own, '..'), { recursive: true });
+    writeFileSync(
+      own,
+      receiptText({
+        document: { name: 'doc.txt', sha256: hash, size: 3 },
+        recordJson: recordOf(root),
+        baseUrl: SERVICE,
+        registeredAt: '2026-11-24T01:02:03.456Z',
+        proof: {
+          type: 'rfc9162-sha256-salted-leaf',
+          leafSalt: salt.toString('hex'),
+          leafIndex: 0,
+          treeSize: 1,
+          path: [],
+          root,
+        },
+      }),
+    );
+    const told: string[][] = [];
+    const tell = (path: string, claimed: string) => told.push([path, claimed]);
+    const none = () => Promise.resolve(new Map<string, string[]>());
+    expect(await keptReceipt(plan, 0, hash, root, SERVICE, none, tell)).toBe(own);
+    expect(told).toEqual([]);
+    // The service confirmed the document on its own: a receipt under a root says something else.
+    expect(await keptReceipt(plan, 0, hash, hash, SERVICE, none, tell)).toBeUndefined();
+    expect(told).toEqual([[own, root]]);
+    // And the other way: a receipt of it on its own, when a root is what is confirmed.
+    writeFileSync(own, receiptOf(hash));
+    expect(await keptReceipt(plan, 0, hash, hash, SERVICE, none, tell)).toBe(own);
+    expect(await keptReceipt(plan, 0, hash, root, SERVICE, none, tell)).toBeUndefined();
+    expect(told).toEqual([
+      [own, root],
+      [own, hash],
+    ]);
   });
 });
 

@@ -1099,6 +1099,44 @@ describe('switching between --aggregate and per-document registration never pays
     });
   });
 
+  it('a receipt whose root the service does not have, of a document it has on its own: named by no result, said so', async () => {
+    // r88: the run learnt the receipt's root is not registered, then got 409 for the document's own
+    // digest (another job registered it), and named that receipt as the document's, exit 0, no word.
+    const doc = bed.path('stale-known/doc.txt');
+    const sha256 = await bed.write('stale-known/doc.txt', 'a document registered on its own elsewhere\n');
+    const elsewhere = await bed.main(['register', doc, '--quiet'], {
+      env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'stale-known-other-')) },
+    });
+    expect(elsewhere.code, describeRun(elsewhere)).toBe(0);
+    const receipts = mkdtempSync(join(bed.root, 'stale-known-receipts-'));
+    const staleRoot = plantReceipt(receipts, 'doc.txt', sha256);
+    const file = join(receipts, 'doc.txt.notarization.json');
+    const before = readFileSync(file, 'utf8');
+    for (const args of [[doc], ['--aggregate', doc]]) {
+      const mark = bed.mark();
+      const run = await bed.main(['register', ...args, '--receipt-dir', receipts, '--output', 'ndjson'], {
+        env: { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.root, 'stale-known-store-')) },
+      });
+      const calls = bed.callsSince(mark).map((call) => `${call.route}:${call.status}`);
+      if (args[0] === '--aggregate') {
+        // The aggregate puts it into a tree of its own (the service does not have the root): paid once, receipt replaced.
+        expect(run.code, describeRun(run)).toBe(0);
+        expect(calls).toEqual(['login:200', 'request:200', 'request:200', 'forfait:200']);
+        expect(parseNdjson(run.stdout)[0]).toMatchObject({ status: 'registered' });
+        continue;
+      }
+      expect(run.code, describeRun(run)).toBe(0);
+      expect(calls).toEqual(['login:200', 'request:200', 'request:409']);
+      const [result] = parseNdjson(run.stdout);
+      expect(result).toMatchObject({ status: 'already-registered', record: null });
+      expect(result!.receipt).toBeUndefined();
+      expect(run.stderr).toContain(
+        `${file} is a receipt of Merkle root ${staleRoot}, not of its document registered on its own, which is what is confirmed`,
+      );
+      expect(readFileSync(file, 'utf8')).toBe(before);
+    }
+  });
+
   /** A receipt in `dir` for the document `name` of digest `sha256`, under a one-leaf root of its own the service never saw. */
   function plantReceipt(dir: string, name: string, sha256: string): string {
     const salt = createHash('sha256').update(`planted ${name}`).digest();
