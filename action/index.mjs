@@ -11505,13 +11505,6 @@ var init_files = __esmMin((() => {
 		"EPERM"
 	]);
 }));
-// dist/characters.js
-/** Where a character is in a text, for an error that must not quote the text (a key) or would be long (a description). */
-/** Where `match` was found in `text`, for an error: "U+001B at character 4" (characters counted, not UTF-16 units). */
-function characterWhere(text, match) {
-	return `${`U+${match[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`} at character ${[...text.slice(0, match.index)].length + 1}`;
-}
-var init_characters = __esmMin((() => {}));
 // dist/core/read-input.js
 /**
 * Reading small text inputs (a session, an API key, a description, a receipt) from a
@@ -11676,67 +11669,6 @@ var init_read_input = __esmMin((() => {
 	init_errors$2();
 	init_exact_json();
 	init_read_bounded();
-}));
-// dist/core/description.js
-/**
-* Whether `text` passes the checks a description given here passes (not
-* empty, no control character but tab): for one taken from elsewhere (a
-* receipt's record), which is sent only if so (r88: an escape sequence and a
-* line break in a forged receipt went into a request step as they were).
-*/
-function isSendableDescription(text) {
-	return text.trim() !== "" && !CONTROL.test(text.replaceAll("	", " "));
-}
-/** Refuses a description holding a control character other than tab; `what` names where it came from. */
-function checkControls(text, what) {
-	if (text.trim() === "") throw new UsageError(`${what} is empty`, { hint: "give a description with words in it, or leave it out" });
-	const match = CONTROL.exec(text.replaceAll("	", " "));
-	if (!match) return;
-	const lineBreak = [
-		"\n",
-		"\r",
-		"\u2028",
-		"\u2029"
-	].includes(match[0]);
-	throw new UsageError(`${what} holds a control or format character (${characterWhere(text, match)}); only tab is allowed`, { hint: lineBreak ? "a description is one line: put the text on one line (a file may end with one line break)" : "remove it: it would be stored on the record for good" });
-}
-/**
-* Checks --wallet-name (sent with the file metadata and kept by the
-* service): no control characters, as for a description; returns it unchanged.
-*/
-function checkWalletName(name) {
-	const match = CONTROL.exec(name);
-	if (!match) return name;
-	throw new UsageError(`--wallet-name holds a control or format character (${characterWhere(name, match)})`, { hint: "remove it: the service keeps the wallet name with the file metadata" });
-}
-/** Checks a description given with -d/--description; returns it unchanged. */
-function checkArgvDescription(text) {
-	const bad = text.indexOf("�");
-	if (bad !== -1) throw new UsageError(`--description is not valid UTF-8: byte(s) at character ${[...text.slice(0, bad)].length + 1} could not be decoded`, { hint: "give it in UTF-8 (check the locale of the shell), or with --description-file (which also takes a real U+FFFD)" });
-	checkControls(text, "--description");
-	return text;
-}
-/**
-* Reads --description-file (a file, or '-' for standard input): at most
-* DESCRIPTION_FILE_LIMIT bytes, strict UTF-8 (read-input.ts: decodeUtf8), a
-* byte order mark and one final LF or CRLF dropped (editors add them), then
-* checked like -d.
-*/
-async function readDescriptionFile(source, stdin) {
-	const what = "the description";
-	let { text } = decodeUtf8(await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, 5), `the description in '${source}'`);
-	text = text.replace(/\r?\n$/, "");
-	if (Buffer.byteLength(text) > 65536) throw tooLarge(source, DESCRIPTION_FILE_LIMIT, what);
-	checkControls(text, `the description in '${source}'`);
-	return text;
-}
-var DESCRIPTION_FILE_LIMIT, CONTROL;
-var init_description = __esmMin((() => {
-	init_characters();
-	init_errors$2();
-	init_read_input();
-	DESCRIPTION_FILE_LIMIT = 65536;
-	CONTROL = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
 }));
 // dist/core/hash.js
 /**
@@ -12427,45 +12359,55 @@ async function registrationIn(path, hash) {
 	const receipt = await receiptAt(path, hash);
 	if (receipt === void 0 || receipt.proof !== null) return void 0;
 	const { description } = JSON.parse(receipt.recordJson);
-	const sendable = typeof description === "string" && isSendableDescription(description);
 	return {
 		baseUrl: receipt.baseUrl,
 		path,
-		description: sendable ? description : hash
+		description: typeof description === "string" ? description : void 0
 	};
 }
 /**
-* The path of the receipt already at document `index`'s place when it is a
-* consistent receipt of that document (digest `hash`) of the registration
-* the service confirmed (`confirmed`: the root it is under, or its own
-* digest), else of one under another name in the folder (`elsewhere`: the
-* receipts by digest): a registration the service confirmed with no record
-* here leaves it as it is, and it still answers for the document; else
-* undefined. A receipt of the document that claims another registration
-* (a root the service did not confirm, a forged proof: r88) answers for
-* nothing: `otherClaim` is told of the one at its place.
+* The receipt already at document `index`'s place when it is a consistent
+* receipt of that document (digest `hash`), else one under another name in
+* the folder (`elsewhere`: the receipts by digest) of this service: a
+* registration the service confirmed with no record here leaves it as it
+* is, and it still answers for the document; else undefined.
+*
+* `confirmed`: the registration the service confirmed (the root the
+* document is under, or its own digest). A receipt answers when it claims
+* that one, or the document on its own (registered that way too, which
+* nothing here contradicts). One whose proof leads to another root does
+* not (r88: a root the service had just said it does not have): at the
+* document's place it is `other`, and no receipt may be written over it
+* (r89: that replaced a receipt the warning said was left as it is).
 */
-async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map()), otherClaim) {
+async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map())) {
 	const claims = (receipt) => receipt.proof?.root ?? hash;
+	const answers = (receipt) => claims(receipt) === confirmed || receipt.proof === null;
 	const own = receiptPath(plan, index, hash);
 	const there = await receiptAt(own, hash);
-	if (there !== void 0) {
-		if (claims(there) === confirmed) return own;
-		otherClaim?.(own, claims(there));
-	}
+	if (there !== void 0 && answers(there)) return {
+		kind: "kept",
+		path: own
+	};
 	for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) {
 		const receipt = await receiptAt(path, hash);
-		if (receipt?.baseUrl === baseUrl && claims(receipt) === confirmed) return path;
+		if (receipt?.baseUrl === baseUrl && answers(receipt)) return {
+			kind: "kept",
+			path
+		};
 	}
+	return there === void 0 ? void 0 : {
+		kind: "other",
+		path: own,
+		claimed: claims(there)
+	};
 }
 /**
-* What a run says of a receipt of document `hash` that keptReceipt passed
-* over: it claims `claimed` (a root, or `hash` on its own), the service
-* confirmed `confirmed`.
+* What a run says of a receipt keptReceipt found `other`: at document
+* `hash`'s place, it claims root `claimed`, where `confirmed` is confirmed.
 */
 function otherClaimWarning(path, hash, claimed, confirmed) {
-	const name = (registered) => registered === hash ? "its document registered on its own" : `Merkle root ${registered}`;
-	return `${path} is a receipt of ${name(claimed)}, not of ${name(confirmed)}, which is what is confirmed: it is left as it is, but no result names it`;
+	return `${path} is a receipt of Merkle root ${claimed}, not of ${confirmed === hash ? "its document registered on its own" : `Merkle root ${confirmed}`}, which is what is confirmed: it is left as it is, and no result names it`;
 }
 /** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
 function receiptOf(text, hash) {
@@ -12531,7 +12473,6 @@ var init_receipts = __esmMin((() => {
 	init_mkdirs();
 	init_path_spelling();
 	init_files();
-	init_description();
 	init_hash$1();
 	init_receipt_format();
 	RECEIPT_SUFFIX = ".notarization.json";
@@ -18233,7 +18174,7 @@ function askAboutRoot(deps, root, treeSize, flags, source) {
 * on its own (see askAbout), for one whose receipt in --receipt-dir
 * (`source`) says so: `register --aggregate` on a store without its record.
 * `description`: the one its receipt's record holds, if it passes the checks
-* a description given here does (registrationIn), else the digest.
+* a description given here does, else the digest.
 */
 function askAboutDocument(deps, hash, description, flags, source) {
 	return askAbout(deps, {
@@ -19011,6 +18952,76 @@ var init_aggregate = __esmMin((() => {
 		}
 	};
 	CONFIRMED_MESSAGE = "the service answered 409 for this root before (to its completion, or to a request step once its session was dropped); its record was never received here; nothing sent";
+}));
+// dist/characters.js
+/** Where a character is in a text, for an error that must not quote the text (a key) or would be long (a description). */
+/** Where `match` was found in `text`, for an error: "U+001B at character 4" (characters counted, not UTF-16 units). */
+function characterWhere(text, match) {
+	return `${`U+${match[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`} at character ${[...text.slice(0, match.index)].length + 1}`;
+}
+var init_characters = __esmMin((() => {}));
+// dist/core/description.js
+/**
+* Whether `text` passes the checks of this module a description given here
+* passes (not empty, no control character but tab, no larger than
+* --description-file takes): for one taken from elsewhere (a receipt's
+* record), which is sent only if so (r88: an escape sequence and a line
+* break in a forged receipt went into a request step as they were). The
+* caller checks for secrets too (IO.holdsSecret), as withDescription does.
+*/
+function isSendableDescription(text) {
+	return text.trim() !== "" && !CONTROL.test(text.replaceAll("	", " ")) && Buffer.byteLength(text, "utf8") <= 65536;
+}
+/** Refuses a description holding a control character other than tab; `what` names where it came from. */
+function checkControls(text, what) {
+	if (text.trim() === "") throw new UsageError(`${what} is empty`, { hint: "give a description with words in it, or leave it out" });
+	const match = CONTROL.exec(text.replaceAll("	", " "));
+	if (!match) return;
+	const lineBreak = [
+		"\n",
+		"\r",
+		"\u2028",
+		"\u2029"
+	].includes(match[0]);
+	throw new UsageError(`${what} holds a control or format character (${characterWhere(text, match)}); only tab is allowed`, { hint: lineBreak ? "a description is one line: put the text on one line (a file may end with one line break)" : "remove it: it would be stored on the record for good" });
+}
+/**
+* Checks --wallet-name (sent with the file metadata and kept by the
+* service): no control characters, as for a description; returns it unchanged.
+*/
+function checkWalletName(name) {
+	const match = CONTROL.exec(name);
+	if (!match) return name;
+	throw new UsageError(`--wallet-name holds a control or format character (${characterWhere(name, match)})`, { hint: "remove it: the service keeps the wallet name with the file metadata" });
+}
+/** Checks a description given with -d/--description; returns it unchanged. */
+function checkArgvDescription(text) {
+	const bad = text.indexOf("�");
+	if (bad !== -1) throw new UsageError(`--description is not valid UTF-8: byte(s) at character ${[...text.slice(0, bad)].length + 1} could not be decoded`, { hint: "give it in UTF-8 (check the locale of the shell), or with --description-file (which also takes a real U+FFFD)" });
+	checkControls(text, "--description");
+	return text;
+}
+/**
+* Reads --description-file (a file, or '-' for standard input): at most
+* DESCRIPTION_FILE_LIMIT bytes, strict UTF-8 (read-input.ts: decodeUtf8), a
+* byte order mark and one final LF or CRLF dropped (editors add them), then
+* checked like -d.
+*/
+async function readDescriptionFile(source, stdin) {
+	const what = "the description";
+	let { text } = decodeUtf8(await readBytesInput(source, stdin, DESCRIPTION_FILE_LIMIT, what, 5), `the description in '${source}'`);
+	text = text.replace(/\r?\n$/, "");
+	if (Buffer.byteLength(text) > 65536) throw tooLarge(source, DESCRIPTION_FILE_LIMIT, what);
+	checkControls(text, `the description in '${source}'`);
+	return text;
+}
+var DESCRIPTION_FILE_LIMIT, CONTROL;
+var init_description = __esmMin((() => {
+	init_characters();
+	init_errors$2();
+	init_read_input();
+	DESCRIPTION_FILE_LIMIT = 65536;
+	CONTROL = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
 }));
 // dist/commands/manifest-files.js
 /**
@@ -22203,6 +22214,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_notarize();
 	init_aggregate();
 	init_evidence();
+	init_description();
 	init_manifests();
 	init_trees();
 	init_batch();
@@ -22418,10 +22430,11 @@ var init_register_aggregate = __esmMin((() => {
 				const refused = this.#asks.refusal(doc.sha256, path, (message) => this.#options.io.warn(message));
 				if (refused !== void 0) throw refused;
 				const source = `its receipt ${path}`;
+				const description = this.#askDescription(alone.description) ?? doc.sha256;
 				const said = await this.#asks.ask(doc.sha256, path, () => askAboutDocument({
 					api: this.#api,
 					store: this.#store
-				}, doc.sha256, alone.description, this.#options, source));
+				}, doc.sha256, description, this.#options, source));
 				if (said.kind === "failed") throw said.error;
 				if (said.kind === "absent") return void 0;
 				const service = {
@@ -22440,14 +22453,27 @@ var init_register_aggregate = __esmMin((() => {
 			}
 		}
 		/**
+		* A receipt's description, when it may be sent as a description given
+		* here may (-d: isSendableDescription, and no secret of the user's: the
+		* folder's text is nobody's check); else undefined. r88: an escape
+		* sequence and a line break; r89: the API key, 1.5 MB refused with 413.
+		*/
+		#askDescription(text) {
+			if (text === void 0 || !isSendableDescription(text) || this.#options.io.holdsSecret(text)) return void 0;
+			return text;
+		}
+		/**
 		* The receipt of `doc` already in --receipt-dir (keptReceipt) of the
 		* registration confirmed (`confirmed`: the root it is under, or its own
-		* digest), when there is one.
+		* digest), when there is one; one at its place claiming another root is
+		* warned of here, and no receipt is to be written over it.
 		*/
 		async #keptReceipt(doc, confirmed) {
 			const plan = this.#documents.receipts;
 			if (plan === void 0) return void 0;
-			return keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () => planReceiptsByDigest(plan), (path, claimed) => this.#options.io.warn(otherClaimWarning(path, doc.sha256, claimed, confirmed)));
+			const found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () => planReceiptsByDigest(plan));
+			if (found?.kind === "other") this.#options.io.warn(otherClaimWarning(found.path, doc.sha256, found.claimed, confirmed));
+			return found;
 		}
 		/**
 		* The result of `doc`, under the root a receipt led to (`kept`: that
@@ -22460,19 +22486,22 @@ var init_register_aggregate = __esmMin((() => {
 			const plan = this.#documents.receipts;
 			let written = {};
 			let kept = given;
+			let occupied = false;
 			try {
-				kept ??= entry === void 0 ? await this.#keptReceipt(doc, proof.root) : void 0;
+				const found = kept === void 0 && entry === void 0 ? await this.#keptReceipt(doc, proof.root) : void 0;
+				if (found?.kind === "kept") kept = found.path;
+				occupied = found?.kind === "other";
 			} catch (error) {
 				written = { receiptError: asNotarizeError(error) };
 			}
 			let record = entry;
-			if (record === void 0 && kept === void 0 && !written.receiptError && outcome.kind === "already-registered") {
+			if (record === void 0 && kept === void 0 && !occupied && !written.receiptError && outcome.kind === "already-registered") {
 				const found = await this.#rootRecordInReceipts(proof.root);
 				record = found.record;
 				if (found.receiptError) written = { receiptError: found.receiptError };
 			}
-			if (outcome.kind === "already-registered" && record === void 0 && kept === void 0 && !written.receiptError) this.#unrecordedRoots.add(proof.root);
-			if (kept === void 0 && record !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, record, proof);
+			if (outcome.kind === "already-registered" && record === void 0 && kept === void 0 && !occupied && !written.receiptError) this.#unrecordedRoots.add(proof.root);
+			if (kept === void 0 && !occupied && record !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, record, proof);
 			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
 				under: {
 					sha256: doc.sha256,
@@ -22768,8 +22797,8 @@ var init_register_aggregate = __esmMin((() => {
 					if (plan && entry) written = await this.#receipt(plan, doc, entry);
 					else if (plan && outcome.kind === "already-registered") {
 						const kept = await this.#keptReceipt(doc, doc.sha256);
-						if (kept !== void 0) written = { receipt: kept };
-						else unrecorded.push(doc.sha256);
+						if (kept?.kind === "kept") written = { receipt: kept.path };
+						else if (kept === void 0) unrecorded.push(doc.sha256);
 					}
 					const { receipt, receiptError } = written;
 					this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receiptDetails(receipt, receiptError)));
@@ -22914,8 +22943,9 @@ var init_register_aggregate = __esmMin((() => {
 			const plan = this.#documents.receipts;
 			if (plan && entry) ({receipt, receiptError} = await this.#receipt(plan, doc, entry, proof));
 			else if (plan) {
-				receipt = await this.#keptReceipt(doc, root);
-				if (receipt === void 0) {
+				const kept = await this.#keptReceipt(doc, root);
+				if (kept?.kind === "kept") receipt = kept.path;
+				else if (kept === void 0) {
 					const found = await this.#rootRecordInReceipts(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
 					if (found.record !== void 0) ({receipt, receiptError} = await this.#receipt(plan, doc, found.record, proof));
 					else if (found.receiptError !== void 0) receiptError = found.receiptError;
@@ -23512,12 +23542,19 @@ var init_register = __esmMin((() => {
 			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
 				const confirmed = under?.proof.root ?? input.hash;
-				const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () => planReceiptsByDigest(receipts), (path, claimed) => options.io.warn(otherClaimWarning(path, input.hash, claimed, confirmed)));
-				if (kept !== void 0) return {
+				const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () => planReceiptsByDigest(receipts));
+				if (kept?.kind === "kept") return {
 					outcome,
 					...self,
-					receipt: kept
+					receipt: kept.path
 				};
+				if (kept?.kind === "other") {
+					options.io.warn(otherClaimWarning(kept.path, input.hash, kept.claimed, confirmed));
+					return {
+						outcome,
+						...self
+					};
+				}
 				const record = under && await this.#rootRecords?.of(under.proof.root);
 				if (record !== void 0) {
 					const { recordJson, completedAt, path: recordFrom } = record;

@@ -9,6 +9,7 @@ import type { ApiClient } from '../api/client.js';
 import { confirmedBefore, confirmedRoots, register, type Outcome } from '../core/notarize.js';
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
+import { isSendableDescription } from '../core/description.js';
 import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js';
 import { Trees, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
@@ -18,6 +19,7 @@ import {
   earlierProof,
   keptReceipt,
   otherClaimWarning,
+  type KeptReceipt,
   receiptPath,
   registrationIn,
   RootRecordsInReceipts,
@@ -307,8 +309,9 @@ export class Aggregator {
       const refused = this.#asks.refusal(doc.sha256, path, (message) => this.#options.io.warn(message));
       if (refused !== undefined) throw refused;
       const source = `its receipt ${path}`;
+      const description = this.#askDescription(alone.description) ?? doc.sha256;
       const said = await this.#asks.ask(doc.sha256, path, () =>
-        askAboutDocument({ api: this.#api, store: this.#store }, doc.sha256, alone.description, this.#options, source),
+        askAboutDocument({ api: this.#api, store: this.#store }, doc.sha256, description, this.#options, source),
       );
       if (said.kind === 'failed') throw said.error;
       if (said.kind === 'absent') return undefined;
@@ -320,22 +323,32 @@ export class Aggregator {
   }
 
   /**
+   * A receipt's description, when it may be sent as a description given
+   * here may (-d: isSendableDescription, and no secret of the user's: the
+   * folder's text is nobody's check); else undefined. r88: an escape
+   * sequence and a line break; r89: the API key, 1.5 MB refused with 413.
+   */
+  #askDescription(text: string | undefined): string | undefined {
+    if (text === undefined || !isSendableDescription(text) || this.#options.io.holdsSecret(text)) return undefined;
+    return text;
+  }
+
+  /**
    * The receipt of `doc` already in --receipt-dir (keptReceipt) of the
    * registration confirmed (`confirmed`: the root it is under, or its own
-   * digest), when there is one.
+   * digest), when there is one; one at its place claiming another root is
+   * warned of here, and no receipt is to be written over it.
    */
-  async #keptReceipt(doc: Hashed, confirmed: string): Promise<string | undefined> {
+  async #keptReceipt(doc: Hashed, confirmed: string): Promise<KeptReceipt | undefined> {
     const plan = this.#documents.receipts;
     if (plan === undefined) return undefined;
-    return keptReceipt(
-      plan,
-      doc.index,
-      doc.sha256,
-      confirmed,
-      this.#baseUrl,
-      () => planReceiptsByDigest(plan),
-      (path, claimed) => this.#options.io.warn(otherClaimWarning(path, doc.sha256, claimed, confirmed)),
+    const found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () =>
+      planReceiptsByDigest(plan),
     );
+    if (found?.kind === 'other') {
+      this.#options.io.warn(otherClaimWarning(found.path, doc.sha256, found.claimed, confirmed));
+    }
+    return found;
   }
 
   /**
@@ -349,23 +362,39 @@ export class Aggregator {
     const plan = this.#documents.receipts;
     let written: { receipt?: string; receiptError?: NotarizeError } = {};
     let kept = given;
+    // A receipt at its place claiming another root: left as it is, nothing written over it.
+    let occupied = false;
     try {
-      kept ??= entry === undefined ? await this.#keptReceipt(doc, proof.root) : undefined;
+      const found = kept === undefined && entry === undefined ? await this.#keptReceipt(doc, proof.root) : undefined;
+      if (found?.kind === 'kept') kept = found.path;
+      occupied = found?.kind === 'other';
     } catch (error) {
       // The folder unreadable for want of descriptors (readOr), after the ask was sent: this document fails.
       written = { receiptError: asNotarizeError(error) };
     }
     // With no record here, the receipt of another document under the root may carry it.
     let record: { recordJson: string; completedAt: string; path?: string } | undefined = entry;
-    if (record === undefined && kept === undefined && !written.receiptError && outcome.kind === 'already-registered') {
+    if (
+      record === undefined &&
+      kept === undefined &&
+      !occupied &&
+      !written.receiptError &&
+      outcome.kind === 'already-registered'
+    ) {
       const found = await this.#rootRecordInReceipts(proof.root);
       record = found.record;
       if (found.receiptError) written = { receiptError: found.receiptError };
     }
-    if (outcome.kind === 'already-registered' && record === undefined && kept === undefined && !written.receiptError) {
+    if (
+      outcome.kind === 'already-registered' &&
+      record === undefined &&
+      kept === undefined &&
+      !occupied &&
+      !written.receiptError
+    ) {
       this.#unrecordedRoots.add(proof.root);
     }
-    if (kept === undefined && record !== undefined && plan !== undefined) {
+    if (kept === undefined && !occupied && record !== undefined && plan !== undefined) {
       written = await this.#receipt(plan, doc, record, proof);
     }
     const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
@@ -736,8 +765,8 @@ export class Aggregator {
           // A 409 with no record here: its receipt from an earlier run, if there and of it, answers for it.
           else if (plan && outcome.kind === 'already-registered') {
             const kept = await this.#keptReceipt(doc, doc.sha256);
-            if (kept !== undefined) written = { receipt: kept };
-            else unrecorded.push(doc.sha256);
+            if (kept?.kind === 'kept') written = { receipt: kept.path };
+            else if (kept === undefined) unrecorded.push(doc.sha256);
           }
           const { receipt, receiptError } = written;
           this.#items.add(
@@ -926,8 +955,9 @@ export class Aggregator {
       // No record to write one from (a 409): the receipt already there, if any, is its result's
       // (a cold runner that kept the receipts folder); else said once for all such roots, after
       // the results (#warnNoRecords): there may be many documents.
-      receipt = await this.#keptReceipt(doc, root);
-      if (receipt === undefined) {
+      const kept = await this.#keptReceipt(doc, root);
+      if (kept?.kind === 'kept') receipt = kept.path;
+      else if (kept === undefined) {
         // Unless another document's receipt there carries the root's record (a run stopped while it wrote them).
         const found = await this.#rootRecordInReceipts(root, () => tree.entry.leaves.map((leaf) => leaf.sha256));
         if (found.record !== undefined)

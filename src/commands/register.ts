@@ -577,16 +577,15 @@ class Registrar {
       // Its receipt from an earlier run is there and holds: it answers for it, nothing to warn of.
       // Only one of the registration confirmed: the document's own, or the root it is under.
       const confirmed = under?.proof.root ?? input.hash;
-      const kept = await keptReceipt(
-        receipts,
-        index,
-        input.hash,
-        confirmed,
-        this.#baseUrl,
-        () => planReceiptsByDigest(receipts),
-        (path, claimed) => options.io.warn(otherClaimWarning(path, input.hash, claimed, confirmed)),
+      const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () =>
+        planReceiptsByDigest(receipts),
       );
-      if (kept !== undefined) return { outcome, ...self, receipt: kept };
+      if (kept?.kind === 'kept') return { outcome, ...self, receipt: kept.path };
+      if (kept?.kind === 'other') {
+        // One at its place claims another root: left as it is, nothing written over it, named by no result.
+        options.io.warn(otherClaimWarning(kept.path, input.hash, kept.claimed, confirmed));
+        return { outcome, ...self };
+      }
       // Under a root: another document's receipt there may carry its record (a run stopped while it wrote them).
       const record = under && (await this.#rootRecords?.of(under.proof.root));
       if (record !== undefined) {

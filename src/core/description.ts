@@ -34,13 +34,19 @@ const BOM_BYTES = 3;
 const CONTROL = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200c\u200d])\p{Cf}/u;
 
 /**
- * Whether `text` passes the checks a description given here passes (not
- * empty, no control character but tab): for one taken from elsewhere (a
- * receipt's record), which is sent only if so (r88: an escape sequence and a
- * line break in a forged receipt went into a request step as they were).
+ * Whether `text` passes the checks of this module a description given here
+ * passes (not empty, no control character but tab, no larger than
+ * --description-file takes): for one taken from elsewhere (a receipt's
+ * record), which is sent only if so (r88: an escape sequence and a line
+ * break in a forged receipt went into a request step as they were). The
+ * caller checks for secrets too (IO.holdsSecret), as withDescription does.
  */
 export function isSendableDescription(text: string): boolean {
-  return text.trim() !== '' && !CONTROL.test(text.replaceAll('\t', ' '));
+  return (
+    text.trim() !== '' &&
+    !CONTROL.test(text.replaceAll('\t', ' ')) &&
+    Buffer.byteLength(text, 'utf8') <= DESCRIPTION_FILE_LIMIT
+  );
 }
 
 /** Refuses a description holding a control character other than tab; `what` names where it came from. */

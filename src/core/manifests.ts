@@ -640,7 +640,7 @@ export function askAboutRoot(
  * on its own (see askAbout), for one whose receipt in --receipt-dir
  * (`source`) says so: `register --aggregate` on a store without its record.
  * `description`: the one its receipt's record holds, if it passes the checks
- * a description given here does (registrationIn), else the digest.
+ * a description given here does, else the digest.
  */
 export function askAboutDocument(
   deps: FlowDeps,

@@ -38,7 +38,6 @@ import { cleanUpOnInterrupt } from '../interrupt.js';
 import { makeDirs } from '../mkdirs.js';
 import { parentAfterName, sameSpelling } from '../path-spelling.js';
 import { DirFlushes, myUid, TEMPORARY_NAME_EXTRA_BYTES, uniqueSuffix, writeFileAtomic } from '../store/files.js';
-import { isSendableDescription } from './description.js';
 import { writeErrorReason } from './hash.js';
 import { isCompletedRecord, readReceipt, type ConsistentReceipt, type InclusionProof } from './receipt-format.js';
 
@@ -438,9 +437,9 @@ export interface EarlierRegistration {
   path: string;
   /**
    * The description its record holds (what the service registered it with),
-   * when a description given here could be it; else the digest.
+   * if any: the folder's text, unchecked (see the ask that sends it).
    */
-  description: string;
+  description: string | undefined;
 }
 
 /**
@@ -453,21 +452,31 @@ export async function registrationIn(path: string, hash: string): Promise<Earlie
   const receipt = await receiptAt(path, hash);
   if (receipt === undefined || receipt.proof !== null) return undefined;
   const { description } = JSON.parse(receipt.recordJson) as { description?: unknown };
-  // Sent as the description of a request step: a receipt is the folder's, not checked like -d.
-  const sendable = typeof description === 'string' && isSendableDescription(description);
-  return { baseUrl: receipt.baseUrl, path, description: sendable ? description : hash };
+  return { baseUrl: receipt.baseUrl, path, description: typeof description === 'string' ? description : undefined };
 }
 
 /**
- * The path of the receipt already at document `index`'s place when it is a
- * consistent receipt of that document (digest `hash`) of the registration
- * the service confirmed (`confirmed`: the root it is under, or its own
- * digest), else of one under another name in the folder (`elsewhere`: the
- * receipts by digest): a registration the service confirmed with no record
- * here leaves it as it is, and it still answers for the document; else
- * undefined. A receipt of the document that claims another registration
- * (a root the service did not confirm, a forged proof: r88) answers for
- * nothing: `otherClaim` is told of the one at its place.
+ * What keptReceipt found: a receipt that answers for the document (`kept`),
+ * or one at its place that claims another registration (`other`, what it
+ * claims: a root, or the document's own digest), which must be left as it
+ * is and named by no result.
+ */
+export type KeptReceipt = { kind: 'kept'; path: string } | { kind: 'other'; path: string; claimed: string };
+
+/**
+ * The receipt already at document `index`'s place when it is a consistent
+ * receipt of that document (digest `hash`), else one under another name in
+ * the folder (`elsewhere`: the receipts by digest) of this service: a
+ * registration the service confirmed with no record here leaves it as it
+ * is, and it still answers for the document; else undefined.
+ *
+ * `confirmed`: the registration the service confirmed (the root the
+ * document is under, or its own digest). A receipt answers when it claims
+ * that one, or the document on its own (registered that way too, which
+ * nothing here contradicts). One whose proof leads to another root does
+ * not (r88: a root the service had just said it does not have): at the
+ * document's place it is `other`, and no receipt may be written over it
+ * (r89: that replaced a receipt the warning said was left as it is).
  */
 export async function keptReceipt(
   plan: ReceiptPlan,
@@ -476,33 +485,28 @@ export async function keptReceipt(
   confirmed: string,
   baseUrl: string,
   elsewhere: () => Promise<Map<string, string[]>> = () => Promise.resolve(new Map<string, string[]>()),
-  otherClaim?: (path: string, claimed: string) => void,
-): Promise<string | undefined> {
+): Promise<KeptReceipt | undefined> {
   const claims = (receipt: ConsistentReceipt) => receipt.proof?.root ?? hash;
+  const answers = (receipt: ConsistentReceipt) => claims(receipt) === confirmed || receipt.proof === null;
   const own = receiptPath(plan, index, hash);
   const there = await receiptAt(own, hash);
-  if (there !== undefined) {
-    if (claims(there) === confirmed) return own;
-    otherClaim?.(own, claims(there));
-  }
+  if (there !== undefined && answers(there)) return { kind: 'kept', path: own };
   // Then the receipts of the same digest under other names (receiptsByDigest: another layout of the
   // same folder, `-r dist` against `dist/sub/c.txt`, or a copy), of this service: verify finds those too.
   for (const path of ((await elsewhere()).get(hash) ?? []).filter((p) => p !== own)) {
     const receipt = await receiptAt(path, hash);
-    if (receipt?.baseUrl === baseUrl && claims(receipt) === confirmed) return path;
+    if (receipt?.baseUrl === baseUrl && answers(receipt)) return { kind: 'kept', path };
   }
-  return undefined;
+  return there === undefined ? undefined : { kind: 'other', path: own, claimed: claims(there) };
 }
 
 /**
- * What a run says of a receipt of document `hash` that keptReceipt passed
- * over: it claims `claimed` (a root, or `hash` on its own), the service
- * confirmed `confirmed`.
+ * What a run says of a receipt keptReceipt found `other`: at document
+ * `hash`'s place, it claims root `claimed`, where `confirmed` is confirmed.
  */
 export function otherClaimWarning(path: string, hash: string, claimed: string, confirmed: string): string {
-  const name = (registered: string) =>
-    registered === hash ? 'its document registered on its own' : `Merkle root ${registered}`;
-  return `${path} is a receipt of ${name(claimed)}, not of ${name(confirmed)}, which is what is confirmed: it is left as it is, but no result names it`;
+  const what = confirmed === hash ? 'its document registered on its own' : `Merkle root ${confirmed}`;
+  return `${path} is a receipt of Merkle root ${claimed}, not of ${what}, which is what is confirmed: it is left as it is, and no result names it`;
 }
 
 /** The record of a Merkle root as a receipt in --receipt-dir carries it (rootRecordInReceipts). */

@@ -88,6 +88,9 @@ describe('isSendableDescription (a description from a receipt)', () => {
       expect(isSendableDescription(text), JSON.stringify(text)).toBe(false);
       expect(() => checkArgvDescription(text), JSON.stringify(text)).toThrow(UsageError);
     }
+    // No larger than --description-file takes.
+    expect(isSendableDescription('é'.repeat(DESCRIPTION_FILE_LIMIT / 2))).toBe(true);
+    expect(isSendableDescription(`${'é'.repeat(DESCRIPTION_FILE_LIMIT / 2)}x`)).toBe(false);
   });
 });
 

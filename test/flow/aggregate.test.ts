@@ -1099,6 +1099,36 @@ describe('switching between --aggregate and per-document registration never pays
     });
   });
 
+  it('a receipt of a document on its own, where a manifest puts it under a registered root: kept, named, never replaced', async () => {
+    // r89: 9504888 passed such a receipt over (it claims the document on its own, the root was what
+    // was confirmed), then wrote the root's receipt over it from another receipt's record: the
+    // record of a paid registration, which the service sends once, was lost.
+    const { docs, receipts: treeReceipts, root } = await registeredTree('both-ways', 'both ways', ['a', 'b']);
+    const receipts = bed.path('both-ways-own');
+    const own = await bed.main(['register', docs[0]!, '--receipt-dir', receipts, '--quiet'], {
+      env: { NOTARIZE_CONFIG_DIR: freshStore() },
+    });
+    expect(own.code, describeRun(own)).toBe(0);
+    const ownReceipt = join(receipts, 'a.txt.notarization.json');
+    const before = readFileSync(ownReceipt, 'utf8');
+    expect(JSON.parse(before)).toMatchObject({ proof: null });
+    for (const name of ['b.txt.notarization.json', `${root}.tree.json`]) {
+      cpSync(join(treeReceipts, name), join(receipts, name));
+    }
+    for (const aggregate of [false, true]) {
+      const mark = bed.mark();
+      const run = await bed.main(
+        ['register', ...(aggregate ? ['--aggregate'] : []), docs[0]!, '--receipt-dir', receipts, '--output', 'ndjson'],
+        { env: { NOTARIZE_CONFIG_DIR: freshStore() } },
+      );
+      expect(run.code, describeRun(run)).toBe(0);
+      expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toEqual([]);
+      expect(parseNdjson(run.stdout)[0]).toMatchObject({ status: 'already-registered', receipt: ownReceipt });
+      expect(run.stderr).not.toContain('is a receipt of');
+      expect(readFileSync(ownReceipt, 'utf8')).toBe(before);
+    }
+  });
+
   it('a receipt whose root the service does not have, of a document it has on its own: named by no result, said so', async () => {
     // r88: the run learnt the receipt's root is not registered, then got 409 for the document's own
     // digest (another job registered it), and named that receipt as the document's, exit 0, no word.
@@ -2899,19 +2929,40 @@ describe('register --aggregate on an empty store, beside the manifests of an ear
     expect(third.calls).toEqual(['login:200', 'request:200', 'request:200', 'forfait:200']);
     expect(parseResults(third.run.stdout).map((r) => [r.status, r.proof?.treeSize])).toEqual([['registered', 1]]);
 
-    // Its record's description is sent in that ask only if it passes the checks -d does (r88: an
-    // escape sequence, a BEL and a line break went to the service as they were); else the digest.
-    const [hostile] = await writeDocs('alone', 'never registered either', ['e']);
-    const hostileReceipt = JSON.parse(forgedText.replaceAll(digestOf(forged[0]!), digestOf(hostile!)));
-    hostileReceipt.document = { ...hostileReceipt.document, name: 'e.txt', size: readFileSync(hostile!).length };
-    hostileReceipt.record.description = 'evil\u001b]0;pwned\u0007\nforged line';
-    writeFileSync(receiptOf('e.txt'), `${JSON.stringify(hostileReceipt, null, 2)}\n`);
+    // Its record's description is sent in that ask only if it passes the checks -d does, else the
+    // digest: r88, an escape sequence, a BEL and a line break went to the service as they were;
+    // r89, the API key, and 1.5 MB (refused with 413 on every run).
+    const hostile = await writeDocs('alone', 'never registered either', ['e', 'f', 'g']);
+    const descriptions = [
+      'evil\u001b]0;pwned\u0007\nforged line',
+      `notes ${bed.sandbox.apiKey} here`,
+      'x'.repeat(1_500_000),
+    ];
+    for (const [i, doc] of hostile.entries()) {
+      const name = basename(doc);
+      const receipt = JSON.parse(forgedText.replaceAll(digestOf(forged[0]!), digestOf(doc)));
+      receipt.document = { ...receipt.document, name, size: readFileSync(doc).length };
+      receipt.record.description = descriptions[i];
+      writeFileSync(receiptOf(name), `${JSON.stringify(receipt, null, 2)}\n`);
+    }
     const mark = bed.mark();
-    const fourth = await onStore(freshStore(), receipts, [hostile!]);
+    const fourth = await onStore(freshStore(), receipts, hostile);
     expect(fourth.run.code, describeRun(fourth.run)).toBe(0);
-    expect(fourth.calls).toEqual(['login:200', 'request:200', 'request:200', 'forfait:200']);
-    const asked = bed.callsSince(mark).find((c) => c.route === 'request')!;
-    expect(JSON.parse(asked.body)).toMatchObject({ hash: digestOf(hostile!), description: digestOf(hostile!) });
+    expect(fourth.calls).toEqual([
+      'login:200',
+      'request:200',
+      'request:200',
+      'request:200',
+      'request:200',
+      'forfait:200',
+    ]);
+    const asks = bed
+      .callsSince(mark)
+      .filter((c) => c.route === 'request')
+      .map((c) => JSON.parse(c.body) as { hash: string; description: string });
+    for (const doc of hostile) {
+      expect(asks).toContainEqual(expect.objectContaining({ hash: digestOf(doc), description: digestOf(doc) }));
+    }
   });
 
   it('a receipt written before v1 (the bare record) of a registration on its own: asked about too, kept', async () => {
