@@ -22688,8 +22688,17 @@ var init_register_aggregate = __esmMin((() => {
 					continue;
 				}
 				if (entry === void 0 && confirmed.has(doc.sha256)) {
-					if (plan !== void 0) unrecorded.push(doc.sha256);
-					this.#items.add(doc.index, outcomeResult(doc.file, await confirmedBefore(this.#store, doc.sha256), this.#baseUrl));
+					let kept;
+					try {
+						kept = await this.#keptReceipt(doc, doc.sha256);
+					} catch (error) {
+						this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+						continue;
+					}
+					if (plan !== void 0 && kept === void 0) unrecorded.push(doc.sha256);
+					const outcome = await confirmedBefore(this.#store, doc.sha256);
+					const receipt = receiptDetails(kept?.kind === "kept" ? kept.path : void 0, void 0);
+					this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receipt));
 					continue;
 				}
 				if (entry === void 0) {

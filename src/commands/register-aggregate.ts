@@ -612,13 +612,21 @@ export class Aggregator {
         continue;
       }
       if (entry === undefined && confirmed.has(doc.sha256)) {
-        // No record to write a receipt from: said once for all, with the root ones.
-        if (plan !== undefined) unrecorded.push(doc.sha256);
+        // No record to write a receipt from: one of it already there answers for it, as per-document
+        // register has it (r89); with none, said once for all, with the root ones.
+        let kept: KeptReceipt | undefined;
+        try {
+          kept = await this.#keptReceipt(doc, doc.sha256);
+        } catch (error) {
+          // The folder unreadable for want of descriptors (readOr): nothing sent, this document fails.
+          this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
+          continue;
+        }
+        if (plan !== undefined && kept === undefined) unrecorded.push(doc.sha256);
         // Confirmed on its own (a 409 to its request step or its completion): not put in a tree.
-        this.#items.add(
-          doc.index,
-          outcomeResult(doc.file, await confirmedBefore(this.#store, doc.sha256), this.#baseUrl),
-        );
+        const outcome = await confirmedBefore(this.#store, doc.sha256);
+        const receipt = receiptDetails(kept?.kind === 'kept' ? kept.path : undefined, undefined);
+        this.#items.add(doc.index, outcomeResult(doc.file, outcome, this.#baseUrl, receipt));
         continue;
       }
       if (entry === undefined) {

@@ -1129,6 +1129,30 @@ describe('switching between --aggregate and per-document registration never pays
     }
   });
 
+  it('--aggregate on a store that had a 409 for a document on its own names its receipt there, as register does', async () => {
+    // r89: per-document register named the receipt; --aggregate on the same store said "no receipt written".
+    const [a] = await writeDocs('confirmed-own', 'confirmed on its own', ['a']);
+    const receipts = bed.path('confirmed-own-receipts');
+    const env = (store: string) => ({ env: { NOTARIZE_CONFIG_DIR: store } });
+    expect((await bed.main(['register', a!, '--receipt-dir', receipts, '--quiet'], env(freshStore()))).code).toBe(0);
+    const receipt = join(receipts, 'a.txt.notarization.json');
+    const before = readFileSync(receipt, 'utf8');
+    const store = freshStore();
+    const perDocument = await bed.main(['register', a!, '--receipt-dir', receipts, '--output', 'ndjson'], env(store));
+    expect(perDocument.code, describeRun(perDocument)).toBe(0);
+    expect(parseNdjson(perDocument.stdout)[0]).toMatchObject({ status: 'already-registered', receipt });
+    const mark = bed.mark();
+    const aggregate = await bed.main(
+      ['register', '--aggregate', a!, '--receipt-dir', receipts, '--output', 'ndjson'],
+      env(store),
+    );
+    expect(aggregate.code, describeRun(aggregate)).toBe(0);
+    expect(bed.callsSince(mark)).toEqual([]);
+    expect(parseNdjson(aggregate.stdout)[0]).toMatchObject({ status: 'already-registered', receipt });
+    expect(aggregate.stderr).not.toContain('no receipt written');
+    expect(readFileSync(receipt, 'utf8')).toBe(before);
+  });
+
   it('a receipt whose root the service does not have, of a document it has on its own: named by no result, said so', async () => {
     // r88: the run learnt the receipt's root is not registered, then got 409 for the document's own
     // digest (another job registered it), and named that receipt as the document's, exit 0, no word.
