@@ -12368,21 +12368,23 @@ async function registrationIn(path, hash) {
 /**
 * The receipt already at document `index`'s place when it is a consistent
 * receipt of that document (digest `hash`), else one under another name in
-* the folder (`elsewhere`: the receipts by digest) of this service: a
-* registration the service confirmed with no record here leaves it as it
-* is, and it still answers for the document; else undefined.
+* the folder (`elsewhere`: the receipts by digest): a registration the
+* service confirmed with no record here leaves it as it is, and it still
+* answers for the document; else undefined.
 *
-* `confirmed`: the registration the service confirmed (the root the
-* document is under, or its own digest). A receipt answers when it claims
-* that one, or the document on its own (registered that way too, which
-* nothing here contradicts). One whose proof leads to another root does
-* not (r88: a root the service had just said it does not have): at the
-* document's place it is `other`, and no receipt may be written over it
-* (r89: that replaced a receipt the warning said was left as it is).
+* A receipt answers only for the registration confirmed (`confirmed`: the
+* root the document is under, or its own digest), at this service (a bare
+* record does not say its service): r88 named a receipt whose proof led to
+* a root the service had just said it does not have; r90 one of the
+* document on its own where only a root was confirmed, and one of another
+* service with --force. One at the document's place that claims another is
+* `other`, and no receipt may be written over it (r89: that replaced a
+* genuine receipt of the document on its own, whose record is sent once).
 */
 async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = () => Promise.resolve(/* @__PURE__ */ new Map())) {
 	const claims = (receipt) => receipt.proof?.root ?? hash;
-	const answers = (receipt) => claims(receipt) === confirmed || receipt.proof === null;
+	const elsewhereService = (receipt) => receipt.baseUrl !== void 0 && receipt.baseUrl !== baseUrl ? receipt.baseUrl : void 0;
+	const answers = (receipt) => claims(receipt) === confirmed && elsewhereService(receipt) === void 0;
 	const own = receiptPath(plan, index, hash);
 	const there = await receiptAt(own, hash);
 	if (there !== void 0 && answers(there)) return {
@@ -12396,18 +12398,25 @@ async function keptReceipt(plan, index, hash, confirmed, baseUrl, elsewhere = ()
 			path
 		};
 	}
-	return there === void 0 ? void 0 : {
+	if (there === void 0) return void 0;
+	const service = elsewhereService(there);
+	return {
 		kind: "other",
 		path: own,
-		claimed: claims(there)
+		claimed: claims(there),
+		...service === void 0 ? {} : { service }
 	};
 }
 /**
-* What a run says of a receipt keptReceipt found `other`: at document
-* `hash`'s place, it claims root `claimed`, where `confirmed` is confirmed.
+* What a run says of a receipt keptReceipt found `other` at the place of
+* document `hash`, where `confirmed` (a root, or `hash` on its own) is what
+* this run has confirmed. It says nothing of whether the receipt's own
+* claim is true: only that it is not what was confirmed here.
 */
-function otherClaimWarning(path, hash, claimed, confirmed) {
-	return `${path} is a receipt of Merkle root ${claimed}, not of ${confirmed === hash ? "its document registered on its own" : `Merkle root ${confirmed}`}, which is what is confirmed: it is left as it is, and no result names it`;
+function otherClaimWarning(other, hash, confirmed) {
+	const name = (registered) => registered === hash ? "its document registered on its own" : `Merkle root ${registered}`;
+	const of = `${name(other.claimed)}${other.service === void 0 ? "" : ` at ${other.service}`}`;
+	return `${other.path} is a receipt of ${of}, where this run confirmed ${name(confirmed)}: it is left as it is, and no result names it`;
 }
 /** `text` read as a consistent receipt (v1, or a bare record) of the document of digest `hash`; else undefined. */
 function receiptOf(text, hash) {
@@ -22472,7 +22481,7 @@ var init_register_aggregate = __esmMin((() => {
 			const plan = this.#documents.receipts;
 			if (plan === void 0) return void 0;
 			const found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () => planReceiptsByDigest(plan));
-			if (found?.kind === "other") this.#options.io.warn(otherClaimWarning(found.path, doc.sha256, found.claimed, confirmed));
+			if (found?.kind === "other") this.#options.io.warn(otherClaimWarning(found, doc.sha256, confirmed));
 			return found;
 		}
 		/**
@@ -23558,7 +23567,7 @@ var init_register = __esmMin((() => {
 					receipt: kept.path
 				};
 				if (kept?.kind === "other") {
-					options.io.warn(otherClaimWarning(kept.path, input.hash, kept.claimed, confirmed));
+					options.io.warn(otherClaimWarning(kept, input.hash, confirmed));
 					return {
 						outcome,
 						...self

@@ -346,7 +346,7 @@ export class Aggregator {
       planReceiptsByDigest(plan),
     );
     if (found?.kind === 'other') {
-      this.#options.io.warn(otherClaimWarning(found.path, doc.sha256, found.claimed, confirmed));
+      this.#options.io.warn(otherClaimWarning(found, doc.sha256, confirmed));
     }
     return found;
   }

@@ -583,7 +583,7 @@ class Registrar {
       if (kept?.kind === 'kept') return { outcome, ...self, receipt: kept.path };
       if (kept?.kind === 'other') {
         // One at its place claims another root: left as it is, nothing written over it, named by no result.
-        options.io.warn(otherClaimWarning(kept.path, input.hash, kept.claimed, confirmed));
+        options.io.warn(otherClaimWarning(kept, input.hash, confirmed));
         return { outcome, ...self };
       }
       // Under a root: another document's receipt there may carry its record (a run stopped while it wrote them).

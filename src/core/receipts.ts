@@ -457,26 +457,28 @@ export async function registrationIn(path: string, hash: string): Promise<Earlie
 
 /**
  * What keptReceipt found: a receipt that answers for the document (`kept`),
- * or one at its place that claims another registration (`other`, what it
- * claims: a root, or the document's own digest), which must be left as it
- * is and named by no result.
+ * or one at its place of another registration (`other`: what it claims, a
+ * root or the document's own digest, and its service when not this one),
+ * which is left as it is and named by no result.
  */
-export type KeptReceipt = { kind: 'kept'; path: string } | { kind: 'other'; path: string; claimed: string };
+export type KeptReceipt =
+  { kind: 'kept'; path: string } | { kind: 'other'; path: string; claimed: string; service?: string };
 
 /**
  * The receipt already at document `index`'s place when it is a consistent
  * receipt of that document (digest `hash`), else one under another name in
- * the folder (`elsewhere`: the receipts by digest) of this service: a
- * registration the service confirmed with no record here leaves it as it
- * is, and it still answers for the document; else undefined.
+ * the folder (`elsewhere`: the receipts by digest): a registration the
+ * service confirmed with no record here leaves it as it is, and it still
+ * answers for the document; else undefined.
  *
- * `confirmed`: the registration the service confirmed (the root the
- * document is under, or its own digest). A receipt answers when it claims
- * that one, or the document on its own (registered that way too, which
- * nothing here contradicts). One whose proof leads to another root does
- * not (r88: a root the service had just said it does not have): at the
- * document's place it is `other`, and no receipt may be written over it
- * (r89: that replaced a receipt the warning said was left as it is).
+ * A receipt answers only for the registration confirmed (`confirmed`: the
+ * root the document is under, or its own digest), at this service (a bare
+ * record does not say its service): r88 named a receipt whose proof led to
+ * a root the service had just said it does not have; r90 one of the
+ * document on its own where only a root was confirmed, and one of another
+ * service with --force. One at the document's place that claims another is
+ * `other`, and no receipt may be written over it (r89: that replaced a
+ * genuine receipt of the document on its own, whose record is sent once).
  */
 export async function keptReceipt(
   plan: ReceiptPlan,
@@ -487,7 +489,10 @@ export async function keptReceipt(
   elsewhere: () => Promise<Map<string, string[]>> = () => Promise.resolve(new Map<string, string[]>()),
 ): Promise<KeptReceipt | undefined> {
   const claims = (receipt: ConsistentReceipt) => receipt.proof?.root ?? hash;
-  const answers = (receipt: ConsistentReceipt) => claims(receipt) === confirmed || receipt.proof === null;
+  const elsewhereService = (receipt: ConsistentReceipt) =>
+    receipt.baseUrl !== undefined && receipt.baseUrl !== baseUrl ? receipt.baseUrl : undefined;
+  const answers = (receipt: ConsistentReceipt) =>
+    claims(receipt) === confirmed && elsewhereService(receipt) === undefined;
   const own = receiptPath(plan, index, hash);
   const there = await receiptAt(own, hash);
   if (there !== undefined && answers(there)) return { kind: 'kept', path: own };
@@ -497,16 +502,26 @@ export async function keptReceipt(
     const receipt = await receiptAt(path, hash);
     if (receipt?.baseUrl === baseUrl && answers(receipt)) return { kind: 'kept', path };
   }
-  return there === undefined ? undefined : { kind: 'other', path: own, claimed: claims(there) };
+  if (there === undefined) return undefined;
+  const service = elsewhereService(there);
+  return { kind: 'other', path: own, claimed: claims(there), ...(service === undefined ? {} : { service }) };
 }
 
 /**
- * What a run says of a receipt keptReceipt found `other`: at document
- * `hash`'s place, it claims root `claimed`, where `confirmed` is confirmed.
+ * What a run says of a receipt keptReceipt found `other` at the place of
+ * document `hash`, where `confirmed` (a root, or `hash` on its own) is what
+ * this run has confirmed. It says nothing of whether the receipt's own
+ * claim is true: only that it is not what was confirmed here.
  */
-export function otherClaimWarning(path: string, hash: string, claimed: string, confirmed: string): string {
-  const what = confirmed === hash ? 'its document registered on its own' : `Merkle root ${confirmed}`;
-  return `${path} is a receipt of Merkle root ${claimed}, not of ${what}, which is what is confirmed: it is left as it is, and no result names it`;
+export function otherClaimWarning(
+  other: Extract<KeptReceipt, { kind: 'other' }>,
+  hash: string,
+  confirmed: string,
+): string {
+  const name = (registered: string) =>
+    registered === hash ? 'its document registered on its own' : `Merkle root ${registered}`;
+  const of = `${name(other.claimed)}${other.service === undefined ? '' : ` at ${other.service}`}`;
+  return `${other.path} is a receipt of ${of}, where this run confirmed ${name(confirmed)}: it is left as it is, and no result names it`;
 }
 
 /** The record of a Merkle root as a receipt in --receipt-dir carries it (rootRecordInReceipts). */

@@ -101,7 +101,7 @@ describe('receiptNames', () => {
 });
 
 describe('keptReceipt', () => {
-  it('keeps a receipt of the registration confirmed, and finds one at its place that claims another root (r88)', async () => {
+  it('keeps a receipt of the registration confirmed, and finds one at its place that claims another registration (r88, r90)', async () => {
     const plan = await planFor('doc.txt');
     const hash = hashOf('kept');
     const salt = Buffer.alloc(32, 9);
@@ -129,10 +129,24 @@ describe('keptReceipt', () => {
     expect(await keptReceipt(plan, 0, hash, root, SERVICE, none)).toEqual({ kind: 'kept', path: own });
     // The service confirmed the document on its own: a receipt under a root says something else.
     expect(await keptReceipt(plan, 0, hash, hash, SERVICE, none)).toEqual({ kind: 'other', path: own, claimed: root });
-    // A receipt of it on its own answers either way: it was registered so, which nothing contradicts (r89).
+    // And the other way: a receipt of it on its own, when a root is what is confirmed (r90).
     writeFileSync(own, receiptOf(hash));
     expect(await keptReceipt(plan, 0, hash, hash, SERVICE, none)).toEqual({ kind: 'kept', path: own });
-    expect(await keptReceipt(plan, 0, hash, root, SERVICE, none)).toEqual({ kind: 'kept', path: own });
+    expect(await keptReceipt(plan, 0, hash, root, SERVICE, none)).toEqual({ kind: 'other', path: own, claimed: hash });
+    // A receipt of another service is of another registration (r90, with --force).
+    writeFileSync(own, receiptOf(hash, 'https://other.example'));
+    expect(await keptReceipt(plan, 0, hash, hash, SERVICE, none)).toEqual({
+      kind: 'other',
+      path: own,
+      claimed: hash,
+      service: 'https://other.example',
+    });
+    // Under another name, one of this service answers; one that claims another root does not.
+    const elsewhere = join(own, '..', 'copy.txt.notarization.json');
+    writeFileSync(elsewhere, receiptOf(hash));
+    const byDigest = () => Promise.resolve(new Map([[hash, [elsewhere]]]));
+    expect(await keptReceipt(plan, 0, hash, hash, SERVICE, byDigest)).toEqual({ kind: 'kept', path: elsewhere });
+    expect(await keptReceipt(plan, 0, hash, root, SERVICE, byDigest)).toMatchObject({ kind: 'other', path: own });
   });
 });
 

@@ -1099,10 +1099,11 @@ describe('switching between --aggregate and per-document registration never pays
     });
   });
 
-  it('a receipt of a document on its own, where a manifest puts it under a registered root: kept, named, never replaced', async () => {
+  it('a receipt of a document on its own, where a manifest puts it under a registered root: never replaced, not named', async () => {
     // r89: 9504888 passed such a receipt over (it claims the document on its own, the root was what
     // was confirmed), then wrote the root's receipt over it from another receipt's record: the
-    // record of a paid registration, which the service sends once, was lost.
+    // record of a paid registration, which the service sends once, was lost. r90: naming it instead
+    // names a registration nobody confirmed (it may be forged): it is left as it is, said so.
     const { docs, receipts: treeReceipts, root } = await registeredTree('both-ways', 'both ways', ['a', 'b']);
     const receipts = bed.path('both-ways-own');
     const own = await bed.main(['register', docs[0]!, '--receipt-dir', receipts, '--quiet'], {
@@ -1123,8 +1124,12 @@ describe('switching between --aggregate and per-document registration never pays
       );
       expect(run.code, describeRun(run)).toBe(0);
       expect(bed.callsSince(mark).filter((c) => c.route === 'forfait')).toEqual([]);
-      expect(parseNdjson(run.stdout)[0]).toMatchObject({ status: 'already-registered', receipt: ownReceipt });
-      expect(run.stderr).not.toContain('is a receipt of');
+      const [result] = parseNdjson(run.stdout);
+      expect(result).toMatchObject({ status: 'already-registered', proof: { root } });
+      expect(result!.receipt).toBeUndefined();
+      expect(run.stderr).toContain(
+        `${ownReceipt} is a receipt of its document registered on its own, where this run confirmed Merkle root ${root}: it is left as it is, and no result names it`,
+      );
       expect(readFileSync(ownReceipt, 'utf8')).toBe(before);
     }
   });
@@ -1185,7 +1190,7 @@ describe('switching between --aggregate and per-document registration never pays
       expect(result).toMatchObject({ status: 'already-registered', record: null });
       expect(result!.receipt).toBeUndefined();
       expect(run.stderr).toContain(
-        `${file} is a receipt of Merkle root ${staleRoot}, not of its document registered on its own, which is what is confirmed`,
+        `${file} is a receipt of Merkle root ${staleRoot}, where this run confirmed its document registered on its own: it is left as it is, and no result names it`,
       );
       expect(readFileSync(file, 'utf8')).toBe(before);
     }
