@@ -9716,12 +9716,30 @@ async function readOr(read, fallback, wait = {}) {
 	} catch (error) {
 		const code = fdShortageCode(error);
 		if (code === void 0) return fallback(error);
-		throw new UsageError(`this process has too many files open to read the receipt folder (${code}); nothing was sent`, {
+		throw new UsageError(`${folderShortage(code)}; nothing was sent`, {
 			code: "disk_refused",
 			hint: `${FD_SHORTAGE_REMEDY}, then run the command again`,
 			cause: error
 		});
 	}
+}
+function folderShortage(code) {
+	return `this process has too many files open to read the receipt folder (${code})`;
+}
+/**
+* readOr's refusal as a caller that had sent something must say it (r87:
+* a lookup of the receipts after the service's 409 said exit 2 and
+* "nothing was sent"): `receipt_write`, exit 1, the remedy kept, and
+* `hint` (what was done, and that running again writes the receipt). Any
+* other error is returned as it is.
+*/
+function refusalAfterSending(error, hint = "running the same command again writes the receipt") {
+	const code = error instanceof UsageError && error.code === "disk_refused" ? fdShortageCode(error) : void 0;
+	if (code === void 0) return error;
+	return new NotarizeError("receipt_write", EXIT.failed, folderShortage(code), {
+		hint: `${FD_SHORTAGE_REMEDY}; ${hint}`,
+		cause: error
+	});
 }
 /**
 * How many more files this process may open now: its limit (`ulimit -n`,
@@ -12455,6 +12473,8 @@ async function writeReceipt(plan, index, hash, text, overwrite, recordFrom) {
 		});
 		return path;
 	} catch (error) {
+		const afterSending = refusalAfterSending(error, hint);
+		if (afterSending !== error) throw afterSending;
 		if (error instanceof UsageError) throw failed(error.message, error);
 		const code = error.code;
 		const existing = code === "EEXIST" ? await readNoFollow(path).catch(() => void 0) : void 0;
@@ -12520,10 +12540,13 @@ var init_receipts = __esmMin((() => {
 				this.#found.set(root, found);
 			}
 			const look = await found;
-			if ("unreadable" in look) throw new NotarizeError("receipt_write", EXIT.failed, `the receipts under the Merkle root ${root} could not be read for its record: ${look.unreadable.message}`, {
-				hint: look.unreadable.hint ?? "run the same command again",
-				cause: look.unreadable
-			});
+			if ("unreadable" in look) {
+				const after = refusalAfterSending(look.unreadable);
+				throw new NotarizeError("receipt_write", EXIT.failed, `the receipts under the Merkle root ${root} could not be read for its record: ${after.message}`, {
+					hint: after.hint ?? "run the same command again",
+					cause: look.unreadable
+				});
+			}
 			return "kept" in look ? look.kept : void 0;
 		}
 		/** A receipt was written from the record of `root` that `of` gave. */
@@ -17323,7 +17346,7 @@ function sentMetadata(outcome) {
 function showCustody(io, custody) {
 	if (!custody) return;
 	const perhapsTaken = custody.error instanceof TransientError && !custody.error.notProcessed;
-	io.info(custody.metadataSent ? "custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes." : perhapsTaken ? "custody: the file metadata was sent but not confirmed as taken, and the file itself was NOT uploaded." : "custody: the file metadata could not be sent, and the file itself was NOT uploaded.");
+	io.info(custody.metadataSent ? "custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes." : perhapsTaken ? "custody: the file metadata may have been taken but is not confirmed, and the file itself was NOT uploaded." : "custody: the file metadata could not be sent, and the file itself was NOT uploaded.");
 }
 /**
 * A hash the ledger or the service (a 409) says is registered: the ledger's
@@ -22224,6 +22247,7 @@ var init_register_aggregate = __esmMin((() => {
 	init_aggregate();
 	init_evidence();
 	init_description();
+	init_fd_shortage();
 	init_manifests();
 	init_trees();
 	init_batch();
@@ -22475,12 +22499,18 @@ var init_register_aggregate = __esmMin((() => {
 		* The receipt of `doc` already in --receipt-dir (keptReceipt) of the
 		* registration confirmed (`confirmed`: the root it is under, or its own
 		* digest), when there is one; one at its place claiming another root is
-		* warned of here, and no receipt is to be written over it.
+		* warned of here, and no receipt is to be written over it. `sent`: this
+		* run sent something for it (its failure is then never exit 2).
 		*/
-		async #keptReceipt(doc, confirmed) {
+		async #keptReceipt(doc, confirmed, sent = true) {
 			const plan = this.#documents.receipts;
 			if (plan === void 0) return void 0;
-			const found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () => planReceiptsByDigest(plan));
+			let found;
+			try {
+				found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () => planReceiptsByDigest(plan));
+			} catch (error) {
+				throw sent ? refusalAfterSending(error) : error;
+			}
 			if (found?.kind === "other") this.#options.io.warn(otherClaimWarning(found, doc.sha256, confirmed));
 			return found;
 		}
@@ -22699,7 +22729,7 @@ var init_register_aggregate = __esmMin((() => {
 				if (entry === void 0 && confirmed.has(doc.sha256)) {
 					let kept;
 					try {
-						kept = await this.#keptReceipt(doc, doc.sha256);
+						kept = await this.#keptReceipt(doc, doc.sha256, false);
 					} catch (error) {
 						this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));
 						continue;
@@ -23560,7 +23590,9 @@ var init_register = __esmMin((() => {
 			};
 			if (outcome.kind === "already-registered" && outcome.entry === void 0) {
 				const confirmed = under?.proof.root ?? input.hash;
-				const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () => planReceiptsByDigest(receipts));
+				const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () => planReceiptsByDigest(receipts)).catch((error) => {
+					throw refusalAfterSending(error);
+				});
 				if (kept?.kind === "kept") return {
 					outcome,
 					...self,

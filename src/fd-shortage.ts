@@ -15,7 +15,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { errnoCodeIn, UsageError } from './errors.js';
+import { errnoCodeIn, EXIT, NotarizeError, UsageError } from './errors.js';
 
 /** How long an open waits in all for a descriptor to be freed before its error stands. */
 export const FD_WAIT_MS = 30_000;
@@ -106,11 +106,35 @@ export async function readOr<T, F>(
   } catch (error) {
     const code = fdShortageCode(error);
     if (code === undefined) return fallback(error);
-    throw new UsageError(
-      `this process has too many files open to read the receipt folder (${code}); nothing was sent`,
-      { code: 'disk_refused', hint: `${FD_SHORTAGE_REMEDY}, then run the command again`, cause: error },
-    );
+    throw new UsageError(`${folderShortage(code)}; nothing was sent`, {
+      code: 'disk_refused',
+      hint: `${FD_SHORTAGE_REMEDY}, then run the command again`,
+      cause: error,
+    });
   }
+}
+
+function folderShortage(code: string): string {
+  return `this process has too many files open to read the receipt folder (${code})`;
+}
+
+/**
+ * readOr's refusal as a caller that had sent something must say it (r87:
+ * a lookup of the receipts after the service's 409 said exit 2 and
+ * "nothing was sent"): `receipt_write`, exit 1, the remedy kept, and
+ * `hint` (what was done, and that running again writes the receipt). Any
+ * other error is returned as it is.
+ */
+export function refusalAfterSending(
+  error: unknown,
+  hint = 'running the same command again writes the receipt',
+): unknown {
+  const code = error instanceof UsageError && error.code === 'disk_refused' ? fdShortageCode(error) : undefined;
+  if (code === undefined) return error;
+  return new NotarizeError('receipt_write', EXIT.failed, folderShortage(code), {
+    hint: `${FD_SHORTAGE_REMEDY}; ${hint}`,
+    cause: error,
+  });
 }
 
 /**

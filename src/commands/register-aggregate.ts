@@ -10,6 +10,7 @@ import { confirmedBefore, confirmedRoots, register, type Outcome } from '../core
 import { placeDocuments, registerRoots, type RootResult } from '../core/aggregate.js';
 import { planReceiptsByDigest } from '../core/evidence.js';
 import { isSendableDescription } from '../core/description.js';
+import { refusalAfterSending } from '../fd-shortage.js';
 import { askAboutDocument, RootAsks, usableManifest } from '../core/manifests.js';
 import { Trees, type AggregateDocument, type LoadedTree, type Placement } from '../core/trees.js';
 import { asNotarizeError, FailureTally, runAll, settledError } from '../core/batch.js';
@@ -337,14 +338,21 @@ export class Aggregator {
    * The receipt of `doc` already in --receipt-dir (keptReceipt) of the
    * registration confirmed (`confirmed`: the root it is under, or its own
    * digest), when there is one; one at its place claiming another root is
-   * warned of here, and no receipt is to be written over it.
+   * warned of here, and no receipt is to be written over it. `sent`: this
+   * run sent something for it (its failure is then never exit 2).
    */
-  async #keptReceipt(doc: Hashed, confirmed: string): Promise<KeptReceipt | undefined> {
+  async #keptReceipt(doc: Hashed, confirmed: string, sent = true): Promise<KeptReceipt | undefined> {
     const plan = this.#documents.receipts;
     if (plan === undefined) return undefined;
-    const found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () =>
-      planReceiptsByDigest(plan),
-    );
+    let found: KeptReceipt | undefined;
+    try {
+      found = await keptReceipt(plan, doc.index, doc.sha256, confirmed, this.#baseUrl, () =>
+        planReceiptsByDigest(plan),
+      );
+    } catch (error) {
+      // A folder unreadable for want of descriptors, after something was sent: exit 1, not 2 (r87).
+      throw sent ? refusalAfterSending(error) : error;
+    }
     if (found?.kind === 'other') {
       this.#options.io.warn(otherClaimWarning(found, doc.sha256, confirmed));
     }
@@ -616,7 +624,7 @@ export class Aggregator {
         // register has it (r89); with none, said once for all, with the root ones.
         let kept: KeptReceipt | undefined;
         try {
-          kept = await this.#keptReceipt(doc, doc.sha256);
+          kept = await this.#keptReceipt(doc, doc.sha256, false);
         } catch (error) {
           // The folder unreadable for want of descriptors (readOr): nothing sent, this document fails.
           this.#fail(doc.index, doc.file, doc.sha256, asNotarizeError(error));

@@ -32,7 +32,7 @@ import {
 } from '../core/receipts.js';
 import { receiptText, redactedReceipt, redactedReceiptWarning } from '../core/receipt-format.js';
 import { sentAlready, type NotarizeError } from '../errors.js';
-import { FILES_PER_WORKER, fitConcurrency } from '../fd-shortage.js';
+import { FILES_PER_WORKER, fitConcurrency, refusalAfterSending } from '../fd-shortage.js';
 import type { Spinner } from '../output/io.js';
 import {
   sentMetadata,
@@ -577,9 +577,12 @@ class Registrar {
       // Its receipt from an earlier run is there and holds: it answers for it, nothing to warn of.
       // Only one of the registration confirmed: the document's own, or the root it is under.
       const confirmed = under?.proof.root ?? input.hash;
+      // After the service's 409: a folder unreadable for want of descriptors is exit 1, not 2 (r87).
       const kept = await keptReceipt(receipts, index, input.hash, confirmed, this.#baseUrl, () =>
         planReceiptsByDigest(receipts),
-      );
+      ).catch((error: unknown) => {
+        throw refusalAfterSending(error);
+      });
       if (kept?.kind === 'kept') return { outcome, ...self, receipt: kept.path };
       if (kept?.kind === 'other') {
         // One at its place claims another root: left as it is, nothing written over it, named by no result.

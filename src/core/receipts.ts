@@ -33,7 +33,7 @@ import { constants, rmSync, type Stats } from 'node:fs';
 import { access, lstat, mkdir, open, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize, sep } from 'node:path';
 import { EXIT, NotarizeError, UsageError } from '../errors.js';
-import { isFdShortage, readOr } from '../fd-shortage.js';
+import { isFdShortage, readOr, refusalAfterSending } from '../fd-shortage.js';
 import { cleanUpOnInterrupt } from '../interrupt.js';
 import { makeDirs } from '../mkdirs.js';
 import { parentAfterName, sameSpelling } from '../path-spelling.js';
@@ -583,11 +583,12 @@ export class RootRecordsInReceipts {
     const look = await found;
     if ('unreadable' in look) {
       // Asked after the service's 409: something was sent, so exit 1, not the read's exit 2.
+      const after = refusalAfterSending(look.unreadable) as NotarizeError;
       throw new NotarizeError(
         'receipt_write',
         EXIT.failed,
-        `the receipts under the Merkle root ${root} could not be read for its record: ${look.unreadable.message}`,
-        { hint: look.unreadable.hint ?? 'run the same command again', cause: look.unreadable },
+        `the receipts under the Merkle root ${root} could not be read for its record: ${after.message}`,
+        { hint: after.hint ?? 'run the same command again', cause: look.unreadable },
       );
     }
     return 'kept' in look ? look.kept : undefined;
@@ -713,6 +714,9 @@ export async function writeReceipt(
     await writeFileAtomic(path, text, { mode: 0o666, replace, flushes: plan.flushes });
     return path;
   } catch (error) {
+    // A folder unreadable for want of descriptors: the remedy, and no "nothing was sent" (r87).
+    const afterSending = refusalAfterSending(error, hint);
+    if (afterSending !== error) throw afterSending;
     if (error instanceof UsageError) {
       throw failed(error.message, error);
     }

@@ -15,6 +15,7 @@ import {
   isFdShortage,
   loadingModule,
   readOr,
+  refusalAfterSending,
   whenFdsFree,
 } from '../../src/fd-shortage.js';
 import { fileErrorReason } from '../../src/core/hash.js';
@@ -128,6 +129,21 @@ describe('readOr (a read whose failure is taken for "nothing there")', () => {
       "raise the limit of open files (ulimit -n), or lower register's -j, then run the command again",
     );
     expect(isFdShortage(short)).toBe(true);
+
+    // After something was sent (the service's 409, a paid completion): exit 1, never "nothing was sent" (r87).
+    const after = refusalAfterSending(short, 'the registration itself is done');
+    expect(after).toMatchObject({ code: 'receipt_write', exitCode: 1 });
+    expect((after as UsageError).message).toBe(
+      'this process has too many files open to read the receipt folder (ENFILE)',
+    );
+    expect((after as UsageError).hint).toBe(
+      "raise the limit of open files (ulimit -n), or lower register's -j; the registration itself is done",
+    );
+    // Anything else is left as it is.
+    const other = new UsageError('not a shortage');
+    expect(refusalAfterSending(other)).toBe(other);
+    const raw = errno('EMFILE');
+    expect(refusalAfterSending(raw)).toBe(raw);
   });
 });
 
