@@ -383,13 +383,14 @@ export function sentMetadata(outcome: Outcome): boolean {
 /** What became of the custody metadata, when this run sent (or tried to send) it. */
 function showCustody(io: IO, custody: CustodyOutcome | undefined): void {
   if (!custody) return;
-  // A call that failed after an attempt that may have been processed (its answer lost) was sent (r84).
+  // A call that failed after an attempt that may have been processed (its answer lost: r84), or one a
+  // signal cut short, which cannot tell whether it went out (r87): not "was sent", not "could not be".
   const perhapsTaken = custody.error instanceof TransientError && !custody.error.notProcessed;
   io.info(
     custody.metadataSent
       ? 'custody: the file metadata was sent. The file itself was NOT uploaded: the service does not document how to upload file bytes.'
       : perhapsTaken
-        ? 'custody: the file metadata was sent but not confirmed as taken, and the file itself was NOT uploaded.'
+        ? 'custody: the file metadata may have been taken but is not confirmed, and the file itself was NOT uploaded.'
         : 'custody: the file metadata could not be sent, and the file itself was NOT uploaded.',
   );
 }

@@ -107,10 +107,11 @@ describe('present: one record or outcome', () => {
       outcome({ kind: 'completed', entry, reusedSession: false, custody: { metadataSent: false } }),
     );
     expect(failed).toContain('custody: the file metadata could not be sent, and the file itself was NOT uploaded.\n');
-    // A call an attempt of which may have been processed (its answer lost, then no connection): sent (r84).
+    // A call an attempt of which may have been processed (its answer lost, then no connection: r84), or
+    // one a signal cut short (r87): perhaps taken, never said to be sent.
     for (const [notProcessed, said] of [
       [true, 'could not be sent'],
-      [false, 'was sent but not confirmed as taken'],
+      [false, 'may have been taken but is not confirmed'],
     ] as const) {
       const error = new TransientError('PUT failed: EMFILE', { notProcessed });
       const [, lost] = await shown(
