@@ -25803,7 +25803,11 @@ var init_credentials = __esmMin((() => {
 					throw error;
 				}
 				renewed = true;
-				const fresh = await this.#renew();
+				const fresh = await this.#renew().catch((renewal) => {
+					if (!(renewal instanceof UsageError) || renewal.code !== "api_key_invalid") throw renewal;
+					error.hint = `the token was refused, and the API key could not log in again (it holds a control character): ${renewal.hint}`;
+					throw error;
+				});
 				if (fresh === void 0) {
 					if (token === this.#sources.envToken) error.hint = "the token in NOTARIZE_TOKEN was refused: unset it (a stored token or the API key is then used), or set a valid one";
 					throw error;

@@ -23,6 +23,7 @@ import {
   ProtocolError,
   ServiceRefusedError,
   UnreadableAnswerError,
+  UsageError,
 } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { cleanSecret, isSendableToken, keyDigest, keyTrace, sendableToken } from '../secrets.js';
@@ -133,7 +134,14 @@ export class TokenCredentials implements Authorizer {
           throw error;
         }
         renewed = true;
-        const fresh = await this.#renew();
+        const fresh = await this.#renew().catch((renewal: unknown) => {
+          // The key refused before it is sent (a control character, api/client.ts): this call went out
+          // and was answered 401, so that is the failure (exit 3), not the key's exit 2, whose
+          // "nothing was sent" is untrue here (r87).
+          if (!(renewal instanceof UsageError) || renewal.code !== 'api_key_invalid') throw renewal;
+          error.hint = `the token was refused, and the API key could not log in again (it holds a control character): ${renewal.hint}`;
+          throw error;
+        });
         if (fresh === undefined) {
           // NOTARIZE_TOKEN is sent before any stored token: `notarize login` would change nothing.
           if (token === this.#sources.envToken) {

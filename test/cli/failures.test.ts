@@ -238,6 +238,17 @@ describe('exit 3: authentication', () => {
     expectFailure(register, 2, /the API key holds a control character \(U\+0001 at character 4\)/);
     expect(bed.sandbox.calls).toEqual([]);
     expect(bed.storedTokens()).toEqual({});
+
+    // Reached only after a call went out with NOTARIZE_TOKEN and came back 401: that 401 is the failure,
+    // exit 3, never the key's "nothing was sent" (r87).
+    const foreignToken = await bed.directLogin(await bed.extraSandbox());
+    const afterSending = await bed.main(['register', '--hash', 'b'.repeat(64), '-d', 'token refused, key unusable'], {
+      env: { NOTARIZE_TOKEN: foreignToken, NOTARIZE_API_KEY: `${key.slice(0, 3)}\u001b${key.slice(3)}` },
+    });
+    expectFailure(afterSending, 3, /answered 401/);
+    expect(afterSending.stderr).not.toContain('nothing was sent');
+    expect(afterSending.stderr).toContain('the API key could not log in again (it holds a control character)');
+    expect(bed.sandbox.calls.map((c) => [c.route, c.status])).toEqual([['request', 401]]);
   });
 
   it('a wrong NOTARIZE_API_KEY is tried once, not twice', async () => {
