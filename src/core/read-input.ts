@@ -67,10 +67,10 @@ export async function readBytesInput(
  * zero bytes of its first characters when they are printable ASCII
  * (UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE: named with their order, which
  * iconv would otherwise guess, and a wrong guess is other text, valid
- * UTF-8). Up to four of them are looked at, at least two: 00 4E is "N" in
- * UTF-16BE and U+4E00 in UTF-16LE (r84), and 00 C8 00 AC is "È¬" or "저가"
- * (r86); four CJK characters each a multiple of 256 are no text anyone
- * writes. Undefined when none is told: such text saved without a mark may
+ * UTF-8). Four of them are looked at, no fewer: 00 4E is "N" in UTF-16BE
+ * and U+4E00 in UTF-16LE (r84), 00 C8 00 AC is "È¬" or "저가" (r86), and
+ * 00 4E 00 52 "NR" or "一刀" (r87); four CJK characters each a multiple of
+ * 256 are no text anyone writes. Undefined when none is told: such text saved without a mark may
  * pass for UTF-8, or be refused as not UTF-8. A zero byte there is never
  * UTF-8 text anyone meant (U+0000). UTF-32's patterns are looked for first:
  * they begin as UTF-16's.
@@ -87,12 +87,13 @@ function otherEncoding(bytes: Buffer): string | undefined {
 }
 
 /**
- * Whether the first code units of `size` bytes (up to four, at least two)
- * each hold a printable ASCII character at byte `at` and zeros elsewhere.
+ * Whether the first four code units of `size` bytes each hold a printable
+ * ASCII character at byte `at` and zeros elsewhere. A shorter text is not
+ * told: 00 4E 00 52 is "NR" in UTF-16BE and "一刀" in UTF-16LE (r87).
  */
 function unitsAre(bytes: Buffer, size: number, at: number): boolean {
-  const units = Math.min(4, Math.floor(bytes.length / size));
-  if (units < 2) return false;
+  const units = 4;
+  if (bytes.length < units * size) return false;
   for (let unit = 0; unit < units; unit++) {
     for (let i = 0; i < size; i++) {
       const byte = bytes[unit * size + i]!;
@@ -130,6 +131,13 @@ export function decodeUtf8(
     // fatal: a byte that is not UTF-8 is an error, not U+FFFD. ignoreBOM: the mark is kept, to be told.
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch (error) {
+    // Zero bytes are no 8-bit text (Latin-1's hint made NULs of it, r87): UTF-16 or UTF-32 not told above.
+    if (bytes.subarray(0, 64).includes(0)) {
+      throw new UsageError(`${subject} is not valid UTF-8: it holds zero bytes, as UTF-16 or UTF-32 text does`, {
+        hint: 'save it as UTF-8 (in PowerShell Out-File -Encoding utf8), or iconv -f <its encoding: UTF-16LE, UTF-16BE...> -t UTF-8',
+        cause: error,
+      });
+    }
     throw new UsageError(`${subject} is not valid UTF-8`, { hint: hint(undefined), cause: error });
   }
   const unmarked = withoutByteOrderMark(text);

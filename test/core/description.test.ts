@@ -128,7 +128,7 @@ describe('readDescriptionFile (--description-file)', () => {
       [Buffer.from(text, 'utf16le'), 'UTF-16LE'],
       [Buffer.from(text, 'utf16le').swap16(), 'UTF-16BE'],
       [Buffer.concat([Buffer.of(0xff, 0xfe, 0, 0), Buffer.from('s\0\0\0', 'latin1')]), 'UTF-32'],
-      [Buffer.from('\0\0\0s\0\0\0i', 'latin1'), 'UTF-32BE'],
+      [Buffer.from('\0\0\0s\0\0\0i\0\0\0g\0\0\0n', 'latin1'), 'UTF-32BE'],
     ];
     for (const [i, [bytes, encoding]] of cases.entries()) {
       const file = join(tempDir(), `wide-${i}.txt`);

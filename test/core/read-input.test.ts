@@ -104,18 +104,21 @@ describe('decodeUtf8', () => {
   it('names no byte order from one character: 00 4E is "N" in UTF-16BE and U+4E00 in UTF-16LE (r84)', () => {
     // Followed, `iconv -f UTF-16BE` made other text of it, valid UTF-8, which was registered.
     // Nor from two: 00 C8 00 AC is "È¬" in UTF-16BE and "저가" in UTF-16LE (r86).
-    for (const text of ['一二三 report', '저가 판매 계약', '一开 x']) {
+    // Nor from two or three characters in all: 00 4E 00 52 is "NR" or "一刀" (r87).
+    for (const text of ['一二三 report', '저가 판매 계약', '一开 x', '一刀', '一刀开']) {
       for (const bytes of [Buffer.from(text, 'utf16le'), Buffer.from(text, 'utf16le').swap16()]) {
-        expect(() => decode(bytes), text).not.toThrow(/UTF-16|UTF-32/);
+        // No encoding named (one with the wrong order is other text, valid UTF-8), so no iconv to follow.
+        expect(() => decode(bytes), text).not.toThrow(/ is UTF-(16|32)/);
       }
     }
     for (const bytes of [Buffer.from('一二三 report', 'utf16le'), Buffer.from('一二三 report', 'utf16le').swap16()]) {
-      expect(refusal(bytes).message).not.toMatch(/UTF-16|UTF-32/);
+      expect(refusal(bytes).message).not.toMatch(/ is UTF-(16|32)/);
+      expect(refusal(bytes).hint).not.toMatch(/iconv -f UTF-(16|32)(LE|BE)? /);
     }
     // UTF-32LE of the same: no UTF-16 named either.
     const utf32 = Buffer.alloc(12);
     [...'一二三'].forEach((c, i) => utf32.writeUInt32LE(c.codePointAt(0)!, i * 4));
-    expect(() => decode(utf32)).not.toThrow(/UTF-16/);
+    expect(() => decode(utf32)).not.toThrow(/ is UTF-16/);
     // A UTF-16LE key followed by the newline `echo` adds in one byte (odd length): still told (r84).
     const key = Buffer.concat([Buffer.from('k_key_0123', 'utf16le'), Buffer.from('\n')]);
     expect(refusal(key).message).toBe('the text is UTF-16LE, not UTF-8');
@@ -124,13 +127,13 @@ describe('decodeUtf8', () => {
   it.each([
     ['UTF-16LE with its mark', Buffer.of(0xff, 0xfe, 0x7b, 0), 'UTF-16'],
     ['UTF-16BE with its mark', Buffer.of(0xfe, 0xff, 0, 0x7b), 'UTF-16'],
-    ['UTF-16LE, no mark', Buffer.from('{}', 'utf16le'), 'UTF-16LE'],
-    ['UTF-16BE, no mark', Buffer.from('{}', 'utf16le').swap16(), 'UTF-16BE'],
+    ['UTF-16LE, no mark', Buffer.from('{""}', 'utf16le'), 'UTF-16LE'],
+    ['UTF-16BE, no mark', Buffer.from('{""}', 'utf16le').swap16(), 'UTF-16BE'],
     ['UTF-16LE, no mark, a key and the newline echo adds', Buffer.from('k_key\n', 'utf16le'), 'UTF-16LE'],
     ["UTF-32LE with its mark (which begins as UTF-16LE's)", Buffer.of(0xff, 0xfe, 0, 0, 0x7b, 0, 0, 0), 'UTF-32'],
     ['UTF-32BE with its mark', Buffer.of(0, 0, 0xfe, 0xff, 0, 0, 0, 0x7b), 'UTF-32'],
-    ['UTF-32LE, no mark', Buffer.of(0x7b, 0, 0, 0, 0x7d, 0, 0, 0), 'UTF-32LE'],
-    ['UTF-32BE, no mark', Buffer.of(0, 0, 0, 0x7b, 0, 0, 0, 0x7d), 'UTF-32BE'],
+    ['UTF-32LE, no mark', Buffer.of(0x7b, 0, 0, 0, 0x22, 0, 0, 0, 0x22, 0, 0, 0, 0x7d, 0, 0, 0), 'UTF-32LE'],
+    ['UTF-32BE, no mark', Buffer.of(0, 0, 0, 0x7b, 0, 0, 0, 0x22, 0, 0, 0, 0x22, 0, 0, 0, 0x7d), 'UTF-32BE'],
   ])('says %s is not UTF-8, and how to convert it, byte order included', (_, bytes, encoding) => {
     const error = refusal(bytes);
     expect(error.message).toBe(`the text is ${encoding}, not UTF-8`);
@@ -160,6 +163,12 @@ describe('decodeUtf8', () => {
       const command = /iconv -f (\S+) -t UTF-8/.exec(refusal(bytes).hint ?? '')!;
       expect(execFileSync('iconv', ['-f', command[1]!, '-t', 'UTF-8'], { input: bytes }).toString()).toBe(text);
     }
+  });
+
+  it('names no Latin-1 for text with zero bytes that is not UTF-8: UTF-16 or UTF-32 not told (r87)', () => {
+    const error = refusal(Buffer.from('Éléonore Dupont, contrat signé', 'utf16le'));
+    expect(error.message).toBe('the text is not valid UTF-8: it holds zero bytes, as UTF-16 or UTF-32 text does');
+    expect(error.hint).not.toContain('LATIN1');
   });
 
   it('refuses a byte that is not UTF-8 instead of reading U+FFFD, with the hint the caller gives', () => {
