@@ -11573,10 +11573,10 @@ async function readBytesInput(source, stdin, limit, what, slack = 0, flag) {
 * UTF-8). Four of them are looked at, no fewer: 00 4E is "N" in UTF-16BE
 * and U+4E00 in UTF-16LE (r84), 00 C8 00 AC is "È¬" or "저가" (r86), and
 * 00 4E 00 52 "NR" or "一刀" (r87); four CJK characters each a multiple of
-* 256 are no text anyone writes. Undefined when none is told: such text saved without a mark may
-* pass for UTF-8, or be refused as not UTF-8. A zero byte there is never
-* UTF-8 text anyone meant (U+0000). UTF-32's patterns are looked for first:
-* they begin as UTF-16's.
+* 256 are no text anyone writes. Undefined when none is told: such text
+* saved without a mark may pass for UTF-8, or be refused as not UTF-8. A
+* zero byte there is never UTF-8 text anyone meant (U+0000). UTF-32's
+* patterns are looked for first: they begin as UTF-16's.
 */
 function otherEncoding(bytes) {
 	const at = (...expected) => expected.every((byte, i) => bytes[i] === byte);
@@ -22538,14 +22538,16 @@ var init_register_aggregate = __esmMin((() => {
 			} catch (error) {
 				written = { receiptError: asNotarizeError(error) };
 			}
-			let record = entry;
-			if (record === void 0 && kept === void 0 && !occupied && !written.receiptError && outcome.kind === "already-registered") {
-				const found = await this.#rootRecordInReceipts(proof.root);
-				record = found.record;
-				if (found.receiptError) written = { receiptError: found.receiptError };
+			if (kept === void 0 && !occupied && !written.receiptError) {
+				let record = entry;
+				if (record === void 0 && outcome.kind === "already-registered") {
+					const found = await this.#rootRecordInReceipts(proof.root);
+					record = found.record;
+					if (found.receiptError) written = { receiptError: found.receiptError };
+					else if (record === void 0) this.#unrecordedRoots.add(proof.root);
+				}
+				if (record !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, record, proof);
 			}
-			if (outcome.kind === "already-registered" && record === void 0 && kept === void 0 && !occupied && !written.receiptError) this.#unrecordedRoots.add(proof.root);
-			if (kept === void 0 && !occupied && record !== void 0 && plan !== void 0) written = await this.#receipt(plan, doc, record, proof);
 			const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
 				under: {
 					sha256: doc.sha256,

@@ -380,30 +380,17 @@ export class Aggregator {
       // The folder unreadable for want of descriptors (readOr), after the ask was sent: this document fails.
       written = { receiptError: asNotarizeError(error) };
     }
-    // With no record here, the receipt of another document under the root may carry it.
-    let record: { recordJson: string; completedAt: string; path?: string } | undefined = entry;
-    if (
-      record === undefined &&
-      kept === undefined &&
-      !occupied &&
-      !written.receiptError &&
-      outcome.kind === 'already-registered'
-    ) {
-      const found = await this.#rootRecordInReceipts(proof.root);
-      record = found.record;
-      if (found.receiptError) written = { receiptError: found.receiptError };
-    }
-    if (
-      outcome.kind === 'already-registered' &&
-      record === undefined &&
-      kept === undefined &&
-      !occupied &&
-      !written.receiptError
-    ) {
-      this.#unrecordedRoots.add(proof.root);
-    }
-    if (kept === undefined && !occupied && record !== undefined && plan !== undefined) {
-      written = await this.#receipt(plan, doc, record, proof);
+    // Nothing there answers for it, nor may be written over: its receipt is written from the record,
+    // this store's, or with none here, another document's receipt under the root may carry it.
+    if (kept === undefined && !occupied && !written.receiptError) {
+      let record: { recordJson: string; completedAt: string; path?: string } | undefined = entry;
+      if (record === undefined && outcome.kind === 'already-registered') {
+        const found = await this.#rootRecordInReceipts(proof.root);
+        record = found.record;
+        if (found.receiptError) written = { receiptError: found.receiptError };
+        else if (record === undefined) this.#unrecordedRoots.add(proof.root);
+      }
+      if (record !== undefined && plan !== undefined) written = await this.#receipt(plan, doc, record, proof);
     }
     const result = outcomeResult(doc.file, outcome, this.#baseUrl, {
       under: { sha256: doc.sha256, proof },

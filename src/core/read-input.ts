@@ -70,10 +70,10 @@ export async function readBytesInput(
  * UTF-8). Four of them are looked at, no fewer: 00 4E is "N" in UTF-16BE
  * and U+4E00 in UTF-16LE (r84), 00 C8 00 AC is "È¬" or "저가" (r86), and
  * 00 4E 00 52 "NR" or "一刀" (r87); four CJK characters each a multiple of
- * 256 are no text anyone writes. Undefined when none is told: such text saved without a mark may
- * pass for UTF-8, or be refused as not UTF-8. A zero byte there is never
- * UTF-8 text anyone meant (U+0000). UTF-32's patterns are looked for first:
- * they begin as UTF-16's.
+ * 256 are no text anyone writes. Undefined when none is told: such text
+ * saved without a mark may pass for UTF-8, or be refused as not UTF-8. A
+ * zero byte there is never UTF-8 text anyone meant (U+0000). UTF-32's
+ * patterns are looked for first: they begin as UTF-16's.
  */
 function otherEncoding(bytes: Buffer): string | undefined {
   const at = (...expected: number[]) => expected.every((byte, i) => bytes[i] === byte);
