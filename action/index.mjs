@@ -22564,11 +22564,11 @@ var init_register_aggregate = __esmMin((() => {
 			const trees = /* @__PURE__ */ new Map();
 			let reporting;
 			const unwritten = /* @__PURE__ */ new Set();
-			let underRecords = 0;
+			let underRoots = 0;
 			const owing = () => {
 				if (unwritten.size === 0) return void 0;
 				const [what, verb] = this.#documents.receipts ? ["receipts", "written"] : ["results", "printed"];
-				return `the ${what} of ${unwritten.size} of the ${underRecords} documents under a Merkle root are not known to be ${verb}: run the same command again to ${verb === "written" ? "write" : "print"} them`;
+				return `the ${what} of ${unwritten.size} of the ${underRoots} documents under a Merkle root are not known to be ${verb}: run the same command again to ${verb === "written" ? "write" : "print"} them`;
 			};
 			const deps = {
 				api: this.#api,
@@ -22631,9 +22631,9 @@ var init_register_aggregate = __esmMin((() => {
 				const manifestFailure = await this.#manifestsAfter(trees, roots);
 				for (const { doc, placement } of inTrees) {
 					const root = roots.get(placement.tree.entry.root);
-					if (root.ok && root.outcome.kind !== "pending" && root.outcome.entry !== void 0) unwritten.add(doc.index);
+					if (root.ok && root.outcome.kind !== "pending") unwritten.add(doc.index);
 				}
-				underRecords = unwritten.size;
+				underRoots = unwritten.size;
 				if (unwritten.size > 0) reporting ??= owingResult(owing);
 				await runAll(inTrees, async ({ doc, placement }) => {
 					await this.#items.ready();

@@ -408,16 +408,16 @@ export class Aggregator {
     // Held from a root's completion until every result and receipt is out, with the flow's own
     // (interrupt.ts): a signal's grace then covers what a record saved in it is owed.
     let reporting: (() => void) | undefined;
-    // The receipts (or result lines) of documents under a root with its record here, not yet out:
+    // The receipts (or result lines) of documents under a root registered or known, not yet out:
     // a signal's grace may not cover thousands of them, and its line then says a re-run writes them.
     const unwritten = new Set<number>();
-    let underRecords = 0;
+    let underRoots = 0;
     const owing = () => {
       if (unwritten.size === 0) return undefined;
       const [what, verb] = this.#documents.receipts ? ['receipts', 'written'] : ['results', 'printed'];
       return (
         // Not known: a receipt renamed into place whose write has not returned yet is counted too (r86).
-        `the ${what} of ${unwritten.size} of the ${underRecords} documents under a Merkle root are not known to be ${verb}: ` +
+        `the ${what} of ${unwritten.size} of the ${underRoots} documents under a Merkle root are not known to be ${verb}: ` +
         `run the same command again to ${verb === 'written' ? 'write' : 'print'} them`
       );
     };
@@ -491,9 +491,10 @@ export class Aggregator {
       const manifestFailure = await this.#manifestsAfter(trees, roots);
       for (const { doc, placement } of inTrees) {
         const root = roots.get(placement.tree.entry.root)!;
-        if (root.ok && root.outcome.kind !== 'pending' && root.outcome.entry !== undefined) unwritten.add(doc.index);
+        // With no record here, a receipt under the root may still carry it (#settle): owed all the same (r87).
+        if (root.ok && root.outcome.kind !== 'pending') unwritten.add(doc.index);
       }
-      underRecords = unwritten.size;
+      underRoots = unwritten.size;
       // A re-run writing the receipts a stopped run left sends no completion: what it owes is said all the same.
       if (unwritten.size > 0) reporting ??= owingResult(owing);
       await runAll(

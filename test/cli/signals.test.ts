@@ -15,7 +15,9 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
+  mkdtempSync,
   readlinkSync,
+  rmSync,
   truncateSync,
   writeFileSync,
 } from 'node:fs';
@@ -150,26 +152,30 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     expect(finished.code, describeRun(finished)).toBe(0);
   });
 
-  it('a Merkle root stopped while its receipts are written: the line says how many are not, and a re-run writes them', async () => {
-    const count = 4000;
-    const docs = join(bed.workDir, 'many');
-    mkdirSync(docs);
-    for (let i = 0; i < count; i++) writeFileSync(join(docs, `d${i}.txt`), `one of many deeds, ${i}\n`);
-    const receipts = join(bed.workDir, 'many-receipts');
-    const args = ['register', '--aggregate', '-r', docs, '--receipt-dir', receipts, '--output', 'ndjson'];
-    const receiptCount = () =>
-      existsSync(receipts) ? readdirSync(receipts).filter((f) => f.endsWith('.notarization.json')).length : 0;
-    const spawned = spawnCli(args, bed.env(), { cwd: bed.workDir });
+  /**
+   * Runs `args` until a receipt beyond `before` is written, then stops it with SIGTERM twice: the grace cut short,
+   * as a CI runner's SIGKILL would, with receipts left to write. Returns the run and the receipts then written.
+   */
+  async function stopWhileWriting(
+    args: string[],
+    env: ReturnType<Bed['env']>,
+    receiptCount: () => number,
+    before: number,
+  ): Promise<{ run: Awaited<ReturnType<typeof interrupt>>['run']; written: number }> {
+    const spawned = spawnCli(args, env, { cwd: bed.workDir });
     let stderr = '';
     spawned.child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    await until(() => receiptCount() > 0, 'the first receipt is written');
+    await until(() => receiptCount() > before, 'a receipt is written');
     spawned.child.kill('SIGTERM');
     await until(() => stderr.includes('waiting up to'), 'the wait is told');
-    // A second signal: the grace cut short, as a CI runner's SIGKILL would, with receipts left to write.
     const { run } = await interrupt(spawned, 'SIGTERM');
     bed.record(run);
     expect(run.code, describeRun(run)).toBe(143);
-    const written = receiptCount();
+    return { run, written: receiptCount() };
+  }
+
+  /** The last line of `run` says how many of `count` receipts are owed: at least those not `written`. */
+  function expectOwedReceipts(run: { stderr: string }, count: number, written: number): void {
     expect(written).toBeLessThan(count);
     const line = run.stderr.trimEnd().split('\n').at(-1)!;
     const said = new RegExp(
@@ -180,21 +186,54 @@ describe.skipIf(process.platform !== 'linux')('signals', () => {
     // At least those missing; a few more whose write had not returned when the exit came (r86).
     expect(Number(said![1])).toBeGreaterThanOrEqual(count - written);
     expect(Number(said![1])).toBeLessThanOrEqual(count - written + 16);
+  }
+
+  /** `count` documents in a new folder `name` of the work directory, and its receipt folder. */
+  function manyDocuments(
+    name: string,
+    count: number,
+  ): { args: string[]; receipts: string; receiptCount: () => number } {
+    const docs = join(bed.workDir, name);
+    mkdirSync(docs);
+    for (let i = 0; i < count; i++) writeFileSync(join(docs, `d${i}.txt`), `one of many deeds in ${name}, ${i}\n`);
+    const receipts = join(bed.workDir, `${name}-receipts`);
+    const receiptCount = () =>
+      existsSync(receipts) ? readdirSync(receipts).filter((f) => f.endsWith('.notarization.json')).length : 0;
+    const args = ['register', '--aggregate', '-r', docs, '--receipt-dir', receipts, '--output', 'ndjson'];
+    return { args, receipts, receiptCount };
+  }
+
+  it('a Merkle root stopped while its receipts are written: the line says how many are not, and a re-run writes them', async () => {
+    const count = 4000;
+    const { args, receiptCount } = manyDocuments('many', count);
+    const { run, written } = await stopWhileWriting(args, bed.env(), receiptCount, 0);
+    expectOwedReceipts(run, count, written);
     // A re-run writing the rest sends no completion, and is stopped the same way: it says so too (r86).
-    const rerun = spawnCli(args, bed.env(), { cwd: bed.workDir });
-    let rerunStderr = '';
-    rerun.child.stderr.on('data', (chunk: Buffer) => (rerunStderr += chunk.toString()));
-    await until(() => receiptCount() > written, 'the re-run writes a receipt');
-    rerun.child.kill('SIGTERM');
-    await until(() => rerunStderr.includes('waiting up to'), 'the re-run tells its wait');
-    const stopped = await interrupt(rerun, 'SIGTERM');
-    bed.record(stopped.run);
-    expect(stopped.run.code, describeRun(stopped.run)).toBe(143);
+    const stopped = await stopWhileWriting(args, bed.env(), receiptCount, written);
     expect(stopped.run.stderr.trimEnd().split('\n').at(-1)).toMatch(
       /; the receipts of \d+ of the \d+ documents under a Merkle root are not known to be written: run the same command again to write them$/,
     );
     const forfaits = bed.calls('forfait');
     const again = await bed.run(args);
+    expect(again.code, describeRun(again)).toBe(0);
+    expect(receiptCount()).toBe(count);
+    expect(bed.calls('forfait')).toBe(forfaits);
+  });
+
+  it("a cold re-run stopped while it writes receipts from another receipt's record: the line says how many are not (r87)", async () => {
+    const count = 4000;
+    const { args, receipts, receiptCount } = manyDocuments('cold', count);
+    const first = await bed.run(args);
+    expect(first.code, describeRun(first)).toBe(0);
+    // A new runner: an empty store, and of the receipts only one kept (with the tree): the root's record is in it.
+    const receiptFiles = readdirSync(receipts).filter((f) => f.endsWith('.notarization.json'));
+    expect(receiptFiles).toHaveLength(count);
+    for (const name of receiptFiles.slice(1)) rmSync(join(receipts, name));
+    const coldStore = { NOTARIZE_CONFIG_DIR: mkdtempSync(join(bed.workDir, 'cold-store-')) };
+    const { run, written } = await stopWhileWriting(args, bed.env(coldStore), receiptCount, 1);
+    expectOwedReceipts(run, count, written);
+    const forfaits = bed.calls('forfait');
+    const again = await bed.run(args, { env: coldStore });
     expect(again.code, describeRun(again)).toBe(0);
     expect(receiptCount()).toBe(count);
     expect(bed.calls('forfait')).toBe(forfaits);
